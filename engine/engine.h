@@ -1,0 +1,168 @@
+/* engine.h — the Qwen3 model: config, weights, KV cache and the forward pass.
+ * The engine knows nothing about text: it maps token ids to logits. */
+#ifndef QWENCHAT_ENGINE_H
+#define QWENCHAT_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Configuration (config.json) ------------------------------------------ */
+
+enum eng_dtype { ENG_BF16, ENG_F16, ENG_F32 };
+
+/* Size in bytes of one element of the dtype. */
+size_t eng_dtype_size(enum eng_dtype t);
+/* "BF16", "F16", "F32". */
+const char *eng_dtype_name(enum eng_dtype t);
+
+struct eng_config {
+	int vocab_size;              /* rows of the embedding and lm_head */
+	int hidden_size;             /* model width (dim) */
+	int intermediate_size;       /* MLP width */
+	int num_layers;              /* num_hidden_layers */
+	int num_heads;               /* query heads */
+	int num_kv_heads;            /* key/value heads (GQA: num_heads % num_kv_heads == 0) */
+	int head_dim;                /* per head; num_heads*head_dim may differ from hidden_size */
+	double rms_norm_eps;
+	double rope_theta;
+	/* rope_scaling; rope_type "default" when absent, else "yarn" (others refused) */
+	char rope_type[16];
+	double rope_factor;                  /* YaRN scale factor (1 when absent) */
+	int rope_original_max_position;      /* YaRN original_max_position_embeddings */
+	int max_position_embeddings;
+	bool tie_word_embeddings;    /* lm_head shares the embedding matrix */
+	enum eng_dtype dtype;        /* torch_dtype */
+	int bos_token_id, eos_token_id;  /* -1 when absent */
+};
+
+/* Parses and validates config.json text (`name` is used in messages). Refuses
+ * other architectures and absurd or inconsistent values before anything is
+ * allocated. 0 or -1 (err_set names the file and the field). */
+int eng_config_parse(const char *json, size_t len, const char *name, struct eng_config *cfg);
+/* Reads DIR/config.json and parses it. */
+int eng_config_load(const char *dir, struct eng_config *cfg);
+
+/* Parameter counts by component, from the config alone (no files needed). */
+struct eng_param_counts {
+	int64_t embedding;           /* vocab x hidden */
+	int64_t attn_q, attn_k, attn_v, attn_o;   /* all layers */
+	int64_t qk_norm;             /* q_norm + k_norm, all layers */
+	int64_t layer_norms;         /* input + post-attention norms, all layers */
+	int64_t mlp_gate, mlp_up, mlp_down;       /* all layers */
+	int64_t final_norm;
+	int64_t lm_head;             /* 0 when tied */
+	int64_t total;               /* unique parameters */
+	int64_t non_embedding;       /* total minus embedding and (untied) lm_head */
+};
+void eng_count_params(const struct eng_config *cfg, struct eng_param_counts *out);
+
+/* KV cache bytes per token for elements of `elem_size` bytes (2 for bf16). */
+size_t eng_kv_bytes_per_token(const struct eng_config *cfg, size_t elem_size);
+
+/* ---- Weights (safetensors, memory-mapped) ---------------------------------- */
+
+struct eng_tensor {
+	const void *data;            /* points into the mmap; never copied */
+	enum eng_dtype dtype;
+	int ndim;
+	int64_t shape[2];            /* PyTorch order: (rows, cols) for matrices */
+	size_t nbytes;
+};
+
+struct eng_layer {
+	struct eng_tensor input_norm;   /* (hidden) */
+	struct eng_tensor wq;           /* (num_heads*head_dim, hidden) */
+	struct eng_tensor wk;           /* (num_kv_heads*head_dim, hidden) */
+	struct eng_tensor wv;           /* (num_kv_heads*head_dim, hidden) */
+	struct eng_tensor wo;           /* (hidden, num_heads*head_dim) */
+	struct eng_tensor q_norm;       /* (head_dim) */
+	struct eng_tensor k_norm;       /* (head_dim) */
+	struct eng_tensor post_norm;    /* (hidden) post_attention_layernorm */
+	struct eng_tensor w_gate;       /* (intermediate, hidden) */
+	struct eng_tensor w_up;         /* (intermediate, hidden) */
+	struct eng_tensor w_down;       /* (hidden, intermediate) */
+};
+
+struct eng_weights {
+	struct eng_tensor embed;        /* (vocab, hidden) */
+	struct eng_layer *layers;       /* num_layers entries */
+	struct eng_tensor final_norm;   /* (hidden) */
+	struct eng_tensor lm_head;      /* (vocab, hidden); equals embed when tied */
+};
+
+/* A loaded model: config + mapped safetensors files + every tensor bound. */
+struct eng_model;
+
+/* Opens a model directory: config.json, then model.safetensors or
+ * model.safetensors.index.json with its shards. Every tensor the config implies
+ * is bound with its expected shape; missing, unexpected or mis-shaped tensors
+ * are errors naming the file and tensor. NULL on error (err_set). */
+struct eng_model *eng_model_open(const char *dir);
+void eng_model_free(struct eng_model *m);
+const struct eng_config *eng_model_config(const struct eng_model *m);
+const struct eng_weights *eng_model_weights(const struct eng_model *m);
+/* Total bytes of all mapped tensor data. */
+size_t eng_model_weight_bytes(const struct eng_model *m);
+
+/* ---- Engine: a backend, a KV cache and the forward pass --------------------- */
+
+enum eng_backend_kind { ENG_BACKEND_AUTO, ENG_BACKEND_CPU, ENG_BACKEND_CUDA };
+
+struct eng_options {
+	enum eng_backend_kind backend;
+	int threads;                 /* CPU threads; 0 = all cores */
+	int ctx;                     /* KV cache capacity in tokens; 0 = min(max_position, 4096) */
+	bool kv_f32;                 /* fp32 KV cache (reference tests); default bf16 */
+};
+
+struct eng;
+
+/* Creates an engine on the requested backend. AUTO picks CUDA when a device is
+ * present, else the CPU (with a one-line notice through `notice`, may be NULL).
+ * The model must outlive the engine. NULL on error (err_set). */
+struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
+		    void (*notice)(const char *msg));
+void eng_free(struct eng *e);
+
+/* "cpu" or "cuda". */
+const char *eng_backend_name(const struct eng *e);
+/* KV capacity in tokens, and how many positions the cache holds now. */
+int eng_ctx(const struct eng *e);
+int eng_cached(const struct eng *e);
+
+/* Runs ids[0..n) at positions pos..pos+n-1, writing their K/V into the cache.
+ * pos must be <= eng_cached(e); entries from pos on are replaced (an implicit
+ * truncate). pos+n must be <= eng_ctx(e); every id must be < vocab_size.
+ * logits: vocab_size floats for the last position, or n*vocab_size (row per
+ * position) when all_logits. 0 or -1 (err_set); on error the cache holds pos
+ * tokens. Large n is processed in chunks internally. */
+int eng_forward(struct eng *e, const int32_t *ids, int n, int pos,
+		float *logits, bool all_logits);
+
+/* Forgets cache entries from position n on (n <= eng_cached). */
+int eng_truncate(struct eng *e, int n);
+
+/* Attention capture for the UI: while on, each forward records the softmax row of
+ * the last query for every layer and head. */
+void eng_set_capture(struct eng *e, bool on);
+/* The captured row (length *len == keys attended) or NULL when none. */
+const float *eng_attention(const struct eng *e, int layer, int head, int *len);
+
+struct eng_stats {
+	size_t weight_bytes;          /* weights resident for this backend */
+	size_t kv_bytes_allocated;    /* whole KV cache */
+	size_t kv_bytes_used;         /* eng_cached() tokens */
+	size_t scratch_bytes;         /* activations, logits, workspaces */
+	size_t device_free, device_total;  /* GPU memory (0 on the CPU backend) */
+	double prefill_seconds;       /* time in forwards of n > 1, cumulative */
+	double decode_seconds;        /* time in forwards of n == 1, cumulative */
+	int64_t prefill_tokens, decode_tokens;
+};
+void eng_get_stats(const struct eng *e, struct eng_stats *st);
+
+/* Bytes of weights read to decode one token (every matrix once, plus the
+ * embedding row), the figure bandwidth ratios are computed against. */
+size_t eng_decode_weight_bytes(const struct eng_config *cfg, size_t weight_elem_size);
+
+#endif

@@ -1,0 +1,3 @@
+# engine/local.mk — model loading, KV cache, forward pass, CPU backend.
+libqwenchat_a_SOURCES += \
+	engine/engine.h

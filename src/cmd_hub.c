@@ -1,0 +1,17 @@
+/* cmd_hub.c — PLACEHOLDER until its issue lands: replace this whole file. */
+#include "src/cli.h"
+#include "src/commands.h"
+
+int cmd_pull(int argc, char **argv)
+{
+	(void)argc;
+	cli_error("%s: not built yet", argv[0]);
+	return EXIT_RUNTIME;
+}
+
+int cmd_list(int argc, char **argv)
+{
+	(void)argc;
+	cli_error("%s: not built yet", argv[0]);
+	return EXIT_RUNTIME;
+}

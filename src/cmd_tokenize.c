@@ -1,0 +1,17 @@
+/* cmd_tokenize.c — PLACEHOLDER until its issue lands: replace this whole file. */
+#include "src/cli.h"
+#include "src/commands.h"
+
+int cmd_tokenize(int argc, char **argv)
+{
+	(void)argc;
+	cli_error("%s: not built yet", argv[0]);
+	return EXIT_RUNTIME;
+}
+
+int cmd_detokenize(int argc, char **argv)
+{
+	(void)argc;
+	cli_error("%s: not built yet", argv[0]);
+	return EXIT_RUNTIME;
+}

@@ -1,0 +1,68 @@
+/* main.c — the qwenchat program: picks the subcommand and hands it the arguments. */
+#include "config.h"
+#include "src/cli.h"
+#include "src/commands.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+	"usage: qwenchat [COMMAND] [OPTIONS]\n"
+	"\n"
+	"Chat with Qwen3 models in the terminal, on the GPU (CUDA) or the CPU.\n"
+	"\n"
+	"commands:\n"
+	"  chat        interactive chat UI (the default command)\n"
+	"  run         one chat turn, the answer streamed to stdout\n"
+	"  tokenize    text on stdin -> token ids\n"
+	"  detokenize  token ids on stdin -> text\n"
+	"  template    render a conversation with the Qwen3 chat template\n"
+	"  logits      token ids on stdin -> float32 logits file\n"
+	"  bench       prefill and decode throughput\n"
+	"  info        model configuration, parameters and memory plan\n"
+	"  pull        download a model into the Hugging Face cache\n"
+	"  list        Qwen3 models in the Hugging Face cache\n"
+	"  train-bpe   train a byte-level BPE tokenizer\n"
+	"\n"
+	"'qwenchat COMMAND --help' describes a command's options.\n"
+	"  -h, --help     show this help\n"
+	"  -V, --version  show the version\n";
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+	{"chat", cmd_chat},
+	{"run", cmd_run},
+	{"tokenize", cmd_tokenize},
+	{"detokenize", cmd_detokenize},
+	{"template", cmd_template},
+	{"logits", cmd_logits},
+	{"bench", cmd_bench},
+	{"info", cmd_info},
+	{"pull", cmd_pull},
+	{"list", cmd_list},
+	{"train-bpe", cmd_train_bpe},
+};
+
+int main(int argc, char **argv)
+{
+	setlocale(LC_ALL, "");
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		fputs(usage, stdout);
+		return EXIT_OK;
+	}
+	if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
+		printf("qwenchat %s\n", PACKAGE_VERSION);
+		return EXIT_OK;
+	}
+	/* No command, or options first: the chat UI. */
+	if (argc < 2 || argv[1][0] == '-')
+		return cmd_chat(argc, argv);
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	cli_error("unknown command '%s' (try 'qwenchat --help')", argv[1]);
+	return EXIT_USAGE;
+}

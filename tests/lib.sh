@@ -1,0 +1,44 @@
+# lib.sh — helpers sourced by the shell tests (tests/*.sh).
+# The harness exports QWENCHAT (the built binary), TOP_SRCDIR and TOP_BUILDDIR.
+set -u
+: "${QWENCHAT:?run through make check}"
+: "${TOP_SRCDIR:?run through make check}"
+: "${TOP_BUILDDIR:?run through make check}"
+
+# A scratch directory removed when the test exits.
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/qwenchat-test.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+
+# expect_exit CODE DESC CMD... — runs CMD, checks its exit status; stderr saved in $TMP/err.
+expect_exit() {
+	want=$1; desc=$2; shift 2
+	"$@" >"$TMP/out" 2>"$TMP/err"
+	got=$?
+	if [ "$got" -eq "$want" ]; then pass "$desc (exit $got)"
+	else fail "$desc: exit $got, expected $want; stderr: $(head -c 300 "$TMP/err")"; fi
+}
+
+# expect_err_has TEXT DESC — the last expect_exit's stderr contains TEXT, on one line
+# starting with "qwenchat: ".
+expect_err_has() {
+	if grep -qF -- "$1" "$TMP/err" && head -n 1 "$TMP/err" | grep -q '^qwenchat: '; then
+		pass "$2"
+	else
+		fail "$2: stderr lacks '$1': $(head -c 300 "$TMP/err")"
+	fi
+}
+
+# Sets TOK_DIR to the real Qwen3 tokenizer files, or exits 77 (SKIP) / 1 (CI).
+need_tokenizer() {
+	TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh") || exit $?
+}
+
+# Ends the test: exit 0 when no check failed.
+finish() {
+	if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed" >&2; exit 1; fi
+	exit 0
+}

@@ -1,0 +1,14 @@
+# tests/local.mk — unit tests (cmocka), CLI tests (shell), fixtures and fuzz targets.
+EXTRA_DIST += tests/fetch-tokenizer.sh tests/lib.sh
+
+# Fuzz targets (./configure CC=clang --enable-fuzzers; `make fuzz-targets`).
+# A target is tests/fuzz_NAME.c defining LLVMFuzzerTestOneInput; add it to
+# FUZZ_TARGETS and give it tests_fuzz_NAME_SOURCES/_LDADD/_LDFLAGS = $(FUZZ_LDFLAGS).
+# Seed corpora live in tests/fuzz/corpus/NAME/.
+FUZZ_TARGETS =
+if ENABLE_FUZZERS
+EXTRA_PROGRAMS = $(FUZZ_TARGETS)
+CLEANFILES += $(FUZZ_TARGETS)
+endif
+fuzz-targets: $(FUZZ_TARGETS)
+.PHONY: fuzz-targets

@@ -1,0 +1,3 @@
+# tokenizer/local.mk — byte-level BPE tokenizer.
+libqwenchat_a_SOURCES += \
+	tokenizer/tokenizer.h

@@ -1,0 +1,59 @@
+/* tokenizer.h — Qwen3 byte-level BPE: load tokenizer.json, encode, decode, stream.
+ * The tokenizer knows nothing about tensors. */
+#ifndef QWENCHAT_TOKENIZER_H
+#define QWENCHAT_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tok;
+
+/* Loads DIR/tokenizer.json and, when present, DIR/tokenizer_config.json.
+ * NULL on error (err_set names the file and the field). */
+struct tok *tok_load(const char *dir);
+/* The same from explicit paths; config_path may be NULL. */
+struct tok *tok_load_files(const char *tokenizer_json, const char *config_path);
+void tok_free(struct tok *t);
+
+/* Number of ids (base vocabulary plus added tokens: max id + 1). */
+int tok_vocab_size(const struct tok *t);
+
+/* Encodes bytes (not necessarily valid UTF-8) the way Hugging Face `tokenizers`
+ * does for Qwen3 with add_special_tokens=false: added tokens split out first,
+ * NFC, the Qwen2 pre-tokenizer, byte-level BPE. Returns a malloc'd array of *n
+ * ids, or NULL on error. Not thread-safe on one struct tok (it caches pieces). */
+int32_t *tok_encode(struct tok *t, const char *text, size_t len, size_t *n);
+
+/* Decodes ids to a malloc'd NUL-terminated byte string (*len bytes, may hold
+ * invalid UTF-8 if the ids do). skip_special drops tokens marked special.
+ * NULL on error (an id out of range). */
+char *tok_decode(const struct tok *t, const int32_t *ids, size_t n, bool skip_special,
+		 size_t *len);
+
+/* The id of a token given its exact content (e.g. "<|im_end|>"), or -1. */
+int tok_id(const struct tok *t, const char *content);
+/* The decoded bytes of one id (*len bytes), or NULL when out of range. */
+const char *tok_piece(const struct tok *t, int32_t id, size_t *len);
+/* True for added tokens marked special in tokenizer.json. */
+bool tok_is_special(const struct tok *t, int32_t id);
+/* True for any added token (special or not, e.g. <think>). */
+bool tok_is_added(const struct tok *t, int32_t id);
+
+/* From tokenizer_config.json; NULL when absent. */
+const char *tok_chat_template(const struct tok *t);
+const char *tok_eos_token(const struct tok *t);
+const char *tok_pad_token(const struct tok *t);
+
+/* Streaming decode: feed one id at a time, get back only complete UTF-8
+ * characters; a partial sequence is held until a later token completes it. */
+struct tok_stream;
+struct tok_stream *tok_stream_new(const struct tok *t, bool skip_special);
+void tok_stream_free(struct tok_stream *s);
+/* Returns the bytes now complete (*len, possibly 0), valid until the next call.
+ * NULL on error (id out of range). */
+const char *tok_stream_push(struct tok_stream *s, int32_t id, size_t *len);
+/* Returns whatever is held back (an incomplete sequence at end of stream). */
+const char *tok_stream_flush(struct tok_stream *s, size_t *len);
+
+#endif

@@ -1,0 +1,3 @@
+# ui/local.mk — the ncurses application (skipped with --disable-tui).
+if ENABLE_TUI
+endif
