@@ -3,6 +3,7 @@ libqwenchat_a_SOURCES += \
 	src/err.c src/err.h \
 	src/fileio.c src/fileio.h \
 	src/cli.c src/cli.h \
+	src/hub.c src/hub.h \
 	src/commands.h \
 	src/cmd_run.c src/cmd_tokenize.c src/cmd_train_bpe.c src/cmd_engine.c \
 	src/cmd_info.c src/cmd_hub.c src/cmd_chat.c
