@@ -1,5 +1,4 @@
 /* main.c — the qwenchat program: picks the subcommand and hands it the arguments. */
-#include "config.h"
 #include "src/cli.h"
 #include "src/commands.h"
 
