@@ -12,3 +12,8 @@ CLEANFILES += $(FUZZ_TARGETS)
 endif
 fuzz-targets: $(FUZZ_TARGETS)
 .PHONY: fuzz-targets
+
+# tests/mkmodel: random-weight Qwen3 model directories of any shape (tests/README.md).
+check_PROGRAMS += tests/mkmodel
+tests_mkmodel_SOURCES = tests/mkmodel.c
+tests_mkmodel_LDADD = -lm
