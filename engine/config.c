@@ -1,0 +1,314 @@
+/* config.c — config.json of a dense Qwen3 model: parsing, validation, and the
+ * arithmetic that follows from it (parameter counts, KV and decode bytes). */
+#include "engine/engine.h"
+#include "src/err.h"
+#include "src/fileio.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t eng_dtype_size(enum eng_dtype t)
+{
+	return t == ENG_F32 ? 4 : 2;
+}
+
+const char *eng_dtype_name(enum eng_dtype t)
+{
+	switch (t) {
+	case ENG_BF16: return "BF16";
+	case ENG_F16: return "F16";
+	default: return "F32";
+	}
+}
+
+/* Reads an integer field into [lo, hi]. Absent: *out = def, or an error when
+ * def is below lo (required field). */
+static int get_int(json_t *root, const char *name, const char *pfx, const char *key,
+		   long long lo, long long hi, long long def, int *out)
+{
+	json_t *v = json_object_get(root, key);
+	if (!v || json_is_null(v)) {
+		if (def < lo)
+			return err_set("%s: %s%s is missing", name, pfx, key);
+		*out = (int)def;
+		return 0;
+	}
+	if (!json_is_integer(v))
+		return err_set("%s: %s%s must be an integer", name, pfx, key);
+	json_int_t x = json_integer_value(v);
+	if (x < lo || x > hi)
+		return err_set("%s: %s%s = %lld is out of range [%lld, %lld]", name, pfx, key,
+			       (long long)x, lo, hi);
+	*out = (int)x;
+	return 0;
+}
+
+/* Reads a number field (integer or real) into [lo, hi]; absent gives def. */
+static int get_num(json_t *obj, const char *name, const char *pfx, const char *key,
+		   double lo, double hi, double def, double *out)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v || json_is_null(v)) {
+		if (isnan(def))
+			return err_set("%s: %s%s is missing", name, pfx, key);
+		*out = def;
+		return 0;
+	}
+	if (!json_is_number(v))
+		return err_set("%s: %s%s must be a number", name, pfx, key);
+	double x = json_number_value(v);
+	if (!isfinite(x) || x < lo || x > hi)
+		return err_set("%s: %s%s = %g is out of range [%g, %g]", name, pfx, key, x, lo,
+			       hi);
+	*out = x;
+	return 0;
+}
+
+/* Only dense Qwen3 is implemented: anything else (Qwen3-MoE, Llama, Qwen2...)
+ * would load but compute garbage, so it is refused by name. */
+static int check_architecture(json_t *root, const char *name)
+{
+	json_t *arch = json_object_get(root, "architectures");
+	json_t *type = json_object_get(root, "model_type");
+	if (!arch && !type)
+		return err_set("%s: architectures and model_type are missing "
+			       "(not a Hugging Face Qwen3 config)", name);
+	if (arch) {
+		if (!json_is_array(arch) || json_array_size(arch) == 0)
+			return err_set("%s: architectures must be a non-empty array", name);
+		for (size_t i = 0; i < json_array_size(arch); i++) {
+			const char *a = json_string_value(json_array_get(arch, i));
+			if (!a)
+				return err_set("%s: architectures[%zu] must be a string", name, i);
+			if (strcmp(a, "Qwen3ForCausalLM") != 0)
+				return err_set("%s: architectures: %.64s is not supported "
+					       "(only dense Qwen3ForCausalLM)", name, a);
+		}
+	}
+	if (type) {
+		const char *t = json_string_value(type);
+		if (!t)
+			return err_set("%s: model_type must be a string", name);
+		if (strcmp(t, "qwen3") != 0)
+			return err_set("%s: model_type: %.64s is not supported (only qwen3)",
+				       name, t);
+	}
+	/* features of the Qwen3 code path that the published models leave off */
+	json_t *bias = json_object_get(root, "attention_bias");
+	if (bias && !json_is_false(bias) && !json_is_null(bias))
+		return err_set("%s: attention_bias must be false (Qwen3 has no attention biases)",
+			       name);
+	json_t *act = json_object_get(root, "hidden_act");
+	if (act && (!json_is_string(act) || strcmp(json_string_value(act), "silu") != 0))
+		return err_set("%s: hidden_act must be \"silu\"", name);
+	json_t *sw = json_object_get(root, "use_sliding_window");
+	if (sw && !json_is_false(sw) && !json_is_null(sw))
+		return err_set("%s: use_sliding_window is not supported", name);
+	return 0;
+}
+
+static int parse_dtype(json_t *root, const char *name, struct eng_config *cfg)
+{
+	/* transformers >= 4.56 writes "dtype", older versions "torch_dtype" */
+	const char *key = "torch_dtype";
+	json_t *v = json_object_get(root, key);
+	if (!v || json_is_null(v)) {
+		key = "dtype";
+		v = json_object_get(root, key);
+	}
+	cfg->dtype = ENG_BF16;
+	if (!v || json_is_null(v))
+		return 0;
+	const char *s = json_string_value(v);
+	if (!s)
+		return err_set("%s: %s must be a string", name, key);
+	if (!strcmp(s, "bfloat16"))
+		cfg->dtype = ENG_BF16;
+	else if (!strcmp(s, "float16"))
+		cfg->dtype = ENG_F16;
+	else if (!strcmp(s, "float32"))
+		cfg->dtype = ENG_F32;
+	else
+		return err_set("%s: %s: %.32s is not supported (bfloat16, float16, float32)",
+			       name, key, s);
+	return 0;
+}
+
+static int parse_rope_scaling(json_t *root, const char *name, struct eng_config *cfg)
+{
+	json_t *rs = json_object_get(root, "rope_scaling");
+	snprintf(cfg->rope_type, sizeof cfg->rope_type, "default");
+	cfg->rope_factor = 1;
+	cfg->rope_original_max_position = cfg->max_position_embeddings;
+	if (!rs || json_is_null(rs))
+		return 0;
+	if (!json_is_object(rs))
+		return err_set("%s: rope_scaling must be an object or null", name);
+	json_t *t = json_object_get(rs, "rope_type");
+	if (!t)
+		t = json_object_get(rs, "type");
+	const char *type = json_string_value(t);
+	if (!type)
+		return err_set("%s: rope_scaling.rope_type is missing", name);
+	if (!strcmp(type, "default"))
+		return 0;
+	if (strcmp(type, "yarn") != 0)
+		return err_set("%s: rope_scaling.rope_type: %.32s is not supported "
+			       "(default or yarn)", name, type);
+	snprintf(cfg->rope_type, sizeof cfg->rope_type, "yarn");
+	return get_num(rs, name, "rope_scaling.", "factor", 1, 1024, NAN,
+		       &cfg->rope_factor) ||
+	       get_int(rs, name, "rope_scaling.", "original_max_position_embeddings", 1,
+		       cfg->max_position_embeddings, cfg->max_position_embeddings,
+		       &cfg->rope_original_max_position) ? -1 : 0;
+}
+
+/* bos/eos: an id, a list of ids (the first one counts) or null. */
+static int parse_token_id(json_t *root, const char *name, const char *key, int vocab,
+			  int *out)
+{
+	json_t *v = json_object_get(root, key);
+	*out = -1;
+	if (json_is_array(v))
+		v = json_array_get(v, 0);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) >= vocab)
+		return err_set("%s: %s must be a token id below vocab_size %d", name, key, vocab);
+	*out = (int)json_integer_value(v);
+	return 0;
+}
+
+/* Limits: generous multiples of the largest dense models, small enough that
+ * every size computed from them fits in 64 bits and nothing absurd is allocated. */
+#define MAX_VOCAB (1 << 24)
+#define MAX_WIDTH (1 << 20)
+#define MAX_LAYERS 1024
+#define MAX_HEADS 1024
+#define MAX_HEAD_DIM 1024
+#define MAX_POSITIONS (1 << 24)
+#define MAX_PARAMS 2000000000000LL   /* 2T parameters */
+
+static int parse_fields(json_t *root, const char *name, struct eng_config *c)
+{
+	if (get_int(root, name, "", "vocab_size", 1, MAX_VOCAB, -1, &c->vocab_size) ||
+	    get_int(root, name, "", "hidden_size", 1, MAX_WIDTH, -1, &c->hidden_size) ||
+	    get_int(root, name, "", "intermediate_size", 1, MAX_WIDTH, -1,
+		    &c->intermediate_size) ||
+	    get_int(root, name, "", "num_hidden_layers", 1, MAX_LAYERS, -1, &c->num_layers) ||
+	    get_int(root, name, "", "num_attention_heads", 1, MAX_HEADS, -1, &c->num_heads) ||
+	    get_int(root, name, "", "num_key_value_heads", 1, MAX_HEADS, c->num_heads,
+		    &c->num_kv_heads))
+		return -1;
+	/* transformers' default head_dim is hidden_size / num_attention_heads */
+	if (!json_object_get(root, "head_dim") && c->hidden_size % c->num_heads)
+		return err_set("%s: head_dim is missing and hidden_size %d is not a multiple "
+			       "of num_attention_heads %d", name, c->hidden_size, c->num_heads);
+	if (get_int(root, name, "", "head_dim", 1, MAX_HEAD_DIM, c->hidden_size / c->num_heads,
+		    &c->head_dim) ||
+	    get_num(root, name, "", "rms_norm_eps", 1e-30, 0.1, 1e-6, &c->rms_norm_eps) ||
+	    get_num(root, name, "", "rope_theta", 1e-3, 1e12, 10000, &c->rope_theta) ||
+	    get_int(root, name, "", "max_position_embeddings", 1, MAX_POSITIONS, -1,
+		    &c->max_position_embeddings))
+		return -1;
+	json_t *tie = json_object_get(root, "tie_word_embeddings");
+	if (tie && !json_is_boolean(tie) && !json_is_null(tie))
+		return err_set("%s: tie_word_embeddings must be true or false", name);
+	c->tie_word_embeddings = json_is_true(tie);   /* Qwen3Config defaults to false */
+	if (parse_dtype(root, name, c) || parse_rope_scaling(root, name, c) ||
+	    parse_token_id(root, name, "bos_token_id", c->vocab_size, &c->bos_token_id) ||
+	    parse_token_id(root, name, "eos_token_id", c->vocab_size, &c->eos_token_id))
+		return -1;
+	return 0;
+}
+
+static int check_consistency(const struct eng_config *c, const char *name)
+{
+	if (c->num_heads % c->num_kv_heads)
+		return err_set("%s: num_attention_heads %d is not a multiple of "
+			       "num_key_value_heads %d", name, c->num_heads, c->num_kv_heads);
+	if (c->head_dim % 2)
+		return err_set("%s: head_dim %d must be even (rotary embedding pairs)", name,
+			       c->head_dim);
+	struct eng_param_counts pc;
+	eng_count_params(c, &pc);
+	if (pc.total > MAX_PARAMS)
+		return err_set("%s: the config implies %lld parameters (more than %lld)", name,
+			       (long long)pc.total, MAX_PARAMS);
+	return 0;
+}
+
+int eng_config_parse(const char *json, size_t len, const char *name, struct eng_config *cfg)
+{
+	json_error_t je;
+	memset(cfg, 0, sizeof *cfg);
+	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return err_set("%s: invalid JSON at line %d column %d: %s", name, je.line,
+			       je.column, je.text);
+	int rc = -1;
+	if (!json_is_object(root))
+		err_set("%s: the top level must be a JSON object", name);
+	else if (check_architecture(root, name) == 0 && parse_fields(root, name, cfg) == 0 &&
+		 check_consistency(cfg, name) == 0)
+		rc = 0;
+	json_decref(root);
+	return rc;
+}
+
+int eng_config_load(const char *dir, struct eng_config *cfg)
+{
+	char *path = fio_join(dir, "config.json");
+	size_t len;
+	if (!path)
+		return err_set("out of memory");
+	char *text = fio_read_all(path, 16u << 20, &len);
+	int rc = text ? eng_config_parse(text, len, path, cfg) : -1;
+	free(text);
+	free(path);
+	return rc;
+}
+
+void eng_count_params(const struct eng_config *c, struct eng_param_counts *p)
+{
+	int64_t L = c->num_layers, h = c->hidden_size, hd = c->head_dim;
+	int64_t q = (int64_t)c->num_heads * hd, kv = (int64_t)c->num_kv_heads * hd;
+	int64_t inter = c->intermediate_size;
+	memset(p, 0, sizeof *p);
+	p->embedding = (int64_t)c->vocab_size * h;
+	p->attn_q = L * q * h;
+	p->attn_k = L * kv * h;
+	p->attn_v = L * kv * h;
+	p->attn_o = L * h * q;
+	p->qk_norm = L * 2 * hd;
+	p->layer_norms = L * 2 * h;
+	p->mlp_gate = L * inter * h;
+	p->mlp_up = L * inter * h;
+	p->mlp_down = L * h * inter;
+	p->final_norm = h;
+	p->lm_head = c->tie_word_embeddings ? 0 : p->embedding;
+	p->non_embedding = p->attn_q + p->attn_k + p->attn_v + p->attn_o + p->qk_norm +
+			   p->layer_norms + p->mlp_gate + p->mlp_up + p->mlp_down + p->final_norm;
+	p->total = p->non_embedding + p->embedding + p->lm_head;
+}
+
+size_t eng_kv_bytes_per_token(const struct eng_config *c, size_t elem_size)
+{
+	/* K and V, every layer, every KV head */
+	return 2 * (size_t)c->num_layers * (size_t)c->num_kv_heads * (size_t)c->head_dim *
+	       elem_size;
+}
+
+size_t eng_decode_weight_bytes(const struct eng_config *c, size_t weight_elem_size)
+{
+	struct eng_param_counts p;
+	eng_count_params(c, &p);
+	/* every layer matrix and norm once, the whole lm_head (the embedding matrix
+	 * when tied), and one embedding row for the input token */
+	int64_t elems = p.non_embedding + p.embedding + c->hidden_size;
+	return (size_t)elems * weight_elem_size;
+}

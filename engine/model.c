@@ -1,0 +1,309 @@
+/* model.c — opens a Hugging Face Qwen3 directory: config.json plus one or more
+ * memory-mapped safetensors files, and binds every weight the config implies. */
+#include "engine/engine.h"
+#include "engine/safetensors.h"
+#include "src/err.h"
+#include "src/fileio.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INDEX_NAME "model.safetensors.index.json"
+#define SINGLE_NAME "model.safetensors"
+
+struct eng_model {
+	struct eng_config cfg;
+	struct eng_weights w;
+	struct st_file **files;      /* nfiles mapped safetensors files */
+	bool **used;                 /* per file, per tensor: bound to a weight */
+	int nfiles;
+	json_t *weight_map;          /* sharded: tensor name -> file name; else NULL */
+	size_t weight_bytes;
+};
+
+/* Index file names come from an untrusted file: they must name a file inside
+ * the model directory. */
+static int check_shard_name(const char *s)
+{
+	if (!*s || strchr(s, '/') || !strcmp(s, ".") || !strcmp(s, ".."))
+		return err_set("%s: weight_map names an invalid file \"%.100s\"", INDEX_NAME, s);
+	return 0;
+}
+
+static int add_file(struct eng_model *m, const char *dir, const char *name)
+{
+	for (int i = 0; i < m->nfiles; i++)
+		if (!strcmp(m->files[i]->name, name))
+			return i;
+	struct st_file **files = realloc(m->files, (size_t)(m->nfiles + 1) * sizeof *files);
+	bool **used = realloc(m->used, (size_t)(m->nfiles + 1) * sizeof *used);
+	if (files)
+		m->files = files;
+	if (used)
+		m->used = used;
+	if (!files || !used)
+		return err_set("out of memory");
+	char *path = fio_join(dir, name);
+	if (!path)
+		return err_set("out of memory");
+	struct st_file *f = st_open(path, name);
+	free(path);
+	if (!f)
+		return -1;
+	bool *u = calloc((size_t)f->ntensors + 1, sizeof *u);
+	if (!u) {
+		st_free(f);
+		return err_set("out of memory");
+	}
+	m->files[m->nfiles] = f;
+	m->used[m->nfiles] = u;
+	return m->nfiles++;
+}
+
+/* Sharded checkpoints: model.safetensors.index.json {"weight_map": {tensor: file}}. */
+static int open_sharded(struct eng_model *m, const char *dir)
+{
+	char *path = fio_join(dir, INDEX_NAME);
+	size_t len;
+	char *text = path ? fio_read_all(path, 64u << 20, &len) : NULL;
+	free(path);
+	if (!text)
+		return -1;
+	json_error_t je;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	free(text);
+	if (!root)
+		return err_set("%s: invalid JSON at line %d column %d: %s", INDEX_NAME, je.line,
+			       je.column, je.text);
+	json_t *wm = json_object_get(root, "weight_map");
+	if (!json_is_object(wm)) {
+		json_decref(root);
+		return err_set("%s: weight_map is missing or not an object", INDEX_NAME);
+	}
+	m->weight_map = json_incref(wm);
+	json_decref(root);
+	const char *key;
+	json_t *v;
+	json_object_foreach(m->weight_map, key, v) {
+		const char *file = json_string_value(v);
+		if (!file)
+			return err_set("%s: weight_map: tensor %.200s: file name is not a string",
+				       INDEX_NAME, key);
+		if (check_shard_name(file) < 0 || add_file(m, dir, file) < 0)
+			return -1;
+	}
+	if (m->nfiles == 0)
+		return err_set("%s: weight_map is empty", INDEX_NAME);
+	return 0;
+}
+
+/* Finds a tensor: in the single file, or in the shard the index names. */
+static int locate(struct eng_model *m, const char *name, int *fi, int *ti)
+{
+	*fi = 0;
+	if (m->weight_map) {
+		const char *file = json_string_value(json_object_get(m->weight_map, name));
+		if (!file)
+			return err_set("%s: tensor %s is missing", INDEX_NAME, name);
+		while (strcmp(m->files[*fi]->name, file))
+			++*fi;
+	}
+	const struct st_file *f = m->files[*fi];
+	const struct st_tensor *t = st_find(f, name);
+	if (!t)
+		return err_set("%s: tensor %s is missing", f->name, name);
+	*ti = (int)(t - f->tensors);
+	return 0;
+}
+
+static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
+{
+	size_t k = (size_t)snprintf(buf, n, "[");
+	for (int i = 0; i < ndim && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? "," : "", (long long)shape[i]);
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+}
+
+/* Binds one weight, checking shape and dtype against what config.json implies. */
+static int bind(struct eng_model *m, const char *name, int ndim, int64_t rows, int64_t cols,
+		struct eng_tensor *dst)
+{
+	int fi = 0, ti = 0;
+	if (locate(m, name, &fi, &ti) < 0)
+		return -1;
+	const struct st_file *f = m->files[fi];
+	const struct st_tensor *t = &f->tensors[ti];
+	int64_t want[2] = {rows, cols};
+	bool ok = t->ndim == ndim && t->shape[0] == rows && (ndim == 1 || t->shape[1] == cols);
+	if (!ok) {
+		char have_s[200], want_s[64];
+		shape_str(have_s, sizeof have_s, t->ndim, t->shape);
+		shape_str(want_s, sizeof want_s, ndim, want);
+		return err_set("%s: tensor %s has shape %s, config.json needs %s", f->name, name,
+			       have_s, want_s);
+	}
+	if (t->dtype != m->cfg.dtype)
+		return err_set("%s: tensor %s has dtype %s, config.json torch_dtype says %s",
+			       f->name, name, eng_dtype_name(t->dtype),
+			       eng_dtype_name(m->cfg.dtype));
+	m->used[fi][ti] = true;
+	dst->data = t->data;
+	dst->dtype = t->dtype;
+	dst->ndim = ndim;
+	dst->shape[0] = rows;
+	dst->shape[1] = ndim == 2 ? cols : 0;
+	dst->nbytes = t->nbytes;
+	m->weight_bytes += t->nbytes;
+	return 0;
+}
+
+static int bind_layer(struct eng_model *m, int l, struct eng_layer *ly)
+{
+	const struct eng_config *c = &m->cfg;
+	int64_t h = c->hidden_size, inter = c->intermediate_size, hd = c->head_dim;
+	int64_t q = (int64_t)c->num_heads * hd, kv = (int64_t)c->num_kv_heads * hd;
+	const struct {
+		const char *part;
+		int ndim;
+		int64_t rows, cols;
+		struct eng_tensor *dst;
+	} parts[] = {
+		{"input_layernorm", 1, h, 0, &ly->input_norm},
+		{"self_attn.q_proj", 2, q, h, &ly->wq},
+		{"self_attn.k_proj", 2, kv, h, &ly->wk},
+		{"self_attn.v_proj", 2, kv, h, &ly->wv},
+		{"self_attn.o_proj", 2, h, q, &ly->wo},
+		{"self_attn.q_norm", 1, hd, 0, &ly->q_norm},
+		{"self_attn.k_norm", 1, hd, 0, &ly->k_norm},
+		{"post_attention_layernorm", 1, h, 0, &ly->post_norm},
+		{"mlp.gate_proj", 2, inter, h, &ly->w_gate},
+		{"mlp.up_proj", 2, inter, h, &ly->w_up},
+		{"mlp.down_proj", 2, h, inter, &ly->w_down},
+	};
+	char name[128];
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+		snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, parts[i].part);
+		if (bind(m, name, parts[i].ndim, parts[i].rows, parts[i].cols, parts[i].dst) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Anything in the files that no weight uses is an error: a checkpoint of a
+ * different shape or architecture would otherwise load silently. */
+static int check_unused(struct eng_model *m)
+{
+	const struct eng_config *c = &m->cfg;
+	for (int fi = 0; fi < m->nfiles; fi++) {
+		const struct st_file *f = m->files[fi];
+		for (int ti = 0; ti < f->ntensors; ti++) {
+			const struct st_tensor *t = &f->tensors[ti];
+			if (m->used[fi][ti])
+				continue;
+			/* transformers ignores a stored lm_head when the config ties it */
+			if (c->tie_word_embeddings && !strcmp(t->name, "lm_head.weight") &&
+			    t->ndim == 2 && t->shape[0] == c->vocab_size &&
+			    t->shape[1] == c->hidden_size)
+				continue;
+			return err_set("%s: unexpected tensor %s (not part of a Qwen3 model with "
+				       "this config.json)", f->name, t->name);
+		}
+	}
+	if (m->weight_map) {
+		const char *key;
+		json_t *v;
+		json_object_foreach(m->weight_map, key, v) {
+			int fi = 0;
+			while (strcmp(m->files[fi]->name, json_string_value(v)))
+				fi++;
+			if (!st_find(m->files[fi], key))
+				return err_set("%s: weight_map lists tensor %s in %s, which does not "
+					       "hold it", INDEX_NAME, key, m->files[fi]->name);
+		}
+	}
+	return 0;
+}
+
+static int bind_all(struct eng_model *m)
+{
+	const struct eng_config *c = &m->cfg;
+	if (!(m->w.layers = calloc((size_t)c->num_layers, sizeof *m->w.layers)))
+		return err_set("out of memory");
+	if (bind(m, "model.embed_tokens.weight", 2, c->vocab_size, c->hidden_size,
+		 &m->w.embed) < 0)
+		return -1;
+	for (int l = 0; l < c->num_layers; l++)
+		if (bind_layer(m, l, &m->w.layers[l]) < 0)
+			return -1;
+	if (bind(m, "model.norm.weight", 1, c->hidden_size, 0, &m->w.final_norm) < 0)
+		return -1;
+	if (c->tie_word_embeddings)
+		m->w.lm_head = m->w.embed;
+	else if (bind(m, "lm_head.weight", 2, c->vocab_size, c->hidden_size, &m->w.lm_head) < 0)
+		return -1;
+	return check_unused(m);
+}
+
+struct eng_model *eng_model_open(const char *dir)
+{
+	struct eng_model *m = calloc(1, sizeof *m);
+	if (!m) {
+		err_set("out of memory");
+		return NULL;
+	}
+	/* the config is validated before anything sized by it is allocated */
+	if (eng_config_load(dir, &m->cfg) < 0)
+		goto fail;
+	char *single = fio_join(dir, SINGLE_NAME), *index = fio_join(dir, INDEX_NAME);
+	int rc;
+	if (!single || !index)
+		rc = err_set("out of memory");
+	else if (fio_is_file(single))
+		rc = add_file(m, dir, SINGLE_NAME);
+	else if (fio_is_file(index))
+		rc = open_sharded(m, dir);
+	else
+		rc = err_set("%s: no %s or %s", dir, SINGLE_NAME, INDEX_NAME);
+	free(single);
+	free(index);
+	if (rc < 0 || bind_all(m) < 0)
+		goto fail;
+	return m;
+fail:
+	eng_model_free(m);
+	return NULL;
+}
+
+void eng_model_free(struct eng_model *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->nfiles; i++) {
+		st_free(m->files[i]);
+		free(m->used[i]);
+	}
+	free(m->files);
+	free(m->used);
+	free(m->w.layers);
+	json_decref(m->weight_map);
+	free(m);
+}
+
+const struct eng_config *eng_model_config(const struct eng_model *m)
+{
+	return &m->cfg;
+}
+
+const struct eng_weights *eng_model_weights(const struct eng_model *m)
+{
+	return &m->w;
+}
+
+size_t eng_model_weight_bytes(const struct eng_model *m)
+{
+	return m->weight_bytes;
+}
