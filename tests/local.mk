@@ -17,3 +17,9 @@ fuzz-targets: $(FUZZ_TARGETS)
 check_PROGRAMS += tests/mkmodel
 tests_mkmodel_SOURCES = tests/mkmodel.c
 tests_mkmodel_LDADD = -lm
+
+# Engine and CPU backend (issue 9).
+check_PROGRAMS += tests/test_engine_kernels
+TESTS += tests/test_engine_kernels
+tests_test_engine_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_engine_kernels_LDADD = libqwenchat.a $(CMOCKA_LIBS) -lm

@@ -1,0 +1,52 @@
+/* backend.h — the table of functions every compute backend (engine/cpu, engine/cuda)
+ * implements; engine.c checks arguments and delegates to it. Internal to engine/. */
+#ifndef QWENCHAT_ENGINE_BACKEND_H
+#define QWENCHAT_ENGINE_BACKEND_H
+
+#include "engine/engine.h"
+
+/* What a backend gets from engine.c: arguments are already validated (ctx >= 1,
+ * threads >= 0), so a backend only has to fail on resources (memory, device). */
+struct eng_backend_opts {
+	int threads;                 /* CPU threads; 0 = all cores */
+	int ctx;                     /* KV capacity in tokens (resolved, >= 1) */
+	bool kv_f32;                 /* fp32 KV cache instead of bf16 */
+};
+
+/* Statistics a backend knows; engine.c adds the token counts and timings. */
+struct eng_backend_stats {
+	size_t weight_bytes, kv_bytes_allocated, kv_bytes_per_token, scratch_bytes;
+	size_t device_free, device_total;
+};
+
+/* One backend. Every function receives the state returned by init. The table is
+ * static const data; keep it small: the CUDA backend implements the same one. */
+struct eng_backend_ops {
+	const char *name;            /* "cpu", "cuda" */
+	/* NULL on error (err_set). The model outlives the state. */
+	void *(*init)(struct eng_model *m, const struct eng_backend_opts *o);
+	void (*free)(void *st);
+	/* ids[0..n) at positions pos..pos+n-1 (all checked: ids < vocab, pos+n <= ctx,
+	 * pos <= cached). Writes K/V for those positions; logits as in eng_forward.
+	 * 0 or -1 (err_set). The backend may split n into chunks itself. */
+	int (*forward)(void *st, const int32_t *ids, int n, int pos, float *logits, bool all);
+	/* Attention capture (eng_set_capture / eng_attention); the row belongs to the
+	 * last query of the last forward; NULL when capture was off. */
+	void (*set_capture)(void *st, bool on);
+	const float *(*attention)(void *st, int layer, int head, int *len);
+	void (*stats)(void *st, struct eng_backend_stats *out);
+};
+
+/* The CPU backend (engine/cpu/cpu.c). */
+const struct eng_backend_ops *eng_cpu_backend(void);
+
+/* The CUDA backend (engine/cuda/). configure defines HAVE_CUDA when the toolkit is
+ * found; the backend itself is linked only when engine/cuda/local.mk also adds
+ * -DENG_HAVE_CUDA_BACKEND to AM_CPPFLAGS (it does so once engine/cuda/ has its
+ * sources), so a HAVE_CUDA build without them still links and runs on the CPU.
+ * Returns NULL when the backend is built but no usable device is present. */
+#if defined(HAVE_CUDA) && defined(ENG_HAVE_CUDA_BACKEND)
+const struct eng_backend_ops *eng_cuda_backend(void);
+#endif
+
+#endif

@@ -1,0 +1,434 @@
+/* cpu.c — the CPU backend: the Qwen3 forward pass in fp32 over bf16 weights read in
+ * place from the mmap, with a bf16 (or fp32) KV cache. It is the exact reference the
+ * other backends are checked against, so it follows transformers' Qwen3 step by step. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/backend.h"
+#include "engine/cpu/kernels.h"
+#include "engine/cpu/pool.h"
+#include "engine/rope.h"
+#include "src/err.h"
+
+/* Tokens per forward chunk: 512 keeps the scratch at ~32 MB for Qwen3-0.6B while
+ * each weight matrix is read once per 512 tokens. */
+#define CHUNK 512
+
+struct cpu_state {
+	const struct eng_config *c;
+	const struct eng_weights *w;
+	const struct cpu_kernels *k;
+	struct cpu_pool *pool;
+	int ctx, chunk;
+	int q_dim, kv_dim;               /* num_heads*head_dim, num_kv_heads*head_dim */
+	bool kv_f32;
+	size_t kv_elem;                  /* 2 or 4 */
+	void *key_cache;                 /* (layer, kv_head, ctx, head_dim) */
+	void *value_cache;               /* (layer, kv_head, ctx, head_dim) */
+	float *rope_cos, *rope_sin;      /* (ctx, head_dim/2), YaRN scale applied */
+	float *x;                        /* (chunk, hidden) residual stream */
+	float *xn;                       /* (chunk, max(hidden, q_dim, inter)) packed input of a matmul */
+	float *q;                        /* (chunk, q_dim) */
+	float *kk, *vv;                  /* (chunk, kv_dim) this chunk's keys and values */
+	float *att;                      /* (chunk, q_dim) attention output */
+	float *gate, *up;                /* (chunk, intermediate) */
+	float *scores;                   /* (threads, ctx) one softmax row per thread */
+	bool capture;
+	float *cap;                      /* (layer, num_heads, ctx) last query's softmax */
+	int cap_len;                     /* keys in each captured row; 0 = none */
+	size_t scratch_bytes;
+};
+
+/* ---- parallel steps ------------------------------------------------------------ */
+
+/* Up to three matrix products sharing the same packed input, so one dispatch covers
+ * q/k/v or gate/up; every thread takes a slice of each matrix's rows. */
+struct mm {
+	float *out;                      /* (n, M) */
+	const uint16_t *w;               /* (M, K) bf16 */
+	int M;
+	bool acc;                        /* out += instead of out = */
+};
+struct mm_task {
+	const struct cpu_kernels *k;
+	const float *xp;                 /* (n, K) packed */
+	int n, K, count;
+	struct mm mm[3];
+};
+
+static void mm_run(void *arg, int tid, int nt)
+{
+	struct mm_task *t = arg;
+	for (int i = 0; i < t->count; i++) {
+		int lo, hi;
+		cpu_split(t->mm[i].M, 16, tid, nt, &lo, &hi);
+		if (lo < hi)
+			t->k->matmul(t->mm[i].out, t->mm[i].M, t->xp, t->K, t->n, t->mm[i].w,
+				     t->K, lo, hi, t->mm[i].acc);
+	}
+}
+
+static void matmul(struct cpu_state *s, const float *xp, int n, int K, int count,
+		   const struct mm *mm)
+{
+	struct mm_task t = {s->k, xp, n, K, count, {{0}}};
+	memcpy(t.mm, mm, (size_t)count * sizeof *mm);
+	cpu_pool_run(s->pool, mm_run, &t);
+}
+
+/* A per-token step run over tokens [0, n) split among the threads. */
+struct tok_task {
+	struct cpu_state *s;
+	void (*fn)(struct cpu_state *s, const void *ctx, int t);
+	const void *ctx;
+	int n;
+};
+
+static void tok_run(void *arg, int tid, int nt)
+{
+	struct tok_task *t = arg;
+	int lo, hi;
+	cpu_split(t->n, 1, tid, nt, &lo, &hi);
+	for (int i = lo; i < hi; i++)
+		t->fn(t->s, t->ctx, i);
+}
+
+static void per_token(struct cpu_state *s, int n,
+		      void (*fn)(struct cpu_state *s, const void *ctx, int t), const void *ctx)
+{
+	if (n == 1) {            /* decode: not worth waking the pool */
+		fn(s, ctx, 0);
+		return;
+	}
+	struct tok_task t = {s, fn, ctx, n};
+	cpu_pool_run(s->pool, tok_run, &t);
+}
+
+/* ---- the steps of one layer ------------------------------------------------------ */
+
+struct step {
+	int layer, pos, n;
+	const struct eng_tensor *norm;   /* rmsnorm_pack: weight */
+	const float *src;                /* pack: (n, src_dim) rows */
+	int src_dim;
+};
+
+static void rmsnorm_pack(struct cpu_state *s, const void *ctx, int t)
+{
+	const struct step *st = ctx;
+	int d = s->c->hidden_size;
+	float tmp[d];
+	cpu_rmsnorm(tmp, s->x + (size_t)t * d, st->norm->data, d, (float)s->c->rms_norm_eps);
+	cpu_pack_row(s->xn + (size_t)t * d, tmp, d, s->k->pack);
+}
+
+static void pack_rows(struct cpu_state *s, const void *ctx, int t)
+{
+	const struct step *st = ctx;
+	size_t d = (size_t)st->src_dim;
+	cpu_pack_row(s->xn + t * d, st->src + t * d, st->src_dim, s->k->pack);
+}
+
+static void swiglu_pack(struct cpu_state *s, const void *ctx, int t)
+{
+	(void)ctx;
+	size_t d = (size_t)s->c->intermediate_size;
+	cpu_swiglu(s->gate + t * d, s->up + t * d, (int)d);
+	cpu_pack_row(s->xn + t * d, s->gate + t * d, (int)d, s->k->pack);
+}
+
+static void *cache_row(struct cpu_state *s, void *cache, int layer, int kvh, int p)
+{
+	size_t hd = (size_t)s->c->head_dim;
+	size_t i = (((size_t)layer * s->c->num_kv_heads + kvh) * s->ctx + p) * hd;
+	return (char *)cache + i * s->kv_elem;
+}
+
+static void store_kv(struct cpu_state *s, void *dst, const float *src)
+{
+	int hd = s->c->head_dim;
+	if (s->kv_f32) {
+		memcpy(dst, src, (size_t)hd * sizeof(float));
+		return;
+	}
+	uint16_t *d = dst;
+	for (int i = 0; i < hd; i++)
+		d[i] = cpu_f32_to_bf16(src[i]);
+}
+
+/* Qwen3's per-head RMSNorm of q and k (before RoPE), rotate-half RoPE, then the
+ * token's keys and values go into the cache at its position. */
+static void qk_norm_rope_store(struct cpu_state *s, const void *ctx, int t)
+{
+	const struct step *st = ctx;
+	const struct eng_layer *L = &s->w->layers[st->layer];
+	int hd = s->c->head_dim, p = st->pos + t;
+	float eps = (float)s->c->rms_norm_eps;
+	const float *cs = s->rope_cos + (size_t)p * (hd / 2), *sn = s->rope_sin + (size_t)p * (hd / 2);
+	for (int h = 0; h < s->c->num_heads; h++) {
+		float *qh = s->q + (size_t)t * s->q_dim + (size_t)h * hd;
+		cpu_rmsnorm(qh, qh, L->q_norm.data, hd, eps);
+		cpu_rope(qh, cs, sn, hd);
+	}
+	for (int h = 0; h < s->c->num_kv_heads; h++) {
+		float *kh = s->kk + (size_t)t * s->kv_dim + (size_t)h * hd;
+		cpu_rmsnorm(kh, kh, L->k_norm.data, hd, eps);
+		cpu_rope(kh, cs, sn, hd);
+		store_kv(s, cache_row(s, s->key_cache, st->layer, h, p), kh);
+		store_kv(s, cache_row(s, s->value_cache, st->layer, h, p),
+			 s->vv + (size_t)t * s->kv_dim + (size_t)h * hd);
+	}
+}
+
+/* Causal GQA attention: (token, head) items split among the threads; query head h
+ * reads kv head h / (num_heads / num_kv_heads), as transformers' repeat_kv does. */
+static void attention_run(void *arg, int tid, int nt)
+{
+	const struct step *st = ((void **)arg)[1];
+	struct cpu_state *s = ((void **)arg)[0];
+	int H = s->c->num_heads, hd = s->c->head_dim, group = H / s->c->num_kv_heads;
+	float scale = 1.0f / sqrtf((float)hd);
+	float *sc = s->scores + (size_t)tid * s->ctx;
+	int lo, hi;
+	cpu_split(st->n * H, 1, tid, nt, &lo, &hi);
+	for (int it = lo; it < hi; it++) {
+		int t = it / H, h = it % H, nk = st->pos + t + 1;
+		const float *q = s->q + (size_t)t * s->q_dim + (size_t)h * hd;
+		s->k->scores(sc, q, cache_row(s, s->key_cache, st->layer, h / group, 0), nk, hd,
+			     !s->kv_f32, scale);
+		cpu_softmax(sc, nk);
+		s->k->mix(s->att + (size_t)t * s->q_dim + (size_t)h * hd, sc,
+			  cache_row(s, s->value_cache, st->layer, h / group, 0), nk, hd, !s->kv_f32);
+		if (s->capture && t == st->n - 1)
+			memcpy(s->cap + ((size_t)st->layer * H + h) * s->ctx, sc, (size_t)nk * sizeof *sc);
+	}
+}
+
+/* ---- the forward pass -------------------------------------------------------------- */
+
+/* One chunk of n <= s->chunk tokens at positions pos..pos+n-1. Logits for the last
+ * token, or for all n when `all` (rows of vocab_size); none when logits is NULL. */
+static void forward_chunk(struct cpu_state *s, const int32_t *ids, int n, int pos,
+			  float *logits, bool all)
+{
+	const struct eng_config *c = s->c;
+	const struct eng_weights *w = s->w;
+	int D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size;
+
+	/* x (n, D) = embedding rows */
+	for (int t = 0; t < n; t++) {
+		const uint16_t *e = (const uint16_t *)w->embed.data + (size_t)ids[t] * D;
+		for (int i = 0; i < D; i++)
+			s->x[(size_t)t * D + i] = cpu_bf16_to_f32(e[i]);
+	}
+
+	for (int l = 0; l < c->num_layers; l++) {
+		const struct eng_layer *L = &w->layers[l];
+		struct step st = {.layer = l, .pos = pos, .n = n, .norm = &L->input_norm};
+
+		/* attention block: xn = pack(rmsnorm(x)); q,k,v = xn @ Wq,Wk,Wv^T */
+		per_token(s, n, rmsnorm_pack, &st);
+		matmul(s, s->xn, n, D, 3, (struct mm[3]){
+			{s->q, L->wq.data, s->q_dim, false},     /* (n, q_dim) */
+			{s->kk, L->wk.data, s->kv_dim, false},   /* (n, kv_dim) */
+			{s->vv, L->wv.data, s->kv_dim, false}}); /* (n, kv_dim) */
+		per_token(s, n, qk_norm_rope_store, &st);
+		/* att (n, q_dim) = softmax(q k^T / sqrt(hd) + causal) v, over the cache */
+		cpu_pool_run(s->pool, attention_run, (void *[2]){s, &st});
+		/* x += att @ Wo^T */
+		st.src = s->att;
+		st.src_dim = s->q_dim;
+		per_token(s, n, pack_rows, &st);
+		matmul(s, s->xn, n, s->q_dim, 1, &(struct mm){s->x, L->wo.data, D, true});
+
+		/* MLP block: x += (silu(xn Wg^T) * (xn Wu^T)) Wd^T, xn = pack(rmsnorm(x)) */
+		st.norm = &L->post_norm;
+		per_token(s, n, rmsnorm_pack, &st);
+		matmul(s, s->xn, n, D, 2, (struct mm[2]){
+			{s->gate, L->w_gate.data, F, false},     /* (n, F) */
+			{s->up, L->w_up.data, F, false}});       /* (n, F) */
+		per_token(s, n, swiglu_pack, &st);
+		matmul(s, s->xn, n, F, 1, &(struct mm){s->x, L->w_down.data, D, true});
+	}
+
+	if (!logits)
+		return;
+	/* logits (rows, V) = pack(rmsnorm(x)) @ lm_head^T for the last or every token */
+	int first = all ? 0 : n - 1, rows = n - first;
+	struct step st = {.n = rows, .norm = &w->final_norm};
+	memmove(s->x, s->x + (size_t)first * D, (size_t)rows * D * sizeof *s->x);
+	per_token(s, rows, rmsnorm_pack, &st);
+	matmul(s, s->xn, rows, D, 1, &(struct mm){logits, w->lm_head.data, V, false});
+}
+
+static int cpu_forward(void *vs, const int32_t *ids, int n, int pos, float *logits, bool all)
+{
+	struct cpu_state *s = vs;
+	if (s->capture)
+		s->cap_len = 0;
+	for (int done = 0; done < n;) {
+		int m = n - done < s->chunk ? n - done : s->chunk;
+		bool last = done + m == n;
+		/* intermediate chunks need no logits unless all are wanted */
+		float *out = all ? logits + (size_t)done * s->c->vocab_size : last ? logits : NULL;
+		forward_chunk(s, ids + done, m, pos + done, out, all);
+		if (last && s->capture)
+			s->cap_len = pos + n;
+		done += m;
+	}
+	return 0;
+}
+
+/* ---- setup ------------------------------------------------------------------------ */
+
+static void *xalloc(struct cpu_state *s, size_t n, size_t size)
+{
+	void *p = NULL;
+	size_t bytes = n * size;
+	if (n && bytes / n != size)
+		return NULL;
+	bytes = (bytes + 63) & ~(size_t)63;
+	if (posix_memalign(&p, 64, bytes ? bytes : 64))
+		return NULL;
+	memset(p, 0, bytes);
+	s->scratch_bytes += bytes;
+	return p;
+}
+
+static void cpu_free(void *vs)
+{
+	struct cpu_state *s = vs;
+	if (!s)
+		return;
+	cpu_pool_free(s->pool);
+	void *bufs[] = {s->key_cache, s->value_cache, s->rope_cos, s->rope_sin, s->x, s->xn,
+			s->q, s->kk, s->vv, s->att, s->gate, s->up, s->scores, s->cap};
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		free(bufs[i]);
+	free(s);
+}
+
+/* Every matrix must be bf16 (the kernels widen bf16 only). */
+static int check_dtypes(const struct eng_weights *w, int layers)
+{
+	const struct eng_tensor *all[] = {&w->embed, &w->final_norm, &w->lm_head};
+	for (size_t i = 0; i < 3; i++)
+		if (all[i]->dtype != ENG_BF16)
+			return err_set("cpu backend: weights are %s; only BF16 models are supported",
+				       eng_dtype_name(all[i]->dtype));
+	for (int l = 0; l < layers; l++) {
+		const struct eng_layer *L = &w->layers[l];
+		const struct eng_tensor *t[] = {&L->input_norm, &L->wq, &L->wk, &L->wv, &L->wo,
+						&L->q_norm, &L->k_norm, &L->post_norm, &L->w_gate,
+						&L->w_up, &L->w_down};
+		for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+			if (t[i]->dtype != ENG_BF16)
+				return err_set("cpu backend: layer %d has %s weights; only BF16 models are supported",
+					       l, eng_dtype_name(t[i]->dtype));
+	}
+	return 0;
+}
+
+static void *cpu_init(struct eng_model *m, const struct eng_backend_opts *o)
+{
+	const struct eng_config *c = eng_model_config(m);
+	const struct eng_weights *w = eng_model_weights(m);
+	if (check_dtypes(w, c->num_layers))
+		return NULL;
+	struct cpu_state *s = calloc(1, sizeof *s);
+	if (!s) {
+		err_set("cpu backend: out of memory");
+		return NULL;
+	}
+	s->c = c;
+	s->w = w;
+	s->k = cpu_kernels_get(cpu_isa_best());
+	s->ctx = o->ctx;
+	s->chunk = o->ctx < CHUNK ? o->ctx : CHUNK;
+	s->q_dim = c->num_heads * c->head_dim;
+	s->kv_dim = c->num_kv_heads * c->head_dim;
+	s->kv_f32 = o->kv_f32;
+	s->kv_elem = o->kv_f32 ? 4 : 2;
+	if (!(s->pool = cpu_pool_new(o->threads))) {
+		free(s);
+		return NULL;
+	}
+	size_t ch = (size_t)s->chunk, hd2 = (size_t)c->head_dim / 2, ctx = (size_t)s->ctx;
+	size_t widest = (size_t)c->hidden_size;
+	if ((size_t)s->q_dim > widest)
+		widest = (size_t)s->q_dim;
+	if ((size_t)c->intermediate_size > widest)
+		widest = (size_t)c->intermediate_size;
+	size_t kv_elems = (size_t)c->num_layers * ctx * (size_t)s->kv_dim;
+	s->key_cache = xalloc(s, kv_elems, s->kv_elem);
+	s->value_cache = xalloc(s, kv_elems, s->kv_elem);
+	size_t kv_bytes = s->scratch_bytes;
+	s->scratch_bytes = 0;
+	s->rope_cos = xalloc(s, ctx * hd2, sizeof(float));
+	s->rope_sin = xalloc(s, ctx * hd2, sizeof(float));
+	s->x = xalloc(s, ch * c->hidden_size, sizeof(float));
+	s->xn = xalloc(s, ch * widest, sizeof(float));
+	s->q = xalloc(s, ch * s->q_dim, sizeof(float));
+	s->kk = xalloc(s, ch * s->kv_dim, sizeof(float));
+	s->vv = xalloc(s, ch * s->kv_dim, sizeof(float));
+	s->att = xalloc(s, ch * s->q_dim, sizeof(float));
+	s->gate = xalloc(s, ch * c->intermediate_size, sizeof(float));
+	s->up = xalloc(s, ch * c->intermediate_size, sizeof(float));
+	s->scores = xalloc(s, (size_t)cpu_pool_size(s->pool) * ctx, sizeof(float));
+	s->cap = xalloc(s, (size_t)c->num_layers * c->num_heads * ctx, sizeof(float));
+	if (!s->key_cache || !s->value_cache || !s->rope_cos || !s->rope_sin || !s->x ||
+	    !s->xn || !s->q || !s->kk || !s->vv || !s->att || !s->gate || !s->up ||
+	    !s->scores || !s->cap) {
+		err_set("cpu backend: out of memory for a %d-token context (KV cache %zu MB)",
+			s->ctx, kv_bytes >> 20);
+		cpu_free(s);
+		return NULL;
+	}
+	rope_table(c, s->ctx, s->rope_cos, s->rope_sin);
+	return s;
+}
+
+static void cpu_set_capture(void *vs, bool on)
+{
+	struct cpu_state *s = vs;
+	s->capture = on;
+	if (!on)
+		s->cap_len = 0;
+}
+
+static const float *cpu_attention(void *vs, int layer, int head, int *len)
+{
+	struct cpu_state *s = vs;
+	*len = 0;
+	if (!s->cap_len || layer < 0 || layer >= s->c->num_layers || head < 0 ||
+	    head >= s->c->num_heads)
+		return NULL;
+	*len = s->cap_len;
+	return s->cap + ((size_t)layer * s->c->num_heads + head) * s->ctx;
+}
+
+static void cpu_stats(void *vs, struct eng_backend_stats *out)
+{
+	struct cpu_state *s = vs;
+	memset(out, 0, sizeof *out);
+	size_t per_tok = 2 * (size_t)s->c->num_layers * s->kv_dim * s->kv_elem;
+	out->kv_bytes_per_token = per_tok;
+	out->kv_bytes_allocated = per_tok * (size_t)s->ctx;
+	out->scratch_bytes = s->scratch_bytes;
+}
+
+static const struct eng_backend_ops cpu_ops = {
+	.name = "cpu",
+	.init = cpu_init,
+	.free = cpu_free,
+	.forward = cpu_forward,
+	.set_capture = cpu_set_capture,
+	.attention = cpu_attention,
+	.stats = cpu_stats,
+};
+
+const struct eng_backend_ops *eng_cpu_backend(void)
+{
+	return &cpu_ops;
+}

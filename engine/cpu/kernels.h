@@ -1,0 +1,72 @@
+/* kernels.h — the CPU backend's numeric kernels: bf16-weight matrix products with
+ * fp32 activations and accumulation, picked at run time for the CPU's vector ISA,
+ * plus the small element-wise steps of the forward pass. */
+#ifndef QWENCHAT_CPU_KERNELS_H
+#define QWENCHAT_CPU_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* bf16 is the top half of an fp32: widening is exact. */
+static inline float cpu_bf16_to_f32(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+/* Rounds to nearest even (as torch does); NaN stays NaN. */
+static inline uint16_t cpu_f32_to_bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40);
+	u += 0x7fffu + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
+enum cpu_isa { CPU_ISA_C, CPU_ISA_AVX2, CPU_ISA_AVX512 };
+
+/* One ISA's kernels. Matrix products take the activations "packed": within each
+ * full block of `pack` elements of a row, the even-indexed elements come first and
+ * the odd-indexed ones after (pack 1: natural order). That lets the kernel widen
+ * 2*W bf16 weights with one shift and one and-mask instead of a shuffle. */
+struct cpu_kernels {
+	const char *name;               /* "avx512", "avx2", "c" */
+	int pack;                       /* 32, 16 or 1 */
+	/* out[t*ldo + m] (+)= sum_k xp[t*ldx + k] * w[m*K + k]
+	 * for t in [0,n), m in [m0,m1); w is (M, K) row-major bf16 (M >= m1).
+	 * acc: add to out instead of overwriting it. */
+	void (*matmul)(float *out, int ldo, const float *xp, int ldx, int n,
+		       const uint16_t *w, int K, int m0, int m1, bool acc);
+	/* s[j] = scale * dot(q, k_j) for j < nk; keys (nk, hd) bf16 or fp32 rows. */
+	void (*scores)(float *s, const float *q, const void *keys, int nk, int hd,
+		       bool bf16, float scale);
+	/* out[0..hd) = sum_j p[j] * v_j for j < nk; values as for scores. */
+	void (*mix)(float *out, const float *p, const void *vals, int nk, int hd, bool bf16);
+};
+
+/* The best ISA this CPU supports, and its kernels (CPU_ISA_C always works). */
+enum cpu_isa cpu_isa_best(void);
+const struct cpu_kernels *cpu_kernels_get(enum cpu_isa isa);
+/* Whether this CPU can run `isa`. */
+bool cpu_isa_supported(enum cpu_isa isa);
+
+/* Packs one row of K activations for kernels with block size `pack`. */
+void cpu_pack_row(float *xp, const float *x, int K, int pack);
+
+/* ---- element-wise steps (portable C; not where the time goes) ---------------- */
+
+/* out[i] = x[i] / rms(x) * w[i] for i < n (w bf16); out may equal x. */
+void cpu_rmsnorm(float *out, const float *x, const uint16_t *w, int n, float eps);
+/* In-place rotate-half RoPE of one head (hd even) with cos/sin rows of hd/2. */
+void cpu_rope(float *x, const float *cos, const float *sin, int hd);
+/* In-place softmax of s[0..n); fp32 throughout, max subtracted first. */
+void cpu_softmax(float *s, int n);
+/* g[i] = silu(g[i]) * u[i]. */
+void cpu_swiglu(float *g, const float *u, int n);
+
+#endif

@@ -1,0 +1,207 @@
+/* engine.c — the engine front: picks a backend, checks every argument of the
+ * forward pass (ids, positions, cache bounds) before a backend sees it, and keeps
+ * the token count and timings. Backends implement engine/backend.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/backend.h"
+#include "engine/engine.h"
+#include "src/err.h"
+
+struct eng {
+	struct eng_model *model;
+	const struct eng_config *cfg;
+	const struct eng_backend_ops *ops;
+	void *st;                    /* the backend's state */
+	int ctx;                     /* KV capacity in tokens */
+	int cached;                  /* positions whose K/V are valid */
+	bool capture;
+	double prefill_s, decode_s;
+	int64_t prefill_tok, decode_tok;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The backend for `kind`; AUTO prefers CUDA when it is built and finds a device. */
+static const struct eng_backend_ops *pick_backend(enum eng_backend_kind kind,
+						  void (*notice)(const char *msg))
+{
+	if (kind == ENG_BACKEND_CPU)
+		return eng_cpu_backend();
+#if defined(HAVE_CUDA) && defined(ENG_HAVE_CUDA_BACKEND)
+	const struct eng_backend_ops *cuda = eng_cuda_backend();
+	if (cuda)
+		return cuda;
+	if (kind == ENG_BACKEND_CUDA) {
+		err_set("backend cuda: no usable CUDA device");
+		return NULL;
+	}
+	if (notice)
+		notice("no CUDA device found; using the CPU backend");
+#else
+	if (kind == ENG_BACKEND_CUDA) {
+		err_set("backend cuda: this qwenchat was built without the CUDA backend");
+		return NULL;
+	}
+	if (notice)
+		notice("built without CUDA; using the CPU backend");
+#endif
+	return eng_cpu_backend();
+}
+
+struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
+		    void (*notice)(const char *msg))
+{
+	static const struct eng_options defaults = {ENG_BACKEND_AUTO, 0, 0, false};
+	if (!opt)
+		opt = &defaults;
+	const struct eng_config *c = eng_model_config(m);
+	if (opt->threads < 0 || opt->ctx < 0) {
+		err_set("engine: %s must not be negative", opt->threads < 0 ? "threads" : "ctx");
+		return NULL;
+	}
+	int ctx = opt->ctx;
+	if (ctx == 0)
+		ctx = c->max_position_embeddings < 4096 ? c->max_position_embeddings : 4096;
+	if (ctx > c->max_position_embeddings) {
+		err_set("engine: context %d exceeds the model's max_position_embeddings %d",
+			ctx, c->max_position_embeddings);
+		return NULL;
+	}
+	const struct eng_backend_ops *ops = pick_backend(opt->backend, notice);
+	if (!ops)
+		return NULL;
+	struct eng *e = calloc(1, sizeof *e);
+	if (!e) {
+		err_set("engine: out of memory");
+		return NULL;
+	}
+	e->model = m;
+	e->cfg = c;
+	e->ops = ops;
+	e->ctx = ctx;
+	struct eng_backend_opts bo = {opt->threads, ctx, opt->kv_f32};
+	if (!(e->st = ops->init(m, &bo))) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+void eng_free(struct eng *e)
+{
+	if (!e)
+		return;
+	e->ops->free(e->st);
+	free(e);
+}
+
+const char *eng_backend_name(const struct eng *e)
+{
+	return e->ops->name;
+}
+
+int eng_ctx(const struct eng *e)
+{
+	return e->ctx;
+}
+
+int eng_cached(const struct eng *e)
+{
+	return e->cached;
+}
+
+/* Finds the first non-finite logit: NaN or Inf weights (or an overflow) would
+ * otherwise reach the sampler as garbage. */
+static int check_finite(const float *logits, int rows, int vocab, int pos)
+{
+	for (int r = 0; r < rows; r++)
+		for (int i = 0; i < vocab; i++)
+			if (!isfinite(logits[(size_t)r * vocab + i]))
+				return err_set("forward: logit %d at position %d is not finite "
+					       "(NaN or Inf in the weights or activations)", i, pos + r);
+	return 0;
+}
+
+int eng_forward(struct eng *e, const int32_t *ids, int n, int pos,
+		float *logits, bool all_logits)
+{
+	const int vocab = e->cfg->vocab_size;
+	if (n <= 0 || !ids || !logits)
+		return err_set("forward: need at least one token and a logits buffer (n=%d)", n);
+	if (pos < 0 || pos > e->cached)
+		return err_set("forward: position %d is beyond the %d cached tokens", pos, e->cached);
+	if (n > e->ctx - pos)
+		return err_set("forward: positions %d..%d exceed the context size %d",
+			       pos, pos + n - 1, e->ctx);
+	for (int i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= vocab)
+			return err_set("forward: token id %d at index %d is outside the vocabulary "
+				       "(vocab_size %d)", (int)ids[i], i, vocab);
+	/* The backend overwrites entries from pos on; until it succeeds only pos stay valid. */
+	e->cached = pos;
+	double t0 = now_s();
+	if (e->ops->forward(e->st, ids, n, pos, logits, all_logits))
+		return -1;
+	double dt = now_s() - t0;
+	if (check_finite(logits, all_logits ? n : 1, vocab, all_logits ? pos : pos + n - 1))
+		return -1;
+	e->cached = pos + n;
+	if (n == 1) {
+		e->decode_s += dt;
+		e->decode_tok++;
+	} else {
+		e->prefill_s += dt;
+		e->prefill_tok += n;
+	}
+	return 0;
+}
+
+int eng_truncate(struct eng *e, int n)
+{
+	if (n < 0 || n > e->cached)
+		return err_set("truncate: %d is outside the %d cached tokens", n, e->cached);
+	e->cached = n;
+	return 0;
+}
+
+void eng_set_capture(struct eng *e, bool on)
+{
+	e->capture = on;
+	e->ops->set_capture(e->st, on);
+}
+
+const float *eng_attention(const struct eng *e, int layer, int head, int *len)
+{
+	int dummy;
+	if (!len)
+		len = &dummy;
+	*len = 0;
+	if (!e->capture)
+		return NULL;
+	return e->ops->attention(e->st, layer, head, len);
+}
+
+void eng_get_stats(const struct eng *e, struct eng_stats *st)
+{
+	struct eng_backend_stats b;
+	e->ops->stats(e->st, &b);
+	memset(st, 0, sizeof *st);
+	st->weight_bytes = b.weight_bytes ? b.weight_bytes : eng_model_weight_bytes(e->model);
+	st->kv_bytes_allocated = b.kv_bytes_allocated;
+	st->kv_bytes_used = b.kv_bytes_per_token * (size_t)e->cached;
+	st->scratch_bytes = b.scratch_bytes;
+	st->device_free = b.device_free;
+	st->device_total = b.device_total;
+	st->prefill_seconds = e->prefill_s;
+	st->decode_seconds = e->decode_s;
+	st->prefill_tokens = e->prefill_tok;
+	st->decode_tokens = e->decode_tok;
+}

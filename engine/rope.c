@@ -1,0 +1,71 @@
+/* rope.c — rotary embedding frequencies: default RoPE and YaRN, following
+ * transformers' _compute_default_rope_parameters and _compute_yarn_parameters
+ * (v4.51.3) including their float32 arithmetic, so positions rotate identically. */
+#include "engine/rope.h"
+
+#include <math.h>
+#include <string.h>
+
+static double yarn_mscale(double scale)
+{
+	return scale <= 1 ? 1.0 : 0.1 * log(scale) + 1.0;
+}
+
+/* The dimension at which `rotations` full turns fit in the original context. */
+static double correction_dim(double rotations, int dim, double base, double max_pos)
+{
+	return (dim * log(max_pos / (rotations * 2 * M_PI))) / (2 * log(base));
+}
+
+void rope_inv_freq(const struct eng_config *c, float *inv_freq, float *attention_factor)
+{
+	int dim = c->head_dim, half = dim / 2;
+	float base = (float)c->rope_theta;
+	/* pos_freqs = base ** (arange(0, dim, 2).float() / dim), in float32 */
+	for (int i = 0; i < half; i++)
+		inv_freq[i] = 1.0f / powf(base, (float)(2 * i) / (float)dim);
+	*attention_factor = 1.0f;
+	if (strcmp(c->rope_type, "yarn") != 0)
+		return;
+
+	/* transformers replaces the configured factor by max_position / original when
+	 * original_max_position_embeddings is given; it is the reference, so do the same. */
+	double factor = c->rope_factor, orig = c->max_position_embeddings;
+	if (c->rope_original_max_position > 0) {
+		orig = c->rope_original_max_position;
+		factor = (double)c->max_position_embeddings / orig;
+	}
+	*attention_factor = (float)yarn_mscale(factor);
+	double beta_fast = 32, beta_slow = 1;
+	double low = floor(correction_dim(beta_fast, dim, c->rope_theta, orig));
+	double high = ceil(correction_dim(beta_slow, dim, c->rope_theta, orig));
+	if (low < 0)
+		low = 0;
+	if (high > dim - 1)
+		high = dim - 1;
+	if (low == high)
+		high += 0.001;
+	for (int i = 0; i < half; i++) {
+		float pos_freq = powf(base, (float)(2 * i) / (float)dim);
+		float extra = 1.0f / pos_freq;                       /* inv_freq_extrapolation */
+		float inter = 1.0f / ((float)factor * pos_freq);     /* inv_freq_interpolation */
+		float ramp = ((float)i - (float)low) / (float)(high - low);
+		ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+		float extra_factor = 1.0f - ramp;
+		inv_freq[i] = inter * (1.0f - extra_factor) + extra * extra_factor;
+	}
+}
+
+void rope_table(const struct eng_config *c, int ctx, float *cos_out, float *sin_out)
+{
+	int half = c->head_dim / 2;
+	float inv[half], af;
+	rope_inv_freq(c, inv, &af);
+	for (int p = 0; p < ctx; p++)
+		for (int i = 0; i < half; i++) {
+			/* freqs = inv_freq * position in float32, then cos/sin, then * factor */
+			float f = inv[i] * (float)p;
+			cos_out[(size_t)p * half + i] = (float)cos((double)f) * af;
+			sin_out[(size_t)p * half + i] = (float)sin((double)f) * af;
+		}
+}

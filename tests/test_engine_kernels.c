@@ -1,0 +1,211 @@
+/* test_engine_kernels.c — the CPU kernels of every ISA this machine runs against a
+ * plain double-precision reference, on shapes that exercise every tile remainder,
+ * plus the thread pool's work split. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "engine/cpu/kernels.h"
+#include "engine/cpu/pool.h"
+
+static uint64_t rng = 88172645463325252ull;
+
+static float frand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
+}
+
+static void check_matmul(const struct cpu_kernels *k, int n, int M, int K, bool acc)
+{
+	uint16_t *w = malloc((size_t)M * K * sizeof *w);
+	float *x = malloc((size_t)n * K * sizeof *x), *xp = malloc((size_t)n * K * sizeof *xp);
+	float *out = malloc((size_t)n * M * sizeof *out);
+	for (size_t i = 0; i < (size_t)M * K; i++)
+		w[i] = cpu_f32_to_bf16(frand());
+	for (int t = 0; t < n; t++) {
+		for (int i = 0; i < K; i++)
+			x[(size_t)t * K + i] = frand();
+		cpu_pack_row(xp + (size_t)t * K, x + (size_t)t * K, K, k->pack);
+	}
+	for (size_t i = 0; i < (size_t)n * M; i++)
+		out[i] = acc ? 1.5f : NAN;
+	/* rows [1, M) only: row 0 must stay untouched */
+	k->matmul(out, M, xp, K, n, w, K, M > 1 ? 1 : 0, M, acc);
+	for (int t = 0; t < n; t++)
+		for (int m = 0; m < M; m++) {
+			float got = out[(size_t)t * M + m];
+			if (m == 0 && M > 1) {
+				assert_true(acc ? got == 1.5f : isnan(got));
+				continue;
+			}
+			double ref = acc ? 1.5 : 0, mag = 1;
+			for (int i = 0; i < K; i++) {
+				double p = (double)cpu_bf16_to_f32(w[(size_t)m * K + i]) * x[(size_t)t * K + i];
+				ref += p;
+				mag += fabs(p);
+			}
+			if (fabs(got - ref) > 1e-6 * mag)
+				fail_msg("%s n=%d M=%d K=%d t=%d m=%d: %g vs %g", k->name, n, M, K, t, m,
+					 got, ref);
+		}
+	free(w);
+	free(x);
+	free(xp);
+	free(out);
+}
+
+static void test_matmul(void **state)
+{
+	(void)state;
+	static const int Ks[] = {1, 3, 16, 31, 32, 33, 64, 100, 1024};
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512; isa++) {
+		if (!cpu_isa_supported(isa))
+			continue;
+		const struct cpu_kernels *k = cpu_kernels_get(isa);
+		for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
+			for (int n = 1; n <= 13; n += 3)
+				for (int M = 1; M <= 9; M += 4)
+					check_matmul(k, n, M, Ks[ki], n & 1);
+		check_matmul(k, 7, 70, 128, false);   /* more rows than one chunk */
+		check_matmul(k, 12, 130, 64, true);
+	}
+}
+
+static void check_attn(const struct cpu_kernels *k, int nk, int hd, bool bf16)
+{
+	float *q = malloc((size_t)hd * sizeof *q), *s = malloc((size_t)nk * sizeof *s);
+	float *kf = malloc((size_t)nk * hd * sizeof *kf), *out = malloc((size_t)hd * sizeof *out);
+	uint16_t *kb = malloc((size_t)nk * hd * sizeof *kb);
+	for (int i = 0; i < hd; i++)
+		q[i] = frand();
+	for (int i = 0; i < nk * hd; i++) {
+		kb[i] = cpu_f32_to_bf16(frand());
+		kf[i] = bf16 ? cpu_bf16_to_f32(kb[i]) : frand();
+	}
+	const void *rows = bf16 ? (const void *)kb : (const void *)kf;
+	k->scores(s, q, rows, nk, hd, bf16, 0.25f);
+	for (int j = 0; j < nk; j++) {
+		double ref = 0, mag = 1;
+		for (int i = 0; i < hd; i++) {
+			ref += (double)q[i] * kf[(size_t)j * hd + i];
+			mag += fabs((double)q[i] * kf[(size_t)j * hd + i]);
+		}
+		if (fabs(s[j] - 0.25 * ref) > 1e-6 * mag)
+			fail_msg("%s scores nk=%d hd=%d bf16=%d j=%d", k->name, nk, hd, bf16, j);
+	}
+	cpu_softmax(s, nk);
+	k->mix(out, s, rows, nk, hd, bf16);
+	for (int i = 0; i < hd; i++) {
+		double ref = 0;
+		for (int j = 0; j < nk; j++)
+			ref += (double)s[j] * kf[(size_t)j * hd + i];
+		if (fabs(out[i] - ref) > 1e-6)
+			fail_msg("%s mix nk=%d hd=%d bf16=%d i=%d: %g vs %g", k->name, nk, hd, bf16,
+				 i, out[i], ref);
+	}
+	free(q);
+	free(s);
+	free(kf);
+	free(out);
+	free(kb);
+}
+
+static void test_attention(void **state)
+{
+	(void)state;
+	static const int hds[] = {2, 16, 20, 64, 128, 200};
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512; isa++) {
+		if (!cpu_isa_supported(isa))
+			continue;
+		const struct cpu_kernels *k = cpu_kernels_get(isa);
+		for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++)
+			for (int nk = 1; nk < 40; nk += 9) {
+				check_attn(k, nk, hds[h], true);
+				check_attn(k, nk, hds[h], false);
+			}
+	}
+}
+
+static void test_elementwise(void **state)
+{
+	(void)state;
+	float x[8] = {1, -2, 3, -4, 0.5f, 6, -7, 8}, o[8], s[4] = {1000, 1001, -1e30f, 1000};
+	uint16_t w[8];
+	double ss = 0;
+	for (int i = 0; i < 8; i++) {
+		w[i] = cpu_f32_to_bf16(0.5f + i);
+		ss += x[i] * x[i];
+	}
+	cpu_rmsnorm(o, x, w, 8, 1e-6f);
+	for (int i = 0; i < 8; i++)
+		assert_float_equal(o[i], x[i] / sqrt(ss / 8 + 1e-6) * (0.5 + i), 1e-5);
+	cpu_softmax(s, 4);   /* large values must not overflow */
+	assert_float_equal(s[1], exp(1) / (2 + exp(1)), 1e-6);
+	assert_float_equal(s[2], 0, 1e-30);
+	float r[4] = {1, 2, 3, 4}, c[2] = {0, 1}, sn[2] = {1, 0};
+	cpu_rope(r, c, sn, 4);   /* pair 0 turned by 90 degrees, pair 1 kept */
+	assert_float_equal(r[0], -3, 0);
+	assert_float_equal(r[2], 1, 0);
+	assert_float_equal(r[1], 2, 0);
+	assert_float_equal(r[3], 4, 0);
+	float g[2] = {0, 2}, u[2] = {3, 5};
+	cpu_swiglu(g, u, 2);
+	assert_float_equal(g[0], 0, 0);
+	assert_float_equal(g[1], 2 / (1 + exp(-2.0)) * 5, 1e-5);
+	assert_int_equal(cpu_f32_to_bf16(1.00390625f), 0x3f80);   /* tie to even */
+	assert_int_equal(cpu_f32_to_bf16(1.01171875f), 0x3f82);   /* tie rounds up to even */
+	assert_true(isnan(cpu_bf16_to_f32(cpu_f32_to_bf16(NAN))));
+}
+
+static void count_task(void *arg, int tid, int nt)
+{
+	int *hits = arg;
+	__atomic_fetch_add(&hits[tid], 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_pool(void **state)
+{
+	(void)state;
+	for (int nt = 1; nt <= 3; nt++) {
+		struct cpu_pool *p = cpu_pool_new(nt);
+		assert_non_null(p);
+		assert_int_equal(cpu_pool_size(p), nt);
+		int hits[8] = {0};
+		for (int r = 0; r < 100; r++)
+			cpu_pool_run(p, count_task, hits);
+		for (int t = 0; t < nt; t++)
+			assert_int_equal(hits[t], 100);
+		cpu_pool_free(p);
+	}
+	cpu_pool_free(NULL);
+	for (int n = 0; n < 50; n += 7)
+		for (int nt = 1; nt <= 4; nt++) {
+			int next = 0;
+			for (int t = 0; t < nt; t++) {
+				int lo, hi;
+				cpu_split(n, 16, t, nt, &lo, &hi);
+				assert_int_equal(lo, next);
+				assert_true(hi >= lo && (hi == n || hi % 16 == 0));
+				next = hi;
+			}
+			assert_int_equal(next, n);
+		}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_matmul),
+		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_elementwise),
+		cmocka_unit_test(test_pool),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
