@@ -8,10 +8,3 @@ int cmd_run(int argc, char **argv)
 	cli_error("%s: not built yet", argv[0]);
 	return EXIT_RUNTIME;
 }
-
-int cmd_template(int argc, char **argv)
-{
-	(void)argc;
-	cli_error("%s: not built yet", argv[0]);
-	return EXIT_RUNTIME;
-}

@@ -6,7 +6,7 @@
 
 int cmd_chat(int argc, char **argv);        /* main.c: the interactive UI */
 int cmd_run(int argc, char **argv);         /* cmd_run.c */
-int cmd_template(int argc, char **argv);    /* cmd_run.c */
+int cmd_template(int argc, char **argv);    /* cmd_template.c */
 int cmd_tokenize(int argc, char **argv);    /* cmd_tokenize.c */
 int cmd_detokenize(int argc, char **argv);  /* cmd_tokenize.c */
 int cmd_train_bpe(int argc, char **argv);   /* cmd_train_bpe.c */

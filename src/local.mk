@@ -7,3 +7,5 @@ libqwenchat_a_SOURCES += \
 	src/commands.h \
 	src/cmd_run.c src/cmd_tokenize.c src/cmd_train_bpe.c src/cmd_engine.c \
 	src/cmd_info.c src/cmd_hub.c src/cmd_chat.c
+# The conversation, the chat templates and `qwenchat template`.
+libqwenchat_a_SOURCES += src/chat.c src/chat.h src/template.c src/template.h src/cmd_template.c
