@@ -29,9 +29,12 @@ void rope_inv_freq(const struct eng_config *c, float *inv_freq, float *attention
 		return;
 
 	/* transformers replaces the configured factor by max_position / original when
-	 * original_max_position_embeddings is given; it is the reference, so do the same. */
+	 * original_max_position_embeddings is given; it is the reference, so do the same.
+	 * config.c stores max_position_embeddings when the key is absent, so "given and
+	 * equal" (factor 1 in transformers) reads as absent here (configured factor). */
 	double factor = c->rope_factor, orig = c->max_position_embeddings;
-	if (c->rope_original_max_position > 0) {
+	if (c->rope_original_max_position > 0 &&
+	    c->rope_original_max_position < c->max_position_embeddings) {
 		orig = c->rope_original_max_position;
 		factor = (double)c->max_position_embeddings / orig;
 	}

@@ -167,6 +167,7 @@ static void test_elementwise(void **state)
 static void count_task(void *arg, int tid, int nt)
 {
 	int *hits = arg;
+	(void)nt;
 	__atomic_fetch_add(&hits[tid], 1, __ATOMIC_SEQ_CST);
 }
 
