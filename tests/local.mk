@@ -18,6 +18,15 @@ check_PROGRAMS += tests/mkmodel
 tests_mkmodel_SOURCES = tests/mkmodel.c
 tests_mkmodel_LDADD = -lm
 
+# Model files (issue 2): config.json and safetensors unit tests, `qwenchat info`
+# on generated models and on bad inputs.
+check_PROGRAMS += tests/test_config tests/test_safetensors
+TESTS += tests/test_config tests/test_safetensors
+tests_test_config_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_config_LDADD = libqwenchat.a $(CMOCKA_LIBS)
+tests_test_safetensors_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_safetensors_LDADD = libqwenchat.a $(CMOCKA_LIBS)
+
 # Engine and CPU backend (issue 9).
 check_PROGRAMS += tests/test_engine_kernels
 TESTS += tests/test_engine_kernels
