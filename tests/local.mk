@@ -32,3 +32,12 @@ check_PROGRAMS += tests/test_engine_kernels
 TESTS += tests/test_engine_kernels
 tests_test_engine_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_engine_kernels_LDADD = libqwenchat.a $(CMOCKA_LIBS) -lm
+
+# Model resolution and downloads (issue 7): unit tests, and a download test against
+# a local stand-in for the Hub (tests/hub-server.py, 127.0.0.1 only).
+check_PROGRAMS += tests/test_hub tests/test_hub_resolve
+TESTS += tests/test_hub tests/hub.sh
+EXTRA_DIST += tests/hub.sh tests/hub-server.py
+tests_test_hub_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_hub_LDADD = libqwenchat.a $(CMOCKA_LIBS)
+tests_test_hub_resolve_LDADD = libqwenchat.a

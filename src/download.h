@@ -1,0 +1,44 @@
+/* download.h — HTTP for the Hub with libcurl: file metadata from a HEAD request, and
+ * resumable, verified downloads into a partial file. */
+#ifndef QWENCHAT_DOWNLOAD_H
+#define QWENCHAT_DOWNLOAD_H
+
+#include <stdint.h>
+
+/* What the Hub says about one file (from the first response, before any redirect
+ * to a CDN, which knows nothing of the repository). */
+struct dl_meta {
+	char commit[41];   /* X-Repo-Commit: the commit the revision resolved to */
+	char etag[65];     /* X-Linked-Etag (LFS: sha256) or ETag (git blob sha1), unquoted */
+	uint64_t size;     /* X-Linked-Size or Content-Length */
+};
+
+/* Called while bytes arrive: done and total count the whole file (resumed part
+ * included); rate is bytes/s of this transfer; final is 1 on the last call. */
+typedef void (*dl_progress_fn)(void *ud, const char *label, uint64_t done, uint64_t total,
+			       double rate, int final);
+
+struct dl;
+
+/* A connection to the Hub. token: sent as "Authorization: Bearer TOKEN" (NULL for
+ * none). progress may be NULL. NULL with err_set on failure. */
+struct dl *dl_new(const char *token, dl_progress_fn progress, void *ud);
+void dl_free(struct dl *d);
+
+enum { DL_OK = 0, DL_ABSENT = 1, DL_FAIL = -1, DL_RETRY = -2 };
+
+/* HEAD url, following only same-host redirects (renamed repositories) like
+ * huggingface_hub, and fills m. DL_OK; DL_ABSENT when the file does not exist in
+ * the repository (HTTP 404 without a repository or revision error); DL_FAIL with
+ * err_set naming label otherwise (404 repo/revision, 401/403, other HTTP status,
+ * connection errors, missing or malformed headers). */
+int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m);
+
+/* GETs url (redirects followed) into path, continuing from the bytes path already
+ * holds with a Range request, hashing as it goes. Checks the size and the hash
+ * against m; a file that fails the check is deleted. DL_OK; DL_RETRY when the
+ * transfer broke off and can resume (path keeps what arrived); DL_FAIL otherwise. */
+int dl_get(struct dl *d, const char *url, const char *path, const char *label,
+	   const struct dl_meta *m);
+
+#endif

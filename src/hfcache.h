@@ -1,0 +1,53 @@
+/* hfcache.h — the Hugging Face hub cache layout, shared with huggingface_hub and the
+ * Python tools: ROOT/models--Org--Name/{refs/REV, blobs/ETAG, snapshots/COMMIT/FILE
+ * -> ../../blobs/ETAG}, partial downloads in blobs/ETAG.incomplete, locks in
+ * ROOT/.locks/models--Org--Name/ETAG.lock. */
+#ifndef QWENCHAT_HFCACHE_H
+#define QWENCHAT_HFCACHE_H
+
+#include <stdbool.h>
+
+/* Splits "Org/Name[@REV]" into a malloc'd repo id and revision ("main" when absent).
+ * 1 when spec is a well-formed repo id, 0 when it is not one (nothing allocated),
+ * -1 when it looks like one but the name or revision is malformed (err_set). */
+int hfc_parse_spec(const char *spec, char **repo_id, char **rev);
+
+/* The cache root: $HF_HUB_CACHE, $HUGGINGFACE_HUB_CACHE, $HF_HOME/hub,
+ * $XDG_CACHE_HOME/huggingface/hub or ~/.cache/huggingface/hub. Malloc'd. */
+char *hfc_root(void);
+
+/* ROOT/models--Org--Name (malloc'd). */
+char *hfc_repo_dir(const char *root, const char *repo_id);
+
+/* The commit a revision names: REV itself when it is a 40-hex commit, else the
+ * content of refs/REV when that is a commit. Malloc'd; NULL when unknown (no err). */
+char *hfc_read_ref(const char *repo_dir, const char *rev);
+
+/* Records refs/REV = commit (atomically). 0 or -1 (err_set). */
+int hfc_write_ref(const char *repo_dir, const char *rev, const char *commit);
+
+/* REPO_DIR/snapshots/COMMIT (malloc'd). */
+char *hfc_snapshot(const char *repo_dir, const char *commit);
+
+/* Points snapshots/COMMIT/FILE at blobs/ETAG with a relative symlink, replacing
+ * any old link atomically. 0 or -1 (err_set). */
+int hfc_link(const char *repo_dir, const char *commit, const char *file, const char *etag);
+
+/* Records that FILE does not exist at COMMIT (an empty .no_exist/COMMIT/FILE, as
+ * huggingface_hub does); best effort. hfc_known_absent tells whether it was. */
+void hfc_mark_absent(const char *repo_dir, const char *commit, const char *file);
+bool hfc_known_absent(const char *repo_dir, const char *commit, const char *file);
+
+/* Creates a directory and its parents. 0 or -1 (err_set). */
+int hfc_mkdirs(const char *path);
+
+/* The ".locks" lock file for a blob, taken exclusively (waits for another process
+ * downloading the same blob). Returns an fd to pass to hfc_unlock, or -1 (err_set). */
+int hfc_lock(const char *root, const char *repo_id, const char *etag);
+void hfc_unlock(int fd);
+
+/* True when name is a safe file name inside a repository snapshot:
+ * plain characters, no "..", no leading "/", at most one level of folders. */
+bool hfc_valid_file(const char *name);
+
+#endif
