@@ -71,11 +71,12 @@ enum sess_split {
 
 struct sess;
 
-/* A session over an engine and a tokenizer (both must outlive it; the session is
- * their only user: it assumes the cache holds what ids says). The cache is
- * truncated to 0. NULL on error (a tokenizer without <|im_end|> and <|endoftext|>
- * still works, stopping on the eos ids given). */
-struct sess *sess_new(struct eng *e, struct tok *t, const struct sess_options *opt);
+/* A session over an engine made from model m and a tokenizer (all must outlive it;
+ * the session is the engine's only user: it assumes the cache holds what ids says).
+ * The cache is truncated to 0. NULL on error (a tokenizer without <|im_end|> and
+ * <|endoftext|> still works, stopping on the eos ids given). */
+struct sess *sess_new(struct eng *e, const struct eng_model *m, struct tok *t,
+		      const struct sess_options *opt);
 void sess_free(struct sess *s);
 
 /* The tokens the cache holds now, ids[0..sess_n). */
