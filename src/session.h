@@ -24,6 +24,10 @@ struct sess_options {
 	 * sess_sync/sess_generate at the next chunk or token; the session stays
 	 * consistent. The session never clears it. May be NULL. */
 	atomic_int *cancel;
+	/* Called after each prefill chunk with the tokens of this sync done so far and
+	 * its total (a progress bar for long prompts); may be NULL. */
+	void (*progress)(void *user, int done, int total);
+	void *progress_user;
 };
 
 /* Prefill chunk: bounds the activations (and attention scores) of one forward, so a
