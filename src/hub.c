@@ -331,9 +331,19 @@ static const char *hub_token(char **owned)
 	*owned = NULL;
 	if (t && *t)
 		return t;
-	/* The file `huggingface-cli login` writes. */
+	/* The file `huggingface-cli login` writes: $HF_HOME/token, HF_HOME defaulting
+	 * to $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface. */
 	const char *path = getenv("HF_TOKEN_PATH"), *home = getenv("HF_HOME");
-	char *p = path && *path ? strdup(path) : home && *home ? fio_join(home, "token") : NULL;
+	const char *xdg = getenv("XDG_CACHE_HOME"), *user = getenv("HOME");
+	char *p = NULL;
+	if (path && *path)
+		p = strdup(path);
+	else if (home && *home)
+		p = fio_join(home, "token");
+	else if (xdg && *xdg)
+		p = fio_join(xdg, "huggingface/token");
+	else if (user && *user)
+		p = fio_join(user, ".cache/huggingface/token");
 	size_t len;
 	char *s = p && fio_is_file(p) ? fio_read_all(p, 4096, &len) : NULL;
 	free(p);

@@ -123,6 +123,10 @@ expect_exit 0 "-m repo id resolves from the cache" "$RESOLVE" test/Tiny-Qwen3
 expect_exit 0 "default model from QWENCHAT_MODEL" env QWENCHAT_MODEL=test/Tiny-Qwen3 "$RESOLVE"
 [ "$(cat "$TMP/out")" = "$SNAP" ] && pass "QWENCHAT_MODEL names the default model" || fail "default model: $(cat "$TMP/out")"
 expect_exit 0 "a directory is used as it is" "$RESOLVE" "$SRV/test/Tiny-Qwen3"
+n=$(requests)
+expect_exit 0 "qwenchat info -m REPO loads the downloaded model" \
+	env HF_HUB_OFFLINE=1 "$QWENCHAT" info -m test/Tiny-Qwen3
+[ "$(requests)" = "$n" ] && pass "info used the cache only" || fail "info made requests"
 
 # --- offline mode ---------------------------------------------------------------
 n=$(requests)
@@ -196,6 +200,10 @@ err_has "set HF_TOKEN" "401: says what to do"
 expect_exit 1 "gated repository with a wrong token" env HF_TOKEN=wrong "$QWENCHAT" pull test/Tiny-Qwen3
 err_has "HF_TOKEN does not grant access" "401 with a token: clear error"
 expect_exit 0 "gated repository with HF_TOKEN" env HF_TOKEN=secret-token "$QWENCHAT" pull test/Tiny-Qwen3
+mkdir -p "$HF_HOME" && echo secret-token >"$HF_HOME/token"
+expect_exit 0 "gated repository with the token file of huggingface-cli login" \
+	env HF_HUB_CACHE="$TMP/cache7" "$QWENCHAT" pull test/Tiny-Qwen3
+rm -f "$HF_HOME/token"
 check_cache "$HF_HUB_CACHE" "HTTP errors"
 mode normal
 kill $SRV_PID; wait $SRV_PID 2>/dev/null
