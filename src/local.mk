@@ -10,3 +10,5 @@ libqwenchat_a_SOURCES += \
 	src/cmd_info.c src/cmd_hub.c src/cmd_chat.c
 # The conversation, the chat templates and `qwenchat template`.
 libqwenchat_a_SOURCES += src/chat.c src/chat.h src/template.c src/template.h src/cmd_template.c
+# The sampler and the KV-reusing session (issue 4).
+libqwenchat_a_SOURCES += src/sampler.c src/sampler.h src/session.c src/session.h

@@ -41,3 +41,9 @@ EXTRA_DIST += tests/hub.sh tests/hub-server.py
 tests_test_hub_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_hub_LDADD = libqwenchat.a $(CMOCKA_LIBS)
 tests_test_hub_resolve_LDADD = libqwenchat.a
+
+# Sampler and session (issue 4).
+check_PROGRAMS += tests/test_sampler
+TESTS += tests/test_sampler
+tests_test_sampler_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_sampler_LDADD = libqwenchat.a $(CMOCKA_LIBS) -lm
