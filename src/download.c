@@ -30,6 +30,7 @@ struct dl {
 	struct curl_slist *headers;
 	dl_progress_fn progress;
 	void *ud;
+	bool has_token;
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -68,6 +69,8 @@ struct dl *dl_new(const char *token, dl_progress_fn progress, void *ud)
 	d->ud = ud;
 	char line[4200];
 	struct curl_slist *h = curl_slist_append(NULL, "User-Agent: qwenchat/" PACKAGE_VERSION);
+	/* Sizes and hashes are those of the raw bytes: never a compressed encoding. */
+	h = h ? curl_slist_append(h, "Accept-Encoding: identity") : NULL;
 	if (h && token && *token) {
 		if (strlen(token) > 4000 || strpbrk(token, "\r\n")) {
 			curl_slist_free_all(h);
@@ -77,6 +80,7 @@ struct dl *dl_new(const char *token, dl_progress_fn progress, void *ud)
 		}
 		snprintf(line, sizeof line, "Authorization: Bearer %s", token);
 		h = curl_slist_append(h, line);
+		d->has_token = true;
 	}
 	d->headers = h;
 	if (!h) {
@@ -248,7 +252,7 @@ int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m)
 {
 	struct hdrs h;
 	char *cur = strdup(url);
-	bool have_token = d->headers && d->headers->next;
+	bool have_token = d->has_token;
 	int rc = DL_FAIL, hop, done = 0;
 	for (hop = 0; cur && hop < 6 && !done; hop++) {
 		common_opts(d, cur, &h);
@@ -459,7 +463,7 @@ static int transfer(struct xfer *x, const char *url)
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (cc == CURLE_HTTP_RETURNED_ERROR) {
 		h.status = status;
-		http_error(x->label, &h, x->d->headers->next != NULL);
+		http_error(x->label, &h, x->d->has_token);
 		/* 416: our partial file does not fit the server's; 5xx: worth another try. */
 		if (status == 416 && ftruncate(x->fd, 0) == 0) {
 			x->have = 0;

@@ -254,14 +254,6 @@ void hfc_mark_absent(const char *repo_dir, const char *commit, const char *file)
 	free(path);
 }
 
-bool hfc_known_absent(const char *repo_dir, const char *commit, const char *file)
-{
-	char *path = absent_path(repo_dir, commit, file);
-	bool r = path && fio_is_file(path);
-	free(path);
-	return r;
-}
-
 int hfc_lock(const char *root, const char *repo_id, const char *etag)
 {
 	char *repo = hfc_repo_dir("", repo_id);   /* "/models--Org--Name" */

@@ -34,9 +34,8 @@ char *hfc_snapshot(const char *repo_dir, const char *commit);
 int hfc_link(const char *repo_dir, const char *commit, const char *file, const char *etag);
 
 /* Records that FILE does not exist at COMMIT (an empty .no_exist/COMMIT/FILE, as
- * huggingface_hub does); best effort. hfc_known_absent tells whether it was. */
+ * huggingface_hub does, so that it does not ask again); best effort. */
 void hfc_mark_absent(const char *repo_dir, const char *commit, const char *file);
-bool hfc_known_absent(const char *repo_dir, const char *commit, const char *file);
 
 /* Creates a directory and its parents. 0 or -1 (err_set). */
 int hfc_mkdirs(const char *path);

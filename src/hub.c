@@ -133,6 +133,7 @@ static bool model_complete(const char *dir)
 
 struct progress {
 	bool tty;
+	bool open;              /* a bar is on screen without its newline */
 	char label[128];
 	double last;            /* monotonic seconds of the last line */
 };
@@ -184,6 +185,7 @@ static void show_progress(void *ud, const char *label, uint64_t done, uint64_t t
 		bar[20] = '\0';
 		fprintf(stderr, "\r\033[K%-28.28s %3d%% [%s] %s / %s  %s/s  ETA %s%s", label, pct,
 			bar, d, tot, r, final ? "0:00:00" : eta, final ? "\n" : "");
+		p->open = !final;
 	} else if (final) {
 		fprintf(stderr, "%s: %s done (%s/s)\n", label, tot, r);
 	} else {
@@ -192,10 +194,19 @@ static void show_progress(void *ud, const char *label, uint64_t done, uint64_t t
 	fflush(stderr);
 }
 
+/* Ends a bar cut short, so that the next message starts on its own line. */
+static void progress_break(struct progress *p)
+{
+	if (p->open)
+		fputc('\n', stderr);
+	p->open = false;
+}
+
 /* ---- downloading a snapshot ---- */
 
 struct fetch {
 	struct dl *dl;
+	struct progress *prog;
 	const char *endpoint, *root, *repo_id, *repo_dir, *rev;
 	char commit[41];        /* set by the first answer; later requests pin it */
 };
@@ -261,6 +272,7 @@ static int fetch_blob(struct fetch *f, const char *url, const char *file,
 			rc = -1;
 			break;
 		}
+		progress_break(f->prog);
 		fprintf(stderr, "%s; retrying (%d of %d)\n", err_msg(), attempt + 1, attempts);
 		sleep((unsigned)attempt);
 	}
@@ -395,7 +407,8 @@ static char *download(const char *repo_id, const char *rev, const char *root,
 	const char *token = hub_token(&token_owned);
 	const char *ep = getenv("HF_ENDPOINT");
 	char *endpoint = strdup(ep && *ep ? ep : DEFAULT_ENDPOINT);
-	struct fetch f = {.root = root, .repo_id = repo_id, .repo_dir = repo_dir, .rev = rev};
+	struct fetch f = {.root = root, .repo_id = repo_id, .repo_dir = repo_dir, .rev = rev,
+			  .prog = &prog};
 	char *snap = NULL;
 	f.dl = endpoint ? dl_new(token, show_progress, &prog) : NULL;
 	if (f.dl) {
@@ -413,6 +426,7 @@ static char *download(const char *repo_id, const char *rev, const char *root,
 			snap = hfc_snapshot(repo_dir, f.commit);
 		if (!snap)
 			err_prefix("%s@%s", repo_id, rev);
+		progress_break(&prog);
 	}
 	dl_free(f.dl);
 	free(endpoint);
