@@ -26,6 +26,8 @@ tests_test_config_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_config_LDADD = libqwenchat.a $(CMOCKA_LIBS)
 tests_test_safetensors_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_safetensors_LDADD = libqwenchat.a $(CMOCKA_LIBS)
+TESTS += tests/info.sh
+EXTRA_DIST += tests/info.sh
 
 # Engine and CPU backend (issue 9).
 check_PROGRAMS += tests/test_engine_kernels
