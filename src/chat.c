@@ -286,7 +286,7 @@ static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 struct chat *chat_from_json(const char *text, size_t len, const char *name)
 {
 	json_error_t jerr;
-	json_t *root = json_loadb(text, len, 0, &jerr);
+	json_t *root = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
 	if (!root) {
 		err_set("%s: invalid JSON at line %d, column %d: %s", name, jerr.line, jerr.column,
 			jerr.text);

@@ -49,3 +49,21 @@ check_PROGRAMS += tests/test_sampler
 TESTS += tests/test_sampler
 tests_test_sampler_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_sampler_LDADD = libqwenchat.a $(CMOCKA_LIBS) -lm
+
+# Chat (issue 4, helper tmpl): conversation save/load, the chat templates against
+# jinja2 golden renders (tests/golden/make-template-golden.py), `qwenchat template`.
+check_PROGRAMS += tests/test_chat tests/test_template
+TESTS += tests/test_chat tests/test_template tests/template.sh
+EXTRA_DIST += tests/template.sh tests/golden/make-template-golden.py \
+	tests/golden/template-cases.json tests/golden/template-chatml.jinja \
+	tests/golden/template-qwen3-instruct-2507.jinja tests/golden/template-qwen3-thinking-2507.jinja \
+	tests/golden/template-config-qwen3.json tests/golden/template-config-chatml.json \
+	tests/golden/template-config-qwen3-instruct-2507.json \
+	tests/golden/template-config-qwen3-thinking-2507.json \
+	tests/golden/template-golden-qwen3.json tests/golden/template-golden-chatml.json \
+	tests/golden/template-golden-qwen3-instruct-2507.json \
+	tests/golden/template-golden-qwen3-thinking-2507.json
+tests_test_chat_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_chat_LDADD = libqwenchat.a $(CMOCKA_LIBS)
+tests_test_template_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_template_LDADD = libqwenchat.a $(CMOCKA_LIBS)
