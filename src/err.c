@@ -25,7 +25,8 @@ int err_prefix(const char *fmt, ...)
 	vsnprintf(prefix, sizeof prefix, fmt, ap);
 	va_end(ap);
 	memcpy(old, err_buf, sizeof old);
-	snprintf(err_buf, sizeof err_buf, "%s: %s", prefix, old[0] ? old : "unknown error");
+	/* bounded widths: the prefix is a file name, the message the important part */
+	snprintf(err_buf, sizeof err_buf, "%.300s: %.700s", prefix, old[0] ? old : "unknown error");
 	return -1;
 }
 

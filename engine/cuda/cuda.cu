@@ -1,0 +1,539 @@
+/* cuda.cu — the CUDA backend: weights uploaded once in bf16, a bf16 KV cache on the
+ * device, decode steps of small kernels replayed from one CUDA graph, prefill through
+ * cuBLAS GEMMs (bf16 in, fp32 accumulate) and flash attention. One host function,
+ * forward_chunk, orchestrates the kernels of kernels.cu and attention.cu. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/cuda/kernels.cuh"
+
+extern "C" {
+#include "engine/rope.h"
+}
+
+/* Tokens per prefill chunk, as on the CPU: bounds the activations' memory. */
+#define CHUNK 512
+/* Pinned staging buffers for the weight upload (two, alternating). */
+#define STAGE_BYTES (64u << 20)
+
+struct cu_layer {
+	const bf16 *input_norm, *post_norm, *q_norm, *k_norm; /* (D), (D), (hd), (hd) */
+	const bf16 *wqkv;       /* (q_dim + 2 kv_dim, D): q, k, v rows stacked */
+	const bf16 *wo;         /* (D, q_dim) */
+	const bf16 *w_gate_up;  /* (2F, D): gate rows then up rows */
+	const bf16 *w_down;     /* (D, F) */
+};
+
+struct cu_state {
+	const struct eng_config *c;
+	int ctx, q_dim, kv_dim, qkv_dim, max_splits;
+	cudaStream_t stream;
+	cublasHandle_t blas;
+	char *weights;                  /* one device allocation for every tensor */
+	size_t weight_bytes;
+	const bf16 *embed, *final_norm, *lm_head;
+	struct cu_layer *layers;
+	bf16 *k_cache, *v_cache;        /* (layer, Hkv, ctx, hd) */
+	size_t kv_bytes;
+	float *rope_cos, *rope_sin;     /* (ctx, hd/2) */
+	int *in;                        /* [pos, ids[0..CHUNK)] on the device */
+	int *in_host;                   /* pinned mirror of `in` */
+	float *x;                       /* (CHUNK, D) residual stream */
+	bf16 *xn;                       /* (CHUNK, max(D, q_dim, F)) GEMM inputs */
+	float *qkv;                     /* (CHUNK, qkv_dim) */
+	float *q;                       /* (CHUNK, q_dim) after norm + RoPE */
+	bf16 *att;                      /* (CHUNK, q_dim) */
+	bf16 *att_discard;              /* (q_dim) output of the capture-only decode pass */
+	float *gate_up;                 /* (CHUNK, 2F) */
+	float *part;                    /* (H, max_splits, hd + 2) decode partials */
+	float *logits;                  /* (CHUNK, V) */
+	float *logits_host;             /* (V) pinned, the decode graph's output */
+	float *cap;                     /* (layer, H, ctx) captured softmax rows */
+	float *cap_host;                /* the same on the host, copied after a forward */
+	int cap_len;
+	bool capture;
+	size_t scratch_bytes;
+	cudaGraphExec_t graph;          /* the decode step; rebuilt when capture toggles */
+	bool graph_capture;             /* capture setting the graph was built with */
+	bool use_graph;
+};
+
+/* ---- weight upload ------------------------------------------------------------------ */
+
+static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+struct uploader {
+	cudaStream_t stream;
+	void *stage[2];
+	cudaEvent_t done[2];
+	int turn;
+};
+
+/* Copies host bytes (the mmap) to the device through alternating pinned buffers, so
+ * reading the file overlaps the transfer. */
+static int upload(struct uploader *u, void *dst, const void *src, size_t bytes)
+{
+	for (size_t off = 0; off < bytes; off += STAGE_BYTES) {
+		size_t n = bytes - off < STAGE_BYTES ? bytes - off : STAGE_BYTES;
+		int b = u->turn;
+		u->turn ^= 1;
+		CUDA_CHECK(cudaEventSynchronize(u->done[b]));
+		memcpy(u->stage[b], (const char *)src + off, n);
+		CUDA_CHECK(cudaMemcpyAsync((char *)dst + off, u->stage[b], n,
+					   cudaMemcpyHostToDevice, u->stream));
+		CUDA_CHECK(cudaEventRecord(u->done[b], u->stream));
+	}
+	return 0;
+}
+
+/* Places `t` at *off in the device buffer (256-byte aligned) and uploads it. */
+static int place(struct cu_state *s, struct uploader *u, size_t *off,
+		 const struct eng_tensor *t, const bf16 **where)
+{
+	*where = (const bf16 *)(s->weights + *off);
+	if (upload(u, s->weights + *off, t->data, t->nbytes))
+		return -1;
+	*off += align256(t->nbytes);
+	return 0;
+}
+
+/* Several tensors stacked back to back (rows concatenated), e.g. q, k, v. */
+static int place_stacked(struct cu_state *s, struct uploader *u, size_t *off,
+			 const struct eng_tensor *const *ts, int count, const bf16 **where)
+{
+	*where = (const bf16 *)(s->weights + *off);
+	size_t total = 0;
+	for (int i = 0; i < count; i++) {
+		if (upload(u, s->weights + *off + total, ts[i]->data, ts[i]->nbytes))
+			return -1;
+		total += ts[i]->nbytes;
+	}
+	*off += align256(total);
+	return 0;
+}
+
+static size_t weights_size(const struct eng_weights *w, int layers, bool tied)
+{
+	size_t n = align256(w->embed.nbytes) + align256(w->final_norm.nbytes);
+	if (!tied)
+		n += align256(w->lm_head.nbytes);
+	for (int l = 0; l < layers; l++) {
+		const struct eng_layer *L = &w->layers[l];
+		n += align256(L->input_norm.nbytes) + align256(L->post_norm.nbytes) +
+		     align256(L->q_norm.nbytes) + align256(L->k_norm.nbytes) +
+		     align256(L->wq.nbytes + L->wk.nbytes + L->wv.nbytes) + align256(L->wo.nbytes) +
+		     align256(L->w_gate.nbytes + L->w_up.nbytes) + align256(L->w_down.nbytes);
+	}
+	return n;
+}
+
+static int upload_weights(struct cu_state *s, const struct eng_weights *w)
+{
+	const struct eng_config *c = s->c;
+	bool tied = w->lm_head.data == w->embed.data;
+	s->weight_bytes = weights_size(w, c->num_layers, tied);
+	CUDA_CHECK(cudaMalloc((void **)&s->weights, s->weight_bytes));
+	struct uploader u = {s->stream, {NULL, NULL}, {NULL, NULL}, 0};
+	int rc = -1;
+	size_t off = 0;
+	if (cudaMallocHost(&u.stage[0], STAGE_BYTES) != cudaSuccess ||
+	    cudaMallocHost(&u.stage[1], STAGE_BYTES) != cudaSuccess ||
+	    cudaEventCreate(&u.done[0]) != cudaSuccess || cudaEventCreate(&u.done[1]) != cudaSuccess) {
+		err_set("cuda: cannot allocate %u MB of pinned staging memory", 2 * (STAGE_BYTES >> 20));
+		goto out;
+	}
+	if (place(s, &u, &off, &w->embed, &s->embed) ||
+	    place(s, &u, &off, &w->final_norm, &s->final_norm))
+		goto out;
+	if (tied)
+		s->lm_head = s->embed;
+	else if (place(s, &u, &off, &w->lm_head, &s->lm_head))
+		goto out;
+	for (int l = 0; l < c->num_layers; l++) {
+		const struct eng_layer *L = &w->layers[l];
+		struct cu_layer *d = &s->layers[l];
+		const struct eng_tensor *qkv[3] = {&L->wq, &L->wk, &L->wv};
+		const struct eng_tensor *gu[2] = {&L->w_gate, &L->w_up};
+		if (place(s, &u, &off, &L->input_norm, &d->input_norm) ||
+		    place(s, &u, &off, &L->post_norm, &d->post_norm) ||
+		    place(s, &u, &off, &L->q_norm, &d->q_norm) ||
+		    place(s, &u, &off, &L->k_norm, &d->k_norm) ||
+		    place_stacked(s, &u, &off, qkv, 3, &d->wqkv) ||
+		    place(s, &u, &off, &L->wo, &d->wo) ||
+		    place_stacked(s, &u, &off, gu, 2, &d->w_gate_up) ||
+		    place(s, &u, &off, &L->w_down, &d->w_down))
+			goto out;
+	}
+	if (cudaStreamSynchronize(s->stream) != cudaSuccess) {
+		err_set("cuda: weight upload failed: %s", cudaGetErrorString(cudaGetLastError()));
+		goto out;
+	}
+	rc = 0;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (u.stage[i])
+			cudaFreeHost(u.stage[i]);
+		if (u.done[i])
+			cudaEventDestroy(u.done[i]);
+	}
+	return rc;
+}
+
+/* ---- the forward pass --------------------------------------------------------------- */
+
+/* out (n, M) fp32 (+)= in (n, K) bf16 . W (M, K)^T through cuBLAS: column-major, that
+ * is out^T (M, n) = W^T' (M, K) . in^T (K, n). */
+static int gemm(struct cu_state *s, float *out, const bf16 *in, const bf16 *W, int n, int M,
+		int K, bool acc)
+{
+	const float one = 1.0f, zero = 0.0f;
+	CUBLAS_CHECK(cublasGemmEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &one, W,
+				  CUDA_R_16BF, K, in, CUDA_R_16BF, K, acc ? &one : &zero, out,
+				  CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	return 0;
+}
+
+/* A matrix product: matrix-vector kernels for one token, cuBLAS for more. */
+static int project(struct cu_state *s, float *out, const bf16 *in, const bf16 *W, int n, int M,
+		   int K, bool acc)
+{
+	if (n == 1)
+		return cu_matvec(out, W, in, M, K, acc, s->stream);
+	return gemm(s, out, in, W, n, M, K, acc);
+}
+
+/* Enqueues one chunk of n tokens whose ids and position are already in s->in. Logits
+ * of the last token (or all n) land in s->logits. */
+static int forward_chunk(struct cu_state *s, int n, bool all)
+{
+	const struct eng_config *c = s->c;
+	cudaStream_t st = s->stream;
+	int D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size;
+	int H = c->num_heads, Hkv = c->num_kv_heads, hd = c->head_dim;
+	float eps = (float)c->rms_norm_eps;
+	const int *pos = s->in;
+	size_t kv_layer = (size_t)Hkv * s->ctx * hd;
+
+	if (cu_embed(s->x, s->embed, s->in + 1, n, D, st))             /* x (n, D) */
+		return -1;
+	for (int l = 0; l < c->num_layers; l++) {
+		const struct cu_layer *L = &s->layers[l];
+		bf16 *kc = s->k_cache + l * kv_layer, *vc = s->v_cache + l * kv_layer;
+		struct cu_rope_args ra = {s->q, kc, vc, s->qkv, L->q_norm, L->k_norm,
+					  s->rope_cos, s->rope_sin, pos, n, H, Hkv, hd, s->ctx, eps};
+		struct cu_attn_args aa = {s->q, s->att, kc, vc, pos, n, H, Hkv, hd, s->ctx,
+					  1.0f / sqrtf((float)hd), s->part, s->max_splits,
+					  NULL, 0};
+		/* attention block: x += Wo . attn(rope(norm(Wqkv . rmsnorm(x)))) */
+		if (cu_rmsnorm(s->xn, s->x, L->input_norm, n, D, eps, st) ||
+		    project(s, s->qkv, s->xn, L->wqkv, n, s->qkv_dim, D, false) ||
+		    cu_qk_norm_rope_store(&ra, st))
+			return -1;
+		if (n == 1) {
+			aa.cap = s->capture ? s->cap + (size_t)l * H * s->ctx : NULL;
+			if (cu_attention_decode(&aa, st))
+				return -1;
+		} else {
+			if (cu_attention_prefill(&aa, st))
+				return -1;
+			if (s->capture) { /* the last query's row, through the decode kernels */
+				struct cu_attn_args last = aa;
+				last.out = s->att_discard; /* the prefill kernel's row stays */
+				last.q_offset = n - 1;
+				last.cap = s->cap + (size_t)l * H * s->ctx;
+				if (cu_attention_decode(&last, st))
+					return -1;
+			}
+		}
+		if (project(s, s->x, s->att, L->wo, n, D, s->q_dim, true))
+			return -1;
+		/* MLP block: x += Wdown . (silu(Wgate . xn) * (Wup . xn)), xn = rmsnorm(x) */
+		if (cu_rmsnorm(s->xn, s->x, L->post_norm, n, D, eps, st) ||
+		    project(s, s->gate_up, s->xn, L->w_gate_up, n, 2 * F, D, false) ||
+		    cu_swiglu(s->xn, s->gate_up, n, F, st) ||
+		    project(s, s->x, s->xn, L->w_down, n, D, F, true))
+			return -1;
+	}
+	/* logits (rows, V) = rmsnorm(x) . lm_head^T for the last or every token */
+	int first = all ? 0 : n - 1, rows = n - first;
+	if (cu_rmsnorm(s->xn, s->x + (size_t)first * D, s->final_norm, rows, D, eps, st))
+		return -1;
+	return project(s, s->logits, s->xn, s->lm_head, rows, V, D, false);
+}
+
+/* Records the decode step (ids/pos from s->in) with its logits copy into a graph. */
+static int build_decode_graph(struct cu_state *s)
+{
+	cudaGraph_t g;
+	if (s->graph) {
+		CUDA_CHECK(cudaGraphExecDestroy(s->graph));
+		s->graph = NULL;
+	}
+	CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
+	int rc = forward_chunk(s, 1, false);
+	if (rc == 0 &&
+	    cudaMemcpyAsync(s->logits_host, s->logits, (size_t)s->c->vocab_size * sizeof(float),
+			    cudaMemcpyDeviceToHost, s->stream) != cudaSuccess)
+		rc = err_set("cuda: logits copy could not be captured");
+	cudaError_t e = cudaStreamEndCapture(s->stream, &g);
+	if (rc)
+		return rc;
+	if (e != cudaSuccess)
+		return err_set("cuda: graph capture failed: %s", cudaGetErrorString(e));
+	e = cudaGraphInstantiate(&s->graph, g, 0);
+	cudaGraphDestroy(g);
+	if (e != cudaSuccess)
+		return err_set("cuda: graph instantiation failed: %s", cudaGetErrorString(e));
+	s->graph_capture = s->capture;
+	return 0;
+}
+
+static int copy_capture(struct cu_state *s, int nk)
+{
+	const struct eng_config *c = s->c;
+	size_t rows = (size_t)c->num_layers * c->num_heads;
+	CUDA_CHECK(cudaMemcpy2DAsync(s->cap_host, (size_t)s->ctx * sizeof(float), s->cap,
+				     (size_t)s->ctx * sizeof(float), (size_t)nk * sizeof(float),
+				     rows, cudaMemcpyDeviceToHost, s->stream));
+	CUDA_CHECK(cudaStreamSynchronize(s->stream));
+	s->cap_len = nk;
+	return 0;
+}
+
+static int decode_step(struct cu_state *s, int32_t id, int pos, float *logits)
+{
+	int V = s->c->vocab_size;
+	s->in_host[0] = pos;
+	s->in_host[1] = id;
+	CUDA_CHECK(cudaMemcpyAsync(s->in, s->in_host, 2 * sizeof(int), cudaMemcpyHostToDevice,
+				   s->stream));
+	if (s->use_graph) {
+		if ((!s->graph || s->graph_capture != s->capture) && build_decode_graph(s))
+			return -1;
+		CUDA_CHECK(cudaGraphLaunch(s->graph, s->stream));
+	} else {
+		if (forward_chunk(s, 1, false))
+			return -1;
+		CUDA_CHECK(cudaMemcpyAsync(s->logits_host, s->logits, (size_t)V * sizeof(float),
+					   cudaMemcpyDeviceToHost, s->stream));
+	}
+	CUDA_CHECK(cudaStreamSynchronize(s->stream));
+	memcpy(logits, s->logits_host, (size_t)V * sizeof(float));
+	return 0;
+}
+
+static int cuda_forward(void *vs, const int32_t *ids, int n, int pos, float *logits, bool all)
+{
+	struct cu_state *s = (struct cu_state *)vs;
+	int V = s->c->vocab_size;
+	s->cap_len = 0;
+	if (n == 1 && decode_step(s, ids[0], pos, logits))
+		return -1;
+	for (int done = 0; n > 1 && done < n;) {
+		int m = n - done < CHUNK ? n - done : CHUNK;
+		bool last = done + m == n;
+		s->in_host[0] = pos + done;
+		memcpy(s->in_host + 1, ids + done, (size_t)m * sizeof(int));
+		CUDA_CHECK(cudaMemcpyAsync(s->in, s->in_host, (size_t)(m + 1) * sizeof(int),
+					   cudaMemcpyHostToDevice, s->stream));
+		bool keep_capture = s->capture;
+		s->capture = keep_capture && last;   /* only the final chunk's last query */
+		int rc = forward_chunk(s, m, all);
+		s->capture = keep_capture;
+		if (rc)
+			return -1;
+		if (all || last) {
+			float *dst = all ? logits + (size_t)done * V : logits;
+			size_t rows = all ? (size_t)m : 1;
+			CUDA_CHECK(cudaMemcpyAsync(dst, s->logits, rows * V * sizeof(float),
+						   cudaMemcpyDeviceToHost, s->stream));
+		}
+		CUDA_CHECK(cudaStreamSynchronize(s->stream));
+		done += m;
+	}
+	if (s->capture && copy_capture(s, pos + n))
+		return -1;
+	return 0;
+}
+
+/* ---- setup -------------------------------------------------------------------------- */
+
+static void cuda_free(void *vs)
+{
+	struct cu_state *s = (struct cu_state *)vs;
+	if (!s)
+		return;
+	if (s->graph)
+		cudaGraphExecDestroy(s->graph);
+	void *dev[] = {s->weights, s->k_cache, s->v_cache, s->rope_cos, s->rope_sin, s->in,
+		       s->x, s->xn, s->qkv, s->q, s->att, s->att_discard, s->gate_up, s->part, s->logits, s->cap};
+	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+		if (dev[i])
+			cudaFree(dev[i]);
+	if (s->in_host)
+		cudaFreeHost(s->in_host);
+	if (s->logits_host)
+		cudaFreeHost(s->logits_host);
+	if (s->blas)
+		cublasDestroy(s->blas);
+	if (s->stream)
+		cudaStreamDestroy(s->stream);
+	free(s->cap_host);
+	free(s->layers);
+	free(s);
+}
+
+/* cudaMalloc of n elements of `size` bytes, counted as scratch. */
+static int scratch(struct cu_state *s, void **p, size_t n, size_t size)
+{
+	CUDA_CHECK(cudaMalloc(p, n * size));
+	s->scratch_bytes += n * size;
+	return 0;
+}
+
+static int alloc_state(struct cu_state *s, const struct eng_backend_opts *o)
+{
+	const struct eng_config *c = s->c;
+	size_t D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size, ctx = s->ctx;
+	size_t hd = c->head_dim, H = c->num_heads, widest = D;
+	if ((size_t)s->q_dim > widest)
+		widest = s->q_dim;
+	if (F > widest)
+		widest = F;
+	/* The KV cache first: it is the allocation that must fit. */
+	s->kv_bytes = 2 * (size_t)c->num_layers * ctx * s->kv_dim * sizeof(bf16);
+	size_t free_b = 0, total_b = 0;
+	cudaMemGetInfo(&free_b, &total_b);
+	if (cudaMalloc((void **)&s->k_cache, s->kv_bytes / 2) != cudaSuccess ||
+	    cudaMalloc((void **)&s->v_cache, s->kv_bytes / 2) != cudaSuccess) {
+		size_t per_tok = s->kv_bytes / ctx;
+		return err_set("cuda: a %d-token KV cache needs %zu MB but %zu MB are free; "
+			       "about %zu tokens would fit (use --ctx)", o->ctx, s->kv_bytes >> 20,
+			       free_b >> 20, per_tok ? free_b * 9 / 10 / per_tok : 0);
+	}
+	if (scratch(s, (void **)&s->rope_cos, ctx * hd / 2, sizeof(float)) ||
+	    scratch(s, (void **)&s->rope_sin, ctx * hd / 2, sizeof(float)) ||
+	    scratch(s, (void **)&s->in, CHUNK + 1, sizeof(int)) ||
+	    scratch(s, (void **)&s->x, CHUNK * D, sizeof(float)) ||
+	    scratch(s, (void **)&s->xn, CHUNK * widest, sizeof(bf16)) ||
+	    scratch(s, (void **)&s->qkv, CHUNK * (size_t)s->qkv_dim, sizeof(float)) ||
+	    scratch(s, (void **)&s->q, CHUNK * (size_t)s->q_dim, sizeof(float)) ||
+	    scratch(s, (void **)&s->att, CHUNK * (size_t)s->q_dim, sizeof(bf16)) ||
+	    scratch(s, (void **)&s->att_discard, (size_t)s->q_dim, sizeof(bf16)) ||
+	    scratch(s, (void **)&s->gate_up, CHUNK * 2 * F, sizeof(float)) ||
+	    scratch(s, (void **)&s->part, H * s->max_splits * (hd + 2), sizeof(float)) ||
+	    scratch(s, (void **)&s->logits, CHUNK * V, sizeof(float)) ||
+	    scratch(s, (void **)&s->cap, (size_t)c->num_layers * H * ctx, sizeof(float)))
+		return -1;
+	CUDA_CHECK(cudaMallocHost((void **)&s->in_host, (CHUNK + 1) * sizeof(int)));
+	CUDA_CHECK(cudaMallocHost((void **)&s->logits_host, V * sizeof(float)));
+	s->cap_host = (float *)malloc((size_t)c->num_layers * H * ctx * sizeof(float));
+	if (!s->cap_host)
+		return err_set("cuda: out of host memory for the attention capture");
+	/* RoPE tables computed on the host exactly as the CPU backend does */
+	float *cs = (float *)malloc(ctx * hd / 2 * sizeof(float));
+	float *sn = (float *)malloc(ctx * hd / 2 * sizeof(float));
+	if (!cs || !sn) {
+		free(cs);
+		free(sn);
+		return err_set("cuda: out of host memory for the RoPE tables");
+	}
+	rope_table(c, s->ctx, cs, sn);
+	cudaError_t e1 = cudaMemcpy(s->rope_cos, cs, ctx * hd / 2 * sizeof(float), cudaMemcpyHostToDevice);
+	cudaError_t e2 = cudaMemcpy(s->rope_sin, sn, ctx * hd / 2 * sizeof(float), cudaMemcpyHostToDevice);
+	free(cs);
+	free(sn);
+	CUDA_CHECK(e1);
+	CUDA_CHECK(e2);
+	return 0;
+}
+
+static void *cuda_init(struct eng_model *m, const struct eng_backend_opts *o)
+{
+	const struct eng_config *c = eng_model_config(m);
+	const struct eng_weights *w = eng_model_weights(m);
+	if (w->embed.dtype != ENG_BF16) {
+		err_set("cuda backend: weights are %s; only BF16 models are supported",
+			eng_dtype_name(w->embed.dtype));
+		return NULL;
+	}
+	if (c->head_dim > CU_MAX_HEAD_DIM || c->head_dim % 2) {
+		err_set("cuda backend: head_dim %d is not supported (even, at most %d)",
+			c->head_dim, CU_MAX_HEAD_DIM);
+		return NULL;
+	}
+	struct cu_state *s = (struct cu_state *)calloc(1, sizeof *s);
+	if (!s || !(s->layers = (struct cu_layer *)calloc(c->num_layers, sizeof *s->layers))) {
+		free(s);
+		err_set("cuda backend: out of memory");
+		return NULL;
+	}
+	s->c = c;
+	s->ctx = o->ctx;
+	s->q_dim = c->num_heads * c->head_dim;
+	s->kv_dim = c->num_kv_heads * c->head_dim;
+	s->qkv_dim = s->q_dim + 2 * s->kv_dim;
+	s->max_splits = CEIL_DIV(s->ctx, CU_ATTN_SPLIT);
+	const char *g = getenv("QWENCHAT_CUDA_GRAPH");
+	s->use_graph = !(g && strcmp(g, "0") == 0);
+	if (o->kv_f32)
+		err_set("cuda backend: the fp32 KV cache is CPU-only");
+	if (o->kv_f32 ||
+	    cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
+	    cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS ||
+	    cublasSetStream(s->blas, s->stream) != CUBLAS_STATUS_SUCCESS) {
+		if (!o->kv_f32)
+			err_set("cuda backend: cannot create the stream or the cuBLAS handle");
+		cuda_free(s);
+		return NULL;
+	}
+	if (upload_weights(s, w) || alloc_state(s, o)) {
+		cuda_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void cuda_set_capture(void *vs, bool on)
+{
+	struct cu_state *s = (struct cu_state *)vs;
+	s->capture = on;
+	if (!on)
+		s->cap_len = 0;
+}
+
+static const float *cuda_attention(void *vs, int layer, int head, int *len)
+{
+	struct cu_state *s = (struct cu_state *)vs;
+	*len = 0;
+	if (!s->cap_len || layer < 0 || layer >= s->c->num_layers || head < 0 ||
+	    head >= s->c->num_heads)
+		return NULL;
+	*len = s->cap_len;
+	return s->cap_host + ((size_t)layer * s->c->num_heads + head) * s->ctx;
+}
+
+static void cuda_stats(void *vs, struct eng_backend_stats *out)
+{
+	struct cu_state *s = (struct cu_state *)vs;
+	memset(out, 0, sizeof *out);
+	out->weight_bytes = s->weight_bytes;
+	out->kv_bytes_allocated = s->kv_bytes;
+	out->kv_bytes_per_token = s->kv_bytes / s->ctx;
+	out->scratch_bytes = s->scratch_bytes;
+	cudaMemGetInfo(&out->device_free, &out->device_total);
+}
+
+static const struct eng_backend_ops cuda_ops = {
+	"cuda", cuda_init, cuda_free, cuda_forward, cuda_set_capture, cuda_attention, cuda_stats,
+};
+
+extern "C" const struct eng_backend_ops *eng_cuda_backend(void)
+{
+	int count = 0;
+	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+		cudaGetLastError(); /* clear the sticky "no device" error */
+		return NULL;
+	}
+	return &cuda_ops;
+}

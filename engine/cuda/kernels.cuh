@@ -1,0 +1,64 @@
+/* kernels.cuh — launchers of the CUDA backend's kernels. Every launcher takes the
+ * stream, computes its grid with CEIL_DIV, checks the launch, and returns 0 or -1
+ * (err_set). Positions and token ids are read from device memory so that the same
+ * decode step can be replayed from a CUDA graph. */
+#ifndef QWENCHAT_CUDA_KERNELS_CUH
+#define QWENCHAT_CUDA_KERNELS_CUH
+
+#include "engine/cuda/common.cuh"
+
+/* x (n, dim) fp32 = embedding rows ids[0..n) of table (vocab, dim) bf16. */
+int cu_embed(float *x, const bf16 *table, const int32_t *ids, int n, int dim, cudaStream_t s);
+
+/* out (n, dim) bf16 = x / rms(x) * w, fp32 reduction. */
+int cu_rmsnorm(bf16 *out, const float *x, const bf16 *w, int n, int dim, float eps,
+	       cudaStream_t s);
+
+/* y (M) fp32 (+)= W (M, K) bf16 . x (K) bf16 — the decode matrix-vector product. */
+int cu_matvec(float *y, const bf16 *W, const bf16 *x, int M, int K, bool acc, cudaStream_t s);
+
+/* Per token t of n at position *pos + t: RMSNorm of each q and k head with its weight,
+ * rotate-half RoPE from the (ctx, hd/2) cos/sin tables, q heads to q_out (n, H*hd)
+ * fp32, k and v heads into this layer's caches (Hkv, ctx, hd) bf16.
+ * qkv is the (n, (H + 2 Hkv) hd) fp32 output of the fused projection. */
+struct cu_rope_args {
+	float *q_out;
+	bf16 *k_cache, *v_cache;
+	const float *qkv;
+	const bf16 *q_norm, *k_norm;
+	const float *cos, *sin;
+	const int *pos;
+	int n, H, Hkv, hd, ctx;
+	float eps;
+};
+int cu_qk_norm_rope_store(const struct cu_rope_args *a, cudaStream_t s);
+
+/* h (n, F) bf16 = silu(g) * u, where gate_up is (n, 2F) fp32: gate then up. */
+int cu_swiglu(bf16 *h, const float *gate_up, int n, int F, cudaStream_t s);
+
+/* Attention over this layer's cache for n queries at positions *pos .. *pos+n-1
+ * (causal; query head h reads kv head h / (H / Hkv)). */
+struct cu_attn_args {
+	const float *q;              /* (n, H*hd) fp32, RoPE applied */
+	bf16 *out;                   /* prefill: (n, H*hd) bf16; decode: the query's row (H*hd) */
+	const bf16 *k_cache, *v_cache; /* this layer: (Hkv, ctx, hd) */
+	const int *pos;
+	int n, H, Hkv, hd, ctx;
+	float scale;                 /* 1/sqrt(hd) */
+	/* decode only (n == 1): split-K partials and the optional softmax capture */
+	float *part;                 /* (H, max_splits, hd + 2) */
+	int max_splits;
+	float *cap;                  /* (H, ctx) softmax row of the query, or NULL */
+	int q_offset;                /* decode: the query is token q_offset of the chunk */
+};
+/* Split-K (flash-decoding) attention for one query; stays parallel at long context. */
+int cu_attention_decode(const struct cu_attn_args *a, cudaStream_t s);
+/* Tiled flash attention for a chunk of queries: no n x n buffer. */
+int cu_attention_prefill(const struct cu_attn_args *a, cudaStream_t s);
+
+/* Keys per split of the decode attention. */
+#define CU_ATTN_SPLIT 256
+/* Largest head_dim the attention kernels handle. */
+#define CU_MAX_HEAD_DIM 256
+
+#endif
