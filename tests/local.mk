@@ -33,6 +33,11 @@ tests_fuzz_safetensors_SOURCES = tests/fuzz_safetensors.c
 tests_fuzz_safetensors_LDADD = libqwenchat.a
 tests_fuzz_safetensors_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz_safetensors.c tests/fuzz/corpus/safetensors tests/README.md
+FUZZ_TARGETS += tests/fuzz_safetensors
+tests_fuzz_safetensors_SOURCES = tests/fuzz_safetensors.c
+tests_fuzz_safetensors_LDADD = libqwenchat.a
+tests_fuzz_safetensors_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz_safetensors.c tests/fuzz/corpus/safetensors tests/README.md
 
 # Engine and CPU backend (issue 9).
 check_PROGRAMS += tests/test_engine_kernels
