@@ -1,3 +1,8 @@
 # ui/local.mk — the ncurses application (skipped with --disable-tui).
+# Linked into the qwenchat program only: nothing in libqwenchat.a uses curses.
 if ENABLE_TUI
+qwenchat_SOURCES += ui/ui.c ui/ui.h ui/uistate.h ui/view.c ui/view.h ui/input.c \
+	ui/draw.c ui/debug.c
+qwenchat_CPPFLAGS = $(AM_CPPFLAGS) $(NCURSESW_CFLAGS) $(READLINE_CFLAGS)
+qwenchat_LDADD += $(NCURSESW_LIBS) $(READLINE_LIBS) $(UTF8PROC_LIBS) -lm
 endif

@@ -1,0 +1,260 @@
+/* draw.c — renders the UI state to the terminal, once per frame: the chat view,
+ * the debug pane, the status bar, the input area and the key hint. */
+#include <curses.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <readline/readline.h>
+
+#include "ui/uistate.h"
+
+enum { C_USER = 1, C_ASSIST, C_REASON, C_CODE, C_SYSTEM, C_ERROR, C_NOTICE, C_STATUS, C_WARN };
+
+void draw_init(void)
+{
+	if (!has_colors())
+		return;
+	start_color();
+	use_default_colors();
+	init_pair(C_USER, COLOR_CYAN, -1);
+	init_pair(C_ASSIST, COLOR_GREEN, -1);
+	init_pair(C_REASON, -1, -1);
+	init_pair(C_CODE, COLOR_YELLOW, -1);
+	init_pair(C_SYSTEM, COLOR_MAGENTA, -1);
+	init_pair(C_ERROR, COLOR_RED, -1);
+	init_pair(C_NOTICE, COLOR_BLUE, -1);
+	init_pair(C_STATUS, COLOR_BLACK, COLOR_WHITE);
+	init_pair(C_WARN, COLOR_WHITE, COLOR_RED);
+}
+
+/* Prints at most cols columns of s[0..n); control characters show as '?'. Returns
+ * the columns used. */
+static int put(int y, int x, const char *s, size_t n, int cols)
+{
+	move(y, x);
+	int used = 0;
+	while (n > 0 && used < cols) {
+		size_t run = 0;
+		while (run < n && ((unsigned char)s[run] >= 0x20 && s[run] != 0x7f))
+			run++;
+		if (run) {
+			size_t fit = view_fit(s, run, cols - used);
+			if (!fit)
+				break;
+			addnstr(s, (int)fit);
+			used += view_width(s, fit);
+			if (fit < run)
+				break;
+			s += run;
+			n -= run;
+		} else {
+			addch(s[0] == '\t' ? ' ' : '?');
+			used++;
+			s++;
+			n--;
+		}
+	}
+	return used;
+}
+
+static attr_t style_attr(enum vl_style st)
+{
+	switch (st) {
+	case VL_USER_HEAD: return COLOR_PAIR(C_USER) | A_BOLD;
+	case VL_USER: return COLOR_PAIR(C_USER);
+	case VL_ASSIST_HEAD: return COLOR_PAIR(C_ASSIST) | A_BOLD;
+	case VL_REASON_HEAD: return A_DIM | A_ITALIC;
+	case VL_REASON: return A_DIM;
+	case VL_CODE: return COLOR_PAIR(C_CODE);
+	case VL_SYSTEM: return COLOR_PAIR(C_SYSTEM);
+	case VL_ERROR: return COLOR_PAIR(C_ERROR) | A_BOLD;
+	case VL_NOTICE: return COLOR_PAIR(C_NOTICE);
+	default: return A_NORMAL;
+	}
+}
+
+static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
+{
+	struct view *v = &u->v;
+	view_layout(v, w - 2);
+	int total = (int)v->nlines;
+	/* Scrolled up: stay on the same text while lines arrive below. */
+	if (v->scroll > 0 && (size_t)total > u->last_nlines && u->last_nlines)
+		v->scroll += total - (int)u->last_nlines;
+	u->last_nlines = (size_t)total;
+	if (v->scroll > total - h)
+		v->scroll = total - h > 0 ? total - h : 0;
+	int top = total - h - v->scroll;
+	if (top < 0)
+		top = 0;
+	for (int r = 0; r < h; r++) {
+		move(y0 + r, x0);
+		for (int c = 0; c < w; c++)
+			addch(' ');
+		int i = top + r;
+		if (i >= total)
+			continue;
+		const struct vline *l = &v->lines[i];
+		bool head = l->style == VL_USER_HEAD || l->style == VL_ASSIST_HEAD ||
+			    l->style == VL_REASON_HEAD;
+		attrset(style_attr(l->style));
+		if (l->style == VL_CODE)
+			put(y0 + r, x0, "\xe2\x94\x82", 3, 1);   /* a bar sets code apart */
+		put(y0 + r, x0 + (head && l->style != VL_REASON_HEAD ? 0 : 2), l->s, (size_t)l->len,
+		    w - 2);
+		attrset(A_NORMAL);
+	}
+	if (v->scroll > 0) {
+		char more[48];
+		int n = snprintf(more, sizeof more, " \xe2\x86\x93 %d more lines ", v->scroll);
+		attrset(A_REVERSE);
+		put(y0 + h - 1, x0 + w - view_width(more, (size_t)n) - 1, more, (size_t)n, w);
+		attrset(A_NORMAL);
+	}
+}
+
+static void human(char *out, size_t sz, double bytes)
+{
+	if (bytes >= 1073741824.0)
+		snprintf(out, sz, "%.1fG", bytes / 1073741824.0);
+	else
+		snprintf(out, sz, "%.0fM", bytes / 1048576.0);
+}
+
+static void draw_status(struct ui *u, int y, int w)
+{
+	const struct app_figures *f = &u->fig;
+	char s[512], a[16], b[16], c[16];
+	int n = snprintf(s, sizeof s, " %s | %s | think %s | ctx %d/%d | ", app_model_name(u->a),
+			 app_backend(u->a), app_thinking(u->a) ? "on" : "off", f->ctx_used, f->ctx_max);
+	if (f->busy && f->prefilling)
+		n += snprintf(s + n, sizeof s - n, "prefilling... | ");
+	n += snprintf(s + n, sizeof s - n, "prefill %.0f t/s | decode %.1f t/s | TTFT %.2fs | ",
+		      f->turn.prefill_tps, f->turn.decode_tps, f->turn.ttft);
+	human(c, sizeof c, (double)u->rss);
+	if (f->mem.device_total) {
+		human(a, sizeof a, (double)(f->mem.device_total - f->mem.device_free));
+		human(b, sizeof b, (double)f->mem.device_total);
+		n += snprintf(s + n, sizeof s - n, "GPU %s/%s | ", a, b);
+	}
+	snprintf(s + n, sizeof s - n, "RSS %s ", c);
+	attrset(COLOR_PAIR(C_STATUS));
+	move(y, 0);
+	for (int i = 0; i < w; i++)
+		addch(' ');
+	put(y, 0, s, strlen(s), w);
+	if (f->save_error[0]) {   /* an autosave failure stays in sight */
+		attrset(COLOR_PAIR(C_WARN) | A_BOLD);
+		int sw = view_width(f->save_error, strlen(f->save_error));
+		put(y, sw + 1 < w ? w - sw - 1 : 0, f->save_error, strlen(f->save_error), w);
+	}
+	attrset(A_NORMAL);
+}
+
+/* The input area: "> " then the line, wrapped; returns its height and places the
+ * cursor. */
+static void draw_input(int y0, int h, int w)
+{
+	const char *buf = rl_line_buffer ? rl_line_buffer : "";
+	size_t len = strlen(buf), point = rl_point < 0 ? 0 : (size_t)rl_point;
+	int row = 0, crow = 0, ccol = 2;
+	/* First pass: count rows and find the cursor's; second: draw the visible ones. */
+	for (int pass = 0; pass < 2; pass++) {
+		int first = crow - h + 1 > 0 ? crow - h + 1 : 0;
+		size_t i = 0;
+		row = 0;
+		for (;;) {
+			size_t nl = i;
+			while (nl < len && buf[nl] != '\n')
+				nl++;
+			size_t s = i;
+			do {
+				size_t fit = view_fit(buf + s, nl - s, w - 2 > 1 ? w - 3 : 1);
+				if (!fit && s < nl)
+					fit = 1;
+				if (pass == 0 && point >= s && (point < s + fit || (point == s + fit &&
+				    (s + fit == nl)))) {
+					crow = row;
+					ccol = 2 + view_width(buf + s, point - s);
+				}
+				if (pass == 1 && row >= first && row - first < h) {
+					move(y0 + row - first, 0);
+					clrtoeol();
+					attrset(A_BOLD);
+					put(y0 + row - first, 0, row == 0 ? "> " : "  ", 2, 2);
+					attrset(A_NORMAL);
+					put(y0 + row - first, 2, buf + s, fit, w - 3);
+				}
+				s += fit;
+				row++;
+			} while (s < nl);
+			if (nl >= len)
+				break;
+			i = nl + 1;
+		}
+		if (pass == 1)
+			move(y0 + crow - first, ccol < w ? ccol : w - 1);
+	}
+}
+
+static int input_rows(int w)
+{
+	const char *buf = rl_line_buffer ? rl_line_buffer : "";
+	int rows = 1, col = 0;
+	for (const char *p = buf; *p; p++) {
+		if (*p == '\n' || col >= w - 3) {
+			rows++;
+			col = 0;
+		}
+		if (*p != '\n' && ((unsigned char)*p & 0xc0) != 0x80)
+			col++;
+	}
+	return rows;
+}
+
+static void draw_hint(struct ui *u, int y, int w)
+{
+	const char *s = u->confirm_quit ? "Quit? Press Ctrl-C again to leave, any other key to stay."
+		: u->hint[0] ? u->hint
+		: app_busy(u->a) ? "Esc or Ctrl-C: stop the answer (it is kept) | PgUp/PgDn scroll | F2 debug"
+		: "Enter send | Alt-Enter newline | Tab fold thinking | PgUp/PgDn | F2 debug | /help | Ctrl-D quit";
+	move(y, 0);
+	clrtoeol();
+	attrset(u->confirm_quit ? (COLOR_PAIR(C_ERROR) | A_BOLD) : A_DIM);
+	put(y, 0, s, strlen(s), w);
+	attrset(A_NORMAL);
+}
+
+void draw_frame(struct ui *u)
+{
+	int rows = LINES, cols = COLS;
+	if (rows < 5 || cols < 20) {
+		erase();
+		put(0, 0, "window too small", 16, cols);
+		refresh();
+		return;
+	}
+	int in_h = input_rows(cols);
+	int max_in = rows / 4 > 1 ? rows / 4 : 1;
+	if (in_h > max_in)
+		in_h = max_in;
+	int chat_h = rows - in_h - 2;
+	/* The debug pane: beside the chat on wide screens, below it otherwise. */
+	if (u->debug && cols >= 120) {
+		int pw = cols * 2 / 5;
+		draw_chat(u, 0, 0, chat_h, cols - pw - 1);
+		for (int r = 0; r < chat_h; r++)
+			mvaddstr(r, cols - pw - 1, "\xe2\x94\x82");
+		debug_draw(u, 0, cols - pw, chat_h, pw);
+	} else if (u->debug && chat_h >= 8) {
+		int ph = chat_h / 2 > 12 ? 12 : chat_h / 2;
+		draw_chat(u, 0, 0, chat_h - ph, cols);
+		debug_draw(u, chat_h - ph, 0, ph, cols);
+	} else {
+		draw_chat(u, 0, 0, chat_h, cols);
+	}
+	draw_status(u, chat_h, cols);
+	draw_hint(u, rows - 1, cols);
+	draw_input(chat_h + 1, in_h, cols);
+	refresh();
+}

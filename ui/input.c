@@ -1,0 +1,318 @@
+/* input.c — keys: raw terminal bytes decoded into our keys (Esc, Ctrl-C, PageUp,
+ * F2, mouse wheel, bracketed paste, Alt-Enter) and GNU readline's callback interface
+ * for everything else; readline never touches the terminal or signals. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+
+#include "src/fileio.h"
+#include "src/slash.h"
+#include "ui/uistate.h"
+
+static struct ui *cur;   /* readline's callbacks carry no user pointer */
+
+static int rl_getc_queue(FILE *f)
+{
+	(void)f;
+	if (!cur->rq_len)
+		return '\n';   /* never reached: bytes are only fed with rq filled */
+	int c = cur->rq[cur->rq_head];
+	cur->rq_head = (cur->rq_head + 1) % sizeof cur->rq;
+	cur->rq_len--;
+	return c;
+}
+
+static int rl_input_ready(void) { return cur->rq_len > 0; }
+static void rl_redisplay_flag(void) { cur->dirty = true; }
+
+static void on_line(char *line)
+{
+	if (!line) {   /* Ctrl-D on an empty line */
+		cur->quit = true;
+		return;
+	}
+	if (line[strspn(line, " \t\n")]) {
+		add_history(line);
+		if (cur->history_path)
+			append_history(1, cur->history_path);
+	}
+	ui_submit(cur, line);
+}
+
+static char *name_gen(const char *text, int state) { return slash_complete_name(text, state); }
+static char *arg_gen(const char *text, int state)
+{
+	return slash_complete_arg(rl_line_buffer, text, state);
+}
+
+/* Slash command names, their choice arguments, file names for /save and /load;
+ * nothing for ordinary text. */
+static char **complete(const char *text, int start, int end)
+{
+	(void)end;
+	if (start == 0 && text[0] == '/') {
+		rl_attempted_completion_over = 1;
+		return rl_completion_matches(text, name_gen);
+	}
+	if (slash_is_command(rl_line_buffer)) {
+		if (slash_wants_file(rl_line_buffer))
+			return NULL;   /* readline's file name completion */
+		rl_attempted_completion_over = 1;
+		return rl_completion_matches(text, arg_gen);
+	}
+	rl_attempted_completion_over = 1;
+	return NULL;
+}
+
+/* Several matches: listed in the hint line instead of on the terminal. */
+static void show_matches(char **m, int n, int maxlen)
+{
+	(void)maxlen;
+	size_t k = 0;
+	cur->hint[0] = 0;
+	for (int i = 1; i <= n && k + 2 < sizeof cur->hint; i++)
+		k += (size_t)snprintf(cur->hint + k, sizeof cur->hint - k, "%s ", m[i]);
+	cur->dirty = true;
+}
+
+void in_init(struct ui *u)
+{
+	cur = u;
+	rl_catch_signals = 0;
+	rl_catch_sigwinch = 0;
+	rl_change_environment = 0;
+	rl_prep_term_function = NULL;
+	rl_deprep_term_function = NULL;
+	rl_getc_function = rl_getc_queue;
+	rl_input_available_hook = rl_input_ready;
+	rl_redisplay_function = rl_redisplay_flag;
+	rl_attempted_completion_function = complete;
+	rl_completion_display_matches_hook = show_matches;
+	/* Readline writes only bells and listings; neither may reach the screen. */
+	rl_outstream = fopen("/dev/null", "w");
+	rl_readline_name = "qwenchat";
+	using_history();
+	u->history_path = fio_join(app_state_dir(u->a), "history");
+	if (u->history_path)
+		read_history(u->history_path);
+	rl_callback_handler_install("", on_line);
+}
+
+void in_done(struct ui *u)
+{
+	rl_callback_handler_remove();
+	if (u->history_path)
+		history_truncate_file(u->history_path, 1000);
+	free(u->history_path);
+	u->history_path = NULL;
+	if (rl_outstream && rl_outstream != stdout)
+		fclose(rl_outstream);
+	rl_outstream = NULL;
+	free(u->paste);
+}
+
+static void feed(struct ui *u, const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (u->rq_len < sizeof u->rq) {
+			u->rq[(u->rq_head + u->rq_len) % sizeof u->rq] = s[i];
+			u->rq_len++;
+		}
+		while (u->rq_len)
+			rl_callback_read_char();
+	}
+	if (u->restore) {   /* a line handed back (busy, bad command, /edit) */
+		rl_replace_line(u->restore, 0);
+		rl_point = rl_end;
+		free(u->restore);
+		u->restore = NULL;
+	}
+	u->dirty = true;
+}
+
+static void paste_end(struct ui *u)
+{
+	/* One message: newlines stay in the line; \r\n and \r become \n. */
+	char *s = u->paste ? u->paste : "";
+	size_t j = 0;
+	for (size_t i = 0; i < u->paste_n; i++) {
+		if (s[i] == '\r' && i + 1 < u->paste_n && s[i + 1] == '\n')
+			continue;
+		s[j++] = s[i] == '\r' ? '\n' : s[i];
+	}
+	while (j && s[j - 1] == '\n')
+		j--;
+	if (u->paste) {
+		s[j] = 0;
+		rl_insert_text(s);
+	}
+	u->paste_n = 0;
+	u->pasting = false;
+	u->dirty = true;
+}
+
+static void paste_add(struct ui *u, const unsigned char *s, size_t n)
+{
+	if (u->paste_n + n + 1 > u->paste_cap) {
+		size_t cap = (u->paste_n + n + 1) * 2;
+		char *p = realloc(u->paste, cap);
+		if (!p)
+			return;
+		u->paste = p;
+		u->paste_cap = cap;
+	}
+	memcpy(u->paste + u->paste_n, s, n);
+	u->paste_n += n;
+}
+
+static void consume(struct ui *u, size_t n)
+{
+	memmove(u->kb, u->kb + n, u->klen - n);
+	u->klen -= n;
+}
+
+/* Length of the escape sequence at kb (CSI or SS3), 0 when incomplete. */
+static size_t seq_len(const unsigned char *k, size_t n)
+{
+	if (n < 3)
+		return 0;
+	if (k[1] == 'O')
+		return 3;
+	for (size_t i = 2; i < n; i++)
+		if (k[i] >= 0x40 && k[i] <= 0x7e)
+			return i + 1;
+	return 0;
+}
+
+static void scroll_by(struct ui *u, int lines)
+{
+	u->v.scroll += lines;
+	if (u->v.scroll < 0)
+		u->v.scroll = 0;
+	u->dirty = true;
+}
+
+/* Handles one escape sequence; false when it is readline's. */
+static bool special_seq(struct ui *u, const char *s, size_t n)
+{
+	int page = 10;
+	if (n == 6 && !memcmp(s, "\033[200~", 6)) {
+		u->pasting = true;
+		u->paste_n = 0;
+		return true;
+	}
+	if (n == 4 && !memcmp(s, "\033[5~", 4)) { scroll_by(u, page); return true; }
+	if (n == 4 && !memcmp(s, "\033[6~", 4)) { scroll_by(u, -page); return true; }
+	if ((n == 3 && !memcmp(s, "\033OQ", 3)) || (n == 5 && !memcmp(s, "\033[12~", 5))) {
+		ui_set_debug(u, (u->debug + 1) % 3);
+		return true;
+	}
+	if (n > 3 && s[2] == '<') {   /* SGR mouse: \e[<b;x;yM */
+		int b = atoi(s + 3);
+		if (b == 64)
+			scroll_by(u, 3);
+		else if (b == 65)
+			scroll_by(u, -3);
+		return true;
+	}
+	/* Arrows steer the attention pane while the input line is empty. */
+	if (u->debug == DEBUG_ATTENTION && rl_end == 0 && n == 3 && s[1] == '[') {
+		switch (s[2]) {
+		case 'C': u->att_layer++; break;
+		case 'D': u->att_layer = u->att_layer > 0 ? u->att_layer - 1 : 0; break;
+		case 'A': u->att_head = u->att_head > 0 ? u->att_head - 1 : 0; break;
+		case 'B': u->att_head++; break;
+		default: return false;
+		}
+		u->dirty = true;
+		return true;
+	}
+	return false;
+}
+
+/* One key (or sequence) at kb; returns bytes consumed, 0 to wait for more. */
+static size_t key(struct ui *u, bool flush)
+{
+	unsigned char *k = u->kb;
+	if (k[0] == 0x1b) {
+		if (u->klen == 1 || k[1] == 0x1b) {
+			if (u->klen == 1 && !flush)
+				return 0;
+			if (app_busy(u->a))
+				ui_cancel_or_quit(u);   /* Esc: stops an answer */
+			u->confirm_quit = false;
+			u->dirty = true;
+			return 1;
+		}
+		if (k[1] == '[' || k[1] == 'O') {
+			size_t n = seq_len(k, u->klen);
+			if (!n)
+				return flush ? u->klen : 0;
+			if (!special_seq(u, (const char *)k, n))
+				feed(u, k, n);
+			return n;
+		}
+		if (k[1] == '\r' || k[1] == '\n') {   /* Alt-Enter: a new line in the message */
+			rl_insert_text("\n");
+			u->dirty = true;
+			return 2;
+		}
+		feed(u, k, 2);   /* Alt-key: readline's meta bindings */
+		return 2;
+	}
+	if (k[0] == 3) {   /* Ctrl-C */
+		if (app_busy(u->a) || u->confirm_quit || rl_end == 0) {
+			if (!app_busy(u->a) && rl_end == 0 && !u->confirm_quit) {
+				u->confirm_quit = true;
+				u->dirty = true;
+			} else {
+				ui_cancel_or_quit(u);
+			}
+		} else {
+			rl_replace_line("", 0);
+			rl_point = 0;
+			u->dirty = true;
+		}
+		return 1;
+	}
+	u->confirm_quit = false;
+	if (k[0] == '\t' && rl_end == 0) {
+		view_toggle_reasoning(&u->v);
+		u->dirty = true;
+		return 1;
+	}
+	if (k[0] == '\n')
+		k[0] = '\r';
+	feed(u, k, 1);
+	return 1;
+}
+
+void in_process(struct ui *u, bool flush)
+{
+	cur = u;
+	while (u->klen) {
+		if (u->pasting) {
+			unsigned char *e = memmem(u->kb, u->klen, "\033[201~", 6);
+			if (e) {
+				paste_add(u, u->kb, (size_t)(e - u->kb));
+				consume(u, (size_t)(e - u->kb) + 6);
+				paste_end(u);
+				continue;
+			}
+			/* Keep a tail that may be the start of the end marker. */
+			size_t keep = u->klen < 5 ? u->klen : 5;
+			if (flush)
+				keep = 0;
+			paste_add(u, u->kb, u->klen - keep);
+			consume(u, u->klen - keep);
+			return;
+		}
+		size_t n = key(u, flush);
+		if (!n)
+			return;
+		consume(u, n);
+	}
+}

@@ -1,0 +1,325 @@
+/* ui.c — the full-screen chat's main loop: keys in, the worker's text drained,
+ * one frame drawn; what a submitted line does; the plain mode's readline reader. */
+#include "ui/ui.h"
+
+#include <curses.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+
+#include "src/err.h"
+#include "src/fileio.h"
+#include "src/plain.h"
+#include "ui/uistate.h"
+
+static const char keys_help[] =
+	"keys: Enter send | Alt-Enter new line | pasted text stays one message |\n"
+	"  Esc or Ctrl-C stop the answer (the partial answer is kept) | Ctrl-C on an empty\n"
+	"  line asks to quit, Ctrl-D on an empty line quits | Tab on an empty line folds or\n"
+	"  shows the reasoning, elsewhere completes commands | PageUp/PageDown and the mouse\n"
+	"  wheel scroll | F2 debug pane (off, attention, memory); with an empty line\n"
+	"  Left/Right pick the layer, Up/Down the head | Up/Down history, Ctrl-R search and\n"
+	"  the other Emacs keys of readline | a line starting with // sends a message\n"
+	"  starting with /\n";
+
+static volatile sig_atomic_t got_winch;
+
+static void on_winch(int sig)
+{
+	(void)sig;
+	got_winch = 1;
+}
+
+void ui_notice(struct ui *u, bool error, const char *msg)
+{
+	if (!msg || !*msg)
+		return;
+	size_t n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		n--;
+	char *s = strndup(msg, n);
+	if (s)
+		view_add(&u->v, error ? VB_ERROR : VB_NOTICE, NULL, s);
+	free(s);
+	u->v.scroll = 0;
+	u->dirty = true;
+}
+
+void ui_set_debug(struct ui *u, int mode)
+{
+	u->debug = mode;
+	/* The engine records attention only while it is shown. */
+	app_set_capture(u->a, mode == DEBUG_ATTENTION);
+	u->dirty = true;
+}
+
+void ui_cancel_or_quit(struct ui *u)
+{
+	if (app_busy(u->a)) {
+		app_cancel(u->a);
+		snprintf(u->hint, sizeof u->hint, "stopping...");
+	} else if (u->confirm_quit) {
+		u->quit = true;
+	}
+	u->confirm_quit = false;
+	u->dirty = true;
+}
+
+static void start_turn(struct ui *u)
+{
+	if (app_start(u->a, false)) {
+		ui_notice(u, true, err_msg());
+		return;
+	}
+	u->stream_block = view_add(&u->v, VB_ASSISTANT, NULL, NULL);
+	if (u->stream_block >= 0)
+		u->v.b[u->stream_block].streaming = true;
+	u->v.scroll = 0;
+	u->hint[0] = 0;
+}
+
+static void command(struct ui *u, char *line)
+{
+	struct app_result r;
+	app_command(u->a, line, &r);
+	if (r.error) {   /* nothing typed is lost: the line comes back to be fixed */
+		u->restore = strdup(line);
+		ui_notice(u, true, r.msg);
+		return;
+	}
+	if (r.actions & APP_DO_RELOAD)
+		view_from_chat(&u->v, app_chat(u->a));
+	if (r.actions & APP_DO_REASONING)
+		u->v.show_reasoning = app_show_reasoning(u->a);
+	if (r.actions & APP_DO_HELP) {
+		char *h = slash_help(keys_help);
+		ui_notice(u, false, h);
+		free(h);
+	}
+	if (r.actions & APP_DO_DEBUG)
+		ui_set_debug(u, r.debug < 0 ? (u->debug ? DEBUG_OFF : DEBUG_ATTENTION) : r.debug);
+	ui_notice(u, false, r.msg);
+	if (r.actions & APP_DO_EDIT) {
+		free(u->restore);
+		u->restore = r.edit;
+	} else {
+		free(r.edit);
+	}
+	if (r.actions & APP_DO_QUIT)
+		u->quit = true;
+	if (r.actions & APP_DO_GENERATE)
+		start_turn(u);
+}
+
+void ui_submit(struct ui *u, char *line)
+{
+	u->hint[0] = 0;
+	if (slash_is_command(line)) {
+		command(u, line);
+	} else if (!line[strspn(line, " \t\n")]) {
+		/* an empty line sends nothing */
+	} else if (app_busy(u->a)) {
+		u->restore = strdup(line);
+		ui_notice(u, true, "an answer is being generated: Esc stops it; your text is kept");
+	} else if (app_add_user(u->a, slash_unescape(line))) {
+		u->restore = strdup(line);
+		ui_notice(u, true, err_msg());
+	} else {
+		view_from_chat(&u->v, app_chat(u->a));
+		start_turn(u);
+	}
+	free(line);
+}
+
+static void piece(void *p, enum sess_part part, const char *s, size_t n)
+{
+	struct ui *u = p;
+	view_append(&u->v, u->stream_block, part == SESS_REASONING, s, n);
+	u->dirty = true;
+}
+
+static void finish_turn(struct ui *u, int rc, const char *err)
+{
+	if (u->stream_block >= 0 && (size_t)u->stream_block < u->v.n) {
+		struct vblock *b = &u->v.b[u->stream_block];
+		b->streaming = false;
+		/* Stopped before the first token: no answer was added. */
+		if (!b->reasoning.n && !b->content.n && app_chat(u->a)->n &&
+		    app_chat(u->a)->turns[app_chat(u->a)->n - 1].role == CHAT_USER) {
+			free(b->reasoning.s);
+			free(b->content.s);
+			u->v.n--;
+		}
+	}
+	u->stream_block = -1;
+	u->hint[0] = 0;
+	app_figures(u->a, &u->fig);
+	if (rc)
+		ui_notice(u, true, err);
+	else if (u->fig.turn.stop == SESS_STOP_CANCEL)
+		ui_notice(u, false, "stopped: the partial answer is kept");
+	if (u->fig.dropped) {
+		char m[128];
+		snprintf(m, sizeof m, "dropped the %d oldest turn%s to fit the context", u->fig.dropped,
+			 u->fig.dropped == 1 ? "" : "s");
+		ui_notice(u, false, m);
+	}
+}
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void resize(void)
+{
+	struct winsize ws;
+	if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row && ws.ws_col)
+		resizeterm(ws.ws_row, ws.ws_col);
+	clear();
+}
+
+/* One pass: input, the worker's text, a frame when something changed. */
+static void step(struct ui *u, double *last_fig)
+{
+	bool busy = app_busy(u->a);
+	struct pollfd pfd = {STDIN_FILENO, POLLIN, 0};
+	int timeout = u->klen ? 25 : busy ? 30 : 500;
+	int pr = poll(&pfd, 1, timeout);
+	if (pr > 0 && (pfd.revents & (POLLIN | POLLHUP))) {
+		ssize_t n = read(STDIN_FILENO, u->kb + u->klen, sizeof u->kb - u->klen);
+		if (n > 0) {
+			u->klen += (size_t)n;
+			in_process(u, false);
+		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+			u->quit = true;   /* the terminal is gone */
+		}
+	} else if (pr == 0 && u->klen) {
+		in_process(u, true);   /* a lone Esc */
+	}
+	if (got_winch) {
+		got_winch = 0;
+		resize();
+		u->dirty = true;
+	}
+	if (busy) {
+		int rc = 0;
+		char err[512];
+		if (app_drain(u->a, piece, u, &rc, err, sizeof err))
+			finish_turn(u, rc, err);
+	}
+	double t = now();
+	if (t - *last_fig > (busy ? 0.1 : 0.5)) {
+		app_figures(u->a, &u->fig);
+		u->rss = app_host_rss();
+		*last_fig = t;
+		u->dirty = true;
+	}
+	if (u->dirty) {
+		draw_frame(u);
+		u->dirty = false;
+	}
+}
+
+int ui_main(struct app *a, const char *notices)
+{
+	struct ui u;
+	memset(&u, 0, sizeof u);
+	u.a = a;
+	u.stream_block = -1;
+	view_init(&u.v);
+	view_from_chat(&u.v, app_chat(a));
+	ui_notice(&u, false, notices);
+	ui_notice(&u, false, "Type a message and press Enter; /help lists commands and keys.");
+	/* Our SIGWINCH handler before initscr: ncurses then leaves resizing to us. */
+	struct sigaction sa = {0};
+	sa.sa_handler = on_winch;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGWINCH, &sa, NULL);
+	if (!initscr()) {
+		fprintf(stderr, "qwenchat: cannot initialise the terminal\n");
+		return EXIT_FAILURE;
+	}
+	raw();
+	noecho();
+	nonl();
+	keypad(stdscr, FALSE);
+	draw_init();
+	/* Bracketed paste and SGR mouse reports (the wheel scrolls). */
+	fputs("\033[?2004h\033[?1000h\033[?1006h", stdout);
+	fflush(stdout);
+	in_init(&u);
+	app_figures(a, &u.fig);
+	u.rss = app_host_rss();
+	if (chat_count(app_chat(a)) && app_start(a, true) == 0)   /* --resume: re-prefill */
+		snprintf(u.hint, sizeof u.hint, "prefilling the resumed conversation...");
+	u.dirty = true;
+	double last_fig = 0;
+	while (!u.quit)
+		step(&u, &last_fig);
+	if (app_busy(a)) {   /* leaving mid-answer: stop it; the partial answer is saved */
+		app_cancel(a);
+		int rc;
+		char err[8];
+		while (!app_drain(a, piece, &u, &rc, err, sizeof err))
+			usleep(10000);
+	}
+	in_done(&u);
+	fputs("\033[?1006l\033[?1000l\033[?2004l", stdout);
+	fflush(stdout);
+	endwin();
+	view_free(&u.v);
+	free(u.restore);
+	printf("conversation saved in %s (qwenchat --resume reopens it)\n", app_session_path(a));
+	return EXIT_SUCCESS;
+}
+
+/* ---- plain mode with readline ------------------------------------------- */
+
+static const char *prefill_text;
+
+static int put_prefill(void)
+{
+	if (prefill_text)
+		rl_insert_text(prefill_text);
+	prefill_text = NULL;
+	return 0;
+}
+
+static char *rl_reader(const char *prompt, const char *prefill)
+{
+	prefill_text = prefill;
+	rl_startup_hook = put_prefill;
+	char *line = readline(prompt);
+	if (line && *line)
+		add_history(line);
+	return line;
+}
+
+int ui_plain(struct app *a)
+{
+	if (!isatty(STDIN_FILENO))
+		return plain_main(a, plain_getline);
+	char *hist = fio_join(app_state_dir(a), "history");
+	using_history();
+	if (hist)
+		read_history(hist);
+	int rc = plain_main(a, rl_reader);
+	if (hist) {
+		write_history(hist);
+		history_truncate_file(hist, 1000);
+	}
+	free(hist);
+	return rc;
+}

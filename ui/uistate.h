@@ -1,0 +1,57 @@
+/* uistate.h — the UI's state shared by its files (ui.c, input.c, draw.c, debug.c). */
+#ifndef QWENCHAT_UI_STATE_H
+#define QWENCHAT_UI_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "src/app.h"
+#include "ui/view.h"
+
+enum { DEBUG_OFF, DEBUG_ATTENTION, DEBUG_MEMORY };
+
+struct ui {
+	struct app *a;
+	struct view v;
+	int stream_block;           /* view block being generated, -1 when none */
+	int debug;                  /* DEBUG_* */
+	int att_layer, att_head;
+	bool confirm_quit;          /* Ctrl-C on an empty line: asking */
+	bool quit, dirty;
+	char hint[512];             /* a passing message in the key hint line */
+	char *restore;              /* text to put back into the input line */
+	struct app_figures fig;
+	size_t rss;
+	size_t last_nlines;         /* layout size at the last frame (scroll anchoring) */
+	char *history_path;
+
+	/* Key input (input.c). */
+	unsigned char kb[256];      /* bytes read, not yet decoded */
+	size_t klen;
+	bool pasting;
+	char *paste;                /* bracketed paste being collected */
+	size_t paste_n, paste_cap;
+	unsigned char rq[64];       /* bytes queued for readline's getc */
+	size_t rq_head, rq_len;
+};
+
+/* ui.c */
+void ui_submit(struct ui *u, char *line);
+void ui_notice(struct ui *u, bool error, const char *msg);
+void ui_cancel_or_quit(struct ui *u);
+void ui_set_debug(struct ui *u, int mode);
+
+/* input.c */
+void in_init(struct ui *u);
+void in_done(struct ui *u);
+/* Decodes u->kb; flush: the bytes so far are all there is (a lone Esc is Esc). */
+void in_process(struct ui *u, bool flush);
+
+/* draw.c */
+void draw_init(void);
+void draw_frame(struct ui *u);
+
+/* debug.c */
+void debug_draw(struct ui *u, int y, int x, int h, int w);
+
+#endif

@@ -1,0 +1,251 @@
+/* view.c — the chat's screen model and its layout into display lines. */
+#include "ui/view.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+void view_init(struct view *v)
+{
+	memset(v, 0, sizeof *v);
+	v->show_reasoning = true;
+}
+
+void view_clear(struct view *v)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		free(v->b[i].reasoning.s);
+		free(v->b[i].content.s);
+	}
+	v->n = 0;
+	v->scroll = 0;
+}
+
+void view_free(struct view *v)
+{
+	view_clear(v);
+	free(v->b);
+	free(v->lines);
+}
+
+static int text_add(struct vb_text *t, const char *s, size_t n)
+{
+	if (t->n + n + 1 > t->cap) {
+		size_t cap = (t->n + n + 1) * 2;
+		char *p = realloc(t->s, cap);
+		if (!p)
+			return -1;
+		t->s = p;
+		t->cap = cap;
+	}
+	memcpy(t->s + t->n, s, n);
+	t->n += n;
+	t->s[t->n] = 0;
+	return 0;
+}
+
+int view_add(struct view *v, enum vb_kind kind, const char *reasoning, const char *content)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 32;
+		struct vblock *p = realloc(v->b, cap * sizeof *p);
+		if (!p)
+			return -1;
+		v->b = p;
+		v->cap = cap;
+	}
+	struct vblock *b = &v->b[v->n];
+	memset(b, 0, sizeof *b);
+	b->kind = kind;
+	if (text_add(&b->reasoning, "", 0) || text_add(&b->content, "", 0) ||
+	    (reasoning && text_add(&b->reasoning, reasoning, strlen(reasoning))) ||
+	    (content && text_add(&b->content, content, strlen(content)))) {
+		free(b->reasoning.s);
+		free(b->content.s);
+		return -1;
+	}
+	return (int)v->n++;
+}
+
+int view_append(struct view *v, int i, bool reasoning, const char *s, size_t n)
+{
+	if (i < 0 || (size_t)i >= v->n)
+		return -1;
+	return text_add(reasoning ? &v->b[i].reasoning : &v->b[i].content, s, n);
+}
+
+void view_from_chat(struct view *v, const struct chat *c)
+{
+	view_clear(v);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct chat_turn *t = &c->turns[i];
+		enum vb_kind k = t->role == CHAT_USER ? VB_USER : t->role == CHAT_ASSISTANT
+				 ? VB_ASSISTANT : VB_SYSTEM;
+		view_add(v, k, t->reasoning, t->content);
+	}
+}
+
+void view_toggle_reasoning(struct view *v)
+{
+	bool any_open = false;
+	for (size_t i = 0; i < v->n; i++)
+		if (v->b[i].kind == VB_ASSISTANT && v->b[i].reasoning.n && !v->b[i].collapsed)
+			any_open = true;
+	for (size_t i = 0; i < v->n; i++)
+		v->b[i].collapsed = any_open;
+}
+
+/* One character: its byte length and display width. */
+static int char_at(const char *s, size_t n, int *width)
+{
+	utf8proc_int32_t cp;
+	utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &cp);
+	if (k <= 0) {
+		*width = 1;   /* an invalid byte is drawn as one replacement column */
+		return 1;
+	}
+	int w = utf8proc_charwidth(cp);
+	/* Control characters are drawn as one column; combining marks take none. */
+	*width = cp < 0x20 || cp == 0x7f ? 1 : w < 0 ? 1 : w;
+	return (int)k;
+}
+
+int view_width(const char *s, size_t n)
+{
+	int total = 0, w;
+	for (size_t i = 0; i < n;) {
+		i += (size_t)char_at(s + i, n - i, &w);
+		total += w;
+	}
+	return total;
+}
+
+size_t view_fit(const char *s, size_t n, int cols)
+{
+	size_t i = 0;
+	int used = 0, w;
+	while (i < n) {
+		int k = char_at(s + i, n - i, &w);
+		if (used + w > cols)
+			break;
+		used += w;
+		i += (size_t)k;
+	}
+	return i;
+}
+
+static int push(struct view *v, enum vl_style st, const char *s, int len, int block)
+{
+	if (v->nlines == v->caplines) {
+		size_t cap = v->caplines ? v->caplines * 2 : 256;
+		struct vline *p = realloc(v->lines, cap * sizeof *p);
+		if (!p)
+			return -1;
+		v->lines = p;
+		v->caplines = cap;
+	}
+	v->lines[v->nlines++] = (struct vline){st, s, len, block};
+	return 0;
+}
+
+/* Wraps one paragraph (no newline) at word boundaries; words longer than the width
+ * (and code, when hard) are cut at the width. */
+static int wrap(struct view *v, enum vl_style st, const char *s, size_t n, int width, int block,
+		bool hard)
+{
+	if (n == 0)
+		return push(v, st, s, 0, block);
+	while (n > 0) {
+		size_t fit = view_fit(s, n, width);
+		if (fit == 0) {   /* a character wider than the screen: take it anyway */
+			int w;
+			fit = (size_t)char_at(s, n, &w);
+		}
+		size_t cut = fit;
+		if (fit < n && !hard) {
+			size_t sp = fit;
+			while (sp > 0 && s[sp - 1] != ' ')
+				sp--;
+			/* A break at the space when there is one; CJK text has none and is
+			 * cut anywhere (each ideograph is a word). */
+			if (sp > 0)
+				cut = sp;
+		}
+		if (push(v, st, s, (int)(cut < fit && cut > 0 && s[cut - 1] == ' ' ? cut - 1 : cut),
+			 block))
+			return -1;
+		s += cut;
+		n -= cut;
+	}
+	return 0;
+}
+
+/* Splits text at newlines; lines inside ``` fences are code (hard wrapped). */
+static int layout_text(struct view *v, enum vl_style st, const char *s, size_t n, int width,
+		       int block)
+{
+	bool code = false;
+	for (;;) {
+		const char *nl = memchr(s, '\n', n);
+		size_t len = nl ? (size_t)(nl - s) : n;
+		bool fence = len >= 3 && !strncmp(s + strspn(s, " "), "```", 3) && st == VL_ASSIST;
+		if (wrap(v, code || fence ? VL_CODE : st, s, len, width, block, code || fence))
+			return -1;
+		if (fence)
+			code = !code;
+		if (!nl)
+			break;
+		s = nl + 1;
+		n -= len + 1;
+	}
+	return 0;
+}
+
+static int layout_block(struct view *v, size_t i, int width)
+{
+	static const char *const labels[] = {"you", "assistant", "system", "", ""};
+	struct vblock *b = &v->b[i];
+	int bi = (int)i;
+	switch (b->kind) {
+	case VB_USER:
+	case VB_ASSISTANT:
+		if (push(v, b->kind == VB_USER ? VL_USER_HEAD : VL_ASSIST_HEAD, labels[b->kind],
+			 (int)strlen(labels[b->kind]), bi))
+			return -1;
+		if (b->kind == VB_ASSISTANT && b->reasoning.n) {
+			bool folded = b->collapsed || !v->show_reasoning;
+			const char *label = folded ? "thinking (folded; Tab shows it)" : "thinking";
+			if (push(v, VL_REASON_HEAD, label, (int)strlen(label), bi))
+				return -1;
+			if (!folded && layout_text(v, VL_REASON, b->reasoning.s, b->reasoning.n,
+						   width, bi))
+				return -1;
+		}
+		return layout_text(v, b->kind == VB_USER ? VL_USER : VL_ASSIST, b->content.s,
+				   b->content.n, width, bi);
+	case VB_SYSTEM:
+		if (push(v, VL_SYSTEM, "system prompt:", 14, bi))
+			return -1;
+		return layout_text(v, VL_SYSTEM, b->content.s, b->content.n, width, bi);
+	case VB_NOTICE:
+	case VB_ERROR:
+		return layout_text(v, b->kind == VB_NOTICE ? VL_NOTICE : VL_ERROR, b->content.s,
+				   b->content.n, width, bi);
+	}
+	return 0;
+}
+
+int view_layout(struct view *v, int width)
+{
+	v->nlines = 0;
+	if (width < 1)
+		width = 1;
+	for (size_t i = 0; i < v->n; i++) {
+		if (i && push(v, VL_BLANK, "", 0, -1))
+			return -1;
+		if (layout_block(v, i, width))
+			return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,69 @@
+/* view.h — the screen model of the chat: the conversation as blocks of text, and
+ * their layout into display lines of a given width (word wrap with the display
+ * widths of utf8proc, so CJK and emoji take two columns). No curses here. */
+#ifndef QWENCHAT_UI_VIEW_H
+#define QWENCHAT_UI_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "src/chat.h"
+
+enum vb_kind { VB_USER, VB_ASSISTANT, VB_SYSTEM, VB_NOTICE, VB_ERROR };
+
+struct vb_text {
+	char *s;
+	size_t n, cap;
+};
+
+struct vblock {
+	enum vb_kind kind;
+	struct vb_text reasoning, content;
+	bool collapsed;      /* reasoning folded to one line */
+	bool streaming;      /* being generated */
+};
+
+/* How a display line is drawn. */
+enum vl_style {
+	VL_BLANK, VL_USER_HEAD, VL_USER, VL_ASSIST_HEAD, VL_ASSIST, VL_REASON_HEAD, VL_REASON,
+	VL_CODE, VL_SYSTEM, VL_NOTICE, VL_ERROR,
+};
+
+struct vline {
+	enum vl_style style;
+	const char *s;       /* into the block's text (or a static label) */
+	int len;             /* bytes */
+	int block;           /* index of the block, -1 for spacing */
+};
+
+struct view {
+	struct vblock *b;
+	size_t n, cap;
+	int scroll;          /* lines scrolled up from the bottom; 0 follows new text */
+	bool show_reasoning; /* false: every reasoning block collapsed (/think hide) */
+	struct vline *lines; /* the last layout */
+	size_t nlines, caplines;
+};
+
+void view_init(struct view *v);
+void view_free(struct view *v);
+void view_clear(struct view *v);
+/* Appends a block; text may be NULL. Returns its index or -1 (out of memory). */
+int view_add(struct view *v, enum vb_kind kind, const char *reasoning, const char *content);
+/* Appends streamed text to block i. */
+int view_append(struct view *v, int i, bool reasoning, const char *s, size_t n);
+/* Rebuilds the blocks from a conversation. */
+void view_from_chat(struct view *v, const struct chat *c);
+/* Folds or unfolds every reasoning block (Tab). */
+void view_toggle_reasoning(struct view *v);
+
+/* Lays out every block for `width` columns into v->lines. */
+int view_layout(struct view *v, int width);
+
+/* Display width of the UTF-8 bytes s[0..n) (control characters count 1, invalid
+ * bytes 1 each, as they are drawn). */
+int view_width(const char *s, size_t n);
+/* Bytes of s[0..n) that fit in `cols` columns. */
+size_t view_fit(const char *s, size_t n, int cols);
+
+#endif
