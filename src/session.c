@@ -267,7 +267,7 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 	s->st.generated = 0;
 	double t_first = 0;
 	int forwards = 0, rc = 0;
-	enum sess_stop why;
+	enum sess_stop why = SESS_STOP_MAX;
 	for (;;) {
 		if (s->st.generated >= max_new) {
 			why = SESS_STOP_MAX;
@@ -287,30 +287,19 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 			t_first = now_s();
 			s->st.ttft = t_first - s->t_sync;
 		}
-		if (is_stop(s, id)) {
-			why = SESS_STOP_EOS;
-			break;
+		bool stop = is_stop(s, id);
+		if (!stop) {
+			s->st.generated++;
+			if (emit_token(s, &r, ts, split, id)) {
+				rc = -1;
+				break;
+			}
 		}
-		s->st.generated++;
-		if (emit_token(s, &r, ts, split, id)) {
-			rc = -1;
-			break;
-		}
-		if (r.stop) {
-			why = SESS_STOP_CALLER;
-			break;
-		}
-		/* The last token is run only when another one will follow it. */
-		if (s->st.generated >= max_new) {
-			why = SESS_STOP_MAX;
-			break;
-		}
+		/* Every sampled token goes into the cache, the stop token too: the next
+		 * render holds it (<|im_end|> closes the turn), and ids then say exactly
+		 * what was generated. Only a full cache leaves one out. */
 		if (s->n >= s->ctx) {
 			why = SESS_STOP_CTX;
-			break;
-		}
-		if (cancelled(s)) {
-			why = SESS_STOP_CANCEL;
 			break;
 		}
 		if (eng_forward(s->e, &id, 1, s->n, s->logits, false)) {
@@ -320,6 +309,14 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 		}
 		s->ids[s->n++] = id;
 		forwards++;
+		if (stop) {
+			why = SESS_STOP_EOS;
+			break;
+		}
+		if (r.stop) {
+			why = SESS_STOP_CALLER;
+			break;
+		}
 	}
 	if (rc == 0) {
 		size_t len;

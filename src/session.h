@@ -101,11 +101,12 @@ int sess_sync(struct sess *s, const int32_t *ids, int n);
 const float *sess_logits(const struct sess *s);
 
 /* The decode loop, after a completed sess_sync: samples from the logits, streams
- * the text through emit, runs each kept token through the engine, until a stop id,
- * max_new tokens, a full cache, cancel, or emit returning non-zero. Every token
- * that went through the engine is in ids (so the next render's prefix matches it);
- * the stop token and the last sampled token are not run (the next sess_sync does
- * that when the render holds them).
+ * the text through emit and runs each sampled token through the engine, until a
+ * stop id, max_new tokens, a full cache, cancel (looked at before each token), or
+ * emit returning non-zero. Every sampled token, the stop token included, goes into
+ * the cache (the next render holds it: <|im_end|> closes the turn), so afterwards
+ * sess_ids()[sync's n .. sess_n) are exactly the generated ids; only when the cache
+ * is full is the last sampled token left out. sess_logits stays valid.
  * Returns 0 (why it stopped: sess_stats()->stop) or -1 on error. */
 int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split split,
 		  sess_emit_fn emit, void *user);
