@@ -28,6 +28,11 @@ tests_test_safetensors_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_safetensors_LDADD = libqwenchat.a $(CMOCKA_LIBS)
 TESTS += tests/info.sh
 EXTRA_DIST += tests/info.sh
+FUZZ_TARGETS += tests/fuzz_safetensors
+tests_fuzz_safetensors_SOURCES = tests/fuzz_safetensors.c
+tests_fuzz_safetensors_LDADD = libqwenchat.a
+tests_fuzz_safetensors_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz_safetensors.c tests/fuzz/corpus/safetensors tests/README.md
 
 # Engine and CPU backend (issue 9).
 check_PROGRAMS += tests/test_engine_kernels
