@@ -137,9 +137,51 @@ static void matmul_tiles(mk_fn *const *r4, mk_fn *const *r1, int tb, float *out,
 	}
 }
 
+/* Decode (one token): one row at a time with four accumulators, so the weights are
+ * read as a single sequential stream. On a busy 2-core EPYC (thread CPU time, other
+ * jobs running) the R=4 tile read 8.3 GB/s per core, this loop 11.6 GB/s. */
+static T512 void matvec_512(float *out, const float *xp, const uint16_t *w, int K,
+			    int m0, int m1, bool acc)
+{
+	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+	const int k4 = K & ~127, k1 = K & ~31;
+	for (int m = m0; m < m1; m++) {
+		const uint16_t *wr = w + (size_t)m * K;
+		__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+		int k = 0;
+		for (; k < k4; k += 128) {
+			__m512i r0 = _mm512_loadu_si512((const void *)(wr + k));
+			__m512i r1 = _mm512_loadu_si512((const void *)(wr + k + 32));
+			__m512i r2 = _mm512_loadu_si512((const void *)(wr + k + 64));
+			__m512i r3 = _mm512_loadu_si512((const void *)(wr + k + 96));
+			a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(r0, 16)), _mm512_loadu_ps(xp + k), a0);
+			a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(r0, hi)), _mm512_loadu_ps(xp + k + 16), a1);
+			a2 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(r1, 16)), _mm512_loadu_ps(xp + k + 32), a2);
+			a3 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(r1, hi)), _mm512_loadu_ps(xp + k + 48), a3);
+			a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(r2, 16)), _mm512_loadu_ps(xp + k + 64), a0);
+			a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(r2, hi)), _mm512_loadu_ps(xp + k + 80), a1);
+			a2 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(r3, 16)), _mm512_loadu_ps(xp + k + 96), a2);
+			a3 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(r3, hi)), _mm512_loadu_ps(xp + k + 112), a3);
+		}
+		for (; k < k1; k += 32) {
+			__m512i r0 = _mm512_loadu_si512((const void *)(wr + k));
+			a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(r0, 16)), _mm512_loadu_ps(xp + k), a0);
+			a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(r0, hi)), _mm512_loadu_ps(xp + k + 16), a1);
+		}
+		float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+		for (; k < K; k++)
+			s += cpu_bf16_to_f32(wr[k]) * xp[k];
+		out[m] = acc ? out[m] + s : s;
+	}
+}
+
 static void matmul_512(float *out, int ldo, const float *xp, int ldx, int n,
 		       const uint16_t *w, int K, int m0, int m1, bool acc)
 {
+	if (n == 1) {
+		matvec_512(out, xp, w, K, m0, m1, acc);
+		return;
+	}
 	matmul_tiles(mk512_r4, mk512_r1, 6, out, ldo, xp, ldx, n, w, K, m0, m1, acc);
 }
 

@@ -1,0 +1,94 @@
+#!/bin/sh
+# make-logits-golden.sh — regenerates tests/golden/logits-*.txt: logits of models made
+# by tests/mkmodel (deterministic), computed by Hugging Face transformers v4.51.3's own
+# Qwen3ForCausalLM in float32 (eager attention) through ../shared/oracle/oracle_logits.py.
+# The greedy continuation is the oracle's: each step runs the oracle on the sequence
+# extended by its own previous argmax; the stored rows come from a last run over the
+# whole sequence (prompt + continuation).
+#
+# usage: tests/golden/make-logits-golden.sh BUILDDIR ORACLE_DIR
+#   BUILDDIR   a build tree with tests/mkmodel built (make tests/mkmodel)
+#   ORACLE_DIR the directory holding oracle_logits.py
+# Needs /usr/bin/python3 with torch and numpy, QWEN3_ORACLE_TRANSFORMERS_SRC and
+# QWEN3_ORACLE_HF_HUB_SRC (see the oracle's README).
+set -eu
+BUILD=$1
+ORACLE=$2/oracle_logits.py
+HERE=$(cd "$(dirname "$0")" && pwd)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+PY=/usr/bin/python3
+
+# oracle MODEL_DIR IDS OUT — float32 logits of every position, raw little endian
+oracle() {
+	"$PY" "$ORACLE" "$1" --tokens "$2" --out "$3" --quiet >"$TMP/log" 2>&1 || { cat "$TMP/log"; exit 1; }
+}
+
+# golden NAME MODE PROMPT_IDS GREEDY_STEPS MKMODEL_FLAGS...
+#   MODE full: every row in full; MODE summary: per row argmax, top-16 ids and
+#   values, sum, sum of squares and 64 sampled columns (for a 151,936-word vocab).
+golden() {
+	name=$1 mode=$2 ids=$3 steps=$4
+	shift 4
+	"$BUILD/tests/mkmodel" --out "$TMP/$name" "$@"
+	i=0
+	while [ "$i" -lt "$steps" ]; do
+		oracle "$TMP/$name" "$ids" "$TMP/l.bin"
+		next=$("$PY" -c "import numpy as np,sys; v=int(sys.argv[2]); a=np.fromfile(sys.argv[1],'<f4').reshape(-1,v); print(int(a[-1].argmax()))" \
+			"$TMP/l.bin" "$(jq .vocab_size "$TMP/$name/config.json")")
+		ids="$ids,$next"
+		i=$((i + 1))
+	done
+	oracle "$TMP/$name" "$ids" "$TMP/l.bin"
+	"$PY" - "$TMP/l.bin" "$ids" "$mode" "$steps" "$*" "$HERE/logits-$name.txt" <<'PYEOF'
+import sys
+import numpy as np
+path, ids, mode, steps, flags, out = sys.argv[1:]
+ids = [int(x) for x in ids.split(",")]
+a = np.fromfile(path, "<f4").reshape(len(ids), -1)
+V = a.shape[1]
+lines = [
+    "# Logits golden data: Hugging Face transformers 4.51.3 Qwen3ForCausalLM, float32,",
+    "# eager attention (../shared/oracle/oracle_logits.py), over a model written by",
+    "# tests/mkmodel with the flags below. Made by tests/golden/make-logits-golden.sh;",
+    "# checked by tests/test_engine_golden.c. The last `greedy` tokens are the oracle's",
+    "# own greedy continuation of the prompt.",
+    "mkmodel " + flags,
+    "tokens " + " ".join(map(str, ids)),
+    "greedy %s" % steps,
+    "vocab %d" % V,
+    "mode " + mode,
+]
+if mode == "full":
+    for r in a:
+        lines.append(" ".join("%.9g" % x for x in r))
+else:
+    cols = [(i * 2371 + 17) % V for i in range(64)]
+    lines.append("columns " + " ".join(map(str, cols)))
+    for r in a:
+        top = np.argsort(-r, kind="stable")[:16]
+        lines.append("argmax %d" % int(r.argmax()))
+        lines.append("top " + " ".join("%d:%.9g" % (int(i), r[i]) for i in top))
+        lines.append("stats %.9g %.9g %.9g" % (float(r.astype(np.float64).sum()),
+                     float((r.astype(np.float64) ** 2).sum()), float(np.abs(r).max())))
+        lines.append("cols " + " ".join("%.9g" % r[c] for c in cols))
+open(out, "w").write("\n".join(lines) + "\n")
+PYEOF
+	echo "wrote $HERE/logits-$name.txt"
+}
+
+# Tiny tied model (mkmodel's default shape, smaller vocab): 8 prompt ids + 32 greedy.
+golden tiny full 5,17,200,3,99,140,7,250 32 \
+	--vocab-size 256 --seed 11
+# Untied, odd shape: 8 query heads on 2 KV heads, head_dim 16, rope_theta 1e4,
+# hidden 96 != 8*16, three layers.
+golden odd full 1,2,3,290,150,77,8,9 32 \
+	--vocab-size 300 --hidden-size 96 --intermediate-size 160 --layers 3 --heads 8 \
+	--kv-heads 2 --head-dim 16 --rope-theta 1e4 --no-tie --seed 12
+# YaRN rope_scaling (transformers derives factor 16384/4096 = 4 from the positions).
+golden yarn full 40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55 8 \
+	--vocab-size 256 --yarn-factor 4 --yarn-original-max 4096 --max-position 16384 --seed 13
+# Qwen3-0.6B's exact shape (151,936-word vocab, 28 layers, 1.2 GB): 16 prompt ids +
+# 4 greedy steps (each oracle run loads the 1.2 GB model).
+golden q06 summary 151643,872,1079,264,3405,311,279,3738,315,9625,30,151645,198,151644,77091,198 4 \
+	--preset 0.6B --seed 14
