@@ -39,6 +39,18 @@ check_PROGRAMS += tests/test_engine_kernels
 TESTS += tests/test_engine_kernels
 tests_test_engine_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_engine_kernels_LDADD = libqwenchat.a $(CMOCKA_LIBS) -lm
+check_PROGRAMS += tests/test_engine tests/test_engine_golden
+TESTS += tests/test_engine tests/test_engine_golden
+tests_test_engine_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_engine_LDADD = libqwenchat.a $(CMOCKA_LIBS) -lm
+tests_test_engine_golden_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_engine_golden_LDADD = libqwenchat.a $(CMOCKA_LIBS) -lm
+EXTRA_DIST += tests/golden/make-logits-golden.sh tests/golden/logits-tiny.txt \
+	tests/golden/logits-odd.txt tests/golden/logits-yarn.txt tests/golden/logits-q06.txt
+
+# CUDA backend against the CPU reference (issue 5); SKIP without a GPU.
+TESTS += tests/cuda.sh
+EXTRA_DIST += tests/cuda.sh
 
 # Model resolution and downloads (issue 7): unit tests, and a download test against
 # a local stand-in for the Hub (tests/hub-server.py, 127.0.0.1 only).
