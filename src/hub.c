@@ -393,8 +393,10 @@ static int fetch_weights(struct fetch *f)
 	return r;
 }
 
+/* Downloads the snapshot's config and tokenizer files and, when weights is set, the
+ * weights. Returns the snapshot directory (malloc'd) or NULL. */
 static char *download(const char *repo_id, const char *rev, const char *root,
-		      const char *repo_dir)
+		      const char *repo_dir, bool weights)
 {
 	static const struct { const char *name; bool optional; } files[] = {
 		{"config.json", false}, {"generation_config.json", true},
@@ -418,8 +420,9 @@ static char *download(const char *repo_id, const char *rev, const char *root,
 		f.endpoint = endpoint;
 		int rc = 0;
 		for (size_t i = 0; rc == 0 && i < sizeof files / sizeof files[0]; i++)
-			rc = fetch_file(&f, files[i].name, files[i].optional) < 0 ? -1 : 0;
-		if (rc == 0)
+			rc = fetch_file(&f, files[i].name, files[i].optional ||
+					(!weights && strcmp(files[i].name, "tokenizer.json"))) < 0 ? -1 : 0;
+		if (rc == 0 && weights)
 			rc = fetch_weights(&f);
 		/* The ref moves only once the snapshot is whole. */
 		if (rc == 0 && hfc_write_ref(repo_dir, rev, f.commit) == 0)
@@ -434,14 +437,14 @@ static char *download(const char *repo_id, const char *rev, const char *root,
 	return snap;
 }
 
-static char *resolve_repo(const char *repo_id, const char *rev, bool pull)
+static char *resolve_repo(const char *repo_id, const char *rev, bool pull, bool weights)
 {
 	char *root = hfc_root();
 	char *repo_dir = root ? hfc_repo_dir(root, repo_id) : NULL;
 	char *commit = repo_dir ? hfc_read_ref(repo_dir, rev) : NULL;
 	char *snap = commit ? hfc_snapshot(repo_dir, commit) : NULL;
 	bool offline = env_true("HF_HUB_OFFLINE");
-	if (snap && !model_complete(snap)) {
+	if (snap && !(weights ? model_complete(snap) : has_file(snap, "tokenizer.json"))) {
 		free(snap);
 		snap = NULL;
 	}
@@ -452,7 +455,7 @@ static char *resolve_repo(const char *repo_id, const char *rev, bool pull)
 			err_set("%s@%s: %s the Hugging Face cache (%s), and HF_HUB_OFFLINE is set",
 				repo_id, rev, commit ? "incomplete in" : "not in", root);
 		else
-			snap = download(repo_id, rev, root, repo_dir);
+			snap = download(repo_id, rev, root, repo_dir, weights);
 	}
 	free(commit);
 	free(repo_dir);
@@ -460,7 +463,7 @@ static char *resolve_repo(const char *repo_id, const char *rev, bool pull)
 	return snap;
 }
 
-static char *resolve_spec(const char *spec, bool pull)
+static char *resolve_spec(const char *spec, bool pull, bool weights)
 {
 	char *id, *rev;
 	int r = hfc_parse_spec(spec, &id, &rev);
@@ -469,13 +472,13 @@ static char *resolve_spec(const char *spec, bool pull)
 			spec);
 	if (r != 1)
 		return NULL;
-	char *dir = resolve_repo(id, rev, pull);
+	char *dir = resolve_repo(id, rev, pull, weights);
 	free(id);
 	free(rev);
 	return dir;
 }
 
-char *hub_resolve(const char *model)
+static char *resolve(const char *model, bool weights)
 {
 	if (!model || !*model)
 		model = hub_default_model();
@@ -485,12 +488,22 @@ char *hub_resolve(const char *model)
 			err_set("out of memory");
 		return d;
 	}
-	return resolve_spec(model, false);
+	return resolve_spec(model, false, weights);
+}
+
+char *hub_resolve(const char *model)
+{
+	return resolve(model, true);
+}
+
+char *hub_resolve_tokenizer(const char *model)
+{
+	return resolve(model, false);
 }
 
 char *hub_pull(const char *spec)
 {
-	return resolve_spec(spec, true);
+	return resolve_spec(spec, true, true);
 }
 
 /* ---- listing the cache ---- */

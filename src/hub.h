@@ -15,6 +15,11 @@
  * NULL on error (err_set says what was tried). */
 char *hub_resolve(const char *model);
 
+/* Like hub_resolve, for commands that need only the tokenizer (tokenize,
+ * detokenize, template): a repo id needs only tokenizer.json in the cache, and a
+ * download fetches the config and tokenizer files without the weights. */
+char *hub_resolve_tokenizer(const char *model);
+
 /* The model used when -m is absent: $QWENCHAT_MODEL, else "Qwen/Qwen3-0.6B". */
 const char *hub_default_model(void);
 

@@ -148,6 +148,20 @@ S2=$(cat "$TMP/out")
 	[ ! -e "$S2/generation_config.json" ] && pass "index and shards downloaded" ||
 	fail "sharded snapshot: $(ls "$S2")"
 
+# --- tokenizer only, then the rest --------------------------------------------
+export HF_HUB_CACHE="$TMP/cache8"
+n=$(requests)
+expect_exit 0 "tokenizer-only resolve" "$RESOLVE" --tokenizer test/Tiny-Qwen3
+T=$(cat "$TMP/out")
+[ -f "$T/tokenizer.json" ] && [ ! -e "$T/model.safetensors" ] &&
+	[ "$(tail -n +"$((n + 1))" "$STATE/log" | grep -c '^GET /cdn/')" = 0 ] &&
+	pass "the tokenizer commands download no weights" || fail "tokenizer-only: $(ls "$T")"
+n=$(requests)
+expect_exit 0 "full resolve after a tokenizer-only one" "$RESOLVE" test/Tiny-Qwen3
+[ -f "$T/model.safetensors" ] && ! tail -n +"$((n + 1))" "$STATE/log" | grep -q '^GET .*tokenizer.json' &&
+	pass "only the weights are added" || fail "after the full resolve: $(tail -n +"$((n + 1))" "$STATE/log")"
+check_cache "$HF_HUB_CACHE" "tokenizer first"
+
 # --- resume -----------------------------------------------------------------
 export HF_HUB_CACHE="$TMP/cache2"
 mode drop-once

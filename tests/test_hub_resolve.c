@@ -1,14 +1,18 @@
-/* test_hub_resolve.c — helper for tests/hub.sh: prints what hub_resolve makes of
- * its argument (no argument: the default model), the way every -m option does. */
+/* test_hub_resolve.c — helper for tests/hub.sh: prints what hub_resolve (or, after
+ * --tokenizer, hub_resolve_tokenizer) makes of its argument (none: the default
+ * model), the way every -m option does. */
 #include "src/err.h"
 #include "src/hub.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv)
 {
-	char *dir = hub_resolve(argc > 1 ? argv[1] : NULL);
+	int tok = argc > 1 && !strcmp(argv[1], "--tokenizer");
+	const char *model = argc > 1 + tok ? argv[1 + tok] : NULL;
+	char *dir = tok ? hub_resolve_tokenizer(model) : hub_resolve(model);
 	if (!dir) {
 		fprintf(stderr, "qwenchat: %s\n", err_msg());
 		return 1;
