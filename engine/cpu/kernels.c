@@ -80,16 +80,22 @@ INL T512 void mk512(float *out, int ldo, const float *xp, int ldx, const uint16_
 			a[r][t] = _mm512_setzero_ps();
 	const int kb = K & ~31;
 	for (int k = 0; k < kb; k += 32) {
+		/* widen the R weight slices once, then each activation load feeds R FMAs */
+		__m512 we[4], wo[4];
 #pragma GCC unroll 4
 		for (int r = 0; r < R; r++) {
 			__m512i raw = _mm512_loadu_si512((const void *)(w + (size_t)r * K + k));
-			__m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
-			__m512 wo = _mm512_castsi512_ps(_mm512_and_si512(raw, hi));
+			we[r] = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
+			wo[r] = _mm512_castsi512_ps(_mm512_and_si512(raw, hi));
+		}
 #pragma GCC unroll 6
-			for (int t = 0; t < T; t++) {
-				const float *x = xp + (size_t)t * ldx + k;
-				a[r][t] = _mm512_fmadd_ps(we, _mm512_loadu_ps(x), a[r][t]);
-				a[r][t] = _mm512_fmadd_ps(wo, _mm512_loadu_ps(x + 16), a[r][t]);
+		for (int t = 0; t < T; t++) {
+			const float *x = xp + (size_t)t * ldx + k;
+			__m512 xe = _mm512_loadu_ps(x), xo = _mm512_loadu_ps(x + 16);
+#pragma GCC unroll 4
+			for (int r = 0; r < R; r++) {
+				a[r][t] = _mm512_fmadd_ps(we[r], xe, a[r][t]);
+				a[r][t] = _mm512_fmadd_ps(wo[r], xo, a[r][t]);
 			}
 		}
 	}
@@ -107,15 +113,16 @@ INL T512 void mk512(float *out, int ldo, const float *xp, int ldx, const uint16_
 
 #define MK512(R, T) static T512 void mk512_##R##_##T(float *o, int ldo, const float *x, \
 	int ldx, const uint16_t *w, int K, bool acc) { mk512(o, ldo, x, ldx, w, K, R, T, acc); }
-MK512(4, 1) MK512(4, 2) MK512(4, 3) MK512(4, 4) MK512(4, 5) MK512(4, 6)
-MK512(1, 1) MK512(1, 2) MK512(1, 3) MK512(1, 4) MK512(1, 5) MK512(1, 6)
+MK512(4, 1) MK512(4, 2) MK512(4, 3) MK512(4, 4) MK512(4, 5)
+MK512(1, 1) MK512(1, 2) MK512(1, 3) MK512(1, 4) MK512(1, 5)
 
 typedef void mk_fn(float *, int, const float *, int, const uint16_t *, int, bool);
-static mk_fn *const mk512_r4[6] = {mk512_4_1, mk512_4_2, mk512_4_3, mk512_4_4, mk512_4_5, mk512_4_6};
-static mk_fn *const mk512_r1[6] = {mk512_1_1, mk512_1_2, mk512_1_3, mk512_1_4, mk512_1_5, mk512_1_6};
+static mk_fn *const mk512_r4[5] = {mk512_4_1, mk512_4_2, mk512_4_3, mk512_4_4, mk512_4_5};
+static mk_fn *const mk512_r1[5] = {mk512_1_1, mk512_1_2, mk512_1_3, mk512_1_4, mk512_1_5};
 
 /* Rows in chunks of ROWS_CHUNK (a 64-row slice of a K=1024 matrix is 128 KB, which
- * stays in L2 while every token block passes over it), tokens in blocks of 6. */
+ * stays in L2 while every token block passes over it), tokens in blocks of 5 (AVX-512:
+ * 4x5 accumulators + 8 widened weights fill the 32 registers). */
 #define ROWS_CHUNK 64
 
 static void matmul_tiles(mk_fn *const *r4, mk_fn *const *r1, int tb, float *out, int ldo,
@@ -182,7 +189,7 @@ static void matmul_512(float *out, int ldo, const float *xp, int ldx, int n,
 		matvec_512(out, xp, w, K, m0, m1, acc);
 		return;
 	}
-	matmul_tiles(mk512_r4, mk512_r1, 6, out, ldo, xp, ldx, n, w, K, m0, m1, acc);
+	matmul_tiles(mk512_r4, mk512_r1, 5, out, ldo, xp, ldx, n, w, K, m0, m1, acc);
 }
 
 /* 16 keys/values elements of row j as fp32 (mask for the tail). */
