@@ -405,8 +405,10 @@ static void full_vocab(struct samp *s)
 	for (int i = 0; i < V; i++)
 		if (s->work[i] > m)
 			m = s->work[i];
+	/* weights in float like the logits; the sum in double (151,936 terms) */
+	float mf = (float)m, inv_t = (float)(1 / T);
 	for (int i = 0; i < V; i++) {
-		s->cp[i] = (float)exp((s->work[i] - m) / T);
+		s->cp[i] = expf((s->work[i] - mf) * inv_t);
 		z += s->cp[i];
 	}
 	if (s->p.top_p >= 1 && s->p.min_p <= 0) {
