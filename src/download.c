@@ -48,20 +48,17 @@ struct xfer {
 	bool started, failed;         /* failed: a callback set err and stopped curl */
 };
 
-static int curl_ready;
-
 struct dl *dl_new(const char *token, dl_progress_fn progress, void *ud)
 {
-	if (!curl_ready) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
-			err_set("libcurl: initialisation failed");
-			return NULL;
-		}
-		curl_ready = 1;
+	/* libcurl counts init/cleanup pairs, so each dl holds one. */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+		err_set("libcurl: initialisation failed");
+		return NULL;
 	}
 	struct dl *d = calloc(1, sizeof *d);
 	if (!d || !(d->curl = curl_easy_init())) {
 		free(d);
+		curl_global_cleanup();
 		err_set("libcurl: cannot create a handle");
 		return NULL;
 	}
@@ -96,9 +93,9 @@ void dl_free(struct dl *d)
 	if (!d)
 		return;
 	curl_slist_free_all(d->headers);
-	if (d->curl)
-		curl_easy_cleanup(d->curl);
+	curl_easy_cleanup(d->curl);
 	free(d);
+	curl_global_cleanup();
 }
 
 static void copy_value(struct hdrs *h, char *dst, size_t cap, const char *v, size_t n)
