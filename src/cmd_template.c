@@ -91,7 +91,7 @@ static int render(const char *model, const char *messages, bool agp, int think)
 		chat_free(c);
 		return EXIT_RUNTIME;
 	}
-	char *dir = hub_resolve(model);
+	char *dir = hub_resolve_tokenizer(model);
 	int missing = 0;
 	char *tmpl = dir ? read_chat_template(dir, &missing) : NULL;
 	free(dir);
