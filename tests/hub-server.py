@@ -9,6 +9,7 @@ requests, and fault modes read from STATE/mode on every request:
   drop       every /cdn body stops halfway
   corrupt    /cdn bodies have one byte changed
   auth       401 unless "Authorization: Bearer secret-token"
+  bad-etag, bad-commit   small files get a path-like ETag / X-Repo-Commit
 Every request is logged to STATE/log as "METHOD PATH RANGE AUTH". The port goes to
 STATE/port. Binds 127.0.0.1 only and exits by itself after --lifetime seconds.
 Standard library only.
@@ -117,6 +118,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "X-Linked-Etag": '"%s"' % digest, "X-Linked-Size": str(len(data)),
                 "Location": "http://127.0.0.1:%d/cdn/%s?sig=x" % (port, digest)}, b"", send_body)
         headers = {"X-Repo-Commit": commit, "ETag": '"%s"' % git_sha1(data)}
+        if "bad-etag" in hub.mode():
+            headers["ETag"] = '"../../../escape"'
+        if "bad-commit" in hub.mode():
+            headers["X-Repo-Commit"] = "../main"
         return self.serve_bytes(data, headers, send_body, cdn=False)
 
     def serve_bytes(self, data, headers, send_body, cdn):

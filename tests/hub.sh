@@ -206,6 +206,15 @@ err_has "test/Nope@main: config.json: repository not found (HTTP 404)" "404: cle
 [ "$(wc -l <"$TMP/err")" = 1 ] && pass "404: one line" || fail "404: $(cat "$TMP/err")"
 expect_exit 1 "unknown revision" "$QWENCHAT" pull test/Tiny-Qwen3@nobranch
 err_has "revision not found" "unknown revision: clear error"
+export HF_HUB_CACHE="$TMP/cache9"
+mode bad-etag
+expect_exit 1 "a path-like ETag is refused" "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "no usable ETag header" "bad ETag: clear error"
+mode bad-commit
+expect_exit 1 "a path-like X-Repo-Commit is refused" "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "no valid X-Repo-Commit header" "bad commit: clear error"
+[ -z "$(find "$TMP" -name escape)" ] && [ ! -e "$HF_HUB_CACHE/models--test--main" ] &&
+	pass "nothing written outside the cache" || fail "bad headers wrote files"
 mode auth
 export HF_HUB_CACHE="$TMP/cache5"
 expect_exit 1 "gated repository without a token" "$QWENCHAT" pull test/Tiny-Qwen3
