@@ -17,7 +17,8 @@ enum tmpl_variant tmpl_detect(const char *t, const char **warning)
 		return TMPL_CHATML;
 	}
 	/* Markers are jinja source text, so "\n" inside a string literal is a backslash and an n. */
-	bool qwen = strstr(t, "<|im_start|>") && strstr(t, "<tool_response>");
+	bool qwen = strstr(t, "'<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n'") &&
+		    strstr(t, "<tool_response>") && !strstr(t, "You are Qwen");
 	bool history = strstr(t, "last_query_index") && strstr(t, "reasoning_content");
 	bool switch_off = strstr(t, "enable_thinking") && strstr(t, "'<think>\\n\\n</think>\\n\\n'");
 	bool opens = strstr(t, "'<|im_start|>assistant\\n<think>\\n'") != NULL;
@@ -25,7 +26,8 @@ enum tmpl_variant tmpl_detect(const char *t, const char **warning)
 		return TMPL_QWEN3;
 	if (qwen && history && opens && !switch_off)
 		return TMPL_QWEN3_THINKING;
-	if (qwen && !strstr(t, "<think>") && strstr(t, "'<|im_start|>assistant\\n' }}"))
+	if (qwen && !strstr(t, "<think>") && strstr(t, "'<|im_start|>assistant\\n' }}") &&
+	    strstr(t, "'<|im_start|>' + message.role + '\\n' + content }}"))
 		return TMPL_QWEN3_INSTRUCT;
 	if (warning)
 		*warning = "chat_template is not a known Qwen3 template; using plain ChatML";

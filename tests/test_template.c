@@ -118,6 +118,20 @@ static void test_detect(void **state)
 		assert_string_equal(tmpl_variant_name(v), variants[k].name);
 		json_decref(cfg);
 	}
+	/* Near misses are not taken for a known template: Qwen2.5's (a default system
+	 * prompt) and a Thinking-2507 text whose prompt no longer opens <think>. */
+	json_t *cfg = load_golden("template-config-qwen3-thinking-2507.json");
+	const char *thinking = json_string_value(json_object_get(cfg, "chat_template"));
+	char *edited = strdup(thinking), *at = strstr(edited, "assistant\\n<think>\\n'");
+	assert_non_null(at);
+	memmove(at + 11, at + 20, strlen(at + 20) + 1);  /* drop "<think>\\n" */
+	assert_int_equal(tmpl_detect(edited, NULL), TMPL_CHATML);
+	free(edited);
+	json_decref(cfg);
+	assert_int_equal(tmpl_detect("{%- if messages[0].role == 'system' %}{{- '<|im_start|>system\\n' + "
+				     "messages[0].content + '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>"
+				     "system\\nYou are Qwen, created by Alibaba Cloud.' }}{%- endif %}"
+				     "<tool_response>", NULL), TMPL_CHATML);
 	const char *warning = NULL;
 	assert_int_equal(tmpl_detect(NULL, &warning), TMPL_CHATML);
 	assert_non_null(warning);
