@@ -264,6 +264,15 @@ static void figures_update(struct app *a)
 	a->fig.turn = *sess_stats(a->sess);
 	a->fig.ctx_used = sess_n(a->sess);
 	a->fig.prefilling = a->fig.turn.generated == 0;
+	/* The session gives the decode speed at the end of a turn; meanwhile it is
+	 * measured here from the first token on. */
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	double now = ts.tv_sec + ts.tv_nsec * 1e-9;
+	if (a->fig.turn.generated <= 1)
+		a->first_token_time = now;
+	else if (a->fig.turn.decode_tps == 0 && now > a->first_token_time)
+		a->fig.turn.decode_tps = (a->fig.turn.generated - 1) / (now - a->first_token_time);
 	eng_get_stats(a->eng, &a->fig.mem);
 	if (a->capture)
 		app_capture_layer(a);

@@ -139,8 +139,8 @@ static void stats(struct app *a, struct app_result *r)
 	chat_free(c);
 	if (p) {
 		size_t n = strlen(p);
-		const char *tail = n > 60 ? p + n - 60 : p;
-		say(r, "next prompt ends: %s\"", n > 60 ? "..." : "");
+		const char *tail = n > 44 ? p + n - 44 : p;
+		say(r, "next prompt ends: %s\"", n > 44 ? "..." : "");
 		say_escaped(r, tail);
 		say(r, "\"");
 	}

@@ -40,6 +40,7 @@ struct app {
 	/* Everything below is shared with the worker thread: under lock. */
 	pthread_mutex_t lock;
 	struct app_figures fig;
+	double first_token_time;            /* monotonic seconds, for the live decode speed */
 	struct app_buf queue;               /* text not drained yet */
 	struct app_seg *segs;
 	size_t n_segs, cap_segs;

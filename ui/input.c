@@ -96,8 +96,9 @@ void in_init(struct ui *u)
 	rl_readline_name = "qwenchat";
 	using_history();
 	u->history_path = fio_join(app_state_dir(u->a), "history");
-	if (u->history_path)
-		read_history(u->history_path);
+	/* append_history needs the file to exist. */
+	if (u->history_path && read_history(u->history_path))
+		write_history(u->history_path);
 	rl_callback_handler_install("", on_line);
 }
 
@@ -219,7 +220,7 @@ static bool special_seq(struct ui *u, const char *s, size_t n)
 		return true;
 	}
 	/* Arrows steer the attention pane while the input line is empty. */
-	if (u->debug == DEBUG_ATTENTION && rl_end == 0 && n == 3 && s[1] == '[') {
+	if (u->debug == DEBUG_ATTENTION && rl_end == 0 && n == 3) {
 		switch (s[2]) {
 		case 'C': u->att_layer++; break;
 		case 'D': u->att_layer = u->att_layer > 0 ? u->att_layer - 1 : 0; break;

@@ -130,12 +130,20 @@ void ui_submit(struct ui *u, char *line)
 	} else if (app_busy(u->a)) {
 		u->restore = strdup(line);
 		ui_notice(u, true, "an answer is being generated: Esc stops it; your text is kept");
-	} else if (app_add_user(u->a, slash_unescape(line))) {
-		u->restore = strdup(line);
-		ui_notice(u, true, err_msg());
 	} else {
-		view_from_chat(&u->v, app_chat(u->a));
-		start_turn(u);
+		const struct chat *c = app_chat(u->a);
+		/* An unanswered message (stopped while prefilling) is replaced. */
+		bool replace = c->n && c->turns[c->n - 1].role == CHAT_USER;
+		if (app_add_user(u->a, slash_unescape(line))) {
+			u->restore = strdup(line);
+			ui_notice(u, true, err_msg());
+		} else {
+			if (replace)
+				view_from_chat(&u->v, c);
+			else
+				view_add(&u->v, VB_USER, NULL, slash_unescape(line));
+			start_turn(u);
+		}
 	}
 	free(line);
 }

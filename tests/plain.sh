@@ -1,0 +1,82 @@
+#!/bin/sh
+# plain.sh — the chat's plain line mode through a pipe (no terminal): answers
+# streamed to stdout, slash commands, errors on stderr, autosave and --resume,
+# and the chat's usage errors.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+need_tokenizer
+MODEL=$TMP/model
+"$TOP_BUILDDIR/tests/mkmodel" --out "$MODEL" --vocab-size 151936 --tokenizer "$TOK_DIR" >/dev/null ||
+	{ echo "mkmodel failed"; exit 1; }
+export XDG_STATE_HOME="$TMP/state" HOME="$TMP"
+Q() { "$QWENCHAT" chat -m "$MODEL" --backend cpu --threads 2 "$@"; }
+
+printf 'Hello there\n/think off\n/stats\n/frobnicate\n/temp 0.3\n/sampling\n/save %s\nSecond question\n/ctx\n' \
+	"$TMP/conv.json" | Q -n 12 --seed 3 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+echo "---- stdout ----"; cat "$TMP/out"; echo "---- stderr ----"; cat "$TMP/err"; echo "----"
+[ $rc -eq 0 ] && pass "a piped chat exits 0" || fail "exit $rc"
+[ "$(head -n 1 "$TMP/out" | tr -d ' \n')" != "" ] && pass "the first answer is streamed" ||
+	fail "no answer on the first line"
+grep -q 'thinking off from the next answer' "$TMP/out" && pass "/think off" || fail "/think off"
+grep -qF '<think>\n\n</think>\n\n"' "$TMP/out" && pass "/stats shows the empty think block" ||
+	fail "/stats prompt tail"
+grep -q 'last turn: [0-9]* tokens reused, [1-9][0-9]* prefilled' "$TMP/out" && pass "/stats figures" ||
+	fail "/stats figures"
+grep -q '^qwenchat: unknown command /frobnicate (try /help)$' "$TMP/err" &&
+	pass "a bad command is an error on stderr" || fail "bad command"
+grep -q 'temp 0.3, top-k 20, top-p 0.8' "$TMP/out" && pass "/sampling shows the values (non-thinking preset)" ||
+	fail "/sampling"
+grep -q 'context: [1-9][0-9]* of 4096 tokens used' "$TMP/out" && pass "/ctx" || fail "/ctx"
+python3 -c 'import json,sys
+m=json.load(open(sys.argv[1]))
+sys.exit(0 if [x["role"] for x in m]==["user","assistant"] and m[0]["content"]=="Hello there" else 1)' \
+	"$TMP/conv.json" && pass "/save wrote the first turn" || fail "/save file"
+sess=$(cat "$TMP/state/qwenchat/last-session")
+python3 -c 'import json,sys
+m=json.load(open(sys.argv[1]))
+sys.exit(0 if [x["content"] for x in m if x["role"]=="user"]==["Hello there","Second question"] else 1)' \
+	"$sess" && pass "autosave holds both turns" || fail "autosave $sess"
+
+# --resume: the conversation comes back and is prefilled.
+printf '/ctx\n' | Q --resume >"$TMP/out" 2>"$TMP/err"
+grep -q '^user: Second question$' "$TMP/out" && pass "--resume shows the turns" || fail "--resume turns"
+grep -q 'resumed 4 turns from' "$TMP/err" && pass "--resume says what it reopened" || fail "--resume notice"
+grep -q 'context: [1-9][0-9]* of 4096' "$TMP/out" && pass "--resume prefills" || fail "--resume prefill"
+
+# /load of a file that is not a conversation is an error; the file stays as it was.
+echo '{"not": "a chat"' >"$TMP/bad.json"
+printf '/load %s\n/save %s\n' "$TMP/bad.json" "$TMP/bad.json" | Q >"$TMP/out" 2>"$TMP/err"
+grep -q '^qwenchat: /load: .*bad.json' "$TMP/err" && pass "/load refuses a broken file" || fail "/load bad"
+grep -q '^qwenchat: /save: .*bad.json' "$TMP/err" && pass "/save does not overwrite it" || fail "/save bad"
+[ "$(cat "$TMP/bad.json")" = '{"not": "a chat"' ] && pass "the broken file is untouched" || fail "bad.json changed"
+
+# An autosave that cannot be written is reported and the previous file is kept.
+cp "$sess" "$TMP/before.json"
+chmod 500 "$(dirname "$sess")"
+if [ ! -w "$(dirname "$sess")" ]; then
+	printf 'Third\n' | Q --resume -n 4 >"$TMP/out" 2>"$TMP/err"
+	grep -q 'autosave failed' "$TMP/err" && pass "an autosave failure is reported" || fail "autosave error"
+	cmp -s "$sess" "$TMP/before.json" && pass "the previous session file is intact" || fail "session file changed"
+fi
+chmod 700 "$(dirname "$sess")"
+# As root the directory stays writable: make the last-session pointer unwritable
+# instead (a directory in its place) and check the failure is reported.
+if [ -w "$TMP/state/qwenchat" ] && [ "$(id -u)" = 0 ]; then
+	mv "$TMP/state/qwenchat/last-session" "$TMP/last-session.saved"
+	mkdir "$TMP/state/qwenchat/last-session"
+	printf 'Fourth\n' | Q -n 4 >"$TMP/out" 2>"$TMP/err"
+	grep -q 'autosave failed: .*last-session' "$TMP/err" && pass "an autosave failure is reported (root)" ||
+		fail "autosave error (root)"
+	rmdir "$TMP/state/qwenchat/last-session"
+	mv "$TMP/last-session.saved" "$TMP/state/qwenchat/last-session"
+fi
+
+expect_exit 2 "unknown option" "$QWENCHAT" chat --bogus
+expect_exit 2 "stray argument" "$QWENCHAT" chat stray
+expect_exit 1 "missing model" "$QWENCHAT" chat -m "$TMP/nowhere" --plain
+expect_err_has "nowhere" "the error names the model"
+expect_exit 1 "--resume with no session" env XDG_STATE_HOME="$TMP/empty" "$QWENCHAT" chat -m "$MODEL" --resume
+expect_err_has "--resume" "the error names --resume"
+expect_exit 0 "chat --help" "$QWENCHAT" chat --help
+finish

@@ -1,0 +1,216 @@
+#!/bin/sh
+# ui.sh — drives the real chat UI inside tmux against a generated test model:
+# streaming with live figures, /think off in the prompt, Esc/Ctrl-C keeping the
+# partial answer, bracketed paste as one message, resizing while streaming, wide
+# characters, a bad command, /save + /load, kill -9 then --resume, quitting.
+# Every captured screen is printed (the "screenshots" in tests/ui.sh.log).
+. "$TOP_SRCDIR/tests/lib.sh"
+
+command -v tmux >/dev/null || { echo "SKIP: tmux not installed"; exit 77; }
+"$QWENCHAT" chat --help | grep -q -- --plain || { echo "SKIP: built without the TUI"; exit 77; }
+grep -q '^#define HAVE_TUI 1' "$TOP_BUILDDIR/config.h" || { echo "SKIP: --disable-tui"; exit 77; }
+need_tokenizer
+MODEL=$TMP/model
+"$TOP_BUILDDIR/tests/mkmodel" --out "$MODEL" --vocab-size 151936 --tokenizer "$TOK_DIR" >/dev/null ||
+	{ echo "mkmodel failed"; exit 1; }
+
+SOCK=qwenchat-ui-$$
+T() { tmux -L "$SOCK" -f /dev/null "$@"; }
+trap 'T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+export XDG_STATE_HOME="$TMP/state" HOME="$TMP" TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8
+WAIT=30
+[ "${QWENCHAT_SANITIZED:-0}" = 1 ] && WAIT=90
+SHOTS=0
+
+screen() { T capture-pane -p -t ui; }
+# shot NAME — prints the screen into the log.
+shot() {
+	SHOTS=$((SHOTS + 1))
+	echo "---- screen $SHOTS: $1 ($(T display -p -t ui '#{window_width}x#{window_height}')) ----"
+	screen
+	echo "---- end of screen $SHOTS ----"
+}
+# wait_for REGEX — until the screen matches (grep -E), or $WAIT seconds.
+wait_for() {
+	i=0
+	while [ $i -lt $((WAIT * 10)) ]; do
+		screen | grep -qE -- "$1" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+check_screen() {   # REGEX DESC
+	if wait_for "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
+}
+status_line() { screen | grep -E '^ model \| cpu \|' | head -n 1; }
+# The layout: the status bar is the third line from the bottom at every size.
+check_layout() {   # ROWS COLS DESC
+	screen >"$TMP/scr"
+	n=$(wc -l <"$TMP/scr")
+	row=$(grep -nE '^ model \| cpu \|' "$TMP/scr" | head -n 1 | cut -d: -f1)
+	wide=$(python3 -c 'import sys,unicodedata as u
+w=lambda s: sum(2 if u.east_asian_width(c) in "WF" else 0 if u.combining(c) else 1 for c in s)
+print(max(w(l.rstrip("\n")) for l in open(sys.argv[1], encoding="utf-8")))' "$TMP/scr")
+	if [ "$n" -eq "$1" ] && [ "$row" = "$(($1 - 2))" ] && [ "$wide" -le "$2" ]; then
+		pass "$3: status bar on row $row of $n, widest line $wide <= $2 columns"
+	else
+		fail "$3: $n rows (want $1), status bar row '$row' (want $(($1 - 2))), widest $wide (max $2)"
+		shot "failure: $3"
+	fi
+}
+
+# The model is a directory named "model": that is the name the status bar shows.
+T new-session -d -s ui -x 100 -y 30 \
+	"$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 100000 --seed 7; echo EXITED \$?; sleep 600"
+T set-option -g escape-time 0 >/dev/null
+
+check_screen 'Type a message' "the UI starts"
+shot "start"
+first=$(status_line)
+echo "$first" | grep -q 'ctx 0/4096' && pass "context starts empty" || fail "status at start: $first"
+
+# 1. A streamed answer; the status bar's speed and context figures change.
+T send-keys -t ui 'Hello 你好 world' Enter
+check_screen 'decode [1-9][0-9.]* t/s' "the answer streams with a live decode speed"
+sleep 1
+s1=$(status_line)
+sleep 1
+s2=$(status_line)
+shot "streaming"
+[ "$s1" != "$s2" ] && pass "status bar figures change while streaming" || fail "status did not change: $s2"
+echo "$s2" | grep -qE 'ctx [1-9][0-9]*/4096' && pass "context used grows" || fail "context: $s2"
+echo "$s2" | grep -qE 'prefill [1-9][0-9]* t/s' && pass "prefill speed shown" || fail "prefill: $s2"
+# 2. Ctrl-C mid-answer keeps the partial text.
+T send-keys -t ui C-c
+check_screen 'stopped: the partial answer is kept' "Ctrl-C stops the answer"
+screen | awk '/^assistant/{getline; print; exit}' | grep -q '[^ ]' &&
+	pass "the partial answer stays on screen" || fail "no partial answer after Ctrl-C"
+shot "after Ctrl-C"
+# 3. Wide characters: a long CJK line wraps at 98 columns, 49 ideographs per line.
+cjk=$(python3 -c 'print("中文字符測試" * 12)')
+T send-keys -t ui -l "$cjk"
+T send-keys -t ui Enter
+check_screen 'decode [1-9]' "a second message streams"
+T send-keys -t ui Escape
+check_screen 'stopped: the partial answer is kept' "Esc stops the answer"
+shot "wide characters"
+screen | python3 -c '
+import sys
+rows = [l.rstrip("\n") for l in sys.stdin if "中文" in l]
+ok = len(rows) >= 2 and all(r.startswith("  ") for r in rows) and len(rows[0].strip()) == 49
+sys.exit(0 if ok else 1)' && pass "CJK text wraps at full width, aligned" || fail "CJK wrapping"
+check_layout 30 100 "layout with wide characters"
+
+# 4. /think off changes the rendered prompt (/stats shows its end).
+T send-keys -t ui '/stats' Enter
+check_screen 'next prompt ends:.*assistant\\n"' "with thinking on the prompt ends at the assistant header"
+T send-keys -t ui '/think off' Enter
+check_screen 'thinking off from the next answer' "/think off"
+T send-keys -t ui '/stats' Enter
+check_screen 'next prompt ends:.*<think>\\n\\n</think>\\n\\n"' "/think off adds the empty think block to the prompt"
+check_screen 'think off \|' "the status bar shows think off"
+shot "think off"
+
+# 5. A bad command is an inline error and the typed line comes back.
+T send-keys -t ui '/frobnicate 3' Enter
+check_screen 'unknown command /frobnicate \(try /help\)' "a bad command shows an error"
+check_screen '^> /frobnicate 3' "the bad command stays in the input line"
+T send-keys -t ui C-u
+T send-keys -t ui '/top-p 7' Enter
+check_screen '/top-p: 7 is out of range \[0, 1\]' "a bad value shows an error"
+T send-keys -t ui C-u
+
+# 6. A bracketed paste of several lines is one message.
+users=$(screen | grep -c '^you$')
+T send-keys -t ui -l "$(printf '\033[200~paste line one\npaste line two\npaste line three\033[201~')"
+T send-keys -t ui Enter
+check_screen 'decode [1-9]' "the pasted message is answered"
+sleep 0.5
+T send-keys -t ui Escape
+check_screen 'stopped' "pasted answer stopped"
+shot "paste"
+scr=$(screen)
+if echo "$scr" | grep -A3 '^you$' | tr '\n' '|' | grep -q 'you|  paste line one|  paste line two|  paste line three'; then
+	pass "the pasted lines form one message"
+else
+	fail "the pasted lines are not one message"
+fi
+# The session file holds them as one user turn.
+sess=$(cat "$TMP/state/qwenchat/last-session")
+python3 -c 'import json,sys
+m=json.load(open(sys.argv[1])); u=[x["content"] for x in m if x["role"]=="user"]
+sys.exit(0 if "paste line one\npaste line two\npaste line three" in u else 1)' "$sess" &&
+	pass "the paste is one user turn in the session file" || fail "paste not one turn in $sess"
+
+# 7. Resize while streaming keeps the layout.
+T send-keys -t ui 'Tell me a long story' Enter
+check_screen 'decode [1-9]' "streaming before resize"
+T resize-window -t ui -x 80 -y 24
+sleep 1
+shot "resized to 80x24 while streaming"
+check_layout 24 80 "layout at 80x24 while streaming"
+T resize-window -t ui -x 120 -y 40
+sleep 1
+check_layout 40 120 "layout at 120x40 while streaming"
+T send-keys -t ui F2
+sleep 1
+shot "debug pane (attention) at 120x40"
+check_screen 'attention +layer [0-9]+/1' "F2 opens the attention pane"
+check_screen 'entropy \(bits\)' "the pane shows per-head entropy"
+check_screen 'first-token share' "the pane shows the first-token share"
+T send-keys -t ui Escape
+check_screen 'stopped' "stopped after resize"
+T send-keys -t ui Right Down
+sleep 0.5
+check_screen 'layer 1/1 .* head 1/' "arrows pick layer and head"
+T send-keys -t ui F2
+check_screen 'KV cache [0-9.]+ used' "F2 again shows memory"
+shot "debug pane (memory)"
+T send-keys -t ui F2
+T resize-window -t ui -x 100 -y 30
+sleep 0.5
+check_layout 30 100 "layout back at 100x30"
+
+# 8. /save, /clear, /load restore the same conversation.
+T send-keys -t ui "/save $TMP/conv.json" Enter
+check_screen 'saved [0-9]+ turns to' "/save"
+T send-keys -t ui '/clear' Enter
+check_screen 'conversation cleared' "/clear"
+screen | grep -q 'paste line one' && fail "/clear left the old turns" || pass "/clear empties the view"
+T send-keys -t ui "/load $TMP/conv.json" Enter
+check_screen 'loaded [0-9]+ turns from' "/load"
+check_screen 'paste line three' "the loaded conversation is shown"
+T send-keys -t ui "/save $TMP/conv2.json" Enter
+check_screen 'saved [0-9]+ turns to .*conv2' "second /save"
+cmp -s "$TMP/conv.json" "$TMP/conv2.json" && pass "/load restores the same conversation" ||
+	fail "conv.json and conv2.json differ"
+shot "after /load"
+
+# 9. kill -9 mid-answer, then --resume restores every finished turn.
+finished=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$sess")
+T send-keys -t ui 'unfinished question' Enter
+check_screen 'decode [1-9]' "streaming before kill -9"
+pid=$(pgrep -f -n "^$QWENCHAT -m $MODEL" || true)
+[ -n "$pid" ] && kill -9 "$pid"
+check_screen 'EXITED 137' "kill -9"
+T kill-session -t ui
+T new-session -d -s ui -x 100 -y 30 \
+	"$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 100000 --resume; echo EXITED \$?; sleep 600"
+check_screen "resumed $finished turns from" "--resume reopens the last session ($finished turns)"
+check_screen 'paste line three' "the resumed conversation is shown"
+check_screen 'ctx [1-9][0-9]*/4096' "--resume prefills the conversation"
+shot "resumed"
+
+# 10. Ctrl-C on an empty line asks; Ctrl-D quits.
+T send-keys -t ui C-c
+check_screen 'Quit\? Press Ctrl-C again' "Ctrl-C on an empty line asks first"
+T send-keys -t ui x BSpace
+sleep 0.3
+screen | grep -q 'Quit?' && fail "another key should dismiss the question" || pass "another key dismisses it"
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "Ctrl-D on an empty line quits"
+check_screen 'conversation saved in' "leaving says where the conversation is"
+[ -s "$TMP/history" ] || [ -s "$TMP/state/qwenchat/history" ] && pass "input history saved" ||
+	fail "no history file"
+finish
