@@ -266,13 +266,12 @@ static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 	if (strlen(json_string_value(content)) != json_string_length(content))
 		return err_set("%s: messages[%zu].content: contains a NUL character", name, i);
 	const char *reasoning = NULL;
-	json_t *rc = json_object_get(m, "reasoning_content");
+	/* The templates read reasoning_content of assistant turns only; elsewhere it is
+	 * ignored, as Hugging Face ignores it. */
+	json_t *rc = r == CHAT_ASSISTANT ? json_object_get(m, "reasoning_content") : NULL;
 	if (rc && !json_is_null(rc)) {
 		if (!json_is_string(rc))
 			return err_set("%s: messages[%zu].reasoning_content: not a string", name, i);
-		if (r != CHAT_ASSISTANT)
-			return err_set("%s: messages[%zu].reasoning_content: only assistant turns "
-				       "have reasoning", name, i);
 		if (strlen(json_string_value(rc)) != json_string_length(rc))
 			return err_set("%s: messages[%zu].reasoning_content: contains a NUL "
 				       "character", name, i);
