@@ -25,7 +25,8 @@ for d in Tiny-Qwen3 Sharded-Qwen3; do
 done
 
 # 127.0.0.1 only: no proxy may turn a request into one for another host.
-unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy HF_TOKEN HF_HUB_OFFLINE
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy HF_TOKEN HF_TOKEN_PATH \
+	HF_HUB_OFFLINE HF_HUB_DISABLE_PROGRESS_BARS QWENCHAT_MODEL
 export NO_PROXY='*' HF_HOME="$TMP/hf-home" QWENCHAT_DOWNLOAD_ATTEMPTS=3
 
 python3 "$TOP_SRCDIR/tests/hub-server.py" --root "$SRV" --state "$STATE" --lifetime 150 &
