@@ -95,3 +95,9 @@ tests_test_session_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_session_LDADD = libqwenchat.a $(CMOCKA_LIBS) -lm
 TESTS += tests/run.sh
 EXTRA_DIST += tests/run.sh
+
+# Tokenizer (issue 3, helper tok): the pre-tokenizer scanner against Hugging Face splits.
+check_PROGRAMS += tests/test_tokenizer_pretok
+TESTS += tests/test_tokenizer_pretok
+tests_test_tokenizer_pretok_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_tokenizer_pretok_LDADD = libqwenchat.a $(CMOCKA_LIBS)

@@ -1,3 +1,4 @@
 # tokenizer/local.mk — byte-level BPE tokenizer.
 libqwenchat_a_SOURCES += \
-	tokenizer/tokenizer.h
+	tokenizer/tokenizer.h \
+	tokenizer/pretok.c tokenizer/pretok.h
