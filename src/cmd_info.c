@@ -199,7 +199,7 @@ static void print_table(const struct info *in)
 
 static void print_costs(const struct info *in)
 {
-	char a[32], b[32], c[32], d[32], e[32];
+	char a[32], b[32], c[32], d[32];
 	printf("\nsummary       %.2fB parameters, %s in %s, %s of KV cache per token (bf16)\n",
 	       in->pc.total / 1e9, si_bytes((double)in->pc.total * (double)in->es, a, sizeof a),
 	       eng_dtype_name(in->cfg.dtype), iec_bytes((double)in->kv_tok, b, sizeof b));
@@ -217,15 +217,14 @@ static void print_costs(const struct info *in)
 	printf("\nmemory plan at ctx %d (scratch is an estimate: fp32 activations for %d "
 	       "positions, scores, logits)\n", in->ctx, SCRATCH_CHUNK);
 	size_t tot = in->weight_bytes + in->kv_ctx + in->scratch;
+	iec_bytes((double)in->weight_bytes, a, sizeof a);
+	iec_bytes((double)in->kv_ctx, b, sizeof b);
+	iec_bytes((double)in->scratch, c, sizeof c);
+	iec_bytes((double)tot, d, sizeof d);
 	printf("  cpu   weights %s mmapped (page cache, not copied) + KV %s + scratch %s "
-	       "= %s of RAM\n", iec_bytes((double)in->weight_bytes, a, sizeof a),
-	       iec_bytes((double)in->kv_ctx, b, sizeof b), iec_bytes((double)in->scratch, c, sizeof c),
-	       iec_bytes((double)tot, d, sizeof d));
-	printf("  cuda  weights %s uploaded + KV %s + scratch %s = %s of GPU memory "
-	       "(weights stay mapped on the host: %s)\n",
-	       iec_bytes((double)in->weight_bytes, a, sizeof a), iec_bytes((double)in->kv_ctx, b, sizeof b),
-	       iec_bytes((double)in->scratch, c, sizeof c), iec_bytes((double)tot, d, sizeof d),
-	       iec_bytes((double)in->weight_bytes, e, sizeof e));
+	       "= %s of RAM\n", a, b, c, d);
+	printf("  cuda  weights %s uploaded + KV %s + scratch %s = %s of GPU memory\n", a, b, c,
+	       d);
 }
 
 static json_t *jint(int64_t v)
