@@ -115,7 +115,7 @@ static const char logits_help[] =
 	"      --out FILE           where the logits go\n"
 	"      --kv-f32             fp32 KV cache (default bf16)\n";
 
-enum { OPT_OUT = CLI_OPT_NEXT, OPT_KV_F32, OPT_HELP, OPT_JSON };
+enum { OPT_OUT = CLI_OPT_NEXT, OPT_KV_F32, OPT_HELP, OPT_JSON, OPT_BW_BUFFER };
 
 int cmd_logits(int argc, char **argv)
 {
@@ -325,6 +325,8 @@ static const char bench_help[] =
 	"  -n N                     decode tokens (default 128)\n"
 	"  -r N                     repetitions (default 3)\n"
 	"      --kv-f32             fp32 KV cache (default bf16)\n"
+	"      --bw-buffer MIB      buffer read to measure the bandwidth (default 1024;\n"
+	"                           it must be far larger than the CPU caches)\n"
 	"      --json               one JSON object instead of the table\n";
 
 struct bench_result {
@@ -437,8 +439,8 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 		printf("decode     %d tokens: %.2f ± %.2f tok/s, %.3f GB read per token, "
 		       "%.1f GB/s, %.1f GFLOP/s\n", nd, r->tg_tps, r->tg_sd, r->tg_bytes / 1e9, tg_gbs,
 		       r->tg_gflop * r->tg_tps);
-	printf("memory     read bandwidth %.1f GB/s (%d threads, vector read loop)\n", r->bw_gbs,
-	       r->threads);
+	printf("memory     read bandwidth %.1f GB/s (%d threads, vector read loop, best of 5)\n",
+	       r->bw_gbs, r->threads);
 	if (nd > 0)
 		printf("ratio      decode reads at %.0f%% of the measured bandwidth\n", 100 * ratio);
 	printf("repeats    %d (mean ± standard deviation)\n", reps);
@@ -450,10 +452,11 @@ int cmd_bench(int argc, char **argv)
 		CLI_COMMON_LONGOPTS,
 		{"kv-f32", no_argument, 0, OPT_KV_F32},
 		{"json", no_argument, 0, OPT_JSON},
+		{"bw-buffer", required_argument, 0, OPT_BW_BUFFER},
 		{"help", no_argument, 0, OPT_HELP},
 		{0, 0, 0, 0}};
 	struct cli_common cli;
-	long np = 512, reps = 3;
+	long np = 512, reps = 3, bw_mib = 1024;
 	bool kv_f32 = false, json = false;
 	int code, r;
 	cli_common_init(&cli);
@@ -466,6 +469,8 @@ int cmd_bench(int argc, char **argv)
 			return EXIT_USAGE;
 		else if (code == 'r' && cli_parse_long("r", optarg, 1, 1000, &reps))
 			return EXIT_USAGE;
+		else if (code == OPT_BW_BUFFER && cli_parse_long("bw-buffer", optarg, 1, 1 << 20, &bw_mib))
+			return EXIT_USAGE;
 		else if (code == OPT_KV_F32)
 			kv_f32 = true;
 		else if (code == OPT_JSON)
@@ -473,7 +478,7 @@ int cmd_bench(int argc, char **argv)
 		else if (code == OPT_HELP) {
 			printf("%s%s", bench_help, cli_common_help);
 			return EXIT_OK;
-		} else if (code != 'p' && code != 'r')
+		} else if (code != 'p' && code != 'r' && code != OPT_BW_BUFFER)
 			return cli_usage(argv[0], "unknown option");
 	}
 	if (optind < argc)
@@ -499,7 +504,7 @@ int cmd_bench(int argc, char **argv)
 		goto fail;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	res.threads = cli.threads ? cli.threads : cores > 0 ? (int)cores : 1;
-	res.bw_gbs = measure_read_bw(res.threads, (size_t)1 << 30, 5);
+	res.bw_gbs = measure_read_bw(res.threads, (size_t)bw_mib << 20, 5);
 	if (bench_run(e, c, (int)np, nd, (int)reps, &res))
 		goto fail;
 	bench_print(&res, cli.model ? cli.model : hub_default_model(), eng_backend_name(e),

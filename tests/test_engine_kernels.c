@@ -25,7 +25,7 @@ static float frand(void)
 static void check_matmul(const struct cpu_kernels *k, int n, int M, int K, bool acc)
 {
 	uint16_t *w = malloc((size_t)M * K * sizeof *w);
-	float *x = malloc((size_t)n * K * sizeof *x), *xp = malloc((size_t)n * K * sizeof *xp);
+	float *x = malloc((size_t)n * K * sizeof *x), *xp = calloc((size_t)n * K, sizeof *xp);
 	float *out = malloc((size_t)n * M * sizeof *out);
 	for (size_t i = 0; i < (size_t)M * K; i++)
 		w[i] = cpu_f32_to_bf16(frand());

@@ -1,0 +1,44 @@
+#!/bin/sh
+# engine-cli.sh — `qwenchat logits` and `qwenchat bench` on a tiny generated model:
+# output size and agreement with the engine's own golden check, exit codes and
+# one-line errors for bad input.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+M=$TMP/model
+"$TOP_BUILDDIR/tests/mkmodel" --out "$M" --vocab-size 300 --hidden-size 64 --layers 2 \
+	--max-position 64 --seed 3 || { echo "mkmodel failed" >&2; exit 1; }
+
+echo "1 2 3,4
+5" | "$QWENCHAT" logits -m "$M" --out "$TMP/l.bin" --backend cpu --kv-f32 2>"$TMP/err"
+if [ "$(wc -c <"$TMP/l.bin")" -eq $((5 * 300 * 4)) ]; then pass "logits: 5 rows of 300 floats"
+else fail "logits: wrong size $(wc -c <"$TMP/l.bin"); $(cat "$TMP/err")"; fi
+echo "1 2 3 4 5" | "$QWENCHAT" logits -m "$M" --out "$TMP/l2.bin" --backend cpu --kv-f32 --threads 1
+if cmp -s "$TMP/l.bin" "$TMP/l2.bin"; then pass "logits: same bytes with 1 thread"
+else fail "logits: 1 thread differs from all cores"; fi
+
+echo 1 2 | expect_exit 2 "logits without --out" "$QWENCHAT" logits -m "$M"
+echo "1 300" >"$TMP/ids"
+expect_exit 1 "id >= vocab" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
+expect_err_has "vocab" "id >= vocab names the vocabulary"
+echo "1 -2" >"$TMP/ids"
+expect_exit 1 "negative id" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
+expect_err_has "stdin: token 1" "bad id names its index"
+seq 1 65 >"$TMP/ids"
+expect_exit 1 "more ids than max_position" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
+expect_err_has "context size" "overflow names the context size"
+: >"$TMP/ids"
+expect_exit 1 "no ids" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
+expect_exit 1 "missing model" sh -c 'echo 1 | "$1" logits -m "$2" --out "$3"' _ "$QWENCHAT" "$TMP/none" "$TMP/x"
+[ -e "$TMP/x" ] && fail "a failed run left an output file"
+
+expect_exit 0 "bench --json" "$QWENCHAT" bench -m "$M" -p 8 -n 4 -r 1 --backend cpu --json --bw-buffer 64
+for key in prefill_tok_s decode_tok_s decode_bytes_per_token decode_gb_s read_bandwidth_gb_s decode_bandwidth_ratio; do
+	grep -q "\"$key\": [0-9]" "$TMP/out" && pass "bench reports $key" || fail "bench lacks $key: $(cat "$TMP/out")"
+done
+expect_exit 0 "bench table" "$QWENCHAT" bench -m "$M" -p 4 -n 2 -r 1 --backend cpu --bw-buffer 64
+grep -q '^decode ' "$TMP/out" && pass "bench table has a decode line" || fail "bench table: $(cat "$TMP/out")"
+expect_exit 2 "bench -r 0" "$QWENCHAT" bench -m "$M" -r 0
+expect_exit 1 "bench beyond max_position" "$QWENCHAT" bench -m "$M" -p 60 -n 10
+expect_exit 0 "logits --help" "$QWENCHAT" logits --help
+expect_exit 0 "bench --help" "$QWENCHAT" bench --help
+finish
