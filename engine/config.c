@@ -137,6 +137,16 @@ static int parse_dtype(json_t *root, const char *name, struct eng_config *cfg)
 	return 0;
 }
 
+/* Limits: generous multiples of the largest dense models, small enough that
+ * every size computed from them fits in 64 bits and nothing absurd is allocated. */
+#define MAX_VOCAB (1 << 24)
+#define MAX_WIDTH (1 << 20)
+#define MAX_LAYERS 1024
+#define MAX_HEADS 1024
+#define MAX_HEAD_DIM 1024
+#define MAX_POSITIONS (1 << 24)
+#define MAX_PARAMS 2000000000000LL   /* 2T parameters */
+
 static int parse_rope_scaling(json_t *root, const char *name, struct eng_config *cfg)
 {
 	json_t *rs = json_object_get(root, "rope_scaling");
@@ -162,7 +172,7 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 	return get_num(rs, name, "rope_scaling.", "factor", 1, 1024, NAN,
 		       &cfg->rope_factor) ||
 	       get_int(rs, name, "rope_scaling.", "original_max_position_embeddings", 1,
-		       cfg->max_position_embeddings, cfg->max_position_embeddings,
+		       MAX_POSITIONS, cfg->max_position_embeddings,
 		       &cfg->rope_original_max_position) ? -1 : 0;
 }
 
@@ -182,16 +192,6 @@ static int parse_token_id(json_t *root, const char *name, const char *key, int v
 	*out = (int)json_integer_value(v);
 	return 0;
 }
-
-/* Limits: generous multiples of the largest dense models, small enough that
- * every size computed from them fits in 64 bits and nothing absurd is allocated. */
-#define MAX_VOCAB (1 << 24)
-#define MAX_WIDTH (1 << 20)
-#define MAX_LAYERS 1024
-#define MAX_HEADS 1024
-#define MAX_HEAD_DIM 1024
-#define MAX_POSITIONS (1 << 24)
-#define MAX_PARAMS 2000000000000LL   /* 2T parameters */
 
 static int parse_fields(json_t *root, const char *name, struct eng_config *c)
 {

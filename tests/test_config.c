@@ -142,7 +142,7 @@ static void test_rope_scaling(void **state)
 	refused("rope_scaling", "{\"rope_type\": \"yarn\"}", "rope_scaling.factor");
 	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 0.5}", "rope_scaling.factor");
 	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2,"
-		" \"original_max_position_embeddings\": 99999}",
+		" \"original_max_position_embeddings\": 100000000}",
 		"rope_scaling.original_max_position_embeddings");
 	refused("rope_scaling", "{\"factor\": 2}", "rope_type");
 	refused("rope_scaling", "\"yarn\"", "rope_scaling");
