@@ -181,6 +181,14 @@ cfg_edit() {  # cfg_edit KEY JSON-VALUE
 p = sys.argv[1]; c = json.load(open(p)); c[sys.argv[2]] = json.loads(sys.argv[3])
 json.dump(c, open(p, "w"))' "$B/config.json" "$1" "$2"
 }
+# a tied config whose file still holds lm_head.weight: ignored, as transformers does
+broken tiedlm; cfg_edit tie_word_embeddings true
+expect_exit 0 "tied config, stored lm_head ignored" "$QWENCHAT" info -m "$B" --json
+expect_eq "stored lm_head not counted" "$(json_get "$TMP/out" weight_bytes)" \
+	$(( $(params 300 48 80 3 6 2 8 1) * 2 ))
+broken tiedbad; cfg_edit tie_word_embeddings true; st_edit transpose lm_head.weight
+expect_exit 1 "tied config, mis-shaped stored lm_head" "$QWENCHAT" info -m "$B"
+expect_err_has "model.safetensors: unexpected tensor lm_head.weight" "mis-shaped lm_head named"
 broken layers; cfg_edit num_hidden_layers 1000000000000
 expect_exit 1 "10^12 layers" "$QWENCHAT" info -m "$B"
 expect_err_has "config.json: num_hidden_layers" "absurd layers named"
