@@ -46,6 +46,58 @@ static void sha256_block(uint32_t h[8], const uint8_t *p)
 	h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#define HAVE_SHA_NI 1
+
+/* CPUID leaf 7, EBX bit 29: the SHA extensions. */
+static int cpu_has_sha(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+		return 0;
+	return (b >> 29) & 1;
+}
+
+/* The same compression with the SHA-NI instructions. Measured on the build machine
+ * (256 MiB buffer, 2 busy cores): plain C 123-137 MB/s, this 522 MB/s; the plain C
+ * speed alone would cap a download near 1 Gbit/s, as the hash runs as bytes arrive.
+ * The state is kept as ABEF/CDGH, the layout sha256rnds2 works on; message words go
+ * four at a time. */
+__attribute__((target("sha,sse4.1")))
+static void sha256_block_ni(uint32_t h[8], const uint8_t *p)
+{
+	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+	__m128i t = _mm_loadu_si128((const __m128i *)&h[0]);        /* A B C D */
+	__m128i s1 = _mm_loadu_si128((const __m128i *)&h[4]);       /* E F G H */
+	t = _mm_shuffle_epi32(t, 0xB1);
+	s1 = _mm_shuffle_epi32(s1, 0x1B);
+	__m128i s0 = _mm_alignr_epi8(t, s1, 8);                     /* ABEF */
+	s1 = _mm_blend_epi16(s1, t, 0xF0);                          /* CDGH */
+	__m128i save0 = s0, save1 = s1, w[16];
+	for (int i = 0; i < 16; i++) {
+		if (i < 4)
+			w[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)),
+						bswap);
+		else
+			w[i] = _mm_sha256msg2_epu32(
+				_mm_add_epi32(_mm_sha256msg1_epu32(w[i - 4], w[i - 3]),
+					      _mm_alignr_epi8(w[i - 1], w[i - 2], 4)),
+				w[i - 1]);
+		__m128i m = _mm_add_epi32(w[i], _mm_loadu_si128((const __m128i *)&k256[4 * i]));
+		s1 = _mm_sha256rnds2_epu32(s1, s0, m);
+		s0 = _mm_sha256rnds2_epu32(s0, s1, _mm_shuffle_epi32(m, 0x0E));
+	}
+	s0 = _mm_add_epi32(s0, save0);
+	s1 = _mm_add_epi32(s1, save1);
+	t = _mm_shuffle_epi32(s0, 0x1B);                            /* FEBA */
+	s1 = _mm_shuffle_epi32(s1, 0xB1);                           /* DCHG */
+	_mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(t, s1, 0xF0));   /* DCBA */
+	_mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(s1, t, 8));      /* HGFE */
+}
+#endif
+
 static void sha1_block(uint32_t h[5], const uint8_t *p)
 {
 	uint32_t w[80];
@@ -114,16 +166,32 @@ void sha256_init(struct sha256 *s)
 	memcpy(s->h, iv, sizeof iv);
 	s->len = 0;
 	s->n = 0;
+#ifdef HAVE_SHA_NI
+	s->accel = cpu_has_sha();
+#else
+	s->accel = 0;
+#endif
+}
+
+static void (*sha256_fn(const struct sha256 *s))(uint32_t *, const uint8_t *)
+{
+#ifdef HAVE_SHA_NI
+	if (s->accel)
+		return sha256_block_ni;
+#else
+	(void)s;
+#endif
+	return sha256_block;
 }
 
 void sha256_update(struct sha256 *s, const void *data, size_t len)
 {
-	md_update(s->buf, &s->n, &s->len, s->h, sha256_block, data, len);
+	md_update(s->buf, &s->n, &s->len, s->h, sha256_fn(s), data, len);
 }
 
 void sha256_hex(struct sha256 *s, char hex[65])
 {
-	md_final(s->buf, s->n, s->len, s->h, 8, sha256_block, hex);
+	md_final(s->buf, s->n, s->len, s->h, 8, sha256_fn(s), hex);
 }
 
 void sha1_init(struct sha1 *s)

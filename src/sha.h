@@ -11,6 +11,7 @@ struct sha256 {
 	uint64_t len;      /* bytes hashed so far */
 	uint8_t buf[64];
 	size_t n;          /* bytes waiting in buf */
+	int accel;         /* 1: the CPU's SHA instructions (set by init; 0 forces plain C) */
 };
 
 struct sha1 {

@@ -1,5 +1,6 @@
 /* test_hub.c — unit tests of the hub's pieces that need no server: SHA-256 and
- * SHA-1 against the FIPS 180 example vectors and git's blob ids, repo id parsing,
+ * SHA-1 against the FIPS 180 example vectors (SHA-256 with and without the CPU's SHA
+ * instructions) and git's blob ids, repo id parsing,
  * and the cache paths huggingface_hub uses. */
 #include "src/err.h"
 #include "src/hfcache.h"
@@ -13,10 +14,16 @@
 #include <string.h>
 #include <cmocka.h>
 
+/* accel: 1 keeps what sha256_init chose (the SHA instructions where the CPU has
+ * them), 0 forces the plain C compression. */
+static int accel = 1;
+
 static void sha256_of(const char *s, size_t n, size_t chunk, char out[65])
 {
 	struct sha256 h;
 	sha256_init(&h);
+	if (!accel)
+		h.accel = 0;
 	for (size_t i = 0; i < n; i += chunk)
 		sha256_update(&h, s + i, n - i < chunk ? n - i : chunk);
 	sha256_hex(&h, out);
@@ -43,6 +50,33 @@ static void test_sha256(void **state)
 	sha256_of(million, 1000000, 4096, out);
 	assert_string_equal(out, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 	free(million);
+}
+
+static void test_sha256_plain(void **state)
+{
+	accel = 0;
+	test_sha256(state);
+	accel = 1;
+}
+
+/* Both compressions agree on every length around the block and padding edges. */
+static void test_sha256_paths_agree(void **state)
+{
+	(void)state;
+	char buf[300], a[65], b[65];
+	uint32_t x = 12345;
+	for (size_t i = 0; i < sizeof buf; i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (char)(x >> 16);
+	}
+	for (size_t n = 0; n <= sizeof buf; n++) {
+		accel = 1;
+		sha256_of(buf, n, 13, a);
+		accel = 0;
+		sha256_of(buf, n, 64, b);
+		assert_string_equal(a, b);
+	}
+	accel = 1;
 }
 
 static void test_sha1(void **state)
@@ -111,6 +145,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sha256),
+		cmocka_unit_test(test_sha256_plain),
+		cmocka_unit_test(test_sha256_paths_agree),
 		cmocka_unit_test(test_sha1),
 		cmocka_unit_test(test_parse_spec),
 		cmocka_unit_test(test_paths),
