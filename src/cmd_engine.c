@@ -43,6 +43,19 @@ static enum eng_backend_kind backend_kind(const char *name)
 	return ENG_BACKEND_AUTO;
 }
 
+/* Resident set size in bytes (0 when /proc is unavailable). */
+static double rss_bytes(void)
+{
+	long pages = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return (double)resident * (double)sysconf(_SC_PAGESIZE);
+}
+
 /* Opens -m MODEL; NULL after printing the error. */
 static struct eng_model *open_model(const char *spec, double *seconds)
 {
@@ -330,7 +343,7 @@ static const char bench_help[] =
 	"      --json               one JSON object instead of the table\n";
 
 struct bench_result {
-	double load_s, bw_gbs;
+	double load_s, load_rss, bw_gbs;   /* load_rss: RSS growth while opening the model */
 	double pp_tps, pp_sd, tg_tps, tg_sd;
 	double pp_gflop, tg_gflop;          /* per prefill, per decoded token (average) */
 	double tg_bytes;                    /* bytes read per decoded token (weights + KV) */
@@ -418,20 +431,20 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 	double tg_gbs = r->tg_bytes * r->tg_tps / 1e9;
 	double ratio = r->bw_gbs > 0 ? tg_gbs / r->bw_gbs : 0;
 	if (json) {
-		printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"load_s\": %.3f, "
+		printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"load_s\": %.3f, \"load_rss_bytes\": %.0f, "
 		       "\"prompt_tokens\": %d, \"decode_tokens\": %d, \"reps\": %d, "
 		       "\"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, \"prefill_gflop_s\": %.1f, "
 		       "\"decode_tok_s\": %.2f, \"decode_tok_s_sd\": %.2f, \"decode_bytes_per_token\": %.0f, "
 		       "\"decode_gb_s\": %.2f, \"decode_gflop_s\": %.2f, \"read_bandwidth_gb_s\": %.2f, "
 		       "\"decode_bandwidth_ratio\": %.3f}\n",
-		       model, backend, r->threads, r->load_s, np, nd, reps, r->pp_tps, r->pp_sd,
+		       model, backend, r->threads, r->load_s, r->load_rss, np, nd, reps, r->pp_tps, r->pp_sd,
 		       r->pp_gflop * r->pp_tps / (np > 0 ? np : 1), r->tg_tps, r->tg_sd, r->tg_bytes,
 		       tg_gbs, r->tg_gflop * r->tg_tps, r->bw_gbs, ratio);
 		return;
 	}
 	printf("model      %s\n", model);
-	printf("backend    %s, %d threads; weights %.2f GB, loaded in %.3f s\n", backend,
-	       r->threads, r->weight_bytes / 1e9, r->load_s);
+	printf("backend    %s, %d threads; weights %.2f GB mapped in %.3f s (RSS +%.1f MB)\n",
+	       backend, r->threads, r->weight_bytes / 1e9, r->load_s, r->load_rss / 1e6);
 	if (np > 0)
 		printf("prefill    %d tokens: %.1f ± %.1f tok/s, %.1f GFLOP/s\n", np, r->pp_tps,
 		       r->pp_sd, r->pp_gflop * r->pp_tps / np);
@@ -488,7 +501,9 @@ int cmd_bench(int argc, char **argv)
 		return cli_usage(argv[0], "nothing to time: -p and -n are both 0");
 
 	struct bench_result res = {0};
+	double rss0 = rss_bytes();
 	struct eng_model *m = open_model(cli.model, &res.load_s);
+	res.load_rss = rss_bytes() - rss0;
 	if (!m)
 		return EXIT_RUNTIME;
 	const struct eng_config *c = eng_model_config(m);
