@@ -234,6 +234,12 @@ kill $SRV_PID; wait $SRV_PID 2>/dev/null
 export HF_HUB_CACHE="$TMP/cache6"
 expect_exit 1 "server down" "$RESOLVE" test/Tiny-Qwen3
 err_has "cannot reach the Hub" "server down: clear error"
+expect_exit 2 "pull without a repo" "$QWENCHAT" pull
+expect_exit 2 "list with an argument" "$QWENCHAT" list extra
+expect_exit 0 "pull --help" "$QWENCHAT" pull --help
+grep -q 'usage: qwenchat pull' "$TMP/out" && pass "pull --help prints the usage" || fail "pull --help"
+expect_exit 1 "a malformed repo id" "$QWENCHAT" pull 'Org/bad--name'
+err_has "not a valid Hugging Face repo id" "malformed repo id: clear error"
 expect_exit 1 "neither a directory nor a repo id" "$RESOLVE" "$TMP/no/such/dir"
 err_has "no such model directory" "bad -m: clear error"
 finish
