@@ -103,3 +103,10 @@ check_PROGRAMS += tests/test_tokenizer_pretok
 TESTS += tests/test_tokenizer_pretok
 tests_test_tokenizer_pretok_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_tokenizer_pretok_LDADD = libqwenchat.a $(CMOCKA_LIBS)
+
+# BPE training (issue 8, helper bpe): the merge loop against a naive trainer and the
+# handout example; `qwenchat train-bpe` against tests/bpe_reference.py and HF tokenizers.
+check_PROGRAMS += tests/test_bpe_train
+TESTS += tests/test_bpe_train
+tests_test_bpe_train_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_bpe_train_LDADD = libqwenchat.a $(CMOCKA_LIBS)

@@ -2,3 +2,6 @@
 libqwenchat_a_SOURCES += \
 	tokenizer/tokenizer.h \
 	tokenizer/pretok.c tokenizer/pretok.h
+# BPE training (`qwenchat train-bpe`, issue 8): counting pre-tokens, the merge loop, writers.
+libqwenchat_a_SOURCES += tokenizer/bpe_train.c tokenizer/bpe_train.h \
+	tokenizer/bpe_count.c tokenizer/bpe_count.h tokenizer/bpe_write.c tokenizer/bpe_write.h
