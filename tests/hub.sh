@@ -163,6 +163,21 @@ expect_exit 0 "full resolve after a tokenizer-only one" "$RESOLVE" test/Tiny-Qwe
 	pass "only the weights are added" || fail "after the full resolve: $(tail -n +"$((n + 1))" "$STATE/log")"
 check_cache "$HF_HUB_CACHE" "tokenizer first"
 
+# --- two downloads at once share the work through the .locks files ------------
+export HF_HUB_CACHE="$TMP/cache10"
+n=$(requests)
+"$QWENCHAT" pull test/Tiny-Qwen3 >"$TMP/out1" 2>"$TMP/err1" &
+p1=$!
+"$QWENCHAT" pull test/Tiny-Qwen3 >"$TMP/out2" 2>"$TMP/err2"
+r2=$?
+wait $p1
+r1=$?
+cdn=$(tail -n +"$((n + 1))" "$STATE/log" | grep -c '^GET /cdn/')
+[ $r1 = 0 ] && [ $r2 = 0 ] && [ "$cdn" = 1 ] && cmp -s "$TMP/out1" "$TMP/out2" &&
+	pass "two concurrent pulls succeed and download the weights once" ||
+	fail "concurrent pulls: exits $r1 $r2, $cdn weight downloads; $(cat "$TMP/err1" "$TMP/err2")"
+check_cache "$HF_HUB_CACHE" "concurrent pulls"
+
 # --- resume -----------------------------------------------------------------
 export HF_HUB_CACHE="$TMP/cache2"
 mode drop-once
