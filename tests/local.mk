@@ -110,3 +110,5 @@ check_PROGRAMS += tests/test_bpe_train
 TESTS += tests/test_bpe_train
 tests_test_bpe_train_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_bpe_train_LDADD = libqwenchat.a $(CMOCKA_LIBS)
+TESTS += tests/train-bpe.sh tests/train-bpe-hf.sh
+EXTRA_DIST += tests/train-bpe.sh tests/train-bpe-hf.sh tests/bpe_reference.py

@@ -1,6 +1,7 @@
 /* test_bpe_train.c — the BPE merge loop on pre-counted words: the CS336 handout's
  * worked example, ties, overlapping pairs, and random word sets compared with a
  * naive trainer (all pair counts recomputed every merge) written here. */
+#include "tokenizer/bpe_count.h"
 #include "tokenizer/bpe_train.h"
 
 #include <setjmp.h>
@@ -12,6 +13,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "src/err.h"
+#include <unistd.h>
 
 /* Builds a bpe_words from NUL-terminated strings and counts. */
 static struct bpe_words make_words(const char *const *s, const uint64_t *count, size_t n)
@@ -260,6 +264,111 @@ static void test_random_against_naive(void **state)
 	}
 }
 
+/* Counts by pre-token text, for comparing two countings in any order. */
+static int cmp_word(const void *x, const void *y, void *ctx)
+{
+	const struct bpe_words *w = ctx;
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	size_t li = w->off[i + 1] - w->off[i], lj = w->off[j + 1] - w->off[j];
+	int c = memcmp(w->arena + w->off[i], w->arena + w->off[j], li < lj ? li : lj);
+	return c ? c : (li > lj) - (li < lj);
+}
+
+static void assert_same_words(struct bpe_words *a, struct bpe_words *b)
+{
+	assert_int_equal(a->n, b->n);
+	size_t *ia = malloc(a->n * sizeof *ia + 1), *ib = malloc(b->n * sizeof *ib + 1);
+	for (size_t i = 0; i < a->n; i++)
+		ia[i] = ib[i] = i;
+	qsort_r(ia, a->n, sizeof *ia, cmp_word, a);
+	qsort_r(ib, b->n, sizeof *ib, cmp_word, b);
+	for (size_t i = 0; i < a->n; i++) {
+		size_t x = ia[i], y = ib[i];
+		size_t lx = a->off[x + 1] - a->off[x], ly = b->off[y + 1] - b->off[y];
+		assert_int_equal(lx, ly);
+		assert_memory_equal(a->arena + a->off[x], b->arena + b->off[y], lx);
+		assert_int_equal(a->count[x], b->count[y]);
+	}
+	free(ia);
+	free(ib);
+}
+
+/* A file read in 4 KiB blocks by 3 threads counts exactly what one pass over the
+ * whole text counts: the block and range cuts never split a pre-token nor a
+ * special token. */
+static void test_count_blocks_and_threads(void **state)
+{
+	(void)state;
+	static const char *parts[] = {
+		"The quick brown fox", " jumps", "\n", "over the lazy dog.", "\n\n", "  ",
+		"<|endoftext|>", "<|end", "oftext|>", "can't", " 12345", "\r\n", "日本語",
+		" naïve", "x", "\t", "<|im_start|>", "\n\nword", " a b c", "?!", "  \n x",
+	};
+	const size_t np = sizeof parts / sizeof *parts;
+	size_t cap = 300000, len = 0;
+	char *text = malloc(cap);
+	uint64_t seed = 7;
+	while (len + 32 < cap) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		const char *p = parts[(seed >> 33) % np];
+		memcpy(text + len, p, strlen(p));
+		len += strlen(p);
+	}
+	char path[] = "/tmp/test_bpe_train.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "wb");
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	fclose(f);
+	const char *specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_start|>\n"};
+	struct bpe_count_opts one = {.specials = specials, .n_specials = 3, .threads = 1};
+	struct bpe_count_opts many = {.specials = specials, .n_specials = 3, .threads = 3};
+	struct bpe_counter *c1 = bpe_counter_new(&one);
+	assert_non_null(c1);
+	assert_int_equal(bpe_counter_add_text(c1, text, len, "text"), 0);
+	struct bpe_words w1, w2;
+	assert_int_equal(bpe_counter_words(c1, &w1), 0);
+	struct bpe_count_stats s1, s2;
+	bpe_counter_stats(c1, &s1);
+	assert_int_equal(s1.bytes, len);
+	assert_true(s1.specials > 0);
+	/* no pre-token holds a special token */
+	for (size_t i = 0; i < w1.n; i++)
+		for (int k = 0; k < 2; k++)
+			assert_null(memmem(w1.arena + w1.off[i], w1.off[i + 1] - w1.off[i],
+					   specials[k], strlen(specials[k])));
+	/* small blocks (one range each), then blocks split among 3 threads */
+	for (size_t block = 4096; block <= 40000; block *= 10) {
+		many.block_bytes = block;
+		struct bpe_counter *c2 = bpe_counter_new(&many);
+		assert_non_null(c2);
+		assert_int_equal(bpe_counter_add_file(c2, path), 0);
+		assert_int_equal(bpe_counter_words(c2, &w2), 0);
+		bpe_counter_stats(c2, &s2);
+		assert_int_equal(s2.bytes, len);
+		assert_int_equal(s1.pretokens, s2.pretokens);
+		assert_int_equal(s1.specials, s2.specials);
+		assert_same_words(&w1, &w2);
+		bpe_words_free(&w2);
+		bpe_counter_free(c2);
+	}
+	bpe_words_free(&w1);
+	bpe_counter_free(c1);
+	/* a bad byte far into the file is found with its offset */
+	text[len - 20] = (char)0xff;
+	f = fopen(path, "wb");
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	fclose(f);
+	struct bpe_counter *c2 = bpe_counter_new(&many);
+	assert_int_equal(bpe_counter_add_file(c2, path), -1);
+	char want[128];
+	snprintf(want, sizeof want, "%s: not valid UTF-8 at byte offset %zu", path, len - 20);
+	assert_string_equal(err_msg(), want);
+	bpe_counter_free(c2);
+	unlink(path);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +377,7 @@ int main(void)
 		cmocka_unit_test(test_overlap_and_exhaustion),
 		cmocka_unit_test(test_vocab_too_small),
 		cmocka_unit_test(test_random_against_naive),
+		cmocka_unit_test(test_count_blocks_and_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 
 #define DEFAULT_BLOCK (16u << 20)
 #define MAX_THREADS 256
+#define MIN_RANGE 8192
 
 /* One distinct pre-token: its bytes are the table's arena[off .. off + len). */
 struct entry {
@@ -265,8 +266,8 @@ static void *count_range(void *arg)
 static int count_block(struct bpe_counter *c, const char *buf, size_t n, size_t cut)
 {
 	int T = c->threads;
-	if ((size_t)T > cut / 65536 + 1)
-		T = (int)(cut / 65536 + 1); /* small blocks are not worth a thread */
+	if ((size_t)T > cut / MIN_RANGE + 1)
+		T = (int)(cut / MIN_RANGE + 1); /* a few pages are not worth a thread */
 	struct job jobs[MAX_THREADS];
 	pthread_t tid[MAX_THREADS];
 	bool started[MAX_THREADS] = {false};
