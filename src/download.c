@@ -1,8 +1,10 @@
 /* download.c — libcurl transfers from the Hugging Face Hub: HEAD for the metadata
  * headers, resumable GET with size and sha256/sha1 verification. */
+#include <nettle/sha1.h>
+#include <nettle/sha2.h>
+
 #include "src/download.h"
 #include "src/err.h"
-#include "src/sha.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -41,8 +43,8 @@ struct xfer {
 	int fd;
 	uint64_t have, size;          /* bytes in the file; bytes expected */
 	int use_sha1;                 /* 40-hex ETag: git blob sha1, else sha256 */
-	struct sha256 s256;
-	struct sha1 s1;
+	struct sha256_ctx s256;     /* nettle: uses the CPU's SHA instructions when present */
+	struct sha1_ctx s1;
 	struct hdrs *h;               /* headers of the GET's last hop */
 	struct timespec t0, last;
 	bool started, failed;         /* failed: a callback set err and stopped curl */
@@ -336,7 +338,7 @@ static void hash_init(struct xfer *x)
 		char head[32];
 		int n = snprintf(head, sizeof head, "blob %llu", (unsigned long long)x->size);
 		sha1_init(&x->s1);
-		sha1_update(&x->s1, head, (size_t)n + 1);
+		sha1_update(&x->s1, (size_t)n + 1, (const uint8_t *)head);
 	} else {
 		sha256_init(&x->s256);
 	}
@@ -345,9 +347,9 @@ static void hash_init(struct xfer *x)
 static void hash_update(struct xfer *x, const void *p, size_t n)
 {
 	if (x->use_sha1)
-		sha1_update(&x->s1, p, n);
+		sha1_update(&x->s1, n, p);
 	else
-		sha256_update(&x->s256, p, n);
+		sha256_update(&x->s256, n, p);
 }
 
 static size_t on_body(char *buf, size_t size, size_t nmemb, void *ud)
@@ -476,16 +478,20 @@ static int transfer(struct xfer *x, const char *url)
 /* Size and hash check; a file that fails it is deleted so it is never kept. */
 static int verify(struct xfer *x, const char *path, const struct dl_meta *m)
 {
-	char got[65];
+	char got[2 * SHA256_DIGEST_SIZE + 1];
 	if (x->have != m->size) {
 		unlink(path);
 		return err_set("%s: got %llu bytes, the Hub says %llu; the download was discarded",
 			       x->label, (unsigned long long)x->have, (unsigned long long)m->size);
 	}
+	uint8_t digest[SHA256_DIGEST_SIZE];
+	size_t dlen = x->use_sha1 ? SHA1_DIGEST_SIZE : SHA256_DIGEST_SIZE;
 	if (x->use_sha1)
-		sha1_hex(&x->s1, got);
+		sha1_digest(&x->s1, dlen, digest);
 	else
-		sha256_hex(&x->s256, got);
+		sha256_digest(&x->s256, dlen, digest);
+	for (size_t i = 0; i < dlen; i++)
+		snprintf(got + 2 * i, 3, "%02x", digest[i]);
 	if (strcmp(got, m->etag)) {
 		unlink(path);
 		return err_set("%s: %s mismatch: the Hub says %s, the download has %s; "

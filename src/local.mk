@@ -4,7 +4,7 @@ libqwenchat_a_SOURCES += \
 	src/fileio.c src/fileio.h \
 	src/cli.c src/cli.h \
 	src/hub.c src/hub.h \
-	src/hfcache.c src/hfcache.h src/download.c src/download.h src/sha.c src/sha.h \
+	src/hfcache.c src/hfcache.h src/download.c src/download.h \
 	src/commands.h \
 	src/cmd_run.c src/cmd_tokenize.c src/cmd_train_bpe.c src/cmd_engine.c \
 	src/cmd_info.c src/cmd_hub.c

@@ -1,10 +1,7 @@
-/* test_hub.c — unit tests of the hub's pieces that need no server: SHA-256 and
- * SHA-1 against the FIPS 180 example vectors (SHA-256 with and without the CPU's SHA
- * instructions) and git's blob ids, repo id parsing,
- * and the cache paths huggingface_hub uses. */
+/* test_hub.c — unit tests of the hub's pieces that need no server: repo id parsing
+ * and the cache paths huggingface_hub uses. (Hash checks of downloads: tests/hub.sh.) */
 #include "src/err.h"
 #include "src/hfcache.h"
-#include "src/sha.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,87 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-
-/* accel: 1 keeps what sha256_init chose (the SHA instructions where the CPU has
- * them), 0 forces the plain C compression. */
-static int accel = 1;
-
-static void sha256_of(const char *s, size_t n, size_t chunk, char out[65])
-{
-	struct sha256 h;
-	sha256_init(&h);
-	if (!accel)
-		h.accel = 0;
-	for (size_t i = 0; i < n; i += chunk)
-		sha256_update(&h, s + i, n - i < chunk ? n - i : chunk);
-	sha256_hex(&h, out);
-}
-
-/* FIPS 180-2 appendix B examples and the empty string. */
-static void test_sha256(void **state)
-{
-	(void)state;
-	char out[65];
-	const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-	sha256_of("abc", 3, 3, out);
-	assert_string_equal(out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-	sha256_of("", 0, 1, out);
-	assert_string_equal(out, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-	for (size_t chunk = 1; chunk <= 64; chunk += 7) {
-		sha256_of(two, strlen(two), chunk, out);
-		assert_string_equal(out,
-			"248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-	}
-	char *million = malloc(1000000);
-	assert_non_null(million);
-	memset(million, 'a', 1000000);
-	sha256_of(million, 1000000, 4096, out);
-	assert_string_equal(out, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
-	free(million);
-}
-
-static void test_sha256_plain(void **state)
-{
-	accel = 0;
-	test_sha256(state);
-	accel = 1;
-}
-
-/* Both compressions agree on every length around the block and padding edges. */
-static void test_sha256_paths_agree(void **state)
-{
-	(void)state;
-	char buf[300], a[65], b[65];
-	uint32_t x = 12345;
-	for (size_t i = 0; i < sizeof buf; i++) {
-		x = x * 1103515245u + 12345u;
-		buf[i] = (char)(x >> 16);
-	}
-	for (size_t n = 0; n <= sizeof buf; n++) {
-		accel = 1;
-		sha256_of(buf, n, 13, a);
-		accel = 0;
-		sha256_of(buf, n, 64, b);
-		assert_string_equal(a, b);
-	}
-	accel = 1;
-}
-
-static void test_sha1(void **state)
-{
-	(void)state;
-	char out[41];
-	struct sha1 h;
-	sha1_init(&h);
-	sha1_update(&h, "abc", 3);
-	sha1_hex(&h, out);
-	assert_string_equal(out, "a9993e364706816aba3e25717850c26c9cd0d89d");
-	/* `printf 'hello\n' | git hash-object --stdin` */
-	sha1_init(&h);
-	sha1_update(&h, "blob 6\0hello\n", 13);
-	sha1_hex(&h, out);
-	assert_string_equal(out, "ce013625030ba8dba906f756967f9e9ca394464a");
-}
 
 static void test_parse_spec(void **state)
 {
@@ -144,10 +60,6 @@ static void test_paths(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sha256),
-		cmocka_unit_test(test_sha256_plain),
-		cmocka_unit_test(test_sha256_paths_agree),
-		cmocka_unit_test(test_sha1),
 		cmocka_unit_test(test_parse_spec),
 		cmocka_unit_test(test_paths),
 	};
