@@ -66,6 +66,7 @@ static attr_t style_attr(enum vl_style st)
 	case VL_REASON_HEAD: return A_DIM | A_ITALIC;
 	case VL_REASON: return A_DIM;
 	case VL_CODE: return COLOR_PAIR(C_CODE);
+	case VL_SYSTEM_HEAD: return COLOR_PAIR(C_SYSTEM) | A_BOLD;
 	case VL_SYSTEM: return COLOR_PAIR(C_SYSTEM);
 	case VL_ERROR: return COLOR_PAIR(C_ERROR) | A_BOLD;
 	case VL_NOTICE: return COLOR_PAIR(C_NOTICE);
@@ -96,11 +97,11 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 			continue;
 		const struct vline *l = &v->lines[i];
 		bool head = l->style == VL_USER_HEAD || l->style == VL_ASSIST_HEAD ||
-			    l->style == VL_REASON_HEAD;
+			    l->style == VL_SYSTEM_HEAD;
 		attrset(style_attr(l->style));
 		if (l->style == VL_CODE)
 			put(y0 + r, x0, "\xe2\x94\x82", 3, 1);   /* a bar sets code apart */
-		put(y0 + r, x0 + (head && l->style != VL_REASON_HEAD ? 0 : 2), l->s, (size_t)l->len,
+		put(y0 + r, x0 + (head ? 0 : 2), l->s, (size_t)l->len,
 		    w - 2);
 		attrset(A_NORMAL);
 	}

@@ -225,7 +225,7 @@ static int layout_block(struct view *v, size_t i, int width)
 		return layout_text(v, b->kind == VB_USER ? VL_USER : VL_ASSIST, b->content.s,
 				   b->content.n, width, bi);
 	case VB_SYSTEM:
-		if (push(v, VL_SYSTEM, "system prompt:", 14, bi))
+		if (push(v, VL_SYSTEM_HEAD, "system prompt", 13, bi))
 			return -1;
 		return layout_text(v, VL_SYSTEM, b->content.s, b->content.n, width, bi);
 	case VB_NOTICE:

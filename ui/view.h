@@ -26,7 +26,7 @@ struct vblock {
 /* How a display line is drawn. */
 enum vl_style {
 	VL_BLANK, VL_USER_HEAD, VL_USER, VL_ASSIST_HEAD, VL_ASSIST, VL_REASON_HEAD, VL_REASON,
-	VL_CODE, VL_SYSTEM, VL_NOTICE, VL_ERROR,
+	VL_CODE, VL_SYSTEM_HEAD, VL_SYSTEM, VL_NOTICE, VL_ERROR,
 };
 
 struct vline {
