@@ -112,3 +112,10 @@ tests_test_bpe_train_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_bpe_train_LDADD = libqwenchat.a $(CMOCKA_LIBS)
 TESTS += tests/train-bpe.sh tests/train-bpe-hf.sh
 EXTRA_DIST += tests/train-bpe.sh tests/train-bpe-hf.sh tests/bpe_reference.py
+
+# Chat UI (issue 6, helper ui): slash command parsing; tmux-driven UI tests; plain mode.
+check_PROGRAMS += tests/test_slash
+TESTS += tests/test_slash tests/ui.sh tests/plain.sh
+EXTRA_DIST += tests/ui.sh tests/plain.sh
+tests_test_slash_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_slash_LDADD = libqwenchat.a $(CMOCKA_LIBS) -lm
