@@ -280,7 +280,10 @@ static void test_five_turns(void **state)
 		 * cache must be cut back, not merely extended */
 		if (turn > 0)
 			assert_true(lcp < sess_n(s));
+		int cached = sess_n(s);
 		sync_check(s, ids, n);
+		print_message("turn %d: cache %d tokens, render %d: %d reused, %d prefilled\n",
+			      turn + 1, cached, n, sess_stats(s)->reused, sess_stats(s)->prefilled);
 		if (turn > 0)
 			assert_true(sess_stats(s)->reused > 0 && sess_stats(s)->prefilled < n);
 		assistant_turn(s, sp, c, 12);
