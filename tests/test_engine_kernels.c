@@ -2,6 +2,7 @@
  * plain double-precision reference, on shapes that exercise every tile remainder,
  * plus the thread pool's work split. */
 #include <math.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -164,13 +165,23 @@ static void test_elementwise(void **state)
 	assert_true(isnan(cpu_bf16_to_f32(cpu_f32_to_bf16(NAN))));
 }
 
+struct count_task {
+	atomic_int next;
+	int items;
+	int hits[1000];
+	int tids[4];
+};
+
 static void count_task(void *arg, int tid, int nt)
 {
-	int *hits = arg;
-	(void)nt;
-	__atomic_fetch_add(&hits[tid], 1, __ATOMIC_SEQ_CST);
+	struct count_task *c = arg;
+	assert_true(tid >= 0 && tid < nt && nt <= 4);
+	__atomic_fetch_add(&c->tids[tid], 1, __ATOMIC_SEQ_CST);
+	for (int i; (i = cpu_claim(&c->next, c->items)) >= 0;)
+		__atomic_fetch_add(&c->hits[i], 1, __ATOMIC_SEQ_CST);
 }
 
+/* Every work item runs exactly once per task, whichever threads join it. */
 static void test_pool(void **state)
 {
 	(void)state;
@@ -178,26 +189,17 @@ static void test_pool(void **state)
 		struct cpu_pool *p = cpu_pool_new(nt);
 		assert_non_null(p);
 		assert_int_equal(cpu_pool_size(p), nt);
-		int hits[8] = {0};
-		for (int r = 0; r < 100; r++)
-			cpu_pool_run(p, count_task, hits);
-		for (int t = 0; t < nt; t++)
-			assert_int_equal(hits[t], 100);
+		for (int r = 0; r < 200; r++) {
+			struct count_task c = {.items = 1 + r * 5 % 1000};
+			atomic_init(&c.next, 0);
+			cpu_pool_run(p, count_task, &c);
+			for (int i = 0; i < 1000; i++)
+				assert_int_equal(c.hits[i], i < c.items);
+			assert_int_equal(c.tids[0], 1);   /* the caller always takes part */
+		}
 		cpu_pool_free(p);
 	}
 	cpu_pool_free(NULL);
-	for (int n = 0; n < 50; n += 7)
-		for (int nt = 1; nt <= 4; nt++) {
-			int next = 0;
-			for (int t = 0; t < nt; t++) {
-				int lo, hi;
-				cpu_split(n, 16, t, nt, &lo, &hi);
-				assert_int_equal(lo, next);
-				assert_true(hi >= lo && (hi == n || hi % 16 == 0));
-				next = hi;
-			}
-			assert_int_equal(next, n);
-		}
 }
 
 int main(void)

@@ -2,6 +2,7 @@
  * place from the mmap, with a bf16 (or fp32) KV cache. It is the exact reference the
  * other backends are checked against, so it follows transformers' Qwen3 step by step. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,44 +54,56 @@ struct mm {
 struct mm_task {
 	const struct cpu_kernels *k;
 	const float *xp;                 /* (n, K) packed */
-	int n, K, count;
+	int n, K, count, blocks;
 	struct mm mm[3];
+	atomic_int next;                 /* next block of MM_ROWS rows, over all matrices */
 };
+
+/* Rows per work item: 64 rows of a K=1024 matrix are 128 KB, small enough that a
+ * thread arriving late still finds work, large enough that claiming is free. */
+#define MM_ROWS 64
 
 static void mm_run(void *arg, int tid, int nt)
 {
+	(void)tid;
+	(void)nt;
 	struct mm_task *t = arg;
-	for (int i = 0; i < t->count; i++) {
-		int lo, hi;
-		cpu_split(t->mm[i].M, 16, tid, nt, &lo, &hi);
-		if (lo < hi)
-			t->k->matmul(t->mm[i].out, t->mm[i].M, t->xp, t->K, t->n, t->mm[i].w,
-				     t->K, lo, hi, t->mm[i].acc);
+	for (int b; (b = cpu_claim(&t->next, t->blocks)) >= 0;) {
+		int i = 0;
+		for (int nb; b >= (nb = (t->mm[i].M + MM_ROWS - 1) / MM_ROWS); i++)
+			b -= nb;
+		int lo = b * MM_ROWS, hi = lo + MM_ROWS < t->mm[i].M ? lo + MM_ROWS : t->mm[i].M;
+		t->k->matmul(t->mm[i].out, t->mm[i].M, t->xp, t->K, t->n, t->mm[i].w, t->K, lo, hi,
+			     t->mm[i].acc);
 	}
 }
 
 static void matmul(struct cpu_state *s, const float *xp, int n, int K, int count,
 		   const struct mm *mm)
 {
-	struct mm_task t = {s->k, xp, n, K, count, {{0}}};
+	struct mm_task t = {.k = s->k, .xp = xp, .n = n, .K = K, .count = count};
 	memcpy(t.mm, mm, (size_t)count * sizeof *mm);
+	for (int i = 0; i < count; i++)
+		t.blocks += (mm[i].M + MM_ROWS - 1) / MM_ROWS;
+	atomic_init(&t.next, 0);
 	cpu_pool_run(s->pool, mm_run, &t);
 }
 
-/* A per-token step run over tokens [0, n) split among the threads. */
+/* A per-token step run over tokens [0, n), one token per work item. */
 struct tok_task {
 	struct cpu_state *s;
 	void (*fn)(struct cpu_state *s, const void *ctx, int t);
 	const void *ctx;
 	int n;
+	atomic_int next;
 };
 
 static void tok_run(void *arg, int tid, int nt)
 {
+	(void)tid;
+	(void)nt;
 	struct tok_task *t = arg;
-	int lo, hi;
-	cpu_split(t->n, 1, tid, nt, &lo, &hi);
-	for (int i = lo; i < hi; i++)
+	for (int i; (i = cpu_claim(&t->next, t->n)) >= 0;)
 		t->fn(t->s, t->ctx, i);
 }
 
@@ -101,7 +114,8 @@ static void per_token(struct cpu_state *s, int n,
 		fn(s, ctx, 0);
 		return;
 	}
-	struct tok_task t = {s, fn, ctx, n};
+	struct tok_task t = {.s = s, .fn = fn, .ctx = ctx, .n = n};
+	atomic_init(&t.next, 0);
 	cpu_pool_run(s->pool, tok_run, &t);
 }
 
@@ -181,18 +195,24 @@ static void qk_norm_rope_store(struct cpu_state *s, const void *ctx, int t)
 	}
 }
 
-/* Causal GQA attention: (token, head) items split among the threads; query head h
+/* Causal GQA attention: (token, head) items shared among the threads; query head h
  * reads kv head h / (num_heads / num_kv_heads), as transformers' repeat_kv does. */
+struct attn_task {
+	struct cpu_state *s;
+	const struct step *st;
+	atomic_int next;
+};
+
 static void attention_run(void *arg, int tid, int nt)
 {
-	const struct step *st = ((void **)arg)[1];
-	struct cpu_state *s = ((void **)arg)[0];
+	(void)nt;
+	struct attn_task *a = arg;
+	struct cpu_state *s = a->s;
+	const struct step *st = a->st;
 	int H = s->c->num_heads, hd = s->c->head_dim, group = H / s->c->num_kv_heads;
 	float scale = 1.0f / sqrtf((float)hd);
 	float *sc = s->scores + (size_t)tid * s->ctx;
-	int lo, hi;
-	cpu_split(st->n * H, 1, tid, nt, &lo, &hi);
-	for (int it = lo; it < hi; it++) {
+	for (int it; (it = cpu_claim(&a->next, st->n * H)) >= 0;) {
 		int t = it / H, h = it % H, nk = st->pos + t + 1;
 		const float *q = s->q + (size_t)t * s->q_dim + (size_t)h * hd;
 		s->k->scores(sc, q, cache_row(s, s->key_cache, st->layer, h / group, 0), nk, hd,
@@ -203,6 +223,13 @@ static void attention_run(void *arg, int tid, int nt)
 		if (s->capture && t == st->n - 1)
 			memcpy(s->cap + ((size_t)st->layer * H + h) * s->ctx, sc, (size_t)nk * sizeof *sc);
 	}
+}
+
+static void attention(struct cpu_state *s, const struct step *st)
+{
+	struct attn_task a = {.s = s, .st = st};
+	atomic_init(&a.next, 0);
+	cpu_pool_run(s->pool, attention_run, &a);
 }
 
 /* ---- the forward pass -------------------------------------------------------------- */
@@ -235,7 +262,7 @@ static void forward_chunk(struct cpu_state *s, const int32_t *ids, int n, int po
 			{s->vv, L->wv.data, s->kv_dim, false}}); /* (n, kv_dim) */
 		per_token(s, n, qk_norm_rope_store, &st);
 		/* att (n, q_dim) = softmax(q k^T / sqrt(hd) + causal) v, over the cache */
-		cpu_pool_run(s->pool, attention_run, (void *[2]){s, &st});
+		attention(s, &st);
 		/* x += att @ Wo^T */
 		st.src = s->att;
 		st.src_dim = s->q_dim;

@@ -1,7 +1,12 @@
-/* pool.c — worker threads for the CPU backend. A decode step runs ~200 parallel
- * tasks (several per layer), so waking workers through a condition variable for
+/* pool.c — worker threads for the CPU backend. A decode step runs ~140 parallel
+ * tasks (five per layer), so waking workers through a condition variable for
  * each (tens of microseconds) would cost more than the work; workers spin on a
- * generation counter for a while and only then sleep on the condition variable. */
+ * generation counter for a while and only then sleep on the condition variable.
+ * The caller never waits for a worker that has not started: tasks hand out their
+ * work through a shared counter, and once the caller has run out of work it closes
+ * the task to latecomers. On this shared 2-core machine a descheduled worker
+ * otherwise stalled every one of those tasks for a time slice (decode varied from
+ * 1 to 12 tokens/s between runs). */
 #include "engine/cpu/pool.h"
 
 #include <errno.h>
@@ -18,6 +23,7 @@
 /* How long an idle worker spins before sleeping: long enough to bridge the gap
  * between the tasks of one forward pass and between decode steps. */
 #define SPIN_NS 2000000L
+#define CLOSED 0x80000000u
 
 struct cpu_pool {
 	int n;                          /* threads including the caller */
@@ -25,7 +31,8 @@ struct cpu_pool {
 	cpu_task_fn fn;
 	void *arg;
 	atomic_uint gen;                /* bumped for every task (and for exit) */
-	atomic_int done;                /* workers finished with the current task */
+	atomic_uint entry;              /* workers that joined the task | CLOSED */
+	atomic_uint done;               /* joined workers that finished it */
 	atomic_int sleepers;            /* workers blocked on `wake` */
 	atomic_bool quit;
 	pthread_mutex_t mu;
@@ -83,6 +90,12 @@ static void *worker(void *va)
 		seen = wait_gen(p, seen);
 		if (atomic_load(&p->quit))
 			return NULL;
+		unsigned e = atomic_load(&p->entry);
+		bool joined = false;
+		while (!(e & CLOSED) && !(joined = atomic_compare_exchange_weak(&p->entry, &e, e + 1)))
+			;
+		if (!joined)
+			continue;       /* the caller finished the task alone */
 		p->fn(p->arg, wa.tid, p->n);
 		atomic_fetch_add(&p->done, 1);
 	}
@@ -163,17 +176,16 @@ void cpu_pool_run(struct cpu_pool *p, cpu_task_fn fn, void *arg)
 	p->fn = fn;
 	p->arg = arg;
 	atomic_store(&p->done, 0);
+	atomic_store(&p->entry, 0);   /* publishes fn and arg to joining workers */
 	bump(p);
 	fn(arg, 0, p->n);
-	while (atomic_load(&p->done) < p->n - 1)
+	unsigned joined = atomic_fetch_or(&p->entry, CLOSED) & ~CLOSED;
+	while (atomic_load(&p->done) < joined)
 		cpu_relax();
 }
 
-void cpu_split(int n, int align, int tid, int nthreads, int *lo, int *hi)
+int cpu_claim(atomic_int *next, int count)
 {
-	int units = (n + align - 1) / align;
-	int a = (int)((long)units * tid / nthreads);
-	int b = (int)((long)units * (tid + 1) / nthreads);
-	*lo = a * align < n ? a * align : n;
-	*hi = b * align < n ? b * align : n;
+	int i = atomic_fetch_add(next, 1);
+	return i < count ? i : -1;
 }

@@ -3,9 +3,14 @@
 #ifndef QWENCHAT_CPU_POOL_H
 #define QWENCHAT_CPU_POOL_H
 
+#include <stdatomic.h>
+
 struct cpu_pool;
 
-/* fn(arg, tid, nthreads) is called once for each tid in [0, nthreads). */
+/* A task: fn(arg, tid, nthreads) runs on the caller (tid 0) and on each worker
+ * (tid 1..nthreads-1) that wakes before the caller is done, at most once per
+ * thread; so fn must take its work items from a shared counter (cpu_claim) rather
+ * than by tid, and use tid only to pick per-thread scratch. */
 typedef void (*cpu_task_fn)(void *arg, int tid, int nthreads);
 
 /* nthreads >= 1 in total (including the caller); 0 = all online cores.
@@ -14,11 +19,10 @@ struct cpu_pool *cpu_pool_new(int nthreads);
 void cpu_pool_free(struct cpu_pool *p);
 int cpu_pool_size(const struct cpu_pool *p);
 
-/* Runs fn on every thread and returns when all have finished. */
+/* Runs the task and returns when every thread that joined it has finished. */
 void cpu_pool_run(struct cpu_pool *p, cpu_task_fn fn, void *arg);
 
-/* Splits [0, n) into nthreads nearly equal parts whose boundaries are multiples of
- * `align` (except n itself); sets [*lo, *hi) for thread tid. */
-void cpu_split(int n, int align, int tid, int nthreads, int *lo, int *hi);
+/* The next of `count` work items from the task's counter, or -1 when none is left. */
+int cpu_claim(atomic_int *next, int count);
 
 #endif
