@@ -35,7 +35,7 @@ static const char help[] =
 	"normalizer.\n"
 	"  --vocab-size N    256 + merges + special tokens (at least 256 + specials)\n"
 	"  --special TOKEN   a special token (repeatable), e.g. '<|endoftext|>'\n"
-	"  --threads N       counting threads (default: all cores)\n"
+	"  --threads N       counting threads (default or 0: all cores)\n"
 	"  --out DIR         output directory (created when missing)\n"
 	"  -q, --quiet       no progress and no summary line on stderr\n"
 	"  -h, --help        this help\n";
@@ -104,7 +104,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->specials[a->n_specials++] = optarg;
 			break;
 		case 'T':
-			if (cli_parse_long("--threads", optarg, 1, MAX_THREADS, &a->threads) < 0)
+			if (cli_parse_long("--threads", optarg, 0, MAX_THREADS, &a->threads) < 0)
 				return -1;
 			break;
 		case 'o': a->out = optarg; break;

@@ -111,7 +111,8 @@ TESTS += tests/test_bpe_train
 tests_test_bpe_train_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_bpe_train_LDADD = libqwenchat.a $(CMOCKA_LIBS)
 TESTS += tests/train-bpe.sh tests/train-bpe-hf.sh
-EXTRA_DIST += tests/train-bpe.sh tests/train-bpe-hf.sh tests/bpe_reference.py
+EXTRA_DIST += tests/train-bpe.sh tests/train-bpe-hf.sh tests/bpe_reference.py \
+	tests/bench/train-bpe.sh
 
 # Chat UI (issue 6, helper ui): slash command parsing; tmux-driven UI tests; plain mode.
 check_PROGRAMS += tests/test_slash
