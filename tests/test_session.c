@@ -114,6 +114,8 @@ static void check_fresh(const struct sess *s)
 		if (fabs(got[i] - fresh[i]) > maxdiff)
 			maxdiff = fabs(got[i] - fresh[i]);
 	}
+	print_message("  logits vs fresh prefill of %d tokens: max |diff| %.3g, max |logit| %.3g\n",
+		      sess_n(s), maxdiff, maxabs);
 	if (maxdiff > 1e-5 * maxabs)
 		fail_msg("logits differ from a fresh prefill: %g (max |logit| %g)", maxdiff, maxabs);
 }
