@@ -63,6 +63,17 @@ static void on_progress(void *ctx, int done, int total)
 		t > p->t0 ? done / (t - p->t0) : 0.0);
 }
 
+static void on_count(void *ctx, uint64_t bytes)
+{
+	struct progress *p = ctx;
+	double t = now();
+	if (!p->tty || t - p->last < 0.2)
+		return;
+	p->last = t;
+	fprintf(stderr, "\rtrain-bpe: counted %.1f MB (%.1f MB/s)  ", bytes / 1e6,
+		t > p->t0 ? bytes / 1e6 / (t - p->t0) : 0.0);
+}
+
 /* True when s is valid UTF-8 (checked through the counter, which enforces it). */
 static bool utf8_ok(const char *s)
 {
@@ -161,10 +172,12 @@ int cmd_train_bpe(int argc, char **argv)
 	struct bpe_words words = {0};
 	struct bpe_model *m = NULL;
 	struct bpe_count_stats st;
-	struct bpe_count_opts co = {.specials = a.specials, .n_specials = a.n_specials,
-				    .threads = (int)a.threads};
-	struct bpe_counter *c = bpe_counter_new(&co);
 	double t0 = now();
+	struct progress pc = {.tty = !a.quiet && isatty(STDERR_FILENO), .t0 = t0, .last = t0};
+	struct bpe_count_opts co = {.specials = a.specials, .n_specials = a.n_specials,
+				    .threads = (int)a.threads, .progress = on_count,
+				    .progress_ctx = &pc};
+	struct bpe_counter *c = bpe_counter_new(&co);
 	if (!c || make_dir(a.out) < 0)
 		goto out;
 	for (int i = optind; i < argc; i++)
@@ -172,6 +185,8 @@ int cmd_train_bpe(int argc, char **argv)
 			goto out;
 	if (bpe_counter_words(c, &words) < 0)
 		goto out;
+	if (pc.last > t0)
+		fputc('\n', stderr);
 	bpe_counter_stats(c, &st);
 	bpe_counter_free(c);
 	c = NULL;

@@ -41,6 +41,8 @@ struct bpe_counter {
 	size_t max_spec;
 	int threads;
 	size_t block;
+	void (*progress)(void *ctx, uint64_t bytes);
+	void *progress_ctx;
 	struct table *tabs;    /* (threads) */
 	uint64_t bytes;
 };
@@ -308,6 +310,8 @@ static int count_block(struct bpe_counter *c, const char *buf, size_t n, size_t 
 	c->bytes += cut;
 	if (oom)
 		return err_set("out of memory counting pre-tokens (%zu distinct so far)", c->tabs[0].n);
+	if (c->progress)
+		c->progress(c->progress_ctx, c->bytes);
 	return 0;
 }
 
@@ -388,6 +392,8 @@ struct bpe_counter *bpe_counter_new(const struct bpe_count_opts *opts)
 	c->n_specials = opts->n_specials > 0 ? opts->n_specials : 0;
 	c->threads = opts->threads < 1 ? 1 : opts->threads > MAX_THREADS ? MAX_THREADS : opts->threads;
 	c->block = opts->block_bytes ? opts->block_bytes : DEFAULT_BLOCK;
+	c->progress = opts->progress;
+	c->progress_ctx = opts->progress_ctx;
 	c->spec_len = calloc((size_t)c->n_specials + 1, sizeof *c->spec_len);
 	c->tabs = calloc((size_t)c->threads, sizeof *c->tabs);
 	if (!c->spec_len || !c->tabs) {

@@ -13,6 +13,9 @@ struct bpe_count_opts {
 	int n_specials;
 	int threads;                  /* counting threads, >= 1 */
 	size_t block_bytes;           /* input read per round; 0 = 16 MiB */
+	/* Called after each block (may be NULL): input bytes counted so far. */
+	void (*progress)(void *ctx, uint64_t bytes);
+	void *progress_ctx;
 };
 
 struct bpe_count_stats {
