@@ -115,13 +115,56 @@ static int gc_eos(json_t *root, const char *path, int32_t *eos, int *n_eos)
 		if (!json_is_integer(x) || json_integer_value(x) < 0 ||
 		    json_integer_value(x) > INT32_MAX)
 			return err_set("%s: eos_token_id: not a token id", path);
-		if (eos)
-			eos[k] = (int32_t)json_integer_value(x);
-		k++;
+		eos[k++] = (int32_t)json_integer_value(x);
 	}
-	if (n_eos)
-		*n_eos = k;
+	*n_eos = k;
 	return 0;
+}
+
+int samp_parse_generation_config(const char *text, size_t len, const char *name,
+				 struct samp_params *p, int32_t *eos, int *n_eos)
+{
+	json_error_t je;
+	json_t *root = json_loadb(text, len, 0, &je);
+	int rc = -1, k = 0;
+	int32_t ids[SAMP_MAX_EOS];
+	struct samp_params q = *p;
+	double topk = q.top_k;
+	if (!root || !json_is_object(root)) {
+		err_set("%s: line %d: %s", name, root ? 1 : je.line,
+			root ? "not a JSON object" : je.text);
+		goto out;
+	}
+	if (gc_number(root, name, "temperature", &q.temperature) ||
+	    gc_number(root, name, "top_k", &topk) ||
+	    gc_number(root, name, "top_p", &q.top_p) ||
+	    gc_number(root, name, "min_p", &q.min_p) ||
+	    gc_number(root, name, "repetition_penalty", &q.repetition_penalty) ||
+	    gc_number(root, name, "presence_penalty", &q.presence_penalty) ||
+	    gc_eos(root, name, ids, &k))
+		goto out;
+	if (topk != floor(topk) || topk < 0 || topk > 1 << 24) {
+		err_set("%s: top_k: %g is not a whole number >= 0", name, topk);
+		goto out;
+	}
+	q.top_k = (int)topk;
+	json_t *ds = json_object_get(root, "do_sample");
+	if (ds && json_is_boolean(ds) && !json_is_true(ds))
+		q.greedy = true;
+	if (samp_params_check(&q)) {
+		err_prefix("%s", name);
+		goto out;
+	}
+	/* nothing changes unless the whole file is good */
+	*p = q;
+	if (k && eos)
+		memcpy(eos, ids, (size_t)k * sizeof *ids);
+	if (k && n_eos)
+		*n_eos = k;
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
 }
 
 int samp_load_generation_config(const char *dir, struct samp_params *p, int32_t *eos,
@@ -130,51 +173,14 @@ int samp_load_generation_config(const char *dir, struct samp_params *p, int32_t 
 	char *path = fio_join(dir, "generation_config.json");
 	if (!path)
 		return err_set("out of memory");
-	if (!fio_is_file(path)) {
-		free(path);
-		return 0;
-	}
 	size_t len;
-	char *text = fio_read_all(path, 1 << 20, &len);
-	if (!text) {
-		free(path);
-		return -1;
+	char *text = NULL;
+	int rc = 0;
+	if (fio_is_file(path)) {
+		text = fio_read_all(path, 1 << 20, &len);
+		rc = text ? samp_parse_generation_config(text, len, path, p, eos, n_eos) : -1;
 	}
-	json_error_t je;
-	json_t *root = json_loadb(text, len, 0, &je);
 	free(text);
-	int rc = -1;
-	struct samp_params q = *p;
-	double topk = q.top_k;
-	if (!root || !json_is_object(root)) {
-		err_set("%s: line %d: %s", path, root ? 1 : je.line,
-			root ? "not a JSON object" : je.text);
-		goto out;
-	}
-	if (gc_number(root, path, "temperature", &q.temperature) ||
-	    gc_number(root, path, "top_k", &topk) ||
-	    gc_number(root, path, "top_p", &q.top_p) ||
-	    gc_number(root, path, "min_p", &q.min_p) ||
-	    gc_number(root, path, "repetition_penalty", &q.repetition_penalty) ||
-	    gc_number(root, path, "presence_penalty", &q.presence_penalty) ||
-	    gc_eos(root, path, eos, n_eos))
-		goto out;
-	if (topk != floor(topk) || topk < 0 || topk > 1 << 24) {
-		err_set("%s: top_k: %g is not a whole number >= 0", path, topk);
-		goto out;
-	}
-	q.top_k = (int)topk;
-	json_t *ds = json_object_get(root, "do_sample");
-	if (ds && json_is_boolean(ds) && !json_is_true(ds))
-		q.greedy = true;
-	if (samp_params_check(&q)) {
-		err_prefix("%s", path);
-		goto out;
-	}
-	*p = q;
-	rc = 0;
-out:
-	json_decref(root);
 	free(path);
 	return rc;
 }
@@ -406,9 +412,8 @@ static void full_vocab(struct samp *s)
 		if (s->work[i] > m)
 			m = s->work[i];
 	/* weights in float like the logits; the sum in double (151,936 terms) */
-	float mf = (float)m, inv_t = (float)(1 / T);
 	for (int i = 0; i < V; i++) {
-		s->cp[i] = expf((s->work[i] - mf) * inv_t);
+		s->cp[i] = expf((float)((s->work[i] - m) / T));  /* T may be tiny: divide */
 		z += s->cp[i];
 	}
 	if (s->p.top_p >= 1 && s->p.min_p <= 0) {

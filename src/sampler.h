@@ -60,6 +60,10 @@ int samp_params_check(const struct samp_params *p);
 int samp_load_generation_config(const char *dir, struct samp_params *p, int32_t *eos,
 				int *n_eos);
 
+/* The same from the file's text (name starts every message); for tests and fuzzing. */
+int samp_parse_generation_config(const char *text, size_t len, const char *name,
+				 struct samp_params *p, int32_t *eos, int *n_eos);
+
 /* A sampler: the settings, the RNG and scratch buffers for one vocabulary size. */
 struct samp;
 

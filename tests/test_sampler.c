@@ -335,6 +335,14 @@ static void test_params(void **state)
 	bad = p, bad.presence_penalty = INFINITY;
 	assert_int_equal(samp_params_check(&bad), -1);
 
+	/* a tiny temperature is greedy in effect, never NaN */
+	struct samp_params tiny = p;
+	tiny.temperature = 1e-300, tiny.top_k = 0, tiny.top_p = 0.9;
+	struct samp *ts = samp_new(&tiny, 4);
+	float tl[4] = {0.5f, 2.0f, 1.0f, 1.9f};
+	assert_int_equal(samp_next(ts, tl, 4, NULL, 0), 1);
+	samp_free(ts);
+
 	/* wrong row length and NaN logits are errors, not crashes */
 	struct samp *s = samp_new(&p, 4);
 	float l[4] = {0, 1, NAN, 2};
@@ -397,6 +405,8 @@ static void test_generation_config(void **state)
 		assert_int_equal(samp_load_generation_config(d, &p, eos, &n_eos), -1);
 		assert_non_null(strstr(err_msg(), "generation_config.json"));
 		assert_memory_equal(&before, &p, sizeof p);  /* left alone on error */
+		assert_int_equal(n_eos, 1);
+		assert_int_equal(eos[0], 7);
 		rm_gc(d);
 	}
 	/* absent file: nothing changes */
