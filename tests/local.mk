@@ -125,3 +125,15 @@ tests_fuzz_genconfig_SOURCES = tests/fuzz_genconfig.c
 tests_fuzz_genconfig_LDADD = libqwenchat.a
 tests_fuzz_genconfig_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz_genconfig.c tests/fuzz/corpus/genconfig
+
+# The tokenizer against Hugging Face tokenizers (golden ids by tests/golden/make-tokenizer-golden.js),
+# round trips, streaming decode, bad files; `qwenchat tokenize` / `detokenize`.
+check_PROGRAMS += tests/test_tokenizer
+TESTS += tests/test_tokenizer
+tests_test_tokenizer_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_tokenizer_LDADD = libqwenchat.a $(CMOCKA_LIBS)
+EXTRA_DIST += tests/golden/make-tokenizer-golden.js tests/golden/tokenizer-cases.jsonl \
+	tests/golden/tokenizer-mixed.json tests/golden/qwen2-tokenizer-reference-cases.jsonl \
+	tests/golden/qwen2-tokenizer-reference-cases.README
+TESTS += tests/tokenizer.sh
+EXTRA_DIST += tests/tokenizer.sh

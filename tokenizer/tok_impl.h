@@ -1,0 +1,41 @@
+/* tok_impl.h — struct tok, shared by the tokenizer's own files (not a public API). */
+#ifndef QWENCHAT_TOK_IMPL_H
+#define QWENCHAT_TOK_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tokenizer/added.h"
+#include "tokenizer/bpe.h"
+
+enum { TOKF_VALID = 1, TOKF_ADDED = 2, TOKF_SPECIAL = 4 };
+
+struct tok {
+	struct bpe *bpe;
+	struct added_set added;
+	bool nfc;            /* normalizer NFC (else none) */
+	bool ignore_merges;  /* model.ignore_merges: a piece in the vocabulary is one token */
+	int32_t n_ids;       /* max id + 1 */
+	uint8_t *flags;        /* (n_ids) TOKF_* */
+	/* decoded bytes of added token id: abytes[aoff[id - amin] ..] (alen[id - amin] bytes);
+	 * other ids decode to their vocabulary bytes (bpe_token) */
+	int32_t amin;
+	char *abytes;
+	uint32_t *aoff, *alen;  /* (n_ids - amin) */
+	char *chat_template, *eos, *pad;
+	/* scratch reused by tok_encode */
+	struct added_segs segs, segs2;
+};
+
+/* The decoded bytes of a valid id (checked by the caller). */
+static inline const char *tok_bytes(const struct tok *t, int32_t id, size_t *n)
+{
+	if (t->flags[id] & TOKF_ADDED) {
+		*n = t->alen[id - t->amin];
+		return t->abytes + t->aoff[id - t->amin];
+	}
+	return bpe_token(t->bpe, id, n);
+}
+
+
+#endif
