@@ -114,6 +114,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		return cli_usage(argv[0], "unexpected argument '%s'", argv[optind]);
 	if (a->prompt && a->file)
 		return cli_usage(argv[0], "-p and -f both give the prompt: use one");
+	if (!a->prompt && !a->file && isatty(STDIN_FILENO))
+		return cli_usage(argv[0], "no prompt: give -p TEXT or -f FILE, or pipe it to stdin");
 	if (a->raw && (a->system || a->think != TMPL_THINK_ABSENT))
 		return cli_usage(argv[0], "--raw uses no template: --system, --think and "
 				 "--no-think do not apply");
