@@ -137,3 +137,8 @@ EXTRA_DIST += tests/golden/make-tokenizer-golden.js tests/golden/tokenizer-cases
 	tests/golden/qwen2-tokenizer-reference-cases.README
 TESTS += tests/tokenizer.sh
 EXTRA_DIST += tests/tokenizer.sh
+FUZZ_TARGETS += tests/fuzz_tokenizer
+tests_fuzz_tokenizer_SOURCES = tests/fuzz_tokenizer.c
+tests_fuzz_tokenizer_LDADD = libqwenchat.a
+tests_fuzz_tokenizer_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz_tokenizer.c tests/fuzz/corpus/tokenizer

@@ -292,7 +292,7 @@ int bpe_finish(struct bpe *b)
 			return err_set("no token for byte 0x%02x (a byte-level BPE needs all 256)", i);
 	if (!b->mcap && mgrow(b, 1 << 4))
 		return -1;
-	b->ccap = 1 << 12;
+	b->ccap = 1 << 8;
 	b->cslot = calloc(b->ccap, sizeof *b->cslot);
 	if (!b->cslot)
 		return err_set("tokenizer: out of memory");
@@ -301,7 +301,7 @@ int bpe_finish(struct bpe *b)
 
 int bpe_reserve(struct bpe *b, size_t tokens, size_t merges)
 {
-	size_t v = 1 << 12, m = 1 << 12;
+	size_t v = 64, m = 64;
 	/* load at most 3/4 once full, the threshold bpe_add_* grow at */
 	while (v * 3 < tokens * 4 && v < ((size_t)1 << 26))
 		v *= 2;
