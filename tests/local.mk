@@ -113,6 +113,11 @@ tests_test_bpe_train_LDADD = libqwenchat.a $(CMOCKA_LIBS)
 TESTS += tests/train-bpe.sh tests/train-bpe-hf.sh
 EXTRA_DIST += tests/train-bpe.sh tests/train-bpe-hf.sh tests/bpe_reference.py \
 	tests/bench/train-bpe.sh
+FUZZ_TARGETS += tests/fuzz_bpe_train
+tests_fuzz_bpe_train_SOURCES = tests/fuzz_bpe_train.c
+tests_fuzz_bpe_train_LDADD = libqwenchat.a
+tests_fuzz_bpe_train_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz_bpe_train.c tests/fuzz/corpus/bpe_train
 
 # Chat UI (issue 6, helper ui): slash command parsing; tmux-driven UI tests; plain mode.
 check_PROGRAMS += tests/test_slash

@@ -293,7 +293,7 @@ static void assert_same_words(struct bpe_words *a, struct bpe_words *b)
 	free(ib);
 }
 
-/* A file read in 4 KiB blocks by 3 threads counts exactly what one pass over the
+/* Text read in small blocks by 3 threads counts exactly what one pass over the
  * whole text counts: the block and range cuts never split a pre-token nor a
  * special token. */
 static void test_count_blocks_and_threads(void **state)
@@ -321,7 +321,8 @@ static void test_count_blocks_and_threads(void **state)
 	assert_int_equal(fwrite(text, 1, len, f), len);
 	fclose(f);
 	const char *specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_start|>\n"};
-	struct bpe_count_opts one = {.specials = specials, .n_specials = 3, .threads = 1};
+	struct bpe_count_opts one = {.specials = specials, .n_specials = 3, .threads = 1,
+				     .block_bytes = 1 << 20};
 	struct bpe_count_opts many = {.specials = specials, .n_specials = 3, .threads = 3};
 	struct bpe_counter *c1 = bpe_counter_new(&one);
 	assert_non_null(c1);
@@ -337,12 +338,17 @@ static void test_count_blocks_and_threads(void **state)
 		for (int k = 0; k < 2; k++)
 			assert_null(memmem(w1.arena + w1.off[i], w1.off[i + 1] - w1.off[i],
 					   specials[k], strlen(specials[k])));
-	/* small blocks (one range each), then blocks split among 3 threads */
-	for (size_t block = 4096; block <= 40000; block *= 10) {
-		many.block_bytes = block;
+	/* small blocks (one range each), then blocks split among 3 threads; from the
+	 * file, then from memory with ranges down to 512 bytes */
+	for (int k = 0; k < 4; k++) {
+		many.block_bytes = k % 2 ? 40000 : 4096;
+		many.min_range_bytes = k < 2 ? 0 : 512;
 		struct bpe_counter *c2 = bpe_counter_new(&many);
 		assert_non_null(c2);
-		assert_int_equal(bpe_counter_add_file(c2, path), 0);
+		if (k < 2)
+			assert_int_equal(bpe_counter_add_file(c2, path), 0);
+		else
+			assert_int_equal(bpe_counter_add_text(c2, text, len, "text"), 0);
 		assert_int_equal(bpe_counter_words(c2, &w2), 0);
 		bpe_counter_stats(c2, &s2);
 		assert_int_equal(s2.bytes, len);

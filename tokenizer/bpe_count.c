@@ -15,7 +15,7 @@
 
 #define DEFAULT_BLOCK (16u << 20)
 #define MAX_THREADS 256
-#define MIN_RANGE 8192
+#define MIN_RANGE 8192 /* bytes: below that a thread costs more than it saves */
 
 /* One distinct pre-token: its bytes are the table's arena[off .. off + len). */
 struct entry {
@@ -40,7 +40,7 @@ struct bpe_counter {
 	int n_specials;
 	size_t max_spec;
 	int threads;
-	size_t block;
+	size_t block, min_range;
 	void (*progress)(void *ctx, uint64_t bytes);
 	void *progress_ctx;
 	struct table *tabs;    /* (threads) */
@@ -268,8 +268,8 @@ static void *count_range(void *arg)
 static int count_block(struct bpe_counter *c, const char *buf, size_t n, size_t cut)
 {
 	int T = c->threads;
-	if ((size_t)T > cut / MIN_RANGE + 1)
-		T = (int)(cut / MIN_RANGE + 1); /* a few pages are not worth a thread */
+	if ((size_t)T > cut / c->min_range + 1)
+		T = (int)(cut / c->min_range + 1); /* a few pages are not worth a thread */
 	struct job jobs[MAX_THREADS];
 	pthread_t tid[MAX_THREADS];
 	bool started[MAX_THREADS] = {false};
@@ -330,7 +330,17 @@ int bpe_counter_add_text(struct bpe_counter *c, const char *text, size_t len, co
 {
 	if (check_utf8(text, len, false, name, 0) < 0)
 		return -1;
-	return count_block(c, text, len, len);
+	/* in blocks like a file, so both take the same path through the cuts */
+	size_t pos = 0;
+	while (len - pos > c->block) {
+		size_t cut = find_cut(c, text + pos, len - pos, 0, len - pos, c->block);
+		if (!cut)
+			break;
+		if (count_block(c, text + pos, len - pos, cut) < 0)
+			return -1;
+		pos += cut;
+	}
+	return count_block(c, text + pos, len - pos, len - pos);
 }
 
 int bpe_counter_add_file(struct bpe_counter *c, const char *path)
@@ -392,6 +402,7 @@ struct bpe_counter *bpe_counter_new(const struct bpe_count_opts *opts)
 	c->n_specials = opts->n_specials > 0 ? opts->n_specials : 0;
 	c->threads = opts->threads < 1 ? 1 : opts->threads > MAX_THREADS ? MAX_THREADS : opts->threads;
 	c->block = opts->block_bytes ? opts->block_bytes : DEFAULT_BLOCK;
+	c->min_range = opts->min_range_bytes ? opts->min_range_bytes : MIN_RANGE;
 	c->progress = opts->progress;
 	c->progress_ctx = opts->progress_ctx;
 	c->spec_len = calloc((size_t)c->n_specials + 1, sizeof *c->spec_len);

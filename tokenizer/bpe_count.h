@@ -13,6 +13,7 @@ struct bpe_count_opts {
 	int n_specials;
 	int threads;                  /* counting threads, >= 1 */
 	size_t block_bytes;           /* input read per round; 0 = 16 MiB */
+	size_t min_range_bytes;       /* least text per counting thread; 0 = 8 KiB (tests go lower) */
 	/* Called after each block (may be NULL): input bytes counted so far. */
 	void (*progress)(void *ctx, uint64_t bytes);
 	void *progress_ctx;
