@@ -56,6 +56,10 @@ struct sess *sess_new(struct eng *e, const struct eng_model *m, struct tok *t,
 		      const struct sess_options *opt)
 {
 	struct sess_options none = {0};
+	if (!e || !m || !t) {
+		err_set("session: no engine, model or tokenizer");
+		return NULL;
+	}
 	if (!opt)
 		opt = &none;
 	if (opt->chunk < 0 || opt->n_eos < 0 || opt->n_eos > SAMP_MAX_EOS) {

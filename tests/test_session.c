@@ -3,7 +3,8 @@
  * KV-reuse path gives the logits of a fresh prefill of the whole rendered
  * conversation and prefills only the tokens after the common prefix; cancel during
  * prefill and decode, then continue, gives the same; context overflow drops the
- * oldest whole turns; bad ids and calls are errors, not crashes. */
+ * oldest whole turns; a model rigged to write a think block streams its reasoning
+ * and answer apart; bad ids and calls are errors, not crashes. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "engine/engine.h"
 #include "src/chat.h"
@@ -421,6 +423,135 @@ static void test_overflow(void **state)
 	chat_free(c);
 }
 
+/* A model rigged to write a fixed sequence (bf16 weights patched in place): residual
+ * dimension 0 is a constant 10 (embedding column 0; row 0 of every o_proj and
+ * down_proj zero), the final norm keeps only that dimension, so the logits are
+ * lm_head[:, 0] times a positive constant whatever the input. lm_head[:, 0] ranks
+ * the script's tokens first to last; a huge presence penalty then makes greedy
+ * decoding take them in order, each once. */
+static const char *const script[] = {"<think>", "\n", "Hello", "\n\n", "</think>", "World",
+				     "!", "<|im_end|>"};
+enum { NSCRIPT = sizeof script / sizeof script[0] };
+
+/* Sets tensor `name` (bf16, rows x cols) entries: column col (col >= 0) or row row.
+ * The values used are exact in bf16 (the upper half of the float). */
+static void patch(FILE *f, json_t *hdr, uint64_t base, const char *name, int row, int col,
+		  const float *vals, int count)
+{
+	json_t *t = json_object_get(hdr, name);
+	assert_non_null(t);
+	assert_string_equal(json_string_value(json_object_get(t, "dtype")), "BF16");
+	json_t *shape = json_object_get(t, "shape");
+	int64_t cols = json_array_size(shape) == 2 ?
+		       json_integer_value(json_array_get(shape, 1)) : 1;
+	uint64_t off = base + (uint64_t)json_integer_value(
+		json_array_get(json_object_get(t, "data_offsets"), 0));
+	for (int i = 0; i < count; i++) {
+		int64_t r = col >= 0 ? i : row, c = col >= 0 ? col : i;
+		uint32_t bits;
+		memcpy(&bits, &vals[i], 4);
+		uint16_t half = (uint16_t)(bits >> 16);
+		assert_int_equal(fseek(f, (long)(off + (uint64_t)(r * cols + c) * 2), SEEK_SET), 0);
+		assert_int_equal(fwrite(&half, 2, 1, f), 1);
+	}
+}
+
+static void rig_model(const char *dir, const int32_t *ids)
+{
+	char path[4400];
+	snprintf(path, sizeof path, "%s/model.safetensors", dir);
+	FILE *f = fopen(path, "r+b");
+	assert_non_null(f);
+	uint64_t n = 0;
+	assert_int_equal(fread(&n, 8, 1, f), 1);   /* little-endian host */
+	char *text = malloc(n);
+	assert_int_equal(fread(text, 1, n, f), n);
+	json_t *hdr = json_loadb(text, n, 0, NULL);
+	free(text);
+	assert_non_null(hdr);
+	enum { H = 32, I = 64, L = 2 };
+	float *v = calloc(151936, sizeof *v);
+	float *zero = calloc(151936, sizeof *zero);
+	for (int i = 0; i < 151936; i++)
+		v[i] = 10;
+	patch(f, hdr, 8 + n, "model.embed_tokens.weight", 0, 0, v, 151936);
+	for (int l = 0; l < L; l++) {
+		char name[96];
+		snprintf(name, sizeof name, "model.layers.%d.self_attn.o_proj.weight", l);
+		patch(f, hdr, 8 + n, name, 0, -1, zero, 4 * 16);
+		snprintf(name, sizeof name, "model.layers.%d.mlp.down_proj.weight", l);
+		patch(f, hdr, 8 + n, name, 0, -1, zero, I);
+	}
+	float one = 1;
+	patch(f, hdr, 8 + n, "model.norm.weight", 0, -1, zero, H);
+	patch(f, hdr, 8 + n, "model.norm.weight", 0, -1, &one, 1);
+	memset(v, 0, 151936 * sizeof *v);
+	for (int k = 0; k < NSCRIPT; k++)
+		v[ids[k]] = (float)(NSCRIPT - k);
+	patch(f, hdr, 8 + n, "lm_head.weight", 0, 0, v, 151936);
+	assert_int_equal(fclose(f), 0);
+	json_decref(hdr);
+	free(v);
+	free(zero);
+}
+
+static void test_think_split(void **state)
+{
+	(void)state;
+	char dir[4200], tdir[4096], cmd[12000];
+	int32_t ids[NSCRIPT];
+	for (int k = 0; k < NSCRIPT; k++) {
+		size_t n;
+		int32_t *x = tok_encode(tok, script[k], strlen(script[k]), &n);
+		assert_int_equal(n, 1);   /* each piece is one token of the real vocabulary */
+		ids[k] = x[0];
+		free(x);
+	}
+	tokenizer_dir(tdir, sizeof tdir);
+	snprintf(dir, sizeof dir, "%s/rigged", tmpdir);
+	const char *build = getenv("TOP_BUILDDIR");
+	snprintf(cmd, sizeof cmd, "'%s/tests/mkmodel' --out '%s' --tokenizer '%s' %s --no-tie",
+		 build ? build : ".", dir, tdir, MKMODEL_FLAGS);
+	assert_int_equal(system(cmd), 0);
+	rig_model(dir, ids);
+	struct eng_model *m = eng_model_open(dir);
+	assert_non_null(m);
+	struct eng_options eo = {ENG_BACKEND_CPU, 1, 256, true};
+	struct eng *e = eng_new(m, &eo, NULL);
+	if (!e)
+		fail_msg("%s", err_msg());
+	struct sess *s = sess_new(e, m, tok, NULL);
+	struct samp_params p;
+	samp_params_default(&p);
+	p.greedy = true, p.presence_penalty = 1000;
+	struct samp *sp = samp_new(&p, V);
+	assert_true(e && s && sp);
+	int32_t prompt[3] = {100, 200, 300};
+	enum sess_split splits[] = {SESS_SPLIT_ANSWER_FIRST, SESS_SPLIT_NONE};
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(sess_sync(s, prompt, 3), 0);
+		struct collect col = {0};
+		assert_int_equal(sess_generate(s, sp, 50, splits[i], collect, &col), 0);
+		assert_int_equal(sess_stats(s)->stop, SESS_STOP_EOS);
+		assert_int_equal(sess_stats(s)->generated, NSCRIPT - 1);
+		assert_int_equal(sess_n(s), 3 + NSCRIPT);
+		assert_memory_equal(sess_ids(s) + 3, ids, sizeof ids);
+		if (splits[i] == SESS_SPLIT_NONE) {
+			/* no split: everything is answer text, tags included */
+			assert_string_equal(col.text[SESS_ANSWER], "<think>\nHello\n\n</think>World!");
+			assert_int_equal(col.len[SESS_REASONING], 0);
+		} else {
+			/* the tags are gone, and the newlines the template strips */
+			assert_string_equal(col.text[SESS_REASONING], "Hello");
+			assert_string_equal(col.text[SESS_ANSWER], "World!");
+		}
+	}
+	samp_free(sp);
+	sess_free(s);
+	eng_free(e);
+	eng_model_free(m);
+}
+
 static void test_errors(void **state)
 {
 	(void)state;
@@ -458,6 +589,7 @@ int main(void)
 		cmocka_unit_test(test_five_turns),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_overflow),
+		cmocka_unit_test(test_think_split),
 		cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
