@@ -87,7 +87,8 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 	e->cfg = c;
 	e->ops = ops;
 	e->ctx = ctx;
-	struct eng_backend_opts bo = {opt->threads, ctx, opt->kv_f32};
+	const char *fast = getenv("QWENCHAT_CPU_BF16_PREFILL");
+	struct eng_backend_opts bo = {opt->threads, ctx, opt->kv_f32, fast && !strcmp(fast, "1")};
 	if (!(e->st = ops->init(m, &bo))) {
 		free(e);
 		return NULL;

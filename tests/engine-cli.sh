@@ -37,6 +37,8 @@ for key in prefill_tok_s decode_tok_s decode_bytes_per_token decode_gb_s read_ba
 done
 expect_exit 0 "bench table" "$QWENCHAT" bench -m "$M" -p 4 -n 2 -r 1 --backend cpu --bw-buffer 64
 grep -q '^decode ' "$TMP/out" && pass "bench table has a decode line" || fail "bench table: $(cat "$TMP/out")"
+expect_exit 0 "bench --bf16-prefill" "$QWENCHAT" bench -m "$M" -p 8 -n 1 -r 1 --backend cpu --json --bw-buffer 64 --bf16-prefill
+grep -q '"bf16_prefill": true' "$TMP/out" && pass "bench says bf16 prefill" || fail "bench --bf16-prefill: $(cat "$TMP/out")"
 expect_exit 2 "bench -r 0" "$QWENCHAT" bench -m "$M" -r 0
 expect_exit 1 "bench beyond max_position" "$QWENCHAT" bench -m "$M" -p 60 -n 10
 expect_exit 0 "logits --help" "$QWENCHAT" logits --help

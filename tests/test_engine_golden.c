@@ -185,6 +185,17 @@ static void check_golden(const char *name)
 		}
 		eng_free(e);
 	}
+	/* opt-in bf16 prefill (AVX-512 BF16 CPUs; elsewhere the exact path runs) */
+	setenv("QWENCHAT_CPU_BF16_PREFILL", "1", 1);
+	struct eng *fast = engine(m, true, g.ntok);
+	unsetenv("QWENCHAT_CPU_BF16_PREFILL");
+	if (eng_forward(fast, g.tokens, g.ntok, 0, got, true))
+		fail_msg("forward: %s", err_msg());
+	double rel = g.full ? compare_full(&g, got, &miss) : compare_summary(&g, got, &miss);
+	printf("%s: bf16 prefill, fp32 KV: max |diff| = %.2e x max |logit|, argmax differs at %d of %d positions\n",
+	       name, rel, miss, g.ntok);
+	assert_true(rel <= 2e-2);
+	eng_free(fast);
 	/* greedy continuation: prefill the prompt, then decode one token at a time */
 	struct eng *e = engine(m, true, g.ntok);
 	int np = g.ntok - g.greedy;

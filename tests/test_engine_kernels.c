@@ -56,6 +56,25 @@ static void check_matmul(const struct cpu_kernels *k, int n, int M, int K, bool 
 				fail_msg("%s n=%d M=%d K=%d t=%d m=%d: %g vs %g", k->name, n, M, K, t, m,
 					 got, ref);
 		}
+	if (k->matmul_bf16) {   /* bf16 activations: exact products, fp32 sums */
+		uint16_t *xb = malloc((size_t)n * K * sizeof *xb);
+		for (int t = 0; t < n; t++)
+			cpu_bf16_row(xb + (size_t)t * K, x + (size_t)t * K, K);
+		k->matmul_bf16(out, M, xb, K, n, w, K, 0, M, false);
+		for (int t = 0; t < n; t++)
+			for (int m = 0; m < M; m++) {
+				double ref = 0, mag = 1;
+				for (int i = 0; i < K; i++) {
+					double p = (double)cpu_bf16_to_f32(w[(size_t)m * K + i]) *
+						   cpu_bf16_to_f32(xb[(size_t)t * K + i]);
+					ref += p;
+					mag += fabs(p);
+				}
+				if (fabs(out[(size_t)t * M + m] - ref) > 1e-6 * mag)
+					fail_msg("%s bf16 n=%d M=%d K=%d t=%d m=%d", k->name, n, M, K, t, m);
+			}
+		free(xb);
+	}
 	free(w);
 	free(x);
 	free(xp);
@@ -66,7 +85,7 @@ static void test_matmul(void **state)
 {
 	(void)state;
 	static const int Ks[] = {1, 3, 16, 31, 32, 33, 64, 100, 1024};
-	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512; isa++) {
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
 		if (!cpu_isa_supported(isa))
 			continue;
 		const struct cpu_kernels *k = cpu_kernels_get(isa);
@@ -122,7 +141,7 @@ static void test_attention(void **state)
 {
 	(void)state;
 	static const int hds[] = {2, 16, 20, 64, 128, 200};
-	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512; isa++) {
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
 		if (!cpu_isa_supported(isa))
 			continue;
 		const struct cpu_kernels *k = cpu_kernels_get(isa);

@@ -24,12 +24,14 @@ struct cpu_state {
 	int ctx, chunk;
 	int q_dim, kv_dim;               /* num_heads*head_dim, num_kv_heads*head_dim */
 	bool kv_f32;
+	bool bf16;                       /* prefill matmuls with bf16 activations (opt-in) */
 	size_t kv_elem;                  /* 2 or 4 */
 	void *key_cache;                 /* (layer, kv_head, ctx, head_dim) */
 	void *value_cache;               /* (layer, kv_head, ctx, head_dim) */
 	float *rope_cos, *rope_sin;      /* (ctx, head_dim/2), YaRN scale applied */
 	float *x;                        /* (chunk, hidden) residual stream */
 	float *xn;                       /* (chunk, max(hidden, q_dim, inter)) packed input of a matmul */
+	uint16_t *xb;                    /* (chunk, same) bf16 input of a prefill matmul when bf16 */
 	float *q;                        /* (chunk, q_dim) */
 	float *kk, *vv;                  /* (chunk, kv_dim) this chunk's keys and values */
 	float *att;                      /* (chunk, q_dim) attention output */
@@ -54,6 +56,7 @@ struct mm {
 struct mm_task {
 	const struct cpu_kernels *k;
 	const float *xp;                 /* (n, K) packed */
+	const uint16_t *xb;              /* (n, K) bf16: use matmul_bf16 instead */
 	int n, K, count, blocks;
 	struct mm mm[3];
 	atomic_int next;                 /* next block of MM_ROWS rows, over all matrices */
@@ -73,8 +76,12 @@ static void mm_run(void *arg, int tid, int nt)
 		for (int nb; b >= (nb = (t->mm[i].M + MM_ROWS - 1) / MM_ROWS); i++)
 			b -= nb;
 		int lo = b * MM_ROWS, hi = lo + MM_ROWS < t->mm[i].M ? lo + MM_ROWS : t->mm[i].M;
-		t->k->matmul(t->mm[i].out, t->mm[i].M, t->xp, t->K, t->n, t->mm[i].w, t->K, lo, hi,
-			     t->mm[i].acc);
+		if (t->xb)
+			t->k->matmul_bf16(t->mm[i].out, t->mm[i].M, t->xb, t->K, t->n, t->mm[i].w,
+					  t->K, lo, hi, t->mm[i].acc);
+		else
+			t->k->matmul(t->mm[i].out, t->mm[i].M, t->xp, t->K, t->n, t->mm[i].w, t->K,
+				     lo, hi, t->mm[i].acc);
 	}
 }
 
@@ -82,6 +89,8 @@ static void matmul(struct cpu_state *s, const float *xp, int n, int K, int count
 		   const struct mm *mm)
 {
 	struct mm_task t = {.k = s->k, .xp = xp, .n = n, .K = K, .count = count};
+	if (s->bf16 && n > 1)
+		t.xb = s->xb;
 	memcpy(t.mm, mm, (size_t)count * sizeof *mm);
 	for (int i = 0; i < count; i++)
 		t.blocks += (mm[i].M + MM_ROWS - 1) / MM_ROWS;
@@ -128,28 +137,38 @@ struct step {
 	int src_dim;
 };
 
+/* Row t of a matmul input of n rows of d: packed fp32, or bf16 for a bf16 prefill
+ * (the choice matmul() makes for the same n). */
+static void put_row(struct cpu_state *s, int n, int t, const float *row, int d)
+{
+	if (s->bf16 && n > 1)
+		cpu_bf16_row(s->xb + (size_t)t * d, row, d);
+	else
+		cpu_pack_row(s->xn + (size_t)t * d, row, d, s->k->pack);
+}
+
 static void rmsnorm_pack(struct cpu_state *s, const void *ctx, int t)
 {
 	const struct step *st = ctx;
 	int d = s->c->hidden_size;
 	float tmp[d];
 	cpu_rmsnorm(tmp, s->x + (size_t)t * d, st->norm->data, d, (float)s->c->rms_norm_eps);
-	cpu_pack_row(s->xn + (size_t)t * d, tmp, d, s->k->pack);
+	put_row(s, st->n, t, tmp, d);
 }
 
 static void pack_rows(struct cpu_state *s, const void *ctx, int t)
 {
 	const struct step *st = ctx;
 	size_t d = (size_t)st->src_dim;
-	cpu_pack_row(s->xn + t * d, st->src + t * d, st->src_dim, s->k->pack);
+	put_row(s, st->n, t, st->src + t * d, st->src_dim);
 }
 
 static void swiglu_pack(struct cpu_state *s, const void *ctx, int t)
 {
-	(void)ctx;
+	const struct step *st = ctx;
 	size_t d = (size_t)s->c->intermediate_size;
 	cpu_swiglu(s->gate + t * d, s->up + t * d, (int)d);
-	cpu_pack_row(s->xn + t * d, s->gate + t * d, (int)d, s->k->pack);
+	put_row(s, st->n, t, s->gate + t * d, (int)d);
 }
 
 static void *cache_row(struct cpu_state *s, void *cache, int layer, int kvh, int p)
@@ -329,7 +348,7 @@ static void cpu_free(void *vs)
 	if (!s)
 		return;
 	cpu_pool_free(s->pool);
-	void *bufs[] = {s->key_cache, s->value_cache, s->rope_cos, s->rope_sin, s->x, s->xn,
+	void *bufs[] = {s->key_cache, s->value_cache, s->rope_cos, s->rope_sin, s->x, s->xn, s->xb,
 			s->q, s->kk, s->vv, s->att, s->gate, s->up, s->scores, s->cap};
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
@@ -376,6 +395,7 @@ static void *cpu_init(struct eng_model *m, const struct eng_backend_opts *o)
 	s->q_dim = c->num_heads * c->head_dim;
 	s->kv_dim = c->num_kv_heads * c->head_dim;
 	s->kv_f32 = o->kv_f32;
+	s->bf16 = o->bf16_prefill && s->k->matmul_bf16;
 	s->kv_elem = o->kv_f32 ? 4 : 2;
 	if (!(s->pool = cpu_pool_new(o->threads))) {
 		free(s);
@@ -396,6 +416,8 @@ static void *cpu_init(struct eng_model *m, const struct eng_backend_opts *o)
 	s->rope_sin = xalloc(s, ctx * hd2, sizeof(float));
 	s->x = xalloc(s, ch * c->hidden_size, sizeof(float));
 	s->xn = xalloc(s, ch * widest, sizeof(float));
+	if (s->bf16 && !(s->xb = xalloc(s, ch * widest, sizeof(uint16_t))))
+		s->bf16 = false;   /* falls back to the exact path */
 	s->q = xalloc(s, ch * s->q_dim, sizeof(float));
 	s->kk = xalloc(s, ch * s->kv_dim, sizeof(float));
 	s->vv = xalloc(s, ch * s->kv_dim, sizeof(float));

@@ -59,7 +59,7 @@ static void mix_c(float *out, const float *p, const void *vals, int nk, int hd, 
 			out[i] += p[j] * kv_at(vals, (size_t)j * hd + i, bf16);
 }
 
-static const struct cpu_kernels kernels_c = {"c", 1, matmul_c, scores_c, mix_c};
+static const struct cpu_kernels kernels_c = {"c", 1, matmul_c, NULL, scores_c, mix_c};
 
 #ifdef CPU_X86
 /* ---- AVX-512F ------------------------------------------------------------------ */
@@ -238,7 +238,75 @@ static T512 void mix_512(float *out, const float *p, const void *vals, int nk, i
 	}
 }
 
-static const struct cpu_kernels kernels_512 = {"avx512", 32, matmul_512, scores_512, mix_512};
+static const struct cpu_kernels kernels_512 = {"avx512", 32, matmul_512, NULL, scores_512, mix_512};
+
+/* ---- AVX-512 BF16: bf16 activations (opt-in prefill) ------------------------------ */
+#define TBF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+
+INL TBF16 void mkbf16(float *out, int ldo, const uint16_t *xb, int ldx, const uint16_t *w,
+		      int K, const int R, const int T, bool acc)
+{
+	__m512 a[4][6];
+#pragma GCC unroll 4
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 6
+		for (int t = 0; t < T; t++)
+			a[r][t] = _mm512_setzero_ps();
+	const int kb = K & ~31;
+	for (int k = 0; k < kb; k += 32) {
+		__m512bh wr[4];
+#pragma GCC unroll 4
+		for (int r = 0; r < R; r++)
+			wr[r] = (__m512bh)_mm512_loadu_si512((const void *)(w + (size_t)r * K + k));
+#pragma GCC unroll 6
+		for (int t = 0; t < T; t++) {
+			__m512bh x = (__m512bh)_mm512_loadu_si512((const void *)(xb + (size_t)t * ldx + k));
+#pragma GCC unroll 4
+			for (int r = 0; r < R; r++)
+				a[r][t] = _mm512_dpbf16_ps(a[r][t], wr[r], x);
+		}
+	}
+#pragma GCC unroll 4
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 6
+		for (int t = 0; t < T; t++) {
+			float s = _mm512_reduce_add_ps(a[r][t]);
+			for (int k = kb; k < K; k++)
+				s += cpu_bf16_to_f32(w[(size_t)r * K + k]) *
+				     cpu_bf16_to_f32(xb[(size_t)t * ldx + k]);
+			float *o = out + (size_t)t * ldo + r;
+			*o = acc ? *o + s : s;
+		}
+}
+
+typedef void mkb_fn(float *, int, const uint16_t *, int, const uint16_t *, int, bool);
+#define MKBF(R, T) static TBF16 void mkbf_##R##_##T(float *o, int ldo, const uint16_t *x, \
+	int ldx, const uint16_t *w, int K, bool acc) { mkbf16(o, ldo, x, ldx, w, K, R, T, acc); }
+MKBF(4, 1) MKBF(4, 2) MKBF(4, 3) MKBF(4, 4) MKBF(4, 5) MKBF(4, 6)
+MKBF(1, 1) MKBF(1, 2) MKBF(1, 3) MKBF(1, 4) MKBF(1, 5) MKBF(1, 6)
+static mkb_fn *const mkbf_r4[6] = {mkbf_4_1, mkbf_4_2, mkbf_4_3, mkbf_4_4, mkbf_4_5, mkbf_4_6};
+static mkb_fn *const mkbf_r1[6] = {mkbf_1_1, mkbf_1_2, mkbf_1_3, mkbf_1_4, mkbf_1_5, mkbf_1_6};
+
+static void matmul_bf16_512(float *out, int ldo, const uint16_t *xb, int ldx, int n,
+			    const uint16_t *w, int K, int m0, int m1, bool acc)
+{
+	for (int mc = m0; mc < m1; mc += ROWS_CHUNK) {
+		int me = mc + ROWS_CHUNK < m1 ? mc + ROWS_CHUNK : m1;
+		for (int t = 0; t < n; t += 6) {
+			int T = n - t < 6 ? n - t : 6;
+			const uint16_t *x = xb + (size_t)t * ldx;
+			float *o = out + (size_t)t * ldo;
+			int m = mc;
+			for (; m + 4 <= me; m += 4)
+				mkbf_r4[T - 1](o + m, ldo, x, ldx, w + (size_t)m * K, K, acc);
+			for (; m < me; m++)
+				mkbf_r1[T - 1](o + m, ldo, x, ldx, w + (size_t)m * K, K, acc);
+		}
+	}
+}
+
+static const struct cpu_kernels kernels_512bf16 = {"avx512bf16", 32, matmul_512, matmul_bf16_512,
+						    scores_512, mix_512};
 
 /* ---- AVX2 + FMA ---------------------------------------------------------------- */
 #define T256 __attribute__((target("avx2,fma")))
@@ -342,7 +410,7 @@ static T256 void mix_256(float *out, const float *p, const void *vals, int nk, i
 	}
 }
 
-static const struct cpu_kernels kernels_256 = {"avx2", 16, matmul_256, scores_256, mix_256};
+static const struct cpu_kernels kernels_256 = {"avx2", 16, matmul_256, NULL, scores_256, mix_256};
 #endif /* CPU_X86 */
 
 /* ---- dispatch ------------------------------------------------------------------ */
@@ -352,6 +420,8 @@ bool cpu_isa_supported(enum cpu_isa isa)
 #ifdef CPU_X86
 	__builtin_cpu_init();
 	switch (isa) {
+	case CPU_ISA_AVX512BF16:
+		return cpu_isa_supported(CPU_ISA_AVX512) && __builtin_cpu_supports("avx512bf16");
 	case CPU_ISA_AVX512:
 		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 		       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
@@ -369,6 +439,8 @@ bool cpu_isa_supported(enum cpu_isa isa)
 
 enum cpu_isa cpu_isa_best(void)
 {
+	if (cpu_isa_supported(CPU_ISA_AVX512BF16))
+		return CPU_ISA_AVX512BF16;
 	if (cpu_isa_supported(CPU_ISA_AVX512))
 		return CPU_ISA_AVX512;
 	if (cpu_isa_supported(CPU_ISA_AVX2))
@@ -379,6 +451,8 @@ enum cpu_isa cpu_isa_best(void)
 const struct cpu_kernels *cpu_kernels_get(enum cpu_isa isa)
 {
 #ifdef CPU_X86
+	if (isa == CPU_ISA_AVX512BF16)
+		return &kernels_512bf16;
 	if (isa == CPU_ISA_AVX512)
 		return &kernels_512;
 	if (isa == CPU_ISA_AVX2)
@@ -386,6 +460,12 @@ const struct cpu_kernels *cpu_kernels_get(enum cpu_isa isa)
 #endif
 	(void)isa;
 	return &kernels_c;
+}
+
+void cpu_bf16_row(uint16_t *xb, const float *x, int K)
+{
+	for (int k = 0; k < K; k++)
+		xb[k] = cpu_f32_to_bf16(x[k]);
 }
 
 void cpu_pack_row(float *xp, const float *x, int K, int pack)
