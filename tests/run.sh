@@ -2,7 +2,7 @@
 # run.sh — `qwenchat run`: bad options and input (one-line errors, exit 2 or 1), then
 # one turn on a generated model with the real tokenizer: streamed answer, the same
 # seed giving the same text, --raw, --stats, -n, a prompt longer than --ctx, and a
-# broken generation_config.json.
+# broken generation_config.json; a rigged model's reasoning on stderr, answer on stdout.
 . "$TOP_SRCDIR/tests/lib.sh"
 
 # --- usage errors (no model needed) -----------------------------------------------
@@ -68,5 +68,53 @@ expect_exit 1 "run bad generation_config" "$QWENCHAT" run -m "$TMP/m2" -p hi -n 
 expect_err_has "generation_config.json" "bad generation_config: names the file"
 rm "$TMP/m2/generation_config.json"
 expect_exit 0 "run without generation_config" "$QWENCHAT" run -m "$TMP/m2" --backend cpu -p hi -n 2
+
+# A model rigged to write "<think>Hello\n\n</think>World!<|im_end|>" whatever the input
+# (see tests/test_session.c, test_think_split): greedy with --repeat-penalty 10 takes
+# the ranked tokens in order. The reasoning goes to stderr, the answer to stdout.
+"$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/rig" --tokenizer "$TOK_DIR" --vocab-size 151936 \
+	--hidden-size 32 --intermediate-size 64 --layers 2 --heads 4 --kv-heads 2 \
+	--head-dim 16 --seed 3 --no-tie >/dev/null || fail "mkmodel rig"
+PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+$PY - "$TMP/rig/model.safetensors" <<'PYEOF' || fail "rigging the model"
+import json, struct, sys
+f = open(sys.argv[1], "r+b")
+n = struct.unpack("<Q", f.read(8))[0]
+hdr = json.loads(f.read(n))
+BF = {0.0: b"\x00\x00", 1.0: b"\x80\x3f", 10.0: b"\x20\x41"}   # exact bf16 values
+def tensor(name):
+    t = hdr[name]
+    assert t["dtype"] == "BF16"
+    f.seek(8 + n + t["data_offsets"][0])
+    return t, bytearray(f.read(t["data_offsets"][1] - t["data_offsets"][0]))
+def store(t, b):
+    f.seek(8 + n + t["data_offsets"][0])
+    f.write(b)
+V, H = 151936, 32
+script = [151667, 9707, 271, 151668, 10134, 0, 151645]   # <think> Hello \n\n </think> World ! <|im_end|>
+t, b = tensor("model.embed_tokens.weight")     # residual dimension 0: a constant 10
+for i in range(V):
+    b[i * H * 2:i * H * 2 + 2] = BF[10.0]
+store(t, b)
+for l in range(2):                               # that no layer writes to (row 0 zero)
+    for w in ("self_attn.o_proj", "mlp.down_proj"):
+        t, b = tensor("model.layers.%d.%s.weight" % (l, w))
+        cols = t["shape"][1]
+        b[0:cols * 2] = bytes(cols * 2)
+        store(t, b)
+t, b = tensor("model.norm.weight")               # the final norm keeps only it
+store(t, BF[1.0] + bytes(2 * (H - 1)))
+t, b = tensor("lm_head.weight")                  # logits: the script's ranks
+for i in range(V):
+    b[i * H * 2:i * H * 2 + 2] = BF[0.0]
+for k, tid in enumerate(script):
+    b[tid * H * 2:tid * H * 2 + 2] = struct.pack("<f", float(len(script) - k))[2:]
+store(t, b)
+PYEOF
+$QWENCHAT run -m "$TMP/rig" --backend cpu --threads 1 -p "Hi" --greedy --repeat-penalty 10 >"$TMP/rig.out" 2>"$TMP/rig.err"
+printf 'World!\n' | cmp -s - "$TMP/rig.out" && pass "rigged: answer alone on stdout" ||
+	fail "rigged: stdout '$(cat "$TMP/rig.out")'"
+printf '<think>\nHello\n</think>\n' | cmp -s - "$TMP/rig.err" && pass "rigged: reasoning on stderr" ||
+	fail "rigged: stderr '$(cat "$TMP/rig.err")'"
 
 finish
