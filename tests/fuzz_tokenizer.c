@@ -17,8 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static struct tok *real;
 static int real_tried;
 
-/* Encodes, decodes and stream-decodes text; checks the invariants. */
-static void exercise(struct tok *t, const char *text, size_t n)
+/* Encodes, decodes and stream-decodes text; checks the invariants. exact: the
+ * tokenizer has no lstrip/rstrip tokens (they drop spaces), so ASCII comes back. */
+static void exercise(struct tok *t, const char *text, size_t n, bool exact)
 {
 	size_t k, dl;
 	int32_t *ids = tok_encode(t, text, n, &k);
@@ -27,7 +28,7 @@ static void exercise(struct tok *t, const char *text, size_t n)
 	char *dec = tok_decode(t, ids, k, false, &dl);
 	if (!dec)
 		abort(); /* ids from encode are always in range */
-	bool ascii = true;
+	bool ascii = exact;
 	for (size_t i = 0; i < n; i++)
 		ascii &= (unsigned char)text[i] < 0x80;
 	/* ASCII is never changed by NFC: the round trip is exact */
@@ -65,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				fprintf(stderr, "fuzz_tokenizer: cannot load %s\n", dir);
 		}
 		if (real)
-			exercise(real, body, n);
+			exercise(real, body, n, true);
 		return 0;
 	}
 	int fd = memfd_create("tokenizer.json", 0);
@@ -76,8 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
 		struct tok *t = tok_load_files(path, NULL);
 		if (t) {
-			exercise(t, "Hello, world! it's 42 <|e|>\xe4\xb8\xad\xff", 29);
-			exercise(t, body, n);
+			exercise(t, "Hello, world! it's 42 <|e|>\xe4\xb8\xad\xff", 29, false);
+			exercise(t, body, n, false);
 			tok_free(t);
 		}
 	}

@@ -604,7 +604,13 @@ static int build_pieces(struct tok *t, const char *file)
 	size_t o = 0;
 	for (size_t k = 0; k < t->added.n; k++) {
 		struct added_tok *a = &t->added.t[k];
-		size_t n = added_bytes(a, t->abytes + o);
+		size_t n = added_bytes(a, t->abytes + o), vn;
+		/* tokenizers would give such a token another id (with a warning); refusing
+		 * the file is clearer than ids that disagree with it */
+		const char *v = bpe_token(t->bpe, a->id, &vn);
+		if (v && (vn != n || memcmp(v, t->abytes + o, n) != 0))
+			return err_set("%s: added_tokens: \"%.40s\": id %d is the vocabulary's token for other text",
+				       file, a->content, a->id);
 		t->aoff[a->id - amin] = (uint32_t)o;
 		t->alen[a->id - amin] = (uint32_t)n;
 		t->flags[a->id] = TOKF_VALID | TOKF_ADDED | (a->special ? TOKF_SPECIAL : 0);

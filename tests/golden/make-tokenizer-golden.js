@@ -5,6 +5,7 @@
 //   npm install --prefix tests/cache --no-save @anush008/tokenizers@0.6.0
 //   sh tests/fetch-tokenizer.sh        # Qwen3's tokenizer.json into tests/cache/qwen3-tokenizer
 //   node tests/golden/make-tokenizer-golden.js tests/cache/qwen3-tokenizer
+//   (or ... DIR --mixed-out FILE: only write the 1 MB+ mixed text to FILE)
 //
 // Writes tests/golden/tokenizer-cases.jsonl: a first line describing the file, then one
 // {"name", "text", "ids"} per case (tokenizer "qwen3"), and {"name", "text", "ids",
@@ -144,6 +145,10 @@ function mixedText() {
 }
 
 async function main() {
+	if (process.argv[3] === '--mixed-out') { // for tests/bench/tokenizer-bench.sh
+		fs.writeFileSync(process.argv[4], mixedText());
+		return;
+	}
 	const file = path.join(dir, 'tokenizer.json');
 	const tok = Tokenizer.fromFile(file);
 	const j = JSON.parse(fs.readFileSync(file, 'utf8'));
