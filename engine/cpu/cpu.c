@@ -328,7 +328,10 @@ static int cpu_forward(void *vs, const int32_t *ids, int n, int pos, float *logi
 
 /* ---- setup ------------------------------------------------------------------------ */
 
-static void *xalloc(struct cpu_state *s, size_t n, size_t size)
+/* 64-byte aligned; zeroed unless it is the KV cache, which is only read where it
+ * was written: leaving it untouched keeps a large context from costing RSS (and a
+ * memset of 470 MB for Qwen3-0.6B at 4096 tokens) before it is used. */
+static void *alloc_aligned(struct cpu_state *s, size_t n, size_t size, bool zero)
 {
 	void *p = NULL;
 	size_t bytes = n * size;
@@ -337,9 +340,15 @@ static void *xalloc(struct cpu_state *s, size_t n, size_t size)
 	bytes = (bytes + 63) & ~(size_t)63;
 	if (posix_memalign(&p, 64, bytes ? bytes : 64))
 		return NULL;
-	memset(p, 0, bytes);
+	if (zero)
+		memset(p, 0, bytes);
 	s->scratch_bytes += bytes;
 	return p;
+}
+
+static void *xalloc(struct cpu_state *s, size_t n, size_t size)
+{
+	return alloc_aligned(s, n, size, true);
 }
 
 static void cpu_free(void *vs)
@@ -408,8 +417,8 @@ static void *cpu_init(struct eng_model *m, const struct eng_backend_opts *o)
 	if ((size_t)c->intermediate_size > widest)
 		widest = (size_t)c->intermediate_size;
 	size_t kv_elems = (size_t)c->num_layers * ctx * (size_t)s->kv_dim;
-	s->key_cache = xalloc(s, kv_elems, s->kv_elem);
-	s->value_cache = xalloc(s, kv_elems, s->kv_elem);
+	s->key_cache = alloc_aligned(s, kv_elems, s->kv_elem, false);
+	s->value_cache = alloc_aligned(s, kv_elems, s->kv_elem, false);
 	size_t kv_bytes = s->scratch_bytes;
 	s->scratch_bytes = 0;
 	s->rope_cos = xalloc(s, ctx * hd2, sizeof(float));
