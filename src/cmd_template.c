@@ -4,11 +4,10 @@
 #include "src/cli.h"
 #include "src/commands.h"
 #include "src/err.h"
-#include "src/fileio.h"
 #include "src/hub.h"
 #include "src/template.h"
+#include "tokenizer/tokenizer.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,41 +43,6 @@ static const struct option longopts[] = {
 	{0, 0, 0, 0},
 };
 
-/* tokenizer_config.json's chat_template, malloc'd; NULL with *missing set when the
- * file or the field is absent (not an error: ChatML then), NULL on a broken file. */
-static char *read_chat_template(const char *dir, int *missing)
-{
-	*missing = 0;
-	char *path = fio_join(dir, "tokenizer_config.json");
-	if (!path) {
-		err_set("out of memory");
-		return NULL;
-	}
-	char *out = NULL;
-	if (!fio_is_file(path)) {
-		*missing = 1;
-		free(path);
-		return NULL;
-	}
-	size_t len;
-	char *text = fio_read_all(path, 64 << 20, &len);
-	json_error_t jerr;
-	json_t *root = text ? json_loadb(text, len, 0, &jerr) : NULL;
-	if (text && !root)
-		err_set("%s: invalid JSON at line %d: %s", path, jerr.line, jerr.text);
-	json_t *t = root ? json_object_get(root, "chat_template") : NULL;
-	if (root && (!t || json_is_null(t)))
-		*missing = 1;
-	else if (root && !json_is_string(t))
-		err_set("%s: chat_template: not a string (named template lists are not supported)", path);
-	else if (root && !(out = strdup(json_string_value(t))))
-		err_set("out of memory");
-	json_decref(root);
-	free(text);
-	free(path);
-	return out;
-}
-
 static int render(const char *model, const char *messages, bool agp, int think)
 {
 	struct chat *c = chat_load(messages);
@@ -91,18 +55,19 @@ static int render(const char *model, const char *messages, bool agp, int think)
 		chat_free(c);
 		return EXIT_RUNTIME;
 	}
+	/* The template comes through the tokenizer, so that this command, `run` and the
+	 * chat read tokenizer_config.json the same way (named template lists included). */
 	char *dir = hub_resolve_tokenizer(model);
-	int missing = 0;
-	char *tmpl = dir ? read_chat_template(dir, &missing) : NULL;
+	struct tok *t = dir ? tok_load(dir) : NULL;
 	free(dir);
-	if (!tmpl && !missing) {
+	if (!t) {
 		cli_error("%s", err_msg());
 		chat_free(c);
 		return EXIT_RUNTIME;
 	}
 	const char *warning;
-	enum tmpl_variant v = tmpl_detect(tmpl, &warning);
-	free(tmpl);
+	enum tmpl_variant v = tmpl_detect(tok_chat_template(t), &warning);
+	tok_free(t);
 	if (warning)
 		cli_error("warning: %s", warning);
 	size_t len;

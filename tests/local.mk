@@ -81,7 +81,7 @@ EXTRA_DIST += tests/template.sh tests/golden/make-template-golden.py \
 	tests/golden/template-config-qwen3-thinking-2507.json \
 	tests/golden/template-golden-qwen3.json tests/golden/template-golden-chatml.json \
 	tests/golden/template-golden-qwen3-instruct-2507.json \
-	tests/golden/template-golden-qwen3-thinking-2507.json
+	tests/golden/template-golden-qwen3-thinking-2507.json tests/golden/template-tiny-tokenizer.json
 tests_test_chat_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_chat_LDADD = libqwenchat.a $(CMOCKA_LIBS)
 tests_test_template_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
