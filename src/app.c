@@ -333,13 +333,16 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 	figures_update(a);
 	a->fig.prefilling = false;
 	pthread_mutex_unlock(&a->lock);
-	if (rc)
+	/* Kept even when stopped early (or by an error after some text): the partial
+	 * answer is part of the conversation. */
+	if (rc && !a->answer.n && !a->reasoning.n)
 		return -1;
-	/* Kept even when stopped early: the partial answer is part of the conversation. */
+	char err[512];
+	snprintf(err, sizeof err, "%s", rc ? err_msg() : "");
 	if (chat_add(a->chat, CHAT_ASSISTANT, a->answer.s, a->reasoning.s))
 		return -1;
 	app_autosave(a);
-	return 0;
+	return rc ? err_set("%s (the partial answer is kept)", err) : 0;
 }
 
 int app_prefill(struct app *a)
