@@ -562,6 +562,7 @@ static void test_malformed(void **state)
 		{"\"model\":", "\"modelx\":", "model: missing"},
 		{"\"content\":\"<|e|>\"", "\"contents\":\"<|e|>\"", "added_tokens[0].content"},
 		{"\"id\":258", "\"id\":\"x\"", "added_tokens[0].id"},
+		{"\"id\":258", "\"id\":97", "id 97 is the vocabulary's token for other text"},
 		{"\"special\":true", "\"special\":1", "added_tokens[0]"},
 		{"\"truncation\":null", "\"truncation\":{\"max_length\":5}", "truncation"},
 		{"\"post_processor\":null", "\"post_processor\":{\"type\":\"BertProcessing\"}", "post_processor"},

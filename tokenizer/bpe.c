@@ -7,9 +7,10 @@
 
 #include "src/err.h"
 
-/* Pieces up to this many bytes are cached; the cache is emptied when it holds
- * CACHE_MAX entries, which bounds its memory on endless distinct input. */
-enum { CACHE_PIECE_MAX = 64, CACHE_MAX = 1 << 18 };
+/* Pieces up to this many bytes are cached (as tokenizers caches words under 256
+ * characters); the cache is emptied when it holds CACHE_MAX entries or CACHE_BYTES of
+ * long pieces and their ids, which bounds its memory on endless distinct input. */
+enum { CACHE_PIECE_MAX = 255, CACHE_MAX = 1 << 18, CACHE_BYTES = 32 << 20 };
 
 struct merge_slot {
 	uint64_t key;   /* a << 32 | b; UINT64_MAX when empty */
@@ -515,7 +516,7 @@ int bpe_encode(struct bpe *b, const char *s, size_t n, struct bpe_ids *out)
 		if (bpe_ids_push(out, &b->sym[i], 1))
 			return -1;
 	if (h) {
-		if (b->ccount >= CACHE_MAX)
+		if (b->ccount >= CACHE_MAX || b->cb_len + b->ci_len * sizeof(int32_t) > CACHE_BYTES)
 			cache_clear(b);
 		else if ((b->ccount + 1) * 2 > b->ccap)
 			cache_grow(b);
