@@ -152,7 +152,7 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 	json_t *rs = json_object_get(root, "rope_scaling");
 	snprintf(cfg->rope_type, sizeof cfg->rope_type, "default");
 	cfg->rope_factor = 1;
-	cfg->rope_original_max_position = cfg->max_position_embeddings;
+	cfg->rope_original_max_position = 0;
 	if (!rs || json_is_null(rs))
 		return 0;
 	if (!json_is_object(rs))
@@ -169,11 +169,14 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 		return err_set("%s: rope_scaling.rope_type: %.32s is not supported "
 			       "(default or yarn)", name, type);
 	snprintf(cfg->rope_type, sizeof cfg->rope_type, "yarn");
-	return get_num(rs, name, "rope_scaling.", "factor", 1, 1024, NAN,
-		       &cfg->rope_factor) ||
-	       get_int(rs, name, "rope_scaling.", "original_max_position_embeddings", 1,
-		       MAX_POSITIONS, cfg->max_position_embeddings,
-		       &cfg->rope_original_max_position) ? -1 : 0;
+	if (get_num(rs, name, "rope_scaling.", "factor", 1, 1024, NAN, &cfg->rope_factor))
+		return -1;
+	/* absent stays 0: transformers then uses `factor` as given (rope.c) */
+	json_t *orig = json_object_get(rs, "original_max_position_embeddings");
+	if (!orig || json_is_null(orig))
+		return 0;
+	return get_int(rs, name, "rope_scaling.", "original_max_position_embeddings", 1,
+		       MAX_POSITIONS, 1, &cfg->rope_original_max_position);
 }
 
 /* bos/eos: an id, a list of ids (the first one counts) or null. */

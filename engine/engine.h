@@ -29,7 +29,7 @@ struct eng_config {
 	/* rope_scaling; rope_type "default" when absent, else "yarn" (others refused) */
 	char rope_type[16];
 	double rope_factor;                  /* YaRN scale factor (1 when absent) */
-	int rope_original_max_position;      /* YaRN original_max_position_embeddings */
+	int rope_original_max_position;      /* YaRN original_max_position_embeddings; 0 when absent */
 	int max_position_embeddings;
 	bool tie_word_embeddings;    /* lm_head shares the embedding matrix */
 	enum eng_dtype dtype;        /* torch_dtype */

@@ -28,13 +28,11 @@ void rope_inv_freq(const struct eng_config *c, float *inv_freq, float *attention
 	if (strcmp(c->rope_type, "yarn") != 0)
 		return;
 
-	/* transformers replaces the configured factor by max_position / original when
-	 * original_max_position_embeddings is given; it is the reference, so do the same.
-	 * config.c stores max_position_embeddings when the key is absent, so "given and
-	 * equal" (factor 1 in transformers) reads as absent here (configured factor). */
+	/* transformers replaces the configured factor by max_position / original whenever
+	 * original_max_position_embeddings is given (even when that ratio is 1); it is
+	 * the reference, so do the same. */
 	double factor = c->rope_factor, orig = c->max_position_embeddings;
-	if (c->rope_original_max_position > 0 &&
-	    c->rope_original_max_position < c->max_position_embeddings) {
+	if (c->rope_original_max_position > 0) {
 		orig = c->rope_original_max_position;
 		factor = (double)c->max_position_embeddings / orig;
 	}

@@ -163,8 +163,10 @@ static void print_config(const struct info *in)
 	       c->num_heads * c->head_dim == c->hidden_size ? " =" : " !=", c->hidden_size);
 	printf("rope          theta %.10g, ", c->rope_theta);
 	if (!strcmp(c->rope_type, "yarn"))
-		printf("YaRN factor %g over %d positions", c->rope_factor,
-		       c->rope_original_max_position);
+		printf("YaRN factor %g over %d positions", c->rope_original_max_position > 0 ?
+		       (double)c->max_position_embeddings / c->rope_original_max_position :
+		       c->rope_factor, c->rope_original_max_position > 0 ?
+		       c->rope_original_max_position : c->max_position_embeddings);
 	else
 		printf("no scaling");
 	printf(", max_position_embeddings %d\n", c->max_position_embeddings);

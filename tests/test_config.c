@@ -135,7 +135,7 @@ static void test_rope_scaling(void **state)
 	/* older configs say "type" */
 	assert_int_equal(parse_with("rope_scaling", "{\"type\": \"yarn\", \"factor\": 2}", &c), 0);
 	assert_string_equal(c.rope_type, "yarn");
-	assert_int_equal(c.rope_original_max_position, 40960);
+	assert_int_equal(c.rope_original_max_position, 0); /* absent */
 	assert_int_equal(parse_with("rope_scaling", "{\"rope_type\": \"default\"}", &c), 0);
 	assert_string_equal(c.rope_type, "default");
 	refused("rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 2}", "rope_type");
