@@ -78,6 +78,11 @@ static void show_matches(char **m, int n, int maxlen)
 	cur->dirty = true;
 }
 
+void in_completion(void)
+{
+	rl_attempted_completion_function = complete;
+}
+
 void in_init(struct ui *u)
 {
 	cur = u;

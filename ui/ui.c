@@ -320,6 +320,8 @@ int ui_plain(struct app *a)
 	if (!isatty(STDIN_FILENO))
 		return plain_main(a, plain_getline);
 	char *hist = fio_join(app_state_dir(a), "history");
+	rl_readline_name = "qwenchat";
+	in_completion();
 	using_history();
 	if (hist)
 		read_history(hist);

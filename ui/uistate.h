@@ -44,6 +44,8 @@ void ui_set_debug(struct ui *u, int mode);
 /* input.c */
 void in_init(struct ui *u);
 void in_done(struct ui *u);
+/* Readline completion of slash commands (also for the plain mode). */
+void in_completion(void);
 /* Decodes u->kb; flush: the bytes so far are all there is (a lone Esc is Esc). */
 void in_process(struct ui *u, bool flush);
 
