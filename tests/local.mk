@@ -147,3 +147,4 @@ tests_fuzz_tokenizer_SOURCES = tests/fuzz_tokenizer.c
 tests_fuzz_tokenizer_LDADD = libqwenchat.a
 tests_fuzz_tokenizer_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz_tokenizer.c tests/fuzz/corpus/tokenizer
+EXTRA_DIST += tests/bench/tokenizer-bench.sh tests/bench/tokenizer-bench.js
