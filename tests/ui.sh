@@ -56,7 +56,7 @@ check_layout() {   # ROWS COLS DESC
 	n=$(wc -l <"$TMP/scr")
 	row=$(grep -nE '^ model \| cpu \|' "$TMP/scr" | head -n 1 | cut -d: -f1)
 	wide=$(python3 -c 'import sys,unicodedata as u
-w=lambda s: sum(2 if u.east_asian_width(c) in "WF" else 0 if u.combining(c) else 1 for c in s)
+w=lambda s: sum(2 if u.east_asian_width(c) in "WF" else 0 if u.category(c) in ("Mn", "Me", "Cf") else 1 for c in s)
 print(max(w(l.rstrip("\n")) for l in open(sys.argv[1], encoding="utf-8")))' "$TMP/scr")
 	if [ "$n" -eq "$1" ] && [ "$row" = "$(($1 - 2))" ] && [ "$wide" -le "$2" ]; then
 		pass "$3: status bar on row $row of $n, widest line $wide <= $2 columns"
