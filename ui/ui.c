@@ -289,7 +289,8 @@ int ui_main(struct app *a, const char *notices)
 	endwin();
 	view_free(&u.v);
 	free(u.restore);
-	printf("conversation saved in %s (qwenchat --resume reopens it)\n", app_session_path(a));
+	if (fio_is_file(app_session_path(a)))
+		printf("conversation saved in %s (qwenchat --resume reopens it)\n", app_session_path(a));
 	return EXIT_SUCCESS;
 }
 
