@@ -15,6 +15,7 @@ struct sess {
 	struct tok *t;
 	int chunk;
 	int vocab;                 /* the model's logits row length */
+	int sample_vocab;          /* ids the tokenizer can decode: min(vocab, tokenizer's) */
 	int ctx;                   /* eng_ctx */
 	int32_t stop[SESS_MAX_STOP];
 	int n_stop;
@@ -75,6 +76,10 @@ struct sess *sess_new(struct eng *e, const struct eng_model *m, struct tok *t,
 	s->t = t;
 	s->chunk = opt->chunk ? opt->chunk : SESS_DEFAULT_CHUNK;
 	s->vocab = eng_model_config(m)->vocab_size;
+	/* Qwen3 pads its embedding past the tokenizer (151,936 rows, 151,669 ids): the
+	 * padding rows are never sampled, so every generated id can be decoded (a random
+	 * test model would otherwise pick them now and then). */
+	s->sample_vocab = tok_vocab_size(t) < s->vocab ? tok_vocab_size(t) : s->vocab;
 	s->ctx = eng_ctx(e);
 	s->cancel = opt->cancel;
 	s->progress = opt->progress;
@@ -282,6 +287,9 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 			break;
 		}
 		int nr = s->n < SAMP_PENALTY_LAST_N ? s->n : SAMP_PENALTY_LAST_N;
+		/* ids past the tokenizer can never be picked (see sample_vocab) */
+		for (int i = s->sample_vocab; i < s->vocab; i++)
+			s->logits[i] = -1e30f;
 		int32_t id = samp_next(sp, s->logits, s->vocab, s->ids + s->n - nr, nr);
 		if (id < 0) {
 			rc = -1;

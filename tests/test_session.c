@@ -423,7 +423,8 @@ static void test_overflow(void **state)
 	chat_free(c);
 }
 
-/* A model rigged to write a fixed sequence (bf16 weights patched in place): residual
+/* A model rigged to write a fixed sequence (bf16 weights patched in place), with a
+ * padding id ranked above it that must never be chosen: residual
  * dimension 0 is a constant 10 (embedding column 0; row 0 of every o_proj and
  * down_proj zero), the final norm keeps only that dimension, so the logits are
  * lm_head[:, 0] times a positive constant whatever the input. lm_head[:, 0] ranks
@@ -488,6 +489,9 @@ static void rig_model(const char *dir, const int32_t *ids)
 	memset(v, 0, 151936 * sizeof *v);
 	for (int k = 0; k < NSCRIPT; k++)
 		v[ids[k]] = (float)(NSCRIPT - k);
+	/* A padding row (past the tokenizer's 151,669 ids) above them all: the session
+	 * must never sample it, or the script would not come out. */
+	v[151935] = NSCRIPT + 1;
 	patch(f, hdr, 8 + n, "lm_head.weight", 0, 0, v, 151936);
 	assert_int_equal(fclose(f), 0);
 	json_decref(hdr);
