@@ -109,6 +109,15 @@ const char *eng_backend_name(const struct eng *e)
 	return e->ops->name;
 }
 
+enum eng_backend_kind eng_backend_kind(const char *name)
+{
+	if (!strcmp(name, "cpu"))
+		return ENG_BACKEND_CPU;
+	if (!strcmp(name, "cuda"))
+		return ENG_BACKEND_CUDA;
+	return ENG_BACKEND_AUTO;
+}
+
 int eng_ctx(const struct eng *e)
 {
 	return e->ctx;

@@ -127,6 +127,8 @@ void eng_free(struct eng *e);
 
 /* "cpu" or "cuda". */
 const char *eng_backend_name(const struct eng *e);
+/* The backend kind for "auto", "cpu" or "cuda" (anything else: AUTO). */
+enum eng_backend_kind eng_backend_kind(const char *name);
 /* KV capacity in tokens, and how many positions the cache holds now. */
 int eng_ctx(const struct eng *e);
 int eng_cached(const struct eng *e);

@@ -15,30 +15,6 @@
 #include "src/fileio.h"
 #include "src/hub.h"
 
-/* Creates every missing directory of path (mkdir -p). */
-static int mkdirs(const char *path)
-{
-	char *p = strdup(path);
-	if (!p)
-		return err_set("out of memory");
-	for (char *s = p + 1;; s++) {
-		if (*s == '/' || !*s) {
-			char c = *s;
-			*s = 0;
-			if (mkdir(p, 0700) && errno != EEXIST) {
-				err_set("%s: cannot create directory: %s", p, strerror(errno));
-				free(p);
-				return -1;
-			}
-			*s = c;
-			if (!c)
-				break;
-		}
-	}
-	free(p);
-	return 0;
-}
-
 static char *state_dir(const char *given)
 {
 	if (given)
@@ -67,7 +43,7 @@ static int new_session_path(struct app *a)
 	localtime_r(&t, &tm);
 	strftime(name, 64, "%Y%m%d-%H%M%S", &tm);
 	snprintf(name + strlen(name), 32, "-%ld.json", (long)getpid());
-	if (!dir || mkdirs(dir)) {
+	if (!dir || fio_mkdirs(dir, 0700)) {
 		free(dir);
 		return -1;
 	}
@@ -110,8 +86,7 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 		return -1;
 	struct eng_options eo = {0};
 	const char *b = cfg->common.backend;
-	eo.backend = !strcmp(b, "cpu") ? ENG_BACKEND_CPU : !strcmp(b, "cuda") ? ENG_BACKEND_CUDA
-		     : ENG_BACKEND_AUTO;
+	eo.backend = eng_backend_kind(b);
 	eo.threads = cfg->common.threads;
 	eo.ctx = cfg->common.ctx;
 	a->eng = eng_new(a->model, &eo, notice);
@@ -155,7 +130,7 @@ struct app *app_open(const struct app_config *cfg, void (*notice)(const char *ms
 	a->max_new = cfg->common.set & CLI_SET_MAX_NEW ? cfg->common.max_new : APP_DEFAULT_MAX_NEW;
 	a->chat = chat_new();
 	a->state_dir = state_dir(cfg->state_dir);
-	if (!a->chat || !a->state_dir || mkdirs(a->state_dir))
+	if (!a->chat || !a->state_dir || fio_mkdirs(a->state_dir, 0700))
 		goto fail;
 	if (cfg->resume ? resume_last(a, notice) : new_session_path(a))
 		goto fail;

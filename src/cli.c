@@ -29,6 +29,11 @@ void cli_common_init(struct cli_common *c)
 	c->backend = "auto";
 }
 
+void cli_notice(const char *msg)
+{
+	fprintf(stderr, "qwenchat: %s\n", msg);
+}
+
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;

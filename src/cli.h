@@ -77,6 +77,9 @@ int cli_parse_long(const char *name, const char *s, long lo, long hi, long *out)
 /* Parses a finite double in [lo, hi]; NaN and infinities are refused. */
 int cli_parse_double(const char *name, const char *s, double lo, double hi, double *out);
 
+/* Prints "qwenchat: MSG" on stderr: the engine's notice callback (eng_new). */
+void cli_notice(const char *msg);
+
 /* Prints "qwenchat: MESSAGE" on stderr (one line). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -29,19 +29,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void print_notice(const char *msg)
-{
-	fprintf(stderr, "qwenchat: %s\n", msg);
-}
-
-static enum eng_backend_kind backend_kind(const char *name)
-{
-	if (!strcmp(name, "cpu"))
-		return ENG_BACKEND_CPU;
-	if (!strcmp(name, "cuda"))
-		return ENG_BACKEND_CUDA;
-	return ENG_BACKEND_AUTO;
-}
 
 /* Resident set size in bytes (0 when /proc is unavailable). */
 static double rss_bytes(void)
@@ -181,10 +168,10 @@ int cmd_logits(int argc, char **argv)
 	if (!m)
 		goto done;
 	const struct eng_config *c = eng_model_config(m);
-	struct eng_options eo = {backend_kind(cli.backend), cli.threads, cli.ctx ? cli.ctx : n, kv_f32};
+	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, cli.ctx ? cli.ctx : n, kv_f32};
 	if (eo.ctx > c->max_position_embeddings)
 		eo.ctx = c->max_position_embeddings;   /* eng_forward reports the overflow */
-	if (!(e = eng_new(m, &eo, print_notice)))
+	if (!(e = eng_new(m, &eo, cli_notice)))
 		goto fail;
 	size_t bytes = (size_t)n * (size_t)c->vocab_size * sizeof(float);
 	if (!(logits = malloc(bytes))) {
@@ -516,7 +503,7 @@ int cmd_bench(int argc, char **argv)
 	if (!m)
 		return EXIT_RUNTIME;
 	const struct eng_config *c = eng_model_config(m);
-	struct eng_options eo = {backend_kind(cli.backend), cli.threads, (int)np + nd + 1, kv_f32};
+	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, (int)np + nd + 1, kv_f32};
 	struct eng *e = NULL;
 	int rc = EXIT_RUNTIME;
 	if (eo.ctx > c->max_position_embeddings) {
@@ -524,7 +511,7 @@ int cmd_bench(int argc, char **argv)
 			c->max_position_embeddings);
 		goto fail;
 	}
-	if (!(e = eng_new(m, &eo, print_notice)))
+	if (!(e = eng_new(m, &eo, cli_notice)))
 		goto fail;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	res.threads = cli.threads ? cli.threads : cores > 0 ? (int)cores : 1;

@@ -59,16 +59,6 @@ static void on_sigint(int sig)
 	atomic_store(&g_cancel, 1);
 }
 
-static void print_notice(const char *msg) { fprintf(stderr, "qwenchat: %s\n", msg); }
-
-static enum eng_backend_kind backend_kind(const char *name)
-{
-	if (!strcmp(name, "cpu"))
-		return ENG_BACKEND_CPU;
-	if (!strcmp(name, "cuda"))
-		return ENG_BACKEND_CUDA;
-	return ENG_BACKEND_AUTO;
-}
 
 /* 0, or an exit status after printing the problem. */
 static int parse_args(int argc, char **argv, struct run_args *a)
@@ -258,8 +248,8 @@ int cmd_run(int argc, char **argv)
 	if (!(dir = hub_resolve(a.cli.model)) || !(t = tok_load(dir)) ||
 	    sampling(&a, dir, t, &params, eos, &n_eos) || !(m = eng_model_open(dir)))
 		goto fail;
-	struct eng_options eo = {backend_kind(a.cli.backend), a.cli.threads, a.cli.ctx, false};
-	if (!(e = eng_new(m, &eo, print_notice)) ||
+	struct eng_options eo = {eng_backend_kind(a.cli.backend), a.cli.threads, a.cli.ctx, false};
+	if (!(e = eng_new(m, &eo, cli_notice)) ||
 	    !(sp = samp_new(&params, eng_model_config(m)->vocab_size)))
 		goto fail;
 	struct sess_options so = {.eos = eos, .n_eos = n_eos, .cancel = &g_cancel};

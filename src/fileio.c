@@ -126,3 +126,28 @@ int fio_is_dir(const char *path)
 	struct stat st;
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
+
+int fio_mkdirs(const char *path, mode_t mode)
+{
+	char *p = strdup(path);
+	if (!p)
+		return err_set("out of memory");
+	for (char *q = p + 1;; q++) {
+		if (*q != '/' && *q != '\0')
+			continue;
+		char c = *q;
+		*q = '\0';
+		if (mkdir(p, mode) && errno != EEXIST) {
+			err_set("%s: cannot create directory: %s", p, strerror(errno));
+			free(p);
+			return -1;
+		}
+		*q = c;
+		if (!c)
+			break;
+	}
+	free(p);
+	if (!fio_is_dir(path))
+		return err_set("%s: not a directory", path);
+	return 0;
+}

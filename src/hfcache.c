@@ -146,31 +146,6 @@ char *hfc_read_ref(const char *repo_dir, const char *rev)
 	return s;
 }
 
-int hfc_mkdirs(const char *path)
-{
-	char *p = strdup(path);
-	if (!p)
-		return err_set("out of memory");
-	for (char *q = p + 1;; q++) {
-		if (*q != '/' && *q != '\0')
-			continue;
-		char c = *q;
-		*q = '\0';
-		if (mkdir(p, 0755) && errno != EEXIST) {
-			err_set("%s: cannot create directory: %s", p, strerror(errno));
-			free(p);
-			return -1;
-		}
-		*q = c;
-		if (!c)
-			break;
-	}
-	free(p);
-	if (!fio_is_dir(path))
-		return err_set("%s: not a directory", path);
-	return 0;
-}
-
 /* The folder part of dir/name ("a/b/c" -> "a/b"), malloc'd. */
 static char *parent_of(const char *path)
 {
@@ -186,7 +161,7 @@ int hfc_write_ref(const char *repo_dir, const char *rev, const char *commit)
 	if (!strcmp(rev, commit))
 		return 0;
 	char *path = cat(repo_dir, "/refs/", rev), *dir = path ? parent_of(path) : NULL;
-	int rc = !dir || hfc_mkdirs(dir) || fio_write_atomic(path, commit, strlen(commit));
+	int rc = !dir || fio_mkdirs(dir, 0755) || fio_write_atomic(path, commit, strlen(commit));
 	free(dir);
 	free(path);
 	return rc ? -1 : 0;
@@ -215,7 +190,7 @@ int hfc_link(const char *repo_dir, const char *commit, const char *file, const c
 	int rc = -1;
 	if (!tmp) {
 		err_set("out of memory");
-	} else if (hfc_mkdirs(dir) == 0) {
+	} else if (fio_mkdirs(dir, 0755) == 0) {
 		sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
 		unlink(tmp);
 		if (symlink(target, tmp) || rename(tmp, path)) {
@@ -244,7 +219,7 @@ static char *absent_path(const char *repo_dir, const char *commit, const char *f
 void hfc_mark_absent(const char *repo_dir, const char *commit, const char *file)
 {
 	char *path = absent_path(repo_dir, commit, file), *dir = path ? parent_of(path) : NULL;
-	if (dir && hfc_mkdirs(dir) == 0) {
+	if (dir && fio_mkdirs(dir, 0755) == 0) {
 		int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 		if (fd >= 0)
 			close(fd);
@@ -261,7 +236,7 @@ int hfc_lock(const char *root, const char *repo_id, const char *etag)
 	char *path = dir ? cat(dir, "/", etag) : NULL;
 	char *lock = path ? cat(path, ".lock", "") : NULL;
 	int fd = -1;
-	if (lock && hfc_mkdirs(dir) == 0) {
+	if (lock && fio_mkdirs(dir, 0755) == 0) {
 		fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 		if (fd < 0)
 			err_set("%s: cannot create: %s", lock, strerror(errno));

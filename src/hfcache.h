@@ -37,8 +37,6 @@ int hfc_link(const char *repo_dir, const char *commit, const char *file, const c
  * huggingface_hub does, so that it does not ask again); best effort. */
 void hfc_mark_absent(const char *repo_dir, const char *commit, const char *file);
 
-/* Creates a directory and its parents. 0 or -1 (err_set). */
-int hfc_mkdirs(const char *path);
 
 /* The ".locks" lock file for a blob, taken exclusively (waits for another process
  * downloading the same blob). Returns an fd to pass to hfc_unlock, or -1 (err_set). */

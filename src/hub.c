@@ -316,7 +316,7 @@ static int fetch_file(struct fetch *f, const char *file, bool optional)
 	}
 	char *blobs = fio_join(f->repo_dir, "blobs");
 	blob = blobs ? fio_join(blobs, m.etag) : NULL;
-	if (!blob || hfc_mkdirs(blobs)) {
+	if (!blob || fio_mkdirs(blobs, 0755)) {
 		free(blobs);
 		goto out;
 	}
