@@ -140,13 +140,21 @@ check_screen 'decode [1-9]' "the pasted message is answered"
 sleep 0.5
 stop_answer "pasted answer stopped"
 shot "paste"
-scr=$(screen)
-# (The "you" header above them may have scrolled off under a long answer.)
-if echo "$scr" | tr '\n' '|' | grep -q '  paste line one|  paste line two|  paste line three|'; then
-	pass "the pasted lines form one message"
-else
+# A long answer may have scrolled them off: PageUp until they show (then back down).
+found=no
+ups=0
+while [ $ups -lt 80 ]; do
+	if screen | tr '\n' '|' | grep -q '  paste line one|  paste line two|  paste line three|'; then
+		found=yes
+		break
+	fi
+	T send-keys -t ui PPage
+	ups=$((ups + 1))
+	sleep 0.1
+done
+[ $found = yes ] && pass "the pasted lines form one message" ||
 	fail "the pasted lines are not one message"
-fi
+while [ $ups -gt 0 ]; do T send-keys -t ui NPage; ups=$((ups - 1)); done
 # The session file holds them as one user turn.
 sess=$(cat "$TMP/state/qwenchat/last-session")
 python3 -c 'import json,sys
@@ -193,9 +201,10 @@ check_screen 'conversation cleared' "/clear"
 screen | grep -q 'paste line one' && fail "/clear left the old turns" || pass "/clear empties the view"
 T send-keys -t ui "/load $TMP/conv.json" Enter
 check_screen 'loaded [0-9]+ turns from' "/load"
-# The loaded turns may be above the screen: PageUp until they show.
+# The loaded turns may be above the screen (the random model's answers run to
+# thousands of tokens, hundreds of lines): PageUp until they show.
 found=no
-for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+for i in $(seq 80); do
 	screen | grep -q '^  paste line three' && { found=yes; break; }
 	T send-keys -t ui PPage
 	sleep 0.2
