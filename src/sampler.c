@@ -3,6 +3,7 @@
 #include "src/sampler.h"
 
 #include <jansson.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,10 +76,12 @@ int samp_params_check(const struct samp_params *p)
 		return err_set("top_p: %g is not in [0, 1]", p->top_p);
 	if (!isfinite(p->min_p) || p->min_p < 0 || p->min_p > 1)
 		return err_set("min_p: %g is not in [0, 1]", p->min_p);
-	if (!isfinite(p->presence_penalty))
-		return err_set("presence_penalty: %g is not a finite number", p->presence_penalty);
-	if (!isfinite(p->repetition_penalty) || p->repetition_penalty <= 0)
-		return err_set("repetition_penalty: %g is not a number > 0", p->repetition_penalty);
+	/* Bounds far beyond any useful value, so that a penalised logit stays finite. */
+	if (!isfinite(p->presence_penalty) || fabs(p->presence_penalty) > 1000)
+		return err_set("presence_penalty: %g is not in [-1000, 1000]", p->presence_penalty);
+	if (!isfinite(p->repetition_penalty) || p->repetition_penalty < 1e-3 ||
+	    p->repetition_penalty > 1e3)
+		return err_set("repetition_penalty: %g is not in [0.001, 1000]", p->repetition_penalty);
 	return 0;
 }
 
@@ -282,7 +285,9 @@ static int penalise(struct samp *s, const float *logits, const int32_t *recent, 
 		s->seen[id] = 1;
 		float x = s->work[id];
 		x = x > 0 ? (float)(x / rp) : (float)(x * rp);
-		s->work[id] = (float)(x - pp);
+		x = (float)(x - pp);
+		/* a huge logit scaled past the float range stays the largest/smallest one */
+		s->work[id] = isfinite(x) ? x : x > 0 ? FLT_MAX : -FLT_MAX;
 	}
 	for (int i = 0; i < n_recent; i++)
 		if (recent[i] >= 0 && recent[i] < V)

@@ -334,6 +334,11 @@ static void test_params(void **state)
 	assert_int_equal(samp_params_check(&bad), -1);
 	bad = p, bad.presence_penalty = INFINITY;
 	assert_int_equal(samp_params_check(&bad), -1);
+	/* found by fuzz_genconfig: a denormal penalty overflowed the penalised logit */
+	bad = p, bad.repetition_penalty = 2e-44;
+	assert_int_equal(samp_params_check(&bad), -1);
+	bad = p, bad.presence_penalty = -1e30;
+	assert_int_equal(samp_params_check(&bad), -1);
 
 	/* a tiny temperature is greedy in effect, never NaN */
 	struct samp_params tiny = p;
@@ -398,7 +403,8 @@ static void test_generation_config(void **state)
 
 	const char *bad[] = {"{\"temperature\": -1}", "{\"top_k\": 1.5}", "{\"top_p\": \"x\"}",
 			     "{\"eos_token_id\": [1, -2]}", "[1, 2]", "{\"top_p\": 0.9,",
-			     "{\"repetition_penalty\": 0}"};
+			     "{\"repetition_penalty\": 0}",
+			     "{\"top_k\": 2, \"repetition_penalty\": 2e-44}"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct samp_params before = p;
 		d = write_gc(bad[i]);
