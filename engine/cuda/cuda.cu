@@ -457,6 +457,10 @@ static void *cuda_init(struct eng_model *m, const struct eng_backend_opts *o)
 			eng_dtype_name(w->embed.dtype));
 		return NULL;
 	}
+	if (o->kv_f32) {
+		err_set("cuda backend: the fp32 KV cache is CPU-only");
+		return NULL;
+	}
 	if (c->head_dim > CU_MAX_HEAD_DIM || c->head_dim % 2) {
 		err_set("cuda backend: head_dim %d is not supported (even, at most %d)",
 			c->head_dim, CU_MAX_HEAD_DIM);
@@ -476,14 +480,10 @@ static void *cuda_init(struct eng_model *m, const struct eng_backend_opts *o)
 	s->max_splits = CEIL_DIV(s->ctx, CU_ATTN_SPLIT);
 	const char *g = getenv("QWENCHAT_CUDA_GRAPH");
 	s->use_graph = !(g && strcmp(g, "0") == 0);
-	if (o->kv_f32)
-		err_set("cuda backend: the fp32 KV cache is CPU-only");
-	if (o->kv_f32 ||
-	    cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
+	if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
 	    cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS ||
 	    cublasSetStream(s->blas, s->stream) != CUBLAS_STATUS_SUCCESS) {
-		if (!o->kv_f32)
-			err_set("cuda backend: cannot create the stream or the cuBLAS handle");
+		err_set("cuda backend: cannot create the stream or the cuBLAS handle");
 		cuda_free(s);
 		return NULL;
 	}
