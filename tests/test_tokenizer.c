@@ -553,6 +553,8 @@ static void test_malformed(void **state)
 		{"\"abc\":257", "\"abc\":-3", "model.vocab"},
 		{"\"z\":122", "\"zz\":122", "model.vocab: no token for byte 0x7a"},
 		{"\"abc\":257", "\"a\\u0000c\":257", "model.vocab"},
+		{"\"abc\":257", "\"a\xff" "c\":257", "model.vocab: invalid UTF-8"},
+		{"\"abc\":257", "\"a\xe2\x82\":257", "model.vocab: invalid UTF-8"},
 		{"\"a b\"", "\"a q\"", "model.merges: entry 0: the merged token"},
 		{"\"a b\"", "\"a b c\"", "model.merges: entry 0"},
 		{"\"a b\"", "\"ab\"", "model.merges: entry 0"},

@@ -196,11 +196,12 @@ int jscan_string(struct jscan *j)
 		return -1;
 	j->buf_len = 0;
 	for (;;) {
-		size_t start = j->pos;
+		/* a run of plain characters (valid UTF-8 included) is copied in one go */
+		size_t start = j->pos, n;
 		const unsigned char *s = (const unsigned char *)j->s;
 		while (j->pos < j->len && s[j->pos] != '"' && s[j->pos] != '\\' && s[j->pos] >= 0x20 &&
-		       s[j->pos] < 0x80)
-			j->pos++;
+		       (n = utf8_len(s + j->pos, j->len - j->pos)) != 0)
+			j->pos += n;
 		if (buf_put(j, j->s + start, j->pos - start))
 			return -1;
 		if (j->pos >= j->len)
@@ -217,12 +218,7 @@ int jscan_string(struct jscan *j)
 		} else if (c < 0x20) {
 			return jscan_error(j, "control character in string");
 		} else {
-			size_t n = utf8_len(s + j->pos, j->len - j->pos);
-			if (!n)
-				return jscan_error(j, "invalid UTF-8 in string");
-			if (buf_put(j, j->s + j->pos, n))
-				return -1;
-			j->pos += n;
+			return jscan_error(j, "invalid UTF-8 in string");
 		}
 	}
 	if (buf_put(j, "", 1))

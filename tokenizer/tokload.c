@@ -98,13 +98,25 @@ static int merge_side(struct jscan *j, const char *s, size_t n, char *out, size_
 	return 0;
 }
 
+/* Whether token id holds exactly the bytes s[0..n). */
+static bool token_is(const struct bpe *b, int32_t id, const char *s, size_t n)
+{
+	size_t tn;
+	const char *t = bpe_token(b, id, &tn);
+	return t && tn == n && memcmp(t, s, n) == 0;
+}
+
 /* Resolves merge number i, the raw bytes s[0..na) + s[na..na+nb), against the
  * vocabulary: each side and their concatenation must be tokens (tokenizers refuses
- * such a file too). */
-static int resolve_one(struct bpe *b, const char *s, size_t na, size_t nb, size_t i, const char *file)
+ * such a file too). A vocabulary built by BPE training numbers merged tokens in merge order, so the
+ * merged token is first looked for at *next, the id after the previous merge's; a
+ * token's bytes are unique, so a match there is what the lookup would find. */
+static int resolve_one(struct bpe *b, const char *s, size_t na, size_t nb, size_t i, const char *file,
+		       int32_t *next)
 {
 	int32_t a = bpe_lookup(b, s, na), c = bpe_lookup(b, s + na, nb);
-	int32_t m = bpe_lookup(b, s, na + nb);
+	int32_t m = token_is(b, *next, s, na + nb) ? *next : bpe_lookup(b, s, na + nb);
+	*next = m + 1;
 	if (a < 0 || c < 0 || m < 0)
 		return err_set("%s: model.merges: entry %zu: %s is not in model.vocab", file, i,
 			       a < 0 ? "its left token" : c < 0 ? "its right token" : "the merged token");
@@ -113,9 +125,10 @@ static int resolve_one(struct bpe *b, const char *s, size_t na, size_t nb, size_
 
 static int resolve_merges(struct bpe *b, const struct pending *p, const char *file)
 {
+	int32_t next = 0;
 	for (size_t i = 0; i < p->n; i++)
 		if (resolve_one(b, p->bytes + p->split[i * 3], p->split[i * 3 + 1], p->split[i * 3 + 2], i,
-				file))
+				file, &next))
 			return -1;
 	return 0;
 }
@@ -126,6 +139,7 @@ static int read_merges(struct jscan *j, struct pending *p, struct bpe *b, bool d
 {
 	char *cat = NULL; /* both sides' raw bytes, back to back */
 	size_t cap = 0, i = 0;
+	int32_t next = 0; /* where resolve_one looks for the merged token first */
 	int rc = -1;
 	j->field = "model.merges";
 	if (jscan_expect(j, '['))
@@ -177,7 +191,7 @@ static int read_merges(struct jscan *j, struct pending *p, struct bpe *b, bool d
 			    merge_side(j, sp + 1, j->buf_len - la - 1, cat + na, &nb))
 				goto out;
 		}
-		if (direct ? resolve_one(b, cat, na, nb, i, j->file) : pend_add(p, cat, na, cat + na, nb))
+		if (direct ? resolve_one(b, cat, na, nb, i, j->file, &next) : pend_add(p, cat, na, cat + na, nb))
 			goto out;
 	}
 	rc = 0;
