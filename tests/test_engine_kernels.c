@@ -23,9 +23,17 @@ static float frand(void)
 	return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
 }
 
-static void check_matmul(const struct cpu_kernels *k, int n, int M, int K, bool acc)
+/* The weights start `shift` bf16 elements past a 64-byte boundary (tensors in a
+ * safetensors file start wherever the header ends), between NaN bit patterns that
+ * a kernel reading whole cache lines must load but never use. */
+static void check_matmul_at(const struct cpu_kernels *k, int n, int M, int K, bool acc, int shift)
 {
-	uint16_t *w = malloc((size_t)M * K * sizeof *w);
+	size_t span = (size_t)M * K + (size_t)shift + 64;
+	uint16_t *base = aligned_alloc(64, (span * sizeof *base + 63) / 64 * 64);
+	assert_non_null(base);
+	for (size_t i = 0; i < span; i++)
+		base[i] = 0xffff; /* NaN */
+	uint16_t *w = base + shift;
 	float *x = malloc((size_t)n * K * sizeof *x), *xp = calloc((size_t)n * K, sizeof *xp);
 	float *out = malloc((size_t)n * M * sizeof *out);
 	for (size_t i = 0; i < (size_t)M * K; i++)
@@ -75,10 +83,15 @@ static void check_matmul(const struct cpu_kernels *k, int n, int M, int K, bool 
 			}
 		free(xb);
 	}
-	free(w);
+	free(base);
 	free(x);
 	free(xp);
 	free(out);
+}
+
+static void check_matmul(const struct cpu_kernels *k, int n, int M, int K, bool acc)
+{
+	check_matmul_at(k, n, M, K, acc, 0);
 }
 
 static void test_matmul(void **state)
@@ -95,6 +108,25 @@ static void test_matmul(void **state)
 					check_matmul(k, n, M, Ks[ki], n & 1);
 		check_matmul(k, 7, 70, 128, false);   /* more rows than one chunk */
 		check_matmul(k, 12, 130, 64, true);
+	}
+}
+
+/* Decode (n = 1) on weights at every offset from a cache line: the AVX-512 kernel
+ * loads aligned lines and shifts them when the offset is a multiple of 4 bytes. */
+static void test_matvec_misaligned(void **state)
+{
+	(void)state;
+	static const int Ks[] = {32, 64, 96, 1024, 100};
+	static const int Ms[] = {1, 4, 9, 70};
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+		if (!cpu_isa_supported(isa))
+			continue;
+		const struct cpu_kernels *k = cpu_kernels_get(isa);
+		for (int shift = 0; shift < 32; shift++)
+			for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
+				for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+					check_matmul_at(k, 1, Ms[mi], Ks[ki], shift & 1, shift);
+		check_matmul_at(k, 3, 9, 64, false, 6); /* prefill tiles too */
 	}
 }
 
@@ -225,6 +257,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_matmul),
+		cmocka_unit_test(test_matvec_misaligned),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_elementwise),
 		cmocka_unit_test(test_pool),

@@ -144,39 +144,124 @@ static void matmul_tiles(mk_fn *const *r4, mk_fn *const *r1, int tb, float *out,
 	}
 }
 
-/* Decode (one token): one row at a time with four accumulators, so the weights are
- * read as a single sequential stream. On a busy 2-core EPYC (thread CPU time, other
- * jobs running) the R=4 tile read 8.3 GB/s per core, this loop 11.6 GB/s. */
+/* Decode (one token) reads every weight once, so its speed is the memory's, and two
+ * things keep a core from reading at that speed:
+ * - Reading the rows one after another is a single stream that stalls at every
+ *   4 KB page (a TLB miss, the hardware prefetcher starting over). MV_STREAMS rows
+ *   from as many separate parts of the block are read side by side instead, so
+ *   those stalls overlap, and each activation load serves all of them.
+ * - Tensors in a safetensors file start wherever the header ends, so weight rows
+ *   are rarely 64-byte aligned and every 64-byte load would straddle two cache
+ *   lines. When a row starts 4*sh bytes into a cache line (the same for every row
+ *   when K is a multiple of 32), the kernel loads whole aligned lines and shifts
+ *   each pair into place with one permute (valignd's variable-count form).
+ * On the 2-core EPYC, Qwen3-0.6B shape, one core: 20 GB/s with plain unaligned
+ * loads, 33 GB/s aligned (BENCHMARKS.md). */
+#define MV_STREAMS 4
+
+/* The 32 bf16 weights at wa + 32 (aligned line a), shifted down by sh 32-bit lanes
+ * from the pair (a, b) of consecutive lines. */
+INL T512 __m512i shifted_512(__m512i a, __m512i b, __m512i idx)
+{
+	return _mm512_permutex2var_epi32(a, idx, b);
+}
+
+INL T512 void fma_bf16_512(__m512i r, __m512 xe, __m512 xo, __m512i hi, __m512 *ae, __m512 *ao)
+{
+	*ae = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(r, 16)), xe, *ae);
+	*ao = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(r, hi)), xo, *ao);
+}
+
+/* Rows [i, i + q, ..., i + (MV_STREAMS-1) q) of the block at m0, K a multiple of 32,
+ * each row starting sh lanes (4 bytes each) past a 64-byte boundary, 0 < sh < 16. */
+INL T512 void mv_rows_shifted(float *out, const float *xp, const uint16_t *w, int K, int m0,
+			      int q, int i, int sh, bool acc)
+{
+	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+	const __m512i idx = _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
+							      3, 2, 1, 0),
+					     _mm512_set1_epi32(sh));
+	const __m512i *wa[MV_STREAMS];
+	__m512i cur[MV_STREAMS];
+	__m512 ae[MV_STREAMS], ao[MV_STREAMS];
+#pragma GCC unroll 8
+	for (int j = 0; j < MV_STREAMS; j++) {
+		/* the aligned line holding the row's first weights (its head belongs to the
+		 * row before, or to whatever precedes the tensor: loaded, never used) */
+		wa[j] = (const __m512i *)(w + (size_t)(m0 + j * q + i) * K - 2 * sh);
+		cur[j] = _mm512_load_si512(wa[j]);
+		ae[j] = ao[j] = _mm512_setzero_ps();
+	}
+	for (int k = 0, b = 1; k < K; k += 32, b++) {
+		__m512 xe = _mm512_loadu_ps(xp + k), xo = _mm512_loadu_ps(xp + k + 16);
+#pragma GCC unroll 8
+		for (int j = 0; j < MV_STREAMS; j++) {
+			__m512i nxt = _mm512_load_si512(wa[j] + b);
+			fma_bf16_512(shifted_512(cur[j], nxt, idx), xe, xo, hi, &ae[j], &ao[j]);
+			cur[j] = nxt;
+		}
+	}
+#pragma GCC unroll 8
+	for (int j = 0; j < MV_STREAMS; j++) {
+		float s = _mm512_reduce_add_ps(_mm512_add_ps(ae[j], ao[j]));
+		float *o = out + m0 + j * q + i;
+		*o = acc ? *o + s : s;
+	}
+}
+
+/* The same rows with plain (unaligned) loads, any K. */
+INL T512 void mv_rows(float *out, const float *xp, const uint16_t *w, int K, int m0, int q, int i,
+		      bool acc)
+{
+	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+	const int k1 = K & ~31;
+	const uint16_t *wr[MV_STREAMS];
+	__m512 ae[MV_STREAMS], ao[MV_STREAMS];
+#pragma GCC unroll 8
+	for (int j = 0; j < MV_STREAMS; j++) {
+		wr[j] = w + (size_t)(m0 + j * q + i) * K;
+		ae[j] = ao[j] = _mm512_setzero_ps();
+	}
+	for (int k = 0; k < k1; k += 32) {
+		__m512 xe = _mm512_loadu_ps(xp + k), xo = _mm512_loadu_ps(xp + k + 16);
+#pragma GCC unroll 8
+		for (int j = 0; j < MV_STREAMS; j++)
+			fma_bf16_512(_mm512_loadu_si512((const void *)(wr[j] + k)), xe, xo, hi, &ae[j],
+				     &ao[j]);
+	}
+#pragma GCC unroll 8
+	for (int j = 0; j < MV_STREAMS; j++) {
+		float s = _mm512_reduce_add_ps(_mm512_add_ps(ae[j], ao[j]));
+		for (int k = k1; k < K; k++)
+			s += cpu_bf16_to_f32(wr[j][k]) * xp[k];
+		float *o = out + m0 + j * q + i;
+		*o = acc ? *o + s : s;
+	}
+}
+
 static T512 void matvec_512(float *out, const float *xp, const uint16_t *w, int K,
 			    int m0, int m1, bool acc)
 {
-	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
-	const int k4 = K & ~127, k1 = K & ~31;
-	for (int m = m0; m < m1; m++) {
+	uintptr_t at = (uintptr_t)(w + (size_t)m0 * K) % 64;
+	bool shifted = K % 32 == 0 && at % 4 == 0 && at != 0;
+	int q = (m1 - m0) / MV_STREAMS;
+	for (int i = 0; i < q; i++) {
+		if (shifted)
+			mv_rows_shifted(out, xp, w, K, m0, q, i, (int)(at / 4), acc);
+		else
+			mv_rows(out, xp, w, K, m0, q, i, acc);
+	}
+	/* the rows left over, one at a time (a block of one row from each) */
+	for (int m = m0 + MV_STREAMS * q; m < m1; m++) {
 		const uint16_t *wr = w + (size_t)m * K;
-		__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-		int k = 0;
-		for (; k < k4; k += 128) {
-			__m512i r0 = _mm512_loadu_si512((const void *)(wr + k));
-			__m512i r1 = _mm512_loadu_si512((const void *)(wr + k + 32));
-			__m512i r2 = _mm512_loadu_si512((const void *)(wr + k + 64));
-			__m512i r3 = _mm512_loadu_si512((const void *)(wr + k + 96));
-			a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(r0, 16)), _mm512_loadu_ps(xp + k), a0);
-			a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(r0, hi)), _mm512_loadu_ps(xp + k + 16), a1);
-			a2 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(r1, 16)), _mm512_loadu_ps(xp + k + 32), a2);
-			a3 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(r1, hi)), _mm512_loadu_ps(xp + k + 48), a3);
-			a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(r2, 16)), _mm512_loadu_ps(xp + k + 64), a0);
-			a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(r2, hi)), _mm512_loadu_ps(xp + k + 80), a1);
-			a2 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(r3, 16)), _mm512_loadu_ps(xp + k + 96), a2);
-			a3 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(r3, hi)), _mm512_loadu_ps(xp + k + 112), a3);
-		}
-		for (; k < k1; k += 32) {
-			__m512i r0 = _mm512_loadu_si512((const void *)(wr + k));
-			a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(r0, 16)), _mm512_loadu_ps(xp + k), a0);
-			a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(r0, hi)), _mm512_loadu_ps(xp + k + 16), a1);
-		}
-		float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-		for (; k < K; k++)
+		const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+		const int k1 = K & ~31;
+		__m512 ae = _mm512_setzero_ps(), ao = ae;
+		for (int k = 0; k < k1; k += 32)
+			fma_bf16_512(_mm512_loadu_si512((const void *)(wr + k)), _mm512_loadu_ps(xp + k),
+				     _mm512_loadu_ps(xp + k + 16), hi, &ae, &ao);
+		float s = _mm512_reduce_add_ps(_mm512_add_ps(ae, ao));
+		for (int k = k1; k < K; k++)
 			s += cpu_bf16_to_f32(wr[k]) * xp[k];
 		out[m] = acc ? out[m] + s : s;
 	}
