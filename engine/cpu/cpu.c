@@ -15,6 +15,9 @@
 /* Tokens per forward chunk: 512 keeps the scratch at ~32 MB for Qwen3-0.6B while
  * each weight matrix is read once per 512 tokens. */
 #define CHUNK 512
+/* Queries per attention work item: their scores are one matrix product (two of the
+ * AVX-512 kernel's 5-token tiles). */
+#define ATT_TILE 10
 
 struct cpu_state {
 	const struct eng_config *c;
@@ -36,7 +39,8 @@ struct cpu_state {
 	float *kk, *vv;                  /* (chunk, kv_dim) this chunk's keys and values */
 	float *att;                      /* (chunk, q_dim) attention output */
 	float *gate, *up;                /* (chunk, intermediate) */
-	float *scores;                   /* (threads, ctx) one softmax row per thread */
+	float *scores;                   /* (threads, ATT_TILE, ctx) score rows per thread */
+	float *qp;                       /* (threads, ATT_TILE, head_dim) packed queries */
 	bool capture;
 	float *cap;                      /* (layer, num_heads, ctx) last query's softmax; lazily */
 	int cap_len;                     /* keys in each captured row; 0 = none */
@@ -214,8 +218,14 @@ static void qk_norm_rope_store(struct cpu_state *s, const void *ctx, int t)
 	}
 }
 
-/* Causal GQA attention: (token, head) items shared among the threads; query head h
- * reads kv head h / (num_heads / num_kv_heads), as transformers' repeat_kv does. */
+/* Causal GQA attention: (head, tile of ATT_TILE queries) items shared among the
+ * threads; query head h reads kv head h / (num_heads / num_kv_heads), as
+ * transformers' repeat_kv does. With a bf16 cache the scores of a whole tile are one
+ * matrix product, q (tile, head_dim) times the keys (nk, head_dim) as bf16 "weights",
+ * each key widened once for all the tile's queries (512-token prefill on the 0.6B
+ * shape: the scores went from 18% of the time to 3%); the fp32 cache scores one
+ * query at a time. Queries before the tile's last score a few keys past their own
+ * position, which their softmax never reads. */
 struct attn_task {
 	struct cpu_state *s;
 	const struct step *st;
@@ -229,18 +239,35 @@ static void attention_run(void *arg, int tid, int nt)
 	struct cpu_state *s = a->s;
 	const struct step *st = a->st;
 	int H = s->c->num_heads, hd = s->c->head_dim, group = H / s->c->num_kv_heads;
+	int tiles = (st->n + ATT_TILE - 1) / ATT_TILE;
 	float scale = 1.0f / sqrtf((float)hd);
-	float *sc = s->scores + (size_t)tid * s->ctx;
-	for (int it; (it = cpu_claim(&a->next, st->n * H)) >= 0;) {
-		int t = it / H, h = it % H, nk = st->pos + t + 1;
-		const float *q = s->q + (size_t)t * s->q_dim + (size_t)h * hd;
-		s->k->scores(sc, q, cache_row(s, s->key_cache, st->layer, h / group, 0), nk, hd,
-			     !s->kv_f32, scale);
-		cpu_softmax(sc, nk);
-		s->k->mix(s->att + (size_t)t * s->q_dim + (size_t)h * hd, sc,
-			  cache_row(s, s->value_cache, st->layer, h / group, 0), nk, hd, !s->kv_f32);
-		if (s->capture && t == st->n - 1)
-			memcpy(s->cap + ((size_t)st->layer * H + h) * s->ctx, sc, (size_t)nk * sizeof *sc);
+	float *sc = s->scores + (size_t)tid * ATT_TILE * s->ctx;
+	float *qp = s->qp + (size_t)tid * ATT_TILE * hd;
+	for (int it; (it = cpu_claim(&a->next, tiles * H)) >= 0;) {
+		int h = it % H, t0 = it / H * ATT_TILE;
+		int nt_ = st->n - t0 < ATT_TILE ? st->n - t0 : ATT_TILE;
+		const void *keys = cache_row(s, s->key_cache, st->layer, h / group, 0);
+		const void *vals = cache_row(s, s->value_cache, st->layer, h / group, 0);
+		if (!s->kv_f32) {
+			for (int t = 0; t < nt_; t++)
+				cpu_pack_row(qp + (size_t)t * hd, s->q + (size_t)(t0 + t) * s->q_dim + (size_t)h * hd,
+					     hd, s->k->pack);
+			s->k->matmul(sc, s->ctx, qp, hd, nt_, keys, hd, 0, st->pos + t0 + nt_, false);
+		}
+		for (int t = t0; t < t0 + nt_; t++) {
+			float *row = sc + (size_t)(t - t0) * s->ctx;
+			int nk = st->pos + t + 1;
+			if (s->kv_f32)
+				s->k->scores(row, s->q + (size_t)t * s->q_dim + (size_t)h * hd, keys, nk, hd,
+					     false, scale);
+			else
+				for (int j = 0; j < nk; j++)
+					row[j] *= scale;
+			cpu_softmax(row, nk);
+			s->k->mix(s->att + (size_t)t * s->q_dim + (size_t)h * hd, row, vals, nk, hd, !s->kv_f32);
+			if (s->capture && t == st->n - 1)
+				memcpy(s->cap + ((size_t)st->layer * H + h) * s->ctx, row, (size_t)nk * sizeof *row);
+		}
 	}
 }
 
@@ -358,7 +385,7 @@ static void cpu_free(void *vs)
 		return;
 	cpu_pool_free(s->pool);
 	void *bufs[] = {s->key_cache, s->value_cache, s->rope_cos, s->rope_sin, s->x, s->xn, s->xb,
-			s->q, s->kk, s->vv, s->att, s->gate, s->up, s->scores, s->cap};
+			s->q, s->kk, s->vv, s->att, s->gate, s->up, s->scores, s->qp, s->cap};
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	free(s);
@@ -433,10 +460,11 @@ static void *cpu_init(struct eng_model *m, const struct eng_backend_opts *o)
 	s->att = xalloc(s, ch * s->q_dim, sizeof(float));
 	s->gate = xalloc(s, ch * c->intermediate_size, sizeof(float));
 	s->up = xalloc(s, ch * c->intermediate_size, sizeof(float));
-	s->scores = xalloc(s, (size_t)cpu_pool_size(s->pool) * ctx, sizeof(float));
+	s->scores = xalloc(s, (size_t)cpu_pool_size(s->pool) * ATT_TILE * ctx, sizeof(float));
+	s->qp = xalloc(s, (size_t)cpu_pool_size(s->pool) * ATT_TILE * c->head_dim, sizeof(float));
 	if (!s->key_cache || !s->value_cache || !s->rope_cos || !s->rope_sin || !s->x ||
 	    !s->xn || !s->q || !s->kk || !s->vv || !s->att || !s->gate || !s->up ||
-	    !s->scores) {
+	    !s->scores || !s->qp) {
 		err_set("cpu backend: out of memory for a %d-token context (KV cache %zu MB)",
 			s->ctx, kv_bytes >> 20);
 		cpu_free(s);
