@@ -172,7 +172,7 @@ static void check_attn(const struct cpu_kernels *k, int nk, int hd, bool bf16)
 static void test_attention(void **state)
 {
 	(void)state;
-	static const int hds[] = {2, 16, 20, 64, 128, 200};
+	static const int hds[] = {2, 16, 20, 64, 128, 200, 256};
 	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
 		if (!cpu_isa_supported(isa))
 			continue;

@@ -301,8 +301,55 @@ static T512 void scores_512(float *s, const float *q, const void *keys, int nk, 
 	}
 }
 
+/* 16 elements of a value row, widened when bf16 (no tail: the caller's dims are
+ * whole vectors). */
+INL T512 __m512 kv16_full_512(const void *rows, size_t off, bool bf16)
+{
+	if (bf16) {
+		__m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)rows + off));
+		return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+	}
+	return _mm512_loadu_ps((const float *)rows + off);
+}
+
+/* mix for head_dim a multiple of 128 (every Qwen3 size): 128 dims per pass, two
+ * keys per step into two sets of accumulators, so the FMAs do not wait on each
+ * other's latency (one key per step chained every FMA on the one before). */
+static T512 void mix_512_by128(float *out, const float *p, const void *vals, int nk, int hd, bool bf16)
+{
+	for (int i = 0; i < hd; i += 128) {
+		__m512 a[8], b[8];
+#pragma GCC unroll 8
+		for (int c = 0; c < 8; c++)
+			a[c] = b[c] = _mm512_setzero_ps();
+		int j = 0;
+		for (; j + 2 <= nk; j += 2) {
+			__m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
+			size_t r0 = (size_t)j * hd + i, r1 = r0 + hd;
+#pragma GCC unroll 8
+			for (int c = 0; c < 8; c++) {
+				a[c] = _mm512_fmadd_ps(p0, kv16_full_512(vals, r0 + 16 * c, bf16), a[c]);
+				b[c] = _mm512_fmadd_ps(p1, kv16_full_512(vals, r1 + 16 * c, bf16), b[c]);
+			}
+		}
+		if (j < nk) {
+			__m512 p0 = _mm512_set1_ps(p[j]);
+#pragma GCC unroll 8
+			for (int c = 0; c < 8; c++)
+				a[c] = _mm512_fmadd_ps(p0, kv16_full_512(vals, (size_t)j * hd + i + 16 * c, bf16), a[c]);
+		}
+#pragma GCC unroll 8
+		for (int c = 0; c < 8; c++)
+			_mm512_storeu_ps(out + i + 16 * c, _mm512_add_ps(a[c], b[c]));
+	}
+}
+
 static T512 void mix_512(float *out, const float *p, const void *vals, int nk, int hd, bool bf16)
 {
+	if (hd % 128 == 0) {
+		mix_512_by128(out, p, vals, nk, hd, bf16);
+		return;
+	}
 	for (int i = 0; i < hd; i += 64) {
 		__m512 a[4];
 		__mmask16 mk[4];
