@@ -164,10 +164,11 @@ static void *table_alloc(size_t n)
 	enum { HUGE = 2 << 20 };
 	if (n < HUGE)
 		return malloc(n);
-	void *p = aligned_alloc(HUGE, (n + HUGE - 1) / HUGE * HUGE);
+	size_t size = (n + HUGE - 1) / HUGE * HUGE;
+	void *p = aligned_alloc(HUGE, size);
 #ifdef MADV_HUGEPAGE
 	if (p)
-		madvise(p, (n + HUGE - 1) / HUGE * HUGE, MADV_HUGEPAGE); /* a hint: failure is fine */
+		madvise(p, size, MADV_HUGEPAGE); /* a hint: failure is fine */
 #endif
 	return p;
 }

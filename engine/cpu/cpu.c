@@ -245,16 +245,16 @@ static void attention_run(void *arg, int tid, int nt)
 	float *qp = s->qp + (size_t)tid * ATT_TILE * hd;
 	for (int it; (it = cpu_claim(&a->next, tiles * H)) >= 0;) {
 		int h = it % H, t0 = it / H * ATT_TILE;
-		int nt_ = st->n - t0 < ATT_TILE ? st->n - t0 : ATT_TILE;
+		int tile_n = st->n - t0 < ATT_TILE ? st->n - t0 : ATT_TILE;
 		const void *keys = cache_row(s, s->key_cache, st->layer, h / group, 0);
 		const void *vals = cache_row(s, s->value_cache, st->layer, h / group, 0);
 		if (!s->kv_f32) {
-			for (int t = 0; t < nt_; t++)
+			for (int t = 0; t < tile_n; t++)
 				cpu_pack_row(qp + (size_t)t * hd, s->q + (size_t)(t0 + t) * s->q_dim + (size_t)h * hd,
 					     hd, s->k->pack);
-			s->k->matmul(sc, s->ctx, qp, hd, nt_, keys, hd, 0, st->pos + t0 + nt_, false);
+			s->k->matmul(sc, s->ctx, qp, hd, tile_n, keys, hd, 0, st->pos + t0 + tile_n, false);
 		}
-		for (int t = t0; t < t0 + nt_; t++) {
+		for (int t = t0; t < t0 + tile_n; t++) {
 			float *row = sc + (size_t)(t - t0) * s->ctx;
 			int nk = st->pos + t + 1;
 			if (s->kv_f32)

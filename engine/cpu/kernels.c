@@ -159,8 +159,8 @@ static void matmul_tiles(mk_fn *const *r4, mk_fn *const *r1, int tb, float *out,
  * loads, 33 GB/s aligned (BENCHMARKS.md). */
 #define MV_STREAMS 4
 
-/* The 32 bf16 weights at wa + 32 (aligned line a), shifted down by sh 32-bit lanes
- * from the pair (a, b) of consecutive lines. */
+/* The 64 bytes that start sh 32-bit lanes into the aligned line a, taken from a and
+ * the line b after it (idx holds sh, sh + 1, ..., sh + 15). */
 INL T512 __m512i shifted_512(__m512i a, __m512i b, __m512i idx)
 {
 	return _mm512_permutex2var_epi32(a, idx, b);
@@ -209,28 +209,29 @@ INL T512 void mv_rows_shifted(float *out, const float *xp, const uint16_t *w, in
 	}
 }
 
-/* The same rows with plain (unaligned) loads, any K. */
+/* The same rows with plain (unaligned) loads, any K; S (a constant) rows at a time,
+ * MV_STREAMS or 1 for the rows left over. */
 INL T512 void mv_rows(float *out, const float *xp, const uint16_t *w, int K, int m0, int q, int i,
-		      bool acc)
+		      bool acc, const int S)
 {
 	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
 	const int k1 = K & ~31;
 	const uint16_t *wr[MV_STREAMS];
 	__m512 ae[MV_STREAMS], ao[MV_STREAMS];
 #pragma GCC unroll 8
-	for (int j = 0; j < MV_STREAMS; j++) {
+	for (int j = 0; j < S; j++) {
 		wr[j] = w + (size_t)(m0 + j * q + i) * K;
 		ae[j] = ao[j] = _mm512_setzero_ps();
 	}
 	for (int k = 0; k < k1; k += 32) {
 		__m512 xe = _mm512_loadu_ps(xp + k), xo = _mm512_loadu_ps(xp + k + 16);
 #pragma GCC unroll 8
-		for (int j = 0; j < MV_STREAMS; j++)
+		for (int j = 0; j < S; j++)
 			fma_bf16_512(_mm512_loadu_si512((const void *)(wr[j] + k)), xe, xo, hi, &ae[j],
 				     &ao[j]);
 	}
 #pragma GCC unroll 8
-	for (int j = 0; j < MV_STREAMS; j++) {
+	for (int j = 0; j < S; j++) {
 		float s = _mm512_reduce_add_ps(_mm512_add_ps(ae[j], ao[j]));
 		for (int k = k1; k < K; k++)
 			s += cpu_bf16_to_f32(wr[j][k]) * xp[k];
@@ -249,22 +250,10 @@ static T512 void matvec_512(float *out, const float *xp, const uint16_t *w, int 
 		if (shifted)
 			mv_rows_shifted(out, xp, w, K, m0, q, i, (int)(at / 4), acc);
 		else
-			mv_rows(out, xp, w, K, m0, q, i, acc);
+			mv_rows(out, xp, w, K, m0, q, i, acc, MV_STREAMS);
 	}
-	/* the rows left over, one at a time (a block of one row from each) */
-	for (int m = m0 + MV_STREAMS * q; m < m1; m++) {
-		const uint16_t *wr = w + (size_t)m * K;
-		const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
-		const int k1 = K & ~31;
-		__m512 ae = _mm512_setzero_ps(), ao = ae;
-		for (int k = 0; k < k1; k += 32)
-			fma_bf16_512(_mm512_loadu_si512((const void *)(wr + k)), _mm512_loadu_ps(xp + k),
-				     _mm512_loadu_ps(xp + k + 16), hi, &ae, &ao);
-		float s = _mm512_reduce_add_ps(_mm512_add_ps(ae, ao));
-		for (int k = k1; k < K; k++)
-			s += cpu_bf16_to_f32(wr[k]) * xp[k];
-		out[m] = acc ? out[m] + s : s;
-	}
+	for (int m = m0 + MV_STREAMS * q; m < m1; m++) /* the rows left over, one at a time */
+		mv_rows(out, xp, w, K, m, 0, 0, acc, 1);
 }
 
 static void matmul_512(float *out, int ldo, const float *xp, int ldx, int n,
@@ -301,17 +290,6 @@ static T512 void scores_512(float *s, const float *q, const void *keys, int nk, 
 	}
 }
 
-/* 16 elements of a value row, widened when bf16 (no tail: the caller's dims are
- * whole vectors). */
-INL T512 __m512 kv16_full_512(const void *rows, size_t off, bool bf16)
-{
-	if (bf16) {
-		__m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)rows + off));
-		return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-	}
-	return _mm512_loadu_ps((const float *)rows + off);
-}
-
 /* mix for head_dim a multiple of 128 (every Qwen3 size): 128 dims per pass, two
  * keys per step into two sets of accumulators, so the FMAs do not wait on each
  * other's latency (one key per step chained every FMA on the one before). */
@@ -328,15 +306,15 @@ static T512 void mix_512_by128(float *out, const float *p, const void *vals, int
 			size_t r0 = (size_t)j * hd + i, r1 = r0 + hd;
 #pragma GCC unroll 8
 			for (int c = 0; c < 8; c++) {
-				a[c] = _mm512_fmadd_ps(p0, kv16_full_512(vals, r0 + 16 * c, bf16), a[c]);
-				b[c] = _mm512_fmadd_ps(p1, kv16_full_512(vals, r1 + 16 * c, bf16), b[c]);
+				a[c] = _mm512_fmadd_ps(p0, kv16_512(vals, r0 + 16 * c, bf16, 0xffff), a[c]);
+				b[c] = _mm512_fmadd_ps(p1, kv16_512(vals, r1 + 16 * c, bf16, 0xffff), b[c]);
 			}
 		}
 		if (j < nk) {
 			__m512 p0 = _mm512_set1_ps(p[j]);
 #pragma GCC unroll 8
 			for (int c = 0; c < 8; c++)
-				a[c] = _mm512_fmadd_ps(p0, kv16_full_512(vals, (size_t)j * hd + i + 16 * c, bf16), a[c]);
+				a[c] = _mm512_fmadd_ps(p0, kv16_512(vals, (size_t)j * hd + i + 16 * c, bf16, 0xffff), a[c]);
 		}
 #pragma GCC unroll 8
 		for (int c = 0; c < 8; c++)
