@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "engine/cpu/kernels.h"
@@ -152,7 +153,7 @@ static void check_attn(const struct cpu_kernels *k, int nk, int hd, bool bf16)
 		if (fabs(s[j] - 0.25 * ref) > 1e-6 * mag)
 			fail_msg("%s scores nk=%d hd=%d bf16=%d j=%d", k->name, nk, hd, bf16, j);
 	}
-	cpu_softmax(s, nk);
+	k->softmax(s, nk, 1.0f);
 	k->mix(out, s, rows, nk, hd, bf16);
 	for (int i = 0; i < hd; i++) {
 		double ref = 0;
@@ -198,7 +199,7 @@ static void test_elementwise(void **state)
 	cpu_rmsnorm(o, x, w, 8, 1e-6f);
 	for (int i = 0; i < 8; i++)
 		assert_float_equal(o[i], x[i] / sqrt(ss / 8 + 1e-6) * (0.5 + i), 1e-5);
-	cpu_softmax(s, 4);   /* large values must not overflow */
+	cpu_softmax(s, 4, 1.0f);   /* large values must not overflow */
 	assert_float_equal(s[1], exp(1) / (2 + exp(1)), 1e-6);
 	assert_float_equal(s[2], 0, 1e-30);
 	float r[4] = {1, 2, 3, 4}, c[2] = {0, 1}, sn[2] = {1, 0};
@@ -214,6 +215,85 @@ static void test_elementwise(void **state)
 	assert_int_equal(cpu_f32_to_bf16(1.00390625f), 0x3f80);   /* tie to even */
 	assert_int_equal(cpu_f32_to_bf16(1.01171875f), 0x3f82);   /* tie rounds up to even */
 	assert_true(isnan(cpu_bf16_to_f32(cpu_f32_to_bf16(NAN))));
+}
+
+/* Every ISA's element-wise steps against double precision: softmax at several
+ * lengths and scales, SwiGLU over the whole useful range of e^x, RMSNorm, and the
+ * bf16 rounding bit for bit (random bit patterns, NaN, infinities, ties). */
+static void test_elementwise_isa(void **state)
+{
+	(void)state;
+	static const int lens[] = {1, 5, 16, 17, 40, 100, 1030};
+	float *a = malloc(2048 * sizeof *a), *b = malloc(2048 * sizeof *b);
+	uint16_t *w = malloc(2048 * sizeof *w), *hb = malloc(2048 * sizeof *hb);
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+		if (!cpu_isa_supported(isa))
+			continue;
+		const struct cpu_kernels *k = cpu_kernels_get(isa);
+		for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+			int n = lens[li];
+			double mx = -INFINITY, sum = 0;
+			for (int i = 0; i < n; i++) {
+				a[i] = 40 * frand();
+				b[i] = a[i] * 0.3f;
+				mx = b[i] > mx ? b[i] : mx;
+			}
+			for (int i = 0; i < n; i++)
+				sum += exp(b[i] - mx);
+			k->softmax(a, n, 0.3f);
+			for (int i = 0; i < n; i++) {
+				double ref = exp(b[i] - mx) / sum;
+				if (fabs(a[i] - ref) > 2e-6 * ref + 1e-30)
+					fail_msg("%s softmax n=%d i=%d: %g vs %g", k->name, n, i, a[i], ref);
+			}
+			double ss = 0;
+			for (int i = 0; i < n; i++) {
+				a[i] = 3 * frand();
+				w[i] = cpu_f32_to_bf16(frand());
+				ss += (double)a[i] * a[i];
+			}
+			k->rmsnorm(b, a, w, n, 1e-6f);
+			for (int i = 0; i < n; i++) {
+				double ref = a[i] / sqrt(ss / n + 1e-6) * cpu_bf16_to_f32(w[i]);
+				if (fabs(b[i] - ref) > 1e-6 * fabs(ref) + 1e-7)
+					fail_msg("%s rmsnorm n=%d i=%d: %g vs %g", k->name, n, i, b[i], ref);
+			}
+		}
+		for (int i = 0; i < 2048; i++) {   /* g from -120 to 120 */
+			a[i] = -120 + 240.0f * i / 2047;
+			b[i] = frand();
+		}
+		float g[2048];
+		memcpy(g, a, sizeof g);
+		k->swiglu(g, b, 2048);
+		for (int i = 0; i < 2048; i++) {
+			double ref = a[i] / (1 + exp(-(double)a[i])) * b[i];
+			if (fabs(g[i] - ref) > 1e-6 * fabs(ref) + 1e-35)
+				fail_msg("%s swiglu g=%g: %g vs %g", k->name, a[i], g[i], ref);
+		}
+		for (int i = 0; i < 2048; i++) {
+			frand();
+			uint32_t u = (uint32_t)(rng >> 32);
+			if (i % 7 == 0)
+				u = (u & 0xffff0000u) | 0x8000u;   /* a tie */
+			memcpy(&a[i], &u, sizeof u);
+		}
+		a[0] = NAN;
+		a[1] = INFINITY;
+		a[2] = -INFINITY;
+		a[3] = 3.4e38f;
+		for (int n = 2048; n > 2000; n -= 13) {
+			k->to_bf16(hb, a, n);
+			for (int i = 0; i < n; i++)
+				if (hb[i] != cpu_f32_to_bf16(a[i]))
+					fail_msg("%s to_bf16 %a: %04x vs %04x", k->name, a[i], hb[i],
+						 cpu_f32_to_bf16(a[i]));
+		}
+	}
+	free(a);
+	free(b);
+	free(w);
+	free(hb);
 }
 
 struct count_task {
@@ -260,6 +340,7 @@ int main(void)
 		cmocka_unit_test(test_matvec_misaligned),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_elementwise),
+		cmocka_unit_test(test_elementwise_isa),
 		cmocka_unit_test(test_pool),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -146,7 +146,7 @@ struct step {
 static void put_row(struct cpu_state *s, int n, int t, const float *row, int d)
 {
 	if (s->bf16 && n > 1)
-		cpu_bf16_row(s->xb + (size_t)t * d, row, d);
+		s->k->to_bf16(s->xb + (size_t)t * d, row, d);
 	else
 		cpu_pack_row(s->xn + (size_t)t * d, row, d, s->k->pack);
 }
@@ -156,7 +156,7 @@ static void rmsnorm_pack(struct cpu_state *s, const void *ctx, int t)
 	const struct step *st = ctx;
 	int d = s->c->hidden_size;
 	float tmp[d];
-	cpu_rmsnorm(tmp, s->x + (size_t)t * d, st->norm->data, d, (float)s->c->rms_norm_eps);
+	s->k->rmsnorm(tmp, s->x + (size_t)t * d, st->norm->data, d, (float)s->c->rms_norm_eps);
 	put_row(s, st->n, t, tmp, d);
 }
 
@@ -171,7 +171,7 @@ static void swiglu_pack(struct cpu_state *s, const void *ctx, int t)
 {
 	const struct step *st = ctx;
 	size_t d = (size_t)s->c->intermediate_size;
-	cpu_swiglu(s->gate + t * d, s->up + t * d, (int)d);
+	s->k->swiglu(s->gate + t * d, s->up + t * d, (int)d);
 	put_row(s, st->n, t, s->gate + t * d, (int)d);
 }
 
@@ -189,9 +189,7 @@ static void store_kv(struct cpu_state *s, void *dst, const float *src)
 		memcpy(dst, src, (size_t)hd * sizeof(float));
 		return;
 	}
-	uint16_t *d = dst;
-	for (int i = 0; i < hd; i++)
-		d[i] = cpu_f32_to_bf16(src[i]);
+	s->k->to_bf16(dst, src, hd);
 }
 
 /* Qwen3's per-head RMSNorm of q and k (before RoPE), rotate-half RoPE, then the
@@ -205,12 +203,12 @@ static void qk_norm_rope_store(struct cpu_state *s, const void *ctx, int t)
 	const float *cs = s->rope_cos + (size_t)p * (hd / 2), *sn = s->rope_sin + (size_t)p * (hd / 2);
 	for (int h = 0; h < s->c->num_heads; h++) {
 		float *qh = s->q + (size_t)t * s->q_dim + (size_t)h * hd;
-		cpu_rmsnorm(qh, qh, L->q_norm.data, hd, eps);
+		s->k->rmsnorm(qh, qh, L->q_norm.data, hd, eps);
 		cpu_rope(qh, cs, sn, hd);
 	}
 	for (int h = 0; h < s->c->num_kv_heads; h++) {
 		float *kh = s->kk + (size_t)t * s->kv_dim + (size_t)h * hd;
-		cpu_rmsnorm(kh, kh, L->k_norm.data, hd, eps);
+		s->k->rmsnorm(kh, kh, L->k_norm.data, hd, eps);
 		cpu_rope(kh, cs, sn, hd);
 		store_kv(s, cache_row(s, s->key_cache, st->layer, h, p), kh);
 		store_kv(s, cache_row(s, s->value_cache, st->layer, h, p),
@@ -257,13 +255,10 @@ static void attention_run(void *arg, int tid, int nt)
 		for (int t = t0; t < t0 + tile_n; t++) {
 			float *row = sc + (size_t)(t - t0) * s->ctx;
 			int nk = st->pos + t + 1;
-			if (s->kv_f32)
+			if (s->kv_f32)   /* scaled already */
 				s->k->scores(row, s->q + (size_t)t * s->q_dim + (size_t)h * hd, keys, nk, hd,
 					     false, scale);
-			else
-				for (int j = 0; j < nk; j++)
-					row[j] *= scale;
-			cpu_softmax(row, nk);
+			s->k->softmax(row, nk, s->kv_f32 ? 1.0f : scale);
 			s->k->mix(s->att + (size_t)t * s->q_dim + (size_t)h * hd, row, vals, nk, hd, !s->kv_f32);
 			if (s->capture && t == st->n - 1)
 				memcpy(s->cap + ((size_t)st->layer * H + h) * s->ctx, row, (size_t)nk * sizeof *row);

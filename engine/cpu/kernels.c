@@ -59,7 +59,10 @@ static void mix_c(float *out, const float *p, const void *vals, int nk, int hd, 
 			out[i] += p[j] * kv_at(vals, (size_t)j * hd + i, bf16);
 }
 
-static const struct cpu_kernels kernels_c = {"c", 1, matmul_c, NULL, scores_c, mix_c};
+static const struct cpu_kernels kernels_c = {
+	.name = "c", .pack = 1, .matmul = matmul_c, .scores = scores_c, .mix = mix_c,
+	.softmax = cpu_softmax, .swiglu = cpu_swiglu, .rmsnorm = cpu_rmsnorm, .to_bf16 = cpu_bf16_row,
+};
 
 #ifdef CPU_X86
 /* ---- AVX-512F ------------------------------------------------------------------ */
@@ -348,7 +351,107 @@ static T512 void mix_512(float *out, const float *p, const void *vals, int nk, i
 	}
 }
 
-static const struct cpu_kernels kernels_512 = {"avx512", 32, matmul_512, NULL, scores_512, mix_512};
+/* Element-wise steps. e^x for 16 lanes, within 2 ulp of expf over the whole float
+ * range: x = n ln2 + r with |r| <= ln2/2, Cephes' expf polynomial for e^r, and
+ * vscalefps for the 2^n (underflow to zero and overflow to inf included). NaN stays
+ * NaN: vmaxps/vminps return their second operand when either is NaN. */
+INL T512 __m512 exp_512(__m512 x)
+{
+	x = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+	__m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+					_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);   /* ln2 in two parts */
+	r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+	__m512 p = _mm512_set1_ps(1.9875691500e-4f);
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+	p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+	return _mm512_scalef_ps(p, n);
+}
+
+INL T512 __mmask16 tail16(int left)
+{
+	return left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+}
+
+static T512 void softmax_512(float *s, int n, float scale)
+{
+	__m512 mx = _mm512_set1_ps(-INFINITY), vs = _mm512_set1_ps(scale);
+	for (int i = 0; i < n; i += 16) {
+		__mmask16 m = tail16(n - i);
+		__m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + i), vs);
+		_mm512_mask_storeu_ps(s + i, m, v);
+		mx = _mm512_mask_max_ps(mx, m, mx, v);
+	}
+	__m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(mx)), sum = _mm512_setzero_ps();
+	for (int i = 0; i < n; i += 16) {
+		__mmask16 m = tail16(n - i);
+		__m512 e = exp_512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), top));
+		_mm512_mask_storeu_ps(s + i, m, e);
+		sum = _mm512_mask_add_ps(sum, m, sum, e);
+	}
+	__m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+	for (int i = 0; i < n; i += 16) {
+		__mmask16 m = tail16(n - i);
+		_mm512_mask_storeu_ps(s + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + i), inv));
+	}
+}
+
+static T512 void swiglu_512(float *g, const float *u, int n)
+{
+	const __m512 one = _mm512_set1_ps(1.0f);
+	for (int i = 0; i < n; i += 16) {
+		__mmask16 m = tail16(n - i);
+		__m512 x = _mm512_maskz_loadu_ps(m, g + i);
+		__m512 silu = _mm512_div_ps(x, _mm512_add_ps(one, exp_512(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+		_mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(m, u + i)));
+	}
+}
+
+static T512 void rmsnorm_512(float *out, const float *x, const uint16_t *w, int n, float eps)
+{
+	__m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();
+	int i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512 v = _mm512_loadu_ps(x + i), u = _mm512_loadu_ps(x + i + 16);
+		a = _mm512_fmadd_ps(v, v, a);
+		b = _mm512_fmadd_ps(u, u, b);
+	}
+	for (; i < n; i += 16) {
+		__m512 v = _mm512_maskz_loadu_ps(tail16(n - i), x + i);
+		a = _mm512_fmadd_ps(v, v, a);
+	}
+	__m512 r = _mm512_set1_ps(1.0f / sqrtf(_mm512_reduce_add_ps(_mm512_add_ps(a, b)) / n + eps));
+	for (i = 0; i < n; i += 16) {
+		__mmask16 m = tail16(n - i);
+		__m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), r);
+		_mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(kv16_512(w, (size_t)i, true, m), v));
+	}
+}
+
+/* cpu_f32_to_bf16 on 16 lanes: round to nearest even, NaN kept quiet. */
+static T512 void to_bf16_512(uint16_t *xb, const float *x, int n)
+{
+	const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
+	const __m512i abs = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+	for (int i = 0; i < n; i += 16) {
+		__mmask16 m = tail16(n - i);
+		__m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, x + i));
+		__mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, abs), inf);
+		__m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
+		__m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(half, lsb)), 16);
+		r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+		_mm256_mask_storeu_epi16(xb + i, m, _mm512_cvtepi32_epi16(r));
+	}
+}
+
+static const struct cpu_kernels kernels_512 = {
+	.name = "avx512", .pack = 32, .matmul = matmul_512, .scores = scores_512, .mix = mix_512,
+	.softmax = softmax_512, .swiglu = swiglu_512, .rmsnorm = rmsnorm_512, .to_bf16 = to_bf16_512,
+};
 
 /* ---- AVX-512 BF16: bf16 activations (opt-in prefill) ------------------------------ */
 #define TBF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
@@ -415,8 +518,11 @@ static void matmul_bf16_512(float *out, int ldo, const uint16_t *xb, int ldx, in
 	}
 }
 
-static const struct cpu_kernels kernels_512bf16 = {"avx512bf16", 32, matmul_512, matmul_bf16_512,
-						    scores_512, mix_512};
+static const struct cpu_kernels kernels_512bf16 = {
+	.name = "avx512bf16", .pack = 32, .matmul = matmul_512, .matmul_bf16 = matmul_bf16_512,
+	.scores = scores_512, .mix = mix_512,
+	.softmax = softmax_512, .swiglu = swiglu_512, .rmsnorm = rmsnorm_512, .to_bf16 = to_bf16_512,
+};
 
 /* ---- AVX2 + FMA ---------------------------------------------------------------- */
 #define T256 __attribute__((target("avx2,fma")))
@@ -520,7 +626,76 @@ static T256 void mix_256(float *out, const float *p, const void *vals, int nk, i
 	}
 }
 
-static const struct cpu_kernels kernels_256 = {"avx2", 16, matmul_256, NULL, scores_256, mix_256};
+/* e^x for 8 lanes: exp_512's method, with 2^n built in the exponent field, so x is
+ * kept within [-87.3, 88.3] (results below 1e-38 come out as ~1e-38). */
+INL T256 __m256 exp_256(__m256 x)
+{
+	x = _mm256_min_ps(_mm256_set1_ps(88.3f), _mm256_max_ps(_mm256_set1_ps(-87.3f), x));
+	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+				   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+	__m256 p = _mm256_set1_ps(1.9875691500e-4f);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+	p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+	__m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+static T256 void softmax_256(float *s, int n, float scale)
+{
+	int nb = n & ~7;
+	__m256 vs = _mm256_set1_ps(scale), mx = _mm256_set1_ps(-INFINITY);
+	for (int i = 0; i < nb; i += 8) {
+		__m256 v = _mm256_mul_ps(_mm256_loadu_ps(s + i), vs);
+		_mm256_storeu_ps(s + i, v);
+		mx = _mm256_max_ps(mx, v);
+	}
+	float top = -INFINITY;
+	for (int i = 0; i < 8; i++)
+		top = mx[i] > top ? mx[i] : top;
+	for (int i = nb; i < n; i++) {
+		s[i] *= scale;
+		top = s[i] > top ? s[i] : top;
+	}
+	__m256 vt = _mm256_set1_ps(top), sum = _mm256_setzero_ps();
+	for (int i = 0; i < nb; i += 8) {
+		__m256 e = exp_256(_mm256_sub_ps(_mm256_loadu_ps(s + i), vt));
+		_mm256_storeu_ps(s + i, e);
+		sum = _mm256_add_ps(sum, e);
+	}
+	float total = hsum256(sum);
+	for (int i = nb; i < n; i++) {
+		s[i] = expf(s[i] - top);
+		total += s[i];
+	}
+	__m256 inv = _mm256_set1_ps(1.0f / total);
+	for (int i = 0; i < nb; i += 8)
+		_mm256_storeu_ps(s + i, _mm256_mul_ps(_mm256_loadu_ps(s + i), inv));
+	for (int i = nb; i < n; i++)
+		s[i] *= inv[0];
+}
+
+static T256 void swiglu_256(float *g, const float *u, int n)
+{
+	int nb = n & ~7;
+	const __m256 one = _mm256_set1_ps(1.0f);
+	for (int i = 0; i < nb; i += 8) {
+		__m256 x = _mm256_loadu_ps(g + i);
+		__m256 silu = _mm256_div_ps(x, _mm256_add_ps(one, exp_256(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+		_mm256_storeu_ps(g + i, _mm256_mul_ps(silu, _mm256_loadu_ps(u + i)));
+	}
+	cpu_swiglu(g + nb, u + nb, n - nb);
+}
+
+static const struct cpu_kernels kernels_256 = {
+	.name = "avx2", .pack = 16, .matmul = matmul_256, .scores = scores_256, .mix = mix_256,
+	.softmax = softmax_256, .swiglu = swiglu_256, .rmsnorm = cpu_rmsnorm, .to_bf16 = cpu_bf16_row,
+};
 #endif /* CPU_X86 */
 
 /* ---- dispatch ------------------------------------------------------------------ */
@@ -613,11 +788,13 @@ void cpu_rope(float *x, const float *cos, const float *sin, int hd)
 	}
 }
 
-void cpu_softmax(float *s, int n)
+void cpu_softmax(float *s, int n, float scale)
 {
 	float mx = -INFINITY;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		s[i] *= scale;
 		mx = s[i] > mx ? s[i] : mx;
+	}
 	float sum = 0;
 	for (int i = 0; i < n; i++) {
 		s[i] = expf(s[i] - mx);

@@ -53,6 +53,12 @@ struct cpu_kernels {
 		       bool bf16, float scale);
 	/* out[0..hd) = sum_j p[j] * v_j for j < nk; values as for scores. */
 	void (*mix)(float *out, const float *p, const void *vals, int nk, int hd, bool bf16);
+	/* The element-wise steps, vectorized (e^x by a polynomial within 2 ulp of expf);
+	 * the portable versions are cpu_softmax etc. below. */
+	void (*softmax)(float *s, int n, float scale);
+	void (*swiglu)(float *g, const float *u, int n);
+	void (*rmsnorm)(float *out, const float *x, const uint16_t *w, int n, float eps);
+	void (*to_bf16)(uint16_t *xb, const float *x, int n);
 };
 
 /* The best ISA this CPU supports, and its kernels (CPU_ISA_C always works). */
@@ -61,20 +67,20 @@ const struct cpu_kernels *cpu_kernels_get(enum cpu_isa isa);
 /* Whether this CPU can run `isa`. */
 bool cpu_isa_supported(enum cpu_isa isa);
 
-/* Rounds one row of K activations to bf16 for matmul_bf16. */
+/* Rounds one row of K floats to bf16, to nearest even (the portable to_bf16). */
 void cpu_bf16_row(uint16_t *xb, const float *x, int K);
 
 /* Packs one row of K activations for kernels with block size `pack`. */
 void cpu_pack_row(float *xp, const float *x, int K, int pack);
 
-/* ---- element-wise steps (portable C; not where the time goes) ---------------- */
+/* ---- element-wise steps in portable C (the C ISA's table entries) ------------- */
 
 /* out[i] = x[i] / rms(x) * w[i] for i < n (w bf16); out may equal x. */
 void cpu_rmsnorm(float *out, const float *x, const uint16_t *w, int n, float eps);
 /* In-place rotate-half RoPE of one head (hd even) with cos/sin rows of hd/2. */
 void cpu_rope(float *x, const float *cos, const float *sin, int hd);
-/* In-place softmax of s[0..n); fp32 throughout, max subtracted first. */
-void cpu_softmax(float *s, int n);
+/* In-place softmax of scale * s[0..n); fp32 throughout, max subtracted first. */
+void cpu_softmax(float *s, int n, float scale);
 /* g[i] = silu(g[i]) * u[i]. */
 void cpu_swiglu(float *g, const float *u, int n);
 
