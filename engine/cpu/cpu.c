@@ -41,6 +41,8 @@ struct cpu_state {
 	float *gate, *up;                /* (chunk, intermediate) */
 	float *scores;                   /* (threads, ATT_TILE, ctx) score rows per thread */
 	float *qp;                       /* (threads, ATT_TILE, head_dim) packed queries */
+	uint32_t *panels;                /* (threads, panel_words) matmul_bf16 scratch */
+	size_t panel_words;
 	bool capture;
 	float *cap;                      /* (layer, num_heads, ctx) last query's softmax; lazily */
 	int cap_len;                     /* keys in each captured row; 0 = none */
@@ -61,6 +63,8 @@ struct mm_task {
 	const struct cpu_kernels *k;
 	const float *xp;                 /* (n, K) packed */
 	const uint16_t *xb;              /* (n, K) bf16: use matmul_bf16 instead */
+	uint32_t *panels;                /* its per-thread scratch, panel_words each */
+	size_t panel_words;
 	int n, K, count, blocks;
 	struct mm mm[3];
 	atomic_int next;                 /* next block of MM_ROWS rows, over all matrices */
@@ -72,7 +76,6 @@ struct mm_task {
 
 static void mm_run(void *arg, int tid, int nt)
 {
-	(void)tid;
 	(void)nt;
 	struct mm_task *t = arg;
 	for (int b; (b = cpu_claim(&t->next, t->blocks)) >= 0;) {
@@ -82,7 +85,7 @@ static void mm_run(void *arg, int tid, int nt)
 		int lo = b * MM_ROWS, hi = lo + MM_ROWS < t->mm[i].M ? lo + MM_ROWS : t->mm[i].M;
 		if (t->xb)
 			t->k->matmul_bf16(t->mm[i].out, t->mm[i].M, t->xb, t->K, t->n, t->mm[i].w,
-					  t->K, lo, hi, t->mm[i].acc);
+					  t->K, lo, hi, t->mm[i].acc, t->panels + (size_t)tid * t->panel_words);
 		else
 			t->k->matmul(t->mm[i].out, t->mm[i].M, t->xp, t->K, t->n, t->mm[i].w, t->K,
 				     lo, hi, t->mm[i].acc);
@@ -93,8 +96,11 @@ static void matmul(struct cpu_state *s, const float *xp, int n, int K, int count
 		   const struct mm *mm)
 {
 	struct mm_task t = {.k = s->k, .xp = xp, .n = n, .K = K, .count = count};
-	if (s->bf16 && n > 1)
+	if (s->bf16 && n > 1) {
 		t.xb = s->xb;
+		t.panels = s->panels;
+		t.panel_words = s->panel_words;
+	}
 	memcpy(t.mm, mm, (size_t)count * sizeof *mm);
 	for (int i = 0; i < count; i++)
 		t.blocks += (mm[i].M + MM_ROWS - 1) / MM_ROWS;
@@ -380,7 +386,7 @@ static void cpu_free(void *vs)
 		return;
 	cpu_pool_free(s->pool);
 	void *bufs[] = {s->key_cache, s->value_cache, s->rope_cos, s->rope_sin, s->x, s->xn, s->xb,
-			s->q, s->kk, s->vv, s->att, s->gate, s->up, s->scores, s->qp, s->cap};
+			s->panels, s->q, s->kk, s->vv, s->att, s->gate, s->up, s->scores, s->qp, s->cap};
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	free(s);
@@ -447,8 +453,13 @@ static void *cpu_init(struct eng_model *m, const struct eng_backend_opts *o)
 	s->rope_sin = xalloc(s, ctx * hd2, sizeof(float));
 	s->x = xalloc(s, ch * c->hidden_size, sizeof(float));
 	s->xn = xalloc(s, ch * widest, sizeof(float));
-	if (s->bf16 && !(s->xb = xalloc(s, ch * widest, sizeof(uint16_t))))
-		s->bf16 = false;   /* falls back to the exact path */
+	if (s->bf16) {
+		s->panel_words = cpu_panel_words((int)widest);
+		s->xb = xalloc(s, ch * widest, sizeof(uint16_t));
+		s->panels = xalloc(s, (size_t)cpu_pool_size(s->pool) * s->panel_words, sizeof(uint32_t));
+		if (!s->xb || !s->panels)
+			s->bf16 = false;   /* falls back to the exact path */
+	}
 	s->q = xalloc(s, ch * s->q_dim, sizeof(float));
 	s->kk = xalloc(s, ch * s->kv_dim, sizeof(float));
 	s->vv = xalloc(s, ch * s->kv_dim, sizeof(float));

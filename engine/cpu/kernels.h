@@ -5,6 +5,7 @@
 #define QWENCHAT_CPU_KERNELS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -30,6 +31,14 @@ static inline uint16_t cpu_f32_to_bf16(float f)
 
 enum cpu_isa { CPU_ISA_C, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_AVX512BF16 };
 
+/* Rows of a weight matrix that matmul_bf16 repacks at a time, and the scratch it
+ * needs for K columns. */
+#define CPU_PANEL_ROWS 64
+static inline size_t cpu_panel_words(int K)
+{
+	return (size_t)CPU_PANEL_ROWS * (size_t)((K + 1) / 2);
+}
+
 /* One ISA's kernels. Matrix products take the activations "packed": within each
  * full block of `pack` elements of a row, the even-indexed elements come first and
  * the odd-indexed ones after (pack 1: natural order). That lets the kernel widen
@@ -45,9 +54,10 @@ struct cpu_kernels {
 	/* As matmul, but the activations are bf16 in natural order (xb, row stride ldx)
 	 * and the products are bf16 x bf16 (vdpbf16ps), accumulated in fp32: twice
 	 * the FLOP per instruction, at ~1e-3 relative error from rounding the
-	 * activations. NULL where the CPU lacks AVX-512 BF16. */
+	 * activations. panel: the caller's scratch of cpu_panel_words(K) 32-bit words,
+	 * 64-byte aligned, one per thread. NULL where the CPU lacks AVX-512 BF16. */
 	void (*matmul_bf16)(float *out, int ldo, const uint16_t *xb, int ldx, int n,
-			    const uint16_t *w, int K, int m0, int m1, bool acc);
+			    const uint16_t *w, int K, int m0, int m1, bool acc, uint32_t *panel);
 	/* s[j] = scale * dot(q, k_j) for j < nk; keys (nk, hd) bf16 or fp32 rows. */
 	void (*scores)(float *s, const float *q, const void *keys, int nk, int hd,
 		       bool bf16, float scale);
