@@ -24,30 +24,11 @@ static float frand(void)
 	return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2 - 1;
 }
 
-/* The weights start `shift` bf16 elements past a 64-byte boundary (tensors in a
- * safetensors file start wherever the header ends), between NaN bit patterns that
- * a kernel reading whole cache lines must load but never use. */
-static void check_matmul_at(const struct cpu_kernels *k, int n, int M, int K, bool acc, int shift)
+/* out (n, M) against sum_k w[m][k] * x[t][k] in double (plus 1.5 when acc), for
+ * rows [1, M); row 0 must hold its initial value (1.5 with acc, else NaN). */
+static void check_out(const char *what, const struct cpu_kernels *k, const float *out,
+		      const uint16_t *w, const float *x, int n, int M, int K, bool acc)
 {
-	size_t span = (size_t)M * K + (size_t)shift + 64;
-	uint16_t *base = aligned_alloc(64, (span * sizeof *base + 63) / 64 * 64);
-	assert_non_null(base);
-	for (size_t i = 0; i < span; i++)
-		base[i] = 0xffff; /* NaN */
-	uint16_t *w = base + shift;
-	float *x = malloc((size_t)n * K * sizeof *x), *xp = calloc((size_t)n * K, sizeof *xp);
-	float *out = malloc((size_t)n * M * sizeof *out);
-	for (size_t i = 0; i < (size_t)M * K; i++)
-		w[i] = cpu_f32_to_bf16(frand());
-	for (int t = 0; t < n; t++) {
-		for (int i = 0; i < K; i++)
-			x[(size_t)t * K + i] = frand();
-		cpu_pack_row(xp + (size_t)t * K, x + (size_t)t * K, K, k->pack);
-	}
-	for (size_t i = 0; i < (size_t)n * M; i++)
-		out[i] = acc ? 1.5f : NAN;
-	/* rows [1, M) only: row 0 must stay untouched */
-	k->matmul(out, M, xp, K, n, w, K, M > 1 ? 1 : 0, M, acc);
 	for (int t = 0; t < n; t++)
 		for (int m = 0; m < M; m++) {
 			float got = out[(size_t)t * M + m];
@@ -62,42 +43,59 @@ static void check_matmul_at(const struct cpu_kernels *k, int n, int M, int K, bo
 				mag += fabs(p);
 			}
 			if (fabs(got - ref) > 1e-6 * mag)
-				fail_msg("%s n=%d M=%d K=%d t=%d m=%d: %g vs %g", k->name, n, M, K, t, m,
-					 got, ref);
+				fail_msg("%s %s n=%d M=%d K=%d t=%d m=%d: %g vs %g", k->name, what, n, M, K,
+					 t, m, got, ref);
 		}
-	if (k->matmul_bf16) {   /* bf16 activations: exact products, fp32 sums */
-		uint16_t *xb = malloc((size_t)n * K * sizeof *xb);
-		uint32_t *panel = aligned_alloc(64, cpu_panel_words(K) * sizeof *panel);
-		for (int t = 0; t < n; t++)
-			cpu_bf16_row(xb + (size_t)t * K, x + (size_t)t * K, K);
+}
+
+/* Every prefill/decode kernel of an ISA on one shape: matmul without and with a
+ * panel, and matmul_bf16 (whose activations are rounded to bf16 first). The
+ * weights start `shift` bf16 elements past a 64-byte boundary (tensors in a
+ * safetensors file start wherever the header ends), between NaN bit patterns that
+ * a kernel reading whole cache lines must load but never use. */
+static void check_matmul_at(const struct cpu_kernels *k, int n, int M, int K, bool acc, int shift)
+{
+	size_t span = (size_t)M * K + (size_t)shift + 64;
+	uint16_t *base = aligned_alloc(64, (span * sizeof *base + 63) / 64 * 64);
+	assert_non_null(base);
+	for (size_t i = 0; i < span; i++)
+		base[i] = 0xffff; /* NaN */
+	uint16_t *w = base + shift;
+	size_t nk = (size_t)n * K;
+	float *x = malloc(nk * sizeof *x), *xp = calloc(nk, sizeof *xp), *xr = malloc(nk * sizeof *xr);
+	float *out = malloc((size_t)n * M * sizeof *out);
+	uint16_t *xb = malloc(nk * sizeof *xb);
+	uint32_t *panel = aligned_alloc(64, cpu_panel_words(K) * sizeof *panel);
+	for (size_t i = 0; i < (size_t)M * K; i++)
+		w[i] = cpu_f32_to_bf16(frand());
+	for (int t = 0; t < n; t++) {
+		for (int i = 0; i < K; i++)
+			x[(size_t)t * K + i] = frand();
+		cpu_pack_row(xp + (size_t)t * K, x + (size_t)t * K, K, k->pack);
+		cpu_bf16_row(xb + (size_t)t * K, x + (size_t)t * K, K);
+	}
+	for (size_t i = 0; i < nk; i++)
+		xr[i] = cpu_bf16_to_f32(xb[i]);
+	int m0 = M > 1 ? 1 : 0;
+	for (int pass = 0; pass < 3; pass++) {
+		if (pass == 2 && !k->matmul_bf16)
+			break;
 		for (size_t i = 0; i < (size_t)n * M; i++)
 			out[i] = acc ? 1.5f : NAN;
-		k->matmul_bf16(out, M, xb, K, n, w, K, M > 1 ? 1 : 0, M, acc, panel);
-		for (int t = 0; t < n; t++)
-			for (int m = 0; m < M; m++) {
-				float got = out[(size_t)t * M + m];
-				if (m == 0 && M > 1) {
-					assert_true(acc ? got == 1.5f : isnan(got));
-					continue;
-				}
-				double ref = acc ? 1.5 : 0, mag = 1;
-				for (int i = 0; i < K; i++) {
-					double p = (double)cpu_bf16_to_f32(w[(size_t)m * K + i]) *
-						   cpu_bf16_to_f32(xb[(size_t)t * K + i]);
-					ref += p;
-					mag += fabs(p);
-				}
-				if (fabs(got - ref) > 1e-6 * mag)
-					fail_msg("%s bf16 n=%d M=%d K=%d t=%d m=%d: %g vs %g", k->name, n, M, K,
-						 t, m, got, ref);
-			}
-		free(xb);
-		free(panel);
+		if (pass < 2)
+			k->matmul(out, M, xp, K, n, w, K, m0, M, acc, pass ? panel : NULL);
+		else
+			k->matmul_bf16(out, M, xb, K, n, w, K, m0, M, acc, panel);
+		static const char *const what[] = {"matmul", "matmul+panel", "matmul_bf16"};
+		check_out(what[pass], k, out, w, pass < 2 ? x : xr, n, M, K, acc);
 	}
 	free(base);
 	free(x);
 	free(xp);
+	free(xr);
 	free(out);
+	free(xb);
+	free(panel);
 }
 
 static void check_matmul(const struct cpu_kernels *k, int n, int M, int K, bool acc)
@@ -227,8 +225,8 @@ static void test_elementwise(void **state)
 	assert_true(isnan(cpu_bf16_to_f32(cpu_f32_to_bf16(NAN))));
 }
 
-/* Every ISA's element-wise steps against double precision: softmax at several
- * lengths and scales, SwiGLU over the whole useful range of e^x, RMSNorm, and the
+/* Every ISA's element-wise steps against double precision: the activation packing,
+ * softmax at several lengths and scales, SwiGLU over the whole useful range of e^x, RMSNorm, and the
  * bf16 rounding bit for bit (random bit patterns, NaN, infinities, ties). */
 static void test_elementwise_isa(void **state)
 {
@@ -268,6 +266,14 @@ static void test_elementwise_isa(void **state)
 				if (fabs(b[i] - ref) > 1e-6 * fabs(ref) + 1e-7)
 					fail_msg("%s rmsnorm n=%d i=%d: %g vs %g", k->name, n, i, b[i], ref);
 			}
+		}
+		for (int K = 1; K <= 200; K += 7) {   /* pack_row: the portable packing, vectorized */
+			for (int i = 0; i < K; i++)
+				a[i] = frand();
+			k->pack_row(b, a, K);
+			float ref[200];
+			cpu_pack_row(ref, a, K, k->pack);
+			assert_memory_equal(b, ref, (size_t)K * sizeof *b);
 		}
 		for (int i = 0; i < 2048; i++) {   /* g from -120 to 120 */
 			a[i] = -120 + 240.0f * i / 2047;

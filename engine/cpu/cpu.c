@@ -41,7 +41,7 @@ struct cpu_state {
 	float *gate, *up;                /* (chunk, intermediate) */
 	float *scores;                   /* (threads, ATT_TILE, ctx) score rows per thread */
 	float *qp;                       /* (threads, ATT_TILE, head_dim) packed queries */
-	uint32_t *panels;                /* (threads, panel_words) matmul_bf16 scratch */
+	uint32_t *panels;                /* (threads, panel_words) prefill matmul scratch */
 	size_t panel_words;
 	bool capture;
 	float *cap;                      /* (layer, num_heads, ctx) last query's softmax; lazily */
@@ -63,7 +63,7 @@ struct mm_task {
 	const struct cpu_kernels *k;
 	const float *xp;                 /* (n, K) packed */
 	const uint16_t *xb;              /* (n, K) bf16: use matmul_bf16 instead */
-	uint32_t *panels;                /* its per-thread scratch, panel_words each */
+	uint32_t *panels;                /* per-thread scratch, panel_words each */
 	size_t panel_words;
 	int n, K, count, blocks;
 	struct mm mm[3];
@@ -83,24 +83,23 @@ static void mm_run(void *arg, int tid, int nt)
 		for (int nb; b >= (nb = (t->mm[i].M + MM_ROWS - 1) / MM_ROWS); i++)
 			b -= nb;
 		int lo = b * MM_ROWS, hi = lo + MM_ROWS < t->mm[i].M ? lo + MM_ROWS : t->mm[i].M;
+		uint32_t *panel = t->panels + (size_t)tid * t->panel_words;
 		if (t->xb)
 			t->k->matmul_bf16(t->mm[i].out, t->mm[i].M, t->xb, t->K, t->n, t->mm[i].w,
-					  t->K, lo, hi, t->mm[i].acc, t->panels + (size_t)tid * t->panel_words);
+					  t->K, lo, hi, t->mm[i].acc, panel);
 		else
 			t->k->matmul(t->mm[i].out, t->mm[i].M, t->xp, t->K, t->n, t->mm[i].w, t->K,
-				     lo, hi, t->mm[i].acc);
+				     lo, hi, t->mm[i].acc, panel);
 	}
 }
 
 static void matmul(struct cpu_state *s, const float *xp, int n, int K, int count,
 		   const struct mm *mm)
 {
-	struct mm_task t = {.k = s->k, .xp = xp, .n = n, .K = K, .count = count};
-	if (s->bf16 && n > 1) {
+	struct mm_task t = {.k = s->k, .xp = xp, .n = n, .K = K, .count = count,
+			    .panels = s->panels, .panel_words = s->panel_words};
+	if (s->bf16 && n > 1)
 		t.xb = s->xb;
-		t.panels = s->panels;
-		t.panel_words = s->panel_words;
-	}
 	memcpy(t.mm, mm, (size_t)count * sizeof *mm);
 	for (int i = 0; i < count; i++)
 		t.blocks += (mm[i].M + MM_ROWS - 1) / MM_ROWS;
@@ -154,7 +153,7 @@ static void put_row(struct cpu_state *s, int n, int t, const float *row, int d)
 	if (s->bf16 && n > 1)
 		s->k->to_bf16(s->xb + (size_t)t * d, row, d);
 	else
-		cpu_pack_row(s->xn + (size_t)t * d, row, d, s->k->pack);
+		s->k->pack_row(s->xn + (size_t)t * d, row, d);
 }
 
 static void rmsnorm_pack(struct cpu_state *s, const void *ctx, int t)
@@ -254,9 +253,10 @@ static void attention_run(void *arg, int tid, int nt)
 		const void *vals = cache_row(s, s->value_cache, st->layer, h / group, 0);
 		if (!s->kv_f32) {
 			for (int t = 0; t < tile_n; t++)
-				cpu_pack_row(qp + (size_t)t * hd, s->q + (size_t)(t0 + t) * s->q_dim + (size_t)h * hd,
-					     hd, s->k->pack);
-			s->k->matmul(sc, s->ctx, qp, hd, tile_n, keys, hd, 0, st->pos + t0 + tile_n, false);
+				s->k->pack_row(qp + (size_t)t * hd, s->q + (size_t)(t0 + t) * s->q_dim + (size_t)h * hd,
+					       hd);
+			s->k->matmul(sc, s->ctx, qp, hd, tile_n, keys, hd, 0, st->pos + t0 + tile_n, false,
+				     NULL);
 		}
 		for (int t = t0; t < t0 + tile_n; t++) {
 			float *row = sc + (size_t)(t - t0) * s->ctx;
@@ -453,13 +453,10 @@ static void *cpu_init(struct eng_model *m, const struct eng_backend_opts *o)
 	s->rope_sin = xalloc(s, ctx * hd2, sizeof(float));
 	s->x = xalloc(s, ch * c->hidden_size, sizeof(float));
 	s->xn = xalloc(s, ch * widest, sizeof(float));
-	if (s->bf16) {
-		s->panel_words = cpu_panel_words((int)widest);
-		s->xb = xalloc(s, ch * widest, sizeof(uint16_t));
-		s->panels = xalloc(s, (size_t)cpu_pool_size(s->pool) * s->panel_words, sizeof(uint32_t));
-		if (!s->xb || !s->panels)
-			s->bf16 = false;   /* falls back to the exact path */
-	}
+	s->panel_words = cpu_panel_words((int)widest);
+	s->panels = xalloc(s, (size_t)cpu_pool_size(s->pool) * s->panel_words, sizeof(uint32_t));
+	if (s->bf16 && !(s->xb = xalloc(s, ch * widest, sizeof(uint16_t))))
+		s->bf16 = false;   /* falls back to the exact path */
 	s->q = xalloc(s, ch * s->q_dim, sizeof(float));
 	s->kk = xalloc(s, ch * s->kv_dim, sizeof(float));
 	s->vv = xalloc(s, ch * s->kv_dim, sizeof(float));
@@ -469,7 +466,7 @@ static void *cpu_init(struct eng_model *m, const struct eng_backend_opts *o)
 	s->scores = xalloc(s, (size_t)cpu_pool_size(s->pool) * ATT_TILE * ctx, sizeof(float));
 	s->qp = xalloc(s, (size_t)cpu_pool_size(s->pool) * ATT_TILE * c->head_dim, sizeof(float));
 	if (!s->key_cache || !s->value_cache || !s->rope_cos || !s->rope_sin || !s->x ||
-	    !s->xn || !s->q || !s->kk || !s->vv || !s->att || !s->gate || !s->up ||
+	    !s->xn || !s->panels || !s->q || !s->kk || !s->vv || !s->att || !s->gate || !s->up ||
 	    !s->scores || !s->qp) {
 		err_set("cpu backend: out of memory for a %d-token context (KV cache %zu MB)",
 			s->ctx, kv_bytes >> 20);

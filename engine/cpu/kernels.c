@@ -20,8 +20,10 @@
 /* ---- portable C --------------------------------------------------------------- */
 
 static void matmul_c(float *out, int ldo, const float *xp, int ldx, int n,
-		     const uint16_t *w, int K, int m0, int m1, bool acc)
+		     const uint16_t *w, int K, int m0, int m1, bool acc,
+			 uint32_t *panel)
 {
+	(void)panel;
 	for (int m = m0; m < m1; m++) {
 		const uint16_t *wr = w + (size_t)m * K;
 		for (int t = 0; t < n; t++) {
@@ -60,8 +62,14 @@ static void mix_c(float *out, const float *p, const void *vals, int nk, int hd, 
 			out[i] += p[j] * kv_at(vals, (size_t)j * hd + i, bf16);
 }
 
+static void pack_row_c(float *xp, const float *x, int K)
+{
+	cpu_pack_row(xp, x, K, 1);
+}
+
 static const struct cpu_kernels kernels_c = {
 	.name = "c", .pack = 1, .matmul = matmul_c, .scores = scores_c, .mix = mix_c,
+	.pack_row = pack_row_c,
 	.softmax = cpu_softmax, .swiglu = cpu_swiglu, .rmsnorm = cpu_rmsnorm, .to_bf16 = cpu_bf16_row,
 };
 
@@ -123,6 +131,149 @@ MK512(1, 1) MK512(1, 2) MK512(1, 3) MK512(1, 4) MK512(1, 5)
 typedef void mk_fn(float *, int, const float *, int, const uint16_t *, int, bool);
 static mk_fn *const mk512_r4[5] = {mk512_4_1, mk512_4_2, mk512_4_3, mk512_4_4, mk512_4_5};
 static mk_fn *const mk512_r1[5] = {mk512_1_1, mk512_1_2, mk512_1_3, mk512_1_4, mk512_1_5};
+
+/* ---- prefill: weight panels ---------------------------------------------------------
+ * A prefill multiplies every weight row by many tokens. The weights are repacked,
+ * CPU_PANEL_ROWS rows at a time, into a "panel" where the 64 rows' values for one
+ * pair of k (2p, 2p+1) sit side by side: four 64-byte vectors of 16 rows, each lane
+ * holding the pair as two bf16. Each lane then accumulates one output row, 16 outputs
+ * are stored with one instruction, and no horizontal sums are needed. The panel
+ * (128 KB at K = 1024) is packed once and stays in L2 while every token tile of the
+ * chunk passes over it. */
+
+/* The first min(left, 16) lanes (none when left <= 0). */
+INL T512 __mmask16 tail16(int left)
+{
+	return left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+}
+
+/* Transposes 16 vectors of 16 32-bit lanes in place: r[i][j] <-> r[j][i]. Within
+ * 128-bit blocks first (dwords, then qwords), then the 128-bit blocks. */
+INL T512 void transpose16(__m512i r[16])
+{
+	__m512i t[16], u[16];
+	for (int i = 0; i < 16; i += 2) {
+		t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+		t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+	}
+	for (int i = 0; i < 16; i += 4) {   /* u[i + c]: element 4b + c of rows i..i+3, block b */
+		u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+		u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+		u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+		u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+	}
+	for (int c = 0; c < 4; c++) {
+		__m512i x0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
+		__m512i x1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
+		__m512i y0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+		__m512i y1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
+		r[c] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+		r[4 + c] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
+		r[8 + c] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+		r[12 + c] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
+	}
+}
+
+/* Software prefetch distance of the row loads, in bytes: the 16 rows are 16 streams
+ * the hardware prefetcher alone kept waiting (pack 5.3% -> 3.5% of a prefill). */
+#define PACK_AHEAD 512
+
+/* panel[p * 64 + i] = the pair (w[m0 + i][2p], w[m0 + i][2p + 1]) for i < rows;
+ * rows past `rows`, and the missing half of an odd K's last pair, are zero. 16 rows
+ * by 16 pairs at a time: 16 row loads, one transpose, 16 stores. */
+static T512 void pack_panel(uint32_t *panel, const uint16_t *w, int K, int m0, int rows)
+{
+	const int kp = K / 2;
+	for (int g = 0; g < CPU_PANEL_ROWS / 16; g++) {
+		const uint16_t *row0 = w + (size_t)(m0 + 16 * g) * K;
+		for (int p = 0; p < kp; p += 16) {
+			__mmask16 m = tail16(kp - p);
+			__m512i r[16];
+			for (int i = 0; i < 16; i++) {
+				const uint16_t *src = row0 + (size_t)i * K + 2 * p;
+				_mm_prefetch((const char *)src + PACK_AHEAD, _MM_HINT_T0);
+				r[i] = 16 * g + i < rows ? _mm512_maskz_loadu_epi32(m, src)
+							 : _mm512_setzero_si512();
+			}
+			transpose16(r);
+			for (int j = 0; j < 16 && p + j < kp; j++)
+				_mm512_store_si512(panel + (size_t)(p + j) * CPU_PANEL_ROWS + 16 * g, r[j]);
+		}
+		if (K & 1)
+			for (int i = 0; i < 16; i++)
+				panel[(size_t)kp * CPU_PANEL_ROWS + 16 * g + i] =
+					16 * g + i < rows ? row0[(size_t)i * K + K - 1] : 0;
+	}
+}
+
+/* Stores (or adds) T tokens x 64 rows of accumulators, the rows past `rows` masked. */
+INL T512 void store_panel_tile(float *out, int ldo, __m512 (*a)[4], int rows, bool acc, const int T)
+{
+#pragma GCC unroll 6
+	for (int t = 0; t < T; t++)
+#pragma GCC unroll 4
+		for (int r = 0; r < 4; r++) {
+			__mmask16 m = tail16(rows - 16 * r);
+			float *o = out + (size_t)t * ldo + 16 * r;
+			__m512 v = a[t][r];
+			if (acc)
+				v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, o));
+			_mm512_mask_storeu_ps(o, m, v);
+		}
+}
+
+/* Exact fp32 products: each pair is widened to the 16 rows' even-k and odd-k weights
+ * (shift, mask) and multiplied by the token's two activations, broadcast. xp is
+ * packed as for matmul (within each 32-block: 16 even k, then 16 odd k). T tokens
+ * (a constant): 5 x 4 accumulators + 8 widened weights. */
+INL T512 void mkpanel32(float *out, int ldo, const float *xp, int ldx, const uint32_t *panel,
+			int K, int rows, bool acc, const int T)
+{
+	__m512 a[5][4];
+	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+#pragma GCC unroll 5
+	for (int t = 0; t < T; t++)
+#pragma GCC unroll 4
+		for (int r = 0; r < 4; r++)
+			a[t][r] = _mm512_setzero_ps();
+	const int kb = K & ~31, pairs = (K + 1) / 2;
+	for (int p = 0; p < pairs; p++) {
+		/* where k = 2p and 2p + 1 sit in a packed row (natural order past kb) */
+		int ke = 2 * p < kb ? (2 * p & ~31) + p % 16 : 2 * p;
+		int ko = 2 * p < kb ? ke + 16 : ke + 1;
+		const __m512i *pw = (const __m512i *)(panel + (size_t)p * CPU_PANEL_ROWS);
+		__m512 we[4], wo[4];
+#pragma GCC unroll 4
+		for (int r = 0; r < 4; r++) {
+			__m512i raw = _mm512_load_si512(pw + r);
+			we[r] = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
+			wo[r] = _mm512_castsi512_ps(_mm512_and_si512(raw, hi));
+		}
+		bool odd = ko < K;   /* false only for an odd K's last pair */
+#pragma GCC unroll 5
+		for (int t = 0; t < T; t++) {
+			const float *x = xp + (size_t)t * ldx;
+			__m512 xe = _mm512_set1_ps(x[ke]);
+#pragma GCC unroll 4
+			for (int r = 0; r < 4; r++)
+				a[t][r] = _mm512_fmadd_ps(we[r], xe, a[t][r]);
+			if (odd) {
+				__m512 xo = _mm512_set1_ps(x[ko]);
+#pragma GCC unroll 4
+				for (int r = 0; r < 4; r++)
+					a[t][r] = _mm512_fmadd_ps(wo[r], xo, a[t][r]);
+			}
+		}
+	}
+	store_panel_tile(out, ldo, a, rows, acc, T);
+}
+
+typedef void mkp32_fn(float *, int, const float *, int, const uint32_t *, int, int, bool);
+#define MKP32(T) static T512 void mkpanel32_##T(float *o, int ldo, const float *x, int ldx, \
+	const uint32_t *panel, int K, int rows, bool acc) { mkpanel32(o, ldo, x, ldx, panel, K, rows, acc, T); }
+MKP32(1) MKP32(2) MKP32(3) MKP32(4) MKP32(5)
+static mkp32_fn *const mkpanel32_t[5] = {mkpanel32_1, mkpanel32_2, mkpanel32_3, mkpanel32_4,
+					 mkpanel32_5};
 
 /* Rows in chunks of ROWS_CHUNK (a 64-row slice of a K=1024 matrix is 128 KB, which
  * stays in L2 while every token block passes over it), tokens in blocks of 5 (AVX-512:
@@ -268,13 +419,25 @@ static T512 void matvec_512(float *out, const float *xp, const uint16_t *w, int 
 }
 
 static void matmul_512(float *out, int ldo, const float *xp, int ldx, int n,
-		       const uint16_t *w, int K, int m0, int m1, bool acc)
+		       const uint16_t *w, int K, int m0, int m1, bool acc, uint32_t *panel)
 {
 	if (n == 1) {
 		matvec_512(out, xp, w, K, m0, m1, acc);
 		return;
 	}
-	matmul_tiles(mk512_r4, mk512_r1, 5, out, ldo, xp, ldx, n, w, K, m0, m1, acc);
+	if (!panel) {
+		matmul_tiles(mk512_r4, mk512_r1, 5, out, ldo, xp, ldx, n, w, K, m0, m1, acc);
+		return;
+	}
+	for (int mc = m0; mc < m1; mc += CPU_PANEL_ROWS) {
+		int rows = m1 - mc < CPU_PANEL_ROWS ? m1 - mc : CPU_PANEL_ROWS;
+		pack_panel(panel, w, K, mc, rows);
+		for (int t = 0; t < n; t += 5) {
+			int T = n - t < 5 ? n - t : 5;
+			mkpanel32_t[T - 1](out + (size_t)t * ldo + mc, ldo, xp + (size_t)t * ldx, ldx,
+					   panel, K, rows, acc);
+		}
+	}
 }
 
 /* 16 keys/values elements of row j as fp32 (mask for the tail). */
@@ -380,12 +543,6 @@ INL T512 __m512 exp_512(__m512 x)
 	return _mm512_scalef_ps(p, n);
 }
 
-/* The first min(left, 16) lanes (none when left <= 0). */
-INL T512 __mmask16 tail16(int left)
-{
-	return left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
-}
-
 static T512 void softmax_512(float *s, int n, float scale)
 {
 	__m512 mx = _mm512_set1_ps(-INFINITY), vs = _mm512_set1_ps(scale);
@@ -441,6 +598,21 @@ static T512 void rmsnorm_512(float *out, const float *x, const uint16_t *w, int 
 	}
 }
 
+/* cpu_pack_row with pack 32: two permutes split each block into evens and odds. */
+static T512 void pack_row_512(float *xp, const float *x, int K)
+{
+	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+	const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+	int kb = K & ~31;
+	for (int k = 0; k < kb; k += 32) {
+		__m512 a = _mm512_loadu_ps(x + k), b = _mm512_loadu_ps(x + k + 16);
+		_mm512_storeu_ps(xp + k, _mm512_permutex2var_ps(a, even, b));
+		_mm512_storeu_ps(xp + k + 16, _mm512_permutex2var_ps(a, odd, b));
+	}
+	for (int k = kb; k < K; k++)
+		xp[k] = x[k];
+}
+
 /* cpu_f32_to_bf16 on 16 lanes: round to nearest even, NaN kept quiet. */
 static T512 void to_bf16_512(uint16_t *xb, const float *x, int n)
 {
@@ -459,80 +631,16 @@ static T512 void to_bf16_512(uint16_t *xb, const float *x, int n)
 
 static const struct cpu_kernels kernels_512 = {
 	.name = "avx512", .pack = 32, .matmul = matmul_512, .scores = scores_512, .mix = mix_512,
+	.pack_row = pack_row_512,
 	.softmax = softmax_512, .swiglu = swiglu_512, .rmsnorm = rmsnorm_512, .to_bf16 = to_bf16_512,
 };
 
 /* ---- AVX-512 BF16: bf16 activations (opt-in prefill) ------------------------------ */
 #define TBF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
 
-/* vdpbf16ps multiplies pairs: each 32-bit lane of one operand holds two adjacent k of
- * one weight row, the other operand the same two k of one token, broadcast. So the
- * weights are first repacked, CPU_PANEL_ROWS rows at a time, into a "panel" where
- * the 64 rows' pairs for one k sit side by side (four 64-byte vectors, one per 16
- * rows); each lane then accumulates one output row, and 16 outputs are stored with
- * one instruction, with no horizontal sums. The panel (128 KB at K = 1024) is
- * packed once and stays in L2 while every 6-token tile of the chunk passes over it. */
-
-/* Transposes 16 vectors of 16 32-bit lanes in place: r[i][j] <-> r[j][i]. Within
- * 128-bit blocks first (dwords, then qwords), then the 128-bit blocks. */
-INL TBF16 void transpose16(__m512i r[16])
-{
-	__m512i t[16], u[16];
-	for (int i = 0; i < 16; i += 2) {
-		t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-		t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-	}
-	for (int i = 0; i < 16; i += 4) {   /* u[i + c]: element 4b + c of rows i..i+3, block b */
-		u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-		u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-		u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-		u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-	}
-	for (int c = 0; c < 4; c++) {
-		__m512i x0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
-		__m512i x1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
-		__m512i y0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
-		__m512i y1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
-		r[c] = _mm512_shuffle_i32x4(x0, y0, 0x88);
-		r[4 + c] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
-		r[8 + c] = _mm512_shuffle_i32x4(x1, y1, 0x88);
-		r[12 + c] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
-	}
-}
-
-/* Software prefetch distance of the row loads, in bytes: the 16 rows are 16 streams
- * the hardware prefetcher alone kept waiting (pack 5.3% -> 3.5% of a prefill). */
-#define PACK_AHEAD 512
-
-/* panel[p * 64 + i] = the pair (w[m0 + i][2p], w[m0 + i][2p + 1]) for i < rows;
- * rows past `rows`, and the missing half of an odd K's last pair, are zero. 16 rows
- * by 16 pairs at a time: 16 row loads, one transpose, 16 stores. */
-static TBF16 void pack_panel(uint32_t *panel, const uint16_t *w, int K, int m0, int rows)
-{
-	const int kp = K / 2;
-	for (int g = 0; g < CPU_PANEL_ROWS / 16; g++) {
-		const uint16_t *row0 = w + (size_t)(m0 + 16 * g) * K;
-		for (int p = 0; p < kp; p += 16) {
-			__mmask16 m = tail16(kp - p);
-			__m512i r[16];
-			for (int i = 0; i < 16; i++) {
-				const uint16_t *src = row0 + (size_t)i * K + 2 * p;
-				_mm_prefetch((const char *)src + PACK_AHEAD, _MM_HINT_T0);
-				r[i] = 16 * g + i < rows ? _mm512_maskz_loadu_epi32(m, src)
-							 : _mm512_setzero_si512();
-			}
-			transpose16(r);
-			for (int j = 0; j < 16 && p + j < kp; j++)
-				_mm512_store_si512(panel + (size_t)(p + j) * CPU_PANEL_ROWS + 16 * g, r[j]);
-		}
-		if (K & 1)
-			for (int i = 0; i < 16; i++)
-				panel[(size_t)kp * CPU_PANEL_ROWS + 16 * g + i] =
-					16 * g + i < rows ? row0[(size_t)i * K + K - 1] : 0;
-	}
-}
-
-/* T tokens (a constant) times the panel's 64 rows: 6 x 4 accumulators. */
+/* vdpbf16ps multiplies pairs: each 32-bit lane of the panel holds two adjacent k of
+ * one weight row, and the token's same two k are broadcast to every lane. T tokens
+ * (a constant) times the panel's 64 rows: 6 x 4 accumulators. */
 INL TBF16 void mkpanel(float *out, int ldo, const uint16_t *xb, int ldx, const uint32_t *panel,
 		       int K, int rows, bool acc, const int T)
 {
@@ -563,17 +671,7 @@ INL TBF16 void mkpanel(float *out, int ldo, const uint16_t *xb, int ldx, const u
 				a[t][r] = _mm512_dpbf16_ps(a[t][r], w[r], x);
 		}
 	}
-#pragma GCC unroll 6
-	for (int t = 0; t < T; t++)
-#pragma GCC unroll 4
-		for (int r = 0; r < 4; r++) {
-			__mmask16 m = tail16(rows - 16 * r);
-			float *o = out + (size_t)t * ldo + 16 * r;
-			__m512 v = a[t][r];
-			if (acc)
-				v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, o));
-			_mm512_mask_storeu_ps(o, m, v);
-		}
+	store_panel_tile(out, ldo, a, rows, acc, T);
 }
 
 typedef void mkp_fn(float *, int, const uint16_t *, int, const uint32_t *, int, int, bool);
@@ -599,6 +697,7 @@ static void matmul_bf16_512(float *out, int ldo, const uint16_t *xb, int ldx, in
 static const struct cpu_kernels kernels_512bf16 = {
 	.name = "avx512bf16", .pack = 32, .matmul = matmul_512, .matmul_bf16 = matmul_bf16_512,
 	.scores = scores_512, .mix = mix_512,
+	.pack_row = pack_row_512,
 	.softmax = softmax_512, .swiglu = swiglu_512, .rmsnorm = rmsnorm_512, .to_bf16 = to_bf16_512,
 };
 
@@ -658,8 +757,10 @@ static mk_fn *const mk256_r4[3] = {mk256_4_1, mk256_4_2, mk256_4_3};
 static mk_fn *const mk256_r1[3] = {mk256_1_1, mk256_1_2, mk256_1_3};
 
 static void matmul_256(float *out, int ldo, const float *xp, int ldx, int n,
-		       const uint16_t *w, int K, int m0, int m1, bool acc)
+		       const uint16_t *w, int K, int m0, int m1, bool acc,
+			 uint32_t *panel)
 {
+	(void)panel;
 	matmul_tiles(mk256_r4, mk256_r1, 3, out, ldo, xp, ldx, n, w, K, m0, m1, acc);
 }
 
@@ -770,8 +871,14 @@ static T256 void swiglu_256(float *g, const float *u, int n)
 	cpu_swiglu(g + nb, u + nb, n - nb);
 }
 
+static void pack_row_256(float *xp, const float *x, int K)
+{
+	cpu_pack_row(xp, x, K, 16);
+}
+
 static const struct cpu_kernels kernels_256 = {
 	.name = "avx2", .pack = 16, .matmul = matmul_256, .scores = scores_256, .mix = mix_256,
+	.pack_row = pack_row_256,
 	.softmax = softmax_256, .swiglu = swiglu_256, .rmsnorm = cpu_rmsnorm, .to_bf16 = cpu_bf16_row,
 };
 #endif /* CPU_X86 */

@@ -31,8 +31,8 @@ static inline uint16_t cpu_f32_to_bf16(float f)
 
 enum cpu_isa { CPU_ISA_C, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_AVX512BF16 };
 
-/* Rows of a weight matrix that matmul_bf16 repacks at a time, and the scratch it
- * needs for K columns. */
+/* Rows of a weight matrix that a prefill matmul repacks at a time, and the scratch
+ * it needs for K columns. */
 #define CPU_PANEL_ROWS 64
 static inline size_t cpu_panel_words(int K)
 {
@@ -48,14 +48,17 @@ struct cpu_kernels {
 	int pack;                       /* 32, 16 or 1 */
 	/* out[t*ldo + m] (+)= sum_k xp[t*ldx + k] * w[m*K + k]
 	 * for t in [0,n), m in [m0,m1); w is (M, K) row-major bf16 (M >= m1).
-	 * acc: add to out instead of overwriting it. */
+	 * acc: add to out instead of overwriting it. panel: NULL, or the caller's
+	 * scratch of cpu_panel_words(K) 32-bit words, 64-byte aligned, one per thread,
+	 * for the faster prefill kernel that repacks the weights (worth it when every
+	 * row meets many tokens; attention's small tiles pass NULL). */
 	void (*matmul)(float *out, int ldo, const float *xp, int ldx, int n,
-		       const uint16_t *w, int K, int m0, int m1, bool acc);
+		       const uint16_t *w, int K, int m0, int m1, bool acc, uint32_t *panel);
 	/* As matmul, but the activations are bf16 in natural order (xb, row stride ldx)
 	 * and the products are bf16 x bf16 (vdpbf16ps), accumulated in fp32: twice
 	 * the FLOP per instruction, at ~1e-3 relative error from rounding the
-	 * activations. panel: the caller's scratch of cpu_panel_words(K) 32-bit words,
-	 * 64-byte aligned, one per thread. NULL where the CPU lacks AVX-512 BF16. */
+	 * activations. panel: as for matmul, but required. NULL where the CPU lacks
+	 * AVX-512 BF16. */
 	void (*matmul_bf16)(float *out, int ldo, const uint16_t *xb, int ldx, int n,
 			    const uint16_t *w, int K, int m0, int m1, bool acc, uint32_t *panel);
 	/* s[j] = scale * dot(q, k_j) for j < nk; keys (nk, hd) bf16 or fp32 rows. */
@@ -63,6 +66,8 @@ struct cpu_kernels {
 		       bool bf16, float scale);
 	/* out[0..hd) = sum_j p[j] * v_j for j < nk; values as for scores. */
 	void (*mix)(float *out, const float *p, const void *vals, int nk, int hd, bool bf16);
+	/* cpu_pack_row(xp, x, K, pack) for this ISA's pack, vectorized. */
+	void (*pack_row)(float *xp, const float *x, int K);
 	/* The element-wise steps, vectorized (e^x by a polynomial within 2 ulp of expf);
 	 * the portable versions are cpu_softmax etc. below. */
 	void (*softmax)(float *s, int n, float scale);
