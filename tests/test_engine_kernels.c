@@ -162,7 +162,7 @@ static void check_attn(const struct cpu_kernels *k, int nk, int hd, bool bf16)
 			fail_msg("%s scores nk=%d hd=%d bf16=%d j=%d", k->name, nk, hd, bf16, j);
 	}
 	k->softmax(s, nk, 1.0f);
-	k->mix(out, s, rows, nk, hd, bf16);
+	k->mix(out, hd, s, nk, 1, rows, nk, hd, bf16);
 	for (int i = 0; i < hd; i++) {
 		double ref = 0;
 		for (int j = 0; j < nk; j++)
@@ -170,6 +170,29 @@ static void check_attn(const struct cpu_kernels *k, int nk, int hd, bool bf16)
 		if (fabs(out[i] - ref) > 1e-6)
 			fail_msg("%s mix nk=%d hd=%d bf16=%d i=%d: %g vs %g", k->name, nk, hd, bf16,
 				 i, out[i], ref);
+	}
+	/* T queries at once (as a prefill tile): query t sees nk - T + 1 + t keys, its
+	 * row zero past them; rows and outputs at strides wider than they need */
+	for (int T = 2; T <= 11; T += 3) {
+		if (nk < T)
+			break;
+		int ldp = nk + 3, ldo = hd + 5;
+		float *p = calloc((size_t)T * ldp, sizeof *p), *o = malloc((size_t)T * ldo * sizeof *o);
+		for (int t = 0; t < T; t++)
+			for (int j = 0; j < nk - T + 1 + t; j++)
+				p[(size_t)t * ldp + j] = (frand() + 1) / nk;
+		k->mix(o, ldo, p, ldp, T, rows, nk, hd, bf16);
+		for (int t = 0; t < T; t++)
+			for (int i = 0; i < hd; i++) {
+				double ref = 0;
+				for (int j = 0; j < nk; j++)
+					ref += (double)p[(size_t)t * ldp + j] * kf[(size_t)j * hd + i];
+				if (fabs(o[(size_t)t * ldo + i] - ref) > 1e-6)
+					fail_msg("%s mix T=%d nk=%d hd=%d bf16=%d t=%d i=%d: %g vs %g", k->name,
+						 T, nk, hd, bf16, t, i, o[(size_t)t * ldo + i], ref);
+			}
+		free(p);
+		free(o);
 	}
 	free(q);
 	free(s);

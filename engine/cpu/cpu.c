@@ -258,6 +258,7 @@ static void attention_run(void *arg, int tid, int nt)
 			s->k->matmul(sc, s->ctx, qp, hd, tile_n, keys, hd, 0, st->pos + t0 + tile_n, false,
 				     NULL);
 		}
+		int nk_tile = st->pos + t0 + tile_n;   /* keys the tile's last query sees */
 		for (int t = t0; t < t0 + tile_n; t++) {
 			float *row = sc + (size_t)(t - t0) * s->ctx;
 			int nk = st->pos + t + 1;
@@ -265,10 +266,13 @@ static void attention_run(void *arg, int tid, int nt)
 				s->k->scores(row, s->q + (size_t)t * s->q_dim + (size_t)h * hd, keys, nk, hd,
 					     false, scale);
 			s->k->softmax(row, nk, s->kv_f32 ? 1.0f : scale);
-			s->k->mix(s->att + (size_t)t * s->q_dim + (size_t)h * hd, row, vals, nk, hd, !s->kv_f32);
+			memset(row + nk, 0, (size_t)(nk_tile - nk) * sizeof *row);   /* causal */
 			if (s->capture && t == st->n - 1)
 				memcpy(s->cap + ((size_t)st->layer * H + h) * s->ctx, row, (size_t)nk * sizeof *row);
 		}
+		/* the whole tile's outputs at once, each value row read once for all */
+		s->k->mix(s->att + (size_t)t0 * s->q_dim + (size_t)h * hd, s->q_dim, sc, s->ctx, tile_n,
+			  vals, nk_tile, hd, !s->kv_f32);
 	}
 }
 

@@ -53,13 +53,18 @@ static void scores_c(float *s, const float *q, const void *keys, int nk, int hd,
 	}
 }
 
-static void mix_c(float *out, const float *p, const void *vals, int nk, int hd, bool bf16)
+static void mix_c(float *out, int ldo, const float *p, int ldp, int T, const void *vals, int nk,
+		  int hd, bool bf16)
 {
-	for (int i = 0; i < hd; i++)
-		out[i] = 0;
-	for (int j = 0; j < nk; j++)
+	for (int t = 0; t < T; t++) {
+		float *o = out + (size_t)t * ldo;
+		const float *pt = p + (size_t)t * ldp;
 		for (int i = 0; i < hd; i++)
-			out[i] += p[j] * kv_at(vals, (size_t)j * hd + i, bf16);
+			o[i] = 0;
+		for (int j = 0; j < nk; j++)
+			for (int i = 0; i < hd; i++)
+				o[i] += pt[j] * kv_at(vals, (size_t)j * hd + i, bf16);
+	}
 }
 
 static void pack_row_c(float *xp, const float *x, int K)
@@ -496,18 +501,51 @@ static T512 void mix_512_by128(float *out, const float *p, const void *vals, int
 	}
 }
 
-static T512 void mix_512(float *out, const float *p, const void *vals, int nk, int hd, bool bf16)
+/* T queries (a constant, <= 5) over 64 dims from i0 of head_dim: each value row is
+ * widened once for all of them; 5 x 4 accumulators. */
+INL T512 void mix_512_tile64(float *out, int ldo, const float *p, int ldp, const void *vals,
+			     int nk, int hd, int i0, bool bf16, const int T)
 {
-	if (hd % 128 == 0) {
-		mix_512_by128(out, p, vals, nk, hd, bf16);
-		return;
+	__m512 a[5][4];
+#pragma GCC unroll 5
+	for (int t = 0; t < T; t++)
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++)
+			a[t][c] = _mm512_setzero_ps();
+	for (int j = 0; j < nk; j++) {
+		__m512 v[4];
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++)
+			v[c] = kv16_512(vals, (size_t)j * hd + i0 + 16 * c, bf16, 0xffff);
+#pragma GCC unroll 5
+		for (int t = 0; t < T; t++) {
+			__m512 pj = _mm512_set1_ps(p[(size_t)t * ldp + j]);
+#pragma GCC unroll 4
+			for (int c = 0; c < 4; c++)
+				a[t][c] = _mm512_fmadd_ps(pj, v[c], a[t][c]);
+		}
 	}
+#pragma GCC unroll 5
+	for (int t = 0; t < T; t++)
+#pragma GCC unroll 4
+		for (int c = 0; c < 4; c++)
+			_mm512_storeu_ps(out + (size_t)t * ldo + i0 + 16 * c, a[t][c]);
+}
+
+typedef void mixt_fn(float *, int, const float *, int, const void *, int, int, int, bool);
+#define MIXT(T) static T512 void mix_512_tile64_##T(float *o, int ldo, const float *p, int ldp, 	const void *v, int nk, int hd, int i0, bool bf16) { mix_512_tile64(o, ldo, p, ldp, v, nk, hd, i0, bf16, T); }
+MIXT(1) MIXT(2) MIXT(3) MIXT(4) MIXT(5)
+static mixt_fn *const mix_512_tiles[5] = {mix_512_tile64_1, mix_512_tile64_2, mix_512_tile64_3,
+					  mix_512_tile64_4, mix_512_tile64_5};
+
+/* One query, any head_dim: 64 dims per pass, the last pass masked. */
+static T512 void mix_512_row(float *out, const float *p, const void *vals, int nk, int hd, bool bf16)
+{
 	for (int i = 0; i < hd; i += 64) {
 		__m512 a[4];
 		__mmask16 mk[4];
 		for (int c = 0; c < 4; c++) {
-			int left = hd - i - 16 * c;
-			mk[c] = left >= 16 ? 0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+			mk[c] = tail16(hd - i - 16 * c);
 			a[c] = _mm512_setzero_ps();
 		}
 		for (int j = 0; j < nk; j++) {
@@ -519,6 +557,26 @@ static T512 void mix_512(float *out, const float *p, const void *vals, int nk, i
 		}
 		for (int c = 0; c < 4; c++)
 			_mm512_mask_storeu_ps(out + i + 16 * c, mk[c], a[c]);
+	}
+}
+
+static T512 void mix_512(float *out, int ldo, const float *p, int ldp, int T, const void *vals,
+			 int nk, int hd, bool bf16)
+{
+	if (T == 1 && hd % 128 == 0) {   /* decode */
+		mix_512_by128(out, p, vals, nk, hd, bf16);
+		return;
+	}
+	for (int t = 0; t < T; t += 5) {
+		int n = T - t < 5 ? T - t : 5;
+		const float *pt = p + (size_t)t * ldp;
+		float *o = out + (size_t)t * ldo;
+		if (hd % 64 == 0)
+			for (int i0 = 0; i0 < hd; i0 += 64)
+				mix_512_tiles[n - 1](o, ldo, pt, ldp, vals, nk, hd, i0, bf16);
+		else
+			for (int u = 0; u < n; u++)
+				mix_512_row(o + (size_t)u * ldo, pt + (size_t)u * ldp, vals, nk, hd, bf16);
 	}
 }
 
@@ -788,7 +846,7 @@ static T256 void scores_256(float *s, const float *q, const void *keys, int nk, 
 	}
 }
 
-static T256 void mix_256(float *out, const float *p, const void *vals, int nk, int hd, bool bf16)
+static T256 void mix_256_row(float *out, const float *p, const void *vals, int nk, int hd, bool bf16)
 {
 	int hb = hd & ~7;
 	for (int i = 0; i < hb; i += 8) {
@@ -803,6 +861,13 @@ static T256 void mix_256(float *out, const float *p, const void *vals, int nk, i
 			d += p[j] * kv_at(vals, (size_t)j * hd + i, bf16);
 		out[i] = d;
 	}
+}
+
+static T256 void mix_256(float *out, int ldo, const float *p, int ldp, int T, const void *vals,
+			 int nk, int hd, bool bf16)
+{
+	for (int t = 0; t < T; t++)
+		mix_256_row(out + (size_t)t * ldo, p + (size_t)t * ldp, vals, nk, hd, bf16);
 }
 
 /* e^x for 8 lanes: exp_512's method, with 2^n built in the exponent field, so x is

@@ -64,8 +64,11 @@ struct cpu_kernels {
 	/* s[j] = scale * dot(q, k_j) for j < nk; keys (nk, hd) bf16 or fp32 rows. */
 	void (*scores)(float *s, const float *q, const void *keys, int nk, int hd,
 		       bool bf16, float scale);
-	/* out[0..hd) = sum_j p[j] * v_j for j < nk; values as for scores. */
-	void (*mix)(float *out, const float *p, const void *vals, int nk, int hd, bool bf16);
+	/* For each of T queries t: out[t*ldo + i] = sum_j p[t*ldp + j] * v_j[i] for i < hd,
+	 * j < nk; values as for scores. A query that sees fewer keys has zeros past
+	 * them. Several queries at once read each value row once for all of them. */
+	void (*mix)(float *out, int ldo, const float *p, int ldp, int T, const void *vals, int nk,
+		    int hd, bool bf16);
 	/* cpu_pack_row(xp, x, K, pack) for this ISA's pack, vectorized. */
 	void (*pack_row)(float *xp, const float *x, int K);
 	/* The element-wise steps, vectorized (e^x by a polynomial within 2 ulp of expf);
