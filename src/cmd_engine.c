@@ -5,11 +5,13 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -263,12 +265,20 @@ static void *bw_thread(void *arg)
 }
 
 /* GB/s reading `bytes` with `threads` threads (one slice each), best of `reps`.
+ * The buffer is 2 MB-aligned and asks for 2 MB pages, as the weights are mapped
+ * (engine/safetensors.c), so the loop pays no TLB misses the decode does not.
  * 0 when it cannot be measured. */
 static double measure_read_bw(int threads, size_t bytes, int reps)
 {
-	float *buf = NULL;
-	if (posix_memalign((void **)&buf, 64, bytes))
+	const size_t huge = (size_t)2 << 20;
+	size_t len = (bytes + 2 * huge - 1) / huge * huge;
+	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
 		return 0;
+	float *buf = (float *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
+#ifdef MADV_HUGEPAGE
+	madvise(buf, bytes, MADV_HUGEPAGE);   /* a hint; 4 KB pages where refused */
+#endif
 	size_t n = bytes / sizeof(float);
 	for (size_t i = 0; i < n; i++)   /* touch every page so the timing reads RAM */
 		buf[i] = (float)(i & 7);
@@ -308,7 +318,7 @@ static double measure_read_bw(int threads, size_t bytes, int reps)
 	}
 	free(jobs);
 	free(tids);
-	free(buf);
+	munmap(map, len);
 	return best;
 }
 
@@ -320,7 +330,8 @@ static const char bench_help[] =
 	"Times a prefill of -p tokens and -n decode steps after it (-r times), and reports\n"
 	"tokens/s, the weight bytes read per decoded token, the GB/s and GFLOP/s that\n"
 	"implies, and the memory read bandwidth of this machine measured in the same run\n"
-	"(vector read loop, as many threads as decoding), with the decode/bandwidth ratio.\n"
+	"(vector read loop on 2 MB pages, as many threads as decoding, best of 5 runs\n"
+	"before and 5 after the timed ones), with the decode/bandwidth ratio.\n"
 	"  -p N                     prompt tokens (default 512)\n"
 	"  -n N                     decode tokens (default 128)\n"
 	"  -r N                     repetitions (default 3)\n"
@@ -445,7 +456,7 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 		printf("decode     %d tokens: %.2f ± %.2f tok/s, %.3f GB read per token, "
 		       "%.1f GB/s, %.1f GFLOP/s\n", nd, r->tg_tps, r->tg_sd, r->tg_bytes / 1e9, tg_gbs,
 		       r->tg_gflop * r->tg_tps);
-	printf("memory     read bandwidth %.1f GB/s (%d threads, vector read loop, best of 5)\n",
+	printf("memory     read bandwidth %.1f GB/s (%d threads, vector read loop, best of 10)\n",
 	       r->bw_gbs, r->threads);
 	if (nd > 0)
 		printf("ratio      decode reads at %.0f%% of the measured bandwidth\n", 100 * ratio);
@@ -517,9 +528,13 @@ int cmd_bench(int argc, char **argv)
 	res.threads = cli.threads ? cli.threads : cores > 0 ? (int)cores : 1;
 	const char *bf = getenv("QWENCHAT_CPU_BF16_PREFILL");
 	res.bf16_prefill = bf && !strcmp(bf, "1");
+	/* best of 5 reads before and 5 after the timed runs: on a shared machine the
+	 * bandwidth drifts, and the ratio is against the best it showed */
 	res.bw_gbs = measure_read_bw(res.threads, (size_t)bw_mib << 20, 5);
 	if (bench_run(e, c, (int)np, nd, (int)reps, &res))
 		goto fail;
+	double bw_after = measure_read_bw(res.threads, (size_t)bw_mib << 20, 5);
+	res.bw_gbs = bw_after > res.bw_gbs ? bw_after : res.bw_gbs;
 	bench_print(&res, cli.model ? cli.model : hub_default_model(), eng_backend_name(e),
 		    (int)np, nd, (int)reps, json);
 	rc = EXIT_OK;
