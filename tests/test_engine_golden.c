@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "engine/cpu/kernels.h"
 #include "engine/engine.h"
 #include "src/err.h"
 #include "src/fileio.h"
@@ -185,6 +186,24 @@ static void check_golden(const char *name)
 		}
 		eng_free(e);
 	}
+	/* every other ISA this CPU runs, through QWENCHAT_CPU_ISA: the same fp32 agreement
+	 * (the portable C kernels only on the small vocabularies: seconds on 0.6B's) */
+	for (int isa = CPU_ISA_C; isa < (int)cpu_isa_best(); isa++) {
+		if (!cpu_isa_supported(isa) || (isa == CPU_ISA_C && g.vocab > 10000))
+			continue;
+		const char *isa_name = cpu_kernels_get(isa)->name;
+		setenv("QWENCHAT_CPU_ISA", isa_name, 1);
+		struct eng *e = engine(m, true, g.ntok);
+		unsetenv("QWENCHAT_CPU_ISA");
+		if (eng_forward(e, g.tokens, g.ntok, 0, got, true))
+			fail_msg("forward: %s", err_msg());
+		double rel = g.full ? compare_full(&g, got, &miss) : compare_summary(&g, got, &miss);
+		printf("%s: %s kernels, fp32 KV cache: max |diff| = %.2e x max |logit|, argmax differs at %d of %d positions\n",
+		       name, isa_name, rel, miss, g.ntok);
+		assert_true(rel <= 1e-4);
+		assert_int_equal(miss, 0);
+		eng_free(e);
+	}
 	/* opt-in bf16 prefill (AVX-512 BF16 CPUs; elsewhere the exact path runs) */
 	setenv("QWENCHAT_CPU_BF16_PREFILL", "1", 1);
 	struct eng *fast = engine(m, true, g.ntok);
@@ -212,6 +231,33 @@ static void check_golden(const char *name)
 	eng_free(e);
 	eng_model_free(m);
 	free(got);
+	free(g.rows);
+	free(g.text);
+}
+
+/* A kernel set that is not one, or that this CPU cannot run, is refused by name. */
+static void test_isa_override(void **state)
+{
+	(void)state;
+	struct golden g;
+	load_golden("tiny", &g);
+	struct eng_model *m = eng_model_open(make_model("tiny", &g));
+	assert_non_null(m);
+	struct eng_options o = {ENG_BACKEND_CPU, 1, 16, false};
+	setenv("QWENCHAT_CPU_ISA", "sse9", 1);
+	assert_null(eng_new(m, &o, NULL));
+	assert_non_null(strstr(err_msg(), "QWENCHAT_CPU_ISA=sse9: not one of"));
+	if (!cpu_isa_supported(CPU_ISA_AVX512BF16)) {
+		setenv("QWENCHAT_CPU_ISA", "avx512bf16", 1);
+		assert_null(eng_new(m, &o, NULL));
+		assert_non_null(strstr(err_msg(), "this CPU cannot run it"));
+	}
+	setenv("QWENCHAT_CPU_ISA", "c", 1);
+	struct eng *e = eng_new(m, &o, NULL);
+	assert_non_null(e);
+	eng_free(e);
+	unsetenv("QWENCHAT_CPU_ISA");
+	eng_model_free(m);
 	free(g.rows);
 	free(g.text);
 }
@@ -245,6 +291,7 @@ int main(void)
 	if (!mkdtemp(tmpdir))
 		return 1;
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_isa_override),
 		cmocka_unit_test(test_tiny),
 		cmocka_unit_test(test_odd),
 		cmocka_unit_test(test_yarn),

@@ -444,7 +444,22 @@ static void *cpu_init(struct eng_model *m, const struct eng_backend_opts *o)
 	}
 	s->c = c;
 	s->w = w;
-	s->k = cpu_kernels_get(cpu_isa_best());
+	/* QWENCHAT_CPU_ISA picks the kernels (tests run every ISA the CPU has) */
+	enum cpu_isa isa = cpu_isa_best();
+	const char *want = getenv("QWENCHAT_CPU_ISA");
+	if (want && *want) {
+		if (!cpu_isa_from_name(want, &isa)) {
+			free(s);
+			err_set("QWENCHAT_CPU_ISA=%s: not one of c, avx2, avx512, avx512bf16", want);
+			return NULL;
+		}
+		if (!cpu_isa_supported(isa)) {
+			free(s);
+			err_set("QWENCHAT_CPU_ISA=%s: this CPU cannot run it", want);
+			return NULL;
+		}
+	}
+	s->k = cpu_kernels_get(isa);
 	s->ctx = o->ctx;
 	s->chunk = o->ctx < CHUNK ? o->ctx : CHUNK;
 	s->q_dim = c->num_heads * c->head_dim;

@@ -983,6 +983,16 @@ enum cpu_isa cpu_isa_best(void)
 	return CPU_ISA_C;
 }
 
+bool cpu_isa_from_name(const char *name, enum cpu_isa *isa)
+{
+	for (int i = CPU_ISA_C; i <= CPU_ISA_AVX512BF16; i++)
+		if (!strcmp(name, cpu_kernels_get((enum cpu_isa)i)->name)) {
+			*isa = (enum cpu_isa)i;
+			return true;
+		}
+	return false;
+}
+
 const struct cpu_kernels *cpu_kernels_get(enum cpu_isa isa)
 {
 #ifdef CPU_X86

@@ -84,6 +84,8 @@ enum cpu_isa cpu_isa_best(void);
 const struct cpu_kernels *cpu_kernels_get(enum cpu_isa isa);
 /* Whether this CPU can run `isa`. */
 bool cpu_isa_supported(enum cpu_isa isa);
+/* The ISA whose kernels are called `name` ("c", "avx2", "avx512", "avx512bf16"). */
+bool cpu_isa_from_name(const char *name, enum cpu_isa *isa);
 
 /* Rounds one row of K floats to bf16, to nearest even (the portable to_bf16). */
 void cpu_bf16_row(uint16_t *xb, const float *x, int K);
