@@ -814,11 +814,60 @@ MK256(4, 1) MK256(4, 2) MK256(4, 3) MK256(1, 1) MK256(1, 2) MK256(1, 3)
 static mk_fn *const mk256_r4[3] = {mk256_4_1, mk256_4_2, mk256_4_3};
 static mk_fn *const mk256_r1[3] = {mk256_1_1, mk256_1_2, mk256_1_3};
 
+/* Decode as matvec_512 does it: MV_STREAMS rows from as many parts of the block side
+ * by side, each prefetching MV_AHEAD lines ahead (no aligned-line shifting: AVX2
+ * has no two-register permute). S (a constant): MV_STREAMS, or 1 for the rows left. */
+INL T256 void mv256_rows(float *out, const float *xp, const uint16_t *w, int K, int m0, int q,
+			 int i, bool acc, const int S)
+{
+	const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+	const int k1 = K & ~15;
+	const uint16_t *wr[MV_STREAMS];
+	__m256 ae[MV_STREAMS], ao[MV_STREAMS];
+#pragma GCC unroll 8
+	for (int j = 0; j < S; j++) {
+		wr[j] = w + (size_t)(m0 + j * q + i) * K;
+		ae[j] = ao[j] = _mm256_setzero_ps();
+	}
+	for (int k = 0; k < k1; k += 16) {
+		__m256 xe = _mm256_loadu_ps(xp + k), xo = _mm256_loadu_ps(xp + k + 8);
+#pragma GCC unroll 8
+		for (int j = 0; j < S; j++) {
+			_mm_prefetch((const char *)(wr[j] + k) + 64 * MV_AHEAD, _MM_HINT_T0);
+			__m256i raw = _mm256_loadu_si256((const __m256i *)(wr[j] + k));
+			ae[j] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(raw, 16)), xe, ae[j]);
+			ao[j] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(raw, hi)), xo, ao[j]);
+		}
+	}
+#pragma GCC unroll 8
+	for (int j = 0; j < S; j++) {
+		float sum = hsum256(_mm256_add_ps(ae[j], ao[j]));
+		for (int k = k1; k < K; k++)
+			sum += cpu_bf16_to_f32(wr[j][k]) * xp[k];
+		float *o = out + m0 + j * q + i;
+		*o = acc ? *o + sum : sum;
+	}
+}
+
+static T256 void matvec_256(float *out, const float *xp, const uint16_t *w, int K, int m0, int m1,
+			    bool acc)
+{
+	int q = (m1 - m0) / MV_STREAMS;
+	for (int i = 0; i < q; i++)
+		mv256_rows(out, xp, w, K, m0, q, i, acc, MV_STREAMS);
+	for (int m = m0 + MV_STREAMS * q; m < m1; m++)
+		mv256_rows(out, xp, w, K, m, 0, 0, acc, 1);
+}
+
 static void matmul_256(float *out, int ldo, const float *xp, int ldx, int n,
 		       const uint16_t *w, int K, int m0, int m1, bool acc,
 			 uint32_t *panel)
 {
 	(void)panel;
+	if (n == 1) {
+		matvec_256(out, xp, w, K, m0, m1, acc);
+		return;
+	}
 	matmul_tiles(mk256_r4, mk256_r1, 3, out, ldo, xp, ldx, n, w, K, m0, m1, acc);
 }
 
