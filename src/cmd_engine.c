@@ -327,11 +327,12 @@ static double measure_read_bw(int threads, size_t bytes, int reps)
 static const char bench_help[] =
 	"usage: qwenchat bench -m MODEL [-p 512] [-n 128] [-r REPS] [--backend B]\n"
 	"                      [--threads N] [--kv-f32] [--json]\n"
-	"Times a prefill of -p tokens and -n decode steps after it (-r times), and reports\n"
-	"tokens/s, the weight bytes read per decoded token, the GB/s and GFLOP/s that\n"
-	"implies, and the memory read bandwidth of this machine measured in the same run\n"
-	"(vector read loop on 2 MB pages, as many threads as decoding, best of 5 runs\n"
-	"before and 5 after the timed ones), with the decode/bandwidth ratio.\n"
+	"Times a prefill of -p tokens and -n decode steps after it (-r times, after one\n"
+	"untimed warm-up prefill), and reports tokens/s, the weight bytes read per\n"
+	"decoded token, the GB/s and GFLOP/s that implies, and the memory read bandwidth\n"
+	"of this machine measured in the same run (vector read loop on 2 MB pages, as\n"
+	"many threads as decoding, best of 5 runs before and 5 after the timed ones),\n"
+	"with the decode/bandwidth ratio.\n"
 	"  -p N                     prompt tokens (default 512)\n"
 	"  -n N                     decode tokens (default 128)\n"
 	"  -r N                     repetitions (default 3)\n"
@@ -393,7 +394,10 @@ static int bench_run(struct eng *e, const struct eng_config *c, int np, int nd, 
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
 		ids[i] = (int32_t)((x >> 33) % (uint64_t)c->vocab_size);
 	}
-	if (eng_forward(e, ids, 1, 0, logits, false))   /* warm-up: touches every weight */
+	/* warm-up, as llama-bench does: one untimed prefill touches every weight and the
+	 * KV cache and scratch pages the timed ones use (else the first repetition pays
+	 * their page faults) */
+	if (eng_forward(e, ids, np > 1 ? np : 1, 0, logits, false))
 		goto done;
 	for (int rep = 0; rep < reps; rep++) {
 		double t0 = now_s();
