@@ -326,7 +326,8 @@ static double measure_read_bw(int threads, size_t bytes, int reps)
 
 static const char bench_help[] =
 	"usage: qwenchat bench -m MODEL [-p 512] [-n 128] [-r REPS] [--backend B]\n"
-	"                      [--threads N] [--kv-f32] [--json]\n"
+	"                      [--threads N] [--kv-f32] [--bf16-prefill] [--bw-buffer MIB]\n"
+	"                      [--json]\n"
 	"Times a prefill of -p tokens and -n decode steps after it (-r times, after one\n"
 	"untimed warm-up prefill), and reports tokens/s, the weight bytes read per\n"
 	"decoded token, the GB/s and GFLOP/s that implies, and the memory read bandwidth\n"
