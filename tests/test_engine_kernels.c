@@ -173,7 +173,7 @@ static void check_attn(const struct cpu_kernels *k, int nk, int hd, bool bf16)
 	}
 	/* T queries at once (as a prefill tile): query t sees nk - T + 1 + t keys, its
 	 * row zero past them; rows and outputs at strides wider than they need */
-	for (int T = 2; T <= 11; T += 3) {
+	for (int T = 2; T <= 11; T++) {
 		if (nk < T)
 			break;
 		int ldp = nk + 3, ldo = hd + 5;

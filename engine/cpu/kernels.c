@@ -532,6 +532,74 @@ INL T512 void mix_512_tile64(float *out, int ldo, const float *p, int ldp, const
 			_mm512_storeu_ps(out + (size_t)t * ldo + i0 + 16 * c, a[t][c]);
 }
 
+/* The same for bf16 values: each 64-byte load gives 32 values, widened as their
+ * even and odd dims (one shift, one mask), so the accumulators hold dims i0 + 2i and
+ * i0 + 2i + 1 apart and are interleaved back when stored. C (a constant) blocks of 32
+ * dims per pass: 4 (a whole 128-dim row, read once) for up to 2 queries, as in decode,
+ * where the values come from memory; 2 for the prefill's tiles of up to 5. Each pass
+ * prefetches the value rows MIX_AHEAD ahead. */
+#define MIX_AHEAD 8
+INL T512 void mix_bf16_tile(float *out, int ldo, const float *p, int ldp, const uint16_t *vals,
+			    int nk, int hd, int i0, const int T, const int C)
+{
+	__m512 e[5][4], o[5][4];
+	const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+#pragma GCC unroll 5
+	for (int t = 0; t < T; t++)
+#pragma GCC unroll 4
+		for (int c = 0; c < C; c++)
+			e[t][c] = o[t][c] = _mm512_setzero_ps();
+	for (int j = 0; j < nk; j++) {
+		const uint16_t *v = vals + (size_t)j * hd + i0;
+		_mm_prefetch((const char *)(v + (size_t)MIX_AHEAD * hd), _MM_HINT_T0);
+		__m512 ve[4], vo[4];
+#pragma GCC unroll 4
+		for (int c = 0; c < C; c++) {
+			__m512i raw = _mm512_loadu_si512((const void *)(v + 32 * c));
+			ve[c] = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
+			vo[c] = _mm512_castsi512_ps(_mm512_and_si512(raw, hi));
+		}
+#pragma GCC unroll 5
+		for (int t = 0; t < T; t++) {
+			__m512 pj = _mm512_set1_ps(p[(size_t)t * ldp + j]);
+#pragma GCC unroll 4
+			for (int c = 0; c < C; c++) {
+				e[t][c] = _mm512_fmadd_ps(pj, ve[c], e[t][c]);
+				o[t][c] = _mm512_fmadd_ps(pj, vo[c], o[t][c]);
+			}
+		}
+	}
+	const __m512i lo16 = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+	const __m512i hi16 = _mm512_add_epi32(lo16, _mm512_set1_epi32(8));
+#pragma GCC unroll 5
+	for (int t = 0; t < T; t++)
+#pragma GCC unroll 4
+		for (int c = 0; c < C; c++) {
+			float *d = out + (size_t)t * ldo + i0 + 32 * c;
+			_mm512_storeu_ps(d, _mm512_permutex2var_ps(e[t][c], lo16, o[t][c]));
+			_mm512_storeu_ps(d + 16, _mm512_permutex2var_ps(e[t][c], hi16, o[t][c]));
+		}
+}
+
+typedef void mixb_fn(float *, int, const float *, int, const uint16_t *, int, int, int);
+#define MIXB(T, C) static T512 void mix_bf16_##T##_##C(float *o, int ldo, const float *p, int ldp, \
+	const uint16_t *v, int nk, int hd, int i0) { mix_bf16_tile(o, ldo, p, ldp, v, nk, hd, i0, T, C); }
+MIXB(1, 4) MIXB(2, 4) MIXB(3, 2) MIXB(4, 2) MIXB(5, 2)
+static mixb_fn *const mix_bf16_tiles[5] = {mix_bf16_1_4, mix_bf16_2_4, mix_bf16_3_2, mix_bf16_4_2,
+					   mix_bf16_5_2};
+
+/* bf16 values, head_dim a multiple of 128 (every Qwen3 size). */
+static T512 void mix_bf16(float *out, int ldo, const float *p, int ldp, int T, const uint16_t *vals,
+			  int nk, int hd)
+{
+	for (int t = 0; t < T; t += 5) {
+		int n = T - t < 5 ? T - t : 5, dims = n <= 2 ? 128 : 64;
+		for (int i0 = 0; i0 < hd; i0 += dims)
+			mix_bf16_tiles[n - 1](out + (size_t)t * ldo, ldo, p + (size_t)t * ldp, ldp, vals, nk,
+					      hd, i0);
+	}
+}
+
 typedef void mixt_fn(float *, int, const float *, int, const void *, int, int, int, bool);
 #define MIXT(T) static T512 void mix_512_tile64_##T(float *o, int ldo, const float *p, int ldp, 	const void *v, int nk, int hd, int i0, bool bf16) { mix_512_tile64(o, ldo, p, ldp, v, nk, hd, i0, bf16, T); }
 MIXT(1) MIXT(2) MIXT(3) MIXT(4) MIXT(5)
@@ -563,6 +631,10 @@ static T512 void mix_512_row(float *out, const float *p, const void *vals, int n
 static T512 void mix_512(float *out, int ldo, const float *p, int ldp, int T, const void *vals,
 			 int nk, int hd, bool bf16)
 {
+	if (bf16 && hd % 128 == 0) {   /* every Qwen3 head_dim, with the default bf16 cache */
+		mix_bf16(out, ldo, p, ldp, T, vals, nk, hd);
+		return;
+	}
 	if (T == 1 && hd % 128 == 0) {   /* decode */
 		mix_512_by128(out, p, vals, nk, hd, bf16);
 		return;
