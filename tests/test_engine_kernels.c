@@ -77,6 +77,18 @@ static void check_matmul_at(const struct cpu_kernels *k, int n, int M, int K, bo
 	for (size_t i = 0; i < nk; i++)
 		xr[i] = cpu_bf16_to_f32(xb[i]);
 	int m0 = M > 1 ? 1 : 0;
+	if (!acc && K % 2 == 0 && M - m0 <= CPU_PANEL_ROWS) {   /* rows given as a panel */
+		memset(panel, 0xff, cpu_panel_words(K) * sizeof *panel);
+		for (int r = 0; r < M - m0; r++)
+			for (int p = 0; p < K / 2; p++)
+				panel[(size_t)p * CPU_PANEL_ROWS + r] =
+					w[(size_t)(m0 + r) * K + 2 * p] |
+					(uint32_t)w[(size_t)(m0 + r) * K + 2 * p + 1] << 16;
+		for (size_t i = 0; i < (size_t)n * M; i++)
+			out[i] = NAN;
+		k->matmul_panel(out + m0, M, xp, K, n, panel, K, M - m0);
+		check_out("matmul_panel", k, out, w, x, n, M, K, false);
+	}
 	for (int pass = 0; pass < 3; pass++) {
 		if (pass == 2 && !k->matmul_bf16)
 			break;

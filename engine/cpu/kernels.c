@@ -67,13 +67,43 @@ static void mix_c(float *out, int ldo, const float *p, int ldp, int T, const voi
 	}
 }
 
+/* Where k = 2p and 2p + 1 sit in a row packed with block size `pack`. */
+static inline void packed_pair(int p, int K, int pack, int *ke, int *ko)
+{
+	int kb = pack > 1 ? K / pack * pack : 0;
+	if (2 * p < kb) {
+		*ke = 2 * p / pack * pack + p % (pack / 2);
+		*ko = *ke + pack / 2;
+	} else {
+		*ke = 2 * p;
+		*ko = 2 * p + 1;
+	}
+}
+
+static void matmul_panel_c(float *out, int ldo, const float *xp, int ldx, int n,
+			   const uint32_t *panel, int K, int rows)
+{
+	for (int t = 0; t < n; t++)
+		for (int r = 0; r < rows; r++) {
+			const float *x = xp + (size_t)t * ldx;   /* pack 1: natural order */
+			float s = 0;
+			for (int p = 0; p < K / 2; p++) {
+				uint32_t w = panel[(size_t)p * CPU_PANEL_ROWS + r];
+				s += cpu_bf16_to_f32((uint16_t)w) * x[2 * p];
+				s += cpu_bf16_to_f32((uint16_t)(w >> 16)) * x[2 * p + 1];
+			}
+			out[(size_t)t * ldo + r] = s;
+		}
+}
+
 static void pack_row_c(float *xp, const float *x, int K)
 {
 	cpu_pack_row(xp, x, K, 1);
 }
 
 static const struct cpu_kernels kernels_c = {
-	.name = "c", .pack = 1, .matmul = matmul_c, .scores = scores_c, .mix = mix_c,
+	.name = "c", .pack = 1, .matmul = matmul_c, .matmul_panel = matmul_panel_c,
+	.scores = scores_c, .mix = mix_c,
 	.pack_row = pack_row_c,
 	.softmax = cpu_softmax, .swiglu = cpu_swiglu, .rmsnorm = cpu_rmsnorm, .to_bf16 = cpu_bf16_row,
 };
@@ -423,6 +453,16 @@ static T512 void matvec_512(float *out, const float *xp, const uint16_t *w, int 
 		mv_rows(out, xp, w, K, m, 0, 0, acc, 1);
 }
 
+static void matmul_panel_512(float *out, int ldo, const float *xp, int ldx, int n,
+			     const uint32_t *panel, int K, int rows)
+{
+	for (int t = 0; t < n; t += 5) {
+		int T = n - t < 5 ? n - t : 5;
+		mkpanel32_t[T - 1](out + (size_t)t * ldo, ldo, xp + (size_t)t * ldx, ldx, panel, K, rows,
+				   false);
+	}
+}
+
 static void matmul_512(float *out, int ldo, const float *xp, int ldx, int n,
 		       const uint16_t *w, int K, int m0, int m1, bool acc, uint32_t *panel)
 {
@@ -760,7 +800,8 @@ static T512 void to_bf16_512(uint16_t *xb, const float *x, int n)
 }
 
 static const struct cpu_kernels kernels_512 = {
-	.name = "avx512", .pack = 32, .matmul = matmul_512, .scores = scores_512, .mix = mix_512,
+	.name = "avx512", .pack = 32, .matmul = matmul_512, .matmul_panel = matmul_panel_512,
+	.scores = scores_512, .mix = mix_512,
 	.pack_row = pack_row_512,
 	.softmax = softmax_512, .swiglu = swiglu_512, .rmsnorm = rmsnorm_512, .to_bf16 = to_bf16_512,
 };
@@ -826,6 +867,7 @@ static void matmul_bf16_512(float *out, int ldo, const uint16_t *xb, int ldx, in
 
 static const struct cpu_kernels kernels_512bf16 = {
 	.name = "avx512bf16", .pack = 32, .matmul = matmul_512, .matmul_bf16 = matmul_bf16_512,
+	.matmul_panel = matmul_panel_512,
 	.scores = scores_512, .mix = mix_512,
 	.pack_row = pack_row_512,
 	.softmax = softmax_512, .swiglu = swiglu_512, .rmsnorm = rmsnorm_512, .to_bf16 = to_bf16_512,
@@ -1057,13 +1099,43 @@ static T256 void swiglu_256(float *g, const float *u, int n)
 	cpu_swiglu(g + nb, u + nb, n - nb);
 }
 
+/* matmul_panel on AVX2: 8 rows per vector, all 8 vectors of the panel's 64 rows
+ * accumulated side by side, one token at a time. */
+static T256 void matmul_panel_256(float *out, int ldo, const float *xp, int ldx, int n,
+				  const uint32_t *panel, int K, int rows)
+{
+	const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+	for (int t = 0; t < n; t++) {
+		const float *x = xp + (size_t)t * ldx;
+		__m256 a[8];
+		for (int g = 0; g < 8; g++)
+			a[g] = _mm256_setzero_ps();
+		for (int p = 0; p < K / 2; p++) {
+			int ke, ko;
+			packed_pair(p, K, 16, &ke, &ko);
+			__m256 xe = _mm256_set1_ps(x[ke]), xo = _mm256_set1_ps(x[ko]);
+			const __m256i *w = (const __m256i *)(panel + (size_t)p * CPU_PANEL_ROWS);
+			for (int g = 0; g < 8; g++) {
+				__m256i raw = _mm256_load_si256(w + g);
+				a[g] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(raw, 16)), xe, a[g]);
+				a[g] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(raw, hi)), xo, a[g]);
+			}
+		}
+		float all[CPU_PANEL_ROWS];
+		for (int g = 0; g < 8; g++)
+			_mm256_storeu_ps(all + 8 * g, a[g]);
+		memcpy(out + (size_t)t * ldo, all, (size_t)rows * sizeof *all);
+	}
+}
+
 static void pack_row_256(float *xp, const float *x, int K)
 {
 	cpu_pack_row(xp, x, K, 16);
 }
 
 static const struct cpu_kernels kernels_256 = {
-	.name = "avx2", .pack = 16, .matmul = matmul_256, .scores = scores_256, .mix = mix_256,
+	.name = "avx2", .pack = 16, .matmul = matmul_256, .matmul_panel = matmul_panel_256,
+	.scores = scores_256, .mix = mix_256,
 	.pack_row = pack_row_256,
 	.softmax = softmax_256, .swiglu = swiglu_256, .rmsnorm = cpu_rmsnorm, .to_bf16 = cpu_bf16_row,
 };

@@ -61,6 +61,12 @@ struct cpu_kernels {
 	 * AVX-512 BF16. */
 	void (*matmul_bf16)(float *out, int ldo, const uint16_t *xb, int ldx, int n,
 			    const uint16_t *w, int K, int m0, int m1, bool acc, uint32_t *panel);
+	/* out[t*ldo + r] = sum_k xp[t*ldx + k] * w_r[k] for t < n, r < rows <= 64, with
+	 * the rows w_r given already packed as one panel, the way the prefill matmuls
+	 * pack weights: panel[p * CPU_PANEL_ROWS + r] holds w_r[2p] and w_r[2p + 1] as two
+	 * bf16 (K even). xp packed as for matmul. The bf16 key cache is kept this way. */
+	void (*matmul_panel)(float *out, int ldo, const float *xp, int ldx, int n,
+			     const uint32_t *panel, int K, int rows);
 	/* s[j] = scale * dot(q, k_j) for j < nk; keys (nk, hd) bf16 or fp32 rows. */
 	void (*scores)(float *s, const float *q, const void *keys, int nk, int hd,
 		       bool bf16, float scale);
