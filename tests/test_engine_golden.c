@@ -161,6 +161,29 @@ static double compare_summary(const struct golden *g, const float *got, int *arg
 	return worst;
 }
 
+/* The golden's tokens through the engine with one ISA's kernels, an fp32 or bf16
+ * cache, exact or bf16 prefill: prints and returns max |diff| / max |logit|, and the
+ * positions whose argmax differs in *miss. */
+static double run_golden(const char *name, struct eng_model *m, const struct golden *g, float *got,
+			 int isa, bool kv32, bool bf16_prefill, int *miss)
+{
+	const char *isa_name = cpu_kernels_get(isa)->name;
+	setenv("QWENCHAT_CPU_ISA", isa_name, 1);
+	if (bf16_prefill)
+		setenv("QWENCHAT_CPU_BF16_PREFILL", "1", 1);
+	struct eng *e = engine(m, kv32, g->ntok);
+	unsetenv("QWENCHAT_CPU_ISA");
+	unsetenv("QWENCHAT_CPU_BF16_PREFILL");
+	if (eng_forward(e, g->tokens, g->ntok, 0, got, true))
+		fail_msg("forward: %s", err_msg());
+	double rel = g->full ? compare_full(g, got, miss) : compare_summary(g, got, miss);
+	printf("%s: %s kernels, %s KV cache%s: max |diff| = %.2e x max |logit|, argmax differs at %d of %d positions\n",
+	       name, isa_name, kv32 ? "fp32" : "bf16", bf16_prefill ? ", bf16 prefill" : "", rel, *miss,
+	       g->ntok);
+	eng_free(e);
+	return rel;
+}
+
 static void check_golden(const char *name)
 {
 	struct golden g;
@@ -171,54 +194,23 @@ static void check_golden(const char *name)
 	assert_int_equal(eng_model_config(m)->vocab_size, g.vocab);
 	float *got = malloc((size_t)g.ntok * g.vocab * sizeof *got);
 	int miss;
-	for (int kv32 = 1; kv32 >= 0; kv32--) {
-		struct eng *e = engine(m, kv32, g.ntok);
-		if (eng_forward(e, g.tokens, g.ntok, 0, got, true))
-			fail_msg("forward: %s", err_msg());
-		double rel = g.full ? compare_full(&g, got, &miss) : compare_summary(&g, got, &miss);
-		printf("%s: %s KV cache: max |diff| = %.2e x max |logit|, argmax differs at %d of %d positions\n",
-		       name, kv32 ? "fp32" : "bf16", rel, miss, g.ntok);
-		if (kv32) {
-			assert_true(rel <= 1e-4);
-			assert_int_equal(miss, 0);
-		} else {
-			assert_true(rel <= 2e-2);   /* bf16 K/V: 8-bit mantissas, stated not exact */
-		}
-		eng_free(e);
-	}
-	/* every other ISA this CPU runs, through QWENCHAT_CPU_ISA: the same agreement, with
-	 * both caches (the portable C kernels only on the small vocabularies: seconds on
-	 * 0.6B's) */
-	for (int isa = CPU_ISA_C; isa < (int)cpu_isa_best(); isa++) {
+	/* every ISA this CPU runs (through QWENCHAT_CPU_ISA), with both caches; the
+	 * portable C kernels only on the small vocabularies (seconds on 0.6B's) */
+	for (int isa = CPU_ISA_C; isa <= (int)cpu_isa_best(); isa++) {
 		if (!cpu_isa_supported(isa) || (isa == CPU_ISA_C && g.vocab > 10000))
 			continue;
-		const char *isa_name = cpu_kernels_get(isa)->name;
 		for (int kv32 = 1; kv32 >= 0; kv32--) {
-			setenv("QWENCHAT_CPU_ISA", isa_name, 1);
-			struct eng *e = engine(m, kv32, g.ntok);
-			unsetenv("QWENCHAT_CPU_ISA");
-			if (eng_forward(e, g.tokens, g.ntok, 0, got, true))
-				fail_msg("forward: %s", err_msg());
-			double rel = g.full ? compare_full(&g, got, &miss) : compare_summary(&g, got, &miss);
-			printf("%s: %s kernels, %s KV cache: max |diff| = %.2e x max |logit|, argmax differs at %d of %d positions\n",
-			       name, isa_name, kv32 ? "fp32" : "bf16", rel, miss, g.ntok);
-			assert_true(rel <= (kv32 ? 1e-4 : 2e-2));
-			if (kv32)
+			double rel = run_golden(name, m, &g, got, isa, kv32, false, &miss);
+			if (kv32) {
+				assert_true(rel <= 1e-4);
 				assert_int_equal(miss, 0);
-			eng_free(e);
+			} else {
+				assert_true(rel <= 2e-2);   /* bf16 K/V: 8-bit mantissas, stated not exact */
+			}
 		}
 	}
 	/* opt-in bf16 prefill (AVX-512 BF16 CPUs; elsewhere the exact path runs) */
-	setenv("QWENCHAT_CPU_BF16_PREFILL", "1", 1);
-	struct eng *fast = engine(m, true, g.ntok);
-	unsetenv("QWENCHAT_CPU_BF16_PREFILL");
-	if (eng_forward(fast, g.tokens, g.ntok, 0, got, true))
-		fail_msg("forward: %s", err_msg());
-	double rel = g.full ? compare_full(&g, got, &miss) : compare_summary(&g, got, &miss);
-	printf("%s: bf16 prefill, fp32 KV: max |diff| = %.2e x max |logit|, argmax differs at %d of %d positions\n",
-	       name, rel, miss, g.ntok);
-	assert_true(rel <= 2e-2);
-	eng_free(fast);
+	assert_true(run_golden(name, m, &g, got, cpu_isa_best(), true, true, &miss) <= 2e-2);
 	/* greedy continuation: prefill the prompt, then decode one token at a time */
 	struct eng *e = engine(m, true, g.ntok);
 	int np = g.ntok - g.greedy;
