@@ -213,20 +213,6 @@ static const uint32_t *key_panel(struct cpu_state *s, int layer, int kvh, int b)
 	return cache_row(s, s->key_cache, layer, kvh, CPU_PANEL_ROWS * b);
 }
 
-static void store_key(struct cpu_state *s, int layer, int kvh, int p, const float *k)
-{
-	int hd = s->c->head_dim;
-	if (s->kv_f32) {
-		memcpy(cache_row(s, s->key_cache, layer, kvh, p), k, (size_t)hd * sizeof(float));
-		return;
-	}
-	uint16_t b[hd];
-	s->k->to_bf16(b, k, hd);
-	uint32_t *panel = (uint32_t *)key_panel(s, layer, kvh, p / CPU_PANEL_ROWS);
-	for (int i = 0; i < hd / 2; i++)
-		panel[(size_t)i * CPU_PANEL_ROWS + p % CPU_PANEL_ROWS] = b[2 * i] | (uint32_t)b[2 * i + 1] << 16;
-}
-
 static void store_kv(struct cpu_state *s, void *dst, const float *src)
 {
 	int hd = s->c->head_dim;
@@ -235,6 +221,20 @@ static void store_kv(struct cpu_state *s, void *dst, const float *src)
 		return;
 	}
 	s->k->to_bf16(dst, src, hd);
+}
+
+static void store_key(struct cpu_state *s, int layer, int kvh, int p, const float *k)
+{
+	if (s->kv_f32) {   /* fp32 keys stay rows */
+		store_kv(s, cache_row(s, s->key_cache, layer, kvh, p), k);
+		return;
+	}
+	int hd = s->c->head_dim;
+	uint16_t b[hd];
+	s->k->to_bf16(b, k, hd);
+	uint32_t *panel = (uint32_t *)key_panel(s, layer, kvh, p / CPU_PANEL_ROWS);
+	for (int i = 0; i < hd / 2; i++)
+		panel[(size_t)i * CPU_PANEL_ROWS + p % CPU_PANEL_ROWS] = b[2 * i] | (uint32_t)b[2 * i + 1] << 16;
 }
 
 /* Qwen3's per-head RMSNorm of q and k (before RoPE), rotate-half RoPE, then the

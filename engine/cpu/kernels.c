@@ -271,11 +271,10 @@ INL T512 void mkpanel32(float *out, int ldo, const float *xp, int ldx, const uin
 #pragma GCC unroll 4
 		for (int r = 0; r < 4; r++)
 			a[t][r] = _mm512_setzero_ps();
-	const int kb = K & ~31, pairs = (K + 1) / 2;
+	const int pairs = (K + 1) / 2;
 	for (int p = 0; p < pairs; p++) {
-		/* where k = 2p and 2p + 1 sit in a packed row (natural order past kb) */
-		int ke = 2 * p < kb ? (2 * p & ~31) + p % 16 : 2 * p;
-		int ko = 2 * p < kb ? ke + 16 : ke + 1;
+		int ke, ko;
+		packed_pair(p, K, 32, &ke, &ko);
 		const __m512i *pw = (const __m512i *)(panel + (size_t)p * CPU_PANEL_ROWS);
 		__m512 we[4], wo[4];
 #pragma GCC unroll 4
@@ -453,14 +452,21 @@ static T512 void matvec_512(float *out, const float *xp, const uint16_t *w, int 
 		mv_rows(out, xp, w, K, m, 0, 0, acc, 1);
 }
 
-static void matmul_panel_512(float *out, int ldo, const float *xp, int ldx, int n,
-			     const uint32_t *panel, int K, int rows)
+/* n tokens times one packed panel of `rows` rows, 5 tokens at a time. */
+static void panel_tiles_512(float *out, int ldo, const float *xp, int ldx, int n,
+			    const uint32_t *panel, int K, int rows, bool acc)
 {
 	for (int t = 0; t < n; t += 5) {
 		int T = n - t < 5 ? n - t : 5;
 		mkpanel32_t[T - 1](out + (size_t)t * ldo, ldo, xp + (size_t)t * ldx, ldx, panel, K, rows,
-				   false);
+				   acc);
 	}
+}
+
+static void matmul_panel_512(float *out, int ldo, const float *xp, int ldx, int n,
+			     const uint32_t *panel, int K, int rows)
+{
+	panel_tiles_512(out, ldo, xp, ldx, n, panel, K, rows, false);
 }
 
 static void matmul_512(float *out, int ldo, const float *xp, int ldx, int n,
@@ -477,11 +483,7 @@ static void matmul_512(float *out, int ldo, const float *xp, int ldx, int n,
 	for (int mc = m0; mc < m1; mc += CPU_PANEL_ROWS) {
 		int rows = m1 - mc < CPU_PANEL_ROWS ? m1 - mc : CPU_PANEL_ROWS;
 		pack_panel(panel, w, K, mc, rows);
-		for (int t = 0; t < n; t += 5) {
-			int T = n - t < 5 ? n - t : 5;
-			mkpanel32_t[T - 1](out + (size_t)t * ldo + mc, ldo, xp + (size_t)t * ldx, ldx,
-					   panel, K, rows, acc);
-		}
+		panel_tiles_512(out + mc, ldo, xp, ldx, n, panel, K, rows, acc);
 	}
 }
 
