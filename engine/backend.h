@@ -9,17 +9,21 @@
  * threads >= 0), so a backend only has to fail on resources (memory, device). */
 struct eng_backend_opts {
 	int threads;                 /* CPU threads; 0 = all cores */
-	int ctx;                     /* KV capacity in tokens (resolved, >= 1) */
+	/* KV capacity in tokens (resolved, >= 1). A backend whose memory cannot hold it
+	 * may lower it (saying so through notice); engine.c reads it back. */
+	int ctx;
 	bool kv_f32;                 /* fp32 KV cache instead of bf16 */
 	/* Prefill matrix products with bf16 activations where the CPU has AVX-512 BF16
 	 * (~1.5x faster, ~1e-3 relative error): from QWENCHAT_CPU_BF16_PREFILL=1 in the
 	 * environment; backends without such a path ignore it. */
 	bool bf16_prefill;
+	void (*notice)(const char *msg);                      /* may be NULL */
+	void (*progress)(size_t done_bytes, size_t total_bytes); /* weight upload; may be NULL */
 };
 
 /* Statistics a backend knows; engine.c adds the token counts and timings. */
 struct eng_backend_stats {
-	size_t weight_bytes, kv_bytes_allocated, kv_bytes_per_token, scratch_bytes;
+	size_t weight_bytes, kv_bytes_allocated, kv_bytes_per_token, scratch_bytes, graph_bytes;
 	size_t device_free, device_total;
 };
 
@@ -28,7 +32,7 @@ struct eng_backend_stats {
 struct eng_backend_ops {
 	const char *name;            /* "cpu", "cuda" */
 	/* NULL on error (err_set). The model outlives the state. */
-	void *(*init)(struct eng_model *m, const struct eng_backend_opts *o);
+	void *(*init)(struct eng_model *m, struct eng_backend_opts *o);
 	void (*free)(void *st);
 	/* ids[0..n) at positions pos..pos+n-1 (all checked: ids < vocab, pos+n <= ctx,
 	 * pos <= cached). Writes K/V for those positions; logits as in eng_forward.
@@ -39,6 +43,14 @@ struct eng_backend_ops {
 	void (*set_capture)(void *st, bool on);
 	const float *(*attention)(void *st, int layer, int head, int *len);
 	void (*stats)(void *st, struct eng_backend_stats *out);
+	/* Optional (NULL on the CPU). sample_ok: whether forward_sample handles these
+	 * settings; forward_sample: forward of one token (checked as for forward) and
+	 * the next id picked on the device (eng_forward_sample). */
+	bool (*sample_ok)(void *st, const struct eng_sampling *sp);
+	int (*forward_sample)(void *st, int32_t id, int pos, const struct eng_sampling *sp,
+			      int32_t *next, bool *used_uniform);
+	/* Optional: eng_measure_device. */
+	int (*measure)(void *st, int m, int n, int k, struct eng_device_peaks *out);
 };
 
 /* The CPU backend (engine/cpu/cpu.c). */

@@ -59,7 +59,7 @@ static const struct eng_backend_ops *pick_backend(enum eng_backend_kind kind,
 struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 		    void (*notice)(const char *msg))
 {
-	static const struct eng_options defaults = {ENG_BACKEND_AUTO, 0, 0, false};
+	static const struct eng_options defaults = {ENG_BACKEND_AUTO, 0, 0, false, NULL};
 	if (!opt)
 		opt = &defaults;
 	const struct eng_config *c = eng_model_config(m);
@@ -88,11 +88,13 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 	e->ops = ops;
 	e->ctx = ctx;
 	const char *fast = getenv("QWENCHAT_CPU_BF16_PREFILL");
-	struct eng_backend_opts bo = {opt->threads, ctx, opt->kv_f32, fast && !strcmp(fast, "1")};
+	struct eng_backend_opts bo = {opt->threads, ctx, opt->kv_f32, fast && !strcmp(fast, "1"),
+				      notice, opt->progress};
 	if (!(e->st = ops->init(m, &bo))) {
 		free(e);
 		return NULL;
 	}
+	e->ctx = bo.ctx;   /* a GPU backend may have shrunk it to fit its memory */
 	return e;
 }
 
@@ -140,12 +142,10 @@ static int check_finite(const float *logits, int rows, int vocab, int pos)
 	return 0;
 }
 
-int eng_forward(struct eng *e, const int32_t *ids, int n, int pos,
-		float *logits, bool all_logits)
+/* The checks eng_forward makes, for n tokens at pos. */
+static int check_forward(const struct eng *e, const int32_t *ids, int n, int pos)
 {
 	const int vocab = e->cfg->vocab_size;
-	if (n <= 0 || !ids || !logits)
-		return err_set("forward: need at least one token and a logits buffer (n=%d)", n);
 	if (pos < 0 || pos > e->cached)
 		return err_set("forward: position %d is beyond the %d cached tokens", pos, e->cached);
 	if (n > e->ctx - pos)
@@ -155,6 +155,17 @@ int eng_forward(struct eng *e, const int32_t *ids, int n, int pos,
 		if (ids[i] < 0 || ids[i] >= vocab)
 			return err_set("forward: token id %d at index %d is outside the vocabulary "
 				       "(vocab_size %d)", (int)ids[i], i, vocab);
+	return 0;
+}
+
+int eng_forward(struct eng *e, const int32_t *ids, int n, int pos,
+		float *logits, bool all_logits)
+{
+	const int vocab = e->cfg->vocab_size;
+	if (n <= 0 || !ids || !logits)
+		return err_set("forward: need at least one token and a logits buffer (n=%d)", n);
+	if (check_forward(e, ids, n, pos))
+		return -1;
 	/* The backend overwrites entries from pos on; until it succeeds only pos stay valid. */
 	e->cached = pos;
 	double t0 = now_s();
@@ -172,6 +183,49 @@ int eng_forward(struct eng *e, const int32_t *ids, int n, int pos,
 		e->prefill_tok += n;
 	}
 	return 0;
+}
+
+bool eng_can_sample(const struct eng *e, const struct eng_sampling *sp)
+{
+	return e->ops->sample_ok && e->ops->sample_ok(e->st, sp);
+}
+
+int eng_forward_sample(struct eng *e, int32_t id, int pos, const struct eng_sampling *sp,
+		       int32_t *next, bool *used_uniform)
+{
+	if (!sp || !next || !used_uniform)
+		return err_set("forward_sample: missing argument");
+	if (!eng_can_sample(e, sp))
+		return err_set("forward_sample: the %s backend cannot sample with these settings "
+			       "(top_k %d)", e->ops->name, sp->top_k);
+	if (sp->n_recent < 0 || sp->n_recent > ENG_SAMPLE_MAX_RECENT ||
+	    (sp->n_recent && !sp->recent))
+		return err_set("forward_sample: %d recent ids (at most %d)", sp->n_recent,
+			       ENG_SAMPLE_MAX_RECENT);
+	if (sp->vocab_limit < 1 || sp->vocab_limit > e->cfg->vocab_size || !(sp->uniform >= 0) ||
+	    !(sp->uniform < 1))
+		return err_set("forward_sample: vocab_limit %d or uniform %g out of range",
+			       sp->vocab_limit, sp->uniform);
+	if (check_forward(e, &id, 1, pos))
+		return -1;
+	e->cached = pos;
+	double t0 = now_s();
+	if (e->ops->forward_sample(e->st, id, pos, sp, next, used_uniform))
+		return -1;
+	e->decode_s += now_s() - t0;
+	e->decode_tok++;
+	e->cached = pos + 1;
+	return 0;
+}
+
+int eng_measure_device(struct eng *e, int m, int n, int k, struct eng_device_peaks *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!e->ops->measure)
+		return 1;
+	if (m < 1 || n < 1 || k < 1)
+		return err_set("measure: GEMM shape %dx%dx%d", m, n, k);
+	return e->ops->measure(e->st, m, n, k, out);
 }
 
 int eng_truncate(struct eng *e, int n)
@@ -208,6 +262,7 @@ void eng_get_stats(const struct eng *e, struct eng_stats *st)
 	st->kv_bytes_allocated = b.kv_bytes_allocated;
 	st->kv_bytes_used = b.kv_bytes_per_token * (size_t)e->cached;
 	st->scratch_bytes = b.scratch_bytes;
+	st->graph_bytes = b.graph_bytes;
 	st->device_free = b.device_free;
 	st->device_total = b.device_total;
 	st->prefill_seconds = e->prefill_s;

@@ -114,13 +114,17 @@ struct eng_options {
 	int threads;                 /* CPU threads; 0 = all cores */
 	int ctx;                     /* KV cache capacity in tokens; 0 = min(max_position, 4096) */
 	bool kv_f32;                 /* fp32 KV cache (reference tests); default bf16 */
+	/* Called now and then while a GPU backend uploads the weights (may be NULL). */
+	void (*progress)(size_t done_bytes, size_t total_bytes);
 };
 
 struct eng;
 
 /* Creates an engine on the requested backend. AUTO picks CUDA when a device is
  * present, else the CPU (with a one-line notice through `notice`, may be NULL).
- * The model must outlive the engine. NULL on error (err_set). */
+ * A GPU backend whose memory cannot hold the requested context shrinks it and says
+ * so through `notice` (eng_ctx tells the result). The model must outlive the
+ * engine. NULL on error (err_set). */
 struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 		    void (*notice)(const char *msg));
 void eng_free(struct eng *e);
@@ -156,12 +160,59 @@ struct eng_stats {
 	size_t kv_bytes_allocated;    /* whole KV cache */
 	size_t kv_bytes_used;         /* eng_cached() tokens */
 	size_t scratch_bytes;         /* activations, logits, workspaces */
+	size_t graph_bytes;           /* instantiated CUDA graphs (0 on the CPU backend) */
 	size_t device_free, device_total;  /* GPU memory (0 on the CPU backend) */
 	double prefill_seconds;       /* time in forwards of n > 1, cumulative */
 	double decode_seconds;        /* time in forwards of n == 1, cumulative */
 	int64_t prefill_tokens, decode_tokens;
 };
 void eng_get_stats(const struct eng *e, struct eng_stats *st);
+
+/* ---- Sampling on the backend ------------------------------------------------
+ * A GPU backend can pick the next token itself, so that one id crosses PCIe per
+ * step instead of a row of logits. The settings mean what src/sampler.h's do and
+ * act in the same order (penalties, temperature, top-k, top-p, min-p, one draw);
+ * the draw is the caller's uniform number, so the random sequence stays the
+ * caller's and a seed gives the same tokens on either path. */
+
+enum { ENG_SAMPLE_MAX_K = 64, ENG_SAMPLE_MAX_RECENT = 64 };
+
+struct eng_sampling {
+	bool greedy;                 /* the most likely id after the penalties */
+	double temperature;          /* > 0 unless greedy */
+	int top_k;                   /* 1..ENG_SAMPLE_MAX_K unless greedy */
+	double top_p, min_p;
+	double presence_penalty, repetition_penalty;
+	const int32_t *recent;       /* ids the penalties look at, n_recent <= MAX_RECENT */
+	int n_recent;
+	int vocab_limit;             /* ids from here on are never picked (padding rows) */
+	double uniform;              /* the draw, in [0, 1) */
+};
+
+/* True when this engine's backend can sample with these settings (the CUDA
+ * backend, greedy or top_k within ENG_SAMPLE_MAX_K); the caller samples from
+ * eng_forward's logits otherwise. */
+bool eng_can_sample(const struct eng *e, const struct eng_sampling *sp);
+
+/* eng_forward of one token (id at pos), then the next id picked on the backend
+ * into *next; *used_uniform says whether the draw decided it (a candidate set of
+ * one uses none, as samp_next draws nothing then). The logits stay on the device.
+ * 0 or -1 (err_set: bad arguments, a non-finite logit, a device error). */
+int eng_forward_sample(struct eng *e, int32_t id, int pos, const struct eng_sampling *sp,
+		       int32_t *next, bool *used_uniform);
+
+/* ---- Device figures for the benchmark ---------------------------------------- */
+
+struct eng_device_peaks {
+	double copy_gb_s;            /* device-to-device copy, (read + written bytes) / s */
+	double gemm_tflop_s;         /* bf16 GEMM through cuBLAS, fp32 accumulation */
+	int gemm_m, gemm_n, gemm_k;  /* the shape that was timed */
+};
+
+/* Measures the device's copy bandwidth and GEMM rate now (a few hundred ms). The
+ * GEMM is (m x k) . (k x n) with the caller's shape (a prefill's). 1 when the
+ * backend has no device (the CPU), 0 when measured, -1 on error (err_set). */
+int eng_measure_device(struct eng *e, int m, int n, int k, struct eng_device_peaks *out);
 
 /* Bytes of weights read to decode one token (every matrix once, plus the
  * embedding row), the figure bandwidth ratios are computed against. */

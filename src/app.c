@@ -89,6 +89,7 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 	eo.backend = eng_backend_kind(b);
 	eo.threads = cfg->common.threads;
 	eo.ctx = cfg->common.ctx;
+	eo.progress = cfg->progress;
 	a->eng = eng_new(a->model, &eo, notice);
 	if (!a->eng)
 		return -1;

@@ -22,6 +22,7 @@ struct app_config {
 	const char *system;      /* system prompt for a new conversation, or NULL */
 	bool resume;             /* reopen the last session file */
 	const char *state_dir;   /* NULL: $XDG_STATE_HOME/qwenchat or ~/.local/state/qwenchat */
+	void (*progress)(size_t done_bytes, size_t total_bytes);  /* weight upload, or NULL */
 };
 
 /* What a slash command asks of the front end, besides its message. */

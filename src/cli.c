@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char cli_common_help[] =
 	"  -m, --model MODEL        model directory or Hugging Face repo id\n"
@@ -32,6 +33,15 @@ void cli_common_init(struct cli_common *c)
 void cli_notice(const char *msg)
 {
 	fprintf(stderr, "qwenchat: %s\n", msg);
+}
+
+void cli_upload_progress(size_t done_bytes, size_t total_bytes)
+{
+	if (!isatty(STDERR_FILENO))
+		return;
+	fprintf(stderr, "\rqwenchat: uploading weights %.1f / %.1f GB%s", done_bytes / 1e9,
+		total_bytes / 1e9, done_bytes >= total_bytes ? "\n" : "");
+	fflush(stderr);
 }
 
 void cli_error(const char *fmt, ...)

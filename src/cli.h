@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Exit statuses of the command-line contract (DESIGN.md). */
@@ -79,6 +80,11 @@ int cli_parse_double(const char *name, const char *s, double lo, double hi, doub
 
 /* Prints "qwenchat: MSG" on stderr: the engine's notice callback (eng_new). */
 void cli_notice(const char *msg);
+
+/* The weight upload's progress (eng_options.progress): on a terminal, one stderr
+ * line rewritten in place ("uploading weights 3.1 / 16.4 GB"), ended at the end;
+ * nothing when stderr is not a terminal. */
+void cli_upload_progress(size_t done_bytes, size_t total_bytes);
 
 /* Prints "qwenchat: MESSAGE" on stderr (one line). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -170,7 +170,8 @@ int cmd_logits(int argc, char **argv)
 	if (!m)
 		goto done;
 	const struct eng_config *c = eng_model_config(m);
-	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, cli.ctx ? cli.ctx : n, kv_f32};
+	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, cli.ctx ? cli.ctx : n, kv_f32,
+				 cli_upload_progress};
 	if (eo.ctx > c->max_position_embeddings)
 		eo.ctx = c->max_position_embeddings;   /* eng_forward reports the overflow */
 	if (!(e = eng_new(m, &eo, cli_notice)))
@@ -333,7 +334,10 @@ static const char bench_help[] =
 	"decoded token, the GB/s and GFLOP/s that implies, and the memory read bandwidth\n"
 	"of this machine measured in the same run (vector read loop on 2 MB pages, as\n"
 	"many threads as decoding, best of 5 runs before and 5 after the timed ones),\n"
-	"with the decode/bandwidth ratio.\n"
+	"with the decode/bandwidth ratio. On the CUDA backend the limits are the GPU's,\n"
+	"measured in the same run: the device-to-device copy bandwidth and the cuBLAS\n"
+	"bf16 GEMM rate at the prefill's largest shape; decode picks each next token on\n"
+	"the GPU (greedy), as the chat does.\n"
 	"  -p N                     prompt tokens (default 512)\n"
 	"  -n N                     decode tokens (default 128)\n"
 	"  -r N                     repetitions (default 3)\n"
@@ -350,9 +354,12 @@ struct bench_result {
 	double pp_tps, pp_sd, tg_tps, tg_sd;
 	double pp_gflop, tg_gflop;          /* per prefill, per decoded token (average) */
 	double tg_bytes;                    /* bytes read per decoded token (weights + KV) */
-	size_t weight_bytes;
+	size_t weight_bytes, graph_bytes;
 	int threads;
 	bool bf16_prefill;                  /* QWENCHAT_CPU_BF16_PREFILL=1 asked for it */
+	bool device;                        /* a GPU backend: peaks below, not bw_gbs */
+	bool sampled;                       /* decode picked the ids on the device */
+	struct eng_device_peaks peaks;      /* best of the runs before and after */
 };
 
 static void mean_sd(const double *v, int n, double *mean, double *sd)
@@ -377,6 +384,21 @@ static double token_flops(const struct eng_config *c, int keys, bool lm_head)
 	if (lm_head)
 		f += 2.0 * c->vocab_size * c->hidden_size;
 	return f;
+}
+
+/* One decode step as the chat runs it: the next id picked on the device where the
+ * backend can (greedy), else the logits row copied back. */
+static int decode_one(struct eng *e, int vocab, int32_t id, int pos, float *logits,
+		      bool *sampled)
+{
+	struct eng_sampling sp = {.greedy = true, .vocab_limit = vocab};
+	if (eng_can_sample(e, &sp)) {
+		int32_t next;
+		bool used;
+		*sampled = true;
+		return eng_forward_sample(e, id, pos, &sp, &next, &used);
+	}
+	return eng_forward(e, &id, 1, pos, logits, false);
 }
 
 static int bench_run(struct eng *e, const struct eng_config *c, int np, int nd, int reps,
@@ -406,7 +428,7 @@ static int bench_run(struct eng *e, const struct eng_config *c, int np, int nd, 
 			goto done;
 		double t1 = now_s();
 		for (int i = 0; i < nd; i++)
-			if (eng_forward(e, ids + np + i, 1, np + i, logits, false))
+			if (decode_one(e, c->vocab_size, ids[np + i], np + i, logits, &r->sampled))
 				goto done;
 		double t2 = now_s();
 		pp[rep] = np > 0 ? np / (t1 - t0) : 0;
@@ -423,6 +445,7 @@ static int bench_run(struct eng *e, const struct eng_config *c, int np, int nd, 
 	double kv_tok = eng_cached(e) ? (double)st.kv_bytes_used / eng_cached(e) : 0;
 	r->tg_bytes = (double)eng_decode_weight_bytes(c, 2) + kv_tok * (np + nd / 2.0 + 1);
 	r->weight_bytes = st.weight_bytes;
+	r->graph_bytes = st.graph_bytes;
 	rc = 0;
 done:
 	free(ids);
@@ -437,17 +460,23 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 {
 	double tg_gbs = r->tg_bytes * r->tg_tps / 1e9;
 	double ratio = r->bw_gbs > 0 ? tg_gbs / r->bw_gbs : 0;
+	double pp_tflops = r->pp_gflop * r->pp_tps / (np > 0 ? np : 1) / 1e3;
+	double gemm_ratio = r->peaks.gemm_tflop_s > 0 ? pp_tflops / r->peaks.gemm_tflop_s : 0;
 	if (json) {
 		printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"load_s\": %.3f, \"load_rss_bytes\": %.0f, "
 		       "\"prompt_tokens\": %d, \"decode_tokens\": %d, \"reps\": %d, "
 		       "\"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, \"prefill_gflop_s\": %.1f, "
 		       "\"decode_tok_s\": %.2f, \"decode_tok_s_sd\": %.2f, \"decode_bytes_per_token\": %.0f, "
 		       "\"decode_gb_s\": %.2f, \"decode_gflop_s\": %.2f, \"read_bandwidth_gb_s\": %.2f, "
-		       "\"decode_bandwidth_ratio\": %.3f, \"bf16_prefill\": %s}\n",
+		       "\"decode_bandwidth_ratio\": %.3f, \"bf16_prefill\": %s, \"device\": %s, "
+		       "\"device_copy_gb_s\": %.1f, \"gemm_tflop_s\": %.2f, \"prefill_gemm_ratio\": %.3f, "
+		       "\"decode_sampled_on_device\": %s, \"graph_bytes\": %zu}\n",
 		       model, backend, r->threads, r->load_s, r->load_rss, np, nd, reps, r->pp_tps, r->pp_sd,
 		       r->pp_gflop * r->pp_tps / (np > 0 ? np : 1), r->tg_tps, r->tg_sd, r->tg_bytes,
 		       tg_gbs, r->tg_gflop * r->tg_tps, r->bw_gbs, ratio,
-		       r->bf16_prefill ? "true" : "false");
+		       r->bf16_prefill ? "true" : "false", r->device ? "true" : "false",
+		       r->peaks.copy_gb_s, r->peaks.gemm_tflop_s, gemm_ratio,
+		       r->sampled ? "true" : "false", r->graph_bytes);
 		return;
 	}
 	printf("model      %s\n", model);
@@ -461,10 +490,22 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 		printf("decode     %d tokens: %.2f ± %.2f tok/s, %.3f GB read per token, "
 		       "%.1f GB/s, %.1f GFLOP/s\n", nd, r->tg_tps, r->tg_sd, r->tg_bytes / 1e9, tg_gbs,
 		       r->tg_gflop * r->tg_tps);
-	printf("memory     read bandwidth %.1f GB/s (%d threads, vector read loop, best of 10)\n",
-	       r->bw_gbs, r->threads);
-	if (nd > 0)
-		printf("ratio      decode reads at %.0f%% of the measured bandwidth\n", 100 * ratio);
+	if (r->device) {
+		printf("device     copy bandwidth %.1f GB/s (device to device, read + written bytes, "
+		       "best of 10); cuBLAS bf16 GEMM %dx%dx%d %.1f TFLOP/s (best of 10)\n",
+		       r->peaks.copy_gb_s, r->peaks.gemm_m, r->peaks.gemm_n, r->peaks.gemm_k,
+		       r->peaks.gemm_tflop_s);
+		if (nd > 0)
+			printf("ratio      decode reads at %.0f%% of the copy bandwidth%s\n", 100 * ratio,
+			       r->sampled ? " (ids picked on the device)" : "");
+		if (np > 0)
+			printf("ratio      prefill at %.0f%% of the GEMM rate\n", 100 * gemm_ratio);
+	} else {
+		printf("memory     read bandwidth %.1f GB/s (%d threads, vector read loop, best of 10)\n",
+		       r->bw_gbs, r->threads);
+		if (nd > 0)
+			printf("ratio      decode reads at %.0f%% of the measured bandwidth\n", 100 * ratio);
+	}
 	printf("repeats    %d (mean ± standard deviation)\n", reps);
 }
 
@@ -519,7 +560,8 @@ int cmd_bench(int argc, char **argv)
 	if (!m)
 		return EXIT_RUNTIME;
 	const struct eng_config *c = eng_model_config(m);
-	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, (int)np + nd + 1, kv_f32};
+	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, (int)np + nd + 1, kv_f32,
+				 cli_upload_progress};
 	struct eng *e = NULL;
 	int rc = EXIT_RUNTIME;
 	if (eo.ctx > c->max_position_embeddings) {
@@ -534,12 +576,31 @@ int cmd_bench(int argc, char **argv)
 	const char *bf = getenv("QWENCHAT_CPU_BF16_PREFILL");
 	res.bf16_prefill = bf && !strcmp(bf, "1");
 	/* best of 5 reads before and 5 after the timed runs: on a shared machine the
-	 * bandwidth drifts, and the ratio is against the best it showed */
-	res.bw_gbs = measure_read_bw(res.threads, (size_t)bw_mib << 20, 5);
+	 * bandwidth drifts, and the ratio is against the best it showed. A GPU measures
+	 * its own copy bandwidth and the GEMM rate at the prefill's largest projection
+	 * (gate and up: 2F x tokens x D) instead. */
+	int gemm_n = np > 0 ? (int)np : 512;
+	int dev = eng_measure_device(e, 2 * c->intermediate_size, gemm_n, c->hidden_size, &res.peaks);
+	if (dev < 0)
+		goto fail;
+	res.device = dev == 0;
+	if (!res.device)
+		res.bw_gbs = measure_read_bw(res.threads, (size_t)bw_mib << 20, 5);
 	if (bench_run(e, c, (int)np, nd, (int)reps, &res))
 		goto fail;
-	double bw_after = measure_read_bw(res.threads, (size_t)bw_mib << 20, 5);
-	res.bw_gbs = bw_after > res.bw_gbs ? bw_after : res.bw_gbs;
+	if (res.device) {
+		struct eng_device_peaks after;
+		if (eng_measure_device(e, 2 * c->intermediate_size, gemm_n, c->hidden_size, &after) < 0)
+			goto fail;
+		if (after.copy_gb_s > res.peaks.copy_gb_s)
+			res.peaks.copy_gb_s = after.copy_gb_s;
+		if (after.gemm_tflop_s > res.peaks.gemm_tflop_s)
+			res.peaks.gemm_tflop_s = after.gemm_tflop_s;
+		res.bw_gbs = res.peaks.copy_gb_s;
+	} else {
+		double bw_after = measure_read_bw(res.threads, (size_t)bw_mib << 20, 5);
+		res.bw_gbs = bw_after > res.bw_gbs ? bw_after : res.bw_gbs;
+	}
 	bench_print(&res, cli.model ? cli.model : hub_default_model(), eng_backend_name(e),
 		    (int)np, nd, (int)reps, json);
 	rc = EXIT_OK;

@@ -248,7 +248,8 @@ int cmd_run(int argc, char **argv)
 	if (!(dir = hub_resolve(a.cli.model)) || !(t = tok_load(dir)) ||
 	    sampling(&a, dir, t, &params, eos, &n_eos) || !(m = eng_model_open(dir)))
 		goto fail;
-	struct eng_options eo = {eng_backend_kind(a.cli.backend), a.cli.threads, a.cli.ctx, false};
+	struct eng_options eo = {eng_backend_kind(a.cli.backend), a.cli.threads, a.cli.ctx, false,
+				 cli_upload_progress};
 	if (!(e = eng_new(m, &eo, cli_notice)) ||
 	    !(sp = samp_new(&params, eng_model_config(m)->vocab_size)))
 		goto fail;

@@ -105,6 +105,7 @@ int cmd_chat(int argc, char **argv)
 	bool plain = false;
 	cli_common_init(&cfg.common);
 	cfg.think = 1;
+	cfg.progress = cli_upload_progress;
 	int rc = chat_options(argc, argv, &cfg, &plain);
 	if (rc)
 		return rc - 1;

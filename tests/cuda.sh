@@ -4,7 +4,9 @@
 # Checks: logits agree within bf16 tolerance (metric: max |cuda - cpu| / max |cpu|
 # per model, and the same argmax on nearly every position), the decode graph and the
 # plain launches give identical logits, greedy continuations of 64 tokens match the
-# CPU's, and compute-sanitizer memcheck (when installed) finds nothing.
+# CPU's, the device sampler picks the ids the host sampler picks from the same
+# logits (seeded, with penalties), bench reports the device's own limits, and
+# compute-sanitizer memcheck (when installed) finds nothing.
 . "$TOP_SRCDIR/tests/lib.sh"
 MK=$TOP_BUILDDIR/tests/mkmodel
 
@@ -62,6 +64,37 @@ for prompt in "The capital of France is" "def fib(n):" "日本語のテキスト
 	cmp -s "$TMP/g.cuda" "$TMP/g.nograph" && pass "graph == no graph: $prompt" ||
 		fail "graph and plain launches differ: $prompt"
 done
+
+# Sampling on the device against the host sampler on the same GPU's logits
+# (QWENCHAT_CUDA_SAMPLE=0 copies the logits back): the same seed gives the same text.
+for opts in "--seed 7" "--seed 11 --temp 1.2 --top-k 40 --top-p 0.9 --min-p 0.02" \
+	    "--seed 3 --repeat-penalty 1.3 --presence-penalty 0.5 --top-k 64"; do
+	# shellcheck disable=SC2086
+	"$QWENCHAT" run -m "$TMP/chat" --raw -n 64 -p "Once upon a time" --backend cuda $opts \
+		>"$TMP/s.dev" || fail "device-sampled run ($opts)"
+	# shellcheck disable=SC2086
+	QWENCHAT_CUDA_SAMPLE=0 "$QWENCHAT" run -m "$TMP/chat" --raw -n 64 -p "Once upon a time" \
+		--backend cuda $opts >"$TMP/s.host" || fail "host-sampled run ($opts)"
+	cmp -s "$TMP/s.dev" "$TMP/s.host" && pass "device sampler == host sampler ($opts)" ||
+		fail "device and host samplers differ ($opts)"
+done
+
+# bench measures the GPU's own copy bandwidth and GEMM rate, and decodes with ids
+# picked on the device.
+if "$QWENCHAT" bench -m "$TMP/q06" --backend cuda -p 128 -n 32 -r 1 --json >"$TMP/bench.json"; then
+	python3 - "$TMP/bench.json" <<'PY' && pass "bench --backend cuda reports device figures" || fail "bench --backend cuda figures"
+import json, sys
+r = json.load(open(sys.argv[1]))
+print({k: r[k] for k in ("prefill_tok_s", "decode_tok_s", "device_copy_gb_s", "gemm_tflop_s",
+                         "decode_bandwidth_ratio", "prefill_gemm_ratio", "graph_bytes")})
+ok = (r["device"] and r["decode_sampled_on_device"] and r["device_copy_gb_s"] > 10
+      and r["gemm_tflop_s"] > 0.1 and 0 < r["decode_bandwidth_ratio"] < 1.5
+      and 0 < r["prefill_gemm_ratio"] < 1.5)
+sys.exit(0 if ok else 1)
+PY
+else
+	fail "bench --backend cuda"
+fi
 
 if command -v compute-sanitizer >/dev/null 2>&1; then
 	head -c 200 "$TMP/ids600" >"$TMP/ids-short"

@@ -63,7 +63,7 @@ static int teardown(void **state)
 
 static struct eng *engine(int ctx, int threads, bool kv_f32)
 {
-	struct eng_options o = {ENG_BACKEND_CPU, threads, ctx, kv_f32};
+	struct eng_options o = {ENG_BACKEND_CPU, threads, ctx, kv_f32, NULL};
 	struct eng *e = eng_new(model, &o, NULL);
 	if (!e)
 		fail_msg("eng_new: %s", err_msg());
@@ -190,7 +190,7 @@ static void test_bad_arguments(void **state)
 	assert_int_equal(eng_forward(e, ids, 0, 0, lg, false), -1);
 	assert_int_equal(eng_cached(e), 8);   /* argument errors leave the cache alone */
 	eng_free(e);
-	struct eng_options o = {ENG_BACKEND_CPU, 0, 1 << 20, false};
+	struct eng_options o = {ENG_BACKEND_CPU, 0, 1 << 20, false, NULL};
 	assert_null(eng_new(model, &o, NULL));                           /* ctx > max_position */
 	assert_non_null(strstr(err_msg(), "max_position_embeddings"));
 #if !defined(ENG_HAVE_CUDA_BACKEND)
@@ -199,6 +199,28 @@ static void test_bad_arguments(void **state)
 	assert_null(eng_new(model, &o, NULL));
 #endif
 	free(lg);
+}
+
+/* The CPU backend has no device: it samples nothing and measures no device peaks,
+ * and says so instead of pretending. */
+static void test_no_device_paths(void **state)
+{
+	(void)state;
+	struct eng *e = engine(8, 1, false);
+	struct eng_sampling sp = {.greedy = true, .vocab_limit = (int)V};
+	assert_false(eng_can_sample(e, &sp));
+	int32_t next = -1;
+	bool used = true;
+	assert_int_equal(eng_forward_sample(e, 1, 0, &sp, &next, &used), -1);
+	assert_non_null(strstr(err_msg(), "cannot sample"));
+	assert_int_equal(eng_cached(e), 0);
+	struct eng_device_peaks pk;
+	assert_int_equal(eng_measure_device(e, 64, 64, 64, &pk), 1);
+	assert_true(pk.copy_gb_s == 0 && pk.gemm_tflop_s == 0);
+	struct eng_stats st;
+	eng_get_stats(e, &st);
+	assert_int_equal(st.graph_bytes, 0);
+	eng_free(e);
 }
 
 /* Sets the bf16 element `index` of tensor `name` in DIR/model.safetensors to NaN. */
@@ -239,7 +261,7 @@ static void test_nan_weights(void **state)
 	poison(dir, "model.embed_tokens.weight", (size_t)7 * hidden);   /* token 7's row */
 	struct eng_model *m = eng_model_open(dir);
 	assert_non_null(m);
-	struct eng_options o = {ENG_BACKEND_CPU, 0, 16, false};
+	struct eng_options o = {ENG_BACKEND_CPU, 0, 16, false, NULL};
 	struct eng *e = eng_new(m, &o, NULL);
 	assert_non_null(e);
 	float *lg = malloc((size_t)V * sizeof *lg);
@@ -296,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_truncate_reprefill),
 		cmocka_unit_test(test_chunks_and_threads),
 		cmocka_unit_test(test_bad_arguments),
+		cmocka_unit_test(test_no_device_paths),
 		cmocka_unit_test(test_nan_weights),
 		cmocka_unit_test(test_capture),
 	};

@@ -84,7 +84,7 @@ static char *make_model(const char *name, const struct golden *g)
 
 static struct eng *engine(struct eng_model *m, bool kv_f32, int ctx)
 {
-	struct eng_options o = {ENG_BACKEND_CPU, 0, ctx, kv_f32};
+	struct eng_options o = {ENG_BACKEND_CPU, 0, ctx, kv_f32, NULL};
 	struct eng *e = eng_new(m, &o, NULL);
 	if (!e)
 		fail_msg("eng_new: %s", err_msg());
@@ -239,7 +239,7 @@ static void test_isa_override(void **state)
 	load_golden("tiny", &g);
 	struct eng_model *m = eng_model_open(make_model("tiny", &g));
 	assert_non_null(m);
-	struct eng_options o = {ENG_BACKEND_CPU, 1, 16, false};
+	struct eng_options o = {ENG_BACKEND_CPU, 1, 16, false, NULL};
 	setenv("QWENCHAT_CPU_ISA", "sse9", 1);
 	assert_null(eng_new(m, &o, NULL));
 	assert_non_null(strstr(err_msg(), "QWENCHAT_CPU_ISA=sse9: not one of"));

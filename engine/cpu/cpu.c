@@ -472,7 +472,7 @@ static int check_dtypes(const struct eng_weights *w, int layers)
 	return 0;
 }
 
-static void *cpu_init(struct eng_model *m, const struct eng_backend_opts *o)
+static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 {
 	const struct eng_config *c = eng_model_config(m);
 	const struct eng_weights *w = eng_model_weights(m);

@@ -2,6 +2,7 @@
  * device, decode steps of small kernels replayed from one CUDA graph, prefill through
  * cuBLAS GEMMs (bf16 in, fp32 accumulate) and flash attention. One host function,
  * forward_chunk, orchestrates the kernels of kernels.cu and attention.cu. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,21 @@ extern "C" {
 #define CHUNK 512
 /* Pinned staging buffers for the weight upload (two, alternating). */
 #define STAGE_BYTES (64u << 20)
+/* Device memory left free after the KV cache, for cuBLAS's workspace, the graphs
+ * and the attention capture: the cache is shrunk rather than eat into it. */
+#define RESERVE_BYTES ((size_t)512 << 20)
+/* A shrunk context is a multiple of this many tokens. */
+#define CTX_QUANTUM 256
+
+/* What a decode step hands back: the logits row, or the id sampled on the device. */
+enum step_kind { STEP_LOGITS, STEP_SAMPLE };
+
+/* One decode step recorded as a graph; rebuilt when the capture setting changes. */
+struct step_graph {
+	cudaGraphExec_t exec;
+	bool capture;                   /* capture setting it was recorded with */
+	size_t bytes;                   /* device memory its instantiation took */
+};
 
 struct cu_layer {
 	const bf16 *input_norm, *post_norm, *q_norm, *k_norm; /* (D), (D), (hd), (hd) */
@@ -48,13 +64,17 @@ struct cu_state {
 	float *part;                    /* (H, max_splits, hd + 2) decode partials */
 	float *logits;                  /* (CHUNK, V) */
 	float *logits_host;             /* (V) pinned, the decode graph's output */
-	float *cap;                     /* (layer, H, ctx) captured softmax rows */
+	float *cap;                     /* (layer, H, ctx) captured softmax rows; allocated
+	                                 * when capture is first turned on */
 	float *cap_host;                /* the same on the host, copied after a forward */
 	int cap_len;
-	bool capture;
+	bool capture;                   /* asked for, and the buffers exist */
+	struct cu_sample_params *sp_host, *sp_dev;   /* sampling settings, pinned / device */
+	int2 *cand;                     /* (sample blocks * CU_SAMPLE_MAX_K) candidates */
+	int *pick;                      /* [id, draw used, first bad id, scratch] */
+	int *pick_host;                 /* pinned mirror of pick[0..3) */
 	size_t scratch_bytes;
-	cudaGraphExec_t graph;          /* the decode step; rebuilt when capture toggles */
-	bool graph_capture;             /* capture setting the graph was built with */
+	struct step_graph graph[2];     /* by enum step_kind */
 	bool use_graph;
 };
 
@@ -67,6 +87,8 @@ struct uploader {
 	void *stage[2];
 	cudaEvent_t done[2];
 	int turn;
+	void (*progress)(size_t done_bytes, size_t total_bytes);   /* may be NULL */
+	size_t sent, total;
 };
 
 /* Copies host bytes (the mmap) to the device through alternating pinned buffers, so
@@ -82,6 +104,9 @@ static int upload(struct uploader *u, void *dst, const void *src, size_t bytes)
 		CUDA_CHECK(cudaMemcpyAsync((char *)dst + off, u->stage[b], n,
 					   cudaMemcpyHostToDevice, u->stream));
 		CUDA_CHECK(cudaEventRecord(u->done[b], u->stream));
+		u->sent += n;
+		if (u->progress)
+			u->progress(u->sent, u->total);
 	}
 	return 0;
 }
@@ -127,13 +152,20 @@ static size_t weights_size(const struct eng_weights *w, int layers, bool tied)
 	return n;
 }
 
-static int upload_weights(struct cu_state *s, const struct eng_weights *w)
+static int upload_weights(struct cu_state *s, const struct eng_weights *w,
+			  void (*progress)(size_t, size_t))
 {
 	const struct eng_config *c = s->c;
 	bool tied = w->lm_head.data == w->embed.data;
 	s->weight_bytes = weights_size(w, c->num_layers, tied);
-	CUDA_CHECK(cudaMalloc((void **)&s->weights, s->weight_bytes));
-	struct uploader u = {s->stream, {NULL, NULL}, {NULL, NULL}, 0};
+	if (cudaMalloc((void **)&s->weights, s->weight_bytes) != cudaSuccess) {
+		size_t free_b = 0, total_b = 0;
+		cudaGetLastError();
+		cudaMemGetInfo(&free_b, &total_b);
+		return err_set("cuda: the weights need %.2f GB of device memory, %.2f GB of "
+			       "%.2f GB are free", s->weight_bytes / 1e9, free_b / 1e9, total_b / 1e9);
+	}
+	struct uploader u = {s->stream, {NULL, NULL}, {NULL, NULL}, 0, progress, 0, s->weight_bytes};
 	int rc = -1;
 	size_t off = 0;
 	if (cudaMallocHost(&u.stage[0], STAGE_BYTES) != cudaSuccess ||
@@ -168,6 +200,8 @@ static int upload_weights(struct cu_state *s, const struct eng_weights *w)
 		err_set("cuda: weight upload failed: %s", cudaGetErrorString(cudaGetLastError()));
 		goto out;
 	}
+	if (progress)
+		progress(s->weight_bytes, s->weight_bytes);
 	rc = 0;
 out:
 	for (int i = 0; i < 2; i++) {
@@ -261,30 +295,59 @@ static int forward_chunk(struct cu_state *s, int n, bool all)
 	return project(s, s->logits, s->xn, s->lm_head, rows, V, D, false);
 }
 
-/* Records the decode step (ids/pos from s->in) with its logits copy into a graph. */
-static int build_decode_graph(struct cu_state *s)
+/* Enqueues one decode step whose id and position are in s->in (and, to sample, whose
+ * settings are in s->sp_dev), ending with the copy of its result to pinned memory. */
+static int enqueue_step(struct cu_state *s, enum step_kind kind)
 {
-	cudaGraph_t g;
-	if (s->graph) {
-		CUDA_CHECK(cudaGraphExecDestroy(s->graph));
-		s->graph = NULL;
+	int V = s->c->vocab_size;
+	if (forward_chunk(s, 1, false))
+		return -1;
+	if (kind == STEP_LOGITS) {
+		CUDA_CHECK(cudaMemcpyAsync(s->logits_host, s->logits, (size_t)V * sizeof(float),
+					   cudaMemcpyDeviceToHost, s->stream));
+		return 0;
 	}
+	struct cu_sample_args sa = {s->logits, s->sp_dev, V, s->cand, s->pick + 3, s->pick};
+	if (cu_sample(&sa, s->stream))
+		return -1;
+	CUDA_CHECK(cudaMemcpyAsync(s->pick_host, s->pick, 3 * sizeof(int), cudaMemcpyDeviceToHost,
+				   s->stream));
+	return 0;
+}
+
+static void drop_graph(struct step_graph *g)
+{
+	if (g->exec)
+		cudaGraphExecDestroy(g->exec);
+	g->exec = NULL;
+	g->bytes = 0;
+}
+
+/* Records the decode step of this kind into its graph. The graph's device memory is
+ * measured as the drop in free memory across the instantiation. */
+static int build_graph(struct cu_state *s, enum step_kind kind)
+{
+	struct step_graph *sg = &s->graph[kind];
+	cudaGraph_t g;
+	drop_graph(sg);
 	CUDA_CHECK(cudaStreamBeginCapture(s->stream, cudaStreamCaptureModeThreadLocal));
-	int rc = forward_chunk(s, 1, false);
-	if (rc == 0 &&
-	    cudaMemcpyAsync(s->logits_host, s->logits, (size_t)s->c->vocab_size * sizeof(float),
-			    cudaMemcpyDeviceToHost, s->stream) != cudaSuccess)
-		rc = err_set("cuda: logits copy could not be captured");
+	int rc = enqueue_step(s, kind);
 	cudaError_t e = cudaStreamEndCapture(s->stream, &g);
 	if (rc)
 		return rc;
 	if (e != cudaSuccess)
 		return err_set("cuda: graph capture failed: %s", cudaGetErrorString(e));
-	e = cudaGraphInstantiate(&s->graph, g, 0);
+	size_t free0 = 0, free1 = 0, total = 0;
+	cudaMemGetInfo(&free0, &total);
+	e = cudaGraphInstantiate(&sg->exec, g, 0);
 	cudaGraphDestroy(g);
-	if (e != cudaSuccess)
+	if (e != cudaSuccess) {
+		sg->exec = NULL;
 		return err_set("cuda: graph instantiation failed: %s", cudaGetErrorString(e));
-	s->graph_capture = s->capture;
+	}
+	cudaMemGetInfo(&free1, &total);
+	sg->bytes = free0 > free1 ? free0 - free1 : 0;
+	sg->capture = s->capture;
 	return 0;
 }
 
@@ -300,25 +363,28 @@ static int copy_capture(struct cu_state *s, int nk)
 	return 0;
 }
 
-static int decode_step(struct cu_state *s, int32_t id, int pos, float *logits)
+/* One token at pos through the graph of this kind (or plain launches when graphs are
+ * off); its result is in logits_host or pick_host afterwards. */
+static int decode_step(struct cu_state *s, int32_t id, int pos, enum step_kind kind)
 {
-	int V = s->c->vocab_size;
 	s->in_host[0] = pos;
 	s->in_host[1] = id;
 	CUDA_CHECK(cudaMemcpyAsync(s->in, s->in_host, 2 * sizeof(int), cudaMemcpyHostToDevice,
 				   s->stream));
+	if (kind == STEP_SAMPLE)
+		CUDA_CHECK(cudaMemcpyAsync(s->sp_dev, s->sp_host, sizeof *s->sp_host,
+					   cudaMemcpyHostToDevice, s->stream));
 	if (s->use_graph) {
-		if ((!s->graph || s->graph_capture != s->capture) && build_decode_graph(s))
+		struct step_graph *g = &s->graph[kind];
+		if ((!g->exec || g->capture != s->capture) && build_graph(s, kind))
 			return -1;
-		CUDA_CHECK(cudaGraphLaunch(s->graph, s->stream));
-	} else {
-		if (forward_chunk(s, 1, false))
-			return -1;
-		CUDA_CHECK(cudaMemcpyAsync(s->logits_host, s->logits, (size_t)V * sizeof(float),
-					   cudaMemcpyDeviceToHost, s->stream));
+		CUDA_CHECK(cudaGraphLaunch(g->exec, s->stream));
+	} else if (enqueue_step(s, kind)) {
+		return -1;
 	}
 	CUDA_CHECK(cudaStreamSynchronize(s->stream));
-	memcpy(logits, s->logits_host, (size_t)V * sizeof(float));
+	if (s->capture && copy_capture(s, pos + 1))
+		return -1;
 	return 0;
 }
 
@@ -327,9 +393,13 @@ static int cuda_forward(void *vs, const int32_t *ids, int n, int pos, float *log
 	struct cu_state *s = (struct cu_state *)vs;
 	int V = s->c->vocab_size;
 	s->cap_len = 0;
-	if (n == 1 && decode_step(s, ids[0], pos, logits))
-		return -1;
-	for (int done = 0; n > 1 && done < n;) {
+	if (n == 1) {
+		if (decode_step(s, ids[0], pos, STEP_LOGITS))
+			return -1;
+		memcpy(logits, s->logits_host, (size_t)V * sizeof(float));
+		return 0;
+	}
+	for (int done = 0; done < n;) {
 		int m = n - done < CHUNK ? n - done : CHUNK;
 		bool last = done + m == n;
 		s->in_host[0] = pos + done;
@@ -356,6 +426,53 @@ static int cuda_forward(void *vs, const int32_t *ids, int n, int pos, float *log
 	return 0;
 }
 
+/* ---- sampling on the device ----------------------------------------------------------- */
+
+static bool cuda_sample_ok(void *vs, const struct eng_sampling *sp)
+{
+	struct cu_state *s = (struct cu_state *)vs;
+	const char *env = getenv("QWENCHAT_CUDA_SAMPLE");
+	if (env && strcmp(env, "0") == 0)
+		return false;
+	if (sp->greedy)
+		return true;
+	return sp->top_k >= 1 && sp->top_k <= CU_SAMPLE_MAX_K && sp->top_k < sp->vocab_limit &&
+	       sp->top_k < s->c->vocab_size && sp->temperature > 0;
+}
+
+static int cuda_forward_sample(void *vs, int32_t id, int pos, const struct eng_sampling *sp,
+			       int32_t *next, bool *used_uniform)
+{
+	struct cu_state *s = (struct cu_state *)vs;
+	struct cu_sample_params *p = s->sp_host;
+	int V = s->c->vocab_size;
+	p->greedy = sp->greedy;
+	p->k = sp->greedy ? 1 : sp->top_k;
+	p->n_recent = sp->n_recent;
+	p->vocab = V;
+	p->vocab_limit = sp->vocab_limit;
+	p->temperature = sp->temperature;
+	p->top_p = sp->top_p;
+	p->min_p = sp->min_p;
+	p->presence_penalty = sp->presence_penalty;
+	p->repetition_penalty = sp->repetition_penalty;
+	p->uniform = sp->uniform;
+	if (sp->n_recent)
+		memcpy(p->recent, sp->recent, (size_t)sp->n_recent * sizeof(int32_t));
+	s->cap_len = 0;
+	if (decode_step(s, id, pos, STEP_SAMPLE))
+		return -1;
+	if (s->pick_host[2] >= 0 && s->pick_host[2] < V)
+		return err_set("forward: logit %d at position %d is not finite "
+			       "(NaN or Inf in the weights or activations)", s->pick_host[2], pos);
+	if (s->pick_host[0] < 0 || s->pick_host[0] >= sp->vocab_limit)
+		return err_set("cuda: the device sampler picked id %d (limit %d)", s->pick_host[0],
+			       sp->vocab_limit);
+	*next = s->pick_host[0];
+	*used_uniform = s->pick_host[1] != 0;
+	return 0;
+}
+
 /* ---- setup -------------------------------------------------------------------------- */
 
 static void cuda_free(void *vs)
@@ -363,17 +480,18 @@ static void cuda_free(void *vs)
 	struct cu_state *s = (struct cu_state *)vs;
 	if (!s)
 		return;
-	if (s->graph)
-		cudaGraphExecDestroy(s->graph);
+	drop_graph(&s->graph[STEP_LOGITS]);
+	drop_graph(&s->graph[STEP_SAMPLE]);
 	void *dev[] = {s->weights, s->k_cache, s->v_cache, s->rope_cos, s->rope_sin, s->in,
-		       s->x, s->xn, s->qkv, s->q, s->att, s->att_discard, s->gate_up, s->part, s->logits, s->cap};
+		       s->x, s->xn, s->qkv, s->q, s->att, s->att_discard, s->gate_up, s->part,
+		       s->logits, s->cap, s->sp_dev, s->cand, s->pick};
 	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
 		if (dev[i])
 			cudaFree(dev[i]);
-	if (s->in_host)
-		cudaFreeHost(s->in_host);
-	if (s->logits_host)
-		cudaFreeHost(s->logits_host);
+	void *pinned[] = {s->in_host, s->logits_host, s->sp_host, s->pick_host};
+	for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
+		if (pinned[i])
+			cudaFreeHost(pinned[i]);
 	if (s->blas)
 		cublasDestroy(s->blas);
 	if (s->stream)
@@ -391,29 +509,17 @@ static int scratch(struct cu_state *s, void **p, size_t n, size_t size)
 	return 0;
 }
 
-static int alloc_state(struct cu_state *s, const struct eng_backend_opts *o)
+/* The activations of one chunk and the sampler's buffers: sizes that do not depend
+ * on the context. */
+static int alloc_scratch(struct cu_state *s)
 {
 	const struct eng_config *c = s->c;
-	size_t D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size, ctx = s->ctx;
-	size_t hd = c->head_dim, H = c->num_heads, widest = D;
+	size_t D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size, widest = D;
 	if ((size_t)s->q_dim > widest)
 		widest = s->q_dim;
 	if (F > widest)
 		widest = F;
-	/* The KV cache first: it is the allocation that must fit. */
-	s->kv_bytes = 2 * (size_t)c->num_layers * ctx * s->kv_dim * sizeof(bf16);
-	size_t free_b = 0, total_b = 0;
-	cudaMemGetInfo(&free_b, &total_b);
-	if (cudaMalloc((void **)&s->k_cache, s->kv_bytes / 2) != cudaSuccess ||
-	    cudaMalloc((void **)&s->v_cache, s->kv_bytes / 2) != cudaSuccess) {
-		size_t per_tok = s->kv_bytes / ctx;
-		return err_set("cuda: a %d-token KV cache needs %zu MB but %zu MB are free; "
-			       "about %zu tokens would fit (use --ctx)", o->ctx, s->kv_bytes >> 20,
-			       free_b >> 20, per_tok ? free_b * 9 / 10 / per_tok : 0);
-	}
-	if (scratch(s, (void **)&s->rope_cos, ctx * hd / 2, sizeof(float)) ||
-	    scratch(s, (void **)&s->rope_sin, ctx * hd / 2, sizeof(float)) ||
-	    scratch(s, (void **)&s->in, CHUNK + 1, sizeof(int)) ||
+	if (scratch(s, (void **)&s->in, CHUNK + 1, sizeof(int)) ||
 	    scratch(s, (void **)&s->x, CHUNK * D, sizeof(float)) ||
 	    scratch(s, (void **)&s->xn, CHUNK * widest, sizeof(bf16)) ||
 	    scratch(s, (void **)&s->qkv, CHUNK * (size_t)s->qkv_dim, sizeof(float)) ||
@@ -421,15 +527,61 @@ static int alloc_state(struct cu_state *s, const struct eng_backend_opts *o)
 	    scratch(s, (void **)&s->att, CHUNK * (size_t)s->q_dim, sizeof(bf16)) ||
 	    scratch(s, (void **)&s->att_discard, (size_t)s->q_dim, sizeof(bf16)) ||
 	    scratch(s, (void **)&s->gate_up, CHUNK * 2 * F, sizeof(float)) ||
-	    scratch(s, (void **)&s->part, H * s->max_splits * (hd + 2), sizeof(float)) ||
 	    scratch(s, (void **)&s->logits, CHUNK * V, sizeof(float)) ||
-	    scratch(s, (void **)&s->cap, (size_t)c->num_layers * H * ctx, sizeof(float)))
+	    scratch(s, (void **)&s->sp_dev, 1, sizeof *s->sp_dev) ||
+	    scratch(s, (void **)&s->cand, (size_t)cu_sample_blocks((int)V) * CU_SAMPLE_MAX_K,
+		    sizeof(int2)) ||
+	    scratch(s, (void **)&s->pick, 4, sizeof(int)))
 		return -1;
 	CUDA_CHECK(cudaMallocHost((void **)&s->in_host, (CHUNK + 1) * sizeof(int)));
 	CUDA_CHECK(cudaMallocHost((void **)&s->logits_host, V * sizeof(float)));
-	s->cap_host = (float *)malloc((size_t)c->num_layers * H * ctx * sizeof(float));
-	if (!s->cap_host)
-		return err_set("cuda: out of host memory for the attention capture");
+	CUDA_CHECK(cudaMallocHost((void **)&s->sp_host, sizeof *s->sp_host));
+	CUDA_CHECK(cudaMallocHost((void **)&s->pick_host, 3 * sizeof(int)));
+	return 0;
+}
+
+/* The context the free device memory holds: the requested one when it fits next to
+ * RESERVE_BYTES, else the most that does (a multiple of CTX_QUANTUM), with a notice.
+ * Per token: K and V of every layer, the RoPE tables and the decode partials. */
+static int fit_context(struct cu_state *s, struct eng_backend_opts *o)
+{
+	const struct eng_config *c = s->c;
+	size_t per_tok = 2 * (size_t)c->num_layers * s->kv_dim * sizeof(bf16) +
+			 (size_t)c->head_dim * sizeof(float) +
+			 (size_t)c->num_heads * (c->head_dim + 2) * sizeof(float) / CU_ATTN_SPLIT + 1;
+	size_t free_b = 0, total_b = 0;
+	CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+	size_t room = free_b > RESERVE_BYTES ? free_b - RESERVE_BYTES : 0;
+	if ((size_t)o->ctx * per_tok <= room)
+		return 0;
+	size_t fit = room / per_tok / CTX_QUANTUM * CTX_QUANTUM;
+	if (fit < CTX_QUANTUM)
+		return err_set("cuda: no room for a KV cache: %.2f GB of device memory are free "
+			       "after the weights, %d tokens need %.2f GB (use --backend cpu)",
+			       free_b / 1e9, CTX_QUANTUM, (double)CTX_QUANTUM * per_tok / 1e9);
+	if (o->notice) {
+		char msg[256];
+		snprintf(msg, sizeof msg, "cuda: a %d-token KV cache needs %.2f GB but %.2f GB of "
+			 "device memory are free; the context is %zu tokens", o->ctx,
+			 (double)o->ctx * per_tok / 1e9, free_b / 1e9, fit);
+		o->notice(msg);
+	}
+	o->ctx = (int)fit;
+	return 0;
+}
+
+/* The KV cache, the RoPE tables and the decode partials: sizes set by the context. */
+static int alloc_context(struct cu_state *s)
+{
+	const struct eng_config *c = s->c;
+	size_t ctx = s->ctx, hd = c->head_dim, H = c->num_heads;
+	s->kv_bytes = 2 * (size_t)c->num_layers * ctx * s->kv_dim * sizeof(bf16);
+	CUDA_CHECK(cudaMalloc((void **)&s->k_cache, s->kv_bytes / 2));
+	CUDA_CHECK(cudaMalloc((void **)&s->v_cache, s->kv_bytes / 2));
+	if (scratch(s, (void **)&s->rope_cos, ctx * hd / 2, sizeof(float)) ||
+	    scratch(s, (void **)&s->rope_sin, ctx * hd / 2, sizeof(float)) ||
+	    scratch(s, (void **)&s->part, H * s->max_splits * (hd + 2), sizeof(float)))
+		return -1;
 	/* RoPE tables computed on the host exactly as the CPU backend does */
 	float *cs = (float *)malloc(ctx * hd / 2 * sizeof(float));
 	float *sn = (float *)malloc(ctx * hd / 2 * sizeof(float));
@@ -448,7 +600,7 @@ static int alloc_state(struct cu_state *s, const struct eng_backend_opts *o)
 	return 0;
 }
 
-static void *cuda_init(struct eng_model *m, const struct eng_backend_opts *o)
+static void *cuda_init(struct eng_model *m, struct eng_backend_opts *o)
 {
 	const struct eng_config *c = eng_model_config(m);
 	const struct eng_weights *w = eng_model_weights(m);
@@ -473,11 +625,9 @@ static void *cuda_init(struct eng_model *m, const struct eng_backend_opts *o)
 		return NULL;
 	}
 	s->c = c;
-	s->ctx = o->ctx;
 	s->q_dim = c->num_heads * c->head_dim;
 	s->kv_dim = c->num_kv_heads * c->head_dim;
 	s->qkv_dim = s->q_dim + 2 * s->kv_dim;
-	s->max_splits = CEIL_DIV(s->ctx, CU_ATTN_SPLIT);
 	const char *g = getenv("QWENCHAT_CUDA_GRAPH");
 	s->use_graph = !(g && strcmp(g, "0") == 0);
 	if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
@@ -487,17 +637,40 @@ static void *cuda_init(struct eng_model *m, const struct eng_backend_opts *o)
 		cuda_free(s);
 		return NULL;
 	}
-	if (upload_weights(s, w) || alloc_state(s, o)) {
+	/* weights first, then what a chunk needs, then the KV cache in what is left */
+	if (upload_weights(s, w, o->progress) || alloc_scratch(s) || fit_context(s, o)) {
+		cuda_free(s);
+		return NULL;
+	}
+	s->ctx = o->ctx;
+	s->max_splits = CEIL_DIV(s->ctx, CU_ATTN_SPLIT);
+	if (alloc_context(s)) {
 		cuda_free(s);
 		return NULL;
 	}
 	return s;
 }
 
+/* Capture buffers are allocated the first time capture is turned on (for a long
+ * context they are large: layers x heads x ctx floats). Without the memory, capture
+ * stays off and eng_attention finds nothing. */
 static void cuda_set_capture(void *vs, bool on)
 {
 	struct cu_state *s = (struct cu_state *)vs;
-	s->capture = on;
+	const struct eng_config *c = s->c;
+	size_t n = (size_t)c->num_layers * c->num_heads * s->ctx;
+	if (on && !s->cap) {
+		if (cudaMalloc((void **)&s->cap, n * sizeof(float)) != cudaSuccess) {
+			cudaGetLastError();
+			s->cap = NULL;
+		} else if (!(s->cap_host = (float *)malloc(n * sizeof(float)))) {
+			cudaFree(s->cap);
+			s->cap = NULL;
+		} else {
+			s->scratch_bytes += n * sizeof(float);
+		}
+	}
+	s->capture = on && s->cap;
 	if (!on)
 		s->cap_len = 0;
 }
@@ -521,11 +694,19 @@ static void cuda_stats(void *vs, struct eng_backend_stats *out)
 	out->kv_bytes_allocated = s->kv_bytes;
 	out->kv_bytes_per_token = s->kv_bytes / s->ctx;
 	out->scratch_bytes = s->scratch_bytes;
+	out->graph_bytes = s->graph[STEP_LOGITS].bytes + s->graph[STEP_SAMPLE].bytes;
 	cudaMemGetInfo(&out->device_free, &out->device_total);
+}
+
+static int cuda_measure(void *vs, int m, int n, int k, struct eng_device_peaks *out)
+{
+	struct cu_state *s = (struct cu_state *)vs;
+	return cu_measure_peaks(s->blas, s->stream, m, n, k, out);
 }
 
 static const struct eng_backend_ops cuda_ops = {
 	"cuda", cuda_init, cuda_free, cuda_forward, cuda_set_capture, cuda_attention, cuda_stats,
+	cuda_sample_ok, cuda_forward_sample, cuda_measure,
 };
 
 extern "C" const struct eng_backend_ops *eng_cuda_backend(void)

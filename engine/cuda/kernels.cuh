@@ -56,6 +56,37 @@ int cu_attention_decode(const struct cu_attn_args *a, cudaStream_t s);
 /* Tiled flash attention for a chunk of queries: no n x n buffer. */
 int cu_attention_prefill(const struct cu_attn_args *a, cudaStream_t s);
 
+/* Sampling on the device (sample.cu). The settings live in device memory, written
+ * before each step, so that one graph serves every step. */
+#define CU_SAMPLE_MAX_K 64        /* = ENG_SAMPLE_MAX_K */
+#define CU_SAMPLE_MAX_RECENT 64   /* = ENG_SAMPLE_MAX_RECENT */
+#define CU_SAMPLE_SLICE 1024      /* vocabulary ids per block of the first stage */
+static_assert(CU_SAMPLE_MAX_K == ENG_SAMPLE_MAX_K && CU_SAMPLE_MAX_RECENT == ENG_SAMPLE_MAX_RECENT,
+	      "the device sampler's limits are the engine's");
+struct cu_sample_params {
+	int k;                       /* candidates kept: top_k, or 1 when greedy */
+	int greedy, n_recent, vocab, vocab_limit;
+	double temperature, top_p, min_p, presence_penalty, repetition_penalty, uniform;
+	int recent[CU_SAMPLE_MAX_RECENT];
+};
+struct cu_sample_args {
+	float *logits;               /* (vocab) fp32; the penalties are applied in place */
+	const struct cu_sample_params *params;  /* device copy */
+	int vocab;
+	int2 *cand;                  /* (cu_sample_blocks(vocab) * CU_SAMPLE_MAX_K) */
+	int *bad;                    /* one int of scratch */
+	int *out;                    /* 3 ints: the id, 1 when the draw decided, first
+	                              * non-finite logit's id (>= vocab: none) */
+};
+/* Blocks of the first stage for this vocabulary (sizes cand). */
+int cu_sample_blocks(int vocab);
+/* Enqueues penalties, selection and the draw. */
+int cu_sample(const struct cu_sample_args *a, cudaStream_t s);
+
+/* The device's copy bandwidth and GEMM rate (measure.cu), for eng_measure_device. */
+int cu_measure_peaks(cublasHandle_t blas, cudaStream_t s, int m, int n, int k,
+		     struct eng_device_peaks *out);
+
 /* Keys per split of the decode attention. */
 #define CU_ATTN_SPLIT 256
 /* Largest head_dim the attention kernels handle. */

@@ -5,7 +5,8 @@ EXTRA_DIST += engine/cuda/common.cuh engine/cuda/kernels.cuh
 if HAVE_CUDA
 AM_CPPFLAGS += -DENG_HAVE_CUDA_BACKEND
 libqwenchat_a_SOURCES += \
-	engine/cuda/cuda.cu engine/cuda/kernels.cu engine/cuda/attention.cu
+	engine/cuda/cuda.cu engine/cuda/kernels.cu engine/cuda/attention.cu \
+	engine/cuda/sample.cu engine/cuda/measure.cu
 LIBS += $(CUDA_LIBS) -lstdc++
 
 NVCCFLAGS = -std=c++17 -O3 $(NVCC_GENCODE) -Xcompiler -Wall,-Wextra
@@ -17,5 +18,6 @@ SUFFIXES = .cu
 # nvcc does no automake dependency tracking: every .cu depends on the headers.
 cuda_backend_headers = $(srcdir)/engine/cuda/common.cuh $(srcdir)/engine/cuda/kernels.cuh \
 	$(srcdir)/engine/backend.h $(srcdir)/engine/engine.h $(srcdir)/engine/rope.h
-engine/cuda/cuda.$(OBJEXT) engine/cuda/kernels.$(OBJEXT) engine/cuda/attention.$(OBJEXT): $(cuda_backend_headers)
+engine/cuda/cuda.$(OBJEXT) engine/cuda/kernels.$(OBJEXT) engine/cuda/attention.$(OBJEXT) \
+	engine/cuda/sample.$(OBJEXT) engine/cuda/measure.$(OBJEXT): $(cuda_backend_headers)
 endif
