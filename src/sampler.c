@@ -214,6 +214,18 @@ static double rng_uniform(struct samp *s)
 	return (double)(out >> 11) * 0x1.0p-53;
 }
 
+double samp_peek_uniform(const struct samp *s)
+{
+	struct samp copy;
+	memcpy(copy.rng, s->rng, sizeof copy.rng);
+	return rng_uniform(&copy);
+}
+
+void samp_take_uniform(struct samp *s)
+{
+	rng_uniform(s);
+}
+
 struct samp *samp_new(const struct samp_params *p, int vocab)
 {
 	if (samp_params_check(p))

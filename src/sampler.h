@@ -78,6 +78,12 @@ const struct samp_params *samp_get_params(const struct samp *s);
 /* Restarts the random sequence from this seed. */
 void samp_reseed(struct samp *s, uint64_t seed);
 
+/* The uniform number in [0, 1) that samp_next would draw next, without drawing it;
+ * samp_take_uniform draws it. For a backend that samples with the caller's draw
+ * (eng_forward_sample), so that the random sequence is the same on either path. */
+double samp_peek_uniform(const struct samp *s);
+void samp_take_uniform(struct samp *s);
+
 /* The next token id for a logits row of `vocab` floats (not modified). recent holds
  * the ids the penalties look at (the caller passes the last SAMP_PENALTY_LAST_N
  * tokens of the context; out-of-range ids are ignored), n_recent may be 0.

@@ -260,6 +260,30 @@ static int emit_token(struct sess *s, struct router *r, struct tok_stream *ts,
 	return 0;
 }
 
+/* The settings for the backend to pick the token after `id` itself (it then goes to
+ * position s->n), or false when it cannot: the CPU backend, or a top-k it does not
+ * handle. The penalty window is the one samp_next would see after id. */
+static bool device_sampling(struct sess *s, struct samp *sp, int32_t id, struct eng_sampling *es)
+{
+	const struct samp_params *p = samp_get_params(sp);
+	int nr = s->n + 1 < SAMP_PENALTY_LAST_N ? s->n + 1 : SAMP_PENALTY_LAST_N;
+	s->ids[s->n] = id;   /* in the window; s->n moves only once the forward succeeds */
+	*es = (struct eng_sampling){
+		.greedy = p->greedy || p->temperature == 0,
+		.temperature = p->temperature,
+		.top_k = p->top_k,
+		.top_p = p->top_p,
+		.min_p = p->min_p,
+		.presence_penalty = p->presence_penalty,
+		.repetition_penalty = p->repetition_penalty,
+		.recent = s->ids + s->n + 1 - nr,
+		.n_recent = nr,
+		.vocab_limit = s->sample_vocab,
+		.uniform = samp_peek_uniform(sp),
+	};
+	return eng_can_sample(s->e, es);
+}
+
 int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split split,
 		  sess_emit_fn emit, void *user)
 {
@@ -276,6 +300,7 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 	s->st.generated = 0;
 	double t_first = 0;
 	int forwards = 0, rc = 0;
+	int32_t next = -1;   /* the id the backend picked in the last forward, or -1 */
 	enum sess_stop why = SESS_STOP_MAX;
 	for (;;) {
 		if (s->st.generated >= max_new) {
@@ -286,14 +311,18 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 			why = SESS_STOP_CANCEL;
 			break;
 		}
-		int nr = s->n < SAMP_PENALTY_LAST_N ? s->n : SAMP_PENALTY_LAST_N;
-		/* ids past the tokenizer can never be picked (see sample_vocab) */
-		for (int i = s->sample_vocab; i < s->vocab; i++)
-			s->logits[i] = -1e30f;
-		int32_t id = samp_next(sp, s->logits, s->vocab, s->ids + s->n - nr, nr);
+		int32_t id = next;
+		next = -1;
 		if (id < 0) {
-			rc = -1;
-			break;
+			int nr = s->n < SAMP_PENALTY_LAST_N ? s->n : SAMP_PENALTY_LAST_N;
+			/* ids past the tokenizer can never be picked (see sample_vocab) */
+			for (int i = s->sample_vocab; i < s->vocab; i++)
+				s->logits[i] = -1e30f;
+			id = samp_next(sp, s->logits, s->vocab, s->ids + s->n - nr, nr);
+			if (id < 0) {
+				rc = -1;
+				break;
+			}
 		}
 		if (!t_first) {
 			t_first = now_s();
@@ -314,8 +343,22 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 			why = SESS_STOP_CTX;
 			break;
 		}
-		if (eng_forward(s->e, &id, 1, s->n, s->logits, false)) {
-			s->logits_ok = false;
+		/* Where the backend can, it picks the next id itself and only that id comes
+		 * back; the last forward of the answer brings its logits back as before, so
+		 * that they stay at hand (sess_logits). */
+		bool last = stop || s->st.generated >= max_new;
+		struct eng_sampling es;
+		int frc;
+		if (!last && device_sampling(s, sp, id, &es)) {
+			bool used = false;
+			frc = eng_forward_sample(s->e, id, s->n, &es, &next, &used);
+			if (frc == 0 && used)
+				samp_take_uniform(sp);
+		} else {
+			frc = eng_forward(s->e, &id, 1, s->n, s->logits, false);
+		}
+		s->logits_ok = frc == 0 && next < 0;
+		if (frc) {
 			rc = -1;
 			break;
 		}

@@ -106,7 +106,10 @@ const float *sess_logits(const struct sess *s);
  * emit returning non-zero. Every sampled token, the stop token included, goes into
  * the cache (the next render holds it: <|im_end|> closes the turn), so afterwards
  * sess_ids()[sync's n .. sess_n) are exactly the generated ids; only when the cache
- * is full is the last sampled token left out. sess_logits stays valid.
+ * is full is the last sampled token left out. sess_logits stays valid, except
+ * after a cancel or an emit stop on a backend that samples on the device
+ * (eng_forward_sample): then it is NULL and the next sess_sync runs the last
+ * token again.
  * Returns 0 (why it stopped: sess_stats()->stop) or -1 on error. */
 int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split split,
 		  sess_emit_fn emit, void *user);

@@ -298,6 +298,45 @@ static void test_seed(void **state)
 	free(l);
 }
 
+/* samp_peek_uniform is the draw samp_next makes: the id it picks is the candidate
+ * where the running sum of the probabilities first exceeds the peeked number. */
+static void test_peek_uniform(void **state)
+{
+	(void)state;
+	float *l = malloc(BIG * sizeof *l);
+	fill_logits(l, BIG, 5);
+	struct samp_params q;
+	samp_params_default(&q);
+	q.top_k = 40, q.top_p = 0.9, q.temperature = 1.3, q.seed = 99;
+	struct samp *a = samp_new(&q, BIG), *b = samp_new(&q, BIG);
+	int32_t ids[40];
+	float probs[40];
+	for (int i = 0; i < 30; i++) {
+		double u = samp_peek_uniform(a);
+		assert_true(u >= 0 && u < 1);
+		assert_true(samp_peek_uniform(a) == u);   /* peeking draws nothing */
+		int n = samp_candidates(a, l, BIG, NULL, 0, ids, probs, 40);
+		assert_true(n > 1 && n <= 40);
+		double cum = 0;
+		int want = ids[n - 1];
+		for (int j = 0; j < n; j++) {
+			cum += probs[j];
+			if (u < cum) {
+				want = ids[j];
+				break;
+			}
+		}
+		assert_int_equal(samp_next(a, l, BIG, NULL, 0), want);
+		/* taking the draw by hand keeps b's sequence in step with a's */
+		samp_take_uniform(b);
+	}
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(samp_next(a, l, BIG, NULL, 0), samp_next(b, l, BIG, NULL, 0));
+	samp_free(a);
+	samp_free(b);
+	free(l);
+}
+
 static void test_params(void **state)
 {
 	(void)state;
@@ -430,6 +469,7 @@ int main(void)
 		cmocka_unit_test(test_penalties),
 		cmocka_unit_test(test_chi_square),
 		cmocka_unit_test(test_seed),
+		cmocka_unit_test(test_peek_uniform),
 		cmocka_unit_test(test_params),
 		cmocka_unit_test(test_generation_config),
 	};
