@@ -136,7 +136,11 @@ static void memory(struct ui *u, int y, int x, int h, int w)
 		 m->kv_bytes_used / mib, m->kv_bytes_allocated / mib,
 		 m->kv_bytes_used / mib / cfg->num_layers, m->kv_bytes_allocated / mib / cfg->num_layers);
 	snprintf(rows[n++], 160, "context %d / %d tokens", u->fig.ctx_used, u->fig.ctx_max);
-	snprintf(rows[n++], 160, "scratch %.1f", m->scratch_bytes / mib);
+	if (m->graph_bytes)
+		snprintf(rows[n++], 160, "scratch %.1f  CUDA graphs %.1f", m->scratch_bytes / mib,
+			 m->graph_bytes / mib);
+	else
+		snprintf(rows[n++], 160, "scratch %.1f", m->scratch_bytes / mib);
 	if (m->device_total)
 		snprintf(rows[n++], 160, "GPU %.0f free / %.0f total", m->device_free / mib,
 			 m->device_total / mib);
