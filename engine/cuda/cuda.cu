@@ -217,13 +217,13 @@ out:
 
 /* out (n, M) fp32 (+)= in (n, K) bf16 . W (M, K)^T through cuBLAS: column-major, that
  * is out^T (M, n) = W^T' (M, K) . in^T (K, n). */
-static int gemm(struct cu_state *s, float *out, const bf16 *in, const bf16 *W, int n, int M,
-		int K, bool acc)
+int cu_gemm(cublasHandle_t blas, float *out, const bf16 *in, const bf16 *W, int n, int M, int K,
+	    bool acc)
 {
 	const float one = 1.0f, zero = 0.0f;
-	CUBLAS_CHECK(cublasGemmEx(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &one, W,
-				  CUDA_R_16BF, K, in, CUDA_R_16BF, K, acc ? &one : &zero, out,
-				  CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	CUBLAS_CHECK(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &one, W, CUDA_R_16BF, K,
+				  in, CUDA_R_16BF, K, acc ? &one : &zero, out, CUDA_R_32F, M,
+				  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 	return 0;
 }
 
@@ -233,7 +233,7 @@ static int project(struct cu_state *s, float *out, const bf16 *in, const bf16 *W
 {
 	if (n == 1)
 		return cu_matvec(out, W, in, M, K, acc, s->stream);
-	return gemm(s, out, in, W, n, M, K, acc);
+	return cu_gemm(s->blas, out, in, W, n, M, K, acc);
 }
 
 /* Enqueues one chunk of n tokens whose ids and position are already in s->in. Logits

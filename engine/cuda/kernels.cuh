@@ -83,6 +83,11 @@ int cu_sample_blocks(int vocab);
 /* Enqueues penalties, selection and the draw. */
 int cu_sample(const struct cu_sample_args *a, cudaStream_t s);
 
+/* out (n, M) fp32 (+)= in (n, K) bf16 . W (M, K)^T through cuBLAS (bf16 in, fp32
+ * accumulation): the prefill's matrix products (cuda.cu). */
+int cu_gemm(cublasHandle_t blas, float *out, const bf16 *in, const bf16 *W, int n, int M, int K,
+	    bool acc);
+
 /* The device's copy bandwidth and GEMM rate (measure.cu), for eng_measure_device. */
 int cu_measure_peaks(cublasHandle_t blas, cudaStream_t s, int m, int n, int k,
 		     struct eng_device_peaks *out);

@@ -74,14 +74,13 @@ out:
 	return rc;
 }
 
-/* C (m, n) fp32 = A (m, k) bf16 . B (k, n) bf16, as the prefill's projections. */
+/* The prefill's matrix product (cu_gemm) at n tokens of k inputs and m outputs. */
 static int gemm_rate(cublasHandle_t blas, cudaStream_t s, int m, int n, int k, double *tflop_s)
 {
 	bf16 *a = NULL, *b = NULL;
 	float *c = NULL;
 	int rc = -1;
 	float ms = 0;
-	const float one = 1.0f, zero = 0.0f;
 	if (cudaMalloc((void **)&a, (size_t)m * k * sizeof(bf16)) != cudaSuccess ||
 	    cudaMalloc((void **)&b, (size_t)k * n * sizeof(bf16)) != cudaSuccess ||
 	    cudaMalloc((void **)&c, (size_t)m * n * sizeof(float)) != cudaSuccess) {
@@ -95,12 +94,7 @@ static int gemm_rate(cublasHandle_t blas, cudaStream_t s, int m, int n, int k, d
 		err_set("cuda: fill kernel launch failed");
 		goto out;
 	}
-	rc = best_ms(s, [&]() -> int {
-		CUBLAS_CHECK(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a,
-					  CUDA_R_16BF, k, b, CUDA_R_16BF, k, &zero, c, CUDA_R_32F, m,
-					  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-		return 0;
-	}, &ms);
+	rc = best_ms(s, [&]() -> int { return cu_gemm(blas, c, b, a, n, m, k, false); }, &ms);
 	if (rc == 0)
 		*tflop_s = 2.0 * m * n * k / (ms * 1e-3) / 1e12;
 out:
