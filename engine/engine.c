@@ -158,6 +158,19 @@ static int check_forward(const struct eng *e, const int32_t *ids, int n, int pos
 	return 0;
 }
 
+/* A forward of n tokens at pos that took dt seconds succeeded: the cache holds them. */
+static void count_forward(struct eng *e, int n, int pos, double dt)
+{
+	e->cached = pos + n;
+	if (n == 1) {
+		e->decode_s += dt;
+		e->decode_tok++;
+	} else {
+		e->prefill_s += dt;
+		e->prefill_tok += n;
+	}
+}
+
 int eng_forward(struct eng *e, const int32_t *ids, int n, int pos,
 		float *logits, bool all_logits)
 {
@@ -174,14 +187,7 @@ int eng_forward(struct eng *e, const int32_t *ids, int n, int pos,
 	double dt = now_s() - t0;
 	if (check_finite(logits, all_logits ? n : 1, vocab, all_logits ? pos : pos + n - 1))
 		return -1;
-	e->cached = pos + n;
-	if (n == 1) {
-		e->decode_s += dt;
-		e->decode_tok++;
-	} else {
-		e->prefill_s += dt;
-		e->prefill_tok += n;
-	}
+	count_forward(e, n, pos, dt);
 	return 0;
 }
 
@@ -208,13 +214,11 @@ int eng_forward_sample(struct eng *e, int32_t id, int pos, const struct eng_samp
 			       sp->vocab_limit, sp->uniform);
 	if (check_forward(e, &id, 1, pos))
 		return -1;
-	e->cached = pos;
+	e->cached = pos;   /* as in eng_forward */
 	double t0 = now_s();
 	if (e->ops->forward_sample(e->st, id, pos, sp, next, used_uniform))
 		return -1;
-	e->decode_s += now_s() - t0;
-	e->decode_tok++;
-	e->cached = pos + 1;
+	count_forward(e, 1, pos, now_s() - t0);
 	return 0;
 }
 

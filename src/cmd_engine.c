@@ -455,6 +455,31 @@ done:
 	return rc;
 }
 
+/* The limits the ratios are held against, measured now, keeping the best of this
+ * and any earlier measurement (on a shared machine they drift). A GPU backend
+ * measures its copy bandwidth and the GEMM rate at the prefill's largest projection
+ * (gate and up: 2F x tokens x D); the CPU, the memory read bandwidth. */
+static int measure_limits(struct eng *e, const struct eng_config *c, int gemm_n, long bw_mib,
+			  struct bench_result *r)
+{
+	struct eng_device_peaks pk;
+	int dev = eng_measure_device(e, 2 * c->intermediate_size, gemm_n, c->hidden_size, &pk);
+	if (dev < 0)
+		return -1;
+	r->device = dev == 0;
+	if (r->device) {
+		double copy = r->peaks.copy_gb_s, gemm = r->peaks.gemm_tflop_s;
+		r->peaks = pk;
+		r->peaks.copy_gb_s = copy > pk.copy_gb_s ? copy : pk.copy_gb_s;
+		r->peaks.gemm_tflop_s = gemm > pk.gemm_tflop_s ? gemm : pk.gemm_tflop_s;
+		r->bw_gbs = r->peaks.copy_gb_s;
+	} else {
+		double bw = measure_read_bw(r->threads, (size_t)bw_mib << 20, 5);
+		r->bw_gbs = bw > r->bw_gbs ? bw : r->bw_gbs;
+	}
+	return 0;
+}
+
 static void bench_print(const struct bench_result *r, const char *model, const char *backend,
 			int np, int nd, int reps, bool json)
 {
@@ -575,32 +600,12 @@ int cmd_bench(int argc, char **argv)
 	res.threads = cli.threads ? cli.threads : cores > 0 ? (int)cores : 1;
 	const char *bf = getenv("QWENCHAT_CPU_BF16_PREFILL");
 	res.bf16_prefill = bf && !strcmp(bf, "1");
-	/* best of 5 reads before and 5 after the timed runs: on a shared machine the
-	 * bandwidth drifts, and the ratio is against the best it showed. A GPU measures
-	 * its own copy bandwidth and the GEMM rate at the prefill's largest projection
-	 * (gate and up: 2F x tokens x D) instead. */
+	/* best of 5 runs before and 5 after the timed ones */
 	int gemm_n = np > 0 ? (int)np : 512;
-	int dev = eng_measure_device(e, 2 * c->intermediate_size, gemm_n, c->hidden_size, &res.peaks);
-	if (dev < 0)
+	if (measure_limits(e, c, gemm_n, bw_mib, &res) ||
+	    bench_run(e, c, (int)np, nd, (int)reps, &res) ||
+	    measure_limits(e, c, gemm_n, bw_mib, &res))
 		goto fail;
-	res.device = dev == 0;
-	if (!res.device)
-		res.bw_gbs = measure_read_bw(res.threads, (size_t)bw_mib << 20, 5);
-	if (bench_run(e, c, (int)np, nd, (int)reps, &res))
-		goto fail;
-	if (res.device) {
-		struct eng_device_peaks after;
-		if (eng_measure_device(e, 2 * c->intermediate_size, gemm_n, c->hidden_size, &after) < 0)
-			goto fail;
-		if (after.copy_gb_s > res.peaks.copy_gb_s)
-			res.peaks.copy_gb_s = after.copy_gb_s;
-		if (after.gemm_tflop_s > res.peaks.gemm_tflop_s)
-			res.peaks.gemm_tflop_s = after.gemm_tflop_s;
-		res.bw_gbs = res.peaks.copy_gb_s;
-	} else {
-		double bw_after = measure_read_bw(res.threads, (size_t)bw_mib << 20, 5);
-		res.bw_gbs = bw_after > res.bw_gbs ? bw_after : res.bw_gbs;
-	}
 	bench_print(&res, cli.model ? cli.model : hub_default_model(), eng_backend_name(e),
 		    (int)np, nd, (int)reps, json);
 	rc = EXIT_OK;

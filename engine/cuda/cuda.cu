@@ -446,7 +446,6 @@ static int cuda_forward_sample(void *vs, int32_t id, int pos, const struct eng_s
 	struct cu_state *s = (struct cu_state *)vs;
 	struct cu_sample_params *p = s->sp_host;
 	int V = s->c->vocab_size;
-	p->greedy = sp->greedy;
 	p->k = sp->greedy ? 1 : sp->top_k;
 	p->n_recent = sp->n_recent;
 	p->vocab = V;

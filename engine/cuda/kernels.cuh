@@ -65,7 +65,7 @@ static_assert(CU_SAMPLE_MAX_K == ENG_SAMPLE_MAX_K && CU_SAMPLE_MAX_RECENT == ENG
 	      "the device sampler's limits are the engine's");
 struct cu_sample_params {
 	int k;                       /* candidates kept: top_k, or 1 when greedy */
-	int greedy, n_recent, vocab, vocab_limit;
+	int n_recent, vocab, vocab_limit;
 	double temperature, top_p, min_p, presence_penalty, repetition_penalty, uniform;
 	int recent[CU_SAMPLE_MAX_RECENT];
 };

@@ -134,7 +134,7 @@ __global__ static void final_pick_kernel(int2 *cand, int blocks, const struct cu
 		out[0] = 0, out[1] = 0;
 		return;
 	}
-	if (p->greedy || n == 1) {
+	if (n == 1) {   /* greedy (k = 1), or one id below vocab_limit */
 		out[0] = ids[0], out[1] = 0;
 		return;
 	}
