@@ -24,6 +24,10 @@ WAIT=30
 SHOTS=0
 
 screen() { T capture-pane -p -t ui; }
+# restart COMMAND — runs COMMAND in the same pane on a cleared screen. (Killing the
+# only session and opening a new one races with the server's exit, and the new
+# session can fail to start.)
+restart() { T respawn-pane -k -t ui "printf '\\033[H\\033[2J'; $1"; T clear-history -t ui; }
 # shot NAME — prints the screen into the log.
 shot() {
 	SHOTS=$((SHOTS + 1))
@@ -280,11 +284,8 @@ check_screen 'decode [1-9]' "streaming before kill -9"
 pid=$(pgrep -f -n "^$QWENCHAT -m $MODEL" || true)
 [ -n "$pid" ] && kill -9 "$pid"
 check_screen 'EXITED 137' "kill -9"
-T kill-session -t ui
-T new-session -d -s ui -x 100 -y 30 \
-	"$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 100000 --resume; echo EXITED \$?; sleep 600"
+restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 100000 --resume; echo EXITED \$?; sleep 600"
 check_screen "resumed $finished turns from" "--resume reopens the last session ($finished turns)"
-XX
 shot "resumed"
 
 # 10. Ctrl-C on an empty line asks; Ctrl-D quits.
@@ -300,9 +301,7 @@ check_screen 'conversation saved in' "leaving says where the conversation is"
 	fail "no history file"
 
 # 11. --plain on a terminal: readline with completion, /edit puts the message back.
-T kill-session -t ui
-T new-session -d -s ui -x 100 -y 30 \
-	"$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 8 --plain; echo EXITED \$?; sleep 600"
+restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 8 --plain; echo EXITED \$?; sleep 600"
 check_screen '^> *$' "--plain shows a prompt"
 T send-keys -t ui 'plain hello' Enter
 check_screen 'plain hello' "--plain takes a message"
