@@ -143,7 +143,6 @@ static int parse_dtype(json_t *root, const char *name, struct eng_config *cfg)
 #define MAX_WIDTH (1 << 20)
 #define MAX_LAYERS 1024
 #define MAX_HEADS 1024
-#define MAX_HEAD_DIM 1024
 #define MAX_POSITIONS (1 << 24)
 #define MAX_PARAMS 2000000000000LL   /* 2T parameters */
 
@@ -153,6 +152,10 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 	snprintf(cfg->rope_type, sizeof cfg->rope_type, "default");
 	cfg->rope_factor = 1;
 	cfg->rope_original_max_position = 0;
+	cfg->rope_attention_factor = 0;
+	cfg->rope_beta_fast = 32;
+	cfg->rope_beta_slow = 1;
+	cfg->rope_mscale = cfg->rope_mscale_all_dim = 0;
 	if (!rs || json_is_null(rs))
 		return 0;
 	if (!json_is_object(rs))
@@ -169,13 +172,28 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 		return err_set("%s: rope_scaling.rope_type: %.32s is not supported "
 			       "(default or yarn)", name, type);
 	snprintf(cfg->rope_type, sizeof cfg->rope_type, "yarn");
-	if (get_num(rs, name, "rope_scaling.", "factor", 1, 1024, NAN, &cfg->rope_factor))
+	const char *p = "rope_scaling.";
+	/* The optional fields default as transformers' _compute_yarn_parameters does; a
+	 * beta of 0 means the default there too (`beta_fast or 32`). */
+	if (get_num(rs, name, p, "factor", 1, 1024, NAN, &cfg->rope_factor) ||
+	    get_num(rs, name, p, "attention_factor", 1e-6, 1e6, 0, &cfg->rope_attention_factor) ||
+	    get_num(rs, name, p, "beta_fast", 0, 1e6, 0, &cfg->rope_beta_fast) ||
+	    get_num(rs, name, p, "beta_slow", 0, 1e6, 0, &cfg->rope_beta_slow) ||
+	    get_num(rs, name, p, "mscale", 0, 1e6, 0, &cfg->rope_mscale) ||
+	    get_num(rs, name, p, "mscale_all_dim", 0, 1e6, 0, &cfg->rope_mscale_all_dim))
 		return -1;
+	if (cfg->rope_beta_fast == 0)
+		cfg->rope_beta_fast = 32;
+	if (cfg->rope_beta_slow == 0)
+		cfg->rope_beta_slow = 1;
+	if (cfg->rope_beta_fast < cfg->rope_beta_slow)
+		return err_set("%s: rope_scaling.beta_fast = %g is below beta_slow = %g", name,
+			       cfg->rope_beta_fast, cfg->rope_beta_slow);
 	/* absent stays 0: transformers then uses `factor` as given (rope.c) */
 	json_t *orig = json_object_get(rs, "original_max_position_embeddings");
 	if (!orig || json_is_null(orig))
 		return 0;
-	return get_int(rs, name, "rope_scaling.", "original_max_position_embeddings", 1,
+	return get_int(rs, name, p, "original_max_position_embeddings", 1,
 		       MAX_POSITIONS, 1, &cfg->rope_original_max_position);
 }
 
@@ -211,7 +229,7 @@ static int parse_fields(json_t *root, const char *name, struct eng_config *c)
 	if (!json_object_get(root, "head_dim") && c->hidden_size % c->num_heads)
 		return err_set("%s: head_dim is missing and hidden_size %d is not a multiple "
 			       "of num_attention_heads %d", name, c->hidden_size, c->num_heads);
-	if (get_int(root, name, "", "head_dim", 1, MAX_HEAD_DIM, c->hidden_size / c->num_heads,
+	if (get_int(root, name, "", "head_dim", 1, ENG_MAX_HEAD_DIM, c->hidden_size / c->num_heads,
 		    &c->head_dim) ||
 	    get_num(root, name, "", "rms_norm_eps", 1e-30, 0.1, 1e-6, &c->rms_norm_eps) ||
 	    get_num(root, name, "", "rope_theta", 1e-3, 1e12, 10000, &c->rope_theta) ||

@@ -16,6 +16,9 @@ size_t eng_dtype_size(enum eng_dtype t);
 /* "BF16", "F16", "F32". */
 const char *eng_dtype_name(enum eng_dtype t);
 
+/* The largest head_dim a config may give (rope.h callers size arrays by it). */
+#define ENG_MAX_HEAD_DIM 1024
+
 struct eng_config {
 	int vocab_size;              /* rows of the embedding and lm_head */
 	int hidden_size;             /* model width (dim) */
@@ -30,6 +33,9 @@ struct eng_config {
 	char rope_type[16];
 	double rope_factor;                  /* YaRN scale factor (1 when absent) */
 	int rope_original_max_position;      /* YaRN original_max_position_embeddings; 0 when absent */
+	double rope_attention_factor;        /* YaRN cos/sin scale; 0: computed from the factor */
+	double rope_beta_fast, rope_beta_slow; /* YaRN ramp, in rotations (32 and 1 when absent) */
+	double rope_mscale, rope_mscale_all_dim; /* DeepSeek-style attention factor; 0 when absent */
 	int max_position_embeddings;
 	bool tie_word_embeddings;    /* lm_head shares the embedding matrix */
 	enum eng_dtype dtype;        /* torch_dtype */

@@ -6,9 +6,9 @@
 #include <math.h>
 #include <string.h>
 
-static double yarn_mscale(double scale)
+static double yarn_mscale(double scale, double mscale)
 {
-	return scale <= 1 ? 1.0 : 0.1 * log(scale) + 1.0;
+	return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0;
 }
 
 /* The dimension at which `rotations` full turns fit in the original context. */
@@ -36,10 +36,19 @@ void rope_inv_freq(const struct eng_config *c, float *inv_freq, float *attention
 		orig = c->rope_original_max_position;
 		factor = (double)c->max_position_embeddings / orig;
 	}
-	*attention_factor = (float)yarn_mscale(factor);
-	double beta_fast = 32, beta_slow = 1;
-	double low = floor(correction_dim(beta_fast, dim, c->rope_theta, orig));
-	double high = ceil(correction_dim(beta_slow, dim, c->rope_theta, orig));
+	/* The factor on cos and sin: given, or DeepSeek's ratio when both mscales are
+	 * given, else the paper's 0.1 ln(factor) + 1. */
+	if (c->rope_attention_factor > 0)
+		*attention_factor = (float)c->rope_attention_factor;
+	else if (c->rope_mscale != 0 && c->rope_mscale_all_dim != 0)
+		*attention_factor = (float)(yarn_mscale(factor, c->rope_mscale) /
+					    yarn_mscale(factor, c->rope_mscale_all_dim));
+	else
+		*attention_factor = (float)yarn_mscale(factor, 1);
+	/* Dimensions turning more than beta_fast times over the original context keep
+	 * their frequency, those under beta_slow are interpolated, a ramp in between. */
+	double low = floor(correction_dim(c->rope_beta_fast, dim, c->rope_theta, orig));
+	double high = ceil(correction_dim(c->rope_beta_slow, dim, c->rope_theta, orig));
 	if (low < 0)
 		low = 0;
 	if (high > dim - 1)

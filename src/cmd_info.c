@@ -2,6 +2,7 @@
  * (parameters and bytes by component) and what it will cost (decode bytes per
  * token, KV cache, memory plan for the CPU and CUDA backends). */
 #include "engine/engine.h"
+#include "engine/rope.h"
 #include "src/cli.h"
 #include "src/commands.h"
 #include "src/err.h"
@@ -148,6 +149,14 @@ static int rows_of(const struct info *in, struct row *r)
 	return n;
 }
 
+/* The factor RoPE multiplies cos and sin by (1 without YaRN). */
+static double rope_scale(const struct eng_config *c)
+{
+	float inv_freq[ENG_MAX_HEAD_DIM / 2], scale;
+	rope_inv_freq(c, inv_freq, &scale);
+	return scale;
+}
+
 static void print_config(const struct info *in)
 {
 	const struct eng_config *c = &in->cfg;
@@ -163,10 +172,12 @@ static void print_config(const struct info *in)
 	       c->num_heads * c->head_dim == c->hidden_size ? " =" : " !=", c->hidden_size);
 	printf("rope          theta %.10g, ", c->rope_theta);
 	if (!strcmp(c->rope_type, "yarn"))
-		printf("YaRN factor %g over %d positions", c->rope_original_max_position > 0 ?
+		printf("YaRN factor %g over %d positions (cos/sin scale %.4g, beta %g/%g)",
+		       c->rope_original_max_position > 0 ?
 		       (double)c->max_position_embeddings / c->rope_original_max_position :
 		       c->rope_factor, c->rope_original_max_position > 0 ?
-		       c->rope_original_max_position : c->max_position_embeddings);
+		       c->rope_original_max_position : c->max_position_embeddings,
+		       rope_scale(c), c->rope_beta_fast, c->rope_beta_slow);
 	else
 		printf("no scaling");
 	printf(", max_position_embeddings %d\n", c->max_position_embeddings);
@@ -269,6 +280,9 @@ static int print_json(const struct info *in)
 	json_object_set_new(cfg, "rope_factor", json_real(c->rope_factor));
 	json_object_set_new(cfg, "rope_original_max_position",
 			    jint(c->rope_original_max_position));
+	json_object_set_new(cfg, "rope_attention_factor", json_real(rope_scale(c)));
+	json_object_set_new(cfg, "rope_beta_fast", json_real(c->rope_beta_fast));
+	json_object_set_new(cfg, "rope_beta_slow", json_real(c->rope_beta_slow));
 	json_object_set_new(cfg, "max_position_embeddings", jint(c->max_position_embeddings));
 	json_object_set_new(cfg, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
 	json_object_set_new(cfg, "dtype", json_string(eng_dtype_name(c->dtype)));

@@ -22,6 +22,7 @@ struct opts {
 	long vocab, hidden, inter, layers, heads, kv_heads, head_dim, max_pos;
 	double theta, eps, yarn_factor, std;
 	long yarn_orig;
+	double yarn_opt[5];   /* attention_factor, beta_fast, beta_slow, mscale, mscale_all_dim; -1: absent */
 	bool tie, config_only;
 	long bos, eos, shards;
 	uint64_t seed;
@@ -402,11 +403,19 @@ static void write_configs(const struct opts *o)
 		 "  \"rms_norm_eps\": %.17g,\n",
 		 o->bos, o->eos, o->head_dim, o->hidden, o->inter, o->max_pos, o->layers,
 		 o->heads, o->layers, o->kv_heads, o->eps);
-	if (o->yarn_factor > 0)
+	if (o->yarn_factor > 0) {
 		str_addf(&s, "  \"rope_scaling\": {\n    \"rope_type\": \"yarn\",\n"
-			 "    \"factor\": %.17g,\n    \"original_max_position_embeddings\": %ld\n"
-			 "  },\n", o->yarn_factor, o->yarn_orig);
-	else
+			 "    \"factor\": %.17g,\n    \"original_max_position_embeddings\": %ld",
+			 o->yarn_factor, o->yarn_orig);
+		/* the optional members, written as reals (as Hugging Face configs have them) */
+		static const char *const key[] = {"attention_factor", "beta_fast", "beta_slow",
+						   "mscale", "mscale_all_dim"};
+		for (int i = 0; i < 5; i++)
+			if (o->yarn_opt[i] >= 0)
+				str_addf(&s, ",\n    \"%s\": %.17g%s", key[i], o->yarn_opt[i],
+					 o->yarn_opt[i] == floor(o->yarn_opt[i]) ? ".0" : "");
+		str_addf(&s, "\n  },\n");
+	} else
 		str_addf(&s, "  \"rope_scaling\": null,\n");
 	str_addf(&s, "  \"rope_theta\": %.17g,\n  \"sliding_window\": null,\n"
 		 "  \"tie_word_embeddings\": %s,\n  \"torch_dtype\": \"%s\",\n"
@@ -463,6 +472,9 @@ static const char usage[] =
 	"  --tie | --no-tie          tie_word_embeddings (default tied)\n"
 	"  --yarn-factor X           rope_scaling YaRN factor (default: no rope_scaling)\n"
 	"  --yarn-original-max N     YaRN original_max_position_embeddings (default 32768)\n"
+	"  --yarn-attention-factor X, --yarn-beta-fast X, --yarn-beta-slow X,\n"
+	"  --yarn-mscale X, --yarn-mscale-all-dim X\n"
+	"                            YaRN's optional members (default: absent)\n"
 	"  --bos-id N, --eos-id N    (default 151643/151645, or vocab-2/vocab-1 for small vocabs)\n"
 	"  --dtype bf16|f16|f32      (default bf16)\n"
 	"  --std X                   weight standard deviation (default 0.02; norms 1 + N(0, X))\n"
@@ -527,14 +539,17 @@ static void parse(int argc, char **argv, struct opts *o)
 		{"kv-heads", 1, 0, 'K'}, {"head-dim", 1, 0, 'D'}, {"rope-theta", 1, 0, 'T'},
 		{"rms-norm-eps", 1, 0, 'E'}, {"max-position", 1, 0, 'M'}, {"tie", 0, 0, 't'},
 		{"no-tie", 0, 0, 'u'}, {"yarn-factor", 1, 0, 'Y'}, {"yarn-original-max", 1, 0, 'y'},
+		{"yarn-attention-factor", 1, 0, '0'}, {"yarn-beta-fast", 1, 0, '1'},
+		{"yarn-beta-slow", 1, 0, '2'}, {"yarn-mscale", 1, 0, '3'},
+		{"yarn-mscale-all-dim", 1, 0, '4'},
 		{"bos-id", 1, 0, 'b'}, {"eos-id", 1, 0, 'e'}, {"dtype", 1, 0, 'd'},
 		{"std", 1, 0, 's'}, {"seed", 1, 0, 'S'}, {"shards", 1, 0, 'N'},
 		{"tokenizer", 1, 0, 'k'}, {"config-only", 0, 0, 'c'}, {"out", 1, 0, 'o'},
 		{"help", 0, 0, 'h'}, {0, 0, 0, 0},
 	};
 	const long big = 1L << 30;
-	int c;
-	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+	int c, li = 0;
+	while ((c = getopt_long(argc, argv, "o:h", lo, &li)) != -1) {
 		switch (c) {
 		case 'P': apply_preset(o, optarg); break;
 		case 'V': o->vocab = num("vocab-size", optarg, 1, big); break;
@@ -551,6 +566,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'u': o->tie = false; break;
 		case 'Y': o->yarn_factor = real("yarn-factor", optarg, 1, 1e6); break;
 		case 'y': o->yarn_orig = num("yarn-original-max", optarg, 1, big); break;
+		case '0': case '1': case '2': case '3': case '4':
+			o->yarn_opt[c - '0'] = real(lo[li].name, optarg, 0, 1e6);
+			break;
 		case 'b': o->bos = num("bos-id", optarg, 0, big); break;
 		case 'e': o->eos = num("eos-id", optarg, 0, big); break;
 		case 'd':
@@ -580,7 +598,7 @@ int main(int argc, char **argv)
 	struct opts o = {
 		.vocab = 1024, .hidden = 64, .inter = 128, .layers = 2, .heads = 4,
 		.kv_heads = 2, .head_dim = 16, .max_pos = 40960, .theta = 1e6, .eps = 1e-6,
-		.std = 0.02, .yarn_orig = 32768, .tie = true, .bos = -1, .eos = -1,
+		.std = 0.02, .yarn_orig = 32768, .yarn_opt = {-1, -1, -1, -1, -1}, .tie = true, .bos = -1, .eos = -1,
 		.shards = 1, .seed = 1, .dtype = DT_BF16,
 	};
 	parse(argc, argv, &o);

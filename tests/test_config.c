@@ -144,6 +144,24 @@ static void test_rope_scaling(void **state)
 	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2,"
 		" \"original_max_position_embeddings\": 100000000}",
 		"rope_scaling.original_max_position_embeddings");
+	/* the optional YaRN fields, defaulted as transformers does (a beta of 0 too) */
+	assert_true(c.rope_attention_factor == 0 && c.rope_beta_fast == 32 &&
+		    c.rope_beta_slow == 1 && c.rope_mscale == 0 && c.rope_mscale_all_dim == 0);
+	assert_int_equal(parse_with("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 4.0,"
+				    " \"attention_factor\": 1.25, \"beta_fast\": 16.0,"
+				    " \"beta_slow\": 2, \"mscale\": 0.7, \"mscale_all_dim\": 1.0}",
+				    &c), 0);
+	assert_true(c.rope_attention_factor == 1.25 && c.rope_beta_fast == 16 &&
+		    c.rope_beta_slow == 2 && c.rope_mscale == 0.7 && c.rope_mscale_all_dim == 1);
+	assert_int_equal(parse_with("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 4.0,"
+				    " \"beta_fast\": 0, \"beta_slow\": null}", &c), 0);
+	assert_true(c.rope_beta_fast == 32 && c.rope_beta_slow == 1);
+	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2, \"beta_fast\": 1.0,"
+		" \"beta_slow\": 4.0}", "rope_scaling.beta_fast");
+	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2,"
+		" \"attention_factor\": -1.0}", "rope_scaling.attention_factor");
+	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2, \"mscale\": \"x\"}",
+		"rope_scaling.mscale");
 	refused("rope_scaling", "{\"factor\": 2}", "rope_type");
 	refused("rope_scaling", "\"yarn\"", "rope_scaling");
 }

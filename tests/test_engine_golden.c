@@ -276,6 +276,15 @@ static void test_yarn(void **state)
 	check_golden("yarn");
 }
 
+/* YaRN's optional rope_scaling members: attention_factor and beta_fast/beta_slow;
+ * mscale/mscale_all_dim. */
+static void test_yarn_options(void **state)
+{
+	(void)state;
+	check_golden("yarn-af");
+	check_golden("yarn-ms");
+}
+
 static void test_q06(void **state)
 {
 	(void)state;
@@ -291,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_tiny),
 		cmocka_unit_test(test_odd),
 		cmocka_unit_test(test_yarn),
+		cmocka_unit_test(test_yarn_options),
 		cmocka_unit_test(test_q06),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

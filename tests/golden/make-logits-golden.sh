@@ -6,14 +6,17 @@
 # extended by its own previous argmax; the stored rows come from a last run over the
 # whole sequence (prompt + continuation).
 #
-# usage: tests/golden/make-logits-golden.sh BUILDDIR ORACLE_DIR
+# usage: tests/golden/make-logits-golden.sh BUILDDIR ORACLE_DIR [NAME...]
 #   BUILDDIR   a build tree with tests/mkmodel built (make tests/mkmodel)
 #   ORACLE_DIR the directory holding oracle_logits.py
+#   NAME       only these goldens (tiny, odd, yarn, ...); default all
 # Needs /usr/bin/python3 with torch and numpy, QWEN3_ORACLE_TRANSFORMERS_SRC and
 # QWEN3_ORACLE_HF_HUB_SRC (see the oracle's README).
 set -eu
 BUILD=$1
 ORACLE=$2/oracle_logits.py
+shift 2
+ONLY=" $* "
 HERE=$(cd "$(dirname "$0")" && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -30,6 +33,7 @@ oracle() {
 golden() {
 	name=$1 mode=$2 ids=$3 steps=$4
 	shift 4
+	[ "$ONLY" = "  " ] || case $ONLY in *" $name "*) ;; *) return 0 ;; esac
 	"$BUILD/tests/mkmodel" --out "$TMP/$name" "$@"
 	i=0
 	while [ "$i" -lt "$steps" ]; do
@@ -88,6 +92,14 @@ golden odd full 1,2,3,290,150,77,8,9 32 \
 # YaRN rope_scaling (transformers derives factor 16384/4096 = 4 from the positions).
 golden yarn full 40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55 8 \
 	--vocab-size 256 --yarn-factor 4 --yarn-original-max 4096 --max-position 16384 --seed 13
+# YaRN's optional members: a given attention factor and ramp (beta_fast/beta_slow), over
+# rope_theta 1e4 so that the ramp moves; then DeepSeek's mscale/mscale_all_dim ratio.
+golden yarn-af full 40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55 8 \
+	--vocab-size 256 --yarn-factor 4 --yarn-original-max 4096 --max-position 16384 \
+	--rope-theta 1e4 --yarn-attention-factor 1.5 --yarn-beta-fast 8 --yarn-beta-slow 2 --seed 15
+golden yarn-ms full 60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75 8 \
+	--vocab-size 256 --yarn-factor 8 --yarn-original-max 2048 --max-position 16384 \
+	--yarn-mscale 0.707 --yarn-mscale-all-dim 1 --seed 16
 # Qwen3-0.6B's exact shape (151,936-word vocab, 28 layers, 1.2 GB): 16 prompt ids +
 # 4 greedy steps (each oracle run loads the 1.2 GB model).
 golden q06 summary 151643,872,1079,264,3405,311,279,3738,315,9625,30,151645,198,151644,77091,198 4 \
