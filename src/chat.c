@@ -2,6 +2,7 @@
 #include "src/chat.h"
 #include "src/err.h"
 #include "src/fileio.h"
+#include "src/tojson.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -95,11 +96,23 @@ struct chat *chat_new(void)
 	return c;
 }
 
+static void calls_free(struct chat_tool_call *calls, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(calls[i].name);
+		free(calls[i].arguments);
+	}
+	free(calls);
+}
+
 static void turn_free(struct chat_turn *t)
 {
 	free(t->content);
 	free(t->reasoning);
+	calls_free(t->calls, t->n_calls);
 	t->content = t->reasoning = NULL;
+	t->calls = NULL;
+	t->n_calls = 0;
 }
 
 void chat_free(struct chat *c)
@@ -108,6 +121,9 @@ void chat_free(struct chat *c)
 		return;
 	for (size_t i = 0; i < c->n; i++)
 		turn_free(&c->turns[i]);
+	for (size_t i = 0; i < c->n_tools; i++)
+		free(c->tools[i]);
+	free(c->tools);
 	free(c->turns);
 	free(c);
 }
@@ -141,6 +157,8 @@ static int turn_fill(struct chat_turn *t, enum chat_role role, const char *conte
 	t->role = role;
 	t->content = cc;
 	t->reasoning = rr;
+	t->calls = NULL;
+	t->n_calls = 0;
 	return 0;
 }
 
@@ -163,8 +181,47 @@ int chat_set_turn(struct chat *c, size_t i, const char *content, const char *rea
 	struct chat_turn t;
 	if (turn_fill(&t, c->turns[i].role, content, reasoning) < 0)
 		return -1;
+	t.calls = c->turns[i].calls;        /* the calls stay with the turn */
+	t.n_calls = c->turns[i].n_calls;
+	c->turns[i].calls = NULL;
+	c->turns[i].n_calls = 0;
 	turn_free(&c->turns[i]);
 	c->turns[i] = t;
+	return 0;
+}
+
+int chat_add_tool_call(struct chat *c, size_t i, const char *name, const char *arguments,
+		       bool arguments_is_text)
+{
+	if (i >= c->n || c->turns[i].role != CHAT_ASSISTANT)
+		return err_set("chat: turn %zu is not an assistant turn", i);
+	struct chat_turn *t = &c->turns[i];
+	struct chat_tool_call *grown = realloc(t->calls, (t->n_calls + 1) * sizeof *grown);
+	if (!grown)
+		return err_set("out of memory");
+	t->calls = grown;
+	struct chat_tool_call *k = &t->calls[t->n_calls];
+	k->name = utf8_dup(name);
+	k->arguments = utf8_dup(arguments);
+	k->arguments_is_text = arguments_is_text;
+	if (!k->name || !k->arguments) {
+		free(k->name);
+		free(k->arguments);
+		return err_set("out of memory");
+	}
+	t->n_calls++;
+	return 0;
+}
+
+int chat_add_tool(struct chat *c, const char *json_text)
+{
+	char **grown = realloc(c->tools, (c->n_tools + 1) * sizeof *grown);
+	if (!grown)
+		return err_set("out of memory");
+	c->tools = grown;
+	if (!(c->tools[c->n_tools] = strdup(json_text)))
+		return err_set("out of memory");
+	c->n_tools++;
 	return 0;
 }
 
@@ -174,12 +231,21 @@ struct chat *chat_dup(const struct chat *c)
 	if (!d)
 		return NULL;
 	for (size_t i = 0; i < c->n; i++) {
-		if (chat_add(d, c->turns[i].role, c->turns[i].content, c->turns[i].reasoning) < 0) {
-			chat_free(d);
-			return NULL;
-		}
+		const struct chat_turn *t = &c->turns[i];
+		if (chat_add(d, t->role, t->content, t->reasoning) < 0)
+			goto fail;
+		for (size_t k = 0; k < t->n_calls; k++)
+			if (chat_add_tool_call(d, i, t->calls[k].name, t->calls[k].arguments,
+					       t->calls[k].arguments_is_text) < 0)
+				goto fail;
 	}
+	for (size_t i = 0; i < c->n_tools; i++)
+		if (chat_add_tool(d, c->tools[i]) < 0)
+			goto fail;
 	return d;
+fail:
+	chat_free(d);
+	return NULL;
 }
 
 const char *chat_system(const struct chat *c)
@@ -244,6 +310,44 @@ void chat_clear(struct chat *c)
 	chat_truncate(c, chat_system(c) ? 1 : 0);
 }
 
+/* Entry k of assistant turn i's tool_calls, added to the last turn of c: OpenAI's
+ * {"type": "function", "function": {"name", "arguments"}}, or the function object
+ * itself (the templates take `tool_call.function` when it is there). */
+static int parse_tool_call(struct chat *c, json_t *call, const char *name, size_t i, size_t k)
+{
+	if (!json_is_object(call))
+		return err_set("%s: messages[%zu].tool_calls[%zu]: not an object", name, i, k);
+	json_t *f = json_object_get(call, "function");
+	const char *at = "";
+	if (f && !json_is_null(f)) {
+		if (!json_is_object(f))
+			return err_set("%s: messages[%zu].tool_calls[%zu].function: not an object",
+				       name, i, k);
+		if (json_object_size(f) > 0) {   /* {%- if tool_call.function %} */
+			call = f;
+			at = ".function";
+		}
+	}
+	const char *fname = json_string_value(json_object_get(call, "name"));
+	if (!fname || strlen(fname) != json_string_length(json_object_get(call, "name")))
+		return err_set("%s: messages[%zu].tool_calls[%zu]%s.name: missing or not a string",
+			       name, i, k, at);
+	json_t *args = json_object_get(call, "arguments");
+	if (!args)
+		return err_set("%s: messages[%zu].tool_calls[%zu]%s.arguments: missing", name, i,
+			       k, at);
+	if (json_is_string(args)) {
+		if (strlen(json_string_value(args)) != json_string_length(args))
+			return err_set("%s: messages[%zu].tool_calls[%zu]%s.arguments: contains a "
+				       "NUL character", name, i, k, at);
+		return chat_add_tool_call(c, c->n - 1, fname, json_string_value(args), true);
+	}
+	char *text = tojson(args, NULL);   /* {{- tool_call.arguments | tojson }} */
+	int rc = text ? chat_add_tool_call(c, c->n - 1, fname, text, false) : -1;
+	free(text);
+	return rc;
+}
+
 /* Parses one message object; "NAME: messages[I]..." starts every error. */
 static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 {
@@ -256,14 +360,19 @@ static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 	if (r < 0)
 		return err_set("%s: messages[%zu].role: unknown role \"%.64s\" (expected system, "
 			       "user, assistant or tool)", name, i, json_string_value(role));
-	json_t *calls = json_object_get(m, "tool_calls");
-	if (calls && !json_is_null(calls) && !(json_is_array(calls) && json_array_size(calls) == 0))
-		return err_set("%s: messages[%zu].tool_calls: tool calls are not supported", name, i);
+	/* The templates read tool_calls of assistant turns only. */
+	json_t *calls = r == CHAT_ASSISTANT ? json_object_get(m, "tool_calls") : NULL;
+	if (calls && !json_is_null(calls) && !json_is_array(calls))
+		return err_set("%s: messages[%zu].tool_calls: not an array", name, i);
 	json_t *content = json_object_get(m, "content");
-	if (!json_is_string(content))
+	/* A turn that only calls tools may have null content (OpenAI's form); the 2507
+	 * templates render it as "", the hybrid one fails on it. */
+	if (json_is_null(content) && json_array_size(calls) > 0)
+		content = NULL;
+	else if (!json_is_string(content))
 		return err_set("%s: messages[%zu].content: missing or not a string (only plain "
 			       "text content is supported)", name, i);
-	if (strlen(json_string_value(content)) != json_string_length(content))
+	if (content && strlen(json_string_value(content)) != json_string_length(content))
 		return err_set("%s: messages[%zu].content: contains a NUL character", name, i);
 	const char *reasoning = NULL;
 	/* The templates read reasoning_content of assistant turns only; elsewhere it is
@@ -277,8 +386,31 @@ static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 				       "character", name, i);
 		reasoning = json_string_value(rc);
 	}
-	if (chat_add(c, (enum chat_role)r, json_string_value(content), reasoning) < 0)
+	if (chat_add(c, (enum chat_role)r, content ? json_string_value(content) : "", reasoning) < 0)
 		return err_prefix("%s", name);
+	for (size_t k = 0; k < json_array_size(calls); k++)
+		if (parse_tool_call(c, json_array_get(calls, k), name, i, k) < 0)
+			return -1;
+	return 0;
+}
+
+/* The "tools" array of a conversation object: each definition kept as its tojson text. */
+static int parse_tools(struct chat *c, json_t *tools, const char *name)
+{
+	if (!tools || json_is_null(tools))
+		return 0;
+	if (!json_is_array(tools))
+		return err_set("%s: tools: not an array", name);
+	for (size_t i = 0; i < json_array_size(tools); i++) {
+		/* transformers takes each tool as a dict (or a Python function) */
+		if (!json_is_object(json_array_get(tools, i)))
+			return err_set("%s: tools[%zu]: not an object", name, i);
+		char *text = tojson(json_array_get(tools, i), NULL);
+		int rc = text ? chat_add_tool(c, text) : -1;
+		free(text);
+		if (rc < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -291,14 +423,9 @@ struct chat *chat_from_json(const char *text, size_t len, const char *name)
 			jerr.text);
 		return NULL;
 	}
-	json_t *msgs = root;
+	json_t *msgs = root, *tools = NULL;
 	if (json_is_object(root)) {
-		json_t *tools = json_object_get(root, "tools");
-		if (tools && !json_is_null(tools) && !(json_is_array(tools) && json_array_size(tools) == 0)) {
-			err_set("%s: tools: tool definitions are not supported", name);
-			json_decref(root);
-			return NULL;
-		}
+		tools = json_object_get(root, "tools");
 		msgs = json_object_get(root, "messages");
 	}
 	if (!json_is_array(msgs)) {
@@ -308,6 +435,10 @@ struct chat *chat_from_json(const char *text, size_t len, const char *name)
 		return NULL;
 	}
 	struct chat *c = chat_new();
+	if (c && parse_tools(c, tools, name) < 0) {
+		chat_free(c);
+		c = NULL;
+	}
 	for (size_t i = 0; c && i < json_array_size(msgs); i++) {
 		if (parse_message(c, json_array_get(msgs, i), name, i) < 0) {
 			chat_free(c);
@@ -338,6 +469,21 @@ static json_t *turn_json(const struct chat_turn *t)
 	bad |= json_object_set_new(o, "content", json_string(t->content));
 	if (t->role == CHAT_ASSISTANT && t->reasoning)
 		bad |= json_object_set_new(o, "reasoning_content", json_string(t->reasoning));
+	if (t->n_calls) {
+		json_t *calls = json_array();
+		bad |= json_object_set_new(o, "tool_calls", calls);
+		for (size_t k = 0; !bad && k < t->n_calls; k++) {
+			const struct chat_tool_call *tc = &t->calls[k];
+			json_t *f = json_object(), *call = json_object();
+			bad |= json_array_append_new(calls, call);
+			bad |= json_object_set_new(call, "type", json_string("function"));
+			bad |= json_object_set_new(call, "function", f);
+			bad |= json_object_set_new(f, "name", json_string(tc->name));
+			bad |= json_object_set_new(f, "arguments", tc->arguments_is_text ?
+						   json_string(tc->arguments) :
+						   json_loads(tc->arguments, JSON_DECODE_ANY, NULL));
+		}
+	}
 	if (bad) {
 		json_decref(o);
 		return NULL;
@@ -347,15 +493,27 @@ static json_t *turn_json(const struct chat_turn *t)
 
 char *chat_to_json(const struct chat *c, size_t *len)
 {
-	json_t *arr = json_array();
+	json_t *arr = json_array(), *root = arr;
 	for (size_t i = 0; arr && i < c->n; i++) {
 		if (json_array_append_new(arr, turn_json(&c->turns[i])) < 0) {
 			json_decref(arr);
-			arr = NULL;
+			arr = root = NULL;
 		}
 	}
-	char *s = arr ? json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(arr);
+	if (arr && c->n_tools) {   /* {"messages": [...], "tools": [...]} */
+		json_t *tools = json_array();
+		root = json_object();
+		int bad = json_object_set_new(root, "messages", arr);
+		bad |= json_object_set_new(root, "tools", tools);
+		for (size_t i = 0; !bad && i < c->n_tools; i++)
+			bad |= json_array_append_new(tools, json_loads(c->tools[i], JSON_DECODE_ANY, NULL));
+		if (bad) {
+			json_decref(root);
+			root = NULL;
+		}
+	}
+	char *s = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(root);
 	if (!s) {
 		err_set("out of memory");
 		return NULL;

@@ -13,6 +13,15 @@ enum chat_role {
 	CHAT_TOOL,       /* a tool result ("tool" role); rendered inside a user turn */
 };
 
+/* A function call an assistant turn made (an entry of its "tool_calls"). */
+struct chat_tool_call {
+	char *name;
+	/* What the template writes after "arguments": the text itself when the arguments
+	 * were given as a JSON string, else their JSON as Python's json.dumps writes it. */
+	char *arguments;
+	bool arguments_is_text;
+};
+
 struct chat_turn {
 	enum chat_role role;
 	char *content;    /* NUL-terminated, valid UTF-8 (never NULL) */
@@ -22,12 +31,18 @@ struct chat_turn {
 	 * "" is an empty reasoning, which differs from NULL only in that the content
 	 * is then taken as it is. */
 	char *reasoning;
+	struct chat_tool_call *calls;   /* assistant turns only: (n_calls) in order */
+	size_t n_calls;
 };
 
 /* Read the fields directly; change them only through the functions below. */
 struct chat {
 	struct chat_turn *turns;  /* (n) in order; turns[0] is the system prompt when its role is CHAT_SYSTEM */
 	size_t n, cap;
+	/* The tool definitions the templates list in the system turn, each as Python's
+	 * json.dumps writes it (the template's `tool | tojson`). */
+	char **tools;
+	size_t n_tools;
 };
 
 struct chat *chat_new(void);
@@ -44,7 +59,14 @@ int chat_role_parse(const char *name);
  * be saved; the text is copied. 0, or -1 (out of memory) with err_set. */
 int chat_add(struct chat *c, enum chat_role role, const char *content, const char *reasoning);
 
-/* Replaces turn i's content and reasoning (same rules as chat_add). 0 or -1. */
+/* Appends a function call to assistant turn i (see struct chat_tool_call). 0 or -1. */
+int chat_add_tool_call(struct chat *c, size_t i, const char *name, const char *arguments,
+		       bool arguments_is_text);
+/* Appends a tool definition, given as its tojson text. 0 or -1. */
+int chat_add_tool(struct chat *c, const char *json_text);
+
+/* Replaces turn i's content and reasoning (same rules as chat_add); its tool calls
+ * stay. 0 or -1. */
 int chat_set_turn(struct chat *c, size_t i, const char *content, const char *reasoning);
 
 /* The system prompt (turns[0].content when it is a system turn) or NULL. */
@@ -68,9 +90,12 @@ void chat_clear(struct chat *c);
 
 /* JSON. The file format is the one of `qwenchat template --messages`: an array of
  * {"role": ..., "content": ...} objects, assistant turns optionally carrying
- * "reasoning_content" (string or null). An object {"messages": [...]} is accepted
- * too. "tools", "tool_calls" and content that is not a string are refused; other
- * keys are ignored. An empty array is a valid, empty conversation.
+ * "reasoning_content" (string or null) and "tool_calls" (OpenAI's
+ * [{"type": "function", "function": {"name": ..., "arguments": ...}}], or the
+ * function objects themselves; content may then be null). An object
+ * {"messages": [...], "tools": [...]} carries tool definitions too. Content that
+ * is not a string is refused; other keys are ignored. An empty array is a valid,
+ * empty conversation. A conversation with tools is written as that object.
  * name (the file name) starts every error message, e.g.
  * "conv.json: messages[3].role: unknown role \"robot\"". */
 struct chat *chat_from_json(const char *text, size_t len, const char *name);

@@ -122,8 +122,12 @@ static int command(struct app *a, const char *line, char **prefill)
 int plain_main(struct app *a, plain_read_fn read_line)
 {
 	const struct chat *c = app_chat(a);
-	for (size_t i = 0; i < c->n; i++)
-		printf("%s: %s\n", chat_role_name(c->turns[i].role), c->turns[i].content);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct chat_turn *t = &c->turns[i];
+		printf("%s: %s\n", chat_role_name(t->role), t->content);
+		for (size_t j = 0; j < t->n_calls; j++)
+			printf("tool call: %s %s\n", t->calls[j].name, t->calls[j].arguments);
+	}
 	if (c->n && app_prefill(a) < 0)
 		fprintf(stderr, "qwenchat: %s\n", err_msg());
 	char *prefill = NULL;

@@ -3,6 +3,7 @@
  * jinja text; the comments quote it so the two can be compared side by side. */
 #include "src/template.h"
 #include "src/err.h"
+#include "src/strbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,39 +55,6 @@ bool tmpl_prompt_opens_think(enum tmpl_variant v, int enable_thinking)
 {
 	(void)enable_thinking;  /* Thinking-2507 ignores it; the hybrid never opens the block */
 	return v == TMPL_QWEN3_THINKING;
-}
-
-/* A growing output string; a failed allocation is remembered and reported once. */
-struct out {
-	char *p;
-	size_t n, cap;
-	bool oom;
-};
-
-static void put(struct out *o, const char *s, size_t n)
-{
-	if (o->oom || n == 0)
-		return;
-	if (o->n + n + 1 > o->cap) {
-		size_t cap = o->cap ? o->cap : 256;
-		while (cap < o->n + n + 1)
-			cap *= 2;
-		char *p = realloc(o->p, cap);
-		if (!p) {
-			o->oom = true;
-			return;
-		}
-		o->p = p;
-		o->cap = cap;
-	}
-	memcpy(o->p + o->n, s, n);
-	o->n += n;
-	o->p[o->n] = '\0';
-}
-
-static void puts_(struct out *o, const char *s)
-{
-	put(o, s, strlen(s));
 }
 
 /* A byte range of a turn's text; Python's str methods on it below. */
@@ -146,8 +114,24 @@ static size_t last_query_index(const struct chat *c)
 	return c->n - 1;
 }
 
+/* {%- if message.tool_calls %}{%- for tool_call in message.tool_calls %} ...: each
+ * call as a <tool_call> block, on a line of its own after any content. */
+static void tool_calls(struct strbuf *o, const struct chat_turn *t, bool has_content)
+{
+	for (size_t k = 0; k < t->n_calls; k++) {
+		/* {%- if (loop.first and content) or (not loop.first) %} */
+		if (k > 0 || has_content)
+			sb_puts(o, "\n");
+		sb_puts(o, "<tool_call>\n{\"name\": \"");
+		sb_puts(o, t->calls[k].name);
+		sb_puts(o, "\", \"arguments\": ");
+		sb_puts(o, t->calls[k].arguments);   /* the string, or `arguments | tojson` */
+		sb_puts(o, "}\n</tool_call>");
+	}
+}
+
 /* The assistant branch of the hybrid and Thinking-2507 templates. */
-static void assistant_with_reasoning(struct out *o, const struct chat_turn *t, bool after_query,
+static void assistant_with_reasoning(struct strbuf *o, const struct chat_turn *t, bool after_query,
 				     bool last)
 {
 	struct span content = {t->content, strlen(t->content)};
@@ -170,38 +154,64 @@ static void assistant_with_reasoning(struct out *o, const struct chat_turn *t, b
 	}
 	/* {%- if loop.index0 > ns.last_query_index %}
 	 *   {%- if loop.last or (not loop.last and reasoning_content) %} */
+	bool has_content = content.n > 0;   /* the tool calls test `content`, unstripped */
 	if (after_query && (last || reasoning.n > 0)) {
-		puts_(o, "<|im_start|>assistant\n<think>\n");
+		sb_puts(o, "<|im_start|>assistant\n<think>\n");
 		reasoning = rstrip_nl(lstrip_nl(reasoning));  /* reasoning_content.strip('\n') */
-		put(o, reasoning.p, reasoning.n);
-		puts_(o, "\n</think>\n\n");
+		sb_put(o, reasoning.p, reasoning.n);
+		sb_puts(o, "\n</think>\n\n");
 		content = lstrip_nl(content);
 	} else {
-		puts_(o, "<|im_start|>assistant\n");
+		sb_puts(o, "<|im_start|>assistant\n");
 	}
-	put(o, content.p, content.n);
-	puts_(o, "<|im_end|>\n");
+	sb_put(o, content.p, content.n);
+	tool_calls(o, t, has_content);
+	sb_puts(o, "<|im_end|>\n");
 }
 
 /* {%- elif message.role == "tool" %}: consecutive tool turns share one user turn. */
-static void tool_turn(struct out *o, const struct chat *c, size_t i)
+static void tool_turn(struct strbuf *o, const struct chat *c, size_t i)
 {
 	if (i == 0 || c->turns[i - 1].role != CHAT_TOOL)
-		puts_(o, "<|im_start|>user");
-	puts_(o, "\n<tool_response>\n");
-	puts_(o, c->turns[i].content);
-	puts_(o, "\n</tool_response>");
+		sb_puts(o, "<|im_start|>user");
+	sb_puts(o, "\n<tool_response>\n");
+	sb_puts(o, c->turns[i].content);
+	sb_puts(o, "\n</tool_response>");
 	if (i + 1 == c->n || c->turns[i + 1].role != CHAT_TOOL)
-		puts_(o, "<|im_end|>\n");
+		sb_puts(o, "<|im_end|>\n");
 }
 
-static void render_qwen3(struct out *o, const struct chat *c, enum tmpl_variant v)
+/* {%- if tools %}: the system turn lists the tool definitions after the system
+ * prompt (if any) and says how to call them. */
+static void tools_system(struct strbuf *o, const struct chat *c)
+{
+	sb_puts(o, "<|im_start|>system\n");
+	if (c->turns[0].role == CHAT_SYSTEM) {
+		sb_puts(o, c->turns[0].content);
+		sb_puts(o, "\n\n");
+	}
+	sb_puts(o, "# Tools\n\nYou may call one or more functions to assist with the user query."
+		 "\n\nYou are provided with function signatures within <tools></tools> XML tags:"
+		 "\n<tools>");
+	for (size_t i = 0; i < c->n_tools; i++) {
+		sb_puts(o, "\n");
+		sb_puts(o, c->tools[i]);   /* {{- tool | tojson }} */
+	}
+	sb_puts(o, "\n</tools>\n\nFor each function call, return a json object with function "
+		 "name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+		 "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+		 "</tool_call><|im_end|>\n");
+}
+
+static void render_qwen3(struct strbuf *o, const struct chat *c, enum tmpl_variant v)
 {
 	/* {%- if messages[0].role == 'system' %} at the top; later system turns inline. */
-	if (c->turns[0].role == CHAT_SYSTEM) {
-		puts_(o, "<|im_start|>system\n");
-		puts_(o, c->turns[0].content);
-		puts_(o, "<|im_end|>\n");
+	if (c->n_tools) {
+		tools_system(o, c);
+	} else if (c->turns[0].role == CHAT_SYSTEM) {
+		sb_puts(o, "<|im_start|>system\n");
+		sb_puts(o, c->turns[0].content);
+		sb_puts(o, "<|im_end|>\n");
 	}
 	size_t lqi = v == TMPL_QWEN3_INSTRUCT ? 0 : last_query_index(c);
 	for (size_t i = 0; i < c->n; i++) {
@@ -212,18 +222,19 @@ static void render_qwen3(struct out *o, const struct chat *c, enum tmpl_variant 
 				break;
 			/* fall through */
 		case CHAT_USER:
-			puts_(o, "<|im_start|>");
-			puts_(o, chat_role_name(t->role));
-			puts_(o, "\n");
-			puts_(o, t->content);
-			puts_(o, "<|im_end|>\n");
+			sb_puts(o, "<|im_start|>");
+			sb_puts(o, chat_role_name(t->role));
+			sb_puts(o, "\n");
+			sb_puts(o, t->content);
+			sb_puts(o, "<|im_end|>\n");
 			break;
 		case CHAT_ASSISTANT:
 			if (v == TMPL_QWEN3_INSTRUCT) {
 				/* Instruct-2507 shows assistant content as it is, reasoning never. */
-				puts_(o, "<|im_start|>assistant\n");
-				puts_(o, t->content);
-				puts_(o, "<|im_end|>\n");
+				sb_puts(o, "<|im_start|>assistant\n");
+				sb_puts(o, t->content);
+				tool_calls(o, t, t->content[0] != '\0');
+				sb_puts(o, "<|im_end|>\n");
 			} else {
 				assistant_with_reasoning(o, t, i > lqi, i + 1 == c->n);
 			}
@@ -236,14 +247,14 @@ static void render_qwen3(struct out *o, const struct chat *c, enum tmpl_variant 
 }
 
 /* The common ChatML template: every turn as it is, reasoning dropped. */
-static void render_chatml(struct out *o, const struct chat *c)
+static void render_chatml(struct strbuf *o, const struct chat *c)
 {
 	for (size_t i = 0; i < c->n; i++) {
-		puts_(o, "<|im_start|>");
-		puts_(o, chat_role_name(c->turns[i].role));
-		puts_(o, "\n");
-		puts_(o, c->turns[i].content);
-		puts_(o, "<|im_end|>\n");
+		sb_puts(o, "<|im_start|>");
+		sb_puts(o, chat_role_name(c->turns[i].role));
+		sb_puts(o, "\n");
+		sb_puts(o, c->turns[i].content);
+		sb_puts(o, "<|im_end|>\n");
 	}
 }
 
@@ -254,17 +265,17 @@ char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation
 		err_set("the conversation has no messages");
 		return NULL;
 	}
-	struct out o = {0};
+	struct strbuf o = {0};
 	if (v == TMPL_CHATML)
 		render_chatml(&o, c);
 	else
 		render_qwen3(&o, c, v);
 	if (add_generation_prompt) {
-		puts_(&o, "<|im_start|>assistant\n");
+		sb_puts(&o, "<|im_start|>assistant\n");
 		if (v == TMPL_QWEN3 && enable_thinking == TMPL_THINK_OFF)
-			puts_(&o, "<think>\n\n</think>\n\n");
+			sb_puts(&o, "<think>\n\n</think>\n\n");
 		else if (v == TMPL_QWEN3_THINKING)
-			puts_(&o, "<think>\n");
+			sb_puts(&o, "<think>\n");
 	}
 	if (o.oom || !o.p) {  /* every non-empty conversation renders to something */
 		free(o.p);

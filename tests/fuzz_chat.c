@@ -1,5 +1,6 @@
 /* fuzz_chat.c — conversation files are untrusted: parse any bytes as one, and when that
- * succeeds, render it with every template and check that save/load gives it back. */
+ * succeeds, render it with every template and check that save/load gives it back,
+ * tool definitions and calls included. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,9 +34,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < c->n; i++) {
 		const struct chat_turn *a = &c->turns[i], *b = &d->turns[i];
 		if (a->role != b->role || strcmp(a->content, b->content) ||
-		    !a->reasoning != !b->reasoning || (a->reasoning && strcmp(a->reasoning, b->reasoning)))
+		    !a->reasoning != !b->reasoning || (a->reasoning && strcmp(a->reasoning, b->reasoning)) ||
+		    a->n_calls != b->n_calls)
 			abort();
+		for (size_t k = 0; k < a->n_calls; k++)
+			if (strcmp(a->calls[k].name, b->calls[k].name) ||
+			    strcmp(a->calls[k].arguments, b->calls[k].arguments) ||
+			    a->calls[k].arguments_is_text != b->calls[k].arguments_is_text)
+				abort();
 	}
+	if (c->n_tools != d->n_tools)
+		abort();
+	for (size_t i = 0; i < c->n_tools; i++)
+		if (strcmp(c->tools[i], d->tools[i]))
+			abort();
 	free(json);
 	chat_free(d);
 	chat_free(c);

@@ -72,8 +72,8 @@ tests_test_sampler_LDADD = libqwenchat.a $(CMOCKA_LIBS) -lm
 
 # Chat (issue 4, helper tmpl): conversation save/load, the chat templates against
 # jinja2 golden renders (tests/golden/make-template-golden.py), `qwenchat template`.
-check_PROGRAMS += tests/test_chat tests/test_template
-TESTS += tests/test_chat tests/test_template tests/template.sh
+check_PROGRAMS += tests/test_chat tests/test_template tests/tojson_filter
+TESTS += tests/test_chat tests/test_template tests/template.sh tests/tojson.sh
 EXTRA_DIST += tests/template.sh tests/golden/make-template-golden.py \
 	tests/golden/template-cases.json tests/golden/template-chatml.jinja \
 	tests/golden/template-qwen3-instruct-2507.jinja tests/golden/template-qwen3-thinking-2507.jinja \
@@ -87,6 +87,8 @@ tests_test_chat_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_chat_LDADD = libqwenchat.a $(CMOCKA_LIBS)
 tests_test_template_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_template_LDADD = libqwenchat.a $(CMOCKA_LIBS)
+tests_tojson_filter_LDADD = libqwenchat.a
+EXTRA_DIST += tests/tojson.sh
 FUZZ_TARGETS += tests/fuzz_chat
 tests_fuzz_chat_SOURCES = tests/fuzz_chat.c
 tests_fuzz_chat_LDADD = libqwenchat.a

@@ -17,7 +17,9 @@ cases = json.load(open(os.path.join(g, "template-cases.json"), encoding="utf-8")
 os.makedirs(os.path.join(tmp, "cases"))
 for i, c in enumerate(cases):
     with open(os.path.join(tmp, "cases", "%d.json" % i), "w", encoding="utf-8") as f:
-        json.dump(c["messages"], f, ensure_ascii=False)
+        # the object form when the case has tools, else the bare messages array
+        json.dump({"messages": c["messages"], "tools": c["tools"]} if "tools" in c else
+                  c["messages"], f, ensure_ascii=False)
 for v in ("qwen3", "qwen3-instruct-2507", "qwen3-thinking-2507", "chatml"):
     d = os.path.join(tmp, "want", v)
     os.makedirs(d)
@@ -102,8 +104,9 @@ done
 printf '[{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}]' >"$TMP/role.json"
 printf '[{"role": "user", "content": "hi"' >"$TMP/trunc.json"
 printf '[]' >"$TMP/empty.json"
-printf '[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}]}]' >"$TMP/calls.json"
-printf '{"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "f"}}]}' >"$TMP/tools.json"
+printf '[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"arguments": "{}"}}]}]' >"$TMP/calls.json"
+printf '[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "f"}}]}]' >"$TMP/noargs.json"
+printf '{"messages": [{"role": "user", "content": "hi"}], "tools": ["f"]}' >"$TMP/tools.json"
 printf '[{"role": "user", "content": ["a", "b"]}]' >"$TMP/parts.json"
 
 expect_exit 1 "unreadable --messages" "$QWENCHAT" template -m "$TOK_DIR" --messages "$TMP/nonexistent.json"
@@ -116,10 +119,13 @@ expect_exit 1 "invalid JSON" "$QWENCHAT" template -m "$TOK_DIR" --messages "$TMP
 expect_err_has "trunc.json: invalid JSON" "the message names the file"
 expect_exit 1 "empty conversation" "$QWENCHAT" template -m "$TOK_DIR" --messages "$TMP/empty.json"
 expect_err_has "no messages" "empty conversation is explained"
-expect_exit 1 "tool_calls refused" "$QWENCHAT" template -m "$TOK_DIR" --messages "$TMP/calls.json"
-expect_err_has "messages[1].tool_calls: tool calls are not supported" "tool_calls refusal is explained"
-expect_exit 1 "tools refused" "$QWENCHAT" template -m "$TOK_DIR" --messages "$TMP/tools.json"
-expect_err_has "tools: tool definitions are not supported" "tools refusal is explained"
+expect_exit 1 "a tool call without a name" "$QWENCHAT" template -m "$TOK_DIR" --messages "$TMP/calls.json"
+expect_err_has "calls.json: messages[1].tool_calls[0].function.name: missing or not a string" \
+	"the nameless call is named by file and index"
+expect_exit 1 "a tool call without arguments" "$QWENCHAT" template -m "$TOK_DIR" --messages "$TMP/noargs.json"
+expect_err_has "messages[1].tool_calls[0].function.arguments: missing" "missing arguments are named"
+expect_exit 1 "a tool that is not an object" "$QWENCHAT" template -m "$TOK_DIR" --messages "$TMP/tools.json"
+expect_err_has "tools.json: tools[0]: not an object" "the bad tool is named"
 expect_exit 1 "content parts refused" "$QWENCHAT" template -m "$TOK_DIR" --messages "$TMP/parts.json"
 expect_err_has "messages[0].content" "content refusal names the field"
 expect_exit 2 "missing --messages" "$QWENCHAT" template -m "$TOK_DIR"

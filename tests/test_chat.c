@@ -223,9 +223,20 @@ static void test_bad_input(void **state)
 	expect_refused("[{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"x\"}]}]",
 		       "messages[0].content", "not a string");
 	expect_refused("[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"function\": "
-		       "{\"name\": \"f\", \"arguments\": {}}}]}]", "messages[0].tool_calls", "not supported");
-	expect_refused("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [{\"type\": "
-		       "\"function\"}]}", "tools", "not supported");
+		       "{\"name\": 5, \"arguments\": {}}}]}]", "messages[0].tool_calls[0].function.name",
+		       "not a string");
+	expect_refused("[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"function\": "
+		       "\"f\"}]}]", "messages[0].tool_calls[0].function", "not an object");
+	expect_refused("[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": {}}]",
+		       "messages[0].tool_calls", "not an array");
+	expect_refused("[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [7]}]",
+		       "messages[0].tool_calls[0]", "not an object");
+	expect_refused("[{\"role\": \"assistant\", \"content\": null}]", "messages[0].content",
+		       "not a string");
+	expect_refused("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": {}}",
+		       "tools", "not an array");
+	expect_refused("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [1]}",
+		       "tools[0]", "not an object");
 	expect_refused("[{\"role\": \"assistant\", \"content\": \"x\", \"reasoning_content\": 3}]",
 		       "messages[0].reasoning_content", "not a string");
 	expect_refused("[{\"role\": \"user\", \"content\": \"a\\u0000b\"}]", "invalid JSON", NULL);
@@ -259,6 +270,75 @@ static void test_accepted_forms(void **state)
 	assert_string_equal(chat_role_name(CHAT_ASSISTANT), "assistant");
 }
 
+/* Tool definitions and calls: kept as the templates print them, saved and read back,
+ * copied by chat_dup, kept by chat_set_turn. */
+static void test_tool_calls(void **state)
+{
+	(void)state;
+	const char *text = "{\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"w\","
+			   " \"p\": {\"x\": 0.1, \"n\": 2, \"s\": \"é\\n\"}}}], \"messages\": ["
+			   "{\"role\": \"user\", \"content\": \"hi\"},"
+			   "{\"role\": \"assistant\", \"content\": null, \"tool_calls\": ["
+			   "{\"id\": \"1\", \"type\": \"function\", \"function\": {\"name\": \"w\","
+			   " \"arguments\": {\"city\": \"Paris\", \"days\": 1e-05}}},"
+			   "{\"name\": \"v\", \"arguments\": \"{\\\"raw\\\": 1}\"}]}]}";
+	struct chat *c = chat_from_json(text, strlen(text), "t.json");
+	if (!c)
+		fail_msg("%s", err_msg());
+	assert_int_equal(c->n_tools, 1);
+	assert_string_equal(c->tools[0], "{\"type\": \"function\", \"function\": {\"name\": \"w\", "
+			    "\"p\": {\"x\": 0.1, \"n\": 2, \"s\": \"é\\n\"}}}");
+	const struct chat_turn *a = &c->turns[1];
+	assert_string_equal(a->content, "");   /* null content with calls */
+	assert_int_equal(a->n_calls, 2);
+	assert_string_equal(a->calls[0].name, "w");
+	assert_string_equal(a->calls[0].arguments, "{\"city\": \"Paris\", \"days\": 1e-05}");
+	assert_false(a->calls[0].arguments_is_text);
+	assert_string_equal(a->calls[1].name, "v");
+	assert_string_equal(a->calls[1].arguments, "{\"raw\": 1}");
+	assert_true(a->calls[1].arguments_is_text);
+
+	/* saved as {"messages", "tools"} and read back the same */
+	size_t len;
+	char *saved = chat_to_json(c, &len);
+	assert_non_null(saved);
+	assert_non_null(strstr(saved, "\"tools\""));
+	struct chat *back = chat_from_json(saved, len, "saved.json");
+	if (!back)
+		fail_msg("%s", err_msg());
+	assert_int_equal(back->n_tools, 1);
+	assert_string_equal(back->tools[0], c->tools[0]);
+	assert_int_equal(back->turns[1].n_calls, 2);
+	for (size_t k = 0; k < 2; k++) {
+		assert_string_equal(back->turns[1].calls[k].name, a->calls[k].name);
+		assert_string_equal(back->turns[1].calls[k].arguments, a->calls[k].arguments);
+		assert_int_equal(back->turns[1].calls[k].arguments_is_text, a->calls[k].arguments_is_text);
+	}
+	free(saved);
+	chat_free(back);
+
+	struct chat *d = chat_dup(c);
+	assert_non_null(d);
+	assert_int_equal(d->n_tools, 1);
+	assert_int_equal(d->turns[1].n_calls, 2);
+	assert_string_equal(d->turns[1].calls[1].arguments, "{\"raw\": 1}");
+	assert_int_equal(chat_set_turn(d, 1, "new text", NULL), 0);
+	assert_int_equal(d->turns[1].n_calls, 2);
+	assert_string_equal(d->turns[1].content, "new text");
+	chat_free(d);
+	assert_int_equal(chat_add_tool_call(c, 0, "f", "{}", false), -1);   /* a user turn */
+	chat_free(c);
+
+	/* without tools a conversation is still saved as a bare array */
+	const char *plain = "[{\"role\": \"user\", \"content\": \"x\"}]";
+	c = chat_from_json(plain, strlen(plain), "a.json");
+	assert_non_null(c);
+	saved = chat_to_json(c, NULL);
+	assert_true(saved && saved[0] == '[');
+	free(saved);
+	chat_free(c);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -280,6 +360,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_file_not_overwritten),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_accepted_forms),
+		cmocka_unit_test(test_tool_calls),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -38,7 +38,8 @@ static json_t *load_golden(const char *name)
 	return j;
 }
 
-/* The conversations of template-cases.json, parsed by chat_from_json. */
+/* The conversations of template-cases.json ({"name", "messages", "tools"} objects),
+ * parsed by chat_from_json. */
 static struct chat **load_cases(size_t *n)
 {
 	json_t *root = load_golden("template-cases.json");
@@ -48,7 +49,7 @@ static struct chat **load_cases(size_t *n)
 	struct chat **out = calloc(*n, sizeof *out);
 	assert_non_null(out);
 	for (size_t i = 0; i < *n; i++) {
-		char *text = json_dumps(json_object_get(json_array_get(cases, i), "messages"), 0);
+		char *text = json_dumps(json_array_get(cases, i), JSON_PRESERVE_ORDER);
 		assert_non_null(text);
 		out[i] = chat_from_json(text, strlen(text), "template-cases.json");
 		if (!out[i])

@@ -4,61 +4,17 @@
 
 #include "src/err.h"
 #include "src/fileio.h"
+#include "src/strbuf.h"
 #include "tokenizer/pretok.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct sbuf {
-	char *p;
-	size_t n, cap;
-	bool oom;
-};
-
-static void sb_put(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 65536;
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->n, s, n);
-	b->n += n;
-	b->p[b->n] = 0;
-}
-
-static void sb_str(struct sbuf *b, const char *s)
-{
-	sb_put(b, s, strlen(s));
-}
-
-static void sb_fmt(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_fmt(struct sbuf *b, const char *fmt, ...)
-{
-	char tmp[256];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
 /* A JSON string literal (the text is valid UTF-8; only quotes, backslashes and
  * control characters need escapes). */
-static void sb_json(struct sbuf *b, const char *s, size_t n)
+static void sb_json(struct strbuf *b, const char *s, size_t n)
 {
 	sb_put(b, "\"", 1);
 	size_t run = 0;
@@ -71,7 +27,7 @@ static void sb_json(struct sbuf *b, const char *s, size_t n)
 			char e[2] = {'\\', (char)c};
 			sb_put(b, e, 2);
 		} else {
-			sb_fmt(b, "\\u%04x", c);
+			sb_printf(b, "\\u%04x", c);
 		}
 		run = i + 1;
 	}
@@ -100,7 +56,7 @@ static void byte_map(char map[256][3], unsigned char len[256])
 
 /* Every token's mapped string, NUL-separated in one buffer: strs + soff[id]. */
 struct mapped {
-	struct sbuf s;
+	struct strbuf s;
 	size_t *soff;
 };
 
@@ -127,64 +83,64 @@ static int map_tokens(const struct bpe_model *m, struct mapped *out)
 
 #define TOK(mp, id) ((mp)->s.p + (mp)->soff[id])
 
-static void json_vocab(struct sbuf *b, const struct bpe_model *m, const struct mapped *mp,
+static void json_vocab(struct strbuf *b, const struct bpe_model *m, const struct mapped *mp,
 		       const char *indent)
 {
-	sb_str(b, "{\n");
+	sb_puts(b, "{\n");
 	for (int id = 0; id < m->n_tokens; id++) {
-		sb_str(b, indent);
+		sb_puts(b, indent);
 		sb_json(b, TOK(mp, id), strlen(TOK(mp, id)));
-		sb_fmt(b, ": %d%s\n", id, id + 1 < m->n_tokens ? "," : "");
+		sb_printf(b, ": %d%s\n", id, id + 1 < m->n_tokens ? "," : "");
 	}
 }
 
 /* Hugging Face tokenizer.json, laid out as `tokenizers` saves it (pretty). The
  * normalizer is null because training counts the text as it is, without NFC:
  * an NFC normalizer would encode text differently from what was counted. */
-static void json_tokenizer(struct sbuf *b, const struct bpe_model *m, const struct mapped *mp,
+static void json_tokenizer(struct strbuf *b, const struct bpe_model *m, const struct mapped *mp,
 			   const char *const *specials, int n_specials)
 {
 	static const char bytelevel[] = "\"add_prefix_space\": false, \"trim_offsets\": false, "
 					"\"use_regex\": false";
-	sb_str(b, "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n"
+	sb_puts(b, "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n"
 		  "  \"added_tokens\": [");
 	for (int k = 0; k < n_specials; k++) {
-		sb_fmt(b, "%s\n    {\n      \"id\": %d,\n      \"content\": ", k ? "," : "",
+		sb_printf(b, "%s\n    {\n      \"id\": %d,\n      \"content\": ", k ? "," : "",
 		       m->n_tokens + k);
 		sb_json(b, specials[k], strlen(specials[k]));
-		sb_str(b, ",\n      \"single_word\": false,\n      \"lstrip\": false,\n"
+		sb_puts(b, ",\n      \"single_word\": false,\n      \"lstrip\": false,\n"
 			  "      \"rstrip\": false,\n      \"normalized\": false,\n"
 			  "      \"special\": true\n    }");
 	}
-	sb_str(b, n_specials ? "\n  ],\n" : "],\n");
-	sb_str(b, "  \"normalizer\": null,\n  \"pre_tokenizer\": {\n"
+	sb_puts(b, n_specials ? "\n  ],\n" : "],\n");
+	sb_puts(b, "  \"normalizer\": null,\n  \"pre_tokenizer\": {\n"
 		  "    \"type\": \"Sequence\",\n    \"pretokenizers\": [\n"
 		  "      {\"type\": \"Split\", \"pattern\": {\"Regex\": ");
 	sb_json(b, pretok_qwen2_regex, strlen(pretok_qwen2_regex));
-	sb_str(b, "}, \"behavior\": \"Isolated\", \"invert\": false},\n      {\"type\": \"ByteLevel\", ");
-	sb_str(b, bytelevel);
-	sb_str(b, "}\n    ]\n  },\n  \"post_processor\": {\"type\": \"ByteLevel\", ");
-	sb_str(b, bytelevel);
-	sb_str(b, "},\n  \"decoder\": {\"type\": \"ByteLevel\", ");
-	sb_str(b, bytelevel);
-	sb_str(b, "},\n  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n"
+	sb_puts(b, "}, \"behavior\": \"Isolated\", \"invert\": false},\n      {\"type\": \"ByteLevel\", ");
+	sb_puts(b, bytelevel);
+	sb_puts(b, "}\n    ]\n  },\n  \"post_processor\": {\"type\": \"ByteLevel\", ");
+	sb_puts(b, bytelevel);
+	sb_puts(b, "},\n  \"decoder\": {\"type\": \"ByteLevel\", ");
+	sb_puts(b, bytelevel);
+	sb_puts(b, "},\n  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n"
 		  "    \"unk_token\": null,\n    \"continuing_subword_prefix\": \"\",\n"
 		  "    \"end_of_word_suffix\": \"\",\n    \"fuse_unk\": false,\n"
 		  "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n    \"vocab\": ");
 	json_vocab(b, m, mp, "      ");
-	sb_str(b, "    },\n    \"merges\": [");
+	sb_puts(b, "    },\n    \"merges\": [");
 	for (int i = 0; i < m->n_merges; i++) {
 		const char *x = TOK(mp, m->merges[i][0]), *y = TOK(mp, m->merges[i][1]);
-		sb_str(b, i ? ",\n      [" : "\n      [");
+		sb_puts(b, i ? ",\n      [" : "\n      [");
 		sb_json(b, x, strlen(x));
-		sb_str(b, ", ");
+		sb_puts(b, ", ");
 		sb_json(b, y, strlen(y));
-		sb_str(b, "]");
+		sb_puts(b, "]");
 	}
-	sb_str(b, m->n_merges ? "\n    ]\n  }\n}\n" : "]\n  }\n}\n");
+	sb_puts(b, m->n_merges ? "\n    ]\n  }\n}\n" : "]\n  }\n}\n");
 }
 
-static int write_file(const char *dir, const char *name, const struct sbuf *b)
+static int write_file(const char *dir, const char *name, const struct strbuf *b)
 {
 	if (b->oom)
 		return err_set("%s: out of memory", name);
@@ -200,7 +156,7 @@ int bpe_write(const struct bpe_model *m, const char *const *specials, int n_spec
 	      const char *dir)
 {
 	struct mapped mp = {{0}, NULL};
-	struct sbuf b = {0};
+	struct strbuf b = {0};
 	int rc = -1;
 	if (map_tokens(m, &mp) < 0)
 		goto out;
@@ -216,16 +172,16 @@ int bpe_write(const struct bpe_model *m, const char *const *specials, int n_spec
 		goto out;
 	b.n = 0;
 	json_vocab(&b, m, &mp, "  ");
-	sb_str(&b, "}\n");
+	sb_puts(&b, "}\n");
 	if (write_file(dir, "vocab.json", &b) < 0)
 		goto out;
 	b.n = 0;
-	sb_str(&b, "#version: 0.2\n");
+	sb_puts(&b, "#version: 0.2\n");
 	for (int i = 0; i < m->n_merges; i++) {
-		sb_str(&b, TOK(&mp, m->merges[i][0]));
-		sb_str(&b, " ");
-		sb_str(&b, TOK(&mp, m->merges[i][1]));
-		sb_str(&b, "\n");
+		sb_puts(&b, TOK(&mp, m->merges[i][0]));
+		sb_puts(&b, " ");
+		sb_puts(&b, TOK(&mp, m->merges[i][1]));
+		sb_puts(&b, "\n");
 	}
 	rc = write_file(dir, "merges.txt", &b);
 out:

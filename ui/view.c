@@ -82,7 +82,16 @@ void view_from_chat(struct view *v, const struct chat *c)
 		const struct chat_turn *t = &c->turns[i];
 		enum vb_kind k = t->role == CHAT_USER ? VB_USER : t->role == CHAT_ASSISTANT
 				 ? VB_ASSISTANT : VB_SYSTEM;
-		view_add(v, k, t->reasoning, t->content);
+		int b = view_add(v, k, t->reasoning, t->content);
+		/* tool calls of a loaded conversation, a line each after the content */
+		for (size_t j = 0; b >= 0 && j < t->n_calls; j++) {
+			const char *sep = t->content[0] || j ? "\n" : "";
+			view_append(v, b, false, sep, strlen(sep));
+			view_append(v, b, false, "tool call: ", 11);
+			view_append(v, b, false, t->calls[j].name, strlen(t->calls[j].name));
+			view_append(v, b, false, " ", 1);
+			view_append(v, b, false, t->calls[j].arguments, strlen(t->calls[j].arguments));
+		}
 	}
 }
 

@@ -18,7 +18,7 @@ Outputs (tests/golden/):
 
 The environment copies transformers' _compile_jinja_template: ImmutableSandboxedEnvironment
 with trim_blocks, lstrip_blocks and the loopcontrols extension, a raise_exception global,
-and tojson as json.dumps(ensure_ascii=False). Render arguments: messages, tools=None,
+and tojson as json.dumps(ensure_ascii=False). Render arguments: messages, tools (the case's, else None),
 documents=None, add_generation_prompt, the special tokens, and enable_thinking only when
 it is given (as apply_chat_template's **kwargs).
 """
@@ -79,7 +79,7 @@ def main():
                     kwargs = dict(special)
                     if think is not None:
                         kwargs["enable_thinking"] = think
-                    out = template.render(messages=case["messages"], tools=None,
+                    out = template.render(messages=case["messages"], tools=case.get("tools"),
                                           documents=None, add_generation_prompt=agp,
                                           **kwargs)
                     renders.append({"case": i, "add_generation_prompt": agp,
