@@ -168,11 +168,15 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 		return err_set("%s: rope_scaling.rope_type is missing", name);
 	if (!strcmp(type, "default"))
 		return 0;
+	const char *p = "rope_scaling.";
+	if (!strcmp(type, "linear")) {   /* positions divided by the factor */
+		snprintf(cfg->rope_type, sizeof cfg->rope_type, "linear");
+		return get_num(rs, name, p, "factor", 1, 1024, NAN, &cfg->rope_factor);
+	}
 	if (strcmp(type, "yarn") != 0)
 		return err_set("%s: rope_scaling.rope_type: %.32s is not supported "
-			       "(default or yarn)", name, type);
+			       "(default, linear or yarn)", name, type);
 	snprintf(cfg->rope_type, sizeof cfg->rope_type, "yarn");
-	const char *p = "rope_scaling.";
 	/* The optional fields default as transformers' _compute_yarn_parameters does; a
 	 * beta of 0 means the default there too (`beta_fast or 32`). */
 	if (get_num(rs, name, p, "factor", 1, 1024, NAN, &cfg->rope_factor) ||

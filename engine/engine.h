@@ -29,9 +29,10 @@ struct eng_config {
 	int head_dim;                /* per head; num_heads*head_dim may differ from hidden_size */
 	double rms_norm_eps;
 	double rope_theta;
-	/* rope_scaling; rope_type "default" when absent, else "yarn" (others refused) */
+	/* rope_scaling; rope_type "default" when absent, else "linear" or "yarn" (others
+	 * refused) */
 	char rope_type[16];
-	double rope_factor;                  /* YaRN scale factor (1 when absent) */
+	double rope_factor;                  /* linear or YaRN scale factor (1 when absent) */
 	int rope_original_max_position;      /* YaRN original_max_position_embeddings; 0 when absent */
 	double rope_attention_factor;        /* YaRN cos/sin scale; 0: computed from the factor */
 	double rope_beta_fast, rope_beta_slow; /* YaRN ramp, in rotations (32 and 1 when absent) */

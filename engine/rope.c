@@ -1,5 +1,6 @@
-/* rope.c — rotary embedding frequencies: default RoPE and YaRN, following
- * transformers' _compute_default_rope_parameters and _compute_yarn_parameters
+/* rope.c — rotary embedding frequencies: default RoPE, linear scaling and YaRN,
+ * following transformers' _compute_default_rope_parameters,
+ * _compute_linear_scaling_rope_parameters and _compute_yarn_parameters
  * (v4.51.3) including their float32 arithmetic, so positions rotate identically. */
 #include "engine/rope.h"
 
@@ -25,6 +26,11 @@ void rope_inv_freq(const struct eng_config *c, float *inv_freq, float *attention
 	for (int i = 0; i < half; i++)
 		inv_freq[i] = 1.0f / powf(base, (float)(2 * i) / (float)dim);
 	*attention_factor = 1.0f;
+	if (!strcmp(c->rope_type, "linear")) {   /* inv_freq /= factor, in float32 */
+		for (int i = 0; i < half; i++)
+			inv_freq[i] /= (float)c->rope_factor;
+		return;
+	}
 	if (strcmp(c->rope_type, "yarn") != 0)
 		return;
 

@@ -178,6 +178,8 @@ static void print_config(const struct info *in)
 		       c->rope_factor, c->rope_original_max_position > 0 ?
 		       c->rope_original_max_position : c->max_position_embeddings,
 		       rope_scale(c), c->rope_beta_fast, c->rope_beta_slow);
+	else if (!strcmp(c->rope_type, "linear"))
+		printf("linear scaling, factor %g", c->rope_factor);
 	else
 		printf("no scaling");
 	printf(", max_position_embeddings %d\n", c->max_position_embeddings);

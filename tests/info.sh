@@ -220,9 +220,9 @@ expect_err_has "config.json: architectures: LlamaForCausalLM" "Llama named"
 broken mtype; cfg_edit model_type '"qwen3_moe"'
 expect_exit 1 "model_type qwen3_moe refused" "$QWENCHAT" info -m "$B"
 expect_err_has "config.json: model_type: qwen3_moe" "model_type named"
-broken rope; cfg_edit rope_scaling '{"rope_type": "linear", "factor": 2}'
-expect_exit 1 "linear rope scaling refused" "$QWENCHAT" info -m "$B"
-expect_err_has "config.json: rope_scaling.rope_type: linear" "rope type named"
+broken rope; cfg_edit rope_scaling '{"rope_type": "dynamic", "factor": 2}'
+expect_exit 1 "dynamic rope scaling refused" "$QWENCHAT" info -m "$B"
+expect_err_has "config.json: rope_scaling.rope_type: dynamic" "rope type named"
 broken dtcfg; cfg_edit torch_dtype '"float32"'
 expect_exit 1 "torch_dtype disagrees with the tensors" "$QWENCHAT" info -m "$B"
 expect_err_has "config.json torch_dtype" "dtype mismatch named"

@@ -47,7 +47,7 @@ tests_test_engine_golden_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_engine_golden_LDADD = libqwenchat.a $(CMOCKA_LIBS) -lm
 EXTRA_DIST += tests/golden/make-logits-golden.sh tests/golden/logits-tiny.txt \
 	tests/golden/logits-odd.txt tests/golden/logits-yarn.txt tests/golden/logits-yarn-af.txt \
-	tests/golden/logits-yarn-ms.txt tests/golden/logits-q06.txt
+	tests/golden/logits-yarn-ms.txt tests/golden/logits-linear.txt tests/golden/logits-q06.txt
 TESTS += tests/engine-cli.sh
 EXTRA_DIST += tests/engine-cli.sh
 

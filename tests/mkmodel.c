@@ -20,7 +20,7 @@ enum dtype { DT_BF16, DT_F16, DT_F32 };
 
 struct opts {
 	long vocab, hidden, inter, layers, heads, kv_heads, head_dim, max_pos;
-	double theta, eps, yarn_factor, std;
+	double theta, eps, yarn_factor, linear_factor, std;
 	long yarn_orig;
 	double yarn_opt[5];   /* attention_factor, beta_fast, beta_slow, mscale, mscale_all_dim; -1: absent */
 	bool tie, config_only;
@@ -403,7 +403,10 @@ static void write_configs(const struct opts *o)
 		 "  \"rms_norm_eps\": %.17g,\n",
 		 o->bos, o->eos, o->head_dim, o->hidden, o->inter, o->max_pos, o->layers,
 		 o->heads, o->layers, o->kv_heads, o->eps);
-	if (o->yarn_factor > 0) {
+	if (o->linear_factor > 0) {
+		str_addf(&s, "  \"rope_scaling\": {\n    \"rope_type\": \"linear\",\n"
+			 "    \"factor\": %.17g\n  },\n", o->linear_factor);
+	} else if (o->yarn_factor > 0) {
 		str_addf(&s, "  \"rope_scaling\": {\n    \"rope_type\": \"yarn\",\n"
 			 "    \"factor\": %.17g,\n    \"original_max_position_embeddings\": %ld",
 			 o->yarn_factor, o->yarn_orig);
@@ -470,6 +473,7 @@ static const char usage[] =
 	"  --rms-norm-eps X          (default 1e-6)\n"
 	"  --max-position N          max_position_embeddings (default 40960)\n"
 	"  --tie | --no-tie          tie_word_embeddings (default tied)\n"
+	"  --linear-factor X         rope_scaling linear factor (default: no rope_scaling)\n"
 	"  --yarn-factor X           rope_scaling YaRN factor (default: no rope_scaling)\n"
 	"  --yarn-original-max N     YaRN original_max_position_embeddings (default 32768)\n"
 	"  --yarn-attention-factor X, --yarn-beta-fast X, --yarn-beta-slow X,\n"
@@ -539,7 +543,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{"kv-heads", 1, 0, 'K'}, {"head-dim", 1, 0, 'D'}, {"rope-theta", 1, 0, 'T'},
 		{"rms-norm-eps", 1, 0, 'E'}, {"max-position", 1, 0, 'M'}, {"tie", 0, 0, 't'},
 		{"no-tie", 0, 0, 'u'}, {"yarn-factor", 1, 0, 'Y'}, {"yarn-original-max", 1, 0, 'y'},
-		{"yarn-attention-factor", 1, 0, '0'}, {"yarn-beta-fast", 1, 0, '1'},
+		{"linear-factor", 1, 0, 'F'}, {"yarn-attention-factor", 1, 0, '0'}, {"yarn-beta-fast", 1, 0, '1'},
 		{"yarn-beta-slow", 1, 0, '2'}, {"yarn-mscale", 1, 0, '3'},
 		{"yarn-mscale-all-dim", 1, 0, '4'},
 		{"bos-id", 1, 0, 'b'}, {"eos-id", 1, 0, 'e'}, {"dtype", 1, 0, 'd'},
@@ -565,6 +569,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 't': o->tie = true; break;
 		case 'u': o->tie = false; break;
 		case 'Y': o->yarn_factor = real("yarn-factor", optarg, 1, 1e6); break;
+		case 'F': o->linear_factor = real("linear-factor", optarg, 1, 1e6); break;
 		case 'y': o->yarn_orig = num("yarn-original-max", optarg, 1, big); break;
 		case '0': case '1': case '2': case '3': case '4':
 			o->yarn_opt[c - '0'] = real(lo[li].name, optarg, 0, 1e6);

@@ -138,7 +138,11 @@ static void test_rope_scaling(void **state)
 	assert_int_equal(c.rope_original_max_position, 0); /* absent */
 	assert_int_equal(parse_with("rope_scaling", "{\"rope_type\": \"default\"}", &c), 0);
 	assert_string_equal(c.rope_type, "default");
-	refused("rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 2}", "rope_type");
+	assert_int_equal(parse_with("rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 2.5}", &c), 0);
+	assert_string_equal(c.rope_type, "linear");
+	assert_true(c.rope_factor == 2.5);
+	refused("rope_scaling", "{\"rope_type\": \"linear\"}", "rope_scaling.factor");
+	refused("rope_scaling", "{\"rope_type\": \"dynamic\", \"factor\": 2}", "rope_type");
 	refused("rope_scaling", "{\"rope_type\": \"yarn\"}", "rope_scaling.factor");
 	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 0.5}", "rope_scaling.factor");
 	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2,"

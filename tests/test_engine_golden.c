@@ -285,6 +285,12 @@ static void test_yarn_options(void **state)
 	check_golden("yarn-ms");
 }
 
+static void test_linear(void **state)
+{
+	(void)state;
+	check_golden("linear");
+}
+
 static void test_q06(void **state)
 {
 	(void)state;
@@ -301,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_odd),
 		cmocka_unit_test(test_yarn),
 		cmocka_unit_test(test_yarn_options),
+		cmocka_unit_test(test_linear),
 		cmocka_unit_test(test_q06),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

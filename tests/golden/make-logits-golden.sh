@@ -100,6 +100,9 @@ golden yarn-af full 40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55 8 \
 golden yarn-ms full 60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75 8 \
 	--vocab-size 256 --yarn-factor 8 --yarn-original-max 2048 --max-position 16384 \
 	--yarn-mscale 0.707 --yarn-mscale-all-dim 1 --seed 16
+# Linear rope_scaling: positions divided by the factor.
+golden linear full 80,81,82,83,84,85,86,87,88,89,90,91,92,93,94,95 8 \
+	--vocab-size 256 --linear-factor 2.5 --rope-theta 1e4 --seed 17
 # Qwen3-0.6B's exact shape (151,936-word vocab, 28 layers, 1.2 GB): 16 prompt ids +
 # 4 greedy steps (each oracle run loads the 1.2 GB model).
 golden q06 summary 151643,872,1079,264,3405,311,279,3738,315,9625,30,151645,198,151644,77091,198 4 \
