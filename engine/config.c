@@ -259,6 +259,9 @@ static int check_consistency(const struct eng_config *c, const char *name)
 	if (c->head_dim % 2)
 		return err_set("%s: head_dim %d must be even (rotary embedding pairs)", name,
 			       c->head_dim);
+	if (c->head_dim > ENG_MAX_HEAD_DIM)   /* head_dim absent: hidden_size / heads */
+		return err_set("%s: head_dim %d (hidden_size / num_attention_heads) is out of "
+			       "range [1, %d]", name, c->head_dim, ENG_MAX_HEAD_DIM);
 	struct eng_param_counts pc;
 	eng_count_params(c, &pc);
 	if (pc.total > MAX_PARAMS)

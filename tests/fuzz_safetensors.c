@@ -2,6 +2,7 @@
  * the first byte picks the safetensors parser (even) or the config.json parser
  * (odd); the rest is the file. Seeds: tests/fuzz/corpus/safetensors/. */
 #include "engine/engine.h"
+#include "engine/rope.h"
 #include "engine/safetensors.h"
 
 #include <stddef.h>
@@ -23,6 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			eng_count_params(&cfg, &pc);
 			(void)eng_kv_bytes_per_token(&cfg, 2);
 			(void)eng_decode_weight_bytes(&cfg, eng_dtype_size(cfg.dtype));
+			float inv_freq[ENG_MAX_HEAD_DIM / 2], scale;
+			rope_inv_freq(&cfg, inv_freq, &scale);
 		}
 		return 0;
 	}

@@ -241,6 +241,18 @@ static void test_absurd_values(void **state)
 	assert_non_null(strstr(err_msg(), "head_dim"));
 	free(text);
 	json_decref(root);
+	/* head_dim absent and hidden_size / heads above the limit (fuzz_safetensors found
+	 * it: the RoPE tables are sized by the limit) */
+	root = json_loads(base_json, 0, NULL);
+	json_object_del(root, "head_dim");
+	json_object_set_new(root, "hidden_size", json_integer(4096));
+	json_object_set_new(root, "num_attention_heads", json_integer(2));
+	json_object_set_new(root, "num_key_value_heads", json_integer(2));
+	text = json_dumps(root, 0);
+	assert_int_equal(eng_config_parse(text, strlen(text), "w/config.json", &c), -1);
+	assert_non_null(strstr(err_msg(), "head_dim 2048"));
+	free(text);
+	json_decref(root);
 }
 
 static void test_invalid_json(void **state)
