@@ -310,6 +310,13 @@ void chat_clear(struct chat *c)
 	chat_truncate(c, chat_system(c) ? 1 : 0);
 }
 
+/* Whether v is a JSON string that is also a whole C string (no NUL inside; jansson
+ * refuses \u0000 without JSON_ALLOW_NUL, so this guards what the text is kept as). */
+static bool whole_string(const json_t *v)
+{
+	return json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v);
+}
+
 /* Entry k of assistant turn i's tool_calls, added to the last turn of c: OpenAI's
  * {"type": "function", "function": {"name", "arguments"}}, or the function object
  * itself (the templates take `tool_call.function` when it is there). */
@@ -328,8 +335,8 @@ static int parse_tool_call(struct chat *c, json_t *call, const char *name, size_
 			at = ".function";
 		}
 	}
-	const char *fname = json_string_value(json_object_get(call, "name"));
-	if (!fname || strlen(fname) != json_string_length(json_object_get(call, "name")))
+	json_t *fname = json_object_get(call, "name");
+	if (!whole_string(fname))
 		return err_set("%s: messages[%zu].tool_calls[%zu]%s.name: missing or not a string",
 			       name, i, k, at);
 	json_t *args = json_object_get(call, "arguments");
@@ -337,13 +344,14 @@ static int parse_tool_call(struct chat *c, json_t *call, const char *name, size_
 		return err_set("%s: messages[%zu].tool_calls[%zu]%s.arguments: missing", name, i,
 			       k, at);
 	if (json_is_string(args)) {
-		if (strlen(json_string_value(args)) != json_string_length(args))
+		if (!whole_string(args))
 			return err_set("%s: messages[%zu].tool_calls[%zu]%s.arguments: contains a "
 				       "NUL character", name, i, k, at);
-		return chat_add_tool_call(c, c->n - 1, fname, json_string_value(args), true);
+		return chat_add_tool_call(c, c->n - 1, json_string_value(fname),
+					  json_string_value(args), true);
 	}
 	char *text = tojson(args, NULL);   /* {{- tool_call.arguments | tojson }} */
-	int rc = text ? chat_add_tool_call(c, c->n - 1, fname, text, false) : -1;
+	int rc = text ? chat_add_tool_call(c, c->n - 1, json_string_value(fname), text, false) : -1;
 	free(text);
 	return rc;
 }
@@ -372,7 +380,7 @@ static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 	else if (!json_is_string(content))
 		return err_set("%s: messages[%zu].content: missing or not a string (only plain "
 			       "text content is supported)", name, i);
-	if (content && strlen(json_string_value(content)) != json_string_length(content))
+	if (content && !whole_string(content))
 		return err_set("%s: messages[%zu].content: contains a NUL character", name, i);
 	const char *reasoning = NULL;
 	/* The templates read reasoning_content of assistant turns only; elsewhere it is
@@ -381,7 +389,7 @@ static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 	if (rc && !json_is_null(rc)) {
 		if (!json_is_string(rc))
 			return err_set("%s: messages[%zu].reasoning_content: not a string", name, i);
-		if (strlen(json_string_value(rc)) != json_string_length(rc))
+		if (!whole_string(rc))
 			return err_set("%s: messages[%zu].reasoning_content: contains a NUL "
 				       "character", name, i);
 		reasoning = json_string_value(rc);
