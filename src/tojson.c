@@ -15,27 +15,21 @@
  * by name, the others as \u00XX in lower-case hex); everything else as it is. */
 static void put_string(struct strbuf *b, const char *s, size_t n)
 {
+	static const char *const named[] = {
+		['\b'] = "\\b", ['\t'] = "\\t", ['\n'] = "\\n", ['\f'] = "\\f", ['\r'] = "\\r",
+		['"'] = "\\\"", ['\\'] = "\\\\",
+	};
 	sb_puts(b, "\"");
 	size_t start = 0;   /* first byte not yet written */
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		char esc[8] = "";
-		switch (c) {
-		case '"': strcpy(esc, "\\\""); break;
-		case '\\': strcpy(esc, "\\\\"); break;
-		case '\n': strcpy(esc, "\\n"); break;
-		case '\r': strcpy(esc, "\\r"); break;
-		case '\t': strcpy(esc, "\\t"); break;
-		case '\b': strcpy(esc, "\\b"); break;
-		case '\f': strcpy(esc, "\\f"); break;
-		default:
-			if (c < 0x20)
-				snprintf(esc, sizeof esc, "\\u%04x", c);
-		}
-		if (!esc[0])
+		if (c >= 0x20 && c != '"' && c != '\\')
 			continue;
 		sb_put(b, s + start, i - start);
-		sb_puts(b, esc);
+		if (c < sizeof named / sizeof named[0] && named[c])
+			sb_puts(b, named[c]);
+		else
+			sb_printf(b, "\\u%04x", c);
 		start = i + 1;
 	}
 	sb_put(b, s + start, n - start);
@@ -107,7 +101,6 @@ static void put_real(struct strbuf *b, double x)
 
 static void put_value(struct strbuf *b, const json_t *v)
 {
-	char num[32];
 	switch (json_typeof(v)) {
 	case JSON_OBJECT: {
 		const char *key;
@@ -138,8 +131,7 @@ static void put_value(struct strbuf *b, const json_t *v)
 		put_string(b, json_string_value(v), json_string_length(v));
 		break;
 	case JSON_INTEGER:
-		snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		sb_puts(b, num);
+		sb_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 		break;
 	case JSON_REAL:
 		put_real(b, json_real_value(v));
