@@ -1,8 +1,8 @@
 /* config.c — config.json of a dense Qwen3 model: parsing, validation, and the
  * arithmetic that follows from it (parameter counts, KV and decode bytes). */
 #include "engine/engine.h"
-#include "src/err.h"
-#include "src/fileio.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -8,7 +8,7 @@
 
 #include "engine/backend.h"
 #include "engine/engine.h"
-#include "src/err.h"
+#include "src/base/err.h"
 
 struct eng {
 	struct eng_model *model;

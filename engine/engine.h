@@ -177,7 +177,7 @@ void eng_get_stats(const struct eng *e, struct eng_stats *st);
 
 /* ---- Sampling on the backend ------------------------------------------------
  * A GPU backend can pick the next token itself, so that one id crosses PCIe per
- * step instead of a row of logits. The settings mean what src/sampler.h's do and
+ * step instead of a row of logits. The settings mean what src/session/sampler.h's do and
  * act in the same order (penalties, temperature, top-k, top-p, min-p, one draw);
  * the draw is the caller's uniform number, so the random sequence stays the
  * caller's and a seed gives the same tokens on either path. */

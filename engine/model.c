@@ -2,8 +2,8 @@
  * memory-mapped safetensors files, and binds every weight the config implies. */
 #include "engine/engine.h"
 #include "engine/safetensors.h"
-#include "src/err.h"
-#include "src/fileio.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
 
 #include <jansson.h>
 #include <stdbool.h>

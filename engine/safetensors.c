@@ -1,7 +1,7 @@
 /* safetensors.c — parses and validates safetensors files (8-byte little-endian
  * header length, JSON header, raw tensor data) and maps them without copying. */
 #include "engine/safetensors.h"
-#include "src/err.h"
+#include "src/base/err.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,18 +1,31 @@
-# src/local.mk — the command-line program and the chat logic.
-libqwenchat_a_SOURCES += \
-	src/err.c src/err.h \
-	src/fileio.c src/fileio.h src/strbuf.c src/strbuf.h \
-	src/cli.c src/cli.h \
-	src/hub.c src/hub.h \
-	src/hfcache.c src/hfcache.h src/download.c src/download.h \
-	src/commands.h \
-	src/cmd_run.c src/cmd_tokenize.c src/cmd_train_bpe.c src/cmd_engine.c \
-	src/cmd_info.c src/cmd_hub.c
-# The conversation, the chat templates and `qwenchat template`.
-libqwenchat_a_SOURCES += src/chat.c src/chat.h src/template.c src/template.h src/cmd_template.c \
-	src/tojson.c src/tojson.h
-# The chat controller and slash commands shared by the curses UI and the plain mode.
-libqwenchat_a_SOURCES += src/slash.c src/slash.h src/app.c src/app.h src/app_impl.h src/app_cmd.c \
-	src/plain.c src/plain.h
-# The sampler and the KV-reusing session (issue 4).
-libqwenchat_a_SOURCES += src/sampler.c src/sampler.h src/session.c src/session.h
+# src/local.mk — the base layer (libbase.a), the app layer (libapp.a: hub, conversation
+# and templates, generation session and sampler, chat controller) and the command line
+# (src/cli/, linked into the qwenchat program only).
+
+# Base: errors, files, strings, clock, sizes; every other layer may use it.
+noinst_LIBRARIES += libbase.a
+libbase_a_SOURCES = \
+	src/base/err.c src/base/err.h \
+	src/base/fileio.c src/base/fileio.h \
+	src/base/strbuf.c src/base/strbuf.h
+
+# App: everything between the command line and the engine and tokenizer.
+noinst_LIBRARIES += libapp.a
+libapp_a_SOURCES = \
+	src/hub/hub.c src/hub/hub.h \
+	src/hub/hfcache.c src/hub/hfcache.h \
+	src/hub/download.c src/hub/download.h \
+	src/chat/chat.c src/chat/chat.h \
+	src/chat/template.c src/chat/template.h \
+	src/chat/tojson.c src/chat/tojson.h \
+	src/session/sampler.c src/session/sampler.h \
+	src/session/session.c src/session/session.h \
+	src/app/app.c src/app/app.h src/app/app_state.h src/app/app_slash.c \
+	src/app/slash.c src/app/slash.h \
+	src/app/plain.c src/app/plain.h
+
+# The command line: main.c dispatches to one cmd_*.c per subcommand.
+qwenchat_SOURCES = src/cli/main.c \
+	src/cli/cli.c src/cli/cli.h src/cli/commands.h \
+	src/cli/cmd_run.c src/cli/cmd_template.c src/cli/cmd_tokenize.c \
+	src/cli/cmd_train_bpe.c src/cli/cmd_engine.c src/cli/cmd_info.c src/cli/cmd_hub.c

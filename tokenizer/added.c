@@ -5,7 +5,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "src/err.h"
+#include "src/base/err.h"
 
 static int cmp_len_desc(const void *x, const void *y)
 {

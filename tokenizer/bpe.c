@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "src/err.h"
+#include "src/base/err.h"
 
 /* Pieces up to this many bytes are cached (as tokenizers caches words under 256
  * characters); the cache is emptied when it holds CACHE_MAX entries or CACHE_BYTES of

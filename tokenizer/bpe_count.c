@@ -3,7 +3,7 @@
  * by threads into their own hash tables, the tables merged at the end. */
 #include "tokenizer/bpe_count.h"
 
-#include "src/err.h"
+#include "src/base/err.h"
 #include "tokenizer/pretok.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
  * hold the merged pair, never a rescan of the whole vocabulary of pre-tokens. */
 #include "tokenizer/bpe_train.h"
 
-#include "src/err.h"
+#include "src/base/err.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

@@ -2,9 +2,9 @@
  * GPT-2 pair vocab.json + merges.txt, every file replaced atomically. */
 #include "tokenizer/bpe_write.h"
 
-#include "src/err.h"
-#include "src/fileio.h"
-#include "src/strbuf.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/base/strbuf.h"
 #include "tokenizer/pretok.h"
 
 #include <stdbool.h>

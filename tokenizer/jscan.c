@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/err.h"
+#include "src/base/err.h"
 
 enum { JSCAN_MAX_DEPTH = 64 };
 

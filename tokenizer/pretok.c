@@ -1,5 +1,5 @@
 /* pretok.c — the Qwen2 pre-tokenizer regex as a scanner over character classes (see pretok.h). */
-#include "pretok.h"
+#include "tokenizer/pretok.h"
 
 #include <stdint.h>
 #include <utf8proc.h>

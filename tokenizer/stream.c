@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/err.h"
+#include "src/base/err.h"
 #include "tokenizer/tok_impl.h"
 
 struct tok_stream {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "src/err.h"
+#include "src/base/err.h"
 #include "tokenizer/bytelevel.h"
 #include "tokenizer/pretok.h"
 #include "tokenizer/tok_impl.h"

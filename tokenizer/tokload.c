@@ -12,8 +12,8 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "src/err.h"
-#include "src/fileio.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
 #include "tokenizer/bytelevel.h"
 #include "tokenizer/jscan.h"
 #include "tokenizer/pretok.h"

@@ -8,8 +8,8 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
-#include "src/fileio.h"
-#include "src/slash.h"
+#include "src/base/fileio.h"
+#include "src/app/slash.h"
 #include "ui/uistate.h"
 
 static struct ui *cur;   /* readline's callbacks carry no user pointer */

@@ -16,9 +16,9 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
-#include "src/err.h"
-#include "src/fileio.h"
-#include "src/plain.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/app/plain.h"
 #include "ui/uistate.h"
 
 static const char keys_help[] =

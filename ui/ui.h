@@ -1,15 +1,15 @@
 /* ui.h — the terminal front ends of the chat: the ncurses UI and, for --plain on
- * a terminal, the line mode with readline. Only src/main.c calls these. */
+ * a terminal, the line mode with readline. Only src/cli/main.c calls these. */
 #ifndef QWENCHAT_UI_H
 #define QWENCHAT_UI_H
 
-#include "src/app.h"
+#include "src/app/app.h"
 
 /* Runs the full-screen chat until the user leaves; notices (may be empty) are
  * shown first. Returns an exit status. */
 int ui_main(struct app *a, const char *notices);
 
-/* The plain line mode (src/plain.c) with readline editing and the history file. */
+/* The plain line mode (src/app/plain.c) with readline editing and the history file. */
 int ui_plain(struct app *a);
 
 #endif

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "src/app.h"
+#include "src/app/app.h"
 #include "ui/view.h"
 
 enum { DEBUG_OFF, DEBUG_ATTENTION, DEBUG_MEMORY };

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "src/chat.h"
+#include "src/chat/chat.h"
 
 enum vb_kind { VB_USER, VB_ASSISTANT, VB_SYSTEM, VB_NOTICE, VB_ERROR };
 

@@ -10,7 +10,7 @@
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/pool.h"
 #include "engine/rope.h"
-#include "src/err.h"
+#include "src/base/err.h"
 
 /* Tokens per forward chunk: 512 keeps the scratch at ~32 MB for Qwen3-0.6B while
  * each weight matrix is read once per 512 tokens. */

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "src/err.h"
+#include "src/base/err.h"
 
 /* How long an idle worker spins before sleeping: long enough to bridge the gap
  * between the tasks of one forward pass and between decode steps. */

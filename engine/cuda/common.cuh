@@ -10,7 +10,7 @@
 
 extern "C" {
 #include "engine/backend.h"
-#include "src/err.h"
+#include "src/base/err.h"
 }
 
 typedef __nv_bfloat16 bf16;

@@ -1,10 +1,10 @@
 # engine/cuda/local.mk — the CUDA backend, built when configure finds nvcc + cuBLAS.
-# Its objects go into libqwenchat.a like every other module, so the program and the
+# Its objects go into libengine.a like every other module, so the program and the
 # tests link it the same way; engine.c offers it once ENG_HAVE_CUDA_BACKEND is set.
 EXTRA_DIST += engine/cuda/common.cuh engine/cuda/kernels.cuh
 if HAVE_CUDA
 AM_CPPFLAGS += -DENG_HAVE_CUDA_BACKEND
-libqwenchat_a_SOURCES += \
+libengine_a_SOURCES += \
 	engine/cuda/cuda.cu engine/cuda/kernels.cu engine/cuda/attention.cu \
 	engine/cuda/sample.cu engine/cuda/measure.cu
 LIBS += $(CUDA_LIBS) -lstdc++

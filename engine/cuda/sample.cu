@@ -1,7 +1,7 @@
 /* sample.cu — picking the next token on the GPU, so that one id crosses PCIe per
  * decode step instead of a row of logits: penalties, then the top-k candidates in two
  * stages (each block's own top k, then the best k of those), then temperature, top-p,
- * min-p and the draw on the k sorted candidates, as src/sampler.c does them (same
+ * min-p and the draw on the k sorted candidates, as src/session/sampler.c does them (same
  * order, same double-precision sums). Kernels first, the launcher after. */
 #include <float.h>
 #include <limits.h>
@@ -11,7 +11,7 @@
 
 #define SELECT_THREADS 256
 
-/* The candidate order of src/sampler.c: larger value first, ties by smaller id. */
+/* The candidate order of src/session/sampler.c: larger value first, ties by smaller id. */
 __device__ static bool better(float va, int ia, float vb, int ib)
 {
 	return va > vb || (va == vb && ia < ib);
@@ -98,7 +98,7 @@ __global__ static void block_topk_kernel(const float *logits, const struct cu_sa
 }
 
 /* One block: the best k of the blocks' candidates, sorted; then thread 0 applies the
- * temperature, top-p and min-p cuts and the draw exactly as src/sampler.c's
+ * temperature, top-p and min-p cuts and the draw exactly as src/session/sampler.c's
  * cut_sorted and samp_next, and writes out = {id, draw used, first bad id}. */
 __global__ static void final_pick_kernel(int2 *cand, int blocks, const struct cu_sample_params *p,
 					 const int *bad, int *out)

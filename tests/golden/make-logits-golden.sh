@@ -55,7 +55,7 @@ lines = [
     "# Logits golden data: Hugging Face transformers 4.51.3 Qwen3ForCausalLM, float32,",
     "# eager attention (../shared/oracle/oracle_logits.py), over a model written by",
     "# tests/mkmodel with the flags below. Made by tests/golden/make-logits-golden.sh;",
-    "# checked by tests/test_engine_golden.c. The last `greedy` tokens are the oracle's",
+    "# checked by tests/unit/test_engine_golden.c. The last `greedy` tokens are the oracle's",
     "# own greedy continuation of the prompt.",
     "mkmodel " + flags,
     "tokens " + " ".join(map(str, ids)),

@@ -1,0 +1,445 @@
+/* app.c — the chat controller: opening the model, one turn at a time, autosave
+ * and the worker thread the curses UI generates on. Slash commands: app_slash.c. */
+#include "src/app/app.h"
+#include "src/app/app_state.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/hub/hub.h"
+
+static char *state_dir(const char *given)
+{
+	if (given)
+		return strdup(given);
+	const char *x = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	if (x && x[0] == '/')
+		return fio_join(x, "qwenchat");
+	if (!home || !*home)
+		home = ".";
+	char *base = fio_join(home, ".local/state"), *d = base ? fio_join(base, "qwenchat") : NULL;
+	free(base);
+	return d;
+}
+
+/* The file holding the path of the last session, for --resume. */
+static char *last_file(const struct app *a)
+{
+	return fio_join(a->state_dir, "last-session");
+}
+
+static int new_session_path(struct app *a)
+{
+	char name[96], *dir = fio_join(a->state_dir, "sessions");
+	time_t t = time(NULL);
+	struct tm tm;
+	localtime_r(&t, &tm);
+	strftime(name, 64, "%Y%m%d-%H%M%S", &tm);
+	snprintf(name + strlen(name), 32, "-%ld.json", (long)getpid());
+	if (!dir || fio_mkdirs(dir, 0700)) {
+		free(dir);
+		return -1;
+	}
+	a->session_path = fio_join(dir, name);
+	free(dir);
+	return a->session_path ? 0 : err_set("out of memory");
+}
+
+static int resume_last(struct app *a, void (*notice)(const char *))
+{
+	char *lf = last_file(a), *path = lf ? fio_read_all(lf, 4096, NULL) : NULL;
+	if (!path) {
+		err_prefix("--resume: no previous session");
+		free(lf);
+		return -1;
+	}
+	free(lf);
+	path[strcspn(path, "\n")] = 0;
+	struct chat *c = chat_load(path);
+	if (!c) {
+		err_prefix("--resume");
+		free(path);
+		return -1;
+	}
+	chat_free(a->chat);
+	a->chat = c;
+	a->session_path = path;
+	if (notice) {
+		char msg[4200];
+		snprintf(msg, sizeof msg, "resumed %zu turns from %s", chat_count(c), path);
+		notice(msg);
+	}
+	return 0;
+}
+
+static int open_engine(struct app *a, const struct app_config *cfg, void (*notice)(const char *))
+{
+	a->model = eng_model_open(a->dir);
+	if (!a->model)
+		return -1;
+	struct eng_options eo = {0};
+	const char *b = cfg->common.backend;
+	eo.backend = eng_backend_kind(b);
+	eo.threads = cfg->common.threads;
+	eo.ctx = cfg->common.ctx;
+	eo.progress = cfg->progress;
+	a->eng = eng_new(a->model, &eo, notice);
+	if (!a->eng)
+		return -1;
+	a->tok = tok_load(a->dir);
+	if (!a->tok)
+		return -1;
+	const char *warn = NULL;
+	a->variant = tmpl_detect(tok_chat_template(a->tok), &warn);
+	if (warn && notice)
+		notice(warn);
+	samp_params_default(&a->params);
+	a->n_eos = 0;
+	if (samp_load_generation_config(a->dir, &a->params, a->eos, &a->n_eos))
+		return -1;
+	samp_params_preset(&a->params, a->think, cfg->common.set);
+	cli_sampling(&cfg->common, &a->params);
+	a->samp = samp_new(&a->params, eng_model_config(a->model)->vocab_size);
+	if (!a->samp)
+		return -1;
+	struct sess_options so = {0};
+	so.eos = a->eos;
+	so.n_eos = a->n_eos;
+	so.cancel = &a->cancel;
+	a->sess = sess_new(a->eng, a->model, a->tok, &so);
+	return a->sess ? 0 : -1;
+}
+
+struct app *app_open(const struct app_config *cfg, void (*notice)(const char *msg))
+{
+	struct app *a = calloc(1, sizeof *a);
+	if (!a) {
+		err_set("out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&a->lock, NULL);
+	a->think = cfg->think != 0;
+	a->show_reasoning = true;
+	a->user_set = cfg->common.set;
+	a->max_new = cfg->common.set & CLI_SET_MAX_NEW ? cfg->common.max_new : APP_DEFAULT_MAX_NEW;
+	a->chat = chat_new();
+	a->state_dir = state_dir(cfg->state_dir);
+	if (!a->chat || !a->state_dir || fio_mkdirs(a->state_dir, 0700))
+		goto fail;
+	if (cfg->resume ? resume_last(a, notice) : new_session_path(a))
+		goto fail;
+	if (!cfg->resume && cfg->system && chat_set_system(a->chat, cfg->system))
+		goto fail;
+	a->dir = hub_resolve(cfg->common.model);
+	if (!a->dir || open_engine(a, cfg, notice))
+		goto fail;
+	const char *slash = strrchr(a->dir, '/');
+	a->model_name = strdup(slash && slash[1] ? slash + 1 : a->dir);
+	/* A snapshot directory of the HF cache is a commit hash: name the repo instead. */
+	if (cfg->common.model && strchr(cfg->common.model, '/') && !fio_is_dir(cfg->common.model)) {
+		free(a->model_name);
+		a->model_name = strdup(cfg->common.model);
+	}
+	a->fig.ctx_max = eng_ctx(a->eng);
+	eng_get_stats(a->eng, &a->fig.mem);
+	return a;
+fail:
+	app_free(a);
+	return NULL;
+}
+
+void app_free(struct app *a)
+{
+	if (!a)
+		return;
+	if (a->worker_running) {
+		app_cancel(a);
+		pthread_join(a->worker, NULL);
+	}
+	sess_free(a->sess);
+	samp_free(a->samp);
+	tok_free(a->tok);
+	eng_free(a->eng);
+	eng_model_free(a->model);
+	chat_free(a->chat);
+	free(a->dir);
+	free(a->model_name);
+	free(a->state_dir);
+	free(a->session_path);
+	free(a->reasoning.s);
+	free(a->answer.s);
+	free(a->queue.s);
+	free(a->segs);
+	free(a->att.rows);
+	free(a->att.ids);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
+const struct chat *app_chat(const struct app *a) { return a->chat; }
+const char *app_model_name(const struct app *a) { return a->model_name; }
+const char *app_backend(const struct app *a) { return eng_backend_name(a->eng); }
+bool app_thinking(const struct app *a) { return a->think; }
+bool app_show_reasoning(const struct app *a) { return a->show_reasoning; }
+const char *app_session_path(const struct app *a) { return a->session_path; }
+const char *app_state_dir(const struct app *a) { return a->state_dir; }
+struct tok *app_tok(const struct app *a) { return a->tok; }
+const struct eng_config *app_eng_config(const struct app *a) { return eng_model_config(a->model); }
+void app_cancel(struct app *a) { atomic_store(&a->cancel, 1); }
+
+int app_add_user(struct app *a, const char *text)
+{
+	size_t n = a->chat->n;
+	if (n && a->chat->turns[n - 1].role == CHAT_USER && chat_count(a->chat))
+		chat_truncate(a->chat, n - 1);
+	return chat_add(a->chat, CHAT_USER, text, NULL);
+}
+
+int app_autosave(struct app *a)
+{
+	int rc = chat_save(a->chat, a->session_path, false);
+	char *lf = last_file(a);
+	if (!rc)
+		rc = lf ? fio_write_atomic(lf, a->session_path, strlen(a->session_path)) : -1;
+	free(lf);
+	pthread_mutex_lock(&a->lock);
+	if (rc)
+		snprintf(a->fig.save_error, sizeof a->fig.save_error, "autosave failed: %s", err_msg());
+	else
+		a->fig.save_error[0] = 0;
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+static int buf_add(struct app_buf *b, const char *s, size_t n)
+{
+	if (b->n + n + 1 > b->cap) {
+		size_t cap = (b->n + n + 1) * 2;
+		char *p = realloc(b->s, cap);
+		if (!p)
+			return err_set("out of memory");
+		b->s = p;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->n, s, n);
+	b->n += n;
+	b->s[b->n] = 0;
+	return 0;
+}
+
+/* Refreshes the live figures (caller holds the lock; the worker is between forwards). */
+static void figures_update(struct app *a)
+{
+	a->fig.turn = *sess_stats(a->sess);
+	a->fig.ctx_used = sess_n(a->sess);
+	a->fig.prefilling = a->fig.turn.generated == 0;
+	/* The session gives the decode speed at the end of a turn; meanwhile it is
+	 * measured here from the first token on. */
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	double now = ts.tv_sec + ts.tv_nsec * 1e-9;
+	if (a->fig.turn.generated <= 1)
+		a->first_token_time = now;
+	else if (a->fig.turn.decode_tps == 0 && now > a->first_token_time)
+		a->fig.turn.decode_tps = (a->fig.turn.generated - 1) / (now - a->first_token_time);
+	eng_get_stats(a->eng, &a->fig.mem);
+	if (a->capture)
+		app_capture_layer(a);
+}
+
+struct turn_ctx {
+	struct app *a;
+	sess_emit_fn emit;
+	void *user;
+};
+
+static int turn_emit(void *u, enum sess_part part, const char *text, size_t len)
+{
+	struct turn_ctx *t = u;
+	struct app *a = t->a;
+	if (buf_add(part == SESS_REASONING ? &a->reasoning : &a->answer, text, len))
+		return 1;
+	pthread_mutex_lock(&a->lock);
+	figures_update(a);
+	pthread_mutex_unlock(&a->lock);
+	return t->emit ? t->emit(t->user, part, text, len) : 0;
+}
+
+int app_turn(struct app *a, sess_emit_fn emit, void *user)
+{
+	if (!a->chat->n || a->chat->turns[a->chat->n - 1].role != CHAT_USER)
+		return err_set("nothing to answer: the last turn is not a message");
+	atomic_store(&a->cancel, 0);
+	int ctx = eng_ctx(a->eng), n = 0, dropped = 0;
+	int reserve = a->max_new < ctx / 2 ? a->max_new : ctx / 2;
+	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
+	/* Fit a copy: turns dropped for the context stay in the saved conversation. */
+	struct chat *fit = chat_dup(a->chat);
+	int32_t *ids = fit ? sess_render_fit(a->tok, fit, a->variant, think, ctx, reserve, &n,
+					     &dropped) : NULL;
+	chat_free(fit);
+	if (!ids)
+		return -1;
+	pthread_mutex_lock(&a->lock);
+	a->fig.dropped = dropped;
+	a->fig.prefilling = true;
+	pthread_mutex_unlock(&a->lock);
+	int rc = sess_sync(a->sess, ids, n);
+	free(ids);
+	pthread_mutex_lock(&a->lock);
+	figures_update(a);
+	pthread_mutex_unlock(&a->lock);
+	if (rc)
+		return rc < 0 ? -1 : 0;   /* cancelled while prefilling: no answer to keep */
+	a->reasoning.n = a->answer.n = 0;
+	buf_add(&a->reasoning, "", 0);
+	buf_add(&a->answer, "", 0);
+	enum sess_split split = tmpl_prompt_opens_think(a->variant, think)
+				? SESS_SPLIT_REASONING_FIRST : SESS_SPLIT_ANSWER_FIRST;
+	struct turn_ctx t = {a, emit, user};
+	rc = sess_generate(a->sess, a->samp, a->max_new, split, turn_emit, &t);
+	pthread_mutex_lock(&a->lock);
+	figures_update(a);
+	a->fig.prefilling = false;
+	pthread_mutex_unlock(&a->lock);
+	/* Kept even when stopped early (or by an error after some text): the partial
+	 * answer is part of the conversation. */
+	if (rc && !a->answer.n && !a->reasoning.n)
+		return -1;
+	char err[512];
+	snprintf(err, sizeof err, "%s", rc ? err_msg() : "");
+	if (chat_add(a->chat, CHAT_ASSISTANT, a->answer.s, a->reasoning.s))
+		return -1;
+	app_autosave(a);
+	return rc ? err_set("%s (the partial answer is kept)", err) : 0;
+}
+
+int app_prefill(struct app *a)
+{
+	if (!chat_count(a->chat) && !chat_system(a->chat))
+		return 0;
+	atomic_store(&a->cancel, 0);
+	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
+	size_t len, n;
+	char *text = tmpl_render(a->chat, a->variant, false, think, &len);
+	int32_t *ids = text ? tok_encode(a->tok, text, len, &n) : NULL;
+	free(text);
+	if (!ids)
+		return -1;
+	int rc = 0;
+	if (n > 0 && n < (size_t)eng_ctx(a->eng))   /* too long: the next turn drops turns */
+		rc = sess_sync(a->sess, ids, (int)n);
+	free(ids);
+	pthread_mutex_lock(&a->lock);
+	figures_update(a);
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+/* ---- worker thread ---------------------------------------------------------- */
+
+static int queue_emit(void *u, enum sess_part part, const char *text, size_t len)
+{
+	struct app *a = u;
+	pthread_mutex_lock(&a->lock);
+	if (!a->n_segs || a->segs[a->n_segs - 1].part != part) {
+		if (a->n_segs == a->cap_segs) {
+			size_t cap = a->cap_segs ? a->cap_segs * 2 : 16;
+			struct app_seg *p = realloc(a->segs, cap * sizeof *p);
+			if (!p) {
+				pthread_mutex_unlock(&a->lock);
+				return 1;
+			}
+			a->segs = p;
+			a->cap_segs = cap;
+		}
+		a->segs[a->n_segs++] = (struct app_seg){part, 0};
+	}
+	int rc = buf_add(&a->queue, text, len);
+	if (!rc)
+		a->segs[a->n_segs - 1].len += len;
+	pthread_mutex_unlock(&a->lock);
+	return rc ? 1 : 0;
+}
+
+static void *worker_main(void *u)
+{
+	struct app *a = u;
+	int rc = a->worker_prefill ? app_prefill(a) : app_turn(a, queue_emit, a);
+	pthread_mutex_lock(&a->lock);
+	a->worker_rc = rc < 0 ? -1 : 0;
+	snprintf(a->worker_err, sizeof a->worker_err, "%s", rc < 0 ? err_msg() : "");
+	a->worker_done = true;
+	a->fig.busy = false;
+	pthread_mutex_unlock(&a->lock);
+	return NULL;
+}
+
+int app_start(struct app *a, bool prefill_only)
+{
+	if (a->worker_running)
+		return err_set("a reply is already being generated");
+	a->worker_prefill = prefill_only;
+	a->worker_done = false;
+	a->fig.busy = true;
+	a->fig.prefilling = true;
+	atomic_store(&a->cancel, 0);
+	if (pthread_create(&a->worker, NULL, worker_main, a)) {
+		a->fig.busy = false;
+		return err_set("cannot start the generation thread");
+	}
+	a->worker_running = true;
+	return 0;
+}
+
+bool app_busy(const struct app *a) { return a->worker_running; }
+
+bool app_drain(struct app *a, void (*piece)(void *u, enum sess_part p, const char *s, size_t n),
+	       void *u, int *rc, char *err, size_t errsz)
+{
+	pthread_mutex_lock(&a->lock);
+	size_t off = 0;
+	for (size_t i = 0; i < a->n_segs; i++) {
+		piece(u, a->segs[i].part, a->queue.s + off, a->segs[i].len);
+		off += a->segs[i].len;
+	}
+	a->n_segs = 0;
+	a->queue.n = 0;
+	bool done = a->worker_running && a->worker_done;
+	if (done) {
+		*rc = a->worker_rc;
+		snprintf(err, errsz, "%s", a->worker_err);
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (done) {
+		pthread_join(a->worker, NULL);
+		a->worker_running = false;
+	}
+	return done;
+}
+
+void app_figures(struct app *a, struct app_figures *f)
+{
+	pthread_mutex_lock(&a->lock);
+	*f = a->fig;
+	pthread_mutex_unlock(&a->lock);
+}
+
+size_t app_host_rss(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long size, rss;
+	size_t out = 0;
+	if (f && fscanf(f, "%lu %lu", &size, &rss) == 2)
+		out = rss * (size_t)sysconf(_SC_PAGESIZE);
+	if (f)
+		fclose(f);
+	return out;
+}

@@ -1,0 +1,135 @@
+/* app.h — the chat controller shared by the curses UI and the plain line mode:
+ * model, tokenizer, engine, session and sampler; the conversation; the effect of
+ * every slash command; autosave to the state directory; an optional worker thread
+ * that generates while the caller's thread stays free. No terminal I/O here. */
+#ifndef QWENCHAT_APP_H
+#define QWENCHAT_APP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "src/chat/chat.h"
+#include "src/cli/cli.h"
+#include "src/session/sampler.h"
+#include "src/session/session.h"
+#include "src/app/slash.h"
+
+struct app_config {
+	struct cli_common common;
+	int think;               /* 1: thinking on (default), 0: off */
+	const char *system;      /* system prompt for a new conversation, or NULL */
+	bool resume;             /* reopen the last session file */
+	const char *state_dir;   /* NULL: $XDG_STATE_HOME/qwenchat or ~/.local/state/qwenchat */
+	void (*progress)(size_t done_bytes, size_t total_bytes);  /* weight upload, or NULL */
+};
+
+/* What a slash command asks of the front end, besides its message. */
+enum {
+	APP_DO_QUIT = 1 << 0,       /* leave */
+	APP_DO_GENERATE = 1 << 1,   /* run a turn now (/retry) */
+	APP_DO_RELOAD = 1 << 2,     /* the conversation changed: redraw it */
+	APP_DO_EDIT = 1 << 3,       /* put app_result.edit into the input line */
+	APP_DO_DEBUG = 1 << 4,      /* debug pane: see app_result.debug */
+	APP_DO_REASONING = 1 << 5,  /* reasoning shown/hidden changed */
+	APP_DO_HELP = 1 << 6,       /* show the help (message holds the command list) */
+};
+
+struct app_result {
+	unsigned actions;   /* APP_DO_* */
+	bool error;         /* the message is an error */
+	char msg[4096];     /* what to show ("" = nothing) */
+	char *edit;         /* APP_DO_EDIT: malloc'd text for the input line */
+	int debug;          /* APP_DO_DEBUG: -1 toggle, 0 off, 1 attention, 2 memory */
+};
+
+/* Live figures for the status bar and debug pane; copied under the app's lock. */
+struct app_figures {
+	bool busy;                  /* a turn is running */
+	bool prefilling;            /* ... and has not produced a token yet */
+	struct sess_stats turn;     /* the current or last turn */
+	int ctx_used, ctx_max;
+	struct eng_stats mem;
+	char save_error[256];       /* last autosave failure, "" when the last one worked */
+	int dropped;                /* turns dropped for context on the last turn */
+};
+
+/* The attention of the last generated token in one layer: every head's row. */
+struct app_attention {
+	int layer, layers, heads, len;   /* len: keys attended */
+	float *rows;                     /* (heads, len), malloc'd */
+	int32_t *ids;                    /* (len) the context's ids */
+};
+
+struct app;
+
+/* Opens the model (hub_resolve), the tokenizer, the engine on the backend asked for,
+ * the session and the sampler; starts a new conversation or (cfg->resume) loads the
+ * last one. notice (may be NULL) receives one-line notices (backend fallback, template
+ * warning, resumed file). NULL with err_set on failure. */
+struct app *app_open(const struct app_config *cfg, void (*notice)(const char *msg));
+void app_free(struct app *a);
+
+/* Read-only while no turn runs. */
+const struct chat *app_chat(const struct app *a);
+const char *app_model_name(const struct app *a);
+const char *app_backend(const struct app *a);
+bool app_thinking(const struct app *a);
+bool app_show_reasoning(const struct app *a);
+const char *app_session_path(const struct app *a);
+struct tok *app_tok(const struct app *a);
+const struct eng_config *app_eng_config(const struct app *a);
+const char *app_state_dir(const struct app *a);
+
+/* Adds a user message (after the last turn; a trailing unanswered user message is
+ * replaced). 0 or -1 with err_set. */
+int app_add_user(struct app *a, const char *text);
+
+/* Runs one turn synchronously for the conversation as it stands (its last turn must
+ * be a user turn): fits the context, syncs the session, generates, appends the
+ * assistant turn (also a partial one when stopped), autosaves. emit gets the pieces.
+ * Stop it with app_cancel from another thread or a signal handler.
+ * 0, or -1 with err_set (the conversation is then as before the turn). */
+int app_turn(struct app *a, sess_emit_fn emit, void *user);
+
+/* Prefills the conversation as loaded (after --resume or /load) so the next turn
+ * costs only its own tokens. 0, 1 cancelled, -1 error. */
+int app_prefill(struct app *a);
+
+/* Asks the running turn to stop (async-signal-safe). */
+void app_cancel(struct app *a);
+
+/* Runs a parsed slash command. Commands that change the conversation or settings
+ * are refused while a worker turn runs. */
+void app_exec(struct app *a, const struct slash_call *c, struct app_result *r);
+/* Parses and runs a line starting with '/'. */
+void app_command(struct app *a, const char *line, struct app_result *r);
+
+/* Saves the conversation to the session file now (also done after every turn).
+ * 0 or -1 (the error is in app_figures.save_error and err_msg). */
+int app_autosave(struct app *a);
+
+/* --- worker thread (the curses UI) ---------------------------------------- */
+
+/* Starts app_turn (prefill_only: app_prefill) on a worker thread; its pieces are
+ * queued for app_drain. -1 when one is already running. */
+int app_start(struct app *a, bool prefill_only);
+/* Takes the queued text: calls piece() for each run of one part, in order. Returns
+ * true when the worker has finished (joined; *rc gets app_turn's result and
+ * err gets its message). */
+bool app_drain(struct app *a, void (*piece)(void *u, enum sess_part p, const char *s, size_t n),
+	       void *u, int *rc, char *err, size_t errsz);
+bool app_busy(const struct app *a);
+void app_figures(struct app *a, struct app_figures *f);
+
+/* Debug pane: capture attention while on; app_attention copies the last captured
+ * layer (clamped) under the lock. 0, or -1 when nothing was captured yet. */
+void app_set_capture(struct app *a, bool on);
+int app_attention(struct app *a, int layer, struct app_attention *out);
+void app_attention_free(struct app_attention *at);
+
+/* Host resident set size in bytes (from /proc/self/statm), 0 when unknown. */
+size_t app_host_rss(void);
+
+#endif

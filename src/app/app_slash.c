@@ -1,0 +1,375 @@
+/* app_slash.c — what each slash command does to the conversation and the settings,
+ * and the attention capture for the debug pane. */
+#include "src/app/app.h"
+#include "src/app/app_state.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/base/err.h"
+
+static void say(struct app_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct app_result *r, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n = strlen(r->msg);
+	va_start(ap, fmt);
+	vsnprintf(r->msg + n, sizeof r->msg - n, fmt, ap);
+	va_end(ap);
+}
+
+static void fail(struct app_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(struct app_result *r, const char *fmt, ...)
+{
+	va_list ap;
+	r->error = true;
+	va_start(ap, fmt);
+	vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+	va_end(ap);
+}
+
+static void show_sampling(struct app *a, struct app_result *r)
+{
+	const struct samp_params *p = &a->params;
+	say(r, "temp %g, top-k %d, top-p %g, min-p %g, presence %g, repeat %g, seed %llu, "
+	    "greedy %s, max new %d, thinking %s", p->temperature, p->top_k, p->top_p, p->min_p,
+	    p->presence_penalty, p->repetition_penalty, (unsigned long long)p->seed,
+	    p->greedy ? "on" : "off", a->max_new, a->think ? "on" : "off");
+}
+
+/* /temp, /top-k, ...: show or set one sampling value. */
+static void set_param(struct app *a, const struct slash_call *c, struct app_result *r)
+{
+	struct samp_params p = a->params;
+	double *d = NULL;
+	unsigned bit = 0;
+	switch (c->cmd->id) {
+	case SLASH_TEMP: d = &p.temperature; bit = SAMP_SET_TEMP; break;
+	case SLASH_TOP_P: d = &p.top_p; bit = SAMP_SET_TOP_P; break;
+	case SLASH_MIN_P: d = &p.min_p; bit = SAMP_SET_MIN_P; break;
+	case SLASH_PRESENCE: d = &p.presence_penalty; bit = SAMP_SET_PRESENCE; break;
+	case SLASH_REPEAT: d = &p.repetition_penalty; bit = SAMP_SET_REPEAT; break;
+	default: break;
+	}
+	if (!c->has_arg) {
+		if (d)
+			say(r, "%s = %g", c->cmd->name, *d);
+		else if (c->cmd->id == SLASH_TOP_K)
+			say(r, "top-k = %d", p.top_k);
+		else
+			say(r, "seed = %llu", (unsigned long long)p.seed);
+		return;
+	}
+	if (d)
+		*d = c->num;
+	else if (c->cmd->id == SLASH_TOP_K)
+		p.top_k = (int)c->num, bit = SAMP_SET_TOP_K;
+	else
+		p.seed = (uint64_t)c->num, bit = SAMP_SET_SEED;
+	if (samp_params_check(&p) || samp_set_params(a->samp, &p)) {
+		fail(r, "/%s: %s", c->cmd->name, err_msg());
+		return;
+	}
+	if (c->cmd->id == SLASH_SEED)
+		samp_reseed(a->samp, p.seed);
+	a->params = p;
+	a->user_set |= bit;
+	say(r, "%s = %g", c->cmd->name, c->num);
+}
+
+static void think(struct app *a, const struct slash_call *c, struct app_result *r)
+{
+	const char *w = c->has_arg ? c->cmd->choices[c->choice] : NULL;
+	if (!w) {
+		say(r, "thinking %s, reasoning %s (template %s)", a->think ? "on" : "off",
+		    a->show_reasoning ? "shown" : "hidden", tmpl_variant_name(a->variant));
+		return;
+	}
+	if (!strcmp(w, "hide") || !strcmp(w, "show")) {
+		a->show_reasoning = !strcmp(w, "show");
+		r->actions |= APP_DO_REASONING;
+		say(r, "reasoning %s", a->show_reasoning ? "shown" : "hidden");
+		return;
+	}
+	if (!tmpl_has_think_switch(a->variant)) {
+		fail(r, "/think: this model's template (%s) has no thinking switch",
+		     tmpl_variant_name(a->variant));
+		return;
+	}
+	a->think = !strcmp(w, "on");
+	samp_params_preset(&a->params, a->think, a->user_set);
+	samp_set_params(a->samp, &a->params);
+	say(r, "thinking %s from the next answer (sampling preset: temp %g, top-p %g, top-k %d)",
+	    a->think ? "on" : "off", a->params.temperature, a->params.top_p, a->params.top_k);
+}
+
+/* Writes s into r with control characters escaped, the way /stats shows the prompt. */
+static void say_escaped(struct app_result *r, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\n')
+			say(r, "\\n");
+		else if ((unsigned char)*s < 0x20)
+			say(r, "\\x%02x", (unsigned char)*s);
+		else
+			say(r, "%c", *s);
+	}
+}
+
+static void stats(struct app *a, struct app_result *r)
+{
+	struct app_figures f;
+	app_figures(a, &f);
+	const struct sess_stats *t = &f.turn;
+	say(r, "last turn: %d tokens reused, %d prefilled at %.1f tok/s, %d generated at "
+	    "%.1f tok/s, first token after %.3f s\n", t->reused, t->prefilled, t->prefill_tps,
+	    t->generated, t->decode_tps, t->ttft);
+	say(r, "context %d/%d tokens; memory: weights %.1f MiB, KV %.1f/%.1f MiB, scratch "
+	    "%.1f MiB, host RSS %.1f MiB\n", f.ctx_used, f.ctx_max, f.mem.weight_bytes / 1048576.0,
+	    f.mem.kv_bytes_used / 1048576.0, f.mem.kv_bytes_allocated / 1048576.0,
+	    f.mem.scratch_bytes / 1048576.0, app_host_rss() / 1048576.0);
+	/* The end of the prompt the next answer would get: shows what /think changes. */
+	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
+	struct chat *c = chat_dup(a->chat);
+	if (c && (!c->n || c->turns[c->n - 1].role != CHAT_USER))
+		chat_add(c, CHAT_USER, "...", NULL);
+	char *p = c ? tmpl_render(c, a->variant, true, think, NULL) : NULL;
+	chat_free(c);
+	if (p) {
+		size_t n = strlen(p);
+		const char *tail = n > 44 ? p + n - 44 : p;
+		say(r, "next prompt ends: %s\"", n > 44 ? "..." : "");
+		say_escaped(r, tail);
+		say(r, "\"");
+	}
+	free(p);
+}
+
+static void save_load(struct app *a, const struct slash_call *c, struct app_result *r)
+{
+	if (c->cmd->id == SLASH_SAVE) {
+		if (chat_save(a->chat, c->text, false))
+			fail(r, "/save: %s", err_msg());
+		else
+			say(r, "saved %zu turns to %s", chat_count(a->chat), c->text);
+		return;
+	}
+	struct chat *n = chat_load(c->text);
+	if (!n) {
+		fail(r, "/load: %s", err_msg());
+		return;
+	}
+	chat_free(a->chat);
+	a->chat = n;
+	r->actions |= APP_DO_RELOAD;
+	say(r, "loaded %zu turns from %s", chat_count(n), c->text);
+	app_autosave(a);
+}
+
+/* /retry, /edit, /undo, /clear, /system: changes to the conversation. */
+static void history(struct app *a, const struct slash_call *c, struct app_result *r)
+{
+	struct chat *ch = a->chat;
+	long lu = chat_last(ch, CHAT_USER);
+	switch (c->cmd->id) {
+	case SLASH_RETRY:
+		if (lu < 0) {
+			fail(r, "/retry: no message to answer again");
+			return;
+		}
+		chat_truncate(ch, (size_t)lu + 1);
+		r->actions |= APP_DO_GENERATE | APP_DO_RELOAD;
+		return;
+	case SLASH_EDIT:
+	case SLASH_UNDO:
+		if (lu < 0) {
+			fail(r, "/%s: no message to take back", c->cmd->name);
+			return;
+		}
+		if (c->cmd->id == SLASH_EDIT) {
+			r->edit = strdup(ch->turns[lu].content);
+			r->actions |= APP_DO_EDIT;
+		}
+		chat_truncate(ch, (size_t)lu);
+		r->actions |= APP_DO_RELOAD;
+		say(r, "%s the last message and its answer",
+		    c->cmd->id == SLASH_EDIT ? "editing" : "removed");
+		break;
+	case SLASH_CLEAR:
+		chat_clear(ch);
+		r->actions |= APP_DO_RELOAD;
+		say(r, "conversation cleared");
+		break;
+	default:   /* SLASH_SYSTEM */
+		if (!c->has_arg) {
+			say(r, "system prompt: %s", chat_system(ch) ? chat_system(ch) : "(none)");
+			return;
+		}
+		if (chat_set_system(ch, strcmp(c->text, "-") ? c->text : NULL)) {
+			fail(r, "/system: %s", err_msg());
+			return;
+		}
+		r->actions |= APP_DO_RELOAD;
+		say(r, strcmp(c->text, "-") ? "system prompt set" : "system prompt removed");
+		break;
+	}
+	app_autosave(a);
+}
+
+/* Commands that only read, or only change what is shown, may run during a turn. */
+static bool allowed_while_busy(const struct slash_call *c)
+{
+	switch (c->cmd->id) {
+	case SLASH_HELP: case SLASH_SAMPLING: case SLASH_CTX: case SLASH_STATS:
+	case SLASH_DEBUG: case SLASH_QUIT:
+		return true;
+	case SLASH_THINK:
+		return !c->has_arg || !strcmp(c->cmd->choices[c->choice], "hide") ||
+		       !strcmp(c->cmd->choices[c->choice], "show");
+	default:
+		return !c->has_arg && c->cmd->arg != SLASH_ARG_NONE && c->cmd->id != SLASH_GREEDY;
+	}
+}
+
+void app_exec(struct app *a, const struct slash_call *c, struct app_result *r)
+{
+	memset(r, 0, sizeof *r);
+	if (a->worker_running && !allowed_while_busy(c)) {
+		fail(r, "/%s: an answer is being generated (Esc stops it)", c->cmd->name);
+		return;
+	}
+	struct app_figures f;
+	switch (c->cmd->id) {
+	case SLASH_HELP:
+		r->actions |= APP_DO_HELP;
+		break;
+	case SLASH_THINK:
+		think(a, c, r);
+		break;
+	case SLASH_TEMP: case SLASH_TOP_K: case SLASH_TOP_P: case SLASH_MIN_P:
+	case SLASH_PRESENCE: case SLASH_REPEAT: case SLASH_SEED:
+		set_param(a, c, r);
+		break;
+	case SLASH_GREEDY:
+		a->params.greedy = c->has_arg ? c->choice == 0 : !a->params.greedy;
+		samp_set_params(a->samp, &a->params);
+		a->user_set |= SAMP_SET_GREEDY;
+		say(r, "greedy %s", a->params.greedy ? "on" : "off");
+		break;
+	case SLASH_SAMPLING:
+		show_sampling(a, r);
+		break;
+	case SLASH_SYSTEM: case SLASH_CLEAR: case SLASH_RETRY: case SLASH_EDIT: case SLASH_UNDO:
+		history(a, c, r);
+		break;
+	case SLASH_SAVE: case SLASH_LOAD:
+		save_load(a, c, r);
+		break;
+	case SLASH_CTX:
+		app_figures(a, &f);
+		say(r, "context: %d of %d tokens used (%.0f%%), %d free; %zu turns in the conversation",
+		    f.ctx_used, f.ctx_max, f.ctx_max ? 100.0 * f.ctx_used / f.ctx_max : 0.0,
+		    f.ctx_max - f.ctx_used, chat_count(a->chat));
+		break;
+	case SLASH_STATS:
+		stats(a, r);
+		break;
+	case SLASH_DEBUG:
+		r->actions |= APP_DO_DEBUG;
+		r->debug = !c->has_arg ? -1 : c->choice <= 1 ? (c->choice == 0 ? 1 : 0) : c->choice - 1;
+		break;
+	case SLASH_QUIT:
+		r->actions |= APP_DO_QUIT;
+		break;
+	}
+}
+
+void app_command(struct app *a, const char *line, struct app_result *r)
+{
+	struct slash_call c;
+	memset(r, 0, sizeof *r);
+	if (slash_parse(line, &c, r->msg, sizeof r->msg)) {
+		r->error = true;
+		return;
+	}
+	app_exec(a, &c, r);
+	slash_call_free(&c);
+}
+
+/* ---- attention capture ---------------------------------------------------- */
+
+void app_set_capture(struct app *a, bool on)
+{
+	pthread_mutex_lock(&a->lock);
+	a->capture = on;
+	/* Only between forwards: when idle now, or the worker's next callback. */
+	if (!a->worker_running)
+		eng_set_capture(a->eng, on);
+	pthread_mutex_unlock(&a->lock);
+}
+
+void app_capture_layer(struct app *a)
+{
+	const struct eng_config *cfg = eng_model_config(a->model);
+	int layer = a->att_want < 0 ? 0 : a->att_want >= cfg->num_layers ? cfg->num_layers - 1
+		    : a->att_want, len = 0;
+	eng_set_capture(a->eng, a->capture);
+	if (!eng_attention(a->eng, layer, 0, &len) || len <= 0)
+		return;
+	float *rows = realloc(a->att.rows, (size_t)cfg->num_heads * len * sizeof *rows);
+	int32_t *ids = rows ? realloc(a->att.ids, (size_t)len * sizeof *ids) : NULL;
+	if (rows)
+		a->att.rows = rows;
+	if (!ids)
+		return;
+	a->att.ids = ids;
+	for (int h = 0; h < cfg->num_heads; h++) {
+		int l = 0;
+		const float *row = eng_attention(a->eng, layer, h, &l);
+		for (int i = 0; i < len; i++)
+			rows[(size_t)h * len + i] = row && i < l ? row[i] : 0;
+	}
+	int n = sess_n(a->sess);
+	const int32_t *sid = sess_ids(a->sess);
+	for (int i = 0; i < len; i++)
+		ids[i] = i < n ? sid[i] : -1;
+	a->att.layer = layer;
+	a->att.layers = cfg->num_layers;
+	a->att.heads = cfg->num_heads;
+	a->att.len = len;
+}
+
+int app_attention(struct app *a, int layer, struct app_attention *out)
+{
+	memset(out, 0, sizeof *out);
+	pthread_mutex_lock(&a->lock);
+	a->att_want = layer;
+	if (!a->worker_running)
+		app_capture_layer(a);
+	int rc = -1;
+	if (a->att.len > 0) {
+		size_t nr = (size_t)a->att.heads * a->att.len;
+		*out = a->att;
+		out->rows = malloc(nr * sizeof *out->rows);
+		out->ids = malloc((size_t)a->att.len * sizeof *out->ids);
+		if (out->rows && out->ids) {
+			memcpy(out->rows, a->att.rows, nr * sizeof *out->rows);
+			memcpy(out->ids, a->att.ids, (size_t)a->att.len * sizeof *out->ids);
+			rc = 0;
+		} else {
+			app_attention_free(out);
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	return rc;
+}
+
+void app_attention_free(struct app_attention *at)
+{
+	free(at->rows);
+	free(at->ids);
+	at->rows = NULL;
+	at->ids = NULL;
+}

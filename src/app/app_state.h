@@ -1,0 +1,61 @@
+/* app_state.h — the chat controller's state, shared by app.c and app_slash.c only. */
+#ifndef QWENCHAT_APP_STATE_H
+#define QWENCHAT_APP_STATE_H
+
+#include "src/app/app.h"
+#include "src/chat/template.h"
+
+/* New tokens per answer when -n is not given. */
+enum { APP_DEFAULT_MAX_NEW = 2048 };
+
+struct app_buf {
+	char *s;
+	size_t n, cap;
+};
+
+/* A run of queued text of one part. */
+struct app_seg {
+	enum sess_part part;
+	size_t len;
+};
+
+struct app {
+	char *dir, *model_name, *state_dir, *session_path;
+	struct eng_model *model;
+	struct eng *eng;
+	struct tok *tok;
+	struct sess *sess;
+	struct samp *samp;
+	struct samp_params params;
+	unsigned user_set;          /* CLI_SET_* bits the user chose (presets leave them) */
+	int32_t eos[SAMP_MAX_EOS];
+	int n_eos;
+	enum tmpl_variant variant;
+	bool think, show_reasoning;
+	int max_new;
+	struct chat *chat;
+	atomic_int cancel;
+	struct app_buf reasoning, answer;   /* the turn being generated */
+
+	/* Everything below is shared with the worker thread: under lock. */
+	pthread_mutex_t lock;
+	struct app_figures fig;
+	double first_token_time;            /* monotonic seconds, for the live decode speed */
+	struct app_buf queue;               /* text not drained yet */
+	struct app_seg *segs;
+	size_t n_segs, cap_segs;
+	bool capture;                       /* attention pane shown */
+	int att_want;                       /* layer the pane shows */
+	struct app_attention att;           /* last capture of that layer */
+
+	pthread_t worker;
+	bool worker_running, worker_prefill, worker_done;
+	int worker_rc;
+	char worker_err[512];
+};
+
+/* Copies the captured attention of layer a->att_want into a->att (lock held, engine
+ * idle). */
+void app_capture_layer(struct app *a);
+
+#endif

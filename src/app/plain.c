@@ -1,0 +1,155 @@
+/* plain.c — the line-mode chat: a prompt, the answer streamed to stdout, slash
+ * commands; Ctrl-C stops an answer (keeping what was written). */
+#include "src/app/plain.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "src/base/err.h"
+
+static const char plain_keys[] =
+	"keys: Ctrl-C stops an answer (the partial answer is kept); Ctrl-D or /quit leaves;\n"
+	"a line starting with // sends a message starting with /.\n";
+
+static struct app *running;   /* the app whose turn SIGINT stops */
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	if (running)
+		app_cancel(running);
+}
+
+char *plain_getline(const char *prompt, const char *prefill)
+{
+	if (prefill)
+		printf("(your last message was: %s)\n", prefill);
+	if (prompt && isatty(STDIN_FILENO)) {
+		fputs(prompt, stdout);
+		fflush(stdout);
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, stdin);
+	if (n < 0) {
+		free(line);
+		return NULL;
+	}
+	if (n && line[n - 1] == '\n')
+		line[n - 1] = 0;
+	return line;
+}
+
+struct plain_out {
+	bool tty, show_reasoning;
+	int last;   /* -1 nothing yet, else the sess_part written last */
+};
+
+static int emit(void *u, enum sess_part part, const char *text, size_t len)
+{
+	struct plain_out *o = u;
+	if (part == SESS_REASONING && !o->show_reasoning)
+		return 0;
+	if ((int)part != o->last) {
+		if (part == SESS_REASONING)
+			fputs(o->tty ? "\033[2mthinking: " : "thinking: ", stdout);
+		else if (o->last == SESS_REASONING)
+			fputs(o->tty ? "\033[0m\n\n" : "\n\n", stdout);
+		o->last = part;
+	}
+	fwrite(text, 1, len, stdout);
+	fflush(stdout);
+	return 0;
+}
+
+static void turn(struct app *a)
+{
+	struct plain_out o = {isatty(STDOUT_FILENO), app_show_reasoning(a), -1};
+	struct sigaction sa = {0}, old;
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	running = a;
+	sigaction(SIGINT, &sa, &old);
+	int rc = app_turn(a, emit, &o);
+	sigaction(SIGINT, &old, NULL);
+	running = NULL;
+	if (o.tty && o.last == SESS_REASONING)
+		fputs("\033[0m", stdout);
+	fputs("\n", stdout);
+	fflush(stdout);
+	struct app_figures f;
+	app_figures(a, &f);
+	if (rc)
+		fprintf(stderr, "qwenchat: %s\n", err_msg());
+	else if (f.turn.stop == SESS_STOP_CANCEL)
+		fprintf(stderr, "qwenchat: stopped; the partial answer is kept\n");
+	if (f.dropped)
+		fprintf(stderr, "qwenchat: dropped the %d oldest turn%s to fit the context\n",
+			f.dropped, f.dropped == 1 ? "" : "s");
+	if (f.save_error[0])
+		fprintf(stderr, "qwenchat: %s\n", f.save_error);
+}
+
+/* Runs a slash command; returns 1 to quit. *prefill gets /edit's text. */
+static int command(struct app *a, const char *line, char **prefill)
+{
+	struct app_result r;
+	app_command(a, line, &r);
+	if (r.actions & APP_DO_HELP) {
+		char *h = slash_help(plain_keys);
+		fputs(h ? h : "", stdout);
+		free(h);
+	}
+	if (r.actions & APP_DO_DEBUG)
+		fputs("the debug pane needs the terminal UI; /stats shows the figures\n", stdout);
+	if (r.msg[0])
+		fprintf(r.error ? stderr : stdout, "%s%s\n", r.error ? "qwenchat: " : "", r.msg);
+	fflush(stdout);
+	if (r.actions & APP_DO_EDIT) {
+		free(*prefill);
+		*prefill = r.edit;
+	} else {
+		free(r.edit);
+	}
+	if (r.actions & APP_DO_GENERATE)
+		turn(a);
+	return (r.actions & APP_DO_QUIT) != 0;
+}
+
+int plain_main(struct app *a, plain_read_fn read_line)
+{
+	const struct chat *c = app_chat(a);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct chat_turn *t = &c->turns[i];
+		printf("%s: %s\n", chat_role_name(t->role), t->content);
+		for (size_t j = 0; j < t->n_calls; j++)
+			printf("tool call: %s %s\n", t->calls[j].name, t->calls[j].arguments);
+	}
+	if (c->n && app_prefill(a) < 0)
+		fprintf(stderr, "qwenchat: %s\n", err_msg());
+	char *prefill = NULL;
+	for (;;) {
+		char *line = read_line("> ", prefill);
+		free(prefill);
+		prefill = NULL;
+		if (!line)
+			break;
+		int quit = 0;
+		if (slash_is_command(line)) {
+			quit = command(a, line, &prefill);
+		} else if (line[strspn(line, " \t")]) {
+			if (app_add_user(a, slash_unescape(line)))
+				fprintf(stderr, "qwenchat: %s\n", err_msg());
+			else
+				turn(a);
+		}
+		free(line);
+		if (quit)
+			break;
+	}
+	free(prefill);
+	return EXIT_SUCCESS;
+}

@@ -1,0 +1,18 @@
+/* plain.h — the chat without curses (--plain, or when stdin/stdout is not a
+ * terminal): lines in, streamed text out, the same slash commands as the UI. */
+#ifndef QWENCHAT_PLAIN_H
+#define QWENCHAT_PLAIN_H
+
+#include "src/app/app.h"
+
+/* Reads one line without its newline (malloc'd), or NULL at end of input. prefill
+ * (may be NULL) is text to start the line with, when the reader can (/edit). */
+typedef char *(*plain_read_fn)(const char *prompt, const char *prefill);
+
+/* The getline reader: no editing, prefill is printed instead. */
+char *plain_getline(const char *prompt, const char *prefill);
+
+/* Runs the conversation until end of input or /quit. Returns an exit status. */
+int plain_main(struct app *a, plain_read_fn read_line);
+
+#endif

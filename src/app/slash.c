@@ -1,0 +1,274 @@
+/* slash.c — the slash command table, argument parsing, help text and completion. */
+#include "src/app/slash.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const think_choices[] = {"on", "off", "hide", "show", NULL};
+static const char *const onoff_choices[] = {"on", "off", NULL};
+static const char *const debug_choices[] = {"on", "off", "attention", "memory", NULL};
+
+/* Kept in the order /help lists them. */
+const struct slash_cmd slash_table[] = {
+	{"help", SLASH_HELP, SLASH_ARG_NONE, false, 0, 0, NULL, "/help",
+	 "list the commands and keys"},
+	{"think", SLASH_THINK, SLASH_ARG_CHOICE, false, 0, 0, think_choices, "/think [on|off|hide|show]",
+	 "thinking on/off (next answer); hide/show the reasoning"},
+	{"temp", SLASH_TEMP, SLASH_ARG_NUMBER, false, 0, 100, NULL, "/temp [T]",
+	 "sampling temperature (0 = greedy)"},
+	{"top-k", SLASH_TOP_K, SLASH_ARG_INT, false, 0, 1e9, NULL, "/top-k [K]",
+	 "keep the K most likely tokens (0 = all)"},
+	{"top-p", SLASH_TOP_P, SLASH_ARG_NUMBER, false, 0, 1, NULL, "/top-p [P]",
+	 "nucleus sampling threshold"},
+	{"min-p", SLASH_MIN_P, SLASH_ARG_NUMBER, false, 0, 1, NULL, "/min-p [P]",
+	 "drop tokens below P x the top probability"},
+	{"presence", SLASH_PRESENCE, SLASH_ARG_NUMBER, false, -2, 2, NULL, "/presence [X]",
+	 "presence penalty"},
+	{"repeat", SLASH_REPEAT, SLASH_ARG_NUMBER, false, 0.01, 10, NULL, "/repeat [X]",
+	 "repetition penalty (1 = off)"},
+	{"seed", SLASH_SEED, SLASH_ARG_INT, false, 0, 9007199254740992.0, NULL, "/seed [N]",
+	 "random seed (same seed, same text)"},
+	{"greedy", SLASH_GREEDY, SLASH_ARG_CHOICE, false, 0, 0, onoff_choices, "/greedy [on|off]",
+	 "always take the most likely token (toggles without argument)"},
+	{"sampling", SLASH_SAMPLING, SLASH_ARG_NONE, false, 0, 0, NULL, "/sampling",
+	 "show every sampling setting"},
+	{"system", SLASH_SYSTEM, SLASH_ARG_TEXT, false, 0, 0, NULL, "/system [TEXT|-]",
+	 "show, set or (with -) remove the system prompt"},
+	{"clear", SLASH_CLEAR, SLASH_ARG_NONE, false, 0, 0, NULL, "/clear",
+	 "start over (keeps the system prompt)"},
+	{"retry", SLASH_RETRY, SLASH_ARG_NONE, false, 0, 0, NULL, "/retry",
+	 "regenerate the last answer"},
+	{"edit", SLASH_EDIT, SLASH_ARG_NONE, false, 0, 0, NULL, "/edit",
+	 "take back the last message to edit it"},
+	{"undo", SLASH_UNDO, SLASH_ARG_NONE, false, 0, 0, NULL, "/undo",
+	 "remove the last message and its answer"},
+	{"save", SLASH_SAVE, SLASH_ARG_FILE, true, 0, 0, NULL, "/save FILE",
+	 "save the conversation as JSON"},
+	{"load", SLASH_LOAD, SLASH_ARG_FILE, true, 0, 0, NULL, "/load FILE",
+	 "load a conversation saved with /save"},
+	{"ctx", SLASH_CTX, SLASH_ARG_NONE, false, 0, 0, NULL, "/ctx",
+	 "context used and free, in tokens"},
+	{"stats", SLASH_STATS, SLASH_ARG_NONE, false, 0, 0, NULL, "/stats",
+	 "last answer's speed, memory, the end of the rendered prompt"},
+	{"debug", SLASH_DEBUG, SLASH_ARG_CHOICE, false, 0, 0, debug_choices, "/debug [on|off|attention|memory]",
+	 "toggle the debug pane (attention, memory)"},
+	{"quit", SLASH_QUIT, SLASH_ARG_NONE, false, 0, 0, NULL, "/quit",
+	 "leave (the conversation is saved)"},
+};
+const size_t slash_table_len = sizeof slash_table / sizeof slash_table[0];
+
+bool slash_is_command(const char *line)
+{
+	return line[0] == '/' && isalpha((unsigned char)line[1]);
+}
+
+const char *slash_unescape(const char *line)
+{
+	return line[0] == '/' && line[1] == '/' ? line + 1 : line;
+}
+
+const struct slash_cmd *slash_find(const char *name)
+{
+	for (size_t i = 0; i < slash_table_len; i++)
+		if (!strcmp(slash_table[i].name, name))
+			return &slash_table[i];
+	return NULL;
+}
+
+/* Exact name, else a unique prefix. */
+static const struct slash_cmd *lookup(const char *name, size_t len, int *matches)
+{
+	const struct slash_cmd *found = NULL;
+	*matches = 0;
+	for (size_t i = 0; i < slash_table_len; i++) {
+		if (strncmp(slash_table[i].name, name, len))
+			continue;
+		if (strlen(slash_table[i].name) == len) {
+			*matches = 1;
+			return &slash_table[i];
+		}
+		found = &slash_table[i];
+		++*matches;
+	}
+	return *matches == 1 ? found : NULL;
+}
+
+static char *expand_home(const char *s)
+{
+	const char *home = getenv("HOME");
+	if (s[0] == '~' && s[1] == '/' && home && *home) {
+		size_t n = strlen(home) + strlen(s);
+		char *p = malloc(n);
+		if (p)
+			snprintf(p, n, "%s%s", home, s + 1);
+		return p;
+	}
+	return strdup(s);
+}
+
+static int parse_arg(const struct slash_cmd *cmd, const char *arg, struct slash_call *out,
+		     char *err, size_t errsz)
+{
+	char *end;
+	switch (cmd->arg) {
+	case SLASH_ARG_NONE:
+		snprintf(err, errsz, "/%s takes no argument", cmd->name);
+		return -1;
+	case SLASH_ARG_CHOICE:
+		for (int i = 0; cmd->choices[i]; i++)
+			if (!strcmp(cmd->choices[i], arg)) {
+				out->choice = i;
+				return 0;
+			}
+		snprintf(err, errsz, "/%s: '%.40s' is not one of: %s", cmd->name, arg,
+			 cmd->usage + strlen(cmd->name) + 2);
+		return -1;
+	case SLASH_ARG_NUMBER:
+	case SLASH_ARG_INT:
+		errno = 0;
+		out->num = strtod(arg, &end);
+		if (errno || end == arg || *end || !isfinite(out->num) ||
+		    (cmd->arg == SLASH_ARG_INT && out->num != floor(out->num))) {
+			snprintf(err, errsz, "/%s: '%.40s' is not a %s", cmd->name, arg,
+				 cmd->arg == SLASH_ARG_INT ? "whole number" : "number");
+			return -1;
+		}
+		if (out->num < cmd->lo || out->num > cmd->hi) {
+			snprintf(err, errsz, "/%s: %g is out of range [%g, %g]", cmd->name, out->num,
+				 cmd->lo, cmd->hi);
+			return -1;
+		}
+		return 0;
+	case SLASH_ARG_TEXT:
+		out->text = strdup(arg);
+		break;
+	case SLASH_ARG_FILE:
+		out->text = expand_home(arg);
+		break;
+	}
+	if (!out->text) {
+		snprintf(err, errsz, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+int slash_parse(const char *line, struct slash_call *out, char *err, size_t errsz)
+{
+	memset(out, 0, sizeof *out);
+	if (!slash_is_command(line)) {
+		snprintf(err, errsz, "not a command");
+		return -1;
+	}
+	const char *name = line + 1;
+	size_t len = strcspn(name, " \t\n");
+	int matches;
+	const struct slash_cmd *cmd = lookup(name, len, &matches);
+	if (!cmd) {
+		snprintf(err, errsz, matches > 1 ? "/%.*s is ambiguous (try /help)"
+			 : "unknown command /%.*s (try /help)", (int)(len > 40 ? 40 : len), name);
+		return -1;
+	}
+	out->cmd = cmd;
+	const char *arg = name + len;
+	while (*arg == ' ' || *arg == '\t')
+		arg++;
+	/* Trailing blanks are not part of a value (but stay in free text). */
+	size_t alen = strlen(arg);
+	if (cmd->arg != SLASH_ARG_TEXT)
+		while (alen && isspace((unsigned char)arg[alen - 1]))
+			alen--;
+	if (alen == 0) {
+		if (cmd->arg_required) {
+			snprintf(err, errsz, "%s: argument missing", cmd->usage);
+			return -1;
+		}
+		return 0;
+	}
+	char *a = strndup(arg, alen);
+	if (!a) {
+		snprintf(err, errsz, "out of memory");
+		return -1;
+	}
+	out->has_arg = true;
+	int rc = parse_arg(cmd, a, out, err, errsz);
+	free(a);
+	if (rc)
+		slash_call_free(out);
+	return rc;
+}
+
+void slash_call_free(struct slash_call *c)
+{
+	free(c->text);
+	c->text = NULL;
+}
+
+char *slash_help(const char *keys)
+{
+	size_t cap = 4096 + (keys ? strlen(keys) : 0), n = 0;
+	char *s = malloc(cap);
+	if (!s)
+		return NULL;
+	n += snprintf(s + n, cap - n, "commands (a unique prefix works, e.g. /sam):\n");
+	for (size_t i = 0; i < slash_table_len && n < cap; i++)
+		n += snprintf(s + n, cap - n, "  %-34s %s\n", slash_table[i].usage, slash_table[i].help);
+	if (keys && n < cap)
+		snprintf(s + n, cap - n, "%s", keys);
+	return s;
+}
+
+char *slash_complete_name(const char *prefix, int state)
+{
+	static size_t next;
+	if (state == 0)
+		next = 0;
+	if (prefix[0] != '/')
+		return NULL;
+	size_t len = strlen(prefix + 1);
+	while (next < slash_table_len) {
+		const struct slash_cmd *c = &slash_table[next++];
+		if (!strncmp(c->name, prefix + 1, len)) {
+			char *s = malloc(strlen(c->name) + 2);
+			if (s)
+				sprintf(s, "/%s", c->name);
+			return s;
+		}
+	}
+	return NULL;
+}
+
+static const struct slash_cmd *line_cmd(const char *cmd_line)
+{
+	if (!slash_is_command(cmd_line))
+		return NULL;
+	int matches;
+	return lookup(cmd_line + 1, strcspn(cmd_line + 1, " \t"), &matches);
+}
+
+char *slash_complete_arg(const char *cmd_line, const char *prefix, int state)
+{
+	static int next;
+	const struct slash_cmd *c = line_cmd(cmd_line);
+	if (state == 0)
+		next = 0;
+	if (!c || c->arg != SLASH_ARG_CHOICE)
+		return NULL;
+	size_t len = strlen(prefix);
+	while (c->choices[next]) {
+		const char *w = c->choices[next++];
+		if (!strncmp(w, prefix, len))
+			return strdup(w);
+	}
+	return NULL;
+}
+
+bool slash_wants_file(const char *cmd_line)
+{
+	const struct slash_cmd *c = line_cmd(cmd_line);
+	return c && c->arg == SLASH_ARG_FILE;
+}

@@ -1,0 +1,288 @@
+/* template.c — the Qwen3 chat templates (hybrid, Instruct-2507, Thinking-2507) and a
+ * ChatML fallback, written out in C. Each branch below mirrors a line of the official
+ * jinja text; the comments quote it so the two can be compared side by side. */
+#include "src/chat/template.h"
+#include "src/base/err.h"
+#include "src/base/strbuf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum tmpl_variant tmpl_detect(const char *t, const char **warning)
+{
+	if (warning)
+		*warning = NULL;
+	if (!t) {
+		if (warning)
+			*warning = "no chat_template in tokenizer_config.json; using plain ChatML";
+		return TMPL_CHATML;
+	}
+	/* Markers are jinja source text, so "\n" inside a string literal is a backslash and an n. */
+	bool qwen = strstr(t, "'<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n'") &&
+		    strstr(t, "<tool_response>") && !strstr(t, "You are Qwen");
+	bool history = strstr(t, "last_query_index") && strstr(t, "reasoning_content");
+	bool switch_off = strstr(t, "enable_thinking") && strstr(t, "'<think>\\n\\n</think>\\n\\n'");
+	bool opens = strstr(t, "'<|im_start|>assistant\\n<think>\\n'") != NULL;
+	if (qwen && history && switch_off && !opens)
+		return TMPL_QWEN3;
+	if (qwen && history && opens && !switch_off)
+		return TMPL_QWEN3_THINKING;
+	if (qwen && !strstr(t, "<think>") && strstr(t, "'<|im_start|>assistant\\n' }}") &&
+	    strstr(t, "'<|im_start|>' + message.role + '\\n' + content }}"))
+		return TMPL_QWEN3_INSTRUCT;
+	if (warning)
+		*warning = "chat_template is not a known Qwen3 template; using plain ChatML";
+	return TMPL_CHATML;
+}
+
+const char *tmpl_variant_name(enum tmpl_variant v)
+{
+	switch (v) {
+	case TMPL_QWEN3: return "qwen3";
+	case TMPL_QWEN3_INSTRUCT: return "qwen3-instruct-2507";
+	case TMPL_QWEN3_THINKING: return "qwen3-thinking-2507";
+	case TMPL_CHATML: break;
+	}
+	return "chatml";
+}
+
+bool tmpl_has_think_switch(enum tmpl_variant v)
+{
+	return v == TMPL_QWEN3;
+}
+
+bool tmpl_prompt_opens_think(enum tmpl_variant v, int enable_thinking)
+{
+	(void)enable_thinking;  /* Thinking-2507 ignores it; the hybrid never opens the block */
+	return v == TMPL_QWEN3_THINKING;
+}
+
+/* A byte range of a turn's text; Python's str methods on it below. */
+struct span {
+	const char *p;
+	size_t n;
+};
+
+static struct span lstrip_nl(struct span s)  /* s.lstrip('\n') */
+{
+	while (s.n > 0 && s.p[0] == '\n') {
+		s.p++;
+		s.n--;
+	}
+	return s;
+}
+
+static struct span rstrip_nl(struct span s)  /* s.rstrip('\n') */
+{
+	while (s.n > 0 && s.p[s.n - 1] == '\n')
+		s.n--;
+	return s;
+}
+
+static const char *find_last(struct span s, const char *needle)
+{
+	size_t k = strlen(needle);
+	const char *last = NULL, *p = s.p, *end = s.p + s.n;
+	while ((p = memmem(p, (size_t)(end - p), needle, k)) != NULL) {
+		last = p;
+		p += 1;
+	}
+	return last;
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+/* {%- for message in messages[::-1] %} ... ns.last_query_index: the last user turn
+ * that is not a bare <tool_response>...</tool_response>; len - 1 when there is none. */
+static size_t last_query_index(const struct chat *c)
+{
+	for (size_t i = c->n; i-- > 0;) {
+		const char *s = c->turns[i].content;
+		if (c->turns[i].role == CHAT_USER &&
+		    !(starts_with(s, "<tool_response>") && ends_with(s, "</tool_response>")))
+			return i;
+	}
+	return c->n - 1;
+}
+
+/* {%- if message.tool_calls %}{%- for tool_call in message.tool_calls %} ...: each
+ * call as a <tool_call> block, on a line of its own after any content. */
+static void tool_calls(struct strbuf *o, const struct chat_turn *t, bool has_content)
+{
+	for (size_t k = 0; k < t->n_calls; k++) {
+		/* {%- if (loop.first and content) or (not loop.first) %} */
+		if (k > 0 || has_content)
+			sb_puts(o, "\n");
+		sb_puts(o, "<tool_call>\n{\"name\": \"");
+		sb_puts(o, t->calls[k].name);
+		sb_puts(o, "\", \"arguments\": ");
+		sb_puts(o, t->calls[k].arguments);   /* the string, or `arguments | tojson` */
+		sb_puts(o, "}\n</tool_call>");
+	}
+}
+
+/* The assistant branch of the hybrid and Thinking-2507 templates. */
+static void assistant_with_reasoning(struct strbuf *o, const struct chat_turn *t, bool after_query,
+				     bool last)
+{
+	struct span content = {t->content, strlen(t->content)};
+	struct span reasoning = {"", 0};
+	if (t->reasoning) {
+		/* {%- if message.reasoning_content is string %} */
+		reasoning = (struct span){t->reasoning, strlen(t->reasoning)};
+	} else if (memmem(content.p, content.n, "</think>", 8)) {
+		/* reasoning = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n')
+		 * content = content.split('</think>')[-1].lstrip('\n') */
+		const char *first_close = memmem(content.p, content.n, "</think>", 8);
+		const char *last_close = find_last(content, "</think>");
+		struct span head = rstrip_nl((struct span){content.p, (size_t)(first_close - content.p)});
+		const char *open = find_last(head, "<think>");
+		if (open)
+			head = (struct span){open + 7, (size_t)(head.p + head.n - (open + 7))};
+		reasoning = lstrip_nl(head);
+		const char *tail = last_close + 8;
+		content = lstrip_nl((struct span){tail, (size_t)(content.p + content.n - tail)});
+	}
+	/* {%- if loop.index0 > ns.last_query_index %}
+	 *   {%- if loop.last or (not loop.last and reasoning_content) %} */
+	bool has_content = content.n > 0;   /* the tool calls test `content`, unstripped */
+	if (after_query && (last || reasoning.n > 0)) {
+		sb_puts(o, "<|im_start|>assistant\n<think>\n");
+		reasoning = rstrip_nl(lstrip_nl(reasoning));  /* reasoning_content.strip('\n') */
+		sb_put(o, reasoning.p, reasoning.n);
+		sb_puts(o, "\n</think>\n\n");
+		content = lstrip_nl(content);
+	} else {
+		sb_puts(o, "<|im_start|>assistant\n");
+	}
+	sb_put(o, content.p, content.n);
+	tool_calls(o, t, has_content);
+	sb_puts(o, "<|im_end|>\n");
+}
+
+/* {%- elif message.role == "tool" %}: consecutive tool turns share one user turn. */
+static void tool_turn(struct strbuf *o, const struct chat *c, size_t i)
+{
+	if (i == 0 || c->turns[i - 1].role != CHAT_TOOL)
+		sb_puts(o, "<|im_start|>user");
+	sb_puts(o, "\n<tool_response>\n");
+	sb_puts(o, c->turns[i].content);
+	sb_puts(o, "\n</tool_response>");
+	if (i + 1 == c->n || c->turns[i + 1].role != CHAT_TOOL)
+		sb_puts(o, "<|im_end|>\n");
+}
+
+/* {%- if tools %}: the system turn lists the tool definitions after the system
+ * prompt (if any) and says how to call them. */
+static void tools_system(struct strbuf *o, const struct chat *c)
+{
+	sb_puts(o, "<|im_start|>system\n");
+	if (c->turns[0].role == CHAT_SYSTEM) {
+		sb_puts(o, c->turns[0].content);
+		sb_puts(o, "\n\n");
+	}
+	sb_puts(o, "# Tools\n\nYou may call one or more functions to assist with the user query."
+		 "\n\nYou are provided with function signatures within <tools></tools> XML tags:"
+		 "\n<tools>");
+	for (size_t i = 0; i < c->n_tools; i++) {
+		sb_puts(o, "\n");
+		sb_puts(o, c->tools[i]);   /* {{- tool | tojson }} */
+	}
+	sb_puts(o, "\n</tools>\n\nFor each function call, return a json object with function "
+		 "name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+		 "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+		 "</tool_call><|im_end|>\n");
+}
+
+static void render_qwen3(struct strbuf *o, const struct chat *c, enum tmpl_variant v)
+{
+	/* {%- if messages[0].role == 'system' %} at the top; later system turns inline. */
+	if (c->n_tools) {
+		tools_system(o, c);
+	} else if (c->turns[0].role == CHAT_SYSTEM) {
+		sb_puts(o, "<|im_start|>system\n");
+		sb_puts(o, c->turns[0].content);
+		sb_puts(o, "<|im_end|>\n");
+	}
+	size_t lqi = v == TMPL_QWEN3_INSTRUCT ? 0 : last_query_index(c);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct chat_turn *t = &c->turns[i];
+		switch (t->role) {
+		case CHAT_SYSTEM:  /* (message.role == "system" and not loop.first) */
+			if (i == 0)
+				break;
+			/* fall through */
+		case CHAT_USER:
+			sb_puts(o, "<|im_start|>");
+			sb_puts(o, chat_role_name(t->role));
+			sb_puts(o, "\n");
+			sb_puts(o, t->content);
+			sb_puts(o, "<|im_end|>\n");
+			break;
+		case CHAT_ASSISTANT:
+			if (v == TMPL_QWEN3_INSTRUCT) {
+				/* Instruct-2507 shows assistant content as it is, reasoning never. */
+				sb_puts(o, "<|im_start|>assistant\n");
+				sb_puts(o, t->content);
+				tool_calls(o, t, t->content[0] != '\0');
+				sb_puts(o, "<|im_end|>\n");
+			} else {
+				assistant_with_reasoning(o, t, i > lqi, i + 1 == c->n);
+			}
+			break;
+		case CHAT_TOOL:
+			tool_turn(o, c, i);
+			break;
+		}
+	}
+}
+
+/* The common ChatML template: every turn as it is, reasoning dropped. */
+static void render_chatml(struct strbuf *o, const struct chat *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		sb_puts(o, "<|im_start|>");
+		sb_puts(o, chat_role_name(c->turns[i].role));
+		sb_puts(o, "\n");
+		sb_puts(o, c->turns[i].content);
+		sb_puts(o, "<|im_end|>\n");
+	}
+}
+
+char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
+		  int enable_thinking, size_t *len)
+{
+	if (c->n == 0) {
+		err_set("the conversation has no messages");
+		return NULL;
+	}
+	struct strbuf o = {0};
+	if (v == TMPL_CHATML)
+		render_chatml(&o, c);
+	else
+		render_qwen3(&o, c, v);
+	if (add_generation_prompt) {
+		sb_puts(&o, "<|im_start|>assistant\n");
+		if (v == TMPL_QWEN3 && enable_thinking == TMPL_THINK_OFF)
+			sb_puts(&o, "<think>\n\n</think>\n\n");
+		else if (v == TMPL_QWEN3_THINKING)
+			sb_puts(&o, "<think>\n");
+	}
+	if (o.oom || !o.p) {  /* every non-empty conversation renders to something */
+		free(o.p);
+		err_set("out of memory rendering the conversation");
+		return NULL;
+	}
+	if (len)
+		*len = o.n;
+	return o.p;
+}

@@ -1,0 +1,43 @@
+/* template.h — Qwen3 chat templates rendered in C, byte-identical to Hugging Face's
+ * jinja rendering of the official chat_template texts. */
+#ifndef QWENCHAT_TEMPLATE_H
+#define QWENCHAT_TEMPLATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "src/chat/chat.h"
+
+enum tmpl_variant {
+	TMPL_CHATML,             /* unknown template: plain ChatML, reasoning dropped */
+	TMPL_QWEN3,              /* hybrid Qwen3 (Qwen3-0.6B ... 235B-A22B): enable_thinking switch */
+	TMPL_QWEN3_INSTRUCT,     /* Qwen3-*-Instruct-2507: never thinks */
+	TMPL_QWEN3_THINKING,     /* Qwen3-*-Thinking-2507: always thinks; generation prompt opens "<think>\n" */
+};
+
+/* enable_thinking as the template sees it: absent (not passed), false or true. */
+enum { TMPL_THINK_ABSENT = -1, TMPL_THINK_OFF = 0, TMPL_THINK_ON = 1 };
+
+/* Recognises the variant from tokenizer_config.json's chat_template text (NULL =
+ * no template). For anything unknown returns TMPL_CHATML and, when warning is not
+ * NULL, sets *warning to a one-line message the caller should show (else NULL). */
+enum tmpl_variant tmpl_detect(const char *chat_template, const char **warning);
+
+/* "qwen3", "qwen3-instruct-2507", "qwen3-thinking-2507", "chatml". */
+const char *tmpl_variant_name(enum tmpl_variant v);
+
+/* Whether enable_thinking changes anything (only the hybrid template honours it). */
+bool tmpl_has_think_switch(enum tmpl_variant v);
+/* Whether, with this enable_thinking, the generation prompt already holds the
+ * opening "<think>\n" (Thinking-2507): the model's first tokens are reasoning and
+ * only "</think>" is generated. The session's reasoning/answer splitter needs it. */
+bool tmpl_prompt_opens_think(enum tmpl_variant v, int enable_thinking);
+
+/* Renders the conversation to the model's text, as apply_chat_template(messages,
+ * tokenize=False, add_generation_prompt=..., [enable_thinking=...]) would. Returns a
+ * malloc'd NUL-terminated string of *len bytes (len may be NULL), or NULL with
+ * err_set: an empty conversation (the official template fails on it too). */
+char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
+		  int enable_thinking, size_t *len);
+
+#endif

@@ -1,0 +1,619 @@
+/* cmd_engine.c — `qwenchat logits` (ids on stdin → float32 logits of every position)
+ * and `qwenchat bench` (prefill/decode throughput against the machine's measured
+ * memory read bandwidth). */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "engine/engine.h"
+#include "src/cli/cli.h"
+#include "src/cli/commands.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/hub/hub.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+
+/* Resident set size in bytes (0 when /proc is unavailable). */
+static double rss_bytes(void)
+{
+	long pages = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return (double)resident * (double)sysconf(_SC_PAGESIZE);
+}
+
+/* Opens -m MODEL; NULL after printing the error. */
+static struct eng_model *open_model(const char *spec, double *seconds)
+{
+	char *dir = hub_resolve(spec);
+	if (!dir) {
+		cli_error("%s", err_msg());
+		return NULL;
+	}
+	double t0 = now_s();
+	struct eng_model *m = eng_model_open(dir);
+	if (seconds)
+		*seconds = now_s() - t0;
+	if (!m)
+		cli_error("%s", err_msg());
+	free(dir);
+	return m;
+}
+
+/* ---- logits ---------------------------------------------------------------------- */
+
+/* Token ids separated by spaces, commas or newlines; -1 with a message on error. */
+static int read_ids(FILE *f, int32_t **out, int *n)
+{
+	int cap = 256, len = 0;
+	int32_t *ids = malloc((size_t)cap * sizeof *ids);
+	char word[32];
+	int c, wl = 0, index = 0;
+	if (!ids)
+		return err_set("stdin: out of memory");
+	do {
+		c = fgetc(f);
+		if (c != EOF && c != ' ' && c != ',' && c != '\n' && c != '\t' && c != '\r') {
+			if (c < '0' || c > '9' || wl >= 10) {
+				free(ids);
+				return err_set("stdin: token %d is not a decimal id below 2^31", index);
+			}
+			word[wl++] = (char)c;
+			continue;
+		}
+		if (!wl)
+			continue;
+		word[wl] = 0;
+		long v = strtol(word, NULL, 10);
+		wl = 0;
+		if (v > INT32_MAX) {
+			free(ids);
+			return err_set("stdin: token %d (%s) is too large", index, word);
+		}
+		if (len == cap) {
+			int32_t *g = realloc(ids, (size_t)(cap *= 2) * sizeof *ids);
+			if (!g) {
+				free(ids);
+				return err_set("stdin: out of memory");
+			}
+			ids = g;
+		}
+		ids[len++] = (int32_t)v;
+		index++;
+	} while (c != EOF);
+	*out = ids;
+	*n = len;
+	return 0;
+}
+
+static const char logits_help[] =
+	"usage: qwenchat logits -m MODEL --out FILE [--backend cpu|cuda] [--kv-f32]\n"
+	"Reads token ids (decimal, separated by spaces, commas or newlines) on stdin and\n"
+	"writes float32 little-endian logits to FILE: one row of vocab_size per input\n"
+	"position.\n"
+	"      --out FILE           where the logits go\n"
+	"      --kv-f32             fp32 KV cache (default bf16)\n";
+
+enum { OPT_OUT = CLI_OPT_NEXT, OPT_KV_F32, OPT_HELP, OPT_JSON, OPT_BW_BUFFER, OPT_BF16 };
+
+int cmd_logits(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CLI_COMMON_LONGOPTS,
+		{"out", required_argument, 0, OPT_OUT},
+		{"kv-f32", no_argument, 0, OPT_KV_F32},
+		{"help", no_argument, 0, OPT_HELP},
+		{0, 0, 0, 0}};
+	struct cli_common cli;
+	const char *out = NULL;
+	bool kv_f32 = false;
+	int code, r;
+	cli_common_init(&cli);
+	while ((code = getopt_long(argc, argv, "m:n:", longopts, NULL)) != -1) {
+		if ((r = cli_common_opt(&cli, code, optarg)) == 1)
+			continue;
+		if (r < 0)
+			return EXIT_USAGE;
+		if (code == OPT_OUT)
+			out = optarg;
+		else if (code == OPT_KV_F32)
+			kv_f32 = true;
+		else if (code == OPT_HELP) {
+			printf("%s%s", logits_help, cli_common_help);
+			return EXIT_OK;
+		} else
+			return cli_usage(argv[0], "unknown option");
+	}
+	if (optind < argc)
+		return cli_usage(argv[0], "unexpected argument '%s'", argv[optind]);
+	if (!out)
+		return cli_usage(argv[0], "--out FILE is required");
+
+	int32_t *ids = NULL;
+	int n = 0;
+	if (read_ids(stdin, &ids, &n)) {
+		cli_error("%s", err_msg());
+		return EXIT_RUNTIME;
+	}
+	if (n == 0) {
+		free(ids);
+		cli_error("stdin: no token ids");
+		return EXIT_RUNTIME;
+	}
+	int rc = EXIT_RUNTIME;
+	struct eng *e = NULL;
+	float *logits = NULL;
+	struct eng_model *m = open_model(cli.model, NULL);
+	if (!m)
+		goto done;
+	const struct eng_config *c = eng_model_config(m);
+	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, cli.ctx ? cli.ctx : n, kv_f32,
+				 cli_upload_progress};
+	if (eo.ctx > c->max_position_embeddings)
+		eo.ctx = c->max_position_embeddings;   /* eng_forward reports the overflow */
+	if (!(e = eng_new(m, &eo, cli_notice)))
+		goto fail;
+	size_t bytes = (size_t)n * (size_t)c->vocab_size * sizeof(float);
+	if (!(logits = malloc(bytes))) {
+		err_set("logits: out of memory for %d rows", n);
+		goto fail;
+	}
+	if (eng_forward(e, ids, n, 0, logits, true) || fio_write_atomic(out, logits, bytes))
+		goto fail;
+	rc = EXIT_OK;
+	goto done;
+fail:
+	cli_error("%s", err_msg());
+done:
+	free(logits);
+	eng_free(e);
+	eng_model_free(m);
+	free(ids);
+	return rc;
+}
+
+/* ---- memory read bandwidth -------------------------------------------------------- */
+
+/* Sums a buffer with several independent vector accumulators: one accumulator
+ * chains every add on the add latency and reads ~40% below what the memory gives. */
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static float read_avx512(const float *p, size_t n)
+{
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+	for (size_t i = 0; i + 128 <= n; i += 128) {
+		a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+		a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+		a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+		a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+		a4 = _mm512_add_ps(a4, _mm512_load_ps(p + i + 64));
+		a5 = _mm512_add_ps(a5, _mm512_load_ps(p + i + 80));
+		a6 = _mm512_add_ps(a6, _mm512_load_ps(p + i + 96));
+		a7 = _mm512_add_ps(a7, _mm512_load_ps(p + i + 112));
+	}
+	a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+			   _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+	return _mm512_reduce_add_ps(a0);
+}
+
+__attribute__((target("avx2"))) static float read_avx2(const float *p, size_t n)
+{
+	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+	for (size_t i = 0; i + 64 <= n; i += 64) {
+		a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+		a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+		a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+		a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+		a4 = _mm256_add_ps(a4, _mm256_load_ps(p + i + 32));
+		a5 = _mm256_add_ps(a5, _mm256_load_ps(p + i + 40));
+		a6 = _mm256_add_ps(a6, _mm256_load_ps(p + i + 48));
+		a7 = _mm256_add_ps(a7, _mm256_load_ps(p + i + 56));
+	}
+	a0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+			   _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+	float t[8];
+	_mm256_storeu_ps(t, a0);
+	return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+#endif
+
+static float read_c(const float *p, size_t n)
+{
+	float a[8] = {0};
+	for (size_t i = 0; i + 8 <= n; i += 8)
+		for (int j = 0; j < 8; j++)
+			a[j] += p[i + j];
+	return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+}
+
+struct bw_job {
+	const float *p;
+	size_t n;
+	float (*fn)(const float *, size_t);
+	atomic_int *go;
+	float sink;
+};
+
+static void *bw_thread(void *arg)
+{
+	struct bw_job *j = arg;
+	while (!atomic_load(j->go))
+		;
+	j->sink = j->fn(j->p, j->n);
+	return NULL;
+}
+
+/* GB/s reading `bytes` with `threads` threads (one slice each), best of `reps`.
+ * The buffer is 2 MB-aligned and asks for 2 MB pages, as the weights are mapped
+ * (engine/safetensors.c), so the loop pays no TLB misses the decode does not.
+ * 0 when it cannot be measured. */
+static double measure_read_bw(int threads, size_t bytes, int reps)
+{
+	const size_t huge = (size_t)2 << 20;
+	size_t len = (bytes + 2 * huge - 1) / huge * huge;
+	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		return 0;
+	float *buf = (float *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
+#ifdef MADV_HUGEPAGE
+	madvise(buf, bytes, MADV_HUGEPAGE);   /* a hint; 4 KB pages where refused */
+#endif
+	size_t n = bytes / sizeof(float);
+	for (size_t i = 0; i < n; i++)   /* touch every page so the timing reads RAM */
+		buf[i] = (float)(i & 7);
+	float (*fn)(const float *, size_t) = read_c;
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f"))
+		fn = read_avx512;
+	else if (__builtin_cpu_supports("avx2"))
+		fn = read_avx2;
+#endif
+	struct bw_job *jobs = calloc((size_t)threads, sizeof *jobs);
+	pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+	double best = 0;
+	size_t slice = n / (size_t)threads / 128 * 128;
+	for (int r = 0; jobs && tids && r < reps; r++) {
+		atomic_int go = 0;
+		int started = 0;
+		for (int t = 0; t < threads; t++) {
+			jobs[t] = (struct bw_job){buf + (size_t)t * slice, slice, fn, &go, 0};
+			if (pthread_create(&tids[t], NULL, bw_thread, &jobs[t]))
+				break;
+			started++;
+		}
+		usleep(1000);            /* let every thread reach its start line */
+		double t0 = now_s();
+		atomic_store(&go, 1);
+		for (int t = 0; t < started; t++)
+			pthread_join(tids[t], NULL);
+		double dt = now_s() - t0;
+		if (started < threads) {
+			best = 0;
+			break;
+		}
+		double gbs = (double)slice * threads * sizeof(float) / dt / 1e9;
+		best = gbs > best ? gbs : best;
+	}
+	free(jobs);
+	free(tids);
+	munmap(map, len);
+	return best;
+}
+
+/* ---- bench ------------------------------------------------------------------------- */
+
+static const char bench_help[] =
+	"usage: qwenchat bench -m MODEL [-p 512] [-n 128] [-r REPS] [--backend B]\n"
+	"                      [--threads N] [--kv-f32] [--bf16-prefill] [--bw-buffer MIB]\n"
+	"                      [--json]\n"
+	"Times a prefill of -p tokens and -n decode steps after it (-r times, after one\n"
+	"untimed warm-up prefill), and reports tokens/s, the weight bytes read per\n"
+	"decoded token, the GB/s and GFLOP/s that implies, and the memory read bandwidth\n"
+	"of this machine measured in the same run (vector read loop on 2 MB pages, as\n"
+	"many threads as decoding, best of 5 runs before and 5 after the timed ones),\n"
+	"with the decode/bandwidth ratio. On the CUDA backend the limits are the GPU's,\n"
+	"measured in the same run: the device-to-device copy bandwidth and the cuBLAS\n"
+	"bf16 GEMM rate at the prefill's largest shape; decode picks each next token on\n"
+	"the GPU (greedy), as the chat does.\n"
+	"  -p N                     prompt tokens (default 512)\n"
+	"  -n N                     decode tokens (default 128)\n"
+	"  -r N                     repetitions (default 3)\n"
+	"      --kv-f32             fp32 KV cache (default bf16)\n"
+	"      --bf16-prefill       prefill with bf16 activations on AVX-512 BF16 CPUs\n"
+	"                           (faster, ~1e-3 relative error; sets\n"
+	"                           QWENCHAT_CPU_BF16_PREFILL=1)\n"
+	"      --bw-buffer MIB      buffer read to measure the bandwidth (default 1024;\n"
+	"                           it must be far larger than the CPU caches)\n"
+	"      --json               one JSON object instead of the table\n";
+
+struct bench_result {
+	double load_s, load_rss, bw_gbs;   /* load_rss: RSS growth while opening the model */
+	double pp_tps, pp_sd, tg_tps, tg_sd;
+	double pp_gflop, tg_gflop;          /* per prefill, per decoded token (average) */
+	double tg_bytes;                    /* bytes read per decoded token (weights + KV) */
+	size_t weight_bytes, graph_bytes;
+	int threads;
+	bool bf16_prefill;                  /* QWENCHAT_CPU_BF16_PREFILL=1 asked for it */
+	bool device;                        /* a GPU backend: peaks below, not bw_gbs */
+	bool sampled;                       /* decode picked the ids on the device */
+	struct eng_device_peaks peaks;      /* best of the runs before and after */
+};
+
+static void mean_sd(const double *v, int n, double *mean, double *sd)
+{
+	double s = 0, q = 0;
+	for (int i = 0; i < n; i++)
+		s += v[i];
+	*mean = s / n;
+	for (int i = 0; i < n; i++)
+		q += (v[i] - *mean) * (v[i] - *mean);
+	*sd = n > 1 ? sqrt(q / (n - 1)) : 0;
+}
+
+/* FLOPs of the matrix products for one token, and of attention over `keys` keys. */
+static double token_flops(const struct eng_config *c, int keys, bool lm_head)
+{
+	struct eng_param_counts p;
+	eng_count_params(c, &p);
+	double mm = (double)(p.attn_q + p.attn_k + p.attn_v + p.attn_o + p.mlp_gate + p.mlp_up +
+			     p.mlp_down);
+	double f = 2 * mm + 4.0 * c->num_layers * c->num_heads * c->head_dim * keys;
+	if (lm_head)
+		f += 2.0 * c->vocab_size * c->hidden_size;
+	return f;
+}
+
+/* One decode step as the chat runs it: the next id picked on the device where the
+ * backend can (greedy), else the logits row copied back. */
+static int decode_one(struct eng *e, int vocab, int32_t id, int pos, float *logits,
+		      bool *sampled)
+{
+	struct eng_sampling sp = {.greedy = true, .vocab_limit = vocab};
+	if (eng_can_sample(e, &sp)) {
+		int32_t next;
+		bool used;
+		*sampled = true;
+		return eng_forward_sample(e, id, pos, &sp, &next, &used);
+	}
+	return eng_forward(e, &id, 1, pos, logits, false);
+}
+
+static int bench_run(struct eng *e, const struct eng_config *c, int np, int nd, int reps,
+		     struct bench_result *r)
+{
+	int32_t *ids = malloc((size_t)(np + nd) * sizeof *ids);
+	float *logits = malloc((size_t)c->vocab_size * sizeof *logits);
+	double *pp = calloc((size_t)reps, sizeof *pp), *tg = calloc((size_t)reps, sizeof *tg);
+	int rc = -1;
+	if (!ids || !logits || !pp || !tg) {
+		err_set("bench: out of memory");
+		goto done;
+	}
+	uint64_t x = 12345;
+	for (int i = 0; i < np + nd; i++) {  /* fixed pseudo-random ids */
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		ids[i] = (int32_t)((x >> 33) % (uint64_t)c->vocab_size);
+	}
+	/* warm-up, as llama-bench does: one untimed prefill touches every weight and the
+	 * KV cache and scratch pages the timed ones use (else the first repetition pays
+	 * their page faults) */
+	if (eng_forward(e, ids, np > 1 ? np : 1, 0, logits, false))
+		goto done;
+	for (int rep = 0; rep < reps; rep++) {
+		double t0 = now_s();
+		if (np > 0 && eng_forward(e, ids, np, 0, logits, false))
+			goto done;
+		double t1 = now_s();
+		for (int i = 0; i < nd; i++)
+			if (decode_one(e, c->vocab_size, ids[np + i], np + i, logits, &r->sampled))
+				goto done;
+		double t2 = now_s();
+		pp[rep] = np > 0 ? np / (t1 - t0) : 0;
+		tg[rep] = nd > 0 ? nd / (t2 - t1) : 0;
+	}
+	mean_sd(pp, reps, &r->pp_tps, &r->pp_sd);
+	mean_sd(tg, reps, &r->tg_tps, &r->tg_sd);
+	r->pp_gflop = 0;
+	for (int i = 0; i < np; i++)
+		r->pp_gflop += token_flops(c, i + 1, i == np - 1) / 1e9;
+	r->tg_gflop = token_flops(c, np + nd / 2 + 1, true) / 1e9;
+	struct eng_stats st;
+	eng_get_stats(e, &st);
+	double kv_tok = eng_cached(e) ? (double)st.kv_bytes_used / eng_cached(e) : 0;
+	r->tg_bytes = (double)eng_decode_weight_bytes(c, 2) + kv_tok * (np + nd / 2.0 + 1);
+	r->weight_bytes = st.weight_bytes;
+	r->graph_bytes = st.graph_bytes;
+	rc = 0;
+done:
+	free(ids);
+	free(logits);
+	free(pp);
+	free(tg);
+	return rc;
+}
+
+/* The limits the ratios are held against, measured now, keeping the best of this
+ * and any earlier measurement (on a shared machine they drift). A GPU backend
+ * measures its copy bandwidth and the GEMM rate at the prefill's largest projection
+ * (gate and up: 2F x tokens x D); the CPU, the memory read bandwidth. */
+static int measure_limits(struct eng *e, const struct eng_config *c, int gemm_n, long bw_mib,
+			  struct bench_result *r)
+{
+	struct eng_device_peaks pk;
+	int dev = eng_measure_device(e, 2 * c->intermediate_size, gemm_n, c->hidden_size, &pk);
+	if (dev < 0)
+		return -1;
+	r->device = dev == 0;
+	if (r->device) {
+		double copy = r->peaks.copy_gb_s, gemm = r->peaks.gemm_tflop_s;
+		r->peaks = pk;
+		r->peaks.copy_gb_s = copy > pk.copy_gb_s ? copy : pk.copy_gb_s;
+		r->peaks.gemm_tflop_s = gemm > pk.gemm_tflop_s ? gemm : pk.gemm_tflop_s;
+		r->bw_gbs = r->peaks.copy_gb_s;
+	} else {
+		double bw = measure_read_bw(r->threads, (size_t)bw_mib << 20, 5);
+		r->bw_gbs = bw > r->bw_gbs ? bw : r->bw_gbs;
+	}
+	return 0;
+}
+
+static void bench_print(const struct bench_result *r, const char *model, const char *backend,
+			int np, int nd, int reps, bool json)
+{
+	double tg_gbs = r->tg_bytes * r->tg_tps / 1e9;
+	double ratio = r->bw_gbs > 0 ? tg_gbs / r->bw_gbs : 0;
+	double pp_tflops = r->pp_gflop * r->pp_tps / (np > 0 ? np : 1) / 1e3;
+	double gemm_ratio = r->peaks.gemm_tflop_s > 0 ? pp_tflops / r->peaks.gemm_tflop_s : 0;
+	if (json) {
+		printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"load_s\": %.3f, \"load_rss_bytes\": %.0f, "
+		       "\"prompt_tokens\": %d, \"decode_tokens\": %d, \"reps\": %d, "
+		       "\"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, \"prefill_gflop_s\": %.1f, "
+		       "\"decode_tok_s\": %.2f, \"decode_tok_s_sd\": %.2f, \"decode_bytes_per_token\": %.0f, "
+		       "\"decode_gb_s\": %.2f, \"decode_gflop_s\": %.2f, \"read_bandwidth_gb_s\": %.2f, "
+		       "\"decode_bandwidth_ratio\": %.3f, \"bf16_prefill\": %s, \"device\": %s, "
+		       "\"device_copy_gb_s\": %.1f, \"gemm_tflop_s\": %.2f, \"prefill_gemm_ratio\": %.3f, "
+		       "\"decode_sampled_on_device\": %s, \"graph_bytes\": %zu}\n",
+		       model, backend, r->threads, r->load_s, r->load_rss, np, nd, reps, r->pp_tps, r->pp_sd,
+		       r->pp_gflop * r->pp_tps / (np > 0 ? np : 1), r->tg_tps, r->tg_sd, r->tg_bytes,
+		       tg_gbs, r->tg_gflop * r->tg_tps, r->bw_gbs, ratio,
+		       r->bf16_prefill ? "true" : "false", r->device ? "true" : "false",
+		       r->peaks.copy_gb_s, r->peaks.gemm_tflop_s, gemm_ratio,
+		       r->sampled ? "true" : "false", r->graph_bytes);
+		return;
+	}
+	printf("model      %s\n", model);
+	printf("backend    %s, %d threads; weights %.2f GB mapped in %.3f s (RSS +%.1f MB)\n",
+	       backend, r->threads, r->weight_bytes / 1e9, r->load_s, r->load_rss / 1e6);
+	if (np > 0)
+		printf("prefill    %d tokens: %.1f ± %.1f tok/s, %.1f GFLOP/s%s\n", np, r->pp_tps,
+		       r->pp_sd, r->pp_gflop * r->pp_tps / np,
+		       r->bf16_prefill ? " (bf16 activations asked for)" : "");
+	if (nd > 0)
+		printf("decode     %d tokens: %.2f ± %.2f tok/s, %.3f GB read per token, "
+		       "%.1f GB/s, %.1f GFLOP/s\n", nd, r->tg_tps, r->tg_sd, r->tg_bytes / 1e9, tg_gbs,
+		       r->tg_gflop * r->tg_tps);
+	if (r->device) {
+		printf("device     copy bandwidth %.1f GB/s (device to device, read + written bytes, "
+		       "best of 10); cuBLAS bf16 GEMM %dx%dx%d %.1f TFLOP/s (best of 10)\n",
+		       r->peaks.copy_gb_s, r->peaks.gemm_m, r->peaks.gemm_n, r->peaks.gemm_k,
+		       r->peaks.gemm_tflop_s);
+		if (nd > 0)
+			printf("ratio      decode reads at %.0f%% of the copy bandwidth%s\n", 100 * ratio,
+			       r->sampled ? " (ids picked on the device)" : "");
+		if (np > 0)
+			printf("ratio      prefill at %.0f%% of the GEMM rate\n", 100 * gemm_ratio);
+	} else {
+		printf("memory     read bandwidth %.1f GB/s (%d threads, vector read loop, best of 10)\n",
+		       r->bw_gbs, r->threads);
+		if (nd > 0)
+			printf("ratio      decode reads at %.0f%% of the measured bandwidth\n", 100 * ratio);
+	}
+	printf("repeats    %d (mean ± standard deviation)\n", reps);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		CLI_COMMON_LONGOPTS,
+		{"kv-f32", no_argument, 0, OPT_KV_F32},
+		{"json", no_argument, 0, OPT_JSON},
+		{"bw-buffer", required_argument, 0, OPT_BW_BUFFER},
+		{"bf16-prefill", no_argument, 0, OPT_BF16},
+		{"help", no_argument, 0, OPT_HELP},
+		{0, 0, 0, 0}};
+	struct cli_common cli;
+	long np = 512, reps = 3, bw_mib = 1024;
+	bool kv_f32 = false, json = false;
+	int code, r;
+	cli_common_init(&cli);
+	while ((code = getopt_long(argc, argv, "m:n:p:r:", longopts, NULL)) != -1) {
+		if ((r = cli_common_opt(&cli, code, optarg)) == 1)
+			continue;
+		if (r < 0)
+			return EXIT_USAGE;
+		if (code == 'p' && cli_parse_long("p", optarg, 0, 1 << 20, &np))
+			return EXIT_USAGE;
+		else if (code == 'r' && cli_parse_long("r", optarg, 1, 1000, &reps))
+			return EXIT_USAGE;
+		else if (code == OPT_BW_BUFFER && cli_parse_long("bw-buffer", optarg, 1, 1 << 20, &bw_mib))
+			return EXIT_USAGE;
+		else if (code == OPT_KV_F32)
+			kv_f32 = true;
+		else if (code == OPT_JSON)
+			json = true;
+		else if (code == OPT_BF16)
+			setenv("QWENCHAT_CPU_BF16_PREFILL", "1", 1);
+		else if (code == OPT_HELP) {
+			printf("%s%s", bench_help, cli_common_help);
+			return EXIT_OK;
+		} else if (code != 'p' && code != 'r' && code != OPT_BW_BUFFER)
+			return cli_usage(argv[0], "unknown option");
+	}
+	if (optind < argc)
+		return cli_usage(argv[0], "unexpected argument '%s'", argv[optind]);
+	int nd = cli.set & CLI_SET_MAX_NEW ? cli.max_new : 128;
+	if (np + nd == 0)
+		return cli_usage(argv[0], "nothing to time: -p and -n are both 0");
+
+	struct bench_result res = {0};
+	double rss0 = rss_bytes();
+	struct eng_model *m = open_model(cli.model, &res.load_s);
+	res.load_rss = rss_bytes() - rss0;
+	if (!m)
+		return EXIT_RUNTIME;
+	const struct eng_config *c = eng_model_config(m);
+	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, (int)np + nd + 1, kv_f32,
+				 cli_upload_progress};
+	struct eng *e = NULL;
+	int rc = EXIT_RUNTIME;
+	if (eo.ctx > c->max_position_embeddings) {
+		err_set("bench: -p + -n = %ld exceeds max_position_embeddings %d", np + nd,
+			c->max_position_embeddings);
+		goto fail;
+	}
+	if (!(e = eng_new(m, &eo, cli_notice)))
+		goto fail;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	res.threads = cli.threads ? cli.threads : cores > 0 ? (int)cores : 1;
+	const char *bf = getenv("QWENCHAT_CPU_BF16_PREFILL");
+	res.bf16_prefill = bf && !strcmp(bf, "1");
+	/* best of 5 runs before and 5 after the timed ones */
+	int gemm_n = np > 0 ? (int)np : 512;
+	if (measure_limits(e, c, gemm_n, bw_mib, &res) ||
+	    bench_run(e, c, (int)np, nd, (int)reps, &res) ||
+	    measure_limits(e, c, gemm_n, bw_mib, &res))
+		goto fail;
+	bench_print(&res, cli.model ? cli.model : hub_default_model(), eng_backend_name(e),
+		    (int)np, nd, (int)reps, json);
+	rc = EXIT_OK;
+	goto done;
+fail:
+	cli_error("%s", err_msg());
+done:
+	eng_free(e);
+	eng_model_free(m);
+	return rc;
+}

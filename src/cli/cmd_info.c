@@ -1,0 +1,386 @@
+/* cmd_info.c — `qwenchat info`: what a model is (config), what it holds
+ * (parameters and bytes by component) and what it will cost (decode bytes per
+ * token, KV cache, memory plan for the CPU and CUDA backends). */
+#include "engine/engine.h"
+#include "engine/rope.h"
+#include "src/cli/cli.h"
+#include "src/cli/commands.h"
+#include "src/base/err.h"
+#include "src/hub/hub.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The engine's default KV capacity (engine.h: eng_options.ctx = 0). */
+#define DEFAULT_CTX_CAP 4096
+/* Prefill works on chunks of positions; the scratch estimate assumes this many. */
+#define SCRATCH_CHUNK 512
+
+static const char help[] =
+	"usage: qwenchat info -m MODEL [--ctx N] [--json] [--config-only]\n"
+	"Shows a model's configuration, its parameters and bytes by component, the\n"
+	"bytes read per decoded token, the KV cache size and a memory plan for the\n"
+	"CPU and CUDA backends.\n"
+	"  -m, --model MODEL   model directory or Hugging Face repo id\n"
+	"      --ctx N         context for the KV cache figures (default:\n"
+	"                      min(max_position_embeddings, 4096), like the engine)\n"
+	"      --json          one JSON object on stdout instead of the table\n"
+	"      --config-only   use config.json alone (no safetensors needed)\n"
+	"  -h, --help          this help\n";
+
+struct info {
+	const char *dir;
+	struct eng_config cfg;
+	struct eng_param_counts pc;
+	bool loaded;                /* safetensors opened and every tensor bound */
+	size_t mapped_bytes;        /* eng_model_weight_bytes when loaded */
+	size_t es;                  /* bytes per weight element */
+	int ctx;
+	bool ctx_default;
+	size_t kv_tok, kv_ctx, kv_max, decode_bytes, scratch, weight_bytes;
+};
+
+/* 3 significant digits, decimal units (model sizes are quoted this way). */
+static const char *si_bytes(double b, char *buf, size_t n)
+{
+	static const char *u[] = {"B", "kB", "MB", "GB", "TB"};
+	int i = 0;
+	while (b >= 1000 && i < 4)
+		b /= 1000, i++;
+	snprintf(buf, n, i == 0 ? "%.0f %s" : b < 10 ? "%.2f %s" : b < 100 ? "%.1f %s" : "%.0f %s",
+		 b, u[i]);
+	return buf;
+}
+
+/* Binary units (memory is allocated this way). */
+static const char *iec_bytes(double b, char *buf, size_t n)
+{
+	static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int i = 0;
+	while (b >= 1024 && i < 4)
+		b /= 1024, i++;
+	snprintf(buf, n, i == 0 ? "%.0f %s" : b < 10 ? "%.2f %s" : b < 100 ? "%.1f %s" : "%.0f %s",
+		 b, u[i]);
+	return buf;
+}
+
+static const char *human_params(int64_t p, char *buf, size_t n)
+{
+	if (p >= 100000000)
+		snprintf(buf, n, "%.3fB", p / 1e9);
+	else if (p >= 100000)
+		snprintf(buf, n, "%.3fM", p / 1e6);
+	else
+		snprintf(buf, n, "%.2fK", p / 1e3);
+	return buf;
+}
+
+/* 1234567 -> "1,234,567" */
+static const char *grouped(int64_t v, char *buf, size_t n)
+{
+	char raw[32];
+	int len = snprintf(raw, sizeof raw, "%lld", (long long)v), k = 0;
+	for (int i = 0; i < len && k + 2 < (int)n; i++) {
+		if (i && (len - i) % 3 == 0)
+			buf[k++] = ',';
+		buf[k++] = raw[i];
+	}
+	buf[k] = 0;
+	return buf;
+}
+
+/* fp32 activations of a prefill chunk (residual, normed input, q, k, v,
+ * attention output, two MLP halves), the attention scores of every head over
+ * the whole context, and one row of logits. An estimate: the backends report
+ * their real figure in `eng_get_stats`. */
+static size_t scratch_estimate(const struct eng_config *c, int ctx)
+{
+	size_t q = (size_t)c->num_heads * (size_t)c->head_dim;
+	size_t kv = (size_t)c->num_kv_heads * (size_t)c->head_dim;
+	size_t per_pos = 3 * (size_t)c->hidden_size + 2 * q + 2 * kv +
+			 2 * (size_t)c->intermediate_size;
+	size_t chunk = (size_t)(ctx < SCRATCH_CHUNK ? ctx : SCRATCH_CHUNK);
+	return 4 * (per_pos * chunk + (size_t)c->num_heads * (size_t)ctx +
+		    (size_t)c->vocab_size);
+}
+
+static void compute(struct info *in, int ctx_opt)
+{
+	const struct eng_config *c = &in->cfg;
+	eng_count_params(c, &in->pc);
+	in->es = eng_dtype_size(c->dtype);
+	in->ctx_default = ctx_opt == 0;
+	in->ctx = ctx_opt ? ctx_opt
+		  : (c->max_position_embeddings < DEFAULT_CTX_CAP ? c->max_position_embeddings
+								   : DEFAULT_CTX_CAP);
+	in->kv_tok = eng_kv_bytes_per_token(c, 2);
+	in->kv_ctx = in->kv_tok * (size_t)in->ctx;
+	in->kv_max = in->kv_tok * (size_t)c->max_position_embeddings;
+	in->decode_bytes = eng_decode_weight_bytes(c, in->es);
+	in->scratch = scratch_estimate(c, in->ctx);
+	in->weight_bytes = in->loaded ? in->mapped_bytes : (size_t)in->pc.total * in->es;
+}
+
+struct row {
+	const char *name;
+	int64_t params;
+};
+
+static int rows_of(const struct info *in, struct row *r)
+{
+	const struct eng_param_counts *p = &in->pc;
+	int n = 0;
+	r[n++] = (struct row){"embedding", p->embedding};
+	r[n++] = (struct row){"attention q_proj", p->attn_q};
+	r[n++] = (struct row){"attention k_proj", p->attn_k};
+	r[n++] = (struct row){"attention v_proj", p->attn_v};
+	r[n++] = (struct row){"attention o_proj", p->attn_o};
+	r[n++] = (struct row){"q_norm + k_norm", p->qk_norm};
+	r[n++] = (struct row){"layer norms", p->layer_norms};
+	r[n++] = (struct row){"mlp gate_proj", p->mlp_gate};
+	r[n++] = (struct row){"mlp up_proj", p->mlp_up};
+	r[n++] = (struct row){"mlp down_proj", p->mlp_down};
+	r[n++] = (struct row){"final norm", p->final_norm};
+	r[n++] = (struct row){in->cfg.tie_word_embeddings ? "lm_head (tied: embedding)"
+							  : "lm_head", p->lm_head};
+	return n;
+}
+
+/* The factor RoPE multiplies cos and sin by (1 without YaRN). */
+static double rope_scale(const struct eng_config *c)
+{
+	float inv_freq[ENG_MAX_HEAD_DIM / 2], scale;
+	rope_inv_freq(c, inv_freq, &scale);
+	return scale;
+}
+
+static void print_config(const struct info *in)
+{
+	const struct eng_config *c = &in->cfg;
+	printf("model         %s\n", in->dir);
+	printf("architecture  Qwen3ForCausalLM (dense), weights %s, %s\n",
+	       eng_dtype_name(c->dtype),
+	       in->loaded ? "safetensors loaded and checked" : "from config.json only");
+	printf("shape         vocab %d, hidden %d, intermediate %d, %d layers\n", c->vocab_size,
+	       c->hidden_size, c->intermediate_size, c->num_layers);
+	printf("attention     %d query heads, %d KV heads (GQA %d:1), head_dim %d "
+	       "(q width %d%s hidden %d)\n", c->num_heads, c->num_kv_heads,
+	       c->num_heads / c->num_kv_heads, c->head_dim, c->num_heads * c->head_dim,
+	       c->num_heads * c->head_dim == c->hidden_size ? " =" : " !=", c->hidden_size);
+	printf("rope          theta %.10g, ", c->rope_theta);
+	if (!strcmp(c->rope_type, "yarn"))
+		printf("YaRN factor %g over %d positions (cos/sin scale %.4g, beta %g/%g)",
+		       c->rope_original_max_position > 0 ?
+		       (double)c->max_position_embeddings / c->rope_original_max_position :
+		       c->rope_factor, c->rope_original_max_position > 0 ?
+		       c->rope_original_max_position : c->max_position_embeddings,
+		       rope_scale(c), c->rope_beta_fast, c->rope_beta_slow);
+	else if (!strcmp(c->rope_type, "linear"))
+		printf("linear scaling, factor %g", c->rope_factor);
+	else
+		printf("no scaling");
+	printf(", max_position_embeddings %d\n", c->max_position_embeddings);
+	printf("other         rms_norm_eps %g, tie_word_embeddings %s, bos %d, eos %d\n",
+	       c->rms_norm_eps, c->tie_word_embeddings ? "true" : "false", c->bos_token_id,
+	       c->eos_token_id);
+}
+
+static void print_table(const struct info *in)
+{
+	struct row r[16];
+	int n = rows_of(in, r);
+	char a[32], b[32], d[32], e[32];
+	snprintf(d, sizeof d, "bytes (%s)", eng_dtype_name(in->cfg.dtype));
+	printf("\n%-27s %16s %9s %21s\n", "component", "parameters", "", d);
+	for (int i = 0; i < n; i++)
+		printf("%-27s %16s %9s %10s %10s\n", r[i].name, grouped(r[i].params, a, sizeof a),
+		       human_params(r[i].params, b, sizeof b),
+		       si_bytes((double)r[i].params * (double)in->es, d, sizeof d),
+		       iec_bytes((double)r[i].params * (double)in->es, e, sizeof e));
+	printf("%-27s %16s %9s %10s %10s\n", "total",
+	       grouped(in->pc.total, a, sizeof a),
+	       (snprintf(b, sizeof b, "%.3fB", in->pc.total / 1e9), b),
+	       si_bytes((double)in->pc.total * (double)in->es, d, sizeof d),
+	       iec_bytes((double)in->pc.total * (double)in->es, e, sizeof e));
+	printf("%-27s %16s %9s %10s %10s\n", "non-embedding",
+	       grouped(in->pc.non_embedding, a, sizeof a),
+	       (snprintf(b, sizeof b, "%.3fB", in->pc.non_embedding / 1e9), b),
+	       si_bytes((double)in->pc.non_embedding * (double)in->es, d, sizeof d),
+	       iec_bytes((double)in->pc.non_embedding * (double)in->es, e, sizeof e));
+}
+
+static void print_costs(const struct info *in)
+{
+	char a[32], b[32], c[32], d[32];
+	printf("\nsummary       %.2fB parameters, %s in %s, %s of KV cache per token (bf16)\n",
+	       in->pc.total / 1e9, si_bytes((double)in->pc.total * (double)in->es, a, sizeof a),
+	       eng_dtype_name(in->cfg.dtype), iec_bytes((double)in->kv_tok, b, sizeof b));
+	if (in->loaded)
+		printf("mapped        %s of tensor data (%zu bytes), read in place\n",
+		       si_bytes((double)in->mapped_bytes, a, sizeof a), in->mapped_bytes);
+	printf("decode reads  %s of weights per token (%zu bytes: every matrix once, "
+	       "lm_head, one embedding row)\n", si_bytes((double)in->decode_bytes, a, sizeof a),
+	       in->decode_bytes);
+	printf("KV cache      %zu bytes (%s) per token in bf16; %s at ctx %d%s; %s at "
+	       "max_position_embeddings %d\n", in->kv_tok, iec_bytes((double)in->kv_tok, b, sizeof b),
+	       iec_bytes((double)in->kv_ctx, c, sizeof c), in->ctx,
+	       in->ctx_default ? " (default: min(max_position_embeddings, 4096))" : " (--ctx)",
+	       iec_bytes((double)in->kv_max, d, sizeof d), in->cfg.max_position_embeddings);
+	printf("\nmemory plan at ctx %d (scratch is an estimate: fp32 activations for %d "
+	       "positions, scores, logits)\n", in->ctx, SCRATCH_CHUNK);
+	size_t tot = in->weight_bytes + in->kv_ctx + in->scratch;
+	iec_bytes((double)in->weight_bytes, a, sizeof a);
+	iec_bytes((double)in->kv_ctx, b, sizeof b);
+	iec_bytes((double)in->scratch, c, sizeof c);
+	iec_bytes((double)tot, d, sizeof d);
+	printf("  cpu   weights %s mmapped (page cache, not copied) + KV %s + scratch %s "
+	       "= %s of RAM\n", a, b, c, d);
+	printf("  cuda  weights %s uploaded + KV %s + scratch %s = %s of GPU memory\n", a, b, c,
+	       d);
+}
+
+static json_t *jint(int64_t v)
+{
+	return json_integer((json_int_t)v);
+}
+
+static json_t *memory_json(const struct info *in)
+{
+	json_t *m = json_object();
+	size_t tot = in->weight_bytes + in->kv_ctx + in->scratch;
+	for (int i = 0; i < 2; i++) {
+		json_t *b = json_object();
+		json_object_set_new(b, "weights", jint((int64_t)in->weight_bytes));
+		json_object_set_new(b, "kv", jint((int64_t)in->kv_ctx));
+		json_object_set_new(b, "scratch_estimate", jint((int64_t)in->scratch));
+		json_object_set_new(b, "total", jint((int64_t)tot));
+		json_object_set_new(m, i ? "cuda" : "cpu", b);
+	}
+	return m;
+}
+
+static int print_json(const struct info *in)
+{
+	const struct eng_config *c = &in->cfg;
+	json_t *o = json_object(), *cfg = json_object(), *params = json_object();
+	json_object_set_new(o, "model", json_string(in->dir));
+	json_object_set_new(o, "architecture", json_string("Qwen3ForCausalLM"));
+	json_object_set_new(o, "loaded", json_boolean(in->loaded));
+	json_object_set_new(cfg, "vocab_size", jint(c->vocab_size));
+	json_object_set_new(cfg, "hidden_size", jint(c->hidden_size));
+	json_object_set_new(cfg, "intermediate_size", jint(c->intermediate_size));
+	json_object_set_new(cfg, "num_hidden_layers", jint(c->num_layers));
+	json_object_set_new(cfg, "num_attention_heads", jint(c->num_heads));
+	json_object_set_new(cfg, "num_key_value_heads", jint(c->num_kv_heads));
+	json_object_set_new(cfg, "head_dim", jint(c->head_dim));
+	json_object_set_new(cfg, "rms_norm_eps", json_real(c->rms_norm_eps));
+	json_object_set_new(cfg, "rope_theta", json_real(c->rope_theta));
+	json_object_set_new(cfg, "rope_type", json_string(c->rope_type));
+	json_object_set_new(cfg, "rope_factor", json_real(c->rope_factor));
+	json_object_set_new(cfg, "rope_original_max_position",
+			    jint(c->rope_original_max_position));
+	json_object_set_new(cfg, "rope_attention_factor", json_real(rope_scale(c)));
+	json_object_set_new(cfg, "rope_beta_fast", json_real(c->rope_beta_fast));
+	json_object_set_new(cfg, "rope_beta_slow", json_real(c->rope_beta_slow));
+	json_object_set_new(cfg, "max_position_embeddings", jint(c->max_position_embeddings));
+	json_object_set_new(cfg, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
+	json_object_set_new(cfg, "dtype", json_string(eng_dtype_name(c->dtype)));
+	json_object_set_new(cfg, "bos_token_id", jint(c->bos_token_id));
+	json_object_set_new(cfg, "eos_token_id", jint(c->eos_token_id));
+	json_object_set_new(o, "config", cfg);
+	struct row r[16];
+	int n = rows_of(in, r);
+	static const char *keys[] = {"embedding", "attn_q", "attn_k", "attn_v", "attn_o",
+				     "qk_norm", "layer_norms", "mlp_gate", "mlp_up", "mlp_down",
+				     "final_norm", "lm_head"};
+	for (int i = 0; i < n; i++)
+		json_object_set_new(params, keys[i], jint(r[i].params));
+	json_object_set_new(params, "total", jint(in->pc.total));
+	json_object_set_new(params, "non_embedding", jint(in->pc.non_embedding));
+	json_object_set_new(o, "params", params);
+	json_object_set_new(o, "weight_bytes", jint((int64_t)in->weight_bytes));
+	json_object_set_new(o, "decode_bytes_per_token", jint((int64_t)in->decode_bytes));
+	json_object_set_new(o, "kv_bytes_per_token", jint((int64_t)in->kv_tok));
+	json_object_set_new(o, "ctx", jint(in->ctx));
+	json_object_set_new(o, "kv_bytes_at_ctx", jint((int64_t)in->kv_ctx));
+	json_object_set_new(o, "kv_bytes_at_max_position", jint((int64_t)in->kv_max));
+	json_object_set_new(o, "memory", memory_json(in));
+	int rc = json_dumpf(o, stdout, JSON_INDENT(2)) == 0 && fputc('\n', stdout) != EOF;
+	json_decref(o);
+	return rc ? EXIT_OK : EXIT_RUNTIME;
+}
+
+int cmd_info(int argc, char **argv)
+{
+	enum { OPT_JSON = CLI_OPT_NEXT, OPT_CONFIG_ONLY };
+	static const struct option opts[] = {
+		CLI_COMMON_LONGOPTS,
+		{"json", no_argument, 0, OPT_JSON},
+		{"config-only", no_argument, 0, OPT_CONFIG_ONLY},
+		{"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
+	};
+	struct cli_common com;
+	bool json = false, config_only = false;
+	int c;
+	cli_common_init(&com);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "m:n:h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(help, stdout);
+			fputs(cli_common_help, stdout);
+			return EXIT_OK;
+		} else if (c == OPT_JSON) {
+			json = true;
+		} else if (c == OPT_CONFIG_ONLY) {
+			config_only = true;
+		} else {
+			int r = cli_common_opt(&com, c, optarg);
+			if (r < 0)
+				return EXIT_USAGE;
+			if (r == 0)
+				return cli_usage(argv[0], "unknown option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage(argv[0], "unexpected argument '%s'", argv[optind]);
+
+	struct info in = {0};
+	char *dir = hub_resolve(com.model);
+	if (!dir) {
+		cli_error("%s", err_msg());
+		return EXIT_RUNTIME;
+	}
+	in.dir = dir;
+	struct eng_model *m = NULL;
+	int rc = EXIT_OK;
+	if (config_only) {
+		if (eng_config_load(dir, &in.cfg) < 0)
+			rc = EXIT_RUNTIME;
+	} else if ((m = eng_model_open(dir))) {
+		in.cfg = *eng_model_config(m);
+		in.loaded = true;
+		in.mapped_bytes = eng_model_weight_bytes(m);
+	} else {
+		rc = EXIT_RUNTIME;
+	}
+	if (rc != EXIT_OK) {
+		cli_error("%s", err_msg());
+	} else {
+		compute(&in, com.ctx);
+		if (json) {
+			rc = print_json(&in);
+		} else {
+			print_config(&in);
+			print_table(&in);
+			print_costs(&in);
+			rc = fflush(stdout) == 0 ? EXIT_OK : EXIT_RUNTIME;
+		}
+	}
+	eng_model_free(m);
+	free(dir);
+	return rc;
+}

@@ -1,0 +1,277 @@
+/* hfcache.c — paths, refs, snapshot links and locks of the Hugging Face hub cache,
+ * laid out exactly as huggingface_hub does so both tools share one copy of a model. */
+#include "src/hub/hfcache.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *cat(const char *a, const char *b, const char *c)
+{
+	size_t n = strlen(a) + strlen(b) + strlen(c) + 1;
+	char *s = malloc(n);
+	if (s)
+		snprintf(s, n, "%s%s%s", a, b, c);
+	else
+		err_set("out of memory");
+	return s;
+}
+
+/* Hub names: letters, digits, '-', '_', '.', not starting or ending with '-' or '.',
+ * no "--" (the cache folder's separator) or "..", at most 96 characters. */
+static int valid_part(const char *s, size_t n)
+{
+	if (n == 0 || n > 96 || s[0] == '-' || s[0] == '.' || s[n - 1] == '-' || s[n - 1] == '.')
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			return 0;
+		if (i > 0 && (c == '-' || c == '.') && s[i - 1] == c)
+			return 0;
+	}
+	return 1;
+}
+
+/* Revisions are branch or tag names or commits; they become paths under refs/. */
+static int valid_rev(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 200 || s[0] == '/' || s[n - 1] == '/' || s[0] == '.' ||
+	    strstr(s, "..") || strstr(s, "//") || strstr(s, "/."))
+		return 0;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || strchr("-_./", *p)))
+			return 0;
+	return 1;
+}
+
+int hfc_parse_spec(const char *spec, char **repo_id, char **rev)
+{
+	const char *at = strchr(spec, '@');
+	size_t idlen = at ? (size_t)(at - spec) : strlen(spec);
+	const char *slash = memchr(spec, '/', idlen);
+	/* Paths (./x, /x, a/b/c, ~/x) are not repo ids: exactly one slash inside. */
+	if (!slash || slash == spec || memchr(slash + 1, '/', idlen - (size_t)(slash - spec) - 1) ||
+	    spec[0] == '.' || spec[0] == '~')
+		return 0;
+	if (!valid_part(spec, (size_t)(slash - spec)) ||
+	    !valid_part(slash + 1, idlen - (size_t)(slash - spec) - 1)) {
+		err_set("%s: not a directory, and not a valid Hugging Face repo id (Org/Name)", spec);
+		return -1;
+	}
+	const char *r = at ? at + 1 : "main";
+	if (!valid_rev(r)) {
+		err_set("%s: '%s' is not a valid revision", spec, r);
+		return -1;
+	}
+	*repo_id = strndup(spec, idlen);
+	*rev = strdup(r);
+	if (!*repo_id || !*rev) {
+		free(*repo_id);
+		free(*rev);
+		err_set("out of memory");
+		return -1;
+	}
+	return 1;
+}
+
+char *hfc_root(void)
+{
+	const char *v;
+	if ((v = getenv("HF_HUB_CACHE")) && *v)
+		return strdup(v);
+	if ((v = getenv("HUGGINGFACE_HUB_CACHE")) && *v)
+		return strdup(v);
+	if ((v = getenv("HF_HOME")) && *v)
+		return cat(v, "/hub", "");
+	if ((v = getenv("XDG_CACHE_HOME")) && *v)
+		return cat(v, "/huggingface/hub", "");
+	if ((v = getenv("HOME")) && *v)
+		return cat(v, "/.cache/huggingface/hub", "");
+	err_set("cannot find the Hugging Face cache: set HF_HUB_CACHE or HOME");
+	return NULL;
+}
+
+char *hfc_repo_dir(const char *root, const char *repo_id)
+{
+	const char *slash = strchr(repo_id, '/');
+	size_t n = strlen(root) + strlen(repo_id) + 16;
+	char *s = malloc(n);
+	if (!s || !slash) {
+		free(s);
+		err_set("%s: not a repo id", repo_id);
+		return NULL;
+	}
+	snprintf(s, n, "%s/models--%.*s--%s", root, (int)(slash - repo_id), repo_id, slash + 1);
+	return s;
+}
+
+static int is_commit(const char *s)
+{
+	if (strlen(s) != 40)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return 0;
+	return 1;
+}
+
+char *hfc_read_ref(const char *repo_dir, const char *rev)
+{
+	if (is_commit(rev))
+		return strdup(rev);
+	char *path = cat(repo_dir, "/refs/", rev);
+	size_t len;
+	char *s = path ? fio_read_all(path, 256, &len) : NULL;
+	free(path);
+	err_clear();
+	if (!s)
+		return NULL;
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' ' || s[len - 1] == '\r'))
+		s[--len] = '\0';
+	if (!is_commit(s)) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* The folder part of dir/name ("a/b/c" -> "a/b"), malloc'd. */
+static char *parent_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *s = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+	if (!s)
+		err_set("out of memory");
+	return s;
+}
+
+int hfc_write_ref(const char *repo_dir, const char *rev, const char *commit)
+{
+	if (!strcmp(rev, commit))
+		return 0;
+	char *path = cat(repo_dir, "/refs/", rev), *dir = path ? parent_of(path) : NULL;
+	int rc = !dir || fio_mkdirs(dir, 0755) || fio_write_atomic(path, commit, strlen(commit));
+	free(dir);
+	free(path);
+	return rc ? -1 : 0;
+}
+
+char *hfc_snapshot(const char *repo_dir, const char *commit)
+{
+	return cat(repo_dir, "/snapshots/", commit);
+}
+
+int hfc_link(const char *repo_dir, const char *commit, const char *file, const char *etag)
+{
+	char target[512] = "../../";
+	/* One "../" more for each folder in the file's name. */
+	for (const char *p = file; *p; p++)
+		if (*p == '/' && strlen(target) + 3 < sizeof target)
+			strcat(target, "../");
+	if (strlen(target) + strlen(etag) + 8 >= sizeof target)
+		return err_set("%s: name too long", file);
+	strcat(target, "blobs/");
+	strcat(target, etag);
+	char *snap = hfc_snapshot(repo_dir, commit);
+	char *path = snap ? cat(snap, "/", file) : NULL;
+	char *dir = path ? parent_of(path) : NULL;
+	char *tmp = path ? malloc(strlen(path) + 32) : NULL;
+	int rc = -1;
+	if (!tmp) {
+		err_set("out of memory");
+	} else if (fio_mkdirs(dir, 0755) == 0) {
+		sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
+		unlink(tmp);
+		if (symlink(target, tmp) || rename(tmp, path)) {
+			err_set("%s: cannot link to the blob: %s", path, strerror(errno));
+			unlink(tmp);
+		} else {
+			rc = 0;
+		}
+	}
+	free(tmp);
+	free(dir);
+	free(path);
+	free(snap);
+	return rc;
+}
+
+static char *absent_path(const char *repo_dir, const char *commit, const char *file)
+{
+	size_t n = strlen(repo_dir) + strlen(commit) + strlen(file) + 16;
+	char *s = malloc(n);
+	if (s)
+		snprintf(s, n, "%s/.no_exist/%s/%s", repo_dir, commit, file);
+	return s;
+}
+
+void hfc_mark_absent(const char *repo_dir, const char *commit, const char *file)
+{
+	char *path = absent_path(repo_dir, commit, file), *dir = path ? parent_of(path) : NULL;
+	if (dir && fio_mkdirs(dir, 0755) == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			close(fd);
+	}
+	err_clear();
+	free(dir);
+	free(path);
+}
+
+int hfc_lock(const char *root, const char *repo_id, const char *etag)
+{
+	char *repo = hfc_repo_dir("", repo_id);   /* "/models--Org--Name" */
+	char *dir = repo ? cat(root, "/.locks", repo) : NULL;
+	char *path = dir ? cat(dir, "/", etag) : NULL;
+	char *lock = path ? cat(path, ".lock", "") : NULL;
+	int fd = -1;
+	if (lock && fio_mkdirs(dir, 0755) == 0) {
+		fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			err_set("%s: cannot create: %s", lock, strerror(errno));
+		else if (flock(fd, LOCK_EX)) {
+			err_set("%s: cannot lock: %s", lock, strerror(errno));
+			close(fd);
+			fd = -1;
+		}
+	}
+	free(lock);
+	free(path);
+	free(dir);
+	free(repo);
+	return fd;
+}
+
+void hfc_unlock(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+bool hfc_valid_file(const char *name)
+{
+	size_t n = strlen(name);
+	int slashes = 0;
+	if (n == 0 || n > 200 || name[0] == '/' || name[0] == '.' || strstr(name, "..") ||
+	    strstr(name, "/.") || name[n - 1] == '/')
+		return false;
+	for (const char *p = name; *p; p++) {
+		if (*p == '/')
+			slashes++;
+		else if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			   (*p >= '0' && *p <= '9') || strchr("-_.+", *p)))
+			return false;
+	}
+	return slashes <= 1;
+}

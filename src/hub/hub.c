@@ -1,0 +1,660 @@
+/* hub.c — model resolution: a directory, a complete snapshot in the Hugging Face
+ * cache, or a download of the files a model needs into that cache. */
+#include "src/hub/hub.h"
+#include "src/hub/download.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/hub/hfcache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_MODEL "Qwen/Qwen3-0.6B"
+#define DEFAULT_ENDPOINT "https://huggingface.co"
+#define MAX_SHARDS 4096
+#define ATTEMPTS 5      /* tries per file; QWENCHAT_DOWNLOAD_ATTEMPTS overrides */
+
+const char *hub_default_model(void)
+{
+	const char *m = getenv("QWENCHAT_MODEL");
+	return m && *m ? m : DEFAULT_MODEL;
+}
+
+static bool env_true(const char *name)
+{
+	const char *v = getenv(name);
+	return v && (!strcmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "yes") ||
+		     !strcasecmp(v, "true"));
+}
+
+/* The shard files an index names (weight_map values), malloc'd, unique. NULL and
+ * err_set when the index is unreadable or names an unsafe file. */
+static char **index_shards(const char *index_path, size_t *count)
+{
+	json_error_t je;
+	json_t *root = json_load_file(index_path, 0, &je);
+	json_t *map = root ? json_object_get(root, "weight_map") : NULL;
+	char **names = NULL;
+	size_t n = 0;
+	*count = 0;
+	if (!root) {
+		err_set("%s: not valid JSON: %s (line %d)", index_path, je.text, je.line);
+		return NULL;
+	}
+	if (!json_is_object(map) || json_object_size(map) == 0) {
+		err_set("%s: weight_map: missing or empty", index_path);
+		goto fail;
+	}
+	const char *key;
+	json_t *v;
+	json_object_foreach(map, key, v) {
+		const char *f = json_string_value(v);
+		size_t fl = f ? strlen(f) : 0;
+		if (!f || !hfc_valid_file(f) || strchr(f, '/') || fl < 13 ||
+		    strcmp(f + fl - 12, ".safetensors")) {
+			err_set("%s: weight_map.%s: not a safetensors file name", index_path, key);
+			goto fail;
+		}
+		size_t i = 0;
+		while (i < n && strcmp(names[i], f))
+			i++;
+		if (i < n)
+			continue;
+		if (n == MAX_SHARDS) {
+			err_set("%s: weight_map: more than %d shards", index_path, MAX_SHARDS);
+			goto fail;
+		}
+		char **grown = realloc(names, (n + 1) * sizeof *names);
+		if (!grown || !(grown[n] = strdup(f))) {
+			names = grown ? grown : names;
+			err_set("out of memory");
+			goto fail;
+		}
+		names = grown;
+		n++;
+	}
+	json_decref(root);
+	*count = n;
+	return names ? names : calloc(1, sizeof *names);
+fail:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	json_decref(root);
+	return NULL;
+}
+
+static void free_names(char **names, size_t n)
+{
+	for (size_t i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static bool has_file(const char *dir, const char *name)
+{
+	char *p = fio_join(dir, name);
+	bool r = p && fio_is_file(p);
+	free(p);
+	return r;
+}
+
+/* True when dir holds what a model directory needs (the links resolve). */
+static bool model_complete(const char *dir)
+{
+	if (!has_file(dir, "config.json") || !has_file(dir, "tokenizer.json"))
+		return false;
+	if (has_file(dir, "model.safetensors"))
+		return true;
+	char *index = fio_join(dir, "model.safetensors.index.json");
+	size_t n = 0;
+	char **shards = index && fio_is_file(index) ? index_shards(index, &n) : NULL;
+	bool ok = shards != NULL;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = has_file(dir, shards[i]);
+	free_names(shards, n);
+	free(index);
+	err_clear();
+	return ok;
+}
+
+/* ---- progress on stderr: a bar on a terminal, a line every 10 s otherwise ---- */
+
+struct progress {
+	bool tty;
+	bool open;              /* a bar is on screen without its newline */
+	char label[128];
+	double last;            /* monotonic seconds of the last line */
+};
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void human(char *out, size_t cap, double b)
+{
+	const char *unit[] = {"B", "kB", "MB", "GB", "TB"};
+	int u = 0;
+	while (b >= 1000 && u < 4) {
+		b /= 1000;
+		u++;
+	}
+	snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+}
+
+static void show_progress(void *ud, const char *label, uint64_t done, uint64_t total,
+			  double rate, int final)
+{
+	struct progress *p = ud;
+	double t = now_s();
+	if (strcmp(p->label, label)) {
+		snprintf(p->label, sizeof p->label, "%s", label);
+		p->last = t;
+	}
+	if (!final && !p->tty && t - p->last < 10)
+		return;
+	p->last = t;
+	char d[32], tot[32], r[32], eta[32] = "--:--";
+	human(d, sizeof d, (double)done);
+	human(tot, sizeof tot, (double)total);
+	human(r, sizeof r, rate);
+	int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
+	if (rate > 0 && total > done) {
+		long s = (long)((double)(total - done) / rate);
+		snprintf(eta, sizeof eta, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+	}
+	if (p->tty) {
+		char bar[21];
+		int fill = pct / 5;
+		for (int i = 0; i < 20; i++)
+			bar[i] = i < fill ? '#' : '.';
+		bar[20] = '\0';
+		fprintf(stderr, "\r\033[K%-28.28s %3d%% [%s] %s / %s  %s/s  ETA %s%s", label, pct,
+			bar, d, tot, r, final ? "0:00:00" : eta, final ? "\n" : "");
+		p->open = !final;
+	} else if (final) {
+		fprintf(stderr, "%s: %s done (%s/s)\n", label, tot, r);
+	} else {
+		fprintf(stderr, "%s: %s of %s (%d%%), %s/s, ETA %s\n", label, d, tot, pct, r, eta);
+	}
+	fflush(stderr);
+}
+
+/* Ends a bar cut short, so that the next message starts on its own line. */
+static void progress_break(struct progress *p)
+{
+	if (p->open)
+		fputc('\n', stderr);
+	p->open = false;
+}
+
+/* ---- downloading a snapshot ---- */
+
+struct fetch {
+	struct dl *dl;
+	struct progress *prog;
+	const char *endpoint, *root, *repo_id, *repo_dir, *rev;
+	char commit[41];        /* set by the first answer; later requests pin it */
+};
+
+/* ENDPOINT/Org/Name/resolve/REV/FILE with the revision's slashes escaped. */
+static char *file_url(const struct fetch *f, const char *file)
+{
+	const char *rev = f->commit[0] ? f->commit : f->rev;
+	size_t n = strlen(f->endpoint) + strlen(f->repo_id) + 3 * strlen(rev) + strlen(file) + 16;
+	char *u = malloc(n);
+	if (!u)
+		return NULL;
+	int k = snprintf(u, n, "%s/%s/resolve/", f->endpoint, f->repo_id);
+	for (const char *p = rev; *p; p++)
+		k += *p == '/' ? snprintf(u + k, n - (size_t)k, "%%2F") :
+			snprintf(u + k, n - (size_t)k, "%c", *p);
+	snprintf(u + k, n - (size_t)k, "/%s", file);
+	return u;
+}
+
+static int enough_space(const char *dir, const char *file, uint64_t need)
+{
+	struct statvfs sv;
+	if (statvfs(dir, &sv) == 0 && (uint64_t)sv.f_bavail * sv.f_frsize < need) {
+		char a[32], b[32];
+		human(a, sizeof a, (double)need);
+		human(b, sizeof b, (double)sv.f_bavail * (double)sv.f_frsize);
+		return err_set("%s: not enough disk space in %s: need %s, %s free", file, dir, a, b);
+	}
+	return 0;
+}
+
+static uint64_t file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Downloads blobs/ETAG through blobs/ETAG.incomplete, retrying broken transfers
+ * (each retry resumes where the last one stopped). Called with the blob's lock held. */
+static int fetch_blob(struct fetch *f, const char *url, const char *file,
+		      const struct dl_meta *m, const char *blob)
+{
+	char *part = malloc(strlen(blob) + 16);
+	if (!part)
+		return err_set("out of memory");
+	sprintf(part, "%s.incomplete", blob);
+	char *dir = fio_join(f->repo_dir, "blobs");
+	uint64_t have = file_size(part);
+	int rc = enough_space(dir, file, m->size > have ? m->size - have : 0);
+	if (rc == 0 && have > 0 && have < m->size) {
+		char h[32];
+		human(h, sizeof h, (double)have);
+		fprintf(stderr, "%s: resuming after %s\n", file, h);
+	}
+	const char *env = getenv("QWENCHAT_DOWNLOAD_ATTEMPTS");
+	int attempts = env && atoi(env) >= 1 && atoi(env) <= 100 ? atoi(env) : ATTEMPTS;
+	for (int attempt = 1; rc == 0; attempt++) {
+		int r = dl_get(f->dl, url, part, file, m);
+		if (r == DL_OK)
+			break;
+		if (r != DL_RETRY || attempt >= attempts) {
+			rc = -1;
+			break;
+		}
+		progress_break(f->prog);
+		fprintf(stderr, "%s; retrying (%d of %d)\n", err_msg(), attempt + 1, attempts);
+		sleep((unsigned)attempt);
+	}
+	if (rc == 0 && rename(part, blob))
+		rc = err_set("%s: cannot rename to %s: %s", part, blob, strerror(errno));
+	if (rc == 0) {
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			fsync(fd);
+			close(fd);
+		}
+	}
+	free(dir);
+	free(part);
+	return rc;
+}
+
+/* Puts one file of the snapshot in place. 0 done, 1 absent (optional only), -1 error. */
+static int fetch_file(struct fetch *f, const char *file, bool optional)
+{
+	struct dl_meta m;
+	char *url = file_url(f, file), *blob = NULL;
+	int rc = -1, lock = -1;
+	if (!url)
+		return err_set("out of memory");
+	int r = dl_head(f->dl, url, file, &m);
+	if (r == DL_ABSENT) {
+		if (f->commit[0])
+			hfc_mark_absent(f->repo_dir, f->commit, file);
+		rc = optional ? 1 : err_set("%s: not found at revision %s (HTTP 404)", file,
+					    f->commit[0] ? f->commit : f->rev);
+		goto out;
+	}
+	if (r != DL_OK)
+		goto out;
+	if (!f->commit[0])
+		memcpy(f->commit, m.commit, sizeof f->commit);
+	else if (strcmp(f->commit, m.commit)) {
+		err_set("%s: the Hub answered for commit %s, not %s", file, m.commit, f->commit);
+		goto out;
+	}
+	char *blobs = fio_join(f->repo_dir, "blobs");
+	blob = blobs ? fio_join(blobs, m.etag) : NULL;
+	if (!blob || fio_mkdirs(blobs, 0755)) {
+		free(blobs);
+		goto out;
+	}
+	free(blobs);
+	if (!(fio_is_file(blob) && file_size(blob) == m.size)) {
+		if ((lock = hfc_lock(f->root, f->repo_id, m.etag)) < 0)
+			goto out;
+		/* Another process may have finished it while we waited for the lock. */
+		if (!(fio_is_file(blob) && file_size(blob) == m.size) &&
+		    fetch_blob(f, url, file, &m, blob))
+			goto out;
+	}
+	rc = hfc_link(f->repo_dir, f->commit, file, m.etag);
+out:
+	hfc_unlock(lock);
+	free(blob);
+	free(url);
+	return rc;
+}
+
+static const char *hub_token(char **owned)
+{
+	const char *t = getenv("HF_TOKEN");
+	*owned = NULL;
+	if (t && *t)
+		return t;
+	/* The file `huggingface-cli login` writes: $HF_HOME/token, HF_HOME defaulting
+	 * to $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface. */
+	const char *path = getenv("HF_TOKEN_PATH"), *home = getenv("HF_HOME");
+	const char *xdg = getenv("XDG_CACHE_HOME"), *user = getenv("HOME");
+	char *p = NULL;
+	if (path && *path)
+		p = strdup(path);
+	else if (home && *home)
+		p = fio_join(home, "token");
+	else if (xdg && *xdg)
+		p = fio_join(xdg, "huggingface/token");
+	else if (user && *user)
+		p = fio_join(user, ".cache/huggingface/token");
+	size_t len;
+	char *s = p && fio_is_file(p) ? fio_read_all(p, 4096, &len) : NULL;
+	free(p);
+	err_clear();
+	if (!s)
+		return NULL;
+	while (len > 0 && strchr(" \t\r\n", s[len - 1]))
+		s[--len] = '\0';
+	*owned = s;
+	return *s ? s : NULL;
+}
+
+/* The weights: a single file, or an index and the shards it names. */
+static int fetch_weights(struct fetch *f)
+{
+	int r = fetch_file(f, "model.safetensors", true);
+	if (r <= 0)
+		return r;
+	r = fetch_file(f, "model.safetensors.index.json", true);
+	if (r < 0)
+		return r;
+	if (r == 1)
+		return err_set("neither model.safetensors nor model.safetensors.index.json "
+			       "is in the repository");
+	char *snap = hfc_snapshot(f->repo_dir, f->commit);
+	char *index = snap ? fio_join(snap, "model.safetensors.index.json") : NULL;
+	size_t n = 0;
+	char **shards = index ? index_shards(index, &n) : NULL;
+	r = shards ? 0 : -1;
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = fetch_file(f, shards[i], false) ? -1 : 0;
+	free_names(shards, n);
+	free(index);
+	free(snap);
+	return r;
+}
+
+/* Downloads the snapshot's config and tokenizer files and, when weights is set, the
+ * weights. Returns the snapshot directory (malloc'd) or NULL. */
+static char *download(const char *repo_id, const char *rev, const char *root,
+		      const char *repo_dir, bool weights)
+{
+	static const struct { const char *name; bool optional; } files[] = {
+		{"config.json", false}, {"generation_config.json", true},
+		{"tokenizer.json", false}, {"tokenizer_config.json", true},
+	};
+	struct progress prog = {
+		.tty = isatty(STDERR_FILENO) && !env_true("HF_HUB_DISABLE_PROGRESS_BARS"),
+	};
+	char *token_owned;
+	const char *token = hub_token(&token_owned);
+	const char *ep = getenv("HF_ENDPOINT");
+	char *endpoint = strdup(ep && *ep ? ep : DEFAULT_ENDPOINT);
+	struct fetch f = {.root = root, .repo_id = repo_id, .repo_dir = repo_dir, .rev = rev,
+			  .prog = &prog};
+	char *snap = NULL;
+	f.dl = endpoint ? dl_new(token, show_progress, &prog) : NULL;
+	if (f.dl) {
+		size_t el = strlen(endpoint);
+		while (el > 0 && endpoint[el - 1] == '/')
+			endpoint[--el] = '\0';
+		f.endpoint = endpoint;
+		int rc = 0;
+		for (size_t i = 0; rc == 0 && i < sizeof files / sizeof files[0]; i++)
+			rc = fetch_file(&f, files[i].name, files[i].optional ||
+					(!weights && strcmp(files[i].name, "tokenizer.json"))) < 0 ? -1 : 0;
+		if (rc == 0 && weights)
+			rc = fetch_weights(&f);
+		/* The ref moves only once the snapshot is whole. */
+		if (rc == 0 && hfc_write_ref(repo_dir, rev, f.commit) == 0)
+			snap = hfc_snapshot(repo_dir, f.commit);
+		if (!snap)
+			err_prefix("%s@%s", repo_id, rev);
+		progress_break(&prog);
+	}
+	dl_free(f.dl);
+	free(endpoint);
+	free(token_owned);
+	return snap;
+}
+
+static char *resolve_repo(const char *repo_id, const char *rev, bool pull, bool weights)
+{
+	char *root = hfc_root();
+	char *repo_dir = root ? hfc_repo_dir(root, repo_id) : NULL;
+	char *commit = repo_dir ? hfc_read_ref(repo_dir, rev) : NULL;
+	char *snap = commit ? hfc_snapshot(repo_dir, commit) : NULL;
+	bool offline = env_true("HF_HUB_OFFLINE");
+	if (snap && !(weights ? model_complete(snap) : has_file(snap, "tokenizer.json"))) {
+		free(snap);
+		snap = NULL;
+	}
+	if (repo_dir && !(snap && (offline || !pull))) {
+		free(snap);
+		snap = NULL;
+		if (offline)
+			err_set("%s@%s: %s the Hugging Face cache (%s), and HF_HUB_OFFLINE is set",
+				repo_id, rev, commit ? "incomplete in" : "not in", root);
+		else
+			snap = download(repo_id, rev, root, repo_dir, weights);
+	}
+	free(commit);
+	free(repo_dir);
+	free(root);
+	return snap;
+}
+
+static char *resolve_spec(const char *spec, bool pull, bool weights)
+{
+	char *id, *rev;
+	int r = hfc_parse_spec(spec, &id, &rev);
+	if (r == 0)
+		err_set("%s: no such model directory, and not a Hugging Face repo id (Org/Name)",
+			spec);
+	if (r != 1)
+		return NULL;
+	char *dir = resolve_repo(id, rev, pull, weights);
+	free(id);
+	free(rev);
+	return dir;
+}
+
+static char *resolve(const char *model, bool weights)
+{
+	if (!model || !*model)
+		model = hub_default_model();
+	if (fio_is_dir(model)) {
+		char *d = strdup(model);
+		if (!d)
+			err_set("out of memory");
+		return d;
+	}
+	return resolve_spec(model, false, weights);
+}
+
+char *hub_resolve(const char *model)
+{
+	return resolve(model, true);
+}
+
+char *hub_resolve_tokenizer(const char *model)
+{
+	return resolve(model, false);
+}
+
+char *hub_pull(const char *spec)
+{
+	return resolve_spec(spec, true, true);
+}
+
+/* ---- listing the cache ---- */
+
+static bool is_qwen3(const char *snap)
+{
+	char *path = fio_join(snap, "config.json");
+	json_t *root = path ? json_load_file(path, 0, NULL) : NULL;
+	const char *type = json_string_value(json_object_get(root, "model_type"));
+	bool r = type && !strcmp(type, "qwen3");
+	json_decref(root);
+	free(path);
+	return r;
+}
+
+/* The names under refs/ (one level) whose content is commit, comma-separated. */
+static char *refs_naming(const char *repo_dir, const char *commit)
+{
+	char *dir = fio_join(repo_dir, "refs");
+	DIR *d = dir ? opendir(dir) : NULL;
+	size_t cap = 1, len = 0;
+	char *out = calloc(1, 1);
+	struct dirent *e;
+	while (d && out && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *c = hfc_read_ref(repo_dir, e->d_name);
+		if (c && !strcmp(c, commit)) {
+			size_t n = strlen(e->d_name);
+			char *grown = realloc(out, cap + n + 1);
+			if (grown) {
+				out = grown;
+				cap += n + 1;
+				len += (size_t)sprintf(out + len, "%s%s", len ? "," : "", e->d_name);
+			}
+		}
+		free(c);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	return out;
+}
+
+/* Bytes of the files in a snapshot (links followed; one level of folders). */
+static uint64_t tree_bytes(const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	uint64_t sum = 0;
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *p = fio_join(dir, e->d_name);
+		struct stat st;
+		if (p && stat(p, &st) == 0) {
+			if (S_ISREG(st.st_mode))
+				sum += (uint64_t)st.st_size;
+			else if (S_ISDIR(st.st_mode) && depth < 1)
+				sum += tree_bytes(p, depth + 1);
+		}
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
+/* Appends the Qwen3 snapshots of one models--Org--Name folder. */
+static int list_repo(const char *root, const char *folder, struct hub_entry **out, size_t *n)
+{
+	const char *name = folder + strlen("models--"), *sep = strstr(name, "--");
+	if (!sep)
+		return 0;
+	char *repo_dir = fio_join(root, folder);
+	char *snaps = repo_dir ? fio_join(repo_dir, "snapshots") : NULL;
+	DIR *d = snaps ? opendir(snaps) : NULL;
+	struct dirent *e;
+	int rc = 0;
+	while (d && rc == 0 && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *snap = fio_join(snaps, e->d_name);
+		if (snap && fio_is_dir(snap) && is_qwen3(snap)) {
+			struct hub_entry *grown = realloc(*out, (*n + 1) * sizeof **out);
+			if (!grown) {
+				rc = err_set("out of memory");
+			} else {
+				*out = grown;
+				struct hub_entry *h = &grown[(*n)++];
+				size_t ol = (size_t)(sep - name);
+				h->repo_id = malloc(strlen(name) + 1);
+				if (h->repo_id)
+					sprintf(h->repo_id, "%.*s/%s", (int)ol, name, sep + 2);
+				h->commit = strdup(e->d_name);
+				h->refs = refs_naming(repo_dir, e->d_name);
+				h->bytes = tree_bytes(snap, 0);
+				h->complete = model_complete(snap);
+				if (!h->repo_id || !h->commit || !h->refs)
+					rc = err_set("out of memory");
+			}
+		}
+		free(snap);
+	}
+	if (d)
+		closedir(d);
+	free(snaps);
+	free(repo_dir);
+	return rc;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct hub_entry *x = a, *y = b;
+	int c = strcmp(x->repo_id ? x->repo_id : "", y->repo_id ? y->repo_id : "");
+	return c ? c : strcmp(x->commit ? x->commit : "", y->commit ? y->commit : "");
+}
+
+int hub_list(struct hub_entry **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	char *root = hfc_root();
+	if (!root)
+		return -1;
+	DIR *d = opendir(root);
+	struct dirent *e;
+	int rc = 0;
+	while (d && rc == 0 && (e = readdir(d)))
+		if (!strncmp(e->d_name, "models--", 8))
+			rc = list_repo(root, e->d_name, out, n);
+	if (d)
+		closedir(d);
+	free(root);
+	if (rc) {
+		hub_list_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		return -1;
+	}
+	if (*n > 1)
+		qsort(*out, *n, sizeof **out, cmp_entry);
+	return 0;
+}
+
+void hub_list_free(struct hub_entry *e, size_t n)
+{
+	for (size_t i = 0; e && i < n; i++) {
+		free(e[i].repo_id);
+		free(e[i].commit);
+		free(e[i].refs);
+	}
+	free(e);
+}

@@ -1,0 +1,45 @@
+/* hub.h — turning a -m argument into a model directory: an existing directory,
+ * the Hugging Face cache, or a download from the Hub (src/hub/download.c) into that
+ * cache (src/hub/hfcache.c). Downloads report their progress on stderr: the one place
+ * where library code prints, because a download of gigabytes must not be silent. */
+#ifndef QWENCHAT_HUB_H
+#define QWENCHAT_HUB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Resolves MODEL (a directory, or a repo id "Org/Name[@rev]"; NULL means
+ * $QWENCHAT_MODEL, else "Qwen/Qwen3-0.6B") to a malloc'd directory path.
+ * A repo id complete in the cache is used without any network access; otherwise
+ * the missing files are downloaded from $HF_ENDPOINT (never with HF_HUB_OFFLINE=1).
+ * NULL on error (err_set says what was tried). */
+char *hub_resolve(const char *model);
+
+/* Like hub_resolve, for commands that need only the tokenizer (tokenize,
+ * detokenize, template): a repo id needs only tokenizer.json in the cache, and a
+ * download fetches the config and tokenizer files without the weights. */
+char *hub_resolve_tokenizer(const char *model);
+
+/* The model used when -m is absent: $QWENCHAT_MODEL, else "Qwen/Qwen3-0.6B". */
+const char *hub_default_model(void);
+
+/* Like hub_resolve for a repo id, but always asks the Hub which commit the
+ * revision names now and downloads what the cache lacks (with HF_HUB_OFFLINE=1,
+ * only checks the cache). Returns the snapshot directory, malloc'd; NULL on error. */
+char *hub_pull(const char *spec);
+
+/* One Qwen3 snapshot in the cache. */
+struct hub_entry {
+	char *repo_id;      /* "Org/Name" */
+	char *commit;       /* 40 hex digits */
+	char *refs;         /* refs naming this commit, comma-separated ("" when none) */
+	uint64_t bytes;     /* size of the files the snapshot holds */
+	int complete;       /* 1 when it has everything a model directory needs */
+};
+
+/* The snapshots in the cache whose config.json says model_type "qwen3", sorted by
+ * repo id. 0 (with *out possibly NULL when *n is 0) or -1 (err_set). */
+int hub_list(struct hub_entry **out, size_t *n);
+void hub_list_free(struct hub_entry *e, size_t n);
+
+#endif

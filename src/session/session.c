@@ -1,0 +1,446 @@
+/* session.c — the KV cache across turns: common-prefix reuse, chunked prefill with
+ * cancel, the decode loop with streamed reasoning/answer text, context overflow. */
+#include "src/session/session.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "src/base/err.h"
+
+enum { SESS_MAX_STOP = SAMP_MAX_EOS + 2 };
+
+struct sess {
+	struct eng *e;
+	struct tok *t;
+	int chunk;
+	int vocab;                 /* the model's logits row length */
+	int sample_vocab;          /* ids the tokenizer can decode: min(vocab, tokenizer's) */
+	int ctx;                   /* eng_ctx */
+	int32_t stop[SESS_MAX_STOP];
+	int n_stop;
+	int32_t think_open, think_close;   /* <think>, </think> ids or -1 */
+	atomic_int *cancel;
+	void (*progress)(void *user, int done, int total);
+	void *progress_user;
+	int32_t *ids;              /* (ctx) ids[0..n) are the cache contents */
+	int n;
+	float *logits;             /* (vocab) after ids[n-1], when logits_ok */
+	bool logits_ok;
+	double t_sync;             /* when the current turn's sess_sync began */
+	struct sess_stats st;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool cancelled(const struct sess *s)
+{
+	return s->cancel && atomic_load(s->cancel) != 0;
+}
+
+static void add_stop(struct sess *s, int32_t id)
+{
+	if (id < 0 || id >= s->vocab || s->n_stop == SESS_MAX_STOP)
+		return;
+	for (int i = 0; i < s->n_stop; i++)
+		if (s->stop[i] == id)
+			return;
+	s->stop[s->n_stop++] = id;
+}
+
+struct sess *sess_new(struct eng *e, const struct eng_model *m, struct tok *t,
+		      const struct sess_options *opt)
+{
+	struct sess_options none = {0};
+	if (!e || !m || !t) {
+		err_set("session: no engine, model or tokenizer");
+		return NULL;
+	}
+	if (!opt)
+		opt = &none;
+	if (opt->chunk < 0 || opt->n_eos < 0 || opt->n_eos > SAMP_MAX_EOS) {
+		err_set("session: bad options (chunk %d, %d eos ids)", opt->chunk, opt->n_eos);
+		return NULL;
+	}
+	struct sess *s = calloc(1, sizeof *s);
+	if (!s) {
+		err_set("session: out of memory");
+		return NULL;
+	}
+	s->e = e;
+	s->t = t;
+	s->chunk = opt->chunk ? opt->chunk : SESS_DEFAULT_CHUNK;
+	s->vocab = eng_model_config(m)->vocab_size;
+	/* Qwen3 pads its embedding past the tokenizer (151,936 rows, 151,669 ids): the
+	 * padding rows are never sampled, so every generated id can be decoded (a random
+	 * test model would otherwise pick them now and then). */
+	s->sample_vocab = tok_vocab_size(t) < s->vocab ? tok_vocab_size(t) : s->vocab;
+	s->ctx = eng_ctx(e);
+	s->cancel = opt->cancel;
+	s->progress = opt->progress;
+	s->progress_user = opt->progress_user;
+	add_stop(s, tok_id(t, "<|im_end|>"));
+	add_stop(s, tok_id(t, "<|endoftext|>"));
+	for (int i = 0; i < opt->n_eos; i++)
+		add_stop(s, opt->eos[i]);
+	s->think_open = tok_id(t, "<think>");
+	s->think_close = tok_id(t, "</think>");
+	s->ids = malloc((size_t)s->ctx * sizeof *s->ids);
+	s->logits = malloc((size_t)s->vocab * sizeof *s->logits);
+	if (!s->ids || !s->logits) {
+		sess_free(s);
+		err_set("session: out of memory");
+		return NULL;
+	}
+	if (eng_truncate(e, 0)) {
+		sess_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void sess_free(struct sess *s)
+{
+	if (!s)
+		return;
+	free(s->ids);
+	free(s->logits);
+	free(s);
+}
+
+int sess_n(const struct sess *s) { return s->n; }
+const int32_t *sess_ids(const struct sess *s) { return s->ids; }
+const struct sess_stats *sess_stats(const struct sess *s) { return &s->st; }
+const float *sess_logits(const struct sess *s) { return s->logits_ok ? s->logits : NULL; }
+
+void sess_reset(struct sess *s)
+{
+	eng_truncate(s->e, 0);
+	s->n = 0;
+	s->logits_ok = false;
+}
+
+int sess_sync(struct sess *s, const int32_t *ids, int n)
+{
+	memset(&s->st, 0, sizeof s->st);
+	s->t_sync = now_s();
+	if (n < 1)
+		return err_set("session: nothing to run (0 tokens)");
+	if (n > s->ctx)
+		return err_set("session: %d tokens do not fit the context of %d", n, s->ctx);
+	for (int i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= s->vocab)
+			return err_set("session: token %d: id %d is not below the vocabulary "
+				       "size %d", i, (int)ids[i], s->vocab);
+	int keep = 0;
+	while (keep < s->n && keep < n - 1 && s->ids[keep] == ids[keep])
+		keep++;
+	/* Nothing to do: the same tokens, and their logits are still at hand. */
+	if (keep == n - 1 && s->n == n && s->logits_ok && s->ids[n - 1] == ids[n - 1]) {
+		s->st.reused = n;
+		return 0;
+	}
+	if (eng_truncate(s->e, keep))
+		return -1;
+	s->n = keep;
+	s->logits_ok = false;
+	s->st.reused = keep;
+	double t0 = now_s();
+	int rc = 0;
+	for (int pos = keep; pos < n;) {
+		if (cancelled(s)) {
+			rc = 1;
+			break;
+		}
+		int c = n - pos < s->chunk ? n - pos : s->chunk;
+		if (eng_forward(s->e, ids + pos, c, pos, s->logits, false)) {
+			s->n = eng_cached(s->e) < pos ? eng_cached(s->e) : pos;
+			rc = -1;
+			break;
+		}
+		memcpy(s->ids + pos, ids + pos, (size_t)c * sizeof *ids);
+		pos += c;
+		s->n = pos;
+		s->st.prefilled += c;
+		if (s->progress)
+			s->progress(s->progress_user, pos - keep, n - keep);
+	}
+	s->logits_ok = rc == 0;
+	s->st.prefill_seconds = now_s() - t0;
+	if (s->st.prefill_seconds > 0)
+		s->st.prefill_tps = s->st.prefilled / s->st.prefill_seconds;
+	return rc;
+}
+
+/* Text routing for one answer: which part is being written, and the newlines the
+ * template would strip (leading ones of each part, trailing ones of the reasoning). */
+struct router {
+	sess_emit_fn emit;
+	void *user;
+	enum sess_part part;
+	bool part_start;           /* nothing of this part emitted yet */
+	size_t held_nl;            /* reasoning newlines held back until more text comes */
+	int stop;                  /* what emit returned */
+};
+
+static void route(struct router *r, const char *text, size_t len)
+{
+	static const char nl[16] = "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n";
+	if (r->part_start) {
+		while (len && *text == '\n')
+			text++, len--;
+		if (!len)
+			return;
+		r->part_start = false;
+	}
+	if (!r->emit || r->stop)
+		return;
+	size_t body = len;
+	if (r->part == SESS_REASONING) {
+		while (body && text[body - 1] == '\n')
+			body--;
+		if (!body) {
+			r->held_nl += len;
+			return;
+		}
+		while (r->held_nl && !r->stop) {
+			size_t k = r->held_nl < sizeof nl ? r->held_nl : sizeof nl;
+			r->stop = r->emit(r->user, r->part, nl, k);
+			r->held_nl -= k;
+		}
+	}
+	if (!r->stop)
+		r->stop = r->emit(r->user, r->part, text, body);
+	if (r->part == SESS_REASONING)
+		r->held_nl = len - body;
+}
+
+static void switch_part(struct router *r, struct tok_stream *ts, enum sess_part part)
+{
+	size_t len;
+	const char *rest = tok_stream_flush(ts, &len);
+	if (rest && len)
+		route(r, rest, len);
+	r->part = part;
+	r->part_start = true;
+	r->held_nl = 0;
+}
+
+static bool is_stop(const struct sess *s, int32_t id)
+{
+	for (int i = 0; i < s->n_stop; i++)
+		if (s->stop[i] == id)
+			return true;
+	return false;
+}
+
+/* Routes one sampled (non-stop) id to the text streams. -1 on a decode error. */
+static int emit_token(struct sess *s, struct router *r, struct tok_stream *ts,
+		      enum sess_split split, int32_t id)
+{
+	if (split != SESS_SPLIT_NONE && id == s->think_open) {
+		switch_part(r, ts, SESS_REASONING);
+		return 0;
+	}
+	if (split != SESS_SPLIT_NONE && id == s->think_close) {
+		switch_part(r, ts, SESS_ANSWER);
+		return 0;
+	}
+	size_t len;
+	const char *text = tok_stream_push(ts, id, &len);
+	if (!text)
+		return -1;
+	if (len)
+		route(r, text, len);
+	return 0;
+}
+
+/* The settings for the backend to pick the token after `id` itself (it then goes to
+ * position s->n), or false when it cannot: the CPU backend, or a top-k it does not
+ * handle. The penalty window is the one samp_next would see after id. */
+static bool device_sampling(struct sess *s, struct samp *sp, int32_t id, struct eng_sampling *es)
+{
+	const struct samp_params *p = samp_get_params(sp);
+	int nr = s->n + 1 < SAMP_PENALTY_LAST_N ? s->n + 1 : SAMP_PENALTY_LAST_N;
+	s->ids[s->n] = id;   /* in the window; s->n moves only once the forward succeeds */
+	*es = (struct eng_sampling){
+		.greedy = p->greedy || p->temperature == 0,
+		.temperature = p->temperature,
+		.top_k = p->top_k,
+		.top_p = p->top_p,
+		.min_p = p->min_p,
+		.presence_penalty = p->presence_penalty,
+		.repetition_penalty = p->repetition_penalty,
+		.recent = s->ids + s->n + 1 - nr,
+		.n_recent = nr,
+		.vocab_limit = s->sample_vocab,
+		.uniform = samp_peek_uniform(sp),
+	};
+	return eng_can_sample(s->e, es);
+}
+
+int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split split,
+		  sess_emit_fn emit, void *user)
+{
+	if (!s->logits_ok || s->n < 1)
+		return err_set("session: no logits to sample from (sess_sync first)");
+	if (max_new < 0)
+		return err_set("session: max_new %d is negative", max_new);
+	struct tok_stream *ts = tok_stream_new(s->t, true);
+	if (!ts)
+		return -1;
+	struct router r = {emit, user, SESS_ANSWER, true, 0, 0};
+	if (split == SESS_SPLIT_REASONING_FIRST)
+		r.part = SESS_REASONING;
+	s->st.generated = 0;
+	double t_first = 0;
+	int forwards = 0, rc = 0;
+	int32_t next = -1;   /* the id the backend picked in the last forward, or -1 */
+	enum sess_stop why = SESS_STOP_MAX;
+	for (;;) {
+		if (s->st.generated >= max_new) {
+			why = SESS_STOP_MAX;
+			break;
+		}
+		if (cancelled(s)) {
+			why = SESS_STOP_CANCEL;
+			break;
+		}
+		int32_t id = next;
+		next = -1;
+		if (id < 0) {
+			int nr = s->n < SAMP_PENALTY_LAST_N ? s->n : SAMP_PENALTY_LAST_N;
+			/* ids past the tokenizer can never be picked (see sample_vocab) */
+			for (int i = s->sample_vocab; i < s->vocab; i++)
+				s->logits[i] = -1e30f;
+			id = samp_next(sp, s->logits, s->vocab, s->ids + s->n - nr, nr);
+			if (id < 0) {
+				rc = -1;
+				break;
+			}
+		}
+		if (!t_first) {
+			t_first = now_s();
+			s->st.ttft = t_first - s->t_sync;
+		}
+		bool stop = is_stop(s, id);
+		if (!stop) {
+			s->st.generated++;
+			if (emit_token(s, &r, ts, split, id)) {
+				rc = -1;
+				break;
+			}
+		}
+		/* Every sampled token goes into the cache, the stop token too: the next
+		 * render holds it (<|im_end|> closes the turn), and ids then say exactly
+		 * what was generated. Only a full cache leaves one out. */
+		if (s->n >= s->ctx) {
+			why = SESS_STOP_CTX;
+			break;
+		}
+		/* Where the backend can, it picks the next id itself and only that id comes
+		 * back; the last forward of the answer brings its logits back as before, so
+		 * that they stay at hand (sess_logits). */
+		bool last = stop || s->st.generated >= max_new;
+		struct eng_sampling es;
+		int frc;
+		if (!last && device_sampling(s, sp, id, &es)) {
+			bool used = false;
+			frc = eng_forward_sample(s->e, id, s->n, &es, &next, &used);
+			if (frc == 0 && used)
+				samp_take_uniform(sp);
+		} else {
+			frc = eng_forward(s->e, &id, 1, s->n, s->logits, false);
+		}
+		s->logits_ok = frc == 0 && next < 0;
+		if (frc) {
+			rc = -1;
+			break;
+		}
+		s->ids[s->n++] = id;
+		forwards++;
+		if (stop) {
+			why = SESS_STOP_EOS;
+			break;
+		}
+		if (r.stop) {
+			why = SESS_STOP_CALLER;
+			break;
+		}
+	}
+	if (rc == 0) {
+		size_t len;
+		const char *rest = tok_stream_flush(ts, &len);
+		if (rest && len)
+			route(&r, rest, len);
+		s->st.stop = why;
+	}
+	tok_stream_free(ts);
+	if (t_first) {
+		s->st.decode_seconds = now_s() - t_first;
+		if (forwards && s->st.decode_seconds > 0)
+			s->st.decode_tps = forwards / s->st.decode_seconds;
+	}
+	return rc;
+}
+
+/* Tokenizes the rendered conversation. NULL with err_set. */
+static int32_t *render_ids(struct tok *t, const struct chat *c, enum tmpl_variant v,
+			   int think, size_t *n)
+{
+	size_t len;
+	char *text = tmpl_render(c, v, true, think, &len);
+	if (!text)
+		return NULL;
+	int32_t *ids = tok_encode(t, text, len, n);
+	free(text);
+	return ids;
+}
+
+int32_t *sess_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v,
+			 int enable_thinking, int ctx, int reserve, int *n, int *dropped)
+{
+	*dropped = 0;
+	for (;;) {
+		size_t k;
+		int32_t *ids = render_ids(t, c, v, enable_thinking, &k);
+		if (!ids)
+			return NULL;
+		if (k + (size_t)(reserve > 0 ? reserve : 0) <= (size_t)ctx) {
+			*n = (int)k;
+			return ids;
+		}
+		size_t first = c->n && c->turns[0].role == CHAT_SYSTEM ? 1 : 0;
+		long last = chat_last(c, CHAT_USER);
+		if (last < 0 || (size_t)last <= first) {
+			/* Nothing left to drop: go on with less room for the answer. */
+			if (k < (size_t)ctx) {
+				*n = (int)k;
+				return ids;
+			}
+			free(ids);
+			if (last < 0) {
+				err_set("the conversation is %zu tokens, the context holds %d", k, ctx);
+				return NULL;
+			}
+			const char *msg = c->turns[last].content;
+			size_t m = 0;
+			int32_t *mids = tok_encode(t, msg, strlen(msg), &m);
+			free(mids);
+			err_set("the message is %zu tokens, the context holds %d", m, ctx);
+			return NULL;
+		}
+		free(ids);
+		/* One whole turn: from the first turn up to the next user turn. */
+		size_t end = first + 1;
+		while (end < (size_t)last && c->turns[end].role != CHAT_USER)
+			end++;
+		chat_remove(c, first, end - first);
+		(*dropped)++;
+	}
+}

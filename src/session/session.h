@@ -1,0 +1,134 @@
+/* session.h — one conversation's KV cache kept across turns: ids[0..n) are exactly
+ * the tokens whose K/V the engine holds (DESIGN.md, "one rule keeps the cache
+ * honest"); a new render reuses the longest common prefix and prefills the rest;
+ * the decode loop streams reasoning and answer apart. */
+#ifndef QWENCHAT_SESSION_H
+#define QWENCHAT_SESSION_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "src/chat/chat.h"
+#include "src/session/sampler.h"
+#include "src/chat/template.h"
+#include "tokenizer/tokenizer.h"
+
+struct sess_options {
+	int chunk;                  /* prefill chunk in tokens; 0 = SESS_DEFAULT_CHUNK */
+	const int32_t *eos;         /* extra stop ids (generation_config.json's eos_token_id) */
+	int n_eos;
+	/* Set non-zero (from a signal handler or another thread) to stop the running
+	 * sess_sync/sess_generate at the next chunk or token; the session stays
+	 * consistent. The session never clears it. May be NULL. */
+	atomic_int *cancel;
+	/* Called after each prefill chunk with the tokens of this sync done so far and
+	 * its total (a progress bar for long prompts); may be NULL. */
+	void (*progress)(void *user, int done, int total);
+	void *progress_user;
+};
+
+/* Prefill chunk: bounds the activations (and attention scores) of one forward, so a
+ * 32K-token prompt never needs memory quadratic in its length, and is how often
+ * cancel is looked at while prefilling. */
+enum { SESS_DEFAULT_CHUNK = 512 };
+
+/* Why sess_generate stopped. */
+enum sess_stop {
+	SESS_STOP_EOS,      /* <|im_end|>, <|endoftext|> or a generation_config eos id */
+	SESS_STOP_MAX,      /* max_new tokens generated */
+	SESS_STOP_CTX,      /* the KV cache is full */
+	SESS_STOP_CANCEL,   /* the cancel flag was set */
+	SESS_STOP_CALLER,   /* the emit callback returned non-zero */
+};
+
+/* Statistics of the current turn: sess_sync starts a new turn and zeroes them. */
+struct sess_stats {
+	int reused;                 /* tokens kept from the cache (common prefix) */
+	int prefilled;              /* tokens run through the prefill this turn */
+	int generated;              /* tokens sampled (the stop token not counted) */
+	double prefill_seconds;     /* wall time of the prefill forwards */
+	double decode_seconds;      /* wall time of sampling + decode forwards */
+	double ttft;                /* sess_sync start to the first generated token, s */
+	double prefill_tps;         /* prefilled / prefill_seconds (0 when none) */
+	double decode_tps;          /* decode forwards / decode_seconds (0 when none) */
+	enum sess_stop stop;        /* why the last sess_generate ended */
+};
+
+/* Which stream a piece of generated text belongs to. */
+enum sess_part { SESS_REASONING, SESS_ANSWER };
+
+/* Receives complete UTF-8 text as it is generated (len > 0). The <think> and
+ * </think> tags themselves are not passed; leading newlines of each part and the
+ * newlines before </think> are dropped, as the chat template strips them, so the
+ * pieces concatenated are the turn's reasoning and content. Return non-zero to stop. */
+typedef int (*sess_emit_fn)(void *user, enum sess_part part, const char *text, size_t len);
+
+/* How the generated text is split. */
+enum sess_split {
+	SESS_SPLIT_NONE,            /* everything is answer (raw continuation) */
+	SESS_SPLIT_ANSWER_FIRST,    /* answer until a <think> token; reasoning until </think> */
+	SESS_SPLIT_REASONING_FIRST, /* the prompt already opened <think> (Thinking-2507) */
+};
+
+struct sess;
+
+/* A session over an engine made from model m and a tokenizer (all must outlive it;
+ * the session is the engine's only user: it assumes the cache holds what ids says).
+ * The cache is truncated to 0. NULL on error (a tokenizer without <|im_end|> and
+ * <|endoftext|> still works, stopping on the eos ids given). */
+struct sess *sess_new(struct eng *e, const struct eng_model *m, struct tok *t,
+		      const struct sess_options *opt);
+void sess_free(struct sess *s);
+
+/* The tokens the cache holds now, ids[0..sess_n). */
+int sess_n(const struct sess *s);
+const int32_t *sess_ids(const struct sess *s);
+
+/* Makes the cache hold ids[0..n): keeps the longest common prefix with the current
+ * ids (at most n-1 of them, so the last position is always computed and its logits
+ * are known), truncates the cache there and prefills the rest in chunks.
+ * Returns 0; 1 when cancelled (the cache then holds a prefix of ids, a whole number
+ * of chunks, and sess_ids says which); -1 on error (err_set; ids too long for the
+ * context, an id out of range, an engine failure: the session stays consistent).
+ * Starts a new turn's statistics. */
+int sess_sync(struct sess *s, const int32_t *ids, int n);
+
+/* The logits (vocab floats) after the last position, when the last operation left
+ * them (a completed sess_sync, or sess_generate between tokens); else NULL. */
+const float *sess_logits(const struct sess *s);
+
+/* The decode loop, after a completed sess_sync: samples from the logits, streams
+ * the text through emit and runs each sampled token through the engine, until a
+ * stop id, max_new tokens, a full cache, cancel (looked at before each token), or
+ * emit returning non-zero. Every sampled token, the stop token included, goes into
+ * the cache (the next render holds it: <|im_end|> closes the turn), so afterwards
+ * sess_ids()[sync's n .. sess_n) are exactly the generated ids; only when the cache
+ * is full is the last sampled token left out. sess_logits stays valid, except
+ * after a cancel or an emit stop on a backend that samples on the device
+ * (eng_forward_sample): then it is NULL and the next sess_sync runs the last
+ * token again.
+ * Returns 0 (why it stopped: sess_stats()->stop) or -1 on error. */
+int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split split,
+		  sess_emit_fn emit, void *user);
+
+/* The current turn's statistics. */
+const struct sess_stats *sess_stats(const struct sess *s);
+
+/* Forgets everything (cache truncated to 0). */
+void sess_reset(struct sess *s);
+
+/* Context overflow. Renders the conversation with a generation prompt and
+ * tokenizes it; while that plus `reserve` tokens (room for the answer) exceeds ctx,
+ * removes the oldest whole turn (a user turn and the turns up to the next user
+ * turn; the system prompt is kept) from c. The last user turn is never removed: if
+ * the conversation still does not fit ctx with at least one token to spare, fails
+ * with "the message is N tokens, the context holds CTX" (N: that user message's
+ * tokens). Returns the malloc'd ids (*n of them) and *dropped (turns removed), or
+ * NULL with err_set. */
+int32_t *sess_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v,
+			 int enable_thinking, int ctx, int reserve, int *n, int *dropped);
+
+#endif

@@ -1,0 +1,260 @@
+#!/bin/sh
+# hub.sh — model resolution and downloads against tests/cli/hub-server.py, a local
+# stand-in for the Hugging Face Hub on 127.0.0.1: fresh download, resume, corrupt
+# data, 404/401, server down, offline mode, no second download, and that the cache
+# never holds a half-written file. Never contacts any other host.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+RESOLVE=$TOP_BUILDDIR/tests/cli/hub_resolve
+MKMODEL=$TOP_BUILDDIR/tests/mkmodel
+SRV=$TMP/srv STATE=$TMP/state
+mkdir -p "$SRV/test/Tiny-Qwen3" "$SRV/test/Sharded-Qwen3" "$STATE"
+
+# The served models: mkmodel's tiny Qwen3 (with the real tokenizer when it can be
+# had; the download does not parse it), and a sharded one without generation config.
+if TOK=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh" 2>/dev/null); then TOKOPT="--tokenizer $TOK"
+else TOKOPT=""; fi
+# shellcheck disable=SC2086
+"$MKMODEL" --out "$SRV/test/Tiny-Qwen3" --vocab-size 4096 $TOKOPT >/dev/null || exit 1
+# shellcheck disable=SC2086
+"$MKMODEL" --out "$SRV/test/Sharded-Qwen3" --shards 2 $TOKOPT >/dev/null || exit 1
+rm -f "$SRV/test/Sharded-Qwen3/generation_config.json"
+for d in Tiny-Qwen3 Sharded-Qwen3; do
+	[ -f "$SRV/test/$d/tokenizer.json" ] || echo '{"model":{"type":"BPE"}}' >"$SRV/test/$d/tokenizer.json"
+done
+
+# 127.0.0.1 only: no proxy may turn a request into one for another host.
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy HF_TOKEN HF_TOKEN_PATH \
+	HF_HUB_OFFLINE HF_HUB_DISABLE_PROGRESS_BARS QWENCHAT_MODEL
+export NO_PROXY='*' HF_HOME="$TMP/hf-home" QWENCHAT_DOWNLOAD_ATTEMPTS=3
+
+python3 "$TOP_SRCDIR/tests/cli/hub-server.py" --root "$SRV" --state "$STATE" --lifetime 150 &
+SRV_PID=$!
+trap 'kill $SRV_PID 2>/dev/null; rm -rf "$TMP"' EXIT
+i=0
+while [ ! -f "$STATE/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -f "$STATE/port" ] || { echo "FAIL: the test server did not start"; exit 1; }
+export HF_ENDPOINT="http://127.0.0.1:$(cat "$STATE/port")"
+
+mode() { echo "$1" >"$STATE/mode"; }
+requests() { if [ -f "$STATE/log" ]; then wc -l <"$STATE/log"; else echo 0; fi; }
+gets_since() { tail -n +"$(($1 + 1))" "$STATE/log" | grep -c '^GET' ; }
+commit_of() { python3 -c 'import hashlib,sys; print(hashlib.sha1(sys.argv[1].encode()).hexdigest())' "$1"; }
+repo() { echo "$1/models--$(echo "$2" | sed 's|/|--|')"; }
+
+# check_cache CACHE DESC — every blob's name is its sha256 or git sha1 (or it ends in
+# .incomplete), and every snapshot entry is a relative link to an existing blob.
+check_cache() {
+	if python3 - "$1" <<'PY'
+import hashlib, os, sys
+bad = []
+for dirpath, dirs, files in os.walk(sys.argv[1]):
+    for f in files:
+        p = os.path.join(dirpath, f)
+        if os.path.basename(dirpath) == "blobs" and not f.endswith(".incomplete"):
+            data = open(p, "rb").read()
+            want = hashlib.sha256(data).hexdigest() if len(f) == 64 else \
+                hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+            if want != f:
+                bad.append("blob " + p)
+        if "/snapshots/" in p:
+            t = os.readlink(p) if os.path.islink(p) else ""
+            if not t.startswith("../../blobs/") or not os.path.isfile(p):
+                bad.append("snapshot entry " + p)
+if bad:
+    print("; ".join(bad)); sys.exit(1)
+PY
+	then pass "$2: nothing half-written in the cache"; else fail "$2: cache damaged"; fi
+}
+
+# err_has TEXT DESC — the error (the last stderr line, after any progress lines) is one
+# line starting with "qwenchat: " that contains TEXT.
+err_has() {
+	if tail -n 1 "$TMP/err" | grep -q '^qwenchat: ' && tail -n 1 "$TMP/err" | grep -qF -- "$1"; then
+		pass "$2"
+	else
+		fail "$2: stderr lacks '$1': $(tail -c 300 "$TMP/err")"
+	fi
+}
+
+incomplete_count() { find "$1" -name '*.incomplete' 2>/dev/null | wc -l; }
+
+# --- fresh download ---------------------------------------------------------
+export HF_HUB_CACHE="$TMP/cache1"
+mode normal
+expect_exit 0 "pull downloads a model" "$QWENCHAT" pull test/Tiny-Qwen3
+SNAP=$(cat "$TMP/out")
+C=$(commit_of test/Tiny-Qwen3)
+R=$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)
+[ "$SNAP" = "$R/snapshots/$C" ] && pass "pull prints the snapshot directory" ||
+	fail "pull printed '$SNAP', expected $R/snapshots/$C"
+[ "$(cat "$R/refs/main" 2>/dev/null)" = "$C" ] && pass "refs/main holds the commit" ||
+	fail "refs/main: '$(cat "$R/refs/main" 2>/dev/null)'"
+same=1
+for f in config.json generation_config.json tokenizer.json model.safetensors; do
+	cmp -s "$SRV/test/Tiny-Qwen3/$f" "$SNAP/$f" || { same=0; fail "$f differs from the served file"; }
+done
+[ $same = 1 ] && pass "downloaded files equal the served ones"
+SHA=$(sha256sum "$SRV/test/Tiny-Qwen3/model.safetensors" | cut -d' ' -f1)
+[ "$(readlink "$SNAP/model.safetensors")" = "../../blobs/$SHA" ] &&
+	pass "weights stored as blobs/SHA256 behind a relative link" ||
+	fail "model.safetensors links to '$(readlink "$SNAP/model.safetensors")'"
+grep -q "^GET /cdn/$SHA" "$STATE/log" && pass "the redirect to the CDN was followed" ||
+	fail "no GET on the CDN address"
+check_cache "$HF_HUB_CACHE" "fresh download"
+[ "$(incomplete_count "$HF_HUB_CACHE")" = 0 ] && pass "no .incomplete left" || fail ".incomplete left"
+if python3 -c 'import huggingface_hub' 2>/dev/null; then
+	got=$(HF_HUB_OFFLINE=1 python3 -c 'import sys
+from huggingface_hub import hf_hub_download
+print(hf_hub_download("test/Tiny-Qwen3", "model.safetensors"))')
+	[ "$got" = "$SNAP/model.safetensors" ] && pass "huggingface_hub finds the download" ||
+		fail "huggingface_hub found '$got'"
+fi
+
+# --- the cache is used without downloading again ------------------------------
+n=$(requests)
+expect_exit 0 "a second pull succeeds" "$QWENCHAT" pull test/Tiny-Qwen3
+[ "$(gets_since "$n")" = 0 ] && pass "a second pull downloads nothing" ||
+	fail "a second pull made $(gets_since "$n") GET requests"
+n=$(requests)
+expect_exit 0 "-m repo id resolves from the cache" "$RESOLVE" test/Tiny-Qwen3
+[ "$(cat "$TMP/out")" = "$SNAP" ] && [ "$(requests)" = "$n" ] &&
+	pass "a complete cached model needs no request" || fail "resolve: '$(cat "$TMP/out")', $(( $(requests) - n )) requests"
+expect_exit 0 "default model from QWENCHAT_MODEL" env QWENCHAT_MODEL=test/Tiny-Qwen3 "$RESOLVE"
+[ "$(cat "$TMP/out")" = "$SNAP" ] && pass "QWENCHAT_MODEL names the default model" || fail "default model: $(cat "$TMP/out")"
+expect_exit 0 "a directory is used as it is" "$RESOLVE" "$SRV/test/Tiny-Qwen3"
+n=$(requests)
+expect_exit 0 "qwenchat info -m REPO loads the downloaded model" \
+	env HF_HUB_OFFLINE=1 "$QWENCHAT" info -m test/Tiny-Qwen3
+[ "$(requests)" = "$n" ] && pass "info used the cache only" || fail "info made requests"
+
+# --- offline mode ---------------------------------------------------------------
+n=$(requests)
+expect_exit 0 "offline: cached model" env HF_HUB_OFFLINE=1 "$RESOLVE" test/Tiny-Qwen3@$C
+expect_exit 0 "offline: pull of a cached model" env HF_HUB_OFFLINE=1 "$QWENCHAT" pull test/Tiny-Qwen3
+expect_exit 1 "offline: model not in the cache" env HF_HUB_OFFLINE=1 "$QWENCHAT" pull test/Sharded-Qwen3
+err_has "HF_HUB_OFFLINE is set" "offline: clear error"
+[ "$(requests)" = "$n" ] && pass "offline mode never connects" || fail "offline mode made requests"
+
+# --- list -------------------------------------------------------------------
+expect_exit 0 "list" "$QWENCHAT" list
+grep -q "^test/Tiny-Qwen3 *main ($(echo "$C" | cut -c1-7)) .*complete" "$TMP/out" &&
+	pass "list shows the model, its revision and status" || fail "list: $(cat "$TMP/out")"
+
+# --- sharded weights, optional files absent -----------------------------------
+expect_exit 0 "pull a sharded model" "$QWENCHAT" pull test/Sharded-Qwen3
+S2=$(cat "$TMP/out")
+[ -f "$S2/model-00001-of-00002.safetensors" ] && [ -f "$S2/model-00002-of-00002.safetensors" ] &&
+	[ ! -e "$S2/generation_config.json" ] && pass "index and shards downloaded" ||
+	fail "sharded snapshot: $(ls "$S2")"
+
+# --- tokenizer only, then the rest --------------------------------------------
+export HF_HUB_CACHE="$TMP/cache8"
+n=$(requests)
+expect_exit 0 "tokenizer-only resolve" "$RESOLVE" --tokenizer test/Tiny-Qwen3
+T=$(cat "$TMP/out")
+[ -f "$T/tokenizer.json" ] && [ ! -e "$T/model.safetensors" ] &&
+	[ "$(tail -n +"$((n + 1))" "$STATE/log" | grep -c '^GET /cdn/')" = 0 ] &&
+	pass "the tokenizer commands download no weights" || fail "tokenizer-only: $(ls "$T")"
+n=$(requests)
+expect_exit 0 "full resolve after a tokenizer-only one" "$RESOLVE" test/Tiny-Qwen3
+[ -f "$T/model.safetensors" ] && ! tail -n +"$((n + 1))" "$STATE/log" | grep -q '^GET .*tokenizer.json' &&
+	pass "only the weights are added" || fail "after the full resolve: $(tail -n +"$((n + 1))" "$STATE/log")"
+check_cache "$HF_HUB_CACHE" "tokenizer first"
+
+# --- two downloads at once share the work through the .locks files ------------
+export HF_HUB_CACHE="$TMP/cache10"
+n=$(requests)
+"$QWENCHAT" pull test/Tiny-Qwen3 >"$TMP/out1" 2>"$TMP/err1" &
+p1=$!
+"$QWENCHAT" pull test/Tiny-Qwen3 >"$TMP/out2" 2>"$TMP/err2"
+r2=$?
+wait $p1
+r1=$?
+cdn=$(tail -n +"$((n + 1))" "$STATE/log" | grep -c '^GET /cdn/')
+[ $r1 = 0 ] && [ $r2 = 0 ] && [ "$cdn" = 1 ] && cmp -s "$TMP/out1" "$TMP/out2" &&
+	pass "two concurrent pulls succeed and download the weights once" ||
+	fail "concurrent pulls: exits $r1 $r2, $cdn weight downloads; $(cat "$TMP/err1" "$TMP/err2")"
+check_cache "$HF_HUB_CACHE" "concurrent pulls"
+
+# --- resume -----------------------------------------------------------------
+export HF_HUB_CACHE="$TMP/cache2"
+mode drop-once
+expect_exit 0 "a dropped connection is resumed in the same run" "$QWENCHAT" pull test/Tiny-Qwen3
+grep -q "retrying" "$TMP/err" && grep -q "^GET /cdn/$SHA.* bytes=[1-9][0-9]*-" "$STATE/log" &&
+	pass "the retry asked for the rest with a Range request" || fail "no Range retry: $(cat "$TMP/err")"
+check_cache "$HF_HUB_CACHE" "resume in one run"
+
+export HF_HUB_CACHE="$TMP/cache3"
+R3=$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)
+mode drop
+expect_exit 1 "a connection dropped every time fails" env QWENCHAT_DOWNLOAD_ATTEMPTS=1 "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "download interrupted" "interrupted download: clear error"
+PART=$(find "$R3/blobs" -name '*.incomplete' | head -n 1)
+[ -n "$PART" ] && [ -s "$PART" ] && [ ! -e "$R3/blobs/$SHA" ] && [ ! -e "$R3/refs/main" ] &&
+	[ ! -e "$R3/snapshots/$C/model.safetensors" ] &&
+	pass "only a partial .incomplete blob is left, nothing points at it" || fail "after the drop: $(ls -R "$R3")"
+check_cache "$HF_HUB_CACHE" "interrupted download"
+HAVE=$(stat -c %s "$PART" 2>/dev/null || echo 0)
+mode normal
+expect_exit 0 "the next run resumes" "$QWENCHAT" pull test/Tiny-Qwen3
+grep -q "^GET /cdn/$SHA.* bytes=$HAVE-" "$STATE/log" && grep -q "resuming after" "$TMP/err" &&
+	pass "resumed from byte $HAVE" || fail "no resume from $HAVE: $(tail -n 3 "$STATE/log")"
+cmp -s "$SRV/test/Tiny-Qwen3/model.safetensors" "$R3/snapshots/$C/model.safetensors" &&
+	pass "the resumed file is whole" || fail "the resumed file differs"
+check_cache "$HF_HUB_CACHE" "resumed download"
+
+# --- corrupted data -----------------------------------------------------------
+export HF_HUB_CACHE="$TMP/cache4"
+R4=$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)
+mode corrupt
+expect_exit 1 "corrupted data is refused" "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "sha256 mismatch" "corruption: clear error"
+[ ! -e "$R4/blobs/$SHA" ] && [ "$(incomplete_count "$R4")" = 0 ] && [ ! -e "$R4/refs/main" ] &&
+	pass "the corrupted download is not kept" || fail "after corruption: $(ls -R "$R4")"
+check_cache "$HF_HUB_CACHE" "corrupted download"
+
+# --- HTTP errors and an unreachable server ----------------------------------
+mode normal
+expect_exit 1 "unknown repository" "$QWENCHAT" pull test/Nope
+err_has "test/Nope@main: config.json: repository not found (HTTP 404)" "404: clear error"
+[ "$(wc -l <"$TMP/err")" = 1 ] && pass "404: one line" || fail "404: $(cat "$TMP/err")"
+expect_exit 1 "unknown revision" "$QWENCHAT" pull test/Tiny-Qwen3@nobranch
+err_has "revision not found" "unknown revision: clear error"
+export HF_HUB_CACHE="$TMP/cache9"
+mode bad-etag
+expect_exit 1 "a path-like ETag is refused" "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "no usable ETag header" "bad ETag: clear error"
+mode bad-commit
+expect_exit 1 "a path-like X-Repo-Commit is refused" "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "no valid X-Repo-Commit header" "bad commit: clear error"
+[ -z "$(find "$TMP" -name escape)" ] && [ ! -e "$HF_HUB_CACHE/models--test--main" ] &&
+	pass "nothing written outside the cache" || fail "bad headers wrote files"
+mode auth
+export HF_HUB_CACHE="$TMP/cache5"
+expect_exit 1 "gated repository without a token" "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "access denied (HTTP 401)" "401: clear error"
+err_has "set HF_TOKEN" "401: says what to do"
+expect_exit 1 "gated repository with a wrong token" env HF_TOKEN=wrong "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "HF_TOKEN does not grant access" "401 with a token: clear error"
+expect_exit 0 "gated repository with HF_TOKEN" env HF_TOKEN=secret-token "$QWENCHAT" pull test/Tiny-Qwen3
+mkdir -p "$HF_HOME" && echo secret-token >"$HF_HOME/token"
+expect_exit 0 "gated repository with the token file of huggingface-cli login" \
+	env HF_HUB_CACHE="$TMP/cache7" "$QWENCHAT" pull test/Tiny-Qwen3
+rm -f "$HF_HOME/token"
+check_cache "$HF_HUB_CACHE" "HTTP errors"
+mode normal
+kill $SRV_PID; wait $SRV_PID 2>/dev/null
+export HF_HUB_CACHE="$TMP/cache6"
+expect_exit 1 "server down" "$RESOLVE" test/Tiny-Qwen3
+err_has "cannot reach the Hub" "server down: clear error"
+expect_exit 2 "pull without a repo" "$QWENCHAT" pull
+expect_exit 2 "list with an argument" "$QWENCHAT" list extra
+expect_exit 0 "pull --help" "$QWENCHAT" pull --help
+grep -q 'usage: qwenchat pull' "$TMP/out" && pass "pull --help prints the usage" || fail "pull --help"
+expect_exit 1 "a malformed repo id" "$QWENCHAT" pull 'Org/bad--name'
+err_has "not a valid Hugging Face repo id" "malformed repo id: clear error"
+expect_exit 1 "neither a directory nor a repo id" "$RESOLVE" "$TMP/no/such/dir"
+err_has "no such model directory" "bad -m: clear error"
+finish

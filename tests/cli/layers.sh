@@ -1,0 +1,44 @@
+#!/bin/sh
+# layers.sh — the dependency rule of the source tree, checked on every include:
+#   ui/ -> src/ (app) -> {tokenizer/, engine/} -> src/base/
+# src/cli/ (the command line) sits above them all. A file may include its own
+# layer's headers and those below it, never one above or beside it. The link
+# order of the per-layer libraries (Makefile.am) catches calls the same way.
+# Also: only ui/ includes curses, and only src/cli/ reads the environment.
+. "$TOP_SRCDIR/tests/lib.sh"
+cd "$TOP_SRCDIR" || exit 1
+
+# check DIR ALLOWED DESC — every quoted include in DIR's sources matches ALLOWED (an
+# extended regex over the included path).
+check() {
+	bad=$(find "$1" \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) \
+		-exec grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' {} + |
+		sed 's/:\([0-9]*\):[^"]*"\([^"]*\)".*/:\1: \2/' | grep -Ev ": ($2)\$")
+	if [ -n "$bad" ]; then
+		fail "$3:"
+		echo "$bad" | sed 's/^/    /' >&2
+	else
+		pass "$3"
+	fi
+}
+
+base='src/base/[a-z_]+\.h'
+check src/base "$base" "src/base/ includes only src/base/"
+check tokenizer "$base|tokenizer/[a-z_]+\.h" "tokenizer/ includes only itself and src/base/"
+check engine "$base|engine/[a-z_/]+\.(h|cuh)|config\.h" "engine/ includes only itself and src/base/"
+app="$base|tokenizer/tokenizer\.h|tokenizer/bpe_(train|count|write)\.h|engine/engine\.h"
+for d in src/hub src/chat src/session src/app; do
+	check "$d" "$app|src/(hub|chat|session|app)/[a-z_]+\.h" "$d includes only src/ (not src/cli/), the engine and tokenizer APIs and src/base/"
+done
+check ui "$base|src/(hub|chat|session|app)/[a-z_]+\.h|ui/[a-z_]+\.h" \
+	"ui/ includes only the app layer (no engine/ or tokenizer/ types) and src/base/"
+
+# Curses and the environment.
+curses=$(grep -rln '^[[:space:]]*#[[:space:]]*include[[:space:]]*<n\?cursesw\?\(/[a-z]*\)\?\.h>' \
+	src engine tokenizer 2>/dev/null)
+[ -z "$curses" ] && pass "only ui/ includes curses" || fail "curses outside ui/: $curses"
+env=$(grep -rn '\bgetenv\s*(' src engine tokenizer ui --include='*.c' --include='*.h' \
+	--include='*.cu' | grep -v '^src/cli/')
+[ -z "$env" ] && pass "only src/cli/ reads the environment" ||
+	{ fail "getenv outside src/cli/:"; echo "$env" | sed 's/^/    /' >&2; }
+finish

@@ -1,0 +1,120 @@
+#!/bin/sh
+# run.sh — `qwenchat run`: bad options and input (one-line errors, exit 2 or 1), then
+# one turn on a generated model with the real tokenizer: streamed answer, the same
+# seed giving the same text, --raw, --stats, -n, a prompt longer than --ctx, and a
+# broken generation_config.json; a rigged model's reasoning on stderr, answer on stdout.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+# --- usage errors (no model needed) -----------------------------------------------
+for bad in "--temp nan" "--temp -1" "--top-p 1.5" "--top-k -3" "--min-p NaN" \
+	   "--repeat-penalty 0" "--presence-penalty inf" "--seed -4" "-n -1" "--ctx 0"; do
+	# shellcheck disable=SC2086
+	expect_exit 2 "run $bad" "$QWENCHAT" run -m "$TMP" -p hi $bad
+	expect_err_has "${bad%% *}" "run $bad: the message names the option"
+done
+expect_exit 2 "run -p and -f" "$QWENCHAT" run -m "$TMP" -p hi -f /dev/null
+expect_err_has "-p and -f" "run -p and -f: message"
+expect_exit 2 "run --raw --system" "$QWENCHAT" run -m "$TMP" -p hi --raw --system s
+expect_exit 2 "run --bogus" "$QWENCHAT" run -m "$TMP" -p hi --bogus
+expect_exit 2 "run extra argument" "$QWENCHAT" run -m "$TMP" -p hi extra
+expect_exit 0 "run --help" "$QWENCHAT" run --help
+grep -q -- "--no-think" "$TMP/out" && pass "help lists --no-think" || fail "help lacks --no-think"
+expect_exit 1 "run -f unreadable" "$QWENCHAT" run -m "$TMP" -f "$TMP/no-such-file"
+expect_err_has "no-such-file" "run -f unreadable: names the file"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] && pass "one-line error" || fail "error is not one line"
+
+# --- a generated model with the real tokenizer ---------------------------------------
+need_tokenizer
+M="$TMP/model"
+"$TOP_BUILDDIR/tests/mkmodel" --out "$M" --tokenizer "$TOK_DIR" --vocab-size 151936 \
+	--hidden-size 32 --intermediate-size 64 --layers 2 --heads 4 --kv-heads 2 \
+	--head-dim 16 --seed 3 >/dev/null || { fail "mkmodel"; finish; }
+RUN="$QWENCHAT run -m $M --backend cpu --threads 1"
+
+expect_exit 1 "run -m missing dir" "$QWENCHAT" run -m "$TMP/none" -p hi
+$RUN -p "Hello there" -n 12 --seed 5 --temp 1 >"$TMP/a" 2>"$TMP/a.err"
+rc=$?
+[ $rc -eq 0 ] && pass "run exit 0" || fail "run: exit $rc: $(head -c 300 "$TMP/a.err")"
+[ -s "$TMP/a" ] && pass "run wrote an answer" || fail "run: empty stdout"
+$RUN -p "Hello there" -n 12 --seed 5 --temp 1 >"$TMP/b" 2>/dev/null
+cmp -s "$TMP/a" "$TMP/b" && pass "same seed, same text" || fail "same seed, different text"
+$RUN -p "Hello there" -n 12 --seed 6 --temp 1 >"$TMP/c" 2>/dev/null
+cmp -s "$TMP/a" "$TMP/c" && fail "another seed gave the same text" || pass "another seed, other text"
+$RUN -p "Hello there" -n 12 --greedy >"$TMP/g1" 2>/dev/null
+$RUN -p "Hello there" -n 12 --greedy --seed 99 >"$TMP/g2" 2>/dev/null
+cmp -s "$TMP/g1" "$TMP/g2" && pass "greedy ignores the seed" || fail "greedy depends on the seed"
+
+expect_exit 0 "run --stats" $RUN -p "Hi" -n 5 --stats --no-think --system "Be brief."
+grep -q "prefilled" "$TMP/err" && grep -q "tok/s" "$TMP/err" && grep -q "time to first token" "$TMP/err" &&
+	pass "--stats on stderr" || fail "--stats: $(head -c 300 "$TMP/err")"
+expect_exit 0 "run -n 0" $RUN -p "Hi" -n 0 --stats
+grep -q "0 generated" "$TMP/err" && pass "-n 0 generates nothing" || fail "-n 0: $(cat "$TMP/err")"
+
+printf 'Once upon a time' >"$TMP/prompt.txt"
+expect_exit 0 "run --raw -f" $RUN --raw -f "$TMP/prompt.txt" -n 6 --greedy
+printf 'Once upon a time' | $RUN --raw -n 6 --greedy >"$TMP/stdin.out" 2>/dev/null
+cmp -s "$TMP/out" "$TMP/stdin.out" && pass "prompt from stdin = from -f" ||
+	fail "stdin prompt differs from -f"
+
+# a message longer than the context: refused with its token count
+words=$(yes "lorem ipsum dolor" | head -n 80 | tr '\n' ' ')
+expect_exit 1 "run message > --ctx" $RUN -p "$words" --ctx 64
+expect_err_has "the context holds 64" "run message > --ctx: message"
+
+# a broken generation_config.json is refused, naming the file
+cp -r "$M" "$TMP/m2"
+echo '{"temperature": -3}' >"$TMP/m2/generation_config.json"
+expect_exit 1 "run bad generation_config" "$QWENCHAT" run -m "$TMP/m2" -p hi -n 2
+expect_err_has "generation_config.json" "bad generation_config: names the file"
+rm "$TMP/m2/generation_config.json"
+expect_exit 0 "run without generation_config" "$QWENCHAT" run -m "$TMP/m2" --backend cpu -p hi -n 2
+
+# A model rigged to write "<think>Hello\n\n</think>World!<|im_end|>" whatever the input
+# (see tests/unit/test_session.c, test_think_split): greedy with --repeat-penalty 10 takes
+# the ranked tokens in order. The reasoning goes to stderr, the answer to stdout.
+"$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/rig" --tokenizer "$TOK_DIR" --vocab-size 151936 \
+	--hidden-size 32 --intermediate-size 64 --layers 2 --heads 4 --kv-heads 2 \
+	--head-dim 16 --seed 3 --no-tie >/dev/null || fail "mkmodel rig"
+PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+$PY - "$TMP/rig/model.safetensors" <<'PYEOF' || fail "rigging the model"
+import json, struct, sys
+f = open(sys.argv[1], "r+b")
+n = struct.unpack("<Q", f.read(8))[0]
+hdr = json.loads(f.read(n))
+BF = {0.0: b"\x00\x00", 1.0: b"\x80\x3f", 10.0: b"\x20\x41"}   # exact bf16 values
+def tensor(name):
+    t = hdr[name]
+    assert t["dtype"] == "BF16"
+    f.seek(8 + n + t["data_offsets"][0])
+    return t, bytearray(f.read(t["data_offsets"][1] - t["data_offsets"][0]))
+def store(t, b):
+    f.seek(8 + n + t["data_offsets"][0])
+    f.write(b)
+V, H = 151936, 32
+script = [151667, 9707, 271, 151668, 10134, 0, 151645]   # <think> Hello \n\n </think> World ! <|im_end|>
+t, b = tensor("model.embed_tokens.weight")     # residual dimension 0: a constant 10
+for i in range(V):
+    b[i * H * 2:i * H * 2 + 2] = BF[10.0]
+store(t, b)
+for l in range(2):                               # that no layer writes to (row 0 zero)
+    for w in ("self_attn.o_proj", "mlp.down_proj"):
+        t, b = tensor("model.layers.%d.%s.weight" % (l, w))
+        cols = t["shape"][1]
+        b[0:cols * 2] = bytes(cols * 2)
+        store(t, b)
+t, b = tensor("model.norm.weight")               # the final norm keeps only it
+store(t, BF[1.0] + bytes(2 * (H - 1)))
+t, b = tensor("lm_head.weight")                  # logits: the script's ranks
+for i in range(V):
+    b[i * H * 2:i * H * 2 + 2] = BF[0.0]
+for k, tid in enumerate(script):
+    b[tid * H * 2:tid * H * 2 + 2] = struct.pack("<f", float(len(script) - k))[2:]
+store(t, b)
+PYEOF
+$QWENCHAT run -m "$TMP/rig" --backend cpu --threads 1 -p "Hi" --greedy --repeat-penalty 10 >"$TMP/rig.out" 2>"$TMP/rig.err"
+printf 'World!\n' | cmp -s - "$TMP/rig.out" && pass "rigged: answer alone on stdout" ||
+	fail "rigged: stdout '$(cat "$TMP/rig.out")'"
+printf '<think>\nHello\n</think>\n' | cmp -s - "$TMP/rig.err" && pass "rigged: reasoning on stderr" ||
+	fail "rigged: stderr '$(cat "$TMP/rig.err")'"
+
+finish

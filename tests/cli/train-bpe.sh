@@ -1,0 +1,142 @@
+#!/bin/sh
+# train-bpe.sh — `qwenchat train-bpe` against tests/cli/bpe_reference.py (a naive
+# trainer written for this test: all pair counts recomputed every merge): the
+# merges must be equal, in order, on several small corpora (ties, overlapping
+# pairs, special tokens, several files, Unicode, whitespace runs), for 1, 2 and 3
+# counting threads; and bad input gives a one-line error and a non-zero exit.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+if ! python3 -c 'import regex' 2>/dev/null; then
+	echo "SKIP: python3 with the regex module (Debian: python3-regex) is missing" >&2
+	[ "${CI:-}" = true ] && exit 1
+	exit 77
+fi
+REF="python3 $TOP_SRCDIR/tests/cli/bpe_reference.py"
+
+# Deterministic corpora. Avoid U+001C-001F and U+FEFF: Python's \s and
+# Oniguruma's differ there (tokenizer/pretok.h), which is not what this tests.
+python3 - "$TMP" <<'EOF'
+import random, sys
+d = sys.argv[1]
+r = random.Random(8)
+words = ("the of and to in is was he that it for his on with as I at by had "
+         "they be this from are have not or were she but we one which you her "
+         "lower lowest newer newest wider widest").split()
+def prose(n):
+    out = []
+    for i in range(n):
+        w = r.choice(words)
+        if i % 3 == 0:  # made-up words keep the pairs from running out
+            w = "".join(r.choice("etaoinshrdlucmfwyp") for _ in range(r.randint(2, 9)))
+        out.append(w.capitalize() if i % 11 == 0 else w)
+        if i % 13 == 12: out.append(r.choice([".", ",", ";", "!", "?"]))
+        if i % 37 == 36: out.append(r.choice(["\n", "\n\n", "\r\n", "  \n "]))
+    return " ".join(out)
+open(f"{d}/prose.txt", "w").write(prose(5000))  # > 3 x 8 KiB: 3 threads count it
+# ties: every pair equally frequent, then runs where pairs overlap
+open(f"{d}/ties.txt", "w").write(" ".join(["ab ba cd dc ef fe"] * 40) + " " +
+    " ".join("a" * k for k in range(1, 30)) + " " + " ".join(["xyxyxy yxyx"] * 7))
+# special tokens between documents; one special is a prefix of another
+docs = []
+for i in range(60):
+    docs.append(prose(40))
+    docs.append(r.choice(["<|endoftext|>", "<|im_start|>", "<|im_start|>user",
+                          "<|im_start|><|endoftext|>"]))
+open(f"{d}/special.txt", "w").write("".join(docs))
+# Unicode: accents (composed and decomposed: no NFC), CJK, emoji with ZWJ and
+# skin tones, digits, contractions in all cases, tabs, NBSP, runs of spaces
+uni = ["café", "cafe\u0301", "naïve", "日本語のテキスト", "中文文本", "👩\u200d💻",
+       "👍🏽", "🇫🇷", "12345", "3.14159", "don't", "DON'T", "We'LL", "it's",
+       "I'M", "\t\tindent", "a\u00a0b", "x    y", "\u3000全角", "Ωμέγα", "привет",
+       "مرحبا", "नमस्ते", "ภาษาไทย", "   ", "\n\n\n", "end."]
+open(f"{d}/unicode.txt", "w").write(" ".join(r.choice(uni) for _ in range(1500)))
+open(f"{d}/second.txt", "w").write(prose(500) + " café naïve 日本語")
+EOF
+
+thread_counts="1 2 3"
+[ "${QWENCHAT_SANITIZED:-}" = 1 ] && thread_counts="1 3"   # slower under ASan
+
+# check NAME VOCAB "SPECIALS" FILES... — reference merges vs ours for 1, 2, 3 threads
+check() {
+	name=$1 vocab=$2 specials=$3
+	shift 3
+	sargs=""
+	for s in $specials; do sargs="$sargs --special $s"; done
+	# shellcheck disable=SC2086
+	$REF --vocab-size "$vocab" $sargs "$@" >"$TMP/$name.ref" || { fail "$name: reference failed"; return; }
+	for t in $thread_counts; do
+		# shellcheck disable=SC2086
+		if ! "$QWENCHAT" train-bpe -q --vocab-size "$vocab" $sargs --threads $t \
+			--out "$TMP/out-$name-$t" "$@" 2>"$TMP/err"; then
+			fail "$name ($t threads): exit $?: $(head -c 300 "$TMP/err")"
+			continue
+		fi
+		if cmp -s "$TMP/$name.ref" "$TMP/out-$name-$t/merges.txt"; then
+			pass "$name: $(($(wc -l <"$TMP/$name.ref") - 1)) merges equal the reference ($t threads)"
+		else
+			fail "$name ($t threads): merges differ from the reference:
+$(diff "$TMP/$name.ref" "$TMP/out-$name-$t/merges.txt" | head -n 6)"
+		fi
+	done
+}
+
+check prose 600 "" "$TMP/prose.txt"
+check ties 330 "" "$TMP/ties.txt"
+check special 500 "<|endoftext|> <|im_start|> <|im_start|>user" "$TMP/special.txt"
+check unicode 700 "" "$TMP/unicode.txt"
+check files 700 "<|endoftext|>" "$TMP/prose.txt" "$TMP/second.txt" "$TMP/unicode.txt"
+# more merges asked than pairs exist: training stops early, like the reference
+check exhaust 5000 "" "$TMP/ties.txt"
+
+# Ids: bytes, merges, then the specials in the order given, as added tokens.
+python3 - "$TMP/out-special-1" <<'EOF' && pass "ids: 256 bytes, merges, specials last" || fail "ids layout"
+import json, sys
+d = sys.argv[1]
+t = json.load(open(f"{d}/tokenizer.json"))
+v = t["model"]["vocab"]
+assert json.load(open(f"{d}/vocab.json")) == v
+merges = open(f"{d}/merges.txt").read().split("\n")[1:-1]
+n = 256 + len(merges)
+assert len(v) == n and len(merges) == 500 - 256 - 3, len(merges)
+assert sorted(v.values()) == list(range(len(v)))
+for i, m in enumerate(merges):
+    a, b = m.split(" ")
+    assert v[a + b] == 256 + i and t["model"]["merges"][i] == [a, b]
+assert [(a["id"], a["content"], a["special"]) for a in t["added_tokens"]] == [
+    (n, "<|endoftext|>", True), (n + 1, "<|im_start|>", True), (n + 2, "<|im_start|>user", True)]
+assert t["normalizer"] is None
+EOF
+
+# Bad input: one line on stderr starting with "qwenchat: ", non-zero exit.
+printf 'good text\n\300\200 overlong' >"$TMP/bad.txt"
+expect_exit 1 "non-UTF-8 input" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/o" "$TMP/bad.txt"
+expect_err_has "bad.txt: not valid UTF-8 at byte offset 10" "non-UTF-8: names the file and the offset"
+printf 'ok \355\240\200' >"$TMP/surrogate.txt"
+expect_exit 1 "UTF-8 surrogate" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/o" "$TMP/surrogate.txt"
+expect_err_has "surrogate.txt: not valid UTF-8 at byte offset 3" "surrogate: names the offset"
+expect_exit 1 "missing file" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/o" "$TMP/nope.txt"
+expect_err_has "nope.txt: No such file or directory" "missing file: named"
+expect_exit 1 "a directory as input" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/o" "$TMP"
+expect_err_has "Is a directory" "directory input: named"
+if [ "$(id -u)" -ne 0 ]; then
+	cp "$TMP/prose.txt" "$TMP/noread.txt" && chmod 000 "$TMP/noread.txt"
+	expect_exit 1 "unreadable file" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/o" "$TMP/noread.txt"
+	expect_err_has "noread.txt: Permission denied" "unreadable file: named"
+fi
+expect_exit 2 "vocab below 256 + specials" "$QWENCHAT" train-bpe --vocab-size 257 \
+	--special a1 --special a2 --out "$TMP/o" "$TMP/prose.txt"
+expect_err_has "below 256 byte tokens + 2 special tokens" "vocab too small: says why"
+expect_exit 2 "vocab not a number" "$QWENCHAT" train-bpe --vocab-size many --out "$TMP/o" "$TMP/prose.txt"
+expect_exit 2 "no --out" "$QWENCHAT" train-bpe --vocab-size 300 "$TMP/prose.txt"
+expect_exit 2 "no input file" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/o"
+expect_exit 2 "special given twice" "$QWENCHAT" train-bpe --vocab-size 300 --special '<s>' \
+	--special '<s>' --out "$TMP/o" "$TMP/prose.txt"
+expect_exit 2 "empty special" "$QWENCHAT" train-bpe --vocab-size 300 --special '' --out "$TMP/o" "$TMP/prose.txt"
+expect_exit 1 "special equal to a learned token" "$QWENCHAT" train-bpe -q --vocab-size 300 \
+	--special 'Ġthe' --out "$TMP/o" "$TMP/prose.txt"
+expect_err_has "is also the learned token" "special colliding with the vocabulary: says so"
+expect_exit 1 "output directory cannot be made" "$QWENCHAT" train-bpe --vocab-size 300 \
+	--out "$TMP/prose.txt/sub" "$TMP/prose.txt"
+expect_exit 0 "--help" "$QWENCHAT" train-bpe --help
+grep -q 'vocab-size' "$TMP/out" && pass "--help: describes --vocab-size" || fail "--help text"
+finish

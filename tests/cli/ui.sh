@@ -1,0 +1,326 @@
+#!/bin/sh
+# ui.sh — drives the real chat UI inside tmux against a generated test model:
+# streaming with live figures, /think off in the prompt, Esc/Ctrl-C keeping the
+# partial answer, bracketed paste as one message, resizing while streaming, wide
+# characters, a bad command, /save + /load, kill -9 then --resume, quitting.
+# Every captured screen is printed (the "screenshots" in tests/cli/ui.sh.log).
+. "$TOP_SRCDIR/tests/lib.sh"
+
+command -v tmux >/dev/null || { echo "SKIP: tmux not installed"; exit 77; }
+"$QWENCHAT" chat --help | grep -q -- --plain || { echo "SKIP: built without the TUI"; exit 77; }
+grep -q '^#define HAVE_TUI 1' "$TOP_BUILDDIR/config.h" || { echo "SKIP: --disable-tui"; exit 77; }
+need_tokenizer
+MODEL=$TMP/model
+# Vocabulary = the tokenizer's 151669 ids: a random model never samples an id it lacks.
+"$TOP_BUILDDIR/tests/mkmodel" --out "$MODEL" --vocab-size 151669 --tokenizer "$TOK_DIR" >/dev/null ||
+	{ echo "mkmodel failed"; exit 1; }
+
+SOCK=qwenchat-ui-$$
+T() { tmux -L "$SOCK" -f /dev/null "$@"; }
+trap 'T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+export XDG_STATE_HOME="$TMP/state" HOME="$TMP" TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8
+WAIT=30
+[ "${QWENCHAT_SANITIZED:-0}" = 1 ] && WAIT=90
+SHOTS=0
+
+screen() { T capture-pane -p -t ui; }
+# restart COMMAND — runs COMMAND in the same pane on a cleared screen. (Killing the
+# only session and opening a new one races with the server's exit, and the new
+# session can fail to start.)
+restart() { T respawn-pane -k -t ui "printf '\\033[H\\033[2J'; $1"; T clear-history -t ui; }
+# shot NAME — prints the screen into the log.
+shot() {
+	SHOTS=$((SHOTS + 1))
+	echo "---- screen $SHOTS: $1 ($(T display -p -t ui '#{window_width}x#{window_height}')) ----"
+	screen
+	echo "---- end of screen $SHOTS ----"
+}
+# wait_for REGEX — until the screen matches (grep -E), or $WAIT seconds.
+wait_for() {
+	i=0
+	while [ $i -lt $((WAIT * 10)) ]; do
+		screen | grep -qE -- "$1" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+# stop_answer DESC — Esc, then idle (the answer may also have ended by itself).
+stop_answer() {
+	T send-keys -t ui Escape
+	check_screen '^Enter send \|' "$1"
+}
+check_screen() {   # REGEX DESC
+	if wait_for "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
+}
+status_line() { screen | grep -E '^ model \| cpu \|' | head -n 1; }
+# The layout: the status bar is the third line from the bottom at every size.
+check_layout() {   # ROWS COLS DESC
+	screen >"$TMP/scr"
+	n=$(wc -l <"$TMP/scr")
+	row=$(grep -nE '^ model \| cpu \|' "$TMP/scr" | head -n 1 | cut -d: -f1)
+	wide=$(python3 -c 'import sys,unicodedata as u
+w=lambda s: sum(2 if u.east_asian_width(c) in "WF" else 0 if u.category(c) in ("Mn", "Me", "Cf") else 1 for c in s)
+print(max(w(l.rstrip("\n")) for l in open(sys.argv[1], encoding="utf-8")))' "$TMP/scr")
+	if [ "$n" -eq "$1" ] && [ "$row" = "$(($1 - 2))" ] && [ "$wide" -le "$2" ]; then
+		pass "$3: status bar on row $row of $n, widest line $wide <= $2 columns"
+	else
+		fail "$3: $n rows (want $1), status bar row '$row' (want $(($1 - 2))), widest $wide (max $2)"
+		shot "failure: $3"
+	fi
+}
+
+# The model is a directory named "model": that is the name the status bar shows.
+T new-session -d -s ui -x 100 -y 30 \
+	"$QWENCHAT -m '$MODEL' --backend cpu --threads 2 --ctx 16384 -n 100000 --seed 7; echo EXITED \$?; sleep 600"
+T set-option -g escape-time 0 >/dev/null
+
+check_screen 'Type a message' "the UI starts"
+shot "start"
+first=$(status_line)
+echo "$first" | grep -q 'ctx 0/16384' && pass "context starts empty" || fail "status at start: $first"
+
+# 1. A streamed answer; the status bar's speed and context figures change.
+T send-keys -t ui 'Hello 你好 world' Enter
+check_screen 'decode [1-9][0-9.]* t/s' "the answer streams with a live decode speed"
+sleep 1
+s1=$(status_line)
+sleep 1
+s2=$(status_line)
+shot "streaming"
+[ "$s1" != "$s2" ] && pass "status bar figures change while streaming" || fail "status did not change: $s2"
+echo "$s2" | grep -qE 'ctx [1-9][0-9]*/16384' && pass "context used grows" || fail "context: $s2"
+echo "$s2" | grep -qE 'prefill [1-9][0-9]* t/s' && pass "prefill speed shown" || fail "prefill: $s2"
+# 2. Ctrl-C mid-answer keeps the partial text. (The 16K context outlasts the ~2 s
+# above: run alone, the tiny model fills 4096 tokens in under 4 s.)
+T send-keys -t ui C-c
+check_screen 'stopped: the partial answer is kept' "Ctrl-C stops the answer"
+# (the last non-blank line above the notice: the answer may end with blank lines)
+screen | awk '/stopped: the partial answer is kept/ { print last; exit } /[^ ]/ { last = $0 }' |
+	grep -q '^  .*[^ ]' && pass "the partial answer stays on screen" ||
+	fail "no partial answer after Ctrl-C"
+python3 -c 'import json,sys
+m=json.load(open(open(sys.argv[1]).read().strip()))
+sys.exit(0 if m[-1]["role"]=="assistant" and m[-1]["content"].strip() else 1)' \
+	"$TMP/state/qwenchat/last-session" && pass "the partial answer is saved in the conversation" ||
+	fail "the partial answer is not in the session file"
+shot "after Ctrl-C"
+# 3. Wide characters: a long CJK line wraps at 98 columns, 49 ideographs per line.
+cjk=$(python3 -c 'print("中文字符測試" * 12)')
+T send-keys -t ui -l "$cjk"
+T send-keys -t ui Enter
+check_screen 'decode [1-9]' "a second message streams"
+T send-keys -t ui Escape
+check_screen 'stopped: the partial answer is kept' "Esc stops the answer"
+shot "wide characters"
+screen | python3 -c '
+import sys
+# the message rows only: an answer may contain these characters among others
+rows = [l.rstrip("\n") for l in sys.stdin if l.strip() and set(l.strip()) <= set("中文字符測試")]
+ok = len(rows) >= 2 and all(r.startswith("  ") for r in rows) and len(rows[0].strip()) == 49
+sys.exit(0 if ok else 1)' && pass "CJK text wraps at full width, aligned" || fail "CJK wrapping"
+check_layout 30 100 "layout with wide characters"
+
+# 4. /think off changes the rendered prompt (/stats shows its end).
+T send-keys -t ui '/stats' Enter
+check_screen 'next prompt ends:.*assistant\\n"' "with thinking on the prompt ends at the assistant header"
+T send-keys -t ui '/think off' Enter
+check_screen 'thinking off from the next answer' "/think off"
+T send-keys -t ui '/stats' Enter
+check_screen 'next prompt ends:.*<think>\\n\\n</think>\\n\\n"' "/think off adds the empty think block to the prompt"
+check_screen 'think off \|' "the status bar shows think off"
+shot "think off"
+
+# 5. A bad command is an inline error and the typed line comes back.
+T send-keys -t ui '/frobnicate 3' Enter
+check_screen 'unknown command /frobnicate \(try /help\)' "a bad command shows an error"
+check_screen '^> /frobnicate 3' "the bad command stays in the input line"
+T send-keys -t ui C-u
+T send-keys -t ui '/top-p 7' Enter
+check_screen '/top-p: 7 is out of range \[0, 1\]' "a bad value shows an error"
+T send-keys -t ui C-u
+
+# 6. A bracketed paste of several lines is one message.
+users=$(screen | grep -c '^you$')
+T send-keys -t ui -l "$(printf '\033[200~paste line one\npaste line two\npaste line three\033[201~')"
+T send-keys -t ui Enter
+check_screen 'decode [1-9]' "the pasted message is answered"
+sleep 0.5
+stop_answer "pasted answer stopped"
+shot "paste"
+# A long answer may have scrolled them off: PageUp until they show (then back down).
+found=no
+ups=0
+while [ $ups -lt 80 ]; do
+	if screen | tr '\n' '|' | grep -q '  paste line one|  paste line two|  paste line three|'; then
+		found=yes
+		break
+	fi
+	T send-keys -t ui PPage
+	ups=$((ups + 1))
+	sleep 0.1
+done
+[ $found = yes ] && pass "the pasted lines form one message" ||
+	fail "the pasted lines are not one message"
+while [ $ups -gt 0 ]; do T send-keys -t ui NPage; ups=$((ups - 1)); done
+# The session file holds them as one user turn.
+sess=$(cat "$TMP/state/qwenchat/last-session")
+python3 -c 'import json,sys
+m=json.load(open(sys.argv[1])); u=[x["content"] for x in m if x["role"]=="user"]
+sys.exit(0 if "paste line one\npaste line two\npaste line three" in u else 1)' "$sess" &&
+	pass "the paste is one user turn in the session file" || fail "paste not one turn in $sess"
+
+# 7. The attention pane (F2) fills while an answer streams; resizing while streaming
+# keeps the layout.
+T resize-window -t ui -x 120 -y 40
+T send-keys -t ui F2
+check_screen 'attention: nothing captured yet' "F2 opens the attention pane"
+T send-keys -t ui 'Tell me a long story' Enter
+check_screen 'decode [1-9]' "streaming with the attention pane open"
+check_screen 'attention +layer [0-9]+/1' "the pane shows the captured attention"
+check_screen 'entropy \(bits\)' "the pane shows per-head entropy"
+check_screen 'first-token share' "the pane shows the first-token share"
+check_screen "top attended tokens" "the pane lists the top attended tokens"
+shot "debug pane (attention) at 120x40 while streaming"
+T resize-window -t ui -x 80 -y 24
+sleep 1
+shot "resized to 80x24 while streaming"
+check_layout 24 80 "layout at 80x24 while streaming"
+T resize-window -t ui -x 120 -y 40
+sleep 1
+check_layout 40 120 "layout at 120x40 while streaming"
+stop_answer "stopped after resize"
+T send-keys -t ui Right Down
+sleep 0.5
+check_screen 'layer 1/1 .* head 1/' "arrows pick layer and head"
+T send-keys -t ui F2
+check_screen 'KV cache [0-9.]+ used' "F2 again shows memory"
+shot "debug pane (memory)"
+T send-keys -t ui F2
+T resize-window -t ui -x 100 -y 30
+sleep 0.5
+check_layout 30 100 "layout back at 100x30"
+
+# 8. /save, /clear, /load restore the same conversation.
+T send-keys -t ui "/save $TMP/conv.json" Enter
+check_screen 'saved [0-9]+ turns to' "/save"
+T send-keys -t ui '/clear' Enter
+check_screen 'conversation cleared' "/clear"
+screen | grep -q 'paste line one' && fail "/clear left the old turns" || pass "/clear empties the view"
+T send-keys -t ui "/load $TMP/conv.json" Enter
+check_screen 'loaded [0-9]+ turns from' "/load"
+# The loaded turns may be above the screen (the random model's answers run to
+# thousands of tokens, hundreds of lines): PageUp until they show.
+found=no
+for i in $(seq 80); do
+	screen | grep -q '^  paste line three' && { found=yes; break; }
+	T send-keys -t ui PPage
+	sleep 0.2
+done
+[ $found = yes ] && pass "the loaded conversation is shown" || fail "loaded turns not found by scrolling"
+T send-keys -t ui NPage NPage NPage NPage NPage NPage NPage NPage NPage NPage NPage NPage
+T send-keys -t ui "/save $TMP/conv2.json" Enter
+check_screen 'saved [0-9]+ turns to .*conv2' "second /save"
+cmp -s "$TMP/conv.json" "$TMP/conv2.json" && pass "/load restores the same conversation" ||
+	fail "conv.json and conv2.json differ"
+shot "after /load"
+
+# 8b. Reasoning (dimmed, foldable with Tab and /think hide), code blocks, /undo,
+# /edit, /retry, Tab completion; from a conversation file with reasoning_content.
+printf '%s\n' '[{"role": "system", "content": "Be brief."},' \
+	' {"role": "user", "content": "Show code"},' \
+	' {"role": "assistant", "reasoning_content": "The user wants code.\nI will write it.",' \
+	'  "content": "Here:\n```c\nint x = 1;\n```\nDone."}]' >"$TMP/think.json"
+T send-keys -t ui "/load $TMP/think.json" Enter
+check_screen 'loaded 2 turns' "/load a conversation with reasoning"
+check_screen '^system prompt$' "the system prompt is shown"
+check_screen '^  The user wants code\.' "the reasoning is shown"
+check_screen '^│ int x = 1;' "a fenced code block is set off"
+shot "reasoning and code"
+T send-keys -t ui Tab
+check_screen 'thinking \(folded; Tab shows it\)' "Tab on an empty line folds the reasoning"
+screen | grep -q 'The user wants code' && fail "folded reasoning still shown" || pass "folded reasoning hidden"
+T send-keys -t ui Tab
+check_screen '^  The user wants code\.' "Tab again shows it"
+T send-keys -t ui '/think hide' Enter
+check_screen 'thinking \(folded' "/think hide folds the reasoning"
+T send-keys -t ui '/think show' Enter
+check_screen '^  I will write it\.' "/think show shows it"
+T send-keys -t ui '/undo' Enter
+check_screen 'removed the last message and its answer' "/undo"
+screen | grep -q 'Show code' && fail "/undo left the message" || pass "/undo removes the message"
+T send-keys -t ui 'edit me please' Enter
+check_screen 'decode [1-9]' "a message to edit is answered"
+stop_answer "stopped before /edit"
+T send-keys -t ui '/edit' Enter
+check_screen '^> edit me please' "/edit puts the last message back in the input line"
+screen | grep -q '^  edit me please' && fail "/edit left the message in the view" ||
+	pass "/edit removes it from the conversation"
+T send-keys -t ui C-u
+T send-keys -t ui 'retry me' Enter
+check_screen 'decode [1-9]' "a message to retry"
+stop_answer "stopped before /retry"
+T send-keys -t ui '/retry' Enter
+check_screen 'decode [1-9]' "/retry generates again"
+stop_answer "stopped the retried answer"
+[ "$(screen | grep -c '^  retry me$')" = 1 ] && pass "/retry keeps one copy of the message" ||
+	fail "/retry duplicated the message"
+T send-keys -t ui '/thi' Tab
+check_screen '^> /think *$' "Tab completes a command"
+T send-keys -t ui 'hi' Tab
+check_screen '^> /think hide *$' "Tab completes its argument (after the space completion added)"
+T send-keys -t ui C-u
+T send-keys -t ui '/help' Enter
+check_screen 'a line starting with // sends a message' "/help lists the keys"
+T send-keys -t ui PPage
+check_screen 'more lines' "PageUp scrolls back"
+shot "scrolled back"
+T send-keys -t ui NPage NPage NPage
+sleep 0.3
+screen | grep -q 'more lines' && fail "PageDown should return to the end" || pass "PageDown returns"
+
+# 9. kill -9 mid-answer, then --resume restores every finished turn.
+# Finished turns after the system prompt (what "resumed N turns" counts).
+finished=$(python3 -c 'import json,sys; print(len([m for m in json.load(open(sys.argv[1])) if m["role"] != "system"]))' "$sess")
+T send-keys -t ui 'unfinished question' Enter
+check_screen 'decode [1-9]' "streaming before kill -9"
+pid=$(pgrep -f -n "^$QWENCHAT -m $MODEL" || true)
+[ -n "$pid" ] && kill -9 "$pid"
+check_screen 'EXITED 137' "kill -9"
+restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 100000 --resume; echo EXITED \$?; sleep 600"
+check_screen "resumed $finished turns from" "--resume reopens the last session ($finished turns)"
+shot "resumed"
+
+# 10. Ctrl-C on an empty line asks; Ctrl-D quits.
+T send-keys -t ui C-c
+check_screen 'Quit\? Press Ctrl-C again' "Ctrl-C on an empty line asks first"
+T send-keys -t ui x BSpace
+sleep 0.3
+screen | grep -q 'Quit?' && fail "another key should dismiss the question" || pass "another key dismisses it"
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "Ctrl-D on an empty line quits"
+check_screen 'conversation saved in' "leaving says where the conversation is"
+[ -s "$TMP/history" ] || [ -s "$TMP/state/qwenchat/history" ] && pass "input history saved" ||
+	fail "no history file"
+
+# 11. --plain on a terminal: readline with completion, /edit puts the message back.
+restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 8 --plain; echo EXITED \$?; sleep 600"
+check_screen '^> *$' "--plain shows a prompt"
+T send-keys -t ui 'plain hello' Enter
+check_screen 'plain hello' "--plain takes a message"
+T send-keys -t ui '/thi' Tab
+sleep 0.3
+T send-keys -t ui 'of' Tab Enter
+check_screen 'thinking off from the next answer' "--plain completes commands and arguments"
+T send-keys -t ui '/edit' Enter
+# The message's own line at the top also reads "> plain hello": wait for the prompt
+# under /edit's reply, or Ctrl-U below can come before readline has the line.
+edit_back() { screen | grep -A1 'editing the last message' | grep -q '^> plain hello'; }
+i=0
+while [ $i -lt $((WAIT * 10)) ] && ! edit_back; do sleep 0.1; i=$((i + 1)); done
+if edit_back; then pass "--plain /edit puts the message back in the line"
+else fail "--plain /edit puts the message back in the line"; shot "failure: /edit"; fi
+T send-keys -t ui C-u C-d
+check_screen 'EXITED 0' "--plain quits on Ctrl-D"
+shot "plain mode on a terminal"
+finish

@@ -1,0 +1,67 @@
+/* test_hub.c — unit tests of the hub's pieces that need no server: repo id parsing
+ * and the cache paths huggingface_hub uses. (Hash checks of downloads: tests/cli/hub.sh.) */
+#include "src/base/err.h"
+#include "src/hub/hfcache.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+static void test_parse_spec(void **state)
+{
+	(void)state;
+	char *id, *rev;
+	assert_int_equal(hfc_parse_spec("Qwen/Qwen3-0.6B", &id, &rev), 1);
+	assert_string_equal(id, "Qwen/Qwen3-0.6B");
+	assert_string_equal(rev, "main");
+	free(id);
+	free(rev);
+	assert_int_equal(hfc_parse_spec("Qwen/Qwen3-0.6B@refs/pr/1", &id, &rev), 1);
+	assert_string_equal(rev, "refs/pr/1");
+	free(id);
+	free(rev);
+	/* Paths are not repo ids. */
+	assert_int_equal(hfc_parse_spec("./models/x", &id, &rev), 0);
+	assert_int_equal(hfc_parse_spec("/abs/dir", &id, &rev), 0);
+	assert_int_equal(hfc_parse_spec("a/b/c", &id, &rev), 0);
+	assert_int_equal(hfc_parse_spec("plain", &id, &rev), 0);
+	/* Malformed names and revisions are refused before any path is built. */
+	assert_int_equal(hfc_parse_spec("Org/bad--name", &id, &rev), -1);
+	assert_int_equal(hfc_parse_spec("Org/..", &id, &rev), -1);
+	assert_int_equal(hfc_parse_spec("Org/na me", &id, &rev), -1);
+	assert_int_equal(hfc_parse_spec("Org/Name@../../etc", &id, &rev), -1);
+	assert_int_equal(hfc_parse_spec("Org/Name@", &id, &rev), -1);
+}
+
+static void test_paths(void **state)
+{
+	(void)state;
+	char *d = hfc_repo_dir("/c", "Qwen/Qwen3-0.6B");
+	assert_string_equal(d, "/c/models--Qwen--Qwen3-0.6B");
+	char *s = hfc_snapshot(d, "0123456789abcdef0123456789abcdef01234567");
+	assert_string_equal(s, "/c/models--Qwen--Qwen3-0.6B/snapshots/"
+			    "0123456789abcdef0123456789abcdef01234567");
+	char *c = hfc_read_ref(d, "0123456789abcdef0123456789abcdef01234567");
+	assert_string_equal(c, "0123456789abcdef0123456789abcdef01234567");
+	assert_null(hfc_read_ref("/nonexistent-dir", "main"));
+	free(c);
+	free(s);
+	free(d);
+	assert_true(hfc_valid_file("model-00001-of-00002.safetensors"));
+	assert_false(hfc_valid_file("../x.safetensors"));
+	assert_false(hfc_valid_file("/etc/passwd"));
+	assert_false(hfc_valid_file(".hidden"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_spec),
+		cmocka_unit_test(test_paths),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

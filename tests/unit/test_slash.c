@@ -1,0 +1,128 @@
+/* test_slash.c — slash command parsing: names, prefixes, values, ranges, errors, completion. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/app/slash.h"
+
+static char err[256];
+
+static void test_is_command(void **st)
+{
+	(void)st;
+	assert_true(slash_is_command("/help"));
+	assert_false(slash_is_command("// not a command"));
+	assert_false(slash_is_command("/ x"));
+	assert_false(slash_is_command("hello /help"));
+	assert_string_equal(slash_unescape("//tmp is a dir"), "/tmp is a dir");
+	assert_string_equal(slash_unescape("plain"), "plain");
+}
+
+static void test_names(void **st)
+{
+	(void)st;
+	struct slash_call c;
+	assert_int_equal(slash_parse("/help", &c, err, sizeof err), 0);
+	assert_int_equal(c.cmd->id, SLASH_HELP);
+	assert_false(c.has_arg);
+	assert_int_equal(slash_parse("/sam", &c, err, sizeof err), 0);
+	assert_int_equal(c.cmd->id, SLASH_SAMPLING);
+	/* "/s" matches seed, sampling, system, save, stats: ambiguous. */
+	assert_int_equal(slash_parse("/s", &c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "ambiguous"));
+	assert_int_equal(slash_parse("/frobnicate 3", &c, err, sizeof err), -1);
+	assert_string_equal(err, "unknown command /frobnicate (try /help)");
+	/* An exact name wins over being a prefix of another. */
+	assert_non_null(slash_find("temp"));
+	assert_null(slash_find("tem"));
+	assert_int_equal(slash_parse("/help me", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/help takes no argument");
+}
+
+static void test_values(void **st)
+{
+	(void)st;
+	struct slash_call c;
+	assert_int_equal(slash_parse("/temp 0.25  ", &c, err, sizeof err), 0);
+	assert_true(c.has_arg);
+	assert_true(c.num == 0.25);
+	assert_int_equal(slash_parse("/temp", &c, err, sizeof err), 0);
+	assert_false(c.has_arg);
+	assert_int_equal(slash_parse("/temp abc", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/temp: 'abc' is not a number");
+	assert_int_equal(slash_parse("/temp nan", &c, err, sizeof err), -1);
+	assert_int_equal(slash_parse("/top-p 2", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/top-p: 2 is out of range [0, 1]");
+	assert_int_equal(slash_parse("/top-k 2.5", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/top-k: '2.5' is not a whole number");
+	assert_int_equal(slash_parse("/top-k 40", &c, err, sizeof err), 0);
+	assert_true(c.num == 40);
+	assert_int_equal(slash_parse("/min-p -0.1", &c, err, sizeof err), -1);
+	assert_int_equal(slash_parse("/repeat 0", &c, err, sizeof err), -1);
+	assert_int_equal(slash_parse("/seed 42", &c, err, sizeof err), 0);
+	assert_true(c.num == 42);
+	assert_int_equal(slash_parse("/think off", &c, err, sizeof err), 0);
+	assert_int_equal(c.cmd->id, SLASH_THINK);
+	assert_string_equal(c.cmd->choices[c.choice], "off");
+	assert_int_equal(slash_parse("/think maybe", &c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "on|off|hide|show"));
+	assert_int_equal(slash_parse("/debug memory", &c, err, sizeof err), 0);
+	assert_string_equal(c.cmd->choices[c.choice], "memory");
+}
+
+static void test_text(void **st)
+{
+	(void)st;
+	struct slash_call c;
+	assert_int_equal(slash_parse("/system You are  terse. ", &c, err, sizeof err), 0);
+	assert_string_equal(c.text, "You are  terse. ");
+	slash_call_free(&c);
+	assert_int_equal(slash_parse("/save", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/save FILE: argument missing");
+	setenv("HOME", "/home/someone", 1);
+	assert_int_equal(slash_parse("/load ~/conv.json", &c, err, sizeof err), 0);
+	assert_string_equal(c.text, "/home/someone/conv.json");
+	slash_call_free(&c);
+	assert_int_equal(slash_parse("/save my file.json", &c, err, sizeof err), 0);
+	assert_string_equal(c.text, "my file.json");
+	slash_call_free(&c);
+}
+
+static void test_complete(void **st)
+{
+	(void)st;
+	char *a = slash_complete_name("/t", 0), *b = slash_complete_name("/t", 1);
+	char *c = slash_complete_name("/t", 2), *d = slash_complete_name("/t", 3);
+	assert_string_equal(a, "/think");
+	assert_string_equal(b, "/temp");
+	assert_string_equal(c, "/top-k");
+	assert_non_null(d);
+	free(a), free(b), free(c), free(d);
+	char *h = slash_complete_arg("/think ", "h", 0);
+	assert_string_equal(h, "hide");
+	free(h);
+	assert_null(slash_complete_arg("/think ", "h", 1));
+	assert_null(slash_complete_arg("/temp ", "", 0));
+	assert_true(slash_wants_file("/load "));
+	assert_false(slash_wants_file("/temp "));
+	char *help = slash_help("keys: none\n");
+	for (size_t i = 0; i < slash_table_len; i++)
+		assert_non_null(strstr(help, slash_table[i].usage));
+	assert_non_null(strstr(help, "keys: none"));
+	free(help);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_is_command), cmocka_unit_test(test_names),
+		cmocka_unit_test(test_values), cmocka_unit_test(test_text),
+		cmocka_unit_test(test_complete),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

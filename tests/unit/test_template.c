@@ -1,0 +1,166 @@
+/* test_template.c — tmpl_render against the jinja2 golden renders (every case, every
+ * add_generation_prompt/enable_thinking combination, every variant), in process, and
+ * tmpl_detect on each variant's tokenizer_config.json. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/chat/chat.h"
+#include "src/base/err.h"
+#include "src/chat/template.h"
+
+static const struct {
+	const char *name;
+	enum tmpl_variant v;
+} variants[] = {
+	{"qwen3", TMPL_QWEN3},
+	{"qwen3-instruct-2507", TMPL_QWEN3_INSTRUCT},
+	{"qwen3-thinking-2507", TMPL_QWEN3_THINKING},
+	{"chatml", TMPL_CHATML},
+};
+
+static json_t *load_golden(const char *name)
+{
+	const char *top = getenv("TOP_SRCDIR");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/tests/golden/%s", top ? top : ".", name);
+	json_error_t e;
+	json_t *j = json_load_file(path, 0, &e);
+	if (!j)
+		fail_msg("%s: %s (line %d)", path, e.text, e.line);
+	return j;
+}
+
+/* The conversations of template-cases.json ({"name", "messages", "tools"} objects),
+ * parsed by chat_from_json. */
+static struct chat **load_cases(size_t *n)
+{
+	json_t *root = load_golden("template-cases.json");
+	json_t *cases = json_object_get(root, "cases");
+	*n = json_array_size(cases);
+	assert_true(*n >= 40);
+	struct chat **out = calloc(*n, sizeof *out);
+	assert_non_null(out);
+	for (size_t i = 0; i < *n; i++) {
+		char *text = json_dumps(json_array_get(cases, i), JSON_PRESERVE_ORDER);
+		assert_non_null(text);
+		out[i] = chat_from_json(text, strlen(text), "template-cases.json");
+		if (!out[i])
+			fail_msg("case %zu: %s", i, err_msg());
+		free(text);
+	}
+	json_decref(root);
+	return out;
+}
+
+static void check_variant(size_t k)
+{
+	size_t ncases;
+	struct chat **cases = load_cases(&ncases);
+	char name[128];
+	snprintf(name, sizeof name, "template-golden-%s.json", variants[k].name);
+	json_t *golden = load_golden(name);
+	json_t *renders = json_object_get(golden, "renders");
+	assert_int_equal(json_array_size(renders), ncases * 6);
+	size_t bad = 0;
+	for (size_t i = 0; i < json_array_size(renders); i++) {
+		json_t *r = json_array_get(renders, i);
+		size_t c = (size_t)json_integer_value(json_object_get(r, "case"));
+		assert_true(c < ncases);
+		bool agp = json_is_true(json_object_get(r, "add_generation_prompt"));
+		json_t *th = json_object_get(r, "enable_thinking");
+		int think = json_is_null(th) ? TMPL_THINK_ABSENT : json_is_true(th) ? TMPL_THINK_ON
+										    : TMPL_THINK_OFF;
+		const char *want = json_string_value(json_object_get(r, "text"));
+		size_t len;
+		char *got = tmpl_render(cases[c], variants[k].v, agp, think, &len);
+		assert_non_null(got);
+		if (len != strlen(want) || memcmp(got, want, len) != 0) {
+			if (bad++ < 5)
+				print_error("%s: case %zu agp=%d think=%d differs\n--- want\n%s\n--- got\n%s\n",
+					    variants[k].name, c, agp, think, want, got);
+		}
+		free(got);
+	}
+	assert_int_equal(bad, 0);
+	json_decref(golden);
+	for (size_t i = 0; i < ncases; i++)
+		chat_free(cases[i]);
+	free(cases);
+}
+
+static void test_qwen3(void **state) { (void)state; check_variant(0); }
+static void test_instruct(void **state) { (void)state; check_variant(1); }
+static void test_thinking(void **state) { (void)state; check_variant(2); }
+static void test_chatml(void **state) { (void)state; check_variant(3); }
+
+static void test_detect(void **state)
+{
+	(void)state;
+	for (size_t k = 0; k < sizeof variants / sizeof variants[0]; k++) {
+		char name[128];
+		snprintf(name, sizeof name, "template-config-%s.json", variants[k].name);
+		json_t *cfg = load_golden(name);
+		const char *warning = "unset";
+		enum tmpl_variant v = tmpl_detect(json_string_value(json_object_get(cfg, "chat_template")),
+						  &warning);
+		assert_int_equal(v, variants[k].v);
+		if (variants[k].v == TMPL_CHATML)
+			assert_non_null(warning);
+		else
+			assert_null(warning);
+		assert_string_equal(tmpl_variant_name(v), variants[k].name);
+		json_decref(cfg);
+	}
+	/* Near misses are not taken for a known template: Qwen2.5's (a default system
+	 * prompt) and a Thinking-2507 text whose prompt no longer opens <think>. */
+	json_t *cfg = load_golden("template-config-qwen3-thinking-2507.json");
+	const char *thinking = json_string_value(json_object_get(cfg, "chat_template"));
+	char *edited = strdup(thinking), *at = strstr(edited, "assistant\\n<think>\\n'");
+	assert_non_null(at);
+	memmove(at + 11, at + 20, strlen(at + 20) + 1);  /* drop "<think>\\n" */
+	assert_int_equal(tmpl_detect(edited, NULL), TMPL_CHATML);
+	free(edited);
+	json_decref(cfg);
+	assert_int_equal(tmpl_detect("{%- if messages[0].role == 'system' %}{{- '<|im_start|>system\\n' + "
+				     "messages[0].content + '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>"
+				     "system\\nYou are Qwen, created by Alibaba Cloud.' }}{%- endif %}"
+				     "<tool_response>", NULL), TMPL_CHATML);
+	const char *warning = NULL;
+	assert_int_equal(tmpl_detect(NULL, &warning), TMPL_CHATML);
+	assert_non_null(warning);
+	assert_true(tmpl_has_think_switch(TMPL_QWEN3));
+	assert_false(tmpl_has_think_switch(TMPL_QWEN3_THINKING));
+	assert_true(tmpl_prompt_opens_think(TMPL_QWEN3_THINKING, TMPL_THINK_ABSENT));
+	assert_false(tmpl_prompt_opens_think(TMPL_QWEN3, TMPL_THINK_ON));
+}
+
+static void test_empty(void **state)
+{
+	(void)state;
+	struct chat *c = chat_new();
+	assert_non_null(c);
+	assert_null(tmpl_render(c, TMPL_QWEN3, true, TMPL_THINK_ABSENT, NULL));
+	assert_non_null(strstr(err_msg(), "no messages"));
+	chat_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_qwen3),
+		cmocka_unit_test(test_instruct),
+		cmocka_unit_test(test_thinking),
+		cmocka_unit_test(test_chatml),
+		cmocka_unit_test(test_detect),
+		cmocka_unit_test(test_empty),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
