@@ -8,16 +8,16 @@
 /* What a backend gets from engine.c: arguments are already validated (ctx >= 1,
  * threads >= 0), so a backend only has to fail on resources (memory, device). */
 struct eng_backend_opts {
-	int threads;                 /* CPU threads; 0 = all cores */
+	int threads; /* CPU threads; 0 = all cores */
 	/* KV capacity in tokens (resolved, >= 1). A backend whose memory cannot hold it
 	 * may lower it (saying so through notice); engine.c reads it back. */
 	int ctx;
-	bool kv_f32;                 /* fp32 KV cache instead of bf16 */
+	bool kv_f32; /* fp32 KV cache instead of bf16 */
 	/* Prefill matrix products with bf16 activations where the CPU has AVX-512 BF16
 	 * (~1.5x faster, ~1e-3 relative error): from QWENCHAT_CPU_BF16_PREFILL=1 in the
 	 * environment; backends without such a path ignore it. */
 	bool bf16_prefill;
-	void (*notice)(const char *msg);                      /* may be NULL */
+	void (*notice)(const char *msg);                         /* may be NULL */
 	void (*progress)(size_t done_bytes, size_t total_bytes); /* weight upload; may be NULL */
 };
 
@@ -30,7 +30,7 @@ struct eng_backend_stats {
 /* One backend. Every function receives the state returned by init. The table is
  * static const data; keep it small: the CUDA backend implements the same one. */
 struct eng_backend_ops {
-	const char *name;            /* "cpu", "cuda" */
+	const char *name; /* "cpu", "cuda" */
 	/* NULL on error (err_set). The model outlives the state. */
 	void *(*init)(struct eng_model *m, struct eng_backend_opts *o);
 	void (*free)(void *st);

@@ -26,8 +26,8 @@ const char *eng_dtype_name(enum eng_dtype t)
 
 /* Reads an integer field into [lo, hi]. Absent: *out = def, or an error when
  * def is below lo (required field). */
-static int get_int(json_t *root, const char *name, const char *pfx, const char *key,
-		   long long lo, long long hi, long long def, int *out)
+static int get_int(json_t *root, const char *name, const char *pfx, const char *key, long long lo,
+		   long long hi, long long def, int *out)
 {
 	json_t *v = json_object_get(root, key);
 	if (!v || json_is_null(v)) {
@@ -47,8 +47,8 @@ static int get_int(json_t *root, const char *name, const char *pfx, const char *
 }
 
 /* Reads a number field (integer or real) into [lo, hi]; absent gives def. */
-static int get_num(json_t *obj, const char *name, const char *pfx, const char *key,
-		   double lo, double hi, double def, double *out)
+static int get_num(json_t *obj, const char *name, const char *pfx, const char *key, double lo,
+		   double hi, double def, double *out)
 {
 	json_t *v = json_object_get(obj, key);
 	if (!v || json_is_null(v)) {
@@ -61,8 +61,7 @@ static int get_num(json_t *obj, const char *name, const char *pfx, const char *k
 		return err_set("%s: %s%s must be a number", name, pfx, key);
 	double x = json_number_value(v);
 	if (!isfinite(x) || x < lo || x > hi)
-		return err_set("%s: %s%s = %g is out of range [%g, %g]", name, pfx, key, x, lo,
-			       hi);
+		return err_set("%s: %s%s = %g is out of range [%g, %g]", name, pfx, key, x, lo, hi);
 	*out = x;
 	return 0;
 }
@@ -75,7 +74,8 @@ static int check_architecture(json_t *root, const char *name)
 	json_t *type = json_object_get(root, "model_type");
 	if (!arch && !type)
 		return err_set("%s: architectures and model_type are missing "
-			       "(not a Hugging Face Qwen3 config)", name);
+			       "(not a Hugging Face Qwen3 config)",
+			       name);
 	if (arch) {
 		if (!json_is_array(arch) || json_array_size(arch) == 0)
 			return err_set("%s: architectures must be a non-empty array", name);
@@ -85,7 +85,8 @@ static int check_architecture(json_t *root, const char *name)
 				return err_set("%s: architectures[%zu] must be a string", name, i);
 			if (strcmp(a, "Qwen3ForCausalLM") != 0)
 				return err_set("%s: architectures: %.64s is not supported "
-					       "(only dense Qwen3ForCausalLM)", name, a);
+					       "(only dense Qwen3ForCausalLM)",
+					       name, a);
 		}
 	}
 	if (type) {
@@ -93,8 +94,8 @@ static int check_architecture(json_t *root, const char *name)
 		if (!t)
 			return err_set("%s: model_type must be a string", name);
 		if (strcmp(t, "qwen3") != 0)
-			return err_set("%s: model_type: %.64s is not supported (only qwen3)",
-				       name, t);
+			return err_set("%s: model_type: %.64s is not supported (only qwen3)", name,
+				       t);
 	}
 	/* features of the Qwen3 code path that the published models leave off */
 	json_t *bias = json_object_get(root, "attention_bias");
@@ -132,19 +133,19 @@ static int parse_dtype(json_t *root, const char *name, struct eng_config *cfg)
 	else if (!strcmp(s, "float32"))
 		cfg->dtype = ENG_F32;
 	else
-		return err_set("%s: %s: %.32s is not supported (bfloat16, float16, float32)",
-			       name, key, s);
+		return err_set("%s: %s: %.32s is not supported (bfloat16, float16, float32)", name,
+			       key, s);
 	return 0;
 }
 
 /* Limits: generous multiples of the largest dense models, small enough that
  * every size computed from them fits in 64 bits and nothing absurd is allocated. */
-#define MAX_VOCAB (1 << 24)
-#define MAX_WIDTH (1 << 20)
-#define MAX_LAYERS 1024
-#define MAX_HEADS 1024
+#define MAX_VOCAB     (1 << 24)
+#define MAX_WIDTH     (1 << 20)
+#define MAX_LAYERS    1024
+#define MAX_HEADS     1024
 #define MAX_POSITIONS (1 << 24)
-#define MAX_PARAMS 2000000000000LL   /* 2T parameters */
+#define MAX_PARAMS    2000000000000LL /* 2T parameters */
 
 static int parse_rope_scaling(json_t *root, const char *name, struct eng_config *cfg)
 {
@@ -169,13 +170,14 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 	if (!strcmp(type, "default"))
 		return 0;
 	const char *p = "rope_scaling.";
-	if (!strcmp(type, "linear")) {   /* positions divided by the factor */
+	if (!strcmp(type, "linear")) { /* positions divided by the factor */
 		snprintf(cfg->rope_type, sizeof cfg->rope_type, "linear");
 		return get_num(rs, name, p, "factor", 1, 1024, NAN, &cfg->rope_factor);
 	}
 	if (strcmp(type, "yarn") != 0)
 		return err_set("%s: rope_scaling.rope_type: %.32s is not supported "
-			       "(default, linear or yarn)", name, type);
+			       "(default, linear or yarn)",
+			       name, type);
 	snprintf(cfg->rope_type, sizeof cfg->rope_type, "yarn");
 	/* The optional fields default as transformers' _compute_yarn_parameters does; a
 	 * beta of 0 means the default there too (`beta_fast or 32`). */
@@ -197,13 +199,12 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 	json_t *orig = json_object_get(rs, "original_max_position_embeddings");
 	if (!orig || json_is_null(orig))
 		return 0;
-	return get_int(rs, name, p, "original_max_position_embeddings", 1,
-		       MAX_POSITIONS, 1, &cfg->rope_original_max_position);
+	return get_int(rs, name, p, "original_max_position_embeddings", 1, MAX_POSITIONS, 1,
+		       &cfg->rope_original_max_position);
 }
 
 /* bos/eos: an id, a list of ids (the first one counts) or null. */
-static int parse_token_id(json_t *root, const char *name, const char *key, int vocab,
-			  int *out)
+static int parse_token_id(json_t *root, const char *name, const char *key, int vocab, int *out)
 {
 	json_t *v = json_object_get(root, key);
 	*out = -1;
@@ -211,8 +212,7 @@ static int parse_token_id(json_t *root, const char *name, const char *key, int v
 		v = json_array_get(v, 0);
 	if (!v || json_is_null(v))
 		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-	    json_integer_value(v) >= vocab)
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= vocab)
 		return err_set("%s: %s must be a token id below vocab_size %d", name, key, vocab);
 	*out = (int)json_integer_value(v);
 	return 0;
@@ -222,8 +222,7 @@ static int parse_fields(json_t *root, const char *name, struct eng_config *c)
 {
 	if (get_int(root, name, "", "vocab_size", 1, MAX_VOCAB, -1, &c->vocab_size) ||
 	    get_int(root, name, "", "hidden_size", 1, MAX_WIDTH, -1, &c->hidden_size) ||
-	    get_int(root, name, "", "intermediate_size", 1, MAX_WIDTH, -1,
-		    &c->intermediate_size) ||
+	    get_int(root, name, "", "intermediate_size", 1, MAX_WIDTH, -1, &c->intermediate_size) ||
 	    get_int(root, name, "", "num_hidden_layers", 1, MAX_LAYERS, -1, &c->num_layers) ||
 	    get_int(root, name, "", "num_attention_heads", 1, MAX_HEADS, -1, &c->num_heads) ||
 	    get_int(root, name, "", "num_key_value_heads", 1, MAX_HEADS, c->num_heads,
@@ -232,7 +231,8 @@ static int parse_fields(json_t *root, const char *name, struct eng_config *c)
 	/* transformers' default head_dim is hidden_size / num_attention_heads */
 	if (!json_object_get(root, "head_dim") && c->hidden_size % c->num_heads)
 		return err_set("%s: head_dim is missing and hidden_size %d is not a multiple "
-			       "of num_attention_heads %d", name, c->hidden_size, c->num_heads);
+			       "of num_attention_heads %d",
+			       name, c->hidden_size, c->num_heads);
 	if (get_int(root, name, "", "head_dim", 1, ENG_MAX_HEAD_DIM, c->hidden_size / c->num_heads,
 		    &c->head_dim) ||
 	    get_num(root, name, "", "rms_norm_eps", 1e-30, 0.1, 1e-6, &c->rms_norm_eps) ||
@@ -243,7 +243,7 @@ static int parse_fields(json_t *root, const char *name, struct eng_config *c)
 	json_t *tie = json_object_get(root, "tie_word_embeddings");
 	if (tie && !json_is_boolean(tie) && !json_is_null(tie))
 		return err_set("%s: tie_word_embeddings must be true or false", name);
-	c->tie_word_embeddings = json_is_true(tie);   /* Qwen3Config defaults to false */
+	c->tie_word_embeddings = json_is_true(tie); /* Qwen3Config defaults to false */
 	if (parse_dtype(root, name, c) || parse_rope_scaling(root, name, c) ||
 	    parse_token_id(root, name, "bos_token_id", c->vocab_size, &c->bos_token_id) ||
 	    parse_token_id(root, name, "eos_token_id", c->vocab_size, &c->eos_token_id))
@@ -255,13 +255,15 @@ static int check_consistency(const struct eng_config *c, const char *name)
 {
 	if (c->num_heads % c->num_kv_heads)
 		return err_set("%s: num_attention_heads %d is not a multiple of "
-			       "num_key_value_heads %d", name, c->num_heads, c->num_kv_heads);
+			       "num_key_value_heads %d",
+			       name, c->num_heads, c->num_kv_heads);
 	if (c->head_dim % 2)
 		return err_set("%s: head_dim %d must be even (rotary embedding pairs)", name,
 			       c->head_dim);
-	if (c->head_dim > ENG_MAX_HEAD_DIM)   /* head_dim absent: hidden_size / heads */
+	if (c->head_dim > ENG_MAX_HEAD_DIM) /* head_dim absent: hidden_size / heads */
 		return err_set("%s: head_dim %d (hidden_size / num_attention_heads) is out of "
-			       "range [1, %d]", name, c->head_dim, ENG_MAX_HEAD_DIM);
+			       "range [1, %d]",
+			       name, c->head_dim, ENG_MAX_HEAD_DIM);
 	struct eng_param_counts pc;
 	eng_count_params(c, &pc);
 	if (pc.total > MAX_PARAMS)

@@ -14,9 +14,9 @@ struct eng {
 	struct eng_model *model;
 	const struct eng_config *cfg;
 	const struct eng_backend_ops *ops;
-	void *st;                    /* the backend's state */
-	int ctx;                     /* KV capacity in tokens */
-	int cached;                  /* positions whose K/V are valid */
+	void *st;   /* the backend's state */
+	int ctx;    /* KV capacity in tokens */
+	int cached; /* positions whose K/V are valid */
 	bool capture;
 	double prefill_s, decode_s;
 	int64_t prefill_tok, decode_tok;
@@ -71,8 +71,8 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 	if (ctx == 0)
 		ctx = c->max_position_embeddings < 4096 ? c->max_position_embeddings : 4096;
 	if (ctx > c->max_position_embeddings) {
-		err_set("engine: context %d exceeds the model's max_position_embeddings %d",
-			ctx, c->max_position_embeddings);
+		err_set("engine: context %d exceeds the model's max_position_embeddings %d", ctx,
+			c->max_position_embeddings);
 		return NULL;
 	}
 	const struct eng_backend_ops *ops = pick_backend(opt->backend, notice);
@@ -88,13 +88,13 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 	e->ops = ops;
 	e->ctx = ctx;
 	const char *fast = getenv("QWENCHAT_CPU_BF16_PREFILL");
-	struct eng_backend_opts bo = {opt->threads, ctx, opt->kv_f32, fast && !strcmp(fast, "1"),
-				      notice, opt->progress};
+	struct eng_backend_opts bo = {
+		opt->threads, ctx, opt->kv_f32, fast && !strcmp(fast, "1"), notice, opt->progress};
 	if (!(e->st = ops->init(m, &bo))) {
 		free(e);
 		return NULL;
 	}
-	e->ctx = bo.ctx;   /* a GPU backend may have shrunk it to fit its memory */
+	e->ctx = bo.ctx; /* a GPU backend may have shrunk it to fit its memory */
 	return e;
 }
 
@@ -138,7 +138,8 @@ static int check_finite(const float *logits, int rows, int vocab, int pos)
 		for (int i = 0; i < vocab; i++)
 			if (!isfinite(logits[(size_t)r * vocab + i]))
 				return err_set("forward: logit %d at position %d is not finite "
-					       "(NaN or Inf in the weights or activations)", i, pos + r);
+					       "(NaN or Inf in the weights or activations)",
+					       i, pos + r);
 	return 0;
 }
 
@@ -147,14 +148,16 @@ static int check_forward(const struct eng *e, const int32_t *ids, int n, int pos
 {
 	const int vocab = e->cfg->vocab_size;
 	if (pos < 0 || pos > e->cached)
-		return err_set("forward: position %d is beyond the %d cached tokens", pos, e->cached);
+		return err_set("forward: position %d is beyond the %d cached tokens", pos,
+			       e->cached);
 	if (n > e->ctx - pos)
-		return err_set("forward: positions %d..%d exceed the context size %d",
-			       pos, pos + n - 1, e->ctx);
+		return err_set("forward: positions %d..%d exceed the context size %d", pos,
+			       pos + n - 1, e->ctx);
 	for (int i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= vocab)
 			return err_set("forward: token id %d at index %d is outside the vocabulary "
-				       "(vocab_size %d)", (int)ids[i], i, vocab);
+				       "(vocab_size %d)",
+				       (int)ids[i], i, vocab);
 	return 0;
 }
 
@@ -171,8 +174,7 @@ static void count_forward(struct eng *e, int n, int pos, double dt)
 	}
 }
 
-int eng_forward(struct eng *e, const int32_t *ids, int n, int pos,
-		float *logits, bool all_logits)
+int eng_forward(struct eng *e, const int32_t *ids, int n, int pos, float *logits, bool all_logits)
 {
 	const int vocab = e->cfg->vocab_size;
 	if (n <= 0 || !ids || !logits)
@@ -203,7 +205,8 @@ int eng_forward_sample(struct eng *e, int32_t id, int pos, const struct eng_samp
 		return err_set("forward_sample: missing argument");
 	if (!eng_can_sample(e, sp))
 		return err_set("forward_sample: the %s backend cannot sample with these settings "
-			       "(top_k %d)", e->ops->name, sp->top_k);
+			       "(top_k %d)",
+			       e->ops->name, sp->top_k);
 	if (sp->n_recent < 0 || sp->n_recent > ENG_SAMPLE_MAX_RECENT ||
 	    (sp->n_recent && !sp->recent))
 		return err_set("forward_sample: %d recent ids (at most %d)", sp->n_recent,
@@ -214,7 +217,7 @@ int eng_forward_sample(struct eng *e, int32_t id, int pos, const struct eng_samp
 			       sp->vocab_limit, sp->uniform);
 	if (check_forward(e, &id, 1, pos))
 		return -1;
-	e->cached = pos;   /* as in eng_forward */
+	e->cached = pos; /* as in eng_forward */
 	double t0 = now_s();
 	if (e->ops->forward_sample(e->st, id, pos, sp, next, used_uniform))
 		return -1;

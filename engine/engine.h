@@ -20,27 +20,28 @@ const char *eng_dtype_name(enum eng_dtype t);
 #define ENG_MAX_HEAD_DIM 1024
 
 struct eng_config {
-	int vocab_size;              /* rows of the embedding and lm_head */
-	int hidden_size;             /* model width (dim) */
-	int intermediate_size;       /* MLP width */
-	int num_layers;              /* num_hidden_layers */
-	int num_heads;               /* query heads */
-	int num_kv_heads;            /* key/value heads (GQA: num_heads % num_kv_heads == 0) */
-	int head_dim;                /* per head; num_heads*head_dim may differ from hidden_size */
+	int vocab_size;        /* rows of the embedding and lm_head */
+	int hidden_size;       /* model width (dim) */
+	int intermediate_size; /* MLP width */
+	int num_layers;        /* num_hidden_layers */
+	int num_heads;         /* query heads */
+	int num_kv_heads;      /* key/value heads (GQA: num_heads % num_kv_heads == 0) */
+	int head_dim;          /* per head; num_heads*head_dim may differ from hidden_size */
 	double rms_norm_eps;
 	double rope_theta;
 	/* rope_scaling; rope_type "default" when absent, else "linear" or "yarn" (others
 	 * refused) */
 	char rope_type[16];
-	double rope_factor;                  /* linear or YaRN scale factor (1 when absent) */
-	int rope_original_max_position;      /* YaRN original_max_position_embeddings; 0 when absent */
-	double rope_attention_factor;        /* YaRN cos/sin scale; 0: computed from the factor */
+	double rope_factor;             /* linear or YaRN scale factor (1 when absent) */
+	int rope_original_max_position; /* YaRN original_max_position_embeddings; 0 when absent */
+	double rope_attention_factor;   /* YaRN cos/sin scale; 0: computed from the factor */
 	double rope_beta_fast, rope_beta_slow; /* YaRN ramp, in rotations (32 and 1 when absent) */
-	double rope_mscale, rope_mscale_all_dim; /* DeepSeek-style attention factor; 0 when absent */
+	double rope_mscale,
+		rope_mscale_all_dim; /* DeepSeek-style attention factor; 0 when absent */
 	int max_position_embeddings;
-	bool tie_word_embeddings;    /* lm_head shares the embedding matrix */
-	enum eng_dtype dtype;        /* torch_dtype */
-	int bos_token_id, eos_token_id;  /* -1 when absent */
+	bool tie_word_embeddings;       /* lm_head shares the embedding matrix */
+	enum eng_dtype dtype;           /* torch_dtype */
+	int bos_token_id, eos_token_id; /* -1 when absent */
 };
 
 /* Parses and validates config.json text (`name` is used in messages). Refuses
@@ -52,15 +53,15 @@ int eng_config_load(const char *dir, struct eng_config *cfg);
 
 /* Parameter counts by component, from the config alone (no files needed). */
 struct eng_param_counts {
-	int64_t embedding;           /* vocab x hidden */
-	int64_t attn_q, attn_k, attn_v, attn_o;   /* all layers */
-	int64_t qk_norm;             /* q_norm + k_norm, all layers */
-	int64_t layer_norms;         /* input + post-attention norms, all layers */
-	int64_t mlp_gate, mlp_up, mlp_down;       /* all layers */
+	int64_t embedding;                      /* vocab x hidden */
+	int64_t attn_q, attn_k, attn_v, attn_o; /* all layers */
+	int64_t qk_norm;                        /* q_norm + k_norm, all layers */
+	int64_t layer_norms;                    /* input + post-attention norms, all layers */
+	int64_t mlp_gate, mlp_up, mlp_down;     /* all layers */
 	int64_t final_norm;
-	int64_t lm_head;             /* 0 when tied */
-	int64_t total;               /* unique parameters */
-	int64_t non_embedding;       /* total minus embedding and (untied) lm_head */
+	int64_t lm_head;       /* 0 when tied */
+	int64_t total;         /* unique parameters */
+	int64_t non_embedding; /* total minus embedding and (untied) lm_head */
 };
 void eng_count_params(const struct eng_config *cfg, struct eng_param_counts *out);
 
@@ -70,32 +71,32 @@ size_t eng_kv_bytes_per_token(const struct eng_config *cfg, size_t elem_size);
 /* ---- Weights (safetensors, memory-mapped) ---------------------------------- */
 
 struct eng_tensor {
-	const void *data;            /* points into the mmap; never copied */
+	const void *data; /* points into the mmap; never copied */
 	enum eng_dtype dtype;
 	int ndim;
-	int64_t shape[2];            /* PyTorch order: (rows, cols) for matrices */
+	int64_t shape[2]; /* PyTorch order: (rows, cols) for matrices */
 	size_t nbytes;
 };
 
 struct eng_layer {
-	struct eng_tensor input_norm;   /* (hidden) */
-	struct eng_tensor wq;           /* (num_heads*head_dim, hidden) */
-	struct eng_tensor wk;           /* (num_kv_heads*head_dim, hidden) */
-	struct eng_tensor wv;           /* (num_kv_heads*head_dim, hidden) */
-	struct eng_tensor wo;           /* (hidden, num_heads*head_dim) */
-	struct eng_tensor q_norm;       /* (head_dim) */
-	struct eng_tensor k_norm;       /* (head_dim) */
-	struct eng_tensor post_norm;    /* (hidden) post_attention_layernorm */
-	struct eng_tensor w_gate;       /* (intermediate, hidden) */
-	struct eng_tensor w_up;         /* (intermediate, hidden) */
-	struct eng_tensor w_down;       /* (hidden, intermediate) */
+	struct eng_tensor input_norm; /* (hidden) */
+	struct eng_tensor wq;         /* (num_heads*head_dim, hidden) */
+	struct eng_tensor wk;         /* (num_kv_heads*head_dim, hidden) */
+	struct eng_tensor wv;         /* (num_kv_heads*head_dim, hidden) */
+	struct eng_tensor wo;         /* (hidden, num_heads*head_dim) */
+	struct eng_tensor q_norm;     /* (head_dim) */
+	struct eng_tensor k_norm;     /* (head_dim) */
+	struct eng_tensor post_norm;  /* (hidden) post_attention_layernorm */
+	struct eng_tensor w_gate;     /* (intermediate, hidden) */
+	struct eng_tensor w_up;       /* (intermediate, hidden) */
+	struct eng_tensor w_down;     /* (hidden, intermediate) */
 };
 
 struct eng_weights {
-	struct eng_tensor embed;        /* (vocab, hidden) */
-	struct eng_layer *layers;       /* num_layers entries */
-	struct eng_tensor final_norm;   /* (hidden) */
-	struct eng_tensor lm_head;      /* (vocab, hidden); equals embed when tied */
+	struct eng_tensor embed;      /* (vocab, hidden) */
+	struct eng_layer *layers;     /* num_layers entries */
+	struct eng_tensor final_norm; /* (hidden) */
+	struct eng_tensor lm_head;    /* (vocab, hidden); equals embed when tied */
 };
 
 /* A loaded model: config + mapped safetensors files + every tensor bound. */
@@ -118,9 +119,9 @@ enum eng_backend_kind { ENG_BACKEND_AUTO, ENG_BACKEND_CPU, ENG_BACKEND_CUDA };
 
 struct eng_options {
 	enum eng_backend_kind backend;
-	int threads;                 /* CPU threads; 0 = all cores */
-	int ctx;                     /* KV cache capacity in tokens; 0 = min(max_position, 4096) */
-	bool kv_f32;                 /* fp32 KV cache (reference tests); default bf16 */
+	int threads; /* CPU threads; 0 = all cores */
+	int ctx;     /* KV cache capacity in tokens; 0 = min(max_position, 4096) */
+	bool kv_f32; /* fp32 KV cache (reference tests); default bf16 */
 	/* Called now and then while a GPU backend uploads the weights (may be NULL). */
 	void (*progress)(size_t done_bytes, size_t total_bytes);
 };
@@ -150,8 +151,7 @@ int eng_cached(const struct eng *e);
  * logits: vocab_size floats for the last position, or n*vocab_size (row per
  * position) when all_logits. 0 or -1 (err_set); on error the cache holds pos
  * tokens. Large n is processed in chunks internally. */
-int eng_forward(struct eng *e, const int32_t *ids, int n, int pos,
-		float *logits, bool all_logits);
+int eng_forward(struct eng *e, const int32_t *ids, int n, int pos, float *logits, bool all_logits);
 
 /* Forgets cache entries from position n on (n <= eng_cached). */
 int eng_truncate(struct eng *e, int n);
@@ -163,14 +163,14 @@ void eng_set_capture(struct eng *e, bool on);
 const float *eng_attention(const struct eng *e, int layer, int head, int *len);
 
 struct eng_stats {
-	size_t weight_bytes;          /* weights resident for this backend */
-	size_t kv_bytes_allocated;    /* whole KV cache */
-	size_t kv_bytes_used;         /* eng_cached() tokens */
-	size_t scratch_bytes;         /* activations, logits, workspaces */
-	size_t graph_bytes;           /* instantiated CUDA graphs (0 on the CPU backend) */
-	size_t device_free, device_total;  /* GPU memory (0 on the CPU backend) */
-	double prefill_seconds;       /* time in forwards of n > 1, cumulative */
-	double decode_seconds;        /* time in forwards of n == 1, cumulative */
+	size_t weight_bytes;              /* weights resident for this backend */
+	size_t kv_bytes_allocated;        /* whole KV cache */
+	size_t kv_bytes_used;             /* eng_cached() tokens */
+	size_t scratch_bytes;             /* activations, logits, workspaces */
+	size_t graph_bytes;               /* instantiated CUDA graphs (0 on the CPU backend) */
+	size_t device_free, device_total; /* GPU memory (0 on the CPU backend) */
+	double prefill_seconds;           /* time in forwards of n > 1, cumulative */
+	double decode_seconds;            /* time in forwards of n == 1, cumulative */
 	int64_t prefill_tokens, decode_tokens;
 };
 void eng_get_stats(const struct eng *e, struct eng_stats *st);
@@ -185,15 +185,15 @@ void eng_get_stats(const struct eng *e, struct eng_stats *st);
 enum { ENG_SAMPLE_MAX_K = 64, ENG_SAMPLE_MAX_RECENT = 64 };
 
 struct eng_sampling {
-	bool greedy;                 /* the most likely id after the penalties */
-	double temperature;          /* > 0 unless greedy */
-	int top_k;                   /* 1..ENG_SAMPLE_MAX_K unless greedy */
+	bool greedy;        /* the most likely id after the penalties */
+	double temperature; /* > 0 unless greedy */
+	int top_k;          /* 1..ENG_SAMPLE_MAX_K unless greedy */
 	double top_p, min_p;
 	double presence_penalty, repetition_penalty;
-	const int32_t *recent;       /* ids the penalties look at, n_recent <= MAX_RECENT */
+	const int32_t *recent; /* ids the penalties look at, n_recent <= MAX_RECENT */
 	int n_recent;
-	int vocab_limit;             /* ids from here on are never picked (padding rows) */
-	double uniform;              /* the draw, in [0, 1) */
+	int vocab_limit; /* ids from here on are never picked (padding rows) */
+	double uniform;  /* the draw, in [0, 1) */
 };
 
 /* True when this engine's backend can sample with these settings (the CUDA
@@ -211,9 +211,9 @@ int eng_forward_sample(struct eng *e, int32_t id, int pos, const struct eng_samp
 /* ---- Device figures for the benchmark ---------------------------------------- */
 
 struct eng_device_peaks {
-	double copy_gb_s;            /* device-to-device copy, (read + written bytes) / s */
-	double gemm_tflop_s;         /* bf16 GEMM through cuBLAS, fp32 accumulation */
-	int gemm_m, gemm_n, gemm_k;  /* the shape that was timed */
+	double copy_gb_s;           /* device-to-device copy, (read + written bytes) / s */
+	double gemm_tflop_s;        /* bf16 GEMM through cuBLAS, fp32 accumulation */
+	int gemm_m, gemm_n, gemm_k; /* the shape that was timed */
 };
 
 /* Measures the device's copy bandwidth and GEMM rate now (a few hundred ms). The

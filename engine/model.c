@@ -11,16 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define INDEX_NAME "model.safetensors.index.json"
+#define INDEX_NAME  "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
 
 struct eng_model {
 	struct eng_config cfg;
 	struct eng_weights w;
-	struct st_file **files;      /* nfiles mapped safetensors files */
-	bool **used;                 /* per file, per tensor: bound to a weight */
+	struct st_file **files; /* nfiles mapped safetensors files */
+	bool **used;            /* per file, per tensor: bound to a weight */
 	int nfiles;
-	json_t *weight_map;          /* sharded: tensor name -> file name; else NULL */
+	json_t *weight_map; /* sharded: tensor name -> file name; else NULL */
 	size_t weight_bytes;
 };
 
@@ -87,7 +87,8 @@ static int open_sharded(struct eng_model *m, const char *dir)
 	json_decref(root);
 	const char *key;
 	json_t *v;
-	json_object_foreach(m->weight_map, key, v) {
+	json_object_foreach(m->weight_map, key, v)
+	{
 		const char *file = json_string_value(v);
 		if (!file)
 			return err_set("%s: weight_map: tensor %.200s: file name is not a string",
@@ -210,19 +211,23 @@ static int check_unused(struct eng_model *m)
 			    t->shape[1] == c->hidden_size)
 				continue;
 			return err_set("%s: unexpected tensor %s (not part of a Qwen3 model with "
-				       "this config.json)", f->name, t->name);
+				       "this config.json)",
+				       f->name, t->name);
 		}
 	}
 	if (m->weight_map) {
 		const char *key;
 		json_t *v;
-		json_object_foreach(m->weight_map, key, v) {
+		json_object_foreach(m->weight_map, key, v)
+		{
 			int fi = 0;
 			while (strcmp(m->files[fi]->name, json_string_value(v)))
 				fi++;
 			if (!st_find(m->files[fi], key))
-				return err_set("%s: weight_map lists tensor %s in %s, which does not "
-					       "hold it", INDEX_NAME, key, m->files[fi]->name);
+				return err_set(
+					"%s: weight_map lists tensor %s in %s, which does not "
+					"hold it",
+					INDEX_NAME, key, m->files[fi]->name);
 		}
 	}
 	return 0;
@@ -233,8 +238,7 @@ static int bind_all(struct eng_model *m)
 	const struct eng_config *c = &m->cfg;
 	if (!(m->w.layers = calloc((size_t)c->num_layers, sizeof *m->w.layers)))
 		return err_set("out of memory");
-	if (bind(m, "model.embed_tokens.weight", 2, c->vocab_size, c->hidden_size,
-		 &m->w.embed) < 0)
+	if (bind(m, "model.embed_tokens.weight", 2, c->vocab_size, c->hidden_size, &m->w.embed) < 0)
 		return -1;
 	for (int l = 0; l < c->num_layers; l++)
 		if (bind_layer(m, l, &m->w.layers[l]) < 0)

@@ -26,7 +26,7 @@ void rope_inv_freq(const struct eng_config *c, float *inv_freq, float *attention
 	for (int i = 0; i < half; i++)
 		inv_freq[i] = 1.0f / powf(base, (float)(2 * i) / (float)dim);
 	*attention_factor = 1.0f;
-	if (!strcmp(c->rope_type, "linear")) {   /* inv_freq /= factor, in float32 */
+	if (!strcmp(c->rope_type, "linear")) { /* inv_freq /= factor, in float32 */
 		for (int i = 0; i < half; i++)
 			inv_freq[i] /= (float)c->rope_factor;
 		return;
@@ -63,8 +63,8 @@ void rope_inv_freq(const struct eng_config *c, float *inv_freq, float *attention
 		high += 0.001;
 	for (int i = 0; i < half; i++) {
 		float pos_freq = powf(base, (float)(2 * i) / (float)dim);
-		float extra = 1.0f / pos_freq;                       /* inv_freq_extrapolation */
-		float inter = 1.0f / ((float)factor * pos_freq);     /* inv_freq_interpolation */
+		float extra = 1.0f / pos_freq;                   /* inv_freq_extrapolation */
+		float inter = 1.0f / ((float)factor * pos_freq); /* inv_freq_interpolation */
 		float ramp = ((float)i - (float)low) / (float)(high - low);
 		ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
 		float extra_factor = 1.0f - ramp;

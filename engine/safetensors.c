@@ -19,8 +19,8 @@
 /* dtypes the format defines that we do not compute with: named in the message
  * so that "unsupported" and "corrupt" are told apart */
 static const char *const other_dtypes[] = {
-	"BOOL", "U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64", "F64",
-	"F8_E5M2", "F8_E4M3", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",
+	"BOOL", "U8",  "I8",      "I16",     "U16",     "I32",     "U32",     "I64",
+	"U64",  "F64", "F8_E5M2", "F8_E4M3", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",
 };
 
 static int parse_dtype(const char *fname, const char *tname, json_t *v, enum eng_dtype *out)
@@ -38,7 +38,8 @@ static int parse_dtype(const char *fname, const char *tname, json_t *v, enum eng
 		for (size_t i = 0; i < sizeof other_dtypes / sizeof other_dtypes[0]; i++)
 			if (!strcmp(s, other_dtypes[i]))
 				return err_set("%s: tensor %s: dtype %s is not supported "
-					       "(BF16, F16, F32)", fname, tname, s);
+					       "(BF16, F16, F32)",
+					       fname, tname, s);
 		return err_set("%s: tensor %s: unknown dtype \"%.32s\"", fname, tname, s);
 	}
 	return 0;
@@ -86,19 +87,19 @@ static int parse_offsets(const char *fname, struct st_tensor *t, json_t *v, size
 			       fname, t->name, (unsigned long long)begin, (unsigned long long)end);
 	if (end > data_size)
 		return err_set("%s: tensor %s: data_offsets [%llu, %llu] go beyond the end of "
-			       "the data (%zu bytes)", fname, t->name, (unsigned long long)begin,
-			       (unsigned long long)end, data_size);
+			       "the data (%zu bytes)",
+			       fname, t->name, (unsigned long long)begin, (unsigned long long)end,
+			       data_size);
 	size_t es = eng_dtype_size(t->dtype);
 	if (end - begin != numel * es)
 		return err_set("%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, its "
-			       "shape and dtype need %llu", fname, t->name,
-			       (unsigned long long)begin, (unsigned long long)end,
-			       (unsigned long long)(end - begin),
-			       (unsigned long long)(numel * es));
+			       "shape and dtype need %llu",
+			       fname, t->name, (unsigned long long)begin, (unsigned long long)end,
+			       (unsigned long long)(end - begin), (unsigned long long)(numel * es));
 	if ((data_start + begin) % es)
 		return err_set("%s: tensor %s: data at file offset %llu is not aligned to %zu "
-			       "bytes", fname, t->name,
-			       (unsigned long long)(data_start + begin), es);
+			       "bytes",
+			       fname, t->name, (unsigned long long)(data_start + begin), es);
 	t->offset = data_start + (size_t)begin;
 	t->nbytes = (size_t)(end - begin);
 	return 0;
@@ -130,13 +131,14 @@ static int check_layout(struct st_file *f, size_t data_start)
 				       f->name, t->name, prev);
 		if (t->offset > pos)
 			return err_set("%s: tensor %s: data_offsets leave a hole of %zu bytes "
-				       "before it", f->name, t->name, t->offset - pos);
+				       "before it",
+				       f->name, t->name, t->offset - pos);
 		pos = t->offset + t->nbytes;
 		prev = t->name;
 	}
 	if (pos != f->size)
-		return err_set("%s: %zu bytes after the last tensor belong to no tensor",
-			       f->name, f->size - pos);
+		return err_set("%s: %zu bytes after the last tensor belong to no tensor", f->name,
+			       f->size - pos);
 	return 0;
 }
 
@@ -164,7 +166,8 @@ static int parse_header(struct st_file *f)
 {
 	if (f->size < 8)
 		return err_set("%s: file is truncated: %zu bytes, not even the 8-byte header "
-			       "length", f->name, f->size);
+			       "length",
+			       f->name, f->size);
 	uint64_t n = 0;
 	for (int i = 7; i >= 0; i--)
 		n = n << 8 | f->bytes[i];
@@ -175,8 +178,8 @@ static int parse_header(struct st_file *f)
 		return err_set("%s: header length %llu is implausible", f->name,
 			       (unsigned long long)n);
 	json_error_t je;
-	json_t *root = json_loadb((const char *)f->bytes + 8, (size_t)n, JSON_REJECT_DUPLICATES,
-				  &je);
+	json_t *root =
+		json_loadb((const char *)f->bytes + 8, (size_t)n, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
 		return err_set("%s: header: invalid JSON at column %d: %s", f->name, je.column,
 			       je.text);
@@ -191,7 +194,8 @@ static int parse_header(struct st_file *f)
 		err_set("out of memory");
 		goto out;
 	}
-	json_object_foreach(root, key, v) {
+	json_object_foreach(root, key, v)
+	{
 		if (!strcmp(key, "__metadata__")) {
 			if (!json_is_object(v)) {
 				err_set("%s: header: __metadata__ is not an object", f->name);
@@ -277,8 +281,8 @@ struct st_file *st_open(const char *path, const char *name)
 	size_t size = (size_t)sb.st_size;
 	if (size < 8) {
 		close(fd);
-		err_set("%s: file is truncated: %zu bytes, not even the 8-byte header length",
-			name, size);
+		err_set("%s: file is truncated: %zu bytes, not even the 8-byte header length", name,
+			size);
 		return NULL;
 	}
 	/* MAP_PRIVATE + PROT_READ: the weights are read in place, shared with the

@@ -15,18 +15,18 @@ struct st_tensor {
 	enum eng_dtype dtype;
 	int ndim;
 	int64_t shape[ST_MAX_DIMS];
-	const void *data;            /* inside the file's bytes; never copied */
-	size_t offset;               /* from the start of the file */
+	const void *data; /* inside the file's bytes; never copied */
+	size_t offset;    /* from the start of the file */
 	size_t nbytes;
 };
 
 struct st_file {
-	char *name;                  /* used in messages (e.g. "model.safetensors") */
-	const uint8_t *bytes;        /* the whole file */
+	char *name;           /* used in messages (e.g. "model.safetensors") */
+	const uint8_t *bytes; /* the whole file */
 	size_t size;
-	void *map;                   /* mmap base, NULL when parsed from caller memory */
+	void *map; /* mmap base, NULL when parsed from caller memory */
 	int ntensors;
-	struct st_tensor *tensors;   /* sorted by name */
+	struct st_tensor *tensors; /* sorted by name */
 };
 
 /* Maps `path` read-only and parses it; messages say `name`. NULL on error (err_set). */

@@ -22,7 +22,8 @@ struct opts {
 	long vocab, hidden, inter, layers, heads, kv_heads, head_dim, max_pos;
 	double theta, eps, yarn_factor, linear_factor, std;
 	long yarn_orig;
-	double yarn_opt[5];   /* attention_factor, beta_fast, beta_slow, mscale, mscale_all_dim; -1: absent */
+	double yarn_opt
+		[5]; /* attention_factor, beta_fast, beta_slow, mscale, mscale_all_dim; -1: absent */
 	bool tie, config_only;
 	long bos, eos, shards;
 	uint64_t seed;
@@ -34,9 +35,9 @@ struct tensor {
 	char name[96];
 	int ndim;
 	int64_t shape[2];
-	bool norm;          /* 1 + N(0, std) instead of N(0, std) */
+	bool norm; /* 1 + N(0, std) instead of N(0, std) */
 	int shard;
-	uint64_t offset;    /* within its shard's data section */
+	uint64_t offset; /* within its shard's data section */
 };
 
 static const char *dtype_st[] = {"BF16", "F16", "F32"};
@@ -68,15 +69,16 @@ static uint64_t splitmix64(uint64_t *s)
 static double norm_quantile(double p)
 {
 	static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
-		-2.759285104469687e+02, 1.383577518672690e+02, -3.066479806614716e+01,
-		2.506628277459239e+00};
+				   -2.759285104469687e+02, 1.383577518672690e+02,
+				   -3.066479806614716e+01, 2.506628277459239e+00};
 	static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
-		-1.556989798598866e+02, 6.680131188771972e+01, -1.328068155288572e+01};
+				   -1.556989798598866e+02, 6.680131188771972e+01,
+				   -1.328068155288572e+01};
 	static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
-		-2.400758277161838e+00, -2.549732539343734e+00, 4.374664141464968e+00,
-		2.938163982698783e+00};
+				   -2.400758277161838e+00, -2.549732539343734e+00,
+				   4.374664141464968e+00,  2.938163982698783e+00};
 	static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
-		2.445134137142996e+00, 3.754408661907416e+00};
+				   2.445134137142996e+00, 3.754408661907416e+00};
 	double q, r;
 	if (p < 0.02425) {
 		q = sqrt(-2 * log(p));
@@ -95,7 +97,7 @@ static uint16_t f32_to_bf16(float f)
 {
 	uint32_t u;
 	memcpy(&u, &f, 4);
-	u += 0x7fff + ((u >> 16) & 1);   /* round to nearest even (values are finite) */
+	u += 0x7fff + ((u >> 16) & 1); /* round to nearest even (values are finite) */
 	return (uint16_t)(u >> 16);
 }
 
@@ -238,11 +240,16 @@ static struct tensor *list_tensors(const struct opts *o, int *count)
 		die("out of memory");
 	n = add(ts, n, "model.embed_tokens.weight", 2, o->vocab, h, false);
 	for (long l = 0; l < o->layers; l++) {
-		static const struct { const char *s; int kind; } parts[] = {
-			{"input_layernorm", 0}, {"self_attn.q_proj", 1}, {"self_attn.k_proj", 2},
-			{"self_attn.v_proj", 2}, {"self_attn.o_proj", 3}, {"self_attn.q_norm", 4},
+		static const struct {
+			const char *s;
+			int kind;
+		} parts[] = {
+			{"input_layernorm", 0},  {"self_attn.q_proj", 1},
+			{"self_attn.k_proj", 2}, {"self_attn.v_proj", 2},
+			{"self_attn.o_proj", 3}, {"self_attn.q_norm", 4},
 			{"self_attn.k_norm", 4}, {"post_attention_layernorm", 0},
-			{"mlp.gate_proj", 5}, {"mlp.up_proj", 5}, {"mlp.down_proj", 6},
+			{"mlp.gate_proj", 5},    {"mlp.up_proj", 5},
+			{"mlp.down_proj", 6},
 		};
 		for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++) {
 			snprintf(name, sizeof name, "model.layers.%ld.%s.weight", l, parts[p].s);
@@ -377,8 +384,10 @@ static void write_index(const struct opts *o, const struct tensor *ts, int n)
 	char name[64];
 	for (int i = 0; i < n; i++)
 		total += tensor_bytes(&ts[i], o);
-	str_addf(&s, "{\n  \"metadata\": {\n    \"total_size\": %" PRIu64 "\n  },\n"
-		 "  \"weight_map\": {", total);
+	str_addf(&s,
+		 "{\n  \"metadata\": {\n    \"total_size\": %" PRIu64 "\n  },\n"
+		 "  \"weight_map\": {",
+		 total);
 	for (int i = 0; i < n; i++) {
 		shard_name(name, sizeof name, ts[i].shard, (int)o->shards);
 		str_addf(&s, "%s\n    \"%s\": \"%s\"", i ? "," : "", ts[i].name, name);
@@ -392,7 +401,8 @@ static void write_index(const struct opts *o, const struct tensor *ts, int n)
 static void write_configs(const struct opts *o)
 {
 	struct str s = {0};
-	str_addf(&s, "{\n  \"architectures\": [\n    \"Qwen3ForCausalLM\"\n  ],\n"
+	str_addf(&s,
+		 "{\n  \"architectures\": [\n    \"Qwen3ForCausalLM\"\n  ],\n"
 		 "  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n"
 		 "  \"bos_token_id\": %ld,\n  \"eos_token_id\": %ld,\n  \"head_dim\": %ld,\n"
 		 "  \"hidden_act\": \"silu\",\n  \"hidden_size\": %ld,\n"
@@ -401,18 +411,21 @@ static void write_configs(const struct opts *o)
 		 "  \"model_type\": \"qwen3\",\n  \"num_attention_heads\": %ld,\n"
 		 "  \"num_hidden_layers\": %ld,\n  \"num_key_value_heads\": %ld,\n"
 		 "  \"rms_norm_eps\": %.17g,\n",
-		 o->bos, o->eos, o->head_dim, o->hidden, o->inter, o->max_pos, o->layers,
-		 o->heads, o->layers, o->kv_heads, o->eps);
+		 o->bos, o->eos, o->head_dim, o->hidden, o->inter, o->max_pos, o->layers, o->heads,
+		 o->layers, o->kv_heads, o->eps);
 	if (o->linear_factor > 0) {
-		str_addf(&s, "  \"rope_scaling\": {\n    \"rope_type\": \"linear\",\n"
-			 "    \"factor\": %.17g\n  },\n", o->linear_factor);
+		str_addf(&s,
+			 "  \"rope_scaling\": {\n    \"rope_type\": \"linear\",\n"
+			 "    \"factor\": %.17g\n  },\n",
+			 o->linear_factor);
 	} else if (o->yarn_factor > 0) {
-		str_addf(&s, "  \"rope_scaling\": {\n    \"rope_type\": \"yarn\",\n"
+		str_addf(&s,
+			 "  \"rope_scaling\": {\n    \"rope_type\": \"yarn\",\n"
 			 "    \"factor\": %.17g,\n    \"original_max_position_embeddings\": %ld",
 			 o->yarn_factor, o->yarn_orig);
 		/* the optional members, written as reals (as Hugging Face configs have them) */
 		static const char *const key[] = {"attention_factor", "beta_fast", "beta_slow",
-						   "mscale", "mscale_all_dim"};
+						  "mscale", "mscale_all_dim"};
 		for (int i = 0; i < 5; i++)
 			if (o->yarn_opt[i] >= 0)
 				str_addf(&s, ",\n    \"%s\": %.17g%s", key[i], o->yarn_opt[i],
@@ -420,17 +433,20 @@ static void write_configs(const struct opts *o)
 		str_addf(&s, "\n  },\n");
 	} else
 		str_addf(&s, "  \"rope_scaling\": null,\n");
-	str_addf(&s, "  \"rope_theta\": %.17g,\n  \"sliding_window\": null,\n"
+	str_addf(&s,
+		 "  \"rope_theta\": %.17g,\n  \"sliding_window\": null,\n"
 		 "  \"tie_word_embeddings\": %s,\n  \"torch_dtype\": \"%s\",\n"
 		 "  \"transformers_version\": \"4.51.0\",\n  \"use_cache\": true,\n"
 		 "  \"use_sliding_window\": false,\n  \"vocab_size\": %ld\n}\n",
 		 o->theta, o->tie ? "true" : "false", dtype_torch[o->dtype], o->vocab);
 	write_text(o->out, "config.json", s.p);
 	s.len = 0;
-	str_addf(&s, "{\n  \"bos_token_id\": %ld,\n  \"do_sample\": true,\n"
+	str_addf(&s,
+		 "{\n  \"bos_token_id\": %ld,\n  \"do_sample\": true,\n"
 		 "  \"eos_token_id\": [\n    %ld,\n    %ld\n  ],\n  \"pad_token_id\": %ld,\n"
 		 "  \"temperature\": 0.6,\n  \"top_k\": 20,\n  \"top_p\": 0.95,\n"
-		 "  \"transformers_version\": \"4.51.0\"\n}\n", o->bos, o->eos, o->bos, o->bos);
+		 "  \"transformers_version\": \"4.51.0\"\n}\n",
+		 o->bos, o->eos, o->bos, o->bos);
 	write_text(o->out, "generation_config.json", s.p);
 	free(s.p);
 }
@@ -461,7 +477,8 @@ static void copy_file(const char *from_dir, const char *to_dir, const char *name
 static const char usage[] =
 	"usage: mkmodel --out DIR [options]\n"
 	"Writes a deterministic random-weight Qwen3 model (Hugging Face layout).\n"
-	"  --preset NAME             published shape: 0.6B 1.7B 4B 8B 14B 32B (flags after it override)\n"
+	"  --preset NAME             published shape: 0.6B 1.7B 4B 8B 14B 32B (flags after it "
+	"override)\n"
 	"  --vocab-size N            (default 1024)\n"
 	"  --hidden-size N           (default 64)\n"
 	"  --intermediate-size N     (default 128)\n"
@@ -496,17 +513,17 @@ struct preset {
 /* From the published config.json of each Qwen/Qwen3-* repository (all: vocab
  * 151936, 8 KV heads, head_dim 128, rope_theta 1e6, eps 1e-6, 40960 positions). */
 static const struct preset presets[] = {
-	{"0.6B", 1024, 3072, 28, 16, true},   {"1.7B", 2048, 6144, 28, 16, true},
-	{"4B", 2560, 9728, 36, 32, true},     {"8B", 4096, 12288, 36, 32, false},
-	{"14B", 5120, 17408, 40, 40, false},  {"32B", 5120, 25600, 64, 64, false},
+	{"0.6B", 1024, 3072, 28, 16, true},  {"1.7B", 2048, 6144, 28, 16, true},
+	{"4B", 2560, 9728, 36, 32, true},    {"8B", 4096, 12288, 36, 32, false},
+	{"14B", 5120, 17408, 40, 40, false}, {"32B", 5120, 25600, 64, 64, false},
 };
 
 static void apply_preset(struct opts *o, const char *name)
 {
 	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
 		const struct preset *p = &presets[i];
-		if (strcmp(p->name, name) && !(strncmp(name, "Qwen3-", 6) == 0 &&
-					       strcmp(p->name, name + 6) == 0))
+		if (strcmp(p->name, name) &&
+		    !(strncmp(name, "Qwen3-", 6) == 0 && strcmp(p->name, name + 6) == 0))
 			continue;
 		o->vocab = 151936, o->hidden = p->hidden, o->inter = p->inter;
 		o->layers = p->layers, o->heads = p->heads, o->kv_heads = 8, o->head_dim = 128;
@@ -538,18 +555,38 @@ static double real(const char *opt, const char *s, double lo, double hi)
 static void parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
-		{"preset", 1, 0, 'P'}, {"vocab-size", 1, 0, 'V'}, {"hidden-size", 1, 0, 'H'},
-		{"intermediate-size", 1, 0, 'I'}, {"layers", 1, 0, 'L'}, {"heads", 1, 0, 'A'},
-		{"kv-heads", 1, 0, 'K'}, {"head-dim", 1, 0, 'D'}, {"rope-theta", 1, 0, 'T'},
-		{"rms-norm-eps", 1, 0, 'E'}, {"max-position", 1, 0, 'M'}, {"tie", 0, 0, 't'},
-		{"no-tie", 0, 0, 'u'}, {"yarn-factor", 1, 0, 'Y'}, {"yarn-original-max", 1, 0, 'y'},
-		{"linear-factor", 1, 0, 'F'}, {"yarn-attention-factor", 1, 0, '0'}, {"yarn-beta-fast", 1, 0, '1'},
-		{"yarn-beta-slow", 1, 0, '2'}, {"yarn-mscale", 1, 0, '3'},
+		{"preset", 1, 0, 'P'},
+		{"vocab-size", 1, 0, 'V'},
+		{"hidden-size", 1, 0, 'H'},
+		{"intermediate-size", 1, 0, 'I'},
+		{"layers", 1, 0, 'L'},
+		{"heads", 1, 0, 'A'},
+		{"kv-heads", 1, 0, 'K'},
+		{"head-dim", 1, 0, 'D'},
+		{"rope-theta", 1, 0, 'T'},
+		{"rms-norm-eps", 1, 0, 'E'},
+		{"max-position", 1, 0, 'M'},
+		{"tie", 0, 0, 't'},
+		{"no-tie", 0, 0, 'u'},
+		{"yarn-factor", 1, 0, 'Y'},
+		{"yarn-original-max", 1, 0, 'y'},
+		{"linear-factor", 1, 0, 'F'},
+		{"yarn-attention-factor", 1, 0, '0'},
+		{"yarn-beta-fast", 1, 0, '1'},
+		{"yarn-beta-slow", 1, 0, '2'},
+		{"yarn-mscale", 1, 0, '3'},
 		{"yarn-mscale-all-dim", 1, 0, '4'},
-		{"bos-id", 1, 0, 'b'}, {"eos-id", 1, 0, 'e'}, {"dtype", 1, 0, 'd'},
-		{"std", 1, 0, 's'}, {"seed", 1, 0, 'S'}, {"shards", 1, 0, 'N'},
-		{"tokenizer", 1, 0, 'k'}, {"config-only", 0, 0, 'c'}, {"out", 1, 0, 'o'},
-		{"help", 0, 0, 'h'}, {0, 0, 0, 0},
+		{"bos-id", 1, 0, 'b'},
+		{"eos-id", 1, 0, 'e'},
+		{"dtype", 1, 0, 'd'},
+		{"std", 1, 0, 's'},
+		{"seed", 1, 0, 'S'},
+		{"shards", 1, 0, 'N'},
+		{"tokenizer", 1, 0, 'k'},
+		{"config-only", 0, 0, 'c'},
+		{"out", 1, 0, 'o'},
+		{"help", 0, 0, 'h'},
+		{0, 0, 0, 0},
 	};
 	const long big = 1L << 30;
 	int c, li = 0;
@@ -571,16 +608,22 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'Y': o->yarn_factor = real("yarn-factor", optarg, 1, 1e6); break;
 		case 'F': o->linear_factor = real("linear-factor", optarg, 1, 1e6); break;
 		case 'y': o->yarn_orig = num("yarn-original-max", optarg, 1, big); break;
-		case '0': case '1': case '2': case '3': case '4':
-			o->yarn_opt[c - '0'] = real(lo[li].name, optarg, 0, 1e6);
-			break;
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4': o->yarn_opt[c - '0'] = real(lo[li].name, optarg, 0, 1e6); break;
 		case 'b': o->bos = num("bos-id", optarg, 0, big); break;
 		case 'e': o->eos = num("eos-id", optarg, 0, big); break;
 		case 'd':
-			if (!strcmp(optarg, "bf16")) o->dtype = DT_BF16;
-			else if (!strcmp(optarg, "f16")) o->dtype = DT_F16;
-			else if (!strcmp(optarg, "f32")) o->dtype = DT_F32;
-			else die("--dtype: '%s' is not bf16, f16 or f32", optarg);
+			if (!strcmp(optarg, "bf16"))
+				o->dtype = DT_BF16;
+			else if (!strcmp(optarg, "f16"))
+				o->dtype = DT_F16;
+			else if (!strcmp(optarg, "f32"))
+				o->dtype = DT_F32;
+			else
+				die("--dtype: '%s' is not bf16, f16 or f32", optarg);
 			break;
 		case 's': o->std = real("std", optarg, 0, 1); break;
 		case 'S': o->seed = (uint64_t)num("seed", optarg, 0, LONG_MAX); break;
@@ -601,10 +644,25 @@ static void parse(int argc, char **argv, struct opts *o)
 int main(int argc, char **argv)
 {
 	struct opts o = {
-		.vocab = 1024, .hidden = 64, .inter = 128, .layers = 2, .heads = 4,
-		.kv_heads = 2, .head_dim = 16, .max_pos = 40960, .theta = 1e6, .eps = 1e-6,
-		.std = 0.02, .yarn_orig = 32768, .yarn_opt = {-1, -1, -1, -1, -1}, .tie = true, .bos = -1, .eos = -1,
-		.shards = 1, .seed = 1, .dtype = DT_BF16,
+		.vocab = 1024,
+		.hidden = 64,
+		.inter = 128,
+		.layers = 2,
+		.heads = 4,
+		.kv_heads = 2,
+		.head_dim = 16,
+		.max_pos = 40960,
+		.theta = 1e6,
+		.eps = 1e-6,
+		.std = 0.02,
+		.yarn_orig = 32768,
+		.yarn_opt = {-1, -1, -1, -1, -1},
+		.tie = true,
+		.bos = -1,
+		.eos = -1,
+		.shards = 1,
+		.seed = 1,
+		.dtype = DT_BF16,
 	};
 	parse(argc, argv, &o);
 	if (o.heads % o.kv_heads)

@@ -68,13 +68,18 @@ static bool is_word(int32_t c)
 	    (c >= 0x1F150 && c <= 0x1F169) || (c >= 0x1F170 && c <= 0x1F189))
 		return true;
 	switch (utf8proc_category(c)) {
-	case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-	case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
-	case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_ND:
-	case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_PC:
-		return true;
-	default:
-		return false;
+	case UTF8PROC_CATEGORY_LU:
+	case UTF8PROC_CATEGORY_LL:
+	case UTF8PROC_CATEGORY_LT:
+	case UTF8PROC_CATEGORY_LM:
+	case UTF8PROC_CATEGORY_LO:
+	case UTF8PROC_CATEGORY_MN:
+	case UTF8PROC_CATEGORY_MC:
+	case UTF8PROC_CATEGORY_ME:
+	case UTF8PROC_CATEGORY_ND:
+	case UTF8PROC_CATEGORY_NL:
+	case UTF8PROC_CATEGORY_PC: return true;
+	default: return false;
 	}
 }
 

@@ -14,7 +14,7 @@
 enum { CACHE_PIECE_MAX = 255, CACHE_MAX = 1 << 18, CACHE_BYTES = 32 << 20 };
 
 struct merge_slot {
-	uint64_t key;   /* a << 32 | b; UINT64_MAX when empty */
+	uint64_t key; /* a << 32 | b; UINT64_MAX when empty */
 	int32_t rank, id;
 };
 
@@ -24,7 +24,7 @@ struct merge_slot {
  * corpus (loaded machine): warm-cache encode 26-35 MB/s with separate key/id arrays,
  * 58 MB/s with this layout. */
 struct cache_slot {
-	uint64_t hash;  /* 0 when empty */
+	uint64_t hash; /* 0 when empty */
 	uint8_t len, n_ids;
 	uint16_t spare;
 	union {
@@ -43,9 +43,14 @@ struct bpe {
 	 * an open-addressing table of ids hashed by their bytes */
 	char *bytes;
 	size_t bytes_len, bytes_cap;
-	struct tspan { uint32_t off, len; } *span; /* (id_cap) bytes of token id; off UINT32_MAX if none */
+	struct tspan {
+		uint32_t off, len;
+	} * span; /* (id_cap) bytes of token id; off UINT32_MAX if none */
 	int32_t id_cap, id_limit;
-	struct vslot { int32_t id; uint32_t tag; } *vslot; /* (vcap) id -1 when empty; tag: hash bits */
+	struct vslot {
+		int32_t id;
+		uint32_t tag;
+	} * vslot; /* (vcap) id -1 when empty; tag: hash bits */
 	size_t vcap, vcount;
 	struct merge_slot *mslot; /* (mcap) */
 	size_t mcap, mcount;
@@ -317,7 +322,8 @@ int bpe_finish(struct bpe *b)
 {
 	for (int i = 0; i < 256; i++)
 		if (b->byte_id[i] < 0)
-			return err_set("no token for byte 0x%02x (a byte-level BPE needs all 256)", i);
+			return err_set("no token for byte 0x%02x (a byte-level BPE needs all 256)",
+				       i);
 	if (!b->mcap && mgrow(b, 1 << 4))
 		return -1;
 	b->ccap = 1 << 8;
@@ -518,9 +524,11 @@ int bpe_encode(struct bpe *b, const char *s, size_t n, struct bpe_ids *out)
 			const struct cache_slot *c = &b->cslot[k];
 			if (c->hash != h || c->len != n)
 				continue;
-			if (memcmp(n <= sizeof c->k.key ? c->k.key : b->cache_bytes + c->k.off, s, n) == 0)
-				return bpe_ids_push(out, c->n_ids <= 2 ? c->i.ids : b->cache_ids + c->i.off,
-						    c->n_ids);
+			if (memcmp(n <= sizeof c->k.key ? c->k.key : b->cache_bytes + c->k.off, s,
+				   n) == 0)
+				return bpe_ids_push(
+					out, c->n_ids <= 2 ? c->i.ids : b->cache_ids + c->i.off,
+					c->n_ids);
 		}
 	}
 	if (merge_piece(b, (const unsigned char *)s, n))

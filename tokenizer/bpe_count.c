@@ -14,20 +14,20 @@
 #include <string.h>
 
 #define DEFAULT_BLOCK (16u << 20)
-#define MAX_THREADS 256
-#define MIN_RANGE 8192 /* bytes: below that a thread costs more than it saves */
+#define MAX_THREADS   256
+#define MIN_RANGE     8192 /* bytes: below that a thread costs more than it saves */
 
 /* One distinct pre-token: its bytes are the table's arena[off .. off + len). */
 struct entry {
 	uint64_t hash;
-	uint64_t count;     /* 0 = empty slot */
+	uint64_t count; /* 0 = empty slot */
 	size_t off;
 	size_t len;
 };
 
 struct table {
 	struct entry *e;
-	size_t cap, n;      /* cap is a power of two */
+	size_t cap, n; /* cap is a power of two */
 	char *arena;
 	size_t alen, acap;
 	uint64_t pretokens, specials;
@@ -43,7 +43,7 @@ struct bpe_counter {
 	size_t block, min_range;
 	void (*progress)(void *ctx, uint64_t bytes);
 	void *progress_ctx;
-	struct table *tabs;    /* (threads) */
+	struct table *tabs; /* (threads) */
 	uint64_t bytes;
 };
 
@@ -53,7 +53,7 @@ struct job {
 	struct table *tab;
 	const char *buf;
 	size_t lo, hi;
-	size_t *next;          /* (n_specials) scratch */
+	size_t *next; /* (n_specials) scratch */
 };
 
 static uint64_t hash_bytes(const char *s, size_t n)
@@ -208,8 +208,8 @@ static bool is_cut(const struct bpe_counter *c, const unsigned char *s, size_t n
 
 /* A cut in (lo, hi), the nearest at or before target, else the nearest after it;
  * 0 when there is none. */
-static size_t find_cut(const struct bpe_counter *c, const char *buf, size_t n, size_t lo,
-		       size_t hi, size_t target)
+static size_t find_cut(const struct bpe_counter *c, const char *buf, size_t n, size_t lo, size_t hi,
+		       size_t target)
 {
 	const unsigned char *s = (const unsigned char *)buf;
 	for (size_t p = target; p > lo; p--)
@@ -241,17 +241,19 @@ static void *count_range(void *arg)
 	const struct bpe_counter *c = j->c;
 	const char *s = j->buf + j->lo;
 	size_t n = j->hi - j->lo;
-	size_t *next = j->next;   /* where each special next occurs, n = nowhere */
+	size_t *next = j->next; /* where each special next occurs, n = nowhere */
 	bool first = true;
 	size_t pos = 0;
 	while (pos <= n && !j->tab->oom) {
 		size_t best = n, blen = 0;
 		for (int k = 0; k < c->n_specials; k++) {
 			if (first || (next[k] != n && next[k] < pos)) {
-				const char *f = memmem(s + pos, n - pos, c->specials[k], c->spec_len[k]);
+				const char *f =
+					memmem(s + pos, n - pos, c->specials[k], c->spec_len[k]);
 				next[k] = f ? (size_t)(f - s) : n;
 			}
-			if (next[k] < best || (next[k] == best && next[k] < n && c->spec_len[k] > blen))
+			if (next[k] < best ||
+			    (next[k] == best && next[k] < n && c->spec_len[k] > blen))
 				best = next[k], blen = c->spec_len[k];
 		}
 		first = false;
@@ -293,7 +295,8 @@ static int count_block(struct bpe_counter *c, const char *buf, size_t n, size_t 
 			break;
 	}
 	for (int k = 1; k < nj; k++)
-		started[k] = jobs[k].next && pthread_create(&tid[k], NULL, count_range, &jobs[k]) == 0;
+		started[k] =
+			jobs[k].next && pthread_create(&tid[k], NULL, count_range, &jobs[k]) == 0;
 	if (nj > 0 && jobs[0].next)
 		count_range(&jobs[0]);
 	for (int k = 1; k < nj; k++) {
@@ -309,7 +312,8 @@ static int count_block(struct bpe_counter *c, const char *buf, size_t n, size_t 
 	}
 	c->bytes += cut;
 	if (oom)
-		return err_set("out of memory counting pre-tokens (%zu distinct so far)", c->tabs[0].n);
+		return err_set("out of memory counting pre-tokens (%zu distinct so far)",
+			       c->tabs[0].n);
 	if (c->progress)
 		c->progress(c->progress_ctx, c->bytes);
 	return 0;
@@ -400,7 +404,9 @@ struct bpe_counter *bpe_counter_new(const struct bpe_count_opts *opts)
 	}
 	c->specials = opts->specials;
 	c->n_specials = opts->n_specials > 0 ? opts->n_specials : 0;
-	c->threads = opts->threads < 1 ? 1 : opts->threads > MAX_THREADS ? MAX_THREADS : opts->threads;
+	c->threads = opts->threads < 1             ? 1
+		     : opts->threads > MAX_THREADS ? MAX_THREADS
+						   : opts->threads;
 	c->block = opts->block_bytes ? opts->block_bytes : DEFAULT_BLOCK;
 	c->min_range = opts->min_range_bytes ? opts->min_range_bytes : MIN_RANGE;
 	c->progress = opts->progress;

@@ -9,21 +9,21 @@
 #include <stdint.h>
 
 struct bpe_count_opts {
-	const char *const *specials;  /* split points, matched leftmost-longest; not counted */
+	const char *const *specials; /* split points, matched leftmost-longest; not counted */
 	int n_specials;
-	int threads;                  /* counting threads, >= 1 */
-	size_t block_bytes;           /* input read per round; 0 = 16 MiB */
-	size_t min_range_bytes;       /* least text per counting thread; 0 = 8 KiB (tests go lower) */
+	int threads;            /* counting threads, >= 1 */
+	size_t block_bytes;     /* input read per round; 0 = 16 MiB */
+	size_t min_range_bytes; /* least text per counting thread; 0 = 8 KiB (tests go lower) */
 	/* Called after each block (may be NULL): input bytes counted so far. */
 	void (*progress)(void *ctx, uint64_t bytes);
 	void *progress_ctx;
 };
 
 struct bpe_count_stats {
-	uint64_t bytes;               /* input bytes read */
-	uint64_t pretokens;           /* pre-tokens counted */
-	uint64_t specials;            /* special tokens found (and cut out) */
-	size_t distinct;              /* distinct pre-tokens */
+	uint64_t bytes;     /* input bytes read */
+	uint64_t pretokens; /* pre-tokens counted */
+	uint64_t specials;  /* special tokens found (and cut out) */
+	size_t distinct;    /* distinct pre-tokens */
 };
 
 struct bpe_counter;

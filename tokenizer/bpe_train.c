@@ -16,11 +16,11 @@ struct pair {
 	int32_t a, b;
 	int64_t count;
 	uint32_t *words, nwords, capwords;
-	uint32_t dirty;     /* merge step that last raised the count */
+	uint32_t dirty; /* merge step that last raised the count */
 };
 
 struct heap_entry {
-	int64_t count;      /* the pair's count when pushed; stale when it differs now */
+	int64_t count; /* the pair's count when pushed; stale when it differs now */
 	uint32_t pair;
 };
 
@@ -31,7 +31,7 @@ struct trainer {
 	size_t *start;
 	uint32_t *len;
 	uint64_t *wcount;
-	uint32_t *visited;  /* merge step that last rewrote the word */
+	uint32_t *visited; /* merge step that last rewrote the word */
 	/* pairs, and an open-addressing index from (a << 32 | b) to pair number + 1 */
 	struct pair *pairs;
 	uint32_t npairs, cappairs;
@@ -169,11 +169,11 @@ static bool entry_above(const struct trainer *t, struct heap_entry x, struct hea
 		return false;
 	const struct pair *p = &t->pairs[x.pair], *q = &t->pairs[y.pair];
 	const size_t *o = t->off;
-	int c = bytes_cmp(t->arena + o[p->a], o[p->a + 1] - o[p->a],
-			  t->arena + o[q->a], o[q->a + 1] - o[q->a]);
+	int c = bytes_cmp(t->arena + o[p->a], o[p->a + 1] - o[p->a], t->arena + o[q->a],
+			  o[q->a + 1] - o[q->a]);
 	if (!c)
-		c = bytes_cmp(t->arena + o[p->b], o[p->b + 1] - o[p->b],
-			      t->arena + o[q->b], o[q->b + 1] - o[q->b]);
+		c = bytes_cmp(t->arena + o[p->b], o[p->b + 1] - o[p->b], t->arena + o[q->b],
+			      o[q->b + 1] - o[q->b]);
 	return c > 0;
 }
 
@@ -356,7 +356,8 @@ static int trainer_init(struct trainer *t, const struct bpe_words *words, int ma
 		for (size_t i = 0; i < n; i++)
 			t->sym[o + i] = (unsigned char)words->arena[o + i];
 		for (size_t i = 0; i + 1 < n; i++)
-			if (pair_add(t, t->sym[o + i], t->sym[o + i + 1], (int64_t)t->wcount[w], w, 0) < 0)
+			if (pair_add(t, t->sym[o + i], t->sym[o + i + 1], (int64_t)t->wcount[w], w,
+				     0) < 0)
 				return err_set("bpe: out of memory counting pairs");
 	}
 	t->heap = malloc(((size_t)t->npairs + 1) * sizeof *t->heap);

@@ -10,13 +10,13 @@
 struct bpe_words {
 	size_t n;
 	char *arena;
-	size_t *off;        /* (n + 1) */
-	uint64_t *count;    /* (n) */
+	size_t *off;     /* (n + 1) */
+	uint64_t *count; /* (n) */
 };
 
 struct bpe_train_opts {
-	int vocab_size;      /* 256 byte tokens + merges + special tokens */
-	int n_specials;      /* ids vocab_size - n_specials .. are kept for them */
+	int vocab_size; /* 256 byte tokens + merges + special tokens */
+	int n_specials; /* ids vocab_size - n_specials .. are kept for them */
 	/* Called every few merges (may be NULL): merges done, merges wanted. */
 	void (*progress)(void *ctx, int done, int total);
 	void *progress_ctx;
@@ -26,11 +26,11 @@ struct bpe_train_opts {
  * is merge i (merges[i][0] followed by merges[i][1]). Special tokens are not
  * stored here: the caller numbers them after the last merge. */
 struct bpe_model {
-	int n_tokens;             /* 256 + n_merges */
-	int n_merges;             /* fewer than asked when no pair is left to merge */
-	int32_t (*merges)[2];     /* (n_merges, 2) */
-	char *arena;              /* token bytes */
-	size_t *off;              /* (n_tokens + 1): token id's bytes are arena[off[id]..off[id+1]) */
+	int n_tokens;         /* 256 + n_merges */
+	int n_merges;         /* fewer than asked when no pair is left to merge */
+	int32_t (*merges)[2]; /* (n_merges, 2) */
+	char *arena;          /* token bytes */
+	size_t *off;          /* (n_tokens + 1): token id's bytes are arena[off[id]..off[id+1]) */
 };
 
 /* Learns vocab_size - 256 - n_specials merges: each step merges the most

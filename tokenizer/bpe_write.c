@@ -103,30 +103,31 @@ static void json_tokenizer(struct strbuf *b, const struct bpe_model *m, const st
 	static const char bytelevel[] = "\"add_prefix_space\": false, \"trim_offsets\": false, "
 					"\"use_regex\": false";
 	sb_puts(b, "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n"
-		  "  \"added_tokens\": [");
+		   "  \"added_tokens\": [");
 	for (int k = 0; k < n_specials; k++) {
 		sb_printf(b, "%s\n    {\n      \"id\": %d,\n      \"content\": ", k ? "," : "",
-		       m->n_tokens + k);
+			  m->n_tokens + k);
 		sb_json(b, specials[k], strlen(specials[k]));
 		sb_puts(b, ",\n      \"single_word\": false,\n      \"lstrip\": false,\n"
-			  "      \"rstrip\": false,\n      \"normalized\": false,\n"
-			  "      \"special\": true\n    }");
+			   "      \"rstrip\": false,\n      \"normalized\": false,\n"
+			   "      \"special\": true\n    }");
 	}
 	sb_puts(b, n_specials ? "\n  ],\n" : "],\n");
 	sb_puts(b, "  \"normalizer\": null,\n  \"pre_tokenizer\": {\n"
-		  "    \"type\": \"Sequence\",\n    \"pretokenizers\": [\n"
-		  "      {\"type\": \"Split\", \"pattern\": {\"Regex\": ");
+		   "    \"type\": \"Sequence\",\n    \"pretokenizers\": [\n"
+		   "      {\"type\": \"Split\", \"pattern\": {\"Regex\": ");
 	sb_json(b, pretok_qwen2_regex, strlen(pretok_qwen2_regex));
-	sb_puts(b, "}, \"behavior\": \"Isolated\", \"invert\": false},\n      {\"type\": \"ByteLevel\", ");
+	sb_puts(b, "}, \"behavior\": \"Isolated\", \"invert\": false},\n      {\"type\": "
+		   "\"ByteLevel\", ");
 	sb_puts(b, bytelevel);
 	sb_puts(b, "}\n    ]\n  },\n  \"post_processor\": {\"type\": \"ByteLevel\", ");
 	sb_puts(b, bytelevel);
 	sb_puts(b, "},\n  \"decoder\": {\"type\": \"ByteLevel\", ");
 	sb_puts(b, bytelevel);
 	sb_puts(b, "},\n  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n"
-		  "    \"unk_token\": null,\n    \"continuing_subword_prefix\": \"\",\n"
-		  "    \"end_of_word_suffix\": \"\",\n    \"fuse_unk\": false,\n"
-		  "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n    \"vocab\": ");
+		   "    \"unk_token\": null,\n    \"continuing_subword_prefix\": \"\",\n"
+		   "    \"end_of_word_suffix\": \"\",\n    \"fuse_unk\": false,\n"
+		   "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n    \"vocab\": ");
 	json_vocab(b, m, mp, "      ");
 	sb_puts(b, "    },\n    \"merges\": [");
 	for (int i = 0; i < m->n_merges; i++) {
@@ -164,7 +165,8 @@ int bpe_write(const struct bpe_model *m, const char *const *specials, int n_spec
 	for (int k = 0; k < n_specials; k++)
 		for (int id = 0; id < m->n_tokens; id++)
 			if (!strcmp(specials[k], TOK(&mp, id))) {
-				err_set("special token '%s' is also the learned token %d", specials[k], id);
+				err_set("special token '%s' is also the learned token %d",
+					specials[k], id);
 				goto out;
 			}
 	json_tokenizer(&b, m, &mp, specials, n_specials);

@@ -13,7 +13,7 @@ int bl_char_to_byte(uint32_t c)
 	if (c < 256)
 		return is_self(c) ? (int)c : -1;
 	if (c <= 256 + 32)
-		return (int)(c - 256);          /* bytes 0..32 */
+		return (int)(c - 256); /* bytes 0..32 */
 	if (c <= 256 + 32 + 34)
 		return (int)(c - 256 - 33 + 127); /* bytes 127..160 */
 	if (c == 256 + 67)

@@ -60,7 +60,8 @@ int jscan_more(struct jscan *j, int close, bool first)
 	}
 	if (!first) {
 		if (c != ',')
-			return jscan_error(j, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+			return jscan_error(j, close == '}' ? "expected ',' or '}'"
+							   : "expected ',' or ']'");
 		j->pos++;
 	}
 	return 1;
@@ -118,7 +119,8 @@ static size_t utf8_len(const unsigned char *p, size_t n)
 		return 3;
 	}
 	if (b >= 0xF0 && b <= 0xF4) {
-		if (n < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80)
+		if (n < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
+		    (p[3] & 0xC0) != 0x80)
 			return 0;
 		if ((b == 0xF0 && p[1] < 0x90) || (b == 0xF4 && p[1] >= 0x90))
 			return 0;
@@ -176,16 +178,16 @@ static int escape(struct jscan *j)
 		if (u >= 0xDC00 && u <= 0xDFFF)
 			return jscan_error(j, "lone low surrogate in \\u escape");
 		if (u >= 0xD800 && u <= 0xDBFF) {
-			if (j->len - j->pos < 6 || j->s[j->pos] != '\\' || j->s[j->pos + 1] != 'u' ||
-			    hex4(j->s + j->pos + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+			if (j->len - j->pos < 6 || j->s[j->pos] != '\\' ||
+			    j->s[j->pos + 1] != 'u' || hex4(j->s + j->pos + 2, &lo) ||
+			    lo < 0xDC00 || lo > 0xDFFF)
 				return jscan_error(j, "lone high surrogate in \\u escape");
 			j->pos += 6;
 			u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
 		}
 		return put_cp(j, u);
 	}
-	default:
-		return jscan_error(j, "bad escape in string");
+	default: return jscan_error(j, "bad escape in string");
 	}
 	return buf_put(j, &o, 1);
 }
@@ -199,8 +201,8 @@ int jscan_string(struct jscan *j)
 		/* a run of plain characters (valid UTF-8 included) is copied in one go */
 		size_t start = j->pos, n;
 		const unsigned char *s = (const unsigned char *)j->s;
-		while (j->pos < j->len && s[j->pos] != '"' && s[j->pos] != '\\' && s[j->pos] >= 0x20 &&
-		       (n = utf8_len(s + j->pos, j->len - j->pos)) != 0)
+		while (j->pos < j->len && s[j->pos] != '"' && s[j->pos] != '\\' &&
+		       s[j->pos] >= 0x20 && (n = utf8_len(s + j->pos, j->len - j->pos)) != 0)
 			j->pos += n;
 		if (buf_put(j, j->s + start, j->pos - start))
 			return -1;
@@ -300,12 +302,12 @@ static int skip_value(struct jscan *j, int depth)
 		return jscan_error(j, "nesting too deep");
 	int c = jscan_peek(j);
 	switch (c) {
-	case '"':
-		return jscan_string(j);
+	case '"': return jscan_string(j);
 	case '{':
 		j->pos++;
 		for (int r, first = 1; (r = jscan_more(j, '}', first)) != 0; first = 0) {
-			if (r < 0 || jscan_string(j) || jscan_expect(j, ':') || skip_value(j, depth + 1))
+			if (r < 0 || jscan_string(j) || jscan_expect(j, ':') ||
+			    skip_value(j, depth + 1))
 				return -1;
 		}
 		return 0;
@@ -316,14 +318,10 @@ static int skip_value(struct jscan *j, int depth)
 				return -1;
 		}
 		return 0;
-	case 't':
-		return skip_literal(j, "true");
-	case 'f':
-		return skip_literal(j, "false");
-	case 'n':
-		return skip_literal(j, "null");
-	case 0:
-		return jscan_error(j, "unexpected end of file");
+	case 't': return skip_literal(j, "true");
+	case 'f': return skip_literal(j, "false");
+	case 'n': return skip_literal(j, "null");
+	case 0: return jscan_error(j, "unexpected end of file");
 	default:
 		if (c == '-' || (c >= '0' && c <= '9'))
 			return skip_number(j);

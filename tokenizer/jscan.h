@@ -14,12 +14,12 @@
 #include <stdint.h>
 
 struct jscan {
-	const char *s;    /* the whole text */
+	const char *s; /* the whole text */
 	size_t len, pos;
-	char *buf;        /* the last string read (unescaped, NUL-terminated) */
+	char *buf; /* the last string read (unescaped, NUL-terminated) */
 	size_t buf_len, buf_cap;
-	const char *file; /* for messages */
-	const char *field;/* the field being read, for messages */
+	const char *file;  /* for messages */
+	const char *field; /* the field being read, for messages */
 };
 
 /* Sets up a scanner over s[0..len); file and field name where errors are. */

@@ -14,34 +14,41 @@ enum { C_O, C_L, C_N, C_WS, C_NL };
 /* ASCII classes: letters, digits, the White_Space controls; 0x1C-0x1F are not \s. */
 static const unsigned char ascii_cls[128] = {
 	['\t'] = C_WS, ['\n'] = C_NL, ['\v'] = C_WS, ['\f'] = C_WS, ['\r'] = C_NL, [' '] = C_WS,
-	['0'] = C_N, ['1'] = C_N, ['2'] = C_N, ['3'] = C_N, ['4'] = C_N,
-	['5'] = C_N, ['6'] = C_N, ['7'] = C_N, ['8'] = C_N, ['9'] = C_N,
+	['0'] = C_N,   ['1'] = C_N,   ['2'] = C_N,   ['3'] = C_N,   ['4'] = C_N,   ['5'] = C_N,
+	['6'] = C_N,   ['7'] = C_N,   ['8'] = C_N,   ['9'] = C_N,
 #define L2(a, b) [a] = C_L, [b] = C_L
-	L2('A', 'a'), L2('B', 'b'), L2('C', 'c'), L2('D', 'd'), L2('E', 'e'), L2('F', 'f'),
-	L2('G', 'g'), L2('H', 'h'), L2('I', 'i'), L2('J', 'j'), L2('K', 'k'), L2('L', 'l'),
-	L2('M', 'm'), L2('N', 'n'), L2('O', 'o'), L2('P', 'p'), L2('Q', 'q'), L2('R', 'r'),
-	L2('S', 's'), L2('T', 't'), L2('U', 'u'), L2('V', 'v'), L2('W', 'w'), L2('X', 'x'),
-	L2('Y', 'y'), L2('Z', 'z'),
+	L2('A', 'a'),  L2('B', 'b'),  L2('C', 'c'),  L2('D', 'd'),  L2('E', 'e'),  L2('F', 'f'),
+	L2('G', 'g'),  L2('H', 'h'),  L2('I', 'i'),  L2('J', 'j'),  L2('K', 'k'),  L2('L', 'l'),
+	L2('M', 'm'),  L2('N', 'n'),  L2('O', 'o'),  L2('P', 'p'),  L2('Q', 'q'),  L2('R', 'r'),
+	L2('S', 's'),  L2('T', 't'),  L2('U', 'u'),  L2('V', 'v'),  L2('W', 'w'),  L2('X', 'x'),
+	L2('Y', 'y'),  L2('Z', 'z'),
 #undef L2
 };
 
 static int cls_cp(int32_t c)
 {
 	switch (c) {
-	case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F:
-	case 0x205F: case 0x3000:
-		return C_WS;
+	case 0x85:
+	case 0xA0:
+	case 0x1680:
+	case 0x2028:
+	case 0x2029:
+	case 0x202F:
+	case 0x205F:
+	case 0x3000: return C_WS;
 	}
 	if (c >= 0x2000 && c <= 0x200A)
 		return C_WS;
 	switch (utf8proc_category(c)) {
-	case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-	case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO:
-		return C_L;
-	case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
-		return C_N;
-	default:
-		return C_O;
+	case UTF8PROC_CATEGORY_LU:
+	case UTF8PROC_CATEGORY_LL:
+	case UTF8PROC_CATEGORY_LT:
+	case UTF8PROC_CATEGORY_LM:
+	case UTF8PROC_CATEGORY_LO: return C_L;
+	case UTF8PROC_CATEGORY_ND:
+	case UTF8PROC_CATEGORY_NL:
+	case UTF8PROC_CATEGORY_NO: return C_N;
+	default: return C_O;
 	}
 }
 
@@ -59,7 +66,9 @@ static inline int cls_at(const unsigned char *s, size_t len, size_t i, size_t *n
 		*next = i + 1;
 		return C_O;
 	}
-	int32_t c = n == 2 ? (int32_t)(b & 0x1F) : n == 3 ? (int32_t)(b & 0x0F) : (int32_t)(b & 0x07);
+	int32_t c = n == 2   ? (int32_t)(b & 0x1F)
+		    : n == 3 ? (int32_t)(b & 0x0F)
+			     : (int32_t)(b & 0x07);
 	for (size_t k = 1; k < n; k++) {
 		if ((s[i + k] & 0xC0) != 0x80) {
 			*next = i + 1;

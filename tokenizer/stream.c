@@ -11,7 +11,7 @@
 struct tok_stream {
 	const struct tok *t;
 	bool skip_special;
-	char *buf;          /* bytes handed out by the last call, then the held-back tail */
+	char *buf; /* bytes handed out by the last call, then the held-back tail */
 	size_t cap;
 	char hold[4];
 	size_t nhold;
@@ -58,8 +58,8 @@ static size_t incomplete_tail(const unsigned char *p, size_t n)
 		/* the second byte narrows the range for E0, ED, F0 and F4 */
 		if (k >= 2) {
 			unsigned char c = p[n - k + 1];
-			if ((b == 0xE0 && c < 0xA0) || (b == 0xED && c > 0x9F) || (b == 0xF0 && c < 0x90) ||
-			    (b == 0xF4 && c > 0x8F))
+			if ((b == 0xE0 && c < 0xA0) || (b == 0xED && c > 0x9F) ||
+			    (b == 0xF0 && c < 0x90) || (b == 0xF4 && c > 0x8F))
 				return 0;
 		}
 		return k;
@@ -72,7 +72,8 @@ const char *tok_stream_push(struct tok_stream *s, int32_t id, size_t *len)
 	size_t n;
 	const char *p = tok_piece(s->t, id, &n);
 	if (!p) {
-		err_set("token id %d is out of range (vocabulary: %d ids)", id, tok_vocab_size(s->t));
+		err_set("token id %d is out of range (vocabulary: %d ids)", id,
+			tok_vocab_size(s->t));
 		return NULL;
 	}
 	if (s->skip_special && tok_is_special(s->t, id))

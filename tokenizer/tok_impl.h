@@ -13,15 +13,15 @@ enum { TOKF_VALID = 1, TOKF_ADDED = 2, TOKF_SPECIAL = 4 };
 struct tok {
 	struct bpe *bpe;
 	struct added_set added;
-	bool nfc;            /* normalizer NFC (else none) */
-	bool ignore_merges;  /* model.ignore_merges: a piece in the vocabulary is one token */
-	int32_t n_ids;       /* max id + 1 */
-	uint8_t *flags;        /* (n_ids) TOKF_* */
+	bool nfc;           /* normalizer NFC (else none) */
+	bool ignore_merges; /* model.ignore_merges: a piece in the vocabulary is one token */
+	int32_t n_ids;      /* max id + 1 */
+	uint8_t *flags;     /* (n_ids) TOKF_* */
 	/* decoded bytes of added token id: abytes[aoff[id - amin] ..] (alen[id - amin] bytes);
 	 * other ids decode to their vocabulary bytes (bpe_token) */
 	int32_t amin;
 	char *abytes;
-	uint32_t *aoff, *alen;  /* (n_ids - amin) */
+	uint32_t *aoff, *alen; /* (n_ids - amin) */
 	char *chat_template, *eos, *pad;
 	/* scratch reused by tok_encode */
 	struct added_segs segs, segs2;

@@ -24,7 +24,8 @@ static bool nfc_suspect(int32_t c)
 	if ((c >= 0x1161 && c <= 0x1175) || (c >= 0x11A8 && c <= 0x11C2))
 		return true;
 	const utf8proc_property_t *p = utf8proc_get_property(c);
-	return p->combining_class != 0 || (p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0) ||
+	return p->combining_class != 0 ||
+	       (p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0) ||
 	       (p->comb_index != UINT16_MAX && (p->comb_index & 0x8000));
 }
 
@@ -54,7 +55,8 @@ static size_t valid_run(const unsigned char *s, size_t n, size_t i, bool *suspec
 			k = 2;
 		} else if (b >= 0xE0 && b <= 0xEF && n - i >= 3 && (s[i + 1] & 0xC0) == 0x80 &&
 			   (s[i + 2] & 0xC0) == 0x80) {
-			c = (int32_t)(b & 0x0F) << 12 | (int32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F);
+			c = (int32_t)(b & 0x0F) << 12 | (int32_t)(s[i + 1] & 0x3F) << 6 |
+			    (s[i + 2] & 0x3F);
 			if (c < 0x800 || (c >= 0xD800 && c <= 0xDFFF))
 				break;
 			k = 3;
@@ -98,8 +100,8 @@ static int encode_valid(struct tok *t, const char *s, size_t n, bool suspect, st
 	char *nf = NULL;
 	if (t->nfc && suspect) {
 		utf8proc_uint8_t *dst;
-		utf8proc_ssize_t m = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &dst,
-						  UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+		utf8proc_ssize_t m = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n,
+						  &dst, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
 		if (m < 0)
 			return err_set("tokenizer: NFC: %s", utf8proc_errmsg(m));
 		nf = (char *)dst;
@@ -171,8 +173,8 @@ char *tok_decode(const struct tok *t, const int32_t *ids, size_t n, bool skip_sp
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (ids[i] < 0 || ids[i] >= t->n_ids || !(t->flags[ids[i]] & TOKF_VALID)) {
-			err_set("token id %d at position %zu is out of range (vocabulary: %d ids)", ids[i], i,
-				t->n_ids);
+			err_set("token id %d at position %zu is out of range (vocabulary: %d ids)",
+				ids[i], i, t->n_ids);
 			return NULL;
 		}
 		size_t k;

@@ -28,8 +28,7 @@ int32_t *tok_encode(struct tok *t, const char *text, size_t len, size_t *n);
 /* Decodes ids to a malloc'd NUL-terminated byte string (*len bytes, may hold
  * invalid UTF-8 if the ids do). skip_special drops tokens marked special.
  * NULL on error (an id out of range). */
-char *tok_decode(const struct tok *t, const int32_t *ids, size_t n, bool skip_special,
-		 size_t *len);
+char *tok_decode(const struct tok *t, const int32_t *ids, size_t n, bool skip_special, size_t *len);
 
 /* The id of a token given its exact content (e.g. "<|im_end|>"), or -1. */
 int tok_id(const struct tok *t, const char *content);

@@ -21,9 +21,9 @@
 
 /* A merge read before it can be resolved (merges may precede the vocabulary). */
 struct pending {
-	char *bytes;         /* raw bytes of both sides, back to back */
+	char *bytes; /* raw bytes of both sides, back to back */
 	size_t len, cap;
-	uint32_t *split;     /* per merge: offset of its left side, length of left, of right */
+	uint32_t *split; /* per merge: offset of its left side, length of left, of right */
 	size_t n, ncap;
 };
 
@@ -78,7 +78,8 @@ static int read_vocab(struct jscan *j, struct bpe *b, char **raw, size_t *raw_ca
 		}
 		long n = bl_decode(j->buf, j->buf_len, *raw);
 		if (n < 0)
-			return err_set("%s: model.vocab: token \"%.40s\" is not in the byte-level alphabet",
+			return err_set("%s: model.vocab: token \"%.40s\" is not in the byte-level "
+				       "alphabet",
 				       j->file, j->buf);
 		if (jscan_expect(j, ':') || jscan_int(j, 0, BPE_MAX_ID - 1, &id))
 			return -1;
@@ -111,15 +112,17 @@ static bool token_is(const struct bpe *b, int32_t id, const char *s, size_t n)
  * such a file too). A vocabulary built by BPE training numbers merged tokens in merge order, so the
  * merged token is first looked for at *next, the id after the previous merge's; a
  * token's bytes are unique, so a match there is what the lookup would find. */
-static int resolve_one(struct bpe *b, const char *s, size_t na, size_t nb, size_t i, const char *file,
-		       int32_t *next)
+static int resolve_one(struct bpe *b, const char *s, size_t na, size_t nb, size_t i,
+		       const char *file, int32_t *next)
 {
 	int32_t a = bpe_lookup(b, s, na), c = bpe_lookup(b, s + na, nb);
 	int32_t m = token_is(b, *next, s, na + nb) ? *next : bpe_lookup(b, s, na + nb);
 	*next = m + 1;
 	if (a < 0 || c < 0 || m < 0)
 		return err_set("%s: model.merges: entry %zu: %s is not in model.vocab", file, i,
-			       a < 0 ? "its left token" : c < 0 ? "its right token" : "the merged token");
+			       a < 0   ? "its left token"
+			       : c < 0 ? "its right token"
+				       : "the merged token");
 	return bpe_add_merge(b, a, c, (int32_t)i, m);
 }
 
@@ -127,8 +130,8 @@ static int resolve_merges(struct bpe *b, const struct pending *p, const char *fi
 {
 	int32_t next = 0;
 	for (size_t i = 0; i < p->n; i++)
-		if (resolve_one(b, p->bytes + p->split[i * 3], p->split[i * 3 + 1], p->split[i * 3 + 2], i,
-				file, &next))
+		if (resolve_one(b, p->bytes + p->split[i * 3], p->split[i * 3 + 1],
+				p->split[i * 3 + 2], i, file, &next))
 			return -1;
 	return 0;
 }
@@ -182,7 +185,8 @@ static int read_merges(struct jscan *j, struct pending *p, struct bpe *b, bool d
 			/* "a b": byte-level tokens never hold a space, so there is exactly one */
 			char *sp = memchr(j->buf, ' ', j->buf_len);
 			if (!sp || memchr(sp + 1, ' ', j->buf_len - (size_t)(sp - j->buf) - 1)) {
-				err_set("%s: model.merges: entry %zu \"%.40s\" is not two tokens separated by one space",
+				err_set("%s: model.merges: entry %zu \"%.40s\" is not two tokens "
+					"separated by one space",
 					j->file, i, j->buf);
 				goto out;
 			}
@@ -191,7 +195,8 @@ static int read_merges(struct jscan *j, struct pending *p, struct bpe *b, bool d
 			    merge_side(j, sp + 1, j->buf_len - la - 1, cat + na, &nb))
 				goto out;
 		}
-		if (direct ? resolve_one(b, cat, na, nb, i, j->file, &next) : pend_add(p, cat, na, cat + na, nb))
+		if (direct ? resolve_one(b, cat, na, nb, i, j->file, &next)
+			   : pend_add(p, cat, na, cat + na, nb))
 			goto out;
 	}
 	rc = 0;
@@ -226,9 +231,11 @@ static int check_model_field(struct tok *t, struct jscan *j, const char *key)
 	} else if (!strcmp(key, "dropout")) {
 		if (!json_is_null(v) && !(json_is_number(v) && json_number_value(v) == 0))
 			rc = err_set("%s: model.dropout: BPE dropout is not supported", j->file);
-	} else if (!strcmp(key, "continuing_subword_prefix") || !strcmp(key, "end_of_word_suffix")) {
+	} else if (!strcmp(key, "continuing_subword_prefix") ||
+		   !strcmp(key, "end_of_word_suffix")) {
 		if (!json_is_null(v) && !(json_is_string(v) && !*json_string_value(v)))
-			rc = err_set("%s: model.%s: must be empty for a byte-level BPE", j->file, key);
+			rc = err_set("%s: model.%s: must be empty for a byte-level BPE", j->file,
+				     key);
 	} else if (!strcmp(key, "ignore_merges")) {
 		if (!json_is_boolean(v))
 			rc = err_set("%s: model.ignore_merges: not a boolean", j->file);
@@ -347,7 +354,8 @@ static int read_added(struct tok *t, json_t *v, const char *file)
 		return err_set("%s: added_tokens: not an array", file);
 	size_t i;
 	json_t *o;
-	json_array_foreach(v, i, o) {
+	json_array_foreach(v, i, o)
+	{
 		char field[48];
 		snprintf(field, sizeof field, "added_tokens[%zu]", i);
 		json_t *id = json_object_get(o, "id"), *c = json_object_get(o, "content");
@@ -360,8 +368,8 @@ static int read_added(struct tok *t, json_t *v, const char *file)
 			if (t->added.t[k].id == json_integer_value(id))
 				return err_set("%s: %s.id: %lld given twice", file, field,
 					       (long long)json_integer_value(id));
-		if (add_added(t, json_string_value(c), json_string_length(c), json_integer_value(id), o,
-			      file, field))
+		if (add_added(t, json_string_value(c), json_string_length(c),
+			      json_integer_value(id), o, file, field))
 			return -1;
 	}
 	return 0;
@@ -391,29 +399,37 @@ static int read_pretok(json_t *v, const char *file)
 	const char *want = "need Sequence[Split(Qwen2 regex), ByteLevel]";
 	json_t *seq = json_object_get(v, "pretokenizers");
 	if (strcmp(type_of(v), "Sequence") != 0 || json_array_size(seq) != 2)
-		return err_set("%s: pre_tokenizer: type \"%s\" is not supported (%s)", file, type_of(v), want);
+		return err_set("%s: pre_tokenizer: type \"%s\" is not supported (%s)", file,
+			       type_of(v), want);
 	json_t *sp = json_array_get(seq, 0), *bl = json_array_get(seq, 1);
 	if (strcmp(type_of(sp), "Split") != 0)
-		return err_set("%s: pre_tokenizer.pretokenizers[0]: type \"%s\" is not supported (%s)",
-			       file, type_of(sp), want);
-	const char *re = json_string_value(json_object_get(json_object_get(sp, "pattern"), "Regex"));
+		return err_set(
+			"%s: pre_tokenizer.pretokenizers[0]: type \"%s\" is not supported (%s)",
+			file, type_of(sp), want);
+	const char *re =
+		json_string_value(json_object_get(json_object_get(sp, "pattern"), "Regex"));
 	if (!re)
 		return err_set("%s: pre_tokenizer.pretokenizers[0].pattern: not a Regex", file);
 	if (strcmp(re, pretok_qwen2_regex) != 0)
-		return err_set("%s: pre_tokenizer.pretokenizers[0].pattern.Regex: \"%.60s\" is not the Qwen2 pattern",
+		return err_set("%s: pre_tokenizer.pretokenizers[0].pattern.Regex: \"%.60s\" is not "
+			       "the Qwen2 pattern",
 			       file, re);
 	const char *beh = json_string_value(json_object_get(sp, "behavior"));
 	if (!beh || strcmp(beh, "Isolated") != 0)
-		return err_set("%s: pre_tokenizer.pretokenizers[0].behavior: \"%s\" is not supported (only Isolated)",
+		return err_set("%s: pre_tokenizer.pretokenizers[0].behavior: \"%s\" is not "
+			       "supported (only Isolated)",
 			       file, beh ? beh : "(missing)");
 	if (json_is_true(json_object_get(sp, "invert")))
-		return err_set("%s: pre_tokenizer.pretokenizers[0].invert: true is not supported", file);
+		return err_set("%s: pre_tokenizer.pretokenizers[0].invert: true is not supported",
+			       file);
 	if (strcmp(type_of(bl), "ByteLevel") != 0)
-		return err_set("%s: pre_tokenizer.pretokenizers[1]: type \"%s\" is not supported (%s)",
-			       file, type_of(bl), want);
+		return err_set(
+			"%s: pre_tokenizer.pretokenizers[1]: type \"%s\" is not supported (%s)",
+			file, type_of(bl), want);
 	if (json_is_true(json_object_get(bl, "add_prefix_space")) ||
 	    json_is_true(json_object_get(bl, "use_regex")))
-		return err_set("%s: pre_tokenizer.pretokenizers[1]: add_prefix_space and use_regex must be false",
+		return err_set("%s: pre_tokenizer.pretokenizers[1]: add_prefix_space and use_regex "
+			       "must be false",
 			       file);
 	return 0;
 }
@@ -432,11 +448,12 @@ static int read_section(struct tok *t, struct jscan *j, const char *key)
 		rc = read_pretok(v, j->file);
 	} else if (!strcmp(key, "decoder")) {
 		if (strcmp(type_of(v), "ByteLevel") != 0)
-			rc = err_set("%s: decoder: type \"%s\" is not supported (only ByteLevel)", j->file,
-				     json_is_null(v) ? "null" : type_of(v));
+			rc = err_set("%s: decoder: type \"%s\" is not supported (only ByteLevel)",
+				     j->file, json_is_null(v) ? "null" : type_of(v));
 	} else if (!strcmp(key, "post_processor")) {
 		if (!json_is_null(v) && strcmp(type_of(v), "ByteLevel") != 0)
-			rc = err_set("%s: post_processor: type \"%s\" is not supported (only ByteLevel or null)",
+			rc = err_set("%s: post_processor: type \"%s\" is not supported (only "
+				     "ByteLevel or null)",
 				     j->file, type_of(v));
 	} else if (!strcmp(key, "truncation") || !strcmp(key, "padding")) {
 		if (!json_is_null(v))
@@ -452,7 +469,7 @@ static int read_tokenizer_json(struct tok *t, const char *s, size_t len, const c
 	struct jscan j;
 	bool seen[5] = {0}, type = false;
 	static const char *const need[5] = {"model", "pre_tokenizer", "decoder", "normalizer",
-					     "added_tokens"};
+					    "added_tokens"};
 	jscan_init(&j, s, len, file);
 	int rc = -1;
 	if (jscan_expect(&j, '{'))
@@ -511,7 +528,8 @@ static int config_template(struct tok *t, json_t *cfg, const char *file)
 	if (json_is_array(v)) {
 		size_t i;
 		json_t *o, *pick = NULL;
-		json_array_foreach(v, i, o) {
+		json_array_foreach(v, i, o)
+		{
 			const char *name = json_string_value(json_object_get(o, "name"));
 			if (name && !strcmp(name, "default"))
 				pick = json_object_get(o, "template");
@@ -536,7 +554,8 @@ static int config_added(struct tok *t, json_t *cfg, const char *file)
 		return 0;
 	if (!json_is_object(dec))
 		return err_set("%s: added_tokens_decoder: not an object", file);
-	json_object_foreach(dec, key, o) {
+	json_object_foreach(dec, key, o)
+	{
 		char field[64], *end;
 		snprintf(field, sizeof field, "added_tokens_decoder.\"%.20s\"", key);
 		long long id = strtoll(key, &end, 10);
@@ -550,11 +569,14 @@ static int config_added(struct tok *t, json_t *cfg, const char *file)
 			if (t->added.t[k].id != id)
 				continue;
 			if (strcmp(t->added.t[k].content, json_string_value(c)) != 0)
-				return err_set("%s: %s.content: \"%.40s\" but tokenizer.json has \"%.40s\"",
-					       file, field, json_string_value(c), t->added.t[k].content);
+				return err_set("%s: %s.content: \"%.40s\" but tokenizer.json has "
+					       "\"%.40s\"",
+					       file, field, json_string_value(c),
+					       t->added.t[k].content);
 			found = true;
 		}
-		if (!found && add_added(t, json_string_value(c), json_string_length(c), id, o, file, field))
+		if (!found &&
+		    add_added(t, json_string_value(c), json_string_length(c), id, o, file, field))
 			return -1;
 	}
 	return 0;
@@ -623,7 +645,8 @@ static int build_pieces(struct tok *t, const char *file)
 		 * the file is clearer than ids that disagree with it */
 		const char *v = bpe_token(t->bpe, a->id, &vn);
 		if (v && (vn != n || memcmp(v, t->abytes + o, n) != 0))
-			return err_set("%s: added_tokens: \"%.40s\": id %d is the vocabulary's token for other text",
+			return err_set("%s: added_tokens: \"%.40s\": id %d is the vocabulary's "
+				       "token for other text",
 				       file, a->content, a->id);
 		t->aoff[a->id - amin] = (uint32_t)o;
 		t->alen[a->id - amin] = (uint32_t)n;
@@ -632,7 +655,8 @@ static int build_pieces(struct tok *t, const char *file)
 		if (a->normalized && t->nfc) {
 			utf8proc_uint8_t *nf = utf8proc_NFC((const utf8proc_uint8_t *)a->content);
 			if (!nf)
-				return err_set("%s: added_tokens: \"%.40s\": NFC failed", file, a->content);
+				return err_set("%s: added_tokens: \"%.40s\": NFC failed", file,
+					       a->content);
 			free(a->content);
 			a->content = (char *)nf;
 			a->len = strlen(a->content);
@@ -653,7 +677,8 @@ static const char *map_file(const char *path, size_t *len)
 	}
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
-		err_set("%s: %s", path, fstat(fd, &st) ? strerror(errno) : "not a regular file or empty");
+		err_set("%s: %s", path,
+			fstat(fd, &st) ? strerror(errno) : "not a regular file or empty");
 		close(fd);
 		return NULL;
 	}

@@ -63,9 +63,10 @@ static void attention(struct ui *u, int y, int x, int h, int w)
 		u->att_head = at.heads - 1;
 	const float *row = at.rows + (size_t)u->att_head * at.len;
 	int r = 0;
-	line(y + r++, x, w, A_BOLD, "attention  layer %d/%d (\xe2\x86\x90/\xe2\x86\x92)  head %d/%d "
-	     "(\xe2\x86\x91/\xe2\x86\x93)  %d keys", at.layer, at.layers - 1, u->att_head,
-	     at.heads - 1, at.len);
+	line(y + r++, x, w, A_BOLD,
+	     "attention  layer %d/%d (\xe2\x86\x90/\xe2\x86\x92)  head %d/%d "
+	     "(\xe2\x86\x91/\xe2\x86\x93)  %d keys",
+	     at.layer, at.layers - 1, u->att_head, at.heads - 1, at.len);
 	/* Heat strip: the context squeezed into the pane width, max weight per cell. */
 	static const char *const shade[] = {" ", "\xe2\x96\x91", "\xe2\x96\x92", "\xe2\x96\x93",
 					    "\xe2\x96\x88"};
@@ -73,9 +74,15 @@ static void attention(struct ui *u, int y, int x, int h, int w)
 	int cells = w - 1 < at.len ? w - 1 : at.len;
 	for (int c = 0; c < w; c++) {
 		float m = 0;
-		for (int i = c * at.len / (cells ? cells : 1); c < cells && i < (c + 1) * at.len / cells; i++)
+		for (int i = c * at.len / (cells ? cells : 1);
+		     c < cells && i < (c + 1) * at.len / cells; i++)
 			m = row[i] > m ? row[i] : m;
-		int lvl = c >= cells ? 0 : m <= 0 ? 0 : m < 0.05f ? 1 : m < 0.2f ? 2 : m < 0.5f ? 3 : 4;
+		int lvl = c >= cells  ? 0
+			  : m <= 0    ? 0
+			  : m < 0.05f ? 1
+			  : m < 0.2f  ? 2
+			  : m < 0.5f  ? 3
+				      : 4;
 		addstr(shade[lvl]);
 	}
 	r++;
@@ -134,7 +141,8 @@ static void memory(struct ui *u, int y, int x, int h, int w)
 		 (pc.qk_norm + pc.layer_norms + pc.final_norm) * es);
 	snprintf(rows[n++], 160, "KV cache %.1f used / %.1f allocated; per layer %.2f / %.2f",
 		 m->kv_bytes_used / mib, m->kv_bytes_allocated / mib,
-		 m->kv_bytes_used / mib / cfg->num_layers, m->kv_bytes_allocated / mib / cfg->num_layers);
+		 m->kv_bytes_used / mib / cfg->num_layers,
+		 m->kv_bytes_allocated / mib / cfg->num_layers);
 	snprintf(rows[n++], 160, "context %d / %d tokens", u->fig.ctx_used, u->fig.ctx_max);
 	if (m->graph_bytes)
 		snprintf(rows[n++], 160, "scratch %.1f  CUDA graphs %.1f", m->scratch_bytes / mib,

@@ -100,9 +100,8 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 			    l->style == VL_SYSTEM_HEAD;
 		attrset(style_attr(l->style));
 		if (l->style == VL_CODE)
-			put(y0 + r, x0, "\xe2\x94\x82", 3, 1);   /* a bar sets code apart */
-		put(y0 + r, x0 + (head ? 0 : 2), l->s, (size_t)l->len,
-		    w - 2);
+			put(y0 + r, x0, "\xe2\x94\x82", 3, 1); /* a bar sets code apart */
+		put(y0 + r, x0 + (head ? 0 : 2), l->s, (size_t)l->len, w - 2);
 		attrset(A_NORMAL);
 	}
 	if (v->scroll > 0) {
@@ -127,7 +126,8 @@ static void draw_status(struct ui *u, int y, int w)
 	const struct app_figures *f = &u->fig;
 	char s[512], a[16], b[16], c[16];
 	int n = snprintf(s, sizeof s, " %s | %s | think %s | ctx %d/%d | ", app_model_name(u->a),
-			 app_backend(u->a), app_thinking(u->a) ? "on" : "off", f->ctx_used, f->ctx_max);
+			 app_backend(u->a), app_thinking(u->a) ? "on" : "off", f->ctx_used,
+			 f->ctx_max);
 	if (f->busy && f->prefilling)
 		n += snprintf(s + n, sizeof s - n, "prefilling... | ");
 	n += snprintf(s + n, sizeof s - n, "prefill %.0f t/s | decode %.1f t/s | TTFT %.2fs | ",
@@ -144,7 +144,7 @@ static void draw_status(struct ui *u, int y, int w)
 	for (int i = 0; i < w; i++)
 		addch(' ');
 	put(y, 0, s, strlen(s), w);
-	if (f->save_error[0]) {   /* an autosave failure stays in sight */
+	if (f->save_error[0]) { /* an autosave failure stays in sight */
 		attrset(COLOR_PAIR(C_WARN) | A_BOLD);
 		int sw = view_width(f->save_error, strlen(f->save_error));
 		put(y, sw + 1 < w ? w - sw - 1 : 0, f->save_error, strlen(f->save_error), w);
@@ -173,8 +173,8 @@ static void draw_input(int y0, int h, int w)
 				size_t fit = view_fit(buf + s, nl - s, w - 2 > 1 ? w - 3 : 1);
 				if (!fit && s < nl)
 					fit = 1;
-				if (pass == 0 && point >= s && (point < s + fit || (point == s + fit &&
-				    (s + fit == nl)))) {
+				if (pass == 0 && point >= s &&
+				    (point < s + fit || (point == s + fit && (s + fit == nl)))) {
 					crow = row;
 					ccol = 2 + view_width(buf + s, point - s);
 				}
@@ -215,10 +215,13 @@ static int input_rows(int w)
 
 static void draw_hint(struct ui *u, int y, int w)
 {
-	const char *s = u->confirm_quit ? "Quit? Press Ctrl-C again to leave, any other key to stay."
-		: u->hint[0] ? u->hint
-		: app_busy(u->a) ? "Esc or Ctrl-C: stop the answer (it is kept) | PgUp/PgDn scroll | F2 debug"
-		: "Enter send | Alt-Enter newline | Tab fold thinking | PgUp/PgDn | F2 debug | /help | Ctrl-D quit";
+	const char *s = u->confirm_quit
+				? "Quit? Press Ctrl-C again to leave, any other key to stay."
+			: u->hint[0]     ? u->hint
+			: app_busy(u->a) ? "Esc or Ctrl-C: stop the answer (it is kept) | "
+					   "PgUp/PgDn scroll | F2 debug"
+					 : "Enter send | Alt-Enter newline | Tab fold thinking | "
+					   "PgUp/PgDn | F2 debug | /help | Ctrl-D quit";
 	move(y, 0);
 	clrtoeol();
 	attrset(u->confirm_quit ? (COLOR_PAIR(C_ERROR) | A_BOLD) : A_DIM);

@@ -12,25 +12,31 @@
 #include "src/app/slash.h"
 #include "ui/uistate.h"
 
-static struct ui *cur;   /* readline's callbacks carry no user pointer */
+static struct ui *cur; /* readline's callbacks carry no user pointer */
 
 static int rl_getc_queue(FILE *f)
 {
 	(void)f;
 	if (!cur->rq_len)
-		return '\n';   /* never reached: bytes are only fed with rq filled */
+		return '\n'; /* never reached: bytes are only fed with rq filled */
 	int c = cur->rq[cur->rq_head];
 	cur->rq_head = (cur->rq_head + 1) % sizeof cur->rq;
 	cur->rq_len--;
 	return c;
 }
 
-static int rl_input_ready(void) { return cur->rq_len > 0; }
-static void rl_redisplay_flag(void) { cur->dirty = true; }
+static int rl_input_ready(void)
+{
+	return cur->rq_len > 0;
+}
+static void rl_redisplay_flag(void)
+{
+	cur->dirty = true;
+}
 
 static void on_line(char *line)
 {
-	if (!line) {   /* Ctrl-D on an empty line */
+	if (!line) { /* Ctrl-D on an empty line */
 		cur->quit = true;
 		return;
 	}
@@ -42,7 +48,10 @@ static void on_line(char *line)
 	ui_submit(cur, line);
 }
 
-static char *name_gen(const char *text, int state) { return slash_complete_name(text, state); }
+static char *name_gen(const char *text, int state)
+{
+	return slash_complete_name(text, state);
+}
 static char *arg_gen(const char *text, int state)
 {
 	return slash_complete_arg(rl_line_buffer, text, state);
@@ -59,7 +68,7 @@ static char **complete(const char *text, int start, int end)
 	}
 	if (slash_is_command(rl_line_buffer)) {
 		if (slash_wants_file(rl_line_buffer))
-			return NULL;   /* readline's file name completion */
+			return NULL; /* readline's file name completion */
 		rl_attempted_completion_over = 1;
 		return rl_completion_matches(text, arg_gen);
 	}
@@ -130,7 +139,7 @@ static void feed(struct ui *u, const unsigned char *s, size_t n)
 		while (u->rq_len)
 			rl_callback_read_char();
 	}
-	if (u->restore) {   /* a line handed back (busy, bad command, /edit) */
+	if (u->restore) { /* a line handed back (busy, bad command, /edit) */
 		rl_replace_line(u->restore, 0);
 		rl_point = rl_end;
 		free(u->restore);
@@ -210,13 +219,19 @@ static bool special_seq(struct ui *u, const char *s, size_t n)
 		u->paste_n = 0;
 		return true;
 	}
-	if (n == 4 && !memcmp(s, "\033[5~", 4)) { scroll_by(u, page); return true; }
-	if (n == 4 && !memcmp(s, "\033[6~", 4)) { scroll_by(u, -page); return true; }
+	if (n == 4 && !memcmp(s, "\033[5~", 4)) {
+		scroll_by(u, page);
+		return true;
+	}
+	if (n == 4 && !memcmp(s, "\033[6~", 4)) {
+		scroll_by(u, -page);
+		return true;
+	}
 	if ((n == 3 && !memcmp(s, "\033OQ", 3)) || (n == 5 && !memcmp(s, "\033[12~", 5))) {
 		ui_set_debug(u, (u->debug + 1) % 3);
 		return true;
 	}
-	if (n > 3 && s[2] == '<') {   /* SGR mouse: \e[<b;x;yM */
+	if (n > 3 && s[2] == '<') { /* SGR mouse: \e[<b;x;yM */
 		int b = atoi(s + 3);
 		if (b == 64)
 			scroll_by(u, 3);
@@ -248,7 +263,7 @@ static size_t key(struct ui *u, bool flush)
 			if (u->klen == 1 && !flush)
 				return 0;
 			if (app_busy(u->a))
-				ui_cancel_or_quit(u);   /* Esc: stops an answer */
+				ui_cancel_or_quit(u); /* Esc: stops an answer */
 			u->confirm_quit = false;
 			u->dirty = true;
 			return 1;
@@ -261,15 +276,15 @@ static size_t key(struct ui *u, bool flush)
 				feed(u, k, n);
 			return n;
 		}
-		if (k[1] == '\r' || k[1] == '\n') {   /* Alt-Enter: a new line in the message */
+		if (k[1] == '\r' || k[1] == '\n') { /* Alt-Enter: a new line in the message */
 			rl_insert_text("\n");
 			u->dirty = true;
 			return 2;
 		}
-		feed(u, k, 2);   /* Alt-key: readline's meta bindings */
+		feed(u, k, 2); /* Alt-key: readline's meta bindings */
 		return 2;
 	}
-	if (k[0] == 3) {   /* Ctrl-C */
+	if (k[0] == 3) { /* Ctrl-C */
 		if (app_busy(u->a) || u->confirm_quit || rl_end == 0) {
 			if (!app_busy(u->a) && rl_end == 0 && !u->confirm_quit) {
 				u->confirm_quit = true;

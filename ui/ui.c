@@ -91,7 +91,7 @@ static void command(struct ui *u, char *line)
 {
 	struct app_result r;
 	app_command(u->a, line, &r);
-	if (r.error) {   /* nothing typed is lost: the line comes back to be fixed */
+	if (r.error) { /* nothing typed is lost: the line comes back to be fixed */
 		u->restore = strdup(line);
 		ui_notice(u, true, r.msg);
 		return;
@@ -177,8 +177,8 @@ static void finish_turn(struct ui *u, int rc, const char *err)
 		ui_notice(u, false, "stopped: the partial answer is kept");
 	if (u->fig.dropped) {
 		char m[128];
-		snprintf(m, sizeof m, "dropped the %d oldest turn%s to fit the context", u->fig.dropped,
-			 u->fig.dropped == 1 ? "" : "s");
+		snprintf(m, sizeof m, "dropped the %d oldest turn%s to fit the context",
+			 u->fig.dropped, u->fig.dropped == 1 ? "" : "s");
 		ui_notice(u, false, m);
 	}
 }
@@ -211,10 +211,10 @@ static void step(struct ui *u, double *last_fig)
 			u->klen += (size_t)n;
 			in_process(u, false);
 		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-			u->quit = true;   /* the terminal is gone */
+			u->quit = true; /* the terminal is gone */
 		}
 	} else if (pr == 0 && u->klen) {
-		in_process(u, true);   /* a lone Esc */
+		in_process(u, true); /* a lone Esc */
 	}
 	if (got_winch) {
 		got_winch = 0;
@@ -270,13 +270,13 @@ int ui_main(struct app *a, const char *notices)
 	in_init(&u);
 	app_figures(a, &u.fig);
 	u.rss = app_host_rss();
-	if (chat_count(app_chat(a)) && app_start(a, true) == 0)   /* --resume: re-prefill */
+	if (chat_count(app_chat(a)) && app_start(a, true) == 0) /* --resume: re-prefill */
 		snprintf(u.hint, sizeof u.hint, "prefilling the resumed conversation...");
 	u.dirty = true;
 	double last_fig = 0;
 	while (!u.quit)
 		step(&u, &last_fig);
-	if (app_busy(a)) {   /* leaving mid-answer: stop it; the partial answer is saved */
+	if (app_busy(a)) { /* leaving mid-answer: stop it; the partial answer is saved */
 		app_cancel(a);
 		int rc;
 		char err[8];
@@ -290,7 +290,8 @@ int ui_main(struct app *a, const char *notices)
 	view_free(&u.v);
 	free(u.restore);
 	if (fio_is_file(app_session_path(a)))
-		printf("conversation saved in %s (qwenchat --resume reopens it)\n", app_session_path(a));
+		printf("conversation saved in %s (qwenchat --resume reopens it)\n",
+		       app_session_path(a));
 	return EXIT_SUCCESS;
 }
 

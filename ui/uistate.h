@@ -13,25 +13,25 @@ enum { DEBUG_OFF, DEBUG_ATTENTION, DEBUG_MEMORY };
 struct ui {
 	struct app *a;
 	struct view v;
-	int stream_block;           /* view block being generated, -1 when none */
-	int debug;                  /* DEBUG_* */
+	int stream_block; /* view block being generated, -1 when none */
+	int debug;        /* DEBUG_* */
 	int att_layer, att_head;
-	bool confirm_quit;          /* Ctrl-C on an empty line: asking */
+	bool confirm_quit; /* Ctrl-C on an empty line: asking */
 	bool quit, dirty;
-	char hint[512];             /* a passing message in the key hint line */
-	char *restore;              /* text to put back into the input line */
+	char hint[512]; /* a passing message in the key hint line */
+	char *restore;  /* text to put back into the input line */
 	struct app_figures fig;
 	size_t rss;
-	size_t last_nlines;         /* layout size at the last frame (scroll anchoring) */
+	size_t last_nlines; /* layout size at the last frame (scroll anchoring) */
 	char *history_path;
 
 	/* Key input (input.c). */
-	unsigned char kb[256];      /* bytes read, not yet decoded */
+	unsigned char kb[256]; /* bytes read, not yet decoded */
 	size_t klen;
 	bool pasting;
-	char *paste;                /* bracketed paste being collected */
+	char *paste; /* bracketed paste being collected */
 	size_t paste_n, paste_cap;
-	unsigned char rq[64];       /* bytes queued for readline's getc */
+	unsigned char rq[64]; /* bytes queued for readline's getc */
 	size_t rq_head, rq_len;
 };
 

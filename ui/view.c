@@ -80,8 +80,9 @@ void view_from_chat(struct view *v, const struct chat *c)
 	view_clear(v);
 	for (size_t i = 0; i < c->n; i++) {
 		const struct chat_turn *t = &c->turns[i];
-		enum vb_kind k = t->role == CHAT_USER ? VB_USER : t->role == CHAT_ASSISTANT
-				 ? VB_ASSISTANT : VB_SYSTEM;
+		enum vb_kind k = t->role == CHAT_USER        ? VB_USER
+				 : t->role == CHAT_ASSISTANT ? VB_ASSISTANT
+							     : VB_SYSTEM;
 		int b = view_add(v, k, t->reasoning, t->content);
 		/* tool calls of a loaded conversation, a line each after the content */
 		for (size_t j = 0; b >= 0 && j < t->n_calls; j++) {
@@ -90,7 +91,8 @@ void view_from_chat(struct view *v, const struct chat *c)
 			view_append(v, b, false, "tool call: ", 11);
 			view_append(v, b, false, t->calls[j].name, strlen(t->calls[j].name));
 			view_append(v, b, false, " ", 1);
-			view_append(v, b, false, t->calls[j].arguments, strlen(t->calls[j].arguments));
+			view_append(v, b, false, t->calls[j].arguments,
+				    strlen(t->calls[j].arguments));
 		}
 	}
 }
@@ -109,9 +111,10 @@ void view_toggle_reasoning(struct view *v)
 static int char_at(const char *s, size_t n, int *width)
 {
 	utf8proc_int32_t cp;
-	utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &cp);
+	utf8proc_ssize_t k =
+		utf8proc_iterate((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &cp);
 	if (k <= 0) {
-		*width = 1;   /* an invalid byte is drawn as one replacement column */
+		*width = 1; /* an invalid byte is drawn as one replacement column */
 		return 1;
 	}
 	int w = utf8proc_charwidth(cp);
@@ -167,7 +170,7 @@ static int wrap(struct view *v, enum vl_style st, const char *s, size_t n, int w
 		return push(v, st, s, 0, block);
 	while (n > 0) {
 		size_t fit = view_fit(s, n, width);
-		if (fit == 0) {   /* a character wider than the screen: take it anyway */
+		if (fit == 0) { /* a character wider than the screen: take it anyway */
 			int w;
 			fit = (size_t)char_at(s, n, &w);
 		}
@@ -227,8 +230,8 @@ static int layout_block(struct view *v, size_t i, int width)
 			const char *label = folded ? "thinking (folded; Tab shows it)" : "thinking";
 			if (push(v, VL_REASON_HEAD, label, (int)strlen(label), bi))
 				return -1;
-			if (!folded && layout_text(v, VL_REASON, b->reasoning.s, b->reasoning.n,
-						   width, bi))
+			if (!folded &&
+			    layout_text(v, VL_REASON, b->reasoning.s, b->reasoning.n, width, bi))
 				return -1;
 		}
 		return layout_text(v, b->kind == VB_USER ? VL_USER : VL_ASSIST, b->content.s,

@@ -19,21 +19,31 @@ struct vb_text {
 struct vblock {
 	enum vb_kind kind;
 	struct vb_text reasoning, content;
-	bool collapsed;      /* reasoning folded to one line */
-	bool streaming;      /* being generated */
+	bool collapsed; /* reasoning folded to one line */
+	bool streaming; /* being generated */
 };
 
 /* How a display line is drawn. */
 enum vl_style {
-	VL_BLANK, VL_USER_HEAD, VL_USER, VL_ASSIST_HEAD, VL_ASSIST, VL_REASON_HEAD, VL_REASON,
-	VL_CODE, VL_SYSTEM_HEAD, VL_SYSTEM, VL_NOTICE, VL_ERROR,
+	VL_BLANK,
+	VL_USER_HEAD,
+	VL_USER,
+	VL_ASSIST_HEAD,
+	VL_ASSIST,
+	VL_REASON_HEAD,
+	VL_REASON,
+	VL_CODE,
+	VL_SYSTEM_HEAD,
+	VL_SYSTEM,
+	VL_NOTICE,
+	VL_ERROR,
 };
 
 struct vline {
 	enum vl_style style;
-	const char *s;       /* into the block's text (or a static label) */
-	int len;             /* bytes */
-	int block;           /* index of the block, -1 for spacing */
+	const char *s; /* into the block's text (or a static label) */
+	int len;       /* bytes */
+	int block;     /* index of the block, -1 for spacing */
 };
 
 struct view {

@@ -14,7 +14,7 @@
 
 /* Tokens per forward chunk: 512 keeps the scratch at ~32 MB for Qwen3-0.6B while
  * each weight matrix is read once per 512 tokens. */
-#define CHUNK 512
+#define CHUNK    512
 /* Query rows per attention work item (queries x the query heads of one kv head):
  * their scores are one matrix product (two of the AVX-512 kernel's 5-token tiles). */
 #define ATT_ROWS 10
@@ -25,29 +25,29 @@ struct cpu_state {
 	const struct cpu_kernels *k;
 	struct cpu_pool *pool;
 	int ctx, chunk;
-	int ctx_alloc;                   /* ctx rounded up to whole key panels */
-	int q_dim, kv_dim;               /* num_heads*head_dim, num_kv_heads*head_dim */
+	int ctx_alloc;     /* ctx rounded up to whole key panels */
+	int q_dim, kv_dim; /* num_heads*head_dim, num_kv_heads*head_dim */
 	bool kv_f32;
-	bool bf16;                       /* prefill matmuls with bf16 activations (opt-in) */
-	size_t kv_elem;                  /* 2 or 4 */
-	void *key_cache;                 /* (layer, kv_head, ctx, head_dim) */
-	void *value_cache;               /* (layer, kv_head, ctx, head_dim) */
-	float *rope_cos, *rope_sin;      /* (ctx, head_dim/2), YaRN scale applied */
-	float *x;                        /* (chunk, hidden) residual stream */
-	float *xn;                       /* (chunk, max(hidden, q_dim, inter)) packed input of a matmul */
-	uint16_t *xb;                    /* (chunk, same) bf16 input of a prefill matmul when bf16 */
-	float *q;                        /* (chunk, q_dim) */
-	float *kk, *vv;                  /* (chunk, kv_dim) this chunk's keys and values */
-	float *att;                      /* (chunk, q_dim) attention output */
-	float *gate, *up;                /* (chunk, intermediate) */
-	int att_rows;                    /* rows of an attention item: a multiple of the group */
-	float *scores;                   /* (threads, att_rows, ctx) score rows per thread */
-	float *qp;                       /* (threads, att_rows, head_dim) packed queries */
-	uint32_t *panels;                /* (threads, panel_words) prefill matmul scratch */
+	bool bf16;                  /* prefill matmuls with bf16 activations (opt-in) */
+	size_t kv_elem;             /* 2 or 4 */
+	void *key_cache;            /* (layer, kv_head, ctx, head_dim) */
+	void *value_cache;          /* (layer, kv_head, ctx, head_dim) */
+	float *rope_cos, *rope_sin; /* (ctx, head_dim/2), YaRN scale applied */
+	float *x;                   /* (chunk, hidden) residual stream */
+	float *xn;        /* (chunk, max(hidden, q_dim, inter)) packed input of a matmul */
+	uint16_t *xb;     /* (chunk, same) bf16 input of a prefill matmul when bf16 */
+	float *q;         /* (chunk, q_dim) */
+	float *kk, *vv;   /* (chunk, kv_dim) this chunk's keys and values */
+	float *att;       /* (chunk, q_dim) attention output */
+	float *gate, *up; /* (chunk, intermediate) */
+	int att_rows;     /* rows of an attention item: a multiple of the group */
+	float *scores;    /* (threads, att_rows, ctx) score rows per thread */
+	float *qp;        /* (threads, att_rows, head_dim) packed queries */
+	uint32_t *panels; /* (threads, panel_words) prefill matmul scratch */
 	size_t panel_words;
 	bool capture;
-	float *cap;                      /* (layer, num_heads, ctx) last query's softmax; lazily */
-	int cap_len;                     /* keys in each captured row; 0 = none */
+	float *cap;  /* (layer, num_heads, ctx) last query's softmax; lazily */
+	int cap_len; /* keys in each captured row; 0 = none */
 	size_t scratch_bytes;
 };
 
@@ -56,21 +56,21 @@ struct cpu_state {
 /* Up to three matrix products sharing the same packed input, so one dispatch covers
  * q/k/v or gate/up; every thread takes a slice of each matrix's rows. */
 struct mm {
-	float *out;                      /* (n, M) */
-	const uint16_t *w;               /* (M, K) bf16 */
+	float *out;        /* (n, M) */
+	const uint16_t *w; /* (M, K) bf16 */
 	int M;
-	bool acc;                        /* out += instead of out = */
+	bool acc; /* out += instead of out = */
 };
 struct mm_task {
 	const struct cpu_kernels *k;
-	const float *xp;                 /* (n, K) packed */
-	const uint16_t *xb;              /* (n, K) bf16: use matmul_bf16 instead */
-	uint32_t *panels;                /* per-thread scratch, panel_words each */
+	const float *xp;    /* (n, K) packed */
+	const uint16_t *xb; /* (n, K) bf16: use matmul_bf16 instead */
+	uint32_t *panels;   /* per-thread scratch, panel_words each */
 	size_t panel_words;
 	int n, K, count, blocks;
-	int rows;                        /* rows per block (the last of a matrix: fewer) */
+	int rows; /* rows per block (the last of a matrix: fewer) */
 	struct mm mm[3];
-	atomic_int next;                 /* next block, over all matrices */
+	atomic_int next; /* next block, over all matrices */
 };
 
 /* Rows per work item. Prefill: 64, one weight panel; with 512 tokens that is ~70
@@ -78,7 +78,7 @@ struct mm_task {
  * DECODE_BLOCK_BYTES of weights, so that each of the kernel's four streams reads a
  * long contiguous run. 64-row blocks (128 KB at K = 1024) gave 44-50 tok/s on the
  * 0.6B shape with 2 threads, 128 rows 48-53, 256 rows 57-58 and 512 rows 58-59. */
-#define PREFILL_ROWS CPU_PANEL_ROWS
+#define PREFILL_ROWS       CPU_PANEL_ROWS
 #define DECODE_BLOCK_BYTES (1 << 20)
 
 static int block_rows(int n, int K)
@@ -111,8 +111,13 @@ static void mm_run(void *arg, int tid, int nt)
 static void matmul(struct cpu_state *s, const float *xp, int n, int K, int count,
 		   const struct mm *mm)
 {
-	struct mm_task t = {.k = s->k, .xp = xp, .n = n, .K = K, .count = count,
-			    .rows = block_rows(n, K), .panels = s->panels,
+	struct mm_task t = {.k = s->k,
+			    .xp = xp,
+			    .n = n,
+			    .K = K,
+			    .count = count,
+			    .rows = block_rows(n, K),
+			    .panels = s->panels,
 			    .panel_words = s->panel_words};
 	if (s->bf16 && n > 1)
 		t.xb = s->xb;
@@ -144,7 +149,7 @@ static void tok_run(void *arg, int tid, int nt)
 static void per_token(struct cpu_state *s, int n,
 		      void (*fn)(struct cpu_state *s, const void *ctx, int t), const void *ctx)
 {
-	if (n == 1) {            /* decode: not worth waking the pool */
+	if (n == 1) { /* decode: not worth waking the pool */
 		fn(s, ctx, 0);
 		return;
 	}
@@ -157,8 +162,8 @@ static void per_token(struct cpu_state *s, int n,
 
 struct step {
 	int layer, pos, n;
-	const struct eng_tensor *norm;   /* rmsnorm_pack: weight */
-	const float *src;                /* pack: (n, src_dim) rows */
+	const struct eng_tensor *norm; /* rmsnorm_pack: weight */
+	const float *src;              /* pack: (n, src_dim) rows */
 	int src_dim;
 };
 
@@ -225,7 +230,7 @@ static void store_kv(struct cpu_state *s, void *dst, const float *src)
 
 static void store_key(struct cpu_state *s, int layer, int kvh, int p, const float *k)
 {
-	if (s->kv_f32) {   /* fp32 keys stay rows */
+	if (s->kv_f32) { /* fp32 keys stay rows */
 		store_kv(s, cache_row(s, s->key_cache, layer, kvh, p), k);
 		return;
 	}
@@ -234,7 +239,8 @@ static void store_key(struct cpu_state *s, int layer, int kvh, int p, const floa
 	s->k->to_bf16(b, k, hd);
 	uint32_t *panel = (uint32_t *)key_panel(s, layer, kvh, p / CPU_PANEL_ROWS);
 	for (int i = 0; i < hd / 2; i++)
-		panel[(size_t)i * CPU_PANEL_ROWS + p % CPU_PANEL_ROWS] = b[2 * i] | (uint32_t)b[2 * i + 1] << 16;
+		panel[(size_t)i * CPU_PANEL_ROWS + p % CPU_PANEL_ROWS] =
+			b[2 * i] | (uint32_t)b[2 * i + 1] << 16;
 }
 
 /* Qwen3's per-head RMSNorm of q and k (before RoPE), rotate-half RoPE, then the
@@ -245,7 +251,8 @@ static void qk_norm_rope_store(struct cpu_state *s, const void *ctx, int t)
 	const struct eng_layer *L = &s->w->layers[st->layer];
 	int hd = s->c->head_dim, p = st->pos + t;
 	float eps = (float)s->c->rms_norm_eps;
-	const float *cs = s->rope_cos + (size_t)p * (hd / 2), *sn = s->rope_sin + (size_t)p * (hd / 2);
+	const float *cs = s->rope_cos + (size_t)p * (hd / 2),
+		    *sn = s->rope_sin + (size_t)p * (hd / 2);
 	for (int h = 0; h < s->c->num_heads; h++) {
 		float *qh = s->q + (size_t)t * s->q_dim + (size_t)h * hd;
 		s->k->rmsnorm(qh, qh, L->q_norm.data, hd, eps);
@@ -290,8 +297,8 @@ static void attention_run(void *arg, int tid, int nt)
 	for (int it; (it = cpu_claim(&a->next, tiles * KVH)) >= 0;) {
 		int kvh = it % KVH, t0 = it / KVH * tq;
 		int tile_n = st->n - t0 < tq ? st->n - t0 : tq, rows = group * tile_n;
-		int nk_tile = st->pos + t0 + tile_n;   /* keys the tile's last query sees */
-		const void *keys = cache_row(s, s->key_cache, st->layer, kvh, 0);   /* fp32 rows */
+		int nk_tile = st->pos + t0 + tile_n; /* keys the tile's last query sees */
+		const void *keys = cache_row(s, s->key_cache, st->layer, kvh, 0); /* fp32 rows */
 		const void *vals = cache_row(s, s->value_cache, st->layer, kvh, 0);
 		/* row g * tile_n + t: query t0 + t of head kvh * group + g */
 		const float *q0 = s->q + (size_t)t0 * s->q_dim + (size_t)kvh * group * hd;
@@ -299,7 +306,8 @@ static void attention_run(void *arg, int tid, int nt)
 			for (int g = 0; g < group; g++)
 				for (int t = 0; t < tile_n; t++)
 					s->k->pack_row(qp + (size_t)(g * tile_n + t) * hd,
-						       q0 + (size_t)t * s->q_dim + (size_t)g * hd, hd);
+						       q0 + (size_t)t * s->q_dim + (size_t)g * hd,
+						       hd);
 			for (int b = 0; CPU_PANEL_ROWS * b < nk_tile; b++) {
 				int left = nk_tile - CPU_PANEL_ROWS * b;
 				s->k->matmul_panel(sc + CPU_PANEL_ROWS * b, s->ctx, qp, hd, rows,
@@ -311,23 +319,27 @@ static void attention_run(void *arg, int tid, int nt)
 			for (int t = 0; t < tile_n; t++) {
 				float *row = sc + (size_t)(g * tile_n + t) * s->ctx;
 				int nk = st->pos + t0 + t + 1;
-				if (s->kv_f32)   /* scaled already */
-					s->k->scores(row, q0 + (size_t)t * s->q_dim + (size_t)g * hd, keys, nk, hd,
-						     false, scale);
+				if (s->kv_f32) /* scaled already */
+					s->k->scores(row,
+						     q0 + (size_t)t * s->q_dim + (size_t)g * hd,
+						     keys, nk, hd, false, scale);
 				s->k->softmax(row, nk, s->kv_f32 ? 1.0f : scale);
-				memset(row + nk, 0, (size_t)(nk_tile - nk) * sizeof *row);   /* causal */
+				memset(row + nk, 0,
+				       (size_t)(nk_tile - nk) * sizeof *row); /* causal */
 				if (s->capture && t0 + t == st->n - 1)
-					memcpy(s->cap + ((size_t)st->layer * H + kvh * group + g) * s->ctx, row,
-					       (size_t)nk * sizeof *row);
+					memcpy(s->cap + ((size_t)st->layer * H + kvh * group + g) *
+								s->ctx,
+					       row, (size_t)nk * sizeof *row);
 			}
 		/* the outputs of many rows at once, each value row read once for all */
 		float *o0 = s->att + (size_t)t0 * s->q_dim + (size_t)kvh * group * hd;
-		if (tile_n == 1)   /* decode: the group's heads sit side by side */
+		if (tile_n == 1) /* decode: the group's heads sit side by side */
 			s->k->mix(o0, hd, sc, s->ctx, group, vals, nk_tile, hd, !s->kv_f32);
 		else
 			for (int g = 0; g < group; g++)
-				s->k->mix(o0 + (size_t)g * hd, s->q_dim, sc + (size_t)g * tile_n * s->ctx, s->ctx,
-					  tile_n, vals, nk_tile, hd, !s->kv_f32);
+				s->k->mix(o0 + (size_t)g * hd, s->q_dim,
+					  sc + (size_t)g * tile_n * s->ctx, s->ctx, tile_n, vals,
+					  nk_tile, hd, !s->kv_f32);
 	}
 }
 
@@ -342,8 +354,8 @@ static void attention(struct cpu_state *s, const struct step *st)
 
 /* One chunk of n <= s->chunk tokens at positions pos..pos+n-1. Logits for the last
  * token, or for all n when `all` (rows of vocab_size); none when logits is NULL. */
-static void forward_chunk(struct cpu_state *s, const int32_t *ids, int n, int pos,
-			  float *logits, bool all)
+static void forward_chunk(struct cpu_state *s, const int32_t *ids, int n, int pos, float *logits,
+			  bool all)
 {
 	const struct eng_config *c = s->c;
 	const struct eng_weights *w = s->w;
@@ -362,10 +374,10 @@ static void forward_chunk(struct cpu_state *s, const int32_t *ids, int n, int po
 
 		/* attention block: xn = pack(rmsnorm(x)); q,k,v = xn @ Wq,Wk,Wv^T */
 		per_token(s, n, rmsnorm_pack, &st);
-		matmul(s, s->xn, n, D, 3, (struct mm[3]){
-			{s->q, L->wq.data, s->q_dim, false},     /* (n, q_dim) */
-			{s->kk, L->wk.data, s->kv_dim, false},   /* (n, kv_dim) */
-			{s->vv, L->wv.data, s->kv_dim, false}}); /* (n, kv_dim) */
+		matmul(s, s->xn, n, D, 3,
+		       (struct mm[3]){{s->q, L->wq.data, s->q_dim, false},     /* (n, q_dim) */
+				      {s->kk, L->wk.data, s->kv_dim, false},   /* (n, kv_dim) */
+				      {s->vv, L->wv.data, s->kv_dim, false}}); /* (n, kv_dim) */
 		per_token(s, n, qk_norm_rope_store, &st);
 		/* att (n, q_dim) = softmax(q k^T / sqrt(hd) + causal) v, over the cache */
 		attention(s, &st);
@@ -378,9 +390,9 @@ static void forward_chunk(struct cpu_state *s, const int32_t *ids, int n, int po
 		/* MLP block: x += (silu(xn Wg^T) * (xn Wu^T)) Wd^T, xn = pack(rmsnorm(x)) */
 		st.norm = &L->post_norm;
 		per_token(s, n, rmsnorm_pack, &st);
-		matmul(s, s->xn, n, D, 2, (struct mm[2]){
-			{s->gate, L->w_gate.data, F, false},     /* (n, F) */
-			{s->up, L->w_up.data, F, false}});       /* (n, F) */
+		matmul(s, s->xn, n, D, 2,
+		       (struct mm[2]){{s->gate, L->w_gate.data, F, false}, /* (n, F) */
+				      {s->up, L->w_up.data, F, false}});   /* (n, F) */
 		per_token(s, n, swiglu_pack, &st);
 		matmul(s, s->xn, n, F, 1, &(struct mm){s->x, L->w_down.data, D, true});
 	}
@@ -444,8 +456,9 @@ static void cpu_free(void *vs)
 	if (!s)
 		return;
 	cpu_pool_free(s->pool);
-	void *bufs[] = {s->key_cache, s->value_cache, s->rope_cos, s->rope_sin, s->x, s->xn, s->xb,
-			s->panels, s->q, s->kk, s->vv, s->att, s->gate, s->up, s->scores, s->qp, s->cap};
+	void *bufs[] = {s->key_cache, s->value_cache, s->rope_cos, s->rope_sin, s->x,  s->xn,
+			s->xb,        s->panels,      s->q,        s->kk,       s->vv, s->att,
+			s->gate,      s->up,          s->scores,   s->qp,       s->cap};
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	free(s);
@@ -457,16 +470,18 @@ static int check_dtypes(const struct eng_weights *w, int layers)
 	const struct eng_tensor *all[] = {&w->embed, &w->final_norm, &w->lm_head};
 	for (size_t i = 0; i < 3; i++)
 		if (all[i]->dtype != ENG_BF16)
-			return err_set("cpu backend: weights are %s; only BF16 models are supported",
-				       eng_dtype_name(all[i]->dtype));
+			return err_set(
+				"cpu backend: weights are %s; only BF16 models are supported",
+				eng_dtype_name(all[i]->dtype));
 	for (int l = 0; l < layers; l++) {
 		const struct eng_layer *L = &w->layers[l];
-		const struct eng_tensor *t[] = {&L->input_norm, &L->wq, &L->wk, &L->wv, &L->wo,
-						&L->q_norm, &L->k_norm, &L->post_norm, &L->w_gate,
-						&L->w_up, &L->w_down};
+		const struct eng_tensor *t[] = {
+			&L->input_norm, &L->wq,        &L->wk,     &L->wv,   &L->wo,    &L->q_norm,
+			&L->k_norm,     &L->post_norm, &L->w_gate, &L->w_up, &L->w_down};
 		for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
 			if (t[i]->dtype != ENG_BF16)
-				return err_set("cpu backend: layer %d has %s weights; only BF16 models are supported",
+				return err_set("cpu backend: layer %d has %s weights; only BF16 "
+					       "models are supported",
 					       l, eng_dtype_name(t[i]->dtype));
 	}
 	return 0;
@@ -491,7 +506,8 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	if (want && *want) {
 		if (!cpu_isa_from_name(want, &isa)) {
 			free(s);
-			err_set("QWENCHAT_CPU_ISA=%s: not one of c, avx2, avx512, avx512bf16", want);
+			err_set("QWENCHAT_CPU_ISA=%s: not one of c, avx2, avx512, avx512bf16",
+				want);
 			return NULL;
 		}
 		if (!cpu_isa_supported(isa)) {
@@ -531,7 +547,7 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	s->panel_words = cpu_panel_words((int)widest);
 	s->panels = xalloc(s, (size_t)cpu_pool_size(s->pool) * s->panel_words, sizeof(uint32_t));
 	if (s->bf16 && !(s->xb = xalloc(s, ch * widest, sizeof(uint16_t))))
-		s->bf16 = false;   /* falls back to the exact path */
+		s->bf16 = false; /* falls back to the exact path */
 	s->q = xalloc(s, ch * s->q_dim, sizeof(float));
 	s->kk = xalloc(s, ch * s->kv_dim, sizeof(float));
 	s->vv = xalloc(s, ch * s->kv_dim, sizeof(float));
@@ -541,9 +557,10 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	int group = c->num_heads / c->num_kv_heads;
 	s->att_rows = group * (ATT_ROWS / group > 0 ? ATT_ROWS / group : 1);
 	s->scores = xalloc(s, (size_t)cpu_pool_size(s->pool) * s->att_rows * ctx, sizeof(float));
-	s->qp = xalloc(s, (size_t)cpu_pool_size(s->pool) * s->att_rows * c->head_dim, sizeof(float));
-	if (!s->key_cache || !s->value_cache || !s->rope_cos || !s->rope_sin || !s->x ||
-	    !s->xn || !s->panels || !s->q || !s->kk || !s->vv || !s->att || !s->gate || !s->up ||
+	s->qp = xalloc(s, (size_t)cpu_pool_size(s->pool) * s->att_rows * c->head_dim,
+		       sizeof(float));
+	if (!s->key_cache || !s->value_cache || !s->rope_cos || !s->rope_sin || !s->x || !s->xn ||
+	    !s->panels || !s->q || !s->kk || !s->vv || !s->att || !s->gate || !s->up ||
 	    !s->scores || !s->qp) {
 		err_set("cpu backend: out of memory for a %d-token context (KV cache %zu MB)",
 			s->ctx, kv_bytes >> 20);
@@ -560,7 +577,8 @@ static void cpu_set_capture(void *vs, bool on)
 	/* (layer, head, ctx) floats, 73 MB for Qwen3-0.6B at 40k tokens: only when asked.
 	 * Without the memory, capture stays off and eng_attention returns NULL. */
 	if (on && !s->cap)
-		s->cap = xalloc(s, (size_t)s->c->num_layers * s->c->num_heads * s->ctx, sizeof(float));
+		s->cap = xalloc(s, (size_t)s->c->num_layers * s->c->num_heads * s->ctx,
+				sizeof(float));
 	s->capture = on && s->cap;
 	if (!on)
 		s->cap_len = 0;

@@ -44,16 +44,16 @@ static inline size_t cpu_panel_words(int K)
  * the odd-indexed ones after (pack 1: natural order). That lets the kernel widen
  * 2*W bf16 weights with one shift and one and-mask instead of a shuffle. */
 struct cpu_kernels {
-	const char *name;               /* "avx512", "avx2", "c" */
-	int pack;                       /* 32, 16 or 1 */
+	const char *name; /* "avx512", "avx2", "c" */
+	int pack;         /* 32, 16 or 1 */
 	/* out[t*ldo + m] (+)= sum_k xp[t*ldx + k] * w[m*K + k]
 	 * for t in [0,n), m in [m0,m1); w is (M, K) row-major bf16 (M >= m1).
 	 * acc: add to out instead of overwriting it. panel: NULL, or the caller's
 	 * scratch of cpu_panel_words(K) 32-bit words, 64-byte aligned, one per thread,
 	 * for the faster prefill kernel that repacks the weights (worth it when every
 	 * row meets many tokens; attention's small tiles pass NULL). */
-	void (*matmul)(float *out, int ldo, const float *xp, int ldx, int n,
-		       const uint16_t *w, int K, int m0, int m1, bool acc, uint32_t *panel);
+	void (*matmul)(float *out, int ldo, const float *xp, int ldx, int n, const uint16_t *w,
+		       int K, int m0, int m1, bool acc, uint32_t *panel);
 	/* As matmul, but the activations are bf16 in natural order (xb, row stride ldx)
 	 * and the products are bf16 x bf16 (vdpbf16ps), accumulated in fp32: twice
 	 * the FLOP per instruction, at ~1e-3 relative error from rounding the
@@ -68,8 +68,8 @@ struct cpu_kernels {
 	void (*matmul_panel)(float *out, int ldo, const float *xp, int ldx, int n,
 			     const uint32_t *panel, int K, int rows);
 	/* s[j] = scale * dot(q, k_j) for j < nk; keys (nk, hd) bf16 or fp32 rows. */
-	void (*scores)(float *s, const float *q, const void *keys, int nk, int hd,
-		       bool bf16, float scale);
+	void (*scores)(float *s, const float *q, const void *keys, int nk, int hd, bool bf16,
+		       float scale);
 	/* For each of T queries t: out[t*ldo + i] = sum_j p[t*ldp + j] * v_j[i] for i < hd,
 	 * j < nk; values as for scores. A query that sees fewer keys has zeros past
 	 * them. Several queries at once read each value row once for all of them. */

@@ -23,17 +23,17 @@
 /* How long an idle worker spins before sleeping: long enough to bridge the gap
  * between the tasks of one forward pass and between decode steps. */
 #define SPIN_NS 2000000L
-#define CLOSED 0x80000000u
+#define CLOSED  0x80000000u
 
 struct cpu_pool {
-	int n;                          /* threads including the caller */
-	pthread_t *threads;             /* n-1 workers */
+	int n;              /* threads including the caller */
+	pthread_t *threads; /* n-1 workers */
 	cpu_task_fn fn;
 	void *arg;
-	atomic_uint gen;                /* bumped for every task (and for exit) */
-	atomic_uint entry;              /* workers that joined the task | CLOSED */
-	atomic_uint done;               /* joined workers that finished it */
-	atomic_int sleepers;            /* workers blocked on `wake` */
+	atomic_uint gen;     /* bumped for every task (and for exit) */
+	atomic_uint entry;   /* workers that joined the task | CLOSED */
+	atomic_uint done;    /* joined workers that finished it */
+	atomic_int sleepers; /* workers blocked on `wake` */
 	atomic_bool quit;
 	pthread_mutex_t mu;
 	pthread_cond_t wake;
@@ -92,10 +92,11 @@ static void *worker(void *va)
 			return NULL;
 		unsigned e = atomic_load(&p->entry);
 		bool joined = false;
-		while (!(e & CLOSED) && !(joined = atomic_compare_exchange_weak(&p->entry, &e, e + 1)))
+		while (!(e & CLOSED) &&
+		       !(joined = atomic_compare_exchange_weak(&p->entry, &e, e + 1)))
 			;
 		if (!joined)
-			continue;       /* the caller finished the task alone */
+			continue; /* the caller finished the task alone */
 		p->fn(p->arg, wa.tid, p->n);
 		atomic_fetch_add(&p->done, 1);
 	}
@@ -176,7 +177,7 @@ void cpu_pool_run(struct cpu_pool *p, cpu_task_fn fn, void *arg)
 	p->fn = fn;
 	p->arg = arg;
 	atomic_store(&p->done, 0);
-	atomic_store(&p->entry, 0);   /* publishes fn and arg to joining workers */
+	atomic_store(&p->entry, 0); /* publishes fn and arg to joining workers */
 	bump(p);
 	fn(arg, 0, p->n);
 	unsigned joined = atomic_fetch_or(&p->entry, CLOSED) & ~CLOSED;

@@ -4,9 +4,9 @@
 #include "engine/cuda/kernels.cuh"
 
 #define DECODE_THREADS 128
-#define PREFILL_WARPS 8   /* queries per block */
-#define PREFILL_KEYS 32   /* keys per shared-memory tile */
-#define REG_DIMS (CU_MAX_HEAD_DIM / 32)
+#define PREFILL_WARPS  8  /* queries per block */
+#define PREFILL_KEYS   32 /* keys per shared-memory tile */
+#define REG_DIMS       (CU_MAX_HEAD_DIM / 32)
 
 __device__ static float warp_sum(float v)
 {
@@ -107,11 +107,13 @@ __global__ static void decode_combine_kernel(struct cu_attn_args a)
 		m = fmaxf(m, part[(size_t)s * (hd + 2) + hd]);
 	float l = 0.0f;
 	for (int s = 0; s < splits; s++)
-		l += part[(size_t)s * (hd + 2) + hd + 1] * expf(part[(size_t)s * (hd + 2) + hd] - m);
+		l += part[(size_t)s * (hd + 2) + hd + 1] *
+		     expf(part[(size_t)s * (hd + 2) + hd] - m);
 	for (int d = threadIdx.x; d < hd; d += blockDim.x) {
 		float o = 0.0f;
 		for (int s = 0; s < splits; s++)
-			o += part[(size_t)s * (hd + 2) + d] * expf(part[(size_t)s * (hd + 2) + hd] - m);
+			o += part[(size_t)s * (hd + 2) + d] *
+			     expf(part[(size_t)s * (hd + 2) + hd] - m);
 		a.out[(size_t)h * hd + d] = __float2bfloat16(o / l);
 	}
 	if (a.cap)
@@ -130,19 +132,20 @@ __global__ static void prefill_kernel(struct cu_attn_args a)
 	__shared__ bf16 vs[PREFILL_KEYS * CU_MAX_HEAD_DIM];
 	int h = blockIdx.x, hd = a.hd, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 	int pos0 = *a.pos;
-	int t = blockIdx.y * PREFILL_WARPS + warp;       /* this warp's query in the chunk */
+	int t = blockIdx.y * PREFILL_WARPS + warp; /* this warp's query in the chunk */
 	int t_last = min(a.n - 1, (int)(blockIdx.y + 1) * PREFILL_WARPS - 1);
 	int kvh = h / (a.H / a.Hkv);
 	const bf16 *K = a.k_cache + (size_t)kvh * a.ctx * hd;
 	const bf16 *V = a.v_cache + (size_t)kvh * a.ctx * hd;
 	bool active = t < a.n;
-	int nk = pos0 + t + 1;                            /* keys this query sees */
+	int nk = pos0 + t + 1; /* keys this query sees */
 
 	float q[REG_DIMS], o[REG_DIMS];
 #pragma unroll
 	for (int r = 0; r < REG_DIMS; r++) {
 		int d = lane + 32 * r;
-		q[r] = active && d < hd ? a.q[(size_t)t * a.H * hd + (size_t)h * hd + d] * a.scale : 0.0f;
+		q[r] = active && d < hd ? a.q[(size_t)t * a.H * hd + (size_t)h * hd + d] * a.scale
+					: 0.0f;
 		o[r] = 0.0f;
 	}
 	float m = -INFINITY, l = 0.0f;
@@ -185,7 +188,8 @@ __global__ static void prefill_kernel(struct cu_attn_args a)
 	for (int r = 0; r < REG_DIMS; r++) {
 		int d = lane + 32 * r;
 		if (d < hd)
-			a.out[(size_t)t * a.H * hd + (size_t)h * hd + d] = __float2bfloat16(o[r] / l);
+			a.out[(size_t)t * a.H * hd + (size_t)h * hd + d] =
+				__float2bfloat16(o[r] / l);
 	}
 }
 

@@ -15,22 +15,22 @@ extern "C" {
 
 typedef __nv_bfloat16 bf16;
 
-#define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+#define CEIL_DIV(a, b) (((a) + (b)-1) / (b))
 
 /* On failure these record what failed and where, and return -1 from the caller. */
-#define CUDA_CHECK(call)                                                              \
-	do {                                                                          \
-		cudaError_t e_ = (call);                                              \
-		if (e_ != cudaSuccess)                                                \
-			return err_set("cuda: %s failed: %s (%s:%d)", #call,          \
-				       cudaGetErrorString(e_), __FILE__, __LINE__);   \
+#define CUDA_CHECK(call)                                                            \
+	do {                                                                        \
+		cudaError_t e_ = (call);                                            \
+		if (e_ != cudaSuccess)                                              \
+			return err_set("cuda: %s failed: %s (%s:%d)", #call,        \
+				       cudaGetErrorString(e_), __FILE__, __LINE__); \
 	} while (0)
 
-#define CUBLAS_CHECK(call)                                                            \
-	do {                                                                          \
-		cublasStatus_t s_ = (call);                                           \
-		if (s_ != CUBLAS_STATUS_SUCCESS)                                      \
-			return err_set("cublas: %s failed: %s (%s:%d)", #call,        \
+#define CUBLAS_CHECK(call)                                                             \
+	do {                                                                           \
+		cublasStatus_t s_ = (call);                                            \
+		if (s_ != CUBLAS_STATUS_SUCCESS)                                       \
+			return err_set("cublas: %s failed: %s (%s:%d)", #call,         \
 				       cublasGetStatusString(s_), __FILE__, __LINE__); \
 	} while (0)
 

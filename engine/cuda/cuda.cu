@@ -13,14 +13,14 @@ extern "C" {
 }
 
 /* Tokens per prefill chunk, as on the CPU: bounds the activations' memory. */
-#define CHUNK 512
+#define CHUNK         512
 /* Pinned staging buffers for the weight upload (two, alternating). */
-#define STAGE_BYTES (64u << 20)
+#define STAGE_BYTES   (64u << 20)
 /* Device memory left free after the KV cache, for cuBLAS's workspace, the graphs
  * and the attention capture: the cache is shrunk rather than eat into it. */
 #define RESERVE_BYTES ((size_t)512 << 20)
 /* A shrunk context is a multiple of this many tokens. */
-#define CTX_QUANTUM 256
+#define CTX_QUANTUM   256
 
 /* What a decode step hands back: the logits row, or the id sampled on the device. */
 enum step_kind { STEP_LOGITS, STEP_SAMPLE };
@@ -28,16 +28,16 @@ enum step_kind { STEP_LOGITS, STEP_SAMPLE };
 /* One decode step recorded as a graph; rebuilt when the capture setting changes. */
 struct step_graph {
 	cudaGraphExec_t exec;
-	bool capture;                   /* capture setting it was recorded with */
-	size_t bytes;                   /* device memory its instantiation took */
+	bool capture; /* capture setting it was recorded with */
+	size_t bytes; /* device memory its instantiation took */
 };
 
 struct cu_layer {
 	const bf16 *input_norm, *post_norm, *q_norm, *k_norm; /* (D), (D), (hd), (hd) */
-	const bf16 *wqkv;       /* (q_dim + 2 kv_dim, D): q, k, v rows stacked */
-	const bf16 *wo;         /* (D, q_dim) */
-	const bf16 *w_gate_up;  /* (2F, D): gate rows then up rows */
-	const bf16 *w_down;     /* (D, F) */
+	const bf16 *wqkv;      /* (q_dim + 2 kv_dim, D): q, k, v rows stacked */
+	const bf16 *wo;        /* (D, q_dim) */
+	const bf16 *w_gate_up; /* (2F, D): gate rows then up rows */
+	const bf16 *w_down;    /* (D, F) */
 };
 
 struct cu_state {
@@ -45,49 +45,52 @@ struct cu_state {
 	int ctx, q_dim, kv_dim, qkv_dim, max_splits;
 	cudaStream_t stream;
 	cublasHandle_t blas;
-	char *weights;                  /* one device allocation for every tensor */
+	char *weights; /* one device allocation for every tensor */
 	size_t weight_bytes;
 	const bf16 *embed, *final_norm, *lm_head;
 	struct cu_layer *layers;
-	bf16 *k_cache, *v_cache;        /* (layer, Hkv, ctx, hd) */
+	bf16 *k_cache, *v_cache; /* (layer, Hkv, ctx, hd) */
 	size_t kv_bytes;
-	float *rope_cos, *rope_sin;     /* (ctx, hd/2) */
-	int *in;                        /* [pos, ids[0..CHUNK)] on the device */
-	int *in_host;                   /* pinned mirror of `in` */
-	float *x;                       /* (CHUNK, D) residual stream */
-	bf16 *xn;                       /* (CHUNK, max(D, q_dim, F)) GEMM inputs */
-	float *qkv;                     /* (CHUNK, qkv_dim) */
-	float *q;                       /* (CHUNK, q_dim) after norm + RoPE */
-	bf16 *att;                      /* (CHUNK, q_dim) */
-	bf16 *att_discard;              /* (q_dim) output of the capture-only decode pass */
-	float *gate_up;                 /* (CHUNK, 2F) */
-	float *part;                    /* (H, max_splits, hd + 2) decode partials */
-	float *logits;                  /* (CHUNK, V) */
-	float *logits_host;             /* (V) pinned, the decode graph's output */
-	float *cap;                     /* (layer, H, ctx) captured softmax rows; allocated
+	float *rope_cos, *rope_sin; /* (ctx, hd/2) */
+	int *in;                    /* [pos, ids[0..CHUNK)] on the device */
+	int *in_host;               /* pinned mirror of `in` */
+	float *x;                   /* (CHUNK, D) residual stream */
+	bf16 *xn;                   /* (CHUNK, max(D, q_dim, F)) GEMM inputs */
+	float *qkv;                 /* (CHUNK, qkv_dim) */
+	float *q;                   /* (CHUNK, q_dim) after norm + RoPE */
+	bf16 *att;                  /* (CHUNK, q_dim) */
+	bf16 *att_discard;          /* (q_dim) output of the capture-only decode pass */
+	float *gate_up;             /* (CHUNK, 2F) */
+	float *part;                /* (H, max_splits, hd + 2) decode partials */
+	float *logits;              /* (CHUNK, V) */
+	float *logits_host;         /* (V) pinned, the decode graph's output */
+	float *cap;                 /* (layer, H, ctx) captured softmax rows; allocated
 	                                 * when capture is first turned on */
-	float *cap_host;                /* the same on the host, copied after a forward */
+	float *cap_host;            /* the same on the host, copied after a forward */
 	int cap_len;
-	bool capture;                   /* asked for, and the buffers exist */
-	struct cu_sample_params *sp_host, *sp_dev;   /* sampling settings, pinned / device */
-	int2 *cand;                     /* (sample blocks * CU_SAMPLE_MAX_K) candidates */
-	int *pick;                      /* [id, draw used, first bad id, scratch] */
-	int *pick_host;                 /* pinned mirror of pick[0..3) */
+	bool capture;                              /* asked for, and the buffers exist */
+	struct cu_sample_params *sp_host, *sp_dev; /* sampling settings, pinned / device */
+	int2 *cand;     /* (sample blocks * CU_SAMPLE_MAX_K) candidates */
+	int *pick;      /* [id, draw used, first bad id, scratch] */
+	int *pick_host; /* pinned mirror of pick[0..3) */
 	size_t scratch_bytes;
-	struct step_graph graph[2];     /* by enum step_kind */
+	struct step_graph graph[2]; /* by enum step_kind */
 	bool use_graph;
 };
 
 /* ---- weight upload ------------------------------------------------------------------ */
 
-static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+static size_t align256(size_t n)
+{
+	return (n + 255) & ~(size_t)255;
+}
 
 struct uploader {
 	cudaStream_t stream;
 	void *stage[2];
 	cudaEvent_t done[2];
 	int turn;
-	void (*progress)(size_t done_bytes, size_t total_bytes);   /* may be NULL */
+	void (*progress)(size_t done_bytes, size_t total_bytes); /* may be NULL */
 	size_t sent, total;
 };
 
@@ -112,8 +115,8 @@ static int upload(struct uploader *u, void *dst, const void *src, size_t bytes)
 }
 
 /* Places `t` at *off in the device buffer (256-byte aligned) and uploads it. */
-static int place(struct cu_state *s, struct uploader *u, size_t *off,
-		 const struct eng_tensor *t, const bf16 **where)
+static int place(struct cu_state *s, struct uploader *u, size_t *off, const struct eng_tensor *t,
+		 const bf16 **where)
 {
 	*where = (const bf16 *)(s->weights + *off);
 	if (upload(u, s->weights + *off, t->data, t->nbytes))
@@ -163,15 +166,19 @@ static int upload_weights(struct cu_state *s, const struct eng_weights *w,
 		cudaGetLastError();
 		cudaMemGetInfo(&free_b, &total_b);
 		return err_set("cuda: the weights need %.2f GB of device memory, %.2f GB of "
-			       "%.2f GB are free", s->weight_bytes / 1e9, free_b / 1e9, total_b / 1e9);
+			       "%.2f GB are free",
+			       s->weight_bytes / 1e9, free_b / 1e9, total_b / 1e9);
 	}
-	struct uploader u = {s->stream, {NULL, NULL}, {NULL, NULL}, 0, progress, 0, s->weight_bytes};
+	struct uploader u = {s->stream, {NULL, NULL},   {NULL, NULL}, 0, progress,
+			     0,         s->weight_bytes};
 	int rc = -1;
 	size_t off = 0;
 	if (cudaMallocHost(&u.stage[0], STAGE_BYTES) != cudaSuccess ||
 	    cudaMallocHost(&u.stage[1], STAGE_BYTES) != cudaSuccess ||
-	    cudaEventCreate(&u.done[0]) != cudaSuccess || cudaEventCreate(&u.done[1]) != cudaSuccess) {
-		err_set("cuda: cannot allocate %u MB of pinned staging memory", 2 * (STAGE_BYTES >> 20));
+	    cudaEventCreate(&u.done[0]) != cudaSuccess ||
+	    cudaEventCreate(&u.done[1]) != cudaSuccess) {
+		err_set("cuda: cannot allocate %u MB of pinned staging memory",
+			2 * (STAGE_BYTES >> 20));
 		goto out;
 	}
 	if (place(s, &u, &off, &w->embed, &s->embed) ||
@@ -248,16 +255,29 @@ static int forward_chunk(struct cu_state *s, int n, bool all)
 	const int *pos = s->in;
 	size_t kv_layer = (size_t)Hkv * s->ctx * hd;
 
-	if (cu_embed(s->x, s->embed, s->in + 1, n, D, st))             /* x (n, D) */
+	if (cu_embed(s->x, s->embed, s->in + 1, n, D, st)) /* x (n, D) */
 		return -1;
 	for (int l = 0; l < c->num_layers; l++) {
 		const struct cu_layer *L = &s->layers[l];
 		bf16 *kc = s->k_cache + l * kv_layer, *vc = s->v_cache + l * kv_layer;
-		struct cu_rope_args ra = {s->q, kc, vc, s->qkv, L->q_norm, L->k_norm,
-					  s->rope_cos, s->rope_sin, pos, n, H, Hkv, hd, s->ctx, eps};
-		struct cu_attn_args aa = {s->q, s->att, kc, vc, pos, n, H, Hkv, hd, s->ctx,
-					  1.0f / sqrtf((float)hd), s->part, s->max_splits,
-					  NULL, 0};
+		struct cu_rope_args ra = {s->q,      kc,          vc,          s->qkv, L->q_norm,
+					  L->k_norm, s->rope_cos, s->rope_sin, pos,    n,
+					  H,         Hkv,         hd,          s->ctx, eps};
+		struct cu_attn_args aa = {s->q,
+					  s->att,
+					  kc,
+					  vc,
+					  pos,
+					  n,
+					  H,
+					  Hkv,
+					  hd,
+					  s->ctx,
+					  1.0f / sqrtf((float)hd),
+					  s->part,
+					  s->max_splits,
+					  NULL,
+					  0};
 		/* attention block: x += Wo . attn(rope(norm(Wqkv . rmsnorm(x)))) */
 		if (cu_rmsnorm(s->xn, s->x, L->input_norm, n, D, eps, st) ||
 		    project(s, s->qkv, s->xn, L->wqkv, n, s->qkv_dim, D, false) ||
@@ -407,7 +427,7 @@ static int cuda_forward(void *vs, const int32_t *ids, int n, int pos, float *log
 		CUDA_CHECK(cudaMemcpyAsync(s->in, s->in_host, (size_t)(m + 1) * sizeof(int),
 					   cudaMemcpyHostToDevice, s->stream));
 		bool keep_capture = s->capture;
-		s->capture = keep_capture && last;   /* only the final chunk's last query */
+		s->capture = keep_capture && last; /* only the final chunk's last query */
 		int rc = forward_chunk(s, m, all);
 		s->capture = keep_capture;
 		if (rc)
@@ -463,7 +483,8 @@ static int cuda_forward_sample(void *vs, int32_t id, int pos, const struct eng_s
 		return -1;
 	if (s->pick_host[2] >= 0 && s->pick_host[2] < V)
 		return err_set("forward: logit %d at position %d is not finite "
-			       "(NaN or Inf in the weights or activations)", s->pick_host[2], pos);
+			       "(NaN or Inf in the weights or activations)",
+			       s->pick_host[2], pos);
 	if (s->pick_host[0] < 0 || s->pick_host[0] >= sp->vocab_limit)
 		return err_set("cuda: the device sampler picked id %d (limit %d)", s->pick_host[0],
 			       sp->vocab_limit);
@@ -481,9 +502,10 @@ static void cuda_free(void *vs)
 		return;
 	drop_graph(&s->graph[STEP_LOGITS]);
 	drop_graph(&s->graph[STEP_SAMPLE]);
-	void *dev[] = {s->weights, s->k_cache, s->v_cache, s->rope_cos, s->rope_sin, s->in,
-		       s->x, s->xn, s->qkv, s->q, s->att, s->att_discard, s->gate_up, s->part,
-		       s->logits, s->cap, s->sp_dev, s->cand, s->pick};
+	void *dev[] = {s->weights, s->k_cache,     s->v_cache, s->rope_cos, s->rope_sin,
+		       s->in,      s->x,           s->xn,      s->qkv,      s->q,
+		       s->att,     s->att_discard, s->gate_up, s->part,     s->logits,
+		       s->cap,     s->sp_dev,      s->cand,    s->pick};
 	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
 		if (dev[i])
 			cudaFree(dev[i]);
@@ -547,7 +569,8 @@ static int fit_context(struct cu_state *s, struct eng_backend_opts *o)
 	const struct eng_config *c = s->c;
 	size_t per_tok = 2 * (size_t)c->num_layers * s->kv_dim * sizeof(bf16) +
 			 (size_t)c->head_dim * sizeof(float) +
-			 (size_t)c->num_heads * (c->head_dim + 2) * sizeof(float) / CU_ATTN_SPLIT + 1;
+			 (size_t)c->num_heads * (c->head_dim + 2) * sizeof(float) / CU_ATTN_SPLIT +
+			 1;
 	size_t free_b = 0, total_b = 0;
 	CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
 	size_t room = free_b > RESERVE_BYTES ? free_b - RESERVE_BYTES : 0;
@@ -560,9 +583,10 @@ static int fit_context(struct cu_state *s, struct eng_backend_opts *o)
 			       free_b / 1e9, CTX_QUANTUM, (double)CTX_QUANTUM * per_tok / 1e9);
 	if (o->notice) {
 		char msg[256];
-		snprintf(msg, sizeof msg, "cuda: a %d-token KV cache needs %.2f GB but %.2f GB of "
-			 "device memory are free; the context is %zu tokens", o->ctx,
-			 (double)o->ctx * per_tok / 1e9, free_b / 1e9, fit);
+		snprintf(msg, sizeof msg,
+			 "cuda: a %d-token KV cache needs %.2f GB but %.2f GB of "
+			 "device memory are free; the context is %zu tokens",
+			 o->ctx, (double)o->ctx * per_tok / 1e9, free_b / 1e9, fit);
 		o->notice(msg);
 	}
 	o->ctx = (int)fit;
@@ -590,8 +614,10 @@ static int alloc_context(struct cu_state *s)
 		return err_set("cuda: out of host memory for the RoPE tables");
 	}
 	rope_table(c, s->ctx, cs, sn);
-	cudaError_t e1 = cudaMemcpy(s->rope_cos, cs, ctx * hd / 2 * sizeof(float), cudaMemcpyHostToDevice);
-	cudaError_t e2 = cudaMemcpy(s->rope_sin, sn, ctx * hd / 2 * sizeof(float), cudaMemcpyHostToDevice);
+	cudaError_t e1 =
+		cudaMemcpy(s->rope_cos, cs, ctx * hd / 2 * sizeof(float), cudaMemcpyHostToDevice);
+	cudaError_t e2 =
+		cudaMemcpy(s->rope_sin, sn, ctx * hd / 2 * sizeof(float), cudaMemcpyHostToDevice);
 	free(cs);
 	free(sn);
 	CUDA_CHECK(e1);
@@ -704,8 +730,8 @@ static int cuda_measure(void *vs, int m, int n, int k, struct eng_device_peaks *
 }
 
 static const struct eng_backend_ops cuda_ops = {
-	"cuda", cuda_init, cuda_free, cuda_forward, cuda_set_capture, cuda_attention, cuda_stats,
-	cuda_sample_ok, cuda_forward_sample, cuda_measure,
+	"cuda",         cuda_init,  cuda_free,      cuda_forward,        cuda_set_capture,
+	cuda_attention, cuda_stats, cuda_sample_ok, cuda_forward_sample, cuda_measure,
 };
 
 extern "C" const struct eng_backend_ops *eng_cuda_backend(void)

@@ -153,8 +153,7 @@ int cu_embed(float *x, const bf16 *table, const int32_t *ids, int n, int dim, cu
 	return 0;
 }
 
-int cu_rmsnorm(bf16 *out, const float *x, const bf16 *w, int n, int dim, float eps,
-	       cudaStream_t s)
+int cu_rmsnorm(bf16 *out, const float *x, const bf16 *w, int n, int dim, float eps, cudaStream_t s)
 {
 	rmsnorm_kernel<<<n, 256, 0, s>>>(out, x, w, dim, eps);
 	LAUNCH_CHECK();

@@ -11,8 +11,7 @@
 int cu_embed(float *x, const bf16 *table, const int32_t *ids, int n, int dim, cudaStream_t s);
 
 /* out (n, dim) bf16 = x / rms(x) * w, fp32 reduction. */
-int cu_rmsnorm(bf16 *out, const float *x, const bf16 *w, int n, int dim, float eps,
-	       cudaStream_t s);
+int cu_rmsnorm(bf16 *out, const float *x, const bf16 *w, int n, int dim, float eps, cudaStream_t s);
 
 /* y (M) fp32 (+)= W (M, K) bf16 . x (K) bf16 — the decode matrix-vector product. */
 int cu_matvec(float *y, const bf16 *W, const bf16 *x, int M, int K, bool acc, cudaStream_t s);
@@ -39,17 +38,17 @@ int cu_swiglu(bf16 *h, const float *gate_up, int n, int F, cudaStream_t s);
 /* Attention over this layer's cache for n queries at positions *pos .. *pos+n-1
  * (causal; query head h reads kv head h / (H / Hkv)). */
 struct cu_attn_args {
-	const float *q;              /* (n, H*hd) fp32, RoPE applied */
-	bf16 *out;                   /* prefill: (n, H*hd) bf16; decode: the query's row (H*hd) */
+	const float *q;                /* (n, H*hd) fp32, RoPE applied */
+	bf16 *out;                     /* prefill: (n, H*hd) bf16; decode: the query's row (H*hd) */
 	const bf16 *k_cache, *v_cache; /* this layer: (Hkv, ctx, hd) */
 	const int *pos;
 	int n, H, Hkv, hd, ctx;
-	float scale;                 /* 1/sqrt(hd) */
+	float scale; /* 1/sqrt(hd) */
 	/* decode only (n == 1): split-K partials and the optional softmax capture */
-	float *part;                 /* (H, max_splits, hd + 2) */
+	float *part; /* (H, max_splits, hd + 2) */
 	int max_splits;
-	float *cap;                  /* (H, ctx) softmax row of the query, or NULL */
-	int q_offset;                /* decode: the query is token q_offset of the chunk */
+	float *cap;   /* (H, ctx) softmax row of the query, or NULL */
+	int q_offset; /* decode: the query is token q_offset of the chunk */
 };
 /* Split-K (flash-decoding) attention for one query; stays parallel at long context. */
 int cu_attention_decode(const struct cu_attn_args *a, cudaStream_t s);
@@ -58,24 +57,24 @@ int cu_attention_prefill(const struct cu_attn_args *a, cudaStream_t s);
 
 /* Sampling on the device (sample.cu). The settings live in device memory, written
  * before each step, so that one graph serves every step. */
-#define CU_SAMPLE_MAX_K 64        /* = ENG_SAMPLE_MAX_K */
+#define CU_SAMPLE_MAX_K      64   /* = ENG_SAMPLE_MAX_K */
 #define CU_SAMPLE_MAX_RECENT 64   /* = ENG_SAMPLE_MAX_RECENT */
-#define CU_SAMPLE_SLICE 1024      /* vocabulary ids per block of the first stage */
+#define CU_SAMPLE_SLICE      1024 /* vocabulary ids per block of the first stage */
 static_assert(CU_SAMPLE_MAX_K == ENG_SAMPLE_MAX_K && CU_SAMPLE_MAX_RECENT == ENG_SAMPLE_MAX_RECENT,
 	      "the device sampler's limits are the engine's");
 struct cu_sample_params {
-	int k;                       /* candidates kept: top_k, or 1 when greedy */
+	int k; /* candidates kept: top_k, or 1 when greedy */
 	int n_recent, vocab, vocab_limit;
 	double temperature, top_p, min_p, presence_penalty, repetition_penalty, uniform;
 	int recent[CU_SAMPLE_MAX_RECENT];
 };
 struct cu_sample_args {
-	float *logits;               /* (vocab) fp32; the penalties are applied in place */
-	const struct cu_sample_params *params;  /* device copy */
+	float *logits; /* (vocab) fp32; the penalties are applied in place */
+	const struct cu_sample_params *params; /* device copy */
 	int vocab;
-	int2 *cand;                  /* (cu_sample_blocks(vocab) * CU_SAMPLE_MAX_K) */
-	int *bad;                    /* one int of scratch */
-	int *out;                    /* 3 ints: the id, 1 when the draw decided, first
+	int2 *cand; /* (cu_sample_blocks(vocab) * CU_SAMPLE_MAX_K) */
+	int *bad;   /* one int of scratch */
+	int *out;   /* 3 ints: the id, 1 when the draw decided, first
 	                              * non-finite logit's id (>= vocab: none) */
 };
 /* Blocks of the first stage for this vocabulary (sizes cand). */
@@ -93,7 +92,7 @@ int cu_measure_peaks(cublasHandle_t blas, cudaStream_t s, int m, int n, int k,
 		     struct eng_device_peaks *out);
 
 /* Keys per split of the decode attention. */
-#define CU_ATTN_SPLIT 256
+#define CU_ATTN_SPLIT   256
 /* Largest head_dim the attention kernels handle. */
 #define CU_MAX_HEAD_DIM 256
 

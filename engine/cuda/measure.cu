@@ -3,8 +3,8 @@
  * at a prefill's shape (the prefill's bound). */
 #include "engine/cuda/kernels.cuh"
 
-#define COPY_BYTES ((size_t)1 << 30)   /* each of the two copy buffers, at most */
-#define REPS 5
+#define COPY_BYTES ((size_t)1 << 30) /* each of the two copy buffers, at most */
+#define REPS       5
 
 /* Small values that stay finite through a long sum: the timing must not see NaNs. */
 __global__ static void fill_kernel(bf16 *p, size_t n)
@@ -15,8 +15,7 @@ __global__ static void fill_kernel(bf16 *p, size_t n)
 }
 
 /* Milliseconds of the fastest of REPS runs of what `run` enqueues. */
-template <typename F>
-static int best_ms(cudaStream_t s, F run, float *best)
+template <typename F> static int best_ms(cudaStream_t s, F run, float *best)
 {
 	cudaEvent_t t0, t1;
 	CUDA_CHECK(cudaEventCreate(&t0));
@@ -24,15 +23,17 @@ static int best_ms(cudaStream_t s, F run, float *best)
 		cudaEventDestroy(t0);
 		return err_set("cuda: cudaEventCreate failed (%s:%d)", __FILE__, __LINE__);
 	}
-	int rc = run();   /* warm-up */
+	int rc = run(); /* warm-up */
 	*best = 0;
 	for (int r = 0; rc == 0 && r < REPS; r++) {
 		float ms = 0;
 		if (cudaEventRecord(t0, s) != cudaSuccess || (rc = run()) != 0 ||
-		    cudaEventRecord(t1, s) != cudaSuccess || cudaEventSynchronize(t1) != cudaSuccess ||
+		    cudaEventRecord(t1, s) != cudaSuccess ||
+		    cudaEventSynchronize(t1) != cudaSuccess ||
 		    cudaEventElapsedTime(&ms, t0, t1) != cudaSuccess) {
-			rc = rc ? rc : err_set("cuda: timing failed: %s",
-					       cudaGetErrorString(cudaGetLastError()));
+			rc = rc ? rc
+				: err_set("cuda: timing failed: %s",
+					  cudaGetErrorString(cudaGetLastError()));
 			break;
 		}
 		if (*best == 0 || ms < *best)
@@ -55,17 +56,21 @@ static int copy_bandwidth(cudaStream_t s, double *gb_s)
 	float ms = 0;
 	if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess) {
 		cudaGetLastError();
-		err_set("cuda: no device memory for the %zu MB copy-bandwidth buffers", bytes >> 19);
+		err_set("cuda: no device memory for the %zu MB copy-bandwidth buffers",
+			bytes >> 19);
 		goto out;
 	}
 	if (cudaMemsetAsync(a, 1, bytes, s) != cudaSuccess) {
 		err_set("cuda: cudaMemsetAsync failed");
 		goto out;
 	}
-	rc = best_ms(s, [&]() -> int {
-		CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
-		return 0;
-	}, &ms);
+	rc = best_ms(
+		s,
+		[&]() -> int {
+			CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+			return 0;
+		},
+		&ms);
 	if (rc == 0)
 		*gb_s = 2.0 * bytes / (ms * 1e-3) / 1e9;
 out:
@@ -94,7 +99,8 @@ static int gemm_rate(cublasHandle_t blas, cudaStream_t s, int m, int n, int k, d
 		err_set("cuda: fill kernel launch failed");
 		goto out;
 	}
-	rc = best_ms(s, [&]() -> int { return cu_gemm(blas, c, b, a, n, m, k, false); }, &ms);
+	rc = best_ms(
+		s, [&]() -> int { return cu_gemm(blas, c, b, a, n, m, k, false); }, &ms);
 	if (rc == 0)
 		*tflop_s = 2.0 * m * n * k / (ms * 1e-3) / 1e12;
 out:

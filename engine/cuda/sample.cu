@@ -52,11 +52,11 @@ __global__ static void penalty_kernel(float *logits, const struct cu_sample_para
 	int id = p->recent[i];
 	if (id < 0 || id >= p->vocab)
 		return;
-	for (int j = 0; j < i; j++)   /* only the first occurrence applies it */
+	for (int j = 0; j < i; j++) /* only the first occurrence applies it */
 		if (p->recent[j] == id)
 			return;
 	float x = logits[id];
-	if (!isfinite(x))   /* left for block_topk_kernel to report */
+	if (!isfinite(x)) /* left for block_topk_kernel to report */
 		return;
 	x = x > 0 ? (float)(x / p->repetition_penalty) : (float)(x * p->repetition_penalty);
 	x = (float)(x - p->presence_penalty);
@@ -89,7 +89,8 @@ __global__ static void block_topk_kernel(const float *logits, const struct cu_sa
 				v = vals[j], i = first + j;
 		block_best(v, i, &v, &i);
 		if (threadIdx.x == 0) {
-			cand[blockIdx.x * k + r] = make_int2(v == -INFINITY ? -1 : i, __float_as_int(v));
+			cand[blockIdx.x * k + r] =
+				make_int2(v == -INFINITY ? -1 : i, __float_as_int(v));
 			if (v != -INFINITY)
 				vals[i - first] = -INFINITY;
 		}
@@ -120,7 +121,7 @@ __global__ static void final_pick_kernel(int2 *cand, int blocks, const struct cu
 		block_best(v, i, &bv, &bi);
 		if (bv == -INFINITY)
 			break;
-		if (bi == i && at >= 0)   /* the owner takes it out of the running */
+		if (bi == i && at >= 0) /* the owner takes it out of the running */
 			cand[at].x = -1;
 		if (threadIdx.x == 0)
 			ids[n] = bi, vals[n] = bv;
@@ -130,11 +131,11 @@ __global__ static void final_pick_kernel(int2 *cand, int blocks, const struct cu
 	if (threadIdx.x != 0)
 		return;
 	out[2] = *bad;
-	if (n == 0) {  /* nothing below vocab_limit: cannot happen for a checked limit */
+	if (n == 0) { /* nothing below vocab_limit: cannot happen for a checked limit */
 		out[0] = 0, out[1] = 0;
 		return;
 	}
-	if (n == 1) {   /* greedy (k = 1), or one id below vocab_limit */
+	if (n == 1) { /* greedy (k = 1), or one id below vocab_limit */
 		out[0] = ids[0], out[1] = 0;
 		return;
 	}
@@ -175,7 +176,7 @@ __global__ static void final_pick_kernel(int2 *cand, int blocks, const struct cu
 			return;
 		}
 	}
-	int i = n - 1;   /* rounding left the draw above the total */
+	int i = n - 1; /* rounding left the draw above the total */
 	while (i > 0 && cp[i] == 0)
 		i--;
 	out[0] = ids[i];
@@ -191,7 +192,7 @@ int cu_sample_blocks(int vocab)
 int cu_sample(const struct cu_sample_args *a, cudaStream_t s)
 {
 	int blocks = cu_sample_blocks(a->vocab);
-	CUDA_CHECK(cudaMemsetAsync(a->bad, 0x7f, sizeof(int), s));   /* INT_MAX-ish: none */
+	CUDA_CHECK(cudaMemsetAsync(a->bad, 0x7f, sizeof(int), s)); /* INT_MAX-ish: none */
 	penalty_kernel<<<1, CU_SAMPLE_MAX_RECENT, 0, s>>>(a->logits, a->params);
 	LAUNCH_CHECK();
 	block_topk_kernel<<<blocks, SELECT_THREADS, CU_SAMPLE_SLICE * sizeof(float), s>>>(

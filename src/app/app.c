@@ -183,16 +183,46 @@ void app_free(struct app *a)
 	free(a);
 }
 
-const struct chat *app_chat(const struct app *a) { return a->chat; }
-const char *app_model_name(const struct app *a) { return a->model_name; }
-const char *app_backend(const struct app *a) { return eng_backend_name(a->eng); }
-bool app_thinking(const struct app *a) { return a->think; }
-bool app_show_reasoning(const struct app *a) { return a->show_reasoning; }
-const char *app_session_path(const struct app *a) { return a->session_path; }
-const char *app_state_dir(const struct app *a) { return a->state_dir; }
-struct tok *app_tok(const struct app *a) { return a->tok; }
-const struct eng_config *app_eng_config(const struct app *a) { return eng_model_config(a->model); }
-void app_cancel(struct app *a) { atomic_store(&a->cancel, 1); }
+const struct chat *app_chat(const struct app *a)
+{
+	return a->chat;
+}
+const char *app_model_name(const struct app *a)
+{
+	return a->model_name;
+}
+const char *app_backend(const struct app *a)
+{
+	return eng_backend_name(a->eng);
+}
+bool app_thinking(const struct app *a)
+{
+	return a->think;
+}
+bool app_show_reasoning(const struct app *a)
+{
+	return a->show_reasoning;
+}
+const char *app_session_path(const struct app *a)
+{
+	return a->session_path;
+}
+const char *app_state_dir(const struct app *a)
+{
+	return a->state_dir;
+}
+struct tok *app_tok(const struct app *a)
+{
+	return a->tok;
+}
+const struct eng_config *app_eng_config(const struct app *a)
+{
+	return eng_model_config(a->model);
+}
+void app_cancel(struct app *a)
+{
+	atomic_store(&a->cancel, 1);
+}
 
 int app_add_user(struct app *a, const char *text)
 {
@@ -211,7 +241,8 @@ int app_autosave(struct app *a)
 	free(lf);
 	pthread_mutex_lock(&a->lock);
 	if (rc)
-		snprintf(a->fig.save_error, sizeof a->fig.save_error, "autosave failed: %s", err_msg());
+		snprintf(a->fig.save_error, sizeof a->fig.save_error, "autosave failed: %s",
+			 err_msg());
 	else
 		a->fig.save_error[0] = 0;
 	pthread_mutex_unlock(&a->lock);
@@ -282,8 +313,9 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
 	/* Fit a copy: turns dropped for the context stay in the saved conversation. */
 	struct chat *fit = chat_dup(a->chat);
-	int32_t *ids = fit ? sess_render_fit(a->tok, fit, a->variant, think, ctx, reserve, &n,
-					     &dropped) : NULL;
+	int32_t *ids =
+		fit ? sess_render_fit(a->tok, fit, a->variant, think, ctx, reserve, &n, &dropped)
+		    : NULL;
 	chat_free(fit);
 	if (!ids)
 		return -1;
@@ -297,12 +329,13 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 	figures_update(a);
 	pthread_mutex_unlock(&a->lock);
 	if (rc)
-		return rc < 0 ? -1 : 0;   /* cancelled while prefilling: no answer to keep */
+		return rc < 0 ? -1 : 0; /* cancelled while prefilling: no answer to keep */
 	a->reasoning.n = a->answer.n = 0;
 	buf_add(&a->reasoning, "", 0);
 	buf_add(&a->answer, "", 0);
 	enum sess_split split = tmpl_prompt_opens_think(a->variant, think)
-				? SESS_SPLIT_REASONING_FIRST : SESS_SPLIT_ANSWER_FIRST;
+					? SESS_SPLIT_REASONING_FIRST
+					: SESS_SPLIT_ANSWER_FIRST;
 	struct turn_ctx t = {a, emit, user};
 	rc = sess_generate(a->sess, a->samp, a->max_new, split, turn_emit, &t);
 	pthread_mutex_lock(&a->lock);
@@ -334,7 +367,7 @@ int app_prefill(struct app *a)
 	if (!ids)
 		return -1;
 	int rc = 0;
-	if (n > 0 && n < (size_t)eng_ctx(a->eng))   /* too long: the next turn drops turns */
+	if (n > 0 && n < (size_t)eng_ctx(a->eng)) /* too long: the next turn drops turns */
 		rc = sess_sync(a->sess, ids, (int)n);
 	free(ids);
 	pthread_mutex_lock(&a->lock);
@@ -399,7 +432,10 @@ int app_start(struct app *a, bool prefill_only)
 	return 0;
 }
 
-bool app_busy(const struct app *a) { return a->worker_running; }
+bool app_busy(const struct app *a)
+{
+	return a->worker_running;
+}
 
 bool app_drain(struct app *a, void (*piece)(void *u, enum sess_part p, const char *s, size_t n),
 	       void *u, int *rc, char *err, size_t errsz)

@@ -18,48 +18,48 @@
 
 struct app_config {
 	struct cli_common common;
-	int think;               /* 1: thinking on (default), 0: off */
-	const char *system;      /* system prompt for a new conversation, or NULL */
-	bool resume;             /* reopen the last session file */
-	const char *state_dir;   /* NULL: $XDG_STATE_HOME/qwenchat or ~/.local/state/qwenchat */
-	void (*progress)(size_t done_bytes, size_t total_bytes);  /* weight upload, or NULL */
+	int think;             /* 1: thinking on (default), 0: off */
+	const char *system;    /* system prompt for a new conversation, or NULL */
+	bool resume;           /* reopen the last session file */
+	const char *state_dir; /* NULL: $XDG_STATE_HOME/qwenchat or ~/.local/state/qwenchat */
+	void (*progress)(size_t done_bytes, size_t total_bytes); /* weight upload, or NULL */
 };
 
 /* What a slash command asks of the front end, besides its message. */
 enum {
-	APP_DO_QUIT = 1 << 0,       /* leave */
-	APP_DO_GENERATE = 1 << 1,   /* run a turn now (/retry) */
-	APP_DO_RELOAD = 1 << 2,     /* the conversation changed: redraw it */
-	APP_DO_EDIT = 1 << 3,       /* put app_result.edit into the input line */
-	APP_DO_DEBUG = 1 << 4,      /* debug pane: see app_result.debug */
-	APP_DO_REASONING = 1 << 5,  /* reasoning shown/hidden changed */
-	APP_DO_HELP = 1 << 6,       /* show the help (message holds the command list) */
+	APP_DO_QUIT = 1 << 0,      /* leave */
+	APP_DO_GENERATE = 1 << 1,  /* run a turn now (/retry) */
+	APP_DO_RELOAD = 1 << 2,    /* the conversation changed: redraw it */
+	APP_DO_EDIT = 1 << 3,      /* put app_result.edit into the input line */
+	APP_DO_DEBUG = 1 << 4,     /* debug pane: see app_result.debug */
+	APP_DO_REASONING = 1 << 5, /* reasoning shown/hidden changed */
+	APP_DO_HELP = 1 << 6,      /* show the help (message holds the command list) */
 };
 
 struct app_result {
-	unsigned actions;   /* APP_DO_* */
-	bool error;         /* the message is an error */
-	char msg[4096];     /* what to show ("" = nothing) */
-	char *edit;         /* APP_DO_EDIT: malloc'd text for the input line */
-	int debug;          /* APP_DO_DEBUG: -1 toggle, 0 off, 1 attention, 2 memory */
+	unsigned actions; /* APP_DO_* */
+	bool error;       /* the message is an error */
+	char msg[4096];   /* what to show ("" = nothing) */
+	char *edit;       /* APP_DO_EDIT: malloc'd text for the input line */
+	int debug;        /* APP_DO_DEBUG: -1 toggle, 0 off, 1 attention, 2 memory */
 };
 
 /* Live figures for the status bar and debug pane; copied under the app's lock. */
 struct app_figures {
-	bool busy;                  /* a turn is running */
-	bool prefilling;            /* ... and has not produced a token yet */
-	struct sess_stats turn;     /* the current or last turn */
+	bool busy;              /* a turn is running */
+	bool prefilling;        /* ... and has not produced a token yet */
+	struct sess_stats turn; /* the current or last turn */
 	int ctx_used, ctx_max;
 	struct eng_stats mem;
-	char save_error[256];       /* last autosave failure, "" when the last one worked */
-	int dropped;                /* turns dropped for context on the last turn */
+	char save_error[256]; /* last autosave failure, "" when the last one worked */
+	int dropped;          /* turns dropped for context on the last turn */
 };
 
 /* The attention of the last generated token in one layer: every head's row. */
 struct app_attention {
-	int layer, layers, heads, len;   /* len: keys attended */
-	float *rows;                     /* (heads, len), malloc'd */
-	int32_t *ids;                    /* (len) the context's ids */
+	int layer, layers, heads, len; /* len: keys attended */
+	float *rows;                   /* (heads, len), malloc'd */
+	int32_t *ids;                  /* (len) the context's ids */
 };
 
 struct app;

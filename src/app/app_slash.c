@@ -33,10 +33,12 @@ static void fail(struct app_result *r, const char *fmt, ...)
 static void show_sampling(struct app *a, struct app_result *r)
 {
 	const struct samp_params *p = &a->params;
-	say(r, "temp %g, top-k %d, top-p %g, min-p %g, presence %g, repeat %g, seed %llu, "
-	    "greedy %s, max new %d, thinking %s", p->temperature, p->top_k, p->top_p, p->min_p,
-	    p->presence_penalty, p->repetition_penalty, (unsigned long long)p->seed,
-	    p->greedy ? "on" : "off", a->max_new, a->think ? "on" : "off");
+	say(r,
+	    "temp %g, top-k %d, top-p %g, min-p %g, presence %g, repeat %g, seed %llu, "
+	    "greedy %s, max new %d, thinking %s",
+	    p->temperature, p->top_k, p->top_p, p->min_p, p->presence_penalty,
+	    p->repetition_penalty, (unsigned long long)p->seed, p->greedy ? "on" : "off",
+	    a->max_new, a->think ? "on" : "off");
 }
 
 /* /temp, /top-k, ...: show or set one sampling value. */
@@ -46,11 +48,26 @@ static void set_param(struct app *a, const struct slash_call *c, struct app_resu
 	double *d = NULL;
 	unsigned bit = 0;
 	switch (c->cmd->id) {
-	case SLASH_TEMP: d = &p.temperature; bit = SAMP_SET_TEMP; break;
-	case SLASH_TOP_P: d = &p.top_p; bit = SAMP_SET_TOP_P; break;
-	case SLASH_MIN_P: d = &p.min_p; bit = SAMP_SET_MIN_P; break;
-	case SLASH_PRESENCE: d = &p.presence_penalty; bit = SAMP_SET_PRESENCE; break;
-	case SLASH_REPEAT: d = &p.repetition_penalty; bit = SAMP_SET_REPEAT; break;
+	case SLASH_TEMP:
+		d = &p.temperature;
+		bit = SAMP_SET_TEMP;
+		break;
+	case SLASH_TOP_P:
+		d = &p.top_p;
+		bit = SAMP_SET_TOP_P;
+		break;
+	case SLASH_MIN_P:
+		d = &p.min_p;
+		bit = SAMP_SET_MIN_P;
+		break;
+	case SLASH_PRESENCE:
+		d = &p.presence_penalty;
+		bit = SAMP_SET_PRESENCE;
+		break;
+	case SLASH_REPEAT:
+		d = &p.repetition_penalty;
+		bit = SAMP_SET_REPEAT;
+		break;
 	default: break;
 	}
 	if (!c->has_arg) {
@@ -123,13 +140,16 @@ static void stats(struct app *a, struct app_result *r)
 	struct app_figures f;
 	app_figures(a, &f);
 	const struct sess_stats *t = &f.turn;
-	say(r, "last turn: %d tokens reused, %d prefilled at %.1f tok/s, %d generated at "
-	    "%.1f tok/s, first token after %.3f s\n", t->reused, t->prefilled, t->prefill_tps,
-	    t->generated, t->decode_tps, t->ttft);
-	say(r, "context %d/%d tokens; memory: weights %.1f MiB, KV %.1f/%.1f MiB, scratch "
-	    "%.1f MiB, host RSS %.1f MiB\n", f.ctx_used, f.ctx_max, f.mem.weight_bytes / 1048576.0,
-	    f.mem.kv_bytes_used / 1048576.0, f.mem.kv_bytes_allocated / 1048576.0,
-	    f.mem.scratch_bytes / 1048576.0, app_host_rss() / 1048576.0);
+	say(r,
+	    "last turn: %d tokens reused, %d prefilled at %.1f tok/s, %d generated at "
+	    "%.1f tok/s, first token after %.3f s\n",
+	    t->reused, t->prefilled, t->prefill_tps, t->generated, t->decode_tps, t->ttft);
+	say(r,
+	    "context %d/%d tokens; memory: weights %.1f MiB, KV %.1f/%.1f MiB, scratch "
+	    "%.1f MiB, host RSS %.1f MiB\n",
+	    f.ctx_used, f.ctx_max, f.mem.weight_bytes / 1048576.0, f.mem.kv_bytes_used / 1048576.0,
+	    f.mem.kv_bytes_allocated / 1048576.0, f.mem.scratch_bytes / 1048576.0,
+	    app_host_rss() / 1048576.0);
 	/* The end of the prompt the next answer would get: shows what /think changes. */
 	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
 	struct chat *c = chat_dup(a->chat);
@@ -202,7 +222,7 @@ static void history(struct app *a, const struct slash_call *c, struct app_result
 		r->actions |= APP_DO_RELOAD;
 		say(r, "conversation cleared");
 		break;
-	default:   /* SLASH_SYSTEM */
+	default: /* SLASH_SYSTEM */
 		if (!c->has_arg) {
 			say(r, "system prompt: %s", chat_system(ch) ? chat_system(ch) : "(none)");
 			return;
@@ -222,14 +242,16 @@ static void history(struct app *a, const struct slash_call *c, struct app_result
 static bool allowed_while_busy(const struct slash_call *c)
 {
 	switch (c->cmd->id) {
-	case SLASH_HELP: case SLASH_SAMPLING: case SLASH_CTX: case SLASH_STATS:
-	case SLASH_DEBUG: case SLASH_QUIT:
-		return true;
+	case SLASH_HELP:
+	case SLASH_SAMPLING:
+	case SLASH_CTX:
+	case SLASH_STATS:
+	case SLASH_DEBUG:
+	case SLASH_QUIT: return true;
 	case SLASH_THINK:
 		return !c->has_arg || !strcmp(c->cmd->choices[c->choice], "hide") ||
 		       !strcmp(c->cmd->choices[c->choice], "show");
-	default:
-		return !c->has_arg && c->cmd->arg != SLASH_ARG_NONE && c->cmd->id != SLASH_GREEDY;
+	default: return !c->has_arg && c->cmd->arg != SLASH_ARG_NONE && c->cmd->id != SLASH_GREEDY;
 	}
 }
 
@@ -242,47 +264,45 @@ void app_exec(struct app *a, const struct slash_call *c, struct app_result *r)
 	}
 	struct app_figures f;
 	switch (c->cmd->id) {
-	case SLASH_HELP:
-		r->actions |= APP_DO_HELP;
-		break;
-	case SLASH_THINK:
-		think(a, c, r);
-		break;
-	case SLASH_TEMP: case SLASH_TOP_K: case SLASH_TOP_P: case SLASH_MIN_P:
-	case SLASH_PRESENCE: case SLASH_REPEAT: case SLASH_SEED:
-		set_param(a, c, r);
-		break;
+	case SLASH_HELP: r->actions |= APP_DO_HELP; break;
+	case SLASH_THINK: think(a, c, r); break;
+	case SLASH_TEMP:
+	case SLASH_TOP_K:
+	case SLASH_TOP_P:
+	case SLASH_MIN_P:
+	case SLASH_PRESENCE:
+	case SLASH_REPEAT:
+	case SLASH_SEED: set_param(a, c, r); break;
 	case SLASH_GREEDY:
 		a->params.greedy = c->has_arg ? c->choice == 0 : !a->params.greedy;
 		samp_set_params(a->samp, &a->params);
 		a->user_set |= SAMP_SET_GREEDY;
 		say(r, "greedy %s", a->params.greedy ? "on" : "off");
 		break;
-	case SLASH_SAMPLING:
-		show_sampling(a, r);
-		break;
-	case SLASH_SYSTEM: case SLASH_CLEAR: case SLASH_RETRY: case SLASH_EDIT: case SLASH_UNDO:
-		history(a, c, r);
-		break;
-	case SLASH_SAVE: case SLASH_LOAD:
-		save_load(a, c, r);
-		break;
+	case SLASH_SAMPLING: show_sampling(a, r); break;
+	case SLASH_SYSTEM:
+	case SLASH_CLEAR:
+	case SLASH_RETRY:
+	case SLASH_EDIT:
+	case SLASH_UNDO: history(a, c, r); break;
+	case SLASH_SAVE:
+	case SLASH_LOAD: save_load(a, c, r); break;
 	case SLASH_CTX:
 		app_figures(a, &f);
-		say(r, "context: %d of %d tokens used (%.0f%%), %d free; %zu turns in the conversation",
+		say(r,
+		    "context: %d of %d tokens used (%.0f%%), %d free; %zu turns in the "
+		    "conversation",
 		    f.ctx_used, f.ctx_max, f.ctx_max ? 100.0 * f.ctx_used / f.ctx_max : 0.0,
 		    f.ctx_max - f.ctx_used, chat_count(a->chat));
 		break;
-	case SLASH_STATS:
-		stats(a, r);
-		break;
+	case SLASH_STATS: stats(a, r); break;
 	case SLASH_DEBUG:
 		r->actions |= APP_DO_DEBUG;
-		r->debug = !c->has_arg ? -1 : c->choice <= 1 ? (c->choice == 0 ? 1 : 0) : c->choice - 1;
+		r->debug = !c->has_arg      ? -1
+			   : c->choice <= 1 ? (c->choice == 0 ? 1 : 0)
+					    : c->choice - 1;
 		break;
-	case SLASH_QUIT:
-		r->actions |= APP_DO_QUIT;
-		break;
+	case SLASH_QUIT: r->actions |= APP_DO_QUIT; break;
 	}
 }
 
@@ -313,8 +333,10 @@ void app_set_capture(struct app *a, bool on)
 void app_capture_layer(struct app *a)
 {
 	const struct eng_config *cfg = eng_model_config(a->model);
-	int layer = a->att_want < 0 ? 0 : a->att_want >= cfg->num_layers ? cfg->num_layers - 1
-		    : a->att_want, len = 0;
+	int layer = a->att_want < 0                  ? 0
+		    : a->att_want >= cfg->num_layers ? cfg->num_layers - 1
+						     : a->att_want,
+	    len = 0;
 	eng_set_capture(a->eng, a->capture);
 	if (!eng_attention(a->eng, layer, 0, &len) || len <= 0)
 		return;

@@ -27,7 +27,7 @@ struct app {
 	struct sess *sess;
 	struct samp *samp;
 	struct samp_params params;
-	unsigned user_set;          /* CLI_SET_* bits the user chose (presets leave them) */
+	unsigned user_set; /* CLI_SET_* bits the user chose (presets leave them) */
 	int32_t eos[SAMP_MAX_EOS];
 	int n_eos;
 	enum tmpl_variant variant;
@@ -35,18 +35,18 @@ struct app {
 	int max_new;
 	struct chat *chat;
 	atomic_int cancel;
-	struct app_buf reasoning, answer;   /* the turn being generated */
+	struct app_buf reasoning, answer; /* the turn being generated */
 
 	/* Everything below is shared with the worker thread: under lock. */
 	pthread_mutex_t lock;
 	struct app_figures fig;
-	double first_token_time;            /* monotonic seconds, for the live decode speed */
-	struct app_buf queue;               /* text not drained yet */
+	double first_token_time; /* monotonic seconds, for the live decode speed */
+	struct app_buf queue;    /* text not drained yet */
 	struct app_seg *segs;
 	size_t n_segs, cap_segs;
-	bool capture;                       /* attention pane shown */
-	int att_want;                       /* layer the pane shows */
-	struct app_attention att;           /* last capture of that layer */
+	bool capture;             /* attention pane shown */
+	int att_want;             /* layer the pane shows */
+	struct app_attention att; /* last capture of that layer */
 
 	pthread_t worker;
 	bool worker_running, worker_prefill, worker_done;

@@ -14,7 +14,7 @@ static const char plain_keys[] =
 	"keys: Ctrl-C stops an answer (the partial answer is kept); Ctrl-D or /quit leaves;\n"
 	"a line starting with // sends a message starting with /.\n";
 
-static struct app *running;   /* the app whose turn SIGINT stops */
+static struct app *running; /* the app whose turn SIGINT stops */
 
 static void on_sigint(int sig)
 {
@@ -45,7 +45,7 @@ char *plain_getline(const char *prompt, const char *prefill)
 
 struct plain_out {
 	bool tty, show_reasoning;
-	int last;   /* -1 nothing yet, else the sess_part written last */
+	int last; /* -1 nothing yet, else the sess_part written last */
 };
 
 static int emit(void *u, enum sess_part part, const char *text, size_t len)

@@ -16,8 +16,8 @@ static const char *const debug_choices[] = {"on", "off", "attention", "memory", 
 const struct slash_cmd slash_table[] = {
 	{"help", SLASH_HELP, SLASH_ARG_NONE, false, 0, 0, NULL, "/help",
 	 "list the commands and keys"},
-	{"think", SLASH_THINK, SLASH_ARG_CHOICE, false, 0, 0, think_choices, "/think [on|off|hide|show]",
-	 "thinking on/off (next answer); hide/show the reasoning"},
+	{"think", SLASH_THINK, SLASH_ARG_CHOICE, false, 0, 0, think_choices,
+	 "/think [on|off|hide|show]", "thinking on/off (next answer); hide/show the reasoning"},
 	{"temp", SLASH_TEMP, SLASH_ARG_NUMBER, false, 0, 100, NULL, "/temp [T]",
 	 "sampling temperature (0 = greedy)"},
 	{"top-k", SLASH_TOP_K, SLASH_ARG_INT, false, 0, 1e9, NULL, "/top-k [K]",
@@ -54,8 +54,8 @@ const struct slash_cmd slash_table[] = {
 	 "context used and free, in tokens"},
 	{"stats", SLASH_STATS, SLASH_ARG_NONE, false, 0, 0, NULL, "/stats",
 	 "last answer's speed, memory, the end of the rendered prompt"},
-	{"debug", SLASH_DEBUG, SLASH_ARG_CHOICE, false, 0, 0, debug_choices, "/debug [on|off|attention|memory]",
-	 "toggle the debug pane (attention, memory)"},
+	{"debug", SLASH_DEBUG, SLASH_ARG_CHOICE, false, 0, 0, debug_choices,
+	 "/debug [on|off|attention|memory]", "toggle the debug pane (attention, memory)"},
 	{"quit", SLASH_QUIT, SLASH_ARG_NONE, false, 0, 0, NULL, "/quit",
 	 "leave (the conversation is saved)"},
 };
@@ -115,9 +115,7 @@ static int parse_arg(const struct slash_cmd *cmd, const char *arg, struct slash_
 {
 	char *end;
 	switch (cmd->arg) {
-	case SLASH_ARG_NONE:
-		snprintf(err, errsz, "/%s takes no argument", cmd->name);
-		return -1;
+	case SLASH_ARG_NONE: snprintf(err, errsz, "/%s takes no argument", cmd->name); return -1;
 	case SLASH_ARG_CHOICE:
 		for (int i = 0; cmd->choices[i]; i++)
 			if (!strcmp(cmd->choices[i], arg)) {
@@ -138,17 +136,13 @@ static int parse_arg(const struct slash_cmd *cmd, const char *arg, struct slash_
 			return -1;
 		}
 		if (out->num < cmd->lo || out->num > cmd->hi) {
-			snprintf(err, errsz, "/%s: %g is out of range [%g, %g]", cmd->name, out->num,
-				 cmd->lo, cmd->hi);
+			snprintf(err, errsz, "/%s: %g is out of range [%g, %g]", cmd->name,
+				 out->num, cmd->lo, cmd->hi);
 			return -1;
 		}
 		return 0;
-	case SLASH_ARG_TEXT:
-		out->text = strdup(arg);
-		break;
-	case SLASH_ARG_FILE:
-		out->text = expand_home(arg);
-		break;
+	case SLASH_ARG_TEXT: out->text = strdup(arg); break;
+	case SLASH_ARG_FILE: out->text = expand_home(arg); break;
 	}
 	if (!out->text) {
 		snprintf(err, errsz, "out of memory");
@@ -169,8 +163,10 @@ int slash_parse(const char *line, struct slash_call *out, char *err, size_t errs
 	int matches;
 	const struct slash_cmd *cmd = lookup(name, len, &matches);
 	if (!cmd) {
-		snprintf(err, errsz, matches > 1 ? "/%.*s is ambiguous (try /help)"
-			 : "unknown command /%.*s (try /help)", (int)(len > 40 ? 40 : len), name);
+		snprintf(err, errsz,
+			 matches > 1 ? "/%.*s is ambiguous (try /help)"
+				     : "unknown command /%.*s (try /help)",
+			 (int)(len > 40 ? 40 : len), name);
 		return -1;
 	}
 	out->cmd = cmd;
@@ -216,7 +212,8 @@ char *slash_help(const char *keys)
 		return NULL;
 	n += snprintf(s + n, cap - n, "commands (a unique prefix works, e.g. /sam):\n");
 	for (size_t i = 0; i < slash_table_len && n < cap; i++)
-		n += snprintf(s + n, cap - n, "  %-34s %s\n", slash_table[i].usage, slash_table[i].help);
+		n += snprintf(s + n, cap - n, "  %-34s %s\n", slash_table[i].usage,
+			      slash_table[i].help);
 	if (keys && n < cap)
 		snprintf(s + n, cap - n, "%s", keys);
 	return s;

@@ -8,31 +8,49 @@
 #include <stdint.h>
 
 enum slash_id {
-	SLASH_HELP, SLASH_THINK, SLASH_TEMP, SLASH_TOP_K, SLASH_TOP_P, SLASH_MIN_P,
-	SLASH_PRESENCE, SLASH_REPEAT, SLASH_SEED, SLASH_GREEDY, SLASH_SAMPLING,
-	SLASH_SYSTEM, SLASH_CLEAR, SLASH_RETRY, SLASH_EDIT, SLASH_UNDO, SLASH_SAVE,
-	SLASH_LOAD, SLASH_CTX, SLASH_STATS, SLASH_DEBUG, SLASH_QUIT,
+	SLASH_HELP,
+	SLASH_THINK,
+	SLASH_TEMP,
+	SLASH_TOP_K,
+	SLASH_TOP_P,
+	SLASH_MIN_P,
+	SLASH_PRESENCE,
+	SLASH_REPEAT,
+	SLASH_SEED,
+	SLASH_GREEDY,
+	SLASH_SAMPLING,
+	SLASH_SYSTEM,
+	SLASH_CLEAR,
+	SLASH_RETRY,
+	SLASH_EDIT,
+	SLASH_UNDO,
+	SLASH_SAVE,
+	SLASH_LOAD,
+	SLASH_CTX,
+	SLASH_STATS,
+	SLASH_DEBUG,
+	SLASH_QUIT,
 };
 
 /* What follows the command name. */
 enum slash_arg {
-	SLASH_ARG_NONE,     /* nothing may follow */
-	SLASH_ARG_CHOICE,   /* one word of cmd->choices */
-	SLASH_ARG_NUMBER,   /* a finite number in [lo, hi] */
-	SLASH_ARG_INT,      /* a whole number in [lo, hi] */
-	SLASH_ARG_TEXT,     /* the rest of the line, as typed */
-	SLASH_ARG_FILE,     /* a file name (the rest of the line, ~/ expanded) */
+	SLASH_ARG_NONE,   /* nothing may follow */
+	SLASH_ARG_CHOICE, /* one word of cmd->choices */
+	SLASH_ARG_NUMBER, /* a finite number in [lo, hi] */
+	SLASH_ARG_INT,    /* a whole number in [lo, hi] */
+	SLASH_ARG_TEXT,   /* the rest of the line, as typed */
+	SLASH_ARG_FILE,   /* a file name (the rest of the line, ~/ expanded) */
 };
 
 struct slash_cmd {
-	const char *name;            /* without the slash */
+	const char *name; /* without the slash */
 	enum slash_id id;
 	enum slash_arg arg;
-	bool arg_required;           /* else the command without argument shows the value */
-	double lo, hi;               /* SLASH_ARG_NUMBER / SLASH_ARG_INT */
-	const char *const *choices;  /* SLASH_ARG_CHOICE: NULL-terminated */
-	const char *usage;           /* e.g. "/temp [T]" */
-	const char *help;            /* one line */
+	bool arg_required;          /* else the command without argument shows the value */
+	double lo, hi;              /* SLASH_ARG_NUMBER / SLASH_ARG_INT */
+	const char *const *choices; /* SLASH_ARG_CHOICE: NULL-terminated */
+	const char *usage;          /* e.g. "/temp [T]" */
+	const char *help;           /* one line */
 };
 
 extern const struct slash_cmd slash_table[];
@@ -42,9 +60,9 @@ extern const size_t slash_table_len;
 struct slash_call {
 	const struct slash_cmd *cmd;
 	bool has_arg;
-	double num;          /* SLASH_ARG_NUMBER, SLASH_ARG_INT */
-	int choice;          /* SLASH_ARG_CHOICE: index into cmd->choices */
-	char *text;          /* SLASH_ARG_TEXT / SLASH_ARG_FILE: malloc'd (slash_call_free) */
+	double num; /* SLASH_ARG_NUMBER, SLASH_ARG_INT */
+	int choice; /* SLASH_ARG_CHOICE: index into cmd->choices */
+	char *text; /* SLASH_ARG_TEXT / SLASH_ARG_FILE: malloc'd (slash_call_free) */
 };
 
 /* True when the line is a command: starts with '/' followed by a letter (so

@@ -111,7 +111,8 @@ char *fio_join(const char *dir, const char *name)
 	size_t n = strlen(dir) + strlen(name) + 2;
 	char *p = malloc(n);
 	if (p)
-		snprintf(p, n, "%s%s%s", dir, (dir[0] && dir[strlen(dir) - 1] != '/') ? "/" : "", name);
+		snprintf(p, n, "%s%s%s", dir, (dir[0] && dir[strlen(dir) - 1] != '/') ? "/" : "",
+			 name);
 	return p;
 }
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 struct strbuf {
-	char *p;       /* the text, NUL-terminated once anything was written; malloc'd */
+	char *p; /* the text, NUL-terminated once anything was written; malloc'd */
 	size_t n, cap;
 	bool oom;
 };

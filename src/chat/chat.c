@@ -44,12 +44,22 @@ static size_t utf8_seq(const unsigned char *s)
 		return 1;
 	size_t n;
 	uint32_t cp, min;
-	if ((c & 0xe0) == 0xc0) { n = 2; cp = c & 0x1f; min = 0x80; }
-	else if ((c & 0xf0) == 0xe0) { n = 3; cp = c & 0x0f; min = 0x800; }
-	else if ((c & 0xf8) == 0xf0) { n = 4; cp = c & 0x07; min = 0x10000; }
-	else return 0;
+	if ((c & 0xe0) == 0xc0) {
+		n = 2;
+		cp = c & 0x1f;
+		min = 0x80;
+	} else if ((c & 0xf0) == 0xe0) {
+		n = 3;
+		cp = c & 0x0f;
+		min = 0x800;
+	} else if ((c & 0xf8) == 0xf0) {
+		n = 4;
+		cp = c & 0x07;
+		min = 0x10000;
+	} else
+		return 0;
 	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)  /* also stops at the terminating NUL */
+		if ((s[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
 			return 0;
 		cp = cp << 6 | (s[i] & 0x3f);
 	}
@@ -65,8 +75,14 @@ static char *utf8_dup(const char *s)
 	size_t bad = 0, len = 0;
 	for (const unsigned char *p = (const unsigned char *)s; *p;) {
 		size_t n = utf8_seq(p);
-		if (n == 0) { bad++; p++; len++; }
-		else { p += n; len += n; }
+		if (n == 0) {
+			bad++;
+			p++;
+			len++;
+		} else {
+			p += n;
+			len += n;
+		}
 	}
 	char *out = malloc(len + bad * 2 + 1);
 	if (!out)
@@ -181,7 +197,7 @@ int chat_set_turn(struct chat *c, size_t i, const char *content, const char *rea
 	struct chat_turn t;
 	if (turn_fill(&t, c->turns[i].role, content, reasoning) < 0)
 		return -1;
-	t.calls = c->turns[i].calls;        /* the calls stay with the turn */
+	t.calls = c->turns[i].calls; /* the calls stay with the turn */
 	t.n_calls = c->turns[i].n_calls;
 	c->turns[i].calls = NULL;
 	c->turns[i].n_calls = 0;
@@ -330,7 +346,7 @@ static int parse_tool_call(struct chat *c, json_t *call, const char *name, size_
 		if (!json_is_object(f))
 			return err_set("%s: messages[%zu].tool_calls[%zu].function: not an object",
 				       name, i, k);
-		if (json_object_size(f) > 0) {   /* {%- if tool_call.function %} */
+		if (json_object_size(f) > 0) { /* {%- if tool_call.function %} */
 			call = f;
 			at = ".function";
 		}
@@ -341,16 +357,17 @@ static int parse_tool_call(struct chat *c, json_t *call, const char *name, size_
 			       name, i, k, at);
 	json_t *args = json_object_get(call, "arguments");
 	if (!args)
-		return err_set("%s: messages[%zu].tool_calls[%zu]%s.arguments: missing", name, i,
-			       k, at);
+		return err_set("%s: messages[%zu].tool_calls[%zu]%s.arguments: missing", name, i, k,
+			       at);
 	if (json_is_string(args)) {
 		if (!whole_string(args))
 			return err_set("%s: messages[%zu].tool_calls[%zu]%s.arguments: contains a "
-				       "NUL character", name, i, k, at);
+				       "NUL character",
+				       name, i, k, at);
 		return chat_add_tool_call(c, c->n - 1, json_string_value(fname),
 					  json_string_value(args), true);
 	}
-	char *text = tojson(args, NULL);   /* {{- tool_call.arguments | tojson }} */
+	char *text = tojson(args, NULL); /* {{- tool_call.arguments | tojson }} */
 	int rc = text ? chat_add_tool_call(c, c->n - 1, json_string_value(fname), text, false) : -1;
 	free(text);
 	return rc;
@@ -367,7 +384,8 @@ static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 	int r = chat_role_parse(json_string_value(role));
 	if (r < 0)
 		return err_set("%s: messages[%zu].role: unknown role \"%.64s\" (expected system, "
-			       "user, assistant or tool)", name, i, json_string_value(role));
+			       "user, assistant or tool)",
+			       name, i, json_string_value(role));
 	/* The templates read tool_calls of assistant turns only. */
 	json_t *calls = r == CHAT_ASSISTANT ? json_object_get(m, "tool_calls") : NULL;
 	if (calls && !json_is_null(calls) && !json_is_array(calls))
@@ -379,7 +397,8 @@ static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 		content = NULL;
 	else if (!json_is_string(content))
 		return err_set("%s: messages[%zu].content: missing or not a string (only plain "
-			       "text content is supported)", name, i);
+			       "text content is supported)",
+			       name, i);
 	if (content && !whole_string(content))
 		return err_set("%s: messages[%zu].content: contains a NUL character", name, i);
 	const char *reasoning = NULL;
@@ -388,13 +407,16 @@ static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 	json_t *rc = r == CHAT_ASSISTANT ? json_object_get(m, "reasoning_content") : NULL;
 	if (rc && !json_is_null(rc)) {
 		if (!json_is_string(rc))
-			return err_set("%s: messages[%zu].reasoning_content: not a string", name, i);
+			return err_set("%s: messages[%zu].reasoning_content: not a string", name,
+				       i);
 		if (!whole_string(rc))
 			return err_set("%s: messages[%zu].reasoning_content: contains a NUL "
-				       "character", name, i);
+				       "character",
+				       name, i);
 		reasoning = json_string_value(rc);
 	}
-	if (chat_add(c, (enum chat_role)r, content ? json_string_value(content) : "", reasoning) < 0)
+	if (chat_add(c, (enum chat_role)r, content ? json_string_value(content) : "", reasoning) <
+	    0)
 		return err_prefix("%s", name);
 	for (size_t k = 0; k < json_array_size(calls); k++)
 		if (parse_tool_call(c, json_array_get(calls, k), name, i, k) < 0)
@@ -438,7 +460,8 @@ struct chat *chat_from_json(const char *text, size_t len, const char *name)
 	}
 	if (!json_is_array(msgs)) {
 		err_set("%s: expected a JSON array of messages (or an object with a \"messages\" "
-			"array)", name);
+			"array)",
+			name);
 		json_decref(root);
 		return NULL;
 	}
@@ -487,9 +510,11 @@ static json_t *turn_json(const struct chat_turn *t)
 			bad |= json_object_set_new(call, "type", json_string("function"));
 			bad |= json_object_set_new(call, "function", f);
 			bad |= json_object_set_new(f, "name", json_string(tc->name));
-			bad |= json_object_set_new(f, "arguments", tc->arguments_is_text ?
-						   json_string(tc->arguments) :
-						   json_loads(tc->arguments, JSON_DECODE_ANY, NULL));
+			bad |= json_object_set_new(
+				f, "arguments",
+				tc->arguments_is_text
+					? json_string(tc->arguments)
+					: json_loads(tc->arguments, JSON_DECODE_ANY, NULL));
 		}
 	}
 	if (bad) {
@@ -508,13 +533,14 @@ char *chat_to_json(const struct chat *c, size_t *len)
 			arr = root = NULL;
 		}
 	}
-	if (arr && c->n_tools) {   /* {"messages": [...], "tools": [...]} */
+	if (arr && c->n_tools) { /* {"messages": [...], "tools": [...]} */
 		json_t *tools = json_array();
 		root = json_object();
 		int bad = json_object_set_new(root, "messages", arr);
 		bad |= json_object_set_new(root, "tools", tools);
 		for (size_t i = 0; !bad && i < c->n_tools; i++)
-			bad |= json_array_append_new(tools, json_loads(c->tools[i], JSON_DECODE_ANY, NULL));
+			bad |= json_array_append_new(
+				tools, json_loads(c->tools[i], JSON_DECODE_ANY, NULL));
 		if (bad) {
 			json_decref(root);
 			root = NULL;
@@ -545,10 +571,11 @@ int chat_save(const struct chat *c, const char *path, bool overwrite_any)
 	if (!overwrite_any && fio_is_file(path)) {
 		struct chat *old = chat_load(path);
 		if (!old) {
-			char why[512];  /* err_set must not read the buffer it writes */
+			char why[512]; /* err_set must not read the buffer it writes */
 			snprintf(why, sizeof why, "%s", err_msg());
 			return err_set("%s: not overwritten: the existing file is not a "
-				       "conversation (%s)", path, why);
+				       "conversation (%s)",
+				       path, why);
 		}
 		chat_free(old);
 	}

@@ -7,10 +7,10 @@
 #include <stddef.h>
 
 enum chat_role {
-	CHAT_SYSTEM,     /* at index 0: the system prompt; elsewhere: a mid-conversation system turn */
-	CHAT_USER,       /* a user turn; one wrapped in <tool_response>...</tool_response> is not a query */
-	CHAT_ASSISTANT,  /* a model answer: content and, apart, its reasoning */
-	CHAT_TOOL,       /* a tool result ("tool" role); rendered inside a user turn */
+	CHAT_SYSTEM, /* at index 0: the system prompt; elsewhere: a mid-conversation system turn */
+	CHAT_USER, /* a user turn; one wrapped in <tool_response>...</tool_response> is not a query */
+	CHAT_ASSISTANT, /* a model answer: content and, apart, its reasoning */
+	CHAT_TOOL,      /* a tool result ("tool" role); rendered inside a user turn */
 };
 
 /* A function call an assistant turn made (an entry of its "tool_calls"). */
@@ -24,20 +24,21 @@ struct chat_tool_call {
 
 struct chat_turn {
 	enum chat_role role;
-	char *content;    /* NUL-terminated, valid UTF-8 (never NULL) */
+	char *content; /* NUL-terminated, valid UTF-8 (never NULL) */
 	/* Assistant turns only (NULL for the others): the text of the <think> block.
 	 * NULL means "none given": the template then splits a <think>...</think> off
 	 * the content itself, as Hugging Face does without reasoning_content.
 	 * "" is an empty reasoning, which differs from NULL only in that the content
 	 * is then taken as it is. */
 	char *reasoning;
-	struct chat_tool_call *calls;   /* assistant turns only: (n_calls) in order */
+	struct chat_tool_call *calls; /* assistant turns only: (n_calls) in order */
 	size_t n_calls;
 };
 
 /* Read the fields directly; change them only through the functions below. */
 struct chat {
-	struct chat_turn *turns;  /* (n) in order; turns[0] is the system prompt when its role is CHAT_SYSTEM */
+	struct chat_turn *
+		turns; /* (n) in order; turns[0] is the system prompt when its role is CHAT_SYSTEM */
 	size_t n, cap;
 	/* The tool definitions the templates list in the system turn, each as Python's
 	 * json.dumps writes it (the template's `tool | tojson`). */

@@ -21,7 +21,8 @@ enum tmpl_variant tmpl_detect(const char *t, const char **warning)
 	bool qwen = strstr(t, "'<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n'") &&
 		    strstr(t, "<tool_response>") && !strstr(t, "You are Qwen");
 	bool history = strstr(t, "last_query_index") && strstr(t, "reasoning_content");
-	bool switch_off = strstr(t, "enable_thinking") && strstr(t, "'<think>\\n\\n</think>\\n\\n'");
+	bool switch_off =
+		strstr(t, "enable_thinking") && strstr(t, "'<think>\\n\\n</think>\\n\\n'");
 	bool opens = strstr(t, "'<|im_start|>assistant\\n<think>\\n'") != NULL;
 	if (qwen && history && switch_off && !opens)
 		return TMPL_QWEN3;
@@ -53,7 +54,7 @@ bool tmpl_has_think_switch(enum tmpl_variant v)
 
 bool tmpl_prompt_opens_think(enum tmpl_variant v, int enable_thinking)
 {
-	(void)enable_thinking;  /* Thinking-2507 ignores it; the hybrid never opens the block */
+	(void)enable_thinking; /* Thinking-2507 ignores it; the hybrid never opens the block */
 	return v == TMPL_QWEN3_THINKING;
 }
 
@@ -63,7 +64,7 @@ struct span {
 	size_t n;
 };
 
-static struct span lstrip_nl(struct span s)  /* s.lstrip('\n') */
+static struct span lstrip_nl(struct span s) /* s.lstrip('\n') */
 {
 	while (s.n > 0 && s.p[0] == '\n') {
 		s.p++;
@@ -72,7 +73,7 @@ static struct span lstrip_nl(struct span s)  /* s.lstrip('\n') */
 	return s;
 }
 
-static struct span rstrip_nl(struct span s)  /* s.rstrip('\n') */
+static struct span rstrip_nl(struct span s) /* s.rstrip('\n') */
 {
 	while (s.n > 0 && s.p[s.n - 1] == '\n')
 		s.n--;
@@ -125,7 +126,7 @@ static void tool_calls(struct strbuf *o, const struct chat_turn *t, bool has_con
 		sb_puts(o, "<tool_call>\n{\"name\": \"");
 		sb_puts(o, t->calls[k].name);
 		sb_puts(o, "\", \"arguments\": ");
-		sb_puts(o, t->calls[k].arguments);   /* the string, or `arguments | tojson` */
+		sb_puts(o, t->calls[k].arguments); /* the string, or `arguments | tojson` */
 		sb_puts(o, "}\n</tool_call>");
 	}
 }
@@ -144,7 +145,8 @@ static void assistant_with_reasoning(struct strbuf *o, const struct chat_turn *t
 		 * content = content.split('</think>')[-1].lstrip('\n') */
 		const char *first_close = memmem(content.p, content.n, "</think>", 8);
 		const char *last_close = find_last(content, "</think>");
-		struct span head = rstrip_nl((struct span){content.p, (size_t)(first_close - content.p)});
+		struct span head =
+			rstrip_nl((struct span){content.p, (size_t)(first_close - content.p)});
 		const char *open = find_last(head, "<think>");
 		if (open)
 			head = (struct span){open + 7, (size_t)(head.p + head.n - (open + 7))};
@@ -154,10 +156,10 @@ static void assistant_with_reasoning(struct strbuf *o, const struct chat_turn *t
 	}
 	/* {%- if loop.index0 > ns.last_query_index %}
 	 *   {%- if loop.last or (not loop.last and reasoning_content) %} */
-	bool has_content = content.n > 0;   /* the tool calls test `content`, unstripped */
+	bool has_content = content.n > 0; /* the tool calls test `content`, unstripped */
 	if (after_query && (last || reasoning.n > 0)) {
 		sb_puts(o, "<|im_start|>assistant\n<think>\n");
-		reasoning = rstrip_nl(lstrip_nl(reasoning));  /* reasoning_content.strip('\n') */
+		reasoning = rstrip_nl(lstrip_nl(reasoning)); /* reasoning_content.strip('\n') */
 		sb_put(o, reasoning.p, reasoning.n);
 		sb_puts(o, "\n</think>\n\n");
 		content = lstrip_nl(content);
@@ -191,16 +193,16 @@ static void tools_system(struct strbuf *o, const struct chat *c)
 		sb_puts(o, "\n\n");
 	}
 	sb_puts(o, "# Tools\n\nYou may call one or more functions to assist with the user query."
-		 "\n\nYou are provided with function signatures within <tools></tools> XML tags:"
-		 "\n<tools>");
+		   "\n\nYou are provided with function signatures within <tools></tools> XML tags:"
+		   "\n<tools>");
 	for (size_t i = 0; i < c->n_tools; i++) {
 		sb_puts(o, "\n");
-		sb_puts(o, c->tools[i]);   /* {{- tool | tojson }} */
+		sb_puts(o, c->tools[i]); /* {{- tool | tojson }} */
 	}
 	sb_puts(o, "\n</tools>\n\nFor each function call, return a json object with function "
-		 "name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
-		 "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
-		 "</tool_call><|im_end|>\n");
+		   "name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+		   "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+		   "</tool_call><|im_end|>\n");
 }
 
 static void render_qwen3(struct strbuf *o, const struct chat *c, enum tmpl_variant v)
@@ -217,7 +219,7 @@ static void render_qwen3(struct strbuf *o, const struct chat *c, enum tmpl_varia
 	for (size_t i = 0; i < c->n; i++) {
 		const struct chat_turn *t = &c->turns[i];
 		switch (t->role) {
-		case CHAT_SYSTEM:  /* (message.role == "system" and not loop.first) */
+		case CHAT_SYSTEM: /* (message.role == "system" and not loop.first) */
 			if (i == 0)
 				break;
 			/* fall through */
@@ -239,9 +241,7 @@ static void render_qwen3(struct strbuf *o, const struct chat *c, enum tmpl_varia
 				assistant_with_reasoning(o, t, i > lqi, i + 1 == c->n);
 			}
 			break;
-		case CHAT_TOOL:
-			tool_turn(o, c, i);
-			break;
+		case CHAT_TOOL: tool_turn(o, c, i); break;
 		}
 	}
 }
@@ -277,7 +277,7 @@ char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation
 		else if (v == TMPL_QWEN3_THINKING)
 			sb_puts(&o, "<think>\n");
 	}
-	if (o.oom || !o.p) {  /* every non-empty conversation renders to something */
+	if (o.oom || !o.p) { /* every non-empty conversation renders to something */
 		free(o.p);
 		err_set("out of memory rendering the conversation");
 		return NULL;

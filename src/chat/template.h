@@ -9,10 +9,10 @@
 #include "src/chat/chat.h"
 
 enum tmpl_variant {
-	TMPL_CHATML,             /* unknown template: plain ChatML, reasoning dropped */
-	TMPL_QWEN3,              /* hybrid Qwen3 (Qwen3-0.6B ... 235B-A22B): enable_thinking switch */
-	TMPL_QWEN3_INSTRUCT,     /* Qwen3-*-Instruct-2507: never thinks */
-	TMPL_QWEN3_THINKING,     /* Qwen3-*-Thinking-2507: always thinks; generation prompt opens "<think>\n" */
+	TMPL_CHATML,         /* unknown template: plain ChatML, reasoning dropped */
+	TMPL_QWEN3,          /* hybrid Qwen3 (Qwen3-0.6B ... 235B-A22B): enable_thinking switch */
+	TMPL_QWEN3_INSTRUCT, /* Qwen3-*-Instruct-2507: never thinks */
+	TMPL_QWEN3_THINKING, /* Qwen3-*-Thinking-2507: always thinks; generation prompt opens "<think>\n" */
 };
 
 /* enable_thinking as the template sees it: absent (not passed), false or true. */

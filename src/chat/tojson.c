@@ -16,11 +16,11 @@
 static void put_string(struct strbuf *b, const char *s, size_t n)
 {
 	static const char *const named[] = {
-		['\b'] = "\\b", ['\t'] = "\\t", ['\n'] = "\\n", ['\f'] = "\\f", ['\r'] = "\\r",
-		['"'] = "\\\"", ['\\'] = "\\\\",
+		['\b'] = "\\b", ['\t'] = "\\t", ['\n'] = "\\n",  ['\f'] = "\\f",
+		['\r'] = "\\r", ['"'] = "\\\"", ['\\'] = "\\\\",
 	};
 	sb_puts(b, "\"");
-	size_t start = 0;   /* first byte not yet written */
+	size_t start = 0; /* first byte not yet written */
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c >= 0x20 && c != '"' && c != '\\')
@@ -68,7 +68,7 @@ static void put_real(struct strbuf *b, double x)
 	char *o = out;
 	if (neg)
 		*o++ = '-';
-	if (decpt <= -4 || decpt > 16) {  /* x = 0.ddd x 10^decpt, as CPython's dtoa says */
+	if (decpt <= -4 || decpt > 16) { /* x = 0.ddd x 10^decpt, as CPython's dtoa says */
 		*o++ = digits[0];
 		if (nd > 1) {
 			*o++ = '.';
@@ -76,20 +76,20 @@ static void put_real(struct strbuf *b, double x)
 			o += nd - 1;
 		}
 		snprintf(o, sizeof out - (size_t)(o - out), "e%+03d", decpt - 1);
-	} else if (decpt <= 0) {             /* 0.000ddd */
+	} else if (decpt <= 0) { /* 0.000ddd */
 		*o++ = '0';
 		*o++ = '.';
 		for (int i = 0; i < -decpt; i++)
 			*o++ = '0';
 		memcpy(o, digits, (size_t)nd);
 		o[nd] = '\0';
-	} else if (decpt >= nd) {            /* ddd000.0 */
+	} else if (decpt >= nd) { /* ddd000.0 */
 		memcpy(o, digits, (size_t)nd);
 		o += nd;
 		for (int i = nd; i < decpt; i++)
 			*o++ = '0';
 		strcpy(o, ".0");
-	} else {                             /* ddd.ddd */
+	} else { /* ddd.ddd */
 		memcpy(o, digits, (size_t)decpt);
 		o += decpt;
 		*o++ = '.';
@@ -107,7 +107,8 @@ static void put_value(struct strbuf *b, const json_t *v)
 		json_t *item;
 		bool first = true;
 		sb_puts(b, "{");
-		json_object_foreach((json_t *)v, key, item) {
+		json_object_foreach((json_t *)v, key, item)
+		{
 			if (!first)
 				sb_puts(b, ", ");
 			first = false;
@@ -127,15 +128,9 @@ static void put_value(struct strbuf *b, const json_t *v)
 		}
 		sb_puts(b, "]");
 		break;
-	case JSON_STRING:
-		put_string(b, json_string_value(v), json_string_length(v));
-		break;
-	case JSON_INTEGER:
-		sb_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-		break;
-	case JSON_REAL:
-		put_real(b, json_real_value(v));
-		break;
+	case JSON_STRING: put_string(b, json_string_value(v), json_string_length(v)); break;
+	case JSON_INTEGER: sb_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
+	case JSON_REAL: put_real(b, json_real_value(v)); break;
 	case JSON_TRUE: sb_puts(b, "true"); break;
 	case JSON_FALSE: sb_puts(b, "false"); break;
 	case JSON_NULL: sb_puts(b, "null"); break;

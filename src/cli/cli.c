@@ -34,9 +34,14 @@ void cli_common_init(struct cli_common *c)
 void cli_sampling(const struct cli_common *c, struct samp_params *p)
 {
 	struct samp_params user = {
-		.temperature = c->temp, .top_k = c->top_k, .top_p = c->top_p, .min_p = c->min_p,
-		.presence_penalty = c->presence_penalty, .repetition_penalty = c->repeat_penalty,
-		.seed = c->seed, .greedy = c->greedy,
+		.temperature = c->temp,
+		.top_k = c->top_k,
+		.top_p = c->top_p,
+		.min_p = c->min_p,
+		.presence_penalty = c->presence_penalty,
+		.repetition_penalty = c->repeat_penalty,
+		.seed = c->seed,
+		.greedy = c->greedy,
 	};
 	samp_params_override(p, &user, c->set);
 }
@@ -114,9 +119,7 @@ int cli_common_opt(struct cli_common *c, int code, const char *arg)
 {
 	long l;
 	switch (code) {
-	case 'm':
-		c->model = arg;
-		return 1;
+	case 'm': c->model = arg; return 1;
 	case CLI_OPT_BACKEND:
 		if (strcmp(arg, "auto") && strcmp(arg, "cpu") && strcmp(arg, "cuda")) {
 			cli_error("--backend: '%s' is not one of auto, cpu, cuda", arg);
@@ -158,10 +161,12 @@ int cli_common_opt(struct cli_common *c, int code, const char *arg)
 		return cli_parse_double("min-p", arg, 0, 1, &c->min_p) ? -1 : 1;
 	case CLI_OPT_PRESENCE:
 		c->set |= SAMP_SET_PRESENCE;
-		return cli_parse_double("presence-penalty", arg, -2, 2, &c->presence_penalty) ? -1 : 1;
+		return cli_parse_double("presence-penalty", arg, -2, 2, &c->presence_penalty) ? -1
+											      : 1;
 	case CLI_OPT_REPEAT:
 		c->set |= SAMP_SET_REPEAT;
-		return cli_parse_double("repeat-penalty", arg, 0.01, 10, &c->repeat_penalty) ? -1 : 1;
+		return cli_parse_double("repeat-penalty", arg, 0.01, 10, &c->repeat_penalty) ? -1
+											     : 1;
 	case CLI_OPT_SEED: {
 		char *end;
 		errno = 0;

@@ -18,42 +18,52 @@ enum {
 };
 
 struct cli_common {
-	const char *model;         /* -m: directory or repo id; NULL = default model */
-	const char *backend;       /* "auto", "cpu" or "cuda" */
-	int threads;               /* 0 = all cores */
-	int ctx;                   /* context size in tokens; 0 = model's maximum, capped */
-	int max_new;               /* -n: new tokens per answer */
+	const char *model;   /* -m: directory or repo id; NULL = default model */
+	const char *backend; /* "auto", "cpu" or "cuda" */
+	int threads;         /* 0 = all cores */
+	int ctx;             /* context size in tokens; 0 = model's maximum, capped */
+	int max_new;         /* -n: new tokens per answer */
 	double temp, top_p, min_p, presence_penalty, repeat_penalty;
 	int top_k;
 	uint64_t seed;
 	bool greedy;
-	unsigned set;              /* SAMP_SET_* and CLI_SET_* bits */
+	unsigned set; /* SAMP_SET_* and CLI_SET_* bits */
 };
 
 /* getopt_long codes of the common options; command-specific codes start at CLI_OPT_NEXT. */
 enum {
-	CLI_OPT_BACKEND = 0x100, CLI_OPT_THREADS, CLI_OPT_CTX, CLI_OPT_TEMP, CLI_OPT_TOP_K,
-	CLI_OPT_TOP_P, CLI_OPT_MIN_P, CLI_OPT_PRESENCE, CLI_OPT_REPEAT, CLI_OPT_SEED,
-	CLI_OPT_GREEDY, CLI_OPT_NEXT = 0x200
+	CLI_OPT_BACKEND = 0x100,
+	CLI_OPT_THREADS,
+	CLI_OPT_CTX,
+	CLI_OPT_TEMP,
+	CLI_OPT_TOP_K,
+	CLI_OPT_TOP_P,
+	CLI_OPT_MIN_P,
+	CLI_OPT_PRESENCE,
+	CLI_OPT_REPEAT,
+	CLI_OPT_SEED,
+	CLI_OPT_GREEDY,
+	CLI_OPT_NEXT = 0x200
 };
 
 /* Paste into a struct option array (before the terminating zero entry). The short
  * options -m MODEL and -n MAX_NEW are handled by cli_common_opt too: add "m:n:" to
  * the optstring. */
-#define CLI_COMMON_LONGOPTS \
-	{"model", required_argument, 0, 'm'}, \
-	{"backend", required_argument, 0, CLI_OPT_BACKEND}, \
-	{"threads", required_argument, 0, CLI_OPT_THREADS}, \
-	{"ctx", required_argument, 0, CLI_OPT_CTX}, \
-	{"max-new", required_argument, 0, 'n'}, \
-	{"temp", required_argument, 0, CLI_OPT_TEMP}, \
-	{"top-k", required_argument, 0, CLI_OPT_TOP_K}, \
-	{"top-p", required_argument, 0, CLI_OPT_TOP_P}, \
-	{"min-p", required_argument, 0, CLI_OPT_MIN_P}, \
-	{"presence-penalty", required_argument, 0, CLI_OPT_PRESENCE}, \
-	{"repeat-penalty", required_argument, 0, CLI_OPT_REPEAT}, \
-	{"seed", required_argument, 0, CLI_OPT_SEED}, \
-	{"greedy", no_argument, 0, CLI_OPT_GREEDY}
+#define CLI_COMMON_LONGOPTS                                                                       \
+	{"model", required_argument, 0, 'm'}, {"backend", required_argument, 0, CLI_OPT_BACKEND}, \
+		{"threads", required_argument, 0, CLI_OPT_THREADS},                               \
+		{"ctx", required_argument, 0, CLI_OPT_CTX},                                       \
+		{"max-new", required_argument, 0, 'n'},                                           \
+		{"temp", required_argument, 0, CLI_OPT_TEMP},                                     \
+		{"top-k", required_argument, 0, CLI_OPT_TOP_K},                                   \
+		{"top-p", required_argument, 0, CLI_OPT_TOP_P},                                   \
+		{"min-p", required_argument, 0, CLI_OPT_MIN_P},                                   \
+		{"presence-penalty", required_argument, 0, CLI_OPT_PRESENCE},                     \
+		{"repeat-penalty", required_argument, 0, CLI_OPT_REPEAT},                         \
+		{"seed", required_argument, 0, CLI_OPT_SEED},                                     \
+	{                                                                                         \
+		"greedy", no_argument, 0, CLI_OPT_GREEDY                                          \
+	}
 
 /* Defaults: backend "auto", everything else unset/zero. */
 void cli_common_init(struct cli_common *c);

@@ -79,7 +79,8 @@ static int read_ids(FILE *f, int32_t **out, int *n)
 		if (c != EOF && c != ' ' && c != ',' && c != '\n' && c != '\t' && c != '\r') {
 			if (c < '0' || c > '9' || wl >= 10) {
 				free(ids);
-				return err_set("stdin: token %d is not a decimal id below 2^31", index);
+				return err_set("stdin: token %d is not a decimal id below 2^31",
+					       index);
 			}
 			word[wl++] = (char)c;
 			continue;
@@ -121,12 +122,11 @@ enum { OPT_OUT = CLI_OPT_NEXT, OPT_KV_F32, OPT_HELP, OPT_JSON, OPT_BW_BUFFER, OP
 
 int cmd_logits(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		CLI_COMMON_LONGOPTS,
-		{"out", required_argument, 0, OPT_OUT},
-		{"kv-f32", no_argument, 0, OPT_KV_F32},
-		{"help", no_argument, 0, OPT_HELP},
-		{0, 0, 0, 0}};
+	static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
+						 {"out", required_argument, 0, OPT_OUT},
+						 {"kv-f32", no_argument, 0, OPT_KV_F32},
+						 {"help", no_argument, 0, OPT_HELP},
+						 {0, 0, 0, 0}};
 	struct cli_common cli;
 	const char *out = NULL;
 	bool kv_f32 = false;
@@ -170,10 +170,10 @@ int cmd_logits(int argc, char **argv)
 	if (!m)
 		goto done;
 	const struct eng_config *c = eng_model_config(m);
-	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, cli.ctx ? cli.ctx : n, kv_f32,
-				 cli_upload_progress};
+	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, cli.ctx ? cli.ctx : n,
+				 kv_f32, cli_upload_progress};
 	if (eo.ctx > c->max_position_embeddings)
-		eo.ctx = c->max_position_embeddings;   /* eng_forward reports the overflow */
+		eo.ctx = c->max_position_embeddings; /* eng_forward reports the overflow */
 	if (!(e = eng_new(m, &eo, cli_notice)))
 		goto fail;
 	size_t bytes = (size_t)n * (size_t)c->vocab_size * sizeof(float);
@@ -202,7 +202,8 @@ done:
 #if defined(__x86_64__)
 __attribute__((target("avx512f"))) static float read_avx512(const float *p, size_t n)
 {
-	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+	       a7 = a0;
 	for (size_t i = 0; i + 128 <= n; i += 128) {
 		a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
 		a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
@@ -220,7 +221,8 @@ __attribute__((target("avx512f"))) static float read_avx512(const float *p, size
 
 __attribute__((target("avx2"))) static float read_avx2(const float *p, size_t n)
 {
-	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+	       a7 = a0;
 	for (size_t i = 0; i + 64 <= n; i += 64) {
 		a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
 		a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
@@ -278,10 +280,10 @@ static double measure_read_bw(int threads, size_t bytes, int reps)
 		return 0;
 	float *buf = (float *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
 #ifdef MADV_HUGEPAGE
-	madvise(buf, bytes, MADV_HUGEPAGE);   /* a hint; 4 KB pages where refused */
+	madvise(buf, bytes, MADV_HUGEPAGE); /* a hint; 4 KB pages where refused */
 #endif
 	size_t n = bytes / sizeof(float);
-	for (size_t i = 0; i < n; i++)   /* touch every page so the timing reads RAM */
+	for (size_t i = 0; i < n; i++) /* touch every page so the timing reads RAM */
 		buf[i] = (float)(i & 7);
 	float (*fn)(const float *, size_t) = read_c;
 #if defined(__x86_64__)
@@ -304,7 +306,7 @@ static double measure_read_bw(int threads, size_t bytes, int reps)
 				break;
 			started++;
 		}
-		usleep(1000);            /* let every thread reach its start line */
+		usleep(1000); /* let every thread reach its start line */
 		double t0 = now_s();
 		atomic_store(&go, 1);
 		for (int t = 0; t < started; t++)
@@ -350,16 +352,16 @@ static const char bench_help[] =
 	"      --json               one JSON object instead of the table\n";
 
 struct bench_result {
-	double load_s, load_rss, bw_gbs;   /* load_rss: RSS growth while opening the model */
+	double load_s, load_rss, bw_gbs; /* load_rss: RSS growth while opening the model */
 	double pp_tps, pp_sd, tg_tps, tg_sd;
-	double pp_gflop, tg_gflop;          /* per prefill, per decoded token (average) */
-	double tg_bytes;                    /* bytes read per decoded token (weights + KV) */
+	double pp_gflop, tg_gflop; /* per prefill, per decoded token (average) */
+	double tg_bytes;           /* bytes read per decoded token (weights + KV) */
 	size_t weight_bytes, graph_bytes;
 	int threads;
-	bool bf16_prefill;                  /* QWENCHAT_CPU_BF16_PREFILL=1 asked for it */
-	bool device;                        /* a GPU backend: peaks below, not bw_gbs */
-	bool sampled;                       /* decode picked the ids on the device */
-	struct eng_device_peaks peaks;      /* best of the runs before and after */
+	bool bf16_prefill;             /* QWENCHAT_CPU_BF16_PREFILL=1 asked for it */
+	bool device;                   /* a GPU backend: peaks below, not bw_gbs */
+	bool sampled;                  /* decode picked the ids on the device */
+	struct eng_device_peaks peaks; /* best of the runs before and after */
 };
 
 static void mean_sd(const double *v, int n, double *mean, double *sd)
@@ -388,8 +390,7 @@ static double token_flops(const struct eng_config *c, int keys, bool lm_head)
 
 /* One decode step as the chat runs it: the next id picked on the device where the
  * backend can (greedy), else the logits row copied back. */
-static int decode_one(struct eng *e, int vocab, int32_t id, int pos, float *logits,
-		      bool *sampled)
+static int decode_one(struct eng *e, int vocab, int32_t id, int pos, float *logits, bool *sampled)
 {
 	struct eng_sampling sp = {.greedy = true, .vocab_limit = vocab};
 	if (eng_can_sample(e, &sp)) {
@@ -413,7 +414,7 @@ static int bench_run(struct eng *e, const struct eng_config *c, int np, int nd, 
 		goto done;
 	}
 	uint64_t x = 12345;
-	for (int i = 0; i < np + nd; i++) {  /* fixed pseudo-random ids */
+	for (int i = 0; i < np + nd; i++) { /* fixed pseudo-random ids */
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
 		ids[i] = (int32_t)((x >> 33) % (uint64_t)c->vocab_size);
 	}
@@ -488,17 +489,22 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 	double pp_tflops = r->pp_gflop * r->pp_tps / (np > 0 ? np : 1) / 1e3;
 	double gemm_ratio = r->peaks.gemm_tflop_s > 0 ? pp_tflops / r->peaks.gemm_tflop_s : 0;
 	if (json) {
-		printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"load_s\": %.3f, \"load_rss_bytes\": %.0f, "
+		printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"load_s\": "
+		       "%.3f, \"load_rss_bytes\": %.0f, "
 		       "\"prompt_tokens\": %d, \"decode_tokens\": %d, \"reps\": %d, "
-		       "\"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, \"prefill_gflop_s\": %.1f, "
-		       "\"decode_tok_s\": %.2f, \"decode_tok_s_sd\": %.2f, \"decode_bytes_per_token\": %.0f, "
-		       "\"decode_gb_s\": %.2f, \"decode_gflop_s\": %.2f, \"read_bandwidth_gb_s\": %.2f, "
+		       "\"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, \"prefill_gflop_s\": "
+		       "%.1f, "
+		       "\"decode_tok_s\": %.2f, \"decode_tok_s_sd\": %.2f, "
+		       "\"decode_bytes_per_token\": %.0f, "
+		       "\"decode_gb_s\": %.2f, \"decode_gflop_s\": %.2f, \"read_bandwidth_gb_s\": "
+		       "%.2f, "
 		       "\"decode_bandwidth_ratio\": %.3f, \"bf16_prefill\": %s, \"device\": %s, "
-		       "\"device_copy_gb_s\": %.1f, \"gemm_tflop_s\": %.2f, \"prefill_gemm_ratio\": %.3f, "
+		       "\"device_copy_gb_s\": %.1f, \"gemm_tflop_s\": %.2f, "
+		       "\"prefill_gemm_ratio\": %.3f, "
 		       "\"decode_sampled_on_device\": %s, \"graph_bytes\": %zu}\n",
-		       model, backend, r->threads, r->load_s, r->load_rss, np, nd, reps, r->pp_tps, r->pp_sd,
-		       r->pp_gflop * r->pp_tps / (np > 0 ? np : 1), r->tg_tps, r->tg_sd, r->tg_bytes,
-		       tg_gbs, r->tg_gflop * r->tg_tps, r->bw_gbs, ratio,
+		       model, backend, r->threads, r->load_s, r->load_rss, np, nd, reps, r->pp_tps,
+		       r->pp_sd, r->pp_gflop * r->pp_tps / (np > 0 ? np : 1), r->tg_tps, r->tg_sd,
+		       r->tg_bytes, tg_gbs, r->tg_gflop * r->tg_tps, r->bw_gbs, ratio,
 		       r->bf16_prefill ? "true" : "false", r->device ? "true" : "false",
 		       r->peaks.copy_gb_s, r->peaks.gemm_tflop_s, gemm_ratio,
 		       r->sampled ? "true" : "false", r->graph_bytes);
@@ -513,37 +519,39 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 		       r->bf16_prefill ? " (bf16 activations asked for)" : "");
 	if (nd > 0)
 		printf("decode     %d tokens: %.2f ± %.2f tok/s, %.3f GB read per token, "
-		       "%.1f GB/s, %.1f GFLOP/s\n", nd, r->tg_tps, r->tg_sd, r->tg_bytes / 1e9, tg_gbs,
-		       r->tg_gflop * r->tg_tps);
+		       "%.1f GB/s, %.1f GFLOP/s\n",
+		       nd, r->tg_tps, r->tg_sd, r->tg_bytes / 1e9, tg_gbs, r->tg_gflop * r->tg_tps);
 	if (r->device) {
-		printf("device     copy bandwidth %.1f GB/s (device to device, read + written bytes, "
+		printf("device     copy bandwidth %.1f GB/s (device to device, read + written "
+		       "bytes, "
 		       "best of 10); cuBLAS bf16 GEMM %dx%dx%d %.1f TFLOP/s (best of 10)\n",
 		       r->peaks.copy_gb_s, r->peaks.gemm_m, r->peaks.gemm_n, r->peaks.gemm_k,
 		       r->peaks.gemm_tflop_s);
 		if (nd > 0)
-			printf("ratio      decode reads at %.0f%% of the copy bandwidth%s\n", 100 * ratio,
-			       r->sampled ? " (ids picked on the device)" : "");
+			printf("ratio      decode reads at %.0f%% of the copy bandwidth%s\n",
+			       100 * ratio, r->sampled ? " (ids picked on the device)" : "");
 		if (np > 0)
 			printf("ratio      prefill at %.0f%% of the GEMM rate\n", 100 * gemm_ratio);
 	} else {
-		printf("memory     read bandwidth %.1f GB/s (%d threads, vector read loop, best of 10)\n",
+		printf("memory     read bandwidth %.1f GB/s (%d threads, vector read loop, best of "
+		       "10)\n",
 		       r->bw_gbs, r->threads);
 		if (nd > 0)
-			printf("ratio      decode reads at %.0f%% of the measured bandwidth\n", 100 * ratio);
+			printf("ratio      decode reads at %.0f%% of the measured bandwidth\n",
+			       100 * ratio);
 	}
 	printf("repeats    %d (mean ± standard deviation)\n", reps);
 }
 
 int cmd_bench(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		CLI_COMMON_LONGOPTS,
-		{"kv-f32", no_argument, 0, OPT_KV_F32},
-		{"json", no_argument, 0, OPT_JSON},
-		{"bw-buffer", required_argument, 0, OPT_BW_BUFFER},
-		{"bf16-prefill", no_argument, 0, OPT_BF16},
-		{"help", no_argument, 0, OPT_HELP},
-		{0, 0, 0, 0}};
+	static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
+						 {"kv-f32", no_argument, 0, OPT_KV_F32},
+						 {"json", no_argument, 0, OPT_JSON},
+						 {"bw-buffer", required_argument, 0, OPT_BW_BUFFER},
+						 {"bf16-prefill", no_argument, 0, OPT_BF16},
+						 {"help", no_argument, 0, OPT_HELP},
+						 {0, 0, 0, 0}};
 	struct cli_common cli;
 	long np = 512, reps = 3, bw_mib = 1024;
 	bool kv_f32 = false, json = false;
@@ -558,7 +566,8 @@ int cmd_bench(int argc, char **argv)
 			return EXIT_USAGE;
 		else if (code == 'r' && cli_parse_long("r", optarg, 1, 1000, &reps))
 			return EXIT_USAGE;
-		else if (code == OPT_BW_BUFFER && cli_parse_long("bw-buffer", optarg, 1, 1 << 20, &bw_mib))
+		else if (code == OPT_BW_BUFFER &&
+			 cli_parse_long("bw-buffer", optarg, 1, 1 << 20, &bw_mib))
 			return EXIT_USAGE;
 		else if (code == OPT_KV_F32)
 			kv_f32 = true;
@@ -585,8 +594,8 @@ int cmd_bench(int argc, char **argv)
 	if (!m)
 		return EXIT_RUNTIME;
 	const struct eng_config *c = eng_model_config(m);
-	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, (int)np + nd + 1, kv_f32,
-				 cli_upload_progress};
+	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, (int)np + nd + 1,
+				 kv_f32, cli_upload_progress};
 	struct eng *e = NULL;
 	int rc = EXIT_RUNTIME;
 	if (eo.ctx > c->max_position_embeddings) {
@@ -606,8 +615,8 @@ int cmd_bench(int argc, char **argv)
 	    bench_run(e, c, (int)np, nd, (int)reps, &res) ||
 	    measure_limits(e, c, gemm_n, bw_mib, &res))
 		goto fail;
-	bench_print(&res, cli.model ? cli.model : hub_default_model(), eng_backend_name(e),
-		    (int)np, nd, (int)reps, json);
+	bench_print(&res, cli.model ? cli.model : hub_default_model(), eng_backend_name(e), (int)np,
+		    nd, (int)reps, json);
 	rc = EXIT_OK;
 	goto done;
 fail:

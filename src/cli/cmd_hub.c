@@ -90,7 +90,7 @@ int cmd_list(int argc, char **argv)
 	}
 	if (n == 0) {
 		fprintf(stderr, "no Qwen3 models in the Hugging Face cache; "
-			"'qwenchat pull Qwen/Qwen3-0.6B' downloads one\n");
+				"'qwenchat pull Qwen/Qwen3-0.6B' downloads one\n");
 	} else {
 		printf("%-36s %-24s %10s  %s\n", "MODEL", "REVISION", "SIZE", "STATUS");
 	}

@@ -17,7 +17,7 @@
 /* The engine's default KV capacity (engine.h: eng_options.ctx = 0). */
 #define DEFAULT_CTX_CAP 4096
 /* Prefill works on chunks of positions; the scratch estimate assumes this many. */
-#define SCRATCH_CHUNK 512
+#define SCRATCH_CHUNK   512
 
 static const char help[] =
 	"usage: qwenchat info -m MODEL [--ctx N] [--json] [--config-only]\n"
@@ -35,9 +35,9 @@ struct info {
 	const char *dir;
 	struct eng_config cfg;
 	struct eng_param_counts pc;
-	bool loaded;                /* safetensors opened and every tensor bound */
-	size_t mapped_bytes;        /* eng_model_weight_bytes when loaded */
-	size_t es;                  /* bytes per weight element */
+	bool loaded;         /* safetensors opened and every tensor bound */
+	size_t mapped_bytes; /* eng_model_weight_bytes when loaded */
+	size_t es;           /* bytes per weight element */
 	int ctx;
 	bool ctx_default;
 	size_t kv_tok, kv_ctx, kv_max, decode_bytes, scratch, weight_bytes;
@@ -50,7 +50,11 @@ static const char *si_bytes(double b, char *buf, size_t n)
 	int i = 0;
 	while (b >= 1000 && i < 4)
 		b /= 1000, i++;
-	snprintf(buf, n, i == 0 ? "%.0f %s" : b < 10 ? "%.2f %s" : b < 100 ? "%.1f %s" : "%.0f %s",
+	snprintf(buf, n,
+		 i == 0    ? "%.0f %s"
+		 : b < 10  ? "%.2f %s"
+		 : b < 100 ? "%.1f %s"
+			   : "%.0f %s",
 		 b, u[i]);
 	return buf;
 }
@@ -62,7 +66,11 @@ static const char *iec_bytes(double b, char *buf, size_t n)
 	int i = 0;
 	while (b >= 1024 && i < 4)
 		b /= 1024, i++;
-	snprintf(buf, n, i == 0 ? "%.0f %s" : b < 10 ? "%.2f %s" : b < 100 ? "%.1f %s" : "%.0f %s",
+	snprintf(buf, n,
+		 i == 0    ? "%.0f %s"
+		 : b < 10  ? "%.2f %s"
+		 : b < 100 ? "%.1f %s"
+			   : "%.0f %s",
 		 b, u[i]);
 	return buf;
 }
@@ -100,11 +108,10 @@ static size_t scratch_estimate(const struct eng_config *c, int ctx)
 {
 	size_t q = (size_t)c->num_heads * (size_t)c->head_dim;
 	size_t kv = (size_t)c->num_kv_heads * (size_t)c->head_dim;
-	size_t per_pos = 3 * (size_t)c->hidden_size + 2 * q + 2 * kv +
-			 2 * (size_t)c->intermediate_size;
+	size_t per_pos =
+		3 * (size_t)c->hidden_size + 2 * q + 2 * kv + 2 * (size_t)c->intermediate_size;
 	size_t chunk = (size_t)(ctx < SCRATCH_CHUNK ? ctx : SCRATCH_CHUNK);
-	return 4 * (per_pos * chunk + (size_t)c->num_heads * (size_t)ctx +
-		    (size_t)c->vocab_size);
+	return 4 * (per_pos * chunk + (size_t)c->num_heads * (size_t)ctx + (size_t)c->vocab_size);
 }
 
 static void compute(struct info *in, int ctx_opt)
@@ -113,9 +120,10 @@ static void compute(struct info *in, int ctx_opt)
 	eng_count_params(c, &in->pc);
 	in->es = eng_dtype_size(c->dtype);
 	in->ctx_default = ctx_opt == 0;
-	in->ctx = ctx_opt ? ctx_opt
-		  : (c->max_position_embeddings < DEFAULT_CTX_CAP ? c->max_position_embeddings
-								   : DEFAULT_CTX_CAP);
+	in->ctx =
+		ctx_opt ? ctx_opt
+			: (c->max_position_embeddings < DEFAULT_CTX_CAP ? c->max_position_embeddings
+									: DEFAULT_CTX_CAP);
 	in->kv_tok = eng_kv_bytes_per_token(c, 2);
 	in->kv_ctx = in->kv_tok * (size_t)in->ctx;
 	in->kv_max = in->kv_tok * (size_t)c->max_position_embeddings;
@@ -144,8 +152,8 @@ static int rows_of(const struct info *in, struct row *r)
 	r[n++] = (struct row){"mlp up_proj", p->mlp_up};
 	r[n++] = (struct row){"mlp down_proj", p->mlp_down};
 	r[n++] = (struct row){"final norm", p->final_norm};
-	r[n++] = (struct row){in->cfg.tie_word_embeddings ? "lm_head (tied: embedding)"
-							  : "lm_head", p->lm_head};
+	r[n++] = (struct row){in->cfg.tie_word_embeddings ? "lm_head (tied: embedding)" : "lm_head",
+			      p->lm_head};
 	return n;
 }
 
@@ -161,22 +169,23 @@ static void print_config(const struct info *in)
 {
 	const struct eng_config *c = &in->cfg;
 	printf("model         %s\n", in->dir);
-	printf("architecture  Qwen3ForCausalLM (dense), weights %s, %s\n",
-	       eng_dtype_name(c->dtype),
+	printf("architecture  Qwen3ForCausalLM (dense), weights %s, %s\n", eng_dtype_name(c->dtype),
 	       in->loaded ? "safetensors loaded and checked" : "from config.json only");
 	printf("shape         vocab %d, hidden %d, intermediate %d, %d layers\n", c->vocab_size,
 	       c->hidden_size, c->intermediate_size, c->num_layers);
 	printf("attention     %d query heads, %d KV heads (GQA %d:1), head_dim %d "
-	       "(q width %d%s hidden %d)\n", c->num_heads, c->num_kv_heads,
-	       c->num_heads / c->num_kv_heads, c->head_dim, c->num_heads * c->head_dim,
+	       "(q width %d%s hidden %d)\n",
+	       c->num_heads, c->num_kv_heads, c->num_heads / c->num_kv_heads, c->head_dim,
+	       c->num_heads * c->head_dim,
 	       c->num_heads * c->head_dim == c->hidden_size ? " =" : " !=", c->hidden_size);
 	printf("rope          theta %.10g, ", c->rope_theta);
 	if (!strcmp(c->rope_type, "yarn"))
 		printf("YaRN factor %g over %d positions (cos/sin scale %.4g, beta %g/%g)",
-		       c->rope_original_max_position > 0 ?
-		       (double)c->max_position_embeddings / c->rope_original_max_position :
-		       c->rope_factor, c->rope_original_max_position > 0 ?
-		       c->rope_original_max_position : c->max_position_embeddings,
+		       c->rope_original_max_position > 0
+			       ? (double)c->max_position_embeddings / c->rope_original_max_position
+			       : c->rope_factor,
+		       c->rope_original_max_position > 0 ? c->rope_original_max_position
+							 : c->max_position_embeddings,
 		       rope_scale(c), c->rope_beta_fast, c->rope_beta_slow);
 	else if (!strcmp(c->rope_type, "linear"))
 		printf("linear scaling, factor %g", c->rope_factor);
@@ -200,8 +209,7 @@ static void print_table(const struct info *in)
 		       human_params(r[i].params, b, sizeof b),
 		       si_bytes((double)r[i].params * (double)in->es, d, sizeof d),
 		       iec_bytes((double)r[i].params * (double)in->es, e, sizeof e));
-	printf("%-27s %16s %9s %10s %10s\n", "total",
-	       grouped(in->pc.total, a, sizeof a),
+	printf("%-27s %16s %9s %10s %10s\n", "total", grouped(in->pc.total, a, sizeof a),
 	       (snprintf(b, sizeof b, "%.3fB", in->pc.total / 1e9), b),
 	       si_bytes((double)in->pc.total * (double)in->es, d, sizeof d),
 	       iec_bytes((double)in->pc.total * (double)in->es, e, sizeof e));
@@ -222,24 +230,26 @@ static void print_costs(const struct info *in)
 		printf("mapped        %s of tensor data (%zu bytes), read in place\n",
 		       si_bytes((double)in->mapped_bytes, a, sizeof a), in->mapped_bytes);
 	printf("decode reads  %s of weights per token (%zu bytes: every matrix once, "
-	       "lm_head, one embedding row)\n", si_bytes((double)in->decode_bytes, a, sizeof a),
-	       in->decode_bytes);
+	       "lm_head, one embedding row)\n",
+	       si_bytes((double)in->decode_bytes, a, sizeof a), in->decode_bytes);
 	printf("KV cache      %zu bytes (%s) per token in bf16; %s at ctx %d%s; %s at "
-	       "max_position_embeddings %d\n", in->kv_tok, iec_bytes((double)in->kv_tok, b, sizeof b),
+	       "max_position_embeddings %d\n",
+	       in->kv_tok, iec_bytes((double)in->kv_tok, b, sizeof b),
 	       iec_bytes((double)in->kv_ctx, c, sizeof c), in->ctx,
 	       in->ctx_default ? " (default: min(max_position_embeddings, 4096))" : " (--ctx)",
 	       iec_bytes((double)in->kv_max, d, sizeof d), in->cfg.max_position_embeddings);
 	printf("\nmemory plan at ctx %d (scratch is an estimate: fp32 activations for %d "
-	       "positions, scores, logits)\n", in->ctx, SCRATCH_CHUNK);
+	       "positions, scores, logits)\n",
+	       in->ctx, SCRATCH_CHUNK);
 	size_t tot = in->weight_bytes + in->kv_ctx + in->scratch;
 	iec_bytes((double)in->weight_bytes, a, sizeof a);
 	iec_bytes((double)in->kv_ctx, b, sizeof b);
 	iec_bytes((double)in->scratch, c, sizeof c);
 	iec_bytes((double)tot, d, sizeof d);
 	printf("  cpu   weights %s mmapped (page cache, not copied) + KV %s + scratch %s "
-	       "= %s of RAM\n", a, b, c, d);
-	printf("  cuda  weights %s uploaded + KV %s + scratch %s = %s of GPU memory\n", a, b, c,
-	       d);
+	       "= %s of RAM\n",
+	       a, b, c, d);
+	printf("  cuda  weights %s uploaded + KV %s + scratch %s = %s of GPU memory\n", a, b, c, d);
 }
 
 static json_t *jint(int64_t v)
@@ -280,8 +290,7 @@ static int print_json(const struct info *in)
 	json_object_set_new(cfg, "rope_theta", json_real(c->rope_theta));
 	json_object_set_new(cfg, "rope_type", json_string(c->rope_type));
 	json_object_set_new(cfg, "rope_factor", json_real(c->rope_factor));
-	json_object_set_new(cfg, "rope_original_max_position",
-			    jint(c->rope_original_max_position));
+	json_object_set_new(cfg, "rope_original_max_position", jint(c->rope_original_max_position));
 	json_object_set_new(cfg, "rope_attention_factor", json_real(rope_scale(c)));
 	json_object_set_new(cfg, "rope_beta_fast", json_real(c->rope_beta_fast));
 	json_object_set_new(cfg, "rope_beta_slow", json_real(c->rope_beta_slow));
@@ -293,9 +302,9 @@ static int print_json(const struct info *in)
 	json_object_set_new(o, "config", cfg);
 	struct row r[16];
 	int n = rows_of(in, r);
-	static const char *keys[] = {"embedding", "attn_q", "attn_k", "attn_v", "attn_o",
-				     "qk_norm", "layer_norms", "mlp_gate", "mlp_up", "mlp_down",
-				     "final_norm", "lm_head"};
+	static const char *keys[] = {"embedding", "attn_q",   "attn_k",      "attn_v",
+				     "attn_o",    "qk_norm",  "layer_norms", "mlp_gate",
+				     "mlp_up",    "mlp_down", "final_norm",  "lm_head"};
 	for (int i = 0; i < n; i++)
 		json_object_set_new(params, keys[i], jint(r[i].params));
 	json_object_set_new(params, "total", jint(in->pc.total));

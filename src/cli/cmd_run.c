@@ -47,11 +47,11 @@ enum { OPT_SYSTEM = CLI_OPT_NEXT, OPT_THINK, OPT_NO_THINK, OPT_RAW, OPT_STATS, O
 struct run_args {
 	struct cli_common cli;
 	const char *prompt, *file, *system;
-	int think;                 /* TMPL_THINK_* */
+	int think; /* TMPL_THINK_* */
 	bool raw, stats;
 };
 
-static atomic_int g_cancel;   /* set by SIGINT: stops the turn, the session stays sane */
+static atomic_int g_cancel; /* set by SIGINT: stops the turn, the session stays sane */
 
 static void on_sigint(int sig)
 {
@@ -63,22 +63,21 @@ static void on_sigint(int sig)
 /* 0, or an exit status after printing the problem. */
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
-	static const struct option longopts[] = {
-		CLI_COMMON_LONGOPTS,
-		{"prompt", required_argument, 0, 'p'},
-		{"file", required_argument, 0, 'f'},
-		{"system", required_argument, 0, OPT_SYSTEM},
-		{"think", no_argument, 0, OPT_THINK},
-		{"no-think", no_argument, 0, OPT_NO_THINK},
-		{"raw", no_argument, 0, OPT_RAW},
-		{"stats", no_argument, 0, OPT_STATS},
-		{"help", no_argument, 0, OPT_HELP},
-		{0, 0, 0, 0}};
+	static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
+						 {"prompt", required_argument, 0, 'p'},
+						 {"file", required_argument, 0, 'f'},
+						 {"system", required_argument, 0, OPT_SYSTEM},
+						 {"think", no_argument, 0, OPT_THINK},
+						 {"no-think", no_argument, 0, OPT_NO_THINK},
+						 {"raw", no_argument, 0, OPT_RAW},
+						 {"stats", no_argument, 0, OPT_STATS},
+						 {"help", no_argument, 0, OPT_HELP},
+						 {0, 0, 0, 0}};
 	int code, r;
 	memset(a, 0, sizeof *a);
 	cli_common_init(&a->cli);
 	a->think = TMPL_THINK_ABSENT;
-	opterr = 0;   /* one message of ours instead of getopt's plus ours */
+	opterr = 0; /* one message of ours instead of getopt's plus ours */
 	while ((code = getopt_long(argc, argv, "m:n:p:f:", longopts, NULL)) != -1) {
 		if ((r = cli_common_opt(&a->cli, code, optarg)) == 1)
 			continue;
@@ -92,9 +91,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		case OPT_NO_THINK: a->think = TMPL_THINK_OFF; break;
 		case OPT_RAW: a->raw = true; break;
 		case OPT_STATS: a->stats = true; break;
-		case OPT_HELP:
-			printf("%s%s", run_help, cli_common_help);
-			return -1;
+		case OPT_HELP: printf("%s%s", run_help, cli_common_help); return -1;
 		default:
 			return cli_usage(argv[0], "unknown option or missing value: '%s'",
 					 argv[optind - 1]);
@@ -105,10 +102,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	if (a->prompt && a->file)
 		return cli_usage(argv[0], "-p and -f both give the prompt: use one");
 	if (!a->prompt && !a->file && isatty(STDIN_FILENO))
-		return cli_usage(argv[0], "no prompt: give -p TEXT or -f FILE, or pipe it to stdin");
+		return cli_usage(argv[0],
+				 "no prompt: give -p TEXT or -f FILE, or pipe it to stdin");
 	if (a->raw && (a->system || a->think != TMPL_THINK_ABSENT))
 		return cli_usage(argv[0], "--raw uses no template: --system, --think and "
-				 "--no-think do not apply");
+					  "--no-think do not apply");
 	return 0;
 }
 
@@ -130,7 +128,7 @@ static char *read_prompt(const struct run_args *a)
 }
 
 struct out_state {
-	enum sess_part part;       /* what was printed last */
+	enum sess_part part; /* what was printed last */
 	bool any_reasoning;
 	bool write_failed;
 };
@@ -173,8 +171,8 @@ static void print_stats(const struct sess_stats *st)
 }
 
 /* The prompt's token ids: the raw text, or the one-turn conversation rendered. */
-static int32_t *prompt_ids(const struct run_args *a, struct tok *t, const char *prompt,
-			   int ctx, enum sess_split *split, int *n)
+static int32_t *prompt_ids(const struct run_args *a, struct tok *t, const char *prompt, int ctx,
+			   enum sess_split *split, int *n)
 {
 	if (a->raw) {
 		size_t k;
@@ -205,14 +203,14 @@ static int32_t *prompt_ids(const struct run_args *a, struct tok *t, const char *
 		ids = sess_render_fit(t, c, v, a->think, ctx, 1, n, &dropped);
 	chat_free(c);
 	*split = tmpl_prompt_opens_think(v, a->think) ? SESS_SPLIT_REASONING_FIRST
-						       : SESS_SPLIT_ANSWER_FIRST;
+						      : SESS_SPLIT_ANSWER_FIRST;
 	return ids;
 }
 
 /* Sampling settings: generation_config.json, the non-thinking preset when thinking
  * is switched off on a hybrid model, then the user's options. */
-static int sampling(const struct run_args *a, const char *dir, struct tok *t,
-		    struct samp_params *p, int32_t *eos, int *n_eos)
+static int sampling(const struct run_args *a, const char *dir, struct tok *t, struct samp_params *p,
+		    int32_t *eos, int *n_eos)
 {
 	samp_params_default(p);
 	if (samp_load_generation_config(dir, p, eos, n_eos))

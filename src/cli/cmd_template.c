@@ -21,10 +21,12 @@ static const char help[] =
 	"apply_chat_template(messages, tokenize=False, ...) gives. MODEL may be a directory\n"
 	"holding only the tokenizer files.\n"
 	"\n"
-	"  --messages FILE           JSON array of {\"role\", \"content\"} objects (\"-\" = stdin);\n"
+	"  --messages FILE           JSON array of {\"role\", \"content\"} objects (\"-\" = "
+	"stdin);\n"
 	"                            roles system, user, assistant, tool; assistant turns may\n"
 	"                            carry \"reasoning_content\" and \"tool_calls\"; or an object\n"
-	"                            {\"messages\": [...], \"tools\": [...]} with tool definitions\n"
+	"                            {\"messages\": [...], \"tools\": [...]} with tool "
+	"definitions\n"
 	"  --add-generation-prompt   end with the opening of an assistant turn\n"
 	"  --enable-thinking B       pass enable_thinking=true or false to the template\n"
 	"                            (default: not passed)\n"
@@ -102,23 +104,19 @@ int cmd_template(int argc, char **argv)
 			fputs("\ncommon options (accepted, unused here):\n", stdout);
 			fputs(cli_common_help, stdout);
 			return EXIT_OK;
-		case OPT_MESSAGES:
-			messages = optarg;
-			break;
-		case OPT_AGP:
-			agp = true;
-			break;
+		case OPT_MESSAGES: messages = optarg; break;
+		case OPT_AGP: agp = true; break;
 		case OPT_THINK:
 			if (!strcmp(optarg, "true"))
 				think = TMPL_THINK_ON;
 			else if (!strcmp(optarg, "false"))
 				think = TMPL_THINK_OFF;
 			else
-				return cli_usage(argv[0], "--enable-thinking: '%s' is not true or false",
+				return cli_usage(argv[0],
+						 "--enable-thinking: '%s' is not true or false",
 						 optarg);
 			break;
-		case '?':
-			return cli_usage(argv[0], "bad option");
+		case '?': return cli_usage(argv[0], "bad option");
 		default:
 			if (cli_common_opt(&common, opt, optarg) < 0)
 				return EXIT_USAGE;

@@ -129,10 +129,14 @@ static int bench(const char *model, const char *file, long reps)
 	printf("file        %s (%zu bytes, %zu tokens)\n", file, len, n);
 	printf("load        %.1f ms wall, %.1f ms CPU (tokenizer.json + tokenizer_config.json)\n",
 	       load_s * 1e3, load_cpu * 1e3);
-	printf("encode 1st  %.1f MB/s  %.0f tokens/s  (%.1f ms wall, empty piece cache; CPU time: %.1f MB/s)\n",
-	       (double)len / first / 1e6, (double)n / first, first * 1e3, (double)len / cfirst / 1e6);
-	printf("encode best %.1f MB/s  %.0f tokens/s  (%.1f ms wall, best of %ld; CPU time: %.1f MB/s)\n",
-	       (double)len / best / 1e6, (double)n / best, best * 1e3, reps, (double)len / cbest / 1e6);
+	printf("encode 1st  %.1f MB/s  %.0f tokens/s  (%.1f ms wall, empty piece cache; CPU time: "
+	       "%.1f MB/s)\n",
+	       (double)len / first / 1e6, (double)n / first, first * 1e3,
+	       (double)len / cfirst / 1e6);
+	printf("encode best %.1f MB/s  %.0f tokens/s  (%.1f ms wall, best of %ld; CPU time: %.1f "
+	       "MB/s)\n",
+	       (double)len / best / 1e6, (double)n / best, best * 1e3, reps,
+	       (double)len / cbest / 1e6);
 	free(text);
 	tok_free(t);
 	return EXIT_OK;
@@ -187,15 +191,12 @@ int cmd_tokenize(int argc, char **argv)
 			fputs("\ncommon options (accepted, unused here):\n", stdout);
 			fputs(cli_common_help, stdout);
 			return EXIT_OK;
-		case OPT_BENCH:
-			bench_file = optarg;
-			break;
+		case OPT_BENCH: bench_file = optarg; break;
 		case 'r':
 			if (cli_parse_long("--reps", optarg, 1, 1000, &reps))
 				return EXIT_USAGE;
 			break;
-		case '?':
-			return cli_usage(argv[0], "bad option");
+		case '?': return cli_usage(argv[0], "bad option");
 		default:
 			if (cli_common_opt(&common, opt, optarg) < 0)
 				return EXIT_USAGE;
@@ -259,11 +260,8 @@ int cmd_detokenize(int argc, char **argv)
 			fputs("\ncommon options (accepted, unused here):\n", stdout);
 			fputs(cli_common_help, stdout);
 			return EXIT_OK;
-		case OPT_SKIP:
-			skip = true;
-			break;
-		case '?':
-			return cli_usage(argv[0], "bad option");
+		case OPT_SKIP: skip = true; break;
+		case '?': return cli_usage(argv[0], "bad option");
 		default:
 			if (cli_common_opt(&common, opt, optarg) < 0)
 				return EXIT_USAGE;

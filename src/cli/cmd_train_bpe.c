@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_VOCAB (1L << 24)
+#define MAX_VOCAB   (1L << 24)
 #define MAX_THREADS 256
 
 static const char help[] =
@@ -95,11 +95,13 @@ struct args {
 /* Parses and checks the command line; -1 after a usage error was printed. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	static const struct option opts[] = {
-		{"vocab-size", required_argument, 0, 'V'}, {"special", required_argument, 0, 'S'},
-		{"threads", required_argument, 0, 'T'},    {"out", required_argument, 0, 'o'},
-		{"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0}};
+	static const struct option opts[] = {{"vocab-size", required_argument, 0, 'V'},
+					     {"special", required_argument, 0, 'S'},
+					     {"threads", required_argument, 0, 'T'},
+					     {"out", required_argument, 0, 'o'},
+					     {"quiet", no_argument, 0, 'q'},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
 	a->specials = calloc((size_t)argc + 1, sizeof *a->specials);
 	if (!a->specials)
 		return cli_error("out of memory"), -1;
@@ -111,9 +113,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 			if (cli_parse_long("--vocab-size", optarg, 1, MAX_VOCAB, &a->vocab) < 0)
 				return -1;
 			break;
-		case 'S':
-			a->specials[a->n_specials++] = optarg;
-			break;
+		case 'S': a->specials[a->n_specials++] = optarg; break;
 		case 'T':
 			if (cli_parse_long("--threads", optarg, 0, MAX_THREADS, &a->threads) < 0)
 				return -1;
@@ -121,9 +121,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'o': a->out = optarg; break;
 		case 'q': a->quiet = true; break;
 		case 'h': fputs(help, stdout); exit(EXIT_OK);
-		default:
-			cli_usage("train-bpe", "unknown option '%s'", argv[optind - 1]);
-			return -1;
+		default: cli_usage("train-bpe", "unknown option '%s'", argv[optind - 1]); return -1;
 		}
 	}
 	if (!a->vocab)
@@ -140,11 +138,15 @@ static int parse_args(int argc, char **argv, struct args *a)
 		for (int j = 0; j < k; j++)
 			if (!strcmp(a->specials[j], a->specials[k]))
 				return cli_usage("train-bpe", "--special '%s' given twice",
-						 a->specials[k]), -1;
+						 a->specials[k]),
+				       -1;
 	}
 	if (a->vocab < 256 + a->n_specials)
-		return cli_usage("train-bpe", "--vocab-size %ld is below 256 byte tokens + %d special "
-				 "tokens", a->vocab, a->n_specials), -1;
+		return cli_usage("train-bpe",
+				 "--vocab-size %ld is below 256 byte tokens + %d special "
+				 "tokens",
+				 a->vocab, a->n_specials),
+		       -1;
 	if (!a->threads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		a->threads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
@@ -174,8 +176,10 @@ int cmd_train_bpe(int argc, char **argv)
 	struct bpe_count_stats st;
 	double t0 = now();
 	struct progress pc = {.tty = !a.quiet && isatty(STDERR_FILENO), .t0 = t0, .last = t0};
-	struct bpe_count_opts co = {.specials = a.specials, .n_specials = a.n_specials,
-				    .threads = (int)a.threads, .progress = on_count,
+	struct bpe_count_opts co = {.specials = a.specials,
+				    .n_specials = a.n_specials,
+				    .threads = (int)a.threads,
+				    .progress = on_count,
 				    .progress_ctx = &pc};
 	struct bpe_counter *c = bpe_counter_new(&co);
 	if (!c || make_dir(a.out) < 0)
@@ -192,8 +196,10 @@ int cmd_train_bpe(int argc, char **argv)
 	c = NULL;
 	double t1 = now();
 	struct progress pr = {.tty = !a.quiet && isatty(STDERR_FILENO), .t0 = t1};
-	struct bpe_train_opts to = {.vocab_size = (int)a.vocab, .n_specials = a.n_specials,
-				    .progress = on_progress, .progress_ctx = &pr};
+	struct bpe_train_opts to = {.vocab_size = (int)a.vocab,
+				    .n_specials = a.n_specials,
+				    .progress = on_progress,
+				    .progress_ctx = &pr};
 	m = bpe_train(&words, &to);
 	if (pr.tty && pr.last > 0)
 		fputc('\n', stderr);
@@ -215,8 +221,10 @@ int cmd_train_bpe(int argc, char **argv)
 			t2 > t1 ? m->n_merges / (t2 - t1) : 0.0, m->n_tokens + a.n_specials,
 			ru.ru_maxrss / 1024.0, a.out);
 		if (m->n_merges < a.vocab - 256 - a.n_specials)
-			fprintf(stderr, "train-bpe: no pair left to merge after %d merges: the "
-				"vocabulary is smaller than --vocab-size %ld\n", m->n_merges, a.vocab);
+			fprintf(stderr,
+				"train-bpe: no pair left to merge after %d merges: the "
+				"vocabulary is smaller than --vocab-size %ld\n",
+				m->n_merges, a.vocab);
 	}
 out:
 	if (rc != EXIT_OK)

@@ -4,16 +4,16 @@
 #ifndef QWENCHAT_COMMANDS_H
 #define QWENCHAT_COMMANDS_H
 
-int cmd_chat(int argc, char **argv);        /* main.c: the interactive UI */
-int cmd_run(int argc, char **argv);         /* cmd_run.c */
-int cmd_template(int argc, char **argv);    /* cmd_template.c */
-int cmd_tokenize(int argc, char **argv);    /* cmd_tokenize.c */
-int cmd_detokenize(int argc, char **argv);  /* cmd_tokenize.c */
-int cmd_train_bpe(int argc, char **argv);   /* cmd_train_bpe.c */
-int cmd_logits(int argc, char **argv);      /* cmd_engine.c */
-int cmd_bench(int argc, char **argv);       /* cmd_engine.c */
-int cmd_info(int argc, char **argv);        /* cmd_info.c */
-int cmd_pull(int argc, char **argv);        /* cmd_hub.c */
-int cmd_list(int argc, char **argv);        /* cmd_hub.c */
+int cmd_chat(int argc, char **argv);       /* main.c: the interactive UI */
+int cmd_run(int argc, char **argv);        /* cmd_run.c */
+int cmd_template(int argc, char **argv);   /* cmd_template.c */
+int cmd_tokenize(int argc, char **argv);   /* cmd_tokenize.c */
+int cmd_detokenize(int argc, char **argv); /* cmd_tokenize.c */
+int cmd_train_bpe(int argc, char **argv);  /* cmd_train_bpe.c */
+int cmd_logits(int argc, char **argv);     /* cmd_engine.c */
+int cmd_bench(int argc, char **argv);      /* cmd_engine.c */
+int cmd_info(int argc, char **argv);       /* cmd_info.c */
+int cmd_pull(int argc, char **argv);       /* cmd_hub.c */
+int cmd_list(int argc, char **argv);       /* cmd_hub.c */
 
 #endif

@@ -89,9 +89,7 @@ static int chat_options(int argc, char **argv, struct app_config *cfg, bool *pla
 			fputs(chat_usage, stdout);
 			fputs(cli_common_help, stdout);
 			return EXIT_OK + 1;
-		default:
-			fprintf(stderr, "try 'qwenchat chat --help'\n");
-			return EXIT_USAGE + 1;
+		default: fprintf(stderr, "try 'qwenchat chat --help'\n"); return EXIT_USAGE + 1;
 		}
 	}
 	if (optind < argc)
@@ -132,16 +130,11 @@ static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } commands[] = {
-	{"chat", cmd_chat},
-	{"run", cmd_run},
-	{"tokenize", cmd_tokenize},
-	{"detokenize", cmd_detokenize},
-	{"template", cmd_template},
-	{"logits", cmd_logits},
-	{"bench", cmd_bench},
-	{"info", cmd_info},
-	{"pull", cmd_pull},
-	{"list", cmd_list},
+	{"chat", cmd_chat},           {"run", cmd_run},
+	{"tokenize", cmd_tokenize},   {"detokenize", cmd_detokenize},
+	{"template", cmd_template},   {"logits", cmd_logits},
+	{"bench", cmd_bench},         {"info", cmd_info},
+	{"pull", cmd_pull},           {"list", cmd_list},
 	{"train-bpe", cmd_train_bpe},
 };
 

@@ -24,7 +24,7 @@ struct hdrs {
 	long status;
 	char commit[48], etag[160], linked_etag[160], linked_size[32], length[32];
 	char location[2048], err_code[64], content_range[128];
-	bool overflow;                /* a header was too long: do not trust the set */
+	bool overflow; /* a header was too long: do not trust the set */
 };
 
 struct dl {
@@ -41,13 +41,13 @@ struct xfer {
 	struct dl *d;
 	const char *label;
 	int fd;
-	uint64_t have, size;          /* bytes in the file; bytes expected */
-	int use_sha1;                 /* 40-hex ETag: git blob sha1, else sha256 */
-	struct sha256_ctx s256;     /* nettle: uses the CPU's SHA instructions when present */
+	uint64_t have, size;    /* bytes in the file; bytes expected */
+	int use_sha1;           /* 40-hex ETag: git blob sha1, else sha256 */
+	struct sha256_ctx s256; /* nettle: uses the CPU's SHA instructions when present */
 	struct sha1_ctx s1;
-	struct hdrs *h;               /* headers of the GET's last hop */
+	struct hdrs *h; /* headers of the GET's last hop */
 	struct timespec t0, last;
-	bool started, failed;         /* failed: a callback set err and stopped curl */
+	bool started, failed; /* failed: a callback set err and stopped curl */
 };
 
 struct dl *dl_new(const char *token, dl_progress_fn progress, void *ud)
@@ -128,12 +128,15 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 	while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
 		end--;
 	size_t vlen = (size_t)(end - v);
-	static const struct { const char *name; size_t off, cap; } want[] = {
+	static const struct {
+		const char *name;
+		size_t off, cap;
+	} want[] = {
 #define H(name, field) {name, offsetof(struct hdrs, field), sizeof(((struct hdrs *)0)->field)}
-		H("X-Repo-Commit", commit), H("ETag", etag), H("X-Linked-Etag", linked_etag),
-		H("X-Linked-Size", linked_size), H("Content-Length", length),
-		H("Location", location), H("X-Error-Code", err_code),
-		H("Content-Range", content_range),
+		H("X-Repo-Commit", commit),      H("ETag", etag),
+		H("X-Linked-Etag", linked_etag), H("X-Linked-Size", linked_size),
+		H("Content-Length", length),     H("Location", location),
+		H("X-Error-Code", err_code),     H("Content-Range", content_range),
 #undef H
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
@@ -213,14 +216,15 @@ static int http_error(const char *label, const struct hdrs *h, bool have_token)
 	const char *code = h->err_code;
 	if (!strcmp(code, "RepoNotFound"))
 		return err_set("%s: repository not found (HTTP %ld)%s", label, h->status,
-			       h->status == 401 && !have_token ?
-			       "; if it is private or gated, set HF_TOKEN" : "");
+			       h->status == 401 && !have_token
+				       ? "; if it is private or gated, set HF_TOKEN"
+				       : "");
 	if (!strcmp(code, "RevisionNotFound"))
 		return err_set("%s: revision not found (HTTP %ld)", label, h->status);
 	if (h->status == 401 || h->status == 403)
-		return err_set("%s: access denied (HTTP %ld): %s", label, h->status, have_token ?
-			       "HF_TOKEN does not grant access to this repository" :
-			       "the repository is gated or private; set HF_TOKEN");
+		return err_set("%s: access denied (HTTP %ld): %s", label, h->status,
+			       have_token ? "HF_TOKEN does not grant access to this repository"
+					  : "the repository is gated or private; set HF_TOKEN");
 	if (h->status == 404)
 		return err_set("%s: not found (HTTP 404)", label);
 	return err_set("%s: the server answered HTTP %ld", label, h->status);
@@ -237,8 +241,9 @@ static int meta_from(const char *label, const struct hdrs *h, struct dl_meta *m)
 	memcpy(m->commit, h->commit, 41);
 	normalize_etag(h->linked_etag[0] ? h->linked_etag : h->etag, etag, sizeof etag);
 	if (!is_hex(etag, 64) && !is_hex(etag, 40))
-		return err_set("%s: the server sent no usable %s header (want a sha256 or sha1 in hex)",
-			       label, h->linked_etag[0] ? "X-Linked-Etag" : "ETag");
+		return err_set(
+			"%s: the server sent no usable %s header (want a sha256 or sha1 in hex)",
+			label, h->linked_etag[0] ? "X-Linked-Etag" : "ETag");
 	memcpy(m->etag, etag, strlen(etag) + 1);
 	const char *size = h->linked_size[0] ? h->linked_size : h->length;
 	if (parse_u64(size, &m->size) || m->size > (UINT64_C(1) << 42))
@@ -323,7 +328,8 @@ static int begin_body(struct xfer *x)
 	}
 	if (x->have > 0) {
 		if (ftruncate(x->fd, 0) || lseek(x->fd, 0, SEEK_SET) < 0) {
-			err_set("%s: cannot restart the partial file: %s", x->label, strerror(errno));
+			err_set("%s: cannot restart the partial file: %s", x->label,
+				strerror(errno));
 			return -1;
 		}
 		x->have = 0;
@@ -403,7 +409,10 @@ static void report(struct xfer *x, int final)
 static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ult,
 		       curl_off_t ulnow)
 {
-	(void)dltotal; (void)dlnow; (void)ult; (void)ulnow;
+	(void)dltotal;
+	(void)dlnow;
+	(void)ult;
+	(void)ulnow;
 	struct xfer *x = ud;
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -495,8 +504,8 @@ static int verify(struct xfer *x, const char *path, const struct dl_meta *m)
 	if (strcmp(got, m->etag)) {
 		unlink(path);
 		return err_set("%s: %s mismatch: the Hub says %s, the download has %s; "
-			       "the download was discarded", x->label, x->use_sha1 ? "sha1" : "sha256",
-			       m->etag, got);
+			       "the download was discarded",
+			       x->label, x->use_sha1 ? "sha1" : "sha256", m->etag, got);
 	}
 	if (fsync(x->fd))
 		return err_set("%s: fsync: %s", path, strerror(errno));

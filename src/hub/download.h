@@ -8,9 +8,9 @@
 /* What the Hub says about one file (from the first response, before any redirect
  * to a CDN, which knows nothing of the repository). */
 struct dl_meta {
-	char commit[41];   /* X-Repo-Commit: the commit the revision resolved to */
-	char etag[65];     /* X-Linked-Etag (LFS: sha256) or ETag (git blob sha1), unquoted */
-	uint64_t size;     /* X-Linked-Size or Content-Length */
+	char commit[41]; /* X-Repo-Commit: the commit the revision resolved to */
+	char etag[65];   /* X-Linked-Etag (LFS: sha256) or ETag (git blob sha1), unquoted */
+	uint64_t size;   /* X-Linked-Size or Content-Length */
 };
 
 /* Called while bytes arrive: done and total count the whole file (resumed part

@@ -45,8 +45,8 @@ static int valid_part(const char *s, size_t n)
 static int valid_rev(const char *s)
 {
 	size_t n = strlen(s);
-	if (n == 0 || n > 200 || s[0] == '/' || s[n - 1] == '/' || s[0] == '.' ||
-	    strstr(s, "..") || strstr(s, "//") || strstr(s, "/."))
+	if (n == 0 || n > 200 || s[0] == '/' || s[n - 1] == '/' || s[0] == '.' || strstr(s, "..") ||
+	    strstr(s, "//") || strstr(s, "/."))
 		return 0;
 	for (const char *p = s; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
@@ -66,7 +66,8 @@ int hfc_parse_spec(const char *spec, char **repo_id, char **rev)
 		return 0;
 	if (!valid_part(spec, (size_t)(slash - spec)) ||
 	    !valid_part(slash + 1, idlen - (size_t)(slash - spec) - 1)) {
-		err_set("%s: not a directory, and not a valid Hugging Face repo id (Org/Name)", spec);
+		err_set("%s: not a directory, and not a valid Hugging Face repo id (Org/Name)",
+			spec);
 		return -1;
 	}
 	const char *r = at ? at + 1 : "main";
@@ -231,7 +232,7 @@ void hfc_mark_absent(const char *repo_dir, const char *commit, const char *file)
 
 int hfc_lock(const char *root, const char *repo_id, const char *etag)
 {
-	char *repo = hfc_repo_dir("", repo_id);   /* "/models--Org--Name" */
+	char *repo = hfc_repo_dir("", repo_id); /* "/models--Org--Name" */
 	char *dir = repo ? cat(root, "/.locks", repo) : NULL;
 	char *path = dir ? cat(dir, "/", etag) : NULL;
 	char *lock = path ? cat(path, ".lock", "") : NULL;

@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_MODEL "Qwen/Qwen3-0.6B"
+#define DEFAULT_MODEL    "Qwen/Qwen3-0.6B"
 #define DEFAULT_ENDPOINT "https://huggingface.co"
-#define MAX_SHARDS 4096
-#define ATTEMPTS 5      /* tries per file; QWENCHAT_DOWNLOAD_ATTEMPTS overrides */
+#define MAX_SHARDS       4096
+#define ATTEMPTS         5 /* tries per file; QWENCHAT_DOWNLOAD_ATTEMPTS overrides */
 
 const char *hub_default_model(void)
 {
@@ -58,7 +58,8 @@ static char **index_shards(const char *index_path, size_t *count)
 	}
 	const char *key;
 	json_t *v;
-	json_object_foreach(map, key, v) {
+	json_object_foreach(map, key, v)
+	{
 		const char *f = json_string_value(v);
 		size_t fl = f ? strlen(f) : 0;
 		if (!f || !hfc_valid_file(f) || strchr(f, '/') || fl < 13 ||
@@ -133,9 +134,9 @@ static bool model_complete(const char *dir)
 
 struct progress {
 	bool tty;
-	bool open;              /* a bar is on screen without its newline */
+	bool open; /* a bar is on screen without its newline */
 	char label[128];
-	double last;            /* monotonic seconds of the last line */
+	double last; /* monotonic seconds of the last line */
 };
 
 static double now_s(void)
@@ -156,8 +157,8 @@ static void human(char *out, size_t cap, double b)
 	snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
 }
 
-static void show_progress(void *ud, const char *label, uint64_t done, uint64_t total,
-			  double rate, int final)
+static void show_progress(void *ud, const char *label, uint64_t done, uint64_t total, double rate,
+			  int final)
 {
 	struct progress *p = ud;
 	double t = now_s();
@@ -208,7 +209,7 @@ struct fetch {
 	struct dl *dl;
 	struct progress *prog;
 	const char *endpoint, *root, *repo_id, *repo_dir, *rev;
-	char commit[41];        /* set by the first answer; later requests pin it */
+	char commit[41]; /* set by the first answer; later requests pin it */
 };
 
 /* ENDPOINT/Org/Name/resolve/REV/FILE with the revision's slashes escaped. */
@@ -221,8 +222,8 @@ static char *file_url(const struct fetch *f, const char *file)
 		return NULL;
 	int k = snprintf(u, n, "%s/%s/resolve/", f->endpoint, f->repo_id);
 	for (const char *p = rev; *p; p++)
-		k += *p == '/' ? snprintf(u + k, n - (size_t)k, "%%2F") :
-			snprintf(u + k, n - (size_t)k, "%c", *p);
+		k += *p == '/' ? snprintf(u + k, n - (size_t)k, "%%2F")
+			       : snprintf(u + k, n - (size_t)k, "%c", *p);
 	snprintf(u + k, n - (size_t)k, "/%s", file);
 	return u;
 }
@@ -234,7 +235,8 @@ static int enough_space(const char *dir, const char *file, uint64_t need)
 		char a[32], b[32];
 		human(a, sizeof a, (double)need);
 		human(b, sizeof b, (double)sv.f_bavail * (double)sv.f_frsize);
-		return err_set("%s: not enough disk space in %s: need %s, %s free", file, dir, a, b);
+		return err_set("%s: not enough disk space in %s: need %s, %s free", file, dir, a,
+			       b);
 	}
 	return 0;
 }
@@ -247,8 +249,8 @@ static uint64_t file_size(const char *path)
 
 /* Downloads blobs/ETAG through blobs/ETAG.incomplete, retrying broken transfers
  * (each retry resumes where the last one stopped). Called with the blob's lock held. */
-static int fetch_blob(struct fetch *f, const char *url, const char *file,
-		      const struct dl_meta *m, const char *blob)
+static int fetch_blob(struct fetch *f, const char *url, const char *file, const struct dl_meta *m,
+		      const char *blob)
 {
 	char *part = malloc(strlen(blob) + 16);
 	if (!part)
@@ -302,8 +304,9 @@ static int fetch_file(struct fetch *f, const char *file, bool optional)
 	if (r == DL_ABSENT) {
 		if (f->commit[0])
 			hfc_mark_absent(f->repo_dir, f->commit, file);
-		rc = optional ? 1 : err_set("%s: not found at revision %s (HTTP 404)", file,
-					    f->commit[0] ? f->commit : f->rev);
+		rc = optional ? 1
+			      : err_set("%s: not found at revision %s (HTTP 404)", file,
+					f->commit[0] ? f->commit : f->rev);
 		goto out;
 	}
 	if (r != DL_OK)
@@ -395,12 +398,17 @@ static int fetch_weights(struct fetch *f)
 
 /* Downloads the snapshot's config and tokenizer files and, when weights is set, the
  * weights. Returns the snapshot directory (malloc'd) or NULL. */
-static char *download(const char *repo_id, const char *rev, const char *root,
-		      const char *repo_dir, bool weights)
+static char *download(const char *repo_id, const char *rev, const char *root, const char *repo_dir,
+		      bool weights)
 {
-	static const struct { const char *name; bool optional; } files[] = {
-		{"config.json", false}, {"generation_config.json", true},
-		{"tokenizer.json", false}, {"tokenizer_config.json", true},
+	static const struct {
+		const char *name;
+		bool optional;
+	} files[] = {
+		{"config.json", false},
+		{"generation_config.json", true},
+		{"tokenizer.json", false},
+		{"tokenizer_config.json", true},
 	};
 	struct progress prog = {
 		.tty = isatty(STDERR_FILENO) && !env_true("HF_HUB_DISABLE_PROGRESS_BARS"),
@@ -409,8 +417,8 @@ static char *download(const char *repo_id, const char *rev, const char *root,
 	const char *token = hub_token(&token_owned);
 	const char *ep = getenv("HF_ENDPOINT");
 	char *endpoint = strdup(ep && *ep ? ep : DEFAULT_ENDPOINT);
-	struct fetch f = {.root = root, .repo_id = repo_id, .repo_dir = repo_dir, .rev = rev,
-			  .prog = &prog};
+	struct fetch f = {
+		.root = root, .repo_id = repo_id, .repo_dir = repo_dir, .rev = rev, .prog = &prog};
 	char *snap = NULL;
 	f.dl = endpoint ? dl_new(token, show_progress, &prog) : NULL;
 	if (f.dl) {
@@ -420,8 +428,12 @@ static char *download(const char *repo_id, const char *rev, const char *root,
 		f.endpoint = endpoint;
 		int rc = 0;
 		for (size_t i = 0; rc == 0 && i < sizeof files / sizeof files[0]; i++)
-			rc = fetch_file(&f, files[i].name, files[i].optional ||
-					(!weights && strcmp(files[i].name, "tokenizer.json"))) < 0 ? -1 : 0;
+			rc = fetch_file(&f, files[i].name,
+					files[i].optional ||
+						(!weights &&
+						 strcmp(files[i].name, "tokenizer.json"))) < 0
+				     ? -1
+				     : 0;
 		if (rc == 0 && weights)
 			rc = fetch_weights(&f);
 		/* The ref moves only once the snapshot is whole. */
@@ -537,7 +549,8 @@ static char *refs_naming(const char *repo_dir, const char *commit)
 			if (grown) {
 				out = grown;
 				cap += n + 1;
-				len += (size_t)sprintf(out + len, "%s%s", len ? "," : "", e->d_name);
+				len += (size_t)sprintf(out + len, "%s%s", len ? "," : "",
+						       e->d_name);
 			}
 		}
 		free(c);

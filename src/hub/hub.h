@@ -30,11 +30,11 @@ char *hub_pull(const char *spec);
 
 /* One Qwen3 snapshot in the cache. */
 struct hub_entry {
-	char *repo_id;      /* "Org/Name" */
-	char *commit;       /* 40 hex digits */
-	char *refs;         /* refs naming this commit, comma-separated ("" when none) */
-	uint64_t bytes;     /* size of the files the snapshot holds */
-	int complete;       /* 1 when it has everything a model directory needs */
+	char *repo_id;  /* "Org/Name" */
+	char *commit;   /* 40 hex digits */
+	char *refs;     /* refs naming this commit, comma-separated ("" when none) */
+	uint64_t bytes; /* size of the files the snapshot holds */
+	int complete;   /* 1 when it has everything a model directory needs */
 };
 
 /* The snapshots in the cache whose config.json says model_type "qwen3", sorted by

@@ -14,13 +14,13 @@
 struct samp {
 	struct samp_params p;
 	int vocab;
-	uint64_t rng[4];           /* xoshiro256** state */
-	float *work;               /* (vocab) logits after the penalties */
-	uint8_t *seen;             /* (vocab) 1 for ids already penalised this call */
-	int32_t *cid;              /* (vocab) candidate ids */
-	float *cp;                 /* (vocab) candidate probabilities */
-	int n;                     /* candidates in cid/cp */
-	bool all;                  /* every id survives: cp is indexed by id, cid unused */
+	uint64_t rng[4]; /* xoshiro256** state */
+	float *work;     /* (vocab) logits after the penalties */
+	uint8_t *seen;   /* (vocab) 1 for ids already penalised this call */
+	int32_t *cid;    /* (vocab) candidate ids */
+	float *cp;       /* (vocab) candidate probabilities */
+	int n;           /* candidates in cid/cp */
+	bool all;        /* every id survives: cp is indexed by id, cid unused */
 };
 
 void samp_params_default(struct samp_params *p)
@@ -80,7 +80,8 @@ int samp_params_check(const struct samp_params *p)
 		return err_set("presence_penalty: %g is not in [-1000, 1000]", p->presence_penalty);
 	if (!isfinite(p->repetition_penalty) || p->repetition_penalty < 1e-3 ||
 	    p->repetition_penalty > 1e3)
-		return err_set("repetition_penalty: %g is not in [0.001, 1000]", p->repetition_penalty);
+		return err_set("repetition_penalty: %g is not in [0.001, 1000]",
+			       p->repetition_penalty);
 	return 0;
 }
 
@@ -138,8 +139,7 @@ int samp_parse_generation_config(const char *text, size_t len, const char *name,
 		goto out;
 	}
 	if (gc_number(root, name, "temperature", &q.temperature) ||
-	    gc_number(root, name, "top_k", &topk) ||
-	    gc_number(root, name, "top_p", &q.top_p) ||
+	    gc_number(root, name, "top_k", &topk) || gc_number(root, name, "top_p", &q.top_p) ||
 	    gc_number(root, name, "min_p", &q.min_p) ||
 	    gc_number(root, name, "repetition_penalty", &q.repetition_penalty) ||
 	    gc_number(root, name, "presence_penalty", &q.presence_penalty) ||
@@ -169,8 +169,7 @@ out:
 	return rc;
 }
 
-int samp_load_generation_config(const char *dir, struct samp_params *p, int32_t *eos,
-				int *n_eos)
+int samp_load_generation_config(const char *dir, struct samp_params *p, int32_t *eos, int *n_eos)
 {
 	char *path = fio_join(dir, "generation_config.json");
 	if (!path)
@@ -201,7 +200,10 @@ void samp_reseed(struct samp *s, uint64_t seed)
 		s->rng[i] = splitmix64(&seed);
 }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
 
 /* xoshiro256**: a uniform double in [0, 1). */
 static double rng_uniform(struct samp *s)
@@ -274,7 +276,10 @@ int samp_set_params(struct samp *s, const struct samp_params *p)
 	return 0;
 }
 
-const struct samp_params *samp_get_params(const struct samp *s) { return &s->p; }
+const struct samp_params *samp_get_params(const struct samp *s)
+{
+	return &s->p;
+}
 
 /* Copies the logits into work and applies the penalties to each distinct recent id
  * once. -1 on a NaN logit. */
@@ -429,7 +434,7 @@ static void full_vocab(struct samp *s)
 			m = s->work[i];
 	/* weights in float like the logits; the sum in double (151,936 terms) */
 	for (int i = 0; i < V; i++) {
-		s->cp[i] = expf((float)((s->work[i] - m) / T));  /* T may be tiny: divide */
+		s->cp[i] = expf((float)((s->work[i] - m) / T)); /* T may be tiny: divide */
 		z += s->cp[i];
 	}
 	if (s->p.top_p >= 1 && s->p.min_p <= 0) {

@@ -12,15 +12,15 @@
  * processors and warpers): repetition and presence penalty on the raw logits, then
  * temperature, top-k, top-p, min-p, then one draw from what is left. */
 struct samp_params {
-	double temperature;         /* > 0; 0 means greedy */
-	int top_k;                  /* keep the k most likely tokens; 0 = no limit */
-	double top_p;               /* keep the smallest set whose probability reaches top_p; 1 = off */
-	double min_p;               /* drop tokens below min_p x the top probability; 0 = off */
-	double presence_penalty;    /* subtracted once from the logit of every id in `recent` */
-	double repetition_penalty;  /* HF/CTRL: logits of ids in `recent` divided by it when
+	double temperature; /* > 0; 0 means greedy */
+	int top_k;          /* keep the k most likely tokens; 0 = no limit */
+	double top_p;       /* keep the smallest set whose probability reaches top_p; 1 = off */
+	double min_p;       /* drop tokens below min_p x the top probability; 0 = off */
+	double presence_penalty;   /* subtracted once from the logit of every id in `recent` */
+	double repetition_penalty; /* HF/CTRL: logits of ids in `recent` divided by it when
 	                             * positive, multiplied when negative; 1 = off */
-	uint64_t seed;              /* the RNG seed: the same seed gives the same tokens */
-	bool greedy;                /* always the most likely token (after penalties) */
+	uint64_t seed;             /* the RNG seed: the same seed gives the same tokens */
+	bool greedy;               /* always the most likely token (after penalties) */
 };
 
 /* Which settings a user chose explicitly: presets (samp_params_preset) leave them. */
@@ -67,8 +67,7 @@ int samp_params_check(const struct samp_params *p);
  * or an array) into eos[0..*n_eos) (at most SAMP_MAX_EOS; eos may be NULL). Unknown
  * keys are ignored. A file that does not parse or holds a bad value is refused:
  * -1 with err_set naming the file and the field. */
-int samp_load_generation_config(const char *dir, struct samp_params *p, int32_t *eos,
-				int *n_eos);
+int samp_load_generation_config(const char *dir, struct samp_params *p, int32_t *eos, int *n_eos);
 
 /* The same from the file's text (name starts every message); for tests and fuzzing. */
 int samp_parse_generation_config(const char *text, size_t len, const char *name,

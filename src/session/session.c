@@ -14,20 +14,20 @@ struct sess {
 	struct eng *e;
 	struct tok *t;
 	int chunk;
-	int vocab;                 /* the model's logits row length */
-	int sample_vocab;          /* ids the tokenizer can decode: min(vocab, tokenizer's) */
-	int ctx;                   /* eng_ctx */
+	int vocab;        /* the model's logits row length */
+	int sample_vocab; /* ids the tokenizer can decode: min(vocab, tokenizer's) */
+	int ctx;          /* eng_ctx */
 	int32_t stop[SESS_MAX_STOP];
 	int n_stop;
-	int32_t think_open, think_close;   /* <think>, </think> ids or -1 */
+	int32_t think_open, think_close; /* <think>, </think> ids or -1 */
 	atomic_int *cancel;
 	void (*progress)(void *user, int done, int total);
 	void *progress_user;
-	int32_t *ids;              /* (ctx) ids[0..n) are the cache contents */
+	int32_t *ids; /* (ctx) ids[0..n) are the cache contents */
 	int n;
-	float *logits;             /* (vocab) after ids[n-1], when logits_ok */
+	float *logits; /* (vocab) after ids[n-1], when logits_ok */
 	bool logits_ok;
-	double t_sync;             /* when the current turn's sess_sync began */
+	double t_sync; /* when the current turn's sess_sync began */
 	struct sess_stats st;
 };
 
@@ -113,10 +113,22 @@ void sess_free(struct sess *s)
 	free(s);
 }
 
-int sess_n(const struct sess *s) { return s->n; }
-const int32_t *sess_ids(const struct sess *s) { return s->ids; }
-const struct sess_stats *sess_stats(const struct sess *s) { return &s->st; }
-const float *sess_logits(const struct sess *s) { return s->logits_ok ? s->logits : NULL; }
+int sess_n(const struct sess *s)
+{
+	return s->n;
+}
+const int32_t *sess_ids(const struct sess *s)
+{
+	return s->ids;
+}
+const struct sess_stats *sess_stats(const struct sess *s)
+{
+	return &s->st;
+}
+const float *sess_logits(const struct sess *s)
+{
+	return s->logits_ok ? s->logits : NULL;
+}
 
 void sess_reset(struct sess *s)
 {
@@ -136,7 +148,8 @@ int sess_sync(struct sess *s, const int32_t *ids, int n)
 	for (int i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= s->vocab)
 			return err_set("session: token %d: id %d is not below the vocabulary "
-				       "size %d", i, (int)ids[i], s->vocab);
+				       "size %d",
+				       i, (int)ids[i], s->vocab);
 	int keep = 0;
 	while (keep < s->n && keep < n - 1 && s->ids[keep] == ids[keep])
 		keep++;
@@ -183,9 +196,9 @@ struct router {
 	sess_emit_fn emit;
 	void *user;
 	enum sess_part part;
-	bool part_start;           /* nothing of this part emitted yet */
-	size_t held_nl;            /* reasoning newlines held back until more text comes */
-	int stop;                  /* what emit returned */
+	bool part_start; /* nothing of this part emitted yet */
+	size_t held_nl;  /* reasoning newlines held back until more text comes */
+	int stop;        /* what emit returned */
 };
 
 static void route(struct router *r, const char *text, size_t len)
@@ -267,7 +280,7 @@ static bool device_sampling(struct sess *s, struct samp *sp, int32_t id, struct 
 {
 	const struct samp_params *p = samp_get_params(sp);
 	int nr = s->n + 1 < SAMP_PENALTY_LAST_N ? s->n + 1 : SAMP_PENALTY_LAST_N;
-	s->ids[s->n] = id;   /* in the window; s->n moves only once the forward succeeds */
+	s->ids[s->n] = id; /* in the window; s->n moves only once the forward succeeds */
 	*es = (struct eng_sampling){
 		.greedy = p->greedy || p->temperature == 0,
 		.temperature = p->temperature,
@@ -300,7 +313,7 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 	s->st.generated = 0;
 	double t_first = 0;
 	int forwards = 0, rc = 0;
-	int32_t next = -1;   /* the id the backend picked in the last forward, or -1 */
+	int32_t next = -1; /* the id the backend picked in the last forward, or -1 */
 	enum sess_stop why = SESS_STOP_MAX;
 	for (;;) {
 		if (s->st.generated >= max_new) {
@@ -390,8 +403,8 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 }
 
 /* Tokenizes the rendered conversation. NULL with err_set. */
-static int32_t *render_ids(struct tok *t, const struct chat *c, enum tmpl_variant v,
-			   int think, size_t *n)
+static int32_t *render_ids(struct tok *t, const struct chat *c, enum tmpl_variant v, int think,
+			   size_t *n)
 {
 	size_t len;
 	char *text = tmpl_render(c, v, true, think, &len);
@@ -402,8 +415,8 @@ static int32_t *render_ids(struct tok *t, const struct chat *c, enum tmpl_varian
 	return ids;
 }
 
-int32_t *sess_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v,
-			 int enable_thinking, int ctx, int reserve, int *n, int *dropped)
+int32_t *sess_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int enable_thinking,
+			 int ctx, int reserve, int *n, int *dropped)
 {
 	*dropped = 0;
 	for (;;) {
@@ -425,7 +438,8 @@ int32_t *sess_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v,
 			}
 			free(ids);
 			if (last < 0) {
-				err_set("the conversation is %zu tokens, the context holds %d", k, ctx);
+				err_set("the conversation is %zu tokens, the context holds %d", k,
+					ctx);
 				return NULL;
 			}
 			const char *msg = c->turns[last].content;

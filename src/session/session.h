@@ -17,8 +17,8 @@
 #include "tokenizer/tokenizer.h"
 
 struct sess_options {
-	int chunk;                  /* prefill chunk in tokens; 0 = SESS_DEFAULT_CHUNK */
-	const int32_t *eos;         /* extra stop ids (generation_config.json's eos_token_id) */
+	int chunk;          /* prefill chunk in tokens; 0 = SESS_DEFAULT_CHUNK */
+	const int32_t *eos; /* extra stop ids (generation_config.json's eos_token_id) */
 	int n_eos;
 	/* Set non-zero (from a signal handler or another thread) to stop the running
 	 * sess_sync/sess_generate at the next chunk or token; the session stays
@@ -37,24 +37,24 @@ enum { SESS_DEFAULT_CHUNK = 512 };
 
 /* Why sess_generate stopped. */
 enum sess_stop {
-	SESS_STOP_EOS,      /* <|im_end|>, <|endoftext|> or a generation_config eos id */
-	SESS_STOP_MAX,      /* max_new tokens generated */
-	SESS_STOP_CTX,      /* the KV cache is full */
-	SESS_STOP_CANCEL,   /* the cancel flag was set */
-	SESS_STOP_CALLER,   /* the emit callback returned non-zero */
+	SESS_STOP_EOS,    /* <|im_end|>, <|endoftext|> or a generation_config eos id */
+	SESS_STOP_MAX,    /* max_new tokens generated */
+	SESS_STOP_CTX,    /* the KV cache is full */
+	SESS_STOP_CANCEL, /* the cancel flag was set */
+	SESS_STOP_CALLER, /* the emit callback returned non-zero */
 };
 
 /* Statistics of the current turn: sess_sync starts a new turn and zeroes them. */
 struct sess_stats {
-	int reused;                 /* tokens kept from the cache (common prefix) */
-	int prefilled;              /* tokens run through the prefill this turn */
-	int generated;              /* tokens sampled (the stop token not counted) */
-	double prefill_seconds;     /* wall time of the prefill forwards */
-	double decode_seconds;      /* wall time of sampling + decode forwards */
-	double ttft;                /* sess_sync start to the first generated token, s */
-	double prefill_tps;         /* prefilled / prefill_seconds (0 when none) */
-	double decode_tps;          /* decode forwards / decode_seconds (0 when none) */
-	enum sess_stop stop;        /* why the last sess_generate ended */
+	int reused;             /* tokens kept from the cache (common prefix) */
+	int prefilled;          /* tokens run through the prefill this turn */
+	int generated;          /* tokens sampled (the stop token not counted) */
+	double prefill_seconds; /* wall time of the prefill forwards */
+	double decode_seconds;  /* wall time of sampling + decode forwards */
+	double ttft;            /* sess_sync start to the first generated token, s */
+	double prefill_tps;     /* prefilled / prefill_seconds (0 when none) */
+	double decode_tps;      /* decode forwards / decode_seconds (0 when none) */
+	enum sess_stop stop;    /* why the last sess_generate ended */
 };
 
 /* Which stream a piece of generated text belongs to. */
@@ -128,7 +128,7 @@ void sess_reset(struct sess *s);
  * with "the message is N tokens, the context holds CTX" (N: that user message's
  * tokens). Returns the malloc'd ids (*n of them) and *dropped (turns removed), or
  * NULL with err_set. */
-int32_t *sess_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v,
-			 int enable_thinking, int ctx, int reserve, int *n, int *dropped);
+int32_t *sess_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int enable_thinking,
+			 int ctx, int reserve, int *n, int *dropped);
 
 #endif

@@ -14,8 +14,11 @@ static const char *const specials[] = {"<|e|>", "<s>", "<s><s>"};
 
 static struct bpe_model *train(const uint8_t *data, size_t size, int threads, size_t block)
 {
-	struct bpe_count_opts o = {.specials = specials, .n_specials = 3, .threads = threads,
-				   .block_bytes = block, .min_range_bytes = block ? 16 : 0};
+	struct bpe_count_opts o = {.specials = specials,
+				   .n_specials = 3,
+				   .threads = threads,
+				   .block_bytes = block,
+				   .min_range_bytes = block ? 16 : 0};
 	struct bpe_counter *c = bpe_counter_new(&o);
 	if (!c)
 		abort();
@@ -36,7 +39,7 @@ static struct bpe_model *train(const uint8_t *data, size_t size, int threads, si
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct bpe_model *a = train(data, size, 1, 0);
-	struct bpe_model *b = train(data, size, 3, 200);  /* blocks of 200, ranges of 16+ */
+	struct bpe_model *b = train(data, size, 3, 200); /* blocks of 200, ranges of 16+ */
 	if (!a != !b)
 		abort();
 	if (a) {
@@ -48,8 +51,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			const char *x = bpe_model_token(a, a->merges[i][0], &l0);
 			const char *y = bpe_model_token(a, a->merges[i][1], &l1);
 			const char *z = bpe_model_token(a, 256 + i, &l);
-			if (!x || !y || !z || a->merges[i][0] >= 256 + i || a->merges[i][1] >= 256 + i ||
-			    l != l0 + l1 || memcmp(z, x, l0) || memcmp(z + l0, y, l1))
+			if (!x || !y || !z || a->merges[i][0] >= 256 + i ||
+			    a->merges[i][1] >= 256 + i || l != l0 + l1 || memcmp(z, x, l0) ||
+			    memcmp(z + l0, y, l1))
 				abort();
 		}
 	}

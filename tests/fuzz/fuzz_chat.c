@@ -18,7 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int v = TMPL_CHATML; v <= TMPL_QWEN3_THINKING; v++) {
 		for (int think = TMPL_THINK_ABSENT; think <= TMPL_THINK_ON; think++) {
 			size_t len;
-			char *s = tmpl_render(c, (enum tmpl_variant)v, think != TMPL_THINK_OFF, think, &len);
+			char *s = tmpl_render(c, (enum tmpl_variant)v, think != TMPL_THINK_OFF,
+					      think, &len);
 			if (c->n > 0 && (!s || strlen(s) != len))
 				abort();
 			free(s);
@@ -34,7 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < c->n; i++) {
 		const struct chat_turn *a = &c->turns[i], *b = &d->turns[i];
 		if (a->role != b->role || strcmp(a->content, b->content) ||
-		    !a->reasoning != !b->reasoning || (a->reasoning && strcmp(a->reasoning, b->reasoning)) ||
+		    !a->reasoning != !b->reasoning ||
+		    (a->reasoning && strcmp(a->reasoning, b->reasoning)) ||
 		    a->n_calls != b->n_calls)
 			abort();
 		for (size_t k = 0; k < a->n_calls; k++)

@@ -15,8 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	samp_params_default(&p);
 	before = p;
 	memcpy(eos_before, eos, sizeof eos);
-	if (samp_parse_generation_config((const char *)data, size, "fuzz.json", &p, eos,
-					 &n_eos)) {
+	if (samp_parse_generation_config((const char *)data, size, "fuzz.json", &p, eos, &n_eos)) {
 		if (memcmp(&p, &before, sizeof p) || memcmp(eos, eos_before, sizeof eos) || n_eos)
 			abort();
 		return 0;

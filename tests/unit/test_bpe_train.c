@@ -68,8 +68,8 @@ static void test_handout_example(void **state)
 	struct bpe_train_opts o = {.vocab_size = 256 + 12};
 	struct bpe_model *m = bpe_train(&w, &o);
 	assert_non_null(m);
-	const char *want[] = {"s t", "e st", "o w", "l ow", "w est", "n e",
-			      "ne west", "w i", "wi d", "wid est", "low e", "lowe r"};
+	const char *want[] = {"s t",     "e st", "o w",  "l ow",    "w est", "n e",
+			      "ne west", "w i",  "wi d", "wid est", "low e", "lowe r"};
 	assert_int_equal(m->n_merges, 12);
 	for (int i = 0; i < 12; i++) {
 		char buf[64];
@@ -102,7 +102,7 @@ static void test_ties(void **state)
 	merge_text(m, 1, buf, sizeof buf);
 	assert_string_equal(buf, "a b");
 	merge_text(m, 2, buf, sizeof buf);
-	assert_string_equal(buf, "x y");       /* count 2 */
+	assert_string_equal(buf, "x y"); /* count 2 */
 	merge_text(m, 3, buf, sizeof buf);
 	assert_string_equal(buf, "xy z");
 	bpe_model_free(m);
@@ -156,7 +156,7 @@ struct naive {
 	int nw;
 	int *len, **tok;
 	uint64_t *count;
-	char tb[512][16];     /* token bytes (test words have at most 12) */
+	char tb[512][16]; /* token bytes (test words have at most 12) */
 	int tl[512];
 	int ntok;
 };
@@ -169,7 +169,7 @@ static int cmp_bytes(const char *x, int nx, const char *y, int ny)
 
 static int naive_step(struct naive *r, int *out_a, int *out_b)
 {
-	static uint64_t cnt[512][512];  /* zeroed again below after each use */
+	static uint64_t cnt[512][512]; /* zeroed again below after each use */
 	for (int w = 0; w < r->nw; w++)
 		for (int i = 0; i + 1 < r->len[w]; i++)
 			cnt[r->tok[w][i]][r->tok[w][i + 1]] += r->count[w];
@@ -234,7 +234,10 @@ static void test_random_against_naive(void **state)
 			r->tok[w] = malloc((size_t)n * sizeof(int));
 			for (int i = 0; i < n; i++) {
 				seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-				s[w][i] = (char)((i + round) % 7 == 0 ? 0xC3 : 'a' + (int)((seed >> 35) % (uint64_t)alpha));
+				s[w][i] =
+					(char)((i + round) % 7 == 0 ? 0xC3
+								    : 'a' + (int)((seed >> 35) %
+										  (uint64_t)alpha));
 				r->tok[w][i] = (unsigned char)s[w][i];
 			}
 			s[w][n] = 0;
@@ -300,9 +303,27 @@ static void test_count_blocks_and_threads(void **state)
 {
 	(void)state;
 	static const char *parts[] = {
-		"The quick brown fox", " jumps", "\n", "over the lazy dog.", "\n\n", "  ",
-		"<|endoftext|>", "<|end", "oftext|>", "can't", " 12345", "\r\n", "日本語",
-		" naïve", "x", "\t", "<|im_start|>", "\n\nword", " a b c", "?!", "  \n x",
+		"The quick brown fox",
+		" jumps",
+		"\n",
+		"over the lazy dog.",
+		"\n\n",
+		"  ",
+		"<|endoftext|>",
+		"<|end",
+		"oftext|>",
+		"can't",
+		" 12345",
+		"\r\n",
+		"日本語",
+		" naïve",
+		"x",
+		"\t",
+		"<|im_start|>",
+		"\n\nword",
+		" a b c",
+		"?!",
+		"  \n x",
 	};
 	const size_t np = sizeof parts / sizeof *parts;
 	size_t cap = 300000, len = 0;
@@ -321,8 +342,8 @@ static void test_count_blocks_and_threads(void **state)
 	assert_int_equal(fwrite(text, 1, len, f), len);
 	fclose(f);
 	const char *specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_start|>\n"};
-	struct bpe_count_opts one = {.specials = specials, .n_specials = 3, .threads = 1,
-				     .block_bytes = 1 << 20};
+	struct bpe_count_opts one = {
+		.specials = specials, .n_specials = 3, .threads = 1, .block_bytes = 1 << 20};
 	struct bpe_count_opts many = {.specials = specials, .n_specials = 3, .threads = 3};
 	struct bpe_counter *c1 = bpe_counter_new(&one);
 	assert_non_null(c1);

@@ -57,7 +57,8 @@ static struct chat *sample_chat(void)
 {
 	struct chat *c = chat_new();
 	assert_non_null(c);
-	assert_int_equal(chat_add(c, CHAT_USER, "Bonjour, 世界 🙂\n\ttab \"quote\" \\ back", NULL), 0);
+	assert_int_equal(
+		chat_add(c, CHAT_USER, "Bonjour, 世界 🙂\n\ttab \"quote\" \\ back", NULL), 0);
 	assert_int_equal(chat_add(c, CHAT_ASSISTANT, "Salut !", "The user greets me.\n"), 0);
 	assert_int_equal(chat_add(c, CHAT_USER, "", NULL), 0);
 	assert_int_equal(chat_add(c, CHAT_ASSISTANT, "<think>\ninline\n</think>\n\nok", NULL), 0);
@@ -75,7 +76,7 @@ static void test_editing(void **state)
 	assert_string_equal(chat_system(c), "You are terse.");
 	assert_int_equal(c->turns[0].role, CHAT_SYSTEM);
 	assert_int_equal(chat_count(c), 6);
-	assert_null(c->turns[5].reasoning);  /* tool turns keep no reasoning */
+	assert_null(c->turns[5].reasoning); /* tool turns keep no reasoning */
 	assert_string_equal(c->turns[6].reasoning, "");
 	assert_int_equal(chat_set_system(c, "Be kind."), 0);
 	assert_int_equal(c->n, 7);
@@ -90,10 +91,10 @@ static void test_editing(void **state)
 	assert_string_equal(c->turns[2].reasoning, "new");
 	assert_int_equal(chat_set_turn(c, 9, "x", NULL), -1);
 	assert_int_equal(chat_add(c, CHAT_USER, "again", NULL), 0);
-	chat_remove(c, 1, 2);  /* oldest exchange, system prompt kept */
+	chat_remove(c, 1, 2); /* oldest exchange, system prompt kept */
 	assert_int_equal(c->n, 2);
 	assert_string_equal(c->turns[1].content, "again");
-	chat_remove(c, 5, 1);  /* out of range: no change */
+	chat_remove(c, 5, 1); /* out of range: no change */
 	assert_int_equal(c->n, 2);
 	chat_clear(c);
 	assert_int_equal(c->n, 1);
@@ -111,10 +112,19 @@ static void test_invalid_utf8_replaced(void **state)
 	(void)state;
 	struct chat *c = chat_new();
 	/* a lone continuation byte, a truncated 3-byte sequence, an overlong '/', a surrogate */
-	assert_int_equal(chat_add(c, CHAT_USER, "a\x80" "b\xe4\xb8" "c\xc0\xaf" "d\xed\xa0\x80" "é", NULL), 0);
-	assert_string_equal(c->turns[0].content,
-			    "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd" "c\xef\xbf\xbd\xef\xbf\xbd"
-			    "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "é");
+	assert_int_equal(chat_add(c, CHAT_USER,
+				  "a\x80"
+				  "b\xe4\xb8"
+				  "c\xc0\xaf"
+				  "d\xed\xa0\x80"
+				  "é",
+				  NULL),
+			 0);
+	assert_string_equal(c->turns[0].content, "a\xef\xbf\xbd"
+						 "b\xef\xbf\xbd\xef\xbf\xbd"
+						 "c\xef\xbf\xbd\xef\xbf\xbd"
+						 "d\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+						 "é");
 	char *path = tmp_path("utf8.json");
 	assert_int_equal(chat_save(c, path, false), 0);
 	struct chat *d = chat_load(path);
@@ -216,17 +226,22 @@ static void test_bad_input(void **state)
 	expect_refused("\"just a string\"", "expected a JSON array", NULL);
 	expect_refused("{\"msgs\": []}", "expected a JSON array", NULL);
 	expect_refused("[1]", "messages[0]", "not an object");
-	expect_refused("[{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"robot\", \"content\": \"b\"}]",
+	expect_refused("[{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"robot\", "
+		       "\"content\": \"b\"}]",
 		       "messages[1].role", "unknown role \"robot\"");
 	expect_refused("[{\"content\": \"b\"}]", "messages[0].role", "missing");
 	expect_refused("[{\"role\": \"user\"}]", "messages[0].content", "missing");
-	expect_refused("[{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"x\"}]}]",
-		       "messages[0].content", "not a string");
-	expect_refused("[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"function\": "
-		       "{\"name\": 5, \"arguments\": {}}}]}]", "messages[0].tool_calls[0].function.name",
-		       "not a string");
-	expect_refused("[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"function\": "
-		       "\"f\"}]}]", "messages[0].tool_calls[0].function", "not an object");
+	expect_refused(
+		"[{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"x\"}]}]",
+		"messages[0].content", "not a string");
+	expect_refused(
+		"[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"function\": "
+		"{\"name\": 5, \"arguments\": {}}}]}]",
+		"messages[0].tool_calls[0].function.name", "not a string");
+	expect_refused(
+		"[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"function\": "
+		"\"f\"}]}]",
+		"messages[0].tool_calls[0].function", "not an object");
 	expect_refused("[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": {}}]",
 		       "messages[0].tool_calls", "not an array");
 	expect_refused("[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [7]}]",
@@ -250,11 +265,12 @@ static void test_bad_input(void **state)
 static void test_accepted_forms(void **state)
 {
 	(void)state;
-	const char *text = "{\"model\": \"m\", \"tools\": [], \"messages\": ["
-			   "{\"role\": \"user\", \"content\": \"hi\", \"name\": \"bob\","
-			   " \"reasoning_content\": 7},"
-			   "{\"role\": \"assistant\", \"content\": \"yo\", \"reasoning_content\": null,"
-			   " \"tool_calls\": []}]}";
+	const char *text =
+		"{\"model\": \"m\", \"tools\": [], \"messages\": ["
+		"{\"role\": \"user\", \"content\": \"hi\", \"name\": \"bob\","
+		" \"reasoning_content\": 7},"
+		"{\"role\": \"assistant\", \"content\": \"yo\", \"reasoning_content\": null,"
+		" \"tool_calls\": []}]}";
 	struct chat *c = chat_from_json(text, strlen(text), "x.json");
 	if (!c)
 		fail_msg("%s", err_msg());
@@ -287,9 +303,9 @@ static void test_tool_calls(void **state)
 		fail_msg("%s", err_msg());
 	assert_int_equal(c->n_tools, 1);
 	assert_string_equal(c->tools[0], "{\"type\": \"function\", \"function\": {\"name\": \"w\", "
-			    "\"p\": {\"x\": 0.1, \"n\": 2, \"s\": \"é\\n\"}}}");
+					 "\"p\": {\"x\": 0.1, \"n\": 2, \"s\": \"é\\n\"}}}");
 	const struct chat_turn *a = &c->turns[1];
-	assert_string_equal(a->content, "");   /* null content with calls */
+	assert_string_equal(a->content, ""); /* null content with calls */
 	assert_int_equal(a->n_calls, 2);
 	assert_string_equal(a->calls[0].name, "w");
 	assert_string_equal(a->calls[0].arguments, "{\"city\": \"Paris\", \"days\": 1e-05}");
@@ -312,7 +328,8 @@ static void test_tool_calls(void **state)
 	for (size_t k = 0; k < 2; k++) {
 		assert_string_equal(back->turns[1].calls[k].name, a->calls[k].name);
 		assert_string_equal(back->turns[1].calls[k].arguments, a->calls[k].arguments);
-		assert_int_equal(back->turns[1].calls[k].arguments_is_text, a->calls[k].arguments_is_text);
+		assert_int_equal(back->turns[1].calls[k].arguments_is_text,
+				 a->calls[k].arguments_is_text);
 	}
 	free(saved);
 	chat_free(back);
@@ -326,7 +343,7 @@ static void test_tool_calls(void **state)
 	assert_int_equal(d->turns[1].n_calls, 2);
 	assert_string_equal(d->turns[1].content, "new text");
 	chat_free(d);
-	assert_int_equal(chat_add_tool_call(c, 0, "f", "{}", false), -1);   /* a user turn */
+	assert_int_equal(chat_add_tool_call(c, 0, "f", "{}", false), -1); /* a user turn */
 	chat_free(c);
 
 	/* without tools a conversation is still saved as a bare array */

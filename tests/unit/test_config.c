@@ -127,8 +127,11 @@ static void test_rope_scaling(void **state)
 {
 	(void)state;
 	struct eng_config c;
-	assert_int_equal(parse_with("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 4.0,"
-				    " \"original_max_position_embeddings\": 32768}", &c), 0);
+	assert_int_equal(parse_with("rope_scaling",
+				    "{\"rope_type\": \"yarn\", \"factor\": 4.0,"
+				    " \"original_max_position_embeddings\": 32768}",
+				    &c),
+			 0);
 	assert_string_equal(c.rope_type, "yarn");
 	assert_true(c.rope_factor == 4.0);
 	assert_int_equal(c.rope_original_max_position, 32768);
@@ -138,32 +141,44 @@ static void test_rope_scaling(void **state)
 	assert_int_equal(c.rope_original_max_position, 0); /* absent */
 	assert_int_equal(parse_with("rope_scaling", "{\"rope_type\": \"default\"}", &c), 0);
 	assert_string_equal(c.rope_type, "default");
-	assert_int_equal(parse_with("rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 2.5}", &c), 0);
+	assert_int_equal(
+		parse_with("rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 2.5}", &c), 0);
 	assert_string_equal(c.rope_type, "linear");
 	assert_true(c.rope_factor == 2.5);
 	refused("rope_scaling", "{\"rope_type\": \"linear\"}", "rope_scaling.factor");
 	refused("rope_scaling", "{\"rope_type\": \"dynamic\", \"factor\": 2}", "rope_type");
 	refused("rope_scaling", "{\"rope_type\": \"yarn\"}", "rope_scaling.factor");
-	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 0.5}", "rope_scaling.factor");
-	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2,"
+	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 0.5}",
+		"rope_scaling.factor");
+	refused("rope_scaling",
+		"{\"rope_type\": \"yarn\", \"factor\": 2,"
 		" \"original_max_position_embeddings\": 100000000}",
 		"rope_scaling.original_max_position_embeddings");
 	/* the optional YaRN fields, defaulted as transformers does (a beta of 0 too) */
 	assert_true(c.rope_attention_factor == 0 && c.rope_beta_fast == 32 &&
 		    c.rope_beta_slow == 1 && c.rope_mscale == 0 && c.rope_mscale_all_dim == 0);
-	assert_int_equal(parse_with("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 4.0,"
+	assert_int_equal(parse_with("rope_scaling",
+				    "{\"rope_type\": \"yarn\", \"factor\": 4.0,"
 				    " \"attention_factor\": 1.25, \"beta_fast\": 16.0,"
 				    " \"beta_slow\": 2, \"mscale\": 0.7, \"mscale_all_dim\": 1.0}",
-				    &c), 0);
+				    &c),
+			 0);
 	assert_true(c.rope_attention_factor == 1.25 && c.rope_beta_fast == 16 &&
 		    c.rope_beta_slow == 2 && c.rope_mscale == 0.7 && c.rope_mscale_all_dim == 1);
-	assert_int_equal(parse_with("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 4.0,"
-				    " \"beta_fast\": 0, \"beta_slow\": null}", &c), 0);
+	assert_int_equal(parse_with("rope_scaling",
+				    "{\"rope_type\": \"yarn\", \"factor\": 4.0,"
+				    " \"beta_fast\": 0, \"beta_slow\": null}",
+				    &c),
+			 0);
 	assert_true(c.rope_beta_fast == 32 && c.rope_beta_slow == 1);
-	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2, \"beta_fast\": 1.0,"
-		" \"beta_slow\": 4.0}", "rope_scaling.beta_fast");
-	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2,"
-		" \"attention_factor\": -1.0}", "rope_scaling.attention_factor");
+	refused("rope_scaling",
+		"{\"rope_type\": \"yarn\", \"factor\": 2, \"beta_fast\": 1.0,"
+		" \"beta_slow\": 4.0}",
+		"rope_scaling.beta_fast");
+	refused("rope_scaling",
+		"{\"rope_type\": \"yarn\", \"factor\": 2,"
+		" \"attention_factor\": -1.0}",
+		"rope_scaling.attention_factor");
 	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2, \"mscale\": \"x\"}",
 		"rope_scaling.mscale");
 	refused("rope_scaling", "{\"factor\": 2}", "rope_type");
@@ -259,8 +274,14 @@ static void test_invalid_json(void **state)
 {
 	(void)state;
 	struct eng_config c;
-	static const char *bad[] = {"", "{", "[1,2]", "null", "{\"a\": }", "{\"vocab_size\": 1,"
-				    " \"vocab_size\": 2}", "\xff\xfe"};
+	static const char *bad[] = {"",
+				    "{",
+				    "[1,2]",
+				    "null",
+				    "{\"a\": }",
+				    "{\"vocab_size\": 1,"
+				    " \"vocab_size\": 2}",
+				    "\xff\xfe"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		assert_int_equal(eng_config_parse(bad[i], strlen(bad[i]), "m/config.json", &c), -1);
 		assert_non_null(strstr(err_msg(), "m/config.json"));
@@ -286,12 +307,9 @@ static void test_dtypes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_qwen3_8b),
-		cmocka_unit_test(test_defaults_and_variants),
-		cmocka_unit_test(test_rope_scaling),
-		cmocka_unit_test(test_architecture),
-		cmocka_unit_test(test_absurd_values),
-		cmocka_unit_test(test_invalid_json),
+		cmocka_unit_test(test_qwen3_8b),      cmocka_unit_test(test_defaults_and_variants),
+		cmocka_unit_test(test_rope_scaling),  cmocka_unit_test(test_architecture),
+		cmocka_unit_test(test_absurd_values), cmocka_unit_test(test_invalid_json),
 		cmocka_unit_test(test_dtypes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,7 +31,8 @@ static void mkmodel(const char *dir, const char *flags)
 {
 	const char *build = getenv("TOP_BUILDDIR");
 	char cmd[8192];
-	snprintf(cmd, sizeof cmd, "'%s/tests/mkmodel' --out '%s' %s", build ? build : ".", dir, flags);
+	snprintf(cmd, sizeof cmd, "'%s/tests/mkmodel' --out '%s' %s", build ? build : ".", dir,
+		 flags);
 	if (system(cmd) != 0)
 		fail_msg("mkmodel failed: %s", cmd);
 }
@@ -100,10 +101,10 @@ static void test_decode_equals_prefill(void **state)
 		struct eng *e = engine(64, 0, kv32);
 		assert_int_equal(eng_forward(e, ids, n, 0, a, false), 0);
 		assert_int_equal(eng_cached(e), n);
-		assert_int_equal(eng_forward(e, ids + n, 1, n, a, false), 0);   /* decode */
+		assert_int_equal(eng_forward(e, ids + n, 1, n, a, false), 0); /* decode */
 		assert_int_equal(eng_cached(e), n + 1);
 		struct eng *f = engine(64, 0, kv32);
-		assert_int_equal(eng_forward(f, ids, n + 1, 0, b, false), 0);   /* prefill N+1 */
+		assert_int_equal(eng_forward(f, ids, n + 1, 0, b, false), 0); /* prefill N+1 */
 		assert_rows_close(a, b, (size_t)V, "prefill N + decode vs prefill N+1");
 		eng_free(e);
 		eng_free(f);
@@ -120,7 +121,7 @@ static void test_truncate_reprefill(void **state)
 	int32_t *ids = ids_of(n), *other = ids_of(n + 5);
 	float *a = malloc((size_t)n * V * sizeof *a), *b = malloc((size_t)n * V * sizeof *b);
 	struct eng *e = engine(64, 0, false);
-	assert_int_equal(eng_forward(e, other + 5, n, 0, a, false), 0);   /* different tokens */
+	assert_int_equal(eng_forward(e, other + 5, n, 0, a, false), 0); /* different tokens */
 	/* keep the first k positions only when they agree: make them agree */
 	assert_int_equal(eng_truncate(e, 0), 0);
 	assert_int_equal(eng_forward(e, ids, n, 0, a, false), 0);
@@ -146,7 +147,7 @@ static void test_truncate_reprefill(void **state)
 static void test_chunks_and_threads(void **state)
 {
 	(void)state;
-	int n = 700;   /* more than one internal 512-token chunk */
+	int n = 700; /* more than one internal 512-token chunk */
 	int32_t *ids = ids_of(n);
 	float *a = malloc((size_t)n * V * sizeof *a), *b = malloc((size_t)n * V * sizeof *b);
 	struct eng *e = engine(n, 1, false), *f = engine(n, 3, false);
@@ -176,22 +177,22 @@ static void test_bad_arguments(void **state)
 	struct eng *e = engine(8, 0, false);
 	assert_int_equal(eng_ctx(e), 8);
 	assert_int_equal(eng_forward(e, ids, 4, 0, lg, false), 0);
-	assert_int_equal(eng_forward(e, ids, 1, 5, lg, false), -1);     /* pos > cached */
+	assert_int_equal(eng_forward(e, ids, 1, 5, lg, false), -1); /* pos > cached */
 	assert_non_null(strstr(err_msg(), "position 5"));
-	assert_int_equal(eng_forward(e, ids, 4, 4, lg, false), 0);      /* fills ctx exactly */
-	assert_int_equal(eng_forward(e, ids, 1, 8, lg, false), -1);     /* pos >= ctx */
+	assert_int_equal(eng_forward(e, ids, 4, 4, lg, false), 0);  /* fills ctx exactly */
+	assert_int_equal(eng_forward(e, ids, 1, 8, lg, false), -1); /* pos >= ctx */
 	assert_non_null(strstr(err_msg(), "context size 8"));
-	assert_int_equal(eng_forward(e, ids, 4, 6, lg, false), -1);     /* pos + n > ctx */
+	assert_int_equal(eng_forward(e, ids, 4, 6, lg, false), -1); /* pos + n > ctx */
 	int32_t bad[2] = {3, (int32_t)V};
-	assert_int_equal(eng_forward(e, bad, 2, 0, lg, false), -1);     /* id >= vocab */
+	assert_int_equal(eng_forward(e, bad, 2, 0, lg, false), -1); /* id >= vocab */
 	assert_non_null(strstr(err_msg(), "vocab"));
 	bad[1] = -1;
 	assert_int_equal(eng_forward(e, bad, 2, 0, lg, false), -1);
 	assert_int_equal(eng_forward(e, ids, 0, 0, lg, false), -1);
-	assert_int_equal(eng_cached(e), 8);   /* argument errors leave the cache alone */
+	assert_int_equal(eng_cached(e), 8); /* argument errors leave the cache alone */
 	eng_free(e);
 	struct eng_options o = {ENG_BACKEND_CPU, 0, 1 << 20, false, NULL};
-	assert_null(eng_new(model, &o, NULL));                           /* ctx > max_position */
+	assert_null(eng_new(model, &o, NULL)); /* ctx > max_position */
 	assert_non_null(strstr(err_msg(), "max_position_embeddings"));
 #if !defined(ENG_HAVE_CUDA_BACKEND)
 	o.ctx = 8;
@@ -239,7 +240,8 @@ static void poison(const char *dir, const char *name, size_t index)
 	hdr[hlen] = 0;
 	json_t *root = json_loads(hdr, 0, NULL);
 	assert_non_null(root);
-	json_t *off = json_array_get(json_object_get(json_object_get(root, name), "data_offsets"), 0);
+	json_t *off =
+		json_array_get(json_object_get(json_object_get(root, name), "data_offsets"), 0);
 	assert_non_null(off);
 	long pos = (long)(8 + hlen + (uint64_t)json_integer_value(off) + 2 * index);
 	unsigned char nan_bf16[2] = {0xc0, 0x7f};
@@ -258,7 +260,7 @@ static void test_nan_weights(void **state)
 	snprintf(dir, sizeof dir, "%s/nan", tmpdir);
 	mkmodel(dir, MKMODEL_FLAGS);
 	int hidden = 96;
-	poison(dir, "model.embed_tokens.weight", (size_t)7 * hidden);   /* token 7's row */
+	poison(dir, "model.embed_tokens.weight", (size_t)7 * hidden); /* token 7's row */
 	struct eng_model *m = eng_model_open(dir);
 	assert_non_null(m);
 	struct eng_options o = {ENG_BACKEND_CPU, 0, 16, false, NULL};
@@ -269,7 +271,7 @@ static void test_nan_weights(void **state)
 	assert_int_equal(eng_forward(e, ok, 3, 0, lg, false), 0);
 	assert_int_equal(eng_forward(e, bad, 2, 3, lg, false), -1);
 	assert_non_null(strstr(err_msg(), "not finite"));
-	assert_int_equal(eng_cached(e), 3);   /* the failed tokens are not kept */
+	assert_int_equal(eng_cached(e), 3); /* the failed tokens are not kept */
 	assert_int_equal(eng_forward(e, ok, 1, 3, lg, false), 0);
 	eng_free(e);
 	eng_model_free(m);
@@ -299,7 +301,7 @@ static void test_capture(void **state)
 			}
 			assert_float_equal(s, 1, 1e-5);
 		}
-	assert_int_equal(eng_forward(e, ids, 1, 10, lg, false), 0);   /* decode: 11 keys */
+	assert_int_equal(eng_forward(e, ids, 1, 10, lg, false), 0); /* decode: 11 keys */
 	assert_non_null(eng_attention(e, 1, 7, &len));
 	assert_int_equal(len, 11);
 	assert_null(eng_attention(e, c->num_layers, 0, &len));

@@ -19,13 +19,13 @@
 #include "src/base/fileio.h"
 
 struct golden {
-	char *text;                  /* the file, split in place into lines */
-	const char *flags;           /* mkmodel flags */
+	char *text;        /* the file, split in place into lines */
+	const char *flags; /* mkmodel flags */
 	int32_t tokens[256];
 	int ntok, greedy, vocab;
-	bool full;                   /* full rows, else summaries */
-	char **rows;                 /* full: ntok lines; summary: 4 lines per position */
-	const char *columns;         /* summary: sampled column ids */
+	bool full;           /* full rows, else summaries */
+	char **rows;         /* full: ntok lines; summary: 4 lines per position */
+	const char *columns; /* summary: sampled column ids */
 };
 
 static char tmpdir[] = "/tmp/qwenchat-golden.XXXXXX";
@@ -48,7 +48,8 @@ static int load_golden(const char *name, struct golden *g)
 			g->flags = line + 8;
 		else if (!strncmp(line, "tokens ", 7)) {
 			char *p = line + 7, *end;
-			while (g->ntok < 256 && (g->tokens[g->ntok] = (int32_t)strtol(p, &end, 10), end != p)) {
+			while (g->ntok < 256 &&
+			       (g->tokens[g->ntok] = (int32_t)strtol(p, &end, 10), end != p)) {
 				g->ntok++;
 				p = end;
 			}
@@ -134,7 +135,7 @@ static double compare_summary(const struct golden *g, const float *got, int *arg
 		double sum, sumsq, maxabs, s = 0, q = 0;
 		assert_int_equal(sscanf(L[2], "stats %lf %lf %lf", &sum, &sumsq, &maxabs), 3);
 		*argmax_miss += argmax(row, g->vocab) != atoi(L[0] + 7);
-		for (p = L[1] + 4; *p; p = end) {      /* "id:value" pairs */
+		for (p = L[1] + 4; *p; p = end) { /* "id:value" pairs */
 			long id = strtol(p, &end, 10);
 			assert_true(*end == ':' && id >= 0 && id < g->vocab);
 			double v = strtod(end + 1, &end);
@@ -177,9 +178,10 @@ static double run_golden(const char *name, struct eng_model *m, const struct gol
 	if (eng_forward(e, g->tokens, g->ntok, 0, got, true))
 		fail_msg("forward: %s", err_msg());
 	double rel = g->full ? compare_full(g, got, miss) : compare_summary(g, got, miss);
-	printf("%s: %s kernels, %s KV cache%s: max |diff| = %.2e x max |logit|, argmax differs at %d of %d positions\n",
-	       name, isa_name, kv32 ? "fp32" : "bf16", bf16_prefill ? ", bf16 prefill" : "", rel, *miss,
-	       g->ntok);
+	printf("%s: %s kernels, %s KV cache%s: max |diff| = %.2e x max |logit|, argmax differs at "
+	       "%d of %d positions\n",
+	       name, isa_name, kv32 ? "fp32" : "bf16", bf16_prefill ? ", bf16 prefill" : "", rel,
+	       *miss, g->ntok);
 	eng_free(e);
 	return rel;
 }
@@ -205,7 +207,8 @@ static void check_golden(const char *name)
 				assert_true(rel <= 1e-4);
 				assert_int_equal(miss, 0);
 			} else {
-				assert_true(rel <= 2e-2);   /* bf16 K/V: 8-bit mantissas, stated not exact */
+				assert_true(rel <=
+					    2e-2); /* bf16 K/V: 8-bit mantissas, stated not exact */
 			}
 		}
 	}
@@ -302,12 +305,9 @@ int main(void)
 	if (!mkdtemp(tmpdir))
 		return 1;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_isa_override),
-		cmocka_unit_test(test_tiny),
-		cmocka_unit_test(test_odd),
-		cmocka_unit_test(test_yarn),
-		cmocka_unit_test(test_yarn_options),
-		cmocka_unit_test(test_linear),
+		cmocka_unit_test(test_isa_override), cmocka_unit_test(test_tiny),
+		cmocka_unit_test(test_odd),          cmocka_unit_test(test_yarn),
+		cmocka_unit_test(test_yarn_options), cmocka_unit_test(test_linear),
 		cmocka_unit_test(test_q06),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

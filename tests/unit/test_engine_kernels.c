@@ -38,13 +38,14 @@ static void check_out(const char *what, const struct cpu_kernels *k, const float
 			}
 			double ref = acc ? 1.5 : 0, mag = 1;
 			for (int i = 0; i < K; i++) {
-				double p = (double)cpu_bf16_to_f32(w[(size_t)m * K + i]) * x[(size_t)t * K + i];
+				double p = (double)cpu_bf16_to_f32(w[(size_t)m * K + i]) *
+					   x[(size_t)t * K + i];
 				ref += p;
 				mag += fabs(p);
 			}
 			if (fabs(got - ref) > 1e-6 * mag)
-				fail_msg("%s %s n=%d M=%d K=%d t=%d m=%d: %g vs %g", k->name, what, n, M, K,
-					 t, m, got, ref);
+				fail_msg("%s %s n=%d M=%d K=%d t=%d m=%d: %g vs %g", k->name, what,
+					 n, M, K, t, m, got, ref);
 		}
 }
 
@@ -62,7 +63,8 @@ static void check_matmul_at(const struct cpu_kernels *k, int n, int M, int K, bo
 		base[i] = 0xffff; /* NaN */
 	uint16_t *w = base + shift;
 	size_t nk = (size_t)n * K;
-	float *x = malloc(nk * sizeof *x), *xp = calloc(nk, sizeof *xp), *xr = malloc(nk * sizeof *xr);
+	float *x = malloc(nk * sizeof *x), *xp = calloc(nk, sizeof *xp),
+	      *xr = malloc(nk * sizeof *xr);
 	float *out = malloc((size_t)n * M * sizeof *out);
 	uint16_t *xb = malloc(nk * sizeof *xb);
 	uint32_t *panel = aligned_alloc(64, cpu_panel_words(K) * sizeof *panel);
@@ -77,7 +79,7 @@ static void check_matmul_at(const struct cpu_kernels *k, int n, int M, int K, bo
 	for (size_t i = 0; i < nk; i++)
 		xr[i] = cpu_bf16_to_f32(xb[i]);
 	int m0 = M > 1 ? 1 : 0;
-	if (!acc && K % 2 == 0 && M - m0 <= CPU_PANEL_ROWS) {   /* rows given as a panel */
+	if (!acc && K % 2 == 0 && M - m0 <= CPU_PANEL_ROWS) { /* rows given as a panel */
 		memset(panel, 0xff, cpu_panel_words(K) * sizeof *panel);
 		for (int r = 0; r < M - m0; r++)
 			for (int p = 0; p < K / 2; p++)
@@ -127,7 +129,7 @@ static void test_matmul(void **state)
 			for (int n = 1; n <= 13; n++)
 				for (int M = 1; M <= 9; M += 4)
 					check_matmul(k, n, M, Ks[ki], n & 1);
-		check_matmul(k, 7, 70, 128, false);   /* more rows than one chunk */
+		check_matmul(k, 7, 70, 128, false); /* more rows than one chunk */
 		check_matmul(k, 12, 130, 64, true);
 	}
 }
@@ -189,7 +191,8 @@ static void check_attn(const struct cpu_kernels *k, int nk, int hd, bool bf16)
 		if (nk < T)
 			break;
 		int ldp = nk + 3, ldo = hd + 5;
-		float *p = calloc((size_t)T * ldp, sizeof *p), *o = malloc((size_t)T * ldo * sizeof *o);
+		float *p = calloc((size_t)T * ldp, sizeof *p),
+		      *o = malloc((size_t)T * ldo * sizeof *o);
 		for (int t = 0; t < T; t++)
 			for (int j = 0; j < nk - T + 1 + t; j++)
 				p[(size_t)t * ldp + j] = (frand() + 1) / nk;
@@ -198,10 +201,13 @@ static void check_attn(const struct cpu_kernels *k, int nk, int hd, bool bf16)
 			for (int i = 0; i < hd; i++) {
 				double ref = 0;
 				for (int j = 0; j < nk; j++)
-					ref += (double)p[(size_t)t * ldp + j] * kf[(size_t)j * hd + i];
+					ref += (double)p[(size_t)t * ldp + j] *
+					       kf[(size_t)j * hd + i];
 				if (fabs(o[(size_t)t * ldo + i] - ref) > 1e-6)
-					fail_msg("%s mix T=%d nk=%d hd=%d bf16=%d t=%d i=%d: %g vs %g", k->name,
-						 T, nk, hd, bf16, t, i, o[(size_t)t * ldo + i], ref);
+					fail_msg("%s mix T=%d nk=%d hd=%d bf16=%d t=%d i=%d: %g vs "
+						 "%g",
+						 k->name, T, nk, hd, bf16, t, i,
+						 o[(size_t)t * ldo + i], ref);
 			}
 		free(p);
 		free(o);
@@ -242,11 +248,11 @@ static void test_elementwise(void **state)
 	cpu_rmsnorm(o, x, w, 8, 1e-6f);
 	for (int i = 0; i < 8; i++)
 		assert_float_equal(o[i], x[i] / sqrt(ss / 8 + 1e-6) * (0.5 + i), 1e-5);
-	cpu_softmax(s, 4, 1.0f);   /* large values must not overflow */
+	cpu_softmax(s, 4, 1.0f); /* large values must not overflow */
 	assert_float_equal(s[1], exp(1) / (2 + exp(1)), 1e-6);
 	assert_float_equal(s[2], 0, 1e-30);
 	float r[4] = {1, 2, 3, 4}, c[2] = {0, 1}, sn[2] = {1, 0};
-	cpu_rope(r, c, sn, 4);   /* pair 0 turned by 90 degrees, pair 1 kept */
+	cpu_rope(r, c, sn, 4); /* pair 0 turned by 90 degrees, pair 1 kept */
 	assert_float_equal(r[0], -3, 0);
 	assert_float_equal(r[2], 1, 0);
 	assert_float_equal(r[1], 2, 0);
@@ -255,8 +261,8 @@ static void test_elementwise(void **state)
 	cpu_swiglu(g, u, 2);
 	assert_float_equal(g[0], 0, 0);
 	assert_float_equal(g[1], 2 / (1 + exp(-2.0)) * 5, 1e-5);
-	assert_int_equal(cpu_f32_to_bf16(1.00390625f), 0x3f80);   /* tie to even */
-	assert_int_equal(cpu_f32_to_bf16(1.01171875f), 0x3f82);   /* tie rounds up to even */
+	assert_int_equal(cpu_f32_to_bf16(1.00390625f), 0x3f80); /* tie to even */
+	assert_int_equal(cpu_f32_to_bf16(1.01171875f), 0x3f82); /* tie rounds up to even */
 	assert_true(isnan(cpu_bf16_to_f32(cpu_f32_to_bf16(NAN))));
 }
 
@@ -287,7 +293,8 @@ static void test_elementwise_isa(void **state)
 			for (int i = 0; i < n; i++) {
 				double ref = exp(b[i] - mx) / sum;
 				if (fabs(a[i] - ref) > 2e-6 * ref + 1e-30)
-					fail_msg("%s softmax n=%d i=%d: %g vs %g", k->name, n, i, a[i], ref);
+					fail_msg("%s softmax n=%d i=%d: %g vs %g", k->name, n, i,
+						 a[i], ref);
 			}
 			double ss = 0;
 			for (int i = 0; i < n; i++) {
@@ -299,10 +306,11 @@ static void test_elementwise_isa(void **state)
 			for (int i = 0; i < n; i++) {
 				double ref = a[i] / sqrt(ss / n + 1e-6) * cpu_bf16_to_f32(w[i]);
 				if (fabs(b[i] - ref) > 1e-6 * fabs(ref) + 1e-7)
-					fail_msg("%s rmsnorm n=%d i=%d: %g vs %g", k->name, n, i, b[i], ref);
+					fail_msg("%s rmsnorm n=%d i=%d: %g vs %g", k->name, n, i,
+						 b[i], ref);
 			}
 		}
-		for (int K = 1; K <= 200; K += 7) {   /* pack_row: the portable packing, vectorized */
+		for (int K = 1; K <= 200; K += 7) { /* pack_row: the portable packing, vectorized */
 			for (int i = 0; i < K; i++)
 				a[i] = frand();
 			k->pack_row(b, a, K);
@@ -310,7 +318,7 @@ static void test_elementwise_isa(void **state)
 			cpu_pack_row(ref, a, K, k->pack);
 			assert_memory_equal(b, ref, (size_t)K * sizeof *b);
 		}
-		for (int i = 0; i < 2048; i++) {   /* g from -120 to 120 */
+		for (int i = 0; i < 2048; i++) { /* g from -120 to 120 */
 			a[i] = -120 + 240.0f * i / 2047;
 			b[i] = frand();
 		}
@@ -326,7 +334,7 @@ static void test_elementwise_isa(void **state)
 			frand();
 			uint32_t u = (uint32_t)(rng >> 32);
 			if (i % 7 == 0)
-				u = (u & 0xffff0000u) | 0x8000u;   /* a tie */
+				u = (u & 0xffff0000u) | 0x8000u; /* a tie */
 			memcpy(&a[i], &u, sizeof u);
 		}
 		a[0] = NAN;
@@ -337,8 +345,8 @@ static void test_elementwise_isa(void **state)
 			k->to_bf16(hb, a, n);
 			for (int i = 0; i < n; i++)
 				if (hb[i] != cpu_f32_to_bf16(a[i]))
-					fail_msg("%s to_bf16 %a: %04x vs %04x", k->name, a[i], hb[i],
-						 cpu_f32_to_bf16(a[i]));
+					fail_msg("%s to_bf16 %a: %04x vs %04x", k->name, a[i],
+						 hb[i], cpu_f32_to_bf16(a[i]));
 		}
 	}
 	free(a);
@@ -377,7 +385,7 @@ static void test_pool(void **state)
 			cpu_pool_run(p, count_task, &c);
 			for (int i = 0; i < 1000; i++)
 				assert_int_equal(c.hits[i], i < c.items);
-			assert_int_equal(c.tids[0], 1);   /* the caller always takes part */
+			assert_int_equal(c.tids[0], 1); /* the caller always takes part */
 		}
 		cpu_pool_free(p);
 	}
@@ -387,12 +395,9 @@ static void test_pool(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_matmul),
-		cmocka_unit_test(test_matvec_misaligned),
-		cmocka_unit_test(test_attention),
-		cmocka_unit_test(test_elementwise),
-		cmocka_unit_test(test_elementwise_isa),
-		cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_matmul),          cmocka_unit_test(test_matvec_misaligned),
+		cmocka_unit_test(test_attention),       cmocka_unit_test(test_elementwise),
+		cmocka_unit_test(test_elementwise_isa), cmocka_unit_test(test_pool),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

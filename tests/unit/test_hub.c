@@ -44,7 +44,7 @@ static void test_paths(void **state)
 	assert_string_equal(d, "/c/models--Qwen--Qwen3-0.6B");
 	char *s = hfc_snapshot(d, "0123456789abcdef0123456789abcdef01234567");
 	assert_string_equal(s, "/c/models--Qwen--Qwen3-0.6B/snapshots/"
-			    "0123456789abcdef0123456789abcdef01234567");
+			       "0123456789abcdef0123456789abcdef01234567");
 	char *c = hfc_read_ref(d, "0123456789abcdef0123456789abcdef01234567");
 	assert_string_equal(c, "0123456789abcdef0123456789abcdef01234567");
 	assert_null(hfc_read_ref("/nonexistent-dir", "main"));

@@ -105,8 +105,8 @@ static void test_header_json(void **state)
 	refused("[1,2,3]", 0, true, "not a JSON object");
 	refused("{\"a\":1}", 0, true, "tensor a");
 	refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[0,2]},"
-		"\"a\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[2,4]}}", 4, true,
-		"invalid JSON");
+		"\"a\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[2,4]}}",
+		4, true, "invalid JSON");
 	refused("{\"__metadata__\":3}", 0, true, "__metadata__");
 	refused("{\"\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[0,2]}}", 2, true,
 		"empty name");
@@ -114,7 +114,7 @@ static void test_header_json(void **state)
 	refused("{}xx", 0, false, "invalid JSON");
 	size_t size;
 	uint8_t *b = make("{}", 0, true, &size);
-	b[9] = 0;   /* NUL inside the header */
+	b[9] = 0; /* NUL inside the header */
 	assert_null(st_parse(b, size, "w.safetensors"));
 	free(b);
 }
@@ -140,12 +140,15 @@ static void test_shape(void **state)
 	refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[1.5],\"data_offsets\":[0,2]}}", 2, true,
 		"shape[0]");
 	refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[1,1,1,1,1,1,1,1,1],"
-		"\"data_offsets\":[0,2]}}", 2, true, "dimensions");
+		"\"data_offsets\":[0,2]}}",
+		2, true, "dimensions");
 	/* element counts that would overflow 64 bits */
 	refused("{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],"
-		"\"data_offsets\":[0,0]}}", 0, true, "larger than the file");
+		"\"data_offsets\":[0,0]}}",
+		0, true, "larger than the file");
 	refused("{\"a\":{\"dtype\":\"F32\",\"shape\":[65536,65536,65536,65536],"
-		"\"data_offsets\":[0,0]}}", 0, true, "larger than the file");
+		"\"data_offsets\":[0,0]}}",
+		0, true, "larger than the file");
 	/* shape and offsets disagree */
 	refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[0,4]}}", 4, true,
 		"need 6");
@@ -163,27 +166,27 @@ static void test_offsets(void **state)
 	refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[100,104]}}", 4, true,
 		"beyond the end");
 	refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],"
-		"\"data_offsets\":[18446744073709551612,18446744073709551616]}}", 4, true,
-		"invalid JSON");   /* jansson refuses integers beyond int64 */
+		"\"data_offsets\":[18446744073709551612,18446744073709551616]}}",
+		4, true, "invalid JSON"); /* jansson refuses integers beyond int64 */
 	refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],"
-		"\"data_offsets\":[9223372036854775800,9223372036854775804]}}", 4, true,
-		"beyond the end");
+		"\"data_offsets\":[9223372036854775800,9223372036854775804]}}",
+		4, true, "beyond the end");
 	refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]},"
-		"\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[2,6]}}", 6, true,
-		"overlap");
+		"\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[2,6]}}",
+		6, true, "overlap");
 	refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]},"
-		"\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4, true,
-		"overlap");
+		"\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}",
+		4, true, "overlap");
 	refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]},"
-		"\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[6,10]}}", 10, true,
-		"hole");
+		"\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[6,10]}}",
+		10, true, "hole");
 	refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 6, true,
 		"after the last tensor");
 	refused("{\"a\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[0,2]}}", 2, false,
 		"aligned");
 	refused("{\"a\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,2]},"
-		"\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[2,6]}}", 6, true,
-		"aligned");
+		"\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[2,6]}}",
+		6, true, "aligned");
 }
 
 static void test_open(void **state)
@@ -216,12 +219,9 @@ static void test_open(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_valid),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_header_json),
-		cmocka_unit_test(test_dtype),
-		cmocka_unit_test(test_shape),
-		cmocka_unit_test(test_offsets),
+		cmocka_unit_test(test_valid),       cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_header_json), cmocka_unit_test(test_dtype),
+		cmocka_unit_test(test_shape),       cmocka_unit_test(test_offsets),
 		cmocka_unit_test(test_open),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

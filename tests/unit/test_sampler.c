@@ -87,8 +87,8 @@ static void test_top_p_small(void **state)
 	double p[5] = {0.5, 0.2, 0.15, 0.1, 0.05};
 	struct samp_params q = plain();
 	struct samp *s;
-	double cases[][2] = {{0.45, 1}, {0.69, 2}, {0.71, 3}, {0.84, 3}, {0.86, 4},
-			     {0.96, 5}, {0.0, 1}};
+	double cases[][2] = {{0.45, 1}, {0.69, 2}, {0.71, 3}, {0.84, 3},
+			     {0.86, 4}, {0.96, 5}, {0.0, 1}};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		q.top_p = cases[i][0];
 		assert_non_null(s = samp_new(&q, 5));
@@ -96,12 +96,12 @@ static void test_top_p_small(void **state)
 		samp_free(s);
 	}
 	/* min-p: relative to the top probability 0.5 */
-	q.top_p = 1, q.min_p = 0.35;   /* keeps p >= 0.175: 0.5 and 0.2 */
+	q.top_p = 1, q.min_p = 0.35; /* keeps p >= 0.175: 0.5 and 0.2 */
 	assert_non_null(s = samp_new(&q, 5));
 	check_set(s, l, 5, o, p, 2);
 	samp_free(s);
-	q.min_p = 0.19;                /* keeps p >= 0.095: four */
-	q.top_p = 0.71;                /* but top-p keeps three: the smaller set wins */
+	q.min_p = 0.19; /* keeps p >= 0.095: four */
+	q.top_p = 0.71; /* but top-p keeps three: the smaller set wins */
 	assert_non_null(s = samp_new(&q, 5));
 	check_set(s, l, 5, o, p, 3);
 	samp_free(s);
@@ -202,7 +202,7 @@ static void test_penalties(void **state)
 	float pr[6];
 	assert_int_equal(samp_candidates(s, l, 6, recent, 6, ids, pr, 6), 6);
 	for (int i = 0; i < 6; i++) {
-		assert_int_equal(ids[i], i);  /* no cut: id order */
+		assert_int_equal(ids[i], i); /* no cut: id order */
 		assert_true(fabs(pr[i] - exp(w[i]) / z) < 1e-6);
 	}
 	/* the logits themselves are untouched, and greedy sees the penalties: id 3 wins */
@@ -226,7 +226,7 @@ static double chi_square(struct samp *s, const float *l, int v, const double *ex
 	double chi = 0;
 	for (int i = 0; i < v; i++) {
 		if (expect[i] == 0) {
-			assert_int_equal(count[i], 0);  /* a cut token is never drawn */
+			assert_int_equal(count[i], 0); /* a cut token is never drawn */
 			continue;
 		}
 		double e = expect[i] * n;
@@ -264,7 +264,7 @@ static void test_chi_square(void **state)
 	for (int i = 0; i < V; i++)
 		ek[i] /= zk;
 	chi = chi_square(s, l, V, ek, n);
-	assert_true(chi < 16.27);  /* 3 degrees of freedom, 0.001 */
+	assert_true(chi < 16.27); /* 3 degrees of freedom, 0.001 */
 	samp_free(s);
 }
 
@@ -313,7 +313,7 @@ static void test_peek_uniform(void **state)
 	for (int i = 0; i < 30; i++) {
 		double u = samp_peek_uniform(a);
 		assert_true(u >= 0 && u < 1);
-		assert_true(samp_peek_uniform(a) == u);   /* peeking draws nothing */
+		assert_true(samp_peek_uniform(a) == u); /* peeking draws nothing */
 		int n = samp_candidates(a, l, BIG, NULL, 0, ids, probs, 40);
 		assert_true(n > 1 && n <= 40);
 		double cum = 0;
@@ -425,8 +425,8 @@ static void test_generation_config(void **state)
 			   "[151645, 151643], \"temperature\": 0.9, \"top_k\": 30, \"top_p\": "
 			   "0.7, \"min_p\": 0.02, \"repetition_penalty\": 1.1}");
 	assert_int_equal(samp_load_generation_config(d, &p, eos, &n_eos), 0);
-	assert_true(p.temperature == 0.9 && p.top_k == 30 && p.top_p == 0.7 &&
-		    p.min_p == 0.02 && p.repetition_penalty == 1.1 && !p.greedy);
+	assert_true(p.temperature == 0.9 && p.top_k == 30 && p.top_p == 0.7 && p.min_p == 0.02 &&
+		    p.repetition_penalty == 1.1 && !p.greedy);
 	assert_int_equal(n_eos, 2);
 	assert_int_equal(eos[0], 151645);
 	assert_int_equal(eos[1], 151643);
@@ -437,8 +437,12 @@ static void test_generation_config(void **state)
 	assert_true(p.greedy && n_eos == 1 && eos[0] == 7);
 	rm_gc(d);
 
-	const char *bad[] = {"{\"temperature\": -1}", "{\"top_k\": 1.5}", "{\"top_p\": \"x\"}",
-			     "{\"eos_token_id\": [1, -2]}", "[1, 2]", "{\"top_p\": 0.9,",
+	const char *bad[] = {"{\"temperature\": -1}",
+			     "{\"top_k\": 1.5}",
+			     "{\"top_p\": \"x\"}",
+			     "{\"eos_token_id\": [1, -2]}",
+			     "[1, 2]",
+			     "{\"top_p\": 0.9,",
 			     "{\"repetition_penalty\": 0}",
 			     "{\"top_k\": 2, \"repetition_penalty\": 2e-44}"};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -446,7 +450,7 @@ static void test_generation_config(void **state)
 		d = write_gc(bad[i]);
 		assert_int_equal(samp_load_generation_config(d, &p, eos, &n_eos), -1);
 		assert_non_null(strstr(err_msg(), "generation_config.json"));
-		assert_memory_equal(&before, &p, sizeof p);  /* left alone on error */
+		assert_memory_equal(&before, &p, sizeof p); /* left alone on error */
 		assert_int_equal(n_eos, 1);
 		assert_int_equal(eos[0], 7);
 		rm_gc(d);

@@ -36,7 +36,7 @@ static char tmpdir[] = "/tmp/qwenchat-session.XXXXXX";
 static char model_dir[4200];
 static struct eng_model *model;
 static struct tok *tok;
-static struct eng *ref;        /* a second engine for the fresh prefills */
+static struct eng *ref; /* a second engine for the fresh prefills */
 static enum tmpl_variant variant;
 static int V;
 static float *fresh;
@@ -119,7 +119,8 @@ static void check_fresh(const struct sess *s)
 	print_message("  logits vs fresh prefill of %d tokens: max |diff| %.3g, max |logit| %.3g\n",
 		      sess_n(s), maxdiff, maxabs);
 	if (maxdiff > 1e-5 * maxabs)
-		fail_msg("logits differ from a fresh prefill: %g (max |logit| %g)", maxdiff, maxabs);
+		fail_msg("logits differ from a fresh prefill: %g (max |logit| %g)", maxdiff,
+			 maxabs);
 }
 
 static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb)
@@ -143,10 +144,10 @@ static void sync_check(struct sess *s, const int32_t *ids, int n)
 }
 
 struct collect {
-	char text[2][4096];        /* by enum sess_part */
+	char text[2][4096]; /* by enum sess_part */
 	size_t len[2];
 	int pieces;
-	int cancel_after;          /* set *cancel after this many pieces (0: never) */
+	int cancel_after; /* set *cancel after this many pieces (0: never) */
 	atomic_int *cancel;
 };
 
@@ -244,14 +245,13 @@ static struct samp *sampler(uint64_t seed)
 /* The engine under the session of the running test (a session does not own it). */
 static struct eng *sess_engine;
 
-static struct sess *session(atomic_int *cancel,
-			    void (*progress)(void *, int, int), void *user)
+static struct sess *session(atomic_int *cancel, void (*progress)(void *, int, int), void *user)
 {
 	struct eng_options eo = {ENG_BACKEND_CPU, 1, CTX, true, NULL};
 	struct eng *e = sess_engine = eng_new(model, &eo, NULL);
 	assert_non_null(e);
-	struct sess_options so = {.chunk = CHUNK, .cancel = cancel, .progress = progress,
-				  .progress_user = user};
+	struct sess_options so = {
+		.chunk = CHUNK, .cancel = cancel, .progress = progress, .progress_user = user};
 	struct sess *s = sess_new(e, model, tok, &so);
 	assert_non_null(s);
 	return s;
@@ -306,7 +306,11 @@ static void test_five_turns(void **state)
 	eng_free(sess_engine);
 }
 
-struct prog { atomic_int *cancel; int at; int calls; };
+struct prog {
+	atomic_int *cancel;
+	int at;
+	int calls;
+};
 
 static void progress(void *user, int done, int total)
 {
@@ -327,9 +331,11 @@ static void test_cancel(void **state)
 	int32_t *ids = NULL;
 	int n;
 	assert_int_equal(chat_add(c, CHAT_USER, questions[3], NULL), 0);
-	assert_int_equal(chat_add(c, CHAT_ASSISTANT, "17 has no divisors but 1 and 17: it is "
+	assert_int_equal(chat_add(c, CHAT_ASSISTANT,
+				  "17 has no divisors but 1 and 17: it is "
 				  "not divisible by 2, 3 (1+7=8), or any prime up to its root.",
-				  "Check small primes up to 4."), 0);
+				  "Check small primes up to 4."),
+			 0);
 	assert_int_equal(chat_add(c, CHAT_USER, questions[2], NULL), 0);
 	render(c, &ids, &n);
 	assert_true(n > 4 * CHUNK);
@@ -418,7 +424,7 @@ static void test_overflow(void **state)
 	assert_null(sess_render_fit(tok, c, variant, TMPL_THINK_ON, 100, 10, &n, &dropped));
 	snprintf(buf, sizeof buf, "the message is %zu tokens, the context holds 100", k);
 	assert_string_equal(err_msg(), buf);
-	assert_int_equal(c->n, 2);   /* everything droppable went: system + the message */
+	assert_int_equal(c->n, 2); /* everything droppable went: system + the message */
 	free(big);
 	chat_free(c);
 }
@@ -430,8 +436,8 @@ static void test_overflow(void **state)
  * lm_head[:, 0] times a positive constant whatever the input. lm_head[:, 0] ranks
  * the script's tokens first to last; a huge presence penalty then makes greedy
  * decoding take them in order, each once. */
-static const char *const script[] = {"<think>", "\n", "Hello", "\n\n", "</think>", "World",
-				     "!", "<|im_end|>"};
+static const char *const script[] = {"<think>",  "\n",    "Hello", "\n\n",
+				     "</think>", "World", "!",     "<|im_end|>"};
 enum { NSCRIPT = sizeof script / sizeof script[0] };
 
 /* Sets tensor `name` (bf16, rows x cols) entries: column col (col >= 0) or row row.
@@ -443,10 +449,10 @@ static void patch(FILE *f, json_t *hdr, uint64_t base, const char *name, int row
 	assert_non_null(t);
 	assert_string_equal(json_string_value(json_object_get(t, "dtype")), "BF16");
 	json_t *shape = json_object_get(t, "shape");
-	int64_t cols = json_array_size(shape) == 2 ?
-		       json_integer_value(json_array_get(shape, 1)) : 1;
+	int64_t cols =
+		json_array_size(shape) == 2 ? json_integer_value(json_array_get(shape, 1)) : 1;
 	uint64_t off = base + (uint64_t)json_integer_value(
-		json_array_get(json_object_get(t, "data_offsets"), 0));
+				      json_array_get(json_object_get(t, "data_offsets"), 0));
 	for (int i = 0; i < count; i++) {
 		int64_t r = col >= 0 ? i : row, c = col >= 0 ? col : i;
 		uint32_t bits;
@@ -464,7 +470,7 @@ static void rig_model(const char *dir, const int32_t *ids)
 	FILE *f = fopen(path, "r+b");
 	assert_non_null(f);
 	uint64_t n = 0;
-	assert_int_equal(fread(&n, 8, 1, f), 1);   /* little-endian host */
+	assert_int_equal(fread(&n, 8, 1, f), 1); /* little-endian host */
 	char *text = malloc(n);
 	assert_int_equal(fread(text, 1, n, f), n);
 	json_t *hdr = json_loadb(text, n, 0, NULL);
@@ -507,7 +513,7 @@ static void test_think_split(void **state)
 	for (int k = 0; k < NSCRIPT; k++) {
 		size_t n;
 		int32_t *x = tok_encode(tok, script[k], strlen(script[k]), &n);
-		assert_int_equal(n, 1);   /* each piece is one token of the real vocabulary */
+		assert_int_equal(n, 1); /* each piece is one token of the real vocabulary */
 		ids[k] = x[0];
 		free(x);
 	}
@@ -542,7 +548,8 @@ static void test_think_split(void **state)
 		assert_memory_equal(sess_ids(s) + 3, ids, sizeof ids);
 		if (splits[i] == SESS_SPLIT_NONE) {
 			/* no split: everything is answer text, tags included */
-			assert_string_equal(col.text[SESS_ANSWER], "<think>\nHello\n\n</think>World!");
+			assert_string_equal(col.text[SESS_ANSWER],
+					    "<think>\nHello\n\n</think>World!");
 			assert_int_equal(col.len[SESS_REASONING], 0);
 		} else {
 			/* the tags are gone, and the newlines the template strips */
@@ -569,7 +576,7 @@ static void test_errors(void **state)
 	assert_non_null(strstr(err_msg(), "151936"));
 	bad[2] = -5;
 	assert_int_equal(sess_sync(s, bad, 3), -1);
-	assert_int_equal(sess_n(s), 4);        /* untouched */
+	assert_int_equal(sess_n(s), 4); /* untouched */
 	assert_int_equal(sess_sync(s, ids, 0), -1);
 	int32_t *many = calloc(CTX + 1, sizeof *many);
 	assert_int_equal(sess_sync(s, many, CTX + 1), -1);
@@ -590,10 +597,8 @@ static void test_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_five_turns),
-		cmocka_unit_test(test_cancel),
-		cmocka_unit_test(test_overflow),
-		cmocka_unit_test(test_think_split),
+		cmocka_unit_test(test_five_turns), cmocka_unit_test(test_cancel),
+		cmocka_unit_test(test_overflow),   cmocka_unit_test(test_think_split),
 		cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

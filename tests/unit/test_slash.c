@@ -121,7 +121,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_is_command), cmocka_unit_test(test_names),
-		cmocka_unit_test(test_values), cmocka_unit_test(test_text),
+		cmocka_unit_test(test_values),     cmocka_unit_test(test_text),
 		cmocka_unit_test(test_complete),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -76,15 +76,17 @@ static void check_variant(size_t k)
 		assert_true(c < ncases);
 		bool agp = json_is_true(json_object_get(r, "add_generation_prompt"));
 		json_t *th = json_object_get(r, "enable_thinking");
-		int think = json_is_null(th) ? TMPL_THINK_ABSENT : json_is_true(th) ? TMPL_THINK_ON
-										    : TMPL_THINK_OFF;
+		int think = json_is_null(th)   ? TMPL_THINK_ABSENT
+			    : json_is_true(th) ? TMPL_THINK_ON
+					       : TMPL_THINK_OFF;
 		const char *want = json_string_value(json_object_get(r, "text"));
 		size_t len;
 		char *got = tmpl_render(cases[c], variants[k].v, agp, think, &len);
 		assert_non_null(got);
 		if (len != strlen(want) || memcmp(got, want, len) != 0) {
 			if (bad++ < 5)
-				print_error("%s: case %zu agp=%d think=%d differs\n--- want\n%s\n--- got\n%s\n",
+				print_error("%s: case %zu agp=%d think=%d differs\n--- "
+					    "want\n%s\n--- got\n%s\n",
 					    variants[k].name, c, agp, think, want, got);
 		}
 		free(got);
@@ -96,10 +98,26 @@ static void check_variant(size_t k)
 	free(cases);
 }
 
-static void test_qwen3(void **state) { (void)state; check_variant(0); }
-static void test_instruct(void **state) { (void)state; check_variant(1); }
-static void test_thinking(void **state) { (void)state; check_variant(2); }
-static void test_chatml(void **state) { (void)state; check_variant(3); }
+static void test_qwen3(void **state)
+{
+	(void)state;
+	check_variant(0);
+}
+static void test_instruct(void **state)
+{
+	(void)state;
+	check_variant(1);
+}
+static void test_thinking(void **state)
+{
+	(void)state;
+	check_variant(2);
+}
+static void test_chatml(void **state)
+{
+	(void)state;
+	check_variant(3);
+}
 
 static void test_detect(void **state)
 {
@@ -109,8 +127,8 @@ static void test_detect(void **state)
 		snprintf(name, sizeof name, "template-config-%s.json", variants[k].name);
 		json_t *cfg = load_golden(name);
 		const char *warning = "unset";
-		enum tmpl_variant v = tmpl_detect(json_string_value(json_object_get(cfg, "chat_template")),
-						  &warning);
+		enum tmpl_variant v = tmpl_detect(
+			json_string_value(json_object_get(cfg, "chat_template")), &warning);
 		assert_int_equal(v, variants[k].v);
 		if (variants[k].v == TMPL_CHATML)
 			assert_non_null(warning);
@@ -125,14 +143,17 @@ static void test_detect(void **state)
 	const char *thinking = json_string_value(json_object_get(cfg, "chat_template"));
 	char *edited = strdup(thinking), *at = strstr(edited, "assistant\\n<think>\\n'");
 	assert_non_null(at);
-	memmove(at + 11, at + 20, strlen(at + 20) + 1);  /* drop "<think>\\n" */
+	memmove(at + 11, at + 20, strlen(at + 20) + 1); /* drop "<think>\\n" */
 	assert_int_equal(tmpl_detect(edited, NULL), TMPL_CHATML);
 	free(edited);
 	json_decref(cfg);
-	assert_int_equal(tmpl_detect("{%- if messages[0].role == 'system' %}{{- '<|im_start|>system\\n' + "
-				     "messages[0].content + '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>"
-				     "system\\nYou are Qwen, created by Alibaba Cloud.' }}{%- endif %}"
-				     "<tool_response>", NULL), TMPL_CHATML);
+	assert_int_equal(
+		tmpl_detect("{%- if messages[0].role == 'system' %}{{- '<|im_start|>system\\n' + "
+			    "messages[0].content + '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>"
+			    "system\\nYou are Qwen, created by Alibaba Cloud.' }}{%- endif %}"
+			    "<tool_response>",
+			    NULL),
+		TMPL_CHATML);
 	const char *warning = NULL;
 	assert_int_equal(tmpl_detect(NULL, &warning), TMPL_CHATML);
 	assert_non_null(warning);
@@ -155,12 +176,9 @@ static void test_empty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_qwen3),
-		cmocka_unit_test(test_instruct),
-		cmocka_unit_test(test_thinking),
-		cmocka_unit_test(test_chatml),
-		cmocka_unit_test(test_detect),
-		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_qwen3),    cmocka_unit_test(test_instruct),
+		cmocka_unit_test(test_thinking), cmocka_unit_test(test_chatml),
+		cmocka_unit_test(test_detect),   cmocka_unit_test(test_empty),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

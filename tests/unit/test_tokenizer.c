@@ -236,7 +236,8 @@ static void test_mixed_1mb(void **state)
 	size_t len, n;
 	char *text = mixed_text(&c, &len);
 	char hex[17];
-	snprintf(hex, sizeof hex, "%016llx", (unsigned long long)fnv1a(0xcbf29ce484222325ull, text, len));
+	snprintf(hex, sizeof hex, "%016llx",
+		 (unsigned long long)fnv1a(0xcbf29ce484222325ull, text, len));
 	assert_int_equal(len, json_integer_value(json_object_get(g, "text_bytes")));
 	assert_string_equal(hex, json_string_value(json_object_get(g, "text_fnv1a64")));
 	int32_t *ids = tok_encode(T, text, len, &n);
@@ -245,7 +246,8 @@ static void test_mixed_1mb(void **state)
 	uint64_t h = 0xcbf29ce484222325ull;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char le[4] = {(unsigned char)ids[i], (unsigned char)(ids[i] >> 8),
-				       (unsigned char)(ids[i] >> 16), (unsigned char)((uint32_t)ids[i] >> 24)};
+				       (unsigned char)(ids[i] >> 16),
+				       (unsigned char)((uint32_t)ids[i] >> 24)};
 		h = fnv1a(h, le, 4);
 	}
 	snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
@@ -254,8 +256,8 @@ static void test_mixed_1mb(void **state)
 	size_t dl;
 	char *dec = tok_decode(T, ids, n, false, &dl);
 	utf8proc_uint8_t *nfc;
-	utf8proc_ssize_t nl = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)len, &nfc,
-					   UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+	utf8proc_ssize_t nl = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)len,
+					   &nfc, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
 	assert_true(nl >= 0);
 	assert_int_equal(dl, (size_t)nl);
 	assert_memory_equal(dec, nfc, dl);
@@ -280,8 +282,9 @@ static void test_roundtrip_golden(void **state)
 		char *dec = tok_decode(T, ids, n, false, &dl);
 		assert_non_null(dec);
 		utf8proc_uint8_t *nfc;
-		utf8proc_ssize_t nl = utf8proc_map((const utf8proc_uint8_t *)c.s[i], (utf8proc_ssize_t)c.len[i],
-						   &nfc, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+		utf8proc_ssize_t nl =
+			utf8proc_map((const utf8proc_uint8_t *)c.s[i], (utf8proc_ssize_t)c.len[i],
+				     &nfc, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
 		assert_true(nl >= 0);
 		if (dl != (size_t)nl || memcmp(dec, nfc, dl) != 0)
 			fail_msg("case %zu: decode(encode(x)) != NFC(x)", i);
@@ -297,10 +300,37 @@ static void test_roundtrip_golden(void **state)
 static void test_roundtrip_bytes(void **state)
 {
 	(void)state;
-	static const char *const atoms[] = {"a", "Z", " ", "  ", "\n", "\r\n", "\t", "'s", "'LL", "7",
-		"<|im_end|>", "<think>", "<|im_", "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "\xe2\x80\x8d",
-		"\x80", "\xff", "\xc3", "\xe4\xb8", "\xf0\x9f", "\xed\xa0\x80", "\xc0\xaf", ".", "!!",
-		"\xc2\xa0", "\xe3\x80\x80", "\xef\xbb\xbf", "\xc2\x85", "\x00", "x\xf4\x90\x80\x80"};
+	static const char *const atoms[] = {"a",
+					    "Z",
+					    " ",
+					    "  ",
+					    "\n",
+					    "\r\n",
+					    "\t",
+					    "'s",
+					    "'LL",
+					    "7",
+					    "<|im_end|>",
+					    "<think>",
+					    "<|im_",
+					    "\xe4\xb8\xad",
+					    "\xf0\x9f\x98\x80",
+					    "\xe2\x80\x8d",
+					    "\x80",
+					    "\xff",
+					    "\xc3",
+					    "\xe4\xb8",
+					    "\xf0\x9f",
+					    "\xed\xa0\x80",
+					    "\xc0\xaf",
+					    ".",
+					    "!!",
+					    "\xc2\xa0",
+					    "\xe3\x80\x80",
+					    "\xef\xbb\xbf",
+					    "\xc2\x85",
+					    "\x00",
+					    "x\xf4\x90\x80\x80"};
 	uint32_t x = 12345;
 	int iters = sanitized ? 300 : 3000;
 	char buf[512];
@@ -333,7 +363,8 @@ static void stream_check(const int32_t *ids, size_t n, bool skip)
 	size_t dl;
 	char *plain = tok_decode(T, ids, n, skip, &dl);
 	assert_non_null(plain);
-	bool valid = utf8proc_decompose((const utf8proc_uint8_t *)plain, (utf8proc_ssize_t)dl, NULL, 0, 0) >= 0;
+	bool valid = utf8proc_decompose((const utf8proc_uint8_t *)plain, (utf8proc_ssize_t)dl, NULL,
+					0, 0) >= 0;
 	struct tok_stream *s = tok_stream_new(T, skip);
 	assert_non_null(s);
 	char *cat = malloc(dl + 16);
@@ -343,7 +374,8 @@ static void stream_check(const int32_t *ids, size_t n, bool skip)
 		assert_non_null(p);
 		assert_true(o + len <= dl);
 		if (valid && len)
-			assert_true(utf8proc_decompose((const utf8proc_uint8_t *)p, (utf8proc_ssize_t)len, NULL, 0, 0) >= 0);
+			assert_true(utf8proc_decompose((const utf8proc_uint8_t *)p,
+						       (utf8proc_ssize_t)len, NULL, 0, 0) >= 0);
 		memcpy(cat + o, p, len);
 		o += len;
 	}
@@ -439,9 +471,8 @@ static void test_lookups(void **state)
  * merges in both forms, one special added token 258. */
 static char *tiny_json(void)
 {
-	json_t *re = json_string(
-		"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
-		"| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+");
+	json_t *re = json_string("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
+				 "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+");
 	char *res = json_dumps(re, JSON_ENCODE_ANY);
 	json_decref(re);
 	json_t *vocab = json_object();
@@ -464,14 +495,17 @@ static char *tiny_json(void)
 	char *vs = json_dumps(vocab, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(vocab);
 	char *out;
-	int n = asprintf(&out,
-		"{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":[{\"id\":258,"
+	int n = asprintf(
+		&out,
+		"{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":[{"
+		"\"id\":258,"
 		"\"content\":\"<|e|>\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
 		"\"normalized\":false,\"special\":true}],\"normalizer\":{\"type\":\"NFC\"},"
 		"\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\","
 		"\"pattern\":{\"Regex\":%s},\"behavior\":\"Isolated\",\"invert\":false},"
 		"{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":false,"
-		"\"use_regex\":false}]},\"post_processor\":null,\"decoder\":{\"type\":\"ByteLevel\"},"
+		"\"use_regex\":false}]},\"post_processor\":null,\"decoder\":{\"type\":"
+		"\"ByteLevel\"},"
 		"\"model\":{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":null,\"vocab\":%s,"
 		"\"merges\":[\"a b\",[\"ab\",\"c\"]]}}",
 		res, vs);
@@ -540,20 +574,26 @@ static void test_malformed(void **state)
 		{"\"type\":\"BPE\"", "\"type\":\"Unigram\"", "model.type: \"Unigram\""},
 		{"\"type\":\"BPE\"", "\"type\":\"WordPiece\"", "model.type: \"WordPiece\""},
 		{"\"type\":\"BPE\",", "", "model.type: missing"},
-		{"\"type\":\"Sequence\"", "\"type\":\"Whitespace\"", "pre_tokenizer: type \"Whitespace\""},
+		{"\"type\":\"Sequence\"", "\"type\":\"Whitespace\"",
+		 "pre_tokenizer: type \"Whitespace\""},
 		{"(?i:'s", "(?i:'x", "pre_tokenizer.pretokenizers[0].pattern.Regex"},
 		{"\"Isolated\"", "\"Removed\"", "behavior"},
 		{"\"type\":\"Split\"", "\"type\":\"Digits\"", "pretokenizers[0]: type \"Digits\""},
-		{"\"decoder\":{\"type\":\"ByteLevel\"}", "\"decoder\":{\"type\":\"WordPiece\"}", "decoder: type \"WordPiece\""},
+		{"\"decoder\":{\"type\":\"ByteLevel\"}", "\"decoder\":{\"type\":\"WordPiece\"}",
+		 "decoder: type \"WordPiece\""},
 		{"\"decoder\":{\"type\":\"ByteLevel\"},", "", "decoder: missing"},
-		{"\"normalizer\":{\"type\":\"NFC\"}", "\"normalizer\":{\"type\":\"NFKC\"}", "normalizer: type \"NFKC\""},
+		{"\"normalizer\":{\"type\":\"NFC\"}", "\"normalizer\":{\"type\":\"NFKC\"}",
+		 "normalizer: type \"NFKC\""},
 		{"\"abc\":257", "\"abc\":\"x\"", "model.vocab"},
 		{"\"abc\":257", "\"abc\":256", "model.vocab"},
 		{"\"abc\":257", "\"abc\":99999999999", "model.vocab"},
 		{"\"abc\":257", "\"abc\":-3", "model.vocab"},
 		{"\"z\":122", "\"zz\":122", "model.vocab: no token for byte 0x7a"},
 		{"\"abc\":257", "\"a\\u0000c\":257", "model.vocab"},
-		{"\"abc\":257", "\"a\xff" "c\":257", "model.vocab: invalid UTF-8"},
+		{"\"abc\":257",
+		 "\"a\xff"
+		 "c\":257",
+		 "model.vocab: invalid UTF-8"},
 		{"\"abc\":257", "\"a\xe2\x82\":257", "model.vocab: invalid UTF-8"},
 		{"\"a b\"", "\"a q\"", "model.merges: entry 0: the merged token"},
 		{"\"a b\"", "\"a b c\"", "model.merges: entry 0"},
@@ -567,7 +607,8 @@ static void test_malformed(void **state)
 		{"\"id\":258", "\"id\":97", "id 97 is the vocabulary's token for other text"},
 		{"\"special\":true", "\"special\":1", "added_tokens[0]"},
 		{"\"truncation\":null", "\"truncation\":{\"max_length\":5}", "truncation"},
-		{"\"post_processor\":null", "\"post_processor\":{\"type\":\"BertProcessing\"}", "post_processor"},
+		{"\"post_processor\":null", "\"post_processor\":{\"type\":\"BertProcessing\"}",
+		 "post_processor"},
 		{"\"dropout\":null", "\"dropout\":0.1", "model.dropout"},
 		{"\"version\"", "\"version\" ", NULL}, /* still valid: whitespace */
 		{"{\"version\"", "[{\"version\"", "expected '{'"},
@@ -591,7 +632,8 @@ static void test_malformed(void **state)
 				fail_msg("case %zu (%s): loaded", i, cases[i][2]);
 			const char *m = err_msg();
 			if (!strstr(m, path) || !strstr(m, cases[i][2]) || strchr(m, '\n'))
-				fail_msg("case %zu: message \"%s\" lacks the file or \"%s\"", i, m, cases[i][2]);
+				fail_msg("case %zu: message \"%s\" lacks the file or \"%s\"", i, m,
+					 cases[i][2]);
 		}
 		free(s);
 	}
@@ -611,8 +653,10 @@ static void test_malformed(void **state)
 	close(fd);
 	const char *bad_cfg[][2] = {
 		{"{\"eos_token\": ", "line"},
-		{"{\"added_tokens_decoder\": {\"258\": {\"content\": \"<|x|>\"}}}", "added_tokens_decoder.\"258\".content"},
-		{"{\"added_tokens_decoder\": {\"abc\": {\"content\": \"<|x|>\"}}}", "added_tokens_decoder.\"abc\""},
+		{"{\"added_tokens_decoder\": {\"258\": {\"content\": \"<|x|>\"}}}",
+		 "added_tokens_decoder.\"258\".content"},
+		{"{\"added_tokens_decoder\": {\"abc\": {\"content\": \"<|x|>\"}}}",
+		 "added_tokens_decoder.\"abc\""},
 		{"{\"eos_token\": 5}", "eos_token"},
 		{"{\"chat_template\": 5}", "chat_template"},
 	};
@@ -623,9 +667,11 @@ static void test_malformed(void **state)
 		if (!strstr(m, cfg) || !strstr(m, bad_cfg[i][1]) || strchr(m, '\n'))
 			fail_msg("config case %zu: message \"%s\"", i, m);
 	}
-	const char *good = "{\"added_tokens_decoder\": {\"258\": {\"content\": \"<|e|>\", \"special\": true},"
-			   " \"259\": {\"content\": \"<new>\", \"special\": false}}, \"eos_token\": {\"content\": \"<|e|>\"},"
-			   " \"chat_template\": [{\"name\": \"default\", \"template\": \"T\"}]}";
+	const char *good =
+		"{\"added_tokens_decoder\": {\"258\": {\"content\": \"<|e|>\", \"special\": true},"
+		" \"259\": {\"content\": \"<new>\", \"special\": false}}, \"eos_token\": "
+		"{\"content\": \"<|e|>\"},"
+		" \"chat_template\": [{\"name\": \"default\", \"template\": \"T\"}]}";
 	write_file(cfg, good, strlen(good));
 	struct tok *t = tok_load_files(path, cfg);
 	if (!t)
@@ -669,20 +715,17 @@ int main(void)
 	if (!p || !fgets(tokdir, sizeof tokdir, p)) {
 		int st = p ? pclose(p) : -1;
 		int code = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-		fprintf(stderr, "test_tokenizer: no tokenizer files (fetch-tokenizer.sh exit %d)\n", code);
+		fprintf(stderr, "test_tokenizer: no tokenizer files (fetch-tokenizer.sh exit %d)\n",
+			code);
 		return code == 77 ? 77 : 1;
 	}
 	pclose(p);
 	tokdir[strcspn(tokdir, "\n")] = 0;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_golden_cases),
-		cmocka_unit_test(test_golden_extra_added),
-		cmocka_unit_test(test_mixed_1mb),
-		cmocka_unit_test(test_roundtrip_golden),
-		cmocka_unit_test(test_roundtrip_bytes),
-		cmocka_unit_test(test_stream),
-		cmocka_unit_test(test_lookups),
-		cmocka_unit_test(test_tiny_valid),
+		cmocka_unit_test(test_golden_cases),    cmocka_unit_test(test_golden_extra_added),
+		cmocka_unit_test(test_mixed_1mb),       cmocka_unit_test(test_roundtrip_golden),
+		cmocka_unit_test(test_roundtrip_bytes), cmocka_unit_test(test_stream),
+		cmocka_unit_test(test_lookups),         cmocka_unit_test(test_tiny_valid),
 		cmocka_unit_test(test_malformed),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
