@@ -10,18 +10,50 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Every dtype's block: weights per block, bytes per block, name (ggml-common.h). */
+static const struct {
+	int block;
+	size_t bytes;
+	const char *name;
+} dtypes[ENG_DTYPE_COUNT] = {
+	[ENG_BF16] = {1, 2, "BF16"},     [ENG_F16] = {1, 2, "F16"},
+	[ENG_F32] = {1, 4, "F32"},       [ENG_Q8_0] = {32, 34, "Q8_0"},
+	[ENG_Q4_0] = {32, 18, "Q4_0"},   [ENG_Q5_0] = {32, 22, "Q5_0"},
+	[ENG_Q4_K] = {256, 144, "Q4_K"}, [ENG_Q5_K] = {256, 176, "Q5_K"},
+	[ENG_Q6_K] = {256, 210, "Q6_K"},
+};
+
 size_t eng_dtype_size(enum eng_dtype t)
 {
-	return t == ENG_F32 ? 4 : 2;
+	return eng_dtype_block_bytes(t);
+}
+
+int eng_dtype_block(enum eng_dtype t)
+{
+	return (unsigned)t < ENG_DTYPE_COUNT ? dtypes[t].block : 1;
+}
+
+size_t eng_dtype_block_bytes(enum eng_dtype t)
+{
+	return (unsigned)t < ENG_DTYPE_COUNT ? dtypes[t].bytes : 0;
+}
+
+size_t eng_row_bytes(enum eng_dtype t, int64_t n)
+{
+	int b = eng_dtype_block(t);
+	if (n < 0 || n % b)
+		return 0;
+	return (size_t)(n / b) * eng_dtype_block_bytes(t);
+}
+
+bool eng_dtype_quantized(enum eng_dtype t)
+{
+	return eng_dtype_block(t) > 1;
 }
 
 const char *eng_dtype_name(enum eng_dtype t)
 {
-	switch (t) {
-	case ENG_BF16: return "BF16";
-	case ENG_F16: return "F16";
-	default: return "F32";
-	}
+	return (unsigned)t < ENG_DTYPE_COUNT ? dtypes[t].name : "?";
 }
 
 /* Reads an integer field into [lo, hi]. Absent: *out = def, or an error when

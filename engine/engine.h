@@ -9,11 +9,34 @@
 
 /* ---- Configuration (config.json) ------------------------------------------ */
 
-enum eng_dtype { ENG_BF16, ENG_F16, ENG_F32 };
+/* Element types of weights: the float types of safetensors files, and ggml's
+ * block-quantized types of GGUF files (a block of 32 or 256 weights stored with its
+ * scales, as ggml-common.h lays them out). */
+enum eng_dtype {
+	ENG_BF16,
+	ENG_F16,
+	ENG_F32,
+	ENG_Q8_0, /* 32 weights: f16 scale, 32 int8 */
+	ENG_Q4_0, /* 32 weights: f16 scale, 16 bytes of 4-bit values */
+	ENG_Q5_0, /* 32 weights: f16 scale, 4 bytes of high bits, 16 bytes of low nibbles */
+	ENG_Q4_K, /* 256 weights: super-block of 8 x 32, 6-bit scales and mins */
+	ENG_Q5_K, /* 256 weights: as Q4_K plus one high bit per weight */
+	ENG_Q6_K, /* 256 weights: 16 x 16, 8-bit scales, 6-bit values */
+	ENG_DTYPE_COUNT
+};
 
-/* Size in bytes of one element of the dtype. */
+/* Size in bytes of one element of a float dtype (bf16, f16, f32); for a quantized
+ * type, the bytes of one block (eng_dtype_block_bytes). */
 size_t eng_dtype_size(enum eng_dtype t);
-/* "BF16", "F16", "F32". */
+/* Weights per block: 1 for the float types, 32 or 256 for the quantized ones. */
+int eng_dtype_block(enum eng_dtype t);
+/* Bytes of one block (of one element for the float types). */
+size_t eng_dtype_block_bytes(enum eng_dtype t);
+/* Bytes of a row of n weights (n a multiple of the block), 0 when it is not. */
+size_t eng_row_bytes(enum eng_dtype t, int64_t n);
+/* True for the block-quantized types. */
+bool eng_dtype_quantized(enum eng_dtype t);
+/* "BF16", "F16", "F32", "Q8_0", "Q4_0", "Q5_0", "Q4_K", "Q5_K", "Q6_K". */
 const char *eng_dtype_name(enum eng_dtype t);
 
 /* The largest head_dim a config may give (rope.h callers size arrays by it). */
