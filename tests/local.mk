@@ -62,6 +62,7 @@ TESTS += tests/unit/test_hub tests/cli/hub.sh
 EXTRA_DIST += tests/cli/hub.sh tests/cli/hub-server.py
 tests_unit_test_hub_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_hub_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
+tests_cli_hub_resolve_SOURCES = tests/cli/hub_resolve.c src/cli/env.c
 tests_cli_hub_resolve_LDADD = $(APP_LIBS)
 
 # Sampler and session (issue 4).
