@@ -13,7 +13,8 @@ libbase_a_SOURCES = \
 	src/base/proc.c src/base/proc.h \
 	src/base/array.c src/base/array.h
 
-# App: everything between the command line and the engine and tokenizer.
+# App: everything between the command line and the engine and tokenizer (the client of
+# the remote backend, src/remote/, included).
 noinst_LIBRARIES += libapp.a
 libapp_a_SOURCES = \
 	src/hub/hub.c src/hub/hub.h \
@@ -27,7 +28,10 @@ libapp_a_SOURCES = \
 	src/session/session.c src/session/session.h \
 	src/app/app.c src/app/app.h src/app/app_state.h src/app/app_slash.c \
 	src/app/slash.c src/app/slash.h \
-	src/app/plain.c src/app/plain.h
+	src/app/plain.c src/app/plain.h \
+	src/remote/sse.c src/remote/sse.h \
+	src/remote/reply.c src/remote/reply.h \
+	src/remote/remote.c src/remote/request.c src/remote/remote.h
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.
 qwenchat_SOURCES = src/cli/main.c \

@@ -152,3 +152,11 @@ tests_fuzz_fuzz_tokenizer_LDADD = $(TOKENIZER_LIBS)
 tests_fuzz_fuzz_tokenizer_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_tokenizer.c tests/fuzz/corpus/tokenizer
 EXTRA_DIST += tests/bench/tokenizer-bench.sh tests/bench/tokenizer-bench.js
+
+# The remote backend (src/remote/): server-sent events, chat-completion chunks and the
+# request body (unit tests); the client against a fake vLLM/SGLang server
+# (tests/cli/remote-server.py, 127.0.0.1 only) in plain mode, `run` and the UI.
+check_PROGRAMS += tests/unit/test_remote
+TESTS += tests/unit/test_remote
+tests_unit_test_remote_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_remote_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)

@@ -1,0 +1,698 @@
+/* remote.c — HTTP for the remote backend with libcurl: one transfer at a time driven
+ * through the multi interface, so that the loop wakes every 50 ms to look at the
+ * cancel flag and the stall clock (an easy transfer's progress callback may come only
+ * once a second while nothing arrives); failures made into one line each. */
+#include "src/remote/remote.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "src/base/clock.h"
+#include "src/base/err.h"
+#include "src/base/strbuf.h"
+#include "src/remote/sse.h"
+
+/* Bytes of an error body or of GET /models kept; the rest is dropped. */
+enum { ERROR_BODY_MAX = 64 << 10, MODELS_BODY_MAX = 8 << 20, POLL_MS = 50 };
+
+struct remote {
+	char *base;  /* the API base, as given minus a trailing "/" */
+	char *shown; /* the same without user:password, for messages */
+	char *key;   /* or NULL */
+	bool key_in_clear;
+	int connect_timeout, stall_timeout;
+	CURL *curl;
+	CURLM *multi;
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+/* One transfer's state, shared with libcurl's callbacks. */
+struct xfer {
+	struct remote *r;
+	long status;        /* of the response whose body is arriving */
+	int retry_after;    /* Retry-After in seconds; -1 when absent */
+	struct strbuf body; /* an error body or a whole JSON answer, bounded */
+	size_t body_max;
+	struct sse sse; /* the event stream of a 2xx chat answer (events: true) */
+	struct reply *reply;
+	bool events;
+	int parse_rc;        /* sse_feed's first non-zero result */
+	char parse_err[512]; /* ... and its message (err_set runs on this thread) */
+	size_t bytes;        /* received, headers included */
+	double last_byte;    /* clock_now() of the last byte, for the stall timeout */
+};
+
+/* ---- setting up ------------------------------------------------------------ */
+
+static bool is_loopback(const char *host)
+{
+	return !strcmp(host, "localhost") || !strncmp(host, "127.", 4) || !strcmp(host, "[::1]") ||
+	       !strcmp(host, "::1");
+}
+
+/* Checks the URL with libcurl's parser and makes its shown form. */
+static int parse_url(struct remote *r, const char *url)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL, *shown = NULL;
+	int rc = -1;
+	if (!u)
+		return err_set("out of memory");
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+		err_set("--url: '%s' is not a URL such as http://HOST:8000/v1", url);
+		goto done;
+	}
+	if (strcmp(scheme, "http") && strcmp(scheme, "https")) {
+		err_set("--url: the scheme '%s' is not http or https", scheme);
+		goto done;
+	}
+	curl_url_set(u, CURLUPART_USER, NULL, 0);
+	curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+	if (curl_url_get(u, CURLUPART_URL, &shown, 0) != CURLUE_OK) {
+		err_set("out of memory");
+		goto done;
+	}
+	r->shown = strdup(shown);
+	r->key_in_clear = r->key && !strcmp(scheme, "http") && !is_loopback(host);
+	rc = r->shown ? 0 : err_set("out of memory");
+	size_t n = r->shown ? strlen(r->shown) : 0;
+	while (n && r->shown[n - 1] == '/') /* curl shows "http://h:1" as "http://h:1/" */
+		r->shown[--n] = '\0';
+done:
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(shown);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+/* The base without a trailing "/" or "/chat/completions" (a whole endpoint given). */
+static char *base_of(const char *url)
+{
+	static const char tail[] = "/chat/completions";
+	size_t n = strlen(url);
+	while (n && url[n - 1] == '/')
+		n--;
+	if (n >= sizeof tail - 1 && !memcmp(url + n - (sizeof tail - 1), tail, sizeof tail - 1))
+		n -= sizeof tail - 1;
+	while (n && url[n - 1] == '/')
+		n--;
+	return strndup(url, n);
+}
+
+struct remote *remote_new(const struct remote_options *o)
+{
+	if (!o->url || !*o->url) {
+		err_set("the remote backend needs --url (the API base, http://HOST:PORT/v1)");
+		return NULL;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+		err_set("cannot initialise libcurl");
+		return NULL;
+	}
+	struct remote *r = calloc(1, sizeof *r);
+	if (!r) {
+		curl_global_cleanup();
+		err_set("out of memory");
+		return NULL;
+	}
+	r->connect_timeout = o->connect_timeout > 0 ? o->connect_timeout : REMOTE_CONNECT_TIMEOUT;
+	r->stall_timeout = o->stall_timeout > 0 ? o->stall_timeout : REMOTE_STALL_TIMEOUT;
+	r->base = base_of(o->url);
+	r->key = o->api_key && *o->api_key ? strdup(o->api_key) : NULL;
+	if (!r->base || (o->api_key && *o->api_key && !r->key)) {
+		err_set("out of memory");
+		goto fail;
+	}
+	if (r->key && (strchr(r->key, '\n') || strchr(r->key, '\r'))) {
+		err_set("the API key holds a line break");
+		goto fail;
+	}
+	if (parse_url(r, r->base))
+		goto fail;
+	if (!(r->curl = curl_easy_init()) || !(r->multi = curl_multi_init())) {
+		err_set("out of memory");
+		goto fail;
+	}
+	return r;
+fail:
+	remote_free(r);
+	return NULL;
+}
+
+void remote_free(struct remote *r)
+{
+	if (!r)
+		return;
+	if (r->key)
+		memset(r->key, 0, strlen(r->key));
+	curl_multi_cleanup(r->multi);
+	curl_easy_cleanup(r->curl);
+	free(r->base);
+	free(r->shown);
+	free(r->key);
+	free(r);
+	curl_global_cleanup();
+}
+
+const char *remote_url(const struct remote *r)
+{
+	return r->shown;
+}
+
+bool remote_key_in_clear(const struct remote *r)
+{
+	return r->key_in_clear;
+}
+
+/* The request's headers: User-Agent, Authorization when a key is set, and extra
+ * (NULL-terminated). NULL when out of memory. */
+static struct curl_slist *headers(const struct remote *r, const char *const *extra)
+{
+	struct curl_slist *h = curl_slist_append(NULL, "User-Agent: qwenchat/" PACKAGE_VERSION);
+	for (; h && extra && *extra; extra++) {
+		struct curl_slist *g = curl_slist_append(h, *extra);
+		if (!g)
+			curl_slist_free_all(h);
+		h = g;
+	}
+	if (h && r->key) {
+		size_t n = strlen(r->key) + 32;
+		char *line = malloc(n);
+		struct curl_slist *g = NULL;
+		if (line) {
+			snprintf(line, n, "Authorization: Bearer %s", r->key);
+			g = curl_slist_append(h, line);
+			memset(line, 0, n);
+			free(line);
+		}
+		if (!g)
+			curl_slist_free_all(h);
+		h = g;
+	}
+	return h;
+}
+
+/* ---- one transfer ------------------------------------------------------------ */
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+	struct xfer *x = ud;
+	n *= size;
+	x->bytes += n;
+	x->last_byte = clock_now();
+	if (n > 5 && !memcmp(p, "HTTP/", 5)) { /* a new response (after a 100 Continue) */
+		x->retry_after = -1;
+	} else if (n > 12 && !strncasecmp(p, "Retry-After:", 12)) {
+		char v[64];
+		size_t k = n - 12 < sizeof v - 1 ? n - 12 : sizeof v - 1;
+		memcpy(v, p + 12, k);
+		v[k] = '\0';
+		v[strcspn(v, "\r\n")] = '\0';
+		char *end;
+		long s = strtol(v, &end, 10);
+		if (end != v && !*end && s >= 0)
+			x->retry_after = s > 86400 ? 86400 : (int)s;
+		else { /* an HTTP date */
+			time_t t = curl_getdate(v + strspn(v, " "), NULL), now = time(NULL);
+			if (t != (time_t)-1)
+				x->retry_after =
+					t > now ? (int)(t - now < 86400 ? t - now : 86400) : 0;
+		}
+	}
+	return n;
+}
+
+static int on_event(void *ud, const char *name, const char *data, size_t len)
+{
+	struct xfer *x = ud;
+	return reply_event(x->reply, name, data, len);
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+	struct xfer *x = ud;
+	n *= size;
+	x->bytes += n;
+	x->last_byte = clock_now();
+	curl_easy_getinfo(x->r->curl, CURLINFO_RESPONSE_CODE, &x->status);
+	if (x->events && x->status / 100 == 2) {
+		if (x->parse_rc) /* after [DONE]: nothing more is read */
+			return n;
+		int rc = sse_feed(&x->sse, p, n);
+		if (rc < 0)
+			snprintf(x->parse_err, sizeof x->parse_err, "%s", err_msg());
+		x->parse_rc = rc;
+		return rc < 0 || x->reply->stop ? 0 : n; /* 0 ends the transfer */
+	}
+	size_t room = x->body.n < x->body_max ? x->body_max - x->body.n : 0;
+	sb_put(&x->body, p, n < room ? n : room);
+	return x->body.oom ? 0 : n;
+}
+
+/* How a transfer ended besides libcurl's result. */
+enum { ENDED, CANCELLED, STALLED };
+
+/* Runs the transfer prepared on r->curl. *cc gets libcurl's result when ENDED. */
+static int perform(struct remote *r, struct xfer *x, atomic_int *cancel, CURLcode *cc)
+{
+	int how = ENDED, running = 1;
+	*cc = CURLE_OK;
+	x->last_byte = clock_now();
+	curl_multi_add_handle(r->multi, r->curl);
+	while (running) {
+		if (curl_multi_perform(r->multi, &running) != CURLM_OK) {
+			*cc = CURLE_OUT_OF_MEMORY;
+			break;
+		}
+		if (!running)
+			break;
+		if (cancel && atomic_load(cancel)) {
+			how = CANCELLED;
+			break;
+		}
+		if (clock_now() - x->last_byte > r->stall_timeout) {
+			how = STALLED;
+			break;
+		}
+		curl_multi_poll(r->multi, NULL, 0, POLL_MS, NULL);
+	}
+	CURLMsg *m;
+	int left;
+	while ((m = curl_multi_info_read(r->multi, &left)))
+		if (m->msg == CURLMSG_DONE && m->easy_handle == r->curl)
+			*cc = m->data.result;
+	curl_multi_remove_handle(r->multi, r->curl);
+	if (!x->status)
+		curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &x->status);
+	return how;
+}
+
+/* Prepares r->curl for a request to base + path. */
+static void setup(struct remote *r, struct xfer *x, const char *url, struct curl_slist *h)
+{
+	CURL *c = r->curl;
+	curl_easy_reset(c);
+	r->errbuf[0] = '\0';
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)r->connect_timeout);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+	x->r = r;
+	x->retry_after = -1;
+}
+
+/* ---- what went wrong ------------------------------------------------------------ */
+
+static const char *status_text(long s)
+{
+	switch (s) {
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
+	case 422: return "Unprocessable Content";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return s >= 500 ? "server error" : s >= 400 ? "client error" : "unexpected status";
+	}
+}
+
+/* The server's explanation in an error body: OpenAI's {"error": {"message"}}, the
+ * older vLLM {"message"}, FastAPI's {"detail"}, or the text itself. */
+static void server_message(const struct xfer *x, char *out, size_t sz)
+{
+	json_t *root = x->body.n ? json_loadb(x->body.p, x->body.n, 0, NULL) : NULL;
+	json_t *e = json_object_get(root, "error"), *m = NULL;
+	if (json_is_object(e))
+		m = json_object_get(e, "message");
+	else if (json_is_string(e))
+		m = e;
+	if (!m)
+		m = json_object_get(root, "message");
+	if (!m)
+		m = json_object_get(root, "detail");
+	if (json_is_array(m) && json_array_size(m)) /* FastAPI: [{"msg": ...}] */
+		m = json_object_get(json_array_get(m, 0), "msg");
+	if (json_is_string(m))
+		reply_oneline(out, sz, json_string_value(m), json_string_length(m));
+	else if (!root && x->body.n)
+		reply_oneline(out, sz, x->body.p, x->body.n);
+	else
+		out[0] = '\0';
+	json_decref(root);
+}
+
+/* "401 Unauthorized: the message" into out. */
+static void status_line(const struct xfer *x, char *out, size_t sz)
+{
+	char msg[REPLY_MAX_MESSAGE + 8];
+	server_message(x, msg, sizeof msg);
+	snprintf(out, sz, "%ld %s%s%s", x->status, status_text(x->status), msg[0] ? ": " : "", msg);
+}
+
+/* One line for an HTTP status that is not a success (what names the request). */
+static int http_error(const struct remote *r, const struct xfer *x, const char *what, int tries)
+{
+	char st[REPLY_MAX_MESSAGE + 64];
+	status_line(x, st, sizeof st);
+	long s = x->status;
+	if (s == 401 || s == 403)
+		return err_set("%s: %s (%s)", r->shown, st,
+			       r->key ? "the API key was refused" : "no API key was sent");
+	if (s == 429 || s == 503) {
+		char wait[64] = "";
+		if (x->retry_after >= 0)
+			snprintf(wait, sizeof wait, "; it asks to retry after %d s",
+				 x->retry_after);
+		return err_set("%s: the server is busy (%s)%s%s", r->shown, st, wait,
+			       tries > 1 ? "; gave up after several tries" : "");
+	}
+	if (s / 100 == 3) {
+		char *loc = NULL;
+		curl_easy_getinfo(r->curl, CURLINFO_REDIRECT_URL, &loc);
+		return err_set("%s: %s redirects (%s)%s%s", r->shown, what, st, loc ? " to " : "",
+			       loc ? loc : "");
+	}
+	if (s >= 500)
+		return err_set("%s: the server failed (%s)", r->shown, st);
+	if (s == 404)
+		return err_set("%s: %s: %s (is the URL the API base, such as http://HOST:8000/v1?)",
+			       r->shown, what, st);
+	return err_set("%s: the server refused %s (%s)", r->shown, what, st);
+}
+
+static bool tls_error(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_USE_SSL_FAILED:
+	case CURLE_SSL_ENGINE_INITFAILED:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_SHUTDOWN_FAILED:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+	case CURLE_SSL_CLIENTCERT: return true;
+	default: return false;
+	}
+}
+
+/* One line for a transfer libcurl ended with an error. */
+static int curl_error(const struct remote *r, const struct xfer *x, CURLcode cc)
+{
+	char why[CURL_ERROR_SIZE + 8];
+	reply_oneline(why, sizeof why, r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc),
+		      strlen(r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc)));
+	curl_off_t connected = 0;
+	curl_easy_getinfo(r->curl, CURLINFO_CONNECT_TIME_T, &connected);
+	if (cc == CURLE_COULDNT_CONNECT)
+		return err_set("cannot connect to %s: %s (is the server running?)", r->shown, why);
+	if (cc == CURLE_COULDNT_RESOLVE_HOST)
+		return err_set("cannot find the host of %s: %s", r->shown, why);
+	if (cc == CURLE_OPERATION_TIMEDOUT && !connected)
+		return err_set("no connection to %s after %d s (connect timeout)", r->shown,
+			       r->connect_timeout);
+	if (tls_error(cc))
+		return err_set("TLS error with %s: %s", r->shown, why);
+	if (cc == CURLE_GOT_NOTHING)
+		return err_set("%s closed the connection without an answer", r->shown);
+	if (x->bytes && (cc == CURLE_RECV_ERROR || cc == CURLE_PARTIAL_FILE))
+		return err_set("the connection to %s broke: %s", r->shown, why);
+	return err_set("%s: %s", r->shown, why);
+}
+
+/* The key never appears in a message, even when a server quotes it back. */
+static void redact(const struct remote *r)
+{
+	const char *m = err_msg(), *k = r->key;
+	if (!k || !*k || !strstr(m, k))
+		return;
+	struct strbuf b = {0};
+	for (const char *p; (p = strstr(m, k)); m = p + strlen(k)) {
+		sb_put(&b, m, (size_t)(p - m));
+		sb_puts(&b, "[API key]");
+	}
+	sb_puts(&b, m);
+	err_set("%s", b.oom ? "(an error message quoting the API key)" : b.p);
+	free(b.p);
+}
+
+/* ---- the requests -------------------------------------------------------------- */
+
+static char *endpoint(const struct remote *r, const char *path)
+{
+	size_t n = strlen(r->base) + strlen(path) + 1;
+	char *u = malloc(n);
+	if (u)
+		snprintf(u, n, "%s%s", r->base, path);
+	else
+		err_set("out of memory");
+	return u;
+}
+
+static void models_free_n(struct remote_model *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(m[i].id);
+		free(m[i].owned_by);
+	}
+	free(m);
+}
+
+void remote_models_free(struct remote_model *m, size_t n)
+{
+	models_free_n(m, n);
+}
+
+/* {"data": [{"id", "owned_by", "max_model_len"}, ...]} into *models. */
+static int parse_models(const struct remote *r, const struct xfer *x, struct remote_model **models,
+			size_t *n)
+{
+	json_error_t je;
+	json_t *root = json_loadb(x->body.p ? x->body.p : "", x->body.n, 0, &je);
+	json_t *data = json_object_get(root, "data");
+	if (!json_is_array(data)) {
+		json_decref(root);
+		if (!root)
+			return err_set("%s/models: not JSON: %s", r->shown, je.text);
+		return err_set("%s/models: no \"data\" array of models", r->shown);
+	}
+	size_t k = json_array_size(data) < REMOTE_MAX_MODELS ? json_array_size(data)
+							     : REMOTE_MAX_MODELS;
+	struct remote_model *m = calloc(k ? k : 1, sizeof *m);
+	size_t got = 0;
+	int rc = m ? 0 : err_set("out of memory");
+	for (size_t i = 0; !rc && i < k; i++) {
+		json_t *e = json_array_get(data, i), *id = json_object_get(e, "id");
+		json_t *own = json_object_get(e, "owned_by"),
+		       *len = json_object_get(e, "max_model_len");
+		if (!json_is_string(id) || !json_string_length(id) ||
+		    strlen(json_string_value(id)) != json_string_length(id)) {
+			rc = err_set("%s/models: data[%zu].id is not a model name", r->shown, i);
+			break;
+		}
+		m[got].id = strdup(json_string_value(id));
+		m[got].owned_by = strdup(json_is_string(own) ? json_string_value(own) : "");
+		m[got].max_len = json_is_integer(len) && json_integer_value(len) > 0 &&
+						 json_integer_value(len) < (1LL << 31)
+					 ? (long)json_integer_value(len)
+					 : 0;
+		if (!m[got].id || !m[got++].owned_by)
+			rc = err_set("out of memory");
+	}
+	json_decref(root);
+	if (rc) {
+		models_free_n(m, got);
+		return -1;
+	}
+	*models = m;
+	*n = got;
+	return 0;
+}
+
+int remote_models(struct remote *r, struct remote_model **models, size_t *n, atomic_int *cancel)
+{
+	struct xfer x = {.body_max = MODELS_BODY_MAX};
+	static const char *const extra[] = {"Accept: application/json", NULL};
+	char *url = endpoint(r, "/models");
+	struct curl_slist *h = url ? headers(r, extra) : NULL;
+	CURLcode cc;
+	int rc = -1;
+	*models = NULL;
+	*n = 0;
+	if (!h) {
+		err_set("out of memory");
+		goto done;
+	}
+	setup(r, &x, url, h);
+	int how = perform(r, &x, cancel, &cc);
+	if (how == CANCELLED)
+		err_set("%s/models: cancelled", r->shown);
+	else if (how == STALLED)
+		err_set("%s/models: no answer in %d s (stall timeout)", r->shown, r->stall_timeout);
+	else if (cc != CURLE_OK)
+		curl_error(r, &x, cc);
+	else if (x.status != 200)
+		http_error(r, &x, "the model list (GET /models)", 1);
+	else if (x.body.oom)
+		err_set("out of memory");
+	else
+		rc = parse_models(r, &x, models, n);
+done:
+	if (rc)
+		redact(r);
+	curl_slist_free_all(h);
+	free(url);
+	free(x.body.p);
+	return rc;
+}
+
+/* A 404 to a chat request: a model the server does not serve (said with the ones it
+ * does), or a wrong URL. */
+static int not_found(struct remote *r, const struct xfer *x, const char *model)
+{
+	char st[REPLY_MAX_MESSAGE + 64];
+	status_line(x, st, sizeof st);
+	struct remote_model *m;
+	size_t n;
+	if (remote_models(r, &m, &n, NULL))
+		return http_error(r, x, "POST /chat/completions", 1);
+	struct strbuf list = {0};
+	bool served = false;
+	for (size_t i = 0; i < n; i++) {
+		served = served || !strcmp(m[i].id, model);
+		sb_printf(&list, "%s%s", i ? ", " : "", m[i].id);
+	}
+	remote_models_free(m, n);
+	int rc =
+		served ? http_error(r, x, "POST /chat/completions", 1)
+		       : err_set("%s: the server does not serve the model '%s' (%s); it serves: %s",
+				 r->shown, model, st, list.p ? list.p : "(none)");
+	free(list.p);
+	return rc;
+}
+
+/* Waits s seconds, looking at cancel; false when cancelled. */
+static bool wait_for(int s, atomic_int *cancel)
+{
+	for (double end = clock_now() + s; clock_now() < end;) {
+		if (cancel && atomic_load(cancel))
+			return false;
+		struct timespec ts = {0, POLL_MS * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	return true;
+}
+
+/* After a 2xx answer: was it a whole stream? 0 or -1 with err_set. */
+static int stream_end(struct remote *r, struct xfer *x, CURLcode cc)
+{
+	struct reply *out = x->reply;
+	if (x->parse_rc < 0)
+		return err_set("%s", x->parse_err);
+	if (out->stop)
+		return 0;
+	if (cc != CURLE_OK && !out->done)
+		return curl_error(r, x, cc);
+	if (reply_end(out))
+		return -1;
+	if (out->done || out->finish != REPLY_UNFINISHED)
+		return 0;
+	char *type = NULL;
+	curl_easy_getinfo(r->curl, CURLINFO_CONTENT_TYPE, &type);
+	if (!out->events && (!type || !strstr(type, "text/event-stream")))
+		return err_set("%s answered with %s, not a stream of events (text/event-stream)",
+			       r->shown, type ? type : "no Content-Type");
+	return err_set("the stream from %s ended mid-answer%s", r->shown,
+		       sse_pending(&x->sse) ? ", inside an event"
+					    : " (no finish_reason, no [DONE])");
+}
+
+/* One try of the request. 0 done (or stopped), 1 to try again, -1 failed. */
+static int attempt(struct remote *r, const struct remote_request *q, const char *url,
+		   struct curl_slist *h, const char *body, size_t len, struct reply *out,
+		   atomic_int *cancel, int try)
+{
+	struct xfer x = {.body_max = ERROR_BODY_MAX, .reply = out, .events = true};
+	CURLcode cc;
+	sse_init(&x.sse, on_event, &x);
+	setup(r, &x, url, h);
+	curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	int how = perform(r, &x, cancel, &cc), rc = 0;
+	if (how == CANCELLED) {
+		rc = 0;
+	} else if (how == STALLED) {
+		rc = x.bytes ? err_set("no data from %s for %d s (stall timeout)", r->shown,
+				       r->stall_timeout)
+			     : err_set("no answer from %s in %d s (stall timeout)", r->shown,
+				       r->stall_timeout);
+	} else if (x.status / 100 == 2) {
+		rc = stream_end(r, &x, cc);
+	} else if (cc != CURLE_OK && !x.status) {
+		rc = curl_error(r, &x, cc);
+	} else if ((x.status == 429 || x.status == 503) && try < REMOTE_ATTEMPTS &&
+		   x.retry_after <= REMOTE_MAX_RETRY_WAIT) {
+		/* Retry-After when given, else 1, 2, 4 s. */
+		rc = wait_for(x.retry_after >= 0 ? x.retry_after : 1 << (try - 1), cancel) ? 1 : 0;
+	} else if (x.status == 404) {
+		rc = not_found(r, &x, q->model);
+	} else {
+		rc = http_error(r, &x, "the request", try);
+	}
+	sse_free(&x.sse);
+	free(x.body.p);
+	return rc;
+}
+
+int remote_chat(struct remote *r, const struct remote_request *q, struct reply *out,
+		atomic_int *cancel)
+{
+	static const char *const extra[] = {"Content-Type: application/json",
+					    "Accept: text/event-stream", NULL};
+	size_t len = 0;
+	char *body = remote_request_json(q, &len),
+	     *url = body ? endpoint(r, "/chat/completions") : NULL;
+	struct curl_slist *h = url ? headers(r, extra) : NULL;
+	int rc = -1;
+	if (url && !h)
+		err_set("out of memory");
+	for (int try = 1; h; try++) {
+		rc = attempt(r, q, url, h, body, len, out, cancel, try);
+		if (rc != 1)
+			break;
+	}
+	if (rc)
+		redact(r);
+	curl_slist_free_all(h);
+	free(url);
+	free(body);
+	return rc;
+}
