@@ -21,6 +21,7 @@
 #include "src/chat/chat.h"
 #include "src/chat/fit.h"
 #include "src/base/err.h"
+#include "tests/unit/testutil.h"
 #include "src/session/sampler.h"
 #include "src/session/session.h"
 #include "src/chat/template.h"
@@ -42,39 +43,13 @@ static enum tmpl_variant variant;
 static int V;
 static float *fresh;
 
-/* The tokenizer directory from tests/fetch-tokenizer.sh, or exit 77 (SKIP). */
-static void tokenizer_dir(char *out, size_t size)
-{
-	const char *src = getenv("TOP_SRCDIR");
-	char cmd[4200];
-	snprintf(cmd, sizeof cmd, "sh '%s/tests/fetch-tokenizer.sh'", src ? src : ".");
-	FILE *p = popen(cmd, "r");
-	if (!p || !fgets(out, (int)size, p))
-		out[0] = 0;
-	int st = p ? pclose(p) : -1;
-	out[strcspn(out, "\n")] = 0;
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-		fprintf(stderr, "SKIP: no tokenizer\n");
-		exit(77);
-	}
-	if (st != 0 || !out[0]) {
-		fprintf(stderr, "fetch-tokenizer.sh failed\n");
-		exit(1);
-	}
-}
-
 static int setup(void **state)
 {
 	(void)state;
-	char tdir[4096], cmd[12000];
-	tokenizer_dir(tdir, sizeof tdir);
 	if (!mkdtemp(tmpdir))
 		return -1;
 	snprintf(model_dir, sizeof model_dir, "%s/m", tmpdir);
-	const char *build = getenv("TOP_BUILDDIR");
-	snprintf(cmd, sizeof cmd, "'%s/tests/mkmodel' --out '%s' --tokenizer '%s' %s",
-		 build ? build : ".", model_dir, tdir, MKMODEL_FLAGS);
-	if (system(cmd) != 0)
+	if (tu_make_model(model_dir, MKMODEL_FLAGS, true))
 		return -1;
 	model = eng_model_open(model_dir);
 	tok = tok_load(model_dir);
@@ -509,7 +484,7 @@ static void rig_model(const char *dir, const int32_t *ids)
 static void test_think_split(void **state)
 {
 	(void)state;
-	char dir[4200], tdir[4096], cmd[12000];
+	char dir[4200];
 	int32_t ids[NSCRIPT];
 	for (int k = 0; k < NSCRIPT; k++) {
 		size_t n;
@@ -518,12 +493,10 @@ static void test_think_split(void **state)
 		ids[k] = x[0];
 		free(x);
 	}
-	tokenizer_dir(tdir, sizeof tdir);
+	char flags[1024];
 	snprintf(dir, sizeof dir, "%s/rigged", tmpdir);
-	const char *build = getenv("TOP_BUILDDIR");
-	snprintf(cmd, sizeof cmd, "'%s/tests/mkmodel' --out '%s' --tokenizer '%s' %s --no-tie",
-		 build ? build : ".", dir, tdir, MKMODEL_FLAGS);
-	assert_int_equal(system(cmd), 0);
+	snprintf(flags, sizeof flags, "%s --no-tie", MKMODEL_FLAGS);
+	assert_int_equal(tu_make_model(dir, flags, true), 0);
 	rig_model(dir, ids);
 	struct eng_model *m = eng_model_open(dir);
 	assert_non_null(m);
