@@ -481,6 +481,24 @@ static void rig_model(const char *dir, const int32_t *ids)
 	free(zero);
 }
 
+/* The token hook: the ids it saw, and whether each was the most likely one. */
+struct hooked {
+	int32_t ids[64];
+	int n;
+	bool all_top;
+};
+
+static void hook(void *user, int32_t id, const struct samp *sp)
+{
+	struct hooked *h = user;
+	float lp;
+	struct samp_logprob top[2];
+	assert_int_equal(samp_logprobs(sp, id, &lp, top, 2), 0);
+	h->all_top &= top[0].id == id && top[0].logprob == lp && top[1].logprob < lp;
+	if (h->n < 64)
+		h->ids[h->n++] = id;
+}
+
 static void test_think_split(void **state)
 {
 	(void)state;
@@ -515,7 +533,13 @@ static void test_think_split(void **state)
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(sess_sync(s, prompt, 3), 0);
 		struct collect col = {0};
+		struct hooked h = {.all_top = true};
+		sess_set_token_hook(s, i == 0 ? hook : NULL, &h);
 		assert_int_equal(sess_generate(s, sp, 50, splits[i], collect, &col), 0);
+		/* the hook saw every generated id but the stop token, each the greedy pick */
+		assert_int_equal(h.n, i == 0 ? NSCRIPT - 1 : 0);
+		assert_memory_equal(h.ids, ids, (size_t)h.n * sizeof *ids);
+		assert_true(h.all_top);
 		assert_int_equal(sess_stats(s)->stop, SESS_STOP_EOS);
 		assert_int_equal(sess_stats(s)->generated, NSCRIPT - 1);
 		assert_int_equal(sess_n(s), 3 + NSCRIPT);
