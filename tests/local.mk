@@ -156,3 +156,17 @@ tests_fuzz_fuzz_tokenizer_LDADD = $(TOKENIZER_LIBS)
 tests_fuzz_fuzz_tokenizer_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_tokenizer.c tests/fuzz/corpus/tokenizer
 EXTRA_DIST += tests/bench/tokenizer-bench.sh tests/bench/tokenizer-bench.js
+
+# `qwenchat serve` (the OpenAI-compatible API): the request parser, <tool_call> parsing
+# and the response builders without HTTP; the server itself with the official openai
+# npm client (tests/fetch-openai.sh), hostile requests, 50 concurrent clients and KV
+# reuse across requests (tests/cli/serve.sh).
+check_PROGRAMS += tests/unit/test_openai
+TESTS += tests/unit/test_openai
+tests_unit_test_openai_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_openai_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
+FUZZ_TARGETS += tests/fuzz/fuzz_openai
+tests_fuzz_fuzz_openai_SOURCES = tests/fuzz/fuzz_openai.c
+tests_fuzz_fuzz_openai_LDADD = $(APP_LIBS)
+tests_fuzz_fuzz_openai_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz/fuzz_openai.c tests/fuzz/corpus/openai
