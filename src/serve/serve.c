@@ -341,7 +341,8 @@ static enum MHD_Result accept_body(struct MHD_Connection *conn, struct request *
 	const char *len =
 		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	/* a missing type is taken as JSON; another one is refused */
-	if (type && strncasecmp(type, "application/json", 16) != 0)
+	if (type && (strncasecmp(type, "application/json", 16) != 0 ||
+		     (type[16] && type[16] != ';' && type[16] != ' ')))
 		return reply_error(conn, rq, 415, "the body must be application/json", NULL,
 				   "unsupported_media_type");
 	if (len && strtoull(len, NULL, 10) > SERVE_MAX_BODY) {

@@ -130,6 +130,19 @@ test('rigged: the tool result goes back and the conversation continues', async (
   assert.ok(r.usage.prompt_tokens_details.cached_tokens >= first.usage.prompt_tokens);
 });
 
+test('rigged: a stop string ends the text, whole and streamed', async () => {
+  const body = { ...rigBody, tools: undefined, stop: ['ll'] };
+  const r = await rig.chat.completions.create(body);
+  assert.equal(r.choices[0].message.reasoning_content, 'He');
+  assert.equal(r.choices[0].message.content, '');
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  assert.equal(r.usage.completion_tokens, 2); // <think> and Hello
+  const s = await streamed(rig, body);
+  assert.equal(s.reasoning, 'He');
+  assert.equal(s.content, '');
+  assert.equal(s.finish, 'stop');
+});
+
 test('rigged: logprobs of the greedy picks, with the top 3', async () => {
   const r = await rig.chat.completions.create({ ...rigBody, tools: undefined, max_tokens: 4,
                                                 logprobs: true, top_logprobs: 3 });

@@ -117,6 +117,8 @@ def hostile(port, kport, key, timeout):
          {"messages": USER, "logprobs": True, "top_logprobs": 50}, None, 400, "top_logprobs"),
         ("wrong content type", port, "POST", "/v1/chat/completions", "messages=hi",
          {"Content-Type": "application/x-www-form-urlencoded"}, 415, None),
+        ("a JSON-like content type", port, "POST", "/v1/chat/completions", {"messages": USER},
+         {"Content-Type": "application/json-patch+json"}, 415, None),
         ("unknown path", port, "GET", "/v1/completions/../../etc/passwd", None, None, 404, None),
         ("wrong method", port, "DELETE", "/v1/chat/completions", None, None, 405, None),
         ("GET on the completions", port, "GET", "/v1/chat/completions", None, None, 405, None),
