@@ -13,8 +13,8 @@ libbase_a_SOURCES = \
 	src/base/proc.c src/base/proc.h \
 	src/base/array.c src/base/array.h
 
-# App: everything between the command line and the engine and tokenizer (the client of
-# the remote backend, src/remote/, included).
+# App: everything between the command line and the engine and tokenizer (the OpenAI
+# API server of `qwenchat serve` and the client of the remote backend included).
 noinst_LIBRARIES += libapp.a
 libapp_a_SOURCES = \
 	src/hub/hub.c src/hub/hub.h \
@@ -24,11 +24,16 @@ libapp_a_SOURCES = \
 	src/chat/template.c src/chat/template.h \
 	src/chat/tojson.c src/chat/tojson.h \
 	src/chat/fit.c src/chat/fit.h \
+	src/chat/toolcall.c src/chat/toolcall.h \
 	src/session/sampler.c src/session/sampler.h \
 	src/session/session.c src/session/session.h \
 	src/app/app.c src/app/app.h src/app/app_state.h src/app/app_slash.c \
 	src/app/slash.c src/app/slash.h \
 	src/app/plain.c src/app/plain.h \
+	src/serve/openai.c src/serve/openai.h \
+	src/serve/completion.c src/serve/completion.h \
+	src/serve/generate.c src/serve/generate.h \
+	src/serve/serve.c src/serve/serve.h \
 	src/remote/sse.c src/remote/sse.h \
 	src/remote/reply.c src/remote/reply.h \
 	src/remote/remote.c src/remote/request.c src/remote/remote.h
@@ -37,4 +42,5 @@ libapp_a_SOURCES = \
 qwenchat_SOURCES = src/cli/main.c \
 	src/cli/cli.c src/cli/cli.h src/cli/commands.h src/cli/env.c src/cli/env.h \
 	src/cli/cmd_run.c src/cli/cmd_template.c src/cli/cmd_tokenize.c \
-	src/cli/cmd_train_bpe.c src/cli/cmd_engine.c src/cli/cmd_info.c src/cli/cmd_hub.c
+	src/cli/cmd_train_bpe.c src/cli/cmd_engine.c src/cli/cmd_info.c src/cli/cmd_hub.c \
+	src/cli/cmd_serve.c

@@ -42,8 +42,10 @@ tests_unit_test_engine_kernels_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 check_PROGRAMS += tests/unit/test_engine tests/unit/test_engine_golden
 TESTS += tests/unit/test_engine tests/unit/test_engine_golden
 tests_unit_test_engine_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_engine_SOURCES = tests/unit/test_engine.c tests/unit/testutil.c tests/unit/testutil.h
 tests_unit_test_engine_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 tests_unit_test_engine_golden_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_engine_golden_SOURCES = tests/unit/test_engine_golden.c tests/unit/testutil.c tests/unit/testutil.h
 tests_unit_test_engine_golden_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 EXTRA_DIST += tests/golden/make-logits-golden.sh tests/golden/logits-tiny.txt \
 	tests/golden/logits-odd.txt tests/golden/logits-yarn.txt tests/golden/logits-yarn-af.txt \
@@ -98,6 +100,7 @@ EXTRA_DIST += tests/fuzz/fuzz_chat.c tests/fuzz/corpus/chat
 check_PROGRAMS += tests/unit/test_session
 TESTS += tests/unit/test_session
 tests_unit_test_session_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_session_SOURCES = tests/unit/test_session.c tests/unit/testutil.c tests/unit/testutil.h
 tests_unit_test_session_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/cli/run.sh
 EXTRA_DIST += tests/cli/run.sh
@@ -140,6 +143,7 @@ EXTRA_DIST += tests/fuzz/fuzz_genconfig.c tests/fuzz/corpus/genconfig
 check_PROGRAMS += tests/unit/test_tokenizer
 TESTS += tests/unit/test_tokenizer
 tests_unit_test_tokenizer_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_tokenizer_SOURCES = tests/unit/test_tokenizer.c tests/unit/testutil.c tests/unit/testutil.h
 tests_unit_test_tokenizer_LDADD = $(TOKENIZER_LIBS) $(CMOCKA_LIBS)
 EXTRA_DIST += tests/golden/make-tokenizer-golden.js tests/golden/tokenizer-cases.jsonl \
 	tests/golden/tokenizer-mixed.json tests/golden/qwen2-tokenizer-reference-cases.jsonl \
@@ -152,6 +156,23 @@ tests_fuzz_fuzz_tokenizer_LDADD = $(TOKENIZER_LIBS)
 tests_fuzz_fuzz_tokenizer_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_tokenizer.c tests/fuzz/corpus/tokenizer
 EXTRA_DIST += tests/bench/tokenizer-bench.sh tests/bench/tokenizer-bench.js
+
+# `qwenchat serve` (the OpenAI-compatible API): the request parser, <tool_call> parsing
+# and the response builders without HTTP; the server itself with the official openai
+# npm client (tests/fetch-openai.sh), hostile requests, 50 concurrent clients and KV
+# reuse across requests (tests/cli/serve.sh).
+check_PROGRAMS += tests/unit/test_openai
+TESTS += tests/unit/test_openai
+tests_unit_test_openai_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_openai_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
+FUZZ_TARGETS += tests/fuzz/fuzz_openai
+tests_fuzz_fuzz_openai_SOURCES = tests/fuzz/fuzz_openai.c
+tests_fuzz_fuzz_openai_LDADD = $(APP_LIBS)
+tests_fuzz_fuzz_openai_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz/fuzz_openai.c tests/fuzz/corpus/openai
+TESTS += tests/cli/serve.sh
+EXTRA_DIST += tests/cli/serve.sh tests/cli/serve_client.py tests/cli/serve-openai.test.mjs \
+	tests/fetch-openai.sh tests/cli/rig-model.py
 
 # The remote backend (src/remote/): server-sent events, chat-completion chunks and the
 # request body (unit tests); the client against a fake vLLM/SGLang server

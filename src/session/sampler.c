@@ -21,6 +21,7 @@ struct samp {
 	float *cp;       /* (vocab) candidate probabilities */
 	int n;           /* candidates in cid/cp */
 	bool all;        /* every id survives: cp is indexed by id, cid unused */
+	bool built;      /* work holds the last call's penalised logits */
 };
 
 void samp_params_default(struct samp_params *p)
@@ -475,8 +476,10 @@ static int build(struct samp *s, const float *logits, int vocab, const int32_t *
 		return err_set("sampler: logits of %d entries, expected %d", vocab, s->vocab);
 	if (n_recent < 0 || (n_recent > 0 && !recent))
 		return err_set("sampler: bad recent-token list");
+	s->built = false;
 	if (penalise(s, logits, recent, n_recent))
 		return -1;
+	s->built = true;
 	s->all = false;
 	if (s->p.greedy || s->p.temperature == 0) {
 		int32_t best = 0;
@@ -528,4 +531,39 @@ int samp_candidates(struct samp *s, const float *logits, int vocab, const int32_
 		probs[i] = s->cp[i];
 	}
 	return s->n;
+}
+
+int samp_logprobs(const struct samp *s, int32_t id, float *logprob, struct samp_logprob *top, int n)
+{
+	if (!s->built)
+		return err_set("sampler: no distribution yet (samp_next first)");
+	if (id < 0 || id >= s->vocab || n < 0 || n > s->vocab)
+		return err_set("sampler: logprobs of id %d (top %d) in a vocabulary of %d", (int)id,
+			       n, s->vocab);
+	const float *w = s->work;
+	double T = s->p.greedy || s->p.temperature == 0 ? 1 : s->p.temperature;
+	double m = w[0], z = 0;
+	for (int i = 1; i < s->vocab; i++)
+		if (w[i] > m)
+			m = w[i];
+	for (int i = 0; i < s->vocab; i++)
+		z += exp((w[i] - m) / T);
+	double logz = log(z);
+	*logprob = (float)((w[id] - m) / T - logz);
+	/* The n largest by insertion into a sorted prefix: the common case (an id below the
+	 * current n-th) costs one comparison, and n is small (OpenAI allows 20). */
+	int k = 0;
+	for (int32_t i = 0; i < s->vocab && n > 0; i++) {
+		if (k == n && !after(w, top[n - 1].id, i))
+			continue;
+		int j = k < n ? k++ : n - 1;
+		while (j > 0 && after(w, top[j - 1].id, i)) {
+			top[j] = top[j - 1];
+			j--;
+		}
+		top[j].id = i;
+	}
+	for (int i = 0; i < k; i++)
+		top[i].logprob = (float)((w[top[i].id] - m) / T - logz);
+	return 0;
 }

@@ -104,6 +104,22 @@ void samp_take_uniform(struct samp *s);
 int32_t samp_next(struct samp *s, const float *logits, int vocab, const int32_t *recent,
 		  int n_recent);
 
+/* One entry of samp_logprobs: a token id and its log-probability (natural log). */
+struct samp_logprob {
+	int32_t id;
+	float logprob;
+};
+
+/* Log-probabilities of the distribution the last samp_next or samp_candidates drew
+ * from: the logits after the penalties, at the temperature (1 when greedy or at
+ * temperature 0, where the draw itself is certain), over the whole vocabulary before
+ * the top-k/top-p/min-p cut, so that every id has a finite one. Writes id's into
+ * *logprob and the n most likely ids into top[0..n) (descending, ties by id; n <= the
+ * vocabulary). Reads only what the last call left: 0, or -1 (err_set) when there was
+ * none or id is out of range. O(vocab) plus O(vocab x n) at worst for the top n. */
+int samp_logprobs(const struct samp *s, int32_t id, float *logprob, struct samp_logprob *top,
+		  int n);
+
 /* The candidate set samp_next would draw from for these logits: up to max entries,
  * ids[] and probs[] (renormalised over the set, summing to 1), by descending
  * probability when the set was cut (top-k, top-p, min-p); in id order when every

@@ -29,6 +29,8 @@ struct sess {
 	float *logits; /* (vocab) after ids[n-1], when logits_ok */
 	bool logits_ok;
 	double t_sync; /* when the current turn's sess_sync began */
+	sess_token_fn hook;
+	void *hook_user;
 	struct sess_stats st;
 };
 
@@ -122,6 +124,12 @@ const struct sess_stats *sess_stats(const struct sess *s)
 const float *sess_logits(const struct sess *s)
 {
 	return s->logits_ok ? s->logits : NULL;
+}
+
+void sess_set_token_hook(struct sess *s, sess_token_fn fn, void *user)
+{
+	s->hook = fn;
+	s->hook_user = user;
 }
 
 void sess_reset(struct sess *s)
@@ -338,6 +346,8 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 		bool stop = is_stop(s, id);
 		if (!stop) {
 			s->st.generated++;
+			if (s->hook)
+				s->hook(s->hook_user, id, sp);
 			if (emit_token(s, &r, ts, split, id)) {
 				rc = -1;
 				break;
@@ -356,7 +366,7 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 		bool last = stop || s->st.generated >= max_new;
 		struct eng_sampling es;
 		int frc;
-		if (!last && device_sampling(s, sp, id, &es)) {
+		if (!last && !s->hook && device_sampling(s, sp, id, &es)) {
 			bool used = false;
 			frc = eng_forward_sample(s->e, id, s->n, &es, &next, &used);
 			if (frc == 0 && used)

@@ -112,6 +112,16 @@ const float *sess_logits(const struct sess *s);
 int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split split,
 		  sess_emit_fn emit, void *user);
 
+/* Called for each token sampled on the host that is not a stop token, right after the
+ * draw and before the token's text is emitted, with the sampler that drew it
+ * (samp_logprobs then describes the distribution it was drawn from). */
+typedef void (*sess_token_fn)(void *user, int32_t id, const struct samp *sp);
+
+/* Sets the token hook for the following sess_generate calls; NULL removes it. While
+ * one is set every token is sampled on the host, so that the hook sees it (a backend
+ * that samples would keep the logits on the device). */
+void sess_set_token_hook(struct sess *s, sess_token_fn fn, void *user);
+
 /* The current turn's statistics. */
 const struct sess_stats *sess_stats(const struct sess *s);
 

@@ -27,8 +27,8 @@ check src/base "$base" "src/base/ includes only src/base/"
 check tokenizer "$base|tokenizer/[a-z_]+\.h" "tokenizer/ includes only itself and src/base/"
 check engine "$base|engine/[a-z_/]+\.(h|cuh)|config\.h" "engine/ includes only itself and src/base/"
 app="$base|tokenizer/tokenizer\.h|tokenizer/bpe_(train|count|write)\.h|engine/engine\.h"
-for d in src/hub src/chat src/session src/app src/remote; do
-	check "$d" "$app|src/(hub|chat|session|app|remote)/[a-z_]+\.h" "$d includes only src/ (not src/cli/), the engine and tokenizer APIs and src/base/"
+for d in src/hub src/chat src/session src/app src/serve src/remote; do
+	check "$d" "$app|src/(hub|chat|session|app|serve|remote)/[a-z_]+\.h" "$d includes only src/ (not src/cli/), the engine and tokenizer APIs and src/base/"
 done
 check ui "$base|src/(hub|chat|session|app)/[a-z_]+\.h|ui/[a-z_]+\.h" \
 	"ui/ includes only the app layer (no engine/ or tokenizer/ types) and src/base/"

@@ -214,6 +214,70 @@ static void test_penalties(void **state)
 	samp_free(s);
 }
 
+/* samp_logprobs against a log-softmax in double of the penalised logits at the
+ * temperature, and its top ids against a full sort; greedy reads temperature 1. */
+static void test_logprobs(void **state)
+{
+	(void)state;
+	enum { V = 5000, TOP = 20 };
+	float *l = malloc(V * sizeof *l);
+	double *w = malloc(V * sizeof *w), *ref = malloc(V * sizeof *ref);
+	double *unused = malloc(V * sizeof *unused);
+	float *pen = malloc(V * sizeof *pen);
+	fill_logits(l, V, 77);
+	l[4321] = l[18]; /* a tie: the lower id comes first */
+	struct samp_params q = plain();
+	q.temperature = 0.7, q.top_k = 40, q.repetition_penalty = 1.3, q.presence_penalty = 0.5;
+	int32_t recent[] = {5, 17, 5, 999};
+	struct samp *s = samp_new(&q, V);
+	float lp;
+	struct samp_logprob top[TOP];
+	assert_int_equal(samp_logprobs(s, 0, &lp, top, TOP), -1); /* nothing drawn yet */
+	for (int greedy = 0; greedy < 2; greedy++) {
+		q.greedy = greedy;
+		assert_int_equal(samp_set_params(s, &q), 0);
+		int32_t id = samp_next(s, l, V, recent, 4);
+		assert_true(id >= 0);
+		double T = greedy ? 1 : q.temperature, m = -INFINITY, z = 0;
+		for (int i = 0; i < V; i++)
+			w[i] = l[i];
+		for (int i = 0; i < 4; i++) { /* each distinct id once */
+			int32_t r = recent[i];
+			if (i == 2)
+				continue;
+			w[r] = w[r] > 0 ? w[r] / 1.3 : w[r] * 1.3;
+			w[r] -= 0.5;
+		}
+		for (int i = 0; i < V; i++)
+			m = fmax(m, w[i] / T);
+		for (int i = 0; i < V; i++)
+			z += exp(w[i] / T - m);
+		for (int i = 0; i < V; i++)
+			ref[i] = w[i] / T - m - log(z);
+		for (int i = 0; i < V; i++)
+			pen[i] = (float)w[i];
+		int *order = ref_order(pen, V, 1, unused);
+		assert_int_equal(samp_logprobs(s, id, &lp, top, TOP), 0);
+		assert_true(fabs(lp - ref[id]) < 1e-5);
+		for (int i = 0; i < TOP; i++) {
+			assert_int_equal(top[i].id, order[i]);
+			assert_true(fabs(top[i].logprob - ref[order[i]]) < 1e-5);
+		}
+		if (greedy)
+			assert_int_equal(id, order[0]);
+		free(order);
+	}
+	assert_int_equal(samp_logprobs(s, V, &lp, top, 1), -1);
+	assert_int_equal(samp_logprobs(s, 0, &lp, top, V + 1), -1);
+	assert_int_equal(samp_logprobs(s, 0, &lp, NULL, 0), 0);
+	samp_free(s);
+	free(l);
+	free(w);
+	free(ref);
+	free(unused);
+	free(pen);
+}
+
 /* Draws n tokens and returns the chi-square statistic against expected probs. */
 static double chi_square(struct samp *s, const float *l, int v, const double *expect, int n)
 {
@@ -464,15 +528,11 @@ static void test_generation_config(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_top_p_small),
-		cmocka_unit_test(test_cuts_full_vocab),
-		cmocka_unit_test(test_top_k),
-		cmocka_unit_test(test_penalties),
-		cmocka_unit_test(test_chi_square),
-		cmocka_unit_test(test_seed),
-		cmocka_unit_test(test_peek_uniform),
-		cmocka_unit_test(test_params),
-		cmocka_unit_test(test_generation_config),
+		cmocka_unit_test(test_top_p_small), cmocka_unit_test(test_cuts_full_vocab),
+		cmocka_unit_test(test_top_k),       cmocka_unit_test(test_penalties),
+		cmocka_unit_test(test_logprobs),    cmocka_unit_test(test_chi_square),
+		cmocka_unit_test(test_seed),        cmocka_unit_test(test_peek_uniform),
+		cmocka_unit_test(test_params),      cmocka_unit_test(test_generation_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 #include "src/chat/chat.h"
 #include "src/chat/fit.h"
 #include "src/base/err.h"
+#include "tests/unit/testutil.h"
 #include "src/session/sampler.h"
 #include "src/session/session.h"
 #include "src/chat/template.h"
@@ -42,39 +43,13 @@ static enum tmpl_variant variant;
 static int V;
 static float *fresh;
 
-/* The tokenizer directory from tests/fetch-tokenizer.sh, or exit 77 (SKIP). */
-static void tokenizer_dir(char *out, size_t size)
-{
-	const char *src = getenv("TOP_SRCDIR");
-	char cmd[4200];
-	snprintf(cmd, sizeof cmd, "sh '%s/tests/fetch-tokenizer.sh'", src ? src : ".");
-	FILE *p = popen(cmd, "r");
-	if (!p || !fgets(out, (int)size, p))
-		out[0] = 0;
-	int st = p ? pclose(p) : -1;
-	out[strcspn(out, "\n")] = 0;
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-		fprintf(stderr, "SKIP: no tokenizer\n");
-		exit(77);
-	}
-	if (st != 0 || !out[0]) {
-		fprintf(stderr, "fetch-tokenizer.sh failed\n");
-		exit(1);
-	}
-}
-
 static int setup(void **state)
 {
 	(void)state;
-	char tdir[4096], cmd[12000];
-	tokenizer_dir(tdir, sizeof tdir);
 	if (!mkdtemp(tmpdir))
 		return -1;
 	snprintf(model_dir, sizeof model_dir, "%s/m", tmpdir);
-	const char *build = getenv("TOP_BUILDDIR");
-	snprintf(cmd, sizeof cmd, "'%s/tests/mkmodel' --out '%s' --tokenizer '%s' %s",
-		 build ? build : ".", model_dir, tdir, MKMODEL_FLAGS);
-	if (system(cmd) != 0)
+	if (tu_make_model(model_dir, MKMODEL_FLAGS, true))
 		return -1;
 	model = eng_model_open(model_dir);
 	tok = tok_load(model_dir);
@@ -506,10 +481,28 @@ static void rig_model(const char *dir, const int32_t *ids)
 	free(zero);
 }
 
+/* The token hook: the ids it saw, and whether each was the most likely one. */
+struct hooked {
+	int32_t ids[64];
+	int n;
+	bool all_top;
+};
+
+static void hook(void *user, int32_t id, const struct samp *sp)
+{
+	struct hooked *h = user;
+	float lp;
+	struct samp_logprob top[2];
+	assert_int_equal(samp_logprobs(sp, id, &lp, top, 2), 0);
+	h->all_top &= top[0].id == id && top[0].logprob == lp && top[1].logprob < lp;
+	if (h->n < 64)
+		h->ids[h->n++] = id;
+}
+
 static void test_think_split(void **state)
 {
 	(void)state;
-	char dir[4200], tdir[4096], cmd[12000];
+	char dir[4200];
 	int32_t ids[NSCRIPT];
 	for (int k = 0; k < NSCRIPT; k++) {
 		size_t n;
@@ -518,12 +511,10 @@ static void test_think_split(void **state)
 		ids[k] = x[0];
 		free(x);
 	}
-	tokenizer_dir(tdir, sizeof tdir);
+	char flags[1024];
 	snprintf(dir, sizeof dir, "%s/rigged", tmpdir);
-	const char *build = getenv("TOP_BUILDDIR");
-	snprintf(cmd, sizeof cmd, "'%s/tests/mkmodel' --out '%s' --tokenizer '%s' %s --no-tie",
-		 build ? build : ".", dir, tdir, MKMODEL_FLAGS);
-	assert_int_equal(system(cmd), 0);
+	snprintf(flags, sizeof flags, "%s --no-tie", MKMODEL_FLAGS);
+	assert_int_equal(tu_make_model(dir, flags, true), 0);
 	rig_model(dir, ids);
 	struct eng_model *m = eng_model_open(dir);
 	assert_non_null(m);
@@ -542,7 +533,13 @@ static void test_think_split(void **state)
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(sess_sync(s, prompt, 3), 0);
 		struct collect col = {0};
+		struct hooked h = {.all_top = true};
+		sess_set_token_hook(s, i == 0 ? hook : NULL, &h);
 		assert_int_equal(sess_generate(s, sp, 50, splits[i], collect, &col), 0);
+		/* the hook saw every generated id but the stop token, each the greedy pick */
+		assert_int_equal(h.n, i == 0 ? NSCRIPT - 1 : 0);
+		assert_memory_equal(h.ids, ids, (size_t)h.n * sizeof *ids);
+		assert_true(h.all_top);
 		assert_int_equal(sess_stats(s)->stop, SESS_STOP_EOS);
 		assert_int_equal(sess_stats(s)->generated, NSCRIPT - 1);
 		assert_int_equal(sess_n(s), 3 + NSCRIPT);

@@ -1,0 +1,240 @@
+/* cmd_serve.c — `qwenchat serve`: opens the model and serves the OpenAI
+ * chat-completions API on it until SIGINT or SIGTERM (src/serve/serve.h). */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/cli/cli.h"
+#include "src/cli/commands.h"
+#include "src/cli/env.h"
+#include "src/hub/hub.h"
+#include "src/serve/serve.h"
+#include "src/session/sampler.h"
+#include "src/session/session.h"
+#include "src/chat/template.h"
+#include "tokenizer/tokenizer.h"
+
+static const struct cli_opt serve_opts[] = {
+	{"host", CLI_OWN + 1, "ADDR",
+	 "address to listen on (default 127.0.0.1: this machine only;\n0.0.0.0 or :: for every "
+	 "interface)"},
+	{"port", CLI_OWN + 2, "N", "TCP port (default 8080; 0 picks a free one, printed at start)"},
+	{"api-key", CLI_OWN + 3, "KEY", "require \"Authorization: Bearer KEY\" on every request"},
+	{"api-key-file", CLI_OWN + 4, "FILE",
+	 "the same, the key read from FILE's first line (not shown by ps)"},
+	{"queue", CLI_OWN + 5, "N",
+	 "requests that may wait behind the running one (default 16;\nbeyond, 503)"},
+	{"timeout", CLI_OWN + 6, "S", "close a connection silent for S seconds (default 30)"},
+	{0},
+};
+
+static const struct cli_command serve_cmd = {
+	.name = "serve",
+	.synopsis = "-m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [options]",
+	.about = "An OpenAI-compatible API on the model: POST /v1/chat/completions (streamed as\n"
+		 "server-sent events with \"stream\": true), GET /v1/models, GET /health.\n"
+		 "Requests are answered one at a time in arrival order on one KV cache, so a\n"
+		 "client resending its conversation with a new turn pays only for the new "
+		 "tokens.\n"
+		 "-n N is the default and largest max_tokens (default: the context).\n",
+	.groups = CLI_MODEL | CLI_ENGINE | CLI_SAMPLING | CLI_MAX_NEW,
+	.opts = serve_opts,
+	.notes = "Limits: a body of at most 4 MiB, 2048 messages, 128 tools, JSON nested at most\n"
+		 "64 deep, 16 stop strings, top_logprobs 0..20, 256 connections at once;\n"
+		 "max_tokens at most the context (or -n) and, with the prompt, within the "
+		 "context.\n"
+		 "Sampling options set the defaults a request's own fields override; a --seed "
+		 "is\n"
+		 "used by every request that gives none (else each draws a random one). One "
+		 "line\n"
+		 "per request goes to stderr. SIGINT or SIGTERM stops the server.\n",
+};
+
+struct serve_args {
+	struct cli_common cli;
+	const char *host;
+	int port, queue, timeout;
+	char *key; /* malloc'd */
+};
+
+/* The key from the first line of a file. NULL after printing the error. */
+static char *read_key(const char *path)
+{
+	size_t len;
+	char *text = fio_read_all(path, 4096, &len);
+	if (!text) {
+		cli_error("--api-key-file: %s", err_msg());
+		return NULL;
+	}
+	text[strcspn(text, "\r\n")] = '\0';
+	if (!*text) {
+		cli_error("--api-key-file: %s: the first line is empty", path);
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+static int serve_opt(void *user, int key, const char *arg)
+{
+	struct serve_args *a = user;
+	long l;
+	switch (key) {
+	case CLI_OWN + 1: a->host = arg; return 0;
+	case CLI_OWN + 2:
+		if (cli_parse_long("port", arg, 0, 65535, &l))
+			return -1;
+		a->port = (int)l;
+		return 0;
+	case CLI_OWN + 3:
+		if (!*arg)
+			return cli_usage("serve", "--api-key: the key is empty");
+		free(a->key);
+		a->key = strdup(arg);
+		/* out of sight of ps from now on */
+		memset((char *)arg, 'x', strlen(arg));
+		return 0;
+	case CLI_OWN + 4: free(a->key); return (a->key = read_key(arg)) ? 0 : -1;
+	case CLI_OWN + 5:
+		if (cli_parse_long("queue", arg, 0, 1024, &l))
+			return -1;
+		a->queue = (int)l;
+		return 0;
+	case CLI_OWN + 6:
+		if (cli_parse_long("timeout", arg, 1, 86400, &l))
+			return -1;
+		a->timeout = (int)l;
+		return 0;
+	}
+	return 0;
+}
+
+/* 0, CLI_DONE, or an exit status after printing the problem. */
+static int parse_args(int argc, char **argv, struct serve_args *a)
+{
+	a->host = "127.0.0.1";
+	a->port = 8080;
+	a->queue = SERVE_DEFAULT_QUEUE;
+	a->timeout = SERVE_DEFAULT_TIMEOUT;
+	int r = cli_parse(&serve_cmd, argc, argv, &a->cli, serve_opt, a, NULL);
+	if (r)
+		return r;
+	if ((a->cli.set & CLI_SET_MAX_NEW) && a->cli.max_new < 1)
+		return cli_usage("serve", "-n: the server's max_tokens limit must be at least 1");
+	return 0;
+}
+
+static void log_line(const char *line)
+{
+	fprintf(stderr, "qwenchat: %s\n", line);
+}
+
+/* The model's id in responses: the repo id as given, or a directory's last name. */
+static const char *model_name(const char *arg, const char *dir)
+{
+	if (arg && !fio_is_dir(arg) && !fio_is_file(arg))
+		return arg;
+	const char *p = dir + strlen(dir);
+	while (p > dir && p[-1] == '/')
+		p--;
+	const char *end = p;
+	while (p > dir && p[-1] != '/')
+		p--;
+	static char name[256];
+	snprintf(name, sizeof name, "%.*s", (int)(end - p), p);
+	return name[0] ? name : "qwenchat";
+}
+
+/* Opens everything the server needs into m. 0 or -1 (err_set). */
+static int open_model(const struct serve_args *a, const struct eng_options *eo, atomic_int *cancel,
+		      struct gen_model *m, struct eng_model **em, char **dir)
+{
+	int32_t eos[SAMP_MAX_EOS];
+	int n_eos = 0;
+	struct hub_env hub;
+	cli_env_hub(&hub);
+	if (!(*dir = hub_resolve(&hub, a->cli.model)) || !(m->tok = tok_load(*dir)))
+		return -1;
+	samp_params_default(&m->params);
+	if (samp_load_generation_config(*dir, &m->params, eos, &n_eos))
+		return -1;
+	cli_sampling(&a->cli, &m->params);
+	m->params_set = a->cli.set & ~(unsigned)(CLI_SET_MAX_NEW | CLI_SET_CTX); /* SAMP_SET_* */
+	if (samp_params_check(&m->params) || !(*em = eng_model_open(*dir)))
+		return -1;
+	if (!(m->eng = eng_new(*em, eo, cli_notice)) ||
+	    !(m->samp = samp_new(&m->params, eng_model_config(*em)->vocab_size)))
+		return -1;
+	struct sess_options so = {.eos = eos, .n_eos = n_eos, .cancel = cancel};
+	if (!(m->sess = sess_new(m->eng, *em, m->tok, &so)))
+		return -1;
+	const char *warning = NULL;
+	m->variant = tmpl_detect(tok_chat_template(m->tok), &warning);
+	if (warning)
+		cli_notice(warning);
+	m->max_tokens = a->cli.set & CLI_SET_MAX_NEW ? a->cli.max_new : 0;
+	m->name = model_name(cli_model_name(&a->cli), *dir);
+	return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_args a = {0};
+	struct eng_options eo;
+	int rc = parse_args(argc, argv, &a);
+	if (!rc && cli_engine_options(&a.cli, &eo))
+		rc = EXIT_USAGE;
+	if (rc) {
+		free(a.key);
+		return rc == CLI_DONE ? EXIT_OK : rc;
+	}
+	static atomic_int cancel;
+	struct gen_model m = {0};
+	struct eng_model *em = NULL;
+	char *dir = NULL;
+	struct serve *s = NULL;
+	rc = EXIT_RUNTIME;
+	/* The signals are taken by sigwait below: blocked before any thread starts, so
+	 * that every thread inherits the mask. A client that hangs up must not kill us. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (open_model(&a, &eo, &cancel, &m, &em, &dir))
+		goto fail;
+	struct serve_options o = {a.host, a.port, a.key, a.queue, a.timeout, &cancel, log_line};
+	if (!(s = serve_start(&m, &o)))
+		goto fail;
+	bool v6 = strchr(a.host, ':') != NULL;
+	fprintf(stderr,
+		"qwenchat: serving %s on http://%s%s%s:%d/v1 (%s backend, context %d, queue "
+		"%d%s)\n",
+		m.name, v6 ? "[" : "", a.host, v6 ? "]" : "", serve_port(s),
+		eng_backend_name(m.eng), eng_ctx(m.eng), a.queue,
+		a.key ? ", API key required" : "");
+	int sig;
+	sigwait(&set, &sig);
+	fprintf(stderr, "qwenchat: %s: stopping\n", sig == SIGINT ? "interrupted" : "terminated");
+	rc = EXIT_OK;
+	goto done;
+fail:
+	cli_error("%s", err_msg());
+done:
+	serve_stop(s);
+	sess_free(m.sess);
+	samp_free(m.samp);
+	eng_free(m.eng);
+	eng_model_free(em);
+	tok_free(m.tok);
+	free(dir);
+	free(a.key);
+	return rc;
+}

@@ -1,0 +1,314 @@
+/* completion.c — an answer's text, stop strings, tool calls and log-probabilities,
+ * and the chat.completion / chat.completion.chunk JSON built from them. */
+#include "src/serve/completion.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/base/err.h"
+#include "src/chat/toolcall.h"
+#include "src/serve/openai.h"
+
+struct part {
+	struct strbuf text;
+	size_t sent; /* bytes of text already streamed */
+};
+
+struct completion {
+	struct completion_options o;
+	struct part part[2]; /* by enum sess_part */
+	bool stopped;        /* a stop string ended the text */
+	bool role_sent;
+	size_t tool_at;  /* where "<tool_call>" starts in the answer, or SIZE_MAX */
+	json_t *pending; /* log-probability entries not streamed yet */
+	json_t *all;     /* every entry, for the final object */
+};
+
+static const char *const part_key[2] = {
+	[SESS_REASONING] = "reasoning_content", [SESS_ANSWER] = "content"};
+
+struct completion *completion_new(const struct completion_options *o)
+{
+	struct completion *c = calloc(1, sizeof *c);
+	if (!c) {
+		err_set("out of memory");
+		return NULL;
+	}
+	c->o = *o;
+	c->tool_at = SIZE_MAX;
+	c->pending = json_array();
+	c->all = json_array();
+	if (!c->pending || !c->all) {
+		completion_free(c);
+		err_set("out of memory");
+		return NULL;
+	}
+	return c;
+}
+
+void completion_free(struct completion *c)
+{
+	if (!c)
+		return;
+	free(c->part[0].text.p);
+	free(c->part[1].text.p);
+	json_decref(c->pending);
+	json_decref(c->all);
+	free(c);
+}
+
+const char *completion_text(const struct completion *c, enum sess_part part, size_t *len)
+{
+	if (len)
+		*len = c->part[part].text.n;
+	return c->part[part].text.p ? c->part[part].text.p : "";
+}
+
+int completion_add_text(struct completion *c, enum sess_part part, const char *text, size_t len)
+{
+	if (c->stopped)
+		return 1;
+	struct strbuf *b = &c->part[part].text;
+	size_t old = b->n;
+	sb_put(b, text, len);
+	if (b->oom || !b->p)
+		return b->oom;
+	/* the earliest stop string that ends in the new text */
+	size_t cut = SIZE_MAX;
+	for (size_t i = 0; i < c->o.n_stop; i++) {
+		size_t L = strlen(c->o.stop[i]), from = old >= L ? old - L + 1 : 0;
+		const char *m = memmem(b->p + from, b->n - from, c->o.stop[i], L);
+		if (m && (size_t)(m - b->p) < cut)
+			cut = (size_t)(m - b->p);
+	}
+	if (cut != SIZE_MAX) {
+		b->n = cut;
+		b->p[cut] = '\0';
+		c->stopped = true;
+	}
+	if (part == SESS_ANSWER && c->o.parse_tools && c->tool_at == SIZE_MAX) {
+		size_t L = sizeof TOOLCALL_OPEN - 1, from = old >= L ? old - L + 1 : 0;
+		const char *m = memmem(b->p + from, b->n - from, TOOLCALL_OPEN, L);
+		if (m)
+			c->tool_at = (size_t)(m - b->p);
+	}
+	return c->stopped;
+}
+
+/* The longest k < strlen(pat), k <= n, for which the last k bytes of s[0..n) are the
+ * first k of pat: text that may yet become pat. */
+static size_t partial(const char *s, size_t n, const char *pat, size_t floor)
+{
+	size_t L = strlen(pat);
+	for (size_t k = L - 1 < n ? L - 1 : n; k > floor; k--)
+		if (memcmp(s + n - k, pat, k) == 0)
+			return k;
+	return floor;
+}
+
+/* How far a part's text can be sent: everything at the end, else all but a tail that
+ * may still become a stop string or the start of a tool call; never the tool calls. */
+static size_t ready(const struct completion *c, enum sess_part part, bool final, size_t tools)
+{
+	const struct part *p = &c->part[part];
+	size_t n = p->text.n, hold = 0;
+	if (!final && !c->stopped) {
+		for (size_t i = 0; i < c->o.n_stop; i++)
+			hold = partial(p->text.p + p->sent, n - p->sent, c->o.stop[i], hold);
+		if (part == SESS_ANSWER && c->o.parse_tools)
+			hold = partial(p->text.p + p->sent, n - p->sent, TOOLCALL_OPEN, hold);
+	}
+	size_t limit = n - hold;
+	if (part == SESS_ANSWER && limit > tools)
+		limit = tools;
+	return limit > p->sent ? limit : p->sent;
+}
+
+/* A JSON string of text that should be UTF-8 (a token stream's last bytes may be
+ * part of a character): invalid bytes are written as \xHH. */
+static json_t *text_json(const char *s, size_t n)
+{
+	json_t *v = json_stringn(s, n);
+	if (v)
+		return v;
+	struct strbuf b = {0};
+	oai_put_text(&b, s, n);
+	v = b.oom ? NULL : json_stringn(b.p ? b.p : "", b.n);
+	free(b.p);
+	return v;
+}
+
+static json_t *token_json(const struct completion_token *t)
+{
+	json_t *bytes = json_array();
+	for (size_t i = 0; i < t->len; i++)
+		json_array_append_new(bytes, json_integer((unsigned char)t->bytes[i]));
+	/* -9999 is what OpenAI reports for a token with no probability at all */
+	double lp = isfinite(t->logprob) ? t->logprob : -9999.0;
+	return json_pack("{s:o, s:f, s:o}", "token", text_json(t->bytes, t->len), "logprob", lp,
+			 "bytes", bytes);
+}
+
+int completion_add_token(struct completion *c, const struct completion_token *token,
+			 const struct completion_token *top, int n)
+{
+	if (!c->o.logprobs)
+		return 0;
+	json_t *entry = token_json(token), *tops = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(tops, token_json(&top[i]));
+	if (!entry || json_object_set_new(entry, "top_logprobs", tops) ||
+	    json_array_append(c->all, entry) || json_array_append_new(c->pending, entry))
+		return err_set("out of memory");
+	return 0;
+}
+
+/* The choice's "logprobs": the entries given (stolen), or null when not asked for. */
+static json_t *logprobs_json(const struct completion *c, json_t *entries)
+{
+	if (!c->o.logprobs) {
+		json_decref(entries);
+		return json_null();
+	}
+	return json_pack("{s:o}", "content", entries);
+}
+
+/* Appends one chunk event holding delta (stolen), the pending log-probabilities and
+ * finish_reason (NULL: null). */
+static void put_chunk(struct completion *c, json_t *delta, const char *finish, struct strbuf *out)
+{
+	json_t *lp = NULL;
+	if (c->o.logprobs && json_array_size(c->pending)) {
+		lp = logprobs_json(c, c->pending);
+		c->pending = json_array();
+	}
+	json_t *root =
+		json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:o, s:s?}]}", "id", c->o.id,
+			  "object", "chat.completion.chunk", "created", (json_int_t)c->o.created,
+			  "model", c->o.model, "choices", "index", 0, "delta", delta, "logprobs",
+			  lp ? lp : json_null(), "finish_reason", finish);
+	if (root && c->o.include_usage)
+		json_object_set_new(root, "usage", json_null());
+	char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+	if (text)
+		oai_sse(out, text);
+	else
+		out->oom = true;
+	free(text);
+	json_decref(root);
+}
+
+static void stream_text(struct completion *c, bool final, size_t tools, struct strbuf *out)
+{
+	if (!c->role_sent) {
+		put_chunk(c, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL,
+			  out);
+		c->role_sent = true;
+	}
+	for (int k = 0; k < 2; k++) {
+		enum sess_part part = k == 0 ? SESS_REASONING : SESS_ANSWER;
+		struct part *p = &c->part[part];
+		size_t limit = ready(c, part, final, tools);
+		if (limit == p->sent)
+			continue;
+		json_t *delta = json_object();
+		json_object_set_new(delta, part_key[part],
+				    text_json(p->text.p + p->sent, limit - p->sent));
+		put_chunk(c, delta, NULL, out);
+		p->sent = limit;
+	}
+}
+
+void completion_stream(struct completion *c, struct strbuf *out)
+{
+	stream_text(c, false, c->tool_at, out);
+}
+
+/* The tool calls as OpenAI writes them; with the chunk's "index" when streaming. */
+static json_t *calls_json(const struct completion *c, const struct toolcall_set *set)
+{
+	const char *dash = strchr(c->o.id, '-');
+	json_t *calls = json_array();
+	for (size_t i = 0; i < set->n; i++) {
+		char id[96];
+		snprintf(id, sizeof id, "call_%.60s_%zu", dash ? dash + 1 : c->o.id, i);
+		json_t *call = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
+					 "function", "name", set->calls[i].name, "arguments",
+					 set->calls[i].arguments);
+		if (call && c->o.stream)
+			json_object_set_new(call, "index", json_integer((json_int_t)i));
+		json_array_append_new(calls, call);
+	}
+	return calls;
+}
+
+static json_t *usage_json(const struct completion_usage *u)
+{
+	return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", u->prompt,
+			 "completion_tokens", u->completion, "total_tokens",
+			 u->prompt + u->completion, "prompt_tokens_details", "cached_tokens",
+			 u->cached);
+}
+
+/* The whole chat.completion object. */
+static json_t *final_json(struct completion *c, const struct toolcall_set *set, const char *finish,
+			  const struct completion_usage *u)
+{
+	const struct strbuf *a = &c->part[SESS_ANSWER].text, *r = &c->part[SESS_REASONING].text;
+	size_t n = set->n ? set->content_len : a->n;
+	json_t *msg = json_pack("{s:s}", "role", "assistant");
+	json_object_set_new(msg, "content",
+			    n || !set->n ? text_json(a->p ? a->p : "", n) : json_null());
+	if (r->n)
+		json_object_set_new(msg, "reasoning_content", text_json(r->p, r->n));
+	if (set->n)
+		json_object_set_new(msg, "tool_calls", calls_json(c, set));
+	json_t *lp = logprobs_json(c, json_incref(c->all));
+	return json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:o, s:s}], s:o}", "id", c->o.id,
+			 "object", "chat.completion", "created", (json_int_t)c->o.created, "model",
+			 c->o.model, "choices", "index", 0, "message", msg, "logprobs", lp,
+			 "finish_reason", finish, "usage", usage_json(u));
+}
+
+void completion_finish(struct completion *c, enum completion_end why,
+		       const struct completion_usage *u, struct strbuf *out)
+{
+	struct toolcall_set set = {0};
+	const struct strbuf *a = &c->part[SESS_ANSWER].text;
+	if (c->o.parse_tools && c->tool_at != SIZE_MAX && toolcall_parse(a->p, a->n, &set) < 0)
+		out->oom = true;
+	const char *finish = set.n ? "tool_calls" : why == COMPLETION_LENGTH ? "length" : "stop";
+	if (!c->o.stream) {
+		json_t *root = final_json(c, &set, finish, u);
+		char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+		if (text)
+			sb_puts(out, text);
+		else
+			out->oom = true;
+		free(text);
+		json_decref(root);
+		toolcall_set_free(&set);
+		return;
+	}
+	/* a block that did not parse as a call is content after all */
+	stream_text(c, true, set.n ? set.content_len : SIZE_MAX, out);
+	if (set.n)
+		put_chunk(c, json_pack("{s:o}", "tool_calls", calls_json(c, &set)), NULL, out);
+	put_chunk(c, json_object(), finish, out);
+	if (c->o.include_usage) {
+		json_t *root =
+			json_pack("{s:s, s:s, s:I, s:s, s:[], s:o}", "id", c->o.id, "object",
+				  "chat.completion.chunk", "created", (json_int_t)c->o.created,
+				  "model", c->o.model, "choices", "usage", usage_json(u));
+		char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+		if (text)
+			oai_sse(out, text);
+		free(text);
+		json_decref(root);
+	}
+	oai_sse(out, "[DONE]");
+	toolcall_set_free(&set);
+}

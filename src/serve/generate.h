@@ -1,0 +1,51 @@
+/* generate.h — one chat-completions request run on the model: the conversation
+ * rendered with the chat template and tokenized, the KV cache synced to it (the
+ * longest common prefix with what the cache holds is reused, as in the chat), the
+ * answer sampled and written as the API's JSON. The HTTP side is serve.c. */
+#ifndef QWENCHAT_GENERATE_H
+#define QWENCHAT_GENERATE_H
+
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "src/chat/template.h"
+#include "src/serve/completion.h"
+#include "src/serve/openai.h"
+#include "src/session/sampler.h"
+#include "src/session/session.h"
+#include "tokenizer/tokenizer.h"
+
+/* The model and its defaults, shared by every request (one at a time). */
+struct gen_model {
+	struct eng *eng;
+	struct tok *tok;
+	struct sess *sess; /* over eng and tok; cancelling it ends the running request */
+	struct samp *samp; /* re-set and re-seeded for each request */
+	enum tmpl_variant variant;
+	struct samp_params params; /* defaults: generation_config.json, then the command line */
+	unsigned params_set;       /* SAMP_SET_* bits the command line gave */
+	int max_tokens;            /* default and largest max_tokens; 0 = the context */
+	const char *name;          /* the model's id in responses and /v1/models */
+};
+
+/* Where the response goes. */
+struct gen_output {
+	void *user;
+	/* The HTTP status, once, before any write: 200, or 4xx/5xx with the error object
+	 * as the body. A stream starts (200) before the prompt is run and its events
+	 * follow; other answers start at the end. */
+	void (*start)(void *user, int status);
+	/* Response bytes: stream events as they come, or the whole body. */
+	void (*write)(void *user, const char *text, size_t len);
+};
+
+/* Answers request r: settings are the model's defaults, Qwen's non-thinking preset
+ * when the request switches thinking off on the hybrid template, then the request's
+ * own; without a seed (from the request or the command line) each request draws a
+ * random one. Fills *usage (prompt, cached: reused from the KV cache, completion:
+ * every token generated, the end-of-turn one included). Returns the HTTP status,
+ * or 0 when the session's cancel flag stopped it (the client went away). */
+int gen_run(const struct gen_model *m, const struct oai_request *r, const struct gen_output *out,
+	    struct completion_usage *usage);
+
+#endif

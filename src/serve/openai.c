@@ -1,0 +1,513 @@
+/* openai.c — a chat-completions request body into a conversation and settings,
+ * every field checked (openai.h); the error object; server-sent events. */
+#include "src/serve/openai.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "src/base/err.h"
+#include "src/chat/template.h"
+#include "src/chat/tojson.h"
+
+/* Records a problem with field `param`: err_set("PARAM: MESSAGE") and e->param.
+ * Returns -1. */
+static int bad(struct oai_error *e, const char *param, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int bad(struct oai_error *e, const char *param, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	snprintf(e->param, sizeof e->param, "%s", param);
+	if (*param)
+		return err_set("%s: %s", param, msg);
+	return err_set("%s", msg);
+}
+
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL: return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	default: return "null";
+	}
+}
+
+/* Nesting depth before parsing: jansson's own limit (2048) is far above anything a
+ * request needs, and each level costs the parser stack. Strings are skipped. */
+static int check_depth(const char *s, size_t n, struct oai_error *e)
+{
+	int depth = 0;
+	bool in_string = false, escaped = false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (in_string) {
+			if (escaped)
+				escaped = false;
+			else if (c == '\\')
+				escaped = true;
+			else if (c == '"')
+				in_string = false;
+		} else if (c == '"') {
+			in_string = true;
+		} else if (c == '[' || c == '{') {
+			if (++depth > OAI_MAX_DEPTH)
+				return bad(e, "", "the JSON body nests deeper than %d levels",
+					   OAI_MAX_DEPTH);
+		} else if (c == ']' || c == '}') {
+			depth--;
+		}
+	}
+	return 0;
+}
+
+/* Member `key` of o as a number in [lo, hi]. 1 when present, 0 when absent or null
+ * (*out unchanged), -1 on a wrong type or value. */
+static int get_number(json_t *o, const char *key, double lo, double hi, double *out,
+		      struct oai_error *e)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v))
+		return bad(e, key, "expected a number, got %s", type_name(v));
+	double x = json_number_value(v);
+	if (!(x >= lo && x <= hi))
+		return bad(e, key, "%g is not in [%g, %g]", x, lo, hi);
+	*out = x;
+	return 1;
+}
+
+static int get_integer(json_t *o, const char *key, json_int_t lo, json_int_t hi, json_int_t *out,
+		       struct oai_error *e)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v))
+		return bad(e, key, "expected an integer, got %s", type_name(v));
+	json_int_t x = json_integer_value(v);
+	if (x < lo || x > hi)
+		return bad(e, key, "%lld is not in [%lld, %lld]", (long long)x, (long long)lo,
+			   (long long)hi);
+	*out = x;
+	return 1;
+}
+
+static int get_bool(json_t *o, const char *key, const char *param, bool *out, struct oai_error *e)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v))
+		return bad(e, param, "expected a boolean, got %s", type_name(v));
+	*out = json_is_true(v);
+	return 1;
+}
+
+/* Content: a string, or an array of text parts joined by newlines. */
+static int get_content(json_t *c, const char *at, struct strbuf *out, struct oai_error *e)
+{
+	char p[160];
+	if (json_is_string(c)) {
+		sb_put(out, json_string_value(c), json_string_length(c));
+		return 0;
+	}
+	if (!json_is_array(c))
+		return bad(e, at, "expected a string or an array of text parts, got %s",
+			   type_name(c));
+	for (size_t k = 0; k < json_array_size(c); k++) {
+		json_t *part = json_array_get(c, k), *type = json_object_get(part, "type");
+		json_t *text = json_object_get(part, "text");
+		snprintf(p, sizeof p, "%s[%zu]", at, k);
+		if (!json_is_object(part))
+			return bad(e, p, "expected an object, got %s", type_name(part));
+		if (!json_is_string(type) || strcmp(json_string_value(type), "text") != 0)
+			return bad(e, p, "only text parts are supported (type \"%.40s\")",
+				   json_is_string(type) ? json_string_value(type) : "?");
+		if (!json_is_string(text))
+			return bad(e, p, "text: expected a string");
+		if (k)
+			sb_put(out, "\n", 1);
+		sb_put(out, json_string_value(text), json_string_length(text));
+	}
+	return 0;
+}
+
+/* The tool_calls of assistant message i, added to the conversation's last turn. */
+static int get_tool_calls(struct chat *c, json_t *calls, size_t i, struct oai_error *e)
+{
+	char at[96];
+	snprintf(at, sizeof at, "messages[%zu].tool_calls", i);
+	if (!json_is_array(calls))
+		return bad(e, at, "expected an array, got %s", type_name(calls));
+	if (json_array_size(calls) > OAI_MAX_TOOLS)
+		return bad(e, at, "%zu calls (at most %d)", json_array_size(calls), OAI_MAX_TOOLS);
+	for (size_t k = 0; k < json_array_size(calls); k++) {
+		json_t *f = json_object_get(json_array_get(calls, k), "function");
+		json_t *name = json_object_get(f, "name"), *args = json_object_get(f, "arguments");
+		snprintf(at, sizeof at, "messages[%zu].tool_calls[%zu].function", i, k);
+		if (!json_is_object(f))
+			return bad(e, at, "expected an object");
+		if (!json_is_string(name))
+			return bad(e, at, "name: expected a string");
+		if (!json_is_string(args) && !json_is_object(args))
+			return bad(e, at, "arguments: expected a string");
+		/* OpenAI sends the arguments as JSON text; read as the object it holds, as
+		 * vLLM reads it, the template writes it with tojson. */
+		json_t *obj = json_is_string(args) ? json_loadb(json_string_value(args),
+								json_string_length(args), 0, NULL)
+						   : json_incref(args);
+		char *text = json_is_object(obj) ? tojson(obj, NULL) : NULL;
+		int rc = chat_add_tool_call(c, c->n - 1, json_string_value(name),
+					    text ? text : json_string_value(args), text == NULL);
+		json_decref(obj);
+		free(text);
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+static int parse_role(json_t *m, size_t i, struct oai_error *e)
+{
+	static const struct {
+		const char *name;
+		enum chat_role role;
+	} roles[] = {{"system", CHAT_SYSTEM},
+		     {"developer", CHAT_SYSTEM},
+		     {"user", CHAT_USER},
+		     {"assistant", CHAT_ASSISTANT},
+		     {"tool", CHAT_TOOL}};
+	char at[64];
+	snprintf(at, sizeof at, "messages[%zu].role", i);
+	json_t *role = json_object_get(m, "role");
+	if (!json_is_string(role))
+		return bad(e, at, "expected a string, got %s", role ? type_name(role) : "nothing");
+	for (size_t k = 0; k < sizeof roles / sizeof roles[0]; k++)
+		if (strcmp(json_string_value(role), roles[k].name) == 0)
+			return (int)roles[k].role;
+	return bad(e, at,
+		   "unknown role \"%.40s\" (expected system, developer, user, assistant or tool)",
+		   json_string_value(role));
+}
+
+static int parse_message(struct chat *c, json_t *m, size_t i, struct oai_error *e)
+{
+	char at[64];
+	snprintf(at, sizeof at, "messages[%zu]", i);
+	if (!json_is_object(m))
+		return bad(e, at, "expected an object, got %s", type_name(m));
+	int role = parse_role(m, i, e);
+	if (role < 0)
+		return -1;
+	json_t *content = json_object_get(m, "content");
+	json_t *calls = role == CHAT_ASSISTANT ? json_object_get(m, "tool_calls") : NULL;
+	json_t *rc = role == CHAT_ASSISTANT ? json_object_get(m, "reasoning_content") : NULL;
+	snprintf(at, sizeof at, "messages[%zu].content", i);
+	struct strbuf text = {0};
+	/* only an assistant turn may leave its content out (it then calls tools) */
+	if ((!content || json_is_null(content)) && role != CHAT_ASSISTANT)
+		return bad(e, at, "missing (a %s message needs content)",
+			   chat_role_name((enum chat_role)role));
+	if (content && !json_is_null(content) && get_content(content, at, &text, e)) {
+		free(text.p);
+		return -1;
+	}
+	snprintf(at, sizeof at, "messages[%zu].reasoning_content", i);
+	int r = -1;
+	if (rc && !json_is_null(rc) && !json_is_string(rc))
+		bad(e, at, "expected a string, got %s", type_name(rc));
+	else if (text.oom)
+		err_set("out of memory");
+	else if (chat_add(c, (enum chat_role)role, text.p ? text.p : "",
+			  json_is_string(rc) ? json_string_value(rc) : NULL) == 0)
+		r = calls && !json_is_null(calls) ? get_tool_calls(c, calls, i, e) : 0;
+	free(text.p);
+	return r;
+}
+
+/* tools (unless tool_choice is "none") and tool_choice. */
+static int parse_tools(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	json_t *tools = json_object_get(root, "tools"),
+	       *choice = json_object_get(root, "tool_choice");
+	bool none = false;
+	if (choice && !json_is_null(choice)) {
+		const char *s = json_is_string(choice) ? json_string_value(choice) : NULL;
+		if (!s || (strcmp(s, "auto") && strcmp(s, "none")))
+			return bad(e, "tool_choice",
+				   "only \"auto\" and \"none\" are supported (a forced call needs "
+				   "constrained decoding)");
+		none = strcmp(s, "none") == 0;
+	}
+	if (!tools || json_is_null(tools))
+		return 0;
+	if (!json_is_array(tools))
+		return bad(e, "tools", "expected an array, got %s", type_name(tools));
+	if (json_array_size(tools) > OAI_MAX_TOOLS)
+		return bad(e, "tools", "%zu tools (at most %d)", json_array_size(tools),
+			   OAI_MAX_TOOLS);
+	for (size_t i = 0; i < json_array_size(tools); i++) {
+		json_t *t = json_array_get(tools, i), *type = json_object_get(t, "type");
+		json_t *name = json_object_get(json_object_get(t, "function"), "name");
+		char at[32];
+		snprintf(at, sizeof at, "tools[%zu]", i);
+		if (!json_is_object(t))
+			return bad(e, at, "expected an object, got %s", type_name(t));
+		if (!json_is_string(type) || strcmp(json_string_value(type), "function"))
+			return bad(e, at, "type: expected \"function\"");
+		if (!json_is_string(name))
+			return bad(e, at, "function.name: expected a string");
+		if (none)
+			continue; /* not shown to the model, as vLLM does by default */
+		char *text = tojson(t, NULL);
+		int rc = text ? chat_add_tool(r->chat, text) : -1;
+		free(text);
+		if (rc)
+			return -1;
+	}
+	r->parse_tools = !none && json_array_size(tools) > 0;
+	return 0;
+}
+
+/* temperature, top_p, top_k, min_p, penalties, seed; refuses what is not implemented. */
+static int parse_sampling(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	struct samp_params *p = &r->samp;
+	double freq = 0;
+	json_int_t k = 0, seed = 0;
+	int got;
+	static const struct {
+		const char *key;
+		double lo, hi;
+		size_t off;
+		unsigned bit;
+	} nums[] = {
+		{"temperature", 0, 2, offsetof(struct samp_params, temperature), SAMP_SET_TEMP},
+		{"top_p", 0, 1, offsetof(struct samp_params, top_p), SAMP_SET_TOP_P},
+		{"min_p", 0, 1, offsetof(struct samp_params, min_p), SAMP_SET_MIN_P},
+		{"presence_penalty", -2, 2, offsetof(struct samp_params, presence_penalty),
+		 SAMP_SET_PRESENCE},
+		{"repetition_penalty", 0.01, 10, offsetof(struct samp_params, repetition_penalty),
+		 SAMP_SET_REPEAT},
+	};
+	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+		double *field = (double *)((char *)p + nums[i].off);
+		if ((got = get_number(root, nums[i].key, nums[i].lo, nums[i].hi, field, e)) < 0)
+			return -1;
+		if (got)
+			r->samp_set |= nums[i].bit;
+	}
+	/* top_k: vLLM's -1 (and 0) mean no limit */
+	if ((got = get_integer(root, "top_k", -1, 1 << 24, &k, e)) < 0)
+		return -1;
+	if (got) {
+		p->top_k = k < 0 ? 0 : (int)k;
+		r->samp_set |= SAMP_SET_TOP_K;
+	}
+	if ((got = get_integer(root, "seed", INT64_MIN, INT64_MAX, &seed, e)) < 0)
+		return -1;
+	if (got) {
+		p->seed = (uint64_t)seed;
+		r->samp_set |= SAMP_SET_SEED;
+	}
+	if (get_number(root, "frequency_penalty", -2, 2, &freq, e) < 0)
+		return -1;
+	if (freq != 0)
+		return bad(e, "frequency_penalty",
+			   "not supported (use presence_penalty or repetition_penalty)");
+	json_t *bias = json_object_get(root, "logit_bias");
+	if (bias && !json_is_null(bias) && !(json_is_object(bias) && json_object_size(bias) == 0))
+		return bad(e, "logit_bias", "not supported");
+	return 0;
+}
+
+/* stop: a string or an array of strings. */
+static int parse_stop(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	json_t *stop = json_object_get(root, "stop");
+	if (!stop || json_is_null(stop))
+		return 0;
+	size_t n = json_is_array(stop) ? json_array_size(stop) : 1;
+	if (!json_is_array(stop) && !json_is_string(stop))
+		return bad(e, "stop", "expected a string or an array of strings, got %s",
+			   type_name(stop));
+	if (n > OAI_MAX_STOP)
+		return bad(e, "stop", "%zu strings (at most %d)", n, OAI_MAX_STOP);
+	if (!(r->stop = calloc(n ? n : 1, sizeof *r->stop)))
+		return err_set("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_t *s = json_is_array(stop) ? json_array_get(stop, i) : stop;
+		char at[32];
+		snprintf(at, sizeof at, json_is_array(stop) ? "stop[%zu]" : "stop", i);
+		if (!json_is_string(s))
+			return bad(e, at, "expected a string, got %s", type_name(s));
+		if (json_string_length(s) == 0 || json_string_length(s) > OAI_MAX_STOP_BYTES)
+			return bad(e, at, "%zu bytes (1 to %d)", json_string_length(s),
+				   OAI_MAX_STOP_BYTES);
+		if (!(r->stop[r->n_stop++] = strdup(json_string_value(s))))
+			return err_set("out of memory");
+	}
+	return 0;
+}
+
+/* n, max_tokens, stream, logprobs, response_format, chat_template_kwargs. */
+static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	json_int_t n = 1, mt = 0, top = 0;
+	if (get_integer(root, "n", 1, 128, &n, e) < 0)
+		return -1;
+	if (n != 1)
+		return bad(e, "n", "only 1 choice per request is supported");
+	if (get_integer(root, "max_tokens", 1, OAI_MAX_TOKENS, &mt, e) < 0 ||
+	    get_integer(root, "max_completion_tokens", 1, OAI_MAX_TOKENS, &mt, e) < 0)
+		return -1;
+	r->max_tokens = (int)mt;
+	json_t *so = json_object_get(root, "stream_options");
+	if (get_bool(root, "stream", "stream", &r->stream, e) < 0 ||
+	    (so && !json_is_null(so) && !json_is_object(so) &&
+	     bad(e, "stream_options", "expected an object, got %s", type_name(so))) ||
+	    get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage, e) < 0)
+		return -1;
+	if (get_bool(root, "logprobs", "logprobs", &r->logprobs, e) < 0)
+		return -1;
+	int got = get_integer(root, "top_logprobs", 0, OAI_MAX_TOP_LOGPROBS, &top, e);
+	if (got < 0)
+		return -1;
+	if (got && !r->logprobs)
+		return bad(e, "top_logprobs", "needs \"logprobs\": true");
+	r->top_logprobs = (int)top;
+	json_t *rf = json_object_get(root, "response_format");
+	json_t *rft = json_object_get(rf, "type");
+	if (rf && !json_is_null(rf) &&
+	    !(json_is_string(rft) && strcmp(json_string_value(rft), "text") == 0))
+		return bad(e, "response_format", "only {\"type\": \"text\"} is supported");
+	json_t *kw = json_object_get(root, "chat_template_kwargs");
+	bool think = true;
+	if (kw && !json_is_null(kw) && !json_is_object(kw))
+		return bad(e, "chat_template_kwargs", "expected an object, got %s", type_name(kw));
+	got = get_bool(kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &think, e);
+	if (got < 0)
+		return -1;
+	r->enable_thinking = !got ? TMPL_THINK_ABSENT : think ? TMPL_THINK_ON : TMPL_THINK_OFF;
+	return 0;
+}
+
+static int parse_messages(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	json_t *msgs = json_object_get(root, "messages");
+	if (!json_is_array(msgs))
+		return bad(e, "messages", "expected an array of messages, got %s",
+			   msgs ? type_name(msgs) : "nothing");
+	size_t n = json_array_size(msgs);
+	if (n == 0 || n > OAI_MAX_MESSAGES)
+		return bad(e, "messages", "%zu messages (1 to %d)", n, OAI_MAX_MESSAGES);
+	for (size_t i = 0; i < n; i++)
+		if (parse_message(r->chat, json_array_get(msgs, i), i, e))
+			return -1;
+	return 0;
+}
+
+struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e)
+{
+	memset(e, 0, sizeof *e);
+	if (check_depth(body, len, e))
+		return NULL;
+	json_error_t je;
+	json_t *root = json_loadb(body, len, 0, &je);
+	if (!root) {
+		bad(e, "", "the body is not valid JSON (line %d, column %d: %s)", je.line,
+		    je.column, je.text);
+		return NULL;
+	}
+	struct oai_request *r = calloc(1, sizeof *r);
+	if (!r || !(r->chat = chat_new())) {
+		err_set("out of memory");
+		goto fail;
+	}
+	if (!json_is_object(root)) {
+		bad(e, "", "the body is %s, not an object", type_name(root));
+		goto fail;
+	}
+	json_t *model = json_object_get(root, "model");
+	if (model && !json_is_null(model) && !json_is_string(model)) {
+		bad(e, "model", "expected a string, got %s", type_name(model));
+		goto fail;
+	}
+	if (parse_messages(r, root, e) || parse_tools(r, root, e) || parse_sampling(r, root, e) ||
+	    parse_stop(r, root, e) || parse_output(r, root, e))
+		goto fail;
+	json_decref(root);
+	return r;
+fail:
+	json_decref(root);
+	oai_request_free(r);
+	return NULL;
+}
+
+void oai_request_free(struct oai_request *r)
+{
+	if (!r)
+		return;
+	chat_free(r->chat);
+	for (size_t i = 0; i < r->n_stop; i++)
+		free(r->stop[i]);
+	free(r->stop);
+	free(r);
+}
+
+void oai_put_text(struct strbuf *b, const char *s, size_t n)
+{
+	const utf8proc_uint8_t *u = (const utf8proc_uint8_t *)s;
+	size_t i = 0, start = 0;
+	while (i < n) {
+		utf8proc_int32_t cp;
+		utf8proc_ssize_t k = utf8proc_iterate(u + i, (utf8proc_ssize_t)(n - i), &cp);
+		if (k > 0 && cp != 0) {
+			i += (size_t)k;
+			continue;
+		}
+		sb_put(b, s + start, i - start);
+		sb_printf(b, "\\x%02x", u[i]);
+		start = ++i;
+	}
+	sb_put(b, s + start, n - start);
+}
+
+char *oai_error_json(const char *message, const char *type, const char *param, const char *code)
+{
+	/* messages quote request text (a role, a JSON parser's context): keep them UTF-8 */
+	struct strbuf m = {0}, p = {0};
+	oai_put_text(&m, message, strlen(message));
+	if (param)
+		oai_put_text(&p, param, strlen(param));
+	json_t *root = m.oom || p.oom ? NULL
+				      : json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "message",
+						  m.p ? m.p : "", "type", type, "param",
+						  param ? (p.p ? p.p : "") : NULL, "code", code);
+	char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+	json_decref(root);
+	free(m.p);
+	free(p.p);
+	return text;
+}
+
+void oai_sse(struct strbuf *b, const char *text)
+{
+	sb_puts(b, "data: ");
+	sb_puts(b, text);
+	sb_puts(b, "\n\n");
+}

@@ -1,0 +1,74 @@
+/* openai.h — the OpenAI chat-completions request on the wire: a JSON body checked
+ * field by field into a conversation and generation settings; the error object the
+ * API answers with; server-sent events. */
+#ifndef QWENCHAT_OPENAI_H
+#define QWENCHAT_OPENAI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "src/base/strbuf.h"
+#include "src/chat/chat.h"
+#include "src/session/sampler.h"
+
+/* Limits of a request; beyond them it is refused before anything is built from it. */
+enum {
+	OAI_MAX_DEPTH = 64,       /* nesting of arrays and objects in the body */
+	OAI_MAX_MESSAGES = 2048,  /* messages */
+	OAI_MAX_TOOLS = 128,      /* tool definitions, and calls in one assistant message */
+	OAI_MAX_STOP = 16,        /* stop strings */
+	OAI_MAX_STOP_BYTES = 256, /* bytes in one stop string */
+	OAI_MAX_TOP_LOGPROBS = 20,
+	OAI_MAX_TOKENS = 1 << 24, /* max_tokens; the server holds it to the context too */
+};
+
+struct oai_request {
+	struct chat *chat;       /* the messages, and the tools the template lists */
+	int enable_thinking;     /* TMPL_THINK_*: chat_template_kwargs.enable_thinking */
+	struct samp_params samp; /* the sampling fields the request gave ... */
+	unsigned samp_set;       /* ... as SAMP_SET_* bits (the others are not read) */
+	int max_tokens;          /* max_completion_tokens, else max_tokens; 0 = not given */
+	char **stop;             /* (n_stop) strings that end the answer, none empty */
+	size_t n_stop;
+	bool stream;
+	bool include_usage; /* stream_options.include_usage */
+	bool logprobs;
+	int top_logprobs; /* 0..OAI_MAX_TOP_LOGPROBS */
+	bool parse_tools; /* tools were given and tool_choice is not "none" */
+};
+
+/* What went wrong with a request besides err_msg(): OpenAI's "param" (the field, such
+ * as "messages[2].role"; "" for the body as a whole) and "code" (NULL for none). */
+struct oai_error {
+	char param[128];
+	const char *code;
+};
+
+/* Parses and checks a request body (len bytes, no NUL needed). NULL with err_set
+ * (a message starting with the field it is about) and *e filled on: malformed JSON
+ * or UTF-8, nesting deeper than OAI_MAX_DEPTH, a field of the wrong type or out of
+ * range, an unknown role, a content part that is not text, a setting this server
+ * does not implement (n other than 1, frequency_penalty, logit_bias, a tool_choice
+ * that forces a call, a response_format other than text). Fields it does not know
+ * are ignored, as vLLM ignores them. Roles: system (and OpenAI's "developer"),
+ * user, assistant, tool; content is a string or an array of {"type": "text"} parts,
+ * joined by newlines as vLLM joins them. Tool-call arguments given as a JSON string
+ * holding an object are read as that object, as vLLM does, so that a call renders
+ * back into the prompt as the model wrote it. */
+struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e);
+void oai_request_free(struct oai_request *r);
+
+/* {"error": {"message", "type", "param", "code"}} as malloc'd compact JSON; param and
+ * code may be NULL (written as null). NULL when out of memory. */
+char *oai_error_json(const char *message, const char *type, const char *param, const char *code);
+
+/* Appends n bytes as valid UTF-8: each byte that does not start a valid sequence
+ * becomes the text \xHH (its value in hex). For token pieces that are part of a
+ * character, and for messages that quote request text. */
+void oai_put_text(struct strbuf *b, const char *s, size_t n);
+
+/* Appends one server-sent event: "data: TEXT\n\n" (TEXT must hold no newline; compact
+ * JSON never does). */
+void oai_sse(struct strbuf *b, const char *text);
+
+#endif

@@ -1,0 +1,169 @@
+// serve-openai.test.mjs — `qwenchat serve` driven by the official OpenAI JavaScript
+// client (tests/fetch-openai.sh), under node's own test runner. tests/cli/serve.sh sets:
+//   OPENAI_DIR   the openai package
+//   PLAIN_URL    a server on a random-weight model (no key)
+//   RIG_URL, RIG_KEY  a server on a model rigged (tests/cli/rig-model.py) to answer
+//                "<think>Hello\n\n</think><tool_call>{"name":"get_time","arguments":{}}
+//                </tool_call><|im_end|>" greedily with repetition_penalty 10
+//   RUN_DIR      `qwenchat run` outputs to compare with: think.out/.err (seed 5,
+//                temperature 1, 12 tokens) and nothink.out/.err (--no-think, seed 6)
+//   FILLER       a user message whose last 64 tokens hold none of the rig's tokens
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+
+const env = process.env;
+const { default: OpenAI } = await import(pathToFileURL(join(env.OPENAI_DIR, 'index.mjs')));
+const plain = new OpenAI({ baseURL: env.PLAIN_URL, apiKey: 'unused', maxRetries: 0 });
+const rig = new OpenAI({ baseURL: env.RIG_URL, apiKey: env.RIG_KEY, maxRetries: 0 });
+
+// `qwenchat run`'s answer (stdout, ended by one newline) and reasoning (stderr between
+// "<think>" and "</think>" lines; none when the model wrote no think block).
+function runOutput(name) {
+  const out = readFileSync(join(env.RUN_DIR, name + '.out'), 'utf8');
+  const err = readFileSync(join(env.RUN_DIR, name + '.err'), 'utf8');
+  const m = err.match(/^<think>\n([\s\S]*)\n<\/think>\n/);
+  return { content: out.replace(/\n$/, ''), reasoning: m ? m[1] : '' };
+}
+
+// Streams a request; returns the joined content and reasoning, the chunks and the
+// finish_reason.
+async function streamed(client, body) {
+  const stream = await client.chat.completions.create({ ...body, stream: true });
+  let content = '', reasoning = '', finish = null;
+  const chunks = [];
+  for await (const chunk of stream) {
+    chunks.push(chunk);
+    const c = chunk.choices[0];
+    if (!c) continue;
+    content += c.delta.content ?? '';
+    reasoning += c.delta.reasoning_content ?? '';
+    finish = c.finish_reason ?? finish;
+  }
+  return { content, reasoning, chunks, finish };
+}
+
+const cases = [
+  { name: 'think', body: { seed: 5, temperature: 1 } },
+  { name: 'nothink', body: { seed: 6, chat_template_kwargs: { enable_thinking: false } } },
+];
+
+for (const { name, body } of cases) {
+  test(`${name}: the answer equals qwenchat run's with the same seed and settings`, async () => {
+    const want = runOutput(name);
+    const req = { model: 'm', messages: [{ role: 'user', content: 'Hello there' }],
+                  max_tokens: 12, ...body };
+    const r = await plain.chat.completions.create(req);
+    assert.equal(r.object, 'chat.completion');
+    assert.equal(r.choices[0].message.role, 'assistant');
+    assert.equal(r.choices[0].message.content, want.content);
+    assert.equal(r.choices[0].message.reasoning_content ?? '', want.reasoning);
+    assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+    assert.ok(r.usage.completion_tokens >= 1 && r.usage.completion_tokens <= 12);
+    assert.equal(r.usage.total_tokens, r.usage.prompt_tokens + r.usage.completion_tokens);
+    const s = await streamed(plain, req);
+    assert.equal(s.content, want.content);
+    assert.equal(s.reasoning, want.reasoning);
+    assert.equal(s.finish, r.choices[0].finish_reason);
+    assert.equal(s.chunks[0].choices[0].delta.role, 'assistant');
+    assert.ok(s.chunks.every((c) => c.id === s.chunks[0].id && c.object === 'chat.completion.chunk'));
+  });
+}
+
+test('models.list names the model', async () => {
+  const list = [];
+  for await (const m of plain.models.list()) list.push(m);
+  assert.equal(list.length, 1);
+  assert.equal(list[0].object, 'model');
+  assert.equal(typeof list[0].id, 'string');
+});
+
+const tools = [{ type: 'function', function: { name: 'get_time', description: 'The time.',
+                                                parameters: { type: 'object', properties: {} } } }];
+const rigBody = { model: 'rig', messages: [{ role: 'user', content: env.FILLER }], tools,
+                  temperature: 0, repetition_penalty: 10 };
+
+test('rigged: reasoning_content and a tool call, whole', async () => {
+  const r = await rig.chat.completions.create(rigBody);
+  const c = r.choices[0];
+  assert.equal(c.finish_reason, 'tool_calls');
+  assert.equal(c.message.reasoning_content, 'Hello');
+  assert.equal(c.message.content, null);
+  assert.equal(c.message.tool_calls.length, 1);
+  const call = c.message.tool_calls[0];
+  assert.equal(call.type, 'function');
+  assert.match(call.id, /^call_/);
+  assert.equal(call.function.name, 'get_time');
+  assert.deepEqual(JSON.parse(call.function.arguments), {});
+  assert.equal(r.usage.completion_tokens, 17); // 16 scripted tokens and <|im_end|>
+});
+
+test('rigged: the same streamed, tool calls put together by the client', async () => {
+  // the client's own accumulator for streamed tool calls
+  const runner = rig.chat.completions.stream({ ...rigBody, stream_options: { include_usage: true } });
+  let reasoning = '';
+  runner.on('chunk', (chunk) => { reasoning += chunk.choices[0]?.delta?.reasoning_content ?? ''; });
+  const r = await runner.finalChatCompletion();
+  assert.equal(reasoning, 'Hello');
+  const c = r.choices[0];
+  assert.equal(c.finish_reason, 'tool_calls');
+  assert.equal(c.message.tool_calls.length, 1);
+  assert.equal(c.message.tool_calls[0].function.name, 'get_time');
+  assert.equal(c.message.tool_calls[0].function.arguments, '{}');
+  assert.equal(r.usage.completion_tokens, 17);
+  assert.ok(r.usage.prompt_tokens_details.cached_tokens > 0); // the same prompt again
+});
+
+test('rigged: the tool result goes back and the conversation continues', async () => {
+  const first = await rig.chat.completions.create(rigBody);
+  const m = first.choices[0].message;
+  const r = await rig.chat.completions.create({
+    ...rigBody, max_tokens: 3,
+    messages: [...rigBody.messages, { role: 'assistant', content: m.content, tool_calls: m.tool_calls,
+                                      reasoning_content: m.reasoning_content },
+               { role: 'tool', tool_call_id: m.tool_calls[0].id, content: '12:00' }],
+  });
+  assert.ok(['stop', 'length'].includes(r.choices[0].finish_reason));
+  // the whole earlier prompt is reused (the call renders with newlines the rig left out)
+  assert.ok(r.usage.prompt_tokens_details.cached_tokens >= first.usage.prompt_tokens);
+});
+
+test('rigged: a stop string ends the text, whole and streamed', async () => {
+  const body = { ...rigBody, tools: undefined, stop: ['ll'] };
+  const r = await rig.chat.completions.create(body);
+  assert.equal(r.choices[0].message.reasoning_content, 'He');
+  assert.equal(r.choices[0].message.content, '');
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  assert.equal(r.usage.completion_tokens, 2); // <think> and Hello
+  const s = await streamed(rig, body);
+  assert.equal(s.reasoning, 'He');
+  assert.equal(s.content, '');
+  assert.equal(s.finish, 'stop');
+});
+
+test('rigged: logprobs of the greedy picks, with the top 3', async () => {
+  const r = await rig.chat.completions.create({ ...rigBody, tools: undefined, max_tokens: 4,
+                                                logprobs: true, top_logprobs: 3 });
+  const lp = r.choices[0].logprobs.content;
+  assert.equal(lp.length, 4);
+  for (const e of lp) {
+    assert.ok(e.logprob <= 0);
+    assert.equal(e.top_logprobs.length, 3);
+    assert.equal(e.top_logprobs[0].token, e.token); // greedy: the most likely one
+    assert.equal(e.top_logprobs[0].logprob, e.logprob);
+    assert.ok(e.top_logprobs[1].logprob <= e.top_logprobs[0].logprob);
+    assert.equal(Buffer.from(e.bytes).toString('utf8'), e.token);
+  }
+  assert.deepEqual(lp.map((e) => e.token), ['<think>', 'Hello', '\n\n', '</think>']);
+});
+
+test('errors come back as the client\'s error classes', async () => {
+  await assert.rejects(plain.chat.completions.create({ model: 'm', messages: [{ role: 'robot', content: 'x' }] }),
+                       (e) => e instanceof OpenAI.BadRequestError && e.status === 400 &&
+                              e.param === 'messages[0].role');
+  const wrong = new OpenAI({ baseURL: env.RIG_URL, apiKey: 'not-the-key', maxRetries: 0 });
+  await assert.rejects(wrong.chat.completions.create(rigBody),
+                       (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
+});

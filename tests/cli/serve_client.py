@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""serve_client.py -- checks of `qwenchat serve` from the outside, over plain sockets
+and http.client (tests/cli/serve.sh runs them; every server is on 127.0.0.1).
+
+  hostile PORT KEYED_PORT KEY TIMEOUT   a table of bad requests: each a clean 4xx with
+                                        the OpenAI error object, the server still
+                                        serving; a slowloris client timed out while
+                                        others are answered
+  load PORT PID CLIENTS KEY             CLIENTS concurrent clients against the rigged
+                                        model: each answered (its own answer) or 503;
+                                        RSS before and after
+  followup PORT                         a ~2K-token conversation, then its follow-up:
+                                        only the new tokens are prefilled
+  cancel PORT                           (a server with --queue 0) a second request is
+                                        refused with 503 while one runs; a client that
+                                        hangs up mid-stream stops its generation
+Prints one "ok: ..." or "FAIL: ..." line per check; exits 1 when any failed.
+"""
+import http.client
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if cond:
+        print("ok: " + what)
+    else:
+        failures += 1
+        print("FAIL: " + what, file=sys.stderr)
+
+
+def request(port, method, path, body=None, headers=None, timeout=120):
+    """(status, headers, parsed JSON body or the raw text)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    h = {"Content-Type": "application/json"}
+    h.update(headers or {})
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body)
+    c.request(method, path, body=body, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    try:
+        return r.status, dict(r.getheaders()), json.loads(data)
+    except ValueError:
+        return r.status, dict(r.getheaders()), data
+
+
+def raw(port, data, timeout=10):
+    """Sends bytes as they are; returns the status line's code and the body."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.sendall(data)
+    got = b""
+    try:
+        while True:
+            k = s.recv(65536)
+            if not k:
+                break
+            got += k
+            if b"\r\n\r\n" in got:
+                head, _, rest = got.partition(b"\r\n\r\n")
+                length = [ln for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")]
+                if length and len(rest) >= int(length[0].split(b":")[1]):
+                    break
+    except socket.timeout:
+        pass
+    s.close()
+    head, _, body = got.partition(b"\r\n\r\n")
+    code = int(head.split(b" ")[1]) if head.startswith(b"HTTP/") else 0
+    return code, body
+
+
+def is_error_object(body):
+    e = body.get("error") if isinstance(body, dict) else None
+    return (isinstance(e, dict) and isinstance(e.get("message"), str) and e["message"]
+            and isinstance(e.get("type"), str) and "param" in e and "code" in e)
+
+
+USER = [{"role": "user", "content": "hi"}]
+
+
+def hostile(port, kport, key, timeout):
+    deep = '{"messages": [{"role": "user", "content": "x"}], "x": ' + "[" * 100 + "]" * 100 + "}"
+    cases = [
+        # (description, port, method, path, body, headers, status, param)
+        ("deep JSON", port, "POST", "/v1/chat/completions", deep, None, 400, None),
+        ("invalid UTF-8", port, "POST", "/v1/chat/completions",
+         b'{"messages": [{"role": "user", "content": "\xc3\x28"}]}', None, 400, None),
+        ("bad JSON", port, "POST", "/v1/chat/completions", '{"messages": [', None, 400, None),
+        ("body not an object", port, "POST", "/v1/chat/completions", "[]", None, 400, None),
+        ("empty body", port, "POST", "/v1/chat/completions", "", None, 400, None),
+        ("unknown role", port, "POST", "/v1/chat/completions",
+         {"messages": [{"role": "wizard", "content": "x"}]}, None, 400, "messages[0].role"),
+        ("content of the wrong type", port, "POST", "/v1/chat/completions",
+         {"messages": [{"role": "user", "content": 42}]}, None, 400, "messages[0].content"),
+        ("an image part", port, "POST", "/v1/chat/completions",
+         {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+         None, 400, "messages[0].content[0]"),
+        ("no messages", port, "POST", "/v1/chat/completions", {"messages": []}, None, 400, "messages"),
+        ("max_tokens huge", port, "POST", "/v1/chat/completions",
+         {"messages": USER, "max_tokens": 10 ** 12}, None, 400, "max_tokens"),
+        ("max_tokens negative", port, "POST", "/v1/chat/completions",
+         {"messages": USER, "max_tokens": -5}, None, 400, "max_tokens"),
+        ("max_tokens beyond the context", port, "POST", "/v1/chat/completions",
+         {"messages": USER, "max_tokens": 100000}, None, 400, "max_tokens"),
+        ("temperature a string", port, "POST", "/v1/chat/completions",
+         {"messages": USER, "temperature": "warm"}, None, 400, "temperature"),
+        ("n = 2", port, "POST", "/v1/chat/completions", {"messages": USER, "n": 2}, None, 400, "n"),
+        ("top_logprobs 50", port, "POST", "/v1/chat/completions",
+         {"messages": USER, "logprobs": True, "top_logprobs": 50}, None, 400, "top_logprobs"),
+        ("wrong content type", port, "POST", "/v1/chat/completions", "messages=hi",
+         {"Content-Type": "application/x-www-form-urlencoded"}, 415, None),
+        ("a JSON-like content type", port, "POST", "/v1/chat/completions", {"messages": USER},
+         {"Content-Type": "application/json-patch+json"}, 415, None),
+        ("unknown path", port, "GET", "/v1/completions/../../etc/passwd", None, None, 404, None),
+        ("wrong method", port, "DELETE", "/v1/chat/completions", None, None, 405, None),
+        ("GET on the completions", port, "GET", "/v1/chat/completions", None, None, 405, None),
+        ("missing API key", kport, "GET", "/v1/models", None, None, 401, None),
+        ("wrong API key", kport, "POST", "/v1/chat/completions", {"messages": USER},
+         {"Authorization": "Bearer " + key + "x"}, 401, None),
+        ("a key that is a prefix of the right one", kport, "GET", "/health", None,
+         {"Authorization": "Bearer " + key[:-1]}, 401, None),
+        ("the key without Bearer", kport, "GET", "/health", None, {"Authorization": key}, 401, None),
+    ]
+    for what, p, method, path, body, headers, status, param in cases:
+        try:
+            got, h, data = request(p, method, path, body, headers)
+        except (OSError, http.client.HTTPException) as e:
+            check(False, "%s: %s" % (what, e))
+            continue
+        ok = got == status and is_error_object(data)
+        if ok and param:
+            ok = data["error"]["param"] == param and data["error"]["message"].startswith(param)
+        check(ok, "%s: %d with an error object%s (got %d %s)" % (
+            what, status, " naming " + param if param else "", got, str(data)[:200]))
+        if status == 405:
+            check(h.get("Allow") in ("GET", "POST"), "%s: an Allow header" % what)
+    # a body declared larger than 4 MiB is refused before it is sent
+    code, data = raw(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{" % (5 << 20))
+    check(code == 413 and is_error_object(json.loads(data or b"{}")),
+          "oversized body (Content-Length 5 MiB): 413 with an error object before the body")
+    # a chunked upload growing past the limit is cut off the same way
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Transfer-Encoding: chunked\r\n\r\n")
+    piece = b"a" * 65536
+    try:
+        for _ in range(80):
+            s.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        s.sendall(b"0\r\n\r\n")
+        data = s.recv(4096)
+    except OSError:
+        data = b""
+    s.close()
+    check(b" 413 " in data.split(b"\r\n")[0], "chunked body past 4 MiB: 413 (%r)" % data[:40])
+    # the right key opens every endpoint
+    got, _, _ = request(kport, "GET", "/v1/models", headers={"Authorization": "Bearer " + key})
+    check(got == 200, "the right API key: 200")
+
+    # slowloris: half a request line, then silence; others are answered meanwhile and the
+    # silent connection is closed once the timeout passes
+    slow = socket.create_connection(("127.0.0.1", port), timeout=timeout + 20)
+    slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Le")
+    t0 = time.time()
+    got, _, data = request(port, "POST", "/v1/chat/completions",
+                           {"messages": USER, "max_tokens": 2})
+    check(got == 200 and time.time() - t0 < timeout,
+          "a request is answered while a slow client holds its connection")
+    try:
+        closed = slow.recv(4096)
+    except OSError:
+        closed = b""
+    waited = time.time() - t0
+    slow.close()
+    check(waited < timeout + 10, "the slow client is cut off after %.1f s (timeout %d s; got %r)" % (
+        waited, timeout, closed[:30]))
+    got, _, data = request(port, "GET", "/health")
+    check(got == 200 and data == {"status": "ok"}, "still serving after the hostile requests")
+
+
+def load(port, pid, clients, key):
+    """The rigged model writes the same script whatever the prompt; each client's
+    answer is told apart by its prompt length (prompt_tokens) and its max_tokens."""
+    def body(i):
+        words = " ".join(["x"] * (70 + i))
+        return {"messages": [{"role": "user", "content": words}], "max_tokens": 1 + i % 16,
+                "temperature": 0, "repetition_penalty": 10}
+
+    def rss():
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    auth = {"Authorization": "Bearer " + key}
+    expect = {}
+    for i in range(clients):  # one at a time: what each must get
+        got, _, data = request(port, "POST", "/v1/chat/completions", body(i), auth)
+        if got != 200:
+            check(False, "sequential request %d: %d %s" % (i, got, data))
+            return
+        m = data["choices"][0]["message"]
+        expect[i] = (data["usage"]["prompt_tokens"], data["usage"]["completion_tokens"],
+                     m.get("content"), m.get("reasoning_content"))
+    check(len({e[0] for e in expect.values()}) == clients, "every client's prompt has its own length")
+
+    def one_round():
+        results = [None] * clients
+        start = threading.Barrier(clients)
+
+        def run(i):
+            start.wait()
+            try:
+                got, _, data = request(port, "POST", "/v1/chat/completions", body(i), auth,
+                                       timeout=300)
+                results[i] = (got, data)
+            except (OSError, http.client.HTTPException) as e:
+                results[i] = (0, str(e))
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return results
+
+    rss0 = rss()
+    rounds = []
+    for r in range(3):
+        results = one_round()
+        ok = refused = 0
+        for i, (got, data) in enumerate(results):
+            if got == 200:
+                m = data["choices"][0]["message"]
+                mine = (data["usage"]["prompt_tokens"], data["usage"]["completion_tokens"],
+                        m.get("content"), m.get("reasoning_content"))
+                if mine == expect[i]:
+                    ok += 1
+            elif got == 503 and is_error_object(data):
+                refused += 1
+        rounds.append(rss())
+        check(ok + refused == clients,
+              "round %d: %d clients at once: %d answered with their own answer, %d refused "
+              "with 503, none lost or mixed up" % (r + 1, clients, ok, refused))
+    print("rss: %d KiB before, %s KiB after each round" % (rss0, ", ".join(map(str, rounds))))
+    # the first round grows the allocator's per-thread arenas; after it RSS stays put
+    if os.environ.get("QWENCHAT_SANITIZED") != "1":  # ASan's quarantine keeps freed memory
+        check(rounds[2] - rounds[0] < 4096,
+              "memory flat: RSS %d KiB after round 1, %d KiB after round 3" % (rounds[0], rounds[2]))
+
+
+def followup(port):
+    text = " ".join("word%d" % (i % 97) for i in range(900))
+    conv = [{"role": "system", "content": "You are terse."},
+            {"role": "user", "content": text}]
+    got, _, a = request(port, "POST", "/v1/chat/completions",
+                        {"messages": conv, "max_tokens": 8, "seed": 1})
+    check(got == 200, "the long conversation: 200")
+    p1 = a["usage"]["prompt_tokens"]
+    check(p1 > 1800, "the conversation is %d tokens" % p1)
+    m = a["choices"][0]["message"]
+    conv.append({"role": "assistant", "content": m.get("content") or "",
+                 "reasoning_content": m.get("reasoning_content")})
+    conv.append({"role": "user", "content": "And then?"})
+    t0 = time.time()
+    got, _, b = request(port, "POST", "/v1/chat/completions",
+                        {"messages": conv, "max_tokens": 8, "seed": 1})
+    u = b["usage"]
+    new = u["prompt_tokens"] - u["prompt_tokens_details"]["cached_tokens"]
+    check(got == 200 and u["prompt_tokens_details"]["cached_tokens"] >= p1 and new <= 8 + 30,
+          "the follow-up reuses the %d cached tokens and prefills only its %d new ones "
+          "(prompt %d, %.3f s)" % (u["prompt_tokens_details"]["cached_tokens"], new,
+                                   u["prompt_tokens"], time.time() - t0))
+
+
+def cancel(port):
+    """A server with --queue 0 on the random model: one long stream runs, a second
+    request gets 503; the stream's client hangs up and the server is free again at once."""
+    body = {"messages": USER, "max_tokens": 3000, "stream": True, "temperature": 1}
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    data = json.dumps(body).encode()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
+    first = b""
+    while first.count(b"data: ") < 3:
+        first += s.recv(4096)
+    check(b" 200 " in first.split(b"\r\n")[0], "a long stream started")
+    got, h, busy = request(port, "POST", "/v1/chat/completions", {"messages": USER, "max_tokens": 2})
+    check(got == 503 and is_error_object(busy) and h.get("Retry-After") == "1",
+          "a second request while it runs (queue 0): 503 with Retry-After (%d)" % got)
+    s.close()
+    t0 = time.time()
+    got = 503
+    while got == 503 and time.time() - t0 < 20:
+        got, _, _ = request(port, "POST", "/v1/chat/completions", {"messages": USER, "max_tokens": 2})
+        if got == 503:
+            time.sleep(0.05)
+    check(got == 200 and time.time() - t0 < 5,
+          "the client hung up: its generation stopped, the next request answered after %.2f s"
+          % (time.time() - t0))
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "hostile":
+        hostile(int(args[0]), int(args[1]), args[2], int(args[3]))
+    elif cmd == "load":
+        load(int(args[0]), int(args[1]), int(args[2]), args[3])
+    elif cmd == "followup":
+        followup(int(args[0]))
+    elif cmd == "cancel":
+        cancel(int(args[0]))
+    sys.exit(1 if failures else 0)
+
+
+main()

@@ -1,0 +1,563 @@
+/* test_openai.c — the OpenAI side of `qwenchat serve` without HTTP or a model: request
+ * parsing (every field, and a conversation that must render exactly as the same one
+ * given as a conversation file, whose rendering is checked against jinja2), refused
+ * requests naming their field, <tool_call> parsing as vLLM's hermes parser splits
+ * calls, and the response builders: stop strings and tool calls held back while
+ * streaming, chunks that add up to the whole answer, logprobs, usage, [DONE]. */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "src/base/err.h"
+#include "src/chat/template.h"
+#include "src/chat/toolcall.h"
+#include "src/serve/completion.h"
+#include "src/serve/openai.h"
+
+static struct oai_request *parse(const char *body, struct oai_error *e)
+{
+	return oai_parse(body, strlen(body), e);
+}
+
+static void test_parse_fields(void **state)
+{
+	(void)state;
+	const char *body =
+		"{\"model\": \"m\", \"messages\": ["
+		"{\"role\": \"developer\", \"content\": \"Be brief.\"},"
+		"{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"},"
+		" {\"type\": \"text\", \"text\": \"b\"}]},"
+		"{\"role\": \"assistant\", \"content\": null, \"reasoning_content\": \"hmm\","
+		" \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\":"
+		" {\"name\": \"f\", \"arguments\": \"{\\\"x\\\":1}\"}},"
+		" {\"id\": \"c2\", \"type\": \"function\", \"function\":"
+		" {\"name\": \"g\", \"arguments\": \"not json\"}}]},"
+		"{\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"2\"}],"
+		"\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}],"
+		"\"tool_choice\": \"auto\", \"temperature\": 0.5, \"top_p\": 0.9, \"top_k\": -1,"
+		"\"min_p\": 0.1, \"presence_penalty\": 0.5, \"repetition_penalty\": 1.1, \"seed\": "
+		"-1,"
+		"\"max_tokens\": 10, \"max_completion_tokens\": 20, \"stop\": \"END\","
+		"\"stream\": true, \"stream_options\": {\"include_usage\": true}, \"logprobs\": "
+		"true,"
+		"\"top_logprobs\": 5, \"chat_template_kwargs\": {\"enable_thinking\": false},"
+		"\"response_format\": {\"type\": \"text\"}, \"n\": 1, \"frequency_penalty\": 0,"
+		"\"logit_bias\": {}, \"user\": \"ignored\"}";
+	struct oai_error e;
+	struct oai_request *r = parse(body, &e);
+	if (!r)
+		fail_msg("%s", err_msg());
+	const struct chat *c = r->chat;
+	assert_int_equal(c->n, 4);
+	assert_int_equal(c->turns[0].role, CHAT_SYSTEM);
+	assert_string_equal(c->turns[1].content, "a\nb");
+	assert_int_equal(c->turns[2].role, CHAT_ASSISTANT);
+	assert_string_equal(c->turns[2].content, "");
+	assert_string_equal(c->turns[2].reasoning, "hmm");
+	assert_int_equal(c->turns[2].n_calls, 2);
+	/* JSON text holding an object is read as the object (tojson writes it back) */
+	assert_string_equal(c->turns[2].calls[0].arguments, "{\"x\": 1}");
+	assert_false(c->turns[2].calls[0].arguments_is_text);
+	assert_string_equal(c->turns[2].calls[1].arguments, "not json");
+	assert_true(c->turns[2].calls[1].arguments_is_text);
+	assert_int_equal(c->turns[3].role, CHAT_TOOL);
+	assert_int_equal(c->n_tools, 1);
+	assert_true(r->parse_tools);
+	assert_int_equal(r->samp_set, SAMP_SET_TEMP | SAMP_SET_TOP_P | SAMP_SET_TOP_K |
+					      SAMP_SET_MIN_P | SAMP_SET_PRESENCE | SAMP_SET_REPEAT |
+					      SAMP_SET_SEED);
+	assert_true(r->samp.temperature == 0.5 && r->samp.top_p == 0.9 && r->samp.min_p == 0.1);
+	assert_true(r->samp.presence_penalty == 0.5 && r->samp.repetition_penalty == 1.1);
+	assert_int_equal(r->samp.top_k, 0);
+	assert_true(r->samp.seed == UINT64_MAX);
+	assert_int_equal(r->max_tokens, 20); /* max_completion_tokens wins */
+	assert_int_equal(r->n_stop, 1);
+	assert_string_equal(r->stop[0], "END");
+	assert_true(r->stream && r->include_usage && r->logprobs);
+	assert_int_equal(r->top_logprobs, 5);
+	assert_int_equal(r->enable_thinking, TMPL_THINK_OFF);
+	oai_request_free(r);
+
+	/* the least: defaults */
+	r = parse("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}", &e);
+	assert_non_null(r);
+	assert_int_equal(r->samp_set, 0);
+	assert_int_equal(r->max_tokens, 0);
+	assert_int_equal(r->enable_thinking, TMPL_THINK_ABSENT);
+	assert_false(r->stream || r->logprobs || r->parse_tools);
+	oai_request_free(r);
+
+	/* tool_choice "none": the tools are checked but neither shown nor parsed */
+	r = parse(
+		"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tool_choice\": "
+		"\"none\", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}",
+		&e);
+	assert_non_null(r);
+	assert_int_equal(r->chat->n_tools, 0);
+	assert_false(r->parse_tools);
+	oai_request_free(r);
+}
+
+/* The same conversation as an OpenAI request (arguments as JSON text, content as
+ * parts) and as a conversation file (arguments as objects) renders to the same
+ * prompt: the file form's rendering is the one checked against jinja2. */
+static void test_parse_renders_as_file(void **state)
+{
+	(void)state;
+	const char *req =
+		"{\"messages\": [{\"role\": \"system\", \"content\": [{\"type\": \"text\", "
+		"\"text\":"
+		" \"S\"}]}, {\"role\": \"user\", \"content\": \"Weather?\"},"
+		" {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"type\": "
+		"\"function\","
+		" \"function\": {\"name\": \"w\", \"arguments\": \"{\\\"city\\\":\\\"Paris\\\","
+		"\\\"days\\\":[1,2.5]}\"}}]}, {\"role\": \"tool\", \"content\": \"sunny\"}],"
+		" \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"w\", "
+		"\"parameters\":"
+		" {\"type\": \"object\"}}}]}";
+	const char *file =
+		"{\"messages\": [{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\","
+		" \"content\": \"Weather?\"}, {\"role\": \"assistant\", \"content\": \"\","
+		" \"tool_calls\": [{\"type\": \"function\", \"function\": {\"name\": \"w\","
+		" \"arguments\": {\"city\": \"Paris\", \"days\": [1, 2.5]}}}]},"
+		" {\"role\": \"tool\", \"content\": \"sunny\"}], \"tools\": [{\"type\": "
+		"\"function\","
+		" \"function\": {\"name\": \"w\", \"parameters\": {\"type\": \"object\"}}}]}";
+	struct oai_error e;
+	struct oai_request *r = parse(req, &e);
+	struct chat *c = chat_from_json(file, strlen(file), "file");
+	assert_non_null(r);
+	assert_non_null(c);
+	enum tmpl_variant vs[] = {TMPL_QWEN3, TMPL_QWEN3_INSTRUCT, TMPL_QWEN3_THINKING,
+				  TMPL_CHATML};
+	for (size_t i = 0; i < 4; i++) {
+		char *a = tmpl_render(r->chat, vs[i], true, TMPL_THINK_ABSENT, NULL);
+		char *b = tmpl_render(c, vs[i], true, TMPL_THINK_ABSENT, NULL);
+		assert_non_null(a);
+		assert_string_equal(a, b);
+		free(a);
+		free(b);
+	}
+	chat_free(c);
+	oai_request_free(r);
+}
+
+static void test_parse_errors(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *body, *param, *code, *says;
+	} cases[] = {
+		{"{\"messages\": [", "", NULL, "not valid JSON"},
+		{"[1, 2]", "", NULL, "not an object"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"\xff\"}]}", "", NULL,
+		 "not valid JSON"},
+		{"{\"messages\": []}", "messages", NULL, "0 messages"},
+		{"{\"messages\": \"hi\"}", "messages", NULL, "expected an array"},
+		{"{}", "messages", NULL, "got nothing"},
+		{"{\"messages\": [{\"role\": \"robot\", \"content\": \"x\"}]}", "messages[0].role",
+		 NULL, "unknown role"},
+		{"{\"messages\": [{\"content\": \"x\"}]}", "messages[0].role", NULL,
+		 "expected a string"},
+		{"{\"messages\": [3]}", "messages[0]", NULL, "expected an object"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", "messages[0].content",
+		 NULL, "got a number"},
+		{"{\"messages\": [{\"role\": \"user\"}]}", "messages[0].content", NULL, "missing"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}",
+		 "messages[0].content[0]", NULL, "only text parts"},
+		{"{\"messages\": [{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": "
+		 "[{}]}]}",
+		 "messages[0].tool_calls[0].function", NULL, "expected an object"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"temperature\": "
+		 "\"hot\"}",
+		 "temperature", NULL, "expected a number"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"temperature\": 3}",
+		 "temperature", NULL, "not in [0, 2]"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"top_k\": 1.5}",
+		 "top_k", NULL, "expected an integer"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"max_tokens\": -1}",
+		 "max_tokens", NULL, "not in"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"max_tokens\": 1e30}",
+		 "max_tokens", NULL, "expected an integer"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"max_tokens\": "
+		 "99999999999}",
+		 "max_tokens", NULL, "not in"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"n\": 2}", "n", NULL,
+		 "only 1"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+		 "\"frequency_penalty\": 1}",
+		 "frequency_penalty", NULL, "not supported"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logit_bias\": "
+		 "{\"1\": 5}}",
+		 "logit_bias", NULL, "not supported"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tool_choice\": "
+		 "\"required\"}",
+		 "tool_choice", NULL, "only \"auto\""},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": "
+		 "[{\"type\": "
+		 "\"function\"}]}",
+		 "tools[0]", NULL, "function.name"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stop\": [\"\"]}",
+		 "stop[0]", NULL, "0 bytes"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"top_logprobs\": 2}",
+		 "top_logprobs", NULL, "needs"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logprobs\": true, "
+		 "\"top_logprobs\": 21}",
+		 "top_logprobs", NULL, "not in [0, 20]"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream\": 1}",
+		 "stream", NULL, "expected a boolean"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": "
+		 "{\"type\": \"json_object\"}}",
+		 "response_format", NULL, "only"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+		 "\"chat_template_kwargs\": "
+		 "{\"enable_thinking\": \"no\"}}",
+		 "chat_template_kwargs.enable_thinking", NULL, "expected a boolean"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"\\u0000\"}]}", "", NULL,
+		 "not valid JSON"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"\\ud800\"}]}", "", NULL,
+		 "not valid JSON"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct oai_error e;
+		struct oai_request *r = parse(cases[i].body, &e);
+		if (r)
+			fail_msg("case %zu accepted: %s", i, cases[i].body);
+		if (strcmp(e.param, cases[i].param) || !strstr(err_msg(), cases[i].says))
+			fail_msg("case %zu: param \"%s\", message \"%s\"", i, e.param, err_msg());
+		if (*cases[i].param && strncmp(err_msg(), cases[i].param, strlen(cases[i].param)))
+			fail_msg("case %zu: the message does not start with the field: %s", i,
+				 err_msg());
+	}
+	/* nesting: 64 levels pass, 65 are refused before parsing */
+	char deep[400] = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"x\": ";
+	size_t n = strlen(deep);
+	for (int k = 0; k < 2; k++) {
+		int levels = k ? 64 : 63; /* plus the outer object */
+		char body[800];
+		snprintf(body, sizeof body, "%s", deep);
+		size_t m = n;
+		for (int i = 0; i < levels; i++)
+			body[m++] = '[';
+		for (int i = 0; i < levels; i++)
+			body[m++] = ']';
+		body[m++] = '}';
+		body[m] = 0;
+		struct oai_error e;
+		struct oai_request *r = parse(body, &e);
+		if (k == 0)
+			assert_non_null(r);
+		else
+			assert_non_null(strstr(err_msg(), "deeper than 64"));
+		oai_request_free(r);
+	}
+}
+
+static void test_error_json(void **state)
+{
+	(void)state;
+	char *s = oai_error_json("bad \xff role", "invalid_request_error", "messages[0]", NULL);
+	json_t *v = json_loads(s, 0, NULL); /* valid JSON although the message was not UTF-8 */
+	assert_non_null(v);
+	json_t *e = json_object_get(v, "error");
+	assert_string_equal(json_string_value(json_object_get(e, "message")), "bad \\xff role");
+	assert_string_equal(json_string_value(json_object_get(e, "type")), "invalid_request_error");
+	assert_string_equal(json_string_value(json_object_get(e, "param")), "messages[0]");
+	assert_true(json_is_null(json_object_get(e, "code")));
+	json_decref(v);
+	free(s);
+}
+
+static void test_toolcall(void **state)
+{
+	(void)state;
+	struct toolcall_set set;
+	const char *none = "just text <tool_cal";
+	assert_int_equal(toolcall_parse(none, strlen(none), &set), 0);
+	assert_int_equal(set.content_len, strlen(none));
+	/* Qwen3's own form; arguments come back as Python's json.dumps writes them */
+	const char *one = "<tool_call>\n{\"name\": \"get\", \"arguments\": {\"b\":[1,2.0,\"é\"]}}\n"
+			  "</tool_call>";
+	assert_int_equal(toolcall_parse(one, strlen(one), &set), 1);
+	assert_int_equal(set.n, 1);
+	assert_int_equal(set.content_len, 0);
+	assert_string_equal(set.calls[0].name, "get");
+	assert_string_equal(set.calls[0].arguments, "{\"b\": [1, 2.0, \"é\"]}");
+	toolcall_set_free(&set);
+	/* text before the first call is the content; an unclosed last block runs to the end */
+	const char *two = "Sure. <tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call> and "
+			  "<tool_call>{\"name\": \"b\", \"arguments\": \"s\"}";
+	assert_int_equal(toolcall_parse(two, strlen(two), &set), 1);
+	assert_int_equal(set.n, 2);
+	assert_int_equal(set.content_len, 6);
+	assert_string_equal(set.calls[1].name, "b");
+	assert_string_equal(set.calls[1].arguments, "\"s\"");
+	toolcall_set_free(&set);
+	/* one block that is not a call: no calls at all, the whole text is content */
+	static const char *const bad[] = {
+		"<tool_call>{\"name\": \"a\", \"arguments\": "
+		"{}}</tool_call><tool_call>{oops</tool_call>",
+		"<tool_call>{\"name\": \"a\"}</tool_call>",
+		"<tool_call>{\"name\": 5, \"arguments\": {}}</tool_call>",
+		"<tool_call>[1]</tool_call>",
+		"<tool_call></tool_call>",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_int_equal(toolcall_parse(bad[i], strlen(bad[i]), &set), 0);
+		assert_int_equal(set.n, 0);
+		assert_int_equal(set.content_len, strlen(bad[i]));
+	}
+}
+
+/* The events of a stream, parsed; [DONE] must be the last. */
+struct events {
+	json_t *chunks[64];
+	int n;
+	bool done;
+};
+
+static void read_events(const struct strbuf *b, struct events *ev)
+{
+	const char *p = b->p;
+	ev->n = 0;
+	ev->done = false;
+	while (p && *p) {
+		assert_memory_equal(p, "data: ", 6);
+		const char *end = strstr(p, "\n\n");
+		assert_non_null(end);
+		assert_false(ev->done);
+		if (end - p == 12 && !memcmp(p + 6, "[DONE]", 6)) {
+			ev->done = true;
+		} else {
+			json_error_t je;
+			json_t *v = json_loadb(p + 6, (size_t)(end - p - 6), 0, &je);
+			if (!v)
+				fail_msg("bad event: %s", je.text);
+			assert_true(ev->n < 64);
+			ev->chunks[ev->n++] = v;
+		}
+		p = end + 2;
+	}
+}
+
+static void free_events(struct events *ev)
+{
+	for (int i = 0; i < ev->n; i++)
+		json_decref(ev->chunks[i]);
+	ev->n = 0;
+}
+
+/* The concatenated delta field of every chunk, and the last finish_reason. */
+static void join(const struct events *ev, const char *field, char *out, size_t size,
+		 const char **finish)
+{
+	out[0] = 0;
+	for (int i = 0; i < ev->n; i++) {
+		json_t *ch = json_array_get(json_object_get(ev->chunks[i], "choices"), 0);
+		json_t *f = json_object_get(json_object_get(ch, "delta"), field);
+		if (json_is_string(f))
+			strncat(out, json_string_value(f), size - strlen(out) - 1);
+		json_t *fr = json_object_get(ch, "finish_reason");
+		if (json_is_string(fr) && finish)
+			*finish = json_string_value(fr);
+	}
+}
+
+static const struct completion_options base = {.id = "chatcmpl-abc", .model = "m", .created = 7};
+
+static void test_stream_stop(void **state)
+{
+	(void)state;
+	char *stop[] = {"END", "zz"};
+	struct completion_options o = base;
+	o.stop = stop, o.n_stop = 2, o.stream = true, o.include_usage = true;
+	struct completion *c = completion_new(&o);
+	struct strbuf b = {0};
+	completion_stream(c, &b); /* the role chunk */
+	assert_int_equal(completion_add_text(c, SESS_REASONING, "thin", 4), 0);
+	assert_int_equal(completion_add_text(c, SESS_REASONING, "king", 4), 0);
+	completion_stream(c, &b);
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "Hel", 3), 0);
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "lo E", 4), 0);
+	size_t before = b.n;
+	completion_stream(c, &b);
+	/* "E" may begin "END": held back */
+	assert_null(strstr(b.p + before, "lo E"));
+	assert_non_null(strstr(b.p + before, "\"Hello \""));
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "N", 1), 0);
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "D more", 6), 1);
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "ignored", 7), 1);
+	completion_stream(c, &b);
+	struct completion_usage u = {10, 4, 6};
+	completion_finish(c, COMPLETION_STOP, &u, &b);
+	struct events ev;
+	read_events(&b, &ev);
+	assert_true(ev.done);
+	char text[256];
+	const char *finish = NULL;
+	join(&ev, "content", text, sizeof text, &finish);
+	assert_string_equal(text, "Hello ");
+	assert_string_equal(finish, "stop");
+	join(&ev, "reasoning_content", text, sizeof text, NULL);
+	assert_string_equal(text, "thinking");
+	json_t *first = ev.chunks[0], *last = ev.chunks[ev.n - 1];
+	assert_string_equal(
+		json_string_value(json_object_get(
+			json_object_get(json_array_get(json_object_get(first, "choices"), 0),
+					"delta"),
+			"role")),
+		"assistant");
+	assert_string_equal(json_string_value(json_object_get(first, "object")),
+			    "chat.completion.chunk");
+	assert_int_equal(json_array_size(json_object_get(last, "choices")), 0);
+	json_t *usage = json_object_get(last, "usage");
+	assert_int_equal(json_integer_value(json_object_get(usage, "total_tokens")), 16);
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(usage, "prompt_tokens_details"), "cached_tokens")),
+			 4);
+	assert_true(json_is_null(json_object_get(ev.chunks[1], "usage")));
+	free_events(&ev);
+	free(b.p);
+	completion_free(c);
+}
+
+/* The same answer streamed and whole: the same content, tool calls and finish. */
+static void tool_answer(const char *const *pieces, int n, bool stream, struct strbuf *b)
+{
+	struct completion_options o = base;
+	o.parse_tools = true, o.stream = stream;
+	struct completion *c = completion_new(&o);
+	for (int i = 0; i < n; i++) {
+		completion_add_text(c, SESS_ANSWER, pieces[i], strlen(pieces[i]));
+		if (stream) {
+			size_t before = b->n;
+			completion_stream(c, b);
+			assert_null(strstr(b->p ? b->p + before : "", "tool_call"));
+		}
+	}
+	struct completion_usage u = {1, 0, 2};
+	completion_finish(c, COMPLETION_LENGTH, &u, b);
+	completion_free(c);
+}
+
+static void test_tool_calls(void **state)
+{
+	(void)state;
+	static const char *const good[] = {"Sure", "<tool", "_call>\n{\"name\"", ": \"f\", \"arg",
+					   "uments\": {\"x\":1}}\n</tool_call>"};
+	struct strbuf s = {0}, w = {0};
+	tool_answer(good, 5, true, &s);
+	tool_answer(good, 5, false, &w);
+	struct events ev;
+	read_events(&s, &ev);
+	char text[256];
+	const char *finish = NULL;
+	join(&ev, "content", text, sizeof text, &finish);
+	assert_string_equal(text, "Sure");
+	assert_string_equal(finish, "tool_calls");
+	json_t *calls = NULL;
+	for (int i = 0; i < ev.n; i++) {
+		json_t *d = json_object_get(
+			json_array_get(json_object_get(ev.chunks[i], "choices"), 0), "delta");
+		if (json_object_get(d, "tool_calls"))
+			calls = json_object_get(d, "tool_calls");
+	}
+	json_t *call = json_array_get(calls, 0);
+	assert_int_equal(json_integer_value(json_object_get(call, "index")), 0);
+	assert_string_equal(json_string_value(json_object_get(call, "id")), "call_abc_0");
+	assert_string_equal(json_string_value(json_object_get(call, "type")), "function");
+	json_t *f = json_object_get(call, "function");
+	assert_string_equal(json_string_value(json_object_get(f, "name")), "f");
+	assert_string_equal(json_string_value(json_object_get(f, "arguments")), "{\"x\": 1}");
+	free_events(&ev);
+	json_t *whole = json_loads(w.p, 0, NULL);
+	assert_non_null(whole);
+	assert_string_equal(json_string_value(json_object_get(whole, "object")), "chat.completion");
+	json_t *ch = json_array_get(json_object_get(whole, "choices"), 0);
+	json_t *msg = json_object_get(ch, "message");
+	assert_string_equal(json_string_value(json_object_get(msg, "content")), "Sure");
+	assert_string_equal(json_string_value(json_object_get(ch, "finish_reason")), "tool_calls");
+	json_t *wcall = json_array_get(json_object_get(msg, "tool_calls"), 0);
+	assert_null(json_object_get(wcall, "index"));
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(wcall, "function"), "arguments")),
+		"{\"x\": 1}");
+	assert_true(json_is_null(json_object_get(ch, "logprobs")));
+	assert_null(json_object_get(msg, "reasoning_content")); /* none: left out */
+	json_decref(whole);
+	free(s.p);
+	free(w.p);
+
+	/* a block that is no call: held back while streaming, then content after all */
+	static const char *const broken[] = {"<tool_call>{oops", "}"};
+	s = (struct strbuf){0};
+	w = (struct strbuf){0};
+	tool_answer(broken, 2, true, &s);
+	tool_answer(broken, 2, false, &w);
+	read_events(&s, &ev);
+	join(&ev, "content", text, sizeof text, &finish);
+	assert_string_equal(text, "<tool_call>{oops}");
+	assert_string_equal(finish, "length");
+	free_events(&ev);
+	whole = json_loads(w.p, 0, NULL);
+	msg = json_object_get(json_array_get(json_object_get(whole, "choices"), 0), "message");
+	assert_string_equal(json_string_value(json_object_get(msg, "content")),
+			    "<tool_call>{oops}");
+	assert_null(json_object_get(msg, "tool_calls"));
+	json_decref(whole);
+	free(s.p);
+	free(w.p);
+}
+
+static void test_logprobs(void **state)
+{
+	(void)state;
+	struct completion_options o = base;
+	o.logprobs = true;
+	struct completion *c = completion_new(&o);
+	struct completion_token t = {"\xe4\xbd", 2, -0.25},
+				top[2] = {{"\xe4\xbd", 2, -0.25}, {" x", 2, -INFINITY}};
+	assert_int_equal(completion_add_token(c, &t, top, 2), 0);
+	completion_add_text(c, SESS_ANSWER, "\xe4\xbd\xa0", 3);
+	struct strbuf b = {0};
+	struct completion_usage u = {3, 0, 1};
+	completion_finish(c, COMPLETION_STOP, &u, &b);
+	json_t *v = json_loads(b.p, 0, NULL);
+	assert_non_null(v);
+	json_t *ch = json_array_get(json_object_get(v, "choices"), 0);
+	json_t *e = json_array_get(json_object_get(json_object_get(ch, "logprobs"), "content"), 0);
+	assert_string_equal(json_string_value(json_object_get(e, "token")), "\\xe4\\xbd");
+	assert_true(json_real_value(json_object_get(e, "logprob")) == -0.25);
+	json_t *bytes = json_object_get(e, "bytes");
+	assert_int_equal(json_array_size(bytes), 2);
+	assert_int_equal(json_integer_value(json_array_get(bytes, 0)), 0xe4);
+	json_t *tops = json_object_get(e, "top_logprobs");
+	assert_int_equal(json_array_size(tops), 2);
+	assert_true(json_real_value(json_object_get(json_array_get(tops, 1), "logprob")) ==
+		    -9999.0);
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(ch, "message"), "content")),
+		"\xe4\xbd\xa0");
+	json_decref(v);
+	free(b.p);
+	completion_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_fields), cmocka_unit_test(test_parse_renders_as_file),
+		cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_error_json),
+		cmocka_unit_test(test_toolcall),     cmocka_unit_test(test_stream_stop),
+		cmocka_unit_test(test_tool_calls),   cmocka_unit_test(test_logprobs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
