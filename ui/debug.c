@@ -132,9 +132,24 @@ static void memory(struct ui *u, int y, int x, int h, int w)
 		line(y + r, x, w, r == 0 ? A_BOLD : A_NORMAL, "%s", r < n ? rows[r] : "");
 }
 
+/* The remote backend: the model, its attention and its memory are on the server. */
+static void remote(struct ui *u, int y, int x, int h, int w)
+{
+	char rows[3][512];
+	snprintf(rows[0], sizeof rows[0], "%s: not available with the remote backend",
+		 u->debug == DEBUG_ATTENTION ? "attention" : "memory");
+	snprintf(rows[1], sizeof rows[1], "the model runs on %s", app_remote_url(u->a));
+	snprintf(rows[2], sizeof rows[2], "context %d tokens; this process: host RSS %.1f MiB",
+		 u->fig.ctx_used, u->fig.mem.host_rss / 1048576.0);
+	for (int r = 0; r < h; r++)
+		line(y + r, x, w, r == 0 ? A_BOLD : A_NORMAL, "%s", r < 3 ? rows[r] : "");
+}
+
 void debug_draw(struct ui *u, int y, int x, int h, int w)
 {
-	if (u->debug == DEBUG_ATTENTION)
+	if (app_remote_url(u->a))
+		remote(u, y, x, h, w);
+	else if (u->debug == DEBUG_ATTENTION)
 		attention(u, y, x, h, w);
 	else
 		memory(u, y, x, h, w);

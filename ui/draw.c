@@ -125,9 +125,11 @@ static void draw_status(struct ui *u, int y, int w)
 {
 	const struct app_figures *f = &u->fig;
 	char s[512], a[16], b[16], c[16];
-	int n = snprintf(s, sizeof s, " %s | %s | think %s | ctx %d/%d | ", app_model_name(u->a),
-			 app_backend(u->a), app_thinking(u->a) ? "on" : "off", f->ctx_used,
-			 f->ctx_max);
+	int n = snprintf(s, sizeof s, " %s | %s | think %s | ctx %d", app_model_name(u->a),
+			 app_backend(u->a), app_thinking(u->a) ? "on" : "off", f->ctx_used);
+	if (f->ctx_max) /* a remote server may not say its context */
+		n += snprintf(s + n, sizeof s - n, "/%d", f->ctx_max);
+	n += snprintf(s + n, sizeof s - n, " | ");
 	if (f->busy && f->prefilling)
 		n += snprintf(s + n, sizeof s - n, "prefilling... | ");
 	n += snprintf(s + n, sizeof s - n, "prefill %.0f t/s | decode %.1f t/s | TTFT %.2fs | ",

@@ -73,6 +73,10 @@ static int resume_last(struct app *a, void (*notice)(const char *))
  * no worker running. */
 static void memory_update(struct app *a)
 {
+	if (!a->eng) { /* the remote backend: only this process's own memory */
+		a->fig.mem.host_rss = proc_rss_bytes();
+		return;
+	}
 	const struct eng_config *c = eng_model_config(a->model);
 	struct eng_stats st;
 	struct eng_param_counts pc;
@@ -100,7 +104,7 @@ static void memory_update(struct app *a)
 void app_token_text(const struct app *a, int32_t id, char *out, size_t sz)
 {
 	size_t n = 0, k = 0;
-	const char *p = id >= 0 ? tok_piece(a->tok, id, &n) : NULL;
+	const char *p = id >= 0 && a->tok ? tok_piece(a->tok, id, &n) : NULL;
 	if (sz == 0)
 		return;
 	for (size_t i = 0; p && i < n && k + 5 < sz; i++) {
@@ -169,6 +173,7 @@ struct app *app_open(const struct app_config *cfg, void (*notice)(const char *ms
 	a->show_reasoning = true;
 	a->user_set = cfg->sampling_set;
 	a->max_new = cfg->max_new > 0 ? cfg->max_new : APP_DEFAULT_MAX_NEW;
+	a->max_new_set = cfg->max_new > 0;
 	a->chat = chat_new();
 	a->state_dir = cfg->state_dir ? strdup(cfg->state_dir) : NULL;
 	a->home = cfg->home ? strdup(cfg->home) : NULL;
@@ -182,6 +187,11 @@ struct app *app_open(const struct app_config *cfg, void (*notice)(const char *ms
 		goto fail;
 	if (!cfg->resume && cfg->system && chat_set_system(a->chat, cfg->system))
 		goto fail;
+	if (cfg->remote.url) {
+		if (app_remote_open(a, cfg, notice))
+			goto fail;
+		return a;
+	}
 	a->dir = hub_resolve(cfg->hub, cfg->model);
 	if (!a->dir || open_engine(a, cfg, notice))
 		goto fail;
@@ -208,6 +218,7 @@ void app_free(struct app *a)
 		app_cancel(a);
 		pthread_join(a->worker, NULL);
 	}
+	remote_free(a->remote);
 	sess_free(a->sess);
 	samp_free(a->samp);
 	tok_free(a->tok);
@@ -239,7 +250,11 @@ const char *app_model_name(const struct app *a)
 }
 const char *app_backend(const struct app *a)
 {
-	return eng_backend_name(a->eng);
+	return a->remote ? "remote" : eng_backend_name(a->eng);
+}
+const char *app_remote_url(const struct app *a)
+{
+	return a->remote ? remote_url(a->remote) : NULL;
 }
 bool app_thinking(const struct app *a)
 {
@@ -287,7 +302,7 @@ int app_autosave(struct app *a)
 	return rc;
 }
 
-static int buf_add(struct app_buf *b, const char *s, size_t n)
+int app_buf_add(struct app_buf *b, const char *s, size_t n)
 {
 	if (arr_reserve(&b->s, &b->cap, b->n + n + 1, 1))
 		return -1;
@@ -325,7 +340,7 @@ static int turn_emit(void *u, enum sess_part part, const char *text, size_t len)
 {
 	struct turn_ctx *t = u;
 	struct app *a = t->a;
-	if (buf_add(part == SESS_REASONING ? &a->reasoning : &a->answer, text, len))
+	if (app_buf_add(part == SESS_REASONING ? &a->reasoning : &a->answer, text, len))
 		return 1;
 	pthread_mutex_lock(&a->lock);
 	figures_update(a);
@@ -337,6 +352,8 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 {
 	if (!a->chat->n || a->chat->turns[a->chat->n - 1].role != CHAT_USER)
 		return err_set("nothing to answer: the last turn is not a message");
+	if (a->remote)
+		return app_remote_turn(a, emit, user);
 	atomic_store(&a->cancel, 0);
 	int ctx = eng_ctx(a->eng), n = 0, dropped = 0;
 	int reserve = a->max_new < ctx / 2 ? a->max_new : ctx / 2;
@@ -361,8 +378,8 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 	if (rc)
 		return rc < 0 ? -1 : 0; /* cancelled while prefilling: no answer to keep */
 	a->reasoning.n = a->answer.n = 0;
-	buf_add(&a->reasoning, "", 0);
-	buf_add(&a->answer, "", 0);
+	app_buf_add(&a->reasoning, "", 0);
+	app_buf_add(&a->answer, "", 0);
 	enum sess_split split = tmpl_prompt_opens_think(a->variant, think)
 					? SESS_SPLIT_REASONING_FIRST
 					: SESS_SPLIT_ANSWER_FIRST;
@@ -386,7 +403,8 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 
 int app_prefill(struct app *a)
 {
-	if (!chat_count(a->chat) && !chat_system(a->chat))
+	/* A server keeps its own cache (vLLM's and SGLang's prefix caching). */
+	if (a->remote || (!chat_count(a->chat) && !chat_system(a->chat)))
 		return 0;
 	atomic_store(&a->cancel, 0);
 	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
@@ -419,7 +437,7 @@ static int queue_emit(void *u, enum sess_part part, const char *text, size_t len
 		}
 		a->segs[a->n_segs++] = (struct app_seg){part, 0};
 	}
-	int rc = buf_add(&a->queue, text, len);
+	int rc = app_buf_add(&a->queue, text, len);
 	if (!rc)
 		a->segs[a->n_segs - 1].len += len;
 	pthread_mutex_unlock(&a->lock);

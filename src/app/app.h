@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "src/chat/chat.h"
 #include "src/hub/hub.h"
+#include "src/remote/remote.h"
 #include "src/session/sampler.h"
 #include "src/session/session.h"
 #include "src/app/slash.h"
@@ -29,6 +30,10 @@ struct app_config {
 	bool resume;                 /* reopen the last session file */
 	const char *state_dir;       /* where conversations are saved (created 0700) */
 	const char *home;            /* the home directory, for ~/ in /save and /load; or NULL */
+	/* The remote backend when remote.url is set: the conversation goes to that
+	 * OpenAI-compatible server, model names a model it serves (NULL: the only one),
+	 * engine and hub are not used. */
+	struct remote_options remote;
 };
 
 /* What a slash command asks of the front end, besides its message. */
@@ -86,7 +91,8 @@ struct app;
 /* Opens the model (hub_resolve), the tokenizer, the engine on the backend asked for,
  * the session and the sampler; starts a new conversation or (cfg->resume) loads the
  * last one. notice (may be NULL) receives one-line notices (backend fallback, template
- * warning, resumed file). NULL with err_set on failure. */
+ * warning, resumed file). With the remote backend it asks the server for its models
+ * instead and checks the one named. NULL with err_set on failure. */
 struct app *app_open(const struct app_config *cfg, void (*notice)(const char *msg));
 void app_free(struct app *a);
 
@@ -97,6 +103,9 @@ const char *app_backend(const struct app *a);
 bool app_thinking(const struct app *a);
 bool app_show_reasoning(const struct app *a);
 const char *app_session_path(const struct app *a);
+/* The server's URL with the remote backend (the model runs there: no attention or
+ * memory figures here), else NULL. */
+const char *app_remote_url(const struct app *a);
 /* A token's text for one line of the debug pane: newlines and control characters
  * escaped, a trailing partial UTF-8 sequence cut. Writes into out (sz bytes). */
 void app_token_text(const struct app *a, int32_t id, char *out, size_t sz);

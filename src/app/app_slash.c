@@ -30,8 +30,41 @@ static void fail(struct app_result *r, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The remote backend sends only what the user chose (and, thinking off, the
+ * non-thinking preset): the server's own defaults stand for the rest. */
+static void show_remote_sampling(struct app *a, struct app_result *r)
+{
+	const struct samp_params *p = &a->params;
+	unsigned s = app_remote_sent(a);
+	say(r, "sent to the server:");
+	if (s & SAMP_SET_GREEDY && p->greedy)
+		say(r, " greedy (temperature 0)");
+	else if (s & SAMP_SET_TEMP)
+		say(r, " temp %g", p->temperature);
+	if (s & SAMP_SET_TOP_K)
+		say(r, " top-k %d", p->top_k);
+	if (s & SAMP_SET_TOP_P)
+		say(r, " top-p %g", p->top_p);
+	if (s & SAMP_SET_MIN_P)
+		say(r, " min-p %g", p->min_p);
+	if (s & SAMP_SET_PRESENCE)
+		say(r, " presence %g", p->presence_penalty);
+	if (s & SAMP_SET_REPEAT)
+		say(r, " repeat %g", p->repetition_penalty);
+	if (s & SAMP_SET_SEED)
+		say(r, " seed %llu", (unsigned long long)p->seed);
+	if (a->max_new_set)
+		say(r, " max_tokens %d", a->max_new);
+	say(r, "%s thinking %s; the rest: the server's defaults", s || a->max_new_set ? ";" : "",
+	    a->think ? "on" : "off");
+}
+
 static void show_sampling(struct app *a, struct app_result *r)
 {
+	if (a->remote) {
+		show_remote_sampling(a, r);
+		return;
+	}
 	const struct samp_params *p = &a->params;
 	say(r,
 	    "temp %g, top-k %d, top-p %g, min-p %g, presence %g, repeat %g, seed %llu, "
@@ -85,11 +118,11 @@ static void set_param(struct app *a, const struct slash_call *c, struct app_resu
 		p.top_k = (int)c->num, bit = SAMP_SET_TOP_K;
 	else
 		p.seed = (uint64_t)c->num, bit = SAMP_SET_SEED;
-	if (samp_params_check(&p) || samp_set_params(a->samp, &p)) {
+	if (samp_params_check(&p) || (a->samp && samp_set_params(a->samp, &p))) {
 		fail(r, "/%s: %s", c->cmd->name, err_msg());
 		return;
 	}
-	if (c->cmd->id == SLASH_SEED)
+	if (c->cmd->id == SLASH_SEED && a->samp)
 		samp_reseed(a->samp, p.seed);
 	a->params = p;
 	a->user_set |= bit;
@@ -100,8 +133,10 @@ static void think(struct app *a, const struct slash_call *c, struct app_result *
 {
 	const char *w = c->has_arg ? c->cmd->choices[c->choice] : NULL;
 	if (!w) {
-		say(r, "thinking %s, reasoning %s (template %s)", a->think ? "on" : "off",
-		    a->show_reasoning ? "shown" : "hidden", tmpl_variant_name(a->variant));
+		say(r, "thinking %s, reasoning %s (%s%s)", a->think ? "on" : "off",
+		    a->show_reasoning ? "shown" : "hidden",
+		    a->remote ? "asked of the server: enable_thinking" : "template ",
+		    a->remote ? "" : tmpl_variant_name(a->variant));
 		return;
 	}
 	if (!strcmp(w, "hide") || !strcmp(w, "show")) {
@@ -117,7 +152,8 @@ static void think(struct app *a, const struct slash_call *c, struct app_result *
 	}
 	a->think = !strcmp(w, "on");
 	samp_params_preset(&a->params, a->think, a->user_set);
-	samp_set_params(a->samp, &a->params);
+	if (a->samp)
+		samp_set_params(a->samp, &a->params);
 	say(r, "thinking %s from the next answer (sampling preset: temp %g, top-p %g, top-k %d)",
 	    a->think ? "on" : "off", a->params.temperature, a->params.top_p, a->params.top_k);
 }
@@ -144,6 +180,12 @@ static void stats(struct app *a, struct app_result *r)
 	    "last turn: %d tokens reused, %d prefilled at %.1f tok/s, %d generated at "
 	    "%.1f tok/s, first token after %.3f s\n",
 	    t->reused, t->prefilled, t->prefill_tps, t->generated, t->decode_tps, t->ttft);
+	if (a->remote) { /* the prompt is rendered and the memory used on the server */
+		say(r,
+		    "context %d tokens (the server's count); remote: %s at %s; host RSS %.1f MiB",
+		    f.ctx_used, a->model_name, remote_url(a->remote), f.mem.host_rss / 1048576.0);
+		return;
+	}
 	say(r,
 	    "context %d/%d tokens; memory: weights %.1f MiB, KV %.1f/%.1f MiB, scratch "
 	    "%.1f MiB, host RSS %.1f MiB\n",
@@ -282,7 +324,8 @@ void app_exec(struct app *a, const struct slash_call *c, struct app_result *r)
 	case SLASH_SEED: set_param(a, c, r); break;
 	case SLASH_GREEDY:
 		a->params.greedy = c->has_arg ? c->choice == 0 : !a->params.greedy;
-		samp_set_params(a->samp, &a->params);
+		if (a->samp)
+			samp_set_params(a->samp, &a->params);
 		a->user_set |= SAMP_SET_GREEDY;
 		say(r, "greedy %s", a->params.greedy ? "on" : "off");
 		break;
@@ -296,6 +339,12 @@ void app_exec(struct app *a, const struct slash_call *c, struct app_result *r)
 	case SLASH_LOAD: save_load(a, c, r); break;
 	case SLASH_CTX:
 		app_figures(a, &f);
+		if (!f.ctx_max) { /* a server that does not say its context */
+			say(r,
+			    "context: %d tokens used (the server's limit is not known); %zu turns",
+			    f.ctx_used, chat_count(a->chat));
+			break;
+		}
 		say(r,
 		    "context: %d of %d tokens used (%.0f%%), %d free; %zu turns in the "
 		    "conversation",
@@ -332,13 +381,15 @@ void app_set_capture(struct app *a, bool on)
 	pthread_mutex_lock(&a->lock);
 	a->capture = on;
 	/* Only between forwards: when idle now, or the worker's next callback. */
-	if (!a->worker_running)
+	if (!a->worker_running && a->eng)
 		eng_set_capture(a->eng, on);
 	pthread_mutex_unlock(&a->lock);
 }
 
 void app_capture_layer(struct app *a)
 {
+	if (!a->eng) /* the remote backend: the attention stays on the server */
+		return;
 	const struct eng_config *cfg = eng_model_config(a->model);
 	int layer = a->att_want < 0                  ? 0
 		    : a->att_want >= cfg->num_layers ? cfg->num_layers - 1

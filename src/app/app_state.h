@@ -33,6 +33,8 @@ struct app {
 	enum tmpl_variant variant;
 	bool think, show_reasoning;
 	int max_new;
+	bool max_new_set;      /* -n given: the remote backend sends it as max_tokens */
+	struct remote *remote; /* the remote backend, or NULL: the local engine */
 	struct chat *chat;
 	atomic_int cancel;
 	struct app_buf reasoning, answer; /* the turn being generated */
@@ -57,5 +59,14 @@ struct app {
 /* Copies the captured attention of layer a->att_want into a->att (lock held, engine
  * idle). */
 void app_capture_layer(struct app *a);
+
+/* app_remote.c: the remote backend's side of app_open and app_turn. */
+int app_remote_open(struct app *a, const struct app_config *cfg, void (*notice)(const char *));
+int app_remote_turn(struct app *a, sess_emit_fn emit, void *user);
+/* The SAMP_SET_* bits of the settings sent to the server: the user's, and with
+ * thinking off the non-thinking preset's (as the local chat switches to it). */
+unsigned app_remote_sent(const struct app *a);
+/* Adds text to a buffer; 0 or -1. */
+int app_buf_add(struct app_buf *b, const char *s, size_t n);
 
 #endif

@@ -3,6 +3,7 @@
 #include "src/cli/cli.h"
 #include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/fileio.h"
 #include "src/cli/env.h"
 #include "src/hub/hub.h"
 
@@ -28,6 +29,11 @@ enum {
 	K_REPEAT,
 	K_SEED,
 	K_GREEDY,
+	K_URL,
+	K_API_KEY,
+	K_API_KEY_FILE,
+	K_CONNECT_TIMEOUT,
+	K_TIMEOUT,
 };
 
 static const struct {
@@ -35,7 +41,9 @@ static const struct {
 	struct cli_opt opt;
 } shared[] = {
 	{CLI_MODEL, {"model", 'm', "MODEL", "model directory, .gguf file or Hugging Face repo id"}},
-	{CLI_BACKEND, {"backend", K_BACKEND, "B", "auto, cpu or cuda (default auto)"}},
+	{CLI_BACKEND,
+	 {"backend", K_BACKEND, "B",
+	  "auto, cpu or cuda (default auto); remote: a server\n(chat and run, with --url)"}},
 	{CLI_THREADS, {"threads", K_THREADS, "N", "CPU threads (default: all cores)"}},
 	{CLI_CTX, {"ctx", K_CTX, "N", "context size in tokens"}},
 	{CLI_MAX_NEW, {"max-new", 'n', "N", "new tokens per answer"}},
@@ -49,6 +57,23 @@ static const struct {
 	 {"repeat-penalty", K_REPEAT, "X", "divide positive logits of repeated tokens by X"}},
 	{CLI_SAMPLING, {"seed", K_SEED, "N", "random seed (same seed, same text)"}},
 	{CLI_SAMPLING, {"greedy", K_GREEDY, NULL, "always take the most likely token"}},
+	{CLI_REMOTE,
+	 {"url", K_URL, "URL",
+	  "the remote backend: an OpenAI-compatible server's API base,\n"
+	  "http://HOST:PORT/v1 (vLLM, SGLang, llama-server, ollama,\nqwenchat serve); -m names "
+	  "a model it serves"}},
+	{CLI_REMOTE,
+	 {"api-key", K_API_KEY, "KEY",
+	  "the server's API key (other users can see it with ps:\nprefer OPENAI_API_KEY or "
+	  "--api-key-file)"}},
+	{CLI_REMOTE,
+	 {"api-key-file", K_API_KEY_FILE, "FILE", "the API key, from FILE's first line"}},
+	{CLI_REMOTE,
+	 {"connect-timeout", K_CONNECT_TIMEOUT, "S",
+	  "give up connecting after S seconds (default 10)"}},
+	{CLI_REMOTE,
+	 {"timeout", K_TIMEOUT, "S",
+	  "give up when the server sends nothing for S seconds\n(default 120)"}},
 };
 #define N_SHARED (sizeof shared / sizeof shared[0])
 
@@ -219,15 +244,53 @@ static int sampling_opt(struct cli_common *c, int key, const char *arg)
 	return -1;
 }
 
+/* The commands that run on a server, for messages. */
+static const char remote_commands[] = "the remote backend works with chat and run";
+
+/* A remote option's value into c; 0 or -1 (message printed). */
+static int remote_opt(struct cli_common *c, int key, char *arg)
+{
+	long l;
+	switch (key) {
+	case K_URL: c->url = arg; return 0;
+	case K_API_KEY:
+		if (!*arg) {
+			cli_error("--api-key: the key is empty");
+			return -1;
+		}
+		c->api_key = arg;
+		return 0;
+	case K_API_KEY_FILE: c->api_key_file = arg; return 0;
+	case K_CONNECT_TIMEOUT:
+		if (cli_parse_long("connect-timeout", arg, 1, REMOTE_MAX_TIMEOUT, &l))
+			return -1;
+		c->connect_timeout = (int)l;
+		return 0;
+	}
+	if (cli_parse_long("timeout", arg, 1, REMOTE_MAX_TIMEOUT, &l))
+		return -1;
+	c->stall_timeout = (int)l;
+	return 0;
+}
+
 /* One shared option's value into c; 0 or -1 (message printed). */
-static int shared_opt(struct cli_common *c, int key, const char *arg)
+static int shared_opt(const struct cli_command *cmd, struct cli_common *c, int key, char *arg)
 {
 	long l;
 	switch (key) {
 	case 'm': c->model = arg; return 0;
 	case K_BACKEND:
-		if (strcmp(arg, "auto") && strcmp(arg, "cpu") && strcmp(arg, "cuda")) {
-			cli_error("--backend: '%s' is not one of auto, cpu, cuda", arg);
+		if (!strcmp(arg, "remote") && !(cmd->groups & CLI_REMOTE)) {
+			cli_error(
+				"--backend remote: 'qwenchat %s' needs the model's weights on this "
+				"machine (%s)",
+				cmd->name, remote_commands);
+			return -1;
+		}
+		if (strcmp(arg, "auto") && strcmp(arg, "cpu") && strcmp(arg, "cuda") &&
+		    strcmp(arg, "remote")) {
+			cli_error("--backend: '%s' is not one of auto, cpu, cuda%s", arg,
+				  cmd->groups & CLI_REMOTE ? ", remote" : "");
 			return -1;
 		}
 		c->backend = arg;
@@ -236,6 +299,7 @@ static int shared_opt(struct cli_common *c, int key, const char *arg)
 		if (cli_parse_long("threads", arg, 1, 1024, &l))
 			return -1;
 		c->threads = (int)l;
+		c->set |= CLI_SET_THREADS;
 		return 0;
 	case K_CTX:
 		if (cli_parse_long("ctx", arg, 1, 1L << 24, &l))
@@ -249,6 +313,11 @@ static int shared_opt(struct cli_common *c, int key, const char *arg)
 		c->max_new = (int)l;
 		c->set |= CLI_SET_MAX_NEW;
 		return 0;
+	case K_URL:
+	case K_API_KEY:
+	case K_API_KEY_FILE:
+	case K_CONNECT_TIMEOUT:
+	case K_TIMEOUT: return remote_opt(c, key, arg);
 	}
 	return sampling_opt(c, key, arg);
 }
@@ -333,6 +402,115 @@ static bool is_shared(const struct cli_command *cmd, int key)
 	return false;
 }
 
+/* An option of the remote backend (given to a command that has none). */
+static bool remote_option(const char *arg)
+{
+	static const char *const names[] = {"--url", "--api-key", "--api-key-file",
+					    "--connect-timeout", "--timeout"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		size_t n = strlen(names[i]);
+		if (!strncmp(arg, names[i], n) && (arg[n] == '\0' || arg[n] == '='))
+			return true;
+	}
+	return false;
+}
+
+/* The remote options together: --url makes the backend remote, the others need it,
+ * and what only the local engine uses is refused. */
+static int remote_check(const struct cli_command *cmd, struct cli_common *c)
+{
+	if (!(cmd->groups & CLI_REMOTE))
+		return 0;
+	if (c->url && !strcmp(c->backend, "auto"))
+		c->backend = "remote";
+	bool remote = !strcmp(c->backend, "remote");
+	if (c->url && !remote)
+		return cli_usage(cmd->name, "--url is the remote backend's: not with --backend %s",
+				 c->backend);
+	if (!remote) {
+		const char *o = c->api_key           ? "--api-key"
+				: c->api_key_file    ? "--api-key-file"
+				: c->connect_timeout ? "--connect-timeout"
+				: c->stall_timeout   ? "--timeout"
+						     : NULL;
+		return o ? cli_usage(cmd->name, "%s is for the remote backend (--url)", o) : 0;
+	}
+	if (!c->url && !(c->url = cli_env_openai_base_url()))
+		return cli_usage(cmd->name, "--backend remote needs --url http://HOST:PORT/v1 "
+					    "(or OPENAI_BASE_URL)");
+	if (c->set & (CLI_SET_THREADS | CLI_SET_CTX))
+		return cli_usage(cmd->name,
+				 "%s does not apply to the remote backend: the server "
+				 "runs the model",
+				 c->set & CLI_SET_THREADS ? "--threads" : "--ctx");
+	if (c->api_key && c->api_key_file)
+		return cli_usage(cmd->name, "--api-key and --api-key-file both give the key: use "
+					    "one");
+	return 0;
+}
+
+bool cli_is_remote(const struct cli_common *c)
+{
+	return !strcmp(c->backend, "remote");
+}
+
+/* The first line of a key file; NULL after printing the error. */
+static char *read_key(const char *path)
+{
+	size_t len;
+	char *text = fio_read_all(path, 64 << 10, &len);
+	if (!text) {
+		cli_error("--api-key-file: %s", err_msg());
+		return NULL;
+	}
+	text[strcspn(text, "\r\n")] = '\0';
+	if (!*text) {
+		cli_error("--api-key-file: %s: the first line is empty", path);
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+int cli_remote_options(struct cli_common *c, struct remote_options *o,
+		       void (*notice)(const char *msg))
+{
+	memset(o, 0, sizeof *o);
+	o->url = c->url;
+	o->connect_timeout = c->connect_timeout;
+	o->stall_timeout = c->stall_timeout;
+	char *key = NULL;
+	const char *env = cli_env_openai_api_key();
+	if (c->api_key) {
+		key = strdup(c->api_key);
+		/* Out of sight of ps from now on; it was visible until here. */
+		memset(c->api_key, 'x', strlen(c->api_key));
+		notice("--api-key: other users of this machine can read a key given on the "
+		       "command line (ps); OPENAI_API_KEY or --api-key-file keep it private");
+	} else if (c->api_key_file) {
+		if (!(key = read_key(c->api_key_file)))
+			return -1;
+	} else if (env) {
+		key = strdup(env);
+	}
+	if ((c->api_key || env) && !key) {
+		cli_error("out of memory");
+		return -1;
+	}
+	o->api_key = key;
+	return 0;
+}
+
+void cli_remote_free(struct remote_options *o)
+{
+	char *key = (char *)o->api_key;
+	if (key) {
+		memset(key, 0, strlen(key));
+		free(key);
+	}
+	o->api_key = NULL;
+}
+
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_common *c,
 	      cli_own_fn own, void *user, int *first)
 {
@@ -352,10 +530,15 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 		}
 		if (key == ':')
 			return cli_usage(cmd->name, "%s needs a value", bad);
+		if (key == '?' && remote_option(bad) && !(cmd->groups & CLI_REMOTE))
+			return cli_usage(cmd->name,
+					 "%s: 'qwenchat %s' needs the model's weights on "
+					 "this machine (%s)",
+					 bad, cmd->name, remote_commands);
 		if (key == '?')
 			return cli_usage(cmd->name, "unknown option '%s'", bad);
 		if (is_shared(cmd, key)) {
-			if (shared_opt(c, key, optarg))
+			if (shared_opt(cmd, c, key, optarg))
 				return EXIT_USAGE;
 		} else if (own && own(user, key, optarg)) {
 			return EXIT_USAGE;
@@ -368,6 +551,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 	if (npos < cmd->min_args)
 		return cli_usage(cmd->name, "missing argument (usage: qwenchat %s %s)", cmd->name,
 				 cmd->synopsis);
+	if (remote_check(cmd, c))
+		return EXIT_USAGE;
 	if (first)
 		*first = optind;
 	return 0;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "engine/engine.h"
+#include "src/remote/remote.h"
 #include "src/session/sampler.h"
 
 /* Exit statuses of the command-line contract (DESIGN.md). */
@@ -23,6 +24,8 @@ enum {
 	CLI_CTX = 1 << 3,      /* --ctx */
 	CLI_SAMPLING = 1 << 4, /* --temp --top-k --top-p --min-p --presence-penalty ... --greedy */
 	CLI_MAX_NEW = 1 << 5,  /* -n MAX_NEW */
+	CLI_REMOTE = 1 << 6,   /* --url --api-key --api-key-file --connect-timeout --timeout,
+	                        * and --backend remote */
 	CLI_ENGINE = CLI_BACKEND | CLI_THREADS | CLI_CTX,
 };
 
@@ -31,17 +34,24 @@ enum {
 enum {
 	CLI_SET_MAX_NEW = 1 << 16,
 	CLI_SET_CTX = 1 << 17,
+	CLI_SET_THREADS = 1 << 18,
 };
 
 /* The shared options' values. */
 struct cli_common {
 	const char *model;           /* -m: directory or repo id; NULL = default model */
-	const char *backend;         /* "auto", "cpu" or "cuda" */
+	const char *backend;         /* "auto", "cpu", "cuda" or "remote" */
 	int threads;                 /* 0 = all cores */
 	int ctx;                     /* context size in tokens; 0 = the engine's default */
 	int max_new;                 /* -n: new tokens per answer */
 	struct samp_params sampling; /* the fields whose SAMP_SET_* bit is in `set` */
 	unsigned set;                /* SAMP_SET_* and CLI_SET_* bits */
+	/* CLI_REMOTE: the server (--url, else $OPENAI_BASE_URL with --backend remote)
+	 * and its key (--api-key, --api-key-file, else $OPENAI_API_KEY). */
+	const char *url;
+	char *api_key; /* points into argv: cli_remote_options copies it and blanks it there */
+	const char *api_key_file;
+	int connect_timeout, stall_timeout; /* seconds; 0 = the defaults */
 };
 
 /* One option of a command's own. */
@@ -86,6 +96,18 @@ void cli_help(const struct cli_command *cmd, FILE *f);
  * environment (QWENCHAT_CPU_ISA and the like, src/cli/env.h); progress is the weight
  * upload's. 0, or -1 after printing an error naming the variable. */
 int cli_engine_options(const struct cli_common *c, struct eng_options *o);
+
+/* True when the command runs on a server (--backend remote, or --url). */
+bool cli_is_remote(const struct cli_common *c);
+
+/* The remote backend's settings from the options and the environment: o->url points
+ * into argv or the environment; o->api_key is malloc'd (free it with cli_remote_free)
+ * or NULL. A key given on the command line is wiped from argv, so that ps shows it no
+ * longer, and notice() gets a warning that it was visible. 0, or -1 after printing
+ * the error. */
+int cli_remote_options(struct cli_common *c, struct remote_options *o,
+		       void (*notice)(const char *msg));
+void cli_remote_free(struct remote_options *o);
 
 /* The model -m names (or the default one) opened: resolved through the Hub settings
  * of the environment, the time it took in *seconds (may be NULL). NULL after

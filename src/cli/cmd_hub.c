@@ -29,11 +29,45 @@ static const struct cli_command pull_cmd = {
 
 static const struct cli_command list_cmd = {
 	.name = "list",
-	.synopsis = "",
+	.synopsis = "[--url URL]",
 	.about = "Lists the Qwen3 models in the Hugging Face cache ($HF_HUB_CACHE, else\n"
 		 "$HF_HOME/hub, else ~/.cache/huggingface/hub): repo id, revision, size on disk,\n"
-		 "and whether the snapshot is complete. Never connects to the network.\n",
+		 "and whether the snapshot is complete. Never connects to the network.\n"
+		 "With --url, the models an OpenAI-compatible server serves (GET /v1/models),\n"
+		 "the names 'qwenchat --url URL -m MODEL' takes, with their context when the\n"
+		 "server says it.\n",
+	.groups = CLI_REMOTE,
 };
+
+/* `list --url`: the models a server serves. */
+static int list_remote(struct cli_common *com)
+{
+	struct remote_options o;
+	if (cli_remote_options(com, &o, cli_notice))
+		return EXIT_RUNTIME;
+	struct remote *r = remote_new(&o);
+	cli_remote_free(&o);
+	struct remote_model *m;
+	size_t n;
+	if (!r || remote_models(r, &m, &n, NULL)) {
+		cli_error("%s", err_msg());
+		remote_free(r);
+		return EXIT_RUNTIME;
+	}
+	if (n == 0)
+		fprintf(stderr, "%s serves no models\n", remote_url(r));
+	else
+		printf("%-44s %-16s %10s\n", "MODEL", "OWNED BY", "CONTEXT");
+	for (size_t i = 0; i < n; i++) {
+		char ctx[24] = "-";
+		if (m[i].max_len)
+			snprintf(ctx, sizeof ctx, "%ld", m[i].max_len);
+		printf("%-44s %-16s %10s\n", m[i].id, m[i].owned_by, ctx);
+	}
+	remote_models_free(m, n);
+	remote_free(r);
+	return EXIT_OK;
+}
 
 int cmd_pull(int argc, char **argv)
 {
@@ -61,6 +95,8 @@ int cmd_list(int argc, char **argv)
 	int r = cli_parse(&list_cmd, argc, argv, &com, NULL, NULL, NULL);
 	if (r)
 		return r == CLI_DONE ? EXIT_OK : r;
+	if (cli_is_remote(&com))
+		return list_remote(&com);
 	cli_env_hub(&hub);
 	struct hub_entry *e;
 	size_t n;

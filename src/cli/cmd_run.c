@@ -13,6 +13,7 @@
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
+#include "src/base/clock.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/hub/hub.h"
@@ -47,13 +48,15 @@ static const struct cli_command run_cmd = {
 		 "(its <think> block) is streamed to stderr between <think> and </think> lines,\n"
 		 "so stdout holds the answer alone. -n N stops after N new tokens (default: when\n"
 		 "the model ends its turn or the context is full).\n",
-	.groups = CLI_MODEL | CLI_ENGINE | CLI_SAMPLING | CLI_MAX_NEW,
+	.groups = CLI_MODEL | CLI_ENGINE | CLI_SAMPLING | CLI_MAX_NEW | CLI_REMOTE,
 	.opts = run_opts,
 	.notes = "Sampling defaults come from the model's generation_config.json (Qwen3: "
 		 "temperature\n"
 		 "0.6, top-k 20, top-p 0.95); with --no-think Qwen's non-thinking preset "
 		 "(temperature\n"
-		 "0.7, top-k 20, top-p 0.8, min-p 0). Options given explicitly always win.\n",
+		 "0.7, top-k 20, top-p 0.8, min-p 0). Options given explicitly always win.\n"
+		 "With --url (the remote backend) only the options given, and with --no-think\n"
+		 "that preset, are sent: the server's defaults stand for the rest.\n",
 };
 
 struct run_args {
@@ -102,6 +105,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	if (a->raw && (a->system || a->think != TMPL_THINK_ABSENT))
 		return cli_usage("run", "--raw uses no template: --system, --think and "
 					"--no-think do not apply");
+	if (a->raw && cli_is_remote(&a->cli))
+		return cli_usage("run", "--raw needs the local engine: a server applies the chat "
+					"template");
 	return 0;
 }
 
@@ -217,6 +223,82 @@ static int sampling(const struct run_args *a, const char *dir, struct tok *t, st
 	return samp_params_check(p);
 }
 
+/* The SAMP_SET_* bits among the options' bits. */
+enum {
+	SAMP_SET_ALL = SAMP_SET_TEMP | SAMP_SET_TOP_K | SAMP_SET_TOP_P | SAMP_SET_MIN_P |
+		       SAMP_SET_PRESENCE | SAMP_SET_REPEAT | SAMP_SET_SEED | SAMP_SET_GREEDY,
+	SAMP_SET_PRESET = SAMP_SET_TEMP | SAMP_SET_TOP_K | SAMP_SET_TOP_P | SAMP_SET_MIN_P,
+};
+
+/* The turn on a server (the remote backend): the same output, from the stream. */
+static int run_remote(struct run_args *a, const char *prompt)
+{
+	struct remote_options o;
+	if (cli_remote_options(&a->cli, &o, cli_notice))
+		return EXIT_RUNTIME;
+	struct remote *r = remote_new(&o);
+	cli_remote_free(&o);
+	struct chat *c = chat_new();
+	struct remote_request q = {.chat = c, .think = a->think};
+	char *model = NULL;
+	long ctx;
+	int rc = EXIT_RUNTIME;
+	signal(SIGINT, on_sigint);
+	if (!r || !c || (a->system && chat_set_system(c, a->system)) ||
+	    chat_add(c, CHAT_USER, prompt, NULL) ||
+	    !(model = remote_pick_model(r, a->cli.model, &ctx, &g_cancel))) {
+		if (!atomic_load(&g_cancel))
+			cli_error("%s", err_msg());
+		goto done;
+	}
+	/* Only what was given, and the non-thinking preset with --no-think, as locally. */
+	samp_params_default(&q.sampling);
+	q.sampling_set = a->cli.set & SAMP_SET_ALL;
+	if (a->think == TMPL_THINK_OFF) {
+		samp_params_preset(&q.sampling, false, a->cli.set);
+		q.sampling_set |= SAMP_SET_PRESET;
+	}
+	cli_sampling(&a->cli, &q.sampling);
+	q.model = model;
+	q.max_tokens = a->cli.set & CLI_SET_MAX_NEW ? a->cli.max_new : 0;
+	struct out_state out = {SESS_ANSWER, false, false};
+	struct reply rep;
+	reply_init(&rep, emit, &out);
+	double t0 = clock_now();
+	int r2 = samp_params_check(&q.sampling) ? -1 : remote_chat(r, &q, &rep, &g_cancel);
+	if (out.part == SESS_REASONING && out.any_reasoning)
+		fputs("\n</think>\n", stderr);
+	else
+		putchar('\n');
+	for (size_t i = 0; i < rep.n_calls; i++) /* as the chat shows a call */
+		if (rep.calls[i].name.n)
+			printf("tool call: %s %s\n", rep.calls[i].name.p,
+			       rep.calls[i].arguments.n ? rep.calls[i].arguments.p : "");
+	fflush(stdout);
+	struct sess_stats st = {0};
+	reply_stats(&rep, t0, &st);
+	st.stop = atomic_load(&g_cancel)       ? SESS_STOP_CANCEL
+		  : rep.finish == REPLY_LENGTH ? SESS_STOP_MAX
+					       : SESS_STOP_EOS;
+	if (a->stats)
+		print_stats(&st);
+	if (r2)
+		cli_error("%s", err_msg());
+	else if (out.write_failed)
+		cli_error("stdout: write failed");
+	else if (st.stop == SESS_STOP_CANCEL)
+		cli_error("interrupted");
+	else
+		rc = EXIT_OK;
+	reply_free(&rep);
+done:
+	signal(SIGINT, SIG_DFL);
+	free(model);
+	chat_free(c);
+	remote_free(r);
+	return rc;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_args a;
@@ -225,12 +307,17 @@ int cmd_run(int argc, char **argv)
 		return rc == CLI_DONE ? EXIT_OK : rc;
 	struct eng_options eo;
 	struct hub_env hub;
-	if (cli_engine_options(&a.cli, &eo))
+	if (!cli_is_remote(&a.cli) && cli_engine_options(&a.cli, &eo))
 		return EXIT_USAGE;
 	cli_env_hub(&hub);
 	char *prompt = read_prompt(&a);
 	if (!prompt)
 		return EXIT_RUNTIME;
+	if (cli_is_remote(&a.cli)) {
+		rc = run_remote(&a, prompt);
+		free(prompt);
+		return rc;
+	}
 	rc = EXIT_RUNTIME;
 	char *dir = NULL;
 	struct eng_model *m = NULL;

@@ -55,3 +55,13 @@ const char *cli_env_home(void)
 {
 	return var("HOME");
 }
+
+const char *cli_env_openai_api_key(void)
+{
+	return var("OPENAI_API_KEY");
+}
+
+const char *cli_env_openai_base_url(void)
+{
+	return var("OPENAI_BASE_URL");
+}

@@ -15,6 +15,11 @@ void cli_env_hub(struct hub_env *h);
  * when out of memory. */
 char *cli_env_state_dir(void);
 
+/* The official OpenAI clients' variables, for the remote backend: $OPENAI_API_KEY
+ * (the server's key) and $OPENAI_BASE_URL (its API base); NULL when unset or empty. */
+const char *cli_env_openai_api_key(void);
+const char *cli_env_openai_base_url(void);
+
 /* $HOME, or NULL when unset or empty. */
 const char *cli_env_home(void);
 

@@ -53,8 +53,10 @@ static const struct cli_command chat_cmd = {
 	.synopsis = "[-m MODEL] [options]",
 	.about = "Chat with the model: the terminal UI, or a plain line mode with --plain or when\n"
 		 "stdin or stdout is not a terminal. Type /help in the chat for commands and "
-		 "keys.\n",
-	.groups = CLI_MODEL | CLI_ENGINE | CLI_SAMPLING | CLI_MAX_NEW,
+		 "keys.\n"
+		 "With --url the model runs on an OpenAI-compatible server (the remote backend):\n"
+		 "-m names a model it serves ('qwenchat list --url URL' lists them).\n",
+	.groups = CLI_MODEL | CLI_ENGINE | CLI_SAMPLING | CLI_MAX_NEW | CLI_REMOTE,
 	.opts = chat_opts,
 };
 
@@ -93,8 +95,9 @@ int cmd_chat(int argc, char **argv)
 	int rc = cli_parse(&chat_cmd, argc, argv, &com, chat_opt, &a, NULL);
 	if (rc)
 		return rc == CLI_DONE ? EXIT_OK : rc;
-	if (cli_engine_options(&com, &a.cfg.engine))
-		return EXIT_USAGE;
+	if (cli_is_remote(&com) ? cli_remote_options(&com, &a.cfg.remote, keep_notice)
+				: cli_engine_options(&com, &a.cfg.engine))
+		return cli_is_remote(&com) ? EXIT_RUNTIME : EXIT_USAGE;
 	cli_env_hub(&hub);
 	a.cfg.model = com.model;
 	a.cfg.hub = &hub;
@@ -105,6 +108,7 @@ int cmd_chat(int argc, char **argv)
 	char *state = cli_env_state_dir();
 	if (!state) {
 		cli_error("out of memory");
+		cli_remote_free(&a.cfg.remote);
 		return EXIT_RUNTIME;
 	}
 	a.cfg.state_dir = state;
@@ -112,6 +116,7 @@ int cmd_chat(int argc, char **argv)
 		a.plain = true;
 	struct app *app = app_open(&a.cfg, keep_notice);
 	free(state);
+	cli_remote_free(&a.cfg.remote); /* the client keeps its own copy of the key */
 	if (!app) {
 		cli_error("%s", err_msg());
 		return EXIT_RUNTIME;

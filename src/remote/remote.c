@@ -26,6 +26,7 @@ struct remote {
 	char *key;   /* or NULL */
 	bool key_in_clear;
 	int connect_timeout, stall_timeout;
+	long models_status; /* the HTTP status of the last GET /models */
 	CURL *curl;
 	CURLM *multi;
 	char errbuf[CURL_ERROR_SIZE];
@@ -553,6 +554,7 @@ int remote_models(struct remote *r, struct remote_model **models, size_t *n, ato
 	}
 	setup(r, &x, url, h);
 	int how = perform(r, &x, cancel, &cc);
+	r->models_status = x.status;
 	if (how == CANCELLED)
 		err_set("%s/models: cancelled", r->shown);
 	else if (how == STALLED)
@@ -572,6 +574,56 @@ done:
 	free(url);
 	free(x.body.p);
 	return rc;
+}
+
+/* "a, b, c" (the served models), malloc'd; NULL when out of memory. */
+static char *model_list(const struct remote_model *m, size_t n)
+{
+	struct strbuf b = {0};
+	for (size_t i = 0; i < n; i++)
+		sb_printf(&b, "%s%s", i ? ", " : "", m[i].id);
+	if (!n)
+		sb_puts(&b, "(none)");
+	if (b.oom)
+		free(b.p);
+	return b.oom ? NULL : b.p;
+}
+
+char *remote_pick_model(struct remote *r, const char *want, long *max_len, atomic_int *cancel)
+{
+	struct remote_model *m;
+	size_t n;
+	*max_len = 0;
+	if (remote_models(r, &m, &n, cancel)) {
+		/* Some servers have no model list; a model named is then taken on trust. */
+		if (want && (r->models_status == 404 || r->models_status == 405)) {
+			char *w = strdup(want);
+			if (!w)
+				err_set("out of memory");
+			return w;
+		}
+		return NULL;
+	}
+	const struct remote_model *pick = NULL;
+	for (size_t i = 0; want && i < n; i++)
+		if (!strcmp(m[i].id, want))
+			pick = &m[i];
+	if (!want && n == 1)
+		pick = &m[0];
+	char *id = pick ? strdup(pick->id) : NULL, *list = pick ? NULL : model_list(m, n);
+	if (pick)
+		*max_len = pick->max_len;
+	if (pick && !id)
+		err_set("out of memory");
+	else if (!pick && !list)
+		err_set("out of memory");
+	else if (want && !pick)
+		err_set("%s does not serve the model '%s'; it serves: %s", r->shown, want, list);
+	else if (!pick)
+		err_set("%s serves %zu models: %s; name one with -m", r->shown, n, list);
+	free(list);
+	remote_models_free(m, n);
+	return id;
 }
 
 /* A 404 to a chat request: a model the server does not serve (said with the ones it
@@ -616,23 +668,26 @@ static int stream_end(struct remote *r, struct xfer *x, CURLcode cc)
 {
 	struct reply *out = x->reply;
 	if (x->parse_rc < 0)
-		return err_set("%s", x->parse_err);
+		return err_set("%s: %s", r->shown, x->parse_err);
 	if (out->stop)
 		return 0;
-	if (cc != CURLE_OK && !out->done)
-		return curl_error(r, x, cc);
-	if (reply_end(out))
-		return -1;
-	if (out->done || out->finish != REPLY_UNFINISHED)
-		return 0;
+	if (out->done || out->finish != REPLY_UNFINISHED) /* complete, even if cut after */
+		return reply_end(out);
 	char *type = NULL;
 	curl_easy_getinfo(r->curl, CURLINFO_CONTENT_TYPE, &type);
-	if (!out->events && (!type || !strstr(type, "text/event-stream")))
+	if (!out->events && cc == CURLE_OK && (!type || !strstr(type, "text/event-stream")))
 		return err_set("%s answered with %s, not a stream of events (text/event-stream)",
 			       r->shown, type ? type : "no Content-Type");
-	return err_set("the stream from %s ended mid-answer%s", r->shown,
-		       sse_pending(&x->sse) ? ", inside an event"
-					    : " (no finish_reason, no [DONE])");
+	const char *where = sse_pending(&x->sse) ? ", inside an event" : "";
+	if (cc != CURLE_OK) {
+		char why[CURL_ERROR_SIZE + 8];
+		const char *e = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
+		reply_oneline(why, sizeof why, e, strlen(e));
+		return err_set("the stream from %s broke off mid-answer%s: %s", r->shown, where,
+			       why);
+	}
+	return err_set("the stream from %s ended mid-answer%s (no finish_reason, no [DONE])",
+		       r->shown, where);
 }
 
 /* One try of the request. 0 done (or stopped), 1 to try again, -1 failed. */

@@ -56,6 +56,12 @@ struct remote_model {
 int remote_models(struct remote *r, struct remote_model **models, size_t *n, atomic_int *cancel);
 void remote_models_free(struct remote_model *m, size_t n);
 
+/* The model to ask for: want when the server serves it (or has no model list to
+ * check it against), else with want NULL the only one it serves; its context in
+ * *max_len (0 when unknown). Malloc'd, or NULL with err_set listing the served
+ * models. */
+char *remote_pick_model(struct remote *r, const char *want, long *max_len, atomic_int *cancel);
+
 /* One request. Only the settings whose SAMP_SET_* bit is in sampling_set are sent,
  * so the server's defaults (its generation_config) stand for the others; greedy is
  * sent as temperature 0. */

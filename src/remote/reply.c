@@ -74,6 +74,27 @@ void reply_oneline(char *out, size_t sz, const char *s, size_t n)
 	out[k] = '\0';
 }
 
+void reply_stats(const struct reply *r, double start, struct sess_stats *st)
+{
+	int gen = r->completion_tokens >= 0 ? r->completion_tokens : (int)r->deltas;
+	st->generated = gen;
+	if (r->deltas) {
+		st->ttft = r->first_delta_at - start;
+		st->decode_seconds = r->last_delta_at - r->first_delta_at;
+		st->decode_tps =
+			gen > 1 && st->decode_seconds > 0 ? (gen - 1) / st->decode_seconds : 0;
+	}
+	if (r->prompt_tokens >= 0) {
+		int cached = r->cached_tokens > 0 && r->cached_tokens <= r->prompt_tokens
+				     ? r->cached_tokens
+				     : 0;
+		st->reused = cached;
+		st->prefilled = r->prompt_tokens - cached;
+		st->prefill_seconds = st->ttft;
+		st->prefill_tps = st->ttft > 0 ? st->prefilled / st->ttft : 0;
+	}
+}
+
 /* ---- text routing --------------------------------------------------------- */
 
 /* One piece of a part, after the template's trimming: leading newlines of each part

@@ -79,6 +79,14 @@ int reply_event(struct reply *r, const char *name, const char *data, size_t len)
  * 0, or -1 with err_set when a tool call came without a function name. */
 int reply_end(struct reply *r);
 
+/* The answer's figures in the session's terms, start being clock_now() when the
+ * request went out: generated (usage's completion_tokens, else the chunks with
+ * text), time to first token, decode rate from the first chunk to the last, reused
+ * (usage's cached tokens) and prefilled prompt tokens, and their rate over the time to
+ * the first token (network and queueing on the server included). stop is left as it
+ * was. */
+void reply_stats(const struct reply *r, double start, struct sess_stats *st);
+
 /* Copies s[0..n) into out (sz bytes) as one printable line of at most
  * REPLY_MAX_MESSAGE bytes: control characters become spaces, invalid UTF-8 becomes
  * '?', a cut is made at a character boundary and marked with "...". For messages
