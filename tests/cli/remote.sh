@@ -1,0 +1,253 @@
+#!/bin/sh
+# remote.sh — the remote backend (--url) against tests/cli/remote-server.py, a fake
+# vLLM/SGLang on 127.0.0.1 replaying their streams: the answer and the reasoning of
+# each server's shape in `run` and in the plain chat and its saved conversation; what
+# the request holds (only the settings given; thinking; the key in the header only);
+# tool calls kept; Ctrl-C keeping the partial answer; one line for each failure
+# (refused, connect timeout, stall, TLS, 401, 404 model, 429 then success, 5xx,
+# a cut stream, bad JSON, an error event); usage errors. Never contacts another host.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy OPENAI_API_KEY \
+	OPENAI_BASE_URL QWENCHAT_MODEL
+export NO_PROXY='*' XDG_STATE_HOME="$TMP/state" HOME="$TMP"
+STATE=$TMP/srv
+mkdir -p "$STATE"
+
+# A self-signed certificate for the TLS listener (the client must refuse it).
+TLS=""
+if command -v openssl >/dev/null &&
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+		-subj /CN=127.0.0.1 -keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null; then
+	TLS="--tls $TMP/cert.pem $TMP/key.pem"
+fi
+# shellcheck disable=SC2086
+python3 "$TOP_SRCDIR/tests/cli/remote-server.py" --state "$STATE" --lifetime 240 --blackhole $TLS &
+SRV_PID=$!
+trap 'kill $SRV_PID 2>/dev/null; rm -rf "$TMP"' EXIT
+i=0
+while [ ! -f "$STATE/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -f "$STATE/port" ] || { echo "FAIL: the fake server did not start"; exit 1; }
+URL="http://127.0.0.1:$(cat "$STATE/port")/v1"
+mode() { printf '%s\n' "$@" >"$STATE/mode"; }
+last_request() { tail -n 1 "$STATE/requests"; }
+# req_has PYTHON-EXPR DESC — the last request (r: its body, auth: its header) satisfies it.
+req_has() {
+	if last_request | python3 -c 'import json,sys
+d=json.loads(sys.stdin.read()); r=d["body"]; auth=d["auth"]
+sys.exit(0 if eval("(" + sys.argv[1] + ")") else 1)' "$1"; then pass "$2"; else fail "$2: $(last_request | head -c 400)"; fi
+}
+R() { "$QWENCHAT" run --url "$URL" "$@"; }
+
+# What the fake server streams (tests/cli/remote-server.py), after the template's
+# trimming: the reasoning without its first and last newline, the answer without its
+# leading ones.
+REASONING='The user greets me; answer briefly in French (café).'
+ANSWER='Bonjour ! Un café ? 世界'
+
+# --- the answer and the reasoning, for each server's shape -------------------------------
+for m in vllm vllm-new sglang no-parser; do
+	mode "$m"
+	expect_exit 0 "run against the $m stream" R -p "Salut"
+	[ "$(cat "$TMP/out")" = "$ANSWER" ] && pass "$m: the answer on stdout" ||
+		fail "$m: stdout '$(cat "$TMP/out")'"
+	[ "$(cat "$TMP/err")" = "$(printf '<think>\n%s\n</think>' "$REASONING")" ] &&
+		pass "$m: the reasoning on stderr" || fail "$m: stderr '$(cat "$TMP/err")'"
+done
+req_has 'r["stream"] is True and r["stream_options"] == {"include_usage": True}' \
+	"the request streams, with the usage"
+req_has 'r["model"] == "Qwen/Qwen3-32B" and r["messages"] == [{"role": "user", "content": "Salut"}]' \
+	"the model the server serves is picked, the prompt is the one user message"
+req_has 'not any(k in r for k in ("temperature", "top_p", "top_k", "min_p", "seed", "max_tokens",
+	"presence_penalty", "repetition_penalty", "chat_template_kwargs"))' \
+	"nothing the user did not choose is sent (the server's defaults apply)"
+
+mode vllm
+expect_exit 0 "run with settings" R -p "Salut" --system "Be brief." --think --temp 0.3 --top-k 0 \
+	--seed 42 -n 50 --repeat-penalty 1.1 --stats
+req_has 'r["temperature"] == 0.3 and r["top_k"] == -1 and r["seed"] == 42 and r["max_tokens"] == 50
+	and r["repetition_penalty"] == 1.1 and "top_p" not in r and "min_p" not in r' \
+	"the settings given are sent by vLLM's and SGLang's names (top-k 0 as -1)"
+req_has 'r["chat_template_kwargs"] == {"enable_thinking": True} and
+	r["messages"][0] == {"role": "system", "content": "Be brief."}' "--think and --system"
+grep -q '^stats: 0 tokens reused, [0-9]* prefilled .* time to first token' "$TMP/err" &&
+	grep -q '^stats: 21 generated in .*stopped: end of turn' "$TMP/err" &&
+	pass "--stats: the token counts from the usage chunk" || fail "--stats: $(cat "$TMP/err")"
+expect_exit 0 "run --no-think" R -p "Salut" --no-think --temp 0.5
+req_has 'r["chat_template_kwargs"] == {"enable_thinking": False} and r["temperature"] == 0.5 and
+	r["top_p"] == 0.8 and r["top_k"] == 20 and r["min_p"] == 0' \
+	"--no-think: enable_thinking false and Qwen's non-thinking preset (an explicit value wins)"
+[ "$(cat "$TMP/out")" = "$ANSWER" ] && [ ! -s "$TMP/err" ] && pass "--no-think: no reasoning" ||
+	fail "--no-think: $(cat "$TMP/err")"
+expect_exit 0 "run --greedy" R -p "Salut" --greedy
+req_has 'r["temperature"] == 0' "--greedy is sent as temperature 0"
+
+# --- the plain chat: screen, saved conversation, tool calls ------------------------------
+mode vllm
+printf 'Salut\n/sampling\n/think off\nEncore\n' |
+	"$QWENCHAT" chat --url "$URL" -m Qwen/Qwen3-32B >"$TMP/out" 2>"$TMP/err"
+rc=$?
+echo "---- plain chat stdout ----"; cat "$TMP/out"; echo "---- stderr ----"; cat "$TMP/err"
+[ $rc -eq 0 ] && pass "a piped remote chat exits 0" || fail "plain chat exit $rc"
+grep -qF "thinking: $REASONING" "$TMP/out" && pass "plain: the reasoning is shown" ||
+	fail "plain: no reasoning"
+[ "$(grep -cF "$ANSWER" "$TMP/out")" -eq 2 ] && pass "plain: both answers are shown" ||
+	fail "plain: answers"
+grep -q 'remote: Qwen/Qwen3-32B at http://127.0.0.1:[0-9]*/v1, context 40960 tokens' "$TMP/err" &&
+	pass "plain: the notice names the model, the server and its context" || fail "plain: notice"
+grep -q 'the rest: the server.s defaults' "$TMP/out" && pass "/sampling says the server's defaults apply" ||
+	fail "/sampling"
+req_has '[m["role"] for m in r["messages"]] == ["user", "assistant", "user"] and
+	r["messages"][1]["content"] == "Bonjour ! Un café ? 世界" and "reasoning_content" not in r["messages"][1]
+	and r["chat_template_kwargs"] == {"enable_thinking": False}' \
+	"the second turn sends the conversation (no old reasoning) with thinking off"
+sess=$(cat "$TMP/state/qwenchat/last-session")
+python3 - "$sess" "$REASONING" "$ANSWER" <<'PY' && pass "the saved conversation holds the reasoning and the answer as streamed" || fail "saved: $(cat "$sess")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert [x["role"] for x in m] == ["user", "assistant", "user", "assistant"], m
+assert m[1]["reasoning_content"] == sys.argv[2] and m[1]["content"] == sys.argv[3], m[1]
+assert m[3]["content"] == sys.argv[3], m[3]
+PY
+
+mode tools
+printf 'Weather in Paris?\n' | "$QWENCHAT" chat --url "$URL" >"$TMP/out" 2>"$TMP/err"
+grep -qF 'tool call: get_weather {"city": "Paris", "unit": "C"}' "$TMP/out" &&
+	pass "plain: a streamed tool call is shown as a loaded one is" || fail "tool call: $(cat "$TMP/out")"
+python3 - "$(cat "$TMP/state/qwenchat/last-session")" <<'PY' && pass "the tool call is saved as assistant tool_calls" || fail "tool call not saved"
+import json, sys
+m = json.load(open(sys.argv[1]))
+c = m[-1]["tool_calls"]
+assert m[-1]["role"] == "assistant" and len(c) == 1, m
+assert c[0]["function"]["name"] == "get_weather", c
+assert json.loads(c[0]["function"]["arguments"]) == {"city": "Paris", "unit": "C"}, c
+PY
+mode vllm
+printf 'sunny\n' | "$QWENCHAT" chat --url "$URL" --resume >/dev/null 2>&1
+req_has 'r["messages"][1]["tool_calls"][0]["function"]["name"] == "get_weather" and
+	r["messages"][1]["content"] is None' "the call goes back to the server in the next request"
+
+# Ctrl-C mid-answer: the stream is closed, the partial answer kept and saved.
+mode slow
+{ printf 'Long answer please\n'; sleep 3; } |
+	"$QWENCHAT" chat --url "$URL" >"$TMP/out" 2>"$TMP/err" &
+CPID=$!
+i=0
+while ! grep -q Bonjour "$TMP/out" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 0.5
+kill -INT $CPID
+wait $CPID
+grep -q 'stopped; the partial answer is kept' "$TMP/err" && pass "Ctrl-C stops the remote answer" ||
+	fail "Ctrl-C: $(cat "$TMP/err")"
+python3 - "$(cat "$TMP/state/qwenchat/last-session")" <<'PY' && pass "the partial answer is in the autosave" || fail "partial answer not saved"
+import json, sys
+m = json.load(open(sys.argv[1]))
+a = m[-1]["content"]
+assert m[-1]["role"] == "assistant" and a.startswith("Bonjour") and a.count("encore") < 100, m[-1]
+PY
+
+# --- the API key ----------------------------------------------------------------------
+KEY="sk-test-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+printf '%s\n' "$KEY" >"$STATE/key"
+mode vllm
+expect_exit 1 "no key" R -p "Salut"
+expect_err_has "401 Unauthorized: Unauthorized (no API key was sent)" "401 without a key: one line"
+expect_exit 1 "a wrong key" env OPENAI_API_KEY=wrong "$QWENCHAT" run --url "$URL" -p "Salut"
+expect_err_has "(the API key was refused)" "401 with a wrong key: one line"
+expect_exit 0 "OPENAI_API_KEY" env OPENAI_API_KEY="$KEY" "$QWENCHAT" run --url "$URL" -p "Salut"
+req_has "auth == 'Bearer $KEY'" "the key goes in the Authorization header"
+req_has "'$KEY' not in json.dumps(r)" "and nowhere in the body"
+printf '%s\n' "$KEY" >"$TMP/keyfile"
+expect_exit 0 "--api-key-file" R --api-key-file "$TMP/keyfile" -p "Salut"
+expect_exit 0 "--api-key on the command line" R --api-key "$KEY" -p "Salut"
+grep -q 'other users of this machine can read a key given on the command line' "$TMP/err" &&
+	pass "--api-key warns that ps shows it" || fail "--api-key: no warning"
+mode stall
+"$QWENCHAT" run --url "$URL" --api-key "$KEY" --timeout 3 -p "Salut" >/dev/null 2>&1 &
+KPID=$!
+sleep 1
+if tr '\0' ' ' </proc/$KPID/cmdline | grep -qF "$KEY"; then fail "the key is still in /proc/PID/cmdline"
+else pass "the key is wiped from the command line (ps)"; fi
+wait $KPID
+mode quote-key
+expect_exit 1 "an error quoting the key" env OPENAI_API_KEY="$KEY" "$QWENCHAT" run --url "$URL" -p x
+expect_err_has "bad request from Bearer [API key]" "a server message quoting the key is redacted"
+grep -qF "$KEY" "$TMP/err" && fail "the key is in the message" || pass "the key is in no message"
+grep -rqF "$KEY" "$TMP/state" && fail "the key is in a saved file" || pass "the key is in no saved file"
+rm -f "$STATE/key"
+
+# --- one line for each failure ------------------------------------------------------------
+mode vllm
+expect_exit 1 "-m a model not served" R -m Qwen/Qwen3-8B -p x
+expect_err_has "does not serve the model 'Qwen/Qwen3-8B'; it serves: Qwen/Qwen3-32B" \
+	"a wrong -m lists the served models"
+expect_exit 0 "list --url" "$QWENCHAT" list --url "$URL"
+grep -q '^Qwen/Qwen3-32B  *vllm  *40960$' "$TMP/out" && pass "list --url: the served model" ||
+	fail "list --url: $(cat "$TMP/out")"
+PORT_FREE=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+expect_exit 1 "nothing listening" "$QWENCHAT" run --url "http://127.0.0.1:$PORT_FREE/v1" -p x
+expect_err_has "cannot connect to http://127.0.0.1:$PORT_FREE/v1" "a refused connection: one line"
+expect_exit 1 "connect timeout" "$QWENCHAT" run --url "http://127.0.0.1:$(cat "$STATE/blackhole-port")/v1" \
+	--connect-timeout 1 -p x
+expect_err_has "after 1 s (connect timeout)" "a connect timeout: one line"
+mode stall
+expect_exit 1 "a stalled stream" R --timeout 1 -p x
+expect_err_has "no data from $URL for 1 s (stall timeout)" "a stall: one line"
+[ "$(cat "$TMP/out")" = "Bonjour" ] && pass "the stalled answer's start was shown" || fail "stall out: $(cat "$TMP/out")"
+if [ -n "$TLS" ]; then
+	expect_exit 1 "a self-signed certificate" "$QWENCHAT" run \
+		--url "https://127.0.0.1:$(cat "$STATE/tls-port")/v1" -p x
+	expect_err_has "TLS error with https://127.0.0.1:" "a TLS error: one line"
+else
+	echo "skip: no openssl for the TLS check"
+fi
+mode busy vllm
+t0=$(date +%s.%N)
+expect_exit 0 "429 then success" R -p x
+t1=$(date +%s.%N)
+[ "$(cat "$TMP/out")" = "$ANSWER" ] && python3 -c "import sys; sys.exit(0 if $t1 - $t0 >= 0.9 else 1)" &&
+	pass "429: waited Retry-After (1 s) and got the answer" || fail "429 retry: $(cat "$TMP/err")"
+for spec in \
+	"busy-long|the server is busy (429 Too Many Requests: Rate limit reached); it asks to retry after 3600 s" \
+	"fail500|the server failed (500 Internal Server Error: EngineCore died)" \
+	"cut|broke off mid-answer, inside an event" \
+	"badjson|event 3 is not valid JSON" \
+	"error|the server reported an error in event 3: CUDA out of memory" \
+	"html|answered with text/html, not a stream of events"; do
+	m=${spec%%|*}
+	mode "$m"
+	expect_exit 1 "$m" R -p x
+	expect_err_has "${spec#*|}" "$m: one line saying what happened"
+	[ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "$m: more than one line on stderr"
+done
+# A failure after some text keeps it in the conversation.
+mode error
+printf 'Salut\n' | "$QWENCHAT" chat --url "$URL" >"$TMP/out" 2>"$TMP/err"
+grep -q 'CUDA out of memory (the partial answer is kept)' "$TMP/err" &&
+	pass "a mid-answer error keeps the partial answer" || fail "partial: $(cat "$TMP/err")"
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m[-1]["content"]=="Bonjour, " else 1)' \
+	"$(cat "$TMP/state/qwenchat/last-session")" && pass "... and saves it" || fail "partial not saved"
+
+# --- usage errors -----------------------------------------------------------------------
+expect_exit 2 "--backend remote without --url" "$QWENCHAT" run --backend remote -p x
+expect_err_has "--backend remote needs --url" "--backend remote without --url: says so"
+mode vllm
+expect_exit 0 "OPENAI_BASE_URL" env OPENAI_BASE_URL="$URL" "$QWENCHAT" run --backend remote -p x
+expect_exit 2 "--url with --backend cpu" R --backend cpu -p x
+expect_exit 2 "--threads with --url" R --threads 2 -p x
+expect_err_has "--threads does not apply to the remote backend" "--threads: says why"
+expect_exit 2 "--api-key without --url" "$QWENCHAT" run -m "$TMP" --api-key k -p x
+expect_exit 2 "--raw with --url" R --raw -p x
+for c in info bench logits; do
+	expect_exit 2 "$c --url" "$QWENCHAT" "$c" --url "$URL"
+	expect_err_has "needs the model's weights on this machine" "$c --url: says why"
+done
+expect_exit 2 "bench --backend remote" "$QWENCHAT" bench --backend remote
+expect_exit 2 "serve --backend remote" "$QWENCHAT" serve --backend remote
+expect_exit 1 "--url ftp://" "$QWENCHAT" run --url ftp://127.0.0.1/v1 -p x
+expect_err_has "the scheme 'ftp' is not http or https" "--url ftp://: says why"
+expect_exit 2 "--timeout 0" R --timeout 0 -p x
+expect_exit 1 "--url not a URL" "$QWENCHAT" run --url 'http://[::1' -p x
+expect_err_has "is not a URL" "a bad URL: says so"
+finish
