@@ -176,13 +176,14 @@ EXTRA_DIST += tests/cli/serve.sh tests/cli/serve_client.py tests/cli/serve-opena
 
 # The remote backend (src/remote/): server-sent events, chat-completion chunks and the
 # request body (unit tests); the client against a fake vLLM/SGLang server
-# (tests/cli/remote-server.py, 127.0.0.1 only) in plain mode, `run` and the UI.
+# (tests/cli/remote-server.py, 127.0.0.1 only) in plain mode, `run` and the UI; and
+# against `qwenchat serve`, answering as the local engine does (remote-serve.sh).
 check_PROGRAMS += tests/unit/test_remote
 TESTS += tests/unit/test_remote
 tests_unit_test_remote_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_remote_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
-TESTS += tests/cli/remote.sh
-EXTRA_DIST += tests/cli/remote.sh tests/cli/remote-server.py
+TESTS += tests/cli/remote.sh tests/cli/remote-serve.sh
+EXTRA_DIST += tests/cli/remote.sh tests/cli/remote-server.py tests/cli/remote-serve.sh
 FUZZ_TARGETS += tests/fuzz/fuzz_sse
 tests_fuzz_fuzz_sse_SOURCES = tests/fuzz/fuzz_sse.c
 tests_fuzz_fuzz_sse_LDADD = $(APP_LIBS)
