@@ -182,8 +182,9 @@ check_PROGRAMS += tests/unit/test_remote
 TESTS += tests/unit/test_remote
 tests_unit_test_remote_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_remote_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
-TESTS += tests/cli/remote.sh tests/cli/remote-serve.sh
-EXTRA_DIST += tests/cli/remote.sh tests/cli/remote-server.py tests/cli/remote-serve.sh
+TESTS += tests/cli/remote.sh tests/cli/remote-ui.sh tests/cli/remote-serve.sh
+EXTRA_DIST += tests/cli/remote.sh tests/cli/remote-server.py tests/cli/remote-ui.sh \
+	tests/cli/remote-serve.sh
 FUZZ_TARGETS += tests/fuzz/fuzz_sse
 tests_fuzz_fuzz_sse_SOURCES = tests/fuzz/fuzz_sse.c
 tests_fuzz_fuzz_sse_LDADD = $(APP_LIBS)
