@@ -247,8 +247,7 @@ static int run_remote(struct run_args *a, const char *prompt)
 	if (!r || !c || (a->system && chat_set_system(c, a->system)) ||
 	    chat_add(c, CHAT_USER, prompt, NULL) ||
 	    !(model = remote_pick_model(r, a->cli.model, &ctx, &g_cancel))) {
-		if (!atomic_load(&g_cancel))
-			cli_error("%s", err_msg());
+		cli_error("%s", atomic_load(&g_cancel) ? "interrupted" : err_msg());
 		goto done;
 	}
 	/* Only what was given, and the non-thinking preset with --no-think, as locally. */

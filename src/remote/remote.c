@@ -702,6 +702,8 @@ static int attempt(struct remote *r, const struct remote_request *q, const char 
 	curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	int how = perform(r, &x, cancel, &cc), rc = 0;
+	if (how != ENDED)
+		reply_flush(out); /* the text held back is part of what is kept */
 	if (how == CANCELLED) {
 		rc = 0;
 	} else if (how == STALLED) {
@@ -711,6 +713,8 @@ static int attempt(struct remote *r, const struct remote_request *q, const char 
 				       r->stall_timeout);
 	} else if (x.status / 100 == 2) {
 		rc = stream_end(r, &x, cc);
+		if (rc)
+			reply_flush(out); /* what came before the failure is kept whole */
 	} else if (cc != CURLE_OK && !x.status) {
 		rc = curl_error(r, &x, cc);
 	} else if ((x.status == 429 || x.status == 503) && try < REMOTE_ATTEMPTS &&

@@ -472,6 +472,11 @@ int reply_event(struct reply *r, const char *name, const char *data, size_t len)
 	return rc;
 }
 
+void reply_flush(struct reply *r)
+{
+	flush_tag(r);
+}
+
 int reply_end(struct reply *r)
 {
 	flush_tag(r);

@@ -78,6 +78,8 @@ int reply_event(struct reply *r, const char *name, const char *data, size_t len)
 /* The end of the stream: text held back (a possible start of a tag) goes out.
  * 0, or -1 with err_set when a tool call came without a function name. */
 int reply_end(struct reply *r);
+/* Only the first half of reply_end, for a stream that broke off. */
+void reply_flush(struct reply *r);
 
 /* The answer's figures in the session's terms, start being clock_now() when the
  * request went out: generated (usage's completion_tokens, else the chunks with
