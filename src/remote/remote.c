@@ -596,13 +596,14 @@ char *remote_pick_model(struct remote *r, const char *want, long *max_len, atomi
 	*max_len = 0;
 	if (remote_models(r, &m, &n, cancel)) {
 		/* Some servers have no model list; a model named is then taken on trust. */
-		if (want && (r->models_status == 404 || r->models_status == 405)) {
-			char *w = strdup(want);
-			if (!w)
-				err_set("out of memory");
-			return w;
-		}
-		return NULL;
+		bool no_list = r->models_status == 404 || r->models_status == 405;
+		if (no_list && !want)
+			err_set("%s has no model list (GET /models: %ld): name the model with -m",
+				r->shown, r->models_status);
+		char *w = no_list && want ? strdup(want) : NULL;
+		if (no_list && want && !w)
+			err_set("out of memory");
+		return w;
 	}
 	const struct remote_model *pick = NULL;
 	for (size_t i = 0; want && i < n; i++)
@@ -634,20 +635,22 @@ static int not_found(struct remote *r, const struct xfer *x, const char *model)
 	status_line(x, st, sizeof st);
 	struct remote_model *m;
 	size_t n;
-	if (remote_models(r, &m, &n, NULL))
+	if (remote_models(r, &m, &n, NULL)) { /* no list: the server's word for it */
+		if (strcasestr(st, "model"))
+			return err_set("%s does not serve the model '%s' (%s)", r->shown, model,
+				       st);
 		return http_error(r, x, "POST /chat/completions", 1);
-	struct strbuf list = {0};
-	bool served = false;
-	for (size_t i = 0; i < n; i++) {
-		served = served || !strcmp(m[i].id, model);
-		sb_printf(&list, "%s%s", i ? ", " : "", m[i].id);
 	}
+	bool served = false;
+	for (size_t i = 0; i < n; i++)
+		served = served || !strcmp(m[i].id, model);
+	char *list = served ? NULL : model_list(m, n);
 	remote_models_free(m, n);
-	int rc =
-		served ? http_error(r, x, "POST /chat/completions", 1)
-		       : err_set("%s: the server does not serve the model '%s' (%s); it serves: %s",
-				 r->shown, model, st, list.p ? list.p : "(none)");
-	free(list.p);
+	int rc = served ? http_error(r, x, "POST /chat/completions", 1)
+		 : list ? err_set("%s does not serve the model '%s' (%s); it serves: %s", r->shown,
+				  model, st, list)
+			: err_set("out of memory");
+	free(list);
 	return rc;
 }
 

@@ -47,6 +47,8 @@ Modes and the real behaviour each imitates:
   stall       the role chunk and one delta, then nothing for a minute (a hung server).
   quote-key   400 whose message quotes the Authorization header it got.
   html        200 with a text/html body (a URL that is not an API).
+  no-models   GET /v1/models answers 404 (a server without a model list); chat
+              requests stream as vllm.
 """
 import argparse
 import json
@@ -83,6 +85,13 @@ class State:
                 with open(self.file("mode"), "w") as f:
                     f.write("\n".join(lines[1:]) + "\n")
             return lines[0] if lines else "vllm"
+
+    def peek(self):
+        try:
+            with open(self.file("mode")) as f:
+                return f.readline().strip()
+        except OSError:
+            return "vllm"
 
     def key(self):
         try:
@@ -150,7 +159,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if not self.authorized():
             return
-        if self.path != "/v1/models":
+        if self.path != "/v1/models" or self.server.state.peek() == "no-models":
             self.json_reply(404, {"detail": "Not Found"})
             return
         self.json_reply(200, {"object": "list", "data": [
@@ -227,6 +236,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_stream()
 
     def mode_vllm(self, req):
+        self.vllm_like(req)
+
+    def mode_no_models(self, req):
         self.vllm_like(req)
 
     def mode_vllm_new(self, req):

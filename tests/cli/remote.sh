@@ -182,6 +182,14 @@ mode vllm
 expect_exit 1 "-m a model not served" R -m Qwen/Qwen3-8B -p x
 expect_err_has "does not serve the model 'Qwen/Qwen3-8B'; it serves: Qwen/Qwen3-32B" \
 	"a wrong -m lists the served models"
+mode no-models
+expect_exit 0 "no model list, -m given: taken on trust" R -m Qwen/Qwen3-32B -p x
+expect_exit 1 "no model list, -m a model not served" R -m Other/Model -p x
+expect_err_has "does not serve the model 'Other/Model' (404 Not Found: The model \`Other/Model\` does not exist.)" \
+	"... the server's 404 says so"
+expect_exit 1 "no model list, no -m" R -p x
+expect_err_has "has no model list (GET /models: 404): name the model with -m" "... asks for -m"
+mode vllm
 expect_exit 0 "list --url" "$QWENCHAT" list --url "$URL"
 grep -q '^Qwen/Qwen3-32B  *vllm  *40960$' "$TMP/out" && pass "list --url: the served model" ||
 	fail "list --url: $(cat "$TMP/out")"
