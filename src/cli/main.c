@@ -18,7 +18,8 @@
 static const char usage[] =
 	"usage: qwenchat [COMMAND] [OPTIONS]\n"
 	"\n"
-	"Chat with Qwen3 models in the terminal, on the GPU (CUDA) or the CPU.\n"
+	"Chat with Qwen3 models in the terminal, on the GPU (CUDA) or the CPU, or on an\n"
+	"OpenAI-compatible server such as vLLM or SGLang (--url http://HOST:PORT/v1).\n"
 	"\n"
 	"commands:\n"
 	"  chat        interactive chat UI (the default command)\n"
@@ -30,7 +31,7 @@ static const char usage[] =
 	"  bench       prefill and decode throughput\n"
 	"  info        model configuration, parameters and memory plan\n"
 	"  pull        download a model into the Hugging Face cache\n"
-	"  list        Qwen3 models in the Hugging Face cache\n"
+	"  list        Qwen3 models in the Hugging Face cache (--url: a server's)\n"
 	"  train-bpe   train a byte-level BPE tokenizer\n"
 	"  serve       OpenAI-compatible API (chat completions) on the model\n"
 	"\n"

@@ -290,12 +290,15 @@ static int usage(struct reply *r, const json_t *u)
 }
 
 /* Appends to one part of a call, within its bound. */
-static int call_put(const struct reply *r, struct strbuf *b, const char *s, size_t n, size_t max,
+static int call_put(struct reply *r, struct strbuf *b, const char *s, size_t n, size_t max,
 		    const char *what, size_t index)
 {
 	if (b->n + n > max)
 		return err_set("event %zu: tool call %zu's %s is longer than %zu bytes", r->events,
 			       index, what, max);
+	if ((r->bytes += n) > REPLY_MAX_TEXT)
+		return err_set("event %zu: the answer passed %d MiB", r->events,
+			       REPLY_MAX_TEXT >> 20);
 	if (memchr(s, '\0', n))
 		return err_set("event %zu: tool call %zu's %s holds a NUL character", r->events,
 			       index, what);
@@ -398,6 +401,10 @@ static int choice(struct reply *r, const json_t *ch, size_t i)
 		if (!reason) /* vLLM sends one of the two names, never both */
 			reason = think, reason_n = think_n;
 		bool any = reason_n || text_n || json_array_size(calls);
+		r->bytes += reason_n + text_n;
+		if (r->bytes > REPLY_MAX_TEXT)
+			return err_set("event %zu: the answer passed %d MiB", r->events,
+				       REPLY_MAX_TEXT >> 20);
 		if (any) {
 			double now = clock_now();
 			if (!r->deltas)

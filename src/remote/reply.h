@@ -15,11 +15,13 @@
 #include "src/base/strbuf.h"
 #include "src/session/session.h"
 
-/* Bounds on what one answer may hold besides its text. */
+/* Bounds on what one answer may hold. */
 enum {
 	REPLY_MAX_CALLS = 128,         /* tool calls */
 	REPLY_MAX_CALL_NAME = 256,     /* bytes of a function name */
-	REPLY_MAX_CALL_ARGS = 4 << 20, /* bytes of one call's arguments */
+	REPLY_MAX_CALL_ARGS = 1 << 20, /* bytes of one call's arguments */
+	REPLY_MAX_TEXT = 64 << 20,     /* bytes of text and calls in one answer: a server
+	                                * that never stops cannot fill the memory */
 	REPLY_MAX_TOKENS = 1 << 30,    /* a token count above this is refused */
 	REPLY_MAX_MESSAGE = 300,       /* bytes of a server's error message shown */
 };
@@ -49,6 +51,7 @@ struct reply {
 	int prompt_tokens, completion_tokens, cached_tokens; /* usage; -1 when not given */
 	size_t events;                                       /* events read */
 	size_t deltas;         /* chunks that carried text or a call */
+	size_t bytes;          /* of text and call pieces, against REPLY_MAX_TEXT */
 	double first_delta_at; /* clock_now() of the first such chunk; 0 before */
 	double last_delta_at;  /* ... and of the last */
 	enum reply_finish finish;

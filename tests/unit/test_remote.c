@@ -376,6 +376,27 @@ static void test_bad_events(void **state)
 	pieces_free(&p);
 }
 
+/* A server that never stops: the answer is bounded, not the memory. */
+static void test_answer_bound(void **state)
+{
+	(void)state;
+	size_t n = 1 << 20;
+	char *ev = malloc(n + 64);
+	int k = snprintf(ev, 64, "{\"choices\":[{\"delta\":{\"content\":\"");
+	memset(ev + k, 'a', n);
+	strcpy(ev + k + n, "\"}}]}");
+	struct reply r;
+	reply_init(&r, NULL, NULL);
+	int rc = 0, i;
+	for (i = 0; i < 100 && !rc; i++)
+		rc = reply_event(&r, "message", ev, strlen(ev));
+	assert_int_equal(rc, -1);
+	assert_int_equal(i, REPLY_MAX_TEXT / n + 1);
+	assert_non_null(strstr(err_msg(), "the answer passed 64 MiB"));
+	reply_free(&r);
+	free(ev);
+}
+
 static void test_oneline(void **state)
 {
 	(void)state;
@@ -526,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_think_tags_in_content),
 		cmocka_unit_test(test_tool_calls),
 		cmocka_unit_test(test_bad_events),
+		cmocka_unit_test(test_answer_bound),
 		cmocka_unit_test(test_oneline),
 		cmocka_unit_test(test_request_body),
 		cmocka_unit_test(test_remote_new),
