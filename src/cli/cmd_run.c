@@ -244,6 +244,9 @@ static int run_remote(struct run_args *a, const char *prompt)
 	long ctx;
 	int rc = EXIT_RUNTIME;
 	signal(SIGINT, on_sigint);
+	/* A server closing the socket while we write is an error to report (libcurl runs
+	 * with NOSIGNAL and leaves SIGPIPE alone); stdout's EPIPE is then one too. */
+	signal(SIGPIPE, SIG_IGN);
 	if (!r || !c || (a->system && chat_set_system(c, a->system)) ||
 	    chat_add(c, CHAT_USER, prompt, NULL) ||
 	    !(model = remote_pick_model(r, a->cli.model, &ctx, &g_cancel))) {

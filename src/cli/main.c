@@ -10,6 +10,7 @@
 #endif
 
 #include <locale.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,11 @@ int cmd_chat(int argc, char **argv)
 	a.cfg.state_dir = state;
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
 		a.plain = true;
+	/* The remote backend's socket may be closed by the server while we write to it:
+	 * that is an error to report, not a reason to die (libcurl runs with NOSIGNAL,
+	 * as the chat has threads, so it does not ignore SIGPIPE itself). */
+	if (cli_is_remote(&com))
+		signal(SIGPIPE, SIG_IGN);
 	struct app *app = app_open(&a.cfg, keep_notice);
 	free(state);
 	cli_remote_free(&a.cfg.remote); /* the client keeps its own copy of the key */
