@@ -190,3 +190,9 @@ tests_fuzz_fuzz_sse_SOURCES = tests/fuzz/fuzz_sse.c
 tests_fuzz_fuzz_sse_LDADD = $(APP_LIBS)
 tests_fuzz_fuzz_sse_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_sse.c tests/fuzz/corpus/sse
+
+# The base layer: the atomic writer against planted links, FIFOs and modes.
+check_PROGRAMS += tests/unit/test_fileio
+TESTS += tests/unit/test_fileio
+tests_unit_test_fileio_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_fileio_LDADD = libbase.a $(CMOCKA_LIBS)

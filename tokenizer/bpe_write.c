@@ -148,7 +148,7 @@ static int write_file(const char *dir, const char *name, const struct strbuf *b)
 	char *path = fio_join(dir, name);
 	if (!path)
 		return err_set("out of memory");
-	int rc = fio_write_atomic(path, b->p ? b->p : "", b->n);
+	int rc = fio_write_atomic(path, b->p ? b->p : "", b->n, 0644, 0);
 	free(path);
 	return rc;
 }

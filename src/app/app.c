@@ -290,7 +290,8 @@ int app_autosave(struct app *a)
 	int rc = chat_save(a->chat, a->session_path, false);
 	char *lf = last_file(a);
 	if (!rc)
-		rc = lf ? fio_write_atomic(lf, a->session_path, strlen(a->session_path)) : -1;
+		rc = lf ? fio_write_atomic(lf, a->session_path, strlen(a->session_path), 0600, 0)
+			: -1;
 	free(lf);
 	pthread_mutex_lock(&a->lock);
 	if (rc)

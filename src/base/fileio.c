@@ -3,6 +3,12 @@
 #include "src/base/err.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/random.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,49 +67,142 @@ char *fio_read_all(const char *path, size_t max_bytes, size_t *len)
 	return buf;
 }
 
-int fio_write_atomic(const char *path, const void *data, size_t len)
+/* The file a write to path lands in: path itself, or when path is a symbolic link
+ * (and the caller allows it) the file at the end of its chain of links, as editors
+ * write through links. Malloc'd; NULL with err_set. */
+static char *write_target(const char *path, bool follow)
 {
-	size_t tlen = strlen(path) + 32;
-	char *tmp = malloc(tlen);
-	if (!tmp)
-		return err_set("%s: out of memory", path);
-	snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0) {
-		err_set("%s: cannot create: %s", tmp, strerror(errno));
-		free(tmp);
-		return -1;
+	char *cur = strdup(path);
+	for (int hops = 0; cur; hops++) {
+		struct stat st;
+		if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+			return cur;
+		if (!follow) {
+			err_set("%s: is a symbolic link (refused: nothing here should be one)",
+				cur);
+			break;
+		}
+		if (hops == 40) {
+			err_set("%s: too many levels of symbolic links", path);
+			break;
+		}
+		char link[4096];
+		ssize_t n = readlink(cur, link, sizeof link - 1);
+		if (n < 0 || n == (ssize_t)sizeof link - 1) {
+			err_set("%s: cannot read the link: %s", cur,
+				n < 0 ? strerror(errno) : "too long");
+			break;
+		}
+		link[n] = '\0';
+		char *next;
+		const char *slash = strrchr(cur, '/');
+		if (link[0] == '/' || !slash) {
+			next = strdup(link);
+		} else {
+			size_t dl = (size_t)(slash - cur) + 1;
+			next = malloc(dl + (size_t)n + 1);
+			if (next) {
+				memcpy(next, cur, dl);
+				memcpy(next + dl, link, (size_t)n + 1);
+			}
+		}
+		free(cur);
+		cur = next;
 	}
+	if (!cur)
+		err_set("%s: out of memory", path);
+	free(cur);
+	return NULL;
+}
+
+/* Creates a new temporary file beside target, never following a link and never
+ * reusing a name (O_CREAT|O_EXCL|O_NOFOLLOW on a random name): a link planted at a
+ * predictable name cannot aim the write. The name goes into tmp (tmpsz bytes). */
+static int create_temp(const char *target, mode_t mode, char *tmp, size_t tmpsz)
+{
+	const char *slash = strrchr(target, '/');
+	int dl = slash ? (int)(slash - target) + 1 : 0;
+	const char *base = slash ? slash + 1 : target;
+	for (int tries = 0; tries < 100; tries++) {
+		uint64_t r = 0;
+		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+			r = (uint64_t)getpid() * 2654435761u + (uint64_t)tries * 40503u +
+			    (uint64_t)clock();
+		if (snprintf(tmp, tmpsz, "%.*s.%s.%016llx.tmp", dl, target, base,
+			     (unsigned long long)r) >= (int)tmpsz)
+			return err_set("%s: name too long", target);
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd >= 0 || errno != EEXIST)
+			return fd >= 0 ? fd
+				       : err_set("%s: cannot create a file beside it: %s", target,
+						 strerror(errno));
+	}
+	return err_set("%s: cannot find a free temporary name", target);
+}
+
+static int write_fd(int fd, const void *data, size_t len)
+{
 	const char *p = data;
-	size_t left = len;
-	while (left > 0) {
-		ssize_t w = write(fd, p, left);
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0) {
-			err_set("%s: write failed: %s", path, strerror(errno));
-			close(fd);
-			unlink(tmp);
-			free(tmp);
+		if (w <= 0)
 			return -1;
-		}
 		p += w;
-		left -= (size_t)w;
+		len -= (size_t)w;
 	}
-	if (fsync(fd) != 0 || close(fd) != 0) {
-		err_set("%s: write failed: %s", path, strerror(errno));
-		unlink(tmp);
-		free(tmp);
-		return -1;
-	}
-	if (rename(tmp, path) != 0) {
-		err_set("%s: cannot replace: %s", path, strerror(errno));
-		unlink(tmp);
-		free(tmp);
-		return -1;
-	}
-	free(tmp);
 	return 0;
+}
+
+/* Writes and renames with the signals that end a program held back, so that a
+ * Ctrl-C, a SIGTERM or a closed terminal comes after the rename (or after the temp
+ * file is removed), never between: no half-written temp file is left behind. */
+static int replace(const char *target, const void *data, size_t len, mode_t mode)
+{
+	struct stat st;
+	bool exists = stat(target, &st) == 0;
+	if (exists && !S_ISREG(st.st_mode))
+		return err_set("%s: not a regular file (refused: only a file can be replaced)",
+			       target);
+	char tmp[4200];
+	int fd = create_temp(target, exists ? (st.st_mode & 07777) : mode, tmp, sizeof tmp);
+	if (fd < 0)
+		return -1;
+	/* An existing file keeps its mode: a transcript made private stays private. */
+	if (exists && fchmod(fd, st.st_mode & 07777) != 0) {
+		close(fd);
+		unlink(tmp);
+		return err_set("%s: cannot set the mode: %s", target, strerror(errno));
+	}
+	int rc = 0;
+	if (write_fd(fd, data, len) != 0 || fsync(fd) != 0)
+		rc = err_set("%s: write failed: %s", target, strerror(errno));
+	if (close(fd) != 0 && rc == 0)
+		rc = err_set("%s: write failed: %s", target, strerror(errno));
+	if (rc == 0 && rename(tmp, target) != 0)
+		rc = err_set("%s: cannot replace: %s", target, strerror(errno));
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags)
+{
+	char *target = write_target(path, !(flags & FIO_NO_LINKS));
+	if (!target)
+		return -1;
+	sigset_t hold, old;
+	sigemptyset(&hold);
+	sigaddset(&hold, SIGINT);
+	sigaddset(&hold, SIGTERM);
+	sigaddset(&hold, SIGHUP);
+	sigaddset(&hold, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &hold, &old);
+	int rc = replace(target, data, len, mode);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	free(target);
+	return rc;
 }
 
 char *fio_join(const char *dir, const char *name)

@@ -9,9 +9,20 @@
  * Refuses files larger than max_bytes. Returns NULL with err_set on failure. */
 char *fio_read_all(const char *path, size_t max_bytes, size_t *len);
 
-/* Writes data to path through "path.tmp.PID" + fsync + rename, so a reader sees
- * either the old file or the new one, never a partial one. 0 or -1 (err_set). */
-int fio_write_atomic(const char *path, const void *data, size_t len);
+/* Flags of fio_write_atomic. */
+enum {
+	FIO_NO_LINKS = 1 << 0, /* refuse a symbolic link at path instead of writing through it */
+};
+
+/* Replaces path's contents so that a reader sees the old file or the new one, never
+ * a partial one: the data goes into a new temporary file beside it (a random name
+ * created with O_EXCL|O_NOFOLLOW, so no planted link can aim the write), is synced,
+ * then renamed over path. When path is a symbolic link, the file it points to is
+ * written, as editors do (FIO_NO_LINKS: refused). Anything but a regular file at the
+ * target is refused. An existing file keeps its mode; a new one gets `mode` (less
+ * the umask). Signals that end the program wait until the file is in place or the
+ * temporary file is gone. 0 or -1 (err_set). */
+int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags);
 
 /* Joins a directory and a file name into a malloc'd path. */
 char *fio_join(const char *dir, const char *name);

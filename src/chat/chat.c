@@ -574,7 +574,7 @@ int chat_save(const struct chat *c, const char *path, bool overwrite_any)
 	char *text = chat_to_json(c, &len);
 	if (!text)
 		return err_prefix("%s", path);
-	int rc = fio_write_atomic(path, text, len);
+	int rc = fio_write_atomic(path, text, len, 0600, 0);
 	free(text);
 	return rc;
 }

@@ -128,7 +128,8 @@ int cmd_logits(int argc, char **argv)
 		err_set("logits: out of memory for %d rows", n);
 		goto fail;
 	}
-	if (eng_forward(e, ids, n, 0, logits, true) || fio_write_atomic(out, logits, bytes))
+	if (eng_forward(e, ids, n, 0, logits, true) ||
+	    fio_write_atomic(out, logits, bytes, 0644, 0))
 		goto fail;
 	rc = EXIT_OK;
 	goto done;

@@ -160,7 +160,8 @@ int hfc_write_ref(const char *repo_dir, const char *rev, const char *commit)
 	if (!strcmp(rev, commit))
 		return 0;
 	char *path = cat(repo_dir, "/refs/", rev), *dir = path ? parent_of(path) : NULL;
-	int rc = !dir || fio_mkdirs(dir, 0755) || fio_write_atomic(path, commit, strlen(commit));
+	int rc = !dir || fio_mkdirs(dir, 0755) ||
+		 fio_write_atomic(path, commit, strlen(commit), 0644, FIO_NO_LINKS);
 	free(dir);
 	free(path);
 	return rc ? -1 : 0;

@@ -1,0 +1,183 @@
+/* test_fileio.c — the atomic writer against the attacks a shared directory allows:
+ * links planted at temporary names, a link or a FIFO at the target, and the modes
+ * of new and existing files. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+
+static char dir[] = "/tmp/qwenchat-fileio.XXXXXX";
+
+static void path_of(char *out, size_t n, const char *name)
+{
+	snprintf(out, n, "%s/%s", dir, name);
+}
+
+static void put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void assert_content(const char *path, const char *want)
+{
+	size_t len;
+	char *got = fio_read_all(path, 1 << 20, &len);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+}
+
+/* Entries of dir other than the ones named (NULL-terminated), counted. */
+static int extra_entries(const char *const *known)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int extra = 0;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		bool found = false;
+		for (int i = 0; known[i]; i++)
+			found = found || !strcmp(known[i], e->d_name);
+		extra += !found;
+	}
+	closedir(d);
+	return extra;
+}
+
+/* Links planted at every name the old writer would have used (PATH.tmp.PID for the
+ * next pids) lead nowhere: the victim keeps its bytes. */
+static void test_planted_temp_links(void **state)
+{
+	(void)state;
+	char victim[256], target[256], link[300];
+	path_of(victim, sizeof victim, "victim");
+	path_of(target, sizeof target, "conv.json");
+	put(victim, "precious");
+	for (long pid = getpid(); pid < getpid() + 50; pid++) {
+		snprintf(link, sizeof link, "%s.tmp.%ld", target, pid);
+		assert_int_equal(symlink(victim, link), 0);
+	}
+	assert_int_equal(fio_write_atomic(target, "new", 3, 0600, 0), 0);
+	assert_content(victim, "precious");
+	assert_content(target, "new");
+	for (long pid = getpid(); pid < getpid() + 50; pid++) {
+		snprintf(link, sizeof link, "%s.tmp.%ld", target, pid);
+		unlink(link);
+	}
+	unlink(victim);
+	unlink(target);
+}
+
+static void test_modes(void **state)
+{
+	(void)state;
+	char p[256];
+	struct stat st;
+	path_of(p, sizeof p, "private");
+	mode_t old = umask(022);
+	assert_int_equal(fio_write_atomic(p, "a", 1, 0600, 0), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	/* an existing file keeps the mode its owner gave it, either way */
+	assert_int_equal(chmod(p, 0640), 0);
+	assert_int_equal(fio_write_atomic(p, "b", 1, 0600, 0), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0640);
+	unlink(p);
+	path_of(p, sizeof p, "public");
+	assert_int_equal(fio_write_atomic(p, "c", 1, 0666, 0), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0644); /* the umask applies to new files */
+	unlink(p);
+	umask(old);
+	const char *none[] = {NULL};
+	assert_int_equal(extra_entries(none), 0); /* no temporary file left */
+}
+
+/* A link at the target: written through (the link stays a link), or refused with
+ * FIO_NO_LINKS; a FIFO or a directory there is refused and left alone. */
+static void test_target_kinds(void **state)
+{
+	(void)state;
+	char real[256], link[256], fifo[256], sub[256];
+	path_of(real, sizeof real, "real.json");
+	path_of(link, sizeof link, "link.json");
+	put(real, "old");
+	assert_int_equal(symlink("real.json", link), 0);
+	assert_int_equal(fio_write_atomic(link, "new", 3, 0600, 0), 0);
+	struct stat st;
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_content(real, "new");
+	assert_int_equal(fio_write_atomic(link, "x", 1, 0600, FIO_NO_LINKS), -1);
+	assert_non_null(strstr(err_msg(), "symbolic link"));
+	assert_content(real, "new");
+	path_of(fifo, sizeof fifo, "fifo");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(fio_write_atomic(fifo, "x", 1, 0600, 0), -1);
+	assert_non_null(strstr(err_msg(), "not a regular file"));
+	assert_int_equal(lstat(fifo, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	path_of(sub, sizeof sub, "sub");
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(fio_write_atomic(sub, "x", 1, 0600, 0), -1);
+	const char *known[] = {"real.json", "link.json", "fifo", "sub", NULL};
+	assert_int_equal(extra_entries(known), 0);
+	unlink(real);
+	unlink(link);
+	unlink(fifo);
+	rmdir(sub);
+}
+
+/* A chain of links ending nowhere creates the file at its end; a loop is refused. */
+static void test_link_chains(void **state)
+{
+	(void)state;
+	char a[256], b[256];
+	path_of(a, sizeof a, "a");
+	path_of(b, sizeof b, "b");
+	assert_int_equal(symlink("b", a), 0);
+	assert_int_equal(symlink("c", b), 0);
+	assert_int_equal(fio_write_atomic(a, "end", 3, 0600, 0), 0);
+	char c[256];
+	path_of(c, sizeof c, "c");
+	assert_content(c, "end");
+	unlink(c);
+	assert_int_equal(symlink("a", c), 0); /* a -> b -> c -> a */
+	assert_int_equal(fio_write_atomic(a, "x", 1, 0600, 0), -1);
+	assert_non_null(strstr(err_msg(), "too many levels"));
+	unlink(a);
+	unlink(b);
+	unlink(c);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_planted_temp_links),
+		cmocka_unit_test(test_modes),
+		cmocka_unit_test(test_target_kinds),
+		cmocka_unit_test(test_link_chains),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	rmdir(dir);
+	return rc;
+}
