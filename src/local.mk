@@ -11,7 +11,8 @@ libbase_a_SOURCES = \
 	src/base/clock.c src/base/clock.h \
 	src/base/units.c src/base/units.h \
 	src/base/proc.c src/base/proc.h \
-	src/base/array.c src/base/array.h
+	src/base/array.c src/base/array.h \
+	src/base/term.c src/base/term.h
 
 # App: everything between the command line and the engine and tokenizer (the OpenAI
 # API server of `qwenchat serve` and the client of the remote backend included).

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "src/base/err.h"
+#include "src/base/term.h"
 
 static const char plain_keys[] =
 	"keys: Ctrl-C stops an answer (the partial answer is kept); Ctrl-D or /quit leaves;\n"
@@ -60,9 +61,22 @@ static int emit(void *u, enum sess_part part, const char *text, size_t len)
 			fputs(o->tty ? "\033[0m\n\n" : "\n\n", stdout);
 		o->last = part;
 	}
-	fwrite(text, 1, len, stdout);
+	/* The model's text may hold escape sequences: on a terminal they are shown,
+	 * not obeyed; a pipe gets the bytes as they are. */
+	if (o->tty)
+		term_write_safe(stdout, text, len);
+	else
+		fwrite(text, 1, len, stdout);
 	fflush(stdout);
 	return 0;
+}
+
+/* One line of a loaded conversation or a message, made safe for a terminal. */
+static void print_safe(FILE *f, const char *prefix, const char *text, const char *suffix)
+{
+	fputs(prefix, f);
+	term_write_safe(f, text, strlen(text));
+	fputs(suffix, f);
 }
 
 static void turn(struct app *a)
@@ -83,14 +97,14 @@ static void turn(struct app *a)
 	struct app_figures f;
 	app_figures(a, &f);
 	if (rc)
-		fprintf(stderr, "qwenchat: %s\n", err_msg());
+		print_safe(stderr, "qwenchat: ", err_msg(), "\n");
 	else if (f.turn.stop == SESS_STOP_CANCEL)
 		fprintf(stderr, "qwenchat: stopped; the partial answer is kept\n");
 	if (f.dropped)
 		fprintf(stderr, "qwenchat: dropped the %d oldest turn%s to fit the context\n",
 			f.dropped, f.dropped == 1 ? "" : "s");
 	if (f.save_error[0])
-		fprintf(stderr, "qwenchat: %s\n", f.save_error);
+		print_safe(stderr, "qwenchat: ", f.save_error, "\n");
 }
 
 /* Runs a slash command; returns 1 to quit. *prefill gets /edit's text. */
@@ -106,7 +120,7 @@ static int command(struct app *a, const char *line, char **prefill)
 	if (r.actions & APP_DO_DEBUG)
 		fputs("the debug pane needs the terminal UI; /stats shows the figures\n", stdout);
 	if (r.msg[0])
-		fprintf(r.error ? stderr : stdout, "%s%s\n", r.error ? "qwenchat: " : "", r.msg);
+		print_safe(r.error ? stderr : stdout, r.error ? "qwenchat: " : "", r.msg, "\n");
 	fflush(stdout);
 	if (r.actions & APP_DO_EDIT) {
 		free(*prefill);
@@ -122,14 +136,18 @@ static int command(struct app *a, const char *line, char **prefill)
 int plain_main(struct app *a, plain_read_fn read_line)
 {
 	const struct chat *c = app_chat(a);
+	/* A loaded conversation is a file anyone could have written: printed safe. */
 	for (size_t i = 0; i < c->n; i++) {
 		const struct chat_turn *t = &c->turns[i];
-		printf("%s: %s\n", chat_role_name(t->role), t->content);
-		for (size_t j = 0; j < t->n_calls; j++)
-			printf("tool call: %s %s\n", t->calls[j].name, t->calls[j].arguments);
+		printf("%s: ", chat_role_name(t->role));
+		print_safe(stdout, "", t->content, "\n");
+		for (size_t j = 0; j < t->n_calls; j++) {
+			print_safe(stdout, "tool call: ", t->calls[j].name, " ");
+			print_safe(stdout, "", t->calls[j].arguments, "\n");
+		}
 	}
 	if (c->n && app_prefill(a) < 0)
-		fprintf(stderr, "qwenchat: %s\n", err_msg());
+		print_safe(stderr, "qwenchat: ", err_msg(), "\n");
 	char *prefill = NULL;
 	for (;;) {
 		char *line = read_line("> ", prefill);
@@ -142,7 +160,7 @@ int plain_main(struct app *a, plain_read_fn read_line)
 			quit = command(a, line, &prefill);
 		} else if (line[strspn(line, " \t")]) {
 			if (app_add_user(a, slash_unescape(line)))
-				fprintf(stderr, "qwenchat: %s\n", err_msg());
+				print_safe(stderr, "qwenchat: ", err_msg(), "\n");
 			else
 				turn(a);
 		}

@@ -3,6 +3,7 @@
 #include "src/cli/cli.h"
 #include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/term.h"
 #include "src/base/fileio.h"
 #include "src/cli/env.h"
 #include "src/hub/hub.h"
@@ -140,11 +141,15 @@ void cli_upload_progress(size_t done_bytes, size_t total_bytes)
 
 void cli_error(const char *fmt, ...)
 {
+	/* Messages quote file names, server answers and file contents: whatever escape
+	 * sequences those hold are shown, never obeyed. */
+	char msg[4096];
 	va_list ap;
-	fputs("qwenchat: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	fputs("qwenchat: ", stderr);
+	term_write_safe(stderr, msg, strlen(msg));
 	fputc('\n', stderr);
 }
 

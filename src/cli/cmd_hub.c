@@ -3,13 +3,29 @@
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
+#include "src/base/term.h"
 #include "src/base/units.h"
 #include "src/base/err.h"
 #include "src/hub/hub.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* One row of a listing: names come from a server or from folder names anyone with
+ * write access to the cache chose, so their control characters are shown, not sent
+ * to the terminal. */
+static void safe_row(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void safe_row(const char *fmt, ...)
+{
+	char row[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(row, sizeof row, fmt, ap);
+	va_end(ap);
+	term_write_safe(stdout, row, strlen(row));
+}
 
 static const struct cli_command pull_cmd = {
 	.name = "pull",
@@ -62,7 +78,7 @@ static int list_remote(struct cli_common *com)
 		char ctx[24] = "-";
 		if (m[i].max_len)
 			snprintf(ctx, sizeof ctx, "%ld", m[i].max_len);
-		printf("%-44s %-16s %10s\n", m[i].id, m[i].owned_by, ctx);
+		safe_row("%-44s %-16s %10s\n", m[i].id, m[i].owned_by, ctx);
 	}
 	remote_models_free(m, n);
 	remote_free(r);
@@ -115,8 +131,8 @@ int cmd_list(int argc, char **argv)
 		snprintf(rev, sizeof rev, "%s%s%.7s%s", e[i].refs, e[i].refs[0] ? " (" : "",
 			 e[i].commit, e[i].refs[0] ? ")" : "");
 		units_bytes((double)e[i].bytes, size, sizeof size);
-		printf("%-36s %-24s %10s  %s\n", e[i].repo_id, rev, size,
-		       e[i].complete ? "complete" : "incomplete");
+		safe_row("%-36s %-24s %10s  %s\n", e[i].repo_id, rev, size,
+			 e[i].complete ? "complete" : "incomplete");
 	}
 	hub_list_free(e, n);
 	return EXIT_OK;

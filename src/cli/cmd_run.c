@@ -15,6 +15,7 @@
 #include "src/cli/env.h"
 #include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/term.h"
 #include "src/base/fileio.h"
 #include "src/hub/hub.h"
 #include "src/session/sampler.h"
@@ -132,7 +133,17 @@ struct out_state {
 	enum sess_part part; /* what was printed last */
 	bool any_reasoning;
 	bool write_failed;
+	bool out_tty, err_tty; /* where escape sequences must be shown, not obeyed */
 };
+
+/* Writes the model's text: as it is to a pipe or file (a script gets the bytes),
+ * with control characters made visible on a terminal (src/base/term.h). */
+static size_t out_write(FILE *f, bool tty, const char *text, size_t len)
+{
+	if (!tty)
+		return fwrite(text, 1, len, f);
+	return term_write_safe(f, text, len) == 0 ? len : 0;
+}
 
 static int emit(void *user, enum sess_part part, const char *text, size_t len)
 {
@@ -141,11 +152,11 @@ static int emit(void *user, enum sess_part part, const char *text, size_t len)
 		if (!o->any_reasoning)
 			fputs("<think>\n", stderr);
 		o->any_reasoning = true;
-		fwrite(text, 1, len, stderr);
+		out_write(stderr, o->err_tty, text, len);
 	} else {
 		if (o->part == SESS_REASONING && o->any_reasoning)
 			fputs("\n</think>\n", stderr);
-		if (fwrite(text, 1, len, stdout) != len || fflush(stdout)) {
+		if (out_write(stdout, o->out_tty, text, len) != len || fflush(stdout)) {
 			o->write_failed = true;
 			return 1;
 		}
@@ -263,7 +274,8 @@ static int run_remote(struct run_args *a, const char *prompt)
 	cli_sampling(&a->cli, &q.sampling);
 	q.model = model;
 	q.max_tokens = a->cli.set & CLI_SET_MAX_NEW ? a->cli.max_new : 0;
-	struct out_state out = {SESS_ANSWER, false, false};
+	struct out_state out = {SESS_ANSWER, false, false, isatty(STDOUT_FILENO),
+				isatty(STDERR_FILENO)};
 	struct reply rep;
 	reply_init(&rep, emit, &out);
 	double t0 = clock_now();
@@ -273,9 +285,15 @@ static int run_remote(struct run_args *a, const char *prompt)
 	else
 		putchar('\n');
 	for (size_t i = 0; i < rep.n_calls; i++) /* as the chat shows a call */
-		if (rep.calls[i].name.n)
-			printf("tool call: %s %s\n", rep.calls[i].name.p,
-			       rep.calls[i].arguments.n ? rep.calls[i].arguments.p : "");
+		if (rep.calls[i].name.n) {
+			fputs("tool call: ", stdout);
+			out_write(stdout, out.out_tty, rep.calls[i].name.p, rep.calls[i].name.n);
+			fputc(' ', stdout);
+			out_write(stdout, out.out_tty,
+				  rep.calls[i].arguments.p ? rep.calls[i].arguments.p : "",
+				  rep.calls[i].arguments.n);
+			fputc('\n', stdout);
+		}
 	fflush(stdout);
 	struct sess_stats st = {0};
 	reply_stats(&rep, t0, &st);
@@ -346,7 +364,8 @@ int cmd_run(int argc, char **argv)
 	int r = sess_sync(s, ids, n);
 	if (r < 0)
 		goto fail;
-	struct out_state out = {SESS_ANSWER, false, false};
+	struct out_state out = {SESS_ANSWER, false, false, isatty(STDOUT_FILENO),
+				isatty(STDERR_FILENO)};
 	int room = eng_ctx(e) - n;
 	int max_new = (a.cli.set & CLI_SET_MAX_NEW) && a.cli.max_new < room ? a.cli.max_new : room;
 	if (r == 0 && sess_generate(s, sp, max_new, split, emit, &out))

@@ -1,0 +1,55 @@
+/* term.c — control characters and invalid UTF-8 made visible before printing. */
+#include "src/base/term.h"
+
+#include <stdlib.h>
+#include <utf8proc.h>
+
+static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+
+void term_safe(struct strbuf *b, const char *s, size_t n)
+{
+	size_t i = 0, run = 0; /* s[run..i) is printable and not yet copied */
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c < 0x7f) {
+			i++;
+			continue;
+		}
+		utf8proc_int32_t cp = -1;
+		utf8proc_ssize_t len = 1;
+		if (c >= 0x80) {
+			len = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
+					       (utf8proc_ssize_t)(n - i), &cp);
+			if (len > 0 && cp > 0x9f) { /* a printable character beyond ASCII */
+				i += (size_t)len;
+				continue;
+			}
+			if (len < 1)
+				len = 1;
+		} else if (c == '\n' || c == '\t') {
+			i++;
+			continue;
+		}
+		sb_put(b, s + run, i - run);
+		if (c < 0x20)
+			sb_printf(b, "^%c", c + 0x40);
+		else if (c == 0x7f)
+			sb_puts(b, "^?");
+		else
+			sb_puts(b, replacement);
+		i += (size_t)len;
+		run = i;
+	}
+	sb_put(b, s + run, n - run);
+}
+
+int term_write_safe(FILE *f, const char *s, size_t n)
+{
+	struct strbuf b = {0};
+	term_safe(&b, s, n);
+	int rc = b.oom ? EOF : 0;
+	if (rc == 0 && b.n && fwrite(b.p, 1, b.n, f) != b.n)
+		rc = EOF;
+	free(b.p);
+	return rc;
+}

@@ -1,0 +1,21 @@
+/* term.h — text from untrusted sources (a conversation file, the model's output, a
+ * file name) made safe to print on a terminal: no escape sequence in it can retitle,
+ * clear or write the clipboard of the terminal that shows it. */
+#ifndef QWENCHAT_TERM_H
+#define QWENCHAT_TERM_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "src/base/strbuf.h"
+
+/* Appends s[0..n) to b with every control character made visible: the C0 controls
+ * but newline and tab in caret notation (ESC is "^[", BEL "^G"), DEL as "^?", the
+ * C1 controls U+0080..U+009F and bytes that are not UTF-8 as U+FFFD. Everything
+ * else is copied as it is. */
+void term_safe(struct strbuf *b, const char *s, size_t n);
+
+/* Writes s[0..n) to f as term_safe makes it. 0, or EOF on a write error. */
+int term_write_safe(FILE *f, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,82 @@
+/* test_term.c — term_safe on a table of what a hostile text may hold. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/base/term.h"
+
+static const struct {
+	const char *in;
+	size_t len; /* 0: strlen(in) */
+	const char *out;
+} cases[] = {
+	{"plain text", 0, "plain text"},
+	{"lines\nand\ttabs", 0, "lines\nand\ttabs"},
+	{"\x1b]0;pwned\x07title", 0, "^[]0;pwned^Gtitle"},     /* OSC retitle */
+	{"\x1b[2J\x1b[H", 0, "^[[2J^[[H"},                     /* clear screen */
+	{"\x1b]52;c;aGk=\x1b\\", 0, "^[]52;c;aGk=^[\\"},       /* clipboard write */
+	{"a\rb\bc", 0, "a^Mb^Hc"},                             /* carriage return, backspace */
+	{"del\x7f", 0, "del^?"},
+	{"nul\0after", 9, "nul^@after"},
+	{"c1 \xc2\x9b" "2J csi", 0, "c1 \xef\xbf\xbd" "2J csi"}, /* U+009B, the 8-bit CSI */
+	{"raw \x9b" "2J", 0, "raw \xef\xbf\xbd" "2J"},           /* a lone byte that is not UTF-8 */
+	{"cut \xe4\xb8", 0, "cut \xef\xbf\xbd\xef\xbf\xbd"},     /* truncated sequence */
+	{"\xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x99\x82", 0, "\xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x99\x82"},
+	{"\xc2\xa0nbsp", 0, "\xc2\xa0nbsp"},                     /* U+00A0 is printable */
+	{"\xed\xa0\x80", 0, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* a surrogate is not UTF-8 */
+};
+
+static void test_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct strbuf b = {0};
+		size_t n = cases[i].len ? cases[i].len : strlen(cases[i].in);
+		term_safe(&b, cases[i].in, n);
+		assert_false(b.oom);
+		if (strcmp(b.p ? b.p : "", cases[i].out))
+			fail_msg("case %zu: got '%s', want '%s'", i, b.p, cases[i].out);
+		for (size_t k = 0; k < b.n; k++) /* nothing that starts a sequence survives */
+			assert_true((unsigned char)b.p[k] != 0x1b && (unsigned char)b.p[k] != 0x07);
+		free(b.p);
+	}
+}
+
+/* Every byte value alone and after a lead byte: the output is valid UTF-8 holding no
+ * control character but \n and \t. */
+static void test_every_byte(void **state)
+{
+	(void)state;
+	for (int lead = -1; lead < 256; lead++)
+		for (int c = 0; c < 256; c++) {
+			char in[2];
+			size_t n = 0;
+			if (lead >= 0)
+				in[n++] = (char)lead;
+			in[n++] = (char)c;
+			struct strbuf b = {0};
+			term_safe(&b, in, n);
+			for (size_t k = 0; k < b.n; k++) {
+				unsigned char x = (unsigned char)b.p[k];
+				assert_true(x >= 0x20 || x == '\n' || x == '\t');
+				assert_true(x != 0x7f);
+				if (x == 0xc2 && k + 1 < b.n) /* no C1 control in UTF-8 form */
+					assert_true((unsigned char)b.p[k + 1] > 0x9f);
+			}
+			free(b.p);
+		}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_every_byte),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
