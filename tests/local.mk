@@ -202,3 +202,5 @@ tests_unit_test_term_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_term_LDADD = libbase.a $(CMOCKA_LIBS)
 TESTS += tests/cli/escapes.sh
 EXTRA_DIST += tests/cli/escapes.sh
+TESTS += tests/cli/signals.sh
+EXTRA_DIST += tests/cli/signals.sh

@@ -40,6 +40,14 @@ static void on_winch(int sig)
 	got_winch = 1;
 }
 
+/* SIGTERM or SIGHUP: leave as Ctrl-D would, the answer under way stopped and kept. */
+static volatile sig_atomic_t got_stop;
+
+static void on_stop(int sig)
+{
+	got_stop = sig;
+}
+
 void ui_notice(struct ui *u, bool error, const char *msg)
 {
 	if (!msg || !*msg)
@@ -210,6 +218,8 @@ static void step(struct ui *u, double *last_fig)
 	} else if (pr == 0 && u->klen) {
 		in_process(u, true); /* a lone Esc */
 	}
+	if (got_stop)
+		u->quit = true;
 	if (got_winch) {
 		got_winch = 0;
 		resize();
@@ -248,6 +258,9 @@ int ui_main(struct app *a, const char *notices)
 	sa.sa_handler = on_winch;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGWINCH, &sa, NULL);
+	sa.sa_handler = on_stop;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	if (!initscr()) {
 		fprintf(stderr, "qwenchat: cannot initialise the terminal\n");
 		return EXIT_FAILURE;
@@ -284,7 +297,7 @@ int ui_main(struct app *a, const char *notices)
 	if (fio_is_file(app_session_path(a)))
 		printf("conversation saved in %s (qwenchat --resume reopens it)\n",
 		       app_session_path(a));
-	return EXIT_SUCCESS;
+	return got_stop ? 128 + got_stop : EXIT_SUCCESS;
 }
 
 /* ---- plain mode with readline ------------------------------------------- */
@@ -297,6 +310,20 @@ static int put_prefill(void)
 		rl_insert_text(prefill_text);
 	prefill_text = NULL;
 	return 0;
+}
+
+/* readline's reader, but one that gives up when SIGTERM or SIGHUP arrives (readline
+ * itself retries an interrupted read). */
+static int stop_aware_getc(FILE *f)
+{
+	for (;;) {
+		unsigned char c;
+		ssize_t n = read(fileno(f), &c, 1);
+		if (n == 1)
+			return c;
+		if (n == 0 || errno != EINTR || plain_stop_signal())
+			return EOF;
+	}
 }
 
 static char *rl_reader(const char *prompt, const char *prefill)
@@ -315,6 +342,8 @@ int ui_plain(struct app *a)
 		return plain_main(a, plain_getline);
 	char *hist = fio_join(app_state_dir(a), "history");
 	rl_readline_name = "qwenchat";
+	rl_catch_signals = 0; /* plain_main handles SIGTERM and SIGHUP */
+	rl_getc_function = stop_aware_getc;
 	in_completion();
 	using_history();
 	if (hist)

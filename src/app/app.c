@@ -353,6 +353,9 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 {
 	if (!a->chat->n || a->chat->turns[a->chat->n - 1].role != CHAT_USER)
 		return err_set("nothing to answer: the last turn is not a message");
+	/* The message is saved before the answer starts: a crash, a kill or a closed
+	 * terminal mid-answer loses at most the answer. */
+	app_autosave(a);
 	if (a->remote)
 		return app_remote_turn(a, emit, user);
 	atomic_store(&a->cancel, 0);

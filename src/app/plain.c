@@ -15,13 +15,28 @@ static const char plain_keys[] =
 	"keys: Ctrl-C stops an answer (the partial answer is kept); Ctrl-D or /quit leaves;\n"
 	"a line starting with // sends a message starting with /.\n";
 
-static struct app *running; /* the app whose turn SIGINT stops */
+static struct app *running;               /* the app whose turn SIGINT stops */
+static volatile sig_atomic_t stop_signal; /* SIGTERM or SIGHUP, once received */
 
 static void on_sigint(int sig)
 {
 	(void)sig;
 	if (running)
 		app_cancel(running);
+}
+
+/* SIGTERM and SIGHUP end the chat as Ctrl-C ends an answer: the turn stops, its
+ * partial answer is kept and saved, then plain_main returns 128 + the signal. */
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+	if (running)
+		app_cancel(running);
+}
+
+int plain_stop_signal(void)
+{
+	return stop_signal;
 }
 
 char *plain_getline(const char *prompt, const char *prefill)
@@ -148,13 +163,21 @@ int plain_main(struct app *a, plain_read_fn read_line)
 	}
 	if (c->n && app_prefill(a) < 0)
 		print_safe(stderr, "qwenchat: ", err_msg(), "\n");
+	/* No SA_RESTART: a read waiting for the next line returns, and the loop ends. */
+	struct sigaction sa = {0}, old_term, old_hup;
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGHUP, &sa, &old_hup);
 	char *prefill = NULL;
 	for (;;) {
-		char *line = read_line("> ", prefill);
+		char *line = stop_signal ? NULL : read_line("> ", prefill);
 		free(prefill);
 		prefill = NULL;
-		if (!line)
+		if (!line || stop_signal) {
+			free(line);
 			break;
+		}
 		int quit = 0;
 		if (slash_is_command(line)) {
 			quit = command(a, line, &prefill);
@@ -165,9 +188,11 @@ int plain_main(struct app *a, plain_read_fn read_line)
 				turn(a);
 		}
 		free(line);
-		if (quit)
+		if (quit || stop_signal)
 			break;
 	}
 	free(prefill);
-	return EXIT_SUCCESS;
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGHUP, &old_hup, NULL);
+	return stop_signal ? 128 + stop_signal : EXIT_SUCCESS;
 }

@@ -12,7 +12,13 @@ typedef char *(*plain_read_fn)(const char *prompt, const char *prefill);
 /* The getline reader: no editing, prefill is printed instead. */
 char *plain_getline(const char *prompt, const char *prefill);
 
-/* Runs the conversation until end of input or /quit. Returns an exit status. */
+/* Runs the conversation until end of input, /quit, SIGTERM or SIGHUP (an answer
+ * under way stops and is kept, as with Ctrl-C). Returns an exit status: 128 + the
+ * signal after one of those. */
 int plain_main(struct app *a, plain_read_fn read_line);
+
+/* SIGTERM or SIGHUP when plain_main received one, else 0: for a line reader that
+ * must give up waiting (readline retries reads a signal interrupts). */
+int plain_stop_signal(void);
 
 #endif

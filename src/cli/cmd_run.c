@@ -67,12 +67,29 @@ struct run_args {
 	bool raw, stats;
 };
 
-static atomic_int g_cancel; /* set by SIGINT: stops the turn, the session stays sane */
+/* Set to the signal's number by SIGINT, SIGTERM or SIGHUP: stops the turn, the
+ * session stays sane, what was written stays written. */
+static atomic_int g_cancel;
 
 static void on_sigint(int sig)
 {
 	(void)sig;
-	atomic_store(&g_cancel, 1);
+	atomic_store(&g_cancel, sig);
+}
+
+static void catch_stops(void (*handler)(int))
+{
+	signal(SIGINT, handler);
+	signal(SIGTERM, handler);
+	signal(SIGHUP, handler);
+}
+
+/* The exit status after a stop: 128 + SIGTERM or SIGHUP, as a shell reports a killed
+ * program; a Ctrl-C is an error like any other. */
+static int stopped_status(void)
+{
+	int sig = atomic_load(&g_cancel);
+	return sig == SIGTERM || sig == SIGHUP ? 128 + sig : EXIT_RUNTIME;
 }
 
 
@@ -254,7 +271,7 @@ static int run_remote(struct run_args *a, const char *prompt)
 	char *model = NULL;
 	long ctx;
 	int rc = EXIT_RUNTIME;
-	signal(SIGINT, on_sigint);
+	catch_stops(on_sigint);
 	/* A server closing the socket while we write is an error to report (libcurl runs
 	 * with NOSIGNAL and leaves SIGPIPE alone); stdout's EPIPE is then one too. */
 	signal(SIGPIPE, SIG_IGN);
@@ -307,12 +324,12 @@ static int run_remote(struct run_args *a, const char *prompt)
 	else if (out.write_failed)
 		cli_error("stdout: write failed");
 	else if (st.stop == SESS_STOP_CANCEL)
-		cli_error("interrupted");
+		cli_error("interrupted"), rc = stopped_status();
 	else
 		rc = EXIT_OK;
 	reply_free(&rep);
 done:
-	signal(SIGINT, SIG_DFL);
+	catch_stops(SIG_DFL);
 	free(model);
 	chat_free(c);
 	remote_free(r);
@@ -360,7 +377,7 @@ int cmd_run(int argc, char **argv)
 	if (!(s = sess_new(e, m, t, &so)) ||
 	    !(ids = prompt_ids(&a, t, prompt, eng_ctx(e), &split, &n)))
 		goto fail;
-	signal(SIGINT, on_sigint);
+	catch_stops(on_sigint);
 	int r = sess_sync(s, ids, n);
 	if (r < 0)
 		goto fail;
@@ -375,13 +392,13 @@ int cmd_run(int argc, char **argv)
 	else if (!a.raw)
 		putchar('\n');
 	fflush(stdout);
-	signal(SIGINT, SIG_DFL);
+	catch_stops(SIG_DFL);
 	if (a.stats)
 		print_stats(sess_stats(s));
 	if (out.write_failed)
 		cli_error("stdout: write failed");
 	else if (r == 1 || sess_stats(s)->stop == SESS_STOP_CANCEL)
-		cli_error("interrupted");
+		cli_error("interrupted"), rc = stopped_status();
 	else
 		rc = EXIT_OK;
 	goto done;

@@ -278,9 +278,10 @@ T send-keys -t ui NPage NPage NPage
 sleep 0.3
 screen | grep -q 'more lines' && fail "PageDown should return to the end" || pass "PageDown returns"
 
-# 9. kill -9 mid-answer, then --resume restores every finished turn.
-# Finished turns after the system prompt (what "resumed N turns" counts).
-finished=$(python3 -c 'import json,sys; print(len([m for m in json.load(open(sys.argv[1])) if m["role"] != "system"]))' "$sess")
+# 9. kill -9 mid-answer, then --resume restores every finished turn and the message
+# whose answer was under way (it is saved before the answer starts).
+# Turns after the system prompt (what "resumed N turns" counts), plus that message.
+finished=$(python3 -c 'import json,sys; print(1 + len([m for m in json.load(open(sys.argv[1])) if m["role"] != "system"]))' "$sess")
 T send-keys -t ui 'unfinished question' Enter
 check_screen 'decode [1-9]' "streaming before kill -9"
 pid=$(pgrep -f -n "^$QWENCHAT -m $MODEL" || true)

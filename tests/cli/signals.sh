@@ -1,0 +1,102 @@
+#!/bin/sh
+# signals.sh — SIGTERM and SIGHUP in the middle of an answer end the chat as Ctrl-C
+# ends an answer: the message and the partial answer are in the saved conversation,
+# the terminal is restored, the exit status is 128 + the signal (143, 129). Plain
+# mode, the full-screen UI (in tmux) and `run`.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+need_tokenizer
+M=$TMP/model
+# The tokenizer's 151669 ids: a random model never samples an id it lacks, and each
+# token costs a full-vocabulary product, so an answer of thousands takes seconds.
+chat_model "$M" --vocab-size 151669 --max-position 16384
+export HOME="$TMP"
+
+# wait_for FILE PATTERN SECONDS — until FILE matches PATTERN; 1 on timeout.
+wait_for() {
+	i=0
+	while ! grep -q "$2" "$1" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -gt $(($3 * 10)) ] && return 1
+		sleep 0.1
+	done
+}
+
+# saved_partial STATE DESC — the last session holds the message and a non-empty answer.
+saved_partial() {
+	f=$(cat "$1/qwenchat/last-session" 2>/dev/null)
+	if python3 - "$f" <<'PY'; then pass "$2"; else fail "$2 ($f)"; fi
+import json, sys
+m = json.load(open(sys.argv[1]))
+t = m["messages"] if isinstance(m, dict) else m
+ok = len(t) == 2 and t[0]["content"] == "Tell me a long story" and t[1]["role"] == "assistant" \
+    and (t[1].get("content") or t[1].get("reasoning_content"))
+sys.exit(0 if ok else 1)
+PY
+}
+
+# --- plain mode ------------------------------------------------------------------------
+for sig in TERM HUP; do
+	want=$([ $sig = TERM ] && echo 143 || echo 129)
+	st=$TMP/state-$sig
+	mkfifo "$TMP/in-$sig"
+	(printf 'Tell me a long story\n'; exec sleep 60) >"$TMP/in-$sig" &
+	feeder=$!
+	XDG_STATE_HOME=$st "$QWENCHAT" chat -m "$M" --backend cpu --threads 1 --ctx 16384 \
+		<"$TMP/in-$sig" >"$TMP/out-$sig" 2>"$TMP/err-$sig" &
+	pid=$!
+	if wait_for "$TMP/out-$sig" . 60; then
+		sleep 0.3
+		kill -$sig $pid
+		wait $pid
+		rc=$?
+		[ $rc -eq "$want" ] && pass "plain SIG$sig mid-answer exits $want" ||
+			fail "plain SIG$sig: exit $rc, stderr $(head -c 300 "$TMP/err-$sig")"
+		saved_partial "$st" "plain SIG$sig: the message and the partial answer are saved"
+	else
+		fail "plain SIG$sig: no answer started"
+		kill $pid
+	fi
+	kill $feeder 2>/dev/null
+done
+
+# --- the full-screen UI ---------------------------------------------------------------------
+if command -v tmux >/dev/null; then
+	S=qwenchat-signals-$$
+	st=$TMP/state-tui
+	tmux -L "$S" new-session -d -x 100 -y 30 \
+		"XDG_STATE_HOME=$st '$QWENCHAT' chat -m '$M' --backend cpu --threads 1 --ctx 16384; echo EXIT=\$?; sleep 30"
+	sleep 1
+	tmux -L "$S" send-keys 'Tell me a long story' Enter
+	i=0
+	until tmux -L "$S" capture-pane -p | grep -q 'decode [1-9]'; do
+		i=$((i + 1)); [ $i -gt 300 ] && break; sleep 0.1
+	done
+	pid=$(pgrep -f "$QWENCHAT chat -m $M" | head -n 1)
+	[ -n "$pid" ] && kill -TERM "$pid"
+	i=0
+	until tmux -L "$S" capture-pane -p | grep -q 'EXIT='; do
+		i=$((i + 1)); [ $i -gt 200 ] && break; sleep 0.1
+	done
+	screen=$(tmux -L "$S" capture-pane -p)
+	echo "$screen" | grep -q 'EXIT=143' && pass "UI SIGTERM mid-answer exits 143" ||
+		fail "UI SIGTERM: $(echo "$screen" | tail -n 5)"
+	echo "$screen" | grep -q 'conversation saved in' && pass "UI SIGTERM restores the terminal" ||
+		fail "UI SIGTERM: no closing line"
+	saved_partial "$st" "UI SIGTERM: the message and the partial answer are saved"
+	tmux -L "$S" kill-server 2>/dev/null
+fi
+
+# --- run ---------------------------------------------------------------------------------------
+"$QWENCHAT" run -m "$M" --backend cpu --threads 1 --ctx 16384 -p 'Tell me a long story' \
+	>"$TMP/run-out" 2>"$TMP/run-err" &
+pid=$!
+wait_for "$TMP/run-out" . 60 || wait_for "$TMP/run-err" . 1
+sleep 0.3
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] && pass "run SIGTERM exits 143" || fail "run SIGTERM: exit $rc"
+grep -q '^qwenchat: interrupted' "$TMP/run-err" && pass "run SIGTERM says so" ||
+	fail "run SIGTERM: $(tail -c 200 "$TMP/run-err")"
+finish
