@@ -204,3 +204,5 @@ TESTS += tests/cli/escapes.sh
 EXTRA_DIST += tests/cli/escapes.sh
 TESTS += tests/cli/signals.sh
 EXTRA_DIST += tests/cli/signals.sh
+TESTS += tests/cli/resume-lock.sh
+EXTRA_DIST += tests/cli/resume-lock.sh

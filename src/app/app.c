@@ -42,6 +42,15 @@ static int new_session_path(struct app *a)
 	return a->session_path ? 0 : err_set("out of memory");
 }
 
+/* A new conversation's file, locked as a resumed one is (see resume_last). */
+static int new_session(struct app *a)
+{
+	if (new_session_path(a))
+		return -1;
+	a->lock_fd = fio_try_lock(a->session_path);
+	return a->lock_fd < 0 ? -1 : 0;
+}
+
 static int resume_last(struct app *a, void (*notice)(const char *))
 {
 	char *lf = last_file(a), *path = lf ? fio_read_all(lf, 4096, NULL) : NULL;
@@ -60,12 +69,28 @@ static int resume_last(struct app *a, void (*notice)(const char *))
 	}
 	chat_free(a->chat);
 	a->chat = c;
-	a->session_path = path;
-	if (notice) {
-		char msg[4200];
+	char msg[8500];
+	a->lock_fd = fio_try_lock(path);
+	if (a->lock_fd == FIO_LOCKED) {
+		/* Another qwenchat has this conversation open: two writers would overwrite
+		 * each other's turns, so this one goes on in a copy and both are kept. */
+		if (new_session_path(a) || (a->lock_fd = fio_try_lock(a->session_path)) < 0) {
+			free(path);
+			return -1;
+		}
+		snprintf(msg, sizeof msg,
+			 "%s is open in another qwenchat; resumed its %zu turns into a copy, %s",
+			 path, chat_count(c), a->session_path);
+		free(path);
+	} else if (a->lock_fd < 0) {
+		free(path);
+		return -1;
+	} else {
+		a->session_path = path;
 		snprintf(msg, sizeof msg, "resumed %zu turns from %s", chat_count(c), path);
-		notice(msg);
 	}
+	if (notice)
+		notice(msg);
 	return 0;
 }
 
@@ -168,6 +193,7 @@ struct app *app_open(const struct app_config *cfg, void (*notice)(const char *ms
 		err_set("out of memory");
 		return NULL;
 	}
+	a->lock_fd = -1;
 	pthread_mutex_init(&a->lock, NULL);
 	a->think = cfg->think != 0;
 	a->show_reasoning = true;
@@ -183,7 +209,7 @@ struct app *app_open(const struct app_config *cfg, void (*notice)(const char *ms
 	}
 	if (fio_mkdirs(a->state_dir, 0700))
 		goto fail;
-	if (cfg->resume ? resume_last(a, notice) : new_session_path(a))
+	if (cfg->resume ? resume_last(a, notice) : new_session(a))
 		goto fail;
 	if (!cfg->resume && cfg->system && chat_set_system(a->chat, cfg->system))
 		goto fail;
@@ -229,6 +255,12 @@ void app_free(struct app *a)
 	free(a->model_name);
 	free(a->state_dir);
 	free(a->home);
+	if (a->lock_fd >= 0 && a->session_path) {
+		char lock[4200];
+		snprintf(lock, sizeof lock, "%s.lock", a->session_path);
+		unlink(lock); /* only while holding it: no other process uses it then */
+		close(a->lock_fd);
+	}
 	free(a->session_path);
 	free(a->reasoning.s);
 	free(a->answer.s);

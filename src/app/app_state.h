@@ -21,6 +21,7 @@ struct app_seg {
 
 struct app {
 	char *dir, *model_name, *state_dir, *home, *session_path;
+	int lock_fd; /* holds session_path's lock (another qwenchat resumes into a copy) */
 	struct eng_model *model;
 	struct eng *eng;
 	struct tok *tok;

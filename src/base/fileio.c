@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <time.h>
 #include <fcntl.h>
@@ -203,6 +204,23 @@ int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	free(target);
 	return rc;
+}
+
+int fio_try_lock(const char *path)
+{
+	char lock[4200];
+	if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
+		return err_set("%s: name too long", path);
+	int fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return err_set("%s: cannot create: %s", lock, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	int e = errno;
+	close(fd);
+	if (e == EWOULDBLOCK)
+		return FIO_LOCKED;
+	return err_set("%s: cannot lock: %s", lock, strerror(e));
 }
 
 char *fio_join(const char *dir, const char *name)

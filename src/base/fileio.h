@@ -24,6 +24,12 @@ enum {
  * temporary file is gone. 0 or -1 (err_set). */
 int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags);
 
+/* Takes an exclusive lock (flock) on PATH.lock, created 0600 and never through a
+ * link, without waiting. Returns the descriptor that holds the lock (close it to
+ * let go), FIO_LOCKED when another process holds it, or -1 (err_set). */
+enum { FIO_LOCKED = -2 };
+int fio_try_lock(const char *path);
+
 /* Joins a directory and a file name into a malloc'd path. */
 char *fio_join(const char *dir, const char *name);
 
