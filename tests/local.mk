@@ -206,3 +206,5 @@ TESTS += tests/cli/signals.sh
 EXTRA_DIST += tests/cli/signals.sh
 TESTS += tests/cli/resume-lock.sh
 EXTRA_DIST += tests/cli/resume-lock.sh
+TESTS += tests/cli/truncated.sh
+EXTRA_DIST += tests/cli/truncated.sh

@@ -3,6 +3,7 @@
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
+#include "src/cli/sigbus.h"
 #include "src/base/err.h"
 #include "src/app/plain.h"
 #if HAVE_TUI
@@ -131,7 +132,9 @@ int cmd_chat(int argc, char **argv)
 	if (a.plain)
 		fputs(notices, stderr);
 #if HAVE_TUI
+	sigbus_fullscreen(!a.plain);
 	rc = a.plain ? ui_plain(app) : ui_main(app, notices);
+	sigbus_fullscreen(false);
 #else
 	/* Without the TUI there is no readline either: lines are read with getline. */
 	rc = plain_main(app, plain_getline);
@@ -154,6 +157,7 @@ static const struct {
 
 int main(int argc, char **argv)
 {
+	sigbus_guard();
 	setlocale(LC_ALL, "");
 	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		fputs(usage, stdout);

@@ -1,0 +1,115 @@
+/* sigbus.c — SIGBUS from a mapped file that shrank: the file is found in
+ * /proc/self/maps by the faulting address, with async-signal-safe calls only. */
+#include "src/cli/sigbus.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+static struct termios saved_tty;
+static bool have_tty;
+static volatile sig_atomic_t fullscreen; /* the UI's screen is up */
+
+static void put(const char *s)
+{
+	size_t n = strlen(s);
+	while (n > 0) {
+		ssize_t w = write(STDERR_FILENO, s, n);
+		if (w <= 0)
+			return;
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+static uintptr_t hex(const char **p)
+{
+	uintptr_t v = 0;
+	for (;; ++*p) {
+		char c = **p;
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return v;
+		v = v * 16 + (uintptr_t)d;
+	}
+}
+
+/* The path of the mapping holding addr into out (a line of /proc/self/maps is
+ * "START-END PERMS OFFSET DEV INODE PATH"); false when not found. */
+static bool mapped_file(uintptr_t addr, char *out, size_t size)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	char buf[8192], line[4608];
+	size_t ll = 0;
+	bool found = false;
+	ssize_t n;
+	while (!found && (n = read(fd, buf, sizeof buf)) > 0)
+		for (ssize_t i = 0; i < n && !found; i++) {
+			if (buf[i] != '\n') {
+				if (ll < sizeof line - 1)
+					line[ll++] = buf[i];
+				continue;
+			}
+			line[ll] = '\0';
+			ll = 0;
+			const char *p = line;
+			uintptr_t lo = hex(&p);
+			p++;
+			uintptr_t hi = hex(&p);
+			const char *path = strchr(line, '/');
+			if (addr >= lo && addr < hi && path) {
+				size_t k = strlen(path) < size - 1 ? strlen(path) : size - 1;
+				memcpy(out, path, k);
+				out[k] = '\0';
+				found = true;
+			}
+		}
+	close(fd);
+	return found;
+}
+
+static void on_sigbus(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig, (void)ctx;
+	char path[4096];
+	/* Leave the full-screen UI's modes (mouse, bracketed paste, the alternate
+	 * screen) and the raw terminal before speaking. */
+	if (have_tty && fullscreen) {
+		static const char reset[] =
+			"\033[?1006l\033[?1000l\033[?2004l\033[0m\033[?1049l\r\n";
+		if (write(STDOUT_FILENO, reset, sizeof reset - 1) < 0) {
+			/* nothing to do about it */
+		}
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
+	}
+	put("qwenchat: ");
+	if (mapped_file((uintptr_t)si->si_addr, path, sizeof path)) {
+		put(path);
+		put(": the file shrank while in use (truncated or replaced in place); "
+		    "stopping (the conversation was saved after the last turn)\n");
+	} else {
+		put("a mapped file shrank while in use (SIGBUS); stopping\n");
+	}
+	_exit(1);
+}
+
+void sigbus_guard(void)
+{
+	have_tty = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved_tty) == 0;
+	struct sigaction sa = {0};
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+void sigbus_fullscreen(bool on)
+{
+	fullscreen = on;
+}
