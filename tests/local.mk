@@ -208,3 +208,5 @@ TESTS += tests/cli/resume-lock.sh
 EXTRA_DIST += tests/cli/resume-lock.sh
 TESTS += tests/cli/truncated.sh
 EXTRA_DIST += tests/cli/truncated.sh
+TESTS += tests/cli/limits.sh
+EXTRA_DIST += tests/cli/limits.sh

@@ -49,7 +49,11 @@ char *plain_getline(const char *prompt, const char *prefill)
 	}
 	char *line = NULL;
 	size_t cap = 0;
-	ssize_t n = getline(&line, &cap, stdin);
+	ssize_t n;
+	/* A C string ends at a NUL, so a line holding one would be sent cut short
+	 * without a word: it is refused, visibly, and the next line read. */
+	while ((n = getline(&line, &cap, stdin)) >= 0 && memchr(line, 0, (size_t)n))
+		fprintf(stderr, "qwenchat: the line holds a NUL byte; not sent\n");
 	if (n < 0) {
 		free(line);
 		return NULL;

@@ -3,6 +3,7 @@
 #include "src/cli/cli.h"
 #include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/proc.h"
 #include "src/base/term.h"
 #include "src/base/fileio.h"
 #include "src/cli/env.h"
@@ -45,7 +46,8 @@ static const struct {
 	{CLI_BACKEND,
 	 {"backend", K_BACKEND, "B",
 	  "auto, cpu or cuda (default auto); remote: a server\n(chat and run, with --url)"}},
-	{CLI_THREADS, {"threads", K_THREADS, "N", "CPU threads (default: all cores)"}},
+	{CLI_THREADS,
+	 {"threads", K_THREADS, "N", "CPU threads (default and at most: the CPUs online)"}},
 	{CLI_CTX, {"ctx", K_CTX, "N", "context size in tokens"}},
 	{CLI_MAX_NEW, {"max-new", 'n', "N", "new tokens per answer"}},
 	{CLI_SAMPLING, {"temp", K_TEMP, "T", "sampling temperature (0 = greedy)"}},
@@ -332,11 +334,23 @@ void cli_sampling(const struct cli_common *c, struct samp_params *p)
 	samp_params_override(p, &c->sampling, c->set);
 }
 
-int cli_engine_options(const struct cli_common *c, struct eng_options *o)
+int cli_engine_options(const struct cli_common *c, struct eng_options *o,
+		       void (*notice)(const char *msg))
 {
 	memset(o, 0, sizeof *o);
 	o->backend = eng_backend_kind(c->backend);
 	o->threads = c->threads;
+	/* More threads than CPUs only take turns on them: each waits at every barrier
+	 * of the forward pass for one that is not running (1000 threads on 2 CPUs
+	 * decoded 6x slower). */
+	int cpus = proc_online_cpus();
+	if (o->threads > cpus) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "--threads %d is more than the %d CPUs online; using %d",
+			 o->threads, cpus, cpus);
+		(notice ? notice : cli_notice)(msg);
+		o->threads = cpus;
+	}
 	o->ctx = c->ctx;
 	o->progress = cli_upload_progress;
 	return 0;

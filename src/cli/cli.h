@@ -94,8 +94,10 @@ void cli_help(const struct cli_command *cmd, FILE *f);
 
 /* The engine options the shared groups give (backend, threads, ctx) plus the engine's
  * environment (QWENCHAT_CPU_ISA and the like, src/cli/env.h); progress is the weight
- * upload's. 0, or -1 after printing an error naming the variable. */
-int cli_engine_options(const struct cli_common *c, struct eng_options *o);
+ * upload's. --threads above the CPUs online is capped, with a notice (through
+ * notice, NULL: stderr). 0, or -1 after printing an error naming the variable. */
+int cli_engine_options(const struct cli_common *c, struct eng_options *o,
+		       void (*notice)(const char *msg));
 
 /* True when the command runs on a server (--backend remote, or --url). */
 bool cli_is_remote(const struct cli_common *c);

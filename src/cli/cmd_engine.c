@@ -89,7 +89,7 @@ int cmd_logits(int argc, char **argv)
 		return cli_usage("logits", "--out FILE is required");
 	const char *out = la.out;
 	struct eng_options eo;
-	if (cli_engine_options(&cli, &eo))
+	if (cli_engine_options(&cli, &eo, NULL))
 		return EXIT_USAGE;
 	eo.kv_f32 = la.kv_f32;
 
@@ -530,7 +530,7 @@ int cmd_bench(int argc, char **argv)
 	if (np + nd == 0)
 		return cli_usage("bench", "nothing to time: -p and -n are both 0");
 	struct eng_options eo;
-	if (cli_engine_options(&cli, &eo))
+	if (cli_engine_options(&cli, &eo, NULL))
 		return EXIT_USAGE;
 	eo.kv_f32 = ba.kv_f32;
 	eo.ctx = (int)np + nd + 1;
@@ -554,7 +554,7 @@ int cmd_bench(int argc, char **argv)
 	if (!(e = eng_new(m, &eo, cli_notice)))
 		goto fail;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	res.threads = cli.threads ? cli.threads : cores > 0 ? (int)cores : 1;
+	res.threads = eo.threads ? eo.threads : cores > 0 ? (int)cores : 1;
 	const char *bf = getenv("QWENCHAT_CPU_BF16_PREFILL");
 	res.bf16_prefill = bf && !strcmp(bf, "1");
 	/* best of 5 runs before and 5 after the timed ones */

@@ -344,7 +344,7 @@ int cmd_run(int argc, char **argv)
 		return rc == CLI_DONE ? EXIT_OK : rc;
 	struct eng_options eo;
 	struct hub_env hub;
-	if (!cli_is_remote(&a.cli) && cli_engine_options(&a.cli, &eo))
+	if (!cli_is_remote(&a.cli) && cli_engine_options(&a.cli, &eo, NULL))
 		return EXIT_USAGE;
 	cli_env_hub(&hub);
 	char *prompt = read_prompt(&a);

@@ -188,7 +188,7 @@ int cmd_serve(int argc, char **argv)
 	struct serve_args a = {0};
 	struct eng_options eo;
 	int rc = parse_args(argc, argv, &a);
-	if (!rc && cli_engine_options(&a.cli, &eo))
+	if (!rc && cli_engine_options(&a.cli, &eo, NULL))
 		rc = EXIT_USAGE;
 	if (rc) {
 		free(a.key);

@@ -99,7 +99,7 @@ int cmd_chat(int argc, char **argv)
 	if (rc)
 		return rc == CLI_DONE ? EXIT_OK : rc;
 	if (cli_is_remote(&com) ? cli_remote_options(&com, &a.cfg.remote, keep_notice)
-				: cli_engine_options(&com, &a.cfg.engine))
+				: cli_engine_options(&com, &a.cfg.engine, keep_notice))
 		return cli_is_remote(&com) ? EXIT_RUNTIME : EXIT_USAGE;
 	cli_env_hub(&hub);
 	a.cfg.model = com.model;

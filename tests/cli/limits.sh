@@ -1,0 +1,26 @@
+#!/bin/sh
+# limits.sh — small things hostile or careless input used to get wrong: --threads
+# far above the CPUs, a NUL byte in a plain-mode line.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+need_tokenizer
+M=$TMP/model
+chat_model "$M" --vocab-size 151669
+export XDG_STATE_HOME="$TMP/state" HOME="$TMP"
+cpus=$(getconf _NPROCESSORS_ONLN)
+
+# --threads 1000: capped to the CPUs, with a notice.
+echo 1 2 3 | "$QWENCHAT" logits -m "$M" --threads 1000 --out "$TMP/l" 2>"$TMP/err"
+grep -q "^qwenchat: --threads 1000 is more than the $cpus CPUs online; using $cpus$" "$TMP/err" &&
+	pass "--threads above the CPUs is capped with a notice" || fail "threads: $(cat "$TMP/err")"
+printf 'hi\n/quit\n' | "$QWENCHAT" chat -m "$M" --threads 1000 -n 2 >/dev/null 2>"$TMP/err"
+grep -q "more than the $cpus CPUs online" "$TMP/err" && pass "the chat says so too" ||
+	fail "chat threads: $(cat "$TMP/err")"
+
+# A NUL in a plain-mode line: refused, visibly, and nothing of it is sent.
+printf 'before\0after\nreal message\n' | "$QWENCHAT" chat -m "$M" --threads 1 -n 2 >/dev/null 2>"$TMP/err"
+grep -q '^qwenchat: the line holds a NUL byte; not sent$' "$TMP/err" && pass "a NUL line is refused visibly" ||
+	fail "NUL: $(cat "$TMP/err")"
+python3 -c 'import json,sys; m=json.load(open(open(sys.argv[1]).read().strip())); u=[t["content"] for t in m if t["role"]=="user"]; sys.exit(0 if u == ["real message"] else 1)' \
+	"$TMP/state/qwenchat/last-session" && pass "only the next line was sent" || fail "sent: $(cat "$(cat "$TMP/state/qwenchat/last-session")")"
+finish
