@@ -494,7 +494,8 @@ static char *resolve(const char *model, bool weights)
 {
 	if (!model || !*model)
 		model = hub_default_model();
-	if (fio_is_dir(model)) {
+	/* a directory, or a file (a .gguf, checked when it is opened) */
+	if (fio_is_dir(model) || fio_is_file(model)) {
 		char *d = strdup(model);
 		if (!d)
 			err_set("out of memory");
