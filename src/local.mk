@@ -15,6 +15,7 @@ libapp_a_SOURCES = \
 	src/hub/hub.c src/hub/hub.h \
 	src/hub/hfcache.c src/hub/hfcache.h \
 	src/hub/download.c src/hub/download.h \
+	src/hub/loader.c src/hub/loader.h \
 	src/chat/chat.c src/chat/chat.h \
 	src/chat/template.c src/chat/template.h \
 	src/chat/tojson.c src/chat/tojson.h \

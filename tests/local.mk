@@ -151,3 +151,11 @@ tests_fuzz_fuzz_tokenizer_LDADD = $(TOKENIZER_LIBS)
 tests_fuzz_fuzz_tokenizer_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_tokenizer.c tests/fuzz/corpus/tokenizer
 EXTRA_DIST += tests/bench/tokenizer-bench.sh tests/bench/tokenizer-bench.js
+
+# GGUF files: the reader and loader against the same model's Hugging Face directory
+# (tests/mkgguf.py writes GGUFs as convert_hf_to_gguf.py does), the malformed-file table.
+check_PROGRAMS += tests/unit/test_gguf
+TESTS += tests/unit/test_gguf tests/cli/gguf.sh
+tests_unit_test_gguf_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_gguf_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
+EXTRA_DIST += tests/mkgguf.py tests/cli/gguf.sh tests/cli/gguf_bad.py

@@ -14,6 +14,7 @@
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/hub/hub.h"
+#include "src/hub/loader.h"
 
 static char *state_dir(const char *given)
 {
@@ -93,7 +94,7 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 	a->eng = eng_new(a->model, &eo, notice);
 	if (!a->eng)
 		return -1;
-	a->tok = tok_load(a->dir);
+	a->tok = loader_tokenizer(a->dir);
 	if (!a->tok)
 		return -1;
 	const char *warn = NULL;
@@ -102,7 +103,7 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 		notice(warn);
 	samp_params_default(&a->params);
 	a->n_eos = 0;
-	if (samp_load_generation_config(a->dir, &a->params, a->eos, &a->n_eos))
+	if (loader_generation(a->dir, &a->params, a->eos, &a->n_eos))
 		return -1;
 	samp_params_preset(&a->params, a->think, cfg->common.set);
 	cli_sampling(&cfg->common, &a->params);

@@ -5,6 +5,7 @@
 #include "src/cli/commands.h"
 #include "src/base/err.h"
 #include "src/hub/hub.h"
+#include "src/hub/loader.h"
 #include "src/chat/template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -61,7 +62,7 @@ static int render(const char *model, const char *messages, bool agp, int think)
 	/* The template comes through the tokenizer, so that this command, `run` and the
 	 * chat read tokenizer_config.json the same way (named template lists included). */
 	char *dir = hub_resolve_tokenizer(model);
-	struct tok *t = dir ? tok_load(dir) : NULL;
+	struct tok *t = dir ? loader_tokenizer(dir) : NULL;
 	free(dir);
 	if (!t) {
 		cli_error("%s", err_msg());

@@ -5,6 +5,7 @@
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/hub/hub.h"
+#include "src/hub/loader.h"
 #include "tokenizer/tokenizer.h"
 
 #include <errno.h>
@@ -71,7 +72,7 @@ static struct tok *load(const char *model, double *secs)
 	if (!dir)
 		return NULL;
 	double t0 = now_s();
-	struct tok *t = tok_load(dir);
+	struct tok *t = loader_tokenizer(dir);
 	if (secs)
 		*secs = now_s() - t0;
 	free(dir);
