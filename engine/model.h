@@ -26,6 +26,9 @@ struct eng_model {
 
 /* Opens a GGUF model into m (allocated and zeroed by the caller). 0 or -1 (err_set). */
 int gguf_model_open(struct eng_model *m, const char *path);
+/* The config and every weight of m->gg[0..ngg) (already parsed): what gguf_model_open
+ * does once the files are open (the fuzz target's entry). 0 or -1 (err_set). */
+int gguf_model_bind(struct eng_model *m);
 
 /* Reads the config from a GGUF's qwen3.* keys (the vocabulary size from
  * token_embd.weight, tied when output.weight is absent), validated as config.json

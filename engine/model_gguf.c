@@ -391,8 +391,11 @@ static enum eng_dtype dominant_type(const struct eng_model *m)
 
 int gguf_model_open(struct eng_model *m, const char *path)
 {
-	if (open_splits(m, path))
-		return -1;
+	return open_splits(m, path) ? -1 : gguf_model_bind(m);
+}
+
+int gguf_model_bind(struct eng_model *m)
+{
 	int fi;
 	const struct gguf_tensor *embed = locate(m, "token_embd.weight", &fi);
 	if (!embed)

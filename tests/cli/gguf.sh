@@ -38,4 +38,61 @@ while IFS="$tab" read -r cmd file expect; do
 done <"$TMP/cases"
 [ "$n" -ge 20 ] && pass "$n malformed files" || fail "only $n malformed files"
 
+# ---- info on a GGUF: tensor types, bits per weight, file size ----
+G="$TMP/bad/good.gguf"
+"$QWENCHAT" info -m "$G" >"$TMP/info" 2>&1 || fail "info on a GGUF"
+# 15 BF16 matrices (tied: no output.weight), 9 F32 norms as convert_hf_to_gguf.py writes
+grep -q "GGUF loaded and checked" "$TMP/info" && grep -q "BF16: 15 tensors" "$TMP/info" &&
+	grep -q "F32: 9 tensors" "$TMP/info" && grep -q "16.08 bits per weight" "$TMP/info" &&
+	grep -q "($(wc -c <"$G") bytes)" "$TMP/info" && pass "info shows the GGUF's types and size" ||
+	fail "info on a GGUF: $(cat "$TMP/info")"
+"$QWENCHAT" info -m "$G" --json >"$TMP/info.json" || fail "info --json on a GGUF"
+$PY -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "gguf" and d["file_bytes"] == int(sys.argv[2]), d
+t = d["tensor_types"]
+assert t["BF16"]["tensors"] == 15 and t["F32"]["tensors"] == 9, t
+assert d["weight_bytes"] == t["BF16"]["bytes"] + t["F32"]["bytes"]
+w = t["BF16"]["weights"] + t["F32"]["weights"]
+assert w == d["params"]["total"] and t["F32"]["weights"] == 2 * 2 * 64 + 2 * 2 * 16 + 64, t
+assert abs(d["bits_per_weight"] - 8 * d["weight_bytes"] / w) < 1e-9
+assert d["config"]["vocab_size"] == 300 and d["config"]["num_hidden_layers"] == 2
+' "$TMP/info.json" "$(wc -c <"$G")" && pass "info --json on a GGUF" || fail "info --json on a GGUF"
+
+# ---- with the real Qwen3 tokenizer: the same ids, template and text as the directory ----
+TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh")
+case $? in
+0) ;;
+77) echo "SKIP: the rest needs the Qwen3 tokenizer files"; finish ;;
+*) fail "fetch-tokenizer.sh"; finish ;;
+esac
+Q="$TMP/q"
+"$MK" --out "$Q" --tokenizer "$TOK_DIR" --vocab-size 151936 --hidden-size 64 \
+	--intermediate-size 96 --layers 2 --heads 4 --kv-heads 2 --head-dim 16 --seed 3 \
+	>/dev/null || { fail "mkmodel q"; finish; }
+$PY "$TOP_SRCDIR/tests/mkgguf.py" "$Q" "$TMP/q.gguf" --norm-type bf16 || fail "mkgguf q"
+text='Hello <think>wörld</think> <|im_start|>user 日本語 😀 123'
+a=$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$Q")
+b=$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/q.gguf")
+[ -n "$a" ] && [ "$a" = "$b" ] && pass "tokenize: the same ids ($b)" || fail "tokenize: '$a' vs '$b'"
+a=$(echo "$b" | "$QWENCHAT" detokenize -m "$TMP/q.gguf")
+[ "$a" = "$text" ] && pass "detokenize gives the text back" || fail "detokenize: '$a'"
+printf '[{"role": "user", "content": "Hi"}]' >"$TMP/conv.json"
+"$QWENCHAT" template -m "$Q" --messages "$TMP/conv.json" --add-generation-prompt >"$TMP/t1" &&
+	"$QWENCHAT" template -m "$TMP/q.gguf" --messages "$TMP/conv.json" \
+		--add-generation-prompt >"$TMP/t2" 2>"$TMP/err" && cmp -s "$TMP/t1" "$TMP/t2" &&
+	! [ -s "$TMP/err" ] && pass "template: the GGUF's chat template, recognised" ||
+	fail "template differs: $(cat "$TMP/err")"
+a=$("$QWENCHAT" run -m "$Q" --backend cpu --raw --greedy -n 12 -p "The capital of" 2>/dev/null)
+b=$("$QWENCHAT" run -m "$TMP/q.gguf" --backend cpu --raw --greedy -n 12 -p "The capital of" 2>/dev/null)
+[ -n "$b" ] && [ "$a" = "$b" ] && pass "run: the same greedy text" || fail "run: '$a' vs '$b'"
+"$QWENCHAT" logits -m "$TMP/q.gguf" --backend cpu --out "$TMP/l2" <<EOF2 || fail "logits on a GGUF"
+151644 872 198 9707
+EOF2
+"$QWENCHAT" logits -m "$Q" --backend cpu --out "$TMP/l1" <<EOF2 || fail "logits on the directory"
+151644 872 198 9707
+EOF2
+cmp -s "$TMP/l1" "$TMP/l2" && pass "logits: the same bytes" || fail "logits differ"
+
 finish
