@@ -16,6 +16,7 @@ libapp_a_SOURCES = \
 	src/hub/hfcache.c src/hub/hfcache.h \
 	src/hub/download.c src/hub/download.h \
 	src/hub/loader.c src/hub/loader.h \
+	src/hub/ggufname.c src/hub/ggufname.h \
 	src/chat/chat.c src/chat/chat.h \
 	src/chat/template.c src/chat/template.h \
 	src/chat/tojson.c src/chat/tojson.h \

@@ -30,14 +30,17 @@ char *hub_pull(const char *spec);
 
 /* One Qwen3 snapshot in the cache. */
 struct hub_entry {
-	char *repo_id;  /* "Org/Name" */
-	char *commit;   /* 40 hex digits */
-	char *refs;     /* refs naming this commit, comma-separated ("" when none) */
-	uint64_t bytes; /* size of the files the snapshot holds */
-	int complete;   /* 1 when it has everything a model directory needs */
+	char *repo_id;    /* "Org/Name" */
+	char *commit;     /* 40 hex digits */
+	char *refs;       /* refs naming this commit, comma-separated ("" when none) */
+	uint64_t bytes;   /* size of the files the snapshot holds */
+	int complete;     /* 1 when it has everything a model directory needs */
+	char *file;       /* a GGUF file of the snapshot (its path there), or NULL */
+	const char *type; /* the GGUF's general.file_type ("Q4_K_M"), or NULL */
 };
 
-/* The snapshots in the cache whose config.json says model_type "qwen3", sorted by
+/* The snapshots in the cache whose config.json says model_type "qwen3", and the
+ * GGUF files whose general.architecture is "qwen3" (one entry each), sorted by
  * repo id. 0 (with *out possibly NULL when *n is 0) or -1 (err_set). */
 int hub_list(struct hub_entry **out, size_t *n);
 void hub_list_free(struct hub_entry *e, size_t n);
