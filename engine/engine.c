@@ -9,6 +9,7 @@
 #include "engine/backend.h"
 #include "engine/engine.h"
 #include "src/base/err.h"
+#include "src/base/clock.h"
 
 struct eng {
 	struct eng_model *model;
@@ -21,13 +22,6 @@ struct eng {
 	double prefill_s, decode_s;
 	int64_t prefill_tok, decode_tok;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* The backend for `kind`; AUTO prefers CUDA when it is built and finds a device. */
 static const struct eng_backend_ops *pick_backend(enum eng_backend_kind kind,
@@ -183,10 +177,10 @@ int eng_forward(struct eng *e, const int32_t *ids, int n, int pos, float *logits
 		return -1;
 	/* The backend overwrites entries from pos on; until it succeeds only pos stay valid. */
 	e->cached = pos;
-	double t0 = now_s();
+	double t0 = clock_now();
 	if (e->ops->forward(e->st, ids, n, pos, logits, all_logits))
 		return -1;
-	double dt = now_s() - t0;
+	double dt = clock_now() - t0;
 	if (check_finite(logits, all_logits ? n : 1, vocab, all_logits ? pos : pos + n - 1))
 		return -1;
 	count_forward(e, n, pos, dt);
@@ -218,10 +212,10 @@ int eng_forward_sample(struct eng *e, int32_t id, int pos, const struct eng_samp
 	if (check_forward(e, &id, 1, pos))
 		return -1;
 	e->cached = pos; /* as in eng_forward */
-	double t0 = now_s();
+	double t0 = clock_now();
 	if (e->ops->forward_sample(e->st, id, pos, sp, next, used_uniform))
 		return -1;
-	count_forward(e, 1, pos, now_s() - t0);
+	count_forward(e, 1, pos, clock_now() - t0);
 	return 0;
 }
 

@@ -88,6 +88,9 @@ struct eng_param_counts {
 };
 void eng_count_params(const struct eng_config *cfg, struct eng_param_counts *out);
 
+/* The factor RoPE multiplies cos and sin by: YaRN's attention factor, 1 otherwise. */
+double eng_rope_attention_factor(const struct eng_config *cfg);
+
 /* KV cache bytes per token for elements of `elem_size` bytes (2 for bf16). */
 size_t eng_kv_bytes_per_token(const struct eng_config *cfg, size_t elem_size);
 

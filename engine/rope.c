@@ -85,3 +85,10 @@ void rope_table(const struct eng_config *c, int ctx, float *cos_out, float *sin_
 			sin_out[(size_t)p * half + i] = (float)sin((double)f) * af;
 		}
 }
+
+double eng_rope_attention_factor(const struct eng_config *c)
+{
+	float inv_freq[ENG_MAX_HEAD_DIM / 2], scale;
+	rope_inv_freq(c, inv_freq, &scale);
+	return scale;
+}

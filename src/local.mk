@@ -7,7 +7,11 @@ noinst_LIBRARIES += libbase.a
 libbase_a_SOURCES = \
 	src/base/err.c src/base/err.h \
 	src/base/fileio.c src/base/fileio.h \
-	src/base/strbuf.c src/base/strbuf.h
+	src/base/strbuf.c src/base/strbuf.h \
+	src/base/clock.c src/base/clock.h \
+	src/base/units.c src/base/units.h \
+	src/base/proc.c src/base/proc.h \
+	src/base/array.c src/base/array.h
 
 # App: everything between the command line and the engine and tokenizer.
 noinst_LIBRARIES += libapp.a
@@ -20,6 +24,7 @@ libapp_a_SOURCES = \
 	src/chat/chat.c src/chat/chat.h \
 	src/chat/template.c src/chat/template.h \
 	src/chat/tojson.c src/chat/tojson.h \
+	src/chat/fit.c src/chat/fit.h \
 	src/session/sampler.c src/session/sampler.h \
 	src/session/session.c src/session/session.h \
 	src/app/app.c src/app/app.h src/app/app_state.h src/app/app_slash.c \
@@ -28,6 +33,6 @@ libapp_a_SOURCES = \
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.
 qwenchat_SOURCES = src/cli/main.c \
-	src/cli/cli.c src/cli/cli.h src/cli/commands.h \
+	src/cli/cli.c src/cli/cli.h src/cli/commands.h src/cli/env.c src/cli/env.h \
 	src/cli/cmd_run.c src/cli/cmd_template.c src/cli/cmd_tokenize.c \
 	src/cli/cmd_train_bpe.c src/cli/cmd_engine.c src/cli/cmd_info.c src/cli/cmd_hub.c

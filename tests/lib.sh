@@ -37,6 +37,17 @@ need_tokenizer() {
 	TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh") || exit $?
 }
 
+# chat_model DIR [MKMODEL OPTIONS...] — writes a test model with the real Qwen3
+# tokenizer (tests/mkmodel: deterministic random weights; its tiny shape unless the
+# options say otherwise) and ends the test when that fails. Skips (77) without the
+# tokenizer, as need_tokenizer does.
+chat_model() {
+	[ -n "${TOK_DIR:-}" ] || need_tokenizer
+	dir=$1; shift
+	"$TOP_BUILDDIR/tests/mkmodel" --out "$dir" --tokenizer "$TOK_DIR" "$@" >/dev/null ||
+		{ echo "mkmodel failed: $*" >&2; exit 1; }
+}
+
 # Ends the test: exit 0 when no check failed.
 finish() {
 	if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed" >&2; exit 1; fi

@@ -42,8 +42,10 @@ tests_unit_test_engine_kernels_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 check_PROGRAMS += tests/unit/test_engine tests/unit/test_engine_golden
 TESTS += tests/unit/test_engine tests/unit/test_engine_golden
 tests_unit_test_engine_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_engine_SOURCES = tests/unit/test_engine.c tests/unit/testutil.c tests/unit/testutil.h
 tests_unit_test_engine_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 tests_unit_test_engine_golden_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_engine_golden_SOURCES = tests/unit/test_engine_golden.c tests/unit/testutil.c tests/unit/testutil.h
 tests_unit_test_engine_golden_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 EXTRA_DIST += tests/golden/make-logits-golden.sh tests/golden/logits-tiny.txt \
 	tests/golden/logits-odd.txt tests/golden/logits-yarn.txt tests/golden/logits-yarn-af.txt \
@@ -62,6 +64,7 @@ TESTS += tests/unit/test_hub tests/cli/hub.sh
 EXTRA_DIST += tests/cli/hub.sh tests/cli/hub-server.py
 tests_unit_test_hub_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_hub_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
+tests_cli_hub_resolve_SOURCES = tests/cli/hub_resolve.c src/cli/env.c
 tests_cli_hub_resolve_LDADD = $(APP_LIBS)
 
 # Sampler and session (issue 4).
@@ -97,6 +100,7 @@ EXTRA_DIST += tests/fuzz/fuzz_chat.c tests/fuzz/corpus/chat
 check_PROGRAMS += tests/unit/test_session
 TESTS += tests/unit/test_session
 tests_unit_test_session_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_session_SOURCES = tests/unit/test_session.c tests/unit/testutil.c tests/unit/testutil.h
 tests_unit_test_session_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/cli/run.sh
 EXTRA_DIST += tests/cli/run.sh
@@ -139,6 +143,7 @@ EXTRA_DIST += tests/fuzz/fuzz_genconfig.c tests/fuzz/corpus/genconfig
 check_PROGRAMS += tests/unit/test_tokenizer
 TESTS += tests/unit/test_tokenizer
 tests_unit_test_tokenizer_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_tokenizer_SOURCES = tests/unit/test_tokenizer.c tests/unit/testutil.c tests/unit/testutil.h
 tests_unit_test_tokenizer_LDADD = $(TOKENIZER_LIBS) $(CMOCKA_LIBS)
 EXTRA_DIST += tests/golden/make-tokenizer-golden.js tests/golden/tokenizer-cases.jsonl \
 	tests/golden/tokenizer-mixed.json tests/golden/qwen2-tokenizer-reference-cases.jsonl \

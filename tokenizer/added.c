@@ -5,6 +5,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "src/base/array.h"
 #include "src/base/err.h"
 
 static int cmp_len_desc(const void *x, const void *y)
@@ -37,14 +38,8 @@ void added_clear(struct added_set *a)
 
 static int seg_push(struct added_segs *o, size_t start, size_t end, int32_t id)
 {
-	if (o->n == o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 16;
-		struct added_seg *v = realloc(o->v, cap * sizeof *v);
-		if (!v)
-			return err_set("tokenizer: out of memory");
-		o->v = v;
-		o->cap = cap;
-	}
+	if (arr_reserve(&o->v, &o->cap, o->n + 1, sizeof *o->v))
+		return -1;
 	o->v[o->n++] = (struct added_seg){start, end, id};
 	return 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "src/base/array.h"
 #include "src/base/err.h"
 
 /* Pieces up to this many bytes are cached (as tokenizers caches words under 256
@@ -103,16 +104,8 @@ static uint64_t hash_u64(uint64_t x)
 
 int bpe_ids_push(struct bpe_ids *a, const int32_t *ids, size_t n)
 {
-	if (a->n + n > a->cap) {
-		size_t cap = a->cap ? a->cap : 256;
-		while (cap < a->n + n)
-			cap *= 2;
-		int32_t *v = realloc(a->v, cap * sizeof *v);
-		if (!v)
-			return err_set("tokenizer: out of memory");
-		a->v = v;
-		a->cap = cap;
-	}
+	if (arr_reserve(&a->v, &a->cap, a->n + n, sizeof *a->v))
+		return -1;
 	memcpy(a->v + a->n, ids, n * sizeof *ids);
 	a->n += n;
 	return 0;
@@ -144,21 +137,6 @@ void bpe_free(struct bpe *b)
 	free(b->prv);
 	free(b->heap);
 	free(b);
-}
-
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t c = *cap ? *cap : 1024;
-	while (c < need)
-		c *= 2;
-	void *q = realloc(*p, c * elem);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = c;
-	return true;
 }
 
 /* Memory for a hash table of n bytes. Tables of 2 MB and more (Qwen3's vocabulary and
@@ -250,7 +228,7 @@ int bpe_add_token(struct bpe *b, const char *s, size_t n, int32_t id)
 		return err_set("token for id %d given twice (also id %d)", id, v->id);
 	if (b->bytes_len + n > UINT32_MAX - 1)
 		return err_set("vocabulary too large");
-	if (!grow((void **)&b->bytes, &b->bytes_cap, b->bytes_len + n, 1))
+	if (arr_reserve(&b->bytes, &b->bytes_cap, b->bytes_len + n, 1))
 		return err_set("tokenizer: out of memory");
 	memcpy(b->bytes + b->bytes_len, s, n);
 	b->span[id].off = (uint32_t)b->bytes_len;
@@ -344,7 +322,7 @@ int bpe_reserve(struct bpe *b, size_t tokens, size_t merges)
 	if (v > b->vcap && vgrow(b, v))
 		return -1;
 	/* ~11 bytes per token (Qwen3: 1.6 MB for 151k) */
-	if (!grow((void **)&b->bytes, &b->bytes_cap, tokens * 11, 1))
+	if (arr_reserve(&b->bytes, &b->bytes_cap, tokens * 11, 1))
 		return err_set("tokenizer: out of memory");
 	if (m > b->mcap && mgrow(b, m))
 		return -1;
@@ -415,7 +393,7 @@ static int merge_piece(struct bpe *b, const unsigned char *s, size_t n)
 		b->scratch_cap = cap;
 	}
 	/* each merge pushes at most 2 entries; n - 1 initial ones */
-	if (!grow((void **)&b->heap, &b->heap_cap, 3 * n, sizeof *b->heap))
+	if (arr_reserve(&b->heap, &b->heap_cap, 3 * n, sizeof *b->heap))
 		return err_set("tokenizer: out of memory");
 	int32_t *sym = b->sym, *nxt = b->nxt, *prv = b->prv, id;
 	uint64_t *heap = b->heap;
@@ -493,7 +471,7 @@ static void cache_put(struct bpe *b, uint64_t h, size_t slot, const char *s, siz
 	if (n <= sizeof c.k.key) {
 		memcpy(c.k.key, s, n);
 	} else {
-		if (!grow((void **)&b->cache_bytes, &b->cb_cap, b->cb_len + n, 1))
+		if (arr_reserve(&b->cache_bytes, &b->cb_cap, b->cb_len + n, 1))
 			return; /* the cache is only an optimisation */
 		c.k.off = (uint32_t)b->cb_len;
 		memcpy(b->cache_bytes + b->cb_len, s, n);
@@ -502,7 +480,7 @@ static void cache_put(struct bpe *b, uint64_t h, size_t slot, const char *s, siz
 	if (k <= 2) {
 		memcpy(c.i.ids, ids, k * sizeof *ids);
 	} else {
-		if (!grow((void **)&b->cache_ids, &b->ci_cap, b->ci_len + k, sizeof *ids))
+		if (arr_reserve(&b->cache_ids, &b->ci_cap, b->ci_len + k, sizeof *ids))
 			return;
 		c.i.off = (uint32_t)b->ci_len;
 		memcpy(b->cache_ids + b->ci_len, ids, k * sizeof *ids);

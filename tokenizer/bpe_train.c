@@ -3,6 +3,7 @@
  * hold the merged pair, never a rescan of the whole vocabulary of pre-tokens. */
 #include "tokenizer/bpe_train.h"
 
+#include "src/base/array.h"
 #include "src/base/err.h"
 
 #include <stdbool.h>
@@ -50,21 +51,6 @@ struct trainer {
 	int ntok;
 };
 
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = n;
-	return true;
-}
-
 static uint64_t mix64(uint64_t x)
 {
 	x ^= x >> 33;
@@ -110,7 +96,7 @@ static int64_t pair_get(struct trainer *t, int32_t a, int32_t b)
 	if (t->npairs == UINT32_MAX - 1)
 		return -1;
 	size_t cap = t->cappairs;
-	if (!grow((void **)&t->pairs, &cap, (size_t)t->npairs + 1, sizeof *t->pairs))
+	if (arr_reserve(&t->pairs, &cap, (size_t)t->npairs + 1, sizeof *t->pairs))
 		return -1;
 	t->cappairs = (uint32_t)cap;
 	uint32_t i = t->npairs++;
@@ -136,14 +122,14 @@ static int pair_add(struct trainer *t, int32_t a, int32_t b, int64_t delta, uint
 	if (p->nwords == 0 || p->words[p->nwords - 1] != w) {
 		size_t cap = p->capwords;
 		if ((size_t)p->nwords + 1 > UINT32_MAX ||
-		    !grow((void **)&p->words, &cap, (size_t)p->nwords + 1, sizeof *p->words))
+		    arr_reserve(&p->words, &cap, (size_t)p->nwords + 1, sizeof *p->words))
 			return -1;
 		p->capwords = (uint32_t)cap;
 		p->words[p->nwords++] = w;
 	}
 	if (step && p->dirty != step) {
 		p->dirty = step;
-		if (!grow((void **)&t->raised, &t->capraised, t->nraised + 1, sizeof *t->raised))
+		if (arr_reserve(&t->raised, &t->capraised, t->nraised + 1, sizeof *t->raised))
 			return -1;
 		t->raised[t->nraised++] = (uint32_t)i;
 	}
@@ -196,7 +182,7 @@ static void sift_down(struct trainer *t, size_t i)
 
 static int heap_push(struct trainer *t, uint32_t pair)
 {
-	if (!grow((void **)&t->heap, &t->capheap, t->nheap + 1, sizeof *t->heap))
+	if (arr_reserve(&t->heap, &t->capheap, t->nheap + 1, sizeof *t->heap))
 		return -1;
 	struct heap_entry e = {t->pairs[pair].count, pair};
 	size_t i = t->nheap++;
@@ -235,7 +221,7 @@ static int token_add(struct trainer *t, int32_t a, int32_t b)
 {
 	size_t la = t->off[a + 1] - t->off[a], lb = t->off[b + 1] - t->off[b];
 	size_t cap = t->arena_cap;
-	if (!grow((void **)&t->arena, &cap, t->arena_len + la + lb, 1))
+	if (arr_reserve(&t->arena, &cap, t->arena_len + la + lb, 1))
 		return -1;
 	t->arena_cap = cap;
 	memcpy(t->arena + t->arena_len, t->arena + t->off[a], la);

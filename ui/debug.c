@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
-#include "tokenizer/tokenizer.h"
 #include "ui/uistate.h"
 
 static void line(int y, int x, int w, attr_t at, const char *fmt, ...)
@@ -26,26 +24,6 @@ static void line(int y, int x, int w, attr_t at, const char *fmt, ...)
 	attrset(at);
 	mvaddnstr(y, x, s, (int)view_fit(s, strlen(s), w));
 	attrset(A_NORMAL);
-}
-
-/* A token's text with control characters escaped, for one line. */
-static void token_text(struct tok *t, int32_t id, char *out, size_t sz)
-{
-	size_t n = 0, k = 0;
-	const char *p = id >= 0 ? tok_piece(t, id, &n) : NULL;
-	for (size_t i = 0; p && i < n && k + 5 < sz; i++) {
-		unsigned char c = (unsigned char)p[i];
-		if (c == '\n')
-			k += (size_t)snprintf(out + k, sz - k, "\\n");
-		else if (c < 0x20)
-			k += (size_t)snprintf(out + k, sz - k, "\\x%02x", c);
-		else
-			out[k++] = (char)c;
-	}
-	out[k] = 0;
-	/* Cut a trailing partial UTF-8 sequence (a byte-level token may end mid-character). */
-	size_t valid = view_fit(out, k, 1 << 20);
-	out[valid] = 0;
 }
 
 static void attention(struct ui *u, int y, int x, int h, int w)
@@ -114,7 +92,7 @@ static void attention(struct ui *u, int y, int x, int h, int w)
 			break;
 		used[best] = 1;
 		char t[96];
-		token_text(app_tok(u->a), at.ids[best], t, sizeof t);
+		app_token_text(u->a, at.ids[best], t, sizeof t);
 		line(y + r++, x, w, A_NORMAL, "  %.3f  #%-5d '%s'", row[best], best, t);
 	}
 	free(used);
@@ -125,36 +103,31 @@ static void attention(struct ui *u, int y, int x, int h, int w)
 
 static void memory(struct ui *u, int y, int x, int h, int w)
 {
-	const struct eng_config *cfg = app_eng_config(u->a);
-	const struct eng_stats *m = &u->fig.mem;
-	struct eng_param_counts pc;
-	eng_count_params(cfg, &pc);
-	double es = (double)eng_dtype_size(cfg->dtype) / 1048576.0, mib = 1048576.0;
+	const struct app_memory *m = &u->fig.mem;
+	double mib = 1048576.0;
+	int layers = m->layers > 0 ? m->layers : 1;
 	char rows[12][160];
 	int n = 0;
-	snprintf(rows[n++], 160, "memory (MiB)  weights %.1f resident", m->weight_bytes / mib);
-	snprintf(rows[n++], 160, "  embedding %.1f  lm_head %.1f%s", pc.embedding * es,
-		 (pc.lm_head ? pc.lm_head : pc.embedding) * es, pc.lm_head ? "" : " (tied)");
-	snprintf(rows[n++], 160, "  attention %.1f  mlp %.1f  norms %.2f",
-		 (pc.attn_q + pc.attn_k + pc.attn_v + pc.attn_o) * es,
-		 (pc.mlp_gate + pc.mlp_up + pc.mlp_down) * es,
-		 (pc.qk_norm + pc.layer_norms + pc.final_norm) * es);
+	snprintf(rows[n++], 160, "memory (MiB)  weights %.1f resident", m->weights / mib);
+	snprintf(rows[n++], 160, "  embedding %.1f  lm_head %.1f%s", m->embedding / mib,
+		 m->lm_head / mib, m->tied ? " (tied)" : "");
+	snprintf(rows[n++], 160, "  attention %.1f  mlp %.1f  norms %.2f", m->attention / mib,
+		 m->mlp / mib, m->norms / mib);
 	snprintf(rows[n++], 160, "KV cache %.1f used / %.1f allocated; per layer %.2f / %.2f",
-		 m->kv_bytes_used / mib, m->kv_bytes_allocated / mib,
-		 m->kv_bytes_used / mib / cfg->num_layers,
-		 m->kv_bytes_allocated / mib / cfg->num_layers);
+		 m->kv_used / mib, m->kv_allocated / mib, m->kv_used / mib / layers,
+		 m->kv_allocated / mib / layers);
 	snprintf(rows[n++], 160, "context %d / %d tokens", u->fig.ctx_used, u->fig.ctx_max);
-	if (m->graph_bytes)
-		snprintf(rows[n++], 160, "scratch %.1f  CUDA graphs %.1f", m->scratch_bytes / mib,
-			 m->graph_bytes / mib);
+	if (m->graphs)
+		snprintf(rows[n++], 160, "scratch %.1f  CUDA graphs %.1f", m->scratch / mib,
+			 m->graphs / mib);
 	else
-		snprintf(rows[n++], 160, "scratch %.1f", m->scratch_bytes / mib);
+		snprintf(rows[n++], 160, "scratch %.1f", m->scratch / mib);
 	if (m->device_total)
 		snprintf(rows[n++], 160, "GPU %.0f free / %.0f total", m->device_free / mib,
 			 m->device_total / mib);
 	else
 		snprintf(rows[n++], 160, "GPU: none (%s backend)", app_backend(u->a));
-	snprintf(rows[n++], 160, "host RSS %.1f", u->rss / mib);
+	snprintf(rows[n++], 160, "host RSS %.1f", m->host_rss / mib);
 	for (int r = 0; r < h; r++)
 		line(y + r, x, w, r == 0 ? A_BOLD : A_NORMAL, "%s", r < n ? rows[r] : "");
 }

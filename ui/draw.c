@@ -132,7 +132,7 @@ static void draw_status(struct ui *u, int y, int w)
 		n += snprintf(s + n, sizeof s - n, "prefilling... | ");
 	n += snprintf(s + n, sizeof s - n, "prefill %.0f t/s | decode %.1f t/s | TTFT %.2fs | ",
 		      f->turn.prefill_tps, f->turn.decode_tps, f->turn.ttft);
-	human(c, sizeof c, (double)u->rss);
+	human(c, sizeof c, (double)f->mem.host_rss);
 	if (f->mem.device_total) {
 		human(a, sizeof a, (double)(f->mem.device_total - f->mem.device_free));
 		human(b, sizeof b, (double)f->mem.device_total);

@@ -17,6 +17,7 @@
 #include <readline/readline.h>
 
 #include "src/base/err.h"
+#include "src/base/clock.h"
 #include "src/base/fileio.h"
 #include "src/app/plain.h"
 #include "ui/uistate.h"
@@ -183,13 +184,6 @@ static void finish_turn(struct ui *u, int rc, const char *err)
 	}
 }
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 static void resize(void)
 {
 	struct winsize ws;
@@ -227,10 +221,9 @@ static void step(struct ui *u, double *last_fig)
 		if (app_drain(u->a, piece, u, &rc, err, sizeof err))
 			finish_turn(u, rc, err);
 	}
-	double t = now();
+	double t = clock_now();
 	if (t - *last_fig > (busy ? 0.1 : 0.5)) {
 		app_figures(u->a, &u->fig);
-		u->rss = app_host_rss();
 		*last_fig = t;
 		u->dirty = true;
 	}
@@ -269,7 +262,6 @@ int ui_main(struct app *a, const char *notices)
 	fflush(stdout);
 	in_init(&u);
 	app_figures(a, &u.fig);
-	u.rss = app_host_rss();
 	if (chat_count(app_chat(a)) && app_start(a, true) == 0) /* --resume: re-prefill */
 		snprintf(u.hint, sizeof u.hint, "prefilling the resumed conversation...");
 	u.dirty = true;

@@ -21,7 +21,6 @@ struct ui {
 	char hint[512]; /* a passing message in the key hint line */
 	char *restore;  /* text to put back into the input line */
 	struct app_figures fig;
-	size_t rss;
 	size_t last_nlines; /* layout size at the last frame (scroll anchoring) */
 	char *history_path;
 

@@ -1,6 +1,8 @@
 /* view.c — the chat's screen model and its layout into display lines. */
 #include "ui/view.h"
 
+#include "src/base/array.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,14 +33,8 @@ void view_free(struct view *v)
 
 static int text_add(struct vb_text *t, const char *s, size_t n)
 {
-	if (t->n + n + 1 > t->cap) {
-		size_t cap = (t->n + n + 1) * 2;
-		char *p = realloc(t->s, cap);
-		if (!p)
-			return -1;
-		t->s = p;
-		t->cap = cap;
-	}
+	if (arr_reserve(&t->s, &t->cap, t->n + n + 1, 1))
+		return -1;
 	memcpy(t->s + t->n, s, n);
 	t->n += n;
 	t->s[t->n] = 0;
@@ -47,14 +43,8 @@ static int text_add(struct vb_text *t, const char *s, size_t n)
 
 int view_add(struct view *v, enum vb_kind kind, const char *reasoning, const char *content)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 32;
-		struct vblock *p = realloc(v->b, cap * sizeof *p);
-		if (!p)
-			return -1;
-		v->b = p;
-		v->cap = cap;
-	}
+	if (arr_reserve(&v->b, &v->cap, v->n + 1, sizeof *v->b))
+		return -1;
 	struct vblock *b = &v->b[v->n];
 	memset(b, 0, sizeof *b);
 	b->kind = kind;
@@ -149,14 +139,8 @@ size_t view_fit(const char *s, size_t n, int cols)
 
 static int push(struct view *v, enum vl_style st, const char *s, int len, int block)
 {
-	if (v->nlines == v->caplines) {
-		size_t cap = v->caplines ? v->caplines * 2 : 256;
-		struct vline *p = realloc(v->lines, cap * sizeof *p);
-		if (!p)
-			return -1;
-		v->lines = p;
-		v->caplines = cap;
-	}
+	if (arr_reserve(&v->lines, &v->caplines, v->nlines + 1, sizeof *v->lines))
+		return -1;
 	v->lines[v->nlines++] = (struct vline){st, s, len, block};
 	return 0;
 }

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "src/base/err.h"
+#include "src/base/clock.h"
+#include "src/base/proc.h"
 
 /* How long an idle worker spins before sleeping: long enough to bridge the gap
  * between the tasks of one forward pass and between decode steps. */
@@ -44,13 +46,6 @@ struct worker_arg {
 	int tid;
 };
 
-static long now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -62,12 +57,12 @@ static inline void cpu_relax(void)
 static unsigned wait_gen(struct cpu_pool *p, unsigned seen)
 {
 	unsigned g;
-	long start = now_ns();
+	long start = clock_ns();
 	for (int i = 0;; i++) {
 		g = atomic_load(&p->gen);
 		if (g != seen)
 			return g;
-		if ((i & 255) == 255 && now_ns() - start > SPIN_NS)
+		if ((i & 255) == 255 && clock_ns() - start > SPIN_NS)
 			break;
 		cpu_relax();
 	}
@@ -114,10 +109,8 @@ static void bump(struct cpu_pool *p)
 
 struct cpu_pool *cpu_pool_new(int nthreads)
 {
-	if (nthreads <= 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-		nthreads = c > 0 ? (int)c : 1;
-	}
+	if (nthreads <= 0)
+		nthreads = proc_online_cpus();
 	if (nthreads > 1024)
 		nthreads = 1024;
 	struct cpu_pool *p = calloc(1, sizeof *p);

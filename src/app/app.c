@@ -11,24 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "src/chat/fit.h"
+#include "src/base/array.h"
 #include "src/base/err.h"
+#include "src/base/clock.h"
 #include "src/base/fileio.h"
+#include "src/base/proc.h"
 #include "src/hub/hub.h"
 #include "src/hub/loader.h"
-
-static char *state_dir(const char *given)
-{
-	if (given)
-		return strdup(given);
-	const char *x = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-	if (x && x[0] == '/')
-		return fio_join(x, "qwenchat");
-	if (!home || !*home)
-		home = ".";
-	char *base = fio_join(home, ".local/state"), *d = base ? fio_join(base, "qwenchat") : NULL;
-	free(base);
-	return d;
-}
 
 /* The file holding the path of the last session, for --resume. */
 static char *last_file(const struct app *a)
@@ -80,18 +70,68 @@ static int resume_last(struct app *a, void (*notice)(const char *))
 	return 0;
 }
 
+/* The memory figures now (engine statistics, parameter counts, RSS); lock held or
+ * no worker running. */
+static void memory_update(struct app *a)
+{
+	const struct eng_config *c = eng_model_config(a->model);
+	struct eng_stats st;
+	struct eng_param_counts pc;
+	eng_get_stats(a->eng, &st);
+	eng_count_params(c, &pc);
+	size_t es = eng_dtype_size(c->dtype);
+	struct app_memory *m = &a->fig.mem;
+	m->weights = st.weight_bytes;
+	m->embedding = (size_t)pc.embedding * es;
+	m->tied = pc.lm_head == 0;
+	m->lm_head = (size_t)(m->tied ? pc.embedding : pc.lm_head) * es;
+	m->attention = (size_t)(pc.attn_q + pc.attn_k + pc.attn_v + pc.attn_o) * es;
+	m->mlp = (size_t)(pc.mlp_gate + pc.mlp_up + pc.mlp_down) * es;
+	m->norms = (size_t)(pc.qk_norm + pc.layer_norms + pc.final_norm) * es;
+	m->kv_used = st.kv_bytes_used;
+	m->kv_allocated = st.kv_bytes_allocated;
+	m->layers = c->num_layers;
+	m->scratch = st.scratch_bytes;
+	m->graphs = st.graph_bytes;
+	m->device_free = st.device_free;
+	m->device_total = st.device_total;
+	m->host_rss = proc_rss_bytes();
+}
+
+void app_token_text(const struct app *a, int32_t id, char *out, size_t sz)
+{
+	size_t n = 0, k = 0;
+	const char *p = id >= 0 ? tok_piece(a->tok, id, &n) : NULL;
+	if (sz == 0)
+		return;
+	for (size_t i = 0; p && i < n && k + 5 < sz; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if (c == '\n')
+			k += (size_t)snprintf(out + k, sz - k, "\\n");
+		else if (c < 0x20 || c == 0x7f)
+			k += (size_t)snprintf(out + k, sz - k, "\\x%02x", c);
+		else
+			out[k++] = (char)c;
+	}
+	/* A byte-level token may end mid-character: cut the partial sequence. */
+	size_t end = k, lead = k;
+	while (lead > 0 && ((unsigned char)out[lead - 1] & 0xc0) == 0x80 && k - lead < 3)
+		lead--;
+	if (lead > 0) {
+		unsigned char c = (unsigned char)out[lead - 1];
+		size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+		if (want > 1 && k - (lead - 1) < want)
+			end = lead - 1;
+	}
+	out[end] = 0;
+}
+
 static int open_engine(struct app *a, const struct app_config *cfg, void (*notice)(const char *))
 {
 	a->model = eng_model_open(a->dir);
 	if (!a->model)
 		return -1;
-	struct eng_options eo = {0};
-	const char *b = cfg->common.backend;
-	eo.backend = eng_backend_kind(b);
-	eo.threads = cfg->common.threads;
-	eo.ctx = cfg->common.ctx;
-	eo.progress = cfg->progress;
-	a->eng = eng_new(a->model, &eo, notice);
+	a->eng = eng_new(a->model, &cfg->engine, notice);
 	if (!a->eng)
 		return -1;
 	a->tok = loader_tokenizer(a->dir);
@@ -105,8 +145,8 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 	a->n_eos = 0;
 	if (loader_generation(a->dir, &a->params, a->eos, &a->n_eos))
 		return -1;
-	samp_params_preset(&a->params, a->think, cfg->common.set);
-	cli_sampling(&cfg->common, &a->params);
+	samp_params_preset(&a->params, a->think, cfg->sampling_set);
+	samp_params_override(&a->params, &cfg->sampling, cfg->sampling_set);
 	a->samp = samp_new(&a->params, eng_model_config(a->model)->vocab_size);
 	if (!a->samp)
 		return -1;
@@ -128,28 +168,33 @@ struct app *app_open(const struct app_config *cfg, void (*notice)(const char *ms
 	pthread_mutex_init(&a->lock, NULL);
 	a->think = cfg->think != 0;
 	a->show_reasoning = true;
-	a->user_set = cfg->common.set;
-	a->max_new = cfg->common.set & CLI_SET_MAX_NEW ? cfg->common.max_new : APP_DEFAULT_MAX_NEW;
+	a->user_set = cfg->sampling_set;
+	a->max_new = cfg->max_new > 0 ? cfg->max_new : APP_DEFAULT_MAX_NEW;
 	a->chat = chat_new();
-	a->state_dir = state_dir(cfg->state_dir);
-	if (!a->chat || !a->state_dir || fio_mkdirs(a->state_dir, 0700))
+	a->state_dir = cfg->state_dir ? strdup(cfg->state_dir) : NULL;
+	a->home = cfg->home ? strdup(cfg->home) : NULL;
+	if (!a->chat || !a->state_dir || (cfg->home && !a->home)) {
+		err_set("out of memory");
+		goto fail;
+	}
+	if (fio_mkdirs(a->state_dir, 0700))
 		goto fail;
 	if (cfg->resume ? resume_last(a, notice) : new_session_path(a))
 		goto fail;
 	if (!cfg->resume && cfg->system && chat_set_system(a->chat, cfg->system))
 		goto fail;
-	a->dir = hub_resolve(cfg->common.model);
+	a->dir = hub_resolve(cfg->hub, cfg->model);
 	if (!a->dir || open_engine(a, cfg, notice))
 		goto fail;
 	const char *slash = strrchr(a->dir, '/');
 	a->model_name = strdup(slash && slash[1] ? slash + 1 : a->dir);
 	/* A snapshot directory of the HF cache is a commit hash: name the repo instead. */
-	if (cfg->common.model && strchr(cfg->common.model, '/') && !fio_is_dir(cfg->common.model)) {
+	if (cfg->model && strchr(cfg->model, '/') && !fio_is_dir(cfg->model)) {
 		free(a->model_name);
-		a->model_name = strdup(cfg->common.model);
+		a->model_name = strdup(cfg->model);
 	}
 	a->fig.ctx_max = eng_ctx(a->eng);
-	eng_get_stats(a->eng, &a->fig.mem);
+	memory_update(a);
 	return a;
 fail:
 	app_free(a);
@@ -173,6 +218,7 @@ void app_free(struct app *a)
 	free(a->dir);
 	free(a->model_name);
 	free(a->state_dir);
+	free(a->home);
 	free(a->session_path);
 	free(a->reasoning.s);
 	free(a->answer.s);
@@ -212,14 +258,6 @@ const char *app_state_dir(const struct app *a)
 {
 	return a->state_dir;
 }
-struct tok *app_tok(const struct app *a)
-{
-	return a->tok;
-}
-const struct eng_config *app_eng_config(const struct app *a)
-{
-	return eng_model_config(a->model);
-}
 void app_cancel(struct app *a)
 {
 	atomic_store(&a->cancel, 1);
@@ -252,14 +290,8 @@ int app_autosave(struct app *a)
 
 static int buf_add(struct app_buf *b, const char *s, size_t n)
 {
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = (b->n + n + 1) * 2;
-		char *p = realloc(b->s, cap);
-		if (!p)
-			return err_set("out of memory");
-		b->s = p;
-		b->cap = cap;
-	}
+	if (arr_reserve(&b->s, &b->cap, b->n + n + 1, 1))
+		return -1;
 	memcpy(b->s + b->n, s, n);
 	b->n += n;
 	b->s[b->n] = 0;
@@ -274,14 +306,12 @@ static void figures_update(struct app *a)
 	a->fig.prefilling = a->fig.turn.generated == 0;
 	/* The session gives the decode speed at the end of a turn; meanwhile it is
 	 * measured here from the first token on. */
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	double now = ts.tv_sec + ts.tv_nsec * 1e-9;
+	double now = clock_now();
 	if (a->fig.turn.generated <= 1)
 		a->first_token_time = now;
 	else if (a->fig.turn.decode_tps == 0 && now > a->first_token_time)
 		a->fig.turn.decode_tps = (a->fig.turn.generated - 1) / (now - a->first_token_time);
-	eng_get_stats(a->eng, &a->fig.mem);
+	memory_update(a);
 	if (a->capture)
 		app_capture_layer(a);
 }
@@ -315,7 +345,7 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 	/* Fit a copy: turns dropped for the context stay in the saved conversation. */
 	struct chat *fit = chat_dup(a->chat);
 	int32_t *ids =
-		fit ? sess_render_fit(a->tok, fit, a->variant, think, ctx, reserve, &n, &dropped)
+		fit ? chat_render_fit(a->tok, fit, a->variant, think, ctx, reserve, &n, &dropped)
 		    : NULL;
 	chat_free(fit);
 	if (!ids)
@@ -384,15 +414,9 @@ static int queue_emit(void *u, enum sess_part part, const char *text, size_t len
 	struct app *a = u;
 	pthread_mutex_lock(&a->lock);
 	if (!a->n_segs || a->segs[a->n_segs - 1].part != part) {
-		if (a->n_segs == a->cap_segs) {
-			size_t cap = a->cap_segs ? a->cap_segs * 2 : 16;
-			struct app_seg *p = realloc(a->segs, cap * sizeof *p);
-			if (!p) {
-				pthread_mutex_unlock(&a->lock);
-				return 1;
-			}
-			a->segs = p;
-			a->cap_segs = cap;
+		if (arr_reserve(&a->segs, &a->cap_segs, a->n_segs + 1, sizeof *a->segs)) {
+			pthread_mutex_unlock(&a->lock);
+			return 1;
 		}
 		a->segs[a->n_segs++] = (struct app_seg){part, 0};
 	}
@@ -467,16 +491,5 @@ void app_figures(struct app *a, struct app_figures *f)
 	pthread_mutex_lock(&a->lock);
 	*f = a->fig;
 	pthread_mutex_unlock(&a->lock);
-}
-
-size_t app_host_rss(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	unsigned long size, rss;
-	size_t out = 0;
-	if (f && fscanf(f, "%lu %lu", &size, &rss) == 2)
-		out = rss * (size_t)sysconf(_SC_PAGESIZE);
-	if (f)
-		fclose(f);
-	return out;
+	f->mem.host_rss = proc_rss_bytes();
 }

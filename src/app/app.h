@@ -10,19 +10,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "engine/engine.h"
 #include "src/chat/chat.h"
-#include "src/cli/cli.h"
+#include "src/hub/hub.h"
 #include "src/session/sampler.h"
 #include "src/session/session.h"
 #include "src/app/slash.h"
 
 struct app_config {
-	struct cli_common common;
-	int think;             /* 1: thinking on (default), 0: off */
-	const char *system;    /* system prompt for a new conversation, or NULL */
-	bool resume;           /* reopen the last session file */
-	const char *state_dir; /* NULL: $XDG_STATE_HOME/qwenchat or ~/.local/state/qwenchat */
-	void (*progress)(size_t done_bytes, size_t total_bytes); /* weight upload, or NULL */
+	const char *model;           /* directory or repo id (hub_resolve); NULL: the default */
+	const struct hub_env *hub;   /* where models are found */
+	struct eng_options engine;   /* backend, threads, context, ... */
+	struct samp_params sampling; /* the user's sampling settings ... */
+	unsigned sampling_set;       /* ... those whose SAMP_SET_* bit is set */
+	int max_new;                 /* new tokens per answer; 0: the default */
+	int think;                   /* 1: thinking on (default), 0: off */
+	const char *system;          /* system prompt for a new conversation, or NULL */
+	bool resume;                 /* reopen the last session file */
+	const char *state_dir;       /* where conversations are saved (created 0700) */
+	const char *home;            /* the home directory, for ~/ in /save and /load; or NULL */
 };
 
 /* What a slash command asks of the front end, besides its message. */
@@ -44,13 +50,26 @@ struct app_result {
 	int debug;        /* APP_DO_DEBUG: -1 toggle, 0 off, 1 attention, 2 memory */
 };
 
+/* Where the memory goes, for the status bar and the debug pane (bytes). */
+struct app_memory {
+	size_t weights;                   /* resident for the backend */
+	size_t embedding, lm_head;        /* by component, from the parameter counts */
+	bool tied;                        /* lm_head is the embedding */
+	size_t attention, mlp, norms;     /* all layers */
+	size_t kv_used, kv_allocated;     /* the whole KV cache */
+	int layers;                       /* for the per-layer KV figures */
+	size_t scratch, graphs;           /* activations; CUDA graphs (0 on the CPU) */
+	size_t device_free, device_total; /* GPU memory (0 without a GPU) */
+	size_t host_rss;                  /* this process's resident set */
+};
+
 /* Live figures for the status bar and debug pane; copied under the app's lock. */
 struct app_figures {
 	bool busy;              /* a turn is running */
 	bool prefilling;        /* ... and has not produced a token yet */
 	struct sess_stats turn; /* the current or last turn */
 	int ctx_used, ctx_max;
-	struct eng_stats mem;
+	struct app_memory mem;
 	char save_error[256]; /* last autosave failure, "" when the last one worked */
 	int dropped;          /* turns dropped for context on the last turn */
 };
@@ -78,8 +97,9 @@ const char *app_backend(const struct app *a);
 bool app_thinking(const struct app *a);
 bool app_show_reasoning(const struct app *a);
 const char *app_session_path(const struct app *a);
-struct tok *app_tok(const struct app *a);
-const struct eng_config *app_eng_config(const struct app *a);
+/* A token's text for one line of the debug pane: newlines and control characters
+ * escaped, a trailing partial UTF-8 sequence cut. Writes into out (sz bytes). */
+void app_token_text(const struct app *a, int32_t id, char *out, size_t sz);
 const char *app_state_dir(const struct app *a);
 
 /* Adds a user message (after the last turn; a trailing unanswered user message is
@@ -128,8 +148,5 @@ void app_figures(struct app *a, struct app_figures *f);
 void app_set_capture(struct app *a, bool on);
 int app_attention(struct app *a, int layer, struct app_attention *out);
 void app_attention_free(struct app_attention *at);
-
-/* Host resident set size in bytes (from /proc/self/statm), 0 when unknown. */
-size_t app_host_rss(void);
 
 #endif

@@ -147,9 +147,8 @@ static void stats(struct app *a, struct app_result *r)
 	say(r,
 	    "context %d/%d tokens; memory: weights %.1f MiB, KV %.1f/%.1f MiB, scratch "
 	    "%.1f MiB, host RSS %.1f MiB\n",
-	    f.ctx_used, f.ctx_max, f.mem.weight_bytes / 1048576.0, f.mem.kv_bytes_used / 1048576.0,
-	    f.mem.kv_bytes_allocated / 1048576.0, f.mem.scratch_bytes / 1048576.0,
-	    app_host_rss() / 1048576.0);
+	    f.ctx_used, f.ctx_max, f.mem.weights / 1048576.0, f.mem.kv_used / 1048576.0,
+	    f.mem.kv_allocated / 1048576.0, f.mem.scratch / 1048576.0, f.mem.host_rss / 1048576.0);
 	/* The end of the prompt the next answer would get: shows what /think changes. */
 	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
 	struct chat *c = chat_dup(a->chat);
@@ -169,22 +168,30 @@ static void stats(struct app *a, struct app_result *r)
 
 static void save_load(struct app *a, const struct slash_call *c, struct app_result *r)
 {
-	if (c->cmd->id == SLASH_SAVE) {
-		if (chat_save(a->chat, c->text, false))
-			fail(r, "/save: %s", err_msg());
-		else
-			say(r, "saved %zu turns to %s", chat_count(a->chat), c->text);
+	char *path = slash_expand_home(c->text, a->home);
+	if (!path) {
+		fail(r, "out of memory");
 		return;
 	}
-	struct chat *n = chat_load(c->text);
+	if (c->cmd->id == SLASH_SAVE) {
+		if (chat_save(a->chat, path, false))
+			fail(r, "/save: %s", err_msg());
+		else
+			say(r, "saved %zu turns to %s", chat_count(a->chat), path);
+		free(path);
+		return;
+	}
+	struct chat *n = chat_load(path);
 	if (!n) {
 		fail(r, "/load: %s", err_msg());
+		free(path);
 		return;
 	}
 	chat_free(a->chat);
 	a->chat = n;
 	r->actions |= APP_DO_RELOAD;
-	say(r, "loaded %zu turns from %s", chat_count(n), c->text);
+	say(r, "loaded %zu turns from %s", chat_count(n), path);
+	free(path);
 	app_autosave(a);
 }
 

@@ -20,14 +20,14 @@ struct app_seg {
 };
 
 struct app {
-	char *dir, *model_name, *state_dir, *session_path;
+	char *dir, *model_name, *state_dir, *home, *session_path;
 	struct eng_model *model;
 	struct eng *eng;
 	struct tok *tok;
 	struct sess *sess;
 	struct samp *samp;
 	struct samp_params params;
-	unsigned user_set; /* CLI_SET_* bits the user chose (presets leave them) */
+	unsigned user_set; /* SAMP_SET_* bits the user chose (presets leave them) */
 	int32_t eos[SAMP_MAX_EOS];
 	int n_eos;
 	enum tmpl_variant variant;

@@ -97,9 +97,8 @@ static const struct slash_cmd *lookup(const char *name, size_t len, int *matches
 	return *matches == 1 ? found : NULL;
 }
 
-static char *expand_home(const char *s)
+char *slash_expand_home(const char *s, const char *home)
 {
-	const char *home = getenv("HOME");
 	if (s[0] == '~' && s[1] == '/' && home && *home) {
 		size_t n = strlen(home) + strlen(s);
 		char *p = malloc(n);
@@ -142,7 +141,7 @@ static int parse_arg(const struct slash_cmd *cmd, const char *arg, struct slash_
 		}
 		return 0;
 	case SLASH_ARG_TEXT: out->text = strdup(arg); break;
-	case SLASH_ARG_FILE: out->text = expand_home(arg); break;
+	case SLASH_ARG_FILE: out->text = strdup(arg); break;
 	}
 	if (!out->text) {
 		snprintf(err, errsz, "out of memory");

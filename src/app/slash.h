@@ -39,7 +39,7 @@ enum slash_arg {
 	SLASH_ARG_NUMBER, /* a finite number in [lo, hi] */
 	SLASH_ARG_INT,    /* a whole number in [lo, hi] */
 	SLASH_ARG_TEXT,   /* the rest of the line, as typed */
-	SLASH_ARG_FILE,   /* a file name (the rest of the line, ~/ expanded) */
+	SLASH_ARG_FILE,   /* a file name (the rest of the line; slash_expand_home for ~/) */
 };
 
 struct slash_cmd {
@@ -76,6 +76,10 @@ const char *slash_unescape(const char *line);
  * "/temp: 'abc' is not a number", "/top-p: 2 is out of range [0, 1]"). */
 int slash_parse(const char *line, struct slash_call *out, char *err, size_t errsz);
 void slash_call_free(struct slash_call *c);
+
+/* A file name with a leading "~/" replaced by home/ (when home is set), malloc'd;
+ * NULL when out of memory. */
+char *slash_expand_home(const char *path, const char *home);
 
 /* Looks a command up by its exact name (without slash); NULL when unknown. */
 const struct slash_cmd *slash_find(const char *name);

@@ -1,5 +1,6 @@
 /* chat.c — the conversation: turns, editing, and JSON load/save. */
 #include "src/chat/chat.h"
+#include "src/base/array.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/chat/tojson.h"
@@ -146,17 +147,7 @@ void chat_free(struct chat *c)
 
 static int reserve(struct chat *c, size_t n)
 {
-	if (n <= c->cap)
-		return 0;
-	size_t cap = c->cap ? c->cap * 2 : 8;
-	while (cap < n)
-		cap *= 2;
-	struct chat_turn *t = realloc(c->turns, cap * sizeof *t);
-	if (!t)
-		return err_set("out of memory");
-	c->turns = t;
-	c->cap = cap;
-	return 0;
+	return arr_reserve(&c->turns, &c->cap, n, sizeof *c->turns);
 }
 
 /* Fills t with sanitized copies; t is untouched on failure. */

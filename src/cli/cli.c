@@ -1,8 +1,13 @@
-/* cli.c — parsing of the options every subcommand shares. */
+/* cli.c — the subcommand skeleton: one option table per command (shared groups plus
+ * its own), parsed with getopt_long, its --help generated from the same table. */
 #include "src/cli/cli.h"
-#include "src/session/sampler.h"
+#include "src/base/clock.h"
+#include "src/base/err.h"
+#include "src/cli/env.h"
+#include "src/hub/hub.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,41 +15,89 @@
 #include <string.h>
 #include <unistd.h>
 
-const char cli_common_help[] =
-	"  -m, --model MODEL        model directory or Hugging Face repo id\n"
-	"      --backend B          auto, cpu or cuda (default auto)\n"
-	"      --threads N          CPU threads (default: all cores)\n"
-	"      --ctx N              context size in tokens\n"
-	"  -n, --max-new N          new tokens per answer\n"
-	"      --temp T             sampling temperature (0 = greedy)\n"
-	"      --top-k K            keep the K most likely tokens (0 = all)\n"
-	"      --top-p P            nucleus sampling threshold\n"
-	"      --min-p P            drop tokens below P x the top probability\n"
-	"      --presence-penalty X subtract X from logits of tokens already present\n"
-	"      --repeat-penalty X   divide positive logits of repeated tokens by X\n"
-	"      --seed N             random seed (same seed, same text)\n"
-	"      --greedy             always take the most likely token\n";
+/* Codes of the shared options without a letter, above every command's own. */
+enum {
+	K_BACKEND = 0x1000,
+	K_THREADS,
+	K_CTX,
+	K_TEMP,
+	K_TOP_K,
+	K_TOP_P,
+	K_MIN_P,
+	K_PRESENCE,
+	K_REPEAT,
+	K_SEED,
+	K_GREEDY,
+};
 
-void cli_common_init(struct cli_common *c)
+static const struct {
+	unsigned group;
+	struct cli_opt opt;
+} shared[] = {
+	{CLI_MODEL, {"model", 'm', "MODEL", "model directory, .gguf file or Hugging Face repo id"}},
+	{CLI_BACKEND, {"backend", K_BACKEND, "B", "auto, cpu or cuda (default auto)"}},
+	{CLI_THREADS, {"threads", K_THREADS, "N", "CPU threads (default: all cores)"}},
+	{CLI_CTX, {"ctx", K_CTX, "N", "context size in tokens"}},
+	{CLI_MAX_NEW, {"max-new", 'n', "N", "new tokens per answer"}},
+	{CLI_SAMPLING, {"temp", K_TEMP, "T", "sampling temperature (0 = greedy)"}},
+	{CLI_SAMPLING, {"top-k", K_TOP_K, "K", "keep the K most likely tokens (0 = all)"}},
+	{CLI_SAMPLING, {"top-p", K_TOP_P, "P", "nucleus sampling threshold"}},
+	{CLI_SAMPLING, {"min-p", K_MIN_P, "P", "drop tokens below P x the top probability"}},
+	{CLI_SAMPLING,
+	 {"presence-penalty", K_PRESENCE, "X", "subtract X from logits of tokens already present"}},
+	{CLI_SAMPLING,
+	 {"repeat-penalty", K_REPEAT, "X", "divide positive logits of repeated tokens by X"}},
+	{CLI_SAMPLING, {"seed", K_SEED, "N", "random seed (same seed, same text)"}},
+	{CLI_SAMPLING, {"greedy", K_GREEDY, NULL, "always take the most likely token"}},
+};
+#define N_SHARED (sizeof shared / sizeof shared[0])
+
+static const struct cli_opt help_opt = {"help", 'h', NULL, "show this help"};
+
+/* ---- --help ------------------------------------------------------------------ */
+
+enum { HELP_COLUMN = 28 };
+
+static void help_line(const struct cli_opt *o, FILE *f)
 {
-	memset(c, 0, sizeof *c);
-	c->backend = "auto";
+	char left[64];
+	int n;
+	if (o->key > 0 && o->key < 128)
+		n = snprintf(left, sizeof left, "  -%c, --%s%s%s", o->key, o->name,
+			     o->arg ? " " : "", o->arg ? o->arg : "");
+	else
+		n = snprintf(left, sizeof left, "      --%s%s%s", o->name, o->arg ? " " : "",
+			     o->arg ? o->arg : "");
+	fputs(left, f);
+	if (n >= HELP_COLUMN - 1)
+		fprintf(f, "\n%*s", HELP_COLUMN, "");
+	else
+		fprintf(f, "%*s", HELP_COLUMN - n, "");
+	for (const char *s = o->help; *s; s++) {
+		fputc(*s, f);
+		if (*s == '\n')
+			fprintf(f, "%*s", HELP_COLUMN, "");
+	}
+	fputc('\n', f);
 }
 
-void cli_sampling(const struct cli_common *c, struct samp_params *p)
+void cli_help(const struct cli_command *cmd, FILE *f)
 {
-	struct samp_params user = {
-		.temperature = c->temp,
-		.top_k = c->top_k,
-		.top_p = c->top_p,
-		.min_p = c->min_p,
-		.presence_penalty = c->presence_penalty,
-		.repetition_penalty = c->repeat_penalty,
-		.seed = c->seed,
-		.greedy = c->greedy,
-	};
-	samp_params_override(p, &user, c->set);
+	fprintf(f, "usage: qwenchat %s %s\n\n", cmd->name, cmd->synopsis);
+	if (cmd->about)
+		fprintf(f, "%s\n", cmd->about);
+	fputs("options:\n", f);
+	for (const struct cli_opt *o = cmd->opts; o && o->name; o++)
+		help_line(o, f);
+	for (size_t i = 0; i < N_SHARED; i++)
+		if (cmd->groups & shared[i].group)
+			help_line(&shared[i].opt, f);
+	help_line(&help_opt, f);
+	if (cmd->notes)
+		fprintf(f, "\n%s", cmd->notes);
 }
+
+/* ---- messages and numbers ------------------------------------------------------ */
 
 void cli_notice(const char *msg)
 {
@@ -115,74 +168,262 @@ int cli_parse_double(const char *name, const char *s, double lo, double hi, doub
 	return 0;
 }
 
-int cli_common_opt(struct cli_common *c, int code, const char *arg)
+static int parse_seed(const char *arg, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(arg, &end, 10);
+	if (errno || end == arg || *end || arg[0] == '-') {
+		cli_error("--seed: '%s' is not a non-negative whole number", arg);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* ---- the shared options ---------------------------------------------------------- */
+
+/* A sampling option's value into c->sampling; 0 or -1. */
+static int sampling_opt(struct cli_common *c, int key, const char *arg)
+{
+	struct samp_params *p = &c->sampling;
+	long l;
+	switch (key) {
+	case K_TEMP:
+		c->set |= SAMP_SET_TEMP;
+		return cli_parse_double("temp", arg, 0, 100, &p->temperature);
+	case K_TOP_K:
+		if (cli_parse_long("top-k", arg, 0, 1L << 24, &l))
+			return -1;
+		p->top_k = (int)l;
+		c->set |= SAMP_SET_TOP_K;
+		return 0;
+	case K_TOP_P:
+		c->set |= SAMP_SET_TOP_P;
+		return cli_parse_double("top-p", arg, 0, 1, &p->top_p);
+	case K_MIN_P:
+		c->set |= SAMP_SET_MIN_P;
+		return cli_parse_double("min-p", arg, 0, 1, &p->min_p);
+	case K_PRESENCE:
+		c->set |= SAMP_SET_PRESENCE;
+		return cli_parse_double("presence-penalty", arg, -2, 2, &p->presence_penalty);
+	case K_REPEAT:
+		c->set |= SAMP_SET_REPEAT;
+		return cli_parse_double("repeat-penalty", arg, 0.01, 10, &p->repetition_penalty);
+	case K_SEED: c->set |= SAMP_SET_SEED; return parse_seed(arg, &p->seed);
+	case K_GREEDY:
+		p->greedy = true;
+		c->set |= SAMP_SET_GREEDY;
+		return 0;
+	}
+	return -1;
+}
+
+/* One shared option's value into c; 0 or -1 (message printed). */
+static int shared_opt(struct cli_common *c, int key, const char *arg)
 {
 	long l;
-	switch (code) {
-	case 'm': c->model = arg; return 1;
-	case CLI_OPT_BACKEND:
+	switch (key) {
+	case 'm': c->model = arg; return 0;
+	case K_BACKEND:
 		if (strcmp(arg, "auto") && strcmp(arg, "cpu") && strcmp(arg, "cuda")) {
 			cli_error("--backend: '%s' is not one of auto, cpu, cuda", arg);
 			return -1;
 		}
 		c->backend = arg;
-		return 1;
-	case CLI_OPT_THREADS:
+		return 0;
+	case K_THREADS:
 		if (cli_parse_long("threads", arg, 1, 1024, &l))
 			return -1;
 		c->threads = (int)l;
-		return 1;
-	case CLI_OPT_CTX:
+		return 0;
+	case K_CTX:
 		if (cli_parse_long("ctx", arg, 1, 1L << 24, &l))
 			return -1;
 		c->ctx = (int)l;
 		c->set |= CLI_SET_CTX;
-		return 1;
+		return 0;
 	case 'n':
 		if (cli_parse_long("max-new", arg, 0, 1L << 24, &l))
 			return -1;
 		c->max_new = (int)l;
 		c->set |= CLI_SET_MAX_NEW;
-		return 1;
-	case CLI_OPT_TEMP:
-		c->set |= SAMP_SET_TEMP;
-		return cli_parse_double("temp", arg, 0, 100, &c->temp) ? -1 : 1;
-	case CLI_OPT_TOP_K:
-		if (cli_parse_long("top-k", arg, 0, 1L << 24, &l))
-			return -1;
-		c->top_k = (int)l;
-		c->set |= SAMP_SET_TOP_K;
-		return 1;
-	case CLI_OPT_TOP_P:
-		c->set |= SAMP_SET_TOP_P;
-		return cli_parse_double("top-p", arg, 0, 1, &c->top_p) ? -1 : 1;
-	case CLI_OPT_MIN_P:
-		c->set |= SAMP_SET_MIN_P;
-		return cli_parse_double("min-p", arg, 0, 1, &c->min_p) ? -1 : 1;
-	case CLI_OPT_PRESENCE:
-		c->set |= SAMP_SET_PRESENCE;
-		return cli_parse_double("presence-penalty", arg, -2, 2, &c->presence_penalty) ? -1
-											      : 1;
-	case CLI_OPT_REPEAT:
-		c->set |= SAMP_SET_REPEAT;
-		return cli_parse_double("repeat-penalty", arg, 0.01, 10, &c->repeat_penalty) ? -1
-											     : 1;
-	case CLI_OPT_SEED: {
+		return 0;
+	}
+	return sampling_opt(c, key, arg);
+}
+
+void cli_sampling(const struct cli_common *c, struct samp_params *p)
+{
+	samp_params_override(p, &c->sampling, c->set);
+}
+
+int cli_engine_options(const struct cli_common *c, struct eng_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->backend = eng_backend_kind(c->backend);
+	o->threads = c->threads;
+	o->ctx = c->ctx;
+	o->progress = cli_upload_progress;
+	return 0;
+}
+
+struct eng_model *cli_open_model(const struct cli_common *c, double *seconds)
+{
+	struct hub_env hub;
+	cli_env_hub(&hub);
+	char *dir = hub_resolve(&hub, c->model);
+	if (!dir) {
+		cli_error("%s", err_msg());
+		return NULL;
+	}
+	double t0 = clock_now();
+	struct eng_model *m = eng_model_open(dir);
+	if (seconds)
+		*seconds = clock_now() - t0;
+	if (!m)
+		cli_error("%s", err_msg());
+	free(dir);
+	return m;
+}
+
+const char *cli_model_name(const struct cli_common *c)
+{
+	struct hub_env hub;
+	cli_env_hub(&hub);
+	return c->model ? c->model : hub_default_model(&hub);
+}
+
+/* ---- parsing ---------------------------------------------------------------------- */
+
+enum { MAX_OPTS = 64 };
+
+/* The getopt_long table and short-option string for a command. 0 or -1 (too many). */
+static int build_table(const struct cli_command *cmd, struct option *lo, char *shorts)
+{
+	int n = 0;
+	char *s = shorts;
+	*s++ = ':'; /* a missing value returns ':' rather than '?' */
+	const struct cli_opt *all[MAX_OPTS];
+	for (const struct cli_opt *o = cmd->opts; o && o->name && n < MAX_OPTS - 2; o++)
+		all[n++] = o;
+	for (size_t i = 0; i < N_SHARED && n < MAX_OPTS - 2; i++)
+		if (cmd->groups & shared[i].group)
+			all[n++] = &shared[i].opt;
+	all[n++] = &help_opt;
+	for (int i = 0; i < n; i++) {
+		lo[i] = (struct option){all[i]->name, all[i]->arg ? required_argument : no_argument,
+					NULL, all[i]->key};
+		if (all[i]->key > 0 && all[i]->key < 128) {
+			*s++ = (char)all[i]->key;
+			if (all[i]->arg)
+				*s++ = ':';
+		}
+	}
+	*s = '\0';
+	lo[n] = (struct option){0, 0, 0, 0};
+	return 0;
+}
+
+static bool is_shared(const struct cli_command *cmd, int key)
+{
+	for (size_t i = 0; i < N_SHARED; i++)
+		if (shared[i].opt.key == key && (cmd->groups & shared[i].group))
+			return true;
+	return false;
+}
+
+int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_common *c,
+	      cli_own_fn own, void *user, int *first)
+{
+	struct option lo[MAX_OPTS + 1];
+	char shorts[2 * MAX_OPTS + 4];
+	memset(c, 0, sizeof *c);
+	c->backend = "auto";
+	build_table(cmd, lo, shorts);
+	opterr = 0;
+	optind = 0;
+	int key;
+	while ((key = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+		const char *bad = argv[optind - 1];
+		if (key == 'h') {
+			cli_help(cmd, stdout);
+			return CLI_DONE;
+		}
+		if (key == ':')
+			return cli_usage(cmd->name, "%s needs a value", bad);
+		if (key == '?')
+			return cli_usage(cmd->name, "unknown option '%s'", bad);
+		if (is_shared(cmd, key)) {
+			if (shared_opt(c, key, optarg))
+				return EXIT_USAGE;
+		} else if (own && own(user, key, optarg)) {
+			return EXIT_USAGE;
+		}
+	}
+	int npos = argc - optind;
+	if (npos > cmd->max_args)
+		return cli_usage(cmd->name, "unexpected argument '%s'",
+				 argv[optind + cmd->max_args]);
+	if (npos < cmd->min_args)
+		return cli_usage(cmd->name, "missing argument (usage: qwenchat %s %s)", cmd->name,
+				 cmd->synopsis);
+	if (first)
+		*first = optind;
+	return 0;
+}
+
+/* ---- token ids ---------------------------------------------------------------------- */
+
+static bool id_separator(int ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == ',';
+}
+
+int cli_read_ids(FILE *f, const char *name, int32_t **ids, size_t *n)
+{
+	size_t cap = 0, len = 0;
+	int32_t *v = NULL;
+	char word[24];
+	int ch, wl = 0;
+	*ids = NULL;
+	*n = 0;
+	do {
+		ch = fgetc(f);
+		if (ch != EOF && !id_separator(ch)) {
+			if (wl < (int)sizeof word - 1)
+				word[wl++] = (char)ch;
+			continue;
+		}
+		if (wl == 0)
+			continue;
+		word[wl] = '\0';
 		char *end;
 		errno = 0;
-		unsigned long long v = strtoull(arg, &end, 10);
-		if (errno || end == arg || *end || arg[0] == '-') {
-			cli_error("--seed: '%s' is not a non-negative whole number", arg);
-			return -1;
+		long long x = strtoll(word, &end, 10);
+		if (*end || errno || x < 0 || x > INT32_MAX || word[0] < '0' || word[0] > '9' ||
+		    wl == (int)sizeof word - 1) {
+			free(v);
+			return err_set("%s: '%s' (id %zu) is not a token id", name, word, len);
 		}
-		c->seed = v;
-		c->set |= SAMP_SET_SEED;
-		return 1;
+		if (len == cap) {
+			size_t nc = cap ? 2 * cap : 256;
+			int32_t *g = realloc(v, nc * sizeof *v);
+			if (!g) {
+				free(v);
+				return err_set("%s: out of memory", name);
+			}
+			v = g;
+			cap = nc;
+		}
+		v[len++] = (int32_t)x;
+		wl = 0;
+	} while (ch != EOF);
+	if (ferror(f)) {
+		free(v);
+		return err_set("%s: read error", name);
 	}
-	case CLI_OPT_GREEDY:
-		c->greedy = true;
-		c->set |= SAMP_SET_GREEDY;
-		return 1;
-	}
+	*ids = v;
+	*n = len;
 	return 0;
 }

@@ -1,14 +1,30 @@
-/* cli.h — options shared by every subcommand, number parsing and error reporting. */
+/* cli.h — the skeleton every subcommand shares: its options declared in one table
+ * (the shared groups it takes plus its own), parsed by one function, described by one
+ * generated --help; number parsing and the one-line error messages. */
 #ifndef QWENCHAT_CLI_H
 #define QWENCHAT_CLI_H
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "engine/engine.h"
+#include "src/session/sampler.h"
 
 /* Exit statuses of the command-line contract (DESIGN.md). */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+/* The shared option groups a command may take; its --help lists exactly those. */
+enum {
+	CLI_MODEL = 1 << 0,    /* -m MODEL */
+	CLI_BACKEND = 1 << 1,  /* --backend */
+	CLI_THREADS = 1 << 2,  /* --threads */
+	CLI_CTX = 1 << 3,      /* --ctx */
+	CLI_SAMPLING = 1 << 4, /* --temp --top-k --top-p --min-p --presence-penalty ... --greedy */
+	CLI_MAX_NEW = 1 << 5,  /* -n MAX_NEW */
+	CLI_ENGINE = CLI_BACKEND | CLI_THREADS | CLI_CTX,
+};
 
 /* Which settings the user gave explicitly, besides the sampling ones (SAMP_SET_* in
  * sampler.h), so that defaults and presets never override them. */
@@ -17,73 +33,76 @@ enum {
 	CLI_SET_CTX = 1 << 17,
 };
 
+/* The shared options' values. */
 struct cli_common {
-	const char *model;   /* -m: directory or repo id; NULL = default model */
-	const char *backend; /* "auto", "cpu" or "cuda" */
-	int threads;         /* 0 = all cores */
-	int ctx;             /* context size in tokens; 0 = model's maximum, capped */
-	int max_new;         /* -n: new tokens per answer */
-	double temp, top_p, min_p, presence_penalty, repeat_penalty;
-	int top_k;
-	uint64_t seed;
-	bool greedy;
-	unsigned set; /* SAMP_SET_* and CLI_SET_* bits */
+	const char *model;           /* -m: directory or repo id; NULL = default model */
+	const char *backend;         /* "auto", "cpu" or "cuda" */
+	int threads;                 /* 0 = all cores */
+	int ctx;                     /* context size in tokens; 0 = the engine's default */
+	int max_new;                 /* -n: new tokens per answer */
+	struct samp_params sampling; /* the fields whose SAMP_SET_* bit is in `set` */
+	unsigned set;                /* SAMP_SET_* and CLI_SET_* bits */
 };
 
-/* getopt_long codes of the common options; command-specific codes start at CLI_OPT_NEXT. */
-enum {
-	CLI_OPT_BACKEND = 0x100,
-	CLI_OPT_THREADS,
-	CLI_OPT_CTX,
-	CLI_OPT_TEMP,
-	CLI_OPT_TOP_K,
-	CLI_OPT_TOP_P,
-	CLI_OPT_MIN_P,
-	CLI_OPT_PRESENCE,
-	CLI_OPT_REPEAT,
-	CLI_OPT_SEED,
-	CLI_OPT_GREEDY,
-	CLI_OPT_NEXT = 0x200
+/* One option of a command's own. */
+struct cli_opt {
+	const char *name; /* long name, without the dashes */
+	int key;          /* a short option letter, or a code from CLI_OWN on */
+	const char *arg;  /* the value's name in --help ("FILE"); NULL for a flag */
+	const char *help; /* one line; '\n' starts another, indented under it */
 };
 
-/* Paste into a struct option array (before the terminating zero entry). The short
- * options -m MODEL and -n MAX_NEW are handled by cli_common_opt too: add "m:n:" to
- * the optstring. */
-#define CLI_COMMON_LONGOPTS                                                                       \
-	{"model", required_argument, 0, 'm'}, {"backend", required_argument, 0, CLI_OPT_BACKEND}, \
-		{"threads", required_argument, 0, CLI_OPT_THREADS},                               \
-		{"ctx", required_argument, 0, CLI_OPT_CTX},                                       \
-		{"max-new", required_argument, 0, 'n'},                                           \
-		{"temp", required_argument, 0, CLI_OPT_TEMP},                                     \
-		{"top-k", required_argument, 0, CLI_OPT_TOP_K},                                   \
-		{"top-p", required_argument, 0, CLI_OPT_TOP_P},                                   \
-		{"min-p", required_argument, 0, CLI_OPT_MIN_P},                                   \
-		{"presence-penalty", required_argument, 0, CLI_OPT_PRESENCE},                     \
-		{"repeat-penalty", required_argument, 0, CLI_OPT_REPEAT},                         \
-		{"seed", required_argument, 0, CLI_OPT_SEED},                                     \
-	{                                                                                         \
-		"greedy", no_argument, 0, CLI_OPT_GREEDY                                          \
-	}
+/* Codes for own options without a letter. */
+enum { CLI_OWN = 0x100 };
 
-/* Defaults: backend "auto", everything else unset/zero. */
-void cli_common_init(struct cli_common *c);
+/* A subcommand's interface: what --help shows and what cli_parse accepts. */
+struct cli_command {
+	const char *name;           /* "run" */
+	const char *synopsis;       /* after "usage: qwenchat NAME " */
+	const char *about;          /* what it does: a paragraph, lines ending in '\n' */
+	unsigned groups;            /* CLI_* shared groups */
+	const struct cli_opt *opts; /* own options, {0}-terminated; NULL when none */
+	const char *notes;          /* text after the options, or NULL */
+	int min_args, max_args;     /* positional arguments allowed */
+};
 
-/* Handles one getopt_long result. Returns 1 when it was a common option, 0 when it
- * is not one of ours, -1 on a bad value (message already printed to stderr). */
-int cli_common_opt(struct cli_common *c, int code, const char *arg);
+/* Handles one of the command's own options (key as in its table); 0, or -1 after
+ * printing a usage error (cli_usage). */
+typedef int (*cli_own_fn)(void *user, int key, const char *arg);
 
-/* The help lines for the common options, for each command's --help. */
-extern const char cli_common_help[];
+/* Parses argv (argv[0] is the command name): the shared groups into c (initialised
+ * here: backend "auto", everything else unset), the command's own options through
+ * own(user, ...) (NULL when the command has none). Positional arguments are left at argv[*first .. argc).
+ * Returns 0 to go on; CLI_DONE after --help was printed (exit 0); EXIT_USAGE after
+ * a usage error was printed. */
+enum { CLI_DONE = -1 };
+int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_common *c,
+	      cli_own_fn own, void *user, int *first);
+
+/* Prints the command's --help to f. */
+void cli_help(const struct cli_command *cmd, FILE *f);
+
+/* The engine options the shared groups give (backend, threads, ctx) plus the engine's
+ * environment (QWENCHAT_CPU_ISA and the like, src/cli/env.h); progress is the weight
+ * upload's. 0, or -1 after printing an error naming the variable. */
+int cli_engine_options(const struct cli_common *c, struct eng_options *o);
+
+/* The model -m names (or the default one) opened: resolved through the Hub settings
+ * of the environment, the time it took in *seconds (may be NULL). NULL after
+ * printing the error. */
+struct eng_model *cli_open_model(const struct cli_common *c, double *seconds);
+
+/* -m as given, or the default model's name. */
+const char *cli_model_name(const struct cli_common *c);
+
+/* The sampling settings the user gave (the SAMP_SET_* bits of c->set) copied into p. */
+void cli_sampling(const struct cli_common *c, struct samp_params *p);
 
 /* Parses a whole decimal integer in [lo, hi]; prints "qwenchat: --NAME: ..." on error. */
 int cli_parse_long(const char *name, const char *s, long lo, long hi, long *out);
 
 /* Parses a finite double in [lo, hi]; NaN and infinities are refused. */
 int cli_parse_double(const char *name, const char *s, double lo, double hi, double *out);
-
-/* The sampling settings the user gave (the SAMP_SET_* bits of c->set) copied into p. */
-struct samp_params;
-void cli_sampling(const struct cli_common *c, struct samp_params *p);
 
 /* Prints "qwenchat: MSG" on stderr: the engine's notice callback (eng_new). */
 void cli_notice(const char *msg);
@@ -98,5 +117,10 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints a usage error plus "try 'qwenchat CMD --help'" and returns EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Token ids from f: decimal numbers separated by white space or commas, each in
+ * [0, INT32_MAX]. *ids is malloc'd (NULL when *n is 0). 0, or -1 with err_set naming
+ * `name` and the offending word. */
+int cli_read_ids(FILE *f, const char *name, int32_t **ids, size_t *n);
 
 #endif

@@ -45,119 +45,66 @@ static double rss_bytes(void)
 	return (double)resident * (double)sysconf(_SC_PAGESIZE);
 }
 
-/* Opens -m MODEL; NULL after printing the error. */
-static struct eng_model *open_model(const char *spec, double *seconds)
-{
-	char *dir = hub_resolve(spec);
-	if (!dir) {
-		cli_error("%s", err_msg());
-		return NULL;
-	}
-	double t0 = now_s();
-	struct eng_model *m = eng_model_open(dir);
-	if (seconds)
-		*seconds = now_s() - t0;
-	if (!m)
-		cli_error("%s", err_msg());
-	free(dir);
-	return m;
-}
-
 /* ---- logits ---------------------------------------------------------------------- */
 
-/* Token ids separated by spaces, commas or newlines; -1 with a message on error. */
-static int read_ids(FILE *f, int32_t **out, int *n)
+static const struct cli_opt logits_opts[] = {
+	{"out", CLI_OWN + 1, "FILE", "where the logits go"},
+	{"kv-f32", CLI_OWN + 2, NULL, "fp32 KV cache (default bf16)"},
+	{0},
+};
+
+static const struct cli_command logits_cmd = {
+	.name = "logits",
+	.synopsis = "-m MODEL --out FILE [options]",
+	.about = "Reads token ids (decimal, separated by white space or commas) on stdin and\n"
+		 "writes float32 little-endian logits to FILE: one row of vocab_size per input\n"
+		 "position.\n",
+	.groups = CLI_MODEL | CLI_ENGINE,
+	.opts = logits_opts,
+};
+
+struct logits_args {
+	const char *out;
+	bool kv_f32;
+};
+
+static int logits_opt(void *user, int key, const char *arg)
 {
-	int cap = 256, len = 0;
-	int32_t *ids = malloc((size_t)cap * sizeof *ids);
-	char word[32];
-	int c, wl = 0, index = 0;
-	if (!ids)
-		return err_set("stdin: out of memory");
-	do {
-		c = fgetc(f);
-		if (c != EOF && c != ' ' && c != ',' && c != '\n' && c != '\t' && c != '\r') {
-			if (c < '0' || c > '9' || wl >= 10) {
-				free(ids);
-				return err_set("stdin: token %d is not a decimal id below 2^31",
-					       index);
-			}
-			word[wl++] = (char)c;
-			continue;
-		}
-		if (!wl)
-			continue;
-		word[wl] = 0;
-		long v = strtol(word, NULL, 10);
-		wl = 0;
-		if (v > INT32_MAX) {
-			free(ids);
-			return err_set("stdin: token %d (%s) is too large", index, word);
-		}
-		if (len == cap) {
-			int32_t *g = realloc(ids, (size_t)(cap *= 2) * sizeof *ids);
-			if (!g) {
-				free(ids);
-				return err_set("stdin: out of memory");
-			}
-			ids = g;
-		}
-		ids[len++] = (int32_t)v;
-		index++;
-	} while (c != EOF);
-	*out = ids;
-	*n = len;
+	struct logits_args *a = user;
+	if (key == CLI_OWN + 1)
+		a->out = arg;
+	else
+		a->kv_f32 = true;
 	return 0;
 }
 
-static const char logits_help[] =
-	"usage: qwenchat logits -m MODEL --out FILE [--backend cpu|cuda] [--kv-f32]\n"
-	"Reads token ids (decimal, separated by spaces, commas or newlines) on stdin and\n"
-	"writes float32 little-endian logits to FILE: one row of vocab_size per input\n"
-	"position.\n"
-	"      --out FILE           where the logits go\n"
-	"      --kv-f32             fp32 KV cache (default bf16)\n";
-
-enum { OPT_OUT = CLI_OPT_NEXT, OPT_KV_F32, OPT_HELP, OPT_JSON, OPT_BW_BUFFER, OPT_BF16 };
-
 int cmd_logits(int argc, char **argv)
 {
-	static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
-						 {"out", required_argument, 0, OPT_OUT},
-						 {"kv-f32", no_argument, 0, OPT_KV_F32},
-						 {"help", no_argument, 0, OPT_HELP},
-						 {0, 0, 0, 0}};
 	struct cli_common cli;
-	const char *out = NULL;
-	bool kv_f32 = false;
-	int code, r;
-	cli_common_init(&cli);
-	while ((code = getopt_long(argc, argv, "m:n:", longopts, NULL)) != -1) {
-		if ((r = cli_common_opt(&cli, code, optarg)) == 1)
-			continue;
-		if (r < 0)
-			return EXIT_USAGE;
-		if (code == OPT_OUT)
-			out = optarg;
-		else if (code == OPT_KV_F32)
-			kv_f32 = true;
-		else if (code == OPT_HELP) {
-			printf("%s%s", logits_help, cli_common_help);
-			return EXIT_OK;
-		} else
-			return cli_usage(argv[0], "unknown option");
-	}
-	if (optind < argc)
-		return cli_usage(argv[0], "unexpected argument '%s'", argv[optind]);
-	if (!out)
-		return cli_usage(argv[0], "--out FILE is required");
+	struct logits_args la = {0};
+	int r = cli_parse(&logits_cmd, argc, argv, &cli, logits_opt, &la, NULL);
+	if (r)
+		return r == CLI_DONE ? EXIT_OK : r;
+	if (!la.out)
+		return cli_usage("logits", "--out FILE is required");
+	const char *out = la.out;
+	struct eng_options eo;
+	if (cli_engine_options(&cli, &eo))
+		return EXIT_USAGE;
+	eo.kv_f32 = la.kv_f32;
 
 	int32_t *ids = NULL;
-	int n = 0;
-	if (read_ids(stdin, &ids, &n)) {
+	size_t nids = 0;
+	if (cli_read_ids(stdin, "stdin", &ids, &nids)) {
 		cli_error("%s", err_msg());
 		return EXIT_RUNTIME;
 	}
+	if (nids > (size_t)1 << 24) {
+		free(ids);
+		cli_error("stdin: %zu token ids (at most %d)", nids, 1 << 24);
+		return EXIT_RUNTIME;
+	}
+	int n = (int)nids;
 	if (n == 0) {
 		free(ids);
 		cli_error("stdin: no token ids");
@@ -166,12 +113,12 @@ int cmd_logits(int argc, char **argv)
 	int rc = EXIT_RUNTIME;
 	struct eng *e = NULL;
 	float *logits = NULL;
-	struct eng_model *m = open_model(cli.model, NULL);
+	struct eng_model *m = cli_open_model(&cli, NULL);
 	if (!m)
 		goto done;
 	const struct eng_config *c = eng_model_config(m);
-	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, cli.ctx ? cli.ctx : n,
-				 kv_f32, cli_upload_progress};
+	if (!eo.ctx)
+		eo.ctx = n;
 	if (eo.ctx > c->max_position_embeddings)
 		eo.ctx = c->max_position_embeddings; /* eng_forward reports the overflow */
 	if (!(e = eng_new(m, &eo, cli_notice)))
@@ -327,29 +274,56 @@ static double measure_read_bw(int threads, size_t bytes, int reps)
 
 /* ---- bench ------------------------------------------------------------------------- */
 
-static const char bench_help[] =
-	"usage: qwenchat bench -m MODEL [-p 512] [-n 128] [-r REPS] [--backend B]\n"
-	"                      [--threads N] [--kv-f32] [--bf16-prefill] [--bw-buffer MIB]\n"
-	"                      [--json]\n"
-	"Times a prefill of -p tokens and -n decode steps after it (-r times, after one\n"
-	"untimed warm-up prefill), and reports tokens/s, the weight bytes read per\n"
-	"decoded token, the GB/s and GFLOP/s that implies, and the memory read bandwidth\n"
-	"of this machine measured in the same run (vector read loop on 2 MB pages, as\n"
-	"many threads as decoding, best of 5 runs before and 5 after the timed ones),\n"
-	"with the decode/bandwidth ratio. On the CUDA backend the limits are the GPU's,\n"
-	"measured in the same run: the device-to-device copy bandwidth and the cuBLAS\n"
-	"bf16 GEMM rate at the prefill's largest shape; decode picks each next token on\n"
-	"the GPU (greedy), as the chat does.\n"
-	"  -p N                     prompt tokens (default 512)\n"
-	"  -n N                     decode tokens (default 128)\n"
-	"  -r N                     repetitions (default 3)\n"
-	"      --kv-f32             fp32 KV cache (default bf16)\n"
-	"      --bf16-prefill       prefill with bf16 activations on AVX-512 BF16 CPUs\n"
-	"                           (faster, ~1e-3 relative error; sets\n"
-	"                           QWENCHAT_CPU_BF16_PREFILL=1)\n"
-	"      --bw-buffer MIB      buffer read to measure the bandwidth (default 1024;\n"
-	"                           it must be far larger than the CPU caches)\n"
-	"      --json               one JSON object instead of the table\n";
+static const struct cli_opt bench_opts[] = {
+	{"prompt-tokens", 'p', "N", "prompt tokens (default 512)"},
+	{"decode-tokens", 'n', "N", "decode tokens (default 128)"},
+	{"reps", 'r', "N", "repetitions (default 3)"},
+	{"kv-f32", CLI_OWN + 1, NULL, "fp32 KV cache (default bf16)"},
+	{"bf16-prefill", CLI_OWN + 2, NULL,
+	 "prefill with bf16 activations on AVX-512 BF16 CPUs\n(faster, ~1e-3 relative error)"},
+	{"bw-buffer", CLI_OWN + 3, "MIB",
+	 "buffer read to measure the bandwidth (default 1024;\n"
+	 "it must be far larger than the CPU caches)"},
+	{"json", CLI_OWN + 4, NULL, "one JSON object instead of the table"},
+	{0},
+};
+
+static const struct cli_command bench_cmd = {
+	.name = "bench",
+	.synopsis = "-m MODEL [-p 512] [-n 128] [-r REPS] [options]",
+	.about = "Times a prefill of -p tokens and -n decode steps after it (-r times, after one\n"
+		 "untimed warm-up prefill), and reports tokens/s, the weight bytes read per\n"
+		 "decoded token, the GB/s and GFLOP/s that implies, and the memory read bandwidth\n"
+		 "of this machine measured in the same run (vector read loop on 2 MB pages, as\n"
+		 "many threads as decoding, best of 5 runs before and 5 after the timed ones),\n"
+		 "with the decode/bandwidth ratio. On the CUDA backend the limits are the GPU's,\n"
+		 "measured in the same run: the device-to-device copy bandwidth and the cuBLAS\n"
+		 "bf16 GEMM rate at the prefill's largest shape; decode picks each next token on\n"
+		 "the GPU (greedy), as the chat does.\n",
+	.groups = CLI_MODEL | CLI_BACKEND | CLI_THREADS,
+	.opts = bench_opts,
+};
+
+struct bench_args {
+	long np, nd, reps, bw_mib;
+	bool kv_f32, json, bf16;
+};
+
+static int bench_opt(void *user, int key, const char *arg)
+{
+	struct bench_args *a = user;
+	switch (key) {
+	case 'p': return cli_parse_long("prompt-tokens", arg, 0, 1 << 20, &a->np);
+	case 'n': return cli_parse_long("decode-tokens", arg, 0, 1 << 20, &a->nd);
+	case 'r': return cli_parse_long("reps", arg, 1, 1000, &a->reps);
+	case CLI_OWN + 1: a->kv_f32 = true; break;
+	case CLI_OWN + 2: a->bf16 = true; break;
+	case CLI_OWN + 3: return cli_parse_long("bw-buffer", arg, 1, 1 << 20, &a->bw_mib);
+	case CLI_OWN + 4: a->json = true; break;
+	}
+	return 0;
+}
+
 
 struct bench_result {
 	double load_s, load_rss, bw_gbs; /* load_rss: RSS growth while opening the model */
@@ -547,57 +521,30 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 
 int cmd_bench(int argc, char **argv)
 {
-	static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
-						 {"kv-f32", no_argument, 0, OPT_KV_F32},
-						 {"json", no_argument, 0, OPT_JSON},
-						 {"bw-buffer", required_argument, 0, OPT_BW_BUFFER},
-						 {"bf16-prefill", no_argument, 0, OPT_BF16},
-						 {"help", no_argument, 0, OPT_HELP},
-						 {0, 0, 0, 0}};
 	struct cli_common cli;
-	long np = 512, reps = 3, bw_mib = 1024;
-	bool kv_f32 = false, json = false;
-	int code, r;
-	cli_common_init(&cli);
-	while ((code = getopt_long(argc, argv, "m:n:p:r:", longopts, NULL)) != -1) {
-		if ((r = cli_common_opt(&cli, code, optarg)) == 1)
-			continue;
-		if (r < 0)
-			return EXIT_USAGE;
-		if (code == 'p' && cli_parse_long("p", optarg, 0, 1 << 20, &np))
-			return EXIT_USAGE;
-		else if (code == 'r' && cli_parse_long("r", optarg, 1, 1000, &reps))
-			return EXIT_USAGE;
-		else if (code == OPT_BW_BUFFER &&
-			 cli_parse_long("bw-buffer", optarg, 1, 1 << 20, &bw_mib))
-			return EXIT_USAGE;
-		else if (code == OPT_KV_F32)
-			kv_f32 = true;
-		else if (code == OPT_JSON)
-			json = true;
-		else if (code == OPT_BF16)
-			setenv("QWENCHAT_CPU_BF16_PREFILL", "1", 1);
-		else if (code == OPT_HELP) {
-			printf("%s%s", bench_help, cli_common_help);
-			return EXIT_OK;
-		} else if (code != 'p' && code != 'r' && code != OPT_BW_BUFFER)
-			return cli_usage(argv[0], "unknown option");
-	}
-	if (optind < argc)
-		return cli_usage(argv[0], "unexpected argument '%s'", argv[optind]);
-	int nd = cli.set & CLI_SET_MAX_NEW ? cli.max_new : 128;
+	struct bench_args ba = {.np = 512, .nd = 128, .reps = 3, .bw_mib = 1024};
+	int r = cli_parse(&bench_cmd, argc, argv, &cli, bench_opt, &ba, NULL);
+	if (r)
+		return r == CLI_DONE ? EXIT_OK : r;
+	long np = ba.np, reps = ba.reps, bw_mib = ba.bw_mib;
+	int nd = (int)ba.nd;
 	if (np + nd == 0)
-		return cli_usage(argv[0], "nothing to time: -p and -n are both 0");
+		return cli_usage("bench", "nothing to time: -p and -n are both 0");
+	struct eng_options eo;
+	if (cli_engine_options(&cli, &eo))
+		return EXIT_USAGE;
+	eo.kv_f32 = ba.kv_f32;
+	eo.ctx = (int)np + nd + 1;
+	if (ba.bf16)
+		setenv("QWENCHAT_CPU_BF16_PREFILL", "1", 1);
 
 	struct bench_result res = {0};
 	double rss0 = rss_bytes();
-	struct eng_model *m = open_model(cli.model, &res.load_s);
+	struct eng_model *m = cli_open_model(&cli, &res.load_s);
 	res.load_rss = rss_bytes() - rss0;
 	if (!m)
 		return EXIT_RUNTIME;
 	const struct eng_config *c = eng_model_config(m);
-	struct eng_options eo = {eng_backend_kind(cli.backend), cli.threads, (int)np + nd + 1,
-				 kv_f32, cli_upload_progress};
 	struct eng *e = NULL;
 	int rc = EXIT_RUNTIME;
 	if (eo.ctx > c->max_position_embeddings) {
@@ -617,8 +564,8 @@ int cmd_bench(int argc, char **argv)
 	    bench_run(e, c, eng_model_decode_bytes(m), (int)np, nd, (int)reps, &res) ||
 	    measure_limits(e, c, gemm_n, bw_mib, &res))
 		goto fail;
-	bench_print(&res, cli.model ? cli.model : hub_default_model(), eng_backend_name(e), (int)np,
-		    nd, (int)reps, json);
+	bench_print(&res, cli_model_name(&cli), eng_backend_name(e), (int)np, nd, (int)reps,
+		    ba.json);
 	rc = EXIT_OK;
 	goto done;
 fail:

@@ -2,9 +2,10 @@
  * (parameters and bytes by component) and what it will cost (decode bytes per
  * token, KV cache, memory plan for the CPU and CUDA backends). */
 #include "engine/engine.h"
-#include "engine/rope.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
+#include "src/cli/env.h"
+#include "src/base/units.h"
 #include "src/base/err.h"
 #include "src/hub/hub.h"
 
@@ -20,18 +21,24 @@
 /* Prefill works on chunks of positions; the scratch estimate assumes this many. */
 #define SCRATCH_CHUNK   512
 
-static const char help[] =
-	"usage: qwenchat info -m MODEL [--ctx N] [--json] [--config-only]\n"
-	"Shows a model's configuration, its parameters and bytes by component, the\n"
-	"bytes read per decoded token, the KV cache size and a memory plan for the\n"
-	"CPU and CUDA backends.\n"
-	"  -m, --model MODEL   model directory, GGUF file or Hugging Face repo id\n"
-	"      --ctx N         context for the KV cache figures (default:\n"
-	"                      min(max_position_embeddings, 4096), like the engine)\n"
-	"      --json          one JSON object on stdout instead of the table\n"
-	"      --config-only   use config.json alone (no safetensors needed; a GGUF file\n"
-	"                      is always opened: its weights are mapped, not read)\n"
-	"  -h, --help          this help\n";
+static const struct cli_opt info_opts[] = {
+	{"json", CLI_OWN + 1, NULL, "one JSON object on stdout instead of the table"},
+	{"config-only", CLI_OWN + 2, NULL,
+	 "use config.json alone (no safetensors needed; a GGUF file is always opened: its weights "
+	 "are mapped, not read)"},
+	{0},
+};
+
+static const struct cli_command info_cmd = {
+	.name = "info",
+	.synopsis = "-m MODEL [--ctx N] [--json] [--config-only]",
+	.about = "Shows a model's configuration, its parameters and bytes by component, the\n"
+		 "bytes read per decoded token, the KV cache size and a memory plan for the\n"
+		 "CPU and CUDA backends. --ctx sets the context of the KV cache figures (default:\n"
+		 "min(max_position_embeddings, 4096), like the engine).\n",
+	.groups = CLI_MODEL | CLI_CTX,
+	.opts = info_opts,
+};
 
 struct info {
 	const char *dir;
@@ -49,38 +56,6 @@ struct info {
 	bool ctx_default;
 	size_t kv_tok, kv_ctx, kv_max, decode_bytes, scratch, weight_bytes;
 };
-
-/* 3 significant digits, decimal units (model sizes are quoted this way). */
-static const char *si_bytes(double b, char *buf, size_t n)
-{
-	static const char *u[] = {"B", "kB", "MB", "GB", "TB"};
-	int i = 0;
-	while (b >= 1000 && i < 4)
-		b /= 1000, i++;
-	snprintf(buf, n,
-		 i == 0    ? "%.0f %s"
-		 : b < 10  ? "%.2f %s"
-		 : b < 100 ? "%.1f %s"
-			   : "%.0f %s",
-		 b, u[i]);
-	return buf;
-}
-
-/* Binary units (memory is allocated this way). */
-static const char *iec_bytes(double b, char *buf, size_t n)
-{
-	static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	int i = 0;
-	while (b >= 1024 && i < 4)
-		b /= 1024, i++;
-	snprintf(buf, n,
-		 i == 0    ? "%.0f %s"
-		 : b < 10  ? "%.2f %s"
-		 : b < 100 ? "%.1f %s"
-			   : "%.0f %s",
-		 b, u[i]);
-	return buf;
-}
 
 static const char *human_params(int64_t p, char *buf, size_t n)
 {
@@ -209,14 +184,6 @@ static int rows_of(const struct info *in, struct row *r)
 	return n;
 }
 
-/* The factor RoPE multiplies cos and sin by (1 without YaRN). */
-static double rope_scale(const struct eng_config *c)
-{
-	float inv_freq[ENG_MAX_HEAD_DIM / 2], scale;
-	rope_inv_freq(c, inv_freq, &scale);
-	return scale;
-}
-
 static void print_config(const struct info *in)
 {
 	const struct eng_config *c = &in->cfg;
@@ -241,7 +208,7 @@ static void print_config(const struct info *in)
 			       : c->rope_factor,
 		       c->rope_original_max_position > 0 ? c->rope_original_max_position
 							 : c->max_position_embeddings,
-		       rope_scale(c), c->rope_beta_fast, c->rope_beta_slow);
+		       eng_rope_attention_factor(c), c->rope_beta_fast, c->rope_beta_slow);
 	else if (!strcmp(c->rope_type, "linear"))
 		printf("linear scaling, factor %g", c->rope_factor);
 	else
@@ -261,18 +228,18 @@ static void print_table(const struct info *in)
 	printf("\n%-27s %16s %9s %21s\n", "component", "parameters", "", d);
 	for (int i = 0; i < n; i++)
 		printf("%-27s %16s %9s %10s %10s\n", r[i].name, grouped(r[i].params, a, sizeof a),
-		       human_params(r[i].params, b, sizeof b), si_bytes(r[i].bytes, d, sizeof d),
-		       iec_bytes(r[i].bytes, e, sizeof e));
+		       human_params(r[i].params, b, sizeof b), units_bytes(r[i].bytes, d, sizeof d),
+		       units_ibytes(r[i].bytes, e, sizeof e));
 	double total = 0, embed = r[0].bytes + r[n - 1].bytes;
 	for (int i = 0; i < n; i++)
 		total += r[i].bytes;
 	printf("%-27s %16s %9s %10s %10s\n", "total", grouped(in->pc.total, a, sizeof a),
 	       (snprintf(b, sizeof b, "%.3fB", in->pc.total / 1e9), b),
-	       si_bytes(total, d, sizeof d), iec_bytes(total, e, sizeof e));
+	       units_bytes(total, d, sizeof d), units_ibytes(total, e, sizeof e));
 	printf("%-27s %16s %9s %10s %10s\n", "non-embedding",
 	       grouped(in->pc.non_embedding, a, sizeof a),
 	       (snprintf(b, sizeof b, "%.3fB", in->pc.non_embedding / 1e9), b),
-	       si_bytes(total - embed, d, sizeof d), iec_bytes(total - embed, e, sizeof e));
+	       units_bytes(total - embed, d, sizeof d), units_ibytes(total - embed, e, sizeof e));
 }
 
 /* A GGUF's tensors by type (a quantized file mixes them) and its size. */
@@ -280,14 +247,14 @@ static void print_gguf(const struct info *in)
 {
 	char a[32], b[32];
 	printf("file          %s (%zu bytes), %.2f bits per weight\n",
-	       si_bytes((double)in->file_bytes, a, sizeof a), in->file_bytes, in->bpw);
+	       units_bytes((double)in->file_bytes, a, sizeof a), in->file_bytes, in->bpw);
 	printf("tensor types ");
 	for (int t = 0; t < ENG_DTYPE_COUNT; t++)
 		if (in->types[t].tensors)
 			printf(" %s: %d tensors, %s weights, %s;",
 			       eng_dtype_name((enum eng_dtype)t), in->types[t].tensors,
 			       human_params(in->types[t].weights, a, sizeof a),
-			       si_bytes((double)in->types[t].bytes, b, sizeof b));
+			       units_bytes((double)in->types[t].bytes, b, sizeof b));
 	printf("\n");
 }
 
@@ -298,34 +265,35 @@ static void print_costs(const struct info *in)
 		printf("\nsummary       %.2fB parameters, %s in GGUF (%.2f bits per weight), %s of "
 		       "KV "
 		       "cache per token (bf16)\n",
-		       in->pc.total / 1e9, si_bytes((double)in->weight_bytes, a, sizeof a), in->bpw,
-		       iec_bytes((double)in->kv_tok, b, sizeof b));
+		       in->pc.total / 1e9, units_bytes((double)in->weight_bytes, a, sizeof a),
+		       in->bpw, units_ibytes((double)in->kv_tok, b, sizeof b));
 	else
 		printf("\nsummary       %.2fB parameters, %s in %s, %s of KV cache per token "
 		       "(bf16)\n",
 		       in->pc.total / 1e9,
-		       si_bytes((double)in->pc.total * (double)in->es, a, sizeof a),
-		       eng_dtype_name(in->cfg.dtype), iec_bytes((double)in->kv_tok, b, sizeof b));
+		       units_bytes((double)in->pc.total * (double)in->es, a, sizeof a),
+		       eng_dtype_name(in->cfg.dtype),
+		       units_ibytes((double)in->kv_tok, b, sizeof b));
 	if (in->loaded)
 		printf("mapped        %s of tensor data (%zu bytes), read in place\n",
-		       si_bytes((double)in->mapped_bytes, a, sizeof a), in->mapped_bytes);
+		       units_bytes((double)in->mapped_bytes, a, sizeof a), in->mapped_bytes);
 	printf("decode reads  %s of weights per token (%zu bytes: every matrix once, "
 	       "lm_head, one embedding row)\n",
-	       si_bytes((double)in->decode_bytes, a, sizeof a), in->decode_bytes);
+	       units_bytes((double)in->decode_bytes, a, sizeof a), in->decode_bytes);
 	printf("KV cache      %zu bytes (%s) per token in bf16; %s at ctx %d%s; %s at "
 	       "max_position_embeddings %d\n",
-	       in->kv_tok, iec_bytes((double)in->kv_tok, b, sizeof b),
-	       iec_bytes((double)in->kv_ctx, c, sizeof c), in->ctx,
+	       in->kv_tok, units_ibytes((double)in->kv_tok, b, sizeof b),
+	       units_ibytes((double)in->kv_ctx, c, sizeof c), in->ctx,
 	       in->ctx_default ? " (default: min(max_position_embeddings, 4096))" : " (--ctx)",
-	       iec_bytes((double)in->kv_max, d, sizeof d), in->cfg.max_position_embeddings);
+	       units_ibytes((double)in->kv_max, d, sizeof d), in->cfg.max_position_embeddings);
 	printf("\nmemory plan at ctx %d (scratch is an estimate: fp32 activations for %d "
 	       "positions, scores, logits)\n",
 	       in->ctx, SCRATCH_CHUNK);
 	size_t tot = in->weight_bytes + in->kv_ctx + in->scratch;
-	iec_bytes((double)in->weight_bytes, a, sizeof a);
-	iec_bytes((double)in->kv_ctx, b, sizeof b);
-	iec_bytes((double)in->scratch, c, sizeof c);
-	iec_bytes((double)tot, d, sizeof d);
+	units_ibytes((double)in->weight_bytes, a, sizeof a);
+	units_ibytes((double)in->kv_ctx, b, sizeof b);
+	units_ibytes((double)in->scratch, c, sizeof c);
+	units_ibytes((double)tot, d, sizeof d);
 	printf("  cpu   weights %s mmapped (page cache, not copied) + KV %s + scratch %s "
 	       "= %s of RAM\n",
 	       a, b, c, d);
@@ -371,7 +339,7 @@ static int print_json(const struct info *in)
 	json_object_set_new(cfg, "rope_type", json_string(c->rope_type));
 	json_object_set_new(cfg, "rope_factor", json_real(c->rope_factor));
 	json_object_set_new(cfg, "rope_original_max_position", jint(c->rope_original_max_position));
-	json_object_set_new(cfg, "rope_attention_factor", json_real(rope_scale(c)));
+	json_object_set_new(cfg, "rope_attention_factor", json_real(eng_rope_attention_factor(c)));
 	json_object_set_new(cfg, "rope_beta_fast", json_real(c->rope_beta_fast));
 	json_object_set_new(cfg, "rope_beta_slow", json_real(c->rope_beta_slow));
 	json_object_set_new(cfg, "max_position_embeddings", jint(c->max_position_embeddings));
@@ -418,43 +386,34 @@ static int print_json(const struct info *in)
 	return rc ? EXIT_OK : EXIT_RUNTIME;
 }
 
+struct info_args {
+	bool json, config_only;
+};
+
+static int info_opt(void *user, int key, const char *arg)
+{
+	struct info_args *a = user;
+	(void)arg;
+	if (key == CLI_OWN + 1)
+		a->json = true;
+	else
+		a->config_only = true;
+	return 0;
+}
+
 int cmd_info(int argc, char **argv)
 {
-	enum { OPT_JSON = CLI_OPT_NEXT, OPT_CONFIG_ONLY };
-	static const struct option opts[] = {
-		CLI_COMMON_LONGOPTS,
-		{"json", no_argument, 0, OPT_JSON},
-		{"config-only", no_argument, 0, OPT_CONFIG_ONLY},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
 	struct cli_common com;
-	bool json = false, config_only = false;
-	int c;
-	cli_common_init(&com);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "m:n:h", opts, NULL)) != -1) {
-		if (c == 'h') {
-			fputs(help, stdout);
-			fputs(cli_common_help, stdout);
-			return EXIT_OK;
-		} else if (c == OPT_JSON) {
-			json = true;
-		} else if (c == OPT_CONFIG_ONLY) {
-			config_only = true;
-		} else {
-			int r = cli_common_opt(&com, c, optarg);
-			if (r < 0)
-				return EXIT_USAGE;
-			if (r == 0)
-				return cli_usage(argv[0], "unknown option");
-		}
-	}
-	if (optind < argc)
-		return cli_usage(argv[0], "unexpected argument '%s'", argv[optind]);
+	struct info_args ia = {false, false};
+	int r = cli_parse(&info_cmd, argc, argv, &com, info_opt, &ia, NULL);
+	if (r)
+		return r == CLI_DONE ? EXIT_OK : r;
+	bool json = ia.json, config_only = ia.config_only;
+	struct hub_env hub;
+	cli_env_hub(&hub);
 
 	struct info in = {0};
-	char *dir = hub_resolve(com.model);
+	char *dir = hub_resolve(&hub, com.model);
 	if (!dir) {
 		cli_error("%s", err_msg());
 		return EXIT_RUNTIME;

@@ -9,8 +9,10 @@
 
 #include "engine/engine.h"
 #include "src/chat/chat.h"
+#include "src/chat/fit.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
+#include "src/cli/env.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/hub/hub.h"
@@ -20,30 +22,40 @@
 #include "src/chat/template.h"
 #include "tokenizer/tokenizer.h"
 
-static const char run_help[] =
-	"usage: qwenchat run -m MODEL [-p TEXT | -f FILE] [options]\n"
-	"One chat turn: the prompt (-p, -f FILE, or stdin when neither is given) is sent\n"
-	"as a user message and the answer is streamed to stdout. The model's reasoning\n"
-	"(its <think> block) is streamed to stderr between <think> and </think> lines,\n"
-	"so stdout holds the answer alone.\n"
-	"  -p, --prompt TEXT        the user message\n"
-	"  -f, --file FILE          read the user message from FILE ('-' = stdin)\n"
-	"      --system TEXT        a system prompt\n"
-	"      --think, --no-think  enable_thinking true or false (default: the template's,\n"
-	"                           thinking for Qwen3); --no-think also switches the\n"
-	"                           sampling defaults to Qwen's non-thinking preset\n"
-	"      --raw                no chat template: continue the prompt text as it is\n"
-	"                           (everything generated goes to stdout)\n"
-	"      --stats              tokens reused/prefilled/generated, time to first token,\n"
-	"                           prefill and decode tokens/s, on stderr\n"
-	"  -n, --max-new N          stop after N new tokens (default: until the context is full)\n"
-	"      --help               this text\n"
-	"Sampling defaults come from the model's generation_config.json (Qwen3: temperature\n"
-	"0.6, top-k 20, top-p 0.95); with --no-think Qwen's non-thinking preset (temperature\n"
-	"0.7, top-k 20, top-p 0.8, min-p 0). Options given explicitly always win.\n"
-	"Common options:\n";
+static const struct cli_opt run_opts[] = {
+	{"prompt", 'p', "TEXT", "the user message"},
+	{"file", 'f', "FILE", "read the user message from FILE ('-' = stdin)"},
+	{"system", CLI_OWN + 1, "TEXT", "a system prompt"},
+	{"think", CLI_OWN + 2, NULL,
+	 "enable_thinking true (default: the template's,\nthinking for Qwen3)"},
+	{"no-think", CLI_OWN + 3, NULL,
+	 "enable_thinking false; also switches the sampling defaults to\n"
+	 "Qwen's non-thinking preset"},
+	{"raw", CLI_OWN + 4, NULL,
+	 "no chat template: continue the prompt text as it is\n(everything generated goes to "
+	 "stdout)"},
+	{"stats", CLI_OWN + 5, NULL,
+	 "tokens reused/prefilled/generated, time to first token,\n"
+	 "prefill and decode tokens/s, on stderr"},
+	{0},
+};
 
-enum { OPT_SYSTEM = CLI_OPT_NEXT, OPT_THINK, OPT_NO_THINK, OPT_RAW, OPT_STATS, OPT_HELP };
+static const struct cli_command run_cmd = {
+	.name = "run",
+	.synopsis = "-m MODEL [-p TEXT | -f FILE] [options]",
+	.about = "One chat turn: the prompt (-p, -f FILE, or stdin when neither is given) is sent\n"
+		 "as a user message and the answer is streamed to stdout. The model's reasoning\n"
+		 "(its <think> block) is streamed to stderr between <think> and </think> lines,\n"
+		 "so stdout holds the answer alone. -n N stops after N new tokens (default: when\n"
+		 "the model ends its turn or the context is full).\n",
+	.groups = CLI_MODEL | CLI_ENGINE | CLI_SAMPLING | CLI_MAX_NEW,
+	.opts = run_opts,
+	.notes = "Sampling defaults come from the model's generation_config.json (Qwen3: "
+		 "temperature\n"
+		 "0.6, top-k 20, top-p 0.95); with --no-think Qwen's non-thinking preset "
+		 "(temperature\n"
+		 "0.7, top-k 20, top-p 0.8, min-p 0). Options given explicitly always win.\n",
+};
 
 struct run_args {
 	struct cli_common cli;
@@ -61,53 +73,36 @@ static void on_sigint(int sig)
 }
 
 
-/* 0, or an exit status after printing the problem. */
+static int run_opt(void *user, int key, const char *arg)
+{
+	struct run_args *a = user;
+	switch (key) {
+	case 'p': a->prompt = arg; break;
+	case 'f': a->file = arg; break;
+	case CLI_OWN + 1: a->system = arg; break;
+	case CLI_OWN + 2: a->think = TMPL_THINK_ON; break;
+	case CLI_OWN + 3: a->think = TMPL_THINK_OFF; break;
+	case CLI_OWN + 4: a->raw = true; break;
+	case CLI_OWN + 5: a->stats = true; break;
+	}
+	return 0;
+}
+
+/* 0, CLI_DONE, or an exit status after printing the problem. */
 static int parse_args(int argc, char **argv, struct run_args *a)
 {
-	static const struct option longopts[] = {CLI_COMMON_LONGOPTS,
-						 {"prompt", required_argument, 0, 'p'},
-						 {"file", required_argument, 0, 'f'},
-						 {"system", required_argument, 0, OPT_SYSTEM},
-						 {"think", no_argument, 0, OPT_THINK},
-						 {"no-think", no_argument, 0, OPT_NO_THINK},
-						 {"raw", no_argument, 0, OPT_RAW},
-						 {"stats", no_argument, 0, OPT_STATS},
-						 {"help", no_argument, 0, OPT_HELP},
-						 {0, 0, 0, 0}};
-	int code, r;
 	memset(a, 0, sizeof *a);
-	cli_common_init(&a->cli);
 	a->think = TMPL_THINK_ABSENT;
-	opterr = 0; /* one message of ours instead of getopt's plus ours */
-	while ((code = getopt_long(argc, argv, "m:n:p:f:", longopts, NULL)) != -1) {
-		if ((r = cli_common_opt(&a->cli, code, optarg)) == 1)
-			continue;
-		if (r < 0)
-			return EXIT_USAGE;
-		switch (code) {
-		case 'p': a->prompt = optarg; break;
-		case 'f': a->file = optarg; break;
-		case OPT_SYSTEM: a->system = optarg; break;
-		case OPT_THINK: a->think = TMPL_THINK_ON; break;
-		case OPT_NO_THINK: a->think = TMPL_THINK_OFF; break;
-		case OPT_RAW: a->raw = true; break;
-		case OPT_STATS: a->stats = true; break;
-		case OPT_HELP: printf("%s%s", run_help, cli_common_help); return -1;
-		default:
-			return cli_usage(argv[0], "unknown option or missing value: '%s'",
-					 argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return cli_usage(argv[0], "unexpected argument '%s'", argv[optind]);
+	int r = cli_parse(&run_cmd, argc, argv, &a->cli, run_opt, a, NULL);
+	if (r)
+		return r;
 	if (a->prompt && a->file)
-		return cli_usage(argv[0], "-p and -f both give the prompt: use one");
+		return cli_usage("run", "-p and -f both give the prompt: use one");
 	if (!a->prompt && !a->file && isatty(STDIN_FILENO))
-		return cli_usage(argv[0],
-				 "no prompt: give -p TEXT or -f FILE, or pipe it to stdin");
+		return cli_usage("run", "no prompt: give -p TEXT or -f FILE, or pipe it to stdin");
 	if (a->raw && (a->system || a->think != TMPL_THINK_ABSENT))
-		return cli_usage(argv[0], "--raw uses no template: --system, --think and "
-					  "--no-think do not apply");
+		return cli_usage("run", "--raw uses no template: --system, --think and "
+					"--no-think do not apply");
 	return 0;
 }
 
@@ -201,7 +196,7 @@ static int32_t *prompt_ids(const struct run_args *a, struct tok *t, const char *
 	int dropped;
 	if (c && (!a->system || chat_set_system(c, a->system) == 0) &&
 	    chat_add(c, CHAT_USER, prompt, NULL) == 0)
-		ids = sess_render_fit(t, c, v, a->think, ctx, 1, n, &dropped);
+		ids = chat_render_fit(t, c, v, a->think, ctx, 1, n, &dropped);
 	chat_free(c);
 	*split = tmpl_prompt_opens_think(v, a->think) ? SESS_SPLIT_REASONING_FIRST
 						      : SESS_SPLIT_ANSWER_FIRST;
@@ -228,7 +223,12 @@ int cmd_run(int argc, char **argv)
 	struct run_args a;
 	int rc = parse_args(argc, argv, &a);
 	if (rc)
-		return rc < 0 ? EXIT_OK : rc;
+		return rc == CLI_DONE ? EXIT_OK : rc;
+	struct eng_options eo;
+	struct hub_env hub;
+	if (cli_engine_options(&a.cli, &eo))
+		return EXIT_USAGE;
+	cli_env_hub(&hub);
 	char *prompt = read_prompt(&a);
 	if (!prompt)
 		return EXIT_RUNTIME;
@@ -244,11 +244,9 @@ int cmd_run(int argc, char **argv)
 	int32_t eos[SAMP_MAX_EOS];
 	int n_eos = 0, n = 0;
 	enum sess_split split;
-	if (!(dir = hub_resolve(a.cli.model)) || !(t = loader_tokenizer(dir)) ||
+	if (!(dir = hub_resolve(&hub, a.cli.model)) || !(t = loader_tokenizer(dir)) ||
 	    sampling(&a, dir, t, &params, eos, &n_eos) || !(m = eng_model_open(dir)))
 		goto fail;
-	struct eng_options eo = {eng_backend_kind(a.cli.backend), a.cli.threads, a.cli.ctx, false,
-				 cli_upload_progress};
 	if (!(e = eng_new(m, &eo, cli_notice)) ||
 	    !(sp = samp_new(&params, eng_model_config(m)->vocab_size)))
 		goto fail;

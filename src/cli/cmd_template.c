@@ -3,6 +3,7 @@
 #include "src/chat/chat.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
+#include "src/cli/env.h"
 #include "src/base/err.h"
 #include "src/hub/hub.h"
 #include "src/hub/loader.h"
@@ -13,39 +14,56 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char help[] =
-	"usage: qwenchat template -m MODEL --messages FILE [--add-generation-prompt]\n"
-	"                         [--enable-thinking true|false]\n"
-	"\n"
-	"Renders a conversation with the model's chat template (tokenizer_config.json) and\n"
-	"writes the text to stdout, byte for byte what Hugging Face's\n"
-	"apply_chat_template(messages, tokenize=False, ...) gives. MODEL may be a directory\n"
-	"holding only the tokenizer files.\n"
-	"\n"
-	"  --messages FILE           JSON array of {\"role\", \"content\"} objects (\"-\" = "
-	"stdin);\n"
-	"                            roles system, user, assistant, tool; assistant turns may\n"
-	"                            carry \"reasoning_content\" and \"tool_calls\"; or an object\n"
-	"                            {\"messages\": [...], \"tools\": [...]} with tool "
-	"definitions\n"
-	"  --add-generation-prompt   end with the opening of an assistant turn\n"
-	"  --enable-thinking B       pass enable_thinking=true or false to the template\n"
-	"                            (default: not passed)\n"
-	"  -h, --help                show this help\n"
-	"\n"
-	"Templates recognised: Qwen3 (hybrid thinking), Qwen3-*-Instruct-2507,\n"
-	"Qwen3-*-Thinking-2507; any other is rendered as plain ChatML, with a warning.\n";
-
-enum { OPT_MESSAGES = CLI_OPT_NEXT, OPT_AGP, OPT_THINK };
-
-static const struct option longopts[] = {
-	CLI_COMMON_LONGOPTS,
-	{"messages", required_argument, 0, OPT_MESSAGES},
-	{"add-generation-prompt", no_argument, 0, OPT_AGP},
-	{"enable-thinking", required_argument, 0, OPT_THINK},
-	{"help", no_argument, 0, 'h'},
-	{0, 0, 0, 0},
+static const struct cli_opt template_opts[] = {
+	{"messages", CLI_OWN + 1, "FILE",
+	 "JSON array of {\"role\", \"content\"} objects (\"-\" = stdin);\n"
+	 "roles system, user, assistant, tool; assistant turns may\n"
+	 "carry \"reasoning_content\" and \"tool_calls\"; or an object\n"
+	 "{\"messages\": [...], \"tools\": [...]} with tool definitions"},
+	{"add-generation-prompt", CLI_OWN + 2, NULL, "end with the opening of an assistant turn"},
+	{"enable-thinking", CLI_OWN + 3, "B",
+	 "pass enable_thinking=true or false to the template\n(default: not passed)"},
+	{0},
 };
+
+static const struct cli_command template_cmd = {
+	.name = "template",
+	.synopsis = "-m MODEL --messages FILE [--add-generation-prompt] [--enable-thinking B]",
+	.about = "Renders a conversation with the model's chat template (tokenizer_config.json) "
+		 "and\n"
+		 "writes the text to stdout, byte for byte what Hugging Face's\n"
+		 "apply_chat_template(messages, tokenize=False, ...) gives. MODEL may be a "
+		 "directory\n"
+		 "holding only the tokenizer files.\n",
+	.groups = CLI_MODEL,
+	.opts = template_opts,
+	.notes = "Templates recognised: Qwen3 (hybrid thinking), Qwen3-*-Instruct-2507,\n"
+		 "Qwen3-*-Thinking-2507; any other is rendered as plain ChatML, with a warning.\n",
+};
+
+struct template_args {
+	const char *messages;
+	bool agp;
+	int think;
+};
+
+static int template_opt(void *user, int key, const char *arg)
+{
+	struct template_args *a = user;
+	switch (key) {
+	case CLI_OWN + 1: a->messages = arg; break;
+	case CLI_OWN + 2: a->agp = true; break;
+	case CLI_OWN + 3:
+		if (!strcmp(arg, "true"))
+			a->think = TMPL_THINK_ON;
+		else if (!strcmp(arg, "false"))
+			a->think = TMPL_THINK_OFF;
+		else
+			return cli_usage("template", "--enable-thinking: '%s' is not true or false",
+					 arg);
+	}
+	return 0;
+}
 
 static int render(const char *model, const char *messages, bool agp, int think)
 {
@@ -61,7 +79,9 @@ static int render(const char *model, const char *messages, bool agp, int think)
 	}
 	/* The template comes through the tokenizer, so that this command, `run` and the
 	 * chat read tokenizer_config.json the same way (named template lists included). */
-	char *dir = hub_resolve_tokenizer(model);
+	struct hub_env hub;
+	cli_env_hub(&hub);
+	char *dir = hub_resolve_tokenizer(&hub, model);
 	struct tok *t = dir ? loader_tokenizer(dir) : NULL;
 	free(dir);
 	if (!t) {
@@ -92,40 +112,12 @@ static int render(const char *model, const char *messages, bool agp, int think)
 
 int cmd_template(int argc, char **argv)
 {
-	struct cli_common common;
-	cli_common_init(&common);
-	const char *messages = NULL;
-	bool agp = false;
-	int think = TMPL_THINK_ABSENT, opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "m:n:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
-			fputs(help, stdout);
-			fputs("\ncommon options (accepted, unused here):\n", stdout);
-			fputs(cli_common_help, stdout);
-			return EXIT_OK;
-		case OPT_MESSAGES: messages = optarg; break;
-		case OPT_AGP: agp = true; break;
-		case OPT_THINK:
-			if (!strcmp(optarg, "true"))
-				think = TMPL_THINK_ON;
-			else if (!strcmp(optarg, "false"))
-				think = TMPL_THINK_OFF;
-			else
-				return cli_usage(argv[0],
-						 "--enable-thinking: '%s' is not true or false",
-						 optarg);
-			break;
-		case '?': return cli_usage(argv[0], "bad option");
-		default:
-			if (cli_common_opt(&common, opt, optarg) < 0)
-				return EXIT_USAGE;
-		}
-	}
-	if (optind < argc)
-		return cli_usage(argv[0], "unexpected argument '%s'", argv[optind]);
-	if (!messages)
-		return cli_usage(argv[0], "--messages FILE is required");
-	return render(common.model, messages, agp, think);
+	struct cli_common com;
+	struct template_args a = {NULL, false, TMPL_THINK_ABSENT};
+	int r = cli_parse(&template_cmd, argc, argv, &com, template_opt, &a, NULL);
+	if (r)
+		return r == CLI_DONE ? EXIT_OK : r;
+	if (!a.messages)
+		return cli_usage("template", "--messages FILE is required");
+	return render(com.model, a.messages, a.agp, a.think);
 }

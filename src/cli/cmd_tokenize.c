@@ -2,6 +2,8 @@
  * (ids -> bytes) and `qwenchat tokenize --bench FILE` (encode throughput). */
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
+#include "src/cli/env.h"
+#include "src/base/clock.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/hub/hub.h"
@@ -14,67 +16,63 @@
 #include <string.h>
 #include <time.h>
 
-static const char tok_help[] =
-	"usage: qwenchat tokenize [-m MODEL] [--bench FILE [-r REPS]]\n"
-	"\n"
-	"Reads bytes from stdin and writes their token ids, space separated, on one line.\n"
-	"Added tokens such as <|im_end|> or <think> in the text become their single ids,\n"
-	"as Hugging Face tokenizers does (add_special_tokens=False). Bytes that are not\n"
-	"valid UTF-8 become the tokens of those single bytes. MODEL may be a directory\n"
-	"holding only tokenizer.json (and tokenizer_config.json).\n"
-	"\n"
-	"  --bench FILE   instead, time tokenizer.json loading and single-thread encoding\n"
-	"                 of FILE: MB/s and tokens/s, first pass and best of REPS\n"
-	"  -r, --reps N   passes for --bench (default 5)\n"
-	"  -h, --help     show this help\n";
-
-static const char detok_help[] =
-	"usage: qwenchat detokenize [-m MODEL] [--skip-special]\n"
-	"\n"
-	"Reads token ids (decimal, separated by white space) from stdin and writes the\n"
-	"bytes they stand for to stdout. An id outside the vocabulary is an error (exit 1).\n"
-	"\n"
-	"  --skip-special  leave out special tokens (<|im_end|>, ...; not <think>)\n"
-	"  -h, --help      show this help\n";
-
-enum { OPT_BENCH = CLI_OPT_NEXT, OPT_SKIP };
-
-static const struct option tok_opts[] = {
-	CLI_COMMON_LONGOPTS,
-	{"bench", required_argument, 0, OPT_BENCH},
-	{"reps", required_argument, 0, 'r'},
-	{"help", no_argument, 0, 'h'},
-	{0, 0, 0, 0},
+static const struct cli_opt tok_opts[] = {
+	{"bench", CLI_OWN + 1, "FILE",
+	 "instead, time tokenizer.json loading and single-thread encoding\n"
+	 "of FILE: MB/s and tokens/s, first pass and best of REPS"},
+	{"reps", 'r', "N", "passes for --bench (default 5)"},
+	{0},
 };
 
-static const struct option detok_opts[] = {
-	CLI_COMMON_LONGOPTS,
-	{"skip-special", no_argument, 0, OPT_SKIP},
-	{"help", no_argument, 0, 'h'},
-	{0, 0, 0, 0},
+static const struct cli_command tok_cmd = {
+	.name = "tokenize",
+	.synopsis = "[-m MODEL] [--bench FILE [-r REPS]]",
+	.about =
+		"Reads bytes from stdin and writes their token ids, space separated, on one line.\n"
+		"Added tokens such as <|im_end|> or <think> in the text become their single ids,\n"
+		"as Hugging Face tokenizers does (add_special_tokens=False). Bytes that are not\n"
+		"valid UTF-8 become the tokens of those single bytes. MODEL may be a directory\n"
+		"holding only tokenizer.json (and tokenizer_config.json).\n",
+	.groups = CLI_MODEL,
+	.opts = tok_opts,
 };
 
-static double clock_s(clockid_t id)
+static const struct cli_opt detok_opts[] = {
+	{"skip-special", CLI_OWN + 1, NULL,
+	 "leave out special tokens (<|im_end|>, ...; not <think>)"},
+	{0},
+};
+
+static const struct cli_command detok_cmd = {
+	.name = "detokenize",
+	.synopsis = "[-m MODEL] [--skip-special]",
+	.about = "Reads token ids (decimal, separated by white space or commas) from stdin and\n"
+		 "writes the bytes they stand for to stdout. An id outside the vocabulary is an\n"
+		 "error (exit 1).\n",
+	.groups = CLI_MODEL,
+	.opts = detok_opts,
+};
+
+/* CPU time of the process or this thread (CLOCK_PROCESS_CPUTIME_ID or
+ * CLOCK_THREAD_CPUTIME_ID): the figure that holds when other jobs share the cores. */
+static double cpu_seconds_of(clockid_t id)
 {
 	struct timespec ts;
 	clock_gettime(id, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double now_s(void)
-{
-	return clock_s(CLOCK_MONOTONIC);
-}
-
 static struct tok *load(const char *model, double *secs)
 {
-	char *dir = hub_resolve_tokenizer(model);
+	struct hub_env hub;
+	cli_env_hub(&hub);
+	char *dir = hub_resolve_tokenizer(&hub, model);
 	if (!dir)
 		return NULL;
-	double t0 = now_s();
+	double t0 = clock_now();
 	struct tok *t = loader_tokenizer(dir);
 	if (secs)
-		*secs = now_s() - t0;
+		*secs = clock_now() - t0;
 	free(dir);
 	return t;
 }
@@ -90,9 +88,9 @@ static int write_all(const char *p, size_t n)
 
 static int bench(const char *model, const char *file, long reps)
 {
-	double load_s, lc0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+	double load_s, lc0 = cpu_seconds_of(CLOCK_PROCESS_CPUTIME_ID);
 	struct tok *t = load(model, &load_s);
-	double load_cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - lc0;
+	double load_cpu = cpu_seconds_of(CLOCK_PROCESS_CPUTIME_ID) - lc0;
 	if (!t) {
 		cli_error("%s", err_msg());
 		return EXIT_RUNTIME;
@@ -108,9 +106,9 @@ static int bench(const char *model, const char *file, long reps)
 	 * steadier figure */
 	double first = 0, best = 0, cfirst = 0, cbest = 0;
 	for (long r = 0; r < reps; r++) {
-		double t0 = now_s(), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+		double t0 = clock_now(), c0 = cpu_seconds_of(CLOCK_THREAD_CPUTIME_ID);
 		int32_t *ids = tok_encode(t, text, len, &n);
-		double dt = now_s() - t0, ct = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+		double dt = clock_now() - t0, ct = cpu_seconds_of(CLOCK_THREAD_CPUTIME_ID) - c0;
 		if (r == 0)
 			cfirst = ct;
 		if (r == 0 || ct < cbest)
@@ -177,114 +175,51 @@ static int tokenize(const char *model)
 	return rc;
 }
 
-int cmd_tokenize(int argc, char **argv)
+struct tok_args {
+	const char *bench_file;
+	long reps;
+};
+
+static int tok_opt(void *user, int key, const char *arg)
 {
-	struct cli_common common;
-	cli_common_init(&common);
-	const char *bench_file = NULL;
-	long reps = 5;
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "m:n:r:h", tok_opts, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
-			fputs(tok_help, stdout);
-			fputs("\ncommon options (accepted, unused here):\n", stdout);
-			fputs(cli_common_help, stdout);
-			return EXIT_OK;
-		case OPT_BENCH: bench_file = optarg; break;
-		case 'r':
-			if (cli_parse_long("--reps", optarg, 1, 1000, &reps))
-				return EXIT_USAGE;
-			break;
-		case '?': return cli_usage(argv[0], "bad option");
-		default:
-			if (cli_common_opt(&common, opt, optarg) < 0)
-				return EXIT_USAGE;
-		}
-	}
-	if (optind < argc)
-		return cli_usage(argv[0], "unexpected argument '%s'", argv[optind]);
-	return bench_file ? bench(common.model, bench_file, reps) : tokenize(common.model);
+	struct tok_args *a = user;
+	if (key == 'r')
+		return cli_parse_long("reps", arg, 1, 1000, &a->reps);
+	a->bench_file = arg;
+	return 0;
 }
 
-/* Parses whitespace-separated decimal ids; -1 with a message on anything else. */
-static int parse_ids(const char *s, int32_t **out, size_t *n)
+int cmd_tokenize(int argc, char **argv)
 {
-	size_t cap = 1024, k = 0;
-	int32_t *v = malloc(cap * sizeof *v);
-	if (!v)
-		return err_set("out of memory");
-	for (const char *p = s;;) {
-		while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-			p++;
-		if (!*p)
-			break;
-		const char *start = p;
-		long long x = 0;
-		while (*p >= '0' && *p <= '9' && x <= INT32_MAX)
-			x = x * 10 + (*p++ - '0');
-		if (p == start || (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') ||
-		    x > INT32_MAX) {
-			int w = 0;
-			while (start[w] && start[w] != ' ' && start[w] != '\n' && w < 20)
-				w++;
-			free(v);
-			return err_set("stdin: '%.*s' (id %zu) is not a token id", w, start, k);
-		}
-		if (k == cap) {
-			int32_t *q = realloc(v, (cap *= 2) * sizeof *v);
-			if (!q) {
-				free(v);
-				return err_set("out of memory");
-			}
-			v = q;
-		}
-		v[k++] = (int32_t)x;
-	}
-	*out = v;
-	*n = k;
+	struct cli_common com;
+	struct tok_args a = {NULL, 5};
+	int r = cli_parse(&tok_cmd, argc, argv, &com, tok_opt, &a, NULL);
+	if (r)
+		return r == CLI_DONE ? EXIT_OK : r;
+	return a.bench_file ? bench(com.model, a.bench_file, a.reps) : tokenize(com.model);
+}
+
+static int detok_opt(void *user, int key, const char *arg)
+{
+	(void)key, (void)arg;
+	*(bool *)user = true;
 	return 0;
 }
 
 int cmd_detokenize(int argc, char **argv)
 {
-	struct cli_common common;
-	cli_common_init(&common);
+	struct cli_common com;
 	bool skip = false;
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "m:n:h", detok_opts, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
-			fputs(detok_help, stdout);
-			fputs("\ncommon options (accepted, unused here):\n", stdout);
-			fputs(cli_common_help, stdout);
-			return EXIT_OK;
-		case OPT_SKIP: skip = true; break;
-		case '?': return cli_usage(argv[0], "bad option");
-		default:
-			if (cli_common_opt(&common, opt, optarg) < 0)
-				return EXIT_USAGE;
-		}
-	}
-	if (optind < argc)
-		return cli_usage(argv[0], "unexpected argument '%s'", argv[optind]);
+	int r = cli_parse(&detok_cmd, argc, argv, &com, detok_opt, &skip, NULL);
+	if (r)
+		return r == CLI_DONE ? EXIT_OK : r;
 	size_t len, n = 0;
 	int32_t *ids = NULL;
-	char *text = fio_read_all("-", (size_t)1 << 32, &len);
-	int bad = !text;
-	if (text && memchr(text, 0, len))
-		bad = err_set("stdin: a NUL byte among the ids");
-	else if (text)
-		bad = parse_ids(text, &ids, &n);
-	if (bad) {
+	if (cli_read_ids(stdin, "stdin", &ids, &n)) {
 		cli_error("%s", err_msg());
-		free(text);
 		return EXIT_RUNTIME;
 	}
-	free(text);
-	struct tok *t = load(common.model, NULL);
+	struct tok *t = load(com.model, NULL);
 	char *out = t ? tok_decode(t, ids, n, skip, &len) : NULL;
 	free(ids);
 	tok_free(t);

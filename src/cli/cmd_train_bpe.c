@@ -3,6 +3,8 @@
  * merges.txt. */
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
+#include "src/base/clock.h"
+#include "src/base/proc.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "tokenizer/bpe_count.h"
@@ -22,40 +24,40 @@
 #define MAX_VOCAB   (1L << 24)
 #define MAX_THREADS 256
 
-static const char help[] =
-	"usage: qwenchat train-bpe --vocab-size N --out DIR [--special TOKEN]...\n"
-	"                          [--threads N] FILE...\n"
-	"Trains a byte-level BPE tokenizer on UTF-8 text files: the Qwen2 pre-tokenizer\n"
-	"splits the text (never across a special token or a file end), then the most\n"
-	"frequent adjacent pair is merged until the vocabulary is full (ties: the\n"
-	"greater pair of byte strings). Writes DIR/tokenizer.json (Hugging Face format,\n"
-	"loadable with -m DIR), DIR/vocab.json and DIR/merges.txt.\n"
-	"Ids: 0-255 the bytes, then the merges in order, then the special tokens in the\n"
-	"order given. The text is counted as it is (no NFC), so tokenizer.json has no\n"
-	"normalizer.\n"
-	"  --vocab-size N    256 + merges + special tokens (at least 256 + specials)\n"
-	"  --special TOKEN   a special token (repeatable), e.g. '<|endoftext|>'\n"
-	"  --threads N       counting threads (default or 0: all cores)\n"
-	"  --out DIR         output directory (created when missing)\n"
-	"  -q, --quiet       no progress and no summary line on stderr\n"
-	"  -h, --help        this help\n";
+static const struct cli_opt train_opts[] = {
+	{"vocab-size", CLI_OWN + 1, "N", "256 + merges + special tokens (at least 256 + specials)"},
+	{"special", CLI_OWN + 2, "TOKEN", "a special token (repeatable), e.g. '<|endoftext|>'"},
+	{"threads", CLI_OWN + 3, "N", "counting threads (default or 0: all cores)"},
+	{"out", CLI_OWN + 4, "DIR", "output directory (created when missing)"},
+	{"quiet", 'q', NULL, "no progress and no summary line on stderr"},
+	{0},
+};
+
+static const struct cli_command train_cmd = {
+	.name = "train-bpe",
+	.synopsis = "--vocab-size N --out DIR [--special TOKEN]... [--threads N] FILE...",
+	.about = "Trains a byte-level BPE tokenizer on UTF-8 text files: the Qwen2 pre-tokenizer\n"
+		 "splits the text (never across a special token or a file end), then the most\n"
+		 "frequent adjacent pair is merged until the vocabulary is full (ties: the\n"
+		 "greater pair of byte strings). Writes DIR/tokenizer.json (Hugging Face format,\n"
+		 "loadable with -m DIR), DIR/vocab.json and DIR/merges.txt.\n"
+		 "Ids: 0-255 the bytes, then the merges in order, then the special tokens in the\n"
+		 "order given. The text is counted as it is (no NFC), so tokenizer.json has no\n"
+		 "normalizer.\n",
+	.opts = train_opts,
+	.min_args = 1,
+	.max_args = 1 << 20,
+};
 
 struct progress {
 	bool tty;
 	double t0, last;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void on_progress(void *ctx, int done, int total)
 {
 	struct progress *p = ctx;
-	double t = now();
+	double t = clock_now();
 	if (!p->tty || (t - p->last < 0.2 && done < total))
 		return;
 	p->last = t;
@@ -66,7 +68,7 @@ static void on_progress(void *ctx, int done, int total)
 static void on_count(void *ctx, uint64_t bytes)
 {
 	struct progress *p = ctx;
-	double t = now();
+	double t = clock_now();
 	if (!p->tty || t - p->last < 0.2)
 		return;
 	p->last = t;
@@ -92,64 +94,52 @@ struct args {
 	bool quiet;
 };
 
-/* Parses and checks the command line; -1 after a usage error was printed. */
-static int parse_args(int argc, char **argv, struct args *a)
+static int train_opt(void *user, int key, const char *arg)
 {
-	static const struct option opts[] = {{"vocab-size", required_argument, 0, 'V'},
-					     {"special", required_argument, 0, 'S'},
-					     {"threads", required_argument, 0, 'T'},
-					     {"out", required_argument, 0, 'o'},
-					     {"quiet", no_argument, 0, 'q'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
+	struct args *a = user;
+	switch (key) {
+	case CLI_OWN + 1: return cli_parse_long("vocab-size", arg, 1, MAX_VOCAB, &a->vocab);
+	case CLI_OWN + 2: a->specials[a->n_specials++] = arg; break;
+	case CLI_OWN + 3: return cli_parse_long("threads", arg, 0, MAX_THREADS, &a->threads);
+	case CLI_OWN + 4: a->out = arg; break;
+	case 'q': a->quiet = true; break;
+	}
+	return 0;
+}
+
+/* Parses and checks the command line; 0, CLI_DONE, or EXIT_USAGE after a usage error
+ * was printed. */
+static int parse_args(int argc, char **argv, struct args *a, int *first)
+{
 	a->specials = calloc((size_t)argc + 1, sizeof *a->specials);
 	if (!a->specials)
-		return cli_error("out of memory"), -1;
-	int ch;
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'V':
-			if (cli_parse_long("--vocab-size", optarg, 1, MAX_VOCAB, &a->vocab) < 0)
-				return -1;
-			break;
-		case 'S': a->specials[a->n_specials++] = optarg; break;
-		case 'T':
-			if (cli_parse_long("--threads", optarg, 0, MAX_THREADS, &a->threads) < 0)
-				return -1;
-			break;
-		case 'o': a->out = optarg; break;
-		case 'q': a->quiet = true; break;
-		case 'h': fputs(help, stdout); exit(EXIT_OK);
-		default: cli_usage("train-bpe", "unknown option '%s'", argv[optind - 1]); return -1;
-		}
-	}
+		return cli_error("out of memory"), EXIT_USAGE;
+	struct cli_common com;
+	int r = cli_parse(&train_cmd, argc, argv, &com, train_opt, a, first);
+	if (r)
+		return r;
 	if (!a->vocab)
-		return cli_usage("train-bpe", "--vocab-size N is required"), -1;
+		return cli_usage("train-bpe", "--vocab-size N is required");
 	if (!a->out)
-		return cli_usage("train-bpe", "--out DIR is required"), -1;
-	if (optind >= argc)
-		return cli_usage("train-bpe", "no input FILE given"), -1;
+		return cli_usage("train-bpe", "--out DIR is required");
 	for (int k = 0; k < a->n_specials; k++) {
 		if (!a->specials[k][0])
-			return cli_usage("train-bpe", "--special: empty token"), -1;
+			return cli_usage("train-bpe", "--special: empty token");
 		if (!utf8_ok(a->specials[k]))
-			return cli_usage("train-bpe", "%s", err_msg()), -1;
+			return cli_usage("train-bpe", "%s", err_msg());
 		for (int j = 0; j < k; j++)
 			if (!strcmp(a->specials[j], a->specials[k]))
 				return cli_usage("train-bpe", "--special '%s' given twice",
-						 a->specials[k]),
-				       -1;
+						 a->specials[k]);
 	}
 	if (a->vocab < 256 + a->n_specials)
 		return cli_usage("train-bpe",
 				 "--vocab-size %ld is below 256 byte tokens + %d special "
 				 "tokens",
-				 a->vocab, a->n_specials),
-		       -1;
+				 a->vocab, a->n_specials);
 	if (!a->threads) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		a->threads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+		long n = proc_online_cpus();
+		a->threads = n > MAX_THREADS ? MAX_THREADS : n;
 	}
 	return 0;
 }
@@ -166,15 +156,16 @@ static int make_dir(const char *dir)
 int cmd_train_bpe(int argc, char **argv)
 {
 	struct args a = {0};
-	if (parse_args(argc, argv, &a) < 0) {
+	int first, r = parse_args(argc, argv, &a, &first);
+	if (r) {
 		free(a.specials);
-		return EXIT_USAGE;
+		return r == CLI_DONE ? EXIT_OK : r;
 	}
 	int rc = EXIT_RUNTIME;
 	struct bpe_words words = {0};
 	struct bpe_model *m = NULL;
 	struct bpe_count_stats st;
-	double t0 = now();
+	double t0 = clock_now();
 	struct progress pc = {.tty = !a.quiet && isatty(STDERR_FILENO), .t0 = t0, .last = t0};
 	struct bpe_count_opts co = {.specials = a.specials,
 				    .n_specials = a.n_specials,
@@ -184,7 +175,7 @@ int cmd_train_bpe(int argc, char **argv)
 	struct bpe_counter *c = bpe_counter_new(&co);
 	if (!c || make_dir(a.out) < 0)
 		goto out;
-	for (int i = optind; i < argc; i++)
+	for (int i = first; i < argc; i++)
 		if (bpe_counter_add_file(c, argv[i]) < 0)
 			goto out;
 	if (bpe_counter_words(c, &words) < 0)
@@ -194,7 +185,7 @@ int cmd_train_bpe(int argc, char **argv)
 	bpe_counter_stats(c, &st);
 	bpe_counter_free(c);
 	c = NULL;
-	double t1 = now();
+	double t1 = clock_now();
 	struct progress pr = {.tty = !a.quiet && isatty(STDERR_FILENO), .t0 = t1};
 	struct bpe_train_opts to = {.vocab_size = (int)a.vocab,
 				    .n_specials = a.n_specials,
@@ -205,7 +196,7 @@ int cmd_train_bpe(int argc, char **argv)
 		fputc('\n', stderr);
 	if (!m)
 		goto out;
-	double t2 = now();
+	double t2 = clock_now();
 	if (bpe_write(m, a.specials, a.n_specials, a.out) < 0)
 		goto out;
 	rc = EXIT_OK;

@@ -2,6 +2,7 @@
 #include "src/app/app.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
+#include "src/cli/env.h"
 #include "src/base/err.h"
 #include "src/app/plain.h"
 #if HAVE_TUI
@@ -36,18 +37,43 @@ static const char usage[] =
 	"  -h, --help     show this help\n"
 	"  -V, --version  show the version\n";
 
-static const char chat_usage[] =
-	"usage: qwenchat [chat] [-m MODEL] [options]\n"
-	"\n"
-	"Chat with the model: the terminal UI, or a plain line mode with --plain or when\n"
-	"stdin or stdout is not a terminal. Type /help in the chat for commands and keys.\n"
-	"\n"
-	"options:\n"
-	"      --plain              line mode: no full-screen UI\n"
-	"      --resume             reopen the last conversation (it is saved after every turn)\n"
-	"      --think, --no-think  start with thinking on (default) or off\n"
-	"      --system TEXT        system prompt of a new conversation\n"
-	"  -h, --help               show this help\n";
+static const struct cli_opt chat_opts[] = {
+	{"plain", CLI_OWN + 1, NULL, "line mode: no full-screen UI"},
+	{"resume", CLI_OWN + 2, NULL,
+	 "reopen the last conversation (it is saved after every turn)"},
+	{"think", CLI_OWN + 3, NULL, "start with thinking on (the default)"},
+	{"no-think", CLI_OWN + 4, NULL, "start with thinking off"},
+	{"system", CLI_OWN + 5, "TEXT", "system prompt of a new conversation"},
+	{0},
+};
+
+static const struct cli_command chat_cmd = {
+	.name = "chat",
+	.synopsis = "[-m MODEL] [options]",
+	.about = "Chat with the model: the terminal UI, or a plain line mode with --plain or when\n"
+		 "stdin or stdout is not a terminal. Type /help in the chat for commands and "
+		 "keys.\n",
+	.groups = CLI_MODEL | CLI_ENGINE | CLI_SAMPLING | CLI_MAX_NEW,
+	.opts = chat_opts,
+};
+
+struct chat_args {
+	struct app_config cfg;
+	bool plain;
+};
+
+static int chat_opt(void *user, int key, const char *arg)
+{
+	struct chat_args *a = user;
+	switch (key) {
+	case CLI_OWN + 1: a->plain = true; break;
+	case CLI_OWN + 2: a->cfg.resume = true; break;
+	case CLI_OWN + 3: a->cfg.think = 1; break;
+	case CLI_OWN + 4: a->cfg.think = 0; break;
+	case CLI_OWN + 5: a->cfg.system = arg; break;
+	}
+	return 0;
+}
 
 /* Notices from opening the model, shown once the chat is on screen. */
 static char notices[2048];
@@ -58,71 +84,46 @@ static void keep_notice(const char *msg)
 	snprintf(notices + n, sizeof notices - n, "%s\n", msg);
 }
 
-/* Parses the chat options; 0, or an exit status + 1 when done (help or bad usage). */
-static int chat_options(int argc, char **argv, struct app_config *cfg, bool *plain)
-{
-	enum { OPT_PLAIN = CLI_OPT_NEXT, OPT_RESUME, OPT_THINK, OPT_NO_THINK, OPT_SYSTEM };
-	static const struct option longopts[] = {
-		CLI_COMMON_LONGOPTS,
-		{"plain", no_argument, 0, OPT_PLAIN},
-		{"resume", no_argument, 0, OPT_RESUME},
-		{"think", no_argument, 0, OPT_THINK},
-		{"no-think", no_argument, 0, OPT_NO_THINK},
-		{"system", required_argument, 0, OPT_SYSTEM},
-		{"help", no_argument, 0, 'h'},
-		{0, 0, 0, 0},
-	};
-	int o;
-	while ((o = getopt_long(argc, argv, "m:n:h", longopts, NULL)) != -1) {
-		int r = cli_common_opt(&cfg->common, o, optarg);
-		if (r < 0)
-			return EXIT_USAGE + 1;
-		if (r)
-			continue;
-		switch (o) {
-		case OPT_PLAIN: *plain = true; break;
-		case OPT_RESUME: cfg->resume = true; break;
-		case OPT_THINK: cfg->think = 1; break;
-		case OPT_NO_THINK: cfg->think = 0; break;
-		case OPT_SYSTEM: cfg->system = optarg; break;
-		case 'h':
-			fputs(chat_usage, stdout);
-			fputs(cli_common_help, stdout);
-			return EXIT_OK + 1;
-		default: fprintf(stderr, "try 'qwenchat chat --help'\n"); return EXIT_USAGE + 1;
-		}
-	}
-	if (optind < argc)
-		return cli_usage("chat", "unexpected argument '%s'", argv[optind]) + 1;
-	return 0;
-}
-
 int cmd_chat(int argc, char **argv)
 {
-	struct app_config cfg = {0};
-	bool plain = false;
-	cli_common_init(&cfg.common);
-	cfg.think = 1;
-	cfg.progress = cli_upload_progress;
-	int rc = chat_options(argc, argv, &cfg, &plain);
+	struct chat_args a = {.cfg.think = 1};
+	struct cli_common com;
+	struct hub_env hub;
+	int rc = cli_parse(&chat_cmd, argc, argv, &com, chat_opt, &a, NULL);
 	if (rc)
-		return rc - 1;
+		return rc == CLI_DONE ? EXIT_OK : rc;
+	if (cli_engine_options(&com, &a.cfg.engine))
+		return EXIT_USAGE;
+	cli_env_hub(&hub);
+	a.cfg.model = com.model;
+	a.cfg.hub = &hub;
+	a.cfg.sampling = com.sampling;
+	a.cfg.sampling_set = com.set;
+	a.cfg.max_new = com.set & CLI_SET_MAX_NEW ? com.max_new : 0;
+	a.cfg.home = cli_env_home();
+	char *state = cli_env_state_dir();
+	if (!state) {
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	a.cfg.state_dir = state;
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
-		plain = true;
-	struct app *a = app_open(&cfg, keep_notice);
-	if (!a) {
+		a.plain = true;
+	struct app *app = app_open(&a.cfg, keep_notice);
+	free(state);
+	if (!app) {
 		cli_error("%s", err_msg());
 		return EXIT_RUNTIME;
 	}
-	if (plain)
+	if (a.plain)
 		fputs(notices, stderr);
 #if HAVE_TUI
-	rc = plain ? ui_plain(a) : ui_main(a, notices);
+	rc = a.plain ? ui_plain(app) : ui_main(app, notices);
 #else
 	/* Without the TUI there is no readline either: lines are read with getline. */
-	rc = plain_main(a, plain_getline);
+	rc = plain_main(app, plain_getline);
 #endif
-	app_free(a);
+	app_free(app);
 	return rc;
 }
 

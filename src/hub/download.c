@@ -4,6 +4,7 @@
 #include <nettle/sha2.h>
 
 #include "src/hub/download.h"
+#include "src/base/clock.h"
 #include "src/base/err.h"
 
 #include <curl/curl.h>
@@ -45,8 +46,8 @@ struct xfer {
 	int use_sha1;           /* 40-hex ETag: git blob sha1, else sha256 */
 	struct sha256_ctx s256; /* nettle: uses the CPU's SHA instructions when present */
 	struct sha1_ctx s1;
-	struct hdrs *h; /* headers of the GET's last hop */
-	struct timespec t0, last;
+	struct hdrs *h;       /* headers of the GET's last hop */
+	double t0, last;      /* clock_now() at the start and at the last report */
 	bool started, failed; /* failed: a callback set err and stopped curl */
 };
 
@@ -301,11 +302,6 @@ int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m)
 	return rc;
 }
 
-static double since(const struct timespec *a, const struct timespec *b)
-{
-	return (double)(b->tv_sec - a->tv_sec) + 1e-9 * (double)(b->tv_nsec - a->tv_nsec);
-}
-
 /* Starts the body: a 200 to a Range request means the server sends the whole file
  * again, so the partial file and the hash start over. */
 static int begin_body(struct xfer *x)
@@ -395,9 +391,7 @@ static size_t on_body(char *buf, size_t size, size_t nmemb, void *ud)
 
 static void report(struct xfer *x, int final)
 {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	double dt = since(&x->t0, &now);
+	double now = clock_now(), dt = now - x->t0;
 	curl_off_t got = 0;
 	curl_easy_getinfo(x->d->curl, CURLINFO_SIZE_DOWNLOAD_T, &got);
 	x->last = now;
@@ -414,9 +408,7 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 	(void)ult;
 	(void)ulnow;
 	struct xfer *x = ud;
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (since(&x->last, &now) >= 0.1)
+	if (clock_now() - x->last >= 0.1)
 		report(x, 0);
 	return 0;
 }
@@ -460,7 +452,7 @@ static int transfer(struct xfer *x, const char *url)
 		snprintf(range, sizeof range, "%llu-", (unsigned long long)x->have);
 		curl_easy_setopt(c, CURLOPT_RANGE, range);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &x->t0);
+	x->t0 = clock_now();
 	x->last = x->t0;
 	CURLcode cc = curl_easy_perform(c);
 	if (x->failed)
@@ -534,7 +526,7 @@ int dl_get(struct dl *d, const char *url, const char *path, const char *label,
 		}
 		x.have = 0;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &x.t0);
+	x.t0 = clock_now();
 	hash_init(&x);
 	if (hash_existing(&x))
 		goto out;

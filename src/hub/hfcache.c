@@ -86,18 +86,16 @@ int hfc_parse_spec(const char *spec, char **repo_id, char **rev)
 	return 1;
 }
 
-char *hfc_root(void)
+char *hfc_root(const struct hub_env *env)
 {
 	const char *v;
-	if ((v = getenv("HF_HUB_CACHE")) && *v)
+	if ((v = env->hub_cache) && *v)
 		return strdup(v);
-	if ((v = getenv("HUGGINGFACE_HUB_CACHE")) && *v)
-		return strdup(v);
-	if ((v = getenv("HF_HOME")) && *v)
+	if ((v = env->hf_home) && *v)
 		return cat(v, "/hub", "");
-	if ((v = getenv("XDG_CACHE_HOME")) && *v)
+	if ((v = env->xdg_cache_home) && *v)
 		return cat(v, "/huggingface/hub", "");
-	if ((v = getenv("HOME")) && *v)
+	if ((v = env->home) && *v)
 		return cat(v, "/.cache/huggingface/hub", "");
 	err_set("cannot find the Hugging Face cache: set HF_HUB_CACHE or HOME");
 	return NULL;

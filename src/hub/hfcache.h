@@ -7,14 +7,16 @@
 
 #include <stdbool.h>
 
+#include "src/hub/hub.h"
+
 /* Splits "Org/Name[@REV]" into a malloc'd repo id and revision ("main" when absent).
  * 1 when spec is a well-formed repo id, 0 when it is not one (nothing allocated),
  * -1 when it looks like one but the name or revision is malformed (err_set). */
 int hfc_parse_spec(const char *spec, char **repo_id, char **rev);
 
-/* The cache root: $HF_HUB_CACHE, $HUGGINGFACE_HUB_CACHE, $HF_HOME/hub,
- * $XDG_CACHE_HOME/huggingface/hub or ~/.cache/huggingface/hub. Malloc'd. */
-char *hfc_root(void);
+/* The cache root: HF_HUB_CACHE, HF_HOME/hub, XDG_CACHE_HOME/huggingface/hub or
+ * ~/.cache/huggingface/hub, the first that env sets. Malloc'd. */
+char *hfc_root(const struct hub_env *env);
 
 /* ROOT/models--Org--Name (malloc'd). */
 char *hfc_repo_dir(const char *root, const char *repo_id);

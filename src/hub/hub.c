@@ -3,6 +3,7 @@
 #include "src/hub/hub.h"
 #include "src/hub/download.h"
 #include "src/base/err.h"
+#include "src/base/clock.h"
 #include "src/base/fileio.h"
 #include "src/hub/ggufname.h"
 #include "src/hub/hfcache.h"
@@ -26,17 +27,10 @@
 #define MAX_SHARDS       4096
 #define ATTEMPTS         5 /* tries per file; QWENCHAT_DOWNLOAD_ATTEMPTS overrides */
 
-const char *hub_default_model(void)
+const char *hub_default_model(const struct hub_env *env)
 {
-	const char *m = getenv("QWENCHAT_MODEL");
+	const char *m = env->default_model;
 	return m && *m ? m : DEFAULT_MODEL;
-}
-
-static bool env_true(const char *name)
-{
-	const char *v = getenv(name);
-	return v && (!strcmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "yes") ||
-		     !strcasecmp(v, "true"));
 }
 
 /* The shard files an index names (weight_map values), malloc'd, unique. NULL and
@@ -145,13 +139,6 @@ struct progress {
 	double last; /* monotonic seconds of the last line */
 };
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static void human(char *out, size_t cap, double b)
 {
 	const char *unit[] = {"B", "kB", "MB", "GB", "TB"};
@@ -167,7 +154,7 @@ static void show_progress(void *ud, const char *label, uint64_t done, uint64_t t
 			  int final)
 {
 	struct progress *p = ud;
-	double t = now_s();
+	double t = clock_now();
 	if (strcmp(p->label, label)) {
 		snprintf(p->label, sizeof p->label, "%s", label);
 		p->last = t;
@@ -212,6 +199,7 @@ static void progress_break(struct progress *p)
 /* ---- downloading a snapshot ---- */
 
 struct fetch {
+	const struct hub_env *env;
 	struct dl *dl;
 	struct progress *prog;
 	const char *endpoint, *root, *repo_id, *repo_dir, *rev;
@@ -270,8 +258,8 @@ static int fetch_blob(struct fetch *f, const char *url, const char *file, const 
 		human(h, sizeof h, (double)have);
 		fprintf(stderr, "%s: resuming after %s\n", file, h);
 	}
-	const char *env = getenv("QWENCHAT_DOWNLOAD_ATTEMPTS");
-	int attempts = env && atoi(env) >= 1 && atoi(env) <= 100 ? atoi(env) : ATTEMPTS;
+	int attempts =
+		f->env->attempts >= 1 && f->env->attempts <= 100 ? f->env->attempts : ATTEMPTS;
 	for (int attempt = 1; rc == 0; attempt++) {
 		int r = dl_get(f->dl, url, part, file, m);
 		if (r == DL_OK)
@@ -346,16 +334,16 @@ out:
 	return rc;
 }
 
-static const char *hub_token(char **owned)
+static const char *hub_token(const struct hub_env *env, char **owned)
 {
-	const char *t = getenv("HF_TOKEN");
+	const char *t = env->token;
 	*owned = NULL;
 	if (t && *t)
 		return t;
 	/* The file `huggingface-cli login` writes: $HF_HOME/token, HF_HOME defaulting
 	 * to $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface. */
-	const char *path = getenv("HF_TOKEN_PATH"), *home = getenv("HF_HOME");
-	const char *xdg = getenv("XDG_CACHE_HOME"), *user = getenv("HOME");
+	const char *path = env->token_path, *home = env->hf_home;
+	const char *xdg = env->xdg_cache_home, *user = env->home;
 	char *p = NULL;
 	if (path && *path)
 		p = strdup(path);
@@ -454,8 +442,8 @@ out:
 /* Downloads the snapshot's config and tokenizer files and, when weights is set, the
  * weights; for a GGUF repository (tag set), the GGUF file(s) of that tag alone.
  * Returns the snapshot directory (malloc'd) or NULL. */
-static char *download(const char *repo_id, const char *rev, const char *root, const char *repo_dir,
-		      bool weights, const char *tag)
+static char *download(const struct hub_env *env, const char *repo_id, const char *rev,
+		      const char *root, const char *repo_dir, bool weights, const char *tag)
 {
 	static const struct {
 		const char *name;
@@ -467,14 +455,18 @@ static char *download(const char *repo_id, const char *rev, const char *root, co
 		{"tokenizer_config.json", true},
 	};
 	struct progress prog = {
-		.tty = isatty(STDERR_FILENO) && !env_true("HF_HUB_DISABLE_PROGRESS_BARS"),
+		.tty = isatty(STDERR_FILENO) && !env->no_progress,
 	};
 	char *token_owned;
-	const char *token = hub_token(&token_owned);
-	const char *ep = getenv("HF_ENDPOINT");
+	const char *token = hub_token(env, &token_owned);
+	const char *ep = env->endpoint;
 	char *endpoint = strdup(ep && *ep ? ep : DEFAULT_ENDPOINT);
-	struct fetch f = {
-		.root = root, .repo_id = repo_id, .repo_dir = repo_dir, .rev = rev, .prog = &prog};
+	struct fetch f = {.env = env,
+			  .root = root,
+			  .repo_id = repo_id,
+			  .repo_dir = repo_dir,
+			  .rev = rev,
+			  .prog = &prog};
 	char *snap = NULL;
 	f.dl = endpoint ? dl_new(token, show_progress, &prog) : NULL;
 	if (f.dl) {
@@ -520,14 +512,14 @@ static bool snapshot_has(char **snap, bool weights, const char *tag)
 	return true;
 }
 
-static char *resolve_repo(const char *repo_id, const char *rev, bool pull, bool weights,
-			  const char *tag)
+static char *resolve_repo(const struct hub_env *env, const char *repo_id, const char *rev,
+			  bool pull, bool weights, const char *tag)
 {
-	char *root = hfc_root();
+	char *root = hfc_root(env);
 	char *repo_dir = root ? hfc_repo_dir(root, repo_id) : NULL;
 	char *commit = repo_dir ? hfc_read_ref(repo_dir, rev) : NULL;
 	char *snap = commit ? hfc_snapshot(repo_dir, commit) : NULL;
-	bool offline = env_true("HF_HUB_OFFLINE");
+	bool offline = env->offline;
 	if (snap && !snapshot_has(&snap, weights, tag)) {
 		free(snap);
 		snap = NULL;
@@ -539,7 +531,7 @@ static char *resolve_repo(const char *repo_id, const char *rev, bool pull, bool 
 			err_set("%s@%s: %s the Hugging Face cache (%s), and HF_HUB_OFFLINE is set",
 				repo_id, rev, commit ? "incomplete in" : "not in", root);
 		else
-			snap = download(repo_id, rev, root, repo_dir, weights, tag);
+			snap = download(env, repo_id, rev, root, repo_dir, weights, tag);
 		if (snap && tag && !snapshot_has(&snap, weights, tag)) {
 			free(snap);
 			snap = NULL;
@@ -552,7 +544,7 @@ static char *resolve_repo(const char *repo_id, const char *rev, bool pull, bool 
 	return snap;
 }
 
-static char *resolve_spec(const char *spec, bool pull, bool weights)
+static char *resolve_spec(const struct hub_env *env, const char *spec, bool pull, bool weights)
 {
 	char *id, *rev, *repo_spec = NULL, *tag = NULL;
 	/* Org/Name:TAG (or Org/Name-GGUF): the GGUF file of that quantization */
@@ -569,7 +561,7 @@ static char *resolve_spec(const char *spec, bool pull, bool weights)
 		err_set("%s: no such model directory or file, and not a Hugging Face repo id "
 			"(Org/Name[:TAG])",
 			spec);
-	char *dir = r == 1 ? resolve_repo(id, rev, pull, weights, tag) : NULL;
+	char *dir = r == 1 ? resolve_repo(env, id, rev, pull, weights, tag) : NULL;
 	if (r == 1) {
 		free(id);
 		free(rev);
@@ -579,21 +571,20 @@ static char *resolve_spec(const char *spec, bool pull, bool weights)
 	return dir;
 }
 
-/* ~/.ollama/models, or $OLLAMA_MODELS. */
-static char *ollama_root(void)
+/* $OLLAMA_MODELS, else ~/.ollama/models. */
+static char *ollama_root(const struct hub_env *env)
 {
-	const char *v = getenv("OLLAMA_MODELS"), *home = getenv("HOME");
-	if (v && *v)
-		return strdup(v);
-	return fio_join(home && *home ? home : ".", ".ollama/models");
+	if (env->ollama_models && *env->ollama_models)
+		return strdup(env->ollama_models);
+	return fio_join(env->home && *env->home ? env->home : ".", ".ollama/models");
 }
 
-static char *resolve(const char *model, bool weights)
+static char *resolve(const struct hub_env *env, const char *model, bool weights)
 {
 	if (!model || !*model)
-		model = hub_default_model();
+		model = hub_default_model(env);
 	if (!strncmp(model, "ollama:", 7)) {
-		char *root = ollama_root();
+		char *root = ollama_root(env);
 		char *blob = root ? ggufname_ollama(model + 7, root) : NULL;
 		free(root);
 		return blob;
@@ -605,22 +596,22 @@ static char *resolve(const char *model, bool weights)
 			err_set("out of memory");
 		return d;
 	}
-	return resolve_spec(model, false, weights);
+	return resolve_spec(env, model, false, weights);
 }
 
-char *hub_resolve(const char *model)
+char *hub_resolve(const struct hub_env *env, const char *model)
 {
-	return resolve(model, true);
+	return resolve(env, model, true);
 }
 
-char *hub_resolve_tokenizer(const char *model)
+char *hub_resolve_tokenizer(const struct hub_env *env, const char *model)
 {
-	return resolve(model, false);
+	return resolve(env, model, false);
 }
 
-char *hub_pull(const char *spec)
+char *hub_pull(const struct hub_env *env, const char *spec)
 {
-	return resolve_spec(spec, true, true);
+	return resolve_spec(env, spec, true, true);
 }
 
 /* ---- listing the cache ---- */
@@ -759,11 +750,11 @@ static int cmp_entry(const void *a, const void *b)
 	return c ? c : strcmp(x->commit ? x->commit : "", y->commit ? y->commit : "");
 }
 
-int hub_list(struct hub_entry **out, size_t *n)
+int hub_list(const struct hub_env *env, struct hub_entry **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	char *root = hfc_root();
+	char *root = hfc_root(env);
 	if (!root)
 		return -1;
 	DIR *d = opendir(root);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "src/base/err.h"
+#include "src/base/clock.h"
 
 enum { SESS_MAX_STOP = SAMP_MAX_EOS + 2 };
 
@@ -30,13 +31,6 @@ struct sess {
 	double t_sync; /* when the current turn's sess_sync began */
 	struct sess_stats st;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static bool cancelled(const struct sess *s)
 {
@@ -140,7 +134,7 @@ void sess_reset(struct sess *s)
 int sess_sync(struct sess *s, const int32_t *ids, int n)
 {
 	memset(&s->st, 0, sizeof s->st);
-	s->t_sync = now_s();
+	s->t_sync = clock_now();
 	if (n < 1)
 		return err_set("session: nothing to run (0 tokens)");
 	if (n > s->ctx)
@@ -163,7 +157,7 @@ int sess_sync(struct sess *s, const int32_t *ids, int n)
 	s->n = keep;
 	s->logits_ok = false;
 	s->st.reused = keep;
-	double t0 = now_s();
+	double t0 = clock_now();
 	int rc = 0;
 	for (int pos = keep; pos < n;) {
 		if (cancelled(s)) {
@@ -184,7 +178,7 @@ int sess_sync(struct sess *s, const int32_t *ids, int n)
 			s->progress(s->progress_user, pos - keep, n - keep);
 	}
 	s->logits_ok = rc == 0;
-	s->st.prefill_seconds = now_s() - t0;
+	s->st.prefill_seconds = clock_now() - t0;
 	if (s->st.prefill_seconds > 0)
 		s->st.prefill_tps = s->st.prefilled / s->st.prefill_seconds;
 	return rc;
@@ -338,7 +332,7 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 			}
 		}
 		if (!t_first) {
-			t_first = now_s();
+			t_first = clock_now();
 			s->st.ttft = t_first - s->t_sync;
 		}
 		bool stop = is_stop(s, id);
@@ -395,66 +389,9 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 	}
 	tok_stream_free(ts);
 	if (t_first) {
-		s->st.decode_seconds = now_s() - t_first;
+		s->st.decode_seconds = clock_now() - t_first;
 		if (forwards && s->st.decode_seconds > 0)
 			s->st.decode_tps = forwards / s->st.decode_seconds;
 	}
 	return rc;
-}
-
-/* Tokenizes the rendered conversation. NULL with err_set. */
-static int32_t *render_ids(struct tok *t, const struct chat *c, enum tmpl_variant v, int think,
-			   size_t *n)
-{
-	size_t len;
-	char *text = tmpl_render(c, v, true, think, &len);
-	if (!text)
-		return NULL;
-	int32_t *ids = tok_encode(t, text, len, n);
-	free(text);
-	return ids;
-}
-
-int32_t *sess_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int enable_thinking,
-			 int ctx, int reserve, int *n, int *dropped)
-{
-	*dropped = 0;
-	for (;;) {
-		size_t k;
-		int32_t *ids = render_ids(t, c, v, enable_thinking, &k);
-		if (!ids)
-			return NULL;
-		if (k + (size_t)(reserve > 0 ? reserve : 0) <= (size_t)ctx) {
-			*n = (int)k;
-			return ids;
-		}
-		size_t first = c->n && c->turns[0].role == CHAT_SYSTEM ? 1 : 0;
-		long last = chat_last(c, CHAT_USER);
-		if (last < 0 || (size_t)last <= first) {
-			/* Nothing left to drop: go on with less room for the answer. */
-			if (k < (size_t)ctx) {
-				*n = (int)k;
-				return ids;
-			}
-			free(ids);
-			if (last < 0) {
-				err_set("the conversation is %zu tokens, the context holds %d", k,
-					ctx);
-				return NULL;
-			}
-			const char *msg = c->turns[last].content;
-			size_t m = 0;
-			int32_t *mids = tok_encode(t, msg, strlen(msg), &m);
-			free(mids);
-			err_set("the message is %zu tokens, the context holds %d", m, ctx);
-			return NULL;
-		}
-		free(ids);
-		/* One whole turn: from the first turn up to the next user turn. */
-		size_t end = first + 1;
-		while (end < (size_t)last && c->turns[end].role != CHAT_USER)
-			end++;
-		chat_remove(c, first, end - first);
-		(*dropped)++;
-	}
 }

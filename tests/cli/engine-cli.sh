@@ -22,7 +22,7 @@ expect_exit 1 "id >= vocab" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWE
 expect_err_has "vocab" "id >= vocab names the vocabulary"
 echo "1 -2" >"$TMP/ids"
 expect_exit 1 "negative id" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
-expect_err_has "stdin: token 1" "bad id names its index"
+expect_err_has "stdin: '-2' (id 1) is not a token id" "bad id names itself and its index"
 seq 1 65 >"$TMP/ids"
 expect_exit 1 "more ids than max_position" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
 expect_err_has "context size" "overflow names the context size"

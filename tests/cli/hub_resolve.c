@@ -1,7 +1,8 @@
 /* hub_resolve.c — helper for tests/cli/hub.sh: prints what hub_resolve (or, after
  * --tokenizer, hub_resolve_tokenizer) makes of its argument (none: the default
- * model), the way every -m option does. */
+ * model), the way every -m option does, with the same environment. */
 #include "src/base/err.h"
+#include "src/cli/env.h"
 #include "src/hub/hub.h"
 
 #include <stdio.h>
@@ -12,7 +13,9 @@ int main(int argc, char **argv)
 {
 	int tok = argc > 1 && !strcmp(argv[1], "--tokenizer");
 	const char *model = argc > 1 + tok ? argv[1 + tok] : NULL;
-	char *dir = tok ? hub_resolve_tokenizer(model) : hub_resolve(model);
+	struct hub_env hub;
+	cli_env_hub(&hub);
+	char *dir = tok ? hub_resolve_tokenizer(&hub, model) : hub_resolve(&hub, model);
 	if (!dir) {
 		fprintf(stderr, "qwenchat: %s\n", err_msg());
 		return 1;

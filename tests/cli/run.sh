@@ -26,9 +26,8 @@ expect_err_has "no-such-file" "run -f unreadable: names the file"
 # --- a generated model with the real tokenizer ---------------------------------------
 need_tokenizer
 M="$TMP/model"
-"$TOP_BUILDDIR/tests/mkmodel" --out "$M" --tokenizer "$TOK_DIR" --vocab-size 151936 \
-	--hidden-size 32 --intermediate-size 64 --layers 2 --heads 4 --kv-heads 2 \
-	--head-dim 16 --seed 3 >/dev/null || { fail "mkmodel"; finish; }
+chat_model "$M" --vocab-size 151936 --hidden-size 32 --intermediate-size 64 --layers 2 \
+	--heads 4 --kv-heads 2 --head-dim 16 --seed 3
 RUN="$QWENCHAT run -m $M --backend cpu --threads 1"
 
 expect_exit 1 "run -m missing dir" "$QWENCHAT" run -m "$TMP/none" -p hi
@@ -72,9 +71,8 @@ expect_exit 0 "run without generation_config" "$QWENCHAT" run -m "$TMP/m2" --bac
 # A model rigged to write "<think>Hello\n\n</think>World!<|im_end|>" whatever the input
 # (see tests/unit/test_session.c, test_think_split): greedy with --repeat-penalty 10 takes
 # the ranked tokens in order. The reasoning goes to stderr, the answer to stdout.
-"$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/rig" --tokenizer "$TOK_DIR" --vocab-size 151936 \
-	--hidden-size 32 --intermediate-size 64 --layers 2 --heads 4 --kv-heads 2 \
-	--head-dim 16 --seed 3 --no-tie >/dev/null || fail "mkmodel rig"
+chat_model "$TMP/rig" --vocab-size 151936 --hidden-size 32 --intermediate-size 64 \
+	--layers 2 --heads 4 --kv-heads 2 --head-dim 16 --seed 3 --no-tie
 PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 $PY - "$TMP/rig/model.safetensors" <<'PYEOF' || fail "rigging the model"
 import json, struct, sys

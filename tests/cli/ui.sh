@@ -12,8 +12,7 @@ grep -q '^#define HAVE_TUI 1' "$TOP_BUILDDIR/config.h" || { echo "SKIP: --disabl
 need_tokenizer
 MODEL=$TMP/model
 # Vocabulary = the tokenizer's 151669 ids: a random model never samples an id it lacks.
-"$TOP_BUILDDIR/tests/mkmodel" --out "$MODEL" --vocab-size 151669 --tokenizer "$TOK_DIR" >/dev/null ||
-	{ echo "mkmodel failed"; exit 1; }
+chat_model "$MODEL" --vocab-size 151669
 
 SOCK=qwenchat-ui-$$
 T() { tmux -L "$SOCK" -f /dev/null "$@"; }

@@ -15,6 +15,7 @@
 
 #include "engine/engine.h"
 #include "src/base/err.h"
+#include "tests/unit/testutil.h"
 #include "src/base/fileio.h"
 
 static char tmpdir[] = "/tmp/qwenchat-engine.XXXXXX";
@@ -29,12 +30,8 @@ static const char *const MKMODEL_FLAGS =
 
 static void mkmodel(const char *dir, const char *flags)
 {
-	const char *build = getenv("TOP_BUILDDIR");
-	char cmd[8192];
-	snprintf(cmd, sizeof cmd, "'%s/tests/mkmodel' --out '%s' %s", build ? build : ".", dir,
-		 flags);
-	if (system(cmd) != 0)
-		fail_msg("mkmodel failed: %s", cmd);
+	if (tu_make_model(dir, flags, false))
+		fail_msg("mkmodel failed");
 }
 
 static int setup(void **state)

@@ -16,6 +16,7 @@
 #include "engine/cpu/kernels.h"
 #include "engine/engine.h"
 #include "src/base/err.h"
+#include "tests/unit/testutil.h"
 #include "src/base/fileio.h"
 
 struct golden {
@@ -72,14 +73,10 @@ static int load_golden(const char *name, struct golden *g)
 /* Writes the golden's model with tests/mkmodel into the scratch dir; returns its path. */
 static char *make_model(const char *name, const struct golden *g)
 {
-	const char *build = getenv("TOP_BUILDDIR");
 	static char dir[4200];
-	char cmd[8192];
 	snprintf(dir, sizeof dir, "%s/%s", tmpdir, name);
-	snprintf(cmd, sizeof cmd, "'%s/tests/mkmodel' --out '%s' %s", build ? build : ".", dir,
-		 g->flags);
-	if (system(cmd) != 0)
-		fail_msg("mkmodel failed: %s", cmd);
+	if (tu_make_model(dir, g->flags, false))
+		fail_msg("mkmodel failed");
 	return dir;
 }
 

@@ -19,7 +19,9 @@
 
 #include "engine/engine.h"
 #include "src/chat/chat.h"
+#include "src/chat/fit.h"
 #include "src/base/err.h"
+#include "tests/unit/testutil.h"
 #include "src/session/sampler.h"
 #include "src/session/session.h"
 #include "src/chat/template.h"
@@ -41,39 +43,13 @@ static enum tmpl_variant variant;
 static int V;
 static float *fresh;
 
-/* The tokenizer directory from tests/fetch-tokenizer.sh, or exit 77 (SKIP). */
-static void tokenizer_dir(char *out, size_t size)
-{
-	const char *src = getenv("TOP_SRCDIR");
-	char cmd[4200];
-	snprintf(cmd, sizeof cmd, "sh '%s/tests/fetch-tokenizer.sh'", src ? src : ".");
-	FILE *p = popen(cmd, "r");
-	if (!p || !fgets(out, (int)size, p))
-		out[0] = 0;
-	int st = p ? pclose(p) : -1;
-	out[strcspn(out, "\n")] = 0;
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
-		fprintf(stderr, "SKIP: no tokenizer\n");
-		exit(77);
-	}
-	if (st != 0 || !out[0]) {
-		fprintf(stderr, "fetch-tokenizer.sh failed\n");
-		exit(1);
-	}
-}
-
 static int setup(void **state)
 {
 	(void)state;
-	char tdir[4096], cmd[12000];
-	tokenizer_dir(tdir, sizeof tdir);
 	if (!mkdtemp(tmpdir))
 		return -1;
 	snprintf(model_dir, sizeof model_dir, "%s/m", tmpdir);
-	const char *build = getenv("TOP_BUILDDIR");
-	snprintf(cmd, sizeof cmd, "'%s/tests/mkmodel' --out '%s' --tokenizer '%s' %s",
-		 build ? build : ".", model_dir, tdir, MKMODEL_FLAGS);
-	if (system(cmd) != 0)
+	if (tu_make_model(model_dir, MKMODEL_FLAGS, true))
 		return -1;
 	model = eng_model_open(model_dir);
 	tok = tok_load(model_dir);
@@ -261,7 +237,7 @@ static void render(struct chat *c, int32_t **ids, int *n)
 {
 	int dropped = -1;
 	free(*ids);
-	*ids = sess_render_fit(tok, c, variant, TMPL_THINK_ON, CTX, 64, n, &dropped);
+	*ids = chat_render_fit(tok, c, variant, TMPL_THINK_ON, CTX, 64, n, &dropped);
 	assert_non_null(*ids);
 	assert_int_equal(dropped, 0);
 }
@@ -400,7 +376,7 @@ static void test_overflow(void **state)
 	chat_remove(two, 1, 4);
 	int want = render_len(two);
 	int n, dropped;
-	int32_t *ids = sess_render_fit(tok, c, variant, TMPL_THINK_ON, want + 10, 10, &n, &dropped);
+	int32_t *ids = chat_render_fit(tok, c, variant, TMPL_THINK_ON, want + 10, 10, &n, &dropped);
 	assert_non_null(ids);
 	assert_int_equal(dropped, 2);
 	assert_int_equal(n, want);
@@ -421,7 +397,7 @@ static void test_overflow(void **state)
 	free(bids);
 	assert_int_equal(chat_add(c, CHAT_ASSISTANT, "ok", NULL), 0);
 	assert_int_equal(chat_add(c, CHAT_USER, big, NULL), 0);
-	assert_null(sess_render_fit(tok, c, variant, TMPL_THINK_ON, 100, 10, &n, &dropped));
+	assert_null(chat_render_fit(tok, c, variant, TMPL_THINK_ON, 100, 10, &n, &dropped));
 	snprintf(buf, sizeof buf, "the message is %zu tokens, the context holds 100", k);
 	assert_string_equal(err_msg(), buf);
 	assert_int_equal(c->n, 2); /* everything droppable went: system + the message */
@@ -508,7 +484,7 @@ static void rig_model(const char *dir, const int32_t *ids)
 static void test_think_split(void **state)
 {
 	(void)state;
-	char dir[4200], tdir[4096], cmd[12000];
+	char dir[4200];
 	int32_t ids[NSCRIPT];
 	for (int k = 0; k < NSCRIPT; k++) {
 		size_t n;
@@ -517,12 +493,10 @@ static void test_think_split(void **state)
 		ids[k] = x[0];
 		free(x);
 	}
-	tokenizer_dir(tdir, sizeof tdir);
+	char flags[1024];
 	snprintf(dir, sizeof dir, "%s/rigged", tmpdir);
-	const char *build = getenv("TOP_BUILDDIR");
-	snprintf(cmd, sizeof cmd, "'%s/tests/mkmodel' --out '%s' --tokenizer '%s' %s --no-tie",
-		 build ? build : ".", dir, tdir, MKMODEL_FLAGS);
-	assert_int_equal(system(cmd), 0);
+	snprintf(flags, sizeof flags, "%s --no-tie", MKMODEL_FLAGS);
+	assert_int_equal(tu_make_model(dir, flags, true), 0);
 	rig_model(dir, ids);
 	struct eng_model *m = eng_model_open(dir);
 	assert_non_null(m);

@@ -84,9 +84,14 @@ static void test_text(void **st)
 	slash_call_free(&c);
 	assert_int_equal(slash_parse("/save", &c, err, sizeof err), -1);
 	assert_string_equal(err, "/save FILE: argument missing");
-	setenv("HOME", "/home/someone", 1);
 	assert_int_equal(slash_parse("/load ~/conv.json", &c, err, sizeof err), 0);
-	assert_string_equal(c.text, "/home/someone/conv.json");
+	assert_string_equal(c.text, "~/conv.json");
+	char *home = slash_expand_home(c.text, "/home/someone");
+	assert_string_equal(home, "/home/someone/conv.json");
+	free(home);
+	home = slash_expand_home(c.text, NULL);
+	assert_string_equal(home, "~/conv.json");
+	free(home);
 	slash_call_free(&c);
 	assert_int_equal(slash_parse("/save my file.json", &c, err, sizeof err), 0);
 	assert_string_equal(c.text, "my file.json");

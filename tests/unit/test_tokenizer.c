@@ -16,6 +16,7 @@
 #include <utf8proc.h>
 
 #include "src/base/err.h"
+#include "tests/unit/testutil.h"
 #include "src/base/fileio.h"
 #include "tokenizer/tokenizer.h"
 
@@ -709,18 +710,7 @@ static int teardown(void **state)
 
 int main(void)
 {
-	char cmd[4200];
-	snprintf(cmd, sizeof cmd, "sh '%s/tests/fetch-tokenizer.sh'", top());
-	FILE *p = popen(cmd, "r");
-	if (!p || !fgets(tokdir, sizeof tokdir, p)) {
-		int st = p ? pclose(p) : -1;
-		int code = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-		fprintf(stderr, "test_tokenizer: no tokenizer files (fetch-tokenizer.sh exit %d)\n",
-			code);
-		return code == 77 ? 77 : 1;
-	}
-	pclose(p);
-	tokdir[strcspn(tokdir, "\n")] = 0;
+	tu_tokenizer_dir(tokdir, sizeof tokdir);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden_cases),    cmocka_unit_test(test_golden_extra_added),
 		cmocka_unit_test(test_mixed_1mb),       cmocka_unit_test(test_roundtrip_golden),
