@@ -195,6 +195,66 @@ int eng_gguf_array(const struct eng_gguf *g, const char *key, enum eng_gguf_type
 const char *eng_gguf_array_str(const struct eng_gguf *g, const char *key, uint64_t i, size_t *len);
 int eng_gguf_array_int(const struct eng_gguf *g, const char *key, uint64_t i, int64_t *v);
 
+/* ---- Writing GGUF files (qwenchat quantize) -------------------------------------
+ * llama.cpp's quantization mixes: a base type for the matrices, with the choices
+ * its llama-quantize makes per tensor for a Qwen3 (src/llama-quant.cpp,
+ * llama_tensor_get_type): the lm_head (the embedding when tied) in Q6_K, and for the
+ * _M mixes attn_v and ffn_down in Q6_K on some layers; norms stay F32. */
+enum eng_ftype {
+	ENG_FTYPE_F32,
+	ENG_FTYPE_BF16,
+	ENG_FTYPE_Q8_0,
+	ENG_FTYPE_Q6_K,
+	ENG_FTYPE_Q5_K_M,
+	ENG_FTYPE_Q4_K_M,
+	ENG_FTYPE_Q4_0,
+	ENG_FTYPE_COUNT
+};
+/* "f32", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0" (any case) into *out;
+ * -1 for anything else. */
+int eng_ftype_parse(const char *name, enum eng_ftype *out);
+const char *eng_ftype_name(enum eng_ftype f);
+
+/* A tensor's part in the model, for the type choice. */
+enum eng_tensor_role {
+	ENG_ROLE_EMBED,
+	ENG_ROLE_OUTPUT,
+	ENG_ROLE_NORM,
+	ENG_ROLE_ATTN_Q,
+	ENG_ROLE_ATTN_K,
+	ENG_ROLE_ATTN_V,
+	ENG_ROLE_ATTN_O,
+	ENG_ROLE_FFN_GATE,
+	ENG_ROLE_FFN_UP,
+	ENG_ROLE_FFN_DOWN,
+};
+/* The type a tensor of `role` in `layer` (0 for the others), with rows of `ncols`
+ * weights, gets in mix f; ENG_DTYPE_COUNT when no supported type fits its rows
+ * (err_set). */
+enum eng_dtype eng_quant_type(const struct eng_config *c, enum eng_ftype f,
+			      enum eng_tensor_role role, int layer, int64_t ncols);
+
+/* Key/values to write besides the model's own (the tokenizer's, from the app). */
+struct eng_gguf_out;
+struct eng_gguf_out *eng_gguf_out_new(void);
+void eng_gguf_out_free(struct eng_gguf_out *o);
+/* Each 0 or -1 (err_set: out of memory, a key given twice). */
+int eng_gguf_out_str(struct eng_gguf_out *o, const char *key, const char *s, size_t len);
+int eng_gguf_out_u32(struct eng_gguf_out *o, const char *key, uint32_t v);
+int eng_gguf_out_bool(struct eng_gguf_out *o, const char *key, bool v);
+int eng_gguf_out_strs(struct eng_gguf_out *o, const char *key, const char *const *s,
+		      const size_t *len, size_t n);
+int eng_gguf_out_i32s(struct eng_gguf_out *o, const char *key, const int32_t *v, size_t n);
+
+/* Writes m as a GGUF v3 file to fd: general.* and qwen3.* keys from its config, then
+ * extra's, then every tensor converted to its eng_quant_type for f (llama.cpp's
+ * names and layout, 32-byte alignment). progress (may be NULL) gets the bytes done
+ * and the total after each tensor; *cancel (may be NULL) set stops it. 0 or -1
+ * (err_set); the caller owns fd and removes a partial file. */
+int eng_model_write_gguf(const struct eng_model *m, enum eng_ftype f,
+			 const struct eng_gguf_out *extra, int fd,
+			 void (*progress)(size_t done, size_t total), const volatile int *cancel);
+
 /* The tensors of a GGUF model by type, for `info`: how many tensors and weights of
  * each eng_dtype. */
 struct eng_type_count {

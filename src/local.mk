@@ -35,4 +35,5 @@ libapp_a_SOURCES = \
 qwenchat_SOURCES = src/cli/main.c \
 	src/cli/cli.c src/cli/cli.h src/cli/commands.h src/cli/env.c src/cli/env.h \
 	src/cli/cmd_run.c src/cli/cmd_template.c src/cli/cmd_tokenize.c \
-	src/cli/cmd_train_bpe.c src/cli/cmd_engine.c src/cli/cmd_info.c src/cli/cmd_hub.c
+	src/cli/cmd_train_bpe.c src/cli/cmd_engine.c src/cli/cmd_info.c src/cli/cmd_hub.c \
+	src/cli/cmd_quantize.c

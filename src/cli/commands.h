@@ -15,5 +15,6 @@ int cmd_bench(int argc, char **argv);      /* cmd_engine.c */
 int cmd_info(int argc, char **argv);       /* cmd_info.c */
 int cmd_pull(int argc, char **argv);       /* cmd_hub.c */
 int cmd_list(int argc, char **argv);       /* cmd_hub.c */
+int cmd_quantize(int argc, char **argv);   /* cmd_quantize.c */
 
 #endif

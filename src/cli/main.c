@@ -32,6 +32,7 @@ static const char usage[] =
 	"  pull        download a model into the Hugging Face cache\n"
 	"  list        Qwen3 models in the Hugging Face cache\n"
 	"  train-bpe   train a byte-level BPE tokenizer\n"
+	"  quantize    write a model as a GGUF file (q8_0, q6_k, q5_k_m, q4_k_m, q4_0)\n"
 	"\n"
 	"'qwenchat COMMAND --help' describes a command's options.\n"
 	"  -h, --help     show this help\n"
@@ -136,7 +137,7 @@ static const struct {
 	{"template", cmd_template},   {"logits", cmd_logits},
 	{"bench", cmd_bench},         {"info", cmd_info},
 	{"pull", cmd_pull},           {"list", cmd_list},
-	{"train-bpe", cmd_train_bpe},
+	{"train-bpe", cmd_train_bpe}, {"quantize", cmd_quantize},
 };
 
 int main(int argc, char **argv)

@@ -3,6 +3,7 @@
  * turned into the tokenizer's in-memory lists (tok_from_vocab). */
 #include "src/hub/loader.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,5 +222,217 @@ int loader_generation(const char *path, struct samp_params *p, int32_t *eos, int
 	struct eng_gguf *g = eng_gguf_open(path);
 	int rc = g ? gguf_generation(g, p, eos, n_eos) : -1;
 	eng_gguf_free(g);
+	return rc;
+}
+
+/* ---- the tokenizer as GGUF key/values (qwenchat quantize) ---- */
+
+/* convert_hf_to_gguf.py's does_token_look_special, for the forms Qwen uses. */
+static bool looks_special(const char *t, size_t n)
+{
+	return (n >= 4 && !memcmp(t, "<|", 2) && !memcmp(t + n - 2, "|>", 2)) ||
+	       (n == 5 && !memcmp(t, "<pad>", 5)) || (n == 6 && !memcmp(t, "<mask>", 6));
+}
+
+struct vocab_out {
+	const char **tok;
+	size_t *len;
+	int32_t *type;
+	char **pad; /* the [PADn] names made for ids without a token */
+	size_t n;
+};
+
+/* One added token (tokenizer.json's added_tokens or tokenizer_config.json's
+ * added_tokens_decoder): CONTROL when special or <|...|>, else USER_DEFINED. */
+static int set_added(struct vocab_out *v, json_t *o, long long id, const char *file)
+{
+	json_t *c = json_object_get(o, "content");
+	if (id < 0 || (size_t)id >= v->n || !json_is_string(c))
+		return err_set("%s: added token %lld: not an id below %zu with a content", file, id,
+			       v->n);
+	v->tok[id] = json_string_value(c);
+	v->len[id] = json_string_length(c);
+	v->type[id] =
+		json_is_true(json_object_get(o, "special")) || looks_special(v->tok[id], v->len[id])
+			? 3
+			: 4;
+	return 0;
+}
+
+/* tokens and token_type as get_vocab_base makes them: ids without a token are
+ * "[PADn]", UNUSED. */
+static int vocab_lists(json_t *tj, json_t *tc, struct vocab_out *v, const char *file)
+{
+	const char *key;
+	json_t *val, *a;
+	size_t i;
+	json_object_foreach(json_object_get(json_object_get(tj, "model"), "vocab"), key, val)
+	{
+		json_int_t id = json_integer_value(val);
+		if (!json_is_integer(val) || id < 0 || (size_t)id >= v->n)
+			return err_set("%s: model.vocab: %.40s: not an id below %zu", file, key,
+				       v->n);
+		v->tok[id] = key;
+		v->len[id] = strlen(key);
+		v->type[id] = 1;
+	}
+	json_array_foreach(json_object_get(tj, "added_tokens"), i,
+			   a) if (set_added(v, a, json_integer_value(json_object_get(a, "id")),
+					    file)) return -1;
+	json_object_foreach(json_object_get(tc, "added_tokens_decoder"), key, a)
+	{
+		long long id = atoll(key);
+		if (id >= 0 && (size_t)id < v->n && v->tok[id])
+			continue; /* tokenizer.json has it */
+		if (set_added(v, a, id, "tokenizer_config.json"))
+			return -1;
+	}
+	for (i = 0; i < v->n; i++) {
+		if (v->tok[i])
+			continue;
+		char name[32];
+		snprintf(name, sizeof name, "[PAD%zu]", i);
+		if (!(v->pad[i] = strdup(name)))
+			return err_set("out of memory");
+		v->tok[i] = v->pad[i];
+		v->len[i] = strlen(name);
+		v->type[i] = 5;
+	}
+	return 0;
+}
+
+/* merges as "a b" strings (the pair form joined), as gguf-py's SpecialVocab. */
+static int merge_list(json_t *tj, struct eng_gguf_out *o, const char *file)
+{
+	json_t *m = json_object_get(json_object_get(tj, "model"), "merges"), *e;
+	size_t n = json_array_size(m), i;
+	const char **s = calloc(n + 1, sizeof *s);
+	size_t *len = calloc(n + 1, sizeof *len);
+	char **own = calloc(n + 1, sizeof *own);
+	int rc = s && len && own ? 0 : err_set("out of memory");
+	json_array_foreach(m, i, e)
+	{
+		if (rc)
+			break;
+		if (json_is_string(e)) {
+			s[i] = json_string_value(e);
+			len[i] = json_string_length(e);
+			continue;
+		}
+		const char *a = json_string_value(json_array_get(e, 0));
+		const char *b = json_string_value(json_array_get(e, 1));
+		if (!a || !b) {
+			rc = err_set("%s: model.merges[%zu]: not \"a b\" or [a, b]", file, i);
+			break;
+		}
+		len[i] = strlen(a) + 1 + strlen(b);
+		if (!(own[i] = malloc(len[i] + 1))) {
+			rc = err_set("out of memory");
+			break;
+		}
+		sprintf(own[i], "%s %s", a, b);
+		s[i] = own[i];
+	}
+	if (rc == 0)
+		rc = eng_gguf_out_strs(o, MERGES, s, len, n);
+	for (i = 0; own && i < n; i++)
+		free(own[i]);
+	free(own);
+	free(s);
+	free(len);
+	return rc;
+}
+
+/* eos/padding/bos ids: tokenizer_config.json's tokens, else config.json's ids. */
+static int special_ids(json_t *tc, json_t *cfg, const struct vocab_out *v, struct eng_gguf_out *o)
+{
+	static const struct {
+		const char *conf, *id, *key;
+	} sp[] = {{"eos_token", "eos_token_id", "tokenizer.ggml.eos_token_id"},
+		  {"pad_token", "pad_token_id", "tokenizer.ggml.padding_token_id"},
+		  {"bos_token", "bos_token_id", "tokenizer.ggml.bos_token_id"}};
+	for (size_t k = 0; k < sizeof sp / sizeof sp[0]; k++) {
+		json_t *t = json_object_get(tc, sp[k].conf);
+		if (json_is_object(t))
+			t = json_object_get(t, "content");
+		long long id = -1;
+		for (size_t i = 0; json_is_string(t) && i < v->n && id < 0; i++)
+			if (v->len[i] == json_string_length(t) &&
+			    !memcmp(v->tok[i], json_string_value(t), v->len[i]))
+				id = (long long)i;
+		json_t *c = json_object_get(cfg, sp[k].id);
+		if (id < 0 && json_is_integer(c) && json_integer_value(c) >= 0)
+			id = json_integer_value(c);
+		if (id >= 0 && eng_gguf_out_u32(o, sp[k].key, (uint32_t)id))
+			return -1;
+	}
+	json_t *ab = json_object_get(tc, "add_bos_token");
+	return json_is_boolean(ab)
+		       ? eng_gguf_out_bool(o, "tokenizer.ggml.add_bos_token", json_is_true(ab))
+		       : 0;
+}
+
+static int template_key(json_t *tc, struct eng_gguf_out *o)
+{
+	json_t *t = json_object_get(tc, "chat_template"), *e;
+	size_t i;
+	json_array_foreach(t, i, e)
+	{
+		const char *n = json_string_value(json_object_get(e, "name"));
+		if (n && !strcmp(n, "default"))
+			t = json_object_get(e, "template");
+	}
+	if (!json_is_string(t))
+		return 0;
+	return eng_gguf_out_str(o, "tokenizer.chat_template", json_string_value(t),
+				json_string_length(t));
+}
+
+static json_t *load_json(const char *dir, const char *name, bool optional)
+{
+	char *p = fio_join(dir, name);
+	json_error_t je;
+	json_t *j = p && (!optional || fio_is_file(p)) ? json_load_file(p, 0, &je) : NULL;
+	if (!j && p && (!optional || fio_is_file(p)))
+		err_set("%s: %s (line %d)", p, je.text, je.line);
+	free(p);
+	return j ? j : optional ? json_object() : NULL;
+}
+
+int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
+{
+	json_t *tj = load_json(dir, "tokenizer.json", false);
+	json_t *tc = tj ? load_json(dir, "tokenizer_config.json", true) : NULL;
+	json_t *cfg = tc ? load_json(dir, "config.json", true) : NULL;
+	struct vocab_out v = {.n = (size_t)(vocab_size > 0 ? vocab_size : 0)};
+	int rc = -1;
+	if (!cfg)
+		goto out;
+	v.tok = calloc(v.n + 1, sizeof *v.tok);
+	v.len = calloc(v.n + 1, sizeof *v.len);
+	v.type = calloc(v.n + 1, sizeof *v.type);
+	v.pad = calloc(v.n + 1, sizeof *v.pad);
+	if (!v.tok || !v.len || !v.type || !v.pad) {
+		err_set("out of memory");
+		goto out;
+	}
+	if (vocab_lists(tj, tc, &v, "tokenizer.json") ||
+	    eng_gguf_out_str(o, "tokenizer.ggml.model", "gpt2", 4) ||
+	    eng_gguf_out_str(o, "tokenizer.ggml.pre", "qwen2", 5) ||
+	    eng_gguf_out_strs(o, TOKENS, v.tok, v.len, v.n) ||
+	    eng_gguf_out_i32s(o, TYPES, v.type, v.n) || merge_list(tj, o, "tokenizer.json") ||
+	    special_ids(tc, cfg, &v, o) || template_key(tc, o))
+		goto out;
+	rc = 0;
+out:
+	for (size_t i = 0; v.pad && i < v.n; i++)
+		free(v.pad[i]);
+	free(v.pad);
+	free(v.tok);
+	free(v.len);
+	free(v.type);
+	json_decref(tj);
+	json_decref(tc);
+	json_decref(cfg);
 	return rc;
 }

@@ -24,4 +24,11 @@ struct tok *loader_tokenizer_gguf(const struct eng_gguf *g);
  * samp_load_generation_config contract: p, eos and n_eos change only on success. */
 int loader_generation(const char *path, struct samp_params *p, int32_t *eos, int *n_eos);
 
+/* The tokenizer of model directory `dir` (tokenizer.json, tokenizer_config.json,
+ * config.json) as the GGUF key/values llama.cpp's convert_hf_to_gguf.py writes for
+ * Qwen3: tokenizer.ggml.model/pre/tokens/token_type/merges, the eos, padding and bos
+ * ids, add_bos_token and tokenizer.chat_template; vocab_size tokens (ids without a
+ * token are unused padding). 0 or -1 (err_set naming the file). */
+int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o);
+
 #endif

@@ -60,6 +60,42 @@ assert abs(d["bits_per_weight"] - 8 * d["weight_bytes"] / w) < 1e-9
 assert d["config"]["vocab_size"] == 300 and d["config"]["num_hidden_layers"] == 2
 ' "$TMP/info.json" "$(wc -c <"$G")" && pass "info --json on a GGUF" || fail "info --json on a GGUF"
 
+# ---- quantize: a GGUF llama.cpp and qwenchat load, written whole or not at all ----
+expect_exit 0 "quantize --type bf16" "$QWENCHAT" quantize -m "$M" --type bf16 --out "$TMP/qz.gguf"
+[ "$(stat -c %a "$TMP/qz.gguf")" = 644 ] && pass "the file is 0644" || fail "mode $(stat -c %a "$TMP/qz.gguf")"
+"$QWENCHAT" info -m "$TMP/qz.gguf" >"$TMP/info" 2>&1 && grep -q "BF16: 15 tensors" "$TMP/info" &&
+	grep -q "F32: 9 tensors" "$TMP/info" && pass "info loads it: BF16 matrices, F32 norms" ||
+	fail "info on the quantized file: $(head -c 300 "$TMP/info")"
+a=$(printf 'hello world 123' | "$QWENCHAT" tokenize -m "$M")
+b=$(printf 'hello world 123' | "$QWENCHAT" tokenize -m "$TMP/qz.gguf")
+[ -n "$a" ] && [ "$a" = "$b" ] && pass "its tokenizer gives the directory's ids" || fail "ids '$a' vs '$b'"
+$PY -c '
+import json, subprocess, sys
+q, m, d = sys.argv[1:4]
+a = json.loads(subprocess.check_output([q, "info", "-m", d, "--json"]))["config"]
+b = json.loads(subprocess.check_output([q, "info", "-m", m, "--json"]))["config"]
+a.pop("dtype"); b.pop("dtype")
+assert abs(a.pop("rms_norm_eps") - b.pop("rms_norm_eps")) < 1e-12, "eps"
+assert a == b, (a, b)
+' "$QWENCHAT" "$TMP/qz.gguf" "$M" && pass "the same config as the directory" || fail "config differs"
+expect_exit 1 "quantize to q4_k_m without the quantization routines" \
+	"$QWENCHAT" quantize -m "$M" --type q4_k_m --out "$TMP/q4.gguf"
+expect_err_has "needs the quantization routines" "q4_k_m: says what is missing"
+[ ! -e "$TMP/q4.gguf" ] && [ -z "$(ls "$TMP" | grep 'q4.gguf.tmp')" ] &&
+	pass "no file and no temporary left" || fail "a partial file was left: $(ls "$TMP")"
+echo precious >"$TMP/victim"
+ln -s "$TMP/victim" "$TMP/link.gguf"
+expect_exit 0 "quantize over a planted link" "$QWENCHAT" quantize -m "$M" --type bf16 --out "$TMP/link.gguf"
+[ "$(cat "$TMP/victim")" = precious ] && [ -f "$TMP/link.gguf" ] && [ ! -L "$TMP/link.gguf" ] &&
+	pass "the link is replaced, its target untouched" || fail "wrote through the link"
+expect_exit 2 "quantize --type q3_k" "$QWENCHAT" quantize -m "$M" --type q3_k --out "$TMP/x.gguf"
+expect_exit 2 "quantize without --out" "$QWENCHAT" quantize -m "$M" --type bf16
+expect_exit 1 "quantize a GGUF" "$QWENCHAT" quantize -m "$TMP/qz.gguf" --type bf16 --out "$TMP/y.gguf"
+expect_err_has "already a GGUF file" "quantize a GGUF: clear error"
+expect_exit 1 "quantize into a missing directory" "$QWENCHAT" quantize -m "$M" --type bf16 \
+	--out "$TMP/no/such/dir/x.gguf"
+expect_err_has "cannot create a file beside it" "missing directory: clear error"
+
 # ---- with the real Qwen3 tokenizer: the same ids, template and text as the directory ----
 TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh")
 case $? in
