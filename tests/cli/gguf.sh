@@ -60,6 +60,27 @@ assert abs(d["bits_per_weight"] - 8 * d["weight_bytes"] / w) < 1e-9
 assert d["config"]["vocab_size"] == 300 and d["config"]["num_hidden_layers"] == 2
 ' "$TMP/info.json" "$(wc -c <"$G")" && pass "info --json on a GGUF" || fail "info --json on a GGUF"
 
+# ---- GGUF v2, another alignment, F32 weights, split in three: the same model ----
+$PY "$TOP_SRCDIR/tests/mkgguf.py" "$M" "$TMP/v2.gguf" --version 2 --alignment 64 --outtype f32 &&
+	$PY "$TOP_SRCDIR/tests/mkgguf.py" "$M" "$TMP/sp.gguf" --split 3 || fail "mkgguf variants"
+for f in v2.gguf sp-00001-of-00003.gguf; do
+	"$QWENCHAT" info -m "$TMP/$f" --json >"$TMP/j" 2>"$TMP/err" || fail "$f: $(cat "$TMP/err")"
+	$PY -c '
+import json, sys
+a = json.load(open(sys.argv[1]))["config"]; b = json.load(open(sys.argv[2]))["config"]
+a.pop("dtype"); b.pop("dtype")
+assert a == b, (a, b)
+' "$TMP/j" "$TMP/info.json" && pass "$f: the same config" || fail "$f: config differs"
+	a=$(printf 'hello world' | "$QWENCHAT" tokenize -m "$TMP/$f")
+	[ -n "$a" ] && [ "$a" = "$(printf 'hello world' | "$QWENCHAT" tokenize -m "$M")" ] &&
+		pass "$f: the same ids" || fail "$f: ids '$a'"
+done
+mv "$TMP/sp-00002-of-00003.gguf" "$TMP/sp-part2.gguf"
+expect_exit 1 "a split model with a part missing" "$QWENCHAT" info -m "$TMP/sp-00001-of-00003.gguf"
+expect_err_has "sp-00002-of-00003.gguf: No such file" "missing part: named"
+expect_exit 1 "opening a later part" "$QWENCHAT" info -m "$TMP/sp-00003-of-00003.gguf"
+expect_err_has "part 3 of a split model; open its first part" "later part: says which to open"
+
 # ---- quantize: a GGUF llama.cpp and qwenchat load, written whole or not at all ----
 expect_exit 0 "quantize --type bf16" "$QWENCHAT" quantize -m "$M" --type bf16 --out "$TMP/qz.gguf"
 [ "$(stat -c %a "$TMP/qz.gguf")" = 644 ] && pass "the file is 0644" || fail "mode $(stat -c %a "$TMP/qz.gguf")"
