@@ -1,6 +1,7 @@
 /* config.c — config.json of a dense Qwen3 model: parsing, validation, and the
  * arithmetic that follows from it (parameter counts, KV and decode bytes). */
 #include "engine/engine.h"
+#include "engine/config_limits.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 
@@ -170,14 +171,6 @@ static int parse_dtype(json_t *root, const char *name, struct eng_config *cfg)
 	return 0;
 }
 
-/* Limits: generous multiples of the largest dense models, small enough that
- * every size computed from them fits in 64 bits and nothing absurd is allocated. */
-#define MAX_VOCAB     (1 << 24)
-#define MAX_WIDTH     (1 << 20)
-#define MAX_LAYERS    1024
-#define MAX_HEADS     1024
-#define MAX_POSITIONS (1 << 24)
-#define MAX_PARAMS    2000000000000LL /* 2T parameters */
 
 static int parse_rope_scaling(json_t *root, const char *name, struct eng_config *cfg)
 {
@@ -204,7 +197,7 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 	const char *p = "rope_scaling.";
 	if (!strcmp(type, "linear")) { /* positions divided by the factor */
 		snprintf(cfg->rope_type, sizeof cfg->rope_type, "linear");
-		return get_num(rs, name, p, "factor", 1, 1024, NAN, &cfg->rope_factor);
+		return get_num(rs, name, p, "factor", 1, MAX_ROPE_FACTOR, NAN, &cfg->rope_factor);
 	}
 	if (strcmp(type, "yarn") != 0)
 		return err_set("%s: rope_scaling.rope_type: %.32s is not supported "
@@ -213,7 +206,7 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 	snprintf(cfg->rope_type, sizeof cfg->rope_type, "yarn");
 	/* The optional fields default as transformers' _compute_yarn_parameters does; a
 	 * beta of 0 means the default there too (`beta_fast or 32`). */
-	if (get_num(rs, name, p, "factor", 1, 1024, NAN, &cfg->rope_factor) ||
+	if (get_num(rs, name, p, "factor", 1, MAX_ROPE_FACTOR, NAN, &cfg->rope_factor) ||
 	    get_num(rs, name, p, "attention_factor", 1e-6, 1e6, 0, &cfg->rope_attention_factor) ||
 	    get_num(rs, name, p, "beta_fast", 0, 1e6, 0, &cfg->rope_beta_fast) ||
 	    get_num(rs, name, p, "beta_slow", 0, 1e6, 0, &cfg->rope_beta_slow) ||
@@ -267,8 +260,10 @@ static int parse_fields(json_t *root, const char *name, struct eng_config *c)
 			       name, c->hidden_size, c->num_heads);
 	if (get_int(root, name, "", "head_dim", 1, ENG_MAX_HEAD_DIM, c->hidden_size / c->num_heads,
 		    &c->head_dim) ||
-	    get_num(root, name, "", "rms_norm_eps", 1e-30, 0.1, 1e-6, &c->rms_norm_eps) ||
-	    get_num(root, name, "", "rope_theta", 1e-3, 1e12, 10000, &c->rope_theta) ||
+	    get_num(root, name, "", "rms_norm_eps", MIN_RMS_EPS, MAX_RMS_EPS, 1e-6,
+		    &c->rms_norm_eps) ||
+	    get_num(root, name, "", "rope_theta", MIN_ROPE_THETA, MAX_ROPE_THETA, 10000,
+		    &c->rope_theta) ||
 	    get_int(root, name, "", "max_position_embeddings", 1, MAX_POSITIONS, -1,
 		    &c->max_position_embeddings))
 		return -1;
@@ -283,7 +278,7 @@ static int parse_fields(json_t *root, const char *name, struct eng_config *c)
 	return 0;
 }
 
-static int check_consistency(const struct eng_config *c, const char *name)
+int cfg_check_consistency(const struct eng_config *c, const char *name)
 {
 	if (c->num_heads % c->num_kv_heads)
 		return err_set("%s: num_attention_heads %d is not a multiple of "
@@ -316,7 +311,7 @@ int eng_config_parse(const char *json, size_t len, const char *name, struct eng_
 	if (!json_is_object(root))
 		err_set("%s: the top level must be a JSON object", name);
 	else if (check_architecture(root, name) == 0 && parse_fields(root, name, cfg) == 0 &&
-		 check_consistency(cfg, name) == 0)
+		 cfg_check_consistency(cfg, name) == 0)
 		rc = 0;
 	json_decref(root);
 	return rc;

@@ -125,19 +125,144 @@ struct eng_weights {
 	struct eng_tensor lm_head;    /* (vocab, hidden); equals embed when tied */
 };
 
-/* A loaded model: config + mapped safetensors files + every tensor bound. */
+/* A loaded model: config + mapped safetensors or GGUF files + every tensor bound. */
 struct eng_model;
 
-/* Opens a model directory: config.json, then model.safetensors or
- * model.safetensors.index.json with its shards. Every tensor the config implies
- * is bound with its expected shape; missing, unexpected or mis-shaped tensors
- * are errors naming the file and tensor. NULL on error (err_set). */
-struct eng_model *eng_model_open(const char *dir);
+/* Opens a model: a directory (config.json, then model.safetensors or
+ * model.safetensors.index.json with its shards) or a GGUF file (the config from its
+ * qwen3.* keys; a split model NAME-00001-of-0000N.gguf with all its parts). Every
+ * tensor the config implies is bound with its expected shape; missing, unexpected or
+ * mis-shaped tensors are errors naming the file and tensor. NULL on error (err_set). */
+struct eng_model *eng_model_open(const char *path);
 void eng_model_free(struct eng_model *m);
 const struct eng_config *eng_model_config(const struct eng_model *m);
 const struct eng_weights *eng_model_weights(const struct eng_model *m);
 /* Total bytes of all mapped tensor data. */
 size_t eng_model_weight_bytes(const struct eng_model *m);
+/* Bytes of the model's files on disk (all shards or splits). */
+size_t eng_model_file_bytes(const struct eng_model *m);
+/* Bytes of weights read to decode one token with the tensors as stored (quantized
+ * or not): every layer tensor and norm once, the lm_head, one embedding row. */
+size_t eng_model_decode_bytes(const struct eng_model *m);
+
+/* ---- GGUF metadata ------------------------------------------------------------
+ * A GGUF file carries the tokenizer and chat template as key/values; the engine
+ * reads them but knows nothing of text: the app layer hands them to the tokenizer. */
+
+/* True when path is a regular file that starts with the GGUF magic. */
+bool eng_is_gguf(const char *path);
+
+/* Value types of GGUF key/values (the numbers are the file's). */
+enum eng_gguf_type {
+	ENG_GGUF_U8,
+	ENG_GGUF_I8,
+	ENG_GGUF_U16,
+	ENG_GGUF_I16,
+	ENG_GGUF_U32,
+	ENG_GGUF_I32,
+	ENG_GGUF_F32,
+	ENG_GGUF_BOOL,
+	ENG_GGUF_STRING,
+	ENG_GGUF_ARRAY,
+	ENG_GGUF_U64,
+	ENG_GGUF_I64,
+	ENG_GGUF_F64,
+};
+
+struct eng_gguf;
+
+/* Maps and checks one GGUF file (header, key/values, tensor infos) without binding
+ * any weight: for the commands that need only its tokenizer. NULL on error. */
+struct eng_gguf *eng_gguf_open(const char *path);
+void eng_gguf_free(struct eng_gguf *g);
+/* The GGUF a model was opened from (its first split), or NULL for safetensors. */
+const struct eng_gguf *eng_model_gguf(const struct eng_model *m);
+/* The file name used in messages. */
+const char *eng_gguf_name(const struct eng_gguf *g);
+
+/* Typed reads of one key: 0 when found, 1 when absent (nothing set), -1 when it has
+ * another type or its value does not fit (err_set names the file and key). Strings
+ * point into the file and are not NUL-terminated. Integers accept every integer type
+ * and bool; floats accept f32 and f64. */
+int eng_gguf_str(const struct eng_gguf *g, const char *key, const char **s, size_t *len);
+int eng_gguf_int(const struct eng_gguf *g, const char *key, int64_t *v);
+int eng_gguf_float(const struct eng_gguf *g, const char *key, double *v);
+/* An array: its element type and count (same return values). */
+int eng_gguf_array(const struct eng_gguf *g, const char *key, enum eng_gguf_type *elem,
+		   uint64_t *n);
+/* Element i of an array of strings, or of integers, found with eng_gguf_array (i is
+ * checked: NULL / -1 when out of range or of another type). */
+const char *eng_gguf_array_str(const struct eng_gguf *g, const char *key, uint64_t i, size_t *len);
+int eng_gguf_array_int(const struct eng_gguf *g, const char *key, uint64_t i, int64_t *v);
+
+/* ---- Writing GGUF files (qwenchat quantize) -------------------------------------
+ * llama.cpp's quantization mixes: a base type for the matrices, with the choices
+ * its llama-quantize makes per tensor for a Qwen3 (src/llama-quant.cpp,
+ * llama_tensor_get_type): the lm_head (the embedding when tied) in Q6_K, and for the
+ * _M mixes attn_v and ffn_down in Q6_K on some layers; norms stay F32. */
+enum eng_ftype {
+	ENG_FTYPE_F32,
+	ENG_FTYPE_BF16,
+	ENG_FTYPE_Q8_0,
+	ENG_FTYPE_Q6_K,
+	ENG_FTYPE_Q5_K_M,
+	ENG_FTYPE_Q4_K_M,
+	ENG_FTYPE_Q4_0,
+	ENG_FTYPE_COUNT
+};
+/* "f32", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0" (any case) into *out;
+ * -1 for anything else. */
+int eng_ftype_parse(const char *name, enum eng_ftype *out);
+const char *eng_ftype_name(enum eng_ftype f);
+
+/* A tensor's part in the model, for the type choice. */
+enum eng_tensor_role {
+	ENG_ROLE_EMBED,
+	ENG_ROLE_OUTPUT,
+	ENG_ROLE_NORM,
+	ENG_ROLE_ATTN_Q,
+	ENG_ROLE_ATTN_K,
+	ENG_ROLE_ATTN_V,
+	ENG_ROLE_ATTN_O,
+	ENG_ROLE_FFN_GATE,
+	ENG_ROLE_FFN_UP,
+	ENG_ROLE_FFN_DOWN,
+};
+/* The type a tensor of `role` in `layer` (0 for the others), with rows of `ncols`
+ * weights, gets in mix f; ENG_DTYPE_COUNT when no supported type fits its rows
+ * (err_set). */
+enum eng_dtype eng_quant_type(const struct eng_config *c, enum eng_ftype f,
+			      enum eng_tensor_role role, int layer, int64_t ncols);
+
+/* Key/values to write besides the model's own (the tokenizer's, from the app). */
+struct eng_gguf_out;
+struct eng_gguf_out *eng_gguf_out_new(void);
+void eng_gguf_out_free(struct eng_gguf_out *o);
+/* Each 0 or -1 (err_set: out of memory, a key given twice). */
+int eng_gguf_out_str(struct eng_gguf_out *o, const char *key, const char *s, size_t len);
+int eng_gguf_out_u32(struct eng_gguf_out *o, const char *key, uint32_t v);
+int eng_gguf_out_bool(struct eng_gguf_out *o, const char *key, bool v);
+int eng_gguf_out_strs(struct eng_gguf_out *o, const char *key, const char *const *s,
+		      const size_t *len, size_t n);
+int eng_gguf_out_i32s(struct eng_gguf_out *o, const char *key, const int32_t *v, size_t n);
+
+/* Writes m as a GGUF v3 file to fd: general.* and qwen3.* keys from its config, then
+ * extra's, then every tensor converted to its eng_quant_type for f (llama.cpp's
+ * names and layout, 32-byte alignment). progress (may be NULL) gets the bytes done
+ * and the total after each tensor; *cancel (may be NULL) set stops it. 0 or -1
+ * (err_set); the caller owns fd and removes a partial file. */
+int eng_model_write_gguf(const struct eng_model *m, enum eng_ftype f,
+			 const struct eng_gguf_out *extra, int fd,
+			 void (*progress)(size_t done, size_t total), const volatile int *cancel);
+
+/* The tensors of a GGUF model by type, for `info`: how many tensors and weights of
+ * each eng_dtype. */
+struct eng_type_count {
+	int tensors;
+	int64_t weights;
+	size_t bytes;
+};
+void eng_model_type_counts(const struct eng_model *m, struct eng_type_count out[ENG_DTYPE_COUNT]);
 
 /* ---- Engine: a backend, a KV cache and the forward pass --------------------- */
 

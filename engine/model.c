@@ -1,7 +1,7 @@
 /* model.c — opens a Hugging Face Qwen3 directory: config.json plus one or more
- * memory-mapped safetensors files, and binds every weight the config implies. */
-#include "engine/engine.h"
-#include "engine/safetensors.h"
+ * memory-mapped safetensors files, and binds every weight the config implies; a
+ * GGUF file goes to model_gguf.c. */
+#include "engine/model.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 
@@ -13,16 +13,6 @@
 
 #define INDEX_NAME  "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
-
-struct eng_model {
-	struct eng_config cfg;
-	struct eng_weights w;
-	struct st_file **files; /* nfiles mapped safetensors files */
-	bool **used;            /* per file, per tensor: bound to a weight */
-	int nfiles;
-	json_t *weight_map; /* sharded: tensor name -> file name; else NULL */
-	size_t weight_bytes;
-};
 
 /* Index file names come from an untrusted file: they must name a file inside
  * the model directory. */
@@ -259,6 +249,11 @@ struct eng_model *eng_model_open(const char *dir)
 		err_set("out of memory");
 		return NULL;
 	}
+	if (!fio_is_dir(dir)) {
+		if (gguf_model_open(m, dir) == 0)
+			return m;
+		goto fail;
+	}
 	/* the config is validated before anything sized by it is allocated */
 	if (eng_config_load(dir, &m->cfg) < 0)
 		goto fail;
@@ -276,6 +271,8 @@ struct eng_model *eng_model_open(const char *dir)
 	free(index);
 	if (rc < 0 || bind_all(m) < 0)
 		goto fail;
+	for (int i = 0; i < m->nfiles; i++)
+		m->file_bytes += m->files[i]->size;
 	return m;
 fail:
 	eng_model_free(m);
@@ -292,6 +289,9 @@ void eng_model_free(struct eng_model *m)
 	}
 	free(m->files);
 	free(m->used);
+	for (int i = 0; i < m->ngg; i++)
+		gguf_free(m->gg[i]);
+	free(m->gg);
 	free(m->w.layers);
 	json_decref(m->weight_map);
 	free(m);
@@ -310,4 +310,65 @@ const struct eng_weights *eng_model_weights(const struct eng_model *m)
 size_t eng_model_weight_bytes(const struct eng_model *m)
 {
 	return m->weight_bytes;
+}
+
+size_t eng_model_file_bytes(const struct eng_model *m)
+{
+	return m->file_bytes;
+}
+
+const struct eng_gguf *eng_model_gguf(const struct eng_model *m)
+{
+	return m->ngg ? m->gg[0] : NULL;
+}
+
+/* Calls f on every distinct bound tensor (the lm_head once when tied). */
+static void each_tensor(const struct eng_model *m, void (*f)(const struct eng_tensor *, void *),
+			void *ud)
+{
+	const struct eng_weights *w = &m->w;
+	f(&w->embed, ud);
+	for (int l = 0; w->layers && l < m->cfg.num_layers; l++) {
+		const struct eng_layer *L = &w->layers[l];
+		const struct eng_tensor *t[] = {
+			&L->input_norm, &L->wq,        &L->wk,     &L->wv,   &L->wo,    &L->q_norm,
+			&L->k_norm,     &L->post_norm, &L->w_gate, &L->w_up, &L->w_down};
+		for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+			f(t[i], ud);
+	}
+	f(&w->final_norm, ud);
+	if (!m->cfg.tie_word_embeddings)
+		f(&w->lm_head, ud);
+}
+
+static void count_type(const struct eng_tensor *t, void *ud)
+{
+	struct eng_type_count *tc = ud;
+	if (!t->data || (unsigned)t->dtype >= ENG_DTYPE_COUNT)
+		return;
+	tc[t->dtype].tensors++;
+	tc[t->dtype].weights += t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);
+	tc[t->dtype].bytes += t->nbytes;
+}
+
+void eng_model_type_counts(const struct eng_model *m, struct eng_type_count out[ENG_DTYPE_COUNT])
+{
+	memset(out, 0, ENG_DTYPE_COUNT * sizeof *out);
+	each_tensor(m, count_type, out);
+}
+
+static void add_bytes(const struct eng_tensor *t, void *ud)
+{
+	*(size_t *)ud += t->nbytes;
+}
+
+size_t eng_model_decode_bytes(const struct eng_model *m)
+{
+	/* every tensor once (the lm_head is the embedding when tied), plus the one
+	 * embedding row the input token reads when the embedding is not read anyway */
+	size_t sum = 0;
+	each_tensor(m, add_bytes, &sum);
+	if (!m->cfg.tie_word_embeddings)
+		sum -= m->w.embed.nbytes;
+	return sum + eng_row_bytes(m->w.embed.dtype, m->cfg.hidden_size);
 }

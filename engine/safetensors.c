@@ -239,7 +239,7 @@ struct st_file *st_parse(const void *bytes, size_t size, const char *name)
  * read into 2 MB folios and mapped 2 MB at a time (Linux 6.x on a filesystem with
  * large folios, such as ext4 or xfs); pages already cached stay as they are. Both
  * steps are hints: where either fails the plain mapping is used. */
-static void *map_weights(int fd, size_t size)
+void *st_map_weights(int fd, size_t size)
 {
 	enum { HUGE = 2 << 20 };
 #ifdef MADV_HUGEPAGE
@@ -287,7 +287,7 @@ struct st_file *st_open(const char *path, const char *name)
 	}
 	/* MAP_PRIVATE + PROT_READ: the weights are read in place, shared with the
 	 * page cache, and never written back */
-	void *map = map_weights(fd, size);
+	void *map = st_map_weights(fd, size);
 	close(fd);
 	if (map == MAP_FAILED) {
 		err_set("%s: mmap: %s", name, strerror(errno));

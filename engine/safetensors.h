@@ -39,6 +39,10 @@ struct st_file *st_parse(const void *bytes, size_t size, const char *name);
 
 void st_free(struct st_file *f);
 
+/* Maps `size` bytes of fd read-only for weights read in place (2 MB-aligned, huge
+ * pages asked for; also used for GGUF files). MAP_FAILED on error (errno). */
+void *st_map_weights(int fd, size_t size);
+
 /* The tensor called `name`, or NULL. */
 const struct st_tensor *st_find(const struct st_file *f, const char *name);
 

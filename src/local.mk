@@ -21,6 +21,8 @@ libapp_a_SOURCES = \
 	src/hub/hub.c src/hub/hub.h \
 	src/hub/hfcache.c src/hub/hfcache.h \
 	src/hub/download.c src/hub/download.h \
+	src/hub/loader.c src/hub/loader.h \
+	src/hub/ggufname.c src/hub/ggufname.h \
 	src/chat/chat.c src/chat/chat.h \
 	src/chat/template.c src/chat/template.h \
 	src/chat/tojson.c src/chat/tojson.h \
@@ -45,4 +47,5 @@ qwenchat_SOURCES = src/cli/main.c \
 	src/cli/sigbus.c src/cli/sigbus.h \
 	src/cli/cmd_run.c src/cli/cmd_template.c src/cli/cmd_tokenize.c \
 	src/cli/cmd_train_bpe.c src/cli/cmd_engine.c src/cli/cmd_info.c src/cli/cmd_hub.c \
-	src/cli/cmd_serve.c
+	src/cli/cmd_serve.c \
+	src/cli/cmd_quantize.c

@@ -210,3 +210,20 @@ TESTS += tests/cli/truncated.sh
 EXTRA_DIST += tests/cli/truncated.sh
 TESTS += tests/cli/limits.sh
 EXTRA_DIST += tests/cli/limits.sh
+# GGUF files: the reader and loader against the same model's Hugging Face directory
+# (tests/mkgguf.py writes GGUFs as convert_hf_to_gguf.py does), the malformed-file table.
+check_PROGRAMS += tests/unit/test_gguf
+TESTS += tests/unit/test_gguf tests/cli/gguf.sh
+tests_unit_test_gguf_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_gguf_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
+EXTRA_DIST += tests/mkgguf.py tests/cli/gguf.sh tests/cli/gguf_bad.py
+check_PROGRAMS += tests/unit/test_quantize
+TESTS += tests/unit/test_quantize
+tests_unit_test_quantize_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_quantize_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
+EXTRA_DIST += tests/golden/quantize-types.json
+FUZZ_TARGETS += tests/fuzz/fuzz_gguf
+tests_fuzz_fuzz_gguf_SOURCES = tests/fuzz/fuzz_gguf.c
+tests_fuzz_fuzz_gguf_LDADD = $(APP_LIBS)
+tests_fuzz_fuzz_gguf_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz/fuzz_gguf.c tests/fuzz/corpus/gguf

@@ -18,8 +18,10 @@ static int cmp_len_desc(const void *x, const void *y)
 
 void added_prepare(struct added_set *a)
 {
-	/* longest first, so the first token matching at a position is the longest */
-	qsort(a->t, a->n, sizeof *a->t, cmp_len_desc);
+	/* longest first, so the first token matching at a position is the longest (a
+	 * tokenizer without added tokens has no array: qsort must not see NULL) */
+	if (a->n)
+		qsort(a->t, a->n, sizeof *a->t, cmp_len_desc);
 	memset(a->first, 0, sizeof a->first);
 	memset(a->any, 0, sizeof a->any);
 	for (size_t i = 0; i < a->n; i++) {

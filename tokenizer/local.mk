@@ -3,7 +3,7 @@ noinst_LIBRARIES += libtokenizer.a
 libtokenizer_a_SOURCES = \
 	tokenizer/tokenizer.h \
 	tokenizer/pretok.c tokenizer/pretok.h \
-	tokenizer/tokenizer.c tokenizer/tokload.c tokenizer/stream.c tokenizer/tok_impl.h \
+	tokenizer/tokenizer.c tokenizer/tokload.c tokenizer/tokvocab.c tokenizer/stream.c tokenizer/tok_impl.h \
 	tokenizer/bpe.c tokenizer/bpe.h tokenizer/added.c tokenizer/added.h \
 	tokenizer/bytelevel.c tokenizer/bytelevel.h tokenizer/jscan.c tokenizer/jscan.h
 # BPE training (`qwenchat train-bpe`): counting pre-tokens, the merge loop, writers.

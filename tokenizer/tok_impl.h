@@ -37,5 +37,17 @@ static inline const char *tok_bytes(const struct tok *t, int32_t id, size_t *n)
 	return bpe_token(t->bpe, id, n);
 }
 
+/* Shared by tokenizer.json loading (tokload.c) and tok_from_vocab (tokvocab.c). */
+
+/* Merge i: raw bytes s[0..na) + s[na..na+nb) resolved against the vocabulary and
+ * recorded; `merges` and `vocab` name the fields in messages. */
+int tok_resolve_merge(struct bpe *b, const char *s, size_t na, size_t nb, size_t i,
+		      const char *file, const char *merges, const char *vocab, int32_t *next);
+/* Appends added token `id` with `content` and the flags of *flags. */
+int tok_push_added(struct tok *t, const struct added_tok *flags, const char *content, size_t len,
+		   int32_t id, const char *file, const char *field);
+/* Once the vocabulary and added tokens are in: the per-id flags, the added tokens'
+ * bytes, their NFC forms. */
+int tok_build_pieces(struct tok *t, const char *file);
 
 #endif

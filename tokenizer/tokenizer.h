@@ -16,6 +16,31 @@ struct tok *tok_load(const char *dir);
 struct tok *tok_load_files(const char *tokenizer_json, const char *config_path);
 void tok_free(struct tok *t);
 
+/* A tokenizer given as lists in memory (a GGUF file's tokenizer.ggml.tokens,
+ * token_type and merges) instead of tokenizer.json. Built by the same code, it gives
+ * the same ids as the tokenizer.json it was converted from. */
+enum tok_kind {
+	TOK_NORMAL,  /* a vocabulary token, in the byte-level alphabet */
+	TOK_SPECIAL, /* an added token marked special (<|im_end|>) */
+	TOK_ADDED,   /* an added token that is not special (<think>) */
+	TOK_UNUSED,  /* no token (padding of the embedding): skipped */
+};
+struct tok_vocab {
+	const char *name;                      /* the file, for messages */
+	const char *tokens_key, *merges_key;   /* the fields, for messages */
+	size_t n_tokens;                       /* ids 0..n_tokens-1 */
+	const char *const *tokens;             /* (n_tokens) texts, not NUL-terminated */
+	const size_t *token_len;               /* (n_tokens) */
+	const unsigned char *kinds;            /* (n_tokens) enum tok_kind */
+	size_t n_merges;                       /* in rank order */
+	const char *const *merges;             /* (n_merges) "left right" */
+	const size_t *merge_len;               /* (n_merges) */
+	bool nfc;                              /* NFC normalizer (Qwen2's) or none */
+	const char *chat_template, *eos, *pad; /* NUL-terminated; may be NULL */
+};
+/* NULL on error (err_set names v->name and the field). */
+struct tok *tok_from_vocab(const struct tok_vocab *v);
+
 /* Number of ids (base vocabulary plus added tokens: max id + 1). */
 int tok_vocab_size(const struct tok *t);
 

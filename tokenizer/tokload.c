@@ -112,17 +112,18 @@ static bool token_is(const struct bpe *b, int32_t id, const char *s, size_t n)
  * such a file too). A vocabulary built by BPE training numbers merged tokens in merge order, so the
  * merged token is first looked for at *next, the id after the previous merge's; a
  * token's bytes are unique, so a match there is what the lookup would find. */
-static int resolve_one(struct bpe *b, const char *s, size_t na, size_t nb, size_t i,
-		       const char *file, int32_t *next)
+int tok_resolve_merge(struct bpe *b, const char *s, size_t na, size_t nb, size_t i,
+		      const char *file, const char *merges, const char *vocab, int32_t *next)
 {
 	int32_t a = bpe_lookup(b, s, na), c = bpe_lookup(b, s + na, nb);
 	int32_t m = token_is(b, *next, s, na + nb) ? *next : bpe_lookup(b, s, na + nb);
 	*next = m + 1;
 	if (a < 0 || c < 0 || m < 0)
-		return err_set("%s: model.merges: entry %zu: %s is not in model.vocab", file, i,
+		return err_set("%s: %s: entry %zu: %s is not in %s", file, merges, i,
 			       a < 0   ? "its left token"
 			       : c < 0 ? "its right token"
-				       : "the merged token");
+				       : "the merged token",
+			       vocab);
 	return bpe_add_merge(b, a, c, (int32_t)i, m);
 }
 
@@ -130,8 +131,9 @@ static int resolve_merges(struct bpe *b, const struct pending *p, const char *fi
 {
 	int32_t next = 0;
 	for (size_t i = 0; i < p->n; i++)
-		if (resolve_one(b, p->bytes + p->split[i * 3], p->split[i * 3 + 1],
-				p->split[i * 3 + 2], i, file, &next))
+		if (tok_resolve_merge(b, p->bytes + p->split[i * 3], p->split[i * 3 + 1],
+				      p->split[i * 3 + 2], i, file, "model.merges", "model.vocab",
+				      &next))
 			return -1;
 	return 0;
 }
@@ -142,7 +144,7 @@ static int read_merges(struct jscan *j, struct pending *p, struct bpe *b, bool d
 {
 	char *cat = NULL; /* both sides' raw bytes, back to back */
 	size_t cap = 0, i = 0;
-	int32_t next = 0; /* where resolve_one looks for the merged token first */
+	int32_t next = 0; /* where tok_resolve_merge looks for the merged token first */
 	int rc = -1;
 	j->field = "model.merges";
 	if (jscan_expect(j, '['))
@@ -195,7 +197,8 @@ static int read_merges(struct jscan *j, struct pending *p, struct bpe *b, bool d
 			    merge_side(j, sp + 1, j->buf_len - la - 1, cat + na, &nb))
 				goto out;
 		}
-		if (direct ? resolve_one(b, cat, na, nb, i, j->file, &next)
+		if (direct ? tok_resolve_merge(b, cat, na, nb, i, j->file, "model.merges",
+					       "model.vocab", &next)
 			   : pend_add(p, cat, na, cat + na, nb))
 			goto out;
 	}
@@ -314,6 +317,29 @@ static bool flag(json_t *o, const char *k, bool dflt, bool *bad)
 	return json_is_true(v);
 }
 
+int tok_push_added(struct tok *t, const struct added_tok *flags, const char *content, size_t len,
+		   int32_t id, const char *file, const char *field)
+{
+	if (!len)
+		return err_set("%s: %s: empty content", file, field);
+	if (memchr(content, 0, len))
+		return err_set("%s: %s: content holds a NUL", file, field);
+	struct added_tok *v = realloc(t->added.t, (t->added.n + 1) * sizeof *v);
+	if (!v)
+		return err_set("tokenizer: out of memory");
+	t->added.t = v;
+	struct added_tok a = *flags;
+	a.content = malloc(len + 1);
+	if (!a.content)
+		return err_set("tokenizer: out of memory");
+	memcpy(a.content, content, len);
+	a.content[len] = 0;
+	a.len = len;
+	a.id = id;
+	t->added.t[t->added.n++] = a;
+	return 0;
+}
+
 static int add_added(struct tok *t, const char *content, size_t len, int64_t id, json_t *o,
 		     const char *file, const char *field)
 {
@@ -326,22 +352,7 @@ static int add_added(struct tok *t, const char *content, size_t len, int64_t id,
 	a.normalized = flag(o, "normalized", !a.special, &bad);
 	if (bad)
 		return err_set("%s: %s: a flag is not a boolean", file, field);
-	if (!len)
-		return err_set("%s: %s: empty content", file, field);
-	if (memchr(content, 0, len))
-		return err_set("%s: %s: content holds a NUL", file, field);
-	struct added_tok *v = realloc(t->added.t, (t->added.n + 1) * sizeof *v);
-	if (!v)
-		return err_set("tokenizer: out of memory");
-	t->added.t = v;
-	a.content = malloc(len + 1);
-	if (!a.content)
-		return err_set("tokenizer: out of memory");
-	memcpy(a.content, content, len + 1);
-	a.len = len;
-	a.id = (int32_t)id;
-	t->added.t[t->added.n++] = a;
-	return 0;
+	return tok_push_added(t, &a, content, len, (int32_t)id, file, field);
 }
 
 /* added_tokens: [{"id", "content", "special", "lstrip", "rstrip", "single_word",
@@ -611,7 +622,7 @@ static size_t added_bytes(const struct added_tok *a, char *out)
 
 /* The per-id flags and the added tokens' decoded bytes; then normalized added
  * tokens get their NFC form for matching. */
-static int build_pieces(struct tok *t, const char *file)
+int tok_build_pieces(struct tok *t, const char *file)
 {
 	int32_t lim = bpe_id_limit(t->bpe), amin = INT32_MAX;
 	size_t total = 0;
@@ -714,7 +725,7 @@ struct tok *tok_load_files(const char *tokenizer_json, const char *config_path)
 	if (!rc && config_path)
 		rc = read_config(t, config_path);
 	if (!rc)
-		rc = build_pieces(t, tokenizer_json);
+		rc = tok_build_pieces(t, tokenizer_json);
 	if (rc) {
 		tok_free(t);
 		return NULL;

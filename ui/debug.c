@@ -108,7 +108,8 @@ static void memory(struct ui *u, int y, int x, int h, int w)
 	int layers = m->layers > 0 ? m->layers : 1;
 	char rows[12][160];
 	int n = 0;
-	snprintf(rows[n++], 160, "memory (MiB)  weights %.1f resident", m->weights / mib);
+	snprintf(rows[n++], 160, "memory (MiB)  weights %.1f resident (%s)", m->weights / mib,
+		 m->weight_type);
 	snprintf(rows[n++], 160, "  embedding %.1f  lm_head %.1f%s", m->embedding / mib,
 		 m->lm_head / mib, m->tied ? " (tied)" : "");
 	snprintf(rows[n++], 160, "  attention %.1f  mlp %.1f  norms %.2f", m->attention / mib,

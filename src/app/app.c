@@ -18,6 +18,7 @@
 #include "src/base/fileio.h"
 #include "src/base/proc.h"
 #include "src/hub/hub.h"
+#include "src/hub/loader.h"
 
 /* The file holding the path of the last session, for --resume. */
 static char *last_file(const struct app *a)
@@ -107,15 +108,24 @@ static void memory_update(struct app *a)
 	struct eng_param_counts pc;
 	eng_get_stats(a->eng, &st);
 	eng_count_params(c, &pc);
-	size_t es = eng_dtype_size(c->dtype);
 	struct app_memory *m = &a->fig.mem;
 	m->weights = st.weight_bytes;
-	m->embedding = (size_t)pc.embedding * es;
 	m->tied = pc.lm_head == 0;
-	m->lm_head = (size_t)(m->tied ? pc.embedding : pc.lm_head) * es;
-	m->attention = (size_t)(pc.attn_q + pc.attn_k + pc.attn_v + pc.attn_o) * es;
-	m->mlp = (size_t)(pc.mlp_gate + pc.mlp_up + pc.mlp_down) * es;
-	m->norms = (size_t)(pc.qk_norm + pc.layer_norms + pc.final_norm) * es;
+	/* the tensors' own bytes: a GGUF mixes types */
+	const struct eng_weights *w = eng_model_weights(a->model);
+	m->embedding = w->embed.nbytes;
+	m->lm_head = w->lm_head.nbytes;
+	m->attention = m->mlp = 0;
+	m->norms = w->final_norm.nbytes;
+	for (int l = 0; l < c->num_layers; l++) {
+		const struct eng_layer *L = &w->layers[l];
+		m->attention += L->wq.nbytes + L->wk.nbytes + L->wv.nbytes + L->wo.nbytes;
+		m->mlp += L->w_gate.nbytes + L->w_up.nbytes + L->w_down.nbytes;
+		m->norms += L->input_norm.nbytes + L->post_norm.nbytes + L->q_norm.nbytes +
+			    L->k_norm.nbytes;
+	}
+	snprintf(m->weight_type, sizeof m->weight_type, "%s%s", eng_dtype_name(c->dtype),
+		 eng_model_gguf(a->model) ? " GGUF" : "");
 	m->kv_used = st.kv_bytes_used;
 	m->kv_allocated = st.kv_bytes_allocated;
 	m->layers = c->num_layers;
@@ -162,7 +172,7 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 	a->eng = eng_new(a->model, &cfg->engine, notice);
 	if (!a->eng)
 		return -1;
-	a->tok = tok_load(a->dir);
+	a->tok = loader_tokenizer(a->dir);
 	if (!a->tok)
 		return -1;
 	const char *warn = NULL;
@@ -171,7 +181,7 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 		notice(warn);
 	samp_params_default(&a->params);
 	a->n_eos = 0;
-	if (samp_load_generation_config(a->dir, &a->params, a->eos, &a->n_eos))
+	if (loader_generation(a->dir, &a->params, a->eos, &a->n_eos))
 		return -1;
 	samp_params_preset(&a->params, a->think, cfg->sampling_set);
 	samp_params_override(&a->params, &cfg->sampling, cfg->sampling_set);

@@ -66,6 +66,7 @@ struct app_memory {
 	size_t scratch, graphs;           /* activations; CUDA graphs (0 on the CPU) */
 	size_t device_free, device_total; /* GPU memory (0 without a GPU) */
 	size_t host_rss;                  /* this process's resident set */
+	char weight_type[32];             /* "BF16", or the most common type of a GGUF */
 };
 
 /* Live figures for the status bar and debug pane; copied under the app's lock. */

@@ -377,8 +377,10 @@ static int decode_one(struct eng *e, int vocab, int32_t id, int pos, float *logi
 	return eng_forward(e, &id, 1, pos, logits, false);
 }
 
-static int bench_run(struct eng *e, const struct eng_config *c, int np, int nd, int reps,
-		     struct bench_result *r)
+/* decode_bytes: the weights one decoded token reads, as stored (a quantized GGUF's
+ * are fewer than its parameters x 2). */
+static int bench_run(struct eng *e, const struct eng_config *c, size_t decode_bytes, int np, int nd,
+		     int reps, struct bench_result *r)
 {
 	int32_t *ids = malloc((size_t)(np + nd) * sizeof *ids);
 	float *logits = malloc((size_t)c->vocab_size * sizeof *logits);
@@ -419,7 +421,7 @@ static int bench_run(struct eng *e, const struct eng_config *c, int np, int nd, 
 	struct eng_stats st;
 	eng_get_stats(e, &st);
 	double kv_tok = eng_cached(e) ? (double)st.kv_bytes_used / eng_cached(e) : 0;
-	r->tg_bytes = (double)eng_decode_weight_bytes(c, 2) + kv_tok * (np + nd / 2.0 + 1);
+	r->tg_bytes = (double)decode_bytes + kv_tok * (np + nd / 2.0 + 1);
 	r->weight_bytes = st.weight_bytes;
 	r->graph_bytes = st.graph_bytes;
 	rc = 0;
@@ -560,7 +562,7 @@ int cmd_bench(int argc, char **argv)
 	/* best of 5 runs before and 5 after the timed ones */
 	int gemm_n = np > 0 ? (int)np : 512;
 	if (measure_limits(e, c, gemm_n, bw_mib, &res) ||
-	    bench_run(e, c, (int)np, nd, (int)reps, &res) ||
+	    bench_run(e, c, eng_model_decode_bytes(m), (int)np, nd, (int)reps, &res) ||
 	    measure_limits(e, c, gemm_n, bw_mib, &res))
 		goto fail;
 	bench_print(&res, cli_model_name(&cli), eng_backend_name(e), (int)np, nd, (int)reps,

@@ -29,14 +29,16 @@ static void safe_row(const char *fmt, ...)
 
 static const struct cli_command pull_cmd = {
 	.name = "pull",
-	.synopsis = "REPO[@REVISION]",
+	.synopsis = "REPO[:TAG][@REVISION]",
 	.about =
 		"Downloads a model (config, tokenizer, generation config and safetensors weights)\n"
 		"from the Hugging Face Hub into the Hugging Face cache, where 'qwenchat -m REPO'\n"
 		"and the Python tools find it. Files already in the cache are not downloaded "
 		"again;\n"
 		"a partial download is resumed. Prints the snapshot directory on stdout.\n"
-		"REVISION is a branch, tag or commit (default: main).\n",
+		"REVISION is a branch, tag or commit (default: main). REPO:TAG (or a repo named\n"
+		"*-GGUF, tag Q4_K_M) downloads the GGUF file whose name holds TAG (all its parts\n"
+		"when split) and prints its path, e.g. Qwen/Qwen3-8B-GGUF:Q5_K_M.\n",
 	.notes = "environment: HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE, HF_HOME, HF_HUB_OFFLINE\n"
 		 "(see 'man qwenchat').\n",
 	.min_args = 1,
@@ -47,8 +49,9 @@ static const struct cli_command list_cmd = {
 	.name = "list",
 	.synopsis = "[--url URL]",
 	.about = "Lists the Qwen3 models in the Hugging Face cache ($HF_HUB_CACHE, else\n"
-		 "$HF_HOME/hub, else ~/.cache/huggingface/hub): repo id, revision, size on disk,\n"
-		 "and whether the snapshot is complete. Never connects to the network.\n"
+		 "$HF_HOME/hub, else ~/.cache/huggingface/hub): repo id, revision, format\n"
+		 "(safetensors, or GGUF with its quantization type and file), size on disk, and\n"
+		 "whether the snapshot is complete. Never connects to the network.\n"
 		 "With --url, the models an OpenAI-compatible server serves (GET /v1/models),\n"
 		 "the names 'qwenchat --url URL -m MODEL' takes, with their context when the\n"
 		 "server says it.\n",
@@ -124,15 +127,24 @@ int cmd_list(int argc, char **argv)
 		fprintf(stderr, "no Qwen3 models in the Hugging Face cache; "
 				"'qwenchat pull Qwen/Qwen3-0.6B' downloads one\n");
 	} else {
-		printf("%-36s %-24s %10s  %s\n", "MODEL", "REVISION", "SIZE", "STATUS");
+		printf("%-36s %-24s %-12s %10s  %s\n", "MODEL", "REVISION", "FORMAT", "SIZE",
+		       "STATUS");
 	}
 	for (size_t i = 0; i < n; i++) {
 		char rev[128], size[32];
 		snprintf(rev, sizeof rev, "%s%s%.7s%s", e[i].refs, e[i].refs[0] ? " (" : "",
 			 e[i].commit, e[i].refs[0] ? ")" : "");
 		units_bytes((double)e[i].bytes, size, sizeof size);
-		safe_row("%-36s %-24s %10s  %s\n", e[i].repo_id, rev, size,
-			 e[i].complete ? "complete" : "incomplete");
+		/* a GGUF file: MODEL is what -m takes for it (REPO:TYPE) */
+		char model[256], format[32];
+		snprintf(model, sizeof model, "%s%s%s", e[i].repo_id, e[i].type ? ":" : "",
+			 e[i].type ? e[i].type : "");
+		snprintf(format, sizeof format, "%s%s%s", e[i].file ? "GGUF" : "safetensors",
+			 e[i].file && e[i].type ? " " : "",
+			 e[i].file && e[i].type ? e[i].type : "");
+		safe_row("%-36s %-24s %-12s %10s  %s%s%s\n", model, rev, format, size,
+			 e[i].complete ? "complete" : "incomplete", e[i].file ? "  " : "",
+			 e[i].file ? e[i].file : "");
 	}
 	hub_list_free(e, n);
 	return EXIT_OK;

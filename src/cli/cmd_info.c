@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,9 @@
 
 static const struct cli_opt info_opts[] = {
 	{"json", CLI_OWN + 1, NULL, "one JSON object on stdout instead of the table"},
-	{"config-only", CLI_OWN + 2, NULL, "use config.json alone (no safetensors needed)"},
+	{"config-only", CLI_OWN + 2, NULL,
+	 "use config.json alone (no safetensors needed; a GGUF file is always opened: its weights "
+	 "are mapped, not read)"},
 	{0},
 };
 
@@ -39,6 +42,11 @@ static const struct cli_command info_cmd = {
 
 struct info {
 	const char *dir;
+	const struct eng_model *m; /* when loaded: bytes come from the tensors as stored */
+	bool gguf;                 /* opened from a GGUF file */
+	struct eng_type_count types[ENG_DTYPE_COUNT];
+	size_t file_bytes;
+	double bpw; /* bits per weight of the tensors as stored */
 	struct eng_config cfg;
 	struct eng_param_counts pc;
 	bool loaded;         /* safetensors opened and every tensor bound */
@@ -101,7 +109,8 @@ static void compute(struct info *in, int ctx_opt)
 	in->kv_tok = eng_kv_bytes_per_token(c, 2);
 	in->kv_ctx = in->kv_tok * (size_t)in->ctx;
 	in->kv_max = in->kv_tok * (size_t)c->max_position_embeddings;
-	in->decode_bytes = eng_decode_weight_bytes(c, in->es);
+	in->decode_bytes =
+		in->m ? eng_model_decode_bytes(in->m) : eng_decode_weight_bytes(c, in->es);
 	in->scratch = scratch_estimate(c, in->ctx);
 	in->weight_bytes = in->loaded ? in->mapped_bytes : (size_t)in->pc.total * in->es;
 }
@@ -109,25 +118,69 @@ static void compute(struct info *in, int ctx_opt)
 struct row {
 	const char *name;
 	int64_t params;
+	double bytes;
 };
+
+/* Bytes of one part of every layer (offset of the eng_tensor in struct eng_layer). */
+static double layer_bytes(const struct eng_model *m, size_t off, size_t off2)
+{
+	const struct eng_weights *w = eng_model_weights(m);
+	double sum = 0;
+	for (int l = 0; l < eng_model_config(m)->num_layers; l++) {
+		const char *L = (const char *)&w->layers[l];
+		sum += (double)((const struct eng_tensor *)(L + off))->nbytes;
+		if (off2 != off)
+			sum += (double)((const struct eng_tensor *)(L + off2))->nbytes;
+	}
+	return sum;
+}
+
+/* The stored bytes of each row: the tensors' own when loaded (a GGUF mixes types),
+ * else parameters x the config's dtype. */
+static void row_bytes(const struct info *in, struct row *r, int n)
+{
+	if (!in->m) {
+		for (int i = 0; i < n; i++)
+			r[i].bytes = (double)r[i].params * (double)in->es;
+		return;
+	}
+	const struct eng_weights *w = eng_model_weights(in->m);
+#define PART(a, b) layer_bytes(in->m, offsetof(struct eng_layer, a), offsetof(struct eng_layer, b))
+	double b[] = {(double)w->embed.nbytes,
+		      PART(wq, wq),
+		      PART(wk, wk),
+		      PART(wv, wv),
+		      PART(wo, wo),
+		      PART(q_norm, k_norm),
+		      PART(input_norm, post_norm),
+		      PART(w_gate, w_gate),
+		      PART(w_up, w_up),
+		      PART(w_down, w_down),
+		      (double)w->final_norm.nbytes,
+		      in->cfg.tie_word_embeddings ? 0 : (double)w->lm_head.nbytes};
+#undef PART
+	for (int i = 0; i < n; i++)
+		r[i].bytes = b[i];
+}
 
 static int rows_of(const struct info *in, struct row *r)
 {
 	const struct eng_param_counts *p = &in->pc;
 	int n = 0;
-	r[n++] = (struct row){"embedding", p->embedding};
-	r[n++] = (struct row){"attention q_proj", p->attn_q};
-	r[n++] = (struct row){"attention k_proj", p->attn_k};
-	r[n++] = (struct row){"attention v_proj", p->attn_v};
-	r[n++] = (struct row){"attention o_proj", p->attn_o};
-	r[n++] = (struct row){"q_norm + k_norm", p->qk_norm};
-	r[n++] = (struct row){"layer norms", p->layer_norms};
-	r[n++] = (struct row){"mlp gate_proj", p->mlp_gate};
-	r[n++] = (struct row){"mlp up_proj", p->mlp_up};
-	r[n++] = (struct row){"mlp down_proj", p->mlp_down};
-	r[n++] = (struct row){"final norm", p->final_norm};
+	r[n++] = (struct row){"embedding", p->embedding, 0};
+	r[n++] = (struct row){"attention q_proj", p->attn_q, 0};
+	r[n++] = (struct row){"attention k_proj", p->attn_k, 0};
+	r[n++] = (struct row){"attention v_proj", p->attn_v, 0};
+	r[n++] = (struct row){"attention o_proj", p->attn_o, 0};
+	r[n++] = (struct row){"q_norm + k_norm", p->qk_norm, 0};
+	r[n++] = (struct row){"layer norms", p->layer_norms, 0};
+	r[n++] = (struct row){"mlp gate_proj", p->mlp_gate, 0};
+	r[n++] = (struct row){"mlp up_proj", p->mlp_up, 0};
+	r[n++] = (struct row){"mlp down_proj", p->mlp_down, 0};
+	r[n++] = (struct row){"final norm", p->final_norm, 0};
 	r[n++] = (struct row){in->cfg.tie_word_embeddings ? "lm_head (tied: embedding)" : "lm_head",
-			      p->lm_head};
+			      p->lm_head, 0};
+	row_bytes(in, r, n);
 	return n;
 }
 
@@ -135,8 +188,11 @@ static void print_config(const struct info *in)
 {
 	const struct eng_config *c = &in->cfg;
 	printf("model         %s\n", in->dir);
-	printf("architecture  Qwen3ForCausalLM (dense), weights %s, %s\n", eng_dtype_name(c->dtype),
-	       in->loaded ? "safetensors loaded and checked" : "from config.json only");
+	printf("architecture  Qwen3ForCausalLM (dense), weights %s%s, %s\n",
+	       in->gguf ? "mostly " : "", eng_dtype_name(c->dtype),
+	       in->gguf     ? "GGUF loaded and checked"
+	       : in->loaded ? "safetensors loaded and checked"
+			    : "from config.json only");
 	printf("shape         vocab %d, hidden %d, intermediate %d, %d layers\n", c->vocab_size,
 	       c->hidden_size, c->intermediate_size, c->num_layers);
 	printf("attention     %d query heads, %d KV heads (GQA %d:1), head_dim %d "
@@ -168,30 +224,56 @@ static void print_table(const struct info *in)
 	struct row r[16];
 	int n = rows_of(in, r);
 	char a[32], b[32], d[32], e[32];
-	snprintf(d, sizeof d, "bytes (%s)", eng_dtype_name(in->cfg.dtype));
+	snprintf(d, sizeof d, "bytes (%s)", in->gguf ? "as stored" : eng_dtype_name(in->cfg.dtype));
 	printf("\n%-27s %16s %9s %21s\n", "component", "parameters", "", d);
 	for (int i = 0; i < n; i++)
 		printf("%-27s %16s %9s %10s %10s\n", r[i].name, grouped(r[i].params, a, sizeof a),
-		       human_params(r[i].params, b, sizeof b),
-		       units_bytes((double)r[i].params * (double)in->es, d, sizeof d),
-		       units_ibytes((double)r[i].params * (double)in->es, e, sizeof e));
+		       human_params(r[i].params, b, sizeof b), units_bytes(r[i].bytes, d, sizeof d),
+		       units_ibytes(r[i].bytes, e, sizeof e));
+	double total = 0, embed = r[0].bytes + r[n - 1].bytes;
+	for (int i = 0; i < n; i++)
+		total += r[i].bytes;
 	printf("%-27s %16s %9s %10s %10s\n", "total", grouped(in->pc.total, a, sizeof a),
 	       (snprintf(b, sizeof b, "%.3fB", in->pc.total / 1e9), b),
-	       units_bytes((double)in->pc.total * (double)in->es, d, sizeof d),
-	       units_ibytes((double)in->pc.total * (double)in->es, e, sizeof e));
+	       units_bytes(total, d, sizeof d), units_ibytes(total, e, sizeof e));
 	printf("%-27s %16s %9s %10s %10s\n", "non-embedding",
 	       grouped(in->pc.non_embedding, a, sizeof a),
 	       (snprintf(b, sizeof b, "%.3fB", in->pc.non_embedding / 1e9), b),
-	       units_bytes((double)in->pc.non_embedding * (double)in->es, d, sizeof d),
-	       units_ibytes((double)in->pc.non_embedding * (double)in->es, e, sizeof e));
+	       units_bytes(total - embed, d, sizeof d), units_ibytes(total - embed, e, sizeof e));
+}
+
+/* A GGUF's tensors by type (a quantized file mixes them) and its size. */
+static void print_gguf(const struct info *in)
+{
+	char a[32], b[32];
+	printf("file          %s (%zu bytes), %.2f bits per weight\n",
+	       units_bytes((double)in->file_bytes, a, sizeof a), in->file_bytes, in->bpw);
+	printf("tensor types ");
+	for (int t = 0; t < ENG_DTYPE_COUNT; t++)
+		if (in->types[t].tensors)
+			printf(" %s: %d tensors, %s weights, %s;",
+			       eng_dtype_name((enum eng_dtype)t), in->types[t].tensors,
+			       human_params(in->types[t].weights, a, sizeof a),
+			       units_bytes((double)in->types[t].bytes, b, sizeof b));
+	printf("\n");
 }
 
 static void print_costs(const struct info *in)
 {
 	char a[32], b[32], c[32], d[32];
-	printf("\nsummary       %.2fB parameters, %s in %s, %s of KV cache per token (bf16)\n",
-	       in->pc.total / 1e9, units_bytes((double)in->pc.total * (double)in->es, a, sizeof a),
-	       eng_dtype_name(in->cfg.dtype), units_ibytes((double)in->kv_tok, b, sizeof b));
+	if (in->gguf)
+		printf("\nsummary       %.2fB parameters, %s in GGUF (%.2f bits per weight), %s of "
+		       "KV "
+		       "cache per token (bf16)\n",
+		       in->pc.total / 1e9, units_bytes((double)in->weight_bytes, a, sizeof a),
+		       in->bpw, units_ibytes((double)in->kv_tok, b, sizeof b));
+	else
+		printf("\nsummary       %.2fB parameters, %s in %s, %s of KV cache per token "
+		       "(bf16)\n",
+		       in->pc.total / 1e9,
+		       units_bytes((double)in->pc.total * (double)in->es, a, sizeof a),
+		       eng_dtype_name(in->cfg.dtype),
+		       units_ibytes((double)in->kv_tok, b, sizeof b));
 	if (in->loaded)
 		printf("mapped        %s of tensor data (%zu bytes), read in place\n",
 		       units_bytes((double)in->mapped_bytes, a, sizeof a), in->mapped_bytes);
@@ -276,6 +358,22 @@ static int print_json(const struct info *in)
 	json_object_set_new(params, "total", jint(in->pc.total));
 	json_object_set_new(params, "non_embedding", jint(in->pc.non_embedding));
 	json_object_set_new(o, "params", params);
+	json_object_set_new(o, "format", json_string(in->gguf ? "gguf" : "safetensors"));
+	if (in->gguf) {
+		json_t *types = json_object();
+		for (int t = 0; t < ENG_DTYPE_COUNT; t++) {
+			if (!in->types[t].tensors)
+				continue;
+			json_t *e = json_object();
+			json_object_set_new(e, "tensors", jint(in->types[t].tensors));
+			json_object_set_new(e, "weights", jint(in->types[t].weights));
+			json_object_set_new(e, "bytes", jint((int64_t)in->types[t].bytes));
+			json_object_set_new(types, eng_dtype_name((enum eng_dtype)t), e);
+		}
+		json_object_set_new(o, "tensor_types", types);
+		json_object_set_new(o, "file_bytes", jint((int64_t)in->file_bytes));
+		json_object_set_new(o, "bits_per_weight", json_real(in->bpw));
+	}
 	json_object_set_new(o, "weight_bytes", jint((int64_t)in->weight_bytes));
 	json_object_set_new(o, "decode_bytes_per_token", jint((int64_t)in->decode_bytes));
 	json_object_set_new(o, "kv_bytes_per_token", jint((int64_t)in->kv_tok));
@@ -323,13 +421,23 @@ int cmd_info(int argc, char **argv)
 	in.dir = dir;
 	struct eng_model *m = NULL;
 	int rc = EXIT_OK;
-	if (config_only) {
+	/* a GGUF is always opened: its config needs its tensors' shapes (and mapping
+	 * reads nothing) */
+	if (config_only && !eng_is_gguf(dir)) {
 		if (eng_config_load(dir, &in.cfg) < 0)
 			rc = EXIT_RUNTIME;
 	} else if ((m = eng_model_open(dir))) {
 		in.cfg = *eng_model_config(m);
 		in.loaded = true;
+		in.m = m;
 		in.mapped_bytes = eng_model_weight_bytes(m);
+		in.gguf = eng_model_gguf(m) != NULL;
+		in.file_bytes = eng_model_file_bytes(m);
+		eng_model_type_counts(m, in.types);
+		int64_t weights = 0;
+		for (int t = 0; t < ENG_DTYPE_COUNT; t++)
+			weights += in.types[t].weights;
+		in.bpw = weights ? 8.0 * (double)in.mapped_bytes / (double)weights : 0;
 	} else {
 		rc = EXIT_RUNTIME;
 	}
@@ -341,6 +449,8 @@ int cmd_info(int argc, char **argv)
 			rc = print_json(&in);
 		} else {
 			print_config(&in);
+			if (in.gguf)
+				print_gguf(&in);
 			print_table(&in);
 			print_costs(&in);
 			rc = fflush(stdout) == 0 ? EXIT_OK : EXIT_RUNTIME;

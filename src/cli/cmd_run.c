@@ -18,6 +18,7 @@
 #include "src/base/term.h"
 #include "src/base/fileio.h"
 #include "src/hub/hub.h"
+#include "src/hub/loader.h"
 #include "src/session/sampler.h"
 #include "src/session/session.h"
 #include "src/chat/template.h"
@@ -242,7 +243,7 @@ static int sampling(const struct run_args *a, const char *dir, struct tok *t, st
 		    int32_t *eos, int *n_eos)
 {
 	samp_params_default(p);
-	if (samp_load_generation_config(dir, p, eos, n_eos))
+	if (loader_generation(dir, p, eos, n_eos))
 		return -1;
 	enum tmpl_variant v = tmpl_detect(tok_chat_template(t), NULL);
 	if (!a->raw && a->think == TMPL_THINK_OFF && tmpl_has_think_switch(v))
@@ -367,7 +368,7 @@ int cmd_run(int argc, char **argv)
 	int32_t eos[SAMP_MAX_EOS];
 	int n_eos = 0, n = 0;
 	enum sess_split split;
-	if (!(dir = hub_resolve(&hub, a.cli.model)) || !(t = tok_load(dir)) ||
+	if (!(dir = hub_resolve(&hub, a.cli.model)) || !(t = loader_tokenizer(dir)) ||
 	    sampling(&a, dir, t, &params, eos, &n_eos) || !(m = eng_model_open(dir)))
 		goto fail;
 	if (!(e = eng_new(m, &eo, cli_notice)) ||

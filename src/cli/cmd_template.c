@@ -6,6 +6,7 @@
 #include "src/cli/env.h"
 #include "src/base/err.h"
 #include "src/hub/hub.h"
+#include "src/hub/loader.h"
 #include "src/chat/template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -81,7 +82,7 @@ static int render(const char *model, const char *messages, bool agp, int think)
 	struct hub_env hub;
 	cli_env_hub(&hub);
 	char *dir = hub_resolve_tokenizer(&hub, model);
-	struct tok *t = dir ? tok_load(dir) : NULL;
+	struct tok *t = dir ? loader_tokenizer(dir) : NULL;
 	free(dir);
 	if (!t) {
 		cli_error("%s", err_msg());

@@ -7,6 +7,7 @@
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/hub/hub.h"
+#include "src/hub/loader.h"
 #include "tokenizer/tokenizer.h"
 
 #include <errno.h>
@@ -69,7 +70,7 @@ static struct tok *load(const char *model, double *secs)
 	if (!dir)
 		return NULL;
 	double t0 = clock_now();
-	struct tok *t = tok_load(dir);
+	struct tok *t = loader_tokenizer(dir);
 	if (secs)
 		*secs = clock_now() - t0;
 	free(dir);

@@ -38,6 +38,7 @@ void cli_env_hub(struct hub_env *h)
 	const char *a = var("QWENCHAT_DOWNLOAD_ATTEMPTS");
 	h->attempts = a ? atoi(a) : 0;
 	h->default_model = var("QWENCHAT_MODEL");
+	h->ollama_models = var("OLLAMA_MODELS");
 }
 
 char *cli_env_state_dir(void)

@@ -36,6 +36,7 @@ static const char usage[] =
 	"  list        Qwen3 models in the Hugging Face cache (--url: a server's)\n"
 	"  train-bpe   train a byte-level BPE tokenizer\n"
 	"  serve       OpenAI-compatible API (chat completions) on the model\n"
+	"  quantize    write a model as a GGUF file (q8_0, q6_k, q5_k_m, q4_k_m, q4_0)\n"
 	"\n"
 	"'qwenchat COMMAND --help' describes a command's options.\n"
 	"  -h, --help     show this help\n"
@@ -152,7 +153,7 @@ static const struct {
 	{"template", cmd_template},   {"logits", cmd_logits},
 	{"bench", cmd_bench},         {"info", cmd_info},
 	{"pull", cmd_pull},           {"list", cmd_list},
-	{"train-bpe", cmd_train_bpe}, {"serve", cmd_serve},
+	{"train-bpe", cmd_train_bpe}, {"serve", cmd_serve}, {"quantize", cmd_quantize},
 };
 
 int main(int argc, char **argv)

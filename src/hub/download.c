@@ -539,3 +539,65 @@ out:
 	close(x.fd);
 	return rc;
 }
+
+/* A small answer (the Hub's JSON API) into memory. */
+struct membuf {
+	char *p;
+	size_t len, max;
+	bool overflow;
+};
+
+static size_t on_mem(char *buf, size_t size, size_t nmemb, void *ud)
+{
+	struct membuf *m = ud;
+	size_t n = size * nmemb;
+	if (m->len + n > m->max) {
+		m->overflow = true;
+		return 0;
+	}
+	char *q = realloc(m->p, m->len + n + 1);
+	if (!q)
+		return 0;
+	memcpy(q + m->len, buf, n);
+	m->p = q;
+	m->len += n;
+	m->p[m->len] = 0;
+	return n;
+}
+
+int dl_get_text(struct dl *d, const char *url, const char *label, size_t max, char **out,
+		size_t *len)
+{
+	struct hdrs h;
+	struct membuf m = {NULL, 0, max, false};
+	common_opts(d, url, &h);
+	curl_easy_setopt(d->curl, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(d->curl, CURLOPT_MAXREDIRS, 5L);
+	curl_easy_setopt(d->curl, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEFUNCTION, on_mem);
+	curl_easy_setopt(d->curl, CURLOPT_WRITEDATA, &m);
+	CURLcode cc = curl_easy_perform(d->curl);
+	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &h.status);
+	int rc = DL_FAIL;
+	if (m.overflow)
+		err_set("%s: the answer is larger than %zu bytes", label, max);
+	else if (cc != CURLE_OK)
+		err_set("%s: cannot reach the Hub: %s", label, curl_why(d, cc));
+	else if (h.status == 404 && !strcmp(h.err_code, "RevisionNotFound"))
+		http_error(label, &h, d->has_token);
+	else if (h.status == 404 && !strcmp(h.err_code, "RepoNotFound"))
+		http_error(label, &h, d->has_token);
+	else if (h.status != 200)
+		http_error(label, &h, d->has_token);
+	else
+		rc = DL_OK;
+	if (rc == DL_OK && !m.p && !(m.p = calloc(1, 1)))
+		rc = err_set("out of memory");
+	if (rc != DL_OK) {
+		free(m.p);
+		return DL_FAIL;
+	}
+	*out = m.p;
+	*len = m.len;
+	return DL_OK;
+}

@@ -41,4 +41,10 @@ int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m)
 int dl_get(struct dl *d, const char *url, const char *path, const char *label,
 	   const struct dl_meta *m);
 
+/* GETs a small answer (the Hub's JSON API) into *out (malloc'd, NUL-terminated,
+ * *len bytes), following redirects; refuses more than max bytes. DL_OK or DL_FAIL
+ * (err_set naming label). */
+int dl_get_text(struct dl *d, const char *url, const char *label, size_t max, char **out,
+		size_t *len);
+
 #endif

@@ -5,6 +5,7 @@
 #include "src/base/err.h"
 #include "src/base/clock.h"
 #include "src/base/fileio.h"
+#include "src/hub/ggufname.h"
 #include "src/hub/hfcache.h"
 
 #include <dirent.h>
@@ -95,6 +96,11 @@ static void free_names(char **names, size_t n)
 	for (size_t i = 0; names && i < n; i++)
 		free(names[i]);
 	free(names);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static bool has_file(const char *dir, const char *name)
@@ -384,10 +390,60 @@ static int fetch_weights(struct fetch *f)
 	return r;
 }
 
+/* A GGUF repository: the file list from the Hub's API (which also pins the commit),
+ * then the file(s) the tag means. */
+static int fetch_gguf(struct fetch *f, const char *tag)
+{
+	char *rev = file_url(f, ""), *url = NULL, *text = NULL;
+	size_t len, n = 0;
+	int rc = -1;
+	/* ENDPOINT/api/models/Org/Name/revision/REV: {"sha": ..., "siblings": [...]} */
+	size_t cap = strlen(f->endpoint) + strlen(f->repo_id) + (rev ? strlen(rev) : 0) + 32;
+	if (rev && (url = malloc(cap)))
+		snprintf(url, cap, "%s/api/models/%s/revision/%s", f->endpoint, f->repo_id,
+			 strstr(rev, "/resolve/") + 9);
+	if (url && url[strlen(url) - 1] == '/')
+		url[strlen(url) - 1] = 0;
+	free(rev);
+	if (!url || dl_get_text(f->dl, url, f->repo_id, 64u << 20, &text, &len) != DL_OK) {
+		free(url);
+		return url ? -1 : err_set("out of memory");
+	}
+	free(url);
+	json_t *root = json_loadb(text, len, 0, NULL), *sib = json_object_get(root, "siblings"), *e;
+	const char *sha = json_string_value(json_object_get(root, "sha"));
+	char **names = calloc(json_array_size(sib) + 1, sizeof *names);
+	const char **pick = NULL;
+	size_t i;
+	if (!sha || strlen(sha) != 40 || !json_is_array(sib) || !names) {
+		err_set("%s: the Hub's file list is not {\"sha\", \"siblings\"}", f->repo_id);
+		goto out;
+	}
+	memcpy(f->commit, sha, 41);
+	json_array_foreach(sib, i, e)
+	{
+		const char *name = json_string_value(json_object_get(e, "rfilename"));
+		if (name && hfc_valid_file(name))
+			names[n++] = (char *)name;
+	}
+	qsort(names, n, sizeof *names, cmp_str);
+	int count = ggufname_pick(names, n, tag, &pick);
+	rc = count > 0 ? 0 : err_prefix("%s", f->repo_id);
+	for (int k = 0; rc == 0 && k < count; k++)
+		rc = fetch_file(f, pick[k], false) ? -1 : 0;
+out:
+	free(pick);
+	free(names);
+	json_decref(root);
+	free(text);
+	return rc;
+}
+
 /* Downloads the snapshot's config and tokenizer files and, when weights is set, the
- * weights. Returns the snapshot directory (malloc'd) or NULL. */
+ * weights; for a GGUF repository (tag set), the GGUF file(s) of that tag alone.
+ * Returns the snapshot directory (malloc'd) or NULL. */
 static char *download(const struct hub_env *env, const char *repo_id, const char *rev,
-		      const char *root, const char *repo_dir, bool weights)
+		      const char *root, const char *repo_dir, bool weights, const char *tag)
 {
 	static const struct {
 		const char *name;
@@ -418,15 +474,15 @@ static char *download(const struct hub_env *env, const char *repo_id, const char
 		while (el > 0 && endpoint[el - 1] == '/')
 			endpoint[--el] = '\0';
 		f.endpoint = endpoint;
-		int rc = 0;
-		for (size_t i = 0; rc == 0 && i < sizeof files / sizeof files[0]; i++)
+		int rc = tag ? fetch_gguf(&f, tag) : 0;
+		for (size_t i = 0; !tag && rc == 0 && i < sizeof files / sizeof files[0]; i++)
 			rc = fetch_file(&f, files[i].name,
 					files[i].optional ||
 						(!weights &&
 						 strcmp(files[i].name, "tokenizer.json"))) < 0
 				     ? -1
 				     : 0;
-		if (rc == 0 && weights)
+		if (rc == 0 && weights && !tag)
 			rc = fetch_weights(&f);
 		/* The ref moves only once the snapshot is whole. */
 		if (rc == 0 && hfc_write_ref(repo_dir, rev, f.commit) == 0)
@@ -441,15 +497,30 @@ static char *download(const struct hub_env *env, const char *repo_id, const char
 	return snap;
 }
 
+/* A complete snapshot: a model directory, its tokenizer, or the GGUF of a tag (then
+ * the file's path replaces the directory's). */
+static bool snapshot_has(char **snap, bool weights, const char *tag)
+{
+	if (!tag)
+		return weights ? model_complete(*snap) : has_file(*snap, "tokenizer.json");
+	char *file = ggufname_in_dir(*snap, tag);
+	err_clear();
+	if (!file)
+		return false;
+	free(*snap);
+	*snap = file;
+	return true;
+}
+
 static char *resolve_repo(const struct hub_env *env, const char *repo_id, const char *rev,
-			  bool pull, bool weights)
+			  bool pull, bool weights, const char *tag)
 {
 	char *root = hfc_root(env);
 	char *repo_dir = root ? hfc_repo_dir(root, repo_id) : NULL;
 	char *commit = repo_dir ? hfc_read_ref(repo_dir, rev) : NULL;
 	char *snap = commit ? hfc_snapshot(repo_dir, commit) : NULL;
 	bool offline = env->offline;
-	if (snap && !(weights ? model_complete(snap) : has_file(snap, "tokenizer.json"))) {
+	if (snap && !snapshot_has(&snap, weights, tag)) {
 		free(snap);
 		snap = NULL;
 	}
@@ -460,7 +531,12 @@ static char *resolve_repo(const struct hub_env *env, const char *repo_id, const 
 			err_set("%s@%s: %s the Hugging Face cache (%s), and HF_HUB_OFFLINE is set",
 				repo_id, rev, commit ? "incomplete in" : "not in", root);
 		else
-			snap = download(env, repo_id, rev, root, repo_dir, weights);
+			snap = download(env, repo_id, rev, root, repo_dir, weights, tag);
+		if (snap && tag && !snapshot_has(&snap, weights, tag)) {
+			free(snap);
+			snap = NULL;
+			err_prefix("%s@%s", repo_id, rev);
+		}
 	}
 	free(commit);
 	free(repo_dir);
@@ -470,24 +546,51 @@ static char *resolve_repo(const struct hub_env *env, const char *repo_id, const 
 
 static char *resolve_spec(const struct hub_env *env, const char *spec, bool pull, bool weights)
 {
-	char *id, *rev;
-	int r = hfc_parse_spec(spec, &id, &rev);
-	if (r == 0)
-		err_set("%s: no such model directory, and not a Hugging Face repo id (Org/Name)",
-			spec);
-	if (r != 1)
+	char *id, *rev, *repo_spec = NULL, *tag = NULL;
+	/* Org/Name:TAG (or Org/Name-GGUF): the GGUF file of that quantization */
+	int g = ggufname_split_spec(spec, &repo_spec, &tag);
+	if (g < 0)
 		return NULL;
-	char *dir = resolve_repo(env, id, rev, pull, weights);
-	free(id);
-	free(rev);
+	if (g == 1 && !tag && !(tag = strdup(GGUFNAME_DEFAULT_TAG))) {
+		free(repo_spec);
+		err_set("out of memory");
+		return NULL;
+	}
+	int r = hfc_parse_spec(g ? repo_spec : spec, &id, &rev);
+	if (r == 0)
+		err_set("%s: no such model directory or file, and not a Hugging Face repo id "
+			"(Org/Name[:TAG])",
+			spec);
+	char *dir = r == 1 ? resolve_repo(env, id, rev, pull, weights, tag) : NULL;
+	if (r == 1) {
+		free(id);
+		free(rev);
+	}
+	free(repo_spec);
+	free(tag);
 	return dir;
+}
+
+/* $OLLAMA_MODELS, else ~/.ollama/models. */
+static char *ollama_root(const struct hub_env *env)
+{
+	if (env->ollama_models && *env->ollama_models)
+		return strdup(env->ollama_models);
+	return fio_join(env->home && *env->home ? env->home : ".", ".ollama/models");
 }
 
 static char *resolve(const struct hub_env *env, const char *model, bool weights)
 {
 	if (!model || !*model)
 		model = hub_default_model(env);
-	if (fio_is_dir(model)) {
+	if (!strncmp(model, "ollama:", 7)) {
+		char *root = ollama_root(env);
+		char *blob = root ? ggufname_ollama(model + 7, root) : NULL;
+		free(root);
+		return blob;
+	}
+	/* a directory, or a file (a .gguf, checked when it is opened) */
+	if (fio_is_dir(model) || fio_is_file(model)) {
 		char *d = strdup(model);
 		if (!d)
 			err_set("out of memory");
@@ -579,6 +682,34 @@ static uint64_t tree_bytes(const char *dir, int depth)
 }
 
 /* Appends the Qwen3 snapshots of one models--Org--Name folder. */
+/* Appends one entry: the snapshot (file NULL) or one GGUF file of it. */
+static int add_entry(struct hub_entry **out, size_t *n, const char *name, const char *sep,
+		     const char *repo_dir, const char *commit, const struct ggufname_file *file,
+		     uint64_t bytes, int complete)
+{
+	struct hub_entry *grown = realloc(*out, (*n + 1) * sizeof **out);
+	if (!grown)
+		return err_set("out of memory");
+	*out = grown;
+	struct hub_entry *h = &grown[(*n)++];
+	memset(h, 0, sizeof *h);
+	size_t ol = (size_t)(sep - name);
+	h->repo_id = malloc(strlen(name) + 1);
+	if (h->repo_id)
+		sprintf(h->repo_id, "%.*s/%s", (int)ol, name, sep + 2);
+	h->commit = strdup(commit);
+	h->refs = refs_naming(repo_dir, commit);
+	h->bytes = bytes;
+	h->complete = complete;
+	h->file = file ? strdup(file->name) : NULL;
+	h->type = file ? file->type : NULL;
+	if (!h->repo_id || !h->commit || !h->refs || (file && !h->file))
+		return err_set("out of memory");
+	return 0;
+}
+
+/* Appends the Qwen3 snapshots of one models--Org--Name folder: a model directory, or
+ * each Qwen3 GGUF file it holds. */
 static int list_repo(const char *root, const char *folder, struct hub_entry **out, size_t *n)
 {
 	const char *name = folder + strlen("models--"), *sep = strstr(name, "--");
@@ -593,25 +724,16 @@ static int list_repo(const char *root, const char *folder, struct hub_entry **ou
 		if (e->d_name[0] == '.')
 			continue;
 		char *snap = fio_join(snaps, e->d_name);
-		if (snap && fio_is_dir(snap) && is_qwen3(snap)) {
-			struct hub_entry *grown = realloc(*out, (*n + 1) * sizeof **out);
-			if (!grown) {
-				rc = err_set("out of memory");
-			} else {
-				*out = grown;
-				struct hub_entry *h = &grown[(*n)++];
-				size_t ol = (size_t)(sep - name);
-				h->repo_id = malloc(strlen(name) + 1);
-				if (h->repo_id)
-					sprintf(h->repo_id, "%.*s/%s", (int)ol, name, sep + 2);
-				h->commit = strdup(e->d_name);
-				h->refs = refs_naming(repo_dir, e->d_name);
-				h->bytes = tree_bytes(snap, 0);
-				h->complete = model_complete(snap);
-				if (!h->repo_id || !h->commit || !h->refs)
-					rc = err_set("out of memory");
-			}
-		}
+		struct ggufname_file *files = NULL;
+		size_t nf = 0;
+		if (snap && fio_is_dir(snap) && is_qwen3(snap))
+			rc = add_entry(out, n, name, sep, repo_dir, e->d_name, NULL,
+				       tree_bytes(snap, 0), model_complete(snap));
+		else if (snap && fio_is_dir(snap) && ggufname_files(snap, &files, &nf) == 0)
+			for (size_t i = 0; rc == 0 && i < nf; i++)
+				rc = add_entry(out, n, name, sep, repo_dir, e->d_name, &files[i],
+					       files[i].bytes, files[i].complete);
+		ggufname_files_free(files, nf);
 		free(snap);
 	}
 	if (d)
@@ -661,6 +783,7 @@ void hub_list_free(struct hub_entry *e, size_t n)
 		free(e[i].repo_id);
 		free(e[i].commit);
 		free(e[i].refs);
+		free(e[i].file);
 	}
 	free(e);
 }

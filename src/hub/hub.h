@@ -23,6 +23,7 @@ struct hub_env {
 	bool no_progress;           /* HF_HUB_DISABLE_PROGRESS_BARS */
 	int attempts;               /* QWENCHAT_DOWNLOAD_ATTEMPTS: tries per file (0: 5) */
 	const char *default_model;  /* QWENCHAT_MODEL: the model when -m is absent */
+	const char *ollama_models;  /* OLLAMA_MODELS: ollama's store (default ~/.ollama/models) */
 };
 
 /* Resolves MODEL (a directory, or a repo id "Org/Name[@rev]"; NULL means
@@ -47,14 +48,17 @@ char *hub_pull(const struct hub_env *env, const char *spec);
 
 /* One Qwen3 snapshot in the cache. */
 struct hub_entry {
-	char *repo_id;  /* "Org/Name" */
-	char *commit;   /* 40 hex digits */
-	char *refs;     /* refs naming this commit, comma-separated ("" when none) */
-	uint64_t bytes; /* size of the files the snapshot holds */
-	int complete;   /* 1 when it has everything a model directory needs */
+	char *repo_id;    /* "Org/Name" */
+	char *commit;     /* 40 hex digits */
+	char *refs;       /* refs naming this commit, comma-separated ("" when none) */
+	uint64_t bytes;   /* size of the files the snapshot holds */
+	int complete;     /* 1 when it has everything a model directory needs */
+	char *file;       /* a GGUF file of the snapshot (its path there), or NULL */
+	const char *type; /* the GGUF's general.file_type ("Q4_K_M"), or NULL */
 };
 
-/* The snapshots in the cache whose config.json says model_type "qwen3", sorted by
+/* The snapshots in the cache whose config.json says model_type "qwen3", and the
+ * GGUF files whose general.architecture is "qwen3" (one entry each), sorted by
  * repo id. 0 (with *out possibly NULL when *n is 0) or -1 (err_set). */
 int hub_list(const struct hub_env *env, struct hub_entry **out, size_t *n);
 void hub_list_free(struct hub_entry *e, size_t n);

@@ -3,8 +3,9 @@
 
 Serves ROOT/Org/Name/FILE with the Hub's URL layout /Org/Name/resolve/REV/FILE and
 its headers (X-Repo-Commit, ETag = git blob sha1 for small files; a 302 to /cdn/SHA256
-with X-Linked-Etag and X-Linked-Size for *.safetensors, like LFS files), Range
-requests, and fault modes read from STATE/mode on every request:
+with X-Linked-Etag and X-Linked-Size for *.safetensors and *.gguf, like LFS files),
+the file list of /api/models/Org/Name/revision/REV ({"sha", "siblings": [{"rfilename"}]}),
+Range requests, and fault modes read from STATE/mode on every request:
   drop-once  the next /cdn body stops halfway and the connection is closed
   drop       every /cdn body stops halfway
   corrupt    /cdn bodies have one byte changed
@@ -17,6 +18,7 @@ Standard library only.
 import argparse
 import hashlib
 import http.server
+import json
 import os
 import socket
 import sys
@@ -91,6 +93,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.error(404, "NotFound", send_body)
             return self.serve_bytes(data, {}, send_body, cdn=True)
         parts = path.split("/")
+        if len(parts) == 7 and parts[1] == "api" and parts[2] == "models" and parts[5] == "revision":
+            return self.api_revision(parts[3], parts[4], urllib.parse.unquote(parts[6]), send_body)
         # ['', org, name, 'resolve', rev, file...]
         if len(parts) < 6 or parts[3] != "resolve":
             return self.error(404, "NotFound", send_body)
@@ -110,7 +114,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.error(404, "EntryNotFound", send_body, {"X-Repo-Commit": commit})
         with open(fpath, "rb") as f:
             data = f.read()
-        if file.endswith(".safetensors"):
+        if file.endswith((".safetensors", ".gguf")):
             digest = hashlib.sha256(data).hexdigest()
             port = self.server.server_address[1]
             return self.reply(302, {
@@ -123,6 +127,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "bad-commit" in hub.mode():
             headers["X-Repo-Commit"] = "../main"
         return self.serve_bytes(data, headers, send_body, cdn=False)
+
+    def api_revision(self, org, name, rev, send_body):
+        repo = os.path.join(self.hub.root, org, name)
+        if not os.path.isdir(repo):
+            return self.error(404, "RepoNotFound", send_body)
+        commit = hashlib.sha1(("%s/%s" % (org, name)).encode()).hexdigest()
+        if rev not in ("main", commit):
+            return self.error(404, "RevisionNotFound", send_body)
+        files = []
+        for dirpath, _, names in os.walk(repo):
+            for n in names:
+                files.append(os.path.relpath(os.path.join(dirpath, n), repo))
+        body = json.dumps({"id": "%s/%s" % (org, name), "sha": commit,
+                           "siblings": [{"rfilename": f} for f in sorted(files)]}).encode()
+        return self.reply(200, {"Content-Type": "application/json"}, body, send_body)
 
     def serve_bytes(self, data, headers, send_body, cdn):
         start, status = 0, 200

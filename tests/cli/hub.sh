@@ -231,6 +231,59 @@ expect_exit 1 "a path-like X-Repo-Commit is refused" "$QWENCHAT" pull test/Tiny-
 err_has "no valid X-Repo-Commit header" "bad commit: clear error"
 [ -z "$(find "$TMP" -name escape)" ] && [ ! -e "$HF_HUB_CACHE/models--test--main" ] &&
 	pass "nothing written outside the cache" || fail "bad headers wrote files"
+# ---- GGUF repositories: REPO:TAG picks the file (any case, whole tag), a split file
+# comes with all its parts, a repo named *-GGUF defaults to Q4_K_M; list shows them.
+GM="$TMP/gguf-src" GR="$SRV/test/Tiny-GGUF"
+"$MKMODEL" --out "$GM" --vocab-size 300 --hidden-size 32 --intermediate-size 32 --layers 1 \
+	--heads 2 --kv-heads 1 --head-dim 16 --bos-id 1 --eos-id 2 >/dev/null || exit 1
+cp "$TOP_SRCDIR/tests/golden/template-tiny-tokenizer.json" "$GM/tokenizer.json"
+mkdir -p "$GR"
+python3 "$TOP_SRCDIR/tests/mkgguf.py" "$GM" "$GR/Tiny-Q4_K_M.gguf" &&
+	python3 "$TOP_SRCDIR/tests/mkgguf.py" "$GM" "$GR/Tiny-Q4_K_S.gguf" &&
+	python3 "$TOP_SRCDIR/tests/mkgguf.py" "$GM" "$GR/Tiny-Q8_0.gguf" --split 2 || exit 1
+echo "# Tiny GGUF" >"$GR/README.md"
+export HF_HUB_CACHE="$TMP/cache-gguf"
+expect_exit 0 "REPO:tag resolves (any case)" "$RESOLVE" test/Tiny-GGUF:q4_k_m
+grep -q '/snapshots/[0-9a-f]*/Tiny-Q4_K_M.gguf$' "$TMP/out" && pass "the Q4_K_M file, in a snapshot" ||
+	fail "REPO:tag gave $(cat "$TMP/out")"
+cmp -s "$(cat "$TMP/out")" "$GR/Tiny-Q4_K_M.gguf" && pass "the downloaded file is the served one" ||
+	fail "downloaded GGUF differs"
+[ ! -e "$(dirname "$(cat "$TMP/out")")/Tiny-Q4_K_S.gguf" ] && [ ! -e "$(dirname "$(cat "$TMP/out")")/README.md" ] &&
+	pass "only the tag's file is downloaded" || fail "other files were downloaded"
+n0=$(requests)
+expect_exit 0 "a *-GGUF repo without a tag: Q4_K_M, from the cache" "$RESOLVE" test/Tiny-GGUF
+grep -q 'Tiny-Q4_K_M.gguf$' "$TMP/out" && [ "$(requests)" = "$n0" ] &&
+	pass "no tag: Q4_K_M, no request" || fail "no tag: $(cat "$TMP/out"), $(($(requests) - n0)) requests"
+expect_exit 0 "pull REPO:TAG of a split file" "$QWENCHAT" pull test/Tiny-GGUF:Q8_0
+d=$(dirname "$(cat "$TMP/out")")
+grep -q 'Tiny-Q8_0-00001-of-00002.gguf$' "$TMP/out" && [ -f "$d/Tiny-Q8_0-00002-of-00002.gguf" ] &&
+	pass "both parts of the split file" || fail "split pull: $(cat "$TMP/out")"
+n0=$(requests)
+expect_exit 0 "info on REPO:TAG, offline" env HF_HUB_OFFLINE=1 "$QWENCHAT" info -m test/Tiny-GGUF:Q8_0
+grep -q "GGUF loaded and checked" "$TMP/out" && [ "$(requests)" = "$n0" ] &&
+	pass "the split GGUF from the cache loads" || fail "info on the cached split GGUF"
+expect_exit 1 "a tag no file has" "$RESOLVE" test/Tiny-GGUF:Q4_K
+err_has "no .gguf file for tag Q4_K (there are: Tiny-Q4_K_M.gguf, Tiny-Q4_K_S.gguf, Tiny-Q8_0-00001-of-00002.gguf" \
+	"unknown tag: the files there are"
+expect_exit 0 "list" "$QWENCHAT" list
+grep -q '^test/Tiny-GGUF:BF16 .* GGUF BF16 .*complete  Tiny-Q4_K_M.gguf$' "$TMP/out" &&
+	grep -q 'complete  Tiny-Q8_0-00001-of-00002.gguf$' "$TMP/out" &&
+	pass "list shows the GGUF files with type and size" || fail "list: $(cat "$TMP/out")"
+check_cache "$HF_HUB_CACHE" "GGUF downloads"
+# ollama's store: the manifest's model layer names the blob
+O="$TMP/ollama"
+blob=$(sha256sum "$GR/Tiny-Q4_K_M.gguf" | cut -d' ' -f1)
+mkdir -p "$O/blobs" "$O/manifests/registry.ollama.ai/library/tiny"
+cp "$GR/Tiny-Q4_K_M.gguf" "$O/blobs/sha256-$blob"
+printf '{"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.template","digest":"sha256:%s"},{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:%s","size":1}]}' \
+	"$(printf '%064d' 0)" "$blob" >"$O/manifests/registry.ollama.ai/library/tiny/latest"
+expect_exit 0 "ollama:NAME (tag latest)" env OLLAMA_MODELS="$O" "$RESOLVE" ollama:tiny
+[ "$(cat "$TMP/out")" = "$O/blobs/sha256-$blob" ] && pass "ollama: the model blob" ||
+	fail "ollama gave $(cat "$TMP/out")"
+expect_exit 0 "info -m ollama:NAME:TAG" env OLLAMA_MODELS="$O" "$QWENCHAT" info -m ollama:tiny:latest
+expect_exit 1 "ollama: a tag not pulled" env OLLAMA_MODELS="$O" "$RESOLVE" ollama:tiny:8b
+err_has "ollama:tiny:8b: no such model" "ollama: clear error"
+expect_exit 1 "ollama: a path in the name" env OLLAMA_MODELS="$O" "$RESOLVE" "ollama:../x"
 mode auth
 export HF_HUB_CACHE="$TMP/cache5"
 expect_exit 1 "gated repository without a token" "$QWENCHAT" pull test/Tiny-Qwen3

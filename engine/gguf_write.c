@@ -1,0 +1,526 @@
+/* gguf_write.c — writes a model as a GGUF v3 file in llama.cpp's layout (qwenchat
+ * quantize): the key/values, the tensor infos, then each tensor converted to the type
+ * llama.cpp's llama-quantize would give it in the chosen mix, streamed row by row. */
+#include "engine/model.h"
+#include "src/base/err.h"
+#include "src/base/strbuf.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define ALIGNMENT 32
+#define MAX_OUT   (64u << 20) /* bytes converted before they are written */
+
+/* ---- the mixes and llama-quantize's per-tensor choices ---- */
+
+static const struct {
+	const char *name;
+	enum eng_dtype base;
+	int llama_ftype; /* general.file_type: llama.h's LLAMA_FTYPE_* */
+} mixes[ENG_FTYPE_COUNT] = {
+	[ENG_FTYPE_F32] = {"f32", ENG_F32, 0},
+	[ENG_FTYPE_BF16] = {"bf16", ENG_BF16, 32},
+	[ENG_FTYPE_Q8_0] = {"q8_0", ENG_Q8_0, 7},
+	[ENG_FTYPE_Q6_K] = {"q6_k", ENG_Q6_K, 18},
+	[ENG_FTYPE_Q5_K_M] = {"q5_k_m", ENG_Q5_K, 17},
+	[ENG_FTYPE_Q4_K_M] = {"q4_k_m", ENG_Q4_K, 15},
+	[ENG_FTYPE_Q4_0] = {"q4_0", ENG_Q4_0, 2},
+};
+
+int eng_ftype_parse(const char *name, enum eng_ftype *out)
+{
+	for (int f = 0; f < ENG_FTYPE_COUNT; f++)
+		if (!strcasecmp(name, mixes[f].name)) {
+			*out = (enum eng_ftype)f;
+			return 0;
+		}
+	return -1;
+}
+
+const char *eng_ftype_name(enum eng_ftype f)
+{
+	return (unsigned)f < ENG_FTYPE_COUNT ? mixes[f].name : "?";
+}
+
+/* llama-quant.cpp's use_more_bits: the first and last eighth of the layers, and
+ * every third one between. */
+static bool more_bits(int layer, int n)
+{
+	return layer < n / 8 || layer >= 7 * n / 8 || (layer - n / 8) % 3 == 2;
+}
+
+/* A type whose blocks do not divide the rows falls back as tensor_type_fallback
+ * does (to the 32-weight types, then F16). */
+static enum eng_dtype fallback(enum eng_dtype t, int64_t ncols)
+{
+	if (ncols % eng_dtype_block(t) == 0)
+		return t;
+	switch (t) {
+	case ENG_Q4_K: t = ENG_Q5_0; break;
+	case ENG_Q6_K: t = ENG_Q8_0; break;
+	case ENG_Q5_K: /* llama.cpp falls back to Q5_1, a type qwenchat does not read */
+		err_set("rows of %lld weights are not whole Q5_K blocks (llama.cpp would use "
+			"Q5_1, which qwenchat does not support)",
+			(long long)ncols);
+		return ENG_DTYPE_COUNT;
+	default: break;
+	}
+	return ncols % eng_dtype_block(t) == 0 ? t : ENG_F16;
+}
+
+enum eng_dtype eng_quant_type(const struct eng_config *c, enum eng_ftype f,
+			      enum eng_tensor_role role, int layer, int64_t ncols)
+{
+	enum eng_dtype t = mixes[f].base;
+	bool mix_m = f == ENG_FTYPE_Q4_K_M || f == ENG_FTYPE_Q5_K_M;
+	if (role == ENG_ROLE_NORM)
+		return ENG_F32; /* 1-D tensors are never quantized; convert writes them F32 */
+	if (!eng_dtype_quantized(t))
+		return t;
+	if (role == ENG_ROLE_OUTPUT || (role == ENG_ROLE_EMBED && c->tie_word_embeddings)) {
+		/* the lm_head: Q6_K unless the mix is Q8_0, Q8_0 when 256 does not divide */
+		if (ncols % 256)
+			return ENG_Q8_0;
+		return t == ENG_Q8_0 ? t : ENG_Q6_K;
+	}
+	if ((role == ENG_ROLE_ATTN_V || role == ENG_ROLE_FFN_DOWN) && mix_m &&
+	    more_bits(layer, c->num_layers))
+		t = ENG_Q6_K;
+	return fallback(t, ncols);
+}
+
+/* ---- key/values ---- */
+
+struct eng_gguf_out {
+	struct strbuf kv; /* the encoded key/values */
+	uint64_t n;
+	char **keys; /* to refuse a key given twice */
+};
+
+struct eng_gguf_out *eng_gguf_out_new(void)
+{
+	struct eng_gguf_out *o = calloc(1, sizeof *o);
+	if (!o)
+		err_set("out of memory");
+	return o;
+}
+
+void eng_gguf_out_free(struct eng_gguf_out *o)
+{
+	if (!o)
+		return;
+	for (uint64_t i = 0; i < o->n; i++)
+		free(o->keys[i]);
+	free(o->keys);
+	free(o->kv.p);
+	free(o);
+}
+
+static void put_u32(struct strbuf *b, uint32_t v)
+{
+	char le[4] = {(char)v, (char)(v >> 8), (char)(v >> 16), (char)(v >> 24)};
+	sb_put(b, le, 4);
+}
+
+static void put_u64(struct strbuf *b, uint64_t v)
+{
+	put_u32(b, (uint32_t)v);
+	put_u32(b, (uint32_t)(v >> 32));
+}
+
+static void put_str(struct strbuf *b, const char *s, size_t n)
+{
+	put_u64(b, n);
+	sb_put(b, s, n);
+}
+
+/* Starts a key/value: the key and the value type. */
+static int begin(struct eng_gguf_out *o, const char *key, enum eng_gguf_type t)
+{
+	for (uint64_t i = 0; i < o->n; i++)
+		if (!strcmp(o->keys[i], key))
+			return err_set("GGUF writer: key %s given twice", key);
+	char **k = realloc(o->keys, (size_t)(o->n + 1) * sizeof *k);
+	if (!k || !(k[o->n] = strdup(key))) {
+		if (k)
+			o->keys = k;
+		return err_set("out of memory");
+	}
+	o->keys = k;
+	o->n++;
+	put_str(&o->kv, key, strlen(key));
+	put_u32(&o->kv, t);
+	return 0;
+}
+
+static int done(struct eng_gguf_out *o)
+{
+	return o->kv.oom ? err_set("out of memory") : 0;
+}
+
+int eng_gguf_out_str(struct eng_gguf_out *o, const char *key, const char *s, size_t len)
+{
+	if (begin(o, key, ENG_GGUF_STRING))
+		return -1;
+	put_str(&o->kv, s, len);
+	return done(o);
+}
+
+int eng_gguf_out_u32(struct eng_gguf_out *o, const char *key, uint32_t v)
+{
+	if (begin(o, key, ENG_GGUF_U32))
+		return -1;
+	put_u32(&o->kv, v);
+	return done(o);
+}
+
+static int out_f32(struct eng_gguf_out *o, const char *key, float v)
+{
+	uint32_t u;
+	memcpy(&u, &v, 4);
+	if (begin(o, key, ENG_GGUF_F32))
+		return -1;
+	put_u32(&o->kv, u);
+	return done(o);
+}
+
+int eng_gguf_out_bool(struct eng_gguf_out *o, const char *key, bool v)
+{
+	if (begin(o, key, ENG_GGUF_BOOL))
+		return -1;
+	sb_put(&o->kv, v ? "\1" : "\0", 1);
+	return done(o);
+}
+
+int eng_gguf_out_strs(struct eng_gguf_out *o, const char *key, const char *const *s,
+		      const size_t *len, size_t n)
+{
+	if (begin(o, key, ENG_GGUF_ARRAY))
+		return -1;
+	put_u32(&o->kv, ENG_GGUF_STRING);
+	put_u64(&o->kv, n);
+	for (size_t i = 0; i < n; i++)
+		put_str(&o->kv, s[i], len[i]);
+	return done(o);
+}
+
+int eng_gguf_out_i32s(struct eng_gguf_out *o, const char *key, const int32_t *v, size_t n)
+{
+	if (begin(o, key, ENG_GGUF_ARRAY))
+		return -1;
+	put_u32(&o->kv, ENG_GGUF_I32);
+	put_u64(&o->kv, n);
+	for (size_t i = 0; i < n; i++)
+		put_u32(&o->kv, (uint32_t)v[i]);
+	return done(o);
+}
+
+/* general.* and qwen3.* from the config, as convert_hf_to_gguf.py writes them. */
+static int model_keys(struct eng_gguf_out *o, const struct eng_config *c, enum eng_ftype f)
+{
+	const char *a = "qwen3";
+	char k[96];
+#define U32(name, v) (snprintf(k, sizeof k, "%s." name, a), eng_gguf_out_u32(o, k, (uint32_t)(v)))
+#define F32(name, v) (snprintf(k, sizeof k, "%s." name, a), out_f32(o, k, (float)(v)))
+	if (eng_gguf_out_str(o, "general.architecture", a, strlen(a)) ||
+	    eng_gguf_out_str(o, "general.type", "model", 5) || U32("block_count", c->num_layers) ||
+	    U32("context_length", c->max_position_embeddings) ||
+	    U32("embedding_length", c->hidden_size) ||
+	    U32("feed_forward_length", c->intermediate_size) ||
+	    U32("attention.head_count", c->num_heads) ||
+	    U32("attention.head_count_kv", c->num_kv_heads) ||
+	    F32("rope.freq_base", c->rope_theta) ||
+	    F32("attention.layer_norm_rms_epsilon", c->rms_norm_eps) ||
+	    U32("attention.key_length", c->head_dim) || U32("attention.value_length", c->head_dim))
+		return -1;
+	bool yarn = !strcmp(c->rope_type, "yarn");
+	if (yarn || !strcmp(c->rope_type, "linear")) {
+		snprintf(k, sizeof k, "%s.rope.scaling.type", a);
+		if (eng_gguf_out_str(o, k, c->rope_type, strlen(c->rope_type)) ||
+		    F32("rope.scaling.factor", c->rope_factor))
+			return -1;
+	}
+	if (yarn && ((c->rope_original_max_position &&
+		      U32("rope.scaling.original_context_length", c->rope_original_max_position)) ||
+		     (c->rope_attention_factor &&
+		      F32("rope.scaling.yarn_attn_factor", c->rope_attention_factor)) ||
+		     F32("rope.scaling.yarn_beta_fast", c->rope_beta_fast) ||
+		     F32("rope.scaling.yarn_beta_slow", c->rope_beta_slow)))
+		return -1;
+#undef U32
+#undef F32
+	return eng_gguf_out_u32(o, "general.quantization_version", 2) ||
+			       eng_gguf_out_u32(o, "general.file_type",
+						(uint32_t)mixes[f].llama_ftype)
+		       ? -1
+		       : 0;
+}
+
+/* ---- the tensors ---- */
+
+struct planned {
+	char name[GGUF_MAX_NAME];
+	const struct eng_tensor *src;
+	enum eng_dtype type;
+	int64_t ne0, ne1; /* row length, rows */
+	size_t nbytes, offset;
+};
+
+static float bf16_to_f32(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static float f16_to_f32(uint16_t h)
+{
+	int e = h >> 10 & 31, m = h & 1023;
+	float v = e == 0    ? ldexpf((float)m, -24)
+		  : e == 31 ? (m ? NAN : INFINITY)
+			    : ldexpf((float)(m | 1024), e - 25);
+	return h >> 15 ? -v : v;
+}
+
+/* Round to nearest even, as torch and ggml do. */
+static uint16_t f32_to_bf16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	if ((u & 0x7fffffff) > 0x7f800000)
+		return (uint16_t)(u >> 16 | 64); /* NaN stays NaN */
+	return (uint16_t)((u + 0x7fff + (u >> 16 & 1)) >> 16);
+}
+
+static uint16_t f32_to_f16(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
+	float a = fabsf(f);
+	if (isnan(f))
+		return sign | 0x7e00;
+	if (a >= 65520.0f)
+		return sign | 0x7c00;
+	if (a < 6.103515625e-05f) /* subnormal: multiples of 2^-24 */
+		return sign | (uint16_t)lrintf(a * 16777216.0f);
+	int e;
+	float m = frexpf(a, &e);      /* a = m * 2^e, m in [0.5, 1) */
+	long q = lrintf(m * 2048.0f); /* 11 significant bits, ties to even */
+	if (q == 2048) {
+		q = 1024;
+		e++;
+	}
+	return sign | (uint16_t)((e + 14) << 10 | (q - 1024));
+}
+
+static void row_to_f32(const struct eng_tensor *t, int64_t r, int64_t n, float *out)
+{
+	const uint8_t *p =
+		(const uint8_t *)t->data + (size_t)r * (size_t)n * eng_dtype_size(t->dtype);
+	for (int64_t i = 0; i < n; i++) {
+		uint16_t h;
+		if (t->dtype == ENG_F32) {
+			memcpy(&out[i], p + 4 * i, 4);
+			continue;
+		}
+		memcpy(&h, p + 2 * i, 2);
+		out[i] = t->dtype == ENG_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+	}
+}
+
+/* One row of n weights in type t. The block-quantized types come from the
+ * quantization code of engine/quant.c (another branch, not merged yet). */
+static int convert_row(enum eng_dtype t, const float *x, int64_t n, uint8_t *out)
+{
+	switch (t) {
+	case ENG_F32: memcpy(out, x, (size_t)n * 4); return 0;
+	case ENG_BF16:
+	case ENG_F16:
+		for (int64_t i = 0; i < n; i++) {
+			uint16_t h = t == ENG_BF16 ? f32_to_bf16(x[i]) : f32_to_f16(x[i]);
+			memcpy(out + 2 * i, &h, 2);
+		}
+		return 0;
+	default:
+		return err_set("quantizing to %s needs the quantization routines (engine/quant.c), "
+			       "which this build does not have yet",
+			       eng_dtype_name(t));
+	}
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return err_set("write: %s", w < 0 ? strerror(errno) : "nothing written");
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int add_plan(struct planned *p, int *n, const struct eng_config *c, enum eng_ftype f,
+		    const char *name, enum eng_tensor_role role, int layer,
+		    const struct eng_tensor *src)
+{
+	struct planned *e = &p[(*n)++];
+	snprintf(e->name, sizeof e->name, "%s", name);
+	e->src = src;
+	e->ne0 = src->ndim == 2 ? src->shape[1] : src->shape[0];
+	e->ne1 = src->ndim == 2 ? src->shape[0] : 1;
+	e->type = eng_quant_type(c, f, role, layer, e->ne0);
+	if (e->type == ENG_DTYPE_COUNT)
+		return err_prefix("tensor %s", name);
+	e->nbytes = eng_row_bytes(e->type, e->ne0) * (size_t)e->ne1;
+	return 0;
+}
+
+/* Every tensor in llama.cpp's names, in the order the layers are read. */
+static int plan(const struct eng_model *m, enum eng_ftype f, struct planned *p, int *n)
+{
+	const struct eng_config *c = &m->cfg;
+	const struct eng_weights *w = &m->w;
+	static const struct {
+		const char *part;
+		enum eng_tensor_role role;
+		size_t off;
+	} parts[] = {
+		{"attn_norm", ENG_ROLE_NORM, offsetof(struct eng_layer, input_norm)},
+		{"attn_q", ENG_ROLE_ATTN_Q, offsetof(struct eng_layer, wq)},
+		{"attn_k", ENG_ROLE_ATTN_K, offsetof(struct eng_layer, wk)},
+		{"attn_v", ENG_ROLE_ATTN_V, offsetof(struct eng_layer, wv)},
+		{"attn_output", ENG_ROLE_ATTN_O, offsetof(struct eng_layer, wo)},
+		{"attn_q_norm", ENG_ROLE_NORM, offsetof(struct eng_layer, q_norm)},
+		{"attn_k_norm", ENG_ROLE_NORM, offsetof(struct eng_layer, k_norm)},
+		{"ffn_norm", ENG_ROLE_NORM, offsetof(struct eng_layer, post_norm)},
+		{"ffn_gate", ENG_ROLE_FFN_GATE, offsetof(struct eng_layer, w_gate)},
+		{"ffn_up", ENG_ROLE_FFN_UP, offsetof(struct eng_layer, w_up)},
+		{"ffn_down", ENG_ROLE_FFN_DOWN, offsetof(struct eng_layer, w_down)},
+	};
+	char name[GGUF_MAX_NAME + 16];
+	*n = 0;
+	if (add_plan(p, n, c, f, "token_embd.weight", ENG_ROLE_EMBED, 0, &w->embed))
+		return -1;
+	for (int l = 0; l < c->num_layers; l++)
+		for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+			snprintf(name, sizeof name, "blk.%d.%s.weight", l, parts[i].part);
+			const struct eng_tensor *t =
+				(const struct eng_tensor *)((const char *)&w->layers[l] +
+							    parts[i].off);
+			if (add_plan(p, n, c, f, name, parts[i].role, l, t))
+				return -1;
+		}
+	if (add_plan(p, n, c, f, "output_norm.weight", ENG_ROLE_NORM, 0, &w->final_norm) ||
+	    (!c->tie_word_embeddings &&
+	     add_plan(p, n, c, f, "output.weight", ENG_ROLE_OUTPUT, 0, &w->lm_head)))
+		return -1;
+	return 0;
+}
+
+/* The header: magic, version, counts, key/values (the model's, then the caller's, as
+ * the converter orders them), tensor infos, padding. */
+static int write_header(int fd, const struct eng_gguf_out *o, const struct eng_gguf_out *extra,
+			struct planned *p, int n)
+{
+	struct strbuf b = {0};
+	size_t off = 0;
+	sb_put(&b, "GGUF", 4);
+	put_u32(&b, 3);
+	put_u64(&b, (uint64_t)n);
+	put_u64(&b, o->n + (extra ? extra->n : 0));
+	sb_put(&b, o->kv.p ? o->kv.p : "", o->kv.n);
+	if (extra)
+		sb_put(&b, extra->kv.p ? extra->kv.p : "", extra->kv.n);
+	for (int i = 0; i < n; i++) {
+		put_str(&b, p[i].name, strlen(p[i].name));
+		put_u32(&b, (uint32_t)p[i].src->ndim);
+		put_u64(&b, (uint64_t)p[i].ne0);
+		if (p[i].src->ndim == 2)
+			put_u64(&b, (uint64_t)p[i].ne1);
+		static const int ggml[] = {[ENG_BF16] = 30, [ENG_F16] = 1,   [ENG_F32] = 0,
+					   [ENG_Q8_0] = 8,  [ENG_Q4_0] = 2,  [ENG_Q5_0] = 6,
+					   [ENG_Q4_K] = 12, [ENG_Q5_K] = 13, [ENG_Q6_K] = 14};
+		put_u32(&b, (uint32_t)ggml[p[i].type]);
+		p[i].offset = off;
+		put_u64(&b, off);
+		off += (p[i].nbytes + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
+	}
+	static const char zeros[ALIGNMENT];
+	sb_put(&b, zeros, (ALIGNMENT - b.n % ALIGNMENT) % ALIGNMENT);
+	int rc = b.oom ? err_set("out of memory") : write_all(fd, b.p, b.n);
+	free(b.p);
+	return rc;
+}
+
+/* One tensor: rows converted in batches of up to MAX_OUT bytes, then its padding. */
+static int write_tensor(int fd, const struct planned *t, uint8_t *buf, float *row,
+			const volatile int *cancel)
+{
+	size_t rb = t->nbytes / (size_t)t->ne1, per = MAX_OUT / rb ? MAX_OUT / rb : 1;
+	for (int64_t r = 0; r < t->ne1;) {
+		size_t k = 0;
+		for (; k < per && r < t->ne1; k++, r++) {
+			row_to_f32(t->src, r, t->ne0, row);
+			if (convert_row(t->type, row, t->ne0, buf + k * rb))
+				return err_prefix("tensor %s", t->name);
+		}
+		if (cancel && *cancel)
+			return err_set("interrupted");
+		if (write_all(fd, buf, k * rb))
+			return -1;
+	}
+	static const char zeros[ALIGNMENT];
+	return write_all(fd, zeros, (ALIGNMENT - t->nbytes % ALIGNMENT) % ALIGNMENT);
+}
+
+int eng_model_write_gguf(const struct eng_model *m, enum eng_ftype f,
+			 const struct eng_gguf_out *extra, int fd,
+			 void (*progress)(size_t done, size_t total), const volatile int *cancel)
+{
+	const struct eng_config *c = &m->cfg;
+	int n = 0, rc = -1;
+	size_t total = 0, done = 0, widest = 1;
+	struct planned *p = calloc((size_t)c->num_layers * 11 + 3, sizeof *p);
+	struct eng_gguf_out *o = eng_gguf_out_new();
+	uint8_t *buf = NULL;
+	float *row = NULL;
+	if (!p || !o || plan(m, f, p, &n) || model_keys(o, c, f))
+		goto out;
+	for (int i = 0; i < n; i++) {
+		total += p[i].nbytes;
+		widest = p[i].ne0 > (int64_t)widest ? (size_t)p[i].ne0 : widest;
+	}
+	buf = malloc(MAX_OUT + widest * 4);
+	row = malloc(widest * sizeof *row);
+	if (!buf || !row || o->kv.oom) {
+		err_set("out of memory");
+		goto out;
+	}
+	if (write_header(fd, o, extra, p, n))
+		goto out;
+	for (int i = 0; i < n; i++) {
+		if (write_tensor(fd, &p[i], buf, row, cancel))
+			goto out;
+		done += p[i].nbytes;
+		if (progress)
+			progress(done, total);
+	}
+	rc = 0;
+out:
+	free(row);
+	free(buf);
+	eng_gguf_out_free(o);
+	free(p);
+	return rc;
+}

@@ -1,0 +1,420 @@
+/* model_gguf.c — opens a GGUF Qwen3 model (llama.cpp's layout: general.architecture
+ * "qwen3", qwen3.* hyperparameters, token_embd / blk.N.* / output tensors), split
+ * files joined, and binds every weight into the same struct eng_weights as the
+ * safetensors loader. GGUF shapes are ggml's: ne[0] is the row length. */
+#include "engine/config_limits.h"
+#include "engine/model.h"
+#include "src/base/err.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARCH      "qwen3"
+#define MAX_SPLIT 9999 /* the "-%05d-of-%05d" names hold up to 99999; be less generous */
+
+/* An integer key into [lo, hi]; absent: *out = def, or an error when def < lo. */
+static int get_int(const struct eng_gguf *g, const char *key, long long lo, long long hi,
+		   long long def, int *out)
+{
+	int64_t v;
+	int r = eng_gguf_int(g, key, &v);
+	if (r < 0)
+		return -1;
+	if (r == 1) {
+		if (def < lo)
+			return err_set("%s: key %s is missing", g->name, key);
+		*out = (int)def;
+		return 0;
+	}
+	if (v < lo || v > hi)
+		return err_set("%s: key %s = %lld is out of range [%lld, %lld]", g->name, key,
+			       (long long)v, lo, hi);
+	*out = (int)v;
+	return 0;
+}
+
+static int get_num(const struct eng_gguf *g, const char *key, double lo, double hi, double def,
+		   double *out)
+{
+	double v;
+	int r = eng_gguf_float(g, key, &v);
+	if (r < 0)
+		return -1;
+	if (r == 1) {
+		if (isnan(def))
+			return err_set("%s: key %s is missing", g->name, key);
+		*out = def;
+		return 0;
+	}
+	if (!isfinite(v) || v < lo || v > hi)
+		return err_set("%s: key %s = %g is out of range [%g, %g]", g->name, key, v, lo, hi);
+	*out = v;
+	return 0;
+}
+
+/* Only dense Qwen3 is implemented: anything else is refused by name. */
+static int check_arch(const struct eng_gguf *g)
+{
+	const char *a;
+	size_t n;
+	int r = eng_gguf_str(g, "general.architecture", &a, &n);
+	if (r < 0)
+		return -1;
+	if (r == 1)
+		return err_set("%s: key general.architecture is missing", g->name);
+	if (n != strlen(ARCH) || memcmp(a, ARCH, n))
+		return err_set("%s: general.architecture is \"%.*s\"; only qwen3 (dense Qwen3) "
+			       "is supported",
+			       g->name, (int)(n < 64 ? n : 64), a);
+	return 0;
+}
+
+/* rope.scaling.*: none, linear or yarn (as convert_hf_to_gguf.py writes them). */
+static int rope_scaling(const struct eng_gguf *g, struct eng_config *c)
+{
+	const char *t;
+	size_t n;
+	snprintf(c->rope_type, sizeof c->rope_type, "default");
+	c->rope_factor = 1;
+	c->rope_beta_fast = 32;
+	c->rope_beta_slow = 1;
+	int r = eng_gguf_str(g, ARCH ".rope.scaling.type", &t, &n);
+	if (r < 0)
+		return -1;
+	if (r == 1 || (n == 4 && !memcmp(t, "none", 4)))
+		return 0;
+	bool linear = n == 6 && !memcmp(t, "linear", 6), yarn = n == 4 && !memcmp(t, "yarn", 4);
+	if (!linear && !yarn)
+		return err_set("%s: key " ARCH ".rope.scaling.type: \"%.*s\" is not supported "
+			       "(none, linear or yarn)",
+			       g->name, (int)(n < 32 ? n : 32), t);
+	snprintf(c->rope_type, sizeof c->rope_type, "%s", linear ? "linear" : "yarn");
+	if (get_num(g, ARCH ".rope.scaling.factor", 1, MAX_ROPE_FACTOR, NAN, &c->rope_factor))
+		return -1;
+	if (linear)
+		return 0;
+	return get_int(g, ARCH ".rope.scaling.original_context_length", 1, MAX_POSITIONS, 0,
+		       &c->rope_original_max_position) ||
+			       get_num(g, ARCH ".rope.scaling.yarn_attn_factor", 1e-6, 1e6, 0,
+				       &c->rope_attention_factor) ||
+			       get_num(g, ARCH ".rope.scaling.yarn_beta_fast", 1e-6, 1e6, 32,
+				       &c->rope_beta_fast) ||
+			       get_num(g, ARCH ".rope.scaling.yarn_beta_slow", 1e-6, 1e6, 1,
+				       &c->rope_beta_slow)
+		       ? -1
+		       : 0;
+}
+
+/* bos/eos from the tokenizer keys, when they name a row of the embedding. */
+static int token_id(const struct eng_gguf *g, const char *key, int vocab, int *out)
+{
+	int64_t v;
+	int r = eng_gguf_int(g, key, &v);
+	*out = -1;
+	if (r < 0)
+		return -1;
+	if (r == 0 && (v < 0 || v >= vocab))
+		return err_set("%s: key %s = %lld is not a token id below %d", g->name, key,
+			       (long long)v, vocab);
+	if (r == 0)
+		*out = (int)v;
+	return 0;
+}
+
+int gguf_config(const struct eng_gguf *g, const struct gguf_tensor *embed, bool tied,
+		struct eng_config *c)
+{
+	memset(c, 0, sizeof *c);
+	if (check_arch(g))
+		return -1;
+	/* the vocabulary is the embedding's rows: ne[1] of token_embd.weight */
+	if (embed->ndim != 2 || embed->ne[1] < 1 || embed->ne[1] > MAX_VOCAB)
+		return err_set("%s: tensor token_embd.weight must be a matrix of 1 to %d rows",
+			       g->name, MAX_VOCAB);
+	c->vocab_size = (int)embed->ne[1];
+	if (get_int(g, ARCH ".embedding_length", 1, MAX_WIDTH, -1, &c->hidden_size) ||
+	    get_int(g, ARCH ".feed_forward_length", 1, MAX_WIDTH, -1, &c->intermediate_size) ||
+	    get_int(g, ARCH ".block_count", 1, MAX_LAYERS, -1, &c->num_layers) ||
+	    get_int(g, ARCH ".attention.head_count", 1, MAX_HEADS, -1, &c->num_heads) ||
+	    get_int(g, ARCH ".attention.head_count_kv", 1, MAX_HEADS, c->num_heads,
+		    &c->num_kv_heads))
+		return -1;
+	/* llama.cpp's default head size is embedding_length / head_count, as transformers' */
+	int value_len = 0, rope_dims = 0;
+	if (get_int(g, ARCH ".attention.key_length", 1, ENG_MAX_HEAD_DIM,
+		    c->hidden_size % c->num_heads ? -1 : c->hidden_size / c->num_heads,
+		    &c->head_dim) ||
+	    get_int(g, ARCH ".attention.value_length", 1, ENG_MAX_HEAD_DIM, c->head_dim,
+		    &value_len) ||
+	    get_int(g, ARCH ".rope.dimension_count", 1, ENG_MAX_HEAD_DIM, c->head_dim, &rope_dims))
+		return -1;
+	if (value_len != c->head_dim || rope_dims != c->head_dim)
+		return err_set("%s: key %s = %d differs from the head size %d (not supported)",
+			       g->name,
+			       value_len != c->head_dim ? ARCH ".attention.value_length"
+							: ARCH ".rope.dimension_count",
+			       value_len != c->head_dim ? value_len : rope_dims, c->head_dim);
+	if (get_num(g, ARCH ".attention.layer_norm_rms_epsilon", MIN_RMS_EPS, MAX_RMS_EPS, NAN,
+		    &c->rms_norm_eps) ||
+	    get_num(g, ARCH ".rope.freq_base", MIN_ROPE_THETA, MAX_ROPE_THETA, 10000,
+		    &c->rope_theta) ||
+	    get_int(g, ARCH ".context_length", 1, MAX_POSITIONS, -1, &c->max_position_embeddings) ||
+	    rope_scaling(g, c))
+		return -1;
+	c->tie_word_embeddings = tied;
+	c->dtype = embed->dtype; /* model_gguf_open sets the most common type once bound */
+	if (token_id(g, "tokenizer.ggml.bos_token_id", c->vocab_size, &c->bos_token_id) ||
+	    token_id(g, "tokenizer.ggml.eos_token_id", c->vocab_size, &c->eos_token_id))
+		return -1;
+	return cfg_check_consistency(c, g->name);
+}
+
+/* ---- split files: NAME-00001-of-00003.gguf, split.no / split.count keys ---- */
+
+/* The number of splits the first file announces (1 when it has no split keys). */
+static int split_count(const struct eng_gguf *g)
+{
+	int count = 1, no = 0;
+	if (get_int(g, "split.count", 1, MAX_SPLIT, 1, &count) ||
+	    get_int(g, "split.no", 0, MAX_SPLIT, 0, &no))
+		return -1;
+	if (no != 0)
+		return err_set("%s: this is part %d of a split model; open its first part "
+			       "(-00001-of-%05d.gguf)",
+			       g->name, no + 1, count);
+	return count;
+}
+
+/* path of split k (1-based) of n, from the first one's path ending "-00001-of-0000N.gguf". */
+static char *split_path(const char *first, int k, int n)
+{
+	char tail[32];
+	size_t len = strlen(first);
+	snprintf(tail, sizeof tail, "-%05d-of-%05d.gguf", 1, n);
+	size_t tl = strlen(tail);
+	if (len < tl || strcmp(first + len - tl, tail)) {
+		err_set("%s: split.count is %d but the name does not end in %s", first, n, tail);
+		return NULL;
+	}
+	char *p = malloc(len + 1);
+	if (!p) {
+		err_set("out of memory");
+		return NULL;
+	}
+	memcpy(p, first, len - tl);
+	snprintf(p + len - tl, tl + 1, "-%05d-of-%05d.gguf", k, n);
+	return p;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s && s[1] ? s + 1 : path;
+}
+
+static int open_splits(struct eng_model *m, const char *path)
+{
+	struct eng_gguf *first = gguf_open(path, base_name(path));
+	if (!first)
+		return -1;
+	m->gg = calloc(1, sizeof *m->gg);
+	if (!m->gg) {
+		gguf_free(first);
+		return err_set("out of memory");
+	}
+	m->gg[m->ngg++] = first;
+	int n = split_count(first);
+	if (n < 0)
+		return -1;
+	if (n == 1)
+		return 0;
+	struct eng_gguf **all = realloc(m->gg, (size_t)n * sizeof *all);
+	if (!all)
+		return err_set("out of memory");
+	m->gg = all;
+	for (int k = 2; k <= n; k++) {
+		char *p = split_path(path, k, n);
+		struct eng_gguf *g = p ? gguf_open(p, base_name(p)) : NULL;
+		free(p);
+		if (!g)
+			return -1;
+		m->gg[m->ngg++] = g;
+		int no = -1, count = 0;
+		if (get_int(g, "split.no", 0, MAX_SPLIT, -1, &no) ||
+		    get_int(g, "split.count", 1, MAX_SPLIT, -1, &count))
+			return -1;
+		if (no != k - 1 || count != n)
+			return err_set("%s: split.no %d of split.count %d; expected %d of %d",
+				       g->name, no, count, k - 1, n);
+	}
+	return 0;
+}
+
+/* ---- binding the tensors ---- */
+
+/* Which tensors of which file were bound, to refuse the ones a Qwen3 does not have. */
+struct binder {
+	struct eng_model *m;
+	bool **used; /* per file, per tensor */
+};
+
+static const struct gguf_tensor *locate(const struct eng_model *m, const char *name, int *fi)
+{
+	for (*fi = 0; *fi < m->ngg; ++*fi) {
+		const struct gguf_tensor *t = gguf_tensor(m->gg[*fi], name);
+		if (t)
+			return t;
+	}
+	return NULL;
+}
+
+/* Binds one weight: (rows, cols) in PyTorch's order is ne = [cols, rows] in ggml's. */
+static int bind(struct binder *b, const char *name, int ndim, int64_t rows, int64_t cols,
+		struct eng_tensor *dst)
+{
+	struct eng_model *m = b->m;
+	int fi;
+	const struct gguf_tensor *t = locate(m, name, &fi);
+	if (!t)
+		return err_set("%s: tensor %s is missing", m->gg[0]->name, name);
+	const char *fn = m->gg[fi]->name;
+	int64_t want0 = ndim == 1 ? rows : cols, want1 = ndim == 1 ? 1 : rows;
+	if (t->ndim != ndim || t->ne[0] != want0 || t->ne[1] != want1) {
+		char have[96], want[48];
+		int k = snprintf(have, sizeof have, "[%lld", (long long)t->ne[0]);
+		for (int i = 1; i < t->ndim; i++)
+			k += snprintf(have + k, sizeof have - (size_t)k, ",%lld",
+				      (long long)t->ne[i]);
+		snprintf(have + k, sizeof have - (size_t)k, "]");
+		if (ndim == 1)
+			snprintf(want, sizeof want, "[%lld]", (long long)want0);
+		else
+			snprintf(want, sizeof want, "[%lld,%lld]", (long long)want0,
+				 (long long)want1);
+		return err_set("%s: tensor %s has shape %s (ne0 first), the " ARCH
+			       ".* keys need %s",
+			       fn, name, have, want);
+	}
+	if (ndim == 1 && eng_dtype_quantized(t->dtype))
+		return err_set("%s: tensor %s is a norm stored as %s (only F32, F16 or BF16)", fn,
+			       name, eng_dtype_name(t->dtype));
+	b->used[fi][t - m->gg[fi]->tensors] = true;
+	dst->data = t->data;
+	dst->dtype = t->dtype;
+	dst->ndim = ndim;
+	dst->shape[0] = rows;
+	dst->shape[1] = ndim == 2 ? cols : 0;
+	dst->nbytes = t->nbytes;
+	m->weight_bytes += t->nbytes;
+	return 0;
+}
+
+static int bind_layer(struct binder *b, int l, struct eng_layer *ly)
+{
+	const struct eng_config *c = &b->m->cfg;
+	int64_t h = c->hidden_size, inter = c->intermediate_size, hd = c->head_dim;
+	int64_t q = (int64_t)c->num_heads * hd, kv = (int64_t)c->num_kv_heads * hd;
+	/* llama.cpp's names for the Hugging Face ones (convert_hf_to_gguf.py permutes
+	 * nothing for qwen3: Q and K keep Hugging Face's rotary layout) */
+	const struct {
+		const char *part;
+		int ndim;
+		int64_t rows, cols;
+		struct eng_tensor *dst;
+	} parts[] = {
+		{"attn_norm", 1, h, 0, &ly->input_norm}, {"attn_q", 2, q, h, &ly->wq},
+		{"attn_k", 2, kv, h, &ly->wk},           {"attn_v", 2, kv, h, &ly->wv},
+		{"attn_output", 2, h, q, &ly->wo},       {"attn_q_norm", 1, hd, 0, &ly->q_norm},
+		{"attn_k_norm", 1, hd, 0, &ly->k_norm},  {"ffn_norm", 1, h, 0, &ly->post_norm},
+		{"ffn_gate", 2, inter, h, &ly->w_gate},  {"ffn_up", 2, inter, h, &ly->w_up},
+		{"ffn_down", 2, h, inter, &ly->w_down},
+	};
+	char name[GGUF_MAX_NAME + 16];
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+		snprintf(name, sizeof name, "blk.%d.%s.weight", l, parts[i].part);
+		if (bind(b, name, parts[i].ndim, parts[i].rows, parts[i].cols, parts[i].dst) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Every tensor in the files must be bound, and no name may be in two splits. */
+static int check_unused(const struct binder *b)
+{
+	const struct eng_model *m = b->m;
+	for (int fi = 0; fi < m->ngg; fi++)
+		for (int64_t ti = 0; ti < m->gg[fi]->ntensors; ti++) {
+			const struct gguf_tensor *t = &m->gg[fi]->tensors[ti];
+			if (!b->used[fi][ti])
+				return err_set(
+					"%s: unexpected tensor %s (not part of a Qwen3 model "
+					"with these " ARCH ".* keys%s)",
+					m->gg[fi]->name, t->name,
+					fi ? ", or given in two splits" : "");
+		}
+	return 0;
+}
+
+static int bind_all(struct binder *b)
+{
+	struct eng_model *m = b->m;
+	const struct eng_config *c = &m->cfg;
+	if (!(m->w.layers = calloc((size_t)c->num_layers, sizeof *m->w.layers)))
+		return err_set("out of memory");
+	if (bind(b, "token_embd.weight", 2, c->vocab_size, c->hidden_size, &m->w.embed) < 0)
+		return -1;
+	for (int l = 0; l < c->num_layers; l++)
+		if (bind_layer(b, l, &m->w.layers[l]) < 0)
+			return -1;
+	if (bind(b, "output_norm.weight", 1, c->hidden_size, 0, &m->w.final_norm) < 0)
+		return -1;
+	if (c->tie_word_embeddings)
+		m->w.lm_head = m->w.embed;
+	else if (bind(b, "output.weight", 2, c->vocab_size, c->hidden_size, &m->w.lm_head) < 0)
+		return -1;
+	return check_unused(b);
+}
+
+/* The type most of the weights have (what `info` and the status bar show). */
+static enum eng_dtype dominant_type(const struct eng_model *m)
+{
+	struct eng_type_count tc[ENG_DTYPE_COUNT];
+	eng_model_type_counts(m, tc);
+	int best = 0;
+	for (int t = 1; t < ENG_DTYPE_COUNT; t++)
+		if (tc[t].weights > tc[best].weights)
+			best = t;
+	return (enum eng_dtype)best;
+}
+
+int gguf_model_open(struct eng_model *m, const char *path)
+{
+	return open_splits(m, path) ? -1 : gguf_model_bind(m);
+}
+
+int gguf_model_bind(struct eng_model *m)
+{
+	int fi;
+	const struct gguf_tensor *embed = locate(m, "token_embd.weight", &fi);
+	if (!embed)
+		return err_set("%s: tensor token_embd.weight is missing", m->gg[0]->name);
+	if (gguf_config(m->gg[0], embed, !locate(m, "output.weight", &fi), &m->cfg))
+		return -1;
+	struct binder b = {m, calloc((size_t)m->ngg, sizeof *b.used)};
+	int rc = b.used ? 0 : err_set("out of memory");
+	for (int i = 0; rc == 0 && i < m->ngg; i++)
+		if (!(b.used[i] = calloc((size_t)m->gg[i]->ntensors + 1, sizeof **b.used)))
+			rc = err_set("out of memory");
+	if (rc == 0)
+		rc = bind_all(&b);
+	for (int i = 0; b.used && i < m->ngg; i++)
+		free(b.used[i]);
+	free(b.used);
+	for (int i = 0; i < m->ngg; i++)
+		m->file_bytes += m->gg[i]->size;
+	if (rc == 0)
+		m->cfg.dtype = dominant_type(m);
+	return rc;
+}

@@ -1,0 +1,187 @@
+/* cmd_quantize.c — `qwenchat quantize`: a safetensors model written as a GGUF file
+ * with llama.cpp's quantization mixes, its tokenizer and chat template included. The
+ * file appears whole or not at all: it is written to a new temporary file beside the
+ * target, synced, and renamed over it. */
+#include "engine/engine.h"
+#include "src/base/clock.h"
+#include "src/base/err.h"
+#include "src/base/units.h"
+#include "src/cli/cli.h"
+#include "src/cli/commands.h"
+#include "src/cli/env.h"
+#include "src/hub/hub.h"
+#include "src/hub/loader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const struct cli_opt quantize_opts[] = {
+	{"type", CLI_OWN + 1, "T",
+	 "q8_0, q6_k, q5_k_m, q4_k_m or q4_0 (llama.cpp's mixes), or bf16, f32"},
+	{"out", 'o', "FILE", "the GGUF file to write (replaced whole, never partly)"},
+	{0},
+};
+
+static const struct cli_command quantize_cmd = {
+	.name = "quantize",
+	.synopsis = "-m MODEL --type T --out FILE.gguf",
+	.about = "Writes a safetensors model as a GGUF v3 file that llama.cpp and qwenchat load:\n"
+		 "tokenizer, chat template and config included, each tensor in the type\n"
+		 "llama.cpp's llama-quantize gives it in that mix (the lm_head in Q6_K, for the\n"
+		 "_m mixes attn_v and ffn_down in Q6_K on some layers, norms in F32).\n",
+	.groups = CLI_MODEL,
+	.opts = quantize_opts,
+};
+
+struct quantize_args {
+	const char *type, *out;
+};
+
+static int quantize_opt(void *user, int key, const char *arg)
+{
+	struct quantize_args *a = user;
+	if (key == 'o')
+		a->out = arg;
+	else
+		a->type = arg;
+	return 0;
+}
+
+static volatile int g_cancel;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	g_cancel = 1;
+}
+
+static bool g_tty;
+static double g_t0;
+
+static void progress(size_t done, size_t total)
+{
+	char a[32], b[32];
+	if (!g_tty)
+		return;
+	fprintf(stderr, "\r\033[Kquantizing %s / %s (%d%%), %.0f s",
+		units_bytes((double)done, a, sizeof a), units_bytes((double)total, b, sizeof b),
+		total ? (int)(100.0 * done / total) : 100, clock_now() - g_t0);
+	if (done == total)
+		fputc('\n', stderr);
+}
+
+/* A new file beside `out` (O_EXCL: never an existing file or link), mode 0644. */
+static int create_temp(const char *out, char **tmp)
+{
+	size_t n = strlen(out) + 32;
+	if (!(*tmp = malloc(n)))
+		return err_set("out of memory");
+	snprintf(*tmp, n, "%s.tmp.%ld.XXXXXX", out, (long)getpid());
+	int fd = mkostemp(*tmp, O_CLOEXEC);
+	if (fd < 0) {
+		err_set("%s: cannot create a file beside it: %s", out, strerror(errno));
+		free(*tmp);
+		*tmp = NULL;
+		return -1;
+	}
+	if (fchmod(fd, 0644) != 0) {
+		err_set("%s: chmod: %s", *tmp, strerror(errno));
+		close(fd);
+		unlink(*tmp);
+		return -1;
+	}
+	return fd;
+}
+
+/* Writes the model into tmp's fd, syncs it and renames it over out. */
+static int write_model(const struct eng_model *m, enum eng_ftype f, const struct eng_gguf_out *o,
+		       const char *out)
+{
+	char *tmp = NULL;
+	int fd = create_temp(out, &tmp), rc = -1;
+	if (fd < 0)
+		return -1;
+	signal(SIGINT, on_sigint);
+	if (eng_model_write_gguf(m, f, o, fd, progress, &g_cancel) == 0) {
+		if (fsync(fd) != 0)
+			err_set("%s: fsync: %s", tmp, strerror(errno));
+		else if (rename(tmp, out) != 0)
+			err_set("%s: rename to %s: %s", tmp, out, strerror(errno));
+		else
+			rc = 0;
+	}
+	signal(SIGINT, SIG_DFL);
+	if (g_tty && rc)
+		fputc('\n', stderr);
+	close(fd);
+	if (rc)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* general.name: the directory's last component, as the converter takes it. */
+static const char *model_name(const char *dir)
+{
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	const char *s = dir + n;
+	while (s > dir && s[-1] != '/')
+		s--;
+	return *s ? s : dir;
+}
+
+int cmd_quantize(int argc, char **argv)
+{
+	struct cli_common com;
+	struct quantize_args qa = {NULL, NULL};
+	int r = cli_parse(&quantize_cmd, argc, argv, &com, quantize_opt, &qa, NULL);
+	if (r)
+		return r == CLI_DONE ? EXIT_OK : r;
+	enum eng_ftype f;
+	if (!qa.type || !qa.out)
+		return cli_usage("quantize", "--type and --out are required");
+	if (eng_ftype_parse(qa.type, &f))
+		return cli_usage("quantize",
+				 "--type %s: not one of q8_0, q6_k, q5_k_m, q4_k_m, "
+				 "q4_0, bf16, f32",
+				 qa.type);
+	struct hub_env hub;
+	cli_env_hub(&hub);
+	char *dir = hub_resolve(&hub, com.model);
+	struct eng_model *m = NULL;
+	struct eng_gguf_out *o = NULL;
+	int rc = EXIT_RUNTIME;
+	if (dir && eng_is_gguf(dir))
+		err_set("%s: already a GGUF file; quantize reads a safetensors model directory",
+			dir);
+	else if (dir && (m = eng_model_open(dir)) && (o = eng_gguf_out_new()) &&
+		 eng_gguf_out_str(o, "general.name", model_name(dir), strlen(model_name(dir))) ==
+			 0 &&
+		 loader_gguf_keys(dir, eng_model_config(m)->vocab_size, o) == 0) {
+		g_tty = isatty(STDERR_FILENO);
+		g_t0 = clock_now();
+		if (write_model(m, f, o, qa.out) == 0) {
+			struct stat st;
+			char a[32];
+			stat(qa.out, &st);
+			fprintf(stderr, "wrote %s: %s (%s) in %.1f s\n", qa.out,
+				units_bytes((double)st.st_size, a, sizeof a), eng_ftype_name(f),
+				clock_now() - g_t0);
+			rc = EXIT_OK;
+		}
+	}
+	if (rc != EXIT_OK)
+		cli_error("%s", err_msg());
+	eng_gguf_out_free(o);
+	eng_model_free(m);
+	free(dir);
+	return rc;
+}

@@ -1,0 +1,353 @@
+/* ggufname.c — which GGUF file a name means: REPO:TAG in a repository's file list or
+ * a snapshot, split parts, and ollama's manifests (registry.ollama.ai/library/NAME/TAG
+ * is JSON whose model layer names the blob blobs/sha256-HEX). */
+#include "src/hub/ggufname.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "engine/engine.h"
+
+static bool tag_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.';
+}
+
+int ggufname_split_spec(const char *spec, char **repo_spec, char **tag)
+{
+	const char *colon = strchr(spec, ':'), *at = strchr(spec, '@');
+	*repo_spec = *tag = NULL;
+	if (!colon || (at && at < colon)) {
+		/* no tag: a repo called *-GGUF is one all the same */
+		size_t n = at ? (size_t)(at - spec) : strlen(spec);
+		if (n < 5 || strncasecmp(spec + n - 5, "-GGUF", 5) || !strchr(spec, '/'))
+			return 0;
+		*repo_spec = strdup(spec);
+		return *repo_spec ? 1 : err_set("out of memory");
+	}
+	size_t tl = at ? (size_t)(at - colon - 1) : strlen(colon + 1);
+	for (size_t i = 0; i < tl; i++)
+		if (!tag_char(colon[1 + i]))
+			return err_set("%s: the tag is not made of letters, digits, '_', '-', '.'",
+				       spec);
+	if (tl == 0 || tl > 64)
+		return err_set("%s: the tag after ':' is empty or too long", spec);
+	size_t head = (size_t)(colon - spec), tail = at ? strlen(at) : 0;
+	*repo_spec = malloc(head + tail + 1);
+	*tag = strndup(colon + 1, tl);
+	if (!*repo_spec || !*tag) {
+		free(*repo_spec);
+		free(*tag);
+		return err_set("out of memory");
+	}
+	memcpy(*repo_spec, spec, head);
+	memcpy(*repo_spec + head, at ? at : "", tail + 1);
+	return 1;
+}
+
+/* NAME-0000k-of-0000N.gguf: the prefix length, k and N; false for a single file. */
+static bool split_part(const char *name, size_t *prefix, int *k, int *total)
+{
+	size_t n = strlen(name);
+	const char *s = name + n - strlen("-00001-of-00003.gguf");
+	if (n < strlen("-00001-of-00003.gguf") || sscanf(s, "-%5d-of-%5d.gguf", k, total) != 2 ||
+	    s[6] != '-' || *k < 1 || *k > *total)
+		return false;
+	*prefix = (size_t)(s - name);
+	return true;
+}
+
+static bool is_gguf(const char *name)
+{
+	size_t n = strlen(name);
+	return n > 5 && !strcasecmp(name + n - 5, ".gguf");
+}
+
+/* The tag between delimiters (anything but letters, digits and '_'), any case. */
+static bool holds_tag(const char *name, const char *tag)
+{
+	const char *base = strrchr(name, '/');
+	size_t t = strlen(tag);
+	base = base ? base + 1 : name;
+	if (!is_gguf(name) || strstr(base, "mmproj"))
+		return false;
+	for (const char *p = base; *p; p++) {
+		if (strncasecmp(p, tag, t))
+			continue;
+		char before = p > base ? p[-1] : '-', after = p[t];
+		if (!isalnum((unsigned char)before) && before != '_' &&
+		    !isalnum((unsigned char)after) && after != '_')
+			return true;
+	}
+	/* a folder named for the tag holds the parts of big models */
+	size_t dl = (size_t)(base - name);
+	return dl == t + 1 && !strncasecmp(name, tag, t);
+}
+
+int ggufname_pick(char *const *names, size_t n, const char *tag, const char ***out)
+{
+	size_t first = 0, prefix, count = 1;
+	int k, total;
+	*out = NULL;
+	while (first < n && !holds_tag(names[first], tag))
+		first++;
+	if (first == n) {
+		char list[512] = "";
+		for (size_t i = 0; i < n; i++)
+			if (is_gguf(names[i]) && strlen(list) + strlen(names[i]) + 3 < sizeof list)
+				snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+					 list[0] ? ", " : "", names[i]);
+		return err_set("no .gguf file for tag %s (there are: %s)", tag,
+			       list[0] ? list : "none");
+	}
+	const char *f = names[first];
+	bool split = split_part(f, &prefix, &k, &total);
+	if (split)
+		count = (size_t)total;
+	const char **v = calloc(count, sizeof *v);
+	if (!v)
+		return err_set("out of memory");
+	if (!split)
+		v[0] = f;
+	for (size_t i = 0; split && i < n; i++) {
+		size_t p2;
+		int k2, t2;
+		if (split_part(names[i], &p2, &k2, &t2) && p2 == prefix && t2 == total &&
+		    !strncmp(names[i], f, prefix))
+			v[k2 - 1] = names[i];
+	}
+	for (size_t i = 0; i < count; i++)
+		if (!v[i]) {
+			free(v);
+			return err_set("%.*s: part %zu of %d is missing", (int)prefix, f, i + 1,
+				       total);
+		}
+	*out = v;
+	return (int)count;
+}
+
+static int by_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The .gguf names under dir (and one level of folders), sorted. */
+static char **list_gguf(const char *dir, const char *sub, char **v, size_t *n)
+{
+	char *path = sub ? fio_join(dir, sub) : strdup(dir);
+	DIR *d = path ? opendir(path) : NULL;
+	struct dirent *e;
+	while (d && v && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *rel = sub ? fio_join(sub, e->d_name) : strdup(e->d_name);
+		char *full = rel ? fio_join(dir, rel) : NULL;
+		if (full && !sub && fio_is_dir(full)) {
+			v = list_gguf(dir, rel, v, n);
+		} else if (full && is_gguf(rel) && fio_is_file(full)) {
+			char **g = realloc(v, (*n + 2) * sizeof *v);
+			if (g) {
+				g[(*n)++] = rel;
+				rel = NULL;
+			}
+			v = g;
+		}
+		free(rel);
+		free(full);
+	}
+	if (d)
+		closedir(d);
+	free(path);
+	return v;
+}
+
+char *ggufname_in_dir(const char *dir, const char *tag)
+{
+	size_t n = 0;
+	char **names = list_gguf(dir, NULL, calloc(1, sizeof(char *)), &n);
+	const char **pick = NULL;
+	char *path = NULL;
+	if (!names) {
+		err_set("out of memory");
+		return NULL;
+	}
+	qsort(names, n, sizeof *names, by_str);
+	if (ggufname_pick(names, n, tag, &pick) > 0)
+		path = fio_join(dir, pick[0]);
+	free(pick);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return path;
+}
+
+const char *ggufname_file_type(long t)
+{
+	static const char *const names[] = {
+		"F32",    "F16",    "Q4_0",    "Q4_1",   NULL,     NULL,      NULL,
+		"Q8_0",   "Q5_0",   "Q5_1",    "Q2_K",   "Q3_K_S", "Q3_K_M",  "Q3_K_L",
+		"Q4_K_S", "Q4_K_M", "Q5_K_S",  "Q5_K_M", "Q6_K",   "IQ2_XXS", "IQ2_XS",
+		"Q2_K_S", "IQ3_XS", "IQ3_XXS", "IQ1_S",  "IQ4_NL", "IQ3_S",   "IQ3_M",
+		"IQ2_S",  "IQ2_M",  "IQ4_XS",  "IQ1_M",  "BF16"};
+	return t >= 0 && t < (long)(sizeof names / sizeof names[0]) ? names[t] : NULL;
+}
+
+char *ggufname_ollama(const char *spec, const char *root)
+{
+	char name[256], tag[128] = "latest";
+	const char *colon = strrchr(spec, ':');
+	size_t nl = colon ? (size_t)(colon - spec) : strlen(spec);
+	if (nl == 0 || nl >= sizeof name ||
+	    (colon && (!colon[1] || strlen(colon + 1) >= sizeof tag)))
+		return err_set("ollama:%s: not NAME[:TAG]", spec), NULL;
+	memcpy(name, spec, nl);
+	name[nl] = 0;
+	if (colon)
+		snprintf(tag, sizeof tag, "%s", colon + 1);
+	for (const char *p = name; *p; p++)
+		if (!tag_char(*p) && *p != '/')
+			return err_set("ollama:%s: the name has a character ollama does not use",
+				       spec),
+			       NULL;
+	if (strstr(name, "..") || strstr(tag, "..") || strchr(tag, '/') || name[0] == '/')
+		return err_set("ollama:%s: not NAME[:TAG]", spec), NULL;
+	/* library models are registry.ollama.ai/library/NAME; a user's, .../USER/NAME */
+	char rel[512];
+	snprintf(rel, sizeof rel, "manifests/registry.ollama.ai/%s%s/%s",
+		 strchr(name, '/') ? "" : "library/", name, tag);
+	char *mpath = fio_join(root, rel), *blob = NULL;
+	json_error_t je;
+	json_t *m = mpath ? json_load_file(mpath, 0, &je) : NULL;
+	if (!m) {
+		err_set("ollama:%s: no such model in %s (no %s; 'ollama pull %s' gets it)", spec,
+			root, rel, spec);
+		free(mpath);
+		return NULL;
+	}
+	size_t i;
+	json_t *l;
+	json_array_foreach(json_object_get(m, "layers"), i, l)
+	{
+		const char *mt = json_string_value(json_object_get(l, "mediaType"));
+		const char *dg = json_string_value(json_object_get(l, "digest"));
+		if (!mt || strcmp(mt, "application/vnd.ollama.image.model") || !dg)
+			continue;
+		bool ok = !strncmp(dg, "sha256:", 7) && strlen(dg) == 7 + 64;
+		for (size_t k = 7; ok && dg[k]; k++)
+			ok = isxdigit((unsigned char)dg[k]) != 0;
+		if (!ok) {
+			err_set("%s: the model layer's digest is not sha256:HEX", mpath);
+			break;
+		}
+		char b[128];
+		snprintf(b, sizeof b, "blobs/sha256-%s", dg + 7);
+		blob = fio_join(root, b);
+		if (blob && !fio_is_file(blob)) {
+			err_set("ollama:%s: the manifest names %s, which is missing", spec, blob);
+			free(blob);
+			blob = NULL;
+		}
+		break;
+	}
+	if (!blob && i == json_array_size(json_object_get(m, "layers")))
+		err_set("%s: no layer of type application/vnd.ollama.image.model", mpath);
+	json_decref(m);
+	free(mpath);
+	return blob;
+}
+
+/* A GGUF's general.architecture is qwen3; *type from general.file_type. */
+static bool qwen3_gguf(const char *path, const char **type)
+{
+	struct eng_gguf *g = eng_gguf_open(path);
+	const char *a;
+	size_t n;
+	int64_t ft;
+	bool r = g && eng_gguf_str(g, "general.architecture", &a, &n) == 0 && n == 5 &&
+		 !memcmp(a, "qwen3", 5);
+	*type = g && eng_gguf_int(g, "general.file_type", &ft) == 0 ? ggufname_file_type((long)ft)
+								    : NULL;
+	eng_gguf_free(g);
+	err_clear();
+	return r;
+}
+
+static uint64_t size_of(const char *dir, const char *name)
+{
+	struct stat st;
+	char *p = fio_join(dir, name);
+	uint64_t r = p && stat(p, &st) == 0 ? (uint64_t)st.st_size : 0;
+	free(p);
+	return r;
+}
+
+int ggufname_files(const char *dir, struct ggufname_file **out, size_t *n)
+{
+	size_t nn = 0;
+	char **names = list_gguf(dir, NULL, calloc(1, sizeof(char *)), &nn);
+	*out = NULL;
+	*n = 0;
+	if (!names)
+		return err_set("out of memory");
+	qsort(names, nn, sizeof *names, by_str);
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < nn; i++) {
+		size_t prefix;
+		int k, total;
+		bool split = split_part(names[i], &prefix, &k, &total);
+		const char *type;
+		char *path = fio_join(dir, names[i]);
+		if ((split && k != 1) || !path || !qwen3_gguf(path, &type)) {
+			free(path);
+			continue;
+		}
+		free(path);
+		struct ggufname_file *g = realloc(*out, (*n + 1) * sizeof *g);
+		if (!g) {
+			rc = err_set("out of memory");
+			break;
+		}
+		*out = g;
+		struct ggufname_file *f = &g[(*n)++];
+		f->name = strdup(names[i]);
+		f->type = type;
+		f->bytes = 0;
+		f->complete = 1;
+		if (!f->name) {
+			rc = err_set("out of memory");
+			break;
+		}
+		/* the parts of a split file: the same prefix and count */
+		int parts = 0;
+		for (size_t j = 0; j < nn; j++) {
+			size_t p2;
+			int k2, t2;
+			bool part = split && split_part(names[j], &p2, &k2, &t2) && p2 == prefix &&
+				    t2 == total && !strncmp(names[j], names[i], prefix);
+			if (j == i || part) {
+				f->bytes += size_of(dir, names[j]);
+				parts++;
+			}
+		}
+		f->complete = !split || parts == total;
+	}
+	for (size_t i = 0; i < nn; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+void ggufname_files_free(struct ggufname_file *f, size_t n)
+{
+	for (size_t i = 0; f && i < n; i++)
+		free(f[i].name);
+	free(f);
+}

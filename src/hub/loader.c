@@ -1,0 +1,438 @@
+/* loader.c — model files in either format: a directory's JSON files through the
+ * tokenizer and sampler, a GGUF file's key/values through the engine's metadata API
+ * turned into the tokenizer's in-memory lists (tok_from_vocab). */
+#include "src/hub/loader.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+
+#define TOKENS "tokenizer.ggml.tokens"
+#define TYPES  "tokenizer.ggml.token_type"
+#define MERGES "tokenizer.ggml.merges"
+
+/* A string key that must equal `want` (the tokenizer kinds we implement). */
+static int expect_str(const struct eng_gguf *g, const char *key, const char *want)
+{
+	const char *s;
+	size_t n;
+	int r = eng_gguf_str(g, key, &s, &n);
+	if (r < 0)
+		return -1;
+	if (r == 1)
+		return err_set("%s: key %s is missing (no tokenizer in this GGUF)",
+			       eng_gguf_name(g), key);
+	if (n != strlen(want) || memcmp(s, want, n))
+		return err_set("%s: key %s is \"%.*s\"; only \"%s\" (Qwen's byte-level BPE) is "
+			       "supported",
+			       eng_gguf_name(g), key, (int)(n < 40 ? n : 40), s, want);
+	return 0;
+}
+
+/* A string array's elements as pointer and length lists. */
+static int str_list(const struct eng_gguf *g, const char *key, size_t *n, const char ***s,
+		    size_t **len)
+{
+	enum eng_gguf_type et;
+	uint64_t count;
+	int r = eng_gguf_array(g, key, &et, &count);
+	if (r)
+		return r < 0 ? -1 : err_set("%s: key %s is missing", eng_gguf_name(g), key);
+	if (et != ENG_GGUF_STRING)
+		return err_set("%s: key %s is not an array of strings", eng_gguf_name(g), key);
+	*s = malloc((size_t)(count ? count : 1) * sizeof **s);
+	*len = malloc((size_t)(count ? count : 1) * sizeof **len);
+	if (!*s || !*len)
+		return err_set("out of memory");
+	for (uint64_t i = 0; i < count; i++)
+		(*s)[i] = eng_gguf_array_str(g, key, i, &(*len)[i]);
+	*n = (size_t)count;
+	return 0;
+}
+
+/* token_type: llama.cpp's numbers (1 normal, 3 control, 4 user-defined, 5 unused) as
+ * the tokenizer's kinds. convert_hf_to_gguf.py marks added tokens CONTROL when
+ * tokenizer.json has them special (or they look like <|...|>), else USER_DEFINED;
+ * the padding ids past the tokenizer are UNUSED. */
+static int kinds_of(const struct eng_gguf *g, size_t n, unsigned char **out)
+{
+	enum eng_gguf_type et;
+	uint64_t count;
+	int r = eng_gguf_array(g, TYPES, &et, &count);
+	if (r)
+		return r < 0 ? -1 : err_set("%s: key %s is missing", eng_gguf_name(g), TYPES);
+	if (count != n)
+		return err_set("%s: key %s has %llu entries, %s has %zu", eng_gguf_name(g), TYPES,
+			       (unsigned long long)count, TOKENS, n);
+	if (!(*out = malloc(n ? n : 1)))
+		return err_set("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		int64_t t;
+		if (eng_gguf_array_int(g, TYPES, i, &t))
+			return err_set("%s: key %s is not an array of integers", eng_gguf_name(g),
+				       TYPES);
+		switch (t) {
+		case 1: (*out)[i] = TOK_NORMAL; break;
+		case 3: (*out)[i] = TOK_SPECIAL; break;
+		case 4: (*out)[i] = TOK_ADDED; break;
+		case 5: (*out)[i] = TOK_UNUSED; break;
+		default:
+			return err_set("%s: %s[%zu] = %lld is not supported for a byte-level BPE "
+				       "(1 normal, 3 control, 4 user-defined, 5 unused)",
+				       eng_gguf_name(g), TYPES, i, (long long)t);
+		}
+	}
+	return 0;
+}
+
+/* The text of a token id key (eos, padding), NUL-terminated in buf; "" when absent. */
+static int token_text(const struct eng_gguf *g, const char *key, const struct tok_vocab *v,
+		      char *buf, size_t cap)
+{
+	int64_t id;
+	int r = eng_gguf_int(g, key, &id);
+	buf[0] = 0;
+	if (r)
+		return r < 0 ? -1 : 0;
+	if (id < 0 || (uint64_t)id >= v->n_tokens)
+		return err_set("%s: key %s = %lld is not a token id below %zu", eng_gguf_name(g),
+			       key, (long long)id, v->n_tokens);
+	size_t n = v->token_len[id];
+	snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), v->tokens[id]);
+	return 0;
+}
+
+/* tokenizer.chat_template, NUL-terminated (malloc'd), or NULL when absent. */
+static int chat_template(const struct eng_gguf *g, char **out)
+{
+	const char *s;
+	size_t n;
+	int r = eng_gguf_str(g, "tokenizer.chat_template", &s, &n);
+	*out = NULL;
+	if (r)
+		return r < 0 ? -1 : 0;
+	if (memchr(s, 0, n))
+		return err_set("%s: key tokenizer.chat_template holds a NUL", eng_gguf_name(g));
+	if (!(*out = malloc(n + 1)))
+		return err_set("out of memory");
+	memcpy(*out, s, n);
+	(*out)[n] = 0;
+	return 0;
+}
+
+struct tok *loader_tokenizer_gguf(const struct eng_gguf *g)
+{
+	struct tok_vocab v = {
+		.name = eng_gguf_name(g), .tokens_key = TOKENS, .merges_key = MERGES, .nfc = true};
+	const char **tokens = NULL, **merges = NULL;
+	size_t *tlen = NULL, *mlen = NULL;
+	unsigned char *kinds = NULL;
+	char *tmpl = NULL, eos[256], pad[256];
+	struct tok *t = NULL;
+	/* Qwen2's pre-tokenizer; tokenizer.json has the NFC normalizer with it */
+	if (expect_str(g, "tokenizer.ggml.model", "gpt2") ||
+	    expect_str(g, "tokenizer.ggml.pre", "qwen2") ||
+	    str_list(g, TOKENS, &v.n_tokens, &tokens, &tlen) || kinds_of(g, v.n_tokens, &kinds) ||
+	    str_list(g, MERGES, &v.n_merges, &merges, &mlen))
+		goto out;
+	v.tokens = tokens;
+	v.token_len = tlen;
+	v.kinds = kinds;
+	v.merges = merges;
+	v.merge_len = mlen;
+	if (token_text(g, "tokenizer.ggml.eos_token_id", &v, eos, sizeof eos) ||
+	    token_text(g, "tokenizer.ggml.padding_token_id", &v, pad, sizeof pad) ||
+	    chat_template(g, &tmpl))
+		goto out;
+	v.eos = eos[0] ? eos : NULL;
+	v.pad = pad[0] ? pad : NULL;
+	v.chat_template = tmpl;
+	t = tok_from_vocab(&v);
+out:
+	free(tokens);
+	free(tlen);
+	free(kinds);
+	free(merges);
+	free(mlen);
+	free(tmpl);
+	return t;
+}
+
+struct tok *loader_tokenizer(const char *path)
+{
+	if (!eng_is_gguf(path))
+		return tok_load(path);
+	struct eng_gguf *g = eng_gguf_open(path);
+	struct tok *t = g ? loader_tokenizer_gguf(g) : NULL;
+	eng_gguf_free(g);
+	return t;
+}
+
+/* general.sampling.* (llama.cpp's keys, from generation_config.json) and the eos and
+ * eot ids. */
+static int gguf_generation(const struct eng_gguf *g, struct samp_params *p, int32_t *eos,
+			   int *n_eos)
+{
+	struct samp_params q = *p;
+	double topk = q.top_k;
+	static const char *const ids[] = {"tokenizer.ggml.eos_token_id",
+					  "tokenizer.ggml.eot_token_id"};
+	int32_t found[2];
+	int k = 0;
+	if (eng_gguf_float(g, "general.sampling.temp", &q.temperature) < 0 ||
+	    eng_gguf_float(g, "general.sampling.top_p", &q.top_p) < 0 ||
+	    eng_gguf_float(g, "general.sampling.min_p", &q.min_p) < 0 ||
+	    eng_gguf_float(g, "general.sampling.penalty_repeat", &q.repetition_penalty) < 0)
+		return -1;
+	int64_t v;
+	int r = eng_gguf_int(g, "general.sampling.top_k", &v);
+	if (r < 0)
+		return -1;
+	if (r == 0 && (v < 0 || v > 1 << 24))
+		return err_set("%s: key general.sampling.top_k = %lld is out of range",
+			       eng_gguf_name(g), (long long)v);
+	if (r == 0)
+		topk = (double)v;
+	q.top_k = (int)topk;
+	if (samp_params_check(&q))
+		return err_prefix("%s: general.sampling", eng_gguf_name(g));
+	for (int i = 0; i < 2; i++) {
+		r = eng_gguf_int(g, ids[i], &v);
+		if (r < 0)
+			return -1;
+		if (r == 0 && v >= 0 && v < INT32_MAX)
+			found[k++] = (int32_t)v;
+	}
+	*p = q;
+	if (k && eos)
+		memcpy(eos, found, (size_t)k * sizeof *found);
+	if (k && n_eos)
+		*n_eos = k;
+	return 0;
+}
+
+int loader_generation(const char *path, struct samp_params *p, int32_t *eos, int *n_eos)
+{
+	if (!eng_is_gguf(path))
+		return samp_load_generation_config(path, p, eos, n_eos);
+	struct eng_gguf *g = eng_gguf_open(path);
+	int rc = g ? gguf_generation(g, p, eos, n_eos) : -1;
+	eng_gguf_free(g);
+	return rc;
+}
+
+/* ---- the tokenizer as GGUF key/values (qwenchat quantize) ---- */
+
+/* convert_hf_to_gguf.py's does_token_look_special, for the forms Qwen uses. */
+static bool looks_special(const char *t, size_t n)
+{
+	return (n >= 4 && !memcmp(t, "<|", 2) && !memcmp(t + n - 2, "|>", 2)) ||
+	       (n == 5 && !memcmp(t, "<pad>", 5)) || (n == 6 && !memcmp(t, "<mask>", 6));
+}
+
+struct vocab_out {
+	const char **tok;
+	size_t *len;
+	int32_t *type;
+	char **pad; /* the [PADn] names made for ids without a token */
+	size_t n;
+};
+
+/* One added token (tokenizer.json's added_tokens or tokenizer_config.json's
+ * added_tokens_decoder): CONTROL when special or <|...|>, else USER_DEFINED. */
+static int set_added(struct vocab_out *v, json_t *o, long long id, const char *file)
+{
+	json_t *c = json_object_get(o, "content");
+	if (id < 0 || (size_t)id >= v->n || !json_is_string(c))
+		return err_set("%s: added token %lld: not an id below %zu with a content", file, id,
+			       v->n);
+	v->tok[id] = json_string_value(c);
+	v->len[id] = json_string_length(c);
+	v->type[id] =
+		json_is_true(json_object_get(o, "special")) || looks_special(v->tok[id], v->len[id])
+			? 3
+			: 4;
+	return 0;
+}
+
+/* tokens and token_type as get_vocab_base makes them: ids without a token are
+ * "[PADn]", UNUSED. */
+static int vocab_lists(json_t *tj, json_t *tc, struct vocab_out *v, const char *file)
+{
+	const char *key;
+	json_t *val, *a;
+	size_t i;
+	json_object_foreach(json_object_get(json_object_get(tj, "model"), "vocab"), key, val)
+	{
+		json_int_t id = json_integer_value(val);
+		if (!json_is_integer(val) || id < 0 || (size_t)id >= v->n)
+			return err_set("%s: model.vocab: %.40s: not an id below %zu", file, key,
+				       v->n);
+		v->tok[id] = key;
+		v->len[id] = strlen(key);
+		v->type[id] = 1;
+	}
+	json_array_foreach(json_object_get(tj, "added_tokens"), i,
+			   a) if (set_added(v, a, json_integer_value(json_object_get(a, "id")),
+					    file)) return -1;
+	json_object_foreach(json_object_get(tc, "added_tokens_decoder"), key, a)
+	{
+		long long id = atoll(key);
+		if (id >= 0 && (size_t)id < v->n && v->tok[id])
+			continue; /* tokenizer.json has it */
+		if (set_added(v, a, id, "tokenizer_config.json"))
+			return -1;
+	}
+	for (i = 0; i < v->n; i++) {
+		if (v->tok[i])
+			continue;
+		char name[32];
+		snprintf(name, sizeof name, "[PAD%zu]", i);
+		if (!(v->pad[i] = strdup(name)))
+			return err_set("out of memory");
+		v->tok[i] = v->pad[i];
+		v->len[i] = strlen(name);
+		v->type[i] = 5;
+	}
+	return 0;
+}
+
+/* merges as "a b" strings (the pair form joined), as gguf-py's SpecialVocab. */
+static int merge_list(json_t *tj, struct eng_gguf_out *o, const char *file)
+{
+	json_t *m = json_object_get(json_object_get(tj, "model"), "merges"), *e;
+	size_t n = json_array_size(m), i;
+	const char **s = calloc(n + 1, sizeof *s);
+	size_t *len = calloc(n + 1, sizeof *len);
+	char **own = calloc(n + 1, sizeof *own);
+	int rc = s && len && own ? 0 : err_set("out of memory");
+	json_array_foreach(m, i, e)
+	{
+		if (rc)
+			break;
+		if (json_is_string(e)) {
+			s[i] = json_string_value(e);
+			len[i] = json_string_length(e);
+			continue;
+		}
+		const char *a = json_string_value(json_array_get(e, 0));
+		const char *b = json_string_value(json_array_get(e, 1));
+		if (!a || !b) {
+			rc = err_set("%s: model.merges[%zu]: not \"a b\" or [a, b]", file, i);
+			break;
+		}
+		len[i] = strlen(a) + 1 + strlen(b);
+		if (!(own[i] = malloc(len[i] + 1))) {
+			rc = err_set("out of memory");
+			break;
+		}
+		sprintf(own[i], "%s %s", a, b);
+		s[i] = own[i];
+	}
+	if (rc == 0)
+		rc = eng_gguf_out_strs(o, MERGES, s, len, n);
+	for (i = 0; own && i < n; i++)
+		free(own[i]);
+	free(own);
+	free(s);
+	free(len);
+	return rc;
+}
+
+/* eos/padding/bos ids: tokenizer_config.json's tokens, else config.json's ids. */
+static int special_ids(json_t *tc, json_t *cfg, const struct vocab_out *v, struct eng_gguf_out *o)
+{
+	static const struct {
+		const char *conf, *id, *key;
+	} sp[] = {{"eos_token", "eos_token_id", "tokenizer.ggml.eos_token_id"},
+		  {"pad_token", "pad_token_id", "tokenizer.ggml.padding_token_id"},
+		  {"bos_token", "bos_token_id", "tokenizer.ggml.bos_token_id"}};
+	for (size_t k = 0; k < sizeof sp / sizeof sp[0]; k++) {
+		json_t *t = json_object_get(tc, sp[k].conf);
+		if (json_is_object(t))
+			t = json_object_get(t, "content");
+		long long id = -1;
+		for (size_t i = 0; json_is_string(t) && i < v->n && id < 0; i++)
+			if (v->len[i] == json_string_length(t) &&
+			    !memcmp(v->tok[i], json_string_value(t), v->len[i]))
+				id = (long long)i;
+		json_t *c = json_object_get(cfg, sp[k].id);
+		if (id < 0 && json_is_integer(c) && json_integer_value(c) >= 0)
+			id = json_integer_value(c);
+		if (id >= 0 && eng_gguf_out_u32(o, sp[k].key, (uint32_t)id))
+			return -1;
+	}
+	json_t *ab = json_object_get(tc, "add_bos_token");
+	return json_is_boolean(ab)
+		       ? eng_gguf_out_bool(o, "tokenizer.ggml.add_bos_token", json_is_true(ab))
+		       : 0;
+}
+
+static int template_key(json_t *tc, struct eng_gguf_out *o)
+{
+	json_t *t = json_object_get(tc, "chat_template"), *e;
+	size_t i;
+	json_array_foreach(t, i, e)
+	{
+		const char *n = json_string_value(json_object_get(e, "name"));
+		if (n && !strcmp(n, "default"))
+			t = json_object_get(e, "template");
+	}
+	if (!json_is_string(t))
+		return 0;
+	return eng_gguf_out_str(o, "tokenizer.chat_template", json_string_value(t),
+				json_string_length(t));
+}
+
+static json_t *load_json(const char *dir, const char *name, bool optional)
+{
+	char *p = fio_join(dir, name);
+	json_error_t je;
+	json_t *j = p && (!optional || fio_is_file(p)) ? json_load_file(p, 0, &je) : NULL;
+	if (!j && p && (!optional || fio_is_file(p)))
+		err_set("%s: %s (line %d)", p, je.text, je.line);
+	free(p);
+	return j ? j : optional ? json_object() : NULL;
+}
+
+int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
+{
+	json_t *tj = load_json(dir, "tokenizer.json", false);
+	json_t *tc = tj ? load_json(dir, "tokenizer_config.json", true) : NULL;
+	json_t *cfg = tc ? load_json(dir, "config.json", true) : NULL;
+	struct vocab_out v = {.n = (size_t)(vocab_size > 0 ? vocab_size : 0)};
+	int rc = -1;
+	if (!cfg)
+		goto out;
+	v.tok = calloc(v.n + 1, sizeof *v.tok);
+	v.len = calloc(v.n + 1, sizeof *v.len);
+	v.type = calloc(v.n + 1, sizeof *v.type);
+	v.pad = calloc(v.n + 1, sizeof *v.pad);
+	if (!v.tok || !v.len || !v.type || !v.pad) {
+		err_set("out of memory");
+		goto out;
+	}
+	if (vocab_lists(tj, tc, &v, "tokenizer.json") ||
+	    eng_gguf_out_str(o, "tokenizer.ggml.model", "gpt2", 4) ||
+	    eng_gguf_out_str(o, "tokenizer.ggml.pre", "qwen2", 5) ||
+	    eng_gguf_out_strs(o, TOKENS, v.tok, v.len, v.n) ||
+	    eng_gguf_out_i32s(o, TYPES, v.type, v.n) || merge_list(tj, o, "tokenizer.json") ||
+	    special_ids(tc, cfg, &v, o) || template_key(tc, o))
+		goto out;
+	rc = 0;
+out:
+	for (size_t i = 0; v.pad && i < v.n; i++)
+		free(v.pad[i]);
+	free(v.pad);
+	free(v.tok);
+	free(v.len);
+	free(v.type);
+	json_decref(tj);
+	json_decref(tc);
+	json_decref(cfg);
+	return rc;
+}

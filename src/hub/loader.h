@@ -1,0 +1,34 @@
+/* loader.h — the files of a model, whatever their format: the tokenizer, chat
+ * template and generation defaults of a model directory (tokenizer.json,
+ * tokenizer_config.json, generation_config.json) or of a GGUF file (its tokenizer.*
+ * and general.sampling.* keys, read through the engine's metadata API). */
+#ifndef QWENCHAT_LOADER_H
+#define QWENCHAT_LOADER_H
+
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "src/session/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+/* The tokenizer of `path`: a directory's tokenizer.json, or a GGUF file's metadata.
+ * NULL on error (err_set names the file and the field or key). */
+struct tok *loader_tokenizer(const char *path);
+
+/* The tokenizer of an open GGUF: tokenizer.ggml.model "gpt2" with pre "qwen2", the
+ * tokens, token types, merges, eos/padding ids and tokenizer.chat_template. */
+struct tok *loader_tokenizer_gguf(const struct eng_gguf *g);
+
+/* Sampling defaults and end-of-sequence ids: DIR/generation_config.json when present,
+ * or a GGUF's general.sampling.* keys and its eos (and eot) token ids. The
+ * samp_load_generation_config contract: p, eos and n_eos change only on success. */
+int loader_generation(const char *path, struct samp_params *p, int32_t *eos, int *n_eos);
+
+/* The tokenizer of model directory `dir` (tokenizer.json, tokenizer_config.json,
+ * config.json) as the GGUF key/values llama.cpp's convert_hf_to_gguf.py writes for
+ * Qwen3: tokenizer.ggml.model/pre/tokens/token_type/merges, the eos, padding and bos
+ * ids, add_bos_token and tokenizer.chat_template; vocab_size tokens (ids without a
+ * token are unused padding). 0 or -1 (err_set naming the file). */
+int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o);
+
+#endif

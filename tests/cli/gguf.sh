@@ -1,0 +1,155 @@
+#!/bin/sh
+# gguf.sh — GGUF files on the command line: a model written as llama.cpp's
+# convert_hf_to_gguf.py writes one (tests/mkgguf.py) gives the same config, token ids,
+# template and logits as its Hugging Face directory; split files are joined; and every
+# malformed file of tests/cli/gguf_bad.py is refused with one line naming the file.
+. "$TOP_SRCDIR/tests/lib.sh"
+MK="$TOP_BUILDDIR/tests/mkmodel"
+PY=python3
+
+# ---- malformed files, from a tiny model with a small byte-level BPE tokenizer ----
+M="$TMP/tiny"
+"$MK" --out "$M" --vocab-size 300 --hidden-size 64 --intermediate-size 96 --layers 2 \
+	--heads 4 --kv-heads 2 --head-dim 16 --bos-id 1 --eos-id 2 --seed 5 >/dev/null ||
+	{ fail "mkmodel tiny"; finish; }
+cp "$TOP_SRCDIR/tests/golden/template-tiny-tokenizer.json" "$M/tokenizer.json"
+mkdir "$TMP/bad"
+$PY "$TOP_SRCDIR/tests/cli/gguf_bad.py" "$M" "$TMP/bad" >"$TMP/cases" ||
+	{ fail "gguf_bad.py"; finish; }
+expect_exit 0 "the unmodified file loads" "$QWENCHAT" info -m "$TMP/bad/good.gguf"
+expect_exit 0 "its tokenizer loads" sh -c "echo hello | '$QWENCHAT' tokenize -m '$TMP/bad/good.gguf'"
+n=0
+tab=$(printf '\t')
+while IFS="$tab" read -r cmd file expect; do
+	n=$((n + 1))
+	name=$(basename "$file")
+	echo hello | "$QWENCHAT" "$cmd" -m "$file" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	lines=$(wc -l <"$TMP/err")
+	if [ "$rc" -ne 1 ]; then
+		fail "$name: $cmd exit $rc, expected 1: $(head -c 300 "$TMP/err")"
+	elif [ "$lines" -ne 1 ] || ! grep -q "^qwenchat: $name: " "$TMP/err"; then
+		fail "$name: not one line 'qwenchat: $name: ...': $(head -c 300 "$TMP/err")"
+	elif ! grep -qF -- "$expect" "$TMP/err"; then
+		fail "$name: message lacks '$expect': $(cat "$TMP/err")"
+	else
+		pass "$name refused: $(cut -c1-110 "$TMP/err")"
+	fi
+done <"$TMP/cases"
+[ "$n" -ge 20 ] && pass "$n malformed files" || fail "only $n malformed files"
+
+# ---- info on a GGUF: tensor types, bits per weight, file size ----
+G="$TMP/bad/good.gguf"
+"$QWENCHAT" info -m "$G" >"$TMP/info" 2>&1 || fail "info on a GGUF"
+# 15 BF16 matrices (tied: no output.weight), 9 F32 norms as convert_hf_to_gguf.py writes
+grep -q "GGUF loaded and checked" "$TMP/info" && grep -q "BF16: 15 tensors" "$TMP/info" &&
+	grep -q "F32: 9 tensors" "$TMP/info" && grep -q "16.08 bits per weight" "$TMP/info" &&
+	grep -q "($(wc -c <"$G") bytes)" "$TMP/info" && pass "info shows the GGUF's types and size" ||
+	fail "info on a GGUF: $(cat "$TMP/info")"
+"$QWENCHAT" info -m "$G" --json >"$TMP/info.json" || fail "info --json on a GGUF"
+$PY -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "gguf" and d["file_bytes"] == int(sys.argv[2]), d
+t = d["tensor_types"]
+assert t["BF16"]["tensors"] == 15 and t["F32"]["tensors"] == 9, t
+assert d["weight_bytes"] == t["BF16"]["bytes"] + t["F32"]["bytes"]
+w = t["BF16"]["weights"] + t["F32"]["weights"]
+assert w == d["params"]["total"] and t["F32"]["weights"] == 2 * 2 * 64 + 2 * 2 * 16 + 64, t
+assert abs(d["bits_per_weight"] - 8 * d["weight_bytes"] / w) < 1e-9
+assert d["config"]["vocab_size"] == 300 and d["config"]["num_hidden_layers"] == 2
+' "$TMP/info.json" "$(wc -c <"$G")" && pass "info --json on a GGUF" || fail "info --json on a GGUF"
+
+# ---- GGUF v2, another alignment, F32 weights, split in three: the same model ----
+$PY "$TOP_SRCDIR/tests/mkgguf.py" "$M" "$TMP/v2.gguf" --version 2 --alignment 64 --outtype f32 &&
+	$PY "$TOP_SRCDIR/tests/mkgguf.py" "$M" "$TMP/sp.gguf" --split 3 || fail "mkgguf variants"
+for f in v2.gguf sp-00001-of-00003.gguf; do
+	"$QWENCHAT" info -m "$TMP/$f" --json >"$TMP/j" 2>"$TMP/err" || fail "$f: $(cat "$TMP/err")"
+	$PY -c '
+import json, sys
+a = json.load(open(sys.argv[1]))["config"]; b = json.load(open(sys.argv[2]))["config"]
+a.pop("dtype"); b.pop("dtype")
+assert a == b, (a, b)
+' "$TMP/j" "$TMP/info.json" && pass "$f: the same config" || fail "$f: config differs"
+	a=$(printf 'hello world' | "$QWENCHAT" tokenize -m "$TMP/$f")
+	[ -n "$a" ] && [ "$a" = "$(printf 'hello world' | "$QWENCHAT" tokenize -m "$M")" ] &&
+		pass "$f: the same ids" || fail "$f: ids '$a'"
+done
+mv "$TMP/sp-00002-of-00003.gguf" "$TMP/sp-part2.gguf"
+expect_exit 1 "a split model with a part missing" "$QWENCHAT" info -m "$TMP/sp-00001-of-00003.gguf"
+expect_err_has "sp-00002-of-00003.gguf: No such file" "missing part: named"
+expect_exit 1 "opening a later part" "$QWENCHAT" info -m "$TMP/sp-00003-of-00003.gguf"
+expect_err_has "part 3 of a split model; open its first part" "later part: says which to open"
+
+# ---- quantize: a GGUF llama.cpp and qwenchat load, written whole or not at all ----
+expect_exit 0 "quantize --type bf16" "$QWENCHAT" quantize -m "$M" --type bf16 --out "$TMP/qz.gguf"
+[ "$(stat -c %a "$TMP/qz.gguf")" = 644 ] && pass "the file is 0644" || fail "mode $(stat -c %a "$TMP/qz.gguf")"
+"$QWENCHAT" info -m "$TMP/qz.gguf" >"$TMP/info" 2>&1 && grep -q "BF16: 15 tensors" "$TMP/info" &&
+	grep -q "F32: 9 tensors" "$TMP/info" && pass "info loads it: BF16 matrices, F32 norms" ||
+	fail "info on the quantized file: $(head -c 300 "$TMP/info")"
+a=$(printf 'hello world 123' | "$QWENCHAT" tokenize -m "$M")
+b=$(printf 'hello world 123' | "$QWENCHAT" tokenize -m "$TMP/qz.gguf")
+[ -n "$a" ] && [ "$a" = "$b" ] && pass "its tokenizer gives the directory's ids" || fail "ids '$a' vs '$b'"
+$PY -c '
+import json, subprocess, sys
+q, m, d = sys.argv[1:4]
+a = json.loads(subprocess.check_output([q, "info", "-m", d, "--json"]))["config"]
+b = json.loads(subprocess.check_output([q, "info", "-m", m, "--json"]))["config"]
+a.pop("dtype"); b.pop("dtype")
+assert abs(a.pop("rms_norm_eps") - b.pop("rms_norm_eps")) < 1e-12, "eps"
+assert a == b, (a, b)
+' "$QWENCHAT" "$TMP/qz.gguf" "$M" && pass "the same config as the directory" || fail "config differs"
+expect_exit 1 "quantize to q4_k_m without the quantization routines" \
+	"$QWENCHAT" quantize -m "$M" --type q4_k_m --out "$TMP/q4.gguf"
+expect_err_has "needs the quantization routines" "q4_k_m: says what is missing"
+[ ! -e "$TMP/q4.gguf" ] && [ -z "$(ls "$TMP" | grep 'q4.gguf.tmp')" ] &&
+	pass "no file and no temporary left" || fail "a partial file was left: $(ls "$TMP")"
+echo precious >"$TMP/victim"
+ln -s "$TMP/victim" "$TMP/link.gguf"
+expect_exit 0 "quantize over a planted link" "$QWENCHAT" quantize -m "$M" --type bf16 --out "$TMP/link.gguf"
+[ "$(cat "$TMP/victim")" = precious ] && [ -f "$TMP/link.gguf" ] && [ ! -L "$TMP/link.gguf" ] &&
+	pass "the link is replaced, its target untouched" || fail "wrote through the link"
+expect_exit 2 "quantize --type q3_k" "$QWENCHAT" quantize -m "$M" --type q3_k --out "$TMP/x.gguf"
+expect_exit 2 "quantize without --out" "$QWENCHAT" quantize -m "$M" --type bf16
+expect_exit 1 "quantize a GGUF" "$QWENCHAT" quantize -m "$TMP/qz.gguf" --type bf16 --out "$TMP/y.gguf"
+expect_err_has "already a GGUF file" "quantize a GGUF: clear error"
+expect_exit 1 "quantize into a missing directory" "$QWENCHAT" quantize -m "$M" --type bf16 \
+	--out "$TMP/no/such/dir/x.gguf"
+expect_err_has "cannot create a file beside it" "missing directory: clear error"
+
+# ---- with the real Qwen3 tokenizer: the same ids, template and text as the directory ----
+TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh")
+case $? in
+0) ;;
+77) echo "SKIP: the rest needs the Qwen3 tokenizer files"; finish ;;
+*) fail "fetch-tokenizer.sh"; finish ;;
+esac
+Q="$TMP/q"
+"$MK" --out "$Q" --tokenizer "$TOK_DIR" --vocab-size 151936 --hidden-size 64 \
+	--intermediate-size 96 --layers 2 --heads 4 --kv-heads 2 --head-dim 16 --seed 3 \
+	>/dev/null || { fail "mkmodel q"; finish; }
+$PY "$TOP_SRCDIR/tests/mkgguf.py" "$Q" "$TMP/q.gguf" --norm-type bf16 || fail "mkgguf q"
+text='Hello <think>wörld</think> <|im_start|>user 日本語 😀 123'
+a=$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$Q")
+b=$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/q.gguf")
+[ -n "$a" ] && [ "$a" = "$b" ] && pass "tokenize: the same ids ($b)" || fail "tokenize: '$a' vs '$b'"
+a=$(echo "$b" | "$QWENCHAT" detokenize -m "$TMP/q.gguf")
+[ "$a" = "$text" ] && pass "detokenize gives the text back" || fail "detokenize: '$a'"
+printf '[{"role": "user", "content": "Hi"}]' >"$TMP/conv.json"
+"$QWENCHAT" template -m "$Q" --messages "$TMP/conv.json" --add-generation-prompt >"$TMP/t1" &&
+	"$QWENCHAT" template -m "$TMP/q.gguf" --messages "$TMP/conv.json" \
+		--add-generation-prompt >"$TMP/t2" 2>"$TMP/err" && cmp -s "$TMP/t1" "$TMP/t2" &&
+	! [ -s "$TMP/err" ] && pass "template: the GGUF's chat template, recognised" ||
+	fail "template differs: $(cat "$TMP/err")"
+a=$("$QWENCHAT" run -m "$Q" --backend cpu --raw --greedy -n 12 -p "The capital of" 2>/dev/null)
+b=$("$QWENCHAT" run -m "$TMP/q.gguf" --backend cpu --raw --greedy -n 12 -p "The capital of" 2>/dev/null)
+[ -n "$b" ] && [ "$a" = "$b" ] && pass "run: the same greedy text" || fail "run: '$a' vs '$b'"
+"$QWENCHAT" logits -m "$TMP/q.gguf" --backend cpu --out "$TMP/l2" <<EOF2 || fail "logits on a GGUF"
+151644 872 198 9707
+EOF2
+"$QWENCHAT" logits -m "$Q" --backend cpu --out "$TMP/l1" <<EOF2 || fail "logits on the directory"
+151644 872 198 9707
+EOF2
+cmp -s "$TMP/l1" "$TMP/l2" && pass "logits: the same bytes" || fail "logits differ"
+
+finish
