@@ -13,10 +13,10 @@ struct eng_backend_opts {
 	 * may lower it (saying so through notice); engine.c reads it back. */
 	int ctx;
 	bool kv_f32; /* fp32 KV cache instead of bf16 */
-	/* Prefill matrix products with bf16 activations where the CPU has AVX-512 BF16
-	 * (~1.5x faster, ~1e-3 relative error): from QWENCHAT_CPU_BF16_PREFILL=1 in the
-	 * environment; backends without such a path ignore it. */
-	bool bf16_prefill;
+	/* The knobs of eng_options (engine.h), as given: cpu_isa checked by the CPU
+	 * backend, the others ignored by the backends they do not concern. */
+	const char *cpu_isa;
+	bool bf16_prefill, cuda_no_graph, cuda_no_sampling;
 	void (*notice)(const char *msg);                         /* may be NULL */
 	void (*progress)(size_t done_bytes, size_t total_bytes); /* weight upload; may be NULL */
 };

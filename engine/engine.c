@@ -53,7 +53,7 @@ static const struct eng_backend_ops *pick_backend(enum eng_backend_kind kind,
 struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 		    void (*notice)(const char *msg))
 {
-	static const struct eng_options defaults = {ENG_BACKEND_AUTO, 0, 0, false, NULL};
+	static const struct eng_options defaults = {.backend = ENG_BACKEND_AUTO};
 	if (!opt)
 		opt = &defaults;
 	const struct eng_config *c = eng_model_config(m);
@@ -81,9 +81,15 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 	e->cfg = c;
 	e->ops = ops;
 	e->ctx = ctx;
-	const char *fast = getenv("QWENCHAT_CPU_BF16_PREFILL");
-	struct eng_backend_opts bo = {
-		opt->threads, ctx, opt->kv_f32, fast && !strcmp(fast, "1"), notice, opt->progress};
+	struct eng_backend_opts bo = {.threads = opt->threads,
+				      .ctx = ctx,
+				      .kv_f32 = opt->kv_f32,
+				      .cpu_isa = opt->cpu_isa,
+				      .bf16_prefill = opt->bf16_prefill,
+				      .cuda_no_graph = opt->cuda_no_graph,
+				      .cuda_no_sampling = opt->cuda_no_sampling,
+				      .notice = notice,
+				      .progress = opt->progress};
 	if (!(e->st = ops->init(m, &bo))) {
 		free(e);
 		return NULL;

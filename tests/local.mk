@@ -227,3 +227,8 @@ tests_fuzz_fuzz_gguf_SOURCES = tests/fuzz/fuzz_gguf.c
 tests_fuzz_fuzz_gguf_LDADD = $(APP_LIBS)
 tests_fuzz_fuzz_gguf_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_gguf.c tests/fuzz/corpus/gguf
+
+# The dependency rule between the folders (includes), curses only in ui/, the
+# environment only in src/cli/.
+TESTS += tests/cli/layers.sh
+EXTRA_DIST += tests/cli/layers.sh

@@ -500,21 +500,15 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	}
 	s->c = c;
 	s->w = w;
-	/* QWENCHAT_CPU_ISA picks the kernels (tests run every ISA the CPU has) */
+	/* o->cpu_isa picks the kernels (the tests run every set the CPU has) */
 	enum cpu_isa isa = cpu_isa_best();
-	const char *want = getenv("QWENCHAT_CPU_ISA");
-	if (want && *want) {
-		if (!cpu_isa_from_name(want, &isa)) {
+	if (o->cpu_isa && *o->cpu_isa && strcmp(o->cpu_isa, "auto")) {
+		if (eng_cpu_isa_check(o->cpu_isa)) {
 			free(s);
-			err_set("QWENCHAT_CPU_ISA=%s: not one of c, avx2, avx512, avx512bf16",
-				want);
+			err_prefix("cpu backend: kernel set");
 			return NULL;
 		}
-		if (!cpu_isa_supported(isa)) {
-			free(s);
-			err_set("QWENCHAT_CPU_ISA=%s: this CPU cannot run it", want);
-			return NULL;
-		}
+		cpu_isa_from_name(o->cpu_isa, &isa);
 	}
 	s->k = cpu_kernels_get(isa);
 	s->ctx = o->ctx;
@@ -618,4 +612,14 @@ static const struct eng_backend_ops cpu_ops = {
 const struct eng_backend_ops *eng_cpu_backend(void)
 {
 	return &cpu_ops;
+}
+
+int eng_cpu_isa_check(const char *name)
+{
+	enum cpu_isa isa;
+	if (!cpu_isa_from_name(name, &isa))
+		return err_set("'%s': not one of c, avx2, avx512, avx512bf16", name);
+	if (!cpu_isa_supported(isa))
+		return err_set("'%s': this CPU cannot run it", name);
+	return 0;
 }

@@ -75,7 +75,8 @@ struct cu_state {
 	int *pick_host; /* pinned mirror of pick[0..3) */
 	size_t scratch_bytes;
 	struct step_graph graph[2]; /* by enum step_kind */
-	bool use_graph;
+	bool use_graph;   /* one CUDA graph per decode step (eng_options.cuda_no_graph) */
+	bool no_sampling; /* sample on the host (eng_options.cuda_no_sampling) */
 };
 
 /* ---- weight upload ------------------------------------------------------------------ */
@@ -451,8 +452,7 @@ static int cuda_forward(void *vs, const int32_t *ids, int n, int pos, float *log
 static bool cuda_sample_ok(void *vs, const struct eng_sampling *sp)
 {
 	struct cu_state *s = (struct cu_state *)vs;
-	const char *env = getenv("QWENCHAT_CUDA_SAMPLE");
-	if (env && strcmp(env, "0") == 0)
+	if (s->no_sampling)
 		return false;
 	if (sp->greedy)
 		return true;
@@ -653,8 +653,8 @@ static void *cuda_init(struct eng_model *m, struct eng_backend_opts *o)
 	s->q_dim = c->num_heads * c->head_dim;
 	s->kv_dim = c->num_kv_heads * c->head_dim;
 	s->qkv_dim = s->q_dim + 2 * s->kv_dim;
-	const char *g = getenv("QWENCHAT_CUDA_GRAPH");
-	s->use_graph = !(g && strcmp(g, "0") == 0);
+	s->use_graph = !o->cuda_no_graph;
+	s->no_sampling = o->cuda_no_sampling;
 	if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
 	    cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS ||
 	    cublasSetStream(s->blas, s->stream) != CUBLAS_STATUS_SUCCESS) {

@@ -353,6 +353,10 @@ int cli_engine_options(const struct cli_common *c, struct eng_options *o,
 	}
 	o->ctx = c->ctx;
 	o->progress = cli_upload_progress;
+	if (cli_env_engine(o)) {
+		cli_error("%s", err_msg());
+		return -1;
+	}
 	return 0;
 }
 

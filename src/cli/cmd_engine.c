@@ -537,7 +537,7 @@ int cmd_bench(int argc, char **argv)
 	eo.kv_f32 = ba.kv_f32;
 	eo.ctx = (int)np + nd + 1;
 	if (ba.bf16)
-		setenv("QWENCHAT_CPU_BF16_PREFILL", "1", 1);
+		eo.bf16_prefill = true;
 
 	struct bench_result res = {0};
 	double rss0 = rss_bytes();
@@ -557,8 +557,7 @@ int cmd_bench(int argc, char **argv)
 		goto fail;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	res.threads = eo.threads ? eo.threads : cores > 0 ? (int)cores : 1;
-	const char *bf = getenv("QWENCHAT_CPU_BF16_PREFILL");
-	res.bf16_prefill = bf && !strcmp(bf, "1");
+	res.bf16_prefill = eo.bf16_prefill;
 	/* best of 5 runs before and 5 after the timed ones */
 	int gemm_n = np > 0 ? (int)np : 512;
 	if (measure_limits(e, c, gemm_n, bw_mib, &res) ||

@@ -1,5 +1,6 @@
 /* env.c — every environment variable qwenchat reads, and what it becomes. */
 #include "src/cli/env.h"
+#include "src/base/err.h"
 #include "src/base/fileio.h"
 
 #include <stdlib.h>
@@ -50,6 +51,34 @@ char *cli_env_state_dir(void)
 	char *d = base ? fio_join(base, "qwenchat") : NULL;
 	free(base);
 	return d;
+}
+
+/* A 0/1 switch into *out; absent leaves it alone. */
+static int var_switch(const char *name, bool *out)
+{
+	const char *v = var(name);
+	if (!v)
+		return 0;
+	if (strcmp(v, "0") && strcmp(v, "1"))
+		return err_set("%s=%s: not 0 or 1", name, v);
+	*out = v[0] == '1';
+	return 0;
+}
+
+int cli_env_engine(struct eng_options *o)
+{
+	const char *isa = var("QWENCHAT_CPU_ISA");
+	if (isa && eng_cpu_isa_check(isa))
+		return err_prefix("QWENCHAT_CPU_ISA");
+	o->cpu_isa = isa;
+	bool graph = true, sample = true;
+	if (var_switch("QWENCHAT_CPU_BF16_PREFILL", &o->bf16_prefill) ||
+	    var_switch("QWENCHAT_CUDA_GRAPH", &graph) ||
+	    var_switch("QWENCHAT_CUDA_SAMPLE", &sample))
+		return -1;
+	o->cuda_no_graph = !graph;
+	o->cuda_no_sampling = !sample;
+	return 0;
 }
 
 const char *cli_env_home(void)

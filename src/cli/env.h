@@ -3,6 +3,7 @@
 #ifndef QWENCHAT_CLI_ENV_H
 #define QWENCHAT_CLI_ENV_H
 
+#include "engine/engine.h"
 #include "src/hub/hub.h"
 
 /* huggingface_hub's variables (HF_HUB_CACHE, HF_HOME, HF_ENDPOINT, HF_TOKEN,
@@ -19,6 +20,11 @@ char *cli_env_state_dir(void);
  * (the server's key) and $OPENAI_BASE_URL (its API base); NULL when unset or empty. */
 const char *cli_env_openai_api_key(void);
 const char *cli_env_openai_base_url(void);
+
+/* The engine's knobs from the environment, into o: QWENCHAT_CPU_ISA (a kernel set),
+ * QWENCHAT_CPU_BF16_PREFILL=1, QWENCHAT_CUDA_GRAPH=0, QWENCHAT_CUDA_SAMPLE=0. 0, or -1
+ * with err_set naming the variable and its bad value. */
+int cli_env_engine(struct eng_options *o);
 
 /* $HOME, or NULL when unset or empty. */
 const char *cli_env_home(void);

@@ -23,4 +23,15 @@ grep -q '^qwenchat: the line holds a NUL byte; not sent$' "$TMP/err" && pass "a 
 	fail "NUL: $(cat "$TMP/err")"
 python3 -c 'import json,sys; m=json.load(open(open(sys.argv[1]).read().strip())); u=[t["content"] for t in m if t["role"]=="user"]; sys.exit(0 if u == ["real message"] else 1)' \
 	"$TMP/state/qwenchat/last-session" && pass "only the next line was sent" || fail "sent: $(cat "$(cat "$TMP/state/qwenchat/last-session")")"
+# The engine's knobs come from the environment through the command line, which names
+# the variable of a bad value.
+echo 1 2 | QWENCHAT_CPU_ISA=sse9 "$QWENCHAT" logits -m "$M" --out "$TMP/l" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "^qwenchat: QWENCHAT_CPU_ISA: 'sse9': not one of c, avx2, avx512, avx512bf16$" "$TMP/err" &&
+	pass "a bad QWENCHAT_CPU_ISA is named" || fail "QWENCHAT_CPU_ISA: exit $rc, $(cat "$TMP/err")"
+echo 1 2 | QWENCHAT_CUDA_GRAPH=maybe "$QWENCHAT" logits -m "$M" --out "$TMP/l" 2>"$TMP/err"
+grep -q '^qwenchat: QWENCHAT_CUDA_GRAPH=maybe: not 0 or 1$' "$TMP/err" && pass "a bad switch is named" ||
+	fail "QWENCHAT_CUDA_GRAPH: $(cat "$TMP/err")"
+echo 1 2 | QWENCHAT_CPU_ISA=c "$QWENCHAT" logits -m "$M" --out "$TMP/l" 2>"$TMP/err" &&
+	pass "QWENCHAT_CPU_ISA=c runs" || fail "QWENCHAT_CPU_ISA=c: $(cat "$TMP/err")"
 finish

@@ -61,7 +61,8 @@ static int teardown(void **state)
 
 static struct eng *engine(int ctx, int threads, bool kv_f32)
 {
-	struct eng_options o = {ENG_BACKEND_CPU, threads, ctx, kv_f32, NULL};
+	struct eng_options o = {
+		.backend = ENG_BACKEND_CPU, .threads = threads, .ctx = ctx, .kv_f32 = kv_f32};
 	struct eng *e = eng_new(model, &o, NULL);
 	if (!e)
 		fail_msg("eng_new: %s", err_msg());
@@ -188,7 +189,8 @@ static void test_bad_arguments(void **state)
 	assert_int_equal(eng_forward(e, ids, 0, 0, lg, false), -1);
 	assert_int_equal(eng_cached(e), 8); /* argument errors leave the cache alone */
 	eng_free(e);
-	struct eng_options o = {ENG_BACKEND_CPU, 0, 1 << 20, false, NULL};
+	struct eng_options o = {
+		.backend = ENG_BACKEND_CPU, .threads = 0, .ctx = 1 << 20, .kv_f32 = false};
 	assert_null(eng_new(model, &o, NULL)); /* ctx > max_position */
 	assert_non_null(strstr(err_msg(), "max_position_embeddings"));
 #if !defined(ENG_HAVE_CUDA_BACKEND)
@@ -260,7 +262,8 @@ static void test_nan_weights(void **state)
 	poison(dir, "model.embed_tokens.weight", (size_t)7 * hidden); /* token 7's row */
 	struct eng_model *m = eng_model_open(dir);
 	assert_non_null(m);
-	struct eng_options o = {ENG_BACKEND_CPU, 0, 16, false, NULL};
+	struct eng_options o = {
+		.backend = ENG_BACKEND_CPU, .threads = 0, .ctx = 16, .kv_f32 = false};
 	struct eng *e = eng_new(m, &o, NULL);
 	assert_non_null(e);
 	float *lg = malloc((size_t)V * sizeof *lg);

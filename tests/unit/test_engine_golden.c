@@ -80,13 +80,22 @@ static char *make_model(const char *name, const struct golden *g)
 	return dir;
 }
 
-static struct eng *engine(struct eng_model *m, bool kv_f32, int ctx)
+static struct eng *engine_with(struct eng_model *m, bool kv_f32, int ctx, const char *isa,
+			       bool bf16_prefill)
 {
-	struct eng_options o = {ENG_BACKEND_CPU, 0, ctx, kv_f32, NULL};
+	struct eng_options o = {
+		.backend = ENG_BACKEND_CPU, .threads = 0, .ctx = ctx, .kv_f32 = kv_f32};
+	o.cpu_isa = isa;
+	o.bf16_prefill = bf16_prefill;
 	struct eng *e = eng_new(m, &o, NULL);
 	if (!e)
 		fail_msg("eng_new: %s", err_msg());
 	return e;
+}
+
+static struct eng *engine(struct eng_model *m, bool kv_f32, int ctx)
+{
+	return engine_with(m, kv_f32, ctx, NULL, false);
 }
 
 static int argmax(const float *r, int n)
@@ -166,12 +175,7 @@ static double run_golden(const char *name, struct eng_model *m, const struct gol
 			 int isa, bool kv32, bool bf16_prefill, int *miss)
 {
 	const char *isa_name = cpu_kernels_get(isa)->name;
-	setenv("QWENCHAT_CPU_ISA", isa_name, 1);
-	if (bf16_prefill)
-		setenv("QWENCHAT_CPU_BF16_PREFILL", "1", 1);
-	struct eng *e = engine(m, kv32, g->ntok);
-	unsetenv("QWENCHAT_CPU_ISA");
-	unsetenv("QWENCHAT_CPU_BF16_PREFILL");
+	struct eng *e = engine_with(m, kv32, g->ntok, isa_name, bf16_prefill);
 	if (eng_forward(e, g->tokens, g->ntok, 0, got, true))
 		fail_msg("forward: %s", err_msg());
 	double rel = g->full ? compare_full(g, got, miss) : compare_summary(g, got, miss);
@@ -193,7 +197,7 @@ static void check_golden(const char *name)
 	assert_int_equal(eng_model_config(m)->vocab_size, g.vocab);
 	float *got = malloc((size_t)g.ntok * g.vocab * sizeof *got);
 	int miss;
-	/* every ISA this CPU runs (through QWENCHAT_CPU_ISA), with both caches; the
+	/* every ISA this CPU runs (eng_options.cpu_isa), with both caches; the
 	 * portable C kernels only on the small vocabularies (seconds on 0.6B's) */
 	for (int isa = CPU_ISA_C; isa <= (int)cpu_isa_best(); isa++) {
 		if (!cpu_isa_supported(isa) || (isa == CPU_ISA_C && g.vocab > 10000))
@@ -239,20 +243,20 @@ static void test_isa_override(void **state)
 	load_golden("tiny", &g);
 	struct eng_model *m = eng_model_open(make_model("tiny", &g));
 	assert_non_null(m);
-	struct eng_options o = {ENG_BACKEND_CPU, 1, 16, false, NULL};
-	setenv("QWENCHAT_CPU_ISA", "sse9", 1);
+	struct eng_options o = {
+		.backend = ENG_BACKEND_CPU, .threads = 1, .ctx = 16, .kv_f32 = false};
+	o.cpu_isa = "sse9";
 	assert_null(eng_new(m, &o, NULL));
-	assert_non_null(strstr(err_msg(), "QWENCHAT_CPU_ISA=sse9: not one of"));
+	assert_non_null(strstr(err_msg(), "kernel set: 'sse9': not one of"));
 	if (!cpu_isa_supported(CPU_ISA_AVX512BF16)) {
-		setenv("QWENCHAT_CPU_ISA", "avx512bf16", 1);
+		o.cpu_isa = "avx512bf16";
 		assert_null(eng_new(m, &o, NULL));
 		assert_non_null(strstr(err_msg(), "this CPU cannot run it"));
 	}
-	setenv("QWENCHAT_CPU_ISA", "c", 1);
+	o.cpu_isa = "c";
 	struct eng *e = eng_new(m, &o, NULL);
 	assert_non_null(e);
 	eng_free(e);
-	unsetenv("QWENCHAT_CPU_ISA");
 	eng_model_free(m);
 	free(g.rows);
 	free(g.text);

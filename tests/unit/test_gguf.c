@@ -237,7 +237,8 @@ static float *logits_of(const char *path, const int32_t *ids, int n)
 	struct eng_model *m = eng_model_open(path);
 	if (!m)
 		fail_msg("%s: %s", path, err_msg());
-	struct eng_options eo = {ENG_BACKEND_CPU, 1, 64, true, NULL};
+	struct eng_options eo = {
+		.backend = ENG_BACKEND_CPU, .threads = 1, .ctx = 64, .kv_f32 = true};
 	struct eng *e = eng_new(m, &eo, NULL);
 	if (!e)
 		fail_msg("%s: %s", path, err_msg());

@@ -58,7 +58,8 @@ static int setup(void **state)
 		return -1;
 	}
 	V = eng_model_config(model)->vocab_size;
-	struct eng_options eo = {ENG_BACKEND_CPU, 1, CTX, true, NULL};
+	struct eng_options eo = {
+		.backend = ENG_BACKEND_CPU, .threads = 1, .ctx = CTX, .kv_f32 = true};
 	ref = eng_new(model, &eo, NULL);
 	fresh = malloc((size_t)V * sizeof *fresh);
 	variant = tmpl_detect(tok_chat_template(tok), NULL);
@@ -223,7 +224,8 @@ static struct eng *sess_engine;
 
 static struct sess *session(atomic_int *cancel, void (*progress)(void *, int, int), void *user)
 {
-	struct eng_options eo = {ENG_BACKEND_CPU, 1, CTX, true, NULL};
+	struct eng_options eo = {
+		.backend = ENG_BACKEND_CPU, .threads = 1, .ctx = CTX, .kv_f32 = true};
 	struct eng *e = sess_engine = eng_new(model, &eo, NULL);
 	assert_non_null(e);
 	struct sess_options so = {
@@ -518,7 +520,8 @@ static void test_think_split(void **state)
 	rig_model(dir, ids);
 	struct eng_model *m = eng_model_open(dir);
 	assert_non_null(m);
-	struct eng_options eo = {ENG_BACKEND_CPU, 1, 256, true, NULL};
+	struct eng_options eo = {
+		.backend = ENG_BACKEND_CPU, .threads = 1, .ctx = 256, .kv_f32 = true};
 	struct eng *e = eng_new(m, &eo, NULL);
 	if (!e)
 		fail_msg("%s", err_msg());
