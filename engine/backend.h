@@ -3,6 +3,8 @@
 #ifndef QWENCHAT_ENGINE_BACKEND_H
 #define QWENCHAT_ENGINE_BACKEND_H
 
+#include <stdarg.h>
+
 #include "engine/engine.h"
 
 /* What a backend gets from engine.c: arguments are already validated (ctx >= 1,
@@ -56,13 +58,29 @@ struct eng_backend_ops {
 /* The CPU backend (engine/cpu/cpu.c). */
 const struct eng_backend_ops *eng_cpu_backend(void);
 
-/* The CUDA backend (engine/cuda/). configure defines HAVE_CUDA when the toolkit is
- * found; the backend itself is linked only when engine/cuda/local.mk also adds
- * -DENG_HAVE_CUDA_BACKEND to AM_CPPFLAGS (it does so once engine/cuda/ has its
- * sources), so a HAVE_CUDA build without them still links and runs on the CPU.
- * Returns NULL when the backend is built but no usable device is present. */
-#if defined(HAVE_CUDA) && defined(ENG_HAVE_CUDA_BACKEND)
-const struct eng_backend_ops *eng_cuda_backend(void);
-#endif
+/* The CUDA backend is a shared module, qwenchat-cuda.so (engine/cuda/), that the
+ * engine loads at run time (engine/cuda_load.c) only when it is asked for or a driver
+ * is present: the program links no CUDA library. The module calls back into the
+ * program only through this table, which the program fills; the module checks abi. */
+enum { ENG_CUDA_ABI = 1 };
+
+struct eng_host {
+	int abi; /* ENG_CUDA_ABI */
+	int (*verr)(const char *fmt, va_list ap); /* err_vset */
+	const struct eng_config *(*model_config)(const struct eng_model *m);
+	const struct eng_weights *(*model_weights)(const struct eng_model *m);
+	const char *(*dtype_name)(enum eng_dtype t);
+	void (*rope_table)(const struct eng_config *c, int ctx, float *cos_out, float *sin_out);
+};
+
+/* The module's one exported function: the backend's table, or NULL with the host's
+ * error set (no device, a mismatched abi). */
+#define ENG_CUDA_ENTRY "qwenchat_cuda_backend"
+typedef const struct eng_backend_ops *(*eng_cuda_entry_fn)(const struct eng_host *host);
+
+/* Loads the module and asks it for the backend (engine/cuda_load.c). NULL with
+ * err_set saying what is missing; *no_driver tells whether that is the driver itself
+ * (then `auto` picks the CPU without a word). */
+const struct eng_backend_ops *eng_cuda_load(const char *module, bool *no_driver);
 
 #endif

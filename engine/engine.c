@@ -2,6 +2,7 @@
  * forward pass (ids, positions, cache bounds) before a backend sees it, and keeps
  * the token count and timings. Backends implement engine/backend.h. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -23,30 +24,27 @@ struct eng {
 	int64_t prefill_tok, decode_tok;
 };
 
-/* The backend for `kind`; AUTO prefers CUDA when it is built and finds a device. */
-static const struct eng_backend_ops *pick_backend(enum eng_backend_kind kind,
+/* The backend for `kind`; AUTO prefers CUDA when a driver is there and the module
+ * loads and finds a device. */
+static const struct eng_backend_ops *pick_backend(const struct eng_options *opt,
 						  void (*notice)(const char *msg))
 {
-	if (kind == ENG_BACKEND_CPU)
+	if (opt->backend == ENG_BACKEND_CPU)
 		return eng_cpu_backend();
-#if defined(HAVE_CUDA) && defined(ENG_HAVE_CUDA_BACKEND)
-	const struct eng_backend_ops *cuda = eng_cuda_backend();
+	bool no_driver;
+	const struct eng_backend_ops *cuda = eng_cuda_load(opt->cuda_module, &no_driver);
 	if (cuda)
 		return cuda;
-	if (kind == ENG_BACKEND_CUDA) {
-		err_set("backend cuda: no usable CUDA device");
+	if (opt->backend == ENG_BACKEND_CUDA) {
+		err_prefix("backend cuda");
 		return NULL;
 	}
-	if (notice)
-		notice("no CUDA device found; using the CPU backend");
-#else
-	if (kind == ENG_BACKEND_CUDA) {
-		err_set("backend cuda: this qwenchat was built without the CUDA backend");
-		return NULL;
+	if (!no_driver && notice) { /* a GPU machine whose GPU cannot be used: say why */
+		char msg[1200];
+		snprintf(msg, sizeof msg, "CUDA backend unusable (%s); using the CPU backend",
+			 err_msg());
+		notice(msg);
 	}
-	if (notice)
-		notice("built without CUDA; using the CPU backend");
-#endif
 	return eng_cpu_backend();
 }
 
@@ -69,7 +67,7 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 			c->max_position_embeddings);
 		return NULL;
 	}
-	const struct eng_backend_ops *ops = pick_backend(opt->backend, notice);
+	const struct eng_backend_ops *ops = pick_backend(opt, notice);
 	if (!ops)
 		return NULL;
 	struct eng *e = calloc(1, sizeof *e);

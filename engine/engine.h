@@ -281,6 +281,10 @@ struct eng_options {
 	/* Prefill matrix products with bf16 activations where the CPU has AVX-512 BF16
 	 * (about 1.7x faster, ~1e-3 relative error); other backends ignore it. */
 	bool bf16_prefill;
+	/* The CUDA backend module; NULL: qwenchat-cuda.so beside the program, then in the
+	 * install's library folder, and only where an NVIDIA driver is present (a path
+	 * given here is loaded without that check). */
+	const char *cuda_module;
 	bool cuda_no_graph;    /* launch the decode kernels one by one, not as a CUDA graph */
 	bool cuda_no_sampling; /* copy the logits back and sample on the host */
 };
@@ -291,8 +295,10 @@ int eng_cpu_isa_check(const char *name);
 
 struct eng;
 
-/* Creates an engine on the requested backend. AUTO picks CUDA when a device is
- * present, else the CPU (with a one-line notice through `notice`, may be NULL).
+/* Creates an engine on the requested backend. AUTO picks CUDA when an NVIDIA driver
+ * is present and the CUDA module loads and finds a device; else the CPU, silently
+ * without a driver, with a one-line notice saying why otherwise (`notice` may be
+ * NULL). CUDA alone fails with an error naming what is missing.
  * A GPU backend whose memory cannot hold the requested context shrinks it and says
  * so through `notice` (eng_ctx tells the result). The model must outlive the
  * engine. NULL on error (err_set). */

@@ -6,6 +6,6 @@ libengine_a_SOURCES = \
 	engine/config.c engine/config_limits.h engine/safetensors.c engine/safetensors.h \
 	engine/model.c engine/model.h engine/gguf.c engine/gguf.h engine/model_gguf.c \
 	engine/gguf_write.c \
-	engine/engine.c engine/backend.h engine/rope.c engine/rope.h \
+	engine/engine.c engine/backend.h engine/rope.c engine/rope.h engine/cuda_load.c \
 	engine/cpu/cpu.c engine/cpu/kernels.c engine/cpu/kernels.h \
 	engine/cpu/pool.c engine/cpu/pool.h

@@ -232,3 +232,5 @@ EXTRA_DIST += tests/fuzz/fuzz_gguf.c tests/fuzz/corpus/gguf
 # environment only in src/cli/.
 TESTS += tests/cli/layers.sh
 EXTRA_DIST += tests/cli/layers.sh
+TESTS += tests/cli/cuda-module.sh
+EXTRA_DIST += tests/cli/cuda-module.sh

@@ -734,10 +734,13 @@ static const struct eng_backend_ops cuda_ops = {
 	cuda_attention, cuda_stats, cuda_sample_ok, cuda_forward_sample, cuda_measure,
 };
 
-extern "C" const struct eng_backend_ops *eng_cuda_backend(void)
+const struct eng_backend_ops *cuda_backend_ops(void)
 {
 	int count = 0;
-	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+	cudaError_t e = cudaGetDeviceCount(&count);
+	if (e != cudaSuccess || count == 0) {
+		err_set("no usable CUDA device (%s)",
+			e != cudaSuccess ? cudaGetErrorString(e) : "none found");
 		cudaGetLastError(); /* clear the sticky "no device" error */
 		return NULL;
 	}

@@ -93,6 +93,10 @@ int cu_measure_peaks(cublasHandle_t blas, cudaStream_t s, int m, int n, int k,
 
 /* Keys per split of the decode attention. */
 #define CU_ATTN_SPLIT   256
+/* The backend's table (cuda.cu), or NULL with err_set when no device is usable; the
+ * module's entry point (host.cu) hands it to the program. */
+const struct eng_backend_ops *cuda_backend_ops(void);
+
 /* Largest head_dim the attention kernels handle. */
 #define CU_MAX_HEAD_DIM 256
 

@@ -8,11 +8,17 @@
 enum { ERR_CAP = 1024 };
 static _Thread_local char err_buf[ERR_CAP];
 
+int err_vset(const char *fmt, va_list ap)
+{
+	vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+	return -1;
+}
+
 int err_set(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+	err_vset(fmt, ap);
 	va_end(ap);
 	return -1;
 }

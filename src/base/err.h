@@ -2,9 +2,14 @@
 #ifndef QWENCHAT_ERR_H
 #define QWENCHAT_ERR_H
 
+#include <stdarg.h>
+
 /* Records a message (printf format) saying what went wrong and where; replaces any
  * previous one. Always returns -1 so callers can write `return err_set(...)`. */
 int err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* err_set with a va_list (for code that forwards its caller's arguments). */
+int err_vset(const char *fmt, va_list ap);
 
 /* Prefixes the current message with "PREFIX: " (e.g. a file name added by a caller
  * that knows it). Returns -1. */

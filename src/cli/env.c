@@ -71,6 +71,7 @@ int cli_env_engine(struct eng_options *o)
 	if (isa && eng_cpu_isa_check(isa))
 		return err_prefix("QWENCHAT_CPU_ISA");
 	o->cpu_isa = isa;
+	o->cuda_module = var("QWENCHAT_CUDA_MODULE");
 	bool graph = true, sample = true;
 	if (var_switch("QWENCHAT_CPU_BF16_PREFILL", &o->bf16_prefill) ||
 	    var_switch("QWENCHAT_CUDA_GRAPH", &graph) ||

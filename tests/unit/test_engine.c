@@ -193,11 +193,12 @@ static void test_bad_arguments(void **state)
 		.backend = ENG_BACKEND_CPU, .threads = 0, .ctx = 1 << 20, .kv_f32 = false};
 	assert_null(eng_new(model, &o, NULL)); /* ctx > max_position */
 	assert_non_null(strstr(err_msg(), "max_position_embeddings"));
-#if !defined(ENG_HAVE_CUDA_BACKEND)
+	/* the CUDA module is loaded from beside the program: a test program has none */
 	o.ctx = 8;
 	o.backend = ENG_BACKEND_CUDA;
+	o.cuda_module = "/nonexistent/qwenchat-cuda.so";
 	assert_null(eng_new(model, &o, NULL));
-#endif
+	assert_non_null(strstr(err_msg(), "backend cuda: /nonexistent/qwenchat-cuda.so: cannot read"));
 	free(lg);
 }
 
