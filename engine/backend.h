@@ -51,8 +51,8 @@ struct eng_backend_ops {
 	bool (*sample_ok)(void *st, const struct eng_sampling *sp);
 	int (*forward_sample)(void *st, int32_t id, int pos, const struct eng_sampling *sp,
 			      int32_t *next, bool *used_uniform);
-	/* Optional: eng_measure_device. */
-	int (*measure)(void *st, int m, int n, int k, struct eng_device_peaks *out);
+	/* eng_measure: the backend's limits (engine.c validated the request). */
+	int (*measure)(void *st, const struct eng_measure_request *rq, struct eng_peaks *out);
 };
 
 /* The CPU backend (engine/cpu/cpu.c). */
@@ -62,10 +62,10 @@ const struct eng_backend_ops *eng_cpu_backend(void);
  * engine loads at run time (engine/cuda_load.c) only when it is asked for or a driver
  * is present: the program links no CUDA library. The module calls back into the
  * program only through this table, which the program fills; the module checks abi. */
-enum { ENG_CUDA_ABI = 1 };
+enum { ENG_CUDA_ABI = 2 };
 
 struct eng_host {
-	int abi; /* ENG_CUDA_ABI */
+	int abi;                                  /* ENG_CUDA_ABI */
 	int (*verr)(const char *fmt, va_list ap); /* err_vset */
 	const struct eng_config *(*model_config)(const struct eng_model *m);
 	const struct eng_weights *(*model_weights)(const struct eng_model *m);

@@ -23,7 +23,8 @@
  * and loads no library. */
 static bool driver_present(void)
 {
-	return access("/proc/driver/nvidia/version", F_OK) == 0 || access("/dev/nvidiactl", F_OK) == 0;
+	return access("/proc/driver/nvidia/version", F_OK) == 0 ||
+	       access("/dev/nvidiactl", F_OK) == 0;
 }
 
 /* The module's path into out: the one asked for, else beside the program (a build
@@ -64,7 +65,8 @@ const struct eng_backend_ops *eng_cuda_load(const char *module, bool *no_driver)
 	*no_driver = false;
 	if (!module && !driver_present()) {
 		*no_driver = true;
-		err_set("no NVIDIA driver (neither /proc/driver/nvidia/version nor /dev/nvidiactl)");
+		err_set("no NVIDIA driver (neither /proc/driver/nvidia/version nor "
+			"/dev/nvidiactl)");
 		return NULL;
 	}
 	char path[PATH_MAX + 64];

@@ -223,14 +223,13 @@ int eng_forward_sample(struct eng *e, int32_t id, int pos, const struct eng_samp
 	return 0;
 }
 
-int eng_measure_device(struct eng *e, int m, int n, int k, struct eng_device_peaks *out)
+int eng_measure(struct eng *e, const struct eng_measure_request *rq, struct eng_peaks *out)
 {
 	memset(out, 0, sizeof *out);
-	if (!e->ops->measure)
-		return 1;
-	if (m < 1 || n < 1 || k < 1)
-		return err_set("measure: GEMM shape %dx%dx%d", m, n, k);
-	return e->ops->measure(e->st, m, n, k, out);
+	if (rq->gemm_m < 0 || rq->gemm_n < 0 || rq->gemm_k < 0 || rq->reps < 0 || rq->reps > 1000)
+		return err_set("measure: GEMM shape %dx%dx%d, %d passes", rq->gemm_m, rq->gemm_n,
+			       rq->gemm_k, rq->reps);
+	return e->ops->measure(e->st, rq, out);
 }
 
 int eng_truncate(struct eng *e, int n)

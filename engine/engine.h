@@ -377,18 +377,28 @@ bool eng_can_sample(const struct eng *e, const struct eng_sampling *sp);
 int eng_forward_sample(struct eng *e, int32_t id, int pos, const struct eng_sampling *sp,
 		       int32_t *next, bool *used_uniform);
 
-/* ---- Device figures for the benchmark ---------------------------------------- */
+/* ---- The machine's limits, for the benchmark ------------------------------------ */
 
-struct eng_device_peaks {
-	double copy_gb_s;           /* device-to-device copy, (read + written bytes) / s */
-	double gemm_tflop_s;        /* bf16 GEMM through cuBLAS, fp32 accumulation */
+/* What to measure: the GEMM shape (a prefill's largest product) for a GPU, the
+ * buffer a CPU reads. */
+struct eng_measure_request {
+	int gemm_m, gemm_n, gemm_k; /* (m x k) . (k x n) */
+	size_t read_bytes;          /* CPU: bytes read per pass; 0: 1 GiB */
+	int reps;                   /* passes, the best counts; 0: 5 */
+};
+
+struct eng_peaks {
+	bool device;                /* a GPU's figures (copy, GEMM), else the CPU's (read) */
+	double read_gb_s;           /* CPU: memory read bandwidth, the engine's threads */
+	double copy_gb_s;           /* GPU: device-to-device copy, (read + written bytes) / s */
+	double gemm_tflop_s;        /* GPU: bf16 GEMM through cuBLAS, fp32 accumulation */
 	int gemm_m, gemm_n, gemm_k; /* the shape that was timed */
 };
 
-/* Measures the device's copy bandwidth and GEMM rate now (a few hundred ms). The
- * GEMM is (m x k) . (k x n) with the caller's shape (a prefill's). 1 when the
- * backend has no device (the CPU), 0 when measured, -1 on error (err_set). */
-int eng_measure_device(struct eng *e, int m, int n, int k, struct eng_device_peaks *out);
+/* Measures the backend's limits now (a fraction of a second to a few seconds): the
+ * bandwidth decoding is held to and, on a GPU, the GEMM rate prefill is. 0 or -1
+ * (err_set). */
+int eng_measure(struct eng *e, const struct eng_measure_request *rq, struct eng_peaks *out);
 
 /* Bytes of weights read to decode one token (every matrix once, plus the
  * embedding row), the figure bandwidth ratios are computed against. */

@@ -8,4 +8,5 @@ libengine_a_SOURCES = \
 	engine/gguf_write.c \
 	engine/engine.c engine/backend.h engine/rope.c engine/rope.h engine/cuda_load.c \
 	engine/cpu/cpu.c engine/cpu/kernels.c engine/cpu/kernels.h \
-	engine/cpu/pool.c engine/cpu/pool.h
+	engine/cpu/pool.c engine/cpu/pool.h \
+	engine/cpu/measure.c engine/cpu/measure.h

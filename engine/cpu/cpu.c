@@ -8,6 +8,7 @@
 
 #include "engine/backend.h"
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/measure.h"
 #include "engine/cpu/pool.h"
 #include "engine/rope.h"
 #include "src/base/err.h"
@@ -599,6 +600,12 @@ static void cpu_stats(void *vs, struct eng_backend_stats *out)
 	out->scratch_bytes = s->scratch_bytes;
 }
 
+static int cpu_measure_op(void *vs, const struct eng_measure_request *rq, struct eng_peaks *out)
+{
+	struct cpu_state *s = vs;
+	return cpu_measure(cpu_pool_size(s->pool), rq, out);
+}
+
 static const struct eng_backend_ops cpu_ops = {
 	.name = "cpu",
 	.init = cpu_init,
@@ -607,6 +614,7 @@ static const struct eng_backend_ops cpu_ops = {
 	.set_capture = cpu_set_capture,
 	.attention = cpu_attention,
 	.stats = cpu_stats,
+	.measure = cpu_measure_op,
 };
 
 const struct eng_backend_ops *eng_cpu_backend(void)

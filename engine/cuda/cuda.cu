@@ -723,10 +723,13 @@ static void cuda_stats(void *vs, struct eng_backend_stats *out)
 	cudaMemGetInfo(&out->device_free, &out->device_total);
 }
 
-static int cuda_measure(void *vs, int m, int n, int k, struct eng_device_peaks *out)
+static int cuda_measure(void *vs, const struct eng_measure_request *rq, struct eng_peaks *out)
 {
 	struct cu_state *s = (struct cu_state *)vs;
-	return cu_measure_peaks(s->blas, s->stream, m, n, k, out);
+	if (rq->gemm_m < 1 || rq->gemm_n < 1 || rq->gemm_k < 1)
+		return err_set("cuda backend: GEMM shape %dx%dx%d", rq->gemm_m, rq->gemm_n,
+			       rq->gemm_k);
+	return cu_measure_peaks(s->blas, s->stream, rq->gemm_m, rq->gemm_n, rq->gemm_k, out);
 }
 
 static const struct eng_backend_ops cuda_ops = {

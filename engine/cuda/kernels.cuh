@@ -87,9 +87,9 @@ int cu_sample(const struct cu_sample_args *a, cudaStream_t s);
 int cu_gemm(cublasHandle_t blas, float *out, const bf16 *in, const bf16 *W, int n, int M, int K,
 	    bool acc);
 
-/* The device's copy bandwidth and GEMM rate (measure.cu), for eng_measure_device. */
+/* The device's copy bandwidth and GEMM rate (measure.cu), for eng_measure. */
 int cu_measure_peaks(cublasHandle_t blas, cudaStream_t s, int m, int n, int k,
-		     struct eng_device_peaks *out);
+		     struct eng_peaks *out);
 
 /* Keys per split of the decode attention. */
 #define CU_ATTN_SPLIT   256

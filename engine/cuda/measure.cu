@@ -111,8 +111,9 @@ out:
 }
 
 int cu_measure_peaks(cublasHandle_t blas, cudaStream_t s, int m, int n, int k,
-		     struct eng_device_peaks *out)
+		     struct eng_peaks *out)
 {
+	out->device = true;
 	out->gemm_m = m, out->gemm_n = n, out->gemm_k = k;
 	if (copy_bandwidth(s, &out->copy_gb_s) || gemm_rate(blas, s, m, n, k, &out->gemm_tflop_s))
 		return -1;

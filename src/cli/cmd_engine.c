@@ -3,47 +3,23 @@
  * memory read bandwidth). */
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/mman.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include "engine/engine.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
+#include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/proc.h"
 #include "src/base/fileio.h"
 #include "src/hub/hub.h"
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-
-/* Resident set size in bytes (0 when /proc is unavailable). */
-static double rss_bytes(void)
-{
-	long pages = 0, resident = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (f) {
-		if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
-			resident = 0;
-		fclose(f);
-	}
-	return (double)resident * (double)sysconf(_SC_PAGESIZE);
-}
 
 /* ---- logits ---------------------------------------------------------------------- */
 
@@ -143,136 +119,6 @@ done:
 	return rc;
 }
 
-/* ---- memory read bandwidth -------------------------------------------------------- */
-
-/* Sums a buffer with several independent vector accumulators: one accumulator
- * chains every add on the add latency and reads ~40% below what the memory gives. */
-#if defined(__x86_64__)
-__attribute__((target("avx512f"))) static float read_avx512(const float *p, size_t n)
-{
-	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-	       a7 = a0;
-	for (size_t i = 0; i + 128 <= n; i += 128) {
-		a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
-		a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
-		a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
-		a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
-		a4 = _mm512_add_ps(a4, _mm512_load_ps(p + i + 64));
-		a5 = _mm512_add_ps(a5, _mm512_load_ps(p + i + 80));
-		a6 = _mm512_add_ps(a6, _mm512_load_ps(p + i + 96));
-		a7 = _mm512_add_ps(a7, _mm512_load_ps(p + i + 112));
-	}
-	a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-			   _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-	return _mm512_reduce_add_ps(a0);
-}
-
-__attribute__((target("avx2"))) static float read_avx2(const float *p, size_t n)
-{
-	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-	       a7 = a0;
-	for (size_t i = 0; i + 64 <= n; i += 64) {
-		a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-		a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-		a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-		a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-		a4 = _mm256_add_ps(a4, _mm256_load_ps(p + i + 32));
-		a5 = _mm256_add_ps(a5, _mm256_load_ps(p + i + 40));
-		a6 = _mm256_add_ps(a6, _mm256_load_ps(p + i + 48));
-		a7 = _mm256_add_ps(a7, _mm256_load_ps(p + i + 56));
-	}
-	a0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-			   _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-	float t[8];
-	_mm256_storeu_ps(t, a0);
-	return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
-}
-#endif
-
-static float read_c(const float *p, size_t n)
-{
-	float a[8] = {0};
-	for (size_t i = 0; i + 8 <= n; i += 8)
-		for (int j = 0; j < 8; j++)
-			a[j] += p[i + j];
-	return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
-}
-
-struct bw_job {
-	const float *p;
-	size_t n;
-	float (*fn)(const float *, size_t);
-	atomic_int *go;
-	float sink;
-};
-
-static void *bw_thread(void *arg)
-{
-	struct bw_job *j = arg;
-	while (!atomic_load(j->go))
-		;
-	j->sink = j->fn(j->p, j->n);
-	return NULL;
-}
-
-/* GB/s reading `bytes` with `threads` threads (one slice each), best of `reps`.
- * The buffer is 2 MB-aligned and asks for 2 MB pages, as the weights are mapped
- * (engine/safetensors.c), so the loop pays no TLB misses the decode does not.
- * 0 when it cannot be measured. */
-static double measure_read_bw(int threads, size_t bytes, int reps)
-{
-	const size_t huge = (size_t)2 << 20;
-	size_t len = (bytes + 2 * huge - 1) / huge * huge;
-	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED)
-		return 0;
-	float *buf = (float *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
-#ifdef MADV_HUGEPAGE
-	madvise(buf, bytes, MADV_HUGEPAGE); /* a hint; 4 KB pages where refused */
-#endif
-	size_t n = bytes / sizeof(float);
-	for (size_t i = 0; i < n; i++) /* touch every page so the timing reads RAM */
-		buf[i] = (float)(i & 7);
-	float (*fn)(const float *, size_t) = read_c;
-#if defined(__x86_64__)
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx512f"))
-		fn = read_avx512;
-	else if (__builtin_cpu_supports("avx2"))
-		fn = read_avx2;
-#endif
-	struct bw_job *jobs = calloc((size_t)threads, sizeof *jobs);
-	pthread_t *tids = calloc((size_t)threads, sizeof *tids);
-	double best = 0;
-	size_t slice = n / (size_t)threads / 128 * 128;
-	for (int r = 0; jobs && tids && r < reps; r++) {
-		atomic_int go = 0;
-		int started = 0;
-		for (int t = 0; t < threads; t++) {
-			jobs[t] = (struct bw_job){buf + (size_t)t * slice, slice, fn, &go, 0};
-			if (pthread_create(&tids[t], NULL, bw_thread, &jobs[t]))
-				break;
-			started++;
-		}
-		usleep(1000); /* let every thread reach its start line */
-		double t0 = now_s();
-		atomic_store(&go, 1);
-		for (int t = 0; t < started; t++)
-			pthread_join(tids[t], NULL);
-		double dt = now_s() - t0;
-		if (started < threads) {
-			best = 0;
-			break;
-		}
-		double gbs = (double)slice * threads * sizeof(float) / dt / 1e9;
-		best = gbs > best ? gbs : best;
-	}
-	free(jobs);
-	free(tids);
-	munmap(map, len);
-	return best;
-}
-
 /* ---- bench ------------------------------------------------------------------------- */
 
 static const struct cli_opt bench_opts[] = {
@@ -333,10 +179,10 @@ struct bench_result {
 	double tg_bytes;           /* bytes read per decoded token (weights + KV) */
 	size_t weight_bytes, graph_bytes;
 	int threads;
-	bool bf16_prefill;             /* QWENCHAT_CPU_BF16_PREFILL=1 asked for it */
-	bool device;                   /* a GPU backend: peaks below, not bw_gbs */
-	bool sampled;                  /* decode picked the ids on the device */
-	struct eng_device_peaks peaks; /* best of the runs before and after */
+	bool bf16_prefill;      /* prefill with bf16 activations */
+	bool device;            /* a GPU backend: peaks below, not bw_gbs */
+	bool sampled;           /* decode picked the ids on the device */
+	struct eng_peaks peaks; /* best of the runs before and after */
 };
 
 static void mean_sd(const double *v, int n, double *mean, double *sd)
@@ -401,14 +247,14 @@ static int bench_run(struct eng *e, const struct eng_config *c, size_t decode_by
 	if (eng_forward(e, ids, np > 1 ? np : 1, 0, logits, false))
 		goto done;
 	for (int rep = 0; rep < reps; rep++) {
-		double t0 = now_s();
+		double t0 = clock_now();
 		if (np > 0 && eng_forward(e, ids, np, 0, logits, false))
 			goto done;
-		double t1 = now_s();
+		double t1 = clock_now();
 		for (int i = 0; i < nd; i++)
 			if (decode_one(e, c->vocab_size, ids[np + i], np + i, logits, &r->sampled))
 				goto done;
-		double t2 = now_s();
+		double t2 = clock_now();
 		pp[rep] = np > 0 ? np / (t1 - t0) : 0;
 		tg[rep] = nd > 0 ? nd / (t2 - t1) : 0;
 	}
@@ -440,11 +286,15 @@ done:
 static int measure_limits(struct eng *e, const struct eng_config *c, int gemm_n, long bw_mib,
 			  struct bench_result *r)
 {
-	struct eng_device_peaks pk;
-	int dev = eng_measure_device(e, 2 * c->intermediate_size, gemm_n, c->hidden_size, &pk);
-	if (dev < 0)
+	struct eng_measure_request rq = {.gemm_m = 2 * c->intermediate_size,
+					 .gemm_n = gemm_n,
+					 .gemm_k = c->hidden_size,
+					 .read_bytes = (size_t)bw_mib << 20,
+					 .reps = 5};
+	struct eng_peaks pk;
+	if (eng_measure(e, &rq, &pk))
 		return -1;
-	r->device = dev == 0;
+	r->device = pk.device;
 	if (r->device) {
 		double copy = r->peaks.copy_gb_s, gemm = r->peaks.gemm_tflop_s;
 		r->peaks = pk;
@@ -452,8 +302,7 @@ static int measure_limits(struct eng *e, const struct eng_config *c, int gemm_n,
 		r->peaks.gemm_tflop_s = gemm > pk.gemm_tflop_s ? gemm : pk.gemm_tflop_s;
 		r->bw_gbs = r->peaks.copy_gb_s;
 	} else {
-		double bw = measure_read_bw(r->threads, (size_t)bw_mib << 20, 5);
-		r->bw_gbs = bw > r->bw_gbs ? bw : r->bw_gbs;
+		r->bw_gbs = pk.read_gb_s > r->bw_gbs ? pk.read_gb_s : r->bw_gbs;
 	}
 	return 0;
 }
@@ -540,9 +389,9 @@ int cmd_bench(int argc, char **argv)
 		eo.bf16_prefill = true;
 
 	struct bench_result res = {0};
-	double rss0 = rss_bytes();
+	double rss0 = (double)proc_rss_bytes();
 	struct eng_model *m = cli_open_model(&cli, &res.load_s);
-	res.load_rss = rss_bytes() - rss0;
+	res.load_rss = (double)proc_rss_bytes() - rss0;
 	if (!m)
 		return EXIT_RUNTIME;
 	const struct eng_config *c = eng_model_config(m);
