@@ -10,8 +10,8 @@ int cmd_template(int argc, char **argv);   /* cmd_template.c */
 int cmd_tokenize(int argc, char **argv);   /* cmd_tokenize.c */
 int cmd_detokenize(int argc, char **argv); /* cmd_tokenize.c */
 int cmd_train_bpe(int argc, char **argv);  /* cmd_train_bpe.c */
-int cmd_logits(int argc, char **argv);     /* cmd_engine.c */
-int cmd_bench(int argc, char **argv);      /* cmd_engine.c */
+int cmd_logits(int argc, char **argv);      /* cmd_logits.c */
+int cmd_bench(int argc, char **argv);       /* cmd_bench.c */
 int cmd_info(int argc, char **argv);       /* cmd_info.c */
 int cmd_pull(int argc, char **argv);       /* cmd_hub.c */
 int cmd_list(int argc, char **argv);       /* cmd_hub.c */

@@ -1,0 +1,107 @@
+/* cmd_logits.c — `qwenchat logits`: token ids on stdin, float32 logits of every
+ * position in a file (what the reference tests compare with transformers). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "engine/engine.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/cli/cli.h"
+#include "src/cli/commands.h"
+
+static const struct cli_opt logits_opts[] = {
+	{"out", CLI_OWN + 1, "FILE", "where the logits go"},
+	{"kv-f32", CLI_OWN + 2, NULL, "fp32 KV cache (default bf16)"},
+	{0},
+};
+
+static const struct cli_command logits_cmd = {
+	.name = "logits",
+	.synopsis = "-m MODEL --out FILE [options]",
+	.about = "Reads token ids (decimal, separated by white space or commas) on stdin and\n"
+		 "writes float32 little-endian logits to FILE: one row of vocab_size per input\n"
+		 "position.\n",
+	.groups = CLI_MODEL | CLI_ENGINE,
+	.opts = logits_opts,
+};
+
+struct logits_args {
+	const char *out;
+	bool kv_f32;
+};
+
+static int logits_opt(void *user, int key, const char *arg)
+{
+	struct logits_args *a = user;
+	if (key == CLI_OWN + 1)
+		a->out = arg;
+	else
+		a->kv_f32 = true;
+	return 0;
+}
+
+int cmd_logits(int argc, char **argv)
+{
+	struct cli_common cli;
+	struct logits_args la = {0};
+	int r = cli_parse(&logits_cmd, argc, argv, &cli, logits_opt, &la, NULL);
+	if (r)
+		return r == CLI_DONE ? EXIT_OK : r;
+	if (!la.out)
+		return cli_usage("logits", "--out FILE is required");
+	const char *out = la.out;
+	struct eng_options eo;
+	if (cli_engine_options(&cli, &eo, NULL))
+		return EXIT_USAGE;
+	eo.kv_f32 = la.kv_f32;
+
+	int32_t *ids = NULL;
+	size_t nids = 0;
+	if (cli_read_ids(stdin, "stdin", &ids, &nids)) {
+		cli_error("%s", err_msg());
+		return EXIT_RUNTIME;
+	}
+	if (nids > (size_t)1 << 24) {
+		free(ids);
+		cli_error("stdin: %zu token ids (at most %d)", nids, 1 << 24);
+		return EXIT_RUNTIME;
+	}
+	int n = (int)nids;
+	if (n == 0) {
+		free(ids);
+		cli_error("stdin: no token ids");
+		return EXIT_RUNTIME;
+	}
+	int rc = EXIT_RUNTIME;
+	struct eng *e = NULL;
+	float *logits = NULL;
+	struct eng_model *m = cli_open_model(&cli, NULL);
+	if (!m)
+		goto done;
+	const struct eng_config *c = eng_model_config(m);
+	if (!eo.ctx)
+		eo.ctx = n;
+	if (eo.ctx > c->max_position_embeddings)
+		eo.ctx = c->max_position_embeddings; /* eng_forward reports the overflow */
+	if (!(e = eng_new(m, &eo, cli_notice)))
+		goto fail;
+	size_t bytes = (size_t)n * (size_t)c->vocab_size * sizeof(float);
+	if (!(logits = malloc(bytes))) {
+		err_set("logits: out of memory for %d rows", n);
+		goto fail;
+	}
+	if (eng_forward(e, ids, n, 0, logits, true) ||
+	    fio_write_atomic(out, logits, bytes, 0644, 0))
+		goto fail;
+	rc = EXIT_OK;
+	goto done;
+fail:
+	cli_error("%s", err_msg());
+done:
+	free(logits);
+	eng_free(e);
+	eng_model_free(m);
+	free(ids);
+	return rc;
+}
