@@ -85,6 +85,10 @@ struct cpu_kernels {
 	void (*to_bf16)(uint16_t *xb, const float *x, int n);
 };
 
+/* Each instruction set's table, in its own file (kernels_avx512.c, kernels_avx2.c;
+ * the portable C one is in kernels.c). x86-64 only. */
+extern const struct cpu_kernels cpu_kernels_avx512, cpu_kernels_avx512bf16, cpu_kernels_avx2;
+
 /* The best ISA this CPU supports, and its kernels (CPU_ISA_C always works). */
 enum cpu_isa cpu_isa_best(void);
 const struct cpu_kernels *cpu_kernels_get(enum cpu_isa isa);

@@ -22,15 +22,15 @@ check() {
 	fi
 }
 
-base='src/base/[a-z_]+\.h'
+base='src/base/[a-z0-9_]+\.h'
 check src/base "$base" "src/base/ includes only src/base/"
-check tokenizer "$base|tokenizer/[a-z_]+\.h" "tokenizer/ includes only itself and src/base/"
-check engine "$base|engine/[a-z_/]+\.(h|cuh)|config\.h" "engine/ includes only itself and src/base/"
+check tokenizer "$base|tokenizer/[a-z0-9_]+\.h" "tokenizer/ includes only itself and src/base/"
+check engine "$base|engine/[a-z0-9_/]+\.(h|cuh)|config\.h" "engine/ includes only itself and src/base/"
 app="$base|tokenizer/tokenizer\.h|tokenizer/bpe_(train|count|write)\.h|engine/engine\.h"
 for d in src/hub src/chat src/session src/app src/serve src/remote; do
 	check "$d" "$app|src/(hub|chat|session|app|serve|remote)/[a-z_]+\.h" "$d includes only src/ (not src/cli/), the engine and tokenizer APIs and src/base/"
 done
-check ui "$base|src/(hub|chat|session|app)/[a-z_]+\.h|ui/[a-z_]+\.h" \
+check ui "$base|src/(hub|chat|session|app)/[a-z0-9_]+\.h|ui/[a-z_]+\.h" \
 	"ui/ includes only the app layer (no engine/ or tokenizer/ types) and src/base/"
 
 # Curses and the environment.

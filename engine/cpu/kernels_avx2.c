@@ -1,0 +1,304 @@
+/* kernels_avx2.c — the CPU kernels for AVX2 with FMA: the same operations as the
+ * AVX-512 file on 8-lane vectors, for CPUs without AVX-512. Every function carries
+ * __attribute__((target)); kernels.c dispatches. A new kernel for this instruction
+ * set goes here, and into the table at the end. */
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "engine/cpu/tiling.h"
+
+/* ---- AVX2 + FMA ---------------------------------------------------------------- */
+#define T256 __attribute__((target("avx2,fma")))
+
+static inline float hsum256(__m256 v) __attribute__((always_inline, target("avx2,fma")));
+static inline float hsum256(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+INL T256 void mk256(float *out, int ldo, const float *xp, int ldx, const uint16_t *w, int K,
+		    const int R, const int T, bool acc)
+{
+	__m256 a[4][3];
+	const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+#pragma GCC unroll 4
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+		for (int t = 0; t < T; t++)
+			a[r][t] = _mm256_setzero_ps();
+	const int kb = K & ~15;
+	for (int k = 0; k < kb; k += 16) {
+#pragma GCC unroll 4
+		for (int r = 0; r < R; r++) {
+			__m256i raw = _mm256_loadu_si256((const __m256i *)(w + (size_t)r * K + k));
+			__m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+			__m256 wo = _mm256_castsi256_ps(_mm256_and_si256(raw, hi));
+#pragma GCC unroll 3
+			for (int t = 0; t < T; t++) {
+				const float *x = xp + (size_t)t * ldx + k;
+				a[r][t] = _mm256_fmadd_ps(we, _mm256_loadu_ps(x), a[r][t]);
+				a[r][t] = _mm256_fmadd_ps(wo, _mm256_loadu_ps(x + 8), a[r][t]);
+			}
+		}
+	}
+#pragma GCC unroll 4
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+		for (int t = 0; t < T; t++) {
+			float s = hsum256(a[r][t]);
+			for (int k = kb; k < K; k++)
+				s += cpu_bf16_to_f32(w[(size_t)r * K + k]) *
+				     xp[(size_t)t * ldx + k];
+			float *o = out + (size_t)t * ldo + r;
+			*o = acc ? *o + s : s;
+		}
+}
+
+#define MK256(R, T)                                                                  \
+	static T256 void mk256_##R##_##T(float *o, int ldo, const float *x, int ldx, \
+					 const uint16_t *w, int K, bool acc)         \
+	{                                                                            \
+		mk256(o, ldo, x, ldx, w, K, R, T, acc);                              \
+	}
+MK256(4, 1)
+MK256(4, 2)
+MK256(4, 3)
+MK256(1, 1)
+MK256(1, 2)
+MK256(1, 3)
+static mk_fn *const mk256_r4[3] = {mk256_4_1, mk256_4_2, mk256_4_3};
+static mk_fn *const mk256_r1[3] = {mk256_1_1, mk256_1_2, mk256_1_3};
+
+/* Decode as matvec_512 does it: MV_STREAMS rows from as many parts of the block side
+ * by side, each prefetching MV_AHEAD lines ahead (no aligned-line shifting: AVX2
+ * has no two-register permute). S (a constant): MV_STREAMS, or 1 for the rows left. */
+INL T256 void mv256_rows(float *out, const float *xp, const uint16_t *w, int K, int m0, int q,
+			 int i, bool acc, const int S)
+{
+	const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+	const int k1 = K & ~15;
+	const uint16_t *wr[MV_STREAMS];
+	__m256 ae[MV_STREAMS], ao[MV_STREAMS];
+#pragma GCC unroll 8
+	for (int j = 0; j < S; j++) {
+		wr[j] = w + (size_t)(m0 + j * q + i) * K;
+		ae[j] = ao[j] = _mm256_setzero_ps();
+	}
+	for (int k = 0; k < k1; k += 16) {
+		__m256 xe = _mm256_loadu_ps(xp + k), xo = _mm256_loadu_ps(xp + k + 8);
+#pragma GCC unroll 8
+		for (int j = 0; j < S; j++) {
+			_mm_prefetch((const char *)(wr[j] + k) + 64 * MV_AHEAD, _MM_HINT_T0);
+			__m256i raw = _mm256_loadu_si256((const __m256i *)(wr[j] + k));
+			ae[j] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(raw, 16)), xe,
+						ae[j]);
+			ao[j] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(raw, hi)), xo,
+						ao[j]);
+		}
+	}
+#pragma GCC unroll 8
+	for (int j = 0; j < S; j++) {
+		float sum = hsum256(_mm256_add_ps(ae[j], ao[j]));
+		for (int k = k1; k < K; k++)
+			sum += cpu_bf16_to_f32(wr[j][k]) * xp[k];
+		float *o = out + m0 + j * q + i;
+		*o = acc ? *o + sum : sum;
+	}
+}
+
+static T256 void matvec_256(float *out, const float *xp, const uint16_t *w, int K, int m0, int m1,
+			    bool acc)
+{
+	int q = (m1 - m0) / MV_STREAMS;
+	for (int i = 0; i < q; i++)
+		mv256_rows(out, xp, w, K, m0, q, i, acc, MV_STREAMS);
+	for (int m = m0 + MV_STREAMS * q; m < m1; m++)
+		mv256_rows(out, xp, w, K, m, 0, 0, acc, 1);
+}
+
+static void matmul_256(float *out, int ldo, const float *xp, int ldx, int n, const uint16_t *w,
+		       int K, int m0, int m1, bool acc, uint32_t *panel)
+{
+	(void)panel;
+	if (n == 1) {
+		matvec_256(out, xp, w, K, m0, m1, acc);
+		return;
+	}
+	matmul_tiles(mk256_r4, mk256_r1, 3, out, ldo, xp, ldx, n, w, K, m0, m1, acc);
+}
+
+INL T256 __m256 kv8_256(const void *rows, size_t off, bool bf16)
+{
+	if (bf16) {
+		__m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)rows + off));
+		return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+	}
+	return _mm256_loadu_ps((const float *)rows + off);
+}
+
+static T256 void scores_256(float *s, const float *q, const void *keys, int nk, int hd, bool bf16,
+			    float scale)
+{
+	int hb = hd & ~7;
+	for (int j = 0; j < nk; j++) {
+		__m256 a = _mm256_setzero_ps();
+		for (int i = 0; i < hb; i += 8)
+			a = _mm256_fmadd_ps(_mm256_loadu_ps(q + i),
+					    kv8_256(keys, (size_t)j * hd + i, bf16), a);
+		float d = hsum256(a);
+		for (int i = hb; i < hd; i++)
+			d += q[i] * kv_at(keys, (size_t)j * hd + i, bf16);
+		s[j] = d * scale;
+	}
+}
+
+static T256 void mix_256_row(float *out, const float *p, const void *vals, int nk, int hd,
+			     bool bf16)
+{
+	int hb = hd & ~7;
+	for (int i = 0; i < hb; i += 8) {
+		__m256 a = _mm256_setzero_ps();
+		for (int j = 0; j < nk; j++)
+			a = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
+					    kv8_256(vals, (size_t)j * hd + i, bf16), a);
+		_mm256_storeu_ps(out + i, a);
+	}
+	for (int i = hb; i < hd; i++) {
+		float d = 0;
+		for (int j = 0; j < nk; j++)
+			d += p[j] * kv_at(vals, (size_t)j * hd + i, bf16);
+		out[i] = d;
+	}
+}
+
+static T256 void mix_256(float *out, int ldo, const float *p, int ldp, int T, const void *vals,
+			 int nk, int hd, bool bf16)
+{
+	for (int t = 0; t < T; t++)
+		mix_256_row(out + (size_t)t * ldo, p + (size_t)t * ldp, vals, nk, hd, bf16);
+}
+
+/* e^x for 8 lanes: exp_512's method, with 2^n built in the exponent field, so x is
+ * kept within [-87.3, 88.3] (results below 1e-38 come out as ~1e-38). */
+INL T256 __m256 exp_256(__m256 x)
+{
+	x = _mm256_min_ps(_mm256_set1_ps(88.3f), _mm256_max_ps(_mm256_set1_ps(-87.3f), x));
+	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+				   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+	__m256 p = _mm256_set1_ps(1.9875691500e-4f);
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+	p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+	__m256i e = _mm256_slli_epi32(
+		_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+static T256 void softmax_256(float *s, int n, float scale)
+{
+	int nb = n & ~7;
+	__m256 vs = _mm256_set1_ps(scale), mx = _mm256_set1_ps(-INFINITY);
+	for (int i = 0; i < nb; i += 8) {
+		__m256 v = _mm256_mul_ps(_mm256_loadu_ps(s + i), vs);
+		_mm256_storeu_ps(s + i, v);
+		mx = _mm256_max_ps(mx, v);
+	}
+	float top = -INFINITY;
+	for (int i = 0; i < 8; i++)
+		top = mx[i] > top ? mx[i] : top;
+	for (int i = nb; i < n; i++) {
+		s[i] *= scale;
+		top = s[i] > top ? s[i] : top;
+	}
+	__m256 vt = _mm256_set1_ps(top), sum = _mm256_setzero_ps();
+	for (int i = 0; i < nb; i += 8) {
+		__m256 e = exp_256(_mm256_sub_ps(_mm256_loadu_ps(s + i), vt));
+		_mm256_storeu_ps(s + i, e);
+		sum = _mm256_add_ps(sum, e);
+	}
+	float total = hsum256(sum);
+	for (int i = nb; i < n; i++) {
+		s[i] = expf(s[i] - top);
+		total += s[i];
+	}
+	__m256 inv = _mm256_set1_ps(1.0f / total);
+	for (int i = 0; i < nb; i += 8)
+		_mm256_storeu_ps(s + i, _mm256_mul_ps(_mm256_loadu_ps(s + i), inv));
+	for (int i = nb; i < n; i++)
+		s[i] *= inv[0];
+}
+
+static T256 void swiglu_256(float *g, const float *u, int n)
+{
+	int nb = n & ~7;
+	const __m256 one = _mm256_set1_ps(1.0f);
+	for (int i = 0; i < nb; i += 8) {
+		__m256 x = _mm256_loadu_ps(g + i);
+		__m256 silu = _mm256_div_ps(
+			x, _mm256_add_ps(one, exp_256(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+		_mm256_storeu_ps(g + i, _mm256_mul_ps(silu, _mm256_loadu_ps(u + i)));
+	}
+	cpu_swiglu(g + nb, u + nb, n - nb);
+}
+
+/* matmul_panel on AVX2: 8 rows per vector, all 8 vectors of the panel's 64 rows
+ * accumulated side by side, one token at a time. */
+static T256 void matmul_panel_256(float *out, int ldo, const float *xp, int ldx, int n,
+				  const uint32_t *panel, int K, int rows)
+{
+	const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+	for (int t = 0; t < n; t++) {
+		const float *x = xp + (size_t)t * ldx;
+		__m256 a[8];
+		for (int g = 0; g < 8; g++)
+			a[g] = _mm256_setzero_ps();
+		for (int p = 0; p < K / 2; p++) {
+			int ke, ko;
+			packed_pair(p, K, 16, &ke, &ko);
+			__m256 xe = _mm256_set1_ps(x[ke]), xo = _mm256_set1_ps(x[ko]);
+			const __m256i *w = (const __m256i *)(panel + (size_t)p * CPU_PANEL_ROWS);
+			for (int g = 0; g < 8; g++) {
+				__m256i raw = _mm256_load_si256(w + g);
+				a[g] = _mm256_fmadd_ps(
+					_mm256_castsi256_ps(_mm256_slli_epi32(raw, 16)), xe, a[g]);
+				a[g] = _mm256_fmadd_ps(
+					_mm256_castsi256_ps(_mm256_and_si256(raw, hi)), xo, a[g]);
+			}
+		}
+		float all[CPU_PANEL_ROWS];
+		for (int g = 0; g < 8; g++)
+			_mm256_storeu_ps(all + 8 * g, a[g]);
+		memcpy(out + (size_t)t * ldo, all, (size_t)rows * sizeof *all);
+	}
+}
+
+static void pack_row_256(float *xp, const float *x, int K)
+{
+	cpu_pack_row(xp, x, K, 16);
+}
+
+const struct cpu_kernels cpu_kernels_avx2 = {
+	.name = "avx2",
+	.pack = 16,
+	.matmul = matmul_256,
+	.matmul_panel = matmul_panel_256,
+	.scores = scores_256,
+	.mix = mix_256,
+	.pack_row = pack_row_256,
+	.softmax = softmax_256,
+	.swiglu = swiglu_256,
+	.rmsnorm = cpu_rmsnorm,
+	.to_bf16 = cpu_bf16_row,
+};
+#endif /* __x86_64__ */
