@@ -1,5 +1,5 @@
 #!/bin/sh
-# cuda.sh — the CUDA backend against the CPU reference (issue 5). Needs a GPU:
+# cuda.sh — the CUDA backend against the CPU reference. Needs a GPU:
 # SKIP (77) when this build has no CUDA backend or no device is present.
 # Checks: logits agree within bf16 tolerance (metric: max |cuda - cpu| / max |cpu|
 # per model, and the same argmax on nearly every position), the decode graph and the

@@ -18,7 +18,7 @@ check_PROGRAMS += tests/mkmodel
 tests_mkmodel_SOURCES = tests/mkmodel.c
 tests_mkmodel_LDADD = -lm
 
-# Model files (issue 2): config.json and safetensors unit tests, `qwenchat info`
+# Model files: config.json and safetensors unit tests, `qwenchat info`
 # on generated models and on bad inputs.
 check_PROGRAMS += tests/unit/test_config tests/unit/test_safetensors
 TESTS += tests/unit/test_config tests/unit/test_safetensors
@@ -34,7 +34,7 @@ tests_fuzz_fuzz_safetensors_LDADD = $(ENGINE_LIBS)
 tests_fuzz_fuzz_safetensors_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_safetensors.c tests/fuzz/corpus/safetensors tests/README.md
 
-# Engine and CPU backend (issue 9).
+# Engine and CPU backend.
 check_PROGRAMS += tests/unit/test_engine_kernels
 TESTS += tests/unit/test_engine_kernels
 tests_unit_test_engine_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
@@ -53,11 +53,11 @@ EXTRA_DIST += tests/golden/make-logits-golden.sh tests/golden/logits-tiny.txt \
 TESTS += tests/cli/engine-cli.sh
 EXTRA_DIST += tests/cli/engine-cli.sh
 
-# CUDA backend against the CPU reference (issue 5); SKIP without a GPU.
+# CUDA backend against the CPU reference; SKIP without a GPU.
 TESTS += tests/cuda.sh
 EXTRA_DIST += tests/cuda.sh
 
-# Model resolution and downloads (issue 7): unit tests, and a download test against
+# Model resolution and downloads: unit tests, and a download test against
 # a local stand-in for the Hub (tests/cli/hub-server.py, 127.0.0.1 only).
 check_PROGRAMS += tests/unit/test_hub tests/cli/hub_resolve
 TESTS += tests/unit/test_hub tests/cli/hub.sh
@@ -67,13 +67,13 @@ tests_unit_test_hub_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
 tests_cli_hub_resolve_SOURCES = tests/cli/hub_resolve.c src/cli/env.c
 tests_cli_hub_resolve_LDADD = $(APP_LIBS)
 
-# Sampler and session (issue 4).
+# Sampler and session.
 check_PROGRAMS += tests/unit/test_sampler
 TESTS += tests/unit/test_sampler
 tests_unit_test_sampler_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_sampler_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
 
-# Chat (issue 4, helper tmpl): conversation save/load, the chat templates against
+# Chat: conversation save/load, the chat templates against
 # jinja2 golden renders (tests/golden/make-template-golden.py), `qwenchat template`.
 check_PROGRAMS += tests/unit/test_chat tests/unit/test_template tests/cli/tojson_filter
 TESTS += tests/unit/test_chat tests/unit/test_template tests/cli/template.sh tests/cli/tojson.sh
@@ -105,13 +105,13 @@ tests_unit_test_session_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/cli/run.sh
 EXTRA_DIST += tests/cli/run.sh
 
-# Tokenizer (issue 3, helper tok): the pre-tokenizer scanner against Hugging Face splits.
+# Tokenizer: the pre-tokenizer scanner against Hugging Face splits.
 check_PROGRAMS += tests/unit/test_tokenizer_pretok
 TESTS += tests/unit/test_tokenizer_pretok
 tests_unit_test_tokenizer_pretok_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_tokenizer_pretok_LDADD = $(TOKENIZER_LIBS) $(CMOCKA_LIBS)
 
-# BPE training (issue 8, helper bpe): the merge loop against a naive trainer and the
+# BPE training: the merge loop against a naive trainer and the
 # handout example; `qwenchat train-bpe` against tests/cli/bpe_reference.py and HF tokenizers.
 check_PROGRAMS += tests/unit/test_bpe_train
 TESTS += tests/unit/test_bpe_train
@@ -126,7 +126,7 @@ tests_fuzz_fuzz_bpe_train_LDADD = $(TOKENIZER_LIBS)
 tests_fuzz_fuzz_bpe_train_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_bpe_train.c tests/fuzz/corpus/bpe_train
 
-# Chat UI (issue 6, helper ui): slash command parsing; tmux-driven UI tests; plain mode.
+# Chat UI: slash command parsing; tmux-driven UI tests; plain mode.
 check_PROGRAMS += tests/unit/test_slash
 TESTS += tests/unit/test_slash tests/cli/ui.sh tests/cli/plain.sh
 EXTRA_DIST += tests/cli/ui.sh tests/cli/plain.sh
