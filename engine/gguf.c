@@ -441,30 +441,10 @@ struct eng_gguf *gguf_parse(const void *bytes, size_t size, const char *name)
 
 struct eng_gguf *gguf_open(const char *path, const char *name)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	if (fd < 0) {
-		err_set("%s: %s", name, strerror(errno));
+	size_t size;
+	void *map = st_map_file(path, name, 24, "not even a GGUF header", &size);
+	if (!map)
 		return NULL;
-	}
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		err_set("%s: not a regular file", name);
-		close(fd);
-		return NULL;
-	}
-	size_t size = (size_t)sb.st_size;
-	if (size < 24) {
-		close(fd);
-		err_set("%s: file is truncated: %zu bytes, not even a GGUF header", name, size);
-		return NULL;
-	}
-	/* read in place like the safetensors weights: 2 MB-aligned, huge pages asked for */
-	void *map = st_map_weights(fd, size);
-	close(fd);
-	if (map == MAP_FAILED) {
-		err_set("%s: mmap: %s", name, strerror(errno));
-		return NULL;
-	}
 	struct eng_gguf *g = gguf_parse(map, size, name);
 	if (!g) {
 		munmap(map, size);

@@ -265,7 +265,8 @@ void *st_map_weights(int fd, size_t size)
 	return mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 }
 
-struct st_file *st_open(const char *path, const char *name)
+void *st_map_file(const char *path, const char *name, size_t min_size, const char *too_short,
+		  size_t *size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat sb;
@@ -278,21 +279,29 @@ struct st_file *st_open(const char *path, const char *name)
 		close(fd);
 		return NULL;
 	}
-	size_t size = (size_t)sb.st_size;
-	if (size < 8) {
+	*size = (size_t)sb.st_size;
+	if (*size < min_size) {
 		close(fd);
-		err_set("%s: file is truncated: %zu bytes, not even the 8-byte header length", name,
-			size);
+		err_set("%s: file is truncated: %zu bytes, %s", name, *size, too_short);
 		return NULL;
 	}
 	/* MAP_PRIVATE + PROT_READ: the weights are read in place, shared with the
 	 * page cache, and never written back */
-	void *map = st_map_weights(fd, size);
+	void *map = st_map_weights(fd, *size);
 	close(fd);
 	if (map == MAP_FAILED) {
 		err_set("%s: mmap: %s", name, strerror(errno));
 		return NULL;
 	}
+	return map;
+}
+
+struct st_file *st_open(const char *path, const char *name)
+{
+	size_t size;
+	void *map = st_map_file(path, name, 8, "not even the 8-byte header length", &size);
+	if (!map)
+		return NULL;
 	struct st_file *f = st_parse(map, size, name);
 	if (!f) {
 		munmap(map, size);

@@ -43,6 +43,12 @@ void st_free(struct st_file *f);
  * pages asked for; also used for GGUF files). MAP_FAILED on error (errno). */
 void *st_map_weights(int fd, size_t size);
 
+/* Opens path (called `name` in messages), refuses anything but a regular file of at
+ * least min_size bytes ("file is truncated: N bytes, TOO_SHORT") and maps it with
+ * st_map_weights; *size gets its size. NULL with err_set. */
+void *st_map_file(const char *path, const char *name, size_t min_size, const char *too_short,
+		  size_t *size);
+
 /* The tensor called `name`, or NULL. */
 const struct st_tensor *st_find(const struct st_file *f, const char *name);
 

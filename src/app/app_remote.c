@@ -114,14 +114,14 @@ static enum sess_stop stop_reason(struct app *a, const struct reply *r)
 {
 	if (atomic_load(&a->cancel))
 		return SESS_STOP_CANCEL;
-	if (r->stop)
+	if (r->out.stop)
 		return SESS_STOP_CALLER;
 	return r->finish == REPLY_LENGTH ? SESS_STOP_MAX : SESS_STOP_EOS;
 }
 
 int app_remote_turn(struct app *a, sess_emit_fn emit, void *user)
 {
-	struct rturn t = {a, emit, user, {0}, 0};
+	struct rturn t = {.a = a, .emit = emit, .user = user};
 	atomic_store(&a->cancel, 0);
 	reply_init(&t.reply, remote_emit, &t);
 	a->reasoning.n = a->answer.n = 0;

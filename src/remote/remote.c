@@ -251,7 +251,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 		if (rc < 0)
 			snprintf(x->parse_err, sizeof x->parse_err, "%s", err_msg());
 		x->parse_rc = rc;
-		return rc < 0 || x->reply->stop ? 0 : n; /* 0 ends the transfer */
+		return rc < 0 || x->reply->out.stop ? 0 : n; /* 0 ends the transfer */
 	}
 	size_t room = x->body.n < x->body_max ? x->body_max - x->body.n : 0;
 	sb_put(&x->body, p, n < room ? n : room);
@@ -672,7 +672,7 @@ static int stream_end(struct remote *r, struct xfer *x, CURLcode cc)
 	struct reply *out = x->reply;
 	if (x->parse_rc < 0)
 		return err_set("%s: %s", r->shown, x->parse_err);
-	if (out->stop)
+	if (out->out.stop)
 		return 0;
 	if (out->done || out->finish != REPLY_UNFINISHED) /* complete, even if cut after */
 		return reply_end(out);

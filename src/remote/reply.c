@@ -21,11 +21,8 @@
 void reply_init(struct reply *r, sess_emit_fn emit, void *user)
 {
 	memset(r, 0, sizeof *r);
-	r->emit = emit;
-	r->user = user;
+	sess_router_init(&r->out, emit, user);
 	r->prompt_tokens = r->completion_tokens = r->cached_tokens = -1;
-	r->part = SESS_ANSWER;
-	r->part_start = true;
 }
 
 void reply_free(struct reply *r)
@@ -97,58 +94,20 @@ void reply_stats(const struct reply *r, double start, struct sess_stats *st)
 
 /* ---- text routing --------------------------------------------------------- */
 
-/* One piece of a part, after the template's trimming: leading newlines of each part
- * are dropped, trailing newlines of the reasoning held until more reasoning comes
- * (the chat template strips both, so the saved turn renders as it was generated). */
-static void route(struct reply *r, const char *text, size_t len)
-{
-	static const char nl[16] = "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n";
-	if (r->part_start) {
-		while (len && *text == '\n')
-			text++, len--;
-		if (!len)
-			return;
-		r->part_start = false;
-	}
-	if (!r->emit || r->stop)
-		return;
-	size_t body = len;
-	if (r->part == SESS_REASONING) {
-		while (body && text[body - 1] == '\n')
-			body--;
-		if (!body) {
-			r->held_nl += len;
-			return;
-		}
-		while (r->held_nl && !r->stop) {
-			size_t k = r->held_nl < sizeof nl ? r->held_nl : sizeof nl;
-			r->stop = r->emit(r->user, r->part, nl, k);
-			r->held_nl -= k;
-		}
-	}
-	if (!r->stop)
-		r->stop = r->emit(r->user, r->part, text, body);
-	if (r->part == SESS_REASONING)
-		r->held_nl = len - body;
-}
-
 /* Text of a part; a NUL (JSON's \u0000) becomes U+FFFD, as the conversation keeps
  * NUL-terminated strings. */
 static void put(struct reply *r, enum sess_part part, const char *s, size_t n)
 {
-	if (part != r->part) {
-		r->part = part;
-		r->part_start = true;
-		r->held_nl = 0;
-	}
+	if (part != r->out.part)
+		sess_router_switch(&r->out, part);
 	while (n) {
 		const char *z = memchr(s, '\0', n);
 		size_t k = z ? (size_t)(z - s) : n;
 		if (k)
-			route(r, s, k);
+			sess_route(&r->out, s, k);
 		if (!z)
 			break;
-		route(r, "\xef\xbf\xbd", 3);
+		sess_route(&r->out, "\xef\xbf\xbd", 3);
 		s += k + 1;
 		n -= k + 1;
 	}

@@ -41,9 +41,7 @@ enum reply_finish {
 };
 
 struct reply {
-	sess_emit_fn emit; /* gets the text; may be NULL */
-	void *user;
-	int stop; /* what emit returned: non-zero, the caller wants no more */
+	struct sess_router out; /* the text into reasoning and answer, as the session does */
 
 	/* What the stream said so far. */
 	struct reply_call *calls; /* (n_calls) by their index */
@@ -58,10 +56,7 @@ struct reply {
 	char finish_reason[32]; /* as sent, made printable; "" before */
 	bool done;              /* "data: [DONE]" arrived */
 
-	/* Routing the text into reasoning and answer. */
-	enum sess_part part;
-	bool part_start; /* nothing of this part emitted yet: leading newlines dropped */
-	size_t held_nl;  /* reasoning newlines held until more reasoning comes */
+	/* <think> tags in the content, for servers without a reasoning parser. */
 	bool think_open; /* inside a <think> of the content */
 	char tag[16];    /* the end of the content, held: it may be the start of a tag */
 	size_t tag_n;

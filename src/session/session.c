@@ -192,18 +192,13 @@ int sess_sync(struct sess *s, const int32_t *ids, int n)
 	return rc;
 }
 
-/* Text routing for one answer: which part is being written, and the newlines the
- * template would strip (leading ones of each part, trailing ones of the reasoning). */
-struct router {
-	sess_emit_fn emit;
-	void *user;
-	enum sess_part part;
-	bool part_start; /* nothing of this part emitted yet */
-	size_t held_nl;  /* reasoning newlines held back until more text comes */
-	int stop;        /* what emit returned */
-};
+void sess_router_init(struct sess_router *r, sess_emit_fn emit, void *user)
+{
+	*r = (struct sess_router){
+		.emit = emit, .user = user, .part = SESS_ANSWER, .part_start = true};
+}
 
-static void route(struct router *r, const char *text, size_t len)
+void sess_route(struct sess_router *r, const char *text, size_t len)
 {
 	static const char nl[16] = "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n";
 	if (r->part_start) {
@@ -235,15 +230,20 @@ static void route(struct router *r, const char *text, size_t len)
 		r->held_nl = len - body;
 }
 
-static void switch_part(struct router *r, struct tok_stream *ts, enum sess_part part)
+void sess_router_switch(struct sess_router *r, enum sess_part part)
+{
+	r->part = part;
+	r->part_start = true;
+	r->held_nl = 0;
+}
+
+static void switch_part(struct sess_router *r, struct tok_stream *ts, enum sess_part part)
 {
 	size_t len;
 	const char *rest = tok_stream_flush(ts, &len);
 	if (rest && len)
-		route(r, rest, len);
-	r->part = part;
-	r->part_start = true;
-	r->held_nl = 0;
+		sess_route(r, rest, len);
+	sess_router_switch(r, part);
 }
 
 static bool is_stop(const struct sess *s, int32_t id)
@@ -255,7 +255,7 @@ static bool is_stop(const struct sess *s, int32_t id)
 }
 
 /* Routes one sampled (non-stop) id to the text streams. -1 on a decode error. */
-static int emit_token(struct sess *s, struct router *r, struct tok_stream *ts,
+static int emit_token(struct sess *s, struct sess_router *r, struct tok_stream *ts,
 		      enum sess_split split, int32_t id)
 {
 	if (split != SESS_SPLIT_NONE && id == s->think_open) {
@@ -271,7 +271,7 @@ static int emit_token(struct sess *s, struct router *r, struct tok_stream *ts,
 	if (!text)
 		return -1;
 	if (len)
-		route(r, text, len);
+		sess_route(r, text, len);
 	return 0;
 }
 
@@ -309,7 +309,8 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 	struct tok_stream *ts = tok_stream_new(s->t, true);
 	if (!ts)
 		return -1;
-	struct router r = {emit, user, SESS_ANSWER, true, 0, 0};
+	struct sess_router r;
+	sess_router_init(&r, emit, user);
 	if (split == SESS_SPLIT_REASONING_FIRST)
 		r.part = SESS_REASONING;
 	s->st.generated = 0;
@@ -394,7 +395,7 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 		size_t len;
 		const char *rest = tok_stream_flush(ts, &len);
 		if (rest && len)
-			route(&r, rest, len);
+			sess_route(&r, rest, len);
 		s->st.stop = why;
 	}
 	tok_stream_free(ts);

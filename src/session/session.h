@@ -64,6 +64,26 @@ enum sess_part { SESS_REASONING, SESS_ANSWER };
  * pieces concatenated are the turn's reasoning and content. Return non-zero to stop. */
 typedef int (*sess_emit_fn)(void *user, enum sess_part part, const char *text, size_t len);
 
+/* Routes generated text into reasoning and answer the way the chat template will
+ * render the saved turn: the leading newlines of each part are dropped, and the
+ * reasoning's trailing newlines are held until more reasoning comes (the template
+ * strips both). The local session and the remote backend both route through it, so
+ * a turn is saved the same way whoever generated it. */
+struct sess_router {
+	sess_emit_fn emit; /* may be NULL: nothing is passed on */
+	void *user;
+	enum sess_part part;
+	bool part_start; /* nothing of this part emitted yet */
+	size_t held_nl;  /* reasoning newlines held back until more text comes */
+	int stop;        /* what emit returned: non-zero, no more is wanted */
+};
+
+void sess_router_init(struct sess_router *r, sess_emit_fn emit, void *user);
+/* Passes text of the current part on (nothing once emit has asked to stop). */
+void sess_route(struct sess_router *r, const char *text, size_t len);
+/* Starts the other part: newlines held from the one before are dropped. */
+void sess_router_switch(struct sess_router *r, enum sess_part part);
+
 /* How the generated text is split. */
 enum sess_split {
 	SESS_SPLIT_NONE,            /* everything is answer (raw continuation) */
