@@ -477,8 +477,7 @@ bool cli_is_remote(const struct cli_common *c)
 	return !strcmp(c->backend, "remote");
 }
 
-/* The first line of a key file; NULL after printing the error. */
-static char *read_key(const char *path)
+char *cli_read_key_file(const char *path)
 {
 	size_t len;
 	char *text = fio_read_all(path, 64 << 10, &len);
@@ -511,7 +510,7 @@ int cli_remote_options(struct cli_common *c, struct remote_options *o,
 		notice("--api-key: other users of this machine can read a key given on the "
 		       "command line (ps); OPENAI_API_KEY or --api-key-file keep it private");
 	} else if (c->api_key_file) {
-		if (!(key = read_key(c->api_key_file)))
+		if (!(key = cli_read_key_file(c->api_key_file)))
 			return -1;
 	} else if (env) {
 		key = strdup(env);

@@ -128,6 +128,10 @@ int cli_parse_long(const char *name, const char *s, long lo, long hi, long *out)
 /* Parses a finite double in [lo, hi]; NaN and infinities are refused. */
 int cli_parse_double(const char *name, const char *s, double lo, double hi, double *out);
 
+/* An API key from the first line of a file (--api-key-file, which keeps the key out
+ * of ps), malloc'd; NULL after printing the error. */
+char *cli_read_key_file(const char *path);
+
 /* Prints "qwenchat: MSG" on stderr: the engine's notice callback (eng_new). */
 void cli_notice(const char *msg);
 

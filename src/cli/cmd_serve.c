@@ -63,24 +63,6 @@ struct serve_args {
 	char *key; /* malloc'd */
 };
 
-/* The key from the first line of a file. NULL after printing the error. */
-static char *read_key(const char *path)
-{
-	size_t len;
-	char *text = fio_read_all(path, 4096, &len);
-	if (!text) {
-		cli_error("--api-key-file: %s", err_msg());
-		return NULL;
-	}
-	text[strcspn(text, "\r\n")] = '\0';
-	if (!*text) {
-		cli_error("--api-key-file: %s: the first line is empty", path);
-		free(text);
-		return NULL;
-	}
-	return text;
-}
-
 static int serve_opt(void *user, int key, const char *arg)
 {
 	struct serve_args *a = user;
@@ -100,7 +82,7 @@ static int serve_opt(void *user, int key, const char *arg)
 		/* out of sight of ps from now on */
 		memset((char *)arg, 'x', strlen(arg));
 		return 0;
-	case CLI_OWN + 4: free(a->key); return (a->key = read_key(arg)) ? 0 : -1;
+	case CLI_OWN + 4: free(a->key); return (a->key = cli_read_key_file(arg)) ? 0 : -1;
 	case CLI_OWN + 5:
 		if (cli_parse_long("queue", arg, 0, 1024, &l))
 			return -1;
