@@ -19,6 +19,10 @@ static const struct cli_opt bench_opts[] = {
 	{"prompt-tokens", 'p', "N", "prompt tokens (default 512)"},
 	{"decode-tokens", 'n', "N", "decode tokens (default 128)"},
 	{"reps", 'r', "N", "repetitions (default 3)"},
+	{"depth", 'd', "N",
+	 "tokens already in the KV cache before the timed prefill\n"
+	 "and decode (default 0), filled untimed each repetition:\n"
+	 "-d 4096 -p 100 -n 0 times a follow-up turn's first token"},
 	{"kv-f32", CLI_OWN + 1, NULL, "fp32 KV cache (default bf16)"},
 	{"bf16-prefill", CLI_OWN + 2, NULL,
 	 "prefill with bf16 activations on AVX-512 BF16 CPUs\n(faster, ~1e-3 relative error)"},
@@ -31,7 +35,7 @@ static const struct cli_opt bench_opts[] = {
 
 static const struct cli_command bench_cmd = {
 	.name = "bench",
-	.synopsis = "-m MODEL [-p 512] [-n 128] [-r REPS] [options]",
+	.synopsis = "-m MODEL [-p 512] [-n 128] [-d 0] [-r REPS] [options]",
 	.about = "Times a prefill of -p tokens and -n decode steps after it (-r times, after one\n"
 		 "untimed warm-up prefill), and reports tokens/s, the weight bytes read per\n"
 		 "decoded token, the GB/s and GFLOP/s that implies, and the memory read bandwidth\n"
@@ -46,7 +50,7 @@ static const struct cli_command bench_cmd = {
 };
 
 struct bench_args {
-	long np, nd, reps, bw_mib;
+	long np, nd, reps, bw_mib, depth;
 	bool kv_f32, json, bf16;
 };
 
@@ -57,6 +61,7 @@ static int bench_opt(void *user, int key, const char *arg)
 	case 'p': return cli_parse_long("prompt-tokens", arg, 0, 1 << 20, &a->np);
 	case 'n': return cli_parse_long("decode-tokens", arg, 0, 1 << 20, &a->nd);
 	case 'r': return cli_parse_long("reps", arg, 1, 1000, &a->reps);
+	case 'd': return cli_parse_long("depth", arg, 0, 1 << 20, &a->depth);
 	case CLI_OWN + 1: a->kv_f32 = true; break;
 	case CLI_OWN + 2: a->bf16 = true; break;
 	case CLI_OWN + 3: return cli_parse_long("bw-buffer", arg, 1, 1 << 20, &a->bw_mib);
@@ -72,7 +77,7 @@ struct bench_result {
 	double pp_gflop, tg_gflop; /* per prefill, per decoded token (average) */
 	double tg_bytes;           /* bytes read per decoded token (weights + KV) */
 	size_t weight_bytes, graph_bytes;
-	int threads;
+	int threads, depth;     /* depth: tokens cached before the timed prefill */
 	bool bf16_prefill;      /* prefill with bf16 activations */
 	bool device;            /* a GPU backend: peaks below, not bw_gbs */
 	bool sampled;           /* decode picked the ids on the device */
@@ -119,10 +124,10 @@ static int decode_one(struct eng *e, int vocab, int32_t id, int pos, float *logi
 
 /* decode_bytes: the weights one decoded token reads, as stored (a quantized GGUF's
  * are fewer than its parameters x 2). */
-static int bench_run(struct eng *e, const struct eng_config *c, size_t decode_bytes, int np, int nd,
-		     int reps, struct bench_result *r)
+static int bench_run(struct eng *e, const struct eng_config *c, size_t decode_bytes, int depth,
+		     int np, int nd, int reps, struct bench_result *r)
 {
-	int32_t *ids = malloc((size_t)(np + nd) * sizeof *ids);
+	int32_t *ids = malloc((size_t)(depth + np + nd) * sizeof *ids);
 	float *logits = malloc((size_t)c->vocab_size * sizeof *logits);
 	double *pp = calloc((size_t)reps, sizeof *pp), *tg = calloc((size_t)reps, sizeof *tg);
 	int rc = -1;
@@ -131,23 +136,27 @@ static int bench_run(struct eng *e, const struct eng_config *c, size_t decode_by
 		goto done;
 	}
 	uint64_t x = 12345;
-	for (int i = 0; i < np + nd; i++) { /* fixed pseudo-random ids */
+	for (int i = 0; i < depth + np + nd; i++) { /* fixed pseudo-random ids */
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
 		ids[i] = (int32_t)((x >> 33) % (uint64_t)c->vocab_size);
 	}
 	/* warm-up, as llama-bench does: one untimed prefill touches every weight and the
 	 * KV cache and scratch pages the timed ones use (else the first repetition pays
 	 * their page faults) */
-	if (eng_forward(e, ids, np > 1 ? np : 1, 0, logits, false))
+	if (eng_forward(e, ids, depth + np > 1 ? depth + np : 1, 0, logits, false))
 		goto done;
 	for (int rep = 0; rep < reps; rep++) {
+		if (depth > 0 && eng_forward(e, ids, depth, 0, logits, false))
+			goto done;
 		double t0 = clock_now();
-		if (np > 0 && eng_forward(e, ids, np, 0, logits, false))
+		if (np > 0 && eng_forward(e, ids + depth, np, depth, logits, false))
 			goto done;
 		double t1 = clock_now();
-		for (int i = 0; i < nd; i++)
-			if (decode_one(e, c->vocab_size, ids[np + i], np + i, logits, &r->sampled))
+		for (int i = 0; i < nd; i++) {
+			int at = depth + np + i;
+			if (decode_one(e, c->vocab_size, ids[at], at, logits, &r->sampled))
 				goto done;
+		}
 		double t2 = clock_now();
 		pp[rep] = np > 0 ? np / (t1 - t0) : 0;
 		tg[rep] = nd > 0 ? nd / (t2 - t1) : 0;
@@ -156,12 +165,12 @@ static int bench_run(struct eng *e, const struct eng_config *c, size_t decode_by
 	mean_sd(tg, reps, &r->tg_tps, &r->tg_sd);
 	r->pp_gflop = 0;
 	for (int i = 0; i < np; i++)
-		r->pp_gflop += token_flops(c, i + 1, i == np - 1) / 1e9;
-	r->tg_gflop = token_flops(c, np + nd / 2 + 1, true) / 1e9;
+		r->pp_gflop += token_flops(c, depth + i + 1, i == np - 1) / 1e9;
+	r->tg_gflop = token_flops(c, depth + np + nd / 2 + 1, true) / 1e9;
 	struct eng_stats st;
 	eng_get_stats(e, &st);
 	double kv_tok = eng_cached(e) ? (double)st.kv_bytes_used / eng_cached(e) : 0;
-	r->tg_bytes = (double)decode_bytes + kv_tok * (np + nd / 2.0 + 1);
+	r->tg_bytes = (double)decode_bytes + kv_tok * (depth + np + nd / 2.0 + 1);
 	r->weight_bytes = st.weight_bytes;
 	r->graph_bytes = st.graph_bytes;
 	rc = 0;
@@ -211,8 +220,9 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 	if (json) {
 		printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"load_s\": "
 		       "%.3f, \"load_rss_bytes\": %.0f, "
-		       "\"prompt_tokens\": %d, \"decode_tokens\": %d, \"reps\": %d, "
-		       "\"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, \"prefill_gflop_s\": "
+		       "\"depth\": %d, \"prompt_tokens\": %d, \"decode_tokens\": %d, \"reps\": %d, "
+		       "\"prefill_ms\": %.3f, \"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, "
+		       "\"prefill_gflop_s\": "
 		       "%.1f, "
 		       "\"decode_tok_s\": %.2f, \"decode_tok_s_sd\": %.2f, "
 		       "\"decode_bytes_per_token\": %.0f, "
@@ -222,8 +232,9 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 		       "\"device_copy_gb_s\": %.1f, \"gemm_tflop_s\": %.2f, "
 		       "\"prefill_gemm_ratio\": %.3f, "
 		       "\"decode_sampled_on_device\": %s, \"graph_bytes\": %zu}\n",
-		       model, backend, r->threads, r->load_s, r->load_rss, np, nd, reps, r->pp_tps,
-		       r->pp_sd, r->pp_gflop * r->pp_tps / (np > 0 ? np : 1), r->tg_tps, r->tg_sd,
+		       model, backend, r->threads, r->load_s, r->load_rss, r->depth, np, nd, reps,
+		       r->pp_tps > 0 ? 1e3 * np / r->pp_tps : 0, r->pp_tps, r->pp_sd,
+		       r->pp_gflop * r->pp_tps / (np > 0 ? np : 1), r->tg_tps, r->tg_sd,
 		       r->tg_bytes, tg_gbs, r->tg_gflop * r->tg_tps, r->bw_gbs, ratio,
 		       r->bf16_prefill ? "true" : "false", r->device ? "true" : "false",
 		       r->peaks.copy_gb_s, r->peaks.gemm_tflop_s, gemm_ratio,
@@ -233,9 +244,12 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 	printf("model      %s\n", model);
 	printf("backend    %s, %d threads; weights %.2f GB mapped in %.3f s (RSS +%.1f MB)\n",
 	       backend, r->threads, r->weight_bytes / 1e9, r->load_s, r->load_rss / 1e6);
+	if (r->depth > 0)
+		printf("depth      %d tokens in the KV cache before the timed prefill and decode\n",
+		       r->depth);
 	if (np > 0)
-		printf("prefill    %d tokens: %.1f ± %.1f tok/s, %.1f GFLOP/s%s\n", np, r->pp_tps,
-		       r->pp_sd, r->pp_gflop * r->pp_tps / np,
+		printf("prefill    %d tokens: %.1f ± %.1f tok/s (%.2f ms), %.1f GFLOP/s%s\n", np,
+		       r->pp_tps, r->pp_sd, 1e3 * np / r->pp_tps, r->pp_gflop * r->pp_tps / np,
 		       r->bf16_prefill ? " (bf16 activations asked for)" : "");
 	if (nd > 0)
 		printf("decode     %d tokens: %.2f ± %.2f tok/s, %.3f GB read per token, "
@@ -270,7 +284,7 @@ int cmd_bench(int argc, char **argv)
 	int r = cli_parse(&bench_cmd, argc, argv, &cli, bench_opt, &ba, NULL);
 	if (r)
 		return r == CLI_DONE ? EXIT_OK : r;
-	long np = ba.np, reps = ba.reps, bw_mib = ba.bw_mib;
+	long np = ba.np, reps = ba.reps, bw_mib = ba.bw_mib, depth = ba.depth;
 	int nd = (int)ba.nd;
 	if (np + nd == 0)
 		return cli_usage("bench", "nothing to time: -p and -n are both 0");
@@ -278,7 +292,7 @@ int cmd_bench(int argc, char **argv)
 	if (cli_engine_options(&cli, &eo, NULL))
 		return EXIT_USAGE;
 	eo.kv_f32 = ba.kv_f32;
-	eo.ctx = (int)np + nd + 1;
+	eo.ctx = (int)(depth + np) + nd + 1;
 	if (ba.bf16)
 		eo.bf16_prefill = true;
 
@@ -292,8 +306,8 @@ int cmd_bench(int argc, char **argv)
 	struct eng *e = NULL;
 	int rc = EXIT_RUNTIME;
 	if (eo.ctx > c->max_position_embeddings) {
-		err_set("bench: -p + -n = %ld exceeds max_position_embeddings %d", np + nd,
-			c->max_position_embeddings);
+		err_set("bench: -d + -p + -n = %ld exceeds max_position_embeddings %d",
+			depth + np + nd, c->max_position_embeddings);
 		goto fail;
 	}
 	if (!(e = eng_new(m, &eo, cli_notice)))
@@ -301,10 +315,11 @@ int cmd_bench(int argc, char **argv)
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	res.threads = eo.threads ? eo.threads : cores > 0 ? (int)cores : 1;
 	res.bf16_prefill = eo.bf16_prefill;
+	res.depth = (int)depth;
 	/* best of 5 runs before and 5 after the timed ones */
 	int gemm_n = np > 0 ? (int)np : 512;
 	if (measure_limits(e, c, gemm_n, bw_mib, &res) ||
-	    bench_run(e, c, eng_model_decode_bytes(m), (int)np, nd, (int)reps, &res) ||
+	    bench_run(e, c, eng_model_decode_bytes(m), (int)depth, (int)np, nd, (int)reps, &res) ||
 	    measure_limits(e, c, gemm_n, bw_mib, &res))
 		goto fail;
 	bench_print(&res, cli_model_name(&cli), eng_backend_name(e), (int)np, nd, (int)reps,

@@ -39,6 +39,13 @@ expect_exit 0 "bench table" "$QWENCHAT" bench -m "$M" -p 4 -n 2 -r 1 --backend c
 grep -q '^decode ' "$TMP/out" && pass "bench table has a decode line" || fail "bench table: $(cat "$TMP/out")"
 expect_exit 0 "bench --bf16-prefill" "$QWENCHAT" bench -m "$M" -p 8 -n 1 -r 1 --backend cpu --json --bw-buffer 64 --bf16-prefill
 grep -q '"bf16_prefill": true' "$TMP/out" && pass "bench says bf16 prefill" || fail "bench --bf16-prefill: $(cat "$TMP/out")"
+# -d: the cache is filled first; the prefill and decode are timed at that depth
+expect_exit 0 "bench --depth" "$QWENCHAT" bench -m "$M" -d 16 -p 4 -n 2 -r 2 --backend cpu --json --bw-buffer 64
+grep -q '"depth": 16, "prompt_tokens": 4, "decode_tokens": 2' "$TMP/out" &&
+	grep -q '"prefill_ms": [0-9]' "$TMP/out" && pass "bench reports its depth and prefill ms" ||
+	fail "bench --depth: $(cat "$TMP/out")"
+expect_exit 1 "bench depth beyond max_position" "$QWENCHAT" bench -m "$M" -d 50 -p 10 -n 10
+expect_exit 2 "bench -d -1" "$QWENCHAT" bench -m "$M" -d -1
 expect_exit 2 "bench -r 0" "$QWENCHAT" bench -m "$M" -r 0
 expect_exit 1 "bench beyond max_position" "$QWENCHAT" bench -m "$M" -p 60 -n 10
 expect_exit 0 "logits --help" "$QWENCHAT" logits --help
