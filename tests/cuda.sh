@@ -49,20 +49,29 @@ check_model tiny "$TMP/tiny" 1024 "$TMP/ids600"
 check_model odd "$TMP/odd" 1024 "$TMP/ids600"
 "$MK" --out "$TMP/q06" --preset 0.6B >/dev/null || exit 1
 check_model q06 "$TMP/q06" 151936 "$TMP/ids600"
+# head_dim 128 (the tensor-core prefill kernel) with 4 query heads per kv head; the
+# 600 logits rows come in two chunks, so the second starts at position 512.
+need_tokenizer
+"$MK" --out "$TMP/h128" --vocab-size 151936 --hidden-size 256 --intermediate-size 512 \
+	--heads 8 --kv-heads 2 --head-dim 128 --layers 2 --seed 3 --tokenizer "$TOK_DIR" \
+	>/dev/null || exit 1
+check_model h128 "$TMP/h128" 151936 "$TMP/ids600"
 
 # Graph replay and plain launches compute the same thing.
-need_tokenizer
 "$MK" --out "$TMP/chat" --vocab-size 151936 --hidden-size 128 --intermediate-size 256 \
 	--layers 2 --tokenizer "$TOK_DIR" >/dev/null || exit 1
-run64() { "$QWENCHAT" run -m "$TMP/chat" --raw --greedy -n 64 -p "$2" --backend "$1"; }
-for prompt in "The capital of France is" "def fib(n):" "日本語のテキスト"; do
-	run64 cpu "$prompt" >"$TMP/g.cpu" || fail "greedy cpu run"
-	run64 cuda "$prompt" >"$TMP/g.cuda" || fail "greedy cuda run"
-	QWENCHAT_CUDA_GRAPH=0 run64 cuda "$prompt" >"$TMP/g.nograph" || fail "greedy cuda run without graph"
-	cmp -s "$TMP/g.cpu" "$TMP/g.cuda" && pass "greedy 64 tokens match cpu: $prompt" ||
-		fail "greedy 64 tokens differ from cpu: $prompt"
-	cmp -s "$TMP/g.cuda" "$TMP/g.nograph" && pass "graph == no graph: $prompt" ||
-		fail "graph and plain launches differ: $prompt"
+run64() { "$QWENCHAT" run -m "$3" --raw --greedy -n 64 -p "$2" --backend "$1"; }
+for case in "chat:The capital of France is" "chat:def fib(n):" "chat:日本語のテキスト" \
+	    "h128:Once upon a time"; do
+	model=$TMP/${case%%:*} prompt=${case#*:}
+	run64 cpu "$prompt" "$model" >"$TMP/g.cpu" || fail "greedy cpu run"
+	run64 cuda "$prompt" "$model" >"$TMP/g.cuda" || fail "greedy cuda run"
+	QWENCHAT_CUDA_GRAPH=0 run64 cuda "$prompt" "$model" >"$TMP/g.nograph" ||
+		fail "greedy cuda run without graph"
+	cmp -s "$TMP/g.cpu" "$TMP/g.cuda" && pass "greedy 64 tokens match cpu: $case" ||
+		fail "greedy 64 tokens differ from cpu: $case"
+	cmp -s "$TMP/g.cuda" "$TMP/g.nograph" && pass "graph == no graph: $case" ||
+		fail "graph and plain launches differ: $case"
 done
 
 # Sampling on the device against the host sampler on the same GPU's logits
@@ -96,13 +105,29 @@ else
 	fail "bench --backend cuda"
 fi
 
+# compute-sanitizer: memcheck on both prefill kernels (head_dim 16 and 128), memcheck
+# and racecheck (shared memory) on a run that prefills, decodes and samples.
 if command -v compute-sanitizer >/dev/null 2>&1; then
 	head -c 200 "$TMP/ids600" >"$TMP/ids-short"
-	if compute-sanitizer --tool memcheck --error-exitcode 9 "$QWENCHAT" logits -m "$TMP/odd" \
-	     --backend cuda --out "$TMP/ms" <"$TMP/ids-short" >"$TMP/ms.log" 2>&1; then
-		pass "compute-sanitizer memcheck clean"
-	else
-		tail -n 30 "$TMP/ms.log"; fail "compute-sanitizer memcheck"
-	fi
+	for model in odd h128; do
+		if compute-sanitizer --tool memcheck --error-exitcode 9 "$QWENCHAT" logits \
+		     -m "$TMP/$model" --backend cuda --out "$TMP/ms" <"$TMP/ids-short" \
+		     >"$TMP/ms.log" 2>&1; then
+			pass "compute-sanitizer memcheck clean: logits $model"
+		else
+			tail -n 30 "$TMP/ms.log"; fail "compute-sanitizer memcheck: logits $model"
+		fi
+	done
+	for tool in memcheck racecheck; do
+		if compute-sanitizer --tool $tool --error-exitcode 9 "$QWENCHAT" run -m "$TMP/h128" \
+		     --raw -n 8 --seed 1 -p "The capital of France is" --backend cuda \
+		     >"$TMP/ms.log" 2>&1; then
+			pass "compute-sanitizer $tool clean: prefill, decode and sampling"
+		else
+			tail -n 30 "$TMP/ms.log"; fail "compute-sanitizer $tool: run"
+		fi
+	done
+else
+	fail "compute-sanitizer is not installed: the memory checks did not run"
 fi
 finish

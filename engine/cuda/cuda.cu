@@ -6,220 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/cuda/kernels.cuh"
+#include "engine/cuda/state.cuh"
 
 extern "C" {
 #include "engine/rope.h"
 }
 
-/* Tokens per prefill chunk, as on the CPU: bounds the activations' memory. */
-#define CHUNK         512
-/* Pinned staging buffers for the weight upload (two, alternating). */
-#define STAGE_BYTES   (64u << 20)
+/* Tokens per prefill chunk: bounds the activations' memory (the 8B shape: about
+ * 0.4 GB) while a 2048-token prompt still runs as one set of wide GEMMs, which is
+ * where cuBLAS reaches its peak. */
+#define CHUNK         2048
+/* Rows of the logits buffer: the chunk when every position's logits are asked for. */
+#define LOGIT_ROWS    512
 /* Device memory left free after the KV cache, for cuBLAS's workspace, the graphs
  * and the attention capture: the cache is shrunk rather than eat into it. */
 #define RESERVE_BYTES ((size_t)512 << 20)
 /* A shrunk context is a multiple of this many tokens. */
 #define CTX_QUANTUM   256
-
-/* What a decode step hands back: the logits row, or the id sampled on the device. */
-enum step_kind { STEP_LOGITS, STEP_SAMPLE };
-
-/* One decode step recorded as a graph; rebuilt when the capture setting changes. */
-struct step_graph {
-	cudaGraphExec_t exec;
-	bool capture; /* capture setting it was recorded with */
-	size_t bytes; /* device memory its instantiation took */
-};
-
-struct cu_layer {
-	const bf16 *input_norm, *post_norm, *q_norm, *k_norm; /* (D), (D), (hd), (hd) */
-	const bf16 *wqkv;      /* (q_dim + 2 kv_dim, D): q, k, v rows stacked */
-	const bf16 *wo;        /* (D, q_dim) */
-	const bf16 *w_gate_up; /* (2F, D): gate rows then up rows */
-	const bf16 *w_down;    /* (D, F) */
-};
-
-struct cu_state {
-	const struct eng_config *c;
-	int ctx, q_dim, kv_dim, qkv_dim, max_splits;
-	cudaStream_t stream;
-	cublasHandle_t blas;
-	char *weights; /* one device allocation for every tensor */
-	size_t weight_bytes;
-	const bf16 *embed, *final_norm, *lm_head;
-	struct cu_layer *layers;
-	bf16 *k_cache, *v_cache; /* (layer, Hkv, ctx, hd) */
-	size_t kv_bytes;
-	float *rope_cos, *rope_sin; /* (ctx, hd/2) */
-	int *in;                    /* [pos, ids[0..CHUNK)] on the device */
-	int *in_host;               /* pinned mirror of `in` */
-	float *x;                   /* (CHUNK, D) residual stream */
-	bf16 *xn;                   /* (CHUNK, max(D, q_dim, F)) GEMM inputs */
-	float *qkv;                 /* (CHUNK, qkv_dim) */
-	float *q;                   /* (CHUNK, q_dim) after norm + RoPE */
-	bf16 *att;                  /* (CHUNK, q_dim) */
-	bf16 *att_discard;          /* (q_dim) output of the capture-only decode pass */
-	float *gate_up;             /* (CHUNK, 2F) */
-	float *part;                /* (H, max_splits, hd + 2) decode partials */
-	float *logits;              /* (CHUNK, V) */
-	float *logits_host;         /* (V) pinned, the decode graph's output */
-	float *cap;                 /* (layer, H, ctx) captured softmax rows; allocated
-	                                 * when capture is first turned on */
-	float *cap_host;            /* the same on the host, copied after a forward */
-	int cap_len;
-	bool capture;                              /* asked for, and the buffers exist */
-	struct cu_sample_params *sp_host, *sp_dev; /* sampling settings, pinned / device */
-	int2 *cand;     /* (sample blocks * CU_SAMPLE_MAX_K) candidates */
-	int *pick;      /* [id, draw used, first bad id, scratch] */
-	int *pick_host; /* pinned mirror of pick[0..3) */
-	size_t scratch_bytes;
-	struct step_graph graph[2]; /* by enum step_kind */
-	bool use_graph;   /* one CUDA graph per decode step (eng_options.cuda_no_graph) */
-	bool no_sampling; /* sample on the host (eng_options.cuda_no_sampling) */
-};
-
-/* ---- weight upload ------------------------------------------------------------------ */
-
-static size_t align256(size_t n)
-{
-	return (n + 255) & ~(size_t)255;
-}
-
-struct uploader {
-	cudaStream_t stream;
-	void *stage[2];
-	cudaEvent_t done[2];
-	int turn;
-	void (*progress)(size_t done_bytes, size_t total_bytes); /* may be NULL */
-	size_t sent, total;
-};
-
-/* Copies host bytes (the mmap) to the device through alternating pinned buffers, so
- * reading the file overlaps the transfer. */
-static int upload(struct uploader *u, void *dst, const void *src, size_t bytes)
-{
-	for (size_t off = 0; off < bytes; off += STAGE_BYTES) {
-		size_t n = bytes - off < STAGE_BYTES ? bytes - off : STAGE_BYTES;
-		int b = u->turn;
-		u->turn ^= 1;
-		CUDA_CHECK(cudaEventSynchronize(u->done[b]));
-		memcpy(u->stage[b], (const char *)src + off, n);
-		CUDA_CHECK(cudaMemcpyAsync((char *)dst + off, u->stage[b], n,
-					   cudaMemcpyHostToDevice, u->stream));
-		CUDA_CHECK(cudaEventRecord(u->done[b], u->stream));
-		u->sent += n;
-		if (u->progress)
-			u->progress(u->sent, u->total);
-	}
-	return 0;
-}
-
-/* Places `t` at *off in the device buffer (256-byte aligned) and uploads it. */
-static int place(struct cu_state *s, struct uploader *u, size_t *off, const struct eng_tensor *t,
-		 const bf16 **where)
-{
-	*where = (const bf16 *)(s->weights + *off);
-	if (upload(u, s->weights + *off, t->data, t->nbytes))
-		return -1;
-	*off += align256(t->nbytes);
-	return 0;
-}
-
-/* Several tensors stacked back to back (rows concatenated), e.g. q, k, v. */
-static int place_stacked(struct cu_state *s, struct uploader *u, size_t *off,
-			 const struct eng_tensor *const *ts, int count, const bf16 **where)
-{
-	*where = (const bf16 *)(s->weights + *off);
-	size_t total = 0;
-	for (int i = 0; i < count; i++) {
-		if (upload(u, s->weights + *off + total, ts[i]->data, ts[i]->nbytes))
-			return -1;
-		total += ts[i]->nbytes;
-	}
-	*off += align256(total);
-	return 0;
-}
-
-static size_t weights_size(const struct eng_weights *w, int layers, bool tied)
-{
-	size_t n = align256(w->embed.nbytes) + align256(w->final_norm.nbytes);
-	if (!tied)
-		n += align256(w->lm_head.nbytes);
-	for (int l = 0; l < layers; l++) {
-		const struct eng_layer *L = &w->layers[l];
-		n += align256(L->input_norm.nbytes) + align256(L->post_norm.nbytes) +
-		     align256(L->q_norm.nbytes) + align256(L->k_norm.nbytes) +
-		     align256(L->wq.nbytes + L->wk.nbytes + L->wv.nbytes) + align256(L->wo.nbytes) +
-		     align256(L->w_gate.nbytes + L->w_up.nbytes) + align256(L->w_down.nbytes);
-	}
-	return n;
-}
-
-static int upload_weights(struct cu_state *s, const struct eng_weights *w,
-			  void (*progress)(size_t, size_t))
-{
-	const struct eng_config *c = s->c;
-	bool tied = w->lm_head.data == w->embed.data;
-	s->weight_bytes = weights_size(w, c->num_layers, tied);
-	if (cudaMalloc((void **)&s->weights, s->weight_bytes) != cudaSuccess) {
-		size_t free_b = 0, total_b = 0;
-		cudaGetLastError();
-		cudaMemGetInfo(&free_b, &total_b);
-		return err_set("cuda: the weights need %.2f GB of device memory, %.2f GB of "
-			       "%.2f GB are free",
-			       s->weight_bytes / 1e9, free_b / 1e9, total_b / 1e9);
-	}
-	struct uploader u = {s->stream, {NULL, NULL},   {NULL, NULL}, 0, progress,
-			     0,         s->weight_bytes};
-	int rc = -1;
-	size_t off = 0;
-	if (cudaMallocHost(&u.stage[0], STAGE_BYTES) != cudaSuccess ||
-	    cudaMallocHost(&u.stage[1], STAGE_BYTES) != cudaSuccess ||
-	    cudaEventCreate(&u.done[0]) != cudaSuccess ||
-	    cudaEventCreate(&u.done[1]) != cudaSuccess) {
-		err_set("cuda: cannot allocate %u MB of pinned staging memory",
-			2 * (STAGE_BYTES >> 20));
-		goto out;
-	}
-	if (place(s, &u, &off, &w->embed, &s->embed) ||
-	    place(s, &u, &off, &w->final_norm, &s->final_norm))
-		goto out;
-	if (tied)
-		s->lm_head = s->embed;
-	else if (place(s, &u, &off, &w->lm_head, &s->lm_head))
-		goto out;
-	for (int l = 0; l < c->num_layers; l++) {
-		const struct eng_layer *L = &w->layers[l];
-		struct cu_layer *d = &s->layers[l];
-		const struct eng_tensor *qkv[3] = {&L->wq, &L->wk, &L->wv};
-		const struct eng_tensor *gu[2] = {&L->w_gate, &L->w_up};
-		if (place(s, &u, &off, &L->input_norm, &d->input_norm) ||
-		    place(s, &u, &off, &L->post_norm, &d->post_norm) ||
-		    place(s, &u, &off, &L->q_norm, &d->q_norm) ||
-		    place(s, &u, &off, &L->k_norm, &d->k_norm) ||
-		    place_stacked(s, &u, &off, qkv, 3, &d->wqkv) ||
-		    place(s, &u, &off, &L->wo, &d->wo) ||
-		    place_stacked(s, &u, &off, gu, 2, &d->w_gate_up) ||
-		    place(s, &u, &off, &L->w_down, &d->w_down))
-			goto out;
-	}
-	if (cudaStreamSynchronize(s->stream) != cudaSuccess) {
-		err_set("cuda: weight upload failed: %s", cudaGetErrorString(cudaGetLastError()));
-		goto out;
-	}
-	if (progress)
-		progress(s->weight_bytes, s->weight_bytes);
-	rc = 0;
-out:
-	for (int i = 0; i < 2; i++) {
-		if (u.stage[i])
-			cudaFreeHost(u.stage[i]);
-		if (u.done[i])
-			cudaEventDestroy(u.done[i]);
-	}
-	return rc;
-}
 
 /* ---- the forward pass --------------------------------------------------------------- */
 
@@ -235,85 +38,138 @@ int cu_gemm(cublasHandle_t blas, float *out, const bf16 *in, const bf16 *W, int 
 	return 0;
 }
 
-/* A matrix product: matrix-vector kernels for one token, cuBLAS for more. */
-static int project(struct cu_state *s, float *out, const bf16 *in, const bf16 *W, int n, int M,
-		   int K, bool acc)
+/* The attention arguments of layer l for n queries at the position in s->in. */
+static struct cu_attn_args attn_args(const struct cu_state *s, int l, int n)
 {
-	if (n == 1)
-		return cu_matvec(out, W, in, M, K, acc, s->stream);
-	return cu_gemm(s->blas, out, in, W, n, M, K, acc);
+	const struct eng_config *c = s->c;
+	size_t kv_layer = (size_t)c->num_kv_heads * s->ctx * c->head_dim;
+	struct cu_attn_args aa = {};
+	aa.q = s->q;
+	aa.out = s->att;
+	aa.k_cache = s->k_cache + l * kv_layer;
+	aa.v_cache = s->v_cache + l * kv_layer;
+	aa.pos = s->in;
+	aa.n = n, aa.H = c->num_heads, aa.Hkv = c->num_kv_heads, aa.hd = c->head_dim;
+	aa.ctx = s->ctx;
+	aa.scale = 1.0f / sqrtf((float)c->head_dim);
+	aa.part = s->part;
+	aa.max_splits = s->max_splits;
+	return aa;
+}
+
+/* q/k norms, RoPE and the cache store of layer l, for the qkv rows in s->qkv. */
+static int rope_store(struct cu_state *s, const struct cu_attn_args *aa, int l)
+{
+	const struct cu_layer *L = &s->layers[l];
+	size_t kv_layer = (size_t)aa->Hkv * s->ctx * aa->hd;
+	struct cu_rope_args ra = {s->q,
+				  s->k_cache + l * kv_layer,
+				  s->v_cache + l * kv_layer,
+				  s->qkv,
+				  L->q_norm,
+				  L->k_norm,
+				  s->rope_cos,
+				  s->rope_sin,
+				  s->in,
+				  aa->n,
+				  aa->H,
+				  aa->Hkv,
+				  aa->hd,
+				  s->ctx,
+				  (float)s->c->rms_norm_eps};
+	return cu_qk_norm_rope_store(&ra, s->stream);
+}
+
+/* y (M) (+)= W . x, where x is made from `in` as `input` says (cu_matvec_input). */
+static int matvec(struct cu_state *s, float *y, const bf16 *W, int M, int K, const void *in,
+		  int input, const bf16 *norm, bool acc)
+{
+	struct cu_matvec_args ma = {
+		y, NULL, W, in, norm, (float)s->c->rms_norm_eps, M, K, input, CU_MV_OUT_F32, acc};
+	return cu_matvec(&ma, s->stream);
+}
+
+/* One token through layer l (decode): seven kernels, the RMSNorms fused into the
+ * matrix-vector products that read them, SwiGLU into the one that makes it. */
+static int layer_decode(struct cu_state *s, int l)
+{
+	const struct eng_config *c = s->c;
+	const struct cu_layer *L = &s->layers[l];
+	int D = c->hidden_size, F = c->intermediate_size;
+	struct cu_attn_args aa = attn_args(s, l, 1);
+	aa.cap = s->capture ? s->cap + (size_t)l * c->num_heads * s->ctx : NULL;
+	/* x += Wo . attn(rope(norm(Wqkv . rmsnorm(x)))) */
+	if (matvec(s, s->qkv, L->wqkv, s->qkv_dim, D, s->x, CU_MV_RMSNORM, L->input_norm, false) ||
+	    rope_store(s, &aa, l) || cu_attention_decode(&aa, s->stream) ||
+	    matvec(s, s->x, L->wo, D, s->q_dim, s->att, CU_MV_BF16, NULL, true))
+		return -1;
+	/* x += Wdown . h, h = silu(Wgate . xn) * (Wup . xn), xn = rmsnorm(x) */
+	struct cu_matvec_args gu = {NULL,          s->xn,
+				    L->w_gate_up,  s->x,
+				    L->post_norm,  (float)c->rms_norm_eps,
+				    2 * F,         D,
+				    CU_MV_RMSNORM, CU_MV_OUT_SWIGLU,
+				    false};
+	if (cu_matvec(&gu, s->stream) ||
+	    matvec(s, s->x, L->w_down, D, F, s->xn, CU_MV_BF16, NULL, true))
+		return -1;
+	return 0;
+}
+
+/* n tokens through layer l (prefill): cuBLAS GEMMs and flash attention. */
+static int layer_prefill(struct cu_state *s, int l, int n)
+{
+	const struct eng_config *c = s->c;
+	const struct cu_layer *L = &s->layers[l];
+	cudaStream_t st = s->stream;
+	int D = c->hidden_size, F = c->intermediate_size;
+	float eps = (float)c->rms_norm_eps;
+	struct cu_attn_args aa = attn_args(s, l, n);
+	/* x (n, D) += Wo . attn(rope(norm(Wqkv . rmsnorm(x)))) */
+	if (cu_rmsnorm(s->xn, s->x, L->input_norm, n, D, eps, st) ||
+	    cu_gemm(s->blas, s->qkv, s->xn, L->wqkv, n, s->qkv_dim, D, false) ||
+	    rope_store(s, &aa, l) || cu_attention_prefill(&aa, st))
+		return -1;
+	if (s->capture) { /* the last query's softmax row, through the decode kernels */
+		struct cu_attn_args last = aa;
+		last.n = 1;
+		last.out = s->att_discard; /* the prefill kernel's row stays */
+		last.q_offset = n - 1;
+		last.cap = s->cap + (size_t)l * c->num_heads * s->ctx;
+		if (cu_attention_decode(&last, st))
+			return -1;
+	}
+	if (cu_gemm(s->blas, s->x, s->att, L->wo, n, D, s->q_dim, true))
+		return -1;
+	/* x += Wdown . (silu(Wgate . xn) * (Wup . xn)), xn = rmsnorm(x) */
+	if (cu_rmsnorm(s->xn, s->x, L->post_norm, n, D, eps, st) ||
+	    cu_gemm(s->blas, s->gate_up, s->xn, L->w_gate_up, n, 2 * F, D, false) ||
+	    cu_swiglu(s->xn, s->gate_up, n, F, st) ||
+	    cu_gemm(s->blas, s->x, s->xn, L->w_down, n, D, F, true))
+		return -1;
+	return 0;
 }
 
 /* Enqueues one chunk of n tokens whose ids and position are already in s->in. Logits
- * of the last token (or all n) land in s->logits. */
+ * of the last token (or all n, n <= LOGIT_ROWS) land in s->logits. */
 static int forward_chunk(struct cu_state *s, int n, bool all)
 {
 	const struct eng_config *c = s->c;
-	cudaStream_t st = s->stream;
-	int D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size;
-	int H = c->num_heads, Hkv = c->num_kv_heads, hd = c->head_dim;
-	float eps = (float)c->rms_norm_eps;
-	const int *pos = s->in;
-	size_t kv_layer = (size_t)Hkv * s->ctx * hd;
-
-	if (cu_embed(s->x, s->embed, s->in + 1, n, D, st)) /* x (n, D) */
+	int D = c->hidden_size, V = c->vocab_size;
+	if (cu_embed(s->x, s->embed, s->in + 1, n, D, s->stream)) /* x (n, D) */
 		return -1;
-	for (int l = 0; l < c->num_layers; l++) {
-		const struct cu_layer *L = &s->layers[l];
-		bf16 *kc = s->k_cache + l * kv_layer, *vc = s->v_cache + l * kv_layer;
-		struct cu_rope_args ra = {s->q,      kc,          vc,          s->qkv, L->q_norm,
-					  L->k_norm, s->rope_cos, s->rope_sin, pos,    n,
-					  H,         Hkv,         hd,          s->ctx, eps};
-		struct cu_attn_args aa = {s->q,
-					  s->att,
-					  kc,
-					  vc,
-					  pos,
-					  n,
-					  H,
-					  Hkv,
-					  hd,
-					  s->ctx,
-					  1.0f / sqrtf((float)hd),
-					  s->part,
-					  s->max_splits,
-					  NULL,
-					  0};
-		/* attention block: x += Wo . attn(rope(norm(Wqkv . rmsnorm(x)))) */
-		if (cu_rmsnorm(s->xn, s->x, L->input_norm, n, D, eps, st) ||
-		    project(s, s->qkv, s->xn, L->wqkv, n, s->qkv_dim, D, false) ||
-		    cu_qk_norm_rope_store(&ra, st))
+	for (int l = 0; l < c->num_layers; l++)
+		if (n == 1 ? layer_decode(s, l) : layer_prefill(s, l, n))
 			return -1;
-		if (n == 1) {
-			aa.cap = s->capture ? s->cap + (size_t)l * H * s->ctx : NULL;
-			if (cu_attention_decode(&aa, st))
-				return -1;
-		} else {
-			if (cu_attention_prefill(&aa, st))
-				return -1;
-			if (s->capture) { /* the last query's row, through the decode kernels */
-				struct cu_attn_args last = aa;
-				last.out = s->att_discard; /* the prefill kernel's row stays */
-				last.q_offset = n - 1;
-				last.cap = s->cap + (size_t)l * H * s->ctx;
-				if (cu_attention_decode(&last, st))
-					return -1;
-			}
-		}
-		if (project(s, s->x, s->att, L->wo, n, D, s->q_dim, true))
-			return -1;
-		/* MLP block: x += Wdown . (silu(Wgate . xn) * (Wup . xn)), xn = rmsnorm(x) */
-		if (cu_rmsnorm(s->xn, s->x, L->post_norm, n, D, eps, st) ||
-		    project(s, s->gate_up, s->xn, L->w_gate_up, n, 2 * F, D, false) ||
-		    cu_swiglu(s->xn, s->gate_up, n, F, st) ||
-		    project(s, s->x, s->xn, L->w_down, n, D, F, true))
-			return -1;
-	}
 	/* logits (rows, V) = rmsnorm(x) . lm_head^T for the last or every token */
 	int first = all ? 0 : n - 1, rows = n - first;
-	if (cu_rmsnorm(s->xn, s->x + (size_t)first * D, s->final_norm, rows, D, eps, st))
+	const float *x = s->x + (size_t)first * D;
+	if (rows == 1)
+		return matvec(s, s->logits, s->lm_head, V, D, x, CU_MV_RMSNORM, s->final_norm,
+			      false);
+	if (cu_rmsnorm(s->xn, x, s->final_norm, rows, D, (float)c->rms_norm_eps, s->stream))
 		return -1;
-	return project(s, s->logits, s->xn, s->lm_head, rows, V, D, false);
+	return cu_gemm(s->blas, s->logits, s->xn, s->lm_head, rows, V, D, false);
 }
 
 /* Enqueues one decode step whose id and position are in s->in (and, to sample, whose
@@ -420,8 +276,9 @@ static int cuda_forward(void *vs, const int32_t *ids, int n, int pos, float *log
 		memcpy(logits, s->logits_host, (size_t)V * sizeof(float));
 		return 0;
 	}
+	int chunk = all ? LOGIT_ROWS : CHUNK;
 	for (int done = 0; done < n;) {
-		int m = n - done < CHUNK ? n - done : CHUNK;
+		int m = n - done < chunk ? n - done : chunk;
 		bool last = done + m == n;
 		s->in_host[0] = pos + done;
 		memcpy(s->in_host + 1, ids + done, (size_t)m * sizeof(int));
@@ -548,7 +405,7 @@ static int alloc_scratch(struct cu_state *s)
 	    scratch(s, (void **)&s->att, CHUNK * (size_t)s->q_dim, sizeof(bf16)) ||
 	    scratch(s, (void **)&s->att_discard, (size_t)s->q_dim, sizeof(bf16)) ||
 	    scratch(s, (void **)&s->gate_up, CHUNK * 2 * F, sizeof(float)) ||
-	    scratch(s, (void **)&s->logits, CHUNK * V, sizeof(float)) ||
+	    scratch(s, (void **)&s->logits, LOGIT_ROWS * V, sizeof(float)) ||
 	    scratch(s, (void **)&s->sp_dev, 1, sizeof *s->sp_dev) ||
 	    scratch(s, (void **)&s->cand, (size_t)cu_sample_blocks((int)V) * CU_SAMPLE_MAX_K,
 		    sizeof(int2)) ||
@@ -563,14 +420,12 @@ static int alloc_scratch(struct cu_state *s)
 
 /* The context the free device memory holds: the requested one when it fits next to
  * RESERVE_BYTES, else the most that does (a multiple of CTX_QUANTUM), with a notice.
- * Per token: K and V of every layer, the RoPE tables and the decode partials. */
+ * Per token: K and V of every layer and the RoPE tables. */
 static int fit_context(struct cu_state *s, struct eng_backend_opts *o)
 {
 	const struct eng_config *c = s->c;
 	size_t per_tok = 2 * (size_t)c->num_layers * s->kv_dim * sizeof(bf16) +
-			 (size_t)c->head_dim * sizeof(float) +
-			 (size_t)c->num_heads * (c->head_dim + 2) * sizeof(float) / CU_ATTN_SPLIT +
-			 1;
+			 (size_t)c->head_dim * sizeof(float);
 	size_t free_b = 0, total_b = 0;
 	CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
 	size_t room = free_b > RESERVE_BYTES ? free_b - RESERVE_BYTES : 0;
@@ -638,9 +493,12 @@ static void *cuda_init(struct eng_model *m, struct eng_backend_opts *o)
 		err_set("cuda backend: the fp32 KV cache is CPU-only");
 		return NULL;
 	}
-	if (c->head_dim > CU_MAX_HEAD_DIM || c->head_dim % 2) {
-		err_set("cuda backend: head_dim %d is not supported (even, at most %d)",
-			c->head_dim, CU_MAX_HEAD_DIM);
+	if (c->head_dim > CU_MAX_HEAD_DIM || c->head_dim % 8 ||
+	    c->num_heads / c->num_kv_heads > 8) {
+		err_set("cuda backend: head_dim %d with %d query heads per kv head is not "
+			"supported (head_dim a multiple of 8 up to %d, at most 8 heads per kv "
+			"head)",
+			c->head_dim, c->num_heads / c->num_kv_heads, CU_MAX_HEAD_DIM);
 		return NULL;
 	}
 	struct cu_state *s = (struct cu_state *)calloc(1, sizeof *s);
@@ -655,6 +513,20 @@ static void *cuda_init(struct eng_model *m, struct eng_backend_opts *o)
 	s->qkv_dim = s->q_dim + 2 * s->kv_dim;
 	s->use_graph = !o->cuda_no_graph;
 	s->no_sampling = o->cuda_no_sampling;
+	int widest = c->hidden_size > s->q_dim ? c->hidden_size : s->q_dim;
+	if (c->intermediate_size > widest)
+		widest = c->intermediate_size;
+	if (cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) {
+		err_set("cuda backend: cannot query the device: %s",
+			cudaGetErrorString(cudaGetLastError()));
+		cuda_free(s);
+		return NULL;
+	}
+	if (cu_matvec_setup(widest) ||
+	    cu_attention_setup(c->head_dim, c->num_heads / c->num_kv_heads)) {
+		cuda_free(s);
+		return NULL;
+	}
 	if (cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking) != cudaSuccess ||
 	    cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS ||
 	    cublasSetStream(s->blas, s->stream) != CUBLAS_STATUS_SUCCESS) {
@@ -663,12 +535,18 @@ static void *cuda_init(struct eng_model *m, struct eng_backend_opts *o)
 		return NULL;
 	}
 	/* weights first, then what a chunk needs, then the KV cache in what is left */
-	if (upload_weights(s, w, o->progress) || alloc_scratch(s) || fit_context(s, o)) {
+	if (cu_upload_weights(s, w, o->progress) || alloc_scratch(s) || fit_context(s, o)) {
 		cuda_free(s);
 		return NULL;
 	}
 	s->ctx = o->ctx;
-	s->max_splits = CEIL_DIV(s->ctx, CU_ATTN_SPLIT);
+	/* decode attention splits: four blocks per SM over the kv heads (a split holds at
+	 * least 16 keys) */
+	s->max_splits = CEIL_DIV(4 * s->sms, c->num_kv_heads);
+	if (s->max_splits > CEIL_DIV(s->ctx, 16))
+		s->max_splits = CEIL_DIV(s->ctx, 16);
+	if (s->max_splits > CU_MAX_SPLITS)
+		s->max_splits = CU_MAX_SPLITS;
 	if (alloc_context(s)) {
 		cuda_free(s);
 		return NULL;

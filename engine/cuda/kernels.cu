@@ -2,26 +2,9 @@
  * CUDA backend: kernels first, their launchers after. */
 #include "engine/cuda/kernels.cuh"
 
-/* Sum over a block of up to 1024 threads; every thread gets the result. */
-__device__ static float block_sum(float v)
-{
-	__shared__ float warp_sums[32];
-	int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-	for (int o = 16; o > 0; o /= 2)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
-	__syncthreads(); /* warp_sums may still be read by a previous call */
-	if (lane == 0)
-		warp_sums[warp] = v;
-	__syncthreads();
-	int nwarps = CEIL_DIV(blockDim.x, 32);
-	v = lane < nwarps ? warp_sums[lane] : 0.0f;
-	for (int o = 16; o > 0; o /= 2)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
-	return v;
-}
-
 __global__ static void embed_kernel(float *x, const bf16 *table, const int32_t *ids, int dim)
 {
+	pdl_launch_dependents();
 	const bf16 *row = table + (size_t)ids[blockIdx.x] * dim;
 	float *out = x + (size_t)blockIdx.x * dim;
 	for (int i = threadIdx.x; i < dim; i += blockDim.x)
@@ -38,63 +21,6 @@ __global__ static void rmsnorm_kernel(bf16 *out, const float *x, const bf16 *w, 
 	bf16 *o = out + (size_t)blockIdx.x * dim;
 	for (int i = threadIdx.x; i < dim; i += blockDim.x)
 		o[i] = __float2bfloat16(row[i] * inv * __bfloat162float(w[i]));
-}
-
-/* Eight bf16 products of two 16-byte vectors, accumulated in fp32. */
-__device__ static float dot8(uint4 a, uint4 b)
-{
-	const __nv_bfloat162 *pa = (const __nv_bfloat162 *)&a, *pb = (const __nv_bfloat162 *)&b;
-	float acc = 0.0f;
-#pragma unroll
-	for (int i = 0; i < 4; i++) {
-		float2 fa = __bfloat1622float2(pa[i]), fb = __bfloat1622float2(pb[i]);
-		acc = fmaf(fa.x, fb.x, acc);
-		acc = fmaf(fa.y, fb.y, acc);
-	}
-	return acc;
-}
-
-/* One warp per row: 16-byte streaming loads of the weights (read once, so evict
- * first), four loads in flight per lane, the shared x vector through the read-only
- * cache. K must be a multiple of 8 (checked by the launcher). */
-__global__ static void matvec_kernel(float *y, const bf16 *W, const bf16 *x, int M, int K, int acc)
-{
-	int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
-	if (row >= M)
-		return;
-	const uint4 *w = (const uint4 *)(W + (size_t)row * K);
-	const uint4 *xv = (const uint4 *)x;
-	int k8 = K / 8;
-	float sum = 0.0f;
-	int i = lane;
-	for (; i + 96 < k8; i += 128) {
-		uint4 w0 = __ldcs(w + i), w1 = __ldcs(w + i + 32), w2 = __ldcs(w + i + 64),
-		      w3 = __ldcs(w + i + 96);
-		sum += dot8(w0, __ldg(xv + i)) + dot8(w1, __ldg(xv + i + 32)) +
-		       dot8(w2, __ldg(xv + i + 64)) + dot8(w3, __ldg(xv + i + 96));
-	}
-	for (; i < k8; i += 32)
-		sum += dot8(__ldcs(w + i), __ldg(xv + i));
-	for (int o = 16; o > 0; o /= 2)
-		sum += __shfl_xor_sync(0xffffffffu, sum, o);
-	if (lane == 0)
-		y[row] = acc ? y[row] + sum : sum;
-}
-
-/* The same for K not a multiple of 8 (tiny test shapes only). */
-__global__ static void matvec_scalar_kernel(float *y, const bf16 *W, const bf16 *x, int M, int K,
-					    int acc)
-{
-	int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
-	if (row >= M)
-		return;
-	float sum = 0.0f;
-	for (int k = lane; k < K; k += 32)
-		sum += __bfloat162float(W[(size_t)row * K + k]) * __bfloat162float(x[k]);
-	for (int o = 16; o > 0; o /= 2)
-		sum += __shfl_xor_sync(0xffffffffu, sum, o);
-	if (lane == 0)
-		y[row] = acc ? y[row] + sum : sum;
 }
 
 /* Block (token, head): heads [0,H) are queries, [H,H+Hkv) keys, then values. */
@@ -134,13 +60,13 @@ __global__ static void qk_norm_rope_store_kernel(struct cu_rope_args a)
 	}
 }
 
-__global__ static void swiglu_kernel(bf16 *h, const float *gate_up, int F, size_t total)
+__global__ static void swiglu_kernel(bf16 *h, const float *gate_up, size_t total)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= total)
 		return;
-	size_t t = i / F, f = i % F;
-	float g = gate_up[t * 2 * F + f], u = gate_up[t * 2 * F + F + f];
+	/* gate and up rows are interleaved in the weights (see place_gate_up) */
+	float g = gate_up[2 * i], u = gate_up[2 * i + 1];
 	h[i] = __float2bfloat16(g / (1.0f + expf(-g)) * u);
 }
 
@@ -160,18 +86,6 @@ int cu_rmsnorm(bf16 *out, const float *x, const bf16 *w, int n, int dim, float e
 	return 0;
 }
 
-int cu_matvec(float *y, const bf16 *W, const bf16 *x, int M, int K, bool acc, cudaStream_t s)
-{
-	const int threads = 256, rows_per_block = threads / 32;
-	if (K % 8 == 0)
-		matvec_kernel<<<CEIL_DIV(M, rows_per_block), threads, 0, s>>>(y, W, x, M, K, acc);
-	else
-		matvec_scalar_kernel<<<CEIL_DIV(M, rows_per_block), threads, 0, s>>>(y, W, x, M, K,
-										     acc);
-	LAUNCH_CHECK();
-	return 0;
-}
-
 int cu_qk_norm_rope_store(const struct cu_rope_args *a, cudaStream_t s)
 {
 	dim3 grid(a->n, a->H + 2 * a->Hkv);
@@ -183,7 +97,7 @@ int cu_qk_norm_rope_store(const struct cu_rope_args *a, cudaStream_t s)
 int cu_swiglu(bf16 *h, const float *gate_up, int n, int F, cudaStream_t s)
 {
 	size_t total = (size_t)n * F;
-	swiglu_kernel<<<(unsigned)CEIL_DIV(total, 256), 256, 0, s>>>(h, gate_up, F, total);
+	swiglu_kernel<<<(unsigned)CEIL_DIV(total, 256), 256, 0, s>>>(h, gate_up, total);
 	LAUNCH_CHECK();
 	return 0;
 }

@@ -13,8 +13,32 @@ int cu_embed(float *x, const bf16 *table, const int32_t *ids, int n, int dim, cu
 /* out (n, dim) bf16 = x / rms(x) * w, fp32 reduction. */
 int cu_rmsnorm(bf16 *out, const float *x, const bf16 *w, int n, int dim, float eps, cudaStream_t s);
 
-/* y (M) fp32 (+)= W (M, K) bf16 . x (K) bf16 — the decode matrix-vector product. */
-int cu_matvec(float *y, const bf16 *W, const bf16 *x, int M, int K, bool acc, cudaStream_t s);
+/* The decode matrix-vector product (matvec.cu): W (M, K) bf16 . x, where the kernel
+ * makes x from its input, and writes y or, for the MLP's gate/up rows (interleaved:
+ * gate row f at 2f, up row f at 2f + 1), h = silu(gate) * up. */
+enum cu_matvec_input {
+	CU_MV_BF16,    /* x: in (K) bf16, as is */
+	CU_MV_RMSNORM, /* x: rmsnorm(in) * norm, in (K) fp32 */
+};
+enum cu_matvec_output {
+	CU_MV_OUT_F32,    /* y (M) fp32 (+)= W . x */
+	CU_MV_OUT_SWIGLU, /* h (M/2) bf16 = silu(W[2f] . x) * (W[2f+1] . x) */
+};
+struct cu_matvec_args {
+	float *y; /* CU_MV_OUT_F32 */
+	bf16 *h;  /* CU_MV_OUT_SWIGLU */
+	const bf16 *W;
+	const void *in;
+	const bf16 *norm; /* CU_MV_RMSNORM */
+	float eps;
+	int M, K;
+	int input, output; /* enum cu_matvec_input, enum cu_matvec_output */
+	bool acc;          /* add to y */
+};
+#define MATVEC_THREADS 256
+/* Once per process, before cu_matvec: the largest K (its shared-memory opt-in). */
+int cu_matvec_setup(int max_k);
+int cu_matvec(const struct cu_matvec_args *a, cudaStream_t s);
 
 /* Per token t of n at position *pos + t: RMSNorm of each q and k head with its weight,
  * rotate-half RoPE from the (ctx, hd/2) cos/sin tables, q heads to q_out (n, H*hd)
@@ -32,7 +56,7 @@ struct cu_rope_args {
 };
 int cu_qk_norm_rope_store(const struct cu_rope_args *a, cudaStream_t s);
 
-/* h (n, F) bf16 = silu(g) * u, where gate_up is (n, 2F) fp32: gate then up. */
+/* h (n, F) bf16 = silu(g) * u, where gate_up is (n, 2F) fp32: gate and up interleaved. */
 int cu_swiglu(bf16 *h, const float *gate_up, int n, int F, cudaStream_t s);
 
 /* Attention over this layer's cache for n queries at positions *pos .. *pos+n-1
@@ -50,6 +74,8 @@ struct cu_attn_args {
 	float *cap;   /* (H, ctx) softmax row of the query, or NULL */
 	int q_offset; /* decode: the query is token q_offset of the chunk */
 };
+/* Once per process, before the first decode: the shapes' shared-memory opt-in. */
+int cu_attention_setup(int head_dim, int group);
 /* Split-K (flash-decoding) attention for one query; stays parallel at long context. */
 int cu_attention_decode(const struct cu_attn_args *a, cudaStream_t s);
 /* Tiled flash attention for a chunk of queries: no n x n buffer. */
@@ -91,12 +117,12 @@ int cu_gemm(cublasHandle_t blas, float *out, const bf16 *in, const bf16 *W, int 
 int cu_measure_peaks(cublasHandle_t blas, cudaStream_t s, int m, int n, int k,
 		     struct eng_peaks *out);
 
-/* Keys per split of the decode attention. */
-#define CU_ATTN_SPLIT   256
 /* The backend's table (cuda.cu), or NULL with err_set when no device is usable; the
  * module's entry point (host.cu) hands it to the program. */
 const struct eng_backend_ops *cuda_backend_ops(void);
 
+/* Most splits of the decode attention. */
+#define CU_MAX_SPLITS   1024
 /* Largest head_dim the attention kernels handle. */
 #define CU_MAX_HEAD_DIM 256
 

@@ -1,0 +1,198 @@
+/* matvec.cu — the decode's matrix-vector products, where a decode step spends nearly
+ * all its time: y = W . x with W (M, K) bf16 streamed once from device memory.
+ *
+ * Each block first makes x in shared memory from the kernel's input: as given (bf16),
+ * or the RMSNorm of the fp32 residual stream times the norm weight, fused here so the
+ * normalized vector never goes through global memory (rounded to bf16 as the prefill's
+ * rmsnorm kernel does). Then one warp per row (two for the gate/up pairs), grid-strided:
+ * 16-byte streaming loads of the weights (read once, so evict first), four in flight
+ * per lane and row.
+ *
+ * Small kernels lose their time at the edges: the launch, the block's set-up, the tail.
+ * So every kernel is launched with programmatic dependent launch (Hopper): it starts
+ * while the previous kernel drains, loads its first weights into registers (weights
+ * never depend on the previous kernel), and only then waits for the previous kernel's
+ * output. On a GPU without it, launches are plainly serialized. */
+#include "engine/cuda/kernels.cuh"
+
+#define PREFETCH 4 /* 16-byte pieces per lane and row loaded before the wait */
+
+/* Eight bf16 products of two 16-byte vectors, accumulated in fp32. */
+__device__ static float dot8(uint4 a, uint4 b)
+{
+	const __nv_bfloat162 *pa = (const __nv_bfloat162 *)&a, *pb = (const __nv_bfloat162 *)&b;
+	float acc = 0.0f;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		float2 fa = __bfloat1622float2(pa[i]), fb = __bfloat1622float2(pb[i]);
+		acc = fmaf(fa.x, fb.x, acc);
+		acc = fmaf(fa.y, fb.y, acc);
+	}
+	return acc;
+}
+
+/* x (K) bf16 in shared memory, from the input as IN says. */
+template <int IN> __device__ static void make_x(bf16 *xs, const struct cu_matvec_args &a)
+{
+	int K = a.K;
+	if (IN == CU_MV_BF16) {
+		const bf16 *x = (const bf16 *)a.in;
+		for (int i = threadIdx.x; i < K; i += blockDim.x)
+			xs[i] = x[i];
+	} else { /* CU_MV_RMSNORM */
+		const float *x = (const float *)a.in;
+		float ss = 0.0f;
+		for (int i = threadIdx.x; i < K; i += blockDim.x)
+			ss += x[i] * x[i];
+		float inv = rsqrtf(block_sum(ss) / K + a.eps);
+		for (int i = threadIdx.x; i < K; i += blockDim.x)
+			xs[i] = __float2bfloat16(x[i] * inv * __bfloat162float(a.norm[i]));
+	}
+}
+
+/* R rows per warp step: 1, or 2 for CU_MV_OUT_SWIGLU, where the weights hold gate and
+ * up rows interleaved and the warp writes silu(gate) * up as bf16. */
+template <int IN, int OUT>
+__global__ __launch_bounds__(MATVEC_THREADS) static void matvec_kernel(struct cu_matvec_args a)
+{
+	constexpr int R = OUT == CU_MV_OUT_SWIGLU ? 2 : 1;
+	extern __shared__ __align__(16) unsigned char smem[];
+	bf16 *xs = (bf16 *)smem;
+	int K = a.K, k8 = K / 8, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+	bool vec = (K & 7) == 0;
+	int row0 = (blockIdx.x * warps + threadIdx.x / 32) * R, step = gridDim.x * warps * R;
+
+	pdl_launch_dependents();
+	uint4 pre[R][PREFETCH]; /* the warp's first rows' first pieces, before the wait */
+#pragma unroll
+	for (int r = 0; r < R; r++)
+#pragma unroll
+		for (int p = 0; p < PREFETCH; p++) {
+			int i = lane + 32 * p;
+			pre[r][p] =
+				vec && row0 + r < a.M && i < k8
+					? __ldcs((const uint4 *)(a.W + (size_t)(row0 + r) * K) + i)
+					: make_uint4(0, 0, 0, 0);
+		}
+	pdl_wait();
+	make_x<IN>(xs, a);
+	__syncthreads();
+
+	const uint4 *xv = (const uint4 *)xs;
+	for (int row = row0; row < a.M; row += step) {
+		float sum[R] = {};
+		if (vec) {
+			const uint4 *w[R];
+#pragma unroll
+			for (int r = 0; r < R; r++)
+				w[r] = (const uint4 *)(a.W + (size_t)(row + r) * K);
+			int i = lane;
+			if (row == row0) {
+#pragma unroll
+				for (int p = 0; p < PREFETCH; p++, i += 32)
+					if (i < k8)
+#pragma unroll
+						for (int r = 0; r < R; r++)
+							sum[r] += dot8(pre[r][p], xv[i]);
+			}
+			for (; i + 96 < k8; i += 128) {
+				uint4 wv[R][4];
+#pragma unroll
+				for (int r = 0; r < R; r++)
+#pragma unroll
+					for (int u = 0; u < 4; u++)
+						wv[r][u] = __ldcs(w[r] + i + 32 * u);
+#pragma unroll
+				for (int r = 0; r < R; r++)
+#pragma unroll
+					for (int u = 0; u < 4; u++)
+						sum[r] += dot8(wv[r][u], xv[i + 32 * u]);
+			}
+			for (; i < k8; i += 32)
+#pragma unroll
+				for (int r = 0; r < R; r++)
+					sum[r] += dot8(__ldcs(w[r] + i), xv[i]);
+		} else { /* K not a multiple of 8: tiny test shapes only */
+			for (int k = lane; k < K; k += 32)
+#pragma unroll
+				for (int r = 0; r < R; r++)
+					sum[r] += __bfloat162float(a.W[(size_t)(row + r) * K + k]) *
+						  __bfloat162float(xs[k]);
+		}
+#pragma unroll
+		for (int r = 0; r < R; r++)
+			for (int o = 16; o > 0; o /= 2)
+				sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], o);
+		if (lane != 0)
+			continue;
+		if (OUT == CU_MV_OUT_SWIGLU) {
+			float g = sum[0], u = sum[R - 1];
+			a.h[row / 2] = __float2bfloat16(g / (1.0f + expf(-g)) * u);
+		} else {
+			a.y[row] = a.acc ? a.y[row] + sum[0] : sum[0];
+		}
+	}
+}
+
+/* ---- launchers ---------------------------------------------------------------------- */
+
+/* Set once by cu_matvec_setup: blocks to fill the device (the rows are grid-strided),
+ * and whether the device has programmatic dependent launch. */
+static int max_blocks = 1;
+static bool pdl;
+
+template <int IN, int OUT> static int allow_smem(int bytes)
+{
+	CUDA_CHECK(cudaFuncSetAttribute(matvec_kernel<IN, OUT>,
+					cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+	return 0;
+}
+
+int cu_matvec_setup(int max_k)
+{
+	int dev = 0, sms = 0, major = 0;
+	CUDA_CHECK(cudaGetDevice(&dev));
+	CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+	CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+	max_blocks = 4 * sms;
+	pdl = major >= 9;
+	/* x above 48 KB (F = 25600 of the 32B shape: 50 KB) needs the opt-in */
+	int bytes = max_k * (int)sizeof(bf16);
+	if (allow_smem<CU_MV_BF16, CU_MV_OUT_F32>(bytes) ||
+	    allow_smem<CU_MV_RMSNORM, CU_MV_OUT_F32>(bytes) ||
+	    allow_smem<CU_MV_RMSNORM, CU_MV_OUT_SWIGLU>(bytes))
+		return -1;
+	return 0;
+}
+
+template <int IN, int OUT> static int launch(const struct cu_matvec_args *a, cudaStream_t s)
+{
+	int rows_per_block = MATVEC_THREADS / 32 * (OUT == CU_MV_OUT_SWIGLU ? 2 : 1);
+	int blocks = CEIL_DIV(a->M, rows_per_block);
+	cudaLaunchAttribute attr = {};
+	attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	attr.val.programmaticStreamSerializationAllowed = pdl;
+	cudaLaunchConfig_t cfg = {};
+	cfg.gridDim = dim3(blocks < max_blocks ? blocks : max_blocks);
+	cfg.blockDim = dim3(MATVEC_THREADS);
+	cfg.dynamicSmemBytes = (size_t)a->K * sizeof(bf16);
+	cfg.stream = s;
+	cfg.attrs = &attr;
+	cfg.numAttrs = 1;
+	CUDA_CHECK(cudaLaunchKernelEx(&cfg, matvec_kernel<IN, OUT>, *a));
+	return 0;
+}
+
+int cu_matvec(const struct cu_matvec_args *a, cudaStream_t s)
+{
+	if (a->output == CU_MV_OUT_SWIGLU) {
+		if (a->input != CU_MV_RMSNORM || a->M % 2)
+			return err_set("cu_matvec: the SwiGLU output needs the RMSNorm input and "
+				       "row pairs (M %d)",
+				       a->M);
+		return launch<CU_MV_RMSNORM, CU_MV_OUT_SWIGLU>(a, s);
+	}
+	if (a->input == CU_MV_RMSNORM)
+		return launch<CU_MV_RMSNORM, CU_MV_OUT_F32>(a, s);
+	return launch<CU_MV_BF16, CU_MV_OUT_F32>(a, s);
+}

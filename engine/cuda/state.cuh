@@ -1,0 +1,71 @@
+/* state.cuh — the CUDA backend's state, shared by the files that fill it: the weights
+ * on the device (upload.cu) and the forward pass and setup (cuda.cu). */
+#ifndef QWENCHAT_CUDA_STATE_CUH
+#define QWENCHAT_CUDA_STATE_CUH
+
+#include "engine/cuda/kernels.cuh"
+
+/* What a decode step hands back: the logits row, or the id sampled on the device. */
+enum step_kind { STEP_LOGITS, STEP_SAMPLE };
+
+/* One decode step recorded as a graph; rebuilt when the capture setting changes. */
+struct step_graph {
+	cudaGraphExec_t exec;
+	bool capture; /* capture setting it was recorded with */
+	size_t bytes; /* device memory its instantiation took */
+};
+
+struct cu_layer {
+	const bf16 *input_norm, *post_norm, *q_norm, *k_norm; /* (D), (D), (hd), (hd) */
+	const bf16 *wqkv;      /* (q_dim + 2 kv_dim, D): q, k, v rows stacked */
+	const bf16 *wo;        /* (D, q_dim) */
+	const bf16 *w_gate_up; /* (2F, D): gate and up rows interleaved */
+	const bf16 *w_down;    /* (D, F) */
+};
+
+struct cu_state {
+	const struct eng_config *c;
+	int ctx, q_dim, kv_dim, qkv_dim, max_splits;
+	int sms; /* the device's multiprocessors */
+	cudaStream_t stream;
+	cublasHandle_t blas;
+	char *weights; /* one device allocation for every tensor */
+	size_t weight_bytes;
+	const bf16 *embed, *final_norm, *lm_head;
+	struct cu_layer *layers;
+	bf16 *k_cache, *v_cache; /* (layer, Hkv, ctx, hd) */
+	size_t kv_bytes;
+	float *rope_cos, *rope_sin; /* (ctx, hd/2) */
+	int *in;                    /* [pos, ids[0..CHUNK)] on the device */
+	int *in_host;               /* pinned mirror of `in` */
+	float *x;                   /* (CHUNK, D) residual stream */
+	bf16 *xn;                   /* (CHUNK, max(D, q_dim, F)) GEMM inputs */
+	float *qkv;                 /* (CHUNK, qkv_dim) */
+	float *q;                   /* (CHUNK, q_dim) after norm + RoPE */
+	bf16 *att;                  /* (CHUNK, q_dim) */
+	bf16 *att_discard;          /* (q_dim) output of the capture-only decode pass */
+	float *gate_up;             /* (CHUNK, 2F) */
+	float *part;                /* (H, max_splits, hd + 2) decode partials */
+	float *logits;              /* (LOGIT_ROWS, V) */
+	float *logits_host;         /* (V) pinned, the decode graph's output */
+	float *cap;                 /* (layer, H, ctx) captured softmax rows; allocated
+	                                 * when capture is first turned on */
+	float *cap_host;            /* the same on the host, copied after a forward */
+	int cap_len;
+	bool capture;                              /* asked for, and the buffers exist */
+	struct cu_sample_params *sp_host, *sp_dev; /* sampling settings, pinned / device */
+	int2 *cand;     /* (sample blocks * CU_SAMPLE_MAX_K) candidates */
+	int *pick;      /* [id, draw used, first bad id, scratch] */
+	int *pick_host; /* pinned mirror of pick[0..3) */
+	size_t scratch_bytes;
+	struct step_graph graph[2]; /* by enum step_kind */
+	bool use_graph;             /* one CUDA graph per decode step (eng_options.cuda_no_graph) */
+	bool no_sampling;           /* sample on the host (eng_options.cuda_no_sampling) */
+};
+
+/* Allocates the device buffer for every weight and uploads them (the gate and up rows
+ * interleaved, q/k/v stacked); progress may be NULL. */
+int cu_upload_weights(struct cu_state *s, const struct eng_weights *w,
+		      void (*progress)(size_t done_bytes, size_t total_bytes));
+
+#endif
