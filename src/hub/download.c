@@ -24,7 +24,7 @@
 struct hdrs {
 	long status;
 	char commit[48], etag[160], linked_etag[160], linked_size[32], length[32];
-	char location[2048], err_code[64], content_range[128];
+	char location[2048], err_code[64], content_range[128], retry_after[64];
 	bool overflow; /* a header was too long: do not trust the set */
 };
 
@@ -35,6 +35,7 @@ struct dl {
 	void *ud;
 	bool has_token;
 	char errbuf[CURL_ERROR_SIZE];
+	double retry_after; /* seconds the last answer asked to wait; 0: none */
 };
 
 /* State of one GET, shared with the libcurl callbacks. */
@@ -138,6 +139,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 		H("X-Linked-Etag", linked_etag), H("X-Linked-Size", linked_size),
 		H("Content-Length", length),     H("Location", location),
 		H("X-Error-Code", err_code),     H("Content-Range", content_range),
+		H("Retry-After", retry_after),
 #undef H
 	};
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
@@ -164,7 +166,47 @@ static void common_opts(struct dl *d, const char *url, struct hdrs *h)
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	d->errbuf[0] = '\0';
+	d->retry_after = 0;
 	memset(h, 0, sizeof *h);
+}
+
+double dl_parse_retry_after(const char *v, time_t now)
+{
+	while (*v == ' ' || *v == '\t')
+		v++;
+	if (!*v)
+		return -1;
+	if (*v >= '0' && *v <= '9') { /* delta-seconds */
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(v, &end, 10);
+		while (*end == ' ' || *end == '\t')
+			end++;
+		if (*end || errno)
+			return -1;
+		return n > DL_MAX_RETRY_AFTER ? DL_MAX_RETRY_AFTER : (double)n;
+	}
+	time_t at = curl_getdate(v, &now); /* an HTTP-date */
+	if (at == -1)
+		return -1;
+	double wait = difftime(at, now);
+	return wait < 0 ? 0 : wait > DL_MAX_RETRY_AFTER ? DL_MAX_RETRY_AFTER : wait;
+}
+
+double dl_retry_after(const struct dl *d)
+{
+	return d->retry_after;
+}
+
+/* An answer that says "later" (429, 503 and the other 5xx): a reason to try again,
+ * after the wait it asks for, if any. */
+static bool transient(struct dl *d, const struct hdrs *h)
+{
+	if (h->status != 429 && h->status < 500)
+		return false;
+	double w = dl_parse_retry_after(h->retry_after, time(NULL));
+	d->retry_after = w > 0 ? w : 0;
+	return true;
 }
 
 static const char *curl_why(struct dl *d, CURLcode rc)
@@ -266,6 +308,9 @@ int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m)
 		CURLcode cc = curl_easy_perform(d->curl);
 		if (cc != CURLE_OK) {
 			err_set("%s: cannot reach the Hub: %s", label, curl_why(d, cc));
+			rc = cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_URL_MALFORMAT
+				     ? DL_FAIL
+				     : DL_RETRY;
 			done = 1;
 			break;
 		}
@@ -290,8 +335,8 @@ int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m)
 			rc = DL_ABSENT;
 		else if (h.status >= 200 && h.status < 400)
 			rc = meta_from(label, &h, m) ? DL_FAIL : DL_OK;
-		else
-			http_error(label, &h, have_token);
+		else if (http_error(label, &h, have_token), transient(d, &h))
+			rc = DL_RETRY;
 		done = 1;
 	}
 	if (!cur)
@@ -464,12 +509,13 @@ static int transfer(struct xfer *x, const char *url)
 	if (cc == CURLE_HTTP_RETURNED_ERROR) {
 		h.status = status;
 		http_error(x->label, &h, x->d->has_token);
-		/* 416: our partial file does not fit the server's; 5xx: worth another try. */
+		/* 416: our partial file does not fit the server's; 429, 5xx: worth another
+		 * try, resuming from what the partial file holds. */
 		if (status == 416 && ftruncate(x->fd, 0) == 0) {
 			x->have = 0;
 			return DL_RETRY;
 		}
-		return status >= 500 ? DL_RETRY : DL_FAIL;
+		return transient(x->d, &h) ? DL_RETRY : DL_FAIL;
 	}
 	err_set("%s: download interrupted after %llu of %llu bytes: %s", x->label,
 		(unsigned long long)x->have, (unsigned long long)x->size, curl_why(x->d, cc));
@@ -509,13 +555,17 @@ int dl_get(struct dl *d, const char *url, const char *path, const char *label,
 {
 	struct xfer x = {.d = d, .label = label, .size = m->size};
 	x.use_sha1 = strlen(m->etag) == 40;
-	x.fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	/* Never through a link planted at the partial file's name (the cache may be
+	 * shared): the bytes go only into a regular file of our own. */
+	x.fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (x.fd < 0)
-		return err_set("%s: cannot create: %s", path, strerror(errno));
+		return err_set("%s: cannot create: %s", path,
+			       errno == ELOOP ? "it is a symbolic link (refused)"
+					      : strerror(errno));
 	struct stat st;
 	int rc = DL_FAIL;
-	if (fstat(x.fd, &st)) {
-		err_set("%s: stat: %s", path, strerror(errno));
+	if (fstat(x.fd, &st) || !S_ISREG(st.st_mode)) {
+		err_set("%s: not a regular file", path);
 		goto out;
 	}
 	x.have = (uint64_t)st.st_size;
@@ -531,6 +581,13 @@ int dl_get(struct dl *d, const char *url, const char *path, const char *label,
 	if (hash_existing(&x))
 		goto out;
 	rc = x.have < x.size ? transfer(&x, url) : DL_OK;
+	if (rc == DL_OK && x.have < x.size) {
+		/* The server ended the body early but cleanly (a close-delimited answer cut
+		 * short): what arrived is kept, and the next try resumes after it. */
+		err_set("%s: the transfer ended after %llu of %llu bytes", label,
+			(unsigned long long)x.have, (unsigned long long)x.size);
+		rc = DL_RETRY;
+	}
 	if (rc == DL_OK) {
 		report(&x, 1);
 		rc = verify(&x, path, m) ? DL_FAIL : DL_OK;

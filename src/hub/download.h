@@ -4,6 +4,7 @@
 #define QWENCHAT_DOWNLOAD_H
 
 #include <stdint.h>
+#include <time.h>
 
 /* What the Hub says about one file (from the first response, before any redirect
  * to a CDN, which knows nothing of the repository). */
@@ -29,17 +30,27 @@ enum { DL_OK = 0, DL_ABSENT = 1, DL_FAIL = -1, DL_RETRY = -2 };
 
 /* HEAD url, following only same-host redirects (renamed repositories) like
  * huggingface_hub, and fills m. DL_OK; DL_ABSENT when the file does not exist in
- * the repository (HTTP 404 without a repository or revision error); DL_FAIL with
- * err_set naming label otherwise (404 repo/revision, 401/403, other HTTP status,
- * connection errors, missing or malformed headers). */
+ * the repository (HTTP 404 without a repository or revision error); DL_RETRY (with
+ * err_set) for what may pass: 429, 5xx, a connection that failed or broke;
+ * DL_FAIL with err_set naming label otherwise (404 repo/revision, 401/403, other
+ * HTTP status, missing or malformed headers). */
 int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m);
 
 /* GETs url (redirects followed) into path, continuing from the bytes path already
- * holds with a Range request, hashing as it goes. Checks the size and the hash
- * against m; a file that fails the check is deleted. DL_OK; DL_RETRY when the
- * transfer broke off and can resume (path keeps what arrived); DL_FAIL otherwise. */
+ * holds with a Range request, hashing as it goes; path is never opened through a
+ * symbolic link. Checks the size and the hash against m; a file that fails the
+ * check is deleted. DL_OK; DL_RETRY when the transfer broke off, ended early or got
+ * 429/5xx, and can resume (path keeps what arrived); DL_FAIL otherwise. */
 int dl_get(struct dl *d, const char *url, const char *path, const char *label,
 	   const struct dl_meta *m);
+
+/* The wait (seconds) the last answer asked for with Retry-After; 0 when none. */
+double dl_retry_after(const struct dl *d);
+
+/* A Retry-After value, delta-seconds or an HTTP-date (then against now), as a wait
+ * in seconds at most DL_MAX_RETRY_AFTER; -1 when it is neither. */
+enum { DL_MAX_RETRY_AFTER = 300 };
+double dl_parse_retry_after(const char *value, time_t now);
 
 /* GETs a small answer (the Hub's JSON API) into *out (malloc'd, NUL-terminated,
  * *len bytes), following redirects; refuses more than max bytes. DL_OK or DL_FAIL

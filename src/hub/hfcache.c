@@ -220,7 +220,7 @@ void hfc_mark_absent(const char *repo_dir, const char *commit, const char *file)
 {
 	char *path = absent_path(repo_dir, commit, file), *dir = path ? parent_of(path) : NULL;
 	if (dir && fio_mkdirs(dir, 0755) == 0) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (fd >= 0)
 			close(fd);
 	}
@@ -229,7 +229,7 @@ void hfc_mark_absent(const char *repo_dir, const char *commit, const char *file)
 	free(path);
 }
 
-int hfc_lock(const char *root, const char *repo_id, const char *etag)
+int hfc_lock(const char *root, const char *repo_id, const char *etag, const char *label)
 {
 	char *repo = hfc_repo_dir("", repo_id); /* "/models--Org--Name" */
 	char *dir = repo ? cat(root, "/.locks", repo) : NULL;
@@ -237,13 +237,20 @@ int hfc_lock(const char *root, const char *repo_id, const char *etag)
 	char *lock = path ? cat(path, ".lock", "") : NULL;
 	int fd = -1;
 	if (lock && fio_mkdirs(dir, 0755) == 0) {
-		fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-		if (fd < 0)
-			err_set("%s: cannot create: %s", lock, strerror(errno));
-		else if (flock(fd, LOCK_EX)) {
-			err_set("%s: cannot lock: %s", lock, strerror(errno));
-			close(fd);
-			fd = -1;
+		fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			err_set("%s: cannot create: %s", lock,
+				errno == ELOOP ? "it is a symbolic link (refused)"
+					       : strerror(errno));
+		} else if (flock(fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
+			/* another download of the same file: say so, then wait for it */
+			fprintf(stderr, "%s: waiting for another download of it to finish (%s)\n",
+				label, lock);
+			if (flock(fd, LOCK_EX)) {
+				err_set("%s: cannot lock: %s", lock, strerror(errno));
+				close(fd);
+				fd = -1;
+			}
 		}
 	}
 	free(lock);

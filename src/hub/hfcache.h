@@ -40,9 +40,11 @@ int hfc_link(const char *repo_dir, const char *commit, const char *file, const c
 void hfc_mark_absent(const char *repo_dir, const char *commit, const char *file);
 
 
-/* The ".locks" lock file for a blob, taken exclusively (waits for another process
- * downloading the same blob). Returns an fd to pass to hfc_unlock, or -1 (err_set). */
-int hfc_lock(const char *root, const char *repo_id, const char *etag);
+/* The ".locks" lock file for a blob (never opened through a symbolic link), taken
+ * exclusively: when another process is downloading the same blob, says so on stderr
+ * ("LABEL: waiting for another download ...") and waits. Returns an fd to pass to
+ * hfc_unlock, or -1 (err_set). */
+int hfc_lock(const char *root, const char *repo_id, const char *etag, const char *label);
 void hfc_unlock(int fd);
 
 /* True when name is a safe file name inside a repository snapshot:

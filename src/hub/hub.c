@@ -4,6 +4,7 @@
 #include "src/hub/download.h"
 #include "src/base/err.h"
 #include "src/base/clock.h"
+#include "src/base/units.h"
 #include "src/base/fileio.h"
 #include "src/hub/ggufname.h"
 #include "src/hub/hfcache.h"
@@ -139,17 +140,6 @@ struct progress {
 	double last; /* monotonic seconds of the last line */
 };
 
-static void human(char *out, size_t cap, double b)
-{
-	const char *unit[] = {"B", "kB", "MB", "GB", "TB"};
-	int u = 0;
-	while (b >= 1000 && u < 4) {
-		b /= 1000;
-		u++;
-	}
-	snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-}
-
 static void show_progress(void *ud, const char *label, uint64_t done, uint64_t total, double rate,
 			  int final)
 {
@@ -163,9 +153,9 @@ static void show_progress(void *ud, const char *label, uint64_t done, uint64_t t
 		return;
 	p->last = t;
 	char d[32], tot[32], r[32], eta[32] = "--:--";
-	human(d, sizeof d, (double)done);
-	human(tot, sizeof tot, (double)total);
-	human(r, sizeof r, rate);
+	units_bytes((double)done, d, sizeof d);
+	units_bytes((double)total, tot, sizeof tot);
+	units_bytes(rate, r, sizeof r);
 	int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
 	if (rate > 0 && total > done) {
 		long s = (long)((double)(total - done) / rate);
@@ -227,8 +217,8 @@ static int enough_space(const char *dir, const char *file, uint64_t need)
 	struct statvfs sv;
 	if (statvfs(dir, &sv) == 0 && (uint64_t)sv.f_bavail * sv.f_frsize < need) {
 		char a[32], b[32];
-		human(a, sizeof a, (double)need);
-		human(b, sizeof b, (double)sv.f_bavail * (double)sv.f_frsize);
+		units_bytes((double)need, a, sizeof a);
+		units_bytes((double)sv.f_bavail * (double)sv.f_frsize, b, sizeof b);
 		return err_set("%s: not enough disk space in %s: need %s, %s free", file, dir, a,
 			       b);
 	}
@@ -239,6 +229,30 @@ static uint64_t file_size(const char *path)
 {
 	struct stat st;
 	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* After a failure that may pass (a broken connection, 429, 5xx, a body cut
+ * short): says why on stderr and waits before the next try, as long as the server
+ * asked (Retry-After, at most DL_MAX_RETRY_AFTER s) or else 1, 2, 4 ... 30 s.
+ * False when the tries are used up (QWENCHAT_DOWNLOAD_ATTEMPTS, default 5). */
+static bool retry_wait(struct fetch *f, int attempt)
+{
+	int attempts =
+		f->env->attempts >= 1 && f->env->attempts <= 100 ? f->env->attempts : ATTEMPTS;
+	if (attempt >= attempts) {
+		err_prefix("after %d tries", attempts);
+		return false;
+	}
+	double wait = dl_retry_after(f->dl);
+	if (wait <= 0)
+		wait = attempt < 6 ? (double)(1 << (attempt - 1)) : 30;
+	progress_break(f->prog);
+	fprintf(stderr, "%s; retrying in %.0f s (try %d of %d)\n", err_msg(), wait, attempt + 1,
+		attempts);
+	struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	return true;
 }
 
 /* Downloads blobs/ETAG through blobs/ETAG.incomplete, retrying broken transfers
@@ -255,22 +269,15 @@ static int fetch_blob(struct fetch *f, const char *url, const char *file, const 
 	int rc = enough_space(dir, file, m->size > have ? m->size - have : 0);
 	if (rc == 0 && have > 0 && have < m->size) {
 		char h[32];
-		human(h, sizeof h, (double)have);
+		units_bytes((double)have, h, sizeof h);
 		fprintf(stderr, "%s: resuming after %s\n", file, h);
 	}
-	int attempts =
-		f->env->attempts >= 1 && f->env->attempts <= 100 ? f->env->attempts : ATTEMPTS;
 	for (int attempt = 1; rc == 0; attempt++) {
 		int r = dl_get(f->dl, url, part, file, m);
 		if (r == DL_OK)
 			break;
-		if (r != DL_RETRY || attempt >= attempts) {
+		if (r != DL_RETRY || !retry_wait(f, attempt))
 			rc = -1;
-			break;
-		}
-		progress_break(f->prog);
-		fprintf(stderr, "%s; retrying (%d of %d)\n", err_msg(), attempt + 1, attempts);
-		sleep((unsigned)attempt);
 	}
 	if (rc == 0 && rename(part, blob))
 		rc = err_set("%s: cannot rename to %s: %s", part, blob, strerror(errno));
@@ -294,7 +301,10 @@ static int fetch_file(struct fetch *f, const char *file, bool optional)
 	int rc = -1, lock = -1;
 	if (!url)
 		return err_set("out of memory");
-	int r = dl_head(f->dl, url, file, &m);
+	int r;
+	for (int attempt = 1; (r = dl_head(f->dl, url, file, &m)) == DL_RETRY; attempt++)
+		if (!retry_wait(f, attempt))
+			break;
 	if (r == DL_ABSENT) {
 		if (f->commit[0])
 			hfc_mark_absent(f->repo_dir, f->commit, file);
@@ -319,7 +329,7 @@ static int fetch_file(struct fetch *f, const char *file, bool optional)
 	}
 	free(blobs);
 	if (!(fio_is_file(blob) && file_size(blob) == m.size)) {
-		if ((lock = hfc_lock(f->root, f->repo_id, m.etag)) < 0)
+		if ((lock = hfc_lock(f->root, f->repo_id, m.etag, file)) < 0)
 			goto out;
 		/* Another process may have finished it while we waited for the lock. */
 		if (!(fio_is_file(blob) && file_size(blob) == m.size) &&

@@ -11,6 +11,11 @@ Range requests, and fault modes read from STATE/mode on every request:
   corrupt    /cdn bodies have one byte changed
   auth       401 unless "Authorization: Bearer secret-token"
   bad-etag, bad-commit   small files get a path-like ETag / X-Repo-Commit
+  head-503-once  the next HEAD of a file answers 503 with Retry-After: 1
+  get-429-once   the next /cdn GET answers 429 with Retry-After: 1
+  short-once     the next /cdn body is close-delimited (no Content-Length) and ends
+                 halfway: a clean end of a short body, as a proxy may send
+  slow           /cdn bodies trickle (for the test of two pulls sharing a lock)
 Every request is logged to STATE/log as "METHOD PATH RANGE AUTH". The port goes to
 STATE/port. Binds 127.0.0.1 only and exits by itself after --lifetime seconds.
 Standard library only.
@@ -38,6 +43,17 @@ class Hub:
         self.root, self.state = root, state
         self.lock = threading.Lock()
         self.dropped = False
+        self.fired = set()  # the *-once faults already sent
+
+    def once(self, fault):
+        """True the first time `fault` is both set and asked for."""
+        if fault not in self.mode():
+            return False
+        with self.lock:
+            if fault in self.fired:
+                return False
+            self.fired.add(fault)
+            return True
 
     def mode(self):
         try:
@@ -87,6 +103,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.hub.log("%s %s %s %s" % (self.command, self.path, self.headers.get("Range", "-"),
                                       "auth" if self.headers.get("Authorization") else "-"))
         path = urllib.parse.urlsplit(self.path).path
+        if not send_body and "/resolve/" in path and hub.once("head-503-once"):
+            return self.error(503, "Unavailable", send_body, {"Retry-After": "1"})
+        if send_body and path.startswith("/cdn/") and hub.once("get-429-once"):
+            return self.error(429, "TooManyRequests", send_body, {"Retry-After": "1"})
         if path.startswith("/cdn/"):
             data = hub.by_sha256(path[5:])
             if data is None:
@@ -161,6 +181,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with self.hub.lock:
                 drop, self.hub.dropped = not self.hub.dropped, True
         headers["Accept-Ranges"] = "bytes"
+        if cdn and send_body and self.hub.once("short-once"):
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body[:len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return None
+        if cdn and send_body and "slow" in mode:
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            step = max(1, len(body) // 20)
+            for i in range(0, len(body), step):
+                self.wfile.write(body[i:i + step])
+                self.wfile.flush()
+                time.sleep(0.1)
+            return None
         if not drop:
             return self.reply(status, headers, body, send_body)
         self.send_response(status)

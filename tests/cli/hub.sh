@@ -37,7 +37,7 @@ while [ ! -f "$STATE/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 [ -f "$STATE/port" ] || { echo "FAIL: the test server did not start"; exit 1; }
 export HF_ENDPOINT="http://127.0.0.1:$(cat "$STATE/port")"
 
-mode() { echo "$1" >"$STATE/mode"; }
+mode() { echo "$*" >"$STATE/mode"; }
 requests() { if [ -f "$STATE/log" ]; then wc -l <"$STATE/log"; else echo 0; fi; }
 gets_since() { tail -n +"$(($1 + 1))" "$STATE/log" | grep -c '^GET' ; }
 commit_of() { python3 -c 'import hashlib,sys; print(hashlib.sha1(sys.argv[1].encode()).hexdigest())' "$1"; }
@@ -204,6 +204,74 @@ grep -q "^GET /cdn/$SHA.* bytes=$HAVE-" "$STATE/log" && grep -q "resuming after"
 cmp -s "$SRV/test/Tiny-Qwen3/model.safetensors" "$R3/snapshots/$C/model.safetensors" &&
 	pass "the resumed file is whole" || fail "the resumed file differs"
 check_cache "$HF_HUB_CACHE" "resumed download"
+
+# --- transient failures: a 503 on a HEAD, a 429 on a GET, a short but clean body --
+export HF_HUB_CACHE="$TMP/cache11"
+R11=$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)
+mode head-503-once get-429-once
+expect_exit 0 "a 503 on a HEAD and a 429 on a GET are tried again" "$QWENCHAT" pull test/Tiny-Qwen3
+grep -q 'HTTP 503; retrying in 1 s (try 2 of 3)' "$TMP/err" && grep -q 'HTTP 429; retrying in 1 s' "$TMP/err" &&
+	pass "each retry says why and waits as Retry-After asks" || fail "retries: $(cat "$TMP/err")"
+cmp -s "$SRV/test/Tiny-Qwen3/model.safetensors" "$R11/snapshots/$C/model.safetensors" &&
+	pass "the blob is complete after the retries" || fail "blob after 503/429"
+check_cache "$HF_HUB_CACHE" "503 and 429"
+
+export HF_HUB_CACHE="$TMP/cache12"
+R12=$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)
+mode short-once
+n=$(requests)
+expect_exit 0 "a body that ends early but cleanly is resumed" "$QWENCHAT" pull test/Tiny-Qwen3
+grep -q "the transfer ended after [1-9][0-9]* of" "$TMP/err" &&
+	tail -n +"$((n + 1))" "$STATE/log" | grep -q "^GET /cdn/$SHA.* bytes=[1-9][0-9]*-" &&
+	pass "the short body is kept and the rest asked for (no restart from zero)" ||
+	fail "short body: $(cat "$TMP/err"); $(tail -n 4 "$STATE/log")"
+cmp -s "$SRV/test/Tiny-Qwen3/model.safetensors" "$R12/snapshots/$C/model.safetensors" &&
+	pass "the resumed blob is whole" || fail "blob after a short body"
+check_cache "$HF_HUB_CACHE" "short body"
+
+# --- links planted in a shared cache lead nowhere -------------------------------
+export HF_HUB_CACHE="$TMP/cache13"
+R13=$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)
+mode normal
+printf 'precious\n' >"$TMP/victim"
+mkdir -p "$R13/blobs"
+ln -s "$TMP/victim" "$R13/blobs/$SHA.incomplete"
+expect_exit 1 "a link at the partial file's name is refused" "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "symbolic link" "the partial file's link: clear error"
+[ "$(cat "$TMP/victim")" = precious ] && pass "its target is untouched" || fail "victim written"
+rm "$R13/blobs/$SHA.incomplete"
+mkdir -p "$HF_HUB_CACHE/.locks/models--test--Tiny-Qwen3"
+rm -f "$HF_HUB_CACHE/.locks/models--test--Tiny-Qwen3/$SHA.lock"
+ln -s "$TMP/victim" "$HF_HUB_CACHE/.locks/models--test--Tiny-Qwen3/$SHA.lock"
+expect_exit 1 "a link at the lock's name is refused" "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "symbolic link" "the lock's link: clear error"
+[ "$(cat "$TMP/victim")" = precious ] && pass "its target is untouched" || fail "victim written"
+rm "$HF_HUB_CACHE/.locks/models--test--Tiny-Qwen3/$SHA.lock"
+C2=$(commit_of test/Sharded-Qwen3)
+R13s=$(repo "$HF_HUB_CACHE" test/Sharded-Qwen3)
+mkdir -p "$R13s/.no_exist/$C2"
+ln -s "$TMP/created-by-link" "$R13s/.no_exist/$C2/generation_config.json"
+expect_exit 0 "a link at a .no_exist name is left alone" "$QWENCHAT" pull test/Sharded-Qwen3
+[ ! -e "$TMP/created-by-link" ] && pass "no file created through it" || fail ".no_exist link followed"
+expect_exit 0 "without the planted links the pull succeeds" "$QWENCHAT" pull test/Tiny-Qwen3
+check_cache "$HF_HUB_CACHE" "planted links"
+
+# --- a pull waiting for another's download says so --------------------------------
+export HF_HUB_CACHE="$TMP/cache14"
+mode slow
+"$QWENCHAT" pull test/Tiny-Qwen3 >"$TMP/out1" 2>"$TMP/err1" &
+p1=$!
+i=0
+while ! grep -q "^GET /cdn/" "$STATE/log" 2>/dev/null || [ ! -d "$HF_HUB_CACHE/.locks" ]; do
+	i=$((i + 1)); [ $i -gt 100 ] && break; sleep 0.05
+done
+"$QWENCHAT" pull test/Tiny-Qwen3 >"$TMP/out2" 2>"$TMP/err2"
+r2=$?
+wait $p1
+[ $? = 0 ] && [ $r2 = 0 ] && grep -q ": waiting for another download of it to finish (" "$TMP/err2" &&
+	pass "the second pull says it waits for the first" ||
+	fail "lock wait: exit $r2, $(cat "$TMP/err2")"
+mode normal
 
 # --- corrupted data -----------------------------------------------------------
 export HF_HUB_CACHE="$TMP/cache4"

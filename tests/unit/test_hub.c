@@ -1,6 +1,7 @@
 /* test_hub.c — unit tests of the hub's pieces that need no server: repo id parsing
  * and the cache paths huggingface_hub uses. (Hash checks of downloads: tests/cli/hub.sh.) */
 #include "src/base/err.h"
+#include "src/hub/download.h"
 #include "src/hub/hfcache.h"
 
 #include <setjmp.h>
@@ -57,11 +58,47 @@ static void test_paths(void **state)
 	assert_false(hfc_valid_file(".hidden"));
 }
 
+/* Retry-After: delta-seconds or an HTTP-date (RFC 9110 10.2.3), capped; anything else
+ * is no value (-1), and the caller falls back to its own backoff. */
+static void test_retry_after(void **state)
+{
+	(void)state;
+	time_t now = 784111777; /* Sun, 06 Nov 1994 08:49:37 GMT */
+	static const struct {
+		const char *v;
+		double want;
+	} cases[] = {
+		{"0", 0},
+		{"7", 7},
+		{"  12  ", 12},
+		{"300", 300},
+		{"301", DL_MAX_RETRY_AFTER},
+		{"99999999999999999999999", -1}, /* overflows */
+		{"Sun, 06 Nov 1994 08:49:47 GMT", 10},
+		{"Sunday, 06-Nov-94 08:50:37 GMT", 60},
+		{"Sun Nov  6 08:49:57 1994", 20},
+		{"Sun, 06 Nov 1994 08:00:00 GMT", 0},   /* in the past */
+		{"Mon, 07 Nov 1994 08:49:37 GMT", 300}, /* a day: capped */
+		{"", -1},
+		{"   ", -1},
+		{"-5", -1},
+		{"1.5", -1},
+		{"12 seconds", -1},
+		{"soon", -1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		double got = dl_parse_retry_after(cases[i].v, now);
+		if (got != cases[i].want)
+			fail_msg("Retry-After '%s': %g, want %g", cases[i].v, got, cases[i].want);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_spec),
 		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_retry_after),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
