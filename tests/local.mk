@@ -146,6 +146,7 @@ tests_unit_test_tokenizer_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_tokenizer_SOURCES = tests/unit/test_tokenizer.c tests/unit/testutil.c tests/unit/testutil.h
 tests_unit_test_tokenizer_LDADD = $(TOKENIZER_LIBS) $(CMOCKA_LIBS)
 EXTRA_DIST += tests/golden/make-tokenizer-golden.js tests/golden/tokenizer-cases.jsonl \
+	tests/golden/make-literal-golden.js tests/golden/tokenizer-literal.jsonl \
 	tests/golden/tokenizer-mixed.json tests/golden/qwen2-tokenizer-reference-cases.jsonl \
 	tests/golden/qwen2-tokenizer-reference-cases.README
 TESTS += tests/cli/tokenizer.sh

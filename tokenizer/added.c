@@ -126,14 +126,28 @@ static const struct added_tok *find(const struct added_set *a, bool norm, const 
 	return NULL;
 }
 
+bool added_literal_overlaps(const struct added_literal *lit, size_t start, size_t stop)
+{
+	if (!lit)
+		return false;
+	if (lit->all)
+		return true;
+	for (size_t i = 0; i < lit->n; i++) /* few spans: one per message */
+		if (lit->span[i].start < stop && start < lit->span[i].end)
+			return true;
+	return false;
+}
+
 int added_split(const struct added_set *a, bool normalized, const char *s, size_t n,
-		struct added_segs *out)
+		const struct added_literal *lit, struct added_segs *out)
 {
 	size_t start_offset = 0, pos = 0, at, k;
 	const struct added_tok *t;
 	while (a->any[normalized] && (t = find(a, normalized, s, n, pos, &at)) != NULL) {
 		size_t start = at, stop = at + t->len;
 		pos = stop; /* the next match is searched after this one, kept or not */
+		if (t->special && added_literal_overlaps(lit, start, stop))
+			continue;
 		if (t->single_word) {
 			int32_t b = start > 0 ? char_before(s, start, &k) : -1;
 			int32_t c = stop < n ? char_at(s, stop, n, &k) : -1;

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tokenizer/tokenizer.h"
+
 struct added_tok {
 	char *content; /* UTF-8; for normalized tokens, its NFC form */
 	size_t len;
@@ -38,9 +40,21 @@ struct added_segs {
 void added_prepare(struct added_set *a);
 void added_clear(struct added_set *a);
 
+/* Byte ranges of s where special tokens are text (sorted, not overlapping). */
+struct added_literal {
+	const struct tok_span *span;
+	size_t n;
+	bool all; /* every special token is text (split_special_tokens=True) */
+};
+
 /* Splits s[0..n) by the tokens whose `normalized` flag is `normalized`, appending the
- * segments (covering all of s) to out. */
+ * segments (covering all of s) to out. A special token that `lit` (may be NULL) makes
+ * text is passed over as Hugging Face does with encode_special_tokens: the search
+ * goes on after it. */
 int added_split(const struct added_set *a, bool normalized, const char *s, size_t n,
-		struct added_segs *out);
+		const struct added_literal *lit, struct added_segs *out);
+
+/* Whether [start, stop) overlaps a span of lit (NULL: no). */
+bool added_literal_overlaps(const struct added_literal *lit, size_t start, size_t stop);
 
 #endif

@@ -94,8 +94,10 @@ static int encode_pieces(struct tok *t, const char *s, size_t n, struct bpe_ids 
 	return 0;
 }
 
-/* A valid UTF-8 run: NFC, the normalized added tokens, then the pieces. */
-static int encode_valid(struct tok *t, const char *s, size_t n, bool suspect, struct bpe_ids *ids)
+/* A valid UTF-8 run: NFC, the normalized added tokens (the special ones as text
+ * when `literal`), then the pieces. */
+static int encode_valid(struct tok *t, const char *s, size_t n, bool suspect, bool literal,
+			struct bpe_ids *ids)
 {
 	char *nf = NULL;
 	if (t->nfc && suspect) {
@@ -111,7 +113,8 @@ static int encode_valid(struct tok *t, const char *s, size_t n, bool suspect, st
 	int rc = 0;
 	if (t->added.any[1]) {
 		t->segs2.n = 0;
-		rc = added_split(&t->added, true, s, n, &t->segs2);
+		struct added_literal all = {NULL, 0, true};
+		rc = added_split(&t->added, true, s, n, literal ? &all : NULL, &t->segs2);
 		for (size_t k = 0; !rc && k < t->segs2.n; k++) {
 			const struct added_seg *g = &t->segs2.v[k];
 			rc = g->id >= 0 ? bpe_ids_push(ids, &g->id, 1)
@@ -125,14 +128,14 @@ static int encode_valid(struct tok *t, const char *s, size_t n, bool suspect, st
 }
 
 /* Text between added tokens: valid runs, and single bytes for invalid UTF-8. */
-static int encode_text(struct tok *t, const char *s, size_t n, struct bpe_ids *ids)
+static int encode_text(struct tok *t, const char *s, size_t n, bool literal, struct bpe_ids *ids)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	for (size_t i = 0; i < n;) {
 		bool suspect = false;
 		size_t e = valid_run(u, n, i, &suspect);
 		if (e > i) {
-			if (encode_valid(t, s + i, e - i, suspect, ids))
+			if (encode_valid(t, s + i, e - i, suspect, literal, ids))
 				return -1;
 			i = e;
 		} else {
@@ -145,16 +148,20 @@ static int encode_text(struct tok *t, const char *s, size_t n, struct bpe_ids *i
 	return 0;
 }
 
-int32_t *tok_encode(struct tok *t, const char *text, size_t len, size_t *n)
+int32_t *tok_encode_literal(struct tok *t, const char *text, size_t len,
+			    const struct tok_span *literal, size_t n_literal, size_t *n)
 {
 	struct bpe_ids ids = {0};
+	struct added_literal lit = {literal, n_literal, false};
 	t->segs.n = 0;
-	if (added_split(&t->added, false, text, len, &t->segs))
+	if (added_split(&t->added, false, text, len, n_literal ? &lit : NULL, &t->segs))
 		return NULL;
 	for (size_t k = 0; k < t->segs.n; k++) {
 		const struct added_seg *g = &t->segs.v[k];
+		bool in_literal = n_literal && added_literal_overlaps(&lit, g->start, g->end);
 		int rc = g->id >= 0 ? bpe_ids_push(&ids, &g->id, 1)
-				    : encode_text(t, text + g->start, g->end - g->start, &ids);
+				    : encode_text(t, text + g->start, g->end - g->start, in_literal,
+						  &ids);
 		if (rc) {
 			free(ids.v);
 			return NULL;
@@ -166,6 +173,11 @@ int32_t *tok_encode(struct tok *t, const char *text, size_t len, size_t *n)
 	}
 	*n = ids.n;
 	return ids.v;
+}
+
+int32_t *tok_encode(struct tok *t, const char *text, size_t len, size_t *n)
+{
+	return tok_encode_literal(t, text, len, NULL, 0, n);
 }
 
 char *tok_decode(const struct tok *t, const int32_t *ids, size_t n, bool skip_special, size_t *len)

@@ -50,6 +50,18 @@ int tok_vocab_size(const struct tok *t);
  * ids, or NULL on error. Not thread-safe on one struct tok (it caches pieces). */
 int32_t *tok_encode(struct tok *t, const char *text, size_t len, size_t *n);
 
+/* A byte range [start, end) of a text. */
+struct tok_span {
+	size_t start, end;
+};
+/* tok_encode, except that within the `literal` spans (sorted, not overlapping) the
+ * special added tokens (<|im_start|>, <|im_end|>, ...) are plain text, as Hugging
+ * Face's split_special_tokens=True makes them everywhere; the non-special ones
+ * (<think>, <tool_call>) stay tokens, as there. For a chat: what the user typed is
+ * literal, the template's own markers around it are not. */
+int32_t *tok_encode_literal(struct tok *t, const char *text, size_t len,
+			    const struct tok_span *literal, size_t n_literal, size_t *n);
+
 /* Decodes ids to a malloc'd NUL-terminated byte string (*len bytes, may hold
  * invalid UTF-8 if the ids do). skip_special drops tokens marked special.
  * NULL on error (an id out of range). */

@@ -173,7 +173,7 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 	if (!a->eng)
 		return -1;
 	a->tok = loader_tokenizer(a->dir);
-	if (!a->tok)
+	if (!a->tok || loader_check_vocab(a->tok, eng_model_config(a->model)->vocab_size, a->dir))
 		return -1;
 	const char *warn = NULL;
 	a->variant = tmpl_detect(tok_chat_template(a->tok), &warn);
@@ -206,6 +206,7 @@ struct app *app_open(const struct app_config *cfg, void (*notice)(const char *ms
 	a->lock_fd = -1;
 	pthread_mutex_init(&a->lock, NULL);
 	a->think = cfg->think != 0;
+	a->parse_special = cfg->parse_special;
 	a->show_reasoning = true;
 	a->user_set = cfg->sampling_set;
 	a->max_new = cfg->max_new > 0 ? cfg->max_new : APP_DEFAULT_MAX_NEW;
@@ -406,9 +407,9 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
 	/* Fit a copy: turns dropped for the context stay in the saved conversation. */
 	struct chat *fit = chat_dup(a->chat);
-	int32_t *ids =
-		fit ? chat_render_fit(a->tok, fit, a->variant, think, ctx, reserve, &n, &dropped)
-		    : NULL;
+	int32_t *ids = fit ? chat_render_fit(a->tok, fit, a->variant, think, !a->parse_special, ctx,
+					     reserve, &n, &dropped)
+			   : NULL;
 	chat_free(fit);
 	if (!ids)
 		return -1;
@@ -454,10 +455,9 @@ int app_prefill(struct app *a)
 		return 0;
 	atomic_store(&a->cancel, 0);
 	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
-	size_t len, n;
-	char *text = tmpl_render(a->chat, a->variant, false, think, &len);
-	int32_t *ids = text ? tok_encode(a->tok, text, len, &n) : NULL;
-	free(text);
+	size_t n;
+	int32_t *ids =
+		chat_encode(a->tok, a->chat, a->variant, false, think, !a->parse_special, &n);
 	if (!ids)
 		return -1;
 	int rc = 0;

@@ -27,6 +27,7 @@ struct app_config {
 	int max_new;                 /* new tokens per answer; 0: the default */
 	int think;                   /* 1: thinking on (default), 0: off */
 	const char *system;          /* system prompt for a new conversation, or NULL */
+	bool parse_special;          /* special tokens in messages are control tokens */
 	bool resume;                 /* reopen the last session file */
 	const char *state_dir;       /* where conversations are saved (created 0700) */
 	const char *home;            /* the home directory, for ~/ in /save and /load; or NULL */

@@ -158,6 +158,24 @@ static void think(struct app *a, const struct slash_call *c, struct app_result *
 	    a->think ? "on" : "off", a->params.temperature, a->params.top_p, a->params.top_k);
 }
 
+/* Whether special tokens typed in messages are control tokens or text. The
+ * conversation is tokenized anew for the next answer, so it applies to every turn. */
+static void special(struct app *a, const struct slash_call *c, struct app_result *r)
+{
+	if (c->has_arg) {
+		if (a->remote) {
+			fail(r, "/special: the server tokenizes the conversation (remote backend)");
+			return;
+		}
+		a->parse_special = c->choice == 0;
+	}
+	say(r, a->parse_special
+		       ? "special tokens typed in messages (<|im_start|>, ...) are control "
+			 "tokens, as Hugging Face parses them by default"
+		       : "special tokens typed in messages (<|im_start|>, ...) are plain text; "
+			 "only the chat template's markers are control tokens");
+}
+
 /* Writes s into r with control characters escaped, the way /stats shows the prompt. */
 static void say_escaped(struct app_result *r, const char *s)
 {
@@ -315,6 +333,7 @@ void app_exec(struct app *a, const struct slash_call *c, struct app_result *r)
 	switch (c->cmd->id) {
 	case SLASH_HELP: r->actions |= APP_DO_HELP; break;
 	case SLASH_THINK: think(a, c, r); break;
+	case SLASH_SPECIAL: special(a, c, r); break;
 	case SLASH_TEMP:
 	case SLASH_TOP_K:
 	case SLASH_TOP_P:

@@ -33,6 +33,7 @@ struct app {
 	int n_eos;
 	enum tmpl_variant variant;
 	bool think, show_reasoning;
+	bool parse_special; /* special tokens in messages are tokens, not text (/special) */
 	int max_new;
 	bool max_new_set;      /* -n given: the remote backend sends it as max_tokens */
 	struct remote *remote; /* the remote backend, or NULL: the local engine */

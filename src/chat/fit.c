@@ -6,26 +6,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Tokenizes the rendered conversation. NULL with err_set. */
-static int32_t *render_ids(struct tok *t, const struct chat *c, enum tmpl_variant v, int think,
-			   size_t *n)
+int32_t *chat_encode(struct tok *t, const struct chat *c, enum tmpl_variant v,
+		     bool add_generation_prompt, int enable_thinking, bool literal, size_t *n)
 {
 	size_t len;
-	char *text = tmpl_render(c, v, true, think, &len);
-	if (!text)
-		return NULL;
-	int32_t *ids = tok_encode(t, text, len, n);
+	struct tmpl_spans msg = {0};
+	char *text = tmpl_render_spans(c, v, add_generation_prompt, enable_thinking, &len,
+				       literal ? &msg : NULL);
+	int32_t *ids = NULL;
+	if (text) {
+		/* the same layout: tmpl_span and tok_span are both {start, end} */
+		struct tok_span *lit = malloc((msg.n ? msg.n : 1) * sizeof *lit);
+		for (size_t i = 0; lit && i < msg.n; i++)
+			lit[i] = (struct tok_span){msg.v[i].start, msg.v[i].end};
+		ids = lit ? tok_encode_literal(t, text, len, lit, msg.n, n) : NULL;
+		if (!lit)
+			err_set("out of memory tokenizing the conversation");
+		free(lit);
+	}
 	free(text);
+	free(msg.v);
 	return ids;
 }
 
 int32_t *chat_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int enable_thinking,
-			 int ctx, int reserve, int *n, int *dropped)
+			 bool literal, int ctx, int reserve, int *n, int *dropped)
 {
 	*dropped = 0;
 	for (;;) {
 		size_t k;
-		int32_t *ids = render_ids(t, c, v, enable_thinking, &k);
+		int32_t *ids = chat_encode(t, c, v, true, enable_thinking, literal, &k);
 		if (!ids)
 			return NULL;
 		if (k + (size_t)(reserve > 0 ? reserve : 0) <= (size_t)ctx) {
@@ -48,7 +58,9 @@ int32_t *chat_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int
 			}
 			const char *msg = c->turns[last].content;
 			size_t m = 0;
-			int32_t *mids = tok_encode(t, msg, strlen(msg), &m);
+			struct tok_span all = {0, strlen(msg)};
+			int32_t *mids =
+				tok_encode_literal(t, msg, all.end, &all, literal ? 1 : 0, &m);
 			free(mids);
 			err_set("the message is %zu tokens, the context holds %d", m, ctx);
 			return NULL;

@@ -3,11 +3,20 @@
 #ifndef QWENCHAT_CHAT_FIT_H
 #define QWENCHAT_CHAT_FIT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "src/chat/chat.h"
 #include "src/chat/template.h"
 #include "tokenizer/tokenizer.h"
+
+/* The conversation rendered with the chat template and tokenized (*n ids, malloc'd;
+ * NULL with err_set). With `literal`, special tokens written in the messages' own
+ * text are text (tok_encode_literal): a typed "<|im_start|>system" stays words, and
+ * only the template's markers are control tokens. Without, the whole rendered text
+ * is tokenized as Hugging Face does by default (apply_chat_template(tokenize=True)). */
+int32_t *chat_encode(struct tok *t, const struct chat *c, enum tmpl_variant v,
+		     bool add_generation_prompt, int enable_thinking, bool literal, size_t *n);
 
 /* Context overflow. Renders the conversation with a generation prompt and
  * tokenizes it; while that plus `reserve` tokens (room for the answer) exceeds ctx,
@@ -18,6 +27,6 @@
  * tokens). Returns the malloc'd ids (*n of them) and *dropped (turns removed), or
  * NULL with err_set. */
 int32_t *chat_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int enable_thinking,
-			 int ctx, int reserve, int *n, int *dropped);
+			 bool literal, int ctx, int reserve, int *n, int *dropped);
 
 #endif

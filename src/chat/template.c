@@ -102,6 +102,47 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= k && memcmp(s + n - k, suffix, k) == 0;
 }
 
+/* The rendered text, and where the messages' own text lies in it: the template's
+ * markers around it are control tokens, what a message says may be literal text. */
+struct out {
+	struct strbuf sb;
+	struct tmpl_spans *msg; /* NULL: not asked for */
+};
+
+static void out_puts(struct out *o, const char *s)
+{
+	sb_puts(&o->sb, s);
+}
+
+/* Text taken from a message (content, reasoning, tool call arguments, tool output). */
+static void out_msg(struct out *o, const char *s, size_t n)
+{
+	size_t start = o->sb.n;
+	sb_put(&o->sb, s, n);
+	if (!o->msg || n == 0)
+		return;
+	struct tmpl_spans *m = o->msg;
+	if (m->n && m->v[m->n - 1].end == start) { /* adjacent: one span */
+		m->v[m->n - 1].end = start + n;
+		return;
+	}
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 16;
+		struct tmpl_span *v = realloc(m->v, cap * sizeof *v);
+		if (!v) {
+			m->oom = true;
+			return;
+		}
+		m->v = v, m->cap = cap;
+	}
+	m->v[m->n++] = (struct tmpl_span){start, start + n};
+}
+
+static void out_msgs(struct out *o, const char *s)
+{
+	out_msg(o, s, strlen(s));
+}
+
 /* {%- for message in messages[::-1] %} ... ns.last_query_index: the last user turn
  * that is not a bare <tool_response>...</tool_response>; len - 1 when there is none. */
 static size_t last_query_index(const struct chat *c)
@@ -117,22 +158,22 @@ static size_t last_query_index(const struct chat *c)
 
 /* {%- if message.tool_calls %}{%- for tool_call in message.tool_calls %} ...: each
  * call as a <tool_call> block, on a line of its own after any content. */
-static void tool_calls(struct strbuf *o, const struct chat_turn *t, bool has_content)
+static void tool_calls(struct out *o, const struct chat_turn *t, bool has_content)
 {
 	for (size_t k = 0; k < t->n_calls; k++) {
 		/* {%- if (loop.first and content) or (not loop.first) %} */
 		if (k > 0 || has_content)
-			sb_puts(o, "\n");
-		sb_puts(o, "<tool_call>\n{\"name\": \"");
-		sb_puts(o, t->calls[k].name);
-		sb_puts(o, "\", \"arguments\": ");
-		sb_puts(o, t->calls[k].arguments); /* the string, or `arguments | tojson` */
-		sb_puts(o, "}\n</tool_call>");
+			out_puts(o, "\n");
+		out_puts(o, "<tool_call>\n{\"name\": \"");
+		out_msgs(o, t->calls[k].name);
+		out_puts(o, "\", \"arguments\": ");
+		out_msgs(o, t->calls[k].arguments); /* the string, or `arguments | tojson` */
+		out_puts(o, "}\n</tool_call>");
 	}
 }
 
 /* The assistant branch of the hybrid and Thinking-2507 templates. */
-static void assistant_with_reasoning(struct strbuf *o, const struct chat_turn *t, bool after_query,
+static void assistant_with_reasoning(struct out *o, const struct chat_turn *t, bool after_query,
 				     bool last)
 {
 	struct span content = {t->content, strlen(t->content)};
@@ -158,62 +199,62 @@ static void assistant_with_reasoning(struct strbuf *o, const struct chat_turn *t
 	 *   {%- if loop.last or (not loop.last and reasoning_content) %} */
 	bool has_content = content.n > 0; /* the tool calls test `content`, unstripped */
 	if (after_query && (last || reasoning.n > 0)) {
-		sb_puts(o, "<|im_start|>assistant\n<think>\n");
+		out_puts(o, "<|im_start|>assistant\n<think>\n");
 		reasoning = rstrip_nl(lstrip_nl(reasoning)); /* reasoning_content.strip('\n') */
-		sb_put(o, reasoning.p, reasoning.n);
-		sb_puts(o, "\n</think>\n\n");
+		out_msg(o, reasoning.p, reasoning.n);
+		out_puts(o, "\n</think>\n\n");
 		content = lstrip_nl(content);
 	} else {
-		sb_puts(o, "<|im_start|>assistant\n");
+		out_puts(o, "<|im_start|>assistant\n");
 	}
-	sb_put(o, content.p, content.n);
+	out_msg(o, content.p, content.n);
 	tool_calls(o, t, has_content);
-	sb_puts(o, "<|im_end|>\n");
+	out_puts(o, "<|im_end|>\n");
 }
 
 /* {%- elif message.role == "tool" %}: consecutive tool turns share one user turn. */
-static void tool_turn(struct strbuf *o, const struct chat *c, size_t i)
+static void tool_turn(struct out *o, const struct chat *c, size_t i)
 {
 	if (i == 0 || c->turns[i - 1].role != CHAT_TOOL)
-		sb_puts(o, "<|im_start|>user");
-	sb_puts(o, "\n<tool_response>\n");
-	sb_puts(o, c->turns[i].content);
-	sb_puts(o, "\n</tool_response>");
+		out_puts(o, "<|im_start|>user");
+	out_puts(o, "\n<tool_response>\n");
+	out_msgs(o, c->turns[i].content);
+	out_puts(o, "\n</tool_response>");
 	if (i + 1 == c->n || c->turns[i + 1].role != CHAT_TOOL)
-		sb_puts(o, "<|im_end|>\n");
+		out_puts(o, "<|im_end|>\n");
 }
 
 /* {%- if tools %}: the system turn lists the tool definitions after the system
  * prompt (if any) and says how to call them. */
-static void tools_system(struct strbuf *o, const struct chat *c)
+static void tools_system(struct out *o, const struct chat *c)
 {
-	sb_puts(o, "<|im_start|>system\n");
+	out_puts(o, "<|im_start|>system\n");
 	if (c->turns[0].role == CHAT_SYSTEM) {
-		sb_puts(o, c->turns[0].content);
-		sb_puts(o, "\n\n");
+		out_msgs(o, c->turns[0].content);
+		out_puts(o, "\n\n");
 	}
-	sb_puts(o, "# Tools\n\nYou may call one or more functions to assist with the user query."
-		   "\n\nYou are provided with function signatures within <tools></tools> XML tags:"
-		   "\n<tools>");
+	out_puts(o, "# Tools\n\nYou may call one or more functions to assist with the user query."
+		    "\n\nYou are provided with function signatures within <tools></tools> XML tags:"
+		    "\n<tools>");
 	for (size_t i = 0; i < c->n_tools; i++) {
-		sb_puts(o, "\n");
-		sb_puts(o, c->tools[i]); /* {{- tool | tojson }} */
+		out_puts(o, "\n");
+		out_msgs(o, c->tools[i]); /* {{- tool | tojson }} */
 	}
-	sb_puts(o, "\n</tools>\n\nFor each function call, return a json object with function "
-		   "name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
-		   "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
-		   "</tool_call><|im_end|>\n");
+	out_puts(o, "\n</tools>\n\nFor each function call, return a json object with function "
+		    "name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+		    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+		    "</tool_call><|im_end|>\n");
 }
 
-static void render_qwen3(struct strbuf *o, const struct chat *c, enum tmpl_variant v)
+static void render_qwen3(struct out *o, const struct chat *c, enum tmpl_variant v)
 {
 	/* {%- if messages[0].role == 'system' %} at the top; later system turns inline. */
 	if (c->n_tools) {
 		tools_system(o, c);
 	} else if (c->turns[0].role == CHAT_SYSTEM) {
-		sb_puts(o, "<|im_start|>system\n");
-		sb_puts(o, c->turns[0].content);
-		sb_puts(o, "<|im_end|>\n");
+		out_puts(o, "<|im_start|>system\n");
+		out_msgs(o, c->turns[0].content);
+		out_puts(o, "<|im_end|>\n");
 	}
 	size_t lqi = v == TMPL_QWEN3_INSTRUCT ? 0 : last_query_index(c);
 	for (size_t i = 0; i < c->n; i++) {
@@ -224,19 +265,19 @@ static void render_qwen3(struct strbuf *o, const struct chat *c, enum tmpl_varia
 				break;
 			/* fall through */
 		case CHAT_USER:
-			sb_puts(o, "<|im_start|>");
-			sb_puts(o, chat_role_name(t->role));
-			sb_puts(o, "\n");
-			sb_puts(o, t->content);
-			sb_puts(o, "<|im_end|>\n");
+			out_puts(o, "<|im_start|>");
+			out_puts(o, chat_role_name(t->role));
+			out_puts(o, "\n");
+			out_msgs(o, t->content);
+			out_puts(o, "<|im_end|>\n");
 			break;
 		case CHAT_ASSISTANT:
 			if (v == TMPL_QWEN3_INSTRUCT) {
 				/* Instruct-2507 shows assistant content as it is, reasoning never. */
-				sb_puts(o, "<|im_start|>assistant\n");
-				sb_puts(o, t->content);
+				out_puts(o, "<|im_start|>assistant\n");
+				out_msgs(o, t->content);
 				tool_calls(o, t, t->content[0] != '\0');
-				sb_puts(o, "<|im_end|>\n");
+				out_puts(o, "<|im_end|>\n");
 			} else {
 				assistant_with_reasoning(o, t, i > lqi, i + 1 == c->n);
 			}
@@ -247,42 +288,51 @@ static void render_qwen3(struct strbuf *o, const struct chat *c, enum tmpl_varia
 }
 
 /* The common ChatML template: every turn as it is, reasoning dropped. */
-static void render_chatml(struct strbuf *o, const struct chat *c)
+static void render_chatml(struct out *o, const struct chat *c)
 {
 	for (size_t i = 0; i < c->n; i++) {
-		sb_puts(o, "<|im_start|>");
-		sb_puts(o, chat_role_name(c->turns[i].role));
-		sb_puts(o, "\n");
-		sb_puts(o, c->turns[i].content);
-		sb_puts(o, "<|im_end|>\n");
+		out_puts(o, "<|im_start|>");
+		out_puts(o, chat_role_name(c->turns[i].role));
+		out_puts(o, "\n");
+		out_msgs(o, c->turns[i].content);
+		out_puts(o, "<|im_end|>\n");
 	}
 }
 
-char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
-		  int enable_thinking, size_t *len)
+char *tmpl_render_spans(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
+			int enable_thinking, size_t *len, struct tmpl_spans *msg)
 {
 	if (c->n == 0) {
 		err_set("the conversation has no messages");
 		return NULL;
 	}
-	struct strbuf o = {0};
+	struct out o = {{0}, msg};
+	if (msg)
+		msg->n = 0, msg->oom = false;
 	if (v == TMPL_CHATML)
 		render_chatml(&o, c);
 	else
 		render_qwen3(&o, c, v);
 	if (add_generation_prompt) {
-		sb_puts(&o, "<|im_start|>assistant\n");
+		out_puts(&o, "<|im_start|>assistant\n");
 		if (v == TMPL_QWEN3 && enable_thinking == TMPL_THINK_OFF)
-			sb_puts(&o, "<think>\n\n</think>\n\n");
+			out_puts(&o, "<think>\n\n</think>\n\n");
 		else if (v == TMPL_QWEN3_THINKING)
-			sb_puts(&o, "<think>\n");
+			out_puts(&o, "<think>\n");
 	}
-	if (o.oom || !o.p) { /* every non-empty conversation renders to something */
-		free(o.p);
+	if (o.sb.oom || !o.sb.p ||
+	    (msg && msg->oom)) { /* every conversation renders to something */
+		free(o.sb.p);
 		err_set("out of memory rendering the conversation");
 		return NULL;
 	}
 	if (len)
-		*len = o.n;
-	return o.p;
+		*len = o.sb.n;
+	return o.sb.p;
+}
+
+char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
+		  int enable_thinking, size_t *len)
+{
+	return tmpl_render_spans(c, v, add_generation_prompt, enable_thinking, len, NULL);
 }

@@ -40,4 +40,20 @@ bool tmpl_prompt_opens_think(enum tmpl_variant v, int enable_thinking);
 char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
 		  int enable_thinking, size_t *len);
 
+/* Byte ranges [start, end) of the rendered text, in order, that come from the
+ * messages (content, reasoning, tool calls and tool output, tool definitions) rather
+ * than from the template itself. */
+struct tmpl_span {
+	size_t start, end;
+};
+struct tmpl_spans {
+	struct tmpl_span *v;
+	size_t n, cap;
+	bool oom;
+};
+
+/* tmpl_render that also fills msg (reset first; free msg->v when done). */
+char *tmpl_render_spans(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
+			int enable_thinking, size_t *len, struct tmpl_spans *msg);
+
 #endif

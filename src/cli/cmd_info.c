@@ -8,6 +8,7 @@
 #include "src/base/units.h"
 #include "src/base/err.h"
 #include "src/hub/hub.h"
+#include "src/hub/loader.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The engine's default KV capacity (engine.h: eng_options.ctx = 0). */
 #define DEFAULT_CTX_CAP 4096
@@ -401,6 +403,16 @@ static int info_opt(void *user, int key, const char *arg)
 	return 0;
 }
 
+/* A GGUF carries its tokenizer; a directory may have a tokenizer.json. */
+static bool has_tokenizer(const char *dir)
+{
+	if (eng_is_gguf(dir))
+		return true;
+	char path[4096];
+	snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+	return access(path, F_OK) == 0;
+}
+
 int cmd_info(int argc, char **argv)
 {
 	struct cli_common com;
@@ -438,6 +450,11 @@ int cmd_info(int argc, char **argv)
 		for (int t = 0; t < ENG_DTYPE_COUNT; t++)
 			weights += in.types[t].weights;
 		in.bpw = weights ? 8.0 * (double)in.mapped_bytes / (double)weights : 0;
+		/* the tokenizer beside the weights, when it loads, must fit them */
+		struct tok *t = has_tokenizer(dir) ? loader_tokenizer(dir) : NULL;
+		if (t && loader_check_vocab(t, in.cfg.vocab_size, dir))
+			rc = EXIT_RUNTIME;
+		tok_free(t);
 	} else {
 		rc = EXIT_RUNTIME;
 	}

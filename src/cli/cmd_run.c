@@ -39,6 +39,10 @@ static const struct cli_opt run_opts[] = {
 	{"stats", CLI_OWN + 5, NULL,
 	 "tokens reused/prefilled/generated, time to first token,\n"
 	 "prefill and decode tokens/s, on stderr"},
+	{"parse-special", CLI_OWN + 6, NULL,
+	 "special tokens written in the prompt (<|im_start|>, ...)\n"
+	 "are control tokens, as Hugging Face parses them by default\n"
+	 "(else they are text; with --raw they always are tokens)"},
 	{0},
 };
 
@@ -65,7 +69,7 @@ struct run_args {
 	struct cli_common cli;
 	const char *prompt, *file, *system;
 	int think; /* TMPL_THINK_* */
-	bool raw, stats;
+	bool raw, stats, parse_special;
 };
 
 /* Set to the signal's number by SIGINT, SIGTERM or SIGHUP: stops the turn, the
@@ -105,6 +109,7 @@ static int run_opt(void *user, int key, const char *arg)
 	case CLI_OWN + 3: a->think = TMPL_THINK_OFF; break;
 	case CLI_OWN + 4: a->raw = true; break;
 	case CLI_OWN + 5: a->stats = true; break;
+	case CLI_OWN + 6: a->parse_special = true; break;
 	}
 	return 0;
 }
@@ -230,7 +235,7 @@ static int32_t *prompt_ids(const struct run_args *a, struct tok *t, const char *
 	int dropped;
 	if (c && (!a->system || chat_set_system(c, a->system) == 0) &&
 	    chat_add(c, CHAT_USER, prompt, NULL) == 0)
-		ids = chat_render_fit(t, c, v, a->think, ctx, 1, n, &dropped);
+		ids = chat_render_fit(t, c, v, a->think, !a->parse_special, ctx, 1, n, &dropped);
 	chat_free(c);
 	*split = tmpl_prompt_opens_think(v, a->think) ? SESS_SPLIT_REASONING_FIRST
 						      : SESS_SPLIT_ANSWER_FIRST;
@@ -369,7 +374,8 @@ int cmd_run(int argc, char **argv)
 	int n_eos = 0, n = 0;
 	enum sess_split split;
 	if (!(dir = hub_resolve(&hub, a.cli.model)) || !(t = loader_tokenizer(dir)) ||
-	    sampling(&a, dir, t, &params, eos, &n_eos) || !(m = eng_model_open(dir)))
+	    sampling(&a, dir, t, &params, eos, &n_eos) || !(m = eng_model_open(dir)) ||
+	    loader_check_vocab(t, eng_model_config(m)->vocab_size, dir))
 		goto fail;
 	if (!(e = eng_new(m, &eo, cli_notice)) ||
 	    !(sp = samp_new(&params, eng_model_config(m)->vocab_size)))

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "src/hub/loader.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/cli/cli.h"
@@ -148,7 +149,8 @@ static int open_model(const struct serve_args *a, const struct eng_options *eo, 
 		return -1;
 	cli_sampling(&a->cli, &m->params);
 	m->params_set = a->cli.set & ~(unsigned)(CLI_SET_MAX_NEW | CLI_SET_CTX); /* SAMP_SET_* */
-	if (samp_params_check(&m->params) || !(*em = eng_model_open(*dir)))
+	if (samp_params_check(&m->params) || !(*em = eng_model_open(*dir)) ||
+	    loader_check_vocab(m->tok, eng_model_config(*em)->vocab_size, *dir))
 		return -1;
 	if (!(m->eng = eng_new(*em, eo, cli_notice)) ||
 	    !(m->samp = samp_new(&m->params, eng_model_config(*em)->vocab_size)))

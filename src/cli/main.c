@@ -49,6 +49,10 @@ static const struct cli_opt chat_opts[] = {
 	{"think", CLI_OWN + 3, NULL, "start with thinking on (the default)"},
 	{"no-think", CLI_OWN + 4, NULL, "start with thinking off"},
 	{"system", CLI_OWN + 5, "TEXT", "system prompt of a new conversation"},
+	{"parse-special", CLI_OWN + 6, NULL,
+	 "special tokens typed in messages (<|im_start|>, ...) are\n"
+	 "control tokens, as Hugging Face parses them by default\n"
+	 "(else they are text; /special switches it)"},
 	{0},
 };
 
@@ -78,6 +82,7 @@ static int chat_opt(void *user, int key, const char *arg)
 	case CLI_OWN + 3: a->cfg.think = 1; break;
 	case CLI_OWN + 4: a->cfg.think = 0; break;
 	case CLI_OWN + 5: a->cfg.system = arg; break;
+	case CLI_OWN + 6: a->cfg.parse_special = true; break;
 	}
 	return 0;
 }
@@ -153,7 +158,8 @@ static const struct {
 	{"template", cmd_template},   {"logits", cmd_logits},
 	{"bench", cmd_bench},         {"info", cmd_info},
 	{"pull", cmd_pull},           {"list", cmd_list},
-	{"train-bpe", cmd_train_bpe}, {"serve", cmd_serve}, {"quantize", cmd_quantize},
+	{"train-bpe", cmd_train_bpe}, {"serve", cmd_serve},
+	{"quantize", cmd_quantize},
 };
 
 int main(int argc, char **argv)

@@ -162,6 +162,16 @@ out:
 	return t;
 }
 
+int loader_check_vocab(const struct tok *t, int vocab_size, const char *path)
+{
+	int n = tok_vocab_size(t);
+	if (n <= vocab_size)
+		return 0;
+	return err_set("%s: the tokenizer has %d ids but the model's vocab_size is %d: ids %d to "
+		       "%d have no embedding row (the tokenizer is not this model's)",
+		       path, n, vocab_size, vocab_size, n - 1);
+}
+
 struct tok *loader_tokenizer(const char *path)
 {
 	if (!eng_is_gguf(path))

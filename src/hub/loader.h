@@ -15,6 +15,12 @@
  * NULL on error (err_set names the file and the field or key). */
 struct tok *loader_tokenizer(const char *path);
 
+/* The tokenizer and the model belong together: every id the tokenizer can produce
+ * has an embedding row (Qwen3 pads its 151,669 ids to vocab_size 151,936). Else -1
+ * with err_set naming both sizes and `path`: such a pair would fail at the first
+ * message, on the chat template's <|im_start|>. */
+int loader_check_vocab(const struct tok *t, int vocab_size, const char *path);
+
 /* The tokenizer of an open GGUF: tokenizer.ggml.model "gpt2" with pre "qwen2", the
  * tokens, token types, merges, eos/padding ids and tokenizer.chat_template. */
 struct tok *loader_tokenizer_gguf(const struct eng_gguf *g);

@@ -15,8 +15,9 @@ mkdir -p "$SRV/test/Tiny-Qwen3" "$SRV/test/Sharded-Qwen3" "$STATE"
 # had; the download does not parse it), and a sharded one without generation config.
 if TOK=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh" 2>/dev/null); then TOKOPT="--tokenizer $TOK"
 else TOKOPT=""; fi
+# (every id of the real tokenizer has an embedding row, as the loader checks)
 # shellcheck disable=SC2086
-"$MKMODEL" --out "$SRV/test/Tiny-Qwen3" --vocab-size 4096 $TOKOPT >/dev/null || exit 1
+"$MKMODEL" --out "$SRV/test/Tiny-Qwen3" --vocab-size 151669 --hidden-size 16 $TOKOPT >/dev/null || exit 1
 # shellcheck disable=SC2086
 "$MKMODEL" --out "$SRV/test/Sharded-Qwen3" --shards 2 $TOKOPT >/dev/null || exit 1
 rm -f "$SRV/test/Sharded-Qwen3/generation_config.json"

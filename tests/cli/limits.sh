@@ -34,4 +34,16 @@ grep -q '^qwenchat: QWENCHAT_CUDA_GRAPH=maybe: not 0 or 1$' "$TMP/err" && pass "
 	fail "QWENCHAT_CUDA_GRAPH: $(cat "$TMP/err")"
 echo 1 2 | QWENCHAT_CPU_ISA=c "$QWENCHAT" logits -m "$M" --out "$TMP/l" 2>"$TMP/err" &&
 	pass "QWENCHAT_CPU_ISA=c runs" || fail "QWENCHAT_CPU_ISA=c: $(cat "$TMP/err")"
+# A tokenizer with ids past the model's vocab_size is refused when the model opens,
+# naming both sizes (else the first message fails on the template's <|im_start|>).
+"$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/small-vocab" --vocab-size 1024 --tokenizer "$TOK_DIR" >/dev/null
+for cmd in "run -p hi --backend cpu" "info" "chat --plain --backend cpu"; do
+	# shellcheck disable=SC2086
+	echo hi | XDG_STATE_HOME="$TMP/state-sv" "$QWENCHAT" $cmd -m "$TMP/small-vocab" \
+		>/dev/null 2>"$TMP/err"
+	rc=$?
+	[ $rc -eq 1 ] && grep -q "the tokenizer has 151669 ids but the model's vocab_size is 1024" "$TMP/err" &&
+		[ "$(wc -l <"$TMP/err")" -eq 1 ] && pass "$cmd: a tokenizer too big for the model is refused" ||
+		fail "$cmd on a vocab mismatch: exit $rc, $(cat "$TMP/err")"
+done
 finish

@@ -22,6 +22,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					      think, &len);
 			if (c->n > 0 && (!s || strlen(s) != len))
 				abort();
+			/* the message spans: the same text, ordered ranges inside it */
+			struct tmpl_spans m = {0};
+			size_t len2;
+			char *t = tmpl_render_spans(c, (enum tmpl_variant)v,
+						    think != TMPL_THINK_OFF, think, &len2, &m);
+			if (s && (!t || len2 != len || memcmp(s, t, len)))
+				abort();
+			for (size_t i = 0, end = 0; t && i < m.n; end = m.v[i++].end)
+				if (m.v[i].start < end || m.v[i].end <= m.v[i].start ||
+				    m.v[i].end > len2)
+					abort();
+			free(m.v);
+			free(t);
 			free(s);
 		}
 	}

@@ -239,7 +239,7 @@ static void render(struct chat *c, int32_t **ids, int *n)
 {
 	int dropped = -1;
 	free(*ids);
-	*ids = chat_render_fit(tok, c, variant, TMPL_THINK_ON, CTX, 64, n, &dropped);
+	*ids = chat_render_fit(tok, c, variant, TMPL_THINK_ON, true, CTX, 64, n, &dropped);
 	assert_non_null(*ids);
 	assert_int_equal(dropped, 0);
 }
@@ -378,7 +378,7 @@ static void test_overflow(void **state)
 	chat_remove(two, 1, 4);
 	int want = render_len(two);
 	int n, dropped;
-	int32_t *ids = chat_render_fit(tok, c, variant, TMPL_THINK_ON, want + 10, 10, &n, &dropped);
+	int32_t *ids = chat_render_fit(tok, c, variant, TMPL_THINK_ON, true, want + 10, 10, &n, &dropped);
 	assert_non_null(ids);
 	assert_int_equal(dropped, 2);
 	assert_int_equal(n, want);
@@ -399,7 +399,7 @@ static void test_overflow(void **state)
 	free(bids);
 	assert_int_equal(chat_add(c, CHAT_ASSISTANT, "ok", NULL), 0);
 	assert_int_equal(chat_add(c, CHAT_USER, big, NULL), 0);
-	assert_null(chat_render_fit(tok, c, variant, TMPL_THINK_ON, 100, 10, &n, &dropped));
+	assert_null(chat_render_fit(tok, c, variant, TMPL_THINK_ON, true, 100, 10, &n, &dropped));
 	snprintf(buf, sizeof buf, "the message is %zu tokens, the context holds 100", k);
 	assert_string_equal(err_msg(), buf);
 	assert_int_equal(c->n, 2); /* everything droppable went: system + the message */

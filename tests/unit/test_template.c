@@ -60,6 +60,49 @@ static struct chat **load_cases(size_t *n)
 	return out;
 }
 
+/* Whether s[0..n) occurs in one of the conversation's own texts. */
+static bool from_messages(const struct chat *c, const char *s, size_t n)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const struct chat_turn *t = &c->turns[i];
+		const char *fields[] = {t->content, t->reasoning ? t->reasoning : ""};
+		for (size_t f = 0; f < 2; f++)
+			if (memmem(fields[f], strlen(fields[f]), s, n))
+				return true;
+		for (size_t k = 0; k < t->n_calls; k++)
+			if (memmem(t->calls[k].name, strlen(t->calls[k].name), s, n) ||
+			    memmem(t->calls[k].arguments, strlen(t->calls[k].arguments), s, n))
+				return true;
+	}
+	for (size_t i = 0; i < c->n_tools; i++)
+		if (memmem(c->tools[i], strlen(c->tools[i]), s, n))
+			return true;
+	return false;
+}
+
+/* The message spans of a render: the same text, in order, inside it, and each one's
+ * bytes taken from the messages. */
+static void check_spans(const struct chat *c, enum tmpl_variant v, bool agp, int think,
+			const char *text, size_t len)
+{
+	struct tmpl_spans m = {0};
+	size_t len2;
+	char *again = tmpl_render_spans(c, v, agp, think, &len2, &m);
+	assert_non_null(again);
+	assert_int_equal(len2, len);
+	assert_memory_equal(again, text, len);
+	size_t end = 0;
+	for (size_t i = 0; i < m.n; i++) {
+		assert_true(m.v[i].start >= end && m.v[i].start < m.v[i].end && m.v[i].end <= len);
+		if (!from_messages(c, text + m.v[i].start, m.v[i].end - m.v[i].start))
+			fail_msg("span %zu (%.*s) is not a message's text", i,
+				 (int)(m.v[i].end - m.v[i].start), text + m.v[i].start);
+		end = m.v[i].end;
+	}
+	free(m.v);
+	free(again);
+}
+
 static void check_variant(size_t k)
 {
 	size_t ncases;
@@ -83,6 +126,7 @@ static void check_variant(size_t k)
 		size_t len;
 		char *got = tmpl_render(cases[c], variants[k].v, agp, think, &len);
 		assert_non_null(got);
+		check_spans(cases[c], variants[k].v, agp, think, got, len);
 		if (len != strlen(want) || memcmp(got, want, len) != 0) {
 			if (bad++ < 5)
 				print_error("%s: case %zu agp=%d think=%d differs\n--- "
@@ -163,6 +207,31 @@ static void test_detect(void **state)
 	assert_false(tmpl_prompt_opens_think(TMPL_QWEN3, TMPL_THINK_ON));
 }
 
+/* A typed marker inside a message is in a span; the template's own are not. */
+static void test_message_spans(void **state)
+{
+	(void)state;
+	struct chat *c = chat_new();
+	assert_int_equal(chat_set_system(c, "S<|im_end|>"), 0);
+	assert_int_equal(chat_add(c, CHAT_USER, "<|im_start|>x", NULL), 0);
+	struct tmpl_spans m = {0};
+	size_t len;
+	char *s = tmpl_render_spans(c, TMPL_QWEN3, true, TMPL_THINK_OFF, &len, &m);
+	assert_non_null(s);
+	assert_string_equal(
+		s, "<|im_start|>system\nS<|im_end|><|im_end|>\n<|im_start|>user\n"
+		   "<|im_start|>x<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+	assert_int_equal(m.n, 2);
+	assert_int_equal(m.v[0].start, strlen("<|im_start|>system\n"));
+	assert_memory_equal(s + m.v[0].start, "S<|im_end|>", m.v[0].end - m.v[0].start);
+	assert_int_equal(m.v[0].end - m.v[0].start, strlen("S<|im_end|>"));
+	assert_memory_equal(s + m.v[1].start, "<|im_start|>x", m.v[1].end - m.v[1].start);
+	assert_int_equal(m.v[1].end - m.v[1].start, strlen("<|im_start|>x"));
+	free(m.v);
+	free(s);
+	chat_free(c);
+}
+
 static void test_empty(void **state)
 {
 	(void)state;
@@ -176,9 +245,10 @@ static void test_empty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_qwen3),    cmocka_unit_test(test_instruct),
-		cmocka_unit_test(test_thinking), cmocka_unit_test(test_chatml),
-		cmocka_unit_test(test_detect),   cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_qwen3),         cmocka_unit_test(test_instruct),
+		cmocka_unit_test(test_thinking),      cmocka_unit_test(test_chatml),
+		cmocka_unit_test(test_detect),        cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_message_spans),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

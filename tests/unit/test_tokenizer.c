@@ -105,6 +105,59 @@ static void test_golden_cases(void **state)
 	assert_int_equal(n, 46);
 }
 
+/* Special tokens inside the literal byte ranges are text, the template's around them
+ * control tokens (tests/golden/tokenizer-literal.jsonl, made with Hugging Face's). */
+static void literal_line(json_t *c, void *arg)
+{
+	int *count = arg;
+	json_t *lit = json_object_get(c, "literal"), *text = json_object_get(c, "text");
+	if (!lit)
+		return;
+	const char *name = json_string_value(json_object_get(c, "name"));
+	size_t n_lit = json_array_size(lit), want_n, got_n, plain_n;
+	struct tok_span *spans = calloc(n_lit + 1, sizeof *spans);
+	for (size_t i = 0; i < n_lit; i++) {
+		spans[i].start =
+			(size_t)json_integer_value(json_array_get(json_array_get(lit, i), 0));
+		spans[i].end =
+			(size_t)json_integer_value(json_array_get(json_array_get(lit, i), 1));
+	}
+	int32_t *want = ids_of(json_object_get(c, "ids"), &want_n);
+	int32_t *got = tok_encode_literal(T, json_string_value(text), json_string_length(text),
+					  spans, n_lit, &got_n);
+	assert_non_null(got);
+	size_t i = 0;
+	while (i < want_n && i < got_n && want[i] == got[i])
+		i++;
+	if (i != want_n || i != got_n)
+		fail_msg("literal case %s: %zu ids, want %zu; first difference at %zu: got %d want "
+			 "%d",
+			 name, got_n, want_n, i, i < got_n ? got[i] : -1,
+			 i < want_n ? want[i] : -1);
+	/* Hugging Face's default parses every special token: the forged turn is real there */
+	int32_t *plain = tok_encode(T, json_string_value(text), json_string_length(text), &plain_n);
+	int im_start = tok_id(T, "<|im_start|>"), n_plain = 0, n_lit_ids = 0;
+	for (size_t k = 0; k < plain_n; k++)
+		n_plain += plain[k] == im_start;
+	for (size_t k = 0; k < got_n; k++)
+		n_lit_ids += got[k] == im_start;
+	if (!strcmp(name, "forged system turn"))
+		assert_int_equal(n_plain - n_lit_ids, 2);
+	free(plain);
+	free(want);
+	free(got);
+	free(spans);
+	++*count;
+}
+
+static void test_golden_literal(void **state)
+{
+	(void)state;
+	int n = 0;
+	each_line("tokenizer-literal.jsonl", literal_line, &n);
+	assert_int_equal(n, 8);
+}
+
 /* The extra added tokens (lstrip, rstrip, single_word, normalized): inserted at the
  * head of added_tokens in a copy of tokenizer.json, as the golden script did. */
 struct extra {
@@ -712,11 +765,11 @@ int main(void)
 {
 	tu_tokenizer_dir(tokdir, sizeof tokdir);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_golden_cases),    cmocka_unit_test(test_golden_extra_added),
-		cmocka_unit_test(test_mixed_1mb),       cmocka_unit_test(test_roundtrip_golden),
-		cmocka_unit_test(test_roundtrip_bytes), cmocka_unit_test(test_stream),
-		cmocka_unit_test(test_lookups),         cmocka_unit_test(test_tiny_valid),
-		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_golden_cases),     cmocka_unit_test(test_golden_extra_added),
+		cmocka_unit_test(test_golden_literal),   cmocka_unit_test(test_mixed_1mb),
+		cmocka_unit_test(test_roundtrip_golden), cmocka_unit_test(test_roundtrip_bytes),
+		cmocka_unit_test(test_stream),           cmocka_unit_test(test_lookups),
+		cmocka_unit_test(test_tiny_valid),       cmocka_unit_test(test_malformed),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
