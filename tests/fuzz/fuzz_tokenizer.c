@@ -3,7 +3,9 @@
  * tests/fuzz/corpus/tokenizer/); a file that loads then encodes the input and decodes.
  * odd: the rest is text for the real Qwen3 tokenizer from $QWENCHAT_FUZZ_TOKENIZER (a
  * directory, e.g. tests/cache/qwen3-tokenizer; without it these inputs do nothing):
- * encode, decode, streaming decode; aborts when a round trip or the stream disagrees. */
+ * encode, decode, streaming decode, and encode with literal spans (special tokens as
+ * text); aborts when a round trip or the stream disagrees, or a literal text yields a
+ * special token. */
 #include "tokenizer/tokenizer.h"
 
 #include <stdio.h>
@@ -50,6 +52,22 @@ static void exercise(struct tok *t, const char *text, size_t n, bool exact)
 	tok_stream_free(s);
 	free(dec);
 	free(ids);
+	/* all of it literal: no special token comes out, and the text comes back; the
+	 * middle third literal: encodes, and decodes to the text */
+	struct tok_span spans[2] = {{0, n}, {n / 3, 2 * n / 3}};
+	for (int v = 0; v < 2; v++) {
+		ids = tok_encode_literal(t, text, n, &spans[v], 1, &k);
+		if (!ids)
+			return;
+		for (size_t i = 0; v == 0 && i < k; i++)
+			if (tok_is_special(t, ids[i]))
+				abort();
+		dec = tok_decode(t, ids, k, false, &dl);
+		if (!dec || (ascii && (dl != n || memcmp(dec, text, n) != 0)))
+			abort();
+		free(dec);
+		free(ids);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
