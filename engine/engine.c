@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "src/base/err.h"
 #include "src/base/clock.h"
+#include "src/base/proc.h"
 
 struct eng {
 	struct eng_model *model;
@@ -48,6 +49,38 @@ static const struct eng_backend_ops *pick_backend(const struct eng_options *opt,
 	return eng_cpu_backend();
 }
 
+/* The context when none is asked for: the model's own maximum, at most
+ * ENG_DEFAULT_CTX_MAX (room for long reasoning without a cache sized for the
+ * extreme); on the CPU also at most what half of the memory available now holds
+ * of KV cache (it is allocated lazily, but a conversation may fill it), in steps
+ * of 256. A GPU backend fits its own cache to its memory. */
+static int default_ctx(const struct eng_config *c, const struct eng_options *opt,
+		       const struct eng_backend_ops *ops, void (*notice)(const char *msg))
+{
+	int ctx = c->max_position_embeddings < ENG_DEFAULT_CTX_MAX ? c->max_position_embeddings
+								   : ENG_DEFAULT_CTX_MAX;
+	if (strcmp(ops->name, "cpu"))
+		return ctx;
+	size_t per_tok =
+		2 * (size_t)c->num_layers * c->num_kv_heads * c->head_dim * (opt->kv_f32 ? 4 : 2);
+	size_t avail = proc_mem_available();
+	if (!avail || (size_t)ctx * per_tok <= avail / 2)
+		return ctx;
+	int fit = (int)(avail / 2 / per_tok / 256 * 256);
+	if (fit < 256)
+		fit = 256 < ctx ? 256 : ctx;
+	if (notice) {
+		char msg[192];
+		snprintf(
+			msg, sizeof msg,
+			"context %d tokens: the KV cache of %d would take over half of the %.1f GB "
+			"of memory available (--ctx sets it)",
+			fit, ctx, avail / 1e9);
+		notice(msg);
+	}
+	return fit;
+}
+
 struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 		    void (*notice)(const char *msg))
 {
@@ -59,17 +92,15 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 		err_set("engine: %s must not be negative", opt->threads < 0 ? "threads" : "ctx");
 		return NULL;
 	}
-	int ctx = opt->ctx;
-	if (ctx == 0)
-		ctx = c->max_position_embeddings < 4096 ? c->max_position_embeddings : 4096;
+	const struct eng_backend_ops *ops = pick_backend(opt, notice);
+	if (!ops)
+		return NULL;
+	int ctx = opt->ctx ? opt->ctx : default_ctx(c, opt, ops, notice);
 	if (ctx > c->max_position_embeddings) {
 		err_set("engine: context %d exceeds the model's max_position_embeddings %d", ctx,
 			c->max_position_embeddings);
 		return NULL;
 	}
-	const struct eng_backend_ops *ops = pick_backend(opt, notice);
-	if (!ops)
-		return NULL;
 	struct eng *e = calloc(1, sizeof *e);
 	if (!e) {
 		err_set("engine: out of memory");

@@ -271,7 +271,7 @@ enum eng_backend_kind { ENG_BACKEND_AUTO, ENG_BACKEND_CPU, ENG_BACKEND_CUDA };
 struct eng_options {
 	enum eng_backend_kind backend;
 	int threads; /* CPU threads; 0 = all cores */
-	int ctx;     /* KV cache capacity in tokens; 0 = min(max_position, 4096) */
+	int ctx;     /* KV cache capacity in tokens; 0: the default (eng_new) */
 	bool kv_f32; /* fp32 KV cache (reference tests); default bf16 */
 	/* Called now and then while a GPU backend uploads the weights (may be NULL). */
 	void (*progress)(size_t done_bytes, size_t total_bytes);
@@ -302,6 +302,10 @@ struct eng;
  * A GPU backend whose memory cannot hold the requested context shrinks it and says
  * so through `notice` (eng_ctx tells the result). The model must outlive the
  * engine. NULL on error (err_set). */
+/* The largest default context (eng_options.ctx = 0): Qwen suggests up to 32K tokens
+ * of output for hard reasoning. */
+enum { ENG_DEFAULT_CTX_MAX = 32768 };
+
 struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 		    void (*notice)(const char *msg));
 void eng_free(struct eng *e);

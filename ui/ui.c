@@ -164,6 +164,21 @@ static void piece(void *p, enum sess_part part, const char *s, size_t n)
 	u->dirty = true;
 }
 
+/* Older turns left the model's context: said once per turn, as soon as the turn's
+ * figures show it (before the answer), the turns staying on screen and saved. */
+static void tell_dropped(struct ui *u)
+{
+	if (u->told_dropped || !u->fig.dropped)
+		return;
+	u->told_dropped = true;
+	char m[160];
+	snprintf(m, sizeof m,
+		 "the %d oldest turn%s no longer fit the context: the model no longer sees %s",
+		 u->fig.dropped, u->fig.dropped == 1 ? "" : "s",
+		 u->fig.dropped == 1 ? "it" : "them");
+	ui_notice(u, false, m);
+}
+
 static void finish_turn(struct ui *u, int rc, const char *err)
 {
 	if (u->stream_block >= 0 && (size_t)u->stream_block < u->v.n) {
@@ -184,12 +199,10 @@ static void finish_turn(struct ui *u, int rc, const char *err)
 		ui_notice(u, true, err);
 	else if (u->fig.turn.stop == SESS_STOP_CANCEL)
 		ui_notice(u, false, "stopped: the partial answer is kept");
-	if (u->fig.dropped) {
-		char m[128];
-		snprintf(m, sizeof m, "dropped the %d oldest turn%s to fit the context",
-			 u->fig.dropped, u->fig.dropped == 1 ? "" : "s");
-		ui_notice(u, false, m);
-	}
+	else if (u->fig.turn.stop == SESS_STOP_CTX)
+		ui_notice(u, false, "context full: the answer stops here (/clear starts over)");
+	tell_dropped(u);
+	u->told_dropped = false; /* the next turn's own */
 }
 
 static void resize(void)
@@ -234,6 +247,8 @@ static void step(struct ui *u, double *last_fig)
 	double t = clock_now();
 	if (t - *last_fig > (busy ? 0.1 : 0.5)) {
 		app_figures(u->a, &u->fig);
+		if (busy)
+			tell_dropped(u);
 		*last_fig = t;
 		u->dirty = true;
 	}

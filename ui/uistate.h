@@ -18,8 +18,9 @@ struct ui {
 	int att_layer, att_head;
 	bool confirm_quit; /* Ctrl-C on an empty line: asking */
 	bool quit, dirty;
-	char hint[512]; /* a passing message in the key hint line */
-	char *restore;  /* text to put back into the input line */
+	bool told_dropped; /* this turn's "older turns left the context" is shown */
+	char hint[512];    /* a passing message in the key hint line */
+	char *restore;     /* text to put back into the input line */
 	struct app_figures fig;
 	size_t last_nlines; /* layout size at the last frame (scroll anchoring) */
 	char *history_path;

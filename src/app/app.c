@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -209,7 +210,7 @@ struct app *app_open(const struct app_config *cfg, void (*notice)(const char *ms
 	a->parse_special = cfg->parse_special;
 	a->show_reasoning = true;
 	a->user_set = cfg->sampling_set;
-	a->max_new = cfg->max_new > 0 ? cfg->max_new : APP_DEFAULT_MAX_NEW;
+	a->max_new = cfg->max_new > 0 ? cfg->max_new : INT_MAX; /* default: the context */
 	a->max_new_set = cfg->max_new > 0;
 	a->chat = chat_new();
 	a->state_dir = cfg->state_dir ? strdup(cfg->state_dir) : NULL;
@@ -403,7 +404,12 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 		return app_remote_turn(a, emit, user);
 	atomic_store(&a->cancel, 0);
 	int ctx = eng_ctx(a->eng), n = 0, dropped = 0;
-	int reserve = a->max_new < ctx / 2 ? a->max_new : ctx / 2;
+	/* Room kept for the answer when older turns must go: what -n asks for (at most
+	 * half the context), else an eighth of the context. Turns are dropped only when
+	 * the conversation and that room no longer fit; the answer itself may then run
+	 * on until the context is full. */
+	int room = a->max_new_set ? a->max_new : ctx / 8;
+	int reserve = room < ctx / 2 ? room : ctx / 2;
 	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
 	/* Fit a copy: turns dropped for the context stay in the saved conversation. */
 	struct chat *fit = chat_dup(a->chat);
@@ -511,6 +517,7 @@ int app_start(struct app *a, bool prefill_only)
 	a->worker_done = false;
 	a->fig.busy = true;
 	a->fig.prefilling = true;
+	a->fig.dropped = 0; /* this turn's, set once the prompt is fitted */
 	atomic_store(&a->cancel, 0);
 	if (pthread_create(&a->worker, NULL, worker_main, a)) {
 		a->fig.busy = false;

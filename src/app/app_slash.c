@@ -66,12 +66,15 @@ static void show_sampling(struct app *a, struct app_result *r)
 		return;
 	}
 	const struct samp_params *p = &a->params;
+	char max_new[32] = "until the context is full";
+	if (a->max_new_set)
+		snprintf(max_new, sizeof max_new, "%d", a->max_new);
 	say(r,
 	    "temp %g, top-k %d, top-p %g, min-p %g, presence %g, repeat %g, seed %llu, "
-	    "greedy %s, max new %d, thinking %s",
+	    "greedy %s, max new %s, thinking %s",
 	    p->temperature, p->top_k, p->top_p, p->min_p, p->presence_penalty,
-	    p->repetition_penalty, (unsigned long long)p->seed, p->greedy ? "on" : "off",
-	    a->max_new, a->think ? "on" : "off");
+	    p->repetition_penalty, (unsigned long long)p->seed, p->greedy ? "on" : "off", max_new,
+	    a->think ? "on" : "off");
 }
 
 /* /temp, /top-k, ...: show or set one sampling value. */

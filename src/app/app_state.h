@@ -6,7 +6,6 @@
 #include "src/chat/template.h"
 
 /* New tokens per answer when -n is not given. */
-enum { APP_DEFAULT_MAX_NEW = 2048 };
 
 struct app_buf {
 	char *s;

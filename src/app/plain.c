@@ -66,11 +66,29 @@ char *plain_getline(const char *prompt, const char *prefill)
 struct plain_out {
 	bool tty, show_reasoning;
 	int last; /* -1 nothing yet, else the sess_part written last */
+	struct app *a;
+	bool told; /* the turn's notices (turns dropped) are out */
 };
+
+/* Older turns left the model's context: said once, before the answer. */
+static void tell_dropped(struct plain_out *o)
+{
+	if (o->told)
+		return;
+	o->told = true;
+	struct app_figures f;
+	app_figures(o->a, &f);
+	if (f.dropped)
+		fprintf(stderr,
+			"qwenchat: the %d oldest turn%s no longer fit the context: the model no "
+			"longer sees %s (they stay in the saved conversation)\n",
+			f.dropped, f.dropped == 1 ? "" : "s", f.dropped == 1 ? "it" : "them");
+}
 
 static int emit(void *u, enum sess_part part, const char *text, size_t len)
 {
 	struct plain_out *o = u;
+	tell_dropped(o);
 	if (part == SESS_REASONING && !o->show_reasoning)
 		return 0;
 	if ((int)part != o->last) {
@@ -100,7 +118,7 @@ static void print_safe(FILE *f, const char *prefix, const char *text, const char
 
 static void turn(struct app *a)
 {
-	struct plain_out o = {isatty(STDOUT_FILENO), app_show_reasoning(a), -1};
+	struct plain_out o = {isatty(STDOUT_FILENO), app_show_reasoning(a), -1, a, false};
 	struct sigaction sa = {0}, old;
 	sa.sa_handler = on_sigint;
 	sigemptyset(&sa.sa_mask);
@@ -119,9 +137,12 @@ static void turn(struct app *a)
 		print_safe(stderr, "qwenchat: ", err_msg(), "\n");
 	else if (f.turn.stop == SESS_STOP_CANCEL)
 		fprintf(stderr, "qwenchat: stopped; the partial answer is kept\n");
-	if (f.dropped)
-		fprintf(stderr, "qwenchat: dropped the %d oldest turn%s to fit the context\n",
-			f.dropped, f.dropped == 1 ? "" : "s");
+	else if (f.turn.stop == SESS_STOP_CTX)
+		fprintf(stderr,
+			"qwenchat: context full (%d tokens): the answer stops here; /clear starts "
+			"over, --ctx sets a larger context\n",
+			f.ctx_max);
+	tell_dropped(&o);
 	if (f.save_error[0])
 		print_safe(stderr, "qwenchat: ", f.save_error, "\n");
 }

@@ -17,6 +17,20 @@ size_t proc_rss_bytes(void)
 	return out;
 }
 
+size_t proc_mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned long long kb = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (size_t)kb * 1024;
+}
+
 int proc_online_cpus(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);

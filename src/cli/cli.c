@@ -48,7 +48,11 @@ static const struct {
 	  "auto, cpu or cuda (default auto); remote: a server\n(chat and run, with --url)"}},
 	{CLI_THREADS,
 	 {"threads", K_THREADS, "N", "CPU threads (default and at most: the CPUs online)"}},
-	{CLI_CTX, {"ctx", K_CTX, "N", "context size in tokens"}},
+	{CLI_CTX,
+	 {"ctx", K_CTX, "N",
+	  "context size in tokens (default: the model's maximum,\n"
+	  "at most 32768, on the CPU at most what half the\n"
+	  "available memory holds of KV cache)"}},
 	{CLI_MAX_NEW, {"max-new", 'n', "N", "new tokens per answer"}},
 	{CLI_SAMPLING, {"temp", K_TEMP, "T", "sampling temperature (0 = greedy)"}},
 	{CLI_SAMPLING, {"top-k", K_TOP_K, "K", "keep the K most likely tokens (0 = all)"}},

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 /* The engine's default KV capacity (engine.h: eng_options.ctx = 0). */
-#define DEFAULT_CTX_CAP 4096
+#define DEFAULT_CTX_CAP ENG_DEFAULT_CTX_MAX
 /* Prefill works on chunks of positions; the scratch estimate assumes this many. */
 #define SCRATCH_CHUNK   512
 
@@ -37,7 +37,7 @@ static const struct cli_command info_cmd = {
 	.about = "Shows a model's configuration, its parameters and bytes by component, the\n"
 		 "bytes read per decoded token, the KV cache size and a memory plan for the\n"
 		 "CPU and CUDA backends. --ctx sets the context of the KV cache figures (default:\n"
-		 "min(max_position_embeddings, 4096), like the engine).\n",
+		 "min(max_position_embeddings, 32768), like the engine before its memory cap).\n",
 	.groups = CLI_MODEL | CLI_CTX,
 	.opts = info_opts,
 };
@@ -286,7 +286,7 @@ static void print_costs(const struct info *in)
 	       "max_position_embeddings %d\n",
 	       in->kv_tok, units_ibytes((double)in->kv_tok, b, sizeof b),
 	       units_ibytes((double)in->kv_ctx, c, sizeof c), in->ctx,
-	       in->ctx_default ? " (default: min(max_position_embeddings, 4096))" : " (--ctx)",
+	       in->ctx_default ? " (default: min(max_position_embeddings, 32768))" : " (--ctx)",
 	       units_ibytes((double)in->kv_max, d, sizeof d), in->cfg.max_position_embeddings);
 	printf("\nmemory plan at ctx %d (scratch is an estimate: fp32 activations for %d "
 	       "positions, scores, logits)\n",

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -390,8 +391,9 @@ int cmd_run(int argc, char **argv)
 		goto fail;
 	struct out_state out = {SESS_ANSWER, false, false, isatty(STDOUT_FILENO),
 				isatty(STDERR_FILENO)};
-	int room = eng_ctx(e) - n;
-	int max_new = (a.cli.set & CLI_SET_MAX_NEW) && a.cli.max_new < room ? a.cli.max_new : room;
+	/* without -n the answer runs until the turn ends or the context is full (the
+	 * session then says "context full") */
+	int max_new = a.cli.set & CLI_SET_MAX_NEW ? a.cli.max_new : INT_MAX;
 	if (r == 0 && sess_generate(s, sp, max_new, split, emit, &out))
 		goto fail;
 	if (out.part == SESS_REASONING && out.any_reasoning)

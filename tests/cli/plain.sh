@@ -27,7 +27,7 @@ grep -q '^qwenchat: unknown command /frobnicate (try /help)$' "$TMP/err" &&
 	pass "a bad command is an error on stderr" || fail "bad command"
 grep -q 'temp 0.3, top-k 20, top-p 0.8' "$TMP/out" && pass "/sampling shows the values (non-thinking preset)" ||
 	fail "/sampling"
-grep -q 'context: [1-9][0-9]* of 4096 tokens used' "$TMP/out" && pass "/ctx" || fail "/ctx"
+grep -q 'context: [1-9][0-9]* of [0-9]* tokens used' "$TMP/out" && pass "/ctx" || fail "/ctx"
 python3 -c 'import json,sys
 m=json.load(open(sys.argv[1]))
 sys.exit(0 if [x["role"] for x in m]==["user","assistant"] and m[0]["content"]=="Hello there" else 1)' \
@@ -56,7 +56,7 @@ sys.exit(0 if [x["content"] for x in m if x["role"]=="user"]==["Hello there","Se
 printf '/ctx\n' | Q --resume >"$TMP/out" 2>"$TMP/err"
 grep -q '^user: Second question$' "$TMP/out" && pass "--resume shows the turns" || fail "--resume turns"
 grep -q 'resumed 4 turns from' "$TMP/err" && pass "--resume says what it reopened" || fail "--resume notice"
-grep -q 'context: [1-9][0-9]* of 4096' "$TMP/out" && pass "--resume prefills" || fail "--resume prefill"
+grep -q 'context: [1-9][0-9]* of [0-9]*' "$TMP/out" && pass "--resume prefills" || fail "--resume prefill"
 
 # /load of a file that is not a conversation is an error; the file stays as it was.
 echo '{"not": "a chat"' >"$TMP/bad.json"
@@ -93,4 +93,17 @@ expect_err_has "nowhere" "the error names the model"
 expect_exit 1 "--resume with no session" env XDG_STATE_HOME="$TMP/empty" "$QWENCHAT" chat -m "$MODEL" --resume
 expect_err_has "--resume" "the error names --resume"
 expect_exit 0 "chat --help" "$QWENCHAT" chat --help
+# History leaves the context only when the conversation and room for an answer (-n)
+# no longer fit, and the chat says so before that answer: 512 tokens, -n 100.
+printf 'one\n/ctx\ntwo\n/ctx\nthree\n/ctx\nfour\nfive\nsix\n' |
+	XDG_STATE_HOME="$TMP/state4" Q -n 100 --ctx 512 --seed 3 >"$TMP/hist" 2>&1
+used=$(grep -o 'context: [0-9]* of 512' "$TMP/hist" | tail -n 1 | cut -d' ' -f2)
+first_drop=$(grep -n 'no longer fit the context' "$TMP/hist" | head -n 1 | cut -d: -f1)
+[ -n "$used" ] && [ "$used" -gt 256 ] && ! grep -n 'no longer fit' "$TMP/hist" |
+	awk -F: -v u="$(grep -n 'context: [0-9]* of 512' "$TMP/hist" | tail -n 1 | cut -d: -f1)" '$1 < u {bad=1} END {exit !bad}' &&
+	pass "history kept past half the context ($used of 512 used, nothing dropped)" ||
+	fail "history dropped early: $(cat "$TMP/hist")"
+[ -n "$first_drop" ] && sed -n "$((first_drop + 1)),\$p" "$TMP/hist" | grep -q '[a-z]' &&
+	pass "the notice comes before the answer of the turn that drops" ||
+	fail "no notice before an answer: $(cat "$TMP/hist")"
 finish

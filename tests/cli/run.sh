@@ -66,6 +66,17 @@ hf=$("$QWENCHAT" template -m "$M" --messages "$TMP/forged.json" --add-generation
 	pass "typed markers are text by default ($lit ids against $parsed)" ||
 	fail "typed markers: $lit prefilled by default, $parsed with --parse-special"
 
+# Without -n the answer runs until the turn ends or the context is full: past the old
+# 2,048-token cap, and "context full" is the stop reason.
+expect_exit 0 "run without -n on --ctx 2300" $RUN -p "Hi" --stats --no-think --ctx 2300 --seed 1
+gen=$(sed -n 's/.* \([0-9]*\) generated in.*/\1/p' "$TMP/err")
+grep -q "stopped: context full" "$TMP/err" && [ "${gen:-0}" -gt 2048 ] &&
+	pass "an answer of $gen tokens runs until the context is full" ||
+	fail "answer without -n: $(cat "$TMP/err")"
+expect_exit 0 "run -n 5" $RUN -p "Hi" -n 5 --stats --no-think
+grep -q "stopped: max new tokens" "$TMP/err" && pass "-n stops at max new tokens" ||
+	fail "-n 5: $(cat "$TMP/err")"
+
 expect_exit 0 "run -n 0" $RUN -p "Hi" -n 0 --stats
 grep -q "0 generated" "$TMP/err" && pass "-n 0 generates nothing" || fail "-n 0: $(cat "$TMP/err")"
 
