@@ -375,6 +375,25 @@ static void figures_update(struct app *a)
 		app_capture_layer(a);
 }
 
+void app_conversation_changed(struct app *a)
+{
+	/* The context the conversation on screen takes, as the next turn will render it
+	 * (without the answer's opening): the cache may still hold what was cleared. */
+	int used = 0;
+	if (a->tok && (chat_count(a->chat) || chat_system(a->chat))) {
+		int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
+		size_t n = 0;
+		int32_t *ids = chat_encode(a->tok, a->chat, a->variant, false, think,
+					   !a->parse_special, &n);
+		used = ids ? (int)n : 0;
+		free(ids);
+	}
+	pthread_mutex_lock(&a->lock);
+	a->fig.ctx_used = used;
+	a->fig.dropped = 0;
+	pthread_mutex_unlock(&a->lock);
+}
+
 struct turn_ctx {
 	struct app *a;
 	sess_emit_fn emit;

@@ -198,9 +198,10 @@ static void stats(struct app *a, struct app_result *r)
 	app_figures(a, &f);
 	const struct sess_stats *t = &f.turn;
 	say(r,
-	    "last turn: %d tokens reused, %d prefilled at %.1f tok/s, %d generated at "
+	    "last turn: %d token%s reused, %d prefilled at %.1f tok/s, %d generated at "
 	    "%.1f tok/s, first token after %.3f s\n",
-	    t->reused, t->prefilled, t->prefill_tps, t->generated, t->decode_tps, t->ttft);
+	    t->reused, t->reused == 1 ? "" : "s", t->prefilled, t->prefill_tps, t->generated,
+	    t->decode_tps, t->ttft);
 	if (a->remote) { /* the prompt is rendered and the memory used on the server */
 		say(r,
 		    "context %d tokens (the server's count); remote: %s at %s; host RSS %.1f MiB",
@@ -255,6 +256,7 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 	r->actions |= APP_DO_RELOAD;
 	say(r, "loaded %zu turns from %s", chat_count(n), path);
 	free(path);
+	app_conversation_changed(a);
 	app_autosave(a);
 }
 
@@ -305,6 +307,7 @@ static void history(struct app *a, const struct slash_call *c, struct app_result
 		say(r, strcmp(c->text, "-") ? "system prompt set" : "system prompt removed");
 		break;
 	}
+	app_conversation_changed(a);
 	app_autosave(a);
 }
 

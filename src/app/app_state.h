@@ -5,8 +5,6 @@
 #include "src/app/app.h"
 #include "src/chat/template.h"
 
-/* New tokens per answer when -n is not given. */
-
 struct app_buf {
 	char *s;
 	size_t n, cap;
@@ -69,5 +67,9 @@ int app_remote_turn(struct app *a, sess_emit_fn emit, void *user);
 unsigned app_remote_sent(const struct app *a);
 /* Adds text to a buffer; 0 or -1. */
 int app_buf_add(struct app_buf *b, const char *s, size_t n);
+
+/* The figures follow a conversation changed by a slash command (/clear, /load,
+ * /edit, /undo, /system): the context is what it now takes, not the cache. */
+void app_conversation_changed(struct app *a);
 
 #endif

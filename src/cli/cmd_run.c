@@ -199,11 +199,12 @@ static const char *stop_name(enum sess_stop s)
 static void print_stats(const struct sess_stats *st)
 {
 	fprintf(stderr,
-		"stats: %d tokens reused, %d prefilled in %.3f s (%.1f tok/s), "
+		"stats: %d token%s reused, %d prefilled in %.3f s (%.1f tok/s), "
 		"time to first token %.3f s\n"
 		"stats: %d generated in %.3f s (%.1f tok/s), stopped: %s\n",
-		st->reused, st->prefilled, st->prefill_seconds, st->prefill_tps, st->ttft,
-		st->generated, st->decode_seconds, st->decode_tps, stop_name(st->stop));
+		st->reused, st->reused == 1 ? "" : "s", st->prefilled, st->prefill_seconds,
+		st->prefill_tps, st->ttft, st->generated, st->decode_seconds, st->decode_tps,
+		stop_name(st->stop));
 }
 
 /* The prompt's token ids: the raw text, or the one-turn conversation rendered. */

@@ -21,7 +21,7 @@ echo "---- stdout ----"; cat "$TMP/out"; echo "---- stderr ----"; cat "$TMP/err"
 grep -q 'thinking off from the next answer' "$TMP/out" && pass "/think off" || fail "/think off"
 grep -qF '<think>\n\n</think>\n\n"' "$TMP/out" && pass "/stats shows the empty think block" ||
 	fail "/stats prompt tail"
-grep -q 'last turn: [0-9]* tokens reused, [1-9][0-9]* prefilled' "$TMP/out" && pass "/stats figures" ||
+grep -q 'last turn: [0-9]* tokens\{0,1\} reused, [1-9][0-9]* prefilled' "$TMP/out" && pass "/stats figures" ||
 	fail "/stats figures"
 grep -q '^qwenchat: unknown command /frobnicate (try /help)$' "$TMP/err" &&
 	pass "a bad command is an error on stderr" || fail "bad command"
@@ -106,4 +106,12 @@ first_drop=$(grep -n 'no longer fit the context' "$TMP/hist" | head -n 1 | cut -
 [ -n "$first_drop" ] && sed -n "$((first_drop + 1)),\$p" "$TMP/hist" | grep -q '[a-z]' &&
 	pass "the notice comes before the answer of the turn that drops" ||
 	fail "no notice before an answer: $(cat "$TMP/hist")"
+# /clear and /load: /ctx tells the conversation on screen, not the cache
+printf 'Hello\n/clear\n/ctx\n/load %s\n/ctx\n' "$TMP/conv.json" |
+	XDG_STATE_HOME="$TMP/state5" Q -n 4 --seed 3 >"$TMP/clr" 2>&1
+c1=$(grep -o 'context: [0-9]* of' "$TMP/clr" | sed -n 1p | cut -d' ' -f2)
+c2=$(grep -o 'context: [0-9]* of' "$TMP/clr" | sed -n 2p | cut -d' ' -f2)
+[ "$c1" = 0 ] && [ -n "$c2" ] && [ "$c2" -gt 0 ] &&
+	pass "/ctx after /clear is 0, after /load the loaded conversation's ($c2)" ||
+	fail "/ctx after /clear and /load: $(cat "$TMP/clr")"
 finish
