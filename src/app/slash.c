@@ -164,11 +164,17 @@ int slash_parse(const char *line, struct slash_call *out, char *err, size_t errs
 	size_t len = strcspn(name, " \t\n");
 	int matches;
 	const struct slash_cmd *cmd = lookup(name, len, &matches);
+	if (!cmd && matches > 1) { /* name the candidates: "/t is ambiguous: /think, /temp, ..." */
+		int n = snprintf(err, errsz, "/%.*s is ambiguous:", (int)len, name);
+		for (size_t i = 0, k = 0; i < slash_table_len && n > 0 && (size_t)n < errsz; i++)
+			if (!strncmp(slash_table[i].name, name, len))
+				n += snprintf(err + n, errsz - (size_t)n, "%s /%s", k++ ? "," : "",
+					      slash_table[i].name);
+		return -1;
+	}
 	if (!cmd) {
-		snprintf(err, errsz,
-			 matches > 1 ? "/%.*s is ambiguous (try /help)"
-				     : "unknown command /%.*s (try /help)",
-			 (int)(len > 40 ? 40 : len), name);
+		snprintf(err, errsz, "unknown command /%.*s (try /help)", (int)(len > 40 ? 40 : len),
+			 name);
 		return -1;
 	}
 	out->cmd = cmd;

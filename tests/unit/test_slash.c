@@ -32,9 +32,11 @@ static void test_names(void **st)
 	assert_false(c.has_arg);
 	assert_int_equal(slash_parse("/sam", &c, err, sizeof err), 0);
 	assert_int_equal(c.cmd->id, SLASH_SAMPLING);
-	/* "/s" matches seed, sampling, system, save, stats: ambiguous. */
+	/* "/s" matches seed, sampling, system, save, stats: ambiguous, and says which. */
 	assert_int_equal(slash_parse("/s", &c, err, sizeof err), -1);
-	assert_non_null(strstr(err, "ambiguous"));
+	assert_string_equal(err, "/s is ambiguous: /special, /seed, /sampling, /system, /save, /stats");
+	assert_int_equal(slash_parse("/t", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/t is ambiguous: /think, /temp, /top-k, /top-p");
 	assert_int_equal(slash_parse("/frobnicate 3", &c, err, sizeof err), -1);
 	assert_string_equal(err, "unknown command /frobnicate (try /help)");
 	/* An exact name wins over being a prefix of another. */
