@@ -1,5 +1,6 @@
 /* ui.c — the full-screen chat's main loop: keys in, the worker's text drained,
  * one frame drawn; what a submitted line does; the plain mode's readline reader. */
+#include "src/base/term.h"
 #include "ui/ui.h"
 
 #include <curses.h>
@@ -123,6 +124,15 @@ static void command(struct ui *u, char *line)
 	} else {
 		free(r.edit);
 	}
+	if (r.actions & APP_DO_COPY) { /* straight to the terminal: curses draws nothing */
+		char *seq = term_osc52(r.copy, strlen(r.copy));
+		if (seq) {
+			fputs(seq, stdout);
+			fflush(stdout);
+		}
+		free(seq);
+	}
+	free(r.copy);
 	if (r.actions & APP_DO_QUIT)
 		u->quit = true;
 	if (r.actions & APP_DO_GENERATE)

@@ -46,6 +46,7 @@ enum {
 	APP_DO_DEBUG = 1 << 4,     /* debug pane: see app_result.debug */
 	APP_DO_REASONING = 1 << 5, /* reasoning shown/hidden changed */
 	APP_DO_HELP = 1 << 6,      /* show the help (message holds the command list) */
+	APP_DO_COPY = 1 << 7,      /* put app_result.copy on the terminal's clipboard */
 };
 
 struct app_result {
@@ -53,6 +54,7 @@ struct app_result {
 	bool error;       /* the message is an error */
 	char msg[4096];   /* what to show ("" = nothing) */
 	char *edit;       /* APP_DO_EDIT: malloc'd text for the input line */
+	char *copy;       /* APP_DO_COPY: malloc'd text for the clipboard */
 	int debug;        /* APP_DO_DEBUG: -1 toggle, 0 off, 1 attention, 2 memory */
 };
 

@@ -260,6 +260,54 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 	app_autosave(a);
 }
 
+/* The n-th (1-based) fenced code block of a Markdown text, without its fences; NULL
+ * when there are fewer. */
+static char *code_block(const char *s, long n)
+{
+	const char *p = s;
+	for (long k = 1;; k++) {
+		const char *open = strstr(p, "```");
+		if (!open)
+			return NULL;
+		const char *body = strchr(open, '\n'); /* past the info string ("```c") */
+		if (!body)
+			return NULL;
+		body++;
+		const char *close = strstr(body, "```");
+		size_t len = close ? (size_t)(close - body) : strlen(body);
+		if (k == n)
+			return strndup(body, len);
+		if (!close)
+			return NULL;
+		p = close + 3;
+	}
+}
+
+/* /copy [N]: the last answer, or its Nth code block, for the front end to send to
+ * the terminal's clipboard. */
+static void copy(struct app *a, const struct slash_call *c, struct app_result *r)
+{
+	long last = chat_last(a->chat, CHAT_ASSISTANT);
+	if (last < 0) {
+		fail(r, "/copy: no answer to copy yet");
+		return;
+	}
+	const char *answer = a->chat->turns[last].content;
+	r->copy = c->has_arg ? code_block(answer, (long)c->num) : strdup(answer);
+	if (!r->copy) {
+		if (c->has_arg)
+			fail(r, "/copy: the last answer has no code block %.0f", c->num);
+		else
+			fail(r, "/copy: out of memory");
+		return;
+	}
+	r->actions |= APP_DO_COPY;
+	say(r,
+	    "copied %zu bytes (%s) to the terminal's clipboard (OSC 52; a terminal that "
+	    "does not take it ignores it)",
+	    strlen(r->copy), c->has_arg ? "a code block" : "the last answer");
+}
+
 /* /retry, /edit, /undo, /clear, /system: changes to the conversation. */
 static void history(struct app *a, const struct slash_call *c, struct app_result *r)
 {
@@ -320,6 +368,7 @@ static bool allowed_while_busy(const struct slash_call *c)
 	case SLASH_CTX:
 	case SLASH_STATS:
 	case SLASH_DEBUG:
+	case SLASH_COPY:
 	case SLASH_QUIT: return true;
 	case SLASH_THINK:
 		return !c->has_arg || !strcmp(c->cmd->choices[c->choice], "hide") ||
@@ -362,6 +411,7 @@ void app_exec(struct app *a, const struct slash_call *c, struct app_result *r)
 	case SLASH_UNDO: history(a, c, r); break;
 	case SLASH_SAVE:
 	case SLASH_LOAD: save_load(a, c, r); break;
+	case SLASH_COPY: copy(a, c, r); break;
 	case SLASH_CTX:
 		app_figures(a, &f);
 		if (!f.ctx_max) { /* a server that does not say its context */

@@ -159,6 +159,12 @@ static int command(struct app *a, const char *line, char **prefill)
 	}
 	if (r.actions & APP_DO_DEBUG)
 		fputs("the debug pane needs the terminal UI; /stats shows the figures\n", stdout);
+	if ((r.actions & APP_DO_COPY) && !isatty(STDOUT_FILENO)) {
+		r.actions &= ~(unsigned)APP_DO_COPY;
+		r.error = true;
+		snprintf(r.msg, sizeof r.msg,
+			 "/copy: the output is not a terminal: nothing copied");
+	}
 	if (r.msg[0])
 		print_safe(r.error ? stderr : stdout, r.error ? "qwenchat: " : "", r.msg, "\n");
 	fflush(stdout);
@@ -168,6 +174,14 @@ static int command(struct app *a, const char *line, char **prefill)
 	} else {
 		free(r.edit);
 	}
+	if (r.actions & APP_DO_COPY) {
+		char *seq = term_osc52(r.copy, strlen(r.copy));
+		if (seq)
+			fputs(seq, stdout);
+		fflush(stdout);
+		free(seq);
+	}
+	free(r.copy);
 	if (r.actions & APP_DO_GENERATE)
 		turn(a);
 	return (r.actions & APP_DO_QUIT) != 0;

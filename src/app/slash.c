@@ -51,6 +51,8 @@ const struct slash_cmd slash_table[] = {
 	 "remove the last message and its answer"},
 	{"save", SLASH_SAVE, SLASH_ARG_FILE, true, 0, 0, NULL, "/save FILE",
 	 "save the conversation as JSON"},
+	{"copy", SLASH_COPY, SLASH_ARG_INT, false, 1, 999, NULL, "/copy [N]",
+	 "the last answer (or its Nth code block) to the terminal's clipboard"},
 	{"load", SLASH_LOAD, SLASH_ARG_FILE, true, 0, 0, NULL, "/load FILE",
 	 "load a conversation saved with /save"},
 	{"ctx", SLASH_CTX, SLASH_ARG_NONE, false, 0, 0, NULL, "/ctx",
@@ -173,8 +175,8 @@ int slash_parse(const char *line, struct slash_call *out, char *err, size_t errs
 		return -1;
 	}
 	if (!cmd) {
-		snprintf(err, errsz, "unknown command /%.*s (try /help)", (int)(len > 40 ? 40 : len),
-			 name);
+		snprintf(err, errsz, "unknown command /%.*s (try /help)",
+			 (int)(len > 40 ? 40 : len), name);
 		return -1;
 	}
 	out->cmd = cmd;

@@ -2,6 +2,7 @@
 #include "src/base/term.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <utf8proc.h>
 
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
@@ -41,6 +42,31 @@ void term_safe(struct strbuf *b, const char *s, size_t n)
 		run = i;
 	}
 	sb_put(b, s + run, n - run);
+}
+
+char *term_osc52(const char *s, size_t n)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *head = "\033]52;c;";
+	size_t hn = strlen(head), out_n = hn + (n + 2) / 3 * 4 + 2;
+	char *out = malloc(out_n), *p = out;
+	if (!out)
+		return NULL;
+	memcpy(p, head, hn);
+	p += hn;
+	const unsigned char *u = (const unsigned char *)s;
+	for (size_t i = 0; i < n; i += 3) { /* RFC 4648 base64, padded */
+		unsigned v = (unsigned)u[i] << 16 | (i + 1 < n ? (unsigned)u[i + 1] << 8 : 0) |
+			     (i + 2 < n ? u[i + 2] : 0);
+		*p++ = b64[v >> 18 & 63];
+		*p++ = b64[v >> 12 & 63];
+		*p++ = i + 1 < n ? b64[v >> 6 & 63] : '=';
+		*p++ = i + 2 < n ? b64[v & 63] : '=';
+	}
+	*p++ = '\a';
+	*p = 0;
+	return out;
 }
 
 int term_write_safe(FILE *f, const char *s, size_t n)

@@ -18,4 +18,10 @@ void term_safe(struct strbuf *b, const char *s, size_t n);
 /* Writes s[0..n) to f as term_safe makes it. 0, or EOF on a write error. */
 int term_write_safe(FILE *f, const char *s, size_t n);
 
+/* The OSC 52 sequence that asks the terminal to put s[0..n) on its clipboard
+ * (ESC ] 52 ; c ; base64 BEL), which xterm, kitty, iTerm2, WezTerm, Windows
+ * Terminal and tmux (set-clipboard) take. Malloc'd, NUL-terminated; NULL when out
+ * of memory. */
+char *term_osc52(const char *s, size_t n);
+
 #endif

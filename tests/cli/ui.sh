@@ -73,6 +73,7 @@ print(max(w(l.rstrip("\n")) for l in open(sys.argv[1], encoding="utf-8")))' "$TM
 T new-session -d -s ui -x 100 -y 30 \
 	"$QWENCHAT -m '$MODEL' --backend cpu --threads 2 --ctx 16384 -n 100000 --seed 7; echo EXITED \$?; sleep 600"
 T set-option -g escape-time 0 >/dev/null
+T set-option -g set-clipboard on >/dev/null # /copy's OSC 52 lands in a tmux buffer
 
 check_screen 'Type a message' "the UI starts"
 shot "start"
@@ -236,6 +237,14 @@ check_screen '^system prompt$' "the system prompt is shown"
 check_screen '^  The user wants code\.' "the reasoning is shown"
 check_screen '^│ int x = 1;' "a fenced code block is set off"
 shot "reasoning and code"
+T send-keys -t ui '/copy 1' Enter
+check_screen 'copied 11 bytes \(a code block\)' "/copy 1 says what it copied"
+[ "$(T show-buffer)" = "int x = 1;" ] && pass "/copy 1: the code block reached the clipboard (OSC 52)" ||
+	fail "/copy 1: the tmux buffer holds '$(T show-buffer 2>&1)'"
+T send-keys -t ui '/copy' Enter
+check_screen 'copied [0-9]+ bytes \(the last answer\)' "/copy copies the answer"
+T show-buffer | grep -q '^Done\.$' && pass "/copy: the answer reached the clipboard" ||
+	fail "/copy: the tmux buffer holds '$(T show-buffer 2>&1)'"
 T send-keys -t ui Tab
 check_screen 'thinking \(folded; Tab shows it\)' "Tab on an empty line folds the reasoning"
 screen | grep -q 'The user wants code' && fail "folded reasoning still shown" || pass "folded reasoning hidden"

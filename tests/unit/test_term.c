@@ -17,17 +17,26 @@ static const struct {
 } cases[] = {
 	{"plain text", 0, "plain text"},
 	{"lines\nand\ttabs", 0, "lines\nand\ttabs"},
-	{"\x1b]0;pwned\x07title", 0, "^[]0;pwned^Gtitle"},     /* OSC retitle */
-	{"\x1b[2J\x1b[H", 0, "^[[2J^[[H"},                     /* clear screen */
-	{"\x1b]52;c;aGk=\x1b\\", 0, "^[]52;c;aGk=^[\\"},       /* clipboard write */
-	{"a\rb\bc", 0, "a^Mb^Hc"},                             /* carriage return, backspace */
+	{"\x1b]0;pwned\x07title", 0, "^[]0;pwned^Gtitle"}, /* OSC retitle */
+	{"\x1b[2J\x1b[H", 0, "^[[2J^[[H"},                 /* clear screen */
+	{"\x1b]52;c;aGk=\x1b\\", 0, "^[]52;c;aGk=^[\\"},   /* clipboard write */
+	{"a\rb\bc", 0, "a^Mb^Hc"},                         /* carriage return, backspace */
 	{"del\x7f", 0, "del^?"},
 	{"nul\0after", 9, "nul^@after"},
-	{"c1 \xc2\x9b" "2J csi", 0, "c1 \xef\xbf\xbd" "2J csi"}, /* U+009B, the 8-bit CSI */
-	{"raw \x9b" "2J", 0, "raw \xef\xbf\xbd" "2J"},           /* a lone byte that is not UTF-8 */
-	{"cut \xe4\xb8", 0, "cut \xef\xbf\xbd\xef\xbf\xbd"},     /* truncated sequence */
-	{"\xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x99\x82", 0, "\xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x99\x82"},
-	{"\xc2\xa0nbsp", 0, "\xc2\xa0nbsp"},                     /* U+00A0 is printable */
+	{"c1 \xc2\x9b"
+	 "2J csi",
+	 0,
+	 "c1 \xef\xbf\xbd"
+	 "2J csi"}, /* U+009B, the 8-bit CSI */
+	{"raw \x9b"
+	 "2J",
+	 0,
+	 "raw \xef\xbf\xbd"
+	 "2J"},                                              /* a lone byte that is not UTF-8 */
+	{"cut \xe4\xb8", 0, "cut \xef\xbf\xbd\xef\xbf\xbd"}, /* truncated sequence */
+	{"\xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x99\x82", 0,
+	 "\xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x99\x82"},
+	{"\xc2\xa0nbsp", 0, "\xc2\xa0nbsp"},                         /* U+00A0 is printable */
 	{"\xed\xa0\x80", 0, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* a surrogate is not UTF-8 */
 };
 
@@ -72,11 +81,37 @@ static void test_every_byte(void **state)
 		}
 }
 
+/* OSC 52: base64 of RFC 4648's test vectors inside ESC ] 52 ; c ; ... BEL. */
+static void test_osc52(void **state)
+{
+	(void)state;
+	static const char *const vec[][2] = {
+		{"", ""},
+		{"f", "Zg=="},
+		{"fo", "Zm8="},
+		{"foo", "Zm9v"},
+		{"foob", "Zm9vYg=="},
+		{"fooba", "Zm9vYmE="},
+		{"foobar", "Zm9vYmFy"},
+	};
+	for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++) {
+		char *s = term_osc52(vec[i][0], strlen(vec[i][0]));
+		char want[64];
+		snprintf(want, sizeof want, "\033]52;c;%s\a", vec[i][1]);
+		assert_string_equal(s, want);
+		free(s);
+	}
+	char *s = term_osc52("\xff\x00\n", 3); /* any bytes */
+	assert_string_equal(s, "\033]52;c;/wAK\a");
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_every_byte),
+		cmocka_unit_test(test_osc52),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
