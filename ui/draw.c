@@ -121,26 +121,74 @@ static void human(char *out, size_t sz, double bytes)
 		snprintf(out, sz, "%.0fM", bytes / 1048576.0);
 }
 
+/* One field of the status bar: its text and how much it matters when the bar is
+ * too narrow for all (lower goes first). */
+struct field {
+	char text[96];
+	int keep;
+};
+
+/* The status bar: fields in a fixed order; when they do not fit the width, the
+ * least useful are left out first (TTFT, then prefill speed, GPU memory, backend,
+ * RSS, thinking), so that an 80-column terminal still shows the model, the
+ * context and the decode speed. */
 static void draw_status(struct ui *u, int y, int w)
 {
 	const struct app_figures *f = &u->fig;
-	char s[512], a[16], b[16], c[16];
-	int n = snprintf(s, sizeof s, " %s | %s | think %s | ctx %d", app_model_name(u->a),
-			 app_backend(u->a), app_thinking(u->a) ? "on" : "off", f->ctx_used);
+	struct field fl[10];
+	int nf = 0;
+	char a[16], b[16];
+#define FIELD(KEEP, ...)                                                \
+	do {                                                            \
+		snprintf(fl[nf].text, sizeof fl[nf].text, __VA_ARGS__); \
+		fl[nf++].keep = (KEEP);                                 \
+	} while (0)
+	FIELD(90, "%s", app_model_name(u->a));
+	FIELD(40, "%s", app_backend(u->a));
+	FIELD(60, "think %s", app_thinking(u->a) ? "on" : "off");
 	if (f->ctx_max) /* a remote server may not say its context */
-		n += snprintf(s + n, sizeof s - n, "/%d", f->ctx_max);
-	n += snprintf(s + n, sizeof s - n, " | ");
+		FIELD(100, "ctx %d/%d", f->ctx_used, f->ctx_max);
+	else
+		FIELD(100, "ctx %d", f->ctx_used);
 	if (f->busy && f->prefilling)
-		n += snprintf(s + n, sizeof s - n, "prefilling... | ");
-	n += snprintf(s + n, sizeof s - n, "prefill %.0f t/s | decode %.1f t/s | TTFT %.2fs | ",
-		      f->turn.prefill_tps, f->turn.decode_tps, f->turn.ttft);
-	human(c, sizeof c, (double)f->mem.host_rss);
+		FIELD(95, "prefilling...");
+	FIELD(20, "prefill %.0f t/s", f->turn.prefill_tps);
+	FIELD(80, "decode %.1f t/s", f->turn.decode_tps);
+	FIELD(10, "TTFT %.2fs", f->turn.ttft);
 	if (f->mem.device_total) {
 		human(a, sizeof a, (double)(f->mem.device_total - f->mem.device_free));
 		human(b, sizeof b, (double)f->mem.device_total);
-		n += snprintf(s + n, sizeof s - n, "GPU %s/%s | ", a, b);
+		FIELD(30, "GPU %s/%s", a, b);
 	}
-	snprintf(s + n, sizeof s - n, "RSS %s ", c);
+	human(a, sizeof a, (double)f->mem.host_rss);
+	FIELD(50, "RSS %s", a);
+#undef FIELD
+	/* " a | b | c ": each field costs its width and 3 for " | " (1 for the lead) */
+	bool shown[10];
+	int total = 1;
+	for (int i = 0; i < nf; i++) {
+		shown[i] = true;
+		total += view_width(fl[i].text, strlen(fl[i].text)) + 3;
+	}
+	while (total > w) {
+		int drop = -1;
+		for (int i = 0; i < nf; i++)
+			if (shown[i] && fl[i].keep < 100 &&
+			    (drop < 0 || fl[i].keep < fl[drop].keep))
+				drop = i;
+		if (drop < 0)
+			break; /* the context alone: put() cuts it */
+		shown[drop] = false;
+		total -= view_width(fl[drop].text, strlen(fl[drop].text)) + 3;
+	}
+	char s[512];
+	int n = 0;
+	for (int i = 0; i < nf && n < (int)sizeof s; i++)
+		if (shown[i])
+			n += snprintf(s + n, sizeof s - (size_t)n, "%s%s", n ? " | " : " ",
+				      fl[i].text);
+	if (n < (int)sizeof s - 1)
+		s[n++] = ' ', s[n] = 0;
 	attrset(COLOR_PAIR(C_STATUS));
 	move(y, 0);
 	for (int i = 0; i < w; i++)

@@ -186,6 +186,10 @@ T resize-window -t ui -x 80 -y 24
 sleep 1
 shot "resized to 80x24 while streaming"
 check_layout 24 80 "layout at 80x24 while streaming"
+s80=$(status_line)
+echo "$s80" | grep -qE 'ctx [0-9]+/16384 \| decode [0-9.]+ t/s' && [ "${#s80}" -le 80 ] &&
+	pass "at 80 columns the status bar keeps the context and the decode speed" ||
+	fail "status bar at 80 columns: '$s80'"
 T resize-window -t ui -x 120 -y 40
 sleep 1
 check_layout 40 120 "layout at 120x40 while streaming"
