@@ -41,10 +41,15 @@ static void attention(struct ui *u, int y, int x, int h, int w)
 		u->att_head = at.heads - 1;
 	const float *row = at.rows + (size_t)u->att_head * at.len;
 	int r = 0;
-	line(y + r++, x, w, A_BOLD,
-	     "attention  layer %d/%d (\xe2\x86\x90/\xe2\x86\x92)  head %d/%d "
-	     "(\xe2\x86\x91/\xe2\x86\x93)  %d keys",
-	     at.layer, at.layers - 1, u->att_head, at.heads - 1, at.len);
+	/* the header in full, or short when the pane is narrow (an 80-column screen) */
+	if (w >= 58)
+		line(y + r++, x, w, A_BOLD,
+		     "attention  layer %d/%d (\xe2\x86\x90/\xe2\x86\x92)  head %d/%d "
+		     "(\xe2\x86\x91/\xe2\x86\x93)  %d keys",
+		     at.layer, at.layers - 1, u->att_head, at.heads - 1, at.len);
+	else
+		line(y + r++, x, w, A_BOLD, "layer %d/%d head %d/%d, %d keys", at.layer,
+		     at.layers - 1, u->att_head, at.heads - 1, at.len);
 	/* Heat strip: the context squeezed into the pane width, max weight per cell. */
 	static const char *const shade[] = {" ", "\xe2\x96\x91", "\xe2\x96\x92", "\xe2\x96\x93",
 					    "\xe2\x96\x88"};

@@ -177,7 +177,7 @@ T send-keys -t ui F2
 check_screen 'attention: nothing captured yet' "F2 opens the attention pane"
 T send-keys -t ui 'Tell me a long story' Enter
 check_screen 'decode [1-9]' "streaming with the attention pane open"
-check_screen 'attention +layer [0-9]+/1' "the pane shows the captured attention"
+check_screen 'attention +layer [0-9]+/1|layer [0-9]+/1 head' "the pane shows the captured attention"
 check_screen 'entropy \(bits\)' "the pane shows per-head entropy"
 check_screen 'first-token share' "the pane shows the first-token share"
 check_screen "top attended tokens" "the pane lists the top attended tokens"
@@ -190,13 +190,15 @@ s80=$(status_line)
 echo "$s80" | grep -qE 'ctx [0-9]+/16384 \| decode [0-9.]+ t/s' && [ "${#s80}" -le 80 ] &&
 	pass "at 80 columns the status bar keeps the context and the decode speed" ||
 	fail "status bar at 80 columns: '$s80'"
+check_screen 'layer [0-9]+/1 head [0-9]+/[0-9]+, [0-9]+ keys|attention  layer [0-9]+/1 .* keys' \
+	"at 80 columns the attention pane's header is whole"
 T resize-window -t ui -x 120 -y 40
 sleep 1
 check_layout 40 120 "layout at 120x40 while streaming"
 stop_answer "stopped after resize"
 T send-keys -t ui Right Down
 sleep 0.5
-check_screen 'layer 1/1 .* head 1/' "arrows pick layer and head"
+check_screen 'layer 1/1 .*head 1/' "arrows pick layer and head"
 T send-keys -t ui F2
 check_screen 'KV cache [0-9.]+ used' "F2 again shows memory"
 shot "debug pane (memory)"
