@@ -110,10 +110,41 @@ void in_init(struct ui *u)
 	rl_readline_name = "qwenchat";
 	using_history();
 	u->history_path = fio_join(app_state_dir(u->a), "history");
-	/* append_history needs the file to exist. */
-	if (u->history_path && read_history(u->history_path))
-		write_history(u->history_path);
+	if (u->history_path)
+		in_history_load(u->history_path);
 	rl_callback_handler_install("", on_line);
+}
+
+void in_history_load(const char *path)
+{
+	/* A message of several lines comes back whole: each entry starts with a "#time"
+	 * line in the file (readline stamps entries only with a comment character) and
+	 * the lines up to the next stamp are the entry. */
+	history_comment_char = '#';
+	history_write_timestamps = 1;
+	FILE *f = fopen(path, "r");
+	int first = f ? fgetc(f) : EOF;
+	if (f)
+		fclose(f);
+	history_multiline_entries = first == '#' || first == EOF;
+	if (read_history(path)) {
+		write_history(path); /* append_history needs the file to exist */
+	} else if (!history_multiline_entries) {
+		/* a file from before the stamps: a line per entry, stamped and written anew */
+		int n = history_length;
+		char **lines = calloc((size_t)n + 1, sizeof *lines);
+		for (int i = 0; lines && i < n; i++)
+			lines[i] = strdup(history_get(history_base + i)->line);
+		clear_history();
+		for (int i = 0; lines && i < n; i++)
+			if (lines[i])
+				add_history(lines[i]);
+		write_history(path);
+		for (int i = 0; lines && i < n; i++)
+			free(lines[i]);
+		free(lines);
+	}
+	history_multiline_entries = 1;
 }
 
 void in_done(struct ui *u)

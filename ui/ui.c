@@ -372,7 +372,7 @@ int ui_plain(struct app *a)
 	in_completion();
 	using_history();
 	if (hist)
-		read_history(hist);
+		in_history_load(hist);
 	int rc = plain_main(a, rl_reader);
 	if (hist) {
 		write_history(hist);

@@ -44,6 +44,9 @@ void ui_set_debug(struct ui *u, int mode);
 /* input.c */
 void in_init(struct ui *u);
 void in_done(struct ui *u);
+/* Reads the input history file (multi-line entries kept whole; an older file with a
+ * line per entry is converted), creating it when missing. */
+void in_history_load(const char *path);
 /* Readline completion of slash commands (also for the plain mode). */
 void in_completion(void);
 /* Decodes u->kb; flush: the bytes so far are all there is (a lone Esc is Esc). */

@@ -70,6 +70,9 @@ print(max(w(l.rstrip("\n")) for l in open(sys.argv[1], encoding="utf-8")))' "$TM
 }
 
 # The model is a directory named "model": that is the name the status bar shows.
+# an input history from before multi-line entries: a line per entry
+mkdir -p "$TMP/state/qwenchat" && chmod 700 "$TMP/state" "$TMP/state/qwenchat"
+printf 'old one\nold two\n' >"$TMP/state/qwenchat/history"
 T new-session -d -s ui -x 100 -y 30 \
 	"$QWENCHAT -m '$MODEL' --backend cpu --threads 2 --ctx 16384 -n 100000 --seed 7; echo EXITED \$?; sleep 600"
 T set-option -g escape-time 0 >/dev/null
@@ -321,6 +324,17 @@ check_screen 'conversation saved in' "leaving says where the conversation is"
 # 11. --plain on a terminal: readline with completion, /edit puts the message back.
 restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 8 --plain; echo EXITED \$?; sleep 600"
 check_screen '^> *$' "--plain shows a prompt"
+# the three-line paste of part 4 is one history entry, also after a restart
+T send-keys -t ui C-r
+T send-keys -t ui -l 'line two'
+check_screen 'reverse-i-search.*line two.*paste line one' "a multi-line message is one history entry after a restart"
+T send-keys -t ui C-g
+sleep 0.3
+T send-keys -t ui C-r
+T send-keys -t ui -l 'old t'
+check_screen "reverse-i-search..old t': old two *$" "an older history file keeps a line per entry"
+T send-keys -t ui C-g
+sleep 0.3
 T send-keys -t ui 'plain hello' Enter
 check_screen 'plain hello' "--plain takes a message"
 T send-keys -t ui '/thi' Tab
