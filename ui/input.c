@@ -330,7 +330,16 @@ static size_t key(struct ui *u, bool flush)
 		}
 		return 1;
 	}
-	u->confirm_quit = false;
+	if (u->confirm_quit) { /* "Quit?": any other key says no, and is not typed */
+		u->confirm_quit = false;
+		u->dirty = true;
+		size_t n = k[0] >= 0xf0 ? 4 : k[0] >= 0xe0 ? 3 : k[0] >= 0xc0 ? 2 : 1;
+		return n < u->klen ? n : u->klen;
+	}
+	if (k[0] != '\t' && u->hint[0]) { /* completion candidates go once typing goes on */
+		u->hint[0] = 0;
+		u->dirty = true;
+	}
 	if (k[0] == '\t' && rl_end == 0) {
 		view_toggle_reasoning(&u->v);
 		u->dirty = true;

@@ -287,6 +287,13 @@ check_screen '^> /think *$' "Tab completes a command"
 T send-keys -t ui 'hi' Tab
 check_screen '^> /think hide *$' "Tab completes its argument (after the space completion added)"
 T send-keys -t ui C-u
+T send-keys -t ui '/t' Tab Tab
+check_screen '/temp +/think +/top-k' "Tab twice lists the candidates"
+T send-keys -t ui 'h'
+sleep 0.3
+screen | grep -qE '/temp +/think +/top-k' && fail "the candidates stay after typing on" ||
+	pass "typing on clears the candidates"
+T send-keys -t ui C-u
 T send-keys -t ui '/help' Enter
 check_screen 'a line starting with // sends a message' "/help lists the keys"
 T send-keys -t ui PPage
@@ -312,9 +319,11 @@ shot "resumed"
 # 10. Ctrl-C on an empty line asks; Ctrl-D quits.
 T send-keys -t ui C-c
 check_screen 'Quit\? Press Ctrl-C again' "Ctrl-C on an empty line asks first"
-T send-keys -t ui x BSpace
+T send-keys -t ui x
 sleep 0.3
 screen | grep -q 'Quit?' && fail "another key should dismiss the question" || pass "another key dismisses it"
+screen | grep -q '^> x' && fail "the key that dismissed the question was typed" ||
+	pass "the key that dismisses the question is not typed"
 T send-keys -t ui C-d
 check_screen 'EXITED 0' "Ctrl-D on an empty line quits"
 check_screen 'conversation saved in' "leaving says where the conversation is"
