@@ -100,7 +100,8 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 			    l->style == VL_SYSTEM_HEAD;
 		attrset(style_attr(l->style));
 		if (l->style == VL_CODE)
-			put(y0 + r, x0, "\xe2\x94\x82", 3, 1); /* a bar sets code apart */
+			put(y0 + r, x0, ui_glyph(u, "\xe2\x94\x82", "|"), u->ascii ? 1 : 3,
+			    1); /* a bar sets code apart */
 		put(y0 + r, x0 + (head ? 0 : 2), l->s, (size_t)l->len, w - 2);
 		attrset(A_NORMAL);
 	}
@@ -298,7 +299,7 @@ void draw_frame(struct ui *u)
 		int pw = cols * 2 / 5;
 		draw_chat(u, 0, 0, chat_h, cols - pw - 1);
 		for (int r = 0; r < chat_h; r++)
-			mvaddstr(r, cols - pw - 1, "\xe2\x94\x82");
+			mvaddstr(r, cols - pw - 1, ui_glyph(u, "\xe2\x94\x82", "|"));
 		debug_draw(u, 0, cols - pw, chat_h, pw);
 	} else if (u->debug && chat_h >= 8) {
 		int ph = chat_h / 2 > 12 ? 12 : chat_h / 2;

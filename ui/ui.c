@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <langinfo.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
@@ -277,6 +278,12 @@ int ui_main(struct app *a, const char *notices)
 	view_init(&u.v);
 	view_from_chat(&u.v, app_chat(a));
 	ui_notice(&u, false, notices);
+	/* setlocale(LC_ALL, "") ran in main: a locale without UTF-8 gets ASCII marks */
+	u.ascii = strcmp(nl_langinfo(CODESET), "UTF-8") != 0;
+	if (u.ascii)
+		ui_notice(&u, true,
+			  "the locale is not UTF-8: borders are drawn in ASCII and text beyond "
+			  "ASCII may not show; set LANG=C.UTF-8 or another UTF-8 locale");
 	ui_notice(&u, false, "Type a message and press Enter; /help lists commands and keys.");
 	/* Our SIGWINCH handler before initscr: ncurses then leaves resizing to us. */
 	struct sigaction sa = {0};

@@ -19,6 +19,7 @@ struct ui {
 	bool confirm_quit; /* Ctrl-C on an empty line: asking */
 	bool quit, dirty;
 	bool told_dropped; /* this turn's "older turns left the context" is shown */
+	bool ascii;        /* the locale is not UTF-8: ASCII borders and marks */
 	char hint[512];    /* a passing message in the key hint line */
 	char *restore;     /* text to put back into the input line */
 	struct app_figures fig;
@@ -34,6 +35,13 @@ struct ui {
 	unsigned char rq[64]; /* bytes queued for readline's getc */
 	size_t rq_head, rq_len;
 };
+
+/* A mark drawn by the UI: the UTF-8 one, or its ASCII stand-in when the locale is
+ * not UTF-8 (curses would show the bytes as ~T~B). */
+static inline const char *ui_glyph(const struct ui *u, const char *utf8, const char *ascii)
+{
+	return u->ascii ? ascii : utf8;
+}
 
 /* ui.c */
 void ui_submit(struct ui *u, char *line);

@@ -361,4 +361,14 @@ else fail "--plain /edit puts the message back in the line"; shot "failure: /edi
 T send-keys -t ui C-u C-d
 check_screen 'EXITED 0' "--plain quits on Ctrl-D"
 shot "plain mode on a terminal"
+# 12. A locale without UTF-8: a warning, and ASCII marks instead of box drawing.
+restart "LANG=C LC_ALL=C $QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 8; echo EXITED \$?; sleep 600"
+check_screen 'the locale is not UTF-8' "a non-UTF-8 locale is said"
+T send-keys -t ui "/load $TMP/think.json" Enter
+check_screen '^\| int x = 1;' "code is set off with an ASCII bar"
+screen | grep -q "$(printf '\342\224\202')" && fail "box drawing under LANG=C" ||
+	pass "no box drawing under LANG=C"
+shot "LANG=C"
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "quits"
 finish
