@@ -8,7 +8,6 @@
 
 #include "ui/uistate.h"
 
-enum { C_USER = 1, C_ASSIST, C_REASON, C_CODE, C_SYSTEM, C_ERROR, C_NOTICE, C_STATUS, C_WARN };
 
 void draw_init(void)
 {
@@ -20,6 +19,7 @@ void draw_init(void)
 	init_pair(C_ASSIST, COLOR_GREEN, -1);
 	init_pair(C_REASON, -1, -1);
 	init_pair(C_CODE, COLOR_YELLOW, -1);
+	init_pair(C_MD_CODE, COLOR_YELLOW, -1);
 	init_pair(C_SYSTEM, COLOR_MAGENTA, -1);
 	init_pair(C_ERROR, COLOR_RED, -1);
 	init_pair(C_NOTICE, COLOR_BLUE, -1);
@@ -29,7 +29,7 @@ void draw_init(void)
 
 /* Prints at most cols columns of s[0..n); control characters show as '?'. Returns
  * the columns used. */
-static int put(int y, int x, const char *s, size_t n, int cols)
+int draw_put(int y, int x, const char *s, size_t n, int cols)
 {
 	move(y, x);
 	int used = 0;
@@ -100,16 +100,24 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 			    l->style == VL_SYSTEM_HEAD;
 		attrset(style_attr(l->style));
 		if (l->style == VL_CODE)
-			put(y0 + r, x0, ui_glyph(u, "\xe2\x94\x82", "|"), u->ascii ? 1 : 3,
-			    1); /* a bar sets code apart */
-		put(y0 + r, x0 + (head ? 0 : 2), l->s, (size_t)l->len, w - 2);
+			draw_put(y0 + r, x0, ui_glyph(u, "\xe2\x94\x82", "|"), u->ascii ? 1 : 3,
+				 1);         /* a bar sets code apart */
+		if (l->style == VL_ASSIST) { /* light Markdown, from the line's start */
+			const char *base = v->b[l->block].content.s, *line = l->s;
+			while (line > base && line[-1] != '\n')
+				line--;
+			md_put(u, y0 + r, x0 + 2, line, l->s, (size_t)l->len, w - 2,
+			       style_attr(l->style));
+		} else {
+			draw_put(y0 + r, x0 + (head ? 0 : 2), l->s, (size_t)l->len, w - 2);
+		}
 		attrset(A_NORMAL);
 	}
 	if (v->scroll > 0) {
 		char more[48];
 		int n = snprintf(more, sizeof more, " \xe2\x86\x93 %d more lines ", v->scroll);
 		attrset(A_REVERSE);
-		put(y0 + h - 1, x0 + w - view_width(more, (size_t)n) - 1, more, (size_t)n, w);
+		draw_put(y0 + h - 1, x0 + w - view_width(more, (size_t)n) - 1, more, (size_t)n, w);
 		attrset(A_NORMAL);
 	}
 }
@@ -178,7 +186,7 @@ static void draw_status(struct ui *u, int y, int w)
 			    (drop < 0 || fl[i].keep < fl[drop].keep))
 				drop = i;
 		if (drop < 0)
-			break; /* the context alone: put() cuts it */
+			break; /* the context alone: draw_put() cuts it */
 		shown[drop] = false;
 		total -= view_width(fl[drop].text, strlen(fl[drop].text)) + 3;
 	}
@@ -194,11 +202,11 @@ static void draw_status(struct ui *u, int y, int w)
 	move(y, 0);
 	for (int i = 0; i < w; i++)
 		addch(' ');
-	put(y, 0, s, strlen(s), w);
+	draw_put(y, 0, s, strlen(s), w);
 	if (f->save_error[0]) { /* an autosave failure stays in sight */
 		attrset(COLOR_PAIR(C_WARN) | A_BOLD);
 		int sw = view_width(f->save_error, strlen(f->save_error));
-		put(y, sw + 1 < w ? w - sw - 1 : 0, f->save_error, strlen(f->save_error), w);
+		draw_put(y, sw + 1 < w ? w - sw - 1 : 0, f->save_error, strlen(f->save_error), w);
 	}
 	attrset(A_NORMAL);
 }
@@ -233,9 +241,9 @@ static void draw_input(int y0, int h, int w)
 					move(y0 + row - first, 0);
 					clrtoeol();
 					attrset(A_BOLD);
-					put(y0 + row - first, 0, row == 0 ? "> " : "  ", 2, 2);
+					draw_put(y0 + row - first, 0, row == 0 ? "> " : "  ", 2, 2);
 					attrset(A_NORMAL);
-					put(y0 + row - first, 2, buf + s, fit, w - 3);
+					draw_put(y0 + row - first, 2, buf + s, fit, w - 3);
 				}
 				s += fit;
 				row++;
@@ -276,7 +284,7 @@ static void draw_hint(struct ui *u, int y, int w)
 	move(y, 0);
 	clrtoeol();
 	attrset(u->confirm_quit ? (COLOR_PAIR(C_ERROR) | A_BOLD) : A_DIM);
-	put(y, 0, s, strlen(s), w);
+	draw_put(y, 0, s, strlen(s), w);
 	attrset(A_NORMAL);
 }
 
@@ -285,7 +293,7 @@ void draw_frame(struct ui *u)
 	int rows = LINES, cols = COLS;
 	if (rows < 5 || cols < 20) {
 		erase();
-		put(0, 0, "window too small", 16, cols);
+		draw_put(0, 0, "window too small", 16, cols);
 		refresh();
 		return;
 	}

@@ -1,7 +1,9 @@
-/* uistate.h — the UI's state shared by its files (ui.c, input.c, draw.c, debug.c). */
+/* uistate.h — the UI's state shared by its files (ui.c, input.c, draw.c, debug.c,
+ * markdown.c). */
 #ifndef QWENCHAT_UI_STATE_H
 #define QWENCHAT_UI_STATE_H
 
+#include <curses.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -42,6 +44,30 @@ static inline const char *ui_glyph(const struct ui *u, const char *utf8, const c
 {
 	return u->ascii ? ascii : utf8;
 }
+
+/* Colour pairs (draw.c sets them up). */
+enum {
+	C_USER = 1,
+	C_ASSIST,
+	C_REASON,
+	C_CODE,
+	C_SYSTEM,
+	C_ERROR,
+	C_NOTICE,
+	C_STATUS,
+	C_WARN,
+	C_MD_CODE
+};
+
+/* draw.c: at most cols columns of s[0..n) at (y, x), control characters as '?';
+ * returns the columns used. */
+int draw_put(int y, int x, const char *s, size_t n, int cols);
+
+/* markdown.c: the display line s[0..n) of the answer line starting at `line`, with
+ * light Markdown drawn (bold, italic, inline code, headings, list bullets); base is
+ * the line's own attribute. Returns the columns used. */
+int md_put(struct ui *u, int y, int x, const char *line, const char *s, size_t n, int cols,
+	   attr_t base);
 
 /* ui.c */
 void ui_submit(struct ui *u, char *line);

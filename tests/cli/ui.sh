@@ -361,6 +361,22 @@ else fail "--plain /edit puts the message back in the line"; shot "failure: /edi
 T send-keys -t ui C-u C-d
 check_screen 'EXITED 0' "--plain quits on Ctrl-D"
 shot "plain mode on a terminal"
+# 11b. Light Markdown in answers: markers drawn, not shown (attributes via capture -e).
+restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 8; echo EXITED \$?; sleep 600"
+printf '%s\n' '[{"role": "user", "content": "Format"},' \
+	' {"role": "assistant", "content": "## Plan\nSome **bold words** and *slanted* with `x = 1` here.\n- first item\n- second item\n```\n**not bold** in code\n```"}]' \
+	>"$TMP/md.json"
+T send-keys -t ui "/load $TMP/md.json" Enter
+check_screen '^  Some bold words and slanted with x = 1 here\.' "Markdown markers are not shown"
+check_screen '^  Plan *$' "a heading without its hashes"
+check_screen "^  $(printf '\342\200\242') first item" "list items get bullets"
+check_screen '\*\*not bold\*\* in code' "code blocks keep their asterisks"
+T capture-pane -e -p -t ui | grep -q "$(printf '\033')\[1m[^ ]*bold words" &&
+	pass "bold is drawn bold" || fail "no bold attribute on the bold words"
+shot "Markdown"
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "quits"
+
 # 12. A locale without UTF-8: a warning, and ASCII marks instead of box drawing.
 restart "LANG=C LC_ALL=C $QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 8; echo EXITED \$?; sleep 600"
 check_screen 'the locale is not UTF-8' "a non-UTF-8 locale is said"

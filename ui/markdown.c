@@ -1,0 +1,118 @@
+/* markdown.c — light Markdown in the answers, drawn rather than shown: **bold**,
+ * *italic*, `inline code`, "# headings" and "- list items". Code blocks are the view's
+ * (VL_CODE) and untouched. The markers are not drawn; a display line that starts in
+ * the middle of a logical line (word wrap) takes the attributes the line's text
+ * before it left open, so a bold phrase cut by the wrap stays bold. */
+#include <curses.h>
+#include <string.h>
+
+#include "ui/uistate.h"
+
+struct md_state {
+	bool bold, italic, code;
+};
+
+/* The length of the marker at s (n bytes left) that changes the state, or 0. */
+static size_t marker(const char *s, size_t n, const char *line, struct md_state *st, bool apply)
+{
+	if (s[0] == '`') {
+		if (apply)
+			st->code = !st->code;
+		return 1;
+	}
+	if (st->code)
+		return 0;
+	if (n >= 2 && s[0] == '*' && s[1] == '*') {
+		if (apply)
+			st->bold = !st->bold;
+		return 2;
+	}
+	/* *italic*: opens before a non-space, closes after one ("2 * 3" is not) */
+	if (s[0] == '*') {
+		bool opens = n > 1 && s[1] != ' ' && (s == line || s[-1] == ' ' || s[-1] == '(');
+		bool closes = st->italic && s > line && s[-1] != ' ';
+		if (opens || closes) {
+			if (apply)
+				st->italic = !st->italic;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static attr_t attrs(const struct md_state *st, attr_t base)
+{
+	if (st->code)
+		return COLOR_PAIR(C_MD_CODE);
+	return base | (st->bold ? A_BOLD : 0) | (st->italic ? A_ITALIC : 0);
+}
+
+/* How the logical line starts: "# " headings (bold, marker hidden), "- ", "* " or
+ * "+ " items (a bullet); returns the bytes of the marker to hide (0: none). */
+static size_t line_kind(const char *line, size_t n, bool *heading, bool *item)
+{
+	size_t i = 0;
+	*heading = *item = false;
+	while (i < n && line[i] == '#' && i < 6)
+		i++;
+	if (i > 0 && i < n && line[i] == ' ') {
+		*heading = true;
+		return i + 1;
+	}
+	i = strspn(line, " ");
+	if (i + 1 < n && (line[i] == '-' || line[i] == '*' || line[i] == '+') &&
+	    line[i + 1] == ' ') {
+		*item = true;
+		return i + 2;
+	}
+	return 0;
+}
+
+int md_put(struct ui *u, int y, int x, const char *line, const char *s, size_t n, int cols,
+	   attr_t base)
+{
+	size_t line_n = (size_t)(s - line) + n;
+	bool heading, item;
+	size_t hide = line_kind(line, line_n, &heading, &item);
+	if (heading)
+		base |= A_BOLD;
+	struct md_state st = {false, false, false};
+	for (const char *p = line + hide; p < s;) { /* the state the wrap left open */
+		size_t m = marker(p, (size_t)(s - p), line, &st, true);
+		p += m ? m : 1;
+	}
+	int used = 0;
+	move(y, x);
+	if (s == line && hide) { /* the marker itself: nothing, or a bullet */
+		if (item) {
+			size_t indent = strspn(line, " ");
+			attrset(base);
+			used += draw_put(y, x, line, indent, cols);
+			used += draw_put(y, x + used, ui_glyph(u, "\xe2\x80\xa2 ", "- "),
+					 u->ascii ? 2 : 4, cols - used);
+		}
+		s += hide;
+		n -= hide;
+	}
+	while (n > 0 && used < cols) {
+		size_t m = marker(s, n, line, &st, false);
+		if (m) {
+			marker(s, n, line, &st, true);
+			s += m;
+			n -= m;
+			continue;
+		}
+		size_t run = 1; /* up to the next marker */
+		while (run < n && s[run] != '`' && s[run] != '*')
+			run++;
+		attrset(attrs(&st, base));
+		int w = draw_put(y, x + used, s, run, cols - used);
+		if (w == 0)
+			break;
+		used += w;
+		s += run;
+		n -= run;
+	}
+	attrset(A_NORMAL);
+	return used;
+}
