@@ -140,6 +140,44 @@ static void memory(struct ui *u, int y, int x, int h, int w)
 		line(y + r, x, w, r == 0 ? A_BOLD : A_NORMAL, "%s", r < n ? rows[r] : "");
 }
 
+/* Token probabilities: a row per token of the last answer (the newest at the
+ * bottom unless scrolled): its probability in the distribution it was drawn from,
+ * in the plain softmax of the logits, and the likeliest alternatives drawn from. */
+static void probs(struct ui *u, int y, int x, int h, int w)
+{
+	struct app_token_prob rows[128];
+	int view = h - 1 < 128 ? h - 1 : 128;
+	int total = app_token_probs(u->a, rows, 0, 0);
+	if (u->prob_scroll > total - view)
+		u->prob_scroll = total - view > 0 ? total - view : 0;
+	int first = total - view - u->prob_scroll;
+	if (first < 0)
+		first = 0;
+	int n = app_token_probs(u->a, rows, first, view) - first;
+	if (n > view)
+		n = view;
+	line(y, x, w, A_BOLD, "probabilities: drawn from (raw softmax) | alternatives  %d tokens%s",
+	     total, total > view ? " (up/down)" : "");
+	if (!total)
+		line(y + 1, x, w, A_DIM, "%s",
+		     "nothing yet: the next answer's tokens are recorded while this view is open");
+	for (int r = 0; r < h - 1; r++) {
+		if (r >= n || !total) {
+			if (total)
+				line(y + 1 + r, x, w, A_NORMAL, "%s", "");
+			continue;
+		}
+		const struct app_token_prob *t = &rows[r];
+		char s[512];
+		int k = snprintf(s, sizeof s, "%-12s %.3g (%.3g) |", t->text, t->p, t->p_raw);
+		for (int i = 0; i < t->n_top && k < (int)sizeof s; i++)
+			if (t->top[i].id != t->id)
+				k += snprintf(s + k, sizeof s - (size_t)k, " %s %.3g",
+					      t->top[i].text, t->top[i].p);
+		line(y + 1 + r, x, w, t->p < 0.5f ? A_BOLD : A_NORMAL, "%s", s);
+	}
+}
+
 /* The remote backend: the model, its attention and its memory are on the server. */
 static void remote(struct ui *u, int y, int x, int h, int w)
 {
@@ -159,6 +197,8 @@ void debug_draw(struct ui *u, int y, int x, int h, int w)
 		remote(u, y, x, h, w);
 	else if (u->debug == DEBUG_ATTENTION)
 		attention(u, y, x, h, w);
+	else if (u->debug == DEBUG_PROBS)
+		probs(u, y, x, h, w);
 	else
 		memory(u, y, x, h, w);
 }

@@ -138,8 +138,8 @@ struct field {
 };
 
 /* The status bar: fields in a fixed order; when they do not fit the width, the
- * least useful are left out first (TTFT, then prefill speed, GPU memory, backend,
- * RSS, thinking), so that an 80-column terminal still shows the model, the
+ * least useful are left out first (RSS, prefill speed, TTFT, GPU memory, backend,
+ * thinking), so that an 80-column terminal still shows the model, the
  * context and the decode speed. */
 static void draw_status(struct ui *u, int y, int w)
 {
@@ -163,18 +163,18 @@ static void draw_status(struct ui *u, int y, int w)
 		FIELD(95, "prefilling...");
 	FIELD(20, "prefill %.0f t/s", f->turn.prefill_tps);
 	FIELD(80, "decode %.1f t/s", f->turn.decode_tps);
-	FIELD(10, "TTFT %.2fs", f->turn.ttft);
+	FIELD(30, "TTFT %.2fs", f->turn.ttft);
 	if (f->mem.device_total) {
 		human(a, sizeof a, (double)(f->mem.device_total - f->mem.device_free));
 		human(b, sizeof b, (double)f->mem.device_total);
-		FIELD(30, "GPU %s/%s", a, b);
+		FIELD(35, "GPU %s/%s", a, b);
 	}
 	human(a, sizeof a, (double)f->mem.host_rss);
-	FIELD(50, "RSS %s", a);
+	FIELD(15, "RSS %s", a);
 #undef FIELD
-	/* " a | b | c ": each field costs its width and 3 for " | " (1 for the lead) */
+	/* " a | b | c ": the fields' widths, 3 between two, a blank at each end */
 	bool shown[10];
-	int total = 1;
+	int total = 2 - 3;
 	for (int i = 0; i < nf; i++) {
 		shown[i] = true;
 		total += view_width(fl[i].text, strlen(fl[i].text)) + 3;

@@ -259,7 +259,7 @@ static bool special_seq(struct ui *u, const char *s, size_t n)
 		return true;
 	}
 	if ((n == 3 && !memcmp(s, "\033OQ", 3)) || (n == 5 && !memcmp(s, "\033[12~", 5))) {
-		ui_set_debug(u, (u->debug + 1) % 3);
+		ui_set_debug(u, (u->debug + 1) % DEBUG_MODES);
 		return true;
 	}
 	if (n > 3 && s[2] == '<') { /* SGR mouse: \e[<b;x;yM */
@@ -268,6 +268,12 @@ static bool special_seq(struct ui *u, const char *s, size_t n)
 			scroll_by(u, 3);
 		else if (b == 65)
 			scroll_by(u, -3);
+		return true;
+	}
+	/* Up/Down scroll the probabilities while the input line is empty. */
+	if (u->debug == DEBUG_PROBS && rl_end == 0 && n == 3 && (s[2] == 'A' || s[2] == 'B')) {
+		u->prob_scroll += s[2] == 'A' ? 1 : (u->prob_scroll > 0 ? -1 : 0);
+		u->dirty = true;
 		return true;
 	}
 	/* Arrows steer the attention pane while the input line is empty. */

@@ -29,8 +29,9 @@ static const char keys_help[] =
 	"  Esc or Ctrl-C stop the answer (the partial answer is kept) | Ctrl-C on an empty\n"
 	"  line asks to quit, Ctrl-D on an empty line quits | Tab on an empty line folds or\n"
 	"  shows the reasoning, elsewhere completes commands | PageUp/PageDown and the mouse\n"
-	"  wheel scroll | F2 debug pane (off, attention, memory); with an empty line\n"
-	"  Left/Right pick the layer, Up/Down the head | Up/Down history, Ctrl-R search and\n"
+	"  wheel scroll | F2 debug pane (off, attention, memory, token probabilities); with\n"
+	"  an empty line Left/Right pick the layer, Up/Down the head (or scroll the\n"
+	"  probabilities) | Up/Down history, Ctrl-R search and\n"
 	"  the other Emacs keys of readline | a line starting with // sends a message\n"
 	"  starting with /\n";
 
@@ -70,6 +71,8 @@ void ui_set_debug(struct ui *u, int mode)
 	u->debug = mode;
 	/* The engine records attention only while it is shown. */
 	app_set_capture(u->a, mode == DEBUG_ATTENTION);
+	app_set_probs(u->a, mode == DEBUG_PROBS); /* from the next answer on */
+	u->prob_scroll = 0;
 	u->dirty = true;
 }
 

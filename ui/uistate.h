@@ -10,7 +10,7 @@
 #include "src/app/app.h"
 #include "ui/view.h"
 
-enum { DEBUG_OFF, DEBUG_ATTENTION, DEBUG_MEMORY };
+enum { DEBUG_OFF, DEBUG_ATTENTION, DEBUG_MEMORY, DEBUG_PROBS, DEBUG_MODES };
 
 struct ui {
 	struct app *a;
@@ -18,6 +18,7 @@ struct ui {
 	int stream_block; /* view block being generated, -1 when none */
 	int debug;        /* DEBUG_* */
 	int att_layer, att_head;
+	int prob_scroll;   /* probabilities view: rows scrolled up from the newest */
 	bool confirm_quit; /* Ctrl-C on an empty line: asking */
 	bool quit, dirty;
 	bool told_dropped; /* this turn's "older turns left the context" is shown */

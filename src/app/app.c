@@ -263,6 +263,7 @@ void app_free(struct app *a)
 	eng_free(a->eng);
 	eng_model_free(a->model);
 	chat_free(a->chat);
+	free(a->probs);
 	free(a->dir);
 	free(a->model_name);
 	free(a->state_dir);
@@ -456,6 +457,7 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 					? SESS_SPLIT_REASONING_FIRST
 					: SESS_SPLIT_ANSWER_FIRST;
 	struct turn_ctx t = {a, emit, user};
+	app_probs_turn(a);
 	rc = sess_generate(a->sess, a->samp, a->max_new, split, turn_emit, &t);
 	pthread_mutex_lock(&a->lock);
 	figures_update(a);

@@ -156,6 +156,28 @@ bool app_drain(struct app *a, void (*piece)(void *u, enum sess_part p, const cha
 bool app_busy(const struct app *a);
 void app_figures(struct app *a, struct app_figures *f);
 
+/* The token probabilities view: each token of the last answer with its probability
+ * in the distribution the sampler drew from (after penalties, temperature and the
+ * top-k/top-p/min-p cut) and in the plain softmax of the logits, and the most likely
+ * alternatives of each. */
+#define APP_PROB_TOP 5
+struct app_prob_alt {
+	int32_t id;
+	char text[32]; /* control characters escaped */
+	float p;
+};
+struct app_token_prob {
+	int32_t id;
+	char text[32];
+	float p, p_raw;
+	int n_top, n_top_raw;
+	struct app_prob_alt top[APP_PROB_TOP], top_raw[APP_PROB_TOP];
+};
+/* Records them from the next answer on (every token is then sampled on the host). */
+void app_set_probs(struct app *a, bool on);
+/* Copies up to max entries from index first; returns how many the answer has. */
+int app_token_probs(struct app *a, struct app_token_prob *out, int first, int max);
+
 /* Debug pane: capture attention while on; app_attention copies the last captured
  * layer (clamped) under the lock. 0, or -1 when nothing was captured yet. */
 void app_set_capture(struct app *a, bool on);

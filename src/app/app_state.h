@@ -45,9 +45,12 @@ struct app {
 	struct app_buf queue;    /* text not drained yet */
 	struct app_seg *segs;
 	size_t n_segs, cap_segs;
-	bool capture;             /* attention pane shown */
-	int att_want;             /* layer the pane shows */
-	struct app_attention att; /* last capture of that layer */
+	bool capture;                 /* attention pane shown */
+	int att_want;                 /* layer the pane shows */
+	struct app_attention att;     /* last capture of that layer */
+	bool probs_on;                /* the probabilities view is open */
+	struct app_token_prob *probs; /* the last answer's tokens */
+	size_t n_probs, cap_probs;
 
 	pthread_t worker;
 	bool worker_running, worker_prefill, worker_done;
@@ -65,6 +68,8 @@ int app_remote_turn(struct app *a, sess_emit_fn emit, void *user);
 /* The SAMP_SET_* bits of the settings sent to the server: the user's, and with
  * thinking off the non-thinking preset's (as the local chat switches to it). */
 unsigned app_remote_sent(const struct app *a);
+/* app_probs.c: clears the record and sets the session's token hook for a turn. */
+void app_probs_turn(struct app *a);
 /* Adds text to a buffer; 0 or -1. */
 int app_buf_add(struct app_buf *b, const char *s, size_t n);
 

@@ -10,7 +10,7 @@
 
 static const char *const think_choices[] = {"on", "off", "hide", "show", NULL};
 static const char *const onoff_choices[] = {"on", "off", NULL};
-static const char *const debug_choices[] = {"on", "off", "attention", "memory", NULL};
+static const char *const debug_choices[] = {"on", "off", "attention", "memory", "probs", NULL};
 
 /* Kept in the order /help lists them. */
 const struct slash_cmd slash_table[] = {
@@ -60,7 +60,8 @@ const struct slash_cmd slash_table[] = {
 	{"stats", SLASH_STATS, SLASH_ARG_NONE, false, 0, 0, NULL, "/stats",
 	 "last answer's speed, memory, the end of the rendered prompt"},
 	{"debug", SLASH_DEBUG, SLASH_ARG_CHOICE, false, 0, 0, debug_choices,
-	 "/debug [on|off|attention|memory]", "toggle the debug pane (attention, memory)"},
+	 "/debug [on|off|attention|memory|probs]",
+	 "toggle the debug pane (attention, memory, token probabilities)"},
 	{"quit", SLASH_QUIT, SLASH_ARG_NONE, false, 0, 0, NULL, "/quit",
 	 "leave (the conversation is saved)"},
 };

@@ -533,6 +533,34 @@ int samp_candidates(struct samp *s, const float *logits, int vocab, const int32_
 	return s->n;
 }
 
+int samp_drawn(const struct samp *s, int32_t id, float *p, struct samp_logprob *top, int n)
+{
+	if (!s->built)
+		return err_set("sampler: no distribution yet (samp_next first)");
+	if (id < 0 || id >= s->vocab || n < 0)
+		return err_set("sampler: the probability of id %d in a vocabulary of %d", (int)id,
+			       s->vocab);
+	int count = s->all ? s->vocab : s->n, k = 0;
+	*p = 0;
+	for (int i = 0; i < count; i++) { /* the n largest by insertion, as below */
+		int32_t cid = s->all ? i : s->cid[i];
+		float cp = s->cp[i];
+		if (cid == id)
+			*p = cp;
+		if (n == 0 || cp <= 0 || (k == n && cp <= top[n - 1].logprob))
+			continue;
+		int j = k < n ? k++ : n - 1;
+		while (j > 0 && cp > top[j - 1].logprob) {
+			top[j] = top[j - 1];
+			j--;
+		}
+		top[j] = (struct samp_logprob){cid, cp};
+	}
+	for (int i = 0; i < k; i++)
+		top[i].logprob = logf(top[i].logprob);
+	return k;
+}
+
 int samp_logprobs(const struct samp *s, int32_t id, float *logprob, struct samp_logprob *top, int n)
 {
 	if (!s->built)

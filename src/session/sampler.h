@@ -120,6 +120,13 @@ struct samp_logprob {
 int samp_logprobs(const struct samp *s, int32_t id, float *logprob, struct samp_logprob *top,
 		  int n);
 
+/* The distribution the last samp_next actually drew from (after the penalties, the
+ * temperature and the top-k/top-p/min-p cut, renormalized; greedy: the one id at
+ * 1): *p is id's probability (0 when the cut removed it), top[0..k) the k <= n most
+ * likely, their natural-log probabilities in logprob. Returns k, or -1 (err_set)
+ * when nothing was drawn yet or id is out of range. */
+int samp_drawn(const struct samp *s, int32_t id, float *p, struct samp_logprob *top, int n);
+
 /* The candidate set samp_next would draw from for these logits: up to max entries,
  * ids[] and probs[] (renormalised over the set, summing to 1), by descending
  * probability when the set was cut (top-k, top-p, min-p); in id order when every

@@ -206,6 +206,8 @@ T send-keys -t ui F2
 check_screen 'KV cache [0-9.]+ used' "F2 again shows memory"
 shot "debug pane (memory)"
 T send-keys -t ui F2
+check_screen 'probabilities: drawn from' "F2 a third time shows the token probabilities"
+T send-keys -t ui F2
 T resize-window -t ui -x 100 -y 30
 sleep 0.5
 check_layout 30 100 "layout back at 100x30"
@@ -374,6 +376,29 @@ check_screen '\*\*not bold\*\* in code' "code blocks keep their asterisks"
 T capture-pane -e -p -t ui | grep -q "$(printf '\033')\[1m[^ ]*bold words" &&
 	pass "bold is drawn bold" || fail "no bold attribute on the bold words"
 shot "Markdown"
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "quits"
+
+# 11c. The token probabilities view: the first token's raw probability is the
+# softmax of the logits `qwenchat logits` gives for the same prompt.
+restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 3 --greedy; echo EXITED \$?; sleep 600"
+check_screen 'Type a message' "restarted for the probabilities"
+T send-keys -t ui '/debug probs' Enter
+check_screen 'probabilities: drawn from' "/debug probs opens the view"
+T send-keys -t ui 'Hello' Enter
+check_screen '3 tokens' "the view lists the answer's tokens"
+printf '[{"role": "user", "content": "Hello"}]' >"$TMP/hello.json"
+"$QWENCHAT" template -m "$MODEL" --messages "$TMP/hello.json" --add-generation-prompt \
+	--enable-thinking true | "$QWENCHAT" tokenize -m "$MODEL" >"$TMP/hello.ids"
+"$QWENCHAT" logits -m "$MODEL" --backend cpu --out "$TMP/hello.f32" <"$TMP/hello.ids"
+[ -s "$TMP/hello.f32" ] || fail "logits of the prompt: $(cat "$TMP/hello.ids")"
+want=$(python3 -c 'import array, math, sys
+v = int(sys.argv[2]); l = array.array("f"); l.frombytes(open(sys.argv[1], "rb").read())
+row = l[-v:]; m = max(row); z = math.fsum(math.exp(x - m) for x in row)
+print("1 (%.3g) |" % (1 / z))' "$TMP/hello.f32" 151669)
+[ -n "$want" ] && screen | grep -qF "$want" && pass "the first token: drawn at 1 (greedy), raw p = softmax of its logits ($want)" ||
+	{ fail "probabilities: the screen lacks '$want'"; shot "failure: probabilities"; }
+shot "probabilities"
 T send-keys -t ui C-d
 check_screen 'EXITED 0' "quits"
 

@@ -1,0 +1,114 @@
+/* app_probs.c — how sure the model was: for each token of the answer being
+ * generated, its probability in the distribution the sampler drew from (after the
+ * penalties, the temperature and the top-k/top-p/min-p cut) and in the plain softmax
+ * of the logits, with the most likely alternatives of each. Recorded through the
+ * session's token hook, only while the view is open (the hook makes every token be
+ * sampled on the host), and kept for the last answer. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/app/app_state.h"
+#include "src/base/array.h"
+
+/* The token's text for the pane: at most cap-1 bytes, whole UTF-8 characters,
+ * control characters as escapes (a newline as \n). */
+static void token_text(const struct tok *t, int32_t id, char *out, size_t cap)
+{
+	size_t len = 0, o = 0;
+	const char *s = tok_piece(t, id, &len);
+	for (size_t i = 0; s && i < len && o + 5 < cap;) {
+		unsigned char c = (unsigned char)s[i];
+		size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+		if (c == '\n') {
+			memcpy(out + o, "\\n", 2), o += 2, i++;
+		} else if (c < 0x20 || c == 0x7f || i + k > len) {
+			out[o++] = '?', i++;
+		} else {
+			if (o + k + 1 > cap)
+				break;
+			memcpy(out + o, s + i, k), o += k, i += k;
+		}
+	}
+	out[o] = 0;
+}
+
+/* The plain softmax of the logits (the padding rows the session masks included,
+ * at zero): id's probability and the n most likely. */
+static int raw_probs(const float *l, int vocab, int32_t id, float *p, int32_t *top_id, float *top_p,
+		     int n)
+{
+	float m = l[0];
+	for (int i = 1; i < vocab; i++)
+		m = l[i] > m ? l[i] : m;
+	double z = 0;
+	for (int i = 0; i < vocab; i++)
+		z += exp((double)l[i] - m);
+	*p = (float)(exp((double)l[id] - m) / z);
+	int k = 0;
+	for (int i = 0; i < vocab; i++) { /* the n largest by insertion */
+		if (k == n && l[i] <= l[top_id[n - 1]])
+			continue;
+		int j = k < n ? k++ : n - 1;
+		while (j > 0 && l[i] > l[top_id[j - 1]]) {
+			top_id[j] = top_id[j - 1];
+			j--;
+		}
+		top_id[j] = i;
+	}
+	for (int i = 0; i < k; i++)
+		top_p[i] = (float)(exp((double)l[top_id[i]] - m) / z);
+	return k;
+}
+
+static void on_token(void *user, int32_t id, const struct samp *sp)
+{
+	struct app *a = user;
+	struct app_token_prob t = {.id = id};
+	struct samp_logprob top[APP_PROB_TOP];
+	int k = samp_drawn(sp, id, &t.p, top, APP_PROB_TOP);
+	for (int i = 0; i < k; i++) {
+		t.top[i].id = top[i].id;
+		t.top[i].p = expf(top[i].logprob);
+		token_text(a->tok, top[i].id, t.top[i].text, sizeof t.top[i].text);
+	}
+	t.n_top = k > 0 ? k : 0;
+	int32_t rid[APP_PROB_TOP];
+	float rp[APP_PROB_TOP];
+	const float *l = sess_logits(a->sess);
+	int vocab = eng_model_config(a->model)->vocab_size;
+	t.n_top_raw = l ? raw_probs(l, vocab, id, &t.p_raw, rid, rp, APP_PROB_TOP) : 0;
+	for (int i = 0; i < t.n_top_raw; i++) {
+		t.top_raw[i].id = rid[i];
+		t.top_raw[i].p = rp[i];
+		token_text(a->tok, rid[i], t.top_raw[i].text, sizeof t.top_raw[i].text);
+	}
+	token_text(a->tok, id, t.text, sizeof t.text);
+	pthread_mutex_lock(&a->lock);
+	if (!arr_reserve(&a->probs, &a->cap_probs, a->n_probs + 1, sizeof *a->probs))
+		a->probs[a->n_probs++] = t;
+	pthread_mutex_unlock(&a->lock);
+}
+
+void app_set_probs(struct app *a, bool on)
+{
+	a->probs_on = on && !a->remote; /* the server samples: nothing to see here */
+}
+
+void app_probs_turn(struct app *a)
+{
+	pthread_mutex_lock(&a->lock);
+	a->n_probs = 0;
+	pthread_mutex_unlock(&a->lock);
+	sess_set_token_hook(a->sess, a->probs_on ? on_token : NULL, a);
+}
+
+int app_token_probs(struct app *a, struct app_token_prob *out, int first, int max)
+{
+	pthread_mutex_lock(&a->lock);
+	int n = (int)a->n_probs;
+	for (int i = 0; i < max && first + i < n; i++)
+		out[i] = a->probs[first + i];
+	pthread_mutex_unlock(&a->lock);
+	return n;
+}
