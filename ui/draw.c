@@ -98,7 +98,8 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 		const struct vline *l = &v->lines[i];
 		bool head = l->style == VL_USER_HEAD || l->style == VL_ASSIST_HEAD ||
 			    l->style == VL_SYSTEM_HEAD;
-		attrset(style_attr(l->style));
+		attr_t gone = l->block >= 0 && v->b[l->block].gone ? A_DIM : 0;
+		attrset(style_attr(l->style) | gone);
 		if (l->style == VL_CODE)
 			draw_put(y0 + r, x0, ui_glyph(u, "\xe2\x94\x82", "|"), u->ascii ? 1 : 3,
 				 1);         /* a bar sets code apart */
@@ -107,7 +108,7 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 			while (line > base && line[-1] != '\n')
 				line--;
 			md_put(u, y0 + r, x0 + 2, line, l->s, (size_t)l->len, w - 2,
-			       style_attr(l->style));
+			       style_attr(l->style) | gone);
 		} else {
 			draw_put(y0 + r, x0 + (head ? 0 : 2), l->s, (size_t)l->len, w - 2);
 		}

@@ -185,11 +185,17 @@ static void tell_dropped(struct ui *u)
 	if (u->told_dropped || !u->fig.dropped)
 		return;
 	u->told_dropped = true;
+	view_mark_gone(&u->v, u->fig.dropped);
 	char m[160];
-	snprintf(m, sizeof m,
-		 "the %d oldest turn%s no longer fit the context: the model no longer sees %s",
-		 u->fig.dropped, u->fig.dropped == 1 ? "" : "s",
-		 u->fig.dropped == 1 ? "it" : "them");
+	if (u->fig.dropped == 1)
+		snprintf(m, sizeof m,
+			 "the oldest turn no longer fits the context: the model no "
+			 "longer sees it (marked above)");
+	else
+		snprintf(m, sizeof m,
+			 "the %d oldest turns no longer fit the context: the model no longer "
+			 "sees them (marked above)",
+			 u->fig.dropped);
 	ui_notice(u, false, m);
 }
 

@@ -201,13 +201,16 @@ static int layout_text(struct view *v, enum vl_style st, const char *s, size_t n
 static int layout_block(struct view *v, size_t i, int width)
 {
 	static const char *const labels[] = {"you", "assistant", "system", "", ""};
+	static const char *const gone[] = {"you (no longer in the model's context)",
+					   "assistant (no longer in the model's context)"};
 	struct vblock *b = &v->b[i];
 	int bi = (int)i;
 	switch (b->kind) {
 	case VB_USER:
 	case VB_ASSISTANT:
-		if (push(v, b->kind == VB_USER ? VL_USER_HEAD : VL_ASSIST_HEAD, labels[b->kind],
-			 (int)strlen(labels[b->kind]), bi))
+		if (push(v, b->kind == VB_USER ? VL_USER_HEAD : VL_ASSIST_HEAD,
+			 b->gone ? gone[b->kind] : labels[b->kind],
+			 (int)strlen(b->gone ? gone[b->kind] : labels[b->kind]), bi))
 			return -1;
 		if (b->kind == VB_ASSISTANT && b->reasoning.n) {
 			bool folded = b->collapsed || !v->show_reasoning;
@@ -230,6 +233,17 @@ static int layout_block(struct view *v, size_t i, int width)
 				   b->content.n, width, bi);
 	}
 	return 0;
+}
+
+void view_mark_gone(struct view *v, int turns)
+{
+	int users = 0;
+	for (size_t i = 0; i < v->n; i++) {
+		if (v->b[i].kind == VB_USER)
+			users++;
+		v->b[i].gone = (v->b[i].kind == VB_USER || v->b[i].kind == VB_ASSISTANT) &&
+			       users > 0 && users <= turns;
+	}
 }
 
 int view_layout(struct view *v, int width)

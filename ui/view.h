@@ -21,6 +21,7 @@ struct vblock {
 	struct vb_text reasoning, content;
 	bool collapsed; /* reasoning folded to one line */
 	bool streaming; /* being generated */
+	bool gone;      /* no longer in the model's context (dropped to fit it) */
 };
 
 /* How a display line is drawn. */
@@ -54,6 +55,10 @@ struct view {
 	struct vline *lines; /* the last layout */
 	size_t nlines, caplines;
 };
+
+/* Marks the first `turns` turns (a message and what follows it up to the next
+ * message) as no longer in the model's context, and the rest as in it. */
+void view_mark_gone(struct view *v, int turns);
 
 void view_init(struct view *v);
 void view_free(struct view *v);

@@ -78,11 +78,14 @@ static void tell_dropped(struct plain_out *o)
 	o->told = true;
 	struct app_figures f;
 	app_figures(o->a, &f);
-	if (f.dropped)
+	if (f.dropped == 1)
+		fprintf(stderr, "qwenchat: the oldest turn no longer fits the context: the model "
+				"no longer sees it (it stays in the saved conversation)\n");
+	else if (f.dropped)
 		fprintf(stderr,
-			"qwenchat: the %d oldest turn%s no longer fit the context: the model no "
-			"longer sees %s (they stay in the saved conversation)\n",
-			f.dropped, f.dropped == 1 ? "" : "s", f.dropped == 1 ? "it" : "them");
+			"qwenchat: the %d oldest turns no longer fit the context: the model no "
+			"longer sees them (they stay in the saved conversation)\n",
+			f.dropped);
 }
 
 static int emit(void *u, enum sess_part part, const char *text, size_t len)

@@ -98,8 +98,8 @@ expect_exit 0 "chat --help" "$QWENCHAT" chat --help
 printf 'one\n/ctx\ntwo\n/ctx\nthree\n/ctx\nfour\nfive\nsix\n' |
 	XDG_STATE_HOME="$TMP/state4" Q -n 100 --ctx 512 --seed 3 >"$TMP/hist" 2>&1
 used=$(grep -o 'context: [0-9]* of 512' "$TMP/hist" | tail -n 1 | cut -d' ' -f2)
-first_drop=$(grep -n 'no longer fit the context' "$TMP/hist" | head -n 1 | cut -d: -f1)
-[ -n "$used" ] && [ "$used" -gt 256 ] && ! grep -n 'no longer fit' "$TMP/hist" |
+first_drop=$(grep -nE 'no longer fits? the context' "$TMP/hist" | head -n 1 | cut -d: -f1)
+[ -n "$used" ] && [ "$used" -gt 256 ] && ! grep -nE 'no longer fits?' "$TMP/hist" |
 	awk -F: -v u="$(grep -n 'context: [0-9]* of 512' "$TMP/hist" | tail -n 1 | cut -d: -f1)" '$1 < u {bad=1} END {exit !bad}' &&
 	pass "history kept past half the context ($used of 512 used, nothing dropped)" ||
 	fail "history dropped early: $(cat "$TMP/hist")"

@@ -402,6 +402,22 @@ shot "probabilities"
 T send-keys -t ui C-d
 check_screen 'EXITED 0' "quits"
 
+# 11d. Turns that leave the model's context: said before the answer, marked on screen.
+restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 --ctx 256 -n 40 --no-think; echo EXITED \$?; sleep 600"
+check_screen 'Type a message' "restarted with a small context"
+for m in one two three four five six seven; do
+	T send-keys -t ui "message $m" Enter
+	sleep 0.3
+	wait_for '^Enter send \|' || true
+	screen | grep -qE 'no longer fits? the context' && break
+done
+check_screen 'oldest turns? no longer fits? the context' "the chat says when turns leave the context"
+T send-keys -t ui PPage PPage PPage PPage PPage PPage
+check_screen "^you \(no longer in the model's context\)" "those turns are marked on screen"
+shot "turns out of the context"
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "quits"
+
 # 12. A locale without UTF-8: a warning, and ASCII marks instead of box drawing.
 restart "LANG=C LC_ALL=C $QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 8; echo EXITED \$?; sleep 600"
 check_screen 'the locale is not UTF-8' "a non-UTF-8 locale is said"
