@@ -358,6 +358,13 @@ int cmd_run(int argc, char **argv)
 	char *prompt = read_prompt(&a);
 	if (!prompt)
 		return EXIT_RUNTIME;
+	/* an empty message would be answered until the context is full */
+	if (!prompt[strspn(prompt, " \t\r\n")]) {
+		free(prompt);
+		return cli_usage("run", a.file     ? "the prompt file is empty: nothing to send"
+					: a.prompt ? "the prompt is empty: nothing to send"
+						   : "stdin gave an empty prompt: nothing to send");
+	}
 	if (cli_is_remote(&a.cli)) {
 		rc = run_remote(&a, prompt);
 		free(prompt);

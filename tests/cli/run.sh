@@ -19,6 +19,12 @@ expect_exit 2 "run --bogus" "$QWENCHAT" run -m "$TMP" -p hi --bogus
 expect_exit 2 "run extra argument" "$QWENCHAT" run -m "$TMP" -p hi extra
 expect_exit 0 "run --help" "$QWENCHAT" run --help
 grep -q -- "--no-think" "$TMP/out" && pass "help lists --no-think" || fail "help lacks --no-think"
+expect_exit 2 "run -p ''" "$QWENCHAT" run -m "$TMP" -p ''
+expect_err_has "empty" "run -p '': says the prompt is empty"
+expect_exit 2 "run with an empty stdin" sh -c "'$QWENCHAT' run -m '$TMP' </dev/null"
+expect_err_has "empty prompt" "run </dev/null: says the prompt is empty"
+printf ' \n\n' >"$TMP/blank.txt"
+expect_exit 2 "run -f blank file" "$QWENCHAT" run -m "$TMP" -f "$TMP/blank.txt"
 expect_exit 1 "run -f unreadable" "$QWENCHAT" run -m "$TMP" -f "$TMP/no-such-file"
 expect_err_has "no-such-file" "run -f unreadable: names the file"
 [ "$(wc -l <"$TMP/err")" -eq 1 ] && pass "one-line error" || fail "error is not one line"
