@@ -202,6 +202,9 @@ static void stats(struct app *a, struct app_result *r)
 	    "%.1f tok/s, first token after %.3f s\n",
 	    t->reused, t->reused == 1 ? "" : "s", t->prefilled, t->prefill_tps, t->generated,
 	    t->decode_tps, t->ttft);
+	if (!a->remote || (a->user_set & SAMP_SET_SEED))
+		say(r, "sampling seed %llu (/seed %llu or --seed repeats it)\n",
+		    (unsigned long long)a->params.seed, (unsigned long long)a->params.seed);
 	if (a->remote) { /* the prompt is rendered and the memory used on the server */
 		say(r,
 		    "context %d tokens (the server's count); remote: %s at %s; host RSS %.1f MiB",

@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 /* Codes of the shared options without a letter, above every command's own. */
@@ -62,7 +64,8 @@ static const struct {
 	 {"presence-penalty", K_PRESENCE, "X", "subtract X from logits of tokens already present"}},
 	{CLI_SAMPLING,
 	 {"repeat-penalty", K_REPEAT, "X", "divide positive logits of repeated tokens by X"}},
-	{CLI_SAMPLING, {"seed", K_SEED, "N", "random seed (same seed, same text)"}},
+	{CLI_SAMPLING,
+	 {"seed", K_SEED, "N", "random seed (default: a random one; same seed, same\ntext)"}},
 	{CLI_SAMPLING, {"greedy", K_GREEDY, NULL, "always take the most likely token"}},
 	{CLI_REMOTE,
 	 {"url", K_URL, "URL",
@@ -331,6 +334,14 @@ static int shared_opt(const struct cli_command *cmd, struct cli_common *c, int k
 	case K_TIMEOUT: return remote_opt(c, key, arg);
 	}
 	return sampling_opt(c, key, arg);
+}
+
+uint64_t cli_random_seed(void)
+{
+	uint64_t s = 0;
+	if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s) /* no entropy: the clock */
+		s = (uint64_t)time(NULL) * 6364136223846793005ull ^ (uint64_t)getpid();
+	return s >> 11; /* 53 bits: the seed prints and types back as a plain number */
 }
 
 void cli_sampling(const struct cli_common *c, struct samp_params *p)

@@ -120,6 +120,10 @@ struct eng_model *cli_open_model(const struct cli_common *c, double *seconds);
 const char *cli_model_name(const struct cli_common *c);
 
 /* The sampling settings the user gave (the SAMP_SET_* bits of c->set) copied into p. */
+/* A random sampling seed (getrandom), at most 2^53: the default when --seed is not
+ * given, as llama.cpp and ollama do; shown so that --seed can repeat an answer. */
+uint64_t cli_random_seed(void);
+
 void cli_sampling(const struct cli_common *c, struct samp_params *p);
 
 /* Parses a whole decimal integer in [lo, hi]; prints "qwenchat: --NAME: ..." on error. */

@@ -196,8 +196,12 @@ static const char *stop_name(enum sess_stop s)
 	return names[s];
 }
 
-static void print_stats(const struct sess_stats *st)
+/* seed: the sampler's, or NULL when a server picked it */
+static void print_stats(const struct sess_stats *st, const uint64_t *seed)
 {
+	if (seed)
+		fprintf(stderr, "stats: seed %llu (--seed %llu repeats this answer)\n",
+			(unsigned long long)*seed, (unsigned long long)*seed);
 	fprintf(stderr,
 		"stats: %d token%s reused, %d prefilled in %.3f s (%.1f tok/s), "
 		"time to first token %.3f s\n"
@@ -256,6 +260,8 @@ static int sampling(const struct run_args *a, const char *dir, struct tok *t, st
 	if (!a->raw && a->think == TMPL_THINK_OFF && tmpl_has_think_switch(v))
 		samp_params_preset(p, false, a->cli.set);
 	cli_sampling(&a->cli, p);
+	if (!(a->cli.set & SAMP_SET_SEED))
+		p->seed = cli_random_seed();
 	return samp_params_check(p);
 }
 
@@ -326,7 +332,7 @@ static int run_remote(struct run_args *a, const char *prompt)
 		  : rep.finish == REPLY_LENGTH ? SESS_STOP_MAX
 					       : SESS_STOP_EOS;
 	if (a->stats)
-		print_stats(&st);
+		print_stats(&st, a->cli.set & SAMP_SET_SEED ? &a->cli.sampling.seed : NULL);
 	if (r2)
 		cli_error("%s", err_msg());
 	else if (out.write_failed)
@@ -411,7 +417,7 @@ int cmd_run(int argc, char **argv)
 	fflush(stdout);
 	catch_stops(SIG_DFL);
 	if (a.stats)
-		print_stats(sess_stats(s));
+		print_stats(sess_stats(s), &params.seed);
 	if (out.write_failed)
 		cli_error("stdout: write failed");
 	else if (r == 1 || sess_stats(s)->stop == SESS_STOP_CANCEL)

@@ -112,6 +112,11 @@ int cmd_chat(int argc, char **argv)
 	a.cfg.hub = &hub;
 	a.cfg.sampling = com.sampling;
 	a.cfg.sampling_set = com.set;
+	/* a random seed unless --seed (a server picks its own) */
+	if (!cli_is_remote(&com) && !(com.set & SAMP_SET_SEED)) {
+		a.cfg.sampling.seed = cli_random_seed();
+		a.cfg.sampling_set |= SAMP_SET_SEED;
+	}
 	a.cfg.max_new = com.set & CLI_SET_MAX_NEW ? com.max_new : 0;
 	a.cfg.home = cli_env_home();
 	char *state = cli_env_state_dir();

@@ -21,6 +21,7 @@ echo "---- stdout ----"; cat "$TMP/out"; echo "---- stderr ----"; cat "$TMP/err"
 grep -q 'thinking off from the next answer' "$TMP/out" && pass "/think off" || fail "/think off"
 grep -qF '<think>\n\n</think>\n\n"' "$TMP/out" && pass "/stats shows the empty think block" ||
 	fail "/stats prompt tail"
+grep -q 'sampling seed 3 ' "$TMP/out" && pass "/stats shows the seed" || fail "/stats seed"
 grep -q 'last turn: [0-9]* tokens\{0,1\} reused, [1-9][0-9]* prefilled' "$TMP/out" && pass "/stats figures" ||
 	fail "/stats figures"
 grep -q '^qwenchat: unknown command /frobnicate (try /help)$' "$TMP/err" &&

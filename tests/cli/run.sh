@@ -45,6 +45,15 @@ $RUN -p "Hello there" -n 12 --seed 5 --temp 1 >"$TMP/b" 2>/dev/null
 cmp -s "$TMP/a" "$TMP/b" && pass "same seed, same text" || fail "same seed, different text"
 $RUN -p "Hello there" -n 12 --seed 6 --temp 1 >"$TMP/c" 2>/dev/null
 cmp -s "$TMP/a" "$TMP/c" && fail "another seed gave the same text" || pass "another seed, other text"
+# without --seed a random one: two runs differ, --stats names it, and it repeats
+$RUN -p "Hello there" -n 12 --temp 1 --stats >"$TMP/r1" 2>"$TMP/r1.err"
+$RUN -p "Hello there" -n 12 --temp 1 >"$TMP/r2" 2>/dev/null
+cmp -s "$TMP/r1" "$TMP/r2" && fail "two runs without --seed gave the same text" ||
+	pass "two runs without --seed differ"
+seed=$(sed -n 's/^stats: seed \([0-9]*\) .*/\1/p' "$TMP/r1.err")
+$RUN -p "Hello there" -n 12 --temp 1 --seed "${seed:-0}" >"$TMP/r3" 2>/dev/null
+[ -n "$seed" ] && cmp -s "$TMP/r1" "$TMP/r3" && pass "--seed $seed (from --stats) repeats the answer" ||
+	fail "the seed --stats gave ($seed) does not repeat the answer"
 $RUN -p "Hello there" -n 12 --greedy >"$TMP/g1" 2>/dev/null
 $RUN -p "Hello there" -n 12 --greedy --seed 99 >"$TMP/g2" 2>/dev/null
 cmp -s "$TMP/g1" "$TMP/g2" && pass "greedy ignores the seed" || fail "greedy depends on the seed"
