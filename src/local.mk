@@ -8,6 +8,7 @@ libbase_a_SOURCES = \
 	src/base/err.c src/base/err.h \
 	src/base/fileio.c src/base/fileio.h \
 	src/base/strbuf.c src/base/strbuf.h \
+	src/base/utf8.c src/base/utf8.h \
 	src/base/clock.c src/base/clock.h \
 	src/base/units.c src/base/units.h \
 	src/base/proc.c src/base/proc.h \

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "src/base/utf8.h"
 #include "src/base/err.h"
 #include "src/base/clock.h"
 
@@ -237,12 +238,30 @@ void sess_router_switch(struct sess_router *r, enum sess_part part)
 	r->held_nl = 0;
 }
 
+/* Routes decoded text with every ill-formed UTF-8 sequence (a token ending inside
+ * a character, bytes the model put in an order that spells none) replaced by
+ * U+FFFD, so that the screen, a pipe and the saved conversation get the same valid
+ * text. (The stream holds back a sequence a later token may still complete.) */
+static void route_text(struct sess_router *r, const char *text, size_t len)
+{
+	while (len > 0) {
+		size_t valid, bad;
+		utf8_next_piece(text, len, &valid, &bad);
+		if (valid)
+			sess_route(r, text, valid);
+		if (bad)
+			sess_route(r, UTF8_REPLACEMENT, 3);
+		text += valid + bad;
+		len -= valid + bad;
+	}
+}
+
 static void switch_part(struct sess_router *r, struct tok_stream *ts, enum sess_part part)
 {
 	size_t len;
 	const char *rest = tok_stream_flush(ts, &len);
 	if (rest && len)
-		sess_route(r, rest, len);
+		route_text(r, rest, len);
 	sess_router_switch(r, part);
 }
 
@@ -271,7 +290,7 @@ static int emit_token(struct sess *s, struct sess_router *r, struct tok_stream *
 	if (!text)
 		return -1;
 	if (len)
-		sess_route(r, text, len);
+		route_text(r, text, len);
 	return 0;
 }
 
@@ -395,7 +414,7 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 		size_t len;
 		const char *rest = tok_stream_flush(ts, &len);
 		if (rest && len)
-			sess_route(&r, rest, len);
+			route_text(&r, rest, len);
 		s->st.stop = why;
 	}
 	tok_stream_free(ts);

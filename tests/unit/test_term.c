@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "src/base/term.h"
+#include "src/base/utf8.h"
 
 static const struct {
 	const char *in;
@@ -106,12 +107,54 @@ static void test_osc52(void **state)
 	free(s);
 }
 
+/* Ill-formed UTF-8 replaced as Python does: bytes.decode("utf-8", "replace"), its
+ * output for each input written down here. */
+static void test_utf8_replace(void **state)
+{
+	(void)state;
+	static const char *const cases[][2] = {
+		{"abc", "abc"},
+		{"\xe2\x82\xac", "\xe2\x82\xac"},
+		{"\xe2\x82"
+		 "a",
+		 UTF8_REPLACEMENT "a"},
+		{"\xf0\x80\x80", UTF8_REPLACEMENT UTF8_REPLACEMENT UTF8_REPLACEMENT},
+		{"\xed\xa0\x80", UTF8_REPLACEMENT UTF8_REPLACEMENT UTF8_REPLACEMENT},
+		{"\xc0\xaf", UTF8_REPLACEMENT UTF8_REPLACEMENT},
+		{"\xff", UTF8_REPLACEMENT},
+		{"a\xf4\x90\x80\x80"
+		 "b",
+		 "a" UTF8_REPLACEMENT UTF8_REPLACEMENT UTF8_REPLACEMENT UTF8_REPLACEMENT "b"},
+		{"\xe6\x97\xa5\xe6\x9c", "\xe6\x97\xa5" UTF8_REPLACEMENT},
+		{"\xf0\x9f\x98\x80\x80", "\xf0\x9f\x98\x80" UTF8_REPLACEMENT},
+		{"\xc3", UTF8_REPLACEMENT},
+		{"\xe0\xa0", UTF8_REPLACEMENT},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		const char *s = cases[c][0];
+		size_t n = strlen(s), o = 0;
+		char out[64];
+		while (n > 0) {
+			size_t valid, bad;
+			utf8_next_piece(s, n, &valid, &bad);
+			memcpy(out + o, s, valid), o += valid;
+			if (bad)
+				memcpy(out + o, UTF8_REPLACEMENT, 3), o += 3;
+			assert_true(valid + bad > 0);
+			s += valid + bad, n -= valid + bad;
+		}
+		out[o] = 0;
+		assert_string_equal(out, cases[c][1]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_every_byte),
 		cmocka_unit_test(test_osc52),
+		cmocka_unit_test(test_utf8_replace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

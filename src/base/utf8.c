@@ -1,0 +1,48 @@
+/* utf8.c — well-formed UTF-8 (Unicode 15, table 3-7) and maximal subparts. */
+#include "src/base/utf8.h"
+
+/* Bytes of the well-formed sequence at p[0..n), or 0 with *bad the length of the
+ * ill-formed sequence's maximal subpart. */
+static size_t sequence(const unsigned char *p, size_t n, size_t *bad)
+{
+	unsigned char b = p[0], lo = 0x80, hi = 0xBF;
+	size_t need;
+	if (b < 0x80)
+		return 1;
+	if (b >= 0xC2 && b <= 0xDF) {
+		need = 2;
+	} else if (b >= 0xE0 && b <= 0xEF) {
+		need = 3;
+		lo = b == 0xE0 ? 0xA0 : 0x80; /* no overlong forms */
+		hi = b == 0xED ? 0x9F : 0xBF; /* no surrogates */
+	} else if (b >= 0xF0 && b <= 0xF4) {
+		need = 4;
+		lo = b == 0xF0 ? 0x90 : 0x80;
+		hi = b == 0xF4 ? 0x8F : 0xBF; /* nothing past U+10FFFF */
+	} else {
+		*bad = 1;
+		return 0;
+	}
+	size_t i = 1;
+	for (; i < need && i < n; i++)
+		if (p[i] < (i == 1 ? lo : 0x80) || p[i] > (i == 1 ? hi : 0xBF))
+			break;
+	if (i == need)
+		return need;
+	*bad = i;
+	return 0;
+}
+
+void utf8_next_piece(const char *s, size_t n, size_t *valid, size_t *bad)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	*bad = 0;
+	while (i < n) {
+		size_t k = sequence(p + i, n - i, bad);
+		if (!k)
+			break;
+		i += k;
+	}
+	*valid = i;
+}

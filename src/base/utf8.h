@@ -1,0 +1,16 @@
+/* utf8.h — cutting text into well-formed UTF-8 and the ill-formed bytes between,
+ * so that what the model writes is always shown (and saved) as valid text. */
+#ifndef QWENCHAT_UTF8_H
+#define QWENCHAT_UTF8_H
+
+#include <stddef.h>
+
+/* The UTF-8 of U+FFFD, the replacement character. */
+#define UTF8_REPLACEMENT "\xef\xbf\xbd"
+
+/* The next piece of s[0..n): *valid bytes of well-formed UTF-8 from s, then, when
+ * *valid < n, *bad (>= 1) bytes of an ill-formed sequence that one U+FFFD replaces:
+ * its maximal subpart, as Unicode recommends and Python's errors="replace" does. */
+void utf8_next_piece(const char *s, size_t n, size_t *valid, size_t *bad);
+
+#endif
