@@ -322,6 +322,31 @@ static json_t *memory_json(const struct info *in)
 	return m;
 }
 
+/* The fewest significant digits (at least `least`) that print every real in v so
+ * that it reads back the same: 1e-06 rather than 9.9999999999999995e-07. */
+static int real_digits(json_t *v, int least)
+{
+	if (json_is_real(v)) {
+		double x = json_real_value(v);
+		char buf[40];
+		int d = least;
+		for (; d < 17; d++) {
+			snprintf(buf, sizeof buf, "%.*g", d, x);
+			if (strtod(buf, NULL) == x)
+				break;
+		}
+		return d;
+	}
+	const char *key;
+	json_t *item;
+	size_t i;
+	if (json_is_object(v))
+		json_object_foreach(v, key, item) least = real_digits(item, least);
+	else if (json_is_array(v))
+		json_array_foreach(v, i, item) least = real_digits(item, least);
+	return least;
+}
+
 static int print_json(const struct info *in)
 {
 	const struct eng_config *c = &in->cfg;
@@ -383,7 +408,9 @@ static int print_json(const struct info *in)
 	json_object_set_new(o, "kv_bytes_at_ctx", jint((int64_t)in->kv_ctx));
 	json_object_set_new(o, "kv_bytes_at_max_position", jint((int64_t)in->kv_max));
 	json_object_set_new(o, "memory", memory_json(in));
-	int rc = json_dumpf(o, stdout, JSON_INDENT(2)) == 0 && fputc('\n', stdout) != EOF;
+	int rc = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(real_digits(o, 1))) ==
+			 0 &&
+		 fputc('\n', stdout) != EOF;
 	json_decref(o);
 	return rc ? EXIT_OK : EXIT_RUNTIME;
 }

@@ -194,6 +194,7 @@ struct fetch {
 	struct progress *prog;
 	const char *endpoint, *root, *repo_id, *repo_dir, *rev;
 	char commit[41]; /* set by the first answer; later requests pin it */
+	int fetched;     /* files downloaded (the others were in the cache) */
 };
 
 /* ENDPOINT/Org/Name/resolve/REV/FILE with the revision's slashes escaped. */
@@ -332,9 +333,11 @@ static int fetch_file(struct fetch *f, const char *file, bool optional)
 		if ((lock = hfc_lock(f->root, f->repo_id, m.etag, file)) < 0)
 			goto out;
 		/* Another process may have finished it while we waited for the lock. */
-		if (!(fio_is_file(blob) && file_size(blob) == m.size) &&
-		    fetch_blob(f, url, file, &m, blob))
-			goto out;
+		if (!(fio_is_file(blob) && file_size(blob) == m.size)) {
+			if (fetch_blob(f, url, file, &m, blob))
+				goto out;
+			f->fetched++;
+		}
 	}
 	rc = hfc_link(f->repo_dir, f->commit, file, m.etag);
 out:
@@ -485,18 +488,18 @@ static char *download(const struct hub_env *env, const char *repo_id, const char
 			endpoint[--el] = '\0';
 		f.endpoint = endpoint;
 		int rc = tag ? fetch_gguf(&f, tag) : 0;
+		/* the tokenizer alone (template, tokenize) needs only the tokenizer files */
 		for (size_t i = 0; !tag && rc == 0 && i < sizeof files / sizeof files[0]; i++)
-			rc = fetch_file(&f, files[i].name,
-					files[i].optional ||
-						(!weights &&
-						 strcmp(files[i].name, "tokenizer.json"))) < 0
-				     ? -1
-				     : 0;
+			if (weights || !strncmp(files[i].name, "tokenizer", 9))
+				rc = fetch_file(&f, files[i].name, files[i].optional) < 0 ? -1 : 0;
 		if (rc == 0 && weights && !tag)
 			rc = fetch_weights(&f);
 		/* The ref moves only once the snapshot is whole. */
 		if (rc == 0 && hfc_write_ref(repo_dir, rev, f.commit) == 0)
 			snap = hfc_snapshot(repo_dir, f.commit);
+		if (snap && !f.fetched) /* a pull of what the cache already holds */
+			fprintf(stderr, "%s@%s: up to date (commit %.12s)\n", repo_id, rev,
+				f.commit);
 		if (!snap)
 			err_prefix("%s@%s", repo_id, rev);
 		progress_break(&prog);

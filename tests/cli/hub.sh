@@ -118,6 +118,8 @@ n=$(requests)
 expect_exit 0 "a second pull succeeds" "$QWENCHAT" pull test/Tiny-Qwen3
 [ "$(gets_since "$n")" = 0 ] && pass "a second pull downloads nothing" ||
 	fail "a second pull made $(gets_since "$n") GET requests"
+grep -q "^test/Tiny-Qwen3@main: up to date (commit $(echo "$C" | cut -c1-12))$" "$TMP/err" &&
+	pass "and says the model is up to date" || fail "second pull: $(cat "$TMP/err")"
 n=$(requests)
 expect_exit 0 "-m repo id resolves from the cache" "$RESOLVE" test/Tiny-Qwen3
 [ "$(cat "$TMP/out")" = "$SNAP" ] && [ "$(requests)" = "$n" ] &&
@@ -158,6 +160,10 @@ T=$(cat "$TMP/out")
 [ -f "$T/tokenizer.json" ] && [ ! -e "$T/model.safetensors" ] &&
 	[ "$(tail -n +"$((n + 1))" "$STATE/log" | grep -c '^GET /cdn/')" = 0 ] &&
 	pass "the tokenizer commands download no weights" || fail "tokenizer-only: $(ls "$T")"
+tail -n +"$((n + 1))" "$STATE/log" | grep -q 'config\.json' &&
+	! tail -n +"$((n + 1))" "$STATE/log" | grep -v tokenizer_config | grep -q 'config\.json' &&
+	pass "nor config.json (only the tokenizer files)" ||
+	fail "tokenizer-only asked for: $(tail -n +"$((n + 1))" "$STATE/log")"
 n=$(requests)
 expect_exit 0 "full resolve after a tokenizer-only one" "$RESOLVE" test/Tiny-Qwen3
 [ -f "$T/model.safetensors" ] && ! tail -n +"$((n + 1))" "$STATE/log" | grep -q '^GET .*tokenizer.json' &&
