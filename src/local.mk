@@ -19,7 +19,7 @@ libbase_a_SOURCES = \
 # API server of `qwenchat serve` and the client of the remote backend included).
 noinst_LIBRARIES += libapp.a
 libapp_a_SOURCES = \
-	src/hub/hub.c src/hub/hub.h \
+	src/hub/hub.c src/hub/hub_token.c src/hub/hub.h \
 	src/hub/hfcache.c src/hub/hfcache.h \
 	src/hub/download.c src/hub/download.h \
 	src/hub/loader.c src/hub/loader.h \

@@ -63,4 +63,10 @@ struct hub_entry {
 int hub_list(const struct hub_env *env, struct hub_entry **out, size_t *n);
 void hub_list_free(struct hub_entry *e, size_t n);
 
+/* The access token: env->token, else the file `huggingface-cli login` writes
+ * ($HF_TOKEN_PATH, $HF_HOME/token, $XDG_CACHE_HOME/huggingface/token or
+ * ~/.cache/huggingface/token), whitespace trimmed; NULL when there is none. A token
+ * read from the file is malloc'd into *owned (free it), else *owned is NULL. */
+const char *hub_token(const struct hub_env *env, char **owned);
+
 #endif
