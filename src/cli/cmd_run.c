@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <limits.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
+#include "src/base/utf8.h"
 #include "src/base/clock.h"
 #include "src/base/err.h"
 #include "src/base/term.h"
@@ -40,6 +42,11 @@ static const struct cli_opt run_opts[] = {
 	{"stats", CLI_OWN + 5, NULL,
 	 "tokens reused/prefilled/generated, time to first token,\n"
 	 "prefill and decode tokens/s, on stderr"},
+	{"logprobs", CLI_OWN + 7, "N",
+	 "instead of the text, one JSON object per generated token\n"
+	 "on stdout: token, id, logprob and the N likeliest\n"
+	 "alternatives (0-20; the distribution after the penalties,\n"
+	 "at the temperature, before the top-k/top-p/min-p cut)"},
 	{"parse-special", CLI_OWN + 6, NULL,
 	 "special tokens written in the prompt (<|im_start|>, ...)\n"
 	 "are control tokens, as Hugging Face parses them by default\n"
@@ -71,6 +78,7 @@ struct run_args {
 	const char *prompt, *file, *system;
 	int think; /* TMPL_THINK_* */
 	bool raw, stats, parse_special;
+	long logprobs; /* -1: print the text */
 };
 
 /* Set to the signal's number by SIGINT, SIGTERM or SIGHUP: stops the turn, the
@@ -111,6 +119,7 @@ static int run_opt(void *user, int key, const char *arg)
 	case CLI_OWN + 4: a->raw = true; break;
 	case CLI_OWN + 5: a->stats = true; break;
 	case CLI_OWN + 6: a->parse_special = true; break;
+	case CLI_OWN + 7: return cli_parse_long("logprobs", arg, 0, 20, &a->logprobs);
 	}
 	return 0;
 }
@@ -120,6 +129,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 {
 	memset(a, 0, sizeof *a);
 	a->think = TMPL_THINK_ABSENT;
+	a->logprobs = -1;
 	int r = cli_parse(&run_cmd, argc, argv, &a->cli, run_opt, a, NULL);
 	if (r)
 		return r;
@@ -130,6 +140,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	if (a->raw && (a->system || a->think != TMPL_THINK_ABSENT))
 		return cli_usage("run", "--raw uses no template: --system, --think and "
 					"--no-think do not apply");
+	if (a->logprobs >= 0 && cli_is_remote(&a->cli))
+		return cli_usage("run", "--logprobs needs the local engine");
 	if (a->raw && cli_is_remote(&a->cli))
 		return cli_usage("run", "--raw needs the local engine: a server applies the chat "
 					"template");
@@ -186,6 +198,65 @@ static int emit(void *user, enum sess_part part, const char *text, size_t len)
 		}
 	}
 	o->part = part;
+	return 0;
+}
+
+/* --logprobs: a token's text for JSON (ill-formed UTF-8 as U+FFFD) and, as OpenAI
+ * gives it, its bytes. */
+static json_t *token_json(const struct tok *t, int32_t id, float logprob)
+{
+	size_t n = 0;
+	const char *p = tok_piece(t, id, &n);
+	char text[256];
+	size_t o = 0;
+	json_t *bytes = json_array();
+	for (size_t i = 0; p && i < n && o + 4 < sizeof text;) {
+		size_t valid, bad;
+		utf8_next_piece(p + i, n - i, &valid, &bad);
+		if (valid > sizeof text - 4 - o)
+			valid = 0, bad = 1; /* an absurdly long token: cut */
+		memcpy(text + o, p + i, valid), o += valid;
+		if (bad)
+			memcpy(text + o, UTF8_REPLACEMENT, 3), o += 3;
+		i += valid + bad;
+	}
+	for (size_t i = 0; p && i < n; i++)
+		json_array_append_new(bytes, json_integer((unsigned char)p[i]));
+	return json_pack("{s:s%,s:i,s:f,s:o}", "token", text, o, "id", (json_int_t)id, "logprob",
+			 (double)logprob, "bytes", bytes);
+}
+
+struct lp_state {
+	const struct tok *t;
+	int n;
+	bool failed;
+};
+
+/* The session's token hook: one JSON line per token the sampler picked. */
+static void on_token(void *user, int32_t id, const struct samp *sp)
+{
+	struct lp_state *st = user;
+	struct samp_logprob top[20];
+	float lp;
+	if (st->failed || samp_logprobs(sp, id, &lp, top, st->n)) {
+		st->failed = true;
+		return;
+	}
+	json_t *o = token_json(st->t, id, lp), *alts = json_array();
+	for (int i = 0; i < st->n; i++)
+		json_array_append_new(alts, token_json(st->t, top[i].id, top[i].logprob));
+	json_object_set_new(o, "top", alts);
+	char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
+	if (!line || printf("%s\n", line) < 0 || fflush(stdout))
+		st->failed = true;
+	free(line);
+	json_decref(o);
+}
+
+/* With --logprobs the text goes nowhere: the JSON lines say it. */
+static int emit_none(void *user, enum sess_part part, const char *text, size_t len)
+{
+	(void)user, (void)part, (void)text, (void)len;
 	return 0;
 }
 
@@ -408,11 +479,16 @@ int cmd_run(int argc, char **argv)
 	/* without -n the answer runs until the turn ends or the context is full (the
 	 * session then says "context full") */
 	int max_new = a.cli.set & CLI_SET_MAX_NEW ? a.cli.max_new : INT_MAX;
-	if (r == 0 && sess_generate(s, sp, max_new, split, emit, &out))
+	struct lp_state lps = {t, (int)a.logprobs, false};
+	if (a.logprobs >= 0)
+		sess_set_token_hook(s, on_token, &lps);
+	if (r == 0 &&
+	    sess_generate(s, sp, max_new, split, a.logprobs >= 0 ? emit_none : emit, &out))
 		goto fail;
+	out.write_failed |= lps.failed;
 	if (out.part == SESS_REASONING && out.any_reasoning)
 		fputs("\n</think>\n", stderr);
-	else if (!a.raw)
+	else if (!a.raw && a.logprobs < 0)
 		putchar('\n');
 	fflush(stdout);
 	catch_stops(SIG_DFL);

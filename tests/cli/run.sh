@@ -92,6 +92,31 @@ expect_exit 0 "run -n 5" $RUN -p "Hi" -n 5 --stats --no-think
 grep -q "stopped: max new tokens" "$TMP/err" && pass "-n stops at max new tokens" ||
 	fail "-n 5: $(cat "$TMP/err")"
 
+# --logprobs: JSON lines; the first token's logprob is the log-softmax of the logits
+# `qwenchat logits` gives for the same prompt (over the tokenizer's ids: the
+# session never samples the embedding's padding rows)
+expect_exit 0 "run --logprobs" $RUN -p "Hi" -n 2 --greedy --repeat-penalty 1 --presence-penalty 0 --logprobs 3
+cp "$TMP/out" "$TMP/lp.jsonl"
+printf '[{"role": "user", "content": "Hi"}]' >"$TMP/hi.json"
+"$QWENCHAT" template -m "$M" --messages "$TMP/hi.json" --add-generation-prompt |
+	"$QWENCHAT" tokenize -m "$M" >"$TMP/hi.ids"
+"$QWENCHAT" logits -m "$M" --backend cpu --threads 1 --out "$TMP/hi.f32" <"$TMP/hi.ids"
+python3 -c 'import array, json, math, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) == 2, lines
+for x in lines:
+    assert len(x["top"]) == 3 and x["top"][0]["id"] == x["id"]
+    assert all(a["logprob"] >= b["logprob"] for a, b in zip(x["top"], x["top"][1:]))
+l = array.array("f"); l.frombytes(open(sys.argv[2], "rb").read())
+row = l[-151936:][:151669]; m = max(row)
+lse = m + math.log(math.fsum(math.exp(v - m) for v in row))
+want = row[lines[0]["id"]] - lse
+assert abs(want - lines[0]["logprob"]) < 1e-5, (want, lines[0]["logprob"])
+print("first token logprob %.6f, log-softmax of the logits %.6f" % (lines[0]["logprob"], want))' \
+	"$TMP/lp.jsonl" "$TMP/hi.f32" && pass "--logprobs: JSON lines, logprobs = log-softmax of the logits" ||
+	fail "--logprobs: $(head -c 400 "$TMP/lp.jsonl")"
+expect_exit 2 "run --logprobs 21" $RUN -p "Hi" --logprobs 21
+
 expect_exit 0 "run -n 0" $RUN -p "Hi" -n 0 --stats
 grep -q "0 generated" "$TMP/err" && pass "-n 0 generates nothing" || fail "-n 0: $(cat "$TMP/err")"
 
