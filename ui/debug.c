@@ -156,8 +156,9 @@ static void probs(struct ui *u, int y, int x, int h, int w)
 	int n = app_token_probs(u->a, rows, first, view) - first;
 	if (n > view)
 		n = view;
-	line(y, x, w, A_BOLD, "probabilities: drawn from (raw softmax) | alternatives  %d tokens%s",
-	     total, total > view ? " (up/down)" : "");
+	line(y, x, w, A_BOLD,
+	     "probabilities: drawn from (raw softmax) | alternatives | rest  %d tokens%s", total,
+	     total > view ? " (up/down)" : "");
 	if (!total)
 		line(y + 1, x, w, A_DIM, "%s",
 		     "nothing yet: the next answer's tokens are recorded while this view is open");
@@ -169,11 +170,17 @@ static void probs(struct ui *u, int y, int x, int h, int w)
 		}
 		const struct app_token_prob *t = &rows[r];
 		char s[512];
-		int k = snprintf(s, sizeof s, "%-12s %.3g (%.3g) |", t->text, t->p, t->p_raw);
-		for (int i = 0; i < t->n_top && k < (int)sizeof s; i++)
-			if (t->top[i].id != t->id)
-				k += snprintf(s + k, sizeof s - (size_t)k, " %s %.3g",
-					      t->top[i].text, t->top[i].p);
+		int k = snprintf(s, sizeof s, "%-12s %.3g (%.3g)", t->text, t->p, t->p_raw);
+		double sum = t->p; /* the token, its alternatives and the rest make 1 */
+		for (int i = 0, alts = 0; i < t->n_top && k < (int)sizeof s; i++)
+			if (t->top[i].id != t->id) {
+				sum += t->top[i].p;
+				k += snprintf(s + k, sizeof s - (size_t)k, "%s %s %.3g",
+					      alts++ ? "" : " |", t->top[i].text, t->top[i].p);
+			}
+		if (k < (int)sizeof s)
+			snprintf(s + k, sizeof s - (size_t)k, " | rest %.3g",
+				 sum < 1 ? 1 - sum : 0.0);
 		line(y + 1 + r, x, w, t->p < 0.5f ? A_BOLD : A_NORMAL, "%s", s);
 	}
 }

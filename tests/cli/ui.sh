@@ -395,7 +395,7 @@ printf '[{"role": "user", "content": "Hello"}]' >"$TMP/hello.json"
 want=$(python3 -c 'import array, math, sys
 v = int(sys.argv[2]); l = array.array("f"); l.frombytes(open(sys.argv[1], "rb").read())
 row = l[-v:]; m = max(row); z = math.fsum(math.exp(x - m) for x in row)
-print("1 (%.3g) |" % (1 / z))' "$TMP/hello.f32" 151669)
+print("1 (%.3g) | rest 0" % (1 / z))' "$TMP/hello.f32" 151669)
 [ -n "$want" ] && screen | grep -qF "$want" && pass "the first token: drawn at 1 (greedy), raw p = softmax of its logits ($want)" ||
 	{ fail "probabilities: the screen lacks '$want'"; shot "failure: probabilities"; }
 shot "probabilities"
