@@ -1,0 +1,28 @@
+/* quant.h — ggml's weight formats: fp16 and the block-quantized types of GGUF files
+ * (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K), converted to and from fp32 exactly as ggml's
+ * reference code (ggml-quants.c, the *_ref functions) defines them, bit for bit.
+ * The block layouts are ggml-common.h's; sizes and block lengths are engine.h's
+ * eng_dtype_block and eng_dtype_block_bytes. */
+#ifndef QWENCHAT_QUANT_H
+#define QWENCHAT_QUANT_H
+
+#include "engine/engine.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* IEEE half precision: exact widening; narrowing rounds to nearest even (as the F16C
+ * instruction and ggml's GGML_FP32_TO_FP16 do), overflow to infinity. */
+float quant_f16_to_f32(uint16_t h);
+uint16_t quant_f32_to_f16(float f);
+
+/* dst[0..n) = the n weights stored in src with type t (any eng_dtype; n a multiple
+ * of the block length). ggml's dequantize_row_* for each type. */
+void quant_dequantize_row(enum eng_dtype t, const void *src, float *dst, int64_t n);
+
+/* Writes n floats (a multiple of the block length) into dst as type t (any
+ * eng_dtype; eng_row_bytes(t, n) bytes), as ggml's quantize_row_*_ref does without
+ * an importance matrix, which is what llama-quantize writes: the same bytes. */
+void quant_quantize_row(enum eng_dtype t, const float *src, void *dst, int64_t n);
+
+#endif
