@@ -25,4 +25,8 @@ void quant_dequantize_row(enum eng_dtype t, const void *src, float *dst, int64_t
  * an importance matrix, which is what llama-quantize writes: the same bytes. */
 void quant_quantize_row(enum eng_dtype t, const float *src, void *dst, int64_t n);
 
+/* The 6-bit scale and min of sub-block j (0..7) of a Q4_K or Q5_K block, from its 12
+ * packed bytes (ggml's get_scale_min_k4). */
+void quant_k4_scale_min(int j, const uint8_t *q, int *sc, int *m);
+
 #endif

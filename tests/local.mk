@@ -218,6 +218,12 @@ TESTS += tests/unit/test_gguf tests/cli/gguf.sh
 tests_unit_test_gguf_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_gguf_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
 EXTRA_DIST += tests/mkgguf.py tests/cli/gguf.sh tests/cli/gguf_bad.py
+# ggml's weight formats: dequantization against gguf-py's, bit for bit
+check_PROGRAMS += tests/unit/test_quant
+TESTS += tests/unit/test_quant
+tests_unit_test_quant_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_quant_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
+EXTRA_DIST += tests/golden/dequant-golden.txt tests/golden/make-dequant-golden.py
 check_PROGRAMS += tests/unit/test_quantize
 TESTS += tests/unit/test_quantize
 tests_unit_test_quantize_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
