@@ -8,8 +8,10 @@
 
 #include "engine/backend.h"
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/matmul.h"
 #include "engine/cpu/measure.h"
 #include "engine/cpu/pool.h"
+#include "engine/quant.h"
 #include "engine/rope.h"
 #include "src/base/err.h"
 
@@ -35,17 +37,19 @@ struct cpu_state {
 	void *value_cache;          /* (layer, kv_head, ctx, head_dim) */
 	float *rope_cos, *rope_sin; /* (ctx, head_dim/2), YaRN scale applied */
 	float *x;                   /* (chunk, hidden) residual stream */
-	float *xn;        /* (chunk, max(hidden, q_dim, inter)) packed input of a matmul */
-	uint16_t *xb;     /* (chunk, same) bf16 input of a prefill matmul when bf16 */
-	float *q;         /* (chunk, q_dim) */
-	float *kk, *vv;   /* (chunk, kv_dim) this chunk's keys and values */
-	float *att;       /* (chunk, q_dim) attention output */
-	float *gate, *up; /* (chunk, intermediate) */
-	int att_rows;     /* rows of an attention item: a multiple of the group */
-	float *scores;    /* (threads, att_rows, ctx) score rows per thread */
-	float *qp;        /* (threads, att_rows, head_dim) packed queries */
-	uint32_t *panels; /* (threads, panel_words) prefill matmul scratch */
-	size_t panel_words;
+	float *xn;            /* (chunk, max(hidden, q_dim, inter)) packed input of a matmul */
+	uint16_t *xb;         /* (chunk, same) bf16 input of a prefill matmul when bf16 */
+	float *q;             /* (chunk, q_dim) */
+	float *kk, *vv;       /* (chunk, kv_dim) this chunk's keys and values */
+	float *att;           /* (chunk, q_dim) attention output */
+	float *gate, *up;     /* (chunk, intermediate) */
+	int att_rows;         /* rows of an attention item: a multiple of the group */
+	float *scores;        /* (threads, att_rows, ctx) score rows per thread */
+	float *qp;            /* (threads, att_rows, head_dim) packed queries */
+	struct cpu_matmul mm; /* the matrix products' scratch */
+	/* the norm weights in fp32, whatever their stored type */
+	float *norms; /* (layers, 2 * hidden + 2 * head_dim) + hidden */
+	const float *final_norm;
 	bool capture;
 	float *cap;  /* (layer, num_heads, ctx) last query's softmax; lazily */
 	int cap_len; /* keys in each captured row; 0 = none */
@@ -53,81 +57,6 @@ struct cpu_state {
 };
 
 /* ---- parallel steps ------------------------------------------------------------ */
-
-/* Up to three matrix products sharing the same packed input, so one dispatch covers
- * q/k/v or gate/up; every thread takes a slice of each matrix's rows. */
-struct mm {
-	float *out;        /* (n, M) */
-	const uint16_t *w; /* (M, K) bf16 */
-	int M;
-	bool acc; /* out += instead of out = */
-};
-struct mm_task {
-	const struct cpu_kernels *k;
-	const float *xp;    /* (n, K) packed */
-	const uint16_t *xb; /* (n, K) bf16: use matmul_bf16 instead */
-	uint32_t *panels;   /* per-thread scratch, panel_words each */
-	size_t panel_words;
-	int n, K, count, blocks;
-	int rows; /* rows per block (the last of a matrix: fewer) */
-	struct mm mm[3];
-	atomic_int next; /* next block, over all matrices */
-};
-
-/* Rows per work item. Prefill: 64, one weight panel; with 512 tokens that is ~70
- * MFLOP, small enough that a thread arriving late still finds work. Decode: about
- * DECODE_BLOCK_BYTES of weights, so that each of the kernel's four streams reads a
- * long contiguous run. 64-row blocks (128 KB at K = 1024) gave 44-50 tok/s on the
- * 0.6B shape with 2 threads, 128 rows 48-53, 256 rows 57-58 and 512 rows 58-59. */
-#define PREFILL_ROWS       CPU_PANEL_ROWS
-#define DECODE_BLOCK_BYTES (1 << 20)
-
-static int block_rows(int n, int K)
-{
-	if (n > 1)
-		return PREFILL_ROWS;
-	int rows = DECODE_BLOCK_BYTES / (2 * K) / 64 * 64;
-	return rows > 64 ? rows : 64;
-}
-
-static void mm_run(void *arg, int tid, int nt)
-{
-	(void)nt;
-	struct mm_task *t = arg;
-	for (int b; (b = cpu_claim(&t->next, t->blocks)) >= 0;) {
-		int i = 0;
-		for (int nb; b >= (nb = (t->mm[i].M + t->rows - 1) / t->rows); i++)
-			b -= nb;
-		int lo = b * t->rows, hi = lo + t->rows < t->mm[i].M ? lo + t->rows : t->mm[i].M;
-		uint32_t *panel = t->panels + (size_t)tid * t->panel_words;
-		if (t->xb)
-			t->k->matmul_bf16(t->mm[i].out, t->mm[i].M, t->xb, t->K, t->n, t->mm[i].w,
-					  t->K, lo, hi, t->mm[i].acc, panel);
-		else
-			t->k->matmul(t->mm[i].out, t->mm[i].M, t->xp, t->K, t->n, t->mm[i].w, t->K,
-				     lo, hi, t->mm[i].acc, panel);
-	}
-}
-
-static void matmul(struct cpu_state *s, const float *xp, int n, int K, int count,
-		   const struct mm *mm)
-{
-	struct mm_task t = {.k = s->k,
-			    .xp = xp,
-			    .n = n,
-			    .K = K,
-			    .count = count,
-			    .rows = block_rows(n, K),
-			    .panels = s->panels,
-			    .panel_words = s->panel_words};
-	if (s->bf16 && n > 1)
-		t.xb = s->xb;
-	memcpy(t.mm, mm, (size_t)count * sizeof *mm);
-	for (int i = 0; i < count; i++)
-		t.blocks += (mm[i].M + t.rows - 1) / t.rows;
-	atomic_init(&t.next, 0);
-	cpu_pool_run(s->pool, mm_run, &t);
-}
 
 /* A per-token step run over tokens [0, n), one token per work item. */
 struct tok_task {
@@ -159,12 +88,26 @@ static void per_token(struct cpu_state *s, int n,
 	cpu_pool_run(s->pool, tok_run, &t);
 }
 
+/* The products of forward_chunk: all share the packed input xn (or xb). */
+static void matmul(struct cpu_state *s, int n, int K, int count, const struct cpu_mm *mm)
+{
+	cpu_matmul(&s->mm, s->xn, s->bf16 && n > 1 ? s->xb : NULL, n, K, count, mm);
+}
+
+/* Layer l's norm weights: 0 input, 1 post-attention, 2 q, 3 k. */
+static const float *layer_norm(const struct cpu_state *s, int l, int which)
+{
+	size_t D = (size_t)s->c->hidden_size, hd = (size_t)s->c->head_dim;
+	const float *n = s->norms + (size_t)l * (2 * D + 2 * hd);
+	return which < 2 ? n + which * D : n + 2 * D + (size_t)(which - 2) * hd;
+}
+
 /* ---- the steps of one layer ------------------------------------------------------ */
 
 struct step {
 	int layer, pos, n;
-	const struct eng_tensor *norm; /* rmsnorm_pack: weight */
-	const float *src;              /* pack: (n, src_dim) rows */
+	const float *norm; /* rmsnorm_pack: weight */
+	const float *src;  /* pack: (n, src_dim) rows */
 	int src_dim;
 };
 
@@ -183,7 +126,7 @@ static void rmsnorm_pack(struct cpu_state *s, const void *ctx, int t)
 	const struct step *st = ctx;
 	int d = s->c->hidden_size;
 	float tmp[d];
-	s->k->rmsnorm(tmp, s->x + (size_t)t * d, st->norm->data, d, (float)s->c->rms_norm_eps);
+	s->k->rmsnorm(tmp, s->x + (size_t)t * d, st->norm, d, (float)s->c->rms_norm_eps);
 	put_row(s, st->n, t, tmp, d);
 }
 
@@ -249,19 +192,18 @@ static void store_key(struct cpu_state *s, int layer, int kvh, int p, const floa
 static void qk_norm_rope_store(struct cpu_state *s, const void *ctx, int t)
 {
 	const struct step *st = ctx;
-	const struct eng_layer *L = &s->w->layers[st->layer];
 	int hd = s->c->head_dim, p = st->pos + t;
 	float eps = (float)s->c->rms_norm_eps;
 	const float *cs = s->rope_cos + (size_t)p * (hd / 2),
 		    *sn = s->rope_sin + (size_t)p * (hd / 2);
 	for (int h = 0; h < s->c->num_heads; h++) {
 		float *qh = s->q + (size_t)t * s->q_dim + (size_t)h * hd;
-		s->k->rmsnorm(qh, qh, L->q_norm.data, hd, eps);
+		s->k->rmsnorm(qh, qh, layer_norm(s, st->layer, 2), hd, eps);
 		cpu_rope(qh, cs, sn, hd);
 	}
 	for (int h = 0; h < s->c->num_kv_heads; h++) {
 		float *kh = s->kk + (size_t)t * s->kv_dim + (size_t)h * hd;
-		s->k->rmsnorm(kh, kh, L->k_norm.data, hd, eps);
+		s->k->rmsnorm(kh, kh, layer_norm(s, st->layer, 3), hd, eps);
 		cpu_rope(kh, cs, sn, hd);
 		store_key(s, st->layer, h, p, kh);
 		store_kv(s, cache_row(s, s->value_cache, st->layer, h, p),
@@ -362,23 +304,23 @@ static void forward_chunk(struct cpu_state *s, const int32_t *ids, int n, int po
 	const struct eng_weights *w = s->w;
 	int D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size;
 
-	/* x (n, D) = embedding rows */
-	for (int t = 0; t < n; t++) {
-		const uint16_t *e = (const uint16_t *)w->embed.data + (size_t)ids[t] * D;
-		for (int i = 0; i < D; i++)
-			s->x[(size_t)t * D + i] = cpu_bf16_to_f32(e[i]);
-	}
+	/* x (n, D) = embedding rows, dequantized */
+	size_t erb = eng_row_bytes(w->embed.dtype, D);
+	for (int t = 0; t < n; t++)
+		quant_dequantize_row(w->embed.dtype,
+				     (const uint8_t *)w->embed.data + (size_t)ids[t] * erb,
+				     s->x + (size_t)t * D, D);
 
 	for (int l = 0; l < c->num_layers; l++) {
 		const struct eng_layer *L = &w->layers[l];
-		struct step st = {.layer = l, .pos = pos, .n = n, .norm = &L->input_norm};
+		struct step st = {.layer = l, .pos = pos, .n = n, .norm = layer_norm(s, l, 0)};
 
 		/* attention block: xn = pack(rmsnorm(x)); q,k,v = xn @ Wq,Wk,Wv^T */
 		per_token(s, n, rmsnorm_pack, &st);
-		matmul(s, s->xn, n, D, 3,
-		       (struct mm[3]){{s->q, L->wq.data, s->q_dim, false},     /* (n, q_dim) */
-				      {s->kk, L->wk.data, s->kv_dim, false},   /* (n, kv_dim) */
-				      {s->vv, L->wv.data, s->kv_dim, false}}); /* (n, kv_dim) */
+		matmul(s, n, D, 3,
+		       (struct cpu_mm[3]){{s->q, &L->wq, s->q_dim, false},     /* (n, q_dim) */
+					  {s->kk, &L->wk, s->kv_dim, false},   /* (n, kv_dim) */
+					  {s->vv, &L->wv, s->kv_dim, false}}); /* (n, kv_dim) */
 		per_token(s, n, qk_norm_rope_store, &st);
 		/* att (n, q_dim) = softmax(q k^T / sqrt(hd) + causal) v, over the cache */
 		attention(s, &st);
@@ -386,26 +328,26 @@ static void forward_chunk(struct cpu_state *s, const int32_t *ids, int n, int po
 		st.src = s->att;
 		st.src_dim = s->q_dim;
 		per_token(s, n, pack_rows, &st);
-		matmul(s, s->xn, n, s->q_dim, 1, &(struct mm){s->x, L->wo.data, D, true});
+		matmul(s, n, s->q_dim, 1, &(struct cpu_mm){s->x, &L->wo, D, true});
 
 		/* MLP block: x += (silu(xn Wg^T) * (xn Wu^T)) Wd^T, xn = pack(rmsnorm(x)) */
-		st.norm = &L->post_norm;
+		st.norm = layer_norm(s, l, 1);
 		per_token(s, n, rmsnorm_pack, &st);
-		matmul(s, s->xn, n, D, 2,
-		       (struct mm[2]){{s->gate, L->w_gate.data, F, false}, /* (n, F) */
-				      {s->up, L->w_up.data, F, false}});   /* (n, F) */
+		matmul(s, n, D, 2,
+		       (struct cpu_mm[2]){{s->gate, &L->w_gate, F, false}, /* (n, F) */
+					  {s->up, &L->w_up, F, false}});   /* (n, F) */
 		per_token(s, n, swiglu_pack, &st);
-		matmul(s, s->xn, n, F, 1, &(struct mm){s->x, L->w_down.data, D, true});
+		matmul(s, n, F, 1, &(struct cpu_mm){s->x, &L->w_down, D, true});
 	}
 
 	if (!logits)
 		return;
 	/* logits (rows, V) = pack(rmsnorm(x)) @ lm_head^T for the last or every token */
 	int first = all ? 0 : n - 1, rows = n - first;
-	struct step st = {.n = rows, .norm = &w->final_norm};
+	struct step st = {.n = rows, .norm = s->final_norm};
 	memmove(s->x, s->x + (size_t)first * D, (size_t)rows * D * sizeof *s->x);
 	per_token(s, rows, rmsnorm_pack, &st);
-	matmul(s, s->xn, rows, D, 1, &(struct mm){logits, w->lm_head.data, V, false});
+	matmul(s, rows, D, 1, &(struct cpu_mm){logits, &w->lm_head, V, false});
 }
 
 static int cpu_forward(void *vs, const int32_t *ids, int n, int pos, float *logits, bool all)
@@ -457,42 +399,70 @@ static void cpu_free(void *vs)
 	if (!s)
 		return;
 	cpu_pool_free(s->pool);
+	cpu_matmul_free(&s->mm);
 	void *bufs[] = {s->key_cache, s->value_cache, s->rope_cos, s->rope_sin, s->x,  s->xn,
-			s->xb,        s->panels,      s->q,        s->kk,       s->vv, s->att,
+			s->xb,        s->norms,       s->q,        s->kk,       s->vv, s->att,
 			s->gate,      s->up,          s->scores,   s->qp,       s->cap};
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	free(s);
 }
 
-/* Every matrix must be bf16 (the kernels widen bf16 only). */
-static int check_dtypes(const struct eng_weights *w, int layers)
+/* Every tensor's rows must be whole blocks of its type (the loaders check this; a
+ * backend trusts nothing it indexes with). *all_bf16 says whether the matrix
+ * products need the quantized paths' buffers. */
+static int check_types(const struct eng_weights *w, int layers, bool *all_bf16)
 {
-	const struct eng_tensor *all[] = {&w->embed, &w->final_norm, &w->lm_head};
-	for (size_t i = 0; i < 3; i++)
-		if (all[i]->dtype != ENG_BF16)
-			return err_set(
-				"cpu backend: weights are %s; only BF16 models are supported",
-				eng_dtype_name(all[i]->dtype));
-	for (int l = 0; l < layers; l++) {
-		const struct eng_layer *L = &w->layers[l];
-		const struct eng_tensor *t[] = {
-			&L->input_norm, &L->wq,        &L->wk,     &L->wv,   &L->wo,    &L->q_norm,
-			&L->k_norm,     &L->post_norm, &L->w_gate, &L->w_up, &L->w_down};
-		for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-			if (t[i]->dtype != ENG_BF16)
-				return err_set("cpu backend: layer %d has %s weights; only BF16 "
-					       "models are supported",
-					       l, eng_dtype_name(t[i]->dtype));
+	*all_bf16 = true;
+	for (int l = -1; l < layers; l++) {
+		const struct eng_layer *L = l >= 0 ? &w->layers[l] : NULL;
+		const struct eng_tensor *t[] = {L ? &L->input_norm : &w->embed,
+						L ? &L->wq : &w->final_norm,
+						L ? &L->wk : &w->lm_head,
+						L ? &L->wv : NULL,
+						L ? &L->wo : NULL,
+						L ? &L->q_norm : NULL,
+						L ? &L->k_norm : NULL,
+						L ? &L->post_norm : NULL,
+						L ? &L->w_gate : NULL,
+						L ? &L->w_up : NULL,
+						L ? &L->w_down : NULL};
+		for (size_t i = 0; i < sizeof t / sizeof t[0] && t[i]; i++) {
+			int64_t K = t[i]->ndim == 2 ? t[i]->shape[1] : t[i]->shape[0];
+			if ((unsigned)t[i]->dtype >= ENG_DTYPE_COUNT ||
+			    !eng_row_bytes(t[i]->dtype, K))
+				return err_set("cpu backend: a %s tensor with rows of %lld weights "
+					       "(layer %d) is not whole blocks",
+					       eng_dtype_name(t[i]->dtype), (long long)K, l);
+			if (t[i]->ndim == 2 && t[i]->dtype != ENG_BF16)
+				*all_bf16 = false;
+		}
 	}
 	return 0;
+}
+
+/* The norms in fp32: any stored type, read once. */
+static void widen_norms(struct cpu_state *s)
+{
+	const struct eng_config *c = s->c;
+	for (int l = 0; l < c->num_layers; l++) {
+		const struct eng_layer *L = &s->w->layers[l];
+		const struct eng_tensor *t[4] = {&L->input_norm, &L->post_norm, &L->q_norm,
+						 &L->k_norm};
+		for (int i = 0; i < 4; i++)
+			quant_dequantize_row(t[i]->dtype, t[i]->data, (float *)layer_norm(s, l, i),
+					     t[i]->shape[0]);
+	}
+	quant_dequantize_row(s->w->final_norm.dtype, s->w->final_norm.data, (float *)s->final_norm,
+			     c->hidden_size);
 }
 
 static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 {
 	const struct eng_config *c = eng_model_config(m);
 	const struct eng_weights *w = eng_model_weights(m);
-	if (check_dtypes(w, c->num_layers))
+	bool all_bf16;
+	if (check_types(w, c->num_layers, &all_bf16))
 		return NULL;
 	struct cpu_state *s = calloc(1, sizeof *s);
 	if (!s) {
@@ -539,8 +509,13 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	s->rope_sin = xalloc(s, ctx * hd2, sizeof(float));
 	s->x = xalloc(s, ch * c->hidden_size, sizeof(float));
 	s->xn = xalloc(s, ch * widest, sizeof(float));
-	s->panel_words = cpu_panel_words((int)widest);
-	s->panels = xalloc(s, (size_t)cpu_pool_size(s->pool) * s->panel_words, sizeof(uint32_t));
+	size_t norm_floats = (size_t)c->num_layers * (2 * c->hidden_size + 2 * c->head_dim);
+	s->norms = xalloc(s, norm_floats + c->hidden_size, sizeof(float));
+	if (cpu_matmul_init(&s->mm, s->k, s->pool, (int)widest, all_bf16)) {
+		cpu_free(s);
+		return NULL;
+	}
+	s->scratch_bytes += s->mm.bytes;
 	if (s->bf16 && !(s->xb = xalloc(s, ch * widest, sizeof(uint16_t))))
 		s->bf16 = false; /* falls back to the exact path */
 	s->q = xalloc(s, ch * s->q_dim, sizeof(float));
@@ -555,13 +530,15 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	s->qp = xalloc(s, (size_t)cpu_pool_size(s->pool) * s->att_rows * c->head_dim,
 		       sizeof(float));
 	if (!s->key_cache || !s->value_cache || !s->rope_cos || !s->rope_sin || !s->x || !s->xn ||
-	    !s->panels || !s->q || !s->kk || !s->vv || !s->att || !s->gate || !s->up ||
-	    !s->scores || !s->qp) {
+	    !s->norms || !s->q || !s->kk || !s->vv || !s->att || !s->gate || !s->up || !s->scores ||
+	    !s->qp) {
 		err_set("cpu backend: out of memory for a %d-token context (KV cache %zu MB)",
 			s->ctx, kv_bytes >> 20);
 		cpu_free(s);
 		return NULL;
 	}
+	s->final_norm = s->norms + norm_floats;
+	widen_norms(s);
 	rope_table(c, s->ctx, s->rope_cos, s->rope_sin);
 	return s;
 }

@@ -96,6 +96,7 @@ static const struct cpu_kernels kernels_c = {
 	.swiglu = cpu_swiglu,
 	.rmsnorm = cpu_rmsnorm,
 	.to_bf16 = cpu_bf16_row,
+	.qmatvec = cpu_qmatvec_c,
 };
 
 /* ---- dispatch ------------------------------------------------------------------ */
@@ -174,16 +175,29 @@ void cpu_pack_row(float *xp, const float *x, int K, int pack)
 		xp[k] = x[k];
 }
 
+void cpu_unpack_row(float *x, const float *xp, int K, int pack)
+{
+	int kb = pack > 1 ? K / pack * pack : 0;
+	int h = pack / 2;
+	for (int b = 0; b < kb; b += pack)
+		for (int i = 0; i < h; i++) {
+			x[b + 2 * i] = xp[b + i];
+			x[b + 2 * i + 1] = xp[b + h + i];
+		}
+	for (int k = kb; k < K; k++)
+		x[k] = xp[k];
+}
+
 /* ---- element-wise steps ---------------------------------------------------------- */
 
-void cpu_rmsnorm(float *out, const float *x, const uint16_t *w, int n, float eps)
+void cpu_rmsnorm(float *out, const float *x, const float *w, int n, float eps)
 {
 	double ss = 0;
 	for (int i = 0; i < n; i++)
 		ss += (double)x[i] * x[i];
 	float r = 1.0f / sqrtf((float)(ss / n) + eps);
 	for (int i = 0; i < n; i++)
-		out[i] = cpu_bf16_to_f32(w[i]) * (x[i] * r);
+		out[i] = w[i] * (x[i] * r);
 }
 
 void cpu_rope(float *x, const float *cos, const float *sin, int hd)

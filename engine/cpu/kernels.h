@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "engine/engine.h"
+
 /* bf16 is the top half of an fp32: widening is exact. */
 static inline float cpu_bf16_to_f32(uint16_t h)
 {
@@ -28,6 +30,19 @@ static inline uint16_t cpu_f32_to_bf16(float f)
 	u += 0x7fffu + ((u >> 16) & 1);
 	return (uint16_t)(u >> 16);
 }
+
+/* One input row of a matrix product over quantized weights, made once and read by
+ * every row of the matrix: the fp32 values in natural order (what F16/F32 weights
+ * multiply), and for the block-quantized types the values as int8 with one fp32
+ * scale per 32 (q = round(x / d), d = max|x| / 127, as ggml's Q8_0), so that each
+ * weight block's dot product is an integer sum times two scales. */
+struct cpu_xq {
+	const float *f; /* (K) */
+	int8_t *q;      /* (K) */
+	float *d;       /* (K/32) the scale of each 32 */
+	float *ds;      /* (K/32) d times the sum of the 32 q: the blocks' offsets */
+	int16_t *s16;   /* (K/16) the sum of each 16 q (Q6_K's offset, per scale) */
+};
 
 enum cpu_isa { CPU_ISA_C, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_AVX512BF16 };
 
@@ -81,8 +96,13 @@ struct cpu_kernels {
 	 * the portable versions are cpu_softmax etc. below. */
 	void (*softmax)(float *s, int n, float scale);
 	void (*swiglu)(float *g, const float *u, int n);
-	void (*rmsnorm)(float *out, const float *x, const uint16_t *w, int n, float eps);
+	void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
 	void (*to_bf16)(uint16_t *xb, const float *x, int n);
+	/* out[m] (+)= dot(row m of w, x) for m in [m0, m1): w is (M, K) in type t, any
+	 * but BF16 (the matmuls above), rows eng_row_bytes(t, K) apart; x from
+	 * cpu_quantize_act (K a multiple of the type's block). Decode's product. */
+	void (*qmatvec)(enum eng_dtype t, float *out, const void *w, const struct cpu_xq *x, int K,
+			int m0, int m1, bool acc);
 };
 
 /* Each instruction set's table, in its own file (kernels_avx512.c, kernels_avx2.c;
@@ -97,6 +117,20 @@ bool cpu_isa_supported(enum cpu_isa isa);
 /* The ISA whose kernels are called `name` ("c", "avx2", "avx512", "avx512bf16"). */
 bool cpu_isa_from_name(const char *name, enum cpu_isa *isa);
 
+/* Fills xq (whose arrays hold K, K/32 and K/16 elements) from the K values x (in
+ * natural order; x must outlive xq's use). Blocks of 32 only: a tail is left out. */
+void cpu_quantize_act(const float *x, int K, struct cpu_xq *xq);
+/* The portable qmatvec, and one row's dot product (the tests' reference). */
+void cpu_qmatvec_c(enum eng_dtype t, float *out, const void *w, const struct cpu_xq *x, int K,
+		   int m0, int m1, bool acc);
+float cpu_qdot_c(enum eng_dtype t, const void *row, const struct cpu_xq *x, int K);
+/* The AVX2 qmatvec (kernels_quant_avx2.c), which the AVX-512 tables share. */
+void cpu_qmatvec_avx2(enum eng_dtype t, float *out, const void *w, const struct cpu_xq *x, int K,
+		      int m0, int m1, bool acc);
+
+/* Undoes cpu_pack_row: the natural order of a packed row. */
+void cpu_unpack_row(float *x, const float *xp, int K, int pack);
+
 /* Rounds one row of K floats to bf16, to nearest even (the portable to_bf16). */
 void cpu_bf16_row(uint16_t *xb, const float *x, int K);
 
@@ -105,8 +139,8 @@ void cpu_pack_row(float *xp, const float *x, int K, int pack);
 
 /* ---- element-wise steps in portable C (the C ISA's table entries) ------------- */
 
-/* out[i] = x[i] / rms(x) * w[i] for i < n (w bf16); out may equal x. */
-void cpu_rmsnorm(float *out, const float *x, const uint16_t *w, int n, float eps);
+/* out[i] = x[i] / rms(x) * w[i] for i < n; out may equal x. */
+void cpu_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 /* In-place rotate-half RoPE of one head (hd even) with cos/sin rows of hd/2. */
 void cpu_rope(float *x, const float *cos, const float *sin, int hd);
 /* In-place softmax of scale * s[0..n); fp32 throughout, max subtracted first. */

@@ -374,6 +374,7 @@ const struct cpu_kernels cpu_kernels_avx512 = {
 	.swiglu = cpu512_swiglu,
 	.rmsnorm = cpu512_rmsnorm,
 	.to_bf16 = cpu512_to_bf16,
+	.qmatvec = cpu_qmatvec_avx2,
 };
 
 /* ---- AVX-512 BF16: bf16 activations (opt-in prefill) ------------------------------ */
@@ -458,6 +459,7 @@ const struct cpu_kernels cpu_kernels_avx512bf16 = {
 	.swiglu = cpu512_swiglu,
 	.rmsnorm = cpu512_rmsnorm,
 	.to_bf16 = cpu512_to_bf16,
+	.qmatvec = cpu_qmatvec_avx2,
 };
 
 #endif /* __x86_64__ */

@@ -302,7 +302,7 @@ T512 void cpu512_swiglu(float *g, const float *u, int n)
 	}
 }
 
-T512 void cpu512_rmsnorm(float *out, const float *x, const uint16_t *w, int n, float eps)
+T512 void cpu512_rmsnorm(float *out, const float *x, const float *w, int n, float eps)
 {
 	__m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();
 	int i = 0;
@@ -321,7 +321,7 @@ T512 void cpu512_rmsnorm(float *out, const float *x, const uint16_t *w, int n, f
 		__mmask16 m = tail16(n - i);
 		__m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), r);
 		_mm512_mask_storeu_ps(out + i, m,
-				      _mm512_mul_ps(kv16_512(w, (size_t)i, true, m), v));
+				      _mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i), v));
 	}
 }
 

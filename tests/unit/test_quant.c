@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/cpu/kernels.h"
 #include "engine/quant.h"
 
 static const char *env_or(const char *name, const char *dflt)
@@ -117,12 +118,107 @@ static void test_float_rows(void **state)
 	assert_true(y[0] == 1.5f && y[1] == -0.25f);
 }
 
+static uint32_t rng = 12345;
+static uint32_t next_u32(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 17;
+	rng ^= rng << 5;
+	return rng;
+}
+static float frand(void) /* [-1, 1) */
+{
+	return (float)((double)next_u32() / 2147483648.0 - 1.0);
+}
+
+/* Random weights of type t: random bytes with every f16 scale set to a small
+ * finite value, so rows look like real ones (dequantized magnitudes ~0.01-1). */
+static void random_rows(enum eng_dtype t, uint8_t *w, int rows, int K)
+{
+	size_t rb = eng_row_bytes(t, K), bb = eng_dtype_block_bytes(t);
+	for (size_t i = 0; i < rb * (size_t)rows; i++)
+		w[i] = (uint8_t)next_u32();
+	if (t == ENG_F16 || t == ENG_F32) {
+		for (int i = 0; i < rows * K; i++) {
+			float v = frand();
+			if (t == ENG_F32)
+				memcpy(w + 4 * (size_t)i, &v, 4);
+			else {
+				uint16_t h = quant_f32_to_f16(v);
+				memcpy(w + 2 * (size_t)i, &h, 2);
+			}
+		}
+		return;
+	}
+	int at[2] = {t == ENG_Q6_K ? 208 : 0, t == ENG_Q4_K || t == ENG_Q5_K ? 2 : -1};
+	for (size_t b = 0; b < rb * (size_t)rows / bb; b++)
+		for (int j = 0; j < 2; j++)
+			if (at[j] >= 0) {
+				uint16_t h = quant_f32_to_f16(0.001f + 0.02f * (frand() + 1));
+				memcpy(w + b * bb + at[j], &h, 2);
+			}
+}
+
+/* Every ISA's qmatvec against the dot product of the dequantized weights with the
+ * fp32 activations, in double: the only difference allowed is the activations'
+ * rounding to int8 (half a step of each block's scale per weight), and the kernels
+ * agree with each other to float rounding. */
+static void test_qmatvec(void **state)
+{
+	(void)state;
+	enum { K = 1024, ROWS = 24 };
+	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0, ENG_Q4_K,
+					       ENG_Q5_K, ENG_Q6_K, ENG_F16,  ENG_F32};
+	float x[K], wf[K], xd[K / 32], xds[K / 32], out[ROWS], ref_c[ROWS];
+	int8_t xq8[K];
+	int16_t s16[K / 16];
+	struct cpu_xq xq = {.q = xq8, .d = xd, .ds = xds, .s16 = s16};
+	uint8_t *w = malloc(eng_row_bytes(ENG_F32, K) * ROWS);
+	for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+		enum eng_dtype t = types[ti];
+		random_rows(t, w, ROWS, K);
+		for (int k = 0; k < K; k++) /* blocks of very different scales */
+			x[k] = frand() * (k / 32 % 3 == 0 ? 10.0f : k / 32 % 3 == 1 ? 0.01f : 1.0f);
+		cpu_quantize_act(x, K, &xq);
+		cpu_qmatvec_c(t, ref_c, w, &xq, K, 0, ROWS, false);
+		for (int m = 0; m < ROWS; m++) {
+			quant_dequantize_row(t, w + (size_t)m * eng_row_bytes(t, K), wf, K);
+			double ref = 0, bound = 0, mag = 0;
+			for (int k = 0; k < K; k++) {
+				ref += (double)wf[k] * x[k];
+				bound += fabs(wf[k]) * 0.5 * xd[k / 32];
+				mag += fabs((double)wf[k] * x[k]);
+			}
+			if (t == ENG_F16 || t == ENG_F32)
+				bound = 0;
+			if (fabs(ref_c[m] - ref) > bound * 1.001 + 1e-5 * mag)
+				fail_msg("%s row %d: c %g, reference %g (bound %g)", eng_dtype_name(t),
+					 m, ref_c[m], ref, bound);
+		}
+		for (int isa = CPU_ISA_AVX2; isa <= CPU_ISA_AVX512BF16; isa++) {
+			if (!cpu_isa_supported((enum cpu_isa)isa))
+				continue;
+			const struct cpu_kernels *k = cpu_kernels_get((enum cpu_isa)isa);
+			for (int m = 0; m < ROWS; m++)
+				out[m] = 1.0f;
+			k->qmatvec(t, out, w, &xq, K, 2, ROWS - 1, true);
+			assert_true(out[0] == 1.0f && out[1] == 1.0f && out[ROWS - 1] == 1.0f);
+			for (int m = 2; m < ROWS - 1; m++)
+				if (fabsf(out[m] - 1.0f - ref_c[m]) > 1e-4f * (1 + fabsf(ref_c[m])))
+					fail_msg("%s %s row %d: %g, c %g", k->name, eng_dtype_name(t), m,
+						 out[m] - 1.0f, ref_c[m]);
+		}
+	}
+	free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden),
 		cmocka_unit_test(test_f16),
 		cmocka_unit_test(test_float_rows),
+		cmocka_unit_test(test_qmatvec),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,181 @@
+/* kernels_quant.c — decoding over weights stored in GGUF's block-quantized types
+ * (and F16/F32), in portable C: the activations are quantized once per input row to
+ * int8 with one scale per 32 values, and each row of weights is read once, its
+ * blocks' integer dot products with those int8 values scaled by both blocks' scales.
+ * This is the reference the vectorized kernels (kernels_quant_avx2.c) compute the
+ * same sums as; the sums are exact in integers, so they differ only in the order of
+ * the float additions. */
+#include <math.h>
+#include <string.h>
+
+#include "engine/cpu/kernels.h"
+#include "engine/quant.h"
+
+/* d = max|x| / 127 per block of 32 (ggml's q8_0), q = round(x / d), ties to even. */
+void cpu_quantize_act(const float *x, int K, struct cpu_xq *xq)
+{
+	xq->f = x;
+	for (int b = 0; b < K / 32; b++) {
+		const float *v = x + 32 * b;
+		float amax = 0;
+		for (int i = 0; i < 32; i++)
+			amax = fabsf(v[i]) > amax ? fabsf(v[i]) : amax;
+		float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0;
+		int s[2] = {0, 0};
+		for (int i = 0; i < 32; i++) {
+			int q = (int)nearbyintf(v[i] * id);
+			xq->q[32 * b + i] = (int8_t)q;
+			s[i / 16] += q;
+		}
+		xq->d[b] = d;
+		xq->ds[b] = d * (float)(s[0] + s[1]);
+		xq->s16[2 * b] = (int16_t)s[0];
+		xq->s16[2 * b + 1] = (int16_t)s[1];
+	}
+}
+
+static float half(const uint8_t *p)
+{
+	uint16_t h;
+	memcpy(&h, p, 2);
+	return quant_f16_to_f32(h);
+}
+
+static int idot(const uint8_t *w, const int8_t *x, int n)
+{
+	int s = 0;
+	for (int i = 0; i < n; i++)
+		s += w[i] * x[i];
+	return s;
+}
+
+/* Q8_0, Q4_0, Q5_0: weight = d * (u - offset) for unsigned quants u of one block. */
+static float dot_32(enum eng_dtype t, const uint8_t *w, const struct cpu_xq *x, int K)
+{
+	float sum = 0;
+	for (int b = 0; b < K / 32; b++) {
+		const uint8_t *blk = w + (size_t)b * eng_dtype_block_bytes(t);
+		uint8_t u[32];
+		int off = 0;
+		if (t == ENG_Q8_0) {
+			for (int i = 0; i < 32; i++)
+				u[i] = (uint8_t)((int8_t)blk[2 + i] + 128);
+			off = 128;
+		} else if (t == ENG_Q4_0) {
+			for (int i = 0; i < 16; i++) {
+				u[i] = blk[2 + i] & 15;
+				u[i + 16] = blk[2 + i] >> 4;
+			}
+			off = 8;
+		} else { /* Q5_0 */
+			uint32_t qh;
+			memcpy(&qh, blk + 2, 4);
+			for (int i = 0; i < 16; i++) {
+				u[i] = (uint8_t)((blk[6 + i] & 15) | (qh >> i & 1) << 4);
+				u[i + 16] =
+					(uint8_t)((blk[6 + i] >> 4) | (qh >> (i + 16) & 1) << 4);
+			}
+			off = 16;
+		}
+		float d = half(blk);
+		sum += d * x->d[b] * (float)idot(u, x->q + 32 * b, 32) - (float)off * d * x->ds[b];
+	}
+	return sum;
+}
+
+/* Q4_K and Q5_K: per sub-block of 32, weight = d * sc * u - dmin * m. */
+static float dot_k4(bool five, const uint8_t *w, const struct cpu_xq *x, int K)
+{
+	size_t bb = eng_dtype_block_bytes(five ? ENG_Q5_K : ENG_Q4_K);
+	float sum = 0;
+	for (int i = 0; i < K / 256; i++) {
+		const uint8_t *blk = w + (size_t)i * bb, *qh = blk + 16;
+		const uint8_t *qs = blk + (five ? 48 : 16);
+		float d = half(blk), dmin = half(blk + 2);
+		for (int s = 0; s < 8; s++) {
+			int sc, m, b = 8 * i + s;
+			quant_k4_scale_min(s, blk + 4, &sc, &m);
+			uint8_t u[32];
+			for (int l = 0; l < 32; l++) {
+				u[l] = s & 1 ? qs[32 * (s / 2) + l] >> 4
+					     : qs[32 * (s / 2) + l] & 15;
+				if (five)
+					u[l] |= (uint8_t)((qh[l] >> s & 1) << 4);
+			}
+			sum += d * (float)sc * x->d[b] * (float)idot(u, x->q + 32 * b, 32) -
+			       dmin * (float)m * x->ds[b];
+		}
+	}
+	return sum;
+}
+
+/* Q6_K: per 16 weights, weight = d * sc * (u - 32). */
+static float dot_q6_k(const uint8_t *w, const struct cpu_xq *x, int K)
+{
+	float sum = 0;
+	for (int i = 0; i < K / 256; i++) {
+		const uint8_t *blk = w + (size_t)i * 210;
+		const int8_t *sc = (const int8_t *)(blk + 192);
+		float d = half(blk + 208);
+		for (int h = 0; h < 2; h++) {
+			const uint8_t *ql = blk + 64 * h, *qh = blk + 128 + 32 * h;
+			for (int k = 0; k < 4; k++) {
+				int b = 8 * i + 4 * h + k, isum = 0;
+				uint8_t u[32];
+				for (int l = 0; l < 32; l++) {
+					int lo = k & 1 ? ql[l + 32] : ql[l];
+					u[l] = (uint8_t)((k < 2 ? lo & 15 : lo >> 4) |
+							 (qh[l] >> (2 * k) & 3) << 4);
+				}
+				for (int j = 0; j < 2; j++) {
+					int s16 = 2 * b + j, scale = sc[s16 % 16];
+					isum += scale *
+						(idot(u + 16 * j, x->q + 32 * b + 16 * j, 16) -
+						 32 * x->s16[s16]);
+				}
+				sum += d * x->d[b] * (float)isum;
+			}
+		}
+	}
+	return sum;
+}
+
+static float dot_float(enum eng_dtype t, const uint8_t *w, const float *x, int K)
+{
+	float sum = 0;
+	for (int k = 0; k < K; k++) {
+		uint16_t h;
+		float v;
+		if (t == ENG_F32) {
+			memcpy(&v, w + 4 * (size_t)k, 4);
+		} else {
+			memcpy(&h, w + 2 * (size_t)k, 2);
+			v = t == ENG_F16 ? quant_f16_to_f32(h) : cpu_bf16_to_f32(h);
+		}
+		sum += v * x[k];
+	}
+	return sum;
+}
+
+float cpu_qdot_c(enum eng_dtype t, const void *row, const struct cpu_xq *x, int K)
+{
+	switch (t) {
+	case ENG_Q8_0:
+	case ENG_Q4_0:
+	case ENG_Q5_0: return dot_32(t, row, x, K);
+	case ENG_Q4_K: return dot_k4(false, row, x, K);
+	case ENG_Q5_K: return dot_k4(true, row, x, K);
+	case ENG_Q6_K: return dot_q6_k(row, x, K);
+	default: return dot_float(t, row, x->f, K);
+	}
+}
+
+void cpu_qmatvec_c(enum eng_dtype t, float *out, const void *w, const struct cpu_xq *x, int K,
+		   int m0, int m1, bool acc)
+{
+	size_t rb = eng_row_bytes(t, K);
+	for (int m = m0; m < m1; m++) {
+		float v = cpu_qdot_c(t, (const uint8_t *)w + (size_t)m * rb, x, K);
+		out[m] = acc ? out[m] + v : v;
+	}
+}

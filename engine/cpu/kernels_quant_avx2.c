@@ -1,0 +1,253 @@
+/* kernels_quant_avx2.c — decode's matrix-vector product over quantized weights with
+ * AVX2: each block's quants are unpacked in registers to one byte per weight and
+ * multiplied with the int8 activations by vpmaddubsw (unsigned x signed bytes, pairs
+ * summed to 16 bits) and vpmaddwd (pairs to 32 bits), then scaled in fp32 by the
+ * weight block's and the activation block's scales. Integer products keep the
+ * instruction count per weight low enough that a core streams the weights at memory
+ * speed; widening each weight to fp32 for an FMA instead costs three instructions per
+ * 8 weights. The sums equal kernels_quant.c's exactly up to the order of the fp32
+ * additions. Every function carries __attribute__((target)). */
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "engine/cpu/kernels.h"
+#include "engine/quant.h"
+
+#define TQ  __attribute__((target("avx2,fma,f16c")))
+#define INL static inline __attribute__((always_inline))
+
+INL TQ float hsum(__m256 v)
+{
+	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+INL TQ float half(const uint8_t *p)
+{
+	uint16_t h;
+	memcpy(&h, p, 2);
+	return _cvtsh_ss(h);
+}
+
+/* Eight 32-bit sums of u[i] * s[i] over the 32 bytes (u unsigned, s signed). With
+ * u <= 128 and |s| <= 127 no 16-bit pair sum saturates. */
+INL TQ __m256i dot_u8s8(__m256i u, __m256i s)
+{
+	return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+INL TQ __m256i load32(const void *p)
+{
+	return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* 16 bytes of nibbles to 32 bytes: the low nibbles, then the high ones. */
+INL TQ __m256i nibbles(const uint8_t *p)
+{
+	__m128i raw = _mm_loadu_si128((const __m128i *)p);
+	__m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
+	return _mm256_and_si256(both, _mm256_set1_epi8(15));
+}
+
+/* Byte i is 0xff where bit i of `bits` is set: each byte of the word is spread over
+ * eight bytes, which keep only "their" bit clear in the or-mask. */
+INL TQ __m256i bits_to_bytes(uint32_t bits)
+{
+	const __m256i spread =
+		_mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
+	v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+	return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
+}
+
+static TQ float row_q8_0(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	__m256 acc = _mm256_setzero_ps();
+	for (int b = 0; b < nb; b++, w += 34) {
+		/* signed x signed as |w| x (x with w's sign) */
+		__m256i q = load32(w + 2), v = load32(x->q + 32 * b);
+		__m256i p = dot_u8s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(v, q));
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(half(w) * x->d[b]),
+				      acc);
+	}
+	return hsum(acc);
+}
+
+/* Q4_0 and Q5_0: unsigned quants, then minus offset * d * sum(x). */
+static TQ float row_q4_0(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	__m256 acc = _mm256_setzero_ps();
+	float off = 0;
+	for (int b = 0; b < nb; b++, w += 18) {
+		__m256i p = dot_u8s8(nibbles(w + 2), load32(x->q + 32 * b));
+		float d = half(w);
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * x->d[b]), acc);
+		off += d * x->ds[b];
+	}
+	return hsum(acc) - 8 * off;
+}
+
+static TQ float row_q5_0(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	__m256 acc = _mm256_setzero_ps();
+	float off = 0;
+	for (int b = 0; b < nb; b++, w += 22) {
+		uint32_t qh;
+		memcpy(&qh, w + 2, 4);
+		__m256i u = _mm256_or_si256(
+			nibbles(w + 6), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(16)));
+		__m256i p = dot_u8s8(u, load32(x->q + 32 * b));
+		float d = half(w);
+		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * x->d[b]), acc);
+		off += d * x->ds[b];
+	}
+	return hsum(acc) - 16 * off;
+}
+
+/* Q4_K and Q5_K: eight sub-blocks of 32, each with a 6-bit scale and min; the
+ * scales times d times the activation scales are one vector per super-block, and so
+ * are the mins' contributions. */
+static TQ float row_k4(const uint8_t *w, const struct cpu_xq *x, int nb, bool five)
+{
+	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+	size_t bb = five ? 176 : 144;
+	__m256 acc = _mm256_setzero_ps(), offv = _mm256_setzero_ps();
+	for (int i = 0; i < nb; i++, w += bb) {
+		int sc[8], mn[8];
+		for (int s = 0; s < 8; s++)
+			quant_k4_scale_min(s, w + 4, &sc[s], &mn[s]);
+		__m256 dx = _mm256_loadu_ps(x->d + 8 * i);
+		float scale[8];
+		_mm256_storeu_ps(scale, _mm256_mul_ps(_mm256_cvtepi32_ps(load32(sc)),
+						      _mm256_mul_ps(_mm256_set1_ps(half(w)), dx)));
+		offv = _mm256_fmadd_ps(
+			_mm256_mul_ps(_mm256_cvtepi32_ps(load32(mn)), _mm256_set1_ps(half(w + 2))),
+			_mm256_loadu_ps(x->ds + 8 * i), offv);
+		const uint8_t *qs = w + (five ? 48 : 16);
+		__m256i hb = five ? load32(w + 16) : _mm256_setzero_si256();
+		const int8_t *xq = x->q + 256 * i;
+		for (int j = 0; j < 4; j++) {
+			__m256i raw = load32(qs + 32 * j);
+			__m256i lo = _mm256_and_si256(raw, m4);
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+			if (five) {
+				__m256i b0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * j), one);
+				__m256i b1 =
+					_mm256_and_si256(_mm256_srli_epi16(hb, 2 * j + 1), one);
+				lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
+				hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
+			}
+			__m256i p0 = dot_u8s8(lo, load32(xq + 64 * j));
+			__m256i p1 = dot_u8s8(hi, load32(xq + 64 * j + 32));
+			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(scale[2 * j]),
+					      acc);
+			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1),
+					      _mm256_set1_ps(scale[2 * j + 1]), acc);
+		}
+	}
+	return hsum(acc) - hsum(offv);
+}
+
+/* Q6_K: per half of 128, four quarters of 32 (low or high nibbles of ql[0..32) or
+ * ql[32..64), two bits of qh each), one int8 scale per 16: vpmaddwd by the scales
+ * sums each 16 already weighted. The -32 offset goes through the 16-sums of x. */
+static TQ float row_q6_k(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+	__m256 acc = _mm256_setzero_ps();
+	float off = 0;
+	for (int i = 0; i < nb; i++, w += 210) {
+		const int8_t *sc = (const int8_t *)(w + 192);
+		float d = half(w + 208);
+		for (int h = 0; h < 2; h++) {
+			__m256i l0 = load32(w + 64 * h), l1 = load32(w + 64 * h + 32);
+			__m256i hb = load32(w + 128 + 32 * h);
+			__m256i u[4] = {
+				_mm256_and_si256(l0, m4),
+				_mm256_and_si256(l1, m4),
+				_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+				_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+			};
+			for (int k = 0; k < 4; k++) {
+				int b = 8 * i + 4 * h + k, sa = sc[8 * h + 2 * k],
+				    sb = sc[8 * h + 2 * k + 1];
+				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), m2);
+				__m256i q = _mm256_or_si256(u[k], _mm256_slli_epi16(hi, 4));
+				__m256i p16 = _mm256_maddubs_epi16(q, load32(x->q + 32 * b));
+				__m256i s16 = _mm256_set_m128i(_mm_set1_epi16((short)sb),
+							       _mm_set1_epi16((short)sa));
+				float dd = d * x->d[b];
+				acc = _mm256_fmadd_ps(
+					_mm256_cvtepi32_ps(_mm256_madd_epi16(p16, s16)),
+					_mm256_set1_ps(dd), acc);
+				off += dd *
+				       (float)(32 * (sa * x->s16[2 * b] + sb * x->s16[2 * b + 1]));
+			}
+		}
+	}
+	return hsum(acc) - off;
+}
+
+static TQ float row_float(enum eng_dtype t, const uint8_t *w, const float *x, int K)
+{
+	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+	int k = 0;
+	if (t == ENG_F16)
+		for (; k + 16 <= K; k += 16) {
+			__m256i h = load32(w + 2 * (size_t)k);
+			a0 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)),
+					     _mm256_loadu_ps(x + k), a0);
+			a1 = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)),
+					     _mm256_loadu_ps(x + k + 8), a1);
+		}
+	else
+		for (; k + 16 <= K; k += 16) {
+			const float *f = (const float *)(const void *)(w + 4 * (size_t)k);
+			a0 = _mm256_fmadd_ps(_mm256_loadu_ps(f), _mm256_loadu_ps(x + k), a0);
+			a1 = _mm256_fmadd_ps(_mm256_loadu_ps(f + 8), _mm256_loadu_ps(x + k + 8),
+					     a1);
+		}
+	float s = hsum(_mm256_add_ps(a0, a1));
+	for (; k < K; k++) {
+		uint16_t h;
+		float v;
+		if (t == ENG_F16) {
+			memcpy(&h, w + 2 * (size_t)k, 2);
+			v = _cvtsh_ss(h);
+		} else {
+			memcpy(&v, w + 4 * (size_t)k, 4);
+		}
+		s += v * x[k];
+	}
+	return s;
+}
+
+TQ void cpu_qmatvec_avx2(enum eng_dtype t, float *out, const void *w, const struct cpu_xq *x, int K,
+			 int m0, int m1, bool acc)
+{
+	if (t != ENG_F16 && t != ENG_F32 && !eng_dtype_quantized(t)) {
+		cpu_qmatvec_c(t, out, w, x, K, m0, m1, acc); /* bf16: the matmuls' business */
+		return;
+	}
+	size_t rb = eng_row_bytes(t, K);
+	int nb = K / eng_dtype_block(t);
+	for (int m = m0; m < m1; m++) {
+		const uint8_t *r = (const uint8_t *)w + (size_t)m * rb;
+		float v;
+		switch (t) {
+		case ENG_Q8_0: v = row_q8_0(r, x, nb); break;
+		case ENG_Q4_0: v = row_q4_0(r, x, nb); break;
+		case ENG_Q5_0: v = row_q5_0(r, x, nb); break;
+		case ENG_Q4_K: v = row_k4(r, x, nb, false); break;
+		case ENG_Q5_K: v = row_k4(r, x, nb, true); break;
+		case ENG_Q6_K: v = row_q6_k(r, x, nb); break;
+		default: v = row_float(t, r, x->f, K); break;
+		}
+		out[m] = acc ? out[m] + v : v;
+	}
+}
+#endif /* __x86_64__ */

@@ -1,0 +1,184 @@
+/* matmul.c — matrix products over weights of any stored type (matmul.h). */
+#include "engine/cpu/matmul.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/quant.h"
+#include "src/base/err.h"
+
+/* Rows per work item. Prefill: 64, one weight panel; with 512 tokens that is ~70
+ * MFLOP, small enough that a thread arriving late still finds work. Decode: about
+ * DECODE_BLOCK_BYTES of weights, so that each of the kernel's streams reads a long
+ * contiguous run. 64-row bf16 blocks (128 KB at K = 1024) gave 44-50 tok/s on the
+ * 0.6B shape with 2 threads, 128 rows 48-53, 256 rows 57-58 and 512 rows 58-59. A
+ * power of two keeps the matrices of one call (q, k, v: 2, 1 and 1 MB in bf16)
+ * in whole blocks for two threads. */
+#define PREFILL_ROWS       CPU_PANEL_ROWS
+#define DECODE_BLOCK_BYTES (1 << 20)
+
+static int block_rows(int n, const struct eng_tensor *w, int K)
+{
+	if (n >= CPU_QDIRECT || (n > 1 && w->dtype == ENG_BF16))
+		return PREFILL_ROWS;
+	size_t rb = eng_row_bytes(w->dtype, K);
+	int rows = 64;
+	while ((size_t)rows * 2 * rb <= DECODE_BLOCK_BYTES)
+		rows *= 2;
+	return rows;
+}
+
+struct mm_task {
+	struct cpu_matmul *c;
+	const float *xp;    /* (n, K) packed */
+	const uint16_t *xb; /* (n, K) bf16: matmul_bf16 instead */
+	int n, K, count, blocks;
+	int rows; /* rows per block (the last of a matrix: fewer) */
+	struct cpu_mm mm[3];
+	atomic_int next; /* next block, over all matrices */
+};
+
+/* Rows [lo, hi) of a quantized matrix for n < CPU_QDIRECT tokens: each token's
+ * matrix-vector product over 32 rows at a time, so the rows are read from memory
+ * once and from cache for the other tokens. */
+static void direct(const struct mm_task *t, const struct cpu_mm *mm, int lo, int hi)
+{
+	const struct cpu_matmul *c = t->c;
+	for (int r = lo; r < hi; r += 32) {
+		int e = r + 32 < hi ? r + 32 : hi;
+		for (int i = 0; i < t->n; i++)
+			c->k->qmatvec(mm->w->dtype, mm->out + (size_t)i * mm->M, mm->w->data,
+				      &c->xq[i], t->K, r, e, mm->acc);
+	}
+}
+
+/* Rows [lo, hi) of a non-bf16 matrix for a prefill: dequantized to bf16 rows, then
+ * the bf16 kernels on them. */
+static void dequantized(const struct mm_task *t, const struct cpu_mm *mm, int lo, int hi, int tid,
+			uint32_t *panel)
+{
+	const struct cpu_matmul *c = t->c;
+	int K = t->K;
+	size_t rb = eng_row_bytes(mm->w->dtype, K);
+	uint16_t *rows = c->wrows + (size_t)tid * PREFILL_ROWS * c->widest;
+	float *tmp = c->wtmp + (size_t)tid * c->widest;
+	for (int r = lo; r < hi; r++) {
+		quant_dequantize_row(mm->w->dtype, (const uint8_t *)mm->w->data + (size_t)r * rb,
+				     tmp, K);
+		c->k->to_bf16(rows + (size_t)(r - lo) * K, tmp, K);
+	}
+	if (t->xb)
+		c->k->matmul_bf16(mm->out + lo, mm->M, t->xb, K, t->n, rows, K, 0, hi - lo, mm->acc,
+				  panel);
+	else
+		c->k->matmul(mm->out + lo, mm->M, t->xp, K, t->n, rows, K, 0, hi - lo, mm->acc,
+			     panel);
+}
+
+static void mm_run(void *arg, int tid, int nt)
+{
+	(void)nt;
+	struct mm_task *t = arg;
+	const struct cpu_kernels *k = t->c->k;
+	for (int b; (b = cpu_claim(&t->next, t->blocks)) >= 0;) {
+		int i = 0;
+		for (int nb; b >= (nb = (t->mm[i].M + t->rows - 1) / t->rows); i++)
+			b -= nb;
+		const struct cpu_mm *mm = &t->mm[i];
+		int lo = b * t->rows, hi = lo + t->rows < mm->M ? lo + t->rows : mm->M;
+		uint32_t *panel = t->c->panels + (size_t)tid * t->c->panel_words;
+		const uint16_t *w = mm->w->data;
+		if (mm->w->dtype != ENG_BF16 && t->n < CPU_QDIRECT)
+			direct(t, mm, lo, hi);
+		else if (mm->w->dtype != ENG_BF16)
+			dequantized(t, mm, lo, hi, tid, panel);
+		else if (t->xb)
+			k->matmul_bf16(mm->out, mm->M, t->xb, t->K, t->n, w, t->K, lo, hi, mm->acc,
+				       panel);
+		else
+			k->matmul(mm->out, mm->M, t->xp, t->K, t->n, w, t->K, lo, hi, mm->acc,
+				  panel);
+	}
+}
+
+/* The inputs of the matrix-vector kernels: natural order, quantized per 32. */
+static void quantize_inputs(struct cpu_matmul *c, const float *xp, const uint16_t *xb, int n, int K)
+{
+	for (int i = 0; i < n; i++) {
+		float *x = c->xf + (size_t)i * c->widest;
+		if (xb)
+			for (int j = 0; j < K; j++)
+				x[j] = cpu_bf16_to_f32(xb[(size_t)i * K + j]);
+		else
+			cpu_unpack_row(x, xp + (size_t)i * K, K, c->k->pack);
+		cpu_quantize_act(x, K, &c->xq[i]);
+	}
+}
+
+void cpu_matmul(struct cpu_matmul *c, const float *xp, const uint16_t *xb, int n, int K, int count,
+		const struct cpu_mm *mm)
+{
+	struct mm_task t = {.c = c, .xp = xp, .xb = xb, .n = n, .K = K, .count = count};
+	t.rows = block_rows(n, mm[0].w, K);
+	memcpy(t.mm, mm, (size_t)count * sizeof *mm);
+	bool direct = false;
+	for (int i = 0; i < count; i++) {
+		t.blocks += (mm[i].M + t.rows - 1) / t.rows;
+		direct |= mm[i].w->dtype != ENG_BF16 && n < CPU_QDIRECT;
+	}
+	if (direct)
+		quantize_inputs(c, xp, xb, n, K);
+	atomic_init(&t.next, 0);
+	cpu_pool_run(c->pool, mm_run, &t);
+}
+
+static void *alloc64(struct cpu_matmul *c, size_t n, size_t size)
+{
+	void *p = NULL;
+	size_t bytes = (n * size + 63) & ~(size_t)63;
+	if (posix_memalign(&p, 64, bytes ? bytes : 64))
+		return NULL;
+	memset(p, 0, bytes);
+	c->bytes += bytes;
+	return p;
+}
+
+int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cpu_pool *pool,
+		    int widest, bool bf16_only)
+{
+	memset(c, 0, sizeof *c);
+	c->k = k;
+	c->pool = pool;
+	c->threads = cpu_pool_size(pool);
+	c->widest = widest;
+	c->bf16_only = bf16_only;
+	size_t th = (size_t)c->threads, w = (size_t)widest, q = CPU_QDIRECT;
+	c->panel_words = cpu_panel_words(widest);
+	if (!(c->panels = alloc64(c, th * c->panel_words, sizeof(uint32_t))))
+		return err_set("cpu backend: out of memory");
+	if (bf16_only)
+		return 0;
+	c->wrows = alloc64(c, th * PREFILL_ROWS * w, sizeof(uint16_t));
+	c->wtmp = alloc64(c, th * w, sizeof(float));
+	c->xf = alloc64(c, q * w, sizeof(float));
+	c->xq8 = alloc64(c, q * w, 1);
+	c->xd = alloc64(c, q * (w / 32 + 1), sizeof(float));
+	c->xds = alloc64(c, q * (w / 32 + 1), sizeof(float));
+	c->xs16 = alloc64(c, q * (w / 16 + 2), sizeof(int16_t));
+	if (!c->wrows || !c->wtmp || !c->xf || !c->xq8 || !c->xd || !c->xds || !c->xs16)
+		return err_set("cpu backend: out of memory");
+	for (size_t i = 0; i < q; i++)
+		c->xq[i] = (struct cpu_xq){.q = c->xq8 + i * w,
+					   .d = c->xd + i * (w / 32 + 1),
+					   .ds = c->xds + i * (w / 32 + 1),
+					   .s16 = c->xs16 + i * (w / 16 + 2)};
+	return 0;
+}
+
+void cpu_matmul_free(struct cpu_matmul *c)
+{
+	void *bufs[] = {c->panels, c->wrows, c->wtmp, c->xf, c->xq8, c->xd, c->xds, c->xs16};
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		free(bufs[i]);
+	memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,54 @@
+/* matmul.h — the CPU backend's matrix products, out = x @ W^T, over weights of any
+ * stored type: bf16 straight into the ISA's kernels; the block-quantized types (and
+ * F16/F32) by the integer matrix-vector kernels when there are few tokens (decode),
+ * and for a prefill by dequantizing 64 rows at a time to bf16 for the same panel
+ * kernels as bf16 weights. The work is split over the thread pool by blocks of rows. */
+#ifndef QWENCHAT_CPU_MATMUL_H
+#define QWENCHAT_CPU_MATMUL_H
+
+#include "engine/cpu/kernels.h"
+#include "engine/cpu/pool.h"
+#include "engine/engine.h"
+
+/* Fewer tokens than this take the matrix-vector kernels over quantized weights,
+ * one token at a time; more pay for dequantizing each weight once per chunk. */
+#define CPU_QDIRECT 8
+
+/* One product: out (n, M) = x (n, K) @ w^T, w (M, K); acc adds to out. */
+struct cpu_mm {
+	float *out;
+	const struct eng_tensor *w;
+	int M;
+	bool acc;
+};
+
+/* What the products need, made once per backend state. */
+struct cpu_matmul {
+	const struct cpu_kernels *k;
+	struct cpu_pool *pool;
+	int threads, widest; /* the largest K */
+	bool bf16_only;      /* every matrix is bf16: none of the buffers below */
+	uint32_t *panels;    /* (threads, panel_words): the panel kernels' scratch */
+	size_t panel_words;
+	uint16_t *wrows; /* (threads, 64, widest): dequantized weight rows */
+	float *wtmp;     /* (threads, widest): one row on its way to bf16 */
+	float *xf;       /* (CPU_QDIRECT, widest): natural-order input rows */
+	int8_t *xq8;     /* (CPU_QDIRECT, widest) */
+	float *xd, *xds; /* (CPU_QDIRECT, widest / 32) */
+	int16_t *xs16;   /* (CPU_QDIRECT, widest / 16) */
+	struct cpu_xq xq[CPU_QDIRECT];
+	size_t bytes; /* allocated */
+};
+
+/* 0, or -1 (err_set) when out of memory. bf16_only skips the quantized buffers. */
+int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cpu_pool *pool,
+		    int widest, bool bf16_only);
+void cpu_matmul_free(struct cpu_matmul *c);
+
+/* count (<= 3) products sharing one input of n rows of K: xp packed for the ISA
+ * (kernels.h), or, when xb is not NULL, bf16 rows in natural order (the bf16
+ * prefill). Every thread takes blocks of rows from every matrix. */
+void cpu_matmul(struct cpu_matmul *c, const float *xp, const uint16_t *xb, int n, int K, int count,
+		const struct cpu_mm *mm);
+
+#endif
