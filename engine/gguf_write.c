@@ -2,6 +2,7 @@
  * quantize): the key/values, the tensor infos, then each tensor converted to the type
  * llama.cpp's llama-quantize would give it in the chosen mix, streamed row by row. */
 #include "engine/model.h"
+#include "engine/quant.h"
 #include "src/base/err.h"
 #include "src/base/strbuf.h"
 
@@ -288,38 +289,6 @@ static float f16_to_f32(uint16_t h)
 	return h >> 15 ? -v : v;
 }
 
-/* Round to nearest even, as torch and ggml do. */
-static uint16_t f32_to_bf16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	if ((u & 0x7fffffff) > 0x7f800000)
-		return (uint16_t)(u >> 16 | 64); /* NaN stays NaN */
-	return (uint16_t)((u + 0x7fff + (u >> 16 & 1)) >> 16);
-}
-
-static uint16_t f32_to_f16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
-	float a = fabsf(f);
-	if (isnan(f))
-		return sign | 0x7e00;
-	if (a >= 65520.0f)
-		return sign | 0x7c00;
-	if (a < 6.103515625e-05f) /* subnormal: multiples of 2^-24 */
-		return sign | (uint16_t)lrintf(a * 16777216.0f);
-	int e;
-	float m = frexpf(a, &e);      /* a = m * 2^e, m in [0.5, 1) */
-	long q = lrintf(m * 2048.0f); /* 11 significant bits, ties to even */
-	if (q == 2048) {
-		q = 1024;
-		e++;
-	}
-	return sign | (uint16_t)((e + 14) << 10 | (q - 1024));
-}
-
 static void row_to_f32(const struct eng_tensor *t, int64_t r, int64_t n, float *out)
 {
 	const uint8_t *p =
@@ -335,24 +304,14 @@ static void row_to_f32(const struct eng_tensor *t, int64_t r, int64_t n, float *
 	}
 }
 
-/* One row of n weights in type t. The block-quantized types come from the
- * quantization code of engine/quant.c (another branch, not merged yet). */
+/* One row of n weights in type t, as llama-quantize writes it (engine/quantize.c). */
 static int convert_row(enum eng_dtype t, const float *x, int64_t n, uint8_t *out)
 {
-	switch (t) {
-	case ENG_F32: memcpy(out, x, (size_t)n * 4); return 0;
-	case ENG_BF16:
-	case ENG_F16:
-		for (int64_t i = 0; i < n; i++) {
-			uint16_t h = t == ENG_BF16 ? f32_to_bf16(x[i]) : f32_to_f16(x[i]);
-			memcpy(out + 2 * i, &h, 2);
-		}
-		return 0;
-	default:
-		return err_set("quantizing to %s needs the quantization routines (engine/quant.c), "
-			       "which this build does not have yet",
+	if (n % eng_dtype_block(t))
+		return err_set("rows of %lld weights are not whole %s blocks", (long long)n,
 			       eng_dtype_name(t));
-	}
+	quant_quantize_row(t, x, out, n);
+	return 0;
 }
 
 static int write_all(int fd, const void *p, size_t n)

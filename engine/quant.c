@@ -18,28 +18,6 @@ float quant_f16_to_f32(uint16_t h)
 	return h >> 15 ? -v : v;
 }
 
-uint16_t quant_f32_to_f16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
-	float a = fabsf(f);
-	if (isnan(f))
-		return sign | 0x7e00;
-	if (a >= 65520.0f)
-		return sign | 0x7c00;
-	if (a < 6.103515625e-05f) /* subnormal: multiples of 2^-24 */
-		return sign | (uint16_t)lrintf(a * 16777216.0f);
-	int e;
-	float m = frexpf(a, &e);      /* a = m * 2^e, m in [0.5, 1) */
-	long q = lrintf(m * 2048.0f); /* 11 significant bits, ties to even */
-	if (q == 2048) {
-		q = 1024;
-		e++;
-	}
-	return sign | (uint16_t)((e + 14) << 10 | (q - 1024));
-}
-
 static float half_at(const uint8_t *p)
 {
 	uint16_t h;

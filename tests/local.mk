@@ -229,6 +229,15 @@ TESTS += tests/unit/test_quantize
 tests_unit_test_quantize_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_quantize_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 EXTRA_DIST += tests/golden/quantize-types.json
+# The quantizers (engine/quantize.c) against the bytes of ggml's reference code
+# (tests/golden/make-quant-golden.py).
+check_PROGRAMS += tests/unit/test_quantize_golden
+TESTS += tests/unit/test_quantize_golden
+tests_unit_test_quantize_golden_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_quantize_golden_SOURCES = tests/unit/test_quantize_golden.c tests/unit/testutil.c \
+	tests/unit/testutil.h
+tests_unit_test_quantize_golden_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
+EXTRA_DIST += tests/golden/make-quant-golden.py tests/golden/quant-golden.txt
 FUZZ_TARGETS += tests/fuzz/fuzz_gguf
 tests_fuzz_fuzz_gguf_SOURCES = tests/fuzz/fuzz_gguf.c
 tests_fuzz_fuzz_gguf_LDADD = $(APP_LIBS)

@@ -1,0 +1,448 @@
+/* quantize.c — fp32 rows to GGUF's weight types, byte for byte what ggml's reference
+ * quantizers write (ggml-quants.c, quantize_row_*_ref, llama.cpp b10573): llama-quantize
+ * uses them when it has no importance matrix, so a model quantized here is the file
+ * llama.cpp would have written.
+ *
+ * Being bit-exact means doing the same float32 operations in the same order: every
+ * a*b+c below is two roundings, as in ggml's build (x86-64 baseline, no FMA). GCC does
+ * not fuse them into FMAs in -std=c11 (there its default is -ffp-contract=off), but
+ * would in GNU mode with -mfma and clang would within one expression: hence the
+ * pragmas (a fused build fails the golden test). Sums are accumulated left to right
+ * in float, never in double, and the block layouts are ggml-common.h's, little-endian. */
+#include "engine/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off") /* in case of -std=gnu11 CFLAGS */
+#endif
+
+#define QK       32     /* weights in a Q8_0 / Q4_0 / Q5_0 block */
+#define QK_K     256    /* weights in a K-quant super-block */
+#define TINY_MAX 1e-15f /* ggml's GROUP_MAX_EPS: a group this small is all zero */
+
+/* ---- scalar conversions ---- */
+
+static uint32_t bits_of(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+uint16_t quant_f32_to_f16(float f)
+{
+	uint32_t u = bits_of(f), a = u & 0x7fffffffu;
+	uint16_t sign = (uint16_t)(u >> 16 & 0x8000);
+	if (a > 0x7f800000u)
+		return sign | 0x7e00; /* NaN: ggml returns the canonical quiet NaN */
+	if (a >= 0x477ff000u)         /* 65520 and up round past 65504: infinity */
+		return sign | 0x7c00;
+	if (a >= 0x38800000u) { /* normal half (>= 2^-14): drop 13 bits, ties to even */
+		uint32_t r = a + 0xfffu + (a >> 13 & 1);
+		return sign | (uint16_t)((r >> 13) - (112u << 10)); /* rebias 127 -> 15 */
+	}
+	/* Subnormal half: a multiple of 2^-24. With the implicit bit, the float is
+	 * m * 2^(e-150), i.e. m >> (126 - e) units, rounded to nearest even. Below
+	 * 2^-25 (shift > 24) everything rounds to zero, float subnormals included. */
+	int e = (int)(a >> 23), shift = 126 - e;
+	if (shift > 24)
+		return sign;
+	uint32_t m = (a & 0x7fffffu) | 0x800000u;
+	uint32_t q = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+	if (rest > half || (rest == half && (q & 1)))
+		q++; /* may carry into the smallest normal, whose encoding is q == 0x400 */
+	return sign | (uint16_t)q;
+}
+
+/* Exact widening (the scales written are read back before the weights are
+ * quantized against them, as ggml does). */
+static float f16_value(uint16_t h)
+{
+	int e = h >> 10 & 31, m = h & 1023;
+	float v = e == 0    ? ldexpf((float)m, -24)
+		  : e == 31 ? (m ? NAN : INFINITY)
+			    : ldexpf((float)(m | 1024), e - 25);
+	return h >> 15 ? -v : v;
+}
+
+/* bfloat16: round to nearest even; a NaN stays a NaN, made quiet. */
+static uint16_t f32_to_bf16(float f)
+{
+	uint32_t u = bits_of(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)(u >> 16 | 64);
+	return (uint16_t)((u + 0x7fffu + (u >> 16 & 1)) >> 16);
+}
+
+static void put_f16(uint8_t *p, float f)
+{
+	uint16_t h = quant_f32_to_f16(f);
+	p[0] = (uint8_t)h;
+	p[1] = (uint8_t)(h >> 8);
+}
+
+static float get_f16(const uint8_t *p)
+{
+	return f16_value((uint16_t)(p[0] | p[1] << 8));
+}
+
+/* ggml's nearest_int: adding 1.5 * 2^23 leaves the integer part in the low mantissa
+ * bits, rounded to nearest even. Kept as the same trick rather than lrintf so that
+ * even out-of-range inputs (|x| > 2^22) give ggml's numbers. */
+static int round_int(float x)
+{
+	float v = x + 12582912.f;
+	int32_t i;
+	memcpy(&i, &v, 4);
+	return (i & 0x007fffff) - 0x00400000;
+}
+
+static int clamp(int v, int lo, int hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* ggml's (int8_t) casts of floats, made defined: when a block's scale is a float
+ * subnormal, 1/d overflows and the casts see infinities and NaNs, which C leaves
+ * undefined. ggml's x86 build truncates to 32 bits (cvttss2si, giving 0x80000000 for
+ * those) and keeps the low byte; do the same whatever the compiler. */
+static int8_t trunc_int8(float v)
+{
+	if (!(v > -2147483648.f && v < 2147483648.f))
+		return 0; /* the low byte of 0x80000000 */
+	return (int8_t)(uint8_t)(uint32_t)(int32_t)v;
+}
+
+/* The weight of largest magnitude, with its sign; the first one on ties. */
+static float signed_absmax(const float *x, int n)
+{
+	float amax = 0, max = 0;
+	for (int i = 0; i < n; i++)
+		if (amax < fabsf(x[i])) {
+			amax = fabsf(x[i]);
+			max = x[i];
+		}
+	return max;
+}
+
+/* ---- 32-weight blocks: one f16 scale each ---- */
+
+/* Q8_0: d = absmax / 127, q = round(x / d) (half away from zero). */
+static void q8_0_block(const float *x, uint8_t *out)
+{
+	float amax = 0;
+	for (int j = 0; j < QK; j++)
+		amax = amax > fabsf(x[j]) ? amax : fabsf(x[j]); /* not fmaxf: NaN as ggml's MAX */
+	float d = amax / 127, id = d ? 1.0f / d : 0.0f;
+	put_f16(out, d);
+	for (int j = 0; j < QK; j++)
+		out[2 + j] = (uint8_t)trunc_int8(roundf(x[j] * id));
+}
+
+/* Q4_0 and Q5_0: d = -max / 2^(bits-1) with max the signed extreme, so that weight
+ * lands on level 0; q = trunc(x / d + 2^(bits-1) + 0.5), at most 2^bits - 1. The low
+ * nibbles of weights j and j + 16 share byte j; Q5_0 keeps the fifth bits in a
+ * 32-bit mask (bit j for weight j) before them. */
+static void q4_q5_0_block(const float *x, uint8_t *out, int bits)
+{
+	int top = (1 << bits) - 1;
+	float mid = (float)(1 << (bits - 1));
+	float d = signed_absmax(x, QK) / -mid, id = d ? 1.0f / d : 0.0f;
+	put_f16(out, d);
+	uint8_t *qs = out + (bits == 5 ? 6 : 2);
+	uint32_t qh = 0;
+	for (int j = 0; j < QK / 2; j++) {
+		/* truncation toward zero is the C conversion ggml relies on; the sums are
+		 * positive, so it is floor(x + 0.5), a rounding half up */
+		int lo = trunc_int8(x[j] * id + (mid + 0.5f));
+		int hi = trunc_int8(x[j + QK / 2] * id + (mid + 0.5f));
+		lo = lo < top ? lo : top;
+		hi = hi < top ? hi : top;
+		qs[j] = (uint8_t)((lo & 15) | (hi & 15) << 4);
+		qh |= (uint32_t)(lo >> 4 & 1) << j | (uint32_t)(hi >> 4 & 1) << (j + QK / 2);
+	}
+	if (bits == 5)
+		for (int b = 0; b < 4; b++)
+			out[2 + b] = (uint8_t)(qh >> 8 * b);
+}
+
+/* ---- K-quants: 256-weight super-blocks ---- */
+
+/* The affine fit of one 32-weight sub-block of Q4_K / Q5_K (ggml's make_qkx2_quants,
+ * squared error): x ~ scale * L - *neg_min, L in 0..nmax, the min never above zero.
+ * The first guess spans [min, max] with nmax steps; then nstep + 1 grids of
+ * nmax + rmin + 0.1 * is steps each get a weighted least-squares scale and min, and
+ * the one with the least weighted squared error wins. */
+static float fit_min_scale(const float *x, const float *w, int nmax, float rmin, int nstep,
+			   uint8_t *L, float *neg_min)
+{
+	enum { N = 32 };
+	const float rdelta = 0.1f;
+	float min = x[0], max = x[0], sum_w = w[0], sum_x = sum_w * x[0];
+	for (int i = 1; i < N; i++) {
+		if (x[i] < min)
+			min = x[i];
+		if (x[i] > max)
+			max = x[i];
+		sum_w += w[i];
+		sum_x += w[i] * x[i];
+	}
+	if (min > 0)
+		min = 0;
+	if (max == min) {
+		memset(L, 0, N);
+		*neg_min = -min;
+		return 0.f;
+	}
+	float iscale = (float)nmax / (max - min), scale = 1 / iscale, best = 0;
+	for (int i = 0; i < N; i++) {
+		L[i] = (uint8_t)clamp(round_int(iscale * (x[i] - min)), 0, nmax);
+		float diff = scale * L[i] + min - x[i];
+		best += w[i] * (diff * diff);
+	}
+	for (int is = 0; is <= nstep; is++) {
+		uint8_t trial[N];
+		float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+		iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
+		for (int i = 0; i < N; i++) {
+			int l = clamp(round_int(iscale * (x[i] - min)), 0, nmax);
+			trial[i] = (uint8_t)l;
+			sum_l += w[i] * (float)l;
+			sum_l2 += w[i] * (float)l * (float)l;
+			sum_xl += w[i] * (float)l * x[i];
+		}
+		float D = sum_w * sum_l2 - sum_l * sum_l;
+		if (!(D > 0))
+			continue;
+		float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+		float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+		if (this_min > 0) {
+			this_min = 0;
+			this_scale = sum_xl / sum_l2;
+		}
+		float err = 0;
+		for (int i = 0; i < N; i++) {
+			float diff = this_scale * trial[i] + this_min - x[i];
+			err += w[i] * (diff * diff);
+		}
+		if (err < best) {
+			memcpy(L, trial, N);
+			best = err;
+			scale = this_scale;
+			min = this_min;
+		}
+	}
+	*neg_min = -min;
+	return scale;
+}
+
+/* 6-bit scales and mins of Q4_K / Q5_K: sub-blocks 0-3 in the low six bits of bytes
+ * 0-3 (scales) and 4-7 (mins); sub-blocks 4-7 as nibbles in bytes 8-11 with their top
+ * two bits in the spare high bits of bytes 0-7. */
+static void pack_scales_mins(const uint8_t ls[8], const uint8_t lm[8], uint8_t s[12])
+{
+	for (int j = 0; j < 4; j++) {
+		s[j] = (uint8_t)(ls[j] | (ls[j + 4] >> 4) << 6);
+		s[j + 4] = (uint8_t)(lm[j] | (lm[j + 4] >> 4) << 6);
+		s[j + 8] = (uint8_t)((ls[j + 4] & 15) | (lm[j + 4] & 15) << 4);
+	}
+}
+
+/* A Q4_K / Q5_K super-block but for the packing of its levels: hdr gets d and dmin
+ * (f16) and the 12 bytes of scales and mins, L[256] the levels 0..nmax. The
+ * sub-block fits are weighted by rms + |x|; their scales and mins are quantized to
+ * 6 bits against the largest of each, and the weights are then requantized against
+ * the scales as stored (a sub-block whose stored scale is 0 keeps its fitted levels). */
+static void kquant_levels(const float *x, int nmax, float rmin, int nstep, uint8_t *hdr,
+			  uint8_t L[QK_K])
+{
+	float scales[8], mins[8], w[32], max_scale = 0, max_min = 0;
+	uint8_t ls[8], lm[8];
+	for (int j = 0; j < 8; j++) {
+		const float *xs = x + 32 * j;
+		float sum_x2 = 0;
+		for (int l = 0; l < 32; l++)
+			sum_x2 += xs[l] * xs[l];
+		float av_x = sqrtf(sum_x2 / 32);
+		for (int l = 0; l < 32; l++)
+			w[l] = av_x + fabsf(xs[l]);
+		scales[j] = fit_min_scale(xs, w, nmax, rmin, nstep, L + 32 * j, &mins[j]);
+		if (scales[j] > max_scale)
+			max_scale = scales[j];
+		if (mins[j] > max_min)
+			max_min = mins[j];
+	}
+	float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+	float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+	for (int j = 0; j < 8; j++) {
+		/* ggml stores the rounded int in a uint8_t first: a negative one wraps */
+		uint8_t s = (uint8_t)round_int(inv_scale * scales[j]);
+		uint8_t m = (uint8_t)round_int(inv_min * mins[j]);
+		ls[j] = s < 63 ? s : 63;
+		lm[j] = m < 63 ? m : 63;
+	}
+	pack_scales_mins(ls, lm, hdr + 4);
+	put_f16(hdr, max_scale / 63.f);
+	put_f16(hdr + 2, max_min / 63.f);
+	float d_all = get_f16(hdr), m_all = get_f16(hdr + 2);
+	for (int j = 0; j < 8; j++) {
+		float d = d_all * ls[j];
+		if (!d)
+			continue;
+		float dm = m_all * lm[j];
+		for (int i = 32 * j; i < 32 * j + 32; i++)
+			L[i] = (uint8_t)clamp(round_int((x[i] + dm) / d), 0, nmax);
+	}
+}
+
+/* Q4_K (144 bytes): d, dmin, scales[12], then 4 chunks of 32 bytes, byte l of chunk
+ * c holding weight 64c + l low and 64c + 32 + l high. */
+static void q4_k_block(const float *x, uint8_t *out)
+{
+	uint8_t L[QK_K];
+	kquant_levels(x, 15, -1.f, 20, out, L);
+	uint8_t *qs = out + 16;
+	for (int c = 0; c < 4; c++)
+		for (int l = 0; l < 32; l++)
+			qs[32 * c + l] = (uint8_t)(L[64 * c + l] | L[64 * c + 32 + l] << 4);
+}
+
+/* Q5_K (176 bytes): d, dmin, scales[12], qh[32], qs[128]: the low nibbles as in Q4_K,
+ * the fifth bit of weights 64c + l and 64c + 32 + l in bits 2c and 2c + 1 of qh[l]. */
+static void q5_k_block(const float *x, uint8_t *out)
+{
+	uint8_t L[QK_K];
+	kquant_levels(x, 31, -0.5f, 15, out, L);
+	uint8_t *qh = out + 16, *qs = out + 48;
+	memset(qh, 0, 32);
+	for (int c = 0; c < 4; c++)
+		for (int l = 0; l < 32; l++) {
+			int lo = L[64 * c + l], hi = L[64 * c + 32 + l];
+			qh[l] |= (uint8_t)((lo >> 4) << (2 * c) | (hi >> 4) << (2 * c + 1));
+			qs[32 * c + l] = (uint8_t)((lo & 15) | (hi & 15) << 4);
+		}
+}
+
+/* The symmetric fit of one 16-weight sub-block of Q6_K (ggml's make_qx_quants with
+ * nmax 32 and weights x^2): levels L in 0..63 stand for L - 32; the scale is the
+ * weighted least-squares one of the best of 19 grids (32 + 0.1 * is steps for the
+ * extreme weight, is in -9..9) by the same criterion ggml uses. */
+static float fit_symmetric(const float *x, int8_t *L)
+{
+	enum { N = 16, NMAX = 32 };
+	float max = signed_absmax(x, N);
+	if (fabsf(max) < TINY_MAX) {
+		memset(L, 0, N);
+		return 0.f;
+	}
+	float iscale = -(float)NMAX / max, sumlx = 0, suml2 = 0;
+	for (int i = 0; i < N; i++) {
+		int l = clamp(round_int(iscale * x[i]), -NMAX, NMAX - 1);
+		L[i] = (int8_t)(l + NMAX);
+		float w = x[i] * x[i];
+		sumlx += w * x[i] * (float)l;
+		suml2 += w * (float)l * (float)l;
+	}
+	float scale = suml2 ? sumlx / suml2 : 0.0f, best = scale * sumlx;
+	for (int is = -9; is <= 9; is++) {
+		if (is == 0)
+			continue;
+		int8_t trial[N];
+		iscale = -((float)NMAX + 0.1f * (float)is) / max;
+		sumlx = suml2 = 0;
+		for (int i = 0; i < N; i++) {
+			int l = clamp(round_int(iscale * x[i]), -NMAX, NMAX - 1);
+			trial[i] = (int8_t)(l + NMAX);
+			float w = x[i] * x[i];
+			sumlx += w * x[i] * (float)l;
+			suml2 += w * (float)l * (float)l;
+		}
+		if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+			memcpy(L, trial, N);
+			scale = sumlx / suml2;
+			best = scale * sumlx;
+		}
+	}
+	return scale;
+}
+
+/* Q6_K (210 bytes): ql[128], qh[64], 16 int8 scales, d. Sub-block scales are stored
+ * as round(-128 * scale / the extreme scale), so that one becomes -128 (in range:
+ * the other end is capped at 127), and the weights are requantized against the
+ * scales as stored. Each 128-weight half packs weights l, l+32, l+64, l+96: low
+ * nibbles of the first and third in ql[l], of the second and fourth in ql[l+32],
+ * the four top 2-bit pairs in qh[l]. */
+static void q6_k_block(const float *x, uint8_t *out)
+{
+	int8_t L[QK_K];
+	float scales[16], max_scale = 0, max_abs = 0;
+	for (int b = 0; b < 16; b++) {
+		scales[b] = fit_symmetric(x + 16 * b, L + 16 * b);
+		if (fabsf(scales[b]) > max_abs) {
+			max_abs = fabsf(scales[b]);
+			max_scale = scales[b];
+		}
+	}
+	if (max_abs < TINY_MAX) { /* all (nearly) zero: an all-zero block */
+		memset(out, 0, 210);
+		return;
+	}
+	uint8_t *ql = out, *qh = out + 128, *sc = out + 192;
+	float iscale = -128.f / max_scale;
+	put_f16(out + 208, 1 / iscale);
+	float d_all = get_f16(out + 208);
+	for (int b = 0; b < 16; b++) {
+		int s = round_int(iscale * scales[b]);
+		sc[b] = (uint8_t)(int8_t)(s < 127 ? s : 127);
+	}
+	for (int b = 0; b < 16; b++) {
+		float d = d_all * (float)(int8_t)sc[b];
+		if (!d)
+			continue;
+		for (int i = 16 * b; i < 16 * b + 16; i++)
+			L[i] = (int8_t)(clamp(round_int(x[i] / d), -32, 31) + 32);
+	}
+	for (int h = 0; h < 2; h++, ql += 64, qh += 32)
+		for (int l = 0; l < 32; l++) {
+			const int8_t *q = L + 128 * h + l;
+			ql[l] = (uint8_t)((q[0] & 15) | (q[64] & 15) << 4);
+			ql[l + 32] = (uint8_t)((q[32] & 15) | (q[96] & 15) << 4);
+			qh[l] = (uint8_t)(q[0] >> 4 | (q[32] >> 4) << 2 | (q[64] >> 4) << 4 |
+					  (q[96] >> 4) << 6);
+		}
+}
+
+/* ---- rows ---- */
+
+void quant_quantize_row(enum eng_dtype t, const float *src, void *dst, int64_t n)
+{
+	uint8_t *out = dst;
+	if (t == ENG_F32) {
+		memcpy(out, src, (size_t)n * 4);
+		return;
+	}
+	if (t == ENG_F16 || t == ENG_BF16) {
+		for (int64_t i = 0; i < n; i++) {
+			uint16_t h = t == ENG_F16 ? quant_f32_to_f16(src[i]) : f32_to_bf16(src[i]);
+			out[2 * i] = (uint8_t)h;
+			out[2 * i + 1] = (uint8_t)(h >> 8);
+		}
+		return;
+	}
+	int64_t bw = eng_dtype_block(t), nb = n / bw;
+	size_t bb = eng_dtype_block_bytes(t);
+	for (int64_t b = 0; b < nb; b++, src += bw, out += bb)
+		switch (t) {
+		case ENG_Q8_0: q8_0_block(src, out); break;
+		case ENG_Q4_0: q4_q5_0_block(src, out, 4); break;
+		case ENG_Q5_0: q4_q5_0_block(src, out, 5); break;
+		case ENG_Q4_K: q4_k_block(src, out); break;
+		case ENG_Q5_K: q5_k_block(src, out); break;
+		case ENG_Q6_K: q6_k_block(src, out); break;
+		default: return;
+		}
+}
