@@ -97,6 +97,7 @@ static const struct cpu_kernels kernels_c = {
 	.rmsnorm = cpu_rmsnorm,
 	.to_bf16 = cpu_bf16_row,
 	.qmatvec = cpu_qmatvec_c,
+	.dequant_bf16 = cpu_dequant_bf16_c,
 };
 
 /* ---- dispatch ------------------------------------------------------------------ */

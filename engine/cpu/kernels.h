@@ -103,6 +103,9 @@ struct cpu_kernels {
 	 * cpu_quantize_act (K a multiple of the type's block). Decode's product. */
 	void (*qmatvec)(enum eng_dtype t, float *out, const void *w, const struct cpu_xq *x, int K,
 			int m0, int m1, bool acc);
+	/* dst[0..K) = one row of K weights of type t (any but BF16) rounded to bf16:
+	 * prefill's weights for the panel kernels. */
+	void (*dequant_bf16)(enum eng_dtype t, const void *w, uint16_t *dst, int K);
 };
 
 /* Each instruction set's table, in its own file (kernels_avx512.c, kernels_avx2.c;
@@ -127,6 +130,9 @@ float cpu_qdot_c(enum eng_dtype t, const void *row, const struct cpu_xq *x, int 
 /* The AVX2 qmatvec (kernels_quant_avx2.c), which the AVX-512 tables share. */
 void cpu_qmatvec_avx2(enum eng_dtype t, float *out, const void *w, const struct cpu_xq *x, int K,
 		      int m0, int m1, bool acc);
+
+void cpu_dequant_bf16_c(enum eng_dtype t, const void *w, uint16_t *dst, int K);
+void cpu_dequant_bf16_avx2(enum eng_dtype t, const void *w, uint16_t *dst, int K);
 
 /* Undoes cpu_pack_row: the natural order of a packed row. */
 void cpu_unpack_row(float *x, const float *xp, int K, int pack);

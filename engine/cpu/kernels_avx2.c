@@ -301,5 +301,6 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	.rmsnorm = cpu_rmsnorm,
 	.to_bf16 = cpu_bf16_row,
 	.qmatvec = cpu_qmatvec_avx2,
+	.dequant_bf16 = cpu_dequant_bf16_avx2,
 };
 #endif /* __x86_64__ */

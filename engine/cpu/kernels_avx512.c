@@ -375,6 +375,7 @@ const struct cpu_kernels cpu_kernels_avx512 = {
 	.rmsnorm = cpu512_rmsnorm,
 	.to_bf16 = cpu512_to_bf16,
 	.qmatvec = cpu_qmatvec_avx2,
+	.dequant_bf16 = cpu_dequant_bf16_avx2,
 };
 
 /* ---- AVX-512 BF16: bf16 activations (opt-in prefill) ------------------------------ */
@@ -460,6 +461,7 @@ const struct cpu_kernels cpu_kernels_avx512bf16 = {
 	.rmsnorm = cpu512_rmsnorm,
 	.to_bf16 = cpu512_to_bf16,
 	.qmatvec = cpu_qmatvec_avx2,
+	.dequant_bf16 = cpu_dequant_bf16_avx2,
 };
 
 #endif /* __x86_64__ */

@@ -179,3 +179,15 @@ void cpu_qmatvec_c(enum eng_dtype t, float *out, const void *w, const struct cpu
 		out[m] = acc ? out[m] + v : v;
 	}
 }
+
+void cpu_dequant_bf16_c(enum eng_dtype t, const void *w, uint16_t *dst, int K)
+{
+	float tmp[256];
+	size_t bb = eng_dtype_block_bytes(t);
+	int blk = eng_dtype_block(t), step = 256 / blk * blk;
+	for (int k = 0; k < K; k += step) {
+		int n = K - k < step ? K - k : step;
+		quant_dequantize_row(t, (const uint8_t *)w + (size_t)(k / blk) * bb, tmp, n);
+		cpu_bf16_row(dst + k, tmp, n);
+	}
+}

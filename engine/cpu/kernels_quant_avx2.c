@@ -64,36 +64,50 @@ INL TQ __m256i bits_to_bytes(uint32_t bits)
 	return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
 }
 
+/* The fp32 accumulation is a chain of FMAs, each waiting ~4 cycles for the one
+ * before: one accumulator capped a row at one block per 4 cycles (24 G weights/s
+ * per core for Q8_0 in L2); each kernel keeps four chains going. */
+#define CHAINS 4
+
+INL TQ float hsum4(const __m256 *a)
+{
+	return hsum(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
+}
+
 static TQ float row_q8_0(const uint8_t *w, const struct cpu_xq *x, int nb)
 {
-	__m256 acc = _mm256_setzero_ps();
+	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			      _mm256_setzero_ps()};
 	for (int b = 0; b < nb; b++, w += 34) {
 		/* signed x signed as |w| x (x with w's sign) */
 		__m256i q = load32(w + 2), v = load32(x->q + 32 * b);
 		__m256i p = dot_u8s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(v, q));
-		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(half(w) * x->d[b]),
-				      acc);
+		acc[b % CHAINS] = _mm256_fmadd_ps(
+			_mm256_cvtepi32_ps(p), _mm256_set1_ps(half(w) * x->d[b]), acc[b % CHAINS]);
 	}
-	return hsum(acc);
+	return hsum4(acc);
 }
 
 /* Q4_0 and Q5_0: unsigned quants, then minus offset * d * sum(x). */
 static TQ float row_q4_0(const uint8_t *w, const struct cpu_xq *x, int nb)
 {
-	__m256 acc = _mm256_setzero_ps();
+	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			      _mm256_setzero_ps()};
 	float off = 0;
 	for (int b = 0; b < nb; b++, w += 18) {
 		__m256i p = dot_u8s8(nibbles(w + 2), load32(x->q + 32 * b));
 		float d = half(w);
-		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * x->d[b]), acc);
+		acc[b % CHAINS] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+						  _mm256_set1_ps(d * x->d[b]), acc[b % CHAINS]);
 		off += d * x->ds[b];
 	}
-	return hsum(acc) - 8 * off;
+	return hsum4(acc) - 8 * off;
 }
 
 static TQ float row_q5_0(const uint8_t *w, const struct cpu_xq *x, int nb)
 {
-	__m256 acc = _mm256_setzero_ps();
+	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			      _mm256_setzero_ps()};
 	float off = 0;
 	for (int b = 0; b < nb; b++, w += 22) {
 		uint32_t qh;
@@ -102,34 +116,57 @@ static TQ float row_q5_0(const uint8_t *w, const struct cpu_xq *x, int nb)
 			nibbles(w + 6), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(16)));
 		__m256i p = dot_u8s8(u, load32(x->q + 32 * b));
 		float d = half(w);
-		acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * x->d[b]), acc);
+		acc[b % CHAINS] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
+						  _mm256_set1_ps(d * x->d[b]), acc[b % CHAINS]);
 		off += d * x->ds[b];
 	}
-	return hsum(acc) - 16 * off;
+	return hsum4(acc) - 16 * off;
 }
 
-/* Q4_K and Q5_K: eight sub-blocks of 32, each with a 6-bit scale and min; the
+/* The eight 6-bit scales and mins of a Q4_K/Q5_K block as two vectors of int32:
+ * bytes 0-3 hold scales 0-3 (low 6 bits) and the top bits of scales 4-7; bytes 4-7
+ * the same for the mins; bytes 8-11 the low nibbles of scales 4-7 and, above them,
+ * of mins 4-7. Four masked words instead of eight calls of the scalar unpacking. */
+INL TQ void k4_scales(const uint8_t *p, __m256i *sc, __m256i *mn)
+{
+	uint32_t u[3];
+	memcpy(u, p, 12);
+	uint32_t sc_lo = u[0] & 0x3f3f3f3f, mn_lo = u[1] & 0x3f3f3f3f;
+	uint32_t sc_hi = (u[2] & 0x0f0f0f0f) | (u[0] >> 6 & 0x03030303) << 4;
+	uint32_t mn_hi = (u[2] >> 4 & 0x0f0f0f0f) | (u[1] >> 6 & 0x03030303) << 4;
+	*sc = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo));
+	*mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo));
+}
+
+/* Lane i of v in every lane. */
+INL TQ __m256 lane(__m256 v, int i)
+{
+	return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(i));
+}
+
+/* Q4_K and Q5_K: eight sub-blocks of 32, each with a 6-bit scale and min. The
  * scales times d times the activation scales are one vector per super-block, and so
- * are the mins' contributions. */
+ * are the mins' contributions (dmin * min * the activations' scaled sums). */
 static TQ float row_k4(const uint8_t *w, const struct cpu_xq *x, int nb, bool five)
 {
 	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
 	size_t bb = five ? 176 : 144;
-	__m256 acc = _mm256_setzero_ps(), offv = _mm256_setzero_ps();
+	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			      _mm256_setzero_ps()};
+	__m256 offv = _mm256_setzero_ps();
 	for (int i = 0; i < nb; i++, w += bb) {
-		int sc[8], mn[8];
-		for (int s = 0; s < 8; s++)
-			quant_k4_scale_min(s, w + 4, &sc[s], &mn[s]);
-		__m256 dx = _mm256_loadu_ps(x->d + 8 * i);
-		float scale[8];
-		_mm256_storeu_ps(scale, _mm256_mul_ps(_mm256_cvtepi32_ps(load32(sc)),
-						      _mm256_mul_ps(_mm256_set1_ps(half(w)), dx)));
+		__m256i sc, mn;
+		k4_scales(w + 4, &sc, &mn);
+		__m256 scale = _mm256_mul_ps(
+			_mm256_cvtepi32_ps(sc),
+			_mm256_mul_ps(_mm256_set1_ps(half(w)), _mm256_loadu_ps(x->d + 8 * i)));
 		offv = _mm256_fmadd_ps(
-			_mm256_mul_ps(_mm256_cvtepi32_ps(load32(mn)), _mm256_set1_ps(half(w + 2))),
+			_mm256_mul_ps(_mm256_cvtepi32_ps(mn), _mm256_set1_ps(half(w + 2))),
 			_mm256_loadu_ps(x->ds + 8 * i), offv);
 		const uint8_t *qs = w + (five ? 48 : 16);
 		__m256i hb = five ? load32(w + 16) : _mm256_setzero_si256();
 		const int8_t *xq = x->q + 256 * i;
+#pragma GCC unroll 4
 		for (int j = 0; j < 4; j++) {
 			__m256i raw = load32(qs + 32 * j);
 			__m256i lo = _mm256_and_si256(raw, m4);
@@ -143,53 +180,66 @@ static TQ float row_k4(const uint8_t *w, const struct cpu_xq *x, int nb, bool fi
 			}
 			__m256i p0 = dot_u8s8(lo, load32(xq + 64 * j));
 			__m256i p1 = dot_u8s8(hi, load32(xq + 64 * j + 32));
-			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(scale[2 * j]),
-					      acc);
-			acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1),
-					      _mm256_set1_ps(scale[2 * j + 1]), acc);
+			/* the pair's products summed first: one FMA per chain and pair */
+			__m256 s0 = _mm256_mul_ps(_mm256_cvtepi32_ps(p0), lane(scale, 2 * j));
+			acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), lane(scale, 2 * j + 1),
+						 _mm256_add_ps(acc[j], s0));
 		}
 	}
-	return hsum(acc) - hsum(offv);
+	return hsum4(acc) - hsum(offv);
+}
+
+/* The 16-bit scales of Q6_K block k (of 4) of a half: its first 16 weights' scale
+ * (element 2k of sch) in the low 128 bits, the next 16's (2k + 1) in the high. */
+INL TQ __m256i q6_scale_pair(__m256i sch, int k)
+{
+	short a = (short)((4 * k + 1) << 8 | 4 * k), b = (short)((4 * k + 3) << 8 | (4 * k + 2));
+	return _mm256_shuffle_epi8(sch, _mm256_set_m128i(_mm_set1_epi16(b), _mm_set1_epi16(a)));
 }
 
 /* Q6_K: per half of 128, four quarters of 32 (low or high nibbles of ql[0..32) or
  * ql[32..64), two bits of qh each), one int8 scale per 16: vpmaddwd by the scales
- * sums each 16 already weighted. The -32 offset goes through the 16-sums of x. */
+ * sums each 16 already weighted. The -32 offset is the scales times the 16-sums of
+ * x, one vpmaddwd per super-block. */
 static TQ float row_q6_k(const uint8_t *w, const struct cpu_xq *x, int nb)
 {
 	const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
-	__m256 acc = _mm256_setzero_ps();
-	float off = 0;
+	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			      _mm256_setzero_ps()};
+	__m256 offv = _mm256_setzero_ps();
 	for (int i = 0; i < nb; i++, w += 210) {
-		const int8_t *sc = (const int8_t *)(w + 192);
-		float d = half(w + 208);
+		__m256 dd =
+			_mm256_mul_ps(_mm256_set1_ps(half(w + 208)), _mm256_loadu_ps(x->d + 8 * i));
+		__m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + 192)));
+		__m256i o = _mm256_madd_epi16(sc16, load32(x->s16 + 16 * i));
+		offv = _mm256_fmadd_ps(_mm256_cvtepi32_ps(o), dd, offv);
+		const int8_t *xq = x->q + 256 * i;
+#pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
 			__m256i l0 = load32(w + 64 * h), l1 = load32(w + 64 * h + 32);
 			__m256i hb = load32(w + 128 + 32 * h);
+			__m256i sch =
+				_mm256_broadcastsi128_si256(h ? _mm256_extracti128_si256(sc16, 1)
+							      : _mm256_castsi256_si128(sc16));
 			__m256i u[4] = {
 				_mm256_and_si256(l0, m4),
 				_mm256_and_si256(l1, m4),
 				_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
 				_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
 			};
+#pragma GCC unroll 4
 			for (int k = 0; k < 4; k++) {
-				int b = 8 * i + 4 * h + k, sa = sc[8 * h + 2 * k],
-				    sb = sc[8 * h + 2 * k + 1];
 				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), m2);
 				__m256i q = _mm256_or_si256(u[k], _mm256_slli_epi16(hi, 4));
-				__m256i p16 = _mm256_maddubs_epi16(q, load32(x->q + 32 * b));
-				__m256i s16 = _mm256_set_m128i(_mm_set1_epi16((short)sb),
-							       _mm_set1_epi16((short)sa));
-				float dd = d * x->d[b];
-				acc = _mm256_fmadd_ps(
-					_mm256_cvtepi32_ps(_mm256_madd_epi16(p16, s16)),
-					_mm256_set1_ps(dd), acc);
-				off += dd *
-				       (float)(32 * (sa * x->s16[2 * b] + sb * x->s16[2 * b + 1]));
+				__m256i p16 =
+					_mm256_maddubs_epi16(q, load32(xq + 128 * h + 32 * k));
+				__m256 p = _mm256_cvtepi32_ps(
+					_mm256_madd_epi16(p16, q6_scale_pair(sch, k)));
+				acc[k] = _mm256_fmadd_ps(p, lane(dd, 4 * h + k), acc[k]);
 			}
 		}
 	}
-	return hsum(acc) - off;
+	return hsum4(acc) - 32 * hsum(offv);
 }
 
 static TQ float row_float(enum eng_dtype t, const uint8_t *w, const float *x, int K)
@@ -224,6 +274,131 @@ static TQ float row_float(enum eng_dtype t, const uint8_t *w, const float *x, in
 		s += v * x[k];
 	}
 	return s;
+}
+
+/* ---- prefill: rows dequantized to bf16 for the panel kernels ---- */
+
+/* 16 floats to bf16, rounded to nearest even, in order. */
+INL TQ __m256i to_bf16x16(__m256 a, __m256 b)
+{
+	const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1);
+	__m256i ia = _mm256_castps_si256(a), ib = _mm256_castps_si256(b);
+	ia = _mm256_add_epi32(
+		ia, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(ia, 16), one)));
+	ib = _mm256_add_epi32(
+		ib, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(ib, 16), one)));
+	__m256i p = _mm256_packus_epi32(_mm256_srli_epi32(ia, 16), _mm256_srli_epi32(ib, 16));
+	return _mm256_permute4x64_epi64(p, 0xd8); /* packus works within 128-bit halves */
+}
+
+/* 32 weights q * scale - min (q: 32 int8; the first 16 take sa, ma, the rest sb, mb)
+ * as bf16 at dst. */
+INL TQ void emit32(uint16_t *dst, __m256i q, __m256 sa, __m256 sb, __m256 ma, __m256 mb)
+{
+	__m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+	__m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
+	__m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
+	__m256 f2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
+	__m256 f3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
+	_mm256_storeu_si256((__m256i *)dst,
+			    to_bf16x16(_mm256_fmsub_ps(f0, sa, ma), _mm256_fmsub_ps(f1, sa, ma)));
+	_mm256_storeu_si256((__m256i *)(dst + 16),
+			    to_bf16x16(_mm256_fmsub_ps(f2, sb, mb), _mm256_fmsub_ps(f3, sb, mb)));
+}
+
+static TQ void dequant_k4_bf16(const uint8_t *w, uint16_t *dst, int nb, bool five)
+{
+	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+	for (int i = 0; i < nb; i++, w += five ? 176 : 144, dst += 256) {
+		__m256i sc, mn;
+		k4_scales(w + 4, &sc, &mn);
+		__m256 scale = _mm256_mul_ps(_mm256_cvtepi32_ps(sc), _mm256_set1_ps(half(w)));
+		__m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(mn), _mm256_set1_ps(half(w + 2)));
+		const uint8_t *qs = w + (five ? 48 : 16);
+		__m256i hb = five ? load32(w + 16) : _mm256_setzero_si256();
+		for (int j = 0; j < 4; j++) {
+			__m256i raw = load32(qs + 32 * j);
+			__m256i lo = _mm256_and_si256(raw, m4);
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+			if (five) {
+				__m256i b0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * j), one);
+				__m256i b1 =
+					_mm256_and_si256(_mm256_srli_epi16(hb, 2 * j + 1), one);
+				lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
+				hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
+			}
+			__m256 s0 = lane(scale, 2 * j), s1 = lane(scale, 2 * j + 1);
+			__m256 n0 = lane(mins, 2 * j), n1 = lane(mins, 2 * j + 1);
+			emit32(dst + 64 * j, lo, s0, s0, n0, n0);
+			emit32(dst + 64 * j + 32, hi, s1, s1, n1, n1);
+		}
+	}
+}
+
+static TQ void dequant_q6_k_bf16(const uint8_t *w, uint16_t *dst, int nb)
+{
+	const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3),
+		      c32 = _mm256_set1_epi8(32);
+	const __m256 zero = _mm256_setzero_ps();
+	for (int i = 0; i < nb; i++, w += 210, dst += 256) {
+		const int8_t *sc = (const int8_t *)(w + 192);
+		float d = half(w + 208);
+		for (int h = 0; h < 2; h++) {
+			__m256i l0 = load32(w + 64 * h), l1 = load32(w + 64 * h + 32);
+			__m256i hb = load32(w + 128 + 32 * h);
+			__m256i u[4] = {
+				_mm256_and_si256(l0, m4),
+				_mm256_and_si256(l1, m4),
+				_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+				_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+			};
+			for (int k = 0; k < 4; k++) {
+				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), m2);
+				__m256i q = _mm256_sub_epi8(
+					_mm256_or_si256(u[k], _mm256_slli_epi16(hi, 4)), c32);
+				__m256 sa = _mm256_set1_ps(d * (float)sc[8 * h + 2 * k]);
+				__m256 sb = _mm256_set1_ps(d * (float)sc[8 * h + 2 * k + 1]);
+				emit32(dst + 128 * h + 32 * k, q, sa, sb, zero, zero);
+			}
+		}
+	}
+}
+
+/* Q8_0, Q4_0, Q5_0: signed quants times one scale. */
+static TQ void dequant_32_bf16(enum eng_dtype t, const uint8_t *w, uint16_t *dst, int nb)
+{
+	const __m256 zero = _mm256_setzero_ps();
+	size_t bb = eng_dtype_block_bytes(t);
+	for (int b = 0; b < nb; b++, w += bb, dst += 32) {
+		__m256i q;
+		if (t == ENG_Q8_0) {
+			q = load32(w + 2);
+		} else if (t == ENG_Q4_0) {
+			q = _mm256_sub_epi8(nibbles(w + 2), _mm256_set1_epi8(8));
+		} else {
+			uint32_t qh;
+			memcpy(&qh, w + 2, 4);
+			q = _mm256_or_si256(nibbles(w + 6), _mm256_and_si256(bits_to_bytes(qh),
+									     _mm256_set1_epi8(16)));
+			q = _mm256_sub_epi8(q, _mm256_set1_epi8(16));
+		}
+		__m256 d = _mm256_set1_ps(half(w));
+		emit32(dst, q, d, d, zero, zero);
+	}
+}
+
+TQ void cpu_dequant_bf16_avx2(enum eng_dtype t, const void *w, uint16_t *dst, int K)
+{
+	int nb = K / eng_dtype_block(t);
+	switch (t) {
+	case ENG_Q8_0:
+	case ENG_Q4_0:
+	case ENG_Q5_0: dequant_32_bf16(t, w, dst, nb); return;
+	case ENG_Q4_K: dequant_k4_bf16(w, dst, nb, false); return;
+	case ENG_Q5_K: dequant_k4_bf16(w, dst, nb, true); return;
+	case ENG_Q6_K: dequant_q6_k_bf16(w, dst, nb); return;
+	default: cpu_dequant_bf16_c(t, w, dst, K); return;
+	}
 }
 
 TQ void cpu_qmatvec_avx2(enum eng_dtype t, float *out, const void *w, const struct cpu_xq *x, int K,

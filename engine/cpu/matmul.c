@@ -61,12 +61,9 @@ static void dequantized(const struct mm_task *t, const struct cpu_mm *mm, int lo
 	int K = t->K;
 	size_t rb = eng_row_bytes(mm->w->dtype, K);
 	uint16_t *rows = c->wrows + (size_t)tid * PREFILL_ROWS * c->widest;
-	float *tmp = c->wtmp + (size_t)tid * c->widest;
-	for (int r = lo; r < hi; r++) {
-		quant_dequantize_row(mm->w->dtype, (const uint8_t *)mm->w->data + (size_t)r * rb,
-				     tmp, K);
-		c->k->to_bf16(rows + (size_t)(r - lo) * K, tmp, K);
-	}
+	for (int r = lo; r < hi; r++)
+		c->k->dequant_bf16(mm->w->dtype, (const uint8_t *)mm->w->data + (size_t)r * rb,
+				   rows + (size_t)(r - lo) * K, K);
 	if (t->xb)
 		c->k->matmul_bf16(mm->out + lo, mm->M, t->xb, K, t->n, rows, K, 0, hi - lo, mm->acc,
 				  panel);
@@ -159,13 +156,12 @@ int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cp
 	if (bf16_only)
 		return 0;
 	c->wrows = alloc64(c, th * PREFILL_ROWS * w, sizeof(uint16_t));
-	c->wtmp = alloc64(c, th * w, sizeof(float));
 	c->xf = alloc64(c, q * w, sizeof(float));
 	c->xq8 = alloc64(c, q * w, 1);
 	c->xd = alloc64(c, q * (w / 32 + 1), sizeof(float));
 	c->xds = alloc64(c, q * (w / 32 + 1), sizeof(float));
 	c->xs16 = alloc64(c, q * (w / 16 + 2), sizeof(int16_t));
-	if (!c->wrows || !c->wtmp || !c->xf || !c->xq8 || !c->xd || !c->xds || !c->xs16)
+	if (!c->wrows || !c->xf || !c->xq8 || !c->xd || !c->xds || !c->xs16)
 		return err_set("cpu backend: out of memory");
 	for (size_t i = 0; i < q; i++)
 		c->xq[i] = (struct cpu_xq){.q = c->xq8 + i * w,
@@ -177,7 +173,7 @@ int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cp
 
 void cpu_matmul_free(struct cpu_matmul *c)
 {
-	void *bufs[] = {c->panels, c->wrows, c->wtmp, c->xf, c->xq8, c->xd, c->xds, c->xs16};
+	void *bufs[] = {c->panels, c->wrows, c->xf, c->xq8, c->xd, c->xds, c->xs16};
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	memset(c, 0, sizeof *c);

@@ -31,7 +31,6 @@ struct cpu_matmul {
 	uint32_t *panels;    /* (threads, panel_words): the panel kernels' scratch */
 	size_t panel_words;
 	uint16_t *wrows; /* (threads, 64, widest): dequantized weight rows */
-	float *wtmp;     /* (threads, widest): one row on its way to bf16 */
 	float *xf;       /* (CPU_QDIRECT, widest): natural-order input rows */
 	int8_t *xq8;     /* (CPU_QDIRECT, widest) */
 	float *xd, *xds; /* (CPU_QDIRECT, widest / 32) */

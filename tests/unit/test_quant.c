@@ -159,6 +159,28 @@ static void random_rows(enum eng_dtype t, uint8_t *w, int rows, int K)
 			}
 }
 
+/* Prefill's rows: the dequantized weights rounded to bf16 (a fused multiply-subtract
+ * for the K-quants' mins may round once less: one bf16 step at most). */
+static void check_dequant_bf16(const struct cpu_kernels *k, enum eng_dtype t, const uint8_t *w,
+			       int rows, int K)
+{
+	float *f = malloc((size_t)K * sizeof *f);
+	uint16_t *b = malloc((size_t)K * sizeof *b);
+	for (int m = 0; m < rows; m++) {
+		const uint8_t *row = w + (size_t)m * eng_row_bytes(t, K);
+		quant_dequantize_row(t, row, f, K);
+		k->dequant_bf16(t, row, b, K);
+		for (int i = 0; i < K; i++) {
+			int want = cpu_f32_to_bf16(f[i]), d = abs(want - (int)b[i]);
+			if (d > (t == ENG_Q4_K || t == ENG_Q5_K ? 1 : 0))
+				fail_msg("%s %s row %d weight %d: bf16 %04x, want %04x (%g)",
+					 k->name, eng_dtype_name(t), m, i, b[i], want, f[i]);
+		}
+	}
+	free(f);
+	free(b);
+}
+
 /* Every ISA's qmatvec against the dot product of the dequantized weights with the
  * fp32 activations, in double: the only difference allowed is the activations'
  * rounding to int8 (half a step of each block's scale per weight), and the kernels
@@ -192,21 +214,22 @@ static void test_qmatvec(void **state)
 			if (t == ENG_F16 || t == ENG_F32)
 				bound = 0;
 			if (fabs(ref_c[m] - ref) > bound * 1.001 + 1e-5 * mag)
-				fail_msg("%s row %d: c %g, reference %g (bound %g)", eng_dtype_name(t),
-					 m, ref_c[m], ref, bound);
+				fail_msg("%s row %d: c %g, reference %g (bound %g)",
+					 eng_dtype_name(t), m, ref_c[m], ref, bound);
 		}
-		for (int isa = CPU_ISA_AVX2; isa <= CPU_ISA_AVX512BF16; isa++) {
+		for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
 			if (!cpu_isa_supported((enum cpu_isa)isa))
 				continue;
 			const struct cpu_kernels *k = cpu_kernels_get((enum cpu_isa)isa);
+			check_dequant_bf16(k, t, w, ROWS, K);
 			for (int m = 0; m < ROWS; m++)
 				out[m] = 1.0f;
 			k->qmatvec(t, out, w, &xq, K, 2, ROWS - 1, true);
 			assert_true(out[0] == 1.0f && out[1] == 1.0f && out[ROWS - 1] == 1.0f);
 			for (int m = 2; m < ROWS - 1; m++)
 				if (fabsf(out[m] - 1.0f - ref_c[m]) > 1e-4f * (1 + fabsf(ref_c[m])))
-					fail_msg("%s %s row %d: %g, c %g", k->name, eng_dtype_name(t), m,
-						 out[m] - 1.0f, ref_c[m]);
+					fail_msg("%s %s row %d: %g, c %g", k->name,
+						 eng_dtype_name(t), m, out[m] - 1.0f, ref_c[m]);
 		}
 	}
 	free(w);
