@@ -234,6 +234,16 @@ enum eng_tensor_role {
 enum eng_dtype eng_quant_type(const struct eng_config *c, enum eng_ftype f,
 			      enum eng_tensor_role role, int layer, int64_t ncols);
 
+/* Quantizes the model's float matrices in memory to mix f, each tensor to its
+ * eng_quant_type (the norms stay as they are), with `threads` threads (0: every
+ * CPU); progress(done, total) in source bytes after each tensor (may be NULL). The
+ * source pages are given back as each tensor is done. Refuses a model whose weights
+ * are quantized already. 0 or -1 (err_set). */
+int eng_model_quantize(struct eng_model *m, enum eng_ftype f, int threads,
+		       void (*progress)(size_t done, size_t total));
+/* Whether eng_model_quantize has run on m. */
+bool eng_model_quantized_in_memory(const struct eng_model *m);
+
 /* Key/values to write besides the model's own (the tokenizer's, from the app). */
 struct eng_gguf_out;
 struct eng_gguf_out *eng_gguf_out_new(void);
@@ -278,6 +288,10 @@ struct eng_options {
 	/* The CPU backend's kernel set, "c", "avx2", "avx512" or "avx512bf16"
 	 * (eng_cpu_isa_check); NULL: the best this CPU runs. */
 	const char *cpu_isa;
+	/* --quant: quantize the weights as the engine loads them (eng_model_quantize),
+	 * to mix quant - 1; 0: keep them as stored. */
+	int quant;
+	void (*quant_progress)(size_t done_bytes, size_t total_bytes); /* may be NULL */
 	/* Prefill matrix products with bf16 activations where the CPU has AVX-512 BF16
 	 * (about 1.7x faster, ~1e-3 relative error); other backends ignore it. */
 	bool bf16_prefill;

@@ -4,7 +4,7 @@ noinst_LIBRARIES += libengine.a
 libengine_a_SOURCES = \
 	engine/engine.h \
 	engine/config.c engine/config_limits.h engine/safetensors.c engine/safetensors.h \
-	engine/model.c engine/model.h engine/gguf.c engine/gguf.h engine/model_gguf.c \
+	engine/model.c engine/model.h engine/model_quant.c engine/gguf.c engine/gguf.h engine/model_gguf.c \
 	engine/gguf_write.c engine/quant.c engine/quant.h engine/quantize.c \
 	engine/engine.c engine/backend.h engine/rope.c engine/rope.h engine/cuda_load.c \
 	engine/cpu/cpu.c engine/cpu/kernels.c engine/cpu/kernels.h engine/cpu/tiling.h \

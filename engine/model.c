@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define INDEX_NAME  "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
@@ -294,6 +295,8 @@ void eng_model_free(struct eng_model *m)
 	free(m->gg);
 	free(m->w.layers);
 	json_decref(m->weight_map);
+	if (m->quant_buf)
+		munmap(m->quant_buf, m->quant_size);
 	free(m);
 }
 
@@ -355,6 +358,17 @@ void eng_model_type_counts(const struct eng_model *m, struct eng_type_count out[
 {
 	memset(out, 0, ENG_DTYPE_COUNT * sizeof *out);
 	each_tensor(m, count_type, out);
+}
+
+enum eng_dtype eng_model_main_type(const struct eng_model *m)
+{
+	struct eng_type_count tc[ENG_DTYPE_COUNT];
+	eng_model_type_counts(m, tc);
+	int best = 0;
+	for (int t = 1; t < ENG_DTYPE_COUNT; t++)
+		if (tc[t].weights > tc[best].weights)
+			best = t;
+	return (enum eng_dtype)best;
 }
 
 static void add_bytes(const struct eng_tensor *t, void *ud)

@@ -22,7 +22,13 @@ struct eng_model {
 	struct eng_gguf **gg; /* ngg mapped GGUF files: the splits in order */
 	int ngg;
 	size_t weight_bytes, file_bytes;
+	/* --quant: the quantized tensors (an anonymous mapping), or NULL */
+	void *quant_buf;
+	size_t quant_size;
 };
+
+/* The type most of the weights have (what `info` and the status bar show). */
+enum eng_dtype eng_model_main_type(const struct eng_model *m);
 
 /* Opens a GGUF model into m (allocated and zeroed by the caller). 0 or -1 (err_set). */
 int gguf_model_open(struct eng_model *m, const char *path);

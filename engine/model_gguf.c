@@ -377,18 +377,6 @@ static int bind_all(struct binder *b)
 	return check_unused(b);
 }
 
-/* The type most of the weights have (what `info` and the status bar show). */
-static enum eng_dtype dominant_type(const struct eng_model *m)
-{
-	struct eng_type_count tc[ENG_DTYPE_COUNT];
-	eng_model_type_counts(m, tc);
-	int best = 0;
-	for (int t = 1; t < ENG_DTYPE_COUNT; t++)
-		if (tc[t].weights > tc[best].weights)
-			best = t;
-	return (enum eng_dtype)best;
-}
-
 int gguf_model_open(struct eng_model *m, const char *path)
 {
 	return open_splits(m, path) ? -1 : gguf_model_bind(m);
@@ -415,6 +403,6 @@ int gguf_model_bind(struct eng_model *m)
 	for (int i = 0; i < m->ngg; i++)
 		m->file_bytes += m->gg[i]->size;
 	if (rc == 0)
-		m->cfg.dtype = dominant_type(m);
+		m->cfg.dtype = eng_model_main_type(m);
 	return rc;
 }

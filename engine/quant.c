@@ -142,13 +142,22 @@ static void dequant_q6_k(const uint8_t *b, float *y)
 void quant_dequantize_row(enum eng_dtype t, const void *src, float *dst, int64_t n)
 {
 	const uint8_t *p = src;
+	switch (t) { /* the float types: one loop each, not a switch per weight */
+	case ENG_F32: memcpy(dst, p, (size_t)n * 4); return;
+	case ENG_F16:
+		for (int64_t i = 0; i < n; i++)
+			dst[i] = half_at(p + 2 * i);
+		return;
+	case ENG_BF16:
+		for (int64_t i = 0; i < n; i++)
+			dst[i] = bf16_at(p + 2 * i);
+		return;
+	default: break;
+	}
 	size_t bb = eng_dtype_block_bytes(t);
 	int blk = eng_dtype_block(t);
 	for (int64_t i = 0; i < n; i += blk, p += bb, dst += blk) {
 		switch (t) {
-		case ENG_F32: memcpy(dst, p, 4); break;
-		case ENG_F16: *dst = half_at(p); break;
-		case ENG_BF16: *dst = bf16_at(p); break;
 		case ENG_Q8_0: dequant_q8_0(p, dst); break;
 		case ENG_Q4_0: dequant_q4_0(p, dst); break;
 		case ENG_Q5_0: dequant_q5_0(p, dst); break;

@@ -23,6 +23,7 @@
 /* Codes of the shared options without a letter, above every command's own. */
 enum {
 	K_BACKEND = 0x1000,
+	K_QUANT,
 	K_THREADS,
 	K_CTX,
 	K_TEMP,
@@ -48,6 +49,10 @@ static const struct {
 	{CLI_BACKEND,
 	 {"backend", K_BACKEND, "B",
 	  "auto, cpu or cuda (default auto); remote: a server\n(chat and run, with --url)"}},
+	{CLI_BACKEND,
+	 {"quant", K_QUANT, "T",
+	  "quantize the weights in memory as they load: q8_0,\n"
+	  "q6_k, q5_k_m, q4_k_m or q4_0 (llama.cpp's mixes)"}},
 	{CLI_THREADS,
 	 {"threads", K_THREADS, "N", "CPU threads (default and at most: the CPUs online)"}},
 	{CLI_CTX,
@@ -144,6 +149,15 @@ void cli_upload_progress(size_t done_bytes, size_t total_bytes)
 	if (!isatty(STDERR_FILENO))
 		return;
 	fprintf(stderr, "\rqwenchat: uploading weights %.1f / %.1f GB%s", done_bytes / 1e9,
+		total_bytes / 1e9, done_bytes >= total_bytes ? "\n" : "");
+	fflush(stderr);
+}
+
+static void quant_progress(size_t done_bytes, size_t total_bytes)
+{
+	if (!isatty(STDERR_FILENO))
+		return;
+	fprintf(stderr, "\rqwenchat: quantizing weights %.1f / %.1f GB%s", done_bytes / 1e9,
 		total_bytes / 1e9, done_bytes >= total_bytes ? "\n" : "");
 	fflush(stderr);
 }
@@ -293,6 +307,16 @@ static int shared_opt(const struct cli_command *cmd, struct cli_common *c, int k
 	long l;
 	switch (key) {
 	case 'm': c->model = arg; return 0;
+	case K_QUANT: {
+		enum eng_ftype f;
+		if (eng_ftype_parse(arg, &f) || f == ENG_FTYPE_F32 || f == ENG_FTYPE_BF16) {
+			cli_error("--quant: '%s' is not one of q8_0, q6_k, q5_k_m, q4_k_m, q4_0",
+				  arg);
+			return -1;
+		}
+		c->quant = (int)f + 1;
+		return 0;
+	}
 	case K_BACKEND:
 		if (!strcmp(arg, "remote") && !(cmd->groups & CLI_REMOTE)) {
 			cli_error(
@@ -368,6 +392,8 @@ int cli_engine_options(const struct cli_common *c, struct eng_options *o,
 	}
 	o->ctx = c->ctx;
 	o->progress = cli_upload_progress;
+	o->quant = c->quant;
+	o->quant_progress = quant_progress;
 	if (cli_env_engine(o)) {
 		cli_error("%s", err_msg());
 		return -1;
