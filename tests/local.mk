@@ -224,6 +224,12 @@ TESTS += tests/unit/test_quant
 tests_unit_test_quant_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_quant_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 EXTRA_DIST += tests/golden/dequant-golden.txt tests/golden/make-dequant-golden.py
+# quantized models against a float64 forward pass on their dequantized weights
+TESTS += tests/cli/quant.sh
+EXTRA_DIST += tests/cli/quant.sh tests/golden/make-quant-logits-golden.sh \
+	tests/golden/gguf-to-f32.py tests/golden/logits-quant-q8_0.txt \
+	tests/golden/logits-quant-q6_k.txt tests/golden/logits-quant-q5_k_m.txt \
+	tests/golden/logits-quant-q4_k_m.txt tests/golden/logits-quant-q4_0.txt
 check_PROGRAMS += tests/unit/test_quantize
 TESTS += tests/unit/test_quantize
 tests_unit_test_quantize_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)

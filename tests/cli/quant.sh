@@ -1,0 +1,69 @@
+#!/bin/sh
+# quant.sh — quantized models compute what their weights mean: a tests/mkmodel model
+# quantized by `qwenchat quantize` to each of llama.cpp's mixes gives logits close to
+# a float64 forward pass on the same weights dequantized by gguf-py
+# (tests/golden/logits-quant-*.txt), through the prefill kernels (12 tokens:
+# dequantized bf16 rows) and the decode kernels (fewer than 8 tokens: int8 dot
+# products); --quant on the float model gives the file's logits bit for bit.
+. "$TOP_SRCDIR/tests/lib.sh"
+M="$TMP/m"
+"$TOP_BUILDDIR/tests/mkmodel" --out "$M" $(sed -n 's/^mkmodel //p' \
+	"$TOP_SRCDIR/tests/golden/logits-quant-q8_0.txt") >/dev/null || { fail "mkmodel"; finish; }
+cp "$TOP_SRCDIR/tests/golden/template-tiny-tokenizer.json" "$M/tokenizer.json"
+ids=$(sed -n 's/^tokens //p' "$TOP_SRCDIR/tests/golden/logits-quant-q8_0.txt")
+
+# compare OURS.bin GOLDEN FIRST_N LIMIT — max |diff| / max |logit| over the first
+# FIRST_N positions below LIMIT, and the same argmax at each
+compare() {
+	python3 - "$@" <<'PYEOF'
+import struct, sys
+path, golden, n, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+rows = [l.split() for l in open(golden) if l[:1] in "-0123456789"]
+ref = [[float(v) for v in r] for r in rows[:n]]
+V = len(ref[0])
+raw = open(path, "rb").read()
+ours = [struct.unpack_from("<%df" % V, raw, 4 * V * i) for i in range(n)]
+worst, bad = 0.0, []
+for i in range(n):
+    m = max(abs(v) for v in ref[i])
+    worst = max(worst, max(abs(a - b) for a, b in zip(ours[i], ref[i])) / m)
+    if max(range(V), key=lambda j: ours[i][j]) != max(range(V), key=lambda j: ref[i][j]):
+        bad.append(i)
+print("max |diff| / max |logit| %.2e%s" % (worst, ", argmax differs at %s" % bad if bad else ""))
+sys.exit(0 if worst <= limit and not bad else 1)
+PYEOF
+}
+
+for t in q8_0 q6_k q5_k_m q4_k_m q4_0; do
+	g="$TOP_SRCDIR/tests/golden/logits-quant-$t.txt"
+	expect_exit 0 "quantize --type $t" "$QWENCHAT" quantize -m "$M" --type "$t" --out "$TMP/$t.gguf"
+	echo "$ids" | "$QWENCHAT" logits -m "$TMP/$t.gguf" --out "$TMP/p.bin" 2>"$TMP/err" ||
+		fail "$t logits: $(head -c 300 "$TMP/err")"
+	if r=$(compare "$TMP/p.bin" "$g" 12 1e-2); then pass "$t prefill: $r"; else fail "$t prefill: $r"; fi
+	echo "$ids" | cut -d' ' -f1-7 | "$QWENCHAT" logits -m "$TMP/$t.gguf" --out "$TMP/d.bin" \
+		2>"$TMP/err" || fail "$t logits (7): $(head -c 300 "$TMP/err")"
+	if r=$(compare "$TMP/d.bin" "$g" 7 2e-2); then pass "$t decode kernels: $r"; else fail "$t decode kernels: $r"; fi
+	echo "$ids" | "$QWENCHAT" logits -m "$M" --quant "$t" --out "$TMP/q.bin" 2>"$TMP/err" ||
+		fail "$t --quant: $(head -c 300 "$TMP/err")"
+	if cmp -s "$TMP/q.bin" "$TMP/p.bin"; then pass "$t --quant = the file"
+	else fail "$t: --quant gives other logits than the quantized file"; fi
+done
+
+# every kernel set this CPU runs gives the same answer within float rounding
+for isa in c avx2; do
+	QWENCHAT_CPU_ISA=$isa "$QWENCHAT" logits -m "$TMP/q4_k_m.gguf" --out "$TMP/i.bin" \
+		>/dev/null 2>&1 <<EOT || continue
+$ids
+EOT
+	if r=$(compare "$TMP/i.bin" "$TOP_SRCDIR/tests/golden/logits-quant-q4_k_m.txt" 12 1e-2); then
+		pass "q4_k_m on $isa: $r"
+	else fail "q4_k_m on $isa: $r"; fi
+done
+
+expect_exit 2 "--quant q3_k" "$QWENCHAT" logits -m "$M" --quant q3_k --out "$TMP/x.bin"
+expect_err_has "is not one of q8_0" "--quant q3_k: names the choices"
+echo 1 2 3 >"$TMP/ids"
+expect_exit 1 "--quant on a quantized file" sh -c \
+	"\"$QWENCHAT\" logits -m \"$TMP/q8_0.gguf\" --quant q4_0 --out \"$TMP/x.bin\" <\"$TMP/ids\""
+expect_err_has "already Q8_0" "--quant on a quantized file: clear error"
+finish
