@@ -164,7 +164,7 @@ INL TQ __m256 lane(__m256 v, int i)
 /* Q4_K and Q5_K: eight sub-blocks of 32, each with a 6-bit scale and min. The
  * scales times d times the activation scales are one vector per super-block, and so
  * are the mins' contributions (dmin * min * the activations' scaled sums). */
-static TQ float row_k4(const uint8_t *w, const struct cpu_xq *x, int nb, bool five)
+INL TQ float row_k4(const uint8_t *w, const struct cpu_xq *x, int nb, const bool five)
 {
 	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
 	size_t bb = five ? 176 : 144;
@@ -218,6 +218,16 @@ INL TQ __m256i q6_scale_pair(__m256i sch, int k)
  * ql[32..64), two bits of qh each), one int8 scale per 16: vpmaddwd by the scales
  * sums each 16 already weighted. The -32 offset is the scales times the 16-sums of
  * x, one vpmaddwd per super-block. */
+static TQ float row_q4_k(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	return row_k4(w, x, nb, false);
+}
+
+static TQ float row_q5_k(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	return row_k4(w, x, nb, true);
+}
+
 static TQ float row_q6_k(const uint8_t *w, const struct cpu_xq *x, int nb)
 {
 	const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
@@ -435,8 +445,8 @@ TQ void cpu_qmatvec_avx2(enum eng_dtype t, float *out, const void *w, const stru
 		case ENG_Q8_0: v = row_q8_0(r, x, nb); break;
 		case ENG_Q4_0: v = row_q4_0(r, x, nb); break;
 		case ENG_Q5_0: v = row_q5_0(r, x, nb); break;
-		case ENG_Q4_K: v = row_k4(r, x, nb, false); break;
-		case ENG_Q5_K: v = row_k4(r, x, nb, true); break;
+		case ENG_Q4_K: v = row_q4_k(r, x, nb); break;
+		case ENG_Q5_K: v = row_q5_k(r, x, nb); break;
 		case ENG_Q6_K: v = row_q6_k(r, x, nb); break;
 		default: v = row_float(t, r, x->f, K); break;
 		}

@@ -24,8 +24,6 @@ static const struct cli_opt bench_opts[] = {
 	 "and decode (default 0), filled untimed each repetition:\n"
 	 "-d 4096 -p 100 -n 0 times a follow-up turn's first token"},
 	{"kv-f32", CLI_OWN + 1, NULL, "fp32 KV cache (default bf16)"},
-	{"bf16-prefill", CLI_OWN + 2, NULL,
-	 "prefill with bf16 activations on AVX-512 BF16 CPUs\n(faster, ~1e-3 relative error)"},
 	{"bw-buffer", CLI_OWN + 3, "MIB",
 	 "buffer read to measure the bandwidth (default 1024;\n"
 	 "it must be far larger than the CPU caches)"},
@@ -51,7 +49,7 @@ static const struct cli_command bench_cmd = {
 
 struct bench_args {
 	long np, nd, reps, bw_mib, depth;
-	bool kv_f32, json, bf16;
+	bool kv_f32, json;
 };
 
 static int bench_opt(void *user, int key, const char *arg)
@@ -63,7 +61,6 @@ static int bench_opt(void *user, int key, const char *arg)
 	case 'r': return cli_parse_long("reps", arg, 1, 1000, &a->reps);
 	case 'd': return cli_parse_long("depth", arg, 0, 1 << 20, &a->depth);
 	case CLI_OWN + 1: a->kv_f32 = true; break;
-	case CLI_OWN + 2: a->bf16 = true; break;
 	case CLI_OWN + 3: return cli_parse_long("bw-buffer", arg, 1, 1 << 20, &a->bw_mib);
 	case CLI_OWN + 4: a->json = true; break;
 	}
@@ -250,7 +247,7 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 	if (np > 0)
 		printf("prefill    %d tokens: %.1f ± %.1f tok/s (%.2f ms), %.1f GFLOP/s%s\n", np,
 		       r->pp_tps, r->pp_sd, 1e3 * np / r->pp_tps, r->pp_gflop * r->pp_tps / np,
-		       r->bf16_prefill ? " (bf16 activations asked for)" : "");
+		       r->bf16_prefill ? " (bf16 activations)" : "");
 	if (nd > 0)
 		printf("decode     %d tokens: %.2f ± %.2f tok/s, %.3f GB read per token, "
 		       "%.1f GB/s, %.1f GFLOP/s\n",
@@ -293,8 +290,6 @@ int cmd_bench(int argc, char **argv)
 		return EXIT_USAGE;
 	eo.kv_f32 = ba.kv_f32;
 	eo.ctx = (int)(depth + np) + nd + 1;
-	if (ba.bf16)
-		eo.bf16_prefill = true;
 
 	struct bench_result res = {0};
 	double rss0 = (double)proc_rss_bytes();
@@ -314,7 +309,8 @@ int cmd_bench(int argc, char **argv)
 		goto fail;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	res.threads = eo.threads ? eo.threads : cores > 0 ? (int)cores : 1;
-	res.bf16_prefill = eo.bf16_prefill;
+	/* where the CPU has no AVX-512 BF16 the exact path runs whatever was asked */
+	res.bf16_prefill = eo.bf16_prefill && eng_cpu_isa_check("avx512bf16") == 0;
 	res.depth = (int)depth;
 	/* best of 5 runs before and 5 after the timed ones */
 	int gemm_n = np > 0 ? (int)np : 512;

@@ -55,6 +55,7 @@ int cmd_logits(int argc, char **argv)
 	if (cli_engine_options(&cli, &eo, NULL))
 		return EXIT_USAGE;
 	eo.kv_f32 = la.kv_f32;
+	eo.bf16_prefill = false; /* logits are the reference: always the exact path */
 
 	int32_t *ids = NULL;
 	size_t nids = 0;

@@ -37,8 +37,14 @@ for key in prefill_tok_s decode_tok_s decode_bytes_per_token decode_gb_s read_ba
 done
 expect_exit 0 "bench table" "$QWENCHAT" bench -m "$M" -p 4 -n 2 -r 1 --backend cpu --bw-buffer 64
 grep -q '^decode ' "$TMP/out" && pass "bench table has a decode line" || fail "bench table: $(cat "$TMP/out")"
-expect_exit 0 "bench --bf16-prefill" "$QWENCHAT" bench -m "$M" -p 8 -n 1 -r 1 --backend cpu --json --bw-buffer 64 --bf16-prefill
-grep -q '"bf16_prefill": true' "$TMP/out" && pass "bench says bf16 prefill" || fail "bench --bf16-prefill: $(cat "$TMP/out")"
+# bf16 activations in prefill by default where the CPU has AVX-512 BF16; --exact never
+expect_exit 0 "bench --exact" "$QWENCHAT" bench -m "$M" -p 8 -n 1 -r 1 --backend cpu --json --bw-buffer 64 --exact
+grep -q '"bf16_prefill": false' "$TMP/out" && pass "bench --exact: fp32 prefill" || fail "bench --exact: $(cat "$TMP/out")"
+expect_exit 0 "bench default prefill" "$QWENCHAT" bench -m "$M" -p 8 -n 1 -r 1 --backend cpu --json --bw-buffer 64
+want=false
+grep -q avx512_bf16 /proc/cpuinfo 2>/dev/null && want=true
+grep -q "\"bf16_prefill\": $want" "$TMP/out" && pass "bench default: bf16 prefill $want here" ||
+	fail "bench default prefill: $(cat "$TMP/out")"
 # -d: the cache is filled first; the prefill and decode are timed at that depth
 expect_exit 0 "bench --depth" "$QWENCHAT" bench -m "$M" -d 16 -p 4 -n 2 -r 2 --backend cpu --json --bw-buffer 64
 grep -q '"depth": 16, "prompt_tokens": 4, "decode_tokens": 2' "$TMP/out" &&
