@@ -7,6 +7,8 @@
 #include "src/base/strbuf.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,36 +274,10 @@ struct planned {
 	size_t nbytes, offset;
 };
 
-static float bf16_to_f32(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static float f16_to_f32(uint16_t h)
-{
-	int e = h >> 10 & 31, m = h & 1023;
-	float v = e == 0    ? ldexpf((float)m, -24)
-		  : e == 31 ? (m ? NAN : INFINITY)
-			    : ldexpf((float)(m | 1024), e - 25);
-	return h >> 15 ? -v : v;
-}
-
 static void row_to_f32(const struct eng_tensor *t, int64_t r, int64_t n, float *out)
 {
-	const uint8_t *p =
-		(const uint8_t *)t->data + (size_t)r * (size_t)n * eng_dtype_size(t->dtype);
-	for (int64_t i = 0; i < n; i++) {
-		uint16_t h;
-		if (t->dtype == ENG_F32) {
-			memcpy(&out[i], p + 4 * i, 4);
-			continue;
-		}
-		memcpy(&h, p + 2 * i, 2);
-		out[i] = t->dtype == ENG_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
-	}
+	size_t rb = eng_row_bytes(t->dtype, n);
+	quant_dequantize_row(t->dtype, (const uint8_t *)t->data + (size_t)r * rb, out, n);
 }
 
 /* One row of n weights in type t, as llama-quantize writes it (engine/quantize.c). */
@@ -422,21 +398,64 @@ static int write_header(int fd, const struct eng_gguf_out *o, const struct eng_g
 	return rc;
 }
 
+/* A batch of rows converted by every CPU: the K-quants' reference quantizers search
+ * each block's scales and took ~8 minutes for an 8B model on one thread. */
+struct batch {
+	const struct planned *t;
+	uint8_t *buf;
+	size_t rb;
+	int64_t r0, n;
+	atomic_long next; /* rows claimed, 16 at a time */
+	atomic_int failed;
+};
+
+static void *convert_rows(void *arg)
+{
+	struct batch *b = arg;
+	float *row = malloc((size_t)b->t->ne0 * sizeof *row);
+	if (!row) {
+		atomic_store(&b->failed, 1);
+		return NULL;
+	}
+	for (long i; (i = atomic_fetch_add(&b->next, 16)) < b->n && !atomic_load(&b->failed);)
+		for (long r = i; r < i + 16 && r < b->n; r++) {
+			row_to_f32(b->t->src, b->r0 + r, b->t->ne0, row);
+			if (convert_row(b->t->type, row, b->t->ne0, b->buf + (size_t)r * b->rb))
+				atomic_store(&b->failed, 1);
+		}
+	free(row);
+	return NULL;
+}
+
+static int convert_batch(struct batch *b)
+{
+	pthread_t tid[32];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int started = 0, want = cpus > 1 ? (int)(cpus < 32 ? cpus : 32) - 1 : 0;
+	atomic_init(&b->next, 0);
+	atomic_init(&b->failed, 0);
+	for (; started < want && b->n > 16; started++)
+		if (pthread_create(&tid[started], NULL, convert_rows, b))
+			break;
+	convert_rows(b);
+	for (int i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	return atomic_load(&b->failed) ? err_prefix("tensor %s", b->t->name) : 0;
+}
+
 /* One tensor: rows converted in batches of up to MAX_OUT bytes, then its padding. */
-static int write_tensor(int fd, const struct planned *t, uint8_t *buf, float *row,
-			const volatile int *cancel)
+static int write_tensor(int fd, const struct planned *t, uint8_t *buf, const volatile int *cancel)
 {
 	size_t rb = t->nbytes / (size_t)t->ne1, per = MAX_OUT / rb ? MAX_OUT / rb : 1;
 	for (int64_t r = 0; r < t->ne1;) {
-		size_t k = 0;
-		for (; k < per && r < t->ne1; k++, r++) {
-			row_to_f32(t->src, r, t->ne0, row);
-			if (convert_row(t->type, row, t->ne0, buf + k * rb))
-				return err_prefix("tensor %s", t->name);
-		}
+		struct batch b = {.t = t, .buf = buf, .rb = rb, .r0 = r};
+		b.n = t->ne1 - r < (int64_t)per ? t->ne1 - r : (int64_t)per;
+		if (convert_batch(&b))
+			return -1;
+		r += b.n;
 		if (cancel && *cancel)
 			return err_set("interrupted");
-		if (write_all(fd, buf, k * rb))
+		if (write_all(fd, buf, (size_t)b.n * rb))
 			return -1;
 	}
 	static const char zeros[ALIGNMENT];
@@ -453,7 +472,6 @@ int eng_model_write_gguf(const struct eng_model *m, enum eng_ftype f,
 	struct planned *p = calloc((size_t)c->num_layers * 11 + 3, sizeof *p);
 	struct eng_gguf_out *o = eng_gguf_out_new();
 	uint8_t *buf = NULL;
-	float *row = NULL;
 	if (!p || !o || plan(m, f, p, &n) || model_keys(o, c, f))
 		goto out;
 	for (int i = 0; i < n; i++) {
@@ -461,15 +479,14 @@ int eng_model_write_gguf(const struct eng_model *m, enum eng_ftype f,
 		widest = p[i].ne0 > (int64_t)widest ? (size_t)p[i].ne0 : widest;
 	}
 	buf = malloc(MAX_OUT + widest * 4);
-	row = malloc(widest * sizeof *row);
-	if (!buf || !row || o->kv.oom) {
+	if (!buf || o->kv.oom) {
 		err_set("out of memory");
 		goto out;
 	}
 	if (write_header(fd, o, extra, p, n))
 		goto out;
 	for (int i = 0; i < n; i++) {
-		if (write_tensor(fd, &p[i], buf, row, cancel))
+		if (write_tensor(fd, &p[i], buf, cancel))
 			goto out;
 		done += p[i].nbytes;
 		if (progress)
@@ -477,7 +494,6 @@ int eng_model_write_gguf(const struct eng_model *m, enum eng_ftype f,
 	}
 	rc = 0;
 out:
-	free(row);
 	free(buf);
 	eng_gguf_out_free(o);
 	free(p);
