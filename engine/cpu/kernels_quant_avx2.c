@@ -146,11 +146,13 @@ static TQ float row_q5_0(const uint8_t *w, const struct cpu_xq *x, int nb)
  * of mins 4-7. Four masked words instead of eight calls of the scalar unpacking. */
 INL TQ void k4_scales(const uint8_t *p, __m256i *sc, __m256i *mn)
 {
-	uint32_t u[3];
-	memcpy(u, p, 12);
-	uint32_t sc_lo = u[0] & 0x3f3f3f3f, mn_lo = u[1] & 0x3f3f3f3f;
-	uint32_t sc_hi = (u[2] & 0x0f0f0f0f) | (u[0] >> 6 & 0x03030303) << 4;
-	uint32_t mn_hi = (u[2] >> 4 & 0x0f0f0f0f) | (u[1] >> 6 & 0x03030303) << 4;
+	uint32_t u0, u1, u2; /* three loads, not a copy through the stack */
+	memcpy(&u0, p, 4);
+	memcpy(&u1, p + 4, 4);
+	memcpy(&u2, p + 8, 4);
+	uint32_t sc_lo = u0 & 0x3f3f3f3f, mn_lo = u1 & 0x3f3f3f3f;
+	uint32_t sc_hi = (u2 & 0x0f0f0f0f) | (u0 >> 6 & 0x03030303) << 4;
+	uint32_t mn_hi = (u2 >> 4 & 0x0f0f0f0f) | (u1 >> 6 & 0x03030303) << 4;
 	*sc = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo));
 	*mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo));
 }
@@ -172,6 +174,7 @@ INL TQ float row_k4(const uint8_t *w, const struct cpu_xq *x, int nb, const bool
 			      _mm256_setzero_ps()};
 	__m256 offv = _mm256_setzero_ps();
 	for (int i = 0; i < nb; i++, w += bb) {
+		prefetch_block(w, (int)bb);
 		__m256i sc, mn;
 		k4_scales(w + 4, &sc, &mn);
 		__m256 scale = _mm256_mul_ps(
