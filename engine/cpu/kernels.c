@@ -98,6 +98,8 @@ static const struct cpu_kernels kernels_c = {
 	.to_bf16 = cpu_bf16_row,
 	.qmatvec = cpu_qmatvec_c,
 	.dequant_bf16 = cpu_dequant_bf16_c,
+	.dequant_f32p = cpu_dequant_f32p_c,
+	.matmul_f32w = cpu_matmul_f32w_c,
 };
 
 /* ---- dispatch ------------------------------------------------------------------ */

@@ -106,6 +106,13 @@ struct cpu_kernels {
 	/* dst[0..K) = one row of K weights of type t (any but BF16) rounded to bf16:
 	 * prefill's weights for the panel kernels. */
 	void (*dequant_bf16)(enum eng_dtype t, const void *w, uint16_t *dst, int K);
+	/* The same row as fp32 in this ISA's packed order (exact: no rounding), and
+	 * out[t*ldo + r] (+)= sum_k xp[t*ldx + k] * w[r*K + k] for t < n, r < rows <= 64
+	 * over such rows: prefill over the exact dequantized weights. NULL in the tables
+	 * whose bf16 kernels are faster (AVX-512). */
+	void (*dequant_f32p)(enum eng_dtype t, const void *w, float *dst, int K);
+	void (*matmul_f32w)(float *out, int ldo, const float *xp, int ldx, int n, const float *w,
+			    int K, int rows, bool acc);
 };
 
 /* Each instruction set's table, in its own file (kernels_avx512.c, kernels_avx2.c;
@@ -132,6 +139,14 @@ void cpu_qmatvec_avx2(enum eng_dtype t, float *out, const void *w, const struct 
 		      int m0, int m1, bool acc);
 
 void cpu_dequant_bf16_c(enum eng_dtype t, const void *w, uint16_t *dst, int K);
+/* A row dequantized to fp32 and packed for block size `pack`. */
+void cpu_dequant_f32p(enum eng_dtype t, const void *w, float *dst, int K, int pack);
+void cpu_dequant_f32p_c(enum eng_dtype t, const void *w, float *dst, int K);
+void cpu_dequant_f32p_avx2(enum eng_dtype t, const void *w, float *dst, int K);
+void cpu_matmul_f32w_c(float *out, int ldo, const float *xp, int ldx, int n, const float *w, int K,
+		       int rows, bool acc);
+void cpu_matmul_f32w_avx2(float *out, int ldo, const float *xp, int ldx, int n, const float *w,
+			  int K, int rows, bool acc);
 void cpu_dequant_bf16_avx2(enum eng_dtype t, const void *w, uint16_t *dst, int K);
 
 /* Undoes cpu_pack_row: the natural order of a packed row. */

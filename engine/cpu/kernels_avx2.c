@@ -302,5 +302,7 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	.to_bf16 = cpu_bf16_row,
 	.qmatvec = cpu_qmatvec_avx2,
 	.dequant_bf16 = cpu_dequant_bf16_avx2,
+	.dequant_f32p = cpu_dequant_f32p_avx2,
+	.matmul_f32w = cpu_matmul_f32w_avx2,
 };
 #endif /* __x86_64__ */

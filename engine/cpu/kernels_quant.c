@@ -191,3 +191,33 @@ void cpu_dequant_bf16_c(enum eng_dtype t, const void *w, uint16_t *dst, int K)
 		cpu_bf16_row(dst + k, tmp, n);
 	}
 }
+
+void cpu_dequant_f32p(enum eng_dtype t, const void *w, float *dst, int K, int pack)
+{
+	float tmp[256];
+	size_t bb = eng_dtype_block_bytes(t);
+	int blk = eng_dtype_block(t), step = 256 / blk * blk;
+	for (int k = 0; k < K; k += step) {
+		int n = K - k < step ? K - k : step;
+		quant_dequantize_row(t, (const uint8_t *)w + (size_t)(k / blk) * bb, tmp, n);
+		cpu_pack_row(dst + k, tmp, n, pack);
+	}
+}
+
+void cpu_dequant_f32p_c(enum eng_dtype t, const void *w, float *dst, int K)
+{
+	cpu_dequant_f32p(t, w, dst, K, 1);
+}
+
+void cpu_matmul_f32w_c(float *out, int ldo, const float *xp, int ldx, int n, const float *w, int K,
+		       int rows, bool acc)
+{
+	for (int t = 0; t < n; t++)
+		for (int r = 0; r < rows; r++) {
+			float s = 0;
+			for (int k = 0; k < K; k++)
+				s += w[(size_t)r * K + k] * xp[(size_t)t * ldx + k];
+			float *o = out + (size_t)t * ldo + r;
+			*o = acc ? *o + s : s;
+		}
+}

@@ -322,25 +322,45 @@ INL TQ __m256i to_bf16x16(__m256 a, __m256 b)
 	return _mm256_permute4x64_epi64(p, 0xd8); /* packus works within 128-bit halves */
 }
 
-/* 32 weights q * scale - min (q: 32 int8; the first 16 take sa, ma, the rest sb, mb)
- * as bf16 at dst. */
-INL TQ void emit32(uint16_t *dst, __m256i q, __m256 sa, __m256 sb, __m256 ma, __m256 mb)
+/* 16 floats in the AVX2 kernels' packed order (kernels.h: the 8 even-indexed, then
+ * the 8 odd-indexed) at dst. */
+INL TQ void store_packed16(float *dst, __m256 a, __m256 b)
+{
+	__m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
+	__m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+	_mm256_storeu_ps(dst, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xd8)));
+	_mm256_storeu_ps(dst + 8,
+			 _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), 0xd8)));
+}
+
+/* Weights [i, i + 32) = q * scale - min (q: 32 int8; the first 16 take sa, ma, the
+ * rest sb, mb), at dst as bf16 in natural order, or (f32) as fp32 in packed order. */
+INL TQ void emit32(void *dst, size_t i, const bool f32, __m256i q, __m256 sa, __m256 sb, __m256 ma,
+		   __m256 mb)
 {
 	__m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
 	__m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
 	__m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
 	__m256 f2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
 	__m256 f3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
-	_mm256_storeu_si256((__m256i *)dst,
-			    to_bf16x16(_mm256_fmsub_ps(f0, sa, ma), _mm256_fmsub_ps(f1, sa, ma)));
-	_mm256_storeu_si256((__m256i *)(dst + 16),
-			    to_bf16x16(_mm256_fmsub_ps(f2, sb, mb), _mm256_fmsub_ps(f3, sb, mb)));
+	f0 = _mm256_fmsub_ps(f0, sa, ma);
+	f1 = _mm256_fmsub_ps(f1, sa, ma);
+	f2 = _mm256_fmsub_ps(f2, sb, mb);
+	f3 = _mm256_fmsub_ps(f3, sb, mb);
+	if (f32) {
+		store_packed16((float *)dst + i, f0, f1);
+		store_packed16((float *)dst + i + 16, f2, f3);
+	} else {
+		uint16_t *b = (uint16_t *)dst + i;
+		_mm256_storeu_si256((__m256i *)b, to_bf16x16(f0, f1));
+		_mm256_storeu_si256((__m256i *)(b + 16), to_bf16x16(f2, f3));
+	}
 }
 
-static TQ void dequant_k4_bf16(const uint8_t *w, uint16_t *dst, int nb, bool five)
+INL TQ void dequant_k4_to(const uint8_t *w, void *dst, int nb, const bool five, const bool f32)
 {
 	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-	for (int i = 0; i < nb; i++, w += five ? 176 : 144, dst += 256) {
+	for (int i = 0; i < nb; i++, w += five ? 176 : 144) {
 		__m256i sc, mn;
 		k4_scales(w + 4, &sc, &mn);
 		__m256 scale = _mm256_mul_ps(_mm256_cvtepi32_ps(sc), _mm256_set1_ps(half(w)));
@@ -360,18 +380,19 @@ static TQ void dequant_k4_bf16(const uint8_t *w, uint16_t *dst, int nb, bool fiv
 			}
 			__m256 s0 = lane(scale, 2 * j), s1 = lane(scale, 2 * j + 1);
 			__m256 n0 = lane(mins, 2 * j), n1 = lane(mins, 2 * j + 1);
-			emit32(dst + 64 * j, lo, s0, s0, n0, n0);
-			emit32(dst + 64 * j + 32, hi, s1, s1, n1, n1);
+			size_t at = (size_t)256 * i + 64 * j;
+			emit32(dst, at, f32, lo, s0, s0, n0, n0);
+			emit32(dst, at + 32, f32, hi, s1, s1, n1, n1);
 		}
 	}
 }
 
-static TQ void dequant_q6_k_bf16(const uint8_t *w, uint16_t *dst, int nb)
+INL TQ void dequant_q6_k_to(const uint8_t *w, void *dst, int nb, const bool f32)
 {
 	const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3),
 		      c32 = _mm256_set1_epi8(32);
 	const __m256 zero = _mm256_setzero_ps();
-	for (int i = 0; i < nb; i++, w += 210, dst += 256) {
+	for (int i = 0; i < nb; i++, w += 210) {
 		const int8_t *sc = (const int8_t *)(w + 192);
 		float d = half(w + 208);
 		for (int h = 0; h < 2; h++) {
@@ -389,18 +410,19 @@ static TQ void dequant_q6_k_bf16(const uint8_t *w, uint16_t *dst, int nb)
 					_mm256_or_si256(u[k], _mm256_slli_epi16(hi, 4)), c32);
 				__m256 sa = _mm256_set1_ps(d * (float)sc[8 * h + 2 * k]);
 				__m256 sb = _mm256_set1_ps(d * (float)sc[8 * h + 2 * k + 1]);
-				emit32(dst + 128 * h + 32 * k, q, sa, sb, zero, zero);
+				emit32(dst, (size_t)256 * i + 128 * h + 32 * k, f32, q, sa, sb,
+				       zero, zero);
 			}
 		}
 	}
 }
 
 /* Q8_0, Q4_0, Q5_0: signed quants times one scale. */
-static TQ void dequant_32_bf16(enum eng_dtype t, const uint8_t *w, uint16_t *dst, int nb)
+INL TQ void dequant_32_to(enum eng_dtype t, const uint8_t *w, void *dst, int nb, const bool f32)
 {
 	const __m256 zero = _mm256_setzero_ps();
 	size_t bb = eng_dtype_block_bytes(t);
-	for (int b = 0; b < nb; b++, w += bb, dst += 32) {
+	for (int b = 0; b < nb; b++, w += bb) {
 		__m256i q;
 		if (t == ENG_Q8_0) {
 			q = load32(w + 2);
@@ -414,21 +436,101 @@ static TQ void dequant_32_bf16(enum eng_dtype t, const uint8_t *w, uint16_t *dst
 			q = _mm256_sub_epi8(q, _mm256_set1_epi8(16));
 		}
 		__m256 d = _mm256_set1_ps(half(w));
-		emit32(dst, q, d, d, zero, zero);
+		emit32(dst, (size_t)32 * b, f32, q, d, d, zero, zero);
 	}
 }
 
-TQ void cpu_dequant_bf16_avx2(enum eng_dtype t, const void *w, uint16_t *dst, int K)
+INL TQ bool dequant_to(enum eng_dtype t, const void *w, void *dst, int K, const bool f32)
 {
 	int nb = K / eng_dtype_block(t);
 	switch (t) {
 	case ENG_Q8_0:
 	case ENG_Q4_0:
-	case ENG_Q5_0: dequant_32_bf16(t, w, dst, nb); return;
-	case ENG_Q4_K: dequant_k4_bf16(w, dst, nb, false); return;
-	case ENG_Q5_K: dequant_k4_bf16(w, dst, nb, true); return;
-	case ENG_Q6_K: dequant_q6_k_bf16(w, dst, nb); return;
-	default: cpu_dequant_bf16_c(t, w, dst, K); return;
+	case ENG_Q5_0: dequant_32_to(t, w, dst, nb, f32); return true;
+	case ENG_Q4_K: dequant_k4_to(w, dst, nb, false, f32); return true;
+	case ENG_Q5_K: dequant_k4_to(w, dst, nb, true, f32); return true;
+	case ENG_Q6_K: dequant_q6_k_to(w, dst, nb, f32); return true;
+	default: return false;
+	}
+}
+
+TQ void cpu_dequant_bf16_avx2(enum eng_dtype t, const void *w, uint16_t *dst, int K)
+{
+	if (!dequant_to(t, w, dst, K, false))
+		cpu_dequant_bf16_c(t, w, dst, K);
+}
+
+TQ void cpu_dequant_f32p_avx2(enum eng_dtype t, const void *w, float *dst, int K)
+{
+	if (!dequant_to(t, w, dst, K, true))
+		cpu_dequant_f32p(t, w, dst, K, 16);
+}
+
+/* out[t*ldo + r] = dot(xp row t, w row r) for 4 rows (R) by T tokens, both packed
+ * alike: fp32 weights need no widening, so each step is T x R FMAs on 4 + T loads
+ * (the bf16 kernels spend a shift and an and per weight vector besides). */
+INL TQ void mkf(float *out, int ldo, const float *xp, int ldx, const float *w, int K, const int R,
+		const int T)
+{
+	__m256 a[4][3];
+#pragma GCC unroll 4
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+		for (int t = 0; t < T; t++)
+			a[r][t] = _mm256_setzero_ps();
+	for (int k = 0; k < K; k += 8) {
+		__m256 x[3];
+#pragma GCC unroll 3
+		for (int t = 0; t < T; t++)
+			x[t] = _mm256_loadu_ps(xp + (size_t)t * ldx + k);
+#pragma GCC unroll 4
+		for (int r = 0; r < R; r++) {
+			__m256 wv = _mm256_loadu_ps(w + (size_t)r * K + k);
+#pragma GCC unroll 3
+			for (int t = 0; t < T; t++)
+				a[r][t] = _mm256_fmadd_ps(wv, x[t], a[r][t]);
+		}
+	}
+#pragma GCC unroll 4
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+		for (int t = 0; t < T; t++)
+			out[(size_t)t * ldo + r] = hsum(a[r][t]);
+}
+
+#define MKF(R, T)                                                                                \
+	static TQ void mkf_##R##_##T(float *o, int ldo, const float *x, int ldx, const float *w, \
+				     int K)                                                      \
+	{                                                                                        \
+		mkf(o, ldo, x, ldx, w, K, R, T);                                                 \
+	}
+MKF(4, 1)
+MKF(4, 2)
+MKF(4, 3)
+MKF(1, 1)
+MKF(1, 2)
+MKF(1, 3)
+
+/* The products with `rows` (<= 64) fp32 rows in packed order; K a multiple of 8. */
+TQ void cpu_matmul_f32w_avx2(float *out, int ldo, const float *xp, int ldx, int n, const float *w,
+			     int K, int rows, bool acc)
+{
+	typedef void fn(float *, int, const float *, int, const float *, int);
+	static fn *const r4[3] = {mkf_4_1, mkf_4_2, mkf_4_3}, *const r1[3] = {mkf_1_1, mkf_1_2,
+									      mkf_1_3};
+	float tmp[3 * 64];
+	for (int t = 0; t < n; t += 3) {
+		int T = n - t < 3 ? n - t : 3, r = 0;
+		const float *x = xp + (size_t)t * ldx;
+		for (; r + 4 <= rows; r += 4)
+			r4[T - 1](tmp + r, 64, x, ldx, w + (size_t)r * K, K);
+		for (; r < rows; r++)
+			r1[T - 1](tmp + r, 64, x, ldx, w + (size_t)r * K, K);
+		for (int i = 0; i < T; i++)
+			for (int j = 0; j < rows; j++) {
+				float *o = out + (size_t)(t + i) * ldo + j;
+				*o = acc ? *o + tmp[64 * i + j] : tmp[64 * i + j];
+			}
 	}
 }
 

@@ -60,6 +60,15 @@ static void dequantized(const struct mm_task *t, const struct cpu_mm *mm, int lo
 	const struct cpu_matmul *c = t->c;
 	int K = t->K;
 	size_t rb = eng_row_bytes(mm->w->dtype, K);
+	if (!t->xb && c->k->matmul_f32w) { /* exact: the dequantized weights in fp32 */
+		float *rows = c->wrows32 + (size_t)tid * PREFILL_ROWS * c->widest;
+		for (int r = lo; r < hi; r++)
+			c->k->dequant_f32p(mm->w->dtype,
+					   (const uint8_t *)mm->w->data + (size_t)r * rb,
+					   rows + (size_t)(r - lo) * K, K);
+		c->k->matmul_f32w(mm->out + lo, mm->M, t->xp, K, t->n, rows, K, hi - lo, mm->acc);
+		return;
+	}
 	uint16_t *rows = c->wrows + (size_t)tid * PREFILL_ROWS * c->widest;
 	for (int r = lo; r < hi; r++)
 		c->k->dequant_bf16(mm->w->dtype, (const uint8_t *)mm->w->data + (size_t)r * rb,
@@ -155,13 +164,16 @@ int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cp
 		return err_set("cpu backend: out of memory");
 	if (bf16_only)
 		return 0;
+	if (k->matmul_f32w)
+		c->wrows32 = alloc64(c, th * PREFILL_ROWS * w, sizeof(float));
 	c->wrows = alloc64(c, th * PREFILL_ROWS * w, sizeof(uint16_t));
 	c->xf = alloc64(c, q * w, sizeof(float));
 	c->xq8 = alloc64(c, q * w, 1);
 	c->xd = alloc64(c, q * (w / 32 + 1), sizeof(float));
 	c->xds = alloc64(c, q * (w / 32 + 1), sizeof(float));
 	c->xs16 = alloc64(c, q * (w / 16 + 2), sizeof(int16_t));
-	if (!c->wrows || !c->xf || !c->xq8 || !c->xd || !c->xds || !c->xs16)
+	if (!c->wrows || (k->matmul_f32w && !c->wrows32) || !c->xf || !c->xq8 || !c->xd ||
+	    !c->xds || !c->xs16)
 		return err_set("cpu backend: out of memory");
 	for (size_t i = 0; i < q; i++)
 		c->xq[i] = (struct cpu_xq){.q = c->xq8 + i * w,
@@ -173,7 +185,7 @@ int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cp
 
 void cpu_matmul_free(struct cpu_matmul *c)
 {
-	void *bufs[] = {c->panels, c->wrows, c->xf, c->xq8, c->xd, c->xds, c->xs16};
+	void *bufs[] = {c->panels, c->wrows, c->wrows32, c->xf, c->xq8, c->xd, c->xds, c->xs16};
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	memset(c, 0, sizeof *c);

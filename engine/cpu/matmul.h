@@ -30,7 +30,8 @@ struct cpu_matmul {
 	bool bf16_only;      /* every matrix is bf16: none of the buffers below */
 	uint32_t *panels;    /* (threads, panel_words): the panel kernels' scratch */
 	size_t panel_words;
-	uint16_t *wrows; /* (threads, 64, widest): dequantized weight rows */
+	uint16_t *wrows; /* (threads, 64, widest): dequantized weight rows, bf16 */
+	float *wrows32;  /* the same in fp32, packed, where the ISA has matmul_f32w */
 	float *xf;       /* (CPU_QDIRECT, widest): natural-order input rows */
 	int8_t *xq8;     /* (CPU_QDIRECT, widest) */
 	float *xd, *xds; /* (CPU_QDIRECT, widest / 32) */

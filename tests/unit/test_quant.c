@@ -181,6 +181,52 @@ static void check_dequant_bf16(const struct cpu_kernels *k, enum eng_dtype t, co
 	free(b);
 }
 
+/* Prefill's exact rows: the dequantized weights in fp32, in the ISA's packed order
+ * (one fused multiply-subtract of the K-quants' mins may round differently: one ulp
+ * of the weight's magnitude), and the fp32-weight product over them in double. */
+static void check_dequant_f32(const struct cpu_kernels *k, enum eng_dtype t, const uint8_t *w,
+			      int rows, int K)
+{
+	if (!k->dequant_f32p)
+		return;
+	float *f = malloc((size_t)K * rows * sizeof *f), *p = malloc((size_t)K * rows * sizeof *p);
+	float *u = malloc((size_t)K * sizeof *u), *x = malloc((size_t)3 * K * sizeof *x);
+	float *xp = malloc((size_t)3 * K * sizeof *xp), out[3 * 24];
+	for (int m = 0; m < rows; m++) {
+		const uint8_t *row = w + (size_t)m * eng_row_bytes(t, K);
+		quant_dequantize_row(t, row, f + (size_t)m * K, K);
+		k->dequant_f32p(t, row, p + (size_t)m * K, K);
+		cpu_unpack_row(u, p + (size_t)m * K, K, k->pack);
+		for (int i = 0; i < K; i++) {
+			float want = f[(size_t)m * K + i];
+			if (fabsf(u[i] - want) > 1.2e-7f * fabsf(want))
+				fail_msg("%s %s row %d weight %d: %g, want %g", k->name,
+					 eng_dtype_name(t), m, i, u[i], want);
+		}
+	}
+	for (int i = 0; i < 3 * K; i++)
+		x[i] = frand();
+	for (int i = 0; i < 3; i++)
+		cpu_pack_row(xp + (size_t)i * K, x + (size_t)i * K, K, k->pack);
+	k->matmul_f32w(out, rows, xp, K, 3, p, K, rows, false);
+	for (int i = 0; i < 3; i++)
+		for (int m = 0; m < rows; m++) {
+			double ref = 0, mag = 0;
+			for (int j = 0; j < K; j++) {
+				ref += (double)f[(size_t)m * K + j] * x[(size_t)i * K + j];
+				mag += fabs((double)f[(size_t)m * K + j] * x[(size_t)i * K + j]);
+			}
+			if (fabs(out[i * rows + m] - ref) > 1e-5 * mag)
+				fail_msg("%s %s matmul_f32w token %d row %d: %g, want %g", k->name,
+					 eng_dtype_name(t), i, m, out[i * rows + m], ref);
+		}
+	free(f);
+	free(p);
+	free(u);
+	free(x);
+	free(xp);
+}
+
 /* Every ISA's qmatvec against the dot product of the dequantized weights with the
  * fp32 activations, in double: the only difference allowed is the activations'
  * rounding to int8 (half a step of each block's scale per weight), and the kernels
@@ -222,6 +268,7 @@ static void test_qmatvec(void **state)
 				continue;
 			const struct cpu_kernels *k = cpu_kernels_get((enum cpu_isa)isa);
 			check_dequant_bf16(k, t, w, ROWS, K);
+			check_dequant_f32(k, t, w, ROWS, K);
 			for (int m = 0; m < ROWS; m++)
 				out[m] = 1.0f;
 			k->qmatvec(t, out, w, &xq, K, 2, ROWS - 1, true);
