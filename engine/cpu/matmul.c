@@ -60,7 +60,7 @@ static void dequantized(const struct mm_task *t, const struct cpu_mm *mm, int lo
 	const struct cpu_matmul *c = t->c;
 	int K = t->K;
 	size_t rb = eng_row_bytes(mm->w->dtype, K);
-	if (!t->xb && c->k->matmul_f32w) { /* exact: the dequantized weights in fp32 */
+	if (c->exact && !t->xb && c->k->matmul_f32w) { /* the dequantized weights in fp32 */
 		float *rows = c->wrows32 + (size_t)tid * PREFILL_ROWS * c->widest;
 		for (int r = lo; r < hi; r++)
 			c->k->dequant_f32p(mm->w->dtype,
@@ -150,9 +150,10 @@ static void *alloc64(struct cpu_matmul *c, size_t n, size_t size)
 }
 
 int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cpu_pool *pool,
-		    int widest, bool bf16_only)
+		    int widest, bool bf16_only, bool exact)
 {
 	memset(c, 0, sizeof *c);
+	c->exact = exact;
 	c->k = k;
 	c->pool = pool;
 	c->threads = cpu_pool_size(pool);
@@ -164,7 +165,7 @@ int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cp
 		return err_set("cpu backend: out of memory");
 	if (bf16_only)
 		return 0;
-	if (k->matmul_f32w)
+	if (exact && k->matmul_f32w)
 		c->wrows32 = alloc64(c, th * PREFILL_ROWS * w, sizeof(float));
 	c->wrows = alloc64(c, th * PREFILL_ROWS * w, sizeof(uint16_t));
 	c->xf = alloc64(c, q * w, sizeof(float));
@@ -172,7 +173,7 @@ int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cp
 	c->xd = alloc64(c, q * (w / 32 + 1), sizeof(float));
 	c->xds = alloc64(c, q * (w / 32 + 1), sizeof(float));
 	c->xs16 = alloc64(c, q * (w / 16 + 2), sizeof(int16_t));
-	if (!c->wrows || (k->matmul_f32w && !c->wrows32) || !c->xf || !c->xq8 || !c->xd ||
+	if (!c->wrows || (exact && k->matmul_f32w && !c->wrows32) || !c->xf || !c->xq8 || !c->xd ||
 	    !c->xds || !c->xs16)
 		return err_set("cpu backend: out of memory");
 	for (size_t i = 0; i < q; i++)
