@@ -1,7 +1,9 @@
-/* cuda.cu — the CUDA backend: weights uploaded once in bf16, a bf16 KV cache on the
- * device, decode steps of small kernels replayed from one CUDA graph, prefill through
- * cuBLAS GEMMs (bf16 in, fp32 accumulate) and flash attention. One host function,
- * forward_chunk, orchestrates the kernels of kernels.cu and attention.cu. */
+/* cuda.cu — the CUDA backend: weights uploaded once (bf16, or ggml's quantized blocks
+ * for quant.cu's kernels), a bf16 KV cache on the device, decode steps of small kernels
+ * replayed from one CUDA graph, prefill through cuBLAS GEMMs (bf16 in, fp32
+ * accumulate; quantized matrices dequantized to bf16 by tiles first) and flash
+ * attention. One host function, forward_chunk, orchestrates the kernels of kernels.cu,
+ * quant.cu and attention.cu. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,10 @@ extern "C" {
 #define RESERVE_BYTES ((size_t)512 << 20)
 /* A shrunk context is a multiple of this many tokens. */
 #define CTX_QUANTUM   256
+/* Weights of a quantized matrix dequantized at a time for the prefill's GEMM (128 MB
+ * of bf16): the 8B shape's gate/up (200 MB) in two tiles, the lm_head in ten, each
+ * still a GEMM wide enough for cuBLAS's peak. */
+#define DEQ_MAX_ELEMS ((size_t)64 << 20)
 
 /* ---- the forward pass --------------------------------------------------------------- */
 
@@ -31,10 +37,34 @@ extern "C" {
 int cu_gemm(cublasHandle_t blas, float *out, const bf16 *in, const bf16 *W, int n, int M, int K,
 	    bool acc)
 {
+	return cu_gemm_ld(blas, out, M, in, W, n, M, K, acc);
+}
+
+int cu_gemm_ld(cublasHandle_t blas, float *out, int ldo, const bf16 *in, const bf16 *W, int n,
+	       int M, int K, bool acc)
+{
 	const float one = 1.0f, zero = 0.0f;
 	CUBLAS_CHECK(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &one, W, CUDA_R_16BF, K,
-				  in, CUDA_R_16BF, K, acc ? &one : &zero, out, CUDA_R_32F, M,
+				  in, CUDA_R_16BF, K, acc ? &one : &zero, out, CUDA_R_32F, ldo,
 				  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	return 0;
+}
+
+/* out (n, ldo) columns [0, W->rows) (+)= in (n, K) . W^T: cuBLAS on the bf16 weights,
+ * or, for a quantized W, on tiles of its rows dequantized into s->deq one after the
+ * other (stream order keeps a tile's GEMM before the next tile overwrites it). */
+static int mat_gemm(struct cu_state *s, float *out, int ldo, const bf16 *in, const struct cu_mat *W,
+		    int n, int K, bool acc)
+{
+	if (W->t == ENG_BF16)
+		return cu_gemm_ld(s->blas, out, ldo, in, (const bf16 *)W->w, n, W->rows, K, acc);
+	int tile = (int)(s->deq_elems / K);
+	for (int m0 = 0; m0 < W->rows; m0 += tile) {
+		int m1 = W->rows - m0 < tile ? W->rows : m0 + tile;
+		if (cu_dequant_rows(s->deq, W->w, W->t, W->stride, m0, m1, K, s->stream) ||
+		    cu_gemm_ld(s->blas, out + m0, ldo, in, s->deq, n, m1 - m0, K, acc))
+			return -1;
+	}
 	return 0;
 }
 
@@ -80,13 +110,46 @@ static int rope_store(struct cu_state *s, const struct cu_attn_args *aa, int l)
 	return cu_qk_norm_rope_store(&ra, s->stream);
 }
 
-/* y (M) (+)= W . x, where x is made from `in` as `input` says (cu_matvec_input). */
-static int matvec(struct cu_state *s, float *y, const bf16 *W, int M, int K, const void *in,
-		  int input, const bf16 *norm, bool acc)
+/* y (M) (+)= W . x, where x is made from `in` as `input` says (cu_matvec_input), or
+ * with CU_MV_OUT_SWIGLU h = silu(gate) * up of W's row pairs: the bf16 kernel or the
+ * quantized one for W's type. */
+static int matvec(struct cu_state *s, float *y, const struct cu_mat *W, int K, const void *in,
+		  int input, const bf16 *norm, bool acc, int output = CU_MV_OUT_F32, bf16 *h = NULL)
 {
-	struct cu_matvec_args ma = {
-		y, NULL, W, in, norm, (float)s->c->rms_norm_eps, M, K, input, CU_MV_OUT_F32, acc};
-	return cu_matvec(&ma, s->stream);
+	float eps = (float)s->c->rms_norm_eps;
+	if (W->t == ENG_BF16) {
+		struct cu_matvec_args ma = {
+			y, h, (const bf16 *)W->w, in, norm, eps, W->rows, K, input, output, acc};
+		return cu_matvec(&ma, s->stream);
+	}
+	struct cu_qmatvec_args qa = {y,   h,       W->w, W->t,  W->stride, in, norm,
+				     eps, W->rows, K,    input, output,    acc};
+	return cu_qmatvec(&qa, s->stream);
+}
+
+/* The fused q/k/v projection of x = rmsnorm(s->x) into s->qkv (n, qkv_dim): one product
+ * when the three are stacked, else one per part into its columns. */
+static int qkv_decode(struct cu_state *s, const struct cu_layer *L)
+{
+	int D = s->c->hidden_size, col = 0;
+	for (int i = 0; i < L->n_qkv; i++) {
+		if (matvec(s, s->qkv + col, &L->qkv[i], D, s->x, CU_MV_RMSNORM, L->input_norm,
+			   false))
+			return -1;
+		col += L->qkv[i].rows;
+	}
+	return 0;
+}
+
+static int qkv_prefill(struct cu_state *s, const struct cu_layer *L, int n)
+{
+	int D = s->c->hidden_size, col = 0;
+	for (int i = 0; i < L->n_qkv; i++) {
+		if (mat_gemm(s, s->qkv + col, s->qkv_dim, s->xn, &L->qkv[i], n, D, false))
+			return -1;
+		col += L->qkv[i].rows;
+	}
+	return 0;
 }
 
 /* One token through layer l (decode): seven kernels, the RMSNorms fused into the
@@ -99,19 +162,13 @@ static int layer_decode(struct cu_state *s, int l)
 	struct cu_attn_args aa = attn_args(s, l, 1);
 	aa.cap = s->capture ? s->cap + (size_t)l * c->num_heads * s->ctx : NULL;
 	/* x += Wo . attn(rope(norm(Wqkv . rmsnorm(x)))) */
-	if (matvec(s, s->qkv, L->wqkv, s->qkv_dim, D, s->x, CU_MV_RMSNORM, L->input_norm, false) ||
-	    rope_store(s, &aa, l) || cu_attention_decode(&aa, s->stream) ||
-	    matvec(s, s->x, L->wo, D, s->q_dim, s->att, CU_MV_BF16, NULL, true))
+	if (qkv_decode(s, L) || rope_store(s, &aa, l) || cu_attention_decode(&aa, s->stream) ||
+	    matvec(s, s->x, &L->wo, s->q_dim, s->att, CU_MV_BF16, NULL, true))
 		return -1;
 	/* x += Wdown . h, h = silu(Wgate . xn) * (Wup . xn), xn = rmsnorm(x) */
-	struct cu_matvec_args gu = {NULL,          s->xn,
-				    L->w_gate_up,  s->x,
-				    L->post_norm,  (float)c->rms_norm_eps,
-				    2 * F,         D,
-				    CU_MV_RMSNORM, CU_MV_OUT_SWIGLU,
-				    false};
-	if (cu_matvec(&gu, s->stream) ||
-	    matvec(s, s->x, L->w_down, D, F, s->xn, CU_MV_BF16, NULL, true))
+	if (matvec(s, NULL, &L->gate_up, D, s->x, CU_MV_RMSNORM, L->post_norm, false,
+		   CU_MV_OUT_SWIGLU, s->xn) ||
+	    matvec(s, s->x, &L->down, F, s->xn, CU_MV_BF16, NULL, true))
 		return -1;
 	return 0;
 }
@@ -126,8 +183,7 @@ static int layer_prefill(struct cu_state *s, int l, int n)
 	float eps = (float)c->rms_norm_eps;
 	struct cu_attn_args aa = attn_args(s, l, n);
 	/* x (n, D) += Wo . attn(rope(norm(Wqkv . rmsnorm(x)))) */
-	if (cu_rmsnorm(s->xn, s->x, L->input_norm, n, D, eps, st) ||
-	    cu_gemm(s->blas, s->qkv, s->xn, L->wqkv, n, s->qkv_dim, D, false) ||
+	if (cu_rmsnorm(s->xn, s->x, L->input_norm, n, D, eps, st) || qkv_prefill(s, L, n) ||
 	    rope_store(s, &aa, l) || cu_attention_prefill(&aa, st))
 		return -1;
 	if (s->capture) { /* the last query's softmax row, through the decode kernels */
@@ -139,13 +195,13 @@ static int layer_prefill(struct cu_state *s, int l, int n)
 		if (cu_attention_decode(&last, st))
 			return -1;
 	}
-	if (cu_gemm(s->blas, s->x, s->att, L->wo, n, D, s->q_dim, true))
+	if (mat_gemm(s, s->x, D, s->att, &L->wo, n, s->q_dim, true))
 		return -1;
 	/* x += Wdown . (silu(Wgate . xn) * (Wup . xn)), xn = rmsnorm(x) */
 	if (cu_rmsnorm(s->xn, s->x, L->post_norm, n, D, eps, st) ||
-	    cu_gemm(s->blas, s->gate_up, s->xn, L->w_gate_up, n, 2 * F, D, false) ||
+	    mat_gemm(s, s->gate_up, 2 * F, s->xn, &L->gate_up, n, D, false) ||
 	    cu_swiglu(s->xn, s->gate_up, n, F, st) ||
-	    cu_gemm(s->blas, s->x, s->xn, L->w_down, n, D, F, true))
+	    mat_gemm(s, s->x, D, s->xn, &L->down, n, F, true))
 		return -1;
 	return 0;
 }
@@ -156,8 +212,10 @@ static int forward_chunk(struct cu_state *s, int n, bool all)
 {
 	const struct eng_config *c = s->c;
 	int D = c->hidden_size, V = c->vocab_size;
-	if (cu_embed(s->x, s->embed, s->in + 1, n, D, s->stream)) /* x (n, D) */
-		return -1;
+	const struct cu_mat *E = &s->embed;
+	if (E->t == ENG_BF16 ? cu_embed(s->x, (const bf16 *)E->w, s->in + 1, n, D, s->stream)
+			     : cu_qembed(s->x, E->w, E->t, E->stride, s->in + 1, n, D, s->stream))
+		return -1; /* x (n, D) */
 	for (int l = 0; l < c->num_layers; l++)
 		if (n == 1 ? layer_decode(s, l) : layer_prefill(s, l, n))
 			return -1;
@@ -165,11 +223,10 @@ static int forward_chunk(struct cu_state *s, int n, bool all)
 	int first = all ? 0 : n - 1, rows = n - first;
 	const float *x = s->x + (size_t)first * D;
 	if (rows == 1)
-		return matvec(s, s->logits, s->lm_head, V, D, x, CU_MV_RMSNORM, s->final_norm,
-			      false);
+		return matvec(s, s->logits, &s->lm_head, D, x, CU_MV_RMSNORM, s->final_norm, false);
 	if (cu_rmsnorm(s->xn, x, s->final_norm, rows, D, (float)c->rms_norm_eps, s->stream))
 		return -1;
-	return cu_gemm(s->blas, s->logits, s->xn, s->lm_head, rows, V, D, false);
+	return mat_gemm(s, s->logits, V, s->xn, &s->lm_head, rows, D, false);
 }
 
 /* Enqueues one decode step whose id and position are in s->in (and, to sample, whose
@@ -362,7 +419,7 @@ static void cuda_free(void *vs)
 	void *dev[] = {s->weights, s->k_cache,     s->v_cache, s->rope_cos, s->rope_sin,
 		       s->in,      s->x,           s->xn,      s->qkv,      s->q,
 		       s->att,     s->att_discard, s->gate_up, s->part,     s->logits,
-		       s->cap,     s->sp_dev,      s->cand,    s->pick};
+		       s->cap,     s->sp_dev,      s->cand,    s->pick,     s->deq};
 	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
 		if (dev[i])
 			cudaFree(dev[i]);
@@ -416,6 +473,37 @@ static int alloc_scratch(struct cu_state *s)
 	CUDA_CHECK(cudaMallocHost((void **)&s->sp_host, sizeof *s->sp_host));
 	CUDA_CHECK(cudaMallocHost((void **)&s->pick_host, 3 * sizeof(int)));
 	return 0;
+}
+
+/* For a model with quantized matrices: the quantized decode's shared-memory opt-in,
+ * and the prefill's dequantization buffer, the largest quantized matrix or
+ * DEQ_MAX_ELEMS weights, whichever is less (bigger ones go by tiles of rows). */
+static int alloc_dequant(struct cu_state *s)
+{
+	const struct eng_config *c = s->c;
+	if (!s->quantized)
+		return 0;
+	int widest = c->hidden_size > s->q_dim ? c->hidden_size : s->q_dim;
+	if (c->intermediate_size > widest)
+		widest = c->intermediate_size;
+	if (cu_qmatvec_setup(widest))
+		return -1;
+	size_t most = 0, K = c->hidden_size;
+	if (s->lm_head.t != ENG_BF16) /* the embedding only ever has rows looked up */
+		most = (size_t)s->lm_head.rows * K;
+	for (int l = 0; l < c->num_layers; l++) {
+		const struct cu_layer *L = &s->layers[l];
+		const struct cu_mat *m[6] = {&L->qkv[0], &L->qkv[1],  &L->qkv[2],
+					     &L->wo,     &L->gate_up, &L->down};
+		size_t k[6] = {K, K, K, (size_t)s->q_dim, K, (size_t)c->intermediate_size};
+		for (int i = 0; i < 6; i++)
+			if (m[i]->w && m[i]->t != ENG_BF16 && (size_t)m[i]->rows * k[i] > most)
+				most = (size_t)m[i]->rows * k[i];
+	}
+	s->deq_elems = most < DEQ_MAX_ELEMS ? most : DEQ_MAX_ELEMS;
+	if ((size_t)widest > s->deq_elems)
+		s->deq_elems = widest; /* a tile holds at least one row */
+	return scratch(s, (void **)&s->deq, s->deq_elems, sizeof(bf16));
 }
 
 /* The context the free device memory holds: the requested one when it fits next to
@@ -484,11 +572,6 @@ static void *cuda_init(struct eng_model *m, struct eng_backend_opts *o)
 {
 	const struct eng_config *c = eng_model_config(m);
 	const struct eng_weights *w = eng_model_weights(m);
-	if (w->embed.dtype != ENG_BF16) {
-		err_set("cuda backend: weights are %s; only BF16 models are supported",
-			eng_dtype_name(w->embed.dtype));
-		return NULL;
-	}
 	if (o->kv_f32) {
 		err_set("cuda backend: the fp32 KV cache is CPU-only");
 		return NULL;
@@ -535,7 +618,8 @@ static void *cuda_init(struct eng_model *m, struct eng_backend_opts *o)
 		return NULL;
 	}
 	/* weights first, then what a chunk needs, then the KV cache in what is left */
-	if (cu_upload_weights(s, w, o->progress) || alloc_scratch(s) || fit_context(s, o)) {
+	if (cu_upload_weights(s, w, o->progress) || alloc_dequant(s) || alloc_scratch(s) ||
+	    fit_context(s, o)) {
 		cuda_free(s);
 		return NULL;
 	}

@@ -112,6 +112,10 @@ int cu_sample(const struct cu_sample_args *a, cudaStream_t s);
  * accumulation): the prefill's matrix products (cuda.cu). */
 int cu_gemm(cublasHandle_t blas, float *out, const bf16 *in, const bf16 *W, int n, int M, int K,
 	    bool acc);
+/* The same into columns of a wider out: row t of out starts ldo floats after row t-1
+ * (a part of the stacked q/k/v outputs, a tile of a dequantized matrix's rows). */
+int cu_gemm_ld(cublasHandle_t blas, float *out, int ldo, const bf16 *in, const bf16 *W, int n,
+	       int M, int K, bool acc);
 
 /* The device's copy bandwidth and GEMM rate (measure.cu), for eng_measure. */
 int cu_measure_peaks(cublasHandle_t blas, cudaStream_t s, int m, int n, int k,

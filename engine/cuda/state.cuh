@@ -4,6 +4,7 @@
 #define QWENCHAT_CUDA_STATE_CUH
 
 #include "engine/cuda/kernels.cuh"
+#include "engine/cuda/quant.cuh"
 
 /* What a decode step hands back: the logits row, or the id sampled on the device. */
 enum step_kind { STEP_LOGITS, STEP_SAMPLE };
@@ -15,12 +16,27 @@ struct step_graph {
 	size_t bytes; /* device memory its instantiation took */
 };
 
+/* A weight matrix on the device: bf16 (F16 and F32 files are converted at upload), or
+ * ggml's blocks as the file stores them, each row padded to a multiple of 16 bytes
+ * (quant.cuh). Each product dispatches on t, on the host: the bf16 path launches
+ * exactly what it did before there were quantized types. */
+struct cu_mat {
+	const void *w;
+	int t;         /* ENG_BF16 or a block-quantized enum eng_dtype */
+	int rows;      /* M */
+	size_t stride; /* bytes from one row to the next */
+};
+
 struct cu_layer {
 	const bf16 *input_norm, *post_norm, *q_norm, *k_norm; /* (D), (D), (hd), (hd) */
-	const bf16 *wqkv;      /* (q_dim + 2 kv_dim, D): q, k, v rows stacked */
-	const bf16 *wo;        /* (D, q_dim) */
-	const bf16 *w_gate_up; /* (2F, D): gate and up rows interleaved */
-	const bf16 *w_down;    /* (D, F) */
+	/* (q_dim + 2 kv_dim, D): q, k, v rows stacked in qkv[0] when the three have one
+	 * device type; otherwise q, k and v apart (llama.cpp's _M mixes give attn_v
+	 * more bits on some layers) */
+	struct cu_mat qkv[3];
+	int n_qkv;
+	struct cu_mat wo;      /* (D, q_dim) */
+	struct cu_mat gate_up; /* (2F, D): gate and up rows interleaved */
+	struct cu_mat down;    /* (D, F) */
 };
 
 struct cu_state {
@@ -31,7 +47,11 @@ struct cu_state {
 	cublasHandle_t blas;
 	char *weights; /* one device allocation for every tensor */
 	size_t weight_bytes;
-	const bf16 *embed, *final_norm, *lm_head;
+	struct cu_mat embed, lm_head; /* lm_head is embed when tied */
+	const bf16 *final_norm;
+	bool quantized; /* some matrix is block-quantized */
+	bf16 *deq;      /* prefill: tiles of a quantized matrix dequantized for cuBLAS */
+	size_t deq_elems;
 	struct cu_layer *layers;
 	bf16 *k_cache, *v_cache; /* (layer, Hkv, ctx, hd) */
 	size_t kv_bytes;
@@ -64,7 +84,8 @@ struct cu_state {
 };
 
 /* Allocates the device buffer for every weight and uploads them (the gate and up rows
- * interleaved, q/k/v stacked); progress may be NULL. */
+ * interleaved, q/k/v stacked when they share a type, norms as bf16); sets s->quantized.
+ * progress may be NULL. */
 int cu_upload_weights(struct cu_state *s, const struct eng_weights *w,
 		      void (*progress)(size_t done_bytes, size_t total_bytes));
 

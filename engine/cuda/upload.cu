@@ -1,7 +1,12 @@
 /* upload.cu — the weights onto the device once, in one allocation, through pinned
- * staging buffers so that reading the memory-mapped file overlaps the transfer. */
+ * staging buffers so that reading the memory-mapped file overlaps the transfer.
+ * Matrices stay as the file has them when they are bf16 or block-quantized (rows
+ * padded to 16 bytes); F16 and F32 matrices and every norm become bf16, what the
+ * kernels read. */
 #include <stdlib.h>
 #include <string.h>
+
+#include <cuda_fp16.h>
 
 #include "engine/cuda/state.cuh"
 
@@ -42,76 +47,200 @@ static int upload(struct uploader *u, void *dst, const void *src, size_t bytes)
 	return 0;
 }
 
-/* Places `t` at *off in the device buffer (256-byte aligned) and uploads it. */
-static int place(struct cu_state *s, struct uploader *u, size_t *off, const struct eng_tensor *t,
-		 const bf16 **where)
+/* Where the rows of one device tensor come from: `count` file tensors stacked (q, k,
+ * v), or with interleave two whose rows alternate (gate, up); a norm is one row. */
+struct rows_src {
+	const struct eng_tensor *t[3];
+	int count;
+	bool interleave;
+	int64_t K, rows;  /* weights per row; rows of the device tensor */
+	int dt;           /* the device's type: ENG_BF16 or the block type */
+	size_t row_bytes; /* a device row */
+};
+
+/* One device tensor to place: a matrix (mat) or a norm (norm). */
+struct job {
+	struct rows_src rs;
+	struct cu_mat *mat;
+	const bf16 **norm;
+};
+
+static int64_t rows_of(const struct eng_tensor *t)
 {
-	*where = (const bf16 *)(s->weights + *off);
-	if (upload(u, s->weights + *off, t->data, t->nbytes))
+	return t->ndim == 1 ? 1 : t->shape[0];
+}
+
+/* Row r of the device tensor into out: the file's bytes when the types agree (padded
+ * with zeros), else bf16 from F16 or F32. */
+static void fill_row(const struct rows_src *rs, int64_t r, char *out)
+{
+	const struct eng_tensor *t = rs->t[0];
+	int64_t tr = r;
+	if (rs->interleave) {
+		t = rs->t[r % 2];
+		tr = r / 2;
+	} else {
+		for (int i = 1; tr >= rows_of(t); i++) {
+			tr -= rows_of(t);
+			t = rs->t[i];
+		}
+	}
+	size_t src_bytes = cu_row_bytes(t->dtype, rs->K);
+	const char *src = (const char *)t->data + tr * src_bytes;
+	bf16 *o = (bf16 *)out;
+	if (t->dtype == ENG_F16) {
+		for (int64_t k = 0; k < rs->K; k++) {
+			__half h;
+			memcpy(&h, src + 2 * k, 2);
+			o[k] = __float2bfloat16(__half2float(h));
+		}
+	} else if (t->dtype == ENG_F32) {
+		for (int64_t k = 0; k < rs->K; k++) {
+			float f;
+			memcpy(&f, src + 4 * k, 4);
+			o[k] = __float2bfloat16(f);
+		}
+	} else {
+		memcpy(out, src, src_bytes);
+		memset(out + src_bytes, 0, rs->row_bytes - src_bytes);
+	}
+}
+
+/* The device tensor's rows, built straight into the pinned staging buffers. */
+static int upload_rows(struct uploader *u, char *dst, const struct rows_src *rs)
+{
+	int64_t per = STAGE_BYTES / rs->row_bytes;
+	if (per < 1)
+		return err_set("cuda: a weight row of %zu bytes is larger than the staging "
+			       "buffer",
+			       rs->row_bytes);
+	for (int64_t r0 = 0; r0 < rs->rows; r0 += per) {
+		int64_t n = rs->rows - r0 < per ? rs->rows - r0 : per;
+		int b = u->turn;
+		u->turn ^= 1;
+		CUDA_CHECK(cudaEventSynchronize(u->done[b]));
+		for (int64_t r = 0; r < n; r++)
+			fill_row(rs, r0 + r, (char *)u->stage[b] + r * rs->row_bytes);
+		CUDA_CHECK(cudaMemcpyAsync(dst + r0 * rs->row_bytes, u->stage[b], n * rs->row_bytes,
+					   cudaMemcpyHostToDevice, u->stream));
+		CUDA_CHECK(cudaEventRecord(u->done[b], u->stream));
+		u->sent += n * rs->row_bytes;
+		if (u->progress)
+			u->progress(u->sent, u->total);
+	}
+	return 0;
+}
+
+/* Places a job at *off (256-byte aligned) and uploads it. Stacked bf16 tensors go as
+ * the bytes they are, the way they always did. */
+static int place(struct cu_state *s, struct uploader *u, size_t *off, const struct job *j)
+{
+	const struct rows_src *rs = &j->rs;
+	char *dst = s->weights + *off;
+	bool as_is = !rs->interleave;
+	for (int i = 0; i < rs->count; i++)
+		as_is = as_is && rs->t[i]->dtype == ENG_BF16;
+	if (as_is) {
+		size_t done = 0;
+		for (int i = 0; i < rs->count; i++) {
+			if (upload(u, dst + done, rs->t[i]->data, rs->t[i]->nbytes))
+				return -1;
+			done += rs->t[i]->nbytes;
+		}
+	} else if (upload_rows(u, dst, rs)) {
 		return -1;
-	*off += align256(t->nbytes);
+	}
+	if (j->mat) {
+		j->mat->w = dst;
+		j->mat->t = rs->dt;
+		j->mat->rows = (int)rs->rows;
+		j->mat->stride = rs->row_bytes;
+	} else {
+		*j->norm = (const bf16 *)dst;
+	}
+	*off += align256((size_t)rs->rows * rs->row_bytes);
 	return 0;
 }
 
-/* Several tensors stacked back to back (rows concatenated), e.g. q, k, v. */
-static int place_stacked(struct cu_state *s, struct uploader *u, size_t *off,
-			 const struct eng_tensor *const *ts, int count, const bf16 **where)
+/* The device type of a file tensor's type: block types stay, float types become bf16. */
+static int device_type(int t)
 {
-	*where = (const bf16 *)(s->weights + *off);
-	size_t total = 0;
+	return cu_quantized(t) ? t : ENG_BF16;
+}
+
+/* A job of `count` tensors; the norm when dst_norm is set. */
+static int add_job(struct job *jobs, int *n, const struct eng_tensor *const *ts, int count,
+		   bool interleave, struct cu_mat *mat, const bf16 **norm)
+{
+	struct job *j = &jobs[(*n)++];
+	memset(j, 0, sizeof *j);
+	j->mat = mat;
+	j->norm = norm;
+	j->rs.count = count;
+	j->rs.interleave = interleave;
+	j->rs.dt = device_type(ts[0]->dtype);
+	j->rs.K = norm ? ts[0]->shape[0] : ts[0]->shape[1];
 	for (int i = 0; i < count; i++) {
-		if (upload(u, s->weights + *off + total, ts[i]->data, ts[i]->nbytes))
-			return -1;
-		total += ts[i]->nbytes;
+		j->rs.t[i] = ts[i];
+		j->rs.rows += norm ? 1 : ts[i]->shape[0];
+		if ((unsigned)ts[i]->dtype >= ENG_DTYPE_COUNT ||
+		    !cu_row_bytes(ts[i]->dtype, j->rs.K) || device_type(ts[i]->dtype) != j->rs.dt ||
+		    (norm && cu_quantized(j->rs.dt)))
+			return err_set("cuda backend: a %s tensor with a %s one in %s is not "
+				       "supported",
+				       (unsigned)ts[i]->dtype < ENG_DTYPE_COUNT
+					       ? eng_dtype_name(ts[i]->dtype)
+					       : "unknown-type",
+				       eng_dtype_name(ts[0]->dtype),
+				       norm         ? "a norm"
+				       : interleave ? "gate/up"
+						    : "q/k/v");
 	}
-	*off += align256(total);
+	j->rs.row_bytes = cu_quantized(j->rs.dt) ? cu_qrow_stride(j->rs.dt, j->rs.K)
+						 : (size_t)j->rs.K * sizeof(bf16);
 	return 0;
 }
 
-/* The MLP's gate and up rows interleaved (gate row f at 2f, up row f at 2f + 1), so
- * that the decode's matrix-vector product makes silu(gate) * up of a row pair in one
- * warp, and the prefill's GEMM leaves each pair side by side. */
-static int place_gate_up(struct cu_state *s, struct uploader *u, size_t *off,
-			 const struct eng_tensor *gate, const struct eng_tensor *up,
-			 const bf16 **where)
+/* Every device tensor of the model, in upload order. */
+static int make_jobs(struct cu_state *s, const struct eng_weights *w, bool tied, struct job *jobs,
+		     int *n)
 {
-	size_t row = gate->nbytes / gate->shape[0], rows = gate->shape[0];
-	size_t batch = STAGE_BYTES / (2 * row), done = 0;
-	char *tmp = (char *)malloc(batch * 2 * row);
-	if (!tmp)
-		return err_set("cuda: out of host memory for the weight upload");
-	*where = (const bf16 *)(s->weights + *off);
-	for (size_t r0 = 0; r0 < rows; r0 += batch) {
-		size_t n = rows - r0 < batch ? rows - r0 : batch;
-		for (size_t r = 0; r < n; r++) {
-			memcpy(tmp + 2 * r * row, (const char *)gate->data + (r0 + r) * row, row);
-			memcpy(tmp + (2 * r + 1) * row, (const char *)up->data + (r0 + r) * row,
-			       row);
-		}
-		if (upload(u, s->weights + *off + done, tmp, 2 * n * row)) {
-			free(tmp);
-			return -1;
-		}
-		done += 2 * n * row;
-	}
-	free(tmp);
-	*off += align256(done);
-	return 0;
-}
-
-static size_t weights_size(const struct eng_weights *w, int layers, bool tied)
-{
-	size_t n = align256(w->embed.nbytes) + align256(w->final_norm.nbytes);
-	if (!tied)
-		n += align256(w->lm_head.nbytes);
-	for (int l = 0; l < layers; l++) {
+	*n = 0;
+	const struct eng_tensor *one[1] = {&w->embed};
+	if (add_job(jobs, n, one, 1, false, &s->embed, NULL))
+		return -1;
+	one[0] = &w->final_norm;
+	if (add_job(jobs, n, one, 1, false, NULL, &s->final_norm))
+		return -1;
+	one[0] = &w->lm_head;
+	if (!tied && add_job(jobs, n, one, 1, false, &s->lm_head, NULL))
+		return -1;
+	for (int l = 0; l < s->c->num_layers; l++) {
 		const struct eng_layer *L = &w->layers[l];
-		n += align256(L->input_norm.nbytes) + align256(L->post_norm.nbytes) +
-		     align256(L->q_norm.nbytes) + align256(L->k_norm.nbytes) +
-		     align256(L->wq.nbytes + L->wk.nbytes + L->wv.nbytes) + align256(L->wo.nbytes) +
-		     align256(L->w_gate.nbytes + L->w_up.nbytes) + align256(L->w_down.nbytes);
+		struct cu_layer *d = &s->layers[l];
+		const struct eng_tensor *norms[4] = {&L->input_norm, &L->post_norm, &L->q_norm,
+						     &L->k_norm};
+		const bf16 **norm_dst[4] = {&d->input_norm, &d->post_norm, &d->q_norm, &d->k_norm};
+		for (int i = 0; i < 4; i++)
+			if (add_job(jobs, n, &norms[i], 1, false, NULL, norm_dst[i]))
+				return -1;
+		const struct eng_tensor *qkv[3] = {&L->wq, &L->wk, &L->wv};
+		int tq = device_type(L->wq.dtype);
+		d->n_qkv = tq == device_type(L->wk.dtype) && tq == device_type(L->wv.dtype) ? 1 : 3;
+		for (int i = 0; i < d->n_qkv; i++)
+			if (add_job(jobs, n, qkv + i, d->n_qkv == 1 ? 3 : 1, false, &d->qkv[i],
+				    NULL))
+				return -1;
+		const struct eng_tensor *gu[2] = {&L->w_gate, &L->w_up};
+		one[0] = &L->wo;
+		if (add_job(jobs, n, one, 1, false, &d->wo, NULL) ||
+		    add_job(jobs, n, gu, 2, true, &d->gate_up, NULL))
+			return -1;
+		one[0] = &L->w_down;
+		if (add_job(jobs, n, one, 1, false, &d->down, NULL))
+			return -1;
 	}
-	return n;
+	return 0;
 }
 
 int cu_upload_weights(struct cu_state *s, const struct eng_weights *w,
@@ -119,11 +248,25 @@ int cu_upload_weights(struct cu_state *s, const struct eng_weights *w,
 {
 	const struct eng_config *c = s->c;
 	bool tied = w->lm_head.data == w->embed.data;
-	s->weight_bytes = weights_size(w, c->num_layers, tied);
+	int njobs = 0;
+	struct job *jobs = (struct job *)calloc(3 + 10 * (size_t)c->num_layers, sizeof *jobs);
+	if (!jobs)
+		return err_set("cuda: out of host memory for the weight upload");
+	if (make_jobs(s, w, tied, jobs, &njobs)) {
+		free(jobs);
+		return -1;
+	}
+	s->weight_bytes = 0;
+	s->quantized = false;
+	for (int i = 0; i < njobs; i++) {
+		s->weight_bytes += align256((size_t)jobs[i].rs.rows * jobs[i].rs.row_bytes);
+		s->quantized = s->quantized || cu_quantized(jobs[i].rs.dt);
+	}
 	if (cudaMalloc((void **)&s->weights, s->weight_bytes) != cudaSuccess) {
 		size_t free_b = 0, total_b = 0;
 		cudaGetLastError();
 		cudaMemGetInfo(&free_b, &total_b);
+		free(jobs);
 		return err_set("cuda: the weights need %.2f GB of device memory, %.2f GB of "
 			       "%.2f GB are free",
 			       s->weight_bytes / 1e9, free_b / 1e9, total_b / 1e9);
@@ -140,27 +283,11 @@ int cu_upload_weights(struct cu_state *s, const struct eng_weights *w,
 			2 * (STAGE_BYTES >> 20));
 		goto out;
 	}
-	if (place(s, &u, &off, &w->embed, &s->embed) ||
-	    place(s, &u, &off, &w->final_norm, &s->final_norm))
-		goto out;
+	for (int i = 0; i < njobs; i++)
+		if (place(s, &u, &off, &jobs[i]))
+			goto out;
 	if (tied)
 		s->lm_head = s->embed;
-	else if (place(s, &u, &off, &w->lm_head, &s->lm_head))
-		goto out;
-	for (int l = 0; l < c->num_layers; l++) {
-		const struct eng_layer *L = &w->layers[l];
-		struct cu_layer *d = &s->layers[l];
-		const struct eng_tensor *qkv[3] = {&L->wq, &L->wk, &L->wv};
-		if (place(s, &u, &off, &L->input_norm, &d->input_norm) ||
-		    place(s, &u, &off, &L->post_norm, &d->post_norm) ||
-		    place(s, &u, &off, &L->q_norm, &d->q_norm) ||
-		    place(s, &u, &off, &L->k_norm, &d->k_norm) ||
-		    place_stacked(s, &u, &off, qkv, 3, &d->wqkv) ||
-		    place(s, &u, &off, &L->wo, &d->wo) ||
-		    place_gate_up(s, &u, &off, &L->w_gate, &L->w_up, &d->w_gate_up) ||
-		    place(s, &u, &off, &L->w_down, &d->w_down))
-			goto out;
-	}
 	if (cudaStreamSynchronize(s->stream) != cudaSuccess) {
 		err_set("cuda: weight upload failed: %s", cudaGetErrorString(cudaGetLastError()));
 		goto out;
@@ -175,5 +302,6 @@ out:
 		if (u.done[i])
 			cudaEventDestroy(u.done[i]);
 	}
+	free(jobs);
 	return rc;
 }

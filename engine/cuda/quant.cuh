@@ -1,0 +1,50 @@
+/* quant.cuh — the CUDA backend's kernels for ggml's block-quantized weights (quant.cu):
+ * Q8_0, Q4_0, Q5_0 (32 weights a block) and Q4_K, Q5_K, Q6_K (256), laid out as
+ * ggml-common.h defines them. On the device each row of blocks is padded to a multiple
+ * of 16 bytes (cu_qrow_stride), so that every row starts where a 16-byte load can.
+ *
+ * Written from the format definitions and compiled for sm_90, but not yet run on a
+ * GPU: tests/cuda.sh holds the cases that check them against the CPU backend. */
+#ifndef QWENCHAT_CUDA_QUANT_CUH
+#define QWENCHAT_CUDA_QUANT_CUH
+
+#include "engine/cuda/kernels.cuh"
+
+/* True for the block-quantized types (the module cannot call engine.h's functions:
+ * it links nothing of the program but the host table). */
+bool cu_quantized(int type);
+/* Bytes of a row of K weights of `type` as a file stores it (BF16, F16, F32 or a
+ * block type; K a multiple of the block), 0 for an unknown type. */
+size_t cu_row_bytes(int type, int64_t K);
+/* The device's row of a block type: the file's, padded to a multiple of 16 bytes. */
+size_t cu_qrow_stride(int type, int64_t K);
+
+/* The decode matrix-vector product on quantized rows: what cu_matvec does for bf16
+ * (same inputs, same outputs, the same `acc`), with x kept in fp32. */
+struct cu_qmatvec_args {
+	float *y;         /* CU_MV_OUT_F32 */
+	bf16 *h;          /* CU_MV_OUT_SWIGLU: rows 2f and 2f + 1 are gate and up */
+	const void *W;    /* (M rows of `stride` bytes) */
+	int type;         /* enum eng_dtype, a block type */
+	size_t stride;    /* cu_qrow_stride(type, K) */
+	const void *in;   /* as cu_matvec_args.in */
+	const bf16 *norm; /* CU_MV_RMSNORM */
+	float eps;
+	int M, K;
+	int input, output; /* enum cu_matvec_input, enum cu_matvec_output */
+	bool acc;          /* add to y */
+};
+/* Once per process, before cu_qmatvec: the largest K (its shared-memory opt-in). */
+int cu_qmatvec_setup(int max_k);
+int cu_qmatvec(const struct cu_qmatvec_args *a, cudaStream_t s);
+
+/* out (m1 - m0, K) bf16, row-major = rows [m0, m1) of W dequantized: the prefill's
+ * cuBLAS GEMM then runs on this copy. */
+int cu_dequant_rows(bf16 *out, const void *W, int type, size_t stride, int m0, int m1, int K,
+		    cudaStream_t s);
+
+/* x (n, dim) fp32 = rows ids[0..n) of a quantized embedding table. */
+int cu_qembed(float *x, const void *table, int type, size_t stride, const int32_t *ids, int n,
+	      int dim, cudaStream_t s);
+
+#endif
