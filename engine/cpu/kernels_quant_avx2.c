@@ -85,59 +85,106 @@ INL TQ float hsum4(const __m256 *a)
 	return hsum(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
 }
 
+/* Lane i of v in every lane. */
+INL TQ __m256 lane(__m256 v, int i)
+{
+	return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(i));
+}
+
+/* The f16 scales at the start of 8 consecutive blocks `stride` bytes apart, as one
+ * vector: each block then broadcasts its lane instead of converting its scale alone
+ * (Q8_0 in L2: 20 -> 22 G weights/s per core; Q4_0 17 -> 20.5). */
+INL TQ __m256 halves8(const uint8_t *w, size_t stride)
+{
+	uint16_t v[8];
+	for (int i = 0; i < 8; i++)
+		memcpy(&v[i], w + i * stride, 2);
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)v));
+}
+
 static TQ float row_q8_0(const uint8_t *w, const struct cpu_xq *x, int nb)
 {
 	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			      _mm256_setzero_ps()};
-	for (int b = 0; b < nb; b++, w += 34) {
-		if (b % 2 == 0)
-			prefetch_block(w, 64);
-		/* signed x signed as |w| x (x with w's sign) */
-		__m256i q = load32(w + 2), v = load32(x->q + 32 * b);
+	int b = 0;
+	for (; b + 8 <= nb; b += 8) {
+		__m256 dd = _mm256_mul_ps(halves8(w + 34 * b, 34), _mm256_loadu_ps(x->d + b));
+#pragma GCC unroll 8
+		for (int i = 0; i < 8; i++) {
+			const uint8_t *blk = w + 34 * (b + i);
+			if (i % 2 == 0)
+				prefetch_block(blk, 64);
+			/* signed x signed as |w| x (x with w's sign) */
+			__m256i q = load32(blk + 2), v = load32(x->q + 32 * (b + i));
+			__m256i p = dot_u8s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(v, q));
+			acc[i % CHAINS] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), lane(dd, i),
+							  acc[i % CHAINS]);
+		}
+	}
+	for (; b < nb; b++) {
+		const uint8_t *blk = w + 34 * b;
+		__m256i q = load32(blk + 2), v = load32(x->q + 32 * b);
 		__m256i p = dot_u8s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(v, q));
-		acc[b % CHAINS] = _mm256_fmadd_ps(
-			_mm256_cvtepi32_ps(p), _mm256_set1_ps(half(w) * x->d[b]), acc[b % CHAINS]);
+		acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(half(blk) * x->d[b]),
+					 acc[0]);
 	}
 	return hsum4(acc);
 }
 
-/* Q4_0 and Q5_0: unsigned quants, then minus offset * d * sum(x). */
-static TQ float row_q4_0(const uint8_t *w, const struct cpu_xq *x, int nb)
+/* Q4_0 and Q5_0: unsigned quants u, weight = d * (u - off): the products with the
+ * unsigned quants, minus off * d * (the activations' scaled block sums), both with the
+ * scales of 8 blocks as one vector. */
+INL TQ __m256i q4_q5_quants(const uint8_t *blk, const bool five)
 {
+	if (!five)
+		return nibbles(blk + 2);
+	uint32_t qh;
+	memcpy(&qh, blk + 2, 4);
+	return _mm256_or_si256(nibbles(blk + 6),
+			       _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(16)));
+}
+
+INL TQ float row_q4_q5_0(const uint8_t *w, const struct cpu_xq *x, int nb, const bool five)
+{
+	const size_t bb = five ? 22 : 18;
 	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			      _mm256_setzero_ps()};
+	__m256 offv = _mm256_setzero_ps();
 	float off = 0;
-	for (int b = 0; b < nb; b++, w += 18) {
-		if (b % 4 == 0)
-			prefetch_block(w, 64);
-		__m256i p = dot_u8s8(nibbles(w + 2), load32(x->q + 32 * b));
-		float d = half(w);
-		acc[b % CHAINS] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-						  _mm256_set1_ps(d * x->d[b]), acc[b % CHAINS]);
+	int b = 0;
+	for (; b + 8 <= nb; b += 8) {
+		__m256 dw = halves8(w + bb * b, bb);
+		__m256 dd = _mm256_mul_ps(dw, _mm256_loadu_ps(x->d + b));
+		offv = _mm256_fmadd_ps(dw, _mm256_loadu_ps(x->ds + b), offv);
+#pragma GCC unroll 8
+		for (int i = 0; i < 8; i++) {
+			const uint8_t *blk = w + bb * (b + i);
+			if (i % 3 == 0)
+				prefetch_block(blk, 64);
+			__m256i p = dot_u8s8(q4_q5_quants(blk, five), load32(x->q + 32 * (b + i)));
+			acc[i % CHAINS] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), lane(dd, i),
+							  acc[i % CHAINS]);
+		}
+	}
+	for (; b < nb; b++) {
+		const uint8_t *blk = w + bb * b;
+		__m256i p = dot_u8s8(q4_q5_quants(blk, five), load32(x->q + 32 * b));
+		float d = half(blk);
+		acc[0] =
+			_mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * x->d[b]), acc[0]);
 		off += d * x->ds[b];
 	}
-	return hsum4(acc) - 8 * off;
+	return hsum4(acc) - (five ? 16 : 8) * (hsum(offv) + off);
+}
+
+static TQ float row_q4_0(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	return row_q4_q5_0(w, x, nb, false);
 }
 
 static TQ float row_q5_0(const uint8_t *w, const struct cpu_xq *x, int nb)
 {
-	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-			      _mm256_setzero_ps()};
-	float off = 0;
-	for (int b = 0; b < nb; b++, w += 22) {
-		if (b % 3 == 0)
-			prefetch_block(w, 64);
-		uint32_t qh;
-		memcpy(&qh, w + 2, 4);
-		__m256i u = _mm256_or_si256(
-			nibbles(w + 6), _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(16)));
-		__m256i p = dot_u8s8(u, load32(x->q + 32 * b));
-		float d = half(w);
-		acc[b % CHAINS] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-						  _mm256_set1_ps(d * x->d[b]), acc[b % CHAINS]);
-		off += d * x->ds[b];
-	}
-	return hsum4(acc) - 16 * off;
+	return row_q4_q5_0(w, x, nb, true);
 }
 
 /* The eight 6-bit scales and mins of a Q4_K/Q5_K block as two vectors of int32:
@@ -157,11 +204,6 @@ INL TQ void k4_scales(const uint8_t *p, __m256i *sc, __m256i *mn)
 	*mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo));
 }
 
-/* Lane i of v in every lane. */
-INL TQ __m256 lane(__m256 v, int i)
-{
-	return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(i));
-}
 
 /* Q4_K and Q5_K: eight sub-blocks of 32, each with a 6-bit scale and min. The
  * scales times d times the activation scales are one vector per super-block, and so
