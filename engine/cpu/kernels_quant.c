@@ -180,7 +180,9 @@ void cpu_qmatvec_c(enum eng_dtype t, float *out, const void *w, const struct cpu
 	}
 }
 
-void cpu_dequant_bf16_c(enum eng_dtype t, const void *w, uint16_t *dst, int K)
+/* A row dequantized 256 weights at a time, then stored as bf16 (pack 0) or as fp32
+ * packed for block size `pack`. */
+static void dequant_row(enum eng_dtype t, const void *w, void *dst, int K, int pack)
 {
 	float tmp[256];
 	size_t bb = eng_dtype_block_bytes(t);
@@ -188,20 +190,21 @@ void cpu_dequant_bf16_c(enum eng_dtype t, const void *w, uint16_t *dst, int K)
 	for (int k = 0; k < K; k += step) {
 		int n = K - k < step ? K - k : step;
 		quant_dequantize_row(t, (const uint8_t *)w + (size_t)(k / blk) * bb, tmp, n);
-		cpu_bf16_row(dst + k, tmp, n);
+		if (pack)
+			cpu_pack_row((float *)dst + k, tmp, n, pack);
+		else
+			cpu_bf16_row((uint16_t *)dst + k, tmp, n);
 	}
+}
+
+void cpu_dequant_bf16_c(enum eng_dtype t, const void *w, uint16_t *dst, int K)
+{
+	dequant_row(t, w, dst, K, 0);
 }
 
 void cpu_dequant_f32p(enum eng_dtype t, const void *w, float *dst, int K, int pack)
 {
-	float tmp[256];
-	size_t bb = eng_dtype_block_bytes(t);
-	int blk = eng_dtype_block(t), step = 256 / blk * blk;
-	for (int k = 0; k < K; k += step) {
-		int n = K - k < step ? K - k : step;
-		quant_dequantize_row(t, (const uint8_t *)w + (size_t)(k / blk) * bb, tmp, n);
-		cpu_pack_row(dst + k, tmp, n, pack);
-	}
+	dequant_row(t, w, dst, K, pack);
 }
 
 void cpu_dequant_f32p_c(enum eng_dtype t, const void *w, float *dst, int K)

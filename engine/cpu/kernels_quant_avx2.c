@@ -85,6 +85,24 @@ INL TQ float hsum4(const __m256 *a)
 	return hsum(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
 }
 
+/* Sub-blocks 2j and 2j + 1 of a Q4_K/Q5_K block as 32 unsigned bytes each: the low
+ * and high nibbles of qs[32j, 32j + 32), for Q5_K with bits 2j and 2j + 1 of each
+ * byte of hb (the block's qh) as their fifth bit. */
+INL TQ void k4_quants(const uint8_t *qs, __m256i hb, int j, const bool five, __m256i *lo,
+		      __m256i *hi)
+{
+	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+	__m256i raw = load32(qs + 32 * j);
+	*lo = _mm256_and_si256(raw, m4);
+	*hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+	if (five) {
+		__m256i b0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * j), one);
+		__m256i b1 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * j + 1), one);
+		*lo = _mm256_or_si256(*lo, _mm256_slli_epi16(b0, 4));
+		*hi = _mm256_or_si256(*hi, _mm256_slli_epi16(b1, 4));
+	}
+}
+
 /* Lane i of v in every lane. */
 INL TQ __m256 lane(__m256 v, int i)
 {
@@ -210,7 +228,6 @@ INL TQ void k4_scales(const uint8_t *p, __m256i *sc, __m256i *mn)
  * are the mins' contributions (dmin * min * the activations' scaled sums). */
 INL TQ float row_k4(const uint8_t *w, const struct cpu_xq *x, int nb, const bool five)
 {
-	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
 	size_t bb = five ? 176 : 144;
 	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			      _mm256_setzero_ps()};
@@ -230,16 +247,8 @@ INL TQ float row_k4(const uint8_t *w, const struct cpu_xq *x, int nb, const bool
 		const int8_t *xq = x->q + 256 * i;
 #pragma GCC unroll 4
 		for (int j = 0; j < 4; j++) {
-			__m256i raw = load32(qs + 32 * j);
-			__m256i lo = _mm256_and_si256(raw, m4);
-			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-			if (five) {
-				__m256i b0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * j), one);
-				__m256i b1 =
-					_mm256_and_si256(_mm256_srli_epi16(hb, 2 * j + 1), one);
-				lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
-				hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
-			}
+			__m256i lo, hi;
+			k4_quants(qs, hb, j, five, &lo, &hi);
 			__m256i p0 = dot_u8s8(lo, load32(xq + 64 * j));
 			__m256i p1 = dot_u8s8(hi, load32(xq + 64 * j + 32));
 			/* the pair's products summed first: one FMA per chain and pair */
@@ -401,7 +410,6 @@ INL TQ void emit32(void *dst, size_t i, const bool f32, __m256i q, __m256 sa, __
 
 INL TQ void dequant_k4_to(const uint8_t *w, void *dst, int nb, const bool five, const bool f32)
 {
-	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
 	for (int i = 0; i < nb; i++, w += five ? 176 : 144) {
 		__m256i sc, mn;
 		k4_scales(w + 4, &sc, &mn);
@@ -410,16 +418,8 @@ INL TQ void dequant_k4_to(const uint8_t *w, void *dst, int nb, const bool five, 
 		const uint8_t *qs = w + (five ? 48 : 16);
 		__m256i hb = five ? load32(w + 16) : _mm256_setzero_si256();
 		for (int j = 0; j < 4; j++) {
-			__m256i raw = load32(qs + 32 * j);
-			__m256i lo = _mm256_and_si256(raw, m4);
-			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-			if (five) {
-				__m256i b0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * j), one);
-				__m256i b1 =
-					_mm256_and_si256(_mm256_srli_epi16(hb, 2 * j + 1), one);
-				lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
-				hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
-			}
+			__m256i lo, hi;
+			k4_quants(qs, hb, j, five, &lo, &hi);
 			__m256 s0 = lane(scale, 2 * j), s1 = lane(scale, 2 * j + 1);
 			__m256 n0 = lane(mins, 2 * j), n1 = lane(mins, 2 * j + 1);
 			size_t at = (size_t)256 * i + 64 * j;
