@@ -140,12 +140,12 @@ struct field {
 
 /* The status bar: fields in a fixed order; when they do not fit the width, the
  * least useful are left out first (RSS, prefill speed, TTFT, GPU memory, backend,
- * thinking), so that an 80-column terminal still shows the model, the
+ * weight type, thinking), so that an 80-column terminal still shows the model, the
  * context and the decode speed. */
 static void draw_status(struct ui *u, int y, int w)
 {
 	const struct app_figures *f = &u->fig;
-	struct field fl[10];
+	struct field fl[11];
 	int nf = 0;
 	char a[16], b[16];
 #define FIELD(KEEP, ...)                                                \
@@ -155,6 +155,8 @@ static void draw_status(struct ui *u, int y, int w)
 	} while (0)
 	FIELD(90, "%s", app_model_name(u->a));
 	FIELD(40, "%s", app_backend(u->a));
+	if (f->mem.weight_type[0]) /* "Q4_K GGUF": what the weights are stored as */
+		FIELD(45, "%s", f->mem.weight_type);
 	FIELD(60, "think %s", app_thinking(u->a) ? "on" : "off");
 	if (f->ctx_max) /* a remote server may not say its context */
 		FIELD(100, "ctx %d/%d", f->ctx_used, f->ctx_max);
@@ -174,7 +176,7 @@ static void draw_status(struct ui *u, int y, int w)
 	FIELD(15, "RSS %s", a);
 #undef FIELD
 	/* " a | b | c ": the fields' widths, 3 between two, a blank at each end */
-	bool shown[10];
+	bool shown[11];
 	int total = 2 - 3;
 	for (int i = 0; i < nf; i++) {
 		shown[i] = true;

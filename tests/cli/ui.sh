@@ -82,6 +82,8 @@ check_screen 'Type a message' "the UI starts"
 shot "start"
 first=$(status_line)
 echo "$first" | grep -q 'ctx 0/16384' && pass "context starts empty" || fail "status at start: $first"
+echo "$first" | grep -q '| cpu | BF16 |' && pass "the status bar shows the weight type" ||
+	fail "weight type in the status bar: $first"
 
 # 1. A streamed answer; the status bar's speed and context figures change.
 T send-keys -t ui 'Hello 你好 world' Enter
