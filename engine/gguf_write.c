@@ -2,13 +2,10 @@
  * quantize): the key/values, the tensor infos, then each tensor converted to the type
  * llama.cpp's llama-quantize would give it in the chosen mix, streamed row by row. */
 #include "engine/model.h"
-#include "engine/quant.h"
 #include "src/base/err.h"
 #include "src/base/strbuf.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,22 +271,6 @@ struct planned {
 	size_t nbytes, offset;
 };
 
-static void row_to_f32(const struct eng_tensor *t, int64_t r, int64_t n, float *out)
-{
-	size_t rb = eng_row_bytes(t->dtype, n);
-	quant_dequantize_row(t->dtype, (const uint8_t *)t->data + (size_t)r * rb, out, n);
-}
-
-/* One row of n weights in type t, as llama-quantize writes it (engine/quantize.c). */
-static int convert_row(enum eng_dtype t, const float *x, int64_t n, uint8_t *out)
-{
-	if (n % eng_dtype_block(t))
-		return err_set("rows of %lld weights are not whole %s blocks", (long long)n,
-			       eng_dtype_name(t));
-	quant_quantize_row(t, x, out, n);
-	return 0;
-}
-
 static int write_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
@@ -398,64 +379,23 @@ static int write_header(int fd, const struct eng_gguf_out *o, const struct eng_g
 	return rc;
 }
 
-/* A batch of rows converted by every CPU: the K-quants' reference quantizers search
- * each block's scales and took ~8 minutes for an 8B model on one thread. */
-struct batch {
-	const struct planned *t;
-	uint8_t *buf;
-	size_t rb;
-	int64_t r0, n;
-	atomic_long next; /* rows claimed, 16 at a time */
-	atomic_int failed;
-};
-
-static void *convert_rows(void *arg)
-{
-	struct batch *b = arg;
-	float *row = malloc((size_t)b->t->ne0 * sizeof *row);
-	if (!row) {
-		atomic_store(&b->failed, 1);
-		return NULL;
-	}
-	for (long i; (i = atomic_fetch_add(&b->next, 16)) < b->n && !atomic_load(&b->failed);)
-		for (long r = i; r < i + 16 && r < b->n; r++) {
-			row_to_f32(b->t->src, b->r0 + r, b->t->ne0, row);
-			if (convert_row(b->t->type, row, b->t->ne0, b->buf + (size_t)r * b->rb))
-				atomic_store(&b->failed, 1);
-		}
-	free(row);
-	return NULL;
-}
-
-static int convert_batch(struct batch *b)
-{
-	pthread_t tid[32];
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int started = 0, want = cpus > 1 ? (int)(cpus < 32 ? cpus : 32) - 1 : 0;
-	atomic_init(&b->next, 0);
-	atomic_init(&b->failed, 0);
-	for (; started < want && b->n > 16; started++)
-		if (pthread_create(&tid[started], NULL, convert_rows, b))
-			break;
-	convert_rows(b);
-	for (int i = 0; i < started; i++)
-		pthread_join(tid[i], NULL);
-	return atomic_load(&b->failed) ? err_prefix("tensor %s", b->t->name) : 0;
-}
-
-/* One tensor: rows converted in batches of up to MAX_OUT bytes, then its padding. */
+/* One tensor: rows converted in batches of up to MAX_OUT bytes by every CPU (the
+ * K-quants' reference quantizers search each block's scales: one thread took ~8
+ * minutes for an 8B model), then its padding. */
 static int write_tensor(int fd, const struct planned *t, uint8_t *buf, const volatile int *cancel)
 {
+	if (t->ne0 % eng_dtype_block(t->type))
+		return err_set("tensor %s: rows of %lld weights are not whole %s blocks", t->name,
+			       (long long)t->ne0, eng_dtype_name(t->type));
 	size_t rb = t->nbytes / (size_t)t->ne1, per = MAX_OUT / rb ? MAX_OUT / rb : 1;
 	for (int64_t r = 0; r < t->ne1;) {
-		struct batch b = {.t = t, .buf = buf, .rb = rb, .r0 = r};
-		b.n = t->ne1 - r < (int64_t)per ? t->ne1 - r : (int64_t)per;
-		if (convert_batch(&b))
-			return -1;
-		r += b.n;
+		int64_t n = t->ne1 - r < (int64_t)per ? t->ne1 - r : (int64_t)per;
+		if (model_convert_rows(t->src, t->ne0, r, n, t->type, buf, 0))
+			return err_prefix("tensor %s", t->name);
+		r += n;
 		if (cancel && *cancel)
 			return err_set("interrupted");
-		if (write_all(fd, buf, (size_t)b.n * rb))
+		if (write_all(fd, buf, (size_t)n * rb))
 			return -1;
 	}
 	static const char zeros[ALIGNMENT];
