@@ -58,17 +58,6 @@ uint16_t quant_f32_to_f16(float f)
 	return sign | (uint16_t)q;
 }
 
-/* Exact widening (the scales written are read back before the weights are
- * quantized against them, as ggml does). */
-static float f16_value(uint16_t h)
-{
-	int e = h >> 10 & 31, m = h & 1023;
-	float v = e == 0    ? ldexpf((float)m, -24)
-		  : e == 31 ? (m ? NAN : INFINITY)
-			    : ldexpf((float)(m | 1024), e - 25);
-	return h >> 15 ? -v : v;
-}
-
 /* bfloat16: round to nearest even; a NaN stays a NaN, made quiet. */
 static uint16_t f32_to_bf16(float f)
 {
@@ -85,9 +74,11 @@ static void put_f16(uint8_t *p, float f)
 	p[1] = (uint8_t)(h >> 8);
 }
 
+/* The scale just written, read back exactly (ggml quantizes the weights against the
+ * f16 scale, not the float it came from). */
 static float get_f16(const uint8_t *p)
 {
-	return f16_value((uint16_t)(p[0] | p[1] << 8));
+	return quant_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
 }
 
 /* ggml's nearest_int: adding 1.5 * 2^23 leaves the integer part in the low mantissa
