@@ -409,34 +409,35 @@ static void cpu_free(void *vs)
 }
 
 /* Every tensor's rows must be whole blocks of its type (the loaders check this; a
- * backend trusts nothing it indexes with). *all_bf16 says whether the matrix
- * products need the quantized paths' buffers. */
+ * backend trusts nothing it indexes with). *all_bf16 is cleared by a matrix of
+ * another type: the products then need the quantized paths' buffers. */
+static int check_type(const struct eng_tensor *t, int layer, bool *all_bf16)
+{
+	int64_t K = t->ndim == 2 ? t->shape[1] : t->shape[0];
+	if ((unsigned)t->dtype >= ENG_DTYPE_COUNT || !eng_row_bytes(t->dtype, K))
+		return err_set("cpu backend: a %s tensor with rows of %lld weights (layer %d) is "
+			       "not whole blocks",
+			       eng_dtype_name(t->dtype), (long long)K, layer);
+	if (t->ndim == 2 && t->dtype != ENG_BF16)
+		*all_bf16 = false;
+	return 0;
+}
+
 static int check_types(const struct eng_weights *w, int layers, bool *all_bf16)
 {
 	*all_bf16 = true;
-	for (int l = -1; l < layers; l++) {
-		const struct eng_layer *L = l >= 0 ? &w->layers[l] : NULL;
-		const struct eng_tensor *t[] = {L ? &L->input_norm : &w->embed,
-						L ? &L->wq : &w->final_norm,
-						L ? &L->wk : &w->lm_head,
-						L ? &L->wv : NULL,
-						L ? &L->wo : NULL,
-						L ? &L->q_norm : NULL,
-						L ? &L->k_norm : NULL,
-						L ? &L->post_norm : NULL,
-						L ? &L->w_gate : NULL,
-						L ? &L->w_up : NULL,
-						L ? &L->w_down : NULL};
-		for (size_t i = 0; i < sizeof t / sizeof t[0] && t[i]; i++) {
-			int64_t K = t[i]->ndim == 2 ? t[i]->shape[1] : t[i]->shape[0];
-			if ((unsigned)t[i]->dtype >= ENG_DTYPE_COUNT ||
-			    !eng_row_bytes(t[i]->dtype, K))
-				return err_set("cpu backend: a %s tensor with rows of %lld weights "
-					       "(layer %d) is not whole blocks",
-					       eng_dtype_name(t[i]->dtype), (long long)K, l);
-			if (t[i]->ndim == 2 && t[i]->dtype != ENG_BF16)
-				*all_bf16 = false;
-		}
+	const struct eng_tensor *top[] = {&w->embed, &w->final_norm, &w->lm_head};
+	for (size_t i = 0; i < 3; i++)
+		if (check_type(top[i], -1, all_bf16))
+			return -1;
+	for (int l = 0; l < layers; l++) {
+		const struct eng_layer *L = &w->layers[l];
+		const struct eng_tensor *t[] = {
+			&L->input_norm, &L->wq,        &L->wk,     &L->wv,   &L->wo,    &L->q_norm,
+			&L->k_norm,     &L->post_norm, &L->w_gate, &L->w_up, &L->w_down};
+		for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+			if (check_type(t[i], l, all_bf16))
+				return -1;
 	}
 	return 0;
 }

@@ -32,7 +32,7 @@ struct mm_task {
 	struct cpu_matmul *c;
 	const float *xp;    /* (n, K) packed */
 	const uint16_t *xb; /* (n, K) bf16: matmul_bf16 instead */
-	int n, K, count, blocks;
+	int n, K, blocks;
 	int rows; /* rows per block (the last of a matrix: fewer) */
 	struct cpu_mm mm[3];
 	atomic_int next; /* next block, over all matrices */
@@ -60,7 +60,7 @@ static void dequantized(const struct mm_task *t, const struct cpu_mm *mm, int lo
 	const struct cpu_matmul *c = t->c;
 	int K = t->K;
 	size_t rb = eng_row_bytes(mm->w->dtype, K);
-	if (c->exact && !t->xb && c->k->matmul_f32w) { /* the dequantized weights in fp32 */
+	if (c->wrows32) { /* the exact path: the dequantized weights in fp32 */
 		float *rows = c->wrows32 + (size_t)tid * PREFILL_ROWS * c->widest;
 		for (int r = lo; r < hi; r++)
 			c->k->dequant_f32p(mm->w->dtype,
@@ -124,7 +124,7 @@ static void quantize_inputs(struct cpu_matmul *c, const float *xp, const uint16_
 void cpu_matmul(struct cpu_matmul *c, const float *xp, const uint16_t *xb, int n, int K, int count,
 		const struct cpu_mm *mm)
 {
-	struct mm_task t = {.c = c, .xp = xp, .xb = xb, .n = n, .K = K, .count = count};
+	struct mm_task t = {.c = c, .xp = xp, .xb = xb, .n = n, .K = K};
 	t.rows = block_rows(n, mm[0].w, K);
 	memcpy(t.mm, mm, (size_t)count * sizeof *mm);
 	bool direct = false;
@@ -153,13 +153,10 @@ int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cp
 		    int widest, bool bf16_only, bool exact)
 {
 	memset(c, 0, sizeof *c);
-	c->exact = exact;
 	c->k = k;
 	c->pool = pool;
-	c->threads = cpu_pool_size(pool);
 	c->widest = widest;
-	c->bf16_only = bf16_only;
-	size_t th = (size_t)c->threads, w = (size_t)widest, q = CPU_QDIRECT;
+	size_t th = (size_t)cpu_pool_size(pool), w = (size_t)widest, q = CPU_QDIRECT;
 	c->panel_words = cpu_panel_words(widest);
 	if (!(c->panels = alloc64(c, th * c->panel_words, sizeof(uint32_t))))
 		return err_set("cpu backend: out of memory");
@@ -167,14 +164,14 @@ int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cp
 		return 0;
 	if (exact && k->matmul_f32w)
 		c->wrows32 = alloc64(c, th * PREFILL_ROWS * w, sizeof(float));
-	c->wrows = alloc64(c, th * PREFILL_ROWS * w, sizeof(uint16_t));
+	else
+		c->wrows = alloc64(c, th * PREFILL_ROWS * w, sizeof(uint16_t));
 	c->xf = alloc64(c, q * w, sizeof(float));
 	c->xq8 = alloc64(c, q * w, 1);
 	c->xd = alloc64(c, q * (w / 32 + 1), sizeof(float));
 	c->xds = alloc64(c, q * (w / 32 + 1), sizeof(float));
 	c->xs16 = alloc64(c, q * (w / 16 + 2), sizeof(int16_t));
-	if (!c->wrows || (exact && k->matmul_f32w && !c->wrows32) || !c->xf || !c->xq8 || !c->xd ||
-	    !c->xds || !c->xs16)
+	if ((!c->wrows && !c->wrows32) || !c->xf || !c->xq8 || !c->xd || !c->xds || !c->xs16)
 		return err_set("cpu backend: out of memory");
 	for (size_t i = 0; i < q; i++)
 		c->xq[i] = (struct cpu_xq){.q = c->xq8 + i * w,

@@ -26,13 +26,13 @@ struct cpu_mm {
 struct cpu_matmul {
 	const struct cpu_kernels *k;
 	struct cpu_pool *pool;
-	int threads, widest; /* the largest K */
-	bool bf16_only;      /* every matrix is bf16: none of the buffers below */
-	bool exact;          /* prefill on the dequantized weights in fp32, not rounded to bf16 */
-	uint32_t *panels;    /* (threads, panel_words): the panel kernels' scratch */
+	int widest;       /* the largest K */
+	uint32_t *panels; /* (threads, panel_words): the panel kernels' scratch */
 	size_t panel_words;
-	uint16_t *wrows; /* (threads, 64, widest): dequantized weight rows, bf16 */
-	float *wrows32;  /* the same in fp32, packed, where the ISA has matmul_f32w */
+	/* (threads, 64, widest): a prefill's dequantized weight rows, in fp32 and packed
+	 * on the exact path where the ISA has matmul_f32w (wrows32), else in bf16 */
+	uint16_t *wrows;
+	float *wrows32;
 	float *xf;       /* (CPU_QDIRECT, widest): natural-order input rows */
 	int8_t *xq8;     /* (CPU_QDIRECT, widest) */
 	float *xd, *xds; /* (CPU_QDIRECT, widest / 32) */
@@ -41,7 +41,8 @@ struct cpu_matmul {
 	size_t bytes; /* allocated */
 };
 
-/* 0, or -1 (err_set) when out of memory. bf16_only skips the quantized buffers.
+/* 0, or -1 (err_set) when out of memory. bf16_only (every matrix is bf16) skips the
+ * quantized paths' buffers.
  * exact: a prefill over quantized weights multiplies them in fp32 (matmul_f32w,
  * where the ISA has it), as the reference path does; else rounded to bf16, for the
  * faster bf16 kernels (2 cores, AVX2, Qwen3-0.6B shape, Q8_0, 512 tokens: 105
