@@ -150,22 +150,24 @@ void cli_notice(const char *msg)
 	fprintf(stderr, "qwenchat: %s\n", msg);
 }
 
-void cli_upload_progress(size_t done_bytes, size_t total_bytes)
+/* "qwenchat: VERB weights 1.2 / 4.7 GB" on a terminal, redrawn in place. */
+static void weights_progress(const char *verb, size_t done_bytes, size_t total_bytes)
 {
 	if (!isatty(STDERR_FILENO))
 		return;
-	fprintf(stderr, "\rqwenchat: uploading weights %.1f / %.1f GB%s", done_bytes / 1e9,
+	fprintf(stderr, "\rqwenchat: %s weights %.1f / %.1f GB%s", verb, done_bytes / 1e9,
 		total_bytes / 1e9, done_bytes >= total_bytes ? "\n" : "");
 	fflush(stderr);
 }
 
+void cli_upload_progress(size_t done_bytes, size_t total_bytes)
+{
+	weights_progress("uploading", done_bytes, total_bytes);
+}
+
 static void quant_progress(size_t done_bytes, size_t total_bytes)
 {
-	if (!isatty(STDERR_FILENO))
-		return;
-	fprintf(stderr, "\rqwenchat: quantizing weights %.1f / %.1f GB%s", done_bytes / 1e9,
-		total_bytes / 1e9, done_bytes >= total_bytes ? "\n" : "");
-	fflush(stderr);
+	weights_progress("quantizing", done_bytes, total_bytes);
 }
 
 void cli_error(const char *fmt, ...)
