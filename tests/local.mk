@@ -222,6 +222,7 @@ EXTRA_DIST += tests/mkgguf.py tests/cli/gguf.sh tests/cli/gguf_bad.py
 check_PROGRAMS += tests/unit/test_quant
 TESTS += tests/unit/test_quant
 tests_unit_test_quant_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_quant_SOURCES = tests/unit/test_quant.c tests/unit/testutil.c tests/unit/testutil.h
 tests_unit_test_quant_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 EXTRA_DIST += tests/golden/dequant-golden.txt tests/golden/make-dequant-golden.py
 # quantized models against a float64 forward pass on their dequantized weights

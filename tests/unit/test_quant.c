@@ -14,17 +14,7 @@
 
 #include "engine/cpu/kernels.h"
 #include "engine/quant.h"
-
-static const char *env_or(const char *name, const char *dflt)
-{
-	const char *s = getenv(name);
-	return s ? s : dflt;
-}
-
-static int hex_nibble(char c)
-{
-	return c <= '9' ? c - '0' : (c | 32) - 'a' + 10;
-}
+#include "tests/unit/testutil.h"
 
 static enum eng_dtype type_named(const char *s)
 {
@@ -48,9 +38,7 @@ static void check_line(char *line, int lineno)
 	assert_int_equal(strlen(floats_hex), 8 * (size_t)n);
 	uint8_t *b = malloc(nbytes);
 	float *y = malloc((size_t)n * sizeof *y);
-	for (size_t i = 0; i < nbytes; i++)
-		b[i] = (uint8_t)(hex_nibble(bytes_hex[2 * i]) << 4 |
-				 hex_nibble(bytes_hex[2 * i + 1]));
+	assert_int_equal(tu_unhex(bytes_hex, b, nbytes), 0);
 	quant_dequantize_row(t, b, y, n);
 	for (int i = 0; i < n; i++) {
 		uint32_t want, got;
@@ -71,8 +59,7 @@ static void test_golden(void **state)
 {
 	(void)state;
 	char path[4096];
-	snprintf(path, sizeof path, "%s/tests/golden/dequant-golden.txt",
-		 env_or("TOP_SRCDIR", "."));
+	snprintf(path, sizeof path, "%s/tests/golden/dequant-golden.txt", tu_srcdir());
 	FILE *f = fopen(path, "r");
 	assert_non_null(f);
 	size_t cap = 0;

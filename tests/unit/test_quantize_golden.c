@@ -23,25 +23,6 @@
 static float *rows[MAX_ROWS];
 static int64_t row_n[MAX_ROWS];
 
-static int hexval(int c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* n bytes from 2n hex digits; -1 when the text is not exactly that. */
-static int unhex(const char *s, uint8_t *out, size_t n)
-{
-	if (strlen(s) != 2 * n)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return 0;
-}
-
 static enum eng_dtype type_named(const char *name)
 {
 	for (int t = 0; t < ENG_DTYPE_COUNT; t++)
@@ -67,7 +48,7 @@ static void read_row(char *line)
 		char word[9];
 		memcpy(word, hex + 8 * i, 8);
 		word[8] = 0;
-		assert_int_equal(unhex(word, be, 4), 0);
+		assert_int_equal(tu_unhex(word, be, 4), 0);
 		uint32_t u = (uint32_t)be[0] << 24 | (uint32_t)be[1] << 16 | (uint32_t)be[2] << 8 |
 			     be[3];
 		memcpy(&rows[id][i], &u, 4);
@@ -86,7 +67,7 @@ static bool check_out(char *line, const char *comment)
 	size_t nb = eng_row_bytes(t, row_n[id]);
 	assert_true(nb > 0);
 	uint8_t *want = malloc(nb), *got = malloc(nb + 1);
-	assert_int_equal(unhex(line + pos, want, nb), 0);
+	assert_int_equal(tu_unhex(line + pos, want, nb), 0);
 	got[nb] = 0xa5; /* a canary: nothing written past the row */
 	quant_quantize_row(t, rows[id], got, row_n[id]);
 	size_t i = 0;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* $TOP_SRCDIR and $TOP_BUILDDIR (set by make check), "." when unset. */
 const char *tu_srcdir(void);
@@ -18,5 +19,9 @@ void tu_tokenizer_dir(char *out, size_t size);
  * flags); with the real tokenizer copied in when `tokenizer` is set. 0 or -1 (the
  * command is printed on stderr). */
 int tu_make_model(const char *dir, const char *flags, bool tokenizer);
+
+/* n bytes from exactly 2n lower-case hex digits (the goldens' format): 0, or -1
+ * when the text is anything else. */
+int tu_unhex(const char *s, uint8_t *out, size_t n);
 
 #endif
