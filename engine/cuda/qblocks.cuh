@@ -125,7 +125,29 @@ template <> struct qt<ENG_Q5_0> {
 /* Q4_K: f16 d and dmin, 12 bytes of scales and mins, 128 bytes of nibbles. Weights
  * 64c + l (l < 32) are the low nibbles of bytes 32c + l, weights 64c + 32 + l the
  * high ones, sub-blocks 2c and 2c + 1: w = d * sc * q - dmin * m. Unit u: c = u / 4,
- * l = 8 (u % 4) .. + 7. */
+ * l = 8 (u % 4) .. + 7. Q5_K (FIVE) adds a fifth bit per weight after the scales:
+ * byte l of the 32 high-bit bytes holds bit 2c for weight 64c + l and bit 2c + 1 for
+ * weight 64c + 32 + l; its nibbles follow at byte 48. */
+template <bool FIVE> __device__ static void k4_decode(const uint8_t *b, int u, float *w)
+{
+	int c = u / 4, l0 = 8 * (u % 4);
+	float d = ld_f16(b), dmin = ld_f16(b + 2), d1, m1, d2, m2;
+	k_scale_min(b + 4, 2 * c, d, dmin, &d1, &m1);
+	k_scale_min(b + 4, 2 * c + 1, d, dmin, &d2, &m2);
+	uint32_t q[2], h[2] = {0, 0};
+	if (FIVE)
+		ld_8(h, b + 16 + l0);
+	ld_8(q, b + (FIVE ? 48 : 16) + 32 * c + l0);
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		int v = byte_of(q, i), hb = byte_of(h, i);
+		int lo = (v & 15) + ((hb >> (2 * c)) & 1) * 16;
+		int hi = (v >> 4) + ((hb >> (2 * c + 1)) & 1) * 16;
+		w[i] = d1 * (float)lo - m1;
+		w[8 + i] = d2 * (float)hi - m2;
+	}
+}
+
 template <> struct qt<ENG_Q4_K> {
 	enum { W = 256, B = 144, U = 16, UW = 16 };
 	__device__ static int base(int u, int g)
@@ -134,46 +156,19 @@ template <> struct qt<ENG_Q4_K> {
 	}
 	__device__ static void decode(const uint8_t *b, int u, float *w)
 	{
-		int c = u / 4, l0 = 8 * (u % 4);
-		float d = ld_f16(b), dmin = ld_f16(b + 2), d1, m1, d2, m2;
-		k_scale_min(b + 4, 2 * c, d, dmin, &d1, &m1);
-		k_scale_min(b + 4, 2 * c + 1, d, dmin, &d2, &m2);
-		uint32_t q[2];
-		ld_8(q, b + 16 + 32 * c + l0);
-#pragma unroll
-		for (int i = 0; i < 8; i++) {
-			int v = byte_of(q, i);
-			w[i] = d1 * (float)(v & 15) - m1;
-			w[8 + i] = d2 * (float)(v >> 4) - m2;
-		}
+		k4_decode<false>(b, u, w);
 	}
 };
 
-/* Q5_K: as Q4_K with a fifth bit per weight: byte l of the 32 high-bit bytes holds
- * bit 2c for weight 64c + l and bit 2c + 1 for weight 64c + 32 + l. */
 template <> struct qt<ENG_Q5_K> {
 	enum { W = 256, B = 176, U = 16, UW = 16 };
 	__device__ static int base(int u, int g)
 	{
-		return 64 * (u / 4) + 32 * g + 8 * (u % 4);
+		return qt<ENG_Q4_K>::base(u, g);
 	}
 	__device__ static void decode(const uint8_t *b, int u, float *w)
 	{
-		int c = u / 4, l0 = 8 * (u % 4);
-		float d = ld_f16(b), dmin = ld_f16(b + 2), d1, m1, d2, m2;
-		k_scale_min(b + 4, 2 * c, d, dmin, &d1, &m1);
-		k_scale_min(b + 4, 2 * c + 1, d, dmin, &d2, &m2);
-		uint32_t q[2], h[2];
-		ld_8(h, b + 16 + l0);
-		ld_8(q, b + 48 + 32 * c + l0);
-#pragma unroll
-		for (int i = 0; i < 8; i++) {
-			int v = byte_of(q, i), hb = byte_of(h, i);
-			int lo = (v & 15) + ((hb >> (2 * c)) & 1) * 16;
-			int hi = (v >> 4) + ((hb >> (2 * c + 1)) & 1) * 16;
-			w[i] = d1 * (float)lo - m1;
-			w[8 + i] = d2 * (float)hi - m2;
-		}
+		k4_decode<true>(b, u, w);
 	}
 };
 
