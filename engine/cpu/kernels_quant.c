@@ -11,6 +11,15 @@
 #include "engine/cpu/kernels.h"
 #include "engine/quant.h"
 
+/* x rounded to the nearest integer, ties to even, for |x| <= 2^22: adding and
+ * subtracting 1.5 * 2^23 leaves no fraction bits. nearbyintf does the same through a
+ * library call per element (2-3% of a decode step). */
+static inline float round_even(float x)
+{
+	const float magic = 12582912.0f;
+	return (x + magic) - magic;
+}
+
 /* d = max|x| / 127 per block of 32 (ggml's q8_0), q = round(x / d), ties to even. */
 void cpu_quantize_act(const float *x, int K, struct cpu_xq *xq)
 {
@@ -23,7 +32,7 @@ void cpu_quantize_act(const float *x, int K, struct cpu_xq *xq)
 		float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0;
 		int s[2] = {0, 0};
 		for (int i = 0; i < 32; i++) {
-			int q = (int)nearbyintf(v[i] * id);
+			int q = (int)round_even(v[i] * id);
 			xq->q[32 * b + i] = (int8_t)q;
 			s[i / 16] += q;
 		}
