@@ -512,7 +512,8 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	s->xn = xalloc(s, ch * widest, sizeof(float));
 	size_t norm_floats = (size_t)c->num_layers * (2 * c->hidden_size + 2 * c->head_dim);
 	s->norms = xalloc(s, norm_floats + c->hidden_size, sizeof(float));
-	if (cpu_matmul_init(&s->mm, s->k, s->pool, (int)widest, all_bf16, !o->bf16_prefill)) {
+	if (cpu_matmul_init(&s->mm, s->k, s->pool, (int)widest, s->chunk, all_bf16,
+			    !o->bf16_prefill)) {
 		cpu_free(s);
 		return NULL;
 	}

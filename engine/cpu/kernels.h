@@ -113,6 +113,14 @@ struct cpu_kernels {
 	void (*dequant_f32p)(enum eng_dtype t, const void *w, float *dst, int K);
 	void (*matmul_f32w)(float *out, int ldo, const float *xp, int ldx, int n, const float *w,
 			    int K, int rows, bool acc);
+	/* Prefill in integers over the block-quantized types (NULL where not written):
+	 * qpack repacks `rows` (<= 64) rows of rb bytes each into a panel of
+	 * cpu_qpanel_bytes(K), and qgemm sets out[t*ldo + r] (or adds, acc) to the
+	 * product of row r with token t's activations x[t] (quantized as for qmatvec),
+	 * for t < n, r < rows: prefill rounds its activations as decode does. */
+	void (*qpack)(enum eng_dtype t, const void *w, size_t rb, int rows, int K, uint8_t *panel);
+	void (*qgemm)(enum eng_dtype t, float *out, int ldo, const struct cpu_xq *x, int n,
+		      const uint8_t *panel, int K, int rows, bool acc);
 };
 
 /* Each instruction set's table, in its own file (kernels_avx512.c, kernels_avx2.c;
@@ -148,6 +156,11 @@ void cpu_matmul_f32w_c(float *out, int ldo, const float *xp, int ldx, int n, con
 void cpu_matmul_f32w_avx2(float *out, int ldo, const float *xp, int ldx, int n, const float *w,
 			  int K, int rows, bool acc);
 void cpu_dequant_bf16_avx2(enum eng_dtype t, const void *w, uint16_t *dst, int K);
+/* The integer prefill (kernels_qgemm_avx2.c) and the bytes of its panel. */
+size_t cpu_qpanel_bytes(int K);
+void cpu_qpack_avx2(enum eng_dtype t, const void *w, size_t rb, int rows, int K, uint8_t *panel);
+void cpu_qgemm_avx2(enum eng_dtype t, float *out, int ldo, const struct cpu_xq *x, int n,
+		    const uint8_t *panel, int K, int rows, bool acc);
 
 /* Undoes cpu_pack_row: the natural order of a packed row. */
 void cpu_unpack_row(float *x, const float *xp, int K, int pack);

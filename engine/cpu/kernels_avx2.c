@@ -304,5 +304,7 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	.dequant_bf16 = cpu_dequant_bf16_avx2,
 	.dequant_f32p = cpu_dequant_f32p_avx2,
 	.matmul_f32w = cpu_matmul_f32w_avx2,
+	.qpack = cpu_qpack_avx2,
+	.qgemm = cpu_qgemm_avx2,
 };
 #endif /* __x86_64__ */

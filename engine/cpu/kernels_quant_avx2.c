@@ -13,56 +13,8 @@
 #include <immintrin.h>
 
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/quant_avx2.h"
 #include "engine/quant.h"
-
-#define TQ  __attribute__((target("avx2,fma,f16c")))
-#define INL static inline __attribute__((always_inline))
-
-INL TQ float hsum(__m256 v)
-{
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
-}
-
-INL TQ float half(const uint8_t *p)
-{
-	uint16_t h;
-	memcpy(&h, p, 2);
-	return _cvtsh_ss(h);
-}
-
-/* Eight 32-bit sums of u[i] * s[i] over the 32 bytes (u unsigned, s signed). With
- * u <= 128 and |s| <= 127 no 16-bit pair sum saturates. */
-INL TQ __m256i dot_u8s8(__m256i u, __m256i s)
-{
-	return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-}
-
-INL TQ __m256i load32(const void *p)
-{
-	return _mm256_loadu_si256((const __m256i *)p);
-}
-
-/* 16 bytes of nibbles to 32 bytes: the low nibbles, then the high ones. */
-INL TQ __m256i nibbles(const uint8_t *p)
-{
-	__m128i raw = _mm_loadu_si128((const __m128i *)p);
-	__m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
-	return _mm256_and_si256(both, _mm256_set1_epi8(15));
-}
-
-/* Byte i is 0xff where bit i of `bits` is set: each byte of the word is spread over
- * eight bytes, which keep only "their" bit clear in the or-mask. */
-INL TQ __m256i bits_to_bytes(uint32_t bits)
-{
-	const __m256i spread =
-		_mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
-	v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
-	return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
-}
 
 /* Software prefetch this many bytes ahead of the block being read: a row is one
  * stream that the hardware prefetcher loses at every 4 KB page (tiling.h says the
@@ -83,24 +35,6 @@ INL TQ void prefetch_block(const uint8_t *w, int bytes)
 INL TQ float hsum4(const __m256 *a)
 {
 	return hsum(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
-}
-
-/* Sub-blocks 2j and 2j + 1 of a Q4_K/Q5_K block as 32 unsigned bytes each: the low
- * and high nibbles of qs[32j, 32j + 32), for Q5_K with bits 2j and 2j + 1 of each
- * byte of hb (the block's qh) as their fifth bit. */
-INL TQ void k4_quants(const uint8_t *qs, __m256i hb, int j, const bool five, __m256i *lo,
-		      __m256i *hi)
-{
-	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-	__m256i raw = load32(qs + 32 * j);
-	*lo = _mm256_and_si256(raw, m4);
-	*hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-	if (five) {
-		__m256i b0 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * j), one);
-		__m256i b1 = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * j + 1), one);
-		*lo = _mm256_or_si256(*lo, _mm256_slli_epi16(b0, 4));
-		*hi = _mm256_or_si256(*hi, _mm256_slli_epi16(b1, 4));
-	}
 }
 
 /* Lane i of v in every lane. */
@@ -164,16 +98,6 @@ static TQ float row_q8_0(const uint8_t *w, const struct cpu_xq *x, int nb)
 /* Q4_0 and Q5_0: unsigned quants u, weight = d * (u - off): the products with the
  * unsigned quants, minus off * d * (the activations' scaled block sums), both with the
  * scales of 8 blocks as one vector. */
-INL TQ __m256i q4_q5_quants(const uint8_t *blk, const bool five)
-{
-	if (!five)
-		return nibbles(blk + 2);
-	uint32_t qh;
-	memcpy(&qh, blk + 2, 4);
-	return _mm256_or_si256(nibbles(blk + 6),
-			       _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(16)));
-}
-
 INL TQ float row_q4_q5_0(const uint8_t *w, const struct cpu_xq *x, int nb, const bool five)
 {
 	const size_t bb = five ? 22 : 18;
@@ -216,24 +140,6 @@ static TQ float row_q5_0(const uint8_t *w, const struct cpu_xq *x, int nb)
 {
 	return row_q4_q5_0(w, x, nb, true);
 }
-
-/* The eight 6-bit scales and mins of a Q4_K/Q5_K block as two vectors of int32:
- * bytes 0-3 hold scales 0-3 (low 6 bits) and the top bits of scales 4-7; bytes 4-7
- * the same for the mins; bytes 8-11 the low nibbles of scales 4-7 and, above them,
- * of mins 4-7. Four masked words instead of eight calls of the scalar unpacking. */
-INL TQ void k4_scales(const uint8_t *p, __m256i *sc, __m256i *mn)
-{
-	uint32_t u0, u1, u2; /* three loads, not a copy through the stack */
-	memcpy(&u0, p, 4);
-	memcpy(&u1, p + 4, 4);
-	memcpy(&u2, p + 8, 4);
-	uint32_t sc_lo = u0 & 0x3f3f3f3f, mn_lo = u1 & 0x3f3f3f3f;
-	uint32_t sc_hi = (u2 & 0x0f0f0f0f) | (u0 >> 6 & 0x03030303) << 4;
-	uint32_t mn_hi = (u2 >> 4 & 0x0f0f0f0f) | (u1 >> 6 & 0x03030303) << 4;
-	*sc = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo));
-	*mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo));
-}
-
 
 /* Q4_K and Q5_K: eight sub-blocks of 32, each with a 6-bit scale and min. The
  * scales times d times the activation scales are one vector per super-block, and so

@@ -81,6 +81,24 @@ static void dequantized(const struct mm_task *t, const struct cpu_mm *mm, int lo
 			     panel);
 }
 
+/* Rows [lo, hi) of a quantized matrix for a prefill in integers: repacked into this
+ * thread's panel, then every token's activations against it. */
+static void integer(const struct mm_task *t, const struct cpu_mm *mm, int lo, int hi, int tid)
+{
+	const struct cpu_matmul *c = t->c;
+	size_t rb = eng_row_bytes(mm->w->dtype, t->K);
+	uint8_t *panel = c->qpanels + (size_t)tid * c->qpanel_bytes;
+	c->k->qpack(mm->w->dtype, (const uint8_t *)mm->w->data + (size_t)lo * rb, rb, hi - lo, t->K,
+		    panel);
+	c->k->qgemm(mm->w->dtype, mm->out + lo, mm->M, c->xq, t->n, panel, t->K, hi - lo, mm->acc);
+}
+
+/* Which of the three ways a prefill takes over a non-bf16 matrix. */
+static bool takes_integer(const struct cpu_matmul *c, const struct eng_tensor *w, int n)
+{
+	return n >= CPU_QDIRECT && c->qpanels && n <= c->xq_rows && eng_dtype_quantized(w->dtype);
+}
+
 static void mm_run(void *arg, int tid, int nt)
 {
 	(void)nt;
@@ -96,6 +114,8 @@ static void mm_run(void *arg, int tid, int nt)
 		const uint16_t *w = mm->w->data;
 		if (mm->w->dtype != ENG_BF16 && t->n < CPU_QDIRECT)
 			direct(t, mm, lo, hi);
+		else if (takes_integer(t->c, mm->w, t->n))
+			integer(t, mm, lo, hi, tid);
 		else if (mm->w->dtype != ENG_BF16)
 			dequantized(t, mm, lo, hi, tid, panel);
 		else if (t->xb)
@@ -107,18 +127,48 @@ static void mm_run(void *arg, int tid, int nt)
 	}
 }
 
-/* The inputs of the matrix-vector kernels: natural order, quantized per 32. */
+/* The inputs of the integer kernels: natural order, quantized per 32. A decode's few
+ * tokens keep their natural-order rows (F16/F32 weights read them); a prefill's are
+ * quantized by all threads, each through its own scratch row. */
+struct quantize_task {
+	struct cpu_matmul *c;
+	const float *xp;
+	const uint16_t *xb;
+	int n, K;
+	atomic_int next;
+};
+
+static void quantize_one(const struct quantize_task *q, int i, float *x)
+{
+	int K = q->K;
+	if (q->xb)
+		for (int j = 0; j < K; j++)
+			x[j] = cpu_bf16_to_f32(q->xb[(size_t)i * K + j]);
+	else
+		cpu_unpack_row(x, q->xp + (size_t)i * K, K, q->c->k->pack);
+	cpu_quantize_act(x, K, &q->c->xq[i]);
+}
+
+static void quantize_run(void *arg, int tid, int nt)
+{
+	(void)nt;
+	struct quantize_task *q = arg;
+	float *x = q->c->xf + (size_t)tid * q->c->widest;
+	for (int b; (b = cpu_claim(&q->next, (q->n + 15) / 16)) >= 0;)
+		for (int i = 16 * b; i < q->n && i < 16 * b + 16; i++)
+			quantize_one(q, i, x);
+}
+
 static void quantize_inputs(struct cpu_matmul *c, const float *xp, const uint16_t *xb, int n, int K)
 {
-	for (int i = 0; i < n; i++) {
-		float *x = c->xf + (size_t)i * c->widest;
-		if (xb)
-			for (int j = 0; j < K; j++)
-				x[j] = cpu_bf16_to_f32(xb[(size_t)i * K + j]);
-		else
-			cpu_unpack_row(x, xp + (size_t)i * K, K, c->k->pack);
-		cpu_quantize_act(x, K, &c->xq[i]);
+	struct quantize_task q = {.c = c, .xp = xp, .xb = xb, .n = n, .K = K};
+	if (n < CPU_QDIRECT) {
+		for (int i = 0; i < n; i++)
+			quantize_one(&q, i, c->xf + (size_t)i * c->widest);
+		return;
 	}
+	atomic_init(&q.next, 0);
+	cpu_pool_run(c->pool, quantize_run, &q);
 }
 
 void cpu_matmul(struct cpu_matmul *c, const float *xp, const uint16_t *xb, int n, int K, int count,
@@ -127,12 +177,13 @@ void cpu_matmul(struct cpu_matmul *c, const float *xp, const uint16_t *xb, int n
 	struct mm_task t = {.c = c, .xp = xp, .xb = xb, .n = n, .K = K};
 	t.rows = block_rows(n, mm[0].w, K);
 	memcpy(t.mm, mm, (size_t)count * sizeof *mm);
-	bool direct = false;
+	bool quantized_inputs = false;
 	for (int i = 0; i < count; i++) {
 		t.blocks += (mm[i].M + t.rows - 1) / t.rows;
-		direct |= mm[i].w->dtype != ENG_BF16 && n < CPU_QDIRECT;
+		quantized_inputs |= (mm[i].w->dtype != ENG_BF16 && n < CPU_QDIRECT) ||
+				    takes_integer(c, mm[i].w, n);
 	}
-	if (direct)
+	if (quantized_inputs)
 		quantize_inputs(c, xp, xb, n, K);
 	atomic_init(&t.next, 0);
 	cpu_pool_run(c->pool, mm_run, &t);
@@ -150,7 +201,7 @@ static void *alloc64(struct cpu_matmul *c, size_t n, size_t size)
 }
 
 int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cpu_pool *pool,
-		    int widest, bool bf16_only, bool exact)
+		    int widest, int chunk, bool bf16_only, bool exact)
 {
 	memset(c, 0, sizeof *c);
 	c->k = k;
@@ -166,24 +217,35 @@ int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cp
 		c->wrows32 = alloc64(c, th * PREFILL_ROWS * w, sizeof(float));
 	else
 		c->wrows = alloc64(c, th * PREFILL_ROWS * w, sizeof(uint16_t));
-	c->xf = alloc64(c, q * w, sizeof(float));
-	c->xq8 = alloc64(c, q * w, 1);
-	c->xd = alloc64(c, q * (w / 32 + 1), sizeof(float));
-	c->xds = alloc64(c, q * (w / 32 + 1), sizeof(float));
-	c->xs16 = alloc64(c, q * (w / 16 + 2), sizeof(int16_t));
-	if ((!c->wrows && !c->wrows32) || !c->xf || !c->xq8 || !c->xd || !c->xds || !c->xs16)
+	if (!exact && k->qgemm && chunk > CPU_QDIRECT) {
+		c->qpanel_bytes = (cpu_qpanel_bytes(widest) + 63) & ~(size_t)63;
+		c->qpanels = alloc64(c, th * c->qpanel_bytes, 1);
+		q = (size_t)chunk;
+	}
+	/* strides that keep every row's arrays 4-byte aligned for the kernels' loads */
+	size_t sq = (w + 63) & ~(size_t)63, sd = w / 32 + 1, s16 = (w / 16 + 2 + 1) & ~(size_t)1;
+	c->xq_rows = (int)q;
+	c->xf = alloc64(c, (th > CPU_QDIRECT ? th : CPU_QDIRECT) * w, sizeof(float));
+	c->xq8 = alloc64(c, q * sq, 1);
+	c->xd = alloc64(c, q * sd, sizeof(float));
+	c->xds = alloc64(c, q * sd, sizeof(float));
+	c->xs16 = alloc64(c, q * s16, sizeof(int16_t));
+	c->xq = alloc64(c, q, sizeof *c->xq);
+	if ((!c->wrows && !c->wrows32) || (c->qpanel_bytes && !c->qpanels) || !c->xf || !c->xq8 ||
+	    !c->xd || !c->xds || !c->xs16 || !c->xq)
 		return err_set("cpu backend: out of memory");
 	for (size_t i = 0; i < q; i++)
-		c->xq[i] = (struct cpu_xq){.q = c->xq8 + i * w,
-					   .d = c->xd + i * (w / 32 + 1),
-					   .ds = c->xds + i * (w / 32 + 1),
-					   .s16 = c->xs16 + i * (w / 16 + 2)};
+		c->xq[i] = (struct cpu_xq){.q = c->xq8 + i * sq,
+					   .d = c->xd + i * sd,
+					   .ds = c->xds + i * sd,
+					   .s16 = c->xs16 + i * s16};
 	return 0;
 }
 
 void cpu_matmul_free(struct cpu_matmul *c)
 {
-	void *bufs[] = {c->panels, c->wrows, c->wrows32, c->xf, c->xq8, c->xd, c->xds, c->xs16};
+	void *bufs[] = {c->panels, c->wrows,	c->wrows32, c->qpanels, c->xf,
+			c->xq8,	   c->xd,	c->xds,	    c->xs16,	c->xq};
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		free(bufs[i]);
 	memset(c, 0, sizeof *c);

@@ -1,8 +1,10 @@
 /* matmul.h — the CPU backend's matrix products, out = x @ W^T, over weights of any
  * stored type: bf16 straight into the ISA's kernels; the block-quantized types (and
  * F16/F32) by the integer matrix-vector kernels when there are few tokens (decode),
- * and for a prefill by dequantizing 64 rows at a time to bf16 for the same panel
- * kernels as bf16 weights. The work is split over the thread pool by blocks of rows. */
+ * and for a prefill 64 rows at a time either repacked for the ISA's integer kernels
+ * (qgemm, where it has them) or dequantized to bf16 for the same panel kernels as
+ * bf16 weights (to fp32 on the exact path). The work is split over the thread pool
+ * by blocks of rows. */
 #ifndef QWENCHAT_CPU_MATMUL_H
 #define QWENCHAT_CPU_MATMUL_H
 
@@ -33,22 +35,29 @@ struct cpu_matmul {
 	 * on the exact path where the ISA has matmul_f32w (wrows32), else in bf16 */
 	uint16_t *wrows;
 	float *wrows32;
-	float *xf;       /* (CPU_QDIRECT, widest): natural-order input rows */
-	int8_t *xq8;     /* (CPU_QDIRECT, widest) */
-	float *xd, *xds; /* (CPU_QDIRECT, widest / 32) */
-	int16_t *xs16;   /* (CPU_QDIRECT, widest / 16) */
-	struct cpu_xq xq[CPU_QDIRECT];
+	/* (threads, cpu_qpanel_bytes(widest)): the integer prefill's repacked rows,
+	 * where the ISA has qgemm and the path is not exact */
+	uint8_t *qpanels;
+	size_t qpanel_bytes;
+	/* The quantized inputs of up to xq_rows tokens (CPU_QDIRECT, or a whole chunk
+	 * for the integer prefill), each xq_stride bytes apart in xq8 */
+	float *xf;       /* (max(CPU_QDIRECT, threads), widest): natural-order input rows */
+	int8_t *xq8;     /* (xq_rows, xq_stride) */
+	float *xd, *xds; /* (xq_rows, widest / 32 + 1) */
+	int16_t *xs16;   /* (xq_rows, widest / 16 + 2) */
+	struct cpu_xq *xq;
+	int xq_rows;
 	size_t bytes; /* allocated */
 };
 
 /* 0, or -1 (err_set) when out of memory. bf16_only (every matrix is bf16) skips the
- * quantized paths' buffers.
+ * quantized paths' buffers; chunk is the most tokens of one call.
  * exact: a prefill over quantized weights multiplies them in fp32 (matmul_f32w,
  * where the ISA has it), as the reference path does; else rounded to bf16, for the
  * faster bf16 kernels (2 cores, AVX2, Qwen3-0.6B shape, Q8_0, 512 tokens: 105
  * against 85 tok/s). */
 int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cpu_pool *pool,
-		    int widest, bool bf16_only, bool exact);
+		    int widest, int chunk, bool bf16_only, bool exact);
 void cpu_matmul_free(struct cpu_matmul *c);
 
 /* count (<= 3) products sharing one input of n rows of K: xp packed for the ISA

@@ -269,6 +269,79 @@ static void test_qmatvec(void **state)
 	free(w);
 }
 
+/* The integer prefill (qpack + qgemm) of every ISA that has one against the portable
+ * dot product per row and token, to fp32 rounding: the same integer products, only
+ * summed in another order. Shapes that leave a partial row group, an odd number of
+ * groups, partial token tiles and (K = 288) a partial unit of 8 blocks. */
+static void check_qgemm(const struct cpu_kernels *k, enum eng_dtype t)
+{
+	enum { N = 7, ROWS = 21, LDO = ROWS + 3 };
+	int K = eng_dtype_block(t) == 256 ? 512 : 288;
+	size_t rb = eng_row_bytes(t, K);
+	uint8_t *w = malloc(rb * ROWS), *panel = malloc(cpu_qpanel_bytes(K));
+	float *x = malloc((size_t)N * K * sizeof *x), *wf = malloc((size_t)K * sizeof *wf);
+	int8_t *q8 = malloc((size_t)N * K);
+	float *d = malloc((size_t)N * K / 32 * sizeof *d), *ds = malloc((size_t)N * K / 32 * sizeof *ds);
+	int16_t *s16 = malloc((size_t)N * K / 16 * sizeof *s16);
+	struct cpu_xq xq[N];
+	float out[N * LDO];
+	random_rows(t, w, ROWS, K);
+	for (int i = 0; i < N; i++) {
+		for (int j = 0; j < K; j++)
+			x[i * K + j] = frand() * (j / 32 % 3 == 0 ? 10.0f : 1.0f);
+		xq[i] = (struct cpu_xq){.q = q8 + i * K, .d = d + i * K / 32, .ds = ds + i * K / 32,
+					.s16 = s16 + i * K / 16};
+		cpu_quantize_act(x + i * K, K, &xq[i]);
+	}
+	for (int n = 1; n <= N; n += 4) { /* tiles of 1, then 3 + 3 + 1 tokens */
+		for (int i = 0; i < N * LDO; i++)
+			out[i] = 1.0f;
+		k->qpack(t, w, rb, ROWS, K, panel);
+		k->qgemm(t, out, LDO, xq, n, panel, K, ROWS, true);
+		for (int m = 0; m < ROWS; m++) {
+			quant_dequantize_row(t, w + m * rb, wf, K);
+			for (int i = 0; i < n; i++) {
+				double want = cpu_qdot_c(t, w + m * rb, &xq[i], K), mag = 0;
+				for (int j = 0; j < K; j++)
+					mag += fabs((double)wf[j] * x[i * K + j]);
+				double got = out[i * LDO + m] - 1.0;
+				if (fabs(got - want) > 1e-5 * mag + 1e-6)
+					fail_msg("%s %s qgemm token %d row %d: %g, want %g", k->name,
+						 eng_dtype_name(t), i, m, got, want);
+			}
+		}
+		for (int i = 0; i < n; i++)
+			for (int m = ROWS; m < LDO; m++)
+				assert_true(out[i * LDO + m] == 1.0f);
+	}
+	free(w);
+	free(panel);
+	free(x);
+	free(wf);
+	free(q8);
+	free(d);
+	free(ds);
+	free(s16);
+}
+
+static void test_qgemm(void **state)
+{
+	(void)state;
+	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0,
+					       ENG_Q4_K, ENG_Q5_K, ENG_Q6_K};
+	int tested = 0;
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+		const struct cpu_kernels *k = cpu_kernels_get((enum cpu_isa)isa);
+		if (!cpu_isa_supported((enum cpu_isa)isa) || !k->qgemm)
+			continue;
+		for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+			check_qgemm(k, types[i]);
+		tested++;
+	}
+	if (!tested)
+		skip(); /* no ISA of this CPU has the integer prefill */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -276,6 +349,7 @@ int main(void)
 		cmocka_unit_test(test_f16),
 		cmocka_unit_test(test_float_rows),
 		cmocka_unit_test(test_qmatvec),
+		cmocka_unit_test(test_qgemm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
