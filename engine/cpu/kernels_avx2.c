@@ -158,30 +158,78 @@ static T256 void scores_256(float *s, const float *q, const void *keys, int nk, 
 	}
 }
 
-static T256 void mix_256_row(float *out, const float *p, const void *vals, int nk, int hd,
-			     bool bf16)
+/* out[t][c, c + 8W) = sum_j p[t][j] * vals[j][c, c + 8W) for R <= 4 rows t: each value
+ * vector widened once for R rows, and 4 x W accumulators in flight. One accumulator
+ * per row and column block (a chain of dependent FMAs, one per 4 cycles) made the
+ * mix 12% of a 512-token prefill, twice the scores. */
+INL T256 void mix_tile(float *out, int ldo, const float *p, int ldp, const int R, const void *vals,
+		       int nk, int hd, int c, const int W, bool bf16)
 {
-	int hb = hd & ~7;
-	for (int i = 0; i < hb; i += 8) {
-		__m256 a = _mm256_setzero_ps();
-		for (int j = 0; j < nk; j++)
-			a = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
-					    kv8_256(vals, (size_t)j * hd + i, bf16), a);
-		_mm256_storeu_ps(out + i, a);
+	__m256 a[4][2];
+#pragma GCC unroll 4
+	for (int t = 0; t < R; t++)
+#pragma GCC unroll 2
+		for (int w = 0; w < W; w++)
+			a[t][w] = _mm256_setzero_ps();
+	for (int j = 0; j < nk; j++) {
+		__m256 v[2];
+#pragma GCC unroll 2
+		for (int w = 0; w < W; w++)
+			v[w] = kv8_256(vals, (size_t)j * hd + c + 8 * w, bf16);
+#pragma GCC unroll 4
+		for (int t = 0; t < R; t++) {
+			__m256 pj = _mm256_broadcast_ss(p + (size_t)t * ldp + j);
+#pragma GCC unroll 2
+			for (int w = 0; w < W; w++)
+				a[t][w] = _mm256_fmadd_ps(pj, v[w], a[t][w]);
+		}
 	}
-	for (int i = hb; i < hd; i++) {
-		float d = 0;
-		for (int j = 0; j < nk; j++)
-			d += p[j] * kv_at(vals, (size_t)j * hd + i, bf16);
-		out[i] = d;
-	}
+#pragma GCC unroll 4
+	for (int t = 0; t < R; t++)
+#pragma GCC unroll 2
+		for (int w = 0; w < W; w++)
+			_mm256_storeu_ps(out + (size_t)t * ldo + c + 8 * w, a[t][w]);
 }
+
+#define MIX(R, W)                                                                          \
+	static T256 void mix_##R##_##W(float *o, int ldo, const float *p, int ldp,         \
+				       const void *v, int nk, int hd, int c, bool bf16)    \
+	{                                                                                  \
+		mix_tile(o, ldo, p, ldp, R, v, nk, hd, c, W, bf16);                        \
+	}
+MIX(1, 1)
+MIX(2, 1)
+MIX(3, 1)
+MIX(4, 1)
+MIX(1, 2)
+MIX(2, 2)
+MIX(3, 2)
+MIX(4, 2)
 
 static T256 void mix_256(float *out, int ldo, const float *p, int ldp, int T, const void *vals,
 			 int nk, int hd, bool bf16)
 {
-	for (int t = 0; t < T; t++)
-		mix_256_row(out + (size_t)t * ldo, p + (size_t)t * ldp, vals, nk, hd, bf16);
+	typedef void fn(float *, int, const float *, int, const void *, int, int, int, bool);
+	static fn *const tiles[2][4] = {{mix_1_1, mix_2_1, mix_3_1, mix_4_1},
+					{mix_1_2, mix_2_2, mix_3_2, mix_4_2}};
+	int hb = hd & ~7;
+	for (int t = 0; t < T; t += 4) {
+		int R = T - t < 4 ? T - t : 4;
+		float *o = out + (size_t)t * ldo;
+		const float *pt = p + (size_t)t * ldp;
+		int c = 0;
+		for (; c + 16 <= hb; c += 16)
+			tiles[1][R - 1](o, ldo, pt, ldp, vals, nk, hd, c, bf16);
+		if (c < hb)
+			tiles[0][R - 1](o, ldo, pt, ldp, vals, nk, hd, c, bf16);
+		for (int r = 0; r < R; r++)
+			for (int i = hb; i < hd; i++) {
+				float d = 0;
+				for (int j = 0; j < nk; j++)
+					d += pt[(size_t)r * ldp + j] * kv_at(vals, (size_t)j * hd + i, bf16);
+				o[(size_t)r * ldo + i] = d;
+			}
+	}
 }
 
 /* e^x for 8 lanes: exp_512's method, with 2^n built in the exponent field, so x is
