@@ -27,6 +27,7 @@ struct eng_backend_opts {
 struct eng_backend_stats {
 	size_t weight_bytes, kv_bytes_allocated, kv_bytes_per_token, scratch_bytes, graph_bytes;
 	size_t device_free, device_total;
+	const char *prefill_inputs; /* as struct eng_stats says; NULL: not told */
 };
 
 /* One backend. Every function receives the state returned by init. The table is

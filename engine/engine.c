@@ -318,4 +318,5 @@ void eng_get_stats(const struct eng *e, struct eng_stats *st)
 	st->decode_seconds = e->decode_s;
 	st->prefill_tokens = e->prefill_tok;
 	st->decode_tokens = e->decode_tok;
+	st->prefill_inputs = b.prefill_inputs;
 }

@@ -359,6 +359,10 @@ struct eng_stats {
 	double prefill_seconds;           /* time in forwards of n > 1, cumulative */
 	double decode_seconds;            /* time in forwards of n == 1, cumulative */
 	int64_t prefill_tokens, decode_tokens;
+	/* What a prefill's matrix products multiply the weights with: "fp32" (exact),
+	 * "bf16" (bf16-rounded activations) or "int8" (quantized weights: the activations
+	 * rounded to int8 per 32, as in decode); NULL where the backend does not say. */
+	const char *prefill_inputs;
 };
 void eng_get_stats(const struct eng *e, struct eng_stats *st);
 

@@ -577,6 +577,7 @@ static void cpu_stats(void *vs, struct eng_backend_stats *out)
 	out->kv_bytes_per_token = per_tok;
 	out->kv_bytes_allocated = per_tok * (size_t)s->ctx_alloc;
 	out->scratch_bytes = s->scratch_bytes;
+	out->prefill_inputs = s->bf16 ? "bf16" : s->mm.qpanels ? "int8" : "fp32";
 }
 
 static int cpu_measure_op(void *vs, const struct eng_measure_request *rq, struct eng_peaks *out)

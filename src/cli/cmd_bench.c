@@ -75,7 +75,7 @@ struct bench_result {
 	double tg_bytes;           /* bytes read per decoded token (weights + KV) */
 	size_t weight_bytes, graph_bytes;
 	int threads, depth;     /* depth: tokens cached before the timed prefill */
-	bool bf16_prefill;      /* prefill with bf16 activations */
+	const char *prefill_inputs; /* eng_stats': "fp32", "bf16", "int8"; NULL (GPU) */
 	bool device;            /* a GPU backend: peaks below, not bw_gbs */
 	bool sampled;           /* decode picked the ids on the device */
 	struct eng_peaks peaks; /* best of the runs before and after */
@@ -214,6 +214,10 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 	double ratio = r->bw_gbs > 0 ? tg_gbs / r->bw_gbs : 0;
 	double pp_tflops = r->pp_gflop * r->pp_tps / (np > 0 ? np : 1) / 1e3;
 	double gemm_ratio = r->peaks.gemm_tflop_s > 0 ? pp_tflops / r->peaks.gemm_tflop_s : 0;
+	const char *inputs = r->prefill_inputs;
+	char label[32] = "";
+	if (inputs && strcmp(inputs, "fp32"))
+		snprintf(label, sizeof label, " (%s activations)", inputs);
 	if (json) {
 		printf("{\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"load_s\": "
 		       "%.3f, \"load_rss_bytes\": %.0f, "
@@ -225,7 +229,8 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 		       "\"decode_bytes_per_token\": %.0f, "
 		       "\"decode_gb_s\": %.2f, \"decode_gflop_s\": %.2f, \"read_bandwidth_gb_s\": "
 		       "%.2f, "
-		       "\"decode_bandwidth_ratio\": %.3f, \"bf16_prefill\": %s, \"device\": %s, "
+		       "\"decode_bandwidth_ratio\": %.3f, \"bf16_prefill\": %s, "
+		       "\"prefill_inputs\": \"%s\", \"device\": %s, "
 		       "\"device_copy_gb_s\": %.1f, \"gemm_tflop_s\": %.2f, "
 		       "\"prefill_gemm_ratio\": %.3f, "
 		       "\"decode_sampled_on_device\": %s, \"graph_bytes\": %zu}\n",
@@ -233,7 +238,8 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 		       r->pp_tps > 0 ? 1e3 * np / r->pp_tps : 0, r->pp_tps, r->pp_sd,
 		       r->pp_gflop * r->pp_tps / (np > 0 ? np : 1), r->tg_tps, r->tg_sd,
 		       r->tg_bytes, tg_gbs, r->tg_gflop * r->tg_tps, r->bw_gbs, ratio,
-		       r->bf16_prefill ? "true" : "false", r->device ? "true" : "false",
+		       inputs && !strcmp(inputs, "bf16") ? "true" : "false",
+		       inputs ? inputs : "device", r->device ? "true" : "false",
 		       r->peaks.copy_gb_s, r->peaks.gemm_tflop_s, gemm_ratio,
 		       r->sampled ? "true" : "false", r->graph_bytes);
 		return;
@@ -247,7 +253,7 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 	if (np > 0)
 		printf("prefill    %d tokens: %.1f ± %.1f tok/s (%.2f ms), %.1f GFLOP/s%s\n", np,
 		       r->pp_tps, r->pp_sd, 1e3 * np / r->pp_tps, r->pp_gflop * r->pp_tps / np,
-		       r->bf16_prefill ? " (bf16 activations)" : "");
+		       label);
 	if (nd > 0)
 		printf("decode     %d tokens: %.2f ± %.2f tok/s, %.3f GB read per token, "
 		       "%.1f GB/s, %.1f GFLOP/s\n",
@@ -309,8 +315,9 @@ int cmd_bench(int argc, char **argv)
 		goto fail;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	res.threads = eo.threads ? eo.threads : cores > 0 ? (int)cores : 1;
-	/* where the CPU has no AVX-512 BF16 the exact path runs whatever was asked */
-	res.bf16_prefill = eo.bf16_prefill && eng_cpu_isa_check("avx512bf16") == 0;
+	struct eng_stats st;
+	eng_get_stats(e, &st);
+	res.prefill_inputs = st.prefill_inputs;
 	res.depth = (int)depth;
 	/* best of 5 runs before and 5 after the timed ones */
 	int gemm_n = np > 0 ? (int)np : 512;

@@ -9,6 +9,7 @@
 #include "src/base/fileio.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
+#include "src/cli/env.h"
 
 static const struct cli_opt logits_opts[] = {
 	{"out", CLI_OWN + 1, "FILE", "where the logits go"},
@@ -55,7 +56,11 @@ int cmd_logits(int argc, char **argv)
 	if (cli_engine_options(&cli, &eo, NULL))
 		return EXIT_USAGE;
 	eo.kv_f32 = la.kv_f32;
-	eo.bf16_prefill = false; /* logits are the reference: always the exact path */
+	eo.bf16_prefill = false; /* logits are the reference: the exact path */
+	if (cli_env_fast_prefill(&eo.bf16_prefill)) {
+		cli_error("%s", err_msg());
+		return EXIT_USAGE;
+	}
 
 	int32_t *ids = NULL;
 	size_t nids = 0;

@@ -82,6 +82,11 @@ int cli_env_engine(struct eng_options *o)
 	return 0;
 }
 
+int cli_env_fast_prefill(bool *fast)
+{
+	return var_switch("QWENCHAT_CPU_BF16_PREFILL", fast);
+}
+
 const char *cli_env_home(void)
 {
 	return var("HOME");

@@ -26,6 +26,9 @@ const char *cli_env_openai_base_url(void);
  * QWENCHAT_CUDA_MODULE (the CUDA module's path). 0, or -1
  * with err_set naming the variable and its bad value. */
 int cli_env_engine(struct eng_options *o);
+/* QWENCHAT_CPU_BF16_PREFILL alone into *fast (left as it is when unset): `logits`
+ * takes the exact path unless this asks for the fast one. 0 or -1 (err_set). */
+int cli_env_fast_prefill(bool *fast);
 
 /* $HOME, or NULL when unset or empty. */
 const char *cli_env_home(void);

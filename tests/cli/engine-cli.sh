@@ -39,7 +39,8 @@ expect_exit 0 "bench table" "$QWENCHAT" bench -m "$M" -p 4 -n 2 -r 1 --backend c
 grep -q '^decode ' "$TMP/out" && pass "bench table has a decode line" || fail "bench table: $(cat "$TMP/out")"
 # bf16 activations in prefill by default where the CPU has AVX-512 BF16; --exact never
 expect_exit 0 "bench --exact" "$QWENCHAT" bench -m "$M" -p 8 -n 1 -r 1 --backend cpu --json --bw-buffer 64 --exact
-grep -q '"bf16_prefill": false' "$TMP/out" && pass "bench --exact: fp32 prefill" || fail "bench --exact: $(cat "$TMP/out")"
+grep -q '"bf16_prefill": false, "prefill_inputs": "fp32"' "$TMP/out" && pass "bench --exact: fp32 prefill" ||
+	fail "bench --exact: $(cat "$TMP/out")"
 expect_exit 0 "bench default prefill" "$QWENCHAT" bench -m "$M" -p 8 -n 1 -r 1 --backend cpu --json --bw-buffer 64
 want=false
 grep -q avx512_bf16 /proc/cpuinfo 2>/dev/null && want=true

@@ -2,9 +2,11 @@
 # quant.sh — quantized models compute what their weights mean: a tests/mkmodel model
 # quantized by `qwenchat quantize` to each of llama.cpp's mixes gives logits close to
 # a float64 forward pass on the same weights dequantized by gguf-py
-# (tests/golden/logits-quant-*.txt), through the prefill kernels (12 tokens:
-# dequantized bf16 rows) and the decode kernels (fewer than 8 tokens: int8 dot
-# products); --quant on the float model gives the file's logits bit for bit.
+# (tests/golden/logits-quant-*.txt), through the exact prefill (12 tokens: rows
+# dequantized to fp32), the fast prefill of chat and run (QWENCHAT_CPU_BF16_PREFILL=1:
+# int8 activations with AVX2, bf16 with AVX-512 BF16) and the decode kernels (fewer
+# than 8 tokens: int8 dot products); --quant on the float model gives the file's
+# logits bit for bit.
 . "$TOP_SRCDIR/tests/lib.sh"
 M="$TMP/m"
 "$TOP_BUILDDIR/tests/mkmodel" --out "$M" $(sed -n 's/^mkmodel //p' \
@@ -40,6 +42,10 @@ for t in q8_0 q6_k q5_k_m q4_k_m q4_0; do
 	echo "$ids" | "$QWENCHAT" logits -m "$TMP/$t.gguf" --out "$TMP/p.bin" 2>"$TMP/err" ||
 		fail "$t logits: $(head -c 300 "$TMP/err")"
 	if r=$(compare "$TMP/p.bin" "$g" 12 1e-2); then pass "$t prefill: $r"; else fail "$t prefill: $r"; fi
+	echo "$ids" | QWENCHAT_CPU_BF16_PREFILL=1 "$QWENCHAT" logits -m "$TMP/$t.gguf" \
+		--out "$TMP/f.bin" 2>"$TMP/err" || fail "$t fast logits: $(head -c 300 "$TMP/err")"
+	if r=$(compare "$TMP/f.bin" "$g" 12 3e-2); then pass "$t fast prefill: $r"
+	else fail "$t fast prefill: $r"; fi
 	echo "$ids" | cut -d' ' -f1-7 | "$QWENCHAT" logits -m "$TMP/$t.gguf" --out "$TMP/d.bin" \
 		2>"$TMP/err" || fail "$t logits (7): $(head -c 300 "$TMP/err")"
 	if r=$(compare "$TMP/d.bin" "$g" 7 2e-2); then pass "$t decode kernels: $r"; else fail "$t decode kernels: $r"; fi
@@ -59,6 +65,17 @@ EOT
 		pass "q4_k_m on $isa: $r"
 	else fail "q4_k_m on $isa: $r"; fi
 done
+
+# bench says which prefill ran: int8 activations where the CPU has AVX2 but not
+# AVX-512, bf16 ones with AVX-512 BF16, fp32 (the exact path) otherwise
+inputs=fp32
+grep -qw avx2 /proc/cpuinfo && inputs=int8
+grep -qw avx512f /proc/cpuinfo && inputs=fp32
+grep -qw avx512_bf16 /proc/cpuinfo && inputs=bf16
+expect_exit 0 "bench a quantized file" "$QWENCHAT" bench -m "$TMP/q4_k_m.gguf" -p 16 -n 2 -r 1 \
+	--json --bw-buffer 64
+grep -q "\"prefill_inputs\": \"$inputs\"" "$TMP/out" && pass "bench: $inputs prefill here" ||
+	fail "bench prefill_inputs, want $inputs: $(cat "$TMP/out")"
 
 expect_exit 2 "--quant q3_k" "$QWENCHAT" logits -m "$M" --quant q3_k --out "$TMP/x.bin"
 expect_err_has "is not one of q8_0" "--quant q3_k: names the choices"
