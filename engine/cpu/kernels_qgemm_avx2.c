@@ -99,22 +99,12 @@ static TQ void unit_k4(const uint8_t *w, const bool five, struct unit *u)
 
 static TQ void unit_q6_k(const uint8_t *w, struct unit *u)
 {
-	const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
 	const int8_t *sc = (const int8_t *)(w + 192);
 	float d = half(w + 208);
 	for (int h = 0; h < 2; h++) {
-		__m256i l0 = load32(w + 64 * h), l1 = load32(w + 64 * h + 32);
-		__m256i hb = load32(w + 128 + 32 * h);
-		__m256i lo4[4] = {
-			_mm256_and_si256(l0, m4),
-			_mm256_and_si256(l1, m4),
-			_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-			_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-		};
+		q6_half(w, h, u->q + 4 * h);
 		for (int k = 0; k < 4; k++) {
 			int j = 4 * h + k;
-			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), m2);
-			u->q[j] = _mm256_or_si256(lo4[k], _mm256_slli_epi16(hi, 4));
 			u->s[j] = d;
 			u->o[j] = 0;
 			u->a[j] = sc[2 * j];

@@ -203,7 +203,6 @@ static TQ float row_q5_k(const uint8_t *w, const struct cpu_xq *x, int nb)
 
 static TQ float row_q6_k(const uint8_t *w, const struct cpu_xq *x, int nb)
 {
-	const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
 	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			      _mm256_setzero_ps()};
 	__m256 offv = _mm256_setzero_ps();
@@ -219,23 +218,15 @@ static TQ float row_q6_k(const uint8_t *w, const struct cpu_xq *x, int nb)
 		const int8_t *xq = x->q + 256 * i;
 #pragma GCC unroll 2
 		for (int h = 0; h < 2; h++) {
-			__m256i l0 = load32(w + 64 * h), l1 = load32(w + 64 * h + 32);
-			__m256i hb = load32(w + 128 + 32 * h);
+			__m256i q[4];
+			q6_half(w, h, q);
 			__m256i sch =
 				_mm256_broadcastsi128_si256(h ? _mm256_extracti128_si256(sc16, 1)
 							      : _mm256_castsi256_si128(sc16));
-			__m256i u[4] = {
-				_mm256_and_si256(l0, m4),
-				_mm256_and_si256(l1, m4),
-				_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-				_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-			};
 #pragma GCC unroll 4
 			for (int k = 0; k < 4; k++) {
-				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), m2);
-				__m256i q = _mm256_or_si256(u[k], _mm256_slli_epi16(hi, 4));
 				__m256i p16 =
-					_mm256_maddubs_epi16(q, load32(xq + 128 * h + 32 * k));
+					_mm256_maddubs_epi16(q[k], load32(xq + 128 * h + 32 * k));
 				__m256 p = _mm256_cvtepi32_ps(
 					_mm256_madd_epi16(p16, q6_scale_pair(sch, k)));
 				acc[k] = _mm256_fmadd_ps(p, bcast(ddv, 4 * h + k), acc[k]);
@@ -352,25 +343,16 @@ INL TQ void dequant_k4_to(const uint8_t *w, void *dst, int nb, const bool five, 
 
 INL TQ void dequant_q6_k_to(const uint8_t *w, void *dst, int nb, const bool f32)
 {
-	const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3),
-		      c32 = _mm256_set1_epi8(32);
+	const __m256i c32 = _mm256_set1_epi8(32);
 	const __m256 zero = _mm256_setzero_ps();
 	for (int i = 0; i < nb; i++, w += 210) {
 		const int8_t *sc = (const int8_t *)(w + 192);
 		float d = half(w + 208);
 		for (int h = 0; h < 2; h++) {
-			__m256i l0 = load32(w + 64 * h), l1 = load32(w + 64 * h + 32);
-			__m256i hb = load32(w + 128 + 32 * h);
-			__m256i u[4] = {
-				_mm256_and_si256(l0, m4),
-				_mm256_and_si256(l1, m4),
-				_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-				_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-			};
+			__m256i u[4];
+			q6_half(w, h, u);
 			for (int k = 0; k < 4; k++) {
-				__m256i hi = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * k), m2);
-				__m256i q = _mm256_sub_epi8(
-					_mm256_or_si256(u[k], _mm256_slli_epi16(hi, 4)), c32);
+				__m256i q = _mm256_sub_epi8(u[k], c32);
 				__m256 sa = _mm256_set1_ps(d * (float)sc[8 * h + 2 * k]);
 				__m256 sb = _mm256_set1_ps(d * (float)sc[8 * h + 2 * k + 1]);
 				emit32(dst, (size_t)256 * i + 128 * h + 32 * k, f32, q, sa, sb,

@@ -106,4 +106,26 @@ INL TQ void k4_scales(const uint8_t *p, __m256i *sc, __m256i *mn)
 	*mn = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo));
 }
 
+/* The 128 quants of half h (0, 1) of a Q6_K block at w as four vectors of 32
+ * unsigned bytes (0..63): ql's low nibbles of bytes [64h, 64h + 32), of the next 32,
+ * then their high nibbles, each with two bits of qh as bits 4 and 5. The two bits
+ * come into place by one shift of the 16-bit lanes and one mask (the bits that cross
+ * into the next byte are masked off): one instruction fewer per 32 weights than
+ * shifting them down, masking and shifting them up (Q6_K decode, 512 rows in L2,
+ * one core, five alternating runs: 19.8-20.3 -> 20.1-21.0 G weights/s). */
+INL TQ void q6_half(const uint8_t *w, int h, __m256i q[4])
+{
+	const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+	__m256i l0 = load32(w + 64 * h), l1 = load32(w + 64 * h + 32);
+	__m256i hb = load32(w + 128 + 32 * h);
+	q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+			       _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+	q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+			       _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+	q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+			       _mm256_and_si256(hb, m30));
+	q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+			       _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+}
+
 #endif
