@@ -96,6 +96,7 @@ static const struct cpu_kernels kernels_c = {
 	.swiglu = cpu_swiglu,
 	.rmsnorm = cpu_rmsnorm,
 	.to_bf16 = cpu_bf16_row,
+	.quantize_act = cpu_quantize_act,
 	.qmatvec = cpu_qmatvec_c,
 	.dequant_bf16 = cpu_dequant_bf16_c,
 	.dequant_f32p = cpu_dequant_f32p_c,

@@ -98,6 +98,8 @@ struct cpu_kernels {
 	void (*swiglu)(float *g, const float *u, int n);
 	void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
 	void (*to_bf16)(uint16_t *xb, const float *x, int n);
+	/* cpu_quantize_act, bit for bit. */
+	void (*quantize_act)(const float *x, int K, struct cpu_xq *xq);
 	/* out[m] (+)= dot(row m of w, x) for m in [m0, m1): w is (M, K) in type t, any
 	 * but BF16 (the matmuls above), rows eng_row_bytes(t, K) apart; x from
 	 * cpu_quantize_act (K a multiple of the type's block). Decode's product. */
@@ -142,7 +144,9 @@ void cpu_quantize_act(const float *x, int K, struct cpu_xq *xq);
 void cpu_qmatvec_c(enum eng_dtype t, float *out, const void *w, const struct cpu_xq *x, int K,
 		   int m0, int m1, bool acc);
 float cpu_qdot_c(enum eng_dtype t, const void *row, const struct cpu_xq *x, int K);
-/* The AVX2 qmatvec (kernels_quant_avx2.c), which the AVX-512 tables share. */
+/* The AVX2 quantize_act and qmatvec (kernels_quant_avx2.c), which the AVX-512 tables
+ * share. */
+void cpu_quantize_act_avx2(const float *x, int K, struct cpu_xq *xq);
 void cpu_qmatvec_avx2(enum eng_dtype t, float *out, const void *w, const struct cpu_xq *x, int K,
 		      int m0, int m1, bool acc);
 

@@ -374,6 +374,7 @@ const struct cpu_kernels cpu_kernels_avx512 = {
 	.swiglu = cpu512_swiglu,
 	.rmsnorm = cpu512_rmsnorm,
 	.to_bf16 = cpu512_to_bf16,
+	.quantize_act = cpu_quantize_act_avx2,
 	.qmatvec = cpu_qmatvec_avx2,
 	.dequant_bf16 = cpu_dequant_bf16_avx2,
 };
@@ -460,6 +461,7 @@ const struct cpu_kernels cpu_kernels_avx512bf16 = {
 	.swiglu = cpu512_swiglu,
 	.rmsnorm = cpu512_rmsnorm,
 	.to_bf16 = cpu512_to_bf16,
+	.quantize_act = cpu_quantize_act_avx2,
 	.qmatvec = cpu_qmatvec_avx2,
 	.dequant_bf16 = cpu_dequant_bf16_avx2,
 };

@@ -16,6 +16,41 @@
 #include "engine/cpu/quant_avx2.h"
 #include "engine/quant.h"
 
+/* cpu_quantize_act with 8 lanes: the same float operations in the same order per
+ * element (no FMA), vcvtps2dq rounding to nearest even as the portable code does, so
+ * the result is the same bit for bit. The portable loop was 5.9% of a 512-token Q4_0
+ * prefill (perf). */
+TQ void cpu_quantize_act_avx2(const float *x, int K, struct cpu_xq *xq)
+{
+	const __m256 sign = _mm256_set1_ps(-0.0f);
+	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+	xq->f = x;
+	for (int b = 0; b < K / 32; b++) {
+		__m256 a[4], m = _mm256_setzero_ps();
+		for (int i = 0; i < 4; i++) {
+			a[i] = _mm256_loadu_ps(x + 32 * b + 8 * i);
+			m = _mm256_max_ps(_mm256_andnot_ps(sign, a[i]), m); /* NaN: m, as in C */
+		}
+		__m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+		h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+		h = _mm_max_ss(h, _mm_movehdup_ps(h));
+		float d = _mm_cvtss_f32(h) / 127.0f, id = d != 0 ? 1.0f / d : 0;
+		__m256i q[4];
+		for (int i = 0; i < 4; i++)
+			q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(a[i], _mm256_set1_ps(id)));
+		/* packs work within 128-bit halves: dwords 0,4,1,5,... restore the order */
+		__m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
+					       _mm256_packs_epi32(q[2], q[3]));
+		_mm256_storeu_si256((__m256i *)(xq->q + 32 * b), _mm256_permutevar8x32_epi32(p, order));
+		int s0 = hsum_i32(_mm256_add_epi32(q[0], q[1]));
+		int s1 = hsum_i32(_mm256_add_epi32(q[2], q[3]));
+		xq->d[b] = d;
+		xq->ds[b] = d * (float)(s0 + s1);
+		xq->s16[2 * b] = (int16_t)s0;
+		xq->s16[2 * b + 1] = (int16_t)s1;
+	}
+}
+
 /* Software prefetch this many bytes ahead of the block being read: a row is one
  * stream that the hardware prefetcher loses at every 4 KB page (tiling.h says the
  * same of bf16 decode); one prefetch per cache line of the block. */

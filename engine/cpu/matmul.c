@@ -153,7 +153,7 @@ static void quantize_one(const struct quantize_task *q, int i, float *x)
 			x[j] = cpu_bf16_to_f32(q->xb[(size_t)i * K + j]);
 	else
 		cpu_unpack_row(x, q->xp + (size_t)i * K, K, q->c->k->pack);
-	cpu_quantize_act(x, K, &q->c->xq[i]);
+	q->c->k->quantize_act(x, K, &q->c->xq[i]);
 }
 
 static void quantize_run(void *arg, int tid, int nt)

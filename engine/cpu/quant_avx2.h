@@ -22,6 +22,14 @@ INL TQ float hsum(__m256 v)
 	return _mm_cvtss_f32(s);
 }
 
+INL TQ int hsum_i32(__m256i v)
+{
+	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+	s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+	return _mm_cvtsi128_si32(s);
+}
+
 INL TQ float half(const uint8_t *p)
 {
 	uint16_t h;

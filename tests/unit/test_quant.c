@@ -324,6 +324,37 @@ static void check_qgemm(const struct cpu_kernels *k, enum eng_dtype t)
 	free(s16);
 }
 
+/* Every ISA's activation quantizer equals the portable one bit for bit, on blocks of
+ * very different scales, an all-zero block and exact ties (x.5 steps). */
+static void test_quantize_act(void **state)
+{
+	(void)state;
+	enum { K = 256 };
+	float x[K], d[2][K / 32], ds[2][K / 32];
+	int8_t q[2][K];
+	int16_t s16[2][K / 16];
+	for (int k = 0; k < K; k++)
+		x[k] = frand() * (k / 32 % 3 == 0 ? 10.0f : k / 32 % 3 == 1 ? 1e-3f : 1.0f);
+	for (int k = 64; k < 96; k++)
+		x[k] = 0;
+	for (int k = 96; k < 128; k++) /* max 127: each x.5 a tie */
+		x[k] = k == 96 ? 127.0f : (float)(k - 112) + 0.5f;
+	struct cpu_xq ref = {.q = q[0], .d = d[0], .ds = ds[0], .s16 = s16[0]};
+	struct cpu_xq got = {.q = q[1], .d = d[1], .ds = ds[1], .s16 = s16[1]};
+	cpu_quantize_act(x, K, &ref);
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+		if (!cpu_isa_supported((enum cpu_isa)isa))
+			continue;
+		const struct cpu_kernels *k = cpu_kernels_get((enum cpu_isa)isa);
+		memset(q[1], 0x55, sizeof q[1]);
+		k->quantize_act(x, K, &got);
+		if (memcmp(q[0], q[1], sizeof q[0]) || memcmp(d[0], d[1], sizeof d[0]) ||
+		    memcmp(ds[0], ds[1], sizeof ds[0]) || memcmp(s16[0], s16[1], sizeof s16[0]))
+			fail_msg("%s quantize_act differs from the portable one", k->name);
+		assert_true(got.f == x);
+	}
+}
+
 static void test_qgemm(void **state)
 {
 	(void)state;
@@ -349,6 +380,7 @@ int main(void)
 		cmocka_unit_test(test_f16),
 		cmocka_unit_test(test_float_rows),
 		cmocka_unit_test(test_qmatvec),
+		cmocka_unit_test(test_quantize_act),
 		cmocka_unit_test(test_qgemm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
