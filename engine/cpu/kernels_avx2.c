@@ -370,9 +370,46 @@ static T256 void matmul_panel_256(float *out, int ldo, const float *xp, int ldx,
 	}
 }
 
-static void pack_row_256(float *xp, const float *x, int K)
+/* cpu_rmsnorm with fp32 sums in 16 lanes, as the AVX-512 one: the portable loop's
+ * double accumulation was 2.7% of a 512-token Q4_0 prefill (perf). */
+static T256 void rmsnorm_256(float *out, const float *x, const float *w, int n, float eps)
 {
-	cpu_pack_row(xp, x, K, 16);
+	__m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
+	int i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m256 v = _mm256_loadu_ps(x + i), u = _mm256_loadu_ps(x + i + 8);
+		a = _mm256_fmadd_ps(v, v, a);
+		b = _mm256_fmadd_ps(u, u, b);
+	}
+	float ss = hsum256(_mm256_add_ps(a, b));
+	for (int j = i; j < n; j++)
+		ss += x[j] * x[j];
+	float r = 1.0f / sqrtf(ss / (float)n + eps);
+	__m256 vr = _mm256_set1_ps(r);
+	int nb = n & ~7;
+	for (i = 0; i < nb; i += 8)
+		_mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(w + i),
+							_mm256_mul_ps(_mm256_loadu_ps(x + i), vr)));
+	for (; i < n; i++)
+		out[i] = w[i] * (x[i] * r);
+}
+
+/* cpu_pack_row with pack 16: two in-lane shuffles and a lane permute split each 16
+ * into its evens and odds (the scalar loop was 2.4% of a 512-token prefill). */
+static T256 void pack_row_256(float *xp, const float *x, int K)
+{
+	int kb = K & ~15;
+	for (int b = 0; b < kb; b += 16) {
+		__m256 a = _mm256_loadu_ps(x + b), c = _mm256_loadu_ps(x + b + 8);
+		__m256 e = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 c0 c2 | a4.. */
+		__m256 o = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(3, 1, 3, 1));
+		_mm256_storeu_ps(xp + b, _mm256_castpd_ps(_mm256_permute4x64_pd(
+						 _mm256_castps_pd(e), 0xd8)));
+		_mm256_storeu_ps(xp + b + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(
+						     _mm256_castps_pd(o), 0xd8)));
+	}
+	for (int k = kb; k < K; k++)
+		xp[k] = x[k];
 }
 
 const struct cpu_kernels cpu_kernels_avx2 = {
@@ -385,7 +422,7 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	.pack_row = pack_row_256,
 	.softmax = softmax_256,
 	.swiglu = swiglu_256,
-	.rmsnorm = cpu_rmsnorm,
+	.rmsnorm = rmsnorm_256,
 	.to_bf16 = cpu_bf16_row,
 	.quantize_act = cpu_quantize_act_avx2,
 	.qmatvec = cpu_qmatvec_avx2,
