@@ -9,7 +9,7 @@ libengine_a_SOURCES = \
 	engine/engine.c engine/backend.h engine/rope.c engine/rope.h engine/cuda_load.c \
 	engine/cpu/cpu.c engine/cpu/kernels.c engine/cpu/kernels.h engine/cpu/tiling.h \
 	engine/cpu/kernels_avx512.c engine/cpu/kernels_avx512_ops.c engine/cpu/avx512.h \
-	engine/cpu/kernels_avx2.c engine/cpu/kernels_quant.c engine/cpu/kernels_quant_avx2.c engine/cpu/quant_avx2.h \
+	engine/cpu/kernels_avx2.c engine/cpu/kernels_quant.c engine/cpu/kernels_quant_avx2.c engine/cpu/avx2.h \
 	engine/cpu/kernels_qgemm_avx2.c \
 	engine/cpu/matmul.c engine/cpu/matmul.h \
 	engine/cpu/pool.c engine/cpu/pool.h \

@@ -8,19 +8,9 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#include "engine/cpu/tiling.h"
+#include "engine/cpu/avx2.h"
 
 /* ---- AVX2 + FMA ---------------------------------------------------------------- */
-#define T256 __attribute__((target("avx2,fma")))
-
-static inline float hsum256(__m256 v) __attribute__((always_inline, target("avx2,fma")));
-static inline float hsum256(__m256 v)
-{
-	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-	s = _mm_add_ss(s, _mm_movehdup_ps(s));
-	return _mm_cvtss_f32(s);
-}
 
 INL T256 void mk256(float *out, int ldo, const float *xp, int ldx, const uint16_t *w, int K,
 		    const int R, const int T, bool acc)
@@ -51,7 +41,7 @@ INL T256 void mk256(float *out, int ldo, const float *xp, int ldx, const uint16_
 	for (int r = 0; r < R; r++)
 #pragma GCC unroll 3
 		for (int t = 0; t < T; t++) {
-			float s = hsum256(a[r][t]);
+			float s = hsum(a[r][t]);
 			for (int k = kb; k < K; k++)
 				s += cpu_bf16_to_f32(w[(size_t)r * K + k]) *
 				     xp[(size_t)t * ldx + k];
@@ -104,7 +94,7 @@ INL T256 void mv256_rows(float *out, const float *xp, const uint16_t *w, int K, 
 	}
 #pragma GCC unroll 8
 	for (int j = 0; j < S; j++) {
-		float sum = hsum256(_mm256_add_ps(ae[j], ao[j]));
+		float sum = hsum(_mm256_add_ps(ae[j], ao[j]));
 		for (int k = k1; k < K; k++)
 			sum += cpu_bf16_to_f32(wr[j][k]) * xp[k];
 		float *o = out + m0 + j * q + i;
@@ -151,7 +141,7 @@ static T256 void scores_256(float *s, const float *q, const void *keys, int nk, 
 		for (int i = 0; i < hb; i += 8)
 			a = _mm256_fmadd_ps(_mm256_loadu_ps(q + i),
 					    kv8_256(keys, (size_t)j * hd + i, bf16), a);
-		float d = hsum256(a);
+		float d = hsum(a);
 		for (int i = hb; i < hd; i++)
 			d += q[i] * kv_at(keys, (size_t)j * hd + i, bf16);
 		s[j] = d * scale;
@@ -278,7 +268,7 @@ static T256 void softmax_256(float *s, int n, float scale)
 		_mm256_storeu_ps(s + i, e);
 		sum = _mm256_add_ps(sum, e);
 	}
-	float total = hsum256(sum);
+	float total = hsum(sum);
 	for (int i = nb; i < n; i++) {
 		s[i] = expf(s[i] - top);
 		total += s[i];
@@ -381,7 +371,7 @@ static T256 void rmsnorm_256(float *out, const float *x, const float *w, int n, 
 		a = _mm256_fmadd_ps(v, v, a);
 		b = _mm256_fmadd_ps(u, u, b);
 	}
-	float ss = hsum256(_mm256_add_ps(a, b));
+	float ss = hsum(_mm256_add_ps(a, b));
 	for (int j = i; j < n; j++)
 		ss += x[j] * x[j];
 	float r = 1.0f / sqrtf(ss / (float)n + eps);
@@ -394,20 +384,13 @@ static T256 void rmsnorm_256(float *out, const float *x, const float *w, int n, 
 		out[i] = w[i] * (x[i] * r);
 }
 
-/* cpu_pack_row with pack 16: two in-lane shuffles and a lane permute split each 16
- * into its evens and odds (the scalar loop was 2.4% of a 512-token prefill). */
+/* cpu_pack_row with pack 16, as the quantized rows are packed (store_packed16; the
+ * scalar loop was 2.4% of a 512-token prefill). */
 static T256 void pack_row_256(float *xp, const float *x, int K)
 {
 	int kb = K & ~15;
-	for (int b = 0; b < kb; b += 16) {
-		__m256 a = _mm256_loadu_ps(x + b), c = _mm256_loadu_ps(x + b + 8);
-		__m256 e = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 c0 c2 | a4.. */
-		__m256 o = _mm256_shuffle_ps(a, c, _MM_SHUFFLE(3, 1, 3, 1));
-		_mm256_storeu_ps(xp + b, _mm256_castpd_ps(_mm256_permute4x64_pd(
-						 _mm256_castps_pd(e), 0xd8)));
-		_mm256_storeu_ps(xp + b + 8, _mm256_castpd_ps(_mm256_permute4x64_pd(
-						     _mm256_castps_pd(o), 0xd8)));
-	}
+	for (int b = 0; b < kb; b += 16)
+		store_packed16(xp + b, _mm256_loadu_ps(x + b), _mm256_loadu_ps(x + b + 8));
 	for (int k = kb; k < K; k++)
 		xp[k] = x[k];
 }

@@ -39,7 +39,7 @@ size_t cpu_qpanel_bytes(int K)
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#include "engine/cpu/quant_avx2.h"
+#include "engine/cpu/avx2.h"
 #include "engine/quant.h"
 
 struct group {

@@ -13,7 +13,7 @@
 #include <immintrin.h>
 
 #include "engine/cpu/kernels.h"
-#include "engine/cpu/quant_avx2.h"
+#include "engine/cpu/avx2.h"
 #include "engine/quant.h"
 
 /* cpu_quantize_act with 8 lanes: the same float operations in the same order per
@@ -318,17 +318,6 @@ INL TQ __m256i to_bf16x16(__m256 a, __m256 b)
 		ib, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(ib, 16), one)));
 	__m256i p = _mm256_packus_epi32(_mm256_srli_epi32(ia, 16), _mm256_srli_epi32(ib, 16));
 	return _mm256_permute4x64_epi64(p, 0xd8); /* packus works within 128-bit halves */
-}
-
-/* 16 floats in the AVX2 kernels' packed order (kernels.h: the 8 even-indexed, then
- * the 8 odd-indexed) at dst. */
-INL TQ void store_packed16(float *dst, __m256 a, __m256 b)
-{
-	__m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
-	__m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
-	_mm256_storeu_ps(dst, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xd8)));
-	_mm256_storeu_ps(dst + 8,
-			 _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), 0xd8)));
 }
 
 /* Weights [i, i + 32) = q * scale - min (q: 32 int8; the first 16 take sa, ma, the

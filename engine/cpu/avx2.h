@@ -1,9 +1,9 @@
-/* quant_avx2.h — the AVX2 pieces that both quantized-weight kernel files use: each
- * block type's quants unpacked in registers to one byte per weight, its scales, and
- * small vector helpers. Private to engine/cpu; every function carries
- * __attribute__((target)) and is inlined into its caller. */
-#ifndef QWENCHAT_CPU_QUANT_AVX2_H
-#define QWENCHAT_CPU_QUANT_AVX2_H
+/* avx2.h — what the three AVX2 kernel files share (internal to engine/cpu/): the
+ * target attributes, small vector helpers, and each quantized block type's quants
+ * unpacked in registers to one byte per weight, with its scales. Every function is
+ * inlined into its caller; those that need F16C say so (TQ). */
+#ifndef QWENCHAT_CPU_AVX2_H
+#define QWENCHAT_CPU_AVX2_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,10 +11,14 @@
 
 #include <immintrin.h>
 
-#define TQ  __attribute__((target("avx2,fma,f16c")))
-#define INL static inline __attribute__((always_inline))
+#include "engine/cpu/tiling.h"
 
-INL TQ float hsum(__m256 v)
+#define T256 __attribute__((target("avx2,fma")))
+/* The quantized kernels read f16 scales. The AVX2 table is chosen on AVX2 and FMA;
+ * every CPU with those has F16C. */
+#define TQ __attribute__((target("avx2,fma,f16c")))
+
+INL T256 float hsum(__m256 v)
 {
 	__m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
 	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -22,12 +26,23 @@ INL TQ float hsum(__m256 v)
 	return _mm_cvtss_f32(s);
 }
 
-INL TQ int hsum_i32(__m256i v)
+INL T256 int hsum_i32(__m256i v)
 {
 	__m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
 	s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
 	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
 	return _mm_cvtsi128_si32(s);
+}
+
+/* 16 floats in the AVX2 kernels' packed order (kernels.h: the 8 even-indexed, then
+ * the 8 odd-indexed) at dst. */
+INL T256 void store_packed16(float *dst, __m256 a, __m256 b)
+{
+	__m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
+	__m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+	_mm256_storeu_ps(dst, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xd8)));
+	_mm256_storeu_ps(dst + 8,
+			 _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), 0xd8)));
 }
 
 INL TQ float half(const uint8_t *p)
@@ -39,18 +54,18 @@ INL TQ float half(const uint8_t *p)
 
 /* Eight 32-bit sums of u[i] * s[i] over the 32 bytes (u unsigned, s signed). With
  * u <= 128 and |s| <= 127 no 16-bit pair sum saturates. */
-INL TQ __m256i dot_u8s8(__m256i u, __m256i s)
+INL T256 __m256i dot_u8s8(__m256i u, __m256i s)
 {
 	return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
 }
 
-INL TQ __m256i load32(const void *p)
+INL T256 __m256i load32(const void *p)
 {
 	return _mm256_loadu_si256((const __m256i *)p);
 }
 
 /* 16 bytes of nibbles to 32 bytes: the low nibbles, then the high ones. */
-INL TQ __m256i nibbles(const uint8_t *p)
+INL T256 __m256i nibbles(const uint8_t *p)
 {
 	__m128i raw = _mm_loadu_si128((const __m128i *)p);
 	__m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
@@ -59,7 +74,7 @@ INL TQ __m256i nibbles(const uint8_t *p)
 
 /* Byte i is 0xff where bit i of `bits` is set: each byte of the word is spread over
  * eight bytes, which keep only "their" bit clear in the or-mask. */
-INL TQ __m256i bits_to_bytes(uint32_t bits)
+INL T256 __m256i bits_to_bytes(uint32_t bits)
 {
 	const __m256i spread =
 		_mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
@@ -71,7 +86,7 @@ INL TQ __m256i bits_to_bytes(uint32_t bits)
 /* Sub-blocks 2j and 2j + 1 of a Q4_K/Q5_K block as 32 unsigned bytes each: the low
  * and high nibbles of qs[32j, 32j + 32), for Q5_K with bits 2j and 2j + 1 of each
  * byte of hb (the block's qh) as their fifth bit. */
-INL TQ void k4_quants(const uint8_t *qs, __m256i hb, int j, const bool five, __m256i *lo,
+INL T256 void k4_quants(const uint8_t *qs, __m256i hb, int j, const bool five, __m256i *lo,
 		      __m256i *hi)
 {
 	const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
@@ -87,7 +102,7 @@ INL TQ void k4_quants(const uint8_t *qs, __m256i hb, int j, const bool five, __m
 }
 
 /* The 32 quants of a Q4_0 or Q5_0 block as unsigned bytes (0..15, 0..31). */
-INL TQ __m256i q4_q5_quants(const uint8_t *blk, const bool five)
+INL T256 __m256i q4_q5_quants(const uint8_t *blk, const bool five)
 {
 	if (!five)
 		return nibbles(blk + 2);
@@ -101,7 +116,7 @@ INL TQ __m256i q4_q5_quants(const uint8_t *blk, const bool five)
  * bytes 0-3 hold scales 0-3 (low 6 bits) and the top bits of scales 4-7; bytes 4-7
  * the same for the mins; bytes 8-11 the low nibbles of scales 4-7 and, above them,
  * of mins 4-7. Four masked words instead of eight calls of the scalar unpacking. */
-INL TQ void k4_scales(const uint8_t *p, __m256i *sc, __m256i *mn)
+INL T256 void k4_scales(const uint8_t *p, __m256i *sc, __m256i *mn)
 {
 	uint32_t u0, u1, u2; /* three loads, not a copy through the stack */
 	memcpy(&u0, p, 4);
@@ -121,7 +136,7 @@ INL TQ void k4_scales(const uint8_t *p, __m256i *sc, __m256i *mn)
  * into the next byte are masked off): one instruction fewer per 32 weights than
  * shifting them down, masking and shifting them up (Q6_K decode, 512 rows in L2,
  * one core, five alternating runs: 19.8-20.3 -> 20.1-21.0 G weights/s). */
-INL TQ void q6_half(const uint8_t *w, int h, __m256i q[4])
+INL T256 void q6_half(const uint8_t *w, int h, __m256i q[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
 	__m256i l0 = load32(w + 64 * h), l1 = load32(w + 64 * h + 32);
