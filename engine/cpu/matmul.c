@@ -100,10 +100,20 @@ static void integer(const struct mm_task *t, const struct cpu_mm *mm, int lo, in
 	c->k->qgemm(mm->w->dtype, mm->out + lo, mm->M, c->xq, t->n, panel, t->K, hi - lo, mm->acc);
 }
 
-/* Which of the three ways a prefill takes over a non-bf16 matrix. */
-static bool takes_integer(const struct cpu_matmul *c, const struct eng_tensor *w, int n)
+/* How n tokens are multiplied with w: bf16 weights by the bf16 kernels; other types
+ * by the matrix-vector kernels for a few tokens (decode), else repacked for the
+ * integer prefill where there is one for the type, else as dequantized rows. */
+enum path { BF16, DIRECT, INTEGER, DEQUANTIZED };
+
+static enum path path_of(const struct cpu_matmul *c, const struct eng_tensor *w, int n)
 {
-	return n >= CPU_QDIRECT && c->qpanels && n <= c->xq_rows && eng_dtype_quantized(w->dtype);
+	if (w->dtype == ENG_BF16)
+		return BF16;
+	if (n < CPU_QDIRECT)
+		return DIRECT;
+	if (c->qpanels && n <= c->xq_rows && eng_dtype_quantized(w->dtype))
+		return INTEGER;
+	return DEQUANTIZED;
 }
 
 static void mm_run(void *arg, int tid, int nt)
@@ -119,11 +129,12 @@ static void mm_run(void *arg, int tid, int nt)
 		int lo = b * t->rows, hi = lo + t->rows < mm->M ? lo + t->rows : mm->M;
 		uint32_t *panel = t->c->panels + (size_t)tid * t->c->panel_words;
 		const uint16_t *w = mm->w->data;
-		if (mm->w->dtype != ENG_BF16 && t->n < CPU_QDIRECT)
+		enum path p = path_of(t->c, mm->w, t->n);
+		if (p == DIRECT)
 			direct(t, mm, lo, hi);
-		else if (takes_integer(t->c, mm->w, t->n))
+		else if (p == INTEGER)
 			integer(t, mm, lo, hi, tid);
-		else if (mm->w->dtype != ENG_BF16)
+		else if (p == DEQUANTIZED)
 			dequantized(t, mm, lo, hi, tid, panel);
 		else if (t->xb)
 			k->matmul_bf16(mm->out, mm->M, t->xb, t->K, t->n, w, t->K, lo, hi, mm->acc,
@@ -187,8 +198,8 @@ void cpu_matmul(struct cpu_matmul *c, const float *xp, const uint16_t *xb, int n
 	bool quantized_inputs = false;
 	for (int i = 0; i < count; i++) {
 		t.blocks += (mm[i].M + t.rows - 1) / t.rows;
-		quantized_inputs |= (mm[i].w->dtype != ENG_BF16 && n < CPU_QDIRECT) ||
-				    takes_integer(c, mm[i].w, n);
+		enum path p = path_of(c, mm[i].w, n);
+		quantized_inputs |= p == DIRECT || p == INTEGER;
 	}
 	if (quantized_inputs)
 		quantize_inputs(c, xp, xb, n, K);

@@ -40,11 +40,12 @@ struct cpu_matmul {
 	uint8_t *qpanels;
 	size_t qpanel_bytes;
 	/* The quantized inputs of up to xq_rows tokens (CPU_QDIRECT, or a whole chunk
-	 * for the integer prefill), each xq_stride bytes apart in xq8 */
+	 * for the integer prefill): xq[i] points into these, each token's arrays at a
+	 * stride that keeps them 4-byte aligned (cpu_matmul_init) */
 	float *xf;       /* (max(CPU_QDIRECT, threads), widest): natural-order input rows */
-	int8_t *xq8;     /* (xq_rows, xq_stride) */
+	int8_t *xq8;     /* (xq_rows, ~widest) */
 	float *xd, *xds; /* (xq_rows, widest / 32 + 1) */
-	int16_t *xs16;   /* (xq_rows, widest / 16 + 2) */
+	int16_t *xs16;   /* (xq_rows, ~widest / 16 + 2) */
 	struct cpu_xq *xq;
 	int xq_rows;
 	size_t bytes; /* allocated */
@@ -53,9 +54,10 @@ struct cpu_matmul {
 /* 0, or -1 (err_set) when out of memory. bf16_only (every matrix is bf16) skips the
  * quantized paths' buffers; chunk is the most tokens of one call.
  * exact: a prefill over quantized weights multiplies them in fp32 (matmul_f32w,
- * where the ISA has it), as the reference path does; else rounded to bf16, for the
- * faster bf16 kernels (2 cores, AVX2, Qwen3-0.6B shape, Q8_0, 512 tokens: 105
- * against 85 tok/s). */
+ * where the ISA has it), as the reference path does; else by the ISA's integer
+ * kernels where it has them (qgemm: 2 cores, AVX2, Qwen3-0.6B shape, Q4_K_M, 512
+ * tokens: 223-225 against 132-137 tok/s exact), else rounded to bf16 for the bf16
+ * kernels. */
 int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cpu_pool *pool,
 		    int widest, int chunk, bool bf16_only, bool exact);
 void cpu_matmul_free(struct cpu_matmul *c);
