@@ -330,42 +330,47 @@ static void q5_k_block(const float *x, uint8_t *out)
 		}
 }
 
+enum { SYM_N = 16, SYM_NMAX = 32 };
+
+/* One grid of fit_symmetric: each weight's level at iscale, and the x^2-weighted
+ * sums of x * l and l * l. */
+static void symmetric_levels(const float *x, float iscale, int8_t *L, float *sumlx,
+			     float *suml2)
+{
+	float lx = 0, l2 = 0;
+	for (int i = 0; i < SYM_N; i++) {
+		int l = clamp(round_int(iscale * x[i]), -SYM_NMAX, SYM_NMAX - 1);
+		L[i] = (int8_t)(l + SYM_NMAX);
+		float w = x[i] * x[i];
+		lx += w * x[i] * (float)l;
+		l2 += w * (float)l * (float)l;
+	}
+	*sumlx = lx;
+	*suml2 = l2;
+}
+
 /* The symmetric fit of one 16-weight sub-block of Q6_K (ggml's make_qx_quants with
  * nmax 32 and weights x^2): levels L in 0..63 stand for L - 32; the scale is the
  * weighted least-squares one of the best of 19 grids (32 + 0.1 * is steps for the
  * extreme weight, is in -9..9) by the same criterion ggml uses. */
 static float fit_symmetric(const float *x, int8_t *L)
 {
-	enum { N = 16, NMAX = 32 };
-	float max = signed_absmax(x, N);
+	float max = signed_absmax(x, SYM_N);
 	if (fabsf(max) < TINY_MAX) {
-		memset(L, 0, N);
+		memset(L, 0, SYM_N);
 		return 0.f;
 	}
-	float iscale = -(float)NMAX / max, sumlx = 0, suml2 = 0;
-	for (int i = 0; i < N; i++) {
-		int l = clamp(round_int(iscale * x[i]), -NMAX, NMAX - 1);
-		L[i] = (int8_t)(l + NMAX);
-		float w = x[i] * x[i];
-		sumlx += w * x[i] * (float)l;
-		suml2 += w * (float)l * (float)l;
-	}
+	float sumlx, suml2;
+	symmetric_levels(x, -(float)SYM_NMAX / max, L, &sumlx, &suml2);
 	float scale = suml2 ? sumlx / suml2 : 0.0f, best = scale * sumlx;
 	for (int is = -9; is <= 9; is++) {
 		if (is == 0)
 			continue;
-		int8_t trial[N];
-		iscale = -((float)NMAX + 0.1f * (float)is) / max;
-		sumlx = suml2 = 0;
-		for (int i = 0; i < N; i++) {
-			int l = clamp(round_int(iscale * x[i]), -NMAX, NMAX - 1);
-			trial[i] = (int8_t)(l + NMAX);
-			float w = x[i] * x[i];
-			sumlx += w * x[i] * (float)l;
-			suml2 += w * (float)l * (float)l;
-		}
+		int8_t trial[SYM_N];
+		symmetric_levels(x, -((float)SYM_NMAX + 0.1f * (float)is) / max, trial, &sumlx,
+				 &suml2);
 		if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-			memcpy(L, trial, N);
+			memcpy(L, trial, SYM_N);
 			scale = sumlx / suml2;
 			best = scale * sumlx;
 		}
