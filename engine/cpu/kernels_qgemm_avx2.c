@@ -226,7 +226,8 @@ INL TQ void tile(const enum mode m, const int R, const int T, float *out, const 
 				for (int r = 0; r < R; r++) {
 					w[r] = _mm256_loadu_si256(
 						(const __m256i *)(g[r].q + 256 * (size_t)b + 32 * c));
-					aw[r] = _mm256_abs_epi8(w[r]);
+					if (m == SIGNED8)
+						aw[r] = _mm256_abs_epi8(w[r]);
 				}
 #pragma GCC unroll 3
 				for (int t = 0; t < T; t++) {
