@@ -183,3 +183,16 @@ int cpu_claim(atomic_int *next, int count)
 	int i = atomic_fetch_add(next, 1);
 	return i < count ? i : -1;
 }
+
+int cpu_claim_range(atomic_int *next, int count, int nthreads, int *end)
+{
+	int left = count - atomic_load_explicit(next, memory_order_relaxed);
+	int k = left / (2 * nthreads);
+	if (k < 1)
+		k = 1;
+	int i = atomic_fetch_add(next, k);
+	if (i >= count)
+		return -1;
+	*end = i + k < count ? i + k : count;
+	return i;
+}

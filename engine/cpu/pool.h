@@ -25,4 +25,8 @@ void cpu_pool_run(struct cpu_pool *p, cpu_task_fn fn, void *arg);
 /* The next of `count` work items from the task's counter, or -1 when none is left. */
 int cpu_claim(atomic_int *next, int count);
 
+/* The next run [start, *end) of `count` work items, or -1 when none is left: a
+ * share of what is left, down to one item at the end. */
+int cpu_claim_range(atomic_int *next, int count, int nthreads, int *end);
+
 #endif

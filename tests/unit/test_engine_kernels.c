@@ -359,6 +359,7 @@ static void test_elementwise_isa(void **state)
 struct count_task {
 	atomic_int next;
 	int items;
+	bool ranges; /* cpu_claim_range rather than cpu_claim */
 	int hits[1000];
 	int tids[4];
 };
@@ -368,11 +369,20 @@ static void count_task(void *arg, int tid, int nt)
 	struct count_task *c = arg;
 	assert_true(tid >= 0 && tid < nt && nt <= 4);
 	__atomic_fetch_add(&c->tids[tid], 1, __ATOMIC_SEQ_CST);
+	if (c->ranges) {
+		for (int i, end; (i = cpu_claim_range(&c->next, c->items, nt, &end)) >= 0;) {
+			assert_true(end > i && end <= c->items);
+			for (; i < end; i++)
+				__atomic_fetch_add(&c->hits[i], 1, __ATOMIC_SEQ_CST);
+		}
+		return;
+	}
 	for (int i; (i = cpu_claim(&c->next, c->items)) >= 0;)
 		__atomic_fetch_add(&c->hits[i], 1, __ATOMIC_SEQ_CST);
 }
 
-/* Every work item runs exactly once per task, whichever threads join it. */
+/* Every work item runs exactly once per task, whichever threads join it, claimed one
+ * at a time or in runs. */
 static void test_pool(void **state)
 {
 	(void)state;
@@ -381,7 +391,7 @@ static void test_pool(void **state)
 		assert_non_null(p);
 		assert_int_equal(cpu_pool_size(p), nt);
 		for (int r = 0; r < 200; r++) {
-			struct count_task c = {.items = 1 + r * 5 % 1000};
+			struct count_task c = {.items = 1 + r * 5 % 1000, .ranges = r % 2};
 			atomic_init(&c.next, 0);
 			cpu_pool_run(p, count_task, &c);
 			for (int i = 0; i < 1000; i++)
