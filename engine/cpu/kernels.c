@@ -112,11 +112,13 @@ bool cpu_isa_supported(enum cpu_isa isa)
 	switch (isa) {
 	case CPU_ISA_AVX512BF16:
 		return cpu_isa_supported(CPU_ISA_AVX512) && __builtin_cpu_supports("avx512bf16");
-	case CPU_ISA_AVX512:
+	case CPU_ISA_AVX512: /* its table also holds the AVX2 quantized kernels */
 		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 		       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-		       __builtin_cpu_supports("fma");
-	case CPU_ISA_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+		       cpu_isa_supported(CPU_ISA_AVX2);
+	case CPU_ISA_AVX2: /* F16C: the quantized kernels' block scales */
+		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+		       __builtin_cpu_supports("f16c");
 	case CPU_ISA_C: return true;
 	}
 	return false;
