@@ -15,6 +15,7 @@
 
 #if defined(__x86_64__)
 #define CPU_X86 1
+#include <cpuid.h>
 #endif
 
 /* ---- portable C --------------------------------------------------------------- */
@@ -105,6 +106,15 @@ static const struct cpu_kernels kernels_c = {
 
 /* ---- dispatch ------------------------------------------------------------------ */
 
+#ifdef CPU_X86
+/* From CPUID: clang's __builtin_cpu_supports does not know "f16c". */
+static bool has_f16c(void)
+{
+	unsigned a, b, c, d;
+	return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 bool cpu_isa_supported(enum cpu_isa isa)
 {
 #ifdef CPU_X86
@@ -117,8 +127,7 @@ bool cpu_isa_supported(enum cpu_isa isa)
 		       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
 		       cpu_isa_supported(CPU_ISA_AVX2);
 	case CPU_ISA_AVX2: /* F16C: the quantized kernels' block scales */
-		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-		       __builtin_cpu_supports("f16c");
+		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 	case CPU_ISA_C: return true;
 	}
 	return false;
