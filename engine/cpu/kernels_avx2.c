@@ -199,6 +199,62 @@ MIX(3, 2)
 MIX(4, 2)
 MIX(5, 2)
 
+/* out[t][c, c + 32) for R <= 2 rows over a bf16 cache: a decode's group of query
+ * heads. Each 16 bf16 values are widened by two instructions, the even columns by a
+ * shift and the odd ones by a mask, and summed apart, then interleaved once at the
+ * end; widening 8 at a time (vpmovzxwd and a shift per 8) kept the shuffle pipes
+ * busier than the FMAs. Decode after 2048 tokens, 0.6B Q4_K_M (perf): the mix
+ * went from 30% of a step, 1.9x the scores over as many bytes, to 24%, 1.5x. */
+INL T256 void mix_pairs(float *out, int ldo, const float *p, int ldp, const int R,
+			const uint16_t *vals, int nk, int hd, int c)
+{
+	const __m256i odd = _mm256_set1_epi32((int)0xffff0000u);
+	__m256 a[2][4]; /* per row: even, odd columns of [c, c + 16), then of [c + 16, c + 32) */
+#pragma GCC unroll 2
+	for (int t = 0; t < R; t++)
+#pragma GCC unroll 4
+		for (int i = 0; i < 4; i++)
+			a[t][i] = _mm256_setzero_ps();
+	for (int j = 0; j < nk; j++) {
+		const uint16_t *v = vals + (size_t)j * hd + c;
+		__m256i h0 = load32(v), h1 = load32(v + 16);
+		__m256 w[4] = {_mm256_castsi256_ps(_mm256_slli_epi32(h0, 16)),
+			       _mm256_castsi256_ps(_mm256_and_si256(h0, odd)),
+			       _mm256_castsi256_ps(_mm256_slli_epi32(h1, 16)),
+			       _mm256_castsi256_ps(_mm256_and_si256(h1, odd))};
+#pragma GCC unroll 2
+		for (int t = 0; t < R; t++) {
+			__m256 pj = _mm256_broadcast_ss(p + (size_t)t * ldp + j);
+#pragma GCC unroll 4
+			for (int i = 0; i < 4; i++)
+				a[t][i] = _mm256_fmadd_ps(pj, w[i], a[t][i]);
+		}
+	}
+#pragma GCC unroll 2
+	for (int t = 0; t < R; t++)
+#pragma GCC unroll 2
+		for (int i = 0; i < 2; i++) {
+			/* lanes (e0 o0 e1 o1 | e4 o4 e5 o5) and (e2 o2 e3 o3 | e6 o6 e7 o7) */
+			__m256 lo = _mm256_unpacklo_ps(a[t][2 * i], a[t][2 * i + 1]);
+			__m256 hi = _mm256_unpackhi_ps(a[t][2 * i], a[t][2 * i + 1]);
+			float *o = out + (size_t)t * ldo + c + 16 * i;
+			_mm256_storeu_ps(o, _mm256_permute2f128_ps(lo, hi, 0x20));
+			_mm256_storeu_ps(o + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+		}
+}
+
+static T256 void mix_pairs_1(float *o, int ldo, const float *p, int ldp, const uint16_t *v,
+			     int nk, int hd, int c)
+{
+	mix_pairs(o, ldo, p, ldp, 1, v, nk, hd, c);
+}
+
+static T256 void mix_pairs_2(float *o, int ldo, const float *p, int ldp, const uint16_t *v,
+			     int nk, int hd, int c)
+{
+	mix_pairs(o, ldo, p, ldp, 2, v, nk, hd, c);
+}
+
 static T256 void mix_256(float *out, int ldo, const float *p, int ldp, int T, const void *vals,
 			 int nk, int hd, bool bf16)
 {
@@ -211,6 +267,9 @@ static T256 void mix_256(float *out, int ldo, const float *p, int ldp, int T, co
 		float *o = out + (size_t)t * ldo;
 		const float *pt = p + (size_t)t * ldp;
 		int c = 0;
+		if (bf16 && R <= 2)
+			for (; c + 32 <= hb; c += 32)
+				(R == 1 ? mix_pairs_1 : mix_pairs_2)(o, ldo, pt, ldp, vals, nk, hd, c);
 		for (; c + 16 <= hb; c += 16)
 			tiles[1][R - 1](o, ldo, pt, ldp, vals, nk, hd, c, bf16);
 		if (c < hb)
