@@ -14,8 +14,8 @@
 #include "engine/cpu/tiling.h"
 
 #define T256 __attribute__((target("avx2,fma")))
-/* The quantized kernels read f16 scales. The AVX2 table is chosen on AVX2 and FMA;
- * every CPU with those has F16C. */
+/* The quantized kernels read f16 scales: the AVX2 table is chosen on AVX2, FMA and
+ * F16C (cpu_isa_supported). */
 #define TQ __attribute__((target("avx2,fma,f16c")))
 
 INL T256 float hsum(__m256 v)
@@ -24,6 +24,18 @@ INL T256 float hsum(__m256 v)
 	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
 	s = _mm_add_ss(s, _mm_movehdup_ps(s));
 	return _mm_cvtss_f32(s);
+}
+
+/* 16 bf16 values (8 pairs in 32-bit lanes) as fp32: the even-indexed ones (shifted
+ * into the high half) and the odd-indexed ones (the low half masked off). */
+INL T256 __m256 bf16_even(__m256i raw)
+{
+	return _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+}
+
+INL T256 __m256 bf16_odd(__m256i raw)
+{
+	return _mm256_castsi256_ps(_mm256_and_si256(raw, _mm256_set1_epi32((int)0xffff0000u)));
 }
 
 INL T256 int hsum_i32(__m256i v)

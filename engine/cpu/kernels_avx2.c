@@ -16,7 +16,6 @@ INL T256 void mk256(float *out, int ldo, const float *xp, int ldx, const uint16_
 		    const int R, const int T, bool acc)
 {
 	__m256 a[4][3];
-	const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
 #pragma GCC unroll 4
 	for (int r = 0; r < R; r++)
 #pragma GCC unroll 3
@@ -27,8 +26,7 @@ INL T256 void mk256(float *out, int ldo, const float *xp, int ldx, const uint16_
 #pragma GCC unroll 4
 		for (int r = 0; r < R; r++) {
 			__m256i raw = _mm256_loadu_si256((const __m256i *)(w + (size_t)r * K + k));
-			__m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
-			__m256 wo = _mm256_castsi256_ps(_mm256_and_si256(raw, hi));
+			__m256 we = bf16_even(raw), wo = bf16_odd(raw);
 #pragma GCC unroll 3
 			for (int t = 0; t < T; t++) {
 				const float *x = xp + (size_t)t * ldx + k;
@@ -71,7 +69,6 @@ static mk_fn *const mk256_r1[3] = {mk256_1_1, mk256_1_2, mk256_1_3};
 INL T256 void mv256_rows(float *out, const float *xp, const uint16_t *w, int K, int m0, int q,
 			 int i, bool acc, const int S)
 {
-	const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
 	const int k1 = K & ~15;
 	const uint16_t *wr[MV_STREAMS];
 	__m256 ae[MV_STREAMS], ao[MV_STREAMS];
@@ -86,10 +83,8 @@ INL T256 void mv256_rows(float *out, const float *xp, const uint16_t *w, int K, 
 		for (int j = 0; j < S; j++) {
 			_mm_prefetch((const char *)(wr[j] + k) + 64 * MV_AHEAD, _MM_HINT_T0);
 			__m256i raw = _mm256_loadu_si256((const __m256i *)(wr[j] + k));
-			ae[j] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(raw, 16)), xe,
-						ae[j]);
-			ao[j] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(raw, hi)), xo,
-						ao[j]);
+			ae[j] = _mm256_fmadd_ps(bf16_even(raw), xe, ae[j]);
+			ao[j] = _mm256_fmadd_ps(bf16_odd(raw), xo, ao[j]);
 		}
 	}
 #pragma GCC unroll 8
@@ -208,7 +203,6 @@ MIX(5, 2)
 INL T256 void mix_pairs(float *out, int ldo, const float *p, int ldp, const int R,
 			const uint16_t *vals, int nk, int hd, int c)
 {
-	const __m256i odd = _mm256_set1_epi32((int)0xffff0000u);
 	__m256 a[2][4]; /* per row: even, odd columns of [c, c + 16), then of [c + 16, c + 32) */
 #pragma GCC unroll 2
 	for (int t = 0; t < R; t++)
@@ -218,10 +212,7 @@ INL T256 void mix_pairs(float *out, int ldo, const float *p, int ldp, const int 
 	for (int j = 0; j < nk; j++) {
 		const uint16_t *v = vals + (size_t)j * hd + c;
 		__m256i h0 = load32(v), h1 = load32(v + 16);
-		__m256 w[4] = {_mm256_castsi256_ps(_mm256_slli_epi32(h0, 16)),
-			       _mm256_castsi256_ps(_mm256_and_si256(h0, odd)),
-			       _mm256_castsi256_ps(_mm256_slli_epi32(h1, 16)),
-			       _mm256_castsi256_ps(_mm256_and_si256(h1, odd))};
+		__m256 w[4] = {bf16_even(h0), bf16_odd(h0), bf16_even(h1), bf16_odd(h1)};
 #pragma GCC unroll 2
 		for (int t = 0; t < R; t++) {
 			__m256 pj = _mm256_broadcast_ss(p + (size_t)t * ldp + j);
@@ -361,7 +352,6 @@ static T256 void swiglu_256(float *g, const float *u, int n)
 INL T256 void panel_tile(float *out, int ldo, const float *xp, int ldx, const int T,
 			 const uint32_t *panel, int K, int h)
 {
-	const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
 	__m256 a[2][4];
 #pragma GCC unroll 2
 	for (int t = 0; t < T; t++)
@@ -375,8 +365,7 @@ INL T256 void panel_tile(float *out, int ldo, const float *xp, int ldx, const in
 #pragma GCC unroll 4
 		for (int g = 0; g < 4; g++) {
 			__m256i raw = _mm256_load_si256(w + g);
-			__m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
-			__m256 wo = _mm256_castsi256_ps(_mm256_and_si256(raw, hi));
+			__m256 we = bf16_even(raw), wo = bf16_odd(raw);
 #pragma GCC unroll 2
 			for (int t = 0; t < T; t++) {
 				const float *x = xp + (size_t)t * ldx;
