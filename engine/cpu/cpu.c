@@ -379,7 +379,6 @@ enum { HUGE_PAGE = 2 << 20 };
  * on 2 MB pages where the kernel grants them (THP in "madvise" mode here): decode
  * reads all of it per token, and on 4 KB pages every page is a TLB miss and a
  * restart of the hardware prefetcher, as for the weights (safetensors.c). */
-
 static void *alloc_aligned(struct cpu_state *s, size_t n, size_t size, bool zero)
 {
 	void *p = NULL;
