@@ -22,7 +22,9 @@ fi
 run64() { "$QWENCHAT" run -m "$3" --raw --greedy -n 64 -p "$2" --backend "$1"; }
 
 # compare A B VOCAB TOL — prints the metric; fails when above TOL or argmax differs on
-# more than 1 position in 16.
+# more than 1 position in 16. A position whose two argmaxes are a near tie in the CPU's
+# logits (within TOL of max |cpu|, the error both backends are allowed) agrees: random
+# test weights make such ties, and either pick is right there.
 compare() {
 	python3 - "$1" "$2" "$3" "$4" <<'PY'
 import sys, numpy as np
@@ -31,9 +33,14 @@ v = int(sys.argv[3]); tol = float(sys.argv[4])
 if a.size != b.size or a.size % v:
     sys.exit("sizes differ: %d vs %d" % (a.size, b.size))
 a = a.reshape(-1, v); b = b.reshape(-1, v)
-rel = np.abs(a - b).max() / np.abs(b).max()
-same = (a.argmax(1) == b.argmax(1)).mean()
-print("max|cuda-cpu|/max|cpu| = %.2e, argmax agreement %.3f over %d positions" % (rel, same, len(a)))
+scale = np.abs(b).max()
+rel = np.abs(a - b).max() / scale
+rows = np.arange(len(b))
+equal = a.argmax(1) == b.argmax(1)
+tie = ~equal & (b.max(1) - b[rows, a.argmax(1)] <= tol * scale)
+same = (equal | tie).mean()
+print("max|cuda-cpu|/max|cpu| = %.2e, argmax agreement %.3f over %d positions (%d near ties)"
+      % (rel, same, len(a), tie.sum()))
 sys.exit(0 if rel <= tol and same >= 15 / 16 else 1)
 PY
 }
