@@ -7,6 +7,29 @@
 
 #include "engine/cuda/common.cuh"
 
+/* Set by cu_matvec_setup: the device has programmatic dependent launch (sm_90). */
+extern bool cu_pdl;
+
+/* Launches kernel k on stream s allowing programmatic dependent launch (where the device
+ * has it): k may start while the kernel before it drains, and must call pdl_wait before
+ * it reads anything that kernel (or any earlier one) writes. */
+template <typename... P, typename... A>
+static inline cudaError_t launch_pdl(void (*k)(P...), dim3 grid, dim3 block, size_t smem,
+				     cudaStream_t s, A... args)
+{
+	cudaLaunchAttribute attr = {};
+	attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	attr.val.programmaticStreamSerializationAllowed = cu_pdl;
+	cudaLaunchConfig_t cfg = {};
+	cfg.gridDim = grid;
+	cfg.blockDim = block;
+	cfg.dynamicSmemBytes = smem;
+	cfg.stream = s;
+	cfg.attrs = &attr;
+	cfg.numAttrs = 1;
+	return cudaLaunchKernelEx(&cfg, k, args...);
+}
+
 /* x (n, dim) fp32 = embedding rows ids[0..n) of table (vocab, dim) bf16. */
 int cu_embed(float *x, const bf16 *table, const int32_t *ids, int n, int dim, cudaStream_t s);
 
@@ -35,7 +58,7 @@ struct cu_matvec_args {
 	int input, output; /* enum cu_matvec_input, enum cu_matvec_output */
 	bool acc;          /* add to y */
 };
-#define MATVEC_THREADS 256
+#define MATVEC_THREADS 512
 /* Once per process, before cu_matvec: the largest K (its shared-memory opt-in). */
 int cu_matvec_setup(int max_k);
 int cu_matvec(const struct cu_matvec_args *a, cudaStream_t s);
@@ -73,6 +96,10 @@ struct cu_attn_args {
 	int max_splits;
 	float *cap;   /* (H, ctx) softmax row of the query, or NULL */
 	int q_offset; /* decode: the query is token q_offset of the chunk */
+	/* decode: when rope.qkv is set, q is unused and the kernel makes the queries from
+	 * the raw projection itself (q/k norms and RoPE, as cu_qk_norm_rope_store) and
+	 * stores the new key and value: one launch fewer per layer */
+	struct cu_rope_args rope;
 };
 /* Once per process, before the first decode: the shapes' shared-memory opt-in. */
 int cu_attention_setup(int head_dim, int group);

@@ -5,17 +5,17 @@
  * or the RMSNorm of the fp32 residual stream times the norm weight, fused here so the
  * normalized vector never goes through global memory (rounded to bf16 as the prefill's
  * rmsnorm kernel does). Then one warp per row (two for the gate/up pairs), grid-strided:
- * 16-byte streaming loads of the weights (read once, so evict first), four in flight
- * per lane and row.
+ * 16-byte streaming loads of the weights (read once, so evict first), eight in flight
+ * per lane.
  *
  * Small kernels lose their time at the edges: the launch, the block's set-up, the tail.
  * So every kernel is launched with programmatic dependent launch (Hopper): it starts
  * while the previous kernel drains, loads its first weights into registers (weights
  * never depend on the previous kernel), and only then waits for the previous kernel's
- * output. On a GPU without it, launches are plainly serialized. */
+ * output. That needs room on the SM beside the previous kernel: one block of 512
+ * threads per SM, at most 64 registers each. On a GPU without it, launches are plainly
+ * serialized. */
 #include "engine/cuda/kernels.cuh"
-
-#define PREFETCH 4 /* 16-byte pieces per lane and row loaded before the wait */
 
 /* Eight bf16 products of two 16-byte vectors, accumulated in fp32. */
 __device__ static float dot8(uint4 a, uint4 b)
@@ -50,68 +50,67 @@ template <int IN> __device__ static void make_x(bf16 *xs, const struct cu_matvec
 	}
 }
 
+/* The warp's next step of U 16-byte pieces per row, for its rows row .. row + R - 1:
+ * pieces base + lane + 32 u; zero past the row's end or the matrix's. */
+template <int R, int U>
+__device__ static void load_step(uint4 (&w)[R][U], const bf16 *W, int row, int M, int K, int base,
+				 int lane)
+{
+	int k8 = K / 8;
+#pragma unroll
+	for (int r = 0; r < R; r++)
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			int i = base + lane + 32 * u;
+			w[r][u] = row + r < M && i < k8
+					  ? __ldcs((const uint4 *)(W + (size_t)(row + r) * K) + i)
+					  : make_uint4(0, 0, 0, 0);
+		}
+}
+
 /* R rows per warp step: 1, or 2 for CU_MV_OUT_SWIGLU, where the weights hold gate and
- * up rows interleaved and the warp writes silu(gate) * up as bf16. */
-template <int IN, int OUT>
-__global__ __launch_bounds__(MATVEC_THREADS) static void matvec_kernel(struct cu_matvec_args a)
+ * up rows interleaved and the warp writes silu(gate) * up as bf16. Each lane keeps U
+ * 16-byte loads per row in flight (R * U = 8: 128 bytes). The grid is one block per SM
+ * (rows grid-strided) and a block takes at most half of an SM's registers, so the next
+ * kernel's block fits beside it: it loads its first weights while this one drains. */
+template <int IN, int OUT, int U>
+__global__ __launch_bounds__(MATVEC_THREADS, 2) static void matvec_kernel(struct cu_matvec_args a)
 {
 	constexpr int R = OUT == CU_MV_OUT_SWIGLU ? 2 : 1;
 	extern __shared__ __align__(16) unsigned char smem[];
 	bf16 *xs = (bf16 *)smem;
 	int K = a.K, k8 = K / 8, lane = threadIdx.x % 32, warps = blockDim.x / 32;
 	bool vec = (K & 7) == 0;
-	int row0 = (blockIdx.x * warps + threadIdx.x / 32) * R, step = gridDim.x * warps * R;
+	int row = (blockIdx.x * warps + threadIdx.x / 32) * R, step = gridDim.x * warps * R;
 
 	pdl_launch_dependents();
-	uint4 pre[R][PREFETCH]; /* the warp's first rows' first pieces, before the wait */
-#pragma unroll
-	for (int r = 0; r < R; r++)
-#pragma unroll
-		for (int p = 0; p < PREFETCH; p++) {
-			int i = lane + 32 * p;
-			pre[r][p] =
-				vec && row0 + r < a.M && i < k8
-					? __ldcs((const uint4 *)(a.W + (size_t)(row0 + r) * K) + i)
-					: make_uint4(0, 0, 0, 0);
-		}
+	uint4 w[R][U]; /* the warp's first step, loaded before the wait */
+	if (vec)
+		load_step<R, U>(w, a.W, row, a.M, K, 0, lane);
 	pdl_wait();
 	make_x<IN>(xs, a);
 	__syncthreads();
 
 	const uint4 *xv = (const uint4 *)xs;
-	for (int row = row0; row < a.M; row += step) {
+	for (; row < a.M; row += step) {
 		float sum[R] = {};
 		if (vec) {
-			const uint4 *w[R];
+			for (int base = 0;;) {
 #pragma unroll
-			for (int r = 0; r < R; r++)
-				w[r] = (const uint4 *)(a.W + (size_t)(row + r) * K);
-			int i = lane;
-			if (row == row0) {
-#pragma unroll
-				for (int p = 0; p < PREFETCH; p++, i += 32)
+				for (int u = 0; u < U; u++) {
+					int i = base + lane + 32 * u;
 					if (i < k8)
 #pragma unroll
 						for (int r = 0; r < R; r++)
-							sum[r] += dot8(pre[r][p], xv[i]);
+							sum[r] += dot8(w[r][u], xv[i]);
+				}
+				base += 32 * U;
+				if (base >= k8)
+					break;
+				load_step<R, U>(w, a.W, row, a.M, K, base, lane);
 			}
-			for (; i + 96 < k8; i += 128) {
-				uint4 wv[R][4];
-#pragma unroll
-				for (int r = 0; r < R; r++)
-#pragma unroll
-					for (int u = 0; u < 4; u++)
-						wv[r][u] = __ldcs(w[r] + i + 32 * u);
-#pragma unroll
-				for (int r = 0; r < R; r++)
-#pragma unroll
-					for (int u = 0; u < 4; u++)
-						sum[r] += dot8(wv[r][u], xv[i + 32 * u]);
-			}
-			for (; i < k8; i += 32)
-#pragma unroll
-				for (int r = 0; r < R; r++)
-					sum[r] += dot8(__ldcs(w[r] + i), xv[i]);
+			/* the next rows' first step, in flight during the reduction */
+			load_step<R, U>(w, a.W, row + step, a.M, K, 0, lane);
 		} else { /* K not a multiple of 8: tiny test shapes only */
 			for (int k = lane; k < K; k += 32)
 #pragma unroll
@@ -136,51 +135,56 @@ __global__ __launch_bounds__(MATVEC_THREADS) static void matvec_kernel(struct cu
 
 /* ---- launchers ---------------------------------------------------------------------- */
 
-/* Set once by cu_matvec_setup: blocks to fill the device (the rows are grid-strided),
- * and whether the device has programmatic dependent launch. */
-static int max_blocks = 1;
-static bool pdl;
+/* Set once by cu_matvec_setup: the device's multiprocessors (the grid is mv_blocks_per_sm
+ * blocks on each), and whether it has programmatic dependent launch. */
+static int sms = 1, mv_blocks_per_sm = 2;
+bool cu_pdl;
 
-template <int IN, int OUT> static int allow_smem(int bytes)
+template <int IN, int OUT, int U> static int allow_smem(int bytes)
 {
-	CUDA_CHECK(cudaFuncSetAttribute(matvec_kernel<IN, OUT>,
+	CUDA_CHECK(cudaFuncSetAttribute(matvec_kernel<IN, OUT, U>,
 					cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 	return 0;
 }
 
 int cu_matvec_setup(int max_k)
 {
-	int dev = 0, sms = 0, major = 0;
+	int dev = 0, major = 0;
 	CUDA_CHECK(cudaGetDevice(&dev));
 	CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
 	CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-	max_blocks = 4 * sms;
-	pdl = major >= 9;
+	cu_pdl = major >= 9;
 	/* x above 48 KB (F = 25600 of the 32B shape: 50 KB) needs the opt-in */
 	int bytes = max_k * (int)sizeof(bf16);
-	if (allow_smem<CU_MV_BF16, CU_MV_OUT_F32>(bytes) ||
-	    allow_smem<CU_MV_RMSNORM, CU_MV_OUT_F32>(bytes) ||
-	    allow_smem<CU_MV_RMSNORM, CU_MV_OUT_SWIGLU>(bytes))
+	if (allow_smem<CU_MV_BF16, CU_MV_OUT_F32, 8>(bytes) ||
+	    allow_smem<CU_MV_BF16, CU_MV_OUT_F32, 4>(bytes) ||
+	    allow_smem<CU_MV_RMSNORM, CU_MV_OUT_F32, 8>(bytes) ||
+	    allow_smem<CU_MV_RMSNORM, CU_MV_OUT_F32, 4>(bytes) ||
+	    allow_smem<CU_MV_RMSNORM, CU_MV_OUT_SWIGLU, 4>(bytes) ||
+	    allow_smem<CU_MV_RMSNORM, CU_MV_OUT_SWIGLU, 2>(bytes))
 		return -1;
 	return 0;
 }
 
-template <int IN, int OUT> static int launch(const struct cu_matvec_args *a, cudaStream_t s)
+template <int IN, int OUT, int U> static int launch(const struct cu_matvec_args *a, cudaStream_t s)
 {
 	int rows_per_block = MATVEC_THREADS / 32 * (OUT == CU_MV_OUT_SWIGLU ? 2 : 1);
 	int blocks = CEIL_DIV(a->M, rows_per_block);
-	cudaLaunchAttribute attr = {};
-	attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-	attr.val.programmaticStreamSerializationAllowed = pdl;
-	cudaLaunchConfig_t cfg = {};
-	cfg.gridDim = dim3(blocks < max_blocks ? blocks : max_blocks);
-	cfg.blockDim = dim3(MATVEC_THREADS);
-	cfg.dynamicSmemBytes = (size_t)a->K * sizeof(bf16);
-	cfg.stream = s;
-	cfg.attrs = &attr;
-	cfg.numAttrs = 1;
-	CUDA_CHECK(cudaLaunchKernelEx(&cfg, matvec_kernel<IN, OUT>, *a));
+	if (blocks > mv_blocks_per_sm * sms)
+		blocks = mv_blocks_per_sm * sms;
+	CUDA_CHECK(launch_pdl(matvec_kernel<IN, OUT, U>, dim3(blocks), dim3(MATVEC_THREADS),
+			      (size_t)a->K * sizeof(bf16), s, *a));
 	return 0;
+}
+
+/* U, the loads per row and step: 8 per lane in all, fewer where a row is too short
+ * for a warp's step (K = 1024: 128 pieces, four per lane). */
+template <int IN, int OUT> static int launch_u(const struct cu_matvec_args *a, cudaStream_t s)
+{
+	constexpr int R = OUT == CU_MV_OUT_SWIGLU ? 2 : 1;
+	if (a->K / 8 >= 32 * 8 / R)
+		return launch<IN, OUT, 8 / R>(a, s);
+	return launch<IN, OUT, 4 / R>(a, s);
 }
 
 int cu_matvec(const struct cu_matvec_args *a, cudaStream_t s)
@@ -190,9 +194,9 @@ int cu_matvec(const struct cu_matvec_args *a, cudaStream_t s)
 			return err_set("cu_matvec: the SwiGLU output needs the RMSNorm input and "
 				       "row pairs (M %d)",
 				       a->M);
-		return launch<CU_MV_RMSNORM, CU_MV_OUT_SWIGLU>(a, s);
+		return launch_u<CU_MV_RMSNORM, CU_MV_OUT_SWIGLU>(a, s);
 	}
 	if (a->input == CU_MV_RMSNORM)
-		return launch<CU_MV_RMSNORM, CU_MV_OUT_F32>(a, s);
-	return launch<CU_MV_BF16, CU_MV_OUT_F32>(a, s);
+		return launch_u<CU_MV_RMSNORM, CU_MV_OUT_F32>(a, s);
+	return launch_u<CU_MV_BF16, CU_MV_OUT_F32>(a, s);
 }
