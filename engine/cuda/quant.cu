@@ -279,11 +279,6 @@ size_t cu_qrow_stride(int type, int64_t K)
 				       : "unknown");                            \
 	}
 
-/* Set by cu_qmatvec_setup, as matvec.cu's: blocks to fill the device, and whether it
- * has programmatic dependent launch. */
-static int max_blocks = 1;
-static bool pdl;
-
 static size_t qmv_smem(int K)
 {
 	return (size_t)QMV_WARPS * QMV_STAGE + (size_t)K * sizeof(float);
@@ -302,12 +297,6 @@ template <int T> static int allow_smem(int bytes)
 
 int cu_qmatvec_setup(int max_k)
 {
-	int dev = 0, sms = 0, major = 0;
-	CUDA_CHECK(cudaGetDevice(&dev));
-	CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-	CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-	max_blocks = 4 * sms;
-	pdl = major >= 9;
 	/* 16 KB of staging and x in fp32: past 48 KB from K = 8192 on */
 	int bytes = (int)qmv_smem(max_k);
 	for (int t = ENG_Q8_0; t < ENG_DTYPE_COUNT; t++) {
@@ -318,22 +307,25 @@ int cu_qmatvec_setup(int max_k)
 	return 0;
 }
 
+/* As many blocks as the SMs hold at once (x in fp32 makes a block's shared memory grow
+ * with K: 64 KB at K = 12288), the rows grid-strided: a second, partial wave of blocks
+ * would leave most SMs idle at its end. */
 template <int T, int IN, int OUT>
 static int qmv_launch(const struct cu_qmatvec_args *a, cudaStream_t s)
 {
 	int groups = a->M / (OUT == CU_MV_OUT_SWIGLU ? 2 : 1);
-	int blocks = CEIL_DIV(groups, QMV_WARPS);
-	cudaLaunchAttribute attr = {};
-	attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-	attr.val.programmaticStreamSerializationAllowed = pdl;
-	cudaLaunchConfig_t cfg = {};
-	cfg.gridDim = dim3(blocks < max_blocks ? blocks : max_blocks);
-	cfg.blockDim = dim3(QMV_THREADS);
-	cfg.dynamicSmemBytes = qmv_smem(a->K);
-	cfg.stream = s;
-	cfg.attrs = &attr;
-	cfg.numAttrs = 1;
-	CUDA_CHECK(cudaLaunchKernelEx(&cfg, qmatvec_kernel<T, IN, OUT>, *a));
+	int blocks = CEIL_DIV(groups, QMV_WARPS), dev = 0, sms = 0, per_sm = 0;
+	size_t smem = qmv_smem(a->K);
+	CUDA_CHECK(cudaGetDevice(&dev));
+	CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+	CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+		&per_sm, qmatvec_kernel<T, IN, OUT>, QMV_THREADS, smem));
+	if (per_sm < 1)
+		per_sm = 1;
+	if (blocks > per_sm * sms)
+		blocks = per_sm * sms;
+	CUDA_CHECK(launch_pdl(qmatvec_kernel<T, IN, OUT>, dim3(blocks), dim3(QMV_THREADS), smem, s,
+			      *a));
 	return 0;
 }
 
