@@ -91,6 +91,51 @@ __device__ static void decode_fetch(bf16 *ks, bf16 *vs, const bf16 *K, const bf1
 	}
 }
 
+/* One head of the raw projection (src, hd values) through its RMSNorm (weight w) and
+ * rotate-half RoPE (the position's cos/sin rows), by one warp; put(i, value) takes each
+ * result. The arithmetic of qk_norm_rope_store_kernel, the reduction by warp. */
+template <typename Put>
+__device__ static void norm_rope_warp(const float *src, const bf16 *w, const float *cs,
+				      const float *sn, int hd, float eps, Put put)
+{
+	int lane = threadIdx.x % 32, half = hd / 2;
+	float ss = 0.0f;
+	for (int i = lane; i < hd; i += 32)
+		ss += src[i] * src[i];
+	float inv = rsqrtf(warp_sum(ss) / hd + eps);
+	for (int i = lane; i < half; i += 32) {
+		float x1 = src[i] * inv * __bfloat162float(w[i]);
+		float x2 = src[i + half] * inv * __bfloat162float(w[i + half]);
+		put(i, x1 * cs[i] - x2 * sn[i]);
+		put(i + half, x2 * cs[i] + x1 * sn[i]);
+	}
+}
+
+/* The queries of kv head kvh's group into q_s (scaled), from the raw projection, and,
+ * when this block's keys end at the new position, its key and value into the caches:
+ * no other block reads that position. */
+__device__ static void decode_rope(const struct cu_attn_args &a, float *q_s, int kvh, bool last)
+{
+	const struct cu_rope_args &r = a.rope;
+	int hd = a.hd, G = a.H / a.Hkv, p = *a.pos, warp = threadIdx.x / 32;
+	int nwarps = DECODE_THREADS / 32;
+	const float *cs = r.cos + (size_t)p * (hd / 2), *sn = r.sin + (size_t)p * (hd / 2);
+	for (int g = warp; g < G; g += nwarps)
+		norm_rope_warp(r.qkv + (size_t)(kvh * G + g) * hd, r.q_norm, cs, sn, hd, r.eps,
+			       [&](int i, float v) { q_s[g * hd + i] = v * a.scale; });
+	if (!last)
+		return;
+	bf16 *k = r.k_cache + ((size_t)kvh * a.ctx + p) * hd;
+	bf16 *v = r.v_cache + ((size_t)kvh * a.ctx + p) * hd;
+	const float *kv = r.qkv + (size_t)(a.H + kvh) * hd;
+	if (warp == nwarps - 1)
+		norm_rope_warp(kv, r.k_norm, cs, sn, hd, r.eps,
+			       [&](int i, float x) { k[i] = __float2bfloat16(x); });
+	else if (warp == nwarps - 2)
+		for (int i = threadIdx.x % 32; i < hd; i += 32)
+			v[i] = __float2bfloat16(kv[(size_t)a.Hkv * hd + i]);
+}
+
 /* Block (kv head, split): every query head of the kv head's group (G = H / Hkv) over
  * the split's keys, so each K and V row is read once per step, not G times. Tiles of
  * DECODE_KEYS keys stream into shared memory (double-buffered, cp.async); per tile a
@@ -115,10 +160,15 @@ __global__ __launch_bounds__(DECODE_THREADS) static void decode_split_kernel(str
 	const float *q = a.q + (size_t)a.q_offset * a.H * hd + (size_t)kvh * G * hd;
 	int ntiles = CEIL_DIV(end - start, DECODE_KEYS);
 
+	if (a.rope.qkv) {
+		decode_rope(a, sm.q, kvh, end == nk);
+		__syncthreads(); /* the new key and value are stored before the tiles load */
+	} else {
+		for (int i = threadIdx.x; i < G * hd; i += blockDim.x)
+			sm.q[i] = q[i] * a.scale;
+	}
 	decode_fetch(sm.k0, sm.v0, K, V, start, min(DECODE_KEYS, end - start), hd);
 	cp_async_commit();
-	for (int i = threadIdx.x; i < G * hd; i += blockDim.x)
-		sm.q[i] = q[i] * a.scale;
 	/* the softmax state of this warp's query heads: warp, warp + 4 */
 	float m[DECODE_MAX_GROUP / (DECODE_THREADS / 32)],
 		l[DECODE_MAX_GROUP / (DECODE_THREADS / 32)];

@@ -87,8 +87,8 @@ static struct cu_attn_args attn_args(const struct cu_state *s, int l, int n)
 	return aa;
 }
 
-/* q/k norms, RoPE and the cache store of layer l, for the qkv rows in s->qkv. */
-static int rope_store(struct cu_state *s, const struct cu_attn_args *aa, int l)
+/* The q/k norms, RoPE and cache store of layer l, for the qkv rows in s->qkv. */
+static struct cu_rope_args rope_args(const struct cu_state *s, const struct cu_attn_args *aa, int l)
 {
 	const struct cu_layer *L = &s->layers[l];
 	size_t kv_layer = (size_t)aa->Hkv * s->ctx * aa->hd;
@@ -107,6 +107,12 @@ static int rope_store(struct cu_state *s, const struct cu_attn_args *aa, int l)
 				  aa->hd,
 				  s->ctx,
 				  (float)s->c->rms_norm_eps};
+	return ra;
+}
+
+static int rope_store(struct cu_state *s, const struct cu_attn_args *aa, int l)
+{
+	struct cu_rope_args ra = rope_args(s, aa, l);
 	return cu_qk_norm_rope_store(&ra, s->stream);
 }
 
@@ -152,8 +158,9 @@ static int qkv_prefill(struct cu_state *s, const struct cu_layer *L, int n)
 	return 0;
 }
 
-/* One token through layer l (decode): seven kernels, the RMSNorms fused into the
- * matrix-vector products that read them, SwiGLU into the one that makes it. */
+/* One token through layer l (decode): six kernels, the RMSNorms fused into the
+ * matrix-vector products that read them, SwiGLU into the one that makes it, the q/k
+ * norms, RoPE and the cache store into the attention. */
 static int layer_decode(struct cu_state *s, int l)
 {
 	const struct eng_config *c = s->c;
@@ -161,8 +168,9 @@ static int layer_decode(struct cu_state *s, int l)
 	int D = c->hidden_size, F = c->intermediate_size;
 	struct cu_attn_args aa = attn_args(s, l, 1);
 	aa.cap = s->capture ? s->cap + (size_t)l * c->num_heads * s->ctx : NULL;
+	aa.rope = rope_args(s, &aa, l);
 	/* x += Wo . attn(rope(norm(Wqkv . rmsnorm(x)))) */
-	if (qkv_decode(s, L) || rope_store(s, &aa, l) || cu_attention_decode(&aa, s->stream) ||
+	if (qkv_decode(s, L) || cu_attention_decode(&aa, s->stream) ||
 	    matvec(s, s->x, &L->wo, s->q_dim, s->att, CU_MV_BF16, NULL, true))
 		return -1;
 	/* x += Wdown . h, h = silu(Wgate . xn) * (Wup . xn), xn = rmsnorm(x) */
