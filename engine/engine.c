@@ -96,15 +96,6 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 	const struct eng_backend_ops *ops = pick_backend(opt, notice);
 	if (!ops)
 		return NULL;
-	/* The CUDA kernels for quantized weights have not run on a GPU yet: a quantized
-	 * model goes to the CPU unless CUDA is asked for by name. */
-	if (opt->backend == ENG_BACKEND_AUTO && strcmp(ops->name, "cpu") &&
-	    (opt->quant || eng_model_main_type(m) >= ENG_Q8_0)) {
-		if (notice)
-			notice("quantized weights run on the CPU backend (--backend cuda to try "
-			       "the GPU's)");
-		ops = eng_cpu_backend();
-	}
 	if (opt->quant > 0 && opt->quant <= ENG_FTYPE_COUNT && !eng_model_quantized_in_memory(m) &&
 	    eng_model_quantize(m, (enum eng_ftype)(opt->quant - 1), opt->threads,
 			       opt->quant_progress))
