@@ -297,8 +297,14 @@ template <int T> static int allow_smem(int bytes)
 	return 0;
 }
 
+/* Set once by cu_qmatvec_setup: the device's multiprocessors. */
+static int qmv_sms = 1;
+
 int cu_qmatvec_setup(int max_k)
 {
+	int dev = 0;
+	CUDA_CHECK(cudaGetDevice(&dev));
+	CUDA_CHECK(cudaDeviceGetAttribute(&qmv_sms, cudaDevAttrMultiProcessorCount, dev));
 	/* 16 KB of staging and x in fp32: past 48 KB from K = 8192 on */
 	int bytes = (int)qmv_smem(max_k);
 	for (int t = ENG_Q8_0; t < ENG_DTYPE_COUNT; t++) {
@@ -316,16 +322,14 @@ template <int T, int IN, int OUT>
 static int qmv_launch(const struct cu_qmatvec_args *a, cudaStream_t s)
 {
 	int groups = a->M / (OUT == CU_MV_OUT_SWIGLU ? 2 : 1);
-	int blocks = CEIL_DIV(groups, QMV_WARPS), dev = 0, sms = 0, per_sm = 0;
+	int blocks = CEIL_DIV(groups, QMV_WARPS), per_sm = 0;
 	size_t smem = qmv_smem(a->K);
-	CUDA_CHECK(cudaGetDevice(&dev));
-	CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
 	CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
 		&per_sm, qmatvec_kernel<T, IN, OUT>, QMV_THREADS, smem));
 	if (per_sm < 1)
 		per_sm = 1;
-	if (blocks > per_sm * sms)
-		blocks = per_sm * sms;
+	if (blocks > per_sm * qmv_sms)
+		blocks = per_sm * qmv_sms;
 	CUDA_CHECK(launch_pdl(qmatvec_kernel<T, IN, OUT>, dim3(blocks), dim3(QMV_THREADS), smem, s,
 			      *a));
 	return 0;
