@@ -457,11 +457,7 @@ static int scratch(struct cu_state *s, void **p, size_t n, size_t size)
 static int alloc_scratch(struct cu_state *s)
 {
 	const struct eng_config *c = s->c;
-	size_t D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size, widest = D;
-	if ((size_t)s->q_dim > widest)
-		widest = s->q_dim;
-	if (F > widest)
-		widest = F;
+	size_t D = c->hidden_size, F = c->intermediate_size, V = c->vocab_size, widest = s->widest;
 	if (scratch(s, (void **)&s->in, CHUNK + 1, sizeof(int)) ||
 	    scratch(s, (void **)&s->x, CHUNK * D, sizeof(float)) ||
 	    scratch(s, (void **)&s->xn, CHUNK * widest, sizeof(bf16)) ||
@@ -491,10 +487,7 @@ static int alloc_dequant(struct cu_state *s)
 	const struct eng_config *c = s->c;
 	if (!s->quantized)
 		return 0;
-	int widest = c->hidden_size > s->q_dim ? c->hidden_size : s->q_dim;
-	if (c->intermediate_size > widest)
-		widest = c->intermediate_size;
-	if (cu_qmatvec_setup(widest))
+	if (cu_qmatvec_setup(s->widest, s->sms))
 		return -1;
 	size_t most = 0, K = c->hidden_size;
 	if (s->lm_head.t != ENG_BF16) /* the embedding only ever has rows looked up */
@@ -509,8 +502,8 @@ static int alloc_dequant(struct cu_state *s)
 				most = (size_t)m[i]->rows * k[i];
 	}
 	s->deq_elems = most < DEQ_MAX_ELEMS ? most : DEQ_MAX_ELEMS;
-	if ((size_t)widest > s->deq_elems)
-		s->deq_elems = widest; /* a tile holds at least one row */
+	if ((size_t)s->widest > s->deq_elems)
+		s->deq_elems = s->widest; /* a tile holds at least one row */
 	return scratch(s, (void **)&s->deq, s->deq_elems, sizeof(bf16));
 }
 
@@ -604,16 +597,16 @@ static void *cuda_init(struct eng_model *m, struct eng_backend_opts *o)
 	s->qkv_dim = s->q_dim + 2 * s->kv_dim;
 	s->use_graph = !o->cuda_no_graph;
 	s->no_sampling = o->cuda_no_sampling;
-	int widest = c->hidden_size > s->q_dim ? c->hidden_size : s->q_dim;
-	if (c->intermediate_size > widest)
-		widest = c->intermediate_size;
+	s->widest = c->hidden_size > s->q_dim ? c->hidden_size : s->q_dim;
+	if (c->intermediate_size > s->widest)
+		s->widest = c->intermediate_size;
 	if (cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) {
 		err_set("cuda backend: cannot query the device: %s",
 			cudaGetErrorString(cudaGetLastError()));
 		cuda_free(s);
 		return NULL;
 	}
-	if (cu_matvec_setup(widest) ||
+	if (cu_matvec_setup(s->widest, s->sms) ||
 	    cu_attention_setup(c->head_dim, c->num_heads / c->num_kv_heads)) {
 		cuda_free(s);
 		return NULL;

@@ -59,8 +59,9 @@ struct cu_matvec_args {
 	bool acc;          /* add to y */
 };
 #define MATVEC_THREADS 512
-/* Once per process, before cu_matvec: the largest K (its shared-memory opt-in). */
-int cu_matvec_setup(int max_k);
+/* Once per process, before cu_matvec: the largest K (its shared-memory opt-in) and the
+ * device's multiprocessors (the grid). */
+int cu_matvec_setup(int max_k, int sms);
 int cu_matvec(const struct cu_matvec_args *a, cudaStream_t s);
 
 /* Per token t of n at position *pos + t: RMSNorm of each q and k head with its weight,

@@ -12,10 +12,14 @@
  * So every kernel is launched with programmatic dependent launch (Hopper): it starts
  * while the previous kernel drains, loads its first weights into registers (weights
  * never depend on the previous kernel), and only then waits for the previous kernel's
- * output. That needs room on the SM beside the previous kernel: one block of 512
- * threads per SM, at most 64 registers each. On a GPU without it, launches are plainly
- * serialized. */
+ * output: its blocks take an SM as soon as the previous kernel's blocks there are done.
+ * On a GPU without it, launches are plainly serialized. */
 #include "engine/cuda/kernels.cuh"
+
+/* Two blocks of MATVEC_THREADS per SM, so at most 64 registers a thread: in the H100
+ * microbenchmark of BENCHMARKS.md the output, gate/up and down products, most of a
+ * step's bytes, read faster than with one block (q/k/v and the logits slightly slower). */
+#define MATVEC_BLOCKS_PER_SM 2
 
 /* Eight bf16 products of two 16-byte vectors, accumulated in fp32. */
 __device__ static float dot8(uint4 a, uint4 b)
@@ -70,11 +74,11 @@ __device__ static void load_step(uint4 (&w)[R][U], const bf16 *W, int row, int M
 
 /* R rows per warp step: 1, or 2 for CU_MV_OUT_SWIGLU, where the weights hold gate and
  * up rows interleaved and the warp writes silu(gate) * up as bf16. Each lane keeps U
- * 16-byte loads per row in flight (R * U = 8: 128 bytes). The grid is one block per SM
- * (rows grid-strided) and a block takes at most half of an SM's registers, so the next
- * kernel's block fits beside it: it loads its first weights while this one drains. */
+ * 16-byte loads per row in flight (R * U = 8: 128 bytes). The grid is
+ * MATVEC_BLOCKS_PER_SM blocks per SM, rows grid-strided. */
 template <int IN, int OUT, int U>
-__global__ __launch_bounds__(MATVEC_THREADS, 2) static void matvec_kernel(struct cu_matvec_args a)
+__global__ __launch_bounds__(MATVEC_THREADS, MATVEC_BLOCKS_PER_SM) static void matvec_kernel(
+	struct cu_matvec_args a)
 {
 	constexpr int R = OUT == CU_MV_OUT_SWIGLU ? 2 : 1;
 	extern __shared__ __align__(16) unsigned char smem[];
@@ -135,9 +139,9 @@ __global__ __launch_bounds__(MATVEC_THREADS, 2) static void matvec_kernel(struct
 
 /* ---- launchers ---------------------------------------------------------------------- */
 
-/* Set once by cu_matvec_setup: the device's multiprocessors (the grid is mv_blocks_per_sm
- * blocks on each), and whether it has programmatic dependent launch. */
-static int sms = 1, mv_blocks_per_sm = 2;
+/* Set once by cu_matvec_setup: the device's multiprocessors (the grid is
+ * MATVEC_BLOCKS_PER_SM blocks on each), and whether it has programmatic dependent launch. */
+static int mv_sms = 1;
 bool cu_pdl;
 
 template <int IN, int OUT, int U> static int allow_smem(int bytes)
@@ -147,11 +151,11 @@ template <int IN, int OUT, int U> static int allow_smem(int bytes)
 	return 0;
 }
 
-int cu_matvec_setup(int max_k)
+int cu_matvec_setup(int max_k, int sms)
 {
 	int dev = 0, major = 0;
+	mv_sms = sms;
 	CUDA_CHECK(cudaGetDevice(&dev));
-	CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
 	CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
 	cu_pdl = major >= 9;
 	/* x above 48 KB (F = 25600 of the 32B shape: 50 KB) needs the opt-in */
@@ -170,8 +174,8 @@ template <int IN, int OUT, int U> static int launch(const struct cu_matvec_args 
 {
 	int rows_per_block = MATVEC_THREADS / 32 * (OUT == CU_MV_OUT_SWIGLU ? 2 : 1);
 	int blocks = CEIL_DIV(a->M, rows_per_block);
-	if (blocks > mv_blocks_per_sm * sms)
-		blocks = mv_blocks_per_sm * sms;
+	if (blocks > MATVEC_BLOCKS_PER_SM * mv_sms)
+		blocks = MATVEC_BLOCKS_PER_SM * mv_sms;
 	CUDA_CHECK(launch_pdl(matvec_kernel<IN, OUT, U>, dim3(blocks), dim3(MATVEC_THREADS),
 			      (size_t)a->K * sizeof(bf16), s, *a));
 	return 0;

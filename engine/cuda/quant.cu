@@ -300,11 +300,9 @@ template <int T> static int allow_smem(int bytes)
 /* Set once by cu_qmatvec_setup: the device's multiprocessors. */
 static int qmv_sms = 1;
 
-int cu_qmatvec_setup(int max_k)
+int cu_qmatvec_setup(int max_k, int sms)
 {
-	int dev = 0;
-	CUDA_CHECK(cudaGetDevice(&dev));
-	CUDA_CHECK(cudaDeviceGetAttribute(&qmv_sms, cudaDevAttrMultiProcessorCount, dev));
+	qmv_sms = sms;
 	/* 16 KB of staging and x in fp32: past 48 KB from K = 8192 on */
 	int bytes = (int)qmv_smem(max_k);
 	for (int t = ENG_Q8_0; t < ENG_DTYPE_COUNT; t++) {
