@@ -56,6 +56,18 @@ EXTRA_DIST += tests/cli/engine-cli.sh
 # CUDA backend against the CPU reference; SKIP without a GPU.
 TESTS += tests/cuda.sh
 EXTRA_DIST += tests/cuda.sh
+# The CUDA backend's repacked quantized rows, decoded on the host (needs nvcc, no GPU).
+EXTRA_DIST += tests/unit/test_cuda_qblocks.cu
+if HAVE_CUDA
+TESTS += tests/unit/test_cuda_qblocks
+check_SCRIPTS += tests/unit/test_cuda_qblocks
+CLEANFILES += tests/unit/test_cuda_qblocks
+tests/unit/test_cuda_qblocks: tests/unit/test_cuda_qblocks.cu engine/cuda/qblocks.cuh $(ENGINE_LIBS)
+	@$(MKDIR_P) $(@D)
+	$(AM_V_CC)$(NVCC) -std=c++17 -O2 -Xcompiler -Wall,-Wextra -include $(top_builddir)/config.h \
+		-I$(top_srcdir) -I$(top_builddir) -o $@ $(srcdir)/tests/unit/test_cuda_qblocks.cu \
+		$(ENGINE_LIBS) $(JANSSON_LIBS) -lm -lpthread
+endif
 
 # Model resolution and downloads: unit tests, and a download test against
 # a local stand-in for the Hub (tests/cli/hub-server.py, 127.0.0.1 only).

@@ -1,184 +1,174 @@
-/* quant.cu — decode, prefill and embedding kernels for block-quantized weights
- * (qblocks.cuh decodes the blocks).
+/* quant.cu — decode, prefill and embedding kernels for block-quantized weights, which
+ * the device keeps repacked in planes (qblocks.cuh says how, and decodes them).
  *
  * Decode is memory-bound: the matrix-vector product must stream each row once with
- * wide coalesced loads. Blocks of 34 or 210 bytes cannot be read with 16-byte loads
- * block by block, so a warp copies a segment of its row (up to 2 KB, a whole number
- * of blocks and of 16-byte pieces) from global memory into its own slice of shared
- * memory, 16 bytes per lane and load, and then each lane decodes units of that
- * segment from shared memory against x (fp32, also in shared memory). The loads of
- * the next segment are issued before the current one is decoded, so a warp always
- * has memory requests in flight. Launched with programmatic dependent launch, as
- * matvec.cu's kernels: the first segment is loaded before waiting for the previous
- * kernel.
+ * wide coalesced loads and spend few instructions per weight. Each block of the
+ * kernel first quantizes x to int8 with one scale per 32 values in shared memory
+ * (what the CPU's decode kernels do, cpu_quantize_act), then each warp takes two rows
+ * at a time and each lane a few 16-byte chunks of both: the loads of all its chunks
+ * are issued before any is used, and a chunk's 32 (Q6_K: 64) weights meet x in four
+ * (sixteen) byte dot products (dp4a) per 16 weights, scaled once per run of 16. Widening
+ * every weight to fp32 for an FMA instead costs three or more instructions per weight,
+ * more than the memory system leaves time for at the H100's bandwidth.
  *
  * Prefill dequantizes tiles of rows to bf16 (cu_dequant_rows) for cuBLAS: a GEMM of
- * hundreds of tokens reads each weight once per tile, so the extra pass is small.
- *
- * On an H100 (8B shape) decode reaches 25-40% of the bandwidth: a warp decodes a staged
- * segment from shared memory between its loads, and the largest share of its stalls
- * (ncu: 36%) waits on those shared-memory reads (scale, quants and x per 8 weights). */
+ * hundreds of tokens reads each weight once per tile, so the extra pass is small. */
 #include "engine/cuda/qblocks.cuh"
 #include "engine/cuda/quant.cuh"
 
 #define QMV_THREADS 256
 #define QMV_WARPS   (QMV_THREADS / 32)
-#define QMV_STAGE   2048                  /* bytes of a row a warp stages per step */
-#define QMV_LOADS   (QMV_STAGE / 16 / 32) /* 16-byte loads per lane and step */
+#define QMV_ROWS    2 /* rows a warp computes together (a gate/up pair for SwiGLU) */
 
-__host__ __device__ constexpr int gcd_(int a, int b)
+/* Chunks per lane, row and step: the loads a lane has in flight are QMV_ROWS times
+ * this many chunks (16 bytes each, Q6_K's 48). */
+template <int T> __host__ __device__ constexpr int qmv_step()
 {
-	return b ? gcd_(b, a % b) : a;
+	return T == ENG_Q8_0 ? 4 : T == ENG_Q6_K ? 1 : 2;
 }
 
-/* Blocks per segment: the most that fill at most QMV_STAGE bytes and a whole number
- * of 16-byte pieces, so that every segment of a 16-byte aligned row starts aligned. */
-template <int T> __host__ __device__ constexpr int seg_blocks()
+/* Shared memory of a block: x as int8 (K), its scales (K/32 floats) and the sums of
+ * each 16 (K/16 ints). */
+static size_t qmv_smem(int K)
 {
-	constexpr int B = qt<T>::B, unit = B / gcd_(B, 16) * 16;
-	return QMV_STAGE / unit * (unit / B);
+	return (size_t)K + (size_t)K / 32 * sizeof(float) + (size_t)K / 16 * sizeof(int);
+}
+
+__device__ static struct qx qmv_x(unsigned char *smem, int K)
+{
+	struct qx x = {(const int8_t *)smem, (const float *)(smem + K),
+		       (const int *)(smem + K + K / 32 * sizeof(float))};
+	return x;
 }
 
 /* ---- the decode matrix-vector product ------------------------------------------------ */
 
-/* x (K) fp32 in shared memory from the kernel's input (the RMSNorm kept in fp32). */
-template <int IN> __device__ static void make_xf(float *xs, const struct cu_qmatvec_args &a)
+/* x (K) from the kernel's input (the RMSNorm kept in fp32) quantized into shared
+ * memory as cpu_quantize_act does: per 32 values d = max|x| / 127, q = round(x / d)
+ * to nearest even. A warp takes four blocks of 32 at a time, eight lanes each, four
+ * values per lane. */
+template <int IN> __device__ static void quantize_x(unsigned char *smem, const struct cu_qmatvec_args &a)
 {
-	int K = a.K;
-	if (IN == CU_MV_BF16) {
-		const bf16 *x = (const bf16 *)a.in;
-		for (int i = threadIdx.x; i < K; i += blockDim.x)
-			xs[i] = __bfloat162float(x[i]);
-	} else {
+	int K = a.K, nblk = K / 32;
+	int8_t *xq = (int8_t *)smem;
+	float *xd = (float *)(smem + K);
+	int *s16 = (int *)(smem + K + nblk * sizeof(float));
+	float inv = 1.0f;
+	if (IN == CU_MV_RMSNORM) {
 		const float *x = (const float *)a.in;
 		float ss = 0.0f;
 		for (int i = threadIdx.x; i < K; i += blockDim.x)
 			ss += x[i] * x[i];
-		float inv = rsqrtf(block_sum(ss) / K + a.eps);
-		for (int i = threadIdx.x; i < K; i += blockDim.x)
-			xs[i] = x[i] * inv * __bfloat162float(a.norm[i]);
+		inv = rsqrtf(block_sum(ss) / K + a.eps);
 	}
-}
-
-/* Segment sg of a row: where it starts and how many bytes it has. */
-template <int T>
-__device__ static const uint4 *seg_at(const struct cu_qmatvec_args &a, int row, int sg, int nb,
-				      int *bytes)
-{
-	constexpr int SEG = seg_blocks<T>();
-	int blocks = nb - sg * SEG < SEG ? nb - sg * SEG : SEG;
-	*bytes = blocks * qt<T>::B;
-	return (const uint4 *)((const uint8_t *)a.W + (size_t)row * a.stride +
-			       (size_t)sg * SEG * qt<T>::B);
-}
-
-/* The warp's loads of a segment: piece lane + 32 p. The last piece may run past the
- * segment's bytes, never past the row's padding. Streaming loads: read once. */
-__device__ static void seg_load(uint4 (&r)[QMV_LOADS], const uint4 *src, int bytes, int lane)
-{
-	int n = CEIL_DIV(bytes, 16);
+	int lane = threadIdx.x % 32, warp = threadIdx.x / 32, sub = lane % 8;
+	for (int b0 = 4 * warp; b0 < nblk; b0 += 4 * QMV_WARPS) {
+		int blk = b0 + lane / 8, i0 = 32 * blk + 4 * sub;
+		bool ok = blk < nblk;
+		float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+		if (ok && IN == CU_MV_BF16) {
+			const __nv_bfloat162 *x = (const __nv_bfloat162 *)((const bf16 *)a.in + i0);
+			float2 p = __bfloat1622float2(x[0]), q = __bfloat1622float2(x[1]);
+			v[0] = p.x, v[1] = p.y, v[2] = q.x, v[3] = q.y;
+		} else if (ok) {
+			float4 x = *(const float4 *)((const float *)a.in + i0);
+			const bf16 *n = a.norm + i0;
+			v[0] = x.x * inv * __bfloat162float(n[0]);
+			v[1] = x.y * inv * __bfloat162float(n[1]);
+			v[2] = x.z * inv * __bfloat162float(n[2]);
+			v[3] = x.w * inv * __bfloat162float(n[3]);
+		}
+		float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
+		for (int o = 1; o < 8; o *= 2)
+			amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+		float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+		int q[4], s = 0;
 #pragma unroll
-	for (int p = 0; p < QMV_LOADS; p++)
-		r[p] = lane + 32 * p < n ? __ldcs(src + lane + 32 * p) : make_uint4(0, 0, 0, 0);
-}
-
-/* Dot product of nblk staged blocks with x (their weights' part of x), this lane's
- * units only. */
-template <int T>
-__device__ static float seg_dot(const uint8_t *buf, int nblk, const float *x, int lane)
-{
-	typedef qt<T> Q;
-	float acc = 0.0f;
-	for (int u = lane; u < nblk * Q::U; u += 32) {
-		int b = u / Q::U, k = u % Q::U;
-		float w[Q::UW];
-		Q::decode(buf + b * Q::B, k, w);
-		const float *xb = x + b * Q::W;
-#pragma unroll
-		for (int g = 0; g < Q::UW / 8; g++) {
-			const float4 *xv = (const float4 *)(xb + Q::base(k, g));
-			float4 x0 = xv[0], x1 = xv[1];
-			const float *wg = w + 8 * g;
-			acc = fmaf(wg[0], x0.x, acc);
-			acc = fmaf(wg[1], x0.y, acc);
-			acc = fmaf(wg[2], x0.z, acc);
-			acc = fmaf(wg[3], x0.w, acc);
-			acc = fmaf(wg[4], x1.x, acc);
-			acc = fmaf(wg[5], x1.y, acc);
-			acc = fmaf(wg[6], x1.z, acc);
-			acc = fmaf(wg[7], x1.w, acc);
+		for (int i = 0; i < 4; i++) {
+			q[i] = __float2int_rn(__fmul_rn(v[i], id));
+			s += q[i];
+		}
+		s += __shfl_xor_sync(0xffffffffu, s, 1); /* the 16 values of lanes 0-3, 4-7 */
+		s += __shfl_xor_sync(0xffffffffu, s, 2);
+		if (ok) {
+			*(uint32_t *)(xq + i0) = (uint32_t)(q[0] & 0xff) | (uint32_t)(q[1] & 0xff) << 8 |
+						 (uint32_t)(q[2] & 0xff) << 16 | (uint32_t)q[3] << 24;
+			if (sub == 0)
+				xd[blk] = d;
+			if (sub % 4 == 0)
+				s16[2 * blk + sub / 4] = s;
 		}
 	}
-	return acc;
 }
 
-/* One warp per row (per row pair for CU_MV_OUT_SWIGLU: gate and up interleaved),
- * grid-strided. The warp walks its work as (row group, row of the group, segment),
- * loading item i + 1 into registers while decoding item i from shared memory. */
+__device__ static inline void prefetch_l2(const void *p)
+{
+	asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+/* Warp g of the grid (grid-strided) computes rows g*2 and g*2 + 1; lane l takes chunks
+ * l, l + 32, ... of both rows, qmv_step of them per row at a time, all loaded before
+ * the first is used. The first chunks are asked of the L2 before the kernel waits for
+ * the one before it (programmatic dependent launch), as matvec.cu's kernels do. */
 template <int T, int IN, int OUT>
 __global__ __launch_bounds__(QMV_THREADS) static void qmatvec_kernel(struct cu_qmatvec_args a)
 {
-	constexpr int R = OUT == CU_MV_OUT_SWIGLU ? 2 : 1, SEG = seg_blocks<T>();
+	typedef qp<T> Q;
+	constexpr int R = QMV_ROWS, S = qmv_step<T>();
 	extern __shared__ __align__(16) unsigned char smem[];
 	int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-	uint4 *stage = (uint4 *)(smem + warp * QMV_STAGE);
-	float *xs = (float *)(smem + QMV_WARPS * QMV_STAGE);
-	int nb = a.K / qt<T>::W, nseg = CEIL_DIV(nb, SEG), groups = a.M / R;
-	int g = blockIdx.x * QMV_WARPS + warp, gstep = gridDim.x * QMV_WARPS, r = 0, sg = 0;
+	int nb = a.K / Q::W, C = nb * Q::CPB, groups = CEIL_DIV(a.M, R);
+	const uint8_t *W = (const uint8_t *)a.W;
+	int g = blockIdx.x * QMV_WARPS + warp, gstep = gridDim.x * QMV_WARPS;
 
 	pdl_launch_dependents();
-	uint4 pre[QMV_LOADS];
-	int bytes = 0;
 	if (g < groups)
-		seg_load(pre, seg_at<T>(a, g * R, 0, nb, &bytes), bytes, lane);
+		for (int r = 0; r < R; r++)
+			for (int j = lane; j < C && j < 32 * S; j += 32)
+				prefetch_l2(W + (size_t)min(g * R + r, a.M - 1) * a.stride + 16 * j);
 	pdl_wait();
-	make_xf<IN>(xs, a);
+	quantize_x<IN>(smem, a);
 	__syncthreads();
+	const struct qx x = qmv_x(smem, a.K);
 
-	float sum[R] = {};
-	while (g < groups) {
-		__syncwarp(); /* every lane is done with the previous segment */
+	for (; g < groups; g += gstep) {
+		const uint8_t *row[R];
 #pragma unroll
-		for (int p = 0; p < QMV_LOADS; p++)
-			if (lane + 32 * p < CEIL_DIV(bytes, 16))
-				stage[lane + 32 * p] = pre[p];
-		__syncwarp();
-		int cur_bytes = bytes, ng = g, nr = r, ns = sg + 1;
-		if (ns == nseg) {
-			ns = 0;
-			if (++nr == R) {
-				nr = 0;
-				ng += gstep;
-			}
+		for (int r = 0; r < R; r++)
+			row[r] = W + (size_t)min(g * R + r, a.M - 1) * a.stride;
+		float sum[R] = {};
+		for (int j0 = lane; j0 < C; j0 += 32 * S) {
+			typename Q::chunk c[R][S];
+#pragma unroll
+			for (int s = 0; s < S; s++)
+#pragma unroll
+				for (int r = 0; r < R; r++)
+					if (j0 + 32 * s < C)
+						Q::load(c[r][s], row[r], nb, j0 + 32 * s);
+#pragma unroll
+			for (int s = 0; s < S; s++)
+#pragma unroll
+				for (int r = 0; r < R; r++)
+					if (j0 + 32 * s < C)
+						sum[r] += Q::dot(c[r][s], j0 + 32 * s, x);
 		}
-		if (ng < groups)
-			seg_load(pre, seg_at<T>(a, ng * R + nr, ns, nb, &bytes), bytes, lane);
-		float d = seg_dot<T>((const uint8_t *)stage, cur_bytes / qt<T>::B,
-				     xs + (size_t)sg * SEG * qt<T>::W, lane);
 #pragma unroll
-		for (int i = 0; i < R; i++)
-			if (i == r)
-				sum[i] += d;
-		if (ng != g) { /* the group's rows are done */
+		for (int r = 0; r < R; r++)
+			for (int o = 16; o > 0; o /= 2)
+				sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], o);
+		if (lane == 0) {
+			if (OUT == CU_MV_OUT_SWIGLU) {
+				float gt = sum[0], up = sum[1];
+				a.h[g] = __float2bfloat16(gt / (1.0f + expf(-gt)) * up);
+			} else {
 #pragma unroll
-			for (int i = 0; i < R; i++)
-				for (int o = 16; o > 0; o /= 2)
-					sum[i] += __shfl_xor_sync(0xffffffffu, sum[i], o);
-			if (lane == 0) {
-				if (OUT == CU_MV_OUT_SWIGLU) {
-					float gt = sum[0], up = sum[R - 1];
-					a.h[g] = __float2bfloat16(gt / (1.0f + expf(-gt)) * up);
-				} else {
-					a.y[g] = a.acc ? a.y[g] + sum[0] : sum[0];
+				for (int r = 0; r < R; r++) {
+					int m = g * R + r;
+					if (m < a.M)
+						a.y[m] = a.acc ? a.y[m] + sum[r] : sum[r];
 				}
 			}
-#pragma unroll
-			for (int i = 0; i < R; i++)
-				sum[i] = 0.0f;
 		}
-		g = ng;
-		r = nr;
-		sg = ns;
 	}
 }
 
@@ -194,24 +184,27 @@ __device__ static void store8_bf16(bf16 *dst, const float *w)
 	*(uint4 *)dst = *(const uint4 *)v;
 }
 
-/* One thread per unit of rows [m0, m0 + rows): neighbours decode neighbouring units,
- * so a warp reads a contiguous stretch of the row. */
+/* One thread per chunk of rows [m0, m0 + rows): neighbours read neighbouring chunks. */
 template <int T>
 __global__ static void dequant_kernel(bf16 *out, const uint8_t *W, size_t stride, int m0, int rows,
 				      int K)
 {
-	typedef qt<T> Q;
-	int upr = K / Q::W * Q::U;
+	typedef qp<T> Q;
+	int nb = K / Q::W, C = nb * Q::CPB;
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	if (i >= (size_t)rows * upr)
+	if (i >= (size_t)rows * C)
 		return;
-	int r = (int)(i / upr), u = (int)(i % upr), b = u / Q::U, k = u % Q::U;
-	float w[Q::UW];
-	Q::decode(W + (size_t)(m0 + r) * stride + (size_t)b * Q::B, k, w);
-	bf16 *o = out + (size_t)r * K + (size_t)b * Q::W;
+	int r = (int)(i / C), j = (int)(i % C);
+	typename Q::chunk c;
+	Q::load(c, W + (size_t)(m0 + r) * stride, nb, j);
+	float w[16 * Q::RUNS];
+	Q::decode(c, j, w);
+	bf16 *o = out + (size_t)r * K;
 #pragma unroll
-	for (int g = 0; g < Q::UW / 8; g++)
-		store8_bf16(o + Q::base(k, g), w + 8 * g);
+	for (int g = 0; g < Q::RUNS; g++) {
+		store8_bf16(o + Q::run(j, g), w + 16 * g);
+		store8_bf16(o + Q::run(j, g) + 8, w + 16 * g + 8);
+	}
 }
 
 /* Block t: row ids[t] of the table into x row t. */
@@ -219,20 +212,23 @@ template <int T>
 __global__ static void qembed_kernel(float *x, const uint8_t *table, size_t stride,
 				     const int32_t *ids, int dim)
 {
-	typedef qt<T> Q;
+	typedef qp<T> Q;
 	pdl_launch_dependents();
 	const uint8_t *row = table + (size_t)ids[blockIdx.x] * stride;
 	float *out = x + (size_t)blockIdx.x * dim;
-	int upr = dim / Q::W * Q::U;
-	for (int u = threadIdx.x; u < upr; u += blockDim.x) {
-		int b = u / Q::U, k = u % Q::U;
-		float w[Q::UW];
-		Q::decode(row + (size_t)b * Q::B, k, w);
+	int nb = dim / Q::W, C = nb * Q::CPB;
+	for (int j = threadIdx.x; j < C; j += blockDim.x) {
+		typename Q::chunk c;
+		Q::load(c, row, nb, j);
+		float w[16 * Q::RUNS];
+		Q::decode(c, j, w);
 #pragma unroll
-		for (int g = 0; g < Q::UW / 8; g++) {
-			float4 *o = (float4 *)(out + b * Q::W + Q::base(k, g));
-			o[0] = make_float4(w[8 * g], w[8 * g + 1], w[8 * g + 2], w[8 * g + 3]);
-			o[1] = make_float4(w[8 * g + 4], w[8 * g + 5], w[8 * g + 6], w[8 * g + 7]);
+		for (int g = 0; g < Q::RUNS; g++) {
+			float4 *o = (float4 *)(out + Q::run(j, g));
+#pragma unroll
+			for (int v = 0; v < 4; v++)
+				o[v] = make_float4(w[16 * g + 4 * v], w[16 * g + 4 * v + 1],
+						   w[16 * g + 4 * v + 2], w[16 * g + 4 * v + 3]);
 		}
 	}
 }
@@ -250,12 +246,12 @@ size_t cu_row_bytes(int type, int64_t K)
 	case ENG_BF16:
 	case ENG_F16: return (size_t)K * 2;
 	case ENG_F32: return (size_t)K * 4;
-	case ENG_Q8_0: return (size_t)(K / qt<ENG_Q8_0>::W) * qt<ENG_Q8_0>::B;
-	case ENG_Q4_0: return (size_t)(K / qt<ENG_Q4_0>::W) * qt<ENG_Q4_0>::B;
-	case ENG_Q5_0: return (size_t)(K / qt<ENG_Q5_0>::W) * qt<ENG_Q5_0>::B;
-	case ENG_Q4_K: return (size_t)(K / qt<ENG_Q4_K>::W) * qt<ENG_Q4_K>::B;
-	case ENG_Q5_K: return (size_t)(K / qt<ENG_Q5_K>::W) * qt<ENG_Q5_K>::B;
-	case ENG_Q6_K: return (size_t)(K / qt<ENG_Q6_K>::W) * qt<ENG_Q6_K>::B;
+	case ENG_Q8_0: return (size_t)(K / qp<ENG_Q8_0>::W) * qp<ENG_Q8_0>::B;
+	case ENG_Q4_0: return (size_t)(K / qp<ENG_Q4_0>::W) * qp<ENG_Q4_0>::B;
+	case ENG_Q5_0: return (size_t)(K / qp<ENG_Q5_0>::W) * qp<ENG_Q5_0>::B;
+	case ENG_Q4_K: return (size_t)(K / qp<ENG_Q4_K>::W) * qp<ENG_Q4_K>::B;
+	case ENG_Q5_K: return (size_t)(K / qp<ENG_Q5_K>::W) * qp<ENG_Q5_K>::B;
+	case ENG_Q6_K: return (size_t)(K / qp<ENG_Q6_K>::W) * qp<ENG_Q6_K>::B;
 	default: return 0;
 	}
 }
@@ -281,9 +277,15 @@ size_t cu_qrow_stride(int type, int64_t K)
 				       : "unknown");                            \
 	}
 
-static size_t qmv_smem(int K)
+template <int T> static int repack_row(uint8_t *dst, const uint8_t *src, int64_t K)
 {
-	return (size_t)QMV_WARPS * QMV_STAGE + (size_t)K * sizeof(float);
+	qp<T>::repack(dst, src, (int)(K / qp<T>::W));
+	return 0;
+}
+
+int cu_qrepack_row(int type, uint8_t *dst, const uint8_t *src, int64_t K)
+{
+	QUANT_DISPATCH(type, repack_row, dst, src, K);
 }
 
 template <int T> static int allow_smem(int bytes)
@@ -303,7 +305,7 @@ static int qmv_sms = 1;
 int cu_qmatvec_setup(int max_k, int sms)
 {
 	qmv_sms = sms;
-	/* 16 KB of staging and x in fp32: past 48 KB from K = 8192 on */
+	/* x in int8 with its scales: past the default 48 KB from K = 35,000 on */
 	int bytes = (int)qmv_smem(max_k);
 	for (int t = ENG_Q8_0; t < ENG_DTYPE_COUNT; t++) {
 		auto allow = [&](int type) -> int { QUANT_DISPATCH(type, allow_smem, bytes); };
@@ -313,9 +315,9 @@ int cu_qmatvec_setup(int max_k, int sms)
 	return 0;
 }
 
-/* As many blocks as the SMs hold at once (x in fp32 makes a block's shared memory grow
- * with K: 64 KB at K = 12288), the rows grid-strided: a second, partial wave of blocks
- * would leave most SMs idle at its end. */
+/* As many blocks as the SMs hold at once, the row pairs grid-strided: a second,
+ * partial wave of blocks would leave most SMs idle at its end, and every block
+ * quantizes x once however many rows it then takes. */
 template <int T, int IN, int OUT>
 static int qmv_launch(const struct cu_qmatvec_args *a, cudaStream_t s)
 {
@@ -358,8 +360,8 @@ template <int T>
 static int dequant_launch(bf16 *out, const void *W, size_t stride, int m0, int m1, int K,
 			  cudaStream_t s)
 {
-	size_t units = (size_t)(m1 - m0) * (K / qt<T>::W) * qt<T>::U;
-	dequant_kernel<T><<<(unsigned)CEIL_DIV(units, 256), 256, 0, s>>>(out, (const uint8_t *)W,
+	size_t chunks = (size_t)(m1 - m0) * (K / qp<T>::W) * qp<T>::CPB;
+	dequant_kernel<T><<<(unsigned)CEIL_DIV(chunks, 256), 256, 0, s>>>(out, (const uint8_t *)W,
 									 stride, m0, m1 - m0, K);
 	LAUNCH_CHECK();
 	return 0;

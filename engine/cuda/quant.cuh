@@ -1,10 +1,12 @@
 /* quant.cuh — the CUDA backend's kernels for ggml's block-quantized weights (quant.cu):
- * Q8_0, Q4_0, Q5_0 (32 weights a block) and Q4_K, Q5_K, Q6_K (256), laid out as
- * ggml-common.h defines them. On the device each row of blocks is padded to a multiple
- * of 16 bytes (cu_qrow_stride), so that every row starts where a 16-byte load can.
+ * Q8_0, Q4_0, Q5_0 (32 weights a block) and Q4_K, Q5_K, Q6_K (256). On the device each
+ * row of blocks is repacked into planes (qblocks.cuh: the quants of all its blocks
+ * first, 16-byte aligned, the scales apart) and padded to a multiple of 16 bytes
+ * (cu_qrow_stride).
  *
- * tests/cuda.sh checks them against the CPU backend (every mix of llama.cpp's, prefill
- * and decode, graph and plain launches); they pass on an H100. */
+ * tests/unit/test_cuda_qblocks checks the repacking and the decoding on the host;
+ * tests/cuda.sh checks the kernels against the CPU backend (every mix of llama.cpp's,
+ * prefill and decode, graph and plain launches) where a GPU is present. */
 #ifndef QWENCHAT_CUDA_QUANT_CUH
 #define QWENCHAT_CUDA_QUANT_CUH
 
@@ -18,13 +20,17 @@ bool cu_quantized(int type);
 size_t cu_row_bytes(int type, int64_t K);
 /* The device's row of a block type: the file's, padded to a multiple of 16 bytes. */
 size_t cu_qrow_stride(int type, int64_t K);
+/* dst (cu_row_bytes(type, K) bytes) = the row of K weights src, as the file has it,
+ * repacked into the device's planes (host code, at upload). */
+int cu_qrepack_row(int type, uint8_t *dst, const uint8_t *src, int64_t K);
 
 /* The decode matrix-vector product on quantized rows: what cu_matvec does for bf16
- * (same inputs, same outputs, the same `acc`), with x kept in fp32. */
+ * (same inputs, same outputs, the same `acc`), with x quantized to int8 per 32 values
+ * as the CPU's decode kernels do. */
 struct cu_qmatvec_args {
 	float *y;         /* CU_MV_OUT_F32 */
 	bf16 *h;          /* CU_MV_OUT_SWIGLU: rows 2f and 2f + 1 are gate and up */
-	const void *W;    /* (M rows of `stride` bytes) */
+	const void *W;    /* (M rows of `stride` bytes, repacked) */
 	int type;         /* enum eng_dtype, a block type */
 	size_t stride;    /* cu_qrow_stride(type, K) */
 	const void *in;   /* as cu_matvec_args.in */

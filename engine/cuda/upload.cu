@@ -1,8 +1,8 @@
 /* upload.cu — the weights onto the device once, in one allocation, through pinned
  * staging buffers so that reading the memory-mapped file overlaps the transfer.
- * Matrices stay as the file has them when they are bf16 or block-quantized (rows
- * padded to 16 bytes); F16 and F32 matrices and every norm become bf16, what the
- * kernels read. */
+ * bf16 matrices stay as the file has them; block-quantized rows are repacked into
+ * planes (qblocks.cuh) and padded to 16 bytes; F16 and F32 matrices and every norm
+ * become bf16, what the kernels read. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,8 +70,8 @@ static int64_t rows_of(const struct eng_tensor *t)
 	return t->ndim == 1 ? 1 : t->shape[0];
 }
 
-/* Row r of the device tensor into out: the file's bytes when the types agree (padded
- * with zeros), else bf16 from F16 or F32. */
+/* Row r of the device tensor into out: the file's bytes when the types agree (block
+ * types repacked, padded with zeros), else bf16 from F16 or F32. */
 static void fill_row(const struct rows_src *rs, int64_t r, char *out)
 {
 	const struct eng_tensor *t = rs->t[0];
@@ -101,7 +101,10 @@ static void fill_row(const struct rows_src *rs, int64_t r, char *out)
 			o[k] = __float2bfloat16(f);
 		}
 	} else {
-		memcpy(out, src, src_bytes);
+		if (cu_quantized(t->dtype))
+			cu_qrepack_row(t->dtype, (uint8_t *)out, (const uint8_t *)src, rs->K);
+		else
+			memcpy(out, src, src_bytes);
 		memset(out + src_bytes, 0, rs->row_bytes - src_bytes);
 	}
 }
