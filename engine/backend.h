@@ -19,7 +19,6 @@ struct eng_backend_opts {
 	 * backend, the others ignored by the backends they do not concern. */
 	const char *cpu_isa;
 	bool bf16_prefill, cuda_no_graph, cuda_no_sampling;
-	int cuda_prefetch_mb;
 	void (*notice)(const char *msg);                         /* may be NULL */
 	void (*progress)(size_t done_bytes, size_t total_bytes); /* weight upload; may be NULL */
 };

@@ -122,7 +122,6 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 				      .bf16_prefill = opt->bf16_prefill,
 				      .cuda_no_graph = opt->cuda_no_graph,
 				      .cuda_no_sampling = opt->cuda_no_sampling,
-				      .cuda_prefetch_mb = opt->cuda_prefetch_mb,
 				      .notice = notice,
 				      .progress = opt->progress};
 	if (!(e->st = ops->init(m, &bo))) {

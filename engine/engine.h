@@ -300,9 +300,6 @@ struct eng_options {
 	 * given here is loaded without that check). */
 	const char *cuda_module;
 	bool cuda_no_graph;    /* launch the decode kernels one by one, not as a CUDA graph */
-	/* MB of a layer's next weights the CUDA decode asks the L2 cache to fetch while
-	 * attention runs; 0: the backend's default, -1: none. */
-	int cuda_prefetch_mb;
 	bool cuda_no_sampling; /* copy the logits back and sample on the host */
 };
 

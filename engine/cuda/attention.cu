@@ -143,39 +143,11 @@ __device__ static void decode_rope(const struct cu_attn_args &a, float *q_s, int
  * no shuffles), keeps the online softmax, and the weighted sum of V rows is made by a
  * thread per pair of dimensions, the tile's keys split between thread groups. Writes
  * each head's unnormalized output, max and sum. */
-/* Block b of n asks the L2 for its share of the regions a.pf: one bulk prefetch per
- * piece of up to 64 KB (Hopper's copy engine; the blocks' own loads are not held up). */
-__device__ static void prefetch_share(const struct cu_attn_args &a, int b, int n, int nk)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-	size_t total = (size_t)a.pf_bytes[0] + a.pf_bytes[1] + a.pf_bytes[2];
-	size_t kv = 2 * (size_t)a.Hkv * nk * a.hd * sizeof(bf16);
-	if (!total || kv + total > a.l2_bytes)
-		return;
-	size_t per = (CEIL_DIV(total, (size_t)n) + 15) & ~(size_t)15, lo = b * per, hi = lo + per;
-	size_t base = 0;
-	for (int i = 0; i < 3; i++) {
-		size_t end = base + a.pf_bytes[i];
-		for (size_t o = lo > base ? lo : base; o < hi && o < end; o += 65536) {
-			size_t len = min(min(hi, end) - o, (size_t)65536) & ~(size_t)15;
-			if (len)
-				asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(
-						     (const char *)a.pf[i] + (o - base)),
-					     "r"((unsigned)len)
-					     : "memory");
-		}
-		base = end;
-	}
-#endif
-}
-
 __global__ __launch_bounds__(DECODE_THREADS) static void decode_split_kernel(struct cu_attn_args a)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 	int kvh = blockIdx.x, split = blockIdx.y, hd = a.hd, G = a.H / a.Hkv;
 	int nk = *a.pos + a.q_offset + 1, per = split_len(nk, gridDim.y);
-	if (threadIdx.x == 0)
-		prefetch_share(a, split * gridDim.x + kvh, gridDim.x * gridDim.y, nk);
 	int start = split * per, end = min(nk, start + per);
 	if (start >= nk)
 		return;

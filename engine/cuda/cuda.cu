@@ -158,31 +158,6 @@ static int qkv_prefill(struct cu_state *s, const struct cu_layer *L, int n)
 	return 0;
 }
 
-/* Bytes of the L2 prefetch during decode's attention (eng_options.cuda_prefetch_mb):
- * never more than 7/8 of the L2, which must still hold the keys and values. */
-static size_t prefetch_budget(int mb, size_t l2)
-{
-	size_t b = mb > 0 ? (size_t)mb << 20 : 0;
-	return b < l2 / 8 * 7 ? b : l2 / 8 * 7;
-}
-
-/* While layer l's attention runs, the memory bus is idle: its blocks ask the L2 for
- * the output projection's weights, then gate/up's and down's, up to the budget. */
-static void attn_prefetch(const struct cu_state *s, const struct cu_layer *L,
-			  struct cu_attn_args *aa)
-{
-	const struct cu_mat *m[3] = {&L->wo, &L->gate_up, &L->down};
-	size_t left = s->prefetch_bytes;
-	aa->l2_bytes = s->l2_bytes;
-	for (int i = 0; i < 3 && left; i++) {
-		size_t b = (size_t)m[i]->rows * m[i]->stride;
-		b = b < left ? b : left;
-		aa->pf[i] = m[i]->w;
-		aa->pf_bytes[i] = (unsigned)b;
-		left -= b;
-	}
-}
-
 /* One token through layer l (decode): six kernels, the RMSNorms fused into the
  * matrix-vector products that read them, SwiGLU into the one that makes it, the q/k
  * norms, RoPE and the cache store into the attention. */
@@ -194,7 +169,6 @@ static int layer_decode(struct cu_state *s, int l)
 	struct cu_attn_args aa = attn_args(s, l, 1);
 	aa.cap = s->capture ? s->cap + (size_t)l * c->num_heads * s->ctx : NULL;
 	aa.rope = rope_args(s, &aa, l);
-	attn_prefetch(s, L, &aa);
 	/* x += Wo . attn(rope(norm(Wqkv . rmsnorm(x)))) */
 	if (qkv_decode(s, L) || cu_attention_decode(&aa, s->stream) ||
 	    matvec(s, s->x, &L->wo, s->q_dim, s->att, CU_MV_BF16, NULL, true))
@@ -626,16 +600,12 @@ static void *cuda_init(struct eng_model *m, struct eng_backend_opts *o)
 	s->widest = c->hidden_size > s->q_dim ? c->hidden_size : s->q_dim;
 	if (c->intermediate_size > s->widest)
 		s->widest = c->intermediate_size;
-	int l2 = 0;
-	if (cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess ||
-	    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0) != cudaSuccess) {
+	if (cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) {
 		err_set("cuda backend: cannot query the device: %s",
 			cudaGetErrorString(cudaGetLastError()));
 		cuda_free(s);
 		return NULL;
 	}
-	s->l2_bytes = (size_t)l2;
-	s->prefetch_bytes = prefetch_budget(o->cuda_prefetch_mb, s->l2_bytes);
 	if (cu_matvec_setup(s->widest, s->sms) ||
 	    cu_attention_setup(c->head_dim, c->num_heads / c->num_kv_heads)) {
 		cuda_free(s);

@@ -101,13 +101,6 @@ struct cu_attn_args {
 	 * the raw projection itself (q/k norms and RoPE, as cu_qk_norm_rope_store) and
 	 * stores the new key and value: one launch fewer per layer */
 	struct cu_rope_args rope;
-	/* decode: weights the split kernel's blocks ask the L2 cache to fetch while they
-	 * run (the layer's next products), shared among them; unused entries have 0 bytes.
-	 * Skipped when this step's keys and values and those bytes would not fit in
-	 * l2_bytes together: the prefetch would evict what attention reads. */
-	const void *pf[3];
-	unsigned pf_bytes[3];
-	size_t l2_bytes;
 };
 /* Once per process, before the first decode: the shapes' shared-memory opt-in. */
 int cu_attention_setup(int head_dim, int group);

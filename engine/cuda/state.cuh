@@ -43,8 +43,6 @@ struct cu_state {
 	const struct eng_config *c;
 	int ctx, q_dim, kv_dim, qkv_dim, max_splits;
 	int sms;    /* the device's multiprocessors */
-	size_t l2_bytes;       /* the device's L2 cache */
-	size_t prefetch_bytes; /* decode: a layer's next weights fetched into L2 during attention */
 	int widest; /* the longest vector a product takes or a chunk row holds: max(D, q_dim, F) */
 	cudaStream_t stream;
 	cublasHandle_t blas;

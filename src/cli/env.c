@@ -79,16 +79,6 @@ int cli_env_engine(struct eng_options *o)
 		return -1;
 	o->cuda_no_graph = !graph;
 	o->cuda_no_sampling = !sample;
-	const char *mb = var("QWENCHAT_CUDA_PREFETCH_MB");
-	if (mb) { /* 0 here means none, as the variable's other users would read it */
-		char *end;
-		long v = strtol(mb, &end, 10);
-		if (end == mb || *end || v < 0 || v > 4096)
-			return err_set("QWENCHAT_CUDA_PREFETCH_MB=%s: not a number of MB from 0 "
-				       "to 4096",
-				       mb);
-		o->cuda_prefetch_mb = v ? (int)v : -1;
-	}
 	return 0;
 }
 

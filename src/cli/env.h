@@ -23,8 +23,7 @@ const char *cli_env_openai_base_url(void);
 
 /* The engine's knobs from the environment, into o: QWENCHAT_CPU_ISA (a kernel set),
  * QWENCHAT_CPU_BF16_PREFILL=1, QWENCHAT_CUDA_GRAPH=0, QWENCHAT_CUDA_SAMPLE=0,
- * QWENCHAT_CUDA_PREFETCH_MB (decode's L2 prefetch budget), QWENCHAT_CUDA_MODULE (the
- * CUDA module's path). 0, or -1
+ * QWENCHAT_CUDA_MODULE (the CUDA module's path). 0, or -1
  * with err_set naming the variable and its bad value. */
 int cli_env_engine(struct eng_options *o);
 /* QWENCHAT_CPU_BF16_PREFILL alone into *fast (left as it is when unset): `logits`
