@@ -22,6 +22,7 @@
 #define GEMM_NR 32  /* columns of a panel */
 #define GEMM_MR 8   /* rows of a micro-tile */
 #define GEMM_KC 256 /* depth of a packed panel (even) */
+#define GEMM_MC 256 /* rows of C a work item sweeps: their A stays in L2 across panels */
 
 /* fp32: c (rows x cols of a tile, ldc) (+)= sum_p a(r, p) * bp[p][j], a(r, p) at
  * a[r*sar + p*sap]. */
@@ -63,11 +64,11 @@ static void mk_f32_c(float *c, int ldc, const float *a, size_t sar, size_t sap, 
 
 /* ---- AVX-512 --------------------------------------------------------------------- */
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "engine/cpu/avx512.h"
 
-#define TG512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#define TG512 T512
 #define TGBF  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
-#define INLINE static inline __attribute__((always_inline))
+#define INLINE INL
 
 static inline __mmask16 mask16(int n)
 {
@@ -239,6 +240,40 @@ static TGBF void pairs_2rows_bf(uint32_t *dst, const float *lo, const float *hi,
 	for (; i < n; i++)
 		dst[i] = (uint32_t)cpu_f32_to_bf16(lo[i]) | (uint32_t)cpu_f32_to_bf16(hi[i]) << 16;
 }
+
+/* out[i * ldo + q] = the pair (lo_q[i], hi_q[i]) for i, q < 16, where lo_q and hi_q are
+ * the stored rows 2q and 2q + 1 of `a` (row stride lda) from column i0: sixteen pairs
+ * of rows interleaved, then one transpose. */
+static TGBF void pairs_t16_bf(uint32_t *out, size_t ldo, const float *a, size_t lda, int i0)
+{
+	const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+					       24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
+					       1, 16, 0);
+	__m512i r[16];
+	for (int q = 0; q < 16; q++) {
+		const float *lo = a + (size_t)(2 * q) * lda + i0;
+		__m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(lo + lda), _mm512_loadu_ps(lo));
+		r[q] = _mm512_permutexvar_epi16(inter, (__m512i)v);
+	}
+	transpose16(r);
+	for (int i = 0; i < 16; i++)
+		_mm512_storeu_si512(out + (size_t)i * ldo, r[i]);
+}
+
+/* out[j * ldo + q] (q < 16, j < 16) from sixteen stored rows j of b (row stride ldb),
+ * each 32 values from column p0 converted to 16 pairs: the panel of a B read
+ * transposed, sixteen columns at a time (ldo = the panel's width). */
+static TGBF void rows_t16_bf(uint32_t *out, size_t ldo, const float *b, size_t ldb)
+{
+	__m512i r[16];
+	for (int j = 0; j < 16; j++) {
+		const float *src = b + (size_t)j * ldb;
+		r[j] = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
+	}
+	transpose16(r);
+	for (int q = 0; q < 16; q++)
+		_mm512_storeu_si512(out + (size_t)q * ldo, r[q]);
+}
 #endif
 
 /* ---- packing ------------------------------------------------------------------------- */
@@ -286,20 +321,21 @@ static void pack_b_bf16(uint32_t *bp, uint32_t *tmp, const struct gemm *g, int p
 		}
 		return;
 	}
-	/* B transposed: each stored row j holds the pairs along k; convert the rows, then
-	   transpose them into the panel */
-	for (int j = 0; j < cols; j++) {
-		const float *src = g->b + (size_t)(j0 + j) * g->ldb + p0;
-		pairs_row_bf(tmp + (size_t)j * kcp, src, kc & ~1);
-		if (kc & 1)
-			tmp[(size_t)j * kcp + kcp - 1] = pair(src[kc - 1], 0.0f);
-	}
-	for (int pp = 0; pp < kcp; pp++) {
+	/* B transposed: each stored row j holds the pairs along k; sixteen rows by sixteen
+	   pairs at a time are converted and transposed into the panel */
+	int full = cols == GEMM_NR ? kc / 32 * 16 : 0; /* pairs done by whole blocks */
+	for (int q0 = 0; q0 < full; q0 += 16)
+		for (int j0b = 0; j0b < GEMM_NR; j0b += 16)
+			rows_t16_bf(bp + (size_t)q0 * GEMM_NR + j0b, GEMM_NR,
+				    g->b + (size_t)(j0 + j0b) * g->ldb + p0 + 2 * q0, g->ldb);
+	for (int pp = full; pp < kcp; pp++) {
 		uint32_t *o = bp + (size_t)pp * GEMM_NR;
-		for (int j = 0; j < cols; j++)
-			o[j] = tmp[(size_t)j * kcp + pp];
-		memset(o + cols, 0, (GEMM_NR - cols) * sizeof *o);
+		for (int j = 0; j < GEMM_NR; j++) {
+			const float *src = g->b + (size_t)(j0 + j) * g->ldb + p0 + 2 * pp;
+			o[j] = j >= cols ? 0 : pair(src[0], 2 * pp + 1 < kc ? src[1] : 0.0f);
+		}
 	}
+	(void)tmp;
 }
 
 /* A as bf16 pairs: apack[i * kp + pp] = a(i, 2pp), a(i, 2pp + 1). Items: rows of A
@@ -330,17 +366,26 @@ static void apack_fn(void *arg, int tid, int nthreads)
 		}
 		return;
 	}
+	/* A transposed: items are 16 pairs of stored rows; each gives 16 pairs of every row
+	   i, sixteen rows at a time through one transpose */
 	uint32_t *tmp = t->tmp + (size_t)tid * t->tmp_stride;
-	while ((it = cpu_claim(&t->next, t->kp)) >= 0) {
-		const float *lo = g->a + (size_t)(2 * it) * g->lda;
-		if (2 * it + 1 < g->k) {
-			pairs_2rows_bf(tmp, lo, lo + g->lda, g->n);
-		} else {
-			for (int i = 0; i < g->n; i++)
-				tmp[i] = pair(lo[i], 0.0f);
+	int items = (t->kp + 15) / 16;
+	while ((it = cpu_claim(&t->next, items)) >= 0) {
+		int q0 = 16 * it, nq = t->kp - q0 < 16 ? t->kp - q0 : 16, i = 0;
+		if (nq == 16 && 2 * q0 + 32 <= g->k)
+			for (; i + 16 <= g->n; i += 16)
+				pairs_t16_bf(t->out + (size_t)i * t->kp + q0, t->kp,
+					     g->a + (size_t)(2 * q0) * g->lda, g->lda, i);
+		for (int q = q0; q < q0 + nq; q++) { /* the rest, a pair of rows at a time */
+			const float *lo = g->a + (size_t)(2 * q) * g->lda;
+			if (2 * q + 1 < g->k)
+				pairs_2rows_bf(tmp + i, lo + i, lo + g->lda + i, g->n - i);
+			else
+				for (int r = i; r < g->n; r++)
+					tmp[r] = pair(lo[r], 0.0f);
+			for (int r = i; r < g->n; r++)
+				t->out[(size_t)r * t->kp + q] = tmp[r];
 		}
-		for (int i = 0; i < g->n; i++)
-			t->out[(size_t)i * t->kp + it] = tmp[i];
 	}
 }
 #endif
@@ -355,9 +400,9 @@ struct gemm_task {
 	atomic_int next;
 };
 
-/* Panel `jp` of C: every k-block of B packed in turn, every row of C. */
+/* Panel `jp` of C over rows [r0, r1): every k-block of B packed in turn. */
 static void gemm_panel(struct gemm_ctx *ctx, const struct gemm *g, bool bf16, int kp, int jp,
-		       int tid)
+		       int r0, int r1, int tid)
 {
 	int j0 = jp * GEMM_NR, cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR;
 	float *bp = (float *)(ctx->scratch + (size_t)tid * ctx->per);
@@ -372,8 +417,8 @@ static void gemm_panel(struct gemm_ctx *ctx, const struct gemm *g, bool bf16, in
 		else
 #endif
 			pack_b_f32(bp, g, p0, kc, j0);
-		for (int i0 = 0; i0 < g->n; i0 += GEMM_MR) {
-			int rows = g->n - i0 < GEMM_MR ? g->n - i0 : GEMM_MR;
+		for (int i0 = r0; i0 < r1; i0 += GEMM_MR) {
+			int rows = r1 - i0 < GEMM_MR ? r1 - i0 : GEMM_MR;
 			float *c = g->c + (size_t)i0 * g->ldc + j0;
 			if (bf16)
 				ctx->mk_bf16(c, g->ldc, ctx->apack + (size_t)i0 * kp + p0 / 2, kp,
@@ -385,13 +430,17 @@ static void gemm_panel(struct gemm_ctx *ctx, const struct gemm *g, bool bf16, in
 	}
 }
 
+/* Items: GEMM_MC rows by one panel, the panels of a block of rows one after the other. */
 static void gemm_task_fn(void *arg, int tid, int nthreads)
 {
 	(void)nthreads;
 	struct gemm_task *t = arg;
-	int panels = (t->g->m + GEMM_NR - 1) / GEMM_NR, jp;
-	while ((jp = cpu_claim(&t->next, panels)) >= 0)
-		gemm_panel(t->ctx, t->g, t->bf16, t->kp, jp, tid);
+	const struct gemm *g = t->g;
+	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, blocks = (g->n + GEMM_MC - 1) / GEMM_MC, it;
+	while ((it = cpu_claim(&t->next, panels * blocks)) >= 0) {
+		int r0 = it / panels * GEMM_MC, r1 = r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n;
+		gemm_panel(t->ctx, g, t->bf16, t->kp, it % panels, r0, r1, tid);
+	}
 }
 
 /* bf16 needs A as pairs (and, transposed, a row of n words per thread): grows the
@@ -439,7 +488,7 @@ void gemm_serial(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec
 	(void)prec; /* the small products of attention stay in fp32 */
 	int panels = (g->m + GEMM_NR - 1) / GEMM_NR;
 	for (int jp = 0; jp < panels; jp++)
-		gemm_panel(ctx, g, false, 0, jp, tid);
+		gemm_panel(ctx, g, false, 0, jp, 0, g->n, tid);
 }
 
 /* ---- set-up ---------------------------------------------------------------------------- */
