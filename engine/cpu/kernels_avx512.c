@@ -88,33 +88,6 @@ static mk_fn *const mk512_r1[5] = {mk512_1_1, mk512_1_2, mk512_1_3, mk512_1_4, m
  * chunk passes over it. */
 
 
-/* Transposes 16 vectors of 16 32-bit lanes in place: r[i][j] <-> r[j][i]. Within
- * 128-bit blocks first (dwords, then qwords), then the 128-bit blocks. */
-INL T512 void transpose16(__m512i r[16])
-{
-	__m512i t[16], u[16];
-	for (int i = 0; i < 16; i += 2) {
-		t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-		t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-	}
-	for (int i = 0; i < 16; i += 4) { /* u[i + c]: element 4b + c of rows i..i+3, block b */
-		u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-		u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-		u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-		u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-	}
-	for (int c = 0; c < 4; c++) {
-		__m512i x0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44);
-		__m512i x1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
-		__m512i y0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
-		__m512i y1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
-		r[c] = _mm512_shuffle_i32x4(x0, y0, 0x88);
-		r[4 + c] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
-		r[8 + c] = _mm512_shuffle_i32x4(x1, y1, 0x88);
-		r[12 + c] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
-	}
-}
-
 /* Software prefetch distance of the row loads, in bytes: the 16 rows are 16 streams
  * the hardware prefetcher alone kept waiting (pack 5.3% -> 3.5% of a prefill). */
 #define PACK_AHEAD 512

@@ -1,0 +1,543 @@
+/* gemm.c — C (n, m) (+)= A (n, k) . B (k, m) for training, in fp32 or bf16 (gemm.h).
+ *
+ * The work items are panels of 32 columns of C. An item packs its panel of B, a
+ * depth of GEMM_KC at a time, into 32 consecutive values per step of k (transposing
+ * when B is read transposed), and sweeps every row of C with a micro-kernel that
+ * keeps a tile of 8 rows x 32 columns in registers: per step of k it loads the
+ * panel's 32 values once and multiplies them with 8 values of A, broadcast. A is
+ * read where it lies in fp32 (row-major or transposed, the tile's 8 values are one
+ * address apart either way); for bf16, A is first converted once, by every thread
+ * together, into rows of bf16 pairs (k, k+1) that vdpbf16ps takes, and the panel
+ * into pairs too. Each value of C is summed in one fixed order (the k-blocks in
+ * turn, then k within), whatever thread computes it. */
+#include "engine/cpu/gemm.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/base/err.h"
+
+#define GEMM_NR 32  /* columns of a panel */
+#define GEMM_MR 8   /* rows of a micro-tile */
+#define GEMM_KC 256 /* depth of a packed panel (even) */
+#define GEMM_MC 256 /* rows of C a work item sweeps: their A stays in L2 across panels */
+
+/* fp32: c (rows x cols of a tile, ldc) (+)= sum_p a(r, p) * bp[p][j], a(r, p) at
+ * a[r*sar + p*sap]. */
+typedef void mk_f32_fn(float *c, int ldc, const float *a, size_t sar, size_t sap,
+		       const float *bp, int kc, int rows, int cols, bool acc);
+/* bf16: the same with a's pairs at ap[r*lda2 + pp] and bp[pp][j] pairs. */
+typedef void mk_bf16_fn(float *c, int ldc, const uint32_t *ap, size_t lda2, const uint32_t *bp,
+			int kcp, int rows, int cols, bool acc);
+
+struct gemm_ctx {
+	struct cpu_pool *pool;
+	int threads;
+	mk_f32_fn *mk_f32;
+	mk_bf16_fn *mk_bf16; /* NULL: GEMM_BF16 runs in fp32 */
+	unsigned char *scratch; /* per thread: a packed panel of B */
+	size_t per;
+	uint32_t *apack; /* bf16 A as pairs, shared; grown on demand */
+	size_t apack_words;
+	uint32_t *atmp; /* per thread: a converted row of A transposed */
+	size_t atmp_words;
+};
+
+/* ---- micro-kernels: portable C ----------------------------------------------------- */
+
+static void mk_f32_c(float *c, int ldc, const float *a, size_t sar, size_t sap, const float *bp,
+		     int kc, int rows, int cols, bool acc)
+{
+	float t[GEMM_MR][GEMM_NR] = {{0}};
+	for (int p = 0; p < kc; p++)
+		for (int r = 0; r < rows; r++) {
+			float av = a[r * sar + p * sap];
+			for (int j = 0; j < GEMM_NR; j++)
+				t[r][j] += av * bp[p * GEMM_NR + j];
+		}
+	for (int r = 0; r < rows; r++)
+		for (int j = 0; j < cols; j++)
+			c[(size_t)r * ldc + j] = acc ? c[(size_t)r * ldc + j] + t[r][j] : t[r][j];
+}
+
+/* ---- AVX-512 --------------------------------------------------------------------- */
+#if defined(__x86_64__)
+#include "engine/cpu/avx512.h"
+
+#define TG512 T512
+#define TGBF  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+#define INLINE INL
+
+static inline __mmask16 mask16(int n)
+{
+	return n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+}
+
+/* The tile's two accumulators per row into c. */
+INLINE TG512 void store_tile(float *c, int ldc, __m512 (*t)[2], const int R, int cols, bool acc)
+{
+	__mmask16 m0 = mask16(cols), m1 = mask16(cols - 16);
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++) {
+		float *cr = c + (size_t)r * ldc;
+		if (acc) {
+			t[r][0] = _mm512_add_ps(t[r][0], _mm512_maskz_loadu_ps(m0, cr));
+			t[r][1] = _mm512_add_ps(t[r][1], _mm512_maskz_loadu_ps(m1, cr + 16));
+		}
+		_mm512_mask_storeu_ps(cr, m0, t[r][0]);
+		_mm512_mask_storeu_ps(cr + 16, m1, t[r][1]);
+	}
+}
+
+INLINE TG512 void mk512(float *c, int ldc, const float *a, size_t sar, size_t sap, const float *bp,
+			int kc, const int R, int cols, bool acc)
+{
+	__m512 t[GEMM_MR][2];
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++)
+		t[r][0] = t[r][1] = _mm512_setzero_ps();
+	for (int p = 0; p < kc; p++) {
+		__m512 b0 = _mm512_loadu_ps(bp + (size_t)p * GEMM_NR);
+		__m512 b1 = _mm512_loadu_ps(bp + (size_t)p * GEMM_NR + 16);
+		const float *ap = a + (size_t)p * sap;
+#pragma GCC unroll 8
+		for (int r = 0; r < R; r++) {
+			__m512 av = _mm512_set1_ps(ap[r * sar]);
+			t[r][0] = _mm512_fmadd_ps(av, b0, t[r][0]);
+			t[r][1] = _mm512_fmadd_ps(av, b1, t[r][1]);
+		}
+	}
+	store_tile(c, ldc, t, R, cols, acc);
+}
+
+static TG512 void mk_f32_512(float *c, int ldc, const float *a, size_t sar, size_t sap,
+			     const float *bp, int kc, int rows, int cols, bool acc)
+{
+	switch (rows) { /* a constant row count keeps the tile in registers */
+	case 8: mk512(c, ldc, a, sar, sap, bp, kc, 8, cols, acc); break;
+	case 7: mk512(c, ldc, a, sar, sap, bp, kc, 7, cols, acc); break;
+	case 6: mk512(c, ldc, a, sar, sap, bp, kc, 6, cols, acc); break;
+	case 5: mk512(c, ldc, a, sar, sap, bp, kc, 5, cols, acc); break;
+	case 4: mk512(c, ldc, a, sar, sap, bp, kc, 4, cols, acc); break;
+	case 3: mk512(c, ldc, a, sar, sap, bp, kc, 3, cols, acc); break;
+	case 2: mk512(c, ldc, a, sar, sap, bp, kc, 2, cols, acc); break;
+	default: mk512(c, ldc, a, sar, sap, bp, kc, 1, cols, acc); break;
+	}
+}
+
+INLINE TGBF void mkbf(float *c, int ldc, const uint32_t *ap, size_t lda2, const uint32_t *bp,
+		      int kcp, const int R, int cols, bool acc)
+{
+	__m512 t[GEMM_MR][2];
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++)
+		t[r][0] = t[r][1] = _mm512_setzero_ps();
+	for (int pp = 0; pp < kcp; pp++) {
+		__m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + (size_t)pp * GEMM_NR);
+		__m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + (size_t)pp * GEMM_NR + 16);
+#pragma GCC unroll 8
+		for (int r = 0; r < R; r++) {
+			__m512bh av = (__m512bh)_mm512_set1_epi32((int)ap[r * lda2 + pp]);
+			t[r][0] = _mm512_dpbf16_ps(t[r][0], av, b0);
+			t[r][1] = _mm512_dpbf16_ps(t[r][1], av, b1);
+		}
+	}
+	store_tile(c, ldc, t, R, cols, acc);
+}
+
+static TGBF void mk_bf16_512(float *c, int ldc, const uint32_t *ap, size_t lda2, const uint32_t *bp,
+			     int kcp, int rows, int cols, bool acc)
+{
+	switch (rows) {
+	case 8: mkbf(c, ldc, ap, lda2, bp, kcp, 8, cols, acc); break;
+	case 7: mkbf(c, ldc, ap, lda2, bp, kcp, 7, cols, acc); break;
+	case 6: mkbf(c, ldc, ap, lda2, bp, kcp, 6, cols, acc); break;
+	case 5: mkbf(c, ldc, ap, lda2, bp, kcp, 5, cols, acc); break;
+	case 4: mkbf(c, ldc, ap, lda2, bp, kcp, 4, cols, acc); break;
+	case 3: mkbf(c, ldc, ap, lda2, bp, kcp, 3, cols, acc); break;
+	case 2: mkbf(c, ldc, ap, lda2, bp, kcp, 2, cols, acc); break;
+	default: mkbf(c, ldc, ap, lda2, bp, kcp, 1, cols, acc); break;
+	}
+}
+
+/* ---- AVX2: a tile of 4 rows x 32 columns in 16 registers ---------------------------- */
+#define TG2 __attribute__((target("avx2,fma")))
+
+INLINE TG2 void mk2(float *c, int ldc, const float *a, size_t sar, size_t sap, const float *bp,
+		    int kc, const int R, int cols, bool acc)
+{
+	__m256 t[4][4];
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+		for (int v = 0; v < 4; v++)
+			t[r][v] = _mm256_setzero_ps();
+	for (int p = 0; p < kc; p++) {
+		const float *b = bp + (size_t)p * GEMM_NR, *ap = a + (size_t)p * sap;
+#pragma GCC unroll 8
+		for (int r = 0; r < R; r++) {
+			__m256 av = _mm256_broadcast_ss(ap + r * sar);
+	#pragma GCC unroll 4
+		for (int v = 0; v < 4; v++)
+				t[r][v] = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 8 * v), t[r][v]);
+		}
+	}
+#pragma GCC unroll 8
+	for (int r = 0; r < R; r++) {
+		float tmp[GEMM_NR], *cr = c + (size_t)r * ldc;
+#pragma GCC unroll 4
+		for (int v = 0; v < 4; v++)
+			_mm256_storeu_ps(tmp + 8 * v, t[r][v]);
+		for (int j = 0; j < cols; j++)
+			cr[j] = acc ? cr[j] + tmp[j] : tmp[j];
+	}
+}
+
+static TG2 void mk_f32_avx2(float *c, int ldc, const float *a, size_t sar, size_t sap,
+			    const float *bp, int kc, int rows, int cols, bool acc)
+{
+	for (int r0 = 0; r0 < rows; r0 += 4) {
+		int R = rows - r0 < 4 ? rows - r0 : 4;
+		float *cr = c + (size_t)r0 * ldc;
+		const float *ar = a + r0 * sar;
+		switch (R) {
+		case 4: mk2(cr, ldc, ar, sar, sap, bp, kc, 4, cols, acc); break;
+		case 3: mk2(cr, ldc, ar, sar, sap, bp, kc, 3, cols, acc); break;
+		case 2: mk2(cr, ldc, ar, sar, sap, bp, kc, 2, cols, acc); break;
+		default: mk2(cr, ldc, ar, sar, sap, bp, kc, 1, cols, acc); break;
+		}
+	}
+}
+
+/* ---- bf16 pairs, vectorized (the packing would otherwise cost as much as the
+ * products: each converted value meets only m/32 or n/8 tiles) ---- */
+
+/* dst[q] = the pair (src[2q], src[2q + 1]) for q < n/2 (n even). */
+static TGBF void pairs_row_bf(uint32_t *dst, const float *src, int n)
+{
+	int i = 0;
+	for (; i + 32 <= n; i += 32) {
+		__m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + i + 16), _mm512_loadu_ps(src + i));
+		_mm512_storeu_si512(dst + i / 2, (__m512i)v);
+	}
+	for (; i < n; i += 2)
+		dst[i / 2] = (uint32_t)cpu_f32_to_bf16(src[i]) | (uint32_t)cpu_f32_to_bf16(src[i + 1]) << 16;
+}
+
+/* dst[q] = the pair (lo[q], hi[q]) for q < n. */
+static TGBF void pairs_2rows_bf(uint32_t *dst, const float *lo, const float *hi, int n)
+{
+	const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+					       24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
+					       1, 16, 0);
+	int i = 0;
+	for (; i + 16 <= n; i += 16) {
+		__m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(hi + i), _mm512_loadu_ps(lo + i));
+		_mm512_storeu_si512(dst + i, _mm512_permutexvar_epi16(inter, (__m512i)v));
+	}
+	for (; i < n; i++)
+		dst[i] = (uint32_t)cpu_f32_to_bf16(lo[i]) | (uint32_t)cpu_f32_to_bf16(hi[i]) << 16;
+}
+
+/* out[i * ldo + q] = the pair (lo_q[i], hi_q[i]) for i, q < 16, where lo_q and hi_q are
+ * the stored rows 2q and 2q + 1 of `a` (row stride lda) from column i0: sixteen pairs
+ * of rows interleaved, then one transpose. */
+static TGBF void pairs_t16_bf(uint32_t *out, size_t ldo, const float *a, size_t lda, int i0)
+{
+	const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+					       24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
+					       1, 16, 0);
+	__m512i r[16];
+	for (int q = 0; q < 16; q++) {
+		const float *lo = a + (size_t)(2 * q) * lda + i0;
+		__m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(lo + lda), _mm512_loadu_ps(lo));
+		r[q] = _mm512_permutexvar_epi16(inter, (__m512i)v);
+	}
+	transpose16(r);
+	for (int i = 0; i < 16; i++)
+		_mm512_storeu_si512(out + (size_t)i * ldo, r[i]);
+}
+
+/* out[j * ldo + q] (q < 16, j < 16) from sixteen stored rows j of b (row stride ldb),
+ * each 32 values from column p0 converted to 16 pairs: the panel of a B read
+ * transposed, sixteen columns at a time (ldo = the panel's width). */
+static TGBF void rows_t16_bf(uint32_t *out, size_t ldo, const float *b, size_t ldb)
+{
+	__m512i r[16];
+	for (int j = 0; j < 16; j++) {
+		const float *src = b + (size_t)j * ldb;
+		r[j] = (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
+	}
+	transpose16(r);
+	for (int q = 0; q < 16; q++)
+		_mm512_storeu_si512(out + (size_t)q * ldo, r[q]);
+}
+#endif
+
+/* ---- packing ------------------------------------------------------------------------- */
+
+/* fp32 panel: bp[p][j] = b(p0 + p, j0 + j), zero past the columns. */
+static void pack_b_f32(float *bp, const struct gemm *g, int p0, int kc, int j0)
+{
+	int cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR;
+	if (!g->bt) {
+		for (int p = 0; p < kc; p++) {
+			memcpy(bp + (size_t)p * GEMM_NR, g->b + (size_t)(p0 + p) * g->ldb + j0,
+			       (size_t)cols * sizeof(float));
+			memset(bp + (size_t)p * GEMM_NR + cols, 0, (GEMM_NR - cols) * sizeof(float));
+		}
+		return;
+	}
+	for (int j = 0; j < GEMM_NR; j++) { /* rows of the stored B: read along them */
+		const float *src = j < cols ? g->b + (size_t)(j0 + j) * g->ldb + p0 : NULL;
+		for (int p = 0; p < kc; p++)
+			bp[(size_t)p * GEMM_NR + j] = src ? src[p] : 0.0f;
+	}
+}
+
+static uint32_t pair(float lo, float hi)
+{
+	return (uint32_t)cpu_f32_to_bf16(lo) | (uint32_t)cpu_f32_to_bf16(hi) << 16;
+}
+
+#if defined(__x86_64__)
+/* bf16 panel: bp[pp][j] = the pair b(p0 + 2pp, j0 + j), b(p0 + 2pp + 1, j0 + j), zero
+ * past k and the columns. tmp: KC / 2 * GEMM_NR words. */
+static void pack_b_bf16(uint32_t *bp, uint32_t *tmp, const struct gemm *g, int p0, int kc, int j0)
+{
+	int cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR, kcp = (kc + 1) / 2;
+	if (!g->bt) {
+		for (int pp = 0; pp < kcp; pp++) {
+			const float *lo = g->b + (size_t)(p0 + 2 * pp) * g->ldb + j0;
+			uint32_t *o = bp + (size_t)pp * GEMM_NR;
+			if (2 * pp + 1 < kc)
+				pairs_2rows_bf(o, lo, lo + g->ldb, cols);
+			else
+				for (int j = 0; j < cols; j++)
+					o[j] = pair(lo[j], 0.0f);
+			memset(o + cols, 0, (GEMM_NR - cols) * sizeof *o);
+		}
+		return;
+	}
+	/* B transposed: each stored row j holds the pairs along k; sixteen rows by sixteen
+	   pairs at a time are converted and transposed into the panel */
+	int full = cols == GEMM_NR ? kc / 32 * 16 : 0; /* pairs done by whole blocks */
+	for (int q0 = 0; q0 < full; q0 += 16)
+		for (int j0b = 0; j0b < GEMM_NR; j0b += 16)
+			rows_t16_bf(bp + (size_t)q0 * GEMM_NR + j0b, GEMM_NR,
+				    g->b + (size_t)(j0 + j0b) * g->ldb + p0 + 2 * q0, g->ldb);
+	for (int pp = full; pp < kcp; pp++) {
+		uint32_t *o = bp + (size_t)pp * GEMM_NR;
+		for (int j = 0; j < GEMM_NR; j++) {
+			const float *src = g->b + (size_t)(j0 + j) * g->ldb + p0 + 2 * pp;
+			o[j] = j >= cols ? 0 : pair(src[0], 2 * pp + 1 < kc ? src[1] : 0.0f);
+		}
+	}
+	(void)tmp;
+}
+
+/* A as bf16 pairs: apack[i * kp + pp] = a(i, 2pp), a(i, 2pp + 1). Items: rows of A
+ * (A stored row-major), or pairs of its stored rows (A transposed: the pair pp of
+ * every row i comes from stored rows 2pp and 2pp + 1). */
+struct apack_task {
+	const struct gemm *g;
+	uint32_t *out;
+	uint32_t *tmp; /* per thread: n words, A transposed */
+	size_t tmp_stride;
+	int kp;
+	atomic_int next;
+};
+
+static void apack_fn(void *arg, int tid, int nthreads)
+{
+	(void)nthreads;
+	struct apack_task *t = arg;
+	const struct gemm *g = t->g;
+	int it;
+	if (!g->at) {
+		while ((it = cpu_claim(&t->next, g->n)) >= 0) {
+			const float *src = g->a + (size_t)it * g->lda;
+			uint32_t *o = t->out + (size_t)it * t->kp;
+			pairs_row_bf(o, src, g->k & ~1);
+			if (g->k & 1)
+				o[t->kp - 1] = pair(src[g->k - 1], 0.0f);
+		}
+		return;
+	}
+	/* A transposed: items are 16 pairs of stored rows; each gives 16 pairs of every row
+	   i, sixteen rows at a time through one transpose */
+	uint32_t *tmp = t->tmp + (size_t)tid * t->tmp_stride;
+	int items = (t->kp + 15) / 16;
+	while ((it = cpu_claim(&t->next, items)) >= 0) {
+		int q0 = 16 * it, nq = t->kp - q0 < 16 ? t->kp - q0 : 16, i = 0;
+		if (nq == 16 && 2 * q0 + 32 <= g->k)
+			for (; i + 16 <= g->n; i += 16)
+				pairs_t16_bf(t->out + (size_t)i * t->kp + q0, t->kp,
+					     g->a + (size_t)(2 * q0) * g->lda, g->lda, i);
+		for (int q = q0; q < q0 + nq; q++) { /* the rest, a pair of rows at a time */
+			const float *lo = g->a + (size_t)(2 * q) * g->lda;
+			if (2 * q + 1 < g->k)
+				pairs_2rows_bf(tmp + i, lo + i, lo + g->lda + i, g->n - i);
+			else
+				for (int r = i; r < g->n; r++)
+					tmp[r] = pair(lo[r], 0.0f);
+			for (int r = i; r < g->n; r++)
+				t->out[(size_t)r * t->kp + q] = tmp[r];
+		}
+	}
+}
+#endif
+
+/* ---- the product --------------------------------------------------------------------- */
+
+struct gemm_task {
+	struct gemm_ctx *ctx;
+	const struct gemm *g;
+	bool bf16;
+	int kp; /* bf16: pairs per packed row of A */
+	atomic_int next;
+};
+
+/* Panel `jp` of C over rows [r0, r1): every k-block of B packed in turn. */
+static void gemm_panel(struct gemm_ctx *ctx, const struct gemm *g, bool bf16, int kp, int jp,
+		       int r0, int r1, int tid)
+{
+	int j0 = jp * GEMM_NR, cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR;
+	float *bp = (float *)(ctx->scratch + (size_t)tid * ctx->per);
+	size_t sar = g->at ? 1 : (size_t)g->lda, sap = g->at ? (size_t)g->lda : 1;
+	for (int p0 = 0; p0 < g->k; p0 += GEMM_KC) {
+		int kc = g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC;
+		bool acc = g->acc || p0 > 0;
+#if defined(__x86_64__)
+		if (bf16)
+			pack_b_bf16((uint32_t *)bp, (uint32_t *)bp + GEMM_KC / 2 * GEMM_NR, g, p0,
+				    kc, j0);
+		else
+#endif
+			pack_b_f32(bp, g, p0, kc, j0);
+		for (int i0 = r0; i0 < r1; i0 += GEMM_MR) {
+			int rows = r1 - i0 < GEMM_MR ? r1 - i0 : GEMM_MR;
+			float *c = g->c + (size_t)i0 * g->ldc + j0;
+			if (bf16)
+				ctx->mk_bf16(c, g->ldc, ctx->apack + (size_t)i0 * kp + p0 / 2, kp,
+					     (const uint32_t *)bp, (kc + 1) / 2, rows, cols, acc);
+			else
+				ctx->mk_f32(c, g->ldc, g->a + i0 * sar + p0 * sap, sar, sap, bp, kc,
+					    rows, cols, acc);
+		}
+	}
+}
+
+/* Items: GEMM_MC rows by one panel, the panels of a block of rows one after the other. */
+static void gemm_task_fn(void *arg, int tid, int nthreads)
+{
+	(void)nthreads;
+	struct gemm_task *t = arg;
+	const struct gemm *g = t->g;
+	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, blocks = (g->n + GEMM_MC - 1) / GEMM_MC, it;
+	while ((it = cpu_claim(&t->next, panels * blocks)) >= 0) {
+		int r0 = it / panels * GEMM_MC, r1 = r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n;
+		gemm_panel(t->ctx, g, t->bf16, t->kp, it % panels, r0, r1, tid);
+	}
+}
+
+/* bf16 needs A as pairs (and, transposed, a row of n words per thread): grows the
+ * shared buffer. */
+static bool apack_fit(struct gemm_ctx *ctx, size_t words, size_t tmp_words)
+{
+	if (words > ctx->apack_words) {
+		uint32_t *p = NULL;
+		if (posix_memalign((void **)&p, 64, words * sizeof *p))
+			return false;
+		free(ctx->apack);
+		ctx->apack = p;
+		ctx->apack_words = words;
+	}
+	if (tmp_words * ctx->threads > ctx->atmp_words) {
+		uint32_t *p = NULL;
+		if (posix_memalign((void **)&p, 64, tmp_words * ctx->threads * sizeof *p))
+			return false;
+		free(ctx->atmp);
+		ctx->atmp = p;
+		ctx->atmp_words = tmp_words * ctx->threads;
+	}
+	return true;
+}
+
+void gemm_run(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec)
+{
+	if (g->n <= 0 || g->m <= 0)
+		return;
+	int kp = (g->k + 1) / 2;
+	bool bf16 = prec == GEMM_BF16 && ctx->mk_bf16 &&
+		    apack_fit(ctx, (size_t)g->n * kp, g->at ? (size_t)g->n : 0);
+#if defined(__x86_64__)
+	if (bf16) {
+		struct apack_task at = {g, ctx->apack, ctx->atmp, (size_t)g->n, kp, 0};
+		cpu_pool_run(ctx->pool, apack_fn, &at);
+	}
+#endif
+	struct gemm_task t = {ctx, g, bf16, kp, 0};
+	cpu_pool_run(ctx->pool, gemm_task_fn, &t);
+}
+
+void gemm_serial(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec, int tid)
+{
+	(void)prec; /* the small products of attention stay in fp32 */
+	int panels = (g->m + GEMM_NR - 1) / GEMM_NR;
+	for (int jp = 0; jp < panels; jp++)
+		gemm_panel(ctx, g, false, 0, jp, 0, g->n, tid);
+}
+
+/* ---- set-up ---------------------------------------------------------------------------- */
+
+struct gemm_ctx *gemm_new(enum cpu_isa isa, struct cpu_pool *pool)
+{
+	struct gemm_ctx *ctx = calloc(1, sizeof *ctx);
+	if (!ctx) {
+		err_set("training: out of memory");
+		return NULL;
+	}
+	ctx->pool = pool;
+	ctx->threads = cpu_pool_size(pool);
+	ctx->mk_f32 = mk_f32_c;
+#if defined(__x86_64__)
+	if (isa >= CPU_ISA_AVX512)
+		ctx->mk_f32 = mk_f32_512;
+	else if (isa == CPU_ISA_AVX2)
+		ctx->mk_f32 = mk_f32_avx2;
+	if (isa == CPU_ISA_AVX512BF16)
+		ctx->mk_bf16 = mk_bf16_512;
+#else
+	(void)isa;
+#endif
+	ctx->per = (size_t)GEMM_KC * GEMM_NR * sizeof(float);
+	if (posix_memalign((void **)&ctx->scratch, 64, ctx->per * ctx->threads)) {
+		free(ctx);
+		err_set("training: out of memory for the matrix products' scratch");
+		return NULL;
+	}
+	return ctx;
+}
+
+void gemm_free(struct gemm_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	free(ctx->scratch);
+	free(ctx->apack);
+	free(ctx->atmp);
+	free(ctx);
+}
+
+bool gemm_has_bf16(const struct gemm_ctx *ctx)
+{
+	return ctx->mk_bf16 != NULL;
+}
+
+size_t gemm_scratch_bytes(const struct gemm_ctx *ctx)
+{
+	return ctx->per * ctx->threads + (ctx->apack_words + ctx->atmp_words) * sizeof(uint32_t);
+}

@@ -1,0 +1,97 @@
+/* train_cpu.h — the CPU training backend's state, shared by its files: train_cpu.c
+ * (the step: embedding, layers, loss, optimizer), train_layer.c (one layer forward
+ * and backward, attention included) and train_ops.c (the element-wise operations
+ * and their backward). Internal to engine/cpu/. */
+#ifndef QWENCHAT_CPU_TRAIN_CPU_H
+#define QWENCHAT_CPU_TRAIN_CPU_H
+
+#include "engine/cpu/gemm.h"
+#include "engine/cpu/kernels.h"
+#include "engine/cpu/pool.h"
+#include "engine/train_backend.h"
+
+/* Tokens of a block of the element-wise passes: each block writes its own share of a
+ * norm weight's gradient, summed over the blocks in order afterwards (the same sum
+ * whichever thread took a block). */
+#define TR_BLOCK 32
+
+/* What the backward of one layer reads, for N = batch x ctx tokens (row-major). */
+struct tr_act {
+	float *rstd1;         /* (N) 1/rms of the layer's input */
+	float *xn1;           /* (N, D) rmsnorm(x) * input_norm */
+	float *q_raw, *k_raw; /* (N, q_dim), (N, kv_dim) projections before the q/k norms */
+	float *rstd_q;        /* (N, H) */
+	float *rstd_k;        /* (N, Hkv) */
+	float *q, *k, *v;     /* (N, q_dim), (N, kv_dim) x 2: normed and rotated; v as made */
+	float *p;             /* (B, H, T, T) softmax of the scores, zero above the diagonal */
+	float *att;           /* (N, q_dim) attention output */
+	float *xmid;          /* (N, D) x after the attention residual */
+	float *rstd2;         /* (N) */
+	float *xn2;           /* (N, D) */
+	float *gate, *up, *h; /* (N, F) x 3: h = silu(gate) * up */
+};
+
+struct train_cpu {
+	struct eng_trainer *t;
+	const struct eng_config *c;
+	int B, T, N, D, F, H, Hkv, hd, q_dim, kv_dim, V;
+	float eps;
+	struct cpu_pool *pool;
+	int threads;
+	const struct cpu_kernels *k;
+	struct gemm_ctx *gm;
+	enum gemm_prec prec;
+	bool recompute;
+	float *cos, *sin; /* (T, hd/2) RoPE for positions 0..T-1 */
+	const int32_t *ids;  /* the micro-batch's inputs (N) */
+	float *x;            /* (L+1, N, D) the residual stream at each layer boundary */
+	struct tr_act *act;  /* num_layers of them, or one when recomputing */
+	float *rstd_f, *xf;  /* (N), (N, D) the final norm */
+	/* gradients of activations */
+	float *dx, *dxn;       /* (N, D) x 2 */
+	float *dh, *dup;       /* (N, F) x 2: dh becomes d gate in place */
+	float *datt, *dq;      /* (N, q_dim) x 2 */
+	float *dk, *dv;        /* (N, kv_dim) x 2 */
+	float *dp;             /* (threads, T, T) attention scratch */
+	float *dwpart;         /* (blocks, max(D, hd)) norm gradients per token block */
+	float *logits;         /* (chunk, V) the loss's slice of logits */
+	int chunk;
+	double *loss_part;     /* (chunk) per row */
+	void *mem;             /* the one allocation the arrays are cut from */
+	size_t bytes;
+};
+
+/* train_layer.c */
+void tr_layer_forward(struct train_cpu *s, int l, struct tr_act *a);
+/* dx holds d loss / d (the layer's output) and becomes d loss / d (its input); the
+ * layer's weight gradients are added to. */
+void tr_layer_backward(struct train_cpu *s, int l, struct tr_act *a);
+
+/* train_ops.c: the element-wise steps over n rows, each run over the pool in blocks
+ * of TR_BLOCK rows. */
+void tr_rmsnorm_fwd(struct train_cpu *s, float *y, float *rstd, const float *x, const float *w,
+		    int n, int D);
+/* dx (+)= the backward of y = rmsnorm(x) * w for dy (add: dx is added to); dw += its
+ * gradient. */
+void tr_rmsnorm_bwd(struct train_cpu *s, float *dx, float *dw, const float *dy, const float *x,
+		    const float *rstd, const float *w, int n, int D, bool add);
+/* q/k norms and RoPE of every head of every token (positions: token % T). */
+void tr_qk_fwd(struct train_cpu *s, struct tr_act *a, const float *qw, const float *kw);
+/* dq, dk (after RoPE) into the gradients of q_raw, k_raw in place; dqw, dkw += the norm
+ * weights' gradients. */
+void tr_qk_bwd(struct train_cpu *s, struct tr_act *a, const float *qw, const float *kw,
+	       float *dqw, float *dkw);
+void tr_swiglu_fwd(struct train_cpu *s, float *h, const float *g, const float *u, int n);
+/* dh into d gate in place, d up into du. */
+void tr_swiglu_bwd(struct train_cpu *s, float *dh, float *du, const float *g, const float *u,
+		   int n);
+/* dst = src (n floats), over the pool. */
+void tr_copy(struct train_cpu *s, float *dst, const float *src, size_t n);
+
+/* The parameter of layer l's tensor r. */
+static inline struct eng_param *tr_param(struct train_cpu *s, int l, enum train_role r)
+{
+	return &s->t->params[train_index(l, r)];
+}
+
+#endif

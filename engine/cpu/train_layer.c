@@ -1,0 +1,172 @@
+/* train_layer.c — one Qwen3 layer forward and backward for training, side by side.
+ *
+ *   xn1 = rmsnorm(x) w_in                      q, k, v = xn1 Wq^T, xn1 Wk^T, xn1 Wv^T
+ *   q, k = rope(rmsnorm_head(q) w_q), ...      att = softmax(q k^T / sqrt(hd), causal) v
+ *   xmid = x + att Wo^T                        xn2 = rmsnorm(xmid) w_post
+ *   h = silu(xn2 Wg^T) * (xn2 Wu^T)            out = xmid + h Wd^T
+ *
+ * The matrix products run on gemm.c (the weights read transposed where the forward
+ * needs W^T); attention runs per (row, head) in the forward and per (row, kv head) in
+ * the backward, so that the key and value gradients of a group of query heads are
+ * summed by one thread in one order. */
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "engine/cpu/train_cpu.h"
+
+/* c (n, m) (+)= a (n, k) . b (k, m) on every thread; see struct gemm for at/bt. */
+static void mm(struct train_cpu *s, float *c, int ldc, bool acc, const float *a, int lda, bool at,
+	       const float *b, int ldb, bool bt, int n, int m, int k)
+{
+	struct gemm g = {n, m, k, c, ldc, acc, a, lda, at, b, ldb, bt};
+	gemm_run(s->gm, &g, s->prec);
+}
+
+/* y (N, M) (+)= x (N, K) . W^T, W (M, K): the forward of a linear layer. */
+static void linear(struct train_cpu *s, float *y, const float *x, const struct eng_param *W, bool acc)
+{
+	int M = (int)W->shape[0], K = (int)W->shape[1];
+	mm(s, y, M, acc, x, K, false, W->w, K, true, s->N, M, K);
+}
+
+/* The backward of y = x W^T: dW += dy^T x, and dx (+)= dy W. */
+static void linear_back(struct train_cpu *s, float *dx, bool acc, const float *dy, const float *x,
+			struct eng_param *W)
+{
+	int M = (int)W->shape[0], K = (int)W->shape[1];
+	mm(s, W->g, K, true, dy, M, true, x, K, false, M, K, s->N);
+	mm(s, dx, K, acc, dy, M, false, W->w, K, false, s->N, K, M);
+}
+
+/* ---- attention -------------------------------------------------------------------------- */
+
+struct attn_task {
+	struct train_cpu *s;
+	struct tr_act *a;
+	atomic_int next;
+};
+
+/* Row b, query head h: p = softmax(q k^T scale) with the causal mask, att = p v. */
+static void attn_fwd_item(struct train_cpu *s, struct tr_act *a, int b, int h, int tid)
+{
+	int T = s->T, hd = s->hd, g = h / (s->H / s->Hkv);
+	const float *q = a->q + (size_t)b * T * s->q_dim + (size_t)h * hd;
+	const float *k = a->k + (size_t)b * T * s->kv_dim + (size_t)g * hd;
+	const float *v = a->v + (size_t)b * T * s->kv_dim + (size_t)g * hd;
+	float *p = a->p + ((size_t)b * s->H + h) * T * T;
+	struct gemm sc = {T, T, hd, p, T, false, q, s->q_dim, false, k, s->kv_dim, true};
+	gemm_serial(s->gm, &sc, GEMM_F32, tid);
+	float scale = 1.0f / sqrtf((float)hd);
+	for (int i = 0; i < T; i++) {
+		float *row = p + (size_t)i * T;
+		s->k->softmax(row, i + 1, scale);
+		memset(row + i + 1, 0, (size_t)(T - i - 1) * sizeof *row);
+	}
+	float *out = a->att + (size_t)b * T * s->q_dim + (size_t)h * hd;
+	struct gemm pv = {T, hd, T, out, s->q_dim, false, p, T, false, v, s->kv_dim, false};
+	gemm_serial(s->gm, &pv, GEMM_F32, tid);
+}
+
+static void attn_fwd_task(void *arg, int tid, int nthreads)
+{
+	(void)nthreads;
+	struct attn_task *at = arg;
+	struct train_cpu *s = at->s;
+	int it;
+	while ((it = cpu_claim(&at->next, s->B * s->H)) >= 0)
+		attn_fwd_item(s, at->a, it / s->H, it % s->H, tid);
+}
+
+/* Row b, kv head g and its query heads: with dp = datt v^T,
+ * ds = p (dp - rowsum(dp p)) scale, dq = ds k, dk += ds^T q, dv += p^T datt. */
+static void attn_bwd_item(struct train_cpu *s, struct tr_act *a, int b, int g, int tid)
+{
+	int T = s->T, hd = s->hd, G = s->H / s->Hkv;
+	float scale = 1.0f / sqrtf((float)hd), *dp = s->dp + (size_t)tid * T * T;
+	size_t kvo = (size_t)b * T * s->kv_dim + (size_t)g * hd;
+	for (int j = 0; j < G; j++) {
+		int h = g * G + j;
+		size_t qo = (size_t)b * T * s->q_dim + (size_t)h * hd;
+		const float *p = a->p + ((size_t)b * s->H + h) * T * T;
+		const float *datt = s->datt + qo;
+		struct gemm g1 = {T, T, hd, dp, T, false, datt, s->q_dim, false, a->v + kvo, s->kv_dim, true};
+		gemm_serial(s->gm, &g1, GEMM_F32, tid);
+		struct gemm g2 = {T, hd, T, s->dv + kvo, s->kv_dim, j > 0, p, T, true, datt, s->q_dim, false};
+		gemm_serial(s->gm, &g2, GEMM_F32, tid);
+		for (int i = 0; i < T; i++) {
+			const float *pr = p + (size_t)i * T;
+			float *d = dp + (size_t)i * T;
+			double dot = 0;
+			for (int c = 0; c <= i; c++)
+				dot += (double)d[c] * pr[c];
+			for (int c = 0; c <= i; c++)
+				d[c] = pr[c] * (d[c] - (float)dot) * scale;
+			memset(d + i + 1, 0, (size_t)(T - i - 1) * sizeof *d);
+		}
+		struct gemm g3 = {T, hd, T, s->dq + qo, s->q_dim, false, dp, T, false, a->k + kvo, s->kv_dim, false};
+		gemm_serial(s->gm, &g3, GEMM_F32, tid);
+		struct gemm g4 = {T, hd, T, s->dk + kvo, s->kv_dim, j > 0, dp, T, true, a->q + qo, s->q_dim, false};
+		gemm_serial(s->gm, &g4, GEMM_F32, tid);
+	}
+}
+
+static void attn_bwd_task(void *arg, int tid, int nthreads)
+{
+	(void)nthreads;
+	struct attn_task *at = arg;
+	struct train_cpu *s = at->s;
+	int it;
+	while ((it = cpu_claim(&at->next, s->B * s->Hkv)) >= 0)
+		attn_bwd_item(s, at->a, it / s->Hkv, it % s->Hkv, tid);
+}
+
+/* ---- the layer ---------------------------------------------------------------------------- */
+
+void tr_layer_forward(struct train_cpu *s, int l, struct tr_act *a)
+{
+	int N = s->N, D = s->D;
+	const float *x = s->x + (size_t)l * N * D;
+	float *out = s->x + (size_t)(l + 1) * N * D;
+	/* attention block: xmid = x + att Wo^T */
+	tr_rmsnorm_fwd(s, a->xn1, a->rstd1, x, tr_param(s, l, TR_IN_NORM)->w, N, D);
+	linear(s, a->q_raw, a->xn1, tr_param(s, l, TR_WQ), false);
+	linear(s, a->k_raw, a->xn1, tr_param(s, l, TR_WK), false);
+	linear(s, a->v, a->xn1, tr_param(s, l, TR_WV), false);
+	tr_qk_fwd(s, a, tr_param(s, l, TR_Q_NORM)->w, tr_param(s, l, TR_K_NORM)->w);
+	struct attn_task at = {s, a, 0};
+	cpu_pool_run(s->pool, attn_fwd_task, &at);
+	tr_copy(s, a->xmid, x, (size_t)N * D);
+	linear(s, a->xmid, a->att, tr_param(s, l, TR_WO), true);
+	/* MLP block: out = xmid + (silu(xn2 Wg^T) * (xn2 Wu^T)) Wd^T */
+	tr_rmsnorm_fwd(s, a->xn2, a->rstd2, a->xmid, tr_param(s, l, TR_POST_NORM)->w, N, D);
+	linear(s, a->gate, a->xn2, tr_param(s, l, TR_GATE), false);
+	linear(s, a->up, a->xn2, tr_param(s, l, TR_UP), false);
+	tr_swiglu_fwd(s, a->h, a->gate, a->up, N * s->F);
+	tr_copy(s, out, a->xmid, (size_t)N * D);
+	linear(s, out, a->h, tr_param(s, l, TR_DOWN), true);
+}
+
+void tr_layer_backward(struct train_cpu *s, int l, struct tr_act *a)
+{
+	int N = s->N, D = s->D;
+	const float *x = s->x + (size_t)l * N * D;
+	/* MLP block; s->dx is d out, and d xmid through the residual */
+	linear_back(s, s->dh, false, s->dx, a->h, tr_param(s, l, TR_DOWN));
+	tr_swiglu_bwd(s, s->dh, s->dup, a->gate, a->up, N * s->F);
+	linear_back(s, s->dxn, false, s->dh, a->xn2, tr_param(s, l, TR_GATE));
+	linear_back(s, s->dxn, true, s->dup, a->xn2, tr_param(s, l, TR_UP));
+	struct eng_param *pn = tr_param(s, l, TR_POST_NORM);
+	tr_rmsnorm_bwd(s, s->dx, pn->g, s->dxn, a->xmid, a->rstd2, pn->w, N, D, true);
+	/* attention block; s->dx is d xmid, and d x through the residual */
+	linear_back(s, s->datt, false, s->dx, a->att, tr_param(s, l, TR_WO));
+	struct attn_task at = {s, a, 0};
+	cpu_pool_run(s->pool, attn_bwd_task, &at);
+	struct eng_param *qn = tr_param(s, l, TR_Q_NORM), *kn = tr_param(s, l, TR_K_NORM);
+	tr_qk_bwd(s, a, qn->w, kn->w, qn->g, kn->g);
+	linear_back(s, s->dxn, false, s->dq, a->xn1, tr_param(s, l, TR_WQ));
+	linear_back(s, s->dxn, true, s->dk, a->xn1, tr_param(s, l, TR_WK));
+	linear_back(s, s->dxn, true, s->dv, a->xn1, tr_param(s, l, TR_WV));
+	struct eng_param *in = tr_param(s, l, TR_IN_NORM);
+	tr_rmsnorm_bwd(s, s->dx, in->g, s->dxn, x, a->rstd1, in->w, N, D, true);
+}

@@ -1,0 +1,351 @@
+/* train.c — the trainer: its parameters (names, shapes, the fp32 arrays), their
+ * initialisation from a seed or from a model, and the calls handed to the backend
+ * that computes (train_backend.h). */
+#include "engine/train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/cpu/kernels.h"
+#include "engine/quant.h"
+#include "engine/train_backend.h"
+#include "src/base/err.h"
+
+/* ---- the parameters ----------------------------------------------------------------- */
+
+static const char *const layer_names[TR_PER_LAYER] = {
+	"input_layernorm.weight",        "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+	"self_attn.v_proj.weight",       "self_attn.o_proj.weight", "self_attn.q_norm.weight",
+	"self_attn.k_norm.weight",       "post_attention_layernorm.weight",
+	"mlp.gate_proj.weight",          "mlp.up_proj.weight",      "mlp.down_proj.weight",
+};
+
+/* The shape of layer tensor r. */
+static void layer_shape(const struct eng_config *c, enum train_role r, int64_t s[2])
+{
+	int64_t D = c->hidden_size, F = c->intermediate_size, hd = c->head_dim;
+	int64_t q = (int64_t)c->num_heads * hd, kv = (int64_t)c->num_kv_heads * hd;
+	static const int64_t one = 1;
+	switch (r) {
+	case TR_IN_NORM:
+	case TR_POST_NORM: s[0] = D, s[1] = one; break;
+	case TR_Q_NORM:
+	case TR_K_NORM: s[0] = hd, s[1] = one; break;
+	case TR_WQ: s[0] = q, s[1] = D; break;
+	case TR_WK:
+	case TR_WV: s[0] = kv, s[1] = D; break;
+	case TR_WO: s[0] = D, s[1] = q; break;
+	case TR_GATE:
+	case TR_UP: s[0] = F, s[1] = D; break;
+	default: s[0] = D, s[1] = F; break; /* TR_DOWN */
+	}
+}
+
+static int count_params(const struct eng_config *c)
+{
+	return 2 + c->num_layers * TR_PER_LAYER + (c->tie_word_embeddings ? 0 : 1);
+}
+
+/* Names and shapes of every parameter (no arrays yet). */
+static int make_params(struct eng_trainer *t)
+{
+	const struct eng_config *c = &t->c;
+	t->nparams = count_params(c);
+	t->params = calloc((size_t)t->nparams, sizeof *t->params);
+	t->names = calloc((size_t)t->nparams, 64);
+	if (!t->params || !t->names)
+		return err_set("training: out of memory");
+	for (int i = 0; i < t->nparams; i++) {
+		struct eng_param *p = &t->params[i];
+		char *name = t->names + (size_t)i * 64;
+		p->name = name;
+		if (i == 0) {
+			snprintf(name, 64, "model.embed_tokens.weight");
+			p->shape[0] = c->vocab_size, p->shape[1] = c->hidden_size;
+		} else if (i < train_final(t)) {
+			int l = (i - 1) / TR_PER_LAYER, r = (i - 1) % TR_PER_LAYER;
+			snprintf(name, 64, "model.layers.%d.%s", l, layer_names[r]);
+			layer_shape(c, (enum train_role)r, p->shape);
+		} else if (i == train_final(t)) {
+			snprintf(name, 64, "model.norm.weight");
+			p->shape[0] = c->hidden_size, p->shape[1] = 1;
+		} else {
+			snprintf(name, 64, "lm_head.weight");
+			p->shape[0] = c->vocab_size, p->shape[1] = c->hidden_size;
+		}
+		p->ndim = p->shape[1] == 1 ? 1 : 2;
+		p->n = p->shape[0] * p->shape[1];
+		p->decay = p->ndim == 2;
+		t->total += (size_t)p->n;
+	}
+	return 0;
+}
+
+/* The four host arrays of every parameter, in one zeroed allocation. */
+static int alloc_host(struct eng_trainer *t)
+{
+	t->host = calloc(4 * t->total, sizeof(float));
+	if (!t->host)
+		return err_set("training: cannot allocate %.2f GB for the weights, gradients "
+			       "and moments",
+			       4.0 * t->total * sizeof(float) / 1e9);
+	size_t off = 0;
+	for (int i = 0; i < t->nparams; i++) {
+		struct eng_param *p = &t->params[i];
+		p->w = t->host + off;
+		p->g = t->host + t->total + off;
+		p->m = t->host + 2 * t->total + off;
+		p->v = t->host + 3 * t->total + off;
+		off += (size_t)p->n;
+	}
+	return 0;
+}
+
+/* ---- the plan ------------------------------------------------------------------------- */
+
+static const struct train_ops *backend_ops(const struct eng_train_options *o)
+{
+	(void)o; /* the CUDA trainer is the module's; the CPU's is always here */
+	return train_cpu_ops();
+}
+
+static int check_options(const struct eng_config *c, const struct eng_train_options *o)
+{
+	if (o->batch < 1 || o->ctx < 2)
+		return err_set("training: a micro-batch needs batch >= 1 and ctx >= 2 (got %d, %d)",
+			       o->batch, o->ctx);
+	if ((int64_t)o->batch * o->ctx > (1 << 24))
+		return err_set("training: batch x ctx = %lld tokens per micro-batch is too many "
+			       "(at most 16M)",
+			       (long long)o->batch * o->ctx);
+	if (c->head_dim % 2)
+		return err_set("training: head_dim %d is odd (RoPE needs pairs)", c->head_dim);
+	return 0;
+}
+
+int eng_train_plan(const struct eng_config *c, const struct eng_train_options *o,
+		   struct eng_train_plan *p)
+{
+	memset(p, 0, sizeof *p);
+	if (check_options(c, o))
+		return -1;
+	struct eng_param_counts pc;
+	eng_count_params(c, &pc);
+	p->params = pc.total;
+	p->weights = (size_t)pc.total * sizeof(float);
+	p->grads = p->weights;
+	p->moments = 2 * p->weights;
+	if (backend_ops(o)->plan(c, o, p))
+		return -1;
+	p->total = p->weights + p->grads + p->moments + p->activations + p->scratch;
+	return 0;
+}
+
+/* ---- the trainer ------------------------------------------------------------------------ */
+
+struct eng_trainer *eng_trainer_new(const struct eng_config *c, const struct eng_train_options *o,
+				    void (*notice)(const char *msg))
+{
+	(void)notice;
+	struct eng_trainer *t = calloc(1, sizeof *t);
+	if (!t) {
+		err_set("training: out of memory");
+		return NULL;
+	}
+	t->c = *c;
+	t->o = *o;
+	t->ops = backend_ops(o);
+	if (eng_train_plan(c, o, &t->plan) || make_params(t) || alloc_host(t) ||
+	    !(t->st = t->ops->init(t))) {
+		eng_trainer_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+void eng_trainer_free(struct eng_trainer *t)
+{
+	if (!t)
+		return;
+	if (t->st)
+		t->ops->free(t->st);
+	free(t->host);
+	free(t->params);
+	free(t->names);
+	free(t);
+}
+
+const struct eng_config *eng_trainer_config(const struct eng_trainer *t)
+{
+	return &t->c;
+}
+
+const char *eng_trainer_backend(const struct eng_trainer *t)
+{
+	return t->ops->name;
+}
+
+bool eng_trainer_exact(const struct eng_trainer *t)
+{
+	return t->ops->exact(t->st);
+}
+
+void eng_trainer_get_plan(const struct eng_trainer *t, struct eng_train_plan *out)
+{
+	*out = t->plan;
+}
+
+int eng_trainer_nparams(const struct eng_trainer *t)
+{
+	return t->nparams;
+}
+
+struct eng_param *eng_trainer_param(struct eng_trainer *t, int i)
+{
+	return i >= 0 && i < t->nparams ? &t->params[i] : NULL;
+}
+
+/* ---- initial weights --------------------------------------------------------------------- */
+
+/* splitmix64: a seeded stream of 64-bit values. */
+static uint64_t next64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* A standard normal value (Box-Muller, one of each pair). */
+static double normal(uint64_t *s)
+{
+	double u1 = ((next64(s) >> 11) + 0.5) / 9007199254740992.0;
+	double u2 = (next64(s) >> 11) / 9007199254740992.0;
+	return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+void eng_trainer_init_normal(struct eng_trainer *t, uint64_t seed, double std)
+{
+	for (int i = 0; i < t->nparams; i++) {
+		struct eng_param *p = &t->params[i];
+		/* each tensor its own stream, so that a shape change elsewhere keeps it */
+		uint64_t s = seed ^ (0x5851f42d4c957f2dull * (uint64_t)(i + 1));
+		for (int64_t k = 0; k < p->n; k++)
+			p->w[k] = p->ndim == 1 ? 1.0f : (float)(std * normal(&s));
+		memset(p->m, 0, (size_t)p->n * sizeof(float));
+		memset(p->v, 0, (size_t)p->n * sizeof(float));
+	}
+	eng_trainer_upload(t);
+}
+
+/* The model's tensor for parameter i. */
+static const struct eng_tensor *model_tensor(const struct eng_trainer *t, const struct eng_weights *w,
+					     int i)
+{
+	if (i == 0)
+		return &w->embed;
+	if (i == train_final(t))
+		return &w->final_norm;
+	if (i > train_final(t))
+		return &w->lm_head;
+	const struct eng_layer *L = &w->layers[(i - 1) / TR_PER_LAYER];
+	const struct eng_tensor *by_role[TR_PER_LAYER] = {
+		&L->input_norm, &L->wq,     &L->wk,        &L->wv,   &L->wo,    &L->q_norm,
+		&L->k_norm,     &L->post_norm, &L->w_gate, &L->w_up, &L->w_down};
+	return by_role[(i - 1) % TR_PER_LAYER];
+}
+
+int eng_trainer_load(struct eng_trainer *t, const struct eng_model *m)
+{
+	const struct eng_config *mc = eng_model_config(m);
+	if (mc->vocab_size != t->c.vocab_size || mc->hidden_size != t->c.hidden_size ||
+	    mc->num_layers != t->c.num_layers || mc->tie_word_embeddings != t->c.tie_word_embeddings)
+		return err_set("training: the model's shape is not the trainer's");
+	const struct eng_weights *w = eng_model_weights(m);
+	for (int i = 0; i < t->nparams; i++) {
+		struct eng_param *p = &t->params[i];
+		const struct eng_tensor *x = model_tensor(t, w, i);
+		int64_t rows = x->ndim == 1 ? 1 : x->shape[0], cols = x->ndim == 1 ? x->shape[0] : x->shape[1];
+		if (eng_dtype_quantized(x->dtype))
+			return err_set("%s is %s: train from the bf16 model (quantized weights "
+				       "cannot be trained)",
+				       p->name, eng_dtype_name(x->dtype));
+		if (rows * cols != p->n)
+			return err_set("%s: %lld weights, the trainer expects %lld", p->name,
+				       (long long)(rows * cols), (long long)p->n);
+		if (x->dtype == ENG_F32) {
+			memcpy(p->w, x->data, (size_t)p->n * sizeof(float));
+		} else {
+			const uint16_t *h = x->data;
+			for (int64_t k = 0; k < p->n; k++)
+				p->w[k] = x->dtype == ENG_BF16 ? cpu_bf16_to_f32(h[k]) : quant_f16_to_f32(h[k]);
+		}
+		memset(p->m, 0, (size_t)p->n * sizeof(float));
+		memset(p->v, 0, (size_t)p->n * sizeof(float));
+	}
+	return eng_trainer_upload(t);
+}
+
+int eng_trainer_download(struct eng_trainer *t)
+{
+	return t->ops->download ? t->ops->download(t->st) : 0;
+}
+
+int eng_trainer_upload(struct eng_trainer *t)
+{
+	return t->ops->upload ? t->ops->upload(t->st) : 0;
+}
+
+/* ---- a step ----------------------------------------------------------------------------------- */
+
+int eng_trainer_zero_grad(struct eng_trainer *t)
+{
+	return t->ops->zero_grad(t->st);
+}
+
+int eng_trainer_micro(struct eng_trainer *t, const int32_t *inputs, const int32_t *targets,
+		      double *loss_sum, int64_t *count)
+{
+	return t->ops->micro(t->st, inputs, targets, true, loss_sum, count);
+}
+
+int eng_trainer_eval(struct eng_trainer *t, const int32_t *inputs, const int32_t *targets,
+		     double *loss_sum, int64_t *count)
+{
+	return t->ops->micro(t->st, inputs, targets, false, loss_sum, count);
+}
+
+int eng_trainer_finish_grads(struct eng_trainer *t, double scale, double clip, double *norm)
+{
+	return t->ops->finish_grads(t->st, scale, clip, norm);
+}
+
+int eng_trainer_adamw(struct eng_trainer *t, const struct eng_adamw *h, int64_t step)
+{
+	if (step < 1)
+		return err_set("training: AdamW steps count from 1 (got %lld)", (long long)step);
+	return t->ops->adamw(t->st, h, step);
+}
+
+double eng_trainer_peak_gflops(struct eng_trainer *t)
+{
+	if (t->peak <= 0)
+		t->peak = t->ops->peak_gflops(t->st);
+	return t->peak;
+}
+
+double eng_trainer_step_flops(const struct eng_trainer *t)
+{
+	const struct eng_config *c = &t->c;
+	double N = (double)t->o.batch * t->o.ctx, T = t->o.ctx;
+	double D = c->hidden_size, F = c->intermediate_size, hd = c->head_dim;
+	double q = c->num_heads * hd, kv = c->num_kv_heads * hd;
+	double per_layer = D * (q + 2 * kv) + q * D + 3 * D * F; /* weights touched per token */
+	double matmul = c->num_layers * per_layer + (double)c->vocab_size * D;
+	/* attention's forward per token: q.k and p.v over T/2 keys on average (causal) */
+	double attn = c->num_layers * 2.0 * q * T;
+	/* forward once, backward twice */
+	return 3.0 * N * (2.0 * matmul + attn);
+}

@@ -1,0 +1,360 @@
+/* test_train.c — the training engine (engine/train.h) on small random models against
+ * an independent float64 forward pass written here: the loss equals it, and every
+ * tensor's gradient equals the float64 loss's central finite differences (sampled
+ * elements of every tensor, tied and untied embeddings, grouped-query attention);
+ * the bf16 path stays close; recomputing activations and the thread count change no
+ * bit; gradient scaling and clipping, and AdamW, follow the formulas of train.h. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine/train.h"
+
+/* ---- a float64 Qwen3 over the trainer's parameters ------------------------------------ */
+
+struct ref {
+	const struct eng_config *c;
+	double **w; /* per parameter, in eng_param order */
+	int B, T;
+};
+
+static void rmsnorm(double *y, const double *x, const double *w, int n, double eps)
+{
+	double ss = 0;
+	for (int i = 0; i < n; i++)
+		ss += x[i] * x[i];
+	double r = 1.0 / sqrt(ss / n + eps);
+	for (int i = 0; i < n; i++)
+		y[i] = x[i] * r * w[i];
+}
+
+/* y (M) = W (M, K) x. */
+static void matvec(double *y, const double *W, const double *x, int M, int K)
+{
+	for (int m = 0; m < M; m++) {
+		double s = 0;
+		for (int k = 0; k < K; k++)
+			s += W[(size_t)m * K + k] * x[k];
+		y[m] = s;
+	}
+}
+
+static void rope(double *x, int pos, int hd, double theta)
+{
+	int h = hd / 2;
+	for (int i = 0; i < h; i++) {
+		double f = pos * pow(theta, -2.0 * i / hd), c = cos(f), s = sin(f);
+		double a = x[i], b = x[i + h];
+		x[i] = a * c - b * s;
+		x[i + h] = b * c + a * s;
+	}
+}
+
+/* The summed cross-entropy of one row of T tokens. */
+static double ref_row(const struct ref *r, const int32_t *in, const int32_t *tgt)
+{
+	const struct eng_config *c = r->c;
+	int T = r->T, D = c->hidden_size, F = c->intermediate_size, H = c->num_heads;
+	int Hkv = c->num_kv_heads, hd = c->head_dim, q_dim = H * hd, kv = Hkv * hd, V = c->vocab_size;
+	double eps = c->rms_norm_eps;
+	double *x = calloc((size_t)T * D, sizeof *x), *xn = calloc(D, sizeof *xn);
+	double *q = calloc((size_t)T * q_dim, sizeof *q), *k = calloc((size_t)T * kv, sizeof *k);
+	double *v = calloc((size_t)T * kv, sizeof *v), *o = calloc(q_dim, sizeof *o);
+	int wide = D > F ? D : F;
+	wide = wide > V ? wide : V;
+	double *tmp = calloc(wide, sizeof *tmp);
+	double *g = calloc(F, sizeof *g), *u = calloc(F, sizeof *u), *p = calloc(T, sizeof *p);
+	for (int t = 0; t < T; t++)
+		memcpy(x + (size_t)t * D, r->w[0] + (size_t)in[t] * D, D * sizeof *x);
+	for (int l = 0; l < c->num_layers; l++) {
+		double **L = r->w + 1 + l * 11;
+		for (int t = 0; t < T; t++) {
+			rmsnorm(xn, x + (size_t)t * D, L[0], D, eps);
+			matvec(q + (size_t)t * q_dim, L[1], xn, q_dim, D);
+			matvec(k + (size_t)t * kv, L[2], xn, kv, D);
+			matvec(v + (size_t)t * kv, L[3], xn, kv, D);
+			for (int h = 0; h < H; h++) {
+				double *qh = q + (size_t)t * q_dim + h * hd;
+				rmsnorm(qh, qh, L[5], hd, eps);
+				rope(qh, t, hd, c->rope_theta);
+			}
+			for (int h = 0; h < Hkv; h++) {
+				double *kh = k + (size_t)t * kv + h * hd;
+				rmsnorm(kh, kh, L[6], hd, eps);
+				rope(kh, t, hd, c->rope_theta);
+			}
+		}
+		for (int t = 0; t < T; t++) {
+			for (int h = 0; h < H; h++) {
+				int gk = h / (H / Hkv);
+				double mx = -INFINITY, sum = 0;
+				for (int j = 0; j <= t; j++) {
+					double s = 0;
+					for (int d = 0; d < hd; d++)
+						s += q[(size_t)t * q_dim + h * hd + d] * k[(size_t)j * kv + gk * hd + d];
+					p[j] = s / sqrt((double)hd);
+					mx = p[j] > mx ? p[j] : mx;
+				}
+				for (int j = 0; j <= t; j++)
+					sum += p[j] = exp(p[j] - mx);
+				for (int d = 0; d < hd; d++) {
+					double s = 0;
+					for (int j = 0; j <= t; j++)
+						s += p[j] / sum * v[(size_t)j * kv + gk * hd + d];
+					o[h * hd + d] = s;
+				}
+			}
+			matvec(tmp, L[4], o, D, q_dim);
+			for (int i = 0; i < D; i++)
+				x[(size_t)t * D + i] += tmp[i];
+		}
+		for (int t = 0; t < T; t++) {
+			rmsnorm(xn, x + (size_t)t * D, L[7], D, eps);
+			matvec(g, L[8], xn, F, D);
+			matvec(u, L[9], xn, F, D);
+			for (int i = 0; i < F; i++)
+				g[i] = g[i] / (1 + exp(-g[i])) * u[i];
+			matvec(tmp, L[10], g, D, F);
+			for (int i = 0; i < D; i++)
+				x[(size_t)t * D + i] += tmp[i];
+		}
+	}
+	double loss = 0, *norm = r->w[1 + c->num_layers * 11];
+	double *head = c->tie_word_embeddings ? r->w[0] : r->w[2 + c->num_layers * 11];
+	for (int t = 0; t < T; t++) {
+		if (tgt[t] < 0)
+			continue;
+		rmsnorm(xn, x + (size_t)t * D, norm, D, eps);
+		matvec(tmp, head, xn, V, D);
+		double mx = -INFINITY, sum = 0;
+		for (int i = 0; i < V; i++)
+			mx = tmp[i] > mx ? tmp[i] : mx;
+		for (int i = 0; i < V; i++)
+			sum += exp(tmp[i] - mx);
+		loss += mx + log(sum) - tmp[tgt[t]];
+	}
+	free(x), free(xn), free(q), free(k), free(v), free(o), free(tmp), free(g), free(u), free(p);
+	return loss;
+}
+
+static double ref_loss(const struct ref *r, const int32_t *in, const int32_t *tgt)
+{
+	double s = 0;
+	for (int b = 0; b < r->B; b++)
+		s += ref_row(r, in + (size_t)b * r->T, tgt + (size_t)b * r->T);
+	return s;
+}
+
+/* ---- the checks ------------------------------------------------------------------------------ */
+
+static struct eng_config tiny(bool tie)
+{
+	struct eng_config c = {0};
+	c.vocab_size = 67, c.hidden_size = 32, c.intermediate_size = 40, c.num_layers = 2;
+	c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 12, c.rms_norm_eps = 1e-6;
+	c.rope_theta = 10000, c.max_position_embeddings = 64, c.tie_word_embeddings = tie;
+	c.rope_factor = 1, c.dtype = ENG_F32, c.bos_token_id = -1, c.eos_token_id = -1;
+	strcpy(c.rope_type, "default");
+	return c;
+}
+
+static struct eng_trainer *make(const struct eng_config *c, int B, int T, bool exact,
+				bool recompute, int threads)
+{
+	struct eng_train_options o = {ENG_BACKEND_CPU, threads, B, T, exact, recompute, NULL};
+	struct eng_trainer *t = eng_trainer_new(c, &o, NULL);
+	assert_non_null(t);
+	eng_trainer_init_normal(t, 42, 0.2); /* large enough weights for a lively loss */
+	return t;
+}
+
+static void batch(int32_t *in, int32_t *tgt, int n, int V)
+{
+	uint64_t s = 7;
+	for (int i = 0; i < n; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		in[i] = (int32_t)((s >> 33) % V);
+		tgt[i] = i % 5 == 3 ? -1 : (int32_t)((s >> 13) % V);
+	}
+}
+
+static void gradients_match(bool tie)
+{
+	struct eng_config c = tiny(tie);
+	int B = 2, T = 7, N = B * T;
+	struct eng_trainer *t = make(&c, B, T, true, false, 2);
+	int32_t in[64], tgt[64];
+	batch(in, tgt, N, c.vocab_size);
+	double loss = 0;
+	int64_t count = 0;
+	assert_int_equal(eng_trainer_zero_grad(t), 0);
+	assert_int_equal(eng_trainer_micro(t, in, tgt, &loss, &count), 0);
+	int np = eng_trainer_nparams(t);
+	struct ref r = {&c, calloc(np, sizeof(double *)), B, T};
+	for (int i = 0; i < np; i++) {
+		struct eng_param *p = eng_trainer_param(t, i);
+		r.w[i] = malloc(p->n * sizeof(double));
+		for (int64_t k = 0; k < p->n; k++)
+			r.w[i][k] = p->w[k];
+	}
+	double want = ref_loss(&r, in, tgt);
+	if (fabs(loss - want) > 1e-5 * fabs(want))
+		fail_msg("loss %.9g, float64 %.9g", loss, want);
+	for (int i = 0; i < np; i++) {
+		struct eng_param *p = eng_trainer_param(t, i);
+		for (int s = 0; s < 5; s++) {
+			int64_t k = (int64_t)((s * 2654435761u + i * 40503u) % (uint64_t)p->n);
+			double w0 = r.w[i][k], h = 1e-5 * (fabs(w0) > 1 ? fabs(w0) : 1);
+			r.w[i][k] = w0 + h;
+			double up = ref_loss(&r, in, tgt);
+			r.w[i][k] = w0 - h;
+			double down = ref_loss(&r, in, tgt);
+			r.w[i][k] = w0;
+			double fd = (up - down) / (2 * h), g = p->g[k];
+			if (fabs(g - fd) > 2e-4 * (fabs(fd) + 1e-2))
+				fail_msg("%s[%lld]: gradient %.8g, float64 finite difference %.8g",
+					 p->name, (long long)k, g, fd);
+		}
+	}
+	for (int i = 0; i < np; i++)
+		free(r.w[i]);
+	free(r.w);
+	eng_trainer_free(t);
+}
+
+static void test_gradients_tied(void **state)
+{
+	(void)state;
+	gradients_match(true);
+}
+
+static void test_gradients_untied(void **state)
+{
+	(void)state;
+	gradients_match(false);
+}
+
+/* The gradients of one micro-batch, all parameters, as one array. */
+static float *all_grads(struct eng_trainer *t, const int32_t *in, const int32_t *tgt, double *loss)
+{
+	int64_t count = 0;
+	size_t total = 0;
+	*loss = 0;
+	eng_trainer_zero_grad(t);
+	assert_int_equal(eng_trainer_micro(t, in, tgt, loss, &count), 0);
+	for (int i = 0; i < eng_trainer_nparams(t); i++)
+		total += eng_trainer_param(t, i)->n;
+	float *g = malloc(total * sizeof *g), *o = g;
+	for (int i = 0; i < eng_trainer_nparams(t); i++) {
+		struct eng_param *p = eng_trainer_param(t, i);
+		memcpy(o, p->g, p->n * sizeof *o);
+		o += p->n;
+	}
+	return g;
+}
+
+static void test_same_bits(void **state)
+{
+	(void)state;
+	struct eng_config c = tiny(true);
+	c.hidden_size = 64, c.intermediate_size = 96, c.vocab_size = 300;
+	int B = 3, T = 20;
+	int32_t in[60], tgt[60];
+	batch(in, tgt, B * T, c.vocab_size);
+	for (int exact = 0; exact < 2; exact++) {
+		struct eng_trainer *a = make(&c, B, T, exact, false, 2);
+		struct eng_trainer *b = make(&c, B, T, exact, true, 1);
+		double la, lb;
+		float *ga = all_grads(a, in, tgt, &la), *gb = all_grads(b, in, tgt, &lb);
+		size_t total = 0;
+		for (int i = 0; i < eng_trainer_nparams(a); i++)
+			total += eng_trainer_param(a, i)->n;
+		assert_true(la == lb);
+		assert_memory_equal(ga, gb, total * sizeof *ga);
+		if (!exact) { /* bf16 products: close to the exact loss */
+			struct eng_trainer *e = make(&c, B, T, true, false, 2);
+			double le;
+			float *ge = all_grads(e, in, tgt, &le);
+			if (fabs(la - le) > 2e-2 * fabs(le))
+				fail_msg("bf16 loss %.6g, exact %.6g", la, le);
+			free(ge);
+			eng_trainer_free(e);
+		}
+		free(ga), free(gb);
+		eng_trainer_free(a), eng_trainer_free(b);
+	}
+}
+
+static void test_clip_and_adamw(void **state)
+{
+	(void)state;
+	struct eng_config c = tiny(false);
+	struct eng_trainer *t = make(&c, 1, 6, true, false, 2);
+	int32_t in[6], tgt[6];
+	batch(in, tgt, 6, c.vocab_size);
+	double loss = 0, norm;
+	int64_t count = 0;
+	eng_trainer_zero_grad(t);
+	eng_trainer_micro(t, in, tgt, &loss, &count);
+	/* the reference: gradients scaled, their norm, clipped to a tenth of it */
+	int np = eng_trainer_nparams(t);
+	double sq = 0;
+	float **g0 = calloc(np, sizeof *g0), **w0 = calloc(np, sizeof *w0);
+	for (int i = 0; i < np; i++) {
+		struct eng_param *p = eng_trainer_param(t, i);
+		g0[i] = malloc(p->n * sizeof(float)), w0[i] = malloc(p->n * sizeof(float));
+		for (int64_t k = 0; k < p->n; k++) {
+			g0[i][k] = p->g[k] * (float)(1.0 / count);
+			sq += (double)g0[i][k] * g0[i][k];
+		}
+		memcpy(w0[i], p->w, p->n * sizeof(float));
+	}
+	double want = sqrt(sq), clip = want / 10;
+	assert_int_equal(eng_trainer_finish_grads(t, 1.0 / count, clip, &norm), 0);
+	assert_true(fabs(norm - want) <= 1e-6 * want);
+	struct eng_adamw h = {1e-2, 0.9, 0.95, 1e-8, 0.1};
+	/* two steps: the second sees moments from the first */
+	for (int step = 1; step <= 2; step++) {
+		double coef = clip / (want + 1e-6);
+		assert_int_equal(eng_trainer_adamw(t, &h, step), 0);
+		for (int i = 0; i < np; i++) {
+			struct eng_param *p = eng_trainer_param(t, i);
+			for (int64_t k = 0; k < p->n; k += 7) {
+				/* the moments of `step` steps of the same gradient g */
+				double g = g0[i][k] * coef, m = 0, v = 0, w = w0[i][k];
+				for (int s = 1; s <= step; s++) {
+					if (p->decay)
+						w -= h.lr * h.weight_decay * w;
+					m = h.beta1 * m + (1 - h.beta1) * g;
+					v = h.beta2 * v + (1 - h.beta2) * g * g;
+					double mh = m / (1 - pow(h.beta1, s)), vh = v / (1 - pow(h.beta2, s));
+					w -= h.lr * mh / (sqrt(vh) + h.eps);
+				}
+				if (fabs(p->w[k] - w) > 1e-6 + 1e-5 * fabs(w))
+					fail_msg("%s[%lld] after %d steps: %.9g, reference %.9g",
+						 p->name, (long long)k, step, p->w[k], w);
+			}
+		}
+	}
+	for (int i = 0; i < np; i++)
+		free(g0[i]), free(w0[i]);
+	free(g0), free(w0);
+	eng_trainer_free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gradients_tied),
+		cmocka_unit_test(test_gradients_untied),
+		cmocka_unit_test(test_same_bits),
+		cmocka_unit_test(test_clip_and_adamw),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
