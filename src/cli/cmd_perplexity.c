@@ -1,0 +1,349 @@
+/* cmd_perplexity.c — `qwenchat perplexity`: mean NLL and perplexity of a file by the
+ * sliding-window loop of transformers' guide, on the exact path `logits` takes; with
+ * --kl-base, the KL divergence from a second model and their top-1 agreement. */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "src/base/clock.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/base/proc.h"
+#include "src/cli/cli.h"
+#include "src/cli/commands.h"
+#include "src/cli/env.h"
+#include "src/hub/hub.h"
+#include "src/hub/loader.h"
+#include "src/train/ppl.h"
+#include "src/train/tokens.h"
+#include "tokenizer/tokenizer.h"
+
+/* The default window: the model's context, capped where one window's attention
+ * and logits stay cheap (the transformers guide uses GPT-2's 1024). */
+enum { DEFAULT_CTX_MAX = 4096 };
+
+static const struct cli_opt ppl_opts[] = {
+	{"file", 'f', "FILE",
+	 "the text (UTF-8, one document) or, named *.u32, the\n"
+	 "token ids (little-endian uint32) to score; - reads text\n"
+	 "from stdin"},
+	{"stride", CLI_OWN + 1, "S",
+	 "start a window every S tokens, 1..--ctx (default --ctx)"},
+	{"kl-base", CLI_OWN + 2, "MODEL2",
+	 "also score MODEL2 on the same windows: mean\n"
+	 "KL(P_MODEL || P_MODEL2) over the scored positions and\n"
+	 "the fraction where both argmaxes agree (top1)"},
+	{"json", CLI_OWN + 3, NULL, "one JSON object instead of the table"},
+	{"kv-f32", CLI_OWN + 4, NULL, "fp32 KV cache (default bf16)"},
+	{0},
+};
+
+static const struct cli_command ppl_cmd = {
+	.name = "perplexity",
+	.synopsis = "-m MODEL -f FILE [--ctx N] [--stride S] [--json] [--kl-base MODEL2] "
+		    "[options]",
+	.about = "Scores FILE by the model: the mean negative log-likelihood of its tokens (nats)\n"
+		 "and the perplexity exp(mean NLL), by the sliding-window loop of Hugging Face\n"
+		 "transformers' guide \"Perplexity of fixed-length models\": windows of --ctx\n"
+		 "tokens starting every --stride tokens, each run from an empty context, score\n"
+		 "the tokens the window before did not reach; the first token of a window is\n"
+		 "never scored (nothing before it predicts it). A text file is one document,\n"
+		 "encoded as plain text (special-token strings in it are text, ill-formed UTF-8\n"
+		 "becomes U+FFFD) with the end-of-text token (<|endoftext|>) appended; a *.u32\n"
+		 "file is used as it is. The logits are those of 'qwenchat logits' (fp32\n"
+		 "activations), scored in double.\n",
+	.groups = CLI_MODEL | CLI_ENGINE,
+	.opts = ppl_opts,
+	.notes = "--ctx N is the window (default: the model's max_position_embeddings, at most\n"
+		 "4096). --kl-base needs the same vocab_size and, for a text file, the same\n"
+		 "token ids from both tokenizers. KL(P_MODEL || P_MODEL2) = sum_v P(v) (log P(v) -\n"
+		 "log Q(v)), P from -m MODEL, Q from MODEL2. --quant applies to MODEL only:\n"
+		 "'-m X --quant q4_k_m --kl-base X' measures what quantizing X changes.\n"
+		 "The prefill is fp32 whatever --exact says, as for logits.\n",
+};
+
+struct ppl_args {
+	const char *file, *kl_base;
+	long stride; /* 0: --ctx */
+	bool json, kv_f32;
+};
+
+static int ppl_opt(void *user, int key, const char *arg)
+{
+	struct ppl_args *a = user;
+	switch (key) {
+	case 'f': a->file = arg; return 0;
+	case CLI_OWN + 1: return cli_parse_long("stride", arg, 1, 1L << 24, &a->stride);
+	case CLI_OWN + 2: a->kl_base = arg; return 0;
+	case CLI_OWN + 3: a->json = true; return 0;
+	case CLI_OWN + 4: a->kv_f32 = true; return 0;
+	}
+	return 0;
+}
+
+/* One model: its directory, weights, tokenizer (text files only) and engine. */
+struct side {
+	const char *name; /* as given, for messages */
+	char *dir;
+	struct eng_model *m;
+	struct tok *t;
+	struct eng *e;
+};
+
+static void side_free(struct side *s)
+{
+	eng_free(s->e);
+	tok_free(s->t);
+	eng_model_free(s->m);
+	free(s->dir);
+}
+
+/* Resolves and maps a model, and loads its tokenizer when file is text. 0 or -1. */
+static int side_open(struct side *s, const char *model, const char *file, bool text)
+{
+	struct hub_env hub;
+	cli_env_hub(&hub);
+	if (!(s->dir = hub_resolve(&hub, model)) || !(s->m = eng_model_open(s->dir)))
+		return -1;
+	if (text && (!(s->t = loader_tokenizer(s->dir)) ||
+		     loader_check_vocab(s->t, eng_model_config(s->m)->vocab_size, s->dir)))
+		return err_prefix("%s: a text file is encoded with %s's tokenizer", file, s->name);
+	return 0;
+}
+
+/* The token ids of FILE; with a base model and text, both tokenizers must agree. */
+static int read_ids(const char *file, struct side *s, int vocab, int32_t **ids, size_t *n)
+{
+	if (!s[1].t)
+		return tokens_read_file(file, s[0].t, vocab, ids, n);
+	/* read once: FILE may be a pipe */
+	size_t len;
+	char *text = fio_read_all(file, TOKENS_MAX_FILE, &len);
+	if (!text)
+		return -1;
+	int32_t *b = NULL;
+	size_t nb = 0;
+	int rc = tokens_from_text(s[0].t, vocab, text, len, ids, n) ||
+			 tokens_from_text(s[1].t, vocab, text, len, &b, &nb)
+		 ? err_prefix("%s", file)
+		 : 0;
+	free(text);
+	size_t i = 0;
+	while (!rc && i < *n && i < nb && (*ids)[i] == b[i])
+		i++;
+	if (!rc && (i < *n || i < nb))
+		rc = err_set("%s: the tokenizers of %s and %s give different ids (token %zu: %d "
+			     "and %d): --kl-base needs the same tokenizer",
+			     file, s[0].name, s[1].name, i, i < *n ? (int)(*ids)[i] : -1,
+			     i < nb ? (int)b[i] : -1);
+	free(b);
+	if (rc) {
+		free(*ids);
+		*ids = NULL;
+	}
+	return rc;
+}
+
+/* The progress line on a terminal: "qwenchat: perplexity 512 / 2047 tokens", redrawn
+ * at most 10 times a second (small windows end thousands of times a second). */
+struct progress {
+	bool tty, open; /* open: a line is drawn and not yet ended */
+	double last;    /* when it was drawn */
+};
+
+static void on_progress(void *user, size_t scored, size_t total)
+{
+	struct progress *p = user;
+	double now = clock_now();
+	if (!p->tty || (scored < total && now - p->last < 0.1))
+		return;
+	p->last = now;
+	fprintf(stderr, "\rqwenchat: perplexity %zu / %zu tokens", scored, total);
+	p->open = scored < total;
+	if (!p->open)
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+/* A JSON number, or null for what JSON cannot write (an overflowed perplexity). */
+static void json_number(const char *key, double v)
+{
+	if (isfinite(v))
+		printf(", \"%s\": %.17g", key, v);
+	else
+		printf(", \"%s\": null", key);
+}
+
+static void print_result(const struct ppl_args *a, const struct ppl_result *r, int ctx,
+			 int stride, size_t n)
+{
+	double nll = r->nll / (double)r->tokens, ppl = exp(nll);
+	double kl = r->kl / (double)r->tokens, top1 = (double)r->top1 / (double)r->tokens;
+	if (a->json) {
+		printf("{\"tokens\": %zu", r->tokens);
+		json_number("nll", nll);
+		json_number("ppl", ppl);
+		if (a->kl_base) {
+			json_number("kl", kl);
+			json_number("top1", top1);
+		}
+		printf("}\n");
+		return;
+	}
+	printf("file        %s: %zu tokens, %zu windows of at most %d, stride %d\n", a->file,
+	       n, r->windows, ctx, stride);
+	printf("tokens      %zu scored\n", r->tokens);
+	printf("nll         %.6f nats per token (mean)\n", nll);
+	printf("perplexity  %.4f\n", ppl);
+	if (a->kl_base) {
+		printf("kl          %.6f nats per token, mean KL(P_MODEL || P_MODEL2)\n", kl);
+		printf("top1        %.6f of the positions: the same most likely token\n", top1);
+	}
+}
+
+/* The window and stride from the options and the models' limits; 0, or EXIT_USAGE /
+ * EXIT_RUNTIME after printing why. */
+static int window(const struct cli_common *cli, const struct ppl_args *a, const struct side *s,
+		  int *ctx, int *stride)
+{
+	/* the model with the shorter context bounds the window */
+	const struct side *lim = &s[0];
+	if (s[1].m && eng_model_config(s[1].m)->max_position_embeddings <
+			      eng_model_config(s[0].m)->max_position_embeddings)
+		lim = &s[1];
+	int max_pos = eng_model_config(lim->m)->max_position_embeddings;
+	*ctx = cli->set & CLI_SET_CTX ? cli->ctx
+				      : max_pos < DEFAULT_CTX_MAX ? max_pos : DEFAULT_CTX_MAX;
+	*stride = a->stride ? (int)a->stride : *ctx;
+	if (*stride > *ctx)
+		return cli_usage("perplexity", "--stride %d is more than the window (--ctx %d)",
+				 *stride, *ctx);
+	if (*ctx > max_pos) {
+		cli_error("--ctx %d is more than the max_position_embeddings %d of %s", *ctx,
+			  max_pos, lim->name);
+		return EXIT_RUNTIME;
+	}
+	return 0;
+}
+
+/* Checks the arguments before any model is opened; 0, or EXIT_USAGE / EXIT_RUNTIME
+ * after printing why. */
+static int check_args(const struct cli_common *cli, const struct ppl_args *a)
+{
+	if (!a->file)
+		return cli_usage("perplexity", "-f FILE is required");
+	if ((cli->set & CLI_SET_CTX) && cli->ctx < 2)
+		return cli_usage("perplexity", "--ctx %d: a window needs at least 2 tokens (the "
+					       "first is never scored)",
+				 cli->ctx);
+	if ((cli->set & CLI_SET_CTX) && a->stride > cli->ctx)
+		return cli_usage("perplexity", "--stride %ld is more than the window (--ctx %d)",
+				 a->stride, cli->ctx);
+	/* before the models load, which may take long */
+	struct stat st;
+	if (strcmp(a->file, "-") && stat(a->file, &st)) {
+		cli_error("%s: cannot open: %s", a->file, strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	if (strcmp(a->file, "-") && S_ISDIR(st.st_mode)) {
+		cli_error("%s: is a directory, not a text or .u32 file", a->file);
+		return EXIT_RUNTIME;
+	}
+	return 0;
+}
+
+/* Opens both models, reads the ids and starts the engines; 0 or an exit status. */
+static int setup(const struct cli_common *cli, const struct ppl_args *a, struct side *s,
+		 const struct eng_options *eo, int32_t **ids, size_t *n, int *ctx, int *stride)
+{
+	bool text = !strcmp(a->file, "-") || !tokens_is_u32(a->file);
+	if (side_open(&s[0], cli->model, a->file, text) ||
+	    (a->kl_base && side_open(&s[1], a->kl_base, a->file, text)))
+		return cli_error("%s", err_msg()), EXIT_RUNTIME;
+	int vocab = eng_model_config(s[0].m)->vocab_size;
+	if (s[1].m && eng_model_config(s[1].m)->vocab_size != vocab) {
+		cli_error("--kl-base: %s has vocab_size %d and %s %d: KL needs the same vocabulary",
+			  s[0].name, vocab, s[1].name, eng_model_config(s[1].m)->vocab_size);
+		return EXIT_RUNTIME;
+	}
+	int r = window(cli, a, s, ctx, stride);
+	if (r)
+		return r;
+	if (read_ids(a->file, s, vocab, ids, n))
+		return cli_error("%s", err_msg()), EXIT_RUNTIME;
+	if (*n < 2) {
+		cli_error("%s: %s: perplexity needs at least 2 tokens", a->file,
+			  !*n    ? "the file is empty"
+			  : text ? "the text is empty (its one token is the end-of-text token)"
+				 : "one token id");
+		return EXIT_RUNTIME;
+	}
+	/* the cache holds a window's inputs: all its tokens but the last */
+	struct eng_options mo = *eo, base = *eo;
+	mo.ctx = base.ctx = *ctx;
+	base.quant = 0; /* MODEL2 is the reference: as stored */
+	if (!(s[0].e = eng_new(s[0].m, &mo, cli_notice)) ||
+	    (s[1].m && !(s[1].e = eng_new(s[1].m, &base, cli_notice))))
+		return cli_error("%s", err_msg()), EXIT_RUNTIME;
+	for (int k = 0; k < 2 && s[k].e; k++)
+		if (eng_ctx(s[k].e) < *ctx - 1) { /* a GPU short of memory shrinks it */
+			cli_error("%s: the %s backend holds %d tokens of context, a window needs %d "
+				  "(--ctx %d)",
+				  s[k].name, eng_backend_name(s[k].e), eng_ctx(s[k].e), *ctx - 1,
+				  eng_ctx(s[k].e) + 1);
+			return EXIT_RUNTIME;
+		}
+	return 0;
+}
+
+int cmd_perplexity(int argc, char **argv)
+{
+	struct cli_common cli;
+	struct ppl_args a = {0};
+	int r = cli_parse(&ppl_cmd, argc, argv, &cli, ppl_opt, &a, NULL);
+	if (r)
+		return r == CLI_DONE ? EXIT_OK : r;
+	if ((r = check_args(&cli, &a)))
+		return r;
+	struct eng_options eo;
+	if (cli_engine_options(&cli, &eo, NULL))
+		return EXIT_USAGE;
+	eo.kv_f32 = a.kv_f32;
+	eo.bf16_prefill = false; /* the reference path, as `logits` */
+	if (cli_env_fast_prefill(&eo.bf16_prefill)) {
+		cli_error("%s", err_msg());
+		return EXIT_USAGE;
+	}
+	struct side s[2] = {{.name = cli_model_name(&cli)}, {.name = a.kl_base}};
+	int32_t *ids = NULL;
+	size_t n = 0;
+	int ctx = 0, stride = 0;
+	r = setup(&cli, &a, s, &eo, &ids, &n, &ctx, &stride);
+	if (!r) {
+		struct progress pr = {.tty = isatty(STDERR_FILENO)};
+		struct ppl_options po = {.vocab = eng_model_config(s[0].m)->vocab_size,
+					 .ctx = ctx,
+					 .stride = stride,
+					 .threads = eo.threads ? eo.threads : proc_online_cpus(),
+					 .progress = on_progress,
+					 .user = &pr};
+		struct ppl_result res;
+		r = ppl_run(s[0].e, s[1].e, ids, n, &po, &res) ? EXIT_RUNTIME : EXIT_OK;
+		if (pr.open)
+			fputc('\n', stderr);
+		if (r)
+			cli_error("%s", err_msg());
+		else
+			print_result(&a, &res, ctx, stride, n);
+	}
+	free(ids);
+	side_free(&s[1]);
+	side_free(&s[0]);
+	return r;
+}

@@ -1,0 +1,233 @@
+#!/bin/sh
+# perplexity.sh — `qwenchat perplexity` against tests/cli/ppl_reference.py, an
+# independent float64 numpy Qwen3 with its own sliding-window loop: the tokens
+# scored, the mean NLL (1e-4 relative) and, with --kl-base, the KL divergence and
+# top-1 agreement, for several --ctx/--stride pairs on a tied model of an odd GQA
+# shape and an untied one; a text file gives what the .u32 of `qwenchat tokenize`
+# plus <|endoftext|> gives, special-token strings stay text, ill-formed UTF-8 is
+# U+FFFD; then the usage and file errors (one line, exit 2 or 1).
+. "$TOP_SRCDIR/tests/lib.sh"
+
+PY=
+for p in python3 /usr/bin/python3; do
+	if "$p" -c 'import numpy' 2>/dev/null; then PY=$p; break; fi
+done
+if [ -z "$PY" ]; then
+	[ -n "${CI:-}" ] && { echo "no python3 with numpy (scripts/install-deps)" >&2; exit 1; }
+	echo "SKIP: no python3 with numpy" >&2
+	exit 77
+fi
+REF="$TOP_SRCDIR/tests/cli/ppl_reference.py"
+MK="$TOP_BUILDDIR/tests/mkmodel"
+PPL="$QWENCHAT perplexity --backend cpu"
+
+# Weights of std 0.3 make the distributions peaked (mean NLL ~10 nats against a
+# uniform 6.9), so that a wrong attention or loop moves the NLL far beyond 1e-4.
+A=$TMP/tied
+B=$TMP/untied
+A2=$TMP/tied2
+"$MK" --out "$A" --vocab-size 1024 --hidden-size 64 --layers 2 --heads 6 --kv-heads 2 \
+	--head-dim 16 --std 0.3 --max-position 256 --seed 5 >/dev/null &&
+	"$MK" --out "$A2" --vocab-size 1024 --hidden-size 64 --layers 2 --heads 6 --kv-heads 2 \
+		--head-dim 16 --std 0.3 --max-position 256 --seed 9 >/dev/null &&
+	"$MK" --out "$B" --vocab-size 1024 --hidden-size 64 --intermediate-size 96 --layers 2 \
+		--heads 3 --kv-heads 1 --head-dim 32 --std 0.3 --no-tie --max-position 256 \
+		--seed 6 >/dev/null || { echo "mkmodel failed" >&2; exit 1; }
+
+# 301 random ids: not a multiple of any stride below
+"$PY" -c 'import numpy as np, sys
+np.random.RandomState(7).randint(0, 1024, size=301).astype("<u4").tofile(sys.argv[1])' \
+	"$TMP/r.u32"
+
+# close DESC OURS REF [TOL] — the same tokens, nll (and kl) within TOL relative
+# (default 1e-4), ppl = exp(nll), the same top1
+close() {
+	"$PY" - "$2" "$3" "${4:-1e-4}" <<'EOF'
+import json, math, sys
+o, r, tol = json.loads(sys.argv[1]), json.loads(sys.argv[2]), float(sys.argv[3])
+bad = [] if o["tokens"] == r["tokens"] and set(o) == set(r) else ["tokens or keys"]
+if abs(o["ppl"] - math.exp(o["nll"])) > 1e-12 * o["ppl"]:
+    bad.append("ppl is not exp(nll)")
+for k in ("nll", "kl"):
+    if k in r and abs(o[k] - r[k]) > tol * abs(r[k]):
+        bad.append("%s %.3g relative" % (k, abs(o[k] - r[k]) / abs(r[k])))
+if "top1" in r and o["top1"] != r["top1"]:
+    bad.append("top1")
+print(", ".join(bad) or ", ".join("%s %.2g relative" % (k, abs(o[k] - r[k]) / r[k])
+                                  for k in ("nll", "kl") if k in r))
+sys.exit(1 if bad else 0)
+EOF
+}
+
+# check DESC MODEL CTX STRIDE [qwenchat options] — ours against the reference
+check() {
+	desc=$1 m=$2 ctx=$3 stride=$4
+	shift 4
+	ours=$($PPL -m "$m" -f "$TMP/r.u32" --ctx "$ctx" --stride "$stride" --json "$@" 2>"$TMP/err")
+	ref=$("$PY" "$REF" "$m" "$TMP/r.u32" "$ctx" "$stride")
+	if msg=$(close "$desc" "$ours" "$ref"); then pass "$desc: $msg"
+	else fail "$desc: $msg; ours $ours $(head -c 200 "$TMP/err"), reference $ref"; fi
+}
+
+# --- against the float64 reference ---------------------------------------------------
+check "tied, ctx 64 stride 64, fp32 KV" "$A" 64 64 --kv-f32
+check "tied, ctx 64 stride 16, fp32 KV" "$A" 64 16 --kv-f32
+check "tied, ctx 50 stride 7, fp32 KV" "$A" 50 7 --kv-f32
+check "tied, ctx 2 stride 1 (a label per window)" "$A" 2 1 --kv-f32
+check "tied, ctx 256 stride 256 (a short last window)" "$A" 256 256 --kv-f32
+check "untied, ctx 64 stride 64, fp32 KV" "$B" 64 64 --kv-f32
+check "untied, ctx 100 stride 30, fp32 KV" "$B" 100 30 --kv-f32
+check "tied, ctx 64 stride 16, bf16 KV (the default)" "$A" 64 16
+check "untied, ctx 48 stride 48, bf16 KV, 1 thread" "$B" 48 48 --threads 1
+
+# the default window: max_position_embeddings (256 here), stride = window
+ours=$($PPL -m "$A" -f "$TMP/r.u32" --json --kv-f32)
+ref=$("$PY" "$REF" "$A" "$TMP/r.u32" 256 256)
+msg=$(close "" "$ours" "$ref") && pass "default --ctx and --stride: $msg" ||
+	fail "default --ctx and --stride: $msg ($ours against $ref)"
+
+# the table
+expect_exit 0 "the table" $PPL -m "$A" -f "$TMP/r.u32" --ctx 64
+grep -q '^perplexity  [0-9]' "$TMP/out" && grep -q '^tokens      296 scored' "$TMP/out" &&
+	grep -q '5 windows of at most 64, stride 64' "$TMP/out" && pass "the table's lines" ||
+	fail "the table: $(cat "$TMP/out")"
+[ -s "$TMP/err" ] && fail "stderr not empty off a terminal: $(head -c 200 "$TMP/err")" ||
+	pass "no progress off a terminal"
+
+# --- --kl-base -------------------------------------------------------------------------
+ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 20 --json --kl-base "$A")
+case $ours in
+*'"kl": 0, "top1": 1}') pass "a model against itself: kl 0, top1 1" ;;
+*) fail "a model against itself: $ours" ;;
+esac
+ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 20 --json --kv-f32 --kl-base "$A2")
+ref=$("$PY" "$REF" "$A" "$TMP/r.u32" 64 20 --kl-base "$A2")
+msg=$(close "" "$ours" "$ref") && pass "kl and top1 against another model: $msg" ||
+	fail "kl against another model: $msg ($ours against $ref)"
+"$PY" -c 'import json, sys; sys.exit(0 if json.loads(sys.argv[1])["kl"] > 0.1 else 1)' "$ours" &&
+	pass "kl against another model is positive" || fail "kl not positive: $ours"
+ours=$($PPL -m "$A2" -f "$TMP/r.u32" --ctx 64 --stride 64 --json --kv-f32 --kl-base "$A")
+ref=$("$PY" "$REF" "$A2" "$TMP/r.u32" 64 64 --kl-base "$A")
+msg=$(close "" "$ours" "$ref") && pass "kl in the other direction: $msg" ||
+	fail "kl in the other direction: $msg ($ours against $ref)"
+# --quant applies to MODEL alone: what quantizing costs
+ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --json --quant q8_0 --kl-base "$A" 2>"$TMP/err")
+"$PY" -c 'import json, sys; d = json.loads(sys.argv[1]); sys.exit(0 if 0 < d["kl"] < 0.05 and d["top1"] > 0.8 else 1)' "$ours" 2>/dev/null &&
+	pass "--quant q8_0 against the same model: a small kl ($ours)" ||
+	fail "--quant against the same model: $ours $(head -c 200 "$TMP/err")"
+
+# --- text files --------------------------------------------------------------------------
+need_tokenizer
+T=$TMP/text-model
+T2=$TMP/text-model2
+chat_model "$T" --vocab-size 151669 --hidden-size 32 --intermediate-size 64 --layers 1 \
+	--heads 2 --kv-heads 1 --head-dim 16 --std 0.2 --seed 3
+chat_model "$T2" --vocab-size 151669 --hidden-size 32 --intermediate-size 64 --layers 1 \
+	--heads 2 --kv-heads 1 --head-dim 16 --std 0.2 --seed 4
+printf 'The quick brown fox jumps over the lazy dog.\nÆØÅ naïve café, 日本語 and 🦀.\n' >"$TMP/a.txt"
+ids=$("$QWENCHAT" tokenize -m "$T" <"$TMP/a.txt")
+eot=$("$PY" -c 'import json, sys
+print([t["id"] for t in json.load(open(sys.argv[1]))["added_tokens"] if t["content"] == "<|endoftext|>"][0])' \
+	"$TOK_DIR/tokenizer.json")
+"$PY" -c 'import sys, numpy as np
+np.array([int(x) for x in sys.argv[2].split()] + [int(sys.argv[3])], dtype="<u4").tofile(sys.argv[1])' \
+	"$TMP/a.u32" "$ids" "$eot"
+t=$($PPL -m "$T" -f "$TMP/a.txt" --ctx 16 --stride 5 --json)
+u=$($PPL -m "$T" -f "$TMP/a.u32" --ctx 16 --stride 5 --json)
+[ -n "$t" ] && [ "$t" = "$u" ] && pass "text = tokenize's ids + <|endoftext|> ($eot): $t" ||
+	fail "text $t, its ids $u"
+ref=$("$PY" "$REF" "$T" "$TMP/a.u32" 16 5)
+msg=$(close "" "$u" "$ref") && pass "the real-vocabulary model against the reference: $msg" ||
+	fail "real vocabulary: $msg ($u against $ref)"
+printf 'The quick brown fox' | $PPL -m "$T" -f - --json >"$TMP/stdin.json" &&
+	printf 'The quick brown fox' >"$TMP/fox.txt" &&
+	[ "$(cat "$TMP/stdin.json")" = "$($PPL -m "$T" -f "$TMP/fox.txt" --json)" ] &&
+	pass "-f - reads the text from stdin" || fail "-f -: $(cat "$TMP/stdin.json")"
+# special-token strings are text: "<|im_end|>" is several tokens, not one
+printf '<|im_end|>' >"$TMP/special.txt"
+out=$($PPL -m "$T" -f "$TMP/special.txt" --json)
+case $out in
+'{"tokens": 1,'*) fail "<|im_end|> in a text became the special token: $out" ;;
+'{"tokens": '[2-9]*) pass "<|im_end|> in a text stays text ($out)" ;;
+*) fail "<|im_end|> text: $out" ;;
+esac
+# ill-formed UTF-8 is U+FFFD, as in the chat
+printf 'ab\377cd\342\202' >"$TMP/bad.txt"
+printf 'ab\357\277\275cd\357\277\275' >"$TMP/fffd.txt"
+a=$($PPL -m "$T" -f "$TMP/bad.txt" --json)
+b=$($PPL -m "$T" -f "$TMP/fffd.txt" --json)
+[ -n "$a" ] && [ "$a" = "$b" ] && pass "ill-formed UTF-8 scores as U+FFFD" || fail "bad UTF-8 $a, U+FFFD $b"
+# --kl-base on text: same tokenizer works; another tokenizer's ids are refused
+expect_exit 0 "--kl-base on text" $PPL -m "$T" -f "$TMP/a.txt" --ctx 16 --json --kl-base "$T2"
+T3=$TMP/other-tokenizer
+cp -r "$T2" "$T3"
+# the first two tokens of the text swap their ids
+"$PY" -c 'import json, sys
+t = json.load(open(sys.argv[1])); v = t["model"]["vocab"]
+a, b = [int(x) for x in sys.argv[2].split()[:2]]
+ka, kb = [k for k in v if v[k] == a][0], [k for k in v if v[k] == b][0]
+v[ka], v[kb] = b, a
+json.dump(t, open(sys.argv[1], "w"))' "$T3/tokenizer.json" "$ids"
+expect_exit 1 "--kl-base with another tokenizer" $PPL -m "$T" -f "$TMP/a.txt" --kl-base "$T3"
+expect_err_has "different ids" "another tokenizer: the error says the ids differ"
+
+# --- errors ----------------------------------------------------------------------------------
+expect_exit 0 "--help" $PPL --help
+grep -q 'KL(P_MODEL || P_MODEL2)' "$TMP/out" && pass "--help gives the KL direction" ||
+	fail "--help lacks the KL direction"
+expect_exit 2 "no -f" $PPL -m "$A"
+expect_err_has "-f FILE" "no -f: says so"
+expect_exit 2 "--stride 0" $PPL -m "$A" -f "$TMP/r.u32" --stride 0
+expect_err_has "--stride" "--stride 0: names the option"
+expect_exit 2 "--stride > --ctx" $PPL -m "$A" -f "$TMP/r.u32" --ctx 16 --stride 17
+expect_err_has "--stride 17 is more than the window" "--stride > --ctx: says so"
+expect_exit 2 "--stride > the default window" $PPL -m "$A" -f "$TMP/r.u32" --stride 300
+expect_err_has "--ctx 256" "--stride > the default window: names it"
+expect_exit 2 "--ctx 1" $PPL -m "$A" -f "$TMP/r.u32" --ctx 1
+expect_exit 1 "--ctx > max_position_embeddings" $PPL -m "$A" -f "$TMP/r.u32" --ctx 1000
+expect_err_has "max_position_embeddings 256" "--ctx too large: names the limit"
+expect_exit 1 "a missing file" $PPL -m "$A" -f "$TMP/none.u32"
+expect_err_has "none.u32" "a missing file: named"
+mkdir "$TMP/dir.u32"
+expect_exit 1 "a directory" $PPL -m "$A" -f "$TMP/dir.u32"
+expect_err_has "dir.u32" "a directory: named"
+: >"$TMP/empty.u32"
+expect_exit 1 "an empty .u32" $PPL -m "$A" -f "$TMP/empty.u32"
+expect_err_has "empty" "an empty .u32: says so"
+: >"$TMP/empty.txt"
+expect_exit 1 "an empty text" $PPL -m "$T" -f "$TMP/empty.txt"
+expect_err_has "empty.txt" "an empty text: named"
+head -c 4 "$TMP/r.u32" >"$TMP/one.u32"
+expect_exit 1 "one token" $PPL -m "$A" -f "$TMP/one.u32"
+expect_err_has "at least 2" "one token: says 2 are needed"
+head -c 10 "$TMP/r.u32" >"$TMP/ten.u32"
+expect_exit 1 "10 bytes of .u32" $PPL -m "$A" -f "$TMP/ten.u32"
+expect_err_has "ten.u32: 10 bytes are not a whole number of 4-byte token ids (byte offset 8" \
+	"10 bytes: names the file and the offset"
+"$PY" -c 'import numpy as np, sys
+np.array([1, 2, 3, 1024, 5, 99999], dtype="<u4").tofile(sys.argv[1])' "$TMP/big.u32"
+expect_exit 1 "an id >= vocab_size" $PPL -m "$A" -f "$TMP/big.u32"
+expect_err_has "big.u32: byte offset 12: token id 1024 is not below the model's vocab_size 1024" \
+	"an id >= vocab_size: names the file and the first bad offset"
+if [ "$(id -u)" -ne 0 ]; then
+	cp "$TMP/r.u32" "$TMP/locked.u32" && chmod 000 "$TMP/locked.u32"
+	expect_exit 1 "an unreadable file" $PPL -m "$A" -f "$TMP/locked.u32"
+	expect_err_has "locked.u32" "an unreadable file: named"
+fi
+printf 'hello' >"$TMP/hello.txt"
+expect_exit 1 "text with a model without tokenizer" $PPL -m "$A" -f "$TMP/hello.txt"
+expect_err_has "tokenizer.json" "no tokenizer: names tokenizer.json"
+NE=$TMP/no-eot
+cp -r "$A" "$NE"
+cp "$TOP_SRCDIR/tests/golden/template-tiny-tokenizer.json" "$NE/tokenizer.json"
+expect_exit 1 "a tokenizer without end-of-text" $PPL -m "$NE" -f "$TMP/hello.txt"
+expect_err_has "no end-of-text token" "no end-of-text: says so"
+"$MK" --out "$TMP/v512" --vocab-size 512 >/dev/null
+expect_exit 1 "--kl-base of another vocab_size" $PPL -m "$A" -f "$TMP/r.u32" --kl-base "$TMP/v512"
+expect_err_has "vocab_size" "another vocab_size: says so"
+expect_exit 1 "--kl-base missing" $PPL -m "$A" -f "$TMP/r.u32" --kl-base "$TMP/nothing"
+expect_err_has "nothing" "a missing --kl-base: named"
+for f in "$TMP/err"; do
+	[ "$(wc -l <"$f")" -eq 1 ] && pass "one-line error" || fail "error is not one line: $(cat "$f")"
+done
+finish

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""ppl_reference.py — an independent float64 reference for `qwenchat perplexity`.
+
+A Qwen3 forward pass in numpy float64, written from the Hugging Face transformers
+modeling_qwen3.py semantics (embedding, RMSNorm, q/k/v projections, per-head q/k
+RMSNorm, RoPE with rotate_half and config.json's rope_theta, causal grouped-query
+softmax attention, SwiGLU MLP, final norm, tied or untied lm_head), reading the
+model's safetensors itself (bf16, f16 or f32 widened to float64), and the sliding-
+window loop of the transformers guide "Perplexity of fixed-length models":
+
+    prev_end = 0
+    for begin in range(0, len, stride):
+        end = min(begin + ctx, len); trg_len = end - prev_end
+        window = ids[begin:end]; labels = the last trg_len of them
+        (the label at window position 0 has no logits before it: never scored)
+        prev_end = end; stop after the window that reaches len
+
+Each scored label adds -log softmax(logits of the position before it)[label]; the
+result is the mean over the scored labels. With --kl-base MODEL2 it also sums
+KL(P || Q) = sum_v P(v) (log P(v) - log Q(v)), P the model's, Q MODEL2's, and counts
+the positions where both argmaxes agree.
+
+usage: ppl_reference.py MODEL_DIR IDS.u32 CTX STRIDE [--kl-base MODEL2_DIR]
+prints {"tokens": N, "nll": X, "ppl": Y[, "kl": K, "top1": T]}
+"""
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+
+
+def read_safetensors(path):
+    """name -> float64 array, from one .safetensors file."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (hlen,) = struct.unpack_from("<Q", raw, 0)
+    header = json.loads(raw[8:8 + hlen])
+    base = 8 + hlen
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = t["data_offsets"]
+        buf = raw[base + a:base + b]
+        if t["dtype"] == "BF16":
+            u = np.frombuffer(buf, dtype="<u2").astype(np.uint32) << 16
+            x = u.view(np.float32)
+        elif t["dtype"] == "F16":
+            x = np.frombuffer(buf, dtype="<f2")
+        elif t["dtype"] == "F32":
+            x = np.frombuffer(buf, dtype="<f4")
+        else:
+            sys.exit("unsupported dtype %s" % t["dtype"])
+        out[name] = x.astype(np.float64).reshape(t["shape"])
+    return out
+
+
+def load(model_dir):
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    index = os.path.join(model_dir, "model.safetensors.index.json")
+    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) \
+        else ["model.safetensors"]
+    w = {}
+    for f in files:
+        w.update(read_safetensors(os.path.join(model_dir, f)))
+    return cfg, w
+
+
+def rms_norm(x, weight, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def forward(cfg, w, ids):
+    """Logits (len(ids), vocab) of the positions 0.. of ids, from an empty context."""
+    n = len(ids)
+    H, KVH = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // H
+    eps = cfg["rms_norm_eps"]
+    inv_freq = 1.0 / (cfg["rope_theta"] ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+    freqs = np.outer(np.arange(n, dtype=np.float64), inv_freq)
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]  # (n, 1, hd)
+    mask = np.triu(np.full((n, n), -np.inf), k=1)
+    x = w["model.embed_tokens.weight"][np.asarray(ids)]
+    for l in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % l
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        q = (h @ w[p + "self_attn.q_proj.weight"].T).reshape(n, H, hd)
+        k = (h @ w[p + "self_attn.k_proj.weight"].T).reshape(n, KVH, hd)
+        v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(n, KVH, hd)
+        q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+        k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = np.repeat(k, H // KVH, axis=1)  # head g*group+j uses kv head g
+        v = np.repeat(v, H // KVH, axis=1)
+        s = np.einsum("qhd,khd->hqk", q, k) / math.sqrt(hd) + mask
+        s = np.exp(s - s.max(axis=-1, keepdims=True))
+        s /= s.sum(axis=-1, keepdims=True)
+        att = np.einsum("hqk,khd->qhd", s, v).reshape(n, H * hd)
+        x = x + att @ w[p + "self_attn.o_proj.weight"].T
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        g = h @ w[p + "mlp.gate_proj.weight"].T
+        u = h @ w[p + "mlp.up_proj.weight"].T
+        x = x + (g / (1 + np.exp(-g)) * u) @ w[p + "mlp.down_proj.weight"].T
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    head = w.get("lm_head.weight")
+    if cfg.get("tie_word_embeddings") or head is None:
+        head = w["model.embed_tokens.weight"]
+    return x @ head.T
+
+
+def log_softmax(z):
+    m = z.max(axis=-1, keepdims=True)
+    return z - (m + np.log(np.exp(z - m).sum(axis=-1, keepdims=True)))
+
+
+def main():
+    args = sys.argv[1:]
+    base = None
+    if "--kl-base" in args:
+        i = args.index("--kl-base")
+        base = load(args[i + 1])
+        del args[i:i + 2]
+    model_dir, ids_path, ctx, stride = args[0], args[1], int(args[2]), int(args[3])
+    cfg, w = load(model_dir)
+    ids = np.fromfile(ids_path, dtype="<u4").astype(np.int64)
+    tokens, nll, kl, top1 = 0, 0.0, 0.0, 0
+    prev_end = 0
+    for begin in range(0, len(ids), stride):
+        end = min(begin + ctx, len(ids))
+        trg_len = end - prev_end
+        window = ids[begin:end]
+        first = max(len(window) - trg_len, 1)  # window positions whose labels count
+        if first < len(window):
+            lp = log_softmax(forward(cfg, w, window))
+            rows = np.arange(first - 1, len(window) - 1)
+            nll -= lp[rows, window[first:]].sum()
+            tokens += len(rows)
+            if base:
+                lq = log_softmax(forward(base[0], base[1], window))
+                p, q = lp[rows], lq[rows]
+                kl += (np.exp(p) * (p - q)).sum()
+                top1 += int((p.argmax(axis=-1) == q.argmax(axis=-1)).sum())
+        prev_end = end
+        if end == len(ids):
+            break
+    out = {"tokens": tokens, "nll": nll / tokens, "ppl": math.exp(nll / tokens)}
+    if base:
+        out["kl"] = kl / tokens
+        out["top1"] = top1 / tokens
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
