@@ -63,7 +63,7 @@ const struct eng_backend_ops *eng_cpu_backend(void);
  * engine loads at run time (engine/cuda_load.c) only when it is asked for or a driver
  * is present: the program links no CUDA library. The module calls back into the
  * program only through this table, which the program fills; the module checks abi. */
-enum { ENG_CUDA_ABI = 2 };
+enum { ENG_CUDA_ABI = 3 };
 
 struct eng_host {
 	int abi;                                  /* ENG_CUDA_ABI */
@@ -74,14 +74,19 @@ struct eng_host {
 	void (*rope_table)(const struct eng_config *c, int ctx, float *cos_out, float *sin_out);
 };
 
-/* The module's one exported function: the backend's table, or NULL with the host's
- * error set (no device, a mismatched abi). */
+/* The module's exported functions: the backend's table, and the trainer's
+ * (train_backend.h), or NULL with the host's error set (a mismatched abi). */
 #define ENG_CUDA_ENTRY "qwenchat_cuda_backend"
+#define ENG_CUDA_TRAIN_ENTRY "qwenchat_cuda_trainer"
 typedef const struct eng_backend_ops *(*eng_cuda_entry_fn)(const struct eng_host *host);
+struct train_ops;
+typedef const struct train_ops *(*eng_cuda_train_entry_fn)(const struct eng_host *host);
 
 /* Loads the module and asks it for the backend (engine/cuda_load.c). NULL with
  * err_set saying what is missing; *no_driver tells whether that is the driver itself
  * (then `auto` picks the CPU without a word). */
 const struct eng_backend_ops *eng_cuda_load(const char *module, bool *no_driver);
+/* The same for the trainer's table. */
+const struct train_ops *eng_cuda_trainer(const char *module, bool *no_driver);
 
 #endif

@@ -60,7 +60,8 @@ static const struct eng_host host = {
 	.rope_table = rope_table,
 };
 
-const struct eng_backend_ops *eng_cuda_load(const char *module, bool *no_driver)
+/* dlopen of the module and the address of `entry` in it, or NULL with err_set. */
+static void *module_entry(const char *module, bool *no_driver, const char *entry)
 {
 	*no_driver = false;
 	if (!module && !driver_present()) {
@@ -90,13 +91,31 @@ const struct eng_backend_ops *eng_cuda_load(const char *module, bool *no_driver)
 		err_set("%s", dlerror());
 		return NULL;
 	}
-	eng_cuda_entry_fn entry;
-	void *sym = dlsym(h, ENG_CUDA_ENTRY);
-	memcpy(&entry, &sym, sizeof entry); /* ISO C has no object-to-function cast */
+	void *sym = dlsym(h, entry);
 	if (!sym) {
-		err_set("%s: no %s in it (not a qwenchat CUDA module)", path, ENG_CUDA_ENTRY);
+		err_set("%s: no %s in it (not a qwenchat CUDA module)", path, entry);
 		return NULL;
 	}
 	err_set("%s: the module refused this qwenchat (a different version?)", path);
+	return sym;
+}
+
+const struct eng_backend_ops *eng_cuda_load(const char *module, bool *no_driver)
+{
+	eng_cuda_entry_fn entry;
+	void *sym = module_entry(module, no_driver, ENG_CUDA_ENTRY);
+	if (!sym)
+		return NULL;
+	memcpy(&entry, &sym, sizeof entry); /* ISO C has no object-to-function cast */
+	return entry(&host);
+}
+
+const struct train_ops *eng_cuda_trainer(const char *module, bool *no_driver)
+{
+	eng_cuda_train_entry_fn entry;
+	void *sym = module_entry(module, no_driver, ENG_CUDA_TRAIN_ENTRY);
+	if (!sym)
+		return NULL;
+	memcpy(&entry, &sym, sizeof entry);
 	return entry(&host);
 }

@@ -10,6 +10,7 @@
 
 #include "engine/cpu/kernels.h"
 #include "engine/quant.h"
+#include "engine/backend.h"
 #include "engine/train_backend.h"
 #include "src/base/err.h"
 
@@ -105,9 +106,23 @@ static int alloc_host(struct eng_trainer *t)
 
 /* ---- the plan ------------------------------------------------------------------------- */
 
-static const struct train_ops *backend_ops(const struct eng_train_options *o)
+/* The backend the options ask for: CUDA's from its module (AUTO: when a driver and
+ * the module are there, else the CPU, with a notice unless there is no driver at all),
+ * or the CPU's. NULL with err_set when CUDA was asked for and cannot run. */
+static const struct train_ops *backend_ops(const struct eng_train_options *o,
+					   void (*notice)(const char *msg))
 {
-	(void)o; /* the CUDA trainer is the module's; the CPU's is always here */
+	if (o->backend == ENG_BACKEND_CPU)
+		return train_cpu_ops();
+	bool no_driver = false;
+	const struct train_ops *ops = eng_cuda_trainer(o->cuda_module, &no_driver);
+	if (ops || o->backend == ENG_BACKEND_CUDA)
+		return ops;
+	if (!no_driver && notice) {
+		char msg[512];
+		snprintf(msg, sizeof msg, "training on the CPU: %s", err_msg());
+		notice(msg);
+	}
 	return train_cpu_ops();
 }
 
@@ -137,7 +152,8 @@ int eng_train_plan(const struct eng_config *c, const struct eng_train_options *o
 	p->weights = (size_t)pc.total * sizeof(float);
 	p->grads = p->weights;
 	p->moments = 2 * p->weights;
-	if (backend_ops(o)->plan(c, o, p))
+	const struct train_ops *ops = backend_ops(o, NULL);
+	if (!ops || ops->plan(c, o, p))
 		return -1;
 	p->total = p->weights + p->grads + p->moments + p->activations + p->scratch;
 	return 0;
@@ -148,7 +164,6 @@ int eng_train_plan(const struct eng_config *c, const struct eng_train_options *o
 struct eng_trainer *eng_trainer_new(const struct eng_config *c, const struct eng_train_options *o,
 				    void (*notice)(const char *msg))
 {
-	(void)notice;
 	struct eng_trainer *t = calloc(1, sizeof *t);
 	if (!t) {
 		err_set("training: out of memory");
@@ -156,8 +171,10 @@ struct eng_trainer *eng_trainer_new(const struct eng_config *c, const struct eng
 	}
 	t->c = *c;
 	t->o = *o;
-	t->ops = backend_ops(o);
-	if (eng_train_plan(c, o, &t->plan) || make_params(t) || alloc_host(t) ||
+	t->ops = backend_ops(o, notice);
+	if (t->ops == train_cpu_ops()) /* the plan of the backend that will run */
+		t->o.backend = ENG_BACKEND_CPU;
+	if (!t->ops || eng_train_plan(c, &t->o, &t->plan) || make_params(t) || alloc_host(t) ||
 	    !(t->st = t->ops->init(t))) {
 		eng_trainer_free(t);
 		return NULL;

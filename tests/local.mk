@@ -39,8 +39,12 @@ check_PROGRAMS += tests/unit/test_engine_kernels
 TESTS += tests/unit/test_engine_kernels
 tests_unit_test_engine_kernels_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_engine_kernels_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
-check_PROGRAMS += tests/unit/test_gemm tests/unit/test_train
-TESTS += tests/unit/test_gemm tests/unit/test_train
+check_PROGRAMS += tests/unit/test_gemm tests/unit/test_train tests/unit/test_train_cuda
+TESTS += tests/unit/test_gemm tests/unit/test_train tests/unit/test_train_cuda
+tests_unit_test_train_cuda_LDADD = $(ENGINE_LIBS) -lm
+# Training steps timed on the engine alone (BENCHMARKS.md); built by make check, not run.
+check_PROGRAMS += tests/bench/train_bench
+tests_bench_train_bench_LDADD = $(ENGINE_LIBS) -lm
 tests_unit_test_gemm_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_gemm_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 tests_unit_test_train_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 
 #include "engine/cuda/kernels.cuh"
+#include "engine/cuda/train.cuh"
 
 extern "C" {
 #include "engine/rope.h"
@@ -47,4 +48,13 @@ qwenchat_cuda_backend(const struct eng_host *h)
 		return NULL; /* the host's message ("a different version?") stands */
 	host = h;
 	return cuda_backend_ops();
+}
+
+extern "C" __attribute__((visibility("default"))) const struct train_ops *
+qwenchat_cuda_trainer(const struct eng_host *h)
+{
+	if (!h || h->abi != ENG_CUDA_ABI)
+		return NULL;
+	host = h;
+	return cuda_train_ops();
 }

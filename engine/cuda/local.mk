@@ -3,9 +3,10 @@
 # (engine/cuda_load.c), so the program links no CUDA library; `make install` puts it in
 # $(pkglibdir), and in a build tree it sits beside the qwenchat program.
 cuda_module_sources = engine/cuda/host.cu engine/cuda/cuda.cu engine/cuda/upload.cu engine/cuda/kernels.cu \
-	engine/cuda/matvec.cu engine/cuda/quant.cu engine/cuda/attention.cu engine/cuda/sample.cu engine/cuda/measure.cu
+	engine/cuda/matvec.cu engine/cuda/quant.cu engine/cuda/attention.cu engine/cuda/sample.cu engine/cuda/measure.cu \
+	engine/cuda/train.cu engine/cuda/train_kernels.cu engine/cuda/train_step.cu
 EXTRA_DIST += engine/cuda/common.cuh engine/cuda/kernels.cuh engine/cuda/state.cuh \
-	engine/cuda/quant.cuh engine/cuda/qblocks.cuh $(cuda_module_sources)
+	engine/cuda/quant.cuh engine/cuda/qblocks.cuh engine/cuda/train.cuh $(cuda_module_sources)
 if HAVE_CUDA
 cuda_module_objects = $(cuda_module_sources:.cu=.$(OBJEXT))
 CLEANFILES += $(cuda_module_objects) qwenchat-cuda.so
@@ -34,8 +35,9 @@ uninstall-local:
 
 # nvcc does no automake dependency tracking: every .cu depends on the headers.
 cuda_backend_headers = $(srcdir)/engine/cuda/common.cuh $(srcdir)/engine/cuda/kernels.cuh \
-	$(srcdir)/engine/cuda/state.cuh $(srcdir)/engine/cuda/quant.cuh $(srcdir)/engine/cuda/qblocks.cuh \
+	$(srcdir)/engine/cuda/state.cuh $(srcdir)/engine/cuda/quant.cuh $(srcdir)/engine/cuda/qblocks.cuh $(srcdir)/engine/cuda/train.cuh \
 	$(srcdir)/engine/backend.h $(srcdir)/engine/engine.h $(srcdir)/engine/rope.h \
+	$(srcdir)/engine/train.h $(srcdir)/engine/train_backend.h \
 	$(srcdir)/src/base/err.h
 $(cuda_module_objects): $(cuda_backend_headers)
 endif

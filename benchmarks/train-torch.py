@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+# train-torch.py — what a PyTorch user gets for one training step of a small Qwen3 on the
+# CPU, the side of BENCHMARKS.md's training table that qwenchat is compared with: the
+# same shape, data, optimizer (AdamW, clipping) and thread count, float32, written the
+# way a PyTorch 1.13 user writes a Qwen3 block (Debian's python3-torch has no
+# scaled_dot_product_attention). Prints tokens/s per step and the best.
+#
+#   /usr/bin/python3 benchmarks/train-torch.py [--threads 2] [--layers 4] [--hidden 256]
+#       [--heads 4] [--kv-heads 2] [--head-dim 64] [--inter 768] [--vocab 8192]
+#       [--batch 8] [--ctx 256] [--steps 8] [--device cpu|cuda] [--dtype f32|bf16]
+import argparse, math, time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ap = argparse.ArgumentParser()
+for name, default in [("threads", 2), ("layers", 4), ("hidden", 256), ("heads", 4),
+                      ("kv-heads", 2), ("head-dim", 64), ("inter", 768), ("vocab", 8192),
+                      ("batch", 8), ("ctx", 256), ("steps", 8)]:
+    ap.add_argument("--" + name, type=int, default=default)
+ap.add_argument("--device", default="cpu")
+ap.add_argument("--dtype", default="f32")
+a = ap.parse_args()
+torch.set_num_threads(a.threads)
+torch.manual_seed(0)
+dev = torch.device(a.device)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
+def rope(x, cos, sin):
+    h = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., h:], x[..., :h]), -1) * sin
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        D, hd = a.hidden, a.head_dim
+        self.norm1, self.norm2 = RMSNorm(D), RMSNorm(D)
+        self.q = nn.Linear(D, a.heads * hd, bias=False)
+        self.k = nn.Linear(D, a.kv_heads * hd, bias=False)
+        self.v = nn.Linear(D, a.kv_heads * hd, bias=False)
+        self.o = nn.Linear(a.heads * hd, D, bias=False)
+        self.qn, self.kn = RMSNorm(hd), RMSNorm(hd)
+        self.gate = nn.Linear(D, a.inter, bias=False)
+        self.up = nn.Linear(D, a.inter, bias=False)
+        self.down = nn.Linear(a.inter, D, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        B, T, _ = x.shape
+        h = self.norm1(x)
+        q = self.qn(self.q(h).view(B, T, a.heads, a.head_dim)).transpose(1, 2)
+        k = self.kn(self.k(h).view(B, T, a.kv_heads, a.head_dim)).transpose(1, 2)
+        v = self.v(h).view(B, T, a.kv_heads, a.head_dim).transpose(1, 2)
+        q, k = rope(q, cos, sin), rope(k, cos, sin)
+        g = a.heads // a.kv_heads
+        k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+        s = (q @ k.transpose(-1, -2)) / math.sqrt(a.head_dim) + mask
+        att = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, -1)
+        x = x + self.o(att)
+        h = self.norm2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(a.vocab, a.hidden)
+        self.blocks = nn.ModuleList(Block() for _ in range(a.layers))
+        self.norm = RMSNorm(a.hidden)
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, std=0.02)
+
+    def forward(self, ids, cos, sin, mask):
+        x = self.embed(ids)
+        for b in self.blocks:
+            x = b(x, cos, sin, mask)
+        return self.norm(x) @ self.embed.weight.t()  # tied lm_head
+
+
+dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
+model = Model().to(dev)
+inv = 1.0 / (10000 ** (torch.arange(0, a.head_dim, 2, device=dev).float() / a.head_dim))
+ang = torch.arange(a.ctx, device=dev).float()[:, None] * inv[None]
+cos, sin = torch.cat((ang, ang), -1).cos(), torch.cat((ang, ang), -1).sin()
+mask = torch.full((a.ctx, a.ctx), float("-inf"), device=dev).triu(1)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+data = torch.randint(0, a.vocab, (a.batch, a.ctx + 1), device=dev)
+best = 0.0
+for step in range(a.steps):
+    t0 = time.perf_counter()
+    with torch.autocast(a.device, dtype=torch.bfloat16, enabled=dtype != torch.float32):
+        logits = model(data[:, :-1], cos, sin, mask)
+        loss = F.cross_entropy(logits.float().view(-1, a.vocab), data[:, 1:].reshape(-1))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    if a.device == "cuda":
+        torch.cuda.synchronize()
+    tok_s = a.batch * a.ctx / (time.perf_counter() - t0)
+    if step > 0:
+        best = max(best, tok_s)
+    print("step %d loss %.4f %.0f tok/s" % (step, loss.item(), tok_s), flush=True)
+print("best %.0f tok/s (torch %s, %d threads)" % (best, torch.__version__, a.threads))

@@ -1,0 +1,276 @@
+/* train.cu — one layer of a training step on the device, forward and backward (the
+ * CPU's engine/cpu/train_layer.c), with its products: on the exact path cuBLAS in fp32
+ * (no TF32); otherwise the weights' products take bf16 copies of both operands (the
+ * weights' copies made once per update) with fp32 sums, and attention's TF32.
+ * Attention keeps the softmax of every (row, head) as the CPU does, and runs as batched
+ * products over pointer arrays made once per activation slot. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/cuda/train.cuh"
+
+/* ---- sizes (the same layout as the CPU's) --------------------------------------------------- */
+
+size_t trc_act_floats(const struct eng_config *c, int B, int T)
+{
+	size_t N = (size_t)B * T, D = c->hidden_size, F = c->intermediate_size;
+	size_t q = (size_t)c->num_heads * c->head_dim, kv = (size_t)c->num_kv_heads * c->head_dim;
+	return N * (2 + 3 * D + 3 * q + 3 * kv + c->num_heads + c->num_kv_heads + 3 * F) +
+	       (size_t)B * c->num_heads * T * T;
+}
+
+int trc_loss_chunk(const struct eng_config *c, int N)
+{
+	long ch = (256L << 20) / c->vocab_size; /* 1 GB of logits at most */
+	if (ch < 16)
+		ch = 16;
+	return ch < N ? (int)ch : N;
+}
+
+/* Floats of everything but the parameters, and the bf16 scratch's elements. */
+size_t trc_scratch_floats(const struct eng_config *c, const struct eng_train_options *o,
+			     size_t *half)
+{
+	size_t N = (size_t)o->batch * o->ctx, D = c->hidden_size, F = c->intermediate_size, T = o->ctx;
+	size_t q = (size_t)c->num_heads * c->head_dim, kv = (size_t)c->num_kv_heads * c->head_dim;
+	size_t layers = o->recompute ? 1 : (size_t)c->num_layers, ch = trc_loss_chunk(c, (int)N);
+	size_t wide = D > 2 * (size_t)c->head_dim ? D : 2 * (size_t)c->head_dim;
+	size_t big = N * (F > q ? (F > D ? F : D) : (q > D ? q : D));
+	if (ch * c->vocab_size > big)
+		big = ch * c->vocab_size;
+	*half = big;
+	return (size_t)(c->num_layers + 1) * N * D + layers * trc_act_floats(c, o->batch, o->ctx) +
+	       N * (D + 1) + N * (2 * D + 2 * F + 2 * q + 2 * kv) +
+	       (size_t)o->batch * c->num_heads * T * T + CEIL_DIV(N, (size_t)TRC_BLOCK) * wide +
+	       ch * c->vocab_size + T * (size_t)c->head_dim + 64 * 64;
+}
+
+int trc_plan(const struct eng_config *c, const struct eng_train_options *o,
+		    struct eng_train_plan *p)
+{
+	size_t half, f = trc_scratch_floats(c, o, &half);
+	p->activations = f * sizeof(float);
+	p->scratch = 2 * half * sizeof(bf16) + (size_t)p->params * sizeof(bf16);
+	p->recompute = o->recompute;
+	p->device = true;
+	return 0;
+}
+
+/* ---- products ------------------------------------------------------------------------------------ */
+
+/* c (n, m) (+)= a . b, row-major, with a(i, p) = at ? a[p lda + i] : a[i lda + p] and
+ * b(p, j) = bt ? b[j ldb + p] : b[p ldb + j] (gemm.h's convention): cuBLAS sees the
+ * column-major c^T = b^T a^T. ah/bh: bf16 copies with the same layout, or NULL. */
+int trc_mm(struct trc *s, float *c, int ldc, bool acc, const float *a, const bf16 *ah, int lda,
+	      bool at, const float *b, const bf16 *bh, int ldb, bool bt, int n, int m, int k)
+{
+	const float one = 1.0f, zero = 0.0f;
+	bool half = ah && bh && !s->exact;
+	cublasComputeType_t ct = s->exact ? CUBLAS_COMPUTE_32F_PEDANTIC
+			       : half     ? CUBLAS_COMPUTE_32F
+					  : CUBLAS_COMPUTE_32F_FAST_TF32;
+	cudaDataType_t dt = half ? CUDA_R_16BF : CUDA_R_32F;
+	CUBLAS_CHECK(cublasGemmEx(s->blas, bt ? CUBLAS_OP_T : CUBLAS_OP_N, at ? CUBLAS_OP_T : CUBLAS_OP_N,
+				  m, n, k, &one, half ? (const void *)bh : b, dt, ldb,
+				  half ? (const void *)ah : a, dt, lda, acc ? &one : &zero, c,
+				  CUDA_R_32F, ldc, ct, CUBLAS_GEMM_DEFAULT));
+	return 0;
+}
+
+/* The same over `count` (row, head) pairs whose operands are in pointer arrays. */
+static int mm_batch(struct trc *s, void *const *c, int ldc, bool acc, const void *const *a, int lda,
+		    bool at, const void *const *b, int ldb, bool bt, int n, int m, int k, int count)
+{
+	const float one = 1.0f, zero = 0.0f;
+	cublasComputeType_t ct = s->exact ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F_FAST_TF32;
+	CUBLAS_CHECK(cublasGemmBatchedEx(s->blas, bt ? CUBLAS_OP_T : CUBLAS_OP_N,
+					 at ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &one, b, CUDA_R_32F,
+					 ldb, a, CUDA_R_32F, lda, acc ? &one : &zero, c, CUDA_R_32F,
+					 ldc, count, ct, CUBLAS_GEMM_DEFAULT));
+	return 0;
+}
+
+/* The bf16 copy of an activation into one of the two scratch buffers (fast path). */
+const bf16 *trc_half(struct trc *s, bf16 *buf, const float *x, size_t n)
+{
+	if (s->exact)
+		return NULL;
+	return trc_to_bf16(buf, x, n, s->stream) ? NULL : buf;
+}
+
+/* y (N, M) (+)= x (N, K) . W^T. */
+static int linear(struct trc *s, float *y, const float *x, int pi, bool acc)
+{
+	const struct eng_param *W = &s->t->params[pi];
+	int M = (int)W->shape[0], K = (int)W->shape[1];
+	const bf16 *xh = trc_half(s, s->ha, x, (size_t)s->N * K);
+	return trc_mm(s, y, M, acc, x, xh, K, false, s->w[pi], s->whp[pi], K, true, s->N, M, K);
+}
+
+/* dW += dy^T x; dx (+)= dy W. */
+static int linear_back(struct trc *s, float *dx, bool acc, const float *dy, const float *x, int pi)
+{
+	const struct eng_param *W = &s->t->params[pi];
+	int M = (int)W->shape[0], K = (int)W->shape[1];
+	const bf16 *dyh = trc_half(s, s->ha, dy, (size_t)s->N * M);
+	const bf16 *xh = trc_half(s, s->hb, x, (size_t)s->N * K);
+	if (trc_mm(s, s->g[pi], K, true, dy, dyh, M, true, x, xh, K, false, M, K, s->N))
+		return -1;
+	return trc_mm(s, dx, K, acc, dy, dyh, M, false, s->w[pi], s->whp[pi], K, false, s->N, K, M);
+}
+
+/* ---- attention ------------------------------------------------------------------------------------ */
+
+/* The pointer arrays of act slot a: for each (row b, head h) the operands of the forward
+ * and backward products, and per group head j the (b, kv head) lists of dv and dk. */
+int trc_make_ptrs(struct trc *s, struct trc_act *a)
+{
+	int BH = s->B * s->H, BK = s->B * s->Hkv, G = s->G, T = s->T, hd = s->hd;
+	size_t n = (size_t)BH * 9 + (size_t)G * BK * 6;
+	const void **h = (const void **)calloc(n, sizeof *h);
+	if (!h || cudaMalloc((void **)&a->ptr, n * sizeof *h) != cudaSuccess) {
+		free(h);
+		return err_set("cuda training: cannot allocate attention's pointer arrays");
+	}
+	for (int b = 0; b < s->B; b++)
+		for (int hh = 0; hh < s->H; hh++) {
+			int i = b * s->H + hh, g = hh / G;
+			size_t qo = (size_t)b * T * s->q_dim + (size_t)hh * hd;
+			size_t ko = (size_t)b * T * s->kv_dim + (size_t)g * hd;
+			size_t po = (size_t)i * T * T;
+			const void *row[9] = {a->q + qo,  a->k + ko,     a->p + po,  /* S = q k^T */
+					      a->v + ko,  a->att + qo,             /* att = p v */
+					      s->datt + qo, s->dp + po,            /* dp = datt v^T */
+					      s->dq + qo, s->dk + ko};             /* (dq, kv) */
+			for (int r = 0; r < 9; r++)
+				h[(size_t)r * BH + i] = row[r];
+		}
+	size_t base = (size_t)BH * 9;
+	for (int j = 0; j < G; j++)
+		for (int b = 0; b < s->B; b++)
+			for (int g = 0; g < s->Hkv; g++) {
+				int hh = g * G + j, i = b * s->Hkv + g;
+				size_t qo = (size_t)b * T * s->q_dim + (size_t)hh * hd;
+				size_t ko = (size_t)b * T * s->kv_dim + (size_t)g * hd;
+				size_t po = (size_t)(b * s->H + hh) * T * T;
+				const void *row[6] = {a->p + po, s->datt + qo, s->dv + ko,   /* dv += p^T datt */
+						      s->dp + po, a->q + qo,   s->dk + ko};  /* dk += ds^T q */
+				for (int r = 0; r < 6; r++)
+					h[base + ((size_t)j * 6 + r) * BK + i] = row[r];
+			}
+	cudaError_t e = cudaMemcpy(a->ptr, h, n * sizeof *h, cudaMemcpyHostToDevice);
+	free(h);
+	CUDA_CHECK(e);
+	return 0;
+}
+
+static void *const *P(const struct trc_act *a, int r, int BH)
+{
+	return (void *const *)(a->ptr + (size_t)r * BH);
+}
+
+static int attn_forward(struct trc *s, struct trc_act *a)
+{
+	int BH = s->B * s->H, T = s->T, hd = s->hd;
+	/* p = q k^T (T x T per head), softmax, att = p v */
+	if (mm_batch(s, P(a, 2, BH), T, false, (const void *const *)P(a, 0, BH), s->q_dim, false,
+		     (const void *const *)P(a, 1, BH), s->kv_dim, true, T, T, hd, BH) ||
+	    trc_softmax_causal(a->p, BH * T, T, 1.0f / sqrtf((float)hd), s->stream))
+		return -1;
+	return mm_batch(s, P(a, 4, BH), s->q_dim, false, (const void *const *)P(a, 2, BH), T, false,
+			(const void *const *)P(a, 3, BH), s->kv_dim, false, T, hd, T, BH);
+}
+
+static int attn_backward(struct trc *s, struct trc_act *a)
+{
+	int BH = s->B * s->H, BK = s->B * s->Hkv, T = s->T, hd = s->hd;
+	void *const *grp = P(a, 9, BH); /* the group lists start after the nine per-head ones */
+	if (mm_batch(s, P(a, 6, BH), T, false, (const void *const *)P(a, 5, BH), s->q_dim, false,
+		     (const void *const *)P(a, 3, BH), s->kv_dim, true, T, T, hd, BH))
+		return -1;
+	for (int j = 0; j < s->G; j++) { /* dv += p^T datt, a head of each group at a time */
+		void *const *l = grp + (size_t)j * 6 * BK;
+		if (mm_batch(s, l + 2 * BK, s->kv_dim, j > 0, (const void *const *)l, T, true,
+			     (const void *const *)(l + BK), s->q_dim, false, T, hd, T, BK))
+			return -1;
+	}
+	if (trc_softmax_back(s->dp, a->p, BH * T, T, 1.0f / sqrtf((float)hd), s->stream) ||
+	    mm_batch(s, P(a, 7, BH), s->q_dim, false, (const void *const *)P(a, 6, BH), T, false,
+		     (const void *const *)P(a, 1, BH), s->kv_dim, false, T, hd, T, BH))
+		return -1;
+	for (int j = 0; j < s->G; j++) { /* dk += ds^T q */
+		void *const *l = grp + (size_t)j * 6 * BK;
+		if (mm_batch(s, l + 5 * BK, s->kv_dim, j > 0, (const void *const *)(l + 3 * BK), T,
+			     true, (const void *const *)(l + 4 * BK), s->q_dim, false, T, hd, T, BK))
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- a layer, forward and backward (train_layer.c's story) ---------------------------------------- */
+
+static int pidx(int l, enum train_role r)
+{
+	return train_index(l, r);
+}
+
+static struct trc_qk qk_args(struct trc *s, struct trc_act *a, int l)
+{
+	struct trc_qk q = {a->q,    a->k,    a->rstd_q, a->rstd_k, a->q_raw, a->k_raw,
+			   s->w[pidx(l, TR_Q_NORM)], s->w[pidx(l, TR_K_NORM)], s->cos, s->sin,
+			   s->N, s->T, s->H, s->Hkv, s->hd, s->eps};
+	return q;
+}
+
+int trc_layer_forward(struct trc *s, int l, struct trc_act *a)
+{
+	int N = s->N, D = s->D;
+	const float *x = s->x + (size_t)l * N * D;
+	float *out = s->x + (size_t)(l + 1) * N * D;
+	struct trc_qk qk = qk_args(s, a, l);
+	if (trc_rmsnorm(a->xn1, a->rstd1, x, s->w[pidx(l, TR_IN_NORM)], N, D, s->eps, s->stream) ||
+	    linear(s, a->q_raw, a->xn1, pidx(l, TR_WQ), false) ||
+	    linear(s, a->k_raw, a->xn1, pidx(l, TR_WK), false) ||
+	    linear(s, a->v, a->xn1, pidx(l, TR_WV), false) || trc_qk(&qk, s->stream) ||
+	    attn_forward(s, a))
+		return -1;
+	CUDA_CHECK(cudaMemcpyAsync(a->xmid, x, (size_t)N * D * sizeof(float), cudaMemcpyDeviceToDevice,
+				   s->stream));
+	if (linear(s, a->xmid, a->att, pidx(l, TR_WO), true) ||
+	    trc_rmsnorm(a->xn2, a->rstd2, a->xmid, s->w[pidx(l, TR_POST_NORM)], N, D, s->eps,
+			s->stream) ||
+	    linear(s, a->gate, a->xn2, pidx(l, TR_GATE), false) ||
+	    linear(s, a->up, a->xn2, pidx(l, TR_UP), false) ||
+	    trc_swiglu(a->h, a->gate, a->up, (size_t)N * s->F, s->stream))
+		return -1;
+	CUDA_CHECK(cudaMemcpyAsync(out, a->xmid, (size_t)N * D * sizeof(float),
+				   cudaMemcpyDeviceToDevice, s->stream));
+	return linear(s, out, a->h, pidx(l, TR_DOWN), true);
+}
+
+int trc_layer_backward(struct trc *s, int l, struct trc_act *a)
+{
+	int N = s->N, D = s->D;
+	const float *x = s->x + (size_t)l * N * D;
+	struct trc_qk qk = qk_args(s, a, l);
+	int pn = pidx(l, TR_POST_NORM), in = pidx(l, TR_IN_NORM);
+	if (linear_back(s, s->dh, false, s->dx, a->h, pidx(l, TR_DOWN)) ||
+	    trc_swiglu_back(s->dh, s->dup, a->gate, a->up, (size_t)N * s->F, s->stream) ||
+	    linear_back(s, s->dxn, false, s->dh, a->xn2, pidx(l, TR_GATE)) ||
+	    linear_back(s, s->dxn, true, s->dup, a->xn2, pidx(l, TR_UP)) ||
+	    trc_rmsnorm_back(s->dx, s->g[pn], s->part, s->dxn, a->xmid, a->rstd2, s->w[pn], N, D, true,
+			     s->stream))
+		return -1;
+	if (linear_back(s, s->datt, false, s->dx, a->att, pidx(l, TR_WO)) || attn_backward(s, a) ||
+	    trc_qk_back(&qk, s->dq, s->dk, s->g[pidx(l, TR_Q_NORM)], s->g[pidx(l, TR_K_NORM)], s->part,
+			s->stream) ||
+	    linear_back(s, s->dxn, false, s->dq, a->xn1, pidx(l, TR_WQ)) ||
+	    linear_back(s, s->dxn, true, s->dk, a->xn1, pidx(l, TR_WK)) ||
+	    linear_back(s, s->dxn, true, s->dv, a->xn1, pidx(l, TR_WV)))
+		return -1;
+	return trc_rmsnorm_back(s->dx, s->g[in], s->part, s->dxn, x, a->rstd1, s->w[in], N, D, true,
+				s->stream);
+}
+
