@@ -20,7 +20,7 @@
 #include "src/base/err.h"
 
 #define GEMM_NR 32  /* columns of a panel */
-#define GEMM_MR 8   /* rows of a micro-tile */
+#define GEMM_MR 12  /* rows of a micro-tile: 24 accumulators of the 32 registers */
 #define GEMM_KC 256 /* depth of a packed panel (even) */
 #define GEMM_MC 256 /* rows of C a work item sweeps: their A stays in L2 across panels */
 
@@ -43,6 +43,8 @@ struct gemm_ctx {
 	size_t apack_words;
 	uint32_t *atmp; /* per thread: a converted row of A transposed */
 	size_t atmp_words;
+	uint32_t *serial; /* per thread: A's pairs for gemm_serial (serial_words each) */
+	size_t serial_words;
 };
 
 /* ---- micro-kernels: portable C ----------------------------------------------------- */
@@ -79,7 +81,7 @@ static inline __mmask16 mask16(int n)
 INLINE TG512 void store_tile(float *c, int ldc, __m512 (*t)[2], const int R, int cols, bool acc)
 {
 	__mmask16 m0 = mask16(cols), m1 = mask16(cols - 16);
-#pragma GCC unroll 8
+#pragma GCC unroll 12
 	for (int r = 0; r < R; r++) {
 		float *cr = c + (size_t)r * ldc;
 		if (acc) {
@@ -95,14 +97,14 @@ INLINE TG512 void mk512(float *c, int ldc, const float *a, size_t sar, size_t sa
 			int kc, const int R, int cols, bool acc)
 {
 	__m512 t[GEMM_MR][2];
-#pragma GCC unroll 8
+#pragma GCC unroll 12
 	for (int r = 0; r < R; r++)
 		t[r][0] = t[r][1] = _mm512_setzero_ps();
 	for (int p = 0; p < kc; p++) {
 		__m512 b0 = _mm512_loadu_ps(bp + (size_t)p * GEMM_NR);
 		__m512 b1 = _mm512_loadu_ps(bp + (size_t)p * GEMM_NR + 16);
 		const float *ap = a + (size_t)p * sap;
-#pragma GCC unroll 8
+#pragma GCC unroll 12
 		for (int r = 0; r < R; r++) {
 			__m512 av = _mm512_set1_ps(ap[r * sar]);
 			t[r][0] = _mm512_fmadd_ps(av, b0, t[r][0]);
@@ -116,13 +118,10 @@ static TG512 void mk_f32_512(float *c, int ldc, const float *a, size_t sar, size
 			     const float *bp, int kc, int rows, int cols, bool acc)
 {
 	switch (rows) { /* a constant row count keeps the tile in registers */
-	case 8: mk512(c, ldc, a, sar, sap, bp, kc, 8, cols, acc); break;
-	case 7: mk512(c, ldc, a, sar, sap, bp, kc, 7, cols, acc); break;
-	case 6: mk512(c, ldc, a, sar, sap, bp, kc, 6, cols, acc); break;
-	case 5: mk512(c, ldc, a, sar, sap, bp, kc, 5, cols, acc); break;
-	case 4: mk512(c, ldc, a, sar, sap, bp, kc, 4, cols, acc); break;
-	case 3: mk512(c, ldc, a, sar, sap, bp, kc, 3, cols, acc); break;
-	case 2: mk512(c, ldc, a, sar, sap, bp, kc, 2, cols, acc); break;
+#define MK(R)                                                          \
+	case R: mk512(c, ldc, a, sar, sap, bp, kc, R, cols, acc); break;
+		MK(12) MK(11) MK(10) MK(9) MK(8) MK(7) MK(6) MK(5) MK(4) MK(3) MK(2)
+#undef MK
 	default: mk512(c, ldc, a, sar, sap, bp, kc, 1, cols, acc); break;
 	}
 }
@@ -131,13 +130,13 @@ INLINE TGBF void mkbf(float *c, int ldc, const uint32_t *ap, size_t lda2, const 
 		      int kcp, const int R, int cols, bool acc)
 {
 	__m512 t[GEMM_MR][2];
-#pragma GCC unroll 8
+#pragma GCC unroll 12
 	for (int r = 0; r < R; r++)
 		t[r][0] = t[r][1] = _mm512_setzero_ps();
 	for (int pp = 0; pp < kcp; pp++) {
 		__m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + (size_t)pp * GEMM_NR);
 		__m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + (size_t)pp * GEMM_NR + 16);
-#pragma GCC unroll 8
+#pragma GCC unroll 12
 		for (int r = 0; r < R; r++) {
 			__m512bh av = (__m512bh)_mm512_set1_epi32((int)ap[r * lda2 + pp]);
 			t[r][0] = _mm512_dpbf16_ps(t[r][0], av, b0);
@@ -151,13 +150,10 @@ static TGBF void mk_bf16_512(float *c, int ldc, const uint32_t *ap, size_t lda2,
 			     int kcp, int rows, int cols, bool acc)
 {
 	switch (rows) {
-	case 8: mkbf(c, ldc, ap, lda2, bp, kcp, 8, cols, acc); break;
-	case 7: mkbf(c, ldc, ap, lda2, bp, kcp, 7, cols, acc); break;
-	case 6: mkbf(c, ldc, ap, lda2, bp, kcp, 6, cols, acc); break;
-	case 5: mkbf(c, ldc, ap, lda2, bp, kcp, 5, cols, acc); break;
-	case 4: mkbf(c, ldc, ap, lda2, bp, kcp, 4, cols, acc); break;
-	case 3: mkbf(c, ldc, ap, lda2, bp, kcp, 3, cols, acc); break;
-	case 2: mkbf(c, ldc, ap, lda2, bp, kcp, 2, cols, acc); break;
+#define MK(R)                                                       \
+	case R: mkbf(c, ldc, ap, lda2, bp, kcp, R, cols, acc); break;
+		MK(12) MK(11) MK(10) MK(9) MK(8) MK(7) MK(6) MK(5) MK(4) MK(3) MK(2)
+#undef MK
 	default: mkbf(c, ldc, ap, lda2, bp, kcp, 1, cols, acc); break;
 	}
 }
@@ -169,14 +165,14 @@ INLINE TG2 void mk2(float *c, int ldc, const float *a, size_t sar, size_t sap, c
 		    int kc, const int R, int cols, bool acc)
 {
 	__m256 t[4][4];
-#pragma GCC unroll 8
+#pragma GCC unroll 12
 	for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
 		for (int v = 0; v < 4; v++)
 			t[r][v] = _mm256_setzero_ps();
 	for (int p = 0; p < kc; p++) {
 		const float *b = bp + (size_t)p * GEMM_NR, *ap = a + (size_t)p * sap;
-#pragma GCC unroll 8
+#pragma GCC unroll 12
 		for (int r = 0; r < R; r++) {
 			__m256 av = _mm256_broadcast_ss(ap + r * sar);
 	#pragma GCC unroll 4
@@ -184,7 +180,7 @@ INLINE TG2 void mk2(float *c, int ldc, const float *a, size_t sar, size_t sap, c
 				t[r][v] = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 8 * v), t[r][v]);
 		}
 	}
-#pragma GCC unroll 8
+#pragma GCC unroll 12
 	for (int r = 0; r < R; r++) {
 		float tmp[GEMM_NR], *cr = c + (size_t)r * ldc;
 #pragma GCC unroll 4
@@ -215,7 +211,7 @@ static TG2 void mk_f32_avx2(float *c, int ldc, const float *a, size_t sar, size_
  * products: each converted value meets only m/32 or n/8 tiles) ---- */
 
 /* dst[q] = the pair (src[2q], src[2q + 1]) for q < n/2 (n even). */
-static TGBF void pairs_row_bf(uint32_t *dst, const float *src, int n)
+INLINE TGBF void pairs_row_bf(uint32_t *dst, const float *src, int n)
 {
 	int i = 0;
 	for (; i + 32 <= n; i += 32) {
@@ -227,7 +223,7 @@ static TGBF void pairs_row_bf(uint32_t *dst, const float *src, int n)
 }
 
 /* dst[q] = the pair (lo[q], hi[q]) for q < n. */
-static TGBF void pairs_2rows_bf(uint32_t *dst, const float *lo, const float *hi, int n)
+INLINE TGBF void pairs_2rows_bf(uint32_t *dst, const float *lo, const float *hi, int n)
 {
 	const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
 					       24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
@@ -305,7 +301,8 @@ static uint32_t pair(float lo, float hi)
 #if defined(__x86_64__)
 /* bf16 panel: bp[pp][j] = the pair b(p0 + 2pp, j0 + j), b(p0 + 2pp + 1, j0 + j), zero
  * past k and the columns. tmp: KC / 2 * GEMM_NR words. */
-static void pack_b_bf16(uint32_t *bp, uint32_t *tmp, const struct gemm *g, int p0, int kc, int j0)
+static TGBF void pack_b_bf16(uint32_t *bp, uint32_t *tmp, const struct gemm *g, int p0, int kc,
+			     int j0)
 {
 	int cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR, kcp = (kc + 1) / 2;
 	if (!g->bt) {
@@ -338,13 +335,46 @@ static void pack_b_bf16(uint32_t *bp, uint32_t *tmp, const struct gemm *g, int p
 	(void)tmp;
 }
 
-/* A as bf16 pairs: apack[i * kp + pp] = a(i, 2pp), a(i, 2pp + 1). Items: rows of A
- * (A stored row-major), or pairs of its stored rows (A transposed: the pair pp of
- * every row i comes from stored rows 2pp and 2pp + 1). */
+/* A as bf16 pairs: out[i * kp + pp] = a(i, 2pp), a(i, 2pp + 1). Item `it` of
+ * apack_items: a row of A (A stored row-major), or 16 pairs of its stored rows (A
+ * transposed: the pair pp of every row i comes from stored rows 2pp and 2pp + 1),
+ * sixteen rows at a time through one transpose. tmp: n words. */
+static int apack_items(const struct gemm *g)
+{
+	return g->at ? ((g->k + 1) / 2 + 15) / 16 : g->n;
+}
+
+static TGBF void apack_item(const struct gemm *g, uint32_t *out, int kp, uint32_t *tmp, int it)
+{
+	if (!g->at) {
+		const float *src = g->a + (size_t)it * g->lda;
+		uint32_t *o = out + (size_t)it * kp;
+		pairs_row_bf(o, src, g->k & ~1);
+		if (g->k & 1)
+			o[kp - 1] = pair(src[g->k - 1], 0.0f);
+		return;
+	}
+	int q0 = 16 * it, nq = kp - q0 < 16 ? kp - q0 : 16, i = 0;
+	if (nq == 16 && 2 * q0 + 32 <= g->k)
+		for (; i + 16 <= g->n; i += 16)
+			pairs_t16_bf(out + (size_t)i * kp + q0, kp, g->a + (size_t)(2 * q0) * g->lda,
+				     g->lda, i);
+	for (int q = q0; q < q0 + nq; q++) { /* the rest, a pair of rows at a time */
+		const float *lo = g->a + (size_t)(2 * q) * g->lda;
+		if (2 * q + 1 < g->k)
+			pairs_2rows_bf(tmp + i, lo + i, lo + g->lda + i, g->n - i);
+		else
+			for (int r = i; r < g->n; r++)
+				tmp[r] = pair(lo[r], 0.0f);
+		for (int r = i; r < g->n; r++)
+			out[(size_t)r * kp + q] = tmp[r];
+	}
+}
+
 struct apack_task {
 	const struct gemm *g;
 	uint32_t *out;
-	uint32_t *tmp; /* per thread: n words, A transposed */
+	uint32_t *tmp; /* per thread: n words */
 	size_t tmp_stride;
 	int kp;
 	atomic_int next;
@@ -354,39 +384,9 @@ static void apack_fn(void *arg, int tid, int nthreads)
 {
 	(void)nthreads;
 	struct apack_task *t = arg;
-	const struct gemm *g = t->g;
-	int it;
-	if (!g->at) {
-		while ((it = cpu_claim(&t->next, g->n)) >= 0) {
-			const float *src = g->a + (size_t)it * g->lda;
-			uint32_t *o = t->out + (size_t)it * t->kp;
-			pairs_row_bf(o, src, g->k & ~1);
-			if (g->k & 1)
-				o[t->kp - 1] = pair(src[g->k - 1], 0.0f);
-		}
-		return;
-	}
-	/* A transposed: items are 16 pairs of stored rows; each gives 16 pairs of every row
-	   i, sixteen rows at a time through one transpose */
-	uint32_t *tmp = t->tmp + (size_t)tid * t->tmp_stride;
-	int items = (t->kp + 15) / 16;
-	while ((it = cpu_claim(&t->next, items)) >= 0) {
-		int q0 = 16 * it, nq = t->kp - q0 < 16 ? t->kp - q0 : 16, i = 0;
-		if (nq == 16 && 2 * q0 + 32 <= g->k)
-			for (; i + 16 <= g->n; i += 16)
-				pairs_t16_bf(t->out + (size_t)i * t->kp + q0, t->kp,
-					     g->a + (size_t)(2 * q0) * g->lda, g->lda, i);
-		for (int q = q0; q < q0 + nq; q++) { /* the rest, a pair of rows at a time */
-			const float *lo = g->a + (size_t)(2 * q) * g->lda;
-			if (2 * q + 1 < g->k)
-				pairs_2rows_bf(tmp + i, lo + i, lo + g->lda + i, g->n - i);
-			else
-				for (int r = i; r < g->n; r++)
-					tmp[r] = pair(lo[r], 0.0f);
-			for (int r = i; r < g->n; r++)
-				t->out[(size_t)r * t->kp + q] = tmp[r];
-		}
-	}
+	int it, items = apack_items(t->g);
+	while ((it = cpu_claim(&t->next, items)) >= 0)
+		apack_item(t->g, t->out, t->kp, t->tmp + (size_t)tid * t->tmp_stride, it);
 }
 #endif
 
@@ -400,18 +400,37 @@ struct gemm_task {
 	atomic_int next;
 };
 
-/* Panel `jp` of C over rows [r0, r1): every k-block of B packed in turn. */
-static void gemm_panel(struct gemm_ctx *ctx, const struct gemm *g, bool bf16, int kp, int jp,
-		       int r0, int r1, int tid)
+/* Whether the tile of rows [i0, i0 + rows) at columns j0.. needs the k-block at p0
+ * (struct gemm's tri), and the first k-block it needs (for when its sum starts). */
+static bool tile_needs(const struct gemm *g, int i0, int rows, int j0, int p0, int kc)
+{
+	switch (g->tri) {
+	case GEMM_TRI_C: return j0 <= i0 + rows - 1;
+	case GEMM_TRI_A_LOWER: return p0 <= i0 + rows - 1;
+	case GEMM_TRI_A_UPPER: return p0 + kc > i0;
+	default: return true;
+	}
+}
+
+static int first_block(const struct gemm *g, int i0)
+{
+	return g->tri == GEMM_TRI_A_UPPER ? i0 / GEMM_KC * GEMM_KC : 0;
+}
+
+/* Panel `jp` of C over rows [r0, r1): every k-block of B packed in turn. ap: A as bf16
+ * pairs (kp a row), NULL for fp32. */
+static void gemm_panel(struct gemm_ctx *ctx, const struct gemm *g, const uint32_t *ap, int kp,
+		       int jp, int r0, int r1, int tid)
 {
 	int j0 = jp * GEMM_NR, cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR;
 	float *bp = (float *)(ctx->scratch + (size_t)tid * ctx->per);
 	size_t sar = g->at ? 1 : (size_t)g->lda, sap = g->at ? (size_t)g->lda : 1;
 	for (int p0 = 0; p0 < g->k; p0 += GEMM_KC) {
 		int kc = g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC;
-		bool acc = g->acc || p0 > 0;
+		if (!tile_needs(g, r0, r1 - r0, j0, p0, kc))
+			continue; /* no tile of these rows needs this block */
 #if defined(__x86_64__)
-		if (bf16)
+		if (ap)
 			pack_b_bf16((uint32_t *)bp, (uint32_t *)bp + GEMM_KC / 2 * GEMM_NR, g, p0,
 				    kc, j0);
 		else
@@ -419,9 +438,12 @@ static void gemm_panel(struct gemm_ctx *ctx, const struct gemm *g, bool bf16, in
 			pack_b_f32(bp, g, p0, kc, j0);
 		for (int i0 = r0; i0 < r1; i0 += GEMM_MR) {
 			int rows = r1 - i0 < GEMM_MR ? r1 - i0 : GEMM_MR;
+			if (!tile_needs(g, i0, rows, j0, p0, kc))
+				continue;
+			bool acc = g->acc || p0 > first_block(g, i0);
 			float *c = g->c + (size_t)i0 * g->ldc + j0;
-			if (bf16)
-				ctx->mk_bf16(c, g->ldc, ctx->apack + (size_t)i0 * kp + p0 / 2, kp,
+			if (ap)
+				ctx->mk_bf16(c, g->ldc, ap + (size_t)i0 * kp + p0 / 2, kp,
 					     (const uint32_t *)bp, (kc + 1) / 2, rows, cols, acc);
 			else
 				ctx->mk_f32(c, g->ldc, g->a + i0 * sar + p0 * sap, sar, sap, bp, kc,
@@ -439,7 +461,7 @@ static void gemm_task_fn(void *arg, int tid, int nthreads)
 	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, blocks = (g->n + GEMM_MC - 1) / GEMM_MC, it;
 	while ((it = cpu_claim(&t->next, panels * blocks)) >= 0) {
 		int r0 = it / panels * GEMM_MC, r1 = r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n;
-		gemm_panel(t->ctx, g, t->bf16, t->kp, it % panels, r0, r1, tid);
+		gemm_panel(t->ctx, g, t->bf16 ? t->ctx->apack : NULL, t->kp, it % panels, r0, r1, tid);
 	}
 }
 
@@ -485,10 +507,33 @@ void gemm_run(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec)
 
 void gemm_serial(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec, int tid)
 {
-	(void)prec; /* the small products of attention stay in fp32 */
-	int panels = (g->m + GEMM_NR - 1) / GEMM_NR;
+	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, kp = (g->k + 1) / 2;
+	uint32_t *ap = NULL;
+#if defined(__x86_64__)
+	if (prec == GEMM_BF16 && ctx->mk_bf16 && (size_t)g->n * kp + g->n <= ctx->serial_words) {
+		ap = ctx->serial + (size_t)tid * ctx->serial_words;
+		for (int it = 0; it < apack_items(g); it++)
+			apack_item(g, ap, kp, ap + (size_t)g->n * kp, it);
+	}
+#else
+	(void)prec;
+#endif
 	for (int jp = 0; jp < panels; jp++)
-		gemm_panel(ctx, g, false, 0, jp, 0, g->n, tid);
+		gemm_panel(ctx, g, ap, kp, jp, 0, g->n, tid);
+}
+
+int gemm_reserve_serial(struct gemm_ctx *ctx, int n, int k)
+{
+	size_t words = (size_t)n * ((k + 1) / 2) + n;
+	if (!ctx->mk_bf16 || words <= ctx->serial_words)
+		return 0;
+	uint32_t *p = NULL;
+	if (posix_memalign((void **)&p, 64, words * ctx->threads * sizeof *p))
+		return err_set("training: out of memory for the products' bf16 scratch");
+	free(ctx->serial);
+	ctx->serial = p;
+	ctx->serial_words = words;
+	return 0;
 }
 
 /* ---- set-up ---------------------------------------------------------------------------- */
@@ -529,6 +574,7 @@ void gemm_free(struct gemm_ctx *ctx)
 	free(ctx->scratch);
 	free(ctx->apack);
 	free(ctx->atmp);
+	free(ctx->serial);
 	free(ctx);
 }
 
@@ -539,5 +585,6 @@ bool gemm_has_bf16(const struct gemm_ctx *ctx)
 
 size_t gemm_scratch_bytes(const struct gemm_ctx *ctx)
 {
-	return ctx->per * ctx->threads + (ctx->apack_words + ctx->atmp_words) * sizeof(uint32_t);
+	return ctx->per * ctx->threads +
+	       (ctx->apack_words + ctx->atmp_words + ctx->serial_words * ctx->threads) * sizeof(uint32_t);
 }

@@ -20,6 +20,11 @@
 
 enum gemm_prec { GEMM_F32, GEMM_BF16 };
 
+/* What is known to be zero or not needed, so that whole tiles are skipped: C is only
+ * needed on and below its diagonal (the rest is left as it was), or A is zero above
+ * its diagonal (a(i, p) = 0 for p > i), or below it (p < i). Causal attention. */
+enum gemm_tri { GEMM_FULL, GEMM_TRI_C, GEMM_TRI_A_LOWER, GEMM_TRI_A_UPPER };
+
 struct gemm {
 	int n, m, k;
 	float *c; /* (n, m), rows ldc apart */
@@ -32,6 +37,7 @@ struct gemm {
 	const float *b;
 	int ldb;
 	bool bt;
+	enum gemm_tri tri;
 };
 
 /* The kernels this CPU runs (the best of AVX-512 BF16, AVX-512, AVX2 and portable
@@ -47,7 +53,10 @@ size_t gemm_scratch_bytes(const struct gemm_ctx *g);
 void gemm_run(struct gemm_ctx *g, const struct gemm *p, enum gemm_prec prec);
 /* One product on the calling thread alone, with that thread's scratch (tid of the
  * pool's task): for the many small products of attention, run per head in
- * parallel. */
+ * parallel. In bf16 only up to the size reserved by gemm_reserve_serial (fp32
+ * beyond). */
 void gemm_serial(struct gemm_ctx *g, const struct gemm *p, enum gemm_prec prec, int tid);
+/* Per-thread room for gemm_serial's bf16 A of n rows of k. 0 or -1 (err_set). */
+int gemm_reserve_serial(struct gemm_ctx *g, int n, int k);
 
 #endif

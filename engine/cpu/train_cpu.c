@@ -154,7 +154,7 @@ static void *cpu_init(struct eng_trainer *t)
 	s->threads = cpu_pool_size(s->pool);
 	s->k = cpu_kernels_get(isa);
 	s->prec = t->o.exact || !gemm_has_bf16(s->gm) ? GEMM_F32 : GEMM_BF16;
-	if (cpu_alloc(s)) {
+	if (cpu_alloc(s) || gemm_reserve_serial(s->gm, s->T, s->T > s->hd ? s->T : s->hd)) {
 		cpu_free(s);
 		return NULL;
 	}
@@ -218,7 +218,7 @@ static void loss_chunks(struct train_cpu *s, const int32_t *targets, bool backwa
 	for (int c0 = 0; c0 < s->N; c0 += s->chunk) {
 		int rows = s->N - c0 < s->chunk ? s->N - c0 : s->chunk;
 		const float *xf = s->xf + (size_t)c0 * D;
-		struct gemm lg = {rows, V, D, s->logits, V, false, xf, D, false, lm->w, D, true};
+		struct gemm lg = {rows, V, D, s->logits, V, false, xf, D, false, lm->w, D, true, GEMM_FULL};
 		gemm_run(s->gm, &lg, s->prec);
 		struct ce_task ct = {s, targets + c0, rows, backward, 0};
 		cpu_pool_run(s->pool, ce_task_fn, &ct);
@@ -229,10 +229,10 @@ static void loss_chunks(struct train_cpu *s, const int32_t *targets, bool backwa
 			}
 		if (!backward)
 			continue;
-		struct gemm dw = {V, D, rows, lm->g, D, true, s->logits, V, true, xf, D, false};
+		struct gemm dw = {V, D, rows, lm->g, D, true, s->logits, V, true, xf, D, false, GEMM_FULL};
 		gemm_run(s->gm, &dw, s->prec);
 		struct gemm dxf = {rows, D, V, s->dxn + (size_t)c0 * D, D, false, s->logits, V, false,
-				   lm->w, D, false};
+				   lm->w, D, false, GEMM_FULL};
 		gemm_run(s->gm, &dxf, s->prec);
 	}
 }
@@ -419,7 +419,7 @@ static double cpu_peak(void *st)
 	float *b = a + (size_t)n * k, *c = b + (size_t)m * k;
 	for (size_t i = 0; i < (size_t)n * k + (size_t)m * k; i++)
 		a[i] = (float)(i % 13) * 0.01f;
-	struct gemm g = {n, m, k, c, m, false, a, k, false, b, k, true};
+	struct gemm g = {n, m, k, c, m, false, a, k, false, b, k, true, GEMM_FULL};
 	double best = 0;
 	for (int r = 0; r < 4; r++) {
 		struct timespec t0, t1;

@@ -8,7 +8,8 @@
  * The matrix products run on gemm.c (the weights read transposed where the forward
  * needs W^T); attention runs per (row, head) in the forward and per (row, kv head) in
  * the backward, so that the key and value gradients of a group of query heads are
- * summed by one thread in one order. */
+ * summed by one thread in one order, and its products skip the tiles the causal mask
+ * leaves zero. */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 static void mm(struct train_cpu *s, float *c, int ldc, bool acc, const float *a, int lda, bool at,
 	       const float *b, int ldb, bool bt, int n, int m, int k)
 {
-	struct gemm g = {n, m, k, c, ldc, acc, a, lda, at, b, ldb, bt};
+	struct gemm g = {n, m, k, c, ldc, acc, a, lda, at, b, ldb, bt, GEMM_FULL};
 	gemm_run(s->gm, &g, s->prec);
 }
 
@@ -55,8 +56,8 @@ static void attn_fwd_item(struct train_cpu *s, struct tr_act *a, int b, int h, i
 	const float *k = a->k + (size_t)b * T * s->kv_dim + (size_t)g * hd;
 	const float *v = a->v + (size_t)b * T * s->kv_dim + (size_t)g * hd;
 	float *p = a->p + ((size_t)b * s->H + h) * T * T;
-	struct gemm sc = {T, T, hd, p, T, false, q, s->q_dim, false, k, s->kv_dim, true};
-	gemm_serial(s->gm, &sc, GEMM_F32, tid);
+	struct gemm sc = {T, T, hd, p, T, false, q, s->q_dim, false, k, s->kv_dim, true, GEMM_TRI_C};
+	gemm_serial(s->gm, &sc, s->prec, tid);
 	float scale = 1.0f / sqrtf((float)hd);
 	for (int i = 0; i < T; i++) {
 		float *row = p + (size_t)i * T;
@@ -64,8 +65,9 @@ static void attn_fwd_item(struct train_cpu *s, struct tr_act *a, int b, int h, i
 		memset(row + i + 1, 0, (size_t)(T - i - 1) * sizeof *row);
 	}
 	float *out = a->att + (size_t)b * T * s->q_dim + (size_t)h * hd;
-	struct gemm pv = {T, hd, T, out, s->q_dim, false, p, T, false, v, s->kv_dim, false};
-	gemm_serial(s->gm, &pv, GEMM_F32, tid);
+	struct gemm pv = {T, hd, T, out, s->q_dim, false, p, T, false, v, s->kv_dim, false,
+			  GEMM_TRI_A_LOWER};
+	gemm_serial(s->gm, &pv, s->prec, tid);
 }
 
 static void attn_fwd_task(void *arg, int tid, int nthreads)
@@ -90,10 +92,12 @@ static void attn_bwd_item(struct train_cpu *s, struct tr_act *a, int b, int g, i
 		size_t qo = (size_t)b * T * s->q_dim + (size_t)h * hd;
 		const float *p = a->p + ((size_t)b * s->H + h) * T * T;
 		const float *datt = s->datt + qo;
-		struct gemm g1 = {T, T, hd, dp, T, false, datt, s->q_dim, false, a->v + kvo, s->kv_dim, true};
-		gemm_serial(s->gm, &g1, GEMM_F32, tid);
-		struct gemm g2 = {T, hd, T, s->dv + kvo, s->kv_dim, j > 0, p, T, true, datt, s->q_dim, false};
-		gemm_serial(s->gm, &g2, GEMM_F32, tid);
+		struct gemm g1 = {T, T, hd, dp, T, false, datt, s->q_dim, false, a->v + kvo, s->kv_dim,
+				  true, GEMM_TRI_C};
+		gemm_serial(s->gm, &g1, s->prec, tid);
+		struct gemm g2 = {T, hd, T, s->dv + kvo, s->kv_dim, j > 0, p, T, true, datt, s->q_dim,
+				  false, GEMM_TRI_A_UPPER};
+		gemm_serial(s->gm, &g2, s->prec, tid);
 		for (int i = 0; i < T; i++) {
 			const float *pr = p + (size_t)i * T;
 			float *d = dp + (size_t)i * T;
@@ -104,10 +108,12 @@ static void attn_bwd_item(struct train_cpu *s, struct tr_act *a, int b, int g, i
 				d[c] = pr[c] * (d[c] - (float)dot) * scale;
 			memset(d + i + 1, 0, (size_t)(T - i - 1) * sizeof *d);
 		}
-		struct gemm g3 = {T, hd, T, s->dq + qo, s->q_dim, false, dp, T, false, a->k + kvo, s->kv_dim, false};
-		gemm_serial(s->gm, &g3, GEMM_F32, tid);
-		struct gemm g4 = {T, hd, T, s->dk + kvo, s->kv_dim, j > 0, dp, T, true, a->q + qo, s->q_dim, false};
-		gemm_serial(s->gm, &g4, GEMM_F32, tid);
+		struct gemm g3 = {T, hd, T, s->dq + qo, s->q_dim, false, dp, T, false, a->k + kvo,
+				  s->kv_dim, false, GEMM_TRI_A_LOWER};
+		gemm_serial(s->gm, &g3, s->prec, tid);
+		struct gemm g4 = {T, hd, T, s->dk + kvo, s->kv_dim, j > 0, dp, T, true, a->q + qo,
+				  s->q_dim, false, GEMM_TRI_A_UPPER};
+		gemm_serial(s->gm, &g4, s->prec, tid);
 	}
 }
 

@@ -39,7 +39,8 @@ static float *run(enum cpu_isa isa, int threads, int n, int m, int k, bool at, b
 	assert_non_null(g);
 	float *c = malloc((size_t)n * (m + 3) * sizeof *c);
 	memcpy(c, c0, (size_t)n * (m + 3) * sizeof *c);
-	struct gemm p = {n, m, k, c, m + 3, acc, a, at ? n + 1 : k + 2, at, b, bt ? k + 1 : m + 5, bt};
+	struct gemm p = {n, m, k, c, m + 3, acc, a, at ? n + 1 : k + 2, at, b, bt ? k + 1 : m + 5, bt,
+			 GEMM_FULL};
 	gemm_run(g, &p, prec);
 	gemm_free(g);
 	cpu_pool_free(pool);
@@ -104,8 +105,56 @@ static void test_shapes(void **state)
 	}
 }
 
+/* The causal shapes of attention on gemm_serial: C needed on and below the diagonal
+ * only, A zero above or below it; the values that matter equal the full product's. */
+static void test_triangles(void **state)
+{
+	(void)state;
+	int T = 300, hd = 40;
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+		if (!cpu_isa_supported((enum cpu_isa)isa))
+			continue;
+		struct cpu_pool *pool = cpu_pool_new(1);
+		struct gemm_ctx *g = gemm_new((enum cpu_isa)isa, pool);
+		assert_int_equal(gemm_reserve_serial(g, T, T), 0);
+		float *a = malloc(sizeof(float) * T * T), *b = malloc(sizeof(float) * T * T);
+		float *c = malloc(sizeof(float) * T * T), *f = malloc(sizeof(float) * T * T);
+		for (int prec = GEMM_F32; prec <= GEMM_BF16; prec++)
+			for (int tri = GEMM_TRI_C; tri <= GEMM_TRI_A_UPPER; tri++) {
+				int m = tri == GEMM_TRI_C ? T : hd, k = tri == GEMM_TRI_C ? hd : T;
+				for (int i = 0; i < T * T; i++) {
+					int r = i / T, col = i % T;
+					a[i] = (tri == GEMM_TRI_A_LOWER && col > r) ||
+							       (tri == GEMM_TRI_A_UPPER && col < r)
+						       ? 0.0f
+						       : frand();
+					b[i] = frand();
+				}
+				struct gemm p = {T, m, k, c, T, false, a, T, false, b, T, false,
+						 (enum gemm_tri)tri};
+				for (int i = 0; i < T * T; i++)
+					c[i] = f[i] = 7.0f;
+				gemm_serial(g, &p, (enum gemm_prec)prec, 0);
+				p.c = f, p.tri = GEMM_FULL;
+				gemm_serial(g, &p, (enum gemm_prec)prec, 0);
+				for (int i = 0; i < T; i++)
+					for (int j = 0; j < m; j++)
+						if ((tri != GEMM_TRI_C || j <= i) &&
+						    c[(size_t)i * T + j] != f[(size_t)i * T + j])
+							fail_msg("isa %d tri %d prec %d: c[%d][%d] %.8g, "
+								 "full %.8g",
+								 isa, tri, prec, i, j, c[(size_t)i * T + j],
+								 f[(size_t)i * T + j]);
+			}
+		free(a), free(b), free(c), free(f);
+		gemm_free(g);
+		cpu_pool_free(pool);
+	}
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_shapes)};
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_shapes),
+					   cmocka_unit_test(test_triangles)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
