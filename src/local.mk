@@ -16,7 +16,8 @@ libbase_a_SOURCES = \
 	src/base/term.c src/base/term.h
 
 # App: everything between the command line and the engine and tokenizer (the OpenAI
-# API server of `qwenchat serve` and the client of the remote backend included).
+# API server of `qwenchat serve`, the client of the remote backend and the training
+# layer's data files included).
 noinst_LIBRARIES += libapp.a
 libapp_a_SOURCES = \
 	src/hub/hub.c src/hub/hub_token.c src/hub/hub.h \
@@ -41,7 +42,8 @@ libapp_a_SOURCES = \
 	src/serve/serve.c src/serve/serve.h \
 	src/remote/sse.c src/remote/sse.h \
 	src/remote/reply.c src/remote/reply.h \
-	src/remote/remote.c src/remote/request.c src/remote/remote.h
+	src/remote/remote.c src/remote/request.c src/remote/remote.h \
+	src/train/tokens.c src/train/tokens.h
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.
 qwenchat_SOURCES = src/cli/main.c \

@@ -58,6 +58,18 @@ EXTRA_DIST += tests/golden/make-logits-golden.sh tests/golden/logits-tiny.txt \
 	tests/golden/logits-yarn-ms.txt tests/golden/logits-linear.txt tests/golden/logits-q06.txt
 TESTS += tests/cli/engine-cli.sh
 EXTRA_DIST += tests/cli/engine-cli.sh
+# Data files (src/train/tokens.c: .u32 ids and text documents).
+check_PROGRAMS += tests/unit/test_tokens
+TESTS += tests/unit/test_tokens
+tests_unit_test_tokens_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_tokens_SOURCES = tests/unit/test_tokens.c tests/unit/testutil.c \
+	tests/unit/testutil.h tests/unit/tinytok.c tests/unit/tinytok.h
+tests_unit_test_tokens_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
+FUZZ_TARGETS += tests/fuzz/fuzz_tokens
+tests_fuzz_fuzz_tokens_SOURCES = tests/fuzz/fuzz_tokens.c tests/unit/tinytok.c tests/unit/tinytok.h
+tests_fuzz_fuzz_tokens_LDADD = $(APP_LIBS)
+tests_fuzz_fuzz_tokens_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz/fuzz_tokens.c tests/fuzz/corpus/tokens
 
 # CUDA backend against the CPU reference; SKIP without a GPU.
 TESTS += tests/cuda.sh

@@ -1,0 +1,43 @@
+/* tokens.h — the token ids of a data file, as perplexity and training read them: a
+ * UTF-8 text file is one document (encoded as plain text, end-of-text appended), a
+ * "*.u32" file is little-endian uint32 ids taken as they are. */
+#ifndef QWENCHAT_TOKENS_H
+#define QWENCHAT_TOKENS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tok;
+
+/* The largest file tokens_read_file reads (bytes): memory, not this, is the limit. */
+#define TOKENS_MAX_FILE ((size_t)-1 / 4)
+
+/* True when path names a token-id file (its name ends in ".u32"). */
+bool tokens_is_u32(const char *path);
+
+/* The id that ends a document: <|endoftext|> (Qwen's and GPT-2's separator, which
+ * the Qwen3 chat models keep as their pad token), else tokenizer_config.json's
+ * eos_token when it is one of tk's tokens. -1 with err_set when tk has neither. */
+int32_t tokens_eot(const struct tok *tk);
+
+/* Token ids of data[0..len): consecutive little-endian uint32, each < vocab. *ids is
+ * malloc'd (never NULL on success, even for 0 ids). 0, or -1 with err_set naming the
+ * byte offset of the first bad id, or of the partial id at the end when len is not a
+ * multiple of 4. */
+int tokens_from_u32(const void *data, size_t len, int vocab, int32_t **ids, size_t *n);
+
+/* Token ids of text[0..len) as one document: ill-formed UTF-8 becomes U+FFFD (as in
+ * the chat), special-token strings in it are text (tok_encode_literal: a
+ * "<|im_start|>" in the data is those characters, not the control token), then
+ * tokens_eot is appended. Every id must be < vocab (the model's embedding rows).
+ * tk is not const: encoding caches pieces in it. *ids malloc'd. 0 or -1 (err_set). */
+int tokens_from_text(struct tok *tk, int vocab, const char *text, size_t len, int32_t **ids,
+		     size_t *n);
+
+/* Reads path ("-": stdin, as text) and gives its ids: tokens_from_u32 when
+ * tokens_is_u32(path), else tokens_from_text (tk may be NULL for a .u32 file). 0,
+ * or -1 with err_set starting with path. */
+int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids, size_t *n);
+
+#endif
