@@ -17,7 +17,7 @@ libbase_a_SOURCES = \
 
 # App: everything between the command line and the engine and tokenizer (the OpenAI
 # API server of `qwenchat serve`, the client of the remote backend and the training
-# layer's data files included).
+# loop of `qwenchat train` with its data files included).
 noinst_LIBRARIES += libapp.a
 libapp_a_SOURCES = \
 	src/hub/hub.c src/hub/hub_token.c src/hub/hub.h \
@@ -43,7 +43,9 @@ libapp_a_SOURCES = \
 	src/remote/sse.c src/remote/sse.h \
 	src/remote/reply.c src/remote/reply.h \
 	src/remote/remote.c src/remote/request.c src/remote/remote.h \
-	src/train/tokens.c src/train/tokens.h
+	src/train/tokens.c src/train/tokens.h \
+	src/train/schedule.c src/train/schedule.h \
+	src/train/batch.c src/train/batch.h
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.
 qwenchat_SOURCES = src/cli/main.c \

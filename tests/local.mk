@@ -275,3 +275,13 @@ TESTS += tests/cli/layers.sh
 EXTRA_DIST += tests/cli/layers.sh
 TESTS += tests/cli/cuda-module.sh
 EXTRA_DIST += tests/cli/cuda-module.sh
+
+# Training (src/train): a unit test per module (tests/unit/test_NAME.c for
+# src/train/NAME.c; test_checkpoint reads what it writes back with the engine's loader).
+TRAIN_UNIT_TESTS = tests/unit/test_schedule tests/unit/test_batch
+check_PROGRAMS += $(TRAIN_UNIT_TESTS)
+TESTS += $(TRAIN_UNIT_TESTS)
+tests_unit_test_schedule_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_schedule_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
+tests_unit_test_batch_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_batch_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
