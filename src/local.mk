@@ -45,7 +45,9 @@ libapp_a_SOURCES = \
 	src/remote/remote.c src/remote/request.c src/remote/remote.h \
 	src/train/tokens.c src/train/tokens.h \
 	src/train/schedule.c src/train/schedule.h \
-	src/train/batch.c src/train/batch.h
+	src/train/batch.c src/train/batch.h \
+	src/train/checkpoint.c src/train/checkpoint.h \
+	src/train/modeldir.c src/train/modeldir.h src/train/qwen3_template.c
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.
 qwenchat_SOURCES = src/cli/main.c \
