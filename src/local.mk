@@ -48,7 +48,8 @@ libapp_a_SOURCES = \
 	src/train/batch.c src/train/batch.h \
 	src/train/checkpoint.c src/train/checkpoint.h \
 	src/train/modeldir.c src/train/modeldir.h src/train/qwen3_template.c \
-	src/train/trainlog.c src/train/trainlog.h
+	src/train/trainlog.c src/train/trainlog.h \
+	src/train/trainstate.c src/train/trainstate.h
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.
 qwenchat_SOURCES = src/cli/main.c \
