@@ -49,7 +49,10 @@ libapp_a_SOURCES = \
 	src/train/checkpoint.c src/train/checkpoint.h \
 	src/train/modeldir.c src/train/modeldir.h src/train/qwen3_template.c \
 	src/train/trainlog.c src/train/trainlog.h \
-	src/train/trainstate.c src/train/trainstate.h
+	src/train/trainstate.c src/train/trainstate.h \
+	src/train/dataset.c src/train/dataset.h \
+	src/train/save.c src/train/save.h \
+	src/train/loop.c src/train/loop.h
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.
 qwenchat_SOURCES = src/cli/main.c \
