@@ -61,4 +61,5 @@ qwenchat_SOURCES = src/cli/main.c \
 	src/cli/cmd_run.c src/cli/cmd_template.c src/cli/cmd_tokenize.c \
 	src/cli/cmd_train_bpe.c src/cli/cmd_logits.c src/cli/cmd_bench.c src/cli/cmd_info.c src/cli/cmd_hub.c \
 	src/cli/cmd_serve.c \
-	src/cli/cmd_quantize.c
+	src/cli/cmd_quantize.c \
+	src/cli/cmd_train.c src/cli/train_model.c src/cli/train_model.h

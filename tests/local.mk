@@ -278,7 +278,9 @@ EXTRA_DIST += tests/cli/cuda-module.sh
 
 # Training (src/train): a unit test per module (tests/unit/test_NAME.c for
 # src/train/NAME.c; test_checkpoint reads what it writes back with the engine's loader).
-TRAIN_UNIT_TESTS = tests/unit/test_schedule tests/unit/test_batch tests/unit/test_checkpoint tests/unit/test_modeldir tests/unit/test_trainlog tests/unit/test_trainstate tests/unit/test_dataset
+TRAIN_UNIT_TESTS = tests/unit/test_schedule tests/unit/test_batch tests/unit/test_checkpoint \
+	tests/unit/test_trainlog tests/unit/test_modeldir tests/unit/test_trainstate \
+	tests/unit/test_dataset
 check_PROGRAMS += $(TRAIN_UNIT_TESTS)
 TESTS += $(TRAIN_UNIT_TESTS)
 tests_unit_test_schedule_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
@@ -297,3 +299,7 @@ tests_unit_test_trainstate_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_dataset_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_dataset_SOURCES = tests/unit/test_dataset.c tests/unit/tinytok.c tests/unit/tinytok.h
 tests_unit_test_dataset_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
+# `qwenchat train` as a user drives it, and against a float64 PyTorch reference
+# (SKIP without python3-torch).
+TESTS += tests/cli/train.sh tests/cli/train-ref.sh
+EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py

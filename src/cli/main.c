@@ -37,6 +37,7 @@ static const char usage[] =
 	"  train-bpe   train a byte-level BPE tokenizer\n"
 	"  serve       OpenAI-compatible API (chat completions) on the model\n"
 	"  quantize    write a model as a GGUF file (q8_0, q6_k, q5_k_m, q4_k_m, q4_0)\n"
+	"  train       train a Qwen3 model (from a model's weights or from scratch)\n"
 	"\n"
 	"'qwenchat COMMAND --help' describes a command's options.\n"
 	"  -h, --help     show this help\n"
@@ -164,7 +165,7 @@ static const struct {
 	{"bench", cmd_bench},         {"info", cmd_info},
 	{"pull", cmd_pull},           {"list", cmd_list},
 	{"train-bpe", cmd_train_bpe}, {"serve", cmd_serve},
-	{"quantize", cmd_quantize},
+	{"quantize", cmd_quantize},   {"train", cmd_train},
 };
 
 int main(int argc, char **argv)
