@@ -299,6 +299,11 @@ tests_unit_test_trainstate_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_dataset_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_dataset_SOURCES = tests/unit/test_dataset.c tests/unit/tinytok.c tests/unit/tinytok.h
 tests_unit_test_dataset_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
+FUZZ_TARGETS += tests/fuzz/fuzz_trainstate
+tests_fuzz_fuzz_trainstate_SOURCES = tests/fuzz/fuzz_trainstate.c
+tests_fuzz_fuzz_trainstate_LDADD = $(APP_LIBS)
+tests_fuzz_fuzz_trainstate_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz/fuzz_trainstate.c tests/fuzz/corpus/trainstate
 # `qwenchat train` as a user drives it, and against a float64 PyTorch reference
 # (SKIP without python3-torch).
 TESTS += tests/cli/train.sh tests/cli/train-ref.sh
