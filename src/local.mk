@@ -17,7 +17,7 @@ libbase_a_SOURCES = \
 
 # App: everything between the command line and the engine and tokenizer (the OpenAI
 # API server of `qwenchat serve`, the client of the remote backend and the training
-# layer's token files and perplexity included).
+# loop of `qwenchat train` with its data files, and perplexity).
 noinst_LIBRARIES += libapp.a
 libapp_a_SOURCES = \
 	src/hub/hub.c src/hub/hub_token.c src/hub/hub.h \
@@ -44,7 +44,16 @@ libapp_a_SOURCES = \
 	src/remote/reply.c src/remote/reply.h \
 	src/remote/remote.c src/remote/request.c src/remote/remote.h \
 	src/train/tokens.c src/train/tokens.h \
-	src/train/ppl.c src/train/ppl.h
+	src/train/ppl.c src/train/ppl.h \
+	src/train/schedule.c src/train/schedule.h \
+	src/train/batch.c src/train/batch.h \
+	src/train/checkpoint.c src/train/checkpoint.h \
+	src/train/modeldir.c src/train/modeldir.h src/train/qwen3_template.c \
+	src/train/trainlog.c src/train/trainlog.h \
+	src/train/trainstate.c src/train/trainstate.h \
+	src/train/dataset.c src/train/dataset.h \
+	src/train/save.c src/train/save.h \
+	src/train/loop.c src/train/loop.h
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.
 qwenchat_SOURCES = src/cli/main.c \
@@ -53,4 +62,5 @@ qwenchat_SOURCES = src/cli/main.c \
 	src/cli/cmd_run.c src/cli/cmd_template.c src/cli/cmd_tokenize.c \
 	src/cli/cmd_train_bpe.c src/cli/cmd_logits.c src/cli/cmd_bench.c src/cli/cmd_info.c src/cli/cmd_hub.c \
 	src/cli/cmd_serve.c \
-	src/cli/cmd_quantize.c src/cli/cmd_perplexity.c
+	src/cli/cmd_quantize.c src/cli/cmd_perplexity.c \
+	src/cli/cmd_train.c src/cli/train_model.c src/cli/train_model.h

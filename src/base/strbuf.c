@@ -1,6 +1,7 @@
 /* strbuf.c — the growing string of strbuf.h: capacity doubles from 256 bytes. */
 #include "src/base/strbuf.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,4 +56,22 @@ void sb_printf(struct strbuf *b, const char *fmt, ...)
 	va_end(ap);
 	sb_put(b, big, (size_t)n);
 	free(big);
+}
+
+void sb_real(struct strbuf *b, double x)
+{
+	char s[40];
+	if (x == floor(x) && fabs(x) < 1e16) { /* Python writes these without an exponent */
+		snprintf(s, sizeof s, "%.1f", x);
+		sb_puts(b, s);
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(s, sizeof s, "%.*g", prec, x);
+		if (strtod(s, NULL) == x)
+			break;
+	}
+	sb_puts(b, s);
+	if (!strpbrk(s, ".eEni"))
+		sb_puts(b, ".0");
 }

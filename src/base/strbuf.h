@@ -19,5 +19,9 @@ void sb_put(struct strbuf *b, const char *s, size_t n);
 void sb_puts(struct strbuf *b, const char *s);
 /* Appends printf-formatted text. */
 void sb_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends a finite double as the shortest decimal text that reads back as the same
+ * double, with ".0" on whole numbers: as Python's json writes floats (1e-06,
+ * 1000000.0, 0.1), so that files others read stay exact and short. */
+void sb_real(struct strbuf *b, double x);
 
 #endif

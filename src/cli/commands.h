@@ -18,5 +18,6 @@ int cmd_list(int argc, char **argv);       /* cmd_hub.c */
 int cmd_serve(int argc, char **argv);      /* cmd_serve.c */
 int cmd_quantize(int argc, char **argv);   /* cmd_quantize.c */
 int cmd_perplexity(int argc, char **argv); /* cmd_perplexity.c */
+int cmd_train(int argc, char **argv);      /* cmd_train.c */
 
 #endif

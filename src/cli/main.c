@@ -38,6 +38,7 @@ static const char usage[] =
 	"  serve       OpenAI-compatible API (chat completions) on the model\n"
 	"  quantize    write a model as a GGUF file (q8_0, q6_k, q5_k_m, q4_k_m, q4_0)\n"
 	"  perplexity  mean NLL and perplexity of a file; KL against a second model\n"
+	"  train       train a Qwen3 model (from a model's weights or from scratch)\n"
 	"\n"
 	"'qwenchat COMMAND --help' describes a command's options.\n"
 	"  -h, --help     show this help\n"
@@ -165,7 +166,7 @@ static const struct {
 	{"bench", cmd_bench},         {"info", cmd_info},
 	{"pull", cmd_pull},           {"list", cmd_list},
 	{"train-bpe", cmd_train_bpe}, {"serve", cmd_serve},
-	{"quantize", cmd_quantize},   {"perplexity", cmd_perplexity},
+	{"quantize", cmd_quantize},   {"perplexity", cmd_perplexity}, {"train", cmd_train},
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,548 @@
+/* cmd_train.c — `qwenchat train`: the command line of a training run. It resolves the
+ * model to start from (or builds a config from the shape flags), the tokenizer and the
+ * files every checkpoint carries, checks the flags of a resumed run against the saved
+ * ones, and prints what the loop (src/train/loop.c) reports. */
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/base/units.h"
+#include "src/cli/cli.h"
+#include "src/cli/commands.h"
+#include "src/cli/env.h"
+#include "src/cli/train_model.h"
+#include "src/train/checkpoint.h"
+#include "src/train/loop.h"
+
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- options ---------------------------------------------------------------------- */
+
+static const struct cli_opt train_opts[] = {
+	{"out", CLI_OWN + 0, "DIR", "the run's directory: a model every qwenchat\ncommand loads, "
+				    "plus train-state/ (created; new\nor empty)"},
+	{"resume", CLI_OWN + 1, "DIR",
+	 "continue the run in DIR with its saved options (only\n--steps, --eval-every, --save-every, "
+	 "--save-dtype,\n--threads, --backend, --recompute may change)"},
+	{"init", CLI_OWN + 2, "MODEL",
+	 "start from this model's weights: a directory, repo\nid or GGUF file of F32, F16 or BF16 "
+	 "tensors"},
+	{"tokenizer", CLI_OWN + 3, "DIR",
+	 "the tokenizer (DIR/tokenizer.json, e.g. train-bpe's\noutput) of a model from scratch; "
+	 "with --init it\nreplaces the model's"},
+	{"layers", CLI_OWN + 4, "N", "from scratch: the number of layers"},
+	{"hidden-size", CLI_OWN + 5, "N", "from scratch: the model's width"},
+	{"heads", CLI_OWN + 6, "N", "from scratch: query heads"},
+	{"kv-heads", CLI_OWN + 7, "N", "from scratch: key/value heads (default --heads)"},
+	{"head-dim", CLI_OWN + 8, "N", "from scratch: width of a head (default hidden-size /\nheads)"},
+	{"intermediate-size", CLI_OWN + 9, "N", "from scratch: the MLP's width (default 3 x\nhidden-size)"},
+	{"tie", CLI_OWN + 10, NULL, "from scratch: the output projection is the embedding\n(default)"},
+	{"no-tie", CLI_OWN + 11, NULL, "from scratch: an lm_head of its own"},
+	{"rope-theta", CLI_OWN + 12, "X", "from scratch: RoPE's base (default 1000000)"},
+	{"vocab-size", CLI_OWN + 13, "N", "from scratch without --tokenizer (*.u32 data only)"},
+	{"data", CLI_OWN + 14, "FILE...",
+	 "training data: UTF-8 text files (a document each,\nthe end-of-text token appended) or "
+	 "*.u32 files of\ntoken ids, concatenated in the order given"},
+	{"val", CLI_OWN + 15, "FILE...", "held-out data (same forms), evaluated every\n--eval-every "
+					 "steps and at the end"},
+	{"ctx", CLI_OWN + 16, "T", "tokens per row (default 256)"},
+	{"batch", CLI_OWN + 17, "B", "rows per micro-batch (default 8)"},
+	{"accum", CLI_OWN + 18, "A", "micro-batches per step (default 1)"},
+	{"steps", CLI_OWN + 19, "N",
+	 "optimizer steps in all (default 1000; 0: write the\ninitial weights); with --resume, "
+	 "the new total"},
+	{"lr", CLI_OWN + 20, "X", "peak learning rate (default 6e-4)"},
+	{"min-lr", CLI_OWN + 21, "X", "learning rate at the end of the cosine (default\nlr/10)"},
+	{"warmup", CLI_OWN + 22, "N", "steps of linear warm-up from 0 (default 0)"},
+	{"cosine-steps", CLI_OWN + 23, "N", "the step where the cosine reaches --min-lr (default\n--steps)"},
+	{"weight-decay", CLI_OWN + 24, "X", "AdamW's decay of the matrices, not the norms\n(default 0.1)"},
+	{"beta1", CLI_OWN + 25, "X", "AdamW's beta1 (default 0.9)"},
+	{"beta2", CLI_OWN + 26, "X", "AdamW's beta2 (default 0.95)"},
+	{"eps", CLI_OWN + 27, "X", "AdamW's epsilon (default 1e-8)"},
+	{"clip", CLI_OWN + 28, "X", "clip the gradients' global norm to X (default 1.0;\n0: off)"},
+	{"seed", CLI_OWN + 29, "N", "initial weights and random windows (default 1337)"},
+	{"sequential", CLI_OWN + 30, NULL, "read the data in order instead of at random (below)"},
+	{"exact", CLI_OWN + 31, NULL,
+	 "every product in fp32 (default: bf16 products with\nfp32 sums where the backend has fast "
+	 "bf16 kernels)"},
+	{"recompute", CLI_OWN + 32, NULL,
+	 "keep one layer's activations and recompute the\nothers in the backward: less memory, "
+	 "more time"},
+	{"eval-every", CLI_OWN + 33, "N", "evaluate --val every N steps (default 100)"},
+	{"save-every", CLI_OWN + 34, "N", "write a checkpoint every N steps (default 500)\nand at "
+					  "the end"},
+	{"save-dtype", CLI_OWN + 35, "T",
+	 "f32 (default) or bf16: model.safetensors rounded to\nnearest even (the f32 weights go to "
+	 "train-state/)"},
+	{"backend", CLI_OWN + 36, "B", "auto, cpu or cuda (default auto)"},
+	{"threads", CLI_OWN + 37, "N", "CPU threads (default: every CPU; a resumed run\n"
+				       "repeats an uninterrupted one bit for bit with\nthe same "
+				       "count)"},
+	{0},
+};
+
+static const struct cli_command train_cmd = {
+	.name = "train",
+	.synopsis = "--out DIR --data FILE... [--init MODEL |\n"
+		    "       --tokenizer DIR --layers N --hidden-size N --heads N ...] [options]\n"
+		    "   or: qwenchat train --resume DIR [--steps N]",
+	.about = "Trains a Qwen3 model with AdamW, from a model's weights (--init) or from\n"
+		 "scratch (random N(0, 0.02) weights of the shape given), and writes checkpoints\n"
+		 "to DIR: config.json, model.safetensors, the tokenizer and generation files (a\n"
+		 "model every qwenchat command loads) and train-state/ (moments, options,\n"
+		 "position, log) to resume from. Before the first step the memory plan is printed;\n"
+		 "a plan that does not fit the machine's memory is refused (with --recompute\n"
+		 "turned on when only that fits).\n",
+	.opts = train_opts,
+	.notes = "Each step averages the cross-entropy over every target of its --accum\n"
+		 "micro-batches of --batch rows of --ctx tokens, clips the gradients' norm to\n"
+		 "--clip, and takes one AdamW step (decay on the matrices only) at the rate\n"
+		 "  lr(s) = s / warmup * lr                              for s < warmup\n"
+		 "        = min_lr + (1 + cos(pi (s - warmup) / (cosine_steps - warmup)))\n"
+		 "                   / 2 * (lr - min_lr)              up to s = cosine_steps\n"
+		 "        = min_lr                                      after\n"
+		 "for steps s = 0, 1, ... A row's inputs are the stream's tokens [o, o+T) and its\n"
+		 "targets [o+1, o+T+1). By default o is drawn uniformly from [0, len - T - 1] for\n"
+		 "each row from a generator seeded by --seed and saved with each checkpoint.\n"
+		 "With --sequential, row b of micro-batch a of step s reads window\n"
+		 "k = ((s*A + a)*B + b) mod W at o = k*T, where W = floor((len - 1) / T) is the\n"
+		 "number of whole windows: the stream is read in order and, once its last whole\n"
+		 "window is read, again from the start (the tokens after that window are never\n"
+		 "read). The streams are cached in DIR/train-state/ (data.u32, val.u32).\n"
+		 "A resumed run keeps its saved schedule: --cosine-steps (and --min-lr) were\n"
+		 "resolved when it started, so a longer --steps goes on at min_lr.\n"
+		 "\n"
+		 "DIR/train-log.jsonl has one object per step (step, counting from 1, with its\n"
+		 "loss, grad_norm, lr, tokens seen so far and seconds) and per evaluation (step,\n"
+		 "val_loss, val_ppl); DIR/loss.svg draws both curves. On a terminal the progress\n"
+		 "is one live line (loss, validation loss, lr, gradient norm, tokens/s, the share\n"
+		 "of the machine's measured matrix-product rate, ETA). A checkpoint is written\n"
+		 "beside the previous one and renamed into place: a crash or a full disk leaves\n"
+		 "the previous one whole. SIGINT or SIGTERM finishes the step under way, saves it\n"
+		 "and exits 130 or 143 (a second one stops at once, the last checkpoint intact).\n"
+		 "A loss or gradient norm that is not finite stops the run (exit 1) without saving\n"
+		 "it. A file name after --data or --val that starts with '-' is written ./-NAME.\n",
+	.max_args = 0,
+};
+
+struct args {
+	struct tstate_opts o;
+	bool given[64]; /* by tstate field */
+	const char *out, *resume;
+};
+
+static int train_opt(void *user, int key, const char *arg)
+{
+	struct args *a = user;
+	const char *name = train_opts[key - CLI_OWN].name;
+	if (!strcmp(name, "out")) {
+		a->out = arg;
+		return 0;
+	}
+	if (!strcmp(name, "resume")) {
+		a->resume = arg;
+		return 0;
+	}
+	const char *field = !strcmp(name, "no-tie") ? "tie" : name;
+	if (!arg)
+		arg = strcmp(name, "no-tie") ? "true" : "false";
+	int i = tstate_field(field);
+	if (i < 0 || tstate_set(&a->o, i, arg))
+		return cli_usage("train", "%s", i < 0 ? "unknown option" : err_msg()), -1;
+	a->given[i] = true;
+	return 0;
+}
+
+/* argv with "--data A B C" written "--data A --data B --data C" (and --val alike),
+ * so that getopt sees one value per option. NULL when out of memory. */
+static char **expand_lists(int argc, char **argv, int *out_argc)
+{
+	char **v = malloc(((size_t)argc * 2 + 1) * sizeof *v);
+	int n = 0;
+	if (!v)
+		return NULL;
+	const char *list = NULL;
+	for (int i = 0; i < argc; i++) {
+		const char *s = argv[i];
+		if (i > 0 && list && s[0] != '-') {
+			v[n++] = (char *)list;
+			v[n++] = argv[i];
+			continue;
+		}
+		list = NULL;
+		v[n++] = argv[i];
+		if (!strcmp(s, "--data") || !strcmp(s, "--val")) {
+			if (i + 1 < argc)
+				v[n++] = argv[++i];
+			list = s;
+		} else if (!strncmp(s, "--data=", 7) || !strncmp(s, "--val=", 6)) {
+			list = s[2] == 'd' ? "--data" : "--val";
+		}
+	}
+	v[n] = NULL;
+	*out_argc = n;
+	return v;
+}
+
+/* ---- checks of a new run's flags and of a resumed run's ---------------------------- */
+
+static bool given(const struct args *a, const char *name)
+{
+	return a->given[tstate_field(name)];
+}
+
+/* Paths as absolute ones: the saved options name the same files from any directory,
+ * and a resumed run's flags compare with them. A path that does not resolve stays as
+ * it is (reading it reports the error). */
+static int absolute_paths(struct tstate_opts *o)
+{
+	char buf[PATH_MAX], **lists[] = {o->data, o->val};
+	int counts[] = {o->n_data, o->n_val};
+	for (int l = 0; l < 2; l++)
+		for (int i = 0; i < counts[l]; i++)
+			if (realpath(lists[l][i], buf)) {
+				char *c = strdup(buf);
+				if (!c)
+					return -1;
+				free(lists[l][i]);
+				lists[l][i] = c;
+			}
+	if (o->tokenizer && realpath(o->tokenizer, buf)) {
+		char *c = strdup(buf);
+		if (!c)
+			return -1;
+		free(o->tokenizer);
+		o->tokenizer = c;
+	}
+	return 0;
+}
+
+/* The flags of a new run, together: 0 or EXIT_USAGE (printed). */
+static int check_new(struct args *a)
+{
+	static const char *const shape[] = {"layers",   "hidden-size", "heads",	     "kv-heads",
+					    "head-dim", "intermediate-size", "tie", "rope-theta",
+					    "vocab-size"};
+	struct tstate_opts *o = &a->o;
+	if (!a->out)
+		return cli_usage("train", "--out DIR is required (or --resume DIR)");
+	if (!o->n_data)
+		return cli_usage("train", "--data FILE... is required");
+	for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
+		if (o->init && given(a, shape[i]))
+			return cli_usage("train", "--%s is for a model from scratch: --init takes "
+						  "the shape of its model",
+					 shape[i]);
+	}
+	if (!o->init) {
+		if (!o->layers || !o->hidden || !o->heads)
+			return cli_usage("train", "a model from scratch needs --layers, --hidden-size "
+						  "and --heads (or start from --init MODEL)");
+		if (!o->tokenizer && !o->vocab)
+			return cli_usage("train", "a model from scratch needs --tokenizer DIR (or "
+						  "--vocab-size N for *.u32 data)");
+		if (o->tokenizer && o->vocab)
+			return cli_usage("train", "--vocab-size comes from --tokenizer: give one");
+	}
+	if (o->min_lr < 0)
+		o->min_lr = o->lr / 10;
+	if (o->cosine_steps < 0)
+		o->cosine_steps = o->steps;
+	if (o->warmup > o->cosine_steps)
+		return cli_usage("train", "--warmup %lld is past --cosine-steps %lld", (long long)o->warmup,
+				 (long long)o->cosine_steps);
+	if (absolute_paths(o)) {
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	return 0;
+}
+
+/* The saved run's options with the flags given now: those that change what is computed
+ * must agree. 0, EXIT_USAGE (printed) or EXIT_RUNTIME (printed). */
+static int merge_resume(struct args *a, struct tstate *st, const char *state_path)
+{
+	if (a->out && strcmp(a->out, a->resume))
+		return cli_usage("train", "--resume %s continues that directory: --out %s is "
+					  "another",
+				 a->resume, a->out);
+	if (absolute_paths(&a->o)) {
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	for (int i = 0; i < tstate_field_count(); i++) {
+		if (!a->given[i] || tstate_equal(&st->o, &a->o, i))
+			continue;
+		char now[256], then[256];
+		tstate_format(&a->o, i, now, sizeof now);
+		tstate_format(&st->o, i, then, sizeof then);
+		if (!tstate_may_change(i))
+			return cli_usage("train", "--resume: --%s %s conflicts with the run's %s "
+						  "(%s)",
+					 tstate_field_name(i), now, then, state_path);
+		if (tstate_copy(&st->o, &a->o, i)) {
+			cli_error("%s", err_msg());
+			return EXIT_RUNTIME;
+		}
+		if (!strcmp(tstate_field_name(i), "threads") || !strcmp(tstate_field_name(i), "backend"))
+			cli_notice("--resume with another --threads or --backend: the run goes on, "
+				   "but not bit for bit as it would have");
+	}
+	if (st->o.warmup > st->o.cosine_steps)
+		return cli_usage("train", "--warmup is past --cosine-steps");
+	return 0;
+}
+
+/* The saved state of DIR (a save cut short finished first). */
+static int read_state(const char *dir, struct tstate *st, char **path)
+{
+	if (ckpt_recover(dir) < 0)
+		return -1;
+	*path = fio_join(dir, "train-state/state.json");
+	if (!*path)
+		return err_set("out of memory");
+	if (!fio_is_file(*path))
+		return err_set("%s: no training run to resume (%s is missing)", dir, *path);
+	size_t len;
+	char *text = fio_read_all(*path, 64u << 20, &len);
+	int rc = text ? tstate_parse(st, text, len, *path) : -1;
+	free(text);
+	return rc;
+}
+
+/* ---- what the loop reports ---------------------------------------------------------- */
+
+struct printer {
+	bool tty;  /* stderr is a terminal: one live line */
+	bool live; /* the live line is showing */
+	const char *dir;
+	const struct tstate_opts *o;
+	const struct train_model *model; /* its remarks come with the plan */
+};
+
+/* Ends the live line before a line of its own. */
+static void settle(struct printer *p)
+{
+	if (p->live)
+		fputs("\r\033[K", stderr);
+	p->live = false;
+}
+
+static void on_notice(void *user, const char *msg)
+{
+	settle(user);
+	cli_notice(msg);
+}
+
+static void on_plan(void *user, const struct loop_plan *lp)
+{
+	struct printer *p = user;
+	const struct eng_train_plan *pl = &lp->plan;
+	char w[32], g[32], m[32], act[32], sc[32], tot[32], av[32], data[32];
+	settle(p);
+	for (int i = 0; i < p->model->n_remarks; i++)
+		cli_notice(p->model->remarks[i]);
+	fprintf(stderr, "data: %lld training tokens%s", (long long)lp->train_tokens,
+		lp->train_cached ? " (cached)" : "");
+	if (lp->val_tokens)
+		fprintf(stderr, ", %lld validation tokens%s", (long long)lp->val_tokens,
+			lp->val_cached ? " (cached)" : "");
+	fprintf(stderr, "\nmemory plan (%s): weights %s, gradients %s, AdamW moments %s, "
+			"activations %s (%d x %d tokens%s), scratch %s, token streams %s: total %s",
+		pl->device ? "GPU" : "host", units_ibytes((double)pl->weights, w, sizeof w),
+		units_ibytes((double)pl->grads, g, sizeof g), units_ibytes((double)pl->moments, m, sizeof m),
+		units_ibytes((double)pl->activations, act, sizeof act), p->o->batch, p->o->ctx,
+		pl->recompute ? ", one layer: recomputed" : "",
+		units_ibytes((double)pl->scratch, sc, sizeof sc),
+		units_ibytes((double)lp->data_bytes, data, sizeof data),
+		units_ibytes((double)(pl->total + lp->data_bytes), tot, sizeof tot));
+	if (lp->available)
+		fprintf(stderr, " of %s available", units_ibytes((double)lp->available, av, sizeof av));
+	fputc('\n', stderr);
+	if (lp->recompute_added)
+		cli_notice("the plan fits only with --recompute: turned on");
+}
+
+static void on_ready(void *user, struct eng_trainer *t)
+{
+	struct printer *p = user;
+	const struct tstate_opts *o = p->o;
+	struct eng_train_plan pl;
+	eng_trainer_get_plan(t, &pl);
+	settle(p);
+	fprintf(stderr,
+		"training %.3gM parameters on %s (%s products), %lld steps of %d x %d x %d tokens\n"
+		"lr %g -> %g (warm-up %lld, cosine to step %lld), AdamW beta1 %g beta2 %g eps %g "
+		"weight decay %g, clip %g, seed %lld%s\n",
+		pl.params / 1e6, eng_trainer_backend(t), eng_trainer_exact(t) ? "fp32" : "bf16",
+		(long long)o->steps, o->accum, o->batch, o->ctx, o->lr, o->min_lr,
+		(long long)o->warmup, (long long)o->cosine_steps, o->beta1, o->beta2, o->eps,
+		o->weight_decay, o->clip, (long long)o->seed, o->sequential ? ", sequential" : "");
+}
+
+static void duration(double s, char *out, size_t n)
+{
+	if (!(s >= 0) || s > 1e9)
+		snprintf(out, n, "?");
+	else if (s < 60)
+		snprintf(out, n, "%.0fs", s);
+	else if (s < 3600)
+		snprintf(out, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+	else
+		snprintf(out, n, "%dh%02dm", (int)(s / 3600), (int)s % 3600 / 60);
+}
+
+static void on_step(void *user, const struct loop_status *s)
+{
+	struct printer *p = user;
+	char eta[32], val[32] = "";
+	duration(s->eta_seconds, eta, sizeof eta);
+	if (!isnan(s->val_loss))
+		snprintf(val, sizeof val, "  val %.4f", s->val_loss);
+	if (p->tty)
+		fputs("\r\033[K", stderr);
+	fprintf(stderr, "step %lld/%lld  loss %.4f%s  lr %.3e  norm %.3f  %.0f tok/s  %.1f%% of peak  "
+			"ETA %s",
+		(long long)s->step, (long long)s->steps, s->loss, val, s->lr, s->grad_norm,
+		s->tokens_per_second, 100 * s->peak_share, eta);
+	if (!p->tty)
+		fputc('\n', stderr);
+	p->live = p->tty;
+	fflush(stderr);
+}
+
+static void on_eval(void *user, const struct loop_status *s)
+{
+	settle(user);
+	fprintf(stderr, "step %lld: val_loss %.4f, val_ppl %.4g\n", (long long)s->step, s->val_loss,
+		exp(s->val_loss));
+}
+
+static void on_saved(void *user, int64_t step, double seconds)
+{
+	struct printer *p = user;
+	settle(p);
+	fprintf(stderr, "saved %s at step %lld (%.1f s)\n", p->dir, (long long)step, seconds);
+}
+
+/* ---- signals ----------------------------------------------------------------------- */
+
+static volatile sig_atomic_t g_stop;
+
+/* The first SIGINT or SIGTERM asks the loop to save after the step under way; a second
+ * one ends the program at once (the checkpoint on disk is whole either way). */
+static void on_signal(int sig)
+{
+	static const char msg[] = "\nqwenchat: stopping after this step and saving it "
+				  "(again to stop at once)\n";
+	if (g_stop) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	g_stop = sig;
+	ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+	(void)w;
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* past a file-size limit (ulimit -f) a write fails with EFBIG and the save reports
+	 * it, as for a full disk, instead of the signal ending the program */
+	signal(SIGXFSZ, SIG_IGN);
+}
+
+/* ---- the command --------------------------------------------------------------------- */
+
+static int run(struct tstate *st, const char *dir, bool resume)
+{
+	struct train_model p = {0};
+	struct eng_options eo = {0};
+	if (cli_env_engine(&eo)) {
+		cli_error("%s", err_msg());
+		return EXIT_USAGE;
+	}
+	p.m.cuda_module = eo.cuda_module;
+	if (resume ? train_model_resume(dir, &p) : train_model_new(&st->o, &p)) {
+		cli_error("%s", err_msg());
+		train_model_free(&p);
+		return p.usage ? EXIT_USAGE : EXIT_RUNTIME;
+	}
+	if (p.init_path) { /* saved resolved: a repo id may name another snapshot later */
+		free(st->o.init);
+		st->o.init = strdup(p.init_path);
+	}
+	struct printer pr = {.tty = isatty(STDERR_FILENO), .dir = dir, .o = &st->o, .model = &p};
+	struct loop_report rep = {.user = &pr,
+				  .notice = on_notice,
+				  .engine_notice = cli_notice,
+				  .plan = on_plan,
+				  .ready = on_ready,
+				  .step = on_step,
+				  .eval = on_eval,
+				  .saved = on_saved};
+	catch_signals();
+	int r = loop_run(dir, st, resume, &p.m, &rep, &g_stop);
+	settle(&pr);
+	train_model_free(&p);
+	if (r < 0) {
+		cli_error("%s", err_msg());
+		return EXIT_RUNTIME;
+	}
+	if (r == LOOP_STOPPED) {
+		fprintf(stderr, "stopped at step %lld: continue with 'qwenchat train --resume %s'\n",
+			(long long)st->step, dir);
+		return 128 + (int)g_stop;
+	}
+	return EXIT_OK;
+}
+
+int cmd_train(int argc, char **argv)
+{
+	struct args a = {0};
+	struct tstate st = {0};
+	int ac, rc;
+	char **av = expand_lists(argc, argv, &ac), *state_path = NULL;
+	if (!av || tstate_opts_default(&a.o)) {
+		free(av);
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	struct cli_common com;
+	rc = cli_parse(&train_cmd, ac, av, &com, train_opt, &a, NULL);
+	if (rc) {
+		rc = rc == CLI_DONE ? EXIT_OK : rc;
+	} else if (a.resume) {
+		if (read_state(a.resume, &st, &state_path)) {
+			cli_error("%s", err_msg());
+			rc = EXIT_RUNTIME;
+		} else if (!(rc = merge_resume(&a, &st, state_path))) {
+			rc = run(&st, a.resume, true);
+		}
+	} else if (!(rc = check_new(&a))) {
+		if (loop_check_new_dir(a.out)) {
+			cli_error("%s", err_msg());
+			rc = EXIT_RUNTIME;
+		} else {
+			st.o = a.o;
+			memset(&a.o, 0, sizeof a.o);
+			rc = run(&st, a.out, false);
+		}
+	}
+	tstate_opts_free(&st.o);
+	tstate_opts_free(&a.o);
+	free(state_path);
+	free(av);
+	return rc;
+}

@@ -1,0 +1,220 @@
+/* train_model.c — the model of a training run, from the flags or from a checkpoint. */
+#include "src/cli/train_model.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/cli/cli.h"
+#include "src/cli/env.h"
+#include "src/hub/hub.h"
+#include "src/hub/loader.h"
+#include "src/train/dataset.h"
+#include "src/train/modeldir.h"
+#include "src/train/tokens.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void remark(struct train_model *p, const char *msg)
+{
+	if (p->n_remarks < 3)
+		p->remarks[p->n_remarks++] = msg;
+}
+
+void train_model_free(struct train_model *p)
+{
+	for (int i = 0; i < 4; i++)
+		free(p->texts[i]);
+	tok_free(p->m.tk);
+	eng_model_free(p->m.init);
+	free(p->init_path);
+}
+
+static void add_file(struct train_model *p, const char *name, char *text, size_t len)
+{
+	int i = p->m.n_files++;
+	p->texts[i] = text;
+	p->m.files[i] = (struct save_file){name, text, len};
+}
+
+/* DIR/name's bytes into the checkpoint's files; absent is fine unless `need`. */
+static int copy_file(struct train_model *p, const char *dir, const char *name, bool need)
+{
+	char *path = fio_join(dir, name);
+	if (!path)
+		return err_set("out of memory");
+	size_t len = 0;
+	char *text = NULL;
+	int rc = 0;
+	if (fio_is_file(path) || need)
+		rc = (text = fio_read_all(path, 256u << 20, &len)) ? 0 : -1;
+	free(path);
+	if (text)
+		add_file(p, name, text, len);
+	return rc;
+}
+
+/* The tokenizer of dir (tokenizer.json and tokenizer_config.json), its files for the
+ * checkpoint, with the Qwen3 chat template added where it has none. */
+static int tokenizer_from_dir(struct train_model *p, const char *dir)
+{
+	if (!(p->m.tk = tok_load(dir)) || copy_file(p, dir, "tokenizer.json", true))
+		return -1;
+	if (tok_chat_template(p->m.tk))
+		return copy_file(p, dir, "tokenizer_config.json", false);
+	char *cfg_path = fio_join(dir, "tokenizer_config.json"), *existing = NULL;
+	if (!cfg_path)
+		return err_set("out of memory");
+	if (fio_is_file(cfg_path) && !(existing = fio_read_all(cfg_path, 64u << 20, NULL))) {
+		free(cfg_path);
+		return -1;
+	}
+	bool markers;
+	char *text = mdir_tokenizer_config(existing, cfg_path, p->m.tk, &markers);
+	free(existing);
+	free(cfg_path);
+	if (!text)
+		return -1;
+	add_file(p, "tokenizer_config.json", text, strlen(text));
+	remark(p, "the tokenizer has no chat template: the checkpoint's tokenizer_config.json "
+		  "gets Qwen3's");
+	if (!markers)
+		remark(p, "the tokenizer has no <|im_start|> and <|im_end|> tokens: the chat "
+			  "template's turn markers will be plain text (train-bpe --special "
+			  "'<|im_start|>' --special '<|im_end|>' adds them)");
+	return 0;
+}
+
+/* generation_config.json for a model without one: the end of text ends a turn, and
+ * <|im_end|> too where the tokenizer has it. */
+static int generation_file(struct train_model *p, const struct eng_config *c)
+{
+	if (!p->m.tk)
+		return 0;
+	int eot = tokens_eot(p->m.tk), im_end = tok_id(p->m.tk, "<|im_end|>"), eos[2], n = 0;
+	if (im_end >= 0)
+		eos[n++] = im_end;
+	if (eot >= 0 && eot != im_end)
+		eos[n++] = eot;
+	if (!n)
+		return 0;
+	char *text = mdir_generation_json(c->bos_token_id >= 0 ? c->bos_token_id : eot, eos, n, eot);
+	if (!text)
+		return -1;
+	add_file(p, "generation_config.json", text, strlen(text));
+	return 0;
+}
+
+static void hash_tokenizer(struct train_model *p)
+{
+	const char *texts[4];
+	size_t lens[4];
+	int n = 0;
+	for (int i = 0; i < p->m.n_files; i++)
+		if (strncmp(p->m.files[i].name, "tokenizer", 9) == 0) {
+			texts[n] = p->m.files[i].data;
+			lens[n++] = p->m.files[i].len;
+		}
+	if (n == 0 && p->m.tk && p->init_path) { /* a GGUF's tokenizer: the file stands for it */
+		texts[n] = p->init_path;
+		lens[n++] = strlen(p->init_path);
+	}
+	dset_hash(texts, lens, n, p->tok_hash);
+	p->m.tok_hash = p->tok_hash;
+}
+
+/* A model from scratch: the config the shape flags give, checked as config.json is. */
+static int scratch_config(const struct tstate_opts *o, const struct tok *tk, struct eng_config *c)
+{
+	memset(c, 0, sizeof *c);
+	c->vocab_size = tk ? tok_vocab_size(tk) : o->vocab;
+	c->hidden_size = o->hidden;
+	c->intermediate_size = o->intermediate ? o->intermediate : 3 * o->hidden;
+	c->num_layers = o->layers;
+	c->num_heads = o->heads;
+	c->num_kv_heads = o->kv_heads ? o->kv_heads : o->heads;
+	if (!o->head_dim && o->hidden % o->heads)
+		return err_set("--hidden-size %d is not a multiple of --heads %d: give --head-dim",
+			       o->hidden, o->heads);
+	c->head_dim = o->head_dim ? o->head_dim : o->hidden / o->heads;
+	c->rms_norm_eps = 1e-6;
+	c->rope_theta = o->rope_theta > 0 ? o->rope_theta : 1e6;
+	snprintf(c->rope_type, sizeof c->rope_type, "default");
+	c->rope_factor = 1;
+	c->rope_beta_fast = 32;
+	c->rope_beta_slow = 1;
+	c->max_position_embeddings = o->ctx > 40960 ? o->ctx : 40960;
+	c->tie_word_embeddings = o->tie != 0;
+	c->dtype = ENG_F32;
+	c->bos_token_id = c->eos_token_id = tk ? tokens_eot(tk) : -1;
+	char *text = mdir_config_json(c);
+	if (!text)
+		return -1;
+	int rc = eng_config_parse(text, strlen(text), "the model's shape", c);
+	free(text);
+	return rc;
+}
+
+int train_model_new(const struct tstate_opts *o, struct train_model *p)
+{
+	if (o->init) {
+		struct hub_env hub;
+		cli_env_hub(&hub);
+		if (!(p->init_path = hub_resolve(&hub, o->init)) ||
+		    !(p->m.init = eng_model_open(p->init_path)))
+			return -1;
+		p->m.cfg = *eng_model_config(p->m.init);
+		if (o->ctx > p->m.cfg.max_position_embeddings)
+			return err_set("--ctx %d is beyond %s's max_position_embeddings %d", o->ctx,
+				       o->init, p->m.cfg.max_position_embeddings);
+		const char *tdir = o->tokenizer ? o->tokenizer : p->init_path;
+		char *tj = fio_join(tdir, "tokenizer.json");
+		bool has = tj && fio_is_file(tj);
+		free(tj);
+		if (o->tokenizer || has) {
+			if (tokenizer_from_dir(p, tdir) ||
+			    loader_check_vocab(p->m.tk, p->m.cfg.vocab_size, tdir))
+				return -1;
+		} else if (eng_is_gguf(p->init_path)) {
+			/* the GGUF's tokenizer encodes the data; its keys are not written back
+			 * as tokenizer.json */
+			if (!(p->m.tk = loader_tokenizer(p->init_path)))
+				return -1;
+			remark(p, "the checkpoints get no tokenizer files from a GGUF file: give "
+				  "--tokenizer DIR (the model's tokenizer.json) for a directory "
+				  "the chat loads");
+		}
+		if (!o->tokenizer && !eng_is_gguf(p->init_path) &&
+		    copy_file(p, p->init_path, "generation_config.json", false))
+			return -1;
+	} else {
+		if (o->tokenizer && tokenizer_from_dir(p, o->tokenizer))
+			return -1;
+		if (scratch_config(o, p->m.tk, &p->m.cfg)) {
+			p->usage = true;
+			return -1;
+		}
+	}
+	bool has_gen = false;
+	for (int i = 0; i < p->m.n_files; i++)
+		has_gen |= !strcmp(p->m.files[i].name, "generation_config.json");
+	if (!has_gen && generation_file(p, &p->m.cfg))
+		return -1;
+	hash_tokenizer(p);
+	return 0;
+}
+
+int train_model_resume(const char *dir, struct train_model *p)
+{
+	if (eng_config_load(dir, &p->m.cfg))
+		return -1;
+	char *tj = fio_join(dir, "tokenizer.json");
+	bool has = tj && fio_is_file(tj);
+	free(tj);
+	if (has && (!(p->m.tk = tok_load(dir)) || copy_file(p, dir, "tokenizer.json", true) ||
+		    copy_file(p, dir, "tokenizer_config.json", false)))
+		return -1;
+	if (copy_file(p, dir, "generation_config.json", false))
+		return -1;
+	hash_tokenizer(p);
+	return 0;
+}

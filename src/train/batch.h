@@ -1,0 +1,54 @@
+/* batch.h — which windows of the token stream a step trains on: random windows from
+ * a seeded generator whose state is saved with the checkpoint (nanoGPT's get_batch),
+ * or consecutive windows in order (--sequential). A window at offset o gives the
+ * inputs stream[o, o+T) and the targets stream[o+1, o+T+1). */
+#ifndef QWENCHAT_BATCH_H
+#define QWENCHAT_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* xoshiro256** seeded through splitmix64: small, fast, and its whole state is four
+ * words a checkpoint stores. */
+struct batch_rng {
+	uint64_t s[4];
+};
+
+void batch_rng_seed(struct batch_rng *r, uint64_t seed);
+uint64_t batch_rng_next(struct batch_rng *r);
+/* Uniform in [0, n) for n >= 1, without modulo bias (rejection of the top partial
+ * range, Lemire's method). */
+uint64_t batch_rng_below(struct batch_rng *r, uint64_t n);
+
+/* The state as 64 hex digits (four words, most significant digit first, NUL-terminated
+ * in out[65]) and back: 0, or -1 (err_set naming `what`) when the text is not 64 hex
+ * digits or is all zero (a state xoshiro never leaves). */
+void batch_rng_format(const struct batch_rng *r, char out[65]);
+int batch_rng_parse(struct batch_rng *r, const char *hex, const char *what);
+
+/* Random windows: `rows` offsets, each drawn in turn as batch_rng_below(len - T),
+ * i.e. uniform in [0, len - T - 1]. inputs and targets are (rows, T). Needs
+ * len >= T + 1. */
+void batch_random(struct batch_rng *r, const int32_t *stream, size_t len, int rows, int T,
+		  int32_t *inputs, int32_t *targets);
+
+/* Whole windows of the stream for --sequential: W = floor((len - 1) / T), window k
+ * at offset k*T (each needs T + 1 tokens: its inputs and the targets one further);
+ * 0 when len < T + 1. */
+int64_t batch_windows(size_t len, int T);
+
+/* Sequential windows: row b of micro-batch a of step s (A micro-batches of B rows a
+ * step) is window k = ((s*A + a)*B + b) mod W, at offset k*T: the run reads the
+ * stream in order and starts again at window 0 after the last whole one (the tokens
+ * after it are never read). Needs W >= 1. */
+int64_t batch_seq_window(int64_t step, int accum, int micro, int rows, int row, int64_t windows);
+void batch_sequential(const int32_t *stream, size_t len, int64_t step, int accum, int micro,
+		      int rows, int T, int32_t *inputs, int32_t *targets);
+
+/* Consecutive windows for evaluation: rows [first, first + rows) of the W windows; rows
+ * past the last window get inputs 0 and targets -1 (not scored). Returns how many
+ * rows were real. */
+int batch_eval(const int32_t *stream, size_t len, int T, int64_t first, int rows,
+	       int32_t *inputs, int32_t *targets);
+
+#endif

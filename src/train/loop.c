@@ -1,0 +1,508 @@
+/* loop.c — the training loop: setup (streams, plan, trainer, weights), the steps,
+ * evaluations, the log, and the checkpoints. */
+#include "src/train/loop.h"
+#include "src/base/clock.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/base/proc.h"
+#include "src/base/units.h"
+#include "src/train/batch.h"
+#include "src/train/checkpoint.h"
+#include "src/train/dataset.h"
+#include "src/train/schedule.h"
+#include "src/train/trainlog.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct run {
+	const char *dir;
+	char *state_dir, *log_path;
+	struct tstate *st;
+	struct loop_model *m;
+	const struct loop_report *r;
+	struct dset train, val;
+	struct eng_trainer *t;
+	struct tlog log;
+	int log_fd;
+	int32_t *in, *tg; /* (batch, ctx) */
+	struct sched sched;
+	double peak, flops, val_loss, ema;
+	int64_t saved; /* the step of the checkpoint in dir; -1: none yet */
+};
+
+static void notice(const struct run *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void notice(const struct run *u, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (u->r->notice)
+		u->r->notice(u->r->user, msg);
+}
+
+/* ---- the directory ------------------------------------------------------------------ */
+
+int loop_check_new_dir(const char *dir)
+{
+	struct stat st;
+	if (lstat(dir, &st) != 0)
+		return errno == ENOENT ? 0 : err_set("%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return err_set("%s: exists and is not a directory", dir);
+	if (ckpt_recover(dir) < 0)
+		return -1;
+	char *state = fio_join(dir, "train-state/state.json");
+	if (!state)
+		return err_set("out of memory");
+	if (fio_is_file(state)) {
+		long long step = -1;
+		size_t len;
+		char *text = fio_read_all(state, 1 << 20, &len);
+		struct tstate s;
+		if (text && tstate_parse(&s, text, len, state) == 0) {
+			step = s.step;
+			tstate_opts_free(&s.o);
+		}
+		free(text);
+		free(state);
+		return err_set("%s: holds a training run (at step %lld): continue it with "
+			       "'qwenchat train --resume %s', or choose another --out",
+			       dir, step, dir);
+	}
+	free(state);
+	DIR *d = opendir(dir);
+	if (!d)
+		return err_set("%s: cannot read: %s", dir, strerror(errno));
+	struct dirent *e;
+	const char *other = NULL;
+	static const char *const ours[] = {".", "..", "train-state", "train-log.jsonl", "loss.svg"};
+	while (!other && (e = readdir(d))) {
+		bool known = false;
+		for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+			known |= !strcmp(e->d_name, ours[i]);
+		if (!known)
+			other = e->d_name;
+	}
+	int rc = other ? err_set("%s: not empty (it holds %s) and not a training run's "
+				 "directory: choose a new or empty --out",
+				 dir, other)
+		       : 0;
+	closedir(d);
+	return rc;
+}
+
+/* ---- data ------------------------------------------------------------------------------ */
+
+/* An empty file among the data is a mistake worth naming (a text file would otherwise
+ * train on its end-of-text token alone). */
+static int check_nonempty(char *const *files, int n, const char *flag)
+{
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		if (stat(files[i], &st) != 0)
+			return err_set("%s: cannot open: %s", files[i], strerror(errno));
+		if (S_ISREG(st.st_mode) && st.st_size == 0)
+			return err_set("%s: %s: the file is empty", flag, files[i]);
+	}
+	return 0;
+}
+
+static int load_stream(struct run *u, struct dset *d, char *const *files, int n, const char *cache,
+		       bool resume, const char *flag)
+{
+	char *path = fio_join(u->state_dir, cache);
+	int rc = -1;
+	if (!path)
+		return err_set("out of memory");
+	/* a resumed run trains on its cache; without one, on the files encoded again (the
+	 * stream's length is checked against the run's) */
+	if (resume)
+		rc = dset_load_cache(d, u->m->cfg.vocab_size, path);
+	if (rc && check_nonempty(files, n, flag) == 0)
+		rc = dset_load(d, files, n, u->m->tk, u->m->tok_hash, u->m->cfg.vocab_size, path);
+	free(path);
+	if (rc)
+		return -1;
+	int T = u->st->o.ctx;
+	if (batch_windows(d->len, T) < 1)
+		return err_set("%s: %zu tokens, fewer than one window needs: --ctx %d takes %d "
+			       "(the inputs and the targets one token further)",
+			       flag, d->len, T, T + 1);
+	return 0;
+}
+
+static int load_data(struct run *u, bool resume)
+{
+	const struct tstate_opts *o = &u->st->o;
+	if (load_stream(u, &u->train, o->data, o->n_data, "data", resume, "--data"))
+		return -1;
+	if (resume && u->st->data_tokens != (int64_t)u->train.len)
+		return err_set("%s/data.u32: %zu tokens, the run trained on %lld", u->state_dir,
+			       u->train.len, (long long)u->st->data_tokens);
+	u->st->data_tokens = (int64_t)u->train.len;
+	if (o->n_val && load_stream(u, &u->val, o->val, o->n_val, "val", resume, "--val"))
+		return -1;
+	return 0;
+}
+
+/* ---- the trainer --------------------------------------------------------------------- */
+
+static int plan_for(const struct run *u, bool recompute, struct eng_train_plan *p)
+{
+	const struct tstate_opts *o = &u->st->o;
+	struct eng_train_options to = {.backend = eng_backend_kind(o->backend),
+				       .threads = o->threads,
+				       .batch = o->batch,
+				       .ctx = o->ctx,
+				       .exact = o->exact,
+				       .recompute = recompute,
+				       .cuda_module = u->m->cuda_module};
+	return eng_train_plan(&u->m->cfg, &to, p);
+}
+
+/* The plan, checked against the host's memory (a GPU's is the trainer's to check): with
+ * --recompute added when only that fits. */
+static int check_plan(struct run *u)
+{
+	struct tstate_opts *o = &u->st->o;
+	struct loop_plan lp = {.data_bytes = (u->train.len + u->val.len) * sizeof(int32_t),
+			       .available = proc_mem_available(),
+			       .train_tokens = (int64_t)u->train.len,
+			       .val_tokens = (int64_t)u->val.len,
+			       .train_cached = u->train.cached,
+			       .val_cached = u->val.cached};
+	if (plan_for(u, o->recompute, &lp.plan))
+		return -1;
+	size_t host = lp.plan.device ? 0 : lp.plan.total;
+	if (lp.available && host + lp.data_bytes > lp.available && !o->recompute) {
+		struct eng_train_plan rp;
+		if (plan_for(u, true, &rp) == 0 && rp.total + lp.data_bytes <= lp.available) {
+			lp.plan = rp;
+			lp.recompute_added = true;
+			o->recompute = true;
+			host = rp.total;
+		}
+	}
+	if (u->r->plan)
+		u->r->plan(u->r->user, &lp);
+	if (lp.available && host + lp.data_bytes > lp.available) {
+		char need[32], have[32], state[32];
+		size_t fixed = lp.plan.weights + lp.plan.grads + lp.plan.moments;
+		units_ibytes((double)(host + lp.data_bytes), need, sizeof need);
+		units_ibytes((double)lp.available, have, sizeof have);
+		if (fixed > lp.available)
+			return err_set("the memory plan needs %s and %s is available (MemAvailable): "
+				       "the weights, gradients and moments alone take %s, a smaller "
+				       "model is needed",
+				       need, have, units_ibytes((double)fixed, state, sizeof state));
+		return err_set("the memory plan needs %s and %s is available (MemAvailable): "
+			       "lower --batch or --ctx%s",
+			       need, have, o->recompute ? "" : " (--recompute does not suffice)");
+	}
+	return 0;
+}
+
+static int make_trainer(struct run *u)
+{
+	struct tstate_opts *o = &u->st->o;
+	struct eng_train_options to = {.backend = eng_backend_kind(o->backend),
+				       .threads = o->threads,
+				       .batch = o->batch,
+				       .ctx = o->ctx,
+				       .exact = o->exact,
+				       .recompute = o->recompute,
+				       .cuda_module = u->m->cuda_module};
+	u->t = eng_trainer_new(&u->m->cfg, &to, u->r->engine_notice);
+	if (!u->t && !o->recompute) {
+		/* on a GPU the device's memory decides: try the smaller plan once */
+		char first[1024];
+		snprintf(first, sizeof first, "%s", err_msg());
+		to.recompute = true;
+		if ((u->t = eng_trainer_new(&u->m->cfg, &to, u->r->engine_notice))) {
+			o->recompute = true;
+			notice(u, "the plan fits only with --recompute: turned on");
+		} else {
+			err_set("%s", first);
+		}
+	}
+	if (!u->t)
+		return -1;
+	size_t n = (size_t)o->batch * (size_t)o->ctx;
+	if (!(u->in = malloc(n * sizeof *u->in)) || !(u->tg = malloc(n * sizeof *u->tg)))
+		return err_set("out of memory for a batch of %zu tokens", n);
+	if (u->r->ready)
+		u->r->ready(u->r->user, u->t);
+	u->peak = eng_trainer_peak_gflops(u->t);
+	u->flops = eng_trainer_step_flops(u->t);
+	return 0;
+}
+
+/* ---- the log ----------------------------------------------------------------------------- */
+
+/* Starts DIR/train-log.jsonl from the records of the checkpoint (resume) or empty. */
+static int open_log(struct run *u, bool resume)
+{
+	if (resume) {
+		char *path = fio_join(u->state_dir, "log.jsonl");
+		size_t len = 0;
+		char *text = path ? fio_read_all(path, (size_t)1 << 32, &len) : NULL;
+		int rc = text ? tlog_parse(&u->log, text, len, path) : -1;
+		free(text);
+		free(path);
+		if (rc)
+			return -1;
+	}
+	if (!(u->log_path = fio_join(u->dir, "train-log.jsonl")))
+		return err_set("out of memory");
+	if (fio_write_atomic(u->log_path, u->log.text.p ? u->log.text.p : "", u->log.text.n, 0600,
+			     FIO_NO_LINKS))
+		return -1;
+	u->log_fd = open(u->log_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (u->log_fd < 0)
+		return err_set("%s: cannot open: %s", u->log_path, strerror(errno));
+	for (size_t i = 0; i < u->log.n_val; i++)
+		u->val_loss = u->log.val[i].value;
+	return 0;
+}
+
+/* The record just added to the log, appended to the file. */
+static int append_log(struct run *u)
+{
+	const char *p = u->log.text.p + u->log.last;
+	size_t n = u->log.text.n - u->log.last;
+	while (n > 0) {
+		ssize_t w = write(u->log_fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return err_set("%s: write failed: %s", u->log_path, strerror(errno));
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* ---- steps ---------------------------------------------------------------------------- */
+
+static int save(struct run *u)
+{
+	double t0 = clock_now();
+	bool was = u->st->master_in_state;
+	u->st->master_in_state = !strcmp(u->st->o.save_dtype, "bf16");
+	if (save_checkpoint(u->dir, u->t, u->st, &u->log, u->m->files, u->m->n_files)) {
+		u->st->master_in_state = was;
+		return -1;
+	}
+	u->saved = u->st->step;
+	if (u->r->saved)
+		u->r->saved(u->r->user, u->st->step, clock_now() - t0);
+	return 0;
+}
+
+/* Mean cross-entropy over the validation stream cut in consecutive windows of ctx. */
+static int evaluate(struct run *u, double *loss)
+{
+	const struct tstate_opts *o = &u->st->o;
+	int64_t w = batch_windows(u->val.len, o->ctx);
+	double sum = 0;
+	int64_t count = 0;
+	for (int64_t first = 0; first < w; first += o->batch) {
+		double s = 0; /* the trainer adds to these */
+		int64_t c = 0;
+		batch_eval(u->val.ids, u->val.len, o->ctx, first, o->batch, u->in, u->tg);
+		if (eng_trainer_eval(u->t, u->in, u->tg, &s, &c))
+			return -1;
+		sum += s;
+		count += c;
+	}
+	*loss = count ? sum / (double)count : NAN;
+	return 0;
+}
+
+/* One optimizer step: the micro-batches' gradients, their mean, clipping, AdamW. */
+static int one_step(struct run *u, double *loss, double *norm, double *lr)
+{
+	struct tstate *st = u->st;
+	const struct tstate_opts *o = &st->o;
+	double sum = 0;
+	int64_t count = 0;
+	if (eng_trainer_zero_grad(u->t))
+		return -1;
+	for (int a = 0; a < o->accum; a++) {
+		double s = 0; /* the trainer adds to these */
+		int64_t c = 0;
+		if (o->sequential)
+			batch_sequential(u->train.ids, u->train.len, st->step, o->accum, a, o->batch,
+					 o->ctx, u->in, u->tg);
+		else
+			batch_random(&st->rng, u->train.ids, u->train.len, o->batch, o->ctx, u->in,
+				     u->tg);
+		if (eng_trainer_micro(u->t, u->in, u->tg, &s, &c))
+			return -1;
+		sum += s;
+		count += c;
+	}
+	if (count == 0)
+		return err_set("step %lld: no target was scored", (long long)st->step + 1);
+	if (eng_trainer_finish_grads(u->t, 1.0 / (double)count, o->clip, norm))
+		return -1;
+	*loss = sum / (double)count;
+	if (!isfinite(*loss) || !isfinite(*norm)) {
+		char kept[160];
+		if (u->saved >= 0)
+			snprintf(kept, sizeof kept, "the checkpoint of step %lld is kept",
+				 (long long)u->saved);
+		else
+			snprintf(kept, sizeof kept, "no checkpoint was saved yet");
+		return err_set("step %lld: the loss is %g and the gradient norm %g: stopped "
+			       "without saving this step (%s; a lower --lr, a --warmup or "
+			       "--clip may help)",
+			       (long long)st->step + 1, *loss, *norm, kept);
+	}
+	*lr = sched_lr(&u->sched, st->step);
+	struct eng_adamw h = {*lr, o->beta1, o->beta2, o->eps, o->weight_decay};
+	if (eng_trainer_adamw(u->t, &h, st->step + 1))
+		return -1;
+	st->tokens += count;
+	return 0;
+}
+
+static void status(const struct run *u, struct loop_status *s, double loss, double norm,
+		   double lr, double seconds)
+{
+	const struct tstate_opts *o = &u->st->o;
+	double tokens = (double)o->batch * o->ctx * o->accum;
+	*s = (struct loop_status){
+		.step = u->st->step,
+		.steps = o->steps,
+		.loss = loss,
+		.grad_norm = norm,
+		.lr = lr,
+		.val_loss = u->val_loss,
+		.step_seconds = seconds,
+		.tokens_per_second = seconds > 0 ? tokens / seconds : 0,
+		.peak_share = seconds > 0 && u->peak > 0 ? u->flops * o->accum / seconds /
+								   (u->peak * 1e9)
+							 : 0,
+		.eta_seconds = u->ema * (double)(o->steps - u->st->step),
+		.tokens = u->st->tokens,
+	};
+}
+
+/* The steps from st->step to the run's end, evaluating and saving on schedule; a
+ * pending stop ends the loop after the step under way, saved. */
+static int steps(struct run *u, const volatile sig_atomic_t *stop)
+{
+	struct tstate *st = u->st;
+	const struct tstate_opts *o = &st->o;
+	while (st->step < o->steps) {
+		double t0 = clock_now(), loss = 0, norm = 0, lr = 0;
+		if (one_step(u, &loss, &norm, &lr))
+			return -1;
+		double sec = clock_now() - t0;
+		st->step++;
+		st->seconds += sec;
+		u->ema = u->ema > 0 ? 0.9 * u->ema + 0.1 * sec : sec;
+		struct tlog_step rec = {st->step, loss, norm, lr, st->tokens, sec};
+		if (tlog_add_step(&u->log, &rec) || append_log(u))
+			return -1;
+		struct loop_status s;
+		status(u, &s, loss, norm, lr, sec);
+		if (u->r->step)
+			u->r->step(u->r->user, &s);
+		bool last = st->step == o->steps, stopping = stop && *stop;
+		if (u->val.len && (st->step % o->eval_every == 0 || last) && !stopping) {
+			if (evaluate(u, &u->val_loss) || tlog_add_eval(&u->log, st->step, u->val_loss) ||
+			    append_log(u))
+				return -1;
+			s.val_loss = u->val_loss;
+			if (u->r->eval)
+				u->r->eval(u->r->user, &s);
+			char *svg = tlog_svg(&u->log), *path = fio_join(u->dir, "loss.svg");
+			int rc = svg && path ? fio_write_atomic(path, svg, strlen(svg), 0600,
+								FIO_NO_LINKS)
+					     : err_set("out of memory");
+			free(svg);
+			free(path);
+			if (rc)
+				return -1;
+		}
+		if ((st->step % o->save_every == 0 || last || stopping) && save(u))
+			return -1;
+		if (stopping && !last)
+			return LOOP_STOPPED;
+	}
+	return 0;
+}
+
+static int setup_weights(struct run *u, bool resume)
+{
+	if (resume)
+		return save_restore(u->dir, u->t, u->st);
+	if (u->m->init)
+		return eng_trainer_load(u->t, u->m->init) || eng_trainer_upload(u->t) ? -1 : 0;
+	eng_trainer_init_normal(u->t, (uint64_t)u->st->o.seed, 0.02);
+	return eng_trainer_upload(u->t);
+}
+
+int loop_run(const char *dir, struct tstate *st, bool resume, struct loop_model *m,
+	     const struct loop_report *r, const volatile sig_atomic_t *stop)
+{
+	struct run u = {.dir = dir, .st = st, .m = m, .r = r, .log_fd = -1, .val_loss = NAN,
+			.saved = resume ? st->step : -1};
+	const struct tstate_opts *o = &st->o;
+	int rc = -1;
+	tlog_init(&u.log);
+	u.sched = (struct sched){o->lr, o->min_lr, o->warmup, o->cosine_steps};
+	if (!(u.state_dir = fio_join(dir, "train-state"))) {
+		err_set("out of memory");
+		goto out;
+	}
+	if (!resume && (loop_check_new_dir(dir) || fio_mkdirs(u.state_dir, 0700)))
+		goto out;
+	if (resume && ckpt_recover(dir) < 0)
+		goto out;
+	if (!resume)
+		batch_rng_seed(&st->rng, (uint64_t)o->seed);
+	if (load_data(&u, resume) || check_plan(&u) || make_trainer(&u) ||
+	    setup_weights(&u, resume) || open_log(&u, resume))
+		goto out;
+	if (m->init) { /* its weights are the trainer's now: give the mapping back */
+		eng_model_free(m->init);
+		m->init = NULL;
+	}
+	if (st->step >= o->steps) {
+		if (!resume) /* --steps 0: the initial weights as a checkpoint */
+			rc = save(&u);
+		else {
+			notice(&u, "%s is at step %lld already (--steps %lld): nothing to do", dir,
+			       (long long)st->step, (long long)o->steps);
+			rc = 0;
+		}
+		goto out;
+	}
+	rc = steps(&u, stop);
+out:
+	if (u.log_fd >= 0)
+		close(u.log_fd);
+	eng_trainer_free(u.t);
+	dset_free(&u.train);
+	dset_free(&u.val);
+	tlog_free(&u.log);
+	free(u.in);
+	free(u.tg);
+	free(u.log_path);
+	free(u.state_dir);
+	return rc;
+}

@@ -1,0 +1,162 @@
+/* modeldir.c — config.json, generation_config.json and tokenizer_config.json of a
+ * checkpoint. */
+#include "src/train/modeldir.h"
+#include "src/base/err.h"
+#include "src/base/strbuf.h"
+#include "src/train/tokens.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void put_id(struct strbuf *b, const char *key, int id)
+{
+	if (id >= 0)
+		sb_printf(b, "  \"%s\": %d,\n", key, id);
+	else
+		sb_printf(b, "  \"%s\": null,\n", key);
+}
+
+static void put_rope_scaling(struct strbuf *b, const struct eng_config *c)
+{
+	if (!strcmp(c->rope_type, "linear")) {
+		sb_puts(b, "  \"rope_scaling\": {\n    \"rope_type\": \"linear\",\n    \"factor\": ");
+		sb_real(b, c->rope_factor);
+		sb_puts(b, "\n  },\n");
+		return;
+	}
+	if (strcmp(c->rope_type, "yarn")) {
+		sb_puts(b, "  \"rope_scaling\": null,\n");
+		return;
+	}
+	sb_puts(b, "  \"rope_scaling\": {\n    \"rope_type\": \"yarn\",\n    \"factor\": ");
+	sb_real(b, c->rope_factor);
+	if (c->rope_original_max_position > 0)
+		sb_printf(b, ",\n    \"original_max_position_embeddings\": %d",
+			  c->rope_original_max_position);
+	/* 0 is "absent" for these, as config.c reads them */
+	const char *key[] = {"attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"};
+	double v[] = {c->rope_attention_factor, c->rope_beta_fast, c->rope_beta_slow, c->rope_mscale,
+		      c->rope_mscale_all_dim};
+	for (int i = 0; i < 5; i++)
+		if (v[i] != 0) {
+			sb_printf(b, ",\n    \"%s\": ", key[i]);
+			sb_real(b, v[i]);
+		}
+	sb_puts(b, "\n  },\n");
+}
+
+static const char *torch_dtype(enum eng_dtype t)
+{
+	return t == ENG_F32 ? "float32" : t == ENG_F16 ? "float16" : "bfloat16";
+}
+
+char *mdir_config_json(const struct eng_config *c)
+{
+	struct strbuf b = {0};
+	sb_puts(&b, "{\n  \"architectures\": [\n    \"Qwen3ForCausalLM\"\n  ],\n"
+		    "  \"attention_bias\": false,\n  \"attention_dropout\": 0.0,\n");
+	put_id(&b, "bos_token_id", c->bos_token_id);
+	put_id(&b, "eos_token_id", c->eos_token_id);
+	sb_printf(&b,
+		  "  \"head_dim\": %d,\n  \"hidden_act\": \"silu\",\n  \"hidden_size\": %d,\n"
+		  "  \"initializer_range\": 0.02,\n  \"intermediate_size\": %d,\n"
+		  "  \"max_position_embeddings\": %d,\n  \"max_window_layers\": %d,\n"
+		  "  \"model_type\": \"qwen3\",\n  \"num_attention_heads\": %d,\n"
+		  "  \"num_hidden_layers\": %d,\n  \"num_key_value_heads\": %d,\n"
+		  "  \"rms_norm_eps\": ",
+		  c->head_dim, c->hidden_size, c->intermediate_size, c->max_position_embeddings,
+		  c->num_layers, c->num_heads, c->num_layers, c->num_kv_heads);
+	sb_real(&b, c->rms_norm_eps);
+	sb_puts(&b, ",\n");
+	put_rope_scaling(&b, c);
+	sb_puts(&b, "  \"rope_theta\": ");
+	sb_real(&b, c->rope_theta);
+	sb_printf(&b,
+		  ",\n  \"sliding_window\": null,\n  \"tie_word_embeddings\": %s,\n"
+		  "  \"torch_dtype\": \"%s\",\n  \"transformers_version\": \"4.51.0\",\n"
+		  "  \"use_cache\": true,\n  \"use_sliding_window\": false,\n"
+		  "  \"vocab_size\": %d\n}\n",
+		  c->tie_word_embeddings ? "true" : "false", torch_dtype(c->dtype), c->vocab_size);
+	if (b.oom) {
+		free(b.p);
+		err_set("config.json: out of memory");
+		return NULL;
+	}
+	return b.p;
+}
+
+char *mdir_generation_json(int bos, const int *eos, int n_eos, int pad)
+{
+	struct strbuf b = {0};
+	sb_puts(&b, "{\n");
+	put_id(&b, "bos_token_id", bos);
+	sb_puts(&b, "  \"do_sample\": true,\n  \"eos_token_id\": [");
+	for (int i = 0; i < n_eos; i++)
+		sb_printf(&b, "%s\n    %d", i ? "," : "", eos[i]);
+	sb_puts(&b, "\n  ],\n");
+	if (pad >= 0)
+		sb_printf(&b, "  \"pad_token_id\": %d,\n", pad);
+	sb_puts(&b, "  \"temperature\": 0.6,\n  \"top_k\": 20,\n  \"top_p\": 0.95,\n"
+		    "  \"transformers_version\": \"4.51.0\"\n}\n");
+	if (b.oom) {
+		free(b.p);
+		err_set("generation_config.json: out of memory");
+		return NULL;
+	}
+	return b.p;
+}
+
+/* Sets key to s[0..n) unless the object has it (a null counts as missing). */
+static int set_default(json_t *o, const char *key, const char *s, size_t n)
+{
+	json_t *v = json_object_get(o, key);
+	if (!s || (v && !json_is_null(v)))
+		return 0;
+	return json_object_set_new(o, key, json_stringn(s, n));
+}
+
+char *mdir_tokenizer_config(const char *existing, const char *name, const struct tok *t,
+			    bool *markers)
+{
+	json_error_t je;
+	json_t *o = existing ? json_loads(existing, JSON_REJECT_DUPLICATES, &je) : json_object();
+	if (!json_is_object(o)) {
+		json_decref(o);
+		err_set("%s: not a JSON object%s%s", name, existing ? ": " : "",
+			existing ? je.text : "");
+		return NULL;
+	}
+	int eot = tokens_eot(t);
+	size_t eot_len = 0;
+	const char *eot_text = eot >= 0 ? tok_piece(t, eot, &eot_len) : NULL;
+	bool im_end = tok_id(t, "<|im_end|>") >= 0;
+	*markers = im_end && tok_id(t, "<|im_start|>") >= 0;
+	int rc = json_object_set_new(o, "chat_template", json_string(mdir_qwen3_template));
+	rc |= im_end ? set_default(o, "eos_token", "<|im_end|>", 10)
+		     : set_default(o, "eos_token", eot_text, eot_len);
+	rc |= set_default(o, "pad_token", eot_text, eot_len);
+	if (!existing) {
+		rc |= json_object_set_new(o, "add_bos_token", json_false());
+		rc |= json_object_set_new(o, "clean_up_tokenization_spaces", json_false());
+		rc |= json_object_set_new(o, "errors", json_string("replace"));
+		rc |= json_object_set_new(o, "split_special_tokens", json_false());
+		rc |= json_object_set_new(o, "tokenizer_class", json_string("Qwen2Tokenizer"));
+	}
+	char *text = rc ? NULL : json_dumps(o, JSON_INDENT(2));
+	json_decref(o);
+	if (!text) {
+		err_set("%s: out of memory", name);
+		return NULL;
+	}
+	size_t n = strlen(text);
+	char *out = realloc(text, n + 2);
+	if (!out) {
+		free(text);
+		err_set("%s: out of memory", name);
+		return NULL;
+	}
+	memcpy(out + n, "\n", 2);
+	return out;
+}

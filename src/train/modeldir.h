@@ -1,0 +1,34 @@
+/* modeldir.h — the small files that make a checkpoint a model directory every
+ * qwenchat command loads: config.json (laid out as the published Qwen3 configs),
+ * generation_config.json, and a tokenizer_config.json with a chat template for a
+ * tokenizer that has none. The weights are checkpoint.h's. */
+#ifndef QWENCHAT_MODELDIR_H
+#define QWENCHAT_MODELDIR_H
+
+#include <stdbool.h>
+
+#include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
+
+/* The chat_template of the Qwen3 hybrid models (qwen3_template.c). */
+extern const char mdir_qwen3_template[];
+
+/* config.json for c (torch_dtype from c->dtype; bos/eos null when -1), malloc'd and
+ * NUL-terminated; NULL when out of memory (err_set). */
+char *mdir_config_json(const struct eng_config *c);
+
+/* generation_config.json with Qwen3's sampling defaults: bos_token_id, eos_token_id
+ * [eos...] (n_eos >= 1), pad_token_id pad (-1: none). Malloc'd; NULL (err_set). */
+char *mdir_generation_json(int bos, const int *eos, int n_eos, int pad);
+
+/* tokenizer_config.json for a tokenizer without a chat template: `existing` (the
+ * file's text, or NULL when there is none) with chat_template set to Qwen3's and,
+ * where missing, eos_token (<|im_end|> when the tokenizer has it, else the end of
+ * text) and pad_token (the end of text). `name` is the file in messages. Malloc'd;
+ * NULL on error (err_set: not a JSON object). *markers is set false when the
+ * tokenizer lacks <|im_start|> or <|im_end|> (the template's turns would then be
+ * plain text). */
+char *mdir_tokenizer_config(const char *existing, const char *name, const struct tok *t,
+			    bool *markers);
+
+#endif

@@ -1,0 +1,37 @@
+/* save.h — a run's checkpoint as files: DIR/model.safetensors (F32 master weights, or
+ * a BF16 copy with the F32 ones in DIR/train-state/master.safetensors), config.json,
+ * the tokenizer and generation files, DIR/train-state/optimizer.safetensors (AdamW's
+ * moments), state.json, log.jsonl (the records up to this step) and DIR/loss.svg, all
+ * replaced together (checkpoint.h's transaction); and the weights and moments read
+ * back for a resumed run. */
+#ifndef QWENCHAT_SAVE_H
+#define QWENCHAT_SAVE_H
+
+#include <stddef.h>
+
+#include "engine/train.h"
+#include "src/train/trainlog.h"
+#include "src/train/trainstate.h"
+
+/* A file written as it is into every checkpoint (tokenizer.json, ...). */
+struct save_file {
+	const char *name;
+	const char *data;
+	size_t len;
+};
+
+/* Writes the checkpoint of st->step into dir. cfg is the model's (its dtype is set
+ * from the save dtype). On any error (a full disk ...) dir keeps the previous
+ * checkpoint whole. 0 or -1 (err_set). */
+int save_checkpoint(const char *dir, struct eng_trainer *t, const struct tstate *st,
+		    const struct tlog *log, const struct save_file *files, int n_files);
+
+/* The master weights and the moments of the checkpoint in dir into t (uploaded to the
+ * device on a GPU backend); every file must be of st->step. 0 or -1 (err_set). */
+int save_restore(const char *dir, struct eng_trainer *t, const struct tstate *st);
+
+/* The step a checkpoint file is of (its __metadata__ "step"), -1 when it has none
+ * or cannot be read (err_set). */
+long long save_file_step(const char *path);
+
+#endif

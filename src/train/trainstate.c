@@ -1,0 +1,448 @@
+/* trainstate.c — the option table of `qwenchat train` and state.json. */
+#include "src/train/trainstate.h"
+#include "src/base/err.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum kind { K_INT, K_I64, K_REAL, K_BOOL, K_STR, K_LIST, K_TIE };
+
+/* May differ when resumed: how long and how the run goes on, not what it computes. */
+enum { CHANGE = 1 };
+
+struct field {
+	const char *name;
+	enum kind kind;
+	size_t off, count_off; /* count_off: a list's length */
+	double lo, hi;         /* numbers: the range; -1 allowed besides when lo is 0 and
+				* the field has an "unset" of -1 (min-lr, cosine-steps) */
+	unsigned flags;
+	const char *choices;   /* strings: the values allowed, space separated; NULL: any */
+};
+
+#define F(name, kind, member, lo, hi, flags)                                                    \
+	{name, kind, offsetof(struct tstate_opts, member), 0, lo, hi, flags, NULL}
+#define S(name, member, flags, choices)                                                         \
+	{name, K_STR, offsetof(struct tstate_opts, member), 0, 0, 0, flags, choices}
+#define L(name, member, count)                                                                  \
+	{name, K_LIST, offsetof(struct tstate_opts, member), offsetof(struct tstate_opts, count), \
+	 0, 0, 0, NULL}
+
+static const struct field fields[] = {
+	S("init", init, 0, NULL),
+	S("tokenizer", tokenizer, 0, NULL),
+	F("layers", K_INT, layers, 1, 4096, 0),
+	F("hidden-size", K_INT, hidden, 2, 1 << 20, 0),
+	F("heads", K_INT, heads, 1, 4096, 0),
+	F("kv-heads", K_INT, kv_heads, 1, 4096, 0),
+	F("head-dim", K_INT, head_dim, 2, 1024, 0),
+	F("intermediate-size", K_INT, intermediate, 1, 1 << 22, 0),
+	F("vocab-size", K_INT, vocab, 1, 1 << 24, 0),
+	F("tie", K_TIE, tie, 0, 1, 0),
+	F("rope-theta", K_REAL, rope_theta, 1, 1e12, 0),
+	L("data", data, n_data),
+	L("val", val, n_val),
+	F("ctx", K_INT, ctx, 2, 1 << 20, 0),
+	F("batch", K_INT, batch, 1, 1 << 16, 0),
+	F("accum", K_INT, accum, 1, 1 << 16, 0),
+	F("steps", K_I64, steps, 0, 1e12, CHANGE),
+	F("lr", K_REAL, lr, 0, 10, 0),
+	F("min-lr", K_REAL, min_lr, 0, 10, 0),
+	F("warmup", K_I64, warmup, 0, 1e12, 0),
+	F("cosine-steps", K_I64, cosine_steps, 0, 1e12, 0),
+	F("weight-decay", K_REAL, weight_decay, 0, 10, 0),
+	F("beta1", K_REAL, beta1, 0, 0.999999, 0),
+	F("beta2", K_REAL, beta2, 0, 0.999999999, 0),
+	F("eps", K_REAL, eps, 1e-30, 1, 0),
+	F("clip", K_REAL, clip, 0, 1e9, 0),
+	F("seed", K_I64, seed, 0, 9007199254740992.0, 0),
+	F("sequential", K_BOOL, sequential, 0, 1, 0),
+	F("exact", K_BOOL, exact, 0, 1, 0),
+	F("recompute", K_BOOL, recompute, 0, 1, CHANGE),
+	F("eval-every", K_I64, eval_every, 1, 1e12, CHANGE),
+	F("save-every", K_I64, save_every, 1, 1e12, CHANGE),
+	S("save-dtype", save_dtype, CHANGE, "f32 bf16"),
+	S("backend", backend, CHANGE, "auto cpu cuda"),
+	F("threads", K_INT, threads, 0, 1024, CHANGE),
+};
+#define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
+
+int tstate_field_count(void)
+{
+	return N_FIELDS;
+}
+
+const char *tstate_field_name(int i)
+{
+	return fields[i].name;
+}
+
+int tstate_field(const char *name)
+{
+	for (int i = 0; i < N_FIELDS; i++)
+		if (!strcmp(fields[i].name, name))
+			return i;
+	return -1;
+}
+
+bool tstate_may_change(int i)
+{
+	return fields[i].flags & CHANGE;
+}
+
+/* A list member, so that const applies to it and not to the strings: const list_t *. */
+typedef char **list_t;
+
+#define AT(o, f, type) ((type *)((char *)(o) + (f)->off))
+#define CAT(o, f, type) ((const type *)((const char *)(o) + (f)->off))
+
+int tstate_opts_default(struct tstate_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->tie = -1;
+	o->ctx = 256;
+	o->batch = 8;
+	o->accum = 1;
+	o->steps = 1000;
+	o->cosine_steps = -1;
+	o->lr = 6e-4;
+	o->min_lr = -1;
+	o->weight_decay = 0.1;
+	o->beta1 = 0.9;
+	o->beta2 = 0.95;
+	o->eps = 1e-8;
+	o->clip = 1.0;
+	o->seed = 1337;
+	o->eval_every = 100;
+	o->save_every = 500;
+	o->save_dtype = strdup("f32");
+	o->backend = strdup("auto");
+	return o->save_dtype && o->backend ? 0 : err_set("out of memory");
+}
+
+static void free_list(char **l, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(l[i]);
+	free(l);
+}
+
+void tstate_opts_free(struct tstate_opts *o)
+{
+	for (int i = 0; i < N_FIELDS; i++) {
+		const struct field *f = &fields[i];
+		if (f->kind == K_STR)
+			free(*AT(o, f, char *));
+		else if (f->kind == K_LIST)
+			free_list(*AT(o, f, char **), *(int *)((char *)o + f->count_off));
+	}
+	memset(o, 0, sizeof *o);
+}
+
+static int set_str(char **dst, const char *s)
+{
+	char *c = s ? strdup(s) : NULL;
+	if (s && !c)
+		return err_set("out of memory");
+	free(*dst);
+	*dst = c;
+	return 0;
+}
+
+static int append(char ***list, int *n, const char *s)
+{
+	char **g = realloc(*list, (size_t)(*n + 1) * sizeof *g);
+	if (!g)
+		return err_set("out of memory");
+	*list = g;
+	if (!(g[*n] = strdup(s)))
+		return err_set("out of memory");
+	(*n)++;
+	return 0;
+}
+
+/* A number of field f from text: 0 or -1 (err_set "--NAME: ..."). */
+static int parse_number(const struct field *f, const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v))
+		return err_set("--%s: '%s' is not a %s", f->name, s,
+			       f->kind == K_REAL ? "finite number" : "whole number");
+	if (f->kind != K_REAL && (v != floor(v) || strpbrk(s, ".eE")))
+		return err_set("--%s: '%s' is not a whole number", f->name, s);
+	if (v < f->lo || v > f->hi)
+		return err_set("--%s: %s is out of range [%g, %g]", f->name, s, f->lo, f->hi);
+	*out = v;
+	return 0;
+}
+
+int tstate_set(struct tstate_opts *o, int i, const char *value)
+{
+	const struct field *f = &fields[i];
+	double v = 0;
+	switch (f->kind) {
+	case K_STR:
+		if (f->choices) {
+			size_t n = strlen(value);
+			const char *c = strstr(f->choices, value);
+			bool ok = n && c && (c == f->choices || c[-1] == ' ') &&
+				  (c[n] == ' ' || c[n] == '\0');
+			if (!ok)
+				return err_set("--%s: '%s' is not one of %s", f->name, value,
+					       f->choices);
+		}
+		return set_str(AT(o, f, char *), value);
+	case K_LIST:
+		return append(AT(o, f, char **), (int *)((char *)o + f->count_off), value);
+	case K_BOOL: *AT(o, f, bool) = strcmp(value, "false") != 0; return 0;
+	case K_TIE: *AT(o, f, int) = strcmp(value, "false") != 0; return 0;
+	default: break;
+	}
+	if (parse_number(f, value, &v))
+		return -1;
+	if (f->kind == K_INT)
+		*AT(o, f, int) = (int)v;
+	else if (f->kind == K_I64)
+		*AT(o, f, int64_t) = (int64_t)v;
+	else
+		*AT(o, f, double) = v;
+	return 0;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+bool tstate_equal(const struct tstate_opts *a, const struct tstate_opts *b, int i)
+{
+	const struct field *f = &fields[i];
+	switch (f->kind) {
+	case K_INT:
+	case K_TIE: return *CAT(a, f, int) == *CAT(b, f, int);
+	case K_I64: return *CAT(a, f, int64_t) == *CAT(b, f, int64_t);
+	case K_REAL: return *CAT(a, f, double) == *CAT(b, f, double);
+	case K_BOOL: return *CAT(a, f, bool) == *CAT(b, f, bool);
+	case K_STR: return str_eq(*CAT(a, f, char *), *CAT(b, f, char *));
+	case K_LIST: break;
+	}
+	int na = *(const int *)((const char *)a + f->count_off),
+	    nb = *(const int *)((const char *)b + f->count_off);
+	char *const *la = *CAT(a, f, list_t), *const *lb = *CAT(b, f, list_t);
+	if (na != nb)
+		return false;
+	for (int k = 0; k < na; k++)
+		if (strcmp(la[k], lb[k]))
+			return false;
+	return true;
+}
+
+void tstate_format(const struct tstate_opts *o, int i, char *out, size_t n)
+{
+	const struct field *f = &fields[i];
+	out[0] = '\0';
+	switch (f->kind) {
+	case K_INT: snprintf(out, n, "%d", *CAT(o, f, int)); return;
+	case K_TIE: snprintf(out, n, "%s", *CAT(o, f, int) ? "--tie" : "--no-tie"); return;
+	case K_I64: snprintf(out, n, "%lld", (long long)*CAT(o, f, int64_t)); return;
+	case K_REAL: snprintf(out, n, "%g", *CAT(o, f, double)); return;
+	case K_BOOL: snprintf(out, n, "%s", *CAT(o, f, bool) ? "on" : "off"); return;
+	case K_STR: snprintf(out, n, "%s", *CAT(o, f, char *) ? *CAT(o, f, char *) : "(none)"); return;
+	case K_LIST: break;
+	}
+	int cnt = *(const int *)((const char *)o + f->count_off);
+	size_t len = 0;
+	for (int k = 0; k < cnt && len < n; k++)
+		len += (size_t)snprintf(out + len, n - len, "%s%s", k ? " " : "",
+					(*CAT(o, f, list_t))[k]);
+	if (!cnt)
+		snprintf(out, n, "(none)");
+}
+
+int tstate_copy(struct tstate_opts *dst, const struct tstate_opts *src, int i)
+{
+	const struct field *f = &fields[i];
+	if (f->kind == K_STR)
+		return set_str(AT(dst, f, char *), *CAT(src, f, char *));
+	if (f->kind != K_LIST) {
+		size_t size = f->kind == K_INT || f->kind == K_TIE ? sizeof(int)
+			      : f->kind == K_BOOL		  ? sizeof(bool)
+			      : f->kind == K_I64		  ? sizeof(int64_t)
+								  : sizeof(double);
+		memcpy((char *)dst + f->off, (const char *)src + f->off, size);
+		return 0;
+	}
+	int *dn = (int *)((char *)dst + f->count_off);
+	int sn = *(const int *)((const char *)src + f->count_off);
+	free_list(*AT(dst, f, char **), *dn);
+	*AT(dst, f, char **) = NULL;
+	*dn = 0;
+	for (int k = 0; k < sn; k++)
+		if (append(AT(dst, f, char **), dn, (*CAT(src, f, list_t))[k]))
+			return -1;
+	return 0;
+}
+
+/* ---- state.json ---------------------------------------------------------------------- */
+
+static json_t *field_json(const struct tstate_opts *o, const struct field *f)
+{
+	switch (f->kind) {
+	case K_INT: return json_integer(*CAT(o, f, int));
+	case K_TIE: return *CAT(o, f, int) < 0 ? json_null() : json_boolean(*CAT(o, f, int));
+	case K_I64: return json_integer((json_int_t)*CAT(o, f, int64_t));
+	case K_REAL: return json_real(*CAT(o, f, double));
+	case K_BOOL: return json_boolean(*CAT(o, f, bool));
+	case K_STR: return *CAT(o, f, char *) ? json_string(*CAT(o, f, char *)) : json_null();
+	case K_LIST: break;
+	}
+	json_t *a = json_array();
+	int n = *(const int *)((const char *)o + f->count_off);
+	for (int k = 0; a && k < n; k++)
+		json_array_append_new(a, json_string((*CAT(o, f, list_t))[k]));
+	return a;
+}
+
+char *tstate_json(const struct tstate *s)
+{
+	json_t *opts = json_object();
+	for (int i = 0; opts && i < N_FIELDS; i++)
+		json_object_set_new(opts, fields[i].name, field_json(&s->o, &fields[i]));
+	char rng[65];
+	batch_rng_format(&s->rng, rng);
+	/* the data position, for a reader: rows read so far (with --sequential the next one
+	 * reads window windows_read mod W; at random, rng is the position) */
+	json_int_t rows = (json_int_t)s->step * s->o.accum * s->o.batch;
+	json_t *root = json_pack("{s:i, s:I, s:I, s:f, s:s, s:I, s:I, s:b, s:o}", "format", 1, "step",
+				 (json_int_t)s->step, "tokens", (json_int_t)s->tokens, "seconds",
+				 s->seconds, "rng", rng, "windows_read", rows, "data_tokens",
+				 (json_int_t)s->data_tokens, "master_in_state", s->master_in_state,
+				 "options", opts);
+	char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+	json_decref(root);
+	if (!text)
+		err_set("state.json: out of memory");
+	return text;
+}
+
+static int field_from_json(struct tstate_opts *o, const struct field *f, json_t *v,
+			   const char *name)
+{
+	switch (f->kind) {
+	case K_INT:
+	case K_I64:
+		if (!json_is_integer(v))
+			break;
+		if (json_integer_value(v) < (f->lo < 0 ? -1 : 0) ||
+		    (double)json_integer_value(v) > f->hi)
+			break;
+		if (f->kind == K_INT)
+			*AT(o, f, int) = (int)json_integer_value(v);
+		else
+			*AT(o, f, int64_t) = json_integer_value(v);
+		return 0;
+	case K_TIE:
+		if (!json_is_boolean(v) && !json_is_null(v))
+			break;
+		*AT(o, f, int) = json_is_null(v) ? -1 : json_is_true(v);
+		return 0;
+	case K_REAL:
+		if (!json_is_number(v) || !isfinite(json_number_value(v)))
+			break;
+		*AT(o, f, double) = json_number_value(v);
+		return 0;
+	case K_BOOL:
+		if (!json_is_boolean(v))
+			break;
+		*AT(o, f, bool) = json_is_true(v);
+		return 0;
+	case K_STR:
+		if (json_is_null(v))
+			return set_str(AT(o, f, char *), NULL);
+		if (!json_is_string(v))
+			break;
+		return set_str(AT(o, f, char *), json_string_value(v));
+	case K_LIST: {
+		size_t k;
+		json_t *e;
+		if (!json_is_array(v))
+			break;
+		json_array_foreach(v, k, e)
+		{
+			if (!json_is_string(e))
+				return err_set("%s: options.%s: not a list of paths", name, f->name);
+			if (append(AT(o, f, char **), (int *)((char *)o + f->count_off),
+				   json_string_value(e)))
+				return -1;
+		}
+		return 0;
+	}
+	}
+	return err_set("%s: options.%s: missing or not a valid value", name, f->name);
+}
+
+/* Values the table's ranges let through but a run cannot have been started with. */
+static int check_opts(const struct tstate_opts *o, const char *name)
+{
+	if (o->n_data < 1)
+		return err_set("%s: options.data: no training files", name);
+	if (o->min_lr < 0 || o->cosine_steps < o->warmup)
+		return err_set("%s: options: min-lr or cosine-steps is not resolved", name);
+	if (!o->save_dtype || !o->backend)
+		return err_set("%s: options: save-dtype or backend is missing", name);
+	return 0;
+}
+
+int tstate_parse(struct tstate *s, const char *text, size_t len, const char *name)
+{
+	memset(s, 0, sizeof *s);
+	json_error_t je;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *opts = json_object_get(root, "options");
+	json_t *step = json_object_get(root, "step"), *tokens = json_object_get(root, "tokens"),
+	       *dt = json_object_get(root, "data_tokens");
+	int rc = -1;
+	if (!root) {
+		err_set("%s: invalid JSON at line %d: %s", name, je.line, je.text);
+		goto out;
+	}
+	if (json_integer_value(json_object_get(root, "format")) != 1 || !json_is_object(opts)) {
+		err_set("%s: not a state.json of this version (format 1 with options)", name);
+		goto out;
+	}
+	if (!json_is_integer(step) || json_integer_value(step) < 0 || !json_is_integer(tokens) ||
+	    json_integer_value(tokens) < 0 || !json_is_integer(dt) || json_integer_value(dt) < 0 ||
+	    !json_is_number(json_object_get(root, "seconds")) ||
+	    !json_is_boolean(json_object_get(root, "master_in_state"))) {
+		err_set("%s: step, tokens, seconds, data_tokens or master_in_state is missing or "
+			"invalid",
+			name);
+		goto out;
+	}
+	s->step = json_integer_value(step);
+	s->tokens = json_integer_value(tokens);
+	s->data_tokens = json_integer_value(dt);
+	s->seconds = json_number_value(json_object_get(root, "seconds"));
+	s->master_in_state = json_is_true(json_object_get(root, "master_in_state"));
+	char what[300];
+	snprintf(what, sizeof what, "%s: rng", name);
+	if (batch_rng_parse(&s->rng, json_string_value(json_object_get(root, "rng")), what))
+		goto out;
+	for (int i = 0; i < N_FIELDS; i++)
+		if (field_from_json(&s->o, &fields[i], json_object_get(opts, fields[i].name),
+				    name))
+			goto out;
+	rc = check_opts(&s->o, name);
+out:
+	if (rc)
+		tstate_opts_free(&s->o);
+	json_decref(root);
+	return rc;
+}

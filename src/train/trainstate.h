@@ -1,0 +1,82 @@
+/* trainstate.h — a run's options and progress: the flags of `qwenchat train` as one
+ * table (names, ranges, which may change when a run is resumed), and
+ * DIR/train-state/state.json, which holds them with the step, the tokens seen and the
+ * random generator's state: with the weights and moments, all a resumed run needs. */
+#ifndef QWENCHAT_TRAINSTATE_H
+#define QWENCHAT_TRAINSTATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "src/train/batch.h"
+
+struct tstate_opts {
+	/* the model: --init MODEL, or a shape and --tokenizer DIR */
+	char *init, *tokenizer;
+	int layers, hidden, heads, kv_heads, head_dim, intermediate; /* 0: unset */
+	int vocab;         /* from scratch without a tokenizer (*.u32 data); 0: unset */
+	int tie;           /* 1, 0, or -1: unset (tied) */
+	double rope_theta; /* 0: unset (1e6) */
+	/* data */
+	char **data, **val;
+	int n_data, n_val;
+	int ctx, batch, accum;
+	/* optimisation */
+	int64_t steps, warmup, cosine_steps; /* cosine_steps -1: steps */
+	double lr, min_lr;                   /* min_lr -1: lr / 10 */
+	double weight_decay, beta1, beta2, eps, clip;
+	int64_t seed;
+	bool sequential, exact, recompute;
+	/* the run */
+	int64_t eval_every, save_every;
+	char *save_dtype; /* "f32" or "bf16" */
+	char *backend;    /* "auto", "cpu" or "cuda" */
+	int threads;      /* 0: every core */
+};
+
+/* The defaults (nanoGPT's where it has one): ctx 256, batch 8, accum 1, steps 1000,
+ * lr 6e-4, min_lr lr/10, warmup 0, cosine_steps = steps, weight decay 0.1, beta1 0.9,
+ * beta2 0.95, eps 1e-8, clip 1.0, seed 1337, eval and save every 100 and 500 steps,
+ * f32 checkpoints, backend auto. Strings are malloc'd (tstate_opts_free). 0 or -1
+ * (out of memory). */
+int tstate_opts_default(struct tstate_opts *o);
+void tstate_opts_free(struct tstate_opts *o);
+
+/* The options by name (the flag without its dashes, also the key in state.json). */
+int tstate_field_count(void);
+const char *tstate_field_name(int i);
+/* Field index of a name, or -1. */
+int tstate_field(const char *name);
+/* Sets field i from a command-line value (a list field appends): 0, or -1 with err_set
+ * "--NAME: ..." (not a number, out of range, not one of the choices). */
+int tstate_set(struct tstate_opts *o, int i, const char *value);
+/* Whether field i may differ from the saved run when it is resumed (--steps,
+ * --eval-every, --save-every, --save-dtype, --threads, --backend, --recompute). */
+bool tstate_may_change(int i);
+/* Whether field i has the same value in a and b. */
+bool tstate_equal(const struct tstate_opts *a, const struct tstate_opts *b, int i);
+/* Field i's value as text, for messages ("64", "6e-4", "a.txt b.txt"). */
+void tstate_format(const struct tstate_opts *o, int i, char *out, size_t n);
+/* Copies field i from src into dst. 0 or -1 (out of memory). */
+int tstate_copy(struct tstate_opts *dst, const struct tstate_opts *src, int i);
+
+/* The progress of a run. */
+struct tstate {
+	struct tstate_opts o;
+	int64_t step;          /* steps done */
+	int64_t tokens;        /* targets trained on so far */
+	double seconds;        /* time in steps so far */
+	struct batch_rng rng;  /* the random windows' generator, after `step` steps */
+	int64_t data_tokens;   /* the training stream's length, to check the cache */
+	bool master_in_state;  /* fp32 weights in train-state/master.safetensors (bf16 model) */
+};
+
+/* state.json text (malloc'd; NULL when out of memory). Besides the fields of struct
+ * tstate it says windows_read, the rows drawn so far (step x accum x batch): the data
+ * position, which the step and the generator's state determine. */
+char *tstate_json(const struct tstate *s);
+/* Parses state.json (`name` in messages) into s (options initialised here). 0 or -1
+ * (err_set naming the field). */
+int tstate_parse(struct tstate *s, const char *text, size_t len, const char *name);
+
+#endif

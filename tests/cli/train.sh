@@ -1,0 +1,297 @@
+#!/bin/sh
+# train.sh — `qwenchat train` as a user drives it: bad flags and bad data refused with
+# one line and the right exit status; a run's directory (a model `run`, `info` and
+# `logits` load; its log, curves and modes); a run stopped (by --steps, SIGINT or
+# SIGTERM) and resumed repeats an uninterrupted one bit for bit; a full disk or a
+# non-finite loss leaves the last checkpoint whole; links planted in the directory
+# are replaced or refused, never written through.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+# Corpora and token ids (fixed), a small BPE tokenizer with the chat's special tokens.
+python3 - "$TMP" <<'EOF'
+import random, struct, sys
+d = sys.argv[1]
+r = random.Random(11)
+w = ("the of and to in is was he that it for his on with as at by had they be this "
+     "from are have not or were she but we one which you her lower newer wider").split()
+open(f"{d}/a.txt", "w").write(" ".join(r.choice(w) for _ in range(6000)))
+open(f"{d}/b.txt", "w").write(" ".join(r.choice(w) for _ in range(1000)))
+open(f"{d}/v.txt", "w").write(" ".join(r.choice(w) for _ in range(800)))
+ids = lambda n: b"".join(struct.pack("<I", r.randrange(1000)) for _ in range(n))
+open(f"{d}/d.u32", "wb").write(ids(8000))
+open(f"{d}/v.u32", "wb").write(ids(1000))
+open(f"{d}/bad-id.u32", "wb").write(ids(10) + struct.pack("<I", 5000))
+open(f"{d}/short.u32", "wb").write(ids(16))
+open(f"{d}/latin1.txt", "wb").write("caf\u00e9 ".encode("latin-1") * 10)
+EOF
+: >"$TMP/empty.txt"
+"$QWENCHAT" train-bpe -q --vocab-size 400 --special '<|endoftext|>' --special '<|im_start|>' \
+	--special '<|im_end|>' --out "$TMP/tok" "$TMP/a.txt" || { echo "train-bpe failed" >&2; exit 1; }
+
+SHAPE="--layers 2 --hidden-size 64 --heads 4 --kv-heads 2 --intermediate-size 96"
+TEXT="--tokenizer $TMP/tok $SHAPE --data $TMP/a.txt $TMP/b.txt --val $TMP/v.txt"
+IDS="--vocab-size 1000 $SHAPE --data $TMP/d.u32 --val $TMP/v.u32"
+SMALL="--ctx 16 --batch 4 --threads 2"
+
+# usage CODE DESC TEXT ARGS... — exit CODE and a last stderr line "qwenchat: ...TEXT..."
+usage() {
+	want=$1 desc=$2 text=$3
+	shift 3
+	"$QWENCHAT" train "$@" >"$TMP/out" 2>"$TMP/err"
+	got=$?
+	last=$(tail -n 1 "$TMP/err")
+	if [ "$got" -ne "$want" ]; then
+		fail "$desc: exit $got, expected $want: $last"
+	elif ! printf '%s\n' "$last" | grep -q '^qwenchat: ' ||
+	     ! printf '%s\n' "$last" | grep -qF -- "$text"; then
+		fail "$desc: the last line lacks '$text': $last"
+	else
+		pass "$desc (exit $got)"
+	fi
+}
+
+# ---- flags --------------------------------------------------------------------------
+O="$TMP/o"
+usage 2 "no --out" "--out DIR is required" $TEXT
+usage 2 "no --data" "--data FILE... is required" --out "$O" --tokenizer "$TMP/tok" $SHAPE
+usage 2 "a shape without --heads" "needs --layers, --hidden-size and --heads" \
+	--out "$O" --tokenizer "$TMP/tok" --layers 2 --hidden-size 64 --data "$TMP/a.txt"
+usage 2 "no tokenizer and no --vocab-size" "needs --tokenizer DIR" --out "$O" $SHAPE \
+	--data "$TMP/d.u32"
+usage 2 "--init with a shape flag" "--layers is for a model from scratch" --out "$O" \
+	--init "$TMP/tok" --layers 3 --data "$TMP/a.txt"
+usage 2 "--lr not a number" "--lr: 'x' is not a finite number" --out "$O" $TEXT --lr x
+usage 2 "--ctx 1" "--ctx: 1 is out of range" --out "$O" $TEXT --ctx 1
+usage 2 "--save-dtype f16" "--save-dtype: 'f16' is not one of f32 bf16" --out "$O" $TEXT \
+	--save-dtype f16
+usage 2 "--warmup past --cosine-steps" "--warmup 10 is past --cosine-steps 5" --out "$O" \
+	$TEXT --warmup 10 --steps 5
+usage 2 "--hidden-size not a multiple of --heads" "not a multiple of --heads 3" --out "$O" \
+	--tokenizer "$TMP/tok" --layers 2 --hidden-size 64 --heads 3 --data "$TMP/a.txt"
+usage 2 "an unknown option" "unknown option '--nope'" --out "$O" $TEXT --nope
+usage 2 "--vocab-size with --tokenizer" "--vocab-size comes from --tokenizer" --out "$O" \
+	$TEXT --vocab-size 500
+
+# ---- data ---------------------------------------------------------------------------------
+usage 1 "an empty file" "empty.txt: the file is empty" --out "$O" --tokenizer "$TMP/tok" \
+	$SHAPE --data "$TMP/empty.txt"
+usage 1 "data shorter than one window" "--data: 16 tokens, fewer than one window needs: --ctx 16 takes 17" \
+	--out "$O" $SHAPE --vocab-size 1000 --data "$TMP/short.u32" $SMALL
+usage 1 "validation data shorter than one window" "--val: 16 tokens" --out "$O" $SHAPE \
+	--vocab-size 1000 --data "$TMP/d.u32" --val "$TMP/short.u32" $SMALL
+usage 1 "text that is not UTF-8" "latin1.txt: not UTF-8 text: an invalid byte sequence at byte 3" \
+	--out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/latin1.txt"
+usage 1 "a missing file" "missing.txt" --out "$O" --tokenizer "$TMP/tok" $SHAPE \
+	--data "$TMP/missing.txt"
+usage 1 "a directory as data" "$TMP" --out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP"
+usage 1 "an id past the vocabulary" "bad-id.u32" --out "$O" $SHAPE --vocab-size 1000 \
+	--data "$TMP/bad-id.u32"
+usage 1 "text without a tokenizer" "the model has no tokenizer" --out "$O" $SHAPE \
+	--vocab-size 1000 --data "$TMP/a.txt"
+usage 1 "a model that does not fit in memory" "the memory plan needs" --out "$O" \
+	--vocab-size 1000 --layers 64 --hidden-size 8192 --heads 64 --data "$TMP/d.u32" $SMALL
+mkdir -p "$TMP/full" && : >"$TMP/full/notes.txt"
+usage 1 "--out a directory of other files" "not empty (it holds notes.txt)" \
+	--out "$TMP/full" $TEXT
+
+# ---- a run ----------------------------------------------------------------------------------
+R="$TMP/run"
+if "$QWENCHAT" train --out "$R" $TEXT $SMALL --steps 6 --eval-every 3 --save-every 4 \
+	--warmup 2 --lr 3e-3 2>"$TMP/err"; then
+	pass "a run from scratch with a tokenizer from train-bpe"
+else
+	fail "a run from scratch: $(tail -n 3 "$TMP/err")"
+fi
+for f in config.json generation_config.json model.safetensors tokenizer.json \
+	tokenizer_config.json train-log.jsonl loss.svg train-state/state.json \
+	train-state/optimizer.safetensors train-state/log.jsonl train-state/data.u32 \
+	train-state/val.u32; do
+	[ -f "$R/$f" ] || fail "$R/$f is missing"
+done
+bad=$(find "$R" -type f ! -perm 0600)
+[ -z "$bad" ] && pass "every file is 0600" || fail "files not 0600: $bad"
+[ -e "$R/.checkpoint.new" ] && fail "the checkpoint's temporary directory is left"
+grep -q 'memory plan (host): weights' "$TMP/err" && pass "the memory plan is printed" ||
+	fail "no memory plan: $(head -n 5 "$TMP/err")"
+python3 - "$R" <<'EOF' && pass "train-log.jsonl: 6 steps and 2 evaluations with their fields" || fail "train-log.jsonl"
+import json, math, sys
+recs = [json.loads(l) for l in open(sys.argv[1] + "/train-log.jsonl")]
+steps = [r for r in recs if "loss" in r]
+evals = [r for r in recs if "val_loss" in r]
+assert [r["step"] for r in steps] == [1, 2, 3, 4, 5, 6], steps
+assert [r["step"] for r in evals] == [3, 6], evals
+for r in steps:
+    assert set(r) == {"step", "loss", "grad_norm", "lr", "tokens", "seconds"}, r
+    assert r["tokens"] == r["step"] * 16 * 4 and r["seconds"] > 0 and r["loss"] > 0
+assert steps[0]["lr"] == 0 and steps[1]["lr"] == 1.5e-3 and steps[2]["lr"] == 3e-3
+for r in evals:
+    assert abs(r["val_ppl"] - math.exp(r["val_loss"])) < 1e-9 * r["val_ppl"]
+EOF
+python3 -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); assert len(d.getElementsByTagName("polyline")) == 2' \
+	"$R/loss.svg" && pass "loss.svg is an SVG with both curves" || fail "loss.svg"
+grep -q '"chat_template"' "$R/tokenizer_config.json" && pass "the tokenizer got the Qwen3 chat template" ||
+	fail "no chat template in $R/tokenizer_config.json"
+if "$QWENCHAT" run -m "$R" -p "the" -n 4 --no-think --seed 1 >"$TMP/out" 2>"$TMP/err" &&
+   "$QWENCHAT" info -m "$R" >"$TMP/out" 2>"$TMP/err" && grep -q 'weights F32' "$TMP/out"; then
+	pass "qwenchat run and info load the checkpoint"
+else
+	fail "the checkpoint does not load: $(tail -n 2 "$TMP/err")"
+fi
+usage 1 "--out a directory holding a run" "holds a training run (at step 6)" --out "$R" $TEXT
+usage 2 "--resume with another --ctx" "--ctx 32 conflicts with the run's 16" --resume "$R" --ctx 32
+usage 2 "--resume with other data" "--data" --resume "$R" --data "$TMP/b.txt"
+usage 1 "--resume of a directory without a run" "no training run to resume" --resume "$TMP/tok"
+"$QWENCHAT" train --resume "$R" --steps 6 >/dev/null 2>"$TMP/err" &&
+	grep -q 'at step 6 already' "$TMP/err" && pass "--resume at the last step: nothing to do" ||
+	fail "--resume at the last step: $(tail -n 2 "$TMP/err")"
+
+# ---- resuming repeats an uninterrupted run ---------------------------------------------------
+# same_run DESC DIR1 DIR2 — the same weights, moments and log records (but the time)
+same_run() {
+	if cmp -s "$2/model.safetensors" "$3/model.safetensors" &&
+	   cmp -s "$2/train-state/optimizer.safetensors" "$3/train-state/optimizer.safetensors" &&
+	   [ "$(sed 's/"seconds".*//' "$2/train-log.jsonl")" = "$(sed 's/"seconds".*//' "$3/train-log.jsonl")" ]; then
+		pass "$1"
+	else
+		fail "$1: the runs differ"
+	fi
+}
+for mode in random sequential; do
+	extra=""
+	[ $mode = sequential ] && extra="--sequential"
+	args="$IDS $SMALL --accum 2 --cosine-steps 4 --warmup 1 --eval-every 1 --save-every 1 $extra"
+	"$QWENCHAT" train --out "$TMP/all-$mode" $args --steps 4 2>"$TMP/err" &&
+	"$QWENCHAT" train --out "$TMP/part-$mode" $args --steps 2 2>"$TMP/err" &&
+	"$QWENCHAT" train --resume "$TMP/part-$mode" --steps 4 2>"$TMP/err" ||
+		fail "$mode: $(tail -n 2 "$TMP/err")"
+	same_run "$mode windows: 2 steps resumed to 4 == 4 steps" "$TMP/all-$mode" "$TMP/part-$mode"
+done
+
+# --steps 0 then --resume: the same as one run; bf16 checkpoints resume from the f32 copy
+B="--tokenizer $TMP/tok $SHAPE --data $TMP/a.txt $SMALL --cosine-steps 3"
+"$QWENCHAT" train --out "$TMP/bf-all" $B --steps 3 2>"$TMP/err" &&
+"$QWENCHAT" train --out "$TMP/bf-part" $B --steps 0 --save-dtype bf16 2>"$TMP/err" &&
+"$QWENCHAT" train --resume "$TMP/bf-part" --steps 3 --save-dtype f32 2>"$TMP/err" ||
+	fail "bf16: $(tail -n 2 "$TMP/err")"
+same_run "--steps 0 (bf16) resumed to 3 (f32) == 3 steps" "$TMP/bf-all" "$TMP/bf-part"
+[ -e "$TMP/bf-part/train-state/master.safetensors" ] &&
+	fail "the bf16 run's f32 copy outlived the f32 save"
+"$QWENCHAT" train --resume "$TMP/bf-all" --steps 4 --save-dtype bf16 2>"$TMP/err" &&
+	"$QWENCHAT" info -m "$TMP/bf-all" >"$TMP/out" 2>&1 && grep -q 'weights BF16' "$TMP/out" &&
+	[ -f "$TMP/bf-all/train-state/master.safetensors" ] &&
+	pass "--save-dtype bf16: a BF16 model.safetensors that loads, the f32 weights kept" ||
+	fail "--save-dtype bf16: $(tail -n 2 "$TMP/err")"
+
+# ---- signals ----------------------------------------------------------------------------------
+# stop SIG DIR STEPS — starts a run, sends SIG once 3 steps are logged; the exit status
+stop() {
+	"$QWENCHAT" train --out "$2" $IDS --ctx 32 --batch 8 --threads 2 --cosine-steps "$3" \
+		--steps "$3" --save-every 100000 --eval-every 100000 2>"$TMP/err-$1" &
+	pid=$!
+	i=0
+	while [ "$(cat "$2/train-log.jsonl" 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt 600 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	kill -"$1" $pid
+	wait $pid
+}
+stop INT "$TMP/sig" 400
+rc=$?
+n=$(grep -c '"loss"' "$TMP/sig/train-log.jsonl")
+saved=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' \
+	"$TMP/sig/train-state/state.json" 2>/dev/null)
+if [ "$rc" -eq 130 ] && [ "$saved" = "$n" ] && [ "$n" -lt 400 ]; then
+	pass "SIGINT: the step under way finished and saved (step $n), exit 130"
+else
+	fail "SIGINT: exit $rc, saved step '$saved', $n steps logged: $(tail -n 2 "$TMP/err-INT")"
+fi
+"$QWENCHAT" train --resume "$TMP/sig" 2>"$TMP/err" || fail "resume after SIGINT: $(tail -n 2 "$TMP/err")"
+"$QWENCHAT" train --out "$TMP/nosig" $IDS --ctx 32 --batch 8 --threads 2 --cosine-steps 400 \
+	--steps 400 --save-every 100000 --eval-every 100000 2>"$TMP/err"
+same_run "stopped by SIGINT and resumed == uninterrupted (400 steps)" "$TMP/nosig" "$TMP/sig"
+stop TERM "$TMP/sigterm" 400
+rc=$?
+[ "$rc" -eq 143 ] && [ -f "$TMP/sigterm/model.safetensors" ] &&
+	pass "SIGTERM: saved, exit 143" || fail "SIGTERM: exit $rc: $(tail -n 2 "$TMP/err-TERM")"
+
+# ---- a full disk, a non-finite loss: the last checkpoint stays whole ------------------------
+F="$TMP/fd"
+"$QWENCHAT" train --out "$F" $IDS $SMALL --steps 2 --cosine-steps 4 --save-every 1 2>"$TMP/err" ||
+	fail "full disk setup: $(tail -n 2 "$TMP/err")"
+cp -r "$F" "$TMP/fd-copy"
+(ulimit -f 200; exec "$QWENCHAT" train --resume "$F" --steps 4) >/dev/null 2>"$TMP/err"
+rc=$?
+if [ "$rc" -eq 1 ] && tail -n 1 "$TMP/err" | grep -q '^qwenchat: .*write failed' &&
+   cmp -s "$F/model.safetensors" "$TMP/fd-copy/model.safetensors" &&
+   cmp -s "$F/train-state/state.json" "$TMP/fd-copy/train-state/state.json" &&
+   cmp -s "$F/train-state/optimizer.safetensors" "$TMP/fd-copy/train-state/optimizer.safetensors" &&
+   [ ! -e "$F/.checkpoint.new" ]; then
+	pass "a full disk at checkpoint time: one line, exit 1, the step-2 checkpoint whole"
+else
+	fail "full disk: exit $rc: $(tail -n 2 "$TMP/err")"
+fi
+"$QWENCHAT" train --resume "$F" --steps 4 2>"$TMP/err" && pass "the run goes on once there is room" ||
+	fail "resume after a full disk: $(tail -n 2 "$TMP/err")"
+
+# A NaN planted in the weights of a checkpoint: the next step stops the run, unsaved.
+python3 - "$TMP/fd-copy/model.safetensors" <<'EOF'
+import json, struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+off = json.loads(b[8:8 + n])["model.norm.weight"]["data_offsets"][0] + 8 + n
+b[off:off + 4] = struct.pack("<f", float("nan"))
+open(p, "wb").write(b)
+EOF
+cp -r "$TMP/fd-copy" "$TMP/nan-before"
+usage 1 "a NaN loss stops the run" "the loss is" --resume "$TMP/fd-copy" --steps 4
+if cmp -s "$TMP/fd-copy/model.safetensors" "$TMP/nan-before/model.safetensors" &&
+   cmp -s "$TMP/fd-copy/train-state/state.json" "$TMP/nan-before/train-state/state.json"; then
+	pass "the non-finite step was not saved"
+else
+	fail "the checkpoint changed after a non-finite loss"
+fi
+
+# ---- links planted in the directory ---------------------------------------------------------
+echo keep >"$TMP/victim"
+L="$TMP/links"
+"$QWENCHAT" train --out "$L" $SHAPE --vocab-size 1000 --data "$TMP/d.u32" $SMALL --steps 1 \
+	--cosine-steps 3 2>"$TMP/err" || fail "links setup: $(tail -n 2 "$TMP/err")"
+rm -f "$L/loss.svg" && ln -s "$TMP/victim" "$L/loss.svg"
+"$QWENCHAT" train --resume "$L" --steps 2 2>"$TMP/err"
+[ "$(cat "$TMP/victim")" = keep ] && [ -f "$L/loss.svg" ] && [ ! -L "$L/loss.svg" ] &&
+	pass "a link at loss.svg is replaced by the checkpoint, its target untouched" ||
+	fail "a link at loss.svg: $(tail -n 2 "$TMP/err")"
+rm -f "$L/train-log.jsonl" && ln -s "$TMP/victim" "$L/train-log.jsonl"
+usage 1 "a link at train-log.jsonl is refused" "train-log.jsonl: is a symbolic link" --resume "$L" --steps 3
+[ "$(cat "$TMP/victim")" = keep ] || fail "the log was written through a link"
+
+# ---- from a model's weights ---------------------------------------------------------------------
+M="$TMP/mk"
+"$TOP_BUILDDIR/tests/mkmodel" --out "$M" --hidden-size 64 --intermediate-size 96 --layers 2 \
+	--heads 4 --kv-heads 2 --head-dim 16 >/dev/null || fail "mkmodel"
+if "$QWENCHAT" train --init "$M" --out "$TMP/fromm" --data "$TMP/d.u32" $SMALL --steps 2 2>"$TMP/err" &&
+   [ ! -e "$TMP/fromm/tokenizer.json" ] &&
+   printf '1 2 3' | "$QWENCHAT" logits -m "$TMP/fromm" --out "$TMP/logits.bin" 2>"$TMP/err"; then
+	pass "--init a model without tokenizer files on *.u32 data: a checkpoint logits loads"
+else
+	fail "--init: $(tail -n 2 "$TMP/err")"
+fi
+usage 1 "--init without a tokenizer on text data" "the model has no tokenizer" \
+	--init "$M" --out "$TMP/fromm2" --data "$TMP/a.txt"
+if TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh" 2>/dev/null); then
+	chat_model "$TMP/q" --hidden-size 64 --intermediate-size 96 --layers 1 --heads 2 \
+		--kv-heads 1 --head-dim 32 --vocab-size 151936
+	"$QWENCHAT" quantize -m "$TMP/q" --type q8_0 --out "$TMP/q.gguf" 2>"$TMP/err" ||
+		fail "quantize: $(tail -n 1 "$TMP/err")"
+	usage 1 "--init a quantized GGUF" "train from the bf16 model" --init "$TMP/q.gguf" \
+		--out "$TMP/fromq" --data "$TMP/d.u32" $SMALL
+	"$QWENCHAT" train --init "$TMP/q" --out "$TMP/fromq2" --data "$TMP/a.txt" $SMALL --steps 1 \
+		2>"$TMP/err" && cmp -s "$TMP/q/tokenizer.json" "$TMP/fromq2/tokenizer.json" &&
+		pass "--init a model directory: its tokenizer files carried over" ||
+		fail "--init with the Qwen3 tokenizer: $(tail -n 2 "$TMP/err")"
+else
+	echo "skipped: the --init checks with the real Qwen3 tokenizer (tests/fetch-tokenizer.sh)"
+fi
+finish

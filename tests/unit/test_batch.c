@@ -1,0 +1,194 @@
+/* test_batch.c — training windows: the generator (known answers, determinism, state
+ * saved and restored), the random draw's range, the sequential rule and its wrap-around,
+ * evaluation windows. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "src/base/err.h"
+#include "src/train/batch.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_known_answers(void **state)
+{
+	(void)state;
+	struct batch_rng r;
+	batch_rng_seed(&r, 0);
+	/* splitmix64's first output from 0 (Vigna's reference splitmix64.c) */
+	assert_true(r.s[0] == 0xe220a8397b1dcdafull);
+	/* xoshiro256** from {1, 2, 3, 4}: rotl(2 * 5, 7) * 9, then the next from the
+	 * reference's update (xoshiro256starstar.c) */
+	r = (struct batch_rng){{1, 2, 3, 4}};
+	assert_true(batch_rng_next(&r) == 11520);
+	assert_true(batch_rng_next(&r) == 0);
+	assert_true(batch_rng_next(&r) == 1509978240);
+}
+
+static void test_deterministic(void **state)
+{
+	(void)state;
+	struct batch_rng a, b, c;
+	batch_rng_seed(&a, 1337);
+	batch_rng_seed(&b, 1337);
+	batch_rng_seed(&c, 1338);
+	bool differ = false;
+	for (int i = 0; i < 100; i++) {
+		uint64_t x = batch_rng_next(&a);
+		assert_true(x == batch_rng_next(&b));
+		differ |= x != batch_rng_next(&c);
+	}
+	assert_true(differ);
+}
+
+static void test_save_restore(void **state)
+{
+	(void)state;
+	struct batch_rng r, back;
+	char hex[65];
+	batch_rng_seed(&r, 42);
+	for (int i = 0; i < 10; i++)
+		batch_rng_next(&r);
+	batch_rng_format(&r, hex);
+	assert_int_equal(strlen(hex), 64);
+	uint64_t want[20];
+	for (int i = 0; i < 20; i++)
+		want[i] = batch_rng_below(&r, 1000 + (uint64_t)i);
+	assert_int_equal(batch_rng_parse(&back, hex, "state.json: rng"), 0);
+	for (int i = 0; i < 20; i++)
+		assert_true(batch_rng_below(&back, 1000 + (uint64_t)i) == want[i]);
+	/* not hex, too short, all zero */
+	assert_int_equal(batch_rng_parse(&back, "xyz", "state.json: rng"), -1);
+	assert_non_null(strstr(err_msg(), "state.json: rng"));
+	char bad[65];
+	memcpy(bad, hex, 65);
+	bad[10] = 'G';
+	assert_int_equal(batch_rng_parse(&back, bad, "rng"), -1);
+	memset(bad, '0', 64);
+	assert_int_equal(batch_rng_parse(&back, bad, "rng"), -1);
+}
+
+static void test_below(void **state)
+{
+	(void)state;
+	struct batch_rng r;
+	batch_rng_seed(&r, 7);
+	int count[3] = {0};
+	for (int i = 0; i < 30000; i++) {
+		uint64_t x = batch_rng_below(&r, 3);
+		assert_true(x < 3);
+		count[x]++;
+	}
+	for (int k = 0; k < 3; k++)
+		assert_true(count[k] > 9500 && count[k] < 10500);
+	for (int i = 0; i < 100; i++)
+		assert_true(batch_rng_below(&r, 1) == 0);
+	/* a bound near 2^64, where the rejection matters */
+	for (int i = 0; i < 100; i++)
+		assert_true(batch_rng_below(&r, (1ull << 63) + 12345) < (1ull << 63) + 12345);
+}
+
+/* The stream 0, 1, 2, ... so that a token is its own offset. */
+static int32_t *identity(size_t len)
+{
+	int32_t *s = malloc(len * sizeof *s);
+	assert_non_null(s);
+	for (size_t i = 0; i < len; i++)
+		s[i] = (int32_t)i;
+	return s;
+}
+
+static void test_random_windows(void **state)
+{
+	(void)state;
+	enum { T = 8, B = 64, LEN = T + 2 };
+	int32_t *s = identity(LEN), in[B * T], tg[B * T];
+	struct batch_rng r;
+	batch_rng_seed(&r, 1);
+	batch_random(&r, s, LEN, B, T, in, tg);
+	bool seen[2] = {false, false};
+	for (int b = 0; b < B; b++) {
+		int o = in[b * T];
+		assert_true(o >= 0 && o <= LEN - T - 1); /* [0, len - T - 1] */
+		seen[o] = true;
+		for (int i = 0; i < T; i++) {
+			assert_int_equal(in[b * T + i], o + i);
+			assert_int_equal(tg[b * T + i], o + i + 1);
+		}
+	}
+	assert_true(seen[0] && seen[1]);
+	/* the same seed draws the same windows */
+	int32_t in2[B * T], tg2[B * T];
+	batch_rng_seed(&r, 1);
+	batch_random(&r, s, LEN, B, T, in2, tg2);
+	assert_memory_equal(in, in2, sizeof in);
+	free(s);
+}
+
+static void test_windows(void **state)
+{
+	(void)state;
+	assert_int_equal(batch_windows(8, 8), 0);
+	assert_int_equal(batch_windows(9, 8), 1);
+	assert_int_equal(batch_windows(16, 8), 1);
+	assert_int_equal(batch_windows(17, 8), 2);
+	assert_int_equal(batch_windows(0, 8), 0);
+}
+
+static void test_sequential(void **state)
+{
+	(void)state;
+	enum { T = 8, B = 3, A = 2, LEN = 100 }; /* W = 99 / 8 = 12 windows */
+	int32_t *s = identity(LEN), in[B * T], tg[B * T];
+	int64_t w = batch_windows(LEN, T);
+	assert_int_equal(w, 12);
+	for (int64_t step = 0; step < 9; step++)
+		for (int a = 0; a < A; a++) {
+			batch_sequential(s, LEN, step, A, a, B, T, in, tg);
+			for (int b = 0; b < B; b++) {
+				int64_t k = ((step * A + a) * B + b) % w;
+				assert_int_equal(in[b * T], k * T);
+				assert_int_equal(tg[b * T + T - 1], k * T + T);
+			}
+		}
+	/* step 2, micro-batch 0 starts at window 12, past the last (11): window 0 again */
+	batch_sequential(s, LEN, 2, A, 0, B, T, in, tg);
+	assert_int_equal(in[0], 0);
+	/* huge steps do not overflow */
+	int64_t big = (int64_t)1 << 60;
+	assert_int_equal(batch_seq_window(big, 1 << 16, 5, 1 << 16, 7, 1000003),
+			 (int64_t)((((unsigned __int128)big * (1 << 16) + 5) * (1 << 16) + 7) %
+				   1000003));
+	free(s);
+}
+
+static void test_eval(void **state)
+{
+	(void)state;
+	enum { T = 4, B = 4, LEN = 11 }; /* W = 2 */
+	int32_t *s = identity(LEN), in[B * T], tg[B * T];
+	assert_int_equal(batch_eval(s, LEN, T, 0, B, in, tg), 2);
+	assert_int_equal(in[0], 0);
+	assert_int_equal(in[T], 4);
+	assert_int_equal(tg[T + T - 1], 8);
+	for (int i = 2 * T; i < B * T; i++) {
+		assert_int_equal(in[i], 0);
+		assert_int_equal(tg[i], -1);
+	}
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_known_answers), cmocka_unit_test(test_deterministic),
+		cmocka_unit_test(test_save_restore),  cmocka_unit_test(test_below),
+		cmocka_unit_test(test_random_windows), cmocka_unit_test(test_windows),
+		cmocka_unit_test(test_sequential),    cmocka_unit_test(test_eval),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

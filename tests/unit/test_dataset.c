@@ -1,0 +1,158 @@
+/* test_dataset.c — the training stream: files concatenated in order (text with its
+ * end-of-text, *.u32 as they are), text that is not UTF-8 refused with its offset,
+ * the cache written 0600, used again while the files are the same, remade when one
+ * changes, and read alone for a resumed run. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/train/dataset.h"
+#include "tests/unit/tinytok.h"
+#include "tokenizer/tokenizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];
+static char *paths[128]; /* path()'s results, freed at the end */
+static int n_paths;
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof dir, "/tmp/qwenchat-dataset.XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < n_paths; i++)
+		free(paths[i]);
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd);
+}
+
+/* dir/name, kept until the end of the test program */
+static char *path(const char *name)
+{
+	char *p = fio_join(dir, name);
+	assert_non_null(p);
+	assert_true(n_paths < 128);
+	return paths[n_paths++] = p;
+}
+
+static void put(const char *name, const void *data, size_t n)
+{
+	assert_int_equal(fio_write_atomic(path(name), data, n, 0600, 0), 0);
+}
+
+static void test_stream_and_cache(void **state)
+{
+	(void)state;
+	struct tok *tk = tt_tokenizer(false, NULL);
+	assert_non_null(tk);
+	put("a.txt", "ab", 2);
+	const unsigned char ids[] = {7, 0, 0, 0, 3, 1, 0, 0}; /* 7, 259 */
+	put("b.u32", ids, sizeof ids);
+	char *files[] = {path("a.txt"), path("b.u32")};
+	struct dset d;
+	assert_int_equal(dset_load(&d, files, 2, tk, "sha256:x", TT_VOCAB, path("data")), 0);
+	assert_false(d.cached);
+	int32_t want[] = {TT_AB, TT_EOT, 7, 259};
+	assert_int_equal(d.len, 4);
+	assert_memory_equal(d.ids, want, sizeof want);
+	dset_free(&d);
+	struct stat st;
+	assert_int_equal(stat(path("data.u32"), &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_size, 16);
+
+	/* the same files: from the cache */
+	assert_int_equal(dset_load(&d, files, 2, tk, "sha256:x", TT_VOCAB, path("data")), 0);
+	assert_true(d.cached);
+	assert_memory_equal(d.ids, want, sizeof want);
+	dset_free(&d);
+	/* another tokenizer, or another order: encoded again */
+	assert_int_equal(dset_load(&d, files, 2, tk, "sha256:y", TT_VOCAB, path("data")), 0);
+	assert_false(d.cached);
+	dset_free(&d);
+	char *swapped[] = {path("b.u32"), path("a.txt")};
+	assert_int_equal(dset_load(&d, swapped, 2, tk, "sha256:y", TT_VOCAB, path("data")), 0);
+	assert_false(d.cached);
+	assert_int_equal(d.ids[0], 7);
+	dset_free(&d);
+	/* a file changed: encoded again */
+	assert_int_equal(dset_load(&d, files, 2, tk, "sha256:y", TT_VOCAB, path("data")), 0);
+	dset_free(&d);
+	put("a.txt", "abab", 4);
+	assert_int_equal(dset_load(&d, files, 2, tk, "sha256:y", TT_VOCAB, path("data")), 0);
+	assert_false(d.cached);
+	assert_int_equal(d.len, 5);
+	dset_free(&d);
+	/* the cache alone (a resumed run), its vocabulary checked */
+	assert_int_equal(dset_load_cache(&d, TT_VOCAB, path("data")), 0);
+	assert_int_equal(d.len, 5);
+	dset_free(&d);
+	assert_int_equal(dset_load_cache(&d, 100, path("data")), -1);
+	tok_free(tk);
+}
+
+static void test_refused(void **state)
+{
+	(void)state;
+	struct tok *tk = tt_tokenizer(false, NULL);
+	struct dset d;
+	/* not UTF-8: the offset of the first bad byte */
+	put("bad.txt", "abc\xff\xfe", 5);
+	char *bad[] = {path("bad.txt")};
+	assert_int_equal(dset_load(&d, bad, 1, tk, "h", TT_VOCAB, path("c1")), -1);
+	assert_non_null(strstr(err_msg(), "bad.txt"));
+	assert_non_null(strstr(err_msg(), "byte 3"));
+	/* a sequence cut at the end of the file */
+	put("cut.txt", "abc\xe2\x82", 5);
+	char *cut[] = {path("cut.txt")};
+	assert_int_equal(dset_load(&d, cut, 1, tk, "h", TT_VOCAB, path("c1")), -1);
+	assert_non_null(strstr(err_msg(), "byte 3"));
+	/* valid multi-byte text across the reader's 1 MiB chunks is fine */
+	size_t n = (1 << 20) + 7;
+	char *big = malloc(n);
+	for (size_t i = 0; i + 3 <= n; i += 3)
+		memcpy(big + i, "\xe2\x82\xac", 3); /* the euro sign */
+	n = n / 3 * 3;
+	put("big.txt", big, n);
+	free(big);
+	char *bigf[] = {path("big.txt")};
+	assert_int_equal(dset_load(&d, bigf, 1, tk, "h", TT_VOCAB, path("c2")), 0);
+	dset_free(&d);
+	/* text without a tokenizer; an id past the vocabulary; a missing file */
+	char *txt[] = {path("big.txt")};
+	assert_int_equal(dset_load(&d, txt, 1, NULL, "h", TT_VOCAB, path("c3")), -1);
+	assert_non_null(strstr(err_msg(), "no tokenizer"));
+	const unsigned char hi[] = {0, 2, 0, 0}; /* 512 */
+	put("hi.u32", hi, 4);
+	char *hif[] = {path("hi.u32")};
+	assert_int_equal(dset_load(&d, hif, 1, NULL, "h", TT_VOCAB, path("c3")), -1);
+	assert_non_null(strstr(err_msg(), "hi.u32"));
+	char *missing[] = {path("missing.txt")};
+	assert_int_equal(dset_load(&d, missing, 1, tk, "h", TT_VOCAB, path("c3")), -1);
+	assert_non_null(strstr(err_msg(), "missing.txt"));
+	tok_free(tk);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stream_and_cache),
+		cmocka_unit_test(test_refused),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

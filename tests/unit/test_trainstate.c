@@ -1,0 +1,119 @@
+/* test_trainstate.c — the option table (values, ranges, choices, what may change on
+ * resume) and state.json written and read back. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "src/base/err.h"
+#include "src/train/trainstate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int field(const char *name)
+{
+	int i = tstate_field(name);
+	if (i < 0)
+		fail_msg("no field %s", name);
+	return i;
+}
+
+static void test_set(void **state)
+{
+	(void)state;
+	struct tstate_opts o;
+	assert_int_equal(tstate_opts_default(&o), 0);
+	assert_int_equal(o.ctx, 256);
+	assert_true(o.lr == 6e-4 && o.beta2 == 0.95 && o.clip == 1.0 && o.weight_decay == 0.1);
+	assert_int_equal(tstate_set(&o, field("ctx"), "64"), 0);
+	assert_int_equal(o.ctx, 64);
+	assert_int_equal(tstate_set(&o, field("ctx"), "6.5"), -1);
+	assert_non_null(strstr(err_msg(), "--ctx"));
+	assert_int_equal(tstate_set(&o, field("ctx"), "0"), -1);
+	assert_non_null(strstr(err_msg(), "out of range"));
+	assert_int_equal(tstate_set(&o, field("lr"), "1e-3"), 0);
+	assert_true(o.lr == 1e-3);
+	assert_int_equal(tstate_set(&o, field("lr"), "nan"), -1);
+	assert_int_equal(tstate_set(&o, field("beta2"), "1"), -1);
+	assert_int_equal(tstate_set(&o, field("save-dtype"), "bf16"), 0);
+	assert_string_equal(o.save_dtype, "bf16");
+	assert_int_equal(tstate_set(&o, field("save-dtype"), "bf"), -1);
+	assert_int_equal(tstate_set(&o, field("backend"), "remote"), -1);
+	assert_int_equal(tstate_set(&o, field("data"), "a.txt"), 0);
+	assert_int_equal(tstate_set(&o, field("data"), "b.u32"), 0);
+	assert_int_equal(o.n_data, 2);
+	assert_string_equal(o.data[1], "b.u32");
+	assert_int_equal(tstate_set(&o, field("tie"), "false"), 0);
+	assert_int_equal(o.tie, 0);
+	assert_int_equal(tstate_set(&o, field("sequential"), "true"), 0);
+	assert_true(o.sequential);
+	assert_true(tstate_may_change(field("steps")));
+	assert_true(tstate_may_change(field("threads")));
+	assert_false(tstate_may_change(field("ctx")));
+	assert_false(tstate_may_change(field("data")));
+	assert_false(tstate_may_change(field("lr")));
+	struct tstate_opts p;
+	tstate_opts_default(&p);
+	assert_false(tstate_equal(&o, &p, field("data")));
+	assert_int_equal(tstate_copy(&p, &o, field("data")), 0);
+	assert_true(tstate_equal(&o, &p, field("data")));
+	char text[64];
+	tstate_format(&o, field("data"), text, sizeof text);
+	assert_string_equal(text, "a.txt b.u32");
+	tstate_opts_free(&o);
+	tstate_opts_free(&p);
+}
+
+static void test_json(void **state)
+{
+	(void)state;
+	struct tstate s = {0}, b;
+	tstate_opts_default(&s.o);
+	tstate_set(&s.o, field("data"), "/d/a.txt");
+	tstate_set(&s.o, field("val"), "/d/v.txt");
+	tstate_set(&s.o, field("init"), "/models/Qwen3-0.6B");
+	s.o.min_lr = 6e-5;
+	s.o.cosine_steps = 1000;
+	s.o.lr = 0.1 + 0.2; /* a double that needs all 17 digits */
+	s.step = 12;
+	s.tokens = 12345;
+	s.seconds = 1.5;
+	s.data_tokens = 99999;
+	s.master_in_state = true;
+	batch_rng_seed(&s.rng, 5);
+	char *text = tstate_json(&s);
+	assert_non_null(text);
+	if (tstate_parse(&b, text, strlen(text), "state.json"))
+		fail_msg("%s\n%s", err_msg(), text);
+	for (int i = 0; i < tstate_field_count(); i++)
+		if (!tstate_equal(&s.o, &b.o, i))
+			fail_msg("field %s differs", tstate_field_name(i));
+	assert_int_equal(b.step, 12);
+	assert_int_equal(b.tokens, 12345);
+	assert_int_equal(b.data_tokens, 99999);
+	assert_true(b.master_in_state);
+	assert_memory_equal(&b.rng, &s.rng, sizeof s.rng);
+	tstate_opts_free(&b.o);
+	/* a broken file names itself and the field */
+	char *bad = strdup(text);
+	char *p = strstr(bad, "\"ctx\": 256");
+	assert_non_null(p);
+	memcpy(p, "\"ctx\": \"x\"", 10);
+	assert_int_equal(tstate_parse(&b, bad, strlen(bad), "s.json"), -1);
+	assert_non_null(strstr(err_msg(), "s.json: options.ctx"));
+	assert_int_equal(tstate_parse(&b, "{", 1, "s.json"), -1);
+	free(bad);
+	free(text);
+	tstate_opts_free(&s.o);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_set),
+		cmocka_unit_test(test_json),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
