@@ -1,13 +1,22 @@
 #!/usr/bin/python3
-# train-torch.py — what a PyTorch user gets for one training step of a small Qwen3 on the
-# CPU, the side of BENCHMARKS.md's training table that qwenchat is compared with: the
-# same shape, data, optimizer (AdamW, clipping) and thread count, float32, written the
-# way a PyTorch 1.13 user writes a Qwen3 block (Debian's python3-torch has no
-# scaled_dot_product_attention). Prints tokens/s per step and the best.
+# train-torch.py — what a PyTorch user gets training a small Qwen3, the side of
+# BENCHMARKS.md's training tables that qwenchat is compared with: the same shape,
+# optimizer (AdamW, clipping), schedule and thread count, float32 (or bf16 autocast),
+# written the way a PyTorch 1.13 user writes a Qwen3 block (Debian's python3-torch has
+# no scaled_dot_product_attention).
 #
 #   /usr/bin/python3 benchmarks/train-torch.py [--threads 2] [--layers 4] [--hidden 256]
 #       [--heads 4] [--kv-heads 2] [--head-dim 64] [--inter 768] [--vocab 8192]
-#       [--batch 8] [--ctx 256] [--steps 8] [--device cpu|cuda] [--dtype f32|bf16]
+#       [--rope-theta 1e6] [--batch 8] [--ctx 256] [--steps 8] [--device cpu|cuda]
+#       [--dtype f32|bf16]
+#       [--data TRAIN.u32 --val VAL.u32 --lr X --min-lr X --warmup N --eval-every N]
+#
+# Without --data: random tokens, tokens/s of each step and the best. With --data: the
+# recipe of `qwenchat train --sequential` on the same token streams (the files qwenchat
+# caches in DIR/train-state/): step s, row b reads the window at ((s B + b) T), wrapping;
+# lr warm-up then cosine to --min-lr at the last step; the held-out loss is the mean over
+# the validation stream cut in consecutive windows of T, printed every --eval-every
+# steps and at the end.
 import argparse, math, time
 
 import torch
@@ -21,6 +30,13 @@ for name, default in [("threads", 2), ("layers", 4), ("hidden", 256), ("heads", 
     ap.add_argument("--" + name, type=int, default=default)
 ap.add_argument("--device", default="cpu")
 ap.add_argument("--dtype", default="f32")
+ap.add_argument("--rope-theta", type=float, default=1e6)
+ap.add_argument("--data")
+ap.add_argument("--val")
+ap.add_argument("--lr", type=float, default=1e-3)
+ap.add_argument("--min-lr", type=float)
+ap.add_argument("--warmup", type=int, default=0)
+ap.add_argument("--eval-every", type=int, default=100)
 a = ap.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
@@ -90,18 +106,69 @@ class Model(nn.Module):
 
 dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
 model = Model().to(dev)
-inv = 1.0 / (10000 ** (torch.arange(0, a.head_dim, 2, device=dev).float() / a.head_dim))
+inv = 1.0 / (a.rope_theta ** (torch.arange(0, a.head_dim, 2, device=dev).float() / a.head_dim))
 ang = torch.arange(a.ctx, device=dev).float()[:, None] * inv[None]
 cos, sin = torch.cat((ang, ang), -1).cos(), torch.cat((ang, ang), -1).sin()
 mask = torch.full((a.ctx, a.ctx), float("-inf"), device=dev).triu(1)
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.1)
+
+
+def loss_of(ids):
+    with torch.autocast(a.device, dtype=torch.bfloat16, enabled=dtype != torch.float32):
+        logits = model(ids[:, :-1], cos, sin, mask)
+        return F.cross_entropy(logits.float().reshape(-1, a.vocab), ids[:, 1:].reshape(-1))
+
+
+def u32(path):
+    import numpy as np
+    return torch.from_numpy(np.fromfile(path, dtype="<u4").astype("int64")).to(dev)
+
+
+if a.data:
+    train, val = u32(a.data), u32(a.val)
+    windows = (len(train) - 1) // a.ctx
+    min_lr = a.min_lr if a.min_lr is not None else a.lr / 10
+
+    def lr_at(s):
+        if s < a.warmup:
+            return s / a.warmup * a.lr
+        if s > a.steps:
+            return min_lr
+        return min_lr + 0.5 * (1 + math.cos(math.pi * (s - a.warmup) / (a.steps - a.warmup))) * (a.lr - min_lr)
+
+    def evaluate():
+        model.eval()
+        total, count = 0.0, 0
+        with torch.no_grad():
+            n = (len(val) - 1) // a.ctx
+            for w0 in range(0, n, a.batch):
+                rows = [val[w * a.ctx:w * a.ctx + a.ctx + 1] for w in range(w0, min(n, w0 + a.batch))]
+                l = loss_of(torch.stack(rows))
+                total += l.item() * len(rows) * a.ctx
+                count += len(rows) * a.ctx
+        model.train()
+        return total / count
+
+    t0 = time.perf_counter()
+    for step in range(a.steps):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step)
+        rows = [train[((step * a.batch + b) % windows) * a.ctx:][:a.ctx + 1] for b in range(a.batch)]
+        loss = loss_of(torch.stack(rows))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
+            print("step %d loss %.4f val_loss %.4f (%.0f s)" % (step + 1, loss.item(), evaluate(),
+                                                               time.perf_counter() - t0), flush=True)
+    raise SystemExit(0)
+
 data = torch.randint(0, a.vocab, (a.batch, a.ctx + 1), device=dev)
 best = 0.0
 for step in range(a.steps):
     t0 = time.perf_counter()
-    with torch.autocast(a.device, dtype=torch.bfloat16, enabled=dtype != torch.float32):
-        logits = model(data[:, :-1], cos, sin, mask)
-        loss = F.cross_entropy(logits.float().view(-1, a.vocab), data[:, 1:].reshape(-1))
+    loss = loss_of(data)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -35,16 +35,18 @@ void dset_hash(const char *const *texts, const size_t *lens, int n, char out[72]
 		p += sprintf(p, "%02x", d[i]);
 }
 
-/* Whether a text file is UTF-8 throughout: training on replacement characters would
- * be training on what the file is not. */
-static int check_utf8(const char *path)
+/* Whether a text file is text: ill-formed UTF-8 sequences become U+FFFD when it is
+ * encoded, as in the chat, but a file with a NUL byte, or whose ill-formed bytes are
+ * more than 1% of it, is something else (UTF-16, a binary) and training on it would
+ * be training on noise. */
+static int check_text(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return err_set("%s: cannot open: %s", path, strerror(errno));
 	enum { CHUNK = 1 << 20 };
 	char *buf = malloc(CHUNK);
-	size_t have = 0, offset = 0; /* bytes carried over; file offset of buf[0] */
+	size_t have = 0, offset = 0, bad_bytes = 0, first_bad = (size_t)-1;
 	int rc = buf ? 0 : err_set("%s: out of memory", path);
 	for (;;) {
 		ssize_t r = buf ? read(fd, buf + have, CHUNK - have) : 0;
@@ -54,21 +56,38 @@ static int check_utf8(const char *path)
 			rc = err_set("%s: read error: %s", path, strerror(errno));
 			break;
 		}
-		size_t n = have + (size_t)r, valid, bad;
-		utf8_next_piece(buf, n, &valid, &bad);
-		/* a sequence cut by the chunk's end is judged with the next chunk */
-		if (valid < n && (r == 0 || valid + bad < n || n - valid >= 4)) {
-			rc = err_set("%s: not UTF-8 text: an invalid byte sequence at byte %zu "
-				     "(train reads UTF-8 text, or token ids in *.u32 files)",
-				     path, offset + valid);
+		size_t n = have + (size_t)r, i = 0;
+		if (memchr(buf + have, 0, (size_t)r)) {
+			rc = err_set("%s: not UTF-8 text: a NUL byte near byte %zu (train reads UTF-8 "
+				     "text, or token ids in *.u32 files)",
+				     path, offset + (size_t)((char *)memchr(buf + have, 0, (size_t)r) - buf));
 			break;
 		}
-		if (r == 0)
+		while (i < n) {
+			size_t valid, bad;
+			utf8_next_piece(buf + i, n - i, &valid, &bad);
+			/* a sequence cut by the chunk's end is judged with the next chunk */
+			if (i + valid == n || (r > 0 && i + valid + bad == n && n - i - valid < 4)) {
+				i += valid;
+				break;
+			}
+			if (first_bad == (size_t)-1)
+				first_bad = offset + i + valid;
+			bad_bytes += bad;
+			i += valid + bad;
+		}
+		if (r == 0) {
+			bad_bytes += n - i;
 			break;
-		memmove(buf, buf + valid, n - valid);
-		offset += valid;
-		have = n - valid;
+		}
+		memmove(buf, buf + i, n - i);
+		offset += i;
+		have = n - i;
 	}
+	if (!rc && bad_bytes * 100 > offset + have)
+		rc = err_set("%s: not UTF-8 text: %zu ill-formed bytes, the first at byte %zu (train "
+			     "reads UTF-8 text, or token ids in *.u32 files)",
+			     path, bad_bytes, first_bad);
 	free(buf);
 	close(fd);
 	return rc;
@@ -188,7 +207,7 @@ static int encode(struct dset *d, char *const *files, int n, struct tok *tk, int
 			return err_set("%s: a text file, and the model has no tokenizer (give "
 				       "token ids in *.u32 files, or --tokenizer DIR)",
 				       files[i]);
-		if ((!tokens_is_u32(files[i]) && check_utf8(files[i])) ||
+		if ((!tokens_is_u32(files[i]) && check_text(files[i])) ||
 		    tokens_read_file(files[i], tk, vocab, &ids, &m))
 			return -1;
 		if (d->len + m > cap) {

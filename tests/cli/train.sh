@@ -23,6 +23,9 @@ open(f"{d}/v.u32", "wb").write(ids(1000))
 open(f"{d}/bad-id.u32", "wb").write(ids(10) + struct.pack("<I", 5000))
 open(f"{d}/short.u32", "wb").write(ids(16))
 open(f"{d}/latin1.txt", "wb").write("caf\u00e9 ".encode("latin-1") * 10)
+open(f"{d}/utf16.txt", "wb").write("hello world, some text\n".encode("utf-16") * 20)
+# UTF-8 text with one stray byte: trained on, the byte read as U+FFFD as the chat does
+open(f"{d}/stray.txt", "wb").write(("the quick brown fox " * 200).encode() + b"\xff" + b" jumps" * 100)
 EOF
 : >"$TMP/empty.txt"
 "$QWENCHAT" train-bpe -q --vocab-size 400 --special '<|endoftext|>' --special '<|im_start|>' \
@@ -79,8 +82,16 @@ usage 1 "data shorter than one window" "--data: 16 tokens, fewer than one window
 	--out "$O" $SHAPE --vocab-size 1000 --data "$TMP/short.u32" $SMALL
 usage 1 "validation data shorter than one window" "--val: 16 tokens" --out "$O" $SHAPE \
 	--vocab-size 1000 --data "$TMP/d.u32" --val "$TMP/short.u32" $SMALL
-usage 1 "text that is not UTF-8" "latin1.txt: not UTF-8 text: an invalid byte sequence at byte 3" \
+usage 1 "text that is not UTF-8" "latin1.txt: not UTF-8 text: 10 ill-formed bytes, the first at byte 3" \
 	--out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/latin1.txt"
+usage 1 "a file with a NUL byte" "utf16.txt: not UTF-8 text: a NUL byte" \
+	--out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/utf16.txt"
+if "$QWENCHAT" train --out "$TMP/stray" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/stray.txt" \
+	--steps 0 $SMALL >/dev/null 2>"$TMP/err"; then
+	pass "UTF-8 text with a stray byte trains (the byte as U+FFFD)"
+else
+	fail "UTF-8 text with a stray byte: $(tail -n 1 "$TMP/err")"
+fi
 usage 1 "a missing file" "missing.txt" --out "$O" --tokenizer "$TMP/tok" $SHAPE \
 	--data "$TMP/missing.txt"
 usage 1 "a directory as data" "$TMP" --out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP"
