@@ -49,6 +49,7 @@ void cpu512_mix(float *out, int ldo, const float *p, int ldp, int T, const void 
 		int hd, bool bf16);
 void cpu512_softmax(float *s, int n, float scale);
 void cpu512_swiglu(float *g, const float *u, int n);
+void cpu512_swiglu_back(float *dh, float *du, const float *g, const float *u, int n);
 void cpu512_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 void cpu512_pack_row(float *xp, const float *x, int K);
 void cpu512_to_bf16(uint16_t *xb, const float *x, int n);

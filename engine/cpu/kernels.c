@@ -95,6 +95,7 @@ static const struct cpu_kernels kernels_c = {
 	.pack_row = pack_row_c,
 	.softmax = cpu_softmax,
 	.swiglu = cpu_swiglu,
+	.swiglu_back = cpu_swiglu_back,
 	.rmsnorm = cpu_rmsnorm,
 	.to_bf16 = cpu_bf16_row,
 	.quantize_act = cpu_quantize_act,
@@ -246,4 +247,14 @@ void cpu_swiglu(float *g, const float *u, int n)
 {
 	for (int i = 0; i < n; i++)
 		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+/* h = g sigma(g) u: dg = dh u sigma (1 + g (1 - sigma)), du = dh g sigma. */
+void cpu_swiglu_back(float *dh, float *du, const float *g, const float *u, int n)
+{
+	for (int i = 0; i < n; i++) {
+		float x = g[i], sg = 1.0f / (1.0f + expf(-x)), d = dh[i];
+		du[i] = d * x * sg;
+		dh[i] = d * u[i] * sg * (1.0f + x * (1.0f - sg));
+	}
 }

@@ -96,6 +96,8 @@ struct cpu_kernels {
 	 * the portable versions are cpu_softmax etc. below. */
 	void (*softmax)(float *s, int n, float scale);
 	void (*swiglu)(float *g, const float *u, int n);
+	/* Training's backward of h = silu(g) * u for dh: dh becomes d g in place, du d u. */
+	void (*swiglu_back)(float *dh, float *du, const float *g, const float *u, int n);
 	void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
 	void (*to_bf16)(uint16_t *xb, const float *x, int n);
 	/* cpu_quantize_act, bit for bit. */
@@ -185,5 +187,6 @@ void cpu_rope(float *x, const float *cos, const float *sin, int hd);
 void cpu_softmax(float *s, int n, float scale);
 /* g[i] = silu(g[i]) * u[i]. */
 void cpu_swiglu(float *g, const float *u, int n);
+void cpu_swiglu_back(float *dh, float *du, const float *g, const float *u, int n);
 
 #endif

@@ -453,6 +453,7 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	.pack_row = pack_row_256,
 	.softmax = softmax_256,
 	.swiglu = swiglu_256,
+	.swiglu_back = cpu_swiglu_back,
 	.rmsnorm = rmsnorm_256,
 	.to_bf16 = cpu_bf16_row,
 	.quantize_act = cpu_quantize_act_avx2,

@@ -235,10 +235,8 @@ static void swiglu_fwd_block(struct pass *p, int b, int tid)
 {
 	(void)tid;
 	size_t i0 = (size_t)b * EW_BLOCK, i1 = i0 + EW_BLOCK < p->len ? i0 + EW_BLOCK : p->len;
-	for (size_t i = i0; i < i1; i++) {
-		float g = p->g[i];
-		p->y[i] = g / (1.0f + expf(-g)) * p->u[i];
-	}
+	memcpy(p->y + i0, p->g + i0, (i1 - i0) * sizeof(float));
+	p->s->k->swiglu(p->y + i0, p->u + i0, (int)(i1 - i0));
 }
 
 void tr_swiglu_fwd(struct train_cpu *s, float *h, const float *g, const float *u, int n)
@@ -252,11 +250,7 @@ static void swiglu_bwd_block(struct pass *p, int b, int tid)
 {
 	(void)tid;
 	size_t i0 = (size_t)b * EW_BLOCK, i1 = i0 + EW_BLOCK < p->len ? i0 + EW_BLOCK : p->len;
-	for (size_t i = i0; i < i1; i++) {
-		float g = p->g[i], sg = 1.0f / (1.0f + expf(-g)), dh = p->dx[i];
-		p->du[i] = dh * g * sg;
-		p->dx[i] = dh * p->u[i] * sg * (1.0f + g * (1.0f - sg));
-	}
+	p->s->k->swiglu_back(p->dx + i0, p->du + i0, p->g + i0, p->u + i0, (int)(i1 - i0));
 }
 
 void tr_swiglu_bwd(struct train_cpu *s, float *dh, float *du, const float *g, const float *u,
