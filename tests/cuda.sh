@@ -6,8 +6,11 @@
 # quantization mix in prefill and decode against the CPU (2e-2), the decode graph and the
 # plain launches give identical logits, greedy continuations of 64 tokens match the
 # CPU's, the device sampler picks the ids the host sampler picks from the same
-# logits (seeded, with penalties), bench reports the device's own limits, and
-# compute-sanitizer memcheck (when installed) finds nothing.
+# logits (seeded, with penalties), bench reports the device's own limits, training on
+# the device equals training on the CPU (gradients, and three AdamW steps of `qwenchat
+# train --exact --sequential`: losses and gradient norms within 1e-5, every tensor
+# within 2e-3 of its update), and compute-sanitizer memcheck (when installed) finds
+# nothing.
 . "$TOP_SRCDIR/tests/lib.sh"
 MK=$TOP_BUILDDIR/tests/mkmodel
 
@@ -165,6 +168,70 @@ sys.exit(0 if ok else 1)
 PY
 else
 	fail "bench --backend cuda"
+fi
+
+# Training. tests/unit/test_train_cuda (where this build has it; a GPU bundle may not
+# carry it) compares every gradient; `qwenchat train` on both backends, three steps
+# with two micro-batches, warm-up, clipping and decay active, compares the logs and
+# the saved weights.
+if [ -x "$TOP_BUILDDIR/tests/unit/test_train_cuda" ]; then
+	if "$TOP_BUILDDIR/tests/unit/test_train_cuda" "$TOP_BUILDDIR/qwenchat-cuda.so" >"$TMP/tc.log" 2>&1; then
+		pass "training: cuda gradients and steps == cpu (test_train_cuda)"
+	else
+		tail -n 20 "$TMP/tc.log"; fail "training: test_train_cuda"
+	fi
+fi
+python3 - "$TMP/train.u32" <<'PY'
+import random, struct, sys
+random.seed(9)
+open(sys.argv[1], "wb").write(struct.pack("<3000I", *[random.randrange(1000) for _ in range(3000)]))
+PY
+for be in cpu cuda; do
+	"$QWENCHAT" train --backend $be --out "$TMP/tr-$be" --init "$TMP/odd" --data "$TMP/train.u32" \
+		--exact --sequential --ctx 64 --batch 4 --accum 2 --steps 3 --warmup 2 --lr 1e-2 \
+		--clip 0.5 --weight-decay 0.1 >"$TMP/tr-$be.log" 2>&1 ||
+		{ tail -n 5 "$TMP/tr-$be.log"; fail "training on $be"; }
+done
+if python3 - "$TMP/tr-cpu" "$TMP/tr-cuda" "$TMP/odd" <<'PY'
+import json, struct, sys
+import numpy as np
+def log(d):
+    return [json.loads(l) for l in open(d + "/train-log.jsonl") if '"loss"' in l]
+def tensors(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    head = json.loads(raw[8:8 + n])
+    out = {}
+    for k, v in head.items():
+        if k == "__metadata__":
+            continue
+        a, b = v["data_offsets"]
+        buf = raw[8 + n + a:8 + n + b]
+        dt = {"F32": "<f4", "BF16": "<u2"}[v["dtype"]]
+        x = np.frombuffer(buf, dtype=dt)
+        if v["dtype"] == "BF16":
+            x = (x.astype(np.uint32) << 16).view(np.float32)
+        out[k] = x.astype(np.float64)
+    return out
+a, b = log(sys.argv[1]), log(sys.argv[2])
+ok = len(a) == len(b) == 3
+for x, y in zip(a, b):
+    for key in ("loss", "grad_norm"):
+        ok &= abs(x[key] - y[key]) <= 1e-5 * abs(x[key])
+    print("step %d: loss cpu %.9g cuda %.9g, norm cpu %.9g cuda %.9g" % (x["step"], x["loss"], y["loss"], x["grad_norm"], y["grad_norm"]))
+wc, wg, w0 = (tensors(d + "/model.safetensors") for d in sys.argv[1:4])
+worst = 0
+for k in wc:
+    upd = np.linalg.norm(wc[k] - w0[k])
+    r = np.linalg.norm(wg[k] - wc[k]) / (upd if upd > 0 else 1)
+    worst = max(worst, r)
+print("worst |cuda - cpu| / |update| over the tensors: %.2e" % worst)
+sys.exit(0 if ok and worst <= 2e-3 else 1)
+PY
+then
+	pass "training: 3 steps of qwenchat train on cuda == cpu"
+else
+	fail "training: qwenchat train on cuda differs from cpu"
 fi
 
 # compute-sanitizer: memcheck on both prefill kernels (head_dim 16 and 128), memcheck
