@@ -13,7 +13,7 @@
 #include "src/remote/remote.h"
 #include "src/session/sampler.h"
 
-/* Exit statuses of the command-line contract (DESIGN.md). */
+/* Exit statuses of the command line (man/qwenchat.1, EXIT STATUS). */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
 /* The shared option groups a command may take; its --help lists exactly those. */

@@ -1,5 +1,5 @@
 /* env.h — the environment, read in one place: the layers below get its values as
- * settings (DESIGN.md: nothing outside the command line reads the environment). */
+ * settings (docs/architecture.md: nothing outside the command line reads the environment). */
 #ifndef QWENCHAT_CLI_ENV_H
 #define QWENCHAT_CLI_ENV_H
 

@@ -1,6 +1,6 @@
 /* session.h — one conversation's KV cache kept across turns: ids[0..n) are exactly
- * the tokens whose K/V the engine holds (DESIGN.md, "one rule keeps the cache
- * honest"); a new render reuses the longest common prefix and prefills the rest;
+ * the tokens whose K/V the engine holds (docs/architecture.md, "A turn of the chat",
+ * step 3); a new render reuses the longest common prefix and prefills the rest;
  * the decode loop streams reasoning and answer apart. */
 #ifndef QWENCHAT_SESSION_H
 #define QWENCHAT_SESSION_H
