@@ -171,7 +171,8 @@ tests_fuzz_fuzz_openai_SOURCES = tests/fuzz/fuzz_openai.c
 tests_fuzz_fuzz_openai_LDADD = $(APP_LIBS)
 tests_fuzz_fuzz_openai_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_openai.c tests/fuzz/corpus/openai
-TESTS += tests/cli/serve.sh
+TESTS += tests/cli/serve.sh tests/cli/model-forms.sh
+EXTRA_DIST += tests/cli/model-forms.sh
 EXTRA_DIST += tests/cli/serve.sh tests/cli/serve_client.py tests/cli/serve-openai.test.mjs \
 	tests/fetch-openai.sh tests/cli/rig-model.py
 

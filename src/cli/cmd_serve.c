@@ -142,10 +142,11 @@ static int open_model(const struct serve_args *a, const struct eng_options *eo, 
 	int n_eos = 0;
 	struct hub_env hub;
 	cli_env_hub(&hub);
-	if (!(*dir = hub_resolve(&hub, a->cli.model)) || !(m->tok = tok_load(*dir)))
+	/* the loader reads a directory's JSON files or a GGUF's keys alike */
+	if (!(*dir = hub_resolve(&hub, a->cli.model)) || !(m->tok = loader_tokenizer(*dir)))
 		return -1;
 	samp_params_default(&m->params);
-	if (samp_load_generation_config(*dir, &m->params, eos, &n_eos))
+	if (loader_generation(*dir, &m->params, eos, &n_eos))
 		return -1;
 	cli_sampling(&a->cli, &m->params);
 	m->params_set = a->cli.set & ~(unsigned)(CLI_SET_MAX_NEW | CLI_SET_CTX); /* SAMP_SET_* */
