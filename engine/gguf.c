@@ -5,6 +5,7 @@
 #include "engine/gguf.h"
 #include "engine/safetensors.h"
 #include "src/base/err.h"
+#include "src/base/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -491,11 +492,15 @@ bool eng_is_gguf(const char *path)
 {
 	char magic[4];
 	struct stat sb;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	/* not even opened unless a regular file: a FIFO's open would block */
+	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
 		return false;
-	bool r = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && read(fd, magic, 4) == 4 &&
-		 !memcmp(magic, "GGUF", 4);
+	int fd = fio_open_file(path, NULL);
+	if (fd < 0) {
+		err_clear();
+		return false;
+	}
+	bool r = read(fd, magic, 4) == 4 && !memcmp(magic, "GGUF", 4);
 	close(fd);
 	return r;
 }

@@ -198,6 +198,15 @@ check_PROGRAMS += tests/unit/test_fileio
 TESTS += tests/unit/test_fileio
 tests_unit_test_fileio_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_fileio_LDADD = libbase.a $(CMOCKA_LIBS)
+check_PROGRAMS += tests/unit/test_jsonlimit
+TESTS += tests/unit/test_jsonlimit
+tests_unit_test_jsonlimit_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_jsonlimit_LDADD = libbase.a $(CMOCKA_LIBS)
+FUZZ_TARGETS += tests/fuzz/fuzz_jsonlimit
+tests_fuzz_fuzz_jsonlimit_SOURCES = tests/fuzz/fuzz_jsonlimit.c
+tests_fuzz_fuzz_jsonlimit_LDADD = libbase.a
+tests_fuzz_fuzz_jsonlimit_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz/fuzz_jsonlimit.c tests/fuzz/corpus/jsonlimit
 check_PROGRAMS += tests/unit/test_term
 TESTS += tests/unit/test_term
 tests_unit_test_term_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
@@ -212,6 +221,8 @@ TESTS += tests/cli/truncated.sh
 EXTRA_DIST += tests/cli/truncated.sh
 TESTS += tests/cli/limits.sh
 EXTRA_DIST += tests/cli/limits.sh
+TESTS += tests/cli/hostile-files.sh
+EXTRA_DIST += tests/cli/hostile-files.sh
 # GGUF files: the reader and loader against the same model's Hugging Face directory
 # (tests/mkgguf.py writes GGUFs as convert_hf_to_gguf.py does), the malformed-file table.
 check_PROGRAMS += tests/unit/test_gguf

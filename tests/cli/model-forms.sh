@@ -42,7 +42,7 @@ serve_check() {
 	pid=$!
 	i=0
 	while ! grep -q "serving" "$TMP/serve.log" 2>/dev/null && kill -0 $pid 2>/dev/null &&
-		[ $i -lt 300 ]; do i=$((i + 1)); sleep 0.1; done
+		[ $i -lt 1200 ]; do i=$((i + 1)); sleep 0.1; done
 	port=$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\)\/v1.*/\1/p' "$TMP/serve.log")
 	if [ -z "$port" ]; then
 		kill $pid 2>/dev/null; wait $pid
