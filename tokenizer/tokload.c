@@ -325,6 +325,13 @@ int tok_push_added(struct tok *t, const struct added_tok *flags, const char *con
 		return err_set("%s: %s: empty content", file, field);
 	if (memchr(content, 0, len))
 		return err_set("%s: %s: content holds a NUL", file, field);
+	/* Two ids for one text: the text would encode to one of them and the other, an
+	 * <|im_end|> overwritten with <|im_start|>, would decode as what it is not. */
+	for (size_t k = 0; k < t->added.n; k++)
+		if (t->added.t[k].len == len && !memcmp(t->added.t[k].content, content, len))
+			return err_set("%s: %s: token \"%.*s\" for id %d given twice (also id %d)",
+				       file, field, (int)(len < 40 ? len : 40), content, id,
+				       t->added.t[k].id);
 	struct added_tok *v = realloc(t->added.t, (t->added.n + 1) * sizeof *v);
 	if (!v)
 		return err_set("tokenizer: out of memory");
