@@ -363,6 +363,8 @@ static int check_data(struct eng_gguf *g)
 			rc = err_set("%s: tensor %s: its %zu bytes at data offset %zu run past the "
 				     "end of the file (%zu bytes)",
 				     fn, t->name, t->nbytes, t->offset, g->size);
+		if (rc)
+			break; /* an unchecked offset makes no pointer, even one never read */
 		t->offset += g->data_start;
 		t->data = g->bytes + t->offset;
 	}
