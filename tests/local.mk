@@ -230,6 +230,8 @@ TESTS += tests/unit/test_gguf tests/cli/gguf.sh
 tests_unit_test_gguf_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_gguf_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
 EXTRA_DIST += tests/mkgguf.py tests/cli/gguf.sh tests/cli/gguf_bad.py
+TESTS += tests/cli/quantize-out.sh
+EXTRA_DIST += tests/cli/quantize-out.sh
 # ggml's weight formats: dequantization against gguf-py's, bit for bit
 check_PROGRAMS += tests/unit/test_quant
 TESTS += tests/unit/test_quant
