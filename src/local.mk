@@ -39,7 +39,8 @@ libapp_a_SOURCES = \
 	src/serve/openai.c src/serve/openai.h \
 	src/serve/completion.c src/serve/completion.h \
 	src/serve/generate.c src/serve/generate.h \
-	src/serve/serve.c src/serve/serve.h \
+	src/serve/serve.c src/serve/serve.h src/serve/serve_impl.h src/serve/jobs.c \
+	src/serve/deadline.c src/serve/deadline.h \
 	src/remote/sse.c src/remote/sse.h \
 	src/remote/reply.c src/remote/reply.h \
 	src/remote/remote.c src/remote/request.c src/remote/remote.h

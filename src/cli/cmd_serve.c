@@ -31,7 +31,9 @@ static const struct cli_opt serve_opts[] = {
 	 "the same, the key read from FILE's first line (not shown by ps)"},
 	{"queue", CLI_OWN + 5, "N",
 	 "requests that may wait behind the running one (default 16;\nbeyond, 503)"},
-	{"timeout", CLI_OWN + 6, "S", "close a connection silent for S seconds (default 30)"},
+	{"timeout", CLI_OWN + 6, "S",
+	 "close a connection silent for S seconds, or whose request\nheaders take longer "
+	 "(default 30)"},
 	{0},
 };
 
@@ -47,7 +49,9 @@ static const struct cli_command serve_cmd = {
 	.groups = CLI_MODEL | CLI_ENGINE | CLI_SAMPLING | CLI_MAX_NEW,
 	.opts = serve_opts,
 	.notes = "Limits: a body of at most 4 MiB, 2048 messages, 128 tools, JSON nested at most\n"
-		 "64 deep, 16 stop strings, top_logprobs 0..20, 256 connections at once;\n"
+		 "64 deep with at most 131072 values, unknown members of at most 64 KiB, 16 stop\n"
+		 "strings, top_logprobs 0..20, 256 connections at once, 64 MiB of bodies held\n"
+		 "at once; --timeout also bounds the time a request's headers may take.\n"
 		 "max_tokens at most the context (or -n) and, with the prompt, within the "
 		 "context.\n"
 		 "Sampling options set the defaults a request's own fields override; a --seed "

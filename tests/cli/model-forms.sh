@@ -36,13 +36,15 @@ export XDG_STATE_HOME="$TMP/state" HOME="$TMP"
 printf '[{"role": "user", "content": "Hi"}]' >"$TMP/conv.json"
 ids="151644 872 198 13048 151645"
 
-# serve_check MODEL — a server on a free port answers /v1/models and a completion.
+# serve_check MODEL — a server on a free port answers a completion. It may take minutes
+# to start on a machine loaded by other work (seen: a start that takes 0.25 s alone got
+# 80 ms of CPU in 15 s), so it is waited for as long as it lives, up to 10 minutes.
 serve_check() {
 	"$QWENCHAT" serve -m "$1" --backend cpu --threads 1 --port 0 2>"$TMP/serve.log" &
 	pid=$!
 	i=0
 	while ! grep -q "serving" "$TMP/serve.log" 2>/dev/null && kill -0 $pid 2>/dev/null &&
-		[ $i -lt 1200 ]; do i=$((i + 1)); sleep 0.1; done
+		[ $i -lt 6000 ]; do i=$((i + 1)); sleep 0.1; done
 	port=$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\)\/v1.*/\1/p' "$TMP/serve.log")
 	if [ -z "$port" ]; then
 		kill $pid 2>/dev/null; wait $pid
