@@ -53,19 +53,24 @@ int jlim_check(const char *s, size_t n, const struct jlim *l, const char *name)
 			continue;
 		}
 		switch (c) {
-		case ' ': case '\t': case '\n': case '\r': continue;
+		case ' ':
+		case '\t':
+		case '\n':
+		case '\r': continue;
 		case '"':
 			in_string = true;
 			if (depth == 1 && t.want_key)
 				t.key = i + 1;
 			break;
-		case '[': case '{':
+		case '[':
+		case '{':
 			if (++depth > l->max_depth)
 				return too_deep(l, name);
 			if (depth == 1 && c == '{')
 				t.object = t.want_key = true;
 			break;
-		case ']': case '}':
+		case ']':
+		case '}':
 			if (depth == 1 && t.object && (rc = member_end(l, s, &t, i)))
 				return rc;
 			depth--;

@@ -442,8 +442,7 @@ static int parse_tools(struct chat *c, json_t *tools, const char *name)
 
 struct chat *chat_from_json(const char *text, size_t len, const char *name)
 {
-	static const struct jlim lim = {.max_depth = CHAT_MAX_DEPTH,
-					.max_values = CHAT_MAX_VALUES};
+	static const struct jlim lim = {.max_depth = CHAT_MAX_DEPTH, .max_values = CHAT_MAX_VALUES};
 	if (jlim_check(text, len, &lim, name))
 		return NULL;
 	json_error_t jerr;

@@ -40,8 +40,8 @@ struct xfer {
 	int retry_after;    /* Retry-After in seconds; -1 when absent */
 	struct strbuf body; /* an error body or a whole JSON answer, bounded */
 	size_t body_max;
-	bool whole;    /* a 2xx body is the answer: beyond body_max refused, not cut */
-	bool too_big;  /* ... and it was larger (the transfer stopped there) */
+	bool whole;     /* a 2xx body is the answer: beyond body_max refused, not cut */
+	bool too_big;   /* ... and it was larger (the transfer stopped there) */
 	struct sse sse; /* the event stream of a 2xx chat answer (events: true) */
 	struct reply *reply;
 	bool events;

@@ -67,7 +67,7 @@ static enum peer peer_state(int fd)
 	if (r == 0)
 		return PEER_HALF_CLOSED;
 	return r > 0 || errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? PEER_OPEN
-										   : PEER_GONE;
+										  : PEER_GONE;
 }
 
 /* Waits a moment on the job (lock held). False when the client hung up (the job is
@@ -206,4 +206,3 @@ void serve_stream_free(void *cls)
 	serve_job_release(j);
 	pthread_mutex_unlock(&srv->lock);
 }
-

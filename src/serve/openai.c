@@ -49,10 +49,29 @@ static const char *type_name(const json_t *v)
 /* The members of a request this server reads; any other is ignored, up to
  * OAI_MAX_UNKNOWN_BYTES. */
 static const char *const known_members[] = {
-	"model", "messages", "tools", "tool_choice", "temperature", "top_p", "top_k", "min_p",
-	"presence_penalty", "frequency_penalty", "repetition_penalty", "seed", "logit_bias",
-	"stop", "n", "max_tokens", "max_completion_tokens", "stream", "stream_options",
-	"logprobs", "top_logprobs", "response_format", "chat_template_kwargs",
+	"model",
+	"messages",
+	"tools",
+	"tool_choice",
+	"temperature",
+	"top_p",
+	"top_k",
+	"min_p",
+	"presence_penalty",
+	"frequency_penalty",
+	"repetition_penalty",
+	"seed",
+	"logit_bias",
+	"stop",
+	"n",
+	"max_tokens",
+	"max_completion_tokens",
+	"stream",
+	"stream_options",
+	"logprobs",
+	"top_logprobs",
+	"response_format",
+	"chat_template_kwargs",
 };
 
 static int member_size(void *user, const char *key, size_t key_len, size_t bytes)

@@ -14,6 +14,12 @@
 /* Limits of a request; beyond them it is refused before anything is built from it. */
 enum {
 	OAI_MAX_DEPTH = 64,       /* nesting of arrays and objects in the body */
+	OAI_MAX_MESSAGES = 2048,  /* messages */
+	OAI_MAX_TOOLS = 128,      /* tool definitions, and calls in one assistant message */
+	OAI_MAX_STOP = 16,        /* stop strings */
+	OAI_MAX_STOP_BYTES = 256, /* bytes in one stop string */
+	OAI_MAX_TOP_LOGPROBS = 20,
+	OAI_MAX_TOKENS = 1 << 24, /* max_tokens; the server holds it to the context too */
 	/* JSON values in the body (keys counted), checked before it is parsed: jansson
 	 * allocates each (up to 240 bytes), so this holds a parse to ~31 MB where a
 	 * 4 MiB body of empty arrays took 190 MB. 2048 messages with tool calls and
@@ -22,12 +28,6 @@ enum {
 	/* bytes of a member of the body this server does not read (ignored up to this,
 	 * as vLLM ignores them; beyond, refused before the body is parsed) */
 	OAI_MAX_UNKNOWN_BYTES = 64 << 10,
-	OAI_MAX_MESSAGES = 2048,  /* messages */
-	OAI_MAX_TOOLS = 128,      /* tool definitions, and calls in one assistant message */
-	OAI_MAX_STOP = 16,        /* stop strings */
-	OAI_MAX_STOP_BYTES = 256, /* bytes in one stop string */
-	OAI_MAX_TOP_LOGPROBS = 20,
-	OAI_MAX_TOKENS = 1 << 24, /* max_tokens; the server holds it to the context too */
 };
 
 struct oai_request {

@@ -256,8 +256,10 @@ static struct oai_request *parse_body(struct serve *srv, struct MHD_Connection *
 		reply_error(conn, rq, 500, "out of memory", NULL, NULL);
 	else if (!e.param[0] && !json_type && !strncmp(err_msg(), "the body is not valid", 21))
 		/* a form or text that is not JSON: its type says why */
-		reply_error(conn, rq, 415, "the body is not JSON (a JSON body is taken whatever "
-				   "its Content-Type)", NULL, "unsupported_media_type");
+		reply_error(conn, rq, 415,
+			    "the body is not JSON (a JSON body is taken whatever "
+			    "its Content-Type)",
+			    NULL, "unsupported_media_type");
 	else
 		reply_error(conn, rq, 400, err_msg(), e.param[0] ? e.param : NULL, e.code);
 	return NULL;
@@ -329,8 +331,8 @@ static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *con
 		return stopping ? reply_error(conn, rq, 503, "the server is shutting down", NULL,
 					      "server_busy")
 				: MHD_NO;
-	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
-								   serve_stream_read, j, serve_stream_free);
+	struct MHD_Response *r = MHD_create_response_from_callback(
+		MHD_SIZE_UNKNOWN, 16384, serve_stream_read, j, serve_stream_free);
 	if (!r) {
 		serve_stream_free(j);
 		return MHD_NO;

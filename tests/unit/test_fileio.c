@@ -215,10 +215,8 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_planted_temp_links),
-		cmocka_unit_test(test_modes),
-		cmocka_unit_test(test_target_kinds),
-		cmocka_unit_test(test_link_chains),
+		cmocka_unit_test(test_planted_temp_links), cmocka_unit_test(test_modes),
+		cmocka_unit_test(test_target_kinds),       cmocka_unit_test(test_link_chains),
 		cmocka_unit_test(test_regular_only),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

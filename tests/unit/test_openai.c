@@ -285,7 +285,8 @@ static void test_parse_bounds(void **state)
 		} else {
 			assert_null(r);
 			assert_string_equal(e.param, "junk");
-			assert_non_null(strstr(err_msg(), "junk: a member this server does not read"));
+			assert_non_null(
+				strstr(err_msg(), "junk: a member this server does not read"));
 		}
 		oai_request_free(r);
 	}
@@ -616,9 +617,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_fields), cmocka_unit_test(test_parse_renders_as_file),
 		cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_error_json),
-		cmocka_unit_test(test_parse_bounds),
-		cmocka_unit_test(test_toolcall),     cmocka_unit_test(test_stream_stop),
-		cmocka_unit_test(test_tool_calls),   cmocka_unit_test(test_logprobs),
+		cmocka_unit_test(test_parse_bounds), cmocka_unit_test(test_toolcall),
+		cmocka_unit_test(test_stream_stop),  cmocka_unit_test(test_tool_calls),
+		cmocka_unit_test(test_logprobs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -664,8 +664,8 @@ static void test_vocab_duplicates(void **state)
 		fail_msg("%s", err_msg());
 	tok_free(t);
 	const char *dup[] = {"<|im_start|>", "<|im_start|>"};
-	const unsigned char specials[] = {TOK_SPECIAL, TOK_SPECIAL}, mixed[] = {TOK_SPECIAL,
-										  TOK_ADDED};
+	const unsigned char specials[] = {TOK_SPECIAL, TOK_SPECIAL},
+			    mixed[] = {TOK_SPECIAL, TOK_ADDED};
 	assert_null(vocab_with(dup, specials, 2));
 	assert_non_null(strstr(err_msg(), "v.gguf: tokenizer.ggml.tokens[257]: token "
 					  "\"<|im_start|>\" for id 257 given twice (also id 256)"));
