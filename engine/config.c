@@ -4,6 +4,7 @@
 #include "engine/config_limits.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonlimit.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -323,7 +324,9 @@ int eng_config_load(const char *dir, struct eng_config *cfg)
 	size_t len;
 	if (!path)
 		return err_set("out of memory");
-	char *text = fio_read_all(path, 16u << 20, &len);
+	/* Qwen3's is 1 KB; the values cap bounds what jansson may allocate (~15 MB) */
+	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 16};
+	char *text = jlim_read_file(path, 16u << 20, &lim, &len);
 	int rc = text ? eng_config_parse(text, len, path, cfg) : -1;
 	free(text);
 	free(path);

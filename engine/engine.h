@@ -258,11 +258,12 @@ int eng_gguf_out_i32s(struct eng_gguf_out *o, const char *key, const int32_t *v,
 
 /* Writes m as a GGUF v3 file to fd: general.* and qwen3.* keys from its config, then
  * extra's, then every tensor converted to its eng_quant_type for f (llama.cpp's
- * names and layout, 32-byte alignment). progress (may be NULL) gets the bytes done
- * and the total after each tensor; *cancel (may be NULL) set stops it. 0 or -1
- * (err_set); the caller owns fd and removes a partial file. */
+ * names and layout, 32-byte alignment). name is the file for messages (a failed
+ * write: "NAME: write failed: No space left on device"). progress (may be NULL) gets
+ * the bytes done and the total after each tensor; *cancel (may be NULL) set stops it.
+ * 0 or -1 (err_set); the caller owns fd and removes a partial file. */
 int eng_model_write_gguf(const struct eng_model *m, enum eng_ftype f,
-			 const struct eng_gguf_out *extra, int fd,
+			 const struct eng_gguf_out *extra, int fd, const char *name,
 			 void (*progress)(size_t done, size_t total), const volatile int *cancel);
 
 /* The tensors of a GGUF model by type, for `info`: how many tensors and weights of

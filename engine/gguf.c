@@ -5,6 +5,7 @@
 #include "engine/gguf.h"
 #include "engine/safetensors.h"
 #include "src/base/err.h"
+#include "src/base/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -362,6 +363,8 @@ static int check_data(struct eng_gguf *g)
 			rc = err_set("%s: tensor %s: its %zu bytes at data offset %zu run past the "
 				     "end of the file (%zu bytes)",
 				     fn, t->name, t->nbytes, t->offset, g->size);
+		if (rc)
+			break; /* an unchecked offset makes no pointer, even one never read */
 		t->offset += g->data_start;
 		t->data = g->bytes + t->offset;
 	}
@@ -491,11 +494,15 @@ bool eng_is_gguf(const char *path)
 {
 	char magic[4];
 	struct stat sb;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	/* not even opened unless a regular file: a FIFO's open would block */
+	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
 		return false;
-	bool r = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && read(fd, magic, 4) == 4 &&
-		 !memcmp(magic, "GGUF", 4);
+	int fd = fio_open_file(path, NULL);
+	if (fd < 0) {
+		err_clear();
+		return false;
+	}
+	bool r = read(fd, magic, 4) == 4 && !memcmp(magic, "GGUF", 4);
 	close(fd);
 	return r;
 }

@@ -271,7 +271,7 @@ struct planned {
 	size_t nbytes, offset;
 };
 
-static int write_all(int fd, const void *p, size_t n)
+static int write_all(int fd, const void *p, size_t n, const char *name)
 {
 	const char *c = p;
 	while (n > 0) {
@@ -279,7 +279,8 @@ static int write_all(int fd, const void *p, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return err_set("write: %s", w < 0 ? strerror(errno) : "nothing written");
+			return err_set("%s: write failed: %s", name,
+				       w < 0 ? strerror(errno) : "nothing written");
 		c += w;
 		n -= (size_t)w;
 	}
@@ -346,8 +347,8 @@ static int plan(const struct eng_model *m, enum eng_ftype f, struct planned *p, 
 
 /* The header: magic, version, counts, key/values (the model's, then the caller's, as
  * the converter orders them), tensor infos, padding. */
-static int write_header(int fd, const struct eng_gguf_out *o, const struct eng_gguf_out *extra,
-			struct planned *p, int n)
+static int write_header(int fd, const char *name, const struct eng_gguf_out *o,
+			const struct eng_gguf_out *extra, struct planned *p, int n)
 {
 	struct strbuf b = {0};
 	size_t off = 0;
@@ -374,7 +375,7 @@ static int write_header(int fd, const struct eng_gguf_out *o, const struct eng_g
 	}
 	static const char zeros[ALIGNMENT];
 	sb_put(&b, zeros, (ALIGNMENT - b.n % ALIGNMENT) % ALIGNMENT);
-	int rc = b.oom ? err_set("out of memory") : write_all(fd, b.p, b.n);
+	int rc = b.oom ? err_set("out of memory") : write_all(fd, b.p, b.n, name);
 	free(b.p);
 	return rc;
 }
@@ -382,7 +383,8 @@ static int write_header(int fd, const struct eng_gguf_out *o, const struct eng_g
 /* One tensor: rows converted in batches of up to MAX_OUT bytes by every CPU (the
  * K-quants' reference quantizers search each block's scales: one thread took ~8
  * minutes for an 8B model), then its padding. */
-static int write_tensor(int fd, const struct planned *t, uint8_t *buf, const volatile int *cancel)
+static int write_tensor(int fd, const char *name, const struct planned *t, uint8_t *buf,
+			const volatile int *cancel)
 {
 	if (t->ne0 % eng_dtype_block(t->type))
 		return err_set("tensor %s: rows of %lld weights are not whole %s blocks", t->name,
@@ -395,15 +397,15 @@ static int write_tensor(int fd, const struct planned *t, uint8_t *buf, const vol
 		r += n;
 		if (cancel && *cancel)
 			return err_set("interrupted");
-		if (write_all(fd, buf, (size_t)n * rb))
+		if (write_all(fd, buf, (size_t)n * rb, name))
 			return -1;
 	}
 	static const char zeros[ALIGNMENT];
-	return write_all(fd, zeros, (ALIGNMENT - t->nbytes % ALIGNMENT) % ALIGNMENT);
+	return write_all(fd, zeros, (ALIGNMENT - t->nbytes % ALIGNMENT) % ALIGNMENT, name);
 }
 
 int eng_model_write_gguf(const struct eng_model *m, enum eng_ftype f,
-			 const struct eng_gguf_out *extra, int fd,
+			 const struct eng_gguf_out *extra, int fd, const char *name,
 			 void (*progress)(size_t done, size_t total), const volatile int *cancel)
 {
 	const struct eng_config *c = &m->cfg;
@@ -423,10 +425,10 @@ int eng_model_write_gguf(const struct eng_model *m, enum eng_ftype f,
 		err_set("out of memory");
 		goto out;
 	}
-	if (write_header(fd, o, extra, p, n))
+	if (write_header(fd, name, o, extra, p, n))
 		goto out;
 	for (int i = 0; i < n; i++) {
-		if (write_tensor(fd, &p[i], buf, cancel))
+		if (write_tensor(fd, name, &p[i], buf, cancel))
 			goto out;
 		done += p[i].nbytes;
 		if (progress)

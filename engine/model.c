@@ -4,6 +4,7 @@
 #include "engine/model.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonlimit.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -59,7 +60,10 @@ static int open_sharded(struct eng_model *m, const char *dir)
 {
 	char *path = fio_join(dir, INDEX_NAME);
 	size_t len;
-	char *text = path ? fio_read_all(path, 64u << 20, &len) : NULL;
+	/* ~2 values per tensor: room for 250k tensors (the largest MoE checkpoints
+	 * have ~100k), and a bound on what jansson may allocate (~120 MB) */
+	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 19};
+	char *text = path ? jlim_read_file(path, 64u << 20, &lim, &len) : NULL;
 	free(path);
 	if (!text)
 		return -1;
@@ -262,9 +266,9 @@ struct eng_model *eng_model_open(const char *dir)
 	int rc;
 	if (!single || !index)
 		rc = err_set("out of memory");
-	else if (fio_is_file(single))
+	else if (fio_exists(single)) /* if not a regular file, refused by name */
 		rc = add_file(m, dir, SINGLE_NAME);
-	else if (fio_is_file(index))
+	else if (fio_exists(index))
 		rc = open_sharded(m, dir);
 	else
 		rc = err_set("%s: no %s or %s", dir, SINGLE_NAME, INDEX_NAME);

@@ -2,6 +2,7 @@
  * header length, JSON header, raw tensor data) and maps them without copying. */
 #include "engine/safetensors.h"
 #include "src/base/err.h"
+#include "src/base/fileio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -268,14 +269,12 @@ void *st_map_weights(int fd, size_t size)
 void *st_map_file(const char *path, const char *name, size_t min_size, const char *too_short,
 		  size_t *size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = fio_open_file(path, name); /* a FIFO here would block the open */
 	struct stat sb;
-	if (fd < 0) {
-		err_set("%s: %s", name, strerror(errno));
+	if (fd < 0)
 		return NULL;
-	}
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		err_set("%s: not a regular file", name);
+	if (fstat(fd, &sb) != 0) {
+		err_set("%s: %s", name, strerror(errno));
 		close(fd);
 		return NULL;
 	}

@@ -7,6 +7,7 @@ noinst_LIBRARIES += libbase.a
 libbase_a_SOURCES = \
 	src/base/err.c src/base/err.h \
 	src/base/fileio.c src/base/fileio.h \
+	src/base/jsonlimit.c src/base/jsonlimit.h \
 	src/base/strbuf.c src/base/strbuf.h \
 	src/base/utf8.c src/base/utf8.h \
 	src/base/clock.c src/base/clock.h \
@@ -39,7 +40,8 @@ libapp_a_SOURCES = \
 	src/serve/openai.c src/serve/openai.h \
 	src/serve/completion.c src/serve/completion.h \
 	src/serve/generate.c src/serve/generate.h \
-	src/serve/serve.c src/serve/serve.h \
+	src/serve/serve.c src/serve/serve.h src/serve/serve_impl.h src/serve/jobs.c \
+	src/serve/deadline.c src/serve/deadline.h \
 	src/remote/sse.c src/remote/sse.h \
 	src/remote/reply.c src/remote/reply.h \
 	src/remote/remote.c src/remote/request.c src/remote/remote.h \

@@ -212,7 +212,8 @@ tests_fuzz_fuzz_openai_SOURCES = tests/fuzz/fuzz_openai.c
 tests_fuzz_fuzz_openai_LDADD = $(APP_LIBS)
 tests_fuzz_fuzz_openai_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_openai.c tests/fuzz/corpus/openai
-TESTS += tests/cli/serve.sh
+TESTS += tests/cli/serve.sh tests/cli/model-forms.sh
+EXTRA_DIST += tests/cli/model-forms.sh
 EXTRA_DIST += tests/cli/serve.sh tests/cli/serve_client.py tests/cli/serve-openai.test.mjs \
 	tests/fetch-openai.sh tests/cli/rig-model.py
 
@@ -238,6 +239,15 @@ check_PROGRAMS += tests/unit/test_fileio
 TESTS += tests/unit/test_fileio
 tests_unit_test_fileio_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_fileio_LDADD = libbase.a $(CMOCKA_LIBS)
+check_PROGRAMS += tests/unit/test_jsonlimit
+TESTS += tests/unit/test_jsonlimit
+tests_unit_test_jsonlimit_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_jsonlimit_LDADD = libbase.a $(CMOCKA_LIBS)
+FUZZ_TARGETS += tests/fuzz/fuzz_jsonlimit
+tests_fuzz_fuzz_jsonlimit_SOURCES = tests/fuzz/fuzz_jsonlimit.c
+tests_fuzz_fuzz_jsonlimit_LDADD = libbase.a
+tests_fuzz_fuzz_jsonlimit_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz/fuzz_jsonlimit.c tests/fuzz/corpus/jsonlimit
 check_PROGRAMS += tests/unit/test_term
 TESTS += tests/unit/test_term
 tests_unit_test_term_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
@@ -252,6 +262,8 @@ TESTS += tests/cli/truncated.sh
 EXTRA_DIST += tests/cli/truncated.sh
 TESTS += tests/cli/limits.sh
 EXTRA_DIST += tests/cli/limits.sh
+TESTS += tests/cli/hostile-files.sh
+EXTRA_DIST += tests/cli/hostile-files.sh
 # GGUF files: the reader and loader against the same model's Hugging Face directory
 # (tests/mkgguf.py writes GGUFs as convert_hf_to_gguf.py does), the malformed-file table.
 check_PROGRAMS += tests/unit/test_gguf
@@ -259,6 +271,8 @@ TESTS += tests/unit/test_gguf tests/cli/gguf.sh
 tests_unit_test_gguf_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_gguf_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
 EXTRA_DIST += tests/mkgguf.py tests/cli/gguf.sh tests/cli/gguf_bad.py
+TESTS += tests/cli/quantize-out.sh
+EXTRA_DIST += tests/cli/quantize-out.sh
 # ggml's weight formats: dequantization against gguf-py's, bit for bit
 check_PROGRAMS += tests/unit/test_quant
 TESTS += tests/unit/test_quant

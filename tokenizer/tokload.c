@@ -14,6 +14,7 @@
 
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonlimit.h"
 #include "tokenizer/bytelevel.h"
 #include "tokenizer/jscan.h"
 #include "tokenizer/pretok.h"
@@ -324,6 +325,13 @@ int tok_push_added(struct tok *t, const struct added_tok *flags, const char *con
 		return err_set("%s: %s: empty content", file, field);
 	if (memchr(content, 0, len))
 		return err_set("%s: %s: content holds a NUL", file, field);
+	/* Two ids for one text: the text would encode to one of them and the other, an
+	 * <|im_end|> overwritten with <|im_start|>, would decode as what it is not. */
+	for (size_t k = 0; k < t->added.n; k++)
+		if (t->added.t[k].len == len && !memcmp(t->added.t[k].content, content, len))
+			return err_set("%s: %s: token \"%.*s\" for id %d given twice (also id %d)",
+				       file, field, (int)(len < 40 ? len : 40), content, id,
+				       t->added.t[k].id);
 	struct added_tok *v = realloc(t->added.t, (t->added.n + 1) * sizeof *v);
 	if (!v)
 		return err_set("tokenizer: out of memory");
@@ -595,8 +603,16 @@ static int config_added(struct tok *t, json_t *cfg, const char *file)
 
 static int read_config(struct tok *t, const char *path)
 {
+	/* Qwen3's is 10 KB (26 added tokens and the chat template); room for thousands
+	 * of added tokens, and a bound on what jansson may allocate (~60 MB) */
+	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 18};
+	size_t len;
+	char *text = jlim_read_file(path, 16u << 20, &lim, &len);
+	if (!text)
+		return -1;
 	json_error_t je;
-	json_t *cfg = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	json_t *cfg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	free(text);
 	if (!cfg)
 		return err_set("%s: line %d: %s", path, je.line, je.text);
 	int rc = -1;
@@ -681,15 +697,12 @@ int tok_build_pieces(struct tok *t, const char *file)
  * a read()-into-malloc copy cost more than the parsing (8.4k faults for 11 MB). */
 static const char *map_file(const char *path, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		err_set("%s: %s", path, strerror(errno));
+	int fd = fio_open_file(path, NULL); /* a FIFO here would block the open */
+	if (fd < 0)
 		return NULL;
-	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
-		err_set("%s: %s", path,
-			fstat(fd, &st) ? strerror(errno) : "not a regular file or empty");
+	struct stat st = {0};
+	if (fstat(fd, &st) != 0 || st.st_size == 0) {
+		err_set("%s: empty", path);
 		close(fd);
 		return NULL;
 	}
@@ -740,7 +753,7 @@ struct tok *tok_load(const char *dir)
 	if (!tj || !cj)
 		err_set("tokenizer: out of memory");
 	else
-		t = tok_load_files(tj, fio_is_file(cj) ? cj : NULL);
+		t = tok_load_files(tj, fio_exists(cj) ? cj : NULL);
 	free(tj);
 	free(cj);
 	return t;

@@ -17,14 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-char *fio_read_all(const char *path, size_t max_bytes, size_t *len)
+/* Reads f to its end into a NUL-terminated buffer of at most max_bytes. */
+static char *read_stream(FILE *f, const char *path, size_t max_bytes, size_t *len)
 {
-	int is_stdin = strcmp(path, "-") == 0;
-	FILE *f = is_stdin ? stdin : fopen(path, "rb");
-	if (!f) {
-		err_set("%s: cannot open: %s", path, strerror(errno));
-		return NULL;
-	}
 	size_t cap = 4096, n = 0;
 	char *buf = malloc(cap + 1);
 	if (!buf)
@@ -58,13 +53,76 @@ char *fio_read_all(const char *path, size_t max_bytes, size_t *len)
 			break;
 		}
 	}
-	if (!is_stdin)
-		fclose(f);
 	if (!buf)
 		return NULL;
 	buf[n] = '\0';
 	if (len)
 		*len = n;
+	return buf;
+}
+
+char *fio_read_all(const char *path, size_t max_bytes, size_t *len)
+{
+	if (strcmp(path, "-") == 0)
+		return read_stream(stdin, path, max_bytes, len);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		err_set("%s: cannot open: %s", path, strerror(errno));
+		return NULL;
+	}
+	char *buf = read_stream(f, path, max_bytes, len);
+	fclose(f);
+	return buf;
+}
+
+int fio_open_file(const char *path, const char *name)
+{
+	if (!name)
+		name = path;
+	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return err_set("%s: %s", name, strerror(e));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return err_set("%s: %s", name,
+			       S_ISDIR(st.st_mode) ? "is a directory, not a file"
+						   : "not a regular file (a FIFO, a device or a "
+						     "socket is refused)");
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+		int e = errno;
+		close(fd);
+		return err_set("%s: %s", name, strerror(e));
+	}
+	return fd;
+}
+
+char *fio_read_file(const char *path, size_t max_bytes, size_t *len)
+{
+	int fd = fio_open_file(path, NULL);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size > max_bytes) {
+		close(fd);
+		err_set("%s: file is larger than %zu bytes", path, max_bytes);
+		return NULL;
+	}
+	FILE *f = fdopen(fd, "rb");
+	if (!f) {
+		close(fd);
+		err_set("%s: out of memory", path);
+		return NULL;
+	}
+	char *buf = read_stream(f, path, max_bytes, len);
+	fclose(f);
 	return buf;
 }
 
@@ -231,6 +289,12 @@ char *fio_join(const char *dir, const char *name)
 		snprintf(p, n, "%s%s%s", dir, (dir[0] && dir[strlen(dir) - 1] != '/') ? "/" : "",
 			 name);
 	return p;
+}
+
+int fio_exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
 }
 
 int fio_is_file(const char *path)

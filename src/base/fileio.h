@@ -9,6 +9,17 @@
  * Refuses files larger than max_bytes. Returns NULL with err_set on failure. */
 char *fio_read_all(const char *path, size_t max_bytes, size_t *len);
 
+/* Opens path for reading only when it is a regular file (links are followed): a FIFO,
+ * a device or a directory in place of a model file is refused at once, where open()
+ * or read() would wait forever for a writer or read a device. The descriptor
+ * (O_CLOEXEC), or -1 with err_set("NAME: ...") (NAME: path when NULL). */
+int fio_open_file(const char *path, const char *name);
+
+/* fio_read_all for files that must be regular ones (fio_open_file): the files of a
+ * model, caches and stores. A file larger than max_bytes is refused before it is
+ * read. NULL with err_set naming path. */
+char *fio_read_file(const char *path, size_t max_bytes, size_t *len);
+
 /* Flags of fio_write_atomic. */
 enum {
 	FIO_NO_LINKS = 1 << 0, /* refuse a symbolic link at path instead of writing through it */
@@ -36,6 +47,10 @@ char *fio_join(const char *dir, const char *name);
 /* Creates path and its missing parents (like mkdir -p) with `mode`; 0, or -1 with
  * err_set (also when path exists but is not a directory). */
 int fio_mkdirs(const char *path, mode_t mode);
+
+/* 1 when anything is at path (links followed): an optional file that is there but is
+ * not a regular one is an error to report, not a file to skip. */
+int fio_exists(const char *path);
 
 /* 1 when path names an existing regular file, 0 otherwise. */
 int fio_is_file(const char *path);

@@ -3,6 +3,7 @@
 #include "src/base/array.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonlimit.h"
 #include "src/chat/tojson.h"
 
 #include <jansson.h>
@@ -12,7 +13,11 @@
 #include <string.h>
 
 /* A conversation file larger than this is not one we wrote: refuse it before parsing. */
-enum { CHAT_MAX_FILE = 256 << 20 };
+/* A conversation file: its size, and its JSON values and nesting, caps that bound the
+ * time and memory its parse takes (~120 MB at most; a 189 MB file of nested arrays
+ * once took 8.5 GB and 39 s). 64 MiB holds hundreds of full contexts of text, and
+ * 512k values tens of thousands of turns with tool calls. */
+enum { CHAT_MAX_FILE = 64 << 20, CHAT_MAX_VALUES = 1 << 19, CHAT_MAX_DEPTH = 64 };
 
 static const char *const role_names[] = {
 	[CHAT_SYSTEM] = "system",
@@ -437,6 +442,9 @@ static int parse_tools(struct chat *c, json_t *tools, const char *name)
 
 struct chat *chat_from_json(const char *text, size_t len, const char *name)
 {
+	static const struct jlim lim = {.max_depth = CHAT_MAX_DEPTH, .max_values = CHAT_MAX_VALUES};
+	if (jlim_check(text, len, &lim, name))
+		return NULL;
 	json_error_t jerr;
 	json_t *root = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
 	if (!root) {

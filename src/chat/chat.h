@@ -97,6 +97,8 @@ void chat_clear(struct chat *c);
  * {"messages": [...], "tools": [...]} carries tool definitions too. Content that
  * is not a string is refused; other keys are ignored. An empty array is a valid,
  * empty conversation. A conversation with tools is written as that object.
+ * JSON nested deeper than 64 levels or holding more than 512k values (keys
+ * included) is refused before it is parsed, as is a file over 64 MiB (chat_load).
  * name (the file name) starts every error message, e.g.
  * "conv.json: messages[3].role: unknown role \"robot\"". */
 struct chat *chat_from_json(const char *text, size_t len, const char *name);

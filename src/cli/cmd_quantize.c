@@ -5,6 +5,7 @@
 #include "engine/engine.h"
 #include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/fileio.h"
 #include "src/base/units.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
@@ -12,6 +13,7 @@
 #include "src/hub/hub.h"
 #include "src/hub/loader.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -53,12 +55,23 @@ static int quantize_opt(void *user, int key, const char *arg)
 	return 0;
 }
 
+/* The signal that ends the program, once one came: the write stops at its next batch,
+ * the temporary file is removed, and the signal is raised again. */
 static volatile int g_cancel;
 
-static void on_sigint(int sig)
+static void on_signal(int sig)
 {
-	(void)sig;
-	g_cancel = 1;
+	g_cancel = sig;
+}
+
+static const int g_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void catch_signals(void (*handler)(int))
+{
+	struct sigaction sa = {.sa_handler = handler};
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof g_signals / sizeof g_signals[0]; i++)
+		sigaction(g_signals[i], &sa, NULL);
 }
 
 static bool g_tty;
@@ -99,30 +112,77 @@ static int create_temp(const char *out, char **tmp)
 	return fd;
 }
 
-/* Writes the model into tmp's fd, syncs it and renames it over out. */
+/* Writes the model into a temporary file, syncs it and renames it over out. Ctrl-C,
+ * SIGTERM and SIGHUP remove the temporary file (a 600 MB one was left behind by
+ * SIGTERM and SIGHUP); 128 + the signal is then the exit status, as the chat's. */
 static int write_model(const struct eng_model *m, enum eng_ftype f, const struct eng_gguf_out *o,
 		       const char *out)
 {
 	char *tmp = NULL;
+	catch_signals(on_signal); /* before the file exists: no moment leaves it behind */
 	int fd = create_temp(out, &tmp), rc = -1;
-	if (fd < 0)
-		return -1;
-	signal(SIGINT, on_sigint);
-	if (eng_model_write_gguf(m, f, o, fd, progress, &g_cancel) == 0) {
+	if (fd >= 0 && eng_model_write_gguf(m, f, o, fd, out, progress, &g_cancel) == 0) {
 		if (fsync(fd) != 0)
-			err_set("%s: fsync: %s", tmp, strerror(errno));
+			err_set("%s: write failed: %s", out, strerror(errno));
 		else if (rename(tmp, out) != 0)
 			err_set("%s: rename to %s: %s", tmp, out, strerror(errno));
 		else
 			rc = 0;
 	}
-	signal(SIGINT, SIG_DFL);
-	if (g_tty && rc)
+	if (g_tty && rc && fd >= 0)
 		fputc('\n', stderr);
-	close(fd);
-	if (rc)
+	if (fd >= 0)
+		close(fd);
+	if (rc && tmp)
 		unlink(tmp);
 	free(tmp);
+	if (rc && g_cancel)
+		err_set("%s: not written (%s)", out, strsignal(g_cancel));
+	catch_signals(SIG_DFL);
+	return rc;
+}
+
+/* 1 when the two describe one file. */
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* out may be replaced: nothing there, a regular file or a link (the link is replaced,
+ * never written through), and none of the files the model is read from (its .json
+ * and .safetensors files, or a link to one): renaming over those destroyed the model
+ * and exited 0. A device or a FIFO is refused, as fio_write_atomic refuses them:
+ * --out /dev/null as root replaced /dev/null with a regular file. */
+static int check_out(const char *out, const char *dir)
+{
+	struct stat lo, so;
+	if (lstat(out, &lo) != 0)
+		return errno == ENOENT ? 0 : err_set("%s: %s", out, strerror(errno));
+	if (!S_ISREG(lo.st_mode) && !S_ISLNK(lo.st_mode))
+		return err_set("%s: not a regular file (refused: only a file is replaced)", out);
+	bool sok = stat(out, &so) == 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int rc = 0;
+	while (rc == 0 && d && (e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (!(n > 5 && !strcmp(e->d_name + n - 5, ".json")) &&
+		    !(n > 12 && !strcmp(e->d_name + n - 12, ".safetensors")))
+			continue;
+		char *p = fio_join(dir, e->d_name);
+		struct stat pl, ps;
+		bool hit = p && lstat(p, &pl) == 0 &&
+			   (same_file(&pl, &lo) || (sok && same_file(&pl, &so)));
+		hit = hit || (p && stat(p, &ps) == 0 &&
+			      (same_file(&ps, &lo) || (sok && same_file(&ps, &so))));
+		if (hit)
+			rc = err_set("%s: is the model's %s (refused: writing it would destroy the "
+				     "model)",
+				     out, e->d_name);
+		free(p);
+	}
+	if (d)
+		closedir(d);
 	return rc;
 }
 
@@ -162,7 +222,8 @@ int cmd_quantize(int argc, char **argv)
 	if (dir && eng_is_gguf(dir))
 		err_set("%s: already a GGUF file; quantize reads a safetensors model directory",
 			dir);
-	else if (dir && (m = eng_model_open(dir)) && (o = eng_gguf_out_new()) &&
+	else if (dir && check_out(qa.out, dir) == 0 && (m = eng_model_open(dir)) &&
+		 (o = eng_gguf_out_new()) &&
 		 eng_gguf_out_str(o, "general.name", model_name(dir), strlen(model_name(dir))) ==
 			 0 &&
 		 loader_gguf_keys(dir, eng_model_config(m)->vocab_size, o) == 0) {
@@ -183,5 +244,7 @@ int cmd_quantize(int argc, char **argv)
 	eng_gguf_out_free(o);
 	eng_model_free(m);
 	free(dir);
+	if (g_cancel) /* the status a shell shows for the signal: 130, 143, 129 */
+		raise(g_cancel);
 	return rc;
 }

@@ -31,7 +31,9 @@ static const struct cli_opt serve_opts[] = {
 	 "the same, the key read from FILE's first line (not shown by ps)"},
 	{"queue", CLI_OWN + 5, "N",
 	 "requests that may wait behind the running one (default 16;\nbeyond, 503)"},
-	{"timeout", CLI_OWN + 6, "S", "close a connection silent for S seconds (default 30)"},
+	{"timeout", CLI_OWN + 6, "S",
+	 "close a connection silent for S seconds, or whose request\nheaders take longer "
+	 "(default 30)"},
 	{0},
 };
 
@@ -47,7 +49,9 @@ static const struct cli_command serve_cmd = {
 	.groups = CLI_MODEL | CLI_ENGINE | CLI_SAMPLING | CLI_MAX_NEW,
 	.opts = serve_opts,
 	.notes = "Limits: a body of at most 4 MiB, 2048 messages, 128 tools, JSON nested at most\n"
-		 "64 deep, 16 stop strings, top_logprobs 0..20, 256 connections at once;\n"
+		 "64 deep with at most 131072 values, unknown members of at most 64 KiB, 16 stop\n"
+		 "strings, top_logprobs 0..20, 256 connections at once, 64 MiB of bodies held\n"
+		 "at once; --timeout also bounds the time a request's headers may take.\n"
 		 "max_tokens at most the context (or -n) and, with the prompt, within the "
 		 "context.\n"
 		 "Sampling options set the defaults a request's own fields override; a --seed "
@@ -142,10 +146,11 @@ static int open_model(const struct serve_args *a, const struct eng_options *eo, 
 	int n_eos = 0;
 	struct hub_env hub;
 	cli_env_hub(&hub);
-	if (!(*dir = hub_resolve(&hub, a->cli.model)) || !(m->tok = tok_load(*dir)))
+	/* the loader reads a directory's JSON files or a GGUF's keys alike */
+	if (!(*dir = hub_resolve(&hub, a->cli.model)) || !(m->tok = loader_tokenizer(*dir)))
 		return -1;
 	samp_params_default(&m->params);
-	if (samp_load_generation_config(*dir, &m->params, eos, &n_eos))
+	if (loader_generation(*dir, &m->params, eos, &n_eos))
 		return -1;
 	cli_sampling(&a->cli, &m->params);
 	m->params_set = a->cli.set & ~(unsigned)(CLI_SET_MAX_NEW | CLI_SET_CTX); /* SAMP_SET_* */

@@ -4,9 +4,11 @@
 #include "src/hub/ggufname.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonlimit.h"
 
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,6 +202,75 @@ const char *ggufname_file_type(long t)
 	return t >= 0 && t < (long)(sizeof names / sizeof names[0]) ? names[t] : NULL;
 }
 
+/* path, once its links are resolved, lies inside root (resolved). */
+static bool inside(const char *path, const char *root)
+{
+	char *rp = realpath(path, NULL), *rr = realpath(root, NULL);
+	size_t n = rr ? strlen(rr) : 0;
+	bool r = rp && rr && !strncmp(rp, rr, n) && (rp[n] == '/' || n == 1);
+	free(rp);
+	free(rr);
+	return r;
+}
+
+/* The manifest at root/rel, parsed. ollama's are ~1 KB: 64 KiB is plenty and bounds
+ * the parse. NULL with err_set. */
+static json_t *ollama_manifest(const char *spec, const char *root, const char *rel,
+			       const char *mpath)
+{
+	static const struct jlim lim = {.max_depth = 16, .max_values = 4096};
+	struct stat st;
+	if (lstat(mpath, &st) != 0 && errno == ENOENT)
+		return err_set("ollama:%s: no such model in %s (no %s; 'ollama pull %s' gets it)",
+			       spec, root, rel, spec),
+		       NULL;
+	if (!inside(mpath, root))
+		return err_set("%s: a link out of the ollama store (refused)", mpath), NULL;
+	size_t len;
+	char *text = jlim_read_file(mpath, 64 << 10, &lim, &len);
+	if (!text)
+		return NULL;
+	json_error_t je;
+	json_t *m = json_loadb(text, len, 0, &je);
+	free(text);
+	if (!m)
+		err_set("%s: not valid JSON (line %d: %s)", mpath, je.line, je.text);
+	return m;
+}
+
+/* The blob a model layer names: blobs/sha256-HEX inside the store, a regular file
+ * of the layer's size. Its sha256 is not computed: ollama checked it when it pulled
+ * the blob, and hashing costs ~1.3 s per GiB (SHA-NI) at every start, 7 s for an 8B
+ * Q4_K_M; the size catches a truncated copy and the GGUF reader checks every offset. */
+static char *ollama_blob(const char *spec, const char *root, const char *mpath, json_t *layer)
+{
+	const char *dg = json_string_value(json_object_get(layer, "digest"));
+	json_t *size = json_object_get(layer, "size");
+	bool ok = dg && !strncmp(dg, "sha256:", 7) && strlen(dg) == 7 + 64;
+	for (size_t k = 7; ok && dg[k]; k++)
+		ok = isxdigit((unsigned char)dg[k]) != 0;
+	if (!ok)
+		return err_set("%s: the model layer's digest is not sha256:HEX", mpath), NULL;
+	char b[128];
+	snprintf(b, sizeof b, "blobs/sha256-%s", dg + 7);
+	char *blob = fio_join(root, b);
+	struct stat st;
+	if (!blob)
+		err_set("out of memory");
+	else if (stat(blob, &st) != 0 || !S_ISREG(st.st_mode))
+		err_set("ollama:%s: the manifest names %s, which is missing", spec, blob);
+	else if (!inside(blob, root))
+		err_set("%s: a link out of the ollama store (refused)", blob);
+	else if (json_is_integer(size) && json_integer_value(size) != (json_int_t)st.st_size)
+		err_set("%s: %lld bytes where the manifest says %lld (damaged or incomplete; "
+			"'ollama pull %s' fetches it again)",
+			blob, (long long)st.st_size, (long long)json_integer_value(size), spec);
+	else
+		return blob;
+	free(blob);
+	return NULL;
+}
+
 char *ggufname_ollama(const char *spec, const char *root)
 {
 	char name[256], tag[128] = "latest";
@@ -224,40 +295,17 @@ char *ggufname_ollama(const char *spec, const char *root)
 	snprintf(rel, sizeof rel, "manifests/registry.ollama.ai/%s%s/%s",
 		 strchr(name, '/') ? "" : "library/", name, tag);
 	char *mpath = fio_join(root, rel), *blob = NULL;
-	json_error_t je;
-	json_t *m = mpath ? json_load_file(mpath, 0, &je) : NULL;
-	if (!m) {
-		err_set("ollama:%s: no such model in %s (no %s; 'ollama pull %s' gets it)", spec,
-			root, rel, spec);
-		free(mpath);
-		return NULL;
-	}
+	json_t *m = mpath ? ollama_manifest(spec, root, rel, mpath) : NULL, *l;
 	size_t i;
-	json_t *l;
 	json_array_foreach(json_object_get(m, "layers"), i, l)
 	{
 		const char *mt = json_string_value(json_object_get(l, "mediaType"));
-		const char *dg = json_string_value(json_object_get(l, "digest"));
-		if (!mt || strcmp(mt, "application/vnd.ollama.image.model") || !dg)
-			continue;
-		bool ok = !strncmp(dg, "sha256:", 7) && strlen(dg) == 7 + 64;
-		for (size_t k = 7; ok && dg[k]; k++)
-			ok = isxdigit((unsigned char)dg[k]) != 0;
-		if (!ok) {
-			err_set("%s: the model layer's digest is not sha256:HEX", mpath);
+		if (mt && !strcmp(mt, "application/vnd.ollama.image.model")) {
+			blob = ollama_blob(spec, root, mpath, l);
 			break;
 		}
-		char b[128];
-		snprintf(b, sizeof b, "blobs/sha256-%s", dg + 7);
-		blob = fio_join(root, b);
-		if (blob && !fio_is_file(blob)) {
-			err_set("ollama:%s: the manifest names %s, which is missing", spec, blob);
-			free(blob);
-			blob = NULL;
-		}
-		break;
 	}
-	if (!blob && i == json_array_size(json_object_get(m, "layers")))
+	if (m && !blob && i == json_array_size(json_object_get(m, "layers")))
 		err_set("%s: no layer of type application/vnd.ollama.image.model", mpath);
 	json_decref(m);
 	free(mpath);

@@ -131,7 +131,7 @@ char *hfc_read_ref(const char *repo_dir, const char *rev)
 		return strdup(rev);
 	char *path = cat(repo_dir, "/refs/", rev);
 	size_t len;
-	char *s = path ? fio_read_all(path, 256, &len) : NULL;
+	char *s = path ? fio_read_file(path, 256, &len) : NULL;
 	free(path);
 	err_clear();
 	if (!s)

@@ -6,6 +6,7 @@
 #include "src/base/clock.h"
 #include "src/base/units.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonlimit.h"
 #include "src/hub/ggufname.h"
 #include "src/hub/hfcache.h"
 
@@ -38,12 +39,19 @@ const char *hub_default_model(const struct hub_env *env)
  * err_set when the index is unreadable or names an unsafe file. */
 static char **index_shards(const char *index_path, size_t *count)
 {
+	/* the limits the engine reads the index with */
+	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 19};
 	json_error_t je;
-	json_t *root = json_load_file(index_path, 0, &je);
+	size_t len;
+	char *text = jlim_read_file(index_path, 64u << 20, &lim, &len);
+	if (!text)
+		return NULL;
+	json_t *root = json_loadb(text, len, 0, &je);
 	json_t *map = root ? json_object_get(root, "weight_map") : NULL;
 	char **names = NULL;
 	size_t n = 0;
 	*count = 0;
+	free(text);
 	if (!root) {
 		err_set("%s: not valid JSON: %s (line %d)", index_path, je.text, je.line);
 		return NULL;
@@ -572,6 +580,11 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 		return blob;
 	}
 	/* a directory, or a file (a .gguf, checked when it is opened) */
+	if (fio_exists(model) && !fio_is_dir(model) && !fio_is_file(model))
+		return err_set("%s: not a directory or a regular file (a FIFO, a device or a "
+			       "socket is refused)",
+			       model),
+		       NULL;
 	if (fio_is_dir(model) || fio_is_file(model)) {
 		char *d = strdup(model);
 		if (!d)
@@ -600,8 +613,13 @@ char *hub_pull(const struct hub_env *env, const char *spec)
 
 static bool is_qwen3(const char *snap)
 {
-	char *path = fio_join(snap, "config.json");
-	json_t *root = path ? json_load_file(path, 0, NULL) : NULL;
+	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 16};
+	char *path = fio_join(snap, "config.json"), *text;
+	size_t len;
+	text = path ? jlim_read_file(path, 16u << 20, &lim, &len) : NULL;
+	json_t *root = text ? json_loadb(text, len, 0, NULL) : NULL;
+	free(text);
+	err_clear();
 	const char *type = json_string_value(json_object_get(root, "model_type"));
 	bool r = type && !strcmp(type, "qwen3");
 	json_decref(root);

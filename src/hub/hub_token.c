@@ -27,7 +27,7 @@ const char *hub_token(const struct hub_env *env, char **owned)
 	else if (user && *user)
 		p = fio_join(user, ".cache/huggingface/token");
 	size_t len;
-	char *s = p && fio_is_file(p) ? fio_read_all(p, 4096, &len) : NULL;
+	char *s = p && fio_is_file(p) ? fio_read_file(p, 4096, &len) : NULL;
 	free(p);
 	err_clear();
 	if (!s)

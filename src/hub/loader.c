@@ -10,6 +10,7 @@
 
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonlimit.h"
 
 #define TOKENS "tokenizer.ggml.tokens"
 #define TYPES  "tokenizer.ggml.token_type"
@@ -398,15 +399,23 @@ static int template_key(json_t *tc, struct eng_gguf_out *o)
 				json_string_length(t));
 }
 
+/* DIR/NAME parsed; {} for an optional file that is absent. Qwen3's tokenizer.json is
+ * 11 MB with ~760k values (151k vocabulary entries and merges): the caps leave room
+ * for vocabularies of a million and bound jansson's allocations (~1 GB). */
 static json_t *load_json(const char *dir, const char *name, bool optional)
 {
-	char *p = fio_join(dir, name);
+	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 22};
+	char *p = fio_join(dir, name), *text = NULL;
+	size_t len;
 	json_error_t je;
-	json_t *j = p && (!optional || fio_is_file(p)) ? json_load_file(p, 0, &je) : NULL;
-	if (!j && p && (!optional || fio_is_file(p)))
+	json_t *j = NULL;
+	bool absent = p && optional && !fio_exists(p);
+	if (p && !absent && (text = jlim_read_file(p, 256u << 20, &lim, &len)) &&
+	    !(j = json_loadb(text, len, 0, &je)))
 		err_set("%s: %s (line %d)", p, je.text, je.line);
+	free(text);
 	free(p);
-	return j ? j : optional ? json_object() : NULL;
+	return j ? j : absent ? json_object() : NULL;
 }
 
 int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)

@@ -14,6 +14,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/jsonlimit.h"
 #include "src/base/strbuf.h"
 #include "src/remote/sse.h"
 
@@ -39,6 +40,8 @@ struct xfer {
 	int retry_after;    /* Retry-After in seconds; -1 when absent */
 	struct strbuf body; /* an error body or a whole JSON answer, bounded */
 	size_t body_max;
+	bool whole;     /* a 2xx body is the answer: beyond body_max refused, not cut */
+	bool too_big;   /* ... and it was larger (the transfer stopped there) */
 	struct sse sse; /* the event stream of a 2xx chat answer (events: true) */
 	struct reply *reply;
 	bool events;
@@ -254,6 +257,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 		return rc < 0 || x->reply->out.stop ? 0 : n; /* 0 ends the transfer */
 	}
 	size_t room = x->body.n < x->body_max ? x->body_max - x->body.n : 0;
+	if (x->whole && x->status / 100 == 2 && n > room) {
+		x->too_big = true;
+		return 0; /* ends the transfer */
+	}
 	sb_put(&x->body, p, n < room ? n : room);
 	return x->body.oom ? 0 : n;
 }
@@ -496,6 +503,12 @@ void remote_models_free(struct remote_model *m, size_t n)
 static int parse_models(const struct remote *r, const struct xfer *x, struct remote_model **models,
 			size_t *n)
 {
+	/* 4096 models of ~10 values each, and a bound on what jansson may allocate */
+	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 17};
+	char what[600];
+	snprintf(what, sizeof what, "%s/models", r->shown);
+	if (jlim_check(x->body.p ? x->body.p : "", x->body.n, &lim, what))
+		return -1;
 	json_error_t je;
 	json_t *root = json_loadb(x->body.p ? x->body.p : "", x->body.n, 0, &je);
 	json_t *data = json_object_get(root, "data");
@@ -540,7 +553,7 @@ static int parse_models(const struct remote *r, const struct xfer *x, struct rem
 
 int remote_models(struct remote *r, struct remote_model **models, size_t *n, atomic_int *cancel)
 {
-	struct xfer x = {.body_max = MODELS_BODY_MAX};
+	struct xfer x = {.body_max = MODELS_BODY_MAX, .whole = true};
 	static const char *const extra[] = {"Accept: application/json", NULL};
 	char *url = endpoint(r, "/models");
 	struct curl_slist *h = url ? headers(r, extra) : NULL;
@@ -559,6 +572,9 @@ int remote_models(struct remote *r, struct remote_model **models, size_t *n, ato
 		err_set("%s/models: cancelled", r->shown);
 	else if (how == STALLED)
 		err_set("%s/models: no answer in %d s (stall timeout)", r->shown, r->stall_timeout);
+	else if (x.too_big && x.status == 200)
+		err_set("%s/models: the reply is larger than %d MiB (a model list is a few kB)",
+			r->shown, MODELS_BODY_MAX >> 20);
 	else if (cc != CURLE_OK)
 		curl_error(r, &x, cc);
 	else if (x.status != 200)

@@ -167,8 +167,6 @@ static int answer(struct run *x, int n, int max_new, struct completion_usage *us
 	completion_finish(x->c, length ? COMPLETION_LENGTH : COMPLETION_STOP, usage, &x->buf);
 	if (x->buf.oom)
 		return fail(x->out, x->r->stream, 500, "out of memory", NULL, NULL);
-	if (!x->r->stream)
-		x->out->start(x->out->user, 200);
 	x->out->write(x->out->user, x->buf.p, x->buf.n);
 	return 200;
 }
@@ -204,10 +202,10 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 		status = fail(out, false, 500, err_msg(), NULL, NULL);
 		goto done;
 	}
-	if (r->stream) { /* the role chunk goes out before the prompt is read */
-		out->start(out->user, 200);
+	/* the request is good: a stream's role chunk goes out before the prompt is read */
+	out->start(out->user, 200);
+	if (r->stream)
 		flush(&x);
-	}
 	int s = sess_sync(m->sess, ids, n);
 	usage->prompt = n;
 	usage->cached = sess_stats(m->sess)->reused;

@@ -31,9 +31,10 @@ struct gen_model {
 /* Where the response goes. */
 struct gen_output {
 	void *user;
-	/* The HTTP status, once, before any write: 200, or 4xx/5xx with the error object
-	 * as the body. A stream starts (200) before the prompt is run and its events
-	 * follow; other answers start at the end. */
+	/* The HTTP status before any write: 4xx with the error object as the body, or 200
+	 * once the request is checked, before the prompt is run. A stream's events follow;
+	 * another answer is written whole at its end, or fails: start again with 5xx and
+	 * the error object (a stream ends with an error event instead). */
 	void (*start)(void *user, int status);
 	/* Response bytes: stream events as they come, or the whole body. */
 	void (*write)(void *user, const char *text, size_t len);

@@ -11,6 +11,7 @@
 #include <utf8proc.h>
 
 #include "src/base/err.h"
+#include "src/base/jsonlimit.h"
 #include "src/chat/template.h"
 #include "src/chat/tojson.h"
 
@@ -45,32 +46,57 @@ static const char *type_name(const json_t *v)
 	}
 }
 
-/* Nesting depth before parsing: jansson's own limit (2048) is far above anything a
- * request needs, and each level costs the parser stack. Strings are skipped. */
-static int check_depth(const char *s, size_t n, struct oai_error *e)
+/* The members of a request this server reads; any other is ignored, up to
+ * OAI_MAX_UNKNOWN_BYTES. */
+static const char *const known_members[] = {
+	"model",
+	"messages",
+	"tools",
+	"tool_choice",
+	"temperature",
+	"top_p",
+	"top_k",
+	"min_p",
+	"presence_penalty",
+	"frequency_penalty",
+	"repetition_penalty",
+	"seed",
+	"logit_bias",
+	"stop",
+	"n",
+	"max_tokens",
+	"max_completion_tokens",
+	"stream",
+	"stream_options",
+	"logprobs",
+	"top_logprobs",
+	"response_format",
+	"chat_template_kwargs",
+};
+
+static int member_size(void *user, const char *key, size_t key_len, size_t bytes)
 {
-	int depth = 0;
-	bool in_string = false, escaped = false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (in_string) {
-			if (escaped)
-				escaped = false;
-			else if (c == '\\')
-				escaped = true;
-			else if (c == '"')
-				in_string = false;
-		} else if (c == '"') {
-			in_string = true;
-		} else if (c == '[' || c == '{') {
-			if (++depth > OAI_MAX_DEPTH)
-				return bad(e, "", "the JSON body nests deeper than %d levels",
-					   OAI_MAX_DEPTH);
-		} else if (c == ']' || c == '}') {
-			depth--;
-		}
-	}
-	return 0;
+	struct oai_error *e = user;
+	if (bytes <= OAI_MAX_UNKNOWN_BYTES)
+		return 0;
+	for (size_t i = 0; i < sizeof known_members / sizeof known_members[0]; i++)
+		if (strlen(known_members[i]) == key_len && !memcmp(known_members[i], key, key_len))
+			return 0;
+	char name[64]; /* as written, escapes and all; the error object makes it UTF-8 */
+	snprintf(name, sizeof name, "%.*s", (int)(key_len < 48 ? key_len : 48), key);
+	return bad(e, name, "a member this server does not read, of %zu bytes (ignored up to %d)",
+		   bytes, OAI_MAX_UNKNOWN_BYTES);
+}
+
+/* What the parse will cost, before it allocates anything: nesting (each level costs
+ * jansson's parser stack), values (each an allocation) and members nobody reads. */
+static int check_shape(const char *s, size_t n, struct oai_error *e)
+{
+	struct jlim l = {.max_depth = OAI_MAX_DEPTH,
+			 .max_values = OAI_MAX_VALUES,
+			 .member = member_size,
+			 .user = e};
+	return jlim_check(s, n, &l, NULL); /* param "" but for a member: the whole body */
 }
 
 /* Member `key` of o as a number in [lo, hi]. 1 when present, 0 when absent or null
@@ -424,7 +450,7 @@ static int parse_messages(struct oai_request *r, json_t *root, struct oai_error 
 struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e)
 {
 	memset(e, 0, sizeof *e);
-	if (check_depth(body, len, e))
+	if (check_shape(body, len, e))
 		return NULL;
 	json_error_t je;
 	json_t *root = json_loadb(body, len, 0, &je);

@@ -20,6 +20,14 @@ enum {
 	OAI_MAX_STOP_BYTES = 256, /* bytes in one stop string */
 	OAI_MAX_TOP_LOGPROBS = 20,
 	OAI_MAX_TOKENS = 1 << 24, /* max_tokens; the server holds it to the context too */
+	/* JSON values in the body (keys counted), checked before it is parsed: jansson
+	 * allocates each (up to 240 bytes), so this holds a parse to ~31 MB where a
+	 * 4 MiB body of empty arrays took 190 MB. 2048 messages with tool calls and
+	 * 128 tools with their schemas stay far below it. */
+	OAI_MAX_VALUES = 1 << 17,
+	/* bytes of a member of the body this server does not read (ignored up to this,
+	 * as vLLM ignores them; beyond, refused before the body is parsed) */
+	OAI_MAX_UNKNOWN_BYTES = 64 << 10,
 };
 
 struct oai_request {
@@ -46,7 +54,9 @@ struct oai_error {
 
 /* Parses and checks a request body (len bytes, no NUL needed). NULL with err_set
  * (a message starting with the field it is about) and *e filled on: malformed JSON
- * or UTF-8, nesting deeper than OAI_MAX_DEPTH, a field of the wrong type or out of
+ * or UTF-8, nesting deeper than OAI_MAX_DEPTH, more than OAI_MAX_VALUES values or a
+ * member it does not know of more than OAI_MAX_UNKNOWN_BYTES (these three found
+ * before the body is parsed), a field of the wrong type or out of
  * range, an unknown role, a content part that is not text, a setting this server
  * does not implement (n other than 1, frequency_penalty, logit_bias, a tool_choice
  * that forces a call, a response_format other than text). Fields it does not know

@@ -1,9 +1,9 @@
 /* serve.c — the HTTP side of `qwenchat serve` (serve.h): libmicrohttpd with a thread
- * per connection, routing and authentication, the queue of requests and the one
- * worker thread that runs them on the model (generate.c). A connection thread waits
- * for its request's output and looks at its socket now and then: a client that
- * hung up cancels its request, queued or running. */
-#include "src/serve/serve.h"
+ * per connection, routing and authentication, request bodies held and parsed within
+ * their bounds, and each request handed to the queue and worker of jobs.c. A
+ * connection thread waits for its request's output and looks at its socket now and
+ * then: a client that hung up cancels its request, queued or running. */
+#include "src/serve/serve_impl.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,7 +12,6 @@
 #include <nettle/memops.h>
 #include <nettle/sha2.h>
 #include <netdb.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,45 +23,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/err.h"
-
-/* How often a waiting connection thread looks at its client's socket. */
-enum { POLL_MS = 200 };
-
-/* One chat-completions request from its connection to the worker and back. The
- * fields after refs are guarded by the server's lock. */
-struct job {
-	struct serve *srv;
-	struct oai_request *req;
-	int fd;   /* the client's socket, looked at for a hang-up */
-	int refs; /* the connection, the queue then the worker, a streaming response */
-	enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE } state;
-	int status;        /* the HTTP status once known, else 0 */
-	bool gone;         /* the client went away */
-	struct strbuf out; /* response bytes not yet handed to the connection */
-	size_t taken;      /* of out, bytes a stream has handed over */
-	struct completion_usage usage;
-	pthread_cond_t cond; /* status, output or the end arrived */
-	struct job *next;    /* in the queue */
-};
-
-struct serve {
-	const struct gen_model *m;
-	struct serve_options o;
-	bool auth;                            /* requests must carry the API key */
-	uint8_t key_hash[SHA256_DIGEST_SIZE]; /* of the API key: compared in constant time */
-	long long started;                    /* Unix time, the models' "created" */
-	struct MHD_Daemon *d;
-	int fd, port; /* the listening socket */
-	pthread_t worker;
-	bool worker_started;
-	pthread_mutex_t lock;    /* the queue, running, stopping and every job */
-	pthread_cond_t work;     /* a job was queued, or the server stops */
-	struct job *head, *tail; /* waiting, oldest first */
-	int queued;
-	struct job *running;
-	bool stopping;
-	pthread_mutex_t log_lock;
-};
+#include "src/serve/deadline.h"
 
 /* One HTTP request on a connection (MHD's per-request context). */
 struct request {
@@ -70,7 +31,10 @@ struct request {
 	double t0;
 	char what[200]; /* "CLIENT METHOD PATH" for the log, made printable */
 	int status;     /* sent, or 0 */
-	bool too_big;
+	bool routed;    /* route() ran: at the headers, or for a request without a body
+			 * after it (a reply queued before the end closes the connection) */
+	bool too_big, over_budget;
+	size_t reserved; /* bytes of SERVE_BODY_BUDGET taken by body */
 	struct strbuf body;
 	struct job *job;
 };
@@ -96,127 +60,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	msg[strcspn(msg, "\r\n")] = '\0';
 	logf_(cls, "libmicrohttpd: %s", msg);
-}
-
-/* ---- jobs -------------------------------------------------------------------- */
-
-static struct job *job_new(struct serve *srv, struct oai_request *req, int fd)
-{
-	struct job *j = calloc(1, sizeof *j);
-	pthread_condattr_t ca;
-	if (!j)
-		return NULL;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&j->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	j->srv = srv;
-	j->req = req;
-	j->fd = fd;
-	j->refs = 2; /* the connection and the queue */
-	return j;
-}
-
-/* Drops one reference (lock held). */
-static void job_release(struct job *j)
-{
-	if (--j->refs > 0)
-		return;
-	oai_request_free(j->req);
-	free(j->out.p);
-	pthread_cond_destroy(&j->cond);
-	free(j);
-}
-
-/* The client went away (lock held): a running job is cancelled, a queued one skipped. */
-static void job_gone(struct job *j)
-{
-	j->gone = true;
-	if (j->srv->running == j)
-		atomic_store(j->srv->o.cancel, 1);
-}
-
-/* False when the peer has closed its side or the socket failed. A request already
- * pipelined behind this one reads as data, not as a hang-up. */
-static bool client_alive(int fd)
-{
-	struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
-	if (poll(&p, 1, 0) <= 0)
-		return true;
-	if (p.revents & (POLLERR | POLLHUP | POLLRDHUP | POLLNVAL))
-		return false;
-	char c;
-	ssize_t r = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-	return r > 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
-}
-
-/* Waits a moment on the job (lock held). False when the client hung up (the job is
- * then marked gone) or the server stops. */
-static bool job_wait(struct job *j)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_nsec += POLL_MS * 1000000L;
-	if (ts.tv_nsec >= 1000000000L)
-		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-	if (pthread_cond_timedwait(&j->cond, &j->srv->lock, &ts) == ETIMEDOUT &&
-	    !client_alive(j->fd))
-		job_gone(j);
-	return !j->gone && !j->srv->stopping;
-}
-
-static void out_start(void *user, int status)
-{
-	struct job *j = user;
-	pthread_mutex_lock(&j->srv->lock);
-	j->status = status;
-	pthread_cond_broadcast(&j->cond);
-	pthread_mutex_unlock(&j->srv->lock);
-}
-
-static void out_write(void *user, const char *text, size_t len)
-{
-	struct job *j = user;
-	pthread_mutex_lock(&j->srv->lock);
-	if (!j->gone)
-		sb_put(&j->out, text, len);
-	pthread_cond_broadcast(&j->cond);
-	pthread_mutex_unlock(&j->srv->lock);
-}
-
-/* The worker: one job at a time, oldest first. */
-static void *work(void *arg)
-{
-	struct serve *srv = arg;
-	pthread_mutex_lock(&srv->lock);
-	for (;;) {
-		while (!srv->head && !srv->stopping)
-			pthread_cond_wait(&srv->work, &srv->lock);
-		if (srv->stopping)
-			break;
-		struct job *j = srv->head;
-		srv->head = j->next;
-		if (!srv->head)
-			srv->tail = NULL;
-		srv->queued--;
-		if (!j->gone) {
-			j->state = JOB_RUNNING;
-			srv->running = j;
-			atomic_store(srv->o.cancel, 0);
-			pthread_mutex_unlock(&srv->lock);
-			struct gen_output out = {j, out_start, out_write};
-			struct completion_usage u;
-			gen_run(srv->m, j->req, &out, &u);
-			pthread_mutex_lock(&srv->lock);
-			j->usage = u;
-			srv->running = NULL;
-		}
-		j->state = JOB_DONE;
-		pthread_cond_broadcast(&j->cond);
-		job_release(j);
-	}
-	pthread_mutex_unlock(&srv->lock);
-	return NULL;
 }
 
 /* ---- responses --------------------------------------------------------------- */
@@ -274,47 +117,6 @@ static char *models_json(const struct serve *srv)
 	return text;
 }
 
-/* A streaming response: its events as the worker writes them. */
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	(void)pos;
-	struct job *j = cls;
-	ssize_t r;
-	pthread_mutex_lock(&j->srv->lock);
-	for (;;) {
-		if (j->out.n > j->taken) {
-			size_t k = j->out.n - j->taken < max ? j->out.n - j->taken : max;
-			memcpy(buf, j->out.p + j->taken, k);
-			j->taken += k;
-			if (j->taken == j->out.n) /* all handed over: start the buffer again */
-				j->out.n = j->taken = 0;
-			r = (ssize_t)k;
-			break;
-		}
-		if (j->state == JOB_DONE) {
-			r = MHD_CONTENT_READER_END_OF_STREAM;
-			break;
-		}
-		if (!job_wait(j) && j->state != JOB_DONE) {
-			r = MHD_CONTENT_READER_END_WITH_ERROR;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&j->srv->lock);
-	return r;
-}
-
-static void stream_free(void *cls)
-{
-	struct job *j = cls;
-	struct serve *srv = j->srv;
-	pthread_mutex_lock(&srv->lock);
-	if (j->state != JOB_DONE)
-		job_gone(j);
-	job_release(j);
-	pthread_mutex_unlock(&srv->lock);
-}
-
 /* ---- requests ---------------------------------------------------------------- */
 
 static bool authorized(const struct serve *srv, struct MHD_Connection *conn)
@@ -333,30 +135,75 @@ static bool authorized(const struct serve *srv, struct MHD_Connection *conn)
 	return memeql_sec(got, srv->key_hash, sizeof got);
 }
 
-/* A POST /v1/chat/completions about to send its body. */
-static enum MHD_Result accept_body(struct MHD_Connection *conn, struct request *rq)
+/* Takes n more bytes of SERVE_BODY_BUDGET for rq's body; false when they are not
+ * there (the server is answering 503 until bodies are parsed or refused). */
+static bool body_reserve(struct serve *srv, struct request *rq, size_t n)
 {
-	const char *type =
-		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	pthread_mutex_lock(&srv->lock);
+	bool ok = srv->body_bytes + n <= SERVE_BODY_BUDGET;
+	if (ok) {
+		srv->body_bytes += n;
+		rq->reserved += n;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return ok;
+}
+
+static void body_release(struct serve *srv, struct request *rq)
+{
+	pthread_mutex_lock(&srv->lock);
+	srv->body_bytes -= rq->reserved;
+	pthread_mutex_unlock(&srv->lock);
+	rq->reserved = 0;
+	free(rq->body.p);
+	rq->body = (struct strbuf){0};
+}
+
+static enum MHD_Result busy_bodies(struct MHD_Connection *conn, struct request *rq)
+{
+	char msg[160];
+	snprintf(msg, sizeof msg,
+		 "the server is busy: %d MiB of request bodies are being received; retry later",
+		 SERVE_BODY_BUDGET >> 20);
+	return reply_error(conn, rq, 503, msg, NULL, "server_busy");
+}
+
+/* A POST /v1/chat/completions about to send its body: its declared size is taken
+ * from the budget now, so that a refusal comes before the body. The type is not
+ * looked at: a body is JSON when it parses as JSON (run_request), as llama-server
+ * takes it, since `curl -d` sends JSON as application/x-www-form-urlencoded. */
+static enum MHD_Result accept_body(struct serve *srv, struct MHD_Connection *conn,
+				   struct request *rq)
+{
 	const char *len =
 		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	/* a missing type is taken as JSON; another one is refused */
-	if (type && (strncasecmp(type, "application/json", 16) != 0 ||
-		     (type[16] && type[16] != ';' && type[16] != ' ')))
-		return reply_error(conn, rq, 415, "the body must be application/json", NULL,
-				   "unsupported_media_type");
-	if (len && strtoull(len, NULL, 10) > SERVE_MAX_BODY) {
+	unsigned long long n = len ? strtoull(len, NULL, 10) : 0;
+	if (n > SERVE_MAX_BODY) {
 		char msg[128];
 		snprintf(msg, sizeof msg, "the body is larger than %d bytes", SERVE_MAX_BODY);
 		return reply_error(conn, rq, 413, msg, NULL, "request_too_large");
 	}
+	if (n && !body_reserve(srv, rq, (size_t)n))
+		return busy_bodies(conn, rq);
 	return MHD_YES;
 }
 
-/* The first call for a request: headers only. */
+/* Whether the request has a body (Content-Length above 0, or chunked). */
+static bool has_body(struct MHD_Connection *conn)
+{
+	const char *len =
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	return (len && strtoull(len, NULL, 10) > 0) ||
+	       MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+					   MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+/* The answer for the method and path, or MHD_YES with nothing queued when a chat
+ * completion's body is to be read. */
 static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, struct request *rq,
 			     const char *url, const char *method)
 {
+	rq->routed = true;
 	if (srv->auth && !authorized(srv, conn))
 		return reply_error(conn, rq, 401,
 				   "missing or wrong API key (send Authorization: Bearer KEY)",
@@ -369,48 +216,72 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 		return get ? reply(conn, rq, 200, models_json(srv), NULL, NULL)
 			   : not_allowed(conn, rq, method, url, "GET");
 	if (strcmp(url, "/v1/chat/completions") == 0)
-		return post ? accept_body(conn, rq) : not_allowed(conn, rq, method, url, "POST");
+		return post ? accept_body(srv, conn, rq)
+			    : not_allowed(conn, rq, method, url, "POST");
 	char msg[200];
 	snprintf(msg, sizeof msg, "Invalid URL (%.16s %.120s)", method, url);
 	return reply_error(conn, rq, 404, msg, NULL, "unknown_url");
 }
 
-/* Queues the job unless the queue is full or the server stops. */
-static bool enqueue(struct serve *srv, struct job *j)
+/* The body parsed, at most SERVE_MAX_PARSES at once, its bytes given back to the
+ * budget. NULL after answering (rq->status set), or when the server stops. */
+static struct oai_request *parse_body(struct serve *srv, struct MHD_Connection *conn,
+				      struct request *rq)
 {
-	int in_system = srv->queued + (srv->running ? 1 : 0);
-	if (srv->stopping || in_system > srv->o.queue)
-		return false;
-	if (srv->tail)
-		srv->tail->next = j;
+	pthread_mutex_lock(&srv->lock);
+	while (srv->parsing >= SERVE_MAX_PARSES && !srv->stopping)
+		pthread_cond_wait(&srv->parsed, &srv->lock);
+	bool stopping = srv->stopping;
+	srv->parsing += !stopping;
+	pthread_mutex_unlock(&srv->lock);
+	if (stopping) {
+		reply_error(conn, rq, 503, "the server is shutting down", NULL, "server_busy");
+		return NULL;
+	}
+	struct oai_error e;
+	bool oom = rq->body.oom;
+	struct oai_request *req =
+		oom ? NULL : oai_parse(rq->body.p ? rq->body.p : "", rq->body.n, &e);
+	pthread_mutex_lock(&srv->lock);
+	srv->parsing--;
+	pthread_cond_signal(&srv->parsed);
+	pthread_mutex_unlock(&srv->lock);
+	body_release(srv, rq);
+	if (req)
+		return req;
+	const char *type =
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+	bool json_type = !type || !strncasecmp(type, "application/json", 16);
+	if (oom)
+		reply_error(conn, rq, 500, "out of memory", NULL, NULL);
+	else if (!e.param[0] && !json_type && !strncmp(err_msg(), "the body is not valid", 21))
+		/* a form or text that is not JSON: its type says why */
+		reply_error(conn, rq, 415,
+			    "the body is not JSON (a JSON body is taken whatever "
+			    "its Content-Type)",
+			    NULL, "unsupported_media_type");
 	else
-		srv->head = j;
-	srv->tail = j;
-	srv->queued++;
-	pthread_cond_signal(&srv->work);
-	return true;
+		reply_error(conn, rq, 400, err_msg(), e.param[0] ? e.param : NULL, e.code);
+	return NULL;
 }
 
 /* The whole body is in: parse, queue, wait for the answer (or its first events). */
 static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *conn,
 				   struct request *rq)
 {
-	if (rq->too_big) {
+	if (rq->too_big || rq->over_budget) {
 		char msg[128];
 		snprintf(msg, sizeof msg, "the body is larger than %d bytes", SERVE_MAX_BODY);
-		return reply_error(conn, rq, 413, msg, NULL, "request_too_large");
+		body_release(srv, rq);
+		return rq->too_big ? reply_error(conn, rq, 413, msg, NULL, "request_too_large")
+				   : busy_bodies(conn, rq);
 	}
-	struct oai_error e;
-	struct oai_request *req =
-		rq->body.oom ? NULL : oai_parse(rq->body.p ? rq->body.p : "", rq->body.n, &e);
+	struct oai_request *req = parse_body(srv, conn, rq);
 	if (!req)
-		return reply_error(conn, rq, rq->body.oom ? 500 : 400,
-				   rq->body.oom ? "out of memory" : err_msg(),
-				   rq->body.oom || !e.param[0] ? NULL : e.param,
-				   rq->body.oom ? NULL : e.code);
+		return rq->status ? MHD_YES : MHD_NO;
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	struct job *j = job_new(srv, req, ci ? ci->connect_fd : -1);
+	struct job *j = serve_job_new(srv, req, ci ? ci->connect_fd : -1);
 	if (!j) {
 		oai_request_free(req);
 		return reply_error(conn, rq, 500, "out of memory", NULL, NULL);
@@ -418,10 +289,10 @@ static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *con
 	bool stream = req->stream;
 	pthread_mutex_lock(&srv->lock);
 	rq->job = j;
-	if (!enqueue(srv, j)) {
+	if (!serve_enqueue(srv, j)) {
 		rq->job = NULL;
 		j->refs = 1; /* never queued */
-		job_release(j);
+		serve_job_release(j);
 		pthread_mutex_unlock(&srv->lock);
 		char msg[160];
 		snprintf(msg, sizeof msg,
@@ -430,10 +301,19 @@ static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *con
 			 srv->o.queue);
 		return reply_error(conn, rq, 503, msg, NULL, "server_busy");
 	}
-	/* a stream starts with its status; anything else is sent whole */
-	while (!(j->state == JOB_DONE || (stream && j->status == 200)) && job_wait(j))
+	/* The connection is not silent while its answer is made: the timeout, lifted
+	 * until the request ends (on_completed), would cut an answer that takes longer.
+	 * A stream starts with its status; anything else is sent whole, unless the client
+	 * half-closed: then it goes out as soon as its status is known, so that a client
+	 * gone for good shows (its reset) while the answer is made. */
+	MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+	while (!(j->state == JOB_DONE || (j->status == 200 && (stream || j->half_closed))) &&
+	       serve_job_wait(j))
 		;
-	bool streaming = stream && j->status == 200, stopping = srv->stopping;
+	bool stopping = srv->stopping;
+	j->early = !stream && j->half_closed && j->status == 200 && j->state != JOB_DONE &&
+		   !j->gone && !stopping;
+	bool streaming = (stream && j->status == 200) || j->early;
 	int status = j->status;
 	char *body = NULL;
 	if (streaming) {
@@ -442,7 +322,7 @@ static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *con
 		body = j->out.p ? j->out.p : strdup("");
 		j->out = (struct strbuf){0};
 	} else if (!j->gone) {
-		job_gone(j); /* the server stops: the worker ends or skips it */
+		serve_job_gone(j); /* the server stops: the worker ends or skips it */
 	}
 	pthread_mutex_unlock(&srv->lock);
 	if (!streaming && status && body)
@@ -451,14 +331,16 @@ static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *con
 		return stopping ? reply_error(conn, rq, 503, "the server is shutting down", NULL,
 					      "server_busy")
 				: MHD_NO;
-	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
-								   stream_read, j, stream_free);
+	struct MHD_Response *r = MHD_create_response_from_callback(
+		MHD_SIZE_UNKNOWN, 16384, serve_stream_read, j, serve_stream_free);
 	if (!r) {
-		stream_free(j);
+		serve_stream_free(j);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				stream ? "text/event-stream" : "application/json");
+	if (stream)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
 	enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	rq->status = 200;
@@ -500,19 +382,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq->t0 = clock_now();
 		describe(conn, method, url, rq->what, sizeof rq->what);
 		*ctx = rq;
-		return route(srv, conn, rq, url, method);
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		deadline_met(ci ? ci->socket_context : NULL);
+		/* a reply queued now, before the end of the request, closes the connection:
+		 * right for a refused body, wrong for a GET that a client's pool reuses */
+		return has_body(conn) ? route(srv, conn, rq, url, method) : MHD_YES;
 	}
 	if (*upload_size) { /* a piece of the body */
-		if (rq->body.n + *upload_size > SERVE_MAX_BODY)
+		size_t n = *upload_size, want = rq->body.n + n;
+		if (want > SERVE_MAX_BODY)
 			rq->too_big = true;
-		if (!rq->too_big)
-			sb_put(&rq->body, upload, *upload_size);
+		else if (want > rq->reserved && !body_reserve(srv, rq, want - rq->reserved))
+			rq->over_budget = true;
+		if (!rq->too_big && !rq->over_budget)
+			sb_put(&rq->body, upload, n);
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (!rq->routed) {
+		enum MHD_Result r = route(srv, conn, rq, url, method);
+		if (r != MHD_YES || rq->status)
+			return r;
+	}
 	enum MHD_Result r = run_request(srv, conn, rq);
-	free(rq->body.p);
-	rq->body = (struct strbuf){0};
+	body_release(srv, rq);
 	return r;
 }
 
@@ -520,29 +414,64 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 			 enum MHD_RequestTerminationCode why)
 {
-	(void)conn;
 	struct serve *srv = cls;
 	struct request *rq = *ctx;
 	if (!rq)
 		return;
 	*ctx = NULL;
 	char status[8] = "-", tokens[96] = "";
+	bool had_job = rq->job != NULL;
 	if (rq->status)
 		snprintf(status, sizeof status, "%d", rq->status);
 	if (rq->job) {
 		pthread_mutex_lock(&srv->lock);
 		if (why != MHD_REQUEST_TERMINATED_COMPLETED_OK && rq->job->state != JOB_DONE)
-			job_gone(rq->job);
+			serve_job_gone(rq->job);
+		/* a cancelled job's figures are the worker's once it stops, at its next
+		 * token: read before, a cancelled stream logged completion=0 */
+		while (rq->job->state == JOB_RUNNING)
+			pthread_cond_wait(&rq->job->cond, &srv->lock);
 		struct completion_usage u = rq->job->usage;
 		bool gone = rq->job->gone;
-		job_release(rq->job);
+		serve_job_release(rq->job);
 		pthread_mutex_unlock(&srv->lock);
 		snprintf(tokens, sizeof tokens, " prompt=%d cached=%d completion=%d%s", u.prompt,
 			 u.cached, u.completion, gone ? " client-gone" : "");
 	}
 	logf_(srv, "%s %s%s %.3fs", rq->what, status, tokens, clock_now() - rq->t0);
-	free(rq->body.p);
+	if (had_job) /* silent from now on: the timeout again */
+		MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+					  (unsigned)srv->o.timeout);
+	body_release(srv, rq);
 	free(rq);
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	deadline_restart(ci ? ci->socket_context : NULL); /* the next request's headers */
+}
+
+/* Each connection's headers are timed from its start (deadline.h). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct serve *srv = cls;
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		deadline_close(*socket_ctx);
+		*socket_ctx = NULL;
+		return;
+	}
+	const union MHD_ConnectionInfo *fd =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	char who[64];
+	describe(conn, "", "", who, sizeof who);
+	who[strcspn(who, " ")] = '\0'; /* the client alone */
+	*socket_ctx = fd ? deadline_open(srv->deadline, fd->connect_fd, who) : NULL;
+}
+
+static void on_deadline(void *user, const char *who)
+{
+	struct serve *srv = user;
+	logf_(srv, "%s: request headers not complete after %d s: connection closed", who,
+	      srv->o.timeout);
 }
 
 /* ---- start and stop ---------------------------------------------------------- */
@@ -600,6 +529,7 @@ struct serve *serve_start(const struct gen_model *m, const struct serve_options 
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->log_lock, NULL);
 	pthread_cond_init(&s->work, NULL);
+	pthread_cond_init(&s->parsed, NULL);
 	if (o->api_key) {
 		struct sha256_ctx ctx;
 		sha256_init(&ctx);
@@ -611,11 +541,13 @@ struct serve *serve_start(const struct gen_model *m, const struct serve_options 
 	bool v6 = false;
 	if ((s->fd = listen_on(o->host, o->port, &s->port, &v6)) < 0)
 		goto fail;
-	if (pthread_create(&s->worker, NULL, work, s)) {
+	if (pthread_create(&s->worker, NULL, serve_worker, s)) {
 		err_set("cannot start the worker thread");
 		goto fail;
 	}
 	s->worker_started = true;
+	if (!(s->deadline = deadline_start(o->timeout, on_deadline, s)))
+		goto fail;
 	unsigned flags = MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD |
 			 MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
 			 (v6 ? MHD_USE_IPv6 : 0);
@@ -623,7 +555,8 @@ struct serve *serve_start(const struct gen_model *m, const struct serve_options 
 				mhd_log, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
 	if (!s->d) {
 		err_set("%s:%d: libmicrohttpd could not start", o->host, s->port);
 		goto fail;
@@ -647,6 +580,7 @@ void serve_stop(struct serve *s)
 	s->stopping = true;
 	atomic_store(s->o.cancel, 1);
 	pthread_cond_broadcast(&s->work);
+	pthread_cond_broadcast(&s->parsed);
 	pthread_mutex_unlock(&s->lock);
 	if (s->worker_started)
 		pthread_join(s->worker, NULL);
@@ -654,15 +588,17 @@ void serve_stop(struct serve *s)
 		MHD_stop_daemon(s->d); /* closes the listening socket too */
 	else if (s->fd >= 0)
 		close(s->fd);
+	deadline_stop(s->deadline); /* after the last connection closed */
 	pthread_mutex_lock(&s->lock);
 	while (s->head) { /* the queue's references to jobs the worker never took */
 		struct job *j = s->head;
 		s->head = j->next;
-		job_release(j);
+		serve_job_release(j);
 	}
 	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->log_lock);
 	pthread_cond_destroy(&s->work);
+	pthread_cond_destroy(&s->parsed);
 	free(s);
 }

@@ -2,7 +2,8 @@
  * libmicrohttpd) on one model. Requests wait in a bounded queue and are answered one
  * at a time, in arrival order, on one session, so that a client resending its
  * conversation with a new turn reuses the KV cache. A client that goes away cancels
- * its request. */
+ * its request; one that only half-closes its side (shutdown(SHUT_WR) after sending)
+ * still gets its answer. */
 #ifndef QWENCHAT_SERVE_H
 #define QWENCHAT_SERVE_H
 
@@ -16,7 +17,13 @@ enum {
 	SERVE_MAX_BODY = 4 << 20,    /* bytes of a request body (beyond: 413) */
 	SERVE_MAX_CONNECTIONS = 256, /* open at once; more are closed at once */
 	SERVE_DEFAULT_QUEUE = 16,    /* requests waiting behind the running one */
-	SERVE_DEFAULT_TIMEOUT = 30,  /* seconds a connection may stay silent */
+	SERVE_DEFAULT_TIMEOUT = 30,  /* seconds a connection may stay silent, and the most its
+				      * request headers may take however they trickle in */
+	/* Memory held for requests not yet queued, whatever the number of connections:
+	 * bodies being received (beyond the budget: 503), and bodies parsed at once
+	 * (each parse at most ~31 MB, openai.h's OAI_MAX_VALUES; more wait their turn). */
+	SERVE_BODY_BUDGET = 64 << 20,
+	SERVE_MAX_PARSES = 2,
 };
 
 struct serve_options {

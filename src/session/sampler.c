@@ -10,6 +10,7 @@
 
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonlimit.h"
 
 struct samp {
 	struct samp_params p;
@@ -178,8 +179,9 @@ int samp_load_generation_config(const char *dir, struct samp_params *p, int32_t 
 	size_t len;
 	char *text = NULL;
 	int rc = 0;
-	if (fio_is_file(path)) {
-		text = fio_read_all(path, 1 << 20, &len);
+	if (fio_exists(path)) { /* optional; if there, a regular file */
+		static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 14};
+		text = jlim_read_file(path, 1 << 20, &lim, &len);
 		rc = text ? samp_parse_generation_config(text, len, path, p, eos, n_eos) : -1;
 	}
 	free(text);

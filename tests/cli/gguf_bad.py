@@ -89,6 +89,8 @@ def main():
     patch("misaligned", "info", "is not a multiple of the alignment", q["offset_at"],
           q64(q["offset"] + 1))
     patch("offset", "info", "run past the end", q["offset_at"], q64(1 << 40))
+    # aligned, and past any mapping: the pointer to it must not even be formed
+    patch("offset-2^63", "info", "run past the end", q["offset_at"], q64(1 << 63))
     patch("overlap", "info", "overlaps", q["offset_at"], q64(norm["offset"]))
     patch("shape", "info", "has shape [32] (ne0 first)", norm["ne_at"], q64(32))
     patch("ndims", "info", "5 dimensions", q["ndim_at"], u32(5))

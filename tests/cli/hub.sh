@@ -350,8 +350,8 @@ O="$TMP/ollama"
 blob=$(sha256sum "$GR/Tiny-Q4_K_M.gguf" | cut -d' ' -f1)
 mkdir -p "$O/blobs" "$O/manifests/registry.ollama.ai/library/tiny"
 cp "$GR/Tiny-Q4_K_M.gguf" "$O/blobs/sha256-$blob"
-printf '{"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.template","digest":"sha256:%s"},{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:%s","size":1}]}' \
-	"$(printf '%064d' 0)" "$blob" >"$O/manifests/registry.ollama.ai/library/tiny/latest"
+printf '{"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.template","digest":"sha256:%s"},{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:%s","size":%s}]}' \
+	"$(printf '%064d' 0)" "$blob" "$(wc -c <"$GR/Tiny-Q4_K_M.gguf")" >"$O/manifests/registry.ollama.ai/library/tiny/latest"
 expect_exit 0 "ollama:NAME (tag latest)" env OLLAMA_MODELS="$O" "$RESOLVE" ollama:tiny
 [ "$(cat "$TMP/out")" = "$O/blobs/sha256-$blob" ] && pass "ollama: the model blob" ||
 	fail "ollama gave $(cat "$TMP/out")"

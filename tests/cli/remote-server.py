@@ -49,6 +49,8 @@ Modes and the real behaviour each imitates:
   html        200 with a text/html body (a URL that is not an API).
   no-models   GET /v1/models answers 404 (a server without a model list); chat
               requests stream as vllm.
+  huge-models GET /v1/models answers 200 with 9 MiB of JSON (a broken or hostile
+              server); chat requests stream as vllm.
 """
 import argparse
 import json
@@ -162,6 +164,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path != "/v1/models" or self.server.state.peek() == "no-models":
             self.json_reply(404, {"detail": "Not Found"})
             return
+        if self.server.state.peek() == "huge-models":
+            self.close_connection = True
+            try:  # the client stops reading at its cap
+                self.json_reply(200, {"object": "list", "data": [
+                    {"id": "m%07d" % i, "object": "model", "owned_by": "x" * 64}
+                    for i in range(80000)]})
+            except OSError:
+                pass
+            return
         self.json_reply(200, {"object": "list", "data": [
             {"id": MODEL, "object": "model", "created": 1700000000, "owned_by": "vllm",
              "root": MODEL, "parent": None, "max_model_len": 40960, "permission": []}]})
@@ -239,6 +250,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.vllm_like(req)
 
     def mode_no_models(self, req):
+        self.vllm_like(req)
+
+    def mode_huge_models(self, req):
         self.vllm_like(req)
 
     def mode_vllm_new(self, req):

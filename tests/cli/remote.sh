@@ -189,6 +189,9 @@ expect_err_has "does not serve the model 'Other/Model' (404 Not Found: The model
 	"... the server's 404 says so"
 expect_exit 1 "no model list, no -m" R -p x
 expect_err_has "has no model list (GET /models: 404): name the model with -m" "... asks for -m"
+mode huge-models
+expect_exit 1 "a model list of 9 MiB" "$QWENCHAT" list --url "$URL"
+expect_err_has "/models: the reply is larger than 8 MiB" "... says it is too large"
 mode vllm
 expect_exit 0 "list --url" "$QWENCHAT" list --url "$URL"
 grep -q '^Qwen/Qwen3-32B  *vllm  *40960$' "$TMP/out" && pass "list --url: the served model" ||

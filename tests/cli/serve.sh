@@ -5,8 +5,10 @@
 # API key from a file), and one that queues nothing (BUSY) — checked by the official
 # openai npm client (tests/cli/serve-openai.test.mjs: answers equal `qwenchat run`'s,
 # streaming, reasoning, tool calls, logprobs, errors), by tests/cli/serve_client.py
-# (hostile requests, slowloris, 50 concurrent clients with RSS, KV reuse on a
-# follow-up, 503 and hang-up cancels), and the logs: one line per request, no key.
+# (hostile requests, slowloris and trickled headers, 50 concurrent clients with RSS,
+# KV reuse on a follow-up, 503 and hang-up cancels, kept-alive GETs, half-closing
+# clients, the peak memory of 16 hostile 4 MiB bodies at once), and the logs: one
+# line per request, no key, a cancelled stream's tokens counted.
 . "$TOP_SRCDIR/tests/lib.sh"
 
 # --- usage errors ----------------------------------------------------------------
@@ -97,6 +99,8 @@ $CLIENT hostile "$PLAIN_PORT" "$RIG_PORT" "$KEY" 2 || failures=$((failures + 1))
 $CLIENT followup "$PLAIN_PORT" || failures=$((failures + 1))
 $CLIENT load "$RIG_PORT" "$RIG_PID" 50 "$KEY" || failures=$((failures + 1))
 $CLIENT cancel "$BUSY_PORT" || failures=$((failures + 1))
+$CLIENT conns "$PLAIN_PORT" || failures=$((failures + 1))
+$CLIENT bounds "$PLAIN_PORT" "$PLAIN_PID" 16 || failures=$((failures + 1))
 
 stop PLAIN
 stop RIG
@@ -105,6 +109,10 @@ grep -q "cached=" "$TMP/PLAIN.log" && pass "requests are logged with their token
 grep -Fq "$KEY" "$TMP/PLAIN.log" "$TMP/RIG.log" "$TMP/BUSY.log" && fail "the API key is in a log" ||
 	pass "the API key appears in no log"
 grep -q "client-gone" "$TMP/BUSY.log" && pass "the hang-up is logged" || fail "no client-gone in the log"
+grep -q "completion=[1-9][0-9]* client-gone" "$TMP/BUSY.log" &&
+	pass "the cancelled stream's tokens are counted" || fail "a cancelled stream logged: $(grep client-gone "$TMP/BUSY.log")"
+grep -q "request headers not complete after 2 s" "$TMP/PLAIN.log" &&
+	pass "the trickled headers' cut is logged" || fail "no header deadline in the log"
 bad=$(grep -v '^qwenchat: ' "$TMP/PLAIN.log" "$TMP/RIG.log" "$TMP/BUSY.log" | head -n 3)
 [ -z "$bad" ] && pass "every log line starts with 'qwenchat: '" || fail "stray log lines: $bad"
 finish

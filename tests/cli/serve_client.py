@@ -14,6 +14,10 @@ and http.client (tests/cli/serve.sh runs them; every server is on 127.0.0.1).
   cancel PORT                           (a server with --queue 0) a second request is
                                         refused with 503 while one runs; a client that
                                         hangs up mid-stream stops its generation
+  bounds PORT PID CLIENTS               CLIENTS hostile 4 MiB bodies at once: refused, and
+                                        the server's peak memory bounded
+  conns PORT                            GETs on a kept-alive connection; half-closing
+                                        clients get their answers; a closed one cancels
 Prints one "ok: ..." or "FAIL: ..." line per check; exits 1 when any failed.
 """
 import http.client
@@ -115,10 +119,13 @@ def hostile(port, kport, key, timeout):
         ("n = 2", port, "POST", "/v1/chat/completions", {"messages": USER, "n": 2}, None, 400, "n"),
         ("top_logprobs 50", port, "POST", "/v1/chat/completions",
          {"messages": USER, "logprobs": True, "top_logprobs": 50}, None, 400, "top_logprobs"),
-        ("wrong content type", port, "POST", "/v1/chat/completions", "messages=hi",
+        ("a form that is not JSON", port, "POST", "/v1/chat/completions", "messages=hi",
          {"Content-Type": "application/x-www-form-urlencoded"}, 415, None),
-        ("a JSON-like content type", port, "POST", "/v1/chat/completions", {"messages": USER},
-         {"Content-Type": "application/json-patch+json"}, 415, None),
+        ("an unknown member of 100 kB", port, "POST", "/v1/chat/completions",
+         {"messages": USER, "blob": "x" * 100000}, None, 400, "blob"),
+        ("200k values", port, "POST", "/v1/chat/completions",
+         '{"messages": [{"role": "user", "content": "x"}], "x": [' + ",".join(["1"] * 200000) + "]}",
+         None, 400, None),
         ("unknown path", port, "GET", "/v1/completions/../../etc/passwd", None, None, 404, None),
         ("wrong method", port, "DELETE", "/v1/chat/completions", None, None, 405, None),
         ("GET on the completions", port, "GET", "/v1/chat/completions", None, None, 405, None),
@@ -142,6 +149,22 @@ def hostile(port, kport, key, timeout):
             what, status, " naming " + param if param else "", got, str(data)[:200]))
         if status == 405:
             check(h.get("Allow") in ("GET", "POST"), "%s: an Allow header" % what)
+    # a JSON body is taken whatever its type, as llama-server takes it: `curl -d` sends
+    # application/x-www-form-urlencoded, clients without a type send none
+    for what, h in (("sent as a form (curl -d)", {"Content-Type": "application/x-www-form-urlencoded"}),
+                    ("with a JSON-like type", {"Content-Type": "application/json-patch+json"}),
+                    ("with a text type", {"Content-Type": "text/plain"})):
+        got, _, data = request(port, "POST", "/v1/chat/completions",
+                               {"messages": USER, "max_tokens": 2}, h)
+        check(got == 200 and "choices" in data, "a JSON body %s: answered (%d)" % (what, got))
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.putrequest("POST", "/v1/chat/completions", skip_accept_encoding=True)
+    body = json.dumps({"messages": USER, "max_tokens": 2}).encode()
+    c.putheader("Content-Length", str(len(body)))
+    c.endheaders(body)
+    r = c.getresponse()
+    check(r.status == 200 and "choices" in json.loads(r.read()), "a JSON body without a type: answered")
+    c.close()
     # a body declared larger than 4 MiB is refused before it is sent
     code, data = raw(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                      b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{" % (5 << 20))
@@ -182,6 +205,25 @@ def hostile(port, kport, key, timeout):
     slow.close()
     check(waited < timeout + 10, "the slow client is cut off after %.1f s (timeout %d s; got %r)" % (
         waited, timeout, closed[:30]))
+    # headers trickled a byte at a time, never silent for the timeout: cut at the
+    # deadline all the same (256 of them would otherwise shut everyone out)
+    slow = socket.create_connection(("127.0.0.1", port), timeout=1)
+    t0 = time.time()
+    cut = None
+    for b in b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * (8 * timeout + 40):
+        try:
+            slow.send(bytes([b]))
+            if slow.recv(100) == b"":
+                cut = time.time() - t0
+                break
+        except socket.timeout:
+            continue
+        except OSError:
+            cut = time.time() - t0
+            break
+    slow.close()
+    check(cut is not None and cut < timeout + 2,
+          "headers trickled in: cut after %s s (timeout %d s)" % (cut and "%.1f" % cut, timeout))
     got, _, data = request(port, "GET", "/health")
     check(got == 200 and data == {"status": "ok"}, "still serving after the hostile requests")
 
@@ -309,6 +351,131 @@ def cancel(port):
           % (time.time() - t0))
 
 
+def peak_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def bounds(port, pid, clients):
+    """CLIENTS connections at once, each sending a 4 MiB body that costs jansson the most
+    it can: a million empty arrays (190 MB to parse), or 131072 empty objects in
+    messages (the most values a body may hold, ~31 MB). Each is refused, 400 or 503
+    when the bodies in memory reach their budget, and the server's peak memory grows by
+    what SERVE_BODY_BUDGET and SERVE_MAX_PARSES allow, not by the number of clients."""
+    arrays = ('{"messages": [{"role": "user", "content": "x"}], "x": ['
+              + ",".join(["[]"] * 1390000) + "]}").encode()
+    objects = ('{"messages": [' + ",".join(["{}"] * 131070) + "]}").encode()
+    base = peak_kib(pid)
+
+    def send(body, results, i):
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=120)
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+            s.sendall(body)
+            got = b""
+            while b"\r\n\r\n" not in got:
+                k = s.recv(4096)
+                if not k:
+                    break
+                got += k
+            s.close()
+            results[i] = int(got.split(b" ")[1]) if got.startswith(b"HTTP/") else 0
+        except OSError as e:
+            results[i] = str(e)
+
+    for what, body in (("a million empty arrays", arrays), ("131070 empty objects", objects)):
+        results = [None] * clients
+        threads = [threading.Thread(target=send, args=(body, results, i)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        check(all(r in (400, 503) for r in results),
+              "%d clients at once, %s each (%d bytes): all refused (%s)" % (
+                  clients, what, len(body), sorted(set(map(str, results)))))
+    grown = (peak_kib(pid) - base) // 1024
+    print("peak memory: %d MiB before, +%d MiB after %d hostile bodies" % (base // 1024, grown, 2 * clients))
+    if os.environ.get("QWENCHAT_SANITIZED") != "1":  # ASan's shadow and quarantine
+        check(grown < 256, "peak memory grew by %d MiB (bounded: bodies 64 MiB, 2 parses)" % grown)
+
+
+def conns(port):
+    """Connections as HTTP clients use them: GETs on one kept-alive connection; a client
+    that half-closes after its request still gets the whole answer (non-streamed and
+    streamed, taking longer than the server's timeout); one that closes for good stops
+    its generation."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    socks = set()
+    for path in ("/health", "/v1/models", "/health"):
+        c.request("GET", path)
+        r = c.getresponse()
+        r.read()
+        socks.add(id(c.sock))
+        check(r.status == 200 and r.getheader("Connection") != "close" and c.sock is not None,
+              "GET %s on a kept-alive connection" % path)
+    check(len(socks) == 1, "the three GETs went over one connection")
+    c.close()
+
+    def post(max_tokens, stream):
+        body = json.dumps({"messages": USER, "max_tokens": max_tokens, "stream": stream,
+                           "temperature": 1}).encode()
+        s = socket.create_connection(("127.0.0.1", port), timeout=120)
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        return s
+
+    for stream in (False, True):
+        for n in (4, 1200):
+            s = post(n, stream)
+            s.shutdown(socket.SHUT_WR)
+            t0 = time.time()
+            got = b""
+            while True:
+                k = s.recv(65536)
+                if not k:
+                    break
+                got += k
+            s.close()
+            head, _, body = got.partition(b"\r\n\r\n")
+            if b"chunked" in head.lower():
+                body = dechunk(body)
+            if stream:
+                ok = body.rstrip().endswith(b"data: [DONE]")
+            else:
+                try:
+                    ok = json.loads(body)["usage"]["completion_tokens"] == n
+                except (ValueError, KeyError):
+                    ok = False
+            check(head.startswith(b"HTTP/1.1 200") and ok,
+                  "half-closed after a %s request of %d tokens: the whole answer (%.1f s; %r)" % (
+                      "streamed" if stream else "non-streamed", n, time.time() - t0, got[-60:]))
+    # closed for good: the answer is cut short and the next request is not kept waiting
+    s = post(30000, False)
+    time.sleep(0.5)
+    s.close()
+    t0 = time.time()
+    got, _, data = request(port, "POST", "/v1/chat/completions", {"messages": USER, "max_tokens": 2})
+    check(got == 200 and time.time() - t0 < 5,
+          "a non-streamed client that closed: its generation stopped (the next answered after %.2f s)"
+          % (time.time() - t0))
+
+
+def dechunk(b):
+    out = b""
+    while b:
+        size, _, rest = b.partition(b"\r\n")
+        n = int(size.split(b";")[0] or b"0", 16)
+        if n == 0:
+            break
+        out += rest[:n]
+        b = rest[n + 2:]
+    return out
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "hostile":
@@ -319,6 +486,10 @@ def main():
         followup(int(args[0]))
     elif cmd == "cancel":
         cancel(int(args[0]))
+    elif cmd == "bounds":
+        bounds(int(args[0]), int(args[1]), int(args[2]))
+    elif cmd == "conns":
+        conns(int(args[0]))
     sys.exit(1 if failures else 0)
 
 

@@ -1,6 +1,6 @@
 /* test_fileio.c — the atomic writer against the attacks a shared directory allows:
  * links planted at temporary names, a link or a FIFO at the target, and the modes
- * of new and existing files. */
+ * of new and existing files; reading only regular files (a FIFO must not block). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -167,15 +167,57 @@ static void test_link_chains(void **state)
 	unlink(c);
 }
 
+/* fio_open_file and fio_read_file refuse a FIFO at once (a plain open() waits for a
+ * writer forever), a directory and a device; they follow links to a regular file and
+ * refuse a file above the size cap before reading it. */
+static void test_regular_only(void **state)
+{
+	(void)state;
+	char fifo[256], sub[256], file[256], link[256];
+	path_of(fifo, sizeof fifo, "config.json");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(10); /* a blocked open would end the test here, failed */
+	assert_int_equal(fio_open_file(fifo, "config.json"), -1);
+	assert_non_null(strstr(err_msg(), "config.json: not a regular file"));
+	assert_null(fio_read_file(fifo, 1 << 20, NULL));
+	assert_non_null(strstr(err_msg(), "not a regular file"));
+	alarm(0);
+	assert_int_equal(fio_open_file("/dev/null", NULL), -1);
+	assert_non_null(strstr(err_msg(), "/dev/null: not a regular file"));
+	path_of(sub, sizeof sub, "sub");
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_null(fio_read_file(sub, 1 << 20, NULL));
+	assert_non_null(strstr(err_msg(), "is a directory"));
+	path_of(file, sizeof file, "real.json");
+	path_of(link, sizeof link, "link.json");
+	put(file, "{\"a\": 1}");
+	assert_int_equal(symlink("real.json", link), 0);
+	size_t len;
+	char *text = fio_read_file(link, 1 << 20, &len);
+	assert_non_null(text);
+	assert_int_equal(len, 8);
+	free(text);
+	int fd = fio_open_file(link, NULL);
+	assert_true(fd >= 0);
+	char c;
+	assert_int_equal(read(fd, &c, 1), 1); /* blocking reads again */
+	close(fd);
+	assert_null(fio_read_file(file, 4, NULL));
+	assert_non_null(strstr(err_msg(), "larger than 4 bytes"));
+	unlink(fifo);
+	unlink(link);
+	unlink(file);
+	rmdir(sub);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
 		return 1;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_planted_temp_links),
-		cmocka_unit_test(test_modes),
-		cmocka_unit_test(test_target_kinds),
-		cmocka_unit_test(test_link_chains),
+		cmocka_unit_test(test_planted_temp_links), cmocka_unit_test(test_modes),
+		cmocka_unit_test(test_target_kinds),       cmocka_unit_test(test_link_chains),
+		cmocka_unit_test(test_regular_only),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(dir);

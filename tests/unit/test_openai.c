@@ -261,6 +261,67 @@ static void test_parse_errors(void **state)
 	}
 }
 
+/* A body of many small values, and members no field reads: refused before parsing
+ * when their cost is beyond anything a request needs, accepted below. */
+static void test_parse_bounds(void **state)
+{
+	(void)state;
+	const char *head = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], ";
+	size_t cap = 4u << 20, n;
+	char *body = malloc(cap);
+	assert_non_null(body);
+	struct oai_error e;
+	/* an unknown member of OAI_MAX_UNKNOWN_BYTES is ignored; one byte more is refused */
+	for (int k = 0; k < 2; k++) {
+		n = (size_t)snprintf(body, cap, "%s\"junk\": \"", head);
+		size_t fill = OAI_MAX_UNKNOWN_BYTES - 3 + (size_t)k; /* the value with its quotes */
+		memset(body + n, 'a', fill);
+		n += fill;
+		n += (size_t)snprintf(body + n, cap - n, "\"}");
+		struct oai_request *r = oai_parse(body, n, &e);
+		if (k == 0) {
+			if (!r)
+				fail_msg("%s", err_msg());
+		} else {
+			assert_null(r);
+			assert_string_equal(e.param, "junk");
+			assert_non_null(
+				strstr(err_msg(), "junk: a member this server does not read"));
+		}
+		oai_request_free(r);
+	}
+	/* a known member of that size is the field's to judge (stop strings here) */
+	n = (size_t)snprintf(body, cap, "%s\"stop\": \"", head);
+	memset(body + n, 'a', 70000);
+	n += 70000;
+	n += (size_t)snprintf(body + n, cap - n, "\"}");
+	assert_null(oai_parse(body, n, &e));
+	assert_string_equal(e.param, "stop");
+	/* values: a body of a million empty arrays (3 MB) is refused unparsed */
+	n = (size_t)snprintf(body, cap, "%s\"messages2\": [", head);
+	for (int i = 0; i < 1000000; i++)
+		n += (size_t)snprintf(body + n, cap - n, i ? ",[]" : "[]");
+	n += (size_t)snprintf(body + n, cap - n, "]}");
+	assert_null(oai_parse(body, n, &e));
+	assert_non_null(strstr(err_msg(), "more than 131072 JSON values"));
+	assert_string_equal(e.param, "");
+	/* 2048 messages with a tool call each stay well inside the cap */
+	n = (size_t)snprintf(body, cap, "{\"messages\": [");
+	for (int i = 0; i < OAI_MAX_MESSAGES; i++)
+		n += (size_t)snprintf(
+			body + n, cap - n,
+			"%s{\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": "
+			"\"c%d\", \"type\": \"function\", \"function\": {\"name\": \"f\", "
+			"\"arguments\": {\"a\": [1, 2, 3]}}}]}",
+			i ? ", " : "", i);
+	n += (size_t)snprintf(body + n, cap - n, "]}");
+	struct oai_request *r = oai_parse(body, n, &e);
+	if (!r)
+		fail_msg("%s", err_msg());
+	oai_request_free(r);
+	free(body);
+}
+
 static void test_error_json(void **state)
 {
 	(void)state;
@@ -556,8 +617,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_fields), cmocka_unit_test(test_parse_renders_as_file),
 		cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_error_json),
-		cmocka_unit_test(test_toolcall),     cmocka_unit_test(test_stream_stop),
-		cmocka_unit_test(test_tool_calls),   cmocka_unit_test(test_logprobs),
+		cmocka_unit_test(test_parse_bounds), cmocka_unit_test(test_toolcall),
+		cmocka_unit_test(test_stream_stop),  cmocka_unit_test(test_tool_calls),
+		cmocka_unit_test(test_logprobs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

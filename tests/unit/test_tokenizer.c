@@ -18,6 +18,7 @@
 #include "src/base/err.h"
 #include "tests/unit/testutil.h"
 #include "src/base/fileio.h"
+#include "tokenizer/bytelevel.h"
 #include "tokenizer/tokenizer.h"
 
 static char tokdir[4096];
@@ -621,6 +622,61 @@ static void test_tiny_valid(void **state)
 	free(j);
 }
 
+/* A vocabulary given as lists (a GGUF's tokenizer.ggml.*): the 256 byte tokens, then
+ * the tokens of `extra` with their kinds. NULL with err_set as tok_from_vocab. */
+static struct tok *vocab_with(const char *const *extra, const unsigned char *kinds, size_t n)
+{
+	static char bytes[256][8];
+	const char *tokens[256 + 8];
+	size_t len[256 + 8];
+	unsigned char kind[256 + 8];
+	for (unsigned b = 0; b < 256; b++) {
+		/* the byte-level alphabet's character for byte b, as UTF-8 */
+		uint32_t c = bl_byte_to_char(b);
+		len[b] = (size_t)utf8proc_encode_char((utf8proc_int32_t)c, (uint8_t *)bytes[b]);
+		tokens[b] = bytes[b];
+		kind[b] = TOK_NORMAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		tokens[256 + i] = extra[i];
+		len[256 + i] = strlen(extra[i]);
+		kind[256 + i] = kinds[i];
+	}
+	struct tok_vocab v = {.name = "v.gguf",
+			      .tokens_key = "tokenizer.ggml.tokens",
+			      .merges_key = "tokenizer.ggml.merges",
+			      .n_tokens = 256 + n,
+			      .tokens = tokens,
+			      .token_len = len,
+			      .kinds = kind};
+	return tok_from_vocab(&v);
+}
+
+/* One text for two ids is refused whatever the kind: a duplicated special token (an
+ * <|im_end|> overwritten with <|im_start|>) as a duplicated normal one always was. */
+static void test_vocab_duplicates(void **state)
+{
+	(void)state;
+	const char *ok[] = {"<|im_start|>", "<|im_end|>", "<think>"};
+	const unsigned char ok_kinds[] = {TOK_SPECIAL, TOK_SPECIAL, TOK_ADDED};
+	struct tok *t = vocab_with(ok, ok_kinds, 3);
+	if (!t)
+		fail_msg("%s", err_msg());
+	tok_free(t);
+	const char *dup[] = {"<|im_start|>", "<|im_start|>"};
+	const unsigned char specials[] = {TOK_SPECIAL, TOK_SPECIAL},
+			    mixed[] = {TOK_SPECIAL, TOK_ADDED};
+	assert_null(vocab_with(dup, specials, 2));
+	assert_non_null(strstr(err_msg(), "v.gguf: tokenizer.ggml.tokens[257]: token "
+					  "\"<|im_start|>\" for id 257 given twice (also id 256)"));
+	assert_null(vocab_with(dup, mixed, 2));
+	assert_non_null(strstr(err_msg(), "given twice"));
+	const char *normal[] = {"ab", "ab"};
+	const unsigned char normals[] = {TOK_NORMAL, TOK_NORMAL};
+	assert_null(vocab_with(normal, normals, 2));
+	assert_non_null(strstr(err_msg(), "given twice"));
+}
+
 static void test_malformed(void **state)
 {
 	(void)state;
@@ -770,6 +826,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_golden), cmocka_unit_test(test_roundtrip_bytes),
 		cmocka_unit_test(test_stream),           cmocka_unit_test(test_lookups),
 		cmocka_unit_test(test_tiny_valid),       cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_vocab_duplicates),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

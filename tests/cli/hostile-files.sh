@@ -1,0 +1,110 @@
+#!/bin/sh
+# hostile-files.sh — local files an attacker (or bad luck) put in place: a FIFO where
+# a model file should be (each refused at once with one line naming it, where an
+# open() would wait forever), JSON files far larger or more nested than they can
+# legitimately be (refused before they are parsed), and an ollama store whose
+# manifest or blob is wrong.
+. "$TOP_SRCDIR/tests/lib.sh"
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+need_tokenizer
+export XDG_STATE_HOME="$TMP/state" HOME="$TMP"
+unset QWENCHAT_MODEL
+M=$TMP/m
+chat_model "$M" --vocab-size 151936 --hidden-size 32 --intermediate-size 64 --layers 1 \
+	--heads 2 --kv-heads 1 --head-dim 16
+python3 "$TOP_SRCDIR/tests/mkgguf.py" "$M" "$TMP/m.gguf" --norm-type bf16 &&
+	python3 "$TOP_SRCDIR/tests/mkgguf.py" "$M" "$TMP/sp.gguf" --norm-type bf16 --split 2 ||
+	{ fail "mkgguf"; finish; }
+
+# refused CMD FILE DESC — CMD (a shell line) ends within 20 s with exit 1 and one line
+# naming FILE (its last path component).
+refused() {
+	timeout 20 sh -c "$1" >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	name=$(basename "$2")
+	if [ $rc -eq 124 ]; then
+		fail "$3: hung (killed after 20 s)"
+	elif [ $rc -ne 1 ] || [ "$(wc -l <"$TMP/err")" -ne 1 ] ||
+		! grep -q "^qwenchat: .*$name" "$TMP/err"; then
+		fail "$3: exit $rc, stderr: $(head -c 300 "$TMP/err")"
+	else
+		pass "$3: $(cut -c1-120 "$TMP/err")"
+	fi
+}
+
+# ---- a FIFO in place of each file a model is read from ----------------------------
+for f in config.json tokenizer.json tokenizer_config.json generation_config.json; do
+	cp -r "$M" "$TMP/f"
+	rm "$TMP/f/$f" && mkfifo "$TMP/f/$f"
+	case $f in
+	tokenizer*) cmd="echo hi | '$QWENCHAT' tokenize -m '$TMP/f'" ;;
+	generation*) cmd="'$QWENCHAT' run -m '$TMP/f' -p hi -n 1" ;;
+	*) cmd="'$QWENCHAT' info -m '$TMP/f'" ;;
+	esac
+	refused "$cmd" "$f" "a FIFO as $f"
+	rm -rf "$TMP/f"
+done
+"$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/sh" --shards 2 >/dev/null || fail "mkmodel --shards"
+rm "$TMP/sh/model-00002-of-00002.safetensors" && mkfifo "$TMP/sh/model-00002-of-00002.safetensors"
+refused "'$QWENCHAT' info -m '$TMP/sh'" model-00002-of-00002.safetensors "a FIFO as a shard"
+rm "$TMP/sh/model.safetensors.index.json" && mkfifo "$TMP/sh/model.safetensors.index.json"
+refused "'$QWENCHAT' info -m '$TMP/sh'" model.safetensors.index.json "a FIFO as the shard index"
+rm "$TMP/sp-00002-of-00002.gguf" && mkfifo "$TMP/sp-00002-of-00002.gguf"
+refused "'$QWENCHAT' info -m '$TMP/sp-00001-of-00002.gguf'" sp-00002-of-00002.gguf \
+	"a FIFO as a split GGUF's part"
+mkfifo "$TMP/fifo.gguf"
+refused "'$QWENCHAT' info -m '$TMP/fifo.gguf'" fifo.gguf "a FIFO given as -m"
+
+# ---- an ollama store ------------------------------------------------------------------
+O=$TMP/ollama
+MF=$O/manifests/registry.ollama.ai/library/tiny
+mkdir -p "$O/blobs" "$MF"
+sha=$(sha256sum "$TMP/m.gguf" | cut -d' ' -f1)
+size=$(wc -c <"$TMP/m.gguf")
+cp "$TMP/m.gguf" "$O/blobs/sha256-$sha"
+manifest() { # manifest TAG SIZE [PAD]: a manifest naming the blob, PAD spaces inside
+	printf '{"schemaVersion":2,%s"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:%s","size":%s}]}' \
+		"${3:-}" "$sha" "$2" >"$MF/$1"
+}
+manifest good "$size"
+expect_exit 0 "ollama: a good manifest" env OLLAMA_MODELS="$O" "$QWENCHAT" info -m ollama:tiny:good
+rm "$MF/good" && mkfifo "$MF/good"
+refused "OLLAMA_MODELS='$O' '$QWENCHAT' info -m ollama:tiny:good" good "ollama: a FIFO as the manifest"
+manifest big "$size" "$(head -c 70000 /dev/zero | tr '\0' ' ')"
+refused "OLLAMA_MODELS='$O' '$QWENCHAT' info -m ollama:tiny:big" big "ollama: a 70 kB manifest"
+grep -q "larger than 65536 bytes" "$TMP/err" && pass "ollama: the manifest's cap is named" ||
+	fail "ollama big manifest: $(cat "$TMP/err")"
+printf '{"layers": [' >"$MF/broken"
+refused "OLLAMA_MODELS='$O' '$QWENCHAT' info -m ollama:tiny:broken" broken "ollama: a manifest that is not JSON"
+grep -q "not valid JSON" "$TMP/err" && ! grep -q "ollama pull" "$TMP/err" &&
+	pass "ollama: says the manifest is not JSON, not that the model is missing" ||
+	fail "ollama broken manifest: $(cat "$TMP/err")"
+manifest short $((size + 1))
+refused "OLLAMA_MODELS='$O' '$QWENCHAT' info -m ollama:tiny:short" "sha256-$sha" "ollama: a blob of the wrong size"
+grep -q "where the manifest says $((size + 1))" "$TMP/err" && pass "ollama: the sizes are named" ||
+	fail "ollama size: $(cat "$TMP/err")"
+mkdir -p "$TMP/outside"
+sha2=$(printf x | sha256sum | cut -d' ' -f1)
+cp "$TMP/m.gguf" "$TMP/outside/model.gguf"
+ln -s "$TMP/outside/model.gguf" "$O/blobs/sha256-$sha2"
+printf '{"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:%s","size":%s}]}' \
+	"$sha2" "$size" >"$MF/linked"
+refused "OLLAMA_MODELS='$O' '$QWENCHAT' info -m ollama:tiny:linked" "sha256-$sha2" "ollama: a blob linked out of the store"
+grep -q "a link out of the ollama store" "$TMP/err" && pass "ollama: the link is refused as such" ||
+	fail "ollama link: $(cat "$TMP/err")"
+
+# ---- conversation files beyond what one can be ------------------------------------------
+# 1M empty arrays (3 MB): 136 MB and most of a second for jansson before the cap
+python3 -c 'import sys; sys.stdout.write("[" + ",".join(["[]"] * 1000000) + "]")' >"$TMP/nested.json"
+refused "'$QWENCHAT' template -m '$M' --messages '$TMP/nested.json'" nested.json \
+	"a conversation of a million values"
+grep -q "more than 524288 JSON values" "$TMP/err" && pass "the values cap is named" ||
+	fail "values cap: $(cat "$TMP/err")"
+python3 -c 'import sys; sys.stdout.write("[" * 100 + "]" * 100)' >"$TMP/deep.json"
+refused "'$QWENCHAT' template -m '$M' --messages '$TMP/deep.json'" deep.json "a conversation nested 100 deep"
+head -c $((65 << 20)) /dev/zero | tr '\0' ' ' >"$TMP/huge.json"
+refused "'$QWENCHAT' template -m '$M' --messages '$TMP/huge.json'" huge.json "a 65 MiB conversation"
+mkdir -p "$XDG_STATE_HOME/qwenchat"
+echo "$TMP/nested.json" >"$XDG_STATE_HOME/qwenchat/last-session"
+refused "echo hi | '$QWENCHAT' chat -m '$M' --resume -n 1" nested.json "--resume of a million values"
+finish

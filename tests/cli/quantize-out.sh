@@ -1,0 +1,79 @@
+#!/bin/sh
+# quantize-out.sh — what `qwenchat quantize --out` may replace, and what it leaves
+# when it cannot finish: a FIFO or a device at the target is refused and left alone;
+# the model's own files (by name, by a link, by a hard link) are refused and left
+# whole; a full disk names the file; SIGINT, SIGTERM and SIGHUP mid-write remove the
+# temporary file and end with 128 + the signal.
+. "$TOP_SRCDIR/tests/lib.sh"
+MK="$TOP_BUILDDIR/tests/mkmodel"
+M=$TMP/m
+"$MK" --out "$M" --vocab-size 300 --hidden-size 64 --intermediate-size 96 --layers 2 \
+	--heads 4 --kv-heads 2 --head-dim 16 >/dev/null || { fail "mkmodel"; finish; }
+cp "$TOP_SRCDIR/tests/golden/template-tiny-tokenizer.json" "$M/tokenizer.json"
+sums() { (cd "$M" && sha256sum -- * | sha256sum); }
+before=$(sums)
+
+# leftovers — temporary files of quantize in $TMP and $M
+leftovers() { find "$TMP" -name '*.tmp.*' | head -n 3; }
+
+mkfifo "$TMP/fifo.gguf"
+expect_exit 1 "--out a FIFO" timeout 60 "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$TMP/fifo.gguf"
+expect_err_has "fifo.gguf: not a regular file" "--out a FIFO: refused by name"
+[ -p "$TMP/fifo.gguf" ] && pass "the FIFO is left alone" || fail "the FIFO was replaced"
+if [ "$(id -u)" = 0 ] && mknod "$TMP/null" c 1 3 2>/dev/null; then
+	# what --out /dev/null did as root: the device replaced by a regular file
+	expect_exit 1 "--out a character device" "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$TMP/null"
+	expect_err_has "null: not a regular file" "--out a device: refused by name"
+	[ -c "$TMP/null" ] && pass "the device is left alone" || fail "the device was replaced"
+else
+	echo "skip: no device node can be made here (not root)"
+fi
+expect_exit 1 "--out a directory" "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$M"
+
+# the model's own files
+for f in model.safetensors config.json tokenizer.json; do
+	expect_exit 1 "--out the model's $f" "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$M/$f"
+	expect_err_has "is the model's $f" "--out $f: says it is the model's"
+done
+ln -s "$M/model.safetensors" "$TMP/link.gguf"
+expect_exit 1 "--out a link to the model's weights" "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$TMP/link.gguf"
+ln "$M/model.safetensors" "$TMP/hard.gguf"
+expect_exit 1 "--out a hard link to the model's weights" "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$TMP/hard.gguf"
+expect_err_has "is the model's model.safetensors" "hard link: says it is the model's"
+[ "$(sums)" = "$before" ] && pass "the model's files are untouched" || fail "the model changed"
+expect_exit 0 "--out a new file in the model's directory" "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$M/q8.gguf"
+expect_exit 0 "--out the same GGUF again (replaced)" "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$M/q8.gguf"
+rm -f "$M/q8.gguf"
+
+# a full disk (a file size limit gives the same failed write)
+( trap '' XFSZ; ulimit -f 64; exec "$QWENCHAT" quantize -m "$M" --type bf16 --out "$TMP/full.gguf" ) \
+	>"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "^qwenchat: $TMP/full.gguf: write failed: " "$TMP/err" &&
+	pass "a failed write names the file: $(cat "$TMP/err")" || fail "full disk: exit $rc, $(cat "$TMP/err")"
+[ ! -e "$TMP/full.gguf" ] && [ -z "$(leftovers)" ] && pass "a failed write leaves nothing" ||
+	fail "left: $(leftovers)"
+
+# signals mid-write: a model whose q4_k_m takes seconds (the K-quants search scales)
+B=$TMP/big
+"$MK" --out "$B" --vocab-size 300 --hidden-size 1024 --intermediate-size 3072 --layers 8 \
+	--heads 8 --kv-heads 4 --head-dim 128 >/dev/null || { fail "mkmodel big"; finish; }
+cp "$TOP_SRCDIR/tests/golden/template-tiny-tokenizer.json" "$B/tokenizer.json"
+for sig in INT TERM HUP; do
+	case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; esac
+	"$QWENCHAT" quantize -m "$B" --type q4_k_m --out "$TMP/sig.gguf" 2>"$TMP/err" &
+	pid=$!
+	i=0
+	while [ -z "$(leftovers)" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
+	sleep 0.2
+	kill -$sig $pid
+	wait $pid
+	rc=$?
+	[ $rc -eq $want ] && pass "SIG$sig mid-write: exit $want" ||
+		fail "SIG$sig: exit $rc, stderr $(cat "$TMP/err")"
+	grep -q "sig.gguf: not written" "$TMP/err" && pass "SIG$sig: says the file was not written" ||
+		fail "SIG$sig: $(cat "$TMP/err")"
+	[ ! -e "$TMP/sig.gguf" ] && [ -z "$(leftovers)" ] &&
+		pass "SIG$sig: no file and no temporary left" || fail "SIG$sig left: $(leftovers)"
+done
+finish
