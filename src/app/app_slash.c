@@ -129,7 +129,10 @@ static void set_param(struct app *a, const struct slash_call *c, struct app_resu
 		samp_reseed(a->samp, p.seed);
 	a->params = p;
 	a->user_set |= bit;
-	say(r, "%s = %g", c->cmd->name, c->num);
+	if (c->cmd->arg == SLASH_ARG_INT)
+		say(r, "%s = %.0f", c->cmd->name, c->num);
+	else
+		say(r, "%s = %g", c->cmd->name, c->num);
 }
 
 static void think(struct app *a, const struct slash_call *c, struct app_result *r)
