@@ -140,6 +140,19 @@ static void memory(struct ui *u, int y, int x, int h, int w)
 		line(y + r, x, w, r == 0 ? A_BOLD : A_NORMAL, "%s", r < n ? rows[r] : "");
 }
 
+/* text, then spaces up to cols display columns (CJK takes two a character, Cyrillic
+ * one in two bytes: printf's %-12s pads by bytes). Returns the bytes written. */
+static int pad_text(char *out, size_t sz, const char *text, int cols)
+{
+	int k = snprintf(out, sz, "%s", text);
+	if (k < 0 || (size_t)k >= sz)
+		return k < 0 ? 0 : (int)sz - 1;
+	for (int w = view_width(text, strlen(text)); w < cols && (size_t)k + 1 < sz; w++)
+		out[k++] = ' ';
+	out[k] = 0;
+	return k;
+}
+
 /* Token probabilities: a row per token of the last answer (the newest at the
  * bottom unless scrolled): its probability in the distribution it was drawn from,
  * in the plain softmax of the logits, and the likeliest alternatives drawn from. */
@@ -170,7 +183,8 @@ static void probs(struct ui *u, int y, int x, int h, int w)
 		}
 		const struct app_token_prob *t = &rows[r];
 		char s[512];
-		int k = snprintf(s, sizeof s, "%-12s %.3g (%.3g)", t->text, t->p, t->p_raw);
+		int k = pad_text(s, sizeof s, t->text, 12);
+		k += snprintf(s + k, sizeof s - (size_t)k, " %.3g (%.3g)", t->p, t->p_raw);
 		double sum = t->p; /* the token, its alternatives and the rest make 1 */
 		for (int i = 0, alts = 0; i < t->n_top && k < (int)sizeof s; i++)
 			if (t->top[i].id != t->id) {
