@@ -60,8 +60,8 @@ EXTRA_DIST += tests/cuda.sh
 # Model resolution and downloads: unit tests, and a download test against
 # a local stand-in for the Hub (tests/cli/hub-server.py, 127.0.0.1 only).
 check_PROGRAMS += tests/unit/test_hub tests/cli/hub_resolve
-TESTS += tests/unit/test_hub tests/cli/hub.sh
-EXTRA_DIST += tests/cli/hub.sh tests/cli/hub-server.py
+TESTS += tests/unit/test_hub tests/cli/hub.sh tests/cli/model-paths.sh
+EXTRA_DIST += tests/cli/hub.sh tests/cli/hub-server.py tests/cli/model-paths.sh
 tests_unit_test_hub_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_hub_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
 tests_cli_hub_resolve_SOURCES = tests/cli/hub_resolve.c src/cli/env.c
