@@ -54,6 +54,8 @@ struct eng_backend_ops {
 			      int32_t *next, bool *used_uniform);
 	/* eng_measure: the backend's limits (engine.c validated the request). */
 	int (*measure)(void *st, const struct eng_measure_request *rq, struct eng_peaks *out);
+	/* Optional: eng_prefill_min (NULL: 1). */
+	int (*prefill_min)(void *st);
 };
 
 /* The CPU backend (engine/cpu/cpu.c). */
@@ -63,7 +65,7 @@ const struct eng_backend_ops *eng_cpu_backend(void);
  * engine loads at run time (engine/cuda_load.c) only when it is asked for or a driver
  * is present: the program links no CUDA library. The module calls back into the
  * program only through this table, which the program fills; the module checks abi. */
-enum { ENG_CUDA_ABI = 2 };
+enum { ENG_CUDA_ABI = 3 };
 
 struct eng_host {
 	int abi;                                  /* ENG_CUDA_ABI */

@@ -164,6 +164,11 @@ int eng_cached(const struct eng *e)
 	return e->cached;
 }
 
+int eng_prefill_min(const struct eng *e)
+{
+	return e->ops->prefill_min ? e->ops->prefill_min(e->st) : 1;
+}
+
 /* Finds the first non-finite logit: NaN or Inf weights (or an overflow) would
  * otherwise reach the sampler as garbage. */
 static int check_finite(const float *logits, int rows, int vocab, int pos)

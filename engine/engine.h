@@ -343,6 +343,15 @@ int eng_forward(struct eng *e, const int32_t *ids, int n, int pos, float *logits
 /* Forgets cache entries from position n on (n <= eng_cached). */
 int eng_truncate(struct eng *e, int n);
 
+/* The fewest tokens one eng_forward computes the way a long prefill does: below it,
+ * the backend takes its decode path (other kernels, activations rounded otherwise),
+ * whose logits and K/V differ in the last bits from a prefill's of the same tokens.
+ * From it on, the CPU backend's results for a position do not depend on how the
+ * tokens before it were split into forwards, so a prompt prefilled after a cached
+ * prefix in forwards of at least this many gives a cold prefill's logits, bit for
+ * bit. 1 where the backend does not say (CUDA: no such promise). */
+int eng_prefill_min(const struct eng *e);
+
 /* Attention capture for the UI: while on, each forward records the softmax row of
  * the last query for every layer and head. */
 void eng_set_capture(struct eng *e, bool on);

@@ -33,6 +33,7 @@ struct cpu_state {
 	int q_dim, kv_dim; /* num_heads*head_dim, num_kv_heads*head_dim */
 	bool kv_f32;
 	bool bf16;                  /* prefill matmuls with bf16 activations (opt-in) */
+	bool all_bf16;              /* every matrix bf16: no quantized products */
 	size_t kv_elem;             /* 2 or 4 */
 	void *key_cache;            /* (layer, kv_head, ctx, head_dim) */
 	void *value_cache;          /* (layer, kv_head, ctx, head_dim) */
@@ -485,6 +486,7 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	}
 	s->c = c;
 	s->w = w;
+	s->all_bf16 = all_bf16;
 	/* o->cpu_isa picks the kernels (the tests run every set the CPU has) */
 	enum cpu_isa isa = cpu_isa_best();
 	if (o->cpu_isa && *o->cpu_isa && strcmp(o->cpu_isa, "auto")) {
@@ -593,6 +595,17 @@ static void cpu_stats(void *vs, struct eng_backend_stats *out)
 	out->prefill_inputs = s->bf16 ? "bf16" : s->mm.qpanels ? "int8" : "fp32";
 }
 
+/* One token takes the decode products (matmul's n == 1: fp32 activations, never the
+ * bf16 ones), and so do quantized matrices below CPU_QDIRECT tokens (int8 matrix-vector
+ * products instead of the prefill's panels); from there on every kernel computes each
+ * token's row in the same order whatever the other rows, so a split prefill gives a
+ * whole one's logits bit for bit (measured for splits of 2..99 tokens). */
+static int cpu_prefill_min(void *vs)
+{
+	struct cpu_state *s = vs;
+	return s->all_bf16 ? 2 : CPU_QDIRECT;
+}
+
 static int cpu_measure_op(void *vs, const struct eng_measure_request *rq, struct eng_peaks *out)
 {
 	struct cpu_state *s = vs;
@@ -608,6 +621,7 @@ static const struct eng_backend_ops cpu_ops = {
 	.attention = cpu_attention,
 	.stats = cpu_stats,
 	.measure = cpu_measure_op,
+	.prefill_min = cpu_prefill_min,
 };
 
 const struct eng_backend_ops *eng_cpu_backend(void)
