@@ -306,6 +306,7 @@ void eng_get_stats(const struct eng *e, struct eng_stats *st)
 	st->weight_bytes = b.weight_bytes ? b.weight_bytes : eng_model_weight_bytes(e->model);
 	st->kv_bytes_allocated = b.kv_bytes_allocated;
 	st->kv_bytes_used = b.kv_bytes_per_token * (size_t)e->cached;
+	st->kv_bytes_resident = b.kv_lazy ? b.kv_bytes_resident : b.kv_bytes_allocated;
 	st->scratch_bytes = b.scratch_bytes;
 	st->graph_bytes = b.graph_bytes;
 	st->device_free = b.device_free;

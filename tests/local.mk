@@ -50,8 +50,8 @@ tests_unit_test_engine_golden_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 EXTRA_DIST += tests/golden/make-logits-golden.sh tests/golden/logits-tiny.txt \
 	tests/golden/logits-odd.txt tests/golden/logits-yarn.txt tests/golden/logits-yarn-af.txt \
 	tests/golden/logits-yarn-ms.txt tests/golden/logits-linear.txt tests/golden/logits-q06.txt
-TESTS += tests/cli/engine-cli.sh
-EXTRA_DIST += tests/cli/engine-cli.sh
+TESTS += tests/cli/engine-cli.sh tests/cli/memory.sh
+EXTRA_DIST += tests/cli/engine-cli.sh tests/cli/memory.sh
 
 # CUDA backend against the CPU reference; SKIP without a GPU.
 TESTS += tests/cuda.sh

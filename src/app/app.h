@@ -60,7 +60,8 @@ struct app_result {
 
 /* Where the memory goes, for the status bar and the debug pane (bytes). */
 struct app_memory {
-	size_t weights;                   /* resident for the backend */
+	size_t weights;                   /* the backend's: mapped (CPU) or uploaded (GPU) */
+	size_t weights_in_memory;         /* of those mapped, the pages in memory (CPU) */
 	size_t embedding, lm_head;        /* by component, from the parameter counts */
 	bool tied;                        /* lm_head is the embedding */
 	size_t attention, mlp, norms;     /* all layers */
@@ -70,6 +71,7 @@ struct app_memory {
 	size_t device_free, device_total; /* GPU memory (0 without a GPU) */
 	size_t host_rss;                  /* this process's resident set */
 	char weight_type[32];             /* "BF16", or the most common type of a GGUF */
+	size_t kv_in_memory;              /* its pages touched so far (CPU: grows with use) */
 };
 
 /* Live figures for the status bar and debug pane; copied under the app's lock. */

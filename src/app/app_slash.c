@@ -215,10 +215,11 @@ static void stats(struct app *a, struct app_result *r)
 		return;
 	}
 	say(r,
-	    "context %d/%d tokens; memory: weights %.1f MiB, KV %.1f/%.1f MiB, scratch "
-	    "%.1f MiB, host RSS %.1f MiB\n",
+	    "context %d/%d tokens; memory: weights %.1f MiB, KV %.1f/%.1f MiB (%.1f in memory), "
+	    "scratch %.1f MiB, host RSS %.1f MiB\n",
 	    f.ctx_used, f.ctx_max, f.mem.weights / 1048576.0, f.mem.kv_used / 1048576.0,
-	    f.mem.kv_allocated / 1048576.0, f.mem.scratch / 1048576.0, f.mem.host_rss / 1048576.0);
+	    f.mem.kv_allocated / 1048576.0, f.mem.kv_in_memory / 1048576.0,
+	    f.mem.scratch / 1048576.0, f.mem.host_rss / 1048576.0);
 	/* The end of the prompt the next answer would get: shows what /think changes. */
 	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
 	struct chat *c = chat_dup(a->chat);

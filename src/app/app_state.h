@@ -44,6 +44,7 @@ struct app {
 	double first_token_time; /* monotonic seconds, for the live decode speed */
 	struct app_buf queue;    /* text not drained yet */
 	struct app_seg *segs;
+	double weights_checked;  /* when the weights' pages in memory were last counted */
 	size_t n_segs, cap_segs;
 	bool capture;                 /* attention pane shown */
 	int att_want;                 /* layer the pane shows */

@@ -74,6 +74,16 @@ shot "CRLF line ends"
 screen | grep -q '^  first line *$' && pass "a carriage return is not drawn" ||
 	fail "carriage return shown: $(screen | grep 'first line')"
 
+# 3. The memory pane beside the chat (120 columns: 48 for the pane) shows every figure
+# whole, the per-layer KV ones included, and how much of the RSS they account for.
+T resize-window -t ui -x 120 -y 40
+T send-keys -t ui '/debug memory' Enter
+check_screen 'KV cache [0-9.]+ used, [0-9.]+ in memory *$' "the KV cache's figures fit the pane"
+check_screen 'of [0-9.]+; per layer [0-9]+\.[0-9]{2} / [0-9]+\.[0-9]{2} *$' \
+	"the per-layer figures are whole at the pane's edge"
+check_screen 'host RSS [0-9.]+; the above [0-9.]+ \([0-9]+%\) *$' "the RSS is set against the figures"
+shot "memory pane at 120x40"
+
 T send-keys -t ui C-d
 check_screen 'EXITED 0' "quits"
 finish
