@@ -66,12 +66,12 @@ struct app_memory {
 	bool tied;                        /* lm_head is the embedding */
 	size_t attention, mlp, norms;     /* all layers */
 	size_t kv_used, kv_allocated;     /* the whole KV cache */
+	size_t kv_in_memory;              /* its pages touched so far (CPU: grows with use) */
 	int layers;                       /* for the per-layer KV figures */
 	size_t scratch, graphs;           /* activations; CUDA graphs (0 on the CPU) */
 	size_t device_free, device_total; /* GPU memory (0 without a GPU) */
 	size_t host_rss;                  /* this process's resident set */
 	char weight_type[32];             /* "BF16", or the most common type of a GGUF */
-	size_t kv_in_memory;              /* its pages touched so far (CPU: grows with use) */
 };
 
 /* Live figures for the status bar and debug pane; copied under the app's lock. */

@@ -42,9 +42,9 @@ struct app {
 	pthread_mutex_t lock;
 	struct app_figures fig;
 	double first_token_time; /* monotonic seconds, for the live decode speed */
+	double weights_checked;  /* when the weights' pages in memory were last counted */
 	struct app_buf queue;    /* text not drained yet */
 	struct app_seg *segs;
-	double weights_checked;  /* when the weights' pages in memory were last counted */
 	size_t n_segs, cap_segs;
 	bool capture;                 /* attention pane shown */
 	int att_want;                 /* layer the pane shows */
