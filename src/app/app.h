@@ -25,10 +25,15 @@ struct app_config {
 	struct samp_params sampling; /* the user's sampling settings ... */
 	unsigned sampling_set;       /* ... those whose SAMP_SET_* bit is set */
 	int max_new;                 /* new tokens per answer; 0: the default */
-	int think;                   /* 1: thinking on (default), 0: off */
+	/* 1: thinking on, 0: off; -1: not given: on, or what a resumed conversation was
+	 * held with */
+	int think;
+	bool seed_drawn;             /* sampling.seed was drawn at random, not given */
 	const char *system;          /* system prompt for a new conversation, or NULL */
 	bool parse_special;          /* special tokens in messages are control tokens */
-	bool resume;                 /* reopen the last session file */
+	/* Reopen the last session file, with the model, thinking and sampling choices it
+	 * records where this config gives none (a different model is said aloud). */
+	bool resume;
 	const char *state_dir;       /* where conversations are saved (created 0700) */
 	const char *home;            /* the home directory, for ~/ in /save and /load; or NULL */
 	/* The remote backend when remote.url is set: the conversation goes to that
@@ -93,6 +98,10 @@ struct app_attention {
 };
 
 struct app;
+
+/* The server the last conversation in state_dir was held on (malloc'd), or NULL (none,
+ * or held on the local engine): --resume goes back to it. */
+char *app_resume_url(const char *state_dir);
 
 /* Opens the model (hub_resolve), the tokenizer, the engine on the backend asked for,
  * the session and the sampler; starts a new conversation or (cfg->resume) loads the

@@ -127,6 +127,8 @@ static void set_param(struct app *a, const struct slash_call *c, struct app_resu
 	}
 	if (c->cmd->id == SLASH_SEED && a->samp)
 		samp_reseed(a->samp, p.seed);
+	if (c->cmd->id == SLASH_SEED)
+		a->seed_drawn = false; /* a choice now: the saved conversation records it */
 	a->params = p;
 	a->user_set |= bit;
 	if (c->cmd->arg == SLASH_ARG_INT)
@@ -245,7 +247,7 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 		return;
 	}
 	if (c->cmd->id == SLASH_SAVE) {
-		if (chat_save(a->chat, path, false))
+		if (app_held_record(a) || chat_save(a->chat, path, false))
 			fail(r, "/save: %s", err_msg());
 		else
 			say(r, "saved %zu turns to %s", chat_count(a->chat), path);
