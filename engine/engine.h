@@ -362,9 +362,9 @@ void eng_set_capture(struct eng *e, bool on);
 const float *eng_attention(const struct eng *e, int layer, int head, int *len);
 
 struct eng_stats {
-	size_t weight_bytes;              /* weights resident for this backend */
-	size_t kv_bytes_allocated;        /* whole KV cache */
-	size_t kv_bytes_used;             /* eng_cached() tokens */
+	size_t weight_bytes;       /* weights resident for this backend */
+	size_t kv_bytes_allocated; /* whole KV cache */
+	size_t kv_bytes_used;      /* eng_cached() tokens */
 	/* What the KV cache holds in memory now: the CPU backend's pages are touched as
 	 * positions first arrive (and stay when the cache is cut back); a GPU's cache is
 	 * allocated whole. */

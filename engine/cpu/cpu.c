@@ -32,9 +32,9 @@ struct cpu_state {
 	int ctx_alloc;     /* ctx rounded up to whole key panels */
 	int q_dim, kv_dim; /* num_heads*head_dim, num_kv_heads*head_dim */
 	bool kv_f32;
-	bool bf16;                  /* prefill matmuls with bf16 activations (opt-in) */
-	bool all_bf16;              /* every matrix bf16: no quantized products */
-	size_t kv_elem;             /* 2 or 4 */
+	bool bf16;         /* prefill matmuls with bf16 activations (opt-in) */
+	bool all_bf16;     /* every matrix bf16: no quantized products */
+	size_t kv_elem;    /* 2 or 4 */
 	void *key_cache;   /* (layer, kv_head, kv_region): ctx rows of head_dim each */
 	void *value_cache; /* (layer, kv_head, kv_region) */
 	size_t kv_region;  /* bytes from one (layer, kv head)'s rows to the next's */
@@ -665,8 +665,7 @@ static void cpu_stats(void *vs, struct eng_backend_stats *out)
 	size_t touched = ((size_t)s->kv_high * s->c->head_dim * s->kv_elem + 4095) / 4096 * 4096;
 	size_t regions = (size_t)s->c->num_layers * s->c->num_kv_heads;
 	out->kv_lazy = true;
-	out->kv_bytes_resident =
-		2 * regions * (touched < s->kv_region ? touched : s->kv_region);
+	out->kv_bytes_resident = 2 * regions * (touched < s->kv_region ? touched : s->kv_region);
 	out->scratch_bytes = s->scratch_bytes;
 	out->prefill_inputs = s->bf16 ? "bf16" : s->mm.qpanels ? "int8" : "fp32";
 }

@@ -28,14 +28,14 @@ struct app_config {
 	/* 1: thinking on, 0: off; -1: not given: on, or what a resumed conversation was
 	 * held with */
 	int think;
-	bool seed_drawn;             /* sampling.seed was drawn at random, not given */
-	const char *system;          /* system prompt for a new conversation, or NULL */
-	bool parse_special;          /* special tokens in messages are control tokens */
+	bool seed_drawn;    /* sampling.seed was drawn at random, not given */
+	const char *system; /* system prompt for a new conversation, or NULL */
+	bool parse_special; /* special tokens in messages are control tokens */
 	/* Reopen the last session file, with the model, thinking and sampling choices it
 	 * records where this config gives none (a different model is said aloud). */
 	bool resume;
-	const char *state_dir;       /* where conversations are saved (created 0700) */
-	const char *home;            /* the home directory, for ~/ in /save and /load; or NULL */
+	const char *state_dir; /* where conversations are saved (created 0700) */
+	const char *home;      /* the home directory, for ~/ in /save and /load; or NULL */
 	/* The remote backend when remote.url is set: the conversation goes to that
 	 * OpenAI-compatible server, model names a model it serves (NULL: the only one),
 	 * engine and hub are not used. */

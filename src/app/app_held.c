@@ -6,7 +6,6 @@
 
 #include <jansson.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +44,8 @@ char *app_held_model(const char *model)
 {
 	/* A path is kept absolute, so that --resume finds it from any directory; a repo
 	 * id or an ollama name is kept as given. */
-	char *abs = model && (fio_is_dir(model) || fio_is_file(model)) ? realpath(model, NULL)
-								      : NULL;
+	char *abs =
+		model && (fio_is_dir(model) || fio_is_file(model)) ? realpath(model, NULL) : NULL;
 	char *s = abs ? abs : strdup(model ? model : "");
 	if (!s)
 		err_set("out of memory");
@@ -124,7 +123,8 @@ static int parse(const char *meta, struct app_held *h)
 	int rc = 0;
 	h->think = think ? json_is_true(think) : -1;
 	if ((model && !json_is_string(model)) || (url && !json_is_string(url)))
-		rc = err_set("qwenchat.%s: not a string", model && !json_is_string(model) ? "model" : "url");
+		rc = err_set("qwenchat.%s: not a string",
+			     model && !json_is_string(model) ? "model" : "url");
 	else if (think && !json_is_boolean(think))
 		rc = err_set("qwenchat.think: not true or false");
 	else if (max_new && (!json_is_integer(max_new) || json_integer_value(max_new) < 1 ||
@@ -195,14 +195,17 @@ int app_held_apply(const struct app *a, const struct app_config *cfg, struct app
 		eff->model = h->model;
 	} else if (h->model && notice) {
 		/* Said aloud: the conversation goes on with another model than its own. */
-		char *now = remote ? NULL : app_held_model(cfg->model ? cfg->model
-								      : hub_default_model(cfg->hub));
+		char *now = remote ? NULL
+				   : app_held_model(cfg->model ? cfg->model
+							       : hub_default_model(cfg->hub));
 		const char *cur = remote ? (cfg->model ? cfg->model : "the server's model") : now;
 		if (!cur || strcmp(cur, h->model) || !same_backend) {
-			snprintf(msg, sizeof msg, "this conversation was held with %s%s%s; it goes on "
+			snprintf(msg, sizeof msg,
+				 "this conversation was held with %s%s%s; it goes on "
 				 "with %s%s%s",
 				 h->model, h->url ? " at " : "", h->url ? h->url : "",
-				 cur ? cur : "?", remote ? " at " : "", remote ? cfg->remote.url : "");
+				 cur ? cur : "?", remote ? " at " : "",
+				 remote ? cfg->remote.url : "");
 			notice(msg);
 		}
 		free(now);

@@ -20,7 +20,7 @@ struct app {
 	char *dir, *model_name, *state_dir, *home, *session_path;
 	char *held_model; /* the local model as --resume reopens it (app_held_model) */
 	bool seed_drawn;  /* the seed was drawn for this run, not chosen: not recorded */
-	int lock_fd; /* holds session_path's lock (another qwenchat resumes into a copy) */
+	int lock_fd;      /* holds session_path's lock (another qwenchat resumes into a copy) */
 	struct eng_model *model;
 	struct eng *eng;
 	struct tok *tok;

@@ -574,9 +574,10 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 	/* a model directory, or a GGUF (checked when it is opened); any other file or
 	 * directory gets one message, whatever the command would have opened first */
 	if (fio_is_dir(model) || fio_is_file(model)) {
-		bool ok = fio_is_dir(model) ? has_file(model, "config.json") ||
-						      (!weights && has_file(model, "tokenizer.json"))
-					    : ggufname_is_gguf(model);
+		bool ok = fio_is_dir(model)
+				  ? has_file(model, "config.json") ||
+					    (!weights && has_file(model, "tokenizer.json"))
+				  : ggufname_is_gguf(model);
 		if (!ok) {
 			err_set("%s is not a model directory (no config.json), a .gguf file or a "
 				"repo id",
