@@ -572,16 +572,17 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 		return blob;
 	}
 	/* a model directory, or a GGUF (checked when it is opened); any other file or
-	 * directory gets one message, whatever the command would have opened first */
+	 * directory gets one message, whatever the command would have opened first (the
+	 * tokenizer commands name the file they could do with alone too) */
 	if (fio_is_dir(model) || fio_is_file(model)) {
 		bool ok = fio_is_dir(model)
 				  ? has_file(model, "config.json") ||
 					    (!weights && has_file(model, "tokenizer.json"))
 				  : ggufname_is_gguf(model);
 		if (!ok) {
-			err_set("%s is not a model directory (no config.json), a .gguf file or a "
-				"repo id",
-				model);
+			err_set("%s is not a model directory (no config.json%s), a .gguf file or "
+				"a repo id",
+				model, weights ? "" : " or tokenizer.json");
 			return NULL;
 		}
 		char *d = strdup(model);

@@ -12,13 +12,18 @@ mkdir "$TMP/empty"
 printf '# notes\n' >"$TMP/README.md"
 echo '[{"role": "user", "content": "hi"}]' >"$TMP/conv.json"
 
-# each command with what it needs besides -m; stdin is empty or two ids
+# each command with what it needs besides -m; stdin is empty or two ids. The commands
+# that need only the tokenizer name the file they would do with.
 for bad in "$TMP/empty" "$M/model.safetensors" "$TMP/README.md"; do
-	want="$bad is not a model directory (no config.json), a .gguf file or a repo id"
 	for cmd in "run -p hi" "chat --plain" "tokenize" "detokenize" "info" "bench -p 4 -n 2 -r 1" \
 		"logits --out $TMP/l.f32" "template --messages $TMP/conv.json" "serve --port 1" \
 		"quantize --type q8_0 --out $TMP/q.gguf"; do
 		name=${cmd%% *}
+		case $name in
+		tokenize | detokenize | template) alone=" or tokenizer.json" ;;
+		*) alone="" ;;
+		esac
+		want="$bad is not a model directory (no config.json$alone), a .gguf file or a repo id"
 		# shellcheck disable=SC2086
 		echo 1 2 | "$QWENCHAT" $cmd -m "$bad" >"$TMP/out" 2>"$TMP/err"
 		rc=$?
