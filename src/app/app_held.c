@@ -183,11 +183,13 @@ int app_held_apply(const struct app *a, const struct app_config *cfg, struct app
 	h->think = -1;
 	if (!a->chat->meta) /* saved before the chat recorded anything */
 		return 0;
-	struct samp_params t;
-	samp_params_default(&t);
-	if (parse(a->chat->meta, h) ||
-	    (samp_params_override(&t, &h->sampling, h->sampling_set), samp_params_check(&t)))
+	if (parse(a->chat->meta, h))
 		return err_prefix("--resume: %s", a->session_path);
+	struct samp_params t; /* the recorded values must make settings of their own */
+	samp_params_default(&t);
+	samp_params_override(&t, &h->sampling, h->sampling_set);
+	if (samp_params_check(&t))
+		return err_prefix("--resume: %s: qwenchat.sampling", a->session_path);
 	bool remote = cfg->remote.url != NULL;
 	bool same_backend = remote ? h->url && !strcmp(h->url, cfg->remote.url) : !h->url;
 	char msg[9000];
