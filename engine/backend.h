@@ -28,6 +28,10 @@ struct eng_backend_stats {
 	size_t weight_bytes, kv_bytes_allocated, kv_bytes_per_token, scratch_bytes, graph_bytes;
 	size_t device_free, device_total;
 	const char *prefill_inputs; /* as struct eng_stats says; NULL: not told */
+	/* The KV cache's pages touched so far, when kv_lazy (the CPU's); else all that is
+	 * allocated is resident (device memory). */
+	bool kv_lazy;
+	size_t kv_bytes_resident;
 };
 
 /* One backend. Every function receives the state returned by init. The table is
@@ -54,6 +58,8 @@ struct eng_backend_ops {
 			      int32_t *next, bool *used_uniform);
 	/* eng_measure: the backend's limits (engine.c validated the request). */
 	int (*measure)(void *st, const struct eng_measure_request *rq, struct eng_peaks *out);
+	/* Optional: eng_prefill_min (NULL: 1). */
+	int (*prefill_min)(void *st);
 };
 
 /* The CPU backend (engine/cpu/cpu.c). */

@@ -164,6 +164,11 @@ int eng_cached(const struct eng *e)
 	return e->cached;
 }
 
+int eng_prefill_min(const struct eng *e)
+{
+	return e->ops->prefill_min ? e->ops->prefill_min(e->st) : 1;
+}
+
 /* Finds the first non-finite logit: NaN or Inf weights (or an overflow) would
  * otherwise reach the sampler as garbage. */
 static int check_finite(const float *logits, int rows, int vocab, int pos)
@@ -301,6 +306,7 @@ void eng_get_stats(const struct eng *e, struct eng_stats *st)
 	st->weight_bytes = b.weight_bytes ? b.weight_bytes : eng_model_weight_bytes(e->model);
 	st->kv_bytes_allocated = b.kv_bytes_allocated;
 	st->kv_bytes_used = b.kv_bytes_per_token * (size_t)e->cached;
+	st->kv_bytes_resident = b.kv_lazy ? b.kv_bytes_resident : b.kv_bytes_allocated;
 	st->scratch_bytes = b.scratch_bytes;
 	st->graph_bytes = b.graph_bytes;
 	st->device_free = b.device_free;

@@ -139,6 +139,9 @@ const struct eng_config *eng_model_config(const struct eng_model *m);
 const struct eng_weights *eng_model_weights(const struct eng_model *m);
 /* Total bytes of all mapped tensor data. */
 size_t eng_model_weight_bytes(const struct eng_model *m);
+/* The part of it in memory now (mincore): mapped weights enter as they are first
+ * read, and the page cache may evict them under pressure. About 1 ms for 1.2 GB. */
+size_t eng_model_resident_bytes(const struct eng_model *m);
 /* Bytes of the model's files on disk (all shards or splits). */
 size_t eng_model_file_bytes(const struct eng_model *m);
 /* Bytes of weights read to decode one token with the tensors as stored (quantized
@@ -344,6 +347,15 @@ int eng_forward(struct eng *e, const int32_t *ids, int n, int pos, float *logits
 /* Forgets cache entries from position n on (n <= eng_cached). */
 int eng_truncate(struct eng *e, int n);
 
+/* The fewest tokens one eng_forward computes the way a long prefill does: below it,
+ * the backend takes its decode path (other kernels, activations rounded otherwise),
+ * whose logits and K/V differ in the last bits from a prefill's of the same tokens.
+ * From it on, the CPU backend's results for a position do not depend on how the
+ * tokens before it were split into forwards, so a prompt prefilled after a cached
+ * prefix in forwards of at least this many gives a cold prefill's logits, bit for
+ * bit. 1 where the backend does not say (CUDA: no such promise). */
+int eng_prefill_min(const struct eng *e);
+
 /* Attention capture for the UI: while on, each forward records the softmax row of
  * the last query for every layer and head. */
 void eng_set_capture(struct eng *e, bool on);
@@ -351,9 +363,13 @@ void eng_set_capture(struct eng *e, bool on);
 const float *eng_attention(const struct eng *e, int layer, int head, int *len);
 
 struct eng_stats {
-	size_t weight_bytes;              /* weights resident for this backend */
-	size_t kv_bytes_allocated;        /* whole KV cache */
-	size_t kv_bytes_used;             /* eng_cached() tokens */
+	size_t weight_bytes;       /* weights resident for this backend */
+	size_t kv_bytes_allocated; /* whole KV cache */
+	size_t kv_bytes_used;      /* eng_cached() tokens */
+	/* What the KV cache holds in memory now: the CPU backend's pages are touched as
+	 * positions first arrive (and stay when the cache is cut back); a GPU's cache is
+	 * allocated whole. */
+	size_t kv_bytes_resident;
 	size_t scratch_bytes;             /* activations, logits, workspaces */
 	size_t graph_bytes;               /* instantiated CUDA graphs (0 on the CPU backend) */
 	size_t device_free, device_total; /* GPU memory (0 on the CPU backend) */

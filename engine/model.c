@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define INDEX_NAME  "model.safetensors.index.json"
 #define SINGLE_NAME "model.safetensors"
@@ -378,6 +379,46 @@ enum eng_dtype eng_model_main_type(const struct eng_model *m)
 static void add_bytes(const struct eng_tensor *t, void *ud)
 {
 	*(size_t *)ud += t->nbytes;
+}
+
+struct resident {
+	size_t bytes, page, cap;
+	unsigned char *vec;
+};
+
+/* The pages of one tensor in memory (mincore), in bytes, at most its size. */
+static void add_resident(const struct eng_tensor *t, void *ud)
+{
+	struct resident *r = ud;
+	if (!t->data || !t->nbytes)
+		return;
+	uintptr_t a = (uintptr_t)t->data & ~(uintptr_t)(r->page - 1);
+	size_t len = (uintptr_t)t->data + t->nbytes - a, n = (len + r->page - 1) / r->page, in = 0;
+	if (n > r->cap) {
+		unsigned char *v = realloc(r->vec, n);
+		if (!v) {
+			r->bytes += t->nbytes; /* unknown: as the plan has it */
+			return;
+		}
+		r->vec = v;
+		r->cap = n;
+	}
+	if (mincore((void *)a, len, r->vec)) {
+		r->bytes += t->nbytes;
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		in += r->vec[i] & 1;
+	r->bytes += in * r->page < t->nbytes ? in * r->page : t->nbytes;
+}
+
+size_t eng_model_resident_bytes(const struct eng_model *m)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct resident r = {.page = page > 0 ? (size_t)page : 4096};
+	each_tensor(m, add_resident, &r);
+	free(r.vec);
+	return r.bytes;
 }
 
 size_t eng_model_decode_bytes(const struct eng_model *m)

@@ -60,8 +60,8 @@ tests_unit_test_engine_golden_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 EXTRA_DIST += tests/golden/make-logits-golden.sh tests/golden/logits-tiny.txt \
 	tests/golden/logits-odd.txt tests/golden/logits-yarn.txt tests/golden/logits-yarn-af.txt \
 	tests/golden/logits-yarn-ms.txt tests/golden/logits-linear.txt tests/golden/logits-q06.txt
-TESTS += tests/cli/engine-cli.sh
-EXTRA_DIST += tests/cli/engine-cli.sh
+TESTS += tests/cli/engine-cli.sh tests/cli/memory.sh
+EXTRA_DIST += tests/cli/engine-cli.sh tests/cli/memory.sh
 # Data files (src/train/tokens.c: .u32 ids and text documents) and the perplexity
 # loop (src/train/ppl.c); `qwenchat perplexity` against a float64 numpy Qwen3 with
 # its own sliding-window loop.
@@ -101,8 +101,8 @@ endif
 # Model resolution and downloads: unit tests, and a download test against
 # a local stand-in for the Hub (tests/cli/hub-server.py, 127.0.0.1 only).
 check_PROGRAMS += tests/unit/test_hub tests/cli/hub_resolve
-TESTS += tests/unit/test_hub tests/cli/hub.sh
-EXTRA_DIST += tests/cli/hub.sh tests/cli/hub-server.py
+TESTS += tests/unit/test_hub tests/cli/hub.sh tests/cli/model-paths.sh
+EXTRA_DIST += tests/cli/hub.sh tests/cli/hub-server.py tests/cli/model-paths.sh
 tests_unit_test_hub_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_hub_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
 tests_cli_hub_resolve_SOURCES = tests/cli/hub_resolve.c src/cli/env.c
@@ -169,8 +169,8 @@ EXTRA_DIST += tests/fuzz/fuzz_bpe_train.c tests/fuzz/corpus/bpe_train
 
 # Chat UI: slash command parsing; tmux-driven UI tests; plain mode.
 check_PROGRAMS += tests/unit/test_slash
-TESTS += tests/unit/test_slash tests/cli/ui.sh tests/cli/plain.sh
-EXTRA_DIST += tests/cli/ui.sh tests/cli/plain.sh
+TESTS += tests/unit/test_slash tests/cli/ui.sh tests/cli/ui-text.sh tests/cli/plain.sh
+EXTRA_DIST += tests/cli/ui.sh tests/cli/ui-text.sh tests/cli/plain.sh
 tests_unit_test_slash_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_slash_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
 FUZZ_TARGETS += tests/fuzz/fuzz_genconfig

@@ -108,36 +108,68 @@ static void attention(struct ui *u, int y, int x, int h, int w)
 	app_attention_free(&at);
 }
 
+/* Where the memory goes. The rows fit the side pane (48 columns at 120): a figure
+ * cut at the edge reads as another number. On the CPU, what the rows say is in
+ * memory (weights read so far, KV pages touched, scratch) adds up to the host RSS
+ * but for the program itself and its tokenizer; the last row says how closely. */
 static void memory(struct ui *u, int y, int x, int h, int w)
 {
 	const struct app_memory *m = &u->fig.mem;
 	double mib = 1048576.0;
 	int layers = m->layers > 0 ? m->layers : 1;
+	bool gpu = m->device_total > 0;
 	char rows[12][160];
 	int n = 0;
-	snprintf(rows[n++], 160, "memory (MiB)  weights %.1f resident (%s)", m->weights / mib,
-		 m->weight_type);
-	snprintf(rows[n++], 160, "  embedding %.1f  lm_head %.1f%s", m->embedding / mib,
-		 m->lm_head / mib, m->tied ? " (tied)" : "");
+	snprintf(rows[n++], 160, "memory (MiB), %s weights", m->weight_type);
+	if (gpu)
+		snprintf(rows[n++], 160, "weights %.1f on the GPU", m->weights / mib);
+	else
+		snprintf(rows[n++], 160, "weights %.1f, %.1f in memory", m->weights / mib,
+			 m->weights_in_memory / mib);
+	if (m->tied)
+		snprintf(rows[n++], 160, "  embedding %.1f, lm_head tied", m->embedding / mib);
+	else
+		snprintf(rows[n++], 160, "  embedding %.1f  lm_head %.1f", m->embedding / mib,
+			 m->lm_head / mib);
 	snprintf(rows[n++], 160, "  attention %.1f  mlp %.1f  norms %.2f", m->attention / mib,
 		 m->mlp / mib, m->norms / mib);
-	snprintf(rows[n++], 160, "KV cache %.1f used / %.1f allocated; per layer %.2f / %.2f",
-		 m->kv_used / mib, m->kv_allocated / mib, m->kv_used / mib / layers,
-		 m->kv_allocated / mib / layers);
+	snprintf(rows[n++], 160, "KV cache %.1f used, %.1f in memory", m->kv_used / mib,
+		 m->kv_in_memory / mib);
+	snprintf(rows[n++], 160, "  of %.1f; per layer %.2f / %.2f", m->kv_allocated / mib,
+		 m->kv_used / mib / layers, m->kv_allocated / mib / layers);
 	snprintf(rows[n++], 160, "context %d / %d tokens", u->fig.ctx_used, u->fig.ctx_max);
 	if (m->graphs)
 		snprintf(rows[n++], 160, "scratch %.1f  CUDA graphs %.1f", m->scratch / mib,
 			 m->graphs / mib);
 	else
 		snprintf(rows[n++], 160, "scratch %.1f", m->scratch / mib);
-	if (m->device_total)
+	if (gpu) {
 		snprintf(rows[n++], 160, "GPU %.0f free / %.0f total", m->device_free / mib,
 			 m->device_total / mib);
-	else
-		snprintf(rows[n++], 160, "GPU: none (%s backend)", app_backend(u->a));
-	snprintf(rows[n++], 160, "host RSS %.1f", m->host_rss / mib);
+		snprintf(rows[n++], 160, "host RSS %.1f", m->host_rss / mib);
+	} else {
+		double sum = (double)(m->weights_in_memory + m->kv_in_memory + m->scratch);
+		snprintf(rows[n++], 160, "host RSS %.1f; the above %.1f", m->host_rss / mib,
+			 sum / mib);
+		if (m->host_rss)
+			snprintf(rows[n - 1] + strlen(rows[n - 1]), 40, " (%.0f%%)",
+				 100.0 * sum / (double)m->host_rss);
+	}
 	for (int r = 0; r < h; r++)
 		line(y + r, x, w, r == 0 ? A_BOLD : A_NORMAL, "%s", r < n ? rows[r] : "");
+}
+
+/* text, then spaces up to cols display columns (CJK takes two a character, Cyrillic
+ * one in two bytes: printf's %-12s pads by bytes). Returns the bytes written. */
+static int pad_text(char *out, size_t sz, const char *text, int cols)
+{
+	int k = snprintf(out, sz, "%s", text);
+	if (k < 0 || (size_t)k >= sz)
+		return k < 0 ? 0 : (int)sz - 1;
+	for (int w = view_width(text, strlen(text)); w < cols && (size_t)k + 1 < sz; w++)
+		out[k++] = ' ';
+	out[k] = 0;
+	return k;
 }
 
 /* Token probabilities: a row per token of the last answer (the newest at the
@@ -170,7 +202,8 @@ static void probs(struct ui *u, int y, int x, int h, int w)
 		}
 		const struct app_token_prob *t = &rows[r];
 		char s[512];
-		int k = snprintf(s, sizeof s, "%-12s %.3g (%.3g)", t->text, t->p, t->p_raw);
+		int k = pad_text(s, sizeof s, t->text, 12);
+		k += snprintf(s + k, sizeof s - (size_t)k, " %.3g (%.3g)", t->p, t->p_raw);
 		double sum = t->p; /* the token, its alternatives and the rest make 1 */
 		for (int i = 0, alts = 0; i < t->n_top && k < (int)sizeof s; i++)
 			if (t->top[i].id != t->id) {

@@ -27,8 +27,9 @@ void draw_init(void)
 	init_pair(C_WARN, COLOR_WHITE, COLOR_RED);
 }
 
-/* Prints at most cols columns of s[0..n); control characters show as '?'. Returns
- * the columns used. */
+/* Prints at most cols columns of s[0..n); control characters show as '?', but a
+ * carriage return takes no column: models write CRLF line ends (code, Windows
+ * text), and the view breaks lines at the LF. Returns the columns used. */
 int draw_put(int y, int x, const char *s, size_t n, int cols)
 {
 	move(y, x);
@@ -48,8 +49,10 @@ int draw_put(int y, int x, const char *s, size_t n, int cols)
 			s += run;
 			n -= run;
 		} else {
-			addch(s[0] == '\t' ? ' ' : '?');
-			used++;
+			if (s[0] != '\r') {
+				addch(s[0] == '\t' ? ' ' : '?');
+				used++;
+			}
 			s++;
 			n--;
 		}

@@ -108,8 +108,9 @@ static int char_at(const char *s, size_t n, int *width)
 		return 1;
 	}
 	int w = utf8proc_charwidth(cp);
-	/* Control characters are drawn as one column; combining marks take none. */
-	*width = cp < 0x20 || cp == 0x7f ? 1 : w < 0 ? 1 : w;
+	/* Control characters are drawn as one column, but a carriage return is not drawn
+	 * (draw_put); combining marks take none. */
+	*width = cp == '\r' ? 0 : cp < 0x20 || cp == 0x7f ? 1 : w < 0 ? 1 : w;
 	return (int)k;
 }
 

@@ -32,10 +32,16 @@ struct cpu_state {
 	int ctx_alloc;     /* ctx rounded up to whole key panels */
 	int q_dim, kv_dim; /* num_heads*head_dim, num_kv_heads*head_dim */
 	bool kv_f32;
-	bool bf16;                  /* prefill matmuls with bf16 activations (opt-in) */
-	size_t kv_elem;             /* 2 or 4 */
-	void *key_cache;            /* (layer, kv_head, ctx, head_dim) */
-	void *value_cache;          /* (layer, kv_head, ctx, head_dim) */
+	bool bf16;         /* prefill matmuls with bf16 activations (opt-in) */
+	bool all_bf16;     /* every matrix bf16: no quantized products */
+	size_t kv_elem;    /* 2 or 4 */
+	void *key_cache;   /* (layer, kv_head, kv_region): ctx rows of head_dim each */
+	void *value_cache; /* (layer, kv_head, kv_region) */
+	size_t kv_region;  /* bytes from one (layer, kv head)'s rows to the next's */
+	size_t kv_bytes;   /* each cache's allocation */
+	int kv_high;       /* positions ever written: the cache's pages touched so far */
+	int kv_huge;       /* 2 MB extents of every region made huge pages (kv_promote) */
+	int kv_next;       /* the next region (of both caches) to promote extent kv_huge of */
 	float *rope_cos, *rope_sin; /* (ctx, head_dim/2), YaRN scale applied */
 	float *x;                   /* (chunk, hidden) residual stream */
 	float *xn;            /* (chunk, max(hidden, q_dim, inter)) packed input of a matmul */
@@ -146,15 +152,15 @@ static void swiglu_pack(struct cpu_state *s, const void *ctx, int t)
 	put_row(s, st->n, t, s->gate + t * d, (int)d);
 }
 
-/* The cache: (layer, kv_head, ctx_alloc, head_dim). Values are rows; so are keys in
- * an fp32 cache. A bf16 cache keeps each 64 positions' keys as one weight panel
- * (kernels.h: the pair of dims 2i, 2i+1 of position p at 32-bit word i * 64 + p % 64),
- * so that scoring them is the prefill matmul's kernel, with no horizontal sums. */
+/* The cache: a region per (layer, kv_head) of ctx_alloc rows of head_dim, kv_region
+ * bytes apart (kv_alloc). Values are rows; so are keys in an fp32 cache. A bf16 cache
+ * keeps each 64 positions' keys as one weight panel (kernels.h: the pair of dims 2i,
+ * 2i+1 of position p at 32-bit word i * 64 + p % 64), so that scoring them is the
+ * prefill matmul's kernel, with no horizontal sums. */
 static void *cache_row(struct cpu_state *s, void *cache, int layer, int kvh, int p)
 {
-	size_t hd = (size_t)s->c->head_dim;
-	size_t i = (((size_t)layer * s->c->num_kv_heads + kvh) * s->ctx_alloc + p) * hd;
-	return (char *)cache + i * s->kv_elem;
+	size_t i = ((size_t)layer * s->c->num_kv_heads + kvh) * s->kv_region;
+	return (char *)cache + i + (size_t)p * s->c->head_dim * s->kv_elem;
 }
 
 /* The bf16 keys of positions [64b, 64b + 64). */
@@ -294,6 +300,68 @@ static void attention(struct cpu_state *s, const struct step *st)
 	cpu_pool_run(s->pool, attention_run, &a);
 }
 
+/* ---- the KV cache's pages ------------------------------------------------------------ */
+
+enum { HUGE_PAGE = 2 << 20 };
+#if defined(__linux__) && !defined(MADV_COLLAPSE)
+#define MADV_COLLAPSE 25 /* Linux 6.1's value; glibc 2.36 (Debian 12) does not name it */
+#endif
+
+/* Regions collapsed into 2 MB pages per forward: each is a 2 MB copy in the kernel
+ * (MADV_COLLAPSE), 1.3-1.5 ms here, so 4 add ~6 ms to a forward (a decode step of
+ * Qwen3-0.6B takes ~30), for the 112 forwards that do the 448 regions of its two
+ * caches after each 8192nd token. */
+#define KV_PROMOTE_STEP 4
+
+/* The cache comes into memory 4 KB at a time, as positions first reach each region's
+ * pages: on 2 MB pages from the start, the first token touched one per region, 28 x 8 x
+ * 2 of them, 896 MB for Qwen3-0.6B at ctx 32768 before the conversation held any of it
+ * (RSS 2.1 GB for 1.2 GB of weights). Laid out in blocks of 64 positions for every
+ * region instead, the pages would fill in order, but decode would read 16 KB runs 3.5
+ * MB apart: half the read bandwidth of whole regions here (12.6 against 27.8 GB/s, two
+ * threads; whole regions on 4 KB pages 20.7 against 22.8 on 2 MB ones). So each
+ * region's 2 MB extents, once full, are made huge pages (what decode gains from them:
+ * alloc_aligned), a few regions per forward. */
+static void kv_promote(struct cpu_state *s, int budget)
+{
+	size_t row = (size_t)s->c->head_dim * s->kv_elem;
+	int regions = s->c->num_layers * s->c->num_kv_heads;
+	int full = s->kv_region >= HUGE_PAGE ? (int)((size_t)s->kv_high * row / HUGE_PAGE) : 0;
+	for (; s->kv_huge < full && budget > 0; budget--) {
+		char *cache = s->kv_next < regions ? s->key_cache : s->value_cache;
+		char *at = cache + (size_t)(s->kv_next % regions) * s->kv_region +
+			   (size_t)s->kv_huge * HUGE_PAGE;
+#ifdef MADV_HUGEPAGE
+		madvise(at, HUGE_PAGE, MADV_HUGEPAGE); /* else khugepaged may, in time */
+#endif
+#ifdef MADV_COLLAPSE
+		madvise(at, HUGE_PAGE, MADV_COLLAPSE); /* Linux 6.1 on; a hint: errors ignored */
+#endif
+		if (++s->kv_next == 2 * regions) {
+			s->kv_next = 0;
+			s->kv_huge++;
+		}
+	}
+}
+
+/* A cache of `regions` regions of ctx_alloc rows: 2 MB aligned, each region a whole
+ * number of 2 MB extents when it holds one or more (the padding is never touched),
+ * on 4 KB pages until kv_promote; not zeroed: only rows written are read. */
+static void *kv_alloc(struct cpu_state *s, size_t regions)
+{
+	size_t bytes = regions * s->kv_region;
+	void *p = NULL;
+	if (regions && bytes / regions != s->kv_region)
+		return NULL;
+	if (posix_memalign(&p, HUGE_PAGE, bytes ? bytes : HUGE_PAGE))
+		return NULL;
+#ifdef MADV_NOHUGEPAGE
+	madvise(p, bytes, MADV_NOHUGEPAGE); /* THP "always" would fault 2 MB at a time */
+#endif
+	s->kv_bytes = bytes;
+	return p;
+}
+
 /* ---- the forward pass -------------------------------------------------------------- */
 
 /* One chunk of n <= s->chunk tokens at positions pos..pos+n-1. Logits for the last
@@ -366,19 +434,19 @@ static int cpu_forward(void *vs, const int32_t *ids, int n, int pos, float *logi
 			s->cap_len = pos + n;
 		done += m;
 	}
+	if (pos + n > s->kv_high)
+		s->kv_high = pos + n;
+	kv_promote(s, KV_PROMOTE_STEP);
 	return 0;
 }
 
 /* ---- setup ------------------------------------------------------------------------ */
 
-enum { HUGE_PAGE = 2 << 20 };
-
-/* 64-byte aligned; zeroed unless it is the KV cache, which is only read where it
- * was written: leaving it untouched keeps a large context from costing RSS (and a
- * memset of 470 MB for Qwen3-0.6B at 4096 tokens) before it is used. The cache is
- * on 2 MB pages where the kernel grants them (THP in "madvise" mode here): decode
- * reads all of it per token, and on 4 KB pages every page is a TLB miss and a
- * restart of the hardware prefetcher, as for the weights (safetensors.c). */
+/* 64-byte aligned; zeroed unless not asked (zero false): 2 MB aligned then, on 2 MB
+ * pages where the kernel grants them (THP in "madvise" mode here). The KV cache
+ * (kv_alloc) is read in full by every decode step, and on 4 KB pages every page is a
+ * TLB miss and a restart of the hardware prefetcher, as for the weights
+ * (safetensors.c). */
 static void *alloc_aligned(struct cpu_state *s, size_t n, size_t size, bool zero)
 {
 	void *p = NULL;
@@ -485,6 +553,7 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	}
 	s->c = c;
 	s->w = w;
+	s->all_bf16 = all_bf16;
 	/* o->cpu_isa picks the kernels (the tests run every set the CPU has) */
 	enum cpu_isa isa = cpu_isa_best();
 	if (o->cpu_isa && *o->cpu_isa && strcmp(o->cpu_isa, "auto")) {
@@ -514,11 +583,13 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 		widest = (size_t)s->q_dim;
 	if ((size_t)c->intermediate_size > widest)
 		widest = (size_t)c->intermediate_size;
-	size_t kv_elems = (size_t)c->num_layers * (size_t)s->ctx_alloc * (size_t)s->kv_dim;
-	s->key_cache = alloc_aligned(s, kv_elems, s->kv_elem, false);
-	s->value_cache = alloc_aligned(s, kv_elems, s->kv_elem, false);
-	size_t kv_bytes = s->scratch_bytes;
-	s->scratch_bytes = 0;
+	size_t regions = (size_t)c->num_layers * (size_t)c->num_kv_heads;
+	s->kv_region = (size_t)s->ctx_alloc * (size_t)c->head_dim * s->kv_elem;
+	if (s->kv_region >= HUGE_PAGE) /* whole extents, for kv_promote */
+		s->kv_region = (s->kv_region + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+	s->key_cache = kv_alloc(s, regions);
+	s->value_cache = kv_alloc(s, regions);
+	size_t kv_bytes = 2 * s->kv_bytes;
 	s->rope_cos = xalloc(s, ctx * hd2, sizeof(float));
 	s->rope_sin = xalloc(s, ctx * hd2, sizeof(float));
 	s->x = xalloc(s, ch * c->hidden_size, sizeof(float));
@@ -589,8 +660,25 @@ static void cpu_stats(void *vs, struct eng_backend_stats *out)
 	size_t per_tok = 2 * (size_t)s->c->num_layers * s->kv_dim * s->kv_elem;
 	out->kv_bytes_per_token = per_tok;
 	out->kv_bytes_allocated = per_tok * (size_t)s->ctx_alloc;
+	/* The pages touched: each region's rows up to the highest position written, in
+	 * 4 KB pages (2 MB ones only over whole extents: the same bytes). */
+	size_t touched = ((size_t)s->kv_high * s->c->head_dim * s->kv_elem + 4095) / 4096 * 4096;
+	size_t regions = (size_t)s->c->num_layers * s->c->num_kv_heads;
+	out->kv_lazy = true;
+	out->kv_bytes_resident = 2 * regions * (touched < s->kv_region ? touched : s->kv_region);
 	out->scratch_bytes = s->scratch_bytes;
 	out->prefill_inputs = s->bf16 ? "bf16" : s->mm.qpanels ? "int8" : "fp32";
+}
+
+/* One token takes the decode products (matmul's n == 1: fp32 activations, never the
+ * bf16 ones), and so do quantized matrices below CPU_QDIRECT tokens (int8 matrix-vector
+ * products instead of the prefill's panels); from there on every kernel computes each
+ * token's row in the same order whatever the other rows, so a split prefill gives a
+ * whole one's logits bit for bit (measured for splits of 2..99 tokens). */
+static int cpu_prefill_min(void *vs)
+{
+	struct cpu_state *s = vs;
+	return s->all_bf16 ? 2 : CPU_QDIRECT;
 }
 
 static int cpu_measure_op(void *vs, const struct eng_measure_request *rq, struct eng_peaks *out)
@@ -608,6 +696,7 @@ static const struct eng_backend_ops cpu_ops = {
 	.attention = cpu_attention,
 	.stats = cpu_stats,
 	.measure = cpu_measure_op,
+	.prefill_min = cpu_prefill_min,
 };
 
 const struct eng_backend_ops *eng_cpu_backend(void)

@@ -129,6 +129,13 @@ static void memory_update(struct app *a)
 		 eng_model_gguf(a->model) ? " GGUF" : "");
 	m->kv_used = st.kv_bytes_used;
 	m->kv_allocated = st.kv_bytes_allocated;
+	m->kv_in_memory = st.kv_bytes_resident;
+	/* mincore over every tensor: about 1 ms for 1.2 GB, so not at every token */
+	double now = clock_now();
+	if (!m->weights_in_memory || now - a->weights_checked > 0.5) {
+		m->weights_in_memory = eng_model_resident_bytes(a->model);
+		a->weights_checked = now;
+	}
 	m->layers = c->num_layers;
 	m->scratch = st.scratch_bytes;
 	m->graphs = st.graph_bytes;
@@ -197,6 +204,35 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 	return a->sess ? 0 : -1;
 }
 
+/* The settings, then the backend: the remote one, or the model and the engine. cfg is
+ * the command line's, completed with what a resumed conversation records. */
+static int open_with(struct app *a, const struct app_config *cfg, void (*notice)(const char *))
+{
+	a->think = cfg->think != 0;
+	a->user_set = cfg->sampling_set;
+	a->seed_drawn = cfg->seed_drawn;
+	a->max_new = cfg->max_new > 0 ? cfg->max_new : INT_MAX; /* default: the context */
+	a->max_new_set = cfg->max_new > 0;
+	if (cfg->remote.url)
+		return app_remote_open(a, cfg, notice);
+	const char *model = cfg->model ? cfg->model : hub_default_model(cfg->hub);
+	if (!(a->held_model = app_held_model(model)))
+		return -1;
+	a->dir = hub_resolve(cfg->hub, cfg->model);
+	if (!a->dir || open_engine(a, cfg, notice))
+		return -1;
+	const char *slash = strrchr(a->dir, '/');
+	a->model_name = strdup(slash && slash[1] ? slash + 1 : a->dir);
+	/* A snapshot directory of the HF cache is a commit hash: name the repo instead. */
+	if (cfg->model && strchr(cfg->model, '/') && !fio_is_dir(cfg->model)) {
+		free(a->model_name);
+		a->model_name = strdup(cfg->model);
+	}
+	a->fig.ctx_max = eng_ctx(a->eng);
+	memory_update(a);
+	return 0;
+}
+
 struct app *app_open(const struct app_config *cfg, void (*notice)(const char *msg))
 {
 	struct app *a = calloc(1, sizeof *a);
@@ -206,12 +242,8 @@ struct app *app_open(const struct app_config *cfg, void (*notice)(const char *ms
 	}
 	a->lock_fd = -1;
 	pthread_mutex_init(&a->lock, NULL);
-	a->think = cfg->think != 0;
 	a->parse_special = cfg->parse_special;
 	a->show_reasoning = true;
-	a->user_set = cfg->sampling_set;
-	a->max_new = cfg->max_new > 0 ? cfg->max_new : INT_MAX; /* default: the context */
-	a->max_new_set = cfg->max_new > 0;
 	a->chat = chat_new();
 	a->state_dir = cfg->state_dir ? strdup(cfg->state_dir) : NULL;
 	a->home = cfg->home ? strdup(cfg->home) : NULL;
@@ -225,24 +257,14 @@ struct app *app_open(const struct app_config *cfg, void (*notice)(const char *ms
 		goto fail;
 	if (!cfg->resume && cfg->system && chat_set_system(a->chat, cfg->system))
 		goto fail;
-	if (cfg->remote.url) {
-		if (app_remote_open(a, cfg, notice))
-			goto fail;
+	struct app_config eff = *cfg;
+	struct app_held held = {0};
+	int rc = cfg->resume ? app_held_apply(a, cfg, &eff, &held, notice) : 0;
+	if (!rc)
+		rc = open_with(a, &eff, notice);
+	app_held_free(&held);
+	if (!rc)
 		return a;
-	}
-	a->dir = hub_resolve(cfg->hub, cfg->model);
-	if (!a->dir || open_engine(a, cfg, notice))
-		goto fail;
-	const char *slash = strrchr(a->dir, '/');
-	a->model_name = strdup(slash && slash[1] ? slash + 1 : a->dir);
-	/* A snapshot directory of the HF cache is a commit hash: name the repo instead. */
-	if (cfg->model && strchr(cfg->model, '/') && !fio_is_dir(cfg->model)) {
-		free(a->model_name);
-		a->model_name = strdup(cfg->model);
-	}
-	a->fig.ctx_max = eng_ctx(a->eng);
-	memory_update(a);
-	return a;
 fail:
 	app_free(a);
 	return NULL;
@@ -266,6 +288,7 @@ void app_free(struct app *a)
 	free(a->probs);
 	free(a->dir);
 	free(a->model_name);
+	free(a->held_model);
 	free(a->state_dir);
 	free(a->home);
 	if (a->lock_fd >= 0 && a->session_path) {
@@ -332,7 +355,9 @@ int app_add_user(struct app *a, const char *text)
 
 int app_autosave(struct app *a)
 {
-	int rc = chat_save(a->chat, a->session_path, false);
+	int rc = app_held_record(a);
+	if (!rc)
+		rc = chat_save(a->chat, a->session_path, false);
 	char *lf = last_file(a);
 	if (!rc)
 		rc = lf ? fio_write_atomic(lf, a->session_path, strlen(a->session_path), 0600, 0)

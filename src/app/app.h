@@ -25,12 +25,17 @@ struct app_config {
 	struct samp_params sampling; /* the user's sampling settings ... */
 	unsigned sampling_set;       /* ... those whose SAMP_SET_* bit is set */
 	int max_new;                 /* new tokens per answer; 0: the default */
-	int think;                   /* 1: thinking on (default), 0: off */
-	const char *system;          /* system prompt for a new conversation, or NULL */
-	bool parse_special;          /* special tokens in messages are control tokens */
-	bool resume;                 /* reopen the last session file */
-	const char *state_dir;       /* where conversations are saved (created 0700) */
-	const char *home;            /* the home directory, for ~/ in /save and /load; or NULL */
+	/* 1: thinking on, 0: off; -1: not given: on, or what a resumed conversation was
+	 * held with */
+	int think;
+	bool seed_drawn;    /* sampling.seed was drawn at random, not given */
+	const char *system; /* system prompt for a new conversation, or NULL */
+	bool parse_special; /* special tokens in messages are control tokens */
+	/* Reopen the last session file, with the model, thinking and sampling choices it
+	 * records where this config gives none (a different model is said aloud). */
+	bool resume;
+	const char *state_dir; /* where conversations are saved (created 0700) */
+	const char *home;      /* the home directory, for ~/ in /save and /load; or NULL */
 	/* The remote backend when remote.url is set: the conversation goes to that
 	 * OpenAI-compatible server, model names a model it serves (NULL: the only one),
 	 * engine and hub are not used. */
@@ -60,11 +65,13 @@ struct app_result {
 
 /* Where the memory goes, for the status bar and the debug pane (bytes). */
 struct app_memory {
-	size_t weights;                   /* resident for the backend */
+	size_t weights;                   /* the backend's: mapped (CPU) or uploaded (GPU) */
+	size_t weights_in_memory;         /* of those mapped, the pages in memory (CPU) */
 	size_t embedding, lm_head;        /* by component, from the parameter counts */
 	bool tied;                        /* lm_head is the embedding */
 	size_t attention, mlp, norms;     /* all layers */
 	size_t kv_used, kv_allocated;     /* the whole KV cache */
+	size_t kv_in_memory;              /* its pages touched so far (CPU: grows with use) */
 	int layers;                       /* for the per-layer KV figures */
 	size_t scratch, graphs;           /* activations; CUDA graphs (0 on the CPU) */
 	size_t device_free, device_total; /* GPU memory (0 without a GPU) */
@@ -91,6 +98,10 @@ struct app_attention {
 };
 
 struct app;
+
+/* The server the last conversation in state_dir was held on (malloc'd), or NULL (none,
+ * or held on the local engine): --resume goes back to it. */
+char *app_resume_url(const char *state_dir);
 
 /* Opens the model (hub_resolve), the tokenizer, the engine on the backend asked for,
  * the session and the sampler; starts a new conversation or (cfg->resume) loads the

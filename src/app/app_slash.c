@@ -127,9 +127,14 @@ static void set_param(struct app *a, const struct slash_call *c, struct app_resu
 	}
 	if (c->cmd->id == SLASH_SEED && a->samp)
 		samp_reseed(a->samp, p.seed);
+	if (c->cmd->id == SLASH_SEED)
+		a->seed_drawn = false; /* a choice now: the saved conversation records it */
 	a->params = p;
 	a->user_set |= bit;
-	say(r, "%s = %g", c->cmd->name, c->num);
+	if (c->cmd->arg == SLASH_ARG_INT)
+		say(r, "%s = %.0f", c->cmd->name, c->num);
+	else
+		say(r, "%s = %g", c->cmd->name, c->num);
 }
 
 static void think(struct app *a, const struct slash_call *c, struct app_result *r)
@@ -212,10 +217,11 @@ static void stats(struct app *a, struct app_result *r)
 		return;
 	}
 	say(r,
-	    "context %d/%d tokens; memory: weights %.1f MiB, KV %.1f/%.1f MiB, scratch "
-	    "%.1f MiB, host RSS %.1f MiB\n",
+	    "context %d/%d tokens; memory: weights %.1f MiB, KV %.1f/%.1f MiB (%.1f in memory), "
+	    "scratch %.1f MiB, host RSS %.1f MiB\n",
 	    f.ctx_used, f.ctx_max, f.mem.weights / 1048576.0, f.mem.kv_used / 1048576.0,
-	    f.mem.kv_allocated / 1048576.0, f.mem.scratch / 1048576.0, f.mem.host_rss / 1048576.0);
+	    f.mem.kv_allocated / 1048576.0, f.mem.kv_in_memory / 1048576.0,
+	    f.mem.scratch / 1048576.0, f.mem.host_rss / 1048576.0);
 	/* The end of the prompt the next answer would get: shows what /think changes. */
 	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
 	struct chat *c = chat_dup(a->chat);
@@ -241,7 +247,7 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 		return;
 	}
 	if (c->cmd->id == SLASH_SAVE) {
-		if (chat_save(a->chat, path, false))
+		if (app_held_record(a) || chat_save(a->chat, path, false))
 			fail(r, "/save: %s", err_msg());
 		else
 			say(r, "saved %zu turns to %s", chat_count(a->chat), path);

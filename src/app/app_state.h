@@ -18,7 +18,9 @@ struct app_seg {
 
 struct app {
 	char *dir, *model_name, *state_dir, *home, *session_path;
-	int lock_fd; /* holds session_path's lock (another qwenchat resumes into a copy) */
+	char *held_model; /* the local model as --resume reopens it (app_held_model) */
+	bool seed_drawn;  /* the seed was drawn for this run, not chosen: not recorded */
+	int lock_fd;      /* holds session_path's lock (another qwenchat resumes into a copy) */
 	struct eng_model *model;
 	struct eng *eng;
 	struct tok *tok;
@@ -42,6 +44,7 @@ struct app {
 	pthread_mutex_t lock;
 	struct app_figures fig;
 	double first_token_time; /* monotonic seconds, for the live decode speed */
+	double weights_checked;  /* when the weights' pages in memory were last counted */
 	struct app_buf queue;    /* text not drained yet */
 	struct app_seg *segs;
 	size_t n_segs, cap_segs;
@@ -61,6 +64,28 @@ struct app {
 /* Copies the captured attention of layer a->att_want into a->att (lock held, engine
  * idle). */
 void app_capture_layer(struct app *a);
+
+/* app_held.c: what a saved conversation records of the chat it was held in, and
+ * --resume's use of it. */
+struct app_held {
+	char *model, *url; /* NULL: not recorded */
+	int think;         /* 1, 0, or -1: not recorded */
+	int max_new;       /* 0: not recorded */
+	struct samp_params sampling;
+	unsigned sampling_set; /* the recorded fields of sampling */
+};
+/* -m as the record keeps it: a path made absolute, a repo id as it is (NULL: "").
+ * malloc'd; NULL with err_set. */
+char *app_held_model(const char *model);
+/* Puts the record of the chat as it stands into a->chat->meta. 0 or -1. */
+int app_held_record(struct app *a);
+/* The resumed conversation's record (a->chat->meta) into h, and eff (a copy of cfg)
+ * completed with it where the command line gave nothing: the model when the backend
+ * is the same, thinking, -n, the sampling choices. A differing model is said through
+ * notice. 0, or -1 with err_set naming the file and the field. */
+int app_held_apply(const struct app *a, const struct app_config *cfg, struct app_config *eff,
+		   struct app_held *h, void (*notice)(const char *));
+void app_held_free(struct app_held *h);
 
 /* app_remote.c: the remote backend's side of app_open and app_turn. */
 int app_remote_open(struct app *a, const struct app_config *cfg, void (*notice)(const char *));

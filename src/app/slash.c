@@ -141,8 +141,13 @@ static int parse_arg(const struct slash_cmd *cmd, const char *arg, struct slash_
 			return -1;
 		}
 		if (out->num < cmd->lo || out->num > cmd->hi) {
-			snprintf(err, errsz, "/%s: %g is out of range [%g, %g]", cmd->name,
-				 out->num, cmd->lo, cmd->hi);
+			/* whole numbers in full: %g writes the seed's bound as 9.0072e+15 */
+			if (cmd->arg == SLASH_ARG_INT)
+				snprintf(err, errsz, "/%s: %.0f is out of range [%.0f, %.0f]",
+					 cmd->name, out->num, cmd->lo, cmd->hi);
+			else
+				snprintf(err, errsz, "/%s: %g is out of range [%g, %g]", cmd->name,
+					 out->num, cmd->lo, cmd->hi);
 			return -1;
 		}
 		return 0;

@@ -147,6 +147,7 @@ void chat_free(struct chat *c)
 		free(c->tools[i]);
 	free(c->tools);
 	free(c->turns);
+	free(c->meta);
 	free(c);
 }
 
@@ -237,6 +238,23 @@ int chat_add_tool(struct chat *c, const char *json_text)
 	return 0;
 }
 
+int chat_set_meta(struct chat *c, const char *json_text)
+{
+	char *copy = NULL;
+	if (json_text) {
+		json_t *o = json_loads(json_text, 0, NULL);
+		bool obj = json_is_object(o);
+		json_decref(o);
+		if (!obj)
+			return err_set("conversation meta: not a JSON object");
+		if (!(copy = strdup(json_text)))
+			return err_set("out of memory");
+	}
+	free(c->meta);
+	c->meta = copy;
+	return 0;
+}
+
 struct chat *chat_dup(const struct chat *c)
 {
 	struct chat *d = chat_new();
@@ -254,6 +272,8 @@ struct chat *chat_dup(const struct chat *c)
 	for (size_t i = 0; i < c->n_tools; i++)
 		if (chat_add_tool(d, c->tools[i]) < 0)
 			goto fail;
+	if (chat_set_meta(d, c->meta) < 0)
+		goto fail;
 	return d;
 fail:
 	chat_free(d);
@@ -452,10 +472,16 @@ struct chat *chat_from_json(const char *text, size_t len, const char *name)
 			jerr.text);
 		return NULL;
 	}
-	json_t *msgs = root, *tools = NULL;
+	json_t *msgs = root, *tools = NULL, *meta = NULL;
 	if (json_is_object(root)) {
 		tools = json_object_get(root, "tools");
 		msgs = json_object_get(root, "messages");
+		meta = json_object_get(root, "qwenchat");
+	}
+	if (meta && !json_is_object(meta)) {
+		err_set("%s: qwenchat: not an object", name);
+		json_decref(root);
+		return NULL;
 	}
 	if (!json_is_array(msgs)) {
 		err_set("%s: expected a JSON array of messages (or an object with a \"messages\" "
@@ -465,10 +491,15 @@ struct chat *chat_from_json(const char *text, size_t len, const char *name)
 		return NULL;
 	}
 	struct chat *c = chat_new();
-	if (c && parse_tools(c, tools, name) < 0) {
+	char *meta_text = meta ? json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	if (c && (parse_tools(c, tools, name) < 0 || (meta && !meta_text) ||
+		  (meta_text && chat_set_meta(c, meta_text) < 0))) {
+		if (meta && !meta_text)
+			err_set("out of memory");
 		chat_free(c);
 		c = NULL;
 	}
+	free(meta_text);
 	for (size_t i = 0; c && i < json_array_size(msgs); i++) {
 		if (parse_message(c, json_array_get(msgs, i), name, i) < 0) {
 			chat_free(c);
@@ -532,11 +563,14 @@ char *chat_to_json(const struct chat *c, size_t *len)
 			arr = root = NULL;
 		}
 	}
-	if (arr && c->n_tools) { /* {"messages": [...], "tools": [...]} */
-		json_t *tools = json_array();
+	if (arr && (c->n_tools || c->meta)) { /* {"messages": [...], "tools": [...], ...} */
+		json_t *tools = c->n_tools ? json_array() : NULL;
 		root = json_object();
 		int bad = json_object_set_new(root, "messages", arr);
-		bad |= json_object_set_new(root, "tools", tools);
+		if (tools)
+			bad |= json_object_set_new(root, "tools", tools);
+		if (c->meta)
+			bad |= json_object_set_new(root, "qwenchat", json_loads(c->meta, 0, NULL));
 		for (size_t i = 0; !bad && i < c->n_tools; i++)
 			bad |= json_array_append_new(
 				tools, json_loads(c->tools[i], JSON_DECODE_ANY, NULL));

@@ -44,6 +44,9 @@ struct chat {
 	 * json.dumps writes it (the template's `tool | tojson`). */
 	char **tools;
 	size_t n_tools;
+	/* The file's "qwenchat" object as JSON text, kept as it is (NULL: none): the chat
+	 * records there the model and settings a conversation was held with. */
+	char *meta;
 };
 
 struct chat *chat_new(void);
@@ -65,6 +68,10 @@ int chat_add_tool_call(struct chat *c, size_t i, const char *name, const char *a
 		       bool arguments_is_text);
 /* Appends a tool definition, given as its tojson text. 0 or -1. */
 int chat_add_tool(struct chat *c, const char *json_text);
+
+/* Replaces the "qwenchat" object (JSON text of an object; NULL removes it). 0, or -1
+ * (not an object, out of memory) with err_set. */
+int chat_set_meta(struct chat *c, const char *json_text);
 
 /* Replaces turn i's content and reasoning (same rules as chat_add); its tool calls
  * stay. 0 or -1. */
@@ -94,9 +101,10 @@ void chat_clear(struct chat *c);
  * "reasoning_content" (string or null) and "tool_calls" (OpenAI's
  * [{"type": "function", "function": {"name": ..., "arguments": ...}}], or the
  * function objects themselves; content may then be null). An object
- * {"messages": [...], "tools": [...]} carries tool definitions too. Content that
- * is not a string is refused; other keys are ignored. An empty array is a valid,
- * empty conversation. A conversation with tools is written as that object.
+ * {"messages": [...], "tools": [...], "qwenchat": {...}} carries tool definitions and
+ * the meta object too. Content that is not a string is refused, and a "qwenchat" that
+ * is not an object; other keys are ignored. An empty array is a valid, empty
+ * conversation. A conversation with tools or meta is written as that object.
  * JSON nested deeper than 64 levels or holding more than 512k values (keys
  * included) is refused before it is parsed, as is a file over 64 MiB (chat_load).
  * name (the file name) starts every error message, e.g.

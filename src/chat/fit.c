@@ -56,13 +56,17 @@ int32_t *chat_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int
 					ctx);
 				return NULL;
 			}
+			/* The prompt's count is what must fit; the message's own says how
+			 * much of it is the user's text and how much the template. */
 			const char *msg = c->turns[last].content;
 			size_t m = 0;
 			struct tok_span all = {0, strlen(msg)};
 			int32_t *mids =
 				tok_encode_literal(t, msg, all.end, &all, literal ? 1 : 0, &m);
 			free(mids);
-			err_set("the message is %zu tokens, the context holds %d", m, ctx);
+			err_set("the prompt is %zu tokens (the message alone %zu), the context "
+				"holds %d%s",
+				k, m, ctx, k == (size_t)ctx ? " and no room for an answer" : "");
 			return NULL;
 		}
 		free(ids);

@@ -23,8 +23,8 @@ int32_t *chat_encode(struct tok *t, const struct chat *c, enum tmpl_variant v,
  * removes the oldest whole turn (a user turn and the turns up to the next user
  * turn; the system prompt is kept) from c. The last user turn is never removed: if
  * the conversation still does not fit ctx with at least one token to spare, fails
- * with "the message is N tokens, the context holds CTX" (N: that user message's
- * tokens). Returns the malloc'd ids (*n of them) and *dropped (turns removed), or
+ * with "the prompt is N tokens (the message alone M), the context holds CTX" (N: the
+ * rendered prompt's tokens, M: that user message's own). Returns the malloc'd ids (*n of them) and *dropped (turns removed), or
  * NULL with err_set. */
 int32_t *chat_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int enable_thinking,
 			 bool literal, int ctx, int reserve, int *n, int *dropped);

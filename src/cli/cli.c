@@ -78,7 +78,11 @@ static const struct {
 	{CLI_SAMPLING,
 	 {"repeat-penalty", K_REPEAT, "X", "divide positive logits of repeated tokens by X"}},
 	{CLI_SAMPLING,
-	 {"seed", K_SEED, "N", "random seed (default: a random one; same seed, same\ntext)"}},
+	 {"seed", K_SEED, "N",
+	  "random seed (default: a random one). The same seed, prompt\n"
+	  "and settings give the same text on the CPU backend, from the\n"
+	  "KV cache or not, unless the cache holds tokens the model\n"
+	  "wrote (a follow-up turn): see the manual"}},
 	{CLI_SAMPLING, {"greedy", K_GREEDY, NULL, "always take the most likely token"}},
 	{CLI_REMOTE,
 	 {"url", K_URL, "URL",

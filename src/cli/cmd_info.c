@@ -296,8 +296,9 @@ static void print_costs(const struct info *in)
 	units_ibytes((double)in->kv_ctx, b, sizeof b);
 	units_ibytes((double)in->scratch, c, sizeof c);
 	units_ibytes((double)tot, d, sizeof d);
-	printf("  cpu   weights %s mmapped (page cache, not copied) + KV %s + scratch %s "
-	       "= %s of RAM\n",
+	/* The CPU's KV pages come into memory as positions first arrive (2 MB at a time). */
+	printf("  cpu   weights %s mmapped (page cache, not copied) + KV up to %s (in memory as "
+	       "the context fills) + scratch %s = at most %s of RAM\n",
 	       a, b, c, d);
 	printf("  cuda  weights %s uploaded + KV %s + scratch %s = %s of GPU memory\n", a, b, c, d);
 }

@@ -47,7 +47,10 @@ static const char usage[] =
 static const struct cli_opt chat_opts[] = {
 	{"plain", CLI_OWN + 1, NULL, "line mode: no full-screen UI"},
 	{"resume", CLI_OWN + 2, NULL,
-	 "reopen the last conversation (it is saved after every turn)"},
+	 "reopen the last conversation (it is saved after every turn)\n"
+	 "with the model (or server), thinking and sampling choices it\n"
+	 "was held with; options given here win, and a different -m\n"
+	 "is said aloud"},
 	{"think", CLI_OWN + 3, NULL, "start with thinking on (the default)"},
 	{"no-think", CLI_OWN + 4, NULL, "start with thinking off"},
 	{"system", CLI_OWN + 5, "TEXT", "system prompt of a new conversation"},
@@ -100,15 +103,31 @@ static void keep_notice(const char *msg)
 
 int cmd_chat(int argc, char **argv)
 {
-	struct chat_args a = {.cfg.think = 1};
+	struct chat_args a = {.cfg.think = -1};
 	struct cli_common com;
 	struct hub_env hub;
 	int rc = cli_parse(&chat_cmd, argc, argv, &com, chat_opt, &a, NULL);
 	if (rc)
 		return rc == CLI_DONE ? EXIT_OK : rc;
+	char *state = cli_env_state_dir();
+	if (!state) {
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	/* --resume alone goes back to the server the conversation was held on */
+	char *held_url = a.cfg.resume && !com.model && !com.url && !strcmp(com.backend, "auto")
+				 ? app_resume_url(state)
+				 : NULL;
+	if (held_url) {
+		com.url = held_url;
+		com.backend = "remote";
+	}
 	if (cli_is_remote(&com) ? cli_remote_options(&com, &a.cfg.remote, keep_notice)
-				: cli_engine_options(&com, &a.cfg.engine, keep_notice))
+				: cli_engine_options(&com, &a.cfg.engine, keep_notice)) {
+		free(state);
+		free(held_url);
 		return cli_is_remote(&com) ? EXIT_RUNTIME : EXIT_USAGE;
+	}
 	cli_env_hub(&hub);
 	a.cfg.model = com.model;
 	a.cfg.hub = &hub;
@@ -118,15 +137,10 @@ int cmd_chat(int argc, char **argv)
 	if (!cli_is_remote(&com) && !(com.set & SAMP_SET_SEED)) {
 		a.cfg.sampling.seed = cli_random_seed();
 		a.cfg.sampling_set |= SAMP_SET_SEED;
+		a.cfg.seed_drawn = true;
 	}
 	a.cfg.max_new = com.set & CLI_SET_MAX_NEW ? com.max_new : 0;
 	a.cfg.home = cli_env_home();
-	char *state = cli_env_state_dir();
-	if (!state) {
-		cli_error("out of memory");
-		cli_remote_free(&a.cfg.remote);
-		return EXIT_RUNTIME;
-	}
 	a.cfg.state_dir = state;
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
 		a.plain = true;
@@ -137,6 +151,7 @@ int cmd_chat(int argc, char **argv)
 		signal(SIGPIPE, SIG_IGN);
 	struct app *app = app_open(&a.cfg, keep_notice);
 	free(state);
+	free(held_url);
 	cli_remote_free(&a.cfg.remote); /* the client keeps its own copy of the key */
 	if (!app) {
 		cli_error("%s", err_msg());

@@ -214,6 +214,31 @@ static const char *curl_why(struct dl *d, CURLcode rc)
 	return d->errbuf[0] ? d->errbuf : curl_easy_strerror(rc);
 }
 
+static bool unresolved(CURLcode cc)
+{
+	return cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_RESOLVE_PROXY;
+}
+
+/* Failures another try cannot mend: a URL curl cannot use, and a host name that does
+ * not resolve (no network, or a typo in HF_ENDPOINT), which five tries turned into
+ * 15 s of waiting for the same answer. */
+static int after_curl_error(CURLcode cc)
+{
+	return cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_URL_MALFORMAT || unresolved(cc)
+		       ? DL_FAIL
+		       : DL_RETRY;
+}
+
+/* "LABEL: cannot reach the Hub: WHY", and where a name did not resolve, the ways to
+ * go on without the network. */
+static void reach_error(struct dl *d, const char *label, CURLcode cc)
+{
+	err_set("%s: cannot reach the Hub: %s%s", label, curl_why(d, cc),
+		unresolved(cc) ? " (offline? HF_HUB_OFFLINE=1 uses the Hugging Face cache "
+				 "alone; -m DIR opens a model directory)"
+			       : "");
+}
+
 /* Strips a weak marker and quotes: W/"abc" -> abc. */
 static void normalize_etag(const char *in, char *out, size_t cap)
 {
@@ -307,10 +332,8 @@ int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m)
 		curl_easy_setopt(d->curl, CURLOPT_TIMEOUT, 60L);
 		CURLcode cc = curl_easy_perform(d->curl);
 		if (cc != CURLE_OK) {
-			err_set("%s: cannot reach the Hub: %s", label, curl_why(d, cc));
-			rc = cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_URL_MALFORMAT
-				     ? DL_FAIL
-				     : DL_RETRY;
+			reach_error(d, label, cc);
+			rc = after_curl_error(cc);
 			done = 1;
 			break;
 		}
@@ -519,7 +542,7 @@ static int transfer(struct xfer *x, const char *url)
 	}
 	err_set("%s: download interrupted after %llu of %llu bytes: %s", x->label,
 		(unsigned long long)x->have, (unsigned long long)x->size, curl_why(x->d, cc));
-	return cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_URL_MALFORMAT ? DL_FAIL : DL_RETRY;
+	return after_curl_error(cc);
 }
 
 /* Size and hash check; a file that fails it is deleted so it is never kept. */
@@ -639,7 +662,7 @@ int dl_get_text(struct dl *d, const char *url, const char *label, size_t max, ch
 	if (m.overflow)
 		err_set("%s: the answer is larger than %zu bytes", label, max);
 	else if (cc != CURLE_OK)
-		err_set("%s: cannot reach the Hub: %s", label, curl_why(d, cc));
+		reach_error(d, label, cc);
 	else if (h.status == 404 && !strcmp(h.err_code, "RevisionNotFound"))
 		http_error(label, &h, d->has_token);
 	else if (h.status == 404 && !strcmp(h.err_code, "RepoNotFound"))

@@ -399,3 +399,16 @@ void ggufname_files_free(struct ggufname_file *f, size_t n)
 		free(f[i].name);
 	free(f);
 }
+
+bool ggufname_is_gguf(const char *path)
+{
+	size_t n = strlen(path);
+	if (n >= 5 && !strcasecmp(path + n - 5, ".gguf"))
+		return true;
+	char magic[4] = {0};
+	FILE *f = fopen(path, "rb");
+	bool yes = f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
+	if (f)
+		fclose(f);
+	return yes;
+}

@@ -37,6 +37,10 @@ struct ggufname_file {
 int ggufname_files(const char *dir, struct ggufname_file **out, size_t *n);
 void ggufname_files_free(struct ggufname_file *f, size_t n);
 
+/* Whether the file at path is meant as a GGUF: its name ends in .gguf (any case),
+ * or it starts with the GGUF magic (an ollama blob has no such name). */
+bool ggufname_is_gguf(const char *path);
+
 /* llama.cpp's name of general.file_type ("Q4_K_M", "BF16"), or NULL. */
 const char *ggufname_file_type(long ftype);
 

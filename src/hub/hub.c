@@ -579,13 +579,26 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 		free(root);
 		return blob;
 	}
-	/* a directory, or a file (a .gguf, checked when it is opened) */
+	/* a FIFO, a device or a socket is refused before anything opens it */
 	if (fio_exists(model) && !fio_is_dir(model) && !fio_is_file(model))
 		return err_set("%s: not a directory or a regular file (a FIFO, a device or a "
 			       "socket is refused)",
 			       model),
 		       NULL;
+	/* a model directory, or a GGUF (checked when it is opened); any other file or
+	 * directory gets one message, whatever the command would have opened first (the
+	 * tokenizer commands name the file they could do with alone too) */
 	if (fio_is_dir(model) || fio_is_file(model)) {
+		bool ok = fio_is_dir(model)
+				  ? has_file(model, "config.json") ||
+					    (!weights && has_file(model, "tokenizer.json"))
+				  : ggufname_is_gguf(model);
+		if (!ok) {
+			err_set("%s is not a model directory (no config.json%s), a .gguf file or "
+				"a repo id",
+				model, weights ? "" : " or tokenizer.json");
+			return NULL;
+		}
 		char *d = strdup(model);
 		if (!d)
 			err_set("out of memory");

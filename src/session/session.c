@@ -161,6 +161,13 @@ int sess_sync(struct sess *s, const int32_t *ids, int n)
 		s->st.reused = n;
 		return 0;
 	}
+	/* A prompt is computed in forwards of at least eng_prefill_min tokens, even
+	 * when that recomputes a few cached ones: a lone last token would take the
+	 * decode path, and a repeated request (all but one token cached) would get
+	 * other logits, so another text for the same seed, than the first time. */
+	int least = eng_prefill_min(s->e);
+	if (n - keep < least)
+		keep = n > least ? n - least : 0;
 	if (eng_truncate(s->e, keep))
 		return -1;
 	s->n = keep;
@@ -174,6 +181,8 @@ int sess_sync(struct sess *s, const int32_t *ids, int n)
 			break;
 		}
 		int c = n - pos < s->chunk ? n - pos : s->chunk;
+		if (n - pos > c && n - pos - c < least && n - pos > least)
+			c = n - pos - least; /* no short last chunk either */
 		if (eng_forward(s->e, ids + pos, c, pos, s->logits, false)) {
 			s->n = eng_cached(s->e) < pos ? eng_cached(s->e) : pos;
 			rc = -1;

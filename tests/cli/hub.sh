@@ -139,6 +139,17 @@ expect_exit 0 "offline: pull of a cached model" env HF_HUB_OFFLINE=1 "$QWENCHAT"
 expect_exit 1 "offline: model not in the cache" env HF_HUB_OFFLINE=1 "$QWENCHAT" pull test/Sharded-Qwen3
 err_has "HF_HUB_OFFLINE is set" "offline: clear error"
 [ "$(requests)" = "$n" ] && pass "offline mode never connects" || fail "offline mode made requests"
+# A host name that does not resolve (.invalid never does) fails at the first try and
+# says how to go on without the network, instead of retrying for seconds.
+t0=$(date +%s)
+expect_exit 1 "a name that does not resolve" env HF_ENDPOINT=http://qwenchat-test.invalid \
+	QWENCHAT_DOWNLOAD_ATTEMPTS=5 "$QWENCHAT" pull test/Sharded-Qwen3
+t1=$(date +%s)
+err_has "Could not resolve host" "unresolved: curl's reason"
+err_has "HF_HUB_OFFLINE=1" "unresolved: names HF_HUB_OFFLINE=1"
+err_has "-m DIR" "unresolved: names -m DIR"
+grep -q retrying "$TMP/err" && fail "unresolved: retried: $(cat "$TMP/err")" ||
+	pass "unresolved: not retried ($((t1 - t0)) s)"
 
 # --- list -------------------------------------------------------------------
 expect_exit 0 "list" "$QWENCHAT" list

@@ -21,7 +21,7 @@ grep -q "more than the $cpus CPUs online" "$TMP/err" && pass "the chat says so t
 printf 'before\0after\nreal message\n' | "$QWENCHAT" chat -m "$M" --threads 1 -n 2 >/dev/null 2>"$TMP/err"
 grep -q '^qwenchat: the line holds a NUL byte; not sent$' "$TMP/err" && pass "a NUL line is refused visibly" ||
 	fail "NUL: $(cat "$TMP/err")"
-python3 -c 'import json,sys; m=json.load(open(open(sys.argv[1]).read().strip())); u=[t["content"] for t in m if t["role"]=="user"]; sys.exit(0 if u == ["real message"] else 1)' \
+python3 -c 'import json,sys; m=json.load(open(open(sys.argv[1]).read().strip())); m=m["messages"] if isinstance(m, dict) else m; u=[t["content"] for t in m if t["role"]=="user"]; sys.exit(0 if u == ["real message"] else 1)' \
 	"$TMP/state/qwenchat/last-session" && pass "only the next line was sent" || fail "sent: $(cat "$(cat "$TMP/state/qwenchat/last-session")")"
 # The engine's knobs come from the environment through the command line, which names
 # the variable of a bad value.

@@ -31,6 +31,7 @@ grep -q 'temp 0.3, top-k 20, top-p 0.8' "$TMP/out" && pass "/sampling shows the 
 grep -q 'context: [1-9][0-9]* of [0-9]* tokens used' "$TMP/out" && pass "/ctx" || fail "/ctx"
 python3 -c 'import json,sys
 m=json.load(open(sys.argv[1]))
+m=m["messages"] if isinstance(m, dict) else m
 sys.exit(0 if [x["role"] for x in m]==["user","assistant"] and m[0]["content"]=="Hello there" else 1)' \
 	"$TMP/conv.json" && pass "/save wrote the first turn" || fail "/save file"
 # /special: typed special tokens are text by default; on, they are control tokens and
@@ -50,6 +51,7 @@ n2=$(grep -o '[0-9]* prefilled' "$TMP/sp2" | cut -d' ' -f1)
 sess=$(cat "$TMP/state/qwenchat/last-session")
 python3 -c 'import json,sys
 m=json.load(open(sys.argv[1]))
+m=m["messages"] if isinstance(m, dict) else m
 sys.exit(0 if [x["content"] for x in m if x["role"]=="user"]==["Hello there","Second question"] else 1)' \
 	"$sess" && pass "autosave holds both turns" || fail "autosave $sess"
 
@@ -58,6 +60,34 @@ printf '/ctx\n' | Q --resume >"$TMP/out" 2>"$TMP/err"
 grep -q '^user: Second question$' "$TMP/out" && pass "--resume shows the turns" || fail "--resume turns"
 grep -q 'resumed 4 turns from' "$TMP/err" && pass "--resume says what it reopened" || fail "--resume notice"
 grep -q 'context: [1-9][0-9]* of [0-9]*' "$TMP/out" && pass "--resume prefills" || fail "--resume prefill"
+# The conversation records the model (its absolute path) and the choices it was held
+# with; --resume alone reopens that model (not the default one, which offline is an
+# error) with thinking off, temp 0.3, -n 12 and seed 3 as they were.
+python3 - "$sess" "$(cd "$MODEL" && pwd -P)" <<'PY' && pass "the saved conversation records its model and choices" ||
+import json, sys
+q = json.load(open(sys.argv[1]))["qwenchat"]
+s = q["sampling"]
+sys.exit(0 if q["model"] == sys.argv[2] and q["think"] is False and q["max_new"] == 12 and
+         s["temperature"] == 0.3 and s["seed"] == 3 and "top_p" not in s else 1)
+PY
+	fail "no record of the model: $(head -c 600 "$sess")"
+printf '/sampling\n' | (cd / && HF_HUB_OFFLINE=1 "$QWENCHAT" chat --backend cpu --threads 2 --resume) \
+	>"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 0 ] && pass "--resume alone opens the conversation's model" ||
+	fail "--resume alone: exit $rc: $(cat "$TMP/err")"
+grep -q 'temp 0.3, top-k 20, top-p 0.8, .*seed 3, greedy off, max new 12, thinking off' "$TMP/out" &&
+	pass "--resume restores thinking, sampling and -n" || fail "--resume settings: $(cat "$TMP/out")"
+# a choice given now wins; another model is said aloud
+cp -r "$MODEL" "$TMP/other"
+printf '/sampling\n' | Q --resume -m "$TMP/other" --temp 0.9 --think >"$TMP/out" 2>"$TMP/err"
+grep -q "this conversation was held with $(cd "$MODEL" && pwd -P); it goes on with $(cd "$TMP/other" && pwd -P)" \
+	"$TMP/err" && pass "--resume -m OTHER says the model changed" || fail "model change not said: $(cat "$TMP/err")"
+grep -q 'temp 0.9, .*seed 3, .*thinking on' "$TMP/out" && pass "options given with --resume win" ||
+	fail "--resume with options: $(cat "$TMP/out")"
+printf '/sampling\n' | Q --resume >"$TMP/out" 2>"$TMP/err"
+grep -q "held with" "$TMP/err" && fail "the same model said to differ: $(cat "$TMP/err")" ||
+	pass "--resume -m SAME says nothing of the model"
 
 # /load of a file that is not a conversation is an error; the file stays as it was.
 echo '{"not": "a chat"' >"$TMP/bad.json"

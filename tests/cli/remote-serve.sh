@@ -95,7 +95,7 @@ chat local -m "$M" --backend cpu --threads 1 || fail "local chat: $(cat "$TMP/lo
 chat remote --url "$URL" || fail "remote chat: $(cat "$TMP/remote.err")"
 if python3 - "$(cat "$TMP/local/qwenchat/last-session")" "$(cat "$TMP/remote/qwenchat/last-session")" <<'PY'
 import json, re, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:])
+a, b = (json.load(open(p))["messages"] for p in sys.argv[1:])
 assert [m["role"] for m in a] == ["user", "assistant", "user", "assistant"], a
 assert all(m["content"] for m in a), a
 for m in b:

@@ -84,7 +84,7 @@ T send-keys -t ui Escape
 check_screen 'stopped: the partial answer is kept' "Esc stops it"
 idle "idle after Esc"
 if session | python3 -c 'import json,sys
-m=json.load(sys.stdin); a=m[-1]["content"]
+m=json.load(sys.stdin); m=m["messages"] if isinstance(m, dict) else m; a=m[-1]["content"]
 sys.exit(0 if m[-1]["role"]=="assistant" and a.startswith("Bonjour") and 0 < a.count("encore") < 100 else 1)'; then
 	pass "the partial answer is saved"
 else fail "partial answer: $(session | tail -c 300)"; fi

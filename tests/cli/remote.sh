@@ -106,6 +106,7 @@ sess=$(cat "$TMP/state/qwenchat/last-session")
 python3 - "$sess" "$REASONING" "$ANSWER" <<'PY' && pass "the saved conversation holds the reasoning and the answer as streamed" || fail "saved: $(cat "$sess")"
 import json, sys
 m = json.load(open(sys.argv[1]))
+m = m["messages"] if isinstance(m, dict) else m
 assert [x["role"] for x in m] == ["user", "assistant", "user", "assistant"], m
 assert m[1]["reasoning_content"] == sys.argv[2] and m[1]["content"] == sys.argv[3], m[1]
 assert m[3]["content"] == sys.argv[3], m[3]
@@ -118,6 +119,7 @@ grep -qF 'tool call: get_weather {"city": "Paris", "unit": "C"}' "$TMP/out" &&
 python3 - "$(cat "$TMP/state/qwenchat/last-session")" <<'PY' && pass "the tool call is saved as assistant tool_calls" || fail "tool call not saved"
 import json, sys
 m = json.load(open(sys.argv[1]))
+m = m["messages"] if isinstance(m, dict) else m
 c = m[-1]["tool_calls"]
 assert m[-1]["role"] == "assistant" and len(c) == 1, m
 assert c[0]["function"]["name"] == "get_weather", c
@@ -127,6 +129,12 @@ mode vllm
 printf 'sunny\n' | "$QWENCHAT" chat --url "$URL" --resume >/dev/null 2>&1
 req_has 'r["messages"][1]["tool_calls"][0]["function"]["name"] == "get_weather" and
 	r["messages"][1]["content"] is None' "the call goes back to the server in the next request"
+# --resume alone goes back to the server and the model the conversation was held with
+printf 'thanks\n' | "$QWENCHAT" chat --resume >"$TMP/out" 2>"$TMP/err"
+grep -q "remote: .* at $URL" "$TMP/err" && pass "--resume without --url goes back to the server" ||
+	fail "--resume without --url: $(cat "$TMP/err")"
+req_has 'r["model"] == "Qwen/Qwen3-32B" and r["messages"][-1]["content"] == "thanks"' \
+	"... with the conversation's model"
 
 # Ctrl-C mid-answer: the stream is closed, the partial answer kept and saved.
 mode slow
@@ -143,6 +151,7 @@ grep -q 'stopped; the partial answer is kept' "$TMP/err" && pass "Ctrl-C stops t
 python3 - "$(cat "$TMP/state/qwenchat/last-session")" <<'PY' && pass "the partial answer is in the autosave" || fail "partial answer not saved"
 import json, sys
 m = json.load(open(sys.argv[1]))
+m = m["messages"] if isinstance(m, dict) else m
 a = m[-1]["content"]
 assert m[-1]["role"] == "assistant" and a.startswith("Bonjour") and a.count("encore") < 100, m[-1]
 PY
@@ -237,7 +246,7 @@ mode error
 printf 'Salut\n' | "$QWENCHAT" chat --url "$URL" >"$TMP/out" 2>"$TMP/err"
 grep -q 'CUDA out of memory (the partial answer is kept)' "$TMP/err" &&
 	pass "a mid-answer error keeps the partial answer" || fail "partial: $(cat "$TMP/err")"
-python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m[-1]["content"]=="Bonjour, " else 1)' \
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); m=m["messages"] if isinstance(m, dict) else m; sys.exit(0 if m[-1]["content"]=="Bonjour, " else 1)' \
 	"$(cat "$TMP/state/qwenchat/last-session")" && pass "... and saves it" || fail "partial not saved"
 
 # --- usage errors -----------------------------------------------------------------------

@@ -9,7 +9,7 @@ M=$TMP/model
 chat_model "$M" --vocab-size 151669
 export XDG_STATE_HOME="$TMP/state" HOME="$TMP"
 Q() { "$QWENCHAT" chat -m "$M" --backend cpu --threads 1 -n 8 --seed 1 "$@"; }
-turns() { python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(" | ".join(t["content"] for t in m if t["role"] == "user"))' "$1"; }
+turns() { python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); m=m["messages"] if isinstance(m, dict) else m; print(" | ".join(t["content"] for t in m if t["role"] == "user"))' "$1"; }
 
 printf 'first question\n' | Q >/dev/null 2>&1 || fail "the first chat failed"
 orig=$(cat "$TMP/state/qwenchat/last-session")

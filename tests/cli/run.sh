@@ -131,6 +131,10 @@ cmp -s "$TMP/out" "$TMP/stdin.out" && pass "prompt from stdin = from -f" ||
 words=$(yes "lorem ipsum dolor" | head -n 80 | tr '\n' ' ')
 expect_exit 1 "run message > --ctx" $RUN -p "$words" --ctx 64
 expect_err_has "the context holds 64" "run message > --ctx: message"
+# the count given is the rendered prompt's, which is what must fit, not the message's
+expect_exit 1 "run prompt > --ctx 12" $RUN -p "hello there how are you" --ctx 12
+expect_err_has "the prompt is 13 tokens (the message alone 5), the context holds 12" \
+	"run prompt > --ctx: the prompt's count"
 
 # a broken generation_config.json is refused, naming the file
 cp -r "$M" "$TMP/m2"

@@ -26,6 +26,6 @@ lines=$(grep -c 'qwenchat: ' "$TMP/err")
 grep -q "^qwenchat: $M/model.safetensors: the file shrank while in use" "$TMP/err" && [ "$lines" -eq 1 ] &&
 	pass "one line naming the file" || fail "stderr: $(cat "$TMP/err")"
 f=$(cat "$TMP/state/qwenchat/last-session")
-python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); sys.exit(0 if m[0]["content"] == "first question" and m[1]["role"] == "assistant" else 1)' "$f" &&
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); m=m["messages"] if isinstance(m, dict) else m; sys.exit(0 if m[0]["content"] == "first question" and m[1]["role"] == "assistant" else 1)' "$f" &&
 	pass "the first turn is saved" || fail "saved conversation: $(cat "$f")"
 finish

@@ -105,6 +105,7 @@ screen | awk '/stopped: the partial answer is kept/ { print last; exit } /[^ ]/ 
 	fail "no partial answer after Ctrl-C"
 python3 -c 'import json,sys
 m=json.load(open(open(sys.argv[1]).read().strip()))
+m=m["messages"] if isinstance(m, dict) else m
 sys.exit(0 if m[-1]["role"]=="assistant" and m[-1]["content"].strip() else 1)' \
 	"$TMP/state/qwenchat/last-session" && pass "the partial answer is saved in the conversation" ||
 	fail "the partial answer is not in the session file"
@@ -170,7 +171,7 @@ while [ $ups -gt 0 ]; do T send-keys -t ui NPage; ups=$((ups - 1)); done
 # The session file holds them as one user turn.
 sess=$(cat "$TMP/state/qwenchat/last-session")
 python3 -c 'import json,sys
-m=json.load(open(sys.argv[1])); u=[x["content"] for x in m if x["role"]=="user"]
+m=json.load(open(sys.argv[1])); m=m["messages"] if isinstance(m, dict) else m; u=[x["content"] for x in m if x["role"]=="user"]
 sys.exit(0 if "paste line one\npaste line two\npaste line three" in u else 1)' "$sess" &&
 	pass "the paste is one user turn in the session file" || fail "paste not one turn in $sess"
 
@@ -314,7 +315,7 @@ screen | grep -q 'more lines' && fail "PageDown should return to the end" || pas
 # 9. kill -9 mid-answer, then --resume restores every finished turn and the message
 # whose answer was under way (it is saved before the answer starts).
 # Turns after the system prompt (what "resumed N turns" counts), plus that message.
-finished=$(python3 -c 'import json,sys; print(1 + len([m for m in json.load(open(sys.argv[1])) if m["role"] != "system"]))' "$sess")
+finished=$(python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); print(1 + len([m for m in (d["messages"] if isinstance(d, dict) else d) if m["role"] != "system"]))' "$sess")
 T send-keys -t ui 'unfinished question' Enter
 # The footer while an answer streams ("decode N" alone may be the last answer's figure).
 check_screen 'Esc or Ctrl-C: stop the answer' "an answer under way before kill -9"

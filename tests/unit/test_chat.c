@@ -136,6 +136,41 @@ static void test_invalid_utf8_replaced(void **state)
 	free(path);
 }
 
+/* The "qwenchat" object (the model and settings a conversation was held with) is
+ * kept through load, save and dup; a file without it loads with none and is written
+ * back as it was; one that is not an object is refused. */
+static void test_meta(void **state)
+{
+	(void)state;
+	struct chat *c = sample_chat();
+	assert_null(c->meta);
+	assert_int_equal(chat_set_meta(c, "[1]"), -1);
+	assert_int_equal(chat_set_meta(c, "{\"model\": \"/m\", \"think\": false}"), 0);
+	char *path = tmp_path("meta.json");
+	assert_int_equal(chat_save(c, path, false), 0);
+	struct chat *d = chat_load(path);
+	assert_non_null(d);
+	assert_same_chat(c, d);
+	assert_string_equal(d->meta, "{\"model\":\"/m\",\"think\":false}"); /* compact */
+	struct chat *e = chat_dup(d);
+	assert_non_null(e);
+	assert_string_equal(e->meta, d->meta);
+	assert_int_equal(chat_set_meta(e, NULL), 0);
+	char *text = chat_to_json(e, NULL);
+	assert_non_null(text);
+	assert_int_equal(text[0], '['); /* no meta, no tools: the plain array */
+	free(text);
+	const char *bad = "{\"messages\": [], \"qwenchat\": 3}";
+	struct chat *f = chat_from_json(bad, strlen(bad), "x.json");
+	assert_null(f);
+	assert_string_equal(err_msg(), "x.json: qwenchat: not an object");
+	chat_free(c);
+	chat_free(d);
+	chat_free(e);
+	unlink(path);
+	free(path);
+}
+
 static void test_round_trip(void **state)
 {
 	(void)state;
@@ -374,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_editing),
 		cmocka_unit_test(test_invalid_utf8_replaced),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_meta),
 		cmocka_unit_test(test_corrupt_file_not_overwritten),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_accepted_forms),

@@ -101,11 +101,18 @@ static void check_fresh(const struct sess *s)
 			 maxabs);
 }
 
+/* The engine under the session of the running test (a session does not own it). */
+static struct eng *sess_engine;
+
+/* What a sync to b keeps of the cache holding a: the common prefix, short of the last
+ * token, and short of the engine's least prefill (eng_prefill_min). */
 static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb)
 {
-	int k = 0;
+	int k = 0, least = eng_prefill_min(sess_engine);
 	while (k < na && k < nb - 1 && a[k] == b[k])
 		k++;
+	if (nb - k < least)
+		k = nb > least ? nb - least : 0;
 	return k;
 }
 
@@ -234,9 +241,6 @@ static struct samp *sampler(uint64_t seed)
 	return sp;
 }
 
-/* The engine under the session of the running test (a session does not own it). */
-static struct eng *sess_engine;
-
 static struct sess *session(atomic_int *cancel, void (*progress)(void *, int, int), void *user)
 {
 	struct eng_options eo = {
@@ -285,7 +289,7 @@ static void test_five_turns(void **state)
 			assert_true(sess_stats(s)->reused > 0 && sess_stats(s)->prefilled < n);
 		assistant_turn(s, sp, c, 12);
 	}
-	/* the same conversation again: everything but the last token is reused */
+	/* the same conversation again: everything but the last tokens is reused */
 	assert_int_equal(chat_add(c, CHAT_USER, "One more?", NULL), 0);
 	render(c, &ids, &n);
 	sync_check(s, ids, n);
@@ -379,7 +383,7 @@ static void test_overflow(void **state)
 {
 	(void)state;
 	struct chat *c = chat_new();
-	char buf[64];
+	char buf[128];
 	assert_int_equal(chat_set_system(c, "System prompt stays."), 0);
 	for (int i = 0; i < 4; i++) {
 		snprintf(buf, sizeof buf, "question %d about something long enough", i);
@@ -416,9 +420,15 @@ static void test_overflow(void **state)
 	assert_int_equal(chat_add(c, CHAT_ASSISTANT, "ok", NULL), 0);
 	assert_int_equal(chat_add(c, CHAT_USER, big, NULL), 0);
 	assert_null(chat_render_fit(tok, c, variant, TMPL_THINK_ON, true, 100, 10, &n, &dropped));
-	snprintf(buf, sizeof buf, "the message is %zu tokens, the context holds 100", k);
-	assert_string_equal(err_msg(), buf);
 	assert_int_equal(c->n, 2); /* everything droppable went: system + the message */
+	/* the count is the rendered prompt's (template, system prompt), the message's apart */
+	size_t kp;
+	int32_t *pids = chat_encode(tok, c, variant, true, TMPL_THINK_ON, true, &kp);
+	free(pids);
+	assert_true(kp > k);
+	snprintf(buf, sizeof buf,
+		 "the prompt is %zu tokens (the message alone %zu), the context holds 100", kp, k);
+	assert_string_equal(err_msg(), buf);
 	free(big);
 	chat_free(c);
 }
@@ -580,6 +590,66 @@ static void test_think_split(void **state)
 	eng_model_free(m);
 }
 
+/* A prompt gets the same logits, bit for bit, whether its first tokens come from the
+ * cache or not, so the same seed writes the same text: a repeated request (all but
+ * its last token cached), a cache cut 3 tokens short, and a cold prefill whose last
+ * chunk would be one token (2 * CHUNK + 1); on bf16 weights with the fast (bf16) prefill and the
+ * exact one, and on q8_0 weights, whose decode products start below 8 tokens. */
+static void warm_cold(struct eng_model *m, bool bf16_prefill, int quant)
+{
+	struct eng_options eo = {.backend = ENG_BACKEND_CPU,
+				 .threads = 1,
+				 .ctx = CTX,
+				 .bf16_prefill = bf16_prefill,
+				 .quant = quant};
+	struct eng *e = sess_engine = eng_new(m, &eo, NULL);
+	assert_non_null(e);
+	struct sess *s = sess_new(e, m, tok, &(struct sess_options){.chunk = CHUNK});
+	assert_non_null(s);
+	struct samp *sp = sampler(5);
+	struct chat *c = chat_new();
+	int32_t *ids = NULL;
+	int n;
+	assert_int_equal(chat_set_system(c, "You are a careful test assistant."), 0);
+	assert_int_equal(chat_add(c, CHAT_USER, questions[3], NULL), 0);
+	render(c, &ids, &n);
+	assert_true(n > 2 * CHUNK + 1);
+	float *cold = malloc((size_t)V * sizeof *cold);
+	assert_non_null(cold);
+	int lens[2] = {n, 2 * CHUNK + 1};
+	for (int i = 0; i < 2; i++) {
+		int len = lens[i];
+		sess_reset(s);
+		assert_int_equal(sess_sync(s, ids, len), 0);
+		memcpy(cold, sess_logits(s), (size_t)V * sizeof *cold);
+		assert_int_equal(sess_generate(s, sp, 6, SESS_SPLIT_ANSWER_FIRST, NULL, NULL), 0);
+		assert_int_equal(sess_sync(s, ids, len), 0); /* the answer's cache cut back */
+		assert_true(sess_stats(s)->reused > len - 9);
+		assert_memory_equal(sess_logits(s), cold, (size_t)V * sizeof *cold);
+		assert_int_equal(sess_sync(s, ids, len - 3), 0);
+		assert_int_equal(sess_sync(s, ids, len), 0);
+		assert_memory_equal(sess_logits(s), cold, (size_t)V * sizeof *cold);
+	}
+	free(cold);
+	free(ids);
+	chat_free(c);
+	samp_free(sp);
+	sess_free(s);
+	eng_free(e);
+}
+
+static void test_warm_cold(void **state)
+{
+	(void)state;
+	warm_cold(model, true, 0);
+	warm_cold(model, false, 0);
+	/* quantizing at load changes the model: a copy of its own */
+	struct eng_model *q = eng_model_open(model_dir);
+	assert_non_null(q);
+	warm_cold(q, true, ENG_FTYPE_Q8_0 + 1);
+	eng_model_free(q);
+}
+
 static void test_errors(void **state)
 {
 	(void)state;
@@ -616,7 +686,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_five_turns), cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_overflow),   cmocka_unit_test(test_think_split),
-		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_errors),     cmocka_unit_test(test_warm_cold),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -68,6 +68,11 @@ static void test_values(void **st)
 	assert_int_equal(slash_parse("/repeat 0", &c, err, sizeof err), -1);
 	assert_int_equal(slash_parse("/seed 42", &c, err, sizeof err), 0);
 	assert_true(c.num == 42);
+	/* whole-number ranges are written in full, not as 9.0072e+15 */
+	assert_int_equal(slash_parse("/seed -5", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/seed: -5 is out of range [0, 9007199254740992]");
+	assert_int_equal(slash_parse("/top-k 2000000000", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/top-k: 2000000000 is out of range [0, 1000000000]");
 	assert_int_equal(slash_parse("/think off", &c, err, sizeof err), 0);
 	assert_int_equal(c.cmd->id, SLASH_THINK);
 	assert_string_equal(c.cmd->choices[c.choice], "off");

@@ -1,0 +1,49 @@
+#!/bin/sh
+# model-paths.sh — a -m that names something on disk that is not a model (an empty
+# directory, a weights file, a text file) gets one message from every command, not
+# whichever file that command happened to open first; what is a model still opens.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+need_tokenizer
+export XDG_STATE_HOME="$TMP/state" HOME="$TMP" HF_HUB_OFFLINE=1
+M=$TMP/model
+chat_model "$M" --vocab-size 151669
+mkdir "$TMP/empty"
+printf '# notes\n' >"$TMP/README.md"
+echo '[{"role": "user", "content": "hi"}]' >"$TMP/conv.json"
+
+# each command with what it needs besides -m; stdin is empty or two ids. The commands
+# that need only the tokenizer name the file they would do with.
+for bad in "$TMP/empty" "$M/model.safetensors" "$TMP/README.md"; do
+	for cmd in "run -p hi" "chat --plain" "tokenize" "detokenize" "info" "bench -p 4 -n 2 -r 1" \
+		"logits --out $TMP/l.f32" "template --messages $TMP/conv.json" "serve --port 1" \
+		"quantize --type q8_0 --out $TMP/q.gguf"; do
+		name=${cmd%% *}
+		case $name in
+		tokenize | detokenize | template) alone=" or tokenizer.json" ;;
+		*) alone="" ;;
+		esac
+		want="$bad is not a model directory (no config.json$alone), a .gguf file or a repo id"
+		# shellcheck disable=SC2086
+		echo 1 2 | "$QWENCHAT" $cmd -m "$bad" >"$TMP/out" 2>"$TMP/err"
+		rc=$?
+		if [ $rc -eq 1 ] && [ "$(cat "$TMP/err")" = "qwenchat: $want" ]; then
+			pass "$name -m $(basename "$bad"): one message"
+		else
+			fail "$name -m $(basename "$bad"): exit $rc, stderr: $(head -c 300 "$TMP/err")"
+		fi
+	done
+done
+
+# what is a model still opens: a tokenizer-only directory for the tokenizer commands,
+# and a GGUF known by its magic when its name lacks .gguf (an ollama blob)
+mkdir "$TMP/tok"
+cp "$M/tokenizer.json" "$TMP/tok/"
+printf 'hi' | "$QWENCHAT" tokenize -m "$TMP/tok" >"$TMP/out" 2>"$TMP/err" && [ -s "$TMP/out" ] &&
+	pass "tokenize: a directory with only tokenizer.json" || fail "tokenizer-only: $(cat "$TMP/err")"
+expect_exit 1 "info: a directory with only tokenizer.json is not a model" "$QWENCHAT" info -m "$TMP/tok"
+expect_err_has "$TMP/tok is not a model directory (no config.json)" "... and says so"
+"$QWENCHAT" quantize -m "$M" --type q8_0 --out "$TMP/m.gguf" 2>"$TMP/err" &&
+	mv "$TMP/m.gguf" "$TMP/sha256-0123" || fail "quantize: $(cat "$TMP/err")"
+expect_exit 0 "info: a GGUF without the .gguf name" "$QWENCHAT" info -m "$TMP/sha256-0123"
+finish

@@ -1,0 +1,89 @@
+#!/bin/sh
+# ui-text.sh — how text lines up in the chat UI (driven in tmux, as ui.sh does): the
+# token probabilities view pads tokens by display width (CJK, Cyrillic), a carriage
+# return from the model is not drawn as '?', and the memory pane's figures fit the
+# side pane. Every captured screen is printed into the log.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+command -v tmux >/dev/null || { echo "SKIP: tmux not installed"; exit 77; }
+grep -q '^#define HAVE_TUI 1' "$TOP_BUILDDIR/config.h" || { echo "SKIP: --disable-tui"; exit 77; }
+need_tokenizer
+
+SOCK=qwenchat-uitext-$$
+T() { tmux -L "$SOCK" -f /dev/null "$@"; }
+trap 'T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+export XDG_STATE_HOME="$TMP/state" HOME="$TMP" TERM=xterm-256color LANG=C.UTF-8 LC_ALL=C.UTF-8
+WAIT=30
+[ "${QWENCHAT_SANITIZED:-0}" = 1 ] && WAIT=90
+
+screen() { T capture-pane -p -t ui; }
+shot() { echo "---- screen: $1 ----"; screen; echo "---- end of screen ----"; }
+wait_for() {
+	i=0
+	while [ $i -lt $((WAIT * 10)) ]; do
+		screen | grep -qE -- "$1" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+check_screen() {   # REGEX DESC
+	if wait_for "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
+}
+
+# A model rigged to answer 世界 你好 " мир" " hello" 中国, then <|im_end|>.
+R=$TMP/rig
+chat_model "$R" --vocab-size 151936 --hidden-size 32 --intermediate-size 64 --layers 2 \
+	--heads 4 --kv-heads 2 --head-dim 16 --no-tie --seed 3
+python3 "$TOP_SRCDIR/tests/cli/rig-model.py" "$R" --end 151645 99489 108386 137144 23811 58695 ||
+	{ fail "rig-model.py"; finish; }
+
+T new-session -d -s ui -x 100 -y 30 "$QWENCHAT -m '$R' --backend cpu --threads 1 --greedy \
+--repeat-penalty 10 --no-think -n 10; echo EXITED \$?; sleep 600"
+T set-option -g escape-time 0 >/dev/null
+check_screen 'Type a message' "the chat starts"
+
+# 1. The probabilities view: each token's probability starts in the same column.
+T send-keys -t ui '/debug probs' Enter
+check_screen 'probabilities: drawn from' "/debug probs opens the view"
+T send-keys -t ui 'hi' Enter
+check_screen '中国' "the rigged answer is written"
+check_screen '^Enter send \|' "the answer ends"
+shot "probabilities of CJK and Cyrillic tokens"
+screen >"$TMP/probs"
+python3 - "$TMP/probs" <<'PY' && pass "probabilities line up whatever the token's script" ||
+import sys, unicodedata as u
+w = lambda s: sum(2 if u.east_asian_width(c) in "WF" else 1 for c in s)
+cols = {}
+for line in open(sys.argv[1], encoding="utf-8"):
+    for tok in ("世界", "你好", " мир", " hello", "中国"):
+        if line.startswith(tok + " ") and " | " in line:
+            cols[tok] = w(line[:line.index(" 1 (")])
+print(cols)
+sys.exit(0 if len(cols) == 5 and len(set(cols.values())) == 1 else 1)
+PY
+	fail "probabilities misaligned: $(grep -E '^(世界|你好| мир| hello|中国) ' "$TMP/probs")"
+T send-keys -t ui '/debug off' Enter
+
+# 2. A carriage return (CRLF line ends) takes no column and is not drawn as '?'.
+printf '%s\n' '[{"role": "user", "content": "Windows text"},' \
+	' {"role": "assistant", "content": "first line\r\nsecond line\r\n"}]' >"$TMP/crlf.json"
+T send-keys -t ui "/load $TMP/crlf.json" Enter
+check_screen '^  second line *$' "a CRLF text is loaded"
+shot "CRLF line ends"
+screen | grep -q '^  first line *$' && pass "a carriage return is not drawn" ||
+	fail "carriage return shown: $(screen | grep 'first line')"
+
+# 3. The memory pane beside the chat (120 columns: 48 for the pane) shows every figure
+# whole, the per-layer KV ones included, and how much of the RSS they account for.
+T resize-window -t ui -x 120 -y 40
+T send-keys -t ui '/debug memory' Enter
+check_screen 'KV cache [0-9.]+ used, [0-9.]+ in memory *$' "the KV cache's figures fit the pane"
+check_screen 'of [0-9.]+; per layer [0-9]+\.[0-9]{2} / [0-9]+\.[0-9]{2} *$' \
+	"the per-layer figures are whole at the pane's edge"
+check_screen 'host RSS [0-9.]+; the above [0-9.]+ \([0-9]+%\) *$' "the RSS is set against the figures"
+shot "memory pane at 120x40"
+
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "quits"
+finish
