@@ -133,6 +133,12 @@ tests_unit_test_template_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_template_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
 tests_cli_tojson_filter_LDADD = $(APP_LIBS)
 EXTRA_DIST += tests/cli/tojson.sh
+# Conversations as training data (src/chat/sft.c), with the real tokenizer.
+check_PROGRAMS += tests/unit/test_sft
+TESTS += tests/unit/test_sft
+tests_unit_test_sft_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_sft_SOURCES = tests/unit/test_sft.c tests/unit/testutil.c tests/unit/testutil.h
+tests_unit_test_sft_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
 FUZZ_TARGETS += tests/fuzz/fuzz_chat
 tests_fuzz_fuzz_chat_SOURCES = tests/fuzz/fuzz_chat.c
 tests_fuzz_fuzz_chat_LDADD = $(APP_LIBS)
