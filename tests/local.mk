@@ -335,5 +335,6 @@ tests_fuzz_fuzz_trainstate_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_trainstate.c tests/fuzz/corpus/trainstate
 # `qwenchat train` as a user drives it, and against a float64 PyTorch reference
 # (SKIP without python3-torch).
-TESTS += tests/cli/train.sh tests/cli/train-ref.sh
-EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py
+TESTS += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train-sft.sh
+EXTRA_DIST += tests/cli/train-sft.sh
+EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py tests/cli/sft_ref.py
