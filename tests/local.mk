@@ -336,5 +336,5 @@ EXTRA_DIST += tests/fuzz/fuzz_trainstate.c tests/fuzz/corpus/trainstate
 # `qwenchat train` as a user drives it, and against a float64 PyTorch reference
 # (SKIP without python3-torch).
 TESTS += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train-sft.sh
-EXTRA_DIST += tests/cli/train-sft.sh
+EXTRA_DIST += tests/cli/train-sft.sh tests/bench/sft-padding.sh
 EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py tests/cli/sft_ref.py
