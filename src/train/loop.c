@@ -143,9 +143,10 @@ static int load_stream(struct run *u, struct dset *d, char *const *files, int n,
 	if (rc)
 		return -1;
 	if (o->sft && d->sft.conversations < 1)
-		return err_set("%s: no conversation to train on: %lld without an assistant answer, "
+		return err_set("%s: no conversation to %s: %lld without an assistant answer, "
 			       "%lld whose first answer ends past --ctx %d",
-			       flag, (long long)d->sft.no_answer, (long long)d->sft.left_out, T);
+			       flag, strcmp(flag, "--val") ? "train on" : "evaluate",
+			       (long long)d->sft.no_answer, (long long)d->sft.left_out, T);
 	if (!o->sft && batch_windows(d->len, T) < 1)
 		return err_set("%s: %zu tokens, fewer than one window needs: --ctx %d takes %d "
 			       "(the inputs and the targets one token further)",
