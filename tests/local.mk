@@ -133,6 +133,12 @@ tests_unit_test_template_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_template_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
 tests_cli_tojson_filter_LDADD = $(APP_LIBS)
 EXTRA_DIST += tests/cli/tojson.sh
+# Conversations as training data (src/chat/sft.c), with the real tokenizer.
+check_PROGRAMS += tests/unit/test_sft
+TESTS += tests/unit/test_sft
+tests_unit_test_sft_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_sft_SOURCES = tests/unit/test_sft.c tests/unit/testutil.c tests/unit/testutil.h
+tests_unit_test_sft_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
 FUZZ_TARGETS += tests/fuzz/fuzz_chat
 tests_fuzz_fuzz_chat_SOURCES = tests/fuzz/fuzz_chat.c
 tests_fuzz_fuzz_chat_LDADD = $(APP_LIBS)
@@ -343,5 +349,6 @@ tests_fuzz_fuzz_trainstate_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_trainstate.c tests/fuzz/corpus/trainstate
 # `qwenchat train` as a user drives it, and against a float64 PyTorch reference
 # (SKIP without python3-torch).
-TESTS += tests/cli/train.sh tests/cli/train-ref.sh
-EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py
+TESTS += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train-sft.sh
+EXTRA_DIST += tests/cli/train-sft.sh tests/bench/sft-padding.sh
+EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py tests/cli/sft_ref.py

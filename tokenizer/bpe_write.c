@@ -98,7 +98,7 @@ static void json_vocab(struct strbuf *b, const struct bpe_model *m, const struct
  * normalizer is null because training counts the text as it is, without NFC:
  * an NFC normalizer would encode text differently from what was counted. */
 static void json_tokenizer(struct strbuf *b, const struct bpe_model *m, const struct mapped *mp,
-			   const char *const *specials, int n_specials)
+			   const char *const *specials, const bool *special, int n_specials)
 {
 	static const char bytelevel[] = "\"add_prefix_space\": false, \"trim_offsets\": false, "
 					"\"use_regex\": false";
@@ -110,7 +110,8 @@ static void json_tokenizer(struct strbuf *b, const struct bpe_model *m, const st
 		sb_json(b, specials[k], strlen(specials[k]));
 		sb_puts(b, ",\n      \"single_word\": false,\n      \"lstrip\": false,\n"
 			   "      \"rstrip\": false,\n      \"normalized\": false,\n"
-			   "      \"special\": true\n    }");
+			   "      \"special\": ");
+		sb_puts(b, !special || special[k] ? "true\n    }" : "false\n    }");
 	}
 	sb_puts(b, n_specials ? "\n  ],\n" : "],\n");
 	sb_puts(b, "  \"normalizer\": null,\n  \"pre_tokenizer\": {\n"
@@ -153,8 +154,8 @@ static int write_file(const char *dir, const char *name, const struct strbuf *b)
 	return rc;
 }
 
-int bpe_write(const struct bpe_model *m, const char *const *specials, int n_specials,
-	      const char *dir)
+int bpe_write(const struct bpe_model *m, const char *const *specials, const bool *special,
+	      int n_specials, const char *dir)
 {
 	struct mapped mp = {{0}, NULL};
 	struct strbuf b = {0};
@@ -169,7 +170,7 @@ int bpe_write(const struct bpe_model *m, const char *const *specials, int n_spec
 					specials[k], id);
 				goto out;
 			}
-	json_tokenizer(&b, m, &mp, specials, n_specials);
+	json_tokenizer(&b, m, &mp, specials, special, n_specials);
 	if (write_file(dir, "tokenizer.json", &b) < 0)
 		goto out;
 	b.n = 0;

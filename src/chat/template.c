@@ -107,11 +107,26 @@ static bool ends_with(const char *s, const char *suffix)
 struct out {
 	struct strbuf sb;
 	struct tmpl_spans *msg; /* NULL: not asked for */
+	struct tmpl_spans *ans; /* the answers; NULL: not asked for */
 };
 
 static void out_puts(struct out *o, const char *s)
 {
 	sb_puts(&o->sb, s);
+}
+
+static void span_add(struct tmpl_spans *m, size_t start, size_t end)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 16;
+		struct tmpl_span *v = realloc(m->v, cap * sizeof *v);
+		if (!v) {
+			m->oom = true;
+			return;
+		}
+		m->v = v, m->cap = cap;
+	}
+	m->v[m->n++] = (struct tmpl_span){start, end};
 }
 
 /* Text taken from a message (content, reasoning, tool call arguments, tool output). */
@@ -122,20 +137,28 @@ static void out_msg(struct out *o, const char *s, size_t n)
 	if (!o->msg || n == 0)
 		return;
 	struct tmpl_spans *m = o->msg;
-	if (m->n && m->v[m->n - 1].end == start) { /* adjacent: one span */
+	if (m->n && m->v[m->n - 1].end == start) /* adjacent: one span */
 		m->v[m->n - 1].end = start + n;
-		return;
-	}
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? 2 * m->cap : 16;
-		struct tmpl_span *v = realloc(m->v, cap * sizeof *v);
-		if (!v) {
-			m->oom = true;
-			return;
-		}
-		m->v = v, m->cap = cap;
-	}
-	m->v[m->n++] = (struct tmpl_span){start, start + n};
+	else
+		span_add(m, start, start + n);
+}
+
+/* An assistant turn: "<|im_start|>assistant\n", then what the model writes for it
+ * (out_answer_start up to here ... out_answer_end after its "<|im_end|>"), then the
+ * newline the template puts between turns. */
+static void out_answer_start(struct out *o)
+{
+	out_puts(o, "<|im_start|>assistant\n");
+	if (o->ans)
+		span_add(o->ans, o->sb.n, o->sb.n);
+}
+
+static void out_answer_end(struct out *o)
+{
+	out_puts(o, "<|im_end|>");
+	if (o->ans && o->ans->n)
+		o->ans->v[o->ans->n - 1].end = o->sb.n;
+	out_puts(o, "\n");
 }
 
 static void out_msgs(struct out *o, const char *s)
@@ -198,18 +221,17 @@ static void assistant_with_reasoning(struct out *o, const struct chat_turn *t, b
 	/* {%- if loop.index0 > ns.last_query_index %}
 	 *   {%- if loop.last or (not loop.last and reasoning_content) %} */
 	bool has_content = content.n > 0; /* the tool calls test `content`, unstripped */
+	out_answer_start(o);
 	if (after_query && (last || reasoning.n > 0)) {
-		out_puts(o, "<|im_start|>assistant\n<think>\n");
+		out_puts(o, "<think>\n");
 		reasoning = rstrip_nl(lstrip_nl(reasoning)); /* reasoning_content.strip('\n') */
 		out_msg(o, reasoning.p, reasoning.n);
 		out_puts(o, "\n</think>\n\n");
 		content = lstrip_nl(content);
-	} else {
-		out_puts(o, "<|im_start|>assistant\n");
 	}
 	out_msg(o, content.p, content.n);
 	tool_calls(o, t, has_content);
-	out_puts(o, "<|im_end|>\n");
+	out_answer_end(o);
 }
 
 /* {%- elif message.role == "tool" %}: consecutive tool turns share one user turn. */
@@ -274,10 +296,10 @@ static void render_qwen3(struct out *o, const struct chat *c, enum tmpl_variant 
 		case CHAT_ASSISTANT:
 			if (v == TMPL_QWEN3_INSTRUCT) {
 				/* Instruct-2507 shows assistant content as it is, reasoning never. */
-				out_puts(o, "<|im_start|>assistant\n");
+				out_answer_start(o);
 				out_msgs(o, t->content);
 				tool_calls(o, t, t->content[0] != '\0');
-				out_puts(o, "<|im_end|>\n");
+				out_answer_end(o);
 			} else {
 				assistant_with_reasoning(o, t, i > lqi, i + 1 == c->n);
 			}
@@ -291,6 +313,12 @@ static void render_qwen3(struct out *o, const struct chat *c, enum tmpl_variant 
 static void render_chatml(struct out *o, const struct chat *c)
 {
 	for (size_t i = 0; i < c->n; i++) {
+		if (c->turns[i].role == CHAT_ASSISTANT) {
+			out_answer_start(o);
+			out_msgs(o, c->turns[i].content);
+			out_answer_end(o);
+			continue;
+		}
 		out_puts(o, "<|im_start|>");
 		out_puts(o, chat_role_name(c->turns[i].role));
 		out_puts(o, "\n");
@@ -299,16 +327,19 @@ static void render_chatml(struct out *o, const struct chat *c)
 	}
 }
 
-char *tmpl_render_spans(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
-			int enable_thinking, size_t *len, struct tmpl_spans *msg)
+/* The rendering, with the messages' spans and the answers' when asked for. */
+static char *render(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
+		    int enable_thinking, size_t *len, struct tmpl_spans *msg, struct tmpl_spans *ans)
 {
 	if (c->n == 0) {
 		err_set("the conversation has no messages");
 		return NULL;
 	}
-	struct out o = {{0}, msg};
+	struct out o = {{0}, msg, ans};
 	if (msg)
 		msg->n = 0, msg->oom = false;
+	if (ans)
+		ans->n = 0, ans->oom = false;
 	if (v == TMPL_CHATML)
 		render_chatml(&o, c);
 	else
@@ -320,8 +351,8 @@ char *tmpl_render_spans(const struct chat *c, enum tmpl_variant v, bool add_gene
 		else if (v == TMPL_QWEN3_THINKING)
 			out_puts(&o, "<think>\n");
 	}
-	if (o.sb.oom || !o.sb.p ||
-	    (msg && msg->oom)) { /* every conversation renders to something */
+	if (o.sb.oom || !o.sb.p || (msg && msg->oom) ||
+	    (ans && ans->oom)) { /* every conversation renders to something */
 		free(o.sb.p);
 		err_set("out of memory rendering the conversation");
 		return NULL;
@@ -331,8 +362,20 @@ char *tmpl_render_spans(const struct chat *c, enum tmpl_variant v, bool add_gene
 	return o.sb.p;
 }
 
+char *tmpl_render_spans(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
+			int enable_thinking, size_t *len, struct tmpl_spans *msg)
+{
+	return render(c, v, add_generation_prompt, enable_thinking, len, msg, NULL);
+}
+
+char *tmpl_render_answers(const struct chat *c, enum tmpl_variant v, size_t *len,
+			  struct tmpl_spans *msg, struct tmpl_spans *answers)
+{
+	return render(c, v, false, TMPL_THINK_ABSENT, len, msg, answers);
+}
+
 char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
 		  int enable_thinking, size_t *len)
 {
-	return tmpl_render_spans(c, v, add_generation_prompt, enable_thinking, len, NULL);
+	return render(c, v, add_generation_prompt, enable_thinking, len, NULL, NULL);
 }

@@ -56,4 +56,13 @@ struct tmpl_spans {
 char *tmpl_render_spans(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
 			int enable_thinking, size_t *len, struct tmpl_spans *msg);
 
+/* The whole conversation rendered (no generation prompt) for training on it, with msg
+ * as above and, in answers (reset first; free answers->v), one span per assistant
+ * turn in order: from just after its "<|im_start|>assistant\n" through its
+ * "<|im_end|>", i.e. what the model writes for that turn as this rendering shows it
+ * (with the hybrid template, the reasoning of answers before the last user query is
+ * not in it). */
+char *tmpl_render_answers(const struct chat *c, enum tmpl_variant v, size_t *len,
+			  struct tmpl_spans *msg, struct tmpl_spans *answers);
+
 #endif

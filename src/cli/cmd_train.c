@@ -46,7 +46,8 @@ static const struct cli_opt train_opts[] = {
 	{"vocab-size", CLI_OWN + 13, "N", "from scratch without --tokenizer (*.u32 data only)"},
 	{"data", CLI_OWN + 14, "FILE...",
 	 "training data: UTF-8 text files (a document each,\nthe end-of-text token appended) or "
-	 "*.u32 files of\ntoken ids, concatenated in the order given"},
+	 "*.u32 files of\ntoken ids, concatenated in the order given; with\n--sft, "
+	 "conversations (below)"},
 	{"val", CLI_OWN + 15, "FILE...", "held-out data (same forms), evaluated every\n--eval-every "
 					 "steps and at the end"},
 	{"ctx", CLI_OWN + 16, "T", "tokens per row (default 256)"},
@@ -82,6 +83,9 @@ static const struct cli_opt train_opts[] = {
 	{"threads", CLI_OWN + 37, "N", "CPU threads (default: every CPU; a resumed run\n"
 				       "repeats an uninterrupted one bit for bit with\nthe same "
 				       "count)"},
+	{"sft", CLI_OWN + 38, NULL,
+	 "supervised fine-tuning: --data and --val are\nconversations, the loss is on what the "
+	 "assistant\nwrites (below)"},
 	{0},
 };
 
@@ -125,7 +129,29 @@ static const struct cli_command train_cmd = {
 		 "the previous one whole. SIGINT or SIGTERM finishes the step under way, saves it\n"
 		 "and exits 130 or 143 (a second one stops at once, the last checkpoint intact).\n"
 		 "A loss or gradient norm that is not finite stops the run (exit 1) without saving\n"
-		 "it. A file name after --data or --val that starts with '-' is written ./-NAME.\n",
+		 "it. A file name after --data or --val that starts with '-' is written ./-NAME.\n"
+		 "\n"
+		 "--sft: each file of --data and --val holds conversations: JSON Lines (*.jsonl,\n"
+		 "or any file with more than one JSON value) of {\"messages\": [...]} objects in\n"
+		 "OpenAI's form (roles system, user, assistant, tool; content; an assistant's\n"
+		 "reasoning_content and tool_calls; \"tools\" beside \"messages\"), or one\n"
+		 "conversation as the chat's /save writes it. Each is rendered whole with the\n"
+		 "model's chat template as the chat renders it (with the Qwen3 template an answer\n"
+		 "after the last user message shows its reasoning in <think>...</think>, an empty\n"
+		 "block when it has none; answers before it show no reasoning) and tokenized as\n"
+		 "the chat tokenizes its prompt (the template's markers are control tokens, the\n"
+		 "messages' text is literal). The loss covers only what the assistant writes:\n"
+		 "for each assistant message the tokens after <|im_start|>assistant\\n through its\n"
+		 "<|im_end|> (an answer is tokenized apart from the text before it, as the chat's\n"
+		 "generation prompt ends there); every other token is context. Each\n"
+		 "conversation is one row, padded to --ctx (the padding is never attended to by\n"
+		 "the conversation and never scored). A conversation longer than --ctx + 1\n"
+		 "tokens is cut after its last answer that fits; one whose first answer does not\n"
+		 "fit, and one without an answer, is left out; the counts are printed. Rows are\n"
+		 "drawn as windows are: a conversation uniformly at random, or with --sequential\n"
+		 "conversation k = ((s*A + a)*B + b) mod N of the N in the files' order. The loss\n"
+		 "of a step is the mean over the answer tokens of its rows. The cache keeps each\n"
+		 "token's flags in DIR/train-state/data.sft beside data.u32.\n",
 	.max_args = 0,
 };
 
@@ -247,6 +273,9 @@ static int check_new(struct args *a)
 						  "--vocab-size N for *.u32 data)");
 		if (o->tokenizer && o->vocab)
 			return cli_usage("train", "--vocab-size comes from --tokenizer: give one");
+		if (o->sft && !o->tokenizer)
+			return cli_usage("train", "--sft renders conversations with a tokenizer: give "
+						  "--tokenizer DIR");
 	}
 	if (o->min_lr < 0)
 		o->min_lr = o->lr / 10;
@@ -338,6 +367,36 @@ static void on_notice(void *user, const char *msg)
 	cli_notice(msg);
 }
 
+/* What --sft made of one stream's files. */
+static void print_conv_stream(const char *what, const struct dset_sft *c, int64_t tokens,
+			      bool cached, int ctx)
+{
+	fprintf(stderr, "%s: %lld conversations%s, %lld tokens, %lld of them the assistant's", what,
+		(long long)c->conversations, cached ? " (cached)" : "", (long long)tokens,
+		(long long)c->scored);
+	if (c->cut)
+		fprintf(stderr, "; %lld cut after the last answer within --ctx %d", (long long)c->cut,
+			ctx);
+	if (c->left_out)
+		fprintf(stderr, "; %lld left out (the first answer ends past --ctx %d)",
+			(long long)c->left_out, ctx);
+	if (c->no_answer)
+		fprintf(stderr, "; %lld left out (no assistant answer)", (long long)c->no_answer);
+}
+
+static void print_convs(const struct printer *p, const struct loop_plan *lp)
+{
+	print_conv_stream("data", &lp->train_sft, lp->train_tokens, lp->train_cached, p->o->ctx);
+	fprintf(stderr, "\nrows: one conversation each, padded to --ctx %d: %.1f%% of the "
+			"positions are padding",
+		p->o->ctx, 100 * lp->train_padding);
+	if (lp->val_tokens || lp->val_sft.conversations) {
+		fputc('\n', stderr);
+		print_conv_stream("validation", &lp->val_sft, lp->val_tokens, lp->val_cached,
+				  p->o->ctx);
+	}
+}
+
 static void on_plan(void *user, const struct loop_plan *lp)
 {
 	struct printer *p = user;
@@ -346,9 +405,12 @@ static void on_plan(void *user, const struct loop_plan *lp)
 	settle(p);
 	for (int i = 0; i < p->model->n_remarks; i++)
 		cli_notice(p->model->remarks[i]);
-	fprintf(stderr, "data: %lld training tokens%s", (long long)lp->train_tokens,
-		lp->train_cached ? " (cached)" : "");
-	if (lp->val_tokens)
+	if (lp->sft)
+		print_convs(p, lp);
+	else
+		fprintf(stderr, "data: %lld training tokens%s", (long long)lp->train_tokens,
+			lp->train_cached ? " (cached)" : "");
+	if (lp->val_tokens && !lp->sft)
 		fprintf(stderr, ", %lld validation tokens%s", (long long)lp->val_tokens,
 			lp->val_cached ? " (cached)" : "");
 	fprintf(stderr, "\nmemory plan (%s): weights %s, gradients %s, AdamW moments %s, "
@@ -377,11 +439,12 @@ static void on_ready(void *user, struct eng_trainer *t)
 	fprintf(stderr,
 		"training %.3gM parameters on %s (%s products), %lld steps of %d x %d x %d tokens\n"
 		"lr %g -> %g (warm-up %lld, cosine to step %lld), AdamW beta1 %g beta2 %g eps %g "
-		"weight decay %g, clip %g, seed %lld%s\n",
+		"weight decay %g, clip %g, seed %lld%s%s\n",
 		pl.params / 1e6, eng_trainer_backend(t), eng_trainer_exact(t) ? "fp32" : "bf16",
 		(long long)o->steps, o->accum, o->batch, o->ctx, o->lr, o->min_lr,
 		(long long)o->warmup, (long long)o->cosine_steps, o->beta1, o->beta2, o->eps,
-		o->weight_decay, o->clip, (long long)o->seed, o->sequential ? ", sequential" : "");
+		o->weight_decay, o->clip, (long long)o->seed, o->sequential ? ", sequential" : "",
+		o->sft ? ", on the assistant's tokens (--sft)" : "");
 }
 
 static void duration(double s, char *out, size_t n)

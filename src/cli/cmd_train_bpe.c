@@ -1,15 +1,17 @@
 /* cmd_train_bpe.c — `qwenchat train-bpe`: count pre-tokens of text files in
  * parallel, learn byte-level BPE merges, write tokenizer.json, vocab.json and
- * merges.txt. */
+ * merges.txt (and with --chat Qwen3's chat tokens and a tokenizer_config.json). */
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/base/clock.h"
 #include "src/base/proc.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/train/modeldir.h"
 #include "tokenizer/bpe_count.h"
 #include "tokenizer/bpe_train.h"
 #include "tokenizer/bpe_write.h"
+#include "tokenizer/tokenizer.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -27,6 +29,8 @@
 static const struct cli_opt train_opts[] = {
 	{"vocab-size", CLI_OWN + 1, "N", "256 + merges + special tokens (at least 256 + specials)"},
 	{"special", CLI_OWN + 2, "TOKEN", "a special token (repeatable), e.g. '<|endoftext|>'"},
+	{"chat", CLI_OWN + 5, NULL,
+	 "add Qwen3's chat tokens (below) and write a\ntokenizer_config.json with Qwen3's chat template"},
 	{"threads", CLI_OWN + 3, "N", "counting threads (default or 0: all cores)"},
 	{"out", CLI_OWN + 4, "DIR", "output directory (created when missing)"},
 	{"quiet", 'q', NULL, "no progress and no summary line on stderr"},
@@ -45,6 +49,15 @@ static const struct cli_command train_cmd = {
 		 "order given. The text is counted as it is (no NFC), so tokenizer.json has no\n"
 		 "normalizer.\n",
 	.opts = train_opts,
+	.notes = "--chat adds, before any --special, the tokens of Qwen3's chat with their roles\n"
+		 "in Qwen3's tokenizer: <|endoftext|> (the end of a document and the pad token),\n"
+		 "<|im_start|>, <|im_end|> (the end of a turn: eos_token) as special tokens, and\n"
+		 "<tool_call>, </tool_call>, <tool_response>, </tool_response>, <think>, </think>\n"
+		 "as added tokens that are not special (they stay in decoded text). It writes\n"
+		 "DIR/tokenizer_config.json as Qwen3's (added_tokens_decoder, eos_token, pad_token,\n"
+		 "the hybrid chat template), so that a model trained from scratch on the\n"
+		 "tokenizer chats, thinks and stops as Qwen3 does. A --special already among\n"
+		 "them is not added twice.\n",
 	.min_args = 1,
 	.max_args = 1 << 20,
 };
@@ -86,12 +99,25 @@ static bool utf8_ok(const char *s)
 	return ok;
 }
 
+/* Qwen3's chat tokens, in the order of their ids in Qwen3's tokenizer, and whether
+ * each is special there (tests/cache/qwen3-tokenizer/tokenizer_config.json). */
+static const struct {
+	const char *text;
+	bool special;
+} chat_tokens[] = {
+	{"<|endoftext|>", true}, {"<|im_start|>", true},     {"<|im_end|>", true},
+	{"<tool_call>", false},  {"</tool_call>", false},    {"<tool_response>", false},
+	{"</tool_response>", false}, {"<think>", false},    {"</think>", false},
+};
+enum { N_CHAT = sizeof chat_tokens / sizeof chat_tokens[0] };
+
 struct args {
 	long vocab, threads;
 	const char *out;
 	const char **specials;
+	bool *special; /* (n_specials) each marked special in tokenizer.json */
 	int n_specials;
-	bool quiet;
+	bool quiet, chat;
 };
 
 static int train_opt(void *user, int key, const char *arg)
@@ -102,22 +128,49 @@ static int train_opt(void *user, int key, const char *arg)
 	case CLI_OWN + 2: a->specials[a->n_specials++] = arg; break;
 	case CLI_OWN + 3: return cli_parse_long("threads", arg, 0, MAX_THREADS, &a->threads);
 	case CLI_OWN + 4: a->out = arg; break;
+	case CLI_OWN + 5: a->chat = true; break;
 	case 'q': a->quiet = true; break;
 	}
 	return 0;
+}
+
+/* --chat: Qwen3's chat tokens first, then the --special ones that are not among them. */
+static void add_chat_tokens(struct args *a)
+{
+	int n = 0;
+	for (int k = 0; k < a->n_specials; k++) {
+		bool dup = false;
+		for (int c = 0; c < N_CHAT; c++)
+			dup |= !strcmp(a->specials[k], chat_tokens[c].text);
+		if (!dup)
+			a->specials[n++] = a->specials[k];
+	}
+	memmove(a->specials + N_CHAT, a->specials, (size_t)n * sizeof *a->specials);
+	for (int c = 0; c < N_CHAT; c++) {
+		a->specials[c] = chat_tokens[c].text;
+		a->special[c] = chat_tokens[c].special;
+	}
+	for (int k = N_CHAT; k < N_CHAT + n; k++)
+		a->special[k] = true;
+	a->n_specials = N_CHAT + n;
 }
 
 /* Parses and checks the command line; 0, CLI_DONE, or EXIT_USAGE after a usage error
  * was printed. */
 static int parse_args(int argc, char **argv, struct args *a, int *first)
 {
-	a->specials = calloc((size_t)argc + 1, sizeof *a->specials);
-	if (!a->specials)
+	a->specials = calloc((size_t)argc + 1 + N_CHAT, sizeof *a->specials);
+	a->special = calloc((size_t)argc + 1 + N_CHAT, sizeof *a->special);
+	if (!a->specials || !a->special)
 		return cli_error("out of memory"), EXIT_USAGE;
 	struct cli_common com;
 	int r = cli_parse(&train_cmd, argc, argv, &com, train_opt, a, first);
 	if (r)
 		return r;
+	for (int k = 0; k < a->n_specials; k++)
+		a->special[k] = true;
+	if (a->chat)
+		add_chat_tokens(a);
 	if (!a->vocab)
 		return cli_usage("train-bpe", "--vocab-size N is required");
 	if (!a->out)
@@ -153,12 +206,31 @@ static int make_dir(const char *dir)
 	return 0;
 }
 
+/* DIR/tokenizer_config.json for the tokenizer just written: Qwen3's fields and chat
+ * template, from the tokenizer as the chat will load it. */
+static int write_chat_config(const char *dir)
+{
+	struct tok *t = tok_load(dir);
+	if (!t)
+		return -1;
+	char *path = fio_join(dir, "tokenizer_config.json");
+	bool markers;
+	char *text = path ? mdir_tokenizer_config(NULL, path, t, &markers) : NULL;
+	int rc = text ? fio_write_atomic(path, text, strlen(text), 0644, 0)
+		      : path ? -1 : err_set("out of memory");
+	free(text);
+	free(path);
+	tok_free(t);
+	return rc;
+}
+
 int cmd_train_bpe(int argc, char **argv)
 {
 	struct args a = {0};
 	int first, r = parse_args(argc, argv, &a, &first);
 	if (r) {
 		free(a.specials);
+		free(a.special);
 		return r == CLI_DONE ? EXIT_OK : r;
 	}
 	int rc = EXIT_RUNTIME;
@@ -197,7 +269,8 @@ int cmd_train_bpe(int argc, char **argv)
 	if (!m)
 		goto out;
 	double t2 = clock_now();
-	if (bpe_write(m, a.specials, a.n_specials, a.out) < 0)
+	if (bpe_write(m, a.specials, a.special, a.n_specials, a.out) < 0 ||
+	    (a.chat && write_chat_config(a.out) < 0))
 		goto out;
 	rc = EXIT_OK;
 	if (!a.quiet) {
@@ -224,5 +297,6 @@ out:
 	bpe_words_free(&words);
 	bpe_counter_free(c);
 	free(a.specials);
+	free(a.special);
 	return rc;
 }

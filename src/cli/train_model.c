@@ -2,6 +2,7 @@
 #include "src/cli/train_model.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/chat/sft.h"
 #include "src/cli/cli.h"
 #include "src/cli/env.h"
 #include "src/hub/hub.h"
@@ -16,7 +17,7 @@
 
 static void remark(struct train_model *p, const char *msg)
 {
-	if (p->n_remarks < 3)
+	if (p->n_remarks < (int)(sizeof p->remarks / sizeof p->remarks[0]))
 		p->remarks[p->n_remarks++] = msg;
 }
 
@@ -75,6 +76,7 @@ static int tokenizer_from_dir(struct train_model *p, const char *dir)
 	if (!text)
 		return -1;
 	add_file(p, "tokenizer_config.json", text, strlen(text));
+	p->template_added = true;
 	remark(p, "the tokenizer has no chat template: the checkpoint's tokenizer_config.json "
 		  "gets Qwen3's");
 	if (!markers)
@@ -82,6 +84,67 @@ static int tokenizer_from_dir(struct train_model *p, const char *dir)
 			  "template's turn markers will be plain text (train-bpe --special "
 			  "'<|im_start|>' --special '<|im_end|>' adds them)");
 	return 0;
+}
+
+/* ---- conversations (--sft) ------------------------------------------------------------ */
+
+struct conv_read {
+	struct train_model *p;
+	struct dset_convs *out;
+};
+
+/* One conversation of a file, rendered and tokenized as the chat does. */
+static int add_conversation(void *user, const struct chat *c, const char *where)
+{
+	struct conv_read *r = user;
+	if (chat_last(c, CHAT_ASSISTANT) < 0) {
+		r->out->no_answer++;
+		return 0;
+	}
+	int32_t *ids;
+	unsigned char *scored;
+	size_t n;
+	if (sft_encode(r->p->m.tk, c, r->p->variant, &ids, &scored, &n))
+		return err_prefix("%s", where);
+	int rc = 0, vocab = r->p->m.cfg.vocab_size;
+	for (size_t i = 0; !rc && i < n; i++)
+		if (ids[i] < 0 || ids[i] >= vocab)
+			rc = err_set("%s: token %zu: the tokenizer gave id %d, not below the model's "
+				     "vocab_size %d (the tokenizer is not this model's)",
+				     where, i, (int)ids[i], vocab);
+	if (!rc)
+		rc = dset_convs_add(r->out, ids, scored, n);
+	free(ids);
+	free(scored);
+	return rc;
+}
+
+static int read_conversations(void *user, const char *path, struct dset_convs *out)
+{
+	if (tokens_is_u32(path))
+		return err_set("%s: --sft reads conversations (JSON Lines or a conversation file "
+			       "the chat saved), not token ids",
+			       path);
+	struct conv_read r = {user, out};
+	return sft_read_file(path, add_conversation, &r);
+}
+
+/* The chat template the checkpoints carry, and the reader of conversations with it. */
+static void conversations(struct train_model *p, bool sft)
+{
+	if (!p->m.tk)
+		return;
+	const char *t = tok_chat_template(p->m.tk), *warning;
+	if (!t && p->template_added)
+		t = mdir_qwen3_template;
+	p->variant = tmpl_detect(t, &warning);
+	if (sft && warning) {
+		snprintf(p->template_remark, sizeof p->template_remark,
+			 "--sft: %s, as the chat does", warning);
+		remark(p, p->template_remark);
+	}
+	p->m.read_convs = read_conversations;
+	p->m.read_convs_user = p;
 }
 
 /* generation_config.json for a model without one: the end of text ends a turn, and
@@ -200,6 +263,7 @@ int train_model_new(const struct tstate_opts *o, struct train_model *p)
 	if (!has_gen && generation_file(p, &p->m.cfg))
 		return -1;
 	hash_tokenizer(p);
+	conversations(p, o->sft);
 	return 0;
 }
 
@@ -216,5 +280,6 @@ int train_model_resume(const char *dir, struct train_model *p)
 	if (copy_file(p, dir, "generation_config.json", false))
 		return -1;
 	hash_tokenizer(p);
+	conversations(p, false);
 	return 0;
 }

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "src/chat/template.h"
 #include "src/train/loop.h"
 #include "src/train/trainstate.h"
 
@@ -16,15 +17,22 @@ struct train_model {
 	char *init_path;
 	/* remarks about the model, shown once the run starts (an error before that is one
 	 * line alone) */
-	const char *remarks[3];
+	const char *remarks[4];
 	int n_remarks;
+	char template_remark[160];
 	bool usage; /* the flags do not make a model: exit 2 */
+	/* the chat template the checkpoints carry, as the chat will render with it: the
+	 * conversations of --sft are rendered with it */
+	enum tmpl_variant variant;
+	bool template_added; /* the tokenizer had none: the checkpoints get Qwen3's */
 };
 
 /* A new run's model: --init MODEL (its config, weights, tokenizer and generation
  * files; a repo id resolved through the Hub), or a config from the shape flags with
- * --tokenizer DIR (or --vocab-size). 0 or -1 (err_set; m->usage when the flags do
- * not make a model). */
+ * --tokenizer DIR (or --vocab-size). Where there is a tokenizer, m->m.read_convs
+ * reads conversation files for --sft (with m as its user: m must stay where it is
+ * while the run reads its data). 0 or -1 (err_set; m->usage when the flags do not
+ * make a model). */
 int train_model_new(const struct tstate_opts *o, struct train_model *m);
 /* A resumed run's model: the checkpoint's own config and files. 0 or -1 (err_set). */
 int train_model_resume(const char *dir, struct train_model *m);

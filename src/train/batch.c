@@ -1,6 +1,7 @@
 /* batch.c — training windows: the seeded random draw and the sequential rule. */
 #include "src/train/batch.h"
 #include "src/base/err.h"
+#include "src/train/dataset.h"
 
 #include <string.h>
 
@@ -126,6 +127,58 @@ int batch_eval(const int32_t *stream, size_t len, int T, int64_t first, int rows
 		int32_t *in = inputs + (size_t)b * T, *tg = targets + (size_t)b * T;
 		if (first + b < w) {
 			window(stream, (size_t)(first + b) * (size_t)T, T, in, tg);
+			real++;
+		} else {
+			for (int i = 0; i < T; i++) {
+				in[i] = 0;
+				tg[i] = -1;
+			}
+		}
+	}
+	return real;
+}
+
+int batch_conv_row(const struct batch_convs *c, int64_t k, int T, int32_t *in, int32_t *tg)
+{
+	size_t s = c->seq[k], m = c->seq[k + 1] - s;
+	int real = m > 1 ? (int)(m - 1) : 0; /* m <= T + 1: the dataset's rule */
+	for (int i = 0; i < real; i++) {
+		in[i] = c->ids[s + (size_t)i];
+		tg[i] = c->flags[s + (size_t)i + 1] & DSET_SCORED ? c->ids[s + (size_t)i + 1] : -1;
+	}
+	for (int i = real; i < T; i++) {
+		in[i] = 0;
+		tg[i] = -1;
+	}
+	return real;
+}
+
+void batch_conv_random(struct batch_rng *r, const struct batch_convs *c, int rows, int T,
+		       int32_t *inputs, int32_t *targets, int64_t *real)
+{
+	for (int b = 0; b < rows; b++) {
+		int64_t k = (int64_t)batch_rng_below(r, (uint64_t)c->n);
+		*real += batch_conv_row(c, k, T, inputs + (size_t)b * T, targets + (size_t)b * T);
+	}
+}
+
+void batch_conv_sequential(const struct batch_convs *c, int64_t step, int accum, int micro,
+			   int rows, int T, int32_t *inputs, int32_t *targets, int64_t *real)
+{
+	for (int b = 0; b < rows; b++) {
+		int64_t k = batch_seq_window(step, accum, micro, rows, b, c->n);
+		*real += batch_conv_row(c, k, T, inputs + (size_t)b * T, targets + (size_t)b * T);
+	}
+}
+
+int batch_conv_eval(const struct batch_convs *c, int64_t first, int rows, int T,
+		    int32_t *inputs, int32_t *targets)
+{
+	int real = 0;
+	for (int b = 0; b < rows; b++) {
+		int32_t *in = inputs + (size_t)b * T, *tg = targets + (size_t)b * T;
+		if (first + b < c->n) {
+			batch_conv_row(c, first + b, T, in, tg);
 			real++;
 		} else {
 			for (int i = 0; i < T; i++) {

@@ -51,4 +51,34 @@ void batch_sequential(const int32_t *stream, size_t len, int64_t step, int accum
 int batch_eval(const int32_t *stream, size_t len, int T, int64_t first, int rows,
 	       int32_t *inputs, int32_t *targets);
 
+/* --sft: one conversation a row. Conversation k is the tokens ids[seq[k], seq[k+1])
+ * (m <= T + 1 of them) with their flags (dataset.h's DSET_SCORED); its row's inputs
+ * are its first m - 1 tokens and its targets the tokens one further where scored,
+ * else -1. The rest of the row is padding: input 0, target -1; in causal attention
+ * positions after the conversation's change nothing before them. */
+struct batch_convs {
+	const int32_t *ids;
+	const uint8_t *flags;
+	const size_t *seq; /* (n + 1) */
+	int64_t n;         /* conversations, >= 1 */
+};
+
+/* Conversation k's row; returns its real (non-padding) positions, m - 1. */
+int batch_conv_row(const struct batch_convs *c, int64_t k, int T, int32_t *in, int32_t *tg);
+
+/* Rows drawn as batch_random draws windows: conversation batch_rng_below(n) each. The
+ * real positions are added to *real. */
+void batch_conv_random(struct batch_rng *r, const struct batch_convs *c, int rows, int T,
+		       int32_t *inputs, int32_t *targets, int64_t *real);
+
+/* --sequential: row b of micro-batch a of step s is conversation
+ * batch_seq_window(s, A, a, B, b, n), i.e. ((s*A + a)*B + b) mod n. */
+void batch_conv_sequential(const struct batch_convs *c, int64_t step, int accum, int micro,
+			   int rows, int T, int32_t *inputs, int32_t *targets, int64_t *real);
+
+/* Evaluation: conversations [first, first + rows) in order, rows past the last one
+ * padding throughout. Returns how many rows were real. */
+int batch_conv_eval(const struct batch_convs *c, int64_t first, int rows, int T,
+		    int32_t *inputs, int32_t *targets);
+
 #endif

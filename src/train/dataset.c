@@ -19,7 +19,44 @@
 void dset_free(struct dset *d)
 {
 	free(d->ids);
+	free(d->flags);
+	free(d->seq);
 	memset(d, 0, sizeof *d);
+}
+
+void dset_convs_free(struct dset_convs *c)
+{
+	free(c->ids);
+	free(c->flags);
+	memset(c, 0, sizeof *c);
+}
+
+/* Room for n more tokens. */
+static int convs_reserve(struct dset_convs *c, size_t n)
+{
+	if (c->n + n <= c->cap)
+		return 0;
+	size_t cap = c->cap * 2 > c->n + n ? c->cap * 2 : c->n + n + 1024;
+	int32_t *gi = realloc(c->ids, cap * sizeof *gi);
+	if (gi)
+		c->ids = gi;
+	uint8_t *gf = gi ? realloc(c->flags, cap) : NULL;
+	if (!gf)
+		return err_set("out of memory for %zu tokens of conversations", cap);
+	c->flags = gf;
+	c->cap = cap;
+	return 0;
+}
+
+int dset_convs_add(struct dset_convs *c, const int32_t *ids, const unsigned char *scored, size_t n)
+{
+	if (n == 0 || convs_reserve(c, n))
+		return n ? -1 : 0;
+	memcpy(c->ids + c->n, ids, n * sizeof *ids);
+	for (size_t i = 0; i < n; i++)
+		c->flags[c->n + i] = (uint8_t)((scored[i] ? DSET_SCORED : 0) | (i ? 0 : DSET_START));
+	c->n += n;
+	return 0;
 }
 
 void dset_hash(const char *const *texts, const size_t *lens, int n, char out[72])
@@ -135,24 +172,85 @@ static json_t *cache_meta(const char *cache)
 	return j;
 }
 
-int dset_load_cache(struct dset *d, int vocab, const char *cache)
+/* The conversations of d's flags: each starts with DSET_START, holds 2 to ctx + 1
+ * tokens and a target (a scored token after its first), and no other bit is set.
+ * Fills d->seq and d->sft's conversations and scored. `what` names the stream. */
+static int index_convs(struct dset *d, int ctx, const char *what)
+{
+	int64_t n = 0;
+	for (size_t i = 0; i < d->len; i++) {
+		if (d->flags[i] & ~(DSET_SCORED | DSET_START))
+			return err_set("%s: token %zu: unknown flags 0x%x", what, i, d->flags[i]);
+		n += d->flags[i] & DSET_START ? 1 : 0;
+	}
+	if (d->len && !(d->flags[0] & DSET_START))
+		return err_set("%s: token 0 does not start a conversation", what);
+	if (!(d->seq = malloc(((size_t)n + 1) * sizeof *d->seq)))
+		return err_set("%s: out of memory for %lld conversations", what, (long long)n);
+	int64_t k = 0, scored = 0;
+	for (size_t i = 0; i < d->len; i++)
+		if (d->flags[i] & DSET_START)
+			d->seq[k++] = i;
+	d->seq[n] = d->len;
+	for (int64_t c = 0; c < n; c++) {
+		size_t m = d->seq[c + 1] - d->seq[c], t = 0;
+		for (size_t i = 1; i < m; i++)
+			t += d->flags[d->seq[c] + i] & DSET_SCORED;
+		if (m < 2 || m > (size_t)ctx + 1 || !t)
+			return err_set("%s: conversation %lld: %zu tokens with %zu targets (a row of "
+				       "--ctx %d takes 2 to %d tokens with a target)",
+				       what, (long long)c + 1, m, t, ctx, ctx + 1);
+		scored += (int64_t)t;
+	}
+	d->sft.conversations = n;
+	d->sft.scored = scored;
+	return 0;
+}
+
+static int64_t int_of(json_t *o, const char *key)
+{
+	json_int_t v = json_integer_value(json_object_get(o, key));
+	return v > 0 ? (int64_t)v : 0;
+}
+
+/* CACHE.sft: the flags of the d->len tokens. */
+static int load_flags(struct dset *d, json_t *j, int ctx, const char *cache)
+{
+	char *path = join_ext(cache, ".sft");
+	size_t len = 0;
+	if (!path)
+		return err_set("out of memory");
+	d->flags = (uint8_t *)fio_read_all(path, d->len + 1, &len);
+	int rc = !d->flags ? -1
+		 : len != d->len ? err_set("%s: %zu flags for %zu tokens", path, len, d->len)
+				 : index_convs(d, ctx, path);
+	free(path);
+	json_t *counts = json_object_get(j, "sft_counts");
+	d->sft.cut = int_of(counts, "cut");
+	d->sft.left_out = int_of(counts, "left_out");
+	d->sft.no_answer = int_of(counts, "no_answer");
+	return rc;
+}
+
+int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache)
 {
 	memset(d, 0, sizeof *d);
 	json_t *j = cache_meta(cache);
 	char *u32 = join_ext(cache, ".u32");
 	int rc = -1;
-	json_t *tokens = json_object_get(j, "tokens");
+	json_t *tokens = json_object_get(j, "tokens"), *sft = json_object_get(j, "sft");
+	bool same_kind = sft_ctx ? int_of(sft, "ctx") == sft_ctx : !sft;
 	if (!u32)
 		err_set("out of memory");
 	else if (!j || json_integer_value(json_object_get(j, "vocab")) != vocab ||
-		 !json_is_integer(tokens))
+		 !json_is_integer(tokens) || !same_kind)
 		err_set("%s.json: missing or not the cache of this model's stream", cache);
 	else if (tokens_read_file(u32, NULL, vocab, &d->ids, &d->len) == 0) {
 		if (d->len != (size_t)json_integer_value(tokens))
 			err_set("%s: %zu tokens, %s.json says %lld", u32, d->len, cache,
 				(long long)json_integer_value(tokens));
 		else
-			rc = 0;
+			rc = sft_ctx ? load_flags(d, j, sft_ctx, cache) : 0;
 	}
 	if (rc)
 		dset_free(d);
@@ -167,10 +265,11 @@ int dset_load_cache(struct dset *d, int vocab, const char *cache)
  * describes a stream file that is not whole. */
 static int write_cache(const struct dset *d, json_t *meta, const char *cache)
 {
-	char *u32 = join_ext(cache, ".u32"), *js = join_ext(cache, ".json");
+	char *u32 = join_ext(cache, ".u32"), *js = join_ext(cache, ".json"),
+	     *fl = join_ext(cache, ".sft");
 	int rc = -1;
 	char *text = NULL;
-	if (!u32 || !js) {
+	if (!u32 || !js || !fl) {
 		err_set("out of memory");
 		goto out;
 	}
@@ -183,7 +282,17 @@ static int write_cache(const struct dset *d, json_t *meta, const char *cache)
 #endif
 	if (fio_write_atomic(u32, d->ids, d->len * sizeof *d->ids, 0600, FIO_NO_LINKS))
 		goto out;
+	if (d->flags && fio_write_atomic(fl, d->flags, d->len, 0600, FIO_NO_LINKS))
+		goto out;
 	json_object_set_new(meta, "tokens", json_integer((json_int_t)d->len));
+	if (d->flags)
+		json_object_set_new(meta, "sft_counts",
+				    json_pack("{s:I, s:I, s:I, s:I, s:I}", "conversations",
+					      (json_int_t)d->sft.conversations, "cut",
+					      (json_int_t)d->sft.cut, "left_out",
+					      (json_int_t)d->sft.left_out, "no_answer",
+					      (json_int_t)d->sft.no_answer, "scored",
+					      (json_int_t)d->sft.scored));
 	if (!(text = json_dumps(meta, JSON_INDENT(2)))) {
 		err_set("out of memory");
 		goto out;
@@ -192,8 +301,18 @@ static int write_cache(const struct dset *d, json_t *meta, const char *cache)
 out:
 	free(text);
 	free(js);
+	free(fl);
 	free(u32);
 	return rc;
+}
+
+/* Whether the cache `old` was made from the inputs `meta` describes. */
+static bool same_inputs(json_t *old, json_t *meta)
+{
+	json_t *a = json_object_get(old, "sft"), *b = json_object_get(meta, "sft");
+	return old && json_equal(json_object_get(old, "sources"), json_object_get(meta, "sources")) &&
+	       json_equal(json_object_get(old, "tokenizer"), json_object_get(meta, "tokenizer")) &&
+	       (a || b ? a && b && json_equal(a, b) : true);
 }
 
 /* The files read and concatenated. */
@@ -241,13 +360,109 @@ int dset_load(struct dset *d, char *const *files, int n, struct tok *tk,
 	int rc = -1;
 	if (!meta) {
 		err_set("out of memory");
-	} else if (old && json_equal(json_object_get(old, "sources"), src) &&
-		   json_equal(json_object_get(old, "tokenizer"), json_object_get(meta, "tokenizer")) &&
-		   dset_load_cache(d, vocab, cache) == 0) {
+	} else if (same_inputs(old, meta) && dset_load_cache(d, vocab, 0, cache) == 0) {
 		rc = 0;
 	} else if (encode(d, files, n, tk, vocab) == 0 && write_cache(d, meta, cache) == 0) {
 		rc = 0;
 	}
+	if (rc)
+		dset_free(d);
+	json_decref(old);
+	json_decref(meta);
+	return rc;
+}
+
+/* ---- conversations (--sft) ------------------------------------------------------------ */
+
+/* How much of a conversation (flags f[0..n)) a row of T inputs trains on: up to the end
+ * of its last answer within T + 1 tokens (the inputs and the target one further); 0
+ * when its first answer ends past them. *cut: a later answer was dropped. Tokens
+ * after the last answer are context for nothing and are dropped too. */
+static size_t fit(const uint8_t *f, size_t n, int T, bool *cut)
+{
+	size_t best = 0, last = 0;
+	for (size_t i = 2; i <= n; i++) /* token 0 is never a target */
+		if ((f[i - 1] & DSET_SCORED) && (i == n || !(f[i] & DSET_SCORED))) {
+			last = i;
+			if (i <= (size_t)T + 1)
+				best = i;
+		}
+	*cut = best < last;
+	return best;
+}
+
+/* The conversations of one file, fitted to rows of T and appended to all. */
+static int add_file(struct dset *d, struct dset_convs *all, const struct dset_convs *f,
+		    const char *path, int vocab, int T)
+{
+	d->sft.no_answer += f->no_answer;
+	int64_t k = 0;
+	for (size_t s = 0, e; s < f->n; s = e) {
+		e = s + 1;
+		while (e < f->n && !(f->flags[e] & DSET_START))
+			e++;
+		k++;
+		for (size_t i = s; i < e; i++)
+			if (f->ids[i] < 0 || f->ids[i] >= vocab)
+				return err_set("%s: conversation %lld: token id %d is not below the "
+					       "model's vocab_size %d",
+					       path, (long long)k, (int)f->ids[i], vocab);
+		bool cut;
+		size_t m = fit(f->flags + s, e - s, T, &cut);
+		if (!m) {
+			d->sft.left_out++;
+			continue;
+		}
+		d->sft.cut += cut;
+		if (convs_reserve(all, m))
+			return -1;
+		memcpy(all->ids + all->n, f->ids + s, m * sizeof *all->ids);
+		memcpy(all->flags + all->n, f->flags + s, m);
+		all->flags[all->n] |= DSET_START;
+		all->n += m;
+	}
+	return 0;
+}
+
+static int encode_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd, void *user,
+		      int vocab, int T)
+{
+	struct dset_convs all = {0};
+	int rc = 0;
+	for (int i = 0; !rc && i < n; i++) {
+		struct dset_convs f = {0};
+		rc = rd(user, files[i], &f);
+		if (!rc)
+			rc = add_file(d, &all, &f, files[i], vocab, T);
+		dset_convs_free(&f);
+	}
+	d->ids = all.ids;
+	d->flags = all.flags;
+	d->len = all.n;
+	if (!rc && !d->ids && !(d->ids = malloc(sizeof *d->ids))) /* no conversation: still one */
+		rc = err_set("out of memory");
+	if (!rc && !d->flags && !(d->flags = malloc(1)))
+		rc = err_set("out of memory");
+	return rc ? -1 : index_convs(d, T, "the conversations");
+}
+
+int dset_load_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd, void *user,
+		  const char *tok_hash, int vocab, int ctx, const char *cache)
+{
+	memset(d, 0, sizeof *d);
+	json_t *src = describe(files, n);
+	if (!src)
+		return -1;
+	json_t *meta = json_pack("{s:i, s:i, s:s, s:o, s:{s:i}}", "format", 1, "vocab", vocab,
+				 "tokenizer", tok_hash, "sources", src, "sft", "ctx", ctx);
+	json_t *old = cache_meta(cache);
+	int rc = -1;
+	if (!meta)
+		err_set("out of memory");
+	else if (same_inputs(old, meta) && dset_load_cache(d, vocab, ctx, cache) == 0)
+		rc = 0;
+	else if (encode_sft(d, files, n, rd, user, vocab, ctx) == 0 && write_cache(d, meta, cache) == 0)
+		rc = 0;
 	if (rc)
 		dset_free(d);
 	json_decref(old);

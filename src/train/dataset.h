@@ -1,7 +1,9 @@
 /* dataset.h — the token stream a run trains (or evaluates) on: its files read by the
  * tokens module and concatenated in the order given, kept encoded in a cache file next
  * to the checkpoint (DIR/train-state/data.u32 with data.json describing where it came
- * from), so that a rerun or a resumed run does not encode the text again. */
+ * from), so that a rerun or a resumed run does not encode the text again. With --sft
+ * the stream is conversations, each token flagged (data.sft): whether it is a target
+ * of the loss, and where each conversation starts. */
 #ifndef QWENCHAT_DATASET_H
 #define QWENCHAT_DATASET_H
 
@@ -11,11 +13,50 @@
 
 #include "tokenizer/tokenizer.h"
 
+/* Flags of a token of a conversation stream (--sft). */
+enum {
+	DSET_SCORED = 1, /* a target of the loss: a token the assistant wrote */
+	DSET_START = 2,  /* the first token of a conversation */
+};
+
+/* What is known of a conversation stream. */
+struct dset_sft {
+	int64_t conversations; /* in the stream */
+	int64_t cut;           /* cut after an answer to fit a row (--ctx) */
+	int64_t left_out;      /* whose first answer ends past a row: not in the stream */
+	int64_t no_answer;     /* without an assistant answer: not in the stream */
+	int64_t scored;        /* targets in the stream (answer tokens after the first) */
+};
+
 struct dset {
 	int32_t *ids; /* (len) the stream */
 	size_t len;
 	bool cached; /* read from the cache, not encoded */
+	/* --sft: a stream of conversations, each at most ctx + 1 tokens (the inputs of a
+	 * row and the target one further) and ending with an answer's last token */
+	uint8_t *flags;     /* (len) DSET_* of each token; NULL: a plain stream */
+	size_t *seq;        /* (sft.conversations + 1): conversation k is [seq[k], seq[k+1]) */
+	struct dset_sft sft;
 };
+
+/* The conversations of one file, as a conversation reader gives them: one after
+ * another, the first token of each flagged DSET_START, the answers' DSET_SCORED. */
+struct dset_convs {
+	int32_t *ids;
+	uint8_t *flags;
+	size_t n, cap;
+	int64_t no_answer; /* conversations without an assistant answer, left out */
+};
+
+/* Appends a conversation: ids[0..n) (n >= 1), scored[i] != 0 for the tokens the
+ * assistant wrote. 0 or -1 (err_set: out of memory). */
+int dset_convs_add(struct dset_convs *c, const int32_t *ids, const unsigned char *scored,
+		   size_t n);
+void dset_convs_free(struct dset_convs *c);
+
+/* Reads the conversations of one file into out (appending). 0 or -1 (err_set naming
+ * the file, and the line or message). */
+typedef int (*dset_conv_reader)(void *user, const char *path, struct dset_convs *out);
 
 /* The stream of files[0..n) (n >= 1). tk encodes the text files (NULL: every file must
  * be *.u32); tok_hash names the tokenizer (its files' sha256) so that a cache made
@@ -26,9 +67,19 @@ struct dset {
 int dset_load(struct dset *d, char *const *files, int n, struct tok *tk,
 	      const char *tok_hash, int vocab, const char *cache);
 
+/* The conversation stream of files[0..n) (n >= 1), each file read by rd (user is its
+ * first argument). A conversation longer than ctx + 1 tokens is cut after its last
+ * answer that ends within them; one whose first answer does not is left out
+ * (counted). The cache (CACHE.u32, CACHE.sft of flags, CACHE.json) is used as
+ * dset_load's, when it also holds conversations cut for this ctx. Ids are checked
+ * below vocab. 0 or -1 (err_set naming the file). */
+int dset_load_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd, void *user,
+		  const char *tok_hash, int vocab, int ctx, const char *cache);
+
 /* The cache alone (a resumed run trains on what it was trained on, even when the
- * files changed or are gone); its JSON must say `vocab`. 0 or -1 (err_set). */
-int dset_load_cache(struct dset *d, int vocab, const char *cache);
+ * files changed or are gone); its JSON must say `vocab` and, when sft_ctx > 0, that it
+ * holds conversations cut for --ctx sft_ctx (0: a plain stream). 0 or -1 (err_set). */
+int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache);
 
 void dset_free(struct dset *d);
 

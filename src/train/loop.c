@@ -30,6 +30,7 @@ struct run {
 	struct loop_model *m;
 	const struct loop_report *r;
 	struct dset train, val;
+	struct batch_convs train_c, val_c; /* --sft: the streams' conversations */
 	struct eng_trainer *t;
 	struct tlog log;
 	int log_fd;
@@ -121,25 +122,41 @@ static int check_nonempty(char *const *files, int n, const char *flag)
 static int load_stream(struct run *u, struct dset *d, char *const *files, int n, const char *cache,
 		       bool resume, const char *flag)
 {
+	const struct tstate_opts *o = &u->st->o;
 	char *path = fio_join(u->state_dir, cache);
-	int rc = -1;
+	int rc = -1, vocab = u->m->cfg.vocab_size, T = o->ctx;
 	if (!path)
 		return err_set("out of memory");
+	if (o->sft && !u->m->read_convs) {
+		free(path);
+		return err_set("--sft: conversations need the model's tokenizer");
+	}
 	/* a resumed run trains on its cache; without one, on the files encoded again (the
 	 * stream's length is checked against the run's) */
 	if (resume)
-		rc = dset_load_cache(d, u->m->cfg.vocab_size, path);
+		rc = dset_load_cache(d, vocab, o->sft ? T : 0, path);
 	if (rc && check_nonempty(files, n, flag) == 0)
-		rc = dset_load(d, files, n, u->m->tk, u->m->tok_hash, u->m->cfg.vocab_size, path);
+		rc = o->sft ? dset_load_sft(d, files, n, u->m->read_convs, u->m->read_convs_user,
+					    u->m->tok_hash, vocab, T, path)
+			    : dset_load(d, files, n, u->m->tk, u->m->tok_hash, vocab, path);
 	free(path);
 	if (rc)
 		return -1;
-	int T = u->st->o.ctx;
-	if (batch_windows(d->len, T) < 1)
+	if (o->sft && d->sft.conversations < 1)
+		return err_set("%s: no conversation to %s: %lld without an assistant answer, "
+			       "%lld whose first answer ends past --ctx %d",
+			       flag, strcmp(flag, "--val") ? "train on" : "evaluate",
+			       (long long)d->sft.no_answer, (long long)d->sft.left_out, T);
+	if (!o->sft && batch_windows(d->len, T) < 1)
 		return err_set("%s: %zu tokens, fewer than one window needs: --ctx %d takes %d "
 			       "(the inputs and the targets one token further)",
 			       flag, d->len, T, T + 1);
 	return 0;
+}
+
+static struct batch_convs convs_of(const struct dset *d)
+{
+	return (struct batch_convs){d->ids, d->flags, d->seq, d->sft.conversations};
 }
 
 static int load_data(struct run *u, bool resume)
@@ -153,6 +170,8 @@ static int load_data(struct run *u, bool resume)
 	u->st->data_tokens = (int64_t)u->train.len;
 	if (o->n_val && load_stream(u, &u->val, o->val, o->n_val, "val", resume, "--val"))
 		return -1;
+	u->train_c = convs_of(&u->train);
+	u->val_c = convs_of(&u->val);
 	return 0;
 }
 
@@ -176,12 +195,21 @@ static int plan_for(const struct run *u, bool recompute, struct eng_train_plan *
 static int check_plan(struct run *u)
 {
 	struct tstate_opts *o = &u->st->o;
-	struct loop_plan lp = {.data_bytes = (u->train.len + u->val.len) * sizeof(int32_t),
+	size_t per_token = sizeof(int32_t) + (o->sft ? 1 : 0);
+	int64_t convs = u->train.sft.conversations + u->val.sft.conversations;
+	struct loop_plan lp = {.data_bytes = (u->train.len + u->val.len) * per_token +
+					     (size_t)convs * sizeof(size_t),
 			       .available = proc_mem_available(),
 			       .train_tokens = (int64_t)u->train.len,
 			       .val_tokens = (int64_t)u->val.len,
 			       .train_cached = u->train.cached,
-			       .val_cached = u->val.cached};
+			       .val_cached = u->val.cached,
+			       .sft = o->sft,
+			       .train_sft = u->train.sft,
+			       .val_sft = u->val.sft};
+	if (o->sft) /* each conversation a row of ctx positions, m - 1 of them real */
+		lp.train_padding = 1 - (double)(u->train.len - (size_t)u->train.sft.conversations) /
+					       ((double)u->train.sft.conversations * o->ctx);
 	if (plan_for(u, o->recompute, &lp.plan))
 		return -1;
 	size_t host = lp.plan.device ? 0 : lp.plan.total;
@@ -310,17 +338,21 @@ static int save(struct run *u)
 	return 0;
 }
 
-/* Mean cross-entropy over the validation stream cut in consecutive windows of ctx. */
+/* Mean cross-entropy over the validation stream cut in consecutive windows of ctx (--sft:
+ * its conversations in order, a row each). */
 static int evaluate(struct run *u, double *loss)
 {
 	const struct tstate_opts *o = &u->st->o;
-	int64_t w = batch_windows(u->val.len, o->ctx);
+	int64_t w = o->sft ? u->val_c.n : batch_windows(u->val.len, o->ctx);
 	double sum = 0;
 	int64_t count = 0;
 	for (int64_t first = 0; first < w; first += o->batch) {
 		double s = 0; /* the trainer adds to these */
 		int64_t c = 0;
-		batch_eval(u->val.ids, u->val.len, o->ctx, first, o->batch, u->in, u->tg);
+		if (o->sft)
+			batch_conv_eval(&u->val_c, first, o->batch, o->ctx, u->in, u->tg);
+		else
+			batch_eval(u->val.ids, u->val.len, o->ctx, first, o->batch, u->in, u->tg);
 		if (eng_trainer_eval(u->t, u->in, u->tg, &s, &c))
 			return -1;
 		sum += s;
@@ -330,8 +362,28 @@ static int evaluate(struct run *u, double *loss)
 	return 0;
 }
 
+/* A micro-batch's rows into u->in and u->tg; *real counts the positions that are not
+ * padding. */
+static void draw(struct run *u, int micro, int64_t *real)
+{
+	struct tstate *st = u->st;
+	const struct tstate_opts *o = &st->o;
+	if (o->sft && o->sequential)
+		batch_conv_sequential(&u->train_c, st->step, o->accum, micro, o->batch, o->ctx,
+				      u->in, u->tg, real);
+	else if (o->sft)
+		batch_conv_random(&st->rng, &u->train_c, o->batch, o->ctx, u->in, u->tg, real);
+	else if (o->sequential)
+		batch_sequential(u->train.ids, u->train.len, st->step, o->accum, micro, o->batch,
+				 o->ctx, u->in, u->tg);
+	else
+		batch_random(&st->rng, u->train.ids, u->train.len, o->batch, o->ctx, u->in, u->tg);
+	if (!o->sft)
+		*real += (int64_t)o->batch * o->ctx;
+}
+
 /* One optimizer step: the micro-batches' gradients, their mean, clipping, AdamW. */
-static int one_step(struct run *u, double *loss, double *norm, double *lr)
+static int one_step(struct run *u, double *loss, double *norm, double *lr, int64_t *real)
 {
 	struct tstate *st = u->st;
 	const struct tstate_opts *o = &st->o;
@@ -342,12 +394,7 @@ static int one_step(struct run *u, double *loss, double *norm, double *lr)
 	for (int a = 0; a < o->accum; a++) {
 		double s = 0; /* the trainer adds to these */
 		int64_t c = 0;
-		if (o->sequential)
-			batch_sequential(u->train.ids, u->train.len, st->step, o->accum, a, o->batch,
-					 o->ctx, u->in, u->tg);
-		else
-			batch_random(&st->rng, u->train.ids, u->train.len, o->batch, o->ctx, u->in,
-				     u->tg);
+		draw(u, a, real);
 		if (eng_trainer_micro(u->t, u->in, u->tg, &s, &c))
 			return -1;
 		sum += s;
@@ -379,10 +426,10 @@ static int one_step(struct run *u, double *loss, double *norm, double *lr)
 }
 
 static void status(const struct run *u, struct loop_status *s, double loss, double norm,
-		   double lr, double seconds)
+		   double lr, double seconds, int64_t real)
 {
 	const struct tstate_opts *o = &u->st->o;
-	double tokens = (double)o->batch * o->ctx * o->accum;
+	double tokens = (double)real;
 	*s = (struct loop_status){
 		.step = u->st->step,
 		.steps = o->steps,
@@ -408,7 +455,8 @@ static int steps(struct run *u, const volatile sig_atomic_t *stop)
 	const struct tstate_opts *o = &st->o;
 	while (st->step < o->steps) {
 		double t0 = clock_now(), loss = 0, norm = 0, lr = 0;
-		if (one_step(u, &loss, &norm, &lr))
+		int64_t real = 0;
+		if (one_step(u, &loss, &norm, &lr, &real))
 			return -1;
 		double sec = clock_now() - t0;
 		st->step++;
@@ -418,7 +466,7 @@ static int steps(struct run *u, const volatile sig_atomic_t *stop)
 		if (tlog_add_step(&u->log, &rec) || append_log(u))
 			return -1;
 		struct loop_status s;
-		status(u, &s, loss, norm, lr, sec);
+		status(u, &s, loss, norm, lr, sec, real);
 		if (u->r->step)
 			u->r->step(u->r->user, &s);
 		bool last = st->step == o->steps, stopping = stop && *stop;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "engine/train.h"
+#include "src/train/dataset.h"
 #include "src/train/save.h"
 #include "src/train/trainstate.h"
 #include "tokenizer/tokenizer.h"
@@ -24,6 +25,10 @@ struct loop_model {
 	struct save_file files[4]; /* tokenizer and generation files for every checkpoint */
 	int n_files;
 	const char *cuda_module;   /* eng_train_options.cuda_module */
+	/* --sft: reads a file of conversations (rendered and tokenized as the chat does,
+	 * which the command line can and this layer cannot); NULL: none can be read */
+	dset_conv_reader read_convs;
+	void *read_convs_user;
 };
 
 /* The memory plan, reported before the first step. */
@@ -34,6 +39,9 @@ struct loop_plan {
 	bool recompute_added; /* the plan fits only with --recompute: turned on */
 	int64_t train_tokens, val_tokens;
 	bool train_cached, val_cached; /* streams read from the cache, not encoded */
+	bool sft;                      /* conversations: what is known of them */
+	struct dset_sft train_sft, val_sft;
+	double train_padding;          /* --sft: the share of a row's positions that pad */
 };
 
 /* After each step (and each evaluation). */
@@ -42,7 +50,7 @@ struct loop_status {
 	double loss, grad_norm, lr;
 	double val_loss;         /* the last evaluation's; NAN before the first */
 	double step_seconds;     /* this step's wall time */
-	double tokens_per_second;
+	double tokens_per_second; /* positions computed (--sft: not counting padding) */
 	double peak_share;       /* model FLOPs per second / the measured matrix-product peak;
 				  * 0 when unknown */
 	double eta_seconds;

@@ -117,6 +117,37 @@ static int set_default(json_t *o, const char *key, const char *s, size_t n)
 	return json_object_set_new(o, key, json_stringn(s, n));
 }
 
+/* What Qwen3's tokenizer_config.json says of the added tokens: added_tokens_decoder
+ * (each by id: its content and flags, as tokenizer.json's added_tokens) and
+ * additional_special_tokens (the special ones but the end of text, which is the pad
+ * token). bos_token null: Qwen3 has none. */
+static int added_tokens(json_t *o, const struct tok *t, int eot)
+{
+	json_t *dec = json_object(), *extra = json_array();
+	int rc = dec && extra ? 0 : -1;
+	for (int id = 0; !rc && id < tok_vocab_size(t); id++) {
+		size_t n;
+		const char *s = tok_is_added(t, id) ? tok_piece(t, id, &n) : NULL;
+		if (!s)
+			continue;
+		char key[16];
+		snprintf(key, sizeof key, "%d", id);
+		bool special = tok_is_special(t, id);
+		rc |= json_object_set_new(
+			dec, key,
+			json_pack("{s:s%, s:b, s:b, s:b, s:b, s:b}", "content", s, n, "lstrip", 0,
+				  "normalized", 0, "rstrip", 0, "single_word", 0, "special", special));
+		if (special && id != eot)
+			rc |= json_array_append_new(extra, json_stringn(s, n));
+	}
+	rc |= json_object_set(o, "added_tokens_decoder", dec);
+	rc |= json_object_set(o, "additional_special_tokens", extra);
+	rc |= json_object_set_new(o, "bos_token", json_null());
+	json_decref(dec);
+	json_decref(extra);
+	return rc ? -1 : 0;
+}
+
 char *mdir_tokenizer_config(const char *existing, const char *name, const struct tok *t,
 			    bool *markers)
 {
@@ -138,6 +169,7 @@ char *mdir_tokenizer_config(const char *existing, const char *name, const struct
 		     : set_default(o, "eos_token", eot_text, eot_len);
 	rc |= set_default(o, "pad_token", eot_text, eot_len);
 	if (!existing) {
+		rc |= added_tokens(o, t, eot);
 		rc |= json_object_set_new(o, "add_bos_token", json_false());
 		rc |= json_object_set_new(o, "clean_up_tokenization_spaces", json_false());
 		rc |= json_object_set_new(o, "errors", json_string("replace"));

@@ -24,7 +24,8 @@ char *mdir_generation_json(int bos, const int *eos, int n_eos, int pad);
 /* tokenizer_config.json for a tokenizer without a chat template: `existing` (the
  * file's text, or NULL when there is none) with chat_template set to Qwen3's and,
  * where missing, eos_token (<|im_end|> when the tokenizer has it, else the end of
- * text) and pad_token (the end of text). `name` is the file in messages. Malloc'd;
+ * text) and pad_token (the end of text); a new file also gets Qwen3's other fields
+ * (added_tokens_decoder, additional_special_tokens, bos_token null, ...). `name` is the file in messages. Malloc'd;
  * NULL on error (err_set: not a JSON object). *markers is set false when the
  * tokenizer lacks <|im_start|> or <|im_end|> (the template's turns would then be
  * plain text). */

@@ -12,8 +12,10 @@
 
 enum kind { K_INT, K_I64, K_REAL, K_BOOL, K_STR, K_LIST, K_TIE };
 
-/* May differ when resumed: how long and how the run goes on, not what it computes. */
-enum { CHANGE = 1 };
+/* May differ when resumed: how long and how the run goes on, not what it computes.
+ * OPTIONAL: state.json may lack it (a run saved before the option existed: its
+ * default). */
+enum { CHANGE = 1, OPTIONAL = 2 };
 
 struct field {
 	const char *name;
@@ -61,6 +63,7 @@ static const struct field fields[] = {
 	F("eps", K_REAL, eps, 1e-30, 1, 0),
 	F("clip", K_REAL, clip, 0, 1e9, 0),
 	F("seed", K_I64, seed, 0, 9007199254740992.0, 0),
+	F("sft", K_BOOL, sft, 0, 1, OPTIONAL),
 	F("sequential", K_BOOL, sequential, 0, 1, 0),
 	F("exact", K_BOOL, exact, 0, 1, 0),
 	F("recompute", K_BOOL, recompute, 0, 1, CHANGE),
@@ -335,6 +338,8 @@ char *tstate_json(const struct tstate *s)
 static int field_from_json(struct tstate_opts *o, const struct field *f, json_t *v,
 			   const char *name)
 {
+	if (!v && (f->flags & OPTIONAL))
+		return 0;
 	switch (f->kind) {
 	case K_INT:
 	case K_I64:

@@ -107,6 +107,56 @@ assert [(a["id"], a["content"], a["special"]) for a in t["added_tokens"]] == [
 assert t["normalizer"] is None
 EOF
 
+# --chat: Qwen3's chat tokens with their roles in Qwen3's tokenizer_config.json
+# (tests/golden/template-config-qwen3.json is that file) and its fields and template.
+if "$QWENCHAT" train-bpe -q --chat --special '<|im_end|>' --special '<extra>' --vocab-size 500 \
+	--out "$TMP/chat" "$TMP/prose.txt" 2>"$TMP/err"; then
+	python3 - "$TMP/chat" "$TOP_SRCDIR/tests/golden/template-config-qwen3.json" <<'EOF' &&
+import json, sys
+d, ref = sys.argv[1], json.load(open(sys.argv[2]))
+t = json.load(open(f"{d}/tokenizer.json"))
+c = json.load(open(f"{d}/tokenizer_config.json"))
+qwen = {v["content"]: v for v in ref["added_tokens_decoder"].values()}
+chat = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>",
+        "<tool_response>", "</tool_response>", "<think>", "</think>"]
+added = [(a["content"], a["special"]) for a in t["added_tokens"]]
+assert added == [(x, qwen[x]["special"]) for x in chat] + [("<extra>", True)], added
+n = t["added_tokens"][0]["id"]
+assert n == len(t["model"]["vocab"]) and [a["id"] for a in t["added_tokens"]] == list(range(n, n + 10))
+dec = c["added_tokens_decoder"]
+assert sorted(dec) == sorted(str(a["id"]) for a in t["added_tokens"]), sorted(dec)
+for a in t["added_tokens"]:
+    want = qwen.get(a["content"], dict(qwen["<|im_end|>"], content="<extra>"))
+    assert dec[str(a["id"])] == want, (dec[str(a["id"])], want)
+for k in ("chat_template", "eos_token", "pad_token", "bos_token", "add_bos_token", "errors",
+          "split_special_tokens", "tokenizer_class", "clean_up_tokenization_spaces"):
+    assert c[k] == ref[k], k
+assert c["additional_special_tokens"] == ["<|im_start|>", "<|im_end|>", "<extra>"]
+EOF
+	pass "--chat: Qwen3's chat tokens, their roles, eos/pad tokens and chat template" ||
+		fail "--chat: tokenizer files differ from Qwen3's roles"
+else
+	fail "--chat: $(head -c 300 "$TMP/err")"
+fi
+printf '[{"role": "user", "content": "the of"}, {"role": "assistant", "content": "and", "reasoning_content": "to"}]' >"$TMP/conv.json"
+if "$QWENCHAT" template -m "$TMP/chat" --messages "$TMP/conv.json" --add-generation-prompt \
+	>"$TMP/rendered" 2>"$TMP/err" && [ ! -s "$TMP/err" ] &&
+   "$QWENCHAT" tokenize -m "$TMP/chat" <"$TMP/rendered" >"$TMP/ids" &&
+   python3 - "$TMP/chat" "$TMP/rendered" "$TMP/ids" <<'EOF'
+import json, sys
+t = json.load(open(f"{sys.argv[1]}/tokenizer.json"))
+idof = {a["content"]: a["id"] for a in t["added_tokens"]}
+text = open(sys.argv[2]).read()
+ids = [int(x) for x in open(sys.argv[3]).read().split()]
+for tok in ("<|im_start|>", "<|im_end|>", "<think>", "</think>"):
+    assert ids.count(idof[tok]) == text.count(tok) > 0, tok
+EOF
+then
+	pass "--chat: the chat template is recognised and its markers are single tokens"
+else
+	fail "--chat: template or tokenize: $(head -c 300 "$TMP/err")"
+fi
+
 # Bad input: one line on stderr starting with "qwenchat: ", non-zero exit.
 printf 'good text\n\300\200 overlong' >"$TMP/bad.txt"
 expect_exit 1 "non-UTF-8 input" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/o" "$TMP/bad.txt"

@@ -2,7 +2,7 @@
 # train-ref.sh — `qwenchat train --exact --sequential` against tests/cli/train_ref.py, a
 # float64 PyTorch reference written from the documented rules: 3 steps of 2
 # micro-batches with the warm-up, clipping and weight decay all active, tied and
-# untied (grouped-query) models. The losses and gradient norms of train-log.jsonl must
+# untied (grouped-query) models, and --sft on conversations (tests/cli/sft_ref.py). The losses and gradient norms of train-log.jsonl must
 # be within 1e-5 relative of the reference's, every tensor of the final model.safetensors
 # within 2e-3 of the reference's update (||w - w_ref|| / ||w_ref - w_0||).
 # SKIP (77) without python3-torch and python3-numpy.
@@ -55,4 +55,71 @@ $(grep -E 'FAIL|differ|steps' "$TMP/$name-cmp" | head -n 10)"
 
 check tied "--tie --heads 4"
 check untied-gqa "--no-tie --heads 4 --kv-heads 2"
+
+# --sft: conversations (JSON Lines with a system prompt, reasoning in several turns, a
+# tool call and its tools, one without an answer, one too long; and a saved
+# conversation with its reasoning in <think>) against tests/cli/sft_ref.py, which
+# renders them with jinja2 and tokenizes them with a BPE of its own.
+if ! "$PY" -c 'import jinja2, regex' 2>/dev/null; then
+	echo "sft: skipped: python3 with jinja2 and regex is missing" >&2
+	finish
+fi
+SFT_REF="$PY $TOP_SRCDIR/tests/cli/sft_ref.py"
+"$PY" - "$TMP" <<'EOF'
+import json, random, sys
+d = sys.argv[1]
+r = random.Random(7)
+w = ("the of and to in is was he that it for his on with as at by had they be this from "
+     "are have not or were she but we one which you her").split()
+say = lambda n: " ".join(r.choice(w) for _ in range(n))
+open(f"{d}/corpus.txt", "w").write(say(20000))
+convs = []
+for i in range(9):
+    msgs = [{"role": "system", "content": say(4)}] if i % 3 == 0 else []
+    for t in range(1 + i % 3):
+        msgs.append({"role": "user", "content": say(3 + (i * 7 + t) % 9)})
+        a = {"role": "assistant", "content": say(2 + (i + t) % 6)}
+        if (i + t) % 2 == 0:
+            a["reasoning_content"] = say(3)
+        msgs.append(a)
+    conv = {"messages": msgs}
+    if i == 4:
+        msgs.insert(-1, {"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "function": {"name": "look", "arguments": {"q": say(2)}}}]})
+        msgs.insert(-1, {"role": "tool", "content": say(3)})
+        conv["tools"] = [{"type": "function", "function": {
+            "name": "look", "description": say(3), "parameters": {"type": "object"}}}]
+    convs.append(conv)
+convs.append({"messages": [{"role": "user", "content": say(5)}]})
+convs.append({"messages": [{"role": "user", "content": say(200)},
+                           {"role": "assistant", "content": "x"}]})
+with open(f"{d}/conv.jsonl", "w") as f:
+    for c in convs:
+        f.write(json.dumps(c) + "\n")
+json.dump([{"role": "user", "content": say(6)},
+           {"role": "assistant", "content": "<think>\n" + say(3) + "\n</think>\n\n" + say(4)}],
+          open(f"{d}/saved.json", "w"), indent=2)
+EOF
+"$QWENCHAT" train-bpe -q --chat --vocab-size 420 --out "$TMP/chat-tok" "$TMP/corpus.txt" ||
+	fail "sft: train-bpe --chat failed"
+rules="--ctx 80 --batch 3 --accum 2 --lr 1e-2 --warmup 2 --cosine-steps 3 --clip 0.5 --weight-decay 0.1"
+args="--tokenizer $TMP/chat-tok --layers 2 --hidden-size 64 --intermediate-size 96 --heads 4
+	--kv-heads 2 --sft --data $TMP/conv.jsonl $TMP/saved.json --exact --sequential --threads 2 $rules"
+# shellcheck disable=SC2086
+if ! "$QWENCHAT" train --out "$TMP/sft-0" $args --steps 0 2>"$TMP/err" ||
+   ! "$QWENCHAT" train --out "$TMP/sft-3" $args --steps 3 2>"$TMP/err"; then
+	fail "sft: qwenchat train failed: $(tail -n 3 "$TMP/err")"
+# shellcheck disable=SC2086
+elif ! $SFT_REF run --init "$TMP/sft-0" --tokenizer "$TMP/sft-0" --data "$TMP/conv.jsonl" \
+	"$TMP/saved.json" --steps 3 $rules --out "$TMP/sft-ref.safetensors" \
+	>"$TMP/sft-ref.jsonl" 2>"$TMP/err"; then
+	fail "sft: the reference failed: $(tail -n 3 "$TMP/err")"
+elif $REF compare --log "$TMP/sft-3/train-log.jsonl" --ref-log "$TMP/sft-ref.jsonl" \
+	--init "$TMP/sft-0" --ref "$TMP/sft-ref.safetensors" \
+	--model "$TMP/sft-3/model.safetensors" >"$TMP/sft-cmp" 2>&1; then
+	pass "sft: losses, gradient norms and every tensor's update match the float64 reference"
+else
+	fail "sft: differs from the float64 reference:
+$(grep -E 'FAIL|differ|steps' "$TMP/sft-cmp" | head -n 10)"
+fi
 finish

@@ -154,12 +154,14 @@ def sequential(stream, s, A, a, B, T):
     return torch.from_numpy(ids.astype(np.int64)), torch.from_numpy(tg.astype(np.int64))
 
 
-def run(o):
-    cfg = json.load(open(f"{o.init}/config.json"))
-    w0 = read_safetensors(f"{o.init}/model.safetensors")
+def train(o, init, batch):
+    """The steps from init's weights, batch(s, a) giving micro-batch a of step s as
+    (inputs, targets) with -100 where a target is not scored; prints one JSON object a
+    step and writes the final weights to o.out."""
+    cfg = json.load(open(f"{init}/config.json"))
+    w0 = read_safetensors(f"{init}/model.safetensors")
     params = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in w0.items()}
     model = Qwen3(cfg, params)
-    stream = np.fromfile(o.data, dtype="<u4").astype(np.int64)
     decay = [t for t in params.values() if t.dim() == 2]
     no_decay = [t for t in params.values() if t.dim() != 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
@@ -169,13 +171,13 @@ def run(o):
         opt.zero_grad(set_to_none=False)
         total, count = 0.0, 0
         for a in range(o.accum):
-            ids, tg = sequential(stream, s, o.accum, a, o.batch, o.ctx)
-            ls = model.loss_sum(ids, tg)
+            ids, tg = batch(s, a)
+            ls = model.loss_sum(ids, tg)  # cross_entropy ignores the targets -100
             ls.backward()
             total += ls.item()
-            count += tg.numel()
+            count += int((tg != -100).sum())
         for t in params.values():
-            t.grad /= count  # the mean over every target of the step
+            t.grad /= count  # the mean over every scored target of the step
         all_params = list(params.values())
         if o.clip > 0:
             norm = torch.nn.utils.clip_grad_norm_(all_params, o.clip).item()
@@ -187,6 +189,11 @@ def run(o):
         opt.step()
         print(json.dumps({"step": s + 1, "loss": total / count, "grad_norm": norm, "lr": lr}))
     write_safetensors(o.out, {k: v.detach().numpy() for k, v in params.items()})
+
+
+def run(o):
+    stream = np.fromfile(o.data, dtype="<u4").astype(np.int64)
+    train(o, o.init, lambda s, a: sequential(stream, s, o.accum, a, o.batch, o.ctx))
 
 
 def compare(o):
@@ -220,6 +227,24 @@ def compare(o):
     return 1 if bad else 0
 
 
+def options(r):
+    """The rules' options of `run` (and of sft_ref.py's)."""
+    for name, typ, default in (("ctx", int, 256), ("batch", int, 8), ("accum", int, 1),
+                               ("steps", int, 3), ("lr", float, 6e-4), ("min-lr", float, None),
+                               ("warmup", int, 0), ("cosine-steps", int, None),
+                               ("weight-decay", float, 0.1), ("beta1", float, 0.9),
+                               ("beta2", float, 0.95), ("eps", float, 1e-8), ("clip", float, 1.0)):
+        r.add_argument(f"--{name}", type=typ, default=default)
+
+
+def resolve(o):
+    if o.min_lr is None:
+        o.min_lr = o.lr / 10
+    if o.cosine_steps is None:
+        o.cosine_steps = o.steps
+    torch.set_grad_enabled(True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -227,12 +252,7 @@ def main():
     r.add_argument("--init", required=True)
     r.add_argument("--data", required=True)
     r.add_argument("--out", required=True)
-    for name, typ, default in (("ctx", int, 256), ("batch", int, 8), ("accum", int, 1),
-                               ("steps", int, 3), ("lr", float, 6e-4), ("min-lr", float, None),
-                               ("warmup", int, 0), ("cosine-steps", int, None),
-                               ("weight-decay", float, 0.1), ("beta1", float, 0.9),
-                               ("beta2", float, 0.95), ("eps", float, 1e-8), ("clip", float, 1.0)):
-        r.add_argument(f"--{name}", type=typ, default=default)
+    options(r)
     c = sub.add_parser("compare")
     for name in ("log", "ref-log", "init", "ref", "model"):
         c.add_argument(f"--{name}", required=True)
@@ -241,11 +261,7 @@ def main():
     o = ap.parse_args()
     if o.cmd == "compare":
         sys.exit(compare(o))
-    if o.min_lr is None:
-        o.min_lr = o.lr / 10
-    if o.cosine_steps is None:
-        o.cosine_steps = o.steps
-    torch.set_grad_enabled(True)
+    resolve(o)
     run(o)
 
 

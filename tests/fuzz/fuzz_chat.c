@@ -1,6 +1,7 @@
 /* fuzz_chat.c — conversation files are untrusted: parse any bytes as one, and when that
- * succeeds, render it with every template and check that save/load gives it back,
- * tool definitions and calls included. */
+ * succeeds, render it with every template (the answers' spans too) and check that
+ * save/load gives it back, tool definitions and calls included; and read the bytes as
+ * JSON Lines of conversations, as `train --sft` does. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -8,10 +9,34 @@
 #include <string.h>
 
 #include "src/chat/chat.h"
+#include "src/chat/sft.h"
 #include "src/chat/template.h"
+
+/* The answers of each variant: ordered ranges of the same text as tmpl_render's. */
+static int answers(void *user, const struct chat *c, const char *where)
+{
+	(void)user, (void)where;
+	for (int v = TMPL_CHATML; c->n && v <= TMPL_QWEN3_THINKING; v++) {
+		size_t len, len2;
+		struct tmpl_spans m = {0}, a = {0};
+		char *s = tmpl_render(c, (enum tmpl_variant)v, false, TMPL_THINK_ABSENT, &len);
+		char *t = tmpl_render_answers(c, (enum tmpl_variant)v, &len2, &m, &a);
+		if (!s || !t || len2 != len || memcmp(s, t, len))
+			abort();
+		for (size_t i = 0, end = 0; i < a.n; end = a.v[i++].end)
+			if (a.v[i].start < end || a.v[i].end <= a.v[i].start || a.v[i].end > len)
+				abort();
+		free(m.v);
+		free(a.v);
+		free(s);
+		free(t);
+	}
+	return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	sft_read_text("fuzz.jsonl", (const char *)data, size, answers, NULL);
 	struct chat *c = chat_from_json((const char *)data, size, "fuzz.json");
 	if (!c)
 		return 0;

@@ -1,6 +1,7 @@
 /* test_batch.c — training windows: the generator (known answers, determinism, state
  * saved and restored), the random draw's range, the sequential rule and its wrap-around,
- * evaluation windows. */
+ * evaluation windows; conversation rows (--sft): targets where scored, the padding,
+ * the sequential and evaluation order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 
 #include "src/base/err.h"
 #include "src/train/batch.h"
+#include "src/train/dataset.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -182,6 +184,45 @@ static void test_eval(void **state)
 	free(s);
 }
 
+static void test_conversations(void **state)
+{
+	(void)state;
+	const uint8_t S = DSET_SCORED, F = DSET_START;
+	const int32_t ids[] = {10, 11, 12, 13, 20, 21, 22};
+	const uint8_t flags[] = {F, 0, S, S, F, 0, S};
+	const size_t seq[] = {0, 4, 7};
+	struct batch_convs c = {ids, flags, seq, 2};
+	int32_t in[2 * 5], tg[2 * 5];
+	assert_int_equal(batch_conv_row(&c, 0, 5, in, tg), 3);
+	const int32_t in0[] = {10, 11, 12, 0, 0}, tg0[] = {-1, 12, 13, -1, -1};
+	assert_memory_equal(in, in0, sizeof in0);
+	assert_memory_equal(tg, tg0, sizeof tg0);
+	/* sequential: ((s*A + a)*B + b) mod n */
+	int64_t real = 0;
+	batch_conv_sequential(&c, 1, 1, 0, 2, 5, in, tg, &real); /* rows 2, 3: convs 0, 1 */
+	assert_int_equal(real, 3 + 2);
+	assert_int_equal(in[0], 10);
+	assert_int_equal(in[5], 20);
+	const int32_t tg1[] = {-1, 22, -1, -1, -1};
+	assert_memory_equal(tg + 5, tg1, sizeof tg1);
+	batch_conv_sequential(&c, 0, 3, 2, 1, 5, in, tg, &real); /* row 2: conv 0 */
+	assert_int_equal(in[0], 10);
+	/* evaluation: in order, then padding */
+	assert_int_equal(batch_conv_eval(&c, 1, 2, 5, in, tg), 1);
+	assert_int_equal(in[0], 20);
+	for (int i = 5; i < 10; i++)
+		assert_int_equal(tg[i], -1);
+	/* random: both conversations come up */
+	struct batch_rng r;
+	batch_rng_seed(&r, 3);
+	bool seen[2] = {false, false};
+	for (int i = 0; i < 20; i++) {
+		batch_conv_random(&r, &c, 1, 5, in, tg, &real);
+		seen[in[0] == 20] = true;
+	}
+	assert_true(seen[0] && seen[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +230,7 @@ int main(void)
 		cmocka_unit_test(test_save_restore),  cmocka_unit_test(test_below),
 		cmocka_unit_test(test_random_windows), cmocka_unit_test(test_windows),
 		cmocka_unit_test(test_sequential),    cmocka_unit_test(test_eval),
+		cmocka_unit_test(test_conversations),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

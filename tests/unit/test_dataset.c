@@ -1,7 +1,9 @@
 /* test_dataset.c — the training stream: files concatenated in order (text with its
  * end-of-text, *.u32 as they are), text that is not UTF-8 refused with its offset,
  * the cache written 0600, used again while the files are the same, remade when one
- * changes, and read alone for a resumed run. */
+ * changes, and read alone for a resumed run; conversation streams (--sft): cut after
+ * the last answer that fits a row, left out when none does, cached with their flags
+ * for one --ctx, a damaged flags file refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -99,10 +101,10 @@ static void test_stream_and_cache(void **state)
 	assert_int_equal(d.len, 5);
 	dset_free(&d);
 	/* the cache alone (a resumed run), its vocabulary checked */
-	assert_int_equal(dset_load_cache(&d, TT_VOCAB, path("data")), 0);
+	assert_int_equal(dset_load_cache(&d, TT_VOCAB, 0, path("data")), 0);
 	assert_int_equal(d.len, 5);
 	dset_free(&d);
-	assert_int_equal(dset_load_cache(&d, 100, path("data")), -1);
+	assert_int_equal(dset_load_cache(&d, 100, 0, path("data")), -1);
 	tok_free(tk);
 }
 
@@ -148,11 +150,115 @@ static void test_refused(void **state)
 	tok_free(tk);
 }
 
+/* A conversation reader that makes conversations from a file's bytes: each line is one,
+ * a letter a token id (its code - 'a' + 1), upper case scored; a line "-" a conversation
+ * without an answer. Counts its calls. */
+static int reads;
+
+static int fake_reader(void *user, const char *path, struct dset_convs *out)
+{
+	(void)user;
+	reads++;
+	size_t len;
+	char *text = fio_read_all(path, 1 << 20, &len);
+	if (!text)
+		return -1;
+	int rc = 0;
+	for (char *line = strtok(text, "\n"); !rc && line; line = strtok(NULL, "\n")) {
+		if (!strcmp(line, "-")) {
+			out->no_answer++;
+			continue;
+		}
+		size_t n = strlen(line);
+		int32_t ids[64];
+		unsigned char scored[64];
+		for (size_t i = 0; i < n && i < 64; i++) {
+			bool up = line[i] >= 'A' && line[i] <= 'Z';
+			ids[i] = (up ? line[i] - 'A' : line[i] - 'a') + 1;
+			scored[i] = up;
+		}
+		rc = dset_convs_add(out, ids, scored, n < 64 ? n : 64);
+	}
+	free(text);
+	return rc;
+}
+
+static void test_conversations(void **state)
+{
+	(void)state;
+	/* T = 4: a conversation takes at most 5 tokens */
+	put("c.txt", "abCD\n"      /* fits */
+		     "aBcDDeFF\n"  /* answers end at 2, 5 and 8: cut after 5 */
+		     "abcdeFG\n"   /* the first answer ends at 7: left out */
+		     "-\n"
+		     "aBcc\n",     /* trailing context dropped: 2 tokens */
+	    5 + 9 + 8 + 2 + 5);
+	char *files[] = {path("c.txt")};
+	struct dset d;
+	reads = 0;
+	assert_int_equal(dset_load_sft(&d, files, 1, fake_reader, NULL, "h", 30, 4, path("sft")), 0);
+	assert_int_equal(reads, 1);
+	assert_false(d.cached);
+	assert_int_equal(d.sft.conversations, 3);
+	assert_int_equal(d.sft.cut, 1);
+	assert_int_equal(d.sft.left_out, 1);
+	assert_int_equal(d.sft.no_answer, 1);
+	assert_int_equal(d.sft.scored, 2 + 3 + 1);
+	assert_int_equal(d.len, 4 + 5 + 2);
+	const size_t seq[] = {0, 4, 9, 11};
+	assert_memory_equal(d.seq, seq, sizeof seq);
+	const int32_t ids[] = {1, 2, 3, 4, 1, 2, 3, 4, 4, 1, 2};
+	assert_memory_equal(d.ids, ids, sizeof ids);
+	const uint8_t S = DSET_SCORED, F = DSET_START;
+	const uint8_t flags[] = {F, 0, S, S, F, S, 0, S, S, F, S};
+	assert_memory_equal(d.flags, flags, sizeof flags);
+	dset_free(&d);
+	/* the cache: used for the same ctx, remade for another; a plain stream's is not one */
+	assert_int_equal(dset_load_sft(&d, files, 1, fake_reader, NULL, "h", 30, 4, path("sft")), 0);
+	assert_true(d.cached);
+	assert_int_equal(reads, 1);
+	assert_int_equal(d.sft.cut, 1);
+	assert_int_equal(d.sft.no_answer, 1);
+	assert_memory_equal(d.flags, flags, sizeof flags);
+	dset_free(&d);
+	assert_int_equal(dset_load_cache(&d, 30, 4, path("sft")), 0);
+	assert_int_equal(d.sft.conversations, 3);
+	dset_free(&d);
+	assert_int_equal(dset_load_cache(&d, 30, 0, path("sft")), -1);
+	assert_int_equal(dset_load_cache(&d, 30, 8, path("sft")), -1);
+	assert_int_equal(dset_load_sft(&d, files, 1, fake_reader, NULL, "h", 30, 8, path("sft")), 0);
+	assert_false(d.cached);
+	assert_int_equal(d.sft.cut + d.sft.left_out, 0);
+	dset_free(&d);
+	/* a damaged flags file: an unknown bit, a conversation without a target, a length
+	 * that is not the stream's */
+	assert_int_equal(dset_load_sft(&d, files, 1, fake_reader, NULL, "h", 30, 4, path("sft")), 0);
+	dset_free(&d);
+	uint8_t bad[11];
+	memcpy(bad, flags, sizeof bad);
+	bad[3] |= 8;
+	put("sft.sft", bad, sizeof bad);
+	assert_int_equal(dset_load_cache(&d, 30, 4, path("sft")), -1);
+	assert_non_null(strstr(err_msg(), "token 3: unknown flags"));
+	memcpy(bad, flags, sizeof bad);
+	bad[2] = bad[3] = 0;
+	put("sft.sft", bad, sizeof bad);
+	assert_int_equal(dset_load_cache(&d, 30, 4, path("sft")), -1);
+	assert_non_null(strstr(err_msg(), "conversation 1: 4 tokens with 0 targets"));
+	put("sft.sft", flags, 10);
+	assert_int_equal(dset_load_cache(&d, 30, 4, path("sft")), -1);
+	assert_non_null(strstr(err_msg(), "10 flags for 11 tokens"));
+	/* an id past the vocabulary */
+	assert_int_equal(dset_load_sft(&d, files, 1, fake_reader, NULL, "h2", 4, 4, path("sft")), -1);
+	assert_non_null(strstr(err_msg(), "not below the model's vocab_size 4"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stream_and_cache),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_conversations),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

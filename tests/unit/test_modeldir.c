@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void test_template_is_qwen3s(void **state)
 {
@@ -130,6 +131,7 @@ static void test_tokenizer_config(void **state)
 	assert_non_null(o);
 	assert_string_equal(json_string_value(json_object_get(o, "chat_template")),
 			    mdir_qwen3_template);
+	assert_true(json_is_null(json_object_get(o, "bos_token")));
 	json_decref(o);
 	free(text);
 	/* an existing file keeps its fields */
@@ -138,11 +140,63 @@ static void test_tokenizer_config(void **state)
 	o = json_loads(text, 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(o, "eos_token")), "x");
 	assert_int_equal(json_integer_value(json_object_get(o, "model_max_length")), 7);
+	assert_null(json_object_get(o, "added_tokens_decoder"));
 	json_decref(o);
 	free(text);
 	assert_null(mdir_tokenizer_config("[1]", "t.json", t, &markers));
 	assert_non_null(strstr(err_msg(), "t.json"));
 	tok_free(t);
+}
+
+/* A new file lists the added tokens as Qwen3's does: added_tokens_decoder by id with
+ * their special flags, additional_special_tokens the special ones but the end of text. */
+static void test_added_tokens(void **state)
+{
+	(void)state;
+	char path[4096];
+	snprintf(path, sizeof path, "%s/tests/golden/template-tiny-tokenizer.json", tu_srcdir());
+	json_t *tj = json_load_file(path, 0, NULL);
+	assert_non_null(tj);
+	int n = (int)json_object_size(json_object_get(json_object_get(tj, "model"), "vocab"));
+	json_t *added = json_array();
+	const char *names[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>"};
+	for (int i = 0; i < 4; i++)
+		json_array_append_new(added, json_pack("{s:i, s:s, s:b, s:b, s:b, s:b, s:b}", "id",
+						       n + i, "content", names[i], "single_word", 0,
+						       "lstrip", 0, "rstrip", 0, "normalized", 0,
+						       "special", i < 3));
+	json_object_set_new(tj, "added_tokens", added);
+	char tmp[] = "/tmp/qwenchat-modeldir.XXXXXX";
+	assert_non_null(mkdtemp(tmp));
+	char file[4200];
+	snprintf(file, sizeof file, "%s/tokenizer.json", tmp);
+	assert_int_equal(json_dump_file(tj, file, 0), 0);
+	json_decref(tj);
+	struct tok *t = tok_load_files(file, NULL);
+	if (!t)
+		fail_msg("%s", err_msg());
+	bool markers;
+	char *text = mdir_tokenizer_config(NULL, "tokenizer_config.json", t, &markers);
+	assert_true(markers);
+	json_t *o = json_loads(text, 0, NULL), *dec = json_object_get(o, "added_tokens_decoder");
+	assert_int_equal(json_object_size(dec), 4);
+	for (int i = 0; i < 4; i++) {
+		char key[16];
+		snprintf(key, sizeof key, "%d", n + i);
+		json_t *e = json_object_get(dec, key);
+		assert_string_equal(json_string_value(json_object_get(e, "content")), names[i]);
+		assert_int_equal(json_is_true(json_object_get(e, "special")), i < 3);
+	}
+	json_t *extra = json_object_get(o, "additional_special_tokens");
+	assert_int_equal(json_array_size(extra), 2);
+	assert_string_equal(json_string_value(json_array_get(extra, 1)), "<|im_end|>");
+	assert_string_equal(json_string_value(json_object_get(o, "eos_token")), "<|im_end|>");
+	assert_string_equal(json_string_value(json_object_get(o, "pad_token")), "<|endoftext|>");
+	json_decref(o);
+	free(text);
+	tok_free(t);
+	unlink(file);
+	rmdir(tmp);
 }
 
 int main(void)
@@ -152,6 +206,7 @@ int main(void)
 		cmocka_unit_test(test_config),
 		cmocka_unit_test(test_generation),
 		cmocka_unit_test(test_tokenizer_config),
+		cmocka_unit_test(test_added_tokens),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,6 +103,52 @@ static void check_spans(const struct chat *c, enum tmpl_variant v, bool agp, int
 	free(again);
 }
 
+/* Whether [a, b) lies inside one of the spans. */
+static bool in_spans(const struct tmpl_spans *m, size_t a, size_t b)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].start <= a && b <= m->v[i].end)
+			return true;
+	return false;
+}
+
+/* The answers of a render without generation prompt: one per assistant turn, each
+ * right after the template's "<|im_start|>assistant\n" and through the first
+ * "<|im_end|>" of the template after it; the text the same as tmpl_render's. */
+static void check_answers(const struct chat *c, enum tmpl_variant v, const char *text, size_t len)
+{
+	struct tmpl_spans m = {0}, a = {0};
+	size_t len2;
+	char *again = tmpl_render_answers(c, v, &len2, &m, &a);
+	assert_non_null(again);
+	assert_int_equal(len2, len);
+	assert_memory_equal(again, text, len);
+	size_t turns = 0, end = 0;
+	for (size_t i = 0; i < c->n; i++)
+		turns += c->turns[i].role == CHAT_ASSISTANT;
+	assert_int_equal(a.n, turns);
+	static const char open[] = "<|im_start|>assistant\n", close[] = "<|im_end|>";
+	for (size_t i = 0; i < a.n; i++) {
+		size_t s = a.v[i].start, e = a.v[i].end, k = strlen(open);
+		assert_true(s >= end + k && e > s && e <= len);
+		assert_memory_equal(text + s - k, open, k);
+		assert_false(in_spans(&m, s - k, s));
+		const char *p = text + s;
+		for (;;) { /* the template's first <|im_end|> after the start ends the answer */
+			p = memmem(p, (size_t)(text + len - p), close, strlen(close));
+			assert_non_null(p);
+			if (!in_spans(&m, (size_t)(p - text), (size_t)(p - text) + strlen(close)))
+				break;
+			p++;
+		}
+		assert_int_equal((size_t)(p - text) + strlen(close), e);
+		end = e;
+	}
+	free(m.v);
+	free(a.v);
+	free(again);
+}
+
 static void check_variant(size_t k)
 {
 	size_t ncases;
@@ -127,6 +173,8 @@ static void check_variant(size_t k)
 		char *got = tmpl_render(cases[c], variants[k].v, agp, think, &len);
 		assert_non_null(got);
 		check_spans(cases[c], variants[k].v, agp, think, got, len);
+		if (!agp && think == TMPL_THINK_ABSENT)
+			check_answers(cases[c], variants[k].v, got, len);
 		if (len != strlen(want) || memcmp(got, want, len) != 0) {
 			if (bad++ < 5)
 				print_error("%s: case %zu agp=%d think=%d differs\n--- "
@@ -232,6 +280,38 @@ static void test_message_spans(void **state)
 	chat_free(c);
 }
 
+/* The hybrid template drops the reasoning of answers before the last user message:
+ * the answers are what the rendering of the whole conversation shows. */
+static void test_answers(void **state)
+{
+	(void)state;
+	struct chat *c = chat_new();
+	assert_int_equal(chat_add(c, CHAT_USER, "q1", NULL), 0);
+	assert_int_equal(chat_add(c, CHAT_ASSISTANT, "a1", "r1"), 0);
+	assert_int_equal(chat_add(c, CHAT_USER, "q2", NULL), 0);
+	assert_int_equal(chat_add(c, CHAT_ASSISTANT, "a2", "r2"), 0);
+	assert_int_equal(chat_add(c, CHAT_ASSISTANT, "a3", NULL), 0);
+	struct tmpl_spans m = {0}, a = {0};
+	size_t len;
+	char *s = tmpl_render_answers(c, TMPL_QWEN3, &len, &m, &a);
+	assert_non_null(s);
+	assert_int_equal(a.n, 3);
+	const char *want[] = {"a1<|im_end|>", "<think>\nr2\n</think>\n\na2<|im_end|>",
+			      "<think>\n\n</think>\n\na3<|im_end|>"};
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(a.v[i].end - a.v[i].start, strlen(want[i]));
+		assert_memory_equal(s + a.v[i].start, want[i], strlen(want[i]));
+	}
+	free(s);
+	s = tmpl_render_answers(c, TMPL_CHATML, &len, &m, &a);
+	assert_int_equal(a.n, 3);
+	assert_memory_equal(s + a.v[1].start, "a2<|im_end|>", strlen("a2<|im_end|>"));
+	free(s);
+	free(m.v);
+	free(a.v);
+	chat_free(c);
+}
+
 static void test_empty(void **state)
 {
 	(void)state;
@@ -248,7 +328,7 @@ int main(void)
 		cmocka_unit_test(test_qwen3),         cmocka_unit_test(test_instruct),
 		cmocka_unit_test(test_thinking),      cmocka_unit_test(test_chatml),
 		cmocka_unit_test(test_detect),        cmocka_unit_test(test_empty),
-		cmocka_unit_test(test_message_spans),
+		cmocka_unit_test(test_message_spans), cmocka_unit_test(test_answers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -82,6 +82,7 @@ static void test_json(void **state)
 	s.seconds = 1.5;
 	s.data_tokens = 99999;
 	s.master_in_state = true;
+	s.o.sft = true;
 	batch_rng_seed(&s.rng, 5);
 	char *text = tstate_json(&s);
 	assert_non_null(text);
@@ -104,6 +105,16 @@ static void test_json(void **state)
 	assert_int_equal(tstate_parse(&b, bad, strlen(bad), "s.json"), -1);
 	assert_non_null(strstr(err_msg(), "s.json: options.ctx"));
 	assert_int_equal(tstate_parse(&b, "{", 1, "s.json"), -1);
+	/* a run saved before --sft existed: without it, not one */
+	free(bad);
+	bad = strdup(text);
+	p = strstr(bad, "\"sft\": true,");
+	assert_non_null(p);
+	memmove(p, p + 13, strlen(p + 13) + 1);
+	if (tstate_parse(&b, bad, strlen(bad), "s.json"))
+		fail_msg("%s\n%s", err_msg(), bad);
+	assert_false(b.o.sft);
+	tstate_opts_free(&b.o);
 	free(bad);
 	free(text);
 	tstate_opts_free(&s.o);

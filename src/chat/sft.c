@@ -1,0 +1,193 @@
+/* sft.c — conversations read from files, rendered, tokenized and their answers marked
+ * for supervised fine-tuning. */
+#include "src/chat/sft.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A conversation file larger than this is refused before it is read: memory, not
+ * this, is the limit. */
+#define SFT_MAX_FILE ((size_t)-1 / 4)
+
+/* Output of sft_encode as it grows. */
+struct encoded {
+	int32_t *ids;
+	unsigned char *scored;
+	size_t n, cap;
+};
+
+/* Tokenizes text[a, b) with the message spans in it literal, appending to e. *next is
+ * the first message span that may overlap [a, b) (spans are sorted). */
+static int encode_piece(struct tok *t, const char *text, size_t a, size_t b,
+			const struct tmpl_spans *msg, size_t *next, bool scored, struct encoded *e)
+{
+	if (a == b)
+		return 0;
+	struct tok_span *lit = malloc((msg->n ? msg->n : 1) * sizeof *lit);
+	if (!lit)
+		return err_set("out of memory tokenizing the conversation");
+	size_t k = 0;
+	while (*next < msg->n && msg->v[*next].end <= a)
+		(*next)++;
+	for (size_t i = *next; i < msg->n && msg->v[i].start < b; i++) {
+		size_t s = msg->v[i].start > a ? msg->v[i].start : a;
+		size_t x = msg->v[i].end < b ? msg->v[i].end : b;
+		lit[k++] = (struct tok_span){s - a, x - a};
+	}
+	size_t m = 0;
+	int32_t *ids = tok_encode_literal(t, text + a, b - a, lit, k, &m);
+	free(lit);
+	if (!ids)
+		return -1;
+	if (e->n + m > e->cap) {
+		size_t cap = e->cap * 2 > e->n + m ? e->cap * 2 : e->n + m + 64;
+		int32_t *gi = realloc(e->ids, cap * sizeof *gi);
+		if (gi)
+			e->ids = gi;
+		unsigned char *gs = gi ? realloc(e->scored, cap) : NULL;
+		if (!gs) {
+			free(ids);
+			return err_set("out of memory for %zu tokens", cap);
+		}
+		e->scored = gs;
+		e->cap = cap;
+	}
+	if (m) {
+		memcpy(e->ids + e->n, ids, m * sizeof *ids);
+		memset(e->scored + e->n, scored ? 1 : 0, m);
+		e->n += m;
+	}
+	free(ids);
+	return 0;
+}
+
+int sft_encode(struct tok *t, const struct chat *c, enum tmpl_variant v, int32_t **ids,
+	       unsigned char **scored, size_t *n)
+{
+	*ids = NULL;
+	*scored = NULL;
+	*n = 0;
+	struct tmpl_spans msg = {0}, ans = {0};
+	size_t len;
+	char *text = tmpl_render_answers(c, v, &len, &msg, &ans);
+	struct encoded e = {0};
+	int rc = text ? 0 : -1;
+	size_t pos = 0, next = 0;
+	/* context, answer, context, answer, ..., context: the answers' bounds are where
+	 * generation starts and where <|im_end|> (a control token) ends it */
+	for (size_t i = 0; !rc && i <= ans.n; i++) {
+		size_t start = i < ans.n ? ans.v[i].start : len;
+		rc = encode_piece(t, text, pos, start, &msg, &next, false, &e);
+		if (!rc && i < ans.n)
+			rc = encode_piece(t, text, start, ans.v[i].end, &msg, &next, true, &e);
+		if (i < ans.n)
+			pos = ans.v[i].end;
+	}
+	free(text);
+	free(msg.v);
+	free(ans.v);
+	if (rc) {
+		free(e.ids);
+		free(e.scored);
+		return -1;
+	}
+	if (!e.ids) { /* nothing at all: still an allocation, as the API promises */
+		e.ids = malloc(sizeof *e.ids);
+		e.scored = malloc(1);
+		if (!e.ids || !e.scored) {
+			free(e.ids);
+			free(e.scored);
+			return err_set("out of memory");
+		}
+	}
+	*ids = e.ids;
+	*scored = e.scored;
+	*n = e.n;
+	return 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+static bool is_space(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+
+bool sft_is_json_lines(const char *path, const char *text, size_t len)
+{
+	if (ends_with(path, ".jsonl") || ends_with(path, ".ndjson"))
+		return true;
+	json_error_t je;
+	json_t *first = json_loadb(text, len, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY, &je);
+	if (!first)
+		return false; /* the whole file's parse names the error */
+	json_decref(first);
+	size_t end = (size_t)je.position; /* the bytes the first value took */
+	while (end < len && is_space(text[end]))
+		end++;
+	return end < len;
+}
+
+/* Each non-blank line of text as a conversation. */
+static int read_lines(const char *path, const char *text, size_t len,
+		      int (*fn)(void *user, const struct chat *c, const char *where), void *user)
+{
+	size_t line = 0;
+	for (size_t pos = 0; pos < len;) {
+		const char *p = text + pos, *nl = memchr(p, '\n', len - pos);
+		size_t n = nl ? (size_t)(nl - p) : len - pos;
+		pos += n + (nl ? 1 : 0);
+		line++;
+		size_t s = 0;
+		while (s < n && is_space(p[s]))
+			s++;
+		if (s == n)
+			continue;
+		char where[4200];
+		snprintf(where, sizeof where, "%s:%zu", path, line);
+		json_error_t je;
+		json_t *v = json_loadb(p, n, JSON_DECODE_ANY, &je);
+		if (!v) /* the column, not jansson's "line 1" of a one-line text */
+			return err_set("%s: invalid JSON at column %d: %s", where, je.column, je.text);
+		json_decref(v);
+		struct chat *c = chat_from_json(p, n, where);
+		if (!c)
+			return -1;
+		int rc = fn(user, c, where);
+		chat_free(c);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int sft_read_text(const char *path, const char *text, size_t len,
+		  int (*fn)(void *user, const struct chat *c, const char *where), void *user)
+{
+	if (sft_is_json_lines(path, text, len))
+		return read_lines(path, text, len, fn, user);
+	struct chat *c = chat_from_json(text, len, path);
+	int rc = c ? fn(user, c, path) : -1;
+	chat_free(c);
+	return rc;
+}
+
+int sft_read_file(const char *path, int (*fn)(void *user, const struct chat *c, const char *where),
+		  void *user)
+{
+	size_t len = 0;
+	char *text = fio_read_all(path, SFT_MAX_FILE, &len);
+	if (!text)
+		return -1;
+	int rc = sft_read_text(path, text, len, fn, user);
+	free(text);
+	return rc;
+}

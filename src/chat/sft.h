@@ -1,0 +1,46 @@
+/* sft.h — conversations as training data (`qwenchat train --sft`): files of them read
+ * (JSON Lines of {"messages": [...]}, or a conversation file as the chat saves it),
+ * each rendered with the chat template as the chat renders it and tokenized as the
+ * chat tokenizes its prompt, every token marked by whether the assistant wrote it. */
+#ifndef QWENCHAT_SFT_H
+#define QWENCHAT_SFT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/chat/chat.h"
+#include "src/chat/template.h"
+#include "tokenizer/tokenizer.h"
+
+/* The tokens of conversation c rendered whole (tmpl_render_answers: no generation
+ * prompt) and, for each, scored[i] = 1 when it belongs to an answer: from just after
+ * an assistant turn's "<|im_start|>assistant\n" through its "<|im_end|>", else 0 (the
+ * context). The messages' text is literal, as in the chat (a "<|im_end|>" typed in a
+ * message is text; the template's markers are the control tokens). Each answer is
+ * tokenized on its own, cut from the text before it, as the chat's generation prompt
+ * ends where the answer starts: this differs from tokenizing the whole text at once
+ * only where an answer starts with white space holding a line break, which would
+ * merge with the newline before it. *ids and *scored are malloc'd (*n of each). 0 or -1
+ * (err_set). */
+int sft_encode(struct tok *t, const struct chat *c, enum tmpl_variant v, int32_t **ids,
+	       unsigned char **scored, size_t *n);
+
+/* Whether path holds JSON Lines: named *.jsonl or *.ndjson, or text[0..len) holds
+ * another JSON value after its first one. */
+bool sft_is_json_lines(const char *path, const char *text, size_t len);
+
+/* Reads path and calls fn for each conversation in it, in order: every non-blank line
+ * of a JSON Lines file (where = "FILE:LINE") or the whole file, a conversation as the
+ * chat saves it (where = "FILE"). Each is what chat_from_json accepts: an array of
+ * messages or an object with "messages" (and "tools"). fn owns nothing it is given;
+ * a nonzero return stops the reading and is returned (its err_set kept). 0, or -1
+ * with err_set naming the file and line ("conv.jsonl:3: messages[2].role: missing or
+ * not a string"). */
+int sft_read_file(const char *path, int (*fn)(void *user, const struct chat *c, const char *where),
+		  void *user);
+/* The same on a file's text[0..len), already read; path names it. */
+int sft_read_text(const char *path, const char *text, size_t len,
+		  int (*fn)(void *user, const struct chat *c, const char *where), void *user);
+
+#endif

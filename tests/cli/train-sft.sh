@@ -1,0 +1,191 @@
+#!/bin/sh
+# train-sft.sh — `qwenchat train --sft` as a user drives it: conversation files (JSON
+# Lines and the chat's own saved conversations) train a model from scratch on a
+# `train-bpe --chat` tokenizer; malformed files are one line naming the file, the line
+# and the message; what was cut or left out is counted; the loss covers the answers'
+# tokens only; a stopped run resumed repeats an uninterrupted one bit for bit; the
+# model chats (its template and markers), and a conversation its chat saved
+# fine-tunes it without conversion.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+python3 - "$TMP" <<'EOF'
+import json, random, sys
+d = sys.argv[1]
+r = random.Random(3)
+w = ("the of and to in is was he that it for his on with as at by had they be this from "
+     "are have not or were she but we one which you her").split()
+say = lambda n: " ".join(r.choice(w) for _ in range(n))
+open(f"{d}/corpus.txt", "w").write(say(20000))
+def conv(i):
+    msgs = [{"role": "system", "content": say(3)}] if i % 4 == 0 else []
+    for t in range(1 + i % 2):
+        msgs.append({"role": "user", "content": say(3 + i % 5)})
+        a = {"role": "assistant", "content": say(2 + (i + t) % 4)}
+        if t % 2 == 0:
+            a["reasoning_content"] = say(2)
+        msgs.append(a)
+    return {"messages": msgs}
+with open(f"{d}/conv.jsonl", "w") as f:
+    for i in range(12):
+        f.write(json.dumps(conv(i)) + "\n")
+    f.write("\n")  # a blank line is no conversation
+    f.write(json.dumps({"messages": [{"role": "user", "content": "no answer"}]}) + "\n")
+    long = [{"role": "user", "content": say(6)}, {"role": "assistant", "content": say(4)},
+            {"role": "user", "content": say(300)}, {"role": "assistant", "content": say(4)}]
+    f.write(json.dumps({"messages": long}) + "\n")  # cut after its first answer
+    f.write(json.dumps({"messages": long[2:]}) + "\n")  # left out
+with open(f"{d}/val.jsonl", "w") as f:
+    for i in range(3):
+        f.write(json.dumps(conv(100 + i)) + "\n")
+bad = [json.dumps(conv(0)), json.dumps(conv(1)),
+       json.dumps({"messages": [{"role": "user", "content": "x"}, {"content": "y"}]})]
+open(f"{d}/bad.jsonl", "w").write("\n".join(bad) + "\n")
+open(f"{d}/broken.jsonl", "w").write(json.dumps(conv(0)) + "\n{\"messages\": [\n")
+json.dump([{"role": "robot", "content": "x"}], open(f"{d}/robot.json", "w"))
+json.dump({"messages": [{"role": "user", "content": "hi"}]}, open(f"{d}/unanswered.json", "w"))
+open(f"{d}/d.u32", "wb").write(bytes(400))
+EOF
+"$QWENCHAT" train-bpe -q --chat --vocab-size 420 --out "$TMP/tok" "$TMP/corpus.txt" ||
+	{ echo "train-bpe failed" >&2; exit 1; }
+
+SHAPE="--layers 2 --hidden-size 64 --heads 4 --kv-heads 2 --intermediate-size 96"
+SCRATCH="--tokenizer $TMP/tok $SHAPE --sft"
+SMALL="--ctx 128 --batch 4 --threads 2 --cosine-steps 4"
+
+# usage CODE DESC TEXT ARGS... — exit CODE and a last stderr line "qwenchat: ...TEXT..."
+usage() {
+	want=$1 desc=$2 text=$3
+	shift 3
+	"$QWENCHAT" train "$@" >"$TMP/out" 2>"$TMP/err"
+	got=$?
+	last=$(tail -n 1 "$TMP/err")
+	if [ "$got" -ne "$want" ]; then
+		fail "$desc: exit $got, expected $want: $last"
+	elif [ "$(wc -l <"$TMP/err")" -ne 1 ] || ! printf '%s\n' "$last" | grep -q '^qwenchat: ' ||
+	     ! printf '%s\n' "$last" | grep -qF -- "$text"; then
+		fail "$desc: not one line with '$text': $(cat "$TMP/err")"
+	else
+		pass "$desc (exit $got)"
+	fi
+}
+
+# ---- refused -------------------------------------------------------------------------
+O="$TMP/o"
+usage 2 "--sft without a tokenizer" "--sft renders conversations with a tokenizer" --out "$O" \
+	--vocab-size 1000 $SHAPE --sft --data "$TMP/conv.jsonl"
+usage 1 "a message without a role" "$TMP/bad.jsonl:3: messages[1].role: missing or not a string" \
+	--out "$O" $SCRATCH --data "$TMP/conv.jsonl" "$TMP/bad.jsonl" $SMALL
+usage 1 "a line that is not JSON" "$TMP/broken.jsonl:2: invalid JSON at column" \
+	--out "$O" $SCRATCH --data "$TMP/broken.jsonl" $SMALL
+usage 1 "an unknown role in a saved conversation" "$TMP/robot.json: messages[0].role: unknown role" \
+	--out "$O" $SCRATCH --data "$TMP/robot.json" $SMALL
+usage 1 "token ids with --sft" "d.u32: --sft reads conversations" \
+	--out "$O" $SCRATCH --data "$TMP/d.u32" $SMALL
+usage 1 "nothing to train on" "--data: no conversation to train on: 1 without an assistant answer" \
+	--out "$O" $SCRATCH --data "$TMP/unanswered.json" $SMALL
+usage 1 "validation data that is malformed" "bad.jsonl:3" --out "$O" $SCRATCH \
+	--data "$TMP/conv.jsonl" --val "$TMP/bad.jsonl" $SMALL
+[ -e "$O/model.safetensors" ] && fail "a refused run wrote a model" || pass "a refused run writes no model"
+
+# ---- a run ---------------------------------------------------------------------------
+R="$TMP/run"
+if "$QWENCHAT" train --out "$R" $SCRATCH --data "$TMP/conv.jsonl" --val "$TMP/val.jsonl" \
+	$SMALL --steps 4 --eval-every 2 --lr 3e-3 2>"$TMP/err"; then
+	pass "a run from scratch on conversations"
+else
+	fail "a run on conversations: $(tail -n 3 "$TMP/err")"
+fi
+grep -q '^data: 13 conversations, [0-9]* tokens, [0-9]* of them the assistant.s; 1 cut after the last answer within --ctx 128; 1 left out (the first answer ends past --ctx 128); 1 left out (no assistant answer)$' "$TMP/err" &&
+	pass "the conversations, those cut and those left out are counted" ||
+	fail "counts: $(grep -E '^(data|rows|validation)' "$TMP/err")"
+grep -q '^rows: one conversation each, padded to --ctx 128: [0-9.]*% of the positions are padding$' "$TMP/err" &&
+	grep -q '^validation: 3 conversations' "$TMP/err" && pass "padding and validation reported" ||
+	fail "rows/validation lines: $(grep -E '^(rows|validation)' "$TMP/err")"
+python3 - "$R" <<'EOF' && pass "state.json records --sft; the cache holds the tokens and their flags" ||
+import json, os, sys
+d = sys.argv[1]
+s = json.load(open(f"{d}/train-state/state.json"))
+assert s["options"]["sft"] is True
+meta = json.load(open(f"{d}/train-state/data.json"))
+assert meta["sft"] == {"ctx": 128}
+n = os.path.getsize(f"{d}/train-state/data.u32") // 4
+assert n == meta["tokens"] == os.path.getsize(f"{d}/train-state/data.sft")
+flags = open(f"{d}/train-state/data.sft", "rb").read()
+assert sum(1 for f in flags if f & 2) == meta["sft_counts"]["conversations"] == 13
+g = json.load(open(f"{d}/generation_config.json"))
+t = {a["content"]: a["id"] for a in json.load(open(f"{d}/tokenizer.json"))["added_tokens"]}
+assert g["eos_token_id"] == [t["<|im_end|>"], t["<|endoftext|>"]], g
+EOF
+	fail "state.json, cache or generation_config.json"
+
+# The loss covers the answers' tokens only: one step over every conversation once
+# scores exactly the cache's answer tokens.
+if "$QWENCHAT" train --out "$TMP/once" $SCRATCH --data "$TMP/conv.jsonl" --ctx 128 --batch 13 \
+	--threads 2 --sequential --steps 1 2>"$TMP/err" &&
+   python3 - "$TMP/once" <<'EOF'
+import json, sys
+d = sys.argv[1]
+log = [json.loads(l) for l in open(f"{d}/train-log.jsonl")]
+meta = json.load(open(f"{d}/train-state/data.json"))
+assert log[0]["tokens"] == meta["sft_counts"]["scored"], (log[0], meta)
+EOF
+then
+	pass "a step over every conversation scores exactly their answer tokens"
+else
+	fail "targets scored: $(tail -n 2 "$TMP/err")"
+fi
+
+# Stopped at step 2 and resumed to 4: the same model as the uninterrupted run.
+S="$TMP/stopped"
+"$QWENCHAT" train --out "$S" $SCRATCH --data "$TMP/conv.jsonl" --val "$TMP/val.jsonl" \
+	$SMALL --steps 2 --eval-every 2 --lr 3e-3 2>/dev/null &&
+	"$QWENCHAT" train --resume "$S" --steps 4 --threads 2 2>"$TMP/err"
+if cmp -s "$S/model.safetensors" "$R/model.safetensors" &&
+   cmp -s "$S/train-state/optimizer.safetensors" "$R/train-state/optimizer.safetensors"; then
+	pass "a resumed --sft run repeats the uninterrupted one bit for bit"
+else
+	fail "resumed --sft run differs: $(tail -n 2 "$TMP/err")"
+fi
+grep -q '^data: 13 conversations (cached)' "$TMP/err" && pass "the resumed run reads its cache" ||
+	fail "resume cache: $(grep '^data' "$TMP/err")"
+"$QWENCHAT" train --out "$TMP/plain" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/corpus.txt" \
+	$SMALL --steps 0 2>/dev/null || fail "a plain run"
+usage 2 "--sft on a resumed plain run" "--resume: --sft on conflicts with the run's off" \
+	--resume "$TMP/plain" --steps 1 --sft
+
+# ---- the model chats as Qwen3 does -------------------------------------------------------
+cat >"$TMP/c.json" <<'EOF'
+[{"role": "user", "content": "the of"}, {"role": "assistant", "content": "and", "reasoning_content": "to"}]
+EOF
+if "$QWENCHAT" template -m "$R" --messages "$TMP/c.json" --add-generation-prompt \
+	>"$TMP/text" 2>"$TMP/err" && [ ! -s "$TMP/err" ] &&
+   "$QWENCHAT" tokenize -m "$R" <"$TMP/text" >"$TMP/ids" &&
+   python3 - "$R" "$TMP/text" "$TMP/ids" <<'EOF'
+import json, sys
+t = {a["content"]: a["id"] for a in json.load(open(f"{sys.argv[1]}/tokenizer.json"))["added_tokens"]}
+text, ids = open(sys.argv[2]).read(), [int(x) for x in open(sys.argv[3]).read().split()]
+for m in ("<|im_start|>", "<|im_end|>", "<think>", "</think>"):
+    assert ids.count(t[m]) == text.count(m) > 0, m
+EOF
+then
+	pass "the trained model renders with Qwen3's template; its markers are single tokens"
+else
+	fail "template/tokenize on the trained model: $(head -c 300 "$TMP/err")"
+fi
+
+# A conversation the chat saved (/save, and its autosave) fine-tunes the model as it is.
+export XDG_STATE_HOME="$TMP/state" HOME="$TMP"
+printf 'the of and\n/save %s\nwas he\n' "$TMP/saved.json" |
+	"$QWENCHAT" chat -m "$R" --backend cpu --threads 2 -n 8 --seed 1 >"$TMP/out" 2>"$TMP/err" ||
+	fail "the chat: $(tail -n 2 "$TMP/err")"
+auto=$(cat "$TMP/state/qwenchat/last-session" 2>/dev/null)
+if [ -f "$TMP/saved.json" ] && [ -n "$auto" ] && [ -f "$auto" ] &&
+   "$QWENCHAT" train --out "$TMP/ft" --init "$R" --sft --data "$TMP/saved.json" "$auto" \
+	--ctx 64 --batch 2 --threads 2 --steps 2 2>"$TMP/err"; then
+	grep -q '^data: 2 conversations' "$TMP/err" &&
+		pass "conversations the chat saved fine-tune the model without conversion" ||
+		fail "saved conversations: $(grep '^data' "$TMP/err")"
+else
+	fail "fine-tuning on the chat's saved conversations: $(tail -n 2 "$TMP/err")"
+fi
+finish
