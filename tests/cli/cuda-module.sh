@@ -1,8 +1,8 @@
 #!/bin/sh
 # cuda-module.sh — the CUDA backend is a module loaded at run time: the program links
 # no CUDA library; without a driver `auto` takes the CPU without a word and `cuda`
-# names what is missing; the module exports one entry point, loads, and reports a
-# missing device through the program's own error. (A GPU machine runs tests/cuda.sh.)
+# names what is missing; the module exports its two entry points (inference and
+# training), loads, and reports a missing device through the program's own error. (A GPU machine runs tests/cuda.sh.)
 . "$TOP_SRCDIR/tests/lib.sh"
 
 MOD=$TOP_BUILDDIR/qwenchat-cuda.so
@@ -31,7 +31,8 @@ if [ ! -f "$MOD" ]; then
 	finish
 fi
 nm -D --defined-only "$MOD" | awk '$2 == "T" {print $3}' >"$TMP/syms"
-[ "$(cat "$TMP/syms")" = qwenchat_cuda_backend ] && pass "the module exports only its entry point" ||
+[ "$(sort "$TMP/syms" | tr '\n' ' ')" = "qwenchat_cuda_backend qwenchat_cuda_trainer " ] &&
+	pass "the module exports only its two entry points (inference, training)" ||
 	fail "the module exports: $(tr '\n' ' ' <"$TMP/syms")"
 ldd "$MOD" | grep -q 'not found' && echo "note: the module's CUDA libraries are not all here" ||
 	pass "the module's libraries resolve"

@@ -40,6 +40,8 @@ ids="151644 872 198 13048 151645"
 # to start on a machine loaded by other work (seen: a start that takes 0.25 s alone got
 # 80 ms of CPU in 15 s), so it is waited for as long as it lives, up to 10 minutes.
 serve_check() {
+	# (a fresh log: the last server's "serving" line must not be read as this one's)
+	rm -f "$TMP/serve.log"
 	"$QWENCHAT" serve -m "$1" --backend cpu --threads 1 --port 0 2>"$TMP/serve.log" &
 	pid=$!
 	i=0
