@@ -352,3 +352,7 @@ EXTRA_DIST += tests/fuzz/fuzz_trainstate.c tests/fuzz/corpus/trainstate
 TESTS += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train-sft.sh
 EXTRA_DIST += tests/cli/train-sft.sh tests/bench/sft-padding.sh
 EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py tests/cli/sft_ref.py
+# A model trained here on the Brown corpus, and the commands that a trained model tests
+# better than random weights: perplexity, quantize, run, serve and the chat UI.
+TESTS += tests/cli/trained.sh
+EXTRA_DIST += tests/cli/trained.sh tests/trained-model.sh tests/fetch-corpus.sh
