@@ -3,6 +3,7 @@
 #include "src/chat/sft.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/utf8.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -169,9 +170,97 @@ static int read_lines(const char *path, const char *text, size_t len,
 	return 0;
 }
 
+bool sft_is_plain_text(const char *path)
+{
+	return ends_with(path, ".txt") || ends_with(path, ".md");
+}
+
+/* Whether text[0..len) is text: no NUL byte, and ill-formed UTF-8 (which becomes
+ * U+FFFD) at most 1% of it; else it is something else (UTF-16, a binary) and training
+ * on it would be training on noise. */
+static int check_plain_text(const char *path, const char *text, size_t len)
+{
+	const char *nul = memchr(text, 0, len);
+	if (nul)
+		return err_set("%s: not UTF-8 text: a NUL byte at byte %zu", path,
+			       (size_t)(nul - text));
+	size_t bad_bytes = 0;
+	for (size_t pos = 0; pos < len;) {
+		size_t valid, bad;
+		utf8_next_piece(text + pos, len - pos, &valid, &bad);
+		pos += valid;
+		if (pos < len) {
+			bad_bytes += bad;
+			pos += bad;
+		}
+	}
+	if (bad_bytes * 100 > len)
+		return err_set("%s: not UTF-8 text: %zu of its %zu bytes are not UTF-8", path,
+			       bad_bytes, len);
+	return 0;
+}
+
+/* The next non-blank line of text[*pos..len), without the white space around it:
+ * [*a, *b), its number *line. false at the end. */
+static bool next_paragraph(const char *text, size_t len, size_t *pos, size_t *line, size_t *a,
+			   size_t *b)
+{
+	while (*pos < len) {
+		const char *p = text + *pos, *nl = memchr(p, '\n', len - *pos);
+		size_t n = nl ? (size_t)(nl - p) : len - *pos;
+		*a = *pos;
+		*b = *pos + n;
+		*pos += n + (nl ? 1 : 0);
+		++*line;
+		while (*a < *b && is_space(text[*a]))
+			++*a;
+		while (*b > *a && is_space(text[*b - 1]))
+			--*b;
+		if (*a < *b)
+			return true;
+	}
+	return false;
+}
+
+/* A text file as conversations: each non-blank line (a paragraph) asked, the next one
+ * answered, so that every paragraph but the first is an answer once and a model
+ * trained on them learns the text and where a turn ends. */
+static int read_paragraphs(const char *path, const char *text, size_t len,
+			   int (*fn)(void *user, const struct chat *c, const char *where),
+			   void *user)
+{
+	if (check_plain_text(path, text, len))
+		return -1;
+	size_t pos = 0, line = 0, a, b, pa = 0, pb = 0;
+	bool have_prev = false;
+	int rc = 0;
+	while (!rc && next_paragraph(text, len, &pos, &line, &a, &b)) {
+		if (have_prev) {
+			char where[4200];
+			snprintf(where, sizeof where, "%s:%zu", path, line);
+			char *q = strndup(text + pa, pb - pa), *ans = strndup(text + a, b - a);
+			struct chat *c = q && ans ? chat_new() : NULL;
+			if (!c || chat_add(c, CHAT_USER, q, NULL) ||
+			    chat_add(c, CHAT_ASSISTANT, ans, NULL))
+				rc = err_set("%s: out of memory", where);
+			else
+				rc = fn(user, c, where);
+			chat_free(c);
+			free(q);
+			free(ans);
+		}
+		pa = a;
+		pb = b;
+		have_prev = true;
+	}
+	return rc;
+}
+
 int sft_read_text(const char *path, const char *text, size_t len,
 		  int (*fn)(void *user, const struct chat *c, const char *where), void *user)
 {
+	if (sft_is_plain_text(path))
+		return read_paragraphs(path, text, len, fn, user);
 	if (sft_is_json_lines(path, text, len))
 		return read_lines(path, text, len, fn, user);
 	struct chat *c = chat_from_json(text, len, path);

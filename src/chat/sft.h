@@ -30,9 +30,16 @@ int sft_encode(struct tok *t, const struct chat *c, enum tmpl_variant v, int32_t
  * another JSON value after its first one. */
 bool sft_is_json_lines(const char *path, const char *text, size_t len);
 
+/* Whether path is read as plain text (named *.txt or *.md): its non-blank lines are
+ * paragraphs, each asked and answered by the next. */
+bool sft_is_plain_text(const char *path);
+
 /* Reads path and calls fn for each conversation in it, in order: every non-blank line
- * of a JSON Lines file (where = "FILE:LINE") or the whole file, a conversation as the
- * chat saves it (where = "FILE"). Each is what chat_from_json accepts: an array of
+ * of a JSON Lines file (where = "FILE:LINE"), the whole file, a conversation as the
+ * chat saves it (where = "FILE"), or in a plain text file (sft_is_plain_text) each
+ * pair of consecutive paragraphs, a user message and the assistant's answer (where =
+ * "FILE:LINE" of the answer; ill-formed UTF-8 becomes U+FFFD, a NUL byte or more than
+ * 1% of ill-formed bytes is refused). Each is what chat_from_json accepts: an array of
  * messages or an object with "messages" (and "tools"). fn owns nothing it is given;
  * a nonzero return stops the reading and is returned (its err_set kept). 0, or -1
  * with err_set naming the file and line ("conv.jsonl:3: messages[2].role: missing or

@@ -122,8 +122,8 @@ static int add_conversation(void *user, const struct chat *c, const char *where)
 static int read_conversations(void *user, const char *path, struct dset_convs *out)
 {
 	if (tokens_is_u32(path))
-		return err_set("%s: --sft reads conversations (JSON Lines or a conversation file "
-			       "the chat saved), not token ids",
+		return err_set("%s: --sft reads conversations (JSON Lines, a conversation file "
+			       "the chat saved, or paragraphs of *.txt), not token ids",
 			       path);
 	struct conv_read r = {user, out};
 	return sft_read_file(path, add_conversation, &r);

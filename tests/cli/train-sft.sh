@@ -1,7 +1,8 @@
 #!/bin/sh
 # train-sft.sh — `qwenchat train --sft` as a user drives it: conversation files (JSON
 # Lines and the chat's own saved conversations) train a model from scratch on a
-# `train-bpe --chat` tokenizer; malformed files are one line naming the file, the line
+# `train-bpe --chat` tokenizer, and so do a text file's paragraphs (each one asked,
+# the next answered); malformed files are one line naming the file, the line
 # and the message; what was cut or left out is counted; the loss covers the answers'
 # tokens only; a stopped run resumed repeats an uninterrupted one bit for bit; the
 # model chats (its template and markers), and a conversation its chat saved
@@ -86,6 +87,33 @@ usage 1 "nothing to train on" "--data: no conversation to train on: 1 without an
 usage 1 "validation data that is malformed" "bad.jsonl:3" --out "$O" $SCRATCH \
 	--data "$TMP/conv.jsonl" --val "$TMP/bad.jsonl" $SMALL
 [ -e "$O/model.safetensors" ] && fail "a refused run wrote a model" || pass "a refused run writes no model"
+
+# ---- plain text: each paragraph asked, the next answered ------------------------------
+python3 - "$TMP" <<'EOF'
+import json, sys
+d = sys.argv[1]
+paras = ["the man was in the house", "she had not been there \ufffd at all",
+         "it was for his one", "they were from the"]
+# blank lines, white space around a paragraph, CRLF and an ill-formed byte (U+FFFD)
+raw = ("  " + paras[0] + "  \r\n\n\n" + paras[1].replace("\ufffd", "\udcff") + "\n\t\n"
+       + paras[2] + "\r\n" + paras[3])
+open(f"{d}/story.txt", "wb").write(raw.encode("utf-8", "surrogateescape"))
+with open(f"{d}/story.jsonl", "w") as f:
+    for q, a in zip(paras, paras[1:]):
+        f.write(json.dumps({"messages": [{"role": "user", "content": q},
+                                         {"role": "assistant", "content": a}]}) + "\n")
+open(f"{d}/nul.txt", "wb").write(b"the man\nwas \0 in\n")
+EOF
+for f in story.txt story.jsonl; do
+	"$QWENCHAT" train --out "$TMP/p-$f" $SCRATCH --data "$TMP/$f" $SMALL --steps 1 \
+		>/dev/null 2>"$TMP/err" || fail "--sft on $f: $(tail -n 1 "$TMP/err")"
+done
+cmp -s "$TMP/p-story.txt/train-state/data.u32" "$TMP/p-story.jsonl/train-state/data.u32" &&
+	cmp -s "$TMP/p-story.txt/train-state/data.sft" "$TMP/p-story.jsonl/train-state/data.sft" &&
+	pass "a text file's paragraphs train as the conversations of each one and the next" ||
+	fail "story.txt and story.jsonl give different tokens or flags"
+usage 1 "a text file with a NUL byte" "nul.txt: not UTF-8 text: a NUL byte at byte 12" \
+	--out "$O" $SCRATCH --data "$TMP/nul.txt" $SMALL
 
 # ---- a run ---------------------------------------------------------------------------
 R="$TMP/run"

@@ -1,7 +1,7 @@
 /* fuzz_chat.c — conversation files are untrusted: parse any bytes as one, and when that
  * succeeds, render it with every template (the answers' spans too) and check that
  * save/load gives it back, tool definitions and calls included; and read the bytes as
- * JSON Lines of conversations, as `train --sft` does. */
+ * JSON Lines of conversations and as a text file's paragraphs, as `train --sft` does. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +37,7 @@ static int answers(void *user, const struct chat *c, const char *where)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	sft_read_text("fuzz.jsonl", (const char *)data, size, answers, NULL);
+	sft_read_text("fuzz.txt", (const char *)data, size, answers, NULL);
 	struct chat *c = chat_from_json((const char *)data, size, "fuzz.json");
 	if (!c)
 		return 0;
