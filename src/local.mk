@@ -57,7 +57,8 @@ libapp_a_SOURCES = \
 	src/train/trainstate.c src/train/trainstate.h \
 	src/train/dataset.c src/train/dataset.h \
 	src/train/save.c src/train/save.h \
-	src/train/loop.c src/train/loop.h
+	src/train/loop.c src/train/loop.h \
+	src/train/panel.c src/train/panel.h
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.
 qwenchat_SOURCES = src/cli/main.c \
@@ -67,4 +68,5 @@ qwenchat_SOURCES = src/cli/main.c \
 	src/cli/cmd_train_bpe.c src/cli/cmd_logits.c src/cli/cmd_bench.c src/cli/cmd_info.c src/cli/cmd_hub.c \
 	src/cli/cmd_serve.c \
 	src/cli/cmd_quantize.c src/cli/cmd_perplexity.c \
-	src/cli/cmd_train.c src/cli/train_model.c src/cli/train_model.h
+	src/cli/cmd_train.c src/cli/train_model.c src/cli/train_model.h \
+	src/cli/train_report.c src/cli/train_report.h

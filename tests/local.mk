@@ -323,7 +323,7 @@ EXTRA_DIST += tests/cli/cuda-module.sh
 # src/train/NAME.c; test_checkpoint reads what it writes back with the engine's loader).
 TRAIN_UNIT_TESTS = tests/unit/test_schedule tests/unit/test_batch tests/unit/test_checkpoint \
 	tests/unit/test_trainlog tests/unit/test_modeldir tests/unit/test_trainstate \
-	tests/unit/test_dataset
+	tests/unit/test_dataset tests/unit/test_panel
 check_PROGRAMS += $(TRAIN_UNIT_TESTS)
 TESTS += $(TRAIN_UNIT_TESTS)
 tests_unit_test_schedule_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
@@ -342,15 +342,17 @@ tests_unit_test_trainstate_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
 tests_unit_test_dataset_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_dataset_SOURCES = tests/unit/test_dataset.c tests/unit/tinytok.c tests/unit/tinytok.h
 tests_unit_test_dataset_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
+tests_unit_test_panel_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_panel_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
 FUZZ_TARGETS += tests/fuzz/fuzz_trainstate
 tests_fuzz_fuzz_trainstate_SOURCES = tests/fuzz/fuzz_trainstate.c
 tests_fuzz_fuzz_trainstate_LDADD = $(APP_LIBS)
 tests_fuzz_fuzz_trainstate_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_trainstate.c tests/fuzz/corpus/trainstate
-# `qwenchat train` as a user drives it, and against a float64 PyTorch reference
-# (SKIP without python3-torch).
-TESTS += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train-sft.sh
-EXTRA_DIST += tests/cli/train-sft.sh tests/bench/sft-padding.sh
+# `qwenchat train` as a user drives it (train-panel.sh: on a terminal, in tmux), and
+# against a float64 PyTorch reference (SKIP without python3-torch).
+TESTS += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train-sft.sh tests/cli/train-panel.sh
+EXTRA_DIST += tests/cli/train-sft.sh tests/cli/train-panel.sh tests/bench/sft-padding.sh
 EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py tests/cli/sft_ref.py
 # A model trained here on the Brown corpus, and the commands that a trained model tests
 # better than random weights: perplexity, quantize, run, serve and the chat UI.

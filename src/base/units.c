@@ -1,4 +1,4 @@
-/* units.c — byte counts with a unit and three significant digits. */
+/* units.c — byte counts with a unit and three significant digits; durations. */
 #include "src/base/units.h"
 
 #include <stdio.h>
@@ -25,4 +25,17 @@ const char *units_ibytes(double bytes, char *buf, size_t n)
 {
 	static const char *const u[5] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	return scaled(bytes, 1024, u, buf, n);
+}
+
+const char *units_duration(double s, char *buf, size_t n)
+{
+	if (!(s >= 0) || s > 1e9)
+		snprintf(buf, n, "?");
+	else if (s < 60)
+		snprintf(buf, n, "%.0fs", s);
+	else if (s < 3600)
+		snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+	else
+		snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)s % 3600 / 60);
+	return buf;
 }

@@ -1,4 +1,5 @@
-/* units.h — sizes written for people: "1.19 GB", "596 MB", "24.0 KiB". */
+/* units.h — sizes and durations written for people: "1.19 GB", "596 MB", "24.0 KiB",
+ * "42s", "3m07s", "2h15m". */
 #ifndef QWENCHAT_UNITS_H
 #define QWENCHAT_UNITS_H
 
@@ -10,5 +11,9 @@ const char *units_bytes(double bytes, char *buf, size_t n);
 
 /* The same in binary units (B, KiB, MiB, GiB, TiB), as memory is allocated. */
 const char *units_ibytes(double bytes, char *buf, size_t n);
+
+/* Seconds as "42s", "3m07s" or "2h15m" (an estimate has no use for more digits); "?"
+ * for a negative, NaN or absurdly large value. Writes into buf and returns it. */
+const char *units_duration(double seconds, char *buf, size_t n);
 
 #endif

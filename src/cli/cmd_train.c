@@ -1,24 +1,22 @@
 /* cmd_train.c — `qwenchat train`: the command line of a training run. It resolves the
  * model to start from (or builds a config from the shape flags), the tokenizer and the
  * files every checkpoint carries, checks the flags of a resumed run against the saved
- * ones, and prints what the loop (src/train/loop.c) reports. */
+ * ones, and runs the loop (src/train/loop.c) with its reports printed by
+ * train_report.c. */
 #include "src/base/err.h"
 #include "src/base/fileio.h"
-#include "src/base/units.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
 #include "src/cli/train_model.h"
+#include "src/cli/train_report.h"
 #include "src/train/checkpoint.h"
 #include "src/train/loop.h"
 
 #include <limits.h>
-#include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* ---- options ---------------------------------------------------------------------- */
 
@@ -86,6 +84,8 @@ static const struct cli_opt train_opts[] = {
 	{"sft", CLI_OWN + 38, NULL,
 	 "supervised fine-tuning: --data and --val are\nconversations, the loss is on what the "
 	 "assistant\nwrites (below)"},
+	{"no-panel", CLI_OWN + 39, NULL,
+	 "on a terminal, the progress as one line rewritten\nin place instead of the live panel"},
 	{0},
 };
 
@@ -123,11 +123,16 @@ static const struct cli_command train_cmd = {
 		 "DIR/train-log.jsonl has one object per step (step, counting from 1, with its\n"
 		 "loss, grad_norm, lr, tokens seen so far and seconds) and per evaluation (step,\n"
 		 "val_loss, val_ppl); DIR/loss.svg draws both curves. On a terminal the progress\n"
-		 "is one live line (loss, validation loss, lr, gradient norm, tokens/s, the share\n"
-		 "of the machine's measured matrix-product rate, ETA). A checkpoint is written\n"
-		 "beside the previous one and renamed into place: a crash or a full disk leaves\n"
-		 "the previous one whole. SIGINT or SIGTERM finishes the step under way, saves it\n"
-		 "and exits 130 or 143 (a second one stops at once, the last checkpoint intact).\n"
+		 "is a live panel redrawn in place below the messages: a progress bar, the loss\n"
+		 "and validation loss, the training loss and the learning rate drawn as curves\n"
+		 "over the run so far, the elapsed time and the ETA, tokens/s, the share of the\n"
+		 "machine's measured matrix-product rate, the gradient norm, the last checkpoint\n"
+		 "and evaluation. With --no-panel it is one line rewritten in place; when stderr\n"
+		 "is not a terminal, or TERM is unset, dumb or unknown, a plain line per step.\n"
+		 "A checkpoint is written beside the previous one and renamed into place: a crash\n"
+		 "or a full disk leaves the previous one whole. SIGINT (Ctrl-C) or SIGTERM\n"
+		 "finishes the step under way, saves it and exits 130 or 143, the panel left on\n"
+		 "screen as it last was (a second one stops at once, the last checkpoint intact).\n"
 		 "A loss or gradient norm that is not finite stops the run (exit 1) without saving\n"
 		 "it. A file name after --data or --val that starts with '-' is written ./-NAME.\n"
 		 "\n"
@@ -161,6 +166,7 @@ struct args {
 	struct tstate_opts o;
 	bool given[64]; /* by tstate field */
 	const char *out, *resume;
+	bool no_panel;
 };
 
 static int train_opt(void *user, int key, const char *arg)
@@ -173,6 +179,10 @@ static int train_opt(void *user, int key, const char *arg)
 	}
 	if (!strcmp(name, "resume")) {
 		a->resume = arg;
+		return 0;
+	}
+	if (!strcmp(name, "no-panel")) {
+		a->no_panel = true;
 		return 0;
 	}
 	const char *field = !strcmp(name, "no-tie") ? "tie" : name;
@@ -345,192 +355,9 @@ static int read_state(const char *dir, struct tstate *st, char **path)
 	return rc;
 }
 
-/* ---- what the loop reports ---------------------------------------------------------- */
-
-struct printer {
-	bool tty;  /* stderr is a terminal: one live line */
-	bool live; /* the live line is showing */
-	const char *dir;
-	const struct tstate_opts *o;
-	const struct train_model *model; /* its remarks come with the plan */
-};
-
-/* Ends the live line before a line of its own. */
-static void settle(struct printer *p)
-{
-	if (p->live)
-		fputs("\r\033[K", stderr);
-	p->live = false;
-}
-
-static void on_notice(void *user, const char *msg)
-{
-	settle(user);
-	cli_notice(msg);
-}
-
-/* What --sft made of one stream's files. */
-static void print_conv_stream(const char *what, const struct dset_sft *c, int64_t tokens,
-			      bool cached, int ctx)
-{
-	fprintf(stderr, "%s: %lld conversations%s, %lld tokens, %lld of them the assistant's", what,
-		(long long)c->conversations, cached ? " (cached)" : "", (long long)tokens,
-		(long long)c->scored);
-	if (c->cut)
-		fprintf(stderr, "; %lld cut after the last answer within --ctx %d", (long long)c->cut,
-			ctx);
-	if (c->left_out)
-		fprintf(stderr, "; %lld left out (the first answer ends past --ctx %d)",
-			(long long)c->left_out, ctx);
-	if (c->no_answer)
-		fprintf(stderr, "; %lld left out (no assistant answer)", (long long)c->no_answer);
-}
-
-static void print_convs(const struct printer *p, const struct loop_plan *lp)
-{
-	print_conv_stream("data", &lp->train_sft, lp->train_tokens, lp->train_cached, p->o->ctx);
-	fprintf(stderr, "\nrows: one conversation each, padded to --ctx %d: %.1f%% of the "
-			"positions are padding",
-		p->o->ctx, 100 * lp->train_padding);
-	if (lp->val_tokens || lp->val_sft.conversations) {
-		fputc('\n', stderr);
-		print_conv_stream("validation", &lp->val_sft, lp->val_tokens, lp->val_cached,
-				  p->o->ctx);
-	}
-}
-
-static void on_plan(void *user, const struct loop_plan *lp)
-{
-	struct printer *p = user;
-	const struct eng_train_plan *pl = &lp->plan;
-	char w[32], g[32], m[32], act[32], sc[32], tot[32], av[32], data[32];
-	settle(p);
-	for (int i = 0; i < p->model->n_remarks; i++)
-		cli_notice(p->model->remarks[i]);
-	if (lp->sft)
-		print_convs(p, lp);
-	else
-		fprintf(stderr, "data: %lld training tokens%s", (long long)lp->train_tokens,
-			lp->train_cached ? " (cached)" : "");
-	if (lp->val_tokens && !lp->sft)
-		fprintf(stderr, ", %lld validation tokens%s", (long long)lp->val_tokens,
-			lp->val_cached ? " (cached)" : "");
-	fprintf(stderr, "\nmemory plan (%s): weights %s, gradients %s, AdamW moments %s, "
-			"activations %s (%d x %d tokens%s), scratch %s, token streams %s: total %s",
-		pl->device ? "GPU" : "host", units_ibytes((double)pl->weights, w, sizeof w),
-		units_ibytes((double)pl->grads, g, sizeof g), units_ibytes((double)pl->moments, m, sizeof m),
-		units_ibytes((double)pl->activations, act, sizeof act), p->o->batch, p->o->ctx,
-		pl->recompute ? ", one layer: recomputed" : "",
-		units_ibytes((double)pl->scratch, sc, sizeof sc),
-		units_ibytes((double)lp->data_bytes, data, sizeof data),
-		units_ibytes((double)(pl->total + lp->data_bytes), tot, sizeof tot));
-	if (lp->available)
-		fprintf(stderr, " of %s available", units_ibytes((double)lp->available, av, sizeof av));
-	fputc('\n', stderr);
-	if (lp->recompute_added)
-		cli_notice("the plan fits only with --recompute: turned on");
-}
-
-static void on_ready(void *user, struct eng_trainer *t)
-{
-	struct printer *p = user;
-	const struct tstate_opts *o = p->o;
-	struct eng_train_plan pl;
-	eng_trainer_get_plan(t, &pl);
-	settle(p);
-	fprintf(stderr,
-		"training %.3gM parameters on %s (%s products), %lld steps of %d x %d x %d tokens\n"
-		"lr %g -> %g (warm-up %lld, cosine to step %lld), AdamW beta1 %g beta2 %g eps %g "
-		"weight decay %g, clip %g, seed %lld%s%s\n",
-		pl.params / 1e6, eng_trainer_backend(t), eng_trainer_exact(t) ? "fp32" : "bf16",
-		(long long)o->steps, o->accum, o->batch, o->ctx, o->lr, o->min_lr,
-		(long long)o->warmup, (long long)o->cosine_steps, o->beta1, o->beta2, o->eps,
-		o->weight_decay, o->clip, (long long)o->seed, o->sequential ? ", sequential" : "",
-		o->sft ? ", on the assistant's tokens (--sft)" : "");
-}
-
-static void duration(double s, char *out, size_t n)
-{
-	if (!(s >= 0) || s > 1e9)
-		snprintf(out, n, "?");
-	else if (s < 60)
-		snprintf(out, n, "%.0fs", s);
-	else if (s < 3600)
-		snprintf(out, n, "%dm%02ds", (int)s / 60, (int)s % 60);
-	else
-		snprintf(out, n, "%dh%02dm", (int)(s / 3600), (int)s % 3600 / 60);
-}
-
-static void on_step(void *user, const struct loop_status *s)
-{
-	struct printer *p = user;
-	char eta[32], val[32] = "";
-	duration(s->eta_seconds, eta, sizeof eta);
-	if (!isnan(s->val_loss))
-		snprintf(val, sizeof val, "  val %.4f", s->val_loss);
-	if (p->tty)
-		fputs("\r\033[K", stderr);
-	fprintf(stderr, "step %lld/%lld  loss %.4f%s  lr %.3e  norm %.3f  %.0f tok/s  %.1f%% of peak  "
-			"ETA %s",
-		(long long)s->step, (long long)s->steps, s->loss, val, s->lr, s->grad_norm,
-		s->tokens_per_second, 100 * s->peak_share, eta);
-	if (!p->tty)
-		fputc('\n', stderr);
-	p->live = p->tty;
-	fflush(stderr);
-}
-
-static void on_eval(void *user, const struct loop_status *s)
-{
-	settle(user);
-	fprintf(stderr, "step %lld: val_loss %.4f, val_ppl %.4g\n", (long long)s->step, s->val_loss,
-		exp(s->val_loss));
-}
-
-static void on_saved(void *user, int64_t step, double seconds)
-{
-	struct printer *p = user;
-	settle(p);
-	fprintf(stderr, "saved %s at step %lld (%.1f s)\n", p->dir, (long long)step, seconds);
-}
-
-/* ---- signals ----------------------------------------------------------------------- */
-
-static volatile sig_atomic_t g_stop;
-
-/* The first SIGINT or SIGTERM asks the loop to save after the step under way; a second
- * one ends the program at once (the checkpoint on disk is whole either way). */
-static void on_signal(int sig)
-{
-	static const char msg[] = "\nqwenchat: stopping after this step and saving it "
-				  "(again to stop at once)\n";
-	if (g_stop) {
-		signal(sig, SIG_DFL);
-		raise(sig);
-		return;
-	}
-	g_stop = sig;
-	ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-	(void)w;
-}
-
-static void catch_signals(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	/* past a file-size limit (ulimit -f) a write fails with EFBIG and the save reports
-	 * it, as for a full disk, instead of the signal ending the program */
-	signal(SIGXFSZ, SIG_IGN);
-}
-
 /* ---- the command --------------------------------------------------------------------- */
 
-static int run(struct tstate *st, const char *dir, bool resume)
+static int run(struct tstate *st, const char *dir, bool resume, bool panel)
 {
 	struct train_model p = {0};
 	struct eng_options eo = {0};
@@ -548,18 +375,15 @@ static int run(struct tstate *st, const char *dir, bool resume)
 		free(st->o.init);
 		st->o.init = strdup(p.init_path);
 	}
-	struct printer pr = {.tty = isatty(STDERR_FILENO), .dir = dir, .o = &st->o, .model = &p};
-	struct loop_report rep = {.user = &pr,
-				  .notice = on_notice,
-				  .engine_notice = cli_notice,
-				  .plan = on_plan,
-				  .ready = on_ready,
-				  .step = on_step,
-				  .eval = on_eval,
-				  .saved = on_saved};
-	catch_signals();
-	int r = loop_run(dir, st, resume, &p.m, &rep, &g_stop);
-	settle(&pr);
+	struct train_report *tr = train_report_new(dir, &st->o, &p, panel, cli_env_term());
+	if (!tr) {
+		cli_error("out of memory");
+		train_model_free(&p);
+		return EXIT_RUNTIME;
+	}
+	struct loop_report rep = train_report_callbacks(tr);
+	int r = loop_run(dir, st, resume, &p.m, &rep, train_catch_signals());
+	train_report_end(tr);
 	train_model_free(&p);
 	if (r < 0) {
 		cli_error("%s", err_msg());
@@ -568,7 +392,7 @@ static int run(struct tstate *st, const char *dir, bool resume)
 	if (r == LOOP_STOPPED) {
 		fprintf(stderr, "stopped at step %lld: continue with 'qwenchat train --resume %s'\n",
 			(long long)st->step, dir);
-		return 128 + (int)g_stop;
+		return 128 + train_stop_signal();
 	}
 	return EXIT_OK;
 }
@@ -593,7 +417,7 @@ int cmd_train(int argc, char **argv)
 			cli_error("%s", err_msg());
 			rc = EXIT_RUNTIME;
 		} else if (!(rc = merge_resume(&a, &st, state_path))) {
-			rc = run(&st, a.resume, true);
+			rc = run(&st, a.resume, true, !a.no_panel);
 		}
 	} else if (!(rc = check_new(&a))) {
 		if (loop_check_new_dir(a.out)) {
@@ -602,7 +426,7 @@ int cmd_train(int argc, char **argv)
 		} else {
 			st.o = a.o;
 			memset(&a.o, 0, sizeof a.o);
-			rc = run(&st, a.out, false);
+			rc = run(&st, a.out, false, !a.no_panel);
 		}
 	}
 	tstate_opts_free(&st.o);

@@ -92,6 +92,11 @@ const char *cli_env_home(void)
 	return var("HOME");
 }
 
+const char *cli_env_term(void)
+{
+	return var("TERM");
+}
+
 const char *cli_env_openai_api_key(void)
 {
 	return var("OPENAI_API_KEY");

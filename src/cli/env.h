@@ -33,4 +33,7 @@ int cli_env_fast_prefill(bool *fast);
 /* $HOME, or NULL when unset or empty. */
 const char *cli_env_home(void);
 
+/* $TERM (the terminal's type, for its terminfo entry), or NULL when unset or empty. */
+const char *cli_env_term(void);
+
 #endif

@@ -1,0 +1,388 @@
+/* train_report.c — the reports of a training run printed on stderr (plain lines, a
+ * live line or the live panel), and the signals that stop the run. */
+#include "src/cli/train_report.h"
+#include "src/base/clock.h"
+#include "src/base/units.h"
+#include "src/cli/cli.h"
+#include "src/train/panel.h"
+#if HAVE_TUI
+#include "ui/live.h"
+#define HAVE_PANEL 1
+#else
+/* Without the terminal UI there is no terminfo, so no panel: no area ever opens. */
+struct live;
+#define HAVE_PANEL            0
+#define live_open(fd, term)   ((void)(fd), (void)(term), (struct live *)NULL)
+#define live_columns(l)       ((void)(l), 80)
+#define live_draw(l, text)    ((void)(l), (void)(text))
+#define live_print(l, msg)    ((void)(l), (void)(msg))
+#define live_close(l)         ((void)(l))
+#define live_signal_note(msg) ((void)(msg), false)
+#define live_signal_cursor(v) ((void)(v))
+#define live_signal_lost()    ((void)0)
+#endif
+
+#include <langinfo.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum mode {
+	PLAIN_LINES, /* a line a step */
+	LIVE_LINE,   /* one line rewritten in place */
+	PANEL,       /* the panel, redrawn in place */
+};
+
+/* Redraws of the panel at most this often: a small model takes thousands of steps a
+ * second, more than a terminal can show or an eye follow. */
+#define PANEL_INTERVAL 0.1
+
+struct train_report {
+	enum mode mode;
+	bool live; /* LIVE_LINE: the line is showing */
+	const char *dir;
+	const struct tstate_opts *o;
+	const struct train_model *model; /* its remarks come with the plan */
+	double started;                  /* clock_now() at the start, for the elapsed time */
+	struct live *area;               /* PANEL: where it is drawn */
+	double drawn;                    /* PANEL: when it was last drawn */
+	bool pending;                    /* PANEL: steps not drawn yet */
+	bool stop_told;                  /* the stop asked for was said above the panel */
+	struct panel panel;
+};
+
+static volatile sig_atomic_t g_stop;
+/* The trainer's remarks come through a callback without a user pointer. */
+static struct train_report *g_report;
+
+struct train_report *train_report_new(const char *dir, const struct tstate_opts *o,
+				      const struct train_model *model, bool panel, const char *term)
+{
+	struct train_report *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	*r = (struct train_report){.dir = dir, .o = o, .model = model, .started = clock_now()};
+	/* setlocale(LC_ALL, "") ran in main: a locale without UTF-8 gets ASCII bars */
+	panel_init(&r->panel, strcmp(nl_langinfo(CODESET), "UTF-8") != 0);
+	bool tty = isatty(STDERR_FILENO) && term && *term && strcmp(term, "dumb");
+	if (tty && panel && HAVE_PANEL)
+		r->area = live_open(STDERR_FILENO, term);
+	/* an unknown terminal may not take the live line's escape sequences either */
+	r->mode = r->area ? PANEL : tty && (!panel || !HAVE_PANEL) ? LIVE_LINE : PLAIN_LINES;
+	g_report = r;
+	return r;
+}
+
+/* ---- messages -------------------------------------------------------------------------- */
+
+/* Ends the live line before a line of its own. */
+static void settle(struct train_report *r)
+{
+	if (r->live)
+		fputs("\r\033[K", stderr);
+	r->live = false;
+}
+
+/* A message that stays: above the panel, or on a line of its own. */
+static void say(struct train_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct train_report *r, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (r->area) {
+		live_print(r->area, msg);
+	} else {
+		settle(r);
+		fputs(msg, stderr);
+	}
+}
+
+static void on_notice(void *user, const char *msg)
+{
+	say(user, "qwenchat: %s\n", msg);
+}
+
+static void on_engine_notice(const char *msg)
+{
+	if (g_report)
+		on_notice(g_report, msg);
+	else
+		cli_notice(msg);
+}
+
+/* What --sft made of one stream's files. */
+static void print_conv_stream(const char *what, const struct dset_sft *c, int64_t tokens,
+			      bool cached, int ctx)
+{
+	fprintf(stderr, "%s: %lld conversations%s, %lld tokens, %lld of them the assistant's", what,
+		(long long)c->conversations, cached ? " (cached)" : "", (long long)tokens,
+		(long long)c->scored);
+	if (c->cut)
+		fprintf(stderr, "; %lld cut after the last answer within --ctx %d",
+			(long long)c->cut, ctx);
+	if (c->left_out)
+		fprintf(stderr, "; %lld left out (the first answer ends past --ctx %d)",
+			(long long)c->left_out, ctx);
+	if (c->no_answer)
+		fprintf(stderr, "; %lld left out (no assistant answer)", (long long)c->no_answer);
+}
+
+static void print_convs(const struct train_report *r, const struct loop_plan *lp)
+{
+	print_conv_stream("data", &lp->train_sft, lp->train_tokens, lp->train_cached, r->o->ctx);
+	fprintf(stderr,
+		"\nrows: one conversation each, padded to --ctx %d: %.1f%% of the "
+		"positions are padding",
+		r->o->ctx, 100 * lp->train_padding);
+	if (lp->val_tokens || lp->val_sft.conversations) {
+		fputc('\n', stderr);
+		print_conv_stream("validation", &lp->val_sft, lp->val_tokens, lp->val_cached,
+				  r->o->ctx);
+	}
+}
+
+/* The plan and the trainer come before the first step: nothing is live yet. */
+static void on_plan(void *user, const struct loop_plan *lp)
+{
+	struct train_report *r = user;
+	const struct eng_train_plan *pl = &lp->plan;
+	char w[32], g[32], m[32], act[32], sc[32], tot[32], av[32], data[32];
+	settle(r);
+	for (int i = 0; i < r->model->n_remarks; i++)
+		cli_notice(r->model->remarks[i]);
+	if (lp->sft)
+		print_convs(r, lp);
+	else
+		fprintf(stderr, "data: %lld training tokens%s", (long long)lp->train_tokens,
+			lp->train_cached ? " (cached)" : "");
+	if (lp->val_tokens && !lp->sft)
+		fprintf(stderr, ", %lld validation tokens%s", (long long)lp->val_tokens,
+			lp->val_cached ? " (cached)" : "");
+	fprintf(stderr,
+		"\nmemory plan (%s): weights %s, gradients %s, AdamW moments %s, "
+		"activations %s (%d x %d tokens%s), scratch %s, token streams %s: total %s",
+		pl->device ? "GPU" : "host", units_ibytes((double)pl->weights, w, sizeof w),
+		units_ibytes((double)pl->grads, g, sizeof g),
+		units_ibytes((double)pl->moments, m, sizeof m),
+		units_ibytes((double)pl->activations, act, sizeof act), r->o->batch, r->o->ctx,
+		pl->recompute ? ", one layer: recomputed" : "",
+		units_ibytes((double)pl->scratch, sc, sizeof sc),
+		units_ibytes((double)lp->data_bytes, data, sizeof data),
+		units_ibytes((double)(pl->total + lp->data_bytes), tot, sizeof tot));
+	if (lp->available)
+		fprintf(stderr, " of %s available",
+			units_ibytes((double)lp->available, av, sizeof av));
+	fputc('\n', stderr);
+	if (lp->recompute_added)
+		cli_notice("the plan fits only with --recompute: turned on");
+}
+
+static void on_ready(void *user, struct eng_trainer *t)
+{
+	struct train_report *r = user;
+	const struct tstate_opts *o = r->o;
+	struct eng_train_plan pl;
+	eng_trainer_get_plan(t, &pl);
+	settle(r);
+	fprintf(stderr,
+		"training %.3gM parameters on %s (%s products), %lld steps of %d x %d x %d tokens\n"
+		"lr %g -> %g (warm-up %lld, cosine to step %lld), AdamW beta1 %g beta2 %g eps %g "
+		"weight decay %g, clip %g, seed %lld%s%s\n",
+		pl.params / 1e6, eng_trainer_backend(t), eng_trainer_exact(t) ? "fp32" : "bf16",
+		(long long)o->steps, o->accum, o->batch, o->ctx, o->lr, o->min_lr,
+		(long long)o->warmup, (long long)o->cosine_steps, o->beta1, o->beta2, o->eps,
+		o->weight_decay, o->clip, (long long)o->seed, o->sequential ? ", sequential" : "",
+		o->sft ? ", on the assistant's tokens (--sft)" : "");
+}
+
+/* ---- steps -------------------------------------------------------------------------------- */
+
+static void draw_panel(struct train_report *r)
+{
+	struct strbuf b = {0};
+	panel_render(&r->panel, live_columns(r->area), &b);
+	if (!b.oom)
+		live_draw(r->area, b.p);
+	free(b.p);
+	r->drawn = clock_now();
+	r->pending = false;
+}
+
+/* Leaves the panel on screen as it last was, the cursor below it: what is printed
+ * next goes there. */
+static void end_panel(struct train_report *r)
+{
+	if (!r->area)
+		return;
+	if (r->pending)
+		draw_panel(r);
+	live_close(r->area);
+	r->area = NULL;
+	r->mode = PLAIN_LINES;
+}
+
+static void step_panel(struct train_report *r, const struct loop_status *s)
+{
+	panel_step(&r->panel, s, clock_now() - r->started);
+	r->pending = true;
+	if (g_stop && !r->stop_told) {
+		/* the signal handler's note over the panel's last line goes at this draw:
+		 * the message stays above the panel instead */
+		say(r, "qwenchat: stopping after this step and saving it (again to stop at "
+		       "once)\n");
+		r->stop_told = true;
+	}
+	if (s->step == s->steps || g_stop || clock_now() - r->drawn >= PANEL_INTERVAL)
+		draw_panel(r);
+}
+
+static void on_step(void *user, const struct loop_status *s)
+{
+	struct train_report *r = user;
+	char eta[32], val[32] = "";
+	if (r->mode == PANEL) {
+		step_panel(r, s);
+		return;
+	}
+	units_duration(s->eta_seconds, eta, sizeof eta);
+	if (!isnan(s->val_loss))
+		snprintf(val, sizeof val, "  val %.4f", s->val_loss);
+	if (r->mode == LIVE_LINE)
+		fputs("\r\033[K", stderr);
+	fprintf(stderr,
+		"step %lld/%lld  loss %.4f%s  lr %.3e  norm %.3f  %.0f tok/s  %.1f%% of peak  "
+		"ETA %s",
+		(long long)s->step, (long long)s->steps, s->loss, val, s->lr, s->grad_norm,
+		s->tokens_per_second, 100 * s->peak_share, eta);
+	if (r->mode != LIVE_LINE)
+		fputc('\n', stderr);
+	r->live = r->mode == LIVE_LINE;
+	fflush(stderr);
+}
+
+static void on_eval(void *user, const struct loop_status *s)
+{
+	struct train_report *r = user;
+	panel_eval(&r->panel, s->step, s->val_loss);
+	say(r, "step %lld: val_loss %.4f, val_ppl %.4g\n", (long long)s->step, s->val_loss,
+	    exp(s->val_loss));
+	if (r->area)
+		draw_panel(r);
+}
+
+static void on_saved(void *user, int64_t step, double seconds)
+{
+	struct train_report *r = user;
+	panel_saved(&r->panel, step, seconds);
+	r->pending = true;
+	/* the run's last save: the panel stays above the line that says so */
+	if (step == r->o->steps || g_stop)
+		end_panel(r);
+	say(r, "saved %s at step %lld (%.1f s)\n", r->dir, (long long)step, seconds);
+	if (r->area)
+		draw_panel(r);
+}
+
+struct loop_report train_report_callbacks(struct train_report *r)
+{
+	return (struct loop_report){.user = r,
+				    .notice = on_notice,
+				    .engine_notice = on_engine_notice,
+				    .plan = on_plan,
+				    .ready = on_ready,
+				    .step = on_step,
+				    .eval = on_eval,
+				    .saved = on_saved};
+}
+
+void train_report_end(struct train_report *r)
+{
+	if (!r)
+		return;
+	end_panel(r);
+	settle(r);
+	g_report = NULL;
+	free(r);
+}
+
+/* ---- signals ------------------------------------------------------------------------------- */
+
+/* The first SIGINT or SIGTERM asks the loop to save after the step under way; a second
+ * one ends the program at once (the checkpoint on disk is whole either way). */
+static void on_signal(int sig)
+{
+	static const char msg[] = "qwenchat: stopping after this step and saving it "
+				  "(again to stop at once)";
+	if (g_stop) {
+		live_signal_cursor(true);
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	g_stop = sig;
+	if (!live_signal_note(msg)) {
+		ssize_t w = write(STDERR_FILENO, "\n", 1);
+		w = write(STDERR_FILENO, msg, sizeof msg - 1);
+		w = write(STDERR_FILENO, "\n", 1);
+		(void)w;
+	}
+}
+
+static void catch_suspend(void);
+
+/* Ctrl-Z: the cursor shown for the shell, the program stopped (the default action,
+ * raised again unblocked); once continued, the panel is drawn afresh below what the
+ * shell wrote. */
+static void on_suspend(int sig)
+{
+	sigset_t set;
+	live_signal_cursor(true);
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	catch_suspend();
+	live_signal_lost();
+	live_signal_cursor(false);
+}
+
+static void catch_suspend(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_suspend;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTSTP, &sa, NULL);
+}
+
+const volatile sig_atomic_t *train_catch_signals(void)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* past a file-size limit (ulimit -f) a write fails with EFBIG and the save reports
+	 * it, as for a full disk, instead of the signal ending the program */
+	signal(SIGXFSZ, SIG_IGN);
+	/* a shell without job control has Ctrl-Z ignored: so it stays */
+	if (g_report && g_report->area && sigaction(SIGTSTP, NULL, &old) == 0 &&
+	    old.sa_handler == SIG_DFL)
+		catch_suspend();
+	return &g_stop;
+}
+
+int train_stop_signal(void)
+{
+	return (int)g_stop;
+}
