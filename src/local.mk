@@ -60,7 +60,7 @@ libapp_a_SOURCES = \
 	src/train/loop.c src/train/loop.h
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.
-qwenchat_SOURCES = src/cli/main.c \
+qwenchat_SOURCES = src/cli/main.c src/cli/cmd_chat.c \
 	src/cli/cli.c src/cli/cli.h src/cli/commands.h src/cli/env.c src/cli/env.h \
 	src/cli/sigbus.c src/cli/sigbus.h \
 	src/cli/cmd_run.c src/cli/cmd_template.c src/cli/cmd_tokenize.c \

@@ -201,6 +201,17 @@ int cli_usage(const char *cmd, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+int cli_unhandled(const struct cli_command *cmd, int key)
+{
+	const char *name = "?";
+	for (const struct cli_opt *o = cmd->opts; o && o->name; o++)
+		if (o->key == key)
+			name = o->name;
+	cli_error("internal error: 'qwenchat %s' does not handle its option --%s (key %d)",
+		  cmd->name, name, key);
+	return -1;
+}
+
 int cli_parse_long(const char *name, const char *s, long lo, long hi, long *out)
 {
 	char *end;

@@ -59,12 +59,14 @@ struct cli_common {
 /* One option of a command's own. */
 struct cli_opt {
 	const char *name; /* long name, without the dashes */
-	int key;          /* a short option letter, or a code from CLI_OWN on */
+	int key;          /* a short option letter, or a key from CLI_OWN on */
 	const char *arg;  /* the value's name in --help ("FILE"); NULL for a flag */
 	const char *help; /* one line; '\n' starts another, indented under it */
 };
 
-/* Codes for own options without a letter. */
+/* The first key of a command's own options without a letter. Each command names its
+ * keys in an enum of its own (enum { OPT_OUT = CLI_OWN, OPT_KV_F32 }), which its table
+ * and its handler both use. */
 enum { CLI_OWN = 0x100 };
 
 /* A subcommand's interface: what --help shows and what cli_parse accepts. */
@@ -81,6 +83,11 @@ struct cli_command {
 /* Handles one of the command's own options (key as in its table); 0, or -1 after
  * printing a usage error (cli_usage). */
 typedef int (*cli_own_fn)(void *user, int key, const char *arg);
+
+/* What a handler returns for a key it does not handle: the command's table holds an
+ * option its handler forgot, a bug in the command line, not in what the user typed.
+ * Prints so, naming the option, and returns -1 (cli_parse then fails). */
+int cli_unhandled(const struct cli_command *cmd, int key);
 
 /* Parses argv (argv[0] is the command name): the shared groups into c (initialised
  * here: backend "auto", everything else unset), the command's own options through

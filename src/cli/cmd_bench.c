@@ -15,6 +15,8 @@
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 
+enum bench_key { OPT_KV_F32 = CLI_OWN, OPT_BW_BUFFER, OPT_JSON };
+
 static const struct cli_opt bench_opts[] = {
 	{"prompt-tokens", 'p', "N", "prompt tokens (default 512)"},
 	{"decode-tokens", 'n', "N", "decode tokens (default 128)"},
@@ -23,11 +25,11 @@ static const struct cli_opt bench_opts[] = {
 	 "tokens already in the KV cache before the timed prefill\n"
 	 "and decode (default 0), filled untimed each repetition:\n"
 	 "-d 4096 -p 100 -n 0 times a follow-up turn's first token"},
-	{"kv-f32", CLI_OWN + 1, NULL, "fp32 KV cache (default bf16)"},
-	{"bw-buffer", CLI_OWN + 3, "MIB",
+	{"kv-f32", OPT_KV_F32, NULL, "fp32 KV cache (default bf16)"},
+	{"bw-buffer", OPT_BW_BUFFER, "MIB",
 	 "buffer read to measure the bandwidth (default 1024;\n"
 	 "it must be far larger than the CPU caches)"},
-	{"json", CLI_OWN + 4, NULL, "one JSON object instead of the table"},
+	{"json", OPT_JSON, NULL, "one JSON object instead of the table"},
 	{0},
 };
 
@@ -60,11 +62,11 @@ static int bench_opt(void *user, int key, const char *arg)
 	case 'n': return cli_parse_long("decode-tokens", arg, 0, 1 << 20, &a->nd);
 	case 'r': return cli_parse_long("reps", arg, 1, 1000, &a->reps);
 	case 'd': return cli_parse_long("depth", arg, 0, 1 << 20, &a->depth);
-	case CLI_OWN + 1: a->kv_f32 = true; break;
-	case CLI_OWN + 3: return cli_parse_long("bw-buffer", arg, 1, 1 << 20, &a->bw_mib);
-	case CLI_OWN + 4: a->json = true; break;
+	case OPT_KV_F32: a->kv_f32 = true; return 0;
+	case OPT_BW_BUFFER: return cli_parse_long("bw-buffer", arg, 1, 1 << 20, &a->bw_mib);
+	case OPT_JSON: a->json = true; return 0;
 	}
-	return 0;
+	return cli_unhandled(&bench_cmd, key);
 }
 
 

@@ -23,8 +23,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+enum quantize_key { OPT_TYPE = CLI_OWN };
+
 static const struct cli_opt quantize_opts[] = {
-	{"type", CLI_OWN + 1, "T",
+	{"type", OPT_TYPE, "T",
 	 "q8_0, q6_k, q5_k_m, q4_k_m or q4_0 (llama.cpp's mixes), or bf16, f32"},
 	{"out", 'o', "FILE", "the GGUF file to write (replaced whole, never partly)"},
 	{0},
@@ -48,11 +50,11 @@ struct quantize_args {
 static int quantize_opt(void *user, int key, const char *arg)
 {
 	struct quantize_args *a = user;
-	if (key == 'o')
-		a->out = arg;
-	else
-		a->type = arg;
-	return 0;
+	switch (key) {
+	case 'o': a->out = arg; return 0;
+	case OPT_TYPE: a->type = arg; return 0;
+	}
+	return cli_unhandled(&quantize_cmd, key);
 }
 
 /* The signal that ends the program, once one came: the write stops at its next batch,

@@ -26,13 +26,17 @@
 #define MAX_VOCAB   (1L << 24)
 #define MAX_THREADS 256
 
+enum train_bpe_key { OPT_VOCAB_SIZE = CLI_OWN, OPT_SPECIAL, OPT_CHAT, OPT_THREADS, OPT_OUT };
+
 static const struct cli_opt train_opts[] = {
-	{"vocab-size", CLI_OWN + 1, "N", "256 + merges + special tokens (at least 256 + specials)"},
-	{"special", CLI_OWN + 2, "TOKEN", "a special token (repeatable), e.g. '<|endoftext|>'"},
-	{"chat", CLI_OWN + 5, NULL,
-	 "add Qwen3's chat tokens (below) and write a\ntokenizer_config.json with Qwen3's chat template"},
-	{"threads", CLI_OWN + 3, "N", "counting threads (default or 0: all cores)"},
-	{"out", CLI_OWN + 4, "DIR", "output directory (created when missing)"},
+	{"vocab-size", OPT_VOCAB_SIZE, "N",
+	 "256 + merges + special tokens (at least 256 + specials)"},
+	{"special", OPT_SPECIAL, "TOKEN", "a special token (repeatable), e.g. '<|endoftext|>'"},
+	{"chat", OPT_CHAT, NULL,
+	 "add Qwen3's chat tokens (below) and write a\ntokenizer_config.json with Qwen3's chat "
+	 "template"},
+	{"threads", OPT_THREADS, "N", "counting threads (default or 0: all cores)"},
+	{"out", OPT_OUT, "DIR", "output directory (created when missing)"},
 	{"quiet", 'q', NULL, "no progress and no summary line on stderr"},
 	{0},
 };
@@ -124,14 +128,14 @@ static int train_opt(void *user, int key, const char *arg)
 {
 	struct args *a = user;
 	switch (key) {
-	case CLI_OWN + 1: return cli_parse_long("vocab-size", arg, 1, MAX_VOCAB, &a->vocab);
-	case CLI_OWN + 2: a->specials[a->n_specials++] = arg; break;
-	case CLI_OWN + 3: return cli_parse_long("threads", arg, 0, MAX_THREADS, &a->threads);
-	case CLI_OWN + 4: a->out = arg; break;
-	case CLI_OWN + 5: a->chat = true; break;
-	case 'q': a->quiet = true; break;
+	case OPT_VOCAB_SIZE: return cli_parse_long("vocab-size", arg, 1, MAX_VOCAB, &a->vocab);
+	case OPT_SPECIAL: a->specials[a->n_specials++] = arg; return 0;
+	case OPT_THREADS: return cli_parse_long("threads", arg, 0, MAX_THREADS, &a->threads);
+	case OPT_OUT: a->out = arg; return 0;
+	case OPT_CHAT: a->chat = true; return 0;
+	case 'q': a->quiet = true; return 0;
 	}
-	return 0;
+	return cli_unhandled(&train_cmd, key);
 }
 
 /* --chat: Qwen3's chat tokens first, then the --special ones that are not among them. */
