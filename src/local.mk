@@ -8,6 +8,7 @@ libbase_a_SOURCES = \
 	src/base/err.c src/base/err.h \
 	src/base/fileio.c src/base/fileio.h \
 	src/base/jsonlimit.c src/base/jsonlimit.h \
+	src/base/jsontype.c src/base/jsontype.h \
 	src/base/strbuf.c src/base/strbuf.h \
 	src/base/utf8.c src/base/utf8.h \
 	src/base/clock.c src/base/clock.h \
