@@ -5,6 +5,7 @@
 #include "src/base/err.h"
 #include "src/base/proc.h"
 #include "src/base/term.h"
+#include "src/base/units.h"
 #include "src/base/fileio.h"
 #include "src/cli/env.h"
 #include "src/hub/hub.h"
@@ -156,13 +157,17 @@ void cli_notice(const char *msg)
 	fprintf(stderr, "qwenchat: %s\n", msg);
 }
 
-/* "qwenchat: VERB weights 1.2 / 4.7 GB" on a terminal, redrawn in place. */
+/* "qwenchat: VERB weights 1.20 GB / 4.70 GB" on a terminal, redrawn in place. */
 static void weights_progress(const char *verb, size_t done_bytes, size_t total_bytes)
 {
 	if (!isatty(STDERR_FILENO))
 		return;
-	fprintf(stderr, "\rqwenchat: %s weights %.1f / %.1f GB%s", verb, done_bytes / 1e9,
-		total_bytes / 1e9, done_bytes >= total_bytes ? "\n" : "");
+	char done[16], total[16];
+	/* the blanks after it wipe a longer figure drawn before */
+	fprintf(stderr, "\rqwenchat: %s weights %s / %s  %s", verb,
+		units_bytes((double)done_bytes, done, sizeof done),
+		units_bytes((double)total_bytes, total, sizeof total),
+		done_bytes >= total_bytes ? "\n" : "");
 	fflush(stderr);
 }
 

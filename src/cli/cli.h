@@ -149,7 +149,7 @@ char *cli_read_key_file(const char *path);
 void cli_notice(const char *msg);
 
 /* The weight upload's progress (eng_options.progress): on a terminal, one stderr
- * line rewritten in place ("uploading weights 3.1 / 16.4 GB"), ended at the end;
+ * line rewritten in place ("uploading weights 3.10 GB / 16.4 GB"), ended at the end;
  * nothing when stderr is not a terminal. */
 void cli_upload_progress(size_t done_bytes, size_t total_bytes);
 

@@ -12,6 +12,7 @@
 #include "src/base/clock.h"
 #include "src/base/err.h"
 #include "src/base/proc.h"
+#include "src/base/units.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 
@@ -246,9 +247,11 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 		       r->sampled ? "true" : "false", r->graph_bytes);
 		return;
 	}
+	char weights[16], rss[16], per_token[16];
 	printf("model      %s\n", model);
-	printf("backend    %s, %d threads; weights %.2f GB mapped in %.3f s (RSS +%.1f MB)\n",
-	       backend, r->threads, r->weight_bytes / 1e9, r->load_s, r->load_rss / 1e6);
+	printf("backend    %s, %d threads; weights %s mapped in %.3f s (RSS +%s)\n", backend,
+	       r->threads, units_bytes((double)r->weight_bytes, weights, sizeof weights), r->load_s,
+	       units_bytes(r->load_rss, rss, sizeof rss));
 	if (r->depth > 0)
 		printf("depth      %d tokens in the KV cache before the timed prefill and decode\n",
 		       r->depth);
@@ -257,9 +260,11 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 		       r->pp_tps, r->pp_sd, 1e3 * np / r->pp_tps, r->pp_gflop * r->pp_tps / np,
 		       label);
 	if (nd > 0)
-		printf("decode     %d tokens: %.2f ± %.2f tok/s, %.3f GB read per token, "
+		printf("decode     %d tokens: %.2f ± %.2f tok/s, %s read per token, "
 		       "%.1f GB/s, %.1f GFLOP/s\n",
-		       nd, r->tg_tps, r->tg_sd, r->tg_bytes / 1e9, tg_gbs, r->tg_gflop * r->tg_tps);
+		       nd, r->tg_tps, r->tg_sd,
+		       units_bytes(r->tg_bytes, per_token, sizeof per_token), tg_gbs,
+		       r->tg_gflop * r->tg_tps);
 	if (r->device) {
 		printf("device     copy bandwidth %.1f GB/s (device to device, read + written "
 		       "bytes, "

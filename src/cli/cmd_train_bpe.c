@@ -7,6 +7,7 @@
 #include "src/base/proc.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/units.h"
 #include "src/train/modeldir.h"
 #include "tokenizer/bpe_count.h"
 #include "tokenizer/bpe_train.h"
@@ -89,8 +90,10 @@ static void on_count(void *ctx, uint64_t bytes)
 	if (!p->tty || t - p->last < 0.2)
 		return;
 	p->last = t;
-	fprintf(stderr, "\rtrain-bpe: counted %.1f MB (%.1f MB/s)  ", bytes / 1e6,
-		t > p->t0 ? bytes / 1e6 / (t - p->t0) : 0.0);
+	char done[16], rate[16];
+	fprintf(stderr, "\rtrain-bpe: counted %s (%s/s)  ",
+		units_bytes((double)bytes, done, sizeof done),
+		units_bytes(t > p->t0 ? bytes / (t - p->t0) : 0.0, rate, sizeof rate));
 }
 
 /* True when s is valid UTF-8 (checked through the counter, which enforces it). */
@@ -280,14 +283,17 @@ int cmd_train_bpe(int argc, char **argv)
 	if (!a.quiet) {
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
+		char text[16], peak[16];
+		units_bytes((double)st.bytes, text, sizeof text);
+		units_ibytes(ru.ru_maxrss * 1024.0, peak, sizeof peak); /* ru_maxrss is in KiB */
 		fprintf(stderr,
-			"train-bpe: %.1f MB, %llu pre-tokens (%zu distinct), %llu special tokens "
+			"train-bpe: %s, %llu pre-tokens (%zu distinct), %llu special tokens "
 			"counted in %.2f s on %ld threads; %d merges in %.2f s (%.0f/s); "
-			"vocabulary %d; peak memory %.1f MiB; wrote %s\n",
-			st.bytes / 1e6, (unsigned long long)st.pretokens, st.distinct,
+			"vocabulary %d; peak memory %s; wrote %s\n",
+			text, (unsigned long long)st.pretokens, st.distinct,
 			(unsigned long long)st.specials, t1 - t0, a.threads, m->n_merges, t2 - t1,
-			t2 > t1 ? m->n_merges / (t2 - t1) : 0.0, m->n_tokens + a.n_specials,
-			ru.ru_maxrss / 1024.0, a.out);
+			t2 > t1 ? m->n_merges / (t2 - t1) : 0.0, m->n_tokens + a.n_specials, peak,
+			a.out);
 		if (m->n_merges < a.vocab - 256 - a.n_specials)
 			fprintf(stderr,
 				"train-bpe: no pair left to merge after %d merges: the "
