@@ -58,10 +58,10 @@ static const struct {
 	{CLI_BACKEND,
 	 {"exact", K_EXACT, NULL,
 	  "prefill with fp32 activations, the exact reference\n"
-	  "(default but in logits: bf16 activations where the CPU\n"
-	  "has AVX-512 BF16, ~1.7x faster, ~1e-3 relative; int8\n"
-	  "ones over quantized weights with AVX2 alone, 1.3-1.7x\n"
-	  "faster, ~2e-2 relative)"}},
+	  "(default: bf16 activations where the CPU has AVX-512\n"
+	  "BF16, ~1.7x faster, ~1e-3 relative; int8 ones over\n"
+	  "quantized weights with AVX2 alone, 1.3-1.7x faster,\n"
+	  "~2e-2 relative)"}},
 	{CLI_THREADS,
 	 {"threads", K_THREADS, "N", "CPU threads (default and at most: the CPUs online)"}},
 	{CLI_CTX,
@@ -134,6 +134,16 @@ static void help_line(const struct cli_opt *o, FILE *f)
 	fputc('\n', f);
 }
 
+/* A shared option as cmd's --help describes it: with cmd's own wording, if it has one. */
+static struct cli_opt shared_as_worded(const struct cli_command *cmd, const struct cli_opt *o)
+{
+	struct cli_opt worded = *o;
+	for (const struct cli_opt *w = cmd->shared_help; w && w->name; w++)
+		if (!strcmp(w->name, o->name))
+			worded.help = w->help;
+	return worded;
+}
+
 void cli_help(const struct cli_command *cmd, FILE *f)
 {
 	fprintf(f, "usage: qwenchat %s %s\n\n", cmd->name, cmd->synopsis);
@@ -142,9 +152,12 @@ void cli_help(const struct cli_command *cmd, FILE *f)
 	fputs("options:\n", f);
 	for (const struct cli_opt *o = cmd->opts; o && o->name; o++)
 		help_line(o, f);
-	for (size_t i = 0; i < N_SHARED; i++)
-		if (cmd->groups & shared[i].group)
-			help_line(&shared[i].opt, f);
+	for (size_t i = 0; i < N_SHARED; i++) {
+		if (!(cmd->groups & shared[i].group))
+			continue;
+		struct cli_opt o = shared_as_worded(cmd, &shared[i].opt);
+		help_line(&o, f);
+	}
 	help_line(&help_opt, f);
 	if (cmd->notes)
 		fprintf(f, "\n%s", cmd->notes);

@@ -76,6 +76,9 @@ struct cli_command {
 	const char *about;          /* what it does: a paragraph, lines ending in '\n' */
 	unsigned groups;            /* CLI_* shared groups */
 	const struct cli_opt *opts; /* own options, {0}-terminated; NULL when none */
+	/* Shared options this command words its own way in --help, as their effect or
+	 * default differs here: {name, 0, NULL, help}, {0}-terminated; NULL when none. */
+	const struct cli_opt *shared_help;
 	const char *notes;          /* text after the options, or NULL */
 	int min_args, max_args;     /* positional arguments allowed */
 };

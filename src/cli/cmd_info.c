@@ -33,6 +33,14 @@ static const struct cli_opt info_opts[] = {
 	{0},
 };
 
+/* info computes its figures at --ctx without the engine's memory cap */
+static const struct cli_opt info_shared_help[] = {
+	{"ctx", 0, NULL,
+	 "context of the KV cache figures (default:\n"
+	 "min(max_position_embeddings, 32768))"},
+	{0},
+};
+
 static const struct cli_command info_cmd = {
 	.name = "info",
 	.synopsis = "-m MODEL [--ctx N] [--json] [--config-only]",
@@ -42,6 +50,7 @@ static const struct cli_command info_cmd = {
 		 "min(max_position_embeddings, 32768), like the engine before its memory cap).\n",
 	.groups = CLI_MODEL | CLI_CTX,
 	.opts = info_opts,
+	.shared_help = info_shared_help,
 };
 
 struct info {

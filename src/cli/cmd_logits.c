@@ -19,6 +19,16 @@ static const struct cli_opt logits_opts[] = {
 	{0},
 };
 
+/* logits is the reference: its prefill is the exact one, and its context fits the ids */
+static const struct cli_opt logits_shared_help[] = {
+	{"exact", 0, NULL,
+	 "changes nothing here: logits prefills with fp32\n"
+	 "activations, the exact reference, unless\n"
+	 "QWENCHAT_CPU_BF16_PREFILL=1"},
+	{"ctx", 0, NULL, "context size in tokens (default: the number of ids)"},
+	{0},
+};
+
 static const struct cli_command logits_cmd = {
 	.name = "logits",
 	.synopsis = "-m MODEL --out FILE [options]",
@@ -27,6 +37,7 @@ static const struct cli_command logits_cmd = {
 		 "position.\n",
 	.groups = CLI_MODEL | CLI_ENGINE,
 	.opts = logits_opts,
+	.shared_help = logits_shared_help,
 };
 
 struct logits_args {

@@ -45,6 +45,15 @@ static const struct cli_opt ppl_opts[] = {
 	{0},
 };
 
+/* perplexity scores the logits of `logits`, over windows of --ctx tokens */
+static const struct cli_opt ppl_shared_help[] = {
+	{"exact", 0, NULL,
+	 "changes nothing here: the prefill is fp32, as for\n"
+	 "logits, unless QWENCHAT_CPU_BF16_PREFILL=1"},
+	{"ctx", 0, NULL, "the window in tokens (below)"},
+	{0},
+};
+
 static const struct cli_command ppl_cmd = {
 	.name = "perplexity",
 	.synopsis = "-m MODEL -f FILE [--ctx N] [--stride S] [--json] [--kl-base MODEL2] "
@@ -61,6 +70,7 @@ static const struct cli_command ppl_cmd = {
 		 "activations), scored in double.\n",
 	.groups = CLI_MODEL | CLI_ENGINE,
 	.opts = ppl_opts,
+	.shared_help = ppl_shared_help,
 	.notes = "--ctx N is the window (default: the model's max_position_embeddings, at most\n"
 		 "4096). --kl-base needs the same vocab_size and, for a text file, the same\n"
 		 "token ids from both tokenizers. KL(P_MODEL || P_MODEL2) = sum_v P(v) (log P(v) -\n"

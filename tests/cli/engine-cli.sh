@@ -64,5 +64,9 @@ expect_exit 2 "bench -d -1" "$QWENCHAT" bench -m "$M" -d -1
 expect_exit 2 "bench -r 0" "$QWENCHAT" bench -m "$M" -r 0
 expect_exit 1 "bench beyond max_position" "$QWENCHAT" bench -m "$M" -p 60 -n 10
 expect_exit 0 "logits --help" "$QWENCHAT" logits --help
+grep -q -- '--exact  *changes nothing here' "$TMP/out" &&
+	grep -q -- '--ctx N  *context size in tokens (default: the number of ids)' "$TMP/out" &&
+	pass "logits --help: --exact and --ctx as logits takes them" ||
+	fail "logits --help: $(grep -A2 -- '--exact\|--ctx' "$TMP/out")"
 expect_exit 0 "bench --help" "$QWENCHAT" bench --help
 finish
