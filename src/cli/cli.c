@@ -424,8 +424,8 @@ int cli_engine_options(const struct cli_common *c, struct eng_options *o,
 	o->backend = eng_backend_kind(c->backend);
 	o->threads = c->threads;
 	/* More threads than CPUs only take turns on them: each waits at every barrier
-	 * of the forward pass for one that is not running (1000 threads on 2 CPUs
-	 * decoded 6x slower). */
+	 * of the forward pass for one that is not running, and decoding slows down
+	 * several times over. */
 	int cpus = proc_online_cpus();
 	if (o->threads > cpus) {
 		char msg[128];

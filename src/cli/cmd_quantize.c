@@ -115,8 +115,8 @@ static int create_temp(const char *out, char **tmp)
 }
 
 /* Writes the model into a temporary file, syncs it and renames it over out. Ctrl-C,
- * SIGTERM and SIGHUP remove the temporary file (a 600 MB one was left behind by
- * SIGTERM and SIGHUP); 128 + the signal is then the exit status, as the chat's. */
+ * SIGTERM and SIGHUP remove the temporary file (a file of the model's size would be
+ * left behind otherwise); 128 + the signal is then the exit status, as the chat's. */
 static int write_model(const struct eng_model *m, enum eng_ftype f, const struct eng_gguf_out *o,
 		       const char *out)
 {
