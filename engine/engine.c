@@ -13,6 +13,7 @@
 #include "src/base/err.h"
 #include "src/base/clock.h"
 #include "src/base/proc.h"
+#include "src/base/units.h"
 
 struct eng {
 	struct eng_model *model;
@@ -71,12 +72,11 @@ static int default_ctx(const struct eng_config *c, const struct eng_options *opt
 	if (fit < 256)
 		fit = 256 < ctx ? 256 : ctx;
 	if (notice) {
-		char msg[192];
-		snprintf(
-			msg, sizeof msg,
-			"context %d tokens: the KV cache of %d would take over half of the %.1f GB "
-			"of memory available (--ctx sets it)",
-			fit, ctx, avail / 1e9);
+		char msg[192], size[16];
+		snprintf(msg, sizeof msg,
+			 "context %d tokens: the KV cache of %d would take over half of the %s of "
+			 "memory available (--ctx sets it)",
+			 fit, ctx, units_ibytes((double)avail, size, sizeof size));
 		notice(msg);
 	}
 	return fit;

@@ -7,6 +7,7 @@
 #include "engine/model.h"
 #include "engine/quant.h"
 #include "src/base/err.h"
+#include "src/base/units.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -152,8 +153,9 @@ int eng_model_quantize(struct eng_model *m, enum eng_ftype f, int threads,
 			 -1, 0);
 	if (buf == MAP_FAILED) {
 		free(p);
-		return err_set("--quant %s: cannot allocate %zu MB", eng_ftype_name(f),
-			       m->quant_size >> 20);
+		char size[16];
+		return err_set("--quant %s: cannot allocate %s", eng_ftype_name(f),
+			       units_ibytes((double)m->quant_size, size, sizeof size));
 	}
 	m->quant_buf = buf;
 	if (threads < 1)

@@ -13,6 +13,7 @@
 #include "engine/backend.h"
 #include "engine/train_backend.h"
 #include "src/base/err.h"
+#include "src/base/units.h"
 
 /* ---- the parameters ----------------------------------------------------------------- */
 
@@ -88,10 +89,11 @@ static int make_params(struct eng_trainer *t)
 static int alloc_host(struct eng_trainer *t)
 {
 	t->host = calloc(4 * t->total, sizeof(float));
+	char size[16];
 	if (!t->host)
-		return err_set("training: cannot allocate %.2f GB for the weights, gradients "
-			       "and moments",
-			       4.0 * t->total * sizeof(float) / 1e9);
+		return err_set("training: cannot allocate %s for the weights, gradients and "
+			       "moments",
+			       units_ibytes(4.0 * t->total * sizeof(float), size, sizeof size));
 	size_t off = 0;
 	for (int i = 0; i < t->nparams; i++) {
 		struct eng_param *p = &t->params[i];

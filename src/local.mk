@@ -8,6 +8,7 @@ libbase_a_SOURCES = \
 	src/base/err.c src/base/err.h \
 	src/base/fileio.c src/base/fileio.h \
 	src/base/jsonlimit.c src/base/jsonlimit.h \
+	src/base/jsontype.c src/base/jsontype.h \
 	src/base/strbuf.c src/base/strbuf.h \
 	src/base/utf8.c src/base/utf8.h \
 	src/base/clock.c src/base/clock.h \
@@ -61,7 +62,7 @@ libapp_a_SOURCES = \
 	src/train/panel.c src/train/panel.h
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.
-qwenchat_SOURCES = src/cli/main.c \
+qwenchat_SOURCES = src/cli/main.c src/cli/cmd_chat.c \
 	src/cli/cli.c src/cli/cli.h src/cli/commands.h src/cli/env.c src/cli/env.h \
 	src/cli/sigbus.c src/cli/sigbus.h \
 	src/cli/cmd_run.c src/cli/cmd_template.c src/cli/cmd_tokenize.c \

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/base/units.h"
 #include "ui/uistate.h"
 
 static void line(int y, int x, int w, attr_t at, const char *fmt, ...)
@@ -221,12 +222,12 @@ static void probs(struct ui *u, int y, int x, int h, int w)
 /* The remote backend: the model, its attention and its memory are on the server. */
 static void remote(struct ui *u, int y, int x, int h, int w)
 {
-	char rows[3][512];
+	char rows[3][512], rss[16];
 	snprintf(rows[0], sizeof rows[0], "%s: not available with the remote backend",
 		 u->debug == DEBUG_ATTENTION ? "attention" : "memory");
 	snprintf(rows[1], sizeof rows[1], "the model runs on %s", app_remote_url(u->a));
-	snprintf(rows[2], sizeof rows[2], "context %d tokens; this process: host RSS %.1f MiB",
-		 u->fig.ctx_used, u->fig.mem.host_rss / 1048576.0);
+	snprintf(rows[2], sizeof rows[2], "context %d tokens; this process: host RSS %s",
+		 u->fig.ctx_used, units_ibytes((double)u->fig.mem.host_rss, rss, sizeof rss));
 	for (int r = 0; r < h; r++)
 		line(y + r, x, w, r == 0 ? A_BOLD : A_NORMAL, "%s", r < 3 ? rows[r] : "");
 }

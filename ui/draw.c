@@ -6,6 +6,7 @@
 
 #include <readline/readline.h>
 
+#include "src/base/units.h"
 #include "ui/uistate.h"
 
 
@@ -126,14 +127,6 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 	}
 }
 
-static void human(char *out, size_t sz, double bytes)
-{
-	if (bytes >= 1073741824.0)
-		snprintf(out, sz, "%.1fG", bytes / 1073741824.0);
-	else
-		snprintf(out, sz, "%.0fM", bytes / 1048576.0);
-}
-
 /* One field of the status bar: its text and how much it matters when the bar is
  * too narrow for all (lower goes first). */
 struct field {
@@ -171,12 +164,11 @@ static void draw_status(struct ui *u, int y, int w)
 	FIELD(80, "decode %.1f t/s", f->turn.decode_tps);
 	FIELD(30, "TTFT %.2fs", f->turn.ttft);
 	if (f->mem.device_total) {
-		human(a, sizeof a, (double)(f->mem.device_total - f->mem.device_free));
-		human(b, sizeof b, (double)f->mem.device_total);
+		units_ibytes((double)(f->mem.device_total - f->mem.device_free), a, sizeof a);
+		units_ibytes((double)f->mem.device_total, b, sizeof b);
 		FIELD(35, "GPU %s/%s", a, b);
 	}
-	human(a, sizeof a, (double)f->mem.host_rss);
-	FIELD(15, "RSS %s", a);
+	FIELD(15, "RSS %s", units_ibytes((double)f->mem.host_rss, a, sizeof a));
 #undef FIELD
 	/* " a | b | c ": the fields' widths, 3 between two, a blank at each end */
 	bool shown[11];

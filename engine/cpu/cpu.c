@@ -15,6 +15,7 @@
 #include "engine/quant.h"
 #include "engine/rope.h"
 #include "src/base/err.h"
+#include "src/base/units.h"
 
 /* Tokens per forward chunk: 512 keeps the scratch at ~32 MB for Qwen3-0.6B while
  * each weight matrix is read once per 512 tokens. */
@@ -618,8 +619,9 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	if (!s->key_cache || !s->value_cache || !s->rope_cos || !s->rope_sin || !s->x || !s->xn ||
 	    !s->norms || !s->q || !s->kk || !s->vv || !s->att || !s->gate || !s->up || !s->scores ||
 	    !s->qp) {
-		err_set("cpu backend: out of memory for a %d-token context (KV cache %zu MB)",
-			s->ctx, kv_bytes >> 20);
+		char kv[16];
+		err_set("cpu backend: out of memory for a %d-token context (KV cache %s)", s->ctx,
+			units_ibytes((double)kv_bytes, kv, sizeof kv));
 		cpu_free(s);
 		return NULL;
 	}

@@ -15,6 +15,7 @@
 #include "engine/cpu/measure.h"
 #include "src/base/err.h"
 #include "src/base/clock.h"
+#include "src/base/units.h"
 
 /* Sums a buffer with several independent vector accumulators: one accumulator
  * chains every add on the add latency and reads ~40% below what the memory gives. */
@@ -148,9 +149,10 @@ int cpu_measure(int threads, const struct eng_measure_request *rq, struct eng_pe
 {
 	size_t bytes = rq->read_bytes ? rq->read_bytes : (size_t)1 << 30;
 	double gbs = read_bandwidth(threads, bytes, rq->reps > 0 ? rq->reps : 5);
+	char size[16];
 	if (gbs <= 0)
-		return err_set("cpu backend: cannot measure the read bandwidth (a %zu MiB buffer)",
-			       bytes >> 20);
+		return err_set("cpu backend: cannot measure the read bandwidth (a %s buffer)",
+			       units_ibytes((double)bytes, size, sizeof size));
 	out->read_gb_s = gbs;
 	return 0;
 }

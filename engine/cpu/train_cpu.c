@@ -13,6 +13,7 @@
 #include "engine/cpu/train_cpu.h"
 #include "engine/rope.h"
 #include "src/base/err.h"
+#include "src/base/units.h"
 
 /* ---- sizes ------------------------------------------------------------------------------ */
 
@@ -100,9 +101,10 @@ static int cpu_alloc(struct train_cpu *s)
 		       T * (size_t)s->hd + 64 * 64;
 	s->act = calloc((size_t)layers, sizeof *s->act);
 	char *cur = NULL;
+	char size[16];
 	if (!s->act || posix_memalign((void **)&cur, 64, (total + 64 * 40) * sizeof(float)))
-		return err_set("training: cannot allocate %.2f GB of activations",
-			       total * sizeof(float) / 1e9);
+		return err_set("training: cannot allocate %s of activations",
+			       units_ibytes((double)(total * sizeof(float)), size, sizeof size));
 	s->bytes = total * sizeof(float);
 	s->mem = cur;
 	s->x = take(s, &cur, (size_t)(c->num_layers + 1) * N * D);

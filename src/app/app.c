@@ -130,7 +130,7 @@ static void memory_update(struct app *a)
 	m->kv_used = st.kv_bytes_used;
 	m->kv_allocated = st.kv_bytes_allocated;
 	m->kv_in_memory = st.kv_bytes_resident;
-	/* mincore over every tensor: about 1 ms for 1.2 GB, so not at every token */
+	/* mincore walks every page of every tensor: too slow for every token */
 	double now = clock_now();
 	if (!m->weights_in_memory || now - a->weights_checked > 0.5) {
 		m->weights_in_memory = eng_model_resident_bytes(a->model);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "src/base/err.h"
+#include "src/base/units.h"
 
 static void say(struct app_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(struct app_result *r, const char *fmt, ...)
@@ -210,18 +211,22 @@ static void stats(struct app *a, struct app_result *r)
 	if (!a->remote || (a->user_set & SAMP_SET_SEED))
 		say(r, "sampling seed %llu (/seed %llu or --seed repeats it)\n",
 		    (unsigned long long)a->params.seed, (unsigned long long)a->params.seed);
+	char rss[16];
+	units_ibytes((double)f.mem.host_rss, rss, sizeof rss);
 	if (a->remote) { /* the prompt is rendered and the memory used on the server */
-		say(r,
-		    "context %d tokens (the server's count); remote: %s at %s; host RSS %.1f MiB",
-		    f.ctx_used, a->model_name, remote_url(a->remote), f.mem.host_rss / 1048576.0);
+		say(r, "context %d tokens (the server's count); remote: %s at %s; host RSS %s",
+		    f.ctx_used, a->model_name, remote_url(a->remote), rss);
 		return;
 	}
+	char w[16], used[16], alloc[16], in_mem[16], scratch[16];
 	say(r,
-	    "context %d/%d tokens; memory: weights %.1f MiB, KV %.1f/%.1f MiB (%.1f in memory), "
-	    "scratch %.1f MiB, host RSS %.1f MiB\n",
-	    f.ctx_used, f.ctx_max, f.mem.weights / 1048576.0, f.mem.kv_used / 1048576.0,
-	    f.mem.kv_allocated / 1048576.0, f.mem.kv_in_memory / 1048576.0,
-	    f.mem.scratch / 1048576.0, f.mem.host_rss / 1048576.0);
+	    "context %d/%d tokens; memory: weights %s, KV %s/%s (%s in memory), scratch %s, "
+	    "host RSS %s\n",
+	    f.ctx_used, f.ctx_max, units_ibytes((double)f.mem.weights, w, sizeof w),
+	    units_ibytes((double)f.mem.kv_used, used, sizeof used),
+	    units_ibytes((double)f.mem.kv_allocated, alloc, sizeof alloc),
+	    units_ibytes((double)f.mem.kv_in_memory, in_mem, sizeof in_mem),
+	    units_ibytes((double)f.mem.scratch, scratch, sizeof scratch), rss);
 	/* The end of the prompt the next answer would get: shows what /think changes. */
 	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
 	struct chat *c = chat_dup(a->chat);

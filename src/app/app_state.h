@@ -1,4 +1,5 @@
-/* app_state.h — the chat controller's state, shared by app.c and app_slash.c only. */
+/* app_state.h — the chat controller's state, shared by the controller's own files
+ * (src/app/app*.c) only: the UI and the command line know it through app.h alone. */
 #ifndef QWENCHAT_APP_STATE_H
 #define QWENCHAT_APP_STATE_H
 

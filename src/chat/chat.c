@@ -12,11 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A conversation file larger than this is not one we wrote: refuse it before parsing. */
 /* A conversation file: its size, and its JSON values and nesting, caps that bound the
- * time and memory its parse takes (~120 MB at most; a 189 MB file of nested arrays
- * once took 8.5 GB and 39 s). 64 MiB holds hundreds of full contexts of text, and
- * 512k values tens of thousands of turns with tool calls. */
+ * time and memory its parse takes (~120 MB at most, where a file of nested arrays
+ * without them takes many times its size). 64 MiB holds hundreds of full contexts of
+ * text, and 512k values tens of thousands of turns with tool calls. */
 enum { CHAT_MAX_FILE = 64 << 20, CHAT_MAX_VALUES = 1 << 19, CHAT_MAX_DEPTH = 64 };
 
 static const char *const role_names[] = {

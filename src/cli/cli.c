@@ -5,6 +5,7 @@
 #include "src/base/err.h"
 #include "src/base/proc.h"
 #include "src/base/term.h"
+#include "src/base/units.h"
 #include "src/base/fileio.h"
 #include "src/cli/env.h"
 #include "src/hub/hub.h"
@@ -57,10 +58,10 @@ static const struct {
 	{CLI_BACKEND,
 	 {"exact", K_EXACT, NULL,
 	  "prefill with fp32 activations, the exact reference\n"
-	  "(default but in logits: bf16 activations where the CPU\n"
-	  "has AVX-512 BF16, ~1.7x faster, ~1e-3 relative; int8\n"
-	  "ones over quantized weights with AVX2 alone, 1.3-1.7x\n"
-	  "faster, ~2e-2 relative)"}},
+	  "(default: bf16 activations where the CPU has AVX-512\n"
+	  "BF16, ~1.7x faster, ~1e-3 relative; int8 ones over\n"
+	  "quantized weights with AVX2 alone, 1.3-1.7x faster,\n"
+	  "~2e-2 relative)"}},
 	{CLI_THREADS,
 	 {"threads", K_THREADS, "N", "CPU threads (default and at most: the CPUs online)"}},
 	{CLI_CTX,
@@ -133,6 +134,16 @@ static void help_line(const struct cli_opt *o, FILE *f)
 	fputc('\n', f);
 }
 
+/* A shared option as cmd's --help describes it: with cmd's own wording, if it has one. */
+static struct cli_opt shared_as_worded(const struct cli_command *cmd, const struct cli_opt *o)
+{
+	struct cli_opt worded = *o;
+	for (const struct cli_opt *w = cmd->shared_help; w && w->name; w++)
+		if (!strcmp(w->name, o->name))
+			worded.help = w->help;
+	return worded;
+}
+
 void cli_help(const struct cli_command *cmd, FILE *f)
 {
 	fprintf(f, "usage: qwenchat %s %s\n\n", cmd->name, cmd->synopsis);
@@ -141,9 +152,12 @@ void cli_help(const struct cli_command *cmd, FILE *f)
 	fputs("options:\n", f);
 	for (const struct cli_opt *o = cmd->opts; o && o->name; o++)
 		help_line(o, f);
-	for (size_t i = 0; i < N_SHARED; i++)
-		if (cmd->groups & shared[i].group)
-			help_line(&shared[i].opt, f);
+	for (size_t i = 0; i < N_SHARED; i++) {
+		if (!(cmd->groups & shared[i].group))
+			continue;
+		struct cli_opt o = shared_as_worded(cmd, &shared[i].opt);
+		help_line(&o, f);
+	}
 	help_line(&help_opt, f);
 	if (cmd->notes)
 		fprintf(f, "\n%s", cmd->notes);
@@ -156,13 +170,17 @@ void cli_notice(const char *msg)
 	fprintf(stderr, "qwenchat: %s\n", msg);
 }
 
-/* "qwenchat: VERB weights 1.2 / 4.7 GB" on a terminal, redrawn in place. */
+/* "qwenchat: VERB weights 1.20 GB / 4.70 GB" on a terminal, redrawn in place. */
 static void weights_progress(const char *verb, size_t done_bytes, size_t total_bytes)
 {
 	if (!isatty(STDERR_FILENO))
 		return;
-	fprintf(stderr, "\rqwenchat: %s weights %.1f / %.1f GB%s", verb, done_bytes / 1e9,
-		total_bytes / 1e9, done_bytes >= total_bytes ? "\n" : "");
+	char done[16], total[16];
+	/* the blanks after it wipe a longer figure drawn before */
+	fprintf(stderr, "\rqwenchat: %s weights %s / %s  %s", verb,
+		units_bytes((double)done_bytes, done, sizeof done),
+		units_bytes((double)total_bytes, total, sizeof total),
+		done_bytes >= total_bytes ? "\n" : "");
 	fflush(stderr);
 }
 
@@ -199,6 +217,17 @@ int cli_usage(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, " (try 'qwenchat %s --help')\n", cmd);
 	return EXIT_USAGE;
+}
+
+int cli_unhandled(const struct cli_command *cmd, int key)
+{
+	const char *name = "?";
+	for (const struct cli_opt *o = cmd->opts; o && o->name; o++)
+		if (o->key == key)
+			name = o->name;
+	cli_error("internal error: 'qwenchat %s' does not handle its option --%s (key %d)",
+		  cmd->name, name, key);
+	return -1;
 }
 
 int cli_parse_long(const char *name, const char *s, long lo, long hi, long *out)
@@ -395,8 +424,8 @@ int cli_engine_options(const struct cli_common *c, struct eng_options *o,
 	o->backend = eng_backend_kind(c->backend);
 	o->threads = c->threads;
 	/* More threads than CPUs only take turns on them: each waits at every barrier
-	 * of the forward pass for one that is not running (1000 threads on 2 CPUs
-	 * decoded 6x slower). */
+	 * of the forward pass for one that is not running, and decoding slows down
+	 * several times over. */
 	int cpus = proc_online_cpus();
 	if (o->threads > cpus) {
 		char msg[128];

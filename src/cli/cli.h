@@ -59,12 +59,14 @@ struct cli_common {
 /* One option of a command's own. */
 struct cli_opt {
 	const char *name; /* long name, without the dashes */
-	int key;          /* a short option letter, or a code from CLI_OWN on */
+	int key;          /* a short option letter, or a key from CLI_OWN on */
 	const char *arg;  /* the value's name in --help ("FILE"); NULL for a flag */
 	const char *help; /* one line; '\n' starts another, indented under it */
 };
 
-/* Codes for own options without a letter. */
+/* The first key of a command's own options without a letter. Each command names its
+ * keys in an enum of its own (enum { OPT_OUT = CLI_OWN, OPT_KV_F32 }), which its table
+ * and its handler both use. */
 enum { CLI_OWN = 0x100 };
 
 /* A subcommand's interface: what --help shows and what cli_parse accepts. */
@@ -74,6 +76,9 @@ struct cli_command {
 	const char *about;          /* what it does: a paragraph, lines ending in '\n' */
 	unsigned groups;            /* CLI_* shared groups */
 	const struct cli_opt *opts; /* own options, {0}-terminated; NULL when none */
+	/* Shared options this command words its own way in --help, as their effect or
+	 * default differs here: {name, 0, NULL, help}, {0}-terminated; NULL when none. */
+	const struct cli_opt *shared_help;
 	const char *notes;          /* text after the options, or NULL */
 	int min_args, max_args;     /* positional arguments allowed */
 };
@@ -81,6 +86,11 @@ struct cli_command {
 /* Handles one of the command's own options (key as in its table); 0, or -1 after
  * printing a usage error (cli_usage). */
 typedef int (*cli_own_fn)(void *user, int key, const char *arg);
+
+/* What a handler returns for a key it does not handle: the command's table holds an
+ * option its handler forgot, a bug in the command line, not in what the user typed.
+ * Prints so, naming the option, and returns -1 (cli_parse then fails). */
+int cli_unhandled(const struct cli_command *cmd, int key);
 
 /* Parses argv (argv[0] is the command name): the shared groups into c (initialised
  * here: backend "auto", everything else unset), the command's own options through
@@ -142,7 +152,7 @@ char *cli_read_key_file(const char *path);
 void cli_notice(const char *msg);
 
 /* The weight upload's progress (eng_options.progress): on a terminal, one stderr
- * line rewritten in place ("uploading weights 3.1 / 16.4 GB"), ended at the end;
+ * line rewritten in place ("uploading weights 3.10 GB / 16.4 GB"), ended at the end;
  * nothing when stderr is not a terminal. */
 void cli_upload_progress(size_t done_bytes, size_t total_bytes);
 

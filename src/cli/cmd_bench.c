@@ -12,8 +12,11 @@
 #include "src/base/clock.h"
 #include "src/base/err.h"
 #include "src/base/proc.h"
+#include "src/base/units.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
+
+enum bench_key { OPT_KV_F32 = CLI_OWN, OPT_BW_BUFFER, OPT_JSON };
 
 static const struct cli_opt bench_opts[] = {
 	{"prompt-tokens", 'p', "N", "prompt tokens (default 512)"},
@@ -23,11 +26,11 @@ static const struct cli_opt bench_opts[] = {
 	 "tokens already in the KV cache before the timed prefill\n"
 	 "and decode (default 0), filled untimed each repetition:\n"
 	 "-d 4096 -p 100 -n 0 times a follow-up turn's first token"},
-	{"kv-f32", CLI_OWN + 1, NULL, "fp32 KV cache (default bf16)"},
-	{"bw-buffer", CLI_OWN + 3, "MIB",
+	{"kv-f32", OPT_KV_F32, NULL, "fp32 KV cache (default bf16)"},
+	{"bw-buffer", OPT_BW_BUFFER, "MIB",
 	 "buffer read to measure the bandwidth (default 1024;\n"
 	 "it must be far larger than the CPU caches)"},
-	{"json", CLI_OWN + 4, NULL, "one JSON object instead of the table"},
+	{"json", OPT_JSON, NULL, "one JSON object instead of the table"},
 	{0},
 };
 
@@ -60,11 +63,11 @@ static int bench_opt(void *user, int key, const char *arg)
 	case 'n': return cli_parse_long("decode-tokens", arg, 0, 1 << 20, &a->nd);
 	case 'r': return cli_parse_long("reps", arg, 1, 1000, &a->reps);
 	case 'd': return cli_parse_long("depth", arg, 0, 1 << 20, &a->depth);
-	case CLI_OWN + 1: a->kv_f32 = true; break;
-	case CLI_OWN + 3: return cli_parse_long("bw-buffer", arg, 1, 1 << 20, &a->bw_mib);
-	case CLI_OWN + 4: a->json = true; break;
+	case OPT_KV_F32: a->kv_f32 = true; return 0;
+	case OPT_BW_BUFFER: return cli_parse_long("bw-buffer", arg, 1, 1 << 20, &a->bw_mib);
+	case OPT_JSON: a->json = true; return 0;
 	}
-	return 0;
+	return cli_unhandled(&bench_cmd, key);
 }
 
 
@@ -244,9 +247,11 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 		       r->sampled ? "true" : "false", r->graph_bytes);
 		return;
 	}
+	char weights[16], rss[16], per_token[16];
 	printf("model      %s\n", model);
-	printf("backend    %s, %d threads; weights %.2f GB mapped in %.3f s (RSS +%.1f MB)\n",
-	       backend, r->threads, r->weight_bytes / 1e9, r->load_s, r->load_rss / 1e6);
+	printf("backend    %s, %d threads; weights %s mapped in %.3f s (RSS +%s)\n", backend,
+	       r->threads, units_bytes((double)r->weight_bytes, weights, sizeof weights), r->load_s,
+	       units_bytes(r->load_rss, rss, sizeof rss));
 	if (r->depth > 0)
 		printf("depth      %d tokens in the KV cache before the timed prefill and decode\n",
 		       r->depth);
@@ -255,9 +260,11 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 		       r->pp_tps, r->pp_sd, 1e3 * np / r->pp_tps, r->pp_gflop * r->pp_tps / np,
 		       label);
 	if (nd > 0)
-		printf("decode     %d tokens: %.2f ± %.2f tok/s, %.3f GB read per token, "
+		printf("decode     %d tokens: %.2f ± %.2f tok/s, %s read per token, "
 		       "%.1f GB/s, %.1f GFLOP/s\n",
-		       nd, r->tg_tps, r->tg_sd, r->tg_bytes / 1e9, tg_gbs, r->tg_gflop * r->tg_tps);
+		       nd, r->tg_tps, r->tg_sd,
+		       units_bytes(r->tg_bytes, per_token, sizeof per_token), tg_gbs,
+		       r->tg_gflop * r->tg_tps);
 	if (r->device) {
 		printf("device     copy bandwidth %.1f GB/s (device to device, read + written "
 		       "bytes, "

@@ -23,11 +23,21 @@
 /* Prefill works on chunks of positions; the scratch estimate assumes this many. */
 #define SCRATCH_CHUNK   512
 
+enum info_key { OPT_JSON = CLI_OWN, OPT_CONFIG_ONLY };
+
 static const struct cli_opt info_opts[] = {
-	{"json", CLI_OWN + 1, NULL, "one JSON object on stdout instead of the table"},
-	{"config-only", CLI_OWN + 2, NULL,
+	{"json", OPT_JSON, NULL, "one JSON object on stdout instead of the table"},
+	{"config-only", OPT_CONFIG_ONLY, NULL,
 	 "use config.json alone (no safetensors needed; a GGUF file is always opened: its weights "
 	 "are mapped, not read)"},
+	{0},
+};
+
+/* info computes its figures at --ctx without the engine's memory cap */
+static const struct cli_opt info_shared_help[] = {
+	{"ctx", 0, NULL,
+	 "context of the KV cache figures (default:\n"
+	 "min(max_position_embeddings, 32768))"},
 	{0},
 };
 
@@ -40,6 +50,7 @@ static const struct cli_command info_cmd = {
 		 "min(max_position_embeddings, 32768), like the engine before its memory cap).\n",
 	.groups = CLI_MODEL | CLI_CTX,
 	.opts = info_opts,
+	.shared_help = info_shared_help,
 };
 
 struct info {
@@ -424,11 +435,11 @@ static int info_opt(void *user, int key, const char *arg)
 {
 	struct info_args *a = user;
 	(void)arg;
-	if (key == CLI_OWN + 1)
-		a->json = true;
-	else
-		a->config_only = true;
-	return 0;
+	switch (key) {
+	case OPT_JSON: a->json = true; return 0;
+	case OPT_CONFIG_ONLY: a->config_only = true; return 0;
+	}
+	return cli_unhandled(&info_cmd, key);
 }
 
 /* A GGUF carries its tokenizer; a directory may have a tokenizer.json. */

@@ -11,9 +11,21 @@
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
 
+enum logits_key { OPT_OUT = CLI_OWN, OPT_KV_F32 };
+
 static const struct cli_opt logits_opts[] = {
-	{"out", CLI_OWN + 1, "FILE", "where the logits go"},
-	{"kv-f32", CLI_OWN + 2, NULL, "fp32 KV cache (default bf16)"},
+	{"out", OPT_OUT, "FILE", "where the logits go"},
+	{"kv-f32", OPT_KV_F32, NULL, "fp32 KV cache (default bf16)"},
+	{0},
+};
+
+/* logits is the reference: its prefill is the exact one, and its context fits the ids */
+static const struct cli_opt logits_shared_help[] = {
+	{"exact", 0, NULL,
+	 "changes nothing here: logits prefills with fp32\n"
+	 "activations, the exact reference, unless\n"
+	 "QWENCHAT_CPU_BF16_PREFILL=1"},
+	{"ctx", 0, NULL, "context size in tokens (default: the number of ids)"},
 	{0},
 };
 
@@ -25,6 +37,7 @@ static const struct cli_command logits_cmd = {
 		 "position.\n",
 	.groups = CLI_MODEL | CLI_ENGINE,
 	.opts = logits_opts,
+	.shared_help = logits_shared_help,
 };
 
 struct logits_args {
@@ -35,11 +48,11 @@ struct logits_args {
 static int logits_opt(void *user, int key, const char *arg)
 {
 	struct logits_args *a = user;
-	if (key == CLI_OWN + 1)
-		a->out = arg;
-	else
-		a->kv_f32 = true;
-	return 0;
+	switch (key) {
+	case OPT_OUT: a->out = arg; return 0;
+	case OPT_KV_F32: a->kv_f32 = true; return 0;
+	}
+	return cli_unhandled(&logits_cmd, key);
 }
 
 int cmd_logits(int argc, char **argv)

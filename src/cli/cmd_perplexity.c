@@ -28,19 +28,29 @@
  * and logits stay cheap (the transformers guide uses GPT-2's 1024). */
 enum { DEFAULT_CTX_MAX = 4096 };
 
+enum ppl_key { OPT_STRIDE = CLI_OWN, OPT_KL_BASE, OPT_JSON, OPT_KV_F32 };
+
 static const struct cli_opt ppl_opts[] = {
 	{"file", 'f', "FILE",
 	 "the text (UTF-8, one document) or, named *.u32, the\n"
 	 "token ids (little-endian uint32) to score; - reads text\n"
 	 "from stdin"},
-	{"stride", CLI_OWN + 1, "S",
-	 "start a window every S tokens, 1..--ctx (default --ctx)"},
-	{"kl-base", CLI_OWN + 2, "MODEL2",
+	{"stride", OPT_STRIDE, "S", "start a window every S tokens, 1..--ctx (default --ctx)"},
+	{"kl-base", OPT_KL_BASE, "MODEL2",
 	 "also score MODEL2 on the same windows: mean\n"
 	 "KL(P_MODEL || P_MODEL2) over the scored positions and\n"
 	 "the fraction where both argmaxes agree (top1)"},
-	{"json", CLI_OWN + 3, NULL, "one JSON object instead of the table"},
-	{"kv-f32", CLI_OWN + 4, NULL, "fp32 KV cache (default bf16)"},
+	{"json", OPT_JSON, NULL, "one JSON object instead of the table"},
+	{"kv-f32", OPT_KV_F32, NULL, "fp32 KV cache (default bf16)"},
+	{0},
+};
+
+/* perplexity scores the logits of `logits`, over windows of --ctx tokens */
+static const struct cli_opt ppl_shared_help[] = {
+	{"exact", 0, NULL,
+	 "changes nothing here: the prefill is fp32, as for\n"
+	 "logits, unless QWENCHAT_CPU_BF16_PREFILL=1"},
+	{"ctx", 0, NULL, "the window in tokens (below)"},
 	{0},
 };
 
@@ -60,6 +70,7 @@ static const struct cli_command ppl_cmd = {
 		 "activations), scored in double.\n",
 	.groups = CLI_MODEL | CLI_ENGINE,
 	.opts = ppl_opts,
+	.shared_help = ppl_shared_help,
 	.notes = "--ctx N is the window (default: the model's max_position_embeddings, at most\n"
 		 "4096). --kl-base needs the same vocab_size and, for a text file, the same\n"
 		 "token ids from both tokenizers. KL(P_MODEL || P_MODEL2) = sum_v P(v) (log P(v) -\n"
@@ -79,12 +90,12 @@ static int ppl_opt(void *user, int key, const char *arg)
 	struct ppl_args *a = user;
 	switch (key) {
 	case 'f': a->file = arg; return 0;
-	case CLI_OWN + 1: return cli_parse_long("stride", arg, 1, 1L << 24, &a->stride);
-	case CLI_OWN + 2: a->kl_base = arg; return 0;
-	case CLI_OWN + 3: a->json = true; return 0;
-	case CLI_OWN + 4: a->kv_f32 = true; return 0;
+	case OPT_STRIDE: return cli_parse_long("stride", arg, 1, 1L << 24, &a->stride);
+	case OPT_KL_BASE: a->kl_base = arg; return 0;
+	case OPT_JSON: a->json = true; return 0;
+	case OPT_KV_F32: a->kv_f32 = true; return 0;
 	}
-	return 0;
+	return cli_unhandled(&ppl_cmd, key);
 }
 
 /* One model: its directory, weights, tokenizer (text files only) and engine. */

@@ -23,8 +23,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+enum quantize_key { OPT_TYPE = CLI_OWN };
+
 static const struct cli_opt quantize_opts[] = {
-	{"type", CLI_OWN + 1, "T",
+	{"type", OPT_TYPE, "T",
 	 "q8_0, q6_k, q5_k_m, q4_k_m or q4_0 (llama.cpp's mixes), or bf16, f32"},
 	{"out", 'o', "FILE", "the GGUF file to write (replaced whole, never partly)"},
 	{0},
@@ -48,11 +50,11 @@ struct quantize_args {
 static int quantize_opt(void *user, int key, const char *arg)
 {
 	struct quantize_args *a = user;
-	if (key == 'o')
-		a->out = arg;
-	else
-		a->type = arg;
-	return 0;
+	switch (key) {
+	case 'o': a->out = arg; return 0;
+	case OPT_TYPE: a->type = arg; return 0;
+	}
+	return cli_unhandled(&quantize_cmd, key);
 }
 
 /* The signal that ends the program, once one came: the write stops at its next batch,
@@ -113,8 +115,8 @@ static int create_temp(const char *out, char **tmp)
 }
 
 /* Writes the model into a temporary file, syncs it and renames it over out. Ctrl-C,
- * SIGTERM and SIGHUP remove the temporary file (a 600 MB one was left behind by
- * SIGTERM and SIGHUP); 128 + the signal is then the exit status, as the chat's. */
+ * SIGTERM and SIGHUP remove the temporary file (a file of the model's size would be
+ * left behind otherwise); 128 + the signal is then the exit status, as the chat's. */
 static int write_model(const struct eng_model *m, enum eng_ftype f, const struct eng_gguf_out *o,
 		       const char *out)
 {

@@ -27,27 +27,37 @@
 #include "src/chat/template.h"
 #include "tokenizer/tokenizer.h"
 
+enum run_key {
+	OPT_SYSTEM = CLI_OWN,
+	OPT_THINK,
+	OPT_NO_THINK,
+	OPT_RAW,
+	OPT_STATS,
+	OPT_LOGPROBS,
+	OPT_PARSE_SPECIAL,
+};
+
 static const struct cli_opt run_opts[] = {
 	{"prompt", 'p', "TEXT", "the user message"},
 	{"file", 'f', "FILE", "read the user message from FILE ('-' = stdin)"},
-	{"system", CLI_OWN + 1, "TEXT", "a system prompt"},
-	{"think", CLI_OWN + 2, NULL,
+	{"system", OPT_SYSTEM, "TEXT", "a system prompt"},
+	{"think", OPT_THINK, NULL,
 	 "enable_thinking true (default: the template's,\nthinking for Qwen3)"},
-	{"no-think", CLI_OWN + 3, NULL,
+	{"no-think", OPT_NO_THINK, NULL,
 	 "enable_thinking false; also switches the sampling defaults to\n"
 	 "Qwen's non-thinking preset"},
-	{"raw", CLI_OWN + 4, NULL,
+	{"raw", OPT_RAW, NULL,
 	 "no chat template: continue the prompt text as it is\n(everything generated goes to "
 	 "stdout)"},
-	{"stats", CLI_OWN + 5, NULL,
+	{"stats", OPT_STATS, NULL,
 	 "tokens reused/prefilled/generated, time to first token,\n"
 	 "prefill and decode tokens/s, on stderr"},
-	{"logprobs", CLI_OWN + 7, "N",
+	{"logprobs", OPT_LOGPROBS, "N",
 	 "instead of the text, one JSON object per generated token\n"
 	 "on stdout: token, id, logprob and the N likeliest\n"
 	 "alternatives (0-20; the distribution after the penalties,\n"
 	 "at the temperature, before the top-k/top-p/min-p cut)"},
-	{"parse-special", CLI_OWN + 6, NULL,
+	{"parse-special", OPT_PARSE_SPECIAL, NULL,
 	 "special tokens written in the prompt (<|im_start|>, ...)\n"
 	 "are control tokens, as Hugging Face parses them by default\n"
 	 "(else they are text; with --raw they always are tokens)"},
@@ -111,17 +121,17 @@ static int run_opt(void *user, int key, const char *arg)
 {
 	struct run_args *a = user;
 	switch (key) {
-	case 'p': a->prompt = arg; break;
-	case 'f': a->file = arg; break;
-	case CLI_OWN + 1: a->system = arg; break;
-	case CLI_OWN + 2: a->think = TMPL_THINK_ON; break;
-	case CLI_OWN + 3: a->think = TMPL_THINK_OFF; break;
-	case CLI_OWN + 4: a->raw = true; break;
-	case CLI_OWN + 5: a->stats = true; break;
-	case CLI_OWN + 6: a->parse_special = true; break;
-	case CLI_OWN + 7: return cli_parse_long("logprobs", arg, 0, 20, &a->logprobs);
+	case 'p': a->prompt = arg; return 0;
+	case 'f': a->file = arg; return 0;
+	case OPT_SYSTEM: a->system = arg; return 0;
+	case OPT_THINK: a->think = TMPL_THINK_ON; return 0;
+	case OPT_NO_THINK: a->think = TMPL_THINK_OFF; return 0;
+	case OPT_RAW: a->raw = true; return 0;
+	case OPT_STATS: a->stats = true; return 0;
+	case OPT_PARSE_SPECIAL: a->parse_special = true; return 0;
+	case OPT_LOGPROBS: return cli_parse_long("logprobs", arg, 0, 20, &a->logprobs);
 	}
-	return 0;
+	return cli_unhandled(&run_cmd, key);
 }
 
 /* 0, CLI_DONE, or an exit status after printing the problem. */

@@ -21,17 +21,26 @@
 #include "src/chat/template.h"
 #include "tokenizer/tokenizer.h"
 
+enum serve_key {
+	OPT_HOST = CLI_OWN,
+	OPT_PORT,
+	OPT_API_KEY,
+	OPT_API_KEY_FILE,
+	OPT_QUEUE,
+	OPT_TIMEOUT
+};
+
 static const struct cli_opt serve_opts[] = {
-	{"host", CLI_OWN + 1, "ADDR",
+	{"host", OPT_HOST, "ADDR",
 	 "address to listen on (default 127.0.0.1: this machine only;\n0.0.0.0 or :: for every "
 	 "interface)"},
-	{"port", CLI_OWN + 2, "N", "TCP port (default 8080; 0 picks a free one, printed at start)"},
-	{"api-key", CLI_OWN + 3, "KEY", "require \"Authorization: Bearer KEY\" on every request"},
-	{"api-key-file", CLI_OWN + 4, "FILE",
+	{"port", OPT_PORT, "N", "TCP port (default 8080; 0 picks a free one, printed at start)"},
+	{"api-key", OPT_API_KEY, "KEY", "require \"Authorization: Bearer KEY\" on every request"},
+	{"api-key-file", OPT_API_KEY_FILE, "FILE",
 	 "the same, the key read from FILE's first line (not shown by ps)"},
-	{"queue", CLI_OWN + 5, "N",
+	{"queue", OPT_QUEUE, "N",
 	 "requests that may wait behind the running one (default 16;\nbeyond, 503)"},
-	{"timeout", CLI_OWN + 6, "S",
+	{"timeout", OPT_TIMEOUT, "S",
 	 "close a connection silent for S seconds, or whose request\nheaders take longer "
 	 "(default 30)"},
 	{0},
@@ -73,13 +82,13 @@ static int serve_opt(void *user, int key, const char *arg)
 	struct serve_args *a = user;
 	long l;
 	switch (key) {
-	case CLI_OWN + 1: a->host = arg; return 0;
-	case CLI_OWN + 2:
+	case OPT_HOST: a->host = arg; return 0;
+	case OPT_PORT:
 		if (cli_parse_long("port", arg, 0, 65535, &l))
 			return -1;
 		a->port = (int)l;
 		return 0;
-	case CLI_OWN + 3:
+	case OPT_API_KEY:
 		if (!*arg)
 			return cli_usage("serve", "--api-key: the key is empty");
 		free(a->key);
@@ -87,19 +96,19 @@ static int serve_opt(void *user, int key, const char *arg)
 		/* out of sight of ps from now on */
 		memset((char *)arg, 'x', strlen(arg));
 		return 0;
-	case CLI_OWN + 4: free(a->key); return (a->key = cli_read_key_file(arg)) ? 0 : -1;
-	case CLI_OWN + 5:
+	case OPT_API_KEY_FILE: free(a->key); return (a->key = cli_read_key_file(arg)) ? 0 : -1;
+	case OPT_QUEUE:
 		if (cli_parse_long("queue", arg, 0, 1024, &l))
 			return -1;
 		a->queue = (int)l;
 		return 0;
-	case CLI_OWN + 6:
+	case OPT_TIMEOUT:
 		if (cli_parse_long("timeout", arg, 1, 86400, &l))
 			return -1;
 		a->timeout = (int)l;
 		return 0;
 	}
-	return 0;
+	return cli_unhandled(&serve_cmd, key);
 }
 
 /* 0, CLI_DONE, or an exit status after printing the problem. */

@@ -14,14 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum template_key { OPT_MESSAGES = CLI_OWN, OPT_ADD_GENERATION_PROMPT, OPT_ENABLE_THINKING };
+
 static const struct cli_opt template_opts[] = {
-	{"messages", CLI_OWN + 1, "FILE",
+	{"messages", OPT_MESSAGES, "FILE",
 	 "JSON array of {\"role\", \"content\"} objects (\"-\" = stdin);\n"
 	 "roles system, user, assistant, tool; assistant turns may\n"
 	 "carry \"reasoning_content\" and \"tool_calls\"; or an object\n"
 	 "{\"messages\": [...], \"tools\": [...]} with tool definitions"},
-	{"add-generation-prompt", CLI_OWN + 2, NULL, "end with the opening of an assistant turn"},
-	{"enable-thinking", CLI_OWN + 3, "B",
+	{"add-generation-prompt", OPT_ADD_GENERATION_PROMPT, NULL,
+	 "end with the opening of an assistant turn"},
+	{"enable-thinking", OPT_ENABLE_THINKING, "B",
 	 "pass enable_thinking=true or false to the template\n(default: not passed)"},
 	{0},
 };
@@ -51,9 +54,9 @@ static int template_opt(void *user, int key, const char *arg)
 {
 	struct template_args *a = user;
 	switch (key) {
-	case CLI_OWN + 1: a->messages = arg; break;
-	case CLI_OWN + 2: a->agp = true; break;
-	case CLI_OWN + 3:
+	case OPT_MESSAGES: a->messages = arg; return 0;
+	case OPT_ADD_GENERATION_PROMPT: a->agp = true; return 0;
+	case OPT_ENABLE_THINKING:
 		if (!strcmp(arg, "true"))
 			a->think = TMPL_THINK_ON;
 		else if (!strcmp(arg, "false"))
@@ -61,8 +64,9 @@ static int template_opt(void *user, int key, const char *arg)
 		else
 			return cli_usage("template", "--enable-thinking: '%s' is not true or false",
 					 arg);
+		return 0;
 	}
-	return 0;
+	return cli_unhandled(&template_cmd, key);
 }
 
 static int render(const char *model, const char *messages, bool agp, int think)

@@ -16,8 +16,10 @@
 #include <string.h>
 #include <time.h>
 
+enum tokenize_key { OPT_BENCH = CLI_OWN };
+
 static const struct cli_opt tok_opts[] = {
-	{"bench", CLI_OWN + 1, "FILE",
+	{"bench", OPT_BENCH, "FILE",
 	 "instead, time tokenizer.json loading and single-thread encoding\n"
 	 "of FILE: MB/s and tokens/s, first pass and best of REPS"},
 	{"reps", 'r', "N", "passes for --bench (default 5)"},
@@ -37,8 +39,10 @@ static const struct cli_command tok_cmd = {
 	.opts = tok_opts,
 };
 
+enum detokenize_key { OPT_SKIP_SPECIAL = CLI_OWN };
+
 static const struct cli_opt detok_opts[] = {
-	{"skip-special", CLI_OWN + 1, NULL,
+	{"skip-special", OPT_SKIP_SPECIAL, NULL,
 	 "leave out special tokens (<|im_end|>, ...; not <think>)"},
 	{0},
 };
@@ -183,10 +187,11 @@ struct tok_args {
 static int tok_opt(void *user, int key, const char *arg)
 {
 	struct tok_args *a = user;
-	if (key == 'r')
-		return cli_parse_long("reps", arg, 1, 1000, &a->reps);
-	a->bench_file = arg;
-	return 0;
+	switch (key) {
+	case 'r': return cli_parse_long("reps", arg, 1, 1000, &a->reps);
+	case OPT_BENCH: a->bench_file = arg; return 0;
+	}
+	return cli_unhandled(&tok_cmd, key);
 }
 
 int cmd_tokenize(int argc, char **argv)
@@ -201,7 +206,9 @@ int cmd_tokenize(int argc, char **argv)
 
 static int detok_opt(void *user, int key, const char *arg)
 {
-	(void)key, (void)arg;
+	(void)arg;
+	if (key != OPT_SKIP_SPECIAL)
+		return cli_unhandled(&detok_cmd, key);
 	*(bool *)user = true;
 	return 0;
 }

@@ -20,71 +20,127 @@
 
 /* ---- options ---------------------------------------------------------------------- */
 
+/* The keys of train_opts. Every option but --out and --resume sets the field of the
+ * saved options (tstate) that has its name (--no-tie: tie), so that a resumed run can
+ * compare each flag with the saved one. */
+enum train_key {
+	OPT_OUT = CLI_OWN,
+	OPT_RESUME,
+	OPT_INIT,
+	OPT_TOKENIZER,
+	OPT_LAYERS,
+	OPT_HIDDEN_SIZE,
+	OPT_HEADS,
+	OPT_KV_HEADS,
+	OPT_HEAD_DIM,
+	OPT_INTERMEDIATE_SIZE,
+	OPT_TIE,
+	OPT_NO_TIE,
+	OPT_ROPE_THETA,
+	OPT_VOCAB_SIZE,
+	OPT_DATA,
+	OPT_VAL,
+	OPT_CTX,
+	OPT_BATCH,
+	OPT_ACCUM,
+	OPT_STEPS,
+	OPT_LR,
+	OPT_MIN_LR,
+	OPT_WARMUP,
+	OPT_COSINE_STEPS,
+	OPT_WEIGHT_DECAY,
+	OPT_BETA1,
+	OPT_BETA2,
+	OPT_EPS,
+	OPT_CLIP,
+	OPT_SEED,
+	OPT_SEQUENTIAL,
+	OPT_EXACT,
+	OPT_RECOMPUTE,
+	OPT_EVAL_EVERY,
+	OPT_SAVE_EVERY,
+	OPT_SAVE_DTYPE,
+	OPT_BACKEND,
+	OPT_THREADS,
+	OPT_SFT,
+	OPT_NO_PANEL,
+};
+
 static const struct cli_opt train_opts[] = {
-	{"out", CLI_OWN + 0, "DIR", "the run's directory: a model every qwenchat\ncommand loads, "
-				    "plus train-state/ (created; new\nor empty)"},
-	{"resume", CLI_OWN + 1, "DIR",
-	 "continue the run in DIR with its saved options (only\n--steps, --eval-every, --save-every, "
-	 "--save-dtype,\n--threads, --backend, --recompute may change)"},
-	{"init", CLI_OWN + 2, "MODEL",
+	{"out", OPT_OUT, "DIR",
+	 "the run's directory: a model every qwenchat\n"
+	 "command loads, plus train-state/ (created; new\n"
+	 "or empty)"},
+	{"resume", OPT_RESUME, "DIR",
+	 "continue the run in DIR with its saved options (only\n"
+	 "--steps, --eval-every, --save-every, --save-dtype,\n"
+	 "--threads, --backend, --recompute may change)"},
+	{"init", OPT_INIT, "MODEL",
 	 "start from this model's weights: a directory, repo\nid or GGUF file of F32, F16 or BF16 "
 	 "tensors"},
-	{"tokenizer", CLI_OWN + 3, "DIR",
+	{"tokenizer", OPT_TOKENIZER, "DIR",
 	 "the tokenizer (DIR/tokenizer.json, e.g. train-bpe's\noutput) of a model from scratch; "
 	 "with --init it\nreplaces the model's"},
-	{"layers", CLI_OWN + 4, "N", "from scratch: the number of layers"},
-	{"hidden-size", CLI_OWN + 5, "N", "from scratch: the model's width"},
-	{"heads", CLI_OWN + 6, "N", "from scratch: query heads"},
-	{"kv-heads", CLI_OWN + 7, "N", "from scratch: key/value heads (default --heads)"},
-	{"head-dim", CLI_OWN + 8, "N", "from scratch: width of a head (default hidden-size /\nheads)"},
-	{"intermediate-size", CLI_OWN + 9, "N", "from scratch: the MLP's width (default 3 x\nhidden-size)"},
-	{"tie", CLI_OWN + 10, NULL, "from scratch: the output projection is the embedding\n(default)"},
-	{"no-tie", CLI_OWN + 11, NULL, "from scratch: an lm_head of its own"},
-	{"rope-theta", CLI_OWN + 12, "X", "from scratch: RoPE's base (default 1000000)"},
-	{"vocab-size", CLI_OWN + 13, "N", "from scratch without --tokenizer (*.u32 data only)"},
-	{"data", CLI_OWN + 14, "FILE...",
+	{"layers", OPT_LAYERS, "N", "from scratch: the number of layers"},
+	{"hidden-size", OPT_HIDDEN_SIZE, "N", "from scratch: the model's width"},
+	{"heads", OPT_HEADS, "N", "from scratch: query heads"},
+	{"kv-heads", OPT_KV_HEADS, "N", "from scratch: key/value heads (default --heads)"},
+	{"head-dim", OPT_HEAD_DIM, "N",
+	 "from scratch: width of a head (default hidden-size /\nheads)"},
+	{"intermediate-size", OPT_INTERMEDIATE_SIZE, "N",
+	 "from scratch: the MLP's width (default 3 x\nhidden-size)"},
+	{"tie", OPT_TIE, NULL, "from scratch: the output projection is the embedding\n(default)"},
+	{"no-tie", OPT_NO_TIE, NULL, "from scratch: an lm_head of its own"},
+	{"rope-theta", OPT_ROPE_THETA, "X", "from scratch: RoPE's base (default 1000000)"},
+	{"vocab-size", OPT_VOCAB_SIZE, "N", "from scratch without --tokenizer (*.u32 data only)"},
+	{"data", OPT_DATA, "FILE...",
 	 "training data: UTF-8 text files (a document each,\nthe end-of-text token appended) or "
 	 "*.u32 files of\ntoken ids, concatenated in the order given; with\n--sft, "
 	 "conversations (below)"},
-	{"val", CLI_OWN + 15, "FILE...", "held-out data (same forms), evaluated every\n--eval-every "
-					 "steps and at the end"},
-	{"ctx", CLI_OWN + 16, "T", "tokens per row (default 256)"},
-	{"batch", CLI_OWN + 17, "B", "rows per micro-batch (default 8)"},
-	{"accum", CLI_OWN + 18, "A", "micro-batches per step (default 1)"},
-	{"steps", CLI_OWN + 19, "N",
+	{"val", OPT_VAL, "FILE...",
+	 "held-out data (same forms), evaluated every\n"
+	 "--eval-every steps and at the end"},
+	{"ctx", OPT_CTX, "T", "tokens per row (default 256)"},
+	{"batch", OPT_BATCH, "B", "rows per micro-batch (default 8)"},
+	{"accum", OPT_ACCUM, "A", "micro-batches per step (default 1)"},
+	{"steps", OPT_STEPS, "N",
 	 "optimizer steps in all (default 1000; 0: write the\ninitial weights); with --resume, "
 	 "the new total"},
-	{"lr", CLI_OWN + 20, "X", "peak learning rate (default 6e-4)"},
-	{"min-lr", CLI_OWN + 21, "X", "learning rate at the end of the cosine (default\nlr/10)"},
-	{"warmup", CLI_OWN + 22, "N", "steps of linear warm-up from 0 (default 0)"},
-	{"cosine-steps", CLI_OWN + 23, "N", "the step where the cosine reaches --min-lr (default\n--steps)"},
-	{"weight-decay", CLI_OWN + 24, "X", "AdamW's decay of the matrices, not the norms\n(default 0.1)"},
-	{"beta1", CLI_OWN + 25, "X", "AdamW's beta1 (default 0.9)"},
-	{"beta2", CLI_OWN + 26, "X", "AdamW's beta2 (default 0.95)"},
-	{"eps", CLI_OWN + 27, "X", "AdamW's epsilon (default 1e-8)"},
-	{"clip", CLI_OWN + 28, "X", "clip the gradients' global norm to X (default 1.0;\n0: off)"},
-	{"seed", CLI_OWN + 29, "N", "initial weights and random windows (default 1337)"},
-	{"sequential", CLI_OWN + 30, NULL, "read the data in order instead of at random (below)"},
-	{"exact", CLI_OWN + 31, NULL,
+	{"lr", OPT_LR, "X", "peak learning rate (default 6e-4)"},
+	{"min-lr", OPT_MIN_LR, "X", "learning rate at the end of the cosine (default\nlr/10)"},
+	{"warmup", OPT_WARMUP, "N", "steps of linear warm-up from 0 (default 0)"},
+	{"cosine-steps", OPT_COSINE_STEPS, "N",
+	 "the step where the cosine reaches --min-lr (default\n--steps)"},
+	{"weight-decay", OPT_WEIGHT_DECAY, "X",
+	 "AdamW's decay of the matrices, not the norms\n(default 0.1)"},
+	{"beta1", OPT_BETA1, "X", "AdamW's beta1 (default 0.9)"},
+	{"beta2", OPT_BETA2, "X", "AdamW's beta2 (default 0.95)"},
+	{"eps", OPT_EPS, "X", "AdamW's epsilon (default 1e-8)"},
+	{"clip", OPT_CLIP, "X", "clip the gradients' global norm to X (default 1.0;\n0: off)"},
+	{"seed", OPT_SEED, "N", "initial weights and random windows (default 1337)"},
+	{"sequential", OPT_SEQUENTIAL, NULL, "read the data in order instead of at random (below)"},
+	{"exact", OPT_EXACT, NULL,
 	 "every product in fp32 (default: bf16 products with\nfp32 sums where the backend has fast "
 	 "bf16 kernels)"},
-	{"recompute", CLI_OWN + 32, NULL,
+	{"recompute", OPT_RECOMPUTE, NULL,
 	 "keep one layer's activations and recompute the\nothers in the backward: less memory, "
 	 "more time"},
-	{"eval-every", CLI_OWN + 33, "N", "evaluate --val every N steps (default 100)"},
-	{"save-every", CLI_OWN + 34, "N", "write a checkpoint every N steps (default 500)\nand at "
-					  "the end"},
-	{"save-dtype", CLI_OWN + 35, "T",
+	{"eval-every", OPT_EVAL_EVERY, "N", "evaluate --val every N steps (default 100)"},
+	{"save-every", OPT_SAVE_EVERY, "N",
+	 "write a checkpoint every N steps (default 500)\n"
+	 "and at the end"},
+	{"save-dtype", OPT_SAVE_DTYPE, "T",
 	 "f32 (default) or bf16: model.safetensors rounded to\nnearest even (the f32 weights go to "
 	 "train-state/)"},
-	{"backend", CLI_OWN + 36, "B", "auto, cpu or cuda (default auto)"},
-	{"threads", CLI_OWN + 37, "N", "CPU threads (default: every CPU; a resumed run\n"
-				       "repeats an uninterrupted one bit for bit with\nthe same "
-				       "count)"},
-	{"sft", CLI_OWN + 38, NULL,
+	{"backend", OPT_BACKEND, "B", "auto, cpu or cuda (default auto)"},
+	{"threads", OPT_THREADS, "N",
+	 "CPU threads (default: every CPU; a resumed run\n"
+	 "repeats an uninterrupted one bit for bit with\n"
+	 "the same count)"},
+	{"sft", OPT_SFT, NULL,
 	 "supervised fine-tuning: --data and --val are\nconversations, the loss is on what the "
 	 "assistant\nwrites (below)"},
-	{"no-panel", CLI_OWN + 39, NULL,
+	{"no-panel", OPT_NO_PANEL, NULL,
 	 "on a terminal, the progress as one line rewritten\nin place instead of the live panel"},
 	{0},
 };
@@ -172,25 +228,23 @@ struct args {
 static int train_opt(void *user, int key, const char *arg)
 {
 	struct args *a = user;
-	const char *name = train_opts[key - CLI_OWN].name;
-	if (!strcmp(name, "out")) {
-		a->out = arg;
-		return 0;
+	switch (key) {
+	case OPT_OUT: a->out = arg; return 0;
+	case OPT_RESUME: a->resume = arg; return 0;
+	case OPT_NO_PANEL: a->no_panel = true; return 0;
 	}
-	if (!strcmp(name, "resume")) {
-		a->resume = arg;
-		return 0;
-	}
-	if (!strcmp(name, "no-panel")) {
-		a->no_panel = true;
-		return 0;
-	}
-	const char *field = !strcmp(name, "no-tie") ? "tie" : name;
+	const char *name = "";
+	for (const struct cli_opt *o = train_opts; o->name; o++)
+		if (o->key == key)
+			name = o->name;
+	const char *field = key == OPT_NO_TIE ? "tie" : name;
 	if (!arg)
-		arg = strcmp(name, "no-tie") ? "true" : "false";
+		arg = key == OPT_NO_TIE ? "false" : "true";
 	int i = tstate_field(field);
-	if (i < 0 || tstate_set(&a->o, i, arg))
-		return cli_usage("train", "%s", i < 0 ? "unknown option" : err_msg()), -1;
+	if (i < 0)
+		return cli_unhandled(&train_cmd, key);
+	if (tstate_set(&a->o, i, arg))
+		return cli_usage("train", "%s", err_msg()), -1;
 	a->given[i] = true;
 	return 0;
 }

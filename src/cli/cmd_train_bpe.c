@@ -7,6 +7,7 @@
 #include "src/base/proc.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/units.h"
 #include "src/train/modeldir.h"
 #include "tokenizer/bpe_count.h"
 #include "tokenizer/bpe_train.h"
@@ -26,13 +27,17 @@
 #define MAX_VOCAB   (1L << 24)
 #define MAX_THREADS 256
 
+enum train_bpe_key { OPT_VOCAB_SIZE = CLI_OWN, OPT_SPECIAL, OPT_CHAT, OPT_THREADS, OPT_OUT };
+
 static const struct cli_opt train_opts[] = {
-	{"vocab-size", CLI_OWN + 1, "N", "256 + merges + special tokens (at least 256 + specials)"},
-	{"special", CLI_OWN + 2, "TOKEN", "a special token (repeatable), e.g. '<|endoftext|>'"},
-	{"chat", CLI_OWN + 5, NULL,
-	 "add Qwen3's chat tokens (below) and write a\ntokenizer_config.json with Qwen3's chat template"},
-	{"threads", CLI_OWN + 3, "N", "counting threads (default or 0: all cores)"},
-	{"out", CLI_OWN + 4, "DIR", "output directory (created when missing)"},
+	{"vocab-size", OPT_VOCAB_SIZE, "N",
+	 "256 + merges + special tokens (at least 256 + specials)"},
+	{"special", OPT_SPECIAL, "TOKEN", "a special token (repeatable), e.g. '<|endoftext|>'"},
+	{"chat", OPT_CHAT, NULL,
+	 "add Qwen3's chat tokens (below) and write a\ntokenizer_config.json with Qwen3's chat "
+	 "template"},
+	{"threads", OPT_THREADS, "N", "counting threads (default or 0: all cores)"},
+	{"out", OPT_OUT, "DIR", "output directory (created when missing)"},
 	{"quiet", 'q', NULL, "no progress and no summary line on stderr"},
 	{0},
 };
@@ -85,8 +90,10 @@ static void on_count(void *ctx, uint64_t bytes)
 	if (!p->tty || t - p->last < 0.2)
 		return;
 	p->last = t;
-	fprintf(stderr, "\rtrain-bpe: counted %.1f MB (%.1f MB/s)  ", bytes / 1e6,
-		t > p->t0 ? bytes / 1e6 / (t - p->t0) : 0.0);
+	char done[16], rate[16];
+	fprintf(stderr, "\rtrain-bpe: counted %s (%s/s)  ",
+		units_bytes((double)bytes, done, sizeof done),
+		units_bytes(t > p->t0 ? bytes / (t - p->t0) : 0.0, rate, sizeof rate));
 }
 
 /* True when s is valid UTF-8 (checked through the counter, which enforces it). */
@@ -124,14 +131,14 @@ static int train_opt(void *user, int key, const char *arg)
 {
 	struct args *a = user;
 	switch (key) {
-	case CLI_OWN + 1: return cli_parse_long("vocab-size", arg, 1, MAX_VOCAB, &a->vocab);
-	case CLI_OWN + 2: a->specials[a->n_specials++] = arg; break;
-	case CLI_OWN + 3: return cli_parse_long("threads", arg, 0, MAX_THREADS, &a->threads);
-	case CLI_OWN + 4: a->out = arg; break;
-	case CLI_OWN + 5: a->chat = true; break;
-	case 'q': a->quiet = true; break;
+	case OPT_VOCAB_SIZE: return cli_parse_long("vocab-size", arg, 1, MAX_VOCAB, &a->vocab);
+	case OPT_SPECIAL: a->specials[a->n_specials++] = arg; return 0;
+	case OPT_THREADS: return cli_parse_long("threads", arg, 0, MAX_THREADS, &a->threads);
+	case OPT_OUT: a->out = arg; return 0;
+	case OPT_CHAT: a->chat = true; return 0;
+	case 'q': a->quiet = true; return 0;
 	}
-	return 0;
+	return cli_unhandled(&train_cmd, key);
 }
 
 /* --chat: Qwen3's chat tokens first, then the --special ones that are not among them. */
@@ -276,14 +283,17 @@ int cmd_train_bpe(int argc, char **argv)
 	if (!a.quiet) {
 		struct rusage ru;
 		getrusage(RUSAGE_SELF, &ru);
+		char text[16], peak[16];
+		units_bytes((double)st.bytes, text, sizeof text);
+		units_ibytes(ru.ru_maxrss * 1024.0, peak, sizeof peak); /* ru_maxrss is in KiB */
 		fprintf(stderr,
-			"train-bpe: %.1f MB, %llu pre-tokens (%zu distinct), %llu special tokens "
+			"train-bpe: %s, %llu pre-tokens (%zu distinct), %llu special tokens "
 			"counted in %.2f s on %ld threads; %d merges in %.2f s (%.0f/s); "
-			"vocabulary %d; peak memory %.1f MiB; wrote %s\n",
-			st.bytes / 1e6, (unsigned long long)st.pretokens, st.distinct,
+			"vocabulary %d; peak memory %s; wrote %s\n",
+			text, (unsigned long long)st.pretokens, st.distinct,
 			(unsigned long long)st.specials, t1 - t0, a.threads, m->n_merges, t2 - t1,
-			t2 > t1 ? m->n_merges / (t2 - t1) : 0.0, m->n_tokens + a.n_specials,
-			ru.ru_maxrss / 1024.0, a.out);
+			t2 > t1 ? m->n_merges / (t2 - t1) : 0.0, m->n_tokens + a.n_specials, peak,
+			a.out);
 		if (m->n_merges < a.vocab - 256 - a.n_specials)
 			fprintf(stderr,
 				"train-bpe: no pair left to merge after %d merges: the "

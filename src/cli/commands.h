@@ -4,7 +4,7 @@
 #ifndef QWENCHAT_COMMANDS_H
 #define QWENCHAT_COMMANDS_H
 
-int cmd_chat(int argc, char **argv);       /* main.c: the interactive UI */
+int cmd_chat(int argc, char **argv);       /* cmd_chat.c: the interactive UI */
 int cmd_run(int argc, char **argv);        /* cmd_run.c */
 int cmd_template(int argc, char **argv);   /* cmd_template.c */
 int cmd_tokenize(int argc, char **argv);   /* cmd_tokenize.c */

@@ -240,8 +240,8 @@ static json_t *ollama_manifest(const char *spec, const char *root, const char *r
 
 /* The blob a model layer names: blobs/sha256-HEX inside the store, a regular file
  * of the layer's size. Its sha256 is not computed: ollama checked it when it pulled
- * the blob, and hashing costs ~1.3 s per GiB (SHA-NI) at every start, 7 s for an 8B
- * Q4_K_M; the size catches a truncated copy and the GGUF reader checks every offset. */
+ * the blob, and hashing gigabytes at every start would delay every start by seconds;
+ * the size catches a truncated copy and the GGUF reader checks every offset. */
 static char *ollama_blob(const char *spec, const char *root, const char *mpath, json_t *layer)
 {
 	const char *dg = json_string_value(json_object_get(layer, "digest"));

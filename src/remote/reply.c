@@ -17,6 +17,7 @@
 #include "src/base/array.h"
 #include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/jsontype.h"
 
 void reply_init(struct reply *r, sess_emit_fn emit, void *user)
 {
@@ -179,25 +180,11 @@ static void flush_tag(struct reply *r)
 
 /* ---- the events ------------------------------------------------------------ */
 
-static const char *type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL: return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	default: return "null";
-	}
-}
-
 static int wrong_type(const struct reply *r, const char *where, const char *key, const json_t *v,
 		      const char *want)
 {
 	return err_set("event %zu: %s%s%s is %s, not %s", r->events, where, *where ? "." : "", key,
-		       type_name(v), want);
+		       jsontype_name(v), want);
 }
 
 /* obj[key] as a string: *s and *n, or *s NULL when it is absent or null. */
@@ -272,7 +259,7 @@ static int call_delta(struct reply *r, const json_t *d, size_t k)
 	snprintf(where, sizeof where, "tool_calls[%zu]", k);
 	if (!json_is_object(d))
 		return err_set("event %zu: %s is %s, not an object", r->events, where,
-			       type_name(d));
+			       jsontype_name(d));
 	json_t *iv = json_object_get(d, "index");
 	size_t index = r->n_calls ? r->n_calls - 1 : 0; /* no index: the call being built */
 	if (iv && !json_is_null(iv)) {
@@ -296,7 +283,7 @@ static int call_delta(struct reply *r, const json_t *d, size_t k)
 		snprintf(where + strlen(where), sizeof where - strlen(where), ".function");
 		if (!json_is_object(f))
 			return err_set("event %zu: %s is %s, not an object", r->events, where,
-				       type_name(f));
+				       jsontype_name(f));
 		if (get_string(r, f, "name", where, &name, &name_n) ||
 		    get_string(r, f, "arguments", where, &args, &args_n))
 			return -1;
@@ -336,7 +323,7 @@ static int choice(struct reply *r, const json_t *ch, size_t i)
 	snprintf(where, sizeof where, "choices[%zu]", i);
 	if (!json_is_object(ch))
 		return err_set("event %zu: %s is %s, not an object", r->events, where,
-			       type_name(ch));
+			       jsontype_name(ch));
 	json_t *iv = json_object_get(ch, "index");
 	if (iv && json_is_integer(iv) && json_integer_value(iv) != 0)
 		return 0; /* another choice: only one (n = 1) was asked for */
@@ -349,7 +336,7 @@ static int choice(struct reply *r, const json_t *ch, size_t i)
 		snprintf(where + strlen(where), sizeof where - strlen(where), ".delta");
 		if (!json_is_object(d))
 			return err_set("event %zu: %s is %s, not an object", r->events, where,
-				       type_name(d));
+				       jsontype_name(d));
 		if (get_string(r, d, "reasoning_content", where, &reason, &reason_n) ||
 		    get_string(r, d, "reasoning", where, &think, &think_n) ||
 		    get_string(r, d, "content", where, &text, &text_n))
@@ -424,7 +411,7 @@ int reply_event(struct reply *r, const char *name, const char *data, size_t len)
 	json_t *e = json_object_get(root, "error"), *o = json_object_get(root, "object");
 	json_t *choices = json_object_get(root, "choices"), *u = json_object_get(root, "usage");
 	if (!json_is_object(root))
-		rc = err_set("event %zu is %s, not a JSON object", r->events, type_name(root));
+		rc = err_set("event %zu is %s, not a JSON object", r->events, jsontype_name(root));
 	else if ((e && !json_is_null(e)) ||
 		 (json_is_string(o) && !strcmp(json_string_value(o), "error")))
 		rc = server_error(r, e && !json_is_null(e) ? e : root, data, len);

@@ -12,6 +12,7 @@
 
 #include "src/base/err.h"
 #include "src/base/jsonlimit.h"
+#include "src/base/jsontype.h"
 #include "src/chat/template.h"
 #include "src/chat/tojson.h"
 
@@ -30,20 +31,6 @@ static int bad(struct oai_error *e, const char *param, const char *fmt, ...)
 	if (*param)
 		return err_set("%s: %s", param, msg);
 	return err_set("%s", msg);
-}
-
-static const char *type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL: return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	default: return "null";
-	}
 }
 
 /* The members of a request this server reads; any other is ignored, up to
@@ -108,7 +95,7 @@ static int get_number(json_t *o, const char *key, double lo, double hi, double *
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_number(v))
-		return bad(e, key, "expected a number, got %s", type_name(v));
+		return bad(e, key, "expected a number, got %s", jsontype_name(v));
 	double x = json_number_value(v);
 	if (!(x >= lo && x <= hi))
 		return bad(e, key, "%g is not in [%g, %g]", x, lo, hi);
@@ -123,7 +110,7 @@ static int get_integer(json_t *o, const char *key, json_int_t lo, json_int_t hi,
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_integer(v))
-		return bad(e, key, "expected an integer, got %s", type_name(v));
+		return bad(e, key, "expected an integer, got %s", jsontype_name(v));
 	json_int_t x = json_integer_value(v);
 	if (x < lo || x > hi)
 		return bad(e, key, "%lld is not in [%lld, %lld]", (long long)x, (long long)lo,
@@ -138,7 +125,7 @@ static int get_bool(json_t *o, const char *key, const char *param, bool *out, st
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_boolean(v))
-		return bad(e, param, "expected a boolean, got %s", type_name(v));
+		return bad(e, param, "expected a boolean, got %s", jsontype_name(v));
 	*out = json_is_true(v);
 	return 1;
 }
@@ -153,13 +140,13 @@ static int get_content(json_t *c, const char *at, struct strbuf *out, struct oai
 	}
 	if (!json_is_array(c))
 		return bad(e, at, "expected a string or an array of text parts, got %s",
-			   type_name(c));
+			   jsontype_name(c));
 	for (size_t k = 0; k < json_array_size(c); k++) {
 		json_t *part = json_array_get(c, k), *type = json_object_get(part, "type");
 		json_t *text = json_object_get(part, "text");
 		snprintf(p, sizeof p, "%s[%zu]", at, k);
 		if (!json_is_object(part))
-			return bad(e, p, "expected an object, got %s", type_name(part));
+			return bad(e, p, "expected an object, got %s", jsontype_name(part));
 		if (!json_is_string(type) || strcmp(json_string_value(type), "text") != 0)
 			return bad(e, p, "only text parts are supported (type \"%.40s\")",
 				   json_is_string(type) ? json_string_value(type) : "?");
@@ -178,7 +165,7 @@ static int get_tool_calls(struct chat *c, json_t *calls, size_t i, struct oai_er
 	char at[96];
 	snprintf(at, sizeof at, "messages[%zu].tool_calls", i);
 	if (!json_is_array(calls))
-		return bad(e, at, "expected an array, got %s", type_name(calls));
+		return bad(e, at, "expected an array, got %s", jsontype_name(calls));
 	if (json_array_size(calls) > OAI_MAX_TOOLS)
 		return bad(e, at, "%zu calls (at most %d)", json_array_size(calls), OAI_MAX_TOOLS);
 	for (size_t k = 0; k < json_array_size(calls); k++) {
@@ -221,7 +208,8 @@ static int parse_role(json_t *m, size_t i, struct oai_error *e)
 	snprintf(at, sizeof at, "messages[%zu].role", i);
 	json_t *role = json_object_get(m, "role");
 	if (!json_is_string(role))
-		return bad(e, at, "expected a string, got %s", role ? type_name(role) : "nothing");
+		return bad(e, at, "expected a string, got %s",
+			   role ? jsontype_name(role) : "nothing");
 	for (size_t k = 0; k < sizeof roles / sizeof roles[0]; k++)
 		if (strcmp(json_string_value(role), roles[k].name) == 0)
 			return (int)roles[k].role;
@@ -235,7 +223,7 @@ static int parse_message(struct chat *c, json_t *m, size_t i, struct oai_error *
 	char at[64];
 	snprintf(at, sizeof at, "messages[%zu]", i);
 	if (!json_is_object(m))
-		return bad(e, at, "expected an object, got %s", type_name(m));
+		return bad(e, at, "expected an object, got %s", jsontype_name(m));
 	int role = parse_role(m, i, e);
 	if (role < 0)
 		return -1;
@@ -255,7 +243,7 @@ static int parse_message(struct chat *c, json_t *m, size_t i, struct oai_error *
 	snprintf(at, sizeof at, "messages[%zu].reasoning_content", i);
 	int r = -1;
 	if (rc && !json_is_null(rc) && !json_is_string(rc))
-		bad(e, at, "expected a string, got %s", type_name(rc));
+		bad(e, at, "expected a string, got %s", jsontype_name(rc));
 	else if (text.oom)
 		err_set("out of memory");
 	else if (chat_add(c, (enum chat_role)role, text.p ? text.p : "",
@@ -282,7 +270,7 @@ static int parse_tools(struct oai_request *r, json_t *root, struct oai_error *e)
 	if (!tools || json_is_null(tools))
 		return 0;
 	if (!json_is_array(tools))
-		return bad(e, "tools", "expected an array, got %s", type_name(tools));
+		return bad(e, "tools", "expected an array, got %s", jsontype_name(tools));
 	if (json_array_size(tools) > OAI_MAX_TOOLS)
 		return bad(e, "tools", "%zu tools (at most %d)", json_array_size(tools),
 			   OAI_MAX_TOOLS);
@@ -292,7 +280,7 @@ static int parse_tools(struct oai_request *r, json_t *root, struct oai_error *e)
 		char at[32];
 		snprintf(at, sizeof at, "tools[%zu]", i);
 		if (!json_is_object(t))
-			return bad(e, at, "expected an object, got %s", type_name(t));
+			return bad(e, at, "expected an object, got %s", jsontype_name(t));
 		if (!json_is_string(type) || strcmp(json_string_value(type), "function"))
 			return bad(e, at, "type: expected \"function\"");
 		if (!json_is_string(name))
@@ -370,7 +358,7 @@ static int parse_stop(struct oai_request *r, json_t *root, struct oai_error *e)
 	size_t n = json_is_array(stop) ? json_array_size(stop) : 1;
 	if (!json_is_array(stop) && !json_is_string(stop))
 		return bad(e, "stop", "expected a string or an array of strings, got %s",
-			   type_name(stop));
+			   jsontype_name(stop));
 	if (n > OAI_MAX_STOP)
 		return bad(e, "stop", "%zu strings (at most %d)", n, OAI_MAX_STOP);
 	if (!(r->stop = calloc(n ? n : 1, sizeof *r->stop)))
@@ -380,7 +368,7 @@ static int parse_stop(struct oai_request *r, json_t *root, struct oai_error *e)
 		char at[32];
 		snprintf(at, sizeof at, json_is_array(stop) ? "stop[%zu]" : "stop", i);
 		if (!json_is_string(s))
-			return bad(e, at, "expected a string, got %s", type_name(s));
+			return bad(e, at, "expected a string, got %s", jsontype_name(s));
 		if (json_string_length(s) == 0 || json_string_length(s) > OAI_MAX_STOP_BYTES)
 			return bad(e, at, "%zu bytes (1 to %d)", json_string_length(s),
 				   OAI_MAX_STOP_BYTES);
@@ -405,7 +393,7 @@ static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e
 	json_t *so = json_object_get(root, "stream_options");
 	if (get_bool(root, "stream", "stream", &r->stream, e) < 0 ||
 	    (so && !json_is_null(so) && !json_is_object(so) &&
-	     bad(e, "stream_options", "expected an object, got %s", type_name(so))) ||
+	     bad(e, "stream_options", "expected an object, got %s", jsontype_name(so))) ||
 	    get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage, e) < 0)
 		return -1;
 	if (get_bool(root, "logprobs", "logprobs", &r->logprobs, e) < 0)
@@ -424,7 +412,8 @@ static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e
 	json_t *kw = json_object_get(root, "chat_template_kwargs");
 	bool think = true;
 	if (kw && !json_is_null(kw) && !json_is_object(kw))
-		return bad(e, "chat_template_kwargs", "expected an object, got %s", type_name(kw));
+		return bad(e, "chat_template_kwargs", "expected an object, got %s",
+			   jsontype_name(kw));
 	got = get_bool(kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &think, e);
 	if (got < 0)
 		return -1;
@@ -437,7 +426,7 @@ static int parse_messages(struct oai_request *r, json_t *root, struct oai_error 
 	json_t *msgs = json_object_get(root, "messages");
 	if (!json_is_array(msgs))
 		return bad(e, "messages", "expected an array of messages, got %s",
-			   msgs ? type_name(msgs) : "nothing");
+			   msgs ? jsontype_name(msgs) : "nothing");
 	size_t n = json_array_size(msgs);
 	if (n == 0 || n > OAI_MAX_MESSAGES)
 		return bad(e, "messages", "%zu messages (1 to %d)", n, OAI_MAX_MESSAGES);
@@ -465,12 +454,12 @@ struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e)
 		goto fail;
 	}
 	if (!json_is_object(root)) {
-		bad(e, "", "the body is %s, not an object", type_name(root));
+		bad(e, "", "the body is %s, not an object", jsontype_name(root));
 		goto fail;
 	}
 	json_t *model = json_object_get(root, "model");
 	if (model && !json_is_null(model) && !json_is_string(model)) {
-		bad(e, "model", "expected a string, got %s", type_name(model));
+		bad(e, "model", "expected a string, got %s", jsontype_name(model));
 		goto fail;
 	}
 	if (parse_messages(r, root, e) || parse_tools(r, root, e) || parse_sampling(r, root, e) ||

@@ -21,9 +21,10 @@ enum {
 	OAI_MAX_TOP_LOGPROBS = 20,
 	OAI_MAX_TOKENS = 1 << 24, /* max_tokens; the server holds it to the context too */
 	/* JSON values in the body (keys counted), checked before it is parsed: jansson
-	 * allocates each (up to 240 bytes), so this holds a parse to ~31 MB where a
-	 * 4 MiB body of empty arrays took 190 MB. 2048 messages with tool calls and
-	 * 128 tools with their schemas stay far below it. */
+	 * allocates each (up to 240 bytes), so this holds a parse to ~31 MB, where a
+	 * body of empty arrays within the size limit would take several times that.
+	 * 2048 messages with tool calls and 128 tools with their schemas stay far below
+	 * it. */
 	OAI_MAX_VALUES = 1 << 17,
 	/* bytes of a member of the body this server does not read (ignored up to this,
 	 * as vLLM ignores them; beyond, refused before the body is parsed) */

@@ -135,9 +135,10 @@ static void *score_part(void *arg)
 }
 
 /* Scores rows [0, m) of the slice's logits (row i predicts label[i]) on the threads,
- * then adds them up in order: the sums do not depend on the number of threads. A
- * row of a Qwen3 vocabulary takes ~1 ms (~2.5 with a base) on one core, as long as
- * the forward of a token of a small model on a CPU, and far longer than on a GPU. */
+ * then adds them up in order: the sums do not depend on the number of threads.
+ * Scoring a row of a Qwen3 vocabulary (more so against a base) costs about as much
+ * as the forward of a token of a small model on a CPU, and far more than one on a
+ * GPU. */
 static void score(struct run *u, int m, const int32_t *label)
 {
 	int nt = u->threads < m ? u->threads : m;

@@ -15,6 +15,14 @@ else fail "logits: wrong size $(wc -c <"$TMP/l.bin"); $(cat "$TMP/err")"; fi
 echo "1 2 3 4 5" | "$QWENCHAT" logits -m "$M" --out "$TMP/l2.bin" --backend cpu --kv-f32 --threads 1
 if cmp -s "$TMP/l.bin" "$TMP/l2.bin"; then pass "logits: same bytes with 1 thread"
 else fail "logits: 1 thread differs from all cores"; fi
+# Only --kv-f32 makes the KV cache fp32: with the other options the cache stays bf16,
+# whose rounding of K and V changes every row of this model.
+echo "1 2 3 4 5" | "$QWENCHAT" logits -m "$M" --out "$TMP/bf16.bin" --backend cpu
+echo "1 2 3 4 5" | "$QWENCHAT" logits -m "$M" --out "$TMP/others.bin" --backend cpu --threads 1 \
+	--exact --ctx 8
+if cmp -s "$TMP/bf16.bin" "$TMP/others.bin" && ! cmp -s "$TMP/bf16.bin" "$TMP/l.bin"; then
+	pass "logits: the other options leave the KV cache bf16"
+else fail "logits: an option other than --kv-f32 changed the KV cache"; fi
 
 echo 1 2 | expect_exit 2 "logits without --out" "$QWENCHAT" logits -m "$M"
 echo "1 300" >"$TMP/ids"
@@ -56,5 +64,9 @@ expect_exit 2 "bench -d -1" "$QWENCHAT" bench -m "$M" -d -1
 expect_exit 2 "bench -r 0" "$QWENCHAT" bench -m "$M" -r 0
 expect_exit 1 "bench beyond max_position" "$QWENCHAT" bench -m "$M" -p 60 -n 10
 expect_exit 0 "logits --help" "$QWENCHAT" logits --help
+grep -q -- '--exact  *changes nothing here' "$TMP/out" &&
+	grep -q -- '--ctx N  *context size in tokens (default: the number of ids)' "$TMP/out" &&
+	pass "logits --help: --exact and --ctx as logits takes them" ||
+	fail "logits --help: $(grep -A2 -- '--exact\|--ctx' "$TMP/out")"
 expect_exit 0 "bench --help" "$QWENCHAT" bench --help
 finish

@@ -265,6 +265,9 @@ expect_exit 2 "unknown option" "$QWENCHAT" info -m "$TMP/tied" --frobnicate
 expect_exit 2 "bad --ctx" "$QWENCHAT" info -m "$TMP/tied" --ctx 0
 expect_exit 1 "no such directory" "$QWENCHAT" info -m "$TMP/nonexistent"
 expect_exit 0 "--help" "$QWENCHAT" info --help
+grep -A1 -- '--ctx N' "$TMP/out" | grep -q 'min(max_position_embeddings, 32768)' &&
+	! grep -q 'available memory' "$TMP/out" && pass "--help: --ctx gives info's own default" ||
+	fail "--help: --ctx: $(grep -A2 -- '--ctx N' "$TMP/out")"
 grep -q -- "--config-only" "$TMP/out" && pass "help lists --config-only" || fail "help"
 
 finish

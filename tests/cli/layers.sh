@@ -1,9 +1,16 @@
 #!/bin/sh
 # layers.sh — the dependency rule of the source tree, checked on every include:
-#   ui/ -> src/ (app) -> {tokenizer/, engine/} -> src/base/
-# src/cli/ (the command line) sits above them all. A file may include its own
-# layer's headers and those below it, never one above or beside it. The link
-# order of the per-layer libraries (Makefile.am) catches calls the same way.
+#   ui/ -> src/ (app subsystems) -> {tokenizer/, engine/} -> src/base/
+# src/cli/ (the command line) sits above them all. Inside the app layer the
+# subsystems stand in three levels:
+#   top     src/app (the chat controller), src/serve (the HTTP server)
+#   middle  src/hub (finding models), src/remote (the OpenAI-API client)
+#   bottom  src/chat (conversation, template), src/session (session, sampler),
+#           src/train (training: it includes no other subsystem, only the engine
+#           and the tokenizer, so it sits at the bottom beside chat and session)
+# A file may include its own folder's headers and those of the layers and levels
+# below it, never one above or beside it. The link order of the per-layer libraries
+# (Makefile.am) catches calls between layers the same way.
 # Also: only ui/ includes curses, and only src/cli/ reads the environment.
 . "$TOP_SRCDIR/tests/lib.sh"
 cd "$TOP_SRCDIR" || exit 1
@@ -27,14 +34,19 @@ check src/base "$base" "src/base/ includes only src/base/"
 check tokenizer "$base|tokenizer/[a-z0-9_]+\.h" "tokenizer/ includes only itself and src/base/"
 check engine "$base|engine/[a-z0-9_/]+\.(h|cuh)|config\.h" "engine/ includes only itself and src/base/"
 app="$base|tokenizer/tokenizer\.h|tokenizer/bpe_(train|count|write)\.h|engine/engine\.h"
-for d in src/hub src/chat src/session src/app src/serve src/remote; do
-	check "$d" "$app|src/(hub|chat|session|app|serve|remote)/[a-z_]+\.h" "$d includes only src/ (not src/cli/), the engine and tokenizer APIs and src/base/"
-done
 # training: data files, the loop (around engine/train.h, the engine's training API),
-# evaluation, checkpoints; the tokenizer and engine below it only (the command line
-# resolves models and tokenizers)
-check src/train "$base|tokenizer/tokenizer\.h|engine/(engine|train)\.h|src/train/[a-z_]+\.h" \
-	"src/train includes only itself, the engine (engine.h, train.h) and tokenizer APIs and src/base/"
+# evaluation, checkpoints; the command line resolves models and tokenizers for it
+train="$base|tokenizer/tokenizer\.h|engine/(engine|train)\.h"
+below=
+for level in "chat session train" "hub remote" "app serve"; do
+	for d in $level; do
+		apis=$app
+		[ "$d" = train ] && apis=$train
+		check "src/$d" "$apis|src/($d${below:+|$below})/[a-z_]+\.h" \
+			"src/$d includes only itself${below:+, src/($below)}, the engine and tokenizer APIs and src/base/"
+	done
+	below=$below${below:+|}$(echo "$level" | tr ' ' '|')
+done
 check ui "$base|src/(hub|chat|session|app)/[a-z0-9_]+\.h|ui/[a-z_]+\.h" \
 	"ui/ includes only the app layer (no engine/ or tokenizer/ types) and src/base/"
 

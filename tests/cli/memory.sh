@@ -16,15 +16,19 @@ printf 'Hello\n/stats\n' |
 	"$QWENCHAT" chat -m "$M" --backend cpu --threads 2 --ctx 32768 -n 5 --seed 1 >"$TMP/out" 2>"$TMP/err"
 line=$(grep 'memory: weights' "$TMP/out")
 echo "$line"
-# "context 14/32768 tokens; memory: weights W MiB, KV U/A MiB (K in memory), scratch S
-# MiB, host RSS R MiB"
+# "context 14/32768 tokens; memory: weights W, KV U/A (K in memory), scratch S, host
+# RSS R", each size with its unit (1.53 MiB, 3.50 GiB)
 python3 - "$line" <<'PY' && pass "RSS <= weights + 1.1 x KV in use + 100 MiB, and the KV in memory is said" ||
 import re, sys
-m = re.search(r"context (\d+)/\d+ tokens; memory: weights ([\d.]+) MiB, KV ([\d.]+)/([\d.]+) MiB "
-              r"\(([\d.]+) in memory\), scratch ([\d.]+) MiB, host RSS ([\d.]+) MiB", sys.argv[1])
+size = r"([\d.]+ (?:B|KiB|MiB|GiB|TiB))"
+m = re.search(r"context (\d+)/\d+ tokens; memory: weights %s, KV %s/%s \(%s in memory\), "
+              r"scratch %s, host RSS %s" % ((size,) * 6), sys.argv[1])
 if not m:
     sys.exit("no figures in: " + sys.argv[1])
-ctx, w, used, alloc, kv_mem, scratch, rss = int(m[1]), *map(float, m.groups()[1:])
+def mib(s):
+    v, unit = s.split()
+    return float(v) * {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[unit] / (1 << 20)
+ctx, w, used, alloc, kv_mem, scratch, rss = int(m[1]), *map(mib, m.groups()[1:])
 print("context %d: weights %.1f, KV used %.1f, in memory %.1f of %.1f, scratch %.1f, RSS %.1f"
       % (ctx, w, used, kv_mem, alloc, scratch, rss))
 # the cache's pages come in 2 MiB at a time, a block of 64 positions for every layer and

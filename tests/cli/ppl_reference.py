@@ -22,6 +22,9 @@ the positions where both argmaxes agree.
 
 usage: ppl_reference.py MODEL_DIR IDS.u32 CTX STRIDE [--kl-base MODEL2_DIR]
 prints {"tokens": N, "nll": X, "ppl": Y[, "kl": K, "top1": T]}
+
+Its forward() also makes the logits of tests/golden/logits-quant-*.txt
+(tests/golden/make-quant-logits-golden.sh).
 """
 import json
 import math

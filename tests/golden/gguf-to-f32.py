@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes a GGUF Qwen3 model's weights as a Hugging Face directory of float32
 safetensors, each tensor dequantized by gguf-py (llama.cpp's own Python package,
-b10573), so that a float64 reference forward pass (../shared/oracle/oracle_logits.py
---backend numpy) computes what the quantized model means exactly, isolating kernel
-error from quantization error.
+b10573), so that a float64 reference forward pass (tests/cli/ppl_reference.py) computes
+what the quantized model means exactly, isolating kernel error from quantization error
+(tests/golden/make-quant-logits-golden.sh).
 
 usage: PYTHONPATH=llama.cpp/gguf-py gguf-to-f32.py MODEL.gguf CONFIG_DIR OUT_DIR
 CONFIG_DIR holds the model's config.json (and tokenizer files, copied along)."""

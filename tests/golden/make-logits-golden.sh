@@ -1,30 +1,42 @@
 #!/bin/sh
 # make-logits-golden.sh — regenerates tests/golden/logits-*.txt: logits of models made
 # by tests/mkmodel (deterministic), computed by Hugging Face transformers v4.51.3's own
-# Qwen3ForCausalLM in float32 (eager attention) through ../shared/oracle/oracle_logits.py.
-# The greedy continuation is the oracle's: each step runs the oracle on the sequence
+# Qwen3ForCausalLM in float32 with eager attention (from_pretrained, no cache). The
+# greedy continuation is transformers': each step runs the model on the sequence
 # extended by its own previous argmax; the stored rows come from a last run over the
 # whole sequence (prompt + continuation).
 #
-# usage: tests/golden/make-logits-golden.sh BUILDDIR ORACLE_DIR [NAME...]
-#   BUILDDIR   a build tree with tests/mkmodel built (make tests/mkmodel)
-#   ORACLE_DIR the directory holding oracle_logits.py
+# usage: tests/golden/make-logits-golden.sh BUILDDIR [NAME...]
+#   BUILDDIR   a build tree with tests/mkmodel built (make check)
 #   NAME       only these goldens (tiny, odd, yarn, ...); default all
-# Needs /usr/bin/python3 with torch and numpy, QWEN3_ORACLE_TRANSFORMERS_SRC and
-# QWEN3_ORACLE_HF_HUB_SRC (see the oracle's README).
+# Needs python3 (or $PYTHON) with numpy, torch and transformers 4.51.3, and jq.
 set -eu
 BUILD=$1
-ORACLE=$2/oracle_logits.py
-shift 2
+shift
 ONLY=" $* "
 HERE=$(cd "$(dirname "$0")" && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-PY=/usr/bin/python3
+PY=${PYTHON:-python3}
 
-# oracle MODEL_DIR IDS OUT — float32 logits of every position, raw little endian
-oracle() {
-	"$PY" "$ORACLE" "$1" --tokens "$2" --out "$3" --quiet >"$TMP/log" 2>&1 || { cat "$TMP/log"; exit 1; }
+# hf_logits MODEL_DIR IDS OUT — float32 logits of every position, raw little endian
+hf_logits() {
+	"$PY" - "$1" "$2" "$3" >"$TMP/log" 2>&1 <<'PYEOF' || { cat "$TMP/log"; exit 1; }
+import sys
+import torch
+import transformers
+from transformers import Qwen3ForCausalLM
+if transformers.__version__ != "4.51.3":
+    sys.exit("transformers %s: the goldens are transformers 4.51.3's" % transformers.__version__)
+model_dir, ids, out = sys.argv[1:]
+model = Qwen3ForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32,
+                                         attn_implementation="eager", local_files_only=True)
+model.eval()
+with torch.no_grad():
+    logits = model(input_ids=torch.tensor([[int(i) for i in ids.split(",")]]),
+                   use_cache=False).logits[0]
+logits.to(torch.float32).numpy().astype("<f4").tofile(out)
+PYEOF
 }
 
 # golden NAME MODE PROMPT_IDS GREEDY_STEPS MKMODEL_FLAGS...
@@ -37,26 +49,26 @@ golden() {
 	"$BUILD/tests/mkmodel" --out "$TMP/$name" "$@"
 	i=0
 	while [ "$i" -lt "$steps" ]; do
-		oracle "$TMP/$name" "$ids" "$TMP/l.bin"
+		hf_logits "$TMP/$name" "$ids" "$TMP/l.bin"
 		next=$("$PY" -c "import numpy as np,sys; v=int(sys.argv[2]); a=np.fromfile(sys.argv[1],'<f4').reshape(-1,v); print(int(a[-1].argmax()))" \
 			"$TMP/l.bin" "$(jq .vocab_size "$TMP/$name/config.json")")
 		ids="$ids,$next"
 		i=$((i + 1))
 	done
-	oracle "$TMP/$name" "$ids" "$TMP/l.bin"
-	"$PY" - "$TMP/l.bin" "$ids" "$mode" "$steps" "$*" "$HERE/logits-$name.txt" <<'PYEOF'
+	hf_logits "$TMP/$name" "$ids" "$TMP/l.bin"
+	"$PY" - "$TMP/l.bin" "$ids" "$mode" "$steps" "$*" "$name" "$HERE/logits-$name.txt" <<'PYEOF'
 import sys
 import numpy as np
-path, ids, mode, steps, flags, out = sys.argv[1:]
+path, ids, mode, steps, flags, name, out = sys.argv[1:]
 ids = [int(x) for x in ids.split(",")]
 a = np.fromfile(path, "<f4").reshape(len(ids), -1)
 V = a.shape[1]
 lines = [
     "# Logits golden data: Hugging Face transformers 4.51.3 Qwen3ForCausalLM, float32,",
-    "# eager attention (../shared/oracle/oracle_logits.py), over a model written by",
-    "# tests/mkmodel with the flags below. Made by tests/golden/make-logits-golden.sh;",
-    "# checked by tests/unit/test_engine_golden.c. The last `greedy` tokens are the oracle's",
-    "# own greedy continuation of the prompt.",
+    "# eager attention, over a model written by tests/mkmodel with the flags below. Made",
+    "# by tests/golden/make-logits-golden.sh BUILDDIR %s (python3 with torch and" % name,
+    "# transformers 4.51.3); checked by tests/unit/test_engine_golden.c. The last `greedy`",
+    "# tokens are transformers' own greedy continuation of the prompt.",
     "mkmodel " + flags,
     "tokens " + " ".join(map(str, ids)),
     "greedy %s" % steps,
@@ -104,6 +116,6 @@ golden yarn-ms full 60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75 8 \
 golden linear full 80,81,82,83,84,85,86,87,88,89,90,91,92,93,94,95 8 \
 	--vocab-size 256 --linear-factor 2.5 --rope-theta 1e4 --seed 17
 # Qwen3-0.6B's exact shape (151,936-word vocab, 28 layers, 1.2 GB): 16 prompt ids +
-# 4 greedy steps (each oracle run loads the 1.2 GB model).
+# 4 greedy steps (each run loads the 1.2 GB model).
 golden q06 summary 151643,872,1079,264,3405,311,279,3738,315,9625,30,151645,198,151644,77091,198 4 \
 	--preset 0.6B --seed 14

@@ -9,9 +9,11 @@ ggml_fp32_to_fp16_row and ggml_fp32_to_bf16_row_ref. The inputs come from a fixe
 Python PRNG (random.Random, stable across Python versions), so a rerun writes the same
 file.
 
-    python3 tests/golden/make-quant-golden.py [/path/to/libggml-base.so] > out
+    python3 tests/golden/make-quant-golden.py LIBGGML_BASE > tests/golden/quant-golden.txt
 
-(default library: /work/llama/build/bin/libggml-base.so, llama.cpp b10573).
+LIBGGML_BASE is libggml-base.so of llama.cpp at tag b10573, built from its source
+tree with `cmake -B build && cmake --build build --target ggml-base`
+(build/bin/libggml-base.so).
 
 The file: '#' comments; `in ID N HEX` gives row ID as N float32s (8 hex digits each,
 the bit pattern, most significant first); `out ID TYPE HEX` gives the bytes of that row
@@ -23,7 +25,6 @@ import random
 import struct
 import sys
 
-LIB = sys.argv[1] if len(sys.argv) > 1 else "/work/llama/build/bin/libggml-base.so"
 
 # bytes per block, weights per block
 TYPES = {
@@ -140,11 +141,14 @@ def specials():
 
 
 def main():
-    lib = ctypes.CDLL(LIB)
+    if len(sys.argv) != 2:
+        sys.exit("usage: make-quant-golden.py LIBGGML_BASE > tests/golden/quant-golden.txt")
+    lib = ctypes.CDLL(sys.argv[1])
     w = sys.stdout
     w.write("# ggml reference quantization (llama.cpp b10573 libggml-base: quantize_row_*_ref,\n"
-            "# ggml_fp32_to_fp16_row, ggml_fp32_to_bf16_row_ref) of fixed rows;\n"
-            "# written by tests/golden/make-quant-golden.py, checked by test_quantize_golden.\n")
+            "# ggml_fp32_to_fp16_row, ggml_fp32_to_bf16_row_ref) of fixed rows; written by\n"
+            "# python3 tests/golden/make-quant-golden.py LIBGGML_BASE (llama.cpp b10573's\n"
+            "# build/bin/libggml-base.so), checked by test_quantize_golden.\n")
     for cid, (name, vals, types) in enumerate(cases()):
         n = len(vals)
         assert n % 256 == 0, name

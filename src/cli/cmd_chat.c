@@ -1,0 +1,154 @@
+/* cmd_chat.c — `qwenchat chat`, the default command: the interactive chat, in the
+ * terminal UI or in plain line mode, on the local engine or a remote server. */
+#include "src/app/app.h"
+#include "src/app/plain.h"
+#include "src/base/err.h"
+#include "src/cli/cli.h"
+#include "src/cli/commands.h"
+#include "src/cli/env.h"
+#include "src/cli/sigbus.h"
+#if HAVE_TUI
+#include "ui/ui.h"
+#endif
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum chat_key {
+	OPT_PLAIN = CLI_OWN,
+	OPT_RESUME,
+	OPT_THINK,
+	OPT_NO_THINK,
+	OPT_SYSTEM,
+	OPT_PARSE_SPECIAL
+};
+
+static const struct cli_opt chat_opts[] = {
+	{"plain", OPT_PLAIN, NULL, "line mode: no full-screen UI"},
+	{"resume", OPT_RESUME, NULL,
+	 "reopen the last conversation (it is saved after every turn)\n"
+	 "with the model (or server), thinking and sampling choices it\n"
+	 "was held with; options given here win, and a different -m\n"
+	 "is said aloud"},
+	{"think", OPT_THINK, NULL, "start with thinking on (the default)"},
+	{"no-think", OPT_NO_THINK, NULL, "start with thinking off"},
+	{"system", OPT_SYSTEM, "TEXT", "system prompt of a new conversation"},
+	{"parse-special", OPT_PARSE_SPECIAL, NULL,
+	 "special tokens typed in messages (<|im_start|>, ...) are\n"
+	 "control tokens, as Hugging Face parses them by default\n"
+	 "(else they are text; /special switches it)"},
+	{0},
+};
+
+static const struct cli_command chat_cmd = {
+	.name = "chat",
+	.synopsis = "[-m MODEL] [options]",
+	.about = "Chat with the model: the terminal UI, or a plain line mode with --plain or when\n"
+		 "stdin or stdout is not a terminal. Type /help in the chat for commands and "
+		 "keys.\n"
+		 "With --url the model runs on an OpenAI-compatible server (the remote backend):\n"
+		 "-m names a model it serves ('qwenchat list --url URL' lists them).\n",
+	.groups = CLI_MODEL | CLI_ENGINE | CLI_SAMPLING | CLI_MAX_NEW | CLI_REMOTE,
+	.opts = chat_opts,
+};
+
+struct chat_args {
+	struct app_config cfg;
+	bool plain;
+};
+
+static int chat_opt(void *user, int key, const char *arg)
+{
+	struct chat_args *a = user;
+	switch (key) {
+	case OPT_PLAIN: a->plain = true; return 0;
+	case OPT_RESUME: a->cfg.resume = true; return 0;
+	case OPT_THINK: a->cfg.think = 1; return 0;
+	case OPT_NO_THINK: a->cfg.think = 0; return 0;
+	case OPT_SYSTEM: a->cfg.system = arg; return 0;
+	case OPT_PARSE_SPECIAL: a->cfg.parse_special = true; return 0;
+	}
+	return cli_unhandled(&chat_cmd, key);
+}
+
+/* Notices from opening the model, shown once the chat is on screen. */
+static char notices[2048];
+
+static void keep_notice(const char *msg)
+{
+	size_t n = strlen(notices);
+	snprintf(notices + n, sizeof notices - n, "%s\n", msg);
+}
+
+int cmd_chat(int argc, char **argv)
+{
+	struct chat_args a = {.cfg.think = -1};
+	struct cli_common com;
+	struct hub_env hub;
+	int rc = cli_parse(&chat_cmd, argc, argv, &com, chat_opt, &a, NULL);
+	if (rc)
+		return rc == CLI_DONE ? EXIT_OK : rc;
+	char *state = cli_env_state_dir();
+	if (!state) {
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	/* --resume alone goes back to the server the conversation was held on */
+	char *held_url = a.cfg.resume && !com.model && !com.url && !strcmp(com.backend, "auto")
+				 ? app_resume_url(state)
+				 : NULL;
+	if (held_url) {
+		com.url = held_url;
+		com.backend = "remote";
+	}
+	if (cli_is_remote(&com) ? cli_remote_options(&com, &a.cfg.remote, keep_notice)
+				: cli_engine_options(&com, &a.cfg.engine, keep_notice)) {
+		free(state);
+		free(held_url);
+		return cli_is_remote(&com) ? EXIT_RUNTIME : EXIT_USAGE;
+	}
+	cli_env_hub(&hub);
+	a.cfg.model = com.model;
+	a.cfg.hub = &hub;
+	a.cfg.sampling = com.sampling;
+	a.cfg.sampling_set = com.set;
+	/* a random seed unless --seed (a server picks its own) */
+	if (!cli_is_remote(&com) && !(com.set & SAMP_SET_SEED)) {
+		a.cfg.sampling.seed = cli_random_seed();
+		a.cfg.sampling_set |= SAMP_SET_SEED;
+		a.cfg.seed_drawn = true;
+	}
+	a.cfg.max_new = com.set & CLI_SET_MAX_NEW ? com.max_new : 0;
+	a.cfg.home = cli_env_home();
+	a.cfg.state_dir = state;
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+		a.plain = true;
+	/* The remote backend's socket may be closed by the server while we write to it:
+	 * that is an error to report, not a reason to die (libcurl runs with NOSIGNAL,
+	 * as the chat has threads, so it does not ignore SIGPIPE itself). */
+	if (cli_is_remote(&com))
+		signal(SIGPIPE, SIG_IGN);
+	struct app *app = app_open(&a.cfg, keep_notice);
+	free(state);
+	free(held_url);
+	cli_remote_free(&a.cfg.remote); /* the client keeps its own copy of the key */
+	if (!app) {
+		cli_error("%s", err_msg());
+		return EXIT_RUNTIME;
+	}
+	if (a.plain)
+		fputs(notices, stderr);
+#if HAVE_TUI
+	sigbus_fullscreen(!a.plain);
+	rc = a.plain ? ui_plain(app) : ui_main(app, notices);
+	sigbus_fullscreen(false);
+#else
+	/* Without the TUI there is no readline either: lines are read with getline. */
+	rc = plain_main(app, plain_getline);
+#endif
+	app_free(app);
+	return rc;
+}
