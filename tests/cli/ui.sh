@@ -45,7 +45,13 @@ wait_for() {
 	return 1
 }
 # stop_answer DESC — Esc, then idle (the answer may also have ended by itself).
+# The last answer's "decode N t/s" stays in the status bar, so a check for it can pass
+# before a new answer begins, and an Esc sent then is lost: first wait (a few seconds)
+# for the hint line of an answer under way.
 stop_answer() {
+	W=$WAIT WAIT=$((WAIT / 6))
+	wait_for '^Esc or Ctrl-C: stop the answer'
+	WAIT=$W
 	T send-keys -t ui Escape
 	check_screen '^Enter send \|' "$1"
 }
