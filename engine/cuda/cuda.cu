@@ -126,11 +126,11 @@ static int matvec(struct cu_state *s, float *y, const struct cu_mat *W, int K, c
 	if (W->t == ENG_BF16) {
 		struct cu_matvec_args ma = {
 			y, h, (const bf16 *)W->w, in, norm, eps, W->rows, K, input, output, acc};
-		return cu_matvec(&ma, s->stream);
+		return cu_matvec(&ma, &s->dev, s->stream);
 	}
 	struct cu_qmatvec_args qa = {y,   h,       W->w, W->t,  W->stride, in, norm,
 				     eps, W->rows, K,    input, output,    acc};
-	return cu_qmatvec(&qa, s->stream);
+	return cu_qmatvec(&qa, &s->dev, s->stream);
 }
 
 /* The fused q/k/v projection of x = rmsnorm(s->x) into s->qkv (n, qkv_dim): one product
@@ -487,7 +487,7 @@ static int alloc_dequant(struct cu_state *s)
 	const struct eng_config *c = s->c;
 	if (!s->quantized)
 		return 0;
-	if (cu_qmatvec_setup(s->widest, s->sms))
+	if (cu_qmatvec_setup(s->widest))
 		return -1;
 	size_t most = 0, K = c->hidden_size;
 	if (s->lm_head.t != ENG_BF16) /* the embedding only ever has rows looked up */
@@ -569,6 +569,20 @@ static int alloc_context(struct cu_state *s)
 	return 0;
 }
 
+/* The device facts the launchers need (struct cu_device), read once: the device the
+ * stream and every allocation go to. */
+static int query_device(struct cu_device *d)
+{
+	int dev = 0, major = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+		return err_set("cuda backend: cannot query the device: %s",
+			       cudaGetErrorString(cudaGetLastError()));
+	d->pdl = major >= 9;
+	return 0;
+}
+
 static void *cuda_init(struct eng_model *m, struct eng_backend_opts *o)
 {
 	const struct eng_config *c = eng_model_config(m);
@@ -600,13 +614,7 @@ static void *cuda_init(struct eng_model *m, struct eng_backend_opts *o)
 	s->widest = c->hidden_size > s->q_dim ? c->hidden_size : s->q_dim;
 	if (c->intermediate_size > s->widest)
 		s->widest = c->intermediate_size;
-	if (cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) {
-		err_set("cuda backend: cannot query the device: %s",
-			cudaGetErrorString(cudaGetLastError()));
-		cuda_free(s);
-		return NULL;
-	}
-	if (cu_matvec_setup(s->widest, s->sms) ||
+	if (query_device(&s->dev) || cu_matvec_setup(s->widest) ||
 	    cu_attention_setup(c->head_dim, c->num_heads / c->num_kv_heads)) {
 		cuda_free(s);
 		return NULL;
@@ -627,7 +635,7 @@ static void *cuda_init(struct eng_model *m, struct eng_backend_opts *o)
 	s->ctx = o->ctx;
 	/* decode attention splits: four blocks per SM over the kv heads (a split holds at
 	 * least 16 keys) */
-	s->max_splits = CEIL_DIV(4 * s->sms, c->num_kv_heads);
+	s->max_splits = CEIL_DIV(4 * s->dev.sms, c->num_kv_heads);
 	if (s->max_splits > CEIL_DIV(s->ctx, 16))
 		s->max_splits = CEIL_DIV(s->ctx, 16);
 	if (s->max_splits > CU_MAX_SPLITS)

@@ -42,7 +42,7 @@ struct cu_layer {
 struct cu_state {
 	const struct eng_config *c;
 	int ctx, q_dim, kv_dim, qkv_dim, max_splits;
-	int sms;    /* the device's multiprocessors */
+	struct cu_device dev; /* filled once by cuda_init */
 	int widest; /* the longest vector a product takes or a chunk row holds: max(D, q_dim, F) */
 	cudaStream_t stream;
 	cublasHandle_t blas;
