@@ -141,7 +141,7 @@ int cu_sample_blocks(int vocab);
 int cu_sample(const struct cu_sample_args *a, cudaStream_t s);
 
 /* out (n, M) fp32 (+)= in (n, K) bf16 . W (M, K)^T through cuBLAS (bf16 in, fp32
- * accumulation): the prefill's matrix products (cuda.cu). */
+ * accumulation): the prefill's matrix products (gemm.cu). */
 int cu_gemm(cublasHandle_t blas, float *out, const bf16 *in, const bf16 *W, int n, int M, int K,
 	    bool acc);
 /* The same into columns of a wider out: row t of out starts ldo floats after row t-1
