@@ -202,7 +202,8 @@ int eng_gguf_array_int(const struct eng_gguf *g, const char *key, uint64_t i, in
  * llama.cpp's quantization mixes: a base type for the matrices, with the choices
  * its llama-quantize makes per tensor for a Qwen3 (src/llama-quant.cpp,
  * llama_tensor_get_type): the lm_head (the embedding when tied) in Q6_K, and for the
- * _M mixes attn_v and ffn_down in Q6_K on some layers; norms stay F32. */
+ * _M mixes attn_v and ffn_down in Q6_K on some layers; norms stay F32 (ftype.h has
+ * their names and the per-tensor choice). */
 enum eng_ftype {
 	ENG_FTYPE_F32,
 	ENG_FTYPE_BF16,
@@ -213,30 +214,6 @@ enum eng_ftype {
 	ENG_FTYPE_Q4_0,
 	ENG_FTYPE_COUNT
 };
-/* "f32", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0" (any case) into *out;
- * -1 for anything else. */
-int eng_ftype_parse(const char *name, enum eng_ftype *out);
-const char *eng_ftype_name(enum eng_ftype f);
-
-/* A tensor's part in the model, for the type choice. */
-enum eng_tensor_role {
-	ENG_ROLE_EMBED,
-	ENG_ROLE_OUTPUT,
-	ENG_ROLE_NORM,
-	ENG_ROLE_ATTN_Q,
-	ENG_ROLE_ATTN_K,
-	ENG_ROLE_ATTN_V,
-	ENG_ROLE_ATTN_O,
-	ENG_ROLE_FFN_GATE,
-	ENG_ROLE_FFN_UP,
-	ENG_ROLE_FFN_DOWN,
-};
-/* The type a tensor of `role` in `layer` (0 for the others), with rows of `ncols`
- * weights, gets in mix f; ENG_DTYPE_COUNT when no supported type fits its rows
- * (err_set). */
-enum eng_dtype eng_quant_type(const struct eng_config *c, enum eng_ftype f,
-			      enum eng_tensor_role role, int layer, int64_t ncols);
-
 /* Quantizes the model's float matrices in memory to mix f, each tensor to its
  * eng_quant_type (the norms stay as they are), with `threads` threads (0: every
  * CPU); progress(done, total) in source bytes after each tensor (may be NULL). The

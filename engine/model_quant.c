@@ -4,6 +4,7 @@
  * quantized tensors live in one anonymous mapping; each source tensor's pages are
  * dropped from this process once it is done, so the resident memory ends near the
  * quantized size, not the file's. Rows are split over threads. */
+#include "engine/ftype.h"
 #include "engine/model.h"
 #include "engine/quant.h"
 #include "src/base/err.h"
