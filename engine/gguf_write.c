@@ -3,6 +3,7 @@
  * llama.cpp's llama-quantize would give it in the chosen mix, streamed row by row. */
 #include "engine/ftype.h"
 #include "engine/model.h"
+#include "engine/quant.h"
 #include "src/base/err.h"
 #include "src/base/strbuf.h"
 
@@ -314,7 +315,7 @@ static int write_tensor(int fd, const char *name, const struct planned *t, uint8
 	size_t rb = t->nbytes / (size_t)t->ne1, per = MAX_OUT / rb ? MAX_OUT / rb : 1;
 	for (int64_t r = 0; r < t->ne1;) {
 		int64_t n = t->ne1 - r < (int64_t)per ? t->ne1 - r : (int64_t)per;
-		if (model_convert_rows(t->src, t->ne0, r, n, t->type, buf, 0))
+		if (quant_convert_rows(t->src, t->ne0, r, n, t->type, buf, 0))
 			return err_prefix("tensor %s", t->name);
 		r += n;
 		if (cancel && *cancel)

@@ -27,14 +27,6 @@ struct eng_model {
 	size_t quant_size;
 };
 
-/* Rows [r0, r0 + n) of t (rows of `cols` weights, any type) converted to `type` at
- * dst, one after the other (eng_row_bytes(type, cols) bytes each; cols a multiple of
- * type's block), dequantized and requantized as ggml's reference code does, by up to
- * `threads` threads (< 1: every CPU). --quant and qwenchat quantize both convert
- * through it. 0, or -1 (err_set) when out of memory. */
-int model_convert_rows(const struct eng_tensor *t, int64_t cols, int64_t r0, int64_t n,
-		       enum eng_dtype type, uint8_t *dst, int threads);
-
 /* The type most of the weights have (what `info` and the status bar show). */
 enum eng_dtype eng_model_main_type(const struct eng_model *m);
 
