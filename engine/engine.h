@@ -205,6 +205,7 @@ int eng_gguf_array_int(const struct eng_gguf *g, const char *key, uint64_t i, in
  * _M mixes attn_v and ffn_down in Q6_K on some layers; norms stay F32 (ftype.h has
  * their names and the per-tensor choice). */
 enum eng_ftype {
+	ENG_FTYPE_NONE, /* no mix: the weights as stored (eng_options.quant) */
 	ENG_FTYPE_F32,
 	ENG_FTYPE_BF16,
 	ENG_FTYPE_Q8_0,
@@ -269,9 +270,9 @@ struct eng_options {
 	/* The CPU backend's kernel set, "c", "avx2", "avx512" or "avx512bf16"
 	 * (eng_cpu_isa_check); NULL: the best this CPU runs. */
 	const char *cpu_isa;
-	/* --quant: quantize the weights as the engine loads them (eng_model_quantize),
-	 * to mix quant - 1; 0: keep them as stored. */
-	int quant;
+	/* --quant: quantize the weights to this mix as the engine loads them
+	 * (eng_model_quantize); ENG_FTYPE_NONE (zero): keep them as stored. */
+	enum eng_ftype quant;
 	void (*quant_progress)(size_t done_bytes, size_t total_bytes); /* may be NULL */
 	/* Prefill matrix products with bf16 activations where the CPU has AVX-512 BF16
 	 * (about 1.7x faster, ~1e-3 relative error); other backends ignore it. */

@@ -22,7 +22,7 @@ static const struct {
 
 int eng_ftype_parse(const char *name, enum eng_ftype *out)
 {
-	for (int f = 0; f < ENG_FTYPE_COUNT; f++)
+	for (int f = ENG_FTYPE_NONE + 1; f < ENG_FTYPE_COUNT; f++)
 		if (!strcasecmp(name, mixes[f].name)) {
 			*out = (enum eng_ftype)f;
 			return 0;
@@ -32,7 +32,7 @@ int eng_ftype_parse(const char *name, enum eng_ftype *out)
 
 const char *eng_ftype_name(enum eng_ftype f)
 {
-	return (unsigned)f < ENG_FTYPE_COUNT ? mixes[f].name : "?";
+	return f > ENG_FTYPE_NONE && f < ENG_FTYPE_COUNT ? mixes[f].name : "?";
 }
 
 int eng_ftype_file_type(enum eng_ftype f)

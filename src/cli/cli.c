@@ -330,7 +330,7 @@ static int shared_opt(const struct cli_command *cmd, struct cli_common *c, int k
 				  arg);
 			return -1;
 		}
-		c->quant = (int)f + 1;
+		c->quant = f;
 		return 0;
 	}
 	case K_BACKEND:
