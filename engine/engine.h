@@ -139,8 +139,8 @@ const struct eng_config *eng_model_config(const struct eng_model *m);
 const struct eng_weights *eng_model_weights(const struct eng_model *m);
 /* Total bytes of all mapped tensor data. */
 size_t eng_model_weight_bytes(const struct eng_model *m);
-/* The part of it in memory now (mincore): mapped weights enter as they are first
- * read, and the page cache may evict them under pressure. About 1 ms for 1.2 GB. */
+/* The part of it in memory now (mincore, one call per tensor): mapped weights enter
+ * as they are first read, and the page cache may evict them under pressure. */
 size_t eng_model_resident_bytes(const struct eng_model *m);
 /* Bytes of the model's files on disk (all shards or splits). */
 size_t eng_model_file_bytes(const struct eng_model *m);
@@ -275,7 +275,7 @@ struct eng_options {
 	enum eng_ftype quant;
 	void (*quant_progress)(size_t done_bytes, size_t total_bytes); /* may be NULL */
 	/* Prefill matrix products with bf16 activations where the CPU has AVX-512 BF16
-	 * (about 1.7x faster, ~1e-3 relative error); other backends ignore it. */
+	 * (faster, ~1e-3 relative error); other backends ignore it. */
 	bool bf16_prefill;
 	/* The CUDA backend module; NULL: qwenchat-cuda.so beside the program, then in the
 	 * install's library folder, and only where an NVIDIA driver is present (a path

@@ -304,8 +304,8 @@ static int write_header(int fd, const char *name, const struct eng_gguf_out *o,
 }
 
 /* One tensor: rows converted in batches of up to MAX_OUT bytes by every CPU (the
- * K-quants' reference quantizers search each block's scales: one thread took ~8
- * minutes for an 8B model), then its padding. */
+ * K-quants' reference quantizers search each block's scales, too slow on one thread
+ * for a large model), then its padding. */
 static int write_tensor(int fd, const char *name, const struct planned *t, uint8_t *buf,
 			const volatile int *cancel)
 {

@@ -16,9 +16,9 @@
  * On a GPU without it, launches are plainly serialized. */
 #include "engine/cuda/kernels.cuh"
 
-/* Two blocks of MATVEC_THREADS per SM, so at most 64 registers a thread: in the H100
- * microbenchmark of BENCHMARKS.md the output, gate/up and down products, most of a
- * step's bytes, read faster than with one block (q/k/v and the logits slightly slower). */
+/* Two blocks of MATVEC_THREADS per SM, so at most 64 registers a thread: the output,
+ * gate/up and down products, most of a step's bytes, read faster than with one block
+ * (q/k/v and the logits slightly slower). */
 #define MATVEC_BLOCKS_PER_SM 2
 
 /* Eight bf16 products of two 16-byte vectors, accumulated in fp32. */

@@ -9,7 +9,7 @@
  * are issued before any is used, and a chunk's 32 (Q6_K: 64) weights meet x in four
  * (sixteen) byte dot products (dp4a) per 16 weights, scaled once per run of 16. Widening
  * every weight to fp32 for an FMA instead costs three or more instructions per weight,
- * more than the memory system leaves time for at the H100's bandwidth.
+ * more than the memory system leaves time for at a data-centre GPU's bandwidth.
  *
  * Prefill dequantizes tiles of rows to bf16 (cu_dequant_rows) for cuBLAS: a GEMM of
  * hundreds of tokens reads each weight once per tile, so the extra pass is small. */
