@@ -291,17 +291,21 @@ int eng_cpu_isa_check(const char *name);
 
 struct eng;
 
-/* Creates an engine on the requested backend. AUTO picks CUDA when an NVIDIA driver
- * is present and the CUDA module loads and finds a device; else the CPU, silently
- * without a driver, with a one-line notice saying why otherwise (`notice` may be
- * NULL). CUDA alone fails with an error naming what is missing.
- * A GPU backend whose memory cannot hold the requested context shrinks it and says
- * so through `notice` (eng_ctx tells the result). The model must outlive the
- * engine. NULL on error (err_set). */
 /* The largest default context (eng_options.ctx = 0): Qwen suggests up to 32K tokens
  * of output for hard reasoning. */
 enum { ENG_DEFAULT_CTX_MAX = 32768 };
 
+/* Creates an engine on the requested backend. AUTO picks CUDA when an NVIDIA driver
+ * is present and the CUDA module loads and finds a device; else the CPU, silently
+ * without a driver, with a one-line notice saying why otherwise (`notice` may be
+ * NULL). CUDA alone fails with an error naming what is missing.
+ * With opt->quant set, the model's float weights are quantized in memory first
+ * (eng_model_quantize; once per model). The default context (opt->ctx 0) is the
+ * model's max_position_embeddings, at most ENG_DEFAULT_CTX_MAX; on the CPU, when its
+ * KV cache would take over half the available memory, the most that fits in half, in
+ * multiples of 256 tokens, with a notice. A GPU backend whose memory cannot hold the
+ * requested context shrinks it and says so through `notice` (eng_ctx tells the
+ * result). The model must outlive the engine. NULL on error (err_set). */
 struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 		    void (*notice)(const char *msg));
 void eng_free(struct eng *e);

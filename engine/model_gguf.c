@@ -164,7 +164,7 @@ int gguf_config(const struct eng_gguf *g, const struct gguf_tensor *embed, bool 
 	    rope_scaling(g, c))
 		return -1;
 	c->tie_word_embeddings = tied;
-	c->dtype = embed->dtype; /* model_gguf_open sets the most common type once bound */
+	c->dtype = embed->dtype; /* gguf_model_bind sets the most common type once bound */
 	if (token_id(g, "tokenizer.ggml.bos_token_id", c->vocab_size, &c->bos_token_id) ||
 	    token_id(g, "tokenizer.ggml.eos_token_id", c->vocab_size, &c->eos_token_id))
 		return -1;

@@ -4,7 +4,7 @@
  * first, 16-byte aligned, the scales apart) and padded to a multiple of 16 bytes
  * (cu_qrow_stride).
  *
- * tests/unit/test_cuda_qblocks checks the repacking and the decoding on the host;
+ * tests/unit/test_cuda_qblocks.cu checks the repacking and the decoding on the host;
  * tests/cuda.sh checks the kernels against the CPU backend (every mix of llama.cpp's,
  * prefill and decode, graph and plain launches) where a GPU is present. */
 #ifndef QWENCHAT_CUDA_QUANT_CUH
