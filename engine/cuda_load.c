@@ -1,7 +1,7 @@
 /* cuda_load.c — finding and loading the CUDA backend module (qwenchat-cuda.so) at
  * run time, so that the program itself links no CUDA library: a machine without a GPU
- * never loads cudart or cuBLAS (0.45 s and 225 MB before every command when they were
- * linked in), and a distribution can ship the module as its own package. */
+ * never loads cudart or cuBLAS (linked in, they cost every command a noticeable start-up
+ * time and memory), and a distribution can ship the module as its own package. */
 #include "engine/backend.h"
 #include "src/base/err.h"
 

@@ -96,9 +96,9 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 	const struct eng_backend_ops *ops = pick_backend(opt, notice);
 	if (!ops)
 		return NULL;
-	if (opt->quant > 0 && opt->quant <= ENG_FTYPE_COUNT && !eng_model_quantized_in_memory(m) &&
-	    eng_model_quantize(m, (enum eng_ftype)(opt->quant - 1), opt->threads,
-			       opt->quant_progress))
+	if (opt->quant > ENG_FTYPE_NONE && opt->quant < ENG_FTYPE_COUNT &&
+	    !eng_model_quantized_in_memory(m) &&
+	    eng_model_quantize(m, opt->quant, opt->threads, opt->quant_progress))
 		return NULL;
 	int ctx = opt->ctx ? opt->ctx : default_ctx(c, opt, ops, notice);
 	if (ctx > c->max_position_embeddings) {

@@ -139,8 +139,8 @@ const struct eng_config *eng_model_config(const struct eng_model *m);
 const struct eng_weights *eng_model_weights(const struct eng_model *m);
 /* Total bytes of all mapped tensor data. */
 size_t eng_model_weight_bytes(const struct eng_model *m);
-/* The part of it in memory now (mincore): mapped weights enter as they are first
- * read, and the page cache may evict them under pressure. About 1 ms for 1.2 GB. */
+/* The part of it in memory now (mincore, one call per tensor): mapped weights enter
+ * as they are first read, and the page cache may evict them under pressure. */
 size_t eng_model_resident_bytes(const struct eng_model *m);
 /* Bytes of the model's files on disk (all shards or splits). */
 size_t eng_model_file_bytes(const struct eng_model *m);
@@ -202,8 +202,10 @@ int eng_gguf_array_int(const struct eng_gguf *g, const char *key, uint64_t i, in
  * llama.cpp's quantization mixes: a base type for the matrices, with the choices
  * its llama-quantize makes per tensor for a Qwen3 (src/llama-quant.cpp,
  * llama_tensor_get_type): the lm_head (the embedding when tied) in Q6_K, and for the
- * _M mixes attn_v and ffn_down in Q6_K on some layers; norms stay F32. */
+ * _M mixes attn_v and ffn_down in Q6_K on some layers; norms stay F32 (ftype.h has
+ * their names and the per-tensor choice). */
 enum eng_ftype {
+	ENG_FTYPE_NONE, /* no mix: the weights as stored (eng_options.quant) */
 	ENG_FTYPE_F32,
 	ENG_FTYPE_BF16,
 	ENG_FTYPE_Q8_0,
@@ -213,30 +215,6 @@ enum eng_ftype {
 	ENG_FTYPE_Q4_0,
 	ENG_FTYPE_COUNT
 };
-/* "f32", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0" (any case) into *out;
- * -1 for anything else. */
-int eng_ftype_parse(const char *name, enum eng_ftype *out);
-const char *eng_ftype_name(enum eng_ftype f);
-
-/* A tensor's part in the model, for the type choice. */
-enum eng_tensor_role {
-	ENG_ROLE_EMBED,
-	ENG_ROLE_OUTPUT,
-	ENG_ROLE_NORM,
-	ENG_ROLE_ATTN_Q,
-	ENG_ROLE_ATTN_K,
-	ENG_ROLE_ATTN_V,
-	ENG_ROLE_ATTN_O,
-	ENG_ROLE_FFN_GATE,
-	ENG_ROLE_FFN_UP,
-	ENG_ROLE_FFN_DOWN,
-};
-/* The type a tensor of `role` in `layer` (0 for the others), with rows of `ncols`
- * weights, gets in mix f; ENG_DTYPE_COUNT when no supported type fits its rows
- * (err_set). */
-enum eng_dtype eng_quant_type(const struct eng_config *c, enum eng_ftype f,
-			      enum eng_tensor_role role, int layer, int64_t ncols);
-
 /* Quantizes the model's float matrices in memory to mix f, each tensor to its
  * eng_quant_type (the norms stay as they are), with `threads` threads (0: every
  * CPU); progress(done, total) in source bytes after each tensor (may be NULL). The
@@ -292,12 +270,12 @@ struct eng_options {
 	/* The CPU backend's kernel set, "c", "avx2", "avx512" or "avx512bf16"
 	 * (eng_cpu_isa_check); NULL: the best this CPU runs. */
 	const char *cpu_isa;
-	/* --quant: quantize the weights as the engine loads them (eng_model_quantize),
-	 * to mix quant - 1; 0: keep them as stored. */
-	int quant;
+	/* --quant: quantize the weights to this mix as the engine loads them
+	 * (eng_model_quantize); ENG_FTYPE_NONE (zero): keep them as stored. */
+	enum eng_ftype quant;
 	void (*quant_progress)(size_t done_bytes, size_t total_bytes); /* may be NULL */
 	/* Prefill matrix products with bf16 activations where the CPU has AVX-512 BF16
-	 * (about 1.7x faster, ~1e-3 relative error); other backends ignore it. */
+	 * (faster, ~1e-3 relative error); other backends ignore it. */
 	bool bf16_prefill;
 	/* The CUDA backend module; NULL: qwenchat-cuda.so beside the program, then in the
 	 * install's library folder, and only where an NVIDIA driver is present (a path
@@ -313,17 +291,21 @@ int eng_cpu_isa_check(const char *name);
 
 struct eng;
 
-/* Creates an engine on the requested backend. AUTO picks CUDA when an NVIDIA driver
- * is present and the CUDA module loads and finds a device; else the CPU, silently
- * without a driver, with a one-line notice saying why otherwise (`notice` may be
- * NULL). CUDA alone fails with an error naming what is missing.
- * A GPU backend whose memory cannot hold the requested context shrinks it and says
- * so through `notice` (eng_ctx tells the result). The model must outlive the
- * engine. NULL on error (err_set). */
 /* The largest default context (eng_options.ctx = 0): Qwen suggests up to 32K tokens
  * of output for hard reasoning. */
 enum { ENG_DEFAULT_CTX_MAX = 32768 };
 
+/* Creates an engine on the requested backend. AUTO picks CUDA when an NVIDIA driver
+ * is present and the CUDA module loads and finds a device; else the CPU, silently
+ * without a driver, with a one-line notice saying why otherwise (`notice` may be
+ * NULL). CUDA alone fails with an error naming what is missing.
+ * With opt->quant set, the model's float weights are quantized in memory first
+ * (eng_model_quantize; once per model). The default context (opt->ctx 0) is the
+ * model's max_position_embeddings, at most ENG_DEFAULT_CTX_MAX; on the CPU, when its
+ * KV cache would take over half the available memory, the most that fits in half, in
+ * multiples of 256 tokens, with a notice. A GPU backend whose memory cannot hold the
+ * requested context shrinks it and says so through `notice` (eng_ctx tells the
+ * result). The model must outlive the engine. NULL on error (err_set). */
 struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 		    void (*notice)(const char *msg));
 void eng_free(struct eng *e);

@@ -1,7 +1,9 @@
 /* gguf_write.c — writes a model as a GGUF v3 file in llama.cpp's layout (qwenchat
  * quantize): the key/values, the tensor infos, then each tensor converted to the type
  * llama.cpp's llama-quantize would give it in the chosen mix, streamed row by row. */
+#include "engine/ftype.h"
 #include "engine/model.h"
+#include "engine/quant.h"
 #include "src/base/err.h"
 #include "src/base/strbuf.h"
 
@@ -10,89 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #define ALIGNMENT 32
 #define MAX_OUT   (64u << 20) /* bytes converted before they are written */
-
-/* ---- the mixes and llama-quantize's per-tensor choices ---- */
-
-static const struct {
-	const char *name;
-	enum eng_dtype base;
-	int llama_ftype; /* general.file_type: llama.h's LLAMA_FTYPE_* */
-} mixes[ENG_FTYPE_COUNT] = {
-	[ENG_FTYPE_F32] = {"f32", ENG_F32, 0},
-	[ENG_FTYPE_BF16] = {"bf16", ENG_BF16, 32},
-	[ENG_FTYPE_Q8_0] = {"q8_0", ENG_Q8_0, 7},
-	[ENG_FTYPE_Q6_K] = {"q6_k", ENG_Q6_K, 18},
-	[ENG_FTYPE_Q5_K_M] = {"q5_k_m", ENG_Q5_K, 17},
-	[ENG_FTYPE_Q4_K_M] = {"q4_k_m", ENG_Q4_K, 15},
-	[ENG_FTYPE_Q4_0] = {"q4_0", ENG_Q4_0, 2},
-};
-
-int eng_ftype_parse(const char *name, enum eng_ftype *out)
-{
-	for (int f = 0; f < ENG_FTYPE_COUNT; f++)
-		if (!strcasecmp(name, mixes[f].name)) {
-			*out = (enum eng_ftype)f;
-			return 0;
-		}
-	return -1;
-}
-
-const char *eng_ftype_name(enum eng_ftype f)
-{
-	return (unsigned)f < ENG_FTYPE_COUNT ? mixes[f].name : "?";
-}
-
-/* llama-quant.cpp's use_more_bits: the first and last eighth of the layers, and
- * every third one between. */
-static bool more_bits(int layer, int n)
-{
-	return layer < n / 8 || layer >= 7 * n / 8 || (layer - n / 8) % 3 == 2;
-}
-
-/* A type whose blocks do not divide the rows falls back as tensor_type_fallback
- * does (to the 32-weight types, then F16). */
-static enum eng_dtype fallback(enum eng_dtype t, int64_t ncols)
-{
-	if (ncols % eng_dtype_block(t) == 0)
-		return t;
-	switch (t) {
-	case ENG_Q4_K: t = ENG_Q5_0; break;
-	case ENG_Q6_K: t = ENG_Q8_0; break;
-	case ENG_Q5_K: /* llama.cpp falls back to Q5_1, a type qwenchat does not read */
-		err_set("rows of %lld weights are not whole Q5_K blocks (llama.cpp would use "
-			"Q5_1, which qwenchat does not support)",
-			(long long)ncols);
-		return ENG_DTYPE_COUNT;
-	default: break;
-	}
-	return ncols % eng_dtype_block(t) == 0 ? t : ENG_F16;
-}
-
-enum eng_dtype eng_quant_type(const struct eng_config *c, enum eng_ftype f,
-			      enum eng_tensor_role role, int layer, int64_t ncols)
-{
-	enum eng_dtype t = mixes[f].base;
-	bool mix_m = f == ENG_FTYPE_Q4_K_M || f == ENG_FTYPE_Q5_K_M;
-	if (role == ENG_ROLE_NORM)
-		return ENG_F32; /* 1-D tensors are never quantized; convert writes them F32 */
-	if (!eng_dtype_quantized(t))
-		return t;
-	if (role == ENG_ROLE_OUTPUT || (role == ENG_ROLE_EMBED && c->tie_word_embeddings)) {
-		/* the lm_head: Q6_K unless the mix is Q8_0, Q8_0 when 256 does not divide */
-		if (ncols % 256)
-			return ENG_Q8_0;
-		return t == ENG_Q8_0 ? t : ENG_Q6_K;
-	}
-	if ((role == ENG_ROLE_ATTN_V || role == ENG_ROLE_FFN_DOWN) && mix_m &&
-	    more_bits(layer, c->num_layers))
-		t = ENG_Q6_K;
-	return fallback(t, ncols);
-}
 
 /* ---- key/values ---- */
 
@@ -256,7 +179,7 @@ static int model_keys(struct eng_gguf_out *o, const struct eng_config *c, enum e
 #undef F32
 	return eng_gguf_out_u32(o, "general.quantization_version", 2) ||
 			       eng_gguf_out_u32(o, "general.file_type",
-						(uint32_t)mixes[f].llama_ftype)
+						(uint32_t)eng_ftype_file_type(f))
 		       ? -1
 		       : 0;
 }
@@ -381,8 +304,8 @@ static int write_header(int fd, const char *name, const struct eng_gguf_out *o,
 }
 
 /* One tensor: rows converted in batches of up to MAX_OUT bytes by every CPU (the
- * K-quants' reference quantizers search each block's scales: one thread took ~8
- * minutes for an 8B model), then its padding. */
+ * K-quants' reference quantizers search each block's scales, too slow on one thread
+ * for a large model), then its padding. */
 static int write_tensor(int fd, const char *name, const struct planned *t, uint8_t *buf,
 			const volatile int *cancel)
 {
@@ -392,7 +315,7 @@ static int write_tensor(int fd, const char *name, const struct planned *t, uint8
 	size_t rb = t->nbytes / (size_t)t->ne1, per = MAX_OUT / rb ? MAX_OUT / rb : 1;
 	for (int64_t r = 0; r < t->ne1;) {
 		int64_t n = t->ne1 - r < (int64_t)per ? t->ne1 - r : (int64_t)per;
-		if (model_convert_rows(t->src, t->ne0, r, n, t->type, buf, 0))
+		if (quant_convert_rows(t->src, t->ne0, r, n, t->type, buf, 0))
 			return err_prefix("tensor %s", t->name);
 		r += n;
 		if (cancel && *cancel)

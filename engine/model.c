@@ -1,6 +1,7 @@
 /* model.c — opens a Hugging Face Qwen3 directory: config.json plus one or more
  * memory-mapped safetensors files, and binds every weight the config implies; a
- * GGUF file goes to model_gguf.c. */
+ * GGUF file goes to model_gguf.c, which binds its weights through the same
+ * model_bind_all, by its own names. */
 #include "engine/model.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
@@ -125,10 +126,12 @@ static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
 		snprintf(buf + k, n - k, "]");
 }
 
-/* Binds one weight, checking shape and dtype against what config.json implies. */
-static int bind(struct eng_model *m, const char *name, int ndim, int64_t rows, int64_t cols,
+/* Binds one weight (model_bind_fn), checking shape and dtype against what config.json
+ * implies. */
+static int bind(void *ctx, const char *name, int ndim, int64_t rows, int64_t cols,
 		struct eng_tensor *dst)
 {
+	struct eng_model *m = ctx;
 	int fi = 0, ti = 0;
 	if (locate(m, name, &fi, &ti) < 0)
 		return -1;
@@ -155,38 +158,6 @@ static int bind(struct eng_model *m, const char *name, int ndim, int64_t rows, i
 	dst->shape[1] = ndim == 2 ? cols : 0;
 	dst->nbytes = t->nbytes;
 	m->weight_bytes += t->nbytes;
-	return 0;
-}
-
-static int bind_layer(struct eng_model *m, int l, struct eng_layer *ly)
-{
-	const struct eng_config *c = &m->cfg;
-	int64_t h = c->hidden_size, inter = c->intermediate_size, hd = c->head_dim;
-	int64_t q = (int64_t)c->num_heads * hd, kv = (int64_t)c->num_kv_heads * hd;
-	const struct {
-		const char *part;
-		int ndim;
-		int64_t rows, cols;
-		struct eng_tensor *dst;
-	} parts[] = {
-		{"input_layernorm", 1, h, 0, &ly->input_norm},
-		{"self_attn.q_proj", 2, q, h, &ly->wq},
-		{"self_attn.k_proj", 2, kv, h, &ly->wk},
-		{"self_attn.v_proj", 2, kv, h, &ly->wv},
-		{"self_attn.o_proj", 2, h, q, &ly->wo},
-		{"self_attn.q_norm", 1, hd, 0, &ly->q_norm},
-		{"self_attn.k_norm", 1, hd, 0, &ly->k_norm},
-		{"post_attention_layernorm", 1, h, 0, &ly->post_norm},
-		{"mlp.gate_proj", 2, inter, h, &ly->w_gate},
-		{"mlp.up_proj", 2, inter, h, &ly->w_up},
-		{"mlp.down_proj", 2, h, inter, &ly->w_down},
-	};
-	char name[128];
-	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-		snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, parts[i].part);
-		if (bind(m, name, parts[i].ndim, parts[i].rows, parts[i].cols, parts[i].dst) < 0)
-			return -1;
-	}
 	return 0;
 }
 
@@ -229,23 +200,79 @@ static int check_unused(struct eng_model *m)
 	return 0;
 }
 
-static int bind_all(struct eng_model *m)
+/* The names Hugging Face's Qwen3 checkpoints give the weights. */
+static const struct model_names st_names = {
+	.embed = "model.embed_tokens.weight",
+	.final_norm = "model.norm.weight",
+	.lm_head = "lm_head.weight",
+	.layer = "model.layers.",
+	.part =
+		{
+			[MODEL_INPUT_NORM] = "input_layernorm",
+			[MODEL_WQ] = "self_attn.q_proj",
+			[MODEL_WK] = "self_attn.k_proj",
+			[MODEL_WV] = "self_attn.v_proj",
+			[MODEL_WO] = "self_attn.o_proj",
+			[MODEL_Q_NORM] = "self_attn.q_norm",
+			[MODEL_K_NORM] = "self_attn.k_norm",
+			[MODEL_POST_NORM] = "post_attention_layernorm",
+			[MODEL_GATE] = "mlp.gate_proj",
+			[MODEL_UP] = "mlp.up_proj",
+			[MODEL_DOWN] = "mlp.down_proj",
+		},
+};
+
+static int bind_layer(struct eng_model *m, const struct model_names *names, model_bind_fn bind,
+		      void *ctx, int l)
+{
+	const struct eng_config *c = &m->cfg;
+	struct eng_layer *ly = &m->w.layers[l];
+	int64_t h = c->hidden_size, inter = c->intermediate_size, hd = c->head_dim;
+	int64_t q = (int64_t)c->num_heads * hd, kv = (int64_t)c->num_kv_heads * hd;
+	const struct {
+		int ndim;
+		int64_t rows, cols;
+		struct eng_tensor *dst;
+	} parts[MODEL_PARTS] = {
+		[MODEL_INPUT_NORM] = {1, h, 0, &ly->input_norm},
+		[MODEL_WQ] = {2, q, h, &ly->wq},
+		[MODEL_WK] = {2, kv, h, &ly->wk},
+		[MODEL_WV] = {2, kv, h, &ly->wv},
+		[MODEL_WO] = {2, h, q, &ly->wo},
+		[MODEL_Q_NORM] = {1, hd, 0, &ly->q_norm},
+		[MODEL_K_NORM] = {1, hd, 0, &ly->k_norm},
+		[MODEL_POST_NORM] = {1, h, 0, &ly->post_norm},
+		[MODEL_GATE] = {2, inter, h, &ly->w_gate},
+		[MODEL_UP] = {2, inter, h, &ly->w_up},
+		[MODEL_DOWN] = {2, h, inter, &ly->w_down},
+	};
+	char name[128];
+	for (int i = 0; i < MODEL_PARTS; i++) {
+		snprintf(name, sizeof name, "%s%d.%s.weight", names->layer, l, names->part[i]);
+		if (bind(ctx, name, parts[i].ndim, parts[i].rows, parts[i].cols, parts[i].dst) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int model_bind_all(struct eng_model *m, const struct model_names *names, model_bind_fn bind,
+		   void *ctx)
 {
 	const struct eng_config *c = &m->cfg;
 	if (!(m->w.layers = calloc((size_t)c->num_layers, sizeof *m->w.layers)))
 		return err_set("out of memory");
-	if (bind(m, "model.embed_tokens.weight", 2, c->vocab_size, c->hidden_size, &m->w.embed) < 0)
+	if (bind(ctx, names->embed, 2, c->vocab_size, c->hidden_size, &m->w.embed) < 0)
 		return -1;
 	for (int l = 0; l < c->num_layers; l++)
-		if (bind_layer(m, l, &m->w.layers[l]) < 0)
+		if (bind_layer(m, names, bind, ctx, l) < 0)
 			return -1;
-	if (bind(m, "model.norm.weight", 1, c->hidden_size, 0, &m->w.final_norm) < 0)
+	if (bind(ctx, names->final_norm, 1, c->hidden_size, 0, &m->w.final_norm) < 0)
 		return -1;
 	if (c->tie_word_embeddings)
 		m->w.lm_head = m->w.embed;
-	else if (bind(m, "lm_head.weight", 2, c->vocab_size, c->hidden_size, &m->w.lm_head) < 0)
+	else if (bind(ctx, names->lm_head, 2, c->vocab_size, c->hidden_size, &m->w.lm_head) < 0)
 		return -1;
-	return check_unused(m);
+	return 0;
 }
 
 struct eng_model *eng_model_open(const char *dir)
@@ -275,7 +302,7 @@ struct eng_model *eng_model_open(const char *dir)
 		rc = err_set("%s: no %s or %s", dir, SINGLE_NAME, INDEX_NAME);
 	free(single);
 	free(index);
-	if (rc < 0 || bind_all(m) < 0)
+	if (rc < 0 || model_bind_all(m, &st_names, bind, m) < 0 || check_unused(m) < 0)
 		goto fail;
 	for (int i = 0; i < m->nfiles; i++)
 		m->file_bytes += m->files[i]->size;

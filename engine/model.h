@@ -27,13 +27,42 @@ struct eng_model {
 	size_t quant_size;
 };
 
-/* Rows [r0, r0 + n) of t (rows of `cols` weights, any type) converted to `type` at
- * dst, one after the other (eng_row_bytes(type, cols) bytes each; cols a multiple of
- * type's block), dequantized and requantized as ggml's reference code does, by up to
- * `threads` threads (< 1: every CPU). --quant and qwenchat quantize both convert
- * through it. 0, or -1 (err_set) when out of memory. */
-int model_convert_rows(const struct eng_tensor *t, int64_t cols, int64_t r0, int64_t n,
-		       enum eng_dtype type, uint8_t *dst, int threads);
+/* A layer's weights, in the order the loaders bind them. */
+enum model_part {
+	MODEL_INPUT_NORM,
+	MODEL_WQ,
+	MODEL_WK,
+	MODEL_WV,
+	MODEL_WO,
+	MODEL_Q_NORM,
+	MODEL_K_NORM,
+	MODEL_POST_NORM,
+	MODEL_GATE,
+	MODEL_UP,
+	MODEL_DOWN,
+	MODEL_PARTS
+};
+
+/* What one file format calls a Qwen3's weights: a layer's weight l is named
+ * "<layer><l>.<part>.weight". */
+struct model_names {
+	const char *embed, *final_norm, *lm_head;
+	const char *layer;
+	const char *part[MODEL_PARTS];
+};
+
+/* Binds one weight of the files, `name`, into dst: a vector (ndim 1) of rows, or a
+ * matrix (rows, cols) in PyTorch's order, its shape and type checked. 0 or -1
+ * (err_set naming the file). */
+typedef int (*model_bind_fn)(void *ctx, const char *name, int ndim, int64_t rows, int64_t cols,
+			     struct eng_tensor *dst);
+
+/* Allocates m->w.layers and binds every weight m->cfg implies through bind, named as
+ * `names` says: the embedding, each layer, the final norm, then the lm_head (the
+ * embedding itself when tied). What the files hold besides is the loader's to check.
+ * 0 or -1 (err_set). */
+int model_bind_all(struct eng_model *m, const struct model_names *names, model_bind_fn bind,
+		   void *ctx);
 
 /* The type most of the weights have (what `info` and the status bar show). */
 enum eng_dtype eng_model_main_type(const struct eng_model *m);

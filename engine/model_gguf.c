@@ -164,7 +164,7 @@ int gguf_config(const struct eng_gguf *g, const struct gguf_tensor *embed, bool 
 	    rope_scaling(g, c))
 		return -1;
 	c->tie_word_embeddings = tied;
-	c->dtype = embed->dtype; /* model_gguf_open sets the most common type once bound */
+	c->dtype = embed->dtype; /* gguf_model_bind sets the most common type once bound */
 	if (token_id(g, "tokenizer.ggml.bos_token_id", c->vocab_size, &c->bos_token_id) ||
 	    token_id(g, "tokenizer.ggml.eos_token_id", c->vocab_size, &c->eos_token_id))
 		return -1;
@@ -270,10 +270,12 @@ static const struct gguf_tensor *locate(const struct eng_model *m, const char *n
 	return NULL;
 }
 
-/* Binds one weight: (rows, cols) in PyTorch's order is ne = [cols, rows] in ggml's. */
-static int bind(struct binder *b, const char *name, int ndim, int64_t rows, int64_t cols,
+/* Binds one weight (model_bind_fn): (rows, cols) in PyTorch's order is ne = [cols, rows]
+ * in ggml's. */
+static int bind(void *ctx, const char *name, int ndim, int64_t rows, int64_t cols,
 		struct eng_tensor *dst)
 {
+	struct binder *b = ctx;
 	struct eng_model *m = b->m;
 	int fi;
 	const struct gguf_tensor *t = locate(m, name, &fi);
@@ -311,34 +313,28 @@ static int bind(struct binder *b, const char *name, int ndim, int64_t rows, int6
 	return 0;
 }
 
-static int bind_layer(struct binder *b, int l, struct eng_layer *ly)
-{
-	const struct eng_config *c = &b->m->cfg;
-	int64_t h = c->hidden_size, inter = c->intermediate_size, hd = c->head_dim;
-	int64_t q = (int64_t)c->num_heads * hd, kv = (int64_t)c->num_kv_heads * hd;
-	/* llama.cpp's names for the Hugging Face ones (convert_hf_to_gguf.py permutes
-	 * nothing for qwen3: Q and K keep Hugging Face's rotary layout) */
-	const struct {
-		const char *part;
-		int ndim;
-		int64_t rows, cols;
-		struct eng_tensor *dst;
-	} parts[] = {
-		{"attn_norm", 1, h, 0, &ly->input_norm}, {"attn_q", 2, q, h, &ly->wq},
-		{"attn_k", 2, kv, h, &ly->wk},           {"attn_v", 2, kv, h, &ly->wv},
-		{"attn_output", 2, h, q, &ly->wo},       {"attn_q_norm", 1, hd, 0, &ly->q_norm},
-		{"attn_k_norm", 1, hd, 0, &ly->k_norm},  {"ffn_norm", 1, h, 0, &ly->post_norm},
-		{"ffn_gate", 2, inter, h, &ly->w_gate},  {"ffn_up", 2, inter, h, &ly->w_up},
-		{"ffn_down", 2, h, inter, &ly->w_down},
-	};
-	char name[GGUF_MAX_NAME + 16];
-	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-		snprintf(name, sizeof name, "blk.%d.%s.weight", l, parts[i].part);
-		if (bind(b, name, parts[i].ndim, parts[i].rows, parts[i].cols, parts[i].dst) < 0)
-			return -1;
-	}
-	return 0;
-}
+/* llama.cpp's names for the Hugging Face ones (convert_hf_to_gguf.py permutes nothing
+ * for qwen3: Q and K keep Hugging Face's rotary layout). */
+static const struct model_names gguf_names = {
+	.embed = "token_embd.weight",
+	.final_norm = "output_norm.weight",
+	.lm_head = "output.weight",
+	.layer = "blk.",
+	.part =
+		{
+			[MODEL_INPUT_NORM] = "attn_norm",
+			[MODEL_WQ] = "attn_q",
+			[MODEL_WK] = "attn_k",
+			[MODEL_WV] = "attn_v",
+			[MODEL_WO] = "attn_output",
+			[MODEL_Q_NORM] = "attn_q_norm",
+			[MODEL_K_NORM] = "attn_k_norm",
+			[MODEL_POST_NORM] = "ffn_norm",
+			[MODEL_GATE] = "ffn_gate",
+			[MODEL_UP] = "ffn_up",
+			[MODEL_DOWN] = "ffn_down",
+		},
+};
 
 /* Every tensor in the files must be bound, and no name may be in two splits. */
 static int check_unused(const struct binder *b)
@@ -355,26 +351,6 @@ static int check_unused(const struct binder *b)
 					fi ? ", or given in two splits" : "");
 		}
 	return 0;
-}
-
-static int bind_all(struct binder *b)
-{
-	struct eng_model *m = b->m;
-	const struct eng_config *c = &m->cfg;
-	if (!(m->w.layers = calloc((size_t)c->num_layers, sizeof *m->w.layers)))
-		return err_set("out of memory");
-	if (bind(b, "token_embd.weight", 2, c->vocab_size, c->hidden_size, &m->w.embed) < 0)
-		return -1;
-	for (int l = 0; l < c->num_layers; l++)
-		if (bind_layer(b, l, &m->w.layers[l]) < 0)
-			return -1;
-	if (bind(b, "output_norm.weight", 1, c->hidden_size, 0, &m->w.final_norm) < 0)
-		return -1;
-	if (c->tie_word_embeddings)
-		m->w.lm_head = m->w.embed;
-	else if (bind(b, "output.weight", 2, c->vocab_size, c->hidden_size, &m->w.lm_head) < 0)
-		return -1;
-	return check_unused(b);
 }
 
 int gguf_model_open(struct eng_model *m, const char *path)
@@ -396,7 +372,7 @@ int gguf_model_bind(struct eng_model *m)
 		if (!(b.used[i] = calloc((size_t)m->gg[i]->ntensors + 1, sizeof **b.used)))
 			rc = err_set("out of memory");
 	if (rc == 0)
-		rc = bind_all(&b);
+		rc = (model_bind_all(m, &gguf_names, bind, &b) || check_unused(&b)) ? -1 : 0;
 	for (int i = 0; b.used && i < m->ngg; i++)
 		free(b.used[i]);
 	free(b.used);

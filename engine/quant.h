@@ -25,6 +25,14 @@ void quant_dequantize_row(enum eng_dtype t, const void *src, float *dst, int64_t
  * an importance matrix, which is what llama-quantize writes: the same bytes. */
 void quant_quantize_row(enum eng_dtype t, const float *src, void *dst, int64_t n);
 
+/* Rows [r0, r0 + n) of t (rows of `cols` weights, any type) converted to `type` at
+ * dst, one after the other (eng_row_bytes(type, cols) bytes each; cols a multiple of
+ * type's block), dequantized and requantized as ggml's reference code does, by up to
+ * `threads` threads (< 1: every CPU). --quant and qwenchat quantize both convert
+ * through it. 0, or -1 (err_set) when out of memory. */
+int quant_convert_rows(const struct eng_tensor *t, int64_t cols, int64_t r0, int64_t n,
+		       enum eng_dtype type, uint8_t *dst, int threads);
+
 /* The 6-bit scale and min of sub-block j (0..7) of a Q4_K or Q5_K block, from its 12
  * packed bytes (ggml's get_scale_min_k4). */
 void quant_k4_scale_min(int j, const uint8_t *q, int *sc, int *m);

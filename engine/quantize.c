@@ -8,11 +8,19 @@
  * not fuse them into FMAs in -std=c11 (there its default is -ffp-contract=off), but
  * would in GNU mode with -mfma and clang would within one expression: hence the
  * pragmas (a fused build fails the golden test). Sums are accumulated left to right
- * in float, never in double, and the block layouts are ggml-common.h's, little-endian. */
+ * in float, never in double, and the block layouts are ggml-common.h's, little-endian.
+ *
+ * At the end, quant_convert_rows: a tensor's rows from any type to another, by
+ * threads, which --quant (model_quant.c) and qwenchat quantize (gguf_write.c) share. */
 #include "engine/quant.h"
+#include "src/base/err.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -453,4 +461,62 @@ void quant_quantize_row(enum eng_dtype t, const float *src, void *dst, int64_t n
 		case ENG_Q6_K: q6_k_block(src, out); break;
 		default: return;
 		}
+}
+
+/* ---- whole tensors, by threads ---- */
+
+/* Rows per work item: small enough that threads end together, large enough that
+ * claiming them costs nothing. */
+#define ROWS_PER_ITEM 16
+
+struct job {
+	const struct eng_tensor *src;
+	enum eng_dtype type;
+	int64_t cols, r0, n;
+	uint8_t *dst;
+	atomic_long next;  /* the next item */
+	atomic_int failed; /* a thread had no memory for its row */
+};
+
+static void *worker(void *arg)
+{
+	struct job *j = arg;
+	float *row = malloc((size_t)j->cols * sizeof *row);
+	if (!row) {
+		atomic_store(&j->failed, 1);
+		return NULL;
+	}
+	size_t sb = eng_row_bytes(j->src->dtype, j->cols), db = eng_row_bytes(j->type, j->cols);
+	for (long it; (it = atomic_fetch_add(&j->next, 1)) * ROWS_PER_ITEM < j->n;) {
+		int64_t i0 = it * ROWS_PER_ITEM, i1 = i0 + ROWS_PER_ITEM;
+		for (int64_t i = i0; i < i1 && i < j->n; i++) {
+			quant_dequantize_row(j->src->dtype,
+					     (const uint8_t *)j->src->data +
+						     (size_t)(j->r0 + i) * sb,
+					     row, j->cols);
+			quant_quantize_row(j->type, row, j->dst + (size_t)i * db, j->cols);
+		}
+	}
+	free(row);
+	return NULL;
+}
+
+int quant_convert_rows(const struct eng_tensor *t, int64_t cols, int64_t r0, int64_t n,
+		       enum eng_dtype type, uint8_t *dst, int threads)
+{
+	struct job j = {.src = t, .type = type, .cols = cols, .r0 = r0, .n = n, .dst = dst};
+	atomic_init(&j.next, 0);
+	atomic_init(&j.failed, 0);
+	if (threads < 1)
+		threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int64_t items = (n + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM;
+	pthread_t tid[64];
+	int started = 0;
+	for (; started < threads - 1 && started < 64 && started + 1 < items; started++)
+		if (pthread_create(&tid[started], NULL, worker, &j))
+			break;
+	worker(&j);
+	for (int i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	return atomic_load(&j.failed) ? err_set("out of memory converting rows") : 0;
 }

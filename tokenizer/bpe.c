@@ -21,9 +21,8 @@ struct merge_slot {
 
 /* One cached piece in 32 bytes: short pieces (<= 12 bytes, <= 2 ids; most words)
  * are compared and copied from the slot itself, one cache line, no other memory;
- * longer ones point into cache_bytes / cache_ids. Measured on 4 MB of the Brown
- * corpus (loaded machine): warm-cache encode 26-35 MB/s with separate key/id arrays,
- * 58 MB/s with this layout. */
+ * longer ones point into cache_bytes / cache_ids. Separate key and id arrays touched
+ * more cache lines per piece and encoded markedly slower. */
 struct cache_slot {
 	uint64_t hash; /* 0 when empty */
 	uint8_t len, n_ids;

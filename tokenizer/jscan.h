@@ -1,11 +1,11 @@
 /* jscan.h — a strict pull scanner over one JSON text, for the big parts of tokenizer.json.
  *
  * jansson builds a tree with an allocation per value; for the 11 MB Qwen3
- * tokenizer.json (151k vocab entries, 151k merges) its parse and free took ~530 ms
- * CPU on the (loaded) development machine, against ~210 ms for our whole load, and
- * a budget of 100 ms; so model.vocab and model.merges are read with this scanner
- * straight into the tokenizer's tables, and only the small objects go to jansson as
- * byte spans (jscan_skip). */
+ * tokenizer.json (151k vocab entries, 151k merges) its parse and free alone took
+ * more CPU than our whole load does, far more than a start-up may spend;
+ * so model.vocab and model.merges are read with this scanner straight into the
+ * tokenizer's tables, and only the small objects go to jansson as byte spans
+ * (jscan_skip). */
 #ifndef QWENCHAT_JSCAN_H
 #define QWENCHAT_JSCAN_H
 

@@ -693,8 +693,9 @@ int tok_build_pieces(struct tok *t, const char *file)
 	return 0;
 }
 
-/* Maps the whole file read-only, populated at once: on this VM every page fault of
- * a read()-into-malloc copy cost more than the parsing (8.4k faults for 11 MB). */
+/* Maps the whole file read-only, populated at once: a read()-into-malloc copy takes
+ * a page fault for every page of its buffer, and where faults are dear (a virtual
+ * machine) they cost more than the parsing. */
 static const char *map_file(const char *path, size_t *len)
 {
 	int fd = fio_open_file(path, NULL); /* a FIFO here would block the open */

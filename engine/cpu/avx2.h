@@ -146,8 +146,7 @@ INL T256 void k4_scales(const uint8_t *p, __m256i *sc, __m256i *mn)
  * then their high nibbles, each with two bits of qh as bits 4 and 5. The two bits
  * come into place by one shift of the 16-bit lanes and one mask (the bits that cross
  * into the next byte are masked off): one instruction fewer per 32 weights than
- * shifting them down, masking and shifting them up (Q6_K decode, 512 rows in L2,
- * one core, five alternating runs: 19.8-20.3 -> 20.1-21.0 G weights/s). */
+ * shifting them down, masking and shifting them up. */
 INL T256 void q6_half(const uint8_t *w, int h, __m256i q[4])
 {
 	const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);

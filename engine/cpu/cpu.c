@@ -224,8 +224,8 @@ static void qk_norm_rope_store(struct cpu_state *s, const void *ctx, int t)
  * head h / group, as transformers' repeat_kv does), group x tile rows, head-major,
  * so every key and value row is read once for all of them. With a bf16 cache the
  * scores of all the rows are matrix products, q (rows, head_dim) times each panel of
- * 64 keys (before the panels, a 512-token prefill on the 0.6B shape spent 18% of its
- * time in scores, one query at a time); the fp32 cache scores one query at a time.
+ * 64 keys (scored one query at a time, they took a large share of a prefill); the
+ * fp32 cache scores one query at a time.
  * Queries before the tile's last score a few keys past their own position; their
  * probabilities there are set to zero before the values are mixed. */
 struct attn_task {
@@ -309,20 +309,18 @@ enum { HUGE_PAGE = 2 << 20 };
 #endif
 
 /* Regions collapsed into 2 MB pages per forward: each is a 2 MB copy in the kernel
- * (MADV_COLLAPSE), 1.3-1.5 ms here, so 4 add ~6 ms to a forward (a decode step of
- * Qwen3-0.6B takes ~30), for the 112 forwards that do the 448 regions of its two
- * caches after each 8192nd token. */
+ * (MADV_COLLAPSE), a cost a small model's decode step feels, so each forward takes
+ * only a few: Qwen3-0.6B's two caches have 448 regions, 112 forwards' worth after
+ * each 8192nd token. */
 #define KV_PROMOTE_STEP 4
 
 /* The cache comes into memory 4 KB at a time, as positions first reach each region's
  * pages: on 2 MB pages from the start, the first token touched one per region, 28 x 8 x
- * 2 of them, 896 MB for Qwen3-0.6B at ctx 32768 before the conversation held any of it
- * (RSS 2.1 GB for 1.2 GB of weights). Laid out in blocks of 64 positions for every
- * region instead, the pages would fill in order, but decode would read 16 KB runs 3.5
- * MB apart: half the read bandwidth of whole regions here (12.6 against 27.8 GB/s, two
- * threads; whole regions on 4 KB pages 20.7 against 22.8 on 2 MB ones). So each
- * region's 2 MB extents, once full, are made huge pages (what decode gains from them:
- * alloc_aligned), a few regions per forward. */
+ * 2 of them, 896 MB for Qwen3-0.6B at ctx 32768 before the conversation held any of
+ * it. Laid out in blocks of 64 positions for every region instead, the pages would
+ * fill in order, but decode would read 16 KB runs 3.5 MB apart, far below the read
+ * bandwidth of whole regions. So each region's 2 MB extents, once full, are made huge
+ * pages (what decode gains from them: alloc_aligned), a few regions per forward. */
 static void kv_promote(struct cpu_state *s, int budget)
 {
 	size_t row = (size_t)s->c->head_dim * s->kv_elem;
@@ -444,7 +442,7 @@ static int cpu_forward(void *vs, const int32_t *ids, int n, int pos, float *logi
 /* ---- setup ------------------------------------------------------------------------ */
 
 /* 64-byte aligned; zeroed unless not asked (zero false): 2 MB aligned then, on 2 MB
- * pages where the kernel grants them (THP in "madvise" mode here). The KV cache
+ * pages where the kernel grants them (THP in "madvise" or "always" mode). The KV cache
  * (kv_alloc) is read in full by every decode step, and on 4 KB pages every page is a
  * TLB miss and a restart of the hardware prefetcher, as for the weights
  * (safetensors.c). */
@@ -676,7 +674,7 @@ static void cpu_stats(void *vs, struct eng_backend_stats *out)
  * bf16 ones), and so do quantized matrices below CPU_QDIRECT tokens (int8 matrix-vector
  * products instead of the prefill's panels); from there on every kernel computes each
  * token's row in the same order whatever the other rows, so a split prefill gives a
- * whole one's logits bit for bit (measured for splits of 2..99 tokens). */
+ * whole one's logits bit for bit (tests/unit/test_session.c's warm_cold checks it). */
 static int cpu_prefill_min(void *vs)
 {
 	struct cpu_state *s = vs;

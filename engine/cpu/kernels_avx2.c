@@ -146,7 +146,7 @@ static T256 void scores_256(float *s, const float *q, const void *keys, int nk, 
 /* out[t][c, c + 8W) = sum_j p[t][j] * vals[j][c, c + 8W) for R <= 5 rows t: each value
  * vector widened once for R rows, and R x W accumulators in flight. One accumulator
  * per row and column block (a chain of dependent FMAs, one per 4 cycles) made the
- * mix 12% of a 512-token prefill, twice the scores. Five rows: a prefill's attention
+ * mix cost a prefill more than the scores. Five rows: a prefill's attention
  * item has ATT_ROWS / group = 5 queries per head with Qwen3-0.6B's groups of 2. */
 INL T256 void mix_tile(float *out, int ldo, const float *p, int ldp, const int R, const void *vals,
 		       int nk, int hd, int c, const int W, bool bf16)
@@ -198,8 +198,7 @@ MIX(5, 2)
  * heads. Each 16 bf16 values are widened by two instructions, the even columns by a
  * shift and the odd ones by a mask, and summed apart, then interleaved once at the
  * end; widening 8 at a time (vpmovzxwd and a shift per 8) kept the shuffle pipes
- * busier than the FMAs. Decode after 2048 tokens, 0.6B Q4_K_M (perf): the mix
- * went from 30% of a step, 1.9x the scores over as many bytes, to 24%, 1.5x. */
+ * busier than the FMAs, and at long context the mix is a large part of a step. */
 INL T256 void mix_pairs(float *out, int ldo, const float *p, int ldp, const int R,
 			const uint16_t *vals, int nk, int hd, int c)
 {
@@ -347,8 +346,8 @@ static T256 void swiglu_256(float *g, const float *u, int n)
  * accumulated side by side, one token at a time. */
 /* Keys [32h, 32h + 32) of the panel against T (<= 2) query rows: each bf16 pair is
  * widened once for both rows. One row at a time widened every pair again for each
- * row, two integer operations per two FMAs: the scores were 11.8% of a 512-token
- * prefill, three times the mix. */
+ * row, two integer operations per two FMAs, and the scores cost a prefill more than
+ * the mix. */
 INL T256 void panel_tile(float *out, int ldo, const float *xp, int ldx, const int T,
 			 const uint32_t *panel, int K, int h)
 {
@@ -409,7 +408,7 @@ static T256 void matmul_panel_256(float *out, int ldo, const float *xp, int ldx,
 }
 
 /* cpu_rmsnorm with fp32 sums in 16 lanes, as the AVX-512 one: the portable loop's
- * double accumulation was 2.7% of a 512-token Q4_0 prefill (perf). */
+ * double accumulation showed in a quantized prefill's profile. */
 static T256 void rmsnorm_256(float *out, const float *x, const float *w, int n, float eps)
 {
 	__m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
@@ -433,7 +432,7 @@ static T256 void rmsnorm_256(float *out, const float *x, const float *w, int n, 
 }
 
 /* cpu_pack_row with pack 16, as the quantized rows are packed (store_packed16; the
- * scalar loop was 2.4% of a 512-token prefill). */
+ * scalar loop showed in a prefill's profile). */
 static T256 void pack_row_256(float *xp, const float *x, int K)
 {
 	int kb = K & ~15;

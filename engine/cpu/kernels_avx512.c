@@ -89,7 +89,7 @@ static mk_fn *const mk512_r1[5] = {mk512_1_1, mk512_1_2, mk512_1_3, mk512_1_4, m
 
 
 /* Software prefetch distance of the row loads, in bytes: the 16 rows are 16 streams
- * the hardware prefetcher alone kept waiting (pack 5.3% -> 3.5% of a prefill). */
+ * the hardware prefetcher alone kept waiting. */
 #define PACK_AHEAD 512
 
 /* panel[p * 64 + i] = the pair (w[m0 + i][2p], w[m0 + i][2p + 1]) for i < rows;

@@ -10,8 +10,7 @@
  * (kernels.h: int8, one scale per 32), so prefill and decode round alike.
  *
  * Why: the bf16/fp32 panel kernels do 8 multiply-adds per instruction; this does 32
- * per vpmaddubsw. One core, 64 rows x 1024 x 512 tokens of 4-bit quants in cache:
- * 26-30 multiply-adds per cycle here against ~10 for the whole bf16-row prefill.
+ * per vpmaddubsw.
  *
  * The quants are stored unsigned (weight = s * q + o per row and block of 32; Q4_0:
  * o = -8 s, the K-quants: o = -dmin * min), so that no 16-bit sum of two steps can

@@ -18,8 +18,8 @@
 
 /* cpu_quantize_act with 8 lanes: the same float operations in the same order per
  * element (no FMA), vcvtps2dq rounding to nearest even as the portable code does, so
- * the result is the same bit for bit. The portable loop was 5.9% of a 512-token Q4_0
- * prefill (perf). */
+ * the result is the same bit for bit. The portable loop showed in a quantized
+ * prefill's profile. */
 TQ void cpu_quantize_act_avx2(const float *x, int K, struct cpu_xq *xq)
 {
 	const __m256 sign = _mm256_set1_ps(-0.0f);
@@ -63,8 +63,8 @@ INL TQ void prefetch_block(const uint8_t *w, int bytes)
 }
 
 /* The fp32 accumulation is a chain of FMAs, each waiting ~4 cycles for the one
- * before: one accumulator capped a row at one block per 4 cycles (24 G weights/s
- * per core for Q8_0 in L2); each kernel keeps four chains going. */
+ * before: one accumulator capped a row at one block per 4 cycles; each kernel keeps
+ * four chains going. */
 #define CHAINS 4
 
 INL TQ float hsum4(const __m256 *a)
@@ -80,16 +80,15 @@ INL TQ __m256 lane(__m256 v, int i)
 
 /* The decode kernels keep a vector of eight scales in memory and give each block its
  * own by a broadcast load: a load port is free where the lane permute above (vpermps)
- * competes with the products for the vector pipes (Q8_0 in L2: 21.8 -> 25.0 G
- * weights/s per core). */
+ * competes with the products for the vector pipes. */
 INL TQ __m256 bcast(const float *v, int i)
 {
 	return _mm256_broadcast_ss(v + i);
 }
 
 /* The f16 scales at the start of 8 consecutive blocks `stride` bytes apart, as one
- * vector: each block then broadcasts its lane instead of converting its scale alone
- * (Q8_0 in L2: 20 -> 22 G weights/s per core; Q4_0 17 -> 20.5). */
+ * vector: each block then broadcasts its lane instead of converting its scale alone,
+ * one conversion for eight blocks. */
 INL TQ __m256 halves8(const uint8_t *w, size_t stride)
 {
 	uint16_t h[8]; /* gathered into a register: a copy through the stack stalls its load */
@@ -206,9 +205,7 @@ INL TQ float row_k4(const uint8_t *w, const struct cpu_xq *x, int nb, const bool
 			__m256i p0 = dot_u8s8(lo, load32(xq + 64 * j));
 			__m256i p1 = dot_u8s8(hi, load32(xq + 64 * j + 32));
 			/* two FMAs in a row on one chain rather than a multiply, an add and
-			 * an FMA: the vector pipes, not the chain's latency, bound this loop
-			 * (Q4_K, 400 rows in L2, one core, six alternating runs:
-			 * 20.5-23.7 -> 18.0-24.8 G weights/s, median 23.3 -> 24.1) */
+			 * an FMA: the vector pipes, not the chain's latency, bound this loop */
 			acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), bcast(scale, 2 * j), acc[j]);
 			acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), bcast(scale, 2 * j + 1),
 						 acc[j]);

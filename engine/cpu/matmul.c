@@ -10,17 +10,16 @@
 /* Rows per work item. Prefill: 64, one weight panel; with 512 tokens that is ~70
  * MFLOP, small enough that a thread arriving late still finds work. Decode: about
  * DECODE_BLOCK_BYTES of weights, so that each of the kernel's streams reads a long
- * contiguous run. 64-row bf16 blocks (128 KB at K = 1024) gave 44-50 tok/s on the
- * 0.6B shape with 2 threads, 128 rows 48-53, 256 rows 57-58 and 512 rows 58-59. A
+ * contiguous run (bf16 blocks of 64 or 128 rows decoded slower than 256 or 512). A
  * power of two keeps the matrices of one call (q, k, v: 2, 1 and 1 MB in bf16)
  * in whole blocks for two threads. */
 #define PREFILL_ROWS       CPU_PANEL_ROWS
 #define DECODE_BLOCK_BYTES (1 << 20)
 /* The quantized kernels prefetch in software and need no long runs; smaller blocks
- * balance the threads: a q/k/v call had 4 blocks of ~0.6-0.9 MB for two threads (Q4_K
- * and Q6_K at different speeds), and 12% of a decode step was a thread waiting.
- * Alternating runs, 0.6B shape, decode tok/s: Q4_K_M 41-56 with 1 MB blocks, 45-51
- * with 256 KB, 50-55 with 128 KB, 46-52 with 64 KB; Q8_0 39-43, 41-44, 43-45, 37-40. */
+ * balance the threads: with 1 MB blocks a q/k/v call had 4 blocks of ~0.6-0.9 MB for
+ * two threads (Q4_K and Q6_K at different speeds), and a thread waiting for the other
+ * was a visible part of a decode step. 128 KB decoded fastest of 1 MB, 256, 128 and
+ * 64 KB. */
 #define QDECODE_BLOCK_BYTES (128 << 10)
 
 static int block_rows(int n, const struct eng_tensor *w, int K)
@@ -142,10 +141,7 @@ static void run_block(const struct mm_task *t, int b, int tid)
 
 /* The threads take runs of blocks, a share of what is left each time, rather than one
  * block per claim: a quantized decode step claimed ~6,000 blocks of 64-128 KB, each an
- * atomic add on a cache line both cores write. Decode tok/s, 0.6B shape, four or five
- * alternating rounds of `bench -p 1 -n 128 -r 3`: Q8_0 37.4-43.5 -> 37.7-45.5 and
- * 33.0-38.1 -> 34.1-39.5, Q4_K_M 50.2-52.8 -> 52.5-59.9, Q6_K 37.9-47.1 -> 43.7-47.2,
- * Q4_0 43.8-51.5 -> 48.7-55.1. */
+ * atomic add on a cache line both cores write. */
 static void mm_run(void *arg, int tid, int nt)
 {
 	struct mm_task *t = arg;

@@ -55,9 +55,8 @@ struct cpu_matmul {
  * quantized paths' buffers; chunk is the most tokens of one call.
  * exact: a prefill over quantized weights multiplies them in fp32 (matmul_f32w,
  * where the ISA has it), as the reference path does; else by the ISA's integer
- * kernels where it has them (qgemm: 2 cores, AVX2, Qwen3-0.6B shape, Q4_K_M, 512
- * tokens: 223-225 against 132-137 tok/s exact), else rounded to bf16 for the bf16
- * kernels. */
+ * kernels where it has them (qgemm, much faster than the exact path), else rounded to
+ * bf16 for the bf16 kernels. */
 int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cpu_pool *pool,
 		    int widest, int chunk, bool bf16_only, bool exact);
 void cpu_matmul_free(struct cpu_matmul *c);

@@ -18,7 +18,7 @@
 #include "src/base/units.h"
 
 /* Sums a buffer with several independent vector accumulators: one accumulator
- * chains every add on the add latency and reads ~40% below what the memory gives. */
+ * chains every add on the add latency and reads well below what the memory gives. */
 #if defined(__x86_64__)
 __attribute__((target("avx512f"))) static float read_avx512(const float *p, size_t n)
 {

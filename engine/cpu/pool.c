@@ -1,12 +1,12 @@
 /* pool.c — worker threads for the CPU backend. A decode step runs ~140 parallel
  * tasks (five per layer), so waking workers through a condition variable for
- * each (tens of microseconds) would cost more than the work; workers spin on a
- * generation counter for a while and only then sleep on the condition variable.
+ * each would cost more than the work; workers spin on a generation counter for a
+ * while and only then sleep on the condition variable.
  * The caller never waits for a worker that has not started: tasks hand out their
  * work through a shared counter, and once the caller has run out of work it closes
- * the task to latecomers. On this shared 2-core machine a descheduled worker
- * otherwise stalled every one of those tasks for a time slice (decode varied from
- * 1 to 12 tokens/s between runs). */
+ * the task to latecomers. Otherwise, on a machine whose cores are shared with other
+ * work, a descheduled worker stalls every one of those tasks for a time slice, and
+ * decode speed swings widely between runs. */
 #include "engine/cpu/pool.h"
 
 #include <errno.h>

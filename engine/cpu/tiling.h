@@ -66,13 +66,11 @@ static inline void matmul_tiles(mk_fn *const *r4, mk_fn *const *r1, int tb, floa
  *   are rarely 64-byte aligned and every 64-byte load would straddle two cache
  *   lines. When a row starts 4*sh bytes into a cache line (the same for every row
  *   when K is a multiple of 32), the kernel loads whole aligned lines and shifts
- *   each pair into place with one permute (valignd's variable-count form).
- * On the 2-core EPYC, Qwen3-0.6B shape, one core: 20 GB/s with plain unaligned
- * loads, 33 GB/s aligned (BENCHMARKS.md). */
+ *   each pair into place with one permute (valignd's variable-count form). */
 #define MV_STREAMS 4
 /* Each stream also prefetches the line MV_AHEAD lines ahead of the one it loads: the
- * hardware prefetcher starts over at every 4 KB, and 24 lines (1.5 KB) ahead took
- * decode from 43.5-46.3 to 47.1-48.6 tok/s (8 and 48 lines: no better than none). */
+ * hardware prefetcher starts over at every 4 KB. 24 lines (1.5 KB) ahead decoded
+ * faster than no prefetch; 8 and 48 lines did no better than none. */
 #define MV_AHEAD   24
 
 #endif

@@ -1,5 +1,8 @@
-/* kernels.cu — the element-wise kernels and the decode matrix-vector product of the
- * CUDA backend: kernels first, their launchers after. */
+/* kernels.cu — the CUDA backend's small kernels between the matrix products: the
+ * embedding lookup, RMSNorm, the q/k norms with RoPE and the KV cache store, and
+ * SwiGLU. Decode uses only the lookup; it fuses the others into its matrix-vector
+ * products (matvec.cu, quant.cu) and its attention (attention.cu). Kernels first,
+ * their launchers after. */
 #include "engine/cuda/kernels.cuh"
 
 __global__ static void embed_kernel(float *x, const bf16 *table, const int32_t *ids, int dim)
@@ -65,7 +68,7 @@ __global__ static void swiglu_kernel(bf16 *h, const float *gate_up, size_t total
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= total)
 		return;
-	/* gate and up rows are interleaved in the weights (see place_gate_up) */
+	/* gate and up rows are interleaved in the weights (upload.cu puts them so) */
 	float g = gate_up[2 * i], u = gate_up[2 * i + 1];
 	h[i] = __float2bfloat16(g / (1.0f + expf(-g)) * u);
 }

@@ -7,19 +7,23 @@
 
 #include "engine/cuda/common.cuh"
 
-/* Set by cu_matvec_setup: the device has programmatic dependent launch (sm_90). */
-extern bool cu_pdl;
+/* What the launchers need to know of the device: queried once, when the backend
+ * starts (cuda_init), kept in its state and handed to every launcher that reads it. */
+struct cu_device {
+	int sms;  /* multiprocessors: the decode products size their grids by them */
+	bool pdl; /* programmatic dependent launch (compute capability 9.0 and up) */
+};
 
-/* Launches kernel k on stream s allowing programmatic dependent launch (where the device
- * has it): k may start while the kernel before it drains, and must call pdl_wait before
- * it reads anything that kernel (or any earlier one) writes. */
+/* Launches kernel k on stream s allowing programmatic dependent launch where the device
+ * has it (pdl): k may start while the kernel before it drains, and must call pdl_wait
+ * before it reads anything that kernel (or any earlier one) writes. */
 template <typename... P, typename... A>
 static inline cudaError_t launch_pdl(void (*k)(P...), dim3 grid, dim3 block, size_t smem,
-				     cudaStream_t s, A... args)
+				     cudaStream_t s, bool pdl, A... args)
 {
 	cudaLaunchAttribute attr = {};
 	attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-	attr.val.programmaticStreamSerializationAllowed = cu_pdl;
+	attr.val.programmaticStreamSerializationAllowed = pdl;
 	cudaLaunchConfig_t cfg = {};
 	cfg.gridDim = grid;
 	cfg.blockDim = block;
@@ -59,10 +63,10 @@ struct cu_matvec_args {
 	bool acc;          /* add to y */
 };
 #define MATVEC_THREADS 512
-/* Once per process, before cu_matvec: the largest K (its shared-memory opt-in) and the
- * device's multiprocessors (the grid). */
-int cu_matvec_setup(int max_k, int sms);
-int cu_matvec(const struct cu_matvec_args *a, cudaStream_t s);
+/* Once per process, before cu_matvec: the shared-memory opt-in for the largest K. */
+int cu_matvec_setup(int max_k);
+/* The grid is sized by dev's multiprocessors; launched with dev's PDL setting. */
+int cu_matvec(const struct cu_matvec_args *a, const struct cu_device *dev, cudaStream_t s);
 
 /* Per token t of n at position *pos + t: RMSNorm of each q and k head with its weight,
  * rotate-half RoPE from the (ctx, hd/2) cos/sin tables, q heads to q_out (n, H*hd)
@@ -137,7 +141,7 @@ int cu_sample_blocks(int vocab);
 int cu_sample(const struct cu_sample_args *a, cudaStream_t s);
 
 /* out (n, M) fp32 (+)= in (n, K) bf16 . W (M, K)^T through cuBLAS (bf16 in, fp32
- * accumulation): the prefill's matrix products (cuda.cu). */
+ * accumulation): the prefill's matrix products (gemm.cu). */
 int cu_gemm(cublasHandle_t blas, float *out, const bf16 *in, const bf16 *W, int n, int M, int K,
 	    bool acc);
 /* The same into columns of a wider out: row t of out starts ldo floats after row t-1

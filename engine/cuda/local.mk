@@ -2,7 +2,8 @@
 # when configure finds nvcc and cuBLAS. The engine loads it at run time
 # (engine/cuda_load.c), so the program links no CUDA library; `make install` puts it in
 # $(pkglibdir), and in a build tree it sits beside the qwenchat program.
-cuda_module_sources = engine/cuda/host.cu engine/cuda/cuda.cu engine/cuda/upload.cu engine/cuda/kernels.cu \
+cuda_module_sources = engine/cuda/host.cu engine/cuda/cuda.cu engine/cuda/plan.cu engine/cuda/upload.cu \
+	engine/cuda/step.cu engine/cuda/forward.cu engine/cuda/gemm.cu engine/cuda/kernels.cu \
 	engine/cuda/matvec.cu engine/cuda/quant.cu engine/cuda/attention.cu engine/cuda/sample.cu engine/cuda/measure.cu \
 	engine/cuda/train.cu engine/cuda/train_kernels.cu engine/cuda/train_step.cu
 EXTRA_DIST += engine/cuda/common.cuh engine/cuda/kernels.cuh engine/cuda/state.cuh \

@@ -16,9 +16,9 @@
  * On a GPU without it, launches are plainly serialized. */
 #include "engine/cuda/kernels.cuh"
 
-/* Two blocks of MATVEC_THREADS per SM, so at most 64 registers a thread: in the H100
- * microbenchmark of BENCHMARKS.md the output, gate/up and down products, most of a
- * step's bytes, read faster than with one block (q/k/v and the logits slightly slower). */
+/* Two blocks of MATVEC_THREADS per SM, so at most 64 registers a thread: the output,
+ * gate/up and down products, most of a step's bytes, read faster than with one block
+ * (q/k/v and the logits slightly slower). */
 #define MATVEC_BLOCKS_PER_SM 2
 
 /* Eight bf16 products of two 16-byte vectors, accumulated in fp32. */
@@ -139,11 +139,6 @@ __global__ __launch_bounds__(MATVEC_THREADS, MATVEC_BLOCKS_PER_SM) static void m
 
 /* ---- launchers ---------------------------------------------------------------------- */
 
-/* Set once by cu_matvec_setup: the device's multiprocessors (the grid is
- * MATVEC_BLOCKS_PER_SM blocks on each), and whether it has programmatic dependent launch. */
-static int mv_sms = 1;
-bool cu_pdl;
-
 template <int IN, int OUT, int U> static int allow_smem(int bytes)
 {
 	CUDA_CHECK(cudaFuncSetAttribute(matvec_kernel<IN, OUT, U>,
@@ -151,13 +146,8 @@ template <int IN, int OUT, int U> static int allow_smem(int bytes)
 	return 0;
 }
 
-int cu_matvec_setup(int max_k, int sms)
+int cu_matvec_setup(int max_k)
 {
-	int dev = 0, major = 0;
-	mv_sms = sms;
-	CUDA_CHECK(cudaGetDevice(&dev));
-	CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-	cu_pdl = major >= 9;
 	/* x above 48 KB (F = 25600 of the 32B shape: 50 KB) needs the opt-in */
 	int bytes = max_k * (int)sizeof(bf16);
 	if (allow_smem<CU_MV_BF16, CU_MV_OUT_F32, 8>(bytes) ||
@@ -170,37 +160,40 @@ int cu_matvec_setup(int max_k, int sms)
 	return 0;
 }
 
-template <int IN, int OUT, int U> static int launch(const struct cu_matvec_args *a, cudaStream_t s)
+/* At most MATVEC_BLOCKS_PER_SM blocks on each multiprocessor, the rows grid-strided. */
+template <int IN, int OUT, int U>
+static int launch(const struct cu_matvec_args *a, const struct cu_device *dev, cudaStream_t s)
 {
 	int rows_per_block = MATVEC_THREADS / 32 * (OUT == CU_MV_OUT_SWIGLU ? 2 : 1);
 	int blocks = CEIL_DIV(a->M, rows_per_block);
-	if (blocks > MATVEC_BLOCKS_PER_SM * mv_sms)
-		blocks = MATVEC_BLOCKS_PER_SM * mv_sms;
+	if (blocks > MATVEC_BLOCKS_PER_SM * dev->sms)
+		blocks = MATVEC_BLOCKS_PER_SM * dev->sms;
 	CUDA_CHECK(launch_pdl(matvec_kernel<IN, OUT, U>, dim3(blocks), dim3(MATVEC_THREADS),
-			      (size_t)a->K * sizeof(bf16), s, *a));
+			      (size_t)a->K * sizeof(bf16), s, dev->pdl, *a));
 	return 0;
 }
 
 /* U, the loads per row and step: 8 per lane in all, fewer where a row is too short
  * for a warp's step (K = 1024: 128 pieces, four per lane). */
-template <int IN, int OUT> static int launch_u(const struct cu_matvec_args *a, cudaStream_t s)
+template <int IN, int OUT>
+static int launch_u(const struct cu_matvec_args *a, const struct cu_device *dev, cudaStream_t s)
 {
 	constexpr int R = OUT == CU_MV_OUT_SWIGLU ? 2 : 1;
 	if (a->K / 8 >= 32 * 8 / R)
-		return launch<IN, OUT, 8 / R>(a, s);
-	return launch<IN, OUT, 4 / R>(a, s);
+		return launch<IN, OUT, 8 / R>(a, dev, s);
+	return launch<IN, OUT, 4 / R>(a, dev, s);
 }
 
-int cu_matvec(const struct cu_matvec_args *a, cudaStream_t s)
+int cu_matvec(const struct cu_matvec_args *a, const struct cu_device *dev, cudaStream_t s)
 {
 	if (a->output == CU_MV_OUT_SWIGLU) {
 		if (a->input != CU_MV_RMSNORM || a->M % 2)
 			return err_set("cu_matvec: the SwiGLU output needs the RMSNorm input and "
 				       "row pairs (M %d)",
 				       a->M);
-		return launch_u<CU_MV_RMSNORM, CU_MV_OUT_SWIGLU>(a, s);
+		return launch_u<CU_MV_RMSNORM, CU_MV_OUT_SWIGLU>(a, dev, s);
 	}
 	if (a->input == CU_MV_RMSNORM)
-		return launch_u<CU_MV_RMSNORM, CU_MV_OUT_F32>(a, s);
-	return launch_u<CU_MV_BF16, CU_MV_OUT_F32>(a, s);
+		return launch_u<CU_MV_RMSNORM, CU_MV_OUT_F32>(a, dev, s);
+	return launch_u<CU_MV_BF16, CU_MV_OUT_F32>(a, dev, s);
 }

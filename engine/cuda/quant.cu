@@ -9,7 +9,7 @@
  * are issued before any is used, and a chunk's 32 (Q6_K: 64) weights meet x in four
  * (sixteen) byte dot products (dp4a) per 16 weights, scaled once per run of 16. Widening
  * every weight to fp32 for an FMA instead costs three or more instructions per weight,
- * more than the memory system leaves time for at the H100's bandwidth.
+ * more than the memory system leaves time for at a data-centre GPU's bandwidth.
  *
  * Prefill dequantizes tiles of rows to bf16 (cu_dequant_rows) for cuBLAS: a GEMM of
  * hundreds of tokens reads each weight once per tile, so the extra pass is small. */
@@ -299,12 +299,8 @@ template <int T> static int allow_smem(int bytes)
 	return 0;
 }
 
-/* Set once by cu_qmatvec_setup: the device's multiprocessors. */
-static int qmv_sms = 1;
-
-int cu_qmatvec_setup(int max_k, int sms)
+int cu_qmatvec_setup(int max_k)
 {
-	qmv_sms = sms;
 	/* x in int8 with its scales: past the default 48 KB from K = 35,000 on */
 	int bytes = (int)qmv_smem(max_k);
 	for (int t = ENG_Q8_0; t < ENG_DTYPE_COUNT; t++) {
@@ -319,7 +315,7 @@ int cu_qmatvec_setup(int max_k, int sms)
  * partial wave of blocks would leave most SMs idle at its end, and every block
  * quantizes x once however many rows it then takes. */
 template <int T, int IN, int OUT>
-static int qmv_launch(const struct cu_qmatvec_args *a, cudaStream_t s)
+static int qmv_launch(const struct cu_qmatvec_args *a, const struct cu_device *dev, cudaStream_t s)
 {
 	int groups = a->M / (OUT == CU_MV_OUT_SWIGLU ? 2 : 1);
 	int blocks = CEIL_DIV(groups, QMV_WARPS), per_sm = 0;
@@ -328,23 +324,24 @@ static int qmv_launch(const struct cu_qmatvec_args *a, cudaStream_t s)
 		&per_sm, qmatvec_kernel<T, IN, OUT>, QMV_THREADS, smem));
 	if (per_sm < 1)
 		per_sm = 1;
-	if (blocks > per_sm * qmv_sms)
-		blocks = per_sm * qmv_sms;
+	if (blocks > per_sm * dev->sms)
+		blocks = per_sm * dev->sms;
 	CUDA_CHECK(launch_pdl(qmatvec_kernel<T, IN, OUT>, dim3(blocks), dim3(QMV_THREADS), smem, s,
-			      *a));
+			      dev->pdl, *a));
 	return 0;
 }
 
-template <int T> static int qmv_type(const struct cu_qmatvec_args *a, cudaStream_t s)
+template <int T>
+static int qmv_type(const struct cu_qmatvec_args *a, const struct cu_device *dev, cudaStream_t s)
 {
 	if (a->output == CU_MV_OUT_SWIGLU)
-		return qmv_launch<T, CU_MV_RMSNORM, CU_MV_OUT_SWIGLU>(a, s);
+		return qmv_launch<T, CU_MV_RMSNORM, CU_MV_OUT_SWIGLU>(a, dev, s);
 	if (a->input == CU_MV_RMSNORM)
-		return qmv_launch<T, CU_MV_RMSNORM, CU_MV_OUT_F32>(a, s);
-	return qmv_launch<T, CU_MV_BF16, CU_MV_OUT_F32>(a, s);
+		return qmv_launch<T, CU_MV_RMSNORM, CU_MV_OUT_F32>(a, dev, s);
+	return qmv_launch<T, CU_MV_BF16, CU_MV_OUT_F32>(a, dev, s);
 }
 
-int cu_qmatvec(const struct cu_qmatvec_args *a, cudaStream_t s)
+int cu_qmatvec(const struct cu_qmatvec_args *a, const struct cu_device *dev, cudaStream_t s)
 {
 	if (a->output == CU_MV_OUT_SWIGLU && (a->input != CU_MV_RMSNORM || a->M % 2))
 		return err_set("cu_qmatvec: the SwiGLU output needs the RMSNorm input and row "
@@ -353,7 +350,7 @@ int cu_qmatvec(const struct cu_qmatvec_args *a, cudaStream_t s)
 	if ((size_t)a->stride % 16 || (uintptr_t)a->W % 16)
 		return err_set("cu_qmatvec: rows must start 16-byte aligned (stride %zu)",
 			       a->stride);
-	QUANT_DISPATCH(a->type, qmv_type, a, s);
+	QUANT_DISPATCH(a->type, qmv_type, a, dev, s);
 }
 
 template <int T>

@@ -4,7 +4,7 @@
  * first, 16-byte aligned, the scales apart) and padded to a multiple of 16 bytes
  * (cu_qrow_stride).
  *
- * tests/unit/test_cuda_qblocks checks the repacking and the decoding on the host;
+ * tests/unit/test_cuda_qblocks.cu checks the repacking and the decoding on the host;
  * tests/cuda.sh checks the kernels against the CPU backend (every mix of llama.cpp's,
  * prefill and decode, graph and plain launches) where a GPU is present. */
 #ifndef QWENCHAT_CUDA_QUANT_CUH
@@ -40,10 +40,10 @@ struct cu_qmatvec_args {
 	int input, output; /* enum cu_matvec_input, enum cu_matvec_output */
 	bool acc;          /* add to y */
 };
-/* Once per process, before cu_qmatvec: the largest K (its shared-memory opt-in) and the
- * device's multiprocessors (the grid). */
-int cu_qmatvec_setup(int max_k, int sms);
-int cu_qmatvec(const struct cu_qmatvec_args *a, cudaStream_t s);
+/* Once per process, before cu_qmatvec: the shared-memory opt-in for the largest K. */
+int cu_qmatvec_setup(int max_k);
+/* The grid is sized by dev's multiprocessors; launched with dev's PDL setting. */
+int cu_qmatvec(const struct cu_qmatvec_args *a, const struct cu_device *dev, cudaStream_t s);
 
 /* out (m1 - m0, K) bf16, row-major = rows [m0, m1) of W dequantized: the prefill's
  * cuBLAS GEMM then runs on this copy. */

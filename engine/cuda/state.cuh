@@ -1,10 +1,19 @@
-/* state.cuh — the CUDA backend's state, shared by the files that fill it: the weights
- * on the device (upload.cu) and the forward pass and setup (cuda.cu). */
+/* state.cuh — the CUDA backend's state, shared by the files of the inference backend:
+ * setup and teardown (plan.cu), the weights on the device (upload.cu), the forward
+ * pass (forward.cu, its GEMMs in gemm.cu), the steps that run it (step.cu) and the
+ * backend's table (cuda.cu). */
 #ifndef QWENCHAT_CUDA_STATE_CUH
 #define QWENCHAT_CUDA_STATE_CUH
 
 #include "engine/cuda/kernels.cuh"
 #include "engine/cuda/quant.cuh"
+
+/* Tokens per prefill chunk: bounds the activations' memory (the 8B shape: about
+ * 0.4 GB) while a 2048-token prompt still runs as one set of wide GEMMs, which is
+ * where cuBLAS reaches its peak. */
+#define CHUNK      2048
+/* Rows of the logits buffer: the chunk when every position's logits are asked for. */
+#define LOGIT_ROWS 512
 
 /* What a decode step hands back: the logits row, or the id sampled on the device. */
 enum step_kind { STEP_LOGITS, STEP_SAMPLE };
@@ -42,7 +51,7 @@ struct cu_layer {
 struct cu_state {
 	const struct eng_config *c;
 	int ctx, q_dim, kv_dim, qkv_dim, max_splits;
-	int sms;    /* the device's multiprocessors */
+	struct cu_device dev; /* filled once by cuda_init */
 	int widest; /* the longest vector a product takes or a chunk row holds: max(D, q_dim, F) */
 	cudaStream_t stream;
 	cublasHandle_t blas;
@@ -89,5 +98,26 @@ struct cu_state {
  * progress may be NULL. */
 int cu_upload_weights(struct cu_state *s, const struct eng_weights *w,
 		      void (*progress)(size_t done_bytes, size_t total_bytes));
+
+/* gemm.cu: out (n, ldo) columns [0, W->rows) (+)= in (n, K) . W^T, on the bf16 weights
+ * or on tiles of a quantized W's rows dequantized into s->deq. */
+int cu_mat_gemm(struct cu_state *s, float *out, int ldo, const bf16 *in, const struct cu_mat *W,
+		int n, int K, bool acc);
+
+/* forward.cu: enqueues one chunk of n tokens whose position and ids are in s->in; the
+ * logits of the last token (all n: every token's, n <= LOGIT_ROWS) land in s->logits. */
+int cu_forward_chunk(struct cu_state *s, int n, bool all);
+
+/* step.cu: the forward entries of the backend's table, and the graphs' teardown. */
+int cuda_forward(void *vs, const int32_t *ids, int n, int pos, float *logits, bool all);
+bool cuda_sample_ok(void *vs, const struct eng_sampling *sp);
+int cuda_forward_sample(void *vs, int32_t id, int pos, const struct eng_sampling *sp, int32_t *next,
+			bool *used_uniform);
+void cu_drop_graph(struct step_graph *g);
+
+/* plan.cu: the entries that set the backend up, tear it down and turn capture on. */
+void *cuda_init(struct eng_model *m, struct eng_backend_opts *o);
+void cuda_free(void *vs);
+void cuda_set_capture(void *vs, bool on);
 
 #endif

@@ -68,7 +68,7 @@ int trc_adamw(float *w, const float *g, float *m, float *v, size_t n, struct trc
 struct trc_act {
 	float *rstd1, *xn1, *q_raw, *k_raw, *rstd_q, *rstd_k, *q, *k, *v, *p, *att, *xmid, *rstd2,
 		*xn2, *gate, *up, *h;
-	/* attention's batched products: pointer arrays on the device (see make_ptrs) */
+	/* attention's batched products: pointer arrays on the device (see trc_make_ptrs) */
 	const void **ptr;
 };
 

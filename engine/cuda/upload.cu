@@ -171,7 +171,7 @@ static int device_type(int t)
 	return cu_quantized(t) ? t : ENG_BF16;
 }
 
-/* A job of `count` tensors; the norm when dst_norm is set. */
+/* A job of `count` tensors into *mat, or of one norm into *norm when norm is set. */
 static int add_job(struct job *jobs, int *n, const struct eng_tensor *const *ts, int count,
 		   bool interleave, struct cu_mat *mat, const bf16 **norm)
 {

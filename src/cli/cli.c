@@ -1,6 +1,7 @@
 /* cli.c — the subcommand skeleton: one option table per command (shared groups plus
  * its own), parsed with getopt_long, its --help generated from the same table. */
 #include "src/cli/cli.h"
+#include "engine/ftype.h"
 #include "src/base/clock.h"
 #include "src/base/err.h"
 #include "src/base/proc.h"
@@ -358,7 +359,7 @@ static int shared_opt(const struct cli_command *cmd, struct cli_common *c, int k
 				  arg);
 			return -1;
 		}
-		c->quant = (int)f + 1;
+		c->quant = f;
 		return 0;
 	}
 	case K_BACKEND:

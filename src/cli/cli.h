@@ -43,7 +43,7 @@ struct cli_common {
 	const char *backend;         /* "auto", "cpu", "cuda" or "remote" */
 	int threads;                 /* 0 = all cores */
 	int ctx;                     /* context size in tokens; 0 = the engine's default */
-	int quant;                   /* --quant: an eng_ftype + 1; 0 = none */
+	enum eng_ftype quant;        /* --quant; ENG_FTYPE_NONE: as stored */
 	bool exact;                  /* --exact: fp32 activations in prefill */
 	int max_new;                 /* -n: new tokens per answer */
 	struct samp_params sampling; /* the fields whose SAMP_SET_* bit is in `set` */

@@ -298,7 +298,7 @@ static int setup(const struct cli_common *cli, const struct ppl_args *a, struct 
 	/* the cache holds a window's inputs: all its tokens but the last */
 	struct eng_options mo = *eo, base = *eo;
 	mo.ctx = base.ctx = *ctx;
-	base.quant = 0; /* MODEL2 is the reference: as stored */
+	base.quant = ENG_FTYPE_NONE; /* MODEL2 is the reference: as stored */
 	if (!(s[0].e = eng_new(s[0].m, &mo, cli_notice)) ||
 	    (s[1].m && !(s[1].e = eng_new(s[1].m, &base, cli_notice))))
 		return cli_error("%s", err_msg()), EXIT_RUNTIME;

@@ -3,6 +3,7 @@
  * file appears whole or not at all: it is written to a new temporary file beside the
  * target, synced, and renamed over it. */
 #include "engine/engine.h"
+#include "engine/ftype.h"
 #include "src/base/clock.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"

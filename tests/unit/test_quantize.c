@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/ftype.h"
 
 /* The golden model's shape (the file's "about" says how it was made). */
 static struct eng_config shape(bool tied)

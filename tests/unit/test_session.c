@@ -595,7 +595,7 @@ static void test_think_split(void **state)
  * its last token cached), a cache cut 3 tokens short, and a cold prefill whose last
  * chunk would be one token (2 * CHUNK + 1); on bf16 weights with the fast (bf16) prefill and the
  * exact one, and on q8_0 weights, whose decode products start below 8 tokens. */
-static void warm_cold(struct eng_model *m, bool bf16_prefill, int quant)
+static void warm_cold(struct eng_model *m, bool bf16_prefill, enum eng_ftype quant)
 {
 	struct eng_options eo = {.backend = ENG_BACKEND_CPU,
 				 .threads = 1,
@@ -641,12 +641,12 @@ static void warm_cold(struct eng_model *m, bool bf16_prefill, int quant)
 static void test_warm_cold(void **state)
 {
 	(void)state;
-	warm_cold(model, true, 0);
-	warm_cold(model, false, 0);
+	warm_cold(model, true, ENG_FTYPE_NONE);
+	warm_cold(model, false, ENG_FTYPE_NONE);
 	/* quantizing at load changes the model: a copy of its own */
 	struct eng_model *q = eng_model_open(model_dir);
 	assert_non_null(q);
-	warm_cold(q, true, ENG_FTYPE_Q8_0 + 1);
+	warm_cold(q, true, ENG_FTYPE_Q8_0);
 	eng_model_free(q);
 }
 
