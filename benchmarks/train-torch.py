@@ -8,7 +8,7 @@
 #   /usr/bin/python3 benchmarks/train-torch.py [--threads 2] [--layers 4] [--hidden 256]
 #       [--heads 4] [--kv-heads 2] [--head-dim 64] [--inter 768] [--vocab 8192]
 #       [--rope-theta 1e6] [--batch 8] [--ctx 256] [--steps 8] [--device cpu|cuda]
-#       [--dtype f32|bf16]
+#       [--dtype f32|bf16] [--sdpa]
 #       [--data TRAIN.u32 --val VAL.u32 --lr X --min-lr X --warmup N --eval-every N]
 #
 # Without --data: random tokens, tokens/s of each step and the best. With --data: the
@@ -37,6 +37,9 @@ ap.add_argument("--lr", type=float, default=1e-3)
 ap.add_argument("--min-lr", type=float)
 ap.add_argument("--warmup", type=int, default=0)
 ap.add_argument("--eval-every", type=int, default=100)
+# PyTorch 2's own fast path: scaled_dot_product_attention (flash attention on a GPU)
+# and the fused AdamW, what a PyTorch 2 user on a GPU writes
+ap.add_argument("--sdpa", action="store_true")
 a = ap.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
@@ -80,8 +83,12 @@ class Block(nn.Module):
         q, k = rope(q, cos, sin), rope(k, cos, sin)
         g = a.heads // a.kv_heads
         k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
-        s = (q @ k.transpose(-1, -2)) / math.sqrt(a.head_dim) + mask
-        att = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, -1)
+        if a.sdpa:
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            s = (q @ k.transpose(-1, -2)) / math.sqrt(a.head_dim) + mask
+            att = s.softmax(-1) @ v
+        att = att.transpose(1, 2).reshape(B, T, -1)
         x = x + self.o(att)
         h = self.norm2(x)
         return x + self.down(F.silu(self.gate(h)) * self.up(h))
@@ -110,7 +117,8 @@ inv = 1.0 / (a.rope_theta ** (torch.arange(0, a.head_dim, 2, device=dev).float()
 ang = torch.arange(a.ctx, device=dev).float()[:, None] * inv[None]
 cos, sin = torch.cat((ang, ang), -1).cos(), torch.cat((ang, ang), -1).sin()
 mask = torch.full((a.ctx, a.ctx), float("-inf"), device=dev).triu(1)
-opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.1)
+opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.1,
+                        **({"fused": True} if a.sdpa else {}))
 
 
 def loss_of(ids):
