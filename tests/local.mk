@@ -45,6 +45,9 @@ tests_unit_test_train_cuda_LDADD = $(ENGINE_LIBS) -lm
 # Training steps timed on the engine alone (BENCHMARKS.md); built by make check, not run.
 check_PROGRAMS += tests/bench/train_bench
 tests_bench_train_bench_LDADD = $(ENGINE_LIBS) -lm
+# The quantized decode kernel alone on one core, rows in L2 (BENCHMARKS.md); not run.
+check_PROGRAMS += tests/bench/qmatvec_bench
+tests_bench_qmatvec_bench_LDADD = $(ENGINE_LIBS) -lm
 tests_unit_test_gemm_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_gemm_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
 tests_unit_test_train_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
