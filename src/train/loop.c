@@ -425,11 +425,16 @@ static int one_step(struct run *u, double *loss, double *norm, double *lr, int64
 	return 0;
 }
 
-static void status(const struct run *u, struct loop_status *s, double loss, double norm,
+static void status(struct run *u, struct loop_status *s, double loss, double norm,
 		   double lr, double seconds, int64_t real)
 {
 	const struct tstate_opts *o = &u->st->o;
 	double tokens = (double)real;
+	/* The peak is measured once, before the first step; when the machine was busy then,
+	 * a step can run faster than it, and the best rate seen is the better estimate. */
+	double rate = seconds > 0 ? u->flops * o->accum / seconds / 1e9 : 0;
+	if (u->peak > 0 && rate > u->peak)
+		u->peak = rate;
 	*s = (struct loop_status){
 		.step = u->st->step,
 		.steps = o->steps,
@@ -439,9 +444,7 @@ static void status(const struct run *u, struct loop_status *s, double loss, doub
 		.val_loss = u->val_loss,
 		.step_seconds = seconds,
 		.tokens_per_second = seconds > 0 ? tokens / seconds : 0,
-		.peak_share = seconds > 0 && u->peak > 0 ? u->flops * o->accum / seconds /
-								   (u->peak * 1e9)
-							 : 0,
+		.peak_share = u->peak > 0 ? rate / u->peak : 0,
 		.eta_seconds = u->ema * (double)(o->steps - u->st->step),
 		.tokens = u->st->tokens,
 	};
