@@ -48,6 +48,18 @@ chat_model() {
 		{ echo "mkmodel failed: $*" >&2; exit 1; }
 }
 
+# wait_screen REGEX — until the test's `screen` function (its tmux pane, captured) shows
+# a line matching REGEX (grep -E), or $WAIT seconds (default 30).
+wait_screen() {
+	i=0
+	while [ $i -lt $((${WAIT:-30} * 10)) ]; do
+		screen | grep -qE -- "$1" && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
 # Ends the test: exit 0 when no check failed.
 finish() {
 	if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed" >&2; exit 1; fi

@@ -37,17 +37,8 @@ shot() {
 	screen
 	echo "---- end of screen $SHOTS ----"
 }
-wait_for() {
-	i=0
-	while [ $i -lt $((WAIT * 10)) ]; do
-		screen | grep -qE -- "$1" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
 check_screen() {   # REGEX DESC
-	if wait_for "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
+	if wait_screen "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
 }
 idle() { check_screen '^Enter send \|' "$1"; }
 session() { cat "$(cat "$TMP/state/qwenchat/last-session")"; }

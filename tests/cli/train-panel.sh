@@ -36,16 +36,7 @@ capture() {
 	cat "$1"
 	echo "---- end of screen ----"
 }
-# wait_for REGEX — until the screen matches (grep -E), or $WAIT seconds.
-wait_for() {
-	i=0
-	while [ $i -lt $((WAIT * 10)) ]; do
-		T capture-pane -p -t tr | grep -qE -- "$1" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
+screen() { T capture-pane -p -t tr; }
 # check_panel FILE WIDTH DESC — the panel is the last lines of the screen from its
 # progress bar down: 4 to 8 lines, none wider than WIDTH, with every element, and
 # no stale copy of it above.
@@ -87,7 +78,7 @@ EOF
 # ---- the panel ------------------------------------------------------------------------
 T new-session -d -s tr -x 80 -y 24 "TERM=screen '$QWENCHAT' train --out '$R' $ARGS \
 	--steps 1000000 --eval-every 200 --save-every 1000000; echo \$? >'$TMP/rc'; sleep 600"
-if wait_for '^loss [0-9.]+  val [0-9.]+ '; then # the first evaluation is in
+if wait_screen '^loss [0-9.]+  val [0-9.]+ '; then # the first evaluation is in
 	sleep 1                                     # a few redraws and evaluations more
 	capture "$TMP/scr"
 	check_panel "$TMP/scr" 80 "the panel in an 80-column pane"
@@ -155,7 +146,7 @@ T resize-window -t tr -x 160 -y 40
 T respawn-pane -k -t tr "printf '\\033[H\\033[2J'; TERM=dumb '$QWENCHAT' train --resume '$R' --steps $((to + 10)); \
 	echo EXITED \$?; sleep 600"
 T clear-history -t tr
-wait_for '^EXITED' || fail "TERM=dumb: the run did not end"
+wait_screen '^EXITED' || fail "TERM=dumb: the run did not end"
 capture "$TMP/scr"
 if [ "$(grep -cE "^step [0-9]+/$((to + 10))  loss " "$TMP/scr")" = 10 ] &&
    grep -q '^EXITED 0' "$TMP/scr" && ! grep -q '[▁▂▃▄▅▆▇█]' "$TMP/scr"; then

@@ -137,26 +137,18 @@ WAIT=60
 export TERM=xterm-256color
 T new-session -d -s ui -x 100 -y 30 \
 	"$Q -m '$D/chat' --backend cpu --threads 2 -n 200 --seed 3; echo EXITED \$?; sleep 600"
-wait_for() {
-	i=0
-	while [ $i -lt $((WAIT * 10)) ]; do
-		T capture-pane -p -t ui | grep -qE -- "$1" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
-wait_for 'Type a message' || fail "the UI did not start"
+screen() { T capture-pane -p -t ui; }
+wait_screen 'Type a message' || fail "the UI did not start"
 for m in "The jury met on Monday." "Tell me about the old house by the river." \
 	"What did the mayor say to the press?"; do
 	T send-keys -t ui "$m" Enter
 	sleep 1
-	wait_for '^Enter send \|' || fail "the answer to '$m' did not end"
+	wait_screen '^Enter send \|' || fail "the answer to '$m' did not end"
 done
 T capture-pane -p -t ui >"$TMP/screen"
 cat "$TMP/screen"
 T send-keys -t ui '/quit' Enter
-wait_for 'EXITED 0' && pass "the UI quits with exit 0" || fail "the UI's exit"
+wait_screen 'EXITED 0' && pass "the UI quits with exit 0" || fail "the UI's exit"
 python3 - "$TMP/state/qwenchat/last-session" "$TMP/screen" "$TMP/ui" <<'EOF' ||
 import json, sys
 path = open(sys.argv[1]).read().strip()

@@ -18,17 +18,8 @@ WAIT=30
 
 screen() { T capture-pane -p -t ui; }
 shot() { echo "---- screen: $1 ----"; screen; echo "---- end of screen ----"; }
-wait_for() {
-	i=0
-	while [ $i -lt $((WAIT * 10)) ]; do
-		screen | grep -qE -- "$1" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
 check_screen() {   # REGEX DESC
-	if wait_for "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
+	if wait_screen "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
 }
 
 # A model rigged to answer 世界 你好 " мир" " hello" 中国, then <|im_end|>.

@@ -34,29 +34,19 @@ shot() {
 	screen
 	echo "---- end of screen $SHOTS ----"
 }
-# wait_for REGEX — until the screen matches (grep -E), or $WAIT seconds.
-wait_for() {
-	i=0
-	while [ $i -lt $((WAIT * 10)) ]; do
-		screen | grep -qE -- "$1" && return 0
-		sleep 0.1
-		i=$((i + 1))
-	done
-	return 1
-}
 # stop_answer DESC — Esc, then idle (the answer may also have ended by itself).
 # The last answer's "decode N t/s" stays in the status bar, so a check for it can pass
 # before a new answer begins, and an Esc sent then is lost: first wait (a few seconds)
 # for the hint line of an answer under way.
 stop_answer() {
 	W=$WAIT WAIT=$((WAIT / 6))
-	wait_for '^Esc or Ctrl-C: stop the answer'
+	wait_screen '^Esc or Ctrl-C: stop the answer'
 	WAIT=$W
 	T send-keys -t ui Escape
 	check_screen '^Enter send \|' "$1"
 }
 check_screen() {   # REGEX DESC
-	if wait_for "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
+	if wait_screen "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
 }
 status_line() { screen | grep -E '^ model \| cpu \|' | head -n 1; }
 # The layout: the status bar is the third line from the bottom at every size.
@@ -428,7 +418,7 @@ check_screen 'Type a message' "restarted with a small context"
 for m in one two three four five six seven; do
 	T send-keys -t ui "message $m" Enter
 	sleep 0.3
-	wait_for '^Enter send \|' || true
+	wait_screen '^Enter send \|' || true
 	screen | grep -qE 'no longer fits? the context' && break
 done
 check_screen 'oldest turns? no longer fits? the context' "the chat says when turns leave the context"
