@@ -1,7 +1,9 @@
 /* fuzz_jsonlimit.c — the pre-parse bound against jansson: for every text jansson
  * parses, jlim_check must count exactly the values (keys included) and the nesting
  * of the tree jansson built, so that the bound it enforces is the parse's real cost.
- * Texts jansson refuses need only not crash the scan. */
+ * Texts jansson refuses need only not crash the scan; so do texts with a key twice in
+ * an object, whose tree keeps the last value only: the scan counts both, which every
+ * parse costs before jansson drops the first. */
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,7 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct jlim l = {.max_depth = 1 << 20, .max_values = SIZE_MAX};
 	if (jlim_check(s, size, &l, "fuzz"))
 		abort(); /* no limit to exceed */
-	json_t *root = json_loadb(s, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	json_t *root =
+		json_loadb(s, size, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, NULL);
 	if (!root)
 		return 0;
 	size_t values = 0;
