@@ -199,7 +199,7 @@ static int create_temp(const char *target, mode_t mode, char *tmp, size_t tmpsz)
 	return err_set("%s: cannot find a free temporary name", target);
 }
 
-static int write_fd(int fd, const void *data, size_t len)
+int fio_write_fd(int fd, const void *data, size_t len)
 {
 	const char *p = data;
 	while (len > 0) {
@@ -235,7 +235,7 @@ static int replace(const char *target, const void *data, size_t len, mode_t mode
 		return err_set("%s: cannot set the mode: %s", target, strerror(errno));
 	}
 	int rc = 0;
-	if (write_fd(fd, data, len) != 0 || fsync(fd) != 0)
+	if (fio_write_fd(fd, data, len) != 0 || fsync(fd) != 0)
 		rc = err_set("%s: write failed: %s", target, strerror(errno));
 	if (close(fd) != 0 && rc == 0)
 		rc = err_set("%s: write failed: %s", target, strerror(errno));

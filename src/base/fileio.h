@@ -25,6 +25,10 @@ enum {
 	FIO_NO_LINKS = 1 << 0, /* refuse a symbolic link at path instead of writing through it */
 };
 
+/* Writes data[0..len) to fd whole, through short writes and EINTR. 0, or -1 with
+ * errno set (no err_set: the caller names the file). */
+int fio_write_fd(int fd, const void *data, size_t len);
+
 /* Replaces path's contents so that a reader sees the old file or the new one, never
  * a partial one: the data goes into a new temporary file beside it (a random name
  * created with O_EXCL|O_NOFOLLOW, so no planted link can aim the write), is synced,

@@ -26,21 +26,6 @@ uint16_t ckpt_bf16(float x)
 	return (uint16_t)(u >> 16);
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-	while (len > 0) {
-		ssize_t w = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 static int64_t numel(const struct ckpt_tensor *t)
 {
 	return t->ndim == 1 ? t->shape[0] : t->shape[0] * t->shape[1];
@@ -94,7 +79,7 @@ int ckpt_st_write(int fd, const char *name, const struct ckpt_tensor *t, int n, 
 	unsigned char len8[8];
 	for (int i = 0; i < 8; i++)
 		len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
-	int rc = write_all(fd, len8, 8) || write_all(fd, h, hlen) ? -1 : 0;
+	int rc = fio_write_fd(fd, len8, 8) || fio_write_fd(fd, h, hlen) ? -1 : 0;
 	free(h);
 	enum { CHUNK = 1 << 18 };
 	uint16_t *buf = dt == CKPT_BF16 ? malloc(CHUNK * sizeof *buf) : NULL;
@@ -104,14 +89,14 @@ int ckpt_st_write(int fd, const char *name, const struct ckpt_tensor *t, int n, 
 		int64_t ne = numel(&t[i]);
 		if (dt == CKPT_F32) {
 			/* safetensors is little-endian, as every machine qwenchat runs on */
-			rc = write_all(fd, t[i].data, (size_t)ne * sizeof(float));
+			rc = fio_write_fd(fd, t[i].data, (size_t)ne * sizeof(float));
 			continue;
 		}
 		for (int64_t j = 0; rc == 0 && j < ne; j += CHUNK) {
 			int64_t k = ne - j < CHUNK ? ne - j : CHUNK;
 			for (int64_t q = 0; q < k; q++)
 				buf[q] = ckpt_bf16(t[i].data[j + q]);
-			rc = write_all(fd, buf, (size_t)k * sizeof *buf);
+			rc = fio_write_fd(fd, buf, (size_t)k * sizeof *buf);
 		}
 	}
 	free(buf);
@@ -431,7 +416,7 @@ int ckpt_put(struct ckpt_txn *x, const char *rel, const void *data, size_t len)
 	int fd = ckpt_create(x, rel);
 	if (fd < 0)
 		return -1;
-	if (write_all(fd, data, len)) {
+	if (fio_write_fd(fd, data, len)) {
 		int e = errno;
 		ckpt_close(x, fd);
 		return err_set("%s/%s: write failed: %s", x->dir, rel, strerror(e));
@@ -483,7 +468,7 @@ static int write_mark(struct ckpt_txn *x, char **text)
 			0600);
 	if (fd < 0)
 		return err_set("%s: cannot create the mark: %s", x->tmp, strerror(errno));
-	int rc = write_all(fd, m, len) || fsync(fd) ? -1 : 0;
+	int rc = fio_write_fd(fd, m, len) || fsync(fd) ? -1 : 0;
 	if (close(fd) != 0)
 		rc = -1;
 	if (rc == 0 && renameat(x->tmpfd, TXN_MARK ".part", x->tmpfd, TXN_MARK) != 0)
