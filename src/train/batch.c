@@ -94,6 +94,15 @@ void batch_random(struct batch_rng *r, const int32_t *stream, size_t len, int ro
 	}
 }
 
+/* Positions [from, T) of a row hold nothing: input 0, no target (not scored). */
+static void pad(int32_t *in, int32_t *tg, int from, int T)
+{
+	for (int i = from; i < T; i++) {
+		in[i] = 0;
+		tg[i] = -1;
+	}
+}
+
 int64_t batch_windows(size_t len, int T)
 {
 	return len < (size_t)T + 1 ? 0 : (int64_t)((len - 1) / (size_t)T);
@@ -129,10 +138,7 @@ int batch_eval(const int32_t *stream, size_t len, int T, int64_t first, int rows
 			window(stream, (size_t)(first + b) * (size_t)T, T, in, tg);
 			real++;
 		} else {
-			for (int i = 0; i < T; i++) {
-				in[i] = 0;
-				tg[i] = -1;
-			}
+			pad(in, tg, 0, T);
 		}
 	}
 	return real;
@@ -146,10 +152,7 @@ int batch_conv_row(const struct batch_convs *c, int64_t k, int T, int32_t *in, i
 		in[i] = c->ids[s + (size_t)i];
 		tg[i] = c->flags[s + (size_t)i + 1] & DSET_SCORED ? c->ids[s + (size_t)i + 1] : -1;
 	}
-	for (int i = real; i < T; i++) {
-		in[i] = 0;
-		tg[i] = -1;
-	}
+	pad(in, tg, real, T);
 	return real;
 }
 
@@ -181,10 +184,7 @@ int batch_conv_eval(const struct batch_convs *c, int64_t first, int rows, int T,
 			batch_conv_row(c, first + b, T, in, tg);
 			real++;
 		} else {
-			for (int i = 0; i < T; i++) {
-				in[i] = 0;
-				tg[i] = -1;
-			}
+			pad(in, tg, 0, T);
 		}
 	}
 	return real;
