@@ -111,7 +111,7 @@ int cmd_logits(int argc, char **argv)
 		goto fail;
 	}
 	if (eng_forward(e, ids, n, 0, logits, true) ||
-	    fio_write_atomic(out, logits, bytes, 0644, 0))
+	    fio_write_atomic(out, logits, bytes, 0600, 0))
 		goto fail;
 	rc = EXIT_OK;
 	goto done;

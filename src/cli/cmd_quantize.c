@@ -92,7 +92,7 @@ static void progress(size_t done, size_t total)
 		fputc('\n', stderr);
 }
 
-/* A new file beside `out` (O_EXCL: never an existing file or link), mode 0644. */
+/* A new file beside `out` (O_EXCL: never an existing file or link), private: mode 0600. */
 static int create_temp(const char *out, char **tmp)
 {
 	size_t n = strlen(out) + 32;
@@ -106,7 +106,7 @@ static int create_temp(const char *out, char **tmp)
 		*tmp = NULL;
 		return -1;
 	}
-	if (fchmod(fd, 0644) != 0) {
+	if (fchmod(fd, 0600) != 0) {
 		err_set("%s: chmod: %s", *tmp, strerror(errno));
 		close(fd);
 		unlink(*tmp);

@@ -222,8 +222,8 @@ static int write_chat_config(const char *dir)
 		return -1;
 	char *path = fio_join(dir, "tokenizer_config.json");
 	bool markers;
-	char *text = path ? mdir_tokenizer_config(NULL, path, t, &markers) : NULL;
-	int rc = text ? fio_write_atomic(path, text, strlen(text), 0644, 0)
+	char *text = path ? mdir_tokenizer_config(NULL, path, t, NULL, &markers) : NULL;
+	int rc = text ? fio_write_atomic(path, text, strlen(text), 0600, 0)
 		      : path ? -1 : err_set("out of memory");
 	free(text);
 	free(path);

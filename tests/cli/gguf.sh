@@ -83,7 +83,7 @@ expect_err_has "part 3 of a split model; open its first part" "later part: says 
 
 # ---- quantize: a GGUF llama.cpp and qwenchat load, written whole or not at all ----
 expect_exit 0 "quantize --type bf16" "$QWENCHAT" quantize -m "$M" --type bf16 --out "$TMP/qz.gguf"
-[ "$(stat -c %a "$TMP/qz.gguf")" = 644 ] && pass "the file is 0644" || fail "mode $(stat -c %a "$TMP/qz.gguf")"
+[ "$(stat -c %a "$TMP/qz.gguf")" = 600 ] && pass "the file is private (0600)" || fail "mode $(stat -c %a "$TMP/qz.gguf")"
 "$QWENCHAT" info -m "$TMP/qz.gguf" >"$TMP/info" 2>&1 && grep -q "BF16: 15 tensors" "$TMP/info" &&
 	grep -q "F32: 9 tensors" "$TMP/info" && pass "info loads it: BF16 matrices, F32 norms" ||
 	fail "info on the quantized file: $(head -c 300 "$TMP/info")"

@@ -87,6 +87,8 @@ check unicode 700 "" "$TMP/unicode.txt"
 check files 700 "<|endoftext|>" "$TMP/prose.txt" "$TMP/second.txt" "$TMP/unicode.txt"
 # more merges asked than pairs exist: training stops early, like the reference
 check exhaust 5000 "" "$TMP/ties.txt"
+bad=$(find "$TMP/out-prose-1" -type f ! -perm 0600)
+[ -z "$bad" ] && pass "the tokenizer's files are private (0600)" || fail "not 0600: $bad"
 
 # Ids: bytes, merges, then the specials in the order given, as added tokens.
 python3 - "$TMP/out-special-1" <<'EOF' && pass "ids: 256 bytes, merges, specials last" || fail "ids layout"
