@@ -5,35 +5,12 @@
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/base/strbuf.h"
-#include "tokenizer/pretok.h"
+#include "tokenizer/tokjson.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A JSON string literal (the text is valid UTF-8; only quotes, backslashes and
- * control characters need escapes). */
-static void sb_json(struct strbuf *b, const char *s, size_t n)
-{
-	sb_put(b, "\"", 1);
-	size_t run = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		sb_put(b, s + run, i - run);
-		if (c == '"' || c == '\\') {
-			char e[2] = {'\\', (char)c};
-			sb_put(b, e, 2);
-		} else {
-			sb_printf(b, "\\u%04x", c);
-		}
-		run = i + 1;
-	}
-	sb_put(b, s + run, n - run);
-	sb_put(b, "\"", 1);
-}
 
 /* GPT-2's byte-to-unicode map: printable Latin-1 bytes stand for themselves, the
  * other 68 bytes (controls, space, DEL, NBSP, soft hyphen) take U+0100.. in order. */
@@ -54,11 +31,16 @@ static void byte_map(char map[256][3], unsigned char len[256])
 	}
 }
 
-/* Every token's mapped string, NUL-separated in one buffer: strs + soff[id]. */
+/* Every token's mapped string, NUL-separated in one buffer, and the lists
+ * tokjson.h writes: the vocabulary (id order) and the merges. */
 struct mapped {
 	struct strbuf s;
 	size_t *soff;
+	struct tokjson_token *vocab;
+	struct tokjson_merge *merges;
 };
+
+#define TOK(mp, id) ((mp)->s.p + (mp)->soff[id])
 
 static int map_tokens(const struct bpe_model *m, struct mapped *out)
 {
@@ -66,7 +48,9 @@ static int map_tokens(const struct bpe_model *m, struct mapped *out)
 	unsigned char len[256];
 	byte_map(map, len);
 	out->soff = malloc(((size_t)m->n_tokens + 1) * sizeof *out->soff);
-	if (!out->soff)
+	out->vocab = malloc(((size_t)m->n_tokens + 1) * sizeof *out->vocab);
+	out->merges = malloc(((size_t)m->n_merges + 1) * sizeof *out->merges);
+	if (!out->soff || !out->vocab || !out->merges)
 		return err_set("out of memory");
 	for (int id = 0; id < m->n_tokens; id++) {
 		size_t n;
@@ -78,68 +62,33 @@ static int map_tokens(const struct bpe_model *m, struct mapped *out)
 	}
 	if (out->s.oom)
 		return err_set("out of memory");
+	for (int id = 0; id < m->n_tokens; id++)
+		out->vocab[id] = (struct tokjson_token){TOK(out, id), strlen(TOK(out, id)), id, false};
+	for (int i = 0; i < m->n_merges; i++)
+		out->merges[i] = (struct tokjson_merge){out->vocab[m->merges[i][0]].s,
+							out->vocab[m->merges[i][1]].s,
+							out->vocab[m->merges[i][0]].n,
+							out->vocab[m->merges[i][1]].n};
 	return 0;
 }
 
-#define TOK(mp, id) ((mp)->s.p + (mp)->soff[id])
-
-static void json_vocab(struct strbuf *b, const struct bpe_model *m, const struct mapped *mp,
-		       const char *indent)
+/* tokenizer.json: the specials follow the last merge's id, in the order given. The
+ * normalizer is null because training counts the text as it is, without NFC: an NFC
+ * normalizer would encode text differently from what was counted. */
+static int json_tokenizer(struct strbuf *b, const struct bpe_model *m, const struct mapped *mp,
+			  const char *const *specials, const bool *special, int n_specials)
 {
-	sb_puts(b, "{\n");
-	for (int id = 0; id < m->n_tokens; id++) {
-		sb_puts(b, indent);
-		sb_json(b, TOK(mp, id), strlen(TOK(mp, id)));
-		sb_printf(b, ": %d%s\n", id, id + 1 < m->n_tokens ? "," : "");
-	}
-}
-
-/* Hugging Face tokenizer.json, laid out as `tokenizers` saves it (pretty). The
- * normalizer is null because training counts the text as it is, without NFC:
- * an NFC normalizer would encode text differently from what was counted. */
-static void json_tokenizer(struct strbuf *b, const struct bpe_model *m, const struct mapped *mp,
-			   const char *const *specials, const bool *special, int n_specials)
-{
-	static const char bytelevel[] = "\"add_prefix_space\": false, \"trim_offsets\": false, "
-					"\"use_regex\": false";
-	sb_puts(b, "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n"
-		   "  \"added_tokens\": [");
-	for (int k = 0; k < n_specials; k++) {
-		sb_printf(b, "%s\n    {\n      \"id\": %d,\n      \"content\": ", k ? "," : "",
-			  m->n_tokens + k);
-		sb_json(b, specials[k], strlen(specials[k]));
-		sb_puts(b, ",\n      \"single_word\": false,\n      \"lstrip\": false,\n"
-			   "      \"rstrip\": false,\n      \"normalized\": false,\n"
-			   "      \"special\": ");
-		sb_puts(b, !special || special[k] ? "true\n    }" : "false\n    }");
-	}
-	sb_puts(b, n_specials ? "\n  ],\n" : "],\n");
-	sb_puts(b, "  \"normalizer\": null,\n  \"pre_tokenizer\": {\n"
-		   "    \"type\": \"Sequence\",\n    \"pretokenizers\": [\n"
-		   "      {\"type\": \"Split\", \"pattern\": {\"Regex\": ");
-	sb_json(b, pretok_qwen2_regex, strlen(pretok_qwen2_regex));
-	sb_puts(b, "}, \"behavior\": \"Isolated\", \"invert\": false},\n      {\"type\": "
-		   "\"ByteLevel\", ");
-	sb_puts(b, bytelevel);
-	sb_puts(b, "}\n    ]\n  },\n  \"post_processor\": {\"type\": \"ByteLevel\", ");
-	sb_puts(b, bytelevel);
-	sb_puts(b, "},\n  \"decoder\": {\"type\": \"ByteLevel\", ");
-	sb_puts(b, bytelevel);
-	sb_puts(b, "},\n  \"model\": {\n    \"type\": \"BPE\",\n    \"dropout\": null,\n"
-		   "    \"unk_token\": null,\n    \"continuing_subword_prefix\": \"\",\n"
-		   "    \"end_of_word_suffix\": \"\",\n    \"fuse_unk\": false,\n"
-		   "    \"byte_fallback\": false,\n    \"ignore_merges\": false,\n    \"vocab\": ");
-	json_vocab(b, m, mp, "      ");
-	sb_puts(b, "    },\n    \"merges\": [");
-	for (int i = 0; i < m->n_merges; i++) {
-		const char *x = TOK(mp, m->merges[i][0]), *y = TOK(mp, m->merges[i][1]);
-		sb_puts(b, i ? ",\n      [" : "\n      [");
-		sb_json(b, x, strlen(x));
-		sb_puts(b, ", ");
-		sb_json(b, y, strlen(y));
-		sb_puts(b, "]");
-	}
-	sb_puts(b, m->n_merges ? "\n    ]\n  }\n}\n" : "]\n  }\n}\n");
+	struct tokjson_token *added = malloc(((size_t)n_specials + 1) * sizeof *added);
+	if (!added)
+		return err_set("out of memory");
+	for (int k = 0; k < n_specials; k++)
+		added[k] = (struct tokjson_token){specials[k], strlen(specials[k]), m->n_tokens + k,
+						  !special || special[k]};
+	struct tokjson j = {mp->vocab,	(size_t)m->n_tokens, mp->merges, (size_t)m->n_merges,
+			    added,	(size_t)n_specials, false};
+	tokjson_write(b, &j);
+	free(added);
+	return 0;
 }
 
 static int write_file(const char *dir, const char *name, const struct strbuf *b)
@@ -149,7 +98,7 @@ static int write_file(const char *dir, const char *name, const struct strbuf *b)
 	char *path = fio_join(dir, name);
 	if (!path)
 		return err_set("out of memory");
-	int rc = fio_write_atomic(path, b->p ? b->p : "", b->n, 0644, 0);
+	int rc = fio_write_atomic(path, b->p ? b->p : "", b->n, 0600, 0);
 	free(path);
 	return rc;
 }
@@ -157,7 +106,7 @@ static int write_file(const char *dir, const char *name, const struct strbuf *b)
 int bpe_write(const struct bpe_model *m, const char *const *specials, const bool *special,
 	      int n_specials, const char *dir)
 {
-	struct mapped mp = {{0}, NULL};
+	struct mapped mp = {{0}, NULL, NULL, NULL};
 	struct strbuf b = {0};
 	int rc = -1;
 	if (map_tokens(m, &mp) < 0)
@@ -170,11 +119,11 @@ int bpe_write(const struct bpe_model *m, const char *const *specials, const bool
 					specials[k], id);
 				goto out;
 			}
-	json_tokenizer(&b, m, &mp, specials, special, n_specials);
-	if (write_file(dir, "tokenizer.json", &b) < 0)
+	if (json_tokenizer(&b, m, &mp, specials, special, n_specials) < 0 ||
+	    write_file(dir, "tokenizer.json", &b) < 0)
 		goto out;
 	b.n = 0;
-	json_vocab(&b, m, &mp, "  ");
+	tokjson_vocab(&b, mp.vocab, (size_t)m->n_tokens, "  ");
 	sb_puts(&b, "}\n");
 	if (write_file(dir, "vocab.json", &b) < 0)
 		goto out;
@@ -191,5 +140,7 @@ out:
 	free(b.p);
 	free(mp.s.p);
 	free(mp.soff);
+	free(mp.vocab);
+	free(mp.merges);
 	return rc;
 }

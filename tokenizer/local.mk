@@ -8,4 +8,5 @@ libtokenizer_a_SOURCES = \
 	tokenizer/bytelevel.c tokenizer/bytelevel.h tokenizer/jscan.c tokenizer/jscan.h
 # BPE training (`qwenchat train-bpe`): counting pre-tokens, the merge loop, writers.
 libtokenizer_a_SOURCES += tokenizer/bpe_train.c tokenizer/bpe_train.h \
-	tokenizer/bpe_count.c tokenizer/bpe_count.h tokenizer/bpe_write.c tokenizer/bpe_write.h
+	tokenizer/bpe_count.c tokenizer/bpe_count.h tokenizer/bpe_write.c tokenizer/bpe_write.h \
+	tokenizer/tokjson.c tokenizer/tokjson.h

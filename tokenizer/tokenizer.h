@@ -40,6 +40,12 @@ struct tok_vocab {
 };
 /* NULL on error (err_set names v->name and the field). */
 struct tok *tok_from_vocab(const struct tok_vocab *v);
+/* The tokenizer.json (Hugging Face format) these lists were converted from: the
+ * normal tokens as model.vocab, the merges, the special and added tokens as
+ * added_tokens, the NFC normalizer when v->nfc; loaded, it gives the ids
+ * tok_from_vocab(v) gives. Malloc'd, NUL-terminated, *len bytes; NULL on error
+ * (err_set names v->name and the field). Check the lists with tok_from_vocab first. */
+char *tok_vocab_json(const struct tok_vocab *v, size_t *len);
 
 /* Number of ids (base vocabulary plus added tokens: max id + 1). */
 int tok_vocab_size(const struct tok *t);

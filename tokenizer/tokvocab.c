@@ -10,6 +10,7 @@
 #include "src/base/err.h"
 #include "tokenizer/bytelevel.h"
 #include "tokenizer/tok_impl.h"
+#include "tokenizer/tokjson.h"
 
 /* Grows *buf to hold n bytes. */
 static int reserve(char **buf, size_t *cap, size_t n)
@@ -129,4 +130,56 @@ struct tok *tok_from_vocab(const struct tok_vocab *v)
 		return NULL;
 	}
 	return t;
+}
+
+/* Splits the tokens by kind: normal ones into the vocabulary, special and added ones
+ * into added_tokens (unused ids have neither). */
+static void split_tokens(const struct tok_vocab *v, struct tokjson *j, struct tokjson_token *vocab,
+			 struct tokjson_token *added)
+{
+	for (size_t i = 0; i < v->n_tokens; i++) {
+		struct tokjson_token t = {v->tokens[i], v->token_len[i], (int32_t)i,
+					  v->kinds[i] == TOK_SPECIAL};
+		if (v->kinds[i] == TOK_NORMAL)
+			vocab[j->n_vocab++] = t;
+		else if (v->kinds[i] != TOK_UNUSED)
+			added[j->n_added++] = t;
+	}
+}
+
+char *tok_vocab_json(const struct tok_vocab *v, size_t *len)
+{
+	struct tokjson j = {.nfc = v->nfc};
+	struct tokjson_token *vocab = malloc((v->n_tokens + 1) * sizeof *vocab),
+			     *added = malloc((v->n_tokens + 1) * sizeof *added);
+	struct tokjson_merge *merges = malloc((v->n_merges + 1) * sizeof *merges);
+	struct strbuf b = {0};
+	int rc = vocab && added && merges ? 0 : err_set("%s: tokenizer.json: out of memory", v->name);
+	if (!rc)
+		split_tokens(v, &j, vocab, added);
+	for (size_t i = 0; !rc && i < v->n_merges; i++) {
+		const char *s = v->merges[i], *sp = memchr(s, ' ', v->merge_len[i]);
+		if (!sp)
+			rc = err_set("%s: %s: entry %zu is not two tokens separated by a space",
+				     v->name, v->merges_key, i);
+		else
+			merges[j.n_merges++] = (struct tokjson_merge){
+				s, sp + 1, (size_t)(sp - s), v->merge_len[i] - (size_t)(sp - s) - 1};
+	}
+	j.vocab = vocab;
+	j.added = added;
+	j.merges = merges;
+	if (!rc)
+		tokjson_write(&b, &j);
+	if (!rc && b.oom)
+		rc = err_set("%s: tokenizer.json: out of memory", v->name);
+	free(vocab);
+	free(added);
+	free(merges);
+	if (rc) {
+		free(b.p);
+		return NULL;
+	}
+	*len = b.n;
+	return b.p;
 }

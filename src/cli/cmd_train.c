@@ -110,7 +110,7 @@ static const struct cli_opt train_opts[] = {
 	{"min-lr", OPT_MIN_LR, "X", "learning rate at the end of the cosine (default\nlr/10)"},
 	{"warmup", OPT_WARMUP, "N", "steps of linear warm-up from 0 (default 0)"},
 	{"cosine-steps", OPT_COSINE_STEPS, "N",
-	 "the step where the cosine reaches --min-lr (default\n--steps)"},
+	 "the step where the cosine reaches --min-lr (default\n--steps, or --warmup if that is longer)"},
 	{"weight-decay", OPT_WEIGHT_DECAY, "X",
 	 "AdamW's decay of the matrices, not the norms\n(default 0.1)"},
 	{"beta1", OPT_BETA1, "X", "AdamW's beta1 (default 0.9)"},
@@ -345,8 +345,10 @@ static int check_new(struct args *a)
 	}
 	if (o->min_lr < 0)
 		o->min_lr = o->lr / 10;
+	/* By default the cosine ends with the run; a run shorter than its warm-up (a trial of
+	 * a long recipe, or --steps 0 to write the initial weights) stays in the warm-up. */
 	if (o->cosine_steps < 0)
-		o->cosine_steps = o->steps;
+		o->cosine_steps = o->steps > o->warmup ? o->steps : o->warmup;
 	if (o->warmup > o->cosine_steps)
 		return cli_usage("train", "--warmup %lld is past --cosine-steps %lld", (long long)o->warmup,
 				 (long long)o->cosine_steps);

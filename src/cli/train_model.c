@@ -70,7 +70,7 @@ static int tokenizer_from_dir(struct train_model *p, const char *dir)
 		return -1;
 	}
 	bool markers;
-	char *text = mdir_tokenizer_config(existing, cfg_path, p->m.tk, &markers);
+	char *text = mdir_tokenizer_config(existing, cfg_path, p->m.tk, NULL, &markers);
 	free(existing);
 	free(cfg_path);
 	if (!text)
@@ -83,6 +83,29 @@ static int tokenizer_from_dir(struct train_model *p, const char *dir)
 		remark(p, "the tokenizer has no <|im_start|> and <|im_end|> tokens: the chat "
 			  "template's turn markers will be plain text (train-bpe --special "
 			  "'<|im_start|>' --special '<|im_end|>' adds them)");
+	return 0;
+}
+
+/* A GGUF file's tokenizer, and the tokenizer.json and tokenizer_config.json (its chat
+ * template, else Qwen3's) that make the checkpoints directories the chat loads. */
+static int tokenizer_from_gguf(struct train_model *p, const char *path)
+{
+	char *json = NULL;
+	size_t len = 0;
+	if (!(p->m.tk = loader_tokenizer_json(path, &json, &len)))
+		return -1;
+	add_file(p, "tokenizer.json", json, len);
+	const char *tmpl = tok_chat_template(p->m.tk);
+	bool markers;
+	char *cfg = mdir_tokenizer_config(NULL, "tokenizer_config.json", p->m.tk, tmpl, &markers);
+	if (!cfg)
+		return -1;
+	add_file(p, "tokenizer_config.json", cfg, strlen(cfg));
+	if (!tmpl) {
+		p->template_added = true;
+		remark(p, "the tokenizer has no chat template: the checkpoint's "
+			  "tokenizer_config.json gets Qwen3's");
+	}
 	return 0;
 }
 
@@ -237,14 +260,8 @@ int train_model_new(const struct tstate_opts *o, struct train_model *p)
 			if (tokenizer_from_dir(p, tdir) ||
 			    loader_check_vocab(p->m.tk, p->m.cfg.vocab_size, tdir))
 				return -1;
-		} else if (eng_is_gguf(p->init_path)) {
-			/* the GGUF's tokenizer encodes the data; its keys are not written back
-			 * as tokenizer.json */
-			if (!(p->m.tk = loader_tokenizer(p->init_path)))
-				return -1;
-			remark(p, "the checkpoints get no tokenizer files from a GGUF file: give "
-				  "--tokenizer DIR (the model's tokenizer.json) for a directory "
-				  "the chat loads");
+		} else if (eng_is_gguf(p->init_path) && tokenizer_from_gguf(p, p->init_path)) {
+			return -1;
 		}
 		if (!o->tokenizer && !eng_is_gguf(p->init_path) &&
 		    copy_file(p, p->init_path, "generation_config.json", false))

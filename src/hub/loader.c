@@ -125,7 +125,7 @@ static int chat_template(const struct eng_gguf *g, char **out)
 	return 0;
 }
 
-struct tok *loader_tokenizer_gguf(const struct eng_gguf *g)
+struct tok *loader_tokenizer_gguf(const struct eng_gguf *g, char **json, size_t *json_len)
 {
 	struct tok_vocab v = {
 		.name = eng_gguf_name(g), .tokens_key = TOKENS, .merges_key = MERGES, .nfc = true};
@@ -153,6 +153,10 @@ struct tok *loader_tokenizer_gguf(const struct eng_gguf *g)
 	v.pad = pad[0] ? pad : NULL;
 	v.chat_template = tmpl;
 	t = tok_from_vocab(&v);
+	if (t && json && !(*json = tok_vocab_json(&v, json_len))) {
+		tok_free(t);
+		t = NULL;
+	}
 out:
 	free(tokens);
 	free(tlen);
@@ -160,6 +164,14 @@ out:
 	free(merges);
 	free(mlen);
 	free(tmpl);
+	return t;
+}
+
+struct tok *loader_tokenizer_json(const char *path, char **json, size_t *len)
+{
+	struct eng_gguf *g = eng_gguf_open(path);
+	struct tok *t = g ? loader_tokenizer_gguf(g, json, len) : NULL;
+	eng_gguf_free(g);
 	return t;
 }
 
@@ -178,7 +190,7 @@ struct tok *loader_tokenizer(const char *path)
 	if (!eng_is_gguf(path))
 		return tok_load(path);
 	struct eng_gguf *g = eng_gguf_open(path);
-	struct tok *t = g ? loader_tokenizer_gguf(g) : NULL;
+	struct tok *t = g ? loader_tokenizer_gguf(g, NULL, NULL) : NULL;
 	eng_gguf_free(g);
 	return t;
 }

@@ -22,8 +22,13 @@ struct tok *loader_tokenizer(const char *path);
 int loader_check_vocab(const struct tok *t, int vocab_size, const char *path);
 
 /* The tokenizer of an open GGUF: tokenizer.ggml.model "gpt2" with pre "qwen2", the
- * tokens, token types, merges, eos/padding ids and tokenizer.chat_template. */
-struct tok *loader_tokenizer_gguf(const struct eng_gguf *g);
+ * tokens, token types, merges, eos/padding ids and tokenizer.chat_template; and,
+ * when json is not NULL, the tokenizer.json those keys were converted from (*json
+ * malloc'd, *len bytes), which makes a directory of a model that came as GGUF.
+ * NULL on error (err_set). */
+struct tok *loader_tokenizer_gguf(const struct eng_gguf *g, char **json, size_t *len);
+/* The same from a GGUF file's path. */
+struct tok *loader_tokenizer_json(const char *path, char **json, size_t *len);
 
 /* Sampling defaults and end-of-sequence ids: DIR/generation_config.json when present,
  * or a GGUF's general.sampling.* keys and its eos (and eot) token ids. The

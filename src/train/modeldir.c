@@ -149,7 +149,7 @@ static int added_tokens(json_t *o, const struct tok *t, int eot)
 }
 
 char *mdir_tokenizer_config(const char *existing, const char *name, const struct tok *t,
-			    bool *markers)
+			    const char *chat_template, bool *markers)
 {
 	json_error_t je;
 	json_t *o = existing ? json_loads(existing, JSON_REJECT_DUPLICATES, &je) : json_object();
@@ -164,7 +164,11 @@ char *mdir_tokenizer_config(const char *existing, const char *name, const struct
 	const char *eot_text = eot >= 0 ? tok_piece(t, eot, &eot_len) : NULL;
 	bool im_end = tok_id(t, "<|im_end|>") >= 0;
 	*markers = im_end && tok_id(t, "<|im_start|>") >= 0;
-	int rc = json_object_set_new(o, "chat_template", json_string(mdir_qwen3_template));
+	const char *eos = tok_eos_token(t), *pad = tok_pad_token(t);
+	int rc = json_object_set_new(o, "chat_template",
+				     json_string(chat_template ? chat_template : mdir_qwen3_template));
+	rc |= set_default(o, "eos_token", eos, eos ? strlen(eos) : 0);
+	rc |= set_default(o, "pad_token", pad, pad ? strlen(pad) : 0);
 	rc |= im_end ? set_default(o, "eos_token", "<|im_end|>", 10)
 		     : set_default(o, "eos_token", eot_text, eot_len);
 	rc |= set_default(o, "pad_token", eot_text, eot_len);

@@ -21,15 +21,16 @@ char *mdir_config_json(const struct eng_config *c);
  * [eos...] (n_eos >= 1), pad_token_id pad (-1: none). Malloc'd; NULL (err_set). */
 char *mdir_generation_json(int bos, const int *eos, int n_eos, int pad);
 
-/* tokenizer_config.json for a tokenizer without a chat template: `existing` (the
- * file's text, or NULL when there is none) with chat_template set to Qwen3's and,
- * where missing, eos_token (<|im_end|> when the tokenizer has it, else the end of
- * text) and pad_token (the end of text); a new file also gets Qwen3's other fields
+/* tokenizer_config.json for a tokenizer whose template is not in such a file:
+ * `existing` (the file's text, or NULL when there is none) with chat_template set
+ * (NULL: Qwen3's) and, where missing, eos_token (the tokenizer's, else <|im_end|>
+ * when it has it, else the end of text) and pad_token (the tokenizer's, else the end
+ * of text); a new file also gets Qwen3's other fields
  * (added_tokens_decoder, additional_special_tokens, bos_token null, ...). `name` is the file in messages. Malloc'd;
  * NULL on error (err_set: not a JSON object). *markers is set false when the
  * tokenizer lacks <|im_start|> or <|im_end|> (the template's turns would then be
  * plain text). */
 char *mdir_tokenizer_config(const char *existing, const char *name, const struct tok *t,
-			    bool *markers);
+			    const char *chat_template, bool *markers);
 
 #endif

@@ -68,7 +68,7 @@ usage 2 "--ctx 1" "--ctx: 1 is out of range" --out "$O" $TEXT --ctx 1
 usage 2 "--save-dtype f16" "--save-dtype: 'f16' is not one of f32 bf16" --out "$O" $TEXT \
 	--save-dtype f16
 usage 2 "--warmup past --cosine-steps" "--warmup 10 is past --cosine-steps 5" --out "$O" \
-	$TEXT --warmup 10 --steps 5
+	$TEXT --warmup 10 --cosine-steps 5 --steps 20
 usage 2 "--hidden-size not a multiple of --heads" "not a multiple of --heads 3" --out "$O" \
 	--tokenizer "$TMP/tok" --layers 2 --hidden-size 64 --heads 3 --data "$TMP/a.txt"
 usage 2 "an unknown option" "unknown option '--nope'" --out "$O" $TEXT --nope
@@ -302,6 +302,38 @@ if TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh" 2>/dev/null); then
 		2>"$TMP/err" && cmp -s "$TMP/q/tokenizer.json" "$TMP/fromq2/tokenizer.json" &&
 		pass "--init a model directory: its tokenizer files carried over" ||
 		fail "--init with the Qwen3 tokenizer: $(tail -n 2 "$TMP/err")"
+	# From a GGUF file: the checkpoint gets the tokenizer.json its keys came from (the
+	# same vocabulary, merges and added tokens as Qwen3's own file) and its template.
+	"$QWENCHAT" quantize -m "$TMP/q" --type bf16 --out "$TMP/q16.gguf" 2>"$TMP/err" &&
+		"$QWENCHAT" train --init "$TMP/q16.gguf" --out "$TMP/fromg" --data "$TMP/a.txt" \
+			$SMALL --steps 1 2>"$TMP/err" ||
+		fail "--init a bf16 GGUF: $(tail -n 2 "$TMP/err")"
+	if /usr/bin/python3 - "$TMP/q" "$TMP/fromg" <<'PY'; then
+import json, sys
+a, b = (json.load(open(f"{d}/tokenizer.json", encoding="utf-8")) for d in sys.argv[1:3])
+pairs = lambda m: [tuple(x.split(" ")) if isinstance(x, str) else tuple(x) for x in m]
+# GGUF keeps "special" as a token type, and the converters mark every added token
+# that looks like <|...|> a control token: those come back special.
+looks = lambda c: c.startswith("<|") and c.endswith("|>")
+added = lambda t, f: [(x["id"], x["content"], f(x)) for x in t["added_tokens"]]
+assert a["model"]["vocab"] == b["model"]["vocab"], "vocab"
+assert pairs(a["model"]["merges"]) == pairs(b["model"]["merges"]), "merges"
+assert added(a, lambda x: x["special"] or looks(x["content"])) == \
+       added(b, lambda x: x["special"]), "added tokens"
+assert a["normalizer"] == b["normalizer"], "normalizer"
+ca, cb = (json.load(open(f"{d}/tokenizer_config.json")) for d in sys.argv[1:3])
+assert ca["chat_template"] == cb["chat_template"], "chat template"
+PY
+		pass "--init a GGUF: the checkpoint's tokenizer.json and template are Qwen3's"
+	else
+		fail "--init a GGUF: the checkpoint's tokenizer files differ from the model's"
+	fi
+	text='Héllo wörld, 世界! <|im_start|>user <think>x</think>  spaces	and 123456'
+	[ "$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/fromg" 2>&1)" = \
+	  "$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/q" 2>&1)" ] &&
+		printf 'hi\n' | "$QWENCHAT" run -m "$TMP/fromg" -n 3 >/dev/null 2>"$TMP/err" &&
+		pass "--init a GGUF: the checkpoint tokenizes as the model and chats" ||
+		fail "--init a GGUF: the checkpoint does not load or tokenize: $(tail -n 2 "$TMP/err")"
 else
 	echo "skipped: the --init checks with the real Qwen3 tokenizer (tests/fetch-tokenizer.sh)"
 fi

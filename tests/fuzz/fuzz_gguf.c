@@ -9,7 +9,10 @@
 #include "src/hub/loader.h"
 #include "tokenizer/tokenizer.h"
 
+#include <jansson.h>
+
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +72,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)eng_model_decode_bytes(&m);
 	}
 	free(m.w.layers);
-	struct tok *t = loader_tokenizer_gguf(g);
+	char *json = NULL;
+	size_t json_len = 0;
+	struct tok *t = loader_tokenizer_gguf(g, &json, &json_len);
 	if (t) {
+		/* the tokenizer.json a checkpoint gets is JSON whatever the tokens hold */
+		json_error_t je;
+		json_t *o = json_loadb(json, json_len, JSON_REJECT_DUPLICATES, &je);
+		if (!json_is_object(o)) {
+			fprintf(stderr, "tokenizer.json of a loaded GGUF tokenizer: %s\n", je.text);
+			abort();
+		}
+		json_decref(o);
+		free(json);
 		static const char text[] = "Hello <think>wörld</think> <|im_end|>\xff 123";
 		size_t n, len;
 		int32_t *ids = tok_encode(t, text, sizeof text - 1, &n);

@@ -125,7 +125,7 @@ static void test_tokenizer_config(void **state)
 	if (!t)
 		fail_msg("%s", err_msg());
 	bool markers;
-	char *text = mdir_tokenizer_config(NULL, "tokenizer_config.json", t, &markers);
+	char *text = mdir_tokenizer_config(NULL, "tokenizer_config.json", t, NULL, &markers);
 	assert_non_null(text);
 	json_t *o = json_loads(text, 0, NULL);
 	assert_non_null(o);
@@ -136,14 +136,14 @@ static void test_tokenizer_config(void **state)
 	free(text);
 	/* an existing file keeps its fields */
 	text = mdir_tokenizer_config("{\"eos_token\": \"x\", \"model_max_length\": 7}", "t.json", t,
-				     &markers);
+				     NULL, &markers);
 	o = json_loads(text, 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(o, "eos_token")), "x");
 	assert_int_equal(json_integer_value(json_object_get(o, "model_max_length")), 7);
 	assert_null(json_object_get(o, "added_tokens_decoder"));
 	json_decref(o);
 	free(text);
-	assert_null(mdir_tokenizer_config("[1]", "t.json", t, &markers));
+	assert_null(mdir_tokenizer_config("[1]", "t.json", t, NULL, &markers));
 	assert_non_null(strstr(err_msg(), "t.json"));
 	tok_free(t);
 }
@@ -176,7 +176,7 @@ static void test_added_tokens(void **state)
 	if (!t)
 		fail_msg("%s", err_msg());
 	bool markers;
-	char *text = mdir_tokenizer_config(NULL, "tokenizer_config.json", t, &markers);
+	char *text = mdir_tokenizer_config(NULL, "tokenizer_config.json", t, NULL, &markers);
 	assert_true(markers);
 	json_t *o = json_loads(text, 0, NULL), *dec = json_object_get(o, "added_tokens_decoder");
 	assert_int_equal(json_object_size(dec), 4);
