@@ -256,6 +256,19 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
 			tail -n 30 "$TMP/ms.log"; fail "compute-sanitizer $tool: run"
 		fi
 	done
+	# the training step with attention in tiles: bounds of the partial tiles, and the
+	# warps' shared score tiles
+	if [ -x "$TOP_BUILDDIR/tests/unit/test_train_cuda" ]; then
+		for tool in memcheck racecheck; do
+			if compute-sanitizer --tool $tool --error-exitcode 9 \
+			     "$TOP_BUILDDIR/tests/unit/test_train_cuda" "$TOP_BUILDDIR/qwenchat-cuda.so" \
+			     >"$TMP/ms.log" 2>&1; then
+				pass "compute-sanitizer $tool clean: training steps (tiled attention too)"
+			else
+				tail -n 30 "$TMP/ms.log"; fail "compute-sanitizer $tool: test_train_cuda"
+			fi
+		done
+	fi
 else
 	fail "compute-sanitizer is not installed: the memory checks did not run"
 fi

@@ -5,7 +5,8 @@
 cuda_module_sources = engine/cuda/host.cu engine/cuda/cuda.cu engine/cuda/plan.cu engine/cuda/upload.cu \
 	engine/cuda/step.cu engine/cuda/forward.cu engine/cuda/gemm.cu engine/cuda/kernels.cu \
 	engine/cuda/matvec.cu engine/cuda/quant.cu engine/cuda/attention.cu engine/cuda/sample.cu engine/cuda/measure.cu \
-	engine/cuda/train.cu engine/cuda/train_kernels.cu engine/cuda/train_step.cu
+	engine/cuda/train.cu engine/cuda/train_kernels.cu engine/cuda/train_step.cu \
+	engine/cuda/train_attn.cu
 EXTRA_DIST += engine/cuda/common.cuh engine/cuda/kernels.cuh engine/cuda/state.cuh \
 	engine/cuda/quant.cuh engine/cuda/qblocks.cuh engine/cuda/train.cuh $(cuda_module_sources)
 if HAVE_CUDA

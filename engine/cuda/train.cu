@@ -3,7 +3,8 @@
  * (no TF32); otherwise the weights' products take bf16 copies of both operands (the
  * weights' copies made once per update) with fp32 sums, and attention's TF32.
  * Attention keeps the softmax of every (row, head) as the CPU does, and runs as batched
- * products over pointer arrays made once per activation slot. */
+ * products over pointer arrays made once per activation slot; or, on the fast path
+ * when asked for (s->tiled), in tiles without the T x T scores (train_attn.cu). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,9 +172,26 @@ static void *const *P(const struct trc_act *a, int r, int BH)
 	return (void *const *)(a->ptr + (size_t)r * BH);
 }
 
+/* The tiled kernels' arguments for act slot a: the log-sum-exp in the space of p, the
+ * backward's row sums in that of dp. */
+static struct trc_flash flash_args(struct trc *s, struct trc_act *a)
+{
+	struct trc_flash f;
+	f.att = a->att, f.lse = a->p, f.delta = s->dp;
+	f.dq = s->dq, f.dk = s->dk, f.dv = s->dv;
+	f.q = a->q, f.k = a->k, f.v = a->v, f.datt = s->datt;
+	f.B = s->B, f.T = s->T, f.H = s->H, f.Hkv = s->Hkv, f.hd = s->hd;
+	f.scale = 1.0f / sqrtf((float)s->hd);
+	return f;
+}
+
 static int attn_forward(struct trc *s, struct trc_act *a)
 {
 	int BH = s->B * s->H, T = s->T, hd = s->hd;
+	if (s->tiled) {
+		struct trc_flash f = flash_args(s, a);
+		return trc_flash_forward(&f, s->stream);
+	}
 	/* p = q k^T (T x T per head), softmax, att = p v */
 	if (mm_batch(s, P(a, 2, BH), T, false, (const void *const *)P(a, 0, BH), s->q_dim, false,
 		     (const void *const *)P(a, 1, BH), s->kv_dim, true, T, T, hd, BH) ||
@@ -186,6 +204,10 @@ static int attn_forward(struct trc *s, struct trc_act *a)
 static int attn_backward(struct trc *s, struct trc_act *a)
 {
 	int BH = s->B * s->H, BK = s->B * s->Hkv, T = s->T, hd = s->hd;
+	if (s->tiled) {
+		struct trc_flash f = flash_args(s, a);
+		return trc_flash_backward(&f, s->stream);
+	}
 	void *const *grp = P(a, 9, BH); /* the group lists start after the nine per-head ones */
 	if (mm_batch(s, P(a, 6, BH), T, false, (const void *const *)P(a, 5, BH), s->q_dim, false,
 		     (const void *const *)P(a, 3, BH), s->kv_dim, true, T, T, hd, BH))

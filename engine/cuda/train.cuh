@@ -1,5 +1,6 @@
-/* train.cuh — the CUDA training backend (train.cu: the step and the optimizer;
- * train_kernels.cu: its element-wise kernels and their backward). The same arithmetic
+/* train.cuh — the CUDA training backend (train.cu: a layer's step; train_step.cu: the
+ * micro-batch and the optimizer; train_kernels.cu: the element-wise kernels and their
+ * backward; train_attn.cu: attention in tiles). The same arithmetic
  * as the CPU's (engine/cpu/train_*.c), on the device: cuBLAS for every product (fp32 on
  * the exact path; bf16 inputs with fp32 sums for the weights' products and TF32 for
  * attention's otherwise), kernels for the rest. Norm-weight gradients and the gradient
@@ -64,6 +65,21 @@ struct trc_adamw {
 int trc_adamw(float *w, const float *g, float *m, float *v, size_t n, struct trc_adamw h,
 	      cudaStream_t s);
 
+/* Causal attention in tiles (train_attn.cu, the fast path): att = softmax(scale q k^T) v
+ * keeping only each row's log-sum-exp (lse, (B, H, T)); the backward recomputes the
+ * softmax from it and writes dq, dk, dv (delta: (B, H, T) scratch). */
+struct trc_flash {
+	float *att, *lse, *delta, *dq, *dk, *dv;
+	const float *q, *k, *v, *datt;
+	int B, T, H, Hkv, hd;
+	float scale;
+};
+/* Whether the tiled kernels exist for this head_dim (32, 64, 128) and the device has
+ * the shared memory they take (set up on the first call). */
+bool trc_flash_usable(int hd);
+int trc_flash_forward(const struct trc_flash *a, cudaStream_t s);
+int trc_flash_backward(const struct trc_flash *a, cudaStream_t s);
+
 /* What a layer's backward reads (as engine/cpu/train_cpu.h's struct tr_act). */
 struct trc_act {
 	float *rstd1, *xn1, *q_raw, *k_raw, *rstd_q, *rstd_k, *q, *k, *v, *p, *att, *xmid, *rstd2,
@@ -79,6 +95,7 @@ struct trc {
 	int B, T, N, D, F, H, Hkv, G, hd, q_dim, kv_dim, V, layers;
 	float eps;
 	bool exact;
+	bool tiled; /* attention in tiles (train_attn.cu); act->p then holds only the lse */
 	cudaStream_t stream;
 	cublasHandle_t blas;
 	float *dev;  /* w | g | m | v of every parameter */
