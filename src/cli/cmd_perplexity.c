@@ -28,7 +28,7 @@
  * and logits stay cheap (the transformers guide uses GPT-2's 1024). */
 enum { DEFAULT_CTX_MAX = 4096 };
 
-enum ppl_key { OPT_STRIDE = CLI_OWN, OPT_KL_BASE, OPT_JSON, OPT_KV_F32 };
+enum ppl_key { OPT_STRIDE = CLI_OWN, OPT_KL_BASE, OPT_JSON, OPT_KV_F32, OPT_KV_BF16 };
 
 static const struct cli_opt ppl_opts[] = {
 	{"file", 'f', "FILE",
@@ -41,7 +41,9 @@ static const struct cli_opt ppl_opts[] = {
 	 "KL(P_MODEL || P_MODEL2) over the scored positions and\n"
 	 "the fraction where both argmaxes agree (top1)"},
 	{"json", OPT_JSON, NULL, "one JSON object instead of the table"},
-	{"kv-f32", OPT_KV_F32, NULL, "fp32 KV cache (default bf16)"},
+	{"kv-f32", OPT_KV_F32, NULL, "fp32 KV cache (the default here)"},
+	{"kv-bf16", OPT_KV_BF16, NULL,
+	 "bf16 KV cache, as the chat keeps it: what that\nrounding costs"},
 	{0},
 };
 
@@ -67,7 +69,7 @@ static const struct cli_command ppl_cmd = {
 		 "encoded as plain text (special-token strings in it are text, ill-formed UTF-8\n"
 		 "becomes U+FFFD) with the end-of-text token (<|endoftext|>) appended; a *.u32\n"
 		 "file is used as it is. The logits are those of 'qwenchat logits' (fp32\n"
-		 "activations), scored in double.\n",
+		 "activations) with an fp32 KV cache, scored in double.\n",
 	.groups = CLI_MODEL | CLI_ENGINE,
 	.opts = ppl_opts,
 	.shared_help = ppl_shared_help,
@@ -94,6 +96,7 @@ static int ppl_opt(void *user, int key, const char *arg)
 	case OPT_KL_BASE: a->kl_base = arg; return 0;
 	case OPT_JSON: a->json = true; return 0;
 	case OPT_KV_F32: a->kv_f32 = true; return 0;
+	case OPT_KV_BF16: a->kv_f32 = false; return 0;
 	}
 	return cli_unhandled(&ppl_cmd, key);
 }
@@ -316,7 +319,7 @@ static int setup(const struct cli_common *cli, const struct ppl_args *a, struct 
 int cmd_perplexity(int argc, char **argv)
 {
 	struct cli_common cli;
-	struct ppl_args a = {0};
+	struct ppl_args a = {.kv_f32 = true}; /* an evaluation: no rounded cache */
 	int r = cli_parse(&ppl_cmd, argc, argv, &cli, ppl_opt, &a, NULL);
 	if (r)
 		return r == CLI_DONE ? EXIT_OK : r;

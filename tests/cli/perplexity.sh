@@ -77,8 +77,9 @@ check "tied, ctx 2 stride 1 (a label per window)" "$A" 2 1 --kv-f32
 check "tied, ctx 256 stride 256 (a short last window)" "$A" 256 256 --kv-f32
 check "untied, ctx 64 stride 64, fp32 KV" "$B" 64 64 --kv-f32
 check "untied, ctx 100 stride 30, fp32 KV" "$B" 100 30 --kv-f32
-check "tied, ctx 64 stride 16, bf16 KV (the default)" "$A" 64 16
-check "untied, ctx 48 stride 48, bf16 KV, 1 thread" "$B" 48 48 --threads 1
+check "tied, ctx 64 stride 16, fp32 KV (the default)" "$A" 64 16
+check "tied, ctx 64 stride 16, --kv-bf16" "$A" 64 16 --kv-bf16
+check "untied, ctx 48 stride 48, --kv-bf16, 1 thread" "$B" 48 48 --kv-bf16 --threads 1
 
 # the default window: max_position_embeddings (256 here), stride = window
 ours=$($PPL -m "$A" -f "$TMP/r.u32" --json --kv-f32)
