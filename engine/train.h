@@ -36,6 +36,9 @@ struct eng_train_options {
 	 * backward: activation memory of one layer instead of all. */
 	bool recompute;
 	const char *cuda_module; /* as eng_options.cuda_module */
+	/* CUDA, bf16 path: attention in tiles (flash-style) instead of over materialised
+	 * T x T scores. Experimental: not yet run on a GPU, so off by default. */
+	bool cuda_tiled_attention;
 };
 
 /* What a trainer allocates, in bytes: the figures of the memory plan printed before

@@ -146,10 +146,7 @@ static void *trc_init(struct eng_trainer *t)
 	s->q_dim = s->H * s->hd, s->kv_dim = s->Hkv * s->hd;
 	s->eps = (float)c->rms_norm_eps;
 	s->exact = t->o.exact;
-	/* Attention in tiles is opt-in (QWENCHAT_CUDA_TRAIN_ATTN=tiled) until a GPU run has
-	 * checked it against the CPU in tests/cuda.sh and measured it. */
-	const char *attn = getenv("QWENCHAT_CUDA_TRAIN_ATTN");
-	s->tiled = !s->exact && attn && !strcmp(attn, "tiled") && trc_flash_usable(c->head_dim);
+	s->tiled = !s->exact && t->o.cuda_tiled_attention && trc_flash_usable(c->head_dim);
 	s->layers = t->o.recompute ? 1 : c->num_layers;
 	s->chunk = trc_loss_chunk(c, s->N);
 	size_t free_b = 0, total_b = 0;

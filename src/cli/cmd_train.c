@@ -422,6 +422,10 @@ static int run(struct tstate *st, const char *dir, bool resume, bool panel)
 		return EXIT_USAGE;
 	}
 	p.m.cuda_module = eo.cuda_module;
+	if (cli_env_train_attention(&p.m.cuda_tiled_attention)) {
+		cli_error("%s", err_msg());
+		return EXIT_USAGE;
+	}
 	if (resume ? train_model_resume(dir, &p) : train_model_new(&st->o, &p)) {
 		cli_error("%s", err_msg());
 		train_model_free(&p);

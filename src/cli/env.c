@@ -87,6 +87,15 @@ int cli_env_fast_prefill(bool *fast)
 	return var_switch("QWENCHAT_CPU_BF16_PREFILL", fast);
 }
 
+int cli_env_train_attention(bool *tiled)
+{
+	const char *v = var("QWENCHAT_CUDA_TRAIN_ATTN");
+	*tiled = v && !strcmp(v, "tiled");
+	if (v && !*tiled && strcmp(v, "materialised"))
+		return err_set("QWENCHAT_CUDA_TRAIN_ATTN=%s: not tiled or materialised", v);
+	return 0;
+}
+
 const char *cli_env_home(void)
 {
 	return var("HOME");

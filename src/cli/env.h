@@ -30,6 +30,11 @@ int cli_env_engine(struct eng_options *o);
  * takes the exact path unless this asks for the fast one. 0 or -1 (err_set). */
 int cli_env_fast_prefill(bool *fast);
 
+/* QWENCHAT_CUDA_TRAIN_ATTN: "tiled" or "materialised" (the default) into *tiled: the
+ * CUDA trainer's attention kernels (eng_train_options.cuda_tiled_attention). 0 or -1
+ * (err_set naming the variable and its bad value). */
+int cli_env_train_attention(bool *tiled);
+
 /* $HOME, or NULL when unset or empty. */
 const char *cli_env_home(void);
 

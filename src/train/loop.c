@@ -186,7 +186,8 @@ static int plan_for(const struct run *u, bool recompute, struct eng_train_plan *
 				       .ctx = o->ctx,
 				       .exact = o->exact,
 				       .recompute = recompute,
-				       .cuda_module = u->m->cuda_module};
+				       .cuda_module = u->m->cuda_module,
+				       .cuda_tiled_attention = u->m->cuda_tiled_attention};
 	return eng_train_plan(&u->m->cfg, &to, p);
 }
 
@@ -250,7 +251,8 @@ static int make_trainer(struct run *u)
 				       .ctx = o->ctx,
 				       .exact = o->exact,
 				       .recompute = o->recompute,
-				       .cuda_module = u->m->cuda_module};
+				       .cuda_module = u->m->cuda_module,
+				       .cuda_tiled_attention = u->m->cuda_tiled_attention};
 	u->t = eng_trainer_new(&u->m->cfg, &to, u->r->engine_notice);
 	if (!u->t && !o->recompute) {
 		/* on a GPU the device's memory decides: try the smaller plan once */

@@ -45,7 +45,7 @@ static struct eng_config preset(const char *name)
 int main(int argc, char **argv)
 {
 	const char *name = "5m", *module = NULL;
-	struct eng_train_options o = {ENG_BACKEND_CPU, 0, 8, 256, false, false, NULL};
+	struct eng_train_options o = {ENG_BACKEND_CPU, 0, 8, 256, false, false, NULL, false};
 	int steps = 8;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -65,6 +65,8 @@ int main(int argc, char **argv)
 			o.ctx = atoi(v), i++;
 		else if (!strcmp(a, "--steps"))
 			steps = atoi(v), i++;
+		else if (!strcmp(a, "--tiled-attention"))
+			o.cuda_tiled_attention = true;
 		else if (!strcmp(a, "--module"))
 			module = v, i++;
 		else {

@@ -56,9 +56,9 @@ static double rel(const float *a, const float *b, int64_t n)
 }
 
 static struct eng_trainer *make(const struct eng_config *c, enum eng_backend_kind k, bool exact,
-				const char *module, int ctx)
+				const char *module, int ctx, bool tiled)
 {
-	struct eng_train_options o = {k, 2, 2, ctx, exact, false, module};
+	struct eng_train_options o = {k, 2, 2, ctx, exact, false, module, tiled};
 	struct eng_trainer *t = eng_trainer_new(c, &o, NULL);
 	if (!t)
 		return NULL;
@@ -87,9 +87,9 @@ static void step(struct eng_trainer *t, int s, double *loss, double *norm)
 static void compare(bool tie, const char *module)
 {
 	struct eng_config c = shape(tie);
-	struct eng_trainer *cpu = make(&c, ENG_BACKEND_CPU, true, NULL, 48);
-	struct eng_trainer *gpu = make(&c, ENG_BACKEND_CUDA, true, module, 48);
-	struct eng_trainer *fast = make(&c, ENG_BACKEND_CUDA, false, module, 48);
+	struct eng_trainer *cpu = make(&c, ENG_BACKEND_CPU, true, NULL, 48, false);
+	struct eng_trainer *gpu = make(&c, ENG_BACKEND_CUDA, true, module, 48, false);
+	struct eng_trainer *fast = make(&c, ENG_BACKEND_CUDA, false, module, 48, false);
 	if (!cpu || !gpu || !fast) {
 		printf("not ok: trainers: %s\n", err_msg());
 		failures++;
@@ -167,7 +167,7 @@ static double grads(struct eng_trainer *t, int n, uint64_t seed)
 	return sum / (count ? count : 1);
 }
 
-/* Attention in tiles (QWENCHAT_CUDA_TRAIN_ATTN=tiled) on rows of 150 tokens, three
+/* Attention in tiles (eng_train_options.cuda_tiled_attention) on rows of 150 tokens, three
  * tiles of 64 with a partial one, head_dim 64 and 2 query heads a kv head: the loss
  * and every gradient as close to the exact CPU's as the materialised fast path's
  * (bf16 products), and bit for bit the same on a second run (no atomics). */
@@ -175,12 +175,9 @@ static void tiled(const char *module)
 {
 	struct eng_config c = shape(false);
 	c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 64;
-	unsetenv("QWENCHAT_CUDA_TRAIN_ATTN");
-	struct eng_trainer *cpu = make(&c, ENG_BACKEND_CPU, true, NULL, 150);
-	struct eng_trainer *mat = make(&c, ENG_BACKEND_CUDA, false, module, 150);
-	setenv("QWENCHAT_CUDA_TRAIN_ATTN", "tiled", 1);
-	struct eng_trainer *til = make(&c, ENG_BACKEND_CUDA, false, module, 150);
-	unsetenv("QWENCHAT_CUDA_TRAIN_ATTN");
+	struct eng_trainer *cpu = make(&c, ENG_BACKEND_CPU, true, NULL, 150, false);
+	struct eng_trainer *mat = make(&c, ENG_BACKEND_CUDA, false, module, 150, false);
+	struct eng_trainer *til = make(&c, ENG_BACKEND_CUDA, false, module, 150, true);
 	if (!cpu || !mat || !til) {
 		printf("not ok: trainers for the tiled check: %s\n", err_msg());
 		failures++;
@@ -221,7 +218,7 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		module = argv[1];
 	struct eng_config c = shape(true);
-	struct eng_train_options o = {ENG_BACKEND_CUDA, 1, 1, 8, true, false, module};
+	struct eng_train_options o = {ENG_BACKEND_CUDA, 1, 1, 8, true, false, module, false};
 	struct eng_trainer *probe = eng_trainer_new(&c, &o, NULL);
 	if (!probe) {
 		printf("SKIP: no CUDA trainer: %s\n", err_msg());
