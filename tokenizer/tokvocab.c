@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "src/base/err.h"
+#include "src/base/utf8.h"
 #include "tokenizer/bytelevel.h"
 #include "tokenizer/tok_impl.h"
 #include "tokenizer/tokjson.h"
@@ -133,18 +134,28 @@ struct tok *tok_from_vocab(const struct tok_vocab *v)
 }
 
 /* Splits the tokens by kind: normal ones into the vocabulary, special and added ones
- * into added_tokens (unused ids have neither). */
-static void split_tokens(const struct tok_vocab *v, struct tokjson *j, struct tokjson_token *vocab,
-			 struct tokjson_token *added)
+ * into added_tokens (unused ids have neither). An added token's text is used as it
+ * is, so it must be UTF-8 for JSON to hold it (the vocabulary's, in the byte-level
+ * alphabet, always are). */
+static int split_tokens(const struct tok_vocab *v, struct tokjson *j, struct tokjson_token *vocab,
+			struct tokjson_token *added)
 {
 	for (size_t i = 0; i < v->n_tokens; i++) {
 		struct tokjson_token t = {v->tokens[i], v->token_len[i], (int32_t)i,
 					  v->kinds[i] == TOK_SPECIAL};
-		if (v->kinds[i] == TOK_NORMAL)
+		size_t valid, bad;
+		if (v->kinds[i] == TOK_NORMAL) {
 			vocab[j->n_vocab++] = t;
-		else if (v->kinds[i] != TOK_UNUSED)
+		} else if (v->kinds[i] != TOK_UNUSED) {
+			utf8_next_piece(t.s, t.n, &valid, &bad);
+			if (valid < t.n)
+				return err_set("%s: %s[%zu]: the added token is not UTF-8 (byte %zu): "
+					       "tokenizer.json cannot hold it",
+					       v->name, v->tokens_key, i, valid);
 			added[j->n_added++] = t;
+		}
 	}
+	return 0;
 }
 
 char *tok_vocab_json(const struct tok_vocab *v, size_t *len)
@@ -156,7 +167,7 @@ char *tok_vocab_json(const struct tok_vocab *v, size_t *len)
 	struct strbuf b = {0};
 	int rc = vocab && added && merges ? 0 : err_set("%s: tokenizer.json: out of memory", v->name);
 	if (!rc)
-		split_tokens(v, &j, vocab, added);
+		rc = split_tokens(v, &j, vocab, added);
 	for (size_t i = 0; !rc && i < v->n_merges; i++) {
 		const char *s = v->merges[i], *sp = memchr(s, ' ', v->merge_len[i]);
 		if (!sp)

@@ -75,16 +75,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *json = NULL;
 	size_t json_len = 0;
 	struct tok *t = loader_tokenizer_gguf(g, &json, &json_len);
-	if (t) {
+	if (!t) /* a tokenizer without a tokenizer.json form (an added token not UTF-8) */
+		t = loader_tokenizer_gguf(g, NULL, NULL);
+	if (t && json) {
 		/* the tokenizer.json a checkpoint gets is JSON whatever the tokens hold */
 		json_error_t je;
-		json_t *o = json_loadb(json, json_len, JSON_REJECT_DUPLICATES, &je);
+		json_t *o = json_loadb(json, json_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
 		if (!json_is_object(o)) {
 			fprintf(stderr, "tokenizer.json of a loaded GGUF tokenizer: %s\n", je.text);
 			abort();
 		}
 		json_decref(o);
-		free(json);
+	}
+	free(json);
+	if (t) {
 		static const char text[] = "Hello <think>wörld</think> <|im_end|>\xff 123";
 		size_t n, len;
 		int32_t *ids = tok_encode(t, text, sizeof text - 1, &n);
