@@ -60,7 +60,20 @@ static int add_tokens(struct tok *t, const struct tok_vocab *v)
 	return rc;
 }
 
-/* Merges "left right": byte-level tokens hold no space, so there is exactly one. */
+/* Merge i "left right": byte-level tokens hold no space, so there is exactly one; *left
+ * is the length of the left token. 0 or -1 (err_set). */
+static int split_merge(const struct tok_vocab *v, size_t i, size_t *left)
+{
+	const char *s = v->merges[i];
+	size_t n = v->merge_len[i];
+	const char *sp = memchr(s, ' ', n);
+	if (!sp || memchr(sp + 1, ' ', n - (size_t)(sp - s) - 1))
+		return err_set("%s: %s: entry %zu \"%.*s\" is not two tokens separated by one space",
+			       v->name, v->merges_key, i, (int)(n < 40 ? n : 40), s);
+	*left = (size_t)(sp - s);
+	return 0;
+}
+
 static int add_merges(struct tok *t, const struct tok_vocab *v)
 {
 	char *cat = NULL;
@@ -69,20 +82,11 @@ static int add_merges(struct tok *t, const struct tok_vocab *v)
 	int rc = 0;
 	for (size_t i = 0; i < v->n_merges && rc == 0; i++) {
 		const char *s = v->merges[i];
-		size_t n = v->merge_len[i];
-		const char *sp = memchr(s, ' ', n);
-		if (!sp || memchr(sp + 1, ' ', n - (size_t)(sp - s) - 1)) {
-			rc = err_set(
-				"%s: %s: entry %zu \"%.*s\" is not two tokens separated by one "
-				"space",
-				v->name, v->merges_key, i, (int)(n < 40 ? n : 40), s);
+		size_t n = v->merge_len[i], la;
+		if ((rc = split_merge(v, i, &la)) || (rc = reserve(&cat, &cap, n + 1)))
 			break;
-		}
-		if ((rc = reserve(&cat, &cap, n + 1)))
-			break;
-		size_t la = (size_t)(sp - s);
 		long a = bl_decode(s, la, cat);
-		long b = a > 0 ? bl_decode(sp + 1, n - la - 1, cat + a) : -1;
+		long b = a > 0 ? bl_decode(s + la + 1, n - la - 1, cat + a) : -1;
 		if (a <= 0 || b <= 0)
 			rc = err_set("%s: %s: entry %zu \"%.*s\" is not two byte-level tokens",
 				     v->name, v->merges_key, i, (int)(n < 40 ? n : 40), s);
@@ -168,14 +172,11 @@ char *tok_vocab_json(const struct tok_vocab *v, size_t *len)
 	int rc = vocab && added && merges ? 0 : err_set("%s: tokenizer.json: out of memory", v->name);
 	if (!rc)
 		rc = split_tokens(v, &j, vocab, added);
-	for (size_t i = 0; !rc && i < v->n_merges; i++) {
-		const char *s = v->merges[i], *sp = memchr(s, ' ', v->merge_len[i]);
-		if (!sp)
-			rc = err_set("%s: %s: entry %zu is not two tokens separated by a space",
-				     v->name, v->merges_key, i);
-		else
-			merges[j.n_merges++] = (struct tokjson_merge){
-				s, sp + 1, (size_t)(sp - s), v->merge_len[i] - (size_t)(sp - s) - 1};
+	for (size_t i = 0, la; !rc && i < v->n_merges; i++) {
+		const char *s = v->merges[i];
+		if (!(rc = split_merge(v, i, &la)))
+			merges[j.n_merges++] = (struct tokjson_merge){s, s + la + 1, la,
+								      v->merge_len[i] - la - 1};
 	}
 	j.vocab = vocab;
 	j.added = added;

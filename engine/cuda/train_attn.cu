@@ -381,22 +381,23 @@ template <int HD> static int fa_bwd(const struct trc_flash *a, cudaStream_t s)
 	return 0;
 }
 
-int trc_flash_forward(const struct trc_flash *a, cudaStream_t s)
+/* The kernels of a's head_dim, forward or backward. */
+static int fa_run(const struct trc_flash *a, cudaStream_t s, bool backward)
 {
 	switch (a->hd) {
-	case 32: return fa_fwd<32>(a, s);
-	case 64: return fa_fwd<64>(a, s);
-	case 128: return fa_fwd<128>(a, s);
+	case 32: return backward ? fa_bwd<32>(a, s) : fa_fwd<32>(a, s);
+	case 64: return backward ? fa_bwd<64>(a, s) : fa_fwd<64>(a, s);
+	case 128: return backward ? fa_bwd<128>(a, s) : fa_fwd<128>(a, s);
 	default: return err_set("cuda training: no tiled attention for head_dim %d", a->hd);
 	}
 }
 
+int trc_flash_forward(const struct trc_flash *a, cudaStream_t s)
+{
+	return fa_run(a, s, false);
+}
+
 int trc_flash_backward(const struct trc_flash *a, cudaStream_t s)
 {
-	switch (a->hd) {
-	case 32: return fa_bwd<32>(a, s);
-	case 64: return fa_bwd<64>(a, s);
-	case 128: return fa_bwd<128>(a, s);
-	default: return err_set("cuda training: no tiled attention for head_dim %d", a->hd);
-	}
+	return fa_run(a, s, true);
 }

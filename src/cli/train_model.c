@@ -54,6 +54,28 @@ static int copy_file(struct train_model *p, const char *dir, const char *name, b
 	return rc;
 }
 
+/* The checkpoint's tokenizer_config.json: `existing` (its text, or NULL) with the chat
+ * template `tmpl` (NULL: Qwen3's, which the remarks then say). `name` is for messages. */
+static int config_file(struct train_model *p, const char *existing, const char *name,
+		       const char *tmpl)
+{
+	bool markers;
+	char *text = mdir_tokenizer_config(existing, name, p->m.tk, tmpl, &markers);
+	if (!text)
+		return -1;
+	add_file(p, "tokenizer_config.json", text, strlen(text));
+	if (tmpl)
+		return 0;
+	p->template_added = true;
+	remark(p, "the tokenizer has no chat template: the checkpoint's tokenizer_config.json "
+		  "gets Qwen3's");
+	if (!markers)
+		remark(p, "the tokenizer has no <|im_start|> and <|im_end|> tokens: the chat "
+			  "template's turn markers will be plain text (train-bpe --special "
+			  "'<|im_start|>' --special '<|im_end|>' adds them)");
+	return 0;
+}
+
 /* The tokenizer of dir (tokenizer.json and tokenizer_config.json), its files for the
  * checkpoint, with the Qwen3 chat template added where it has none. */
 static int tokenizer_from_dir(struct train_model *p, const char *dir)
@@ -69,21 +91,10 @@ static int tokenizer_from_dir(struct train_model *p, const char *dir)
 		free(cfg_path);
 		return -1;
 	}
-	bool markers;
-	char *text = mdir_tokenizer_config(existing, cfg_path, p->m.tk, NULL, &markers);
+	int rc = config_file(p, existing, cfg_path, NULL);
 	free(existing);
 	free(cfg_path);
-	if (!text)
-		return -1;
-	add_file(p, "tokenizer_config.json", text, strlen(text));
-	p->template_added = true;
-	remark(p, "the tokenizer has no chat template: the checkpoint's tokenizer_config.json "
-		  "gets Qwen3's");
-	if (!markers)
-		remark(p, "the tokenizer has no <|im_start|> and <|im_end|> tokens: the chat "
-			  "template's turn markers will be plain text (train-bpe --special "
-			  "'<|im_start|>' --special '<|im_end|>' adds them)");
-	return 0;
+	return rc;
 }
 
 /* A GGUF file's tokenizer, and the tokenizer.json and tokenizer_config.json (its chat
@@ -95,18 +106,7 @@ static int tokenizer_from_gguf(struct train_model *p, const char *path)
 	if (!(p->m.tk = loader_tokenizer_json(path, &json, &len)))
 		return -1;
 	add_file(p, "tokenizer.json", json, len);
-	const char *tmpl = tok_chat_template(p->m.tk);
-	bool markers;
-	char *cfg = mdir_tokenizer_config(NULL, "tokenizer_config.json", p->m.tk, tmpl, &markers);
-	if (!cfg)
-		return -1;
-	add_file(p, "tokenizer_config.json", cfg, strlen(cfg));
-	if (!tmpl) {
-		p->template_added = true;
-		remark(p, "the tokenizer has no chat template: the checkpoint's "
-			  "tokenizer_config.json gets Qwen3's");
-	}
-	return 0;
+	return config_file(p, NULL, "tokenizer_config.json", tok_chat_template(p->m.tk));
 }
 
 /* ---- conversations (--sft) ------------------------------------------------------------ */
