@@ -163,6 +163,17 @@ int eng_train_plan(const struct eng_config *c, const struct eng_train_options *o
 
 /* ---- the trainer ------------------------------------------------------------------------ */
 
+/* The positions of rows of one document each: 0 .. ctx-1 in every row. */
+static int alloc_positions(struct eng_trainer *t)
+{
+	int n = t->o.batch * t->o.ctx;
+	if (!(t->pos = malloc((size_t)n * sizeof *t->pos)))
+		return err_set("training: out of memory");
+	for (int i = 0; i < n; i++)
+		t->pos[i] = i % t->o.ctx;
+	return 0;
+}
+
 struct eng_trainer *eng_trainer_new(const struct eng_config *c, const struct eng_train_options *o,
 				    void (*notice)(const char *msg))
 {
@@ -177,7 +188,7 @@ struct eng_trainer *eng_trainer_new(const struct eng_config *c, const struct eng
 	if (t->ops == train_cpu_ops()) /* the plan of the backend that will run */
 		t->o.backend = ENG_BACKEND_CPU;
 	if (!t->ops || eng_train_plan(c, &t->o, &t->plan) || make_params(t) || alloc_host(t) ||
-	    !(t->st = t->ops->init(t))) {
+	    alloc_positions(t) || !(t->st = t->ops->init(t))) {
 		eng_trainer_free(t);
 		return NULL;
 	}
@@ -191,6 +202,7 @@ void eng_trainer_free(struct eng_trainer *t)
 	if (t->st)
 		t->ops->free(t->st);
 	free(t->host);
+	free(t->pos);
 	free(t->params);
 	free(t->names);
 	free(t);
@@ -324,16 +336,35 @@ int eng_trainer_zero_grad(struct eng_trainer *t)
 	return t->ops->zero_grad(t->st);
 }
 
-int eng_trainer_micro(struct eng_trainer *t, const int32_t *inputs, const int32_t *targets,
-		      double *loss_sum, int64_t *count)
+/* pos (batch, ctx) as train.h describes it: 0 at the start of every row, and then
+ * each position 0 or one more than the one before. */
+static int check_positions(const struct eng_trainer *t, const int32_t *pos)
 {
-	return t->ops->micro(t->st, inputs, targets, true, loss_sum, count);
+	int T = t->o.ctx;
+	for (int i = 0; i < t->o.batch * T; i++) {
+		bool ok = i % T ? pos[i] == 0 || pos[i] == pos[i - 1] + 1 : pos[i] == 0;
+		if (!ok)
+			return err_set("training: position %d at row %d, column %d does not start a "
+				       "document (0) or follow the one before (%d)",
+				       pos[i], i / T, i % T, i % T ? pos[i - 1] + 1 : 0);
+	}
+	return 0;
+}
+
+int eng_trainer_micro(struct eng_trainer *t, const int32_t *inputs, const int32_t *targets,
+		      const int32_t *pos, double *loss_sum, int64_t *count)
+{
+	if (pos && check_positions(t, pos))
+		return -1;
+	return t->ops->micro(t->st, inputs, targets, pos ? pos : t->pos, true, loss_sum, count);
 }
 
 int eng_trainer_eval(struct eng_trainer *t, const int32_t *inputs, const int32_t *targets,
-		     double *loss_sum, int64_t *count)
+		     const int32_t *pos, double *loss_sum, int64_t *count)
 {
-	return t->ops->micro(t->st, inputs, targets, false, loss_sum, count);
+	if (pos && check_positions(t, pos))
+		return -1;
+	return t->ops->micro(t->st, inputs, targets, pos ? pos : t->pos, false, loss_sum, count);
 }
 
 int eng_trainer_finish_grads(struct eng_trainer *t, double scale, double clip, double *norm)

@@ -110,15 +110,22 @@ int eng_trainer_upload(struct eng_trainer *t);
 int eng_trainer_zero_grad(struct eng_trainer *t);
 
 /* One micro-batch: inputs and targets are (batch, ctx) token ids, row b predicting
- * targets[b][i] from inputs[b][0..i] (positions start at 0 in every row); a target of
- * -1 is not scored. Adds the gradients of the summed cross-entropy of the scored
- * targets to the accumulated ones, *loss_sum the summed loss (nats) and *count the
- * targets scored. Ids are checked (< vocab). 0 or -1 (err_set). */
+ * targets[b][i] from inputs[b][0..i]; a target of -1 is not scored. Adds the
+ * gradients of the summed cross-entropy of the scored targets to the accumulated
+ * ones, *loss_sum the summed loss (nats) and *count the targets scored. Ids are
+ * checked (< vocab). 0 or -1 (err_set).
+ *
+ * pos (batch, ctx), or NULL for 0, 1, ... ctx-1 in every row, packs several
+ * documents in a row as Hugging Face's position_ids do: a position of 0 starts a
+ * document, which then counts up by one a token (pos[b][0] = 0, and pos[b][i] is 0
+ * or pos[b][i-1] + 1). RoPE takes these positions and a token attends only to the
+ * tokens of its own document, so a row of packed documents computes exactly what
+ * one row per document would. */
 int eng_trainer_micro(struct eng_trainer *t, const int32_t *inputs, const int32_t *targets,
-		      double *loss_sum, int64_t *count);
+		      const int32_t *pos, double *loss_sum, int64_t *count);
 /* The same loss without gradients (evaluation): the forward alone. */
 int eng_trainer_eval(struct eng_trainer *t, const int32_t *inputs, const int32_t *targets,
-		     double *loss_sum, int64_t *count);
+		     const int32_t *pos, double *loss_sum, int64_t *count);
 
 /* After a step's micro-batches: every gradient times `scale` (1 / targets scored:
  * the mean loss), then *norm = the global L2 norm of all gradients, and when clip > 0

@@ -31,9 +31,10 @@ struct train_ops {
 	 * CPU). NULL on error (err_set). */
 	void *(*init)(struct eng_trainer *t);
 	void (*free)(void *st);
-	/* eng_trainer_micro (backward) or eng_trainer_eval (not). */
-	int (*micro)(void *st, const int32_t *inputs, const int32_t *targets, bool backward,
-		     double *loss_sum, int64_t *count);
+	/* eng_trainer_micro (backward) or eng_trainer_eval (not); pos is never NULL here
+	 * and has been checked (train.c). */
+	int (*micro)(void *st, const int32_t *inputs, const int32_t *targets, const int32_t *pos,
+		     bool backward, double *loss_sum, int64_t *count);
 	int (*zero_grad)(void *st);
 	int (*finish_grads)(void *st, double scale, double clip, double *norm);
 	int (*adamw)(void *st, const struct eng_adamw *h, int64_t step);
@@ -55,6 +56,7 @@ struct eng_trainer {
 	size_t total; /* elements of all parameters */
 	const struct train_ops *ops;
 	void *st;
+	int32_t *pos; /* (batch, ctx) 0 .. ctx-1 in every row: the positions of unpacked rows */
 	double peak; /* GFLOP/s, measured once */
 };
 

@@ -241,10 +241,11 @@ static void loss_chunks(struct train_cpu *s, const int32_t *targets, bool backwa
 
 /* ---- a micro-batch --------------------------------------------------------------------------- */
 
-static int cpu_micro(void *st, const int32_t *inputs, const int32_t *targets, bool backward,
-		     double *loss_sum, int64_t *count)
+static int cpu_micro(void *st, const int32_t *inputs, const int32_t *targets, const int32_t *pos,
+		     bool backward, double *loss_sum, int64_t *count)
 {
 	struct train_cpu *s = st;
+	s->pos = pos;
 	int N = s->N, D = s->D, L = s->c->num_layers;
 	for (int i = 0; i < N; i++) {
 		if (inputs[i] < 0 || inputs[i] >= s->V)

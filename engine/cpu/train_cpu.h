@@ -44,6 +44,7 @@ struct train_cpu {
 	bool recompute;
 	float *cos, *sin; /* (T, hd/2) RoPE for positions 0..T-1 */
 	const int32_t *ids;  /* the micro-batch's inputs (N) */
+	const int32_t *pos;  /* (N) their positions: where documents start (train.h) */
 	float *x;            /* (L+1, N, D) the residual stream at each layer boundary */
 	struct tr_act *act;  /* num_layers of them, or one when recomputing */
 	float *rstd_f, *xf;  /* (N), (N, D) the final norm */
@@ -75,7 +76,7 @@ void tr_rmsnorm_fwd(struct train_cpu *s, float *y, float *rstd, const float *x, 
  * gradient. */
 void tr_rmsnorm_bwd(struct train_cpu *s, float *dx, float *dw, const float *dy, const float *x,
 		    const float *rstd, const float *w, int n, int D, bool add);
-/* q/k norms and RoPE of every head of every token (positions: token % T). */
+/* q/k norms and RoPE of every head of every token (at its position s->pos). */
 void tr_qk_fwd(struct train_cpu *s, struct tr_act *a, const float *qw, const float *kw);
 /* dq, dk (after RoPE) into the gradients of q_raw, k_raw in place; dqw, dkw += the norm
  * weights' gradients. */

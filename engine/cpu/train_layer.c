@@ -9,7 +9,8 @@
  * needs W^T); attention runs per (row, head) in the forward and per (row, kv head) in
  * the backward, so that the key and value gradients of a group of query heads are
  * summed by one thread in one order, and its products skip the tiles the causal mask
- * leaves zero. */
+ * leaves zero. A row may hold several documents (packed rows): attention then runs on
+ * each document's block alone, as if it were a row of its own. */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -48,26 +49,44 @@ struct attn_task {
 	atomic_int next;
 };
 
-/* Row b, query head h: p = softmax(q k^T scale) with the causal mask, att = p v. */
+/* The end of the document of row b that starts at column c0: the next column whose
+ * position is 0 (train.h), or T. */
+static int doc_end(const struct train_cpu *s, int b, int c0)
+{
+	const int32_t *pos = s->pos + (size_t)b * s->T;
+	int c = c0 + 1;
+	while (c < s->T && pos[c] != 0)
+		c++;
+	return c;
+}
+
+/* Row b, query head h: p = softmax(q k^T scale) with the causal mask, att = p v, one
+ * document of the row at a time: its L x L block of p, at (c0, c0), is all a query of
+ * it sees; the rest of p is never read. */
 static void attn_fwd_item(struct train_cpu *s, struct tr_act *a, int b, int h, int tid)
 {
 	int T = s->T, hd = s->hd, g = h / (s->H / s->Hkv);
-	const float *q = a->q + (size_t)b * T * s->q_dim + (size_t)h * hd;
-	const float *k = a->k + (size_t)b * T * s->kv_dim + (size_t)g * hd;
-	const float *v = a->v + (size_t)b * T * s->kv_dim + (size_t)g * hd;
-	float *p = a->p + ((size_t)b * s->H + h) * T * T;
-	struct gemm sc = {T, T, hd, p, T, false, q, s->q_dim, false, k, s->kv_dim, true, GEMM_TRI_C};
-	gemm_serial(s->gm, &sc, s->prec, tid);
 	float scale = 1.0f / sqrtf((float)hd);
-	for (int i = 0; i < T; i++) {
-		float *row = p + (size_t)i * T;
-		s->k->softmax(row, i + 1, scale);
-		memset(row + i + 1, 0, (size_t)(T - i - 1) * sizeof *row);
+	for (int c0 = 0, c1; c0 < T; c0 = c1) {
+		c1 = doc_end(s, b, c0);
+		int L = c1 - c0;
+		const float *q = a->q + ((size_t)b * T + c0) * s->q_dim + (size_t)h * hd;
+		const float *k = a->k + ((size_t)b * T + c0) * s->kv_dim + (size_t)g * hd;
+		const float *v = a->v + ((size_t)b * T + c0) * s->kv_dim + (size_t)g * hd;
+		float *p = a->p + ((size_t)b * s->H + h) * T * T + (size_t)c0 * T + c0;
+		struct gemm sc = {L, L, hd, p, T, false, q, s->q_dim, false, k, s->kv_dim, true,
+				  GEMM_TRI_C};
+		gemm_serial(s->gm, &sc, s->prec, tid);
+		for (int i = 0; i < L; i++) {
+			float *row = p + (size_t)i * T;
+			s->k->softmax(row, i + 1, scale);
+			memset(row + i + 1, 0, (size_t)(L - i - 1) * sizeof *row);
+		}
+		float *out = a->att + ((size_t)b * T + c0) * s->q_dim + (size_t)h * hd;
+		struct gemm pv = {L, hd, L, out, s->q_dim, false, p, T, false, v, s->kv_dim, false,
+				  GEMM_TRI_A_LOWER};
+		gemm_serial(s->gm, &pv, s->prec, tid);
 	}
-	float *out = a->att + (size_t)b * T * s->q_dim + (size_t)h * hd;
-	struct gemm pv = {T, hd, T, out, s->q_dim, false, p, T, false, v, s->kv_dim, false,
-			  GEMM_TRI_A_LOWER};
-	gemm_serial(s->gm, &pv, s->prec, tid);
 }
 
 static void attn_fwd_task(void *arg, int tid, int nthreads)
@@ -80,25 +99,27 @@ static void attn_fwd_task(void *arg, int tid, int nthreads)
 		attn_fwd_item(s, at->a, it / s->H, it % s->H, tid);
 }
 
-/* Row b, kv head g and its query heads: with dp = datt v^T,
- * ds = p (dp - rowsum(dp p)) scale, dq = ds k, dk += ds^T q, dv += p^T datt. */
-static void attn_bwd_item(struct train_cpu *s, struct tr_act *a, int b, int g, int tid)
+/* Row b, kv head g and its query heads, one document of the row at a time (its block
+ * of p at (c0, c0)): with dp = datt v^T, ds = p (dp - rowsum(dp p)) scale, dq = ds k,
+ * dk += ds^T q, dv += p^T datt. */
+static void attn_bwd_doc(struct train_cpu *s, struct tr_act *a, int b, int g, int c0, int L,
+			 int tid)
 {
 	int T = s->T, hd = s->hd, G = s->H / s->Hkv;
 	float scale = 1.0f / sqrtf((float)hd), *dp = s->dp + (size_t)tid * T * T;
-	size_t kvo = (size_t)b * T * s->kv_dim + (size_t)g * hd;
+	size_t kvo = ((size_t)b * T + c0) * s->kv_dim + (size_t)g * hd;
 	for (int j = 0; j < G; j++) {
 		int h = g * G + j;
-		size_t qo = (size_t)b * T * s->q_dim + (size_t)h * hd;
-		const float *p = a->p + ((size_t)b * s->H + h) * T * T;
+		size_t qo = ((size_t)b * T + c0) * s->q_dim + (size_t)h * hd;
+		const float *p = a->p + ((size_t)b * s->H + h) * T * T + (size_t)c0 * T + c0;
 		const float *datt = s->datt + qo;
-		struct gemm g1 = {T, T, hd, dp, T, false, datt, s->q_dim, false, a->v + kvo, s->kv_dim,
+		struct gemm g1 = {L, L, hd, dp, T, false, datt, s->q_dim, false, a->v + kvo, s->kv_dim,
 				  true, GEMM_TRI_C};
 		gemm_serial(s->gm, &g1, s->prec, tid);
-		struct gemm g2 = {T, hd, T, s->dv + kvo, s->kv_dim, j > 0, p, T, true, datt, s->q_dim,
+		struct gemm g2 = {L, hd, L, s->dv + kvo, s->kv_dim, j > 0, p, T, true, datt, s->q_dim,
 				  false, GEMM_TRI_A_UPPER};
 		gemm_serial(s->gm, &g2, s->prec, tid);
-		for (int i = 0; i < T; i++) {
+		for (int i = 0; i < L; i++) {
 			const float *pr = p + (size_t)i * T;
 			float *d = dp + (size_t)i * T;
 			double dot = 0;
@@ -106,14 +127,22 @@ static void attn_bwd_item(struct train_cpu *s, struct tr_act *a, int b, int g, i
 				dot += (double)d[c] * pr[c];
 			for (int c = 0; c <= i; c++)
 				d[c] = pr[c] * (d[c] - (float)dot) * scale;
-			memset(d + i + 1, 0, (size_t)(T - i - 1) * sizeof *d);
+			memset(d + i + 1, 0, (size_t)(L - i - 1) * sizeof *d);
 		}
-		struct gemm g3 = {T, hd, T, s->dq + qo, s->q_dim, false, dp, T, false, a->k + kvo,
+		struct gemm g3 = {L, hd, L, s->dq + qo, s->q_dim, false, dp, T, false, a->k + kvo,
 				  s->kv_dim, false, GEMM_TRI_A_LOWER};
 		gemm_serial(s->gm, &g3, s->prec, tid);
-		struct gemm g4 = {T, hd, T, s->dk + kvo, s->kv_dim, j > 0, dp, T, true, a->q + qo,
+		struct gemm g4 = {L, hd, L, s->dk + kvo, s->kv_dim, j > 0, dp, T, true, a->q + qo,
 				  s->q_dim, false, GEMM_TRI_A_UPPER};
 		gemm_serial(s->gm, &g4, s->prec, tid);
+	}
+}
+
+static void attn_bwd_item(struct train_cpu *s, struct tr_act *a, int b, int g, int tid)
+{
+	for (int c0 = 0, c1; c0 < s->T; c0 = c1) {
+		c1 = doc_end(s, b, c0);
+		attn_bwd_doc(s, a, b, g, c0, c1 - c0, tid);
 	}
 }
 

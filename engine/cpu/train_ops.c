@@ -165,8 +165,8 @@ static void qk_fwd_block(struct pass *p, int b, int tid)
 	struct tr_act *a = p->a;
 	int hd = s->hd, t1 = (b + 1) * TR_BLOCK < s->N ? (b + 1) * TR_BLOCK : s->N;
 	for (int t = b * TR_BLOCK; t < t1; t++) {
-		const float *cs = s->cos + (size_t)(t % s->T) * (hd / 2);
-		const float *sn = s->sin + (size_t)(t % s->T) * (hd / 2);
+		const float *cs = s->cos + (size_t)s->pos[t] * (hd / 2);
+		const float *sn = s->sin + (size_t)s->pos[t] * (hd / 2);
 		for (int h = 0; h < s->H; h++) {
 			size_t o = (size_t)t * s->q_dim + (size_t)h * hd;
 			a->rstd_q[(size_t)t * s->H + h] =
@@ -195,8 +195,8 @@ static void qk_bwd_block(struct pass *p, int b, int tid)
 	float *qpart = s->dwpart + (size_t)b * 2 * hd, *kpart = qpart + hd;
 	memset(qpart, 0, 2 * (size_t)hd * sizeof *qpart);
 	for (int t = b * TR_BLOCK; t < t1; t++) {
-		const float *cs = s->cos + (size_t)(t % s->T) * (hd / 2);
-		const float *sn = s->sin + (size_t)(t % s->T) * (hd / 2);
+		const float *cs = s->cos + (size_t)s->pos[t] * (hd / 2);
+		const float *sn = s->sin + (size_t)s->pos[t] * (hd / 2);
 		for (int h = 0; h < s->H; h++) {
 			size_t o = (size_t)t * s->q_dim + (size_t)h * hd;
 			head_bwd(s->dq + o, a->q_raw + o, a->rstd_q[(size_t)t * s->H + h], p->qw, cs,

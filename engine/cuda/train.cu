@@ -195,7 +195,7 @@ static int attn_forward(struct trc *s, struct trc_act *a)
 	/* p = q k^T (T x T per head), softmax, att = p v */
 	if (mm_batch(s, P(a, 2, BH), T, false, (const void *const *)P(a, 0, BH), s->q_dim, false,
 		     (const void *const *)P(a, 1, BH), s->kv_dim, true, T, T, hd, BH) ||
-	    trc_softmax_causal(a->p, BH * T, T, 1.0f / sqrtf((float)hd), s->stream))
+	    trc_softmax_causal(a->p, s->pos_d, BH * T, T, s->H, 1.0f / sqrtf((float)hd), s->stream))
 		return -1;
 	return mm_batch(s, P(a, 4, BH), s->q_dim, false, (const void *const *)P(a, 2, BH), T, false,
 			(const void *const *)P(a, 3, BH), s->kv_dim, false, T, hd, T, BH);
@@ -218,7 +218,8 @@ static int attn_backward(struct trc *s, struct trc_act *a)
 			     (const void *const *)(l + BK), s->q_dim, false, T, hd, T, BK))
 			return -1;
 	}
-	if (trc_softmax_back(s->dp, a->p, BH * T, T, 1.0f / sqrtf((float)hd), s->stream) ||
+	if (trc_softmax_back(s->dp, a->p, s->pos_d, BH * T, T, s->H, 1.0f / sqrtf((float)hd),
+			     s->stream) ||
 	    mm_batch(s, P(a, 7, BH), s->q_dim, false, (const void *const *)P(a, 6, BH), T, false,
 		     (const void *const *)P(a, 1, BH), s->kv_dim, false, T, hd, T, BH))
 		return -1;
@@ -242,7 +243,7 @@ static struct trc_qk qk_args(struct trc *s, struct trc_act *a, int l)
 {
 	struct trc_qk q = {a->q,    a->k,    a->rstd_q, a->rstd_k, a->q_raw, a->k_raw,
 			   s->w[pidx(l, TR_Q_NORM)], s->w[pidx(l, TR_K_NORM)], s->cos, s->sin,
-			   s->N, s->T, s->H, s->Hkv, s->hd, s->eps};
+			   s->pos_d, s->N, s->T, s->H, s->Hkv, s->hd, s->eps};
 	return q;
 }
 

@@ -29,10 +29,12 @@ int trc_rmsnorm(float *y, float *rstd, const float *x, const float *w, int n, in
 /* dx (+)= the backward for dy; dw += the weight's gradient (part: (n/TRC_BLOCK, D)). */
 int trc_rmsnorm_back(float *dx, float *dw, float *part, const float *dy, const float *x,
 		     const float *rstd, const float *w, int n, int D, bool add, cudaStream_t s);
-/* q, k = rope(rmsnorm_head(raw) w) for every head of N tokens (position token % T). */
+/* q, k = rope(rmsnorm_head(raw) w) for every head of N tokens (token t at position
+ * pos[t], train.h's positions). */
 struct trc_qk {
 	float *q, *k, *rstd_q, *rstd_k;
 	const float *q_raw, *k_raw, *qw, *kw, *cos, *sin;
+	const int32_t *pos;
 	int N, T, H, Hkv, hd;
 	float eps;
 };
@@ -43,11 +45,13 @@ int trc_qk_back(const struct trc_qk *a, float *dq, float *dk, float *dqw, float 
 int trc_swiglu(float *h, const float *g, const float *u, size_t n, cudaStream_t s);
 /* dh into d gate in place, d up into du. */
 int trc_swiglu_back(float *dh, float *du, const float *g, const float *u, size_t n, cudaStream_t s);
-/* Rows of p (rows, T), row i of a head's block of T: softmax(scale p) over keys <= i,
- * zero after. */
-int trc_softmax_causal(float *p, int rows, int T, float scale, cudaStream_t s);
+/* Rows of p (B, H, T, T), row i of a head's block of T: softmax(scale p) over the keys
+ * of its document up to i (pos: (B, T) positions), zero elsewhere. */
+int trc_softmax_causal(float *p, const int32_t *pos, int rows, int T, int H, float scale,
+		       cudaStream_t s);
 /* d (the gradient of p) into that of the scores: p (d - rowsum(d p)) scale. */
-int trc_softmax_back(float *d, const float *p, int rows, int T, float scale, cudaStream_t s);
+int trc_softmax_back(float *d, const float *p, const int32_t *pos, int rows, int T, int H,
+		     float scale, cudaStream_t s);
 /* Rows of logits (rows, V) with targets: loss[r] (double) = logsumexp - z[target] (0 for a
  * target < 0); with backward each row becomes softmax - onehot (zero when not scored). */
 int trc_cross_entropy(float *z, const int32_t *targets, double *loss, int rows, int V,
@@ -109,6 +113,7 @@ struct trc {
 	size_t hsize;
 	double *loss_d, *sq_d; /* per row (N); per block of the norm */
 	int32_t *ids_d, *tgt_d, *emb_d;   /* inputs, targets, the embedding's backward lists */
+	int32_t *pos_d;                    /* the inputs' positions (train.h) */
 	int32_t *ids_h, *emb_h;            /* pinned */
 	double *loss_h, *sq_h;             /* pinned */
 	struct trc_act *act;

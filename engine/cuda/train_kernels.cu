@@ -179,7 +179,7 @@ __device__ static float head_fwd(float *out, const float *in, const float *w, co
 __global__ static void qk_kernel(struct trc_qk a)
 {
 	int t = blockIdx.x, warp = threadIdx.x / 32, nw = blockDim.x / 32, hd = a.hd;
-	const float *cs = a.cos + (size_t)(t % a.T) * (hd / 2), *sn = a.sin + (size_t)(t % a.T) * (hd / 2);
+	const float *cs = a.cos + (size_t)a.pos[t] * (hd / 2), *sn = a.sin + (size_t)a.pos[t] * (hd / 2);
 	for (int h = warp; h < a.H + a.Hkv; h += nw) {
 		bool isq = h < a.H;
 		int hh = isq ? h : h - a.H, width = isq ? a.H * hd : a.Hkv * hd;
@@ -210,7 +210,7 @@ __global__ static void qk_back_kernel(struct trc_qk a, float *dq, float *dk, flo
 		mine[i] = 0.0f;
 	int t0 = blockIdx.x * TRC_BLOCK, t1 = min(a.N, t0 + TRC_BLOCK);
 	for (int t = t0; t < t1; t++) {
-		const float *cs = a.cos + (size_t)(t % a.T) * h2, *sn = a.sin + (size_t)(t % a.T) * h2;
+		const float *cs = a.cos + (size_t)a.pos[t] * h2, *sn = a.sin + (size_t)a.pos[t] * h2;
 		for (int h = warp; h < a.H + a.Hkv; h += nw) {
 			bool isq = h < a.H;
 			int hh = isq ? h : h - a.H, width = isq ? a.H * hd : a.Hkv * hd;
@@ -297,46 +297,58 @@ int trc_swiglu_back(float *dh, float *du, const float *g, const float *u, size_t
 
 /* ---- attention's softmax ----------------------------------------------------------------------- */
 
-/* Block per row; row r is query r % T of its head. */
-__global__ static void softmax_causal_kernel(float *p, int T, float scale)
+/* Row r of p (B, H, T, T) is query i = r % T of head h of batch row b: its keys are
+ * lo .. i, where lo = i - pos[b T + i] starts its document (the causal mask when rows
+ * hold one document each). */
+__device__ static int softmax_first_key(const int32_t *pos, int r, int T, int H)
+{
+	int i = r % T, b = r / T / H;
+	return i - pos[(size_t)b * T + i];
+}
+
+/* Block per row. */
+__global__ static void softmax_causal_kernel(float *p, const int32_t *pos, int T, int H, float scale)
 {
 	float *row = p + (size_t)blockIdx.x * T;
-	int n = blockIdx.x % T + 1;
+	int lo = softmax_first_key(pos, blockIdx.x, T, H), n = blockIdx.x % T + 1;
 	float mx = -INFINITY;
-	for (int j = threadIdx.x; j < n; j += blockDim.x)
+	for (int j = lo + threadIdx.x; j < n; j += blockDim.x)
 		mx = fmaxf(mx, row[j] * scale);
 	mx = block_max(mx);
 	double sum = 0;
-	for (int j = threadIdx.x; j < n; j += blockDim.x)
+	for (int j = lo + threadIdx.x; j < n; j += blockDim.x)
 		sum += expf(row[j] * scale - mx);
 	float inv = (float)(1.0 / block_sum_d(sum));
 	for (int j = threadIdx.x; j < T; j += blockDim.x)
-		row[j] = j < n ? expf(row[j] * scale - mx) * inv : 0.0f;
+		row[j] = j >= lo && j < n ? expf(row[j] * scale - mx) * inv : 0.0f;
 }
 
-int trc_softmax_causal(float *p, int rows, int T, float scale, cudaStream_t s)
+int trc_softmax_causal(float *p, const int32_t *pos, int rows, int T, int H, float scale,
+		       cudaStream_t s)
 {
-	softmax_causal_kernel<<<rows, 256, 0, s>>>(p, T, scale);
+	softmax_causal_kernel<<<rows, 256, 0, s>>>(p, pos, T, H, scale);
 	LAUNCH_CHECK();
 	return 0;
 }
 
-__global__ static void softmax_back_kernel(float *d, const float *p, int T, float scale)
+__global__ static void softmax_back_kernel(float *d, const float *p, const int32_t *pos, int T,
+					   int H, float scale)
 {
 	float *dr = d + (size_t)blockIdx.x * T;
 	const float *pr = p + (size_t)blockIdx.x * T;
-	int n = blockIdx.x % T + 1;
+	int lo = softmax_first_key(pos, blockIdx.x, T, H), n = blockIdx.x % T + 1;
 	double dot = 0;
-	for (int j = threadIdx.x; j < n; j += blockDim.x)
+	for (int j = lo + threadIdx.x; j < n; j += blockDim.x)
 		dot += (double)dr[j] * pr[j];
 	float s = (float)block_sum_d(dot);
 	for (int j = threadIdx.x; j < T; j += blockDim.x)
-		dr[j] = j < n ? pr[j] * (dr[j] - s) * scale : 0.0f;
+		dr[j] = j >= lo && j < n ? pr[j] * (dr[j] - s) * scale : 0.0f;
 }
 
-int trc_softmax_back(float *d, const float *p, int rows, int T, float scale, cudaStream_t s)
+int trc_softmax_back(float *d, const float *p, const int32_t *pos, int rows, int T, int H,
+		     float scale, cudaStream_t s)
 {
-	softmax_back_kernel<<<rows, 256, 0, s>>>(d, p, T, scale);
+	softmax_back_kernel<<<rows, 256, 0, s>>>(d, p, pos, T, H, scale);
 	LAUNCH_CHECK();
 	return 0;
 }

@@ -109,9 +109,10 @@ static int alloc_acts(struct trc *s)
 	s->hsize = half;
 	CUDA_CHECK(cudaMalloc((void **)&s->loss_d, N * sizeof(double)));
 	CUDA_CHECK(cudaMalloc((void **)&s->sq_d, TRC_SQ_BLOCKS * sizeof(double)));
-	CUDA_CHECK(cudaMalloc((void **)&s->ids_d, (5 * N + 1) * sizeof(int32_t)));
-	s->tgt_d = s->ids_d + N, s->emb_d = s->ids_d + 2 * N;
-	CUDA_CHECK(cudaMallocHost((void **)&s->ids_h, (5 * N + 1) * sizeof(int32_t)));
+	/* inputs (N), targets (N), the embedding's lists (3 N + 1), positions (N) */
+	CUDA_CHECK(cudaMalloc((void **)&s->ids_d, (6 * N + 1) * sizeof(int32_t)));
+	s->tgt_d = s->ids_d + N, s->emb_d = s->ids_d + 2 * N, s->pos_d = s->ids_d + 5 * N + 1;
+	CUDA_CHECK(cudaMallocHost((void **)&s->ids_h, (6 * N + 1) * sizeof(int32_t)));
 	s->emb_h = s->ids_h + 2 * N;
 	CUDA_CHECK(cudaMallocHost((void **)&s->loss_h, N * sizeof(double)));
 	CUDA_CHECK(cudaMallocHost((void **)&s->sq_h, TRC_SQ_BLOCKS * sizeof(double)));
@@ -238,11 +239,17 @@ static int loss_chunks(struct trc *s, bool backward)
 	return 0;
 }
 
-static int trc_micro(void *st, const int32_t *inputs, const int32_t *targets, bool backward,
-		     double *loss_sum, int64_t *count)
+static int trc_micro(void *st, const int32_t *inputs, const int32_t *targets, const int32_t *pos,
+		     bool backward, double *loss_sum, int64_t *count)
 {
 	struct trc *s = (struct trc *)st;
 	int N = s->N, D = s->D, L = s->c->num_layers, nuniq = 0;
+	bool packed = false;
+	for (int i = 0; i < N; i++)
+		packed |= pos[i] != i % s->T;
+	if (packed && s->tiled) /* the tiles mask causally only */
+		return err_set("cuda training: rows of several documents need the materialised "
+			       "attention (QWENCHAT_CUDA_TRAIN_ATTN=materialised)");
 	for (int i = 0; i < N; i++)
 		if (inputs[i] < 0 || inputs[i] >= s->V || targets[i] < -1 || targets[i] >= s->V)
 			return err_set("training: token id %d or target %d at %d is not in the "
@@ -250,9 +257,10 @@ static int trc_micro(void *st, const int32_t *inputs, const int32_t *targets, bo
 				       inputs[i], targets[i], i, s->V);
 	memcpy(s->ids_h, inputs, N * sizeof *inputs);
 	memcpy(s->ids_h + N, targets, N * sizeof *targets);
+	memcpy(s->ids_h + 5 * N + 1, pos, N * sizeof *pos);
 	if (backward && embed_lists(s, inputs, &nuniq))
 		return -1;
-	CUDA_CHECK(cudaMemcpyAsync(s->ids_d, s->ids_h, (5 * (size_t)N + 1) * sizeof(int32_t),
+	CUDA_CHECK(cudaMemcpyAsync(s->ids_d, s->ids_h, (6 * (size_t)N + 1) * sizeof(int32_t),
 				   cudaMemcpyHostToDevice, s->stream));
 	int fi = train_final(s->t);
 	if (trc_embed(s->x, s->w[0], s->ids_d, N, D, s->stream))

@@ -63,6 +63,7 @@ enum train_key {
 	OPT_BACKEND,
 	OPT_THREADS,
 	OPT_SFT,
+	OPT_PACK,
 	OPT_NO_PANEL,
 };
 
@@ -140,6 +141,8 @@ static const struct cli_opt train_opts[] = {
 	{"sft", OPT_SFT, NULL,
 	 "supervised fine-tuning: --data and --val are\nconversations, the loss is on what the "
 	 "assistant\nwrites (below)"},
+	{"pack", OPT_PACK, NULL,
+	 "--sft: several conversations a row, each attending\nonly to itself (below)"},
 	{"no-panel", OPT_NO_PANEL, NULL,
 	 "on a terminal, the progress as one line rewritten\nin place instead of the live panel"},
 	{0},
@@ -214,7 +217,15 @@ static const struct cli_command train_cmd = {
 		 "drawn as windows are: a conversation uniformly at random, or with --sequential\n"
 		 "conversation k = ((s*A + a)*B + b) mod N of the N in the files' order. The loss\n"
 		 "of a step is the mean over the answer tokens of its rows. The cache keeps each\n"
-		 "token's flags in DIR/train-state/data.sft beside data.u32.\n",
+		 "token's flags in DIR/train-state/data.sft beside data.u32.\n"
+		 "\n"
+		 "--pack (with --sft) puts several conversations in a row instead of padding\n"
+		 "each row: they are packed once, first-fit decreasing (the longest first, each\n"
+		 "into the first row with room for it, or a new one), and each attends only to\n"
+		 "itself, at positions from 0, as Hugging Face's padding-free packing does: a\n"
+		 "packed row computes what its conversations would in rows of their own, with\n"
+		 "less padding. Rows of packed conversations are drawn, read in order and\n"
+		 "evaluated as conversations are without it.\n",
 	.max_args = 0,
 };
 
@@ -343,6 +354,9 @@ static int check_new(struct args *a)
 			return cli_usage("train", "--sft renders conversations with a tokenizer: give "
 						  "--tokenizer DIR");
 	}
+	if (o->pack && !o->sft)
+		return cli_usage("train", "--pack packs conversations: it needs --sft (text "
+					  "windows have no padding to save)");
 	if (o->min_lr < 0)
 		o->min_lr = o->lr / 10;
 	/* By default the cosine ends with the run; a run shorter than its warm-up (a trial of

@@ -136,10 +136,18 @@ static void print_conv_stream(const char *what, const struct dset_sft *c, int64_
 static void print_convs(const struct train_report *r, const struct loop_plan *lp)
 {
 	print_conv_stream("data", &lp->train_sft, lp->train_tokens, lp->train_cached, r->o->ctx);
-	fprintf(stderr,
-		"\nrows: one conversation each, padded to --ctx %d: %.1f%% of the "
-		"positions are padding",
-		r->o->ctx, 100 * lp->train_padding);
+	if (lp->train_rows)
+		fprintf(stderr,
+			"\nrows: packed, %lld rows of --ctx %d (%.2f conversations a row): "
+			"%.1f%% of the positions are padding",
+			(long long)lp->train_rows, r->o->ctx,
+			(double)lp->train_sft.conversations / (double)lp->train_rows,
+			100 * lp->train_padding);
+	else
+		fprintf(stderr,
+			"\nrows: one conversation each, padded to --ctx %d: %.1f%% of the "
+			"positions are padding",
+			r->o->ctx, 100 * lp->train_padding);
 	if (lp->val_tokens || lp->val_sft.conversations) {
 		fputc('\n', stderr);
 		print_conv_stream("validation", &lp->val_sft, lp->val_tokens, lp->val_cached,

@@ -81,4 +81,37 @@ void batch_conv_sequential(const struct batch_convs *c, int64_t step, int accum,
 int batch_conv_eval(const struct batch_convs *c, int64_t first, int rows, int T,
 		    int32_t *inputs, int32_t *targets);
 
+/* --sft --pack: several conversations a row. The conversations are packed once, for
+ * the whole run, by first-fit decreasing: in order of length (the longest first, ties
+ * in the files' order) each goes into the first row, in the order rows were opened,
+ * with room for it, or a new row. A row's conversations lie one after the other, each at
+ * positions 0, 1, ... (a document of its own: train.h), and the rest of the row is
+ * padding (a document of its own, never scored). Rows are numbered in the order they
+ * were opened; they are drawn, read in order (--sequential) and evaluated as
+ * conversations are without --pack. */
+struct batch_pack {
+	int64_t rows;
+	int64_t *start;  /* (rows + 1) into order */
+	int64_t *order;  /* (conversations placed) conversation indices, row by row */
+	int64_t real;    /* positions that are not padding, over all rows */
+};
+
+/* Packs c's conversations in rows of T positions. 0 or -1 (err_set: out of memory). */
+int batch_pack_make(struct batch_pack *p, const struct batch_convs *c, int T);
+void batch_pack_free(struct batch_pack *p);
+
+/* Packed row r: inputs, targets and positions (T each); returns its real positions. */
+int batch_pack_row(const struct batch_convs *c, const struct batch_pack *p, int64_t r, int T,
+		   int32_t *in, int32_t *tg, int32_t *pos);
+
+/* As batch_conv_random, batch_conv_sequential and batch_conv_eval, over packed rows. */
+void batch_pack_random(struct batch_rng *rng, const struct batch_convs *c,
+		       const struct batch_pack *p, int rows, int T, int32_t *inputs,
+		       int32_t *targets, int32_t *pos, int64_t *real);
+void batch_pack_sequential(const struct batch_convs *c, const struct batch_pack *p, int64_t step,
+			   int accum, int micro, int rows, int T, int32_t *inputs, int32_t *targets,
+			   int32_t *pos, int64_t *real);
+int batch_pack_eval(const struct batch_convs *c, const struct batch_pack *p, int64_t first,
+		    int rows, int T, int32_t *inputs, int32_t *targets, int32_t *pos);
+
 #endif

@@ -31,10 +31,11 @@ struct run {
 	const struct loop_report *r;
 	struct dset train, val;
 	struct batch_convs train_c, val_c; /* --sft: the streams' conversations */
+	struct batch_pack train_p, val_p;  /* --pack: their rows */
 	struct eng_trainer *t;
 	struct tlog log;
 	int log_fd;
-	int32_t *in, *tg; /* (batch, ctx) */
+	int32_t *in, *tg, *pos; /* (batch, ctx); pos only with --pack */
 	struct sched sched;
 	double peak, flops, val_loss, ema;
 	int64_t saved; /* the step of the checkpoint in dir; -1: none yet */
@@ -172,6 +173,9 @@ static int load_data(struct run *u, bool resume)
 		return -1;
 	u->train_c = convs_of(&u->train);
 	u->val_c = convs_of(&u->val);
+	if (o->pack && (batch_pack_make(&u->train_p, &u->train_c, o->ctx) ||
+			(o->n_val && batch_pack_make(&u->val_p, &u->val_c, o->ctx))))
+		return -1;
 	return 0;
 }
 
@@ -208,9 +212,12 @@ static int check_plan(struct run *u)
 			       .sft = o->sft,
 			       .train_sft = u->train.sft,
 			       .val_sft = u->val.sft};
-	if (o->sft) /* each conversation a row of ctx positions, m - 1 of them real */
+	if (o->pack) /* rows of several conversations */
+		lp.train_padding = 1 - (double)u->train_p.real / ((double)u->train_p.rows * o->ctx);
+	else if (o->sft) /* each conversation a row of ctx positions, m - 1 of them real */
 		lp.train_padding = 1 - (double)(u->train.len - (size_t)u->train.sft.conversations) /
 					       ((double)u->train.sft.conversations * o->ctx);
+	lp.train_rows = o->pack ? u->train_p.rows : 0;
 	if (plan_for(u, o->recompute, &lp.plan))
 		return -1;
 	size_t host = lp.plan.device ? 0 : lp.plan.total;
@@ -269,7 +276,8 @@ static int make_trainer(struct run *u)
 	if (!u->t)
 		return -1;
 	size_t n = (size_t)o->batch * (size_t)o->ctx;
-	if (!(u->in = malloc(n * sizeof *u->in)) || !(u->tg = malloc(n * sizeof *u->tg)))
+	if (!(u->in = malloc(n * sizeof *u->in)) || !(u->tg = malloc(n * sizeof *u->tg)) ||
+	    (o->pack && !(u->pos = malloc(n * sizeof *u->pos))))
 		return err_set("out of memory for a batch of %zu tokens", n);
 	if (u->r->ready)
 		u->r->ready(u->r->user, u->t);
@@ -345,17 +353,20 @@ static int save(struct run *u)
 static int evaluate(struct run *u, double *loss)
 {
 	const struct tstate_opts *o = &u->st->o;
-	int64_t w = o->sft ? u->val_c.n : batch_windows(u->val.len, o->ctx);
+	int64_t w = o->pack ? u->val_p.rows : o->sft ? u->val_c.n : batch_windows(u->val.len, o->ctx);
 	double sum = 0;
 	int64_t count = 0;
 	for (int64_t first = 0; first < w; first += o->batch) {
 		double s = 0; /* the trainer adds to these */
 		int64_t c = 0;
-		if (o->sft)
+		if (o->pack)
+			batch_pack_eval(&u->val_c, &u->val_p, first, o->batch, o->ctx, u->in, u->tg,
+					u->pos);
+		else if (o->sft)
 			batch_conv_eval(&u->val_c, first, o->batch, o->ctx, u->in, u->tg);
 		else
 			batch_eval(u->val.ids, u->val.len, o->ctx, first, o->batch, u->in, u->tg);
-		if (eng_trainer_eval(u->t, u->in, u->tg, &s, &c))
+		if (eng_trainer_eval(u->t, u->in, u->tg, u->pos, &s, &c))
 			return -1;
 		sum += s;
 		count += c;
@@ -370,7 +381,13 @@ static void draw(struct run *u, int micro, int64_t *real)
 {
 	struct tstate *st = u->st;
 	const struct tstate_opts *o = &st->o;
-	if (o->sft && o->sequential)
+	if (o->pack && o->sequential)
+		batch_pack_sequential(&u->train_c, &u->train_p, st->step, o->accum, micro, o->batch,
+				      o->ctx, u->in, u->tg, u->pos, real);
+	else if (o->pack)
+		batch_pack_random(&st->rng, &u->train_c, &u->train_p, o->batch, o->ctx, u->in,
+				  u->tg, u->pos, real);
+	else if (o->sft && o->sequential)
 		batch_conv_sequential(&u->train_c, st->step, o->accum, micro, o->batch, o->ctx,
 				      u->in, u->tg, real);
 	else if (o->sft)
@@ -397,7 +414,7 @@ static int one_step(struct run *u, double *loss, double *norm, double *lr, int64
 		double s = 0; /* the trainer adds to these */
 		int64_t c = 0;
 		draw(u, a, real);
-		if (eng_trainer_micro(u->t, u->in, u->tg, &s, &c))
+		if (eng_trainer_micro(u->t, u->in, u->tg, u->pos, &s, &c))
 			return -1;
 		sum += s;
 		count += c;
@@ -552,9 +569,12 @@ out:
 	eng_trainer_free(u.t);
 	dset_free(&u.train);
 	dset_free(&u.val);
+	batch_pack_free(&u.train_p);
+	batch_pack_free(&u.val_p);
 	tlog_free(&u.log);
 	free(u.in);
 	free(u.tg);
+	free(u.pos);
 	free(u.log_path);
 	free(u.state_dir);
 	return rc;

@@ -43,6 +43,7 @@ struct loop_plan {
 	bool sft;                      /* conversations: what is known of them */
 	struct dset_sft train_sft, val_sft;
 	double train_padding;          /* --sft: the share of a row's positions that pad */
+	int64_t train_rows;            /* --pack: the rows the conversations were packed in */
 };
 
 /* After each step (and each evaluation). */

@@ -64,6 +64,7 @@ static const struct field fields[] = {
 	F("clip", K_REAL, clip, 0, 1e9, 0),
 	F("seed", K_I64, seed, 0, 9007199254740992.0, 0),
 	F("sft", K_BOOL, sft, 0, 1, OPTIONAL),
+	F("pack", K_BOOL, pack, 0, 1, OPTIONAL),
 	F("sequential", K_BOOL, sequential, 0, 1, 0),
 	F("exact", K_BOOL, exact, 0, 1, 0),
 	F("recompute", K_BOOL, recompute, 0, 1, CHANGE),

@@ -26,7 +26,8 @@ struct tstate_opts {
 	double lr, min_lr;                   /* min_lr -1: lr / 10 */
 	double weight_decay, beta1, beta2, eps, clip;
 	int64_t seed;
-	bool sft; /* the data are conversations: the loss on the assistant's tokens only */
+	bool sft;  /* the data are conversations: the loss on the assistant's tokens only */
+	bool pack; /* --sft: several conversations a row (batch.h's batch_pack) */
 	bool sequential, exact, recompute;
 	/* the run */
 	int64_t eval_every, save_every;

@@ -2,8 +2,9 @@
 # sft-padding.sh QWENCHAT MKMODEL TOKENIZER_DIR — the share of padding in the rows of
 # `qwenchat train --sft` at --ctx 512, 1024 and 2048 on 2,000 generated conversations
 # (70% one turn, else 2-4; user messages lognormal around 40 words, answers around 150,
-# half with reasoning around 120), and four timed steps of 2 x 1024 on a tiny model
-# with the tokenizer's vocabulary (BENCHMARKS.md). Needs python3.
+# half with reasoning around 120), one conversation a row and packed (--pack), and
+# four timed steps of 2 x 1024 both ways on a tiny model with the tokenizer's
+# vocabulary (BENCHMARKS.md). Needs python3.
 set -eu
 Q=$1 MKMODEL=$2 TOK=$3
 T=$(mktemp -d)
@@ -33,9 +34,17 @@ vocab=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); print(max([
 "$MKMODEL" --out "$T/m" --tokenizer "$TOK" --vocab-size "$vocab" --hidden-size 64 --layers 2 \
 	--heads 4 --kv-heads 2 --head-dim 16 --intermediate-size 128 >/dev/null
 for ctx in 512 1024 2048; do
-	"$Q" train --out "$T/r$ctx" --init "$T/m" --sft --data "$T/conv.jsonl" --ctx $ctx --batch 2 \
-		--steps 0 --threads 2 2>&1 | grep -E '^(data|rows)'
+	for pack in "" --pack; do
+		"$Q" train --out "$T/r$ctx$pack" --init "$T/m" --sft --data "$T/conv.jsonl" --ctx $ctx \
+			--batch 2 --steps 0 --threads 2 $pack 2>&1 | grep -E '^(data|rows)'
+	done
 done
-"$Q" train --out "$T/steps" --init "$T/m" --sft --data "$T/conv.jsonl" --ctx 1024 --batch 2 \
-	--steps 4 --threads 2 --sequential 2>&1 | grep -E '^step'
-grep -o '"seconds": [0-9.]*' "$T/steps/train-log.jsonl"
+# the same steps one conversation a row and packed, alternating
+for round in 1 2; do
+	for pack in "" --pack; do
+		rm -rf "$T/steps"
+		"$Q" train --out "$T/steps" --init "$T/m" --sft --data "$T/conv.jsonl" --ctx 1024 \
+			--batch 2 --steps 4 --threads 2 --sequential $pack >/dev/null 2>&1
+		echo "round $round ${pack:-one a row}: $(grep -o '"seconds": [0-9.]*' "$T/steps/train-log.jsonl" | tr '\n' ' ')"
+	done
+done

@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 	for (int k = 0; k < steps; k++) {
 		double t0 = now(), loss = 0, norm;
 		int64_t n = 0;
-		if (eng_trainer_zero_grad(t) || eng_trainer_micro(t, in, tg, &loss, &n) ||
+		if (eng_trainer_zero_grad(t) || eng_trainer_micro(t, in, tg, NULL, &loss, &n) ||
 		    eng_trainer_finish_grads(t, 1.0 / n, 1.0, &norm) || eng_trainer_adamw(t, &h, k + 1)) {
 			fprintf(stderr, "train_bench: %s\n", err_msg());
 			return 1;

@@ -11,8 +11,12 @@ byte-level BPE written here from tokenizer.json (added tokens split out, the Qwe
 pre-tokenizer regex, merges by rank); the answers' tokens are the targets. A
 conversation longer than ctx + 1 tokens is cut after its last answer within them
 (left out when there is none); each is one row padded to ctx; row b of micro-batch
-a of step s is conversation ((s*A + a)*B + b) mod N. The training itself is
-train_ref.py's (float64 Qwen3, AdamW, clipping, the schedule).
+a of step s is conversation ((s*A + a)*B + b) mod N. With --pack, the conversations
+are packed first-fit decreasing (longest first, ties in file order, each into the
+first row with room for its len - 1 positions), each at positions 0, 1, ... of its
+own, the rest of a row padding at positions from 0; the rows stand for the
+conversations in that rule. The training itself is train_ref.py's (float64 Qwen3,
+AdamW, clipping, the schedule), its attention kept within each conversation.
 
   sft_ref.py run --init DIR --tokenizer DIR --data FILE... [options] --out REF.safetensors
 
@@ -182,6 +186,8 @@ def run(o):
                 rows.append((ids[:m], scored[:m]))
     print(f"sft_ref: {len(rows)} conversations", file=sys.stderr)
     T, N = o.ctx, len(rows)
+    if o.pack:
+        return run_packed(o, rows)
 
     def batch(s, a):
         inp = np.zeros((o.batch, T), dtype=np.int64)
@@ -197,6 +203,42 @@ def run(o):
     train_ref.train(o, o.init, batch)
 
 
+def run_packed(o, rows):
+    T = o.ctx
+    order = sorted(range(len(rows)), key=lambda k: (-(len(rows[k][0]) - 1), k))
+    packed, room = [], []
+    for k in order:
+        w = len(rows[k][0]) - 1
+        r = next((i for i in range(len(room)) if room[i] >= w), None)
+        if r is None:
+            packed.append([])
+            room.append(T)
+            r = len(room) - 1
+        packed[r].append(k)
+        room[r] -= w
+    print(f"sft_ref: {len(packed)} packed rows", file=sys.stderr)
+
+    def batch(s, a):
+        inp = np.zeros((o.batch, T), dtype=np.int64)
+        tg = np.full((o.batch, T), -100, dtype=np.int64)
+        pos = np.zeros((o.batch, T), dtype=np.int64)
+        for b in range(o.batch):
+            off = 0
+            for k in packed[((s * o.accum + a) * o.batch + b) % len(packed)]:
+                ids, scored = rows[k]
+                n = len(ids) - 1
+                inp[b, off:off + n] = ids[:-1]
+                pos[b, off:off + n] = np.arange(n)
+                for i in range(1, len(ids)):
+                    if scored[i]:
+                        tg[b, off + i - 1] = ids[i]
+                off += n
+            pos[b, off:] = np.arange(T - off)
+        return torch.from_numpy(inp), torch.from_numpy(tg), torch.from_numpy(pos)
+
+    train_ref.train(o, o.init, batch)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -205,6 +247,7 @@ def main():
     r.add_argument("--tokenizer", required=True)
     r.add_argument("--data", required=True, nargs="+")
     r.add_argument("--out", required=True)
+    r.add_argument("--pack", action="store_true")
     train_ref.options(r)
     o = ap.parse_args()
     train_ref.resolve(o)

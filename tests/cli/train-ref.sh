@@ -2,7 +2,8 @@
 # train-ref.sh — `qwenchat train --exact --sequential` against tests/cli/train_ref.py, a
 # float64 PyTorch reference written from the documented rules: 3 steps of 2
 # micro-batches with the warm-up, clipping and weight decay all active, tied and
-# untied (grouped-query) models, and --sft on conversations (tests/cli/sft_ref.py). The losses and gradient norms of train-log.jsonl must
+# untied (grouped-query) models, and --sft on conversations, one a row and packed
+# (tests/cli/sft_ref.py). The losses and gradient norms of train-log.jsonl must
 # be within 1e-5 relative of the reference's, every tensor of the final model.safetensors
 # within 2e-3 of the reference's update (||w - w_ref|| / ||w_ref - w_0||).
 # SKIP (77) without python3-torch and python3-numpy.
@@ -25,6 +26,17 @@ sys.stdout.buffer.write(b"".join(struct.pack("<I", r.randrange(1000)) for _ in r
 
 rules="--ctx 16 --batch 3 --accum 2 --lr 1e-2 --warmup 2 --cosine-steps 3 --clip 0.5 --weight-decay 0.1"
 
+# compare_ref NAME INIT RUN NOTE: RUN's log and weights against $TMP/NAME-ref.*
+compare_ref() {
+	if $REF compare --log "$3/train-log.jsonl" --ref-log "$TMP/$1-ref.jsonl" --init "$2" \
+		--ref "$TMP/$1-ref.safetensors" --model "$3/model.safetensors" >"$TMP/$1-cmp" 2>&1; then
+		pass "$1: losses, gradient norms and every tensor's update match the float64 reference$4"
+	else
+		fail "$1: differs from the float64 reference:
+$(grep -E 'FAIL|differ|steps' "$TMP/$1-cmp" | head -n 10)"
+	fi
+}
+
 # check NAME SHAPE-FLAGS
 check() {
 	name=$1 shape=$2
@@ -43,14 +55,7 @@ check() {
 		fail "$name: the reference failed: $(tail -n 3 "$TMP/err")"
 		return
 	fi
-	if $REF compare --log "$TMP/$name-3/train-log.jsonl" --ref-log "$TMP/$name-ref.jsonl" \
-		--init "$TMP/$name-0" --ref "$TMP/$name-ref.safetensors" \
-		--model "$TMP/$name-3/model.safetensors" >"$TMP/$name-cmp" 2>&1; then
-		pass "$name: losses, gradient norms and every tensor's update match the float64 reference"
-	else
-		fail "$name: differs from the float64 reference:
-$(grep -E 'FAIL|differ|steps' "$TMP/$name-cmp" | head -n 10)"
-	fi
+	compare_ref "$name" "$TMP/$name-0" "$TMP/$name-3" ""
 }
 
 check tied "--tie --heads 4"
@@ -102,24 +107,33 @@ json.dump([{"role": "user", "content": say(6)},
 EOF
 "$QWENCHAT" train-bpe -q --chat --vocab-size 420 --out "$TMP/chat-tok" "$TMP/corpus.txt" ||
 	fail "sft: train-bpe --chat failed"
-rules="--ctx 80 --batch 3 --accum 2 --lr 1e-2 --warmup 2 --cosine-steps 3 --clip 0.5 --weight-decay 0.1"
-args="--tokenizer $TMP/chat-tok --layers 2 --hidden-size 64 --intermediate-size 96 --heads 4
-	--kv-heads 2 --sft --data $TMP/conv.jsonl $TMP/saved.json --exact --sequential --threads 2 $rules"
+model="--tokenizer $TMP/chat-tok --layers 2 --hidden-size 64 --intermediate-size 96 --heads 4
+	--kv-heads 2 --sft --data $TMP/conv.jsonl $TMP/saved.json --exact --sequential --threads 2"
+rules="--accum 2 --lr 1e-2 --warmup 2 --cosine-steps 3 --clip 0.5 --weight-decay 0.1"
 # shellcheck disable=SC2086
-if ! "$QWENCHAT" train --out "$TMP/sft-0" $args --steps 0 2>"$TMP/err" ||
-   ! "$QWENCHAT" train --out "$TMP/sft-3" $args --steps 3 2>"$TMP/err"; then
-	fail "sft: qwenchat train failed: $(tail -n 3 "$TMP/err")"
-# shellcheck disable=SC2086
-elif ! $SFT_REF run --init "$TMP/sft-0" --tokenizer "$TMP/sft-0" --data "$TMP/conv.jsonl" \
-	"$TMP/saved.json" --steps 3 $rules --out "$TMP/sft-ref.safetensors" \
-	>"$TMP/sft-ref.jsonl" 2>"$TMP/err"; then
-	fail "sft: the reference failed: $(tail -n 3 "$TMP/err")"
-elif $REF compare --log "$TMP/sft-3/train-log.jsonl" --ref-log "$TMP/sft-ref.jsonl" \
-	--init "$TMP/sft-0" --ref "$TMP/sft-ref.safetensors" \
-	--model "$TMP/sft-3/model.safetensors" >"$TMP/sft-cmp" 2>&1; then
-	pass "sft: losses, gradient norms and every tensor's update match the float64 reference"
-else
-	fail "sft: differs from the float64 reference:
-$(grep -E 'FAIL|differ|steps' "$TMP/sft-cmp" | head -n 10)"
-fi
+"$QWENCHAT" train --out "$TMP/sft-0" $model --steps 0 2>"$TMP/err" ||
+	fail "sft: the initial weights: $(tail -n 3 "$TMP/err")"
+
+# sft_check NAME FLAGS: 3 steps of `train FLAGS` from sft-0 against sft_ref.py FLAGS.
+sft_check() {
+	name=$1 flags=$2
+	# shellcheck disable=SC2086
+	if ! "$QWENCHAT" train --out "$TMP/$name" $model $flags $rules --steps 3 2>"$TMP/err"; then
+		fail "$name: qwenchat train failed: $(tail -n 3 "$TMP/err")"
+		return
+	fi
+	rows=$(grep '^rows: ' "$TMP/err")
+	# shellcheck disable=SC2086
+	if ! $SFT_REF run $flags --init "$TMP/sft-0" --tokenizer "$TMP/sft-0" \
+		--data "$TMP/conv.jsonl" "$TMP/saved.json" --steps 3 $rules \
+		--out "$TMP/$name-ref.safetensors" >"$TMP/$name-ref.jsonl" 2>"$TMP/err"; then
+		fail "$name: the reference failed: $(tail -n 3 "$TMP/err")"
+	else
+		compare_ref "$name" "$TMP/sft-0" "$TMP/$name" " ($rows)"
+	fi
+}
+sft_check sft "--ctx 80 --batch 3"
+# --pack: the same conversations several to a row (rows of 160 hold two to four of
+# them), each attending only to itself, against the reference's own packing and masks
+sft_check pack "--ctx 160 --batch 2 --pack"
 finish

@@ -163,6 +163,40 @@ else
 	fail "targets scored: $(tail -n 2 "$TMP/err")"
 fi
 
+# --pack: the same step over every conversation, several to a row, scores the same
+# targets with the same loss; the gradient's norm agrees to float rounding (the sums
+# run in another order).
+P="$TMP/packed"
+if "$QWENCHAT" train --out "$P" $SCRATCH --data "$TMP/conv.jsonl" --ctx 128 --batch 13 --pack \
+	--threads 2 --sequential --exact --steps 1 2>"$TMP/err" &&
+   "$QWENCHAT" train --out "$TMP/unpacked" $SCRATCH --data "$TMP/conv.jsonl" --ctx 128 \
+	--batch 13 --threads 2 --sequential --exact --steps 1 2>/dev/null; then
+	rows=$(sed -n 's/^rows: packed, \([0-9]*\) rows of --ctx 128 .*/\1/p' "$TMP/err")
+	if [ -z "$rows" ] || [ "$rows" -ge 13 ]; then
+		fail "--pack: rows: $(grep '^rows' "$TMP/err")"
+	else
+		# one step that reads every packed row exactly once
+		rm -rf "$P"
+		"$QWENCHAT" train --out "$P" $SCRATCH --data "$TMP/conv.jsonl" --ctx 128 \
+			--batch "$rows" --pack --threads 2 --sequential --exact --steps 1 2>/dev/null
+		python3 - "$P" "$TMP/unpacked" <<'EOF' &&
+import json, sys
+a, b = ([json.loads(l) for l in open(f"{d}/train-log.jsonl")][0] for d in sys.argv[1:])
+assert a["tokens"] == b["tokens"], (a, b)
+assert abs(a["loss"] - b["loss"]) <= 1e-9 * b["loss"], (a, b)
+assert abs(a["grad_norm"] - b["grad_norm"]) <= 1e-6 * b["grad_norm"], (a, b)
+EOF
+			pass "--pack: $rows rows train as 13 conversations one a row" ||
+			fail "--pack: a step over every conversation differs from the unpacked one"
+	fi
+else
+	fail "--pack: $(tail -n 2 "$TMP/err")"
+fi
+usage 2 "--pack without --sft" "--pack packs conversations: it needs --sft" --out "$O" \
+	--tokenizer "$TMP/tok" $SHAPE --data "$TMP/corpus.txt" --pack $SMALL
+usage 2 "--pack on a resumed run without it" "--resume: --pack on conflicts with the run's off" \
+	--resume "$TMP/unpacked" --steps 2 --pack
+
 # Stopped at step 2 and resumed to 4: the same model as the uninterrupted run.
 S="$TMP/stopped"
 "$QWENCHAT" train --out "$S" $SCRATCH --data "$TMP/conv.jsonl" --val "$TMP/val.jsonl" \

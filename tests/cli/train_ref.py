@@ -105,19 +105,28 @@ class Qwen3:
         var = (x * x).mean(-1, keepdim=True)
         return x * torch.rsqrt(var + self.eps) * w
 
-    def rope(self, x, T):
+    def rope(self, x, pos):
+        """x (B, heads, T, hd) rotated at positions pos (B, T)."""
         hd = self.hd
         inv = 1.0 / (self.theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
-        f = torch.arange(T, dtype=torch.float64)[:, None] * inv[None, :]
+        f = pos.to(torch.float64)[:, :, None] * inv[None, None, :]
         emb = torch.cat([f, f], -1)
-        cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+        cos, sin = emb.cos()[:, None], emb.sin()[:, None]
         x1, x2 = x[..., :hd // 2], x[..., hd // 2:]
         return x * cos + torch.cat([-x2, x1], -1) * sin
 
-    def loss_sum(self, ids, targets):
+    def loss_sum(self, ids, targets, pos=None):
+        """pos (B, T): position_ids as Hugging Face's padding-free packing gives them, a
+        document starting at each 0; a token attends to the tokens of its document up to
+        itself. None: 0 .. T-1 in every row."""
         p, B, T = self.p, ids.shape[0], ids.shape[1]
         x = p["model.embed_tokens.weight"][ids]
-        mask = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
+        if pos is None:
+            pos = torch.arange(T).expand(B, T)
+        doc = torch.cumsum((pos == 0).to(torch.int64), 1)  # (B, T) document of each token
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+        allowed = causal[None] & (doc[:, :, None] == doc[:, None, :])
+        mask = torch.zeros(B, 1, T, T, dtype=torch.float64).masked_fill(~allowed[:, None], float("-inf"))
         for l in range(self.L):
             pre = f"model.layers.{l}."
             h = self.norm(x, p[pre + "input_layernorm.weight"])
@@ -127,7 +136,7 @@ class Qwen3:
             q = self.norm(q, p[pre + "self_attn.q_norm.weight"]).transpose(1, 2)
             k = self.norm(k, p[pre + "self_attn.k_norm.weight"]).transpose(1, 2)
             v = v.transpose(1, 2)
-            q, k = self.rope(q, T), self.rope(k, T)
+            q, k = self.rope(q, pos), self.rope(k, pos)
             g = self.H // self.KV
             k = k.repeat_interleave(g, dim=1)
             v = v.repeat_interleave(g, dim=1)
@@ -156,8 +165,8 @@ def sequential(stream, s, A, a, B, T):
 
 def train(o, init, batch):
     """The steps from init's weights, batch(s, a) giving micro-batch a of step s as
-    (inputs, targets) with -100 where a target is not scored; prints one JSON object a
-    step and writes the final weights to o.out."""
+    (inputs, targets) with -100 where a target is not scored, or (inputs, targets,
+    position_ids); prints one JSON object a step and writes the final weights to o.out."""
     cfg = json.load(open(f"{init}/config.json"))
     w0 = read_safetensors(f"{init}/model.safetensors")
     params = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in w0.items()}
@@ -171,8 +180,8 @@ def train(o, init, batch):
         opt.zero_grad(set_to_none=False)
         total, count = 0.0, 0
         for a in range(o.accum):
-            ids, tg = batch(s, a)
-            ls = model.loss_sum(ids, tg)  # cross_entropy ignores the targets -100
+            ids, tg, *pos = batch(s, a)
+            ls = model.loss_sum(ids, tg, *pos)  # cross_entropy ignores the targets -100
             ls.backward()
             total += ls.item()
             count += int((tg != -100).sum())

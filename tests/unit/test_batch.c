@@ -1,7 +1,8 @@
 /* test_batch.c — training windows: the generator (known answers, determinism, state
  * saved and restored), the random draw's range, the sequential rule and its wrap-around,
  * evaluation windows; conversation rows (--sft): targets where scored, the padding,
- * the sequential and evaluation order. */
+ * the sequential and evaluation order; packed rows (--pack): first-fit decreasing
+ * against a slow version of the rule, positions restarting at each conversation. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -223,6 +224,109 @@ static void test_conversations(void **state)
 	assert_true(seen[0] && seen[1]);
 }
 
+/* Conversations of these widths (positions: tokens - 1), token ids 100 k + i. */
+static struct batch_convs make_convs(const int *w, int n, int32_t **ids, uint8_t **flags,
+				     size_t **seq)
+{
+	size_t total = 0;
+	for (int k = 0; k < n; k++)
+		total += (size_t)w[k] + 1;
+	*ids = malloc(total * sizeof **ids), *flags = malloc(total), *seq = malloc((n + 1) * sizeof **seq);
+	size_t o = 0;
+	for (int k = 0; k < n; k++) {
+		(*seq)[k] = o;
+		for (int i = 0; i <= w[k]; i++, o++) {
+			(*ids)[o] = 100 * k + i;
+			(*flags)[o] = i ? DSET_SCORED : DSET_START;
+		}
+	}
+	(*seq)[n] = o;
+	return (struct batch_convs){*ids, *flags, *seq, n};
+}
+
+/* First-fit decreasing as the header states it, the slow way. */
+static int64_t naive_ffd(const int *w, int n, int T, int64_t *row_of)
+{
+	int room[4096], rows = 0;
+	bool done[4096] = {false};
+	for (int placed = 0; placed < n; placed++) {
+		int k = -1;
+		for (int j = 0; j < n; j++)
+			if (!done[j] && (k < 0 || w[j] > w[k]))
+				k = j;
+		done[k] = true;
+		int r = 0;
+		while (r < rows && room[r] < w[k])
+			r++;
+		if (r == rows)
+			room[rows++] = T;
+		room[r] -= w[k];
+		row_of[k] = r;
+	}
+	return rows;
+}
+
+static void test_packing(void **state)
+{
+	(void)state;
+	enum { T = 10 };
+	static const int w[] = {3, 6, 5, 4, 2, 6, 1};
+	int32_t *ids;
+	uint8_t *flags;
+	size_t *seq;
+	struct batch_convs c = make_convs(w, 7, &ids, &flags, &seq);
+	struct batch_pack p;
+	assert_int_equal(batch_pack_make(&p, &c, T), 0);
+	/* longest first, ties in order: 1 -> row 0, 5 -> row 1, 2 -> row 2, 3 -> row 0,
+	 * 0 -> row 1, 4 -> row 2, 6 -> row 1 */
+	assert_int_equal(p.rows, 3);
+	assert_int_equal(p.real, 27);
+	const int64_t start[] = {0, 2, 5, 7}, order[] = {1, 3, 5, 0, 6, 2, 4};
+	assert_memory_equal(p.start, start, sizeof start);
+	assert_memory_equal(p.order, order, sizeof order);
+	int32_t in[2 * T], tg[2 * T], pos[2 * T];
+	assert_int_equal(batch_pack_row(&c, &p, 2, T, in, tg, pos), 7);
+	const int32_t in2[] = {200, 201, 202, 203, 204, 400, 401, 0, 0, 0};
+	const int32_t tg2[] = {201, 202, 203, 204, 205, 401, 402, -1, -1, -1};
+	const int32_t pos2[] = {0, 1, 2, 3, 4, 0, 1, 0, 1, 2};
+	assert_memory_equal(in, in2, sizeof in2);
+	assert_memory_equal(tg, tg2, sizeof tg2);
+	assert_memory_equal(pos, pos2, sizeof pos2);
+	/* sequential over rows: step 1 of 2-row micro-batches reads rows 2 and 0 */
+	int64_t real = 0;
+	batch_pack_sequential(&c, &p, 1, 1, 0, 2, T, in, tg, pos, &real);
+	assert_int_equal(real, 7 + 10);
+	assert_int_equal(in[0], 200);
+	assert_int_equal(in[T], 100);
+	assert_int_equal(pos[T + 6], 0); /* conversation 3 starts after 1's six positions */
+	/* evaluation: rows past the last are padding, one document a row */
+	assert_int_equal(batch_pack_eval(&c, &p, 2, 2, T, in, tg, pos), 1);
+	for (int i = T; i < 2 * T; i++) {
+		assert_int_equal(tg[i], -1);
+		assert_int_equal(pos[i], i - T);
+	}
+	batch_pack_free(&p);
+	free(ids), free(flags), free(seq);
+	/* random widths against the slow first fit */
+	uint64_t x = 5;
+	for (int round = 0; round < 20; round++) {
+		int n = 1 + round * 37 % 300, wr[300];
+		for (int k = 0; k < n; k++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			wr[k] = 1 + (int)((x >> 33) % (round % 2 ? 64 : 17));
+		}
+		struct batch_convs cr = make_convs(wr, n, &ids, &flags, &seq);
+		int64_t row_of[300];
+		assert_int_equal(batch_pack_make(&p, &cr, 64), 0);
+		assert_int_equal(p.rows, naive_ffd(wr, n, 64, row_of));
+		for (int64_t r = 0; r < p.rows; r++)
+			for (int64_t j = p.start[r]; j < p.start[r + 1]; j++)
+				assert_int_equal(row_of[p.order[j]], r);
+		batch_pack_free(&p);
+		free(ids), free(flags), free(seq);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -230,7 +334,7 @@ int main(void)
 		cmocka_unit_test(test_save_restore),  cmocka_unit_test(test_below),
 		cmocka_unit_test(test_random_windows), cmocka_unit_test(test_windows),
 		cmocka_unit_test(test_sequential),    cmocka_unit_test(test_eval),
-		cmocka_unit_test(test_conversations),
+		cmocka_unit_test(test_conversations), cmocka_unit_test(test_packing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * tensor's gradient equals the float64 loss's central finite differences (sampled
  * elements of every tensor, tied and untied embeddings, grouped-query attention);
  * the bf16 path stays close; recomputing activations and the thread count change no
- * bit; gradient scaling and clipping, and AdamW, follow the formulas of train.h. */
+ * bit; gradient scaling and clipping, and AdamW, follow the formulas of train.h;
+ * documents packed in a row train as they would in rows of their own. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -194,7 +195,7 @@ static void gradients_match(bool tie)
 	double loss = 0;
 	int64_t count = 0;
 	assert_int_equal(eng_trainer_zero_grad(t), 0);
-	assert_int_equal(eng_trainer_micro(t, in, tgt, &loss, &count), 0);
+	assert_int_equal(eng_trainer_micro(t, in, tgt, NULL, &loss, &count), 0);
 	int np = eng_trainer_nparams(t);
 	struct ref r = {&c, calloc(np, sizeof(double *)), B, T};
 	for (int i = 0; i < np; i++) {
@@ -240,23 +241,30 @@ static void test_gradients_untied(void **state)
 	gradients_match(false);
 }
 
-/* The gradients of one micro-batch, all parameters, as one array. */
-static float *all_grads(struct eng_trainer *t, const int32_t *in, const int32_t *tgt, double *loss)
+/* The gradients of one micro-batch with positions pos (NULL: one document a row), all
+ * parameters, as one array of *total floats. */
+static float *grads_at(struct eng_trainer *t, const int32_t *in, const int32_t *tgt,
+		       const int32_t *pos, double *loss, int64_t *count, size_t *total)
 {
-	int64_t count = 0;
-	size_t total = 0;
-	*loss = 0;
+	*loss = 0, *count = 0, *total = 0;
 	eng_trainer_zero_grad(t);
-	assert_int_equal(eng_trainer_micro(t, in, tgt, loss, &count), 0);
+	assert_int_equal(eng_trainer_micro(t, in, tgt, pos, loss, count), 0);
 	for (int i = 0; i < eng_trainer_nparams(t); i++)
-		total += eng_trainer_param(t, i)->n;
-	float *g = malloc(total * sizeof *g), *o = g;
+		*total += eng_trainer_param(t, i)->n;
+	float *g = malloc(*total * sizeof *g), *o = g;
 	for (int i = 0; i < eng_trainer_nparams(t); i++) {
 		struct eng_param *p = eng_trainer_param(t, i);
 		memcpy(o, p->g, p->n * sizeof *o);
 		o += p->n;
 	}
 	return g;
+}
+
+static float *all_grads(struct eng_trainer *t, const int32_t *in, const int32_t *tgt, double *loss)
+{
+	int64_t count;
+	size_t total;
+	return grads_at(t, in, tgt, NULL, loss, &count, &total);
 }
 
 static void test_same_bits(void **state)
@@ -301,7 +309,7 @@ static void test_clip_and_adamw(void **state)
 	double loss = 0, norm;
 	int64_t count = 0;
 	eng_trainer_zero_grad(t);
-	eng_trainer_micro(t, in, tgt, &loss, &count);
+	eng_trainer_micro(t, in, tgt, NULL, &loss, &count);
 	/* the reference: gradients scaled, their norm, clipped to a tenth of it */
 	int np = eng_trainer_nparams(t);
 	double sq = 0;
@@ -348,6 +356,66 @@ static void test_clip_and_adamw(void **state)
 	eng_trainer_free(t);
 }
 
+/* Documents packed in one row (positions restarting at each) give the loss and the
+ * gradients of the same documents in rows of their own, padded; the trainer checks
+ * the positions it is given. */
+static void test_packed_rows(void **state)
+{
+	(void)state;
+	struct eng_config c = tiny(false);
+	enum { T = 24, NDOC = 3 };
+	static const int len[NDOC] = {7, 10, 4}; /* and 3 positions of padding */
+	int32_t in[T], tgt[T], pos[T], rin[NDOC * T], rtgt[NDOC * T];
+	batch(in, tgt, T, c.vocab_size);
+	for (int i = 0; i < NDOC * T; i++)
+		rin[i] = 0, rtgt[i] = -1;
+	int off = 0;
+	for (int d = 0; d < NDOC; d++) {
+		for (int i = 0; i < len[d]; i++) {
+			pos[off + i] = i;
+			rin[d * T + i] = in[off + i], rtgt[d * T + i] = tgt[off + i];
+		}
+		off += len[d];
+	}
+	for (int i = off; i < T; i++) /* the padding, its own document, never scored */
+		pos[i] = i - off, tgt[i] = -1;
+	for (int exact = 1; exact >= 0; exact--) {
+		struct eng_trainer *packed = make(&c, 1, T, exact, false, 2);
+		struct eng_trainer *rows = make(&c, NDOC, T, exact, false, 2);
+		struct eng_trainer *again = make(&c, 1, T, exact, true, 1);
+		double lp, lr, la;
+		int64_t np_, nr, na;
+		size_t total;
+		float *gp = grads_at(packed, in, tgt, pos, &lp, &np_, &total);
+		float *gr = grads_at(rows, rin, rtgt, NULL, &lr, &nr, &total);
+		float *ga = grads_at(again, in, tgt, pos, &la, &na, &total);
+		assert_int_equal(np_, nr);
+		if (fabs(lp - lr) > (exact ? 1e-6 : 2e-3) * fabs(lr))
+			fail_msg("packed loss %.9g, one row a document %.9g", lp, lr);
+		double mx = 0;
+		for (size_t k = 0; k < total; k++)
+			mx = fabs(gr[k]) > mx ? fabs(gr[k]) : mx;
+		for (size_t k = 0; k < total; k++)
+			if (fabs(gp[k] - gr[k]) > (exact ? 1e-5 : 2e-2) * mx)
+				fail_msg("gradient %zu: packed %.8g, one row a document %.8g (max %.3g)", k,
+					 gp[k], gr[k], mx);
+		/* recomputing and one thread change no bit, packed too */
+		assert_true(la == lp);
+		assert_memory_equal(ga, gp, total * sizeof *ga);
+		free(gp), free(gr), free(ga);
+		eng_trainer_free(packed), eng_trainer_free(rows), eng_trainer_free(again);
+	}
+	struct eng_trainer *t = make(&c, 1, T, true, false, 2);
+	double loss = 0;
+	int64_t count = 0;
+	pos[0] = 1; /* a row must start a document */
+	assert_int_equal(eng_trainer_micro(t, in, tgt, pos, &loss, &count), -1);
+	pos[0] = 0, pos[5] = pos[4] + 2; /* and count up by one */
+	assert_int_equal(eng_trainer_micro(t, in, tgt, pos, &loss, &count), -1);
+	assert_int_equal(eng_trainer_eval(t, in, tgt, pos, &loss, &count), -1);
+	eng_trainer_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -355,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_gradients_untied),
 		cmocka_unit_test(test_same_bits),
 		cmocka_unit_test(test_clip_and_adamw),
+		cmocka_unit_test(test_packed_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

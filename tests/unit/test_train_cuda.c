@@ -3,8 +3,9 @@
  * every tensor's gradient on the exact path (fp32 products on both), then three AdamW
  * steps with clipping and decay active (losses, gradient norms, weights), and the fast
  * path (bf16 products) close to the exact one, with attention materialised and in
- * tiles. SKIP (77) without a GPU or without the CUDA module; the module's path comes
- * from QWENCHAT_CUDA_MODULE or the first argument (tests/cuda.sh passes it). */
+ * tiles; and rows of packed documents on the exact path. SKIP (77) without a GPU or
+ * without the CUDA module; the module's path comes from QWENCHAT_CUDA_MODULE or the
+ * first argument (tests/cuda.sh passes it). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +76,7 @@ static void step(struct eng_trainer *t, int s, double *loss, double *norm)
 	eng_trainer_zero_grad(t);
 	for (int a = 0; a < 2; a++) {
 		batch(in, tgt, 96, 1000, 100 * s + a);
-		if (eng_trainer_micro(t, in, tgt, &sum, &count))
+		if (eng_trainer_micro(t, in, tgt, NULL, &sum, &count))
 			printf("micro: %s\n", err_msg());
 	}
 	*loss = sum / count;
@@ -101,9 +102,9 @@ static void compare(bool tie, const char *module)
 	int64_t nc = 0, ng = 0, nf = 0;
 	batch(in, tgt, 96, 1000, 1);
 	eng_trainer_zero_grad(cpu), eng_trainer_zero_grad(gpu), eng_trainer_zero_grad(fast);
-	eng_trainer_micro(cpu, in, tgt, &lc, &nc);
-	eng_trainer_micro(gpu, in, tgt, &lg, &ng);
-	eng_trainer_micro(fast, in, tgt, &lf, &nf);
+	eng_trainer_micro(cpu, in, tgt, NULL, &lc, &nc);
+	eng_trainer_micro(gpu, in, tgt, NULL, &lg, &ng);
+	eng_trainer_micro(fast, in, tgt, NULL, &lf, &nf);
 	eng_trainer_download(gpu);
 	CHECK(nc == ng && fabs(lc - lg) <= 1e-5 * fabs(lc), "%s: loss cuda %.9g cpu %.9g",
 	      tie ? "tied" : "untied", lg, lc);
@@ -159,7 +160,7 @@ static double grads(struct eng_trainer *t, int n, uint64_t seed)
 	int64_t count = 0;
 	batch(in, tgt, n, 1000, seed);
 	eng_trainer_zero_grad(t);
-	if (eng_trainer_micro(t, in, tgt, &sum, &count))
+	if (eng_trainer_micro(t, in, tgt, NULL, &sum, &count))
 		printf("micro: %s\n", err_msg());
 	eng_trainer_download(t);
 	free(in);
@@ -212,6 +213,48 @@ static void tiled(const char *module)
 	eng_trainer_free(cpu), eng_trainer_free(mat), eng_trainer_free(til);
 }
 
+/* Rows of several documents (positions restarting at 0): the exact CUDA step equals
+ * the CPU's, loss and every gradient; the tiled attention refuses them. */
+static void packed(const char *module)
+{
+	struct eng_config c = shape(false);
+	struct eng_trainer *cpu = make(&c, ENG_BACKEND_CPU, true, NULL, 48, false);
+	struct eng_trainer *gpu = make(&c, ENG_BACKEND_CUDA, true, module, 48, false);
+	struct eng_trainer *til = make(&c, ENG_BACKEND_CUDA, false, module, 48, true);
+	if (!cpu || !gpu || !til) {
+		printf("not ok: trainers for the packed check: %s\n", err_msg());
+		failures++;
+		return;
+	}
+	static const int starts[] = {0, 20, 48, 58, 73, 90}; /* row 0: 20 + 28; row 1: 10, 15, 17, 6 */
+	int32_t in[96], tgt[96], pos[96];
+	batch(in, tgt, 96, 1000, 3);
+	for (int i = 0, d = 0; i < 96; i++) {
+		while (d + 1 < 6 && i >= starts[d + 1])
+			d++;
+		pos[i] = i - starts[d];
+	}
+	double lc = 0, lg = 0, lt = 0;
+	int64_t nc = 0, ng = 0, nt = 0;
+	eng_trainer_zero_grad(cpu), eng_trainer_zero_grad(gpu), eng_trainer_zero_grad(til);
+	int rc = eng_trainer_micro(cpu, in, tgt, pos, &lc, &nc);
+	rc |= eng_trainer_micro(gpu, in, tgt, pos, &lg, &ng);
+	eng_trainer_download(gpu);
+	CHECK(!rc && nc == ng && fabs(lc - lg) <= 1e-5 * fabs(lc), "packed: loss cuda %.9g cpu %.9g",
+	      lg, lc);
+	double worst = 0;
+	for (int i = 0; i < eng_trainer_nparams(cpu); i++) {
+		struct eng_param *a = eng_trainer_param(gpu, i), *b = eng_trainer_param(cpu, i);
+		double r = rel(a->g, b->g, b->n);
+		worst = r > worst ? r : worst;
+		CHECK(r <= 1e-4, "packed: %s gradient: cuda vs cpu %.3g", b->name, r);
+	}
+	CHECK(eng_trainer_micro(til, in, tgt, pos, &lt, &nt) == -1,
+	      "packed rows with the tiled attention: not refused");
+	printf("ok: packed rows: loss cuda %.9g cpu %.9g, worst gradient %.2e\n", lg, lc, worst);
+	eng_trainer_free(cpu), eng_trainer_free(gpu), eng_trainer_free(til);
+}
+
 int main(int argc, char **argv)
 {
 	const char *module = getenv("QWENCHAT_CUDA_MODULE");
@@ -228,6 +271,7 @@ int main(int argc, char **argv)
 	compare(true, module);
 	compare(false, module);
 	tiled(module);
+	packed(module);
 	printf("%d failures\n", failures);
 	return failures ? 1 : 0;
 }
