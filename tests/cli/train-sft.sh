@@ -192,6 +192,14 @@ EOF
 else
 	fail "--pack: $(tail -n 2 "$TMP/err")"
 fi
+# a packed run stopped at step 2 and resumed to 4 repeats the uninterrupted one
+"$QWENCHAT" train --out "$TMP/pk4" $SCRATCH --data "$TMP/conv.jsonl" $SMALL --pack --steps 4 \
+	2>/dev/null && "$QWENCHAT" train --out "$TMP/pk2" $SCRATCH --data "$TMP/conv.jsonl" $SMALL \
+	--pack --steps 2 2>/dev/null && "$QWENCHAT" train --resume "$TMP/pk2" --steps 4 2>/dev/null &&
+	cmp -s "$TMP/pk4/model.safetensors" "$TMP/pk2/model.safetensors" &&
+	cmp -s "$TMP/pk4/train-state/optimizer.safetensors" "$TMP/pk2/train-state/optimizer.safetensors" &&
+	pass "a resumed --pack run repeats the uninterrupted one bit for bit" ||
+	fail "a resumed --pack run differs from the uninterrupted one"
 usage 2 "--pack without --sft" "--pack packs conversations: it needs --sft" --out "$O" \
 	--tokenizer "$TMP/tok" $SHAPE --data "$TMP/corpus.txt" --pack $SMALL
 usage 2 "--pack on a resumed run without it" "--resume: --pack on conflicts with the run's off" \
