@@ -386,7 +386,7 @@ double eng_trainer_peak_gflops(struct eng_trainer *t)
 	return t->peak;
 }
 
-double eng_trainer_step_flops(const struct eng_trainer *t)
+double eng_trainer_step_flops(const struct eng_trainer *t, const int32_t *pos)
 {
 	const struct eng_config *c = &t->c;
 	double N = (double)t->o.batch * t->o.ctx, T = t->o.ctx;
@@ -394,8 +394,15 @@ double eng_trainer_step_flops(const struct eng_trainer *t)
 	double q = c->num_heads * hd, kv = c->num_kv_heads * hd;
 	double per_layer = D * (q + 2 * kv) + q * D + 3 * D * F; /* weights touched per token */
 	double matmul = c->num_layers * per_layer + (double)c->vocab_size * D;
-	/* attention's forward per token: q.k and p.v over T/2 keys on average (causal) */
-	double attn = c->num_layers * 2.0 * q * T;
+	/* attention's forward: q.k and p.v over the keys a query sees, T/2 on average in a
+	 * row of one document; in packed rows, its position + 1/2 on average */
+	double keys = N * T / 2;
+	if (pos) {
+		keys = 0;
+		for (int i = 0; i < t->o.batch * t->o.ctx; i++)
+			keys += pos[i] + 0.5;
+	}
+	double attn = c->num_layers * 4.0 * q * keys;
 	/* forward once, backward twice */
-	return 3.0 * N * (2.0 * matmul + attn);
+	return 3.0 * (2.0 * N * matmul + attn);
 }

@@ -147,8 +147,9 @@ int eng_trainer_adamw(struct eng_trainer *t, const struct eng_adamw *h, int64_t 
 /* The measured rate of the backend's matrix products at this model's shapes, in
  * GFLOP/s (the "share of the peak" the progress line shows), and the model FLOPs of
  * one micro-batch's forward and backward (6 x parameters touched per token plus
- * attention's). */
+ * attention's over the keys each query sees: pos as for eng_trainer_micro, NULL for
+ * one document a row). */
 double eng_trainer_peak_gflops(struct eng_trainer *t);
-double eng_trainer_step_flops(const struct eng_trainer *t);
+double eng_trainer_step_flops(const struct eng_trainer *t, const int32_t *pos);
 
 #endif

@@ -37,7 +37,7 @@ struct run {
 	int log_fd;
 	int32_t *in, *tg, *pos; /* (batch, ctx); pos only with --pack */
 	struct sched sched;
-	double peak, flops, val_loss, ema;
+	double peak, flops, val_loss, ema; /* flops: a micro-batch of rows of one document */
 	int64_t saved; /* the step of the checkpoint in dir; -1: none yet */
 };
 
@@ -282,7 +282,7 @@ static int make_trainer(struct run *u)
 	if (u->r->ready)
 		u->r->ready(u->r->user, u->t);
 	u->peak = eng_trainer_peak_gflops(u->t);
-	u->flops = eng_trainer_step_flops(u->t);
+	u->flops = eng_trainer_step_flops(u->t, NULL);
 	return 0;
 }
 
@@ -401,8 +401,10 @@ static void draw(struct run *u, int micro, int64_t *real)
 		*real += (int64_t)o->batch * o->ctx;
 }
 
-/* One optimizer step: the micro-batches' gradients, their mean, clipping, AdamW. */
-static int one_step(struct run *u, double *loss, double *norm, double *lr, int64_t *real)
+/* One optimizer step: the micro-batches' gradients, their mean, clipping, AdamW;
+ * *flops: the model FLOPs of its micro-batches. */
+static int one_step(struct run *u, double *loss, double *norm, double *lr, int64_t *real,
+		    double *flops)
 {
 	struct tstate *st = u->st;
 	const struct tstate_opts *o = &st->o;
@@ -416,6 +418,7 @@ static int one_step(struct run *u, double *loss, double *norm, double *lr, int64
 		draw(u, a, real);
 		if (eng_trainer_micro(u->t, u->in, u->tg, u->pos, &s, &c))
 			return -1;
+		*flops += u->pos ? eng_trainer_step_flops(u->t, u->pos) : u->flops;
 		sum += s;
 		count += c;
 	}
@@ -445,13 +448,13 @@ static int one_step(struct run *u, double *loss, double *norm, double *lr, int64
 }
 
 static void status(struct run *u, struct loop_status *s, double loss, double norm,
-		   double lr, double seconds, int64_t real)
+		   double lr, double seconds, int64_t real, double flops)
 {
 	const struct tstate_opts *o = &u->st->o;
 	double tokens = (double)real;
 	/* The peak is measured once, before the first step; when the machine was busy then,
 	 * a step can run faster than it, and the best rate seen is the better estimate. */
-	double rate = seconds > 0 ? u->flops * o->accum / seconds / 1e9 : 0;
+	double rate = seconds > 0 ? flops / seconds / 1e9 : 0;
 	if (u->peak > 0 && rate > u->peak)
 		u->peak = rate;
 	*s = (struct loop_status){
@@ -476,9 +479,9 @@ static int steps(struct run *u, const volatile sig_atomic_t *stop)
 	struct tstate *st = u->st;
 	const struct tstate_opts *o = &st->o;
 	while (st->step < o->steps) {
-		double t0 = clock_now(), loss = 0, norm = 0, lr = 0;
+		double t0 = clock_now(), loss = 0, norm = 0, lr = 0, flops = 0;
 		int64_t real = 0;
-		if (one_step(u, &loss, &norm, &lr, &real))
+		if (one_step(u, &loss, &norm, &lr, &real, &flops))
 			return -1;
 		double sec = clock_now() - t0;
 		st->step++;
@@ -488,7 +491,7 @@ static int steps(struct run *u, const volatile sig_atomic_t *stop)
 		if (tlog_add_step(&u->log, &rec) || append_log(u))
 			return -1;
 		struct loop_status s;
-		status(u, &s, loss, norm, lr, sec, real);
+		status(u, &s, loss, norm, lr, sec, real, flops);
 		if (u->r->step)
 			u->r->step(u->r->user, &s);
 		bool last = st->step == o->steps, stopping = stop && *stop;

@@ -93,7 +93,7 @@ int main(int argc, char **argv)
 		tg[i] = (int32_t)((s >> 11) % c.vocab_size);
 	}
 	struct eng_adamw h = {1e-3, 0.9, 0.95, 1e-8, 0.1};
-	double best = 0, flops = eng_trainer_step_flops(t);
+	double best = 0, flops = eng_trainer_step_flops(t, NULL);
 	for (int k = 0; k < steps; k++) {
 		double t0 = now(), loss = 0, norm;
 		int64_t n = 0;

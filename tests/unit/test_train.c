@@ -406,6 +406,13 @@ static void test_packed_rows(void **state)
 		eng_trainer_free(packed), eng_trainer_free(rows), eng_trainer_free(again);
 	}
 	struct eng_trainer *t = make(&c, 1, T, true, false, 2);
+	/* the model FLOPs count the keys each query sees: fewer in a packed row */
+	double keys = 0, q = (double)c.num_heads * c.head_dim;
+	for (int i = 0; i < T; i++)
+		keys += pos[i] + 0.5;
+	double fewer = 3.0 * c.num_layers * 4.0 * q * ((double)T * T / 2 - keys);
+	double f1 = eng_trainer_step_flops(t, NULL), fp = eng_trainer_step_flops(t, pos);
+	assert_true(fewer > 0 && fabs((f1 - fp) - fewer) <= 1e-9 * f1);
 	double loss = 0;
 	int64_t count = 0;
 	pos[0] = 1; /* a row must start a document */
