@@ -67,6 +67,19 @@ static struct eng_trainer *make(const struct eng_config *c, enum eng_backend_kin
 	return t;
 }
 
+/* Whether the three trainers of a check were made; if not, a failure (and those that
+ * were made are freed). */
+static bool made(const char *check, struct eng_trainer *a, struct eng_trainer *b,
+		 struct eng_trainer *c)
+{
+	if (a && b && c)
+		return true;
+	printf("not ok: trainers for the %s check: %s\n", check, err_msg());
+	failures++;
+	eng_trainer_free(a), eng_trainer_free(b), eng_trainer_free(c);
+	return false;
+}
+
 /* Step s: two micro-batches, the mean loss, clipping at a quarter of the first norm. */
 static void step(struct eng_trainer *t, int s, double *loss, double *norm)
 {
@@ -91,11 +104,8 @@ static void compare(bool tie, const char *module)
 	struct eng_trainer *cpu = make(&c, ENG_BACKEND_CPU, true, NULL, 48, false);
 	struct eng_trainer *gpu = make(&c, ENG_BACKEND_CUDA, true, module, 48, false);
 	struct eng_trainer *fast = make(&c, ENG_BACKEND_CUDA, false, module, 48, false);
-	if (!cpu || !gpu || !fast) {
-		printf("not ok: trainers: %s\n", err_msg());
-		failures++;
+	if (!made("compare", cpu, gpu, fast))
 		return;
-	}
 	/* one micro-batch's gradients */
 	int32_t in[96], tgt[96];
 	double lc = 0, lg = 0, lf = 0;
@@ -179,11 +189,8 @@ static void tiled(const char *module)
 	struct eng_trainer *cpu = make(&c, ENG_BACKEND_CPU, true, NULL, 150, false);
 	struct eng_trainer *mat = make(&c, ENG_BACKEND_CUDA, false, module, 150, false);
 	struct eng_trainer *til = make(&c, ENG_BACKEND_CUDA, false, module, 150, true);
-	if (!cpu || !mat || !til) {
-		printf("not ok: trainers for the tiled check: %s\n", err_msg());
-		failures++;
+	if (!made("tiled", cpu, mat, til))
 		return;
-	}
 	double lc = grads(cpu, 300, 7), lm = grads(mat, 300, 7), lt = grads(til, 300, 7);
 	CHECK(fabs(lt - lc) <= 1e-2 * fabs(lc), "tiled loss %.6g, exact %.6g", lt, lc);
 	int np = eng_trainer_nparams(cpu);
@@ -221,11 +228,8 @@ static void packed(const char *module)
 	struct eng_trainer *cpu = make(&c, ENG_BACKEND_CPU, true, NULL, 48, false);
 	struct eng_trainer *gpu = make(&c, ENG_BACKEND_CUDA, true, module, 48, false);
 	struct eng_trainer *til = make(&c, ENG_BACKEND_CUDA, false, module, 48, true);
-	if (!cpu || !gpu || !til) {
-		printf("not ok: trainers for the packed check: %s\n", err_msg());
-		failures++;
+	if (!made("packed", cpu, gpu, til))
 		return;
-	}
 	static const int starts[] = {0, 20, 48, 58, 73, 90}; /* row 0: 20 + 28; row 1: 10, 15, 17, 6 */
 	int32_t in[96], tgt[96], pos[96];
 	batch(in, tgt, 96, 1000, 3);
