@@ -341,12 +341,13 @@ int eng_trainer_zero_grad(struct eng_trainer *t)
 static int check_positions(const struct eng_trainer *t, const int32_t *pos)
 {
 	int T = t->o.ctx;
+	/* by induction 0 <= pos[i] <= its column: RoPE's table covers every position */
 	for (int i = 0; i < t->o.batch * T; i++) {
-		bool ok = i % T ? pos[i] == 0 || pos[i] == pos[i - 1] + 1 : pos[i] == 0;
-		if (!ok)
+		int64_t next = i % T ? (int64_t)pos[i - 1] + 1 : 0;
+		if (pos[i] != 0 && pos[i] != next)
 			return err_set("training: position %d at row %d, column %d does not start a "
-				       "document (0) or follow the one before (%d)",
-				       pos[i], i / T, i % T, i % T ? pos[i - 1] + 1 : 0);
+				       "document (0) or follow the one before (%lld)",
+				       pos[i], i / T, i % T, (long long)next);
 	}
 	return 0;
 }
