@@ -245,9 +245,9 @@ static int trc_micro(void *st, const int32_t *inputs, const int32_t *targets, co
 	struct trc *s = (struct trc *)st;
 	int N = s->N, D = s->D, L = s->c->num_layers, nuniq = 0;
 	bool packed = false;
-	for (int i = 0; i < N; i++)
+	for (int i = 0; s->tiled && i < N; i++) /* the tiles mask causally only */
 		packed |= pos[i] != i % s->T;
-	if (packed && s->tiled) /* the tiles mask causally only */
+	if (packed)
 		return err_set("cuda training: rows of several documents need the materialised "
 			       "attention (QWENCHAT_CUDA_TRAIN_ATTN=materialised)");
 	for (int i = 0; i < N; i++)

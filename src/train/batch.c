@@ -145,10 +145,18 @@ int batch_eval(const int32_t *stream, size_t len, int T, int64_t first, int rows
 	return real;
 }
 
+/* Positions conversation k takes in a row: its inputs, m - 1 (m <= T + 1: the
+ * dataset's rule). */
+static int conv_width(const struct batch_convs *c, int64_t k)
+{
+	size_t m = c->seq[k + 1] - c->seq[k];
+	return m > 1 ? (int)(m - 1) : 0;
+}
+
 int batch_conv_row(const struct batch_convs *c, int64_t k, int T, int32_t *in, int32_t *tg)
 {
-	size_t s = c->seq[k], m = c->seq[k + 1] - s;
-	int real = m > 1 ? (int)(m - 1) : 0; /* m <= T + 1: the dataset's rule */
+	size_t s = c->seq[k];
+	int real = conv_width(c, k);
 	for (int i = 0; i < real; i++) {
 		in[i] = c->ids[s + (size_t)i];
 		tg[i] = c->flags[s + (size_t)i + 1] & DSET_SCORED ? c->ids[s + (size_t)i + 1] : -1;
@@ -192,13 +200,6 @@ int batch_conv_eval(const struct batch_convs *c, int64_t first, int rows, int T,
 }
 
 /* ---- packed rows (--pack) ------------------------------------------------------------------ */
-
-/* Positions conversation k takes in a row: its inputs, m - 1. */
-static int conv_width(const struct batch_convs *c, int64_t k)
-{
-	size_t m = c->seq[k + 1] - c->seq[k];
-	return m > 1 ? (int)(m - 1) : 0;
-}
 
 struct by_len {
 	int w;

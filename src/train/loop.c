@@ -37,7 +37,7 @@ struct run {
 	int log_fd;
 	int32_t *in, *tg, *pos; /* (batch, ctx); pos only with --pack */
 	struct sched sched;
-	double peak, flops, val_loss, ema; /* flops: a micro-batch of rows of one document */
+	double peak, val_loss, ema;
 	int64_t saved; /* the step of the checkpoint in dir; -1: none yet */
 };
 
@@ -282,7 +282,6 @@ static int make_trainer(struct run *u)
 	if (u->r->ready)
 		u->r->ready(u->r->user, u->t);
 	u->peak = eng_trainer_peak_gflops(u->t);
-	u->flops = eng_trainer_step_flops(u->t, NULL);
 	return 0;
 }
 
@@ -418,7 +417,7 @@ static int one_step(struct run *u, double *loss, double *norm, double *lr, int64
 		draw(u, a, real);
 		if (eng_trainer_micro(u->t, u->in, u->tg, u->pos, &s, &c))
 			return -1;
-		*flops += u->pos ? eng_trainer_step_flops(u->t, u->pos) : u->flops;
+		*flops += eng_trainer_step_flops(u->t, u->pos);
 		sum += s;
 		count += c;
 	}

@@ -98,6 +98,20 @@ static void step(struct eng_trainer *t, int s, double *loss, double *norm)
 	eng_trainer_adamw(t, &h, s + 1);
 }
 
+/* Every gradient of gpu against cpu's (downloaded), each within 1e-4 relative; the
+ * worst. `what` names the check in a failure. */
+static double gradients(struct eng_trainer *gpu, struct eng_trainer *cpu, const char *what)
+{
+	double worst = 0;
+	for (int i = 0; i < eng_trainer_nparams(cpu); i++) {
+		struct eng_param *a = eng_trainer_param(gpu, i), *b = eng_trainer_param(cpu, i);
+		double r = rel(a->g, b->g, b->n);
+		worst = r > worst ? r : worst;
+		CHECK(r <= 1e-4, "%s: %s gradient: cuda vs cpu %.3g", what, b->name, r);
+	}
+	return worst;
+}
+
 static void compare(bool tie, const char *module)
 {
 	struct eng_config c = shape(tie);
@@ -119,13 +133,7 @@ static void compare(bool tie, const char *module)
 	CHECK(nc == ng && fabs(lc - lg) <= 1e-5 * fabs(lc), "%s: loss cuda %.9g cpu %.9g",
 	      tie ? "tied" : "untied", lg, lc);
 	CHECK(fabs(lf - lc) <= 2e-2 * fabs(lc), "bf16 loss %.6g, exact %.6g", lf, lc);
-	double worst = 0;
-	for (int i = 0; i < eng_trainer_nparams(cpu); i++) {
-		struct eng_param *a = eng_trainer_param(gpu, i), *b = eng_trainer_param(cpu, i);
-		double r = rel(a->g, b->g, b->n);
-		worst = r > worst ? r : worst;
-		CHECK(r <= 1e-4, "%s gradient: cuda vs cpu %.3g", b->name, r);
-	}
+	double worst = gradients(gpu, cpu, tie ? "tied" : "untied");
 	printf("ok: %s: loss cuda %.9g cpu %.9g, worst gradient %.2e, bf16 loss %.6g\n",
 	       tie ? "tied" : "untied", lg, lc, worst, lf);
 	/* three steps */
@@ -246,13 +254,7 @@ static void packed(const char *module)
 	eng_trainer_download(gpu);
 	CHECK(!rc && nc == ng && fabs(lc - lg) <= 1e-5 * fabs(lc), "packed: loss cuda %.9g cpu %.9g",
 	      lg, lc);
-	double worst = 0;
-	for (int i = 0; i < eng_trainer_nparams(cpu); i++) {
-		struct eng_param *a = eng_trainer_param(gpu, i), *b = eng_trainer_param(cpu, i);
-		double r = rel(a->g, b->g, b->n);
-		worst = r > worst ? r : worst;
-		CHECK(r <= 1e-4, "packed: %s gradient: cuda vs cpu %.3g", b->name, r);
-	}
+	double worst = gradients(gpu, cpu, "packed");
 	CHECK(eng_trainer_micro(til, in, tgt, pos, &lt, &nt) == -1,
 	      "packed rows with the tiled attention: not refused");
 	printf("ok: packed rows: loss cuda %.9g cpu %.9g, worst gradient %.2e\n", lg, lc, worst);
