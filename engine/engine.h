@@ -267,7 +267,7 @@ struct eng_options {
 	bool kv_f32; /* fp32 KV cache (reference tests); default bf16 */
 	/* Called now and then while a GPU backend uploads the weights (may be NULL). */
 	void (*progress)(size_t done_bytes, size_t total_bytes);
-	/* The CPU backend's kernel set, "c", "avx2", "avx512" or "avx512bf16"
+	/* The CPU backend's kernel set, "c", "avx2", "avx512", "avx512bf16" or "amx"
 	 * (eng_cpu_isa_check); NULL: the best this CPU runs. */
 	const char *cpu_isa;
 	/* --quant: quantize the weights to this mix as the engine loads them
@@ -286,7 +286,7 @@ struct eng_options {
 };
 
 /* Whether name is a CPU kernel set this CPU runs: 0, or -1 with err_set ("'NAME': not
- * one of c, avx2, avx512, avx512bf16" or "'NAME': this CPU cannot run it"). */
+ * one of c, avx2, avx512, avx512bf16, amx" or "'NAME': this CPU cannot run it"). */
 int eng_cpu_isa_check(const char *name);
 
 struct eng;

@@ -39,6 +39,7 @@ struct eng_train_options {
 	/* CUDA, bf16 path: attention in tiles (flash-style) instead of over materialised
 	 * T x T scores. Experimental: not yet run on a GPU, so off by default. */
 	bool cuda_tiled_attention;
+	const char *cpu_isa; /* as eng_options.cpu_isa (NULL: the best this CPU runs) */
 };
 
 /* What a trainer allocates, in bytes: the figures of the memory plan printed before

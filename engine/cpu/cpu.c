@@ -708,7 +708,7 @@ int eng_cpu_isa_check(const char *name)
 {
 	enum cpu_isa isa;
 	if (!cpu_isa_from_name(name, &isa))
-		return err_set("'%s': not one of c, avx2, avx512, avx512bf16", name);
+		return err_set("'%s': not one of c, avx2, avx512, avx512bf16, amx", name);
 	if (!cpu_isa_supported(isa))
 		return err_set("'%s': this CPU cannot run it", name);
 	return 0;

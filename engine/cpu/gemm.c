@@ -12,6 +12,8 @@
  * turn, then k within), whatever thread computes it. */
 #include "engine/cpu/gemm.h"
 
+#include "engine/cpu/amx.h"
+
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,6 +39,7 @@ struct gemm_ctx {
 	int threads;
 	mk_f32_fn *mk_f32;
 	mk_bf16_fn *mk_bf16; /* NULL: GEMM_BF16 runs in fp32 */
+	bool amx;            /* GEMM_BF16's blocks of 32 rows on AMX tiles (amx.h) */
 	unsigned char *scratch; /* per thread: a packed panel of B */
 	size_t per;
 	uint32_t *apack; /* bf16 A as pairs, shared; grown on demand */
@@ -417,6 +420,41 @@ static int first_block(const struct gemm *g, int i0)
 	return g->tri == GEMM_TRI_A_UPPER ? i0 / GEMM_KC * GEMM_KC : 0;
 }
 
+/* Rows [r0, r1) of C at columns j0.. (cols of them) times one packed k-block of B (bp,
+ * kc deep from p0). On AMX, 32 rows at a time by tiles over the whole pairs of 16 (the
+ * rest of k by the vector kernel, adding); the rows left over, and every other ISA, by
+ * the vector micro-kernel, GEMM_MR rows at a time. */
+static void panel_rows(struct gemm_ctx *ctx, const struct gemm *g, const uint32_t *ap, int kp,
+		       const float *bp, int p0, int kc, int j0, int cols, int r0, int r1)
+{
+	size_t sar = g->at ? 1 : (size_t)g->lda, sap = g->at ? (size_t)g->lda : 1;
+	int kcp = (kc + 1) / 2, tiled = ap && ctx->amx ? kcp / 16 * 16 : 0;
+	for (int i0 = r0; i0 < r1;) {
+		int rows = r1 - i0 >= 32 && tiled ? 32 : r1 - i0 < GEMM_MR ? r1 - i0 : GEMM_MR;
+		if (!tile_needs(g, i0, rows, j0, p0, kc)) {
+			i0 += rows;
+			continue;
+		}
+		bool acc = g->acc || p0 > first_block(g, i0);
+		float *c = g->c + (size_t)i0 * g->ldc + j0;
+		const uint32_t *a = ap ? ap + (size_t)i0 * kp + p0 / 2 : NULL;
+		const uint32_t *b = (const uint32_t *)bp;
+		if (rows == 32) {
+			cpu_amx_tile32(c, g->ldc, a, kp, b, GEMM_NR, tiled, cols, acc);
+			for (int r = 0; r < 32 && tiled < kcp; r += GEMM_MR)
+				ctx->mk_bf16(c + (size_t)r * g->ldc, g->ldc, a + (size_t)r * kp + tiled,
+					     kp, b + (size_t)tiled * GEMM_NR, kcp - tiled,
+					     32 - r < GEMM_MR ? 32 - r : GEMM_MR, cols, true);
+		} else if (ap) {
+			ctx->mk_bf16(c, g->ldc, a, kp, b, kcp, rows, cols, acc);
+		} else {
+			ctx->mk_f32(c, g->ldc, g->a + i0 * sar + p0 * sap, sar, sap, bp, kc, rows,
+				    cols, acc);
+		}
+		i0 += rows;
+	}
+}
+
 /* Panel `jp` of C over rows [r0, r1): every k-block of B packed in turn. ap: A as bf16
  * pairs (kp a row), NULL for fp32. */
 static void gemm_panel(struct gemm_ctx *ctx, const struct gemm *g, const uint32_t *ap, int kp,
@@ -424,7 +462,6 @@ static void gemm_panel(struct gemm_ctx *ctx, const struct gemm *g, const uint32_
 {
 	int j0 = jp * GEMM_NR, cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR;
 	float *bp = (float *)(ctx->scratch + (size_t)tid * ctx->per);
-	size_t sar = g->at ? 1 : (size_t)g->lda, sap = g->at ? (size_t)g->lda : 1;
 	for (int p0 = 0; p0 < g->k; p0 += GEMM_KC) {
 		int kc = g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC;
 		if (!tile_needs(g, r0, r1 - r0, j0, p0, kc))
@@ -436,19 +473,7 @@ static void gemm_panel(struct gemm_ctx *ctx, const struct gemm *g, const uint32_
 		else
 #endif
 			pack_b_f32(bp, g, p0, kc, j0);
-		for (int i0 = r0; i0 < r1; i0 += GEMM_MR) {
-			int rows = r1 - i0 < GEMM_MR ? r1 - i0 : GEMM_MR;
-			if (!tile_needs(g, i0, rows, j0, p0, kc))
-				continue;
-			bool acc = g->acc || p0 > first_block(g, i0);
-			float *c = g->c + (size_t)i0 * g->ldc + j0;
-			if (ap)
-				ctx->mk_bf16(c, g->ldc, ap + (size_t)i0 * kp + p0 / 2, kp,
-					     (const uint32_t *)bp, (kc + 1) / 2, rows, cols, acc);
-			else
-				ctx->mk_f32(c, g->ldc, g->a + i0 * sar + p0 * sap, sar, sap, bp, kc,
-					    rows, cols, acc);
-		}
+		panel_rows(ctx, g, ap, kp, bp, p0, kc, j0, cols, r0, r1);
 	}
 }
 
@@ -459,10 +484,15 @@ static void gemm_task_fn(void *arg, int tid, int nthreads)
 	struct gemm_task *t = arg;
 	const struct gemm *g = t->g;
 	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, blocks = (g->n + GEMM_MC - 1) / GEMM_MC, it;
+	bool tiles = t->bf16 && t->ctx->amx;
+	if (tiles)
+		cpu_amx_begin();
 	while ((it = cpu_claim(&t->next, panels * blocks)) >= 0) {
 		int r0 = it / panels * GEMM_MC, r1 = r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n;
 		gemm_panel(t->ctx, g, t->bf16 ? t->ctx->apack : NULL, t->kp, it % panels, r0, r1, tid);
 	}
+	if (tiles)
+		cpu_amx_end();
 }
 
 /* bf16 needs A as pairs (and, transposed, a row of n words per thread): grows the
@@ -518,8 +548,12 @@ void gemm_serial(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec
 #else
 	(void)prec;
 #endif
+	if (ap && ctx->amx)
+		cpu_amx_begin();
 	for (int jp = 0; jp < panels; jp++)
 		gemm_panel(ctx, g, ap, kp, jp, 0, g->n, tid);
+	if (ap && ctx->amx)
+		cpu_amx_end();
 }
 
 int gemm_reserve_serial(struct gemm_ctx *ctx, int n, int k)
@@ -553,8 +587,9 @@ struct gemm_ctx *gemm_new(enum cpu_isa isa, struct cpu_pool *pool)
 		ctx->mk_f32 = mk_f32_512;
 	else if (isa == CPU_ISA_AVX2)
 		ctx->mk_f32 = mk_f32_avx2;
-	if (isa == CPU_ISA_AVX512BF16)
+	if (isa >= CPU_ISA_AVX512BF16)
 		ctx->mk_bf16 = mk_bf16_512;
+	ctx->amx = isa >= CPU_ISA_AMX;
 #else
 	(void)isa;
 #endif

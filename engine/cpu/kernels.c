@@ -9,6 +9,7 @@
  * bf16 by bf16, which rounds the activations to 8 bits of mantissa (~4e-3 relative
  * error per product, far outside the 1e-4 agreement with transformers the exact
  * path keeps). */
+#include "engine/cpu/amx.h"
 #include "engine/cpu/tiling.h"
 
 #include <math.h>
@@ -121,6 +122,7 @@ bool cpu_isa_supported(enum cpu_isa isa)
 #ifdef CPU_X86
 	__builtin_cpu_init();
 	switch (isa) {
+	case CPU_ISA_AMX: return cpu_isa_supported(CPU_ISA_AVX512BF16) && cpu_amx_usable();
 	case CPU_ISA_AVX512BF16:
 		return cpu_isa_supported(CPU_ISA_AVX512) && __builtin_cpu_supports("avx512bf16");
 	case CPU_ISA_AVX512: /* its table also holds the AVX2 quantized kernels */
@@ -139,6 +141,8 @@ bool cpu_isa_supported(enum cpu_isa isa)
 
 enum cpu_isa cpu_isa_best(void)
 {
+	if (cpu_isa_supported(CPU_ISA_AMX))
+		return CPU_ISA_AMX;
 	if (cpu_isa_supported(CPU_ISA_AVX512BF16))
 		return CPU_ISA_AVX512BF16;
 	if (cpu_isa_supported(CPU_ISA_AVX512))
@@ -150,7 +154,7 @@ enum cpu_isa cpu_isa_best(void)
 
 bool cpu_isa_from_name(const char *name, enum cpu_isa *isa)
 {
-	for (int i = CPU_ISA_C; i <= CPU_ISA_AVX512BF16; i++)
+	for (int i = CPU_ISA_C; i <= CPU_ISA_AMX; i++)
 		if (!strcmp(name, cpu_kernels_get((enum cpu_isa)i)->name)) {
 			*isa = (enum cpu_isa)i;
 			return true;
@@ -161,6 +165,8 @@ bool cpu_isa_from_name(const char *name, enum cpu_isa *isa)
 const struct cpu_kernels *cpu_kernels_get(enum cpu_isa isa)
 {
 #ifdef CPU_X86
+	if (isa == CPU_ISA_AMX)
+		return &cpu_kernels_amx;
 	if (isa == CPU_ISA_AVX512BF16)
 		return &cpu_kernels_avx512bf16;
 	if (isa == CPU_ISA_AVX512)

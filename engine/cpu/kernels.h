@@ -44,7 +44,9 @@ struct cpu_xq {
 	int16_t *s16;   /* (K/16) the sum of each 16 q (Q6_K's offset, per scale) */
 };
 
-enum cpu_isa { CPU_ISA_C, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_AVX512BF16 };
+/* Each level runs everything the one before it does. AMX: AVX-512 BF16 with Intel's
+ * tile registers (amx.h) for the bf16 products. */
+enum cpu_isa { CPU_ISA_C, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_AVX512BF16, CPU_ISA_AMX };
 
 /* Rows of a weight matrix that a prefill matmul repacks at a time, and the scratch
  * it needs for K columns. */
@@ -129,14 +131,16 @@ struct cpu_kernels {
 
 /* Each instruction set's table, in its own file (kernels_avx512.c, kernels_avx2.c;
  * the portable C one is in kernels.c). x86-64 only. */
-extern const struct cpu_kernels cpu_kernels_avx512, cpu_kernels_avx512bf16, cpu_kernels_avx2;
+extern const struct cpu_kernels cpu_kernels_avx512, cpu_kernels_avx512bf16, cpu_kernels_amx,
+	cpu_kernels_avx2;
 
 /* The best ISA this CPU supports, and its kernels (CPU_ISA_C always works). */
 enum cpu_isa cpu_isa_best(void);
 const struct cpu_kernels *cpu_kernels_get(enum cpu_isa isa);
 /* Whether this CPU can run `isa`. */
 bool cpu_isa_supported(enum cpu_isa isa);
-/* The ISA whose kernels are called `name` ("c", "avx2", "avx512", "avx512bf16"). */
+/* The ISA whose kernels are called `name` ("c", "avx2", "avx512", "avx512bf16",
+ * "amx"). */
 bool cpu_isa_from_name(const char *name, enum cpu_isa *isa);
 
 /* Fills xq (whose arrays hold K, K/32 and K/16 elements) from the K values x (in

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #if defined(__x86_64__)
+#include "engine/cpu/amx.h"
 #include "engine/cpu/avx512.h"
 
 /* ---- AVX-512F ------------------------------------------------------------------ */
@@ -335,23 +336,16 @@ static void matmul_512(float *out, int ldo, const float *xp, int ldx, int n, con
 	}
 }
 
-const struct cpu_kernels cpu_kernels_avx512 = {
-	.name = "avx512",
-	.pack = 32,
-	.matmul = matmul_512,
-	.matmul_panel = matmul_panel_512,
-	.scores = cpu512_scores,
-	.mix = cpu512_mix,
-	.pack_row = cpu512_pack_row,
-	.softmax = cpu512_softmax,
-	.swiglu = cpu512_swiglu,
-	.swiglu_back = cpu512_swiglu_back,
-	.rmsnorm = cpu512_rmsnorm,
-	.to_bf16 = cpu512_to_bf16,
-	.quantize_act = cpu_quantize_act_avx2,
-	.qmatvec = cpu_qmatvec_avx2,
-	.dequant_bf16 = cpu_dequant_bf16_avx2,
-};
+/* What the three AVX-512 tables share: they differ in the bf16 prefill alone. */
+#define AVX512_TABLE                                                                   \
+	.pack = 32, .matmul = matmul_512, .matmul_panel = matmul_panel_512,           \
+	.scores = cpu512_scores, .mix = cpu512_mix, .pack_row = cpu512_pack_row,      \
+	.softmax = cpu512_softmax, .swiglu = cpu512_swiglu,                           \
+	.swiglu_back = cpu512_swiglu_back, .rmsnorm = cpu512_rmsnorm,                 \
+	.to_bf16 = cpu512_to_bf16, .quantize_act = cpu_quantize_act_avx2,             \
+	.qmatvec = cpu_qmatvec_avx2, .dequant_bf16 = cpu_dequant_bf16_avx2
+
+const struct cpu_kernels cpu_kernels_avx512 = {.name = "avx512", AVX512_TABLE};
 
 /* ---- AVX-512 BF16: bf16 activations (opt-in prefill) ------------------------------ */
 #define TBF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
@@ -422,23 +416,47 @@ static void matmul_bf16_512(float *out, int ldo, const uint16_t *xb, int ldx, in
 	}
 }
 
+/* AMX: 32 tokens by 32 rows of the same panel per tile block (the panel's row q of
+ * pairs is B's, the tokens' bf16 rows A's, read where they lie); the tokens past the
+ * last 32, and a K that is not a multiple of 32, by the AVX-512 BF16 tiles above. */
+static void matmul_bf16_amx(float *out, int ldo, const uint16_t *xb, int ldx, int n,
+			    const uint16_t *w, int K, int m0, int m1, bool acc, uint32_t *panel)
+{
+	int whole = K % 32 || ldx % 2 ? 0 : n / 32 * 32;
+	if (!whole) {
+		matmul_bf16_512(out, ldo, xb, ldx, n, w, K, m0, m1, acc, panel);
+		return;
+	}
+	cpu_amx_begin();
+	for (int mc = m0; mc < m1; mc += CPU_PANEL_ROWS) {
+		int rows = m1 - mc < CPU_PANEL_ROWS ? m1 - mc : CPU_PANEL_ROWS;
+		pack_panel(panel, w, K, mc, rows);
+		for (int t = 0; t < whole; t += 32)
+			for (int r = 0; r < rows; r += 32)
+				cpu_amx_tile32(out + (size_t)t * ldo + mc + r, ldo,
+					       (const uint32_t *)(xb + (size_t)t * ldx), (size_t)ldx / 2,
+					       panel + r, CPU_PANEL_ROWS, K / 2,
+					       rows - r < 32 ? rows - r : 32, acc);
+		for (int t = whole; t < n; t += 6) {
+			int T = n - t < 6 ? n - t : 6;
+			mkpanel_t[T - 1](out + (size_t)t * ldo + mc, ldo, xb + (size_t)t * ldx, ldx,
+					 panel, K, rows, acc);
+		}
+	}
+	cpu_amx_end();
+}
+
 const struct cpu_kernels cpu_kernels_avx512bf16 = {
 	.name = "avx512bf16",
-	.pack = 32,
-	.matmul = matmul_512,
 	.matmul_bf16 = matmul_bf16_512,
-	.matmul_panel = matmul_panel_512,
-	.scores = cpu512_scores,
-	.mix = cpu512_mix,
-	.pack_row = cpu512_pack_row,
-	.softmax = cpu512_softmax,
-	.swiglu = cpu512_swiglu,
-	.swiglu_back = cpu512_swiglu_back,
-	.rmsnorm = cpu512_rmsnorm,
-	.to_bf16 = cpu512_to_bf16,
-	.quantize_act = cpu_quantize_act_avx2,
-	.qmatvec = cpu_qmatvec_avx2,
-	.dequant_bf16 = cpu_dequant_bf16_avx2,
+	AVX512_TABLE,
+};
+
+/* The same kernels, the bf16 prefill on AMX tiles (and training's, gemm.c). */
+const struct cpu_kernels cpu_kernels_amx = {
+	.name = "amx",
+	.matmul_bf16 = matmul_bf16_amx,
+	AVX512_TABLE,
 };
 
 #endif /* __x86_64__ */

@@ -149,6 +149,8 @@ static void *cpu_init(struct eng_trainer *t)
 	s->eps = (float)c->rms_norm_eps;
 	s->recompute = t->o.recompute;
 	enum cpu_isa isa = cpu_isa_best();
+	if (t->o.cpu_isa && (!cpu_isa_from_name(t->o.cpu_isa, &isa) || !cpu_isa_supported(isa)))
+		isa = cpu_isa_best(); /* the command line refused it already */
 	if (!(s->pool = cpu_pool_new(t->o.threads)) || !(s->gm = gemm_new(isa, s->pool))) {
 		cpu_free(s);
 		return NULL;

@@ -436,6 +436,7 @@ static int run(struct tstate *st, const char *dir, bool resume, bool panel)
 		return EXIT_USAGE;
 	}
 	p.m.cuda_module = eo.cuda_module;
+	p.m.cpu_isa = eo.cpu_isa;
 	if (cli_env_train_attention(&p.m.cuda_tiled_attention)) {
 		cli_error("%s", err_msg());
 		return EXIT_USAGE;

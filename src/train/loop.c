@@ -191,6 +191,7 @@ static int plan_for(const struct run *u, bool recompute, struct eng_train_plan *
 				       .exact = o->exact,
 				       .recompute = recompute,
 				       .cuda_module = u->m->cuda_module,
+				       .cpu_isa = u->m->cpu_isa,
 				       .cuda_tiled_attention = u->m->cuda_tiled_attention};
 	return eng_train_plan(&u->m->cfg, &to, p);
 }
@@ -259,6 +260,7 @@ static int make_trainer(struct run *u)
 				       .exact = o->exact,
 				       .recompute = o->recompute,
 				       .cuda_module = u->m->cuda_module,
+				       .cpu_isa = u->m->cpu_isa,
 				       .cuda_tiled_attention = u->m->cuda_tiled_attention};
 	u->t = eng_trainer_new(&u->m->cfg, &to, u->r->engine_notice);
 	if (!u->t && !o->recompute) {

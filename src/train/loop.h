@@ -25,6 +25,7 @@ struct loop_model {
 	struct save_file files[4]; /* tokenizer and generation files for every checkpoint */
 	int n_files;
 	const char *cuda_module;   /* eng_train_options.cuda_module */
+	const char *cpu_isa;       /* eng_train_options.cpu_isa */
 	bool cuda_tiled_attention; /* eng_train_options.cuda_tiled_attention */
 	/* --sft: reads a file of conversations (rendered and tokenized as the chat does,
 	 * which the command line can and this layer cannot); NULL: none can be read */

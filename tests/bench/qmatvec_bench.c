@@ -3,7 +3,7 @@
  * the kernel's instructions, not the memory. The figures behind the kernel's choices in
  * BENCHMARKS.md ("Measurements behind choices in the code") come from runs like this.
  *
- *   tests/bench/qmatvec_bench [--isa c|avx2|avx512|avx512bf16] [--rows R] [--k K]
+ *   tests/bench/qmatvec_bench [--isa c|avx2|avx512|avx512bf16|amx] [--rows R] [--k K]
  *                             [--reps N] [--json]
  *
  * Each type (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K) gets R rows of K weights quantized from

@@ -5,6 +5,7 @@
  *
  *   train_bench [--preset 5m|0.6b] [--backend cpu|cuda] [--exact] [--threads N]
  *               [--batch B] [--ctx T] [--steps N] [--recompute] [--module PATH]
+ *               [--isa c|avx2|avx512|avx512bf16|amx]
  *
  * 5m: 4 layers, hidden 256, 4 heads of 64 (2 kv), MLP 768, vocab 8192, tied; 0.6b: the
  * Qwen3-0.6B shape. Each step: zero, one micro-batch, clipping, AdamW. Prints a line
@@ -45,7 +46,7 @@ static struct eng_config preset(const char *name)
 int main(int argc, char **argv)
 {
 	const char *name = "5m", *module = NULL;
-	struct eng_train_options o = {ENG_BACKEND_CPU, 0, 8, 256, false, false, NULL, false};
+	struct eng_train_options o = {ENG_BACKEND_CPU, 0, 8, 256, false, false, NULL, false, NULL};
 	int steps = 8;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -57,6 +58,8 @@ int main(int argc, char **argv)
 			o.exact = true;
 		else if (!strcmp(a, "--recompute"))
 			o.recompute = true;
+		else if (!strcmp(a, "--isa"))
+			o.cpu_isa = v, i++;
 		else if (!strcmp(a, "--threads"))
 			o.threads = atoi(v), i++;
 		else if (!strcmp(a, "--batch"))

@@ -27,7 +27,7 @@ python3 -c 'import json,sys; m=json.load(open(open(sys.argv[1]).read().strip()))
 # the variable of a bad value.
 echo 1 2 | QWENCHAT_CPU_ISA=sse9 "$QWENCHAT" logits -m "$M" --out "$TMP/l" 2>"$TMP/err"
 rc=$?
-[ $rc -eq 2 ] && grep -q "^qwenchat: QWENCHAT_CPU_ISA: 'sse9': not one of c, avx2, avx512, avx512bf16$" "$TMP/err" &&
+[ $rc -eq 2 ] && grep -q "^qwenchat: QWENCHAT_CPU_ISA: 'sse9': not one of c, avx2, avx512, avx512bf16, amx$" "$TMP/err" &&
 	pass "a bad QWENCHAT_CPU_ISA is named" || fail "QWENCHAT_CPU_ISA: exit $rc, $(cat "$TMP/err")"
 echo 1 2 | QWENCHAT_CUDA_GRAPH=maybe "$QWENCHAT" logits -m "$M" --out "$TMP/l" 2>"$TMP/err"
 grep -q '^qwenchat: QWENCHAT_CUDA_GRAPH=maybe: not 0 or 1$' "$TMP/err" && pass "a bad switch is named" ||

@@ -121,7 +121,7 @@ static void test_matmul(void **state)
 {
 	(void)state;
 	static const int Ks[] = {1, 3, 16, 31, 32, 33, 64, 100, 1024};
-	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 		if (!cpu_isa_supported(isa))
 			continue;
 		const struct cpu_kernels *k = cpu_kernels_get(isa);
@@ -131,6 +131,8 @@ static void test_matmul(void **state)
 					check_matmul(k, n, M, Ks[ki], n & 1);
 		check_matmul(k, 7, 70, 128, false); /* more rows than one chunk */
 		check_matmul(k, 12, 130, 64, true);
+		check_matmul(k, 70, 100, 64, true); /* AMX: 32-token blocks and a tail */
+		check_matmul(k, 33, 40, 1024, false);
 	}
 }
 
@@ -141,7 +143,7 @@ static void test_matvec_misaligned(void **state)
 	(void)state;
 	static const int Ks[] = {32, 64, 96, 1024, 100};
 	static const int Ms[] = {1, 4, 9, 70};
-	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 		if (!cpu_isa_supported(isa))
 			continue;
 		const struct cpu_kernels *k = cpu_kernels_get(isa);
@@ -223,7 +225,7 @@ static void test_attention(void **state)
 {
 	(void)state;
 	static const int hds[] = {2, 16, 20, 64, 128, 200, 256};
-	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 		if (!cpu_isa_supported(isa))
 			continue;
 		const struct cpu_kernels *k = cpu_kernels_get(isa);
@@ -276,7 +278,7 @@ static void test_elementwise_isa(void **state)
 	float *a = malloc(2048 * sizeof *a), *b = malloc(2048 * sizeof *b);
 	float *w = malloc(2048 * sizeof *w);
 	uint16_t *hb = malloc(2048 * sizeof *hb);
-	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 		if (!cpu_isa_supported(isa))
 			continue;
 		const struct cpu_kernels *k = cpu_kernels_get(isa);

@@ -65,7 +65,7 @@ static void check_shape(enum cpu_isa isa, int n, int m, int k)
 			float *c1 = run(isa, 1, n, m, k, at, bt, acc, prec, a, b, c0);
 			float *c2 = run(isa, 2, n, m, k, at, bt, acc, prec, a, b, c0);
 			assert_memory_equal(c1, c2, (size_t)n * (m + 3) * sizeof *c1);
-			bool bf = prec == GEMM_BF16 && isa == CPU_ISA_AVX512BF16;
+			bool bf = prec == GEMM_BF16 && isa >= CPU_ISA_AVX512BF16;
 			for (int i = 0; i < n; i++)
 				for (int j = 0; j < m + 3; j++) {
 					double ref = acc || j >= m ? c0[(size_t)i * (m + 3) + j] : 0, mag = 1;
@@ -96,8 +96,9 @@ static void test_shapes(void **state)
 {
 	(void)state;
 	static const int shapes[][3] = {{1, 1, 1},   {3, 5, 7},    {8, 32, 256}, {9, 33, 257},
-					{17, 70, 513}, {64, 96, 40}, {5, 200, 3}, {40, 31, 600}};
-	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+					{17, 70, 513}, {64, 96, 40}, {5, 200, 3}, {40, 31, 600},
+					{100, 65, 1030}};
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 		if (!cpu_isa_supported((enum cpu_isa)isa))
 			continue;
 		for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -111,7 +112,7 @@ static void test_triangles(void **state)
 {
 	(void)state;
 	int T = 300, hd = 40;
-	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 		if (!cpu_isa_supported((enum cpu_isa)isa))
 			continue;
 		struct cpu_pool *pool = cpu_pool_new(1);

@@ -250,7 +250,7 @@ static void test_qmatvec(void **state)
 				fail_msg("%s row %d: c %g, reference %g (bound %g)",
 					 eng_dtype_name(t), m, ref_c[m], ref, bound);
 		}
-		for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+		for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 			if (!cpu_isa_supported((enum cpu_isa)isa))
 				continue;
 			const struct cpu_kernels *k = cpu_kernels_get((enum cpu_isa)isa);
@@ -342,7 +342,7 @@ static void test_quantize_act(void **state)
 	struct cpu_xq ref = {.q = q[0], .d = d[0], .ds = ds[0], .s16 = s16[0]};
 	struct cpu_xq got = {.q = q[1], .d = d[1], .ds = ds[1], .s16 = s16[1]};
 	cpu_quantize_act(x, K, &ref);
-	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 		if (!cpu_isa_supported((enum cpu_isa)isa))
 			continue;
 		const struct cpu_kernels *k = cpu_kernels_get((enum cpu_isa)isa);
@@ -361,7 +361,7 @@ static void test_qgemm(void **state)
 	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0,
 					       ENG_Q4_K, ENG_Q5_K, ENG_Q6_K};
 	int tested = 0;
-	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AVX512BF16; isa++) {
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 		const struct cpu_kernels *k = cpu_kernels_get((enum cpu_isa)isa);
 		if (!cpu_isa_supported((enum cpu_isa)isa) || !k->qgemm)
 			continue;

@@ -168,7 +168,7 @@ static struct eng_config tiny(bool tie)
 static struct eng_trainer *make(const struct eng_config *c, int B, int T, bool exact,
 				bool recompute, int threads)
 {
-	struct eng_train_options o = {ENG_BACKEND_CPU, threads, B, T, exact, recompute, NULL, false};
+	struct eng_train_options o = {ENG_BACKEND_CPU, threads, B, T, exact, recompute, NULL, false, NULL};
 	struct eng_trainer *t = eng_trainer_new(c, &o, NULL);
 	assert_non_null(t);
 	eng_trainer_init_normal(t, 42, 0.2); /* large enough weights for a lively loss */
