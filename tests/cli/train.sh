@@ -4,7 +4,7 @@
 # `logits` load; its log, curves and modes); a run stopped (by --steps, SIGINT or
 # SIGTERM) and resumed repeats an uninterrupted one bit for bit; a full disk or a
 # non-finite loss leaves the last checkpoint whole; links planted in the directory
-# are replaced or refused, never written through.
+# are replaced or refused, never written through; QWENCHAT_CPU_ISA picks its kernels.
 . "$TOP_SRCDIR/tests/lib.sh"
 
 # Corpora and token ids (fixed), a small BPE tokenizer with the chat's special tokens.
@@ -104,6 +104,27 @@ usage 1 "a model that does not fit in memory" "the memory plan needs" --out "$O"
 mkdir -p "$TMP/full" && : >"$TMP/full/notes.txt"
 usage 1 "--out a directory of other files" "not empty (it holds notes.txt)" \
 	--out "$TMP/full" $TEXT
+
+# ---- the kernel set: QWENCHAT_CPU_ISA reaches the trainer --------------------------------
+QWENCHAT_CPU_ISA=sse9 "$QWENCHAT" train --out "$TMP/isa-bad" $IDS $SMALL --steps 1 \
+	>/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "QWENCHAT_CPU_ISA: 'sse9': not one of" "$TMP/err" &&
+	pass "a kernel set that is not one is refused (exit 2)" ||
+	fail "QWENCHAT_CPU_ISA=sse9: exit $rc, $(tail -n 1 "$TMP/err")"
+# the portable kernels multiply in fp32 (no bf16 products): the step of --exact
+QWENCHAT_CPU_ISA=c "$QWENCHAT" train --out "$TMP/isa-c" $IDS $SMALL --steps 1 \
+	>/dev/null 2>"$TMP/err" &&
+	"$QWENCHAT" train --out "$TMP/isa-x" $IDS $SMALL --steps 1 --exact >/dev/null 2>>"$TMP/err" &&
+	python3 - "$TMP/isa-c/train-log.jsonl" "$TMP/isa-x/train-log.jsonl" <<'EOF' &&
+import json, sys
+c, x = (json.loads(open(p).readline()) for p in sys.argv[1:])
+# bf16 products move the first step's gradient norm by ~1e-3 relative, fp32 sums in
+# another order by ~1e-8
+sys.exit(0 if all(abs(c[k] - x[k]) <= 1e-5 * abs(x[k]) for k in ("loss", "grad_norm")) else 1)
+EOF
+	pass "QWENCHAT_CPU_ISA=c trains with fp32 products, as --exact does" ||
+	fail "QWENCHAT_CPU_ISA=c: $(tail -n 1 "$TMP/err")"
 
 # ---- a run ----------------------------------------------------------------------------------
 R="$TMP/run"
