@@ -50,6 +50,9 @@ void cpu512_mix(float *out, int ldo, const float *p, int ldp, int T, const void 
 void cpu512_softmax(float *s, int n, float scale);
 void cpu512_swiglu(float *g, const float *u, int n);
 void cpu512_swiglu_back(float *dh, float *du, const float *g, const float *u, int n);
+double cpu512_scale_sq(float *g, size_t n, float scale);
+void cpu512_adamw(float *w, float *m, float *v, const float *g, size_t n,
+		  const struct cpu_adamw *h);
 void cpu512_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 void cpu512_pack_row(float *xp, const float *x, int K);
 void cpu512_to_bf16(uint16_t *xb, const float *x, int n);

@@ -97,6 +97,8 @@ static const struct cpu_kernels kernels_c = {
 	.softmax = cpu_softmax,
 	.swiglu = cpu_swiglu,
 	.swiglu_back = cpu_swiglu_back,
+	.scale_sq = cpu_scale_sq,
+	.adamw = cpu_adamw_c,
 	.rmsnorm = cpu_rmsnorm,
 	.to_bf16 = cpu_bf16_row,
 	.quantize_act = cpu_quantize_act,
@@ -262,5 +264,28 @@ void cpu_swiglu_back(float *dh, float *du, const float *g, const float *u, int n
 		float x = g[i], sg = 1.0f / (1.0f + expf(-x)), d = dh[i];
 		du[i] = d * x * sg;
 		dh[i] = d * u[i] * sg * (1.0f + x * (1.0f - sg));
+	}
+}
+
+/* Four partial sums: one would chain every add on the add's latency. */
+double cpu_scale_sq(float *g, size_t n, float scale)
+{
+	double s[4] = {0, 0, 0, 0};
+	for (size_t k = 0; k < n; k++) {
+		g[k] *= scale;
+		s[k & 3] += (double)g[k] * g[k];
+	}
+	return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+void cpu_adamw_c(float *w, float *m, float *v, const float *g, size_t n,
+		 const struct cpu_adamw *h)
+{
+	for (size_t k = 0; k < n; k++) {
+		float gk = g[k], wk = w[k] * h->decay;
+		float mk = h->b1 * m[k] + (1.0f - h->b1) * gk;
+		float vk = h->b2 * v[k] + (1.0f - h->b2) * gk * gk;
+		m[k] = mk, v[k] = vk;
+		w[k] = wk - h->step * mk / (sqrtf(vk) * h->rbc2 + h->eps);
 	}
 }

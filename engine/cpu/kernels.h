@@ -56,6 +56,12 @@ static inline size_t cpu_panel_words(int K)
 	return (size_t)CPU_PANEL_ROWS * (size_t)((K + 1) / 2);
 }
 
+/* One AdamW update's constants (train_cpu.c): decay = 1 - lr * weight_decay (1 for
+ * the norms), step = lr / (1 - beta1^t), rbc2 = 1 / sqrt(1 - beta2^t). */
+struct cpu_adamw {
+	float decay, b1, b2, step, rbc2, eps;
+};
+
 /* One ISA's kernels. Matrix products take the activations "packed": within each
  * full block of `pack` elements of a row, the even-indexed elements come first and
  * the odd-indexed ones after (pack 1: natural order). That lets the kernel widen
@@ -100,6 +106,13 @@ struct cpu_kernels {
 	void (*swiglu)(float *g, const float *u, int n);
 	/* Training's backward of h = silu(g) * u for dh: dh becomes d g in place, du d u. */
 	void (*swiglu_back)(float *dh, float *du, const float *g, const float *u, int n);
+	/* Training's optimizer over n elements of one tensor. scale_sq: g *= scale and
+	 * the sum of the new g squared, in double (summed in a fixed order of its own).
+	 * adamw: cpu_adamw_c's update, the same fp32 operations in the same order (no
+	 * fused multiply-adds), so every kernel set gives the same bits. */
+	double (*scale_sq)(float *g, size_t n, float scale);
+	void (*adamw)(float *w, float *m, float *v, const float *g, size_t n,
+		      const struct cpu_adamw *h);
 	void (*rmsnorm)(float *out, const float *x, const float *w, int n, float eps);
 	void (*to_bf16)(uint16_t *xb, const float *x, int n);
 	/* cpu_quantize_act, bit for bit. */
@@ -192,5 +205,10 @@ void cpu_softmax(float *s, int n, float scale);
 /* g[i] = silu(g[i]) * u[i]. */
 void cpu_swiglu(float *g, const float *u, int n);
 void cpu_swiglu_back(float *dh, float *du, const float *g, const float *u, int n);
+double cpu_scale_sq(float *g, size_t n, float scale);
+/* AdamW as torch.optim.AdamW: w = w * decay; m = b1 m + (1 - b1) g;
+ * v = b2 v + (1 - b2) g g; w -= step * m / (sqrt(v) * rbc2 + eps). */
+void cpu_adamw_c(float *w, float *m, float *v, const float *g, size_t n,
+		 const struct cpu_adamw *h);
 
 #endif

@@ -442,6 +442,46 @@ static T256 void pack_row_256(float *xp, const float *x, int K)
 		xp[k] = x[k];
 }
 
+static T256 double scale_sq_256(float *g, size_t n, float scale)
+{
+	const __m256 sc = _mm256_set1_ps(scale);
+	__m256d a = _mm256_setzero_pd(), b = _mm256_setzero_pd();
+	size_t k = 0;
+	for (; k + 8 <= n; k += 8) {
+		__m256 x = _mm256_mul_ps(_mm256_loadu_ps(g + k), sc);
+		_mm256_storeu_ps(g + k, x);
+		__m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
+		__m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));
+		a = _mm256_fmadd_pd(lo, lo, a);
+		b = _mm256_fmadd_pd(hi, hi, b);
+	}
+	double t[4];
+	_mm256_storeu_pd(t, _mm256_add_pd(a, b));
+	return (t[0] + t[1]) + (t[2] + t[3]) + cpu_scale_sq(g + k, n - k, scale);
+}
+
+/* cpu_adamw_c, 8 at a time: mul and add apart, never fused, for the same bits. */
+static T256 void adamw_256(float *w, float *m, float *v, const float *g, size_t n,
+			   const struct cpu_adamw *h)
+{
+	const __m256 decay = _mm256_set1_ps(h->decay), b1 = _mm256_set1_ps(h->b1),
+		     b2 = _mm256_set1_ps(h->b2), c1 = _mm256_set1_ps(1.0f - h->b1),
+		     c2 = _mm256_set1_ps(1.0f - h->b2), step = _mm256_set1_ps(h->step),
+		     rbc2 = _mm256_set1_ps(h->rbc2), eps = _mm256_set1_ps(h->eps);
+	size_t k = 0;
+	for (; k + 8 <= n; k += 8) {
+		__m256 gk = _mm256_loadu_ps(g + k), wk = _mm256_mul_ps(_mm256_loadu_ps(w + k), decay);
+		__m256 mk = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + k)), _mm256_mul_ps(c1, gk));
+		__m256 vk = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + k)),
+					  _mm256_mul_ps(_mm256_mul_ps(c2, gk), gk));
+		_mm256_storeu_ps(m + k, mk);
+		_mm256_storeu_ps(v + k, vk);
+		__m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(vk), rbc2), eps);
+		_mm256_storeu_ps(w + k, _mm256_sub_ps(wk, _mm256_div_ps(_mm256_mul_ps(step, mk), den)));
+	}
+	cpu_adamw_c(w + k, m + k, v + k, g + k, n - k, h);
+}
+
 const struct cpu_kernels cpu_kernels_avx2 = {
 	.name = "avx2",
 	.pack = 16,
@@ -453,6 +493,8 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	.softmax = softmax_256,
 	.swiglu = swiglu_256,
 	.swiglu_back = cpu_swiglu_back,
+	.scale_sq = scale_sq_256,
+	.adamw = adamw_256,
 	.rmsnorm = rmsnorm_256,
 	.to_bf16 = cpu_bf16_row,
 	.quantize_act = cpu_quantize_act_avx2,

@@ -342,6 +342,7 @@ static void matmul_512(float *out, int ldo, const float *xp, int ldx, int n, con
 	.scores = cpu512_scores, .mix = cpu512_mix, .pack_row = cpu512_pack_row,      \
 	.softmax = cpu512_softmax, .swiglu = cpu512_swiglu,                           \
 	.swiglu_back = cpu512_swiglu_back, .rmsnorm = cpu512_rmsnorm,                 \
+	.scale_sq = cpu512_scale_sq, .adamw = cpu512_adamw,                           \
 	.to_bf16 = cpu512_to_bf16, .quantize_act = cpu_quantize_act_avx2,             \
 	.qmatvec = cpu_qmatvec_avx2, .dequant_bf16 = cpu_dequant_bf16_avx2
 

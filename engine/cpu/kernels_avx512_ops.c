@@ -317,6 +317,45 @@ T512 void cpu512_swiglu_back(float *dh, float *du, const float *g, const float *
 	}
 }
 
+T512 double cpu512_scale_sq(float *g, size_t n, float scale)
+{
+	const __m512 sc = _mm512_set1_ps(scale);
+	__m512d a = _mm512_setzero_pd(), b = _mm512_setzero_pd();
+	size_t k = 0;
+	for (; k + 16 <= n; k += 16) {
+		__m512 x = _mm512_mul_ps(_mm512_loadu_ps(g + k), sc);
+		_mm512_storeu_ps(g + k, x);
+		__m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
+		__m512d hi = _mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1));
+		a = _mm512_fmadd_pd(lo, lo, a);
+		b = _mm512_fmadd_pd(hi, hi, b);
+	}
+	double s = _mm512_reduce_add_pd(_mm512_add_pd(a, b));
+	return s + cpu_scale_sq(g + k, n - k, scale);
+}
+
+/* cpu_adamw_c, 16 at a time: mul and add apart, never fused, for the same bits. */
+T512 void cpu512_adamw(float *w, float *m, float *v, const float *g, size_t n,
+		       const struct cpu_adamw *h)
+{
+	const __m512 decay = _mm512_set1_ps(h->decay), b1 = _mm512_set1_ps(h->b1),
+		     b2 = _mm512_set1_ps(h->b2), c1 = _mm512_set1_ps(1.0f - h->b1),
+		     c2 = _mm512_set1_ps(1.0f - h->b2), step = _mm512_set1_ps(h->step),
+		     rbc2 = _mm512_set1_ps(h->rbc2), eps = _mm512_set1_ps(h->eps);
+	size_t k = 0;
+	for (; k + 16 <= n; k += 16) {
+		__m512 gk = _mm512_loadu_ps(g + k), wk = _mm512_mul_ps(_mm512_loadu_ps(w + k), decay);
+		__m512 mk = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(m + k)), _mm512_mul_ps(c1, gk));
+		__m512 vk = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(v + k)),
+					  _mm512_mul_ps(_mm512_mul_ps(c2, gk), gk));
+		_mm512_storeu_ps(m + k, mk);
+		_mm512_storeu_ps(v + k, vk);
+		__m512 den = _mm512_add_ps(_mm512_mul_ps(_mm512_sqrt_ps(vk), rbc2), eps);
+		_mm512_storeu_ps(w + k, _mm512_sub_ps(wk, _mm512_div_ps(_mm512_mul_ps(step, mk), den)));
+	}
+	cpu_adamw_c(w + k, m + k, v + k, g + k, n - k, h);
+}
+
 T512 void cpu512_rmsnorm(float *out, const float *x, const float *w, int n, float eps)
 {
 	__m512 a = _mm512_setzero_ps(), b = _mm512_setzero_ps();

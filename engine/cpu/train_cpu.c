@@ -325,26 +325,20 @@ static void opt_run_item(struct opt_task *o, int it)
 	if (o->kind == 0) {
 		memset(p->g + k0, 0, (size_t)(k1 - k0) * sizeof(float));
 	} else if (o->kind == 1 || o->kind == 2) {
-		float sc = (float)o->scale;
-		double sq = 0;
-		for (int64_t k = k0; k < k1; k++) {
-			p->g[k] *= sc;
-			sq += (double)p->g[k] * p->g[k];
-		}
+		double sq = o->s->k->scale_sq(p->g + k0, (size_t)(k1 - k0), (float)o->scale);
 		if (o->kind == 1)
 			o->sq[it] = sq;
 	} else {
 		const struct eng_adamw *h = o->h;
-		float decay = p->decay ? (float)(1.0 - h->lr * h->weight_decay) : 1.0f;
-		float b1 = (float)h->beta1, b2 = (float)h->beta2, eps = (float)h->eps;
-		float step = (float)(h->lr / o->bc1), rbc2 = (float)(1.0 / sqrt(o->bc2));
-		for (int64_t k = k0; k < k1; k++) {
-			float g = p->g[k], w = p->w[k] * decay;
-			float m = b1 * p->m[k] + (1.0f - b1) * g;
-			float v = b2 * p->v[k] + (1.0f - b2) * g * g;
-			p->m[k] = m, p->v[k] = v;
-			p->w[k] = w - step * m / (sqrtf(v) * rbc2 + eps);
-		}
+		struct cpu_adamw a = {
+			.decay = p->decay ? (float)(1.0 - h->lr * h->weight_decay) : 1.0f,
+			.b1 = (float)h->beta1,
+			.b2 = (float)h->beta2,
+			.step = (float)(h->lr / o->bc1),
+			.rbc2 = (float)(1.0 / sqrt(o->bc2)),
+			.eps = (float)h->eps,
+		};
+		o->s->k->adamw(p->w + k0, p->m + k0, p->v + k0, p->g + k0, (size_t)(k1 - k0), &a);
 	}
 }
 

@@ -405,12 +405,53 @@ static void test_pool(void **state)
 	cpu_pool_free(NULL);
 }
 
+/* The optimizer's kernels: every set's AdamW gives cpu_adamw_c's bits (a resumed run
+ * must repeat an uninterrupted one on any machine's kernels), and scale_sq scales
+ * exactly and sums the squares to double precision; lengths that leave tails. */
+static void test_optimizer(void **state)
+{
+	(void)state;
+	static const size_t lens[] = {1, 7, 16, 33, 1000};
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
+		if (!cpu_isa_supported(isa))
+			continue;
+		const struct cpu_kernels *k = cpu_kernels_get(isa);
+		for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+			size_t n = lens[li];
+			float *a = malloc(8 * n * sizeof *a), *g = a + 7 * n;
+			for (size_t i = 0; i < 7 * n; i++)
+				a[i] = frand();
+			for (size_t i = 0; i < n; i++) {
+				a[2 * n + i] = a[5 * n + i] = a[2 * n + i] * a[2 * n + i]; /* v >= 0 */
+				a[3 * n + i] = a[i], a[4 * n + i] = a[n + i];
+				g[i] = a[6 * n + i];
+			}
+			struct cpu_adamw h = {0.999f, 0.9f, 0.95f, 3e-3f, 1.2f, 1e-8f};
+			cpu_adamw_c(a, a + n, a + 2 * n, g, n, &h);
+			k->adamw(a + 3 * n, a + 4 * n, a + 5 * n, g, n, &h);
+			assert_memory_equal(a, a + 3 * n, 3 * n * sizeof *a);
+			double ref = 0;
+			for (size_t i = 0; i < n; i++) {
+				float x = g[i] * 0.37f;
+				ref += (double)x * x;
+			}
+			double got = k->scale_sq(g, n, 0.37f);
+			if (fabs(got - ref) > 1e-12 * ref)
+				fail_msg("%s scale_sq n %zu: %.17g, reference %.17g", k->name, n, got, ref);
+			for (size_t i = 0; i < n; i++)
+				assert_true(g[i] == a[6 * n + i] * 0.37f);
+			free(a);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_matmul),          cmocka_unit_test(test_matvec_misaligned),
 		cmocka_unit_test(test_attention),       cmocka_unit_test(test_elementwise),
 		cmocka_unit_test(test_elementwise_isa), cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_optimizer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
