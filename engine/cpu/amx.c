@@ -3,6 +3,7 @@
 #include "engine/cpu/amx.h"
 
 #include <stdatomic.h>
+#include <string.h>
 
 #if defined(__x86_64__) && defined(__linux__)
 #include <cpuid.h>
@@ -58,14 +59,22 @@ TAMX void cpu_amx_end(void)
 /* Tiles 0-3: C's quarters (rows 0-15 / 16-31 by columns 0-15 / 16-31); 4, 5: A's
  * two halves of rows; 6, 7: B's two halves of columns. */
 TAMX void cpu_amx_tile32(float *c, int ldc, const uint32_t *a, size_t lda, const uint32_t *b,
-			 size_t ldb, int pairs, int cols, bool acc)
+			 size_t ldb, int pairs, int rows, int cols, bool acc)
 {
-	/* Whole-width blocks add straight into c; a narrower one goes through tmp */
+	/* A whole block is summed in place in c; a partial one in tmp, starting from c's
+	   values as the whole one starts: the same sums in the same order */
 	_Alignas(64) float tmp[32 * 32];
-	bool direct = cols == 32;
+	bool direct = rows == 32 && cols == 32;
 	float *o = direct ? c : tmp;
 	size_t ldo = direct ? (size_t)ldc : 32, so = ldo * sizeof(float);
-	if (direct && acc) {
+	if (!direct && acc) {
+		memset(tmp, 0, sizeof tmp);
+		for (int r = 0; r < rows; r++)
+			memcpy(tmp + r * 32, c + (size_t)r * ldc, (size_t)cols * sizeof(float));
+		/* GCC's tileloadd does not say it reads memory: the stores must land first */
+		__asm__ volatile("" ::: "memory");
+	}
+	if (acc) {
 		_tile_loadd(0, o, so);
 		_tile_loadd(1, o + 16, so);
 		_tile_loadd(2, o + 16 * ldo, so);
@@ -91,13 +100,9 @@ TAMX void cpu_amx_tile32(float *c, int ldc, const uint32_t *a, size_t lda, const
 	_tile_stored(1, o + 16, so);
 	_tile_stored(2, o + 16 * ldo, so);
 	_tile_stored(3, o + 16 * ldo + 16, so);
-	if (direct)
-		return;
-	for (int r = 0; r < 32; r++)
-		for (int j = 0; j < cols; j++) {
-			float *cr = c + (size_t)r * ldc + j;
-			*cr = acc ? *cr + tmp[r * 32 + j] : tmp[r * 32 + j];
-		}
+	if (!direct)
+		for (int r = 0; r < rows; r++)
+			memcpy(c + (size_t)r * ldc, tmp + r * 32, (size_t)cols * sizeof(float));
 }
 
 #else /* no AMX off x86-64 Linux: never usable, never called */
@@ -116,10 +121,10 @@ void cpu_amx_end(void)
 }
 
 void cpu_amx_tile32(float *c, int ldc, const uint32_t *a, size_t lda, const uint32_t *b,
-		    size_t ldb, int pairs, int cols, bool acc)
+		    size_t ldb, int pairs, int rows, int cols, bool acc)
 {
-	(void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)ldb, (void)pairs, (void)cols,
-		(void)acc;
+	(void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)ldb, (void)pairs, (void)rows,
+		(void)cols, (void)acc;
 }
 
 #endif

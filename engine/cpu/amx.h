@@ -23,13 +23,15 @@ bool cpu_amx_usable(void);
 void cpu_amx_begin(void);
 void cpu_amx_end(void);
 
-/* c (32 rows, ldc floats apart; its first `cols` <= 32 columns) (+)= A . B over
- * `pairs` pairs of k (a multiple of 16):
- *   A's row r: its pairs at a + r * lda (32-bit words),
- *   B's pair q of column j: b[q * ldb + j], for 32 columns (those past `cols` are read
- *   and dropped).
- * acc adds to c. Every sum runs in the same order whatever thread calls it. */
+/* c (its first `rows` <= 32 rows, ldc floats apart, and `cols` <= 32 columns) (+)=
+ * A . B over `pairs` pairs of k (a multiple of 16):
+ *   A's row r: its pairs at a + r * lda (32-bit words), 32 rows readable (those past
+ *   `rows` are read and dropped);
+ *   B's pair q of column j: b[q * ldb + j], for 32 columns (likewise past `cols`).
+ * acc adds to c. Each value of c is computed the same way wherever it sits in the
+ * block and whatever the block's `rows` and `cols`: the same bits however a product
+ * is cut into blocks. */
 void cpu_amx_tile32(float *c, int ldc, const uint32_t *a, size_t lda, const uint32_t *b,
-		    size_t ldb, int pairs, int cols, bool acc);
+		    size_t ldb, int pairs, int rows, int cols, bool acc);
 
 #endif

@@ -440,7 +440,7 @@ static void panel_rows(struct gemm_ctx *ctx, const struct gemm *g, const uint32_
 		const uint32_t *a = ap ? ap + (size_t)i0 * kp + p0 / 2 : NULL;
 		const uint32_t *b = (const uint32_t *)bp;
 		if (rows == 32) {
-			cpu_amx_tile32(c, g->ldc, a, kp, b, GEMM_NR, tiled, cols, acc);
+			cpu_amx_tile32(c, g->ldc, a, kp, b, GEMM_NR, tiled, 32, cols, acc);
 			for (int r = 0; r < 32 && tiled < kcp; r += GEMM_MR)
 				ctx->mk_bf16(c + (size_t)r * g->ldc, g->ldc, a + (size_t)r * kp + tiled,
 					     kp, b + (size_t)tiled * GEMM_NR, kcp - tiled,

@@ -49,11 +49,12 @@ struct cpu_xq {
 enum cpu_isa { CPU_ISA_C, CPU_ISA_AVX2, CPU_ISA_AVX512, CPU_ISA_AVX512BF16, CPU_ISA_AMX };
 
 /* Rows of a weight matrix that a prefill matmul repacks at a time, and the scratch
- * it needs for K columns. */
+ * it needs for K columns: the panel, then 32 rows of bf16 activations (the AMX
+ * kernel's last block of tokens, padded to a whole tile). */
 #define CPU_PANEL_ROWS 64
 static inline size_t cpu_panel_words(int K)
 {
-	return (size_t)CPU_PANEL_ROWS * (size_t)((K + 1) / 2);
+	return (size_t)(CPU_PANEL_ROWS + 32) * (size_t)((K + 1) / 2);
 }
 
 /* One AdamW update's constants (train_cpu.c): decay = 1 - lr * weight_decay (1 for

@@ -418,30 +418,35 @@ static void matmul_bf16_512(float *out, int ldo, const uint16_t *xb, int ldx, in
 }
 
 /* AMX: 32 tokens by 32 rows of the same panel per tile block (the panel's row q of
- * pairs is B's, the tokens' bf16 rows A's, read where they lie); the tokens past the
- * last 32, and a K that is not a multiple of 32, by the AVX-512 BF16 tiles above. */
+ * pairs is B's, the tokens' bf16 rows A's, read where they lie). Every token takes
+ * the tiles, the last few from a copy padded to 32 rows, so that a token's outputs
+ * do not depend on how a prompt was cut into calls. A K that is not a multiple of 32
+ * takes the AVX-512 BF16 kernel above for the whole matrix. */
 static void matmul_bf16_amx(float *out, int ldo, const uint16_t *xb, int ldx, int n,
 			    const uint16_t *w, int K, int m0, int m1, bool acc, uint32_t *panel)
 {
-	int whole = K % 32 || ldx % 2 ? 0 : n / 32 * 32;
-	if (!whole) {
+	if (K % 32 || ldx % 2) {
 		matmul_bf16_512(out, ldo, xb, ldx, n, w, K, m0, m1, acc, panel);
 		return;
 	}
+	int whole = n / 32 * 32, tail = n - whole, kp = K / 2;
+	uint32_t *pad = panel + (size_t)CPU_PANEL_ROWS * kp; /* cpu_panel_words' 32 rows */
+	for (int t = 0; tail && t < 32; t++)
+		if (t < tail)
+			memcpy(pad + (size_t)t * kp, xb + (size_t)(whole + t) * ldx, (size_t)K * 2);
+		else
+			memset(pad + (size_t)t * kp, 0, (size_t)K * 2);
 	cpu_amx_begin();
 	for (int mc = m0; mc < m1; mc += CPU_PANEL_ROWS) {
 		int rows = m1 - mc < CPU_PANEL_ROWS ? m1 - mc : CPU_PANEL_ROWS;
 		pack_panel(panel, w, K, mc, rows);
-		for (int t = 0; t < whole; t += 32)
+		for (int t = 0; t < n; t += 32) {
+			const uint32_t *a = t < whole ? (const uint32_t *)(xb + (size_t)t * ldx) : pad;
+			size_t lda = t < whole ? (size_t)ldx / 2 : (size_t)kp;
 			for (int r = 0; r < rows; r += 32)
-				cpu_amx_tile32(out + (size_t)t * ldo + mc + r, ldo,
-					       (const uint32_t *)(xb + (size_t)t * ldx), (size_t)ldx / 2,
-					       panel + r, CPU_PANEL_ROWS, K / 2,
+				cpu_amx_tile32(out + (size_t)t * ldo + mc + r, ldo, a, lda,
+					       panel + r, CPU_PANEL_ROWS, kp, t < whole ? 32 : tail,
 					       rows - r < 32 ? rows - r : 32, acc);
-		for (int t = whole; t < n; t += 6) {
-			int T = n - t < 6 ? n - t : 6;
-			mkpanel_t[T - 1](out + (size_t)t * ldo + mc, ldo, xb + (size_t)t * ldx, ldx,
-					 panel, K, rows, acc);
 		}
 	}
 	cpu_amx_end();

@@ -136,6 +136,46 @@ static void test_matmul(void **state)
 	}
 }
 
+/* The bf16 prefill gives a token the same bits however the prompt is cut into calls
+ * and the weight rows into ranges (the seed's promise: a prompt's logits do not
+ * depend on how much of it the cache held), adding to the output or not. */
+static void test_matmul_bf16_cuts(void **state)
+{
+	(void)state;
+	int n = 70, M = 100, K = 64;
+	uint16_t *w = malloc((size_t)M * K * sizeof *w), *xb = malloc((size_t)n * K * sizeof *xb);
+	float *one = malloc((size_t)n * M * sizeof *one), *cut = malloc((size_t)n * M * sizeof *cut);
+	uint32_t *panel = aligned_alloc(64, cpu_panel_words(K) * sizeof *panel);
+	for (int i = 0; i < M * K; i++)
+		w[i] = cpu_f32_to_bf16(frand());
+	for (int i = 0; i < n * K; i++)
+		xb[i] = cpu_f32_to_bf16(frand());
+	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
+		const struct cpu_kernels *k = cpu_kernels_get(isa);
+		if (!cpu_isa_supported(isa) || !k->matmul_bf16)
+			continue;
+		for (int acc = 0; acc < 2; acc++) {
+			for (int i = 0; i < n * M; i++)
+				one[i] = cut[i] = 0.25f * (i % 7);
+			k->matmul_bf16(one, M, xb, K, n, w, K, 1, M, acc, panel);
+			static const int t_cuts[] = {0, 5, 42, 70}, m_cuts[] = {1, 40, 100};
+			for (int a = 0; a < 3; a++)
+				for (int b = 0; b < 2; b++) {
+					int t0 = t_cuts[a], t1 = t_cuts[a + 1];
+					k->matmul_bf16(cut + (size_t)t0 * M, M, xb + (size_t)t0 * K, K,
+						       t1 - t0, w, K, m_cuts[b], m_cuts[b + 1], acc, panel);
+				}
+			if (memcmp(one, cut, (size_t)n * M * sizeof *one))
+				fail_msg("%s matmul_bf16 acc %d: a cut product differs", k->name, acc);
+		}
+	}
+	free(w);
+	free(xb);
+	free(one);
+	free(cut);
+	free(panel);
+}
+
 /* Decode (n = 1) on weights at every offset from a cache line: the AVX-512 kernel
  * loads aligned lines and shifts them when the offset is a multiple of 4 bytes. */
 static void test_matvec_misaligned(void **state)
@@ -451,7 +491,7 @@ int main(void)
 		cmocka_unit_test(test_matmul),          cmocka_unit_test(test_matvec_misaligned),
 		cmocka_unit_test(test_attention),       cmocka_unit_test(test_elementwise),
 		cmocka_unit_test(test_elementwise_isa), cmocka_unit_test(test_pool),
-		cmocka_unit_test(test_optimizer),
+		cmocka_unit_test(test_optimizer),       cmocka_unit_test(test_matmul_bf16_cuts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
