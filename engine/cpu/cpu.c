@@ -34,6 +34,7 @@ struct cpu_state {
 	int q_dim, kv_dim; /* num_heads*head_dim, num_kv_heads*head_dim */
 	bool kv_f32;
 	bool bf16;         /* prefill matmuls with bf16 activations (opt-in) */
+	bool bf16_scores;  /* and its attention scores too (scores_bf16: AMX) */
 	bool all_bf16;     /* every matrix bf16: no quantized products */
 	size_t kv_elem;    /* 2 or 4 */
 	void *key_cache;   /* (layer, kv_head, kv_region): ctx rows of head_dim each */
@@ -253,7 +254,15 @@ static void attention_run(void *arg, int tid, int nt)
 		const void *vals = cache_row(s, s->value_cache, st->layer, kvh, 0);
 		/* row g * tile_n + t: query t0 + t of head kvh * group + g */
 		const float *q0 = s->q + (size_t)t0 * s->q_dim + (size_t)kvh * group * hd;
-		if (!s->kv_f32) {
+		if (s->bf16_scores && st->n > 1) { /* a prefill: the queries rounded to bf16 */
+			uint16_t *qb = (uint16_t *)qp; /* room for 32 rows of bf16 (att_rows) */
+			for (int g = 0; g < group; g++)
+				for (int t = 0; t < tile_n; t++)
+					s->k->to_bf16(qb + (size_t)(g * tile_n + t) * hd,
+						      q0 + (size_t)t * s->q_dim + (size_t)g * hd, hd);
+			s->k->scores_bf16(sc, s->ctx, qb, hd, rows, key_panel(s, st->layer, kvh, 0),
+					  hd, nk_tile);
+		} else if (!s->kv_f32) {
 			for (int g = 0; g < group; g++)
 				for (int t = 0; t < tile_n; t++)
 					s->k->pack_row(qp + (size_t)(g * tile_n + t) * hd,
@@ -571,6 +580,7 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	s->kv_dim = c->num_kv_heads * c->head_dim;
 	s->kv_f32 = o->kv_f32;
 	s->bf16 = o->bf16_prefill && s->k->matmul_bf16;
+	s->bf16_scores = s->bf16 && s->k->scores_bf16 && !o->kv_f32;
 	s->kv_elem = o->kv_f32 ? 4 : 2;
 	if (!(s->pool = cpu_pool_new(o->threads))) {
 		free(s);
@@ -610,7 +620,8 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	s->gate = xalloc(s, ch * c->intermediate_size, sizeof(float));
 	s->up = xalloc(s, ch * c->intermediate_size, sizeof(float));
 	int group = c->num_heads / c->num_kv_heads;
-	s->att_rows = group * (ATT_ROWS / group > 0 ? ATT_ROWS / group : 1);
+	int rows = s->bf16_scores ? 32 : ATT_ROWS; /* AMX: a whole tile of query rows */
+	s->att_rows = group * (rows / group > 0 ? rows / group : 1);
 	s->scores = xalloc(s, (size_t)cpu_pool_size(s->pool) * s->att_rows * ctx, sizeof(float));
 	s->qp = xalloc(s, (size_t)cpu_pool_size(s->pool) * s->att_rows * c->head_dim,
 		       sizeof(float));

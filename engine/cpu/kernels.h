@@ -91,6 +91,12 @@ struct cpu_kernels {
 	 * bf16 (K even). xp packed as for matmul. The bf16 key cache is kept this way. */
 	void (*matmul_panel)(float *out, int ldo, const float *xp, int ldx, int n,
 			     const uint32_t *panel, int K, int rows);
+	/* The bf16 prefill's attention scores: out[t*ldo + j] = sum_k xb[t*ldx + k] *
+	 * key_j[k] for t < n, j < nk, the keys kept as consecutive panels of 64 in
+	 * matmul_panel's layout; xb holds bf16 query rows, readable up to a multiple of
+	 * 32 rows. NULL where matmul_panel is as fast (all but AMX). */
+	void (*scores_bf16)(float *out, int ldo, const uint16_t *xb, int ldx, int n,
+			    const uint32_t *panels, int K, int nk);
 	/* s[j] = scale * dot(q, k_j) for j < nk; keys (nk, hd) bf16 or fp32 rows. */
 	void (*scores)(float *s, const float *q, const void *keys, int nk, int hd, bool bf16,
 		       float scale);

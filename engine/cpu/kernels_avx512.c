@@ -452,6 +452,34 @@ static void matmul_bf16_amx(float *out, int ldo, const uint16_t *xb, int ldx, in
 	cpu_amx_end();
 }
 
+/* A panel of 64 keys is B as it stands; every query takes the tiles, as in
+ * matmul_bf16_amx, whatever its place among n. */
+static void scores_bf16_amx(float *out, int ldo, const uint16_t *xb, int ldx, int n,
+			    const uint32_t *panels, int K, int nk)
+{
+	size_t per = (size_t)CPU_PANEL_ROWS * ((K + 1) / 2); /* words of a panel */
+	if (K % 32 || ldx % 2) {
+		for (int b = 0; CPU_PANEL_ROWS * b < nk; b++) {
+			int keys = nk - CPU_PANEL_ROWS * b;
+			for (int t = 0; t < n; t += 6)
+				mkpanel_t[(n - t < 6 ? n - t : 6) - 1](
+					out + (size_t)t * ldo + CPU_PANEL_ROWS * b, ldo, xb + (size_t)t * ldx,
+					ldx, panels + per * b, K, keys < 64 ? keys : 64, false);
+		}
+		return;
+	}
+	cpu_amx_begin();
+	for (int j = 0; j < nk; j += 32) {
+		const uint32_t *b = panels + per * (j / CPU_PANEL_ROWS) + j % CPU_PANEL_ROWS;
+		for (int t = 0; t < n; t += 32)
+			cpu_amx_tile32(out + (size_t)t * ldo + j, ldo,
+				       (const uint32_t *)(xb + (size_t)t * ldx), (size_t)ldx / 2, b,
+				       CPU_PANEL_ROWS, K / 2, n - t < 32 ? n - t : 32,
+				       nk - j < 32 ? nk - j : 32, false);
+	}
+	cpu_amx_end();
+}
+
 const struct cpu_kernels cpu_kernels_avx512bf16 = {
 	.name = "avx512bf16",
 	.matmul_bf16 = matmul_bf16_512,
@@ -462,6 +490,7 @@ const struct cpu_kernels cpu_kernels_avx512bf16 = {
 const struct cpu_kernels cpu_kernels_amx = {
 	.name = "amx",
 	.matmul_bf16 = matmul_bf16_amx,
+	.scores_bf16 = scores_bf16_amx,
 	AVX512_TABLE,
 };
 

@@ -176,6 +176,50 @@ static void test_matmul_bf16_cuts(void **state)
 	free(panel);
 }
 
+/* scores_bf16 (AMX) against a double sum over the same bf16 values, for partial
+ * blocks of queries and keys, and a query's scores the same bits among 40 or alone. */
+static void test_scores_bf16(void **state)
+{
+	(void)state;
+	const struct cpu_kernels *k = cpu_kernels_get(CPU_ISA_AMX);
+	if (!cpu_isa_supported(CPU_ISA_AMX) || !k->scores_bf16)
+		skip();
+	int hd = 128, n = 40, nk = 130, panels = (nk + 63) / 64;
+	uint16_t *q = calloc((size_t)64 * hd, sizeof *q); /* readable to 64 rows */
+	uint16_t *kr = malloc((size_t)nk * hd * sizeof *kr);
+	uint32_t *kp = calloc((size_t)panels * 64 * hd / 2, sizeof *kp);
+	float *s = malloc((size_t)n * nk * sizeof *s), *s1 = malloc((size_t)nk * sizeof *s1);
+	for (int i = 0; i < n * hd; i++)
+		q[i] = cpu_f32_to_bf16(frand());
+	for (int j = 0; j < nk; j++) /* key j: lane j % 64 of panel j / 64, pairs of k */
+		for (int p = 0; p < hd / 2; p++) {
+			kr[j * hd + 2 * p] = cpu_f32_to_bf16(frand());
+			kr[j * hd + 2 * p + 1] = cpu_f32_to_bf16(frand());
+			kp[(size_t)(j / 64) * 64 * hd / 2 + (size_t)p * 64 + j % 64] =
+				kr[j * hd + 2 * p] | (uint32_t)kr[j * hd + 2 * p + 1] << 16;
+		}
+	k->scores_bf16(s, nk, q, hd, n, kp, hd, nk);
+	for (int t = 0; t < n; t++)
+		for (int j = 0; j < nk; j++) {
+			double ref = 0, mag = 0;
+			for (int i = 0; i < hd; i++) {
+				double x = (double)cpu_bf16_to_f32(q[t * hd + i]) *
+					   cpu_bf16_to_f32(kr[j * hd + i]);
+				ref += x, mag += fabs(x);
+			}
+			if (fabs(s[t * nk + j] - ref) > 1e-5 * mag)
+				fail_msg("scores_bf16 [%d][%d] = %g, reference %g", t, j, s[t * nk + j], ref);
+		}
+	memmove(q, q + 33 * hd, (size_t)hd * sizeof *q); /* query 33 alone */
+	k->scores_bf16(s1, nk, q, hd, 1, kp, hd, nk);
+	assert_memory_equal(s1, s + 33 * nk, (size_t)nk * sizeof *s1);
+	free(q);
+	free(kr);
+	free(kp);
+	free(s);
+	free(s1);
+}
+
 /* Decode (n = 1) on weights at every offset from a cache line: the AVX-512 kernel
  * loads aligned lines and shifts them when the offset is a multiple of 4 bytes. */
 static void test_matvec_misaligned(void **state)
@@ -492,6 +536,7 @@ int main(void)
 		cmocka_unit_test(test_attention),       cmocka_unit_test(test_elementwise),
 		cmocka_unit_test(test_elementwise_isa), cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_optimizer),       cmocka_unit_test(test_matmul_bf16_cuts),
+		cmocka_unit_test(test_scores_bf16),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
