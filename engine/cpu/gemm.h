@@ -8,7 +8,8 @@
  *
  * Precision: GEMM_F32 multiplies in fp32 (the exact path); GEMM_BF16 rounds A and
  * B to bf16 (nearest even) as they are packed and sums the products in fp32
- * (vdpbf16ps), where the CPU has AVX-512 BF16; elsewhere it is GEMM_F32. */
+ * (vdpbf16ps, or AMX tiles for blocks of 32 rows: amx.h), where the CPU has AVX-512
+ * BF16; elsewhere it is GEMM_F32. */
 #ifndef QWENCHAT_CPU_GEMM_H
 #define QWENCHAT_CPU_GEMM_H
 
@@ -40,8 +41,8 @@ struct gemm {
 	enum gemm_tri tri;
 };
 
-/* The kernels this CPU runs (the best of AVX-512 BF16, AVX-512, AVX2 and portable
- * C, or the one named: cpu_isa), and whether GEMM_BF16 is really bf16 here. */
+/* The kernels this CPU runs (the best of AMX, AVX-512 BF16, AVX-512, AVX2 and
+ * portable C, or the one named: cpu_isa), and whether GEMM_BF16 is really bf16 here. */
 struct gemm_ctx;
 struct gemm_ctx *gemm_new(enum cpu_isa isa, struct cpu_pool *pool);
 void gemm_free(struct gemm_ctx *g);
