@@ -264,6 +264,30 @@ static double normal(uint64_t *s)
  * and give the same values as one pass (a 0.6B model's 596M draws take ~20 s on one). */
 #define INIT_CHUNK (1 << 20)
 
+int train_pieces(const struct eng_trainer *t, int64_t chunk)
+{
+	int n = 0;
+	for (int i = 0; i < t->nparams; i++)
+		n += (int)((t->params[i].n + chunk - 1) / chunk);
+	return n;
+}
+
+struct eng_param *train_piece(struct eng_trainer *t, int64_t chunk, int it, int64_t *k0,
+			      int64_t *k1)
+{
+	for (int i = 0; i < t->nparams; i++) {
+		struct eng_param *p = &t->params[i];
+		int64_t n = (p->n + chunk - 1) / chunk;
+		if (it < n) {
+			*k0 = (int64_t)it * chunk;
+			*k1 = *k0 + chunk < p->n ? *k0 + chunk : p->n;
+			return p;
+		}
+		it -= (int)n;
+	}
+	return NULL;
+}
+
 struct init_task {
 	struct eng_trainer *t;
 	uint64_t seed;
@@ -277,15 +301,10 @@ static void init_fn(void *arg, int tid, int nthreads)
 	(void)tid, (void)nthreads;
 	struct init_task *a = arg;
 	for (int it; (it = cpu_claim(&a->next, a->items)) >= 0;) {
-		int i = 0;
-		int64_t k0 = (int64_t)it * INIT_CHUNK;
-		while (k0 >= a->t->params[i].n) { /* item it: the piece of tensor i from k0 */
-			k0 -= (a->t->params[i].n + INIT_CHUNK - 1) / INIT_CHUNK * INIT_CHUNK;
-			i++;
-		}
-		struct eng_param *p = &a->t->params[i];
-		int64_t k1 = k0 + INIT_CHUNK < p->n ? k0 + INIT_CHUNK : p->n;
-		uint64_t s = (a->seed ^ (0x5851f42d4c957f2dull * (uint64_t)(i + 1))) +
+		int64_t k0 = 0, k1 = 0;
+		struct eng_param *p = train_piece(a->t, INIT_CHUNK, it, &k0, &k1);
+		uint64_t i = (uint64_t)(p - a->t->params); /* the tensor's stream */
+		uint64_t s = (a->seed ^ (0x5851f42d4c957f2dull * (i + 1))) +
 			     2 * (uint64_t)k0 * 0x9e3779b97f4a7c15ull;
 		for (int64_t k = k0; k < k1; k++)
 			p->w[k] = p->ndim == 1 ? 1.0f : (float)(a->std * normal(&s));
@@ -296,9 +315,8 @@ static void init_fn(void *arg, int tid, int nthreads)
 
 void eng_trainer_init_normal(struct eng_trainer *t, uint64_t seed, double std)
 {
-	struct init_task a = {.t = t, .seed = seed, .std = std};
-	for (int i = 0; i < t->nparams; i++)
-		a.items += (int)((t->params[i].n + INIT_CHUNK - 1) / INIT_CHUNK);
+	struct init_task a = {.t = t, .seed = seed, .std = std,
+			      .items = train_pieces(t, INIT_CHUNK)};
 	atomic_init(&a.next, 0);
 	struct cpu_pool *pool = cpu_pool_new(t->o.backend == ENG_BACKEND_CPU ? t->o.threads : 0);
 	if (pool)

@@ -76,6 +76,13 @@ static inline const struct eng_param *train_lm_head(const struct eng_trainer *t)
 	return t->c.tie_word_embeddings ? &t->params[0] : &t->params[train_final(t) + 1];
 }
 
+/* Work items over every parameter, `chunk` elements of one tensor each (a tensor's
+ * last piece may be shorter): how many there are, and the tensor and range
+ * [*k0, *k1) of item `it`. The optimizer and the initial draw share them. */
+int train_pieces(const struct eng_trainer *t, int64_t chunk);
+struct eng_param *train_piece(struct eng_trainer *t, int64_t chunk, int it, int64_t *k0,
+			      int64_t *k1);
+
 const struct train_ops *train_cpu_ops(void);
 
 #endif

@@ -302,26 +302,10 @@ struct opt_task {
 	atomic_int next;
 };
 
-/* The parameter and range of item `it`: items are OPT_CHUNK elements of one tensor. */
-static struct eng_param *opt_item(struct eng_trainer *t, int it, int64_t *k0, int64_t *k1)
-{
-	for (int i = 0; i < t->nparams; i++) {
-		struct eng_param *p = &t->params[i];
-		int64_t n = (p->n + OPT_CHUNK - 1) / OPT_CHUNK;
-		if (it < n) {
-			*k0 = (int64_t)it * OPT_CHUNK;
-			*k1 = *k0 + OPT_CHUNK < p->n ? *k0 + OPT_CHUNK : p->n;
-			return p;
-		}
-		it -= (int)n;
-	}
-	return NULL;
-}
-
 static void opt_run_item(struct opt_task *o, int it)
 {
 	int64_t k0 = 0, k1 = 0;
-	struct eng_param *p = opt_item(o->s->t, it, &k0, &k1);
+	struct eng_param *p = train_piece(o->s->t, OPT_CHUNK, it, &k0, &k1);
 	if (o->kind == 0) {
 		memset(p->g + k0, 0, (size_t)(k1 - k0) * sizeof(float));
 	} else if (o->kind == 1 || o->kind == 2) {
@@ -352,18 +336,10 @@ static void opt_task_fn(void *arg, int tid, int nthreads)
 		opt_run_item(o, it);
 }
 
-static int opt_items(const struct eng_trainer *t)
-{
-	int n = 0;
-	for (int i = 0; i < t->nparams; i++)
-		n += (int)((t->params[i].n + OPT_CHUNK - 1) / OPT_CHUNK);
-	return n;
-}
-
 static void opt_run(struct train_cpu *s, struct opt_task *o)
 {
 	o->s = s;
-	o->items = opt_items(s->t);
+	o->items = train_pieces(s->t, OPT_CHUNK);
 	atomic_init(&o->next, 0);
 	cpu_pool_run(s->pool, opt_task_fn, o);
 }
@@ -378,7 +354,7 @@ static int cpu_zero_grad(void *st)
 static int cpu_finish_grads(void *st, double scale, double clip, double *norm)
 {
 	struct train_cpu *s = st;
-	int items = opt_items(s->t);
+	int items = train_pieces(s->t, OPT_CHUNK);
 	double *sq = calloc((size_t)items, sizeof *sq);
 	if (!sq)
 		return err_set("training: out of memory");
