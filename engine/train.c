@@ -131,8 +131,8 @@ static const struct train_ops *backend_ops(const struct eng_train_options *o,
 
 static int check_options(const struct eng_config *c, const struct eng_train_options *o)
 {
-	if (o->batch < 1 || o->ctx < 2)
-		return err_set("training: a micro-batch needs batch >= 1 and ctx >= 2 (got %d, %d)",
+	if (o->batch < 1 || o->ctx < 1)
+		return err_set("training: a micro-batch needs batch >= 1 and ctx >= 1 (got %d, %d)",
 			       o->batch, o->ctx);
 	if ((int64_t)o->batch * o->ctx > (1 << 24))
 		return err_set("training: batch x ctx = %lld tokens per micro-batch is too many "

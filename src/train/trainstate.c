@@ -49,7 +49,7 @@ static const struct field fields[] = {
 	F("rope-theta", K_REAL, rope_theta, 1, 1e12, 0),
 	L("data", data, n_data),
 	L("val", val, n_val),
-	F("ctx", K_INT, ctx, 2, 1 << 20, 0),
+	F("ctx", K_INT, ctx, 1, 1 << 20, 0),
 	F("batch", K_INT, batch, 1, 1 << 16, 0),
 	F("accum", K_INT, accum, 1, 1 << 16, 0),
 	F("steps", K_I64, steps, 0, 1e12, CHANGE),

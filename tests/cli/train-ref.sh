@@ -2,7 +2,8 @@
 # train-ref.sh — `qwenchat train --exact --sequential` against tests/cli/train_ref.py, a
 # float64 PyTorch reference written from the documented rules: 3 steps of 2
 # micro-batches with the warm-up, clipping and weight decay all active, tied and
-# untied (grouped-query) models, and --sft on conversations, one a row and packed
+# untied (grouped-query) models, odd widths, a bigram model (--ctx 1) with other
+# rules, and --sft on conversations, one a row and packed
 # (tests/cli/sft_ref.py). The losses and gradient norms of train-log.jsonl must
 # be within 1e-5 relative of the reference's, every tensor of the final model.safetensors
 # within 2e-3 of the reference's update (||w - w_ref|| / ||w_ref - w_0||).
@@ -37,11 +38,11 @@ $(grep -E 'FAIL|differ|steps' "$TMP/$1-cmp" | head -n 10)"
 	fi
 }
 
-# check NAME SHAPE-FLAGS
+# check NAME SHAPE-FLAGS [RULES]
 check() {
-	name=$1 shape=$2
+	name=$1 shape=$2 step_rules=${3:-$rules}
 	args="--vocab-size 1000 --layers 2 --hidden-size 64 --intermediate-size 96 $shape
-		--data $TMP/data.u32 --exact --sequential --threads 2 $rules"
+		--data $TMP/data.u32 --exact --sequential --threads 2 $step_rules"
 	# The initial weights (--steps 0), then 3 steps from the same seed.
 	# shellcheck disable=SC2086
 	if ! "$QWENCHAT" train --out "$TMP/$name-0" $args --steps 0 2>"$TMP/err" ||
@@ -50,7 +51,7 @@ check() {
 		return
 	fi
 	# shellcheck disable=SC2086
-	if ! $REF run --init "$TMP/$name-0" --data "$TMP/data.u32" --steps 3 $rules \
+	if ! $REF run --init "$TMP/$name-0" --data "$TMP/data.u32" --steps 3 $step_rules \
 		--out "$TMP/$name-ref.safetensors" >"$TMP/$name-ref.jsonl" 2>"$TMP/err"; then
 		fail "$name: the reference failed: $(tail -n 3 "$TMP/err")"
 		return
@@ -60,6 +61,13 @@ check() {
 
 check tied "--tie --heads 4"
 check untied-gqa "--no-tie --heads 4 --kv-heads 2"
+# Widths that fill no vector register, heads wider than hidden / heads, one kv head.
+check odd-widths "--no-tie --hidden-size 100 --intermediate-size 130 --heads 3 --kv-heads 1
+	--head-dim 40 --rope-theta 500"
+# A bigram model (windows of one token) with 3 micro-batches, no warm-up, the cosine
+# ending before the last step, and AdamW's moments without momentum.
+check bigram "--tie --heads 2" "--ctx 1 --batch 5 --accum 3 --lr 3e-2 --min-lr 1e-3
+	--cosine-steps 2 --clip 0.05 --weight-decay 0.5 --beta1 0 --beta2 0.5"
 
 # --sft: conversations (JSON Lines with a system prompt, reasoning in several turns, a
 # tool call and its tools, one without an answer, one too long; and a saved
