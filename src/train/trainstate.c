@@ -14,15 +14,15 @@ enum kind { K_INT, K_I64, K_REAL, K_BOOL, K_STR, K_LIST, K_TIE };
 
 /* May differ when resumed: how long and how the run goes on, not what it computes.
  * OPTIONAL: state.json may lack it (a run saved before the option existed: its
- * default). */
-enum { CHANGE = 1, OPTIONAL = 2 };
+ * default). UNSET0: 0 stands for "not given" (a shape taken from --init or derived). */
+enum { CHANGE = 1, OPTIONAL = 2, UNSET0 = 4 };
 
 struct field {
 	const char *name;
 	enum kind kind;
 	size_t off, count_off; /* count_off: a list's length */
-	double lo, hi;         /* numbers: the range; -1 allowed besides when lo is 0 and
-				* the field has an "unset" of -1 (min-lr, cosine-steps) */
+	double lo, hi;         /* numbers: the range, on the command line and in state.json
+				* (which holds min-lr and cosine-steps resolved, never unset) */
 	unsigned flags;
 	const char *choices;   /* strings: the values allowed, space separated; NULL: any */
 };
@@ -38,15 +38,15 @@ struct field {
 static const struct field fields[] = {
 	S("init", init, 0, NULL),
 	S("tokenizer", tokenizer, 0, NULL),
-	F("layers", K_INT, layers, 1, 4096, 0),
-	F("hidden-size", K_INT, hidden, 2, 1 << 20, 0),
-	F("heads", K_INT, heads, 1, 4096, 0),
-	F("kv-heads", K_INT, kv_heads, 1, 4096, 0),
-	F("head-dim", K_INT, head_dim, 2, 1024, 0),
-	F("intermediate-size", K_INT, intermediate, 1, 1 << 22, 0),
-	F("vocab-size", K_INT, vocab, 1, 1 << 24, 0),
+	F("layers", K_INT, layers, 1, 4096, UNSET0),
+	F("hidden-size", K_INT, hidden, 2, 1 << 20, UNSET0),
+	F("heads", K_INT, heads, 1, 4096, UNSET0),
+	F("kv-heads", K_INT, kv_heads, 1, 4096, UNSET0),
+	F("head-dim", K_INT, head_dim, 2, 1024, UNSET0),
+	F("intermediate-size", K_INT, intermediate, 1, 1 << 22, UNSET0),
+	F("vocab-size", K_INT, vocab, 1, 1 << 24, UNSET0),
 	F("tie", K_TIE, tie, 0, 1, 0),
-	F("rope-theta", K_REAL, rope_theta, 1, 1e12, 0),
+	F("rope-theta", K_REAL, rope_theta, 1, 1e12, UNSET0),
 	L("data", data, n_data),
 	L("val", val, n_val),
 	F("ctx", K_INT, ctx, 1, 1 << 20, 0),
@@ -187,21 +187,24 @@ static int parse_number(const struct field *f, const char *s, double *out)
 	return 0;
 }
 
+/* Whether a string is one of field f's choices (any string when it has none). */
+static bool in_choices(const struct field *f, const char *value)
+{
+	if (!f->choices)
+		return true;
+	size_t n = strlen(value);
+	const char *c = strstr(f->choices, value);
+	return n && c && (c == f->choices || c[-1] == ' ') && (c[n] == ' ' || c[n] == '\0');
+}
+
 int tstate_set(struct tstate_opts *o, int i, const char *value)
 {
 	const struct field *f = &fields[i];
 	double v = 0;
 	switch (f->kind) {
 	case K_STR:
-		if (f->choices) {
-			size_t n = strlen(value);
-			const char *c = strstr(f->choices, value);
-			bool ok = n && c && (c == f->choices || c[-1] == ' ') &&
-				  (c[n] == ' ' || c[n] == '\0');
-			if (!ok)
-				return err_set("--%s: '%s' is not one of %s", f->name, value,
-					       f->choices);
-		}
+		if (!in_choices(f, value))
+			return err_set("--%s: '%s' is not one of %s", f->name, value, f->choices);
 		return set_str(AT(o, f, char *), value);
 	case K_LIST:
 		return append(AT(o, f, char **), (int *)((char *)o + f->count_off), value);
@@ -336,6 +339,12 @@ char *tstate_json(const struct tstate *s)
 	return text;
 }
 
+/* Whether a saved number is one the command line could have given (or left unset). */
+static bool in_range(const struct field *f, double v)
+{
+	return isfinite(v) && ((v >= f->lo && v <= f->hi) || (v == 0 && (f->flags & UNSET0)));
+}
+
 static int field_from_json(struct tstate_opts *o, const struct field *f, json_t *v,
 			   const char *name)
 {
@@ -346,8 +355,7 @@ static int field_from_json(struct tstate_opts *o, const struct field *f, json_t 
 	case K_I64:
 		if (!json_is_integer(v))
 			break;
-		if (json_integer_value(v) < (f->lo < 0 ? -1 : 0) ||
-		    (double)json_integer_value(v) > f->hi)
+		if (!in_range(f, (double)json_integer_value(v)))
 			break;
 		if (f->kind == K_INT)
 			*AT(o, f, int) = (int)json_integer_value(v);
@@ -360,7 +368,7 @@ static int field_from_json(struct tstate_opts *o, const struct field *f, json_t 
 		*AT(o, f, int) = json_is_null(v) ? -1 : json_is_true(v);
 		return 0;
 	case K_REAL:
-		if (!json_is_number(v) || !isfinite(json_number_value(v)))
+		if (!json_is_number(v) || !in_range(f, json_number_value(v)))
 			break;
 		*AT(o, f, double) = json_number_value(v);
 		return 0;
@@ -372,7 +380,7 @@ static int field_from_json(struct tstate_opts *o, const struct field *f, json_t 
 	case K_STR:
 		if (json_is_null(v))
 			return set_str(AT(o, f, char *), NULL);
-		if (!json_is_string(v))
+		if (!json_is_string(v) || !in_choices(f, json_string_value(v)))
 			break;
 		return set_str(AT(o, f, char *), json_string_value(v));
 	case K_LIST: {

@@ -66,6 +66,57 @@ static void test_set(void **state)
 	tstate_opts_free(&p);
 }
 
+/* text with the value of "key" (up to its comma or line end) replaced by value. */
+static char *with_value(const char *text, const char *key, const char *value)
+{
+	char pat[64];
+	snprintf(pat, sizeof pat, "\"%s\": ", key);
+	const char *p = strstr(text, pat);
+	assert_non_null(p);
+	p += strlen(pat);
+	size_t n = strcspn(p, ",\n");
+	char *out = malloc(strlen(text) + strlen(value) + 1);
+	assert_non_null(out);
+	sprintf(out, "%.*s%s%s", (int)(p - text), text, value, p + n);
+	return out;
+}
+
+/* A saved value the command line would refuse is refused (naming the field): a
+ * state.json edited by hand must not reach the loop with --eval-every 0 (a division by
+ * zero) or eps 0. A shape of 0 is a shape not given (--init's). */
+static void test_json_ranges(void **state)
+{
+	(void)state;
+	struct tstate s = {0}, b;
+	tstate_opts_default(&s.o);
+	tstate_set(&s.o, field("data"), "/d/a.u32");
+	s.o.min_lr = 6e-5;
+	s.o.cosine_steps = 1000;
+	batch_rng_seed(&s.rng, 5);
+	char *text = tstate_json(&s);
+	assert_non_null(text);
+	const char *bad[][2] = {{"eval-every", "0"},   {"save-every", "-3"}, {"batch", "0"},
+				{"ctx", "0"},          {"eps", "0"},         {"beta1", "1.5"},
+				{"lr", "-1"},          {"threads", "5000"},  {"layers", "-1"},
+				{"save-dtype", "\"f16\""}, {"backend", "\"gpu\""}};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char *t = with_value(text, bad[i][0], bad[i][1]), want[64];
+		if (!tstate_parse(&b, t, strlen(t), "s.json"))
+			fail_msg("%s %s was accepted", bad[i][0], bad[i][1]);
+		snprintf(want, sizeof want, "s.json: options.%s", bad[i][0]);
+		if (!strstr(err_msg(), want))
+			fail_msg("%s %s: %s", bad[i][0], bad[i][1], err_msg());
+		free(t);
+	}
+	char *t = with_value(text, "head-dim", "0");
+	if (tstate_parse(&b, t, strlen(t), "s.json"))
+		fail_msg("head-dim 0 (not given) was refused: %s", err_msg());
+	tstate_opts_free(&b.o);
+	free(t);
+	free(text);
+	tstate_opts_free(&s.o);
+}
+
 static void test_json(void **state)
 {
 	(void)state;
@@ -125,6 +176,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_json_ranges),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
