@@ -58,6 +58,7 @@ enum train_key {
 	OPT_EXACT,
 	OPT_RECOMPUTE,
 	OPT_EVAL_EVERY,
+	OPT_EVAL_TOKENS,
 	OPT_SAVE_EVERY,
 	OPT_SAVE_DTYPE,
 	OPT_BACKEND,
@@ -74,8 +75,8 @@ static const struct cli_opt train_opts[] = {
 	 "or empty)"},
 	{"resume", OPT_RESUME, "DIR",
 	 "continue the run in DIR with its saved options (only\n"
-	 "--steps, --eval-every, --save-every, --save-dtype,\n"
-	 "--threads, --backend, --recompute may change)"},
+	 "--steps, --eval-every, --eval-tokens, --save-every,\n"
+	 "--save-dtype, --threads, --backend, --recompute may\nchange)"},
 	{"init", OPT_INIT, "MODEL",
 	 "start from this model's weights: a directory, repo\nid or GGUF file of F32, F16 or BF16 "
 	 "tensors"},
@@ -127,6 +128,9 @@ static const struct cli_opt train_opts[] = {
 	 "keep one layer's activations and recompute the\nothers in the backward: less memory, "
 	 "more time"},
 	{"eval-every", OPT_EVAL_EVERY, "N", "evaluate --val every N steps (default 100)"},
+	{"eval-tokens", OPT_EVAL_TOKENS, "N",
+	 "evaluate only the first N tokens of --val: the\nfirst ceil(N / ctx) windows (rows with "
+	 "--sft)\n(default 0: all of it)"},
 	{"save-every", OPT_SAVE_EVERY, "N",
 	 "write a checkpoint every N steps (default 500)\n"
 	 "and at the end"},

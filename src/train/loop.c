@@ -350,11 +350,14 @@ static int save(struct run *u)
 }
 
 /* Mean cross-entropy over the validation stream cut in consecutive windows of ctx (--sft:
- * its conversations in order, a row each). */
+ * its conversations in order, a row each), the first ceil(eval_tokens / ctx) of them
+ * when --eval-tokens caps it: the same rows at every evaluation, so the curve compares. */
 static int evaluate(struct run *u, double *loss)
 {
 	const struct tstate_opts *o = &u->st->o;
 	int64_t w = o->pack ? u->val_p.rows : o->sft ? u->val_c.n : batch_windows(u->val.len, o->ctx);
+	if (o->eval_tokens > 0 && (o->eval_tokens + o->ctx - 1) / o->ctx < w)
+		w = (o->eval_tokens + o->ctx - 1) / o->ctx;
 	double sum = 0;
 	int64_t count = 0;
 	for (int64_t first = 0; first < w; first += o->batch) {
@@ -367,6 +370,9 @@ static int evaluate(struct run *u, double *loss)
 			batch_conv_eval(&u->val_c, first, o->batch, o->ctx, u->in, u->tg);
 		else
 			batch_eval(u->val.ids, u->val.len, o->ctx, first, o->batch, u->in, u->tg);
+		for (int64_t b = w - first; b < o->batch; b++) /* rows past the cap: not scored */
+			for (int i = 0; i < o->ctx; i++)
+				u->tg[b * o->ctx + i] = -1;
 		if (eng_trainer_eval(u->t, u->in, u->tg, u->pos, &s, &c))
 			return -1;
 		sum += s;

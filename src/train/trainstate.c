@@ -69,6 +69,7 @@ static const struct field fields[] = {
 	F("exact", K_BOOL, exact, 0, 1, 0),
 	F("recompute", K_BOOL, recompute, 0, 1, CHANGE),
 	F("eval-every", K_I64, eval_every, 1, 1e12, CHANGE),
+	F("eval-tokens", K_I64, eval_tokens, 0, 1e15, CHANGE | OPTIONAL),
 	F("save-every", K_I64, save_every, 1, 1e12, CHANGE),
 	S("save-dtype", save_dtype, CHANGE, "f32 bf16"),
 	S("backend", backend, CHANGE, "auto cpu cuda"),

@@ -31,6 +31,7 @@ struct tstate_opts {
 	bool sequential, exact, recompute;
 	/* the run */
 	int64_t eval_every, save_every;
+	int64_t eval_tokens; /* the first tokens of --val an evaluation reads; 0: all */
 	char *save_dtype; /* "f32" or "bf16" */
 	char *backend;    /* "auto", "cpu" or "cuda" */
 	int threads;      /* 0: every core */
@@ -53,7 +54,8 @@ int tstate_field(const char *name);
  * "--NAME: ..." (not a number, out of range, not one of the choices). */
 int tstate_set(struct tstate_opts *o, int i, const char *value);
 /* Whether field i may differ from the saved run when it is resumed (--steps,
- * --eval-every, --save-every, --save-dtype, --threads, --backend, --recompute). */
+ * --eval-every, --eval-tokens, --save-every, --save-dtype, --threads, --backend,
+ * --recompute). */
 bool tstate_may_change(int i);
 /* Whether field i has the same value in a and b. */
 bool tstate_equal(const struct tstate_opts *a, const struct tstate_opts *b, int i);

@@ -199,6 +199,27 @@ for mode in random sequential; do
 	same_run "$mode windows: 2 steps resumed to 4 == 4 steps" "$TMP/all-$mode" "$TMP/part-$mode"
 done
 
+# --eval-tokens N: the first ceil(N / ctx) windows of --val, the same losses as a --val
+# holding only them (3 windows of 16 here); another cap may be set when resuming.
+head -c $((4 * (3 * 16 + 1))) "$TMP/v.u32" >"$TMP/v3.u32"
+E="--vocab-size 1000 $SHAPE --data $TMP/d.u32 $SMALL --steps 2 --eval-every 1"
+if "$QWENCHAT" train --out "$TMP/ev-cap" $E --val "$TMP/v.u32" --eval-tokens 40 2>"$TMP/err" &&
+   "$QWENCHAT" train --out "$TMP/ev-cut" $E --val "$TMP/v3.u32" 2>"$TMP/err" &&
+   "$QWENCHAT" train --out "$TMP/ev-all" $E --val "$TMP/v.u32" 2>"$TMP/err" &&
+   "$QWENCHAT" train --resume "$TMP/ev-cap" --steps 3 --eval-tokens 0 2>"$TMP/err"; then
+	cap=$(grep val_loss "$TMP/ev-cap/train-log.jsonl" | head -n 2)
+	if [ "$cap" = "$(grep val_loss "$TMP/ev-cut/train-log.jsonl")" ] &&
+	   [ "$cap" != "$(grep val_loss "$TMP/ev-all/train-log.jsonl")" ] &&
+	   [ "$(grep val_loss "$TMP/ev-cap/train-log.jsonl" | tail -n 1 | cut -d, -f2)" != \
+	     "$(echo "$cap" | tail -n 1 | cut -d, -f2)" ]; then
+		pass "--eval-tokens 40: the validation loss of the first 3 windows; resumed with 0: all"
+	else
+		fail "--eval-tokens: $(grep val_loss "$TMP/ev-cap/train-log.jsonl" "$TMP/ev-cut/train-log.jsonl")"
+	fi
+else
+	fail "--eval-tokens: $(tail -n 2 "$TMP/err")"
+fi
+
 # --steps 0 then --resume: the same as one run; bf16 checkpoints resume from the f32 copy
 B="--tokenizer $TMP/tok $SHAPE --data $TMP/a.txt $SMALL --cosine-steps 3"
 "$QWENCHAT" train --out "$TMP/bf-all" $B --steps 3 2>"$TMP/err" &&
