@@ -352,7 +352,7 @@ static int save(struct run *u)
 /* Mean cross-entropy over the validation stream cut in consecutive windows of ctx (--sft:
  * its conversations in order, a row each), the first ceil(eval_tokens / ctx) of them
  * when --eval-tokens caps it: the same rows at every evaluation, so the curve compares. */
-static int evaluate(struct run *u, double *loss)
+static int evaluate(struct run *u, double *loss, const volatile sig_atomic_t *stop)
 {
 	const struct tstate_opts *o = &u->st->o;
 	int64_t w = o->pack ? u->val_p.rows : o->sft ? u->val_c.n : batch_windows(u->val.len, o->ctx);
@@ -361,6 +361,8 @@ static int evaluate(struct run *u, double *loss)
 	double sum = 0;
 	int64_t count = 0;
 	for (int64_t first = 0; first < w; first += o->batch) {
+		if (stop && *stop)
+			return 1; /* abandoned: a long evaluation must not hold up Ctrl-C's save */
 		double s = 0; /* the trainer adds to these */
 		int64_t c = 0;
 		if (o->pack)
@@ -479,6 +481,27 @@ static void status(struct run *u, struct loop_status *s, double loss, double nor
 	};
 }
 
+/* An evaluation, logged and drawn, and reported with s; none when a stop comes first. */
+static int eval_and_log(struct run *u, struct loop_status *s, const volatile sig_atomic_t *stop)
+{
+	double val = 0;
+	int ev = evaluate(u, &val, stop);
+	if (ev)
+		return ev < 0 ? -1 : 0;
+	u->val_loss = val;
+	if (tlog_add_eval(&u->log, u->st->step, val) || append_log(u))
+		return -1;
+	s->val_loss = val;
+	if (u->r->eval)
+		u->r->eval(u->r->user, s);
+	char *svg = tlog_svg(&u->log), *path = fio_join(u->dir, "loss.svg");
+	int rc = svg && path ? fio_write_atomic(path, svg, strlen(svg), 0600, FIO_NO_LINKS)
+			     : err_set("out of memory");
+	free(svg);
+	free(path);
+	return rc;
+}
+
 /* The steps from st->step to the run's end, evaluating and saving on schedule; a
  * pending stop ends the loop after the step under way, saved. */
 static int steps(struct run *u, const volatile sig_atomic_t *stop)
@@ -503,20 +526,9 @@ static int steps(struct run *u, const volatile sig_atomic_t *stop)
 			u->r->step(u->r->user, &s);
 		bool last = st->step == o->steps, stopping = stop && *stop;
 		if (u->val.len && (st->step % o->eval_every == 0 || last) && !stopping) {
-			if (evaluate(u, &u->val_loss) || tlog_add_eval(&u->log, st->step, u->val_loss) ||
-			    append_log(u))
+			if (eval_and_log(u, &s, stop))
 				return -1;
-			s.val_loss = u->val_loss;
-			if (u->r->eval)
-				u->r->eval(u->r->user, &s);
-			char *svg = tlog_svg(&u->log), *path = fio_join(u->dir, "loss.svg");
-			int rc = svg && path ? fio_write_atomic(path, svg, strlen(svg), 0600,
-								FIO_NO_LINKS)
-					     : err_set("out of memory");
-			free(svg);
-			free(path);
-			if (rc)
-				return -1;
+			stopping = stop && *stop;
 		}
 		if ((st->step % o->save_every == 0 || last || stopping) && save(u))
 			return -1;
