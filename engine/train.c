@@ -26,16 +26,17 @@ static const char *const layer_names[TR_PER_LAYER] = {
 };
 
 /* The shape of layer tensor r. */
-static void layer_shape(const struct eng_config *c, enum train_role r, int64_t s[2])
+/* The shape of a layer's parameter and its dimensions: 1 for the norms (s[1] = 1), 2 for
+ * the matrices, whose s[1] may be 1 too (down_proj of --intermediate-size 1). */
+static int layer_shape(const struct eng_config *c, enum train_role r, int64_t s[2])
 {
 	int64_t D = c->hidden_size, F = c->intermediate_size, hd = c->head_dim;
 	int64_t q = (int64_t)c->num_heads * hd, kv = (int64_t)c->num_kv_heads * hd;
-	static const int64_t one = 1;
 	switch (r) {
 	case TR_IN_NORM:
-	case TR_POST_NORM: s[0] = D, s[1] = one; break;
+	case TR_POST_NORM: s[0] = D, s[1] = 1; return 1;
 	case TR_Q_NORM:
-	case TR_K_NORM: s[0] = hd, s[1] = one; break;
+	case TR_K_NORM: s[0] = hd, s[1] = 1; return 1;
 	case TR_WQ: s[0] = q, s[1] = D; break;
 	case TR_WK:
 	case TR_WV: s[0] = kv, s[1] = D; break;
@@ -44,6 +45,7 @@ static void layer_shape(const struct eng_config *c, enum train_role r, int64_t s
 	case TR_UP: s[0] = F, s[1] = D; break;
 	default: s[0] = D, s[1] = F; break; /* TR_DOWN */
 	}
+	return 2;
 }
 
 static int count_params(const struct eng_config *c)
@@ -64,21 +66,21 @@ static int make_params(struct eng_trainer *t)
 		struct eng_param *p = &t->params[i];
 		char *name = t->names + (size_t)i * 64;
 		p->name = name;
+		p->ndim = 2;
 		if (i == 0) {
 			snprintf(name, 64, "model.embed_tokens.weight");
 			p->shape[0] = c->vocab_size, p->shape[1] = c->hidden_size;
 		} else if (i < train_final(t)) {
 			int l = (i - 1) / TR_PER_LAYER, r = (i - 1) % TR_PER_LAYER;
 			snprintf(name, 64, "model.layers.%d.%s", l, layer_names[r]);
-			layer_shape(c, (enum train_role)r, p->shape);
+			p->ndim = layer_shape(c, (enum train_role)r, p->shape);
 		} else if (i == train_final(t)) {
 			snprintf(name, 64, "model.norm.weight");
-			p->shape[0] = c->hidden_size, p->shape[1] = 1;
+			p->shape[0] = c->hidden_size, p->shape[1] = 1, p->ndim = 1;
 		} else {
 			snprintf(name, 64, "lm_head.weight");
 			p->shape[0] = c->vocab_size, p->shape[1] = c->hidden_size;
 		}
-		p->ndim = p->shape[1] == 1 ? 1 : 2;
 		p->n = p->shape[0] * p->shape[1];
 		p->decay = p->ndim == 2;
 		t->total += (size_t)p->n;

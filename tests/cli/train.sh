@@ -199,6 +199,26 @@ for mode in random sequential; do
 	same_run "$mode windows: 2 steps resumed to 4 == 4 steps" "$TMP/all-$mode" "$TMP/part-$mode"
 done
 
+# An MLP of width 1: down_proj is still a matrix ([hidden, 1], drawn from N(0, 0.02) like
+# every matrix, not set to 1 like a norm), and the checkpoint loads.
+if "$QWENCHAT" train --out "$TMP/w1" --vocab-size 1000 $SHAPE --intermediate-size 1 \
+	--data "$TMP/d.u32" $SMALL --steps 0 2>"$TMP/err" &&
+   python3 - "$TMP/w1/model.safetensors" <<'EOF' &&
+import json, struct, sys
+f = open(sys.argv[1], "rb")
+n = struct.unpack("<Q", f.read(8))[0]
+t = json.loads(f.read(n))["model.layers.0.mlp.down_proj.weight"]
+assert t["shape"] == [64, 1] and t["dtype"] == "F32", t
+f.seek(8 + n + t["data_offsets"][0])
+w = struct.unpack("<64f", f.read(256))
+assert 0.01 < (sum(x * x for x in w) / 64) ** 0.5 < 0.03, w
+EOF
+   echo 1 2 3 | "$QWENCHAT" logits -m "$TMP/w1" --out "$TMP/w1.f32" 2>"$TMP/err"; then
+	pass "--intermediate-size 1: down_proj [64, 1] is a matrix of N(0, 0.02), the model loads"
+else
+	fail "--intermediate-size 1: $(tail -n 2 "$TMP/err")"
+fi
+
 # --eval-tokens N: the first ceil(N / ctx) windows of --val, the same losses as a --val
 # holding only them (3 windows of 16 here); another cap may be set when resuming.
 head -c $((4 * (3 * 16 + 1))) "$TMP/v.u32" >"$TMP/v3.u32"
