@@ -134,8 +134,7 @@ struct cpu_kernels {
 	void (*dequant_bf16)(enum eng_dtype t, const void *w, uint16_t *dst, int K);
 	/* The same row as fp32 in this ISA's packed order (exact: no rounding), and
 	 * out[t*ldo + r] (+)= sum_k xp[t*ldx + k] * w[r*K + k] for t < n, r < rows <= 64
-	 * over such rows: prefill over the exact dequantized weights. NULL in the tables
-	 * whose bf16 kernels are faster (AVX-512). */
+	 * over such rows: prefill over the exact dequantized weights. */
 	void (*dequant_f32p)(enum eng_dtype t, const void *w, float *dst, int K);
 	void (*matmul_f32w)(float *out, int ldo, const float *xp, int ldx, int n, const float *w,
 			    int K, int rows, bool acc);
@@ -183,6 +182,8 @@ void cpu_dequant_f32p_c(enum eng_dtype t, const void *w, float *dst, int K);
 void cpu_dequant_f32p_avx2(enum eng_dtype t, const void *w, float *dst, int K);
 void cpu_matmul_f32w_c(float *out, int ldo, const float *xp, int ldx, int n, const float *w, int K,
 		       int rows, bool acc);
+/* cpu_dequant_f32p_avx2 in the packed order of the AVX-512 tables (pack 32). */
+void cpu_dequant_f32p32_avx2(enum eng_dtype t, const void *w, float *dst, int K);
 void cpu_matmul_f32w_avx2(float *out, int ldo, const float *xp, int ldx, int n, const float *w,
 			  int K, int rows, bool acc);
 void cpu_dequant_bf16_avx2(enum eng_dtype t, const void *w, uint16_t *dst, int K);

@@ -336,7 +336,10 @@ static void matmul_512(float *out, int ldo, const float *xp, int ldx, int n, con
 	}
 }
 
-/* What the three AVX-512 tables share: they differ in the bf16 prefill alone. */
+/* What the three AVX-512 tables share: they differ in the bf16 prefill alone. The
+ * exact path's prefill over F32, F16 and quantized weights multiplies them in fp32 by
+ * the AVX2 kernels (rounding them to bf16 for the faster kernels would put ~1e-2 of
+ * error into the logits that must match a float64 reference). */
 #define AVX512_TABLE                                                                   \
 	.pack = 32, .matmul = matmul_512, .matmul_panel = matmul_panel_512,           \
 	.scores = cpu512_scores, .mix = cpu512_mix, .pack_row = cpu512_pack_row,      \
@@ -344,7 +347,8 @@ static void matmul_512(float *out, int ldo, const float *xp, int ldx, int n, con
 	.swiglu_back = cpu512_swiglu_back, .rmsnorm = cpu512_rmsnorm,                 \
 	.scale_sq = cpu512_scale_sq, .adamw = cpu512_adamw,                           \
 	.to_bf16 = cpu512_to_bf16, .quantize_act = cpu_quantize_act_avx2,             \
-	.qmatvec = cpu_qmatvec_avx2, .dequant_bf16 = cpu_dequant_bf16_avx2
+	.qmatvec = cpu_qmatvec_avx2, .dequant_bf16 = cpu_dequant_bf16_avx2,           \
+	.dequant_f32p = cpu_dequant_f32p32_avx2, .matmul_f32w = cpu_matmul_f32w_avx2
 
 const struct cpu_kernels cpu_kernels_avx512 = {.name = "avx512", AVX512_TABLE};
 

@@ -435,9 +435,45 @@ TQ void cpu_dequant_f32p_avx2(enum eng_dtype t, const void *w, float *dst, int K
 		cpu_dequant_f32p(t, w, dst, K, 16);
 }
 
+/* The same in the AVX-512 tables' order (pack 32): a block of 32 packed by 16 is the
+ * even and odd values of its two halves, [e0 o0 e1 o1] in groups of 8, and packed by
+ * 32 it is [e0 e1 o0 o1]. The block-quantized types (K a multiple of 32) are
+ * dequantized as above and their middle groups swapped; F16 and F32 rows, of any K,
+ * go through the portable loop. */
+TQ void cpu_dequant_f32p32_avx2(enum eng_dtype t, const void *w, float *dst, int K)
+{
+	if (K % 32 || !dequant_to(t, w, dst, K, true)) {
+		cpu_dequant_f32p(t, w, dst, K, 32);
+		return;
+	}
+	for (int i = 0; i < K; i += 32) {
+		__m256 o0 = _mm256_loadu_ps(dst + i + 8), e1 = _mm256_loadu_ps(dst + i + 16);
+		_mm256_storeu_ps(dst + i + 8, e1);
+		_mm256_storeu_ps(dst + i + 16, o0);
+	}
+}
+
+/* One step of mkf over 8 values from k (fewer, masked, at the row's end). */
+INL TQ void mkf_step(__m256 (*a)[3], const float *xp, int ldx, const float *w, int K, int k,
+		     __m256i m, const int R, const int T)
+{
+	__m256 x[3];
+#pragma GCC unroll 3
+	for (int t = 0; t < T; t++)
+		x[t] = _mm256_maskload_ps(xp + (size_t)t * ldx + k, m);
+#pragma GCC unroll 4
+	for (int r = 0; r < R; r++) {
+		__m256 wv = _mm256_maskload_ps(w + (size_t)r * K + k, m);
+#pragma GCC unroll 3
+		for (int t = 0; t < T; t++)
+			a[r][t] = _mm256_fmadd_ps(wv, x[t], a[r][t]);
+	}
+}
+
 /* out[t*ldo + r] = dot(xp row t, w row r) for 4 rows (R) by T tokens, both packed
  * alike: fp32 weights need no widening, so each step is T x R FMAs on 4 + T loads
- * (the bf16 kernels spend a shift and an and per weight vector besides). */
+ * (the bf16 kernels spend a shift and an and per weight vector besides). F32 and F16
+ * weights may have any K; the last K % 8 values are read under a mask. */
 INL TQ void mkf(float *out, int ldo, const float *xp, int ldx, const float *w, int K, const int R,
 		const int T)
 {
@@ -447,18 +483,14 @@ INL TQ void mkf(float *out, int ldo, const float *xp, int ldx, const float *w, i
 #pragma GCC unroll 3
 		for (int t = 0; t < T; t++)
 			a[r][t] = _mm256_setzero_ps();
-	for (int k = 0; k < K; k += 8) {
-		__m256 x[3];
-#pragma GCC unroll 3
-		for (int t = 0; t < T; t++)
-			x[t] = _mm256_loadu_ps(xp + (size_t)t * ldx + k);
-#pragma GCC unroll 4
-		for (int r = 0; r < R; r++) {
-			__m256 wv = _mm256_loadu_ps(w + (size_t)r * K + k);
-#pragma GCC unroll 3
-			for (int t = 0; t < T; t++)
-				a[r][t] = _mm256_fmadd_ps(wv, x[t], a[r][t]);
-		}
+	const __m256i all = _mm256_set1_epi32(-1);
+	int k = 0;
+	for (; k + 8 <= K; k += 8)
+		mkf_step(a, xp, ldx, w, K, k, all, R, T);
+	if (k < K) {
+		const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+		mkf_step(a, xp, ldx, w, K, k, _mm256_cmpgt_epi32(_mm256_set1_epi32(K - k), lane), R,
+			 T);
 	}
 #pragma GCC unroll 4
 	for (int r = 0; r < R; r++)
@@ -480,7 +512,7 @@ MKF(1, 1)
 MKF(1, 2)
 MKF(1, 3)
 
-/* The products with `rows` (<= 64) fp32 rows in packed order; K a multiple of 8. */
+/* The products with `rows` (<= 64) fp32 rows in packed order. */
 TQ void cpu_matmul_f32w_avx2(float *out, int ldo, const float *xp, int ldx, int n, const float *w,
 			     int K, int rows, bool acc)
 {

@@ -32,7 +32,7 @@ struct cpu_matmul {
 	uint32_t *panels; /* (threads, panel_words): the panel kernels' scratch */
 	size_t panel_words;
 	/* (threads, 64, widest): a prefill's dequantized weight rows, in fp32 and packed
-	 * on the exact path where the ISA has matmul_f32w (wrows32), else in bf16 */
+	 * on the exact path (wrows32), else in bf16 */
 	uint16_t *wrows;
 	float *wrows32;
 	/* (threads, cpu_qpanel_bytes(widest)): the integer prefill's repacked rows,
@@ -53,10 +53,10 @@ struct cpu_matmul {
 
 /* 0, or -1 (err_set) when out of memory. bf16_only (every matrix is bf16) skips the
  * quantized paths' buffers; chunk is the most tokens of one call.
- * exact: a prefill over quantized weights multiplies them in fp32 (matmul_f32w,
- * where the ISA has it), as the reference path does; else by the ISA's integer
- * kernels where it has them (qgemm, much faster than the exact path), else rounded to
- * bf16 for the bf16 kernels. */
+ * exact: a prefill over F32, F16 and quantized weights multiplies them in fp32
+ * (matmul_f32w, every kernel set has one), as the reference path does; else by the
+ * ISA's integer kernels where it has them (qgemm, much faster than the exact path),
+ * else rounded to bf16 for the bf16 kernels. */
 int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cpu_pool *pool,
 		    int widest, int chunk, bool bf16_only, bool exact);
 void cpu_matmul_free(struct cpu_matmul *c);

@@ -81,6 +81,25 @@ check "tied, ctx 64 stride 16, fp32 KV (the default)" "$A" 64 16
 check "tied, ctx 64 stride 16, --kv-bf16" "$A" 64 16 --kv-bf16
 check "untied, ctx 48 stride 48, --kv-bf16, 1 thread" "$B" 48 48 --kv-bf16 --threads 1
 
+# F32 weights (a training checkpoint's) and F16 ones, of a width no vector divides, on
+# every kernel set this CPU runs: a prefill multiplies them in fp32 as they are stored.
+for dt in f32 f16; do
+	"$MK" --out "$TMP/w-$dt" --vocab-size 1024 --hidden-size 100 --intermediate-size 132 \
+		--layers 2 --heads 5 --kv-heads 1 --head-dim 20 --std 0.3 --max-position 256 \
+		--dtype "$dt" --seed 8 >/dev/null || fail "mkmodel --dtype $dt"
+	ref=$("$PY" "$REF" "$TMP/w-$dt" "$TMP/r.u32" 64 16)
+	for isa in "" c avx2 avx512 avx512bf16 amx; do
+		QWENCHAT_CPU_ISA=$isa "$QWENCHAT" logits -m "$TMP/w-$dt" --out "$TMP/probe" \
+			>/dev/null 2>&1 <<-EOT || continue
+		1 2 3
+		EOT
+		ours=$(QWENCHAT_CPU_ISA=$isa $PPL -m "$TMP/w-$dt" -f "$TMP/r.u32" --ctx 64 \
+			--stride 16 --json 2>"$TMP/err")
+		if msg=$(close "" "$ours" "$ref"); then pass "$dt weights, hidden 100, ${isa:-native}: $msg"
+		else fail "$dt weights, hidden 100, ${isa:-native}: $msg ($ours against $ref)"; fi
+	done
+done
+
 # the default window: max_position_embeddings (256 here), stride = window
 ours=$($PPL -m "$A" -f "$TMP/r.u32" --json --kv-f32)
 ref=$("$PY" "$REF" "$A" "$TMP/r.u32" 256 256)

@@ -3,7 +3,7 @@
 # quantized by `qwenchat quantize` to each of llama.cpp's mixes gives logits close to
 # a float64 forward pass on the same weights dequantized by gguf-py
 # (tests/golden/logits-quant-*.txt), through the exact prefill (12 tokens: rows
-# dequantized to fp32), the fast prefill of chat and run (QWENCHAT_CPU_BF16_PREFILL=1:
+# dequantized to fp32; within 1e-5 with an fp32 KV cache), the fast prefill of chat and run (QWENCHAT_CPU_BF16_PREFILL=1:
 # int8 activations with AVX2, bf16 with AVX-512 BF16) and the decode kernels (fewer
 # than 8 tokens: int8 dot products); --quant on the float model gives the file's
 # logits bit for bit.
@@ -42,6 +42,12 @@ for t in q8_0 q6_k q5_k_m q4_k_m q4_0; do
 	echo "$ids" | "$QWENCHAT" logits -m "$TMP/$t.gguf" --out "$TMP/p.bin" 2>"$TMP/err" ||
 		fail "$t logits: $(head -c 300 "$TMP/err")"
 	if r=$(compare "$TMP/p.bin" "$g" 12 1e-2); then pass "$t prefill: $r"; else fail "$t prefill: $r"; fi
+	# with an fp32 KV cache nothing is rounded but fp32 sums: the dequantized weights
+	# are multiplied as they are, on every kernel set
+	echo "$ids" | "$QWENCHAT" logits -m "$TMP/$t.gguf" --kv-f32 --out "$TMP/p32.bin" \
+		2>"$TMP/err" || fail "$t logits --kv-f32: $(head -c 300 "$TMP/err")"
+	if r=$(compare "$TMP/p32.bin" "$g" 12 1e-5); then pass "$t prefill, fp32 KV: $r"
+	else fail "$t prefill, fp32 KV: $r"; fi
 	echo "$ids" | QWENCHAT_CPU_BF16_PREFILL=1 "$QWENCHAT" logits -m "$TMP/$t.gguf" \
 		--out "$TMP/f.bin" 2>"$TMP/err" || fail "$t fast logits: $(head -c 300 "$TMP/err")"
 	if r=$(compare "$TMP/f.bin" "$g" 12 3e-2); then pass "$t fast prefill: $r"
