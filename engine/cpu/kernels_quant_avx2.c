@@ -453,17 +453,19 @@ TQ void cpu_dequant_f32p32_avx2(enum eng_dtype t, const void *w, float *dst, int
 	}
 }
 
-/* One step of mkf over 8 values from k (fewer, masked, at the row's end). */
+/* One step of mkf over 8 values from k (with `tail`, those of mask m: the row's end). */
 INL TQ void mkf_step(__m256 (*a)[3], const float *xp, int ldx, const float *w, int K, int k,
-		     __m256i m, const int R, const int T)
+		     const bool tail, __m256i m, const int R, const int T)
 {
 	__m256 x[3];
 #pragma GCC unroll 3
 	for (int t = 0; t < T; t++)
-		x[t] = _mm256_maskload_ps(xp + (size_t)t * ldx + k, m);
+		x[t] = tail ? _mm256_maskload_ps(xp + (size_t)t * ldx + k, m)
+			    : _mm256_loadu_ps(xp + (size_t)t * ldx + k);
 #pragma GCC unroll 4
 	for (int r = 0; r < R; r++) {
-		__m256 wv = _mm256_maskload_ps(w + (size_t)r * K + k, m);
+		__m256 wv = tail ? _mm256_maskload_ps(w + (size_t)r * K + k, m)
+				 : _mm256_loadu_ps(w + (size_t)r * K + k);
 #pragma GCC unroll 3
 		for (int t = 0; t < T; t++)
 			a[r][t] = _mm256_fmadd_ps(wv, x[t], a[r][t]);
@@ -483,14 +485,13 @@ INL TQ void mkf(float *out, int ldo, const float *xp, int ldx, const float *w, i
 #pragma GCC unroll 3
 		for (int t = 0; t < T; t++)
 			a[r][t] = _mm256_setzero_ps();
-	const __m256i all = _mm256_set1_epi32(-1);
 	int k = 0;
 	for (; k + 8 <= K; k += 8)
-		mkf_step(a, xp, ldx, w, K, k, all, R, T);
+		mkf_step(a, xp, ldx, w, K, k, false, _mm256_setzero_si256(), R, T);
 	if (k < K) {
 		const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-		mkf_step(a, xp, ldx, w, K, k, _mm256_cmpgt_epi32(_mm256_set1_epi32(K - k), lane), R,
-			 T);
+		mkf_step(a, xp, ldx, w, K, k, true,
+			 _mm256_cmpgt_epi32(_mm256_set1_epi32(K - k), lane), R, T);
 	}
 #pragma GCC unroll 4
 	for (int r = 0; r < R; r++)
