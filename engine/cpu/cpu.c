@@ -3,6 +3,7 @@
  * other backends are checked against, so it follows transformers' Qwen3 step by step. */
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -500,13 +501,18 @@ static void cpu_free(void *vs)
 /* Every tensor's rows must be whole blocks of its type (the loaders check this; a
  * backend trusts nothing it indexes with). *all_bf16 is cleared by a matrix of
  * another type: the products then need the quantized paths' buffers. */
-static int check_type(const struct eng_tensor *t, int layer, bool *all_bf16)
+static int check_type(const struct eng_tensor *t, const char *what, int layer, bool *all_bf16)
 {
 	int64_t K = t->ndim == 2 ? t->shape[1] : t->shape[0];
-	if ((unsigned)t->dtype >= ENG_DTYPE_COUNT || !eng_row_bytes(t->dtype, K))
-		return err_set("cpu backend: a %s tensor with rows of %lld weights (layer %d) is "
-			       "not whole blocks",
-			       eng_dtype_name(t->dtype), (long long)K, layer);
+	if ((unsigned)t->dtype >= ENG_DTYPE_COUNT || !eng_row_bytes(t->dtype, K)) {
+		char where[64];
+		if (layer < 0)
+			snprintf(where, sizeof where, "%s", what);
+		else
+			snprintf(where, sizeof where, "layer %d's %s", layer, what);
+		return err_set("cpu backend: %s: %s rows of %lld weights are not whole blocks",
+			       where, eng_dtype_name(t->dtype), (long long)K);
+	}
 	if (t->ndim == 2 && t->dtype != ENG_BF16)
 		*all_bf16 = false;
 	return 0;
@@ -516,16 +522,20 @@ static int check_types(const struct eng_weights *w, int layers, bool *all_bf16)
 {
 	*all_bf16 = true;
 	const struct eng_tensor *top[] = {&w->embed, &w->final_norm, &w->lm_head};
+	static const char *top_name[] = {"the token embedding", "the final norm", "the output"};
 	for (size_t i = 0; i < 3; i++)
-		if (check_type(top[i], -1, all_bf16))
+		if (check_type(top[i], top_name[i], -1, all_bf16))
 			return -1;
+	static const char *name[] = {"input norm", "q_proj",    "k_proj",    "v_proj",
+				     "o_proj",     "q_norm",    "k_norm",    "post-attention norm",
+				     "gate_proj",  "up_proj",   "down_proj"};
 	for (int l = 0; l < layers; l++) {
 		const struct eng_layer *L = &w->layers[l];
 		const struct eng_tensor *t[] = {
 			&L->input_norm, &L->wq,        &L->wk,     &L->wv,   &L->wo,    &L->q_norm,
 			&L->k_norm,     &L->post_norm, &L->w_gate, &L->w_up, &L->w_down};
 		for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-			if (check_type(t[i], l, all_bf16))
+			if (check_type(t[i], name[i], l, all_bf16))
 				return -1;
 	}
 	return 0;

@@ -89,4 +89,11 @@ echo 1 2 3 >"$TMP/ids"
 expect_exit 1 "--quant on a quantized file" sh -c \
 	"\"$QWENCHAT\" logits -m \"$TMP/q8_0.gguf\" --quant q4_0 --out \"$TMP/x.bin\" <\"$TMP/ids\""
 expect_err_has "already Q8_0" "--quant on a quantized file: clear error"
+# rows of 100 weights: llama.cpp's mixes have no type for the embedding there
+"$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/w100" --hidden-size 100 --heads 5 --kv-heads 1 \
+	--head-dim 20 >/dev/null || fail "mkmodel --hidden-size 100"
+expect_exit 1 "--quant q8_0 on rows of 100" sh -c \
+	"\"$QWENCHAT\" logits -m \"$TMP/w100\" --quant q8_0 --out \"$TMP/x.bin\" <\"$TMP/ids\""
+expect_err_has "the token embedding: Q8_0 rows of 100 weights are not whole blocks" \
+	"--quant q8_0 on rows of 100: names the tensor"
 finish
