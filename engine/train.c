@@ -25,7 +25,6 @@ static const char *const layer_names[TR_PER_LAYER] = {
 	"mlp.gate_proj.weight",          "mlp.up_proj.weight",      "mlp.down_proj.weight",
 };
 
-/* The shape of layer tensor r. */
 /* The shape of a layer's parameter and its dimensions: 1 for the norms (s[1] = 1), 2 for
  * the matrices, whose s[1] may be 1 too (down_proj of --intermediate-size 1). */
 static int layer_shape(const struct eng_config *c, enum train_role r, int64_t s[2])

@@ -172,10 +172,10 @@ static void on_plan(void *user, const struct loop_plan *lp)
 	if (lp->val_tokens && !lp->sft)
 		fprintf(stderr, ", %lld validation tokens%s", (long long)lp->val_tokens,
 			lp->val_cached ? " (cached)" : "");
-	if ((lp->val_tokens || lp->val_sft.conversations) && r->o->eval_tokens > 0)
-		fprintf(stderr, "\nevaluation: at most the first %lld rows of %d tokens (--eval-tokens %lld)",
-			(long long)((r->o->eval_tokens + r->o->ctx - 1) / r->o->ctx), r->o->ctx,
-			(long long)r->o->eval_tokens);
+	if ((lp->val_tokens || lp->val_sft.conversations) && tstate_eval_rows(r->o) > 0)
+		fprintf(stderr,
+			"\nevaluation: at most the first %lld rows of %d tokens (--eval-tokens %lld)",
+			(long long)tstate_eval_rows(r->o), r->o->ctx, (long long)r->o->eval_tokens);
 	fprintf(stderr,
 		"\nmemory plan (%s): weights %s, gradients %s, AdamW moments %s, "
 		"activations %s (%d x %d tokens%s), scratch %s, token streams %s: total %s",

@@ -356,8 +356,9 @@ static int evaluate(struct run *u, double *loss, const volatile sig_atomic_t *st
 {
 	const struct tstate_opts *o = &u->st->o;
 	int64_t w = o->pack ? u->val_p.rows : o->sft ? u->val_c.n : batch_windows(u->val.len, o->ctx);
-	if (o->eval_tokens > 0 && (o->eval_tokens + o->ctx - 1) / o->ctx < w)
-		w = (o->eval_tokens + o->ctx - 1) / o->ctx;
+	int64_t cap = tstate_eval_rows(o);
+	if (cap > 0 && cap < w)
+		w = cap;
 	double sum = 0;
 	int64_t count = 0;
 	for (int64_t first = 0; first < w; first += o->batch) {

@@ -188,6 +188,11 @@ static int parse_number(const struct field *f, const char *s, double *out)
 	return 0;
 }
 
+int64_t tstate_eval_rows(const struct tstate_opts *o)
+{
+	return o->eval_tokens > 0 ? (o->eval_tokens + o->ctx - 1) / o->ctx : 0;
+}
+
 /* Whether a string is one of field f's choices (any string when it has none). */
 static bool in_choices(const struct field *f, const char *value)
 {

@@ -53,6 +53,9 @@ int tstate_field(const char *name);
 /* Sets field i from a command-line value (a list field appends): 0, or -1 with err_set
  * "--NAME: ..." (not a number, out of range, not one of the choices). */
 int tstate_set(struct tstate_opts *o, int i, const char *value);
+/* The rows (windows of ctx, or conversations with --sft) an evaluation reads at most:
+ * ceil(eval_tokens / ctx), or 0 when --eval-tokens sets no cap. */
+int64_t tstate_eval_rows(const struct tstate_opts *o);
 /* Whether field i may differ from the saved run when it is resumed (--steps,
  * --eval-every, --eval-tokens, --save-every, --save-dtype, --threads, --backend,
  * --recompute). */

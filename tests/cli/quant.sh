@@ -3,10 +3,10 @@
 # quantized by `qwenchat quantize` to each of llama.cpp's mixes gives logits close to
 # a float64 forward pass on the same weights dequantized by gguf-py
 # (tests/golden/logits-quant-*.txt), through the exact prefill (12 tokens: rows
-# dequantized to fp32; within 1e-5 with an fp32 KV cache), the fast prefill of chat and run (QWENCHAT_CPU_BF16_PREFILL=1:
-# int8 activations with AVX2, bf16 with AVX-512 BF16) and the decode kernels (fewer
-# than 8 tokens: int8 dot products); --quant on the float model gives the file's
-# logits bit for bit.
+# dequantized to fp32; within 1e-5 with an fp32 KV cache), the fast prefill of chat
+# and run (QWENCHAT_CPU_BF16_PREFILL=1: int8 activations with AVX2, bf16 with AVX-512
+# BF16) and the decode kernels (fewer than 8 tokens: int8 dot products); --quant on
+# the float model gives the file's logits bit for bit.
 . "$TOP_SRCDIR/tests/lib.sh"
 M="$TMP/m"
 "$TOP_BUILDDIR/tests/mkmodel" --out "$M" $(sed -n 's/^mkmodel //p' \

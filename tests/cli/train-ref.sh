@@ -67,8 +67,8 @@ check odd-widths "--no-tie --hidden-size 100 --intermediate-size 130 --heads 3 -
 # A bigram model (windows of one token) with 3 micro-batches, no warm-up, the cosine
 # ending before the last step, and AdamW's moments without momentum; its MLP of width 1
 # makes down_proj a matrix of one column (decayed, as every matrix is).
-check bigram "--tie --heads 2 --intermediate-size 1" "--ctx 1 --batch 5 --accum 3 --lr 3e-2 --min-lr 1e-3
-	--cosine-steps 2 --clip 0.05 --weight-decay 0.5 --beta1 0 --beta2 0.5"
+check bigram "--tie --heads 2 --intermediate-size 1" "--ctx 1 --batch 5 --accum 3 --lr 3e-2
+	--min-lr 1e-3 --cosine-steps 2 --clip 0.05 --weight-decay 0.5 --beta1 0 --beta2 0.5"
 
 # --sft: conversations (JSON Lines with a system prompt, reasoning in several turns, a
 # tool call and its tools, one without an answer, one too long; and a saved
