@@ -22,7 +22,9 @@ static const struct {
 	[ENG_F32] = {1, 4, "F32"},       [ENG_Q8_0] = {32, 34, "Q8_0"},
 	[ENG_Q4_0] = {32, 18, "Q4_0"},   [ENG_Q5_0] = {32, 22, "Q5_0"},
 	[ENG_Q4_K] = {256, 144, "Q4_K"}, [ENG_Q5_K] = {256, 176, "Q5_K"},
-	[ENG_Q6_K] = {256, 210, "Q6_K"},
+	[ENG_Q6_K] = {256, 210, "Q6_K"}, [ENG_Q4_1] = {32, 20, "Q4_1"},
+	[ENG_Q5_1] = {32, 24, "Q5_1"},   [ENG_Q2_K] = {256, 84, "Q2_K"},
+	[ENG_Q3_K] = {256, 110, "Q3_K"},
 };
 
 size_t eng_dtype_size(enum eng_dtype t)

@@ -124,7 +124,22 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 				      .cuda_no_sampling = opt->cuda_no_sampling,
 				      .notice = notice,
 				      .progress = opt->progress};
-	if (!(e->st = ops->init(m, &bo))) {
+	if (!(e->st = ops->init(m, &bo)) && opt->backend == ENG_BACKEND_AUTO &&
+	    ops != eng_cpu_backend()) {
+		/* the GPU cannot run this model (a weight type without kernels there, too
+		 * little memory): the CPU can, and the user asked for no backend in
+		 * particular */
+		if (notice) {
+			char msg[1200];
+			snprintf(msg, sizeof msg, "%s backend unusable (%s); using the CPU backend",
+				 ops->name, err_msg());
+			notice(msg);
+		}
+		e->ops = ops = eng_cpu_backend();
+		bo.ctx = e->ctx = opt->ctx ? opt->ctx : default_ctx(c, opt, ops, notice);
+		e->st = ops->init(m, &bo);
+	}
+	if (!e->st) {
 		free(e);
 		return NULL;
 	}

@@ -22,6 +22,10 @@ enum eng_dtype {
 	ENG_Q4_K, /* 256 weights: super-block of 8 x 32, 6-bit scales and mins */
 	ENG_Q5_K, /* 256 weights: as Q4_K plus one high bit per weight */
 	ENG_Q6_K, /* 256 weights: 16 x 16, 8-bit scales, 6-bit values */
+	ENG_Q4_1, /* 32 weights: f16 scale and min, 16 bytes of 4-bit values */
+	ENG_Q5_1, /* 32 weights: as Q4_1 plus 4 bytes of high bits */
+	ENG_Q2_K, /* 256 weights: 16 x 16, 4-bit scales and mins, 2-bit values */
+	ENG_Q3_K, /* 256 weights: 16 x 16, 6-bit scales, 3-bit values (a bit apart) */
 	ENG_DTYPE_COUNT
 };
 
@@ -36,7 +40,8 @@ size_t eng_dtype_block_bytes(enum eng_dtype t);
 size_t eng_row_bytes(enum eng_dtype t, int64_t n);
 /* True for the block-quantized types. */
 bool eng_dtype_quantized(enum eng_dtype t);
-/* "BF16", "F16", "F32", "Q8_0", "Q4_0", "Q5_0", "Q4_K", "Q5_K", "Q6_K". */
+/* "BF16", "F16", "F32", "Q8_0", "Q4_0", "Q5_0", "Q4_K", "Q5_K", "Q6_K", "Q4_1", "Q5_1",
+ * "Q2_K", "Q3_K". */
 const char *eng_dtype_name(enum eng_dtype t);
 
 /* The largest head_dim a config may give (rope.h callers size arrays by it). */
@@ -213,6 +218,15 @@ enum eng_ftype {
 	ENG_FTYPE_Q5_K_M,
 	ENG_FTYPE_Q4_K_M,
 	ENG_FTYPE_Q4_0,
+	ENG_FTYPE_Q4_1,
+	ENG_FTYPE_Q5_0,
+	ENG_FTYPE_Q5_1,
+	ENG_FTYPE_Q2_K,
+	ENG_FTYPE_Q3_K_S,
+	ENG_FTYPE_Q3_K_M,
+	ENG_FTYPE_Q3_K_L,
+	ENG_FTYPE_Q4_K_S,
+	ENG_FTYPE_Q5_K_S,
 	ENG_FTYPE_COUNT
 };
 /* Quantizes the model's float matrices in memory to mix f, each tensor to its

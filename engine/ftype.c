@@ -2,7 +2,6 @@
  * in each says, and the type llama-quantize gives each tensor of a Qwen3 in it
  * (src/llama-quant.cpp, llama_tensor_get_type). */
 #include "engine/ftype.h"
-#include "src/base/err.h"
 
 #include <strings.h>
 
@@ -18,6 +17,15 @@ static const struct {
 	[ENG_FTYPE_Q5_K_M] = {"q5_k_m", ENG_Q5_K, 17},
 	[ENG_FTYPE_Q4_K_M] = {"q4_k_m", ENG_Q4_K, 15},
 	[ENG_FTYPE_Q4_0] = {"q4_0", ENG_Q4_0, 2},
+	[ENG_FTYPE_Q4_1] = {"q4_1", ENG_Q4_1, 3},
+	[ENG_FTYPE_Q5_0] = {"q5_0", ENG_Q5_0, 8},
+	[ENG_FTYPE_Q5_1] = {"q5_1", ENG_Q5_1, 9},
+	[ENG_FTYPE_Q2_K] = {"q2_k", ENG_Q2_K, 10},
+	[ENG_FTYPE_Q3_K_S] = {"q3_k_s", ENG_Q3_K, 11},
+	[ENG_FTYPE_Q3_K_M] = {"q3_k_m", ENG_Q3_K, 12},
+	[ENG_FTYPE_Q3_K_L] = {"q3_k_l", ENG_Q3_K, 13},
+	[ENG_FTYPE_Q4_K_S] = {"q4_k_s", ENG_Q4_K, 14},
+	[ENG_FTYPE_Q5_K_S] = {"q5_k_s", ENG_Q5_K, 16},
 };
 
 int eng_ftype_parse(const char *name, enum eng_ftype *out)
@@ -54,23 +62,51 @@ static enum eng_dtype fallback(enum eng_dtype t, int64_t ncols)
 	if (ncols % eng_dtype_block(t) == 0)
 		return t;
 	switch (t) {
+	case ENG_Q2_K:
+	case ENG_Q3_K: t = ENG_Q4_0; break;
 	case ENG_Q4_K: t = ENG_Q5_0; break;
+	case ENG_Q5_K: t = ENG_Q5_1; break;
 	case ENG_Q6_K: t = ENG_Q8_0; break;
-	case ENG_Q5_K: /* llama.cpp falls back to Q5_1, a type qwenchat does not read */
-		err_set("rows of %lld weights are not whole Q5_K blocks (llama.cpp would use "
-			"Q5_1, which qwenchat does not support)",
-			(long long)ncols);
-		return ENG_DTYPE_COUNT;
 	default: break;
 	}
 	return ncols % eng_dtype_block(t) == 0 ? t : ENG_F16;
+}
+
+/* The attention value projection: the mixes that give it more bits. */
+static enum eng_dtype attn_v_type(const struct eng_config *c, enum eng_ftype f, int layer,
+				  enum eng_dtype t)
+{
+	switch (f) {
+	case ENG_FTYPE_Q2_K: return c->num_heads / c->num_kv_heads >= 4 ? ENG_Q4_K : ENG_Q3_K;
+	case ENG_FTYPE_Q3_K_M: return layer < 2 ? ENG_Q5_K : ENG_Q4_K;
+	case ENG_FTYPE_Q3_K_L: return ENG_Q5_K;
+	case ENG_FTYPE_Q4_K_M:
+	case ENG_FTYPE_Q5_K_M: return more_bits(layer, c->num_layers) ? ENG_Q6_K : t;
+	case ENG_FTYPE_Q4_K_S: return layer < 4 ? ENG_Q5_K : t;
+	default: return t;
+	}
+}
+
+/* The MLP's down projection. */
+static enum eng_dtype ffn_down_type(const struct eng_config *c, enum eng_ftype f, int layer,
+				    enum eng_dtype t)
+{
+	int n = c->num_layers;
+	switch (f) {
+	case ENG_FTYPE_Q2_K: return ENG_Q3_K;
+	case ENG_FTYPE_Q3_K_M: return layer < n / 16 ? ENG_Q5_K : ENG_Q4_K;
+	case ENG_FTYPE_Q3_K_L: return ENG_Q5_K;
+	case ENG_FTYPE_Q4_K_M:
+	case ENG_FTYPE_Q5_K_M: return more_bits(layer, n) ? ENG_Q6_K : t;
+	case ENG_FTYPE_Q4_K_S: return layer < n / 8 ? ENG_Q5_K : t;
+	default: return t;
+	}
 }
 
 enum eng_dtype eng_quant_type(const struct eng_config *c, enum eng_ftype f,
 			      enum eng_tensor_role role, int layer, int64_t ncols)
 {
 	enum eng_dtype t = mixes[f].base;
-	bool mix_m = f == ENG_FTYPE_Q4_K_M || f == ENG_FTYPE_Q5_K_M;
 	if (role == ENG_ROLE_NORM)
 		return ENG_F32; /* 1-D tensors are never quantized; convert writes them F32 */
 	if (!eng_dtype_quantized(t))
@@ -81,8 +117,15 @@ enum eng_dtype eng_quant_type(const struct eng_config *c, enum eng_ftype f,
 			return ENG_Q8_0;
 		return t == ENG_Q8_0 ? t : ENG_Q6_K;
 	}
-	if ((role == ENG_ROLE_ATTN_V || role == ENG_ROLE_FFN_DOWN) && mix_m &&
-	    more_bits(layer, c->num_layers))
-		t = ENG_Q6_K;
+	if (role == ENG_ROLE_ATTN_V)
+		t = attn_v_type(c, f, layer, t);
+	else if (role == ENG_ROLE_FFN_DOWN)
+		t = ffn_down_type(c, f, layer, t);
+	else if (role == ENG_ROLE_ATTN_O && f == ENG_FTYPE_Q2_K)
+		t = ENG_Q3_K;
+	else if (role == ENG_ROLE_ATTN_O && f == ENG_FTYPE_Q3_K_M)
+		t = ENG_Q4_K;
+	else if (role == ENG_ROLE_ATTN_O && f == ENG_FTYPE_Q3_K_L)
+		t = ENG_Q5_K;
 	return fallback(t, ncols);
 }

@@ -9,10 +9,15 @@
 
 #include <stdint.h>
 
-/* "f32", "bf16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0" (any case) into *out;
+/* "f32", "bf16", "q8_0", "q6_k", "q5_k_m", "q5_k_s", "q5_1", "q5_0", "q4_k_m",
+ * "q4_k_s", "q4_1", "q4_0", "q3_k_l", "q3_k_m", "q3_k_s", "q2_k" (any case) into *out;
  * -1 for anything else. */
 int eng_ftype_parse(const char *name, enum eng_ftype *out);
 const char *eng_ftype_name(enum eng_ftype f);
+/* The quantized mixes' names, comma-separated, for messages and help. */
+#define ENG_FTYPE_QUANT_NAMES                                                                  \
+	"q8_0, q6_k, q5_k_m, q5_k_s, q5_1, q5_0, q4_k_m, q4_k_s, q4_1, q4_0, q3_k_l, q3_k_m, " \
+	"q3_k_s, q2_k"
 /* The general.file_type of a GGUF in mix f: llama.h's LLAMA_FTYPE_* value. */
 int eng_ftype_file_type(enum eng_ftype f);
 
@@ -30,8 +35,9 @@ enum eng_tensor_role {
 	ENG_ROLE_FFN_DOWN,
 };
 /* The type a tensor of `role` in `layer` (0 for the others), with rows of `ncols`
- * weights, gets in mix f; ENG_DTYPE_COUNT when no supported type fits its rows
- * (err_set). */
+ * weights, gets in mix f: a type whose blocks divide the rows (F16 at worst), except
+ * for the lm_head (and the tied embedding), which llama.cpp gives Q8_0 whenever 256
+ * does not divide its rows. */
 enum eng_dtype eng_quant_type(const struct eng_config *c, enum eng_ftype f,
 			      enum eng_tensor_role role, int layer, int64_t ncols);
 

@@ -220,9 +220,11 @@ static int add_plan(struct planned *p, int *n, const struct eng_config *c, enum 
 	e->ne0 = src->ndim == 2 ? src->shape[1] : src->shape[0];
 	e->ne1 = src->ndim == 2 ? src->shape[0] : 1;
 	e->type = eng_quant_type(c, f, role, layer, e->ne0);
-	if (e->type == ENG_DTYPE_COUNT)
-		return err_prefix("tensor %s", name);
 	e->nbytes = eng_row_bytes(e->type, e->ne0) * (size_t)e->ne1;
+	if (!e->nbytes) /* llama-quantize stops there too */
+		return err_set("tensor %s: rows of %lld weights are not whole %s blocks, and the "
+			       "mix has no other type for it",
+			       name, (long long)e->ne0, eng_dtype_name(e->type));
 	return 0;
 }
 
@@ -288,9 +290,11 @@ static int write_header(int fd, const char *name, const struct eng_gguf_out *o,
 		put_u64(&b, (uint64_t)p[i].ne0);
 		if (p[i].src->ndim == 2)
 			put_u64(&b, (uint64_t)p[i].ne1);
-		static const int ggml[] = {[ENG_BF16] = 30, [ENG_F16] = 1,   [ENG_F32] = 0,
-					   [ENG_Q8_0] = 8,  [ENG_Q4_0] = 2,  [ENG_Q5_0] = 6,
-					   [ENG_Q4_K] = 12, [ENG_Q5_K] = 13, [ENG_Q6_K] = 14};
+		static const int ggml[] = {
+			[ENG_BF16] = 30, [ENG_F16] = 1,  [ENG_F32] = 0,   [ENG_Q8_0] = 8,
+			[ENG_Q4_0] = 2,  [ENG_Q5_0] = 6, [ENG_Q4_K] = 12, [ENG_Q5_K] = 13,
+			[ENG_Q6_K] = 14, [ENG_Q4_1] = 3, [ENG_Q5_1] = 7,  [ENG_Q2_K] = 10,
+			[ENG_Q3_K] = 11};
 		put_u32(&b, (uint32_t)ggml[p[i].type]);
 		p[i].offset = off;
 		put_u64(&b, off);

@@ -71,8 +71,6 @@ static int make_plan(struct eng_model *m, enum eng_ftype f, struct plan *p, int 
 				       "model with float weights",
 				       eng_ftype_name(f), eng_dtype_name(t->dtype));
 		p[i].type = eng_quant_type(c, f, p[i].role, p[i].layer, t->shape[1]);
-		if (p[i].type == ENG_DTYPE_COUNT)
-			return err_prefix("--quant %s", eng_ftype_name(f));
 		p[i].offset = off;
 		off += (eng_row_bytes(p[i].type, t->shape[1]) * (size_t)t->shape[0] + 63) &
 		       ~(size_t)63;

@@ -7,6 +7,7 @@
 #include "engine/quant.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 float quant_f16_to_f32(uint16_t h)
@@ -68,6 +69,78 @@ static void dequant_q5_0(const uint8_t *b, float *y)
 		int hi = (qs[j] >> 4) | (int)(qh >> (j + 12) & 16);
 		y[j] = (float)(lo - 16) * d;
 		y[j + 16] = (float)(hi - 16) * d;
+	}
+}
+
+/* Q4_1 (five == false): d, m (f16), then the nibbles as in Q4_0; Q5_1: d, m, the
+ * high bits and nibbles as in Q5_0. Values are unsigned: weight = q * d + m. */
+static void dequant_q4_q5_1(const uint8_t *b, float *y, bool five)
+{
+	float d = half_at(b), m = half_at(b + 2);
+	uint32_t qh = five ? (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 |
+				      (uint32_t)b[7] << 24
+			   : 0;
+	const uint8_t *qs = b + (five ? 8 : 4);
+	for (int j = 0; j < 16; j++) {
+		int lo = (qs[j] & 15) | (int)(qh >> j << 4 & 16);
+		int hi = (qs[j] >> 4) | (int)(qh >> (j + 12) & 16);
+		y[j] = (float)lo * d + m;
+		y[j + 16] = (float)hi * d + m;
+	}
+}
+
+/* Q2_K: 16 bytes of scales (low nibble: scale, high nibble: min, one per 16 weights),
+ * 64 bytes of 2-bit values, d and dmin (f16). Each half of 128 weights reads 32
+ * bytes four times, 2 bits further each time: weight 32s + l of the half is bits
+ * 2s..2s+1 of byte l. Weight = d * scale * q - dmin * min. */
+static void dequant_q2_k(const uint8_t *b, float *y)
+{
+	const uint8_t *sc = b, *qs = b + 16;
+	float d = half_at(b + 80), dmin = half_at(b + 82);
+	for (int g = 0; g < 16; g++) {
+		float dl = d * (float)(sc[g] & 15), ml = dmin * (float)(sc[g] >> 4);
+		const uint8_t *q = qs + 32 * (g / 8) + 16 * (g % 2);
+		int shift = 2 * (g % 8 / 2);
+		for (int l = 0; l < 16; l++)
+			y[16 * g + l] = dl * (float)(q[l] >> shift & 3) - ml;
+	}
+}
+
+void quant_q3_k_scales(const uint8_t *s, int8_t out[16])
+{
+	/* four scales per word: ggml's own unpacking, a few word operations per block
+	 * where decode reads one block per 256 weights */
+	uint32_t a0, a1, hi, w[4];
+	memcpy(&a0, s, 4);
+	memcpy(&a1, s + 4, 4);
+	memcpy(&hi, s + 8, 4);
+	w[0] = (a0 & 0x0f0f0f0f) | (hi & 0x03030303) << 4;
+	w[1] = (a1 & 0x0f0f0f0f) | (hi >> 2 & 0x03030303) << 4;
+	w[2] = (a0 >> 4 & 0x0f0f0f0f) | (hi >> 4 & 0x03030303) << 4;
+	w[3] = (a1 >> 4 & 0x0f0f0f0f) | (hi >> 6 & 0x03030303) << 4;
+	uint8_t u[16];
+	memcpy(u, w, 16);
+	for (int j = 0; j < 16; j++)
+		out[j] = (int8_t)(u[j] - 32);
+}
+
+/* Q3_K: 32 bytes of high bits, 64 of 2-bit values (laid out as Q2_K's), 12 bytes of
+ * 6-bit scales, d (f16). Weight 32s + l of half h has its third bit in bit 4h + s
+ * of hmask[l]; value = low bits - (that bit ? 0 : 4), weight = d * scale * value. */
+static void dequant_q3_k(const uint8_t *b, float *y)
+{
+	const uint8_t *hm = b, *qs = b + 32;
+	int8_t sc[16];
+	quant_q3_k_scales(b + 96, sc);
+	float d = half_at(b + 108);
+	for (int g = 0; g < 16; g++) {
+		float dl = d * (float)sc[g];
+		int h = g / 8, s = g % 8 / 2, off = 16 * (g % 2);
+		const uint8_t *q = qs + 32 * h + off;
+		for (int l = 0; l < 16; l++) {
+			int v = (q[l] >> (2 * s) & 3) - (hm[off + l] >> (4 * h + s) & 1 ? 0 : 4);
+			y[16 * g + l] = dl * (float)v;
+		}
 	}
 }
 
@@ -164,6 +237,10 @@ void quant_dequantize_row(enum eng_dtype t, const void *src, float *dst, int64_t
 		case ENG_Q4_K: dequant_k4(p, NULL, p + 16, dst); break;
 		case ENG_Q5_K: dequant_k4(p, p + 16, p + 48, dst); break;
 		case ENG_Q6_K: dequant_q6_k(p, dst); break;
+		case ENG_Q4_1: dequant_q4_q5_1(p, dst, false); break;
+		case ENG_Q5_1: dequant_q4_q5_1(p, dst, true); break;
+		case ENG_Q2_K: dequant_q2_k(p, dst); break;
+		case ENG_Q3_K: dequant_q3_k(p, dst); break;
 		default: return;
 		}
 	}

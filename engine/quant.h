@@ -1,6 +1,7 @@
 /* quant.h — ggml's weight formats: fp16 and the block-quantized types of GGUF files
- * (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K), converted to and from fp32 exactly as ggml's
- * reference code (ggml-quants.c, the *_ref functions) defines them, bit for bit.
+ * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), converted to and from
+ * fp32 exactly as ggml's reference code (ggml-quants.c, the *_ref functions) defines
+ * them, bit for bit.
  * The block layouts are ggml-common.h's; sizes and block lengths are engine.h's
  * eng_dtype_block and eng_dtype_block_bytes. */
 #ifndef QWENCHAT_QUANT_H
@@ -36,5 +37,10 @@ int quant_convert_rows(const struct eng_tensor *t, int64_t cols, int64_t r0, int
 /* The 6-bit scale and min of sub-block j (0..7) of a Q4_K or Q5_K block, from its 12
  * packed bytes (ggml's get_scale_min_k4). */
 void quant_k4_scale_min(int j, const uint8_t *q, int *sc, int *m);
+
+/* The 16 scales of a Q3_K block, minus their offset 32 (-32..31), from its 12 packed
+ * bytes: scale j's low 4 bits are the low (j < 8) or high nibble of byte j % 8, its
+ * top 2 bits are bits 2(j / 4)..2(j / 4)+1 of byte 8 + j % 4. */
+void quant_q3_k_scales(const uint8_t *s, int8_t out[16]);
 
 #endif

@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,17 +182,53 @@ static void q4_q5_0_block(const float *x, uint8_t *out, int bits)
 			out[2 + b] = (uint8_t)(qh >> 8 * b);
 }
 
+/* Q4_1 and Q5_1: d = (max - min) / (2^bits - 1) and m = min (both f16), q =
+ * trunc((x - min) / d + 0.5); Q4_1 caps q at 15 and ors the high nibble in without
+ * masking the low one, Q5_1 keeps the fifth bits as Q5_0 does (ggml's code, edge
+ * cases included: only non-finite weights reach them). */
+static void q4_q5_1_block(const float *x, uint8_t *out, int bits)
+{
+	float min = 3.40282347e+38f, max = -3.40282347e+38f;
+	for (int j = 0; j < QK; j++) {
+		if (x[j] < min)
+			min = x[j];
+		if (x[j] > max)
+			max = x[j];
+	}
+	float d = (max - min) / (float)((1 << bits) - 1), id = d ? 1.0f / d : 0.0f;
+	put_f16(out, d);
+	put_f16(out + 2, min);
+	uint8_t *qs = out + (bits == 5 ? 8 : 4);
+	uint32_t qh = 0;
+	for (int j = 0; j < QK / 2; j++) {
+		int8_t lo = trunc_int8((x[j] - min) * id + 0.5f);
+		int8_t hi = trunc_int8((x[j + QK / 2] - min) * id + 0.5f);
+		if (bits == 4) {
+			uint8_t l4 = (uint8_t)(lo < 15 ? lo : 15),
+				h4 = (uint8_t)(hi < 15 ? hi : 15);
+			qs[j] = (uint8_t)(l4 | h4 << 4);
+			continue;
+		}
+		uint8_t l5 = (uint8_t)lo, h5 = (uint8_t)hi;
+		qs[j] = (uint8_t)((l5 & 15) | (h5 & 15) << 4);
+		qh |= (uint32_t)((l5 & 0x10u) >> 4) << j | (uint32_t)((h5 & 0x10u) >> 4)
+								   << (j + QK / 2);
+	}
+	if (bits == 5)
+		for (int b = 0; b < 4; b++)
+			out[4 + b] = (uint8_t)(qh >> 8 * b);
+}
+
 /* ---- K-quants: 256-weight super-blocks ---- */
 
-/* The affine fit of one 32-weight sub-block of Q4_K / Q5_K (ggml's make_qkx2_quants,
- * squared error): x ~ scale * L - *neg_min, L in 0..nmax, the min never above zero.
- * The first guess spans [min, max] with nmax steps; then nstep + 1 grids of
- * nmax + rmin + 0.1 * is steps each get a weighted least-squares scale and min, and
- * the one with the least weighted squared error wins. */
-static float fit_min_scale(const float *x, const float *w, int nmax, float rmin, int nstep,
-			   uint8_t *L, float *neg_min)
+/* The affine fit of one sub-block of N (16 or 32) weights of Q2_K / Q4_K / Q5_K
+ * (ggml's make_qkx2_quants): x ~ scale * L - *neg_min, L in 0..nmax, the min never
+ * above zero. The first guess spans [min, max] with nmax steps; then nstep + 1 grids
+ * of nmax + rmin + 0.1 * is steps each get a weighted least-squares scale and min, and
+ * the one with the least weighted error (squared, or absolute with mad) wins. */
+static float fit_min_scale(const float *x, const float *w, int N, int nmax, float rmin, int nstep,
+			   bool mad, uint8_t *L, float *neg_min)
 {
-	enum { N = 32 };
 	const float rdelta = 0.1f;
 	float min = x[0], max = x[0], sum_w = w[0], sum_x = sum_w * x[0];
 	for (int i = 1; i < N; i++) {
@@ -213,10 +250,10 @@ static float fit_min_scale(const float *x, const float *w, int nmax, float rmin,
 	for (int i = 0; i < N; i++) {
 		L[i] = (uint8_t)clamp(round_int(iscale * (x[i] - min)), 0, nmax);
 		float diff = scale * L[i] + min - x[i];
-		best += w[i] * (diff * diff);
+		best += w[i] * (mad ? fabsf(diff) : diff * diff);
 	}
 	for (int is = 0; is <= nstep; is++) {
-		uint8_t trial[N];
+		uint8_t trial[32];
 		float sum_l = 0, sum_l2 = 0, sum_xl = 0;
 		iscale = (rmin + rdelta * (float)is + (float)nmax) / (max - min);
 		for (int i = 0; i < N; i++) {
@@ -238,7 +275,7 @@ static float fit_min_scale(const float *x, const float *w, int nmax, float rmin,
 		float err = 0;
 		for (int i = 0; i < N; i++) {
 			float diff = this_scale * trial[i] + this_min - x[i];
-			err += w[i] * (diff * diff);
+			err += w[i] * (mad ? fabsf(diff) : diff * diff);
 		}
 		if (err < best) {
 			memcpy(L, trial, N);
@@ -281,7 +318,8 @@ static void kquant_levels(const float *x, int nmax, float rmin, int nstep, uint8
 		float av_x = sqrtf(sum_x2 / 32);
 		for (int l = 0; l < 32; l++)
 			w[l] = av_x + fabsf(xs[l]);
-		scales[j] = fit_min_scale(xs, w, nmax, rmin, nstep, L + 32 * j, &mins[j]);
+		scales[j] =
+			fit_min_scale(xs, w, 32, nmax, rmin, nstep, false, L + 32 * j, &mins[j]);
 		if (scales[j] > max_scale)
 			max_scale = scales[j];
 		if (mins[j] > max_min)
@@ -336,6 +374,165 @@ static void q5_k_block(const float *x, uint8_t *out)
 			qh[l] |= (uint8_t)((lo >> 4) << (2 * c) | (hi >> 4) << (2 * c + 1));
 			qs[32 * c + l] = (uint8_t)((lo & 15) | (hi & 15) << 4);
 		}
+}
+
+/* Levels L[0..256) (0..3) of a Q2_K / Q3_K block into its 64 bytes of qs: each half
+ * of 128 packs weights l, l + 32, l + 64, l + 96 into bits 0-1, 2-3, 4-5, 6-7 of byte
+ * l. */
+static void pack_2bit(const uint8_t *L, uint8_t *qs)
+{
+	for (int h = 0; h < 2; h++)
+		for (int l = 0; l < 32; l++) {
+			const uint8_t *q = L + 128 * h + l;
+			qs[32 * h + l] = (uint8_t)(q[0] | q[32] << 2 | q[64] << 4 | q[96] << 6);
+		}
+}
+
+/* Q2_K (84 bytes): scales[16] (low nibble scale, high nibble min, per 16 weights),
+ * qs[64], d, dmin. Each 16 gets the affine fit of fit_min_scale (weights |x|,
+ * absolute error); scales and mins are quantized to 4 bits against the largest of
+ * each, and the weights requantized against them as stored. */
+static void q2_k_block(const float *x, uint8_t *out)
+{
+	uint8_t L[QK_K], *sc = out;
+	float w[16], scales[16], mins[16], max_scale = 0, max_min = 0;
+	for (int j = 0; j < 16; j++) {
+		for (int l = 0; l < 16; l++)
+			w[l] = fabsf(x[16 * j + l]);
+		scales[j] =
+			fit_min_scale(x + 16 * j, w, 16, 3, -0.5f, 15, true, L + 16 * j, &mins[j]);
+		if (scales[j] > max_scale)
+			max_scale = scales[j];
+		if (mins[j] > max_min)
+			max_min = mins[j];
+	}
+	memset(sc, 0, 16);
+	if (max_scale > 0) {
+		float iscale = 15.f / max_scale;
+		for (int j = 0; j < 16; j++)
+			sc[j] = (uint8_t)round_int(iscale * scales[j]);
+	}
+	put_f16(out + 80, max_scale > 0 ? max_scale / 15.f : 0.f);
+	if (max_min > 0) {
+		float iscale = 15.f / max_min;
+		for (int j = 0; j < 16; j++)
+			sc[j] |= (uint8_t)(round_int(iscale * mins[j]) << 4);
+	}
+	put_f16(out + 82, max_min > 0 ? max_min / 15.f : 0.f);
+	float d_all = get_f16(out + 80), m_all = get_f16(out + 82);
+	for (int j = 0; j < 16; j++) {
+		float d = d_all * (float)(sc[j] & 15);
+		if (!d)
+			continue;
+		float dm = m_all * (float)(sc[j] >> 4);
+		for (int i = 16 * j; i < 16 * j + 16; i++)
+			L[i] = (uint8_t)clamp(round_int((x[i] + dm) / d), 0, 3);
+	}
+	pack_2bit(L, out + 16);
+}
+
+/* The symmetric fit of 16 weights of Q3_K (ggml's make_q3_quants, nmax 4, weights
+ * x^2): levels -4..3 against the extreme weight, then up to 5 passes moving single
+ * levels while that improves the weighted fit. L gets level + 4; the scale is the
+ * weighted least-squares one. */
+static float fit_q3(const float *x, int8_t *L)
+{
+	float max = signed_absmax(x, 16);
+	if (fabsf(max) < TINY_MAX) {
+		memset(L, 0, 16);
+		return 0.f;
+	}
+	float iscale = -4 / max, sumlx = 0, suml2 = 0;
+	for (int i = 0; i < 16; i++) {
+		int l = clamp(round_int(iscale * x[i]), -4, 3);
+		L[i] = (int8_t)l;
+		float w = x[i] * x[i];
+		sumlx += w * x[i] * (float)l;
+		suml2 += w * (float)l * (float)l;
+	}
+	for (int itry = 0; itry < 5; itry++) {
+		int changed = 0;
+		for (int i = 0; i < 16; i++) {
+			float w = x[i] * x[i], slx = sumlx - w * x[i] * (float)L[i];
+			if (!(slx > 0))
+				continue;
+			float sl2 = suml2 - w * (float)L[i] * (float)L[i];
+			int l = clamp(round_int(x[i] * sl2 / slx), -4, 3);
+			if (l == L[i])
+				continue;
+			slx += w * x[i] * (float)l;
+			sl2 += w * (float)l * (float)l;
+			if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+				L[i] = (int8_t)l;
+				sumlx = slx;
+				suml2 = sl2;
+				changed++;
+			}
+		}
+		if (!changed)
+			break;
+	}
+	for (int i = 0; i < 16; i++)
+		L[i] = (int8_t)(L[i] + 4);
+	return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+/* The symmetric fits of a super-block's 16 sub-blocks (Q3_K's, Q6_K's) into scales[]
+ * and L: the scale of largest magnitude, with its sign (the first on ties), and that
+ * magnitude in *amax. */
+static float fit_16s(const float *x, float (*fit)(const float *, int8_t *), int8_t L[QK_K],
+		     float scales[16], float *amax)
+{
+	float max_scale = 0;
+	*amax = 0;
+	for (int j = 0; j < 16; j++) {
+		scales[j] = fit(x + 16 * j, L + 16 * j);
+		if (fabsf(scales[j]) > *amax) {
+			*amax = fabsf(scales[j]);
+			max_scale = scales[j];
+		}
+	}
+	return max_scale;
+}
+
+/* Q3_K (110 bytes): hmask[32], qs[64], 12 bytes of 6-bit scales, d. Scales are
+ * stored as round(-32 * scale / the extreme scale) + 32 (the layout quant.h's
+ * quant_q3_k_scales reads); the weights are requantized against them as stored;
+ * bit 2 of each level goes to the high-bit mask (bit j / 32 of hmask[j % 32]). */
+static void q3_k_block(const float *x, uint8_t *out)
+{
+	int8_t L[QK_K];
+	float scales[16], amax, max_scale = fit_16s(x, fit_q3, L, scales, &amax);
+	uint8_t *hm = out, *sc = out + 96;
+	memset(sc, 0, 12);
+	float iscale = max_scale ? -32.f / max_scale : 0.f;
+	for (int j = 0; max_scale && j < 16; j++) {
+		int l = clamp(round_int(iscale * scales[j]), -32, 31) + 32;
+		if (j < 8)
+			sc[j] = (uint8_t)(l & 15);
+		else
+			sc[j - 8] |= (uint8_t)((l & 15) << 4);
+		sc[8 + j % 4] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
+	}
+	put_f16(out + 108, max_scale ? 1 / iscale : 0.f);
+	int8_t s[16];
+	quant_q3_k_scales(sc, s);
+	float d_all = get_f16(out + 108);
+	for (int j = 0; j < 16; j++) {
+		float d = d_all * (float)s[j];
+		if (!d)
+			continue;
+		for (int i = 16 * j; i < 16 * j + 16; i++)
+			L[i] = (int8_t)(clamp(round_int(x[i] / d), -4, 3) + 4);
+	}
+	memset(hm, 0, 32);
+	uint8_t low[QK_K];
+	for (int j = 0; j < QK_K; j++) {
+		if (L[j] > 3)
+			hm[j % 32] |= (uint8_t)(1 << (j / 32));
+		low[j] = (uint8_t)(L[j] > 3 ? L[j] - 4 : L[j]);
+	}
+	pack_2bit(low, out + 32);
 }
 
 enum { SYM_N = 16, SYM_NMAX = 32 };
@@ -395,14 +592,7 @@ static float fit_symmetric(const float *x, int8_t *L)
 static void q6_k_block(const float *x, uint8_t *out)
 {
 	int8_t L[QK_K];
-	float scales[16], max_scale = 0, max_abs = 0;
-	for (int b = 0; b < 16; b++) {
-		scales[b] = fit_symmetric(x + 16 * b, L + 16 * b);
-		if (fabsf(scales[b]) > max_abs) {
-			max_abs = fabsf(scales[b]);
-			max_scale = scales[b];
-		}
-	}
+	float scales[16], max_abs, max_scale = fit_16s(x, fit_symmetric, L, scales, &max_abs);
 	if (max_abs < TINY_MAX) { /* all (nearly) zero: an all-zero block */
 		memset(out, 0, 210);
 		return;
@@ -459,6 +649,10 @@ void quant_quantize_row(enum eng_dtype t, const float *src, void *dst, int64_t n
 		case ENG_Q4_K: q4_k_block(src, out); break;
 		case ENG_Q5_K: q5_k_block(src, out); break;
 		case ENG_Q6_K: q6_k_block(src, out); break;
+		case ENG_Q4_1: q4_q5_1_block(src, out, 4); break;
+		case ENG_Q5_1: q4_q5_1_block(src, out, 5); break;
+		case ENG_Q2_K: q2_k_block(src, out); break;
+		case ENG_Q3_K: q3_k_block(src, out); break;
 		default: return;
 		}
 }

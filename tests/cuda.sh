@@ -122,6 +122,18 @@ qsrc qodd 22 --intermediate-size 352 --no-tie
 check_gguf gguf-q4_k_m-odd "$TMP/qodd" q4_k_m
 qsrc qf16 23 --intermediate-size 360
 check_gguf gguf-q4_0-f16 "$TMP/qf16" q4_0
+# Q2_K, Q3_K, Q4_1 and Q5_1 have no CUDA kernels yet: --backend cuda says so, and
+# without it the model runs on the CPU, with a notice
+if "$QWENCHAT" quantize -m "$TMP/qsrc" --type q2_k --out "$TMP/q2.gguf" >/dev/null 2>&1; then
+	expect_exit 1 "q2_k file, --backend cuda" sh -c \
+		"echo 17 | \"$QWENCHAT\" logits -m \"$TMP/q2.gguf\" --backend cuda --out \"$TMP/x.bin\""
+	expect_err_has "no kernel for Q" "q2_k file, --backend cuda: says why"
+	expect_exit 0 "q2_k file, default backend" sh -c \
+		"echo 17 | \"$QWENCHAT\" logits -m \"$TMP/q2.gguf\" --out \"$TMP/x.bin\""
+	expect_err_has "using the CPU backend" "q2_k file: runs on the CPU, with a notice"
+else
+	fail "quantize --type q2_k"
+fi
 
 # Graph replay and plain launches compute the same thing.
 "$MK" --out "$TMP/chat" --vocab-size 151936 --hidden-size 128 --intermediate-size 256 \

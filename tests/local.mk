@@ -294,12 +294,15 @@ TESTS += tests/cli/quant.sh
 EXTRA_DIST += tests/cli/quant.sh tests/golden/make-quant-logits-golden.sh \
 	tests/golden/gguf-to-f32.py tests/golden/logits-quant-q8_0.txt \
 	tests/golden/logits-quant-q6_k.txt tests/golden/logits-quant-q5_k_m.txt \
-	tests/golden/logits-quant-q4_k_m.txt tests/golden/logits-quant-q4_0.txt
+	tests/golden/logits-quant-q4_k_m.txt tests/golden/logits-quant-q4_0.txt \
+	tests/golden/logits-quant-q5_0.txt tests/golden/logits-quant-q4_1.txt \
+	tests/golden/logits-quant-q5_1.txt tests/golden/logits-quant-q3_k_m.txt \
+	tests/golden/logits-quant-q2_k.txt
 check_PROGRAMS += tests/unit/test_quantize
 TESTS += tests/unit/test_quantize
 tests_unit_test_quantize_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_quantize_LDADD = $(ENGINE_LIBS) $(CMOCKA_LIBS) -lm
-EXTRA_DIST += tests/golden/quantize-types.json
+EXTRA_DIST += tests/golden/quantize-types.json tests/golden/make-quantize-types.py
 # The quantizers (engine/quantize.c) against the bytes of ggml's reference code
 # (tests/golden/make-quant-golden.py).
 check_PROGRAMS += tests/unit/test_quantize_golden

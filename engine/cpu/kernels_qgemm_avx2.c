@@ -13,11 +13,14 @@
  * per vpmaddubsw.
  *
  * The quants are stored unsigned (weight = s * q + o per row and block of 32; Q4_0:
- * o = -8 s, the K-quants: o = -dmin * min), so that no 16-bit sum of two steps can
- * saturate: 2 * 2 * 63 * 127 < 32768. Two types differ: Q8_0's quants are signed and
- * multiply as |q| by (x with q's sign), one vpmaddwd per step; Q6_K has a scale per
- * 16 columns, which vpmaddwd applies as a 16-bit factor, and its offset (-32 times
- * the scales times the sums of x) is taken off in integers. */
+ * o = -8 s, Q4_1: o = m, the K-quants: o = -dmin * min), so that no 16-bit sum of two
+ * steps can saturate: 2 * 2 * 63 * 127 < 32768. Three kinds differ: Q8_0's quants
+ * are signed and multiply as |q| by (x with q's sign), one vpmaddwd per step; Q6_K
+ * and Q3_K have a scale per 16 columns, which vpmaddwd applies as a 16-bit factor,
+ * and their offset (-32 times the scales times the sums of x; Q3_K's quants are
+ * stored 28 higher to share it) is taken off in integers; Q2_K has a scale and a min
+ * per 16 columns: the scales as Q6_K's, the mins times the 16-sums of x by one
+ * vpmaddwd, times -dmin. */
 #include <string.h>
 
 #include "engine/cpu/kernels.h"
@@ -25,9 +28,11 @@
 /* One group of 8 rows in the panel, per block b of 32 columns (nb blocks):
  *   q:   nb x 256 bytes, [column quad c][row r][4]: the quants of columns 4c..4c+3
  *   s:   nb x 8 floats, each row's block scale
- *   o:   nb x 8 floats, each row's block offset (0 for Q8_0 and Q6_K)
- *   six: nb x 48 int16 (Q6_K): each row's scale of the block's first 16 columns in
- *        both of the row's 16-bit lanes (A), of the second 16 (B), and the pair A, B */
+ *   o:   nb x 8 floats, each row's block offset (0 for Q8_0, Q6_K and Q3_K; -dmin
+ *        for Q2_K)
+ *   six: nb x 48 int16 (Q6_K, Q3_K, Q2_K): each row's scale of the block's first 16
+ *        columns in both of the row's 16-bit lanes (A), of the second 16 (B), and the
+ *        pair A, B (Q2_K: the pair of the two 16s' mins) */
 #define GROUP_BLOCK_BYTES (256 + 32 + 32 + 96)
 
 size_t cpu_qpanel_bytes(int K)
@@ -61,11 +66,12 @@ static struct group group_at(uint8_t *panel, int g, int nb)
 /* ---- qpack: 8 rows at a time, 8 blocks of 32 (one unit) at a time ---- */
 
 /* A unit of one row: up to 8 blocks' 32 quants (unsigned, or signed for Q8_0), each
- * block's scale and offset, and for Q6_K its two 16-column scales. */
+ * block's scale and offset, and for Q6_K, Q3_K and Q2_K its two 16-column scales and
+ * the pair the offset takes (Q2_K: the two mins). */
 struct unit {
 	__m256i q[8];
 	float s[8], o[8];
-	int16_t a[8], b[8];
+	int16_t a[8], b[8], pa[8], pb[8];
 };
 
 static TQ void unit_32(enum eng_dtype t, const uint8_t *w, int blocks, struct unit *u)
@@ -74,6 +80,11 @@ static TQ void unit_32(enum eng_dtype t, const uint8_t *w, int blocks, struct un
 	for (int j = 0; j < blocks; j++, w += bb) {
 		float d = half(w);
 		u->s[j] = d;
+		if (t == ENG_Q4_1 || t == ENG_Q5_1) {
+			u->o[j] = half(w + 2);
+			u->q[j] = q4_q5_quants(w + 2, t == ENG_Q5_1);
+			continue;
+		}
 		u->o[j] = t == ENG_Q8_0 ? 0 : t == ENG_Q4_0 ? -8 * d : -16 * d;
 		u->q[j] = t == ENG_Q8_0 ? load32(w + 2) : q4_q5_quants(w, t == ENG_Q5_0);
 	}
@@ -106,8 +117,34 @@ static TQ void unit_q6_k(const uint8_t *w, struct unit *u)
 			int j = 4 * h + k;
 			u->s[j] = d;
 			u->o[j] = 0;
-			u->a[j] = sc[2 * j];
-			u->b[j] = sc[2 * j + 1];
+			u->a[j] = u->pa[j] = sc[2 * j];
+			u->b[j] = u->pb[j] = sc[2 * j + 1];
+		}
+	}
+}
+
+/* Q3_K as Q6_K: quants u + 28 (28..35), so that -32 is Q3_K's offset -4. Q2_K: the
+ * low nibbles of its scale bytes as the scales, the high ones as the mins. */
+static TQ void unit_k23(const uint8_t *w, const bool three, struct unit *u)
+{
+	int8_t sc[16];
+	if (three)
+		quant_q3_k_scales(w + 96, sc);
+	float d = half(w + (three ? 108 : 80)), dmin = three ? 0 : half(w + 82);
+	__m256i hm = three ? load32(w) : _mm256_setzero_si256();
+	for (int j = 0; j < 8; j++) {
+		u->q[j] = k23_quants(w + (three ? 32 : 16), hm, j, three);
+		u->s[j] = d;
+		u->o[j] = -dmin;
+		if (three) {
+			u->q[j] = _mm256_add_epi8(u->q[j], _mm256_set1_epi8(28));
+			u->a[j] = u->pa[j] = sc[2 * j];
+			u->b[j] = u->pb[j] = sc[2 * j + 1];
+		} else {
+			u->a[j] = w[2 * j] & 15;
+			u->b[j] = w[2 * j + 1] & 15;
+			u->pa[j] = w[2 * j] >> 4;
+			u->pb[j] = w[2 * j + 1] >> 4;
 		}
 	}
 }
@@ -149,6 +186,8 @@ static TQ void pack_group(enum eng_dtype t, const uint8_t *w, size_t rb, int row
 				unit_k4(src, t == ENG_Q5_K, &u[r]);
 			else if (t == ENG_Q6_K)
 				unit_q6_k(src, &u[r]);
+			else if (t == ENG_Q2_K || t == ENG_Q3_K)
+				unit_k23(src, t == ENG_Q3_K, &u[r]);
 			else
 				unit_32(t, src, blocks, &u[r]);
 		}
@@ -162,8 +201,8 @@ static TQ void pack_group(enum eng_dtype t, const uint8_t *w, size_t rb, int row
 				int16_t *six = g.six + 48 * b;
 				six[2 * r] = six[2 * r + 1] = u[r].a[j];
 				six[16 + 2 * r] = six[16 + 2 * r + 1] = u[r].b[j];
-				six[32 + 2 * r] = u[r].a[j];
-				six[32 + 2 * r + 1] = u[r].b[j];
+				six[32 + 2 * r] = u[r].pa[j];
+				six[32 + 2 * r + 1] = u[r].pb[j];
 			}
 			transpose8(v);
 			for (int c = 0; c < 8; c++)
@@ -185,11 +224,17 @@ TQ void cpu_qpack_avx2(enum eng_dtype t, const void *w, size_t rb, int rows, int
 
 /* ---- qgemm ---- */
 
-enum mode { UNSIGNED, SIGNED8, SIX };
+enum mode { UNSIGNED, SIGNED8, SIX, MINS };
 
 static enum mode mode_of(enum eng_dtype t)
 {
-	return t == ENG_Q8_0 ? SIGNED8 : t == ENG_Q6_K ? SIX : UNSIGNED;
+	switch (t) {
+	case ENG_Q8_0: return SIGNED8;
+	case ENG_Q6_K:
+	case ENG_Q3_K: return SIX;
+	case ENG_Q2_K: return MINS;
+	default: return UNSIGNED;
+	}
 }
 
 INL TQ __m256i bcast4(const int8_t *p)
@@ -249,7 +294,9 @@ INL TQ void tile(const enum mode m, const int R, const int T, float *out, const 
 				continue;
 #pragma GCC unroll 2
 			for (int r = 0; r < R; r++) {
-				__m256i f = m == SIX ? load32(g[r].six + 48 * b + (c0 < 4 ? 0 : 16)) : ones;
+				__m256i f = m == SIX || m == MINS
+						    ? load32(g[r].six + 48 * b + (c0 < 4 ? 0 : 16))
+						    : ones;
 #pragma GCC unroll 3
 				for (int t = 0; t < T; t++)
 					i32[r][t] = _mm256_add_epi32(i32[r][t],
@@ -259,21 +306,27 @@ INL TQ void tile(const enum mode m, const int R, const int T, float *out, const 
 #pragma GCC unroll 2
 		for (int r = 0; r < R; r++) {
 			__m256 sv = _mm256_loadu_ps(g[r].s + 8 * b), ov = _mm256_loadu_ps(g[r].o + 8 * b);
-			__m256i pair = m == SIX ? load32(g[r].six + 48 * b + 32) : ones;
+			__m256i pair =
+				m == SIX || m == MINS ? load32(g[r].six + 48 * b + 32) : ones;
 #pragma GCC unroll 3
 			for (int t = 0; t < T; t++) {
-				__m256i v = i32[r][t];
-				if (m == SIX) /* minus 32 * (a * the first 16's sum + b * the second's) */
-					v = _mm256_sub_epi32(
-						v, _mm256_slli_epi32(
-							   _mm256_madd_epi16(pair, bcast4((const int8_t *)(
-										   x[t].s16 + 2 * b))),
-							   5));
-				__m256 sd = _mm256_mul_ps(sv, _mm256_broadcast_ss(x[t].d + b));
+				__m256i v = i32[r][t], ps = _mm256_setzero_si256();
+				if (m == SIX ||
+				    m == MINS) /* a * the first 16's sum + b * the second's */
+					ps = _mm256_madd_epi16(
+						pair, bcast4((const int8_t *)(x[t].s16 + 2 * b)));
+				if (m == SIX)
+					v = _mm256_sub_epi32(v, _mm256_slli_epi32(ps, 5));
+				__m256 xd = _mm256_broadcast_ss(x[t].d + b);
+				__m256 sd = _mm256_mul_ps(sv, xd);
 				acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), sd, acc[r][t]);
 				if (m == UNSIGNED)
 					acc[r][t] = _mm256_fmadd_ps(ov, _mm256_broadcast_ss(x[t].ds + b),
 								    acc[r][t]);
+				if (m == MINS)
+					acc[r][t] =
+						_mm256_fmadd_ps(_mm256_cvtepi32_ps(ps),
+								_mm256_mul_ps(ov, xd), acc[r][t]);
 			}
 		}
 	}
@@ -296,6 +349,7 @@ typedef void tile_fn(float *out, const struct group *g, const struct cpu_xq *x, 
 TILES(UNSIGNED)
 TILES(SIGNED8)
 TILES(SIX)
+TILES(MINS)
 #define TILE_ROW(M)                                                                           \
 	{                                                                                     \
 		{tile_##M##_1_1, tile_##M##_1_2, tile_##M##_1_3},                             \
@@ -303,7 +357,8 @@ TILES(SIX)
 			tile_##M##_2_1, tile_##M##_2_2, tile_##M##_2_3                        \
 		}                                                                             \
 	}
-static tile_fn *const tiles[3][2][3] = {TILE_ROW(UNSIGNED), TILE_ROW(SIGNED8), TILE_ROW(SIX)};
+static tile_fn *const tiles[4][2][3] = {TILE_ROW(UNSIGNED), TILE_ROW(SIGNED8), TILE_ROW(SIX),
+					TILE_ROW(MINS)};
 
 TQ void cpu_qgemm_avx2(enum eng_dtype t, float *out, int ldo, const struct cpu_xq *x, int n,
 		       const uint8_t *panel, int K, int rows, bool acc)

@@ -92,6 +92,70 @@ static float dot_32(enum eng_dtype t, const uint8_t *w, const struct cpu_xq *x, 
 	return sum;
 }
 
+/* Q4_1, Q5_1: weight = d * u + m for unsigned quants u of one block. */
+static float dot_32_min(bool five, const uint8_t *w, const struct cpu_xq *x, int K)
+{
+	size_t bb = eng_dtype_block_bytes(five ? ENG_Q5_1 : ENG_Q4_1);
+	float sum = 0;
+	for (int b = 0; b < K / 32; b++) {
+		const uint8_t *blk = w + (size_t)b * bb, *qs = blk + (five ? 8 : 4);
+		uint32_t qh = 0;
+		if (five)
+			memcpy(&qh, blk + 4, 4);
+		uint8_t u[32];
+		for (int i = 0; i < 16; i++) {
+			u[i] = (uint8_t)((qs[i] & 15) | (qh >> i & 1) << 4);
+			u[i + 16] = (uint8_t)((qs[i] >> 4) | (qh >> (i + 16) & 1) << 4);
+		}
+		sum += half(blk) * x->d[b] * (float)idot(u, x->q + 32 * b, 32) +
+		       half(blk + 2) * x->ds[b];
+	}
+	return sum;
+}
+
+/* The 32 quants of activation block j (of 8) of a Q2_K or Q3_K block: bits
+ * 2(j % 4).. of the 32 bytes qs[32(j / 4)..]; for Q3_K (hm) plus 4 where bit j of
+ * hm[l] is set, so that u - 4 is the value. */
+static void k23_quants(const uint8_t *qs, const uint8_t *hm, int j, uint8_t u[32])
+{
+	for (int l = 0; l < 32; l++) {
+		u[l] = (uint8_t)(qs[32 * (j / 4) + l] >> (2 * (j % 4)) & 3);
+		if (hm)
+			u[l] |= (uint8_t)((hm[l] >> j & 1) << 2);
+	}
+}
+
+/* Q2_K: per 16 weights, weight = d * sc * u - dmin * m; Q3_K: d * sc * (u - 4). */
+static float dot_k23(bool three, const uint8_t *w, const struct cpu_xq *x, int K)
+{
+	size_t bb = eng_dtype_block_bytes(three ? ENG_Q3_K : ENG_Q2_K);
+	float sum = 0;
+	for (int i = 0; i < K / 256; i++) {
+		const uint8_t *blk = w + (size_t)i * bb;
+		int8_t sc3[16];
+		if (three)
+			quant_q3_k_scales(blk + 96, sc3);
+		float d = half(blk + (three ? 108 : 80)), dmin = three ? 0 : half(blk + 82);
+		for (int j = 0; j < 8; j++) {
+			int b = 8 * i + j, isum = 0, msum = 0;
+			uint8_t u[32];
+			k23_quants(blk + (three ? 32 : 16), three ? blk : NULL, j, u);
+			for (int h = 0; h < 2; h++) {
+				int g = 2 * j + h, s16 = x->s16[2 * b + h];
+				int dot = idot(u + 16 * h, x->q + 32 * b + 16 * h, 16);
+				if (three) {
+					isum += sc3[g] * (dot - 4 * s16);
+				} else {
+					isum += (blk[g] & 15) * dot;
+					msum += (blk[g] >> 4) * s16;
+				}
+			}
+			sum += d * x->d[b] * (float)isum - dmin * x->d[b] * (float)msum;
+		}
+	}
+	return sum;
+}
+
 /* Q4_K and Q5_K: per sub-block of 32, weight = d * sc * u - dmin * m. */
 static float dot_k4(bool five, const uint8_t *w, const struct cpu_xq *x, int K)
 {
@@ -175,6 +239,10 @@ float cpu_qdot_c(enum eng_dtype t, const void *row, const struct cpu_xq *x, int 
 	case ENG_Q4_K: return dot_k4(false, row, x, K);
 	case ENG_Q5_K: return dot_k4(true, row, x, K);
 	case ENG_Q6_K: return dot_q6_k(row, x, K);
+	case ENG_Q4_1: return dot_32_min(false, row, x, K);
+	case ENG_Q5_1: return dot_32_min(true, row, x, K);
+	case ENG_Q2_K: return dot_k23(false, row, x, K);
+	case ENG_Q3_K: return dot_k23(true, row, x, K);
 	default: return dot_float(t, row, x->f, K);
 	}
 }

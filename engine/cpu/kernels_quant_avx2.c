@@ -131,10 +131,12 @@ static TQ float row_q8_0(const uint8_t *w, const struct cpu_xq *x, int nb)
 
 /* Q4_0 and Q5_0: unsigned quants u, weight = d * (u - off): the products with the
  * unsigned quants, minus off * d * (the activations' scaled block sums), both with the
- * scales of 8 blocks as one vector. */
-INL TQ float row_q4_q5_0(const uint8_t *w, const struct cpu_xq *x, int nb, const bool five)
+ * scales of 8 blocks as one vector. Q4_1 and Q5_1 (one): weight = d * u + m, the
+ * quants 2 bytes further on and m * (the scaled block sums) added instead. */
+INL TQ float row_q4_q5(const uint8_t *w, const struct cpu_xq *x, int nb, const bool five,
+		       const bool one)
 {
-	const size_t bb = five ? 22 : 18;
+	const size_t bb = one ? (five ? 24 : 20) : (five ? 22 : 18), at = one ? 2 : 0;
 	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
 			      _mm256_setzero_ps()};
 	__m256 offv = _mm256_setzero_ps();
@@ -143,36 +145,48 @@ INL TQ float row_q4_q5_0(const uint8_t *w, const struct cpu_xq *x, int nb, const
 	for (; b + 8 <= nb; b += 8) {
 		__m256 dw = halves8(w + bb * b, bb);
 		_mm256_store_ps(dd, _mm256_mul_ps(dw, _mm256_loadu_ps(x->d + b)));
-		offv = _mm256_fmadd_ps(dw, _mm256_loadu_ps(x->ds + b), offv);
+		offv = _mm256_fmadd_ps(one ? halves8(w + bb * b + 2, bb) : dw,
+				       _mm256_loadu_ps(x->ds + b), offv);
 #pragma GCC unroll 8
 		for (int i = 0; i < 8; i++) {
 			const uint8_t *blk = w + bb * (b + i);
 			if (i % 3 == 0)
 				prefetch_block(blk, 64);
-			__m256i p = dot_u8s8(q4_q5_quants(blk, five), load32(x->q + 32 * (b + i)));
+			__m256i p =
+				dot_u8s8(q4_q5_quants(blk + at, five), load32(x->q + 32 * (b + i)));
 			acc[i % CHAINS] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), bcast(dd, i),
 							  acc[i % CHAINS]);
 		}
 	}
 	for (; b < nb; b++) {
 		const uint8_t *blk = w + bb * b;
-		__m256i p = dot_u8s8(q4_q5_quants(blk, five), load32(x->q + 32 * b));
+		__m256i p = dot_u8s8(q4_q5_quants(blk + at, five), load32(x->q + 32 * b));
 		float d = half(blk);
 		acc[0] =
 			_mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * x->d[b]), acc[0]);
-		off += d * x->ds[b];
+		off += (one ? half(blk + 2) : d) * x->ds[b];
 	}
-	return hsum4(acc) - (five ? 16 : 8) * (hsum(offv) + off);
+	return hsum4(acc) + (one ? 1.0f : five ? -16.0f : -8.0f) * (hsum(offv) + off);
 }
 
 static TQ float row_q4_0(const uint8_t *w, const struct cpu_xq *x, int nb)
 {
-	return row_q4_q5_0(w, x, nb, false);
+	return row_q4_q5(w, x, nb, false, false);
 }
 
 static TQ float row_q5_0(const uint8_t *w, const struct cpu_xq *x, int nb)
 {
-	return row_q4_q5_0(w, x, nb, true);
+	return row_q4_q5(w, x, nb, true, false);
+}
+
+static TQ float row_q4_1(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	return row_q4_q5(w, x, nb, false, true);
+}
+
+static TQ float row_q5_1(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	return row_q4_q5(w, x, nb, true, true);
 }
 
 /* Q4_K and Q5_K: eight sub-blocks of 32, each with a 6-bit scale and min. The
@@ -271,6 +285,69 @@ static TQ float row_q6_k(const uint8_t *w, const struct cpu_xq *x, int nb)
 	return hsum4(acc) - 32 * hsum(offv);
 }
 
+/* Q2_K and Q3_K: 16 scales of 16 weights as Q6_K has (vpmaddwd applies them), the
+ * quants 0..3 (Q2_K) or 0..7 (Q3_K, value u - 4). Q2_K's mins (dmin * min per 16)
+ * and Q3_K's offset (4 times the scales) meet the 16-sums of x in one vpmaddwd per
+ * block. */
+INL TQ float row_k23(const uint8_t *w, const struct cpu_xq *x, int nb, const bool three)
+{
+	const size_t bb = three ? 110 : 84;
+	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			      _mm256_setzero_ps()};
+	__m256 offv = _mm256_setzero_ps();
+	float ddv[8] __attribute__((aligned(32)));
+	for (int i = 0; i < nb; i++, w += bb) {
+		prefetch_block(w, (int)bb);
+		__m256 xd = _mm256_loadu_ps(x->d + 8 * i);
+		__m256 dd = _mm256_mul_ps(_mm256_set1_ps(half(w + (three ? 108 : 80))), xd);
+		_mm256_store_ps(ddv, dd);
+		__m256i sc16, o, hm = three ? load32(w) : _mm256_setzero_si256();
+		__m256i s16 = load32(x->s16 + 16 * i);
+		if (three) {
+			sc16 = q3_k_scales16(w + 96);
+			o = _mm256_madd_epi16(sc16, s16);
+			offv = _mm256_fmadd_ps(_mm256_cvtepi32_ps(o), dd, offv);
+		} else {
+			__m128i raw = _mm_loadu_si128((const __m128i *)w), m4 = _mm_set1_epi8(15);
+			sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(raw, m4));
+			o = _mm256_madd_epi16(
+				_mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), m4)),
+				s16);
+			offv = _mm256_fmadd_ps(_mm256_cvtepi32_ps(o),
+					       _mm256_mul_ps(_mm256_set1_ps(half(w + 82)), xd),
+					       offv);
+		}
+		const uint8_t *qs = w + (three ? 32 : 16);
+		const int8_t *xq = x->q + 256 * i;
+#pragma GCC unroll 2
+		for (int h = 0; h < 2; h++) {
+			__m256i sch =
+				_mm256_broadcastsi128_si256(h ? _mm256_extracti128_si256(sc16, 1)
+							      : _mm256_castsi256_si128(sc16));
+#pragma GCC unroll 4
+			for (int k = 0; k < 4; k++) {
+				__m256i u = k23_quants(qs, hm, 4 * h + k, three);
+				__m256i p16 =
+					_mm256_maddubs_epi16(u, load32(xq + 128 * h + 32 * k));
+				__m256 p = _mm256_cvtepi32_ps(
+					_mm256_madd_epi16(p16, q6_scale_pair(sch, k)));
+				acc[k] = _mm256_fmadd_ps(p, bcast(ddv, 4 * h + k), acc[k]);
+			}
+		}
+	}
+	return hsum4(acc) - (three ? 4 : 1) * hsum(offv);
+}
+
+static TQ float row_q2_k(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	return row_k23(w, x, nb, false);
+}
+
+static TQ float row_q3_k(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	return row_k23(w, x, nb, true);
+}
+
 static TQ float row_float(enum eng_dtype t, const uint8_t *w, const float *x, int K)
 {
 	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
@@ -321,7 +398,9 @@ INL TQ __m256i to_bf16x16(__m256 a, __m256 b)
 }
 
 /* Weights [i, i + 32) = q * scale - min (q: 32 int8; the first 16 take sa, ma, the
- * rest sb, mb), at dst as bf16 in natural order, or (f32) as fp32 in packed order. */
+ * rest sb, mb), at dst as bf16 in natural order, or (f32) as fp32 in packed order.
+ * The fp32 rows are the exact path's: a product and a difference, each rounded, as
+ * ggml's dequantization computes them (the same bits); the bf16 ones fuse the two. */
 INL TQ void emit32(void *dst, size_t i, const bool f32, __m256i q, __m256 sa, __m256 sb, __m256 ma,
 		   __m256 mb)
 {
@@ -330,10 +409,17 @@ INL TQ void emit32(void *dst, size_t i, const bool f32, __m256i q, __m256 sa, __
 	__m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
 	__m256 f2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
 	__m256 f3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
-	f0 = _mm256_fmsub_ps(f0, sa, ma);
-	f1 = _mm256_fmsub_ps(f1, sa, ma);
-	f2 = _mm256_fmsub_ps(f2, sb, mb);
-	f3 = _mm256_fmsub_ps(f3, sb, mb);
+	if (f32) {
+		f0 = _mm256_sub_ps(_mm256_mul_ps(f0, sa), ma);
+		f1 = _mm256_sub_ps(_mm256_mul_ps(f1, sa), ma);
+		f2 = _mm256_sub_ps(_mm256_mul_ps(f2, sb), mb);
+		f3 = _mm256_sub_ps(_mm256_mul_ps(f3, sb), mb);
+	} else {
+		f0 = _mm256_fmsub_ps(f0, sa, ma);
+		f1 = _mm256_fmsub_ps(f1, sa, ma);
+		f2 = _mm256_fmsub_ps(f2, sb, mb);
+		f3 = _mm256_fmsub_ps(f3, sb, mb);
+	}
 	if (f32) {
 		store_packed16((float *)dst + i, f0, f1);
 		store_packed16((float *)dst + i + 16, f2, f3);
@@ -409,6 +495,48 @@ INL TQ void dequant_32_to(enum eng_dtype t, const uint8_t *w, void *dst, int nb,
 	}
 }
 
+/* Q4_1, Q5_1: unsigned quants times the scale, plus the min. */
+INL TQ void dequant_32_min_to(const uint8_t *w, void *dst, int nb, const bool five, const bool f32)
+{
+	const size_t bb = five ? 24 : 20;
+	for (int b = 0; b < nb; b++, w += bb) {
+		__m256 d = _mm256_set1_ps(half(w)), m = _mm256_set1_ps(-half(w + 2));
+		emit32(dst, (size_t)32 * b, f32, q4_q5_quants(w + 2, five), d, d, m, m);
+	}
+}
+
+/* Q2_K (d * scale * q - dmin * min per 16) and Q3_K (d * scale * (u - 4)). */
+INL TQ void dequant_k23_to(const uint8_t *w, void *dst, int nb, const bool three, const bool f32)
+{
+	const size_t bb = three ? 110 : 84;
+	float sc[16] __attribute__((aligned(32))), mn[16] __attribute__((aligned(32)));
+	for (int i = 0; i < nb; i++, w += bb) {
+		__m256 d = _mm256_set1_ps(half(w + (three ? 108 : 80)));
+		__m256i hm = three ? load32(w) : _mm256_setzero_si256();
+		if (three) {
+			__m256i s16 = q3_k_scales16(w + 96);
+			__m256i s32l = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(s16));
+			__m256i s32h = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(s16, 1));
+			_mm256_store_ps(sc, _mm256_mul_ps(d, _mm256_cvtepi32_ps(s32l)));
+			_mm256_store_ps(sc + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(s32h)));
+			memset(mn, 0, sizeof mn);
+		} else {
+			float dmin = half(w + 82);
+			for (int g = 0; g < 16; g++) { /* as quant.c: d * scale, dmin * min */
+				sc[g] = half(w + 80) * (float)(w[g] & 15);
+				mn[g] = dmin * (float)(w[g] >> 4);
+			}
+		}
+		for (int j = 0; j < 8; j++) {
+			__m256i q = k23_quants(w + (three ? 32 : 16), hm, j, three);
+			if (three)
+				q = _mm256_sub_epi8(q, _mm256_set1_epi8(4));
+			emit32(dst, (size_t)256 * i + 32 * j, f32, q, bcast(sc, 2 * j),
+			       bcast(sc, 2 * j + 1), bcast(mn, 2 * j), bcast(mn, 2 * j + 1));
+		}
+	}
+}
+
 INL TQ bool dequant_to(enum eng_dtype t, const void *w, void *dst, int K, const bool f32)
 {
 	int nb = K / eng_dtype_block(t);
@@ -419,6 +547,10 @@ INL TQ bool dequant_to(enum eng_dtype t, const void *w, void *dst, int K, const 
 	case ENG_Q4_K: dequant_k4_to(w, dst, nb, false, f32); return true;
 	case ENG_Q5_K: dequant_k4_to(w, dst, nb, true, f32); return true;
 	case ENG_Q6_K: dequant_q6_k_to(w, dst, nb, f32); return true;
+	case ENG_Q4_1: dequant_32_min_to(w, dst, nb, false, f32); return true;
+	case ENG_Q5_1: dequant_32_min_to(w, dst, nb, true, f32); return true;
+	case ENG_Q2_K: dequant_k23_to(w, dst, nb, false, f32); return true;
+	case ENG_Q3_K: dequant_k23_to(w, dst, nb, true, f32); return true;
 	default: return false;
 	}
 }
@@ -555,6 +687,10 @@ TQ void cpu_qmatvec_avx2(enum eng_dtype t, float *out, const void *w, const stru
 		case ENG_Q4_K: v = row_q4_k(r, x, nb); break;
 		case ENG_Q5_K: v = row_q5_k(r, x, nb); break;
 		case ENG_Q6_K: v = row_q6_k(r, x, nb); break;
+		case ENG_Q4_1: v = row_q4_1(r, x, nb); break;
+		case ENG_Q5_1: v = row_q5_1(r, x, nb); break;
+		case ENG_Q2_K: v = row_q2_k(r, x, nb); break;
+		case ENG_Q3_K: v = row_q3_k(r, x, nb); break;
 		default: v = row_float(t, r, x->f, K); break;
 		}
 		out[m] = acc ? out[m] + v : v;

@@ -237,7 +237,15 @@ __global__ static void qembed_kernel(float *x, const uint8_t *table, size_t stri
 
 bool cu_quantized(int type)
 {
-	return type >= ENG_Q8_0 && type < ENG_DTYPE_COUNT;
+	switch (type) {
+	case ENG_Q8_0:
+	case ENG_Q4_0:
+	case ENG_Q5_0:
+	case ENG_Q4_K:
+	case ENG_Q5_K:
+	case ENG_Q6_K: return true;
+	default: return false; /* Q4_1, Q5_1, Q2_K, Q3_K: no kernels here yet */
+	}
 }
 
 size_t cu_row_bytes(int type, int64_t K)
@@ -304,6 +312,8 @@ int cu_qmatvec_setup(int max_k)
 	/* x in int8 with its scales: past the default 48 KB from K = 35,000 on */
 	int bytes = (int)qmv_smem(max_k);
 	for (int t = ENG_Q8_0; t < ENG_DTYPE_COUNT; t++) {
+		if (!cu_quantized(t))
+			continue;
 		auto allow = [&](int type) -> int { QUANT_DISPATCH(type, allow_smem, bytes); };
 		if (allow(t))
 			return -1;

@@ -186,6 +186,14 @@ static int add_job(struct job *jobs, int *n, const struct eng_tensor *const *ts,
 	for (int i = 0; i < count; i++) {
 		j->rs.t[i] = ts[i];
 		j->rs.rows += norm ? 1 : ts[i]->shape[0];
+		if ((unsigned)ts[i]->dtype < ENG_DTYPE_COUNT && ts[i]->dtype > ENG_F32 &&
+		    !cu_quantized(ts[i]->dtype))
+			return err_set("cuda backend: no kernel for %s weights (in %s); run this "
+				       "model with --backend cpu",
+				       eng_dtype_name(ts[i]->dtype),
+				       norm         ? "a norm"
+				       : interleave ? "gate/up"
+						    : "q/k/v or another matrix");
 		if ((unsigned)ts[i]->dtype >= ENG_DTYPE_COUNT ||
 		    !cu_row_bytes(ts[i]->dtype, j->rs.K) || device_type(ts[i]->dtype) != j->rs.dt ||
 		    (norm && cu_quantized(j->rs.dt)))

@@ -54,8 +54,8 @@ static const struct {
 	  "auto, cpu or cuda (default auto); remote: a server\n(chat and run, with --url)"}},
 	{CLI_BACKEND,
 	 {"quant", K_QUANT, "T",
-	  "quantize the weights in memory as they load: q8_0,\n"
-	  "q6_k, q5_k_m, q4_k_m or q4_0 (llama.cpp's mixes)"}},
+	  "quantize the weights in memory as they load in one\n"
+	  "of llama.cpp's mixes: " ENG_FTYPE_QUANT_NAMES}},
 	{CLI_BACKEND,
 	 {"exact", K_EXACT, NULL,
 	  "prefill with fp32 activations, the exact reference\n"
@@ -355,8 +355,7 @@ static int shared_opt(const struct cli_command *cmd, struct cli_common *c, int k
 	case K_QUANT: {
 		enum eng_ftype f;
 		if (eng_ftype_parse(arg, &f) || f == ENG_FTYPE_F32 || f == ENG_FTYPE_BF16) {
-			cli_error("--quant: '%s' is not one of q8_0, q6_k, q5_k_m, q4_k_m, q4_0",
-				  arg);
+			cli_error("--quant: '%s' is not one of " ENG_FTYPE_QUANT_NAMES, arg);
 			return -1;
 		}
 		c->quant = f;

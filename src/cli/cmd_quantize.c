@@ -28,7 +28,7 @@ enum quantize_key { OPT_TYPE = CLI_OWN };
 
 static const struct cli_opt quantize_opts[] = {
 	{"type", OPT_TYPE, "T",
-	 "q8_0, q6_k, q5_k_m, q4_k_m or q4_0 (llama.cpp's mixes), or bf16, f32"},
+	 "one of llama.cpp's mixes (" ENG_FTYPE_QUANT_NAMES "), or bf16, f32"},
 	{"out", 'o', "FILE", "the GGUF file to write (replaced whole, never partly)"},
 	{0},
 };
@@ -213,8 +213,7 @@ int cmd_quantize(int argc, char **argv)
 		return cli_usage("quantize", "--type and --out are required");
 	if (eng_ftype_parse(qa.type, &f))
 		return cli_usage("quantize",
-				 "--type %s: not one of q8_0, q6_k, q5_k_m, q4_k_m, "
-				 "q4_0, bf16, f32",
+				 "--type %s: not one of " ENG_FTYPE_QUANT_NAMES ", bf16, f32",
 				 qa.type);
 	struct hub_env hub;
 	cli_env_hub(&hub);

@@ -26,7 +26,7 @@ static const char usage[] =
 	"  list        Qwen3 models in the Hugging Face cache (--url: a server's)\n"
 	"  train-bpe   train a byte-level BPE tokenizer\n"
 	"  serve       OpenAI-compatible API (chat completions) on the model\n"
-	"  quantize    write a model as a GGUF file (q8_0, q6_k, q5_k_m, q4_k_m, q4_0)\n"
+	"  quantize    write a model as a GGUF file (q8_0 ... q2_k: llama.cpp's mixes)\n"
 	"  perplexity  mean NLL and perplexity of a file; KL against a second model\n"
 	"  train       train a Qwen3 model (from a model's weights or from scratch)\n"
 	"\n"

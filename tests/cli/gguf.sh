@@ -105,10 +105,23 @@ expect_exit 0 "quantize --type q4_k_m" "$QWENCHAT" quantize -m "$M" --type q4_k_
 "$QWENCHAT" info -m "$TMP/q4.gguf" >"$TMP/info" 2>&1 && grep -q "Q5_0: 12 tensors" "$TMP/info" &&
 	grep -q "Q8_0: 3 tensors" "$TMP/info" && pass "info loads the q4_k_m file: Q5_0, Q8_0" ||
 	fail "info on the q4_k_m file: $(head -c 300 "$TMP/info")"
-expect_exit 1 "quantize to q5_k_m, rows not whole Q5_K blocks" \
-	"$QWENCHAT" quantize -m "$M" --type q5_k_m --out "$TMP/q5.gguf"
-expect_err_has "not whole Q5_K blocks" "q5_k_m: says why"
-[ ! -e "$TMP/q5.gguf" ] && [ -z "$(ls "$TMP" | grep 'q5.gguf.tmp')" ] &&
+# Q5_K's fallback is Q5_1, Q2_K's and Q3_K's Q4_0
+expect_exit 0 "quantize --type q5_k_m" "$QWENCHAT" quantize -m "$M" --type q5_k_m --out "$TMP/q5.gguf"
+"$QWENCHAT" info -m "$TMP/q5.gguf" >"$TMP/info" 2>&1 && grep -q "Q5_1: 12 tensors" "$TMP/info" &&
+	pass "info loads the q5_k_m file: Q5_1" || fail "info on the q5_k_m file: $(head -c 300 "$TMP/info")"
+expect_exit 0 "quantize --type q3_k_m" "$QWENCHAT" quantize -m "$M" --type q3_k_m --out "$TMP/q3.gguf"
+"$QWENCHAT" info -m "$TMP/q3.gguf" >"$TMP/info" 2>&1 && grep -q "Q4_0: 8 tensors" "$TMP/info" &&
+	grep -q "Q5_1: 2 tensors" "$TMP/info" && pass "info loads the q3_k_m file: Q4_0, Q5_1" ||
+	fail "info on the q3_k_m file: $(head -c 300 "$TMP/info")"
+# rows of 100: not whole blocks of any 32-weight type, and llama-quantize has no other
+"$MK" --out "$TMP/w100" --vocab-size 300 --hidden-size 100 --intermediate-size 96 --layers 1 \
+	--heads 5 --kv-heads 1 --head-dim 20 --bos-id 1 --eos-id 2 >/dev/null || fail "mkmodel w100"
+cp "$M/tokenizer.json" "$TMP/w100/"
+expect_exit 1 "quantize to q8_0, rows of 100" \
+	"$QWENCHAT" quantize -m "$TMP/w100" --type q8_0 --out "$TMP/q8.gguf"
+expect_err_has "token_embd.weight: rows of 100 weights are not whole Q8_0 blocks" \
+	"q8_0 on rows of 100: says why"
+[ ! -e "$TMP/q8.gguf" ] && [ -z "$(ls "$TMP" | grep 'q8.gguf.tmp')" ] &&
 	pass "no file and no temporary left" || fail "a partial file was left: $(ls "$TMP")"
 echo precious >"$TMP/victim"
 ln -s "$TMP/victim" "$TMP/link.gguf"

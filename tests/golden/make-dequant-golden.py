@@ -18,7 +18,9 @@ from gguf.quants import dequantize
 
 # (name, block bytes, offsets of the f16 scales in a block)
 TYPES = [("Q8_0", 34, [0]), ("Q4_0", 18, [0]), ("Q5_0", 22, [0]),
-         ("Q4_K", 144, [0, 2]), ("Q5_K", 176, [0, 2]), ("Q6_K", 210, [208])]
+         ("Q4_K", 144, [0, 2]), ("Q5_K", 176, [0, 2]), ("Q6_K", 210, [208]),
+         ("Q4_1", 20, [0, 2]), ("Q5_1", 24, [0, 2]), ("Q2_K", 84, [80, 82]),
+         ("Q3_K", 110, [108])]
 SPECIAL_SCALES = [0x0000, 0x8000, 0x7BFF, 0xFBFF, 0x0001, 0x8001, 0x03FF, 0x3C00, 0x2E66]
 
 rng = random.Random(20261124)

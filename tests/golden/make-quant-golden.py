@@ -17,7 +17,8 @@ tree with `cmake -B build && cmake --build build --target ggml-base`
 
 The file: '#' comments; `in ID N HEX` gives row ID as N float32s (8 hex digits each,
 the bit pattern, most significant first); `out ID TYPE HEX` gives the bytes of that row
-as TYPE (F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K) in file order.
+as TYPE (F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, Q4_1, Q5_1, Q2_K, Q3_K) in
+file order.
 """
 import ctypes
 import math
@@ -34,6 +35,10 @@ TYPES = {
     "Q4_K": (144, 256, "quantize_row_q4_K_ref"),
     "Q5_K": (176, 256, "quantize_row_q5_K_ref"),
     "Q6_K": (210, 256, "quantize_row_q6_K_ref"),
+    "Q4_1": (20, 32, "quantize_row_q4_1_ref"),
+    "Q5_1": (24, 32, "quantize_row_q5_1_ref"),
+    "Q2_K": (84, 256, "quantize_row_q2_K_ref"),
+    "Q3_K": (110, 256, "quantize_row_q3_K_ref"),
     "F16": (2, 1, "ggml_fp32_to_fp16_row"),
     "BF16": (2, 1, "ggml_fp32_to_bf16_row_ref"),
 }

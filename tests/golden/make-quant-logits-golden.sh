@@ -21,7 +21,7 @@ FLAGS="--hidden-size 256 --intermediate-size 512 --layers 2 --heads 4 --kv-heads
 IDS="5,17,200,3,99,140,7,250,311,42,1000,64"
 "$BUILD/tests/mkmodel" --out "$TMP/m" $FLAGS >/dev/null
 cp "$HERE/template-tiny-tokenizer.json" "$TMP/m/tokenizer.json"
-for t in q8_0 q6_k q5_k_m q4_k_m q4_0; do
+for t in q8_0 q6_k q5_k_m q4_k_m q4_0 q5_0 q4_1 q5_1 q3_k_m q2_k; do
 	"$BUILD/qwenchat" quantize -m "$TMP/m" --type "$t" --out "$TMP/$t.gguf" >/dev/null
 	rm -rf "$TMP/f32"
 	/usr/bin/python3 "$HERE/gguf-to-f32.py" "$TMP/$t.gguf" "$TMP/m" "$TMP/f32"

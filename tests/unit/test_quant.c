@@ -73,7 +73,7 @@ static void test_golden(void **state)
 	}
 	free(line);
 	fclose(f);
-	for (int t = ENG_Q8_0; t <= ENG_Q6_K; t++)
+	for (int t = ENG_Q8_0; t < ENG_DTYPE_COUNT; t++)
 		assert_true(seen[t] >= 20);
 }
 
@@ -137,7 +137,14 @@ static void random_rows(enum eng_dtype t, uint8_t *w, int rows, int K)
 		}
 		return;
 	}
-	int at[2] = {t == ENG_Q6_K ? 208 : 0, t == ENG_Q4_K || t == ENG_Q5_K ? 2 : -1};
+	bool with_min = t == ENG_Q4_K || t == ENG_Q5_K || t == ENG_Q4_1 || t == ENG_Q5_1;
+	int at[2] = {t == ENG_Q6_K   ? 208
+		     : t == ENG_Q3_K ? 108
+		     : t == ENG_Q2_K ? 80
+				     : 0,
+		     t == ENG_Q2_K ? 82
+		     : with_min    ? 2
+				   : -1};
 	for (size_t b = 0; b < rb * (size_t)rows / bb; b++)
 		for (int j = 0; j < 2; j++)
 			if (at[j] >= 0) {
@@ -147,7 +154,8 @@ static void random_rows(enum eng_dtype t, uint8_t *w, int rows, int K)
 }
 
 /* Prefill's rows: the dequantized weights rounded to bf16 (a fused multiply-subtract
- * for the K-quants' mins may round once less: one bf16 step at most). */
+ * for the mins of Q4_K, Q5_K, Q2_K, Q4_1 and Q5_1 may round once less: one bf16 step
+ * at most). */
 static void check_dequant_bf16(const struct cpu_kernels *k, enum eng_dtype t, const uint8_t *w,
 			       int rows, int K)
 {
@@ -159,7 +167,9 @@ static void check_dequant_bf16(const struct cpu_kernels *k, enum eng_dtype t, co
 		k->dequant_bf16(t, row, b, K);
 		for (int i = 0; i < K; i++) {
 			int want = cpu_f32_to_bf16(f[i]), d = abs(want - (int)b[i]);
-			if (d > (t == ENG_Q4_K || t == ENG_Q5_K ? 1 : 0))
+			bool fused = t == ENG_Q4_K || t == ENG_Q5_K || t == ENG_Q4_1 ||
+				     t == ENG_Q5_1 || t == ENG_Q2_K;
+			if (d > (fused ? 1 : 0))
 				fail_msg("%s %s row %d weight %d: bf16 %04x, want %04x (%g)",
 					 k->name, eng_dtype_name(t), m, i, b[i], want, f[i]);
 		}
@@ -168,9 +178,8 @@ static void check_dequant_bf16(const struct cpu_kernels *k, enum eng_dtype t, co
 	free(b);
 }
 
-/* Prefill's exact rows: the dequantized weights in fp32, in the ISA's packed order
- * (one fused multiply-subtract of the K-quants' mins may round differently: one ulp
- * of the weight's magnitude), and the fp32-weight product over them in double. */
+/* Prefill's exact rows: the dequantized weights in fp32, in the ISA's packed order,
+ * bit for bit, and the fp32-weight product over them in double. */
 static void check_dequant_f32(const struct cpu_kernels *k, enum eng_dtype t, const uint8_t *w,
 			      int rows, int K)
 {
@@ -186,7 +195,7 @@ static void check_dequant_f32(const struct cpu_kernels *k, enum eng_dtype t, con
 		cpu_unpack_row(u, p + (size_t)m * K, K, k->pack);
 		for (int i = 0; i < K; i++) {
 			float want = f[(size_t)m * K + i];
-			if (fabsf(u[i] - want) > 1.2e-7f * fabsf(want))
+			if (u[i] != want)
 				fail_msg("%s %s row %d weight %d: %g, want %g", k->name,
 					 eng_dtype_name(t), m, i, u[i], want);
 		}
@@ -223,7 +232,8 @@ static void test_qmatvec(void **state)
 	(void)state;
 	enum { K = 1024, ROWS = 24 };
 	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0, ENG_Q4_K,
-					       ENG_Q5_K, ENG_Q6_K, ENG_F16,  ENG_F32};
+					       ENG_Q5_K, ENG_Q6_K, ENG_Q4_1, ENG_Q5_1,
+					       ENG_Q2_K, ENG_Q3_K, ENG_F16,  ENG_F32};
 	float x[K], wf[K], xd[K / 32], xds[K / 32], out[ROWS], ref_c[ROWS];
 	int8_t xq8[K];
 	int16_t s16[K / 16];
@@ -358,8 +368,8 @@ static void test_quantize_act(void **state)
 static void test_qgemm(void **state)
 {
 	(void)state;
-	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0,
-					       ENG_Q4_K, ENG_Q5_K, ENG_Q6_K};
+	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0, ENG_Q4_K, ENG_Q5_K,
+					       ENG_Q6_K, ENG_Q4_1, ENG_Q5_1, ENG_Q2_K, ENG_Q3_K};
 	int tested = 0;
 	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 		const struct cpu_kernels *k = cpu_kernels_get((enum cpu_isa)isa);

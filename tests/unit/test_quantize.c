@@ -1,6 +1,6 @@
 /* test_quantize.c — the per-tensor types of qwenchat quantize's mixes against the ones
- * llama.cpp's llama-quantize chose for the same model (tests/golden/quantize-types.json,
- * tied and untied, five mixes), and the mix names. */
+ * llama.cpp's llama-quantize chose for the same models (tests/golden/quantize-types.json:
+ * two shapes, tied and untied, every mix), and the mix names. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -14,19 +14,36 @@
 #include "engine/engine.h"
 #include "engine/ftype.h"
 
-/* The golden model's shape (the file's "about" says how it was made). */
-static struct eng_config shape(bool tied)
+/* The value of `--flag N` in a golden shape's mkmodel flags. */
+static int flag(const char *flags, const char *name)
+{
+	const char *p = strstr(flags, name);
+	if (!p)
+		fail_msg("no %s in the shape '%s'", name, flags);
+	return atoi(p + strlen(name));
+}
+
+/* A golden model's shape, from the mkmodel flags the file gives for it. */
+static struct eng_config shape_of(const char *flags, bool tied)
 {
 	struct eng_config c = {0};
-	c.vocab_size = 1024;
-	c.hidden_size = 256;
-	c.intermediate_size = 512;
-	c.num_layers = 8;
-	c.num_heads = 2;
-	c.num_kv_heads = 1;
-	c.head_dim = 128;
+	c.vocab_size = flag(flags, "--vocab-size ");
+	c.hidden_size = flag(flags, "--hidden-size ");
+	c.intermediate_size = flag(flags, "--intermediate-size ");
+	c.num_layers = flag(flags, "--layers ");
+	c.num_heads = flag(flags, "--heads ");
+	c.num_kv_heads = flag(flags, "--kv-heads ");
+	c.head_dim = flag(flags, "--head-dim ");
 	c.tie_word_embeddings = tied;
 	return c;
+}
+
+/* The first golden shape, for the unit checks below. */
+static struct eng_config shape(bool tied)
+{
+	return shape_of("--vocab-size 1024 --hidden-size 256 --intermediate-size 512 "
+			"--layers 8 --heads 2 --kv-heads 1 --head-dim 128",
+			tied);
 }
 
 /* A llama.cpp tensor name's role, layer and row length in that model. */
@@ -73,17 +90,20 @@ static void test_types_match_llama_quantize(void **state)
 	const char *src = getenv("TOP_SRCDIR");
 	snprintf(path, sizeof path, "%s/tests/golden/quantize-types.json", src ? src : ".");
 	json_error_t je;
-	json_t *g = json_load_file(path, 0, &je), *mix, *tie, *type;
+	json_t *g = json_load_file(path, 0, &je), *mix, *tie, *type, *flags;
 	assert_non_null(g);
-	const char *mname, *tname, *tensor;
-	int checked = 0;
-	json_object_foreach(json_object_get(g, "cases"), mname, mix)
+	const char *mname, *tname, *tensor, *key;
+	int checked = 0, mixes = 0;
+	json_object_foreach(json_object_get(g, "shapes"), key, flags)
+		json_object_foreach(json_object_get(g, key), mname, mix)
 	{
 		enum eng_ftype f;
 		assert_int_equal(eng_ftype_parse(mname, &f), 0);
+		mixes++;
 		json_object_foreach(mix, tname, tie)
 		{
-			struct eng_config c = shape(!strcmp(tname, "tie"));
+			struct eng_config c =
+				shape_of(json_string_value(flags), !strcmp(tname, "tie"));
 			json_object_foreach(tie, tensor, type)
 			{
 				int layer;
@@ -98,7 +118,10 @@ static void test_types_match_llama_quantize(void **state)
 			}
 		}
 	}
-	assert_int_equal(checked, 5 * (90 + 91));
+	/* every quantized mix on both shapes: 8 layers (90 tensors tied, 91 untied), 16
+	 * layers with 4 query heads per kv head (178, 179) */
+	assert_int_equal(mixes, 2 * 14);
+	assert_int_equal(checked, 14 * (90 + 91 + 178 + 179));
 	json_decref(g);
 }
 
@@ -111,8 +134,10 @@ static void test_fallbacks(void **state)
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q6_K, ENG_ROLE_ATTN_Q, 1, 96), ENG_Q8_0);
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q4_K_M, ENG_ROLE_OUTPUT, 0, 96), ENG_Q8_0);
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q8_0, ENG_ROLE_ATTN_Q, 1, 48), ENG_F16);
-	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q5_K_M, ENG_ROLE_ATTN_Q, 1, 96),
-			 ENG_DTYPE_COUNT);
+	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q5_K_M, ENG_ROLE_ATTN_Q, 1, 96), ENG_Q5_1);
+	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q2_K, ENG_ROLE_ATTN_Q, 1, 96), ENG_Q4_0);
+	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q3_K_M, ENG_ROLE_FFN_UP, 1, 96), ENG_Q4_0);
+	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q4_1, ENG_ROLE_ATTN_Q, 1, 48), ENG_F16);
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_BF16, ENG_ROLE_ATTN_Q, 1, 96), ENG_BF16);
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_BF16, ENG_ROLE_NORM, 1, 96), ENG_F32);
 }

@@ -113,7 +113,8 @@ static void test_rows_match_ggml(void **state)
 		free(rows[i]);
 	/* every type the writer produces is covered, from many rows */
 	static const enum eng_dtype want[] = {ENG_F16,  ENG_BF16, ENG_Q8_0, ENG_Q4_0,
-					      ENG_Q5_0, ENG_Q4_K, ENG_Q5_K, ENG_Q6_K};
+					      ENG_Q5_0, ENG_Q4_K, ENG_Q5_K, ENG_Q6_K,
+					      ENG_Q4_1, ENG_Q5_1, ENG_Q2_K, ENG_Q3_K};
 	for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
 		assert_true(per_type[want[k]] >= 30);
 	if (failed)
