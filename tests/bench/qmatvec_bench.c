@@ -64,8 +64,8 @@ int main(int argc, char **argv)
 			return usage(a);
 	}
 	const struct cpu_kernels *k = cpu_kernels_get(isa);
-	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0,
-					       ENG_Q4_K, ENG_Q5_K, ENG_Q6_K};
+	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0, ENG_Q4_K, ENG_Q5_K,
+					       ENG_Q6_K, ENG_Q4_1, ENG_Q5_1, ENG_Q2_K, ENG_Q3_K};
 	float *x = malloc(sizeof(float) * (size_t)K), *src = malloc(sizeof(float) * (size_t)K);
 	float *out = malloc(sizeof(float) * (size_t)rows), *xd = malloc(sizeof(float) * (size_t)K);
 	float *xds = malloc(sizeof(float) * (size_t)K);
