@@ -415,8 +415,8 @@ static void q2_k_block(const float *x, uint8_t *out)
 	put_f16(out + 80, max_scale > 0 ? max_scale / 15.f : 0.f);
 	if (max_min > 0) {
 		float iscale = 15.f / max_min;
-		for (int j = 0; j < 16; j++)
-			sc[j] |= (uint8_t)(round_int(iscale * mins[j]) << 4);
+		for (int j = 0; j < 16; j++) /* ggml shifts an int that a NaN makes negative */
+			sc[j] |= (uint8_t)((unsigned)round_int(iscale * mins[j]) << 4);
 	}
 	put_f16(out + 82, max_min > 0 ? max_min / 15.f : 0.f);
 	float d_all = get_f16(out + 80), m_all = get_f16(out + 82);
