@@ -18,13 +18,14 @@ static const struct {
 	size_t bytes;
 	const char *name;
 } dtypes[ENG_DTYPE_COUNT] = {
-	[ENG_BF16] = {1, 2, "BF16"},     [ENG_F16] = {1, 2, "F16"},
-	[ENG_F32] = {1, 4, "F32"},       [ENG_Q8_0] = {32, 34, "Q8_0"},
-	[ENG_Q4_0] = {32, 18, "Q4_0"},   [ENG_Q5_0] = {32, 22, "Q5_0"},
-	[ENG_Q4_K] = {256, 144, "Q4_K"}, [ENG_Q5_K] = {256, 176, "Q5_K"},
-	[ENG_Q6_K] = {256, 210, "Q6_K"}, [ENG_Q4_1] = {32, 20, "Q4_1"},
-	[ENG_Q5_1] = {32, 24, "Q5_1"},   [ENG_Q2_K] = {256, 84, "Q2_K"},
-	[ENG_Q3_K] = {256, 110, "Q3_K"},
+	[ENG_BF16] = {1, 2, "BF16"},         [ENG_F16] = {1, 2, "F16"},
+	[ENG_F32] = {1, 4, "F32"},           [ENG_Q8_0] = {32, 34, "Q8_0"},
+	[ENG_Q4_0] = {32, 18, "Q4_0"},       [ENG_Q5_0] = {32, 22, "Q5_0"},
+	[ENG_Q4_K] = {256, 144, "Q4_K"},     [ENG_Q5_K] = {256, 176, "Q5_K"},
+	[ENG_Q6_K] = {256, 210, "Q6_K"},     [ENG_Q4_1] = {32, 20, "Q4_1"},
+	[ENG_Q5_1] = {32, 24, "Q5_1"},       [ENG_Q2_K] = {256, 84, "Q2_K"},
+	[ENG_Q3_K] = {256, 110, "Q3_K"},     [ENG_IQ4_NL] = {32, 18, "IQ4_NL"},
+	[ENG_IQ4_XS] = {256, 136, "IQ4_XS"},
 };
 
 size_t eng_dtype_size(enum eng_dtype t)

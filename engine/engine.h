@@ -16,16 +16,18 @@ enum eng_dtype {
 	ENG_BF16,
 	ENG_F16,
 	ENG_F32,
-	ENG_Q8_0, /* 32 weights: f16 scale, 32 int8 */
-	ENG_Q4_0, /* 32 weights: f16 scale, 16 bytes of 4-bit values */
-	ENG_Q5_0, /* 32 weights: f16 scale, 4 bytes of high bits, 16 bytes of low nibbles */
-	ENG_Q4_K, /* 256 weights: super-block of 8 x 32, 6-bit scales and mins */
-	ENG_Q5_K, /* 256 weights: as Q4_K plus one high bit per weight */
-	ENG_Q6_K, /* 256 weights: 16 x 16, 8-bit scales, 6-bit values */
-	ENG_Q4_1, /* 32 weights: f16 scale and min, 16 bytes of 4-bit values */
-	ENG_Q5_1, /* 32 weights: as Q4_1 plus 4 bytes of high bits */
-	ENG_Q2_K, /* 256 weights: 16 x 16, 4-bit scales and mins, 2-bit values */
-	ENG_Q3_K, /* 256 weights: 16 x 16, 6-bit scales, 3-bit values (a bit apart) */
+	ENG_Q8_0,   /* 32 weights: f16 scale, 32 int8 */
+	ENG_Q4_0,   /* 32 weights: f16 scale, 16 bytes of 4-bit values */
+	ENG_Q5_0,   /* 32 weights: f16 scale, 4 bytes of high bits, 16 bytes of low nibbles */
+	ENG_Q4_K,   /* 256 weights: super-block of 8 x 32, 6-bit scales and mins */
+	ENG_Q5_K,   /* 256 weights: as Q4_K plus one high bit per weight */
+	ENG_Q6_K,   /* 256 weights: 16 x 16, 8-bit scales, 6-bit values */
+	ENG_Q4_1,   /* 32 weights: f16 scale and min, 16 bytes of 4-bit values */
+	ENG_Q5_1,   /* 32 weights: as Q4_1 plus 4 bytes of high bits */
+	ENG_Q2_K,   /* 256 weights: 16 x 16, 4-bit scales and mins, 2-bit values */
+	ENG_Q3_K,   /* 256 weights: 16 x 16, 6-bit scales, 3-bit values (a bit apart) */
+	ENG_IQ4_NL, /* 32 weights: f16 scale, 16 bytes of 4-bit indices into a table */
+	ENG_IQ4_XS, /* 256 weights: 8 x 32, 6-bit scales, indices as IQ4_NL's */
 	ENG_DTYPE_COUNT
 };
 
@@ -41,7 +43,7 @@ size_t eng_row_bytes(enum eng_dtype t, int64_t n);
 /* True for the block-quantized types. */
 bool eng_dtype_quantized(enum eng_dtype t);
 /* "BF16", "F16", "F32", "Q8_0", "Q4_0", "Q5_0", "Q4_K", "Q5_K", "Q6_K", "Q4_1", "Q5_1",
- * "Q2_K", "Q3_K". */
+ * "Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS". */
 const char *eng_dtype_name(enum eng_dtype t);
 
 /* The largest head_dim a config may give (rope.h callers size arrays by it). */

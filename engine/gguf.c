@@ -45,9 +45,9 @@ static int dtype_of(int ggml_type, enum eng_dtype *out)
 		int ggml;
 		enum eng_dtype dt;
 	} map[] = {
-		{0, ENG_F32},  {1, ENG_F16},   {30, ENG_BF16}, {8, ENG_Q8_0},  {2, ENG_Q4_0},
-		{6, ENG_Q5_0}, {12, ENG_Q4_K}, {13, ENG_Q5_K}, {14, ENG_Q6_K}, {3, ENG_Q4_1},
-		{7, ENG_Q5_1}, {10, ENG_Q2_K}, {11, ENG_Q3_K},
+		{0, ENG_F32},  {1, ENG_F16},   {30, ENG_BF16}, {8, ENG_Q8_0},    {2, ENG_Q4_0},
+		{6, ENG_Q5_0}, {12, ENG_Q4_K}, {13, ENG_Q5_K}, {14, ENG_Q6_K},   {3, ENG_Q4_1},
+		{7, ENG_Q5_1}, {10, ENG_Q2_K}, {11, ENG_Q3_K}, {20, ENG_IQ4_NL}, {23, ENG_IQ4_XS},
 	};
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
 		if (map[i].ggml == ggml_type) {
@@ -293,7 +293,8 @@ static int tensor_size(struct cur *c, struct gguf_tensor *t, uint32_t type)
 			return err_set("%s: tensor %s has unknown type %u", c->name, t->name, type);
 		return err_set(
 			"%s: tensor %s has type %s, which qwenchat does not support (F32, "
-			"F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)",
+			"F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, "
+			"IQ4_NL, IQ4_XS)",
 			c->name, t->name, n);
 	}
 	int blk = eng_dtype_block(t->dtype);

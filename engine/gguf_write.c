@@ -291,10 +291,10 @@ static int write_header(int fd, const char *name, const struct eng_gguf_out *o,
 		if (p[i].src->ndim == 2)
 			put_u64(&b, (uint64_t)p[i].ne1);
 		static const int ggml[] = {
-			[ENG_BF16] = 30, [ENG_F16] = 1,  [ENG_F32] = 0,   [ENG_Q8_0] = 8,
-			[ENG_Q4_0] = 2,  [ENG_Q5_0] = 6, [ENG_Q4_K] = 12, [ENG_Q5_K] = 13,
-			[ENG_Q6_K] = 14, [ENG_Q4_1] = 3, [ENG_Q5_1] = 7,  [ENG_Q2_K] = 10,
-			[ENG_Q3_K] = 11};
+			[ENG_BF16] = 30, [ENG_F16] = 1,     [ENG_F32] = 0,    [ENG_Q8_0] = 8,
+			[ENG_Q4_0] = 2,  [ENG_Q5_0] = 6,    [ENG_Q4_K] = 12,  [ENG_Q5_K] = 13,
+			[ENG_Q6_K] = 14, [ENG_Q4_1] = 3,    [ENG_Q5_1] = 7,   [ENG_Q2_K] = 10,
+			[ENG_Q3_K] = 11, [ENG_IQ4_NL] = 20, [ENG_IQ4_XS] = 23};
 		put_u32(&b, (uint32_t)ggml[p[i].type]);
 		p[i].offset = off;
 		put_u64(&b, off);

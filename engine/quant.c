@@ -106,6 +106,28 @@ static void dequant_q2_k(const uint8_t *b, float *y)
 	}
 }
 
+const int8_t quant_iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+				     1,    13,   25,  38,  53,  69,  89,  113};
+
+/* IQ4_NL: d (f16), 16 bytes of indices laid out as Q4_0's nibbles; weight = d * the
+ * level an index picks. IQ4_XS (a super-block of 8 x 32): d, 16 bits of high scale
+ * bits (2 per 32), 4 bytes of low scale nibbles, 128 bytes of indices; sub-block j's
+ * weights are d * (scale - 32) * level. */
+static void dequant_iq4(const uint8_t *qs, float d, float *y)
+{
+	for (int j = 0; j < 16; j++) {
+		y[j] = d * (float)quant_iq4_levels[qs[j] & 15];
+		y[j + 16] = d * (float)quant_iq4_levels[qs[j] >> 4];
+	}
+}
+
+static void dequant_iq4_xs(const uint8_t *b, float *y)
+{
+	float d = half_at(b);
+	for (int j = 0; j < 8; j++)
+		dequant_iq4(b + 8 + 16 * j, d * (float)quant_iq4_xs_scale(b, j), y + 32 * j);
+}
+
 void quant_q3_k_scales(const uint8_t *s, int8_t out[16])
 {
 	/* four scales per word: ggml's own unpacking, a few word operations per block
@@ -241,6 +263,8 @@ void quant_dequantize_row(enum eng_dtype t, const void *src, float *dst, int64_t
 		case ENG_Q5_1: dequant_q4_q5_1(p, dst, true); break;
 		case ENG_Q2_K: dequant_q2_k(p, dst); break;
 		case ENG_Q3_K: dequant_q3_k(p, dst); break;
+		case ENG_IQ4_NL: dequant_iq4(p + 2, half_at(p), dst); break;
+		case ENG_IQ4_XS: dequant_iq4_xs(p, dst); break;
 		default: return;
 		}
 	}

@@ -1,7 +1,7 @@
 /* quant.h — ggml's weight formats: fp16 and the block-quantized types of GGUF files
- * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), converted to and from
- * fp32 exactly as ggml's reference code (ggml-quants.c, the *_ref functions) defines
- * them, bit for bit.
+ * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; IQ4_NL and IQ4_XS read
+ * only), converted to and from fp32 exactly as ggml's reference code (ggml-quants.c,
+ * the *_ref functions) defines them, bit for bit.
  * The block layouts are ggml-common.h's; sizes and block lengths are engine.h's
  * eng_dtype_block and eng_dtype_block_bytes. */
 #ifndef QWENCHAT_QUANT_H
@@ -22,7 +22,7 @@ uint16_t quant_f32_to_f16(float f);
 void quant_dequantize_row(enum eng_dtype t, const void *src, float *dst, int64_t n);
 
 /* Writes n floats (a multiple of the block length) into dst as type t (any
- * eng_dtype; eng_row_bytes(t, n) bytes), as ggml's quantize_row_*_ref does without
+ * eng_dtype but IQ4_NL and IQ4_XS, which are read only; eng_row_bytes(t, n) bytes), as ggml's quantize_row_*_ref does without
  * an importance matrix, which is what llama-quantize writes: the same bytes. */
 void quant_quantize_row(enum eng_dtype t, const float *src, void *dst, int64_t n);
 
@@ -42,5 +42,15 @@ void quant_k4_scale_min(int j, const uint8_t *q, int *sc, int *m);
  * bytes: scale j's low 4 bits are the low (j < 8) or high nibble of byte j % 8, its
  * top 2 bits are bits 2(j / 4)..2(j / 4)+1 of byte 8 + j % 4. */
 void quant_q3_k_scales(const uint8_t *s, int8_t out[16]);
+
+/* The 16 non-uniform levels IQ4_NL and IQ4_XS indices pick (ggml's kvalues_iq4nl). */
+extern const int8_t quant_iq4_levels[16];
+
+/* The 6-bit scale of sub-block j (0..7) of an IQ4_XS block at b, minus 32. */
+static inline int quant_iq4_xs_scale(const uint8_t *b, int j)
+{
+	int sh = b[2] | b[3] << 8;
+	return ((b[4 + j / 2] >> (4 * (j % 2)) & 15) | (sh >> (2 * j) & 3) << 4) - 32;
+}
 
 #endif

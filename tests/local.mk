@@ -297,7 +297,8 @@ EXTRA_DIST += tests/cli/quant.sh tests/golden/make-quant-logits-golden.sh \
 	tests/golden/logits-quant-q4_k_m.txt tests/golden/logits-quant-q4_0.txt \
 	tests/golden/logits-quant-q5_0.txt tests/golden/logits-quant-q4_1.txt \
 	tests/golden/logits-quant-q5_1.txt tests/golden/logits-quant-q3_k_m.txt \
-	tests/golden/logits-quant-q2_k.txt
+	tests/golden/logits-quant-q2_k.txt tests/golden/make-iq4-golden.sh \
+	tests/golden/tiny-iq4_xs.gguf tests/golden/logits-iq4_xs.txt
 check_PROGRAMS += tests/unit/test_quantize
 TESTS += tests/unit/test_quantize
 tests_unit_test_quantize_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)

@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include "engine/cpu/tiling.h"
+#include "engine/quant.h"
 
 #define T256 __attribute__((target("avx2,fma")))
 /* The quantized kernels read f16 scales: the AVX2 table is chosen on AVX2, FMA and
@@ -137,6 +138,15 @@ INL T256 __m256i k23_quants(const uint8_t *qs, __m256i hm, int j, const bool thr
 		u = _mm256_or_si256(u, _mm256_and_si256(hb, _mm256_set1_epi8(4)));
 	}
 	return u;
+}
+
+/* 16 bytes of IQ4_NL / IQ4_XS indices (laid out as Q4_0's nibbles) as the 32 signed
+ * levels they pick: the 16-entry table is one vpshufb. */
+INL T256 __m256i iq4_levels(const uint8_t *qs)
+{
+	const __m256i table =
+		_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)quant_iq4_levels));
+	return _mm256_shuffle_epi8(table, nibbles(qs));
 }
 
 /* The 16 scales of a Q3_K block minus 32, as int16, from its 12 packed bytes at p

@@ -15,7 +15,8 @@
  * The quants are stored unsigned (weight = s * q + o per row and block of 32; Q4_0:
  * o = -8 s, Q4_1: o = m, the K-quants: o = -dmin * min), so that no 16-bit sum of two
  * steps can saturate: 2 * 2 * 63 * 127 < 32768. Three kinds differ: Q8_0's quants
- * are signed and multiply as |q| by (x with q's sign), one vpmaddwd per step; Q6_K
+ * (and IQ4_NL's and IQ4_XS's levels) are signed and multiply as |q| by (x with q's
+ * sign), one vpmaddwd per step; Q6_K
  * and Q3_K have a scale per 16 columns, which vpmaddwd applies as a 16-bit factor,
  * and their offset (-32 times the scales times the sums of x; Q3_K's quants are
  * stored 28 higher to share it) is taken off in integers; Q2_K has a scale and a min
@@ -87,6 +88,17 @@ static TQ void unit_32(enum eng_dtype t, const uint8_t *w, int blocks, struct un
 		}
 		u->o[j] = t == ENG_Q8_0 ? 0 : t == ENG_Q4_0 ? -8 * d : -16 * d;
 		u->q[j] = t == ENG_Q8_0 ? load32(w + 2) : q4_q5_quants(w, t == ENG_Q5_0);
+	}
+}
+
+/* IQ4_NL (blocks of 32) and IQ4_XS (8 x 32): the signed levels, as Q8_0's quants. */
+static TQ void unit_iq4(const uint8_t *w, int blocks, const bool xs, struct unit *u)
+{
+	for (int j = 0; j < blocks; j++) {
+		const uint8_t *blk = xs ? w : w + (size_t)j * 18;
+		u->s[j] = xs ? half(w) * (float)quant_iq4_xs_scale(w, j) : half(blk);
+		u->o[j] = 0;
+		u->q[j] = iq4_levels(xs ? w + 8 + 16 * j : blk + 2);
 	}
 }
 
@@ -188,6 +200,8 @@ static TQ void pack_group(enum eng_dtype t, const uint8_t *w, size_t rb, int row
 				unit_q6_k(src, &u[r]);
 			else if (t == ENG_Q2_K || t == ENG_Q3_K)
 				unit_k23(src, t == ENG_Q3_K, &u[r]);
+			else if (t == ENG_IQ4_NL || t == ENG_IQ4_XS)
+				unit_iq4(src, blocks, t == ENG_IQ4_XS, &u[r]);
 			else
 				unit_32(t, src, blocks, &u[r]);
 		}
@@ -229,7 +243,9 @@ enum mode { UNSIGNED, SIGNED8, SIX, MINS };
 static enum mode mode_of(enum eng_dtype t)
 {
 	switch (t) {
-	case ENG_Q8_0: return SIGNED8;
+	case ENG_Q8_0:
+	case ENG_IQ4_NL:
+	case ENG_IQ4_XS: return SIGNED8;
 	case ENG_Q6_K:
 	case ENG_Q3_K: return SIX;
 	case ENG_Q2_K: return MINS;

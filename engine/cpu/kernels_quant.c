@@ -156,6 +156,25 @@ static float dot_k23(bool three, const uint8_t *w, const struct cpu_xq *x, int K
 	return sum;
 }
 
+/* IQ4_NL and IQ4_XS: per 32 weights, weight = scale * level[index], the levels
+ * signed bytes; IQ4_XS's scale is d * (its 6-bit scale - 32). */
+static float dot_iq4(bool xs, const uint8_t *w, const struct cpu_xq *x, int K)
+{
+	float sum = 0;
+	for (int b = 0; b < K / 32; b++) {
+		const uint8_t *blk = xs ? w + (size_t)(b / 8) * 136 : w + (size_t)b * 18;
+		const uint8_t *qs = xs ? blk + 8 + 16 * (b % 8) : blk + 2;
+		float d = xs ? half(blk) * (float)quant_iq4_xs_scale(blk, b % 8) : half(blk);
+		const int8_t *xq = x->q + 32 * b;
+		int s = 0;
+		for (int i = 0; i < 16; i++)
+			s += quant_iq4_levels[qs[i] & 15] * xq[i] +
+			     quant_iq4_levels[qs[i] >> 4] * xq[i + 16];
+		sum += d * x->d[b] * (float)s;
+	}
+	return sum;
+}
+
 /* Q4_K and Q5_K: per sub-block of 32, weight = d * sc * u - dmin * m. */
 static float dot_k4(bool five, const uint8_t *w, const struct cpu_xq *x, int K)
 {
@@ -243,6 +262,8 @@ float cpu_qdot_c(enum eng_dtype t, const void *row, const struct cpu_xq *x, int 
 	case ENG_Q5_1: return dot_32_min(true, row, x, K);
 	case ENG_Q2_K: return dot_k23(false, row, x, K);
 	case ENG_Q3_K: return dot_k23(true, row, x, K);
+	case ENG_IQ4_NL: return dot_iq4(false, row, x, K);
+	case ENG_IQ4_XS: return dot_iq4(true, row, x, K);
 	default: return dot_float(t, row, x->f, K);
 	}
 }

@@ -348,6 +348,72 @@ static TQ float row_q3_k(const uint8_t *w, const struct cpu_xq *x, int nb)
 	return row_k23(w, x, nb, true);
 }
 
+/* IQ4_NL and IQ4_XS: the levels looked up 32 at a time, then signed x signed as
+ * Q8_0's: |level| times (x with the level's sign). */
+INL TQ __m256 iq4_dot(const uint8_t *qs, const int8_t *xq, float scale, __m256 acc)
+{
+	__m256i q = iq4_levels(qs), v = load32(xq);
+	__m256i p = dot_u8s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(v, q));
+	return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale), acc);
+}
+
+static TQ float row_iq4_nl(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			      _mm256_setzero_ps()};
+	float dd[8] __attribute__((aligned(32)));
+	int b = 0;
+	for (; b + 8 <= nb; b += 8) {
+		_mm256_store_ps(dd,
+				_mm256_mul_ps(halves8(w + 18 * b, 18), _mm256_loadu_ps(x->d + b)));
+#pragma GCC unroll 8
+		for (int i = 0; i < 8; i++) {
+			const uint8_t *blk = w + 18 * (b + i);
+			if (i % 3 == 0)
+				prefetch_block(blk, 64);
+			acc[i % CHAINS] =
+				iq4_dot(blk + 2, x->q + 32 * (b + i), dd[i], acc[i % CHAINS]);
+		}
+	}
+	for (; b < nb; b++)
+		acc[0] = iq4_dot(w + 18 * b + 2, x->q + 32 * b, half(w + 18 * b) * x->d[b], acc[0]);
+	return hsum4(acc);
+}
+
+/* IQ4_XS: the eight 6-bit scales of a block as one vector (low nibbles of the 32-bit
+ * word at w + 4, 2-bit pairs of the 16 bits at w + 2), times d and the activation
+ * scales: one conversion per 256 weights, not eight scalar unpackings. */
+static TQ float row_iq4_xs(const uint8_t *w, const struct cpu_xq *x, int nb)
+{
+	__m256 acc[CHAINS] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+			      _mm256_setzero_ps()};
+	const __m256i lo_shift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+	const __m256i hi_shift = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+	float dd[8] __attribute__((aligned(32)));
+	for (int i = 0; i < nb; i++, w += 136) {
+		prefetch_block(w, 136);
+		uint32_t sl;
+		uint16_t sh;
+		memcpy(&sl, w + 4, 4);
+		memcpy(&sh, w + 2, 2);
+		__m256i lo =
+			_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)sl), lo_shift),
+					 _mm256_set1_epi32(15));
+		__m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(sh), hi_shift),
+					      _mm256_set1_epi32(3));
+		__m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)),
+					      _mm256_set1_epi32(32));
+		_mm256_store_ps(dd, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(half(w)),
+								_mm256_cvtepi32_ps(ls)),
+						  _mm256_loadu_ps(x->d + 8 * i)));
+#pragma GCC unroll 8
+		for (int j = 0; j < 8; j++)
+			acc[j % CHAINS] = iq4_dot(w + 8 + 16 * j, x->q + 256 * i + 32 * j, dd[j],
+						  acc[j % CHAINS]);
+	}
+	return hsum4(acc);
+}
+
 static TQ float row_float(enum eng_dtype t, const uint8_t *w, const float *x, int K)
 {
 	__m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
@@ -537,6 +603,19 @@ INL TQ void dequant_k23_to(const uint8_t *w, void *dst, int nb, const bool three
 	}
 }
 
+/* IQ4_NL and IQ4_XS: the signed levels times the (sub-)block's scale. */
+INL TQ void dequant_iq4_to(const uint8_t *w, void *dst, int nb, const bool xs, const bool f32)
+{
+	const __m256 zero = _mm256_setzero_ps();
+	for (int b = 0; b < (xs ? 8 * nb : nb); b++) {
+		const uint8_t *blk = xs ? w + (size_t)(b / 8) * 136 : w + (size_t)b * 18;
+		const uint8_t *qs = xs ? blk + 8 + 16 * (b % 8) : blk + 2;
+		float d = xs ? half(blk) * (float)quant_iq4_xs_scale(blk, b % 8) : half(blk);
+		__m256 s = _mm256_set1_ps(d);
+		emit32(dst, (size_t)32 * b, f32, iq4_levels(qs), s, s, zero, zero);
+	}
+}
+
 INL TQ bool dequant_to(enum eng_dtype t, const void *w, void *dst, int K, const bool f32)
 {
 	int nb = K / eng_dtype_block(t);
@@ -551,6 +630,8 @@ INL TQ bool dequant_to(enum eng_dtype t, const void *w, void *dst, int K, const 
 	case ENG_Q5_1: dequant_32_min_to(w, dst, nb, true, f32); return true;
 	case ENG_Q2_K: dequant_k23_to(w, dst, nb, false, f32); return true;
 	case ENG_Q3_K: dequant_k23_to(w, dst, nb, true, f32); return true;
+	case ENG_IQ4_NL: dequant_iq4_to(w, dst, nb, false, f32); return true;
+	case ENG_IQ4_XS: dequant_iq4_to(w, dst, nb, true, f32); return true;
 	default: return false;
 	}
 }
@@ -691,6 +772,8 @@ TQ void cpu_qmatvec_avx2(enum eng_dtype t, float *out, const void *w, const stru
 		case ENG_Q5_1: v = row_q5_1(r, x, nb); break;
 		case ENG_Q2_K: v = row_q2_k(r, x, nb); break;
 		case ENG_Q3_K: v = row_q3_k(r, x, nb); break;
+		case ENG_IQ4_NL: v = row_iq4_nl(r, x, nb); break;
+		case ENG_IQ4_XS: v = row_iq4_xs(r, x, nb); break;
 		default: v = row_float(t, r, x->f, K); break;
 		}
 		out[m] = acc ? out[m] + v : v;

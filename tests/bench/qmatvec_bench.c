@@ -64,8 +64,9 @@ int main(int argc, char **argv)
 			return usage(a);
 	}
 	const struct cpu_kernels *k = cpu_kernels_get(isa);
-	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0, ENG_Q4_K, ENG_Q5_K,
-					       ENG_Q6_K, ENG_Q4_1, ENG_Q5_1, ENG_Q2_K, ENG_Q3_K};
+	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0,   ENG_Q4_K,
+					       ENG_Q5_K, ENG_Q6_K, ENG_Q4_1,   ENG_Q5_1,
+					       ENG_Q2_K, ENG_Q3_K, ENG_IQ4_NL, ENG_IQ4_XS};
 	float *x = malloc(sizeof(float) * (size_t)K), *src = malloc(sizeof(float) * (size_t)K);
 	float *out = malloc(sizeof(float) * (size_t)rows), *xd = malloc(sizeof(float) * (size_t)K);
 	float *xds = malloc(sizeof(float) * (size_t)K);
@@ -84,10 +85,19 @@ int main(int argc, char **argv)
 	for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
 		enum eng_dtype t = types[ti];
 		size_t rb = eng_row_bytes(t, K);
+		bool read_only = t == ENG_IQ4_NL || t == ENG_IQ4_XS; /* no quantizer here */
 		for (int r = 0; r < rows; r++) {
 			for (int i = 0; i < K; i++)
 				src[i] = frand(&seed);
-			quant_quantize_row(t, src, w + (size_t)r * rb, K);
+			if (!read_only) {
+				quant_quantize_row(t, src, w + (size_t)r * rb, K);
+				continue;
+			}
+			uint8_t *row = w + (size_t)r * rb; /* random indices, scales 0.1 */
+			for (size_t i = 0; i < rb; i++)
+				row[i] = (uint8_t)(frand(&seed) * 127.0f + 128.0f);
+			for (size_t b = 0; b < rb; b += eng_dtype_block_bytes(t))
+				row[b] = 0x66, row[b + 1] = 0x2e;
 		}
 		k->qmatvec(t, out, w, &xq, K, 0, rows, false); /* warm-up: into the cache */
 		double best = 1e30;

@@ -231,9 +231,9 @@ static void test_qmatvec(void **state)
 {
 	(void)state;
 	enum { K = 1024, ROWS = 24 };
-	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0, ENG_Q4_K,
-					       ENG_Q5_K, ENG_Q6_K, ENG_Q4_1, ENG_Q5_1,
-					       ENG_Q2_K, ENG_Q3_K, ENG_F16,  ENG_F32};
+	static const enum eng_dtype types[] = {ENG_Q8_0,   ENG_Q4_0,   ENG_Q5_0, ENG_Q4_K, ENG_Q5_K,
+					       ENG_Q6_K,   ENG_Q4_1,   ENG_Q5_1, ENG_Q2_K, ENG_Q3_K,
+					       ENG_IQ4_NL, ENG_IQ4_XS, ENG_F16,  ENG_F32};
 	float x[K], wf[K], xd[K / 32], xds[K / 32], out[ROWS], ref_c[ROWS];
 	int8_t xq8[K];
 	int16_t s16[K / 16];
@@ -368,8 +368,9 @@ static void test_quantize_act(void **state)
 static void test_qgemm(void **state)
 {
 	(void)state;
-	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0, ENG_Q4_K, ENG_Q5_K,
-					       ENG_Q6_K, ENG_Q4_1, ENG_Q5_1, ENG_Q2_K, ENG_Q3_K};
+	static const enum eng_dtype types[] = {ENG_Q8_0, ENG_Q4_0, ENG_Q5_0,   ENG_Q4_K,
+					       ENG_Q5_K, ENG_Q6_K, ENG_Q4_1,   ENG_Q5_1,
+					       ENG_Q2_K, ENG_Q3_K, ENG_IQ4_NL, ENG_IQ4_XS};
 	int tested = 0;
 	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 		const struct cpu_kernels *k = cpu_kernels_get((enum cpu_isa)isa);
