@@ -130,16 +130,8 @@ static void dequant_iq4_xs(const uint8_t *b, float *y)
 
 void quant_q3_k_scales(const uint8_t *s, int8_t out[16])
 {
-	/* four scales per word: ggml's own unpacking, a few word operations per block
-	 * where decode reads one block per 256 weights */
-	uint32_t a0, a1, hi, w[4];
-	memcpy(&a0, s, 4);
-	memcpy(&a1, s + 4, 4);
-	memcpy(&hi, s + 8, 4);
-	w[0] = (a0 & 0x0f0f0f0f) | (hi & 0x03030303) << 4;
-	w[1] = (a1 & 0x0f0f0f0f) | (hi >> 2 & 0x03030303) << 4;
-	w[2] = (a0 >> 4 & 0x0f0f0f0f) | (hi >> 4 & 0x03030303) << 4;
-	w[3] = (a1 >> 4 & 0x0f0f0f0f) | (hi >> 6 & 0x03030303) << 4;
+	uint32_t w[4];
+	quant_q3_k_scale_words(s, w);
 	uint8_t u[16];
 	memcpy(u, w, 16);
 	for (int j = 0; j < 16; j++)

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* IEEE half precision: exact widening; narrowing rounds to nearest even (as the F16C
  * instruction and ggml's GGML_FP32_TO_FP16 do), overflow to infinity. */
@@ -42,6 +43,21 @@ void quant_k4_scale_min(int j, const uint8_t *q, int *sc, int *m);
  * bytes: scale j's low 4 bits are the low (j < 8) or high nibble of byte j % 8, its
  * top 2 bits are bits 2(j / 4)..2(j / 4)+1 of byte 8 + j % 4. */
 void quant_q3_k_scales(const uint8_t *s, int8_t out[16]);
+
+/* The same scales before the offset is taken off (0..63), four to a little-endian
+ * word: ggml's own unpacking, a few word operations per block where decode reads one
+ * block per 256 weights (the vector kernels inline it). */
+static inline void quant_q3_k_scale_words(const uint8_t *s, uint32_t w[4])
+{
+	uint32_t a0, a1, hi;
+	memcpy(&a0, s, 4);
+	memcpy(&a1, s + 4, 4);
+	memcpy(&hi, s + 8, 4);
+	w[0] = (a0 & 0x0f0f0f0f) | (hi & 0x03030303) << 4;
+	w[1] = (a1 & 0x0f0f0f0f) | (hi >> 2 & 0x03030303) << 4;
+	w[2] = (a0 >> 4 & 0x0f0f0f0f) | (hi >> 4 & 0x03030303) << 4;
+	w[3] = (a1 >> 4 & 0x0f0f0f0f) | (hi >> 6 & 0x03030303) << 4;
+}
 
 /* The 16 non-uniform levels IQ4_NL and IQ4_XS indices pick (ggml's kvalues_iq4nl). */
 extern const int8_t quant_iq4_levels[16];

@@ -149,20 +149,13 @@ INL T256 __m256i iq4_levels(const uint8_t *qs)
 	return _mm256_shuffle_epi8(table, nibbles(qs));
 }
 
-/* The 16 scales of a Q3_K block minus 32, as int16, from its 12 packed bytes at p
- * (quant_q3_k_scales' layout): four scales per 32-bit word. Inline, where the call
- * to the portable unpacking was a third of a Q3_K row's time. */
+/* The 16 scales of a Q3_K block minus 32, as int16, from its 12 packed bytes at p.
+ * Inline, where the call to the portable unpacking was a third of a Q3_K row's time. */
 INL T256 __m256i q3_k_scales16(const uint8_t *p)
 {
-	uint32_t a0, a1, hi;
-	memcpy(&a0, p, 4);
-	memcpy(&a1, p + 4, 4);
-	memcpy(&hi, p + 8, 4);
-	uint32_t w0 = (a0 & 0x0f0f0f0f) | (hi & 0x03030303) << 4;
-	uint32_t w1 = (a1 & 0x0f0f0f0f) | (hi >> 2 & 0x03030303) << 4;
-	uint32_t w2 = (a0 >> 4 & 0x0f0f0f0f) | (hi >> 4 & 0x03030303) << 4;
-	uint32_t w3 = (a1 >> 4 & 0x0f0f0f0f) | (hi >> 6 & 0x03030303) << 4;
-	__m128i v = _mm_set_epi32((int)w3, (int)w2, (int)w1, (int)w0);
+	uint32_t w[4];
+	quant_q3_k_scale_words(p, w);
+	__m128i v = _mm_set_epi32((int)w[3], (int)w[2], (int)w[1], (int)w[0]);
 	return _mm256_cvtepi8_epi16(_mm_sub_epi8(v, _mm_set1_epi8(32)));
 }
 

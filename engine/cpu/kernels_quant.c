@@ -58,57 +58,33 @@ static int idot(const uint8_t *w, const int8_t *x, int n)
 	return s;
 }
 
-/* Q8_0, Q4_0, Q5_0: weight = d * (u - offset) for unsigned quants u of one block. */
+/* Q8_0, Q4_0, Q5_0: weight = d * (u - offset) for unsigned quants u of one block;
+ * Q4_1, Q5_1 (their quants 2 bytes further on, after the min m): d * u + m. */
 static float dot_32(enum eng_dtype t, const uint8_t *w, const struct cpu_xq *x, int K)
 {
+	bool one = t == ENG_Q4_1 || t == ENG_Q5_1, five = t == ENG_Q5_0 || t == ENG_Q5_1;
 	float sum = 0;
 	for (int b = 0; b < K / 32; b++) {
-		const uint8_t *blk = w + (size_t)b * eng_dtype_block_bytes(t);
+		const uint8_t *blk = w + (size_t)b * eng_dtype_block_bytes(t), *q = blk + 2 * one;
 		uint8_t u[32];
 		int off = 0;
 		if (t == ENG_Q8_0) {
 			for (int i = 0; i < 32; i++)
 				u[i] = (uint8_t)((int8_t)blk[2 + i] + 128);
 			off = 128;
-		} else if (t == ENG_Q4_0) {
+		} else { /* 4 bits, and for Q5_0 / Q5_1 a fifth from the 32-bit mask first */
+			uint32_t qh = 0;
+			if (five)
+				memcpy(&qh, q + 2, 4);
+			const uint8_t *qs = q + (five ? 6 : 2);
 			for (int i = 0; i < 16; i++) {
-				u[i] = blk[2 + i] & 15;
-				u[i + 16] = blk[2 + i] >> 4;
+				u[i] = (uint8_t)((qs[i] & 15) | (qh >> i & 1) << 4);
+				u[i + 16] = (uint8_t)((qs[i] >> 4) | (qh >> (i + 16) & 1) << 4);
 			}
-			off = 8;
-		} else { /* Q5_0 */
-			uint32_t qh;
-			memcpy(&qh, blk + 2, 4);
-			for (int i = 0; i < 16; i++) {
-				u[i] = (uint8_t)((blk[6 + i] & 15) | (qh >> i & 1) << 4);
-				u[i + 16] =
-					(uint8_t)((blk[6 + i] >> 4) | (qh >> (i + 16) & 1) << 4);
-			}
-			off = 16;
+			off = one ? 0 : five ? 16 : 8;
 		}
-		float d = half(blk);
-		sum += d * x->d[b] * (float)idot(u, x->q + 32 * b, 32) - (float)off * d * x->ds[b];
-	}
-	return sum;
-}
-
-/* Q4_1, Q5_1: weight = d * u + m for unsigned quants u of one block. */
-static float dot_32_min(bool five, const uint8_t *w, const struct cpu_xq *x, int K)
-{
-	size_t bb = eng_dtype_block_bytes(five ? ENG_Q5_1 : ENG_Q4_1);
-	float sum = 0;
-	for (int b = 0; b < K / 32; b++) {
-		const uint8_t *blk = w + (size_t)b * bb, *qs = blk + (five ? 8 : 4);
-		uint32_t qh = 0;
-		if (five)
-			memcpy(&qh, blk + 4, 4);
-		uint8_t u[32];
-		for (int i = 0; i < 16; i++) {
-			u[i] = (uint8_t)((qs[i] & 15) | (qh >> i & 1) << 4);
-			u[i + 16] = (uint8_t)((qs[i] >> 4) | (qh >> (i + 16) & 1) << 4);
-		}
-		sum += half(blk) * x->d[b] * (float)idot(u, x->q + 32 * b, 32) +
-		       half(blk + 2) * x->ds[b];
+		float d = half(blk), dot = d * x->d[b] * (float)idot(u, x->q + 32 * b, 32);
+		sum += one ? dot + half(blk + 2) * x->ds[b] : dot - (float)off * d * x->ds[b];
 	}
 	return sum;
 }
@@ -254,12 +230,12 @@ float cpu_qdot_c(enum eng_dtype t, const void *row, const struct cpu_xq *x, int 
 	switch (t) {
 	case ENG_Q8_0:
 	case ENG_Q4_0:
-	case ENG_Q5_0: return dot_32(t, row, x, K);
+	case ENG_Q5_0:
+	case ENG_Q4_1:
+	case ENG_Q5_1: return dot_32(t, row, x, K);
 	case ENG_Q4_K: return dot_k4(false, row, x, K);
 	case ENG_Q5_K: return dot_k4(true, row, x, K);
 	case ENG_Q6_K: return dot_q6_k(row, x, K);
-	case ENG_Q4_1: return dot_32_min(false, row, x, K);
-	case ENG_Q5_1: return dot_32_min(true, row, x, K);
 	case ENG_Q2_K: return dot_k23(false, row, x, K);
 	case ENG_Q3_K: return dot_k23(true, row, x, K);
 	case ENG_IQ4_NL: return dot_iq4(false, row, x, K);

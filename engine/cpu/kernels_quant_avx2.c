@@ -577,7 +577,8 @@ INL TQ void dequant_k23_to(const uint8_t *w, void *dst, int nb, const bool three
 	const size_t bb = three ? 110 : 84;
 	float sc[16] __attribute__((aligned(32))), mn[16] __attribute__((aligned(32)));
 	for (int i = 0; i < nb; i++, w += bb) {
-		__m256 d = _mm256_set1_ps(half(w + (three ? 108 : 80)));
+		float d0 = half(w + (three ? 108 : 80));
+		__m256 d = _mm256_set1_ps(d0);
 		__m256i hm = three ? load32(w) : _mm256_setzero_si256();
 		if (three) {
 			__m256i s16 = q3_k_scales16(w + 96);
@@ -589,7 +590,7 @@ INL TQ void dequant_k23_to(const uint8_t *w, void *dst, int nb, const bool three
 		} else {
 			float dmin = half(w + 82);
 			for (int g = 0; g < 16; g++) { /* as quant.c: d * scale, dmin * min */
-				sc[g] = half(w + 80) * (float)(w[g] & 15);
+				sc[g] = d0 * (float)(w[g] & 15);
 				mn[g] = dmin * (float)(w[g] >> 4);
 			}
 		}

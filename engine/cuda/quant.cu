@@ -244,7 +244,7 @@ bool cu_quantized(int type)
 	case ENG_Q4_K:
 	case ENG_Q5_K:
 	case ENG_Q6_K: return true;
-	default: return false; /* Q4_1, Q5_1, Q2_K, Q3_K: no kernels here yet */
+	default: return false; /* Q4_1, Q5_1, Q2_K, Q3_K, IQ4_*: no kernels here yet */
 	}
 }
 
