@@ -18,7 +18,7 @@ struct eng_backend_opts {
 	/* The knobs of eng_options (engine.h), as given: cpu_isa checked by the CPU
 	 * backend, the others ignored by the backends they do not concern. */
 	const char *cpu_isa;
-	bool bf16_prefill, cuda_no_graph, cuda_no_sampling;
+	bool bf16_prefill, exact_decode, cuda_no_graph, cuda_no_sampling;
 	void (*notice)(const char *msg);                         /* may be NULL */
 	void (*progress)(size_t done_bytes, size_t total_bytes); /* weight upload; may be NULL */
 };

@@ -293,6 +293,11 @@ struct eng_options {
 	/* Prefill matrix products with bf16 activations where the CPU has AVX-512 BF16
 	 * (faster, ~1e-3 relative error); other backends ignore it. */
 	bool bf16_prefill;
+	/* With bf16_prefill false: a few tokens' products (decode) with fp32 activations
+	 * too, the block-quantized weights dequantized where they would meet int8
+	 * activations: every logit the exact reference's (logits, perplexity), at several
+	 * times the decode time. */
+	bool exact_decode;
 	/* The CUDA backend module; NULL: qwenchat-cuda.so beside the program, then in the
 	 * install's library folder, and only where an NVIDIA driver is present (a path
 	 * given here is loaded without that check). */

@@ -616,7 +616,7 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 	size_t norm_floats = (size_t)c->num_layers * (2 * c->hidden_size + 2 * c->head_dim);
 	s->norms = xalloc(s, norm_floats + c->hidden_size, sizeof(float));
 	if (cpu_matmul_init(&s->mm, s->k, s->pool, (int)widest, s->chunk, all_bf16,
-			    !o->bf16_prefill)) {
+			    !o->bf16_prefill, !o->bf16_prefill && o->exact_decode)) {
 		cpu_free(s);
 		return NULL;
 	}

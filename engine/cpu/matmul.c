@@ -68,11 +68,16 @@ static void dequantized(const struct mm_task *t, const struct cpu_mm *mm, int lo
 	size_t rb = eng_row_bytes(mm->w->dtype, K);
 	if (c->wrows32) { /* the exact path: the dequantized weights in fp32 */
 		float *rows = c->wrows32 + (size_t)tid * PREFILL_ROWS * c->widest;
-		for (int r = lo; r < hi; r++)
-			c->k->dequant_f32p(mm->w->dtype,
-					   (const uint8_t *)mm->w->data + (size_t)r * rb,
-					   rows + (size_t)(r - lo) * K, K);
-		c->k->matmul_f32w(mm->out + lo, mm->M, t->xp, K, t->n, rows, K, hi - lo, mm->acc);
+		/* a decode's blocks (another matrix of the call sized them) can be longer */
+		for (int r0 = lo, r1; r0 < hi; r0 = r1) {
+			r1 = r0 + PREFILL_ROWS < hi ? r0 + PREFILL_ROWS : hi;
+			for (int r = r0; r < r1; r++)
+				c->k->dequant_f32p(mm->w->dtype,
+						   (const uint8_t *)mm->w->data + (size_t)r * rb,
+						   rows + (size_t)(r - r0) * K, K);
+			c->k->matmul_f32w(mm->out + r0, mm->M, t->xp, K, t->n, rows, K, r1 - r0,
+					  mm->acc);
+		}
 		return;
 	}
 	uint16_t *rows = c->wrows + (size_t)tid * PREFILL_ROWS * c->widest;
@@ -101,14 +106,16 @@ static void integer(const struct mm_task *t, const struct cpu_mm *mm, int lo, in
 
 /* How n tokens are multiplied with w: bf16 weights by the bf16 kernels; other types
  * by the matrix-vector kernels for a few tokens (decode), else repacked for the
- * integer prefill where there is one for the type, else as dequantized rows. */
+ * integer prefill where there is one for the type, else as dequantized rows. With
+ * exact_decode a few tokens take the block-quantized types as dequantized rows too,
+ * so that no activation is rounded (F16 and F32 rows meet fp32 ones in qmatvec). */
 enum path { BF16, DIRECT, INTEGER, DEQUANTIZED };
 
 static enum path path_of(const struct cpu_matmul *c, const struct eng_tensor *w, int n)
 {
 	if (w->dtype == ENG_BF16)
 		return BF16;
-	if (n < CPU_QDIRECT)
+	if (n < CPU_QDIRECT && !(c->exact_decode && eng_dtype_quantized(w->dtype)))
 		return DIRECT;
 	if (c->qpanels && n <= c->xq_rows && eng_dtype_quantized(w->dtype))
 		return INTEGER;
@@ -224,7 +231,7 @@ static void *alloc64(struct cpu_matmul *c, size_t n, size_t size)
 }
 
 int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cpu_pool *pool,
-		    int widest, int chunk, bool bf16_only, bool exact)
+		    int widest, int chunk, bool bf16_only, bool exact, bool exact_decode)
 {
 	memset(c, 0, sizeof *c);
 	c->k = k;
@@ -236,9 +243,10 @@ int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cp
 		return err_set("cpu backend: out of memory");
 	if (bf16_only)
 		return 0;
-	if (exact && k->matmul_f32w)
+	if (exact && k->matmul_f32w) {
 		c->wrows32 = alloc64(c, th * PREFILL_ROWS * w, sizeof(float));
-	else
+		c->exact_decode = exact_decode;
+	} else
 		c->wrows = alloc64(c, th * PREFILL_ROWS * w, sizeof(uint16_t));
 	if (!exact && k->qgemm && chunk > CPU_QDIRECT) {
 		c->qpanel_bytes = (cpu_qpanel_bytes(widest) + 63) & ~(size_t)63;

@@ -1,6 +1,7 @@
 /* matmul.h — the CPU backend's matrix products, out = x @ W^T, over weights of any
  * stored type: bf16 straight into the ISA's kernels; the block-quantized types (and
- * F16/F32) by the integer matrix-vector kernels when there are few tokens (decode),
+ * F16/F32) by the integer matrix-vector kernels when there are few tokens (decode;
+ * the exact path's references dequantize them as a prefill does, exact_decode),
  * and for a prefill 64 rows at a time either repacked for the ISA's integer kernels
  * (qgemm, where it has them) or dequantized to bf16 for the same panel kernels as
  * bf16 weights (to fp32 on the exact path). The work is split over the thread pool
@@ -35,6 +36,7 @@ struct cpu_matmul {
 	 * on the exact path (wrows32), else in bf16 */
 	uint16_t *wrows;
 	float *wrows32;
+	bool exact_decode; /* a few tokens' products over wrows32 too */
 	/* (threads, cpu_qpanel_bytes(widest)): the integer prefill's repacked rows,
 	 * where the ISA has qgemm and the path is not exact */
 	uint8_t *qpanels;
@@ -56,9 +58,10 @@ struct cpu_matmul {
  * exact: a prefill over F32, F16 and quantized weights multiplies them in fp32
  * (matmul_f32w, every kernel set has one), as the reference path does; else by the
  * ISA's integer kernels where it has them (qgemm, much faster than the exact path),
- * else rounded to bf16 for the bf16 kernels. */
+ * else rounded to bf16 for the bf16 kernels. exact_decode (with exact): fewer than
+ * CPU_QDIRECT tokens take those fp32 products too, not the int8 matrix-vector ones. */
 int cpu_matmul_init(struct cpu_matmul *c, const struct cpu_kernels *k, struct cpu_pool *pool,
-		    int widest, int chunk, bool bf16_only, bool exact);
+		    int widest, int chunk, bool bf16_only, bool exact, bool exact_decode);
 void cpu_matmul_free(struct cpu_matmul *c);
 
 /* count (<= 3) products sharing one input of n rows of K: xp packed for the ISA

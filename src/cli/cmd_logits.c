@@ -74,6 +74,7 @@ int cmd_logits(int argc, char **argv)
 		cli_error("%s", err_msg());
 		return EXIT_USAGE;
 	}
+	eo.exact_decode = !eo.bf16_prefill; /* a few tokens too */
 
 	int32_t *ids = NULL;
 	size_t nids = 0;

@@ -334,6 +334,7 @@ int cmd_perplexity(int argc, char **argv)
 		cli_error("%s", err_msg());
 		return EXIT_USAGE;
 	}
+	eo.exact_decode = !eo.bf16_prefill; /* a few tokens too */
 	struct side s[2] = {{.name = cli_model_name(&cli)}, {.name = a.kl_base}};
 	int32_t *ids = NULL;
 	size_t n = 0;

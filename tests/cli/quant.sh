@@ -5,8 +5,10 @@
 # (tests/golden/logits-quant-*.txt), through the exact prefill (12 tokens: rows
 # dequantized to fp32; within 1e-5 with an fp32 KV cache), the fast prefill of chat
 # and run (QWENCHAT_CPU_BF16_PREFILL=1: int8 activations with AVX2, bf16 with AVX-512
-# BF16) and the decode kernels (fewer than 8 tokens: int8 dot products); --quant on
-# the float model gives the file's logits bit for bit.
+# BF16) and the decode kernels (fewer than 8 tokens there: int8 dot products); the
+# exact path stays exact for a few tokens too (logits of 7, perplexity of a 7-token
+# window against the NLL of the reference's logits); --quant on the float model gives
+# the file's logits bit for bit.
 . "$TOP_SRCDIR/tests/lib.sh"
 M="$TMP/m"
 "$TOP_BUILDDIR/tests/mkmodel" --out "$M" $(sed -n 's/^mkmodel //p' \
@@ -38,6 +40,36 @@ sys.exit(0 if worst <= limit and not bad else 1)
 PYEOF
 }
 
+# ppl_check GGUF GOLDEN — `perplexity --ctx 7` of the golden's first 7 tokens (one
+# window: tokens 2..7 scored) against the mean NLL of the golden's first 6 rows
+ppl_check() {
+	python3 - "$2" "$TMP/seven.u32" <<'PYEOF' || return 1
+import math, struct, sys
+lines = open(sys.argv[1]).read().splitlines()
+ids = [int(v) for v in next(l for l in lines if l.startswith("tokens ")).split()[1:8]]
+open(sys.argv[2], "wb").write(struct.pack("<7I", *ids))
+PYEOF
+	"$QWENCHAT" perplexity -m "$1" -f "$TMP/seven.u32" --ctx 7 --json 2>&1 |
+		python3 -c '
+import json, math, sys
+golden, out = sys.argv[1], sys.stdin.read()
+lines = open(golden).read().splitlines()
+ids = [int(v) for v in next(l for l in lines if l.startswith("tokens ")).split()[1:8]]
+rows = [[float(v) for v in l.split()] for l in lines if l[:1] in "-0123456789"][:6]
+nll = 0.0
+for i, r in enumerate(rows):
+    m = max(r)
+    nll += m + math.log(sum(math.exp(v - m) for v in r)) - r[ids[i + 1]]
+nll /= 6
+try:
+    o = json.loads(out)
+except ValueError:
+    print(out.strip()[:300]); sys.exit(1)
+err = abs(o["nll"] - nll) / nll
+print("nll %.6f against %.6f, %.1e relative" % (o["nll"], nll, err))
+sys.exit(0 if o["tokens"] == 6 and err <= 1e-4 else 1)' "$2"
+}
+
 for t in q8_0 q6_k q5_k_m q4_k_m q4_0 q5_0 q4_1 q5_1 q3_k_m q2_k; do
 	g="$TOP_SRCDIR/tests/golden/logits-quant-$t.txt"
 	expect_exit 0 "quantize --type $t" "$QWENCHAT" quantize -m "$M" --type "$t" --out "$TMP/$t.gguf"
@@ -54,8 +86,15 @@ for t in q8_0 q6_k q5_k_m q4_k_m q4_0 q5_0 q4_1 q5_1 q3_k_m q2_k; do
 		--out "$TMP/f.bin" 2>"$TMP/err" || fail "$t fast logits: $(head -c 300 "$TMP/err")"
 	if r=$(compare "$TMP/f.bin" "$g" 12 3e-2); then pass "$t fast prefill: $r"
 	else fail "$t fast prefill: $r"; fi
-	echo "$ids" | cut -d' ' -f1-7 | "$QWENCHAT" logits -m "$TMP/$t.gguf" --out "$TMP/d.bin" \
-		2>"$TMP/err" || fail "$t logits (7): $(head -c 300 "$TMP/err")"
+	echo "$ids" | cut -d' ' -f1-7 | "$QWENCHAT" logits -m "$TMP/$t.gguf" --kv-f32 \
+		--out "$TMP/e.bin" 2>"$TMP/err" || fail "$t logits (7): $(head -c 300 "$TMP/err")"
+	if r=$(compare "$TMP/e.bin" "$g" 7 1e-5); then pass "$t exact, 7 tokens: $r"
+	else fail "$t exact, 7 tokens: $r"; fi
+	if r=$(ppl_check "$TMP/$t.gguf" "$g"); then pass "$t perplexity of 7 tokens: $r"
+	else fail "$t perplexity of 7 tokens: $r"; fi
+	echo "$ids" | cut -d' ' -f1-7 | QWENCHAT_CPU_BF16_PREFILL=1 "$QWENCHAT" logits \
+		-m "$TMP/$t.gguf" --out "$TMP/d.bin" 2>"$TMP/err" ||
+		fail "$t fast logits (7): $(head -c 300 "$TMP/err")"
 	if r=$(compare "$TMP/d.bin" "$g" 7 2e-2); then pass "$t decode kernels: $r"; else fail "$t decode kernels: $r"; fi
 	echo "$ids" | "$QWENCHAT" logits -m "$M" --quant "$t" --out "$TMP/q.bin" 2>"$TMP/err" ||
 		fail "$t --quant: $(head -c 300 "$TMP/err")"
@@ -79,8 +118,13 @@ for isa in c avx2 native; do
 		--out "$TMP/x.bin" 2>"$TMP/err" || fail "iq4_xs fast logits: $(head -c 300 "$TMP/err")"
 	if r=$(compare "$TMP/x.bin" "$g" 12 3e-2); then pass "iq4_xs fast prefill on $isa: $r"
 	else fail "iq4_xs fast prefill on $isa: $r"; fi
-	echo "$iq_ids" | cut -d' ' -f1-7 | env $e "$QWENCHAT" logits -m "$f" --out "$TMP/x.bin" \
-		2>"$TMP/err" || fail "iq4_xs logits (7): $(head -c 300 "$TMP/err")"
+	echo "$iq_ids" | cut -d' ' -f1-7 | env $e "$QWENCHAT" logits -m "$f" --kv-f32 \
+		--out "$TMP/x.bin" 2>"$TMP/err" || fail "iq4_xs logits (7): $(head -c 300 "$TMP/err")"
+	if r=$(compare "$TMP/x.bin" "$g" 7 1e-5); then pass "iq4_xs exact, 7 tokens, on $isa: $r"
+	else fail "iq4_xs exact, 7 tokens, on $isa: $r"; fi
+	echo "$iq_ids" | cut -d' ' -f1-7 | env $e QWENCHAT_CPU_BF16_PREFILL=1 "$QWENCHAT" logits \
+		-m "$f" --out "$TMP/x.bin" 2>"$TMP/err" ||
+		fail "iq4_xs fast logits (7): $(head -c 300 "$TMP/err")"
 	if r=$(compare "$TMP/x.bin" "$g" 7 2e-2); then pass "iq4_xs decode kernels on $isa: $r"
 	else fail "iq4_xs decode kernels on $isa: $r"; fi
 done
