@@ -126,54 +126,6 @@ char *fio_read_file(const char *path, size_t max_bytes, size_t *len)
 	return buf;
 }
 
-/* The file a write to path lands in: path itself, or when path is a symbolic link
- * (and the caller allows it) the file at the end of its chain of links, as editors
- * write through links. Malloc'd; NULL with err_set. */
-static char *write_target(const char *path, bool follow)
-{
-	char *cur = strdup(path);
-	for (int hops = 0; cur; hops++) {
-		struct stat st;
-		if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
-			return cur;
-		if (!follow) {
-			err_set("%s: is a symbolic link (refused: nothing here should be one)",
-				cur);
-			break;
-		}
-		if (hops == 40) {
-			err_set("%s: too many levels of symbolic links", path);
-			break;
-		}
-		char link[4096];
-		ssize_t n = readlink(cur, link, sizeof link - 1);
-		if (n < 0 || n == (ssize_t)sizeof link - 1) {
-			err_set("%s: cannot read the link: %s", cur,
-				n < 0 ? strerror(errno) : "too long");
-			break;
-		}
-		link[n] = '\0';
-		char *next;
-		const char *slash = strrchr(cur, '/');
-		if (link[0] == '/' || !slash) {
-			next = strdup(link);
-		} else {
-			size_t dl = (size_t)(slash - cur) + 1;
-			next = malloc(dl + (size_t)n + 1);
-			if (next) {
-				memcpy(next, cur, dl);
-				memcpy(next + dl, link, (size_t)n + 1);
-			}
-		}
-		free(cur);
-		cur = next;
-	}
-	if (!cur)
-		err_set("%s: out of memory", path);
-	free(cur);
-	return NULL;
-}
-
 /* Creates a new temporary file beside target, never following a link and never
  * reusing a name (O_CREAT|O_EXCL|O_NOFOLLOW on a random name): a link planted at a
  * predictable name cannot aim the write. The name goes into tmp (tmpsz bytes). */
@@ -214,13 +166,42 @@ int fio_write_fd(int fd, const void *data, size_t len)
 	return 0;
 }
 
+int fio_sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set("%s: cannot open: %s", dir, strerror(errno));
+	int rc = fsync(fd) == 0 || errno == EINVAL ? 0
+						   : err_set("%s: fsync: %s", dir, strerror(errno));
+	close(fd);
+	return rc;
+}
+
+/* Syncs the directory holding path, best effort: the file's contents are synced
+ * already, and the rename is in place for every reader whether or not this fails. */
+static void sync_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4200];
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path) >=
+		 (int)sizeof dir)
+		return;
+	(void)fio_sync_dir(dir);
+}
+
 /* Writes and renames with the signals that end a program held back, so that a
  * Ctrl-C, a SIGTERM or a closed terminal comes after the rename (or after the temp
  * file is removed), never between: no half-written temp file is left behind. */
 static int replace(const char *target, const void *data, size_t len, mode_t mode)
 {
+	/* lstat: a link at target is replaced by the new file, its target never written
+	 * (a link planted where a user saves must not aim the write), and the new file
+	 * takes `mode`, not the mode of whatever the link points to */
 	struct stat st;
-	bool exists = stat(target, &st) == 0;
+	bool link = lstat(target, &st) == 0 && S_ISLNK(st.st_mode);
+	bool exists = !link && lstat(target, &st) == 0;
 	if (exists && !S_ISREG(st.st_mode))
 		return err_set("%s: not a regular file (refused: only a file can be replaced)",
 			       target);
@@ -243,14 +224,17 @@ static int replace(const char *target, const void *data, size_t len, mode_t mode
 		rc = err_set("%s: cannot replace: %s", target, strerror(errno));
 	if (rc)
 		unlink(tmp);
+	else
+		sync_parent(target);
 	return rc;
 }
 
 int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags)
 {
-	char *target = write_target(path, !(flags & FIO_NO_LINKS));
-	if (!target)
-		return -1;
+	struct stat st;
+	if ((flags & FIO_NO_LINKS) && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+		return err_set("%s: is a symbolic link (refused: nothing here should be one)",
+			       path);
 	sigset_t hold, old;
 	sigemptyset(&hold);
 	sigaddset(&hold, SIGINT);
@@ -258,9 +242,8 @@ int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode
 	sigaddset(&hold, SIGHUP);
 	sigaddset(&hold, SIGQUIT);
 	pthread_sigmask(SIG_BLOCK, &hold, &old);
-	int rc = replace(target, data, len, mode);
+	int rc = replace(path, data, len, mode);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	free(target);
 	return rc;
 }
 

@@ -32,12 +32,16 @@ int fio_write_fd(int fd, const void *data, size_t len);
 /* Replaces path's contents so that a reader sees the old file or the new one, never
  * a partial one: the data goes into a new temporary file beside it (a random name
  * created with O_EXCL|O_NOFOLLOW, so no planted link can aim the write), is synced,
- * then renamed over path. When path is a symbolic link, the file it points to is
- * written, as editors do (FIO_NO_LINKS: refused). Anything but a regular file at the
- * target is refused. An existing file keeps its mode; a new one gets `mode` (less
+ * then renamed over path. A symbolic link at path is replaced by the new file, never
+ * written through (FIO_NO_LINKS: refused). Anything else but a regular file at path
+ * is refused. An existing file keeps its mode; a new one gets `mode` (less
  * the umask). Signals that end the program wait until the file is in place or the
  * temporary file is gone. 0 or -1 (err_set). */
 int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags);
+
+/* fsync of a directory, so that the renames into it survive a power loss: 0, or -1
+ * with err_set naming dir. */
+int fio_sync_dir(const char *dir);
 
 /* Takes an exclusive lock (flock) on PATH.lock, created 0600 and never through a
  * link, without waiting. Returns the descriptor that holds the lock (close it to

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- options ---------------------------------------------------------------------- */
 
@@ -481,7 +482,7 @@ int cmd_train(int argc, char **argv)
 {
 	struct args a = {0};
 	struct tstate st = {0};
-	int ac, rc;
+	int ac, rc, lock = -1;
 	char **av = expand_lists(argc, argv, &ac), *state_path = NULL;
 	if (!av || tstate_opts_default(&a.o)) {
 		free(av);
@@ -493,14 +494,15 @@ int cmd_train(int argc, char **argv)
 	if (rc) {
 		rc = rc == CLI_DONE ? EXIT_OK : rc;
 	} else if (a.resume) {
-		if (read_state(a.resume, &st, &state_path)) {
+		if ((lock = loop_lock_dir(a.resume, false)) < 0 ||
+		    read_state(a.resume, &st, &state_path)) {
 			cli_error("%s", err_msg());
 			rc = EXIT_RUNTIME;
 		} else if (!(rc = merge_resume(&a, &st, state_path))) {
 			rc = run(&st, a.resume, true, !a.no_panel);
 		}
 	} else if (!(rc = check_new(&a))) {
-		if (loop_check_new_dir(a.out)) {
+		if ((lock = loop_lock_dir(a.out, true)) < 0 || loop_check_new_dir(a.out)) {
 			cli_error("%s", err_msg());
 			rc = EXIT_RUNTIME;
 		} else {
@@ -509,6 +511,8 @@ int cmd_train(int argc, char **argv)
 			rc = run(&st, a.out, false, !a.no_panel);
 		}
 	}
+	if (lock >= 0)
+		close(lock);
 	tstate_opts_free(&st.o);
 	tstate_opts_free(&a.o);
 	free(state_path);

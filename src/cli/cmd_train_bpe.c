@@ -204,13 +204,14 @@ static int parse_args(int argc, char **argv, struct args *a, int *first)
 	return 0;
 }
 
+/* DIR and its missing parents, private (0700) as the files in it are. */
 static int make_dir(const char *dir)
 {
 	if (fio_is_dir(dir))
 		return 0;
-	if (mkdir(dir, 0777) < 0)
-		return err_set("%s: %s", dir, strerror(errno));
-	return 0;
+	if (fio_exists(dir))
+		return err_set("%s: not a directory (--out names the tokenizer's directory)", dir);
+	return fio_mkdirs(dir, 0700);
 }
 
 /* DIR/tokenizer_config.json for the tokenizer just written: Qwen3's fields and chat

@@ -3,7 +3,9 @@
 #include "src/cli/commands.h"
 #include "src/cli/sigbus.h"
 
+#include <errno.h>
 #include <locale.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,10 +49,8 @@ static const struct {
 	{"quantize", cmd_quantize},   {"perplexity", cmd_perplexity}, {"train", cmd_train},
 };
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
-	sigbus_guard();
-	setlocale(LC_ALL, "");
 	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		fputs(usage, stdout);
 		return EXIT_OK;
@@ -67,4 +67,21 @@ int main(int argc, char **argv)
 			return commands[i].run(argc - 1, argv + 1);
 	cli_error("unknown command '%s' (try 'qwenchat --help')", argv[1]);
 	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	sigbus_guard();
+	setlocale(LC_ALL, "");
+	/* past a file-size limit (ulimit -f) a write fails with EFBIG, which every
+	 * writer reports and cleans up after as for a full disk, instead of the signal
+	 * ending the program with its temporary file left behind */
+	signal(SIGXFSZ, SIG_IGN);
+	int rc = dispatch(argc, argv);
+	/* output that never reached stdout (a full disk, /dev/full) is a failure */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_error("standard output: write failed: %s", strerror(errno ? errno : EIO));
+		return EXIT_RUNTIME;
+	}
+	return rc;
 }

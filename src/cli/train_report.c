@@ -384,9 +384,6 @@ const volatile sig_atomic_t *train_catch_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	/* past a file-size limit (ulimit -f) a write fails with EFBIG and the save reports
-	 * it, as for a full disk, instead of the signal ending the program */
-	signal(SIGXFSZ, SIG_IGN);
 	/* a shell without job control has Ctrl-Z ignored: so it stays */
 	if (g_report && g_report->area && sigaction(SIGTSTP, NULL, &old) == 0 &&
 	    old.sa_handler == SIG_DFL)

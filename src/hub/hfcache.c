@@ -115,19 +115,19 @@ char *hfc_repo_dir(const char *root, const char *repo_id)
 	return s;
 }
 
-static int is_commit(const char *s)
+bool hfc_is_commit(const char *s)
 {
 	if (strlen(s) != 40)
-		return 0;
+		return false;
 	for (; *s; s++)
 		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-			return 0;
-	return 1;
+			return false;
+	return true;
 }
 
 char *hfc_read_ref(const char *repo_dir, const char *rev)
 {
-	if (is_commit(rev))
+	if (hfc_is_commit(rev))
 		return strdup(rev);
 	char *path = cat(repo_dir, "/refs/", rev);
 	size_t len;
@@ -138,7 +138,7 @@ char *hfc_read_ref(const char *repo_dir, const char *rev)
 		return NULL;
 	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' ' || s[len - 1] == '\r'))
 		s[--len] = '\0';
-	if (!is_commit(s)) {
+	if (!hfc_is_commit(s)) {
 		free(s);
 		return NULL;
 	}
@@ -169,6 +169,10 @@ int hfc_write_ref(const char *repo_dir, const char *rev, const char *commit)
 
 char *hfc_snapshot(const char *repo_dir, const char *commit)
 {
+	if (!hfc_is_commit(commit)) { /* a path made of it stays inside the cache */
+		err_set("%s: '%.64s' is not a commit", repo_dir, commit);
+		return NULL;
+	}
 	return cat(repo_dir, "/snapshots/", commit);
 }
 
@@ -189,7 +193,8 @@ int hfc_link(const char *repo_dir, const char *commit, const char *file, const c
 	char *tmp = path ? malloc(strlen(path) + 32) : NULL;
 	int rc = -1;
 	if (!tmp) {
-		err_set("out of memory");
+		if (snap) /* else hfc_snapshot said why */
+			err_set("out of memory");
 	} else if (fio_mkdirs(dir, 0755) == 0) {
 		sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
 		unlink(tmp);
@@ -210,7 +215,7 @@ int hfc_link(const char *repo_dir, const char *commit, const char *file, const c
 static char *absent_path(const char *repo_dir, const char *commit, const char *file)
 {
 	size_t n = strlen(repo_dir) + strlen(commit) + strlen(file) + 16;
-	char *s = malloc(n);
+	char *s = hfc_is_commit(commit) ? malloc(n) : NULL;
 	if (s)
 		snprintf(s, n, "%s/.no_exist/%s/%s", repo_dir, commit, file);
 	return s;

@@ -21,6 +21,10 @@ char *hfc_root(const struct hub_env *env);
 /* ROOT/models--Org--Name (malloc'd). */
 char *hfc_repo_dir(const char *root, const char *repo_id);
 
+/* Whether s is a commit id: 40 lowercase hex digits (what the cache's paths are
+ * made of, so nothing else may name a snapshot). */
+bool hfc_is_commit(const char *s);
+
 /* The commit a revision names: REV itself when it is a 40-hex commit, else the
  * content of refs/REV when that is a commit. Malloc'd; NULL when unknown (no err). */
 char *hfc_read_ref(const char *repo_dir, const char *rev);

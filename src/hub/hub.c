@@ -290,13 +290,8 @@ static int fetch_blob(struct fetch *f, const char *url, const char *file, const 
 	}
 	if (rc == 0 && rename(part, blob))
 		rc = err_set("%s: cannot rename to %s: %s", part, blob, strerror(errno));
-	if (rc == 0) {
-		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0) {
-			fsync(fd);
-			close(fd);
-		}
-	}
+	if (rc == 0)
+		(void)fio_sync_dir(dir); /* best effort: the blob is whole either way */
 	free(dir);
 	free(part);
 	return rc;
@@ -405,7 +400,7 @@ static int fetch_gguf(struct fetch *f, const char *tag)
 	char **names = calloc(json_array_size(sib) + 1, sizeof *names);
 	const char **pick = NULL;
 	size_t i;
-	if (!sha || strlen(sha) != 40 || !json_is_array(sib) || !names) {
+	if (!sha || !hfc_is_commit(sha) || !json_is_array(sib) || !names) {
 		err_set("%s: the Hub's file list is not {\"sha\", \"siblings\"}", f->repo_id);
 		goto out;
 	}

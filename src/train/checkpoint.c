@@ -276,14 +276,16 @@ static int remove_tmp(const char *tmp)
 	return 0;
 }
 
-static int sync_dir(const char *path)
+/* A name write_mark gives a new file inside the transaction's directory: "f" and
+ * digits, so that the source of a rename cannot leave that directory. */
+static bool temp_name_ok(const char *name)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return err_set("%s: cannot open: %s", path, strerror(errno));
-	int rc = fsync(fd) == 0 || errno == EINVAL ? 0 : err_set("%s: fsync: %s", path, strerror(errno));
-	close(fd);
-	return rc;
+	if (name[0] != 'f' || !name[1])
+		return false;
+	for (const char *p = name + 1; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
 }
 
 /* Renames every file the mark lists into place (those already moved are missing from
@@ -305,20 +307,25 @@ static int apply_mark(const char *dir, const char *tmp, const char *mark)
 		buf[len] = '\0';
 		buf[sp - line] = '\0';
 		const char *rel = buf + (sp - line) + 1;
-		if (!rel_ok(rel) || strncmp(buf, "f", 1)) {
-			rc = err_set("%s/%s: '%s' is not a checkpoint file", tmp, TXN_MARK, rel);
+		if (!rel_ok(rel) || !temp_name_ok(buf)) {
+			rc = err_set("%s/%s: '%s %s' is not a checkpoint file", tmp, TXN_MARK, buf,
+				     rel);
 			break;
 		}
 		snprintf(src, sizeof src, "%s/%s", tmp, buf);
 		snprintf(dst, sizeof dst, "%s/%s", dir, rel);
-		if (!strncmp(rel, "train-state/", 12) && fio_mkdirs(state, 0700))
+		struct stat st;
+		if (lstat(src, &st) == 0 && !S_ISREG(st.st_mode))
+			rc = err_set("%s: not a regular file (refused: a checkpoint file is one)",
+				     src);
+		else if (!strncmp(rel, "train-state/", 12) && fio_mkdirs(state, 0700))
 			rc = -1;
 		else if (rename(src, dst) != 0 && errno != ENOENT)
 			rc = err_set("%s: cannot put the new checkpoint file in place: %s", dst,
 				     strerror(errno));
 		line += len + (nl ? 1 : 0);
 	}
-	if (rc == 0 && (sync_dir(dir) || (fio_is_dir(state) && sync_dir(state))))
+	if (rc == 0 && (fio_sync_dir(dir) || (fio_is_dir(state) && fio_sync_dir(state))))
 		rc = -1;
 	free(state);
 	return rc == 0 ? remove_tmp(tmp) : rc;

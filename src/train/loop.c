@@ -55,6 +55,28 @@ static void notice(const struct run *u, const char *fmt, ...)
 
 /* ---- the directory ------------------------------------------------------------------ */
 
+#define LOCK_NAME ".train" /* fio_try_lock adds ".lock" */
+
+int loop_lock_dir(const char *dir, bool create)
+{
+	struct stat st;
+	if (lstat(dir, &st) != 0) {
+		if (errno != ENOENT || !create)
+			return err_set("%s: %s", dir, strerror(errno));
+		if (fio_mkdirs(dir, 0700))
+			return -1;
+	} else if (!S_ISDIR(st.st_mode)) {
+		return err_set("%s: exists and is not a directory", dir);
+	}
+	char *path = fio_join(dir, LOCK_NAME);
+	int fd = path ? fio_try_lock(path) : err_set("out of memory");
+	free(path);
+	if (fd == FIO_LOCKED)
+		return err_set("%s: another 'qwenchat train' is using it (it holds %s/%s.lock)",
+			       dir, dir, LOCK_NAME);
+	return fd;
+}
+
 int loop_check_new_dir(const char *dir)
 {
 	struct stat st;
@@ -88,7 +110,8 @@ int loop_check_new_dir(const char *dir)
 		return err_set("%s: cannot read: %s", dir, strerror(errno));
 	struct dirent *e;
 	const char *other = NULL;
-	static const char *const ours[] = {".", "..", "train-state", "train-log.jsonl", "loss.svg"};
+	static const char *const ours[] = {
+		".", "..", "train-state", "train-log.jsonl", "loss.svg", LOCK_NAME ".lock"};
 	while (!other && (e = readdir(d))) {
 		bool known = false;
 		for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)

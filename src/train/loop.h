@@ -89,4 +89,10 @@ int loop_run(const char *dir, struct tstate *st, bool resume, struct loop_model 
  * a run at step N". 0 or -1 (err_set). */
 int loop_check_new_dir(const char *dir);
 
+/* One run at a time in dir: an exclusive lock on dir/.train.lock, held until the
+ * returned descriptor is closed (the process ends). dir is created (0700) when
+ * missing and create is set. The descriptor, or -1 with err_set (also when another
+ * process holds the lock: "another qwenchat train is using it"). */
+int loop_lock_dir(const char *dir, bool create);
+
 #endif

@@ -3,7 +3,8 @@
 # a model file should be (each refused at once with one line naming it, where an
 # open() would wait forever), JSON files far larger or more nested than they can
 # legitimately be (refused before they are parsed), and an ollama store whose
-# manifest or blob is wrong.
+# manifest or blob is wrong; and writes that cannot finish (a file-size limit, a full
+# standard output) or that a planted link would aim.
 . "$TOP_SRCDIR/tests/lib.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 need_tokenizer
@@ -107,4 +108,23 @@ refused "'$QWENCHAT' template -m '$M' --messages '$TMP/huge.json'" huge.json "a 
 mkdir -p "$XDG_STATE_HOME/qwenchat"
 echo "$TMP/nested.json" >"$XDG_STATE_HOME/qwenchat/last-session"
 refused "echo hi | '$QWENCHAT' chat -m '$M' --resume -n 1" nested.json "--resume of a million values"
+
+# ---- writes that cannot finish, and links where a file goes ------------------------------
+mkdir -p "$TMP/w"
+echo 1 2 3 >"$TMP/ids"
+refused "ulimit -f 100; '$QWENCHAT' logits -m '$M' --out '$TMP/w/l.bin' <'$TMP/ids'" l.bin \
+	"logits past a file-size limit"
+grep -q "File too large" "$TMP/err" && [ -z "$(ls -A "$TMP/w")" ] &&
+	pass "a file-size limit is an error like a full disk, no temporary file left" ||
+	fail "file-size limit: $(cat "$TMP/err"), left: $(ls -A "$TMP/w")"
+refused "'$QWENCHAT' quantize -m '$M' --type q8_0 --out /dev/full" full "quantize to /dev/full"
+expect_exit 1 "--help into a full standard output" sh -c "'$QWENCHAT' --help >/dev/full"
+expect_err_has "standard output: write failed" "a full standard output is said"
+echo keep >"$TMP/w/victim"
+ln -s victim "$TMP/w/out.bin"
+expect_exit 0 "logits --out at a link" sh -c "'$QWENCHAT' logits -m '$M' --out '$TMP/w/out.bin' <'$TMP/ids'"
+[ "$(cat "$TMP/w/victim")" = keep ] && [ -f "$TMP/w/out.bin" ] && [ ! -L "$TMP/w/out.bin" ] &&
+	[ "$(stat -c %a "$TMP/w/out.bin")" = 600 ] &&
+	pass "the link is replaced by a private file, its target untouched" ||
+	fail "a link at --out: victim '$(cat "$TMP/w/victim")', $(ls -l "$TMP/w")"
 finish

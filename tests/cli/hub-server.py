@@ -11,6 +11,7 @@ Range requests, and fault modes read from STATE/mode on every request:
   corrupt    /cdn bodies have one byte changed
   auth       401 unless "Authorization: Bearer secret-token"
   bad-etag, bad-commit   small files get a path-like ETag / X-Repo-Commit
+  bad-sha    the file list's "sha" is a path of 40 characters, not a commit
   head-503-once  the next HEAD of a file answers 503 with Retry-After: 1
   get-429-once   the next /cdn GET answers 429 with Retry-After: 1
   short-once     the next /cdn body is close-delimited (no Content-Length) and ends
@@ -159,6 +160,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         for dirpath, _, names in os.walk(repo):
             for n in names:
                 files.append(os.path.relpath(os.path.join(dirpath, n), repo))
+        if "bad-sha" in self.hub.mode():
+            commit = "../../../escaped".ljust(40, "x")
         body = json.dumps({"id": "%s/%s" % (org, name), "sha": commit,
                            "siblings": [{"rfilename": f} for f in sorted(files)]}).encode()
         return self.reply(200, {"Content-Type": "application/json"}, body, send_body)

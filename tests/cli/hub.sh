@@ -356,6 +356,14 @@ grep -q '^test/Tiny-GGUF:BF16 .* GGUF BF16 .*complete  Tiny-Q4_K_M.gguf$' "$TMP/
 	grep -q 'complete  Tiny-Q8_0-00001-of-00002.gguf$' "$TMP/out" &&
 	pass "list shows the GGUF files with type and size" || fail "list: $(cat "$TMP/out")"
 check_cache "$HF_HUB_CACHE" "GGUF downloads"
+# the file list's commit names the snapshot's folder: a path there is refused
+mode bad-sha
+expect_exit 1 "a file list whose sha is a path" env HF_HUB_CACHE="$TMP/cache-sha/hub" \
+	"$QWENCHAT" pull test/Tiny-GGUF:Q4_K_S
+err_has "the Hub's file list is not" "a path as the commit: clear error"
+[ -z "$(find "$TMP" -name 'escaped*' 2>/dev/null)" ] && pass "nothing made outside the cache" ||
+	fail "made outside the cache: $(find "$TMP" -name 'escaped*')"
+mode normal
 # ollama's store: the manifest's model layer names the blob
 O="$TMP/ollama"
 blob=$(sha256sum "$GR/Tiny-Q4_K_M.gguf" | cut -d' ' -f1)

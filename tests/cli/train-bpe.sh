@@ -89,6 +89,10 @@ check files 700 "<|endoftext|>" "$TMP/prose.txt" "$TMP/second.txt" "$TMP/unicode
 check exhaust 5000 "" "$TMP/ties.txt"
 bad=$(find "$TMP/out-prose-1" -type f ! -perm 0600)
 [ -z "$bad" ] && pass "the tokenizer's files are private (0600)" || fail "not 0600: $bad"
+(umask 000 && "$QWENCHAT" train-bpe -q --vocab-size 300 --out "$TMP/new/tok" "$TMP/prose.txt") &&
+	[ "$(stat -c %a "$TMP/new" "$TMP/new/tok" | tr '\n' ' ')" = "700 700 " ] &&
+	pass "the directories it makes are private (0700), whatever the umask" ||
+	fail "train-bpe's directories: $(stat -c '%n %a' "$TMP/new" "$TMP/new/tok" 2>&1)"
 
 # Ids: bytes, merges, then the specials in the order given, as added tokens.
 python3 - "$TMP/out-special-1" <<'EOF' && pass "ids: 256 bytes, merges, specials last" || fail "ids layout"

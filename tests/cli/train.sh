@@ -364,6 +364,20 @@ rm -f "$L/loss.svg" && ln -s "$TMP/victim" "$L/loss.svg"
 rm -f "$L/train-log.jsonl" && ln -s "$TMP/victim" "$L/train-log.jsonl"
 usage 1 "a link at train-log.jsonl is refused" "train-log.jsonl: is a symbolic link" --resume "$L" --steps 3
 [ "$(cat "$TMP/victim")" = keep ] || fail "the log was written through a link"
+rm -f "$L/train-log.jsonl"
+
+# ---- one run at a time in a directory ---------------------------------------------------
+flock -o "$L/.train.lock" sleep 30 & # -o: the lock is flock's alone, gone with it
+held=$!
+sleep 0.5
+usage 1 "--resume of a directory another run holds" "another 'qwenchat train' is using it" \
+	--resume "$L" --steps 3
+pkill -P $held sleep 2>/dev/null
+kill $held 2>/dev/null
+wait $held 2>/dev/null
+"$QWENCHAT" train --resume "$L" --steps 3 2>"$TMP/err" &&
+	pass "once the other run is gone, --resume goes on" ||
+	fail "--resume after the lock: $(tail -n 2 "$TMP/err")"
 
 # ---- from a model's weights ---------------------------------------------------------------------
 M="$TMP/mk"

@@ -333,6 +333,30 @@ static void test_recover(void **state)
 	assert_int_equal(fio_write_atomic(p, mark, strlen(mark), 0600, 0), 0);
 	assert_int_equal(ckpt_recover(dir), -1);
 	assert_non_null(strstr(err_msg(), "../outside"));
+
+	/* and so is one whose source leaves the transaction's directory: the file
+	 * outside stays where it is, the checkpoint as it was */
+	char victim[600];
+	snprintf(victim, sizeof victim, "%s/victim", tmpdir);
+	assert_int_equal(fio_write_atomic(victim, "secret", 6, 0600, 0), 0);
+	snprintf(p, sizeof p, "%s/.checkpoint.new/f", dir);
+	mkdir(p, 0700);
+	snprintf(p, sizeof p, "%s/.checkpoint.new/COMPLETE", dir);
+	mark = "f/../../../victim model.safetensors\n";
+	assert_int_equal(fio_write_atomic(p, mark, strlen(mark), 0600, 0), 0);
+	assert_int_equal(ckpt_recover(dir), -1);
+	assert_non_null(strstr(err_msg(), "is not a checkpoint file"));
+	assert_int_equal(stat(victim, &st), 0);
+	a = slurp(dir, "model.safetensors");
+	assert_string_equal(a, "old");
+	free(a);
+	/* a link as a source is refused too */
+	mark = "f7 model.safetensors\n";
+	assert_int_equal(fio_write_atomic(p, mark, strlen(mark), 0600, 0), 0);
+	snprintf(p, sizeof p, "%s/.checkpoint.new/f7", dir);
+	assert_int_equal(symlink(victim, p), 0);
+	assert_int_equal(ckpt_recover(dir), -1);
+	assert_non_null(strstr(err_msg(), "not a regular file"));
 	snprintf(p, sizeof p, "rm -rf '%s/.checkpoint.new'", dir);
 	assert_int_equal(system(p), 0);
 }
