@@ -390,10 +390,8 @@ int ui_plain(struct app *a)
 	if (hist)
 		in_history_load(hist);
 	int rc = plain_main(a, rl_reader);
-	if (hist) {
-		write_history(hist);
-		history_truncate_file(hist, 1000);
-	}
+	if (hist)
+		in_history_save(hist);
 	free(hist);
 	return rc;
 }

@@ -80,8 +80,12 @@ void ui_set_debug(struct ui *u, int mode);
 void in_init(struct ui *u);
 void in_done(struct ui *u);
 /* Reads the input history file (multi-line entries kept whole; an older file with a
- * line per entry is converted), creating it when missing. */
+ * line per entry is converted); anything but a regular file there is not read. */
 void in_history_load(const char *path);
+/* Replaces the history file by the last 1,000 entries (fio_write_atomic: 0600, never
+ * through a link; readline's own writers follow one, and write_history's temporary
+ * file has a predictable name). */
+void in_history_save(const char *path);
 /* Readline completion of slash commands (also for the plain mode). */
 void in_completion(void);
 /* Decodes u->kb; flush: the bytes so far are all there is (a lone Esc is Esc). */

@@ -55,14 +55,13 @@ static int new_session(struct app *a)
 
 static int resume_last(struct app *a, void (*notice)(const char *))
 {
-	char *lf = last_file(a), *path = lf ? fio_read_all(lf, 4096, NULL) : NULL;
+	char *path = app_last_session(a->state_dir);
 	if (!path) {
-		err_prefix("--resume: no previous session");
+		char *lf = last_file(a);
+		err_prefix(lf && !fio_exists(lf) ? "--resume: no previous session" : "--resume");
 		free(lf);
 		return -1;
 	}
-	free(lf);
-	path[strcspn(path, "\n")] = 0;
 	struct chat *c = chat_load(path);
 	if (!c) {
 		err_prefix("--resume");

@@ -99,6 +99,11 @@ struct app_attention {
 
 struct app;
 
+/* The conversation file the last session in state_dir wrote (its path, malloc'd,
+ * from state_dir/last-session). NULL with err_set when there is none, or when
+ * last-session or the file it names is not a regular file (a FIFO would block). */
+char *app_last_session(const char *state_dir);
+
 /* The server the last conversation in state_dir was held on (malloc'd), or NULL (none,
  * or held on the local engine): --resume goes back to it. */
 char *app_resume_url(const char *state_dir);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "src/base/err.h"
 #include "src/base/fileio.h"
@@ -150,14 +151,28 @@ static int parse(const char *meta, struct app_held *h)
 	return rc;
 }
 
-char *app_resume_url(const char *state_dir)
+char *app_last_session(const char *state_dir)
 {
 	char *lf = fio_join(state_dir, "last-session");
-	char *path = lf ? fio_read_all(lf, 4096, NULL) : NULL;
+	char *path = lf ? fio_read_file(lf, 4096, NULL) : NULL;
 	free(lf);
 	if (!path)
 		return NULL;
 	path[strcspn(path, "\n")] = 0;
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		err_set("%s: not a regular file (refused: a conversation is one)", path);
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+char *app_resume_url(const char *state_dir)
+{
+	char *path = app_last_session(state_dir);
+	if (!path)
+		return NULL;
 	struct chat *c = chat_load(path);
 	free(path);
 	struct app_held h = {0};

@@ -14,7 +14,9 @@ enum tmpl_variant tmpl_detect(const char *t, const char **warning)
 		*warning = NULL;
 	if (!t) {
 		if (warning)
-			*warning = "no chat_template in tokenizer_config.json; using plain ChatML";
+			*warning = "the model has no chat template (tokenizer_config.json's "
+				   "chat_template, a GGUF's tokenizer.chat_template); using plain "
+				   "ChatML";
 		return TMPL_CHATML;
 	}
 	/* Markers are jinja source text, so "\n" inside a string literal is a backslash and an n. */

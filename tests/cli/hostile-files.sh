@@ -108,6 +108,11 @@ refused "'$QWENCHAT' template -m '$M' --messages '$TMP/huge.json'" huge.json "a 
 mkdir -p "$XDG_STATE_HOME/qwenchat"
 echo "$TMP/nested.json" >"$XDG_STATE_HOME/qwenchat/last-session"
 refused "echo hi | '$QWENCHAT' chat -m '$M' --resume -n 1" nested.json "--resume of a million values"
+mkfifo "$TMP/conv.fifo"
+echo "$TMP/conv.fifo" >"$XDG_STATE_HOME/qwenchat/last-session"
+refused "echo hi | '$QWENCHAT' chat -m '$M' --resume -n 1" conv.fifo "--resume of a FIFO"
+rm "$XDG_STATE_HOME/qwenchat/last-session" && mkfifo "$XDG_STATE_HOME/qwenchat/last-session"
+refused "echo hi | '$QWENCHAT' chat -m '$M' --resume -n 1" last-session "a FIFO as last-session"
 
 # ---- writes that cannot finish, and links where a file goes ------------------------------
 mkdir -p "$TMP/w"

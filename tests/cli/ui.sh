@@ -438,4 +438,25 @@ screen | grep -q "$(printf '\342\224\202')" && fail "box drawing under LANG=C" |
 shot "LANG=C"
 T send-keys -t ui C-d
 check_screen 'EXITED 0' "quits"
+
+# 13. The history file: a link planted there is replaced, never written through; a FIFO
+# there is not opened (it would block the start).
+H="$TMP/state/qwenchat/history"
+echo keep >"$TMP/victim"
+rm -f "$H" && ln -s "$TMP/victim" "$H"
+restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 4; echo EXITED \$?; sleep 600"
+check_screen 'Type a message' "starts with a link at the history file"
+T send-keys -t ui 'linked history' Enter
+check_screen '^Enter send \|' "answers"
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "quits"
+[ "$(cat "$TMP/victim")" = keep ] && [ -f "$H" ] && [ ! -L "$H" ] && grep -q 'linked history' "$H" &&
+	[ "$(stat -c %a "$H")" = 600 ] && pass "the link is replaced by a private history file" ||
+	fail "history at a link: victim '$(cat "$TMP/victim")', $(ls -l "$H")"
+rm -f "$H" && mkfifo "$H"
+restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 4 --plain; echo EXITED \$?; sleep 600"
+check_screen '^> *$' "--plain starts with a FIFO at the history file"
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "quits"
+rm -f "$H"
 finish
