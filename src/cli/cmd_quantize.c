@@ -92,6 +92,42 @@ static void progress(size_t done, size_t total)
 		fputc('\n', stderr);
 }
 
+/* Removes the temporary files (OUT.tmp.PID.XXXXXX, as create_temp names them) that
+ * a quantize killed outright (SIGKILL, the OOM killer) left beside out: each as large
+ * as a model. Only regular files of this user whose PID no longer runs. */
+static void remove_stale_temps(const char *out)
+{
+	const char *slash = strrchr(out, '/');
+	char dir[4200];
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) + (slash == out) : 1,
+		 slash ? out : ".");
+	const char *base = slash ? slash + 1 : out;
+	size_t bl = strlen(base);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));) {
+		const char *n = e->d_name;
+		char *end;
+		if (strncmp(n, base, bl) || strncmp(n + bl, ".tmp.", 5))
+			continue;
+		long pid = strtol(n + bl + 5, &end, 10);
+		struct stat st;
+		if (end == n + bl + 5 || pid <= 0 || *end != '.' || strlen(end + 1) != 6 ||
+		    fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+		    st.st_uid != getuid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (unlinkat(dirfd(d), n, 0) == 0) {
+			char msg[4600], size[32];
+			snprintf(msg, sizeof msg,
+				 "removed %s/%s (%s), left by a quantize that was killed", dir, n,
+				 units_bytes((double)st.st_size, size, sizeof size));
+			cli_notice(msg);
+		}
+	}
+	closedir(d);
+}
+
 /* A new file beside `out` (O_EXCL: never an existing file or link), private: mode 0600. */
 static int create_temp(const char *out, char **tmp)
 {
@@ -122,6 +158,7 @@ static int write_model(const struct eng_model *m, enum eng_ftype f, const struct
 		       const char *out)
 {
 	char *tmp = NULL;
+	remove_stale_temps(out);
 	catch_signals(on_signal); /* before the file exists: no moment leaves it behind */
 	int fd = create_temp(out, &tmp), rc = -1;
 	if (fd >= 0 && eng_model_write_gguf(m, f, o, fd, out, progress, &g_cancel) == 0) {

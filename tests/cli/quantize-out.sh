@@ -76,4 +76,17 @@ for sig in INT TERM HUP; do
 	[ ! -e "$TMP/sig.gguf" ] && [ -z "$(leftovers)" ] &&
 		pass "SIG$sig: no file and no temporary left" || fail "SIG$sig left: $(leftovers)"
 done
+# SIGKILL leaves its temporary file: the next quantize to that name removes it, says so
+"$QWENCHAT" quantize -m "$B" --type q4_k_m --out "$TMP/sig.gguf" 2>"$TMP/err" &
+pid=$!
+i=0
+while [ -z "$(leftovers)" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
+kill -KILL $pid
+wait $pid
+left=$(leftovers)
+[ -n "$left" ] || fail "SIGKILL left no temporary file (the check below means nothing)"
+expect_exit 0 "quantize after a killed one" "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$TMP/sig.gguf"
+[ -z "$(leftovers)" ] && grep -q "removed .*sig.gguf.tmp.$pid.* left by a quantize that was killed" "$TMP/err" &&
+	pass "the killed run's temporary file is removed, and said so" ||
+	fail "after SIGKILL: left $(leftovers), stderr $(cat "$TMP/err")"
 finish
