@@ -232,6 +232,73 @@ static int write_chat_config(const char *dir)
 	return rc;
 }
 
+/* The files of a tokenizer, in the order they are put in place: tokenizer.json, the
+ * one every loader reads, last. */
+static const char *const out_files[] = {"vocab.json", "merges.txt", "tokenizer_config.json",
+					"tokenizer.json"};
+#define STAGE ".train-bpe.new"
+
+/* Removes DIR/STAGE and the files of ours in it (what a run cut short left); a link
+ * or anything but a directory there is refused. */
+static int clear_stage(const char *stage)
+{
+	struct stat st;
+	if (lstat(stage, &st) != 0)
+		return errno == ENOENT ? 0 : err_set("%s: %s", stage, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return err_set("%s: not a directory (refused: train-bpe writes its files there)",
+			       stage);
+	for (size_t i = 0; i < sizeof out_files / sizeof out_files[0]; i++) {
+		char *p = fio_join(stage, out_files[i]);
+		if (p)
+			unlink(p);
+		free(p);
+	}
+	return rmdir(stage) == 0 ? 0 : err_set("%s: cannot remove: %s", stage, strerror(errno));
+}
+
+/* Writes the tokenizer's files into DIR/STAGE, then renames them into DIR together:
+ * an error or a full disk while writing leaves DIR's previous tokenizer whole, never
+ * a new tokenizer.json beside an old vocab.json and merges.txt. */
+static int write_tokenizer(const struct args *a, const struct bpe_model *m)
+{
+	for (size_t i = 0; i < sizeof out_files / sizeof out_files[0]; i++) {
+		char *to = fio_join(a->out, out_files[i]);
+		struct stat st;
+		bool other =
+			to && lstat(to, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode);
+		if (other)
+			err_set("%s: not a regular file (refused: only a file is replaced)", to);
+		free(to);
+		if (other)
+			return -1;
+	}
+	char *stage = fio_join(a->out, STAGE);
+	if (!stage)
+		return err_set("out of memory");
+	int rc = clear_stage(stage);
+	if (rc == 0 && mkdir(stage, 0700) != 0)
+		rc = err_set("%s: cannot create: %s", stage, strerror(errno));
+	if (rc == 0 && (bpe_write(m, a->specials, a->special, a->n_specials, stage) < 0 ||
+			(a->chat && write_chat_config(stage) < 0)))
+		rc = -1;
+	for (size_t i = 0; rc == 0 && i < sizeof out_files / sizeof out_files[0]; i++) {
+		char *from = fio_join(stage, out_files[i]), *to = fio_join(a->out, out_files[i]);
+		struct stat st;
+		if (!from || !to)
+			rc = err_set("out of memory");
+		else if (lstat(from, &st) == 0 && rename(from, to) != 0)
+			rc = err_set("%s: cannot put in place: %s", to, strerror(errno));
+		free(from);
+		free(to);
+	}
+	if (rc == 0)
+		(void)fio_sync_dir(a->out);
+	int cleared = clear_stage(stage);
+	free(stage);
+	return rc ? rc : cleared;
+}
+
 int cmd_train_bpe(int argc, char **argv)
 {
 	struct args a = {0};
@@ -277,8 +344,7 @@ int cmd_train_bpe(int argc, char **argv)
 	if (!m)
 		goto out;
 	double t2 = clock_now();
-	if (bpe_write(m, a.specials, a.special, a.n_specials, a.out) < 0 ||
-	    (a.chat && write_chat_config(a.out) < 0))
+	if (write_tokenizer(&a, m) < 0)
 		goto out;
 	rc = EXIT_OK;
 	if (!a.quiet) {

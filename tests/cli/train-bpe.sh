@@ -93,6 +93,32 @@ bad=$(find "$TMP/out-prose-1" -type f ! -perm 0600)
 	[ "$(stat -c %a "$TMP/new" "$TMP/new/tok" | tr '\n' ' ')" = "700 700 " ] &&
 	pass "the directories it makes are private (0700), whatever the umask" ||
 	fail "train-bpe's directories: $(stat -c '%n %a' "$TMP/new" "$TMP/new/tok" 2>&1)"
+# a full disk mid-write (a small tmpfs, where this may mount one): room for the new
+# tokenizer.json and half its vocab.json. The previous tokenizer stays whole, not a
+# new tokenizer.json beside the old vocab.json and merges.txt, and nothing is left.
+big="$TMP/prose.txt $TMP/second.txt $TOP_SRCDIR/README.md"
+mkdir -p "$TMP/small"
+# shellcheck disable=SC2086
+if "$QWENCHAT" train-bpe -q --vocab-size 2000 --out "$TMP/big" $big &&
+   mount -t tmpfs -o size=512k tmpfs "$TMP/small" 2>/dev/null; then
+	"$QWENCHAT" train-bpe -q --vocab-size 260 --out "$TMP/small/tok" "$TMP/prose.txt" &&
+		(cd "$TMP/small/tok" && sha256sum -- *) >"$TMP/sums"
+	room=$(($(stat -c %s "$TMP/big/tokenizer.json") + $(stat -c %s "$TMP/big/vocab.json") / 2))
+	avail=$(df -B1 --output=avail "$TMP/small" | tail -n 1)
+	head -c $((avail - room)) /dev/zero >"$TMP/small/fill"
+	# shellcheck disable=SC2086
+	if "$QWENCHAT" train-bpe -q --vocab-size 2000 --out "$TMP/small/tok" $big 2>"$TMP/err"; then
+		fail "the disk did not fill: $(df -B1 "$TMP/small" | tail -n 1)"
+	else
+		(cd "$TMP/small/tok" && sha256sum -- *) | cmp -s - "$TMP/sums" &&
+			[ "$(ls -A "$TMP/small/tok" | wc -l)" = 3 ] &&
+			pass "a full disk leaves the previous tokenizer whole, nothing staged" ||
+			fail "full disk: $(cat "$TMP/err"); $(ls -la "$TMP/small/tok")"
+	fi
+	umount "$TMP/small"
+else
+	echo "skip: no tmpfs can be mounted here (not root)"
+fi
 
 # Ids: bytes, merges, then the specials in the order given, as added tokens.
 python3 - "$TMP/out-special-1" <<'EOF' && pass "ids: 256 bytes, merges, specials last" || fail "ids layout"
