@@ -198,12 +198,21 @@ static void quant_progress(size_t done_bytes, size_t total_bytes)
 void cli_error(const char *fmt, ...)
 {
 	/* Messages quote file names, server answers and file contents: whatever escape
-	 * sequences those hold are shown, never obeyed. */
+	 * sequences those hold are shown, never obeyed, and an error stays one line (a
+	 * quoted newline shows as ^J, a carriage return as ^M). */
 	char msg[4096];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	char *nl;
+	while ((nl = strpbrk(msg, "\n\r")) && strlen(msg) + 2 < sizeof msg) {
+		memmove(nl + 2, nl + 1, strlen(nl + 1) + 1);
+		nl[1] = *nl == '\n' ? 'J' : 'M';
+		nl[0] = '^';
+	}
+	for (char *p = msg; (p = strpbrk(p, "\n\r"));) /* no room left: a space */
+		*p = ' ';
 	fputs("qwenchat: ", stderr);
 	term_write_safe(stderr, msg, strlen(msg));
 	fputc('\n', stderr);

@@ -64,4 +64,10 @@ HF_HUB_CACHE=$C "$QWENCHAT" list >"$TMP/list" 2>&1
 grep -q 'Evil/Name^\[\]0;PWNED^G' "$TMP/list" && pass "list shows a name's escapes as text" ||
 	fail "list: $(od -c "$TMP/list" | head -5)"
 has_raw_escape "$TMP/list" && fail "list printed an escape byte" || pass "list prints no escape byte"
+
+# --- an error quoting a value with a newline stays one line ---------------------------
+printf '[{"role":"x\\ny\\r","content":"a"}]' >"$TMP/role.json"
+expect_exit 1 "a role with a newline" "$QWENCHAT" template -m "$M" --messages "$TMP/role.json"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q 'unknown role "x^Jy^M"' "$TMP/err" &&
+	pass "the error is one line, the newline shown as ^J" || fail "error: $(od -c "$TMP/err" | head -5)"
 finish

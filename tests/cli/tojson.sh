@@ -2,7 +2,9 @@
 # tojson.sh — src/chat/tojson.c against Python's own json.dumps(x, ensure_ascii=False) (what
 # the chat templates' tojson filter calls): random nested values with escapes,
 # non-ASCII text, 64-bit integers and doubles from random bits, plus the edges of
-# float repr (1e-05 / 0.0001, 1e+16 / 9999999999999998.0, -0.0, subnormals).
+# float repr (1e-05 / 0.0001, 1e+16 / 9999999999999998.0, -0.0, subnormals), and every
+# power of two a double holds, where the shortest digits are not always the correctly
+# rounded ones (2^-24: 5.960464477539063e-08, not 5.9604644775390625e-08).
 . "$TOP_SRCDIR/tests/lib.sh"
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is needed"; exit 77; }
 
@@ -42,7 +44,8 @@ def value(depth=0):
         return [value(depth + 1) for _ in range(random.randint(0, 4))]
     return {text(): value(depth + 1) for _ in range(random.randint(0, 4))}
 
-vals = [value() for _ in range(4000)] + EDGES + [{}, [], "", {"a": {"b": [[], {}]}}]
+POW2 = [s * 2.0 ** e for e in range(-1074, 1024) for s in (1, -1)]
+vals = [value() for _ in range(4000)] + EDGES + POW2 + [{}, [], "", {"a": {"b": [[], {}]}}]
 with open(os.path.join(tmp, "in"), "w", encoding="utf-8") as f:
     for v in vals:
         f.write(json.dumps(v) + "\n")
