@@ -19,9 +19,9 @@ void sb_put(struct strbuf *b, const char *s, size_t n);
 void sb_puts(struct strbuf *b, const char *s);
 /* Appends printf-formatted text. */
 void sb_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends a finite double as the shortest decimal text that reads back as the same
- * double, with ".0" on whole numbers: as Python's json writes floats (1e-06,
- * 1000000.0, 0.1), so that files others read stay exact and short. */
+/* Appends a double as Python's json.dumps writes it (repr: the fewest digits that
+ * read back as x, 1e-06, 1000000.0, 0.1, 1e+16; NaN, Infinity, -Infinity), so that
+ * files others read stay exact and short and chat templates' tojson matches. */
 void sb_real(struct strbuf *b, double x);
 
 #endif
