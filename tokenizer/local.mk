@@ -5,7 +5,8 @@ libtokenizer_a_SOURCES = \
 	tokenizer/pretok.c tokenizer/pretok.h \
 	tokenizer/tokenizer.c tokenizer/tokload.c tokenizer/tokvocab.c tokenizer/stream.c tokenizer/tok_impl.h \
 	tokenizer/bpe.c tokenizer/bpe.h tokenizer/added.c tokenizer/added.h \
-	tokenizer/bytelevel.c tokenizer/bytelevel.h tokenizer/jscan.c tokenizer/jscan.h
+	tokenizer/bytelevel.c tokenizer/bytelevel.h tokenizer/jscan.c tokenizer/jscan.h \
+	tokenizer/nfc.c tokenizer/nfc.h tokenizer/unicode9.h
 # BPE training (`qwenchat train-bpe`): counting pre-tokens, the merge loop, writers.
 libtokenizer_a_SOURCES += tokenizer/bpe_train.c tokenizer/bpe_train.h \
 	tokenizer/bpe_count.c tokenizer/bpe_count.h tokenizer/bpe_write.c tokenizer/bpe_write.h \

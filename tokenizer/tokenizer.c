@@ -12,6 +12,7 @@
 
 #include "src/base/err.h"
 #include "tokenizer/bytelevel.h"
+#include "tokenizer/nfc.h"
 #include "tokenizer/pretok.h"
 #include "tokenizer/tok_impl.h"
 
@@ -101,14 +102,11 @@ static int encode_valid(struct tok *t, const char *s, size_t n, bool suspect, bo
 {
 	char *nf = NULL;
 	if (t->nfc && suspect) {
-		utf8proc_uint8_t *dst;
-		utf8proc_ssize_t m = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n,
-						  &dst, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-		if (m < 0)
-			return err_set("tokenizer: NFC: %s", utf8proc_errmsg(m));
-		nf = (char *)dst;
+		size_t m;
+		if (!(nf = tok_nfc(s, n, &m)))
+			return -1;
 		s = nf;
-		n = (size_t)m;
+		n = m;
 	}
 	int rc = 0;
 	if (t->added.any[1]) {

@@ -10,13 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <utf8proc.h>
 
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/base/jsonlimit.h"
 #include "tokenizer/bytelevel.h"
 #include "tokenizer/jscan.h"
+#include "tokenizer/nfc.h"
 #include "tokenizer/pretok.h"
 #include "tokenizer/tok_impl.h"
 
@@ -680,13 +680,14 @@ int tok_build_pieces(struct tok *t, const char *file)
 		t->flags[a->id] = TOKF_VALID | TOKF_ADDED | (a->special ? TOKF_SPECIAL : 0);
 		o += n;
 		if (a->normalized && t->nfc) {
-			utf8proc_uint8_t *nf = utf8proc_NFC((const utf8proc_uint8_t *)a->content);
+			size_t m;
+			char *nf = tok_nfc(a->content, strlen(a->content), &m);
 			if (!nf)
 				return err_set("%s: added_tokens: \"%.40s\": NFC failed", file,
 					       a->content);
 			free(a->content);
-			a->content = (char *)nf;
-			a->len = strlen(a->content);
+			a->content = nf;
+			a->len = m;
 		}
 	}
 	added_prepare(&t->added);

@@ -77,6 +77,10 @@ const CASES = [
 	['combining-nfc', 'cafe\u0301 nai\u0308ve A\u030a e\u0301\u0301 o\u0302\u0323 \u1100\u1161\u11a8 \u212b'],
 	['combining-stays', 'x\u0301 \u0301a q\u0323\u0302 \u0915\u093c'],
 	['nfc-singletons', '\u2126 \u212a \u0958 \u2000 \u1e9b\u0323'],
+	// marks and compositions added after Unicode 9.0, whose NFC tables tokenizers uses:
+	// left in place, never reordered or composed (U+0C3C Unicode 14, U+1AC3 14,
+	// U+11930/U+11935 13 (which compose to U+11938 since), U+10EFD 15, U+0D3B 10)
+	['nfc-after-unicode9', 'x\u0301\u0c3c \u0c15\u0c3c\u0c4d \u{11935}\u{11930} a\u1ac3\u0323 \u0627\u{10efd}\u064b \u0d15\u0d3b\u0d4d'],
 	['accents-latin', 'Ça va? Él está aquí. Über straße. Ångström. Ærø. Łódź.'],
 	['punct', '!!! ??? ... --- *** ((( ))) [[[ ]]] {{{ }}} ,,, ;;; ::: """ \'\'\' ``` ~~~'],
 	['punct-space', ' . , ! ? ; : " \' ( ) [ ] { } < > / \\ | @ # $ % ^ & * - + = _'],

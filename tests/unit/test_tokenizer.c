@@ -19,6 +19,7 @@
 #include "tests/unit/testutil.h"
 #include "src/base/fileio.h"
 #include "tokenizer/bytelevel.h"
+#include "tokenizer/nfc.h"
 #include "tokenizer/tokenizer.h"
 
 static char tokdir[4096];
@@ -310,11 +311,10 @@ static void test_mixed_1mb(void **state)
 	/* and the round trip on it */
 	size_t dl;
 	char *dec = tok_decode(T, ids, n, false, &dl);
-	utf8proc_uint8_t *nfc;
-	utf8proc_ssize_t nl = utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)len,
-					   &nfc, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-	assert_true(nl >= 0);
-	assert_int_equal(dl, (size_t)nl);
+	size_t nl;
+	char *nfc = tok_nfc(text, len, &nl);
+	assert_non_null(nfc);
+	assert_int_equal(dl, nl);
 	assert_memory_equal(dec, nfc, dl);
 	free(nfc);
 	free(dec);
@@ -336,12 +336,10 @@ static void test_roundtrip_golden(void **state)
 		assert_non_null(ids);
 		char *dec = tok_decode(T, ids, n, false, &dl);
 		assert_non_null(dec);
-		utf8proc_uint8_t *nfc;
-		utf8proc_ssize_t nl =
-			utf8proc_map((const utf8proc_uint8_t *)c.s[i], (utf8proc_ssize_t)c.len[i],
-				     &nfc, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-		assert_true(nl >= 0);
-		if (dl != (size_t)nl || memcmp(dec, nfc, dl) != 0)
+		size_t nl;
+		char *nfc = tok_nfc(c.s[i], c.len[i], &nl);
+		assert_non_null(nfc);
+		if (dl != nl || memcmp(dec, nfc, dl) != 0)
 			fail_msg("case %zu: decode(encode(x)) != NFC(x)", i);
 		free(nfc);
 		free(dec);
