@@ -4,14 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include <readline/history.h>
 #include <readline/readline.h>
 
 #include "src/base/fileio.h"
-#include "src/base/strbuf.h"
 #include "src/app/slash.h"
 #include "ui/uistate.h"
 
@@ -46,7 +43,7 @@ static void on_line(char *line)
 	if (line[strspn(line, " \t\n")]) {
 		add_history(line);
 		if (cur->history_path)
-			in_history_save(cur->history_path);
+			in_history_append(cur->history_path, line);
 	}
 	ui_submit(cur, line);
 }
@@ -118,68 +115,11 @@ void in_init(struct ui *u)
 	rl_callback_handler_install("", on_line);
 }
 
-/* The entries kept in the history file. */
-#define HISTORY_KEEP 1000
-
-void in_history_save(const char *path)
-{
-	struct strbuf b = {0};
-	int n = history_length;
-	for (int i = n > HISTORY_KEEP ? n - HISTORY_KEEP : 0; i < n; i++) {
-		HIST_ENTRY *h = history_get(history_base + i);
-		if (!h)
-			continue;
-		if (h->timestamp && h->timestamp[0] == '#')
-			sb_printf(&b, "%s\n", h->timestamp);
-		else
-			sb_printf(&b, "#%lld\n", (long long)time(NULL));
-		sb_printf(&b, "%s\n", h->line);
-	}
-	/* a convenience: a failed save costs the history, never the chat */
-	if (!b.oom)
-		(void)fio_write_atomic(path, b.p ? b.p : "", b.n, 0600, 0);
-	free(b.p);
-}
-
-void in_history_load(const char *path)
-{
-	/* A message of several lines comes back whole: each entry starts with a "#time"
-	 * line in the file (readline stamps entries only with a comment character) and
-	 * the lines up to the next stamp are the entry. */
-	history_comment_char = '#';
-	history_write_timestamps = 1;
-	history_multiline_entries = 1;
-	/* Only a regular file is read: open() would wait forever on a FIFO; a link is
-	 * not followed, and the next save replaces it. */
-	struct stat st;
-	if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
-		return;
-	FILE *f = fopen(path, "r");
-	int first = f ? fgetc(f) : EOF;
-	if (f)
-		fclose(f);
-	history_multiline_entries = first == '#' || first == EOF;
-	if (read_history(path) == 0 && !history_multiline_entries) {
-		/* a file from before the stamps: a line per entry, stamped and written anew */
-		int n = history_length;
-		char **lines = calloc((size_t)n + 1, sizeof *lines);
-		for (int i = 0; lines && i < n; i++)
-			lines[i] = strdup(history_get(history_base + i)->line);
-		clear_history();
-		for (int i = 0; lines && i < n; i++)
-			if (lines[i])
-				add_history(lines[i]);
-		in_history_save(path);
-		for (int i = 0; lines && i < n; i++)
-			free(lines[i]);
-		free(lines);
-	}
-	history_multiline_entries = 1;
-}
-
 void in_done(struct ui *u)
 {
 	rl_callback_handler_remove();
+	if (u->history_path)
+		in_history_trim(u->history_path);
 	free(u->history_path);
 	u->history_path = NULL;
 	if (rl_outstream && rl_outstream != stdout)

@@ -367,13 +367,18 @@ static int stop_aware_getc(FILE *f)
 	}
 }
 
+static const char *plain_history; /* the history file of the plain mode, or NULL */
+
 static char *rl_reader(const char *prompt, const char *prefill)
 {
 	prefill_text = prefill;
 	rl_startup_hook = put_prefill;
 	char *line = readline(prompt);
-	if (line && *line)
+	if (line && *line) {
 		add_history(line);
+		if (plain_history)
+			in_history_append(plain_history, line);
+	}
 	return line;
 }
 
@@ -389,9 +394,11 @@ int ui_plain(struct app *a)
 	using_history();
 	if (hist)
 		in_history_load(hist);
+	plain_history = hist;
 	int rc = plain_main(a, rl_reader);
+	plain_history = NULL;
 	if (hist)
-		in_history_save(hist);
+		in_history_trim(hist);
 	free(hist);
 	return rc;
 }

@@ -79,12 +79,17 @@ void ui_set_debug(struct ui *u, int mode);
 /* input.c */
 void in_init(struct ui *u);
 void in_done(struct ui *u);
-/* Reads the input history file (multi-line entries kept whole; an older file with a
+/* history.c: the input history file. */
+/* Reads it into readline's list (multi-line entries kept whole; an older file with a
  * line per entry is converted); anything but a regular file there is not read. */
 void in_history_load(const char *path);
-/* Replaces the history file by the last 1,000 entries (fio_write_atomic: 0600, never
- * through a link; readline's own writers follow one, and write_history's temporary
- * file has a predictable name). */
+/* Appends one entry (0600; not through a link, not to a FIFO). */
+void in_history_append(const char *path, const char *line);
+/* At exit: the file cut to its last 1,000 entries, or, where there is none (or a
+ * link), written from readline's list. */
+void in_history_trim(const char *path);
+/* Replaces the file by the last 1,000 entries of readline's list (0600, a link there
+ * replaced). */
 void in_history_save(const char *path);
 /* Readline completion of slash commands (also for the plain mode). */
 void in_completion(void);

@@ -453,6 +453,20 @@ check_screen 'EXITED 0' "quits"
 [ "$(cat "$TMP/victim")" = keep ] && [ -f "$H" ] && [ ! -L "$H" ] && grep -q 'linked history' "$H" &&
 	[ "$(stat -c %a "$H")" = 600 ] && pass "the link is replaced by a private history file" ||
 	fail "history at a link: victim '$(cat "$TMP/victim")', $(ls -l "$H")"
+# entries are appended as they are sent (another chat's stay) and the file is cut to
+# its last 1,000 at exit
+rm -f "$H" && for i in $(seq 1 1005); do printf '#%d\nold %d\n' $((1700000000 + i)) $i; done >"$H"
+restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 4 --plain; echo EXITED \$?; sleep 600"
+check_screen '^> *$' "--plain starts with 1,005 entries in the history file"
+T send-keys -t ui 'trim me' Enter
+wait_screen '^> *$' || true
+printf '#1800000000\nfrom another chat\n' >>"$H"
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "quits"
+[ "$(grep -c '^#[0-9]*$' "$H")" = 1000 ] && [ "$(sed -n 2p "$H")" = "old 8" ] &&
+	grep -q '^trim me$' "$H" && [ "$(tail -n 1 "$H")" = "from another chat" ] &&
+	pass "the last 1,000 entries are kept, another chat's among them" ||
+	fail "history after trimming: $(grep -c '^#' "$H") entries, $(sed -n 2p "$H"), last: $(tail -n 1 "$H")"
 rm -f "$H" && mkfifo "$H"
 restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 4 --plain; echo EXITED \$?; sleep 600"
 check_screen '^> *$' "--plain starts with a FIFO at the history file"
