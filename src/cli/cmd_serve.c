@@ -41,8 +41,8 @@ static const struct cli_opt serve_opts[] = {
 	{"queue", OPT_QUEUE, "N",
 	 "requests that may wait behind the running one (default 16;\nbeyond, 503)"},
 	{"timeout", OPT_TIMEOUT, "S",
-	 "close a connection silent for S seconds, or whose request\nheaders take longer "
-	 "(default 30)"},
+	 "close a connection silent for S seconds, or whose request\n(headers and body) "
+	 "takes longer (default 30)"},
 	{0},
 };
 
@@ -60,7 +60,7 @@ static const struct cli_command serve_cmd = {
 	.notes = "Limits: a body of at most 4 MiB, 2048 messages, 128 tools, JSON nested at most\n"
 		 "64 deep with at most 131072 values, unknown members of at most 64 KiB, 16 stop\n"
 		 "strings, top_logprobs 0..20, 256 connections at once, 64 MiB of bodies held\n"
-		 "at once; --timeout also bounds the time a request's headers may take.\n"
+		 "at once; --timeout also bounds the time a request may take to arrive.\n"
 		 "max_tokens at most the context (or -n) and, with the prompt, within the "
 		 "context.\n"
 		 "Sampling options set the defaults a request's own fields override; a --seed "

@@ -44,6 +44,10 @@ void serve_job_gone(struct job *j)
 	j->gone = true;
 	if (j->srv->running == j)
 		atomic_store(j->srv->o.cancel, 1);
+	if (j->state == JOB_QUEUED && !j->uncounted) { /* its place is free at once */
+		j->uncounted = true;
+		j->srv->queued--;
+	}
 }
 
 /* The client's side of the socket. A request pipelined behind this one reads as data.
@@ -102,6 +106,12 @@ static void out_write(void *user, const char *text, size_t len)
 {
 	struct job *j = user;
 	pthread_mutex_lock(&j->srv->lock);
+	if (!j->gone && j->req->stream && j->out.n - j->taken > SERVE_MAX_UNREAD) {
+		/* a client that does not read: cancelled, its connection cut (libmicrohttpd
+		 * then closes it as a hang-up) rather than its answer held whole */
+		serve_job_gone(j);
+		shutdown(j->fd, SHUT_RDWR);
+	}
 	if (!j->gone)
 		sb_put(&j->out, text, len);
 	pthread_cond_broadcast(&j->cond);
@@ -122,7 +132,8 @@ void *serve_worker(void *arg)
 		srv->head = j->next;
 		if (!srv->head)
 			srv->tail = NULL;
-		srv->queued--;
+		if (!j->uncounted)
+			srv->queued--;
 		if (!j->gone) {
 			j->state = JOB_RUNNING;
 			srv->running = j;
@@ -168,6 +179,13 @@ ssize_t serve_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	struct job *j = cls;
 	ssize_t r;
 	pthread_mutex_lock(&j->srv->lock);
+	if (j->state == JOB_DONE && !j->timeout_back && j->conn) {
+		/* the answer is made: what is left is sending it, and a client that does not
+		 * read it is a silent connection again (run_request lifted the timeout) */
+		j->timeout_back = true;
+		MHD_set_connection_option(j->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+					  (unsigned)j->srv->o.timeout);
+	}
 	for (;;) {
 		if (j->early && j->state == JOB_DONE && j->status != 200) {
 			/* 200 was sent before it failed: a cut response tells the client */
@@ -184,7 +202,9 @@ ssize_t serve_stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			break;
 		}
 		if (j->state == JOB_DONE) {
-			r = MHD_CONTENT_READER_END_OF_STREAM;
+			/* cancelled (the server stops): a cut stream, not a finished one */
+			r = j->status == 200 ? MHD_CONTENT_READER_END_OF_STREAM
+					     : MHD_CONTENT_READER_END_WITH_ERROR;
 			break;
 		}
 		if (!serve_job_wait(j) && j->state != JOB_DONE) {

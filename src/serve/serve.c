@@ -168,12 +168,13 @@ static enum MHD_Result busy_bodies(struct MHD_Connection *conn, struct request *
 	return reply_error(conn, rq, 503, msg, NULL, "server_busy");
 }
 
-/* A POST /v1/chat/completions about to send its body: its declared size is taken
- * from the budget now, so that a refusal comes before the body. The type is not
- * looked at: a body is JSON when it parses as JSON (run_request), as llama-server
- * takes it, since `curl -d` sends JSON as application/x-www-form-urlencoded. */
-static enum MHD_Result accept_body(struct serve *srv, struct MHD_Connection *conn,
-				   struct request *rq)
+/* A POST /v1/chat/completions about to send its body: a declared size over the cap
+ * is refused before the body. The budget is taken as the bytes arrive (on_request),
+ * not for the size declared: declared sizes held it whole while their bodies
+ * trickled in. The type is not looked at: a body is JSON when it parses as JSON
+ * (run_request), as llama-server takes it, since `curl -d` sends JSON as
+ * application/x-www-form-urlencoded. */
+static enum MHD_Result accept_body(struct MHD_Connection *conn, struct request *rq)
 {
 	const char *len =
 		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -183,8 +184,6 @@ static enum MHD_Result accept_body(struct serve *srv, struct MHD_Connection *con
 		snprintf(msg, sizeof msg, "the body is larger than %d bytes", SERVE_MAX_BODY);
 		return reply_error(conn, rq, 413, msg, NULL, "request_too_large");
 	}
-	if (n && !body_reserve(srv, rq, (size_t)n))
-		return busy_bodies(conn, rq);
 	return MHD_YES;
 }
 
@@ -216,8 +215,7 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 		return get ? reply(conn, rq, 200, models_json(srv), NULL, NULL)
 			   : not_allowed(conn, rq, method, url, "GET");
 	if (strcmp(url, "/v1/chat/completions") == 0)
-		return post ? accept_body(srv, conn, rq)
-			    : not_allowed(conn, rq, method, url, "POST");
+		return post ? accept_body(conn, rq) : not_allowed(conn, rq, method, url, "POST");
 	char msg[200];
 	snprintf(msg, sizeof msg, "Invalid URL (%.16s %.120s)", method, url);
 	return reply_error(conn, rq, 404, msg, NULL, "unknown_url");
@@ -289,6 +287,7 @@ static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *con
 	bool stream = req->stream;
 	pthread_mutex_lock(&srv->lock);
 	rq->job = j;
+	j->conn = conn;
 	if (!serve_enqueue(srv, j)) {
 		rq->job = NULL;
 		j->refs = 1; /* never queued */
@@ -325,8 +324,13 @@ static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *con
 		serve_job_gone(j); /* the server stops: the worker ends or skips it */
 	}
 	pthread_mutex_unlock(&srv->lock);
-	if (!streaming && status && body)
+	if (!streaming && status && body) {
+		/* made: what is left is sending it, and a client that does not read it is a
+		 * silent connection again */
+		MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT,
+					  (unsigned)srv->o.timeout);
 		return reply(conn, rq, status, body, NULL, NULL);
+	}
 	if (!streaming) /* cancelled: the client is gone, or the server stops */
 		return stopping ? reply_error(conn, rq, 503, "the server is shutting down", NULL,
 					      "server_busy")
@@ -380,11 +384,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return MHD_NO;
 		rq->srv = srv;
 		rq->t0 = clock_now();
+		pthread_mutex_lock(&srv->lock);
+		srv->active++;
+		pthread_mutex_unlock(&srv->lock);
 		describe(conn, method, url, rq->what, sizeof rq->what);
 		*ctx = rq;
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-		deadline_met(ci ? ci->socket_context : NULL);
 		/* a reply queued now, before the end of the request, closes the connection:
 		 * right for a refused body, wrong for a GET that a client's pool reuses */
 		return has_body(conn) ? route(srv, conn, rq, url, method) : MHD_YES;
@@ -400,6 +404,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	/* the whole request is in, body included: the deadline is met (a body that
+	 * trickles in holds a connection, and its bytes, no longer than headers may) */
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	deadline_met(ci ? ci->socket_context : NULL);
 	if (!rq->routed) {
 		enum MHD_Result r = route(srv, conn, rq, url, method);
 		if (r != MHD_YES || rq->status)
@@ -444,6 +453,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 					  (unsigned)srv->o.timeout);
 	body_release(srv, rq);
 	free(rq);
+	pthread_mutex_lock(&srv->lock);
+	srv->active--;
+	pthread_mutex_unlock(&srv->lock);
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	deadline_restart(ci ? ci->socket_context : NULL); /* the next request's headers */
@@ -470,8 +482,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 static void on_deadline(void *user, const char *who)
 {
 	struct serve *srv = user;
-	logf_(srv, "%s: request headers not complete after %d s: connection closed", who,
-	      srv->o.timeout);
+	logf_(srv, "%s: request not complete after %d s: connection closed", who, srv->o.timeout);
 }
 
 /* ---- start and stop ---------------------------------------------------------- */
@@ -584,6 +595,17 @@ void serve_stop(struct serve *s)
 	pthread_mutex_unlock(&s->lock);
 	if (s->worker_started)
 		pthread_join(s->worker, NULL);
+	/* the requests under way answer (503 for the waiting ones, a cut stream for the
+	 * running one) before their connections are closed: up to two seconds */
+	for (int i = 0; s->d && i < 100; i++) {
+		pthread_mutex_lock(&s->lock);
+		int active = s->active;
+		pthread_mutex_unlock(&s->lock);
+		if (!active)
+			break;
+		struct timespec ts = {0, 20 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
 	if (s->d)
 		MHD_stop_daemon(s->d); /* closes the listening socket too */
 	else if (s->fd >= 0)

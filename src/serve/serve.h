@@ -17,8 +17,11 @@ enum {
 	SERVE_MAX_BODY = 4 << 20,    /* bytes of a request body (beyond: 413) */
 	SERVE_MAX_CONNECTIONS = 256, /* open at once; more are closed at once */
 	SERVE_DEFAULT_QUEUE = 16,    /* requests waiting behind the running one */
-	SERVE_DEFAULT_TIMEOUT = 30,  /* seconds a connection may stay silent, and the most its
-				      * request headers may take however they trickle in */
+	SERVE_DEFAULT_TIMEOUT = 30,  /* seconds a connection may stay silent, and the most a
+				      * request may take to arrive however it trickles in */
+	/* Bytes of a streamed answer the client has not read yet; beyond, it is not
+	 * reading, and its connection is cut (the answer would be held whole). */
+	SERVE_MAX_UNREAD = 8 << 20,
 	/* Memory held for requests not yet queued, whatever the number of connections:
 	 * bodies being received (beyond the budget: 503), and bodies parsed at once
 	 * (each parse at most ~31 MB, openai.h's OAI_MAX_VALUES; more wait their turn). */

@@ -29,6 +29,9 @@ struct job {
 	bool gone;         /* the client went away */
 	bool half_closed;  /* the client shut its sending side: it may still read */
 	bool early;        /* an answer sent as a stream once its status was known */
+	bool uncounted;    /* gone while queued: no longer in the server's `queued` */
+	bool timeout_back; /* a finished stream's connection has the silence timeout again */
+	struct MHD_Connection *conn; /* its connection (read only in that connection's thread) */
 	struct strbuf out; /* response bytes not yet handed to the connection */
 	size_t taken;      /* of out, bytes a stream has handed over */
 	struct completion_usage usage;
@@ -53,6 +56,7 @@ struct serve {
 	struct job *running;
 	bool stopping;
 	size_t body_bytes;     /* of request bodies held (SERVE_BODY_BUDGET) */
+	int active;            /* requests begun and not yet completed (serve_stop waits) */
 	int parsing;           /* bodies being parsed (SERVE_MAX_PARSES) */
 	pthread_cond_t parsed; /* a parse ended */
 	struct deadline *deadline;

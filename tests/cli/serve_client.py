@@ -18,12 +18,19 @@ and http.client (tests/cli/serve.sh runs them; every server is on 127.0.0.1).
                                         the server's peak memory bounded
   conns PORT                            GETs on a kept-alive connection; half-closing
                                         clients get their answers; a closed one cancels
+  stopping PORT PID                     (a server with --queue 2) a queued client that
+                                        hangs up frees its place at once; SIGTERM: the
+                                        waiting request gets 503, the running stream is
+                                        cut (no last chunk, no [DONE])
 Prints one "ok: ..." or "FAIL: ..." line per check; exits 1 when any failed.
 """
 import http.client
 import json
 import os
+import select
+import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -224,6 +231,25 @@ def hostile(port, kport, key, timeout):
     slow.close()
     check(cut is not None and cut < timeout + 2,
           "headers trickled in: cut after %s s (timeout %d s)" % (cut and "%.1f" % cut, timeout))
+    # and so is a body trickled a byte at a time after whole headers
+    slow = socket.create_connection(("127.0.0.1", port), timeout=1)
+    slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n{")
+    t0 = time.time()
+    cut = None
+    while time.time() - t0 < timeout + 10:
+        try:
+            slow.send(b" ")
+            if slow.recv(100) == b"":
+                cut = time.time() - t0
+                break
+        except socket.timeout:
+            continue
+        except OSError:
+            cut = time.time() - t0
+            break
+    slow.close()
+    check(cut is not None and cut < timeout + 2,
+          "a body trickled in: cut after %s s (timeout %d s)" % (cut and "%.1f" % cut, timeout))
     got, _, data = request(port, "GET", "/health")
     check(got == 200 and data == {"status": "ok"}, "still serving after the hostile requests")
 
@@ -476,6 +502,54 @@ def dechunk(b):
     return out
 
 
+def post_raw(port, body):
+    """A chat completion sent on a raw socket (read by the caller)."""
+    data = json.dumps(body).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
+    return s
+
+
+def read_all(s):
+    got = b""
+    try:
+        while True:
+            k = s.recv(65536)
+            if not k:
+                break
+            got += k
+    except OSError:
+        pass
+    s.close()
+    return got
+
+
+def stopping(port, pid):
+    """A server with --queue 2 on the random model."""
+    stream = post_raw(port, {"messages": USER, "max_tokens": 30000, "stream": True, "temperature": 1})
+    first = b""
+    while first.count(b"data: ") < 3:
+        first += stream.recv(4096)
+    waiting = [post_raw(port, {"messages": USER, "max_tokens": 2}) for _ in range(2)]
+    time.sleep(0.5)
+    for s in waiting:  # reset, not a half-close
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+    time.sleep(0.6)  # the server looks at a waiting client's socket every 200 ms
+    waiting = [post_raw(port, {"messages": USER, "max_tokens": 2}) for _ in range(2)]
+    time.sleep(0.5)
+    quiet = not select.select(waiting, [], [], 0)[0]
+    check(quiet, "queued clients that hung up left their places: two more wait, not refused")
+    os.kill(pid, signal.SIGTERM)
+    answers = [read_all(s) for s in waiting]
+    check(all(a.startswith(b"HTTP/1.1 503") for a in answers),
+          "on SIGTERM the waiting requests get 503 (%s)" % [a[:12] for a in answers])
+    rest = first + read_all(stream)
+    check(not rest.endswith(b"0\r\n\r\n") and b"data: [DONE]" not in rest,
+          "the running stream is cut, not ended as if whole (%r)" % rest[-20:])
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "hostile":
@@ -490,6 +564,8 @@ def main():
         bounds(int(args[0]), int(args[1]), int(args[2]))
     elif cmd == "conns":
         conns(int(args[0]))
+    elif cmd == "stopping":
+        stopping(int(args[0]), int(args[1]))
     sys.exit(1 if failures else 0)
 
 
