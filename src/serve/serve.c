@@ -187,6 +187,35 @@ static enum MHD_Result accept_body(struct MHD_Connection *conn, struct request *
 	return MHD_YES;
 }
 
+/* A body framed two ways (two Content-Lengths, or a Transfer-Encoding beside one) or
+ * in a coding other than chunked: a proxy in front may take another request out of
+ * it than this server does (RFC 9112, 6.3), so it is refused, before the body. */
+struct framing {
+	int lengths, codings;
+	bool other; /* a Transfer-Encoding other than "chunked" */
+};
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+				     const char *value)
+{
+	(void)kind;
+	struct framing *f = cls;
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+		f->lengths++;
+	} else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+		f->codings++;
+		f->other |= !value || strcasecmp(value, "chunked") != 0;
+	}
+	return MHD_YES;
+}
+
+static bool ambiguous_framing(struct MHD_Connection *conn)
+{
+	struct framing f = {0};
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, &f);
+	return f.lengths > 1 || f.codings > 1 || (f.codings && (f.lengths || f.other));
+}
+
 /* Whether the request has a body (Content-Length above 0, or chunked). */
 static bool has_body(struct MHD_Connection *conn)
 {
@@ -207,7 +236,9 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 		return reply_error(conn, rq, 401,
 				   "missing or wrong API key (send Authorization: Bearer KEY)",
 				   NULL, "invalid_api_key");
-	bool get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+	/* HEAD: GET's headers, which libmicrohttpd sends without the body */
+	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"),
+	     post = !strcmp(method, "POST");
 	if (strcmp(url, "/health") == 0)
 		return get ? reply(conn, rq, 200, strdup("{\"status\":\"ok\"}"), NULL, NULL)
 			   : not_allowed(conn, rq, method, url, "GET");
@@ -389,6 +420,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		pthread_mutex_unlock(&srv->lock);
 		describe(conn, method, url, rq->what, sizeof rq->what);
 		*ctx = rq;
+		if (ambiguous_framing(conn))
+			return reply_error(conn, rq, 400,
+					   "the body is framed ambiguously (two Content-Length "
+					   "headers, Transfer-Encoding beside one, or a coding "
+					   "other than chunked)",
+					   NULL, "bad_framing");
 		/* a reply queued now, before the end of the request, closes the connection:
 		 * right for a refused body, wrong for a GET that a client's pool reuses */
 		return has_body(conn) ? route(srv, conn, rq, url, method) : MHD_YES;
@@ -566,8 +603,10 @@ struct serve *serve_start(const struct gen_model *m, const struct serve_options 
 				mhd_log, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout,
-				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
+				/* HTTP/1.1 without Host, spaces in a header's name: 400 */
+				MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_NOTIFY_COMPLETED,
+				on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+				MHD_OPTION_END);
 	if (!s->d) {
 		err_set("%s:%d: libmicrohttpd could not start", o->host, s->port);
 		goto fail;

@@ -177,6 +177,19 @@ def hostile(port, kport, key, timeout):
                      b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{" % (5 << 20))
     check(code == 413 and is_error_object(json.loads(data or b"{}")),
           "oversized body (Content-Length 5 MiB): 413 with an error object before the body")
+    # a body framed two ways (which a proxy in front may read otherwise) is refused,
+    # and so is an HTTP/1.1 request without Host; HEAD is GET without the body
+    for what, head in (("two Content-Lengths", b"Content-Length: 2\r\nContent-Length: 40\r\n"),
+                       ("chunked beside a Content-Length",
+                        b"Transfer-Encoding: chunked\r\nContent-Length: 2\r\n"),
+                       ("a coding other than chunked", b"Transfer-Encoding: gzip, chunked\r\n")):
+        code, data = raw(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n%s\r\n{}" % head,
+                         timeout=5)
+        check(code == 400 and b"bad_framing" in data, "a body framed with %s: 400 (%d)" % (what, code))
+    code, _ = raw(port, b"GET /health HTTP/1.1\r\n\r\n", timeout=5)
+    check(code == 400, "HTTP/1.1 without Host: 400 (%d)" % code)
+    code, data = raw(port, b"HEAD /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", timeout=5)
+    check(code == 200 and data == b"", "HEAD /health: 200 without a body (%d, %r)" % (code, data[:20]))
     # a chunked upload growing past the limit is cut off the same way
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
