@@ -88,6 +88,28 @@ def raw(port, data, timeout=10):
     return code, body
 
 
+def trickled_cut(port, start, trickle):
+    """Sends start, then trickle a byte at a time, each waiting up to a second for the
+    server: the seconds until the server closed the connection, or None."""
+    slow = socket.create_connection(("127.0.0.1", port), timeout=1)
+    slow.sendall(start)
+    t0 = time.time()
+    cut = None
+    for b in trickle:
+        try:
+            slow.send(bytes([b]))
+            if slow.recv(100) == b"":
+                cut = time.time() - t0
+                break
+        except socket.timeout:
+            continue
+        except OSError:
+            cut = time.time() - t0
+            break
+    slow.close()
+    return cut
+
+
 def is_error_object(body):
     e = body.get("error") if isinstance(body, dict) else None
     return (isinstance(e, dict) and isinstance(e.get("message"), str) and e["message"]
@@ -226,41 +248,13 @@ def hostile(port, kport, key, timeout):
     check(waited < timeout + 10, "the slow client is cut off after %.1f s (timeout %d s; got %r)" % (
         waited, timeout, closed[:30]))
     # headers trickled a byte at a time, never silent for the timeout: cut at the
-    # deadline all the same (256 of them would otherwise shut everyone out)
-    slow = socket.create_connection(("127.0.0.1", port), timeout=1)
-    t0 = time.time()
-    cut = None
-    for b in b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * (8 * timeout + 40):
-        try:
-            slow.send(bytes([b]))
-            if slow.recv(100) == b"":
-                cut = time.time() - t0
-                break
-        except socket.timeout:
-            continue
-        except OSError:
-            cut = time.time() - t0
-            break
-    slow.close()
+    # deadline all the same (256 of them would otherwise shut everyone out), and so is
+    # a body trickled in after whole headers
+    cut = trickled_cut(port, b"", b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * (8 * timeout + 40))
     check(cut is not None and cut < timeout + 2,
           "headers trickled in: cut after %s s (timeout %d s)" % (cut and "%.1f" % cut, timeout))
-    # and so is a body trickled a byte at a time after whole headers
-    slow = socket.create_connection(("127.0.0.1", port), timeout=1)
-    slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n{")
-    t0 = time.time()
-    cut = None
-    while time.time() - t0 < timeout + 10:
-        try:
-            slow.send(b" ")
-            if slow.recv(100) == b"":
-                cut = time.time() - t0
-                break
-        except socket.timeout:
-            continue
-        except OSError:
-            cut = time.time() - t0
-            break
-    slow.close()
+    cut = trickled_cut(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n{",
+                       b" " * (timeout + 10))
     check(cut is not None and cut < timeout + 2,
           "a body trickled in: cut after %s s (timeout %d s)" % (cut and "%.1f" % cut, timeout))
     got, _, data = request(port, "GET", "/health")
