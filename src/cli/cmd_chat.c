@@ -3,6 +3,7 @@
 #include "src/app/app.h"
 #include "src/app/plain.h"
 #include "src/base/err.h"
+#include "src/base/term.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
@@ -139,8 +140,8 @@ int cmd_chat(int argc, char **argv)
 		cli_error("%s", err_msg());
 		return EXIT_RUNTIME;
 	}
-	if (a.plain)
-		fputs(notices, stderr);
+	if (a.plain) /* they quote a server's model id: its escapes shown, not obeyed */
+		term_write_safe(stderr, notices, strlen(notices));
 #if HAVE_TUI
 	sigbus_fullscreen(!a.plain);
 	rc = a.plain ? ui_plain(app) : ui_main(app, notices);

@@ -373,7 +373,10 @@ static int run_remote(struct run_args *a, const char *prompt)
 	if (!r || !c || (a->system && chat_set_system(c, a->system)) ||
 	    chat_add(c, CHAT_USER, prompt, NULL) ||
 	    !(model = remote_pick_model(r, a->cli.model, &ctx, &g_cancel))) {
-		cli_error("%s", atomic_load(&g_cancel) ? "interrupted" : err_msg());
+		bool stopped = atomic_load(&g_cancel);
+		cli_error("%s", stopped ? "interrupted" : err_msg());
+		if (stopped)
+			rc = stopped_status(); /* 143 or 129 for SIGTERM or SIGHUP, as mid-answer */
 		goto done;
 	}
 	/* Only what was given, and the non-thinking preset with --no-think, as locally. */

@@ -234,10 +234,35 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	return n;
 }
 
+/* s[0..n) with every copy of the API key replaced, malloc'd in *out (NULL: the key
+ * is not in it). A server that quotes the key back must not show it, not even the
+ * part of it that a message cut to one line would keep. */
+static size_t without_key(const struct remote *r, const char *s, size_t n, char **out)
+{
+	*out = NULL;
+	const char *k = r->key;
+	size_t kl = k ? strlen(k) : 0;
+	if (!kl || !memmem(s, n, k, kl))
+		return n;
+	struct strbuf b = {0};
+	for (const char *p, *end = s + n; (p = memmem(s, (size_t)(end - s), k, kl)); s = p + kl) {
+		sb_put(&b, s, (size_t)(p - s));
+		sb_puts(&b, "[API key]");
+		n = (size_t)(end - p - kl);
+	}
+	sb_put(&b, s, n);
+	*out = b.p;
+	return b.oom ? 0 : b.n;
+}
+
 static int on_event(void *ud, const char *name, const char *data, size_t len)
 {
 	struct xfer *x = ud;
-	return reply_event(x->reply, name, data, len);
+	char *clean;
+	len = without_key(x->r, data, len, &clean);
+	int rc = reply_event(x->reply, name, clean ? clean : data, len);
+	free(clean);
+	return rc;
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *ud)
@@ -248,19 +273,21 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 	x->last_byte = clock_now();
 	curl_easy_getinfo(x->r->curl, CURLINFO_RESPONSE_CODE, &x->status);
 	if (x->events && x->status / 100 == 2) {
-		if (x->parse_rc) /* after [DONE]: nothing more is read */
-			return n;
 		int rc = sse_feed(&x->sse, p, n);
 		if (rc < 0)
 			snprintf(x->parse_err, sizeof x->parse_err, "%s", err_msg());
 		x->parse_rc = rc;
-		return rc < 0 || x->reply->out.stop ? 0 : n; /* 0 ends the transfer */
+		/* 0 ends the transfer: after [DONE] nothing more is read (a server or proxy
+		 * that keeps the connection open, even sending comments, ends nothing) */
+		return rc || x->reply->out.stop ? 0 : n;
 	}
 	size_t room = x->body.n < x->body_max ? x->body_max - x->body.n : 0;
 	if (x->whole && x->status / 100 == 2 && n > room) {
 		x->too_big = true;
 		return 0; /* ends the transfer */
 	}
+	if (x->status / 100 != 2 && !room)
+		return 0; /* an error body: what is kept has arrived, the rest may never end */
 	sb_put(&x->body, p, n < room ? n : room);
 	return x->body.oom ? 0 : n;
 }
@@ -350,7 +377,10 @@ static const char *status_text(long s)
  * older vLLM {"message"}, FastAPI's {"detail"}, or the text itself. */
 static void server_message(const struct xfer *x, char *out, size_t sz)
 {
-	json_t *root = x->body.n ? json_loadb(x->body.p, x->body.n, 0, NULL) : NULL;
+	char *clean = NULL;
+	size_t n = x->body.n ? without_key(x->r, x->body.p, x->body.n, &clean) : 0;
+	const char *body = clean ? clean : x->body.p;
+	json_t *root = n ? json_loadb(body, n, 0, NULL) : NULL;
 	json_t *e = json_object_get(root, "error"), *m = NULL;
 	if (json_is_object(e))
 		m = json_object_get(e, "message");
@@ -364,11 +394,12 @@ static void server_message(const struct xfer *x, char *out, size_t sz)
 		m = json_object_get(json_array_get(m, 0), "msg");
 	if (json_is_string(m))
 		reply_oneline(out, sz, json_string_value(m), json_string_length(m));
-	else if (!root && x->body.n)
-		reply_oneline(out, sz, x->body.p, x->body.n);
+	else if (!root && n)
+		reply_oneline(out, sz, body, n);
 	else
 		out[0] = '\0';
 	json_decref(root);
+	free(clean);
 }
 
 /* "401 Unauthorized: the message" into out. */
@@ -551,20 +582,25 @@ static int parse_models(const struct remote *r, const struct xfer *x, struct rem
 	return 0;
 }
 
-int remote_models(struct remote *r, struct remote_model **models, size_t *n, atomic_int *cancel)
+/* Waits s seconds, looking at cancel; false when cancelled. */
+static bool wait_for(int s, atomic_int *cancel)
+{
+	for (double end = clock_now() + s; clock_now() < end;) {
+		if (cancel && atomic_load(cancel))
+			return false;
+		struct timespec ts = {0, POLL_MS * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	return true;
+}
+
+/* One try of GET /models: 0 done, 1 to try again (429 or 503), -1 failed. */
+static int models_attempt(struct remote *r, const char *url, struct curl_slist *h,
+			  struct remote_model **models, size_t *n, atomic_int *cancel, int try)
 {
 	struct xfer x = {.body_max = MODELS_BODY_MAX, .whole = true};
-	static const char *const extra[] = {"Accept: application/json", NULL};
-	char *url = endpoint(r, "/models");
-	struct curl_slist *h = url ? headers(r, extra) : NULL;
 	CURLcode cc;
 	int rc = -1;
-	*models = NULL;
-	*n = 0;
-	if (!h) {
-		err_set("out of memory");
-		goto done;
-	}
 	setup(r, &x, url, h);
 	int how = perform(r, &x, cancel, &cc);
 	r->models_status = x.status;
@@ -575,20 +611,39 @@ int remote_models(struct remote *r, struct remote_model **models, size_t *n, ato
 	else if (x.too_big && x.status == 200)
 		err_set("%s/models: the reply is larger than %d MiB (a model list is a few kB)",
 			r->shown, MODELS_BODY_MAX >> 20);
+	else if ((x.status == 429 || x.status == 503) && try < REMOTE_ATTEMPTS &&
+		 x.retry_after <= REMOTE_MAX_RETRY_WAIT) /* as for a chat request */
+		rc = wait_for(x.retry_after >= 0 ? x.retry_after : 1 << (try - 1), cancel)
+			     ? 1
+			     : err_set("%s/models: cancelled", r->shown);
+	else if (x.status && x.status != 200) /* an error body may have been cut: cc */
+		http_error(r, &x, "the model list (GET /models)", try);
 	else if (cc != CURLE_OK)
 		curl_error(r, &x, cc);
-	else if (x.status != 200)
-		http_error(r, &x, "the model list (GET /models)", 1);
 	else if (x.body.oom)
 		err_set("out of memory");
 	else
 		rc = parse_models(r, &x, models, n);
-done:
+	free(x.body.p);
+	return rc;
+}
+
+int remote_models(struct remote *r, struct remote_model **models, size_t *n, atomic_int *cancel)
+{
+	static const char *const extra[] = {"Accept: application/json", NULL};
+	char *url = endpoint(r, "/models");
+	struct curl_slist *h = url ? headers(r, extra) : NULL;
+	int rc = -1;
+	*models = NULL;
+	*n = 0;
+	if (!h)
+		err_set("out of memory");
+	for (int try = 1; h && (rc = models_attempt(r, url, h, models, n, cancel, try)) == 1; try++)
+		;
 	if (rc)
 		redact(r);
 	curl_slist_free_all(h);
 	free(url);
-	free(x.body.p);
 	return rc;
 }
 
@@ -670,17 +725,6 @@ static int not_found(struct remote *r, const struct xfer *x, const char *model)
 	return rc;
 }
 
-/* Waits s seconds, looking at cancel; false when cancelled. */
-static bool wait_for(int s, atomic_int *cancel)
-{
-	for (double end = clock_now() + s; clock_now() < end;) {
-		if (cancel && atomic_load(cancel))
-			return false;
-		struct timespec ts = {0, POLL_MS * 1000000L};
-		nanosleep(&ts, NULL);
-	}
-	return true;
-}
 
 /* After a 2xx answer: was it a whole stream? 0 or -1 with err_set. */
 static int stream_end(struct remote *r, struct xfer *x, CURLcode cc)
@@ -723,9 +767,11 @@ static int attempt(struct remote *r, const struct remote_request *q, const char 
 	int how = perform(r, &x, cancel, &cc), rc = 0;
 	if (how != ENDED)
 		reply_flush(out); /* the text held back is part of what is kept */
+	/* a finish_reason came: whole, even if the server then fell silent */
+	bool finished = x.status / 100 == 2 && (out->done || out->finish != REPLY_UNFINISHED);
 	if (how == CANCELLED) {
 		rc = 0;
-	} else if (how == STALLED) {
+	} else if (how == STALLED && !finished) {
 		rc = x.bytes ? err_set("no data from %s for %d s (stall timeout)", r->shown,
 				       r->stall_timeout)
 			     : err_set("no answer from %s in %d s (stall timeout)", r->shown,

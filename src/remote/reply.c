@@ -17,6 +17,7 @@
 #include "src/base/array.h"
 #include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/jsonlimit.h"
 #include "src/base/jsontype.h"
 
 void reply_init(struct reply *r, sess_emit_fn emit, void *user)
@@ -396,6 +397,13 @@ int reply_event(struct reply *r, const char *name, const char *data, size_t len)
 		r->done = true;
 		return REPLY_DONE;
 	}
+	/* an event is one chunk of an answer: bounded before jansson builds it (4 MiB
+	 * of "{}," made 320 MB of objects) */
+	static const struct jlim lim = {.max_depth = 64, .max_values = 1 << 16};
+	char what[40];
+	snprintf(what, sizeof what, "event %zu", r->events);
+	if (jlim_check(data, len, &lim, what))
+		return -1;
 	json_error_t je;
 	json_t *root = json_loadb(data, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
 	if (!strcmp(name, "error")) { /* {"error": {...}}, {"message": ...} or text */

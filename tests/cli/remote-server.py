@@ -46,6 +46,12 @@ Modes and the real behaviour each imitates:
   fail500     500 with vLLM's error body.
   stall       the role chunk and one delta, then nothing for a minute (a hung server).
   quote-key   400 whose message quotes the Authorization header it got.
+  quote-key-cut  the same after 270 bytes of padding, so that a message cut to one
+              line would end inside the key.
+  done-open   like vllm, but after [DONE] the connection stays open, an SSE comment
+              every 0.3 s for a minute (a proxy's keep-alive pings).
+  error-endless  500 whose body never ends (1 KiB every 50 ms).
+  models-busy  GET /v1/models answers 429 with Retry-After: 1 (then the next mode).
   html        200 with a text/html body (a URL that is not an API).
   no-models   GET /v1/models answers 404 (a server without a model list); chat
               requests stream as vllm.
@@ -160,6 +166,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         if not self.authorized():
+            return
+        if self.server.state.peek() == "models-busy":
+            self.server.state.mode()  # once
+            self.json_reply(429, {"error": {"message": "Rate limit reached"}},
+                            headers=[("Retry-After", "1")])
             return
         if self.path != "/v1/models" or self.server.state.peek() == "no-models":
             self.json_reply(404, {"detail": "Not Found"})
@@ -352,6 +363,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.json_reply(400, {"error": {"message": "bad request from %s"
                                         % self.headers.get("Authorization"),
                                         "type": "BadRequestError", "code": 400}})
+
+    def mode_quote_key_cut(self, req):
+        self.json_reply(400, {"error": {"message": "x" * 270 + " from %s"
+                                        % self.headers.get("Authorization")}})
+
+    def mode_done_open(self, req):
+        self.end_stream = lambda: self.event("[DONE]")  # no last chunk: the body goes on
+        self.vllm_like(req)
+        for _ in range(200):
+            self.raw(b": ping\n\n")
+            time.sleep(0.3)
+
+    def mode_error_endless(self, req):
+        self.send_response(500)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        for _ in range(1200):
+            self.wfile.write(b"x" * 1024)
+            self.wfile.flush()
+            time.sleep(0.05)
 
     def mode_html(self, req):
         body = b"<html><body>It works!</body></html>"

@@ -184,6 +184,11 @@ expect_exit 1 "an error quoting the key" env OPENAI_API_KEY="$KEY" "$QWENCHAT" r
 expect_err_has "bad request from Bearer [API key]" "a server message quoting the key is redacted"
 grep -qF "$KEY" "$TMP/err" && fail "the key is in the message" || pass "the key is in no message"
 grep -rqF "$KEY" "$TMP/state" && fail "the key is in a saved file" || pass "the key is in no saved file"
+mode quote-key-cut
+expect_exit 1 "an error quoting the key where the line is cut" env OPENAI_API_KEY="$KEY" \
+	"$QWENCHAT" run --url "$URL" -p x
+grep -qF "$(printf '%s' "$KEY" | cut -c1-8)" "$TMP/err" && fail "a part of the key is shown: $(cat "$TMP/err")" ||
+	pass "no part of the key is shown when the message is cut"
 rm -f "$STATE/key"
 
 # --- one line for each failure ------------------------------------------------------------
@@ -222,6 +227,22 @@ if [ -n "$TLS" ]; then
 else
 	echo "skip: no openssl for the TLS check"
 fi
+mode done-open
+t0=$(date +%s.%N)
+expect_exit 0 "a server that keeps the connection open after [DONE]" R --timeout 5 -p x
+t1=$(date +%s.%N)
+[ "$(cat "$TMP/out")" = "$ANSWER" ] && python3 -c "import sys; sys.exit(0 if $t1 - $t0 < 3 else 1)" &&
+	pass "[DONE] ends the answer at once" || fail "after [DONE]: $(cat "$TMP/err")"
+mode error-endless
+t0=$(date +%s.%N)
+expect_exit 1 "an error body that never ends" R --timeout 5 -p x
+t1=$(date +%s.%N)
+python3 -c "import sys; sys.exit(0 if $t1 - $t0 < 4 else 1)" && expect_err_has "500 Internal Server Error" \
+	"... reported once what is kept has come" || fail "an endless error body: $(cat "$TMP/err")"
+mode models-busy vllm
+expect_exit 0 "GET /models answered 429, then the chat" R -p x
+[ "$(cat "$TMP/out")" = "$ANSWER" ] && pass "the model list is asked again after Retry-After" ||
+	fail "models 429: $(cat "$TMP/err")"
 mode busy vllm
 t0=$(date +%s.%N)
 expect_exit 0 "429 then success" R -p x
