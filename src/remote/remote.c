@@ -534,7 +534,8 @@ void remote_models_free(struct remote_model *m, size_t n)
 static int parse_models(const struct remote *r, const struct xfer *x, struct remote_model **models,
 			size_t *n)
 {
-	/* 4096 models of ~10 values each, and a bound on what jansson may allocate */
+	/* a bound on what jansson may allocate, and so on the models listed (every one is
+	 * read: a model cut from the list would be reported as not served) */
 	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 17};
 	char what[600];
 	snprintf(what, sizeof what, "%s/models", r->shown);
@@ -549,8 +550,7 @@ static int parse_models(const struct remote *r, const struct xfer *x, struct rem
 			return err_set("%s/models: not JSON: %s", r->shown, je.text);
 		return err_set("%s/models: no \"data\" array of models", r->shown);
 	}
-	size_t k = json_array_size(data) < REMOTE_MAX_MODELS ? json_array_size(data)
-							     : REMOTE_MAX_MODELS;
+	size_t k = json_array_size(data);
 	struct remote_model *m = calloc(k ? k : 1, sizeof *m);
 	size_t got = 0;
 	int rc = m ? 0 : err_set("out of memory");

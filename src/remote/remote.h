@@ -22,7 +22,6 @@ enum {
 	REMOTE_MAX_TIMEOUT = 86400,
 	REMOTE_ATTEMPTS = 4,        /* tries of a request answered 429 or 503 */
 	REMOTE_MAX_RETRY_WAIT = 60, /* s: a longer Retry-After is reported, not waited */
-	REMOTE_MAX_MODELS = 4096,   /* entries of GET /models read */
 };
 
 struct remote_options {
