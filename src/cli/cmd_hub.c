@@ -17,14 +17,26 @@
  * write access to the cache chose, so their control characters are shown, not sent
  * to the terminal. */
 static void safe_row(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* One table row: the escapes of names a server or a folder gave shown, not obeyed,
+ * and a row kept on one line (a newline in a name shows as ^J, a tab as a space). */
 static void safe_row(const char *fmt, ...)
 {
-	char row[1024];
+	char row[1024], one[2048];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(row, sizeof row, fmt, ap);
 	va_end(ap);
-	term_write_safe(stdout, row, strlen(row));
+	size_t n = strlen(row), k = 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = row[i];
+		if ((c == '\n' && i + 1 < n) || c == '\r') {
+			one[k++] = '^';
+			one[k++] = c == '\n' ? 'J' : 'M';
+		} else {
+			one[k++] = c == '\t' ? ' ' : c;
+		}
+	}
+	term_write_safe(stdout, one, k);
 }
 
 static const struct cli_command pull_cmd = {

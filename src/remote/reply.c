@@ -441,6 +441,20 @@ void reply_flush(struct reply *r)
 int reply_end(struct reply *r)
 {
 	flush_tag(r);
+	/* calls are kept by the index the server gave them: an index it skipped (calls
+	 * 0..2 never sent, 3 sent) leaves an entry nothing came for, dropped here */
+	size_t k = 0;
+	for (size_t i = 0; i < r->n_calls; i++) {
+		struct reply_call *c = &r->calls[i];
+		if (!c->id.n && !c->name.n && !c->arguments.n) {
+			free(c->id.p);
+			free(c->name.p);
+			free(c->arguments.p);
+			continue;
+		}
+		r->calls[k++] = *c;
+	}
+	r->n_calls = k;
 	for (size_t i = 0; i < r->n_calls; i++)
 		if (!r->calls[i].name.n)
 			return err_set("tool call %zu came without a function name", i);

@@ -324,6 +324,15 @@ static void test_tool_calls(void **state)
 	assert_int_equal(reply_end(&r), -1);
 	assert_non_null(strstr(err_msg(), "tool call 0 came without a function name"));
 	reply_free(&r);
+
+	reply_init(&r, NULL, NULL); /* index 3 alone: the indexes it skipped are no calls */
+	assert_int_equal(feed(&r, "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":3,"
+				  "\"function\":{\"name\":\"f3\",\"arguments\":\"{}\"}}]}}]}"),
+			 0);
+	assert_int_equal(reply_end(&r), 0);
+	assert_int_equal(r.n_calls, 1);
+	assert_string_equal(r.calls[0].name.p, "f3");
+	reply_free(&r);
 }
 
 /* Errors the servers send mid-stream, and events that are not what they claim. */
