@@ -226,12 +226,60 @@ static bool has_body(struct MHD_Connection *conn)
 					   MHD_HTTP_HEADER_TRANSFER_ENCODING);
 }
 
+/* Whether a request's Host names this machine. A web page whose name its owner points
+ * at 127.0.0.1 (DNS rebinding) reaches a server listening there, as the page's own
+ * origin, and could read its answers; so a server on a loopback address answers, as
+ * Ollama's does, only requests to localhost, a loopback address or this machine's
+ * name. No Host (HTTP/1.0; libmicrohttpd refuses HTTP/1.1 without one) is local. */
+static bool host_is_local(const char *host)
+{
+	if (!host)
+		return true;
+	char name[256];
+	const char *start = host, *end;
+	if (host[0] == '[') { /* [v6]:port */
+		start = host + 1;
+		end = strchr(start, ']');
+	} else {
+		end = strchr(host, ':');
+	}
+	size_t n = end ? (size_t)(end - start) : strlen(start);
+	if (!n || n >= sizeof name || (host[0] == '[' && !end))
+		return false;
+	memcpy(name, start, n);
+	name[n] = '\0';
+	if (name[n - 1] == '.') /* the absolute form, "localhost." */
+		name[--n] = '\0';
+	if (!strcasecmp(name, "localhost") || (n > 10 && !strcasecmp(name + n - 10, ".localhost")))
+		return true;
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (inet_pton(AF_INET, name, &a4) == 1)
+		return ntohl(a4.s_addr) >> 24 == 127;
+	if (inet_pton(AF_INET6, name, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	char self[256] = "";
+	return gethostname(self, sizeof self - 1) == 0 && self[0] && !strcasecmp(name, self);
+}
+
 /* The answer for the method and path, or MHD_YES with nothing queued when a chat
  * completion's body is to be read. */
 static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, struct request *rq,
 			     const char *url, const char *method)
 {
 	rq->routed = true;
+	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	if (srv->loopback && !host_is_local(host)) {
+		char msg[400];
+		snprintf(msg, sizeof msg,
+			 "Host %.200s is not this machine: a server on a loopback address answers "
+			 "requests to localhost only (start it with --host to serve other names)",
+			 host);
+		for (char *p = msg; *p; p++) /* the client's bytes: printable ASCII */
+			if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+				*p = '?';
+		return reply_error(conn, rq, 403, msg, NULL, "host_not_allowed");
+	}
 	if (srv->auth && !authorized(srv, conn))
 		return reply_error(conn, rq, 401,
 				   "missing or wrong API key (send Authorization: Bearer KEY)",
@@ -525,7 +573,7 @@ static void on_deadline(void *user, const char *who)
 /* ---- start and stop ---------------------------------------------------------- */
 
 /* A listening socket on host:port. -1 with err_set. */
-static int listen_on(const char *host, int port, int *bound, bool *v6)
+static int listen_on(const char *host, int port, int *bound, bool *v6, bool *loopback)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC,
 				 .ai_socktype = SOCK_STREAM,
@@ -561,6 +609,9 @@ static int listen_on(const char *host, int port, int *bound, bool *v6)
 	getsockname(fd, (struct sockaddr *)&ss, &sl);
 	*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 						: ((struct sockaddr_in *)&ss)->sin_port);
+	*loopback = ss.ss_family == AF_INET6
+			    ? IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr)
+			    : ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24 == 127;
 	return fd;
 }
 
@@ -587,7 +638,7 @@ struct serve *serve_start(const struct gen_model *m, const struct serve_options 
 	}
 	s->started = (long long)time(NULL);
 	bool v6 = false;
-	if ((s->fd = listen_on(o->host, o->port, &s->port, &v6)) < 0)
+	if ((s->fd = listen_on(o->host, o->port, &s->port, &v6, &s->loopback)) < 0)
 		goto fail;
 	if (pthread_create(&s->worker, NULL, serve_worker, s)) {
 		err_set("cannot start the worker thread");

@@ -46,7 +46,8 @@ struct serve {
 	uint8_t key_hash[SHA256_DIGEST_SIZE]; /* of the API key: compared in constant time */
 	long long started;                    /* Unix time, the models' "created" */
 	struct MHD_Daemon *d;
-	int fd, port; /* the listening socket */
+	int fd, port;  /* the listening socket */
+	bool loopback; /* ... on a loopback address: requests must name this machine */
 	pthread_t worker;
 	bool worker_started;
 	pthread_mutex_t lock;    /* the queue, running, stopping and every job */

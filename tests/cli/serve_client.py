@@ -195,7 +195,7 @@ def hostile(port, kport, key, timeout):
     check(r.status == 200 and "choices" in json.loads(r.read()), "a JSON body without a type: answered")
     c.close()
     # a body declared larger than 4 MiB is refused before it is sent
-    code, data = raw(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+    code, data = raw(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
                      b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{" % (5 << 20))
     check(code == 413 and is_error_object(json.loads(data or b"{}")),
           "oversized body (Content-Length 5 MiB): 413 with an error object before the body")
@@ -205,16 +205,29 @@ def hostile(port, kport, key, timeout):
                        ("chunked beside a Content-Length",
                         b"Transfer-Encoding: chunked\r\nContent-Length: 2\r\n"),
                        ("a coding other than chunked", b"Transfer-Encoding: gzip, chunked\r\n")):
-        code, data = raw(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n%s\r\n{}" % head,
+        code, data = raw(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n%s\r\n{}" % head,
                          timeout=5)
         check(code == 400 and b"bad_framing" in data, "a body framed with %s: 400 (%d)" % (what, code))
     code, _ = raw(port, b"GET /health HTTP/1.1\r\n\r\n", timeout=5)
     check(code == 400, "HTTP/1.1 without Host: 400 (%d)" % code)
-    code, data = raw(port, b"HEAD /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", timeout=5)
+    # a server on 127.0.0.1 answers requests to this machine only: a page whose name was
+    # pointed at 127.0.0.1 (DNS rebinding) is refused, whatever it asks
+    for host in (b"evil.example:%d" % port, b"127.0.0.1.evil.example", b"[::2]:80"):
+        code, data = raw(port, b"GET /health HTTP/1.1\r\nHost: %s\r\n\r\n" % host, timeout=5)
+        check(code == 403 and b"host_not_allowed" in data, "Host %s: 403 (%d)" % (host.decode(), code))
+    code, data = raw(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: evil.example\r\n"
+                     b"Content-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}", timeout=5)
+    check(code == 403, "a cross-site POST with a foreign Host: 403 before the body (%d)" % code)
+    for host in (b"localhost:%d" % port, b"LOCALHOST.", b"127.0.0.1:%d" % port, b"127.1.2.3",
+                 b"[::1]:%d" % port, b"app.localhost", socket.gethostname().encode()):
+        code, _ = raw(port, b"GET /health HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host,
+                      timeout=5)
+        check(code == 200, "Host %s: answered (%d)" % (host.decode(), code))
+    code, data = raw(port, b"HEAD /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", timeout=5)
     check(code == 200 and data == b"", "HEAD /health: 200 without a body (%d, %r)" % (code, data[:20]))
     # a chunked upload growing past the limit is cut off the same way
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
               b"Transfer-Encoding: chunked\r\n\r\n")
     piece = b"a" * 65536
     try:
@@ -233,7 +246,7 @@ def hostile(port, kport, key, timeout):
     # slowloris: half a request line, then silence; others are answered meanwhile and the
     # silent connection is closed once the timeout passes
     slow = socket.create_connection(("127.0.0.1", port), timeout=timeout + 20)
-    slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Le")
+    slow.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Le")
     t0 = time.time()
     got, _, data = request(port, "POST", "/v1/chat/completions",
                            {"messages": USER, "max_tokens": 2})
@@ -250,10 +263,10 @@ def hostile(port, kport, key, timeout):
     # headers trickled a byte at a time, never silent for the timeout: cut at the
     # deadline all the same (256 of them would otherwise shut everyone out), and so is
     # a body trickled in after whole headers
-    cut = trickled_cut(port, b"", b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * (8 * timeout + 40))
+    cut = trickled_cut(port, b"", b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + b"a" * (8 * timeout + 40))
     check(cut is not None and cut < timeout + 2,
           "headers trickled in: cut after %s s (timeout %d s)" % (cut and "%.1f" % cut, timeout))
-    cut = trickled_cut(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n{",
+    cut = trickled_cut(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4000\r\n\r\n{",
                        b" " * (timeout + 10))
     check(cut is not None and cut < timeout + 2,
           "a body trickled in: cut after %s s (timeout %d s)" % (cut and "%.1f" % cut, timeout))
@@ -363,7 +376,7 @@ def cancel(port):
     body = {"messages": USER, "max_tokens": 3000, "stream": True, "temperature": 1}
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     data = json.dumps(body).encode()
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
               b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
     first = b""
     while first.count(b"data: ") < 3:
@@ -406,7 +419,7 @@ def bounds(port, pid, clients):
     def send(body, results, i):
         try:
             s = socket.create_connection(("127.0.0.1", port), timeout=120)
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
                       b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
             s.sendall(body)
             got = b""
@@ -457,7 +470,7 @@ def conns(port):
         body = json.dumps({"messages": USER, "max_tokens": max_tokens, "stream": stream,
                            "temperature": 1}).encode()
         s = socket.create_connection(("127.0.0.1", port), timeout=120)
-        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
                   b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
         return s
 
@@ -513,7 +526,7 @@ def post_raw(port, body):
     """A chat completion sent on a raw socket (read by the caller)."""
     data = json.dumps(body).encode()
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
               b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
     return s
 
