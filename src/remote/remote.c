@@ -761,6 +761,8 @@ static int attempt(struct remote *r, const struct remote_request *q, const char 
 	struct xfer x = {.body_max = ERROR_BODY_MAX, .reply = out, .events = true};
 	CURLcode cc;
 	sse_init(&x.sse, on_event, &x);
+	out->max_deltas =
+		q->max_tokens > 0 && q->max_tokens < (1 << 29) ? 2 * q->max_tokens + 16 : 0;
 	setup(r, &x, url, h);
 	curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);

@@ -352,6 +352,11 @@ static int choice(struct reply *r, const json_t *ch, size_t i)
 		if (r->bytes > REPLY_MAX_TEXT)
 			return err_set("event %zu: the answer passed %d MiB", r->events,
 				       REPLY_MAX_TEXT >> 20);
+		if (any && r->max_deltas && r->deltas >= (size_t)r->max_deltas) {
+			set_finish(r, "length", 6);
+			r->done = true;
+			return REPLY_DONE;
+		}
 		if (any) {
 			double now = clock_now();
 			if (!r->deltas)

@@ -55,6 +55,10 @@ struct reply {
 	enum reply_finish finish;
 	char finish_reason[32]; /* as sent, made printable; "" before */
 	bool done;              /* "data: [DONE]" arrived */
+	/* Deltas beyond which the server ignored max_tokens (0: no bound): the stream ends
+	 * there, finish "length". Not max_tokens itself: a token's text may come in two
+	 * deltas (the end of the reasoning and the start of the answer, a held-back tag). */
+	int max_deltas;
 
 	/* <think> tags in the content, for servers without a reasoning parser. */
 	bool think_open; /* inside a <think> of the content */

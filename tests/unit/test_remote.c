@@ -325,6 +325,17 @@ static void test_tool_calls(void **state)
 	assert_non_null(strstr(err_msg(), "tool call 0 came without a function name"));
 	reply_free(&r);
 
+	reply_init(&r, NULL, NULL); /* a server that ignores max_tokens: cut there */
+	r.max_deltas = 2;
+	assert_int_equal(feed(&r, "{\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n"
+				  "{\"choices\":[{\"delta\":{\"reasoning_content\":\"b\"}}]}\n"
+				  "{\"choices\":[{\"delta\":{\"content\":\"c\"}}]}"),
+			 REPLY_DONE);
+	assert_int_equal(reply_end(&r), 0);
+	assert_int_equal(r.finish, REPLY_LENGTH);
+	assert_int_equal(r.deltas, 2);
+	reply_free(&r);
+
 	reply_init(&r, NULL, NULL); /* index 3 alone: the indexes it skipped are no calls */
 	assert_int_equal(feed(&r, "{\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":3,"
 				  "\"function\":{\"name\":\"f3\",\"arguments\":\"{}\"}}]}}]}"),
