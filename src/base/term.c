@@ -1,13 +1,14 @@
 /* term.c — control characters and invalid UTF-8 made visible before printing. */
 #include "src/base/term.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
 
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
 
-void term_safe(struct strbuf *b, const char *s, size_t n)
+static void safe(struct strbuf *b, const char *s, size_t n, bool one_line)
 {
 	size_t i = 0, run = 0; /* s[run..i) is printable and not yet copied */
 	while (i < n) {
@@ -27,7 +28,7 @@ void term_safe(struct strbuf *b, const char *s, size_t n)
 			}
 			if (len < 1)
 				len = 1;
-		} else if (c == '\n' || c == '\t') {
+		} else if ((c == '\n' && !one_line) || c == '\t') {
 			i++;
 			continue;
 		}
@@ -42,6 +43,16 @@ void term_safe(struct strbuf *b, const char *s, size_t n)
 		run = i;
 	}
 	sb_put(b, s + run, n - run);
+}
+
+void term_safe(struct strbuf *b, const char *s, size_t n)
+{
+	safe(b, s, n, false);
+}
+
+void term_safe_line(struct strbuf *b, const char *s, size_t n)
+{
+	safe(b, s, n, true);
 }
 
 char *term_osc52(const char *s, size_t n)

@@ -15,6 +15,10 @@
  * else is copied as it is. */
 void term_safe(struct strbuf *b, const char *s, size_t n);
 
+/* term_safe for what must stay one line (an error, a table row): a newline too is
+ * shown as ^J. */
+void term_safe_line(struct strbuf *b, const char *s, size_t n);
+
 /* Writes s[0..n) to f as term_safe makes it. 0, or EOF on a write error. */
 int term_write_safe(FILE *f, const char *s, size_t n);
 

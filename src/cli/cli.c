@@ -205,17 +205,10 @@ void cli_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	char *nl;
-	while ((nl = strpbrk(msg, "\n\r")) && strlen(msg) + 2 < sizeof msg) {
-		memmove(nl + 2, nl + 1, strlen(nl + 1) + 1);
-		nl[1] = *nl == '\n' ? 'J' : 'M';
-		nl[0] = '^';
-	}
-	for (char *p = msg; (p = strpbrk(p, "\n\r"));) /* no room left: a space */
-		*p = ' ';
-	fputs("qwenchat: ", stderr);
-	term_write_safe(stderr, msg, strlen(msg));
-	fputc('\n', stderr);
+	struct strbuf b = {0};
+	term_safe_line(&b, msg, strlen(msg));
+	fprintf(stderr, "qwenchat: %s\n", b.oom ? "(out of memory)" : b.p ? b.p : "");
+	free(b.p);
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...)

@@ -17,26 +17,19 @@
  * write access to the cache chose, so their control characters are shown, not sent
  * to the terminal. */
 static void safe_row(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* One table row: the escapes of names a server or a folder gave shown, not obeyed,
- * and a row kept on one line (a newline in a name shows as ^J, a tab as a space). */
+/* One table row (fmt without its newline): the escapes of names a server or a folder
+ * gave shown, not obeyed, and the row kept on one line (a newline in a name: ^J). */
 static void safe_row(const char *fmt, ...)
 {
-	char row[1024], one[2048];
+	char row[1024];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(row, sizeof row, fmt, ap);
 	va_end(ap);
-	size_t n = strlen(row), k = 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = row[i];
-		if ((c == '\n' && i + 1 < n) || c == '\r') {
-			one[k++] = '^';
-			one[k++] = c == '\n' ? 'J' : 'M';
-		} else {
-			one[k++] = c == '\t' ? ' ' : c;
-		}
-	}
-	term_write_safe(stdout, one, k);
+	struct strbuf b = {0};
+	term_safe_line(&b, row, strlen(row));
+	printf("%s\n", b.oom ? "(out of memory)" : b.p ? b.p : "");
+	free(b.p);
 }
 
 static const struct cli_command pull_cmd = {
@@ -93,7 +86,7 @@ static int list_remote(struct cli_common *com)
 		char ctx[24] = "-";
 		if (m[i].max_len)
 			snprintf(ctx, sizeof ctx, "%ld", m[i].max_len);
-		safe_row("%-44s %-16s %10s\n", m[i].id, m[i].owned_by, ctx);
+		safe_row("%-44s %-16s %10s", m[i].id, m[i].owned_by, ctx);
 	}
 	remote_models_free(m, n);
 	remote_free(r);
@@ -154,7 +147,7 @@ int cmd_list(int argc, char **argv)
 		snprintf(format, sizeof format, "%s%s%s", e[i].file ? "GGUF" : "safetensors",
 			 e[i].file && e[i].type ? " " : "",
 			 e[i].file && e[i].type ? e[i].type : "");
-		safe_row("%-36s %-24s %-12s %10s  %s%s%s\n", model, rev, format, size,
+		safe_row("%-36s %-24s %-12s %10s  %s%s%s", model, rev, format, size,
 			 e[i].complete ? "complete" : "incomplete", e[i].file ? "  " : "",
 			 e[i].file ? e[i].file : "");
 	}

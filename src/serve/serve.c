@@ -226,6 +226,13 @@ static bool has_body(struct MHD_Connection *conn)
 					   MHD_HTTP_HEADER_TRANSFER_ENCODING);
 }
 
+/* Whether an address (struct in_addr or in6_addr by family) is a loopback one. */
+static bool loopback_addr(int family, const void *a)
+{
+	return family == AF_INET6 ? IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)a)
+				  : ntohl(((const struct in_addr *)a)->s_addr) >> 24 == 127;
+}
+
 /* Whether a request's Host names this machine. A web page whose name its owner points
  * at 127.0.0.1 (DNS rebinding) reaches a server listening there, as the page's own
  * origin, and could read its answers; so a server on a loopback address answers, as
@@ -255,9 +262,9 @@ static bool host_is_local(const char *host)
 	struct in_addr a4;
 	struct in6_addr a6;
 	if (inet_pton(AF_INET, name, &a4) == 1)
-		return ntohl(a4.s_addr) >> 24 == 127;
+		return loopback_addr(AF_INET, &a4);
 	if (inet_pton(AF_INET6, name, &a6) == 1)
-		return IN6_IS_ADDR_LOOPBACK(&a6);
+		return loopback_addr(AF_INET6, &a6);
 	char self[256] = "";
 	return gethostname(self, sizeof self - 1) == 0 && self[0] && !strcasecmp(name, self);
 }
@@ -610,8 +617,8 @@ static int listen_on(const char *host, int port, int *bound, bool *v6, bool *loo
 	*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 						: ((struct sockaddr_in *)&ss)->sin_port);
 	*loopback = ss.ss_family == AF_INET6
-			    ? IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr)
-			    : ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24 == 127;
+			    ? loopback_addr(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr)
+			    : loopback_addr(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr);
 	return fd;
 }
 

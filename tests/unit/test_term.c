@@ -83,6 +83,17 @@ static void test_every_byte(void **state)
 }
 
 /* OSC 52: base64 of RFC 4648's test vectors inside ESC ] 52 ; c ; ... BEL. */
+/* One line: a newline too in caret notation, the rest as term_safe. */
+static void test_one_line(void **state)
+{
+	(void)state;
+	struct strbuf b = {0};
+	const char in[] = "a\nb\r\tc\033]0;x\a";
+	term_safe_line(&b, in, sizeof in - 1);
+	assert_string_equal(b.p, "a^Jb^M\tc^[]0;x^G");
+	free(b.p);
+}
+
 static void test_osc52(void **state)
 {
 	(void)state;
@@ -151,9 +162,8 @@ static void test_utf8_replace(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_every_byte),
-		cmocka_unit_test(test_osc52),
+		cmocka_unit_test(test_table),        cmocka_unit_test(test_every_byte),
+		cmocka_unit_test(test_one_line),     cmocka_unit_test(test_osc52),
 		cmocka_unit_test(test_utf8_replace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
