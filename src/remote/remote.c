@@ -490,17 +490,12 @@ static int curl_error(const struct remote *r, const struct xfer *x, CURLcode cc)
 /* The key never appears in a message, even when a server quotes it back. */
 static void redact(const struct remote *r)
 {
-	const char *m = err_msg(), *k = r->key;
-	if (!k || !*k || !strstr(m, k))
-		return;
-	struct strbuf b = {0};
-	for (const char *p; (p = strstr(m, k)); m = p + strlen(k)) {
-		sb_put(&b, m, (size_t)(p - m));
-		sb_puts(&b, "[API key]");
-	}
-	sb_puts(&b, m);
-	err_set("%s", b.oom ? "(an error message quoting the API key)" : b.p);
-	free(b.p);
+	const char *m = err_msg();
+	char *clean;
+	size_t n = without_key(r, m, strlen(m), &clean);
+	if (clean || (!n && *m)) /* 0 for a message that is not empty: out of memory */
+		err_set("%s", n ? clean : "(an error message quoting the API key)");
+	free(clean);
 }
 
 /* ---- the requests -------------------------------------------------------------- */
