@@ -277,8 +277,9 @@ static const char *stop_name(enum sess_stop s)
 	return names[s];
 }
 
-/* seed: the sampler's, or NULL when a server picked it */
-static void print_stats(const struct sess_stats *st, const uint64_t *seed)
+/* seed: the sampler's, or NULL when a server picked it; failed: the turn ended on an
+ * error (said on the next line), whatever st->stop holds */
+static void print_stats(const struct sess_stats *st, const uint64_t *seed, bool failed)
 {
 	if (seed)
 		fprintf(stderr, "stats: seed %llu (--seed %llu repeats this answer)\n",
@@ -289,7 +290,7 @@ static void print_stats(const struct sess_stats *st, const uint64_t *seed)
 		"stats: %d generated in %.3f s (%.1f tok/s), stopped: %s\n",
 		st->reused, st->reused == 1 ? "" : "s", st->prefilled, st->prefill_seconds,
 		st->prefill_tps, st->ttft, st->generated, st->decode_seconds, st->decode_tps,
-		stop_name(st->stop));
+		failed ? "error" : stop_name(st->stop));
 }
 
 /* The prompt's token ids: the raw text, or the one-turn conversation rendered. */
@@ -416,7 +417,8 @@ static int run_remote(struct run_args *a, const char *prompt)
 		  : rep.finish == REPLY_LENGTH ? SESS_STOP_MAX
 					       : SESS_STOP_EOS;
 	if (a->stats)
-		print_stats(&st, a->cli.set & SAMP_SET_SEED ? &a->cli.sampling.seed : NULL);
+		print_stats(&st, a->cli.set & SAMP_SET_SEED ? &a->cli.sampling.seed : NULL,
+			    r2 != 0);
 	if (r2)
 		cli_error("%s", err_msg());
 	else if (out.write_failed)
@@ -506,7 +508,7 @@ int cmd_run(int argc, char **argv)
 	fflush(stdout);
 	catch_stops(SIG_DFL);
 	if (a.stats)
-		print_stats(sess_stats(s), &params.seed);
+		print_stats(sess_stats(s), &params.seed, false);
 	if (out.write_failed)
 		cli_error("stdout: write failed");
 	else if (r == 1 || sess_stats(s)->stop == SESS_STOP_CANCEL)

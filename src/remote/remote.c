@@ -340,6 +340,9 @@ static void setup(struct remote *r, struct xfer *x, const char *url, struct curl
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->errbuf);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* Every encoding this libcurl decodes is offered, as the openai client's httpx
+	 * offers gzip: a proxy may compress the stream. The caps count decoded bytes. */
+	curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)r->connect_timeout);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -356,6 +359,11 @@ static void setup(struct remote *r, struct xfer *x, const char *url, struct curl
 static const char *status_text(long s)
 {
 	switch (s) {
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 303: return "See Other";
+	case 307: return "Temporary Redirect";
+	case 308: return "Permanent Redirect";
 	case 400: return "Bad Request";
 	case 401: return "Unauthorized";
 	case 403: return "Forbidden";

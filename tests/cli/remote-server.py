@@ -59,6 +59,8 @@ Modes and the real behaviour each imitates:
               server); chat requests stream as vllm.
 """
 import argparse
+import gzip
+import io
 import json
 import os
 import socket
@@ -383,6 +385,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"x" * 1024)
             self.wfile.flush()
             time.sleep(0.05)
+
+    def mode_gzip(self, req):
+        # A proxy compressing the stream: the client asked for it (Accept-Encoding) and
+        # decodes it, as httpx does for the openai client.
+        if "gzip" not in (self.headers.get("Accept-Encoding") or ""):
+            self.json_reply(406, {"error": {"message": "gzip only"}})
+            return
+        out = io.BytesIO()
+        with gzip.GzipFile(fileobj=out, mode="wb") as z:
+            self.start_stream = lambda: None
+            self.raw = z.write
+            self.end_stream = lambda: self.event("[DONE]")
+            self.vllm_like(req)
+        body = out.getvalue()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def mode_html(self, req):
         body = b"<html><body>It works!</body></html>"

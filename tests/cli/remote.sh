@@ -5,7 +5,8 @@
 # the request holds (only the settings given; thinking; the key in the header only);
 # tool calls kept; Ctrl-C keeping the partial answer; one line for each failure
 # (refused, connect timeout, stall, TLS, 401, 404 model, 429 then success, 5xx,
-# a cut stream, bad JSON, an error event); usage errors. Never contacts another host.
+# a cut stream, bad JSON, an error event; --stats after one; a gzip stream); usage
+# errors. Never contacts another host.
 . "$TOP_SRCDIR/tests/lib.sh"
 
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
@@ -262,6 +263,13 @@ for spec in \
 	expect_err_has "${spec#*|}" "$m: one line saying what happened"
 	[ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "$m: more than one line on stderr"
 done
+mode cut
+expect_exit 1 "a cut stream with --stats" R -p x --stats
+grep -q '^stats: .*stopped: error$' "$TMP/err" && ! grep -q 'end of turn' "$TMP/err" &&
+	pass "--stats after a failure says the turn ended on an error" || fail "--stats: $(cat "$TMP/err")"
+mode gzip
+expect_exit 0 "a gzip-compressed stream (a proxy's)" R -p x
+[ "$(cat "$TMP/out")" = "$ANSWER" ] && pass "gzip: the stream is decoded" || fail "gzip: $(cat "$TMP/out")"
 # A failure after some text keeps it in the conversation.
 mode error
 printf 'Salut\n' | "$QWENCHAT" chat --url "$URL" >"$TMP/out" 2>"$TMP/err"
