@@ -14,3 +14,11 @@ const char *jsontype_name(const json_t *v)
 	default: return "null";
 	}
 }
+
+const char *jsontype_error(const json_error_t *je)
+{
+	/* refused: the strings here are C strings, which would end at the NUL */
+	if (json_error_code(je) == json_error_null_character)
+		return "a \\u0000 character in a string is not supported";
+	return je->text;
+}

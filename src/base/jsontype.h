@@ -9,4 +9,8 @@
 /* "an object", "an array", "a string", "a number", "a boolean" or "null". */
 const char *jsontype_name(const json_t *v);
 
+/* What jansson found wrong, in words for a user: its own text, but for a \u0000 in a
+ * string (jansson's text names a flag of its API). */
+const char *jsontype_error(const json_error_t *je);
+
 #endif

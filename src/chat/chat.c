@@ -4,6 +4,7 @@
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/base/jsonlimit.h"
+#include "src/base/jsontype.h"
 #include "src/chat/tojson.h"
 
 #include <jansson.h>
@@ -468,7 +469,7 @@ struct chat *chat_from_json(const char *text, size_t len, const char *name)
 	json_t *root = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
 	if (!root) {
 		err_set("%s: invalid JSON at line %d, column %d: %s", name, jerr.line, jerr.column,
-			jerr.text);
+			jsontype_error(&jerr));
 		return NULL;
 	}
 	json_t *msgs = root, *tools = NULL, *meta = NULL;

@@ -4,6 +4,7 @@
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/base/utf8.h"
+#include "src/base/jsontype.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -157,7 +158,8 @@ static int read_lines(const char *path, const char *text, size_t len,
 		json_error_t je;
 		json_t *v = json_loadb(p, n, JSON_DECODE_ANY, &je);
 		if (!v) /* the column, not jansson's "line 1" of a one-line text */
-			return err_set("%s: invalid JSON at column %d: %s", where, je.column, je.text);
+			return err_set("%s: invalid JSON at column %d: %s", where, je.column,
+				       jsontype_error(&je));
 		json_decref(v);
 		struct chat *c = chat_from_json(p, n, where);
 		if (!c)

@@ -445,7 +445,7 @@ struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e)
 	json_t *root = json_loadb(body, len, 0, &je);
 	if (!root) {
 		bad(e, "", "the body is not valid JSON (line %d, column %d: %s)", je.line,
-		    je.column, je.text);
+		    je.column, jsontype_error(&je));
 		return NULL;
 	}
 	struct oai_request *r = calloc(1, sizeof *r);
