@@ -15,6 +15,7 @@
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
 #include "src/hub/hub.h"
+#include "src/serve/origin.h"
 #include "src/serve/serve.h"
 #include "src/session/sampler.h"
 #include "src/session/session.h"
@@ -27,7 +28,8 @@ enum serve_key {
 	OPT_API_KEY,
 	OPT_API_KEY_FILE,
 	OPT_QUEUE,
-	OPT_TIMEOUT
+	OPT_TIMEOUT,
+	OPT_ALLOW_ORIGIN
 };
 
 static const struct cli_opt serve_opts[] = {
@@ -43,6 +45,9 @@ static const struct cli_opt serve_opts[] = {
 	{"timeout", OPT_TIMEOUT, "S",
 	 "close a connection silent for S seconds, or whose request\n(headers and body) "
 	 "takes longer (default 30)"},
+	{"allow-origin", OPT_ALLOW_ORIGIN, "ORIGIN",
+	 "web pages of ORIGIN (e.g. https://chat.example:3000; * for\nevery one, null for "
+	 "local files) may use the server; pages\nof this machine may always (repeatable)"},
 	{0},
 };
 
@@ -75,6 +80,8 @@ struct serve_args {
 	const char *host;
 	int port, queue, timeout;
 	char *key; /* malloc'd */
+	const char *origins[SERVE_MAX_ORIGINS];
+	int n_origins;
 };
 
 static int serve_opt(void *user, int key, const char *arg)
@@ -106,6 +113,14 @@ static int serve_opt(void *user, int key, const char *arg)
 		if (cli_parse_long("timeout", arg, 1, 86400, &l))
 			return -1;
 		a->timeout = (int)l;
+		return 0;
+	case OPT_ALLOW_ORIGIN:
+		if (a->n_origins == SERVE_MAX_ORIGINS)
+			return cli_usage("serve", "--allow-origin: at most %d origins",
+					 SERVE_MAX_ORIGINS);
+		if (origin_check(arg))
+			return cli_usage("serve", "--allow-origin: %s", err_msg());
+		a->origins[a->n_origins++] = arg;
 		return 0;
 	}
 	return cli_unhandled(&serve_cmd, key);
@@ -208,7 +223,8 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (open_model(&a, &eo, &cancel, &m, &em, &dir))
 		goto fail;
-	struct serve_options o = {a.host, a.port, a.key, a.queue, a.timeout, &cancel, log_line};
+	struct serve_options o = {a.host,    a.port,      a.key,   a.queue, a.timeout,
+				  a.origins, a.n_origins, &cancel, log_line};
 	if (!(s = serve_start(&m, &o)))
 		goto fail;
 	bool v6 = strchr(a.host, ':') != NULL;

@@ -24,6 +24,7 @@
 #include "src/base/clock.h"
 #include "src/base/err.h"
 #include "src/serve/deadline.h"
+#include "src/serve/origin.h"
 
 /* One HTTP request on a connection (MHD's per-request context). */
 struct request {
@@ -37,6 +38,7 @@ struct request {
 	size_t reserved; /* bytes of SERVE_BODY_BUDGET taken by body */
 	struct strbuf body;
 	struct job *job;
+	char origin[256]; /* the allowed Origin the answer's CORS headers name, or "" */
 };
 
 static void logf_(struct serve *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -64,6 +66,15 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- responses --------------------------------------------------------------- */
 
+/* The CORS headers that let the page of an allowed Origin read the answer. */
+static void allow_origin(struct MHD_Response *r, const struct request *rq)
+{
+	if (rq->origin[0]) {
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_ORIGIN, rq->origin);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_VARY, "Origin");
+	}
+}
+
 /* Queues a response with a JSON body (malloc'd, taken; NULL: an empty object). */
 static enum MHD_Result reply(struct MHD_Connection *conn, struct request *rq, int status,
 			     char *body, const char *header, const char *value)
@@ -77,6 +88,7 @@ static enum MHD_Result reply(struct MHD_Connection *conn, struct request *rq, in
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	allow_origin(r, rq);
 	if (header)
 		MHD_add_response_header(r, header, value);
 	enum MHD_Result ok = MHD_queue_response(conn, (unsigned)status, r);
@@ -226,47 +238,55 @@ static bool has_body(struct MHD_Connection *conn)
 					   MHD_HTTP_HEADER_TRANSFER_ENCODING);
 }
 
-/* Whether an address (struct in_addr or in6_addr by family) is a loopback one. */
-static bool loopback_addr(int family, const void *a)
+/* A page of an origin that may not use the server (serve_options.origins): refused
+ * whole, so that its requests run nothing, though it could not read the answers. */
+static enum MHD_Result origin_refused(struct MHD_Connection *conn, struct request *rq,
+				      const char *origin)
 {
-	return family == AF_INET6 ? IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)a)
-				  : ntohl(((const struct in_addr *)a)->s_addr) >> 24 == 127;
+	char msg[400];
+	snprintf(msg, sizeof msg,
+		 "Origin %.150s may not use this server (start it with --allow-origin %.150s "
+		 "to allow its pages)",
+		 origin, origin);
+	for (char *p = msg; *p; p++) /* the client's bytes: printable ASCII */
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
+	return reply_error(conn, rq, 403, msg, NULL, "origin_not_allowed");
 }
 
-/* Whether a request's Host names this machine. A web page whose name its owner points
- * at 127.0.0.1 (DNS rebinding) reaches a server listening there, as the page's own
- * origin, and could read its answers; so a server on a loopback address answers, as
- * Ollama's does, only requests to localhost, a loopback address or this machine's
- * name. No Host (HTTP/1.0; libmicrohttpd refuses HTTP/1.1 without one) is local. */
-static bool host_is_local(const char *host)
+/* Whether h is a list of header names ("authorization, content-type"), safe to send
+ * back as it is. */
+static bool header_list(const char *h)
 {
-	if (!host)
-		return true;
-	char name[256];
-	const char *start = host, *end;
-	if (host[0] == '[') { /* [v6]:port */
-		start = host + 1;
-		end = strchr(start, ']');
-	} else {
-		end = strchr(host, ':');
+	size_t n = strlen(h);
+	return n < 1024 && strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				     "0123456789-_.!#$%&'*+^`|~, ") == n;
+}
+
+/* OPTIONS: what the path allows, and for a browser's CORS preflight the methods and
+ * the headers (those it asks for: the openai client sends its own x-stainless-*)
+ * that the page may use, for ten minutes. */
+static enum MHD_Result preflight(struct MHD_Connection *conn, struct request *rq)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	static const char methods[] = "GET, HEAD, POST, OPTIONS";
+	MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, methods);
+	allow_origin(r, rq);
+	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						    MHD_HTTP_HEADER_ACCESS_CONTROL_REQUEST_HEADERS);
+	if (rq->origin[0]) {
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_METHODS, methods);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_HEADERS,
+					h && header_list(h) ? h : "Authorization, Content-Type");
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_MAX_AGE, "600");
 	}
-	size_t n = end ? (size_t)(end - start) : strlen(start);
-	if (!n || n >= sizeof name || (host[0] == '[' && !end))
-		return false;
-	memcpy(name, start, n);
-	name[n] = '\0';
-	if (name[n - 1] == '.') /* the absolute form, "localhost." */
-		name[--n] = '\0';
-	if (!strcasecmp(name, "localhost") || (n > 10 && !strcasecmp(name + n - 10, ".localhost")))
-		return true;
-	struct in_addr a4;
-	struct in6_addr a6;
-	if (inet_pton(AF_INET, name, &a4) == 1)
-		return loopback_addr(AF_INET, &a4);
-	if (inet_pton(AF_INET6, name, &a6) == 1)
-		return loopback_addr(AF_INET6, &a6);
-	char self[256] = "";
-	return gethostname(self, sizeof self - 1) == 0 && self[0] && !strcasecmp(name, self);
+	enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_NO_CONTENT, r);
+	MHD_destroy_response(r);
+	rq->status = MHD_HTTP_NO_CONTENT;
+	return ok;
 }
 
 /* The answer for the method and path, or MHD_YES with nothing queued when a chat
@@ -276,7 +296,7 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 {
 	rq->routed = true;
 	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-	if (srv->loopback && !host_is_local(host)) {
+	if (srv->loopback && !origin_host_is_local(host)) {
 		char msg[400];
 		snprintf(msg, sizeof msg,
 			 "Host %.200s is not this machine: a server on a loopback address answers "
@@ -287,6 +307,17 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 				*p = '?';
 		return reply_error(conn, rq, 403, msg, NULL, "host_not_allowed");
 	}
+	const char *origin =
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
+	if (origin && !(strlen(origin) < sizeof rq->origin &&
+			origin_allowed(origin, srv->o.origins, srv->o.n_origins)))
+		return origin_refused(conn, rq, origin);
+	if (origin)
+		snprintf(rq->origin, sizeof rq->origin, "%s", origin);
+	bool known = !strcmp(url, "/health") || !strcmp(url, "/v1/models") ||
+		     !strcmp(url, "/v1/chat/completions");
+	if (known && !strcmp(method, "OPTIONS")) /* before the key: browsers send none */
+		return preflight(conn, rq);
 	if (srv->auth && !authorized(srv, conn))
 		return reply_error(conn, rq, 401,
 				   "missing or wrong API key (send Authorization: Bearer KEY)",
@@ -431,6 +462,7 @@ static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *con
 				stream ? "text/event-stream" : "application/json");
 	if (stream)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	allow_origin(r, rq);
 	enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	rq->status = 200;
@@ -616,9 +648,10 @@ static int listen_on(const char *host, int port, int *bound, bool *v6, bool *loo
 	getsockname(fd, (struct sockaddr *)&ss, &sl);
 	*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 						: ((struct sockaddr_in *)&ss)->sin_port);
-	*loopback = ss.ss_family == AF_INET6
-			    ? loopback_addr(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr)
-			    : loopback_addr(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr);
+	*loopback =
+		ss.ss_family == AF_INET6
+			? origin_loopback_addr(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr)
+			: origin_loopback_addr(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr);
 	return fd;
 }
 

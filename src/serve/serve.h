@@ -35,6 +35,10 @@ struct serve_options {
 	const char *api_key; /* every request must carry "Authorization: Bearer KEY"; NULL: none */
 	int queue;           /* requests that may wait (beyond: 503); 0 = none wait */
 	int timeout;         /* seconds before a silent connection is closed */
+	/* Web origins allowed besides this machine's pages (origin_allowed in origin.h):
+	 * answers to them carry CORS headers; a request from another origin gets 403. */
+	const char *const *origins;
+	int n_origins;
 	/* The session's cancel flag (sess_options.cancel): set to end the running request
 	 * when its client goes away or the server stops. */
 	atomic_int *cancel;
@@ -42,6 +46,9 @@ struct serve_options {
 	 * Lines hold no request content and no key. */
 	void (*log)(const char *line);
 };
+
+/* Most --allow-origin values. */
+enum { SERVE_MAX_ORIGINS = 32 };
 
 struct serve;
 

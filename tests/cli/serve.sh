@@ -5,10 +5,11 @@
 # API key from a file), and one that queues nothing (BUSY) — checked by the official
 # openai npm client (tests/cli/serve-openai.test.mjs: answers equal `qwenchat run`'s,
 # streaming, reasoning, tool calls, logprobs, errors), by tests/cli/serve_client.py
-# (hostile requests, slowloris and trickled headers, 50 concurrent clients with RSS,
-# KV reuse on a follow-up, 503 and hang-up cancels, kept-alive GETs, half-closing
-# clients, the peak memory of 16 hostile 4 MiB bodies at once), and the logs: one
-# line per request, no key, a cancelled stream's tokens counted.
+# (hostile requests, slowloris and trickled headers, CORS for browser pages, 50
+# concurrent clients with RSS, KV reuse on a follow-up, 503 and hang-up cancels,
+# kept-alive GETs, half-closing clients, the peak memory of 16 hostile 4 MiB bodies at
+# once), and the logs: one line per request, no key, a cancelled stream's tokens
+# counted.
 . "$TOP_SRCDIR/tests/lib.sh"
 
 # --- usage errors ----------------------------------------------------------------
@@ -19,6 +20,10 @@ expect_exit 2 "serve --timeout 0" "$QWENCHAT" serve -m "$TMP" --timeout 0
 expect_exit 2 "serve --api-key ''" "$QWENCHAT" serve -m "$TMP" --api-key ''
 expect_exit 2 "serve -n 0" "$QWENCHAT" serve -m "$TMP" -n 0
 expect_exit 2 "serve --bogus" "$QWENCHAT" serve -m "$TMP" --bogus
+for o in https://a.example/path 'https://a b' a.example 'https://user@a.example'; do
+	expect_exit 2 "serve --allow-origin '$o'" "$QWENCHAT" serve -m "$TMP" --allow-origin "$o"
+	expect_err_has "--allow-origin" "--allow-origin '$o': names the option"
+done
 expect_exit 2 "serve extra argument" "$QWENCHAT" serve -m "$TMP" extra
 expect_exit 2 "serve --api-key-file missing" "$QWENCHAT" serve -m "$TMP" --api-key-file "$TMP/none"
 expect_err_has "none" "--api-key-file missing: names the file"
@@ -68,7 +73,7 @@ PLAIN_PID= RIG_PID= BUSY_PID= STOP_PID=
 
 KEY="k-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s\n' "$KEY" >"$TMP/key"
-start PLAIN -m "$TMP/plain" --timeout 2
+start PLAIN -m "$TMP/plain" --timeout 2 --allow-origin https://app.example/
 start RIG -m "$TMP/rig" --api-key-file "$TMP/key"
 start BUSY -m "$TMP/plain" --queue 0
 start STOP -m "$TMP/plain" --queue 2
@@ -98,6 +103,7 @@ esac
 CLIENT="python3 $TOP_SRCDIR/tests/cli/serve_client.py"
 $CLIENT hostile "$PLAIN_PORT" "$RIG_PORT" "$KEY" 2 || failures=$((failures + 1))
 $CLIENT followup "$PLAIN_PORT" || failures=$((failures + 1))
+$CLIENT cors "$PLAIN_PORT" "$RIG_PORT" "$KEY" || failures=$((failures + 1))
 $CLIENT load "$RIG_PORT" "$RIG_PID" 50 "$KEY" || failures=$((failures + 1))
 $CLIENT cancel "$BUSY_PORT" || failures=$((failures + 1))
 $CLIENT conns "$PLAIN_PORT" || failures=$((failures + 1))

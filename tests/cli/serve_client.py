@@ -570,6 +570,43 @@ def stopping(port, pid):
           "the running stream is cut, not ended as if whole (%r)" % rest[-20:])
 
 
+def cors(port, kport, key):
+    """Browser pages: a preflight (no key), an allowed origin's answers carry CORS
+    headers (an error's too), another origin is refused before anything runs."""
+    pre = {"Origin": "http://localhost:3000", "Access-Control-Request-Method": "POST",
+           "Access-Control-Request-Headers": "authorization, content-type, x-stainless-os"}
+    st, h, _ = request(kport, "OPTIONS", "/v1/chat/completions", headers=pre)
+    check(st == 204 and h.get("Access-Control-Allow-Origin") == "http://localhost:3000"
+          and "POST" in h.get("Access-Control-Allow-Methods", "")
+          and h.get("Access-Control-Allow-Headers") == pre["Access-Control-Request-Headers"],
+          "a preflight from a page of this machine, without the key: 204 and what it may send"
+          " (%d %s)" % (st, h))
+    st, h, _ = request(kport, "OPTIONS", "/v1/models",
+                       headers={"Origin": "https://evil.example",
+                                "Access-Control-Request-Method": "GET"})
+    check(st == 403 and "Access-Control-Allow-Origin" not in h,
+          "a preflight from another origin: 403, no CORS headers (%d)" % st)
+    st, h, b = request(kport, "GET", "/v1/models", headers={"Origin": "http://127.0.0.1:5173"})
+    check(st == 401 and h.get("Access-Control-Allow-Origin") == "http://127.0.0.1:5173",
+          "a 401 to an allowed page carries the CORS headers, so it can read why (%d)" % st)
+    body = {"messages": USER, "max_tokens": 2, "stream": True}
+    st, h, b = request(port, "POST", "/v1/chat/completions", body,
+                       headers={"Origin": "https://app.example"})
+    check(st == 200 and h.get("Access-Control-Allow-Origin") == "https://app.example"
+          and h.get("Vary") == "Origin" and b"data: [DONE]" in b,
+          "a stream to an --allow-origin page carries the CORS headers (%d %s)" % (st, h))
+    for origin in ("https://evil.example", "null", "http://localhost.evil.example",
+                   "https://app.example.evil", "http://127.0.0.1.evil.example:80"):
+        st, h, b = request(port, "POST", "/v1/chat/completions", body,
+                           headers={"Origin": origin})
+        check(st == 403 and is_error_object(b) and b["error"]["code"] == "origin_not_allowed"
+              and "Access-Control-Allow-Origin" not in h,
+              "a request from %s is refused: 403 origin_not_allowed (%d)" % (origin, st))
+    st, h, b = request(port, "GET", "/health")
+    check(st == 200 and "Access-Control-Allow-Origin" not in h,
+          "a request without Origin (not a browser's) gets no CORS headers")
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "hostile":
@@ -584,6 +621,8 @@ def main():
         bounds(int(args[0]), int(args[1]), int(args[2]))
     elif cmd == "conns":
         conns(int(args[0]))
+    elif cmd == "cors":
+        cors(int(args[0]), int(args[1]), args[2])
     elif cmd == "stopping":
         stopping(int(args[0]), int(args[1]))
     sys.exit(1 if failures else 0)

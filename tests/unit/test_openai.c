@@ -2,8 +2,9 @@
  * parsing (every field, and a conversation that must render exactly as the same one
  * given as a conversation file, whose rendering is checked against jinja2), refused
  * requests naming their field, <tool_call> parsing as vLLM's hermes parser splits
- * calls, and the response builders: stop strings and tool calls held back while
- * streaming, chunks that add up to the whole answer, logprobs, usage, [DONE]. */
+ * calls, the origins browser pages may call from, and the response builders: stop
+ * strings and tool calls held back while streaming, chunks that add up to the whole
+ * answer, logprobs, usage, [DONE]. */
 #include <jansson.h>
 #include <math.h>
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 #include "src/chat/toolcall.h"
 #include "src/serve/completion.h"
 #include "src/serve/openai.h"
+#include "src/serve/origin.h"
 
 static struct oai_request *parse(const char *body, struct oai_error *e)
 {
@@ -612,6 +614,56 @@ static void test_logprobs(void **state)
 	completion_free(c);
 }
 
+/* Which browser pages may use the server, and which --allow-origin values are taken. */
+static void test_origins(void **state)
+{
+	(void)state;
+	static const char *const none[1] = {NULL};
+	static const char *const some[] = {"https://app.example:3000/", "null"};
+	static const char *const any[] = {"*"};
+	static const struct {
+		const char *origin;
+		bool by_default, with_some, with_any;
+	} cases[] = {
+		{"http://localhost", true, true, true},
+		{"HTTPS://LOCALHOST:8443", true, true, true},
+		{"http://127.0.0.1:5173", true, true, true},
+		{"http://127.9.9.9", true, true, true},
+		{"http://[::1]:8080", true, true, true},
+		{"http://app.localhost", true, true, true},
+		{"http://localhost.evil.example", false, false, true},
+		{"http://127.0.0.1.evil.example", false, false, true},
+		{"http://localhost/path", false, false, true},
+		{"http://evil@localhost", false, false, true},
+		{"ftp://localhost", false, false, true},
+		{"null", false, true, true},
+		{"https://app.example:3000", false, true, true},
+		{"https://APP.example:3000", false, true, true},
+		{"https://app.example", false, false, true},
+		{"http://app.example:3000", false, false, true},
+		{"http://localhost\x01.localhost", false, false, false},
+		{"", false, false, true},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *o = cases[i].origin;
+		if (origin_allowed(o, none, 0) != cases[i].by_default ||
+		    origin_allowed(o, some, 2) != cases[i].with_some ||
+		    origin_allowed(o, any, 1) != cases[i].with_any)
+			fail_msg("origin '%s'", o);
+	}
+	static const char *const good[] = {"*", "null", "https://a.example", "http://a:1/",
+					   "http://[::1]:3000"};
+	static const char *const bad[] = {"a.example",   "https://",         "https://a/x",
+					  "https://u@a", "https://a b",      "https://a?q",
+					  "://a",        "https://a\xc3\xa9"};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+		if (origin_check(good[i]))
+			fail_msg("'%s' refused: %s", good[i], err_msg());
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if (origin_check(bad[i]) == 0)
+			fail_msg("'%s' taken", bad[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -619,7 +671,7 @@ int main(void)
 		cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_error_json),
 		cmocka_unit_test(test_parse_bounds), cmocka_unit_test(test_toolcall),
 		cmocka_unit_test(test_stream_stop),  cmocka_unit_test(test_tool_calls),
-		cmocka_unit_test(test_logprobs),
+		cmocka_unit_test(test_logprobs),     cmocka_unit_test(test_origins),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,105 @@
+/* origin.c — the Host and Origin checks of serve (see origin.h). */
+#include "src/serve/origin.h"
+
+#include "src/base/err.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+bool origin_loopback_addr(int family, const void *a)
+{
+	return family == AF_INET6 ? IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)a)
+				  : ntohl(((const struct in_addr *)a)->s_addr) >> 24 == 127;
+}
+
+/* A web page whose name its owner points at 127.0.0.1 (DNS rebinding) reaches a
+ * server listening there, as the page's own origin, and could read its answers; so a
+ * server on a loopback address answers, as Ollama's does, only requests to
+ * localhost, a loopback address or this machine's name. */
+bool origin_host_is_local(const char *host)
+{
+	if (!host)
+		return true;
+	char name[256];
+	const char *start = host, *end;
+	if (host[0] == '[') { /* [v6]:port */
+		start = host + 1;
+		end = strchr(start, ']');
+	} else {
+		end = strchr(host, ':');
+	}
+	size_t n = end ? (size_t)(end - start) : strlen(start);
+	if (!n || n >= sizeof name || (host[0] == '[' && !end))
+		return false;
+	memcpy(name, start, n);
+	name[n] = '\0';
+	if (name[n - 1] == '.') /* the absolute form, "localhost." */
+		name[--n] = '\0';
+	if (!strcasecmp(name, "localhost") || (n > 10 && !strcasecmp(name + n - 10, ".localhost")))
+		return true;
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (inet_pton(AF_INET, name, &a4) == 1)
+		return origin_loopback_addr(AF_INET, &a4);
+	if (inet_pton(AF_INET6, name, &a6) == 1)
+		return origin_loopback_addr(AF_INET6, &a6);
+	char self[256] = "";
+	return gethostname(self, sizeof self - 1) == 0 && self[0] && !strcasecmp(name, self);
+}
+
+/* Whether origin is "http://" or "https://" and a local host[:port], nothing after:
+ * a page served from this machine, which could as well call the server itself. */
+static bool local_page(const char *origin)
+{
+	const char *host = !strncasecmp(origin, "http://", 7)    ? origin + 7
+			   : !strncasecmp(origin, "https://", 8) ? origin + 8
+								 : NULL;
+	if (!host || !*host || strpbrk(host, "/?#@"))
+		return false;
+	return origin_host_is_local(host);
+}
+
+static bool same_origin(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+	na -= na > 1 && a[na - 1] == '/';
+	nb -= nb > 1 && b[nb - 1] == '/';
+	return na == nb && !strncasecmp(a, b, na);
+}
+
+bool origin_allowed(const char *origin, const char *const *allowed, int n)
+{
+	for (const char *p = origin; *p; p++) /* sent back in a header: printable ASCII */
+		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+			return false;
+	if (strcmp(origin, "null") && local_page(origin))
+		return true;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(allowed[i], "*") || same_origin(origin, allowed[i]))
+			return true;
+	return false;
+}
+
+int origin_check(const char *s)
+{
+	if (!strcmp(s, "*") || !strcmp(s, "null"))
+		return 0;
+	const char *sep = strstr(s, "://");
+	if (!sep || sep == s || !sep[3])
+		return err_set("'%.200s' is not an origin such as https://chat.example:3000", s);
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+			return err_set("'%.200s' holds a space or a character outside ASCII (an "
+				       "origin's name is sent in its ASCII form)",
+				       s);
+	size_t n = strlen(sep + 3);
+	if (strcspn(sep + 3, "/?#@") < n - (sep[3 + n - 1] == '/'))
+		return err_set("'%.200s' holds a path, a query or a user: an origin is "
+			       "scheme://host[:port]",
+			       s);
+	return 0;
+}

@@ -1,0 +1,30 @@
+/* origin.h — which names and which web pages may use the server: the Host check that
+ * keeps a server on a loopback address to this machine's names, and the browser's
+ * Origin check behind the CORS headers (a page's script reads the answers only when
+ * its origin is allowed). */
+#ifndef QWENCHAT_ORIGIN_H
+#define QWENCHAT_ORIGIN_H
+
+#include <stdbool.h>
+
+/* Whether an address (struct in_addr or in6_addr by family) is a loopback one. */
+bool origin_loopback_addr(int family, const void *a);
+
+/* Whether a request's Host header ("name", "name:port", "[v6]:port") names this
+ * machine: localhost, *.localhost, a loopback address or gethostname(). NULL (no
+ * Host: HTTP/1.0) is local. */
+bool origin_host_is_local(const char *host);
+
+/* Whether a browser's Origin header ("scheme://host[:port]", or "null") may use the
+ * server: a page of this machine (http or https on a local host, as
+ * origin_host_is_local says), or one of allowed[0..n) — an exact origin (compared
+ * without case, a trailing "/" ignored), "*" for every origin, "null" for pages
+ * without one (files, sandboxed frames). */
+bool origin_allowed(const char *origin, const char *const *allowed, int n);
+
+/* 0 when s may be one of origin_allowed's allowed values ("*", "null", or
+ * "scheme://host[:port]" as a browser sends it: no path, no user, printable), else
+ * -1 with err_set saying why. */
+int origin_check(const char *s);
+
+#endif
