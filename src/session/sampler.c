@@ -353,37 +353,26 @@ static void sort_ids(const float *w, int32_t *ids, int n)
 	}
 }
 
-/* Keeps the k largest entries of work in cid[0..k) with a min-heap: O(V log k). */
+/* Keeps the first k ids of the candidate order (the k largest entries of work, ties
+ * to the smaller id, as the CUDA sampler keeps them) in cid[0..k): a heap whose root
+ * is the kept id that comes last. O(V log k). */
 static void heap_topk(struct samp *s, int k)
 {
 	const float *w = s->work;
 	int32_t *h = s->cid;
 	int n = 0;
 	for (int32_t id = 0; id < s->vocab; id++) {
-		if (n == k && !(w[id] > w[h[0]]))
-			continue;
-		int i;
-		if (n < k) {
-			i = n++;
-			while (i > 0 && w[h[(i - 1) / 2]] > w[id]) {
+		if (n < k) { /* sift up */
+			int i = n++;
+			while (i > 0 && after(w, id, h[(i - 1) / 2])) {
 				h[i] = h[(i - 1) / 2];
 				i = (i - 1) / 2;
 			}
-		} else {
-			i = 0;
-			for (;;) {
-				int c = 2 * i + 1;
-				if (c >= n)
-					break;
-				if (c + 1 < n && w[h[c + 1]] < w[h[c]])
-					c++;
-				if (!(w[h[c]] < w[id]))
-					break;
-				h[i] = h[c];
-				i = c;
-			}
+			h[i] = id;
+		} else if (w[id] > w[h[0]]) { /* ids ascend: a tie with the root comes after it */
+			h[0] = id;
+			sift_down(w, h, 0, n);
 		}
-		h[i] = id;
 	}
 	s->n = n;
 }

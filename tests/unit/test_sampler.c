@@ -177,6 +177,24 @@ static void test_top_k(void **state)
 		samp_free(s);
 	}
 	free(o);
+	/* Ties at the k-th value: the smaller ids are kept (the CUDA sampler's rule). */
+	for (int i = 0; i < BIG; i++)
+		l[i] = floorf(l[i] * 2) / 2;
+	o = ref_order(l, BIG, 1, p);
+	int tk[] = {2, 3, 20, 5000};
+	for (int a = 0; a < 4; a++) {
+		q.top_k = tk[a], q.temperature = 1;
+		struct samp *s = samp_new(&q, BIG);
+		double *pk = malloc((size_t)tk[a] * sizeof *pk), z = 0;
+		for (int i = 0; i < tk[a]; i++)
+			z += pk[i] = exp(l[o[i]] - l[o[0]]);
+		for (int i = 0; i < tk[a]; i++)
+			pk[i] /= z;
+		check_set(s, l, BIG, o, pk, tk[a]);
+		free(pk);
+		samp_free(s);
+	}
+	free(o);
 	free(l);
 	free(p);
 }
