@@ -20,5 +20,7 @@ const char *jsontype_error(const json_error_t *je)
 	/* refused: the strings here are C strings, which would end at the NUL */
 	if (json_error_code(je) == json_error_null_character)
 		return "a \\u0000 character in a string is not supported";
+	if (json_error_code(je) == json_error_numeric_overflow)
+		return "a number too large (integers up to 2^63 - 1, reals up to about 1.8e308)";
 	return je->text;
 }

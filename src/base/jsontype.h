@@ -10,7 +10,7 @@
 const char *jsontype_name(const json_t *v);
 
 /* What jansson found wrong, in words for a user: its own text, but for a \u0000 in a
- * string (jansson's text names a flag of its API). */
+ * string (jansson's text names a flag of its API) and a number out of range. */
 const char *jsontype_error(const json_error_t *je);
 
 #endif

@@ -225,6 +225,9 @@ static void test_parse_errors(void **state)
 		 "chat_template_kwargs.enable_thinking", NULL, "expected a boolean"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"\\u0000\"}]}", "", NULL,
 		 "\\u0000 character in a string is not supported"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"seed\": "
+		 "99999999999999999999}",
+		 "", NULL, "a number too large (integers up to 2^63 - 1"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"\\ud800\"}]}", "", NULL,
 		 "not valid JSON"},
 	};
