@@ -76,11 +76,21 @@ static int config_file(struct train_model *p, const char *existing, const char *
 	return 0;
 }
 
+/* vocab.json and merges.txt where dir has them: the files of the slow tokenizer
+ * (Qwen2Tokenizer, use_fast=False), which the Qwen3 repositories ship beside
+ * tokenizer.json. */
+static int slow_tokenizer_files(struct train_model *p, const char *dir)
+{
+	return copy_file(p, dir, "vocab.json", false) || copy_file(p, dir, "merges.txt", false) ? -1
+												: 0;
+}
+
 /* The tokenizer of dir (tokenizer.json and tokenizer_config.json), its files for the
  * checkpoint, with the Qwen3 chat template added where it has none. */
 static int tokenizer_from_dir(struct train_model *p, const char *dir)
 {
-	if (!(p->m.tk = tok_load(dir)) || copy_file(p, dir, "tokenizer.json", true))
+	if (!(p->m.tk = tok_load(dir)) || copy_file(p, dir, "tokenizer.json", true) ||
+	    slow_tokenizer_files(p, dir))
 		return -1;
 	if (tok_chat_template(p->m.tk))
 		return copy_file(p, dir, "tokenizer_config.json", false);
@@ -208,6 +218,16 @@ static void hash_tokenizer(struct train_model *p)
 	p->m.tok_hash = p->tok_hash;
 }
 
+/* config.json's token ids for tk, as Qwen3's chat models have them: bos the end of
+ * text, eos <|im_end|> where tk has it (the eos_token of tokenizer_config.json),
+ * else the end of text; -1 without tk or such a token. */
+static void token_ids(const struct tok *tk, struct eng_config *c)
+{
+	int eot = tk ? tokens_eot(tk) : -1, im_end = tk ? tok_id(tk, "<|im_end|>") : -1;
+	c->bos_token_id = eot;
+	c->eos_token_id = im_end >= 0 ? im_end : eot;
+}
+
 /* A model from scratch: the config the shape flags give, checked as config.json is. */
 static int scratch_config(const struct tstate_opts *o, const struct tok *tk, struct eng_config *c)
 {
@@ -231,7 +251,7 @@ static int scratch_config(const struct tstate_opts *o, const struct tok *tk, str
 	c->max_position_embeddings = o->ctx > 40960 ? o->ctx : 40960;
 	c->tie_word_embeddings = o->tie != 0;
 	c->dtype = ENG_F32;
-	c->bos_token_id = c->eos_token_id = tk ? tokens_eot(tk) : -1;
+	token_ids(tk, c);
 	char *text = mdir_config_json(c);
 	if (!text)
 		return -1;
@@ -260,6 +280,8 @@ int train_model_new(const struct tstate_opts *o, struct train_model *p)
 			if (tokenizer_from_dir(p, tdir) ||
 			    loader_check_vocab(p->m.tk, p->m.cfg.vocab_size, tdir))
 				return -1;
+			if (o->tokenizer) /* the ids of the model's own tokenizer mean nothing now */
+				token_ids(p->m.tk, &p->m.cfg);
 		} else if (eng_is_gguf(p->init_path) && tokenizer_from_gguf(p, p->init_path)) {
 			return -1;
 		}
@@ -291,8 +313,9 @@ int train_model_resume(const char *dir, struct train_model *p)
 	char *tj = fio_join(dir, "tokenizer.json");
 	bool has = tj && fio_is_file(tj);
 	free(tj);
-	if (has && (!(p->m.tk = tok_load(dir)) || copy_file(p, dir, "tokenizer.json", true) ||
-		    copy_file(p, dir, "tokenizer_config.json", false)))
+	if (has &&
+	    (!(p->m.tk = tok_load(dir)) || copy_file(p, dir, "tokenizer.json", true) ||
+	     copy_file(p, dir, "tokenizer_config.json", false) || slow_tokenizer_files(p, dir)))
 		return -1;
 	if (copy_file(p, dir, "generation_config.json", false))
 		return -1;

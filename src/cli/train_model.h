@@ -12,7 +12,7 @@
 
 struct train_model {
 	struct loop_model m;
-	char *texts[4]; /* owned data of m.files */
+	char *texts[LOOP_MAX_FILES]; /* owned data of m.files */
 	char tok_hash[72];
 	char *init_path;
 	/* remarks about the model, shown once the run starts (an error before that is one

@@ -17,12 +17,16 @@
 #include "tokenizer/tokenizer.h"
 
 /* What the run trains. */
+/* tokenizer.json, tokenizer_config.json, vocab.json, merges.txt, generation_config.json */
+enum { LOOP_MAX_FILES = 5 };
+
 struct loop_model {
 	struct eng_config cfg;  /* the model's shape (dtype: ignored, set by the save dtype) */
 	struct eng_model *init; /* weights to start from (a new run); NULL: N(0, 0.02) */
 	struct tok *tk;         /* encodes the text files; NULL: *.u32 files only */
 	const char *tok_hash;   /* the tokenizer's identity for the data cache */
-	struct save_file files[4]; /* tokenizer and generation files for every checkpoint */
+	struct save_file files[LOOP_MAX_FILES]; /* tokenizer and generation files for every
+						  * checkpoint */
 	int n_files;
 	const char *cuda_module;   /* eng_train_options.cuda_module */
 	const char *cpu_isa;       /* eng_train_options.cpu_isa */

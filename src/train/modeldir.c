@@ -173,6 +173,13 @@ char *mdir_tokenizer_config(const char *existing, const char *name, const struct
 		     : set_default(o, "eos_token", eot_text, eot_len);
 	rc |= set_default(o, "pad_token", eot_text, eot_len);
 	if (!existing) {
+		/* Given as null where there is none: Qwen2TokenizerFast would otherwise make
+		 * "<|endoftext|>" each of them, a new id past the vocabulary if it is not one
+		 * (Qwen3's file has "unk_token": null too). */
+		static const char *const keys[] = {"eos_token", "pad_token", "unk_token"};
+		for (int i = 0; i < 3; i++)
+			if (!json_object_get(o, keys[i]))
+				rc |= json_object_set_new(o, keys[i], json_null());
 		rc |= added_tokens(o, t, eot);
 		rc |= json_object_set_new(o, "add_bos_token", json_false());
 		rc |= json_object_set_new(o, "clean_up_tokenization_spaces", json_false());

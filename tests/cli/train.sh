@@ -163,6 +163,21 @@ python3 -c 'import sys, xml.dom.minidom as m; d = m.parse(sys.argv[1]); assert l
 	"$R/loss.svg" && pass "loss.svg is an SVG with both curves" || fail "loss.svg"
 grep -q '"chat_template"' "$R/tokenizer_config.json" && pass "the tokenizer got the Qwen3 chat template" ||
 	fail "no chat template in $R/tokenizer_config.json"
+# As transformers reads them: config.json's ids those of the tokenizer's tokens (eos
+# <|im_end|>, as tokenizer_config.json says), unk/eos/pad given, the slow tokenizer's files.
+python3 - "$R" "$TMP/tok" <<'EOF' && pass "config.json's bos/eos are the tokenizer's; unk null; vocab.json and merges.txt kept" ||
+import json, sys
+d, tok = sys.argv[1:]
+c = json.load(open(d + "/config.json"))
+t = {a["content"]: a["id"] for a in json.load(open(d + "/tokenizer.json"))["added_tokens"]}
+tc = json.load(open(d + "/tokenizer_config.json"))
+assert c["bos_token_id"] == t["<|endoftext|>"] and c["eos_token_id"] == t["<|im_end|>"], c
+assert tc["eos_token"] == "<|im_end|>" and tc["pad_token"] == "<|endoftext|>", tc
+assert "unk_token" in tc and tc["unk_token"] is None, tc
+for f in ("vocab.json", "merges.txt"):
+    assert open(d + "/" + f, "rb").read() == open(tok + "/" + f, "rb").read(), f
+EOF
+	fail "config.json or tokenizer files: $(cat "$R/config.json")"
 if "$QWENCHAT" run -m "$R" -p "the" -n 4 --no-think --seed 1 >"$TMP/out" 2>"$TMP/err" &&
    "$QWENCHAT" info -m "$R" >"$TMP/out" 2>"$TMP/err" && grep -q 'weights F32' "$TMP/out"; then
 	pass "qwenchat run and info load the checkpoint"
@@ -392,6 +407,21 @@ else
 fi
 usage 1 "--init without a tokenizer on text data" "the model has no tokenizer" \
 	--init "$M" --out "$TMP/fromm2" --data "$TMP/a.txt"
+# --init with --tokenizer: config.json's bos/eos become the new tokenizer's (the model's
+# own, 1000 and 1001 here, are not its tokens).
+"$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/mk2" --hidden-size 64 --intermediate-size 96 --layers 1 \
+	--heads 4 --kv-heads 2 --head-dim 16 --vocab-size 1024 --bos-id 1000 --eos-id 1001 >/dev/null
+"$QWENCHAT" train --init "$TMP/mk2" --tokenizer "$TMP/tok" --out "$TMP/fromt" --data "$TMP/a.txt" \
+	$SMALL --steps 1 2>"$TMP/err" && python3 - "$TMP/fromt" <<'EOF' &&
+import json, sys
+c = json.load(open(sys.argv[1] + "/config.json"))
+g = json.load(open(sys.argv[1] + "/generation_config.json"))
+t = {a["content"]: a["id"] for a in json.load(open(sys.argv[1] + "/tokenizer.json"))["added_tokens"]}
+assert (c["bos_token_id"], c["eos_token_id"]) == (t["<|endoftext|>"], t["<|im_end|>"]), c
+assert g["bos_token_id"] == t["<|endoftext|>"], g
+EOF
+	pass "--init with --tokenizer: the ids in config.json are the new tokenizer's" ||
+	fail "--init --tokenizer ids: $(tail -n 2 "$TMP/err"; cat "$TMP/fromt/config.json")"
 if TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh" 2>/dev/null); then
 	chat_model "$TMP/q" --hidden-size 64 --intermediate-size 96 --layers 1 --heads 2 \
 		--kv-heads 1 --head-dim 32 --vocab-size 151936

@@ -132,6 +132,7 @@ static void test_tokenizer_config(void **state)
 	assert_string_equal(json_string_value(json_object_get(o, "chat_template")),
 			    mdir_qwen3_template);
 	assert_true(json_is_null(json_object_get(o, "bos_token")));
+	assert_true(json_is_null(json_object_get(o, "unk_token")));
 	json_decref(o);
 	free(text);
 	/* an existing file keeps its fields */
