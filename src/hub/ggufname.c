@@ -271,29 +271,77 @@ static char *ollama_blob(const char *spec, const char *root, const char *mpath, 
 	return NULL;
 }
 
-char *ggufname_ollama(const char *spec, const char *root)
+/* ollama's name [HOST/][NAMESPACE/]MODEL[:TAG] as the manifest's path under the
+ * store, "manifests/HOST/NAMESPACE/MODEL/TAG" (registry.ollama.ai, library and latest
+ * by default: "ollama pull hf.co/USER/REPO:Q4_K_M" files it under hf.co). 0, or -1
+ * with err_set. */
+static int ollama_rel(const char *spec, char *rel, size_t size)
 {
-	char name[256], tag[128] = "latest";
-	const char *colon = strrchr(spec, ':');
-	size_t nl = colon ? (size_t)(colon - spec) : strlen(spec);
-	if (nl == 0 || nl >= sizeof name ||
+	const char *name = spec;
+	if (!strncmp(name, "https://", 8) || !strncmp(name, "http://", 7))
+		name = strstr(name, "//") + 2;
+	const char *slash = strrchr(name, '/'), *colon = strrchr(name, ':');
+	if (colon && slash && colon < slash) /* HOST:PORT/..., no tag */
+		colon = NULL;
+	char tag[129] = "latest", *part[3] = {0};
+	char buf[400];
+	size_t nl = colon ? (size_t)(colon - name) : strlen(name);
+	if (nl == 0 || nl >= sizeof buf ||
 	    (colon && (!colon[1] || strlen(colon + 1) >= sizeof tag)))
-		return err_set("ollama:%s: not NAME[:TAG]", spec), NULL;
-	memcpy(name, spec, nl);
-	name[nl] = 0;
+		return err_set("ollama:%s: not [HOST/][NAMESPACE/]NAME[:TAG]", spec);
 	if (colon)
 		snprintf(tag, sizeof tag, "%s", colon + 1);
-	for (const char *p = name; *p; p++)
-		if (!tag_char(*p) && *p != '/')
+	memcpy(buf, name, nl);
+	buf[nl] = 0;
+	int n = 0;
+	for (char *p = buf, *save = NULL; n <= 3 && (p = strtok_r(p, "/", &save)); p = NULL)
+		part[n < 3 ? n : 2] = p, n++;
+	if (n == 0 || n > 3 || buf[0] == '/' || buf[nl - 1] == '/' || strstr(buf, "//"))
+		return err_set("ollama:%s: not [HOST/][NAMESPACE/]NAME[:TAG]", spec);
+	const char *host = n == 3 ? part[0] : "registry.ollama.ai",
+		   *ns = n >= 2 ? part[n - 2] : "library", *model = part[n - 1];
+	for (const char *p = tag; *p; p++)
+		if (!tag_char(*p))
+			return err_set("ollama:%s: the tag has a character ollama does not use",
+				       spec);
+	for (const char *p = ns; *p; p++)
+		if (!tag_char(*p) || *p == '.')
+			return err_set(
+				"ollama:%s: the namespace has a character ollama does not use",
+				spec);
+	for (const char *p = model; *p; p++)
+		if (!tag_char(*p))
 			return err_set("ollama:%s: the name has a character ollama does not use",
-				       spec),
-			       NULL;
-	if (strstr(name, "..") || strstr(tag, "..") || strchr(tag, '/') || name[0] == '/')
-		return err_set("ollama:%s: not NAME[:TAG]", spec), NULL;
-	/* library models are registry.ollama.ai/library/NAME; a user's, .../USER/NAME */
+				       spec);
+	for (const char *p = host; *p; p++)
+		if (!tag_char(*p) && *p != ':')
+			return err_set("ollama:%s: the host has a character ollama does not use",
+				       spec);
+	if (!strcmp(tag, "..") || !strcmp(tag, ".") || !strcmp(model, "..") ||
+	    !strcmp(model, ".") || !strcmp(host, "..") || !strcmp(host, "."))
+		return err_set("ollama:%s: not [HOST/][NAMESPACE/]NAME[:TAG]", spec);
+	if (snprintf(rel, size, "manifests/%s/%s/%s/%s", host, ns, model, tag) >= (int)size)
+		return err_set("ollama:%s: the name is too long", spec);
+	return 0;
+}
+
+char *ggufname_ollama(const char *spec, const char *root)
+{
 	char rel[512];
-	snprintf(rel, sizeof rel, "manifests/registry.ollama.ai/%s%s/%s",
-		 strchr(name, '/') ? "" : "library/", name, tag);
+	if (ollama_rel(spec, rel, sizeof rel))
+		return NULL;
+	/* some ollama versions file the manifest under the name in lower case */
+	char *path = fio_join(root, rel);
+	if (path && !fio_exists(path)) {
+		char lower[sizeof rel];
+		for (size_t i = 0; (lower[i] = (char)tolower((unsigned char)rel[i])); i++)
+			;
+		char *lpath = fio_join(root, lower);
+		if (lpath && fio_exists(lpath))
+			memcpy(rel, lower, sizeof rel);
+		free(lpath);
+	}
+	free(path);
 	char *mpath = fio_join(root, rel), *blob = NULL;
 	json_t *m = mpath ? ollama_manifest(spec, root, rel, mpath) : NULL, *l;
 	size_t i;

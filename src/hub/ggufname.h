@@ -44,9 +44,10 @@ bool ggufname_is_gguf(const char *path);
 /* llama.cpp's name of general.file_type ("Q4_K_M", "BF16"), or NULL. */
 const char *ggufname_file_type(long ftype);
 
-/* An ollama model: NAME[:TAG] (TAG latest), NAME possibly "user/model", under ROOT
- * (OLLAMA_MODELS, else ~/.ollama/models): the blob its manifest's model layer names,
- * malloc'd. NULL with err_set (what was looked for) when not found. */
+/* An ollama model: [HOST/][NAMESPACE/]NAME[:TAG] (registry.ollama.ai, library and
+ * latest by default; "hf.co/user/repo:Q4_K_M" as ollama pulls from Hugging Face) under
+ * ROOT (OLLAMA_MODELS, else ~/.ollama/models): the blob its manifest's model layer
+ * names, malloc'd. NULL with err_set (what was looked for) when not found. */
 char *ggufname_ollama(const char *spec, const char *root);
 
 #endif

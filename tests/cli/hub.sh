@@ -378,6 +378,21 @@ expect_exit 0 "info -m ollama:NAME:TAG" env OLLAMA_MODELS="$O" "$QWENCHAT" info 
 expect_exit 1 "ollama: a tag not pulled" env OLLAMA_MODELS="$O" "$RESOLVE" ollama:tiny:8b
 err_has "ollama:tiny:8b: no such model" "ollama: clear error"
 expect_exit 1 "ollama: a path in the name" env OLLAMA_MODELS="$O" "$RESOLVE" "ollama:../x"
+# Pulled from another registry ("ollama pull hf.co/USER/REPO:TAG"): HOST/NAMESPACE/NAME/TAG,
+# as given or in lower case (as some ollama versions file it); a host with a port.
+for m in hf.co/Unsloth/Tiny-GGUF/Q4_K_M hf.co/unsloth/other-gguf/q4_k_m localhost:5000/me/tiny/v1; do
+	mkdir -p "$O/manifests/${m%/*}"
+	cp "$O/manifests/registry.ollama.ai/library/tiny/latest" "$O/manifests/$m"
+done
+for spec in hf.co/Unsloth/Tiny-GGUF:Q4_K_M hf.co/unsloth/Other-GGUF:Q4_K_M localhost:5000/me/tiny:v1; do
+	expect_exit 0 "ollama:$spec" env OLLAMA_MODELS="$O" "$RESOLVE" "ollama:$spec"
+	[ "$(cat "$TMP/out")" = "$O/blobs/sha256-$blob" ] && pass "ollama:$spec: the model blob" ||
+		fail "ollama:$spec gave $(cat "$TMP/out")"
+done
+for spec in a/b/c/d x/../tiny 'hf.co/./tiny' 'lib.rary/tiny' 'tiny:a/b' 'tiny:'; do
+	expect_exit 1 "ollama:$spec is refused" env OLLAMA_MODELS="$O" "$RESOLVE" "ollama:$spec"
+	err_has "ollama:$spec" "ollama:$spec: names the model"
+done
 mode auth
 export HF_HUB_CACHE="$TMP/cache5"
 expect_exit 1 "gated repository without a token" "$QWENCHAT" pull test/Tiny-Qwen3
