@@ -529,9 +529,22 @@ static char *resolve_repo(const struct hub_env *env, const char *repo_id, const 
 	return snap;
 }
 
-static char *resolve_spec(const struct hub_env *env, const char *spec, bool pull, bool weights)
+/* spec without the Hub's address in front: "hf.co/Org/Name:TAG" as ollama users write
+ * it, "https://huggingface.co/Org/Name" as a browser shows it. */
+static const char *without_hub_address(const char *spec)
+{
+	static const char *const prefixes[] = {"https://huggingface.co/", "http://huggingface.co/",
+					       "huggingface.co/", "https://hf.co/", "hf.co/"};
+	for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+		if (!strncmp(spec, prefixes[i], strlen(prefixes[i])))
+			return spec + strlen(prefixes[i]);
+	return spec;
+}
+
+static char *resolve_spec(const struct hub_env *env, const char *given, bool pull, bool weights)
 {
 	char *id, *rev, *repo_spec = NULL, *tag = NULL;
+	const char *spec = without_hub_address(given);
 	/* Org/Name:TAG (or Org/Name-GGUF): the GGUF file of that quantization */
 	int g = ggufname_split_spec(spec, &repo_spec, &tag);
 	if (g < 0)
@@ -545,7 +558,7 @@ static char *resolve_spec(const struct hub_env *env, const char *spec, bool pull
 	if (r == 0)
 		err_set("%s: no such model directory or file, and not a Hugging Face repo id "
 			"(Org/Name[:TAG])",
-			spec);
+			given);
 	char *dir = r == 1 ? resolve_repo(env, id, rev, pull, weights, tag) : NULL;
 	if (r == 1) {
 		free(id);

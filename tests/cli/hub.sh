@@ -124,6 +124,11 @@ n=$(requests)
 expect_exit 0 "-m repo id resolves from the cache" "$RESOLVE" test/Tiny-Qwen3
 [ "$(cat "$TMP/out")" = "$SNAP" ] && [ "$(requests)" = "$n" ] &&
 	pass "a complete cached model needs no request" || fail "resolve: '$(cat "$TMP/out")', $(( $(requests) - n )) requests"
+for spec in https://huggingface.co/test/Tiny-Qwen3 hf.co/test/Tiny-Qwen3; do
+	expect_exit 0 "-m $spec" "$RESOLVE" "$spec"
+	[ "$(cat "$TMP/out")" = "$SNAP" ] && pass "$spec: the Hub's address in front is the repo id" ||
+		fail "$spec gave '$(cat "$TMP/out")'"
+done
 expect_exit 0 "default model from QWENCHAT_MODEL" env QWENCHAT_MODEL=test/Tiny-Qwen3 "$RESOLVE"
 [ "$(cat "$TMP/out")" = "$SNAP" ] && pass "QWENCHAT_MODEL names the default model" || fail "default model: $(cat "$TMP/out")"
 expect_exit 0 "a directory is used as it is" "$RESOLVE" "$SRV/test/Tiny-Qwen3"
@@ -338,6 +343,9 @@ cmp -s "$(cat "$TMP/out")" "$GR/Tiny-Q4_K_M.gguf" && pass "the downloaded file i
 	pass "only the tag's file is downloaded" || fail "other files were downloaded"
 n0=$(requests)
 expect_exit 0 "a *-GGUF repo without a tag: Q4_K_M, from the cache" "$RESOLVE" test/Tiny-GGUF
+grep -q 'Tiny-Q4_K_M.gguf$' "$TMP/out" && cp "$TMP/out" "$TMP/out.notag"
+expect_exit 0 "hf.co/REPO:tag, as ollama users write it" "$RESOLVE" hf.co/test/Tiny-GGUF:Q4_K_M
+cmp -s "$TMP/out" "$TMP/out.notag" && pass "hf.co/REPO:tag is REPO:tag" || fail "hf.co/REPO:tag: $(cat "$TMP/out")"
 grep -q 'Tiny-Q4_K_M.gguf$' "$TMP/out" && [ "$(requests)" = "$n0" ] &&
 	pass "no tag: Q4_K_M, no request" || fail "no tag: $(cat "$TMP/out"), $(($(requests) - n0)) requests"
 expect_exit 0 "pull REPO:TAG of a split file" "$QWENCHAT" pull test/Tiny-GGUF:Q8_0
