@@ -32,7 +32,7 @@ libapp_a_SOURCES = \
 	src/chat/tojson.c src/chat/tojson.h \
 	src/chat/fit.c src/chat/fit.h \
 	src/chat/toolcall.c src/chat/toolcall.h \
-	src/chat/sft.c src/chat/sft.h \
+	src/chat/sft.c src/chat/sft.h src/chat/sft_formats.c \
 	src/session/sampler.c src/session/sampler.h \
 	src/session/session.c src/session/session.h \
 	src/app/app.c src/app/app.h src/app/app_state.h src/app/app_slash.c src/app/app_remote.c \

@@ -3,6 +3,8 @@
 
 const char *jsontype_name(const json_t *v)
 {
+	if (!v)
+		return "nothing";
 	switch (json_typeof(v)) {
 	case JSON_OBJECT: return "an object";
 	case JSON_ARRAY: return "an array";

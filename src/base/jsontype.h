@@ -6,7 +6,8 @@
 
 #include <jansson.h>
 
-/* "an object", "an array", "a string", "a number", "a boolean" or "null". */
+/* "an object", "an array", "a string", "a number", "a boolean" or "null"; "nothing"
+ * for NULL (a member that is absent). */
 const char *jsontype_name(const json_t *v);
 
 /* What jansson found wrong, in words for a user: its own text, but for a \u0000 in a

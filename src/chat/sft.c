@@ -161,7 +161,7 @@ static int read_lines(const char *path, const char *text, size_t len,
 			return err_set("%s: invalid JSON at column %d: %s", where, je.column,
 				       jsontype_error(&je));
 		json_decref(v);
-		struct chat *c = chat_from_json(p, n, where);
+		struct chat *c = sft_chat_from_json(p, n, where);
 		if (!c)
 			return -1;
 		int rc = fn(user, c, where);
@@ -265,7 +265,7 @@ int sft_read_text(const char *path, const char *text, size_t len,
 		return read_paragraphs(path, text, len, fn, user);
 	if (sft_is_json_lines(path, text, len))
 		return read_lines(path, text, len, fn, user);
-	struct chat *c = chat_from_json(text, len, path);
+	struct chat *c = sft_chat_from_json(text, len, path);
 	int rc = c ? fn(user, c, path) : -1;
 	chat_free(c);
 	return rc;

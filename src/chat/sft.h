@@ -1,7 +1,8 @@
 /* sft.h — conversations as training data (`qwenchat train --sft`): files of them read
- * (JSON Lines of {"messages": [...]}, or a conversation file as the chat saves it),
- * each rendered with the chat template as the chat renders it and tokenized as the
- * chat tokenizes its prompt, every token marked by whether the assistant wrote it. */
+ * (JSON Lines of {"messages": [...]}, ShareGPT or Alpaca records, or a conversation
+ * file as the chat saves it), each rendered with the chat template as the chat renders
+ * it and tokenized as the chat tokenizes its prompt, every token marked by whether the
+ * assistant wrote it. */
 #ifndef QWENCHAT_SFT_H
 #define QWENCHAT_SFT_H
 
@@ -26,6 +27,15 @@
 int sft_encode(struct tok *t, const struct chat *c, enum tmpl_variant v, int32_t **ids,
 	       unsigned char **scored, size_t *n);
 
+/* A conversation of training data: what chat_from_json reads (OpenAI's messages, a
+ * conversation file), or a record of the other two shapes fine-tuning datasets come
+ * in — ShareGPT's {"conversations": [{"from": "human", "value": ...}, {"from": "gpt",
+ * ...}]} (speakers system, human/user, gpt/assistant/model, tool/observation; or
+ * role/content turns under that key) and Alpaca's {"instruction", "input", "output"
+ * [, "system"]} (a user message of the instruction, and the input after a blank line;
+ * the answer) — with its "tools" array. NULL with err_set starting with where. */
+struct chat *sft_chat_from_json(const char *text, size_t len, const char *where);
+
 /* Whether path holds JSON Lines: named *.jsonl or *.ndjson, or text[0..len) holds
  * another JSON value after its first one. */
 bool sft_is_json_lines(const char *path, const char *text, size_t len);
@@ -39,8 +49,9 @@ bool sft_is_plain_text(const char *path);
  * chat saves it (where = "FILE"), or in a plain text file (sft_is_plain_text) each
  * pair of consecutive paragraphs, a user message and the assistant's answer (where =
  * "FILE:LINE" of the answer; ill-formed UTF-8 becomes U+FFFD, a NUL byte or more than
- * 1% of ill-formed bytes is refused). Each is what chat_from_json accepts: an array of
- * messages or an object with "messages" (and "tools"). fn owns nothing it is given;
+ * 1% of ill-formed bytes is refused). Each is what sft_chat_from_json accepts: an
+ * array of messages, an object with "messages" (and "tools"), a ShareGPT or an Alpaca
+ * record. fn owns nothing it is given;
  * a nonzero return stops the reading and is returned (its err_set kept). 0, or -1
  * with err_set naming the file and line ("conv.jsonl:3: messages[2].role: missing or
  * not a string"). */

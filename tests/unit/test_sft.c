@@ -3,7 +3,7 @@
  * starts with a line break, the scored tokens decode to exactly the answers of the
  * rendering and the others to the rest, a typed control token is text and never
  * scored; files read as JSON Lines or as the chat's saved conversations, with errors
- * naming the file, the line and the message. */
+ * naming the file, the line and the message; ShareGPT and Alpaca records. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -249,12 +249,72 @@ static void test_files(void **state)
 	free(p);
 }
 
+/* ShareGPT and Alpaca records read as the OpenAI messages they stand for. */
+static void test_formats(void **state)
+{
+	(void)state;
+	static const char *const pairs[][2] = {
+		{"{\"conversations\": [{\"from\": \"system\", \"value\": \"S\"}, {\"from\": "
+		 "\"human\", \"value\": \"q\"}, {\"from\": \"gpt\", \"value\": \"a\"}, {\"from\": "
+		 "\"observation\", \"value\": \"t\"}, {\"from\": \"model\", \"value\": \"b\"}]}",
+		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
+		 "\"q\"}, {\"role\": \"assistant\", \"content\": \"a\"}, {\"role\": \"tool\", "
+		 "\"content\": \"t\"}, {\"role\": \"assistant\", \"content\": \"b\"}]"},
+		{"{\"conversations\": [{\"role\": \"user\", \"content\": \"q\"}, {\"from\": "
+		 "\"gpt\", "
+		 "\"value\": \"a\"}], \"tools\": [{\"type\": \"function\", \"function\": "
+		 "{\"name\": "
+		 "\"f\"}}]}",
+		 "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}, {\"role\": "
+		 "\"assistant\", \"content\": \"a\"}], \"tools\": [{\"type\": \"function\", "
+		 "\"function\": {\"name\": \"f\"}}]}"},
+		{"{\"instruction\": \"Add\", \"input\": \"1 2\", \"output\": \"3\", \"system\": "
+		 "\"S\"}",
+		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
+		 "\"Add\\n\\n1 2\"}, {\"role\": \"assistant\", \"content\": \"3\"}]"},
+		{"{\"instruction\": \"Hi\", \"input\": \"\", \"output\": \"hello\", \"system\": "
+		 "null}",
+		 "[{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", "
+		 "\"content\": \"hello\"}]"},
+	};
+	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+		struct chat *a = sft_chat_from_json(pairs[i][0], strlen(pairs[i][0]), "t");
+		if (!a)
+			fail_msg("case %zu: %s", i, err_msg());
+		struct chat *b = conv(pairs[i][1]);
+		char *ja = chat_to_json(a, NULL), *jb = chat_to_json(b, NULL);
+		assert_string_equal(ja, jb);
+		free(ja);
+		free(jb);
+		chat_free(a);
+		chat_free(b);
+	}
+	static const char *const bad[][2] = {
+		{"{\"conversations\": [{\"from\": \"robot\", \"value\": \"x\"}]}",
+		 "t: conversations[0].from: unknown speaker \"robot\""},
+		{"{\"conversations\": [{\"value\": \"x\"}]}",
+		 "t: conversations[0].from: missing or not a string"},
+		{"{\"conversations\": [{\"from\": \"human\", \"value\": 3}]}",
+		 "t: conversations[0].value: expected a string, got a number"},
+		{"{\"conversations\": {}}", "t: conversations: expected an array, got an object"},
+		{"{\"instruction\": \"x\"}", "t: output: expected a string, got nothing"},
+		{"{\"instruction\": \"x\", \"output\": \"y\", \"input\": [1]}",
+		 "t: input: expected a string, got an array"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_null(sft_chat_from_json(bad[i][0], strlen(bad[i][0]), "t"));
+		if (strncmp(err_msg(), bad[i][1], strlen(bad[i][1])))
+			fail_msg("case %zu: %s", i, err_msg());
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_encode),
 		cmocka_unit_test(test_answer_starts_with_newline),
 		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_formats),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

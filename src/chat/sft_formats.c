@@ -1,0 +1,129 @@
+/* sft_formats.c — the shapes fine-tuning datasets come in, read as conversations:
+ * OpenAI's {"messages": [...]} (chat_from_json), ShareGPT's {"conversations": [...]}
+ * and Alpaca's {"instruction", "input", "output"}. The other two are rewritten as the
+ * first, so that one reader checks every conversation the same way. */
+#include "src/chat/sft.h"
+#include "src/base/err.h"
+#include "src/base/jsonlimit.h"
+#include "src/base/jsontype.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* chat_from_json's own limits, checked before this parse too */
+static const struct jlim lim = {.max_depth = 64, .max_values = 1 << 19};
+
+/* ShareGPT's speakers ("from") as chat roles; FastChat, axolotl and LLaMA-Factory
+ * write these names. */
+static const char *sharegpt_role(const char *from)
+{
+	static const struct {
+		const char *from, *role;
+	} names[] = {
+		{"system", "system"},     {"human", "user"},          {"user", "user"},
+		{"gpt", "assistant"},     {"assistant", "assistant"}, {"model", "assistant"},
+		{"chatgpt", "assistant"}, {"bard", "assistant"},      {"bing", "assistant"},
+		{"tool", "tool"},         {"observation", "tool"},    {"function_response", "tool"},
+		{"ipython", "tool"},
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(from, names[i].from))
+			return names[i].role;
+	return NULL;
+}
+
+/* ShareGPT's turns as messages: {"from", "value"} pairs, or {"role", "content"} ones
+ * as some datasets keep under the same key (passed on as they are). */
+static json_t *from_sharegpt(json_t *turns, const char *where)
+{
+	if (!json_is_array(turns))
+		return err_set("%s: conversations: expected an array, got %s", where,
+			       jsontype_name(turns)),
+		       NULL;
+	json_t *msgs = json_array(), *t;
+	size_t i;
+	json_array_foreach(turns, i, t)
+	{
+		json_t *from = json_object_get(t, "from"), *value = json_object_get(t, "value");
+		if (json_is_object(t) && !from && json_object_get(t, "role")) {
+			json_array_append(msgs, t);
+			continue;
+		}
+		const char *role =
+			json_is_string(from) ? sharegpt_role(json_string_value(from)) : NULL;
+		if (!role) {
+			json_decref(msgs);
+			return err_set("%s: conversations[%zu].from: %s%.40s%s (human, gpt, system "
+				       "or tool)",
+				       where, i, json_is_string(from) ? "unknown speaker \"" : "",
+				       json_is_string(from) ? json_string_value(from)
+							    : "missing or not a string",
+				       json_is_string(from) ? "\"" : ""),
+			       NULL;
+		}
+		if (!json_is_string(value)) {
+			json_decref(msgs);
+			return err_set("%s: conversations[%zu].value: expected a string, got %s",
+				       where, i, jsontype_name(value)),
+			       NULL;
+		}
+		json_array_append_new(msgs,
+				      json_pack("{s:s, s:O}", "role", role, "content", value));
+	}
+	return msgs;
+}
+
+/* Alpaca's record as a system prompt (its "system", when there is one), the user's
+ * instruction (and "input" after a blank line) and the answer ("output"). */
+static json_t *from_alpaca(json_t *o, const char *where)
+{
+	static const char *const keys[] = {"instruction", "output", "input", "system"};
+	json_t *v[4];
+	for (int k = 0; k < 4; k++) {
+		v[k] = json_object_get(o, keys[k]);
+		if ((k < 2 || (v[k] && !json_is_null(v[k]))) && !json_is_string(v[k]))
+			return err_set("%s: %s: expected a string, got %s", where, keys[k],
+				       jsontype_name(v[k])),
+			       NULL;
+	}
+	const char *in = json_is_string(v[2]) ? json_string_value(v[2]) : "";
+	json_t *msgs = json_array();
+	if (json_is_string(v[3]) && json_string_length(v[3]))
+		json_array_append_new(msgs,
+				      json_pack("{s:s, s:O}", "role", "system", "content", v[3]));
+	json_t *user =
+		*in ? json_sprintf("%s\n\n%s", json_string_value(v[0]), in) : json_incref(v[0]);
+	json_array_append_new(msgs, json_pack("{s:s, s:o}", "role", "user", "content", user));
+	json_array_append_new(msgs, json_pack("{s:s, s:O}", "role", "assistant", "content", v[1]));
+	return msgs;
+}
+
+struct chat *sft_chat_from_json(const char *text, size_t len, const char *where)
+{
+	if (jlim_check(text, len, &lim, where))
+		return NULL;
+	json_t *root = json_loadb(text, len, JSON_DECODE_ANY, NULL);
+	bool other =
+		json_is_object(root) && !json_object_get(root, "messages") &&
+		(json_object_get(root, "conversations") || json_object_get(root, "instruction"));
+	if (!other) { /* OpenAI's, a conversation file, or what chat_from_json explains */
+		json_decref(root);
+		return chat_from_json(text, len, where);
+	}
+	json_t *conv = json_object_get(root, "conversations");
+	json_t *msgs = conv ? from_sharegpt(conv, where) : from_alpaca(root, where);
+	json_t *tools = json_object_get(root, "tools");
+	json_t *o = msgs ? json_pack("{s:o}", "messages", msgs) : NULL;
+	if (o && json_is_array(tools))
+		json_object_set(o, "tools", tools);
+	char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	json_decref(root);
+	if (!t && msgs)
+		err_set("%s: out of memory", where);
+	struct chat *c = t ? chat_from_json(t, strlen(t), where) : NULL;
+	free(t);
+	return c;
+}
