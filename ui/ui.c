@@ -155,8 +155,8 @@ void ui_submit(struct ui *u, char *line)
 		ui_notice(u, true, "an answer is being generated: Esc stops it; your text is kept");
 	} else {
 		const struct chat *c = app_chat(u->a);
-		/* An unanswered message (stopped while prefilling) is replaced. */
-		bool replace = c->n && c->turns[c->n - 1].role == CHAT_USER;
+		/* An unanswered message of this run (stopped while prefilling) is replaced. */
+		bool replace = app_replaces_last(u->a);
 		if (app_add_user(u->a, slash_unescape(line))) {
 			u->restore = strdup(line);
 			ui_notice(u, true, err_msg());
@@ -178,14 +178,19 @@ static void piece(void *p, enum sess_part part, const char *s, size_t n)
 	u->dirty = true;
 }
 
-/* Older turns left the model's context: said once per turn, as soon as the turn's
- * figures show it (before the answer), the turns staying on screen and saved. */
+/* Older turns left the model's context: marked once per turn, as soon as the turn's
+ * figures show it (before the answer), the turns staying on screen and saved; said
+ * when more went than the last time (the context's start stays put for a while). */
 static void tell_dropped(struct ui *u)
 {
 	if (u->told_dropped || !u->fig.dropped)
 		return;
 	u->told_dropped = true;
 	view_mark_gone(&u->v, u->fig.dropped);
+	bool more = u->fig.dropped > u->dropped_said; /* said again only when more went */
+	u->dropped_said = u->fig.dropped;
+	if (!more)
+		return;
 	char m[160];
 	if (u->fig.dropped == 1)
 		snprintf(m, sizeof m,
@@ -223,6 +228,8 @@ static void finish_turn(struct ui *u, int rc, const char *err)
 		ui_notice(u, false, "context full: the answer stops here (/clear starts over)");
 	tell_dropped(u);
 	u->told_dropped = false; /* the next turn's own */
+	if (!u->fig.dropped)
+		u->dropped_said = 0;
 }
 
 static void resize(void)

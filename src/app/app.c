@@ -346,10 +346,17 @@ void app_cancel(struct app *a)
 
 int app_add_user(struct app *a, const char *text)
 {
+	if (app_replaces_last(a))
+		chat_truncate(a->chat, a->chat->n - 1);
+	int rc = chat_add(a->chat, CHAT_USER, text, NULL);
+	a->own_unanswered = rc == 0;
+	return rc;
+}
+
+bool app_replaces_last(const struct app *a)
+{
 	size_t n = a->chat->n;
-	if (n && a->chat->turns[n - 1].role == CHAT_USER && chat_count(a->chat))
-		chat_truncate(a->chat, n - 1);
-	return chat_add(a->chat, CHAT_USER, text, NULL);
+	return a->own_unanswered && n && a->chat->turns[n - 1].role == CHAT_USER;
 }
 
 int app_autosave(struct app *a)
@@ -400,6 +407,31 @@ static void figures_update(struct app *a)
 		app_capture_layer(a);
 }
 
+/* The conversation as the model will see it (with the generation prompt), fitted
+ * into the context: *n ids, malloc'd, and *dropped, the turns left out. A copy is
+ * fitted: turns dropped for the context stay in the saved conversation. Room is kept
+ * for the answer when older turns must go: what -n asks for (at most half the
+ * context), else an eighth of it; the answer may then run on until the context is
+ * full. When turns must go, a quarter of the context is freed besides, so that the
+ * next turns reuse the cache instead of each moving the start and prefilling it
+ * all. NULL with err_set. */
+static int32_t *fitted(struct app *a, int *n, int *dropped)
+{
+	int ctx = eng_ctx(a->eng);
+	int room = a->max_new_set ? a->max_new : ctx / 8;
+	int reserve = room < ctx / 2 ? room : ctx / 2;
+	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
+	struct chat *fit = chat_dup(a->chat);
+	*dropped = a->fit_dropped;
+	int32_t *ids = fit ? chat_render_fit(a->tok, fit, a->variant, think, !a->parse_special, ctx,
+					     reserve, ctx / 4, n, dropped)
+			   : NULL;
+	chat_free(fit);
+	if (ids)
+		a->fit_dropped = *dropped;
+	return ids;
+}
+
 void app_conversation_changed(struct app *a)
 {
 	/* The context the conversation on screen takes, as the next turn will render it
@@ -413,9 +445,18 @@ void app_conversation_changed(struct app *a)
 		used = ids ? (int)n : 0;
 		free(ids);
 	}
+	/* what the next turn will keep of a conversation longer than the context */
+	int ctx = a->eng ? eng_ctx(a->eng) : 0, dropped = 0, m = 0;
+	a->own_unanswered = false;
+	a->fit_dropped = 0;
+	if (ctx && used >= ctx) {
+		int32_t *ids = fitted(a, &m, &dropped);
+		used = ids ? m : ctx;
+		free(ids);
+	}
 	pthread_mutex_lock(&a->lock);
 	a->fig.ctx_used = used;
-	a->fig.dropped = 0;
+	a->fig.dropped = dropped;
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -447,20 +488,8 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 	if (a->remote)
 		return app_remote_turn(a, emit, user);
 	atomic_store(&a->cancel, 0);
-	int ctx = eng_ctx(a->eng), n = 0, dropped = 0;
-	/* Room kept for the answer when older turns must go: what -n asks for (at most
-	 * half the context), else an eighth of the context. Turns are dropped only when
-	 * the conversation and that room no longer fit; the answer itself may then run
-	 * on until the context is full. */
-	int room = a->max_new_set ? a->max_new : ctx / 8;
-	int reserve = room < ctx / 2 ? room : ctx / 2;
-	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
-	/* Fit a copy: turns dropped for the context stay in the saved conversation. */
-	struct chat *fit = chat_dup(a->chat);
-	int32_t *ids = fit ? chat_render_fit(a->tok, fit, a->variant, think, !a->parse_special, ctx,
-					     reserve, &n, &dropped)
-			   : NULL;
-	chat_free(fit);
+	int n = 0, dropped = 0;
+	int32_t *ids = fitted(a, &n, &dropped);
 	if (!ids)
 		return -1;
 	pthread_mutex_lock(&a->lock);
@@ -477,6 +506,7 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 	a->reasoning.n = a->answer.n = 0;
 	app_buf_add(&a->reasoning, "", 0);
 	app_buf_add(&a->answer, "", 0);
+	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
 	enum sess_split split = tmpl_prompt_opens_think(a->variant, think)
 					? SESS_SPLIT_REASONING_FIRST
 					: SESS_SPLIT_ANSWER_FIRST;
@@ -511,8 +541,15 @@ int app_prefill(struct app *a)
 		chat_encode(a->tok, a->chat, a->variant, false, think, !a->parse_special, &n);
 	if (!ids)
 		return -1;
-	int rc = 0;
-	if (n > 0 && n < (size_t)eng_ctx(a->eng)) /* too long: the next turn drops turns */
+	int rc = 0, m = 0, dropped = 0;
+	if (n >= (size_t)eng_ctx(a->eng)) { /* too long: what the next turn will keep */
+		free(ids);
+		ids = fitted(a, &m, &dropped);
+		n = (size_t)m;
+		if (!ids)
+			return -1;
+	}
+	if (n > 0)
 		rc = sess_sync(a->sess, ids, (int)n);
 	free(ids);
 	pthread_mutex_lock(&a->lock);

@@ -131,9 +131,11 @@ const char *app_remote_url(const struct app *a);
 void app_token_text(const struct app *a, int32_t id, char *out, size_t sz);
 const char *app_state_dir(const struct app *a);
 
-/* Adds a user message (after the last turn; a trailing unanswered user message is
- * replaced). 0 or -1 with err_set. */
+/* Adds a user message after the last turn; the last message this run added and no
+ * answer followed (stopped while it was prefilled) is replaced. 0 or -1 with err_set. */
 int app_add_user(struct app *a, const char *text);
+/* Whether app_add_user will replace the last turn. */
+bool app_replaces_last(const struct app *a);
 
 /* Runs one turn synchronously for the conversation as it stands (its last turn must
  * be a user turn): fits the context, syncs the session, generates, appends the

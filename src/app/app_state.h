@@ -38,6 +38,13 @@ struct app {
 	bool max_new_set;      /* -n given: the remote backend sends it as max_tokens */
 	struct remote *remote; /* the remote backend, or NULL: the local engine */
 	struct chat *chat;
+	/* The last user message is this run's own, not answered yet (stopped while it
+	 * was prefilled): the next one replaces it. One that came with a loaded or
+	 * resumed conversation stays. */
+	bool own_unanswered;
+	/* Turns the last turn's context fit left out (chat_render_fit), left out again
+	 * so that the cache's start stays put; 0 after the conversation changes. */
+	int fit_dropped;
 	atomic_int cancel;
 	struct app_buf reasoning, answer; /* the turn being generated */
 

@@ -71,13 +71,20 @@ struct plain_out {
 };
 
 /* Older turns left the model's context: said once, before the answer. */
+/* Older turns left the context: said when more of them than before went, once per
+ * turn (the start of the context stays put for several turns). */
 static void tell_dropped(struct plain_out *o)
 {
+	static int said;
 	if (o->told)
 		return;
 	o->told = true;
 	struct app_figures f;
 	app_figures(o->a, &f);
+	bool more = f.dropped > said;
+	said = f.dropped;
+	if (!more)
+		return;
 	if (f.dropped == 1)
 		fprintf(stderr, "qwenchat: the oldest turn no longer fits the context: the model "
 				"no longer sees it (it stays in the saved conversation)\n");
@@ -138,6 +145,9 @@ static void turn(struct app *a)
 	app_figures(a, &f);
 	if (rc)
 		print_safe(stderr, "qwenchat: ", err_msg(), "\n");
+	else if (app_replaces_last(a)) /* stopped while the prompt was prefilled */
+		fprintf(stderr, "qwenchat: stopped before the answer began; your next message "
+				"replaces this one\n");
 	else if (f.turn.stop == SESS_STOP_CANCEL)
 		fprintf(stderr, "qwenchat: stopped; the partial answer is kept\n");
 	else if (f.turn.stop == SESS_STOP_CTX)

@@ -24,9 +24,14 @@ int32_t *chat_encode(struct tok *t, const struct chat *c, enum tmpl_variant v,
  * turn; the system prompt is kept) from c. The last user turn is never removed: if
  * the conversation still does not fit ctx with at least one token to spare, fails
  * with "the prompt is N tokens (the message alone M), the context holds CTX" (N: the
- * rendered prompt's tokens, M: that user message's own). Returns the malloc'd ids (*n of them) and *dropped (turns removed), or
- * NULL with err_set. */
+ * rendered prompt's tokens, M: that user message's own).
+ * *dropped is in and out: on entry the turns the last fit of this conversation
+ * removed (0 for none), removed again first so that the conversation's start, and
+ * the KV cache that holds it, stay put from one turn to the next; when more must go,
+ * turns are removed until `slack` more tokens are free too, so that the start moves
+ * seldom (each move costs a prefill of everything after it). On return, the turns
+ * removed. Returns the malloc'd ids (*n of them), or NULL with err_set. */
 int32_t *chat_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int enable_thinking,
-			 bool literal, int ctx, int reserve, int *n, int *dropped);
+			 bool literal, int ctx, int reserve, int slack, int *n, int *dropped);
 
 #endif

@@ -320,10 +320,10 @@ static int32_t *prompt_ids(const struct run_args *a, struct tok *t, const char *
 		fprintf(stderr, "qwenchat: %s\n", warning);
 	struct chat *c = chat_new();
 	int32_t *ids = NULL;
-	int dropped;
+	int dropped = 0;
 	if (c && (!a->system || chat_set_system(c, a->system) == 0) &&
 	    chat_add(c, CHAT_USER, prompt, NULL) == 0)
-		ids = chat_render_fit(t, c, v, a->think, !a->parse_special, ctx, 1, n, &dropped);
+		ids = chat_render_fit(t, c, v, a->think, !a->parse_special, ctx, 1, 0, n, &dropped);
 	chat_free(c);
 	*split = tmpl_prompt_opens_think(v, a->think) ? SESS_SPLIT_REASONING_FIRST
 						      : SESS_SPLIT_ANSWER_FIRST;

@@ -137,6 +137,29 @@ first_drop=$(grep -nE 'no longer fits? the context' "$TMP/hist" | head -n 1 | cu
 [ -n "$first_drop" ] && sed -n "$((first_drop + 1)),\$p" "$TMP/hist" | grep -q '[a-z]' &&
 	pass "the notice comes before the answer of the turn that drops" ||
 	fail "no notice before an answer: $(cat "$TMP/hist")"
+# Once turns must go, the context's start stays put for the next turns (a quarter of
+# the context is freed besides): the turn after a drop reuses the cache.
+printf 'one\n/stats\ntwo\n/stats\nthree\n/stats\nfour\n/stats\nfive\n/stats\nsix\n/stats\nseven\n/stats\n' |
+	XDG_STATE_HOME="$TMP/state6" Q -n 100 --ctx 512 --seed 3 >"$TMP/over" 2>&1
+python3 - "$TMP/over" <<'EOF' && pass "after turns left the context, the next turn reuses the cache" ||
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+drops = [i for i, l in enumerate(lines) if "no longer fit" in l]
+reused = [(i, int(m.group(1))) for i, l in enumerate(lines)
+          for m in [re.match(r"last turn: (\d+) tokens? reused", l)] if m]
+assert drops, "nothing dropped"
+after = [r for i, r in reused if i > drops[0]]
+assert len(after) >= 2 and after[1] >= 150, (drops, reused)
+EOF
+	fail "overflow: $(grep -E 'reused|no longer' "$TMP/over")"
+# A loaded conversation that ends with a question keeps it: the next message follows.
+printf '[{"role":"user","content":"Q1"},{"role":"assistant","content":"A1"},{"role":"user","content":"Q2 kept"}]' >"$TMP/trail.json"
+printf '/load %s\nQ3\n' "$TMP/trail.json" | XDG_STATE_HOME="$TMP/state7" Q -n 4 --seed 3 >/dev/null 2>&1
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); m=m["messages"] if isinstance(m, dict) else m
+sys.exit(0 if [x["content"] for x in m][:4] == ["Q1", "A1", "Q2 kept", "Q3"] else 1)' \
+	"$(cat "$TMP/state7/qwenchat/last-session")" &&
+	pass "a loaded unanswered message is kept, the new one after it" ||
+	fail "trailing question: $(cat "$(cat "$TMP/state7/qwenchat/last-session")")"
 # /clear and /load: /ctx tells the conversation on screen, not the cache
 printf 'Hello\n/clear\n/ctx\n/load %s\n/ctx\n' "$TMP/conv.json" |
 	XDG_STATE_HOME="$TMP/state5" Q -n 4 --seed 3 >"$TMP/clr" 2>&1

@@ -256,9 +256,9 @@ static struct sess *session(atomic_int *cancel, void (*progress)(void *, int, in
 
 static void render(struct chat *c, int32_t **ids, int *n)
 {
-	int dropped = -1;
+	int dropped = 0;
 	free(*ids);
-	*ids = chat_render_fit(tok, c, variant, TMPL_THINK_ON, true, CTX, 64, n, &dropped);
+	*ids = chat_render_fit(tok, c, variant, TMPL_THINK_ON, true, CTX, 64, 0, n, &dropped);
 	assert_non_null(*ids);
 	assert_int_equal(dropped, 0);
 }
@@ -396,9 +396,9 @@ static void test_overflow(void **state)
 	struct chat *two = chat_dup(c);
 	chat_remove(two, 1, 4);
 	int want = render_len(two);
-	int n, dropped;
-	int32_t *ids =
-		chat_render_fit(tok, c, variant, TMPL_THINK_ON, true, want + 10, 10, &n, &dropped);
+	int n, dropped = 0;
+	int32_t *ids = chat_render_fit(tok, c, variant, TMPL_THINK_ON, true, want + 10, 10, 0, &n,
+				       &dropped);
 	assert_non_null(ids);
 	assert_int_equal(dropped, 2);
 	assert_int_equal(n, want);
@@ -419,7 +419,9 @@ static void test_overflow(void **state)
 	free(bids);
 	assert_int_equal(chat_add(c, CHAT_ASSISTANT, "ok", NULL), 0);
 	assert_int_equal(chat_add(c, CHAT_USER, big, NULL), 0);
-	assert_null(chat_render_fit(tok, c, variant, TMPL_THINK_ON, true, 100, 10, &n, &dropped));
+	dropped = 0;
+	assert_null(
+		chat_render_fit(tok, c, variant, TMPL_THINK_ON, true, 100, 10, 0, &n, &dropped));
 	assert_int_equal(c->n, 2); /* everything droppable went: system + the message */
 	/* the count is the rendered prompt's (template, system prompt), the message's apart */
 	size_t kp;
