@@ -23,7 +23,7 @@ static void remark(struct train_model *p, const char *msg)
 
 void train_model_free(struct train_model *p)
 {
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < LOOP_MAX_FILES; i++)
 		free(p->texts[i]);
 	tok_free(p->m.tk);
 	eng_model_free(p->m.init);
@@ -202,8 +202,8 @@ static int generation_file(struct train_model *p, const struct eng_config *c)
 
 static void hash_tokenizer(struct train_model *p)
 {
-	const char *texts[4];
-	size_t lens[4];
+	const char *texts[LOOP_MAX_FILES];
+	size_t lens[LOOP_MAX_FILES];
 	int n = 0;
 	for (int i = 0; i < p->m.n_files; i++)
 		if (strncmp(p->m.files[i].name, "tokenizer", 9) == 0) {
