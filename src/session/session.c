@@ -341,6 +341,8 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 	sess_router_init(&r, emit, user);
 	if (split == SESS_SPLIT_REASONING_FIRST)
 		r.part = SESS_REASONING;
+	else /* an answer that no tag opened is kept whole, as Hugging Face keeps it */
+		r.part_start = false;
 	s->st.generated = 0;
 	double t_first = 0;
 	int forwards = 0, rc = 0;

@@ -59,9 +59,11 @@ struct sess_stats {
 enum sess_part { SESS_REASONING, SESS_ANSWER };
 
 /* Receives complete UTF-8 text as it is generated (len > 0). The <think> and
- * </think> tags themselves are not passed; leading newlines of each part and the
- * newlines before </think> are dropped, as the chat template strips them, so the
- * pieces concatenated are the turn's reasoning and content. Return non-zero to stop. */
+ * </think> tags themselves are not passed; the newlines after each tag (and at the
+ * start of reasoning the prompt opened) and the newlines before </think> are
+ * dropped, as the chat template strips them, so the pieces concatenated are the
+ * turn's reasoning and content; an answer no tag opened is passed whole. Return
+ * non-zero to stop. */
 typedef int (*sess_emit_fn)(void *user, enum sess_part part, const char *text, size_t len);
 
 /* Routes generated text into reasoning and answer the way the chat template will

@@ -160,6 +160,19 @@ sys.exit(0 if [x["content"] for x in m][:4] == ["Q1", "A1", "Q2 kept", "Q3"] els
 	"$(cat "$TMP/state7/qwenchat/last-session")" &&
 	pass "a loaded unanswered message is kept, the new one after it" ||
 	fail "trailing question: $(cat "$(cat "$TMP/state7/qwenchat/last-session")")"
+# An answer that no <think> tag opened is kept whole, leading newlines included, as
+# Hugging Face keeps it (the next turn renders it so): a model rigged to write
+# "\n\n\n" "Hello" then <|im_end|>.
+R=$TMP/rig
+chat_model "$R" --vocab-size 151936 --hidden-size 32 --intermediate-size 64 --layers 2 \
+	--heads 4 --kv-heads 2 --head-dim 16 --no-tie --seed 3
+python3 "$TOP_SRCDIR/tests/cli/rig-model.py" "$R" --end 151645 1406 9707 || fail "rig-model.py"
+printf 'hi\n' | XDG_STATE_HOME="$TMP/state8" "$QWENCHAT" chat -m "$R" --backend cpu --threads 1 \
+	--greedy --repeat-penalty 10 --no-think -n 5 >/dev/null 2>&1
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["messages"]
+sys.exit(0 if m[-1]["content"] == "\n\n\nHello" else 1)' "$(cat "$TMP/state8/qwenchat/last-session")" &&
+	pass "the answer's leading newlines are kept in the conversation" ||
+	fail "leading newlines: $(cat "$(cat "$TMP/state8/qwenchat/last-session")")"
 # /clear and /load: /ctx tells the conversation on screen, not the cache
 printf 'Hello\n/clear\n/ctx\n/load %s\n/ctx\n' "$TMP/conv.json" |
 	XDG_STATE_HOME="$TMP/state5" Q -n 4 --seed 3 >"$TMP/clr" 2>&1
