@@ -35,6 +35,7 @@ enum run_key {
 	OPT_STATS,
 	OPT_LOGPROBS,
 	OPT_PARSE_SPECIAL,
+	OPT_KV_F32,
 };
 
 static const struct cli_opt run_opts[] = {
@@ -61,6 +62,9 @@ static const struct cli_opt run_opts[] = {
 	 "special tokens written in the prompt (<|im_start|>, ...)\n"
 	 "are control tokens, as Hugging Face parses them by default\n"
 	 "(else they are text; with --raw they always are tokens)"},
+	{"kv-f32", OPT_KV_F32, NULL,
+	 "fp32 KV cache (default bf16): with --exact, every product\n"
+	 "in fp32, for comparisons with a float32 reference"},
 	{0},
 };
 
@@ -87,7 +91,7 @@ struct run_args {
 	struct cli_common cli;
 	const char *prompt, *file, *system;
 	int think; /* TMPL_THINK_* */
-	bool raw, stats, parse_special;
+	bool raw, stats, parse_special, kv_f32;
 	long logprobs; /* -1: print the text */
 };
 
@@ -129,6 +133,7 @@ static int run_opt(void *user, int key, const char *arg)
 	case OPT_RAW: a->raw = true; return 0;
 	case OPT_STATS: a->stats = true; return 0;
 	case OPT_PARSE_SPECIAL: a->parse_special = true; return 0;
+	case OPT_KV_F32: a->kv_f32 = true; return 0;
 	case OPT_LOGPROBS: return cli_parse_long("logprobs", arg, 0, 20, &a->logprobs);
 	}
 	return cli_unhandled(&run_cmd, key);
@@ -152,6 +157,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 					"--no-think do not apply");
 	if (a->logprobs >= 0 && cli_is_remote(&a->cli))
 		return cli_usage("run", "--logprobs needs the local engine");
+	if (a->kv_f32 && cli_is_remote(&a->cli))
+		return cli_usage("run", "--kv-f32 needs the local engine");
 	if (a->raw && cli_is_remote(&a->cli))
 		return cli_usage("run", "--raw needs the local engine: a server applies the chat "
 					"template");
@@ -446,6 +453,7 @@ int cmd_run(int argc, char **argv)
 	struct hub_env hub;
 	if (!cli_is_remote(&a.cli) && cli_engine_options(&a.cli, &eo, NULL))
 		return EXIT_USAGE;
+	eo.kv_f32 = a.kv_f32;
 	cli_env_hub(&hub);
 	char *prompt = read_prompt(&a);
 	if (!prompt)

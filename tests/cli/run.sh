@@ -116,6 +116,24 @@ assert abs(want - lines[0]["logprob"]) < 1e-5, (want, lines[0]["logprob"])
 print("first token logprob %.6f, log-softmax of the logits %.6f" % (lines[0]["logprob"], want))' \
 	"$TMP/lp.jsonl" "$TMP/hi.f32" && pass "--logprobs: JSON lines, logprobs = log-softmax of the logits" ||
 	fail "--logprobs: $(head -c 400 "$TMP/lp.jsonl")"
+# --kv-f32 with --exact: the decoded token's logprob too is the fp32 forward's, that of
+# `logits --kv-f32` on the prompt and the first token (the bf16 cache moves it ~1e-4).
+expect_exit 0 "run --kv-f32" $RUN -p "Hi" -n 2 --greedy --repeat-penalty 1 --presence-penalty 0 \
+	--exact --kv-f32 --logprobs 3
+cp "$TMP/out" "$TMP/lp32.jsonl"
+{ cat "$TMP/hi.ids"; head -n 1 "$TMP/lp32.jsonl" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'; } |
+	tr '\n' ' ' | "$QWENCHAT" logits -m "$M" --backend cpu --threads 1 --kv-f32 --out "$TMP/hi2.f32"
+python3 -c 'import array, json, math, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+l = array.array("f"); l.frombytes(open(sys.argv[2], "rb").read())
+V = 151936
+for x, off in zip(lines, (2, 1)):
+    row = l[len(l) - off * V:len(l) - (off - 1) * V][:151669]; m = max(row)
+    lse = m + math.log(math.fsum(math.exp(v - m) for v in row))
+    assert abs(row[x["id"]] - lse - x["logprob"]) < 1e-5, (row[x["id"]] - lse, x["logprob"])' \
+	"$TMP/lp32.jsonl" "$TMP/hi2.f32" && pass "--kv-f32: the decoded token's logprob is the fp32 forward's" ||
+	fail "--kv-f32: $(cat "$TMP/lp32.jsonl" | head -c 300)"
+expect_exit 2 "run --kv-f32 with --url" "$QWENCHAT" run --url http://127.0.0.1:9/v1 -p x --kv-f32
 expect_exit 2 "run --logprobs 21" $RUN -p "Hi" --logprobs 21
 
 expect_exit 0 "run -n 0" $RUN -p "Hi" -n 0 --stats
