@@ -460,10 +460,11 @@ static int parse_tools(struct chat *c, json_t *tools, const char *name)
 	return 0;
 }
 
+const struct jlim chat_json_limits = {.max_depth = CHAT_MAX_DEPTH, .max_values = CHAT_MAX_VALUES};
+
 struct chat *chat_from_json(const char *text, size_t len, const char *name)
 {
-	static const struct jlim lim = {.max_depth = CHAT_MAX_DEPTH, .max_values = CHAT_MAX_VALUES};
-	if (jlim_check(text, len, &lim, name))
+	if (jlim_check(text, len, &chat_json_limits, name))
 		return NULL;
 	json_error_t jerr;
 	json_t *root = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
@@ -472,6 +473,13 @@ struct chat *chat_from_json(const char *text, size_t len, const char *name)
 			jsontype_error(&jerr));
 		return NULL;
 	}
+	struct chat *c = chat_from_value(root, name);
+	json_decref(root);
+	return c;
+}
+
+struct chat *chat_from_value(json_t *root, const char *name)
+{
 	json_t *msgs = root, *tools = NULL, *meta = NULL;
 	if (json_is_object(root)) {
 		tools = json_object_get(root, "tools");
@@ -480,14 +488,12 @@ struct chat *chat_from_json(const char *text, size_t len, const char *name)
 	}
 	if (meta && !json_is_object(meta)) {
 		err_set("%s: qwenchat: not an object", name);
-		json_decref(root);
 		return NULL;
 	}
 	if (!json_is_array(msgs)) {
 		err_set("%s: expected a JSON array of messages (or an object with a \"messages\" "
 			"array)",
 			name);
-		json_decref(root);
 		return NULL;
 	}
 	struct chat *c = chat_new();
@@ -506,7 +512,6 @@ struct chat *chat_from_json(const char *text, size_t len, const char *name)
 			c = NULL;
 		}
 	}
-	json_decref(root);
 	return c;
 }
 

@@ -6,6 +6,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct json_t; /* jansson's */
+struct jlim;   /* src/base/jsonlimit.h */
+
 enum chat_role {
 	CHAT_SYSTEM, /* at index 0: the system prompt; elsewhere: a mid-conversation system turn */
 	CHAT_USER, /* a user turn; one wrapped in <tool_response>...</tool_response> is not a query */
@@ -110,6 +113,10 @@ void chat_clear(struct chat *c);
  * name (the file name) starts every error message, e.g.
  * "conv.json: messages[3].role: unknown role \"robot\"". */
 struct chat *chat_from_json(const char *text, size_t len, const char *name);
+/* The same on a parsed value (root is not taken). */
+struct chat *chat_from_value(struct json_t *root, const char *name);
+/* The depth and value limits chat_from_json checks before it parses. */
+extern const struct jlim chat_json_limits;
 /* Reads and parses a file ("-" = stdin). NULL with err_set on any error. */
 struct chat *chat_load(const char *path);
 /* The JSON text (pretty-printed, ends with a newline), malloc'd; NULL on error. */

@@ -4,6 +4,7 @@
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/base/utf8.h"
+#include "src/base/jsonlimit.h"
 #include "src/base/jsontype.h"
 
 #include <jansson.h>
@@ -155,13 +156,15 @@ static int read_lines(const char *path, const char *text, size_t len,
 			continue;
 		char where[4200];
 		snprintf(where, sizeof where, "%s:%zu", path, line);
+		if (jlim_check(p, n, &chat_json_limits, where))
+			return -1;
 		json_error_t je;
 		json_t *v = json_loadb(p, n, JSON_DECODE_ANY, &je);
 		if (!v) /* the column, not jansson's "line 1" of a one-line text */
 			return err_set("%s: invalid JSON at column %d: %s", where, je.column,
 				       jsontype_error(&je));
+		struct chat *c = sft_chat_from_value(v, where); /* the line, parsed once */
 		json_decref(v);
-		struct chat *c = sft_chat_from_json(p, n, where);
 		if (!c)
 			return -1;
 		int rc = fn(user, c, where);

@@ -35,6 +35,8 @@ int sft_encode(struct tok *t, const struct chat *c, enum tmpl_variant v, int32_t
  * [, "system"]} (a user message of the instruction, and the input after a blank line;
  * the answer) — with its "tools" array. NULL with err_set starting with where. */
 struct chat *sft_chat_from_json(const char *text, size_t len, const char *where);
+/* The same on a parsed value (root is not taken). */
+struct chat *sft_chat_from_value(struct json_t *root, const char *where);
 
 /* Whether path holds JSON Lines: named *.jsonl or *.ndjson, or text[0..len) holds
  * another JSON value after its first one. */

@@ -1,7 +1,8 @@
 /* sft_formats.c — the shapes fine-tuning datasets come in, read as conversations:
  * OpenAI's {"messages": [...]} (chat_from_json), ShareGPT's {"conversations": [...]}
  * and Alpaca's {"instruction", "input", "output"}. The other two are rewritten as the
- * first, so that one reader checks every conversation the same way. */
+ * first, so that one reader (chat_from_value) checks every conversation the same
+ * way. */
 #include "src/chat/sft.h"
 #include "src/base/err.h"
 #include "src/base/jsonlimit.h"
@@ -11,9 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* chat_from_json's own limits, checked before this parse too */
-static const struct jlim lim = {.max_depth = 64, .max_values = 1 << 19};
 
 /* ShareGPT's speakers ("from") as chat roles; FastChat, axolotl and LLaMA-Factory
  * write these names. */
@@ -100,30 +98,34 @@ static json_t *from_alpaca(json_t *o, const char *where)
 	return msgs;
 }
 
-struct chat *sft_chat_from_json(const char *text, size_t len, const char *where)
+struct chat *sft_chat_from_value(json_t *root, const char *where)
 {
-	if (jlim_check(text, len, &lim, where))
-		return NULL;
-	json_t *root = json_loadb(text, len, JSON_DECODE_ANY, NULL);
 	bool other =
 		json_is_object(root) && !json_object_get(root, "messages") &&
 		(json_object_get(root, "conversations") || json_object_get(root, "instruction"));
-	if (!other) { /* OpenAI's, a conversation file, or what chat_from_json explains */
-		json_decref(root);
-		return chat_from_json(text, len, where);
-	}
+	if (!other) /* OpenAI's, a conversation file, or what chat_from_value explains */
+		return chat_from_value(root, where);
 	json_t *conv = json_object_get(root, "conversations");
 	json_t *msgs = conv ? from_sharegpt(conv, where) : from_alpaca(root, where);
 	json_t *tools = json_object_get(root, "tools");
 	json_t *o = msgs ? json_pack("{s:o}", "messages", msgs) : NULL;
 	if (o && json_is_array(tools))
 		json_object_set(o, "tools", tools);
-	char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	json_decref(root);
-	if (!t && msgs)
+	if (!o && msgs)
 		err_set("%s: out of memory", where);
-	struct chat *c = t ? chat_from_json(t, strlen(t), where) : NULL;
-	free(t);
+	struct chat *c = o ? chat_from_value(o, where) : NULL;
+	json_decref(o);
+	return c;
+}
+
+struct chat *sft_chat_from_json(const char *text, size_t len, const char *where)
+{
+	if (jlim_check(text, len, &chat_json_limits, where))
+		return NULL;
+	json_t *root = json_loadb(text, len, JSON_DECODE_ANY, NULL);
+	if (!root) /* chat_from_json says what is wrong, as for any conversation file */
+		return chat_from_json(text, len, where);
+	struct chat *c = sft_chat_from_value(root, where);
+	json_decref(root);
 	return c;
 }
