@@ -71,11 +71,20 @@ static bool same_origin(const char *a, const char *b)
 	return na == nb && !strncasecmp(a, b, na);
 }
 
+/* Whether s is printable ASCII without spaces, as an origin is sent (and sent back in
+ * a header). */
+static bool visible_ascii(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s <= ' ' || (unsigned char)*s >= 0x7f)
+			return false;
+	return true;
+}
+
 bool origin_allowed(const char *origin, const char *const *allowed, int n)
 {
-	for (const char *p = origin; *p; p++) /* sent back in a header: printable ASCII */
-		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
-			return false;
+	if (!visible_ascii(origin))
+		return false;
 	if (strcmp(origin, "null") && local_page(origin))
 		return true;
 	for (int i = 0; i < n; i++)
@@ -91,11 +100,10 @@ int origin_check(const char *s)
 	const char *sep = strstr(s, "://");
 	if (!sep || sep == s || !sep[3])
 		return err_set("'%.200s' is not an origin such as https://chat.example:3000", s);
-	for (const char *p = s; *p; p++)
-		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
-			return err_set("'%.200s' holds a space or a character outside ASCII (an "
-				       "origin's name is sent in its ASCII form)",
-				       s);
+	if (!visible_ascii(s))
+		return err_set("'%.200s' holds a space or a character outside ASCII (an "
+			       "origin's name is sent in its ASCII form)",
+			       s);
 	size_t n = strlen(sep + 3);
 	if (strcspn(sep + 3, "/?#@") < n - (sep[3 + n - 1] == '/'))
 		return err_set("'%.200s' holds a path, a query or a user: an origin is "

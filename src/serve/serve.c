@@ -238,6 +238,14 @@ static bool has_body(struct MHD_Connection *conn)
 					   MHD_HTTP_HEADER_TRANSFER_ENCODING);
 }
 
+/* A message quoting the client's bytes made printable ASCII ('?' for the rest). */
+static void printable(char *msg)
+{
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
+}
+
 /* A page of an origin that may not use the server (serve_options.origins): refused
  * whole, so that its requests run nothing, though it could not read the answers. */
 static enum MHD_Result origin_refused(struct MHD_Connection *conn, struct request *rq,
@@ -248,9 +256,7 @@ static enum MHD_Result origin_refused(struct MHD_Connection *conn, struct reques
 		 "Origin %.150s may not use this server (start it with --allow-origin %.150s "
 		 "to allow its pages)",
 		 origin, origin);
-	for (char *p = msg; *p; p++) /* the client's bytes: printable ASCII */
-		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-			*p = '?';
+	printable(msg);
 	return reply_error(conn, rq, 403, msg, NULL, "origin_not_allowed");
 }
 
@@ -302,9 +308,7 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 			 "Host %.200s is not this machine: a server on a loopback address answers "
 			 "requests to localhost only (start it with --host to serve other names)",
 			 host);
-		for (char *p = msg; *p; p++) /* the client's bytes: printable ASCII */
-			if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-				*p = '?';
+		printable(msg);
 		return reply_error(conn, rq, 403, msg, NULL, "host_not_allowed");
 	}
 	const char *origin =

@@ -68,21 +68,7 @@ def raw(port, data, timeout=10):
     """Sends bytes as they are; returns the status line's code and the body."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.sendall(data)
-    got = b""
-    try:
-        while True:
-            k = s.recv(65536)
-            if not k:
-                break
-            got += k
-            if b"\r\n\r\n" in got:
-                head, _, rest = got.partition(b"\r\n\r\n")
-                length = [ln for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")]
-                if length and len(rest) >= int(length[0].split(b":")[1]):
-                    break
-    except socket.timeout:
-        pass
-    s.close()
+    got = read_all(s, whole_reply, socket.timeout)
     head, _, body = got.partition(b"\r\n\r\n")
     code = int(head.split(b" ")[1]) if head.startswith(b"HTTP/") else 0
     return code, body
@@ -531,7 +517,18 @@ def post_raw(port, body):
     return s
 
 
-def read_all(s):
+def whole_reply(got):
+    """Whether got holds a reply's headers and the Content-Length they announce."""
+    if b"\r\n\r\n" not in got:
+        return False
+    head, _, rest = got.partition(b"\r\n\r\n")
+    length = [ln for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")]
+    return bool(length) and len(rest) >= int(length[0].split(b":")[1])
+
+
+def read_all(s, done=lambda got: False, stop=OSError):
+    """What s sends until it closes, done(what came) holds, or an exception of the
+    stop kind; then closes s."""
     got = b""
     try:
         while True:
@@ -539,7 +536,9 @@ def read_all(s):
             if not k:
                 break
             got += k
-    except OSError:
+            if done(got):
+                break
+    except stop:
         pass
     s.close()
     return got
