@@ -70,7 +70,6 @@ struct plain_out {
 	bool told; /* the turn's notices (turns dropped) are out */
 };
 
-/* Older turns left the model's context: said once, before the answer. */
 /* Older turns left the context: said when more of them than before went, once per
  * turn (the start of the context stays put for several turns). */
 static void tell_dropped(struct plain_out *o)

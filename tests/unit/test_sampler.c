@@ -149,6 +149,17 @@ static void test_cuts_full_vocab(void **state)
 	free(p);
 }
 
+/* The softmax at temperature T over the first k ids of the order o only (malloc'd). */
+static double *softmax_first(const float *l, const int *o, int k, double T)
+{
+	double *pk = malloc((size_t)k * sizeof *pk), z = 0;
+	for (int i = 0; i < k; i++)
+		z += pk[i] = exp((l[o[i]] - l[o[0]]) / T);
+	for (int i = 0; i < k; i++)
+		pk[i] /= z;
+	return pk;
+}
+
 static void test_top_k(void **state)
 {
 	(void)state;
@@ -161,12 +172,7 @@ static void test_top_k(void **state)
 	for (int a = 0; a < 4; a++) {
 		q.top_k = ks[a], q.temperature = 0.7;
 		struct samp *s = samp_new(&q, BIG);
-		/* softmax at T = 0.7 over the top k only */
-		double *pk = malloc((size_t)ks[a] * sizeof *pk), z = 0;
-		for (int i = 0; i < ks[a]; i++)
-			z += pk[i] = exp((l[o[i]] - l[o[0]]) / 0.7);
-		for (int i = 0; i < ks[a]; i++)
-			pk[i] /= z;
+		double *pk = softmax_first(l, o, ks[a], 0.7);
 		check_set(s, l, BIG, o, pk, ks[a]);
 		/* top-p then applies inside the k */
 		q.top_p = 0.5;
@@ -185,11 +191,7 @@ static void test_top_k(void **state)
 	for (int a = 0; a < 4; a++) {
 		q.top_k = tk[a], q.temperature = 1;
 		struct samp *s = samp_new(&q, BIG);
-		double *pk = malloc((size_t)tk[a] * sizeof *pk), z = 0;
-		for (int i = 0; i < tk[a]; i++)
-			z += pk[i] = exp(l[o[i]] - l[o[0]]);
-		for (int i = 0; i < tk[a]; i++)
-			pk[i] /= z;
+		double *pk = softmax_first(l, o, tk[a], 1);
 		check_set(s, l, BIG, o, pk, tk[a]);
 		free(pk);
 		samp_free(s);
