@@ -18,6 +18,7 @@
 #ifndef QWENCHAT_TRAIN_H
 #define QWENCHAT_TRAIN_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -139,11 +140,19 @@ int eng_trainer_finish_grads(struct eng_trainer *t, double scale, double clip, d
  * w -= lr * weight_decay * w when it decays (the pre-update weight), then
  * m = beta1 m + (1 - beta1) g, v = beta2 v + (1 - beta2) g^2,
  * w -= lr / (1 - beta1^step) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps).
- * step counts from 1. 0 or -1 (err_set). */
+ * step counts from 1. The fp32 kernels take 1 - beta rounded once from the double (as
+ * PyTorch's fp32 AdamW does), not 1 - (float)beta: with beta2 = 0.99999 the latter is
+ * 2e-3 off, and a beta2 that rounds to 1 in fp32 would leave v at 0. 0 or -1 (err_set). */
 struct eng_adamw {
 	double lr, beta1, beta2, eps, weight_decay;
 };
 int eng_trainer_adamw(struct eng_trainer *t, const struct eng_adamw *h, int64_t step);
+
+/* The bias correction 1 - beta^step, to the last bits where beta is near 1. */
+static inline double eng_adamw_bias(double beta, int64_t step)
+{
+	return -expm1((double)step * log(beta));
+}
 
 /* The measured rate of the backend's matrix products at this model's shapes, in
  * GFLOP/s (the "share of the peak" the progress line shows), and the model FLOPs of

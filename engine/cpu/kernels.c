@@ -283,8 +283,8 @@ void cpu_adamw_c(float *w, float *m, float *v, const float *g, size_t n,
 {
 	for (size_t k = 0; k < n; k++) {
 		float gk = g[k], wk = w[k] * h->decay;
-		float mk = h->b1 * m[k] + (1.0f - h->b1) * gk;
-		float vk = h->b2 * v[k] + (1.0f - h->b2) * gk * gk;
+		float mk = h->b1 * m[k] + h->c1 * gk;
+		float vk = h->b2 * v[k] + h->c2 * gk * gk;
 		m[k] = mk, v[k] = vk;
 		w[k] = wk - h->step * mk / (sqrtf(vk) * h->rbc2 + h->eps);
 	}

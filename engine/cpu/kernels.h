@@ -58,9 +58,10 @@ static inline size_t cpu_panel_words(int K)
 }
 
 /* One AdamW update's constants (train_cpu.c): decay = 1 - lr * weight_decay (1 for
- * the norms), step = lr / (1 - beta1^t), rbc2 = 1 / sqrt(1 - beta2^t). */
+ * the norms), c1 = 1 - beta1 and c2 = 1 - beta2 (each rounded from the double),
+ * step = lr / (1 - beta1^t), rbc2 = 1 / sqrt(1 - beta2^t). */
 struct cpu_adamw {
-	float decay, b1, b2, step, rbc2, eps;
+	float decay, b1, b2, c1, c2, step, rbc2, eps;
 };
 
 /* One ISA's kernels. Matrix products take the activations "packed": within each
@@ -214,8 +215,8 @@ void cpu_softmax(float *s, int n, float scale);
 void cpu_swiglu(float *g, const float *u, int n);
 void cpu_swiglu_back(float *dh, float *du, const float *g, const float *u, int n);
 double cpu_scale_sq(float *g, size_t n, float scale);
-/* AdamW as torch.optim.AdamW: w = w * decay; m = b1 m + (1 - b1) g;
- * v = b2 v + (1 - b2) g g; w -= step * m / (sqrt(v) * rbc2 + eps). */
+/* AdamW as torch.optim.AdamW: w = w * decay; m = b1 m + c1 g;
+ * v = b2 v + c2 g g; w -= step * m / (sqrt(v) * rbc2 + eps). */
 void cpu_adamw_c(float *w, float *m, float *v, const float *g, size_t n,
 		 const struct cpu_adamw *h);
 

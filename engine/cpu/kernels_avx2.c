@@ -465,8 +465,8 @@ static T256 void adamw_256(float *w, float *m, float *v, const float *g, size_t 
 			   const struct cpu_adamw *h)
 {
 	const __m256 decay = _mm256_set1_ps(h->decay), b1 = _mm256_set1_ps(h->b1),
-		     b2 = _mm256_set1_ps(h->b2), c1 = _mm256_set1_ps(1.0f - h->b1),
-		     c2 = _mm256_set1_ps(1.0f - h->b2), step = _mm256_set1_ps(h->step),
+		     b2 = _mm256_set1_ps(h->b2), c1 = _mm256_set1_ps(h->c1),
+		     c2 = _mm256_set1_ps(h->c2), step = _mm256_set1_ps(h->step),
 		     rbc2 = _mm256_set1_ps(h->rbc2), eps = _mm256_set1_ps(h->eps);
 	size_t k = 0;
 	for (; k + 8 <= n; k += 8) {

@@ -339,8 +339,8 @@ T512 void cpu512_adamw(float *w, float *m, float *v, const float *g, size_t n,
 		       const struct cpu_adamw *h)
 {
 	const __m512 decay = _mm512_set1_ps(h->decay), b1 = _mm512_set1_ps(h->b1),
-		     b2 = _mm512_set1_ps(h->b2), c1 = _mm512_set1_ps(1.0f - h->b1),
-		     c2 = _mm512_set1_ps(1.0f - h->b2), step = _mm512_set1_ps(h->step),
+		     b2 = _mm512_set1_ps(h->b2), c1 = _mm512_set1_ps(h->c1),
+		     c2 = _mm512_set1_ps(h->c2), step = _mm512_set1_ps(h->step),
 		     rbc2 = _mm512_set1_ps(h->rbc2), eps = _mm512_set1_ps(h->eps);
 	size_t k = 0;
 	for (; k + 16 <= n; k += 16) {

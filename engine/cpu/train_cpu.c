@@ -318,6 +318,8 @@ static void opt_run_item(struct opt_task *o, int it)
 			.decay = p->decay ? (float)(1.0 - h->lr * h->weight_decay) : 1.0f,
 			.b1 = (float)h->beta1,
 			.b2 = (float)h->beta2,
+			.c1 = (float)(1.0 - h->beta1),
+			.c2 = (float)(1.0 - h->beta2),
 			.step = (float)(h->lr / o->bc1),
 			.rbc2 = (float)(1.0 / sqrt(o->bc2)),
 			.eps = (float)h->eps,
@@ -375,8 +377,8 @@ static int cpu_finish_grads(void *st, double scale, double clip, double *norm)
 static int cpu_adamw(void *st, const struct eng_adamw *h, int64_t step)
 {
 	struct opt_task o = {.kind = 3, .h = h};
-	o.bc1 = 1.0 - pow(h->beta1, (double)step);
-	o.bc2 = 1.0 - pow(h->beta2, (double)step);
+	o.bc1 = eng_adamw_bias(h->beta1, step);
+	o.bc2 = eng_adamw_bias(h->beta2, step);
 	opt_run(st, &o);
 	return 0;
 }

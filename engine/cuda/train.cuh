@@ -64,7 +64,9 @@ int trc_to_bf16(bf16 *dst, const float *src, size_t n, cudaStream_t s);
 int trc_scale(float *g, size_t n, float scale, double *part, cudaStream_t s);
 /* AdamW on n elements (train.h's formula); decay: 1 - lr wd or 1. */
 struct trc_adamw {
-	float decay, beta1, beta2, eps, step, rbc2; /* step = lr / (1 - beta1^t); rbc2 = 1/sqrt(bc2) */
+	float decay, beta1, beta2, c1, c2, eps, step, rbc2; /* c = 1 - beta, rounded from the
+							     double; step = lr / (1 - beta1^t);
+							     rbc2 = 1/sqrt(bc2) */
 };
 int trc_adamw(float *w, const float *g, float *m, float *v, size_t n, struct trc_adamw h,
 	      cudaStream_t s);

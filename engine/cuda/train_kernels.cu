@@ -443,8 +443,8 @@ __global__ static void adamw_kernel(float *w, const float *g, float *m, float *v
 	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
 	     i += (size_t)gridDim.x * blockDim.x) {
 		float gi = g[i], wi = w[i] * h.decay;
-		float mi = h.beta1 * m[i] + (1.0f - h.beta1) * gi;
-		float vi = h.beta2 * v[i] + (1.0f - h.beta2) * gi * gi;
+		float mi = h.beta1 * m[i] + h.c1 * gi;
+		float vi = h.beta2 * v[i] + h.c2 * gi * gi;
 		m[i] = mi, v[i] = vi;
 		w[i] = wi - h.step * mi / (sqrtf(vi) * h.rbc2 + h.eps);
 	}

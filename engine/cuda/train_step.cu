@@ -333,11 +333,12 @@ static int refresh_half(struct trc *s)
 static int trc_adamw_step(void *st, const struct eng_adamw *h, int64_t step)
 {
 	struct trc *s = (struct trc *)st;
-	double bc1 = 1.0 - pow(h->beta1, (double)step), bc2 = 1.0 - pow(h->beta2, (double)step);
+	double bc1 = eng_adamw_bias(h->beta1, step), bc2 = eng_adamw_bias(h->beta2, step);
 	for (int i = 0; i < s->t->nparams; i++) {
 		const struct eng_param *p = &s->t->params[i];
 		struct trc_adamw a = {p->decay ? (float)(1.0 - h->lr * h->weight_decay) : 1.0f,
-				      (float)h->beta1, (float)h->beta2, (float)h->eps,
+				      (float)h->beta1, (float)h->beta2, (float)(1.0 - h->beta1),
+				      (float)(1.0 - h->beta2), (float)h->eps,
 				      (float)(h->lr / bc1), (float)(1.0 / sqrt(bc2))};
 		if (trc_adamw(s->w[i], s->g[i], s->m[i], s->v[i], (size_t)p->n, a, s->stream))
 			return -1;

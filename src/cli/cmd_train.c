@@ -89,7 +89,7 @@ static const struct cli_opt train_opts[] = {
 	{"heads", OPT_HEADS, "N", "from scratch: query heads"},
 	{"kv-heads", OPT_KV_HEADS, "N", "from scratch: key/value heads (default --heads)"},
 	{"head-dim", OPT_HEAD_DIM, "N",
-	 "from scratch: width of a head (default hidden-size /\nheads)"},
+	 "from scratch: width of a head, even (default\nhidden-size / heads)"},
 	{"intermediate-size", OPT_INTERMEDIATE_SIZE, "N",
 	 "from scratch: the MLP's width (default 3 x\nhidden-size)"},
 	{"tie", OPT_TIE, NULL, "from scratch: the output projection is the embedding\n(default)"},
@@ -113,7 +113,8 @@ static const struct cli_opt train_opts[] = {
 	{"min-lr", OPT_MIN_LR, "X", "learning rate at the end of the cosine (default\nlr/10)"},
 	{"warmup", OPT_WARMUP, "N", "steps of linear warm-up from 0 (default 0)"},
 	{"cosine-steps", OPT_COSINE_STEPS, "N",
-	 "the step where the cosine reaches --min-lr (default\n--steps, or --warmup if that is longer)"},
+	 "the step where the cosine reaches --min-lr (default\n--steps, or --warmup if that is "
+	 "longer)"},
 	{"weight-decay", OPT_WEIGHT_DECAY, "X",
 	 "AdamW's decay of the matrices, not the norms\n(default 0.1)"},
 	{"beta1", OPT_BETA1, "X", "AdamW's beta1 (default 0.9)"},

@@ -183,7 +183,7 @@ static int parse_number(const struct field *f, const char *s, double *out)
 	if (f->kind != K_REAL && (v != floor(v) || strpbrk(s, ".eE")))
 		return err_set("--%s: '%s' is not a whole number", f->name, s);
 	if (v < f->lo || v > f->hi)
-		return err_set("--%s: %s is out of range [%g, %g]", f->name, s, f->lo, f->hi);
+		return err_set("--%s: %s is out of range [%.10g, %.10g]", f->name, s, f->lo, f->hi);
 	*out = v;
 	return 0;
 }

@@ -3,7 +3,7 @@
 # float64 PyTorch reference written from the documented rules: 3 steps of 2
 # micro-batches with the warm-up, clipping and weight decay all active, tied and
 # untied (grouped-query) models, odd widths, a bigram model (--ctx 1) with other
-# rules, and --sft on conversations, one a row and packed
+# rules, betas next to 1, and --sft on conversations, one a row and packed
 # (tests/cli/sft_ref.py). The losses and gradient norms of train-log.jsonl must
 # be within 1e-5 relative of the reference's, every tensor of the final model.safetensors
 # within 2e-3 of the reference's update (||w - w_ref|| / ||w_ref - w_0||).
@@ -69,6 +69,10 @@ check odd-widths "--no-tie --hidden-size 100 --intermediate-size 130 --heads 3 -
 # makes down_proj a matrix of one column (decayed, as every matrix is).
 check bigram "--tie --heads 2 --intermediate-size 1" "--ctx 1 --batch 5 --accum 3 --lr 3e-2
 	--min-lr 1e-3 --cosine-steps 2 --clip 0.05 --weight-decay 0.5 --beta1 0 --beta2 0.5"
+
+# AdamW's betas next to 1: their 1 - beta in fp32 is taken from the double (rounding
+# beta2 = 0.99999999 first makes it 1, and v would stay 0).
+check betas-near-one "--tie --heads 4" "$rules --beta1 0.999999 --beta2 0.99999999 --clip 0"
 
 # --sft: conversations (JSON Lines with a system prompt, reasoning in several turns, a
 # tool call and its tools, one without an answer, one too long; and a saved

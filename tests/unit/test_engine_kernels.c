@@ -510,7 +510,14 @@ static void test_optimizer(void **state)
 				a[3 * n + i] = a[i], a[4 * n + i] = a[n + i];
 				g[i] = a[6 * n + i];
 			}
-			struct cpu_adamw h = {0.999f, 0.9f, 0.95f, 3e-3f, 1.2f, 1e-8f};
+			struct cpu_adamw h = {.decay = 0.999f,
+					      .b1 = 0.9f,
+					      .b2 = 0.95f,
+					      .c1 = 0.1f,
+					      .c2 = 0.05f,
+					      .step = 3e-3f,
+					      .rbc2 = 1.2f,
+					      .eps = 1e-8f};
 			cpu_adamw_c(a, a + n, a + 2 * n, g, n, &h);
 			k->adamw(a + 3 * n, a + 4 * n, a + 5 * n, g, n, &h);
 			assert_memory_equal(a, a + 3 * n, 3 * n * sizeof *a);
