@@ -138,8 +138,9 @@ static int check_layout(struct st_file *f, size_t data_start)
 		prev = t->name;
 	}
 	if (pos != f->size)
-		return err_set("%s: %zu bytes after the last tensor belong to no tensor", f->name,
-			       f->size - pos);
+		return err_set("%s: %zu byte%s after the last tensor belong%s to no tensor",
+			       f->name, f->size - pos, f->size - pos == 1 ? "" : "s",
+			       f->size - pos == 1 ? "s" : "");
 	return 0;
 }
 

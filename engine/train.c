@@ -11,6 +11,7 @@
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/pool.h"
 #include "engine/quant.h"
+#include "engine/safetensors.h"
 #include "engine/backend.h"
 #include "engine/train_backend.h"
 #include "src/base/err.h"
@@ -463,4 +464,13 @@ double eng_trainer_step_flops(const struct eng_trainer *t, const int32_t *pos)
 	double attn = c->num_layers * 4.0 * q * keys;
 	/* forward once, backward twice */
 	return 3.0 * (2.0 * N * matmul + attn);
+}
+
+int eng_safetensors_check(const char *path)
+{
+	struct st_file *f = st_open(path, path);
+	if (!f)
+		return -1;
+	st_free(f);
+	return 0;
 }

@@ -148,6 +148,11 @@ struct eng_adamw {
 };
 int eng_trainer_adamw(struct eng_trainer *t, const struct eng_adamw *h, int64_t step);
 
+/* 0 when path is a safetensors file of the layout every loader requires (its header
+ * parses, its tensors cover the data with no hole, no overlap and nothing after);
+ * -1 with err_set naming path and what is wrong. */
+int eng_safetensors_check(const char *path);
+
 /* The bias correction 1 - beta^step, to the last bits where beta is near 1. */
 static inline double eng_adamw_bias(double beta, int64_t step)
 {

@@ -3,6 +3,7 @@
 #include "src/base/err.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -252,16 +253,51 @@ int fio_try_lock(const char *path)
 	char lock[4200];
 	if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
 		return err_set("%s: name too long", path);
-	int fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return err_set("%s: cannot create: %s", lock, strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
-		return fd;
-	int e = errno;
+	/* The lock holder may remove the file before it lets go (fio_unlock_remove): a
+	 * lock taken on a file no longer at the name is retaken on the new one. */
+	for (int tries = 0; tries < 100; tries++) {
+		int fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return err_set("%s: cannot create: %s", lock, strerror(errno));
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			int e = errno;
+			close(fd);
+			if (e == EWOULDBLOCK)
+				return FIO_LOCKED;
+			return err_set("%s: cannot lock: %s", lock, strerror(e));
+		}
+		struct stat held, named;
+		if (fstat(fd, &held) == 0 && lstat(lock, &named) == 0 &&
+		    held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+			return fd;
+		close(fd);
+	}
+	return err_set("%s: removed again and again while being locked", lock);
+}
+
+void fio_unlock_remove(const char *path, int fd)
+{
+	char lock[4200];
+	if (snprintf(lock, sizeof lock, "%s.lock", path) < (int)sizeof lock)
+		unlink(lock);
 	close(fd);
-	if (e == EWOULDBLOCK)
-		return FIO_LOCKED;
-	return err_set("%s: cannot lock: %s", lock, strerror(e));
+}
+
+char *fio_absolute(const char *path)
+{
+	char dir[PATH_MAX], abs[PATH_MAX];
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+		return realpath(path, abs) ? strdup(abs) : NULL;
+	if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == path)
+		snprintf(dir, sizeof dir, "/");
+	else if (snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path) >= (int)sizeof dir)
+		return NULL;
+	if (!realpath(dir, abs))
+		return NULL;
+	return fio_join(abs, base);
 }
 
 char *fio_join(const char *dir, const char *name)

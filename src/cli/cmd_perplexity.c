@@ -210,8 +210,8 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 		printf("}\n");
 		return;
 	}
-	printf("file        %s: %zu tokens, %zu windows of at most %d, stride %d\n", a->file,
-	       n, r->windows, ctx, stride);
+	printf("file        %s: %zu token%s, %zu window%s of at most %d, stride %d\n", a->file, n,
+	       n == 1 ? "" : "s", r->windows, r->windows == 1 ? "" : "s", ctx, stride);
 	printf("tokens      %zu scored\n", r->tokens);
 	printf("nll         %.6f nats per token (mean)\n", nll);
 	printf("perplexity  %.4f\n", ppl);
@@ -346,6 +346,7 @@ int cmd_perplexity(int argc, char **argv)
 					 .ctx = ctx,
 					 .stride = stride,
 					 .threads = eo.threads ? eo.threads : proc_online_cpus(),
+					 .names = {s[0].name, s[1].name},
 					 .progress = on_progress,
 					 .user = &pr};
 		struct ppl_result res;

@@ -13,7 +13,9 @@
 #include "src/train/checkpoint.h"
 #include "src/train/loop.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,16 +241,29 @@ static const struct cli_command train_cmd = {
 struct args {
 	struct tstate_opts o;
 	bool given[64]; /* by tstate field */
-	const char *out, *resume;
+	char *out, *resume; /* without trailing slashes ("run/" would follow a link at run) */
 	bool no_panel;
 };
+
+static int dir_arg(char **dst, const char *arg)
+{
+	size_t n = strlen(arg);
+	while (n > 1 && arg[n - 1] == '/')
+		n--;
+	free(*dst);
+	if (!(*dst = strndup(arg, n))) {
+		cli_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	return 0;
+}
 
 static int train_opt(void *user, int key, const char *arg)
 {
 	struct args *a = user;
 	switch (key) {
-	case OPT_OUT: a->out = arg; return 0;
-	case OPT_RESUME: a->resume = arg; return 0;
+	case OPT_OUT: return dir_arg(&a->out, arg);
+	case OPT_RESUME: return dir_arg(&a->resume, arg);
 	case OPT_NO_PANEL: a->no_panel = true; return 0;
 	}
 	const char *name = "";
@@ -306,28 +321,23 @@ static bool given(const struct args *a, const char *name)
 }
 
 /* Paths as absolute ones: the saved options name the same files from any directory,
- * and a resumed run's flags compare with them. A path that does not resolve stays as
- * it is (reading it reports the error). */
+ * and a resumed run's flags compare with them. A link keeps its own name (a link.u32
+ * to a blob is still ids). A path that does not resolve stays as it is (reading it
+ * reports the error). */
 static int absolute_paths(struct tstate_opts *o)
 {
-	char buf[PATH_MAX], **lists[] = {o->data, o->val};
-	int counts[] = {o->n_data, o->n_val};
-	for (int l = 0; l < 2; l++)
-		for (int i = 0; i < counts[l]; i++)
-			if (realpath(lists[l][i], buf)) {
-				char *c = strdup(buf);
-				if (!c)
-					return -1;
+	char **lists[] = {o->data, o->val, &o->tokenizer};
+	int counts[] = {o->n_data, o->n_val, o->tokenizer ? 1 : 0};
+	for (int l = 0; l < 3; l++)
+		for (int i = 0; i < counts[l]; i++) {
+			char *c = fio_absolute(lists[l][i]);
+			if (c) {
 				free(lists[l][i]);
 				lists[l][i] = c;
+			} else if (errno == ENOMEM) {
+				return -1;
 			}
-	if (o->tokenizer && realpath(o->tokenizer, buf)) {
-		char *c = strdup(buf);
-		if (!c)
-			return -1;
-		free(o->tokenizer);
-		o->tokenizer = c;
-	}
+		}
 	return 0;
 }
 
@@ -503,6 +513,8 @@ int cmd_train(int argc, char **argv)
 			rc = run(&st, a.resume, true, !a.no_panel);
 		}
 	} else if (!(rc = check_new(&a))) {
+		struct stat sb;
+		bool created = lstat(a.out, &sb) != 0;
 		if ((lock = loop_lock_dir(a.out, true)) < 0 || loop_check_new_dir(a.out)) {
 			cli_error("%s", err_msg());
 			rc = EXIT_RUNTIME;
@@ -511,9 +523,15 @@ int cmd_train(int argc, char **argv)
 			memset(&a.o, 0, sizeof a.o);
 			rc = run(&st, a.out, false, !a.no_panel);
 		}
+		if (rc && lock >= 0) { /* what a run that never saved made goes again */
+			loop_abandon_dir(a.out, lock, created);
+			lock = -1;
+		}
 	}
 	if (lock >= 0)
 		close(lock);
+	free(a.out);
+	free(a.resume);
 	tstate_opts_free(&st.o);
 	tstate_opts_free(&a.o);
 	free(state_path);

@@ -54,7 +54,7 @@ struct train_report {
 	struct panel panel;
 };
 
-static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_stop, g_stepping;
 /* The trainer's remarks come through a callback without a user pointer. */
 static struct train_report *g_report;
 
@@ -301,6 +301,13 @@ static void on_saved(void *user, int64_t step, double seconds)
 		draw_panel(r);
 }
 
+/* The steps begin: from now on a first signal saves (before, there is nothing to). */
+static void on_begin(void *user)
+{
+	(void)user;
+	g_stepping = 1;
+}
+
 struct loop_report train_report_callbacks(struct train_report *r)
 {
 	return (struct loop_report){.user = r,
@@ -308,6 +315,7 @@ struct loop_report train_report_callbacks(struct train_report *r)
 				    .engine_notice = on_engine_notice,
 				    .plan = on_plan,
 				    .ready = on_ready,
+				    .begin = on_begin,
 				    .step = on_step,
 				    .eval = on_eval,
 				    .saved = on_saved};
@@ -326,12 +334,14 @@ void train_report_end(struct train_report *r)
 /* ---- signals ------------------------------------------------------------------------------- */
 
 /* The first SIGINT or SIGTERM asks the loop to save after the step under way; a second
- * one ends the program at once (the checkpoint on disk is whole either way). */
+ * one, or one before the first step (reading the data, loading the model), ends the
+ * program at once (the checkpoint on disk is whole either way: files are written
+ * whole with the signal held back). */
 static void on_signal(int sig)
 {
 	static const char msg[] = "qwenchat: stopping after this step and saving it "
 				  "(again to stop at once)";
-	if (g_stop) {
+	if (g_stop || !g_stepping) {
 		live_signal_cursor(true);
 		signal(sig, SIG_DFL);
 		raise(sig);

@@ -1,6 +1,7 @@
 /* checkpoint.c — safetensors from and to fp32 arrays, and the write-aside-then-rename
  * transaction that replaces a checkpoint's files together. */
 #include "src/train/checkpoint.h"
+#include "engine/train.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 
@@ -183,6 +184,11 @@ struct ckpt_st *ckpt_st_open(const char *path)
 	}
 	f->data_start = 8 + hlen;
 	free(text);
+	text = NULL;
+	/* the layout every loader checks (no hole, no overlap, nothing after the last
+	 * tensor): a checkpoint that `logits` would refuse does not resume either */
+	if (eng_safetensors_check(path))
+		goto fail;
 	return f;
 fail:
 	free(text);

@@ -72,15 +72,24 @@ void dset_hash(const char *const *texts, const size_t *lens, int n, char out[72]
 		p += sprintf(p, "%02x", d[i]);
 }
 
+/* The stream's checksum as the cache's JSON keeps it: its ids as they lie in the .u32
+ * file, then its flags (--sft). */
+static void stream_hash(const struct dset *d, char out[72])
+{
+	const char *parts[] = {(const char *)d->ids, (const char *)d->flags};
+	size_t lens[] = {d->len * sizeof *d->ids, d->flags ? d->len : 0};
+	dset_hash(parts, lens, 2, out);
+}
+
 /* Whether a text file is text: ill-formed UTF-8 sequences become U+FFFD when it is
  * encoded, as in the chat, but a file with a NUL byte, or whose ill-formed bytes are
  * more than 1% of it, is something else (UTF-16, a binary) and training on it would
  * be training on noise. */
 static int check_text(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = fio_open_file(path, NULL);
 	if (fd < 0)
-		return err_set("%s: cannot open: %s", path, strerror(errno));
+		return -1;
 	enum { CHUNK = 1 << 20 };
 	char *buf = malloc(CHUNK);
 	size_t have = 0, offset = 0, bad_bytes = 0, first_bad = (size_t)-1;
@@ -135,16 +144,18 @@ static json_t *describe(char *const *files, int n)
 {
 	json_t *a = json_array();
 	for (int i = 0; a && i < n; i++) {
-		char abs[PATH_MAX];
+		char *abs = fio_absolute(files[i]);
 		struct stat st;
-		if (!realpath(files[i], abs) || stat(abs, &st) != 0) {
+		if (!abs || stat(abs, &st) != 0) {
 			err_set("%s: cannot open: %s", files[i], strerror(errno));
+			free(abs);
 			json_decref(a);
 			return NULL;
 		}
 		long long ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
 		json_array_append_new(a, json_pack("{s:s, s:I, s:I}", "path", abs, "bytes",
 						   (json_int_t)st.st_size, "mtime_ns", (json_int_t)ns));
+		free(abs);
 	}
 	if (!a)
 		err_set("out of memory");
@@ -252,6 +263,16 @@ int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache)
 		else
 			rc = sft_ctx ? load_flags(d, j, sft_ctx, cache) : 0;
 	}
+	/* a stream changed on disk since it was written (a bad sector, an edit) is
+	 * encoded again from its files rather than trained on */
+	const char *want = json_string_value(json_object_get(j, "sha256"));
+	if (!rc && want) {
+		char sum[72];
+		stream_hash(d, sum);
+		if (strcmp(sum, want))
+			rc = err_set("%s: its ids are not those %s.json was written for", u32,
+				     cache);
+	}
 	if (rc)
 		dset_free(d);
 	else
@@ -285,6 +306,9 @@ static int write_cache(const struct dset *d, json_t *meta, const char *cache)
 	if (d->flags && fio_write_atomic(fl, d->flags, d->len, 0600, FIO_NO_LINKS))
 		goto out;
 	json_object_set_new(meta, "tokens", json_integer((json_int_t)d->len));
+	char sum[72];
+	stream_hash(d, sum);
+	json_object_set_new(meta, "sha256", json_string(sum));
 	if (d->flags)
 		json_object_set_new(meta, "sft_counts",
 				    json_pack("{s:I, s:I, s:I, s:I, s:I}", "conversations",

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,6 +58,69 @@ static void notice(const struct run *u, const char *fmt, ...)
 
 #define LOCK_NAME ".train" /* fio_try_lock adds ".lock" */
 
+/* What a run that never saved leaves in its directory (see loop_check_new_dir). */
+static const char *const g_ours[] = {".",
+				     "..",
+				     "train-state",
+				     "train-log.jsonl",
+				     "loss.svg",
+				     LOCK_NAME ".lock",
+				     ".checkpoint.new"};
+
+/* The first entry of dir that no run put there, or NULL; -1 when dir cannot be read. */
+static int foreign_entry(const char *dir, char *name, size_t size)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return err_set("%s: cannot read: %s", dir, strerror(errno));
+	struct dirent *e;
+	name[0] = '\0';
+	while (!name[0] && (e = readdir(d))) {
+		bool known = false;
+		for (size_t i = 0; i < sizeof g_ours / sizeof g_ours[0]; i++)
+			known |= !strcmp(e->d_name, g_ours[i]);
+		if (!known)
+			snprintf(name, size, "%s", e->d_name);
+	}
+	closedir(d);
+	return 0;
+}
+
+static int refuse_foreign(const char *dir)
+{
+	char other[256];
+	if (foreign_entry(dir, other, sizeof other))
+		return -1;
+	return other[0] ? err_set("%s: not empty (it holds %s) and not a training run's "
+				  "directory: choose a new or empty --out",
+				  dir, other)
+			: 0;
+}
+
+/* Whether dir holds a run's checkpoint (or one being saved): told apart after the lock. */
+static bool holds_run(const char *dir)
+{
+	char *state = fio_join(dir, "train-state/state.json"),
+	     *txn = fio_join(dir, ".checkpoint.new");
+	struct stat st;
+	bool yes = state && txn && (lstat(state, &st) == 0 || lstat(txn, &st) == 0);
+	free(state);
+	free(txn);
+	return yes;
+}
+
+/* A link at DIR or DIR/train-state would aim the run's files at another place. */
+static int refuse_link(const char *path, const struct stat *st, const char *hint)
+{
+	if (!S_ISLNK(st->st_mode))
+		return 0;
+	char to[PATH_MAX];
+	ssize_t n = readlink(path, to, sizeof to - 1);
+	to[n > 0 ? n : 0] = '\0';
+	return err_set("%s: is a symbolic link%s%s%s (refused: %s)", path, n > 0 ? " (to " : "", to,
+		       n > 0 ? ")" : "", hint);
+}
+
 int loop_lock_dir(const char *dir, bool create)
 {
 	struct stat st;
@@ -65,16 +129,41 @@ int loop_lock_dir(const char *dir, bool create)
 			return err_set("%s: %s", dir, strerror(errno));
 		if (fio_mkdirs(dir, 0700))
 			return -1;
+	} else if (refuse_link(dir, &st, "name the directory itself")) {
+		return -1;
 	} else if (!S_ISDIR(st.st_mode)) {
 		return err_set("%s: exists and is not a directory", dir);
+	} else if (create && !holds_run(dir) && refuse_foreign(dir)) {
+		return -1; /* before a lock file lands there */
 	}
-	char *path = fio_join(dir, LOCK_NAME);
-	int fd = path ? fio_try_lock(path) : err_set("out of memory");
-	free(path);
+	char *path = fio_join(dir, LOCK_NAME), *state = fio_join(dir, "train-state");
+	int fd = path && state ? fio_try_lock(path) : err_set("out of memory");
 	if (fd == FIO_LOCKED)
-		return err_set("%s: another 'qwenchat train' is using it (it holds %s/%s.lock)",
-			       dir, dir, LOCK_NAME);
-	return fd;
+		err_set("%s: another 'qwenchat train' is using it (it holds %s/%s.lock)", dir, dir,
+			LOCK_NAME);
+	if (fd >= 0 && lstat(state, &st) == 0 &&
+	    (refuse_link(state, &st, "nothing here should be one") ||
+	     (!S_ISDIR(st.st_mode) && err_set("%s: exists and is not a directory", state)))) {
+		close(fd);
+		fd = -1;
+	}
+	free(path);
+	free(state);
+	return fd == FIO_LOCKED ? -1 : fd;
+}
+
+void loop_abandon_dir(const char *dir, int lock, bool created)
+{
+	char *state = fio_join(dir, "train-state"), *path = fio_join(dir, LOCK_NAME);
+	if (state && path && !holds_run(dir) && (rmdir(state) == 0 || errno == ENOENT)) {
+		fio_unlock_remove(path, lock);
+		if (created)
+			rmdir(dir);
+	} else {
+		close(lock);
+	}
+	free(state);
+	free(path);
 }
 
 int loop_check_new_dir(const char *dir)
@@ -105,39 +194,29 @@ int loop_check_new_dir(const char *dir)
 			       dir, step, dir);
 	}
 	free(state);
-	DIR *d = opendir(dir);
-	if (!d)
-		return err_set("%s: cannot read: %s", dir, strerror(errno));
-	struct dirent *e;
-	const char *other = NULL;
-	static const char *const ours[] = {
-		".", "..", "train-state", "train-log.jsonl", "loss.svg", LOCK_NAME ".lock"};
-	while (!other && (e = readdir(d))) {
-		bool known = false;
-		for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
-			known |= !strcmp(e->d_name, ours[i]);
-		if (!known)
-			other = e->d_name;
-	}
-	int rc = other ? err_set("%s: not empty (it holds %s) and not a training run's "
-				 "directory: choose a new or empty --out",
-				 dir, other)
-		       : 0;
-	closedir(d);
-	return rc;
+	return refuse_foreign(dir);
 }
 
 /* ---- data ------------------------------------------------------------------------------ */
 
-/* An empty file among the data is a mistake worth naming (a text file would otherwise
+/* The data must be regular files, read twice (checked, then encoded) and described
+ * by size and time in the cache: a FIFO would block the first read and be empty at
+ * the second. An empty file is a mistake worth naming (a text file would otherwise
  * train on its end-of-text token alone). */
-static int check_nonempty(char *const *files, int n, const char *flag)
+static int check_files(char *const *files, int n, const char *flag)
 {
 	for (int i = 0; i < n; i++) {
 		struct stat st;
 		if (stat(files[i], &st) != 0)
 			return err_set("%s: cannot open: %s", files[i], strerror(errno));
-		if (S_ISREG(st.st_mode) && st.st_size == 0)
+		if (S_ISDIR(st.st_mode))
+			return err_set("%s: %s: is a directory, not a file", flag, files[i]);
+		if (!S_ISREG(st.st_mode))
+			return err_set(
+				"%s: %s: not a regular file (a FIFO, a device or a socket is "
+				"refused)",
+				flag, files[i]);
+		if (st.st_size == 0)
 			return err_set("%s: %s: the file is empty", flag, files[i]);
 	}
 	return 0;
@@ -159,7 +238,7 @@ static int load_stream(struct run *u, struct dset *d, char *const *files, int n,
 	 * stream's length is checked against the run's) */
 	if (resume)
 		rc = dset_load_cache(d, vocab, o->sft ? T : 0, path);
-	if (rc && check_nonempty(files, n, flag) == 0)
+	if (rc && check_files(files, n, flag) == 0)
 		rc = o->sft ? dset_load_sft(d, files, n, u->m->read_convs, u->m->read_convs_user,
 					    u->m->tok_hash, vocab, T, path)
 			    : dset_load(d, files, n, u->m->tk, u->m->tok_hash, vocab, path);
@@ -172,9 +251,9 @@ static int load_stream(struct run *u, struct dset *d, char *const *files, int n,
 			       flag, strcmp(flag, "--val") ? "train on" : "evaluate",
 			       (long long)d->sft.no_answer, (long long)d->sft.left_out, T);
 	if (!o->sft && batch_windows(d->len, T) < 1)
-		return err_set("%s: %zu tokens, fewer than one window needs: --ctx %d takes %d "
+		return err_set("%s: %zu token%s, fewer than one window needs: --ctx %d takes %d "
 			       "(the inputs and the targets one token further)",
-			       flag, d->len, T, T + 1);
+			       flag, d->len, d->len == 1 ? "" : "s", T, T + 1);
 	return 0;
 }
 
@@ -321,6 +400,14 @@ static int open_log(struct run *u, bool resume)
 		char *text = path ? fio_read_all(path, (size_t)1 << 32, &len) : NULL;
 		int rc = text ? tlog_parse(&u->log, text, len, path) : -1;
 		free(text);
+		/* the checkpoint's log holds each of its steps once, in order */
+		size_t k = 0;
+		while (!rc && k < u->log.n_train && u->log.train[k].step == (int64_t)k + 1)
+			k++;
+		if (!rc && (k != u->log.n_train || (int64_t)k != u->st->step))
+			rc = err_set("%s: damaged: %zu step records (%zu in order from step 1) for "
+				     "a checkpoint at step %lld",
+				     path, u->log.n_train, k, (long long)u->st->step);
 		free(path);
 		if (rc)
 			return -1;
@@ -608,6 +695,8 @@ int loop_run(const char *dir, struct tstate *st, bool resume, struct loop_model 
 		}
 		goto out;
 	}
+	if (r->begin)
+		r->begin(r->user);
 	rc = steps(&u, stop);
 out:
 	if (u.log_fd >= 0)

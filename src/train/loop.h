@@ -71,6 +71,8 @@ struct loop_report {
 	void (*plan)(void *user, const struct loop_plan *p);
 	/* The trainer exists: backend, exact products, parameters. */
 	void (*ready)(void *user, struct eng_trainer *t);
+	/* The first step begins (after the data, the plan and the weights). */
+	void (*begin)(void *user);
 	void (*step)(void *user, const struct loop_status *s);
 	void (*eval)(void *user, const struct loop_status *s);
 	void (*saved)(void *user, int64_t step, double seconds);
@@ -95,8 +97,15 @@ int loop_check_new_dir(const char *dir);
 
 /* One run at a time in dir: an exclusive lock on dir/.train.lock, held until the
  * returned descriptor is closed (the process ends). dir is created (0700) when
- * missing and create is set. The descriptor, or -1 with err_set (also when another
+ * missing and create is set; with create, a dir holding files of something else than
+ * a run is refused before the lock file is made. A symbolic link at dir or at
+ * dir/train-state is refused. The descriptor, or -1 with err_set (also when another
  * process holds the lock: "another qwenchat train is using it"). */
 int loop_lock_dir(const char *dir, bool create);
+
+/* After a new run failed before its first checkpoint: removes train-state/ when it is
+ * empty, then the lock file (letting go of lock) and, when created, dir itself if
+ * nothing else is there; otherwise only lets go of lock. */
+void loop_abandon_dir(const char *dir, int lock, bool created);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* ---- one row of logits ------------------------------------------------------------ */
@@ -168,8 +169,11 @@ static void score(struct run *u, int m, const int32_t *label)
 static int forward(struct run *u, const int32_t *ids, int n, int pos, bool all)
 {
 	for (int k = 0; k < 2 && u->e[k]; k++)
-		if (eng_forward(u->e[k], ids, n, pos, u->logits[k], all))
-			return -1;
+		if (eng_forward(u->e[k], ids, n, pos, u->logits[k], all)) {
+			char why[1024];
+			snprintf(why, sizeof why, "%s", err_msg());
+			return u->o->names[k] ? err_set("%s: %s", u->o->names[k], why) : -1;
+		}
 	return 0;
 }
 

@@ -22,6 +22,7 @@ struct ppl_options {
 	int stride; /* S: 1..ctx, how far each window starts after the last */
 	int slice;  /* positions run per forward with every row of logits; 0: the default */
 	int threads; /* threads that score the rows (< 1: one) */
+	const char *names[2]; /* the two models, naming the one whose forward fails (or NULL) */
 	/* Called after each slice (may be NULL): positions scored so far, and in all. */
 	void (*progress)(void *user, size_t scored, size_t total);
 	void *user;

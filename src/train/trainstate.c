@@ -177,7 +177,8 @@ static int parse_number(const struct field *f, const char *s, double *out)
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v))
+	/* an underflow (1e-310) is the value strtod rounded it to; the range judges it */
+	if ((errno && !(errno == ERANGE && fabs(v) < 1)) || end == s || *end || !isfinite(v))
 		return err_set("--%s: '%s' is not a %s", f->name, s,
 			       f->kind == K_REAL ? "finite number" : "whole number");
 	if (f->kind != K_REAL && (v != floor(v) || strpbrk(s, ".eE")))
@@ -450,6 +451,11 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 	s->tokens = json_integer_value(tokens);
 	s->data_tokens = json_integer_value(dt);
 	s->seconds = json_number_value(json_object_get(root, "seconds"));
+	json_t *rows = json_object_get(root, "windows_read");
+	if (!(s->seconds >= 0) || !isfinite(s->seconds)) {
+		err_set("%s: seconds: %g is not a duration", name, s->seconds);
+		goto out;
+	}
 	s->master_in_state = json_is_true(json_object_get(root, "master_in_state"));
 	char what[300];
 	snprintf(what, sizeof what, "%s: rng", name);
@@ -460,6 +466,9 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 				    name))
 			goto out;
 	rc = check_opts(&s->o, name);
+	if (!rc && rows && json_integer_value(rows) != s->step * s->o.accum * s->o.batch)
+		rc = err_set("%s: windows_read: not step x accum x batch (%lld)", name,
+			     (long long)(s->step * s->o.accum * s->o.batch));
 out:
 	if (rc)
 		tstate_opts_free(&s->o);

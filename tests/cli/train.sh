@@ -104,6 +104,21 @@ usage 1 "a model that does not fit in memory" "the memory plan needs" --out "$O"
 mkdir -p "$TMP/full" && : >"$TMP/full/notes.txt"
 usage 1 "--out a directory of other files" "not empty (it holds notes.txt)" \
 	--out "$TMP/full" $TEXT
+[ "$(ls -A "$TMP/full")" = notes.txt ] && pass "the refused directory is left as it was" ||
+	fail "a refused --out got: $(ls -A "$TMP/full")"
+mkfifo "$TMP/fifo.u32"
+usage 1 "a FIFO as data is refused, not waited on" "fifo.u32: not a regular file" \
+	--out "$O" $SHAPE --vocab-size 1000 --data "$TMP/fifo.u32" $SMALL
+# a run that fails on its data leaves nothing behind (no lock, no empty train-state/)
+usage 1 "a run that fails" "bad-id.u32" --out "$TMP/failed" $SHAPE --vocab-size 1000 \
+	--data "$TMP/bad-id.u32" $SMALL
+[ ! -e "$TMP/failed" ] && pass "a new run that failed before its first save leaves no directory" ||
+	fail "a failed run left: $(ls -A "$TMP/failed")"
+# a link named *.u32 is ids whatever its target is called (content-addressed stores)
+cp "$TMP/d.u32" "$TMP/blob" && ln -s "$TMP/blob" "$TMP/link.u32"
+"$QWENCHAT" train --out "$TMP/linked" $SHAPE --vocab-size 1000 --data "$TMP/link.u32" $SMALL \
+	--steps 1 >/dev/null 2>"$TMP/err" && pass "a link named *.u32 is read as ids" ||
+	fail "a link named *.u32: $(tail -n 1 "$TMP/err")"
 
 # ---- the kernel set: QWENCHAT_CPU_ISA reaches the trainer --------------------------------
 QWENCHAT_CPU_ISA=sse9 "$QWENCHAT" train --out "$TMP/isa-bad" $IDS $SMALL --steps 1 \
@@ -393,6 +408,38 @@ wait $held 2>/dev/null
 "$QWENCHAT" train --resume "$L" --steps 3 2>"$TMP/err" &&
 	pass "once the other run is gone, --resume goes on" ||
 	fail "--resume after the lock: $(tail -n 2 "$TMP/err")"
+
+# ---- links at directories: DIR itself and DIR/train-state ------------------------------------
+mkdir "$TMP/victim-dir" && echo keep >"$TMP/victim-dir/keep"
+cp -r "$L" "$TMP/ts-link" && rm -r "$TMP/ts-link/train-state" &&
+	ln -s "$TMP/victim-dir" "$TMP/ts-link/train-state"
+usage 1 "a link at train-state/ is refused" "train-state: is a symbolic link" \
+	--resume "$TMP/ts-link" --steps 4
+mkdir "$TMP/ts-new" && ln -s "$TMP/victim-dir" "$TMP/ts-new/train-state"
+usage 1 "a link at a new run's train-state/ is refused" "train-state: is a symbolic link" \
+	--out "$TMP/ts-new" $SHAPE --vocab-size 1000 --data "$TMP/d.u32" $SMALL --steps 1
+ln -s "$TMP/victim-dir" "$TMP/out-link"
+usage 1 "--out naming a link is refused, trailing slash or not" "out-link: is a symbolic link" \
+	--out "$TMP/out-link/" $SHAPE --vocab-size 1000 --data "$TMP/d.u32" $SMALL --steps 1
+[ "$(ls -A "$TMP/victim-dir")" = keep ] || fail "a run wrote through a link to a directory"
+
+# ---- a damaged checkpoint is refused, naming what ---------------------------------------------
+cp -r "$L" "$TMP/dmg-log" && : >"$TMP/dmg-log/train-state/log.jsonl"
+usage 1 "a checkpoint whose log lost its steps" "log.jsonl: damaged: 0 step records" \
+	--resume "$TMP/dmg-log" --steps 4
+cp -r "$L" "$TMP/dmg-st" && printf 'x' >>"$TMP/dmg-st/model.safetensors"
+usage 1 "a checkpoint with bytes after its tensors" "1 byte after the last tensor belongs to no tensor" \
+	--resume "$TMP/dmg-st" --steps 4
+# a flipped id in the cached stream: the data files are encoded again, not trained on
+cp -r "$L" "$TMP/dmg-cache" && printf '\001' |
+	dd of="$TMP/dmg-cache/train-state/data.u32" bs=1 seek=0 conv=notrunc 2>/dev/null
+if "$QWENCHAT" train --resume "$TMP/dmg-cache" --steps 4 >/dev/null 2>"$TMP/err" &&
+   "$QWENCHAT" train --resume "$L" --steps 4 >/dev/null 2>>"$TMP/err" &&
+   cmp -s "$TMP/dmg-cache/model.safetensors" "$L/model.safetensors"; then
+	pass "a damaged stream cache is rebuilt from the data: the same weights"
+else
+	fail "a damaged stream cache: $(tail -n 2 "$TMP/err")"
+fi
 
 # ---- from a model's weights ---------------------------------------------------------------------
 M="$TMP/mk"
