@@ -2,6 +2,7 @@
 #include "src/base/fileio.h"
 #include "src/base/err.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -127,21 +128,53 @@ char *fio_read_file(const char *path, size_t max_bytes, size_t *len)
 	return buf;
 }
 
+void fio_remove_stale_temps(const char *path, const char *prefix, fio_removed_fn *removed,
+			    void *user)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4200];
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1,
+		 slash ? path : ".");
+	size_t pl = strlen(prefix);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));) {
+		const char *n = e->d_name;
+		char *end;
+		if (strncmp(n, prefix, pl))
+			continue;
+		long pid = strtol(n + pl, &end, 10);
+		struct stat st;
+		if (end == n + pl || pid <= 0 || *end != '.' || !end[1] ||
+		    fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+		    st.st_uid != getuid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (unlinkat(dirfd(d), n, 0) == 0 && removed)
+			removed(user, dir, n, (uint64_t)st.st_size);
+	}
+	closedir(d);
+}
+
 /* Creates a new temporary file beside target, never following a link and never
  * reusing a name (O_CREAT|O_EXCL|O_NOFOLLOW on a random name): a link planted at a
- * predictable name cannot aim the write. The name goes into tmp (tmpsz bytes). */
+ * predictable name cannot aim the write. The name, .BASE.tmp.PID.RANDOM, goes into
+ * tmp (tmpsz bytes); those a killed writer left are removed first. */
 static int create_temp(const char *target, mode_t mode, char *tmp, size_t tmpsz)
 {
 	const char *slash = strrchr(target, '/');
 	int dl = slash ? (int)(slash - target) + 1 : 0;
 	const char *base = slash ? slash + 1 : target;
+	char prefix[NAME_MAX + 8];
+	if (snprintf(prefix, sizeof prefix, ".%s.tmp.", base) < (int)sizeof prefix)
+		fio_remove_stale_temps(target, prefix, NULL, NULL);
 	for (int tries = 0; tries < 100; tries++) {
 		uint64_t r = 0;
 		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
 			r = (uint64_t)getpid() * 2654435761u + (uint64_t)tries * 40503u +
 			    (uint64_t)clock();
-		if (snprintf(tmp, tmpsz, "%.*s.%s.%016llx.tmp", dl, target, base,
-			     (unsigned long long)r) >= (int)tmpsz)
+		if (snprintf(tmp, tmpsz, "%.*s.%s.tmp.%ld.%016llx", dl, target, base,
+			     (long)getpid(), (unsigned long long)r) >= (int)tmpsz)
 			return err_set("%s: name too long", target);
 		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (fd >= 0 || errno != EEXIST)

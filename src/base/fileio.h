@@ -3,6 +3,7 @@
 #define QWENCHAT_FILEIO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Reads the whole file (or stdin when path is "-") into a NUL-terminated buffer.
@@ -38,6 +39,13 @@ int fio_write_fd(int fd, const void *data, size_t len);
  * the umask). Signals that end the program wait until the file is in place or the
  * temporary file is gone. 0 or -1 (err_set). */
 int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags);
+
+/* Removes the temporary files PREFIX<pid>.<anything> beside path (in its directory)
+ * that a writer killed outright (SIGKILL, the OOM killer) left: regular files of this
+ * user whose PID no longer runs. removed (may be NULL) hears of each. */
+typedef void fio_removed_fn(void *user, const char *dir, const char *name, uint64_t bytes);
+void fio_remove_stale_temps(const char *path, const char *prefix, fio_removed_fn *removed,
+			    void *user);
 
 /* fsync of a directory, so that the renames into it survive a power loss: 0, or -1
  * with err_set naming dir. */

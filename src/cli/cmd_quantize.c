@@ -92,40 +92,23 @@ static void progress(size_t done, size_t total)
 		fputc('\n', stderr);
 }
 
+static void told_removed(void *user, const char *dir, const char *name, uint64_t bytes)
+{
+	(void)user;
+	char msg[4600], size[32];
+	snprintf(msg, sizeof msg, "removed %s/%s (%s), left by a quantize that was killed", dir,
+		 name, units_bytes((double)bytes, size, sizeof size));
+	cli_notice(msg);
+}
+
 /* Removes the temporary files (OUT.tmp.PID.XXXXXX, as create_temp names them) that
- * a quantize killed outright (SIGKILL, the OOM killer) left beside out: each as large
- * as a model. Only regular files of this user whose PID no longer runs. */
+ * a quantize killed outright left beside out: each as large as a model. */
 static void remove_stale_temps(const char *out)
 {
 	const char *slash = strrchr(out, '/');
-	char dir[4200];
-	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) + (slash == out) : 1,
-		 slash ? out : ".");
-	const char *base = slash ? slash + 1 : out;
-	size_t bl = strlen(base);
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	for (struct dirent *e; (e = readdir(d));) {
-		const char *n = e->d_name;
-		char *end;
-		if (strncmp(n, base, bl) || strncmp(n + bl, ".tmp.", 5))
-			continue;
-		long pid = strtol(n + bl + 5, &end, 10);
-		struct stat st;
-		if (end == n + bl + 5 || pid <= 0 || *end != '.' || strlen(end + 1) != 6 ||
-		    fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
-		    st.st_uid != getuid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
-		if (unlinkat(dirfd(d), n, 0) == 0) {
-			char msg[4600], size[32];
-			snprintf(msg, sizeof msg,
-				 "removed %s/%s (%s), left by a quantize that was killed", dir, n,
-				 units_bytes((double)st.st_size, size, sizeof size));
-			cli_notice(msg);
-		}
-	}
-	closedir(d);
+	char prefix[4200];
+	snprintf(prefix, sizeof prefix, "%s.tmp.", slash ? slash + 1 : out);
+	fio_remove_stale_temps(out, prefix, told_removed, NULL);
 }
 
 /* A new file beside `out` (O_EXCL: never an existing file or link), private: mode 0600. */

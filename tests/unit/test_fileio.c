@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "src/base/err.h"
@@ -81,6 +82,38 @@ static void test_planted_temp_links(void **state)
 		unlink(link);
 	}
 	unlink(victim);
+	unlink(target);
+}
+
+/* A temporary file a killed writer left (its PID gone) goes at the next write of the
+ * same file; one of a writer still running stays, and so does a link of that form. */
+static void test_stale_temps(void **state)
+{
+	(void)state;
+	char target[256], dead[300], live[300], link[300];
+	path_of(target, sizeof target, "conv2.json");
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	assert_true(child > 0);
+	waitpid(child, NULL, 0);
+	char name[100];
+	snprintf(name, sizeof name, ".conv2.json.tmp.%ld.0123456789abcdef", (long)child);
+	path_of(dead, sizeof dead, name);
+	snprintf(name, sizeof name, ".conv2.json.tmp.%ld.0123456789abcdef", (long)getpid());
+	path_of(live, sizeof live, name);
+	snprintf(name, sizeof name, ".conv2.json.tmp.%ld.link", (long)child);
+	path_of(link, sizeof link, name);
+	put(dead, "half");
+	put(live, "writing");
+	assert_int_equal(symlink(target, link), 0);
+	assert_int_equal(fio_write_atomic(target, "new", 3, 0600, 0), 0);
+	struct stat st;
+	assert_int_equal(lstat(dead, &st), -1);
+	assert_int_equal(lstat(live, &st), 0);
+	assert_int_equal(lstat(link, &st), 0);
+	unlink(live);
+	unlink(link);
 	unlink(target);
 }
 
@@ -223,7 +256,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_planted_temp_links), cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_target_kinds),       cmocka_unit_test(test_link_chains),
-		cmocka_unit_test(test_regular_only),
+		cmocka_unit_test(test_regular_only),       cmocka_unit_test(test_stale_temps),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(dir);
