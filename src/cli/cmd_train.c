@@ -444,6 +444,35 @@ static int read_state(const char *dir, struct tstate *st, char **path)
 
 /* ---- the command --------------------------------------------------------------------- */
 
+/* A resumed run's config.json against its saved options: the shape a run from scratch
+ * was given, and a window the model takes (one of the two was edited since). */
+static int check_resumed_config(const char *dir, const struct tstate_opts *o,
+				const struct eng_config *c)
+{
+	const struct {
+		const char *flag, *key;
+		int given, has;
+	} shape[] = {
+		{"layers", "num_hidden_layers", o->layers, c->num_layers},
+		{"hidden-size", "hidden_size", o->hidden, c->hidden_size},
+		{"heads", "num_attention_heads", o->heads, c->num_heads},
+		{"kv-heads", "num_key_value_heads", o->kv_heads, c->num_kv_heads},
+		{"head-dim", "head_dim", o->head_dim, c->head_dim},
+		{"intermediate-size", "intermediate_size", o->intermediate, c->intermediate_size},
+		{"vocab-size", "vocab_size", o->vocab, c->vocab_size},
+	};
+	for (size_t i = 0; !o->init && i < sizeof shape / sizeof shape[0]; i++)
+		if (shape[i].given > 0 && shape[i].given != shape[i].has)
+			return err_set(
+				"%s/config.json: %s %d, but the run was started with --%s %d", dir,
+				shape[i].key, shape[i].has, shape[i].flag, shape[i].given);
+	if (o->ctx > c->max_position_embeddings)
+		return err_set("%s/config.json: max_position_embeddings %d is below the run's "
+			       "--ctx %d",
+			       dir, c->max_position_embeddings, o->ctx);
+	return 0;
+}
+
 static int run(struct tstate *st, const char *dir, bool resume, bool panel)
 {
 	struct train_model p = {0};
@@ -458,7 +487,8 @@ static int run(struct tstate *st, const char *dir, bool resume, bool panel)
 		cli_error("%s", err_msg());
 		return EXIT_USAGE;
 	}
-	if (resume ? train_model_resume(dir, &p) : train_model_new(&st->o, &p)) {
+	if (resume ? train_model_resume(dir, &p) || check_resumed_config(dir, &st->o, &p.m.cfg)
+		   : train_model_new(&st->o, &p)) {
 		cli_error("%s", err_msg());
 		train_model_free(&p);
 		return p.usage ? EXIT_USAGE : EXIT_RUNTIME;

@@ -430,6 +430,10 @@ usage 1 "a checkpoint whose log lost its steps" "log.jsonl: damaged: 0 step reco
 cp -r "$L" "$TMP/dmg-st" && printf 'x' >>"$TMP/dmg-st/model.safetensors"
 usage 1 "a checkpoint with bytes after its tensors" "1 byte after the last tensor belongs to no tensor" \
 	--resume "$TMP/dmg-st" --steps 4
+cp -r "$L" "$TMP/dmg-cfg" && sed -i 's/"num_hidden_layers": 2/"num_hidden_layers": 3/' \
+	"$TMP/dmg-cfg/config.json"
+usage 1 "a config.json that is not the run's shape" "num_hidden_layers 3, but the run was started with --layers 2" \
+	--resume "$TMP/dmg-cfg" --steps 4
 # a flipped id in the cached stream: the data files are encoded again, not trained on
 cp -r "$L" "$TMP/dmg-cache" && printf '\001' |
 	dd of="$TMP/dmg-cache/train-state/data.u32" bs=1 seek=0 conv=notrunc 2>/dev/null
