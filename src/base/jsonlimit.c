@@ -25,6 +25,18 @@ static int member_end(const struct jlim *l, const char *s, struct top *t, size_t
 	return rc;
 }
 
+/* The index of the quote that closes the string whose text starts at s[i], or n. */
+static size_t string_end(const char *s, size_t n, size_t i)
+{
+	for (; i < n; i++) {
+		if (s[i] == '\\')
+			i++; /* the escaped character, a quote too */
+		else if (s[i] == '"')
+			return i;
+	}
+	return n;
+}
+
 static int too_deep(const struct jlim *l, const char *name)
 {
 	return err_set("%s%sJSON nested deeper than %d levels", name ? name : "", name ? ": " : "",
@@ -35,33 +47,25 @@ int jlim_check(const char *s, size_t n, const struct jlim *l, const char *name)
 {
 	int depth = 0, rc;
 	size_t values = 0;
-	bool in_string = false, escaped = false, want_value = true;
+	bool want_value = true;
 	struct top t = {0};
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
-		if (in_string) {
-			if (escaped)
-				escaped = false;
-			else if (c == '\\')
-				escaped = true;
-			else if (c == '"')
-				in_string = false;
-			if (!in_string && depth == 1 && t.want_key) {
-				t.key_n = i - t.key;
-				t.want_key = false;
-			}
-			continue;
-		}
 		switch (c) {
 		case ' ':
 		case '\t':
 		case '\n':
 		case '\r': continue;
-		case '"':
-			in_string = true;
-			if (depth == 1 && t.want_key)
+		case '"': {
+			size_t end = string_end(s, n, i + 1);
+			if (depth == 1 && t.want_key) {
 				t.key = i + 1;
+				t.key_n = end - t.key;
+				t.want_key = false;
+			}
+			i = end;
 			break;
+		}
 		case '[':
 		case '{':
 			if (++depth > l->max_depth)
@@ -98,6 +102,34 @@ int jlim_check(const char *s, size_t n, const struct jlim *l, const char *name)
 		if (++values > l->max_values)
 			return err_set("%s%smore than %zu JSON values", name ? name : "",
 				       name ? ": " : "", l->max_values);
+	}
+	return 0;
+}
+
+size_t jlim_value_len(const char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+		i++;
+	int depth = 0;
+	for (; i < n; i++) {
+		char c = s[i];
+		if (c == '"') {
+			if ((i = string_end(s, n, i + 1)) == n)
+				return 0;
+			if (depth == 0)
+				return i + 1;
+		} else if (c == '[' || c == '{') {
+			depth++;
+		} else if (c == ']' || c == '}') {
+			if (depth == 0) /* a scalar's end, or a close with nothing open */
+				return i;
+			if (--depth == 0)
+				return i + 1;
+		} else if (depth == 0 &&
+			   (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+			return i; /* the end of a number or literal */
+		}
 	}
 	return 0;
 }

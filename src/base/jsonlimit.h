@@ -26,6 +26,12 @@ struct jlim {
  * the parser's job, and a malformed text that passes is refused by it. */
 int jlim_check(const char *s, size_t n, const struct jlim *l, const char *name);
 
+/* The length of the JSON value s[0..n) starts with (white space before it included),
+ * found from its brackets and strings alone, so that a list's elements can each be
+ * checked and parsed apart: 0 when s ends before the value does. Syntax is the
+ * parser's to check. */
+size_t jlim_value_len(const char *s, size_t n);
+
 /* A JSON file's text (NUL-terminated, malloc'd, *len bytes) for a parser: a regular
  * file of at most max_bytes (fio_read_file) within l. NULL with err_set naming path. */
 char *jlim_read_file(const char *path, size_t max_bytes, const struct jlim *l, size_t *len);

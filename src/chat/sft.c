@@ -128,20 +128,38 @@ bool sft_is_json_lines(const char *path, const char *text, size_t len)
 {
 	if (ends_with(path, ".jsonl") || ends_with(path, ".ndjson"))
 		return true;
-	json_error_t je;
-	json_t *first = json_loadb(text, len, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY, &je);
-	if (!first)
+	size_t end = jlim_value_len(text, len); /* the bytes the first value takes */
+	if (!end)
 		return false; /* the whole file's parse names the error */
-	json_decref(first);
-	size_t end = (size_t)je.position; /* the bytes the first value took */
 	while (end < len && is_space(text[end]))
 		end++;
 	return end < len;
 }
 
+typedef int conv_fn(void *user, const struct chat *c, const char *where);
+
+/* One JSON value p[0..n), a conversation or a record of one, checked, parsed and
+ * given to fn. */
+static int one_value(const char *p, size_t n, const char *where, conv_fn *fn, void *user)
+{
+	if (jlim_check(p, n, &chat_json_limits, where))
+		return -1;
+	json_error_t je;
+	json_t *v = json_loadb(p, n, JSON_DECODE_ANY, &je);
+	if (!v) /* the column, not jansson's "line 1" of a one-line text */
+		return err_set("%s: invalid JSON at column %d: %s", where, je.column,
+			       jsontype_error(&je));
+	struct chat *c = sft_chat_from_value(v, where); /* parsed once */
+	json_decref(v);
+	if (!c)
+		return -1;
+	int rc = fn(user, c, where);
+	chat_free(c);
+	return rc;
+}
+
 /* Each non-blank line of text as a conversation. */
-static int read_lines(const char *path, const char *text, size_t len,
-		      int (*fn)(void *user, const struct chat *c, const char *where), void *user)
+static int read_lines(const char *path, const char *text, size_t len, conv_fn *fn, void *user)
 {
 	size_t line = 0;
 	for (size_t pos = 0; pos < len;) {
@@ -156,23 +174,67 @@ static int read_lines(const char *path, const char *text, size_t len,
 			continue;
 		char where[4200];
 		snprintf(where, sizeof where, "%s:%zu", path, line);
-		if (jlim_check(p, n, &chat_json_limits, where))
-			return -1;
-		json_error_t je;
-		json_t *v = json_loadb(p, n, JSON_DECODE_ANY, &je);
-		if (!v) /* the column, not jansson's "line 1" of a one-line text */
-			return err_set("%s: invalid JSON at column %d: %s", where, je.column,
-				       jsontype_error(&je));
-		struct chat *c = sft_chat_from_value(v, where); /* the line, parsed once */
-		json_decref(v);
-		if (!c)
-			return -1;
-		int rc = fn(user, c, where);
-		chat_free(c);
+		int rc = one_value(p, n, where, fn, user);
 		if (rc)
 			return rc;
 	}
 	return 0;
+}
+
+static size_t skip_space(const char *text, size_t len, size_t pos)
+{
+	while (pos < len && is_space(text[pos]))
+		pos++;
+	return pos;
+}
+
+/* Whether text is a JSON array of records ([{"instruction": ...}, ...], as
+ * alpaca_data.json and ShareGPT dumps come) rather than of one conversation's
+ * messages: its first element is an object naming messages, conversations or an
+ * instruction. */
+static bool is_records(const char *text, size_t len)
+{
+	size_t pos = skip_space(text, len, 0);
+	if (pos == len || text[pos] != '[')
+		return false;
+	pos = skip_space(text, len, pos + 1);
+	size_t n = jlim_value_len(text + pos, len - pos);
+	if (!n || jlim_check(text + pos, n, &chat_json_limits, NULL)) {
+		err_clear();
+		return false;
+	}
+	json_t *first = json_loadb(text + pos, n, 0, NULL);
+	bool yes = json_is_object(first) && !json_object_get(first, "role") &&
+		   (json_object_get(first, "messages") || json_object_get(first, "conversations") ||
+		    json_object_get(first, "instruction"));
+	json_decref(first);
+	return yes;
+}
+
+/* Each element of a JSON array of records as a conversation (where = "FILE: record
+ * N"), each checked and parsed apart: a file of many records is not one large value. */
+static int read_records(const char *path, const char *text, size_t len, conv_fn *fn, void *user)
+{
+	size_t pos = skip_space(text, len, 0) + 1; /* after the '[' */
+	for (size_t i = 1;; i++) {
+		char where[4200];
+		snprintf(where, sizeof where, "%s: record %zu", path, i);
+		size_t n = jlim_value_len(text + pos, len - pos);
+		if (!n)
+			return err_set("%s: the file ends inside it", where);
+		int rc = one_value(text + pos, n, where, fn, user);
+		if (rc)
+			return rc;
+		pos = skip_space(text, len, pos + n);
+		if (pos < len && text[pos] == ',') {
+			pos++;
+			continue;
+		}
+		if (pos < len && text[pos] == ']' && skip_space(text, len, pos + 1) == len)
+			return 0;
+		return err_set("%s: ',' or the array's end expected after it (byte %zu)", where,
+			       pos);
+	}
 }
 
 bool sft_is_plain_text(const char *path)
@@ -264,10 +326,16 @@ static int read_paragraphs(const char *path, const char *text, size_t len,
 int sft_read_text(const char *path, const char *text, size_t len,
 		  int (*fn)(void *user, const struct chat *c, const char *where), void *user)
 {
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) { /* a byte-order mark, not text */
+		text += 3;
+		len -= 3;
+	}
 	if (sft_is_plain_text(path))
 		return read_paragraphs(path, text, len, fn, user);
 	if (sft_is_json_lines(path, text, len))
 		return read_lines(path, text, len, fn, user);
+	if (is_records(text, len))
+		return read_records(path, text, len, fn, user);
 	struct chat *c = sft_chat_from_json(text, len, path);
 	int rc = c ? fn(user, c, path) : -1;
 	chat_free(c);

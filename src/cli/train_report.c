@@ -120,9 +120,9 @@ static void on_engine_notice(const char *msg)
 static void print_conv_stream(const char *what, const struct dset_sft *c, int64_t tokens,
 			      bool cached, int ctx)
 {
-	fprintf(stderr, "%s: %lld conversations%s, %lld tokens, %lld of them the assistant's", what,
-		(long long)c->conversations, cached ? " (cached)" : "", (long long)tokens,
-		(long long)c->scored);
+	fprintf(stderr, "%s: %lld conversation%s%s, %lld tokens, %lld of them the assistant's",
+		what, (long long)c->conversations, c->conversations == 1 ? "" : "s",
+		cached ? " (cached)" : "", (long long)tokens, (long long)c->scored);
 	if (c->cut)
 		fprintf(stderr, "; %lld cut after the last answer within --ctx %d",
 			(long long)c->cut, ctx);

@@ -243,6 +243,50 @@ else
 	fail "template/tokenize on the trained model: $(head -c 300 "$TMP/err")"
 fi
 
+# The same records as a JSON array (as alpaca_data.json and ShareGPT dumps come), and
+# files that start with a UTF-8 byte-order mark (Windows editors write one).
+python3 - "$TMP" <<'EOF'
+import json, sys
+d = sys.argv[1]
+recs = [{"instruction": "the of and", "input": "was he", "output": "that it for"},
+        {"instruction": "his on with", "input": "", "output": "as at by had"},
+        {"conversations": [{"from": "human", "value": "they be this"},
+                           {"from": "gpt", "value": "from are have"}]}]
+json.dump(recs, open(f"{d}/records.json", "w"), indent=2)
+with open(f"{d}/records.jsonl", "w") as f:
+    for r in recs:
+        f.write(json.dumps(r) + "\n")
+open(f"{d}/bom.jsonl", "wb").write(b"\xef\xbb\xbf" + open(f"{d}/records.jsonl", "rb").read())
+open(f"{d}/para.txt", "w").write("the of and to\nin is was he\nthat it for\n")
+open(f"{d}/bom.txt", "wb").write(b"\xef\xbb\xbf" + open(f"{d}/para.txt", "rb").read())
+EOF
+# same_stream TAG DESC A B: --sft makes the same tokens and flags of file A as of B
+same_stream() {
+	for f in "$3" "$4"; do
+		# shellcheck disable=SC2086
+		"$QWENCHAT" train --sft --out "$TMP/$1-${f##*/}" --tokenizer "$TMP/tok" $SHAPE \
+			--data "$f" --ctx 64 --batch 1 --steps 0 --threads 2 2>"$TMP/err" ||
+			{ fail "$2: $(tail -n 1 "$TMP/err")"; return; }
+	done
+	a="$TMP/$1-${3##*/}/train-state" b="$TMP/$1-${4##*/}/train-state"
+	cmp -s "$a/data.u32" "$b/data.u32" && cmp -s "$a/data.sft" "$b/data.sft" && pass "$2" ||
+		fail "$2: the streams differ"
+}
+same_stream array "a JSON array of Alpaca and ShareGPT records trains as its JSON Lines" \
+	"$TMP/records.json" "$TMP/records.jsonl"
+same_stream bomj "a byte-order mark before JSON Lines is skipped" "$TMP/bom.jsonl" \
+	"$TMP/records.jsonl"
+same_stream bomt "a byte-order mark before text is not in its first message" "$TMP/bom.txt" \
+	"$TMP/para.txt"
+printf '[{"instruction": "a", "output": "b"} {"instruction": "c", "output": "d"}]' \
+	>"$TMP/bad-records.json"
+# shellcheck disable=SC2086
+"$QWENCHAT" train --sft --out "$TMP/bad-rec" --tokenizer "$TMP/tok" $SHAPE \
+	--data "$TMP/bad-records.json" --ctx 64 --steps 0 2>"$TMP/err"
+grep -q "bad-records.json: record 1: ',' or the array's end expected" "$TMP/err" &&
+	pass "a malformed array of records names the record" ||
+	fail "a malformed array of records: $(tail -n 1 "$TMP/err")"
+
 # A conversation the chat saved (/save, and its autosave) fine-tunes the model as it is.
 export XDG_STATE_HOME="$TMP/state" HOME="$TMP"
 printf 'the of and\n/save %s\nwas he\n' "$TMP/saved.json" |

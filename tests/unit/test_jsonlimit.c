@@ -143,13 +143,40 @@ static void test_file(void **state)
 	rmdir(dir);
 }
 
+/* The length of the first value: strings with brackets and escaped quotes in them,
+ * nested containers, scalars ended by a delimiter, and texts that end too soon. */
+static void test_value_len(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *s;
+		size_t len;
+	} cases[] = {
+		{"{\"a\": \"]}\\\"\"} , {}", 13},
+		{"  [1, [2, {\"b\": []}]]x", 21},
+		{"{}", 2},
+		{"\"s\\\\\" rest", 5},
+		{"123, 4", 3},
+		{"true]", 4},
+		{"{\"a\": [1, 2}", 0},
+		{"\"open", 0},
+		{"", 0},
+		{"   ", 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		size_t got = jlim_value_len(cases[i].s, strlen(cases[i].s));
+		if (got != cases[i].len)
+			fail_msg("jlim_value_len(%s) = %zu, not %zu", cases[i].s, got,
+				 cases[i].len);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_counts),
-		cmocka_unit_test(test_messages),
-		cmocka_unit_test(test_members),
-		cmocka_unit_test(test_file),
+		cmocka_unit_test(test_counts),    cmocka_unit_test(test_messages),
+		cmocka_unit_test(test_members),   cmocka_unit_test(test_file),
+		cmocka_unit_test(test_value_len),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
