@@ -80,6 +80,11 @@ check "untied, ctx 100 stride 30, fp32 KV" "$B" 100 30 --kv-f32
 check "tied, ctx 64 stride 16, fp32 KV (the default)" "$A" 64 16
 check "tied, ctx 64 stride 16, --kv-bf16" "$A" 64 16 --kv-bf16
 check "untied, ctx 48 stride 48, --kv-bf16, 1 thread" "$B" 48 48 --kv-bf16 --threads 1
+# --fast: bf16 products, the prefill's; near the reference, not on it where bf16 runs
+ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 16 --json --fast 2>"$TMP/err")
+ref=$("$PY" "$REF" "$A" "$TMP/r.u32" 64 16)
+if msg=$(close "--fast" "$ours" "$ref" 1e-2); then pass "--fast, ctx 64 stride 16: $msg"
+else fail "--fast: $msg; ours $ours $(head -c 200 "$TMP/err"), reference $ref"; fi
 
 # F32 weights (a training checkpoint's) and F16 ones, of a width no vector divides, on
 # every kernel set this CPU runs: a prefill multiplies them in fp32 as they are stored.
