@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "src/chat/chat.h"
+#include "src/base/jsonlimit.h"
 #include "src/chat/sft.h"
 #include "src/chat/template.h"
 
@@ -38,6 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	sft_read_text("fuzz.jsonl", (const char *)data, size, answers, NULL);
 	sft_read_text("fuzz.txt", (const char *)data, size, answers, NULL);
+	/* a name that says neither: JSON Lines, an array of records or one conversation */
+	sft_read_text("fuzz.json", (const char *)data, size, answers, NULL);
+	if (jlim_value_len((const char *)data, size) > size)
+		abort();
 	struct chat *c = chat_from_json((const char *)data, size, "fuzz.json");
 	if (!c)
 		return 0;
