@@ -128,13 +128,23 @@ char *fio_read_file(const char *path, size_t max_bytes, size_t *len)
 	return buf;
 }
 
+/* The directory holding path, as written: ".", "/" or path up to its last slash. 0,
+ * or -1 when it does not fit in dir[size]. */
+static int parent_dir(const char *path, char *dir, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	int n = !slash          ? snprintf(dir, size, ".")
+		: slash == path ? snprintf(dir, size, "/")
+				: snprintf(dir, size, "%.*s", (int)(slash - path), path);
+	return n >= 0 && (size_t)n < size ? 0 : -1;
+}
+
 void fio_remove_stale_temps(const char *path, const char *prefix, fio_removed_fn *removed,
 			    void *user)
 {
-	const char *slash = strrchr(path, '/');
 	char dir[4200];
-	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1,
-		 slash ? path : ".");
+	if (parent_dir(path, dir, sizeof dir))
+		return;
 	size_t pl = strlen(prefix);
 	DIR *d = opendir(dir);
 	if (!d)
@@ -215,14 +225,9 @@ int fio_sync_dir(const char *dir)
  * already, and the rename is in place for every reader whether or not this fails. */
 static void sync_parent(const char *path)
 {
-	const char *slash = strrchr(path, '/');
 	char dir[4200];
-	if (!slash)
-		snprintf(dir, sizeof dir, ".");
-	else if (snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path) >=
-		 (int)sizeof dir)
-		return;
-	(void)fio_sync_dir(dir);
+	if (parent_dir(path, dir, sizeof dir) == 0)
+		(void)fio_sync_dir(dir);
 }
 
 /* Writes and renames with the signals that end a program held back, so that a
@@ -322,13 +327,7 @@ char *fio_absolute(const char *path)
 	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
 	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
 		return realpath(path, abs) ? strdup(abs) : NULL;
-	if (!slash)
-		snprintf(dir, sizeof dir, ".");
-	else if (slash == path)
-		snprintf(dir, sizeof dir, "/");
-	else if (snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path) >= (int)sizeof dir)
-		return NULL;
-	if (!realpath(dir, abs))
+	if (parent_dir(path, dir, sizeof dir) || !realpath(dir, abs))
 		return NULL;
 	return fio_join(abs, base);
 }

@@ -124,6 +124,13 @@ static bool is_space(char ch)
 	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
 }
 
+static size_t skip_space(const char *text, size_t len, size_t pos)
+{
+	while (pos < len && is_space(text[pos]))
+		pos++;
+	return pos;
+}
+
 bool sft_is_json_lines(const char *path, const char *text, size_t len)
 {
 	if (ends_with(path, ".jsonl") || ends_with(path, ".ndjson"))
@@ -131,9 +138,7 @@ bool sft_is_json_lines(const char *path, const char *text, size_t len)
 	size_t end = jlim_value_len(text, len); /* the bytes the first value takes */
 	if (!end)
 		return false; /* the whole file's parse names the error */
-	while (end < len && is_space(text[end]))
-		end++;
-	return end < len;
+	return skip_space(text, len, end) < len;
 }
 
 typedef int conv_fn(void *user, const struct chat *c, const char *where);
@@ -179,13 +184,6 @@ static int read_lines(const char *path, const char *text, size_t len, conv_fn *f
 			return rc;
 	}
 	return 0;
-}
-
-static size_t skip_space(const char *text, size_t len, size_t pos)
-{
-	while (pos < len && is_space(text[pos]))
-		pos++;
-	return pos;
 }
 
 /* Whether text is a JSON array of records ([{"instruction": ...}, ...], as

@@ -109,16 +109,19 @@ static bool holds_run(const char *dir)
 	return yes;
 }
 
-/* A link at DIR or DIR/train-state would aim the run's files at another place. */
-static int refuse_link(const char *path, const struct stat *st, const char *hint)
+/* DIR and DIR/train-state (lstat in st) must be directories of their own: a link there
+ * would aim the run's files at another place. 0, or -1 with err_set (link_hint says
+ * what to do about a link). */
+static int need_dir(const char *path, const struct stat *st, const char *link_hint)
 {
-	if (!S_ISLNK(st->st_mode))
-		return 0;
-	char to[PATH_MAX];
-	ssize_t n = readlink(path, to, sizeof to - 1);
-	to[n > 0 ? n : 0] = '\0';
-	return err_set("%s: is a symbolic link%s%s%s (refused: %s)", path, n > 0 ? " (to " : "", to,
-		       n > 0 ? ")" : "", hint);
+	if (S_ISLNK(st->st_mode)) {
+		char to[PATH_MAX];
+		ssize_t n = readlink(path, to, sizeof to - 1);
+		to[n > 0 ? n : 0] = '\0';
+		return err_set("%s: is a symbolic link%s%s%s (refused: %s)", path,
+			       n > 0 ? " (to " : "", to, n > 0 ? ")" : "", link_hint);
+	}
+	return S_ISDIR(st->st_mode) ? 0 : err_set("%s: exists and is not a directory", path);
 }
 
 int loop_lock_dir(const char *dir, bool create)
@@ -129,10 +132,8 @@ int loop_lock_dir(const char *dir, bool create)
 			return err_set("%s: %s", dir, strerror(errno));
 		if (fio_mkdirs(dir, 0700))
 			return -1;
-	} else if (refuse_link(dir, &st, "name the directory itself")) {
+	} else if (need_dir(dir, &st, "name the directory itself")) {
 		return -1;
-	} else if (!S_ISDIR(st.st_mode)) {
-		return err_set("%s: exists and is not a directory", dir);
 	} else if (create && !holds_run(dir) && refuse_foreign(dir)) {
 		return -1; /* before a lock file lands there */
 	}
@@ -142,8 +143,7 @@ int loop_lock_dir(const char *dir, bool create)
 		err_set("%s: another 'qwenchat train' is using it (it holds %s/%s.lock)", dir, dir,
 			LOCK_NAME);
 	if (fd >= 0 && lstat(state, &st) == 0 &&
-	    (refuse_link(state, &st, "nothing here should be one") ||
-	     (!S_ISDIR(st.st_mode) && err_set("%s: exists and is not a directory", state)))) {
+	    need_dir(state, &st, "nothing here should be one")) {
 		close(fd);
 		fd = -1;
 	}

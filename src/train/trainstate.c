@@ -324,6 +324,12 @@ static json_t *field_json(const struct tstate_opts *o, const struct field *f)
 	return a;
 }
 
+/* Rows read so far, state.json's "windows_read": derived, written for a reader. */
+static int64_t windows_read(const struct tstate *s)
+{
+	return s->step * s->o.accum * s->o.batch;
+}
+
 char *tstate_json(const struct tstate *s)
 {
 	json_t *opts = json_object();
@@ -333,7 +339,7 @@ char *tstate_json(const struct tstate *s)
 	batch_rng_format(&s->rng, rng);
 	/* the data position, for a reader: rows read so far (with --sequential the next one
 	 * reads window windows_read mod W; at random, rng is the position) */
-	json_int_t rows = (json_int_t)s->step * s->o.accum * s->o.batch;
+	json_int_t rows = windows_read(s);
 	json_t *root = json_pack("{s:i, s:I, s:I, s:f, s:s, s:I, s:I, s:b, s:o}", "format", 1, "step",
 				 (json_int_t)s->step, "tokens", (json_int_t)s->tokens, "seconds",
 				 s->seconds, "rng", rng, "windows_read", rows, "data_tokens",
@@ -466,9 +472,9 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 				    name))
 			goto out;
 	rc = check_opts(&s->o, name);
-	if (!rc && rows && json_integer_value(rows) != s->step * s->o.accum * s->o.batch)
+	if (!rc && rows && json_integer_value(rows) != windows_read(s))
 		rc = err_set("%s: windows_read: not step x accum x batch (%lld)", name,
-			     (long long)(s->step * s->o.accum * s->o.batch));
+			     (long long)windows_read(s));
 out:
 	if (rc)
 		tstate_opts_free(&s->o);
