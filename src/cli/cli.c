@@ -386,7 +386,7 @@ static int shared_opt(const struct cli_command *cmd, struct cli_common *c, int k
 		c->set |= CLI_SET_THREADS;
 		return 0;
 	case K_CTX:
-		if (cli_parse_long("ctx", arg, 1, 1L << 24, &l))
+		if (cli_parse_long("ctx", arg, cmd->min_ctx > 1 ? cmd->min_ctx : 1, 1L << 24, &l))
 			return -1;
 		c->ctx = (int)l;
 		c->set |= CLI_SET_CTX;

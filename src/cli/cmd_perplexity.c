@@ -75,6 +75,7 @@ static const struct cli_command ppl_cmd = {
 		 "file is used as it is. The logits are those of 'qwenchat logits' (fp32\n"
 		 "activations) with an fp32 KV cache, scored in double.\n",
 	.groups = CLI_MODEL | CLI_ENGINE,
+	.min_ctx = 2, /* a window's first token is never scored */
 	.opts = ppl_opts,
 	.shared_help = ppl_shared_help,
 	.notes =
@@ -249,6 +250,11 @@ static int window(const struct cli_common *cli, const struct ppl_args *a, const 
 			  max_pos, lim->name);
 		return EXIT_RUNTIME;
 	}
+	if (*ctx < 2) {
+		cli_error("%s: max_position_embeddings %d leaves no window of 2 tokens to score",
+			  lim->name, max_pos);
+		return EXIT_RUNTIME;
+	}
 	return 0;
 }
 
@@ -258,10 +264,6 @@ static int check_args(const struct cli_common *cli, const struct ppl_args *a)
 {
 	if (!a->file)
 		return cli_usage("perplexity", "-f FILE is required");
-	if ((cli->set & CLI_SET_CTX) && cli->ctx < 2)
-		return cli_usage("perplexity", "--ctx %d: a window needs at least 2 tokens (the "
-					       "first is never scored)",
-				 cli->ctx);
 	if ((cli->set & CLI_SET_CTX) && a->stride > cli->ctx)
 		return cli_usage("perplexity", "--stride %ld is more than the window (--ctx %d)",
 				 a->stride, cli->ctx);

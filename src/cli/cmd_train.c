@@ -550,10 +550,13 @@ int cmd_train(int argc, char **argv)
 	} else if (!(rc = check_new(&a))) {
 		struct stat sb;
 		bool created = lstat(a.out, &sb) != 0;
-		if ((lock = loop_lock_dir(a.out, true)) < 0 || loop_check_new_dir(a.out)) {
+		struct loop_leftovers left = {0};
+		if ((lock = loop_lock_dir(a.out, true)) < 0 || loop_check_new_dir(a.out) ||
+		    loop_leftovers_init(&left, a.out, created)) {
 			cli_error("%s", err_msg());
 			rc = EXIT_RUNTIME;
 		} else {
+			train_catch_signals_new(&left);
 			st.o = a.o;
 			memset(&a.o, 0, sizeof a.o);
 			rc = run(&st, a.out, false, !a.no_panel);
@@ -562,6 +565,8 @@ int cmd_train(int argc, char **argv)
 			loop_abandon_dir(a.out, lock, created);
 			lock = -1;
 		}
+		train_catch_signals_new(NULL);
+		loop_leftovers_free(&left);
 	}
 	if (lock >= 0)
 		close(lock);

@@ -55,6 +55,8 @@ struct train_report {
 };
 
 static volatile sig_atomic_t g_stop, g_stepping;
+/* What a new run ended before its first step leaves behind. */
+static const struct loop_leftovers *g_leftovers;
 /* The trainer's remarks come through a callback without a user pointer. */
 static struct train_report *g_report;
 
@@ -342,6 +344,8 @@ static void on_signal(int sig)
 	static const char msg[] = "qwenchat: stopping after this step and saving it "
 				  "(again to stop at once)";
 	if (g_stop || !g_stepping) {
+		if (!g_stepping && g_leftovers)
+			loop_leftovers_remove(g_leftovers);
 		live_signal_cursor(true);
 		signal(sig, SIG_DFL);
 		raise(sig);
@@ -385,15 +389,27 @@ static void catch_suspend(void)
 	sigaction(SIGTSTP, &sa, NULL);
 }
 
-const volatile sig_atomic_t *train_catch_signals(void)
+static void catch_stop(void)
 {
-	struct sigaction sa, old;
+	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+}
+
+void train_catch_signals_new(const struct loop_leftovers *l)
+{
+	g_leftovers = l;
+	catch_stop();
+}
+
+const volatile sig_atomic_t *train_catch_signals(void)
+{
+	struct sigaction old;
+	catch_stop();
 	/* a shell without job control has Ctrl-Z ignored: so it stays */
 	if (g_report && g_report->area && sigaction(SIGTSTP, NULL, &old) == 0 &&
 	    old.sa_handler == SIG_DFL)

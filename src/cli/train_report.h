@@ -34,6 +34,10 @@ struct loop_report train_report_callbacks(struct train_report *r);
  * shown again. With the panel, Ctrl-Z shows the cursor before the program stops. */
 const volatile sig_atomic_t *train_catch_signals(void);
 
+/* A new run from now on: SIGINT and SIGTERM end the program at once until the steps
+ * begin, removing what l names (loop_leftovers_remove) first. l is kept, not copied. */
+void train_catch_signals_new(const struct loop_leftovers *l);
+
 /* The signal that asked to stop; 0: none. */
 int train_stop_signal(void);
 

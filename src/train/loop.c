@@ -166,6 +166,33 @@ void loop_abandon_dir(const char *dir, int lock, bool created)
 	free(path);
 }
 
+int loop_leftovers_init(struct loop_leftovers *l, const char *dir, bool created)
+{
+	*l = (struct loop_leftovers){fio_join(dir, "train-state"), fio_join(dir, LOCK_NAME ".lock"),
+				     created ? strdup(dir) : NULL};
+	if (l->state && l->lock && (l->dir || !created))
+		return 0;
+	loop_leftovers_free(l);
+	return err_set("out of memory");
+}
+
+void loop_leftovers_free(struct loop_leftovers *l)
+{
+	free(l->state);
+	free(l->lock);
+	free(l->dir);
+	*l = (struct loop_leftovers){0};
+}
+
+void loop_leftovers_remove(const struct loop_leftovers *l)
+{
+	if (!l->state || (rmdir(l->state) != 0 && errno != ENOENT))
+		return;
+	unlink(l->lock);
+	if (l->dir)
+		rmdir(l->dir);
+}
+
 int loop_check_new_dir(const char *dir)
 {
 	struct stat st;

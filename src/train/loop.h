@@ -108,4 +108,17 @@ int loop_lock_dir(const char *dir, bool create);
  * nothing else is there; otherwise only lets go of lock. */
 void loop_abandon_dir(const char *dir, int lock, bool created);
 
+/* loop_abandon_dir's paths, made beforehand for a signal handler. */
+struct loop_leftovers {
+	char *state, *lock, *dir; /* dir: NULL when it was there before */
+};
+int loop_leftovers_init(struct loop_leftovers *l, const char *dir, bool created);
+void loop_leftovers_free(struct loop_leftovers *l);
+
+/* loop_abandon_dir for a new run a signal ends before its first step, with calls
+ * safe in a signal handler (rmdir, unlink): a train-state/ that holds anything (the
+ * data's cache, the log, a checkpoint) keeps everything; the lock goes with the
+ * process. */
+void loop_leftovers_remove(const struct loop_leftovers *l);
+
 #endif

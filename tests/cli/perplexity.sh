@@ -209,6 +209,9 @@ expect_err_has "--stride 17 is more than the window" "--stride > --ctx: says so"
 expect_exit 2 "--stride > the default window" $PPL -m "$A" -f "$TMP/r.u32" --stride 300
 expect_err_has "--ctx 256" "--stride > the default window: names it"
 expect_exit 2 "--ctx 1" $PPL -m "$A" -f "$TMP/r.u32" --ctx 1
+expect_err_has "out of range [2," "--ctx 1: names the least window"
+expect_exit 2 "--ctx 0" $PPL -m "$A" -f "$TMP/r.u32" --ctx 0
+expect_err_has "out of range [2," "--ctx 0: names the least window, not 1"
 expect_exit 1 "--ctx > max_position_embeddings" $PPL -m "$A" -f "$TMP/r.u32" --ctx 1000
 expect_err_has "max_position_embeddings 256" "--ctx too large: names the limit"
 expect_exit 1 "a missing file" $PPL -m "$A" -f "$TMP/none.u32"

@@ -114,6 +114,30 @@ usage 1 "a run that fails" "bad-id.u32" --out "$TMP/failed" $SHAPE --vocab-size 
 	--data "$TMP/bad-id.u32" $SMALL
 [ ! -e "$TMP/failed" ] && pass "a new run that failed before its first save leaves no directory" ||
 	fail "a failed run left: $(ls -A "$TMP/failed")"
+# Ctrl-C while the model downloads (a hub that never answers): a new run's directory goes
+python3 - "$TMP/hub" <<'EOF' &
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+open(sys.argv[1] + ".port", "w").write(str(s.getsockname()[1]))
+c, _ = s.accept(); open(sys.argv[1] + ".asked", "w").close(); time.sleep(30)
+EOF
+hub=$!
+i=0
+while [ ! -s "$TMP/hub.port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+HF_HOME="$TMP/hf-home" HF_ENDPOINT="http://127.0.0.1:$(cat "$TMP/hub.port")" HF_HUB_OFFLINE= \
+	"$QWENCHAT" train --out "$TMP/sig-new" --init test/slow --data "$TMP/d.u32" $SMALL \
+	--steps 1 2>"$TMP/err" &
+pid=$!
+i=0
+while [ ! -e "$TMP/hub.asked" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+kill -INT $pid
+wait $pid
+rc=$?
+kill $hub 2>/dev/null
+wait $hub 2>/dev/null
+[ -e "$TMP/hub.asked" ] && [ "$rc" -eq 130 ] && [ ! -e "$TMP/sig-new" ] &&
+	pass "Ctrl-C before the first step of a new run: exit 130, its directory gone" ||
+	fail "Ctrl-C before the first step: exit $rc, left: $(ls -A "$TMP/sig-new" 2>&1)"
 # a link named *.u32 is ids whatever its target is called (content-addressed stores)
 cp "$TMP/d.u32" "$TMP/blob" && ln -s "$TMP/blob" "$TMP/link.u32"
 "$QWENCHAT" train --out "$TMP/linked" $SHAPE --vocab-size 1000 --data "$TMP/link.u32" $SMALL \
