@@ -3,9 +3,11 @@
 #include "src/hub/hfcache.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonlimit.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,4 +288,104 @@ bool hfc_valid_file(const char *name)
 			return false;
 	}
 	return slashes <= 1;
+}
+
+/* ---- what a snapshot holds ---- */
+
+#define MAX_SHARDS 4096
+
+bool hfc_has_file(const char *dir, const char *name)
+{
+	char *p = fio_join(dir, name);
+	bool r = p && fio_is_file(p);
+	free(p);
+	return r;
+}
+
+char **hfc_index_shards(const char *index_path, size_t *count)
+{
+	/* the limits the engine reads the index with */
+	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 19};
+	json_error_t je;
+	size_t len;
+	char *text = jlim_read_file(index_path, 64u << 20, &lim, &len);
+	if (!text)
+		return NULL;
+	json_t *root = json_loadb(text, len, 0, &je);
+	json_t *map = root ? json_object_get(root, "weight_map") : NULL;
+	char **names = NULL;
+	size_t n = 0;
+	*count = 0;
+	free(text);
+	if (!root) {
+		err_set("%s: not valid JSON: %s (line %d)", index_path, je.text, je.line);
+		return NULL;
+	}
+	if (!json_is_object(map) || json_object_size(map) == 0) {
+		err_set("%s: weight_map: missing or empty", index_path);
+		goto fail;
+	}
+	const char *key;
+	json_t *v;
+	json_object_foreach(map, key, v)
+	{
+		const char *f = json_string_value(v);
+		size_t fl = f ? strlen(f) : 0;
+		if (!f || !hfc_valid_file(f) || strchr(f, '/') || fl < 13 ||
+		    strcmp(f + fl - 12, ".safetensors")) {
+			err_set("%s: weight_map.%s: not a safetensors file name", index_path, key);
+			goto fail;
+		}
+		size_t i = 0;
+		while (i < n && strcmp(names[i], f))
+			i++;
+		if (i < n)
+			continue;
+		if (n == MAX_SHARDS) {
+			err_set("%s: weight_map: more than %d shards", index_path, MAX_SHARDS);
+			goto fail;
+		}
+		char **grown = realloc(names, (n + 1) * sizeof *names);
+		if (!grown || !(grown[n] = strdup(f))) {
+			names = grown ? grown : names;
+			err_set("out of memory");
+			goto fail;
+		}
+		names = grown;
+		n++;
+	}
+	json_decref(root);
+	*count = n;
+	return names ? names : calloc(1, sizeof *names);
+fail:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	json_decref(root);
+	return NULL;
+}
+
+void hfc_free_names(char **names, size_t n)
+{
+	for (size_t i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+bool hfc_model_complete(const char *dir)
+{
+	if (!hfc_has_file(dir, "config.json") || !hfc_has_file(dir, "tokenizer.json"))
+		return false;
+	if (hfc_has_file(dir, "model.safetensors"))
+		return true;
+	char *index = fio_join(dir, "model.safetensors.index.json");
+	size_t n = 0;
+	char **shards = index && fio_is_file(index) ? hfc_index_shards(index, &n) : NULL;
+	bool ok = shards != NULL;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = hfc_has_file(dir, shards[i]);
+	hfc_free_names(shards, n);
+	free(index);
+	err_clear();
+	return ok;
 }

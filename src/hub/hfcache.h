@@ -6,6 +6,7 @@
 #define QWENCHAT_HFCACHE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "src/hub/hub.h"
 
@@ -54,5 +55,18 @@ void hfc_unlock(int fd);
 /* True when name is a safe file name inside a repository snapshot:
  * plain characters, no "..", no leading "/", at most one level of folders. */
 bool hfc_valid_file(const char *name);
+
+/* Whether DIR/name is a file (a link to one counts). */
+bool hfc_has_file(const char *dir, const char *name);
+
+/* The shard files a model.safetensors.index.json names (its weight_map's values),
+ * malloc'd, unique; free with hfc_free_names. NULL and err_set when the index is
+ * unreadable or names an unsafe file. */
+char **hfc_index_shards(const char *index_path, size_t *count);
+void hfc_free_names(char **names, size_t n);
+
+/* True when dir holds what a model directory needs: config.json, tokenizer.json and
+ * the weights (one file, or every shard its index names), links resolving. */
+bool hfc_model_complete(const char *dir);
 
 #endif

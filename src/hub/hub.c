@@ -26,7 +26,6 @@
 
 #define DEFAULT_MODEL    "Qwen/Qwen3-0.6B"
 #define DEFAULT_ENDPOINT "https://huggingface.co"
-#define MAX_SHARDS       4096
 #define ATTEMPTS         5 /* tries per file; QWENCHAT_DOWNLOAD_ATTEMPTS overrides */
 
 const char *hub_default_model(const struct hub_env *env)
@@ -35,108 +34,9 @@ const char *hub_default_model(const struct hub_env *env)
 	return m && *m ? m : DEFAULT_MODEL;
 }
 
-/* The shard files an index names (weight_map values), malloc'd, unique. NULL and
- * err_set when the index is unreadable or names an unsafe file. */
-static char **index_shards(const char *index_path, size_t *count)
-{
-	/* the limits the engine reads the index with */
-	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 19};
-	json_error_t je;
-	size_t len;
-	char *text = jlim_read_file(index_path, 64u << 20, &lim, &len);
-	if (!text)
-		return NULL;
-	json_t *root = json_loadb(text, len, 0, &je);
-	json_t *map = root ? json_object_get(root, "weight_map") : NULL;
-	char **names = NULL;
-	size_t n = 0;
-	*count = 0;
-	free(text);
-	if (!root) {
-		err_set("%s: not valid JSON: %s (line %d)", index_path, je.text, je.line);
-		return NULL;
-	}
-	if (!json_is_object(map) || json_object_size(map) == 0) {
-		err_set("%s: weight_map: missing or empty", index_path);
-		goto fail;
-	}
-	const char *key;
-	json_t *v;
-	json_object_foreach(map, key, v)
-	{
-		const char *f = json_string_value(v);
-		size_t fl = f ? strlen(f) : 0;
-		if (!f || !hfc_valid_file(f) || strchr(f, '/') || fl < 13 ||
-		    strcmp(f + fl - 12, ".safetensors")) {
-			err_set("%s: weight_map.%s: not a safetensors file name", index_path, key);
-			goto fail;
-		}
-		size_t i = 0;
-		while (i < n && strcmp(names[i], f))
-			i++;
-		if (i < n)
-			continue;
-		if (n == MAX_SHARDS) {
-			err_set("%s: weight_map: more than %d shards", index_path, MAX_SHARDS);
-			goto fail;
-		}
-		char **grown = realloc(names, (n + 1) * sizeof *names);
-		if (!grown || !(grown[n] = strdup(f))) {
-			names = grown ? grown : names;
-			err_set("out of memory");
-			goto fail;
-		}
-		names = grown;
-		n++;
-	}
-	json_decref(root);
-	*count = n;
-	return names ? names : calloc(1, sizeof *names);
-fail:
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	json_decref(root);
-	return NULL;
-}
-
-static void free_names(char **names, size_t n)
-{
-	for (size_t i = 0; names && i < n; i++)
-		free(names[i]);
-	free(names);
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool has_file(const char *dir, const char *name)
-{
-	char *p = fio_join(dir, name);
-	bool r = p && fio_is_file(p);
-	free(p);
-	return r;
-}
-
-/* True when dir holds what a model directory needs (the links resolve). */
-static bool model_complete(const char *dir)
-{
-	if (!has_file(dir, "config.json") || !has_file(dir, "tokenizer.json"))
-		return false;
-	if (has_file(dir, "model.safetensors"))
-		return true;
-	char *index = fio_join(dir, "model.safetensors.index.json");
-	size_t n = 0;
-	char **shards = index && fio_is_file(index) ? index_shards(index, &n) : NULL;
-	bool ok = shards != NULL;
-	for (size_t i = 0; ok && i < n; i++)
-		ok = has_file(dir, shards[i]);
-	free_names(shards, n);
-	free(index);
-	err_clear();
-	return ok;
 }
 
 /* ---- progress on stderr: a bar on a terminal, a line every 10 s otherwise ---- */
@@ -365,11 +265,11 @@ static int fetch_weights(struct fetch *f)
 	char *snap = hfc_snapshot(f->repo_dir, f->commit);
 	char *index = snap ? fio_join(snap, "model.safetensors.index.json") : NULL;
 	size_t n = 0;
-	char **shards = index ? index_shards(index, &n) : NULL;
+	char **shards = index ? hfc_index_shards(index, &n) : NULL;
 	r = shards ? 0 : -1;
 	for (size_t i = 0; r == 0 && i < n; i++)
 		r = fetch_file(f, shards[i], false) ? -1 : 0;
-	free_names(shards, n);
+	hfc_free_names(shards, n);
 	free(index);
 	free(snap);
 	return r;
@@ -487,7 +387,7 @@ static char *download(const struct hub_env *env, const char *repo_id, const char
 static bool snapshot_has(char **snap, bool weights, const char *tag)
 {
 	if (!tag)
-		return weights ? model_complete(*snap) : has_file(*snap, "tokenizer.json");
+		return weights ? hfc_model_complete(*snap) : hfc_has_file(*snap, "tokenizer.json");
 	char *file = ggufname_in_dir(*snap, tag);
 	err_clear();
 	if (!file)
@@ -598,8 +498,8 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 	 * tokenizer commands name the file they could do with alone too) */
 	if (fio_is_dir(model) || fio_is_file(model)) {
 		bool ok = fio_is_dir(model)
-				  ? has_file(model, "config.json") ||
-					    (!weights && has_file(model, "tokenizer.json"))
+				  ? hfc_has_file(model, "config.json") ||
+					    (!weights && hfc_has_file(model, "tokenizer.json"))
 				  : ggufname_is_gguf(model);
 		if (!ok) {
 			err_set("%s is not a model directory (no config.json%s), a .gguf file or "
@@ -749,7 +649,7 @@ static int list_repo(const char *root, const char *folder, struct hub_entry **ou
 		size_t nf = 0;
 		if (snap && fio_is_dir(snap) && is_qwen3(snap))
 			rc = add_entry(out, n, name, sep, repo_dir, e->d_name, NULL,
-				       tree_bytes(snap, 0), model_complete(snap));
+				       tree_bytes(snap, 0), hfc_model_complete(snap));
 		else if (snap && fio_is_dir(snap) && ggufname_files(snap, &files, &nf) == 0)
 			for (size_t i = 0; rc == 0 && i < nf; i++)
 				rc = add_entry(out, n, name, sep, repo_dir, e->d_name, &files[i],
