@@ -65,3 +65,16 @@ finish() {
 	if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed" >&2; exit 1; fi
 	exit 0
 }
+
+# restore_dev — puts back /dev/stdout and /dev/null should a regression (running as
+# root) have replaced them with regular files; fails the test when it had to.
+restore_dev() {
+	if [ -f /dev/stdout ] && [ ! -L /dev/stdout ]; then
+		rm -f /dev/stdout && ln -s /proc/self/fd/1 /dev/stdout
+		fail "/dev/stdout had been replaced by a file (put back)"
+	fi
+	if [ -f /dev/null ]; then
+		rm -f /dev/null && mknod -m 666 /dev/null c 1 3
+		fail "/dev/null had been replaced by a file (put back)"
+	fi
+}

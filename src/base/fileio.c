@@ -233,6 +233,53 @@ static void sync_parent(const char *path)
 /* Writes and renames with the signals that end a program held back, so that a
  * Ctrl-C, a SIGTERM or a closed terminal comes after the rename (or after the temp
  * file is removed), never between: no half-written temp file is left behind. */
+/* Whether the absolute path is root or below it. */
+static bool under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+bool fio_in_system_dir(const char *path)
+{
+	char dir[4200], real[PATH_MAX];
+	if (parent_dir(path, dir, sizeof dir) || !realpath(dir, real))
+		return false;
+	/* /dev/shm is a place for files like /tmp */
+	return under(real, "/dev") ? !under(real, "/dev/shm")
+				   : under(real, "/proc") || under(real, "/sys");
+}
+
+/* A name in /dev or /proc (/dev/stdout, /dev/null, /proc/self/fd/3) stands for what
+ * it leads to: a terminal, a pipe, the file standard output was sent to. It is
+ * written through, appending (a shell's "> f" has emptied f, ">> f" asks for the end),
+ * since renaming a file over it would replace the system's own entry. */
+int fio_open_through(const char *target)
+{
+	struct stat st;
+	if (stat(target, &st) != 0)
+		return err_set("%s: %s (only what is there is written in this directory)", target,
+			       strerror(errno));
+	if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode) &&
+	    !S_ISREG(st.st_mode))
+		return err_set("%s: not a file, a terminal or a pipe (refused)", target);
+	int fd = open(target, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+	return fd >= 0 ? fd : err_set("%s: cannot open: %s", target, strerror(errno));
+}
+
+static int write_through(const char *target, const void *data, size_t len)
+{
+	int fd = fio_open_through(target);
+	if (fd < 0)
+		return -1;
+	int rc = fio_write_fd(fd, data, len)
+			 ? err_set("%s: write failed: %s", target, strerror(errno))
+			 : 0;
+	if (close(fd) != 0 && rc == 0)
+		rc = err_set("%s: write failed: %s", target, strerror(errno));
+	return rc;
+}
+
 static int replace(const char *target, const void *data, size_t len, mode_t mode)
 {
 	/* lstat: a link at target is replaced by the new file, its target never written
@@ -274,6 +321,8 @@ int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode
 	if ((flags & FIO_NO_LINKS) && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
 		return err_set("%s: is a symbolic link (refused: nothing here should be one)",
 			       path);
+	if (fio_in_system_dir(path)) /* a pipe may block: signals are not held for it */
+		return write_through(path, data, len);
 	sigset_t hold, old;
 	sigemptyset(&hold);
 	sigaddset(&hold, SIGINT);

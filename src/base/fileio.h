@@ -2,6 +2,7 @@
 #ifndef QWENCHAT_FILEIO_H
 #define QWENCHAT_FILEIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -35,10 +36,24 @@ int fio_write_fd(int fd, const void *data, size_t len);
  * created with O_EXCL|O_NOFOLLOW, so no planted link can aim the write), is synced,
  * then renamed over path. A symbolic link at path is replaced by the new file, never
  * written through (FIO_NO_LINKS: refused). Anything else but a regular file at path
- * is refused. An existing file keeps its mode; a new one gets `mode` (less
+ * is refused. A path in /dev, /proc or /sys (fio_in_system_dir: /dev/stdout,
+ * /dev/null) is written through instead, appending, when it leads to a character
+ * device, a pipe, a socket or a file, and refused otherwise. An existing file keeps its mode; a new one gets `mode` (less
  * the umask). Signals that end the program wait until the file is in place or the
  * temporary file is gone. 0 or -1 (err_set). */
 int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags);
+
+/* Whether path's directory (links resolved) is /dev, /proc or /sys or below them
+ * (but not /dev/shm): the system's names, never to be replaced by a file of ours. */
+bool fio_in_system_dir(const char *path);
+
+/* A name in the system's directories (/dev/stdout, /dev/null, /proc/self/fd/3) stands
+ * for what it leads to: a terminal, a pipe, the file standard output was sent to. It
+ * is opened to write through, appending (a shell's "> f" has emptied f, ">> f" asks
+ * for the end), since renaming a file over it would replace the system's own entry;
+ * a block device, a directory or a missing name is refused. The descriptor, or -1
+ * (err_set). */
+int fio_open_through(const char *path);
 
 /* Removes the temporary files PREFIX<pid>.<anything> beside path (in its directory)
  * that a writer killed outright (SIGKILL, the OOM killer) left: regular files of this

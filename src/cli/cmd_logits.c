@@ -1,8 +1,11 @@
 /* cmd_logits.c — `qwenchat logits`: token ids on stdin, float32 logits of every
  * position in a file (what the reference tests compare with transformers). */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "src/base/err.h"
@@ -14,7 +17,7 @@
 enum logits_key { OPT_OUT = CLI_OWN, OPT_KV_F32 };
 
 static const struct cli_opt logits_opts[] = {
-	{"out", OPT_OUT, "FILE", "where the logits go"},
+	{"out", OPT_OUT, "FILE", "where the logits go (-: standard output)"},
 	{"kv-f32", OPT_KV_F32, NULL, "fp32 KV cache (default bf16)"},
 	{0},
 };
@@ -65,6 +68,9 @@ int cmd_logits(int argc, char **argv)
 	if (!la.out)
 		return cli_usage("logits", "--out FILE is required");
 	const char *out = la.out;
+	if (!strcmp(out, "-") && isatty(STDOUT_FILENO))
+		return cli_usage("logits", "--out -: standard output is a terminal (the logits are "
+					   "binary float32)");
 	struct eng_options eo;
 	if (cli_engine_options(&cli, &eo, NULL))
 		return EXIT_USAGE;
@@ -111,8 +117,12 @@ int cmd_logits(int argc, char **argv)
 		err_set("logits: out of memory for %d rows", n);
 		goto fail;
 	}
-	if (eng_forward(e, ids, n, 0, logits, true) ||
-	    fio_write_atomic(out, logits, bytes, 0600, 0))
+	if (eng_forward(e, ids, n, 0, logits, true))
+		goto fail;
+	if (!strcmp(out, "-")
+		    ? fio_write_fd(STDOUT_FILENO, logits, bytes) &&
+			      err_set("standard output: write failed: %s", strerror(errno))
+		    : fio_write_atomic(out, logits, bytes, 0600, 0))
 		goto fail;
 	rc = EXIT_OK;
 	goto done;

@@ -134,6 +134,21 @@ static int create_temp(const char *out, char **tmp)
 	return fd;
 }
 
+/* The model into /dev/stdout, a pipe or /dev/null: written as it comes. */
+static int write_through(const struct eng_model *m, enum eng_ftype f, const struct eng_gguf_out *o,
+			 const char *out)
+{
+	int fd = fio_open_through(out);
+	if (fd < 0)
+		return -1;
+	int rc = eng_model_write_gguf(m, f, o, fd, out, progress, &g_cancel);
+	if (close(fd) != 0 && rc == 0)
+		rc = err_set("%s: write failed: %s", out, strerror(errno));
+	if (g_tty && rc)
+		fputc('\n', stderr);
+	return rc;
+}
+
 /* Writes the model into a temporary file, syncs it and renames it over out. Ctrl-C,
  * SIGTERM and SIGHUP remove the temporary file (a file of the model's size would be
  * left behind otherwise); 128 + the signal is then the exit status, as the chat's. */
@@ -141,6 +156,8 @@ static int write_model(const struct eng_model *m, enum eng_ftype f, const struct
 		       const char *out)
 {
 	char *tmp = NULL;
+	if (fio_in_system_dir(out))
+		return write_through(m, f, o, out);
 	remove_stale_temps(out);
 	catch_signals(on_signal); /* before the file exists: no moment leaves it behind */
 	int fd = create_temp(out, &tmp), rc = -1;
@@ -179,6 +196,8 @@ static bool same_file(const struct stat *a, const struct stat *b)
 static int check_out(const char *out, const char *dir)
 {
 	struct stat lo, so;
+	if (fio_in_system_dir(out)) /* written through (a pipe, /dev/null): nothing replaced */
+		return 0;
 	if (lstat(out, &lo) != 0)
 		return errno == ENOENT ? 0 : err_set("%s: %s", out, strerror(errno));
 	if (!S_ISREG(lo.st_mode) && !S_ISLNK(lo.st_mode))
@@ -253,11 +272,13 @@ int cmd_quantize(int argc, char **argv)
 		g_t0 = clock_now();
 		if (write_model(m, f, o, qa.out) == 0) {
 			struct stat st;
-			char a[32];
-			stat(qa.out, &st);
-			fprintf(stderr, "wrote %s: %s (%s) in %.1f s\n", qa.out,
-				units_bytes((double)st.st_size, a, sizeof a), eng_ftype_name(f),
-				clock_now() - g_t0);
+			char a[32], size[40] = "";
+			/* a pipe's size says nothing */
+			if (!fio_in_system_dir(qa.out) && stat(qa.out, &st) == 0)
+				snprintf(size, sizeof size, "%s ",
+					 units_bytes((double)st.st_size, a, sizeof a));
+			fprintf(stderr, "wrote %s: %s(%s) in %.1f s\n", qa.out, size,
+				eng_ftype_name(f), clock_now() - g_t0);
 			rc = EXIT_OK;
 		}
 	}

@@ -132,4 +132,12 @@ expect_exit 0 "logits --out at a link" sh -c "'$QWENCHAT' logits -m '$M' --out '
 	[ "$(stat -c %a "$TMP/w/out.bin")" = 600 ] &&
 	pass "the link is replaced by a private file, its target untouched" ||
 	fail "a link at --out: victim '$(cat "$TMP/w/victim")', $(ls -l "$TMP/w")"
+# standard output by name: written through, never replaced
+expect_exit 0 "logits --out /dev/stdout" sh -c "'$QWENCHAT' logits -m '$M' --out /dev/stdout <'$TMP/ids' >'$TMP/w/so.bin'"
+expect_exit 0 "logits --out -" sh -c "'$QWENCHAT' logits -m '$M' --out - <'$TMP/ids' >'$TMP/w/dash.bin'"
+restore_dev
+cmp -s "$TMP/w/so.bin" "$TMP/w/out.bin" && cmp -s "$TMP/w/dash.bin" "$TMP/w/out.bin" &&
+	pass "--out /dev/stdout and --out -: the file's bytes" ||
+	fail "--out /dev/stdout: $(wc -c <"$TMP/w/so.bin"), -: $(wc -c <"$TMP/w/dash.bin")"
+[ ! -e "$TMP/w/-" ] && pass "--out - makes no file named '-'" || fail "--out - made a file '-'"
 finish

@@ -1,6 +1,7 @@
 #!/bin/sh
 # quantize-out.sh — what `qwenchat quantize --out` may replace, and what it leaves
-# when it cannot finish: a FIFO or a device at the target is refused and left alone;
+# when it cannot finish: a FIFO or a device at the target is refused and left alone
+# (the system's /dev/stdout and /dev/null are written through);
 # the model's own files (by name, by a link, by a hard link) are refused and left
 # whole; a full disk names the file; SIGINT, SIGTERM and SIGHUP mid-write remove the
 # temporary file and end with 128 + the signal.
@@ -29,6 +30,20 @@ else
 	echo "skip: no device node can be made here (not root)"
 fi
 expect_exit 1 "--out a directory" "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$M"
+
+# the system's names are written through, never replaced (as root, /dev/stdout was
+# replaced by a regular file)
+expect_exit 0 "--out /dev/stdout" sh -c "'$QWENCHAT' quantize -m '$M' --type q8_0 --out /dev/stdout >'$TMP/piped.gguf'"
+"$QWENCHAT" quantize -m "$M" --type q8_0 --out "$TMP/plain.gguf" 2>/dev/null
+cmp -s "$TMP/piped.gguf" "$TMP/plain.gguf" && pass "--out /dev/stdout: the same bytes as a file" ||
+	fail "--out /dev/stdout: $(wc -c <"$TMP/piped.gguf") bytes differ from the file's"
+restore_dev
+"$QWENCHAT" quantize -m "$M" --type q8_0 --out /dev/stdout 2>/dev/null | cmp -s - "$TMP/plain.gguf" &&
+	pass "--out /dev/stdout into a pipe" || fail "--out /dev/stdout into a pipe"
+expect_exit 0 "--out /dev/null" "$QWENCHAT" quantize -m "$M" --type q8_0 --out /dev/null
+restore_dev
+expect_exit 1 "--out a new name in /dev" "$QWENCHAT" quantize -m "$M" --type q8_0 --out /dev/qwenchat-test.gguf
+[ ! -e /dev/qwenchat-test.gguf ] && pass "nothing made in /dev" || { rm -f /dev/qwenchat-test.gguf; fail "a file was made in /dev"; }
 
 # the model's own files
 for f in model.safetensors config.json tokenizer.json; do
