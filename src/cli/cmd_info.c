@@ -70,15 +70,22 @@ struct info {
 	size_t kv_tok, kv_ctx, kv_max, decode_bytes, scratch, weight_bytes;
 };
 
-static const char *human_params(int64_t p, char *buf, size_t n)
+/* A count in the unit that suits it: B and M with `digits` decimals (0.596B, 2.10M),
+ * K with two. */
+static const char *count_in(int64_t p, int digits, char *buf, size_t n)
 {
 	if (p >= 100000000)
-		snprintf(buf, n, "%.3fB", p / 1e9);
+		snprintf(buf, n, "%.*fB", digits, p / 1e9);
 	else if (p >= 100000)
-		snprintf(buf, n, "%.3fM", p / 1e6);
+		snprintf(buf, n, "%.*fM", digits, p / 1e6);
 	else
 		snprintf(buf, n, "%.2fK", p / 1e3);
 	return buf;
+}
+
+static const char *human_params(int64_t p, char *buf, size_t n)
+{
+	return count_in(p, 3, buf, n);
 }
 
 /* 1234567 -> "1,234,567" */
@@ -247,11 +254,11 @@ static void print_table(const struct info *in)
 	for (int i = 0; i < n; i++)
 		total += r[i].bytes;
 	printf("%-27s %16s %9s %10s %10s\n", "total", grouped(in->pc.total, a, sizeof a),
-	       (snprintf(b, sizeof b, "%.3fB", in->pc.total / 1e9), b),
-	       units_bytes(total, d, sizeof d), units_ibytes(total, e, sizeof e));
+	       human_params(in->pc.total, b, sizeof b), units_bytes(total, d, sizeof d),
+	       units_ibytes(total, e, sizeof e));
 	printf("%-27s %16s %9s %10s %10s\n", "non-embedding",
 	       grouped(in->pc.non_embedding, a, sizeof a),
-	       (snprintf(b, sizeof b, "%.3fB", in->pc.non_embedding / 1e9), b),
+	       human_params(in->pc.non_embedding, b, sizeof b),
 	       units_bytes(total - embed, d, sizeof d), units_ibytes(total - embed, e, sizeof e));
 }
 
@@ -275,15 +282,15 @@ static void print_costs(const struct info *in)
 {
 	char a[32], b[32], c[32], d[32];
 	if (in->gguf)
-		printf("\nsummary       %.2fB parameters, %s in GGUF (%.2f bits per weight), %s of "
-		       "KV "
-		       "cache per token (bf16)\n",
-		       in->pc.total / 1e9, units_bytes((double)in->weight_bytes, a, sizeof a),
-		       in->bpw, units_ibytes((double)in->kv_tok, b, sizeof b));
+		printf("\nsummary       %s parameters, %s in GGUF (%.2f bits per weight), %s of "
+		       "KV cache per token (bf16)\n",
+		       count_in(in->pc.total, 2, c, sizeof c),
+		       units_bytes((double)in->weight_bytes, a, sizeof a), in->bpw,
+		       units_ibytes((double)in->kv_tok, b, sizeof b));
 	else
-		printf("\nsummary       %.2fB parameters, %s in %s, %s of KV cache per token "
+		printf("\nsummary       %s parameters, %s in %s, %s of KV cache per token "
 		       "(bf16)\n",
-		       in->pc.total / 1e9,
+		       count_in(in->pc.total, 2, c, sizeof c),
 		       units_bytes((double)in->pc.total * (double)in->es, a, sizeof a),
 		       eng_dtype_name(in->cfg.dtype),
 		       units_ibytes((double)in->kv_tok, b, sizeof b));

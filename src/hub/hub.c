@@ -397,6 +397,23 @@ static bool snapshot_has(char **snap, bool weights, const char *tag)
 	return true;
 }
 
+/* Why the cache cannot serve repo_id@rev offline: not there, no file of the tag (the
+ * files there are named), or files missing. */
+static void offline_miss(const char *repo_id, const char *rev, const char *root,
+			 const char *repo_dir, const char *commit, const char *tag)
+{
+	char *snap = commit && tag ? hfc_snapshot(repo_dir, commit) : NULL;
+	char *file = snap ? ggufname_in_dir(snap, tag) : NULL;
+	if (snap && !file)
+		err_prefix("%s@%s (in the Hugging Face cache %s; HF_HUB_OFFLINE is set)", repo_id,
+			   rev, root);
+	else
+		err_set("%s@%s: %s the Hugging Face cache (%s), and HF_HUB_OFFLINE is set", repo_id,
+			rev, commit ? "incomplete in" : "not in", root);
+	free(file);
+	free(snap);
+}
+
 static char *resolve_repo(const struct hub_env *env, const char *repo_id, const char *rev,
 			  bool pull, bool weights, const char *tag)
 {
@@ -413,8 +430,7 @@ static char *resolve_repo(const struct hub_env *env, const char *repo_id, const 
 		free(snap);
 		snap = NULL;
 		if (offline)
-			err_set("%s@%s: %s the Hugging Face cache (%s), and HF_HUB_OFFLINE is set",
-				repo_id, rev, commit ? "incomplete in" : "not in", root);
+			offline_miss(repo_id, rev, root, repo_dir, commit, tag);
 		else
 			snap = download(env, repo_id, rev, root, repo_dir, weights, tag);
 		if (snap && tag && !snapshot_has(&snap, weights, tag)) {

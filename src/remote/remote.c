@@ -671,9 +671,14 @@ char *remote_pick_model(struct remote *r, const char *want, long *max_len, atomi
 	if (remote_models(r, &m, &n, cancel)) {
 		/* Some servers have no model list; a model named is then taken on trust. */
 		bool no_list = r->models_status == 404 || r->models_status == 405;
+		size_t bl = strlen(r->base);
+		bool v1 = bl >= 3 && !strcmp(r->base + bl - 3, "/v1");
 		if (no_list && !want)
-			err_set("%s has no model list (GET /models: %ld): name the model with -m",
-				r->shown, r->models_status);
+			err_set("%s has no model list (GET /models: %ld): %s", r->shown,
+				r->models_status,
+				v1 ? "name the model with -m"
+				   : "is the URL the API base, such as http://HOST:8000/v1? (or "
+				     "name the model with -m)");
 		char *w = no_list && want ? strdup(want) : NULL;
 		if (no_list && want && !w)
 			err_set("out of memory");

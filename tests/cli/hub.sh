@@ -359,6 +359,8 @@ grep -q "GGUF loaded and checked" "$TMP/out" && [ "$(requests)" = "$n0" ] &&
 expect_exit 1 "a tag no file has" "$RESOLVE" test/Tiny-GGUF:Q4_K
 err_has "no .gguf file for tag Q4_K (there are: Tiny-Q4_K_M.gguf, Tiny-Q4_K_S.gguf, Tiny-Q8_0-00001-of-00002.gguf" \
 	"unknown tag: the files there are"
+expect_exit 1 "a tag no cached file has, offline" env HF_HUB_OFFLINE=1 "$QWENCHAT" info -m test/Tiny-GGUF:Q4_K
+err_has "no .gguf file for tag Q4_K (there are: " "offline unknown tag: the files there are, not \"incomplete\""
 expect_exit 0 "list" "$QWENCHAT" list
 grep -q '^test/Tiny-GGUF:BF16 .* GGUF BF16 .*complete  Tiny-Q4_K_M.gguf$' "$TMP/out" &&
 	grep -q 'complete  Tiny-Q8_0-00001-of-00002.gguf$' "$TMP/out" &&

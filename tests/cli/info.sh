@@ -30,6 +30,11 @@ params() {
 	--intermediate-size 80 --layers 3 --heads 6 --kv-heads 2 --head-dim 8 || fail "mkmodel untied"
 "$MK" --out "$TMP/sharded" --no-tie --shards 3 || fail "mkmodel sharded"
 
+# a small model's figures in the unit that suits it, not 0.00B
+expect_exit 0 "info on a small model" "$QWENCHAT" info -m "$TMP/untied"
+grep -q '^summary       82.18K parameters' "$TMP/out" && grep -q '^total .* 82.18K ' "$TMP/out" &&
+	pass "a small model's count in K" || fail "small model: $(grep -E '^(total|summary)' "$TMP/out")"
+
 for m in tied untied sharded; do
 	expect_exit 0 "info --json $m" "$QWENCHAT" info -m "$TMP/$m" --json
 	cp "$TMP/out" "$TMP/$m.json"

@@ -204,6 +204,8 @@ expect_err_has "does not serve the model 'Other/Model' (404 Not Found: The model
 	"... the server's 404 says so"
 expect_exit 1 "no model list, no -m" R -p x
 expect_err_has "has no model list (GET /models: 404): name the model with -m" "... asks for -m"
+expect_exit 1 "no model list at a URL without /v1" "$QWENCHAT" run --url "${URL%/v1}" -p x
+expect_err_has "is the URL the API base, such as http://HOST:8000/v1?" "... asks whether /v1 is missing"
 mode huge-models
 expect_exit 1 "a model list of 9 MiB" "$QWENCHAT" list --url "$URL"
 expect_err_has "/models: the reply is larger than 8 MiB" "... says it is too large"
