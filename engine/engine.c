@@ -102,8 +102,9 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 		return NULL;
 	int ctx = opt->ctx ? opt->ctx : default_ctx(c, opt, ops, notice);
 	if (ctx > c->max_position_embeddings) {
-		err_set("engine: context %d exceeds the model's max_position_embeddings %d", ctx,
-			c->max_position_embeddings);
+		err_set("a context of %d tokens is more than the model's "
+			"max_position_embeddings %d",
+			ctx, c->max_position_embeddings);
 		return NULL;
 	}
 	struct eng *e = calloc(1, sizeof *e);
@@ -206,13 +207,13 @@ static int check_forward(const struct eng *e, const int32_t *ids, int n, int pos
 		return err_set("forward: position %d is beyond the %d cached tokens", pos,
 			       e->cached);
 	if (n > e->ctx - pos)
-		return err_set("forward: positions %d..%d exceed the context size %d", pos,
-			       pos + n - 1, e->ctx);
+		return err_set("positions %d..%d exceed the context of %d tokens", pos, pos + n - 1,
+			       e->ctx);
 	for (int i = 0; i < n; i++)
 		if (ids[i] < 0 || ids[i] >= vocab)
-			return err_set("forward: token id %d at index %d is outside the vocabulary "
+			return err_set("token id %d at position %d is not in the vocabulary "
 				       "(vocab_size %d)",
-				       (int)ids[i], i, vocab);
+				       (int)ids[i], pos + i, vocab);
 	return 0;
 }
 

@@ -302,8 +302,12 @@ struct eng_model *eng_model_open(const char *dir)
 		rc = err_set("%s: no %s or %s", dir, SINGLE_NAME, INDEX_NAME);
 	free(single);
 	free(index);
-	if (rc < 0 || model_bind_all(m, &st_names, bind, m) < 0 || check_unused(m) < 0)
+	if (rc < 0 || model_bind_all(m, &st_names, bind, m) < 0 || check_unused(m) < 0) {
+		/* the weights' messages name their file: say in which directory */
+		if (strncmp(err_msg(), dir, strlen(dir)))
+			err_prefix("%s", dir);
 		goto fail;
+	}
 	for (int i = 0; i < m->nfiles; i++)
 		m->file_bytes += m->files[i]->size;
 	return m;

@@ -72,8 +72,7 @@ const char *tok_stream_push(struct tok_stream *s, int32_t id, size_t *len)
 	size_t n;
 	const char *p = tok_piece(s->t, id, &n);
 	if (!p) {
-		err_set("token id %d is out of range (vocabulary: %d ids)", id,
-			tok_vocab_size(s->t));
+		err_set("token id %d is not in the vocabulary (%d ids)", id, tok_vocab_size(s->t));
 		return NULL;
 	}
 	if (s->skip_special && tok_is_special(s->t, id))

@@ -659,8 +659,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 		return cli_usage(cmd->name, "unexpected argument '%s'",
 				 argv[optind + cmd->max_args]);
 	if (npos < cmd->min_args)
-		return cli_usage(cmd->name, "missing argument (usage: qwenchat %s %s)", cmd->name,
-				 cmd->synopsis);
+		return cli_usage(cmd->name, "missing %s (usage: qwenchat %s %s)",
+				 cmd->args ? cmd->args : "argument", cmd->name, cmd->synopsis);
 	if (remote_check(cmd, c))
 		return EXIT_USAGE;
 	if (first)
@@ -699,7 +699,8 @@ int cli_read_ids(FILE *f, const char *name, int32_t **ids, size_t *n)
 		if (*end || errno || x < 0 || x > INT32_MAX || word[0] < '0' || word[0] > '9' ||
 		    wl == (int)sizeof word - 1) {
 			free(v);
-			return err_set("%s: '%s' (id %zu) is not a token id", name, word, len);
+			return err_set("%s: '%s' at position %zu is not a token id", name, word,
+				       len);
 		}
 		if (len == cap) {
 			size_t nc = cap ? 2 * cap : 256;

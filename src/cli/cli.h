@@ -81,6 +81,7 @@ struct cli_command {
 	const struct cli_opt *shared_help;
 	const char *notes;          /* text after the options, or NULL */
 	int min_args, max_args;     /* positional arguments allowed */
+	const char *args;           /* what they are, for a missing one: "FILE..." */
 	int min_ctx;                /* the least --ctx accepted (0: 1) */
 };
 

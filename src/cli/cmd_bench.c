@@ -249,8 +249,9 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 	}
 	char weights[16], rss[16], per_token[16];
 	printf("model      %s\n", model);
-	printf("backend    %s, %d threads; weights %s mapped in %.3f s (RSS +%s)\n", backend,
-	       r->threads, units_bytes((double)r->weight_bytes, weights, sizeof weights), r->load_s,
+	printf("backend    %s, %d thread%s; weights %s mapped in %.3f s (RSS +%s)\n", backend,
+	       r->threads, r->threads == 1 ? "" : "s",
+	       units_bytes((double)r->weight_bytes, weights, sizeof weights), r->load_s,
 	       units_bytes(r->load_rss, rss, sizeof rss));
 	if (r->depth > 0)
 		printf("depth      %d tokens in the KV cache before the timed prefill and decode\n",
@@ -277,9 +278,10 @@ static void bench_print(const struct bench_result *r, const char *model, const c
 		if (np > 0)
 			printf("ratio      prefill at %.0f%% of the GEMM rate\n", 100 * gemm_ratio);
 	} else {
-		printf("memory     read bandwidth %.1f GB/s (%d threads, vector read loop, best of "
+		printf("memory     read bandwidth %.1f GB/s (%d thread%s, vector read loop, best "
+		       "of "
 		       "10)\n",
-		       r->bw_gbs, r->threads);
+		       r->bw_gbs, r->threads, r->threads == 1 ? "" : "s");
 		if (nd > 0)
 			printf("ratio      decode reads at %.0f%% of the measured bandwidth\n",
 			       100 * ratio);

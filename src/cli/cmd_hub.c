@@ -48,6 +48,7 @@ static const struct cli_command pull_cmd = {
 		 "(see 'man qwenchat').\n",
 	.min_args = 1,
 	.max_args = 1,
+	.args = "REPO",
 };
 
 static const struct cli_command list_cmd = {

@@ -33,6 +33,12 @@ static const struct cli_opt quantize_opts[] = {
 	{0},
 };
 
+/* -m here is a safetensors model: a GGUF is already converted */
+static const struct cli_opt quantize_shared_help[] = {
+	{"model", 0, NULL, "safetensors model directory or Hugging Face repo id"},
+	{0},
+};
+
 static const struct cli_command quantize_cmd = {
 	.name = "quantize",
 	.synopsis = "-m MODEL --type T --out FILE.gguf",
@@ -42,6 +48,7 @@ static const struct cli_command quantize_cmd = {
 		 "_m mixes attn_v and ffn_down in Q6_K on some layers, norms in F32).\n",
 	.groups = CLI_MODEL,
 	.opts = quantize_opts,
+	.shared_help = quantize_shared_help,
 };
 
 struct quantize_args {

@@ -77,7 +77,8 @@ static int render(const char *model, const char *messages, bool agp, int think)
 		return EXIT_RUNTIME;
 	}
 	if (c->n == 0) {
-		cli_error("%s: the conversation has no messages", messages);
+		cli_error("%s: the conversation has no messages",
+			  strcmp(messages, "-") ? messages : "stdin");
 		chat_free(c);
 		return EXIT_RUNTIME;
 	}

@@ -44,7 +44,8 @@ static const struct cli_opt train_opts[] = {
 
 static const struct cli_command train_cmd = {
 	.name = "train-bpe",
-	.synopsis = "--vocab-size N --out DIR [--special TOKEN]... [--threads N] FILE...",
+	.synopsis = "--vocab-size N --out DIR [--chat] [--special TOKEN]... [--threads N] [-q] "
+		    "FILE...",
 	.about = "Trains a byte-level BPE tokenizer on UTF-8 text files: the Qwen2 pre-tokenizer\n"
 		 "splits the text (never across a special token or a file end), then the most\n"
 		 "frequent adjacent pair is merged until the vocabulary is full (ties: the\n"
@@ -59,12 +60,14 @@ static const struct cli_command train_cmd = {
 		 "<|im_start|>, <|im_end|> (the end of a turn: eos_token) as special tokens, and\n"
 		 "<tool_call>, </tool_call>, <tool_response>, </tool_response>, <think>, </think>\n"
 		 "as added tokens that are not special (they stay in decoded text). It writes\n"
-		 "DIR/tokenizer_config.json as Qwen3's (added_tokens_decoder, eos_token, pad_token,\n"
+		 "DIR/tokenizer_config.json as Qwen3's (added_tokens_decoder, eos_token, "
+		 "pad_token,\n"
 		 "the hybrid chat template), so that a model trained from scratch on the\n"
 		 "tokenizer chats, thinks and stops as Qwen3 does. A --special already among\n"
 		 "them is not added twice.\n",
 	.min_args = 1,
 	.max_args = 1 << 20,
+	.args = "FILE...",
 };
 
 struct progress {
@@ -355,10 +358,11 @@ int cmd_train_bpe(int argc, char **argv)
 		units_ibytes(ru.ru_maxrss * 1024.0, peak, sizeof peak); /* ru_maxrss is in KiB */
 		fprintf(stderr,
 			"train-bpe: %s, %llu pre-tokens (%zu distinct), %llu special tokens "
-			"counted in %.2f s on %ld threads; %d merges in %.2f s (%.0f/s); "
+			"counted in %.2f s on %ld thread%s; %d merges in %.2f s (%.0f/s); "
 			"vocabulary %d; peak memory %s; wrote %s\n",
 			text, (unsigned long long)st.pretokens, st.distinct,
-			(unsigned long long)st.specials, t1 - t0, a.threads, m->n_merges, t2 - t1,
+			(unsigned long long)st.specials, t1 - t0, a.threads,
+			a.threads == 1 ? "" : "s", m->n_merges, t2 - t1,
 			t2 > t1 ? m->n_merges / (t2 - t1) : 0.0, m->n_tokens + a.n_specials, peak,
 			a.out);
 		if (m->n_merges < a.vocab - 256 - a.n_specials)

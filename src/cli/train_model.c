@@ -269,6 +269,11 @@ int train_model_new(const struct tstate_opts *o, struct train_model *p)
 		    !(p->m.init = eng_model_open(p->init_path)))
 			return -1;
 		p->m.cfg = *eng_model_config(p->m.init);
+		if (eng_dtype_quantized(p->m.cfg.dtype)) /* before the data and the plan */
+			return err_set(
+				"%s: its weights are %s: train from the bf16 model (quantized "
+				"weights cannot be trained)",
+				p->init_path, eng_dtype_name(p->m.cfg.dtype));
 		if (o->ctx > p->m.cfg.max_position_embeddings)
 			return err_set("--ctx %d is beyond %s's max_position_embeddings %d", o->ctx,
 				       o->init, p->m.cfg.max_position_embeddings);

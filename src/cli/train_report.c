@@ -140,9 +140,9 @@ static void print_convs(const struct train_report *r, const struct loop_plan *lp
 	print_conv_stream("data", &lp->train_sft, lp->train_tokens, lp->train_cached, r->o->ctx);
 	if (lp->train_rows)
 		fprintf(stderr,
-			"\nrows: packed, %lld rows of --ctx %d (%.2f conversations a row): "
+			"\nrows: packed, %lld row%s of --ctx %d (%.2f conversations a row): "
 			"%.1f%% of the positions are padding",
-			(long long)lp->train_rows, r->o->ctx,
+			(long long)lp->train_rows, lp->train_rows == 1 ? "" : "s", r->o->ctx,
 			(double)lp->train_sft.conversations / (double)lp->train_rows,
 			100 * lp->train_padding);
 	else
@@ -176,8 +176,10 @@ static void on_plan(void *user, const struct loop_plan *lp)
 			lp->val_cached ? " (cached)" : "");
 	if ((lp->val_tokens || lp->val_sft.conversations) && tstate_eval_rows(r->o) > 0)
 		fprintf(stderr,
-			"\nevaluation: at most the first %lld rows of %d tokens (--eval-tokens %lld)",
-			(long long)tstate_eval_rows(r->o), r->o->ctx, (long long)r->o->eval_tokens);
+			"\nevaluation: at most the first %lld row%s of %d tokens (--eval-tokens "
+			"%lld)",
+			(long long)tstate_eval_rows(r->o), tstate_eval_rows(r->o) == 1 ? "" : "s",
+			r->o->ctx, (long long)r->o->eval_tokens);
 	fprintf(stderr,
 		"\nmemory plan (%s): weights %s, gradients %s, AdamW moments %s, "
 		"activations %s (%d x %d tokens%s), scratch %s, token streams %s: total %s",

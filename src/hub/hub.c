@@ -517,6 +517,13 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 				  ? hfc_has_file(model, "config.json") ||
 					    (!weights && hfc_has_file(model, "tokenizer.json"))
 				  : ggufname_is_gguf(model);
+		if (!ok && !fio_is_dir(model)) {
+			/* a file of a model directory: the directory is what to name */
+			err_set("%s is a file, not a .gguf file: name the model's directory, a "
+				".gguf file or a repo id",
+				model);
+			return NULL;
+		}
 		if (!ok) {
 			err_set("%s is not a model directory (no config.json%s), a .gguf file or "
 				"a repo id",

@@ -24,6 +24,7 @@ for bad in "$TMP/empty" "$M/model.safetensors" "$TMP/README.md"; do
 		*) alone="" ;;
 		esac
 		want="$bad is not a model directory (no config.json$alone), a .gguf file or a repo id"
+		[ -f "$bad" ] && want="$bad is a file, not a .gguf file: name the model's directory, a .gguf file or a repo id"
 		# shellcheck disable=SC2086
 		echo 1 2 | "$QWENCHAT" $cmd -m "$bad" >"$TMP/out" 2>"$TMP/err"
 		rc=$?

@@ -502,7 +502,7 @@ if TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh" 2>/dev/null); then
 		--kv-heads 1 --head-dim 32 --vocab-size 151936
 	"$QWENCHAT" quantize -m "$TMP/q" --type q8_0 --out "$TMP/q.gguf" 2>"$TMP/err" ||
 		fail "quantize: $(tail -n 1 "$TMP/err")"
-	usage 1 "--init a quantized GGUF" "train from the bf16 model" --init "$TMP/q.gguf" \
+	usage 1 "--init a quantized GGUF" "q.gguf: its weights are Q8_0: train from the bf16 model" --init "$TMP/q.gguf" \
 		--out "$TMP/fromq" --data "$TMP/d.u32" $SMALL
 	"$QWENCHAT" train --init "$TMP/q" --out "$TMP/fromq2" --data "$TMP/a.txt" $SMALL --steps 1 \
 		2>"$TMP/err" && cmp -s "$TMP/q/tokenizer.json" "$TMP/fromq2/tokenizer.json" &&
