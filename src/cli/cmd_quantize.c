@@ -29,7 +29,8 @@ enum quantize_key { OPT_TYPE = CLI_OWN };
 static const struct cli_opt quantize_opts[] = {
 	{"type", OPT_TYPE, "T",
 	 "one of llama.cpp's mixes (" ENG_FTYPE_QUANT_NAMES "), or bf16, f32"},
-	{"out", 'o', "FILE", "the GGUF file to write (replaced whole, never partly)"},
+	{"out", 'o', "FILE",
+	 "the GGUF file to write, replaced whole, never\npartly (-: standard output)"},
 	{0},
 };
 
@@ -261,6 +262,12 @@ int cmd_quantize(int argc, char **argv)
 		return cli_usage("quantize",
 				 "--type %s: not one of " ENG_FTYPE_QUANT_NAMES ", bf16, f32",
 				 qa.type);
+	if (!strcmp(qa.out, "-")) {
+		if (isatty(STDOUT_FILENO))
+			return cli_usage("quantize", "--out -: standard output is a terminal (a "
+						     "GGUF file is binary)");
+		qa.out = "/dev/stdout";
+	}
 	struct hub_env hub;
 	cli_env_hub(&hub);
 	char *dir = hub_resolve(&hub, com.model);

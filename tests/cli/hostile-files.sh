@@ -134,7 +134,7 @@ expect_exit 0 "logits --out at a link" sh -c "'$QWENCHAT' logits -m '$M' --out '
 	fail "a link at --out: victim '$(cat "$TMP/w/victim")', $(ls -l "$TMP/w")"
 # standard output by name: written through, never replaced
 expect_exit 0 "logits --out /dev/stdout" sh -c "'$QWENCHAT' logits -m '$M' --out /dev/stdout <'$TMP/ids' >'$TMP/w/so.bin'"
-expect_exit 0 "logits --out -" sh -c "'$QWENCHAT' logits -m '$M' --out - <'$TMP/ids' >'$TMP/w/dash.bin'"
+expect_exit 0 "logits --out -" sh -c "cd '$TMP/w' && '$QWENCHAT' logits -m '$M' --out - <'$TMP/ids' >'$TMP/w/dash.bin'"
 restore_dev
 cmp -s "$TMP/w/so.bin" "$TMP/w/out.bin" && cmp -s "$TMP/w/dash.bin" "$TMP/w/out.bin" &&
 	pass "--out /dev/stdout and --out -: the file's bytes" ||

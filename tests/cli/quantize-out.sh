@@ -40,6 +40,9 @@ cmp -s "$TMP/piped.gguf" "$TMP/plain.gguf" && pass "--out /dev/stdout: the same 
 restore_dev
 "$QWENCHAT" quantize -m "$M" --type q8_0 --out /dev/stdout 2>/dev/null | cmp -s - "$TMP/plain.gguf" &&
 	pass "--out /dev/stdout into a pipe" || fail "--out /dev/stdout into a pipe"
+(cd "$TMP" && "$QWENCHAT" quantize -m "$M" --type q8_0 --out - 2>/dev/null) |
+	cmp -s - "$TMP/plain.gguf" && [ ! -e "$TMP/-" ] && pass "--out -: standard output" ||
+	fail "--out -"
 expect_exit 0 "--out /dev/null" "$QWENCHAT" quantize -m "$M" --type q8_0 --out /dev/null
 restore_dev
 expect_exit 1 "--out a new name in /dev" "$QWENCHAT" quantize -m "$M" --type q8_0 --out /dev/qwenchat-test.gguf
