@@ -52,6 +52,9 @@ struct train_report {
 	bool pending;                    /* PANEL: steps not drawn yet */
 	bool stop_told;                  /* the stop asked for was said above the panel */
 	struct panel panel;
+	/* this process's steps, for the closing line */
+	int64_t first_step, last_step;
+	double step_seconds, tokens, last_loss, last_val;
 };
 
 static volatile sig_atomic_t g_stop, g_stepping;
@@ -258,10 +261,39 @@ static void step_panel(struct train_report *r, const struct loop_status *s)
 		draw_panel(r);
 }
 
+/* What the steps of this process came to, under the last save's line. */
+static void tally(struct train_report *r, const struct loop_status *s)
+{
+	if (!r->first_step)
+		r->first_step = s->step;
+	r->last_step = s->step;
+	r->step_seconds += s->step_seconds;
+	r->tokens += s->tokens_per_second * s->step_seconds;
+	r->last_loss = s->loss;
+	r->last_val = s->val_loss;
+}
+
+static void say_tally(struct train_report *r)
+{
+	char t[32], val[48] = "";
+	if (!r->first_step)
+		return;
+	if (!isnan(r->last_val))
+		snprintf(val, sizeof val, ", val_loss %.4f", r->last_val);
+	if (r->step_seconds < 60)
+		snprintf(t, sizeof t, "%.2f s", r->step_seconds);
+	else
+		units_duration(r->step_seconds, t, sizeof t);
+	say(r, "trained steps %lld-%lld in %s: %.0f tokens at %.0f tok/s; loss %.4f%s\n",
+	    (long long)r->first_step, (long long)r->last_step, t, r->tokens,
+	    r->step_seconds > 0 ? r->tokens / r->step_seconds : 0.0, r->last_loss, val);
+}
+
 static void on_step(void *user, const struct loop_status *s)
 {
 	struct train_report *r = user;
 	char eta[32], val[32] = "";
+	tally(r, s);
 	if (r->mode == PANEL) {
 		step_panel(r, s);
 		return;
@@ -285,6 +317,7 @@ static void on_step(void *user, const struct loop_status *s)
 static void on_eval(void *user, const struct loop_status *s)
 {
 	struct train_report *r = user;
+	r->last_val = s->val_loss;
 	panel_eval(&r->panel, s->step, s->val_loss);
 	say(r, "step %lld: val_loss %.4f, val_ppl %.4g\n", (long long)s->step, s->val_loss,
 	    exp(s->val_loss));
@@ -301,6 +334,8 @@ static void on_saved(void *user, int64_t step, double seconds)
 	if (step == r->o->steps || g_stop)
 		end_panel(r);
 	say(r, "saved %s at step %lld (%.1f s)\n", r->dir, (long long)step, seconds);
+	if (step == r->o->steps || g_stop)
+		say_tally(r);
 	if (r->area)
 		draw_panel(r);
 }

@@ -106,11 +106,12 @@ rc=$(cat "$TMP/rc" 2>/dev/null)
 [ "$rc" = 130 ] && pass "Ctrl-C: exit 130" || fail "Ctrl-C: exit '$rc', 130 wanted"
 n=$(sed -n 's|^stopped at step \([0-9]*\): continue with .*|\1|p' "$TMP/scr")
 last=$(sed -n 's|^step \([0-9]*\)/1000000 .*|\1|p' "$TMP/scr" | tail -n 1)
-after=$(sed -n '/^step [0-9]*\/1000000 /,$p' "$TMP/scr" | grep -v '^$' | tail -n 2)
+after=$(sed -n '/^step [0-9]*\/1000000 /,$p' "$TMP/scr" | grep -v '^$' | tail -n 3)
 if [ -n "$n" ] && [ "$n" = "$last" ] &&
    printf '%s\n' "$after" | head -n 1 | grep -qF "saved $R at step $n (" &&
+   printf '%s\n' "$after" | sed -n 2p | grep -qF "trained steps 1-$n in " &&
    printf '%s\n' "$after" | tail -n 1 | grep -qF "stopped at step $n: continue with"; then
-	pass "the panel's last state (step $n) stays, the saved and stopped lines below it"
+	pass "the panel's last state (step $n) stays, the saved, trained and stopped lines below it"
 else
 	fail "after Ctrl-C: panel at step '$last', stopped at '$n', last lines: $after"
 fi
