@@ -254,6 +254,34 @@ bool fio_in_system_dir(const char *path)
  * it leads to: a terminal, a pipe, the file standard output was sent to. It is
  * written through, appending (a shell's "> f" has emptied f, ">> f" asks for the end),
  * since renaming a file over it would replace the system's own entry. */
+/* Whether path's directory is a process's descriptor table, /proc/PID/fd. */
+static bool in_fd_dir(const char *path)
+{
+	char dir[4200], real[PATH_MAX];
+	if (parent_dir(path, dir, sizeof dir) || !realpath(dir, real) || strncmp(real, "/proc/", 6))
+		return false;
+	const char *p = real + 6;
+	if (*p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return !strcmp(p, "/fd");
+}
+
+/* Whether path names an open descriptor (/proc/self/fd/1, /dev/fd/1, or a link to one
+ * such as /dev/stdout): the file behind it is one the user's shell opened. */
+static bool names_descriptor(const char *path)
+{
+	char to[PATH_MAX];
+	ssize_t n = readlink(path, to, sizeof to - 1);
+	if (in_fd_dir(path))
+		return true;
+	if (n <= 0 || to[0] != '/')
+		return false;
+	to[n] = '\0';
+	return in_fd_dir(to);
+}
+
 int fio_open_through(const char *target)
 {
 	struct stat st;
@@ -263,6 +291,11 @@ int fio_open_through(const char *target)
 	if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode) &&
 	    !S_ISREG(st.st_mode))
 		return err_set("%s: not a file, a terminal or a pipe (refused)", target);
+	/* a file here is the kernel's (/proc/sys, /sys) unless a descriptor leads to it */
+	if (S_ISREG(st.st_mode) && !names_descriptor(target))
+		return err_set("%s: a file of the system's (refused: only a terminal, a pipe or "
+			       "standard output is written here)",
+			       target);
 	int fd = open(target, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
 	return fd >= 0 ? fd : err_set("%s: cannot open: %s", target, strerror(errno));
 }

@@ -51,7 +51,8 @@ bool fio_in_system_dir(const char *path);
  * for what it leads to: a terminal, a pipe, the file standard output was sent to. It
  * is opened to write through, appending (a shell's "> f" has emptied f, ">> f" asks
  * for the end), since renaming a file over it would replace the system's own entry;
- * a block device, a directory or a missing name is refused. The descriptor, or -1
+ * a block device, a directory, a missing name or a file not reached through a
+ * descriptor (/proc/sys/..., /sys/...) is refused. The descriptor, or -1
  * (err_set). */
 int fio_open_through(const char *path);
 

@@ -140,4 +140,7 @@ cmp -s "$TMP/w/so.bin" "$TMP/w/out.bin" && cmp -s "$TMP/w/dash.bin" "$TMP/w/out.
 	pass "--out /dev/stdout and --out -: the file's bytes" ||
 	fail "--out /dev/stdout: $(wc -c <"$TMP/w/so.bin"), -: $(wc -c <"$TMP/w/dash.bin")"
 [ ! -e "$TMP/w/-" ] && pass "--out - makes no file named '-'" || fail "--out - made a file '-'"
+# a file of the kernel's is not written through (only a descriptor's file is)
+expect_exit 1 "logits --out /proc/self/comm" sh -c "'$QWENCHAT' logits -m '$M' --out /proc/self/comm <'$TMP/ids'"
+expect_err_has "a file of the system's (refused" "--out a kernel file: refused, said so"
 finish
