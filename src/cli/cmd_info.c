@@ -74,7 +74,9 @@ struct info {
  * K with two. */
 static const char *count_in(int64_t p, int digits, char *buf, size_t n)
 {
-	if (p >= 100000000)
+	if (p == 0)
+		snprintf(buf, n, "0");
+	else if (p >= 100000000)
 		snprintf(buf, n, "%.*fB", digits, p / 1e9);
 	else if (p >= 100000)
 		snprintf(buf, n, "%.*fM", digits, p / 1e6);
