@@ -209,65 +209,60 @@ static void draw_status(struct ui *u, int y, int w)
 	attrset(A_NORMAL);
 }
 
-/* The input area: "> " then the line, wrapped; returns its height and places the
- * cursor. */
-static void draw_input(int y0, int h, int w)
+/* The input area: "> " then the line, wrapped at w - 3 columns of display width (a CJK
+ * character or an emoji takes two). Walks its rows, finding the cursor's (crow, ccol;
+ * may be NULL) and, with draw, drawing rows first .. first + h - 1 from y0; returns
+ * the number of rows. */
+static int input_walk(int w, bool draw, int y0, int first, int h, int *crow, int *ccol)
 {
 	const char *buf = rl_line_buffer ? rl_line_buffer : "";
-	size_t len = strlen(buf), point = rl_point < 0 ? 0 : (size_t)rl_point;
-	int row = 0, crow = 0, ccol = 2;
-	/* First pass: count rows and find the cursor's; second: draw the visible ones. */
-	for (int pass = 0; pass < 2; pass++) {
-		int first = crow - h + 1 > 0 ? crow - h + 1 : 0;
-		size_t i = 0;
-		row = 0;
-		for (;;) {
-			size_t nl = i;
-			while (nl < len && buf[nl] != '\n')
-				nl++;
-			size_t s = i;
-			do {
-				size_t fit = view_fit(buf + s, nl - s, w - 2 > 1 ? w - 3 : 1);
-				if (!fit && s < nl)
-					fit = 1;
-				if (pass == 0 && point >= s &&
-				    (point < s + fit || (point == s + fit && (s + fit == nl)))) {
-					crow = row;
-					ccol = 2 + view_width(buf + s, point - s);
-				}
-				if (pass == 1 && row >= first && row - first < h) {
-					move(y0 + row - first, 0);
-					clrtoeol();
-					attrset(A_BOLD);
-					draw_put(y0 + row - first, 0, row == 0 ? "> " : "  ", 2, 2);
-					attrset(A_NORMAL);
-					draw_put(y0 + row - first, 2, buf + s, fit, w - 3);
-				}
-				s += fit;
-				row++;
-			} while (s < nl);
-			if (nl >= len)
-				break;
-			i = nl + 1;
-		}
-		if (pass == 1)
-			move(y0 + crow - first, ccol < w ? ccol : w - 1);
+	size_t len = strlen(buf), point = rl_point < 0 ? 0 : (size_t)rl_point, i = 0;
+	int row = 0;
+	for (;;) {
+		size_t nl = i;
+		while (nl < len && buf[nl] != '\n')
+			nl++;
+		size_t s = i;
+		do {
+			size_t fit = view_fit(buf + s, nl - s, w - 2 > 1 ? w - 3 : 1);
+			if (!fit && s < nl)
+				fit = 1;
+			if (crow && point >= s &&
+			    (point < s + fit || (point == s + fit && (s + fit == nl)))) {
+				*crow = row;
+				*ccol = 2 + view_width(buf + s, point - s);
+			}
+			if (draw && row >= first && row - first < h) {
+				move(y0 + row - first, 0);
+				clrtoeol();
+				attrset(A_BOLD);
+				draw_put(y0 + row - first, 0, row == 0 ? "> " : "  ", 2, 2);
+				attrset(A_NORMAL);
+				draw_put(y0 + row - first, 2, buf + s, fit, w - 3);
+			}
+			s += fit;
+			row++;
+		} while (s < nl);
+		if (nl >= len)
+			break;
+		i = nl + 1;
 	}
+	return row;
+}
+
+/* The input's last h rows up to the cursor's, and the cursor placed. */
+static void draw_input(int y0, int h, int w)
+{
+	int crow = 0, ccol = 2;
+	input_walk(w, false, 0, 0, 0, &crow, &ccol);
+	int first = crow - h + 1 > 0 ? crow - h + 1 : 0;
+	input_walk(w, true, y0, first, h, NULL, NULL);
+	move(y0 + crow - first, ccol < w ? ccol : w - 1);
 }
 
 static int input_rows(int w)
 {
-	const char *buf = rl_line_buffer ? rl_line_buffer : "";
-	int rows = 1, col = 0;
-	for (const char *p = buf; *p; p++) {
-		if (*p == '\n' || col >= w - 3) {
-			rows++;
-			col = 0;
-		}
-		if (*p != '\n' && ((unsigned char)*p & 0xc0) != 0x80)
-			col++;
-	}
-	return rows;
+	return input_walk(w, false, 0, 0, 0, NULL, NULL);
 }
 
 static void draw_hint(struct ui *u, int y, int w)

@@ -170,11 +170,12 @@ void fio_remove_stale_temps(const char *path, const char *prefix, fio_removed_fn
  * reusing a name (O_CREAT|O_EXCL|O_NOFOLLOW on a random name): a link planted at a
  * predictable name cannot aim the write. The name, .BASE.tmp.PID.RANDOM, goes into
  * tmp (tmpsz bytes); those a killed writer left are removed first. */
-static int create_temp(const char *target, mode_t mode, char *tmp, size_t tmpsz)
+/* A new private file beside the target, in the target's directory opened as dir:
+ * ".BASE.tmp.PID.RANDOM", created with O_EXCL|O_NOFOLLOW so that nothing planted
+ * there is opened. Its name goes into tmp. */
+static int create_temp(int dir, const char *target, const char *base, mode_t mode, char *tmp,
+		       size_t tmpsz)
 {
-	const char *slash = strrchr(target, '/');
-	int dl = slash ? (int)(slash - target) + 1 : 0;
-	const char *base = slash ? slash + 1 : target;
 	char prefix[NAME_MAX + 8];
 	if (snprintf(prefix, sizeof prefix, ".%s.tmp.", base) < (int)sizeof prefix)
 		fio_remove_stale_temps(target, prefix, NULL, NULL);
@@ -183,10 +184,11 @@ static int create_temp(const char *target, mode_t mode, char *tmp, size_t tmpsz)
 		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
 			r = (uint64_t)getpid() * 2654435761u + (uint64_t)tries * 40503u +
 			    (uint64_t)clock();
-		if (snprintf(tmp, tmpsz, "%.*s.%s.tmp.%ld.%016llx", dl, target, base,
-			     (long)getpid(), (unsigned long long)r) >= (int)tmpsz)
+		if (snprintf(tmp, tmpsz, ".%s.tmp.%ld.%016llx", base, (long)getpid(),
+			     (unsigned long long)r) >= (int)tmpsz)
 			return err_set("%s: name too long", target);
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				mode);
 		if (fd >= 0 || errno != EEXIST)
 			return fd >= 0 ? fd
 				       : err_set("%s: cannot create a file beside it: %s", target,
@@ -221,88 +223,133 @@ int fio_sync_dir(const char *dir)
 	return rc;
 }
 
-/* Syncs the directory holding path, best effort: the file's contents are synced
- * already, and the rename is in place for every reader whether or not this fails. */
-static void sync_parent(const char *path)
+/* The directory holding path, opened: every later step acts on it, whatever a link
+ * in path's directories is turned to meanwhile. *base: path's last component. */
+static int open_dir_of(const char *path, const char **base)
 {
 	char dir[4200];
-	if (parent_dir(path, dir, sizeof dir) == 0)
-		(void)fio_sync_dir(dir);
+	const char *slash = strrchr(path, '/');
+	*base = slash ? slash + 1 : path;
+	if (!**base || !strcmp(*base, ".") || !strcmp(*base, ".."))
+		return err_set("%s: names a directory, not a file", path);
+	if (parent_dir(path, dir, sizeof dir))
+		return err_set("%s: name too long", path);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd >= 0 ? fd : err_set("%s: %s", dir, strerror(errno));
 }
 
-/* Writes and renames with the signals that end a program held back, so that a
- * Ctrl-C, a SIGTERM or a closed terminal comes after the rename (or after the temp
- * file is removed), never between: no half-written temp file is left behind. */
-/* Whether the absolute path is root or below it. */
-static bool under(const char *path, const char *root)
+/* Whether the opened directory is the system's: on the file system of /dev, /dev/pts,
+ * /proc or /sys (/dev/shm is a tmpfs of its own, a place for files like /tmp). Where
+ * such a root shares the file system of / (no mount of its own), only the root
+ * directory itself counts. Undecidable: the system's. */
+static bool system_dir(int dir)
 {
-	size_t n = strlen(root);
-	return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
+	static const char *const roots[] = {"/dev", "/dev/pts", "/proc", "/sys"};
+	struct stat d, r, top;
+	if (fstat(dir, &d) != 0 || stat("/", &top) != 0)
+		return true;
+	for (size_t i = 0; i < sizeof roots / sizeof *roots; i++)
+		if (stat(roots[i], &r) == 0 && r.st_dev == d.st_dev &&
+		    (r.st_dev != top.st_dev || r.st_ino == d.st_ino))
+			return true;
+	return false;
 }
 
 bool fio_in_system_dir(const char *path)
 {
-	char dir[4200], real[PATH_MAX];
-	if (parent_dir(path, dir, sizeof dir) || !realpath(dir, real))
-		return false;
-	/* /dev/shm is a place for files like /tmp */
-	return under(real, "/dev") ? !under(real, "/dev/shm")
-				   : under(real, "/proc") || under(real, "/sys");
+	const char *base;
+	int dir = open_dir_of(path, &base);
+	bool sys = dir < 0 || system_dir(dir);
+	if (dir >= 0)
+		close(dir);
+	err_clear();
+	return sys;
 }
 
-/* A name in /dev or /proc (/dev/stdout, /dev/null, /proc/self/fd/3) stands for what
- * it leads to: a terminal, a pipe, the file standard output was sent to. It is
- * written through, appending (a shell's "> f" has emptied f, ">> f" asks for the end),
- * since renaming a file over it would replace the system's own entry. */
-/* Whether path's directory is a process's descriptor table, /proc/PID/fd. */
-static bool in_fd_dir(const char *path)
+/* The descriptor of this process that base in dir names, or -1: an entry of
+ * /proc/self/fd, or a link to one (/dev/stdout, /dev/fd/1). */
+static int descriptor_named(int dir, const char *base)
 {
-	char dir[4200], real[PATH_MAX];
-	if (parent_dir(path, dir, sizeof dir) || !realpath(dir, real) || strncmp(real, "/proc/", 6))
-		return false;
-	const char *p = real + 6;
-	if (*p < '0' || *p > '9')
-		return false;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	return !strcmp(p, "/fd");
+	struct stat d, fdd;
+	char to[256], *end;
+	long n = -1;
+	if (fstat(dir, &d) == 0 && stat("/proc/self/fd", &fdd) == 0 && d.st_dev == fdd.st_dev &&
+	    d.st_ino == fdd.st_ino) {
+		n = strtol(base, &end, 10);
+		return *base >= '0' && *base <= '9' && !*end && n <= INT_MAX ? (int)n : -1;
+	}
+	ssize_t len = readlinkat(dir, base, to, sizeof to - 1);
+	if (len <= 0)
+		return -1;
+	to[len] = '\0';
+	char self[64];
+	snprintf(self, sizeof self, "/proc/%ld/fd/", (long)getpid());
+	const char *forms[] = {"/proc/self/fd/", "/dev/fd/", self};
+	for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+		size_t k = strlen(forms[i]);
+		if (!strncmp(to, forms[i], k) && to[k] >= '0' && to[k] <= '9') {
+			n = strtol(to + k, &end, 10);
+			return !*end && n <= INT_MAX ? (int)n : -1;
+		}
+	}
+	return -1;
 }
 
-/* Whether path names an open descriptor (/proc/self/fd/1, /dev/fd/1, or a link to one
- * such as /dev/stdout): the file behind it is one the user's shell opened. */
-static bool names_descriptor(const char *path)
+/* What a name in the system's directories leads to, opened to write (see
+ * fio_open_through). */
+static int open_through_at(int dir, const char *base, const char *target)
 {
-	char to[PATH_MAX];
-	ssize_t n = readlink(path, to, sizeof to - 1);
-	if (in_fd_dir(path))
-		return true;
-	if (n <= 0 || to[0] != '/')
-		return false;
-	to[n] = '\0';
-	return in_fd_dir(to);
+	int n = descriptor_named(dir, base);
+	if (n >= 0) { /* the descriptor itself, as the shell opened it */
+		int fl = fcntl(n, F_GETFL);
+		if (fl < 0)
+			return err_set("%s: descriptor %d is not open", target, n);
+		if ((fl & O_ACCMODE) == O_RDONLY)
+			return err_set("%s: descriptor %d is open for reading only", target, n);
+		int fd = fcntl(n, F_DUPFD_CLOEXEC, 0);
+		return fd >= 0 ? fd : err_set("%s: %s", target, strerror(errno));
+	}
+	/* O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of waiting forever */
+	int fd = openat(dir, base, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENXIO ? err_set("%s: nothing reads this pipe", target)
+		       : errno == ENOENT
+			       ? err_set("%s: no such file (only what is there is written in "
+					 "this directory)",
+					 target)
+			       : err_set("%s: cannot open: %s", target, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+		bool reg = S_ISREG(st.st_mode);
+		close(fd);
+		/* a file here is the kernel's (/proc/sys, /sys) */
+		return reg ? err_set("%s: a file of the system's (refused: only a terminal, a "
+				     "pipe or a descriptor is written here)",
+				     target)
+			   : err_set("%s: not a terminal, a pipe or a descriptor (refused)",
+				     target);
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	return fd;
 }
 
 int fio_open_through(const char *target)
 {
-	struct stat st;
-	if (stat(target, &st) != 0)
-		return err_set("%s: %s (only what is there is written in this directory)", target,
-			       strerror(errno));
-	if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode) &&
-	    !S_ISREG(st.st_mode))
-		return err_set("%s: not a file, a terminal or a pipe (refused)", target);
-	/* a file here is the kernel's (/proc/sys, /sys) unless a descriptor leads to it */
-	if (S_ISREG(st.st_mode) && !names_descriptor(target))
-		return err_set("%s: a file of the system's (refused: only a terminal, a pipe or "
-			       "standard output is written here)",
-			       target);
-	int fd = open(target, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
-	return fd >= 0 ? fd : err_set("%s: cannot open: %s", target, strerror(errno));
+	const char *base;
+	int dir = open_dir_of(target, &base);
+	if (dir < 0)
+		return -1;
+	int fd = open_through_at(dir, base, target);
+	close(dir);
+	return fd;
 }
 
-static int write_through(const char *target, const void *data, size_t len)
+static int write_through(int dir, const char *base, const char *target, const void *data,
+			 size_t len)
 {
-	int fd = fio_open_through(target);
+	int fd = open_through_at(dir, base, target);
 	if (fd < 0)
 		return -1;
 	int rc = fio_write_fd(fd, data, len)
@@ -313,58 +360,67 @@ static int write_through(const char *target, const void *data, size_t len)
 	return rc;
 }
 
-static int replace(const char *target, const void *data, size_t len, mode_t mode)
+/* Writes and renames with the signals that end a program held back, so that a
+ * Ctrl-C, a SIGTERM or a closed terminal comes after the rename (or after the temp
+ * file is removed), never between: no half-written temp file is left behind. */
+static int replace(int dir, const char *base, const char *target, const void *data, size_t len,
+		   mode_t mode)
 {
-	/* lstat: a link at target is replaced by the new file, its target never written
-	 * (a link planted where a user saves must not aim the write), and the new file
-	 * takes `mode`, not the mode of whatever the link points to */
+	/* no link is followed: a link at target is replaced by the new file, its target
+	 * never written (a link planted where a user saves must not aim the write), and
+	 * the new file takes `mode`, not the mode of whatever the link points to */
 	struct stat st;
-	bool link = lstat(target, &st) == 0 && S_ISLNK(st.st_mode);
-	bool exists = !link && lstat(target, &st) == 0;
+	bool exists = fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode);
 	if (exists && !S_ISREG(st.st_mode))
 		return err_set("%s: not a regular file (refused: only a file can be replaced)",
 			       target);
-	char tmp[4200];
-	int fd = create_temp(target, exists ? (st.st_mode & 07777) : mode, tmp, sizeof tmp);
+	/* An existing file of ours keeps its permissions (a transcript made private stays
+	 * private); another user's file does not lend its mode, nor anyone set-id bits. */
+	bool keep = exists && st.st_uid == geteuid();
+	char tmp[NAME_MAX + 64];
+	int fd = create_temp(dir, target, base, keep ? st.st_mode & 0777 : mode, tmp, sizeof tmp);
 	if (fd < 0)
 		return -1;
-	/* An existing file keeps its mode: a transcript made private stays private. */
-	if (exists && fchmod(fd, st.st_mode & 07777) != 0) {
-		close(fd);
-		unlink(tmp);
-		return err_set("%s: cannot set the mode: %s", target, strerror(errno));
-	}
 	int rc = 0;
-	if (fio_write_fd(fd, data, len) != 0 || fsync(fd) != 0)
+	if (keep && fchmod(fd, st.st_mode & 0777) != 0) /* as it was, whatever the umask */
+		rc = err_set("%s: cannot set the mode: %s", target, strerror(errno));
+	if (rc == 0 && (fio_write_fd(fd, data, len) != 0 || fsync(fd) != 0))
 		rc = err_set("%s: write failed: %s", target, strerror(errno));
 	if (close(fd) != 0 && rc == 0)
 		rc = err_set("%s: write failed: %s", target, strerror(errno));
-	if (rc == 0 && rename(tmp, target) != 0)
+	if (rc == 0 && renameat(dir, tmp, dir, base) != 0)
 		rc = err_set("%s: cannot replace: %s", target, strerror(errno));
 	if (rc)
-		unlink(tmp);
+		unlinkat(dir, tmp, 0);
 	else
-		sync_parent(target);
+		(void)fsync(dir); /* best effort: the rename is in place for every reader */
 	return rc;
 }
 
 int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags)
 {
 	struct stat st;
-	if ((flags & FIO_NO_LINKS) && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-		return err_set("%s: is a symbolic link (refused: nothing here should be one)",
-			       path);
-	if (fio_in_system_dir(path)) /* a pipe may block: signals are not held for it */
-		return write_through(path, data, len);
-	sigset_t hold, old;
-	sigemptyset(&hold);
-	sigaddset(&hold, SIGINT);
-	sigaddset(&hold, SIGTERM);
-	sigaddset(&hold, SIGHUP);
-	sigaddset(&hold, SIGQUIT);
-	pthread_sigmask(SIG_BLOCK, &hold, &old);
-	int rc = replace(path, data, len, mode);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	const char *base;
+	int dir = open_dir_of(path, &base), rc;
+	if (dir < 0)
+		return -1;
+	if ((flags & FIO_NO_LINKS) && fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode)) {
+		rc = err_set("%s: is a symbolic link (refused: nothing here should be one)", path);
+	} else if (system_dir(dir)) { /* a pipe may block: signals are not held for it */
+		rc = write_through(dir, base, path, data, len);
+	} else {
+		sigset_t hold, old;
+		sigemptyset(&hold);
+		sigaddset(&hold, SIGINT);
+		sigaddset(&hold, SIGTERM);
+		sigaddset(&hold, SIGHUP);
+		sigaddset(&hold, SIGQUIT);
+		pthread_sigmask(SIG_BLOCK, &hold, &old);
+		rc = replace(dir, base, path, data, len, mode);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	close(dir);
 	return rc;
 }
 

@@ -34,26 +34,28 @@ int fio_write_fd(int fd, const void *data, size_t len);
 /* Replaces path's contents so that a reader sees the old file or the new one, never
  * a partial one: the data goes into a new temporary file beside it (a random name
  * created with O_EXCL|O_NOFOLLOW, so no planted link can aim the write), is synced,
- * then renamed over path. A symbolic link at path is replaced by the new file, never
- * written through (FIO_NO_LINKS: refused). Anything else but a regular file at path
- * is refused. A path in /dev, /proc or /sys (fio_in_system_dir: /dev/stdout,
- * /dev/null) is written through instead, appending, when it leads to a character
- * device, a pipe, a socket or a file, and refused otherwise. An existing file keeps its mode; a new one gets `mode` (less
- * the umask). Signals that end the program wait until the file is in place or the
- * temporary file is gone. 0 or -1 (err_set). */
+ * then renamed over path. path's directory is opened once and every step acts on it,
+ * so a link in its path turned elsewhere meanwhile moves nothing. A symbolic link at
+ * path is replaced by the new file, never written through (FIO_NO_LINKS: refused).
+ * Anything else but a regular file at path is refused. An existing file of this user
+ * keeps its permission bits; a new one, or one of another user's, gets `mode` (less
+ * the umask). A path in the system's directories (fio_in_system_dir: /dev/stdout,
+ * /dev/null) is written through fio_open_through instead. Signals that end the
+ * program wait until the file is in place or the temporary file is gone. 0 or -1
+ * (err_set). */
 int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags);
 
-/* Whether path's directory (links resolved) is /dev, /proc or /sys or below them
- * (but not /dev/shm): the system's names, never to be replaced by a file of ours. */
+/* Whether path's directory is the system's: on the file system of /dev, /dev/pts,
+ * /proc or /sys (not /dev/shm, a tmpfs of its own), or undecidable. Names there are
+ * never replaced by a file of ours. */
 bool fio_in_system_dir(const char *path);
 
-/* A name in the system's directories (/dev/stdout, /dev/null, /proc/self/fd/3) stands
- * for what it leads to: a terminal, a pipe, the file standard output was sent to. It
- * is opened to write through, appending (a shell's "> f" has emptied f, ">> f" asks
- * for the end), since renaming a file over it would replace the system's own entry;
- * a block device, a directory, a missing name or a file not reached through a
- * descriptor (/proc/sys/..., /sys/...) is refused. The descriptor, or -1
- * (err_set). */
+/* A name in the system's directories stands for what it leads to, opened to write: a
+ * descriptor of this process (/dev/stdout, /dev/fd/N, /proc/self/fd/N) duplicated as
+ * the shell opened it (refused when open for reading only); a terminal, another
+ * character device or a pipe (refused when nothing reads it). A file there (the
+ * kernel's: /proc/sys, /sys), a block device, a directory or a missing name is
+ * refused. The descriptor, or -1 (err_set). */
 int fio_open_through(const char *path);
 
 /* Removes the temporary files PREFIX<pid>.<anything> beside path (in its directory)

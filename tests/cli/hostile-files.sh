@@ -140,6 +140,16 @@ cmp -s "$TMP/w/so.bin" "$TMP/w/out.bin" && cmp -s "$TMP/w/dash.bin" "$TMP/w/out.
 	pass "--out /dev/stdout and --out -: the file's bytes" ||
 	fail "--out /dev/stdout: $(wc -c <"$TMP/w/so.bin"), -: $(wc -c <"$TMP/w/dash.bin")"
 [ ! -e "$TMP/w/-" ] && pass "--out - makes no file named '-'" || fail "--out - made a file '-'"
+# a path longer than realpath() resolves (links inside, 4,000+ characters once
+# expanded) still leads into /dev: /dev/null is written through, not replaced
+A=$(printf 'a%.0s' $(seq 200))
+D=$TMP/deep
+for i in $(seq 19); do D=$D/$A; done
+mkdir -p "$D" && (cd "$D" && mkdir -p "$A/$A/$A" && ln -s /dev "$A/$A/$A/d") &&
+	ln -s "$A/$A/$A/d" "$D/y" && ln -s "$D" "$TMP/w/x"
+expect_exit 0 "--out through a long path into /dev" sh -c "'$QWENCHAT' logits -m '$M' --out '$TMP/w/x/y/null' <'$TMP/ids'"
+restore_dev
+rm -rf "$TMP/deep" "$TMP/w/x"
 # a file of the kernel's is not written through (only a descriptor's file is)
 expect_exit 1 "logits --out /proc/self/comm" sh -c "'$QWENCHAT' logits -m '$M' --out /proc/self/comm <'$TMP/ids'"
 expect_err_has "a file of the system's (refused" "--out a kernel file: refused, said so"

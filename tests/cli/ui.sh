@@ -109,6 +109,15 @@ shot "after Ctrl-C"
 # 3. Wide characters: a long CJK line wraps at 98 columns, 49 ideographs per line.
 cjk=$(python3 -c 'print("中文字符測試" * 12)')
 T send-keys -t ui -l "$cjk"
+# the input takes rows by display width: 72 ideographs are 144 columns, two rows
+wait_screen '^> 中' || true
+screen | python3 -c '
+import sys
+L = [l.rstrip("\n") for l in sys.stdin]
+i = [k for k, l in enumerate(L) if l.startswith(" model | cpu |")][0]
+sys.exit(0 if L[i + 1].startswith("> 中") and L[i + 2].startswith("  中") else 1)' &&
+	pass "a CJK input line takes rows by its display width, its start in sight" ||
+	{ fail "CJK input rows"; shot "CJK input"; }
 T send-keys -t ui Enter
 check_screen 'decode [1-9]' "a second message streams"
 T send-keys -t ui Escape

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +250,66 @@ static void test_regular_only(void **state)
 	rmdir(sub);
 }
 
+/* Another user's file at the target lends neither its mode nor set-id bits: the new
+ * file is ours and private (as root only: it needs a file of another owner). */
+static void test_foreign_mode(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	char p[256];
+	struct stat st;
+	path_of(p, sizeof p, "theirs.json");
+	put(p, "theirs");
+	assert_int_equal(chown(p, 65534, 65534), 0);
+	assert_int_equal(chmod(p, 06777), 0);
+	assert_int_equal(fio_write_atomic(p, "ours", 4, 0600, 0), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_uid, 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_content(p, "ours");
+	unlink(p);
+}
+
+/* The system's directories: names there are written through, never replaced. A
+ * descriptor of this process is written as it was opened (one open for reading only
+ * is refused); a file of the kernel's is refused. */
+static void test_system_names(void **state)
+{
+	(void)state;
+	char p[256], name[64];
+	path_of(p, sizeof p, "plain");
+	assert_false(fio_in_system_dir(p));
+	assert_true(fio_in_system_dir("/dev/null"));
+	assert_true(fio_in_system_dir("/proc/self/comm"));
+	assert_true(fio_in_system_dir("/dev/fd/1"));
+	assert_int_equal(fio_write_atomic("/dev/null", "x", 1, 0600, 0), 0);
+	struct stat st;
+	assert_int_equal(stat("/dev/null", &st), 0);
+	assert_true(S_ISCHR(st.st_mode));
+	assert_int_equal(fio_write_atomic("/proc/self/comm", "x", 1, 0600, 0), -1);
+	assert_non_null(strstr(err_msg(), "a file of the system's"));
+	/* a descriptor open for writing: the bytes land there, at its offset */
+	put(p, "");
+	int w = open(p, O_WRONLY | O_CLOEXEC);
+	assert_true(w >= 0);
+	snprintf(name, sizeof name, "/dev/fd/%d", w);
+	assert_int_equal(fio_write_atomic(name, "ab", 2, 0600, 0), 0);
+	snprintf(name, sizeof name, "/proc/self/fd/%d", w);
+	assert_int_equal(fio_write_atomic(name, "cd", 2, 0600, 0), 0);
+	close(w);
+	assert_content(p, "abcd");
+	/* open for reading only: refused, the file unchanged */
+	int r = open(p, O_RDONLY | O_CLOEXEC);
+	assert_true(r >= 0);
+	snprintf(name, sizeof name, "/dev/fd/%d", r);
+	assert_int_equal(fio_write_atomic(name, "x", 1, 0600, 0), -1);
+	assert_non_null(strstr(err_msg(), "open for reading only"));
+	close(r);
+	assert_content(p, "abcd");
+	unlink(p);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -257,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_planted_temp_links), cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_target_kinds),       cmocka_unit_test(test_link_chains),
 		cmocka_unit_test(test_regular_only),       cmocka_unit_test(test_stale_temps),
+		cmocka_unit_test(test_foreign_mode),       cmocka_unit_test(test_system_names),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(dir);
