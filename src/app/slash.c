@@ -69,7 +69,8 @@ const size_t slash_table_len = sizeof slash_table / sizeof slash_table[0];
 
 bool slash_is_command(const char *line)
 {
-	return line[0] == '/' && isalpha((unsigned char)line[1]);
+	return line[0] == '/' && line[1] != '/' &&
+	       (line[1] == '\0' || !isspace((unsigned char)line[1]));
 }
 
 const char *slash_unescape(const char *line)
@@ -170,6 +171,14 @@ int slash_parse(const char *line, struct slash_call *out, char *err, size_t errs
 	}
 	const char *name = line + 1;
 	size_t len = strcspn(name, " \t\n");
+	if (len == 1 && name[0] == '?')
+		name = "help", len = 4;
+	if (len == 0) {
+		snprintf(err, errsz,
+			 "a command's name follows / (try /help; // starts a message "
+			 "with /)");
+		return -1;
+	}
 	int matches;
 	const struct slash_cmd *cmd = lookup(name, len, &matches);
 	if (!cmd && matches > 1) { /* name the candidates: "/t is ambiguous: /think, /temp, ..." */

@@ -67,8 +67,9 @@ struct slash_call {
 	char *text; /* SLASH_ARG_TEXT / SLASH_ARG_FILE: malloc'd (slash_call_free) */
 };
 
-/* True when the line is a command: starts with '/' followed by a letter (so
- * "//x" or "/ x" is a message; "//x" is sent as "/x", see slash_unescape). */
+/* True when the line is a command: '/' alone or followed by anything but '/' or a
+ * blank ("//x" is the message "/x", see slash_unescape; "/ x" is a message). "/?" is
+ * /help, as in ollama; "/" or "/1" is an error, never sent to the model. */
 bool slash_is_command(const char *line);
 /* A line starting with "//" is a message starting with "/": returns line + 1. */
 const char *slash_unescape(const char *line);

@@ -19,6 +19,17 @@ static void test_is_command(void **st)
 	assert_false(slash_is_command("// not a command"));
 	assert_false(slash_is_command("/ x"));
 	assert_false(slash_is_command("hello /help"));
+	/* ollama's "/?" is help; a lone "/" or "/1" is an error, not a message */
+	assert_true(slash_is_command("/?"));
+	assert_true(slash_is_command("/"));
+	assert_true(slash_is_command("/1"));
+	struct slash_call c;
+	assert_int_equal(slash_parse("/?", &c, err, sizeof err), 0);
+	assert_int_equal(c.cmd->id, SLASH_HELP);
+	assert_int_equal(slash_parse("/", &c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "try /help"));
+	assert_int_equal(slash_parse("/1", &c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "unknown command /1"));
 	assert_string_equal(slash_unescape("//tmp is a dir"), "/tmp is a dir");
 	assert_string_equal(slash_unescape("plain"), "plain");
 }
