@@ -212,7 +212,8 @@ static void scroll_by(struct ui *u, int lines)
 /* Handles one escape sequence; false when it is readline's. */
 static bool special_seq(struct ui *u, const char *s, size_t n)
 {
-	int page = 10;
+	/* a page: the screen less the status, hint and input lines, and two kept in sight */
+	int page = LINES - 5 > 10 ? LINES - 5 : 10;
 	if (n == 6 && !memcmp(s, "\033[200~", 6)) {
 		u->pasting = true;
 		u->paste_n = 0;
@@ -315,7 +316,8 @@ static size_t key(struct ui *u, bool flush)
 		u->dirty = true;
 	}
 	if (k[0] == '\t' && rl_end == 0) {
-		view_toggle_reasoning(&u->v);
+		if (view_toggle_reasoning(&u->v)) /* shown again after /think hide too */
+			app_set_show_reasoning(u->a, true);
 		u->dirty = true;
 		return 1;
 	}

@@ -113,7 +113,7 @@ static void command(struct ui *u, char *line)
 	if (r.actions & APP_DO_RELOAD)
 		view_from_chat(&u->v, app_chat(u->a));
 	if (r.actions & APP_DO_REASONING)
-		u->v.show_reasoning = app_show_reasoning(u->a);
+		view_show_reasoning(&u->v, app_show_reasoning(u->a));
 	if (r.actions & APP_DO_HELP) {
 		char *h = slash_help(keys_help);
 		ui_notice(u, false, h);

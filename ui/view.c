@@ -87,14 +87,26 @@ void view_from_chat(struct view *v, const struct chat *c)
 	}
 }
 
-void view_toggle_reasoning(struct view *v)
+bool view_toggle_reasoning(struct view *v)
 {
 	bool any_open = false;
 	for (size_t i = 0; i < v->n; i++)
-		if (v->b[i].kind == VB_ASSISTANT && v->b[i].reasoning.n && !v->b[i].collapsed)
+		if (v->b[i].kind == VB_ASSISTANT && v->b[i].reasoning.n && !v->b[i].collapsed &&
+		    v->show_reasoning)
 			any_open = true;
 	for (size_t i = 0; i < v->n; i++)
 		v->b[i].collapsed = any_open;
+	/* unfolding shows the reasoning again, also after /think hide */
+	if (!any_open)
+		v->show_reasoning = true;
+	return !any_open;
+}
+
+void view_show_reasoning(struct view *v, bool show)
+{
+	v->show_reasoning = show;
+	for (size_t i = 0; i < v->n; i++)
+		v->b[i].collapsed = !show;
 }
 
 /* One character: its byte length and display width. */

@@ -69,8 +69,11 @@ int view_add(struct view *v, enum vb_kind kind, const char *reasoning, const cha
 int view_append(struct view *v, int i, bool reasoning, const char *s, size_t n);
 /* Rebuilds the blocks from a conversation. */
 void view_from_chat(struct view *v, const struct chat *c);
-/* Folds or unfolds every reasoning block (Tab). */
-void view_toggle_reasoning(struct view *v);
+/* Folds every reasoning block when one shows, else unfolds them all and shows
+ * reasoning again (Tab). Returns whether the reasoning now shows. */
+bool view_toggle_reasoning(struct view *v);
+/* /think show|hide: every reasoning block, and the answers to come, shown or folded. */
+void view_show_reasoning(struct view *v, bool show);
 
 /* Lays out every block for `width` columns into v->lines. */
 int view_layout(struct view *v, int width);

@@ -331,6 +331,10 @@ bool app_show_reasoning(const struct app *a)
 {
 	return a->show_reasoning;
 }
+void app_set_show_reasoning(struct app *a, bool show)
+{
+	a->show_reasoning = show;
+}
 const char *app_session_path(const struct app *a)
 {
 	return a->session_path;

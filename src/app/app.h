@@ -122,6 +122,8 @@ const char *app_model_name(const struct app *a);
 const char *app_backend(const struct app *a);
 bool app_thinking(const struct app *a);
 bool app_show_reasoning(const struct app *a);
+/* What /think show|hide set, changed from the full-screen chat (Tab unfolds). */
+void app_set_show_reasoning(struct app *a, bool show);
 const char *app_session_path(const struct app *a);
 /* The server's URL with the remote backend (the model runs there: no attention or
  * memory figures here), else NULL. */

@@ -275,8 +275,14 @@ T send-keys -t ui Tab
 check_screen '^  The user wants code\.' "Tab again shows it"
 T send-keys -t ui '/think hide' Enter
 check_screen 'thinking \(folded' "/think hide folds the reasoning"
+T send-keys -t ui Tab
+check_screen '^  I will write it\.' "Tab after /think hide shows it again"
+T send-keys -t ui '/think' Enter
+check_screen 'reasoning shown' "... and /think says it shows"
+T send-keys -t ui Tab
+check_screen 'thinking \(folded' "Tab folds it again"
 T send-keys -t ui '/think show' Enter
-check_screen '^  I will write it\.' "/think show shows it"
+check_screen '^  I will write it\.' "/think show after Tab unfolds it"
 T send-keys -t ui '/undo' Enter
 check_screen 'removed the last message and its answer' "/undo"
 screen | grep -q 'Show code' && fail "/undo left the message" || pass "/undo removes the message"
