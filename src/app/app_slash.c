@@ -485,8 +485,13 @@ void app_capture_layer(struct app *a)
 						     : a->att_want,
 	    len = 0;
 	eng_set_capture(a->eng, a->capture);
-	if (!eng_attention(a->eng, layer, 0, &len) || len <= 0)
+	if (!eng_attention(a->eng, layer, 0, &len) || len <= 0) {
+		/* nothing captured for this layer (the pane was closed meanwhile): another
+		 * layer's old rows must not pass for it */
+		if (a->att.layer != layer)
+			a->att.len = 0;
 		return;
+	}
 	float *rows = realloc(a->att.rows, (size_t)cfg->num_heads * len * sizeof *rows);
 	int32_t *ids = rows ? realloc(a->att.ids, (size_t)len * sizeof *ids) : NULL;
 	if (rows)
