@@ -212,8 +212,9 @@ static void scroll_by(struct ui *u, int lines)
 /* Handles one escape sequence; false when it is readline's. */
 static bool special_seq(struct ui *u, const char *s, size_t n)
 {
-	/* a page: the screen less the status, hint and input lines, and two kept in sight */
-	int page = LINES - 5 > 10 ? LINES - 5 : 10;
+	/* a page: three quarters of the conversation's rows, so that a few lines of the
+	 * last view stay in sight to read on from */
+	int page = (LINES - 3) * 3 / 4 > 10 ? (LINES - 3) * 3 / 4 : 10;
 	if (n == 6 && !memcmp(s, "\033[200~", 6)) {
 		u->pasting = true;
 		u->paste_n = 0;

@@ -2,6 +2,7 @@
 #include "ui/view.h"
 
 #include "src/base/array.h"
+#include "src/chat/template.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +74,19 @@ void view_from_chat(struct view *v, const struct chat *c)
 		enum vb_kind k = t->role == CHAT_USER        ? VB_USER
 				 : t->role == CHAT_ASSISTANT ? VB_ASSISTANT
 							     : VB_SYSTEM;
-		int b = view_add(v, k, t->reasoning, t->content);
+		/* an answer whose content holds its <think> block shows it as reasoning, as
+		 * the template takes it */
+		size_t r_off, r_len, a_off;
+		char *reasoning = NULL;
+		int b;
+		if (k == VB_ASSISTANT && !t->reasoning &&
+		    tmpl_split_think(t->content, &r_off, &r_len, &a_off) &&
+		    (reasoning = strndup(t->content + r_off, r_len))) {
+			b = view_add(v, k, reasoning, t->content + a_off);
+			free(reasoning);
+		} else {
+			b = view_add(v, k, t->reasoning, t->content);
+		}
 		/* tool calls of a loaded conversation, a line each after the content */
 		for (size_t j = 0; b >= 0 && j < t->n_calls; j++) {
 			const char *sep = t->content[0] || j ? "\n" : "";

@@ -197,6 +197,26 @@ static void tool_calls(struct out *o, const struct chat_turn *t, bool has_conten
 	}
 }
 
+bool tmpl_split_think(const char *content, size_t *r_off, size_t *r_len, size_t *a_off)
+{
+	/* reasoning = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n')
+	 * content = content.split('</think>')[-1].lstrip('\n') */
+	struct span c = {content, strlen(content)};
+	const char *first_close = memmem(c.p, c.n, "</think>", 8);
+	if (!first_close)
+		return false;
+	const char *last_close = find_last(c, "</think>");
+	struct span head = rstrip_nl((struct span){c.p, (size_t)(first_close - c.p)});
+	const char *open = find_last(head, "<think>");
+	if (open)
+		head = (struct span){open + 7, (size_t)(head.p + head.n - (open + 7))};
+	head = lstrip_nl(head);
+	const char *tail = last_close + 8;
+	struct span rest = lstrip_nl((struct span){tail, (size_t)(c.p + c.n - tail)});
+	*r_off = (size_t)(head.p - content), *r_len = head.n, *a_off = (size_t)(rest.p - content);
+	return true;
+}
+
 /* The assistant branch of the hybrid and Thinking-2507 templates. */
 static void assistant_with_reasoning(struct out *o, const struct chat_turn *t, bool after_query,
 				     bool last)
@@ -206,19 +226,12 @@ static void assistant_with_reasoning(struct out *o, const struct chat_turn *t, b
 	if (t->reasoning) {
 		/* {%- if message.reasoning_content is string %} */
 		reasoning = (struct span){t->reasoning, strlen(t->reasoning)};
-	} else if (memmem(content.p, content.n, "</think>", 8)) {
-		/* reasoning = content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n')
-		 * content = content.split('</think>')[-1].lstrip('\n') */
-		const char *first_close = memmem(content.p, content.n, "</think>", 8);
-		const char *last_close = find_last(content, "</think>");
-		struct span head =
-			rstrip_nl((struct span){content.p, (size_t)(first_close - content.p)});
-		const char *open = find_last(head, "<think>");
-		if (open)
-			head = (struct span){open + 7, (size_t)(head.p + head.n - (open + 7))};
-		reasoning = lstrip_nl(head);
-		const char *tail = last_close + 8;
-		content = lstrip_nl((struct span){tail, (size_t)(content.p + content.n - tail)});
+	} else {
+		size_t r_off, r_len, a_off;
+		if (tmpl_split_think(t->content, &r_off, &r_len, &a_off)) {
+			reasoning = (struct span){t->content + r_off, r_len};
+			content = (struct span){t->content + a_off, content.n - a_off};
+		}
 	}
 	/* {%- if loop.index0 > ns.last_query_index %}
 	 *   {%- if loop.last or (not loop.last and reasoning_content) %} */

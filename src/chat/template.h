@@ -33,6 +33,11 @@ bool tmpl_has_think_switch(enum tmpl_variant v);
  * only "</think>" is generated. The session's reasoning/answer splitter needs it. */
 bool tmpl_prompt_opens_think(enum tmpl_variant v, int enable_thinking);
 
+/* An assistant content without reasoning_content, split as Qwen3's templates split it
+ * at </think>: the reasoning (content[r_off, r_off + r_len)) and the answer from
+ * a_off. false when content holds no </think>. */
+bool tmpl_split_think(const char *content, size_t *r_off, size_t *r_len, size_t *a_off);
+
 /* Renders the conversation to the model's text, as apply_chat_template(messages,
  * tokenize=False, add_generation_prompt=..., [enable_thinking=...]) would. Returns a
  * malloc'd NUL-terminated string of *len bytes (len may be NULL), or NULL with

@@ -283,6 +283,16 @@ T send-keys -t ui Tab
 check_screen 'thinking \(folded' "Tab folds it again"
 T send-keys -t ui '/think show' Enter
 check_screen '^  I will write it\.' "/think show after Tab unfolds it"
+# reasoning inside the content (no reasoning_content) is shown as reasoning, as the
+# template takes it
+printf '%s\n' '[{"role": "user", "content": "3+3?"},' \
+	' {"role": "assistant", "content": "<think>\nThree and three.\n</think>\n\nSix."}]' \
+	>"$TMP/think2.json"
+T send-keys -t ui "/load $TMP/think2.json" Enter
+check_screen '^  Three and three\.' "<think> in a loaded answer's content: shown as reasoning"
+screen | grep -q '<think>\|</think>' && fail "the <think> tags are shown" || pass "... without its tags"
+T send-keys -t ui "/load $TMP/think.json" Enter
+check_screen 'loaded 2 turns' "/load the conversation with reasoning again"
 T send-keys -t ui '/undo' Enter
 check_screen 'removed the last message and its answer' "/undo"
 screen | grep -q 'Show code' && fail "/undo left the message" || pass "/undo removes the message"
