@@ -342,9 +342,16 @@ int ui_main(struct app *a, const char *notices)
 	endwin();
 	view_free(&u.v);
 	free(u.restore);
-	if (fio_is_file(app_session_path(a)))
-		printf("conversation saved in %s (qwenchat --resume reopens it)\n",
-		       app_session_path(a));
+	if (fio_is_file(app_session_path(a))) {
+		/* another chat may have saved since: --resume then opens that one */
+		char *last = app_last_session(app_state_dir(a));
+		bool ours = last && !strcmp(last, app_session_path(a));
+		free(last);
+		printf("conversation saved in %s (%s)\n", app_session_path(a),
+		       ours ? "qwenchat --resume reopens it"
+			    : "another chat saved since, so --resume opens that one; /load reopens "
+			      "this");
+	}
 	return got_stop ? 128 + got_stop : EXIT_SUCCESS;
 }
 

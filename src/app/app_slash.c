@@ -255,7 +255,8 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 		if (app_held_record(a) || chat_save(a->chat, path, false))
 			fail(r, "/save: %s", err_msg());
 		else
-			say(r, "saved %zu turns to %s", chat_count(a->chat), path);
+			say(r, "saved %zu turn%s to %s", chat_count(a->chat),
+			    chat_count(a->chat) == 1 ? "" : "s", path);
 		free(path);
 		return;
 	}
@@ -268,7 +269,7 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 	chat_free(a->chat);
 	a->chat = n;
 	r->actions |= APP_DO_RELOAD;
-	say(r, "loaded %zu turns from %s", chat_count(n), path);
+	say(r, "loaded %zu turn%s from %s", chat_count(n), chat_count(n) == 1 ? "" : "s", path);
 	free(path);
 	app_conversation_changed(a);
 	app_autosave(a);
@@ -430,15 +431,16 @@ void app_exec(struct app *a, const struct slash_call *c, struct app_result *r)
 		app_figures(a, &f);
 		if (!f.ctx_max) { /* a server that does not say its context */
 			say(r,
-			    "context: %d tokens used (the server's limit is not known); %zu turns",
-			    f.ctx_used, chat_count(a->chat));
+			    "context: %d tokens used (the server's limit is not known); %zu turn%s",
+			    f.ctx_used, chat_count(a->chat), chat_count(a->chat) == 1 ? "" : "s");
 			break;
 		}
 		say(r,
-		    "context: %d of %d tokens used (%.0f%%), %d free; %zu turns in the "
+		    "context: %d of %d tokens used (%.0f%%), %d free; %zu turn%s in the "
 		    "conversation",
 		    f.ctx_used, f.ctx_max, f.ctx_max ? 100.0 * f.ctx_used / f.ctx_max : 0.0,
-		    f.ctx_max - f.ctx_used, chat_count(a->chat));
+		    f.ctx_max - f.ctx_used, chat_count(a->chat),
+		    chat_count(a->chat) == 1 ? "" : "s");
 		break;
 	case SLASH_STATS: stats(a, r); break;
 	case SLASH_DEBUG:

@@ -143,9 +143,9 @@ static int parse_arg(const struct slash_cmd *cmd, const char *arg, struct slash_
 		}
 		if (out->num < cmd->lo || out->num > cmd->hi) {
 			/* whole numbers in full: %g writes the seed's bound as 9.0072e+15 */
-			if (cmd->arg == SLASH_ARG_INT)
-				snprintf(err, errsz, "/%s: %.0f is out of range [%.0f, %.0f]",
-					 cmd->name, out->num, cmd->lo, cmd->hi);
+			if (cmd->arg == SLASH_ARG_INT) /* as typed: a double rounds 20 digits */
+				snprintf(err, errsz, "/%s: %.40s is out of range [%.0f, %.0f]",
+					 cmd->name, arg, cmd->lo, cmd->hi);
 			else
 				snprintf(err, errsz, "/%s: %g is out of range [%g, %g]", cmd->name,
 					 out->num, cmd->lo, cmd->hi);

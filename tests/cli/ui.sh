@@ -361,9 +361,15 @@ sleep 0.3
 screen | grep -q 'Quit?' && fail "another key should dismiss the question" || pass "another key dismisses it"
 screen | grep -q '^> x' && fail "the key that dismissed the question was typed" ||
 	pass "the key that dismisses the question is not typed"
+# another chat saves meanwhile: --resume would open that one, and leaving says so
+cp "$TMP/state/qwenchat/last-session" "$TMP/last-ours"
+echo "$TMP/state/qwenchat/other.json" >"$TMP/state/qwenchat/last-session"
 T send-keys -t ui C-d
 check_screen 'EXITED 0' "Ctrl-D on an empty line quits"
 check_screen 'conversation saved in' "leaving says where the conversation is"
+check_screen '^another chat saved since, so --resume opens that one' \
+	"... and that --resume would open another chat's"
+cp "$TMP/last-ours" "$TMP/state/qwenchat/last-session"
 [ -s "$TMP/history" ] || [ -s "$TMP/state/qwenchat/history" ] && pass "input history saved" ||
 	fail "no history file"
 

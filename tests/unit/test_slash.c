@@ -84,6 +84,9 @@ static void test_values(void **st)
 	assert_string_equal(err, "/seed: -5 is out of range [0, 9007199254740992]");
 	assert_int_equal(slash_parse("/top-k 2000000000", &c, err, sizeof err), -1);
 	assert_string_equal(err, "/top-k: 2000000000 is out of range [0, 1000000000]");
+	/* past a double's 53 bits the number is quoted as typed, not as rounded */
+	assert_int_equal(slash_parse("/top-k 99999999999999999999", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/top-k: 99999999999999999999 is out of range [0, 1000000000]");
 	assert_int_equal(slash_parse("/think off", &c, err, sizeof err), 0);
 	assert_int_equal(c.cmd->id, SLASH_THINK);
 	assert_string_equal(c.cmd->choices[c.choice], "off");
