@@ -6,6 +6,7 @@
  * message (readline's format with timestamps, so that a message of several lines
  * comes back whole). Failures cost the history, never the chat: nothing is reported. */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,16 @@
 /* A larger file is not read back (it is not ours, or not a history). */
 #define HISTORY_MAX_BYTES (64u << 20)
 
+/* Whether a line of a message would read back as a stamp, "#" and a digit, behind
+ * zero or more backslashes: such a line gets one backslash more in the file, and
+ * loses one when read back (unescape), so every message comes back as sent. */
+static bool stamp_like(const char *p)
+{
+	while (*p == '\\')
+		p++;
+	return p[0] == '#' && p[1] >= '0' && p[1] <= '9';
+}
+
 /* Appends one entry to b. */
 static void put_entry(struct strbuf *b, const char *stamp, const char *line)
 {
@@ -31,7 +42,38 @@ static void put_entry(struct strbuf *b, const char *stamp, const char *line)
 		sb_printf(b, "%s\n", stamp);
 	else
 		sb_printf(b, "#%lld\n", (long long)time(NULL));
-	sb_printf(b, "%s\n", line);
+	for (const char *p = line;;) {
+		size_t n = strcspn(p, "\n");
+		sb_printf(b, "%s%.*s\n", stamp_like(p) ? "\\" : "", (int)n, p);
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+}
+
+/* The entries as read from the file, their escaped lines as they were sent. */
+static void unescape(void)
+{
+	for (int i = 0; i < history_length; i++) {
+		HIST_ENTRY *h = history_get(history_base + i);
+		if (!h || !strchr(h->line, '\\'))
+			continue;
+		struct strbuf b = {0};
+		for (const char *p = h->line;;) {
+			size_t n = strcspn(p, "\n");
+			bool esc = p[0] == '\\' && stamp_like(p + 1);
+			sb_printf(&b, "%.*s%s", (int)(n - esc), p + esc, p[n] ? "\n" : "");
+			if (!p[n])
+				break;
+			p += n + 1;
+		}
+		if (!b.oom && strcmp(b.p ? b.p : "", h->line)) {
+			HIST_ENTRY *old = replace_history_entry(i, b.p ? b.p : "", h->data);
+			if (old)
+				free_history_entry(old);
+		}
+		free(b.p);
+	}
 }
 
 void in_history_save(const char *path)
@@ -119,7 +161,10 @@ void in_history_load(const char *path)
 	if (f)
 		fclose(f);
 	history_multiline_entries = first == '#' || first == EOF;
-	if (read_history(path) == 0 && !history_multiline_entries) {
+	int rc = read_history(path);
+	if (rc == 0 && history_multiline_entries)
+		unescape();
+	if (rc == 0 && !history_multiline_entries) {
 		/* a file from before the stamps: a line per entry, stamped and written anew */
 		int n = history_length;
 		char **lines = calloc((size_t)n + 1, sizeof *lines);
