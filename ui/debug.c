@@ -192,13 +192,13 @@ static void probs(struct ui *u, int y, int x, int h, int w)
 	line(y, x, w, A_BOLD,
 	     "probabilities: drawn from (raw softmax) | alternatives | rest  %d tokens%s", total,
 	     total > view ? " (up/down)" : "");
-	if (!total)
-		line(y + 1, x, w, A_DIM, "%s",
-		     "nothing yet: the next answer's tokens are recorded while this view is open");
+	/* short lines, for a pane beside the chat; every row drawn, none left from
+	 * the view before */
+	static const char *const none[] = {"nothing yet: the next answer's tokens",
+					   "are recorded while this view is open"};
 	for (int r = 0; r < h - 1; r++) {
 		if (r >= n || !total) {
-			if (total)
-				line(y + 1 + r, x, w, A_NORMAL, "%s", "");
+			line(y + 1 + r, x, w, A_DIM, "%s", !total && r < 2 ? none[r] : "");
 			continue;
 		}
 		const struct app_token_prob *t = &rows[r];

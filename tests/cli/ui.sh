@@ -219,6 +219,8 @@ check_screen 'KV cache [0-9.]+ used' "F2 again shows memory"
 shot "debug pane (memory)"
 T send-keys -t ui F2
 check_screen 'probabilities: drawn from' "F2 a third time shows the token probabilities"
+screen | grep -q 'KV cache [0-9.]* used' && fail "the memory view is left under the probabilities" ||
+	pass "the probabilities replace the memory view"
 T send-keys -t ui F2
 T resize-window -t ui -x 100 -y 30
 sleep 0.5
