@@ -277,7 +277,14 @@ static void draw_hint(struct ui *u, int y, int w)
 	move(y, 0);
 	clrtoeol();
 	attrset(u->confirm_quit ? (COLOR_PAIR(C_ERROR) | A_BOLD) : A_DIM);
-	draw_put(y, 0, s, strlen(s), w);
+	size_t n = strlen(s);
+	if (u->hint[0] && view_width(s, n) > w && w > 1) {
+		/* completion candidates that do not fit: an ellipsis says there are more */
+		draw_put(y, 0, s, view_fit(s, n, w - 1), w - 1);
+		addstr(ui_glyph(u, "\xe2\x80\xa6", ">"));
+	} else {
+		draw_put(y, 0, s, n, w);
+	}
 	attrset(A_NORMAL);
 }
 

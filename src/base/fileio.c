@@ -235,7 +235,8 @@ static int open_dir_of(const char *path, const char **base)
 	if (parent_dir(path, dir, sizeof dir))
 		return err_set("%s: name too long", path);
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	return fd >= 0 ? fd : err_set("%s: %s", dir, strerror(errno));
+	return fd >= 0 ? fd
+		       : err_set("%s: cannot create a file beside it: %s", path, strerror(errno));
 }
 
 /* Whether the opened directory is the system's: on the file system of /dev, /dev/pts,

@@ -152,9 +152,26 @@ int loop_lock_dir(const char *dir, bool create)
 	return fd == FIO_LOCKED ? -1 : fd;
 }
 
+/* What a run writes before its first checkpoint: the streams' caches and the log. */
+static void remove_unsaved(const char *dir)
+{
+	static const char *const files[] = {"train-state/data.u32", "train-state/data.json",
+					    "train-state/data.sft", "train-state/val.u32",
+					    "train-state/val.json", "train-state/val.sft",
+					    "train-log.jsonl",      "loss.svg"};
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+		char *p = fio_join(dir, files[i]);
+		if (p)
+			unlink(p);
+		free(p);
+	}
+}
+
 void loop_abandon_dir(const char *dir, int lock, bool created)
 {
 	char *state = fio_join(dir, "train-state"), *path = fio_join(dir, LOCK_NAME);
+	if (state && path && !holds_run(dir))
+		remove_unsaved(dir);
 	if (state && path && !holds_run(dir) && (rmdir(state) == 0 || errno == ENOENT)) {
 		fio_unlock_remove(path, lock);
 		if (created)

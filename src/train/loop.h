@@ -103,9 +103,10 @@ int loop_check_new_dir(const char *dir);
  * process holds the lock: "another qwenchat train is using it"). */
 int loop_lock_dir(const char *dir, bool create);
 
-/* After a new run failed before its first checkpoint: removes train-state/ when it is
- * empty, then the lock file (letting go of lock) and, when created, dir itself if
- * nothing else is there; otherwise only lets go of lock. */
+/* After a new run failed before its first checkpoint: removes what it wrote (the
+ * streams' caches, the log), train-state/ when nothing else is in it, then the lock
+ * file (letting go of lock) and, when created, dir itself if nothing else is there;
+ * otherwise only lets go of lock. */
 void loop_abandon_dir(const char *dir, int lock, bool created);
 
 /* loop_abandon_dir's paths, made beforehand for a signal handler. */

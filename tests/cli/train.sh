@@ -138,6 +138,13 @@ wait $hub 2>/dev/null
 [ -e "$TMP/hub.asked" ] && [ "$rc" -eq 130 ] && [ ! -e "$TMP/sig-new" ] &&
 	pass "Ctrl-C before the first step of a new run: exit 130, its directory gone" ||
 	fail "Ctrl-C before the first step: exit $rc, left: $(ls -A "$TMP/sig-new" 2>&1)"
+# a new run that cannot write its first checkpoint (a file-size limit) removes what
+# it wrote before: the directory it created is gone, caches and log included
+( trap '' XFSZ; ulimit -f 40; exec "$QWENCHAT" train --out "$TMP/lim/run" --vocab-size 1000 $SHAPE \
+	--data "$TMP/d.u32" $SMALL --steps 2 ) >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc -eq 1 ] && [ ! -e "$TMP/lim/run" ] && pass "a run whose first checkpoint fails leaves nothing" ||
+	fail "first checkpoint failed: exit $rc, left: $(ls -A "$TMP/lim/run" "$TMP/lim/run/train-state" 2>&1 | tr '\n' ' ')"
 # a link named *.u32 is ids whatever its target is called (content-addressed stores)
 cp "$TMP/d.u32" "$TMP/blob" && ln -s "$TMP/blob" "$TMP/link.u32"
 "$QWENCHAT" train --out "$TMP/linked" $SHAPE --vocab-size 1000 --data "$TMP/link.u32" $SMALL \

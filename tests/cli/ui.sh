@@ -326,6 +326,9 @@ sleep 0.3
 screen | grep -qE '/temp +/think +/top-k' && fail "the candidates stay after typing on" ||
 	pass "typing on clears the candidates"
 T send-keys -t ui C-u
+T send-keys -t ui '/' Tab Tab
+check_screen '^/clear .*…$' "candidates past the width end in an ellipsis"
+T send-keys -t ui C-u
 T send-keys -t ui '/help' Enter
 check_screen 'a line starting with // sends a message' "/help lists the keys"
 T send-keys -t ui PPage
