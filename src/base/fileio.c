@@ -139,6 +139,18 @@ static int parent_dir(const char *path, char *dir, size_t size)
 	return n >= 0 && (size_t)n < size ? 0 : -1;
 }
 
+/* The random end of a temporary name: mkostemp's 6 characters or our 16 hex digits,
+ * letters and digits only (a file of the user's such as "x.tmp.2024.final" is not
+ * one). */
+static bool random_suffix(const char *s)
+{
+	size_t n = 0;
+	while ((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'z') ||
+	       (s[n] >= 'A' && s[n] <= 'Z'))
+		n++;
+	return !s[n] && (n == 6 || n == 16);
+}
+
 void fio_remove_stale_temps(const char *path, const char *prefix, fio_removed_fn *removed,
 			    void *user)
 {
@@ -156,7 +168,7 @@ void fio_remove_stale_temps(const char *path, const char *prefix, fio_removed_fn
 			continue;
 		long pid = strtol(n + pl, &end, 10);
 		struct stat st;
-		if (end == n + pl || pid <= 0 || *end != '.' || !end[1] ||
+		if (end == n + pl || pid <= 0 || *end != '.' || !random_suffix(end + 1) ||
 		    fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
 		    st.st_uid != getuid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;

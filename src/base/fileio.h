@@ -58,7 +58,8 @@ bool fio_in_system_dir(const char *path);
  * refused. The descriptor, or -1 (err_set). */
 int fio_open_through(const char *path);
 
-/* Removes the temporary files PREFIX<pid>.<anything> beside path (in its directory)
+/* Removes the temporary files PREFIX<pid>.<RANDOM> beside path (in its directory;
+ * RANDOM: 6 or 16 letters and digits, as mkostemp and fio_write_atomic make them)
  * that a writer killed outright (SIGKILL, the OOM killer) left: regular files of this
  * user whose PID no longer runs. removed (may be NULL) hears of each. */
 typedef void fio_removed_fn(void *user, const char *dir, const char *name, uint64_t bytes);

@@ -91,7 +91,7 @@ static void test_planted_temp_links(void **state)
 static void test_stale_temps(void **state)
 {
 	(void)state;
-	char target[256], dead[300], live[300], link[300];
+	char target[256], dead[300], live[300], link[300], user[300];
 	path_of(target, sizeof target, "conv2.json");
 	pid_t child = fork();
 	if (child == 0)
@@ -105,6 +105,10 @@ static void test_stale_temps(void **state)
 	path_of(live, sizeof live, name);
 	snprintf(name, sizeof name, ".conv2.json.tmp.%ld.link", (long)child);
 	path_of(link, sizeof link, name);
+	/* a file of the user's that only looks like one: its end is no random name */
+	snprintf(name, sizeof name, ".conv2.json.tmp.%ld.final", (long)child);
+	path_of(user, sizeof user, name);
+	put(user, "keep");
 	put(dead, "half");
 	put(live, "writing");
 	assert_int_equal(symlink(target, link), 0);
@@ -113,6 +117,8 @@ static void test_stale_temps(void **state)
 	assert_int_equal(lstat(dead, &st), -1);
 	assert_int_equal(lstat(live, &st), 0);
 	assert_int_equal(lstat(link, &st), 0);
+	assert_int_equal(lstat(user, &st), 0);
+	unlink(user);
 	unlink(live);
 	unlink(link);
 	unlink(target);
