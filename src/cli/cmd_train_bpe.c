@@ -207,14 +207,21 @@ static int parse_args(int argc, char **argv, struct args *a, int *first)
 	return 0;
 }
 
-/* DIR and its missing parents, private (0700) as the files in it are. */
-static int make_dir(const char *dir)
+/* DIR and its missing parents, private (0700) as the files in it are; *created says
+ * whether DIR is new. A link at DIR is refused, as train's --out: the files would go
+ * wherever it points. */
+static int make_dir(const char *dir, bool *created)
 {
+	struct stat st;
+	*created = false;
+	if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+		return err_set("%s: is a symbolic link (refused: name the directory itself)", dir);
 	if (fio_is_dir(dir))
 		return 0;
 	if (fio_exists(dir))
 		return err_set("%s: not a directory (--out names the tokenizer's directory)", dir);
-	return fio_mkdirs(dir, 0700);
+	*created = fio_mkdirs(dir, 0700) == 0;
+	return *created ? 0 : -1;
 }
 
 /* DIR/tokenizer_config.json for the tokenizer just written: Qwen3's fields and chat
@@ -312,6 +319,7 @@ int cmd_train_bpe(int argc, char **argv)
 		return r == CLI_DONE ? EXIT_OK : r;
 	}
 	int rc = EXIT_RUNTIME;
+	bool created = false;
 	struct bpe_words words = {0};
 	struct bpe_model *m = NULL;
 	struct bpe_count_stats st;
@@ -323,7 +331,7 @@ int cmd_train_bpe(int argc, char **argv)
 				    .progress = on_count,
 				    .progress_ctx = &pc};
 	struct bpe_counter *c = bpe_counter_new(&co);
-	if (!c || make_dir(a.out) < 0)
+	if (!c || make_dir(a.out, &created) < 0)
 		goto out;
 	for (int i = first; i < argc; i++)
 		if (bpe_counter_add_file(c, argv[i]) < 0)
@@ -374,6 +382,8 @@ int cmd_train_bpe(int argc, char **argv)
 out:
 	if (rc != EXIT_OK)
 		cli_error("train-bpe: %s", err_msg());
+	if (rc != EXIT_OK && created) /* a directory made for nothing goes again (if empty) */
+		rmdir(a.out);
 	bpe_model_free(m);
 	bpe_words_free(&words);
 	bpe_counter_free(c);

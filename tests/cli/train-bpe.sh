@@ -219,6 +219,17 @@ expect_exit 1 "special equal to a learned token" "$QWENCHAT" train-bpe -q --voca
 expect_err_has "is also the learned token" "special colliding with the vocabulary: says so"
 expect_exit 1 "output directory cannot be made" "$QWENCHAT" train-bpe --vocab-size 300 \
 	--out "$TMP/prose.txt/sub" "$TMP/prose.txt"
+# a link at --out is refused (as train's --out), and nothing reaches where it points
+mkdir "$TMP/elsewhere" && ln -s elsewhere "$TMP/linked"
+expect_exit 1 "--out a symbolic link" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/linked" \
+	"$TMP/prose.txt"
+expect_err_has "is a symbolic link (refused: name the directory itself)" "--out a link: said so"
+[ -z "$(ls -A "$TMP/elsewhere")" ] && pass "... and nothing written where it points" ||
+	fail "a link at --out: $(ls -A "$TMP/elsewhere")"
+# a run that fails removes the directory it made for its files
+expect_exit 1 "a missing input" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/made" \
+	"$TMP/none.txt"
+[ ! -e "$TMP/made" ] && pass "a failed run leaves no directory it made" || fail "left $TMP/made"
 expect_exit 0 "--help" "$QWENCHAT" train-bpe --help
 grep -q 'vocab-size' "$TMP/out" && pass "--help: describes --vocab-size" || fail "--help text"
 finish
