@@ -267,8 +267,12 @@ static int input_rows(int w)
 
 static void draw_hint(struct ui *u, int y, int w)
 {
+	/* readline's incremental search says what it looks for in its prompt, which the
+	 * input line does not show: "(reverse-i-search)`text': " goes here */
+	bool search = RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_NSEARCH) && rl_display_prompt;
 	const char *s = u->confirm_quit
 				? "Quit? Press Ctrl-C again to leave, any other key to stay."
+			: search         ? rl_display_prompt
 			: u->hint[0]     ? u->hint
 			: app_busy(u->a) ? "Esc or Ctrl-C: stop the answer (it is kept) | "
 					   "PgUp/PgDn scroll | F2 debug"

@@ -135,7 +135,8 @@ static int parse_arg(const struct slash_cmd *cmd, const char *arg, struct slash_
 	case SLASH_ARG_INT:
 		errno = 0;
 		out->num = strtod(arg, &end);
-		if (errno || end == arg || *end || !isfinite(out->num) ||
+		/* decimal only: strtod also reads "0x10" (16) and "1p3" */
+		if (errno || end == arg || *end || !isfinite(out->num) || strpbrk(arg, "xXpP") ||
 		    (cmd->arg == SLASH_ARG_INT && out->num != floor(out->num))) {
 			snprintf(err, errsz, "/%s: '%.40s' is not a %s", cmd->name, arg,
 				 cmd->arg == SLASH_ARG_INT ? "whole number" : "number");
@@ -153,7 +154,13 @@ static int parse_arg(const struct slash_cmd *cmd, const char *arg, struct slash_
 		}
 		return 0;
 	case SLASH_ARG_TEXT: out->text = strdup(arg); break;
-	case SLASH_ARG_FILE: out->text = strdup(arg); break;
+	case SLASH_ARG_FILE: {
+		/* a name in quotes, as a shell would take it ("my chat.json") */
+		size_t n = strlen(arg);
+		bool quoted = n >= 2 && (arg[0] == '"' || arg[0] == '\'') && arg[n - 1] == arg[0];
+		out->text = quoted ? strndup(arg + 1, n - 2) : strdup(arg);
+		break;
+	}
 	}
 	if (!out->text) {
 		snprintf(err, errsz, "out of memory");

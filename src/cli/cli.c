@@ -255,8 +255,9 @@ int cli_parse_double(const char *name, const char *s, double lo, double hi, doub
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v)) {
-		cli_error("--%s: '%s' is not a finite number", name, s);
+	/* decimal only: strtod also reads "0x10" (16) and "1p3" */
+	if (errno || end == s || *end || !isfinite(v) || strpbrk(s, "xXpP")) {
+		cli_error("--%s: '%s' is not a finite decimal number", name, s);
 		return -1;
 	}
 	if (v < lo || v > hi) {

@@ -178,9 +178,11 @@ static int parse_number(const struct field *f, const char *s, double *out)
 	errno = 0;
 	double v = strtod(s, &end);
 	/* an underflow (1e-310) is the value strtod rounded it to; the range judges it */
-	if ((errno && !(errno == ERANGE && fabs(v) < 1)) || end == s || *end || !isfinite(v))
+	/* decimal only: strtod also reads "0x10" (16) and "0x1p-10" */
+	if ((errno && !(errno == ERANGE && fabs(v) < 1)) || end == s || *end || !isfinite(v) ||
+	    strpbrk(s, "xXpP"))
 		return err_set("--%s: '%s' is not a %s", f->name, s,
-			       f->kind == K_REAL ? "finite number" : "whole number");
+			       f->kind == K_REAL ? "finite decimal number" : "whole number");
 	if (f->kind != K_REAL && (v != floor(v) || strpbrk(s, ".eE")))
 		return err_set("--%s: '%s' is not a whole number", f->name, s);
 	if (v < f->lo || v > f->hi)

@@ -63,7 +63,8 @@ usage 2 "no tokenizer and no --vocab-size" "needs --tokenizer DIR" --out "$O" $S
 	--data "$TMP/d.u32"
 usage 2 "--init with a shape flag" "--layers is for a model from scratch" --out "$O" \
 	--init "$TMP/tok" --layers 3 --data "$TMP/a.txt"
-usage 2 "--lr not a number" "--lr: 'x' is not a finite number" --out "$O" $TEXT --lr x
+usage 2 "--lr not a number" "--lr: 'x' is not a finite decimal number" --out "$O" $TEXT --lr x
+usage 2 "--lr in hexadecimal" "--lr: '0x1p-10' is not a finite decimal number" --out "$O" $TEXT --lr 0x1p-10
 usage 2 "--ctx 0" "--ctx: 0 is out of range" --out "$O" $TEXT --ctx 0
 usage 2 "--save-dtype f16" "--save-dtype: 'f16' is not one of f32 bf16" --out "$O" $TEXT \
 	--save-dtype f16

@@ -329,6 +329,13 @@ T send-keys -t ui C-u
 T send-keys -t ui '/' Tab Tab
 check_screen '^/clear .*…$' "candidates past the width end in an ellipsis"
 T send-keys -t ui C-u
+# Ctrl-R says what it searches for (the input line shows only the match)
+T send-keys -t ui C-r
+T send-keys -t ui -l 'zzqq'
+check_screen "^\(failed reverse-i-search\).zzqq': *$" "Ctrl-R shows its search, and when it fails"
+T send-keys -t ui C-g
+sleep 0.3
+T send-keys -t ui C-u
 T send-keys -t ui '/help' Enter
 check_screen 'a line starting with // sends a message' "/help lists the keys"
 T send-keys -t ui PPage

@@ -87,6 +87,16 @@ static void test_values(void **st)
 	/* past a double's 53 bits the number is quoted as typed, not as rounded */
 	assert_int_equal(slash_parse("/top-k 99999999999999999999", &c, err, sizeof err), -1);
 	assert_string_equal(err, "/top-k: 99999999999999999999 is out of range [0, 1000000000]");
+	/* decimal numbers only, as typed */
+	assert_int_equal(slash_parse("/temp 0x10", &c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "is not a number"));
+	/* a file name in quotes, the quotes dropped */
+	assert_int_equal(slash_parse("/save \"my chat.json\"", &c, err, sizeof err), 0);
+	assert_string_equal(c.text, "my chat.json");
+	slash_call_free(&c);
+	assert_int_equal(slash_parse("/save 'a.json'", &c, err, sizeof err), 0);
+	assert_string_equal(c.text, "a.json");
+	slash_call_free(&c);
 	assert_int_equal(slash_parse("/think off", &c, err, sizeof err), 0);
 	assert_int_equal(c.cmd->id, SLASH_THINK);
 	assert_string_equal(c.cmd->choices[c.choice], "off");
