@@ -151,16 +151,11 @@ static bool random_suffix(const char *s)
 	return !s[n] && (n == 6 || n == 16);
 }
 
-void fio_remove_stale_temps(const char *path, const char *prefix, fio_removed_fn *removed,
-			    void *user)
+/* fio_remove_stale_temps in the open directory d (named dir for removed), which it
+ * closes. */
+static void sweep(DIR *d, const char *dir, const char *prefix, fio_removed_fn *removed, void *user)
 {
-	char dir[4200];
-	if (parent_dir(path, dir, sizeof dir))
-		return;
 	size_t pl = strlen(prefix);
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
 	for (struct dirent *e; (e = readdir(d));) {
 		const char *n = e->d_name;
 		char *end;
@@ -178,19 +173,33 @@ void fio_remove_stale_temps(const char *path, const char *prefix, fio_removed_fn
 	closedir(d);
 }
 
-/* Creates a new temporary file beside target, never following a link and never
- * reusing a name (O_CREAT|O_EXCL|O_NOFOLLOW on a random name): a link planted at a
- * predictable name cannot aim the write. The name, .BASE.tmp.PID.RANDOM, goes into
- * tmp (tmpsz bytes); those a killed writer left are removed first. */
-/* A new private file beside the target, in the target's directory opened as dir:
- * ".BASE.tmp.PID.RANDOM", created with O_EXCL|O_NOFOLLOW so that nothing planted
- * there is opened. Its name goes into tmp. */
+void fio_remove_stale_temps(const char *path, const char *prefix, fio_removed_fn *removed,
+			    void *user)
+{
+	char dir[4200];
+	DIR *d = parent_dir(path, dir, sizeof dir) ? NULL : opendir(dir);
+	if (d)
+		sweep(d, dir, prefix, removed, user);
+}
+
+/* Creates a new temporary file beside target, in its directory opened as dir, never
+ * following a link and never reusing a name (O_CREAT|O_EXCL|O_NOFOLLOW on a random
+ * name): a link planted at a predictable name cannot aim the write. The name,
+ * .BASE.tmp.PID.RANDOM, goes into tmp (tmpsz bytes); those a killed writer left are
+ * removed first. */
 static int create_temp(int dir, const char *target, const char *base, mode_t mode, char *tmp,
 		       size_t tmpsz)
 {
 	char prefix[NAME_MAX + 8];
-	if (snprintf(prefix, sizeof prefix, ".%s.tmp.", base) < (int)sizeof prefix)
-		fio_remove_stale_temps(target, prefix, NULL, NULL);
+	if (snprintf(prefix, sizeof prefix, ".%s.tmp.", base) < (int)sizeof prefix) {
+		/* the same directory read apart (fdopendir takes what it is given) */
+		int again = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		DIR *d = again >= 0 ? fdopendir(again) : NULL;
+		if (d)
+			sweep(d, NULL, prefix, NULL, NULL);
+		else if (again >= 0)
+			close(again);
+	}
 	for (int tries = 0; tries < 100; tries++) {
 		uint64_t r = 0;
 		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
@@ -235,14 +244,19 @@ int fio_sync_dir(const char *dir)
 	return rc;
 }
 
+/* path's last component, or NULL when it names a directory ("dir/", ".", ".."). */
+static const char *file_name(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	return *base && strcmp(base, ".") && strcmp(base, "..") ? base : NULL;
+}
+
 /* The directory holding path, opened: every later step acts on it, whatever a link
  * in path's directories is turned to meanwhile. *base: path's last component. */
 static int open_dir_of(const char *path, const char **base)
 {
 	char dir[4200];
-	const char *slash = strrchr(path, '/');
-	*base = slash ? slash + 1 : path;
-	if (!**base || !strcmp(*base, ".") || !strcmp(*base, ".."))
+	if (!(*base = file_name(path)))
 		return err_set("%s: names a directory, not a file", path);
 	if (parent_dir(path, dir, sizeof dir))
 		return err_set("%s: name too long", path);
@@ -442,7 +456,7 @@ int fio_try_lock(const char *path)
 	char lock[4200];
 	if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
 		return err_set("%s: name too long", path);
-	/* The lock holder may remove the file before it lets go (fio_unlock_remove): a
+	/* The lock holder may remove the file before it lets go (a run that saved nothing): a
 	 * lock taken on a file no longer at the name is retaken on the new one. */
 	for (int tries = 0; tries < 100; tries++) {
 		int fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -464,19 +478,11 @@ int fio_try_lock(const char *path)
 	return err_set("%s: removed again and again while being locked", lock);
 }
 
-void fio_unlock_remove(const char *path, int fd)
-{
-	char lock[4200];
-	if (snprintf(lock, sizeof lock, "%s.lock", path) < (int)sizeof lock)
-		unlink(lock);
-	close(fd);
-}
-
 char *fio_absolute(const char *path)
 {
 	char dir[PATH_MAX], abs[PATH_MAX];
-	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+	const char *base = file_name(path);
+	if (!base)
 		return realpath(path, abs) ? strdup(abs) : NULL;
 	if (parent_dir(path, dir, sizeof dir) || !realpath(dir, abs))
 		return NULL;

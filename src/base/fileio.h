@@ -76,10 +76,6 @@ int fio_sync_dir(const char *dir);
 enum { FIO_LOCKED = -2 };
 int fio_try_lock(const char *path);
 
-/* Removes PATH.lock, then lets go of the lock fd holds (a process that opened the old
- * file meanwhile finds it gone and locks the new one). */
-void fio_unlock_remove(const char *path, int fd);
-
 /* path as an absolute one whose last component is the name given: its directory
  * resolved (realpath), a link at the name itself kept as a link, so that what the name
  * says (a *.u32 suffix) still holds. malloc'd; NULL when the directory does not
