@@ -545,14 +545,7 @@ int cmd_train(int argc, char **argv)
 			cli_error("%s", err_msg());
 			rc = EXIT_RUNTIME;
 		} else if (!(rc = merge_resume(&a, &st, state_path))) {
-			if (st.step >= st.o.steps) /* before the data is read and the plan made */
-				fprintf(stderr,
-					"%s is at step %lld already: --steps %lld leaves nothing "
-					"to "
-					"do (a larger --steps trains on)\n",
-					a.resume, (long long)st.step, (long long)st.o.steps);
-			else
-				rc = run(&st, a.resume, true, !a.no_panel);
+			rc = run(&st, a.resume, true, !a.no_panel);
 		}
 	} else if (!(rc = check_new(&a))) {
 		struct stat sb;

@@ -169,18 +169,15 @@ static void remove_unsaved(const char *dir)
 
 void loop_abandon_dir(const char *dir, int lock, bool created)
 {
-	char *state = fio_join(dir, "train-state"), *path = fio_join(dir, LOCK_NAME);
-	if (state && path && !holds_run(dir))
+	struct loop_leftovers l;
+	if (!holds_run(dir) && loop_leftovers_init(&l, dir, created) == 0) {
 		remove_unsaved(dir);
-	if (state && path && !holds_run(dir) && (rmdir(state) == 0 || errno == ENOENT)) {
-		fio_unlock_remove(path, lock);
-		if (created)
-			rmdir(dir);
-	} else {
-		close(lock);
+		loop_leftovers_remove(&l);
+		loop_leftovers_free(&l);
 	}
-	free(state);
-	free(path);
+	/* after the lock file is gone: a process that opened it meanwhile finds it gone
+	 * and locks the new one (fio_try_lock) */
+	close(lock);
 }
 
 int loop_leftovers_init(struct loop_leftovers *l, const char *dir, bool created)
@@ -720,6 +717,14 @@ int loop_run(const char *dir, struct tstate *st, bool resume, struct loop_model 
 		goto out;
 	if (resume && ckpt_recover(dir) < 0)
 		goto out;
+	if (resume && st->step >= o->steps) { /* before any data is read */
+		notice(&u,
+		       "%s is at step %lld already: --steps %lld leaves nothing to do (a larger "
+		       "--steps trains on)",
+		       dir, (long long)st->step, (long long)o->steps);
+		rc = 0;
+		goto out;
+	}
 	if (!resume)
 		batch_rng_seed(&st->rng, (uint64_t)o->seed);
 	if (load_data(&u, resume) || check_plan(&u) || make_trainer(&u) ||
@@ -729,14 +734,8 @@ int loop_run(const char *dir, struct tstate *st, bool resume, struct loop_model 
 		eng_model_free(m->init);
 		m->init = NULL;
 	}
-	if (st->step >= o->steps) {
-		if (!resume) /* --steps 0: the initial weights as a checkpoint */
-			rc = save(&u);
-		else {
-			notice(&u, "%s is at step %lld already (--steps %lld): nothing to do", dir,
-			       (long long)st->step, (long long)o->steps);
-			rc = 0;
-		}
+	if (st->step >= o->steps) { /* --steps 0: the initial weights as a checkpoint */
+		rc = save(&u);
 		goto out;
 	}
 	if (r->begin)
