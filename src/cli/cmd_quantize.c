@@ -164,8 +164,6 @@ static int write_model(const struct eng_model *m, enum eng_ftype f, const struct
 		       const char *out)
 {
 	char *tmp = NULL;
-	if (fio_in_system_dir(out))
-		return write_through(m, f, o, out);
 	remove_stale_temps(out);
 	catch_signals(on_signal); /* before the file exists: no moment leaves it behind */
 	int fd = create_temp(out, &tmp), rc = -1;
@@ -204,8 +202,6 @@ static bool same_file(const struct stat *a, const struct stat *b)
 static int check_out(const char *out, const char *dir)
 {
 	struct stat lo, so;
-	if (fio_in_system_dir(out)) /* written through (a pipe, /dev/null): nothing replaced */
-		return 0;
 	if (lstat(out, &lo) != 0)
 		return errno == ENOENT ? 0 : err_set("%s: %s", out, strerror(errno));
 	if (!S_ISREG(lo.st_mode) && !S_ISLNK(lo.st_mode))
@@ -268,6 +264,9 @@ int cmd_quantize(int argc, char **argv)
 						     "GGUF file is binary)");
 		qa.out = "/dev/stdout";
 	}
+	/* a name of the system's (/dev/stdout, a pipe, /dev/null) is written through:
+	 * nothing there is replaced (decided first: it clears the error it meets) */
+	bool through = fio_in_system_dir(qa.out);
 	struct hub_env hub;
 	cli_env_hub(&hub);
 	char *dir = hub_resolve(&hub, com.model);
@@ -277,18 +276,19 @@ int cmd_quantize(int argc, char **argv)
 	if (dir && eng_is_gguf(dir))
 		err_set("%s: already a GGUF file; quantize reads a safetensors model directory",
 			dir);
-	else if (dir && check_out(qa.out, dir) == 0 && (m = eng_model_open(dir)) &&
+	else if (dir && (through || check_out(qa.out, dir) == 0) && (m = eng_model_open(dir)) &&
 		 (o = eng_gguf_out_new()) &&
 		 eng_gguf_out_str(o, "general.name", model_name(dir), strlen(model_name(dir))) ==
 			 0 &&
 		 loader_gguf_keys(dir, eng_model_config(m)->vocab_size, o) == 0) {
 		g_tty = isatty(STDERR_FILENO);
 		g_t0 = clock_now();
-		if (write_model(m, f, o, qa.out) == 0) {
+		int w = through ? write_through(m, f, o, qa.out) : write_model(m, f, o, qa.out);
+		if (w == 0) {
 			struct stat st;
 			char a[32], size[40] = "";
 			/* a pipe's size says nothing */
-			if (!fio_in_system_dir(qa.out) && stat(qa.out, &st) == 0)
+			if (!through && stat(qa.out, &st) == 0)
 				snprintf(size, sizeof size, "%s ",
 					 units_bytes((double)st.st_size, a, sizeof a));
 			fprintf(stderr, "wrote %s: %s(%s) in %.1f s\n", qa.out, size,
