@@ -67,9 +67,24 @@ char *fio_read_all(const char *path, size_t max_bytes, size_t *len)
 {
 	if (strcmp(path, "-") == 0)
 		return read_stream(stdin, path, max_bytes, len);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	/* O_NONBLOCK: opening a FIFO nobody writes would wait forever; cleared after the
+	 * open, so that a pipe with a writer is read as it comes and one without ends */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
 		err_set("%s: cannot open: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	FILE *f = NULL;
+	if (S_ISDIR(st.st_mode))
+		err_set("%s: is a directory, not a file", path);
+	else if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 || !(f = fdopen(fd, "rb")))
+		err_set("%s: cannot open: %s", path, strerror(errno));
+	if (!f) {
+		close(fd);
 		return NULL;
 	}
 	char *buf = read_stream(f, path, max_bytes, len);
@@ -151,8 +166,9 @@ static bool random_suffix(const char *s)
 	return !s[n] && (n == 6 || n == 16);
 }
 
-/* fio_remove_stale_temps in the open directory d (named dir for removed), which it
- * closes. */
+/* The temporary files PREFIX<pid>.<RANDOM> in the open directory d (named dir for
+ * removed), which it closes, that a writer killed outright (SIGKILL, the OOM killer)
+ * left: regular files of this user whose PID no longer runs are removed. */
 static void sweep(DIR *d, const char *dir, const char *prefix, fio_removed_fn *removed, void *user)
 {
 	size_t pl = strlen(prefix);
@@ -173,39 +189,35 @@ static void sweep(DIR *d, const char *dir, const char *prefix, fio_removed_fn *r
 	closedir(d);
 }
 
-void fio_remove_stale_temps(const char *path, const char *prefix, fio_removed_fn *removed,
-			    void *user)
-{
-	char dir[4200];
-	DIR *d = parent_dir(path, dir, sizeof dir) ? NULL : opendir(dir);
-	if (d)
-		sweep(d, dir, prefix, removed, user);
-}
+/* The part of a file's name its temporary files start with: a name near NAME_MAX
+ * leaves no room for ".tmp.PID.RANDOM", so only its first bytes are kept. */
+#define TEMP_STEM_MAX (NAME_MAX - 40)
 
 /* Creates a new temporary file beside target, in its directory opened as dir, never
  * following a link and never reusing a name (O_CREAT|O_EXCL|O_NOFOLLOW on a random
  * name): a link planted at a predictable name cannot aim the write. The name,
- * .BASE.tmp.PID.RANDOM, goes into tmp (tmpsz bytes); those a killed writer left are
- * removed first. */
+ * .STEM.tmp.PID.RANDOM, goes into tmp (tmpsz bytes); those a killed writer left are
+ * removed first (removed, may be NULL, hears of each). */
 static int create_temp(int dir, const char *target, const char *base, mode_t mode, char *tmp,
-		       size_t tmpsz)
+		       size_t tmpsz, fio_removed_fn *removed, void *user)
 {
-	char prefix[NAME_MAX + 8];
-	if (snprintf(prefix, sizeof prefix, ".%s.tmp.", base) < (int)sizeof prefix) {
-		/* the same directory read apart (fdopendir takes what it is given) */
-		int again = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		DIR *d = again >= 0 ? fdopendir(again) : NULL;
-		if (d)
-			sweep(d, NULL, prefix, NULL, NULL);
-		else if (again >= 0)
-			close(again);
-	}
+	char prefix[NAME_MAX + 8], shown[4200];
+	int stem = (int)strnlen(base, TEMP_STEM_MAX);
+	snprintf(prefix, sizeof prefix, ".%.*s.tmp.", stem, base);
+	/* the same directory read apart (fdopendir takes what it is given) */
+	int again = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = again >= 0 ? fdopendir(again) : NULL;
+	if (d)
+		sweep(d, parent_dir(target, shown, sizeof shown) ? "." : shown, prefix, removed,
+		      user);
+	else if (again >= 0)
+		close(again);
 	for (int tries = 0; tries < 100; tries++) {
 		uint64_t r = 0;
 		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
 			r = (uint64_t)getpid() * 2654435761u + (uint64_t)tries * 40503u +
 			    (uint64_t)clock();
-		if (snprintf(tmp, tmpsz, ".%s.tmp.%ld.%016llx", base, (long)getpid(),
+		if (snprintf(tmp, tmpsz, "%s%ld.%016llx", prefix, (long)getpid(),
 			     (unsigned long long)r) >= (int)tmpsz)
 			return err_set("%s: name too long", target);
 		int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -387,41 +399,105 @@ static int write_through(int dir, const char *base, const char *target, const vo
 	return rc;
 }
 
-/* Writes and renames with the signals that end a program held back, so that a
- * Ctrl-C, a SIGTERM or a closed terminal comes after the rename (or after the temp
- * file is removed), never between: no half-written temp file is left behind. */
-static int replace(int dir, const char *base, const char *target, const void *data, size_t len,
-		   mode_t mode)
+/* The temporary file of r, for path (base in the opened directory dir): what is at
+ * path now must be a regular file or nothing (a link there is replaced, never
+ * followed: a link planted where a user saves must not aim the write, and the new
+ * file takes `mode`, not the mode of whatever the link points to). */
+static int begin_at(struct fio_replace *r, int dir, const char *base, const char *path, mode_t mode,
+		    fio_removed_fn *removed, void *user)
 {
-	/* no link is followed: a link at target is replaced by the new file, its target
-	 * never written (a link planted where a user saves must not aim the write), and
-	 * the new file takes `mode`, not the mode of whatever the link points to */
 	struct stat st;
 	bool exists = fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode);
+	r->dir = dir, r->fd = -1, r->path = path, r->base = base;
 	if (exists && !S_ISREG(st.st_mode))
 		return err_set("%s: not a regular file (refused: only a file can be replaced)",
-			       target);
+			       path);
 	/* An existing file of ours keeps its permissions (a transcript made private stays
 	 * private); another user's file does not lend its mode, nor anyone set-id bits. */
 	bool keep = exists && st.st_uid == geteuid();
-	char tmp[NAME_MAX + 64];
-	int fd = create_temp(dir, target, base, keep ? st.st_mode & 0777 : mode, tmp, sizeof tmp);
-	if (fd < 0)
+	r->fd = create_temp(dir, path, base, keep ? st.st_mode & 0777 : mode, r->tmp, sizeof r->tmp,
+			    removed, user);
+	if (r->fd < 0)
 		return -1;
-	int rc = 0;
-	if (keep && fchmod(fd, st.st_mode & 0777) != 0) /* as it was, whatever the umask */
-		rc = err_set("%s: cannot set the mode: %s", target, strerror(errno));
-	if (rc == 0 && (fio_write_fd(fd, data, len) != 0 || fsync(fd) != 0))
-		rc = err_set("%s: write failed: %s", target, strerror(errno));
-	if (close(fd) != 0 && rc == 0)
-		rc = err_set("%s: write failed: %s", target, strerror(errno));
-	if (rc == 0 && renameat(dir, tmp, dir, base) != 0)
-		rc = err_set("%s: cannot replace: %s", target, strerror(errno));
+	if (keep && fchmod(r->fd, st.st_mode & 0777) != 0) { /* as it was, whatever the umask */
+		err_set("%s: cannot set the mode: %s", path, strerror(errno));
+		close(r->fd);
+		unlinkat(dir, r->tmp, 0);
+		return r->fd = -1;
+	}
+	return r->fd;
+}
+
+int fio_replace_begin(struct fio_replace *r, const char *path, mode_t mode, fio_removed_fn *removed,
+		      void *user)
+{
+	const char *base;
+	int dir = open_dir_of(path, &base);
+	r->dir = r->fd = -1;
+	if (dir < 0)
+		return -1;
+	if (system_dir(dir)) {
+		close(dir);
+		return err_set("%s: in the system's directories (refused: only a file of ours is "
+			       "replaced)",
+			       path);
+	}
+	if (begin_at(r, dir, base, path, mode, removed, user) < 0) {
+		close(dir);
+		return r->dir = -1;
+	}
+	return r->fd;
+}
+
+int fio_replace_commit(struct fio_replace *r)
+{
+	int rc = fsync(r->fd) != 0 ? err_set("%s: write failed: %s", r->path, strerror(errno)) : 0;
+	if (close(r->fd) != 0 && rc == 0)
+		rc = err_set("%s: write failed: %s", r->path, strerror(errno));
+	r->fd = -1;
+	if (rc == 0 && renameat(r->dir, r->tmp, r->dir, r->base) != 0)
+		rc = err_set("%s: cannot replace: %s", r->path, strerror(errno));
 	if (rc)
-		unlinkat(dir, tmp, 0);
+		unlinkat(r->dir, r->tmp, 0);
 	else
-		(void)fsync(dir); /* best effort: the rename is in place for every reader */
+		(void)fsync(r->dir); /* best effort: the rename is in place for every reader */
+	close(r->dir);
+	r->dir = -1;
 	return rc;
+}
+
+void fio_replace_abort(struct fio_replace *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	if (r->dir >= 0) {
+		unlinkat(r->dir, r->tmp, 0);
+		close(r->dir);
+	}
+	r->dir = r->fd = -1;
+}
+
+/* Writes and renames with the signals that end a program held back, so that a
+ * Ctrl-C, a SIGTERM or a closed terminal comes after the rename (or after the temp
+ * file is removed), never between: no half-written temp file is left behind. The
+ * directory dir stays the caller's. */
+static int replace(int dir, const char *base, const char *target, const void *data, size_t len,
+		   mode_t mode)
+{
+	struct fio_replace r;
+	int again = dup(dir); /* fio_replace_commit closes its own */
+	if (again < 0)
+		return err_set("%s: %s", target, strerror(errno));
+	if (begin_at(&r, again, base, target, mode, NULL, NULL) < 0) {
+		close(again);
+		return -1;
+	}
+	if (fio_write_fd(r.fd, data, len) != 0) {
+		err_set("%s: write failed: %s", target, strerror(errno));
+		fio_replace_abort(&r);
+		return -1;
+	}
+	return fio_replace_commit(&r);
 }
 
 int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags)

@@ -2,6 +2,7 @@
 #ifndef QWENCHAT_FILEIO_H
 #define QWENCHAT_FILEIO_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,13 +59,28 @@ bool fio_in_system_dir(const char *path);
  * refused. The descriptor, or -1 (err_set). */
 int fio_open_through(const char *path);
 
-/* Removes the temporary files PREFIX<pid>.<RANDOM> beside path (in its directory;
- * RANDOM: 6 or 16 letters and digits, as mkostemp and fio_write_atomic make them)
- * that a writer killed outright (SIGKILL, the OOM killer) left: regular files of this
- * user whose PID no longer runs. removed (may be NULL) hears of each. */
+/* Told of each temporary file a writer killed outright (SIGKILL, the OOM killer) left
+ * beside a file being replaced, once it is removed: a regular file of this user named
+ * .NAME.tmp.PID.RANDOM whose PID no longer runs. */
 typedef void fio_removed_fn(void *user, const char *dir, const char *name, uint64_t bytes);
-void fio_remove_stale_temps(const char *path, const char *prefix, fio_removed_fn *removed,
-			    void *user);
+
+/* A file written in pieces that appears whole or not at all, as fio_write_atomic's:
+ * fio_replace_begin opens path's directory once, checks what is at path as
+ * fio_write_atomic does (a name in the system's directories is refused here: see
+ * fio_open_through) and creates the temporary file, whose descriptor it returns (or
+ * -1, err_set); the caller writes into r->fd, then either fio_replace_commit (sync,
+ * rename over path; 0 or -1 with err_set, the temporary file removed) or
+ * fio_replace_abort (removed). Signals are the caller's to hold or catch. removed (may
+ * be NULL) hears of the stale temporary files removed first. */
+struct fio_replace {
+	int dir, fd;
+	const char *path, *base;
+	char tmp[NAME_MAX + 1];
+};
+int fio_replace_begin(struct fio_replace *r, const char *path, mode_t mode, fio_removed_fn *removed,
+		      void *user);
+int fio_replace_commit(struct fio_replace *r);
+void fio_replace_abort(struct fio_replace *r);
 
 /* fsync of a directory, so that the renames into it survive a power loss: 0, or -1
  * with err_set naming dir. */

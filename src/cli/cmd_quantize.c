@@ -109,39 +109,6 @@ static void told_removed(void *user, const char *dir, const char *name, uint64_t
 	cli_notice(msg);
 }
 
-/* Removes the temporary files (OUT.tmp.PID.XXXXXX, as create_temp names them) that
- * a quantize killed outright left beside out: each as large as a model. */
-static void remove_stale_temps(const char *out)
-{
-	const char *slash = strrchr(out, '/');
-	char prefix[4200];
-	snprintf(prefix, sizeof prefix, "%s.tmp.", slash ? slash + 1 : out);
-	fio_remove_stale_temps(out, prefix, told_removed, NULL);
-}
-
-/* A new file beside `out` (O_EXCL: never an existing file or link), private: mode 0600. */
-static int create_temp(const char *out, char **tmp)
-{
-	size_t n = strlen(out) + 32;
-	if (!(*tmp = malloc(n)))
-		return err_set("out of memory");
-	snprintf(*tmp, n, "%s.tmp.%ld.XXXXXX", out, (long)getpid());
-	int fd = mkostemp(*tmp, O_CLOEXEC);
-	if (fd < 0) {
-		err_set("%s: cannot create a file beside it: %s", out, strerror(errno));
-		free(*tmp);
-		*tmp = NULL;
-		return -1;
-	}
-	if (fchmod(fd, 0600) != 0) {
-		err_set("%s: chmod: %s", *tmp, strerror(errno));
-		close(fd);
-		unlink(*tmp);
-		return -1;
-	}
-	return fd;
-}
-
 /* The model into /dev/stdout, a pipe or /dev/null: written as it comes. */
 static int write_through(const struct eng_model *m, enum eng_ftype f, const struct eng_gguf_out *o,
 			 const char *out)
@@ -157,31 +124,25 @@ static int write_through(const struct eng_model *m, enum eng_ftype f, const stru
 	return rc;
 }
 
-/* Writes the model into a temporary file, syncs it and renames it over out. Ctrl-C,
- * SIGTERM and SIGHUP remove the temporary file (a file of the model's size would be
- * left behind otherwise); 128 + the signal is then the exit status, as the chat's. */
+/* Writes the model into a temporary file, syncs it and renames it over out (its
+ * directory opened once, fio_replace). Ctrl-C, SIGTERM and SIGHUP remove the
+ * temporary file (a file of the model's size would be left behind otherwise); 128 +
+ * the signal is then the exit status, as the chat's. Those a quantize killed outright
+ * left, each as large as a model, are removed first, and said so. */
 static int write_model(const struct eng_model *m, enum eng_ftype f, const struct eng_gguf_out *o,
 		       const char *out)
 {
-	char *tmp = NULL;
-	remove_stale_temps(out);
+	struct fio_replace r;
 	catch_signals(on_signal); /* before the file exists: no moment leaves it behind */
-	int fd = create_temp(out, &tmp), rc = -1;
-	if (fd >= 0 && eng_model_write_gguf(m, f, o, fd, out, progress, &g_cancel) == 0) {
-		if (fsync(fd) != 0)
-			err_set("%s: write failed: %s", out, strerror(errno));
-		else if (rename(tmp, out) != 0)
-			err_set("%s: rename to %s: %s", tmp, out, strerror(errno));
+	int rc = -1;
+	if (fio_replace_begin(&r, out, 0600, told_removed, NULL) >= 0) {
+		if (eng_model_write_gguf(m, f, o, r.fd, out, progress, &g_cancel) == 0)
+			rc = fio_replace_commit(&r);
 		else
-			rc = 0;
+			fio_replace_abort(&r);
+		if (g_tty && rc)
+			fputc('\n', stderr);
 	}
-	if (g_tty && rc && fd >= 0)
-		fputc('\n', stderr);
-	if (fd >= 0)
-		close(fd);
-	if (rc && tmp)
-		unlink(tmp);
-	free(tmp);
 	if (rc && g_cancel)
 		err_set("%s: not written (%s)", out, strsignal(g_cancel));
 	catch_signals(SIG_DFL);

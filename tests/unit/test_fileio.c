@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,53 @@ static void test_stale_temps(void **state)
 	unlink(user);
 	unlink(live);
 	unlink(link);
+	unlink(target);
+}
+
+static void told(void *user, const char *d, const char *name, uint64_t bytes)
+{
+	(void)d;
+	(void)name;
+	*(uint64_t *)user += bytes;
+}
+
+/* Names up to NAME_MAX are written, in one piece or in parts (fio_replace): the
+ * temporary name keeps only the start of a long one, and a killed writer's temporary
+ * file of a long name is found and removed too. An abort leaves nothing. */
+static void test_long_names(void **state)
+{
+	(void)state;
+	char base[NAME_MAX + 1], target[600], dead[600], name[NAME_MAX + 1];
+	memset(base, 'n', NAME_MAX);
+	base[NAME_MAX] = '\0';
+	path_of(target, sizeof target, base);
+	assert_int_equal(fio_write_atomic(target, "whole", 5, 0600, 0), 0);
+	assert_content(target, "whole");
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	assert_true(child > 0);
+	waitpid(child, NULL, 0);
+	snprintf(name, sizeof name, ".%.*s.tmp.%ld.abcdef", NAME_MAX - 40, base, (long)child);
+	path_of(dead, sizeof dead, name);
+	put(dead, "left");
+	struct fio_replace r;
+	uint64_t removed = 0;
+	int fd = fio_replace_begin(&r, target, 0600, told, &removed);
+	assert_true(fd >= 0);
+	assert_int_equal(removed, 4);
+	assert_int_equal(fio_write_fd(fd, "in ", 3), 0);
+	assert_int_equal(fio_write_fd(fd, "parts", 5), 0);
+	assert_int_equal(fio_replace_commit(&r), 0);
+	assert_content(target, "in parts");
+	assert_true(fio_replace_begin(&r, target, 0600, NULL, NULL) >= 0);
+	assert_int_equal(fio_write_fd(r.fd, "lost", 4), 0);
+	fio_replace_abort(&r);
+	assert_content(target, "in parts");
+	const char *known[] = {base, NULL};
+	assert_int_equal(extra_entries(known), 0);
+	assert_int_equal(fio_replace_begin(&r, "/dev/null", 0600, NULL, NULL), -1);
+	assert_non_null(strstr(err_msg(), "system's directories"));
 	unlink(target);
 }
 
@@ -256,6 +304,51 @@ static void test_regular_only(void **state)
 	rmdir(sub);
 }
 
+/* fio_read_all reads what a user names with --messages, /load or --api-key-file: a
+ * FIFO nobody writes reads as empty at once (fopen would wait for a writer forever), a
+ * pipe with a writer is read to its end, a directory is refused by name. */
+static void test_read_all_kinds(void **state)
+{
+	(void)state;
+	char fifo[256], sub[256];
+	size_t len = 1;
+	path_of(fifo, sizeof fifo, "messages.json");
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(10); /* a blocked open would end the test here, failed */
+	char *text = fio_read_all(fifo, 1 << 20, &len);
+	assert_non_null(text);
+	assert_int_equal(len, 0);
+	free(text);
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) { /* the writer: slow, in two parts */
+		close(fds[0]);
+		usleep(100 * 1000);
+		(void)!write(fds[1], "ke", 2);
+		usleep(100 * 1000);
+		(void)!write(fds[1], "y\n", 2);
+		_exit(0);
+	}
+	close(fds[1]);
+	char name[64];
+	snprintf(name, sizeof name, "/dev/fd/%d", fds[0]);
+	text = fio_read_all(name, 1 << 20, &len);
+	alarm(0);
+	close(fds[0]);
+	waitpid(pid, NULL, 0);
+	assert_non_null(text);
+	assert_string_equal(text, "key\n");
+	free(text);
+	path_of(sub, sizeof sub, "sub");
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_null(fio_read_all(sub, 1 << 20, NULL));
+	assert_non_null(strstr(err_msg(), "sub: is a directory"));
+	unlink(fifo);
+	rmdir(sub);
+}
+
 /* Another user's file at the target lends neither its mode nor set-id bits: the new
  * file is ours and private (as root only: it needs a file of another owner). */
 static void test_foreign_mode(void **state)
@@ -325,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_target_kinds),       cmocka_unit_test(test_link_chains),
 		cmocka_unit_test(test_regular_only),       cmocka_unit_test(test_stale_temps),
 		cmocka_unit_test(test_foreign_mode),       cmocka_unit_test(test_system_names),
+		cmocka_unit_test(test_read_all_kinds),     cmocka_unit_test(test_long_names),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(dir);
