@@ -153,25 +153,15 @@ int loop_lock_dir(const char *dir, bool create)
 }
 
 /* What a run writes before its first checkpoint: the streams' caches and the log. */
-static void remove_unsaved(const char *dir)
-{
-	static const char *const files[] = {"train-state/data.u32", "train-state/data.json",
-					    "train-state/data.sft", "train-state/val.u32",
-					    "train-state/val.json", "train-state/val.sft",
-					    "train-log.jsonl",      "loss.svg"};
-	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-		char *p = fio_join(dir, files[i]);
-		if (p)
-			unlink(p);
-		free(p);
-	}
-}
+static const char *const g_unsaved[LOOP_UNSAVED] = {"train-state/data.u32", "train-state/data.json",
+						    "train-state/data.sft", "train-state/val.u32",
+						    "train-state/val.json", "train-state/val.sft",
+						    "train-log.jsonl",      "loss.svg"};
 
 void loop_abandon_dir(const char *dir, int lock, bool created)
 {
 	struct loop_leftovers l;
-	if (!holds_run(dir) && loop_leftovers_init(&l, dir, created) == 0) {
-		remove_unsaved(dir);
+	if (loop_leftovers_init(&l, dir, created) == 0) {
 		loop_leftovers_remove(&l);
 		loop_leftovers_free(&l);
 	}
@@ -182,9 +172,15 @@ void loop_abandon_dir(const char *dir, int lock, bool created)
 
 int loop_leftovers_init(struct loop_leftovers *l, const char *dir, bool created)
 {
-	*l = (struct loop_leftovers){fio_join(dir, "train-state"), fio_join(dir, LOCK_NAME ".lock"),
-				     created ? strdup(dir) : NULL};
-	if (l->state && l->lock && (l->dir || !created))
+	*l = (struct loop_leftovers){.state = fio_join(dir, "train-state"),
+				     .lock = fio_join(dir, LOCK_NAME ".lock"),
+				     .dir = created ? strdup(dir) : NULL};
+	bool ok = l->state && l->lock && (l->dir || !created) &&
+		  (l->saved[0] = fio_join(dir, "train-state/state.json")) &&
+		  (l->saved[1] = fio_join(dir, ".checkpoint.new"));
+	for (int i = 0; ok && i < LOOP_UNSAVED; i++)
+		ok = (l->unsaved[i] = fio_join(dir, g_unsaved[i])) != NULL;
+	if (ok)
 		return 0;
 	loop_leftovers_free(l);
 	return err_set("out of memory");
@@ -195,12 +191,21 @@ void loop_leftovers_free(struct loop_leftovers *l)
 	free(l->state);
 	free(l->lock);
 	free(l->dir);
+	for (int i = 0; i < 2; i++)
+		free(l->saved[i]);
+	for (int i = 0; i < LOOP_UNSAVED; i++)
+		free(l->unsaved[i]);
 	*l = (struct loop_leftovers){0};
 }
 
 void loop_leftovers_remove(const struct loop_leftovers *l)
 {
-	if (!l->state || (rmdir(l->state) != 0 && errno != ENOENT))
+	struct stat st;
+	if (!l->state || lstat(l->saved[0], &st) == 0 || lstat(l->saved[1], &st) == 0)
+		return; /* a checkpoint, or one being written: the run is saved */
+	for (int i = 0; i < LOOP_UNSAVED; i++)
+		unlink(l->unsaved[i]);
+	if (rmdir(l->state) != 0 && errno != ENOENT)
 		return;
 	unlink(l->lock);
 	if (l->dir)

@@ -106,19 +106,22 @@ int loop_lock_dir(const char *dir, bool create);
 /* After a new run failed before its first checkpoint: removes what it wrote (the
  * streams' caches, the log), train-state/ when nothing else is in it, then the lock
  * file (letting go of lock) and, when created, dir itself if nothing else is there;
- * otherwise only lets go of lock. */
+ * otherwise only lets go of lock. A checkpoint there, whole or being written, keeps
+ * everything. */
 void loop_abandon_dir(const char *dir, int lock, bool created);
 
 /* loop_abandon_dir's paths, made beforehand for a signal handler. */
+enum { LOOP_UNSAVED = 8 };
 struct loop_leftovers {
 	char *state, *lock, *dir; /* dir: NULL when it was there before */
+	char *saved[2];           /* a checkpoint's marks: state.json, the one being written */
+	char *unsaved[LOOP_UNSAVED]; /* the caches and the log */
 };
 int loop_leftovers_init(struct loop_leftovers *l, const char *dir, bool created);
 void loop_leftovers_free(struct loop_leftovers *l);
 
-/* loop_abandon_dir for a new run a signal ends before its first step, with calls
- * safe in a signal handler (rmdir, unlink): a train-state/ that holds anything (the
- * data's cache, the log, a checkpoint) keeps everything; the lock goes with the
+/* loop_abandon_dir's removals, with calls safe in a signal handler (lstat, unlink,
+ * rmdir): for a new run a signal ends before its first step. The lock goes with the
  * process. */
 void loop_leftovers_remove(const struct loop_leftovers *l);
 

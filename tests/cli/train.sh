@@ -139,6 +139,22 @@ wait $hub 2>/dev/null
 [ -e "$TMP/hub.asked" ] && [ "$rc" -eq 130 ] && [ ! -e "$TMP/sig-new" ] &&
 	pass "Ctrl-C before the first step of a new run: exit 130, its directory gone" ||
 	fail "Ctrl-C before the first step: exit $rc, left: $(ls -A "$TMP/sig-new" 2>&1)"
+# Ctrl-C after the data's cache is written, while the held-out text is still encoded:
+# the cache goes with the directory (nothing was saved)
+python3 -c 'import sys; open(sys.argv[1], "w").write(open(sys.argv[2]).read() * 1500)' \
+	"$TMP/big-val.txt" "$TMP/a.txt"
+"$QWENCHAT" train --out "$TMP/sig-cache" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/a.txt" \
+	--val "$TMP/big-val.txt" $SMALL --steps 1 >/dev/null 2>"$TMP/err" &
+pid=$!
+i=0
+while [ ! -e "$TMP/sig-cache/train-state/data.u32" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i + 1)); done
+kill -INT $pid
+wait $pid
+rc=$?
+[ $i -lt 1000 ] && [ "$rc" -eq 130 ] && [ ! -e "$TMP/sig-cache" ] &&
+	pass "Ctrl-C after the data's cache, before the first step: the directory gone" ||
+	fail "Ctrl-C after the cache (waited $i): exit $rc, left: $(ls -A "$TMP/sig-cache" "$TMP/sig-cache/train-state" 2>&1 | tr '\n' ' ')"
+rm -f "$TMP/big-val.txt"
 # a new run that cannot write its first checkpoint (a file-size limit) removes what
 # it wrote before: the directory it created is gone, caches and log included
 ( trap '' XFSZ; ulimit -f 40; exec "$QWENCHAT" train --out "$TMP/lim/run" --vocab-size 1000 $SHAPE \
