@@ -43,7 +43,7 @@ struct eng_backend_ops {
 	void (*free)(void *st);
 	/* ids[0..n) at positions pos..pos+n-1 (all checked: ids < vocab, pos+n <= ctx,
 	 * pos <= cached). Writes K/V for those positions; logits as in eng_forward.
-	 * 0 or -1 (err_set). The backend may split n into chunks itself. */
+	 * 0, -1 (err_set) or ENG_CANCELLED. The backend may split n into chunks itself. */
 	int (*forward)(void *st, const int32_t *ids, int n, int pos, float *logits, bool all);
 	/* Attention capture (eng_set_capture / eng_attention); the row belongs to the
 	 * last query of the last forward; NULL when capture was off. */
@@ -64,6 +64,10 @@ struct eng_backend_ops {
 
 /* The CPU backend (engine/cpu/cpu.c). */
 const struct eng_backend_ops *eng_cpu_backend(void);
+#ifndef __cplusplus
+/* eng_set_cancel on the CPU backend's state st. */
+void eng_cpu_set_cancel(void *st, const atomic_int *cancel);
+#endif
 
 /* The CUDA backend is a shared module, qwenchat-cuda.so (engine/cuda/), that the
  * engine loads at run time (engine/cuda_load.c) only when it is asked for or a driver

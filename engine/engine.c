@@ -240,8 +240,9 @@ int eng_forward(struct eng *e, const int32_t *ids, int n, int pos, float *logits
 	/* The backend overwrites entries from pos on; until it succeeds only pos stay valid. */
 	e->cached = pos;
 	double t0 = clock_now();
-	if (e->ops->forward(e->st, ids, n, pos, logits, all_logits))
-		return -1;
+	int rc = e->ops->forward(e->st, ids, n, pos, logits, all_logits);
+	if (rc)
+		return rc < 0 ? -1 : ENG_CANCELLED;
 	double dt = clock_now() - t0;
 	if (check_finite(logits, all_logits ? n : 1, vocab, all_logits ? pos : pos + n - 1))
 		return -1;
@@ -288,6 +289,12 @@ int eng_measure(struct eng *e, const struct eng_measure_request *rq, struct eng_
 		return err_set("measure: GEMM shape %dx%dx%d, %d passes", rq->gemm_m, rq->gemm_n,
 			       rq->gemm_k, rq->reps);
 	return e->ops->measure(e->st, rq, out);
+}
+
+void eng_set_cancel(struct eng *e, const atomic_int *cancel)
+{
+	if (e->ops == eng_cpu_backend())
+		eng_cpu_set_cancel(e->st, cancel);
 }
 
 int eng_truncate(struct eng *e, int n)

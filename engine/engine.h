@@ -6,6 +6,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#ifndef __cplusplus /* the CUDA module (C++) includes this header too */
+#include <stdatomic.h>
+#endif
 
 /* ---- Configuration (config.json) ------------------------------------------ */
 
@@ -343,9 +346,19 @@ int eng_cached(const struct eng *e);
  * pos must be <= eng_cached(e); entries from pos on are replaced (an implicit
  * truncate). pos+n must be <= eng_ctx(e); every id must be < vocab_size.
  * logits: vocab_size floats for the last position, or n*vocab_size (row per
- * position) when all_logits. 0 or -1 (err_set); on error the cache holds pos
- * tokens. Large n is processed in chunks internally. */
+ * position) when all_logits. 0, -1 (err_set) or ENG_CANCELLED (eng_set_cancel); on
+ * either the cache holds pos tokens. Large n is processed in chunks internally. */
+enum { ENG_CANCELLED = 1 };
 int eng_forward(struct eng *e, const int32_t *ids, int n, int pos, float *logits, bool all_logits);
+
+#ifndef __cplusplus /* C callers only: the CUDA module does not call it */
+/* A forward of several tokens (a prefill) on the CPU looks at *cancel between layers:
+ * once it is set, the forward stops there and returns ENG_CANCELLED, so that a stop
+ * during a long prompt on a slow machine waits for one layer, not for a whole chunk.
+ * A forward of one token runs whole, as every forward on CUDA does (a chunk takes
+ * milliseconds there). cancel may be NULL (the default: forwards run whole). */
+void eng_set_cancel(struct eng *e, const atomic_int *cancel);
+#endif
 
 /* Forgets cache entries from position n on (n <= eng_cached). */
 int eng_truncate(struct eng *e, int n);

@@ -37,6 +37,7 @@ struct cpu_state {
 	bool bf16;         /* prefill matmuls with bf16 activations (opt-in) */
 	bool bf16_scores;  /* and its attention scores too (scores_bf16: AMX) */
 	bool all_bf16;     /* every matrix bf16: no quantized products */
+	const atomic_int *cancel; /* eng_set_cancel: looked at between a prefill's layers */
 	size_t kv_elem;    /* 2 or 4 */
 	void *key_cache;   /* (layer, kv_head, kv_region): ctx rows of head_dim each */
 	void *value_cache; /* (layer, kv_head, kv_region) */
@@ -373,9 +374,17 @@ static void *kv_alloc(struct cpu_state *s, size_t regions)
 
 /* ---- the forward pass -------------------------------------------------------------- */
 
+/* Whether a prefill stops before its next layer (eng_set_cancel); a token of decode
+ * runs whole. */
+static bool cancelled(const struct cpu_state *s, int n)
+{
+	return n > 1 && s->cancel && atomic_load_explicit(s->cancel, memory_order_relaxed);
+}
+
 /* One chunk of n <= s->chunk tokens at positions pos..pos+n-1. Logits for the last
- * token, or for all n when `all` (rows of vocab_size); none when logits is NULL. */
-static void forward_chunk(struct cpu_state *s, const int32_t *ids, int n, int pos, float *logits,
+ * token, or for all n when `all` (rows of vocab_size); none when logits is NULL.
+ * false when cancelled between layers (the cache past pos is then undefined). */
+static bool forward_chunk(struct cpu_state *s, const int32_t *ids, int n, int pos, float *logits,
 			  bool all)
 {
 	const struct eng_config *c = s->c;
@@ -392,6 +401,8 @@ static void forward_chunk(struct cpu_state *s, const int32_t *ids, int n, int po
 	for (int l = 0; l < c->num_layers; l++) {
 		const struct eng_layer *L = &w->layers[l];
 		struct step st = {.layer = l, .pos = pos, .n = n, .norm = layer_norm(s, l, 0)};
+		if (cancelled(s, n))
+			return false;
 
 		/* attention block: xn = pack(rmsnorm(x)); q,k,v = xn @ Wq,Wk,Wv^T */
 		per_token(s, n, rmsnorm_pack, &st);
@@ -419,13 +430,14 @@ static void forward_chunk(struct cpu_state *s, const int32_t *ids, int n, int po
 	}
 
 	if (!logits)
-		return;
+		return true;
 	/* logits (rows, V) = pack(rmsnorm(x)) @ lm_head^T for the last or every token */
 	int first = all ? 0 : n - 1, rows = n - first;
 	struct step st = {.n = rows, .norm = s->final_norm};
 	memmove(s->x, s->x + (size_t)first * D, (size_t)rows * D * sizeof *s->x);
 	per_token(s, rows, rmsnorm_pack, &st);
 	matmul(s, rows, D, 1, &(struct cpu_mm){logits, &w->lm_head, V, false});
+	return true;
 }
 
 static int cpu_forward(void *vs, const int32_t *ids, int n, int pos, float *logits, bool all)
@@ -438,7 +450,8 @@ static int cpu_forward(void *vs, const int32_t *ids, int n, int pos, float *logi
 		bool last = done + m == n;
 		/* intermediate chunks need no logits unless all are wanted */
 		float *out = all ? logits + (size_t)done * s->c->vocab_size : last ? logits : NULL;
-		forward_chunk(s, ids + done, m, pos + done, out, all);
+		if (!forward_chunk(s, ids + done, m, pos + done, out, all))
+			return ENG_CANCELLED;
 		if (last && s->capture)
 			s->cap_len = pos + n;
 		done += m;
@@ -696,6 +709,11 @@ static void cpu_stats(void *vs, struct eng_backend_stats *out)
  * products instead of the prefill's panels); from there on every kernel computes each
  * token's row in the same order whatever the other rows, so a split prefill gives a
  * whole one's logits bit for bit (tests/unit/test_session.c's warm_cold checks it). */
+void eng_cpu_set_cancel(void *vs, const atomic_int *cancel)
+{
+	((struct cpu_state *)vs)->cancel = cancel;
+}
+
 static int cpu_prefill_min(void *vs)
 {
 	struct cpu_state *s = vs;

@@ -98,6 +98,7 @@ struct sess *sess_new(struct eng *e, const struct eng_model *m, struct tok *t,
 		sess_free(s);
 		return NULL;
 	}
+	eng_set_cancel(e, s->cancel); /* a stop ends a prefill between layers */
 	return s;
 }
 
@@ -105,6 +106,8 @@ void sess_free(struct sess *s)
 {
 	if (!s)
 		return;
+	if (s->cancel)
+		eng_set_cancel(s->e, NULL);
 	free(s->ids);
 	free(s->logits);
 	free(s);
@@ -183,9 +186,10 @@ int sess_sync(struct sess *s, const int32_t *ids, int n)
 		int c = n - pos < s->chunk ? n - pos : s->chunk;
 		if (n - pos > c && n - pos - c < least && n - pos > least)
 			c = n - pos - least; /* no short last chunk either */
-		if (eng_forward(s->e, ids + pos, c, pos, s->logits, false)) {
+		int frc = eng_forward(s->e, ids + pos, c, pos, s->logits, false);
+		if (frc) {
 			s->n = eng_cached(s->e) < pos ? eng_cached(s->e) : pos;
-			rc = -1;
+			rc = frc == ENG_CANCELLED ? 1 : -1;
 			break;
 		}
 		memcpy(s->ids + pos, ids + pos, (size_t)c * sizeof *ids);

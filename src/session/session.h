@@ -19,8 +19,9 @@ struct sess_options {
 	const int32_t *eos; /* extra stop ids (generation_config.json's eos_token_id) */
 	int n_eos;
 	/* Set non-zero (from a signal handler or another thread) to stop the running
-	 * sess_sync/sess_generate at the next chunk or token; the session stays
-	 * consistent. The session never clears it. May be NULL. */
+	 * sess_sync/sess_generate at the next token, chunk or (on the CPU) layer of a
+	 * chunk; the session stays consistent. The session never clears it, and hands
+	 * it to the engine (eng_set_cancel) while it lives. May be NULL. */
 	atomic_int *cancel;
 	/* Called after each prefill chunk with the tokens of this sync done so far and
 	 * its total (a progress bar for long prompts); may be NULL. */
@@ -30,7 +31,8 @@ struct sess_options {
 
 /* Prefill chunk: bounds the activations (and attention scores) of one forward, so a
  * 32K-token prompt never needs memory quadratic in its length, and is how often
- * cancel is looked at while prefilling. */
+ * progress is told. cancel is looked at between chunks and, on the CPU, between the
+ * layers of each (eng_set_cancel). */
 enum { SESS_DEFAULT_CHUNK = 512 };
 
 /* Why sess_generate stopped. */

@@ -142,6 +142,40 @@ static void test_truncate_reprefill(void **state)
 	free(other);
 }
 
+/* eng_set_cancel: a prefill that finds the flag set stops (ENG_CANCELLED) with the
+ * cache at pos, what it wrote past pos forgotten; a token of decode runs whole; once
+ * the flag is down the same prompt gives a fresh engine's logits. */
+static void test_cancel(void **state)
+{
+	(void)state;
+	int n = 40, k = 9;
+	int32_t *ids = ids_of(n);
+	float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
+	atomic_int stop = 1;
+	struct eng *e = engine(64, 0, false);
+	eng_set_cancel(e, &stop);
+	assert_int_equal(eng_forward(e, ids, n, 0, a, false), ENG_CANCELLED);
+	assert_int_equal(eng_cached(e), 0);
+	assert_int_equal(eng_forward(e, ids, 1, 0, a, false), 0); /* decode: whole */
+	assert_int_equal(eng_cached(e), 1);
+	assert_int_equal(eng_forward(e, ids + 1, k, 1, a, false), ENG_CANCELLED);
+	assert_int_equal(eng_cached(e), 1);
+	atomic_store(&stop, 0);
+	assert_int_equal(eng_forward(e, ids + 1, n - 1, 1, a, false), 0);
+	assert_int_equal(eng_cached(e), n);
+	struct eng *f = engine(64, 0, false);
+	assert_int_equal(eng_forward(f, ids, n, 0, b, false), 0);
+	assert_rows_close(a, b, (size_t)V, "after a cancelled prefill");
+	eng_set_cancel(e, NULL);
+	atomic_store(&stop, 1);
+	assert_int_equal(eng_forward(e, ids, n, 0, a, false), 0); /* no flag: runs whole */
+	eng_free(e);
+	eng_free(f);
+	free(a);
+	free(b);
+	free(ids);
+}
+
 static void test_chunks_and_threads(void **state)
 {
 	(void)state;
@@ -324,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_decode_equals_prefill),
 		cmocka_unit_test(test_truncate_reprefill),
 		cmocka_unit_test(test_chunks_and_threads),
+		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_bad_arguments),
 		cmocka_unit_test(test_no_device_paths),
 		cmocka_unit_test(test_nan_weights),
