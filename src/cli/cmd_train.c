@@ -186,8 +186,12 @@ static const struct cli_command train_cmd = {
 		"number of whole windows: the stream is read in order and, once its last whole\n"
 		"window is read, again from the start (the tokens after that window are never\n"
 		"read). The streams are cached in DIR/train-state/ (data.u32, val.u32).\n"
-		"A resumed run keeps its saved schedule: --cosine-steps (and --min-lr) were\n"
-		"resolved when it started, so a longer --steps goes on at min_lr.\n"
+		"A resumed run keeps its saved schedule, but where --cosine-steps was left to\n"
+		"its default a resume with another --steps takes the cosine of a run started\n"
+		"with that --steps if every step taken so far was in the warm-up (at most its\n"
+		"last step): a run of 2 steps with --warmup 2 resumed to --steps 4 repeats 4\n"
+		"steps in one run bit for bit. Otherwise the steps taken followed the saved\n"
+		"cosine and it stays: a longer --steps goes on at min_lr.\n"
 		"\n"
 		"DIR/train-log.jsonl has one object per step (step, counting from 1, with its\n"
 		"loss, grad_norm, lr, tokens seen so far and seconds) and per evaluation (step,\n"
@@ -359,9 +363,10 @@ static int check_new(struct args *a)
 		return cli_usage("train", "--data FILE... is required");
 	for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++) {
 		if (o->init && given(a, shape[i]))
-			return cli_usage("train", "--%s is for a model from scratch: --init takes "
-						  "the shape of its model",
-					 shape[i]);
+			return cli_usage("train",
+					 "--%s is for a model from scratch: --init takes "
+					 "the shape of its model",
+					 !strcmp(shape[i], "tie") && !o->tie ? "no-tie" : shape[i]);
 	}
 	if (!o->init) {
 		if (!o->layers || !o->hidden || !o->heads)
@@ -381,10 +386,8 @@ static int check_new(struct args *a)
 					  "windows have no padding to save)");
 	if (o->min_lr < 0)
 		o->min_lr = o->lr / 10;
-	/* By default the cosine ends with the run; a run shorter than its warm-up (a trial of
-	 * a long recipe, or --steps 0 to write the initial weights) stays in the warm-up. */
-	if (o->cosine_steps < 0)
-		o->cosine_steps = o->steps > o->warmup ? o->steps : o->warmup;
+	if ((o->cosine_follows = o->cosine_steps < 0))
+		o->cosine_steps = tstate_cosine_default(o);
 	if (o->warmup > o->cosine_steps)
 		return cli_usage("train", "--warmup %lld is past --cosine-steps %lld", (long long)o->warmup,
 				 (long long)o->cosine_steps);
@@ -393,6 +396,29 @@ static int check_new(struct args *a)
 		return EXIT_RUNTIME;
 	}
 	return 0;
+}
+
+/* A resumed run given another --steps, whose --cosine-steps was left to default to
+ * --steps: it takes the cosine of a run started with the new --steps when that changes
+ * no learning rate of the steps taken so far (every one of them was in the warm-up, at
+ * most at its end, where the cosine starts at lr whatever its length; or lr is min_lr),
+ * so that 2 steps and a resume to 4 repeat 4 steps in one run. Otherwise the steps
+ * taken followed the saved cosine, and it stays: a longer run goes on at min_lr. */
+static void follow_steps(struct tstate_opts *o, int64_t taken)
+{
+	int64_t end = tstate_cosine_default(o);
+	if (!o->cosine_follows || end == o->cosine_steps)
+		return;
+	if (taken <= o->warmup + 1 || o->lr == o->min_lr) {
+		o->cosine_steps = end;
+		return;
+	}
+	char msg[256];
+	snprintf(msg, sizeof msg,
+		 "--steps %lld: the learning rate stays on the cosine the run's %lld steps so far "
+		 "followed (to step %lld, then min_lr)",
+		 (long long)o->steps, (long long)taken, (long long)o->cosine_steps);
+	cli_notice(msg);
 }
 
 /* The saved run's options with the flags given now: those that change what is computed
@@ -425,6 +451,8 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 			cli_notice("--resume with another --threads or --backend: the run goes on, "
 				   "but not bit for bit as it would have");
 	}
+	if (a->given[tstate_field("steps")])
+		follow_steps(&st->o, st->step);
 	if (st->o.warmup > st->o.cosine_steps)
 		return cli_usage("train", "--warmup is past --cosine-steps");
 	return 0;

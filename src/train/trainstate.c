@@ -57,6 +57,7 @@ static const struct field fields[] = {
 	F("min-lr", K_REAL, min_lr, 0, 10, 0),
 	F("warmup", K_I64, warmup, 0, 1e12, 0),
 	F("cosine-steps", K_I64, cosine_steps, 0, 1e12, 0),
+	F("cosine-follows-steps", K_BOOL, cosine_follows, 0, 1, OPTIONAL),
 	F("weight-decay", K_REAL, weight_decay, 0, 10, 0),
 	F("beta1", K_REAL, beta1, 0, 0.999999, 0),
 	F("beta2", K_REAL, beta2, 0, 0.999999999, 0),
@@ -76,6 +77,11 @@ static const struct field fields[] = {
 	F("threads", K_INT, threads, 0, 1024, CHANGE),
 };
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
+
+int64_t tstate_cosine_default(const struct tstate_opts *o)
+{
+	return o->steps > o->warmup ? o->steps : o->warmup;
+}
 
 int tstate_field_count(void)
 {

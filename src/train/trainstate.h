@@ -22,7 +22,8 @@ struct tstate_opts {
 	int n_data, n_val;
 	int ctx, batch, accum;
 	/* optimisation */
-	int64_t steps, warmup, cosine_steps; /* cosine_steps -1: steps */
+	int64_t steps, warmup, cosine_steps; /* cosine_steps -1: tstate_cosine_default */
+	bool cosine_follows; /* cosine_steps was that default: a resume may move it */
 	double lr, min_lr;                   /* min_lr -1: lr / 10 */
 	double weight_decay, beta1, beta2, eps, clip;
 	int64_t seed;
@@ -44,6 +45,11 @@ struct tstate_opts {
  * (out of memory). */
 int tstate_opts_default(struct tstate_opts *o);
 void tstate_opts_free(struct tstate_opts *o);
+
+/* The end of the cosine when --cosine-steps is not given: the run's last step; a run
+ * shorter than its warm-up (a trial of a long recipe, or --steps 0 to write the
+ * initial weights) stays in the warm-up. */
+int64_t tstate_cosine_default(const struct tstate_opts *o);
 
 /* The options by name (the flag without its dashes, also the key in state.json). */
 int tstate_field_count(void);

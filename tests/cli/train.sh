@@ -283,6 +283,28 @@ for mode in random sequential; do
 	same_run "$mode windows: 2 steps resumed to 4 == 4 steps" "$TMP/all-$mode" "$TMP/part-$mode"
 done
 
+# --cosine-steps left to its default (--steps): a resume to another --steps takes the
+# cosine of a run started with it while the steps taken were all in the warm-up (a run
+# of 2 steps and --warmup 2, or --steps 0); past the warm-up the saved cosine stays
+args="$IDS $SMALL --accum 2 --warmup 2 --eval-every 1"
+"$QWENCHAT" train --out "$TMP/cd-all" $args --steps 4 2>"$TMP/err" &&
+"$QWENCHAT" train --out "$TMP/cd-part" $args --steps 2 2>"$TMP/err" &&
+"$QWENCHAT" train --resume "$TMP/cd-part" --steps 4 2>"$TMP/err" ||
+	fail "default cosine: $(tail -n 2 "$TMP/err")"
+same_run "default cosine, in the warm-up: 2 steps resumed to 4 == 4 steps" "$TMP/cd-all" "$TMP/cd-part"
+"$QWENCHAT" train --out "$TMP/cd-zero" $args --warmup 0 --steps 0 2>"$TMP/err" &&
+"$QWENCHAT" train --out "$TMP/cd-three" $args --warmup 0 --steps 3 2>"$TMP/err" &&
+"$QWENCHAT" train --resume "$TMP/cd-zero" --steps 3 2>"$TMP/err" ||
+	fail "default cosine from --steps 0: $(tail -n 2 "$TMP/err")"
+same_run "default cosine: --steps 0 resumed to 3 == 3 steps" "$TMP/cd-three" "$TMP/cd-zero"
+"$QWENCHAT" train --out "$TMP/cd-past" $args --warmup 0 --lr 1e-2 --steps 2 2>"$TMP/err" &&
+"$QWENCHAT" train --resume "$TMP/cd-past" --steps 4 2>"$TMP/err" ||
+	fail "default cosine past the warm-up: $(tail -n 2 "$TMP/err")"
+grep -q "stays on the cosine the run's 2 steps so far followed (to step 2" "$TMP/err" &&
+	[ "$(grep -c '"lr": 0.001,' "$TMP/cd-past/train-log.jsonl")" -eq 2 ] &&
+	pass "default cosine past the warm-up: the saved cosine stays (min_lr after), said so" ||
+	fail "default cosine past the warm-up: $(grep -o '"lr": [^,]*' "$TMP/cd-past/train-log.jsonl" | tr '\n' ' ') $(tail -n 2 "$TMP/err")"
+
 # An MLP of width 1: down_proj is still a matrix ([hidden, 1], drawn from N(0, 0.02) like
 # every matrix, not set to 1 like a norm), and the checkpoint loads.
 if "$QWENCHAT" train --out "$TMP/w1" --vocab-size 1000 $SHAPE --intermediate-size 1 \
