@@ -126,8 +126,10 @@ static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
 		snprintf(buf + k, n - k, "]");
 }
 
-/* Binds one weight (model_bind_fn), checking shape and dtype against what config.json
- * implies. */
+/* Binds one weight (model_bind_fn), checking its shape against what config.json
+ * implies. Its dtype is its own (F32, F16 or BF16, safetensors.c checked): a
+ * checkpoint may keep its norms in F32 beside BF16 matrices, or say another
+ * torch_dtype than it holds, and transformers loads either. */
 static int bind(void *ctx, const char *name, int ndim, int64_t rows, int64_t cols,
 		struct eng_tensor *dst)
 {
@@ -146,10 +148,6 @@ static int bind(void *ctx, const char *name, int ndim, int64_t rows, int64_t col
 		return err_set("%s: tensor %s has shape %s, config.json needs %s", f->name, name,
 			       have_s, want_s);
 	}
-	if (t->dtype != m->cfg.dtype)
-		return err_set("%s: tensor %s has dtype %s, config.json torch_dtype says %s",
-			       f->name, name, eng_dtype_name(t->dtype),
-			       eng_dtype_name(m->cfg.dtype));
 	m->used[fi][ti] = true;
 	dst->data = t->data;
 	dst->dtype = t->dtype;
@@ -310,6 +308,7 @@ struct eng_model *eng_model_open(const char *dir)
 	}
 	for (int i = 0; i < m->nfiles; i++)
 		m->file_bytes += m->files[i]->size;
+	m->cfg.dtype = eng_model_main_type(m); /* what the files hold, not torch_dtype */
 	return m;
 fail:
 	eng_model_free(m);

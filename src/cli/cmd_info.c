@@ -206,12 +206,21 @@ static int rows_of(const struct info *in, struct row *r)
 	return n;
 }
 
+/* Whether the tensors are of more than one type (norms in F32 beside BF16 matrices). */
+static bool mixed_types(const struct info *in)
+{
+	int kinds = 0;
+	for (int t = 0; t < ENG_DTYPE_COUNT; t++)
+		kinds += in->types[t].tensors > 0;
+	return kinds > 1;
+}
+
 static void print_config(const struct info *in)
 {
 	const struct eng_config *c = &in->cfg;
 	printf("model         %s\n", in->dir);
 	printf("architecture  Qwen3ForCausalLM (dense), weights %s%s, %s\n",
-	       in->gguf ? "mostly " : "", eng_dtype_name(c->dtype),
+	       in->gguf || mixed_types(in) ? "mostly " : "", eng_dtype_name(c->dtype),
 	       in->gguf     ? "GGUF loaded and checked"
 	       : in->loaded ? "safetensors loaded and checked"
 			    : "from config.json only");

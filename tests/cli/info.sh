@@ -74,6 +74,49 @@ expect_eq "yarn factor" "$(json_get "$TMP/out" config.rope_factor)" 4.0
 "$MK" --out "$TMP/f16" --dtype f16 || fail "mkmodel f16"
 expect_exit 0 "f16 model" "$QWENCHAT" info -m "$TMP/f16" --json
 
+# A checkpoint of mixed types (BF16 matrices, F32 norms) whose torch_dtype says
+# float32, as transformers loads it: the same logits as an all-F32 copy of its values
+python3 - "$TMP/f32" "$TMP/mixed" "$TMP/mixed-f32" <<'EOF'
+import json, os, shutil, struct, sys
+src, mixed, wide = sys.argv[1:4]
+raw = open(f"{src}/model.safetensors", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+hdr = json.loads(raw[8:8 + n])
+hdr.pop("__metadata__", None)
+def write(dst, half):
+    os.makedirs(dst)
+    for f in os.listdir(src):
+        if f != "model.safetensors":
+            shutil.copy(f"{src}/{f}", dst)
+    out, body = {}, b""
+    for k, v in hdr.items():
+        x = raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]
+        if len(v["shape"]) == 2:  # bf16, rounded to nearest even
+            u = [(w + 0x7FFF + ((w >> 16) & 1)) >> 16 for w in struct.unpack(f"<{len(x) // 4}I", x)]
+            x = struct.pack(f"<{len(u)}H", *u) if half else struct.pack(f"<{len(u)}I", *[w << 16 for w in u])
+        out[k] = {"dtype": "BF16" if half and len(v["shape"]) == 2 else "F32", "shape": v["shape"],
+                  "data_offsets": [len(body), len(body) + len(x)]}
+        body += x
+    h = json.dumps(out).encode()
+    h += b" " * (-len(h) % 8)
+    open(f"{dst}/model.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + body)
+write(mixed, True)
+write(wide, False)
+EOF
+expect_exit 0 "mixed types, torch_dtype float32" "$QWENCHAT" info -m "$TMP/mixed"
+grep -q "weights mostly BF16" "$TMP/out" && pass "info says mostly BF16" || fail "info: $(head -n 2 "$TMP/out")"
+echo 1 5 9 200 3 | "$QWENCHAT" logits -m "$TMP/mixed" --out "$TMP/mixed.f32" 2>"$TMP/err" &&
+echo 1 5 9 200 3 | "$QWENCHAT" logits -m "$TMP/mixed-f32" --out "$TMP/wide.f32" 2>>"$TMP/err" &&
+python3 - "$TMP/mixed.f32" "$TMP/wide.f32" <<'EOF' &&
+import struct, sys
+a, b = (open(p, "rb").read() for p in sys.argv[1:3])
+a, b = struct.unpack(f"<{len(a) // 4}f", a), struct.unpack(f"<{len(b) // 4}f", b)
+assert len(a) == len(b) > 0
+d = max(abs(x - y) for x, y in zip(a, b)); m = max(abs(y) for y in b)
+assert d <= 1e-5 * m, (d, m)
+EOF
+	pass "mixed types: the logits of the all-F32 copy" || fail "mixed types: $(tail -n 2 "$TMP/err")"
+
 # mkmodel is deterministic: same seed, same bytes; sharding does not change values
 "$MK" --out "$TMP/tied2" --seed 3 || fail "mkmodel again"
 cmp -s "$TMP/tied/model.safetensors" "$TMP/tied2/model.safetensors" &&
@@ -235,8 +278,10 @@ broken rope; cfg_edit rope_scaling '{"rope_type": "dynamic", "factor": 2}'
 expect_exit 1 "dynamic rope scaling refused" "$QWENCHAT" info -m "$B"
 expect_err_has "config.json: rope_scaling.rope_type: dynamic" "rope type named"
 broken dtcfg; cfg_edit torch_dtype '"float32"'
-expect_exit 1 "torch_dtype disagrees with the tensors" "$QWENCHAT" info -m "$B"
-expect_err_has "config.json torch_dtype" "dtype mismatch named"
+expect_exit 0 "torch_dtype disagrees with the tensors: loaded, as transformers does" \
+	"$QWENCHAT" info -m "$B"
+grep -q "weights BF16," "$TMP/out" && pass "the type is the tensors', not torch_dtype's" ||
+	fail "torch_dtype float32 over BF16 tensors: $(head -n 2 "$TMP/out")"
 broken noconfig; rm "$B/config.json"
 expect_exit 1 "no config.json" "$QWENCHAT" info -m "$B"
 expect_err_has "config.json" "missing config named"
