@@ -299,9 +299,8 @@ static size_t key(struct ui *u, bool flush)
 			} else {
 				ui_cancel_or_quit(u);
 			}
-		} else {
-			rl_replace_line("", 0);
-			rl_point = 0;
+		} else { /* into the kill ring, undoable: Ctrl-Y brings a line cleared by mistake back */
+			rl_kill_full_line(1, 0);
 			u->dirty = true;
 		}
 		return 1;

@@ -25,15 +25,15 @@
 #include "ui/uistate.h"
 
 static const char keys_help[] =
-	"keys: Enter send | Alt-Enter new line | pasted text stays one message |\n"
-	"  Esc or Ctrl-C stop the answer (the partial answer is kept) | Ctrl-C on an empty\n"
-	"  line asks to quit, Ctrl-D on an empty line quits | Tab on an empty line folds or\n"
-	"  shows the reasoning, elsewhere completes commands | PageUp/PageDown and the mouse\n"
-	"  wheel scroll | F2 debug pane (off, attention, memory, token probabilities); with\n"
-	"  an empty line Left/Right pick the layer, Up/Down the head (or scroll the\n"
-	"  probabilities) | Up/Down history, Ctrl-R search and\n"
-	"  the other Emacs keys of readline | a line starting with // sends a message\n"
-	"  starting with /\n";
+	"keys: Enter send | Alt-Enter new line | pasted text stays one message | Esc or\n"
+	"  Ctrl-C stop the answer (the partial answer is kept) | Ctrl-C clears the line\n"
+	"  (Ctrl-Y brings it back), on an empty line asks to quit | Ctrl-D on an empty line\n"
+	"  quits | Tab on an empty line folds or shows the reasoning, elsewhere completes\n"
+	"  commands | PageUp/PageDown and the mouse wheel scroll | F2 debug pane (off,\n"
+	"  attention, memory, token probabilities); with an empty line Left/Right pick the\n"
+	"  layer, Up/Down the head (or scroll the probabilities) | Up/Down history, Ctrl-R\n"
+	"  search and the other Emacs keys of readline |\n"
+	"  a line starting with // sends a message starting with /\n";
 
 static volatile sig_atomic_t got_winch;
 

@@ -365,7 +365,18 @@ restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 100000 --resume; ech
 check_screen "resumed $finished turns from" "--resume reopens the last session ($finished turns)"
 shot "resumed"
 
-# 10. Ctrl-C on an empty line asks; Ctrl-D quits.
+# 10. Ctrl-C on a line being typed clears it, Ctrl-Y brings it back; on an empty
+# line Ctrl-C asks; Ctrl-D quits.
+T send-keys -t ui 'a draft to keep'
+check_screen '^> a draft to keep' "the draft is typed"
+T send-keys -t ui C-c
+sleep 0.3
+screen | grep -q '^> a draft' && fail "Ctrl-C should clear the line" || pass "Ctrl-C clears the line"
+screen | grep -q 'Quit?' && fail "Ctrl-C on a line with text asked to quit" || pass "and asks nothing"
+T send-keys -t ui C-y
+check_screen '^> a draft to keep' "Ctrl-Y brings the cleared line back"
+T send-keys -t ui C-a C-k
+sleep 0.3
 T send-keys -t ui C-c
 check_screen 'Quit\? Press Ctrl-C again' "Ctrl-C on an empty line asks first"
 T send-keys -t ui x
