@@ -14,6 +14,7 @@
 #include "tokenizer/bpe_write.h"
 #include "tokenizer/tokenizer.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -37,7 +38,9 @@ static const struct cli_opt train_opts[] = {
 	 "add Qwen3's chat tokens (below) and write a\ntokenizer_config.json with Qwen3's chat "
 	 "template"},
 	{"threads", OPT_THREADS, "N", "counting threads (default or 0: all cores)"},
-	{"out", OPT_OUT, "DIR", "output directory (created when missing)"},
+	{"out", OPT_OUT, "DIR",
+	 "output directory (created when missing; one\nholding anything but a tokenizer is "
+	 "refused)"},
 	{"quiet", 'q', NULL, "no progress and no summary line on stderr"},
 	{0},
 };
@@ -207,6 +210,36 @@ static int parse_args(int argc, char **argv, struct args *a, int *first)
 	return 0;
 }
 
+/* The files of a tokenizer, in the order they are put in place: tokenizer.json, the
+ * one every loader reads, last. */
+static const char *const out_files[] = {"vocab.json", "merges.txt", "tokenizer_config.json",
+					"tokenizer.json"};
+#define STAGE ".train-bpe.new"
+
+/* An existing DIR holds nothing but a tokenizer of ours: a model's directory or a
+ * training run (config.json, weights, train-state/) would get a tokenizer that does
+ * not match its weights, and every later load would take it. */
+static int check_own_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return err_set("%s: %s", dir, strerror(errno));
+	int rc = 0;
+	for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+		bool ours = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+			    !strcmp(e->d_name, STAGE);
+		for (size_t i = 0; i < sizeof out_files / sizeof out_files[0]; i++)
+			ours = ours || !strcmp(e->d_name, out_files[i]);
+		if (!ours)
+			rc = err_set(
+				"%s: holds %s, not only a tokenizer (refused: train-bpe writes "
+				"into a directory of its own, never over a model's tokenizer)",
+				dir, e->d_name);
+	}
+	closedir(d);
+	return rc;
+}
+
 /* DIR and its missing parents, private (0700) as the files in it are; *created says
  * whether DIR is new. A link at DIR is refused, as train's --out: the files would go
  * wherever it points. */
@@ -217,7 +250,7 @@ static int make_dir(const char *dir, bool *created)
 	if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
 		return err_set("%s: is a symbolic link (refused: name the directory itself)", dir);
 	if (fio_is_dir(dir))
-		return 0;
+		return check_own_dir(dir);
 	if (fio_exists(dir))
 		return err_set("%s: not a directory (--out names the tokenizer's directory)", dir);
 	*created = fio_mkdirs(dir, 0700) == 0;
@@ -241,12 +274,6 @@ static int write_chat_config(const char *dir)
 	tok_free(t);
 	return rc;
 }
-
-/* The files of a tokenizer, in the order they are put in place: tokenizer.json, the
- * one every loader reads, last. */
-static const char *const out_files[] = {"vocab.json", "merges.txt", "tokenizer_config.json",
-					"tokenizer.json"};
-#define STAGE ".train-bpe.new"
 
 /* Removes DIR/STAGE and the files of ours in it (what a run cut short left); a link
  * or anything but a directory there is refused. */
@@ -297,7 +324,10 @@ static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 		struct stat st;
 		if (!from || !to)
 			rc = err_set("out of memory");
-		else if (lstat(from, &st) == 0 && rename(from, to) != 0)
+		else if (lstat(from, &st) == 0 ? rename(from, to) != 0
+					       : unlink(to) != 0 && errno != ENOENT)
+			/* a file this run does not write (tokenizer_config.json of an earlier
+			 * --chat) goes: its ids would be another tokenizer's */
 			rc = err_set("%s: cannot put in place: %s", to, strerror(errno));
 		free(from);
 		free(to);

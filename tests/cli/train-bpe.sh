@@ -230,6 +230,20 @@ expect_err_has "is a symbolic link (refused: name the directory itself)" "--out 
 expect_exit 1 "a missing input" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/made" \
 	"$TMP/none.txt"
 [ ! -e "$TMP/made" ] && pass "a failed run leaves no directory it made" || fail "left $TMP/made"
+# a model's directory keeps its tokenizer: --out holding anything but a tokenizer
+mkdir "$TMP/model" && echo '{}' >"$TMP/model/config.json" && echo keep >"$TMP/model/tokenizer.json"
+expect_exit 1 "--out a model's directory" "$QWENCHAT" train-bpe -q --vocab-size 300 \
+	--out "$TMP/model" "$TMP/prose.txt"
+expect_err_has "holds config.json, not only a tokenizer" "a model's directory: said so"
+[ "$(cat "$TMP/model/tokenizer.json")" = keep ] && pass "... and its tokenizer is untouched" ||
+	fail "train-bpe wrote over a model's tokenizer"
+# a tokenizer made again without --chat: the --chat run's tokenizer_config.json goes
+"$QWENCHAT" train-bpe -q --chat --vocab-size 400 --out "$TMP/again" "$TMP/prose.txt" &&
+	"$QWENCHAT" train-bpe -q --vocab-size 400 --out "$TMP/again" "$TMP/prose.txt" &&
+	[ ! -e "$TMP/again/tokenizer_config.json" ] &&
+	echo hello | "$QWENCHAT" tokenize -m "$TMP/again" >/dev/null 2>"$TMP/err" &&
+	pass "made again without --chat: no stale tokenizer_config.json, it loads" ||
+	fail "made again without --chat: $(ls "$TMP/again") $(tail -n 1 "$TMP/err")"
 expect_exit 0 "--help" "$QWENCHAT" train-bpe --help
 grep -q 'vocab-size' "$TMP/out" && pass "--help: describes --vocab-size" || fail "--help text"
 finish
