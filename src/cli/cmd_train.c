@@ -203,10 +203,11 @@ static const struct cli_command train_cmd = {
 		"and evaluation. With --no-panel it is one line rewritten in place; when stderr\n"
 		"is not a terminal, or TERM is unset, dumb or unknown, a plain line per step.\n"
 		"A checkpoint is written beside the previous one and renamed into place: a crash\n"
-		"or a full disk leaves the previous one whole. SIGINT (Ctrl-C) or SIGTERM\n"
-		"finishes the step under way (an evaluation under way is abandoned), saves it\n"
-		"and exits 130 or 143, the panel left on screen as it last was (a second one\n"
-		"stops at once, the last checkpoint intact).\n"
+		"or a full disk leaves the previous one whole. SIGINT (Ctrl-C), SIGTERM or\n"
+		"SIGHUP (a closed terminal; ignored under nohup) finishes the step under way\n"
+		"(an evaluation under way is abandoned), saves it and exits 130, 143 or 129,\n"
+		"the panel left on screen as it last was (a second one stops at once, saying\n"
+		"which step's checkpoint DIR holds).\n"
 		"A loss or gradient norm that is not finite stops the run (exit 1) without saving\n"
 		"it. A file name after --data or --val that starts with '-' is written ./-NAME.\n"
 		"\n"
@@ -530,7 +531,8 @@ static int run(struct tstate *st, const char *dir, bool resume, bool panel)
 		free(st->o.init);
 		st->o.init = strdup(p.init_path);
 	}
-	struct train_report *tr = train_report_new(dir, &st->o, &p, panel, cli_env_term());
+	struct train_report *tr =
+		train_report_new(dir, &st->o, &p, panel, cli_env_term(), resume ? st->step : -1);
 	if (!tr) {
 		cli_error("out of memory");
 		train_model_free(&p);

@@ -58,13 +58,33 @@ struct train_report {
 };
 
 static volatile sig_atomic_t g_stop, g_stepping;
+/* What a signal that stops at once says: the last whole checkpoint. Two buffers, the
+ * one in use switched once the other is written, so a handler never reads half. */
+static char g_at_once[2][4352];
+static volatile sig_atomic_t g_at_once_used;
 /* What a new run ended before its first step leaves behind. */
 static const struct loop_leftovers *g_leftovers;
 /* The trainer's remarks come through a callback without a user pointer. */
 static struct train_report *g_report;
 
+/* g_at_once for a checkpoint of step `saved` in dir (-1: none yet). */
+static void set_at_once(const char *dir, int64_t saved)
+{
+	int next = !g_at_once_used;
+	if (saved < 0)
+		snprintf(g_at_once[next], sizeof g_at_once[next],
+			 "qwenchat: stopped at once: nothing was saved in %s yet\n", dir);
+	else
+		snprintf(g_at_once[next], sizeof g_at_once[next],
+			 "qwenchat: stopped at once: %s holds the checkpoint of step %lld (a save "
+			 "cut short is settled by the next --resume)\n",
+			 dir, (long long)saved);
+	g_at_once_used = next;
+}
+
 struct train_report *train_report_new(const char *dir, const struct tstate_opts *o,
-				      const struct train_model *model, bool panel, const char *term)
+				      const struct train_model *model, bool panel, const char *term,
+				      int64_t saved)
 {
 	struct train_report *r = calloc(1, sizeof *r);
 	if (!r)
@@ -78,6 +98,7 @@ struct train_report *train_report_new(const char *dir, const struct tstate_opts 
 	/* an unknown terminal may not take the live line's escape sequences either */
 	r->mode = r->area ? PANEL : tty && (!panel || !HAVE_PANEL) ? LIVE_LINE : PLAIN_LINES;
 	g_report = r;
+	set_at_once(dir, saved);
 	return r;
 }
 
@@ -329,6 +350,7 @@ static void on_saved(void *user, int64_t step, double seconds)
 {
 	struct train_report *r = user;
 	panel_saved(&r->panel, step, seconds);
+	set_at_once(r->dir, step);
 	r->pending = true;
 	/* the run's last save: the panel stays above the line that says so */
 	if (step == r->o->steps || g_stop)
@@ -372,7 +394,7 @@ void train_report_end(struct train_report *r)
 
 /* ---- signals ------------------------------------------------------------------------------- */
 
-/* The first SIGINT or SIGTERM asks the loop to save after the step under way; a second
+/* The first SIGINT, SIGTERM or SIGHUP asks the loop to save after the step under way; a second
  * one, or one before the first step (reading the data, loading the model), ends the
  * program at once (the checkpoint on disk is whole either way: files are written
  * whole with the signal held back). */
@@ -384,6 +406,11 @@ static void on_signal(int sig)
 		if (!g_stepping && g_leftovers)
 			loop_leftovers_remove(g_leftovers);
 		live_signal_cursor(true);
+		if (g_stepping) {
+			const char *m = g_at_once[g_at_once_used];
+			ssize_t w = write(STDERR_FILENO, m, strlen(m));
+			(void)w;
+		}
 		signal(sig, SIG_DFL);
 		raise(sig);
 		return;
@@ -426,15 +453,19 @@ static void catch_suspend(void)
 	sigaction(SIGTSTP, &sa, NULL);
 }
 
+/* SIGINT, SIGTERM and SIGHUP (a closed terminal, a dropped ssh session) save and stop;
+ * a SIGHUP the run was started with ignored (nohup) stays ignored. */
 static void catch_stop(void)
 {
-	struct sigaction sa;
+	struct sigaction sa, old;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
 }
 
 void train_catch_signals_new(const struct loop_leftovers *l)

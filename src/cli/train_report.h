@@ -21,10 +21,11 @@
 struct train_report;
 
 /* Reports of the run in dir (its options o; the model's remarks come with the plan).
- * panel: false for --no-panel. term: $TERM. NULL when out of memory. */
+ * panel: false for --no-panel. term: $TERM. saved: the step of the checkpoint in dir
+ * (a resumed run's), -1 for none. NULL when out of memory. */
 struct train_report *train_report_new(const char *dir, const struct tstate_opts *o,
-				      const struct train_model *model, bool panel,
-				      const char *term);
+				      const struct train_model *model, bool panel, const char *term,
+				      int64_t saved);
 
 /* The loop's callbacks, printing through r. */
 struct loop_report train_report_callbacks(struct train_report *r);

@@ -687,10 +687,15 @@ static int steps(struct run *u, const volatile sig_atomic_t *stop)
 				return -1;
 			stopping = stop && *stop;
 		}
-		if ((st->step % o->save_every == 0 || last || stopping) && save(u))
+		bool saved = st->step % o->save_every == 0 || last || stopping;
+		if (saved && save(u))
 			return -1;
-		if (stopping && !last)
+		if (!last && stop &&
+		    *stop) { /* one may have come during the save: it holds this step */
+			if (!saved && save(u))
+				return -1;
 			return LOOP_STOPPED;
+		}
 	}
 	return 0;
 }

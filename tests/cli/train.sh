@@ -414,6 +414,30 @@ fi
 "$QWENCHAT" train --out "$TMP/nosig" $IDS --ctx 32 --batch 8 --threads 2 --cosine-steps 400 \
 	--steps 400 --save-every 100000 --eval-every 100000 2>"$TMP/err"
 same_run "stopped by SIGINT and resumed == uninterrupted (400 steps)" "$TMP/nosig" "$TMP/sig"
+stop HUP "$TMP/sighup" 400
+rc=$?
+[ "$rc" -eq 129 ] && [ -f "$TMP/sighup/model.safetensors" ] &&
+	pass "SIGHUP (a closed terminal): saved, exit 129" ||
+	fail "SIGHUP: exit $rc: $(tail -n 2 "$TMP/err-HUP")"
+# a second signal stops at once, and says which checkpoint DIR holds (steps of a
+# second or so, so that it comes before the first one's step is done)
+"$QWENCHAT" train --out "$TMP/twice" --vocab-size 1000 --layers 2 --hidden-size 512 --heads 8 \
+	--intermediate-size 1536 --data "$TMP/d.u32" --ctx 256 --batch 8 --threads 2 --steps 50 \
+	--save-every 2 2>"$TMP/err-twice" &
+pid=$!
+i=0
+while [ "$(cat "$TMP/twice/train-log.jsonl" 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt 1200 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+kill -INT $pid
+sleep 0.05
+kill -INT $pid
+wait $pid
+rc=$?
+[ "$rc" -eq 130 ] && grep -q "stopped at once: .*twice holds the checkpoint of step 2 " "$TMP/err-twice" &&
+	pass "a second SIGINT stops at once and names the checkpoint kept" ||
+	fail "a second SIGINT: exit $rc: $(tail -n 2 "$TMP/err-twice")"
 stop TERM "$TMP/sigterm" 400
 rc=$?
 [ "$rc" -eq 143 ] && [ -f "$TMP/sigterm/model.safetensors" ] &&
