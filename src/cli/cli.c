@@ -622,6 +622,26 @@ void cli_remote_free(struct remote_options *o)
 	o->api_key = NULL;
 }
 
+/* Whether arg ("--re", "--re=x") abbreviates two long options or more (getopt_long
+ * says '?' as for an unknown one); their names, comma separated, go into out. */
+static bool ambiguous(const struct option *lo, const char *arg, char *out, size_t size)
+{
+	if (strncmp(arg, "--", 2) != 0)
+		return false;
+	arg += 2;
+	size_t n = strcspn(arg, "="), used = 0;
+	int hits = 0;
+	out[0] = '\0';
+	for (; lo->name; lo++)
+		if (n && !strncmp(lo->name, arg, n)) {
+			int w = snprintf(out + used, size - used, "%s--%s", hits ? ", " : "",
+					 lo->name);
+			used = w > 0 && used + (size_t)w < size ? used + (size_t)w : used;
+			hits++;
+		}
+	return hits > 1;
+}
+
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_common *c,
 	      cli_own_fn own, void *user, int *first)
 {
@@ -646,6 +666,9 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 					 "%s: 'qwenchat %s' needs the model's weights on "
 					 "this machine (%s)",
 					 bad, cmd->name, remote_commands);
+		char names[512];
+		if (key == '?' && ambiguous(lo, bad, names, sizeof names))
+			return cli_usage(cmd->name, "option '%s' is ambiguous: %s", bad, names);
 		if (key == '?')
 			return cli_usage(cmd->name, "unknown option '%s'", bad);
 		if (is_shared(cmd, key)) {

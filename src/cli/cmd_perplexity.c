@@ -171,8 +171,9 @@ static int read_ids(const char *file, struct side *s, int vocab, int32_t **ids, 
 	return rc;
 }
 
-/* The progress line on a terminal: "qwenchat: perplexity 512 / 2047 tokens", redrawn
- * at most 10 times a second (small windows end thousands of times a second). */
+/* The progress line on a terminal: "scoring 512 / 2047 tokens", redrawn at most 10
+ * times a second (small windows end thousands of times a second), and erased at the
+ * end: the result is what stays. */
 struct progress {
 	bool tty, open; /* open: a line is drawn and not yet ended */
 	double last;    /* when it was drawn */
@@ -185,10 +186,10 @@ static void on_progress(void *user, size_t scored, size_t total)
 	if (!p->tty || (scored < total && now - p->last < 0.1))
 		return;
 	p->last = now;
-	fprintf(stderr, "\rqwenchat: perplexity %zu / %zu tokens", scored, total);
+	fprintf(stderr, "\r\033[Kscoring %zu / %zu tokens", scored, total);
 	p->open = scored < total;
 	if (!p->open)
-		fputc('\n', stderr);
+		fputs("\r\033[K", stderr);
 	fflush(stderr);
 }
 
@@ -359,7 +360,7 @@ int cmd_perplexity(int argc, char **argv)
 					 .user = &pr};
 		struct ppl_result res;
 		r = ppl_run(s[0].e, s[1].e, ids, n, &po, &res) ? EXIT_RUNTIME : EXIT_OK;
-		if (pr.open)
+		if (pr.open) /* an error: the line stays above the message */
 			fputc('\n', stderr);
 		if (r)
 			cli_error("%s", err_msg());

@@ -5,6 +5,7 @@
  * train_report.c. */
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/proc.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
@@ -255,9 +256,11 @@ struct args {
 	bool no_panel;
 };
 
-static int dir_arg(char **dst, const char *arg)
+static int dir_arg(char **dst, const char *arg, const char *flag)
 {
 	size_t n = strlen(arg);
+	if (!n)
+		return cli_usage("train", "--%s: an empty name (give a directory)", flag);
 	while (n > 1 && arg[n - 1] == '/')
 		n--;
 	free(*dst);
@@ -272,8 +275,8 @@ static int train_opt(void *user, int key, const char *arg)
 {
 	struct args *a = user;
 	switch (key) {
-	case OPT_OUT: return dir_arg(&a->out, arg);
-	case OPT_RESUME: return dir_arg(&a->resume, arg);
+	case OPT_OUT: return dir_arg(&a->out, arg, "out");
+	case OPT_RESUME: return dir_arg(&a->resume, arg, "resume");
 	case OPT_NO_PANEL: a->no_panel = true; return 0;
 	}
 	const char *name = "";
@@ -387,6 +390,13 @@ static int check_new(struct args *a)
 					  "windows have no padding to save)");
 	if (o->min_lr < 0)
 		o->min_lr = o->lr / 10;
+	if (o->min_lr > o->lr) {
+		char msg[160];
+		snprintf(msg, sizeof msg,
+			 "--min-lr %g is above --lr %g: the learning rate rises after the warm-up",
+			 o->min_lr, o->lr);
+		cli_notice(msg);
+	}
 	if ((o->cosine_follows = o->cosine_steps < 0))
 		o->cosine_steps = tstate_cosine_default(o);
 	if (o->warmup > o->cosine_steps)
@@ -404,21 +414,24 @@ static int check_new(struct args *a)
  * no learning rate of the steps taken so far (every one of them was in the warm-up, at
  * most at its end, where the cosine starts at lr whatever its length; or lr is min_lr),
  * so that 2 steps and a resume to 4 repeat 4 steps in one run. Otherwise the steps
- * taken followed the saved cosine, and it stays: a longer run goes on at min_lr. */
+ * taken followed the saved cosine, and it stays: steps past its end run at min_lr,
+ * which is said. */
 static void follow_steps(struct tstate_opts *o, int64_t taken)
 {
 	int64_t end = tstate_cosine_default(o);
-	if (!o->cosine_follows || end == o->cosine_steps)
-		return;
-	if (taken <= o->warmup + 1 || o->lr == o->min_lr) {
+	if (o->cosine_follows && end != o->cosine_steps &&
+	    (taken <= o->warmup + 1 || o->lr == o->min_lr)) {
 		o->cosine_steps = end;
 		return;
 	}
-	char msg[256];
+	if (o->steps <= o->cosine_steps || o->lr == o->min_lr)
+		return;
+	char msg[320];
 	snprintf(msg, sizeof msg,
-		 "--steps %lld: the learning rate stays on the cosine the run's %lld steps so far "
-		 "followed (to step %lld, then min_lr)",
-		 (long long)o->steps, (long long)taken, (long long)o->cosine_steps);
+		 "--steps %lld: the steps after %lld, where the run's cosine ends, run at min_lr "
+		 "%g (a default cosine follows --steps only while every step taken was in the "
+		 "warm-up)",
+		 (long long)o->steps, (long long)o->cosine_steps, o->min_lr);
 	cli_notice(msg);
 }
 
@@ -452,6 +465,11 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 			cli_notice("--resume with another --threads or --backend: the run goes on, "
 				   "but not bit for bit as it would have");
 	}
+	if (st->o.steps < st->step)
+		return cli_usage("train",
+				 "--resume: --steps %lld is below the run's step %lld (it "
+				 "goes on from there: give a larger --steps)",
+				 (long long)st->o.steps, (long long)st->step);
 	if (a->given[tstate_field("steps")])
 		follow_steps(&st->o, st->step);
 	if (st->o.warmup > st->o.cosine_steps)
@@ -511,6 +529,14 @@ static int run(struct tstate *st, const char *dir, bool resume, bool panel)
 {
 	struct train_model p = {0};
 	struct eng_options eo = {0};
+	int cpus = proc_online_cpus();
+	if (st->o.threads > cpus) { /* they would take turns on the CPUs, as the engine's */
+		char msg[128];
+		snprintf(msg, sizeof msg, "--threads %d is more than the %d CPUs online; using %d",
+			 st->o.threads, cpus, cpus);
+		cli_notice(msg);
+		st->o.threads = cpus;
+	}
 	if (cli_env_engine(&eo)) {
 		cli_error("%s", err_msg());
 		return EXIT_USAGE;
@@ -599,7 +625,7 @@ int cmd_train(int argc, char **argv)
 		loop_leftovers_free(&left);
 	}
 	if (lock >= 0)
-		close(lock);
+		loop_unlock_dir(a.resume ? a.resume : a.out, lock);
 	free(a.out);
 	free(a.resume);
 	tstate_opts_free(&st.o);

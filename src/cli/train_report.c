@@ -4,6 +4,7 @@
 #include "src/base/clock.h"
 #include "src/base/units.h"
 #include "src/cli/cli.h"
+#include "src/train/batch.h"
 #include "src/train/panel.h"
 #if HAVE_TUI
 #include "ui/live.h"
@@ -182,6 +183,31 @@ static void print_convs(const struct train_report *r, const struct loop_plan *lp
 }
 
 /* The plan and the trainer come before the first step: nothing is live yet. */
+/* The rows an evaluation reads under --eval-tokens: its first ones, or all of them
+ * when the cap is past the validation set's end (a conversation a row with --sft;
+ * packed, fewer). */
+static void say_eval_rows(const struct train_report *r, const struct loop_plan *lp)
+{
+	const struct tstate_opts *o = r->o;
+	int64_t cap = tstate_eval_rows(o),
+		rows = o->sft ? lp->val_sft.conversations
+			      : batch_windows((size_t)lp->val_tokens, o->ctx);
+	if (cap >= rows)
+		fprintf(stderr, "\nevaluation: all %lld %s%s (--eval-tokens %lld covers them)",
+			(long long)rows, o->sft ? "conversation" : "row", rows == 1 ? "" : "s",
+			(long long)o->eval_tokens);
+	else if (o->pack)
+		fprintf(stderr,
+			"\nevaluation: at most the first %lld rows of %d tokens (--eval-tokens "
+			"%lld)",
+			(long long)cap, o->ctx, (long long)o->eval_tokens);
+	else
+		fprintf(stderr,
+			"\nevaluation: the first %lld of %lld rows of %d tokens (--eval-tokens "
+			"%lld)",
+			(long long)cap, (long long)rows, o->ctx, (long long)o->eval_tokens);
+}
+
 static void on_plan(void *user, const struct loop_plan *lp)
 {
 	struct train_report *r = user;
@@ -199,11 +225,7 @@ static void on_plan(void *user, const struct loop_plan *lp)
 		fprintf(stderr, ", %lld validation tokens%s", (long long)lp->val_tokens,
 			lp->val_cached ? " (cached)" : "");
 	if ((lp->val_tokens || lp->val_sft.conversations) && tstate_eval_rows(r->o) > 0)
-		fprintf(stderr,
-			"\nevaluation: at most the first %lld row%s of %d tokens (--eval-tokens "
-			"%lld)",
-			(long long)tstate_eval_rows(r->o), tstate_eval_rows(r->o) == 1 ? "" : "s",
-			r->o->ctx, (long long)r->o->eval_tokens);
+		say_eval_rows(r, lp);
 	fprintf(stderr,
 		"\nmemory plan (%s): weights %s, gradients %s, AdamW moments %s, "
 		"activations %s (%d x %d tokens%s), scratch %s, token streams %s: total %s",
@@ -231,13 +253,15 @@ static void on_ready(void *user, struct eng_trainer *t)
 	eng_trainer_get_plan(t, &pl);
 	settle(r);
 	fprintf(stderr,
-		"training %.3gM parameters on %s (%s products), %lld steps of %d x %d x %d tokens\n"
+		"training %.3gM parameters on %s (%s products), %lld step%s of %d x %d x %d "
+		"tokens\n"
 		"lr %g -> %g (warm-up %lld, cosine to step %lld), AdamW beta1 %g beta2 %g eps %g "
 		"weight decay %g, clip %g, seed %lld%s%s\n",
 		pl.params / 1e6, eng_trainer_backend(t), eng_trainer_exact(t) ? "fp32" : "bf16",
-		(long long)o->steps, o->accum, o->batch, o->ctx, o->lr, o->min_lr,
-		(long long)o->warmup, (long long)o->cosine_steps, o->beta1, o->beta2, o->eps,
-		o->weight_decay, o->clip, (long long)o->seed, o->sequential ? ", sequential" : "",
+		(long long)o->steps, o->steps == 1 ? "" : "s", o->accum, o->batch, o->ctx, o->lr,
+		o->min_lr, (long long)o->warmup, (long long)o->cosine_steps, o->beta1, o->beta2,
+		o->eps, o->weight_decay, o->clip, (long long)o->seed,
+		o->sequential ? ", sequential" : "",
 		o->sft ? ", on the assistant's tokens (--sft)" : "");
 }
 

@@ -152,6 +152,15 @@ int loop_lock_dir(const char *dir, bool create)
 	return fd == FIO_LOCKED ? -1 : fd;
 }
 
+void loop_unlock_dir(const char *dir, int lock)
+{
+	char *path = holds_run(dir) ? NULL : fio_join(dir, LOCK_NAME ".lock");
+	if (path)
+		unlink(path); /* before the close: see loop_abandon_dir */
+	free(path);
+	close(lock);
+}
+
 /* What a run writes before its first checkpoint: the streams' caches and the log. */
 static const char *const g_unsaved[LOOP_UNSAVED] = {"train-state/data.u32", "train-state/data.json",
 						    "train-state/data.sft", "train-state/val.u32",
@@ -291,6 +300,10 @@ static int load_stream(struct run *u, struct dset *d, char *const *files, int n,
 	free(path);
 	if (rc)
 		return -1;
+	if (o->sft && d->sft.conversations < 1 && !d->sft.no_answer && !d->sft.left_out)
+		return err_set("%s: no conversation in its files (a text file makes one of each "
+			       "line and the next: it needs two non-blank lines or more)",
+			       flag);
 	if (o->sft && d->sft.conversations < 1)
 		return err_set("%s: no conversation to %s: %lld without an assistant answer, "
 			       "%lld whose first answer ends past --ctx %d",

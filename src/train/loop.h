@@ -103,6 +103,10 @@ int loop_check_new_dir(const char *dir);
  * process holds the lock: "another qwenchat train is using it"). */
 int loop_lock_dir(const char *dir, bool create);
 
+/* Lets go of loop_lock_dir's lock on dir; its lock file goes too when dir holds no
+ * run (a --resume of a directory that is not one leaves nothing in it). */
+void loop_unlock_dir(const char *dir, int lock);
+
 /* After a new run failed before its first checkpoint: removes what it wrote (the
  * streams' caches, the log), train-state/ when nothing else is in it, then the lock
  * file (letting go of lock) and, when created, dir itself if nothing else is there;

@@ -38,10 +38,10 @@ struct field {
 static const struct field fields[] = {
 	S("init", init, 0, NULL),
 	S("tokenizer", tokenizer, 0, NULL),
-	F("layers", K_INT, layers, 1, 4096, UNSET0),
+	F("layers", K_INT, layers, 1, 1024, UNSET0), /* config.json's limits (config_limits.h) */
 	F("hidden-size", K_INT, hidden, 2, 1 << 20, UNSET0),
-	F("heads", K_INT, heads, 1, 4096, UNSET0),
-	F("kv-heads", K_INT, kv_heads, 1, 4096, UNSET0),
+	F("heads", K_INT, heads, 1, 1024, UNSET0),
+	F("kv-heads", K_INT, kv_heads, 1, 1024, UNSET0),
 	F("head-dim", K_INT, head_dim, 2, 1024, UNSET0),
 	F("intermediate-size", K_INT, intermediate, 1, 1 << 22, UNSET0),
 	F("vocab-size", K_INT, vocab, 1, 1 << 24, UNSET0),

@@ -73,6 +73,11 @@ usage 2 "--warmup past --cosine-steps" "--warmup 10 is past --cosine-steps 5" --
 usage 2 "--hidden-size not a multiple of --heads" "not a multiple of --heads 3" --out "$O" \
 	--tokenizer "$TMP/tok" --layers 2 --hidden-size 64 --heads 3 --data "$TMP/a.txt"
 usage 2 "an unknown option" "unknown option '--nope'" --out "$O" $TEXT --nope
+usage 2 "an ambiguous abbreviation" "option '--re' is ambiguous: --resume, --recompute" \
+	--out "$O" $TEXT --re
+usage 2 "an empty --out" "--out: an empty name" --out "" $TEXT
+usage 2 "--layers past config.json's limit" "--layers: 2000 is out of range [1, 1024]" \
+	--out "$O" $TEXT --layers 2000
 usage 2 "--vocab-size with --tokenizer" "--vocab-size comes from --tokenizer" --out "$O" \
 	$TEXT --vocab-size 500
 
@@ -257,9 +262,13 @@ usage 1 "--out a directory holding a run" "holds a training run (at step 6)" --o
 usage 2 "--resume with another --ctx" "--ctx 32 conflicts with the run's 16" --resume "$R" --ctx 32
 usage 2 "--resume with other data" "--data" --resume "$R" --data "$TMP/b.txt"
 usage 1 "--resume of a directory without a run" "no training run to resume" --resume "$TMP/tok"
+[ ! -e "$TMP/tok/.train.lock" ] && pass "... and leaves no lock file in it" ||
+	fail "a --resume of a directory without a run left $TMP/tok/.train.lock"
 "$QWENCHAT" train --resume "$R" --steps 6 >/dev/null 2>"$TMP/err" &&
 	grep -q 'at step 6 already' "$TMP/err" && pass "--resume at the last step: nothing to do" ||
 	fail "--resume at the last step: $(tail -n 2 "$TMP/err")"
+usage 2 "--resume with --steps below the run's step" "--steps 4 is below the run's step 6" \
+	--resume "$R" --steps 4
 
 # ---- resuming repeats an uninterrupted run ---------------------------------------------------
 # same_run DESC DIR1 DIR2 — the same weights, moments and log records (but the time)
@@ -300,7 +309,7 @@ same_run "default cosine: --steps 0 resumed to 3 == 3 steps" "$TMP/cd-three" "$T
 "$QWENCHAT" train --out "$TMP/cd-past" $args --warmup 0 --lr 1e-2 --steps 2 2>"$TMP/err" &&
 "$QWENCHAT" train --resume "$TMP/cd-past" --steps 4 2>"$TMP/err" ||
 	fail "default cosine past the warm-up: $(tail -n 2 "$TMP/err")"
-grep -q "stays on the cosine the run's 2 steps so far followed (to step 2" "$TMP/err" &&
+grep -q "steps after 2, where the run's cosine ends, run at min_lr 0.001" "$TMP/err" &&
 	[ "$(grep -c '"lr": 0.001,' "$TMP/cd-past/train-log.jsonl")" -eq 2 ] &&
 	pass "default cosine past the warm-up: the saved cosine stays (min_lr after), said so" ||
 	fail "default cosine past the warm-up: $(grep -o '"lr": [^,]*' "$TMP/cd-past/train-log.jsonl" | tr '\n' ' ') $(tail -n 2 "$TMP/err")"
@@ -330,6 +339,10 @@ fi
 head -c $((4 * (3 * 16 + 1))) "$TMP/v.u32" >"$TMP/v3.u32"
 E="--vocab-size 1000 $SHAPE --data $TMP/d.u32 $SMALL --steps 2 --eval-every 1"
 if "$QWENCHAT" train --out "$TMP/ev-cap" $E --val "$TMP/v.u32" --eval-tokens 40 2>"$TMP/err" &&
+   grep -q "evaluation: the first 3 of 62 rows of 16 tokens (--eval-tokens 40)" "$TMP/err" &&
+   "$QWENCHAT" train --out "$TMP/ev-over" $E --val "$TMP/v3.u32" --eval-tokens 99999999 \
+	--steps 1 2>"$TMP/err" &&
+   grep -q "evaluation: all 3 rows (--eval-tokens 99999999 covers them)" "$TMP/err" &&
    "$QWENCHAT" train --out "$TMP/ev-cut" $E --val "$TMP/v3.u32" 2>"$TMP/err" &&
    "$QWENCHAT" train --out "$TMP/ev-all" $E --val "$TMP/v.u32" 2>"$TMP/err" &&
    "$QWENCHAT" train --resume "$TMP/ev-cap" --steps 3 --eval-tokens 0 2>"$TMP/err"; then
