@@ -375,10 +375,17 @@ same_run "--steps 0 (bf16) resumed to 3 (f32) == 3 steps" "$TMP/bf-all" "$TMP/bf
 	fail "--save-dtype bf16: $(tail -n 2 "$TMP/err")"
 
 # ---- signals ----------------------------------------------------------------------------------
-# stop SIG DIR STEPS — starts a run, sends SIG once 3 steps are logged; the exit status
+# stop SIG DIR STEPS — starts a run, sends SIG once 3 steps are logged; the exit status.
+# SIGHUP as a terminal sends it: not ignored, whatever this shell was started with
+# (nohup; a shell cannot reset an ignored signal, so python does before the exec).
+hup_default() { # run in the background: the subshell's pid becomes the program's
+	exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])' "$@"
+}
 stop() {
-	"$QWENCHAT" train --out "$2" $IDS --ctx 32 --batch 8 --threads 2 --cosine-steps "$3" \
-		--steps "$3" --save-every 100000 --eval-every 100000 2>"$TMP/err-$1" &
+	hup_default "$QWENCHAT" train --out "$2" $IDS --ctx 32 --batch 8 --threads 2 \
+		--cosine-steps "$3" --steps "$3" --save-every 100000 --eval-every 100000 \
+		2>"$TMP/err-$1" &
 	pid=$!
 	i=0
 	while [ "$(cat "$2/train-log.jsonl" 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt 600 ]; do
@@ -432,6 +439,22 @@ rc=$?
 [ "$rc" -eq 129 ] && [ -f "$TMP/sighup/model.safetensors" ] &&
 	pass "SIGHUP (a closed terminal): saved, exit 129" ||
 	fail "SIGHUP: exit $rc: $(tail -n 2 "$TMP/err-HUP")"
+# started with SIGHUP ignored (nohup): it stays ignored, the run goes on to its end
+(exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN)
+os.execv(sys.argv[1], sys.argv[1:])' "$QWENCHAT" train --out "$TMP/nohup" $IDS --ctx 32 \
+	--batch 8 --threads 2 --steps 60 --eval-every 100000 2>"$TMP/err-nohup") &
+pid=$!
+i=0
+while [ "$(cat "$TMP/nohup/train-log.jsonl" 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt 600 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+kill -HUP $pid
+wait $pid
+rc=$?
+[ "$rc" -eq 0 ] && [ "$(grep -c '"loss"' "$TMP/nohup/train-log.jsonl")" -eq 60 ] &&
+	pass "under nohup (SIGHUP ignored): the run goes on to its end" ||
+	fail "SIGHUP ignored: exit $rc: $(tail -n 2 "$TMP/err-nohup")"
 # a second signal stops at once, and says which checkpoint DIR holds (steps of a
 # second or so, so that it comes before the first one's step is done)
 "$QWENCHAT" train --out "$TMP/twice" --vocab-size 1000 --layers 2 --hidden-size 512 --heads 8 \
