@@ -407,9 +407,9 @@ static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 	if (calls && !json_is_null(calls) && !json_is_array(calls))
 		return err_set("%s: messages[%zu].tool_calls: not an array", name, i);
 	json_t *content = json_object_get(m, "content");
-	/* A turn that only calls tools may have null content (OpenAI's form); the 2507
-	 * templates render it as "", the hybrid one fails on it. */
-	if (json_is_null(content) && json_array_size(calls) > 0)
+	/* A turn that only calls tools may have null content or none (OpenAI's forms); the
+	 * 2507 templates render it as "", the hybrid one fails on it. */
+	if ((!content || json_is_null(content)) && json_array_size(calls) > 0)
 		content = NULL;
 	else if (!json_is_string(content))
 		return err_set("%s: messages[%zu].content: missing or not a string (only plain "

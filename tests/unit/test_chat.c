@@ -348,6 +348,16 @@ static void test_tool_calls(void **state)
 	assert_string_equal(a->calls[1].name, "v");
 	assert_string_equal(a->calls[1].arguments, "{\"raw\": 1}");
 	assert_true(a->calls[1].arguments_is_text);
+	/* no content at all beside the calls: the same as null (OpenAI omits it) */
+	const char *bare =
+		"[{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": "
+		"\"assistant\", \"tool_calls\": [{\"name\": \"w\", \"arguments\": {}}]}]";
+	struct chat *b = chat_from_json(bare, strlen(bare), "bare.json");
+	if (!b)
+		fail_msg("%s", err_msg());
+	assert_string_equal(b->turns[1].content, "");
+	assert_int_equal(b->turns[1].n_calls, 1);
+	chat_free(b);
 
 	/* saved as {"messages", "tools"} and read back the same */
 	size_t len;
