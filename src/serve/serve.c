@@ -190,7 +190,15 @@ static enum MHD_Result accept_body(struct MHD_Connection *conn, struct request *
 {
 	const char *len =
 		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *expect =
+		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
 	unsigned long long n = len ? strtoull(len, NULL, 10) : 0;
+	/* The client sends the body now (no Expect: 100-continue): it is read and dropped,
+	 * the 413 going out once it is in (run_request), where the client reads it. */
+	if (n > SERVE_MAX_BODY && n <= SERVE_MAX_DRAIN && !expect) {
+		rq->too_big = true;
+		return MHD_YES;
+	}
 	if (n > SERVE_MAX_BODY) {
 		char msg[128];
 		snprintf(msg, sizeof msg, "the body is larger than %d bytes", SERVE_MAX_BODY);
@@ -523,8 +531,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (*upload_size) { /* a piece of the body */
 		size_t n = *upload_size, want = rq->body.n + n;
-		if (want > SERVE_MAX_BODY)
-			rq->too_big = true;
+		if (rq->too_big || want > SERVE_MAX_BODY)
+			rq->too_big = true; /* the rest is read and dropped */
 		else if (want > rq->reserved && !body_reserve(srv, rq, want - rq->reserved))
 			rq->over_budget = true;
 		if (!rq->too_big && !rq->over_budget)

@@ -14,7 +14,10 @@
 
 /* Limits of the HTTP side (the request's own are in openai.h). */
 enum {
-	SERVE_MAX_BODY = 4 << 20,    /* bytes of a request body (beyond: 413) */
+	SERVE_MAX_BODY = 4 << 20, /* bytes of a request body (beyond: 413) */
+	/* A body past SERVE_MAX_BODY up to this size is read and dropped before the 413:
+	 * a reply sent while the client still sends reaches it as a reset, not a 413. */
+	SERVE_MAX_DRAIN = 64 << 20,
 	SERVE_MAX_CONNECTIONS = 256, /* open at once; more are closed at once */
 	SERVE_DEFAULT_QUEUE = 16,    /* requests waiting behind the running one */
 	SERVE_DEFAULT_TIMEOUT = 30,  /* seconds a connection may stay silent, and the most a
