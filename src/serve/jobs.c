@@ -85,10 +85,18 @@ bool serve_job_wait(struct job *j)
 		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
 	if (pthread_cond_timedwait(&j->cond, &j->srv->lock, &ts) == ETIMEDOUT) {
 		enum peer p = peer_state(j->fd);
-		if (p == PEER_GONE)
+		if (p == PEER_GONE) {
 			serve_job_gone(j);
-		else if (p == PEER_HALF_CLOSED)
+		} else if (p == PEER_HALF_CLOSED) {
 			j->half_closed = true;
+			/* mostly a client that gave up waiting (a timeout closes the socket, and
+			 * only a write shows it gone): it is still answered in its turn, but
+			 * holds no place that a new request would be refused for */
+			if (j->state == JOB_QUEUED && !j->uncounted) {
+				j->uncounted = true;
+				j->srv->queued--;
+			}
+		}
 	}
 	return !j->gone && !j->srv->stopping;
 }

@@ -29,7 +29,7 @@ struct job {
 	bool gone;         /* the client went away */
 	bool half_closed;  /* the client shut its sending side: it may still read */
 	bool early;        /* an answer sent as a stream once its status was known */
-	bool uncounted;    /* gone while queued: no longer in the server's `queued` */
+	bool uncounted;    /* gone or half-closed while queued: not in the server's `queued` */
 	bool timeout_back; /* a finished stream's connection has the silence timeout again */
 	struct MHD_Connection *conn; /* its connection (read only in that connection's thread) */
 	struct strbuf out; /* response bytes not yet handed to the connection */

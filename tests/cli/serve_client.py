@@ -569,6 +569,13 @@ def stopping(port, pid):
     time.sleep(0.5)
     quiet = not select.select(waiting, [], [], 0)[0]
     check(quiet, "queued clients that hung up left their places: two more wait, not refused")
+    for s in waiting:  # a plain close, as a client's timeout closes: its end-of-file
+        s.close()
+    time.sleep(0.6)
+    waiting = [post_raw(port, {"messages": USER, "max_tokens": 2}) for _ in range(2)]
+    time.sleep(0.5)
+    quiet = not select.select(waiting, [], [], 0)[0]
+    check(quiet, "queued clients that closed (end-of-file) hold no place: two more wait")
     os.kill(pid, signal.SIGTERM)
     answers = [read_all(s) for s in waiting]
     check(all(a.startswith(b"HTTP/1.1 503") for a in answers),
