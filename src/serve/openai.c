@@ -436,6 +436,66 @@ static int parse_messages(struct oai_request *r, json_t *root, struct oai_error 
 	return 0;
 }
 
+/* Members of OpenAI's API or vLLM's extensions that this server does not implement,
+ * with the values that ask for nothing (their defaults): those pass, as clients send
+ * them unasked; any other is refused rather than ignored, since the answer would not
+ * be the one asked for. */
+static const struct {
+	const char *name, *say;
+} unsupported[] = {
+	{"ignore_eos", "generation ends at the end-of-turn token"},
+	{"min_tokens", "no minimum length"},
+	{"stop_token_ids", "use stop strings"},
+	{"best_of", "one candidate per request"},
+	{"use_beam_search", "sampling only"},
+	{"echo", "the prompt is not echoed"},
+	{"continue_final_message", "a last assistant message is not continued"},
+	{"guided_json", "no constrained decoding"},
+	{"guided_regex", "no constrained decoding"},
+	{"guided_choice", "no constrained decoding"},
+	{"guided_grammar", "no constrained decoding"},
+	{"structured_outputs", "no constrained decoding"},
+	{"functions", "use tools"},
+	{"function_call", "use tool_choice"},
+	{"audio", "text only"},
+	{"prediction", "no predicted outputs"},
+};
+
+/* Whether v asks for something: not null, false, 0 (1 for best_of), "", [] or {}. */
+static bool asks(const char *name, json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_NULL:
+	case JSON_FALSE: return false;
+	case JSON_INTEGER: return json_integer_value(v) != (strcmp(name, "best_of") ? 0 : 1);
+	case JSON_REAL: return json_real_value(v) != (strcmp(name, "best_of") ? 0 : 1);
+	case JSON_STRING: return json_string_length(v) > 0;
+	case JSON_ARRAY: return json_array_size(v) > 0;
+	case JSON_OBJECT: return json_object_size(v) > 0;
+	default: return true;
+	}
+}
+
+static int refuse_unsupported(json_t *root, struct oai_error *e)
+{
+	for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
+		json_t *v = json_object_get(root, unsupported[i].name);
+		if (v && asks(unsupported[i].name, v))
+			return bad(e, unsupported[i].name, "not supported (%s)",
+				   unsupported[i].say);
+	}
+	if (json_is_false(json_object_get(root, "add_generation_prompt")))
+		return bad(e, "add_generation_prompt",
+			   "not supported (an answer always starts a new assistant turn)");
+	json_t *mod = json_object_get(root, "modalities");
+	for (size_t i = 0; i < json_array_size(mod); i++) {
+		json_t *m = json_array_get(mod, i);
+		if (!json_is_string(m) || strcmp(json_string_value(m), "text"))
+			return bad(e, "modalities", "not supported (text only)");
+	}
+	return 0;
+}
+
 struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e)
 {
 	memset(e, 0, sizeof *e);
@@ -462,8 +522,8 @@ struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e)
 		bad(e, "model", "expected a string, got %s", jsontype_name(model));
 		goto fail;
 	}
-	if (parse_messages(r, root, e) || parse_tools(r, root, e) || parse_sampling(r, root, e) ||
-	    parse_stop(r, root, e) || parse_output(r, root, e))
+	if (refuse_unsupported(root, e) || parse_messages(r, root, e) || parse_tools(r, root, e) ||
+	    parse_sampling(r, root, e) || parse_stop(r, root, e) || parse_output(r, root, e))
 		goto fail;
 	json_decref(root);
 	return r;

@@ -52,7 +52,10 @@ static void test_parse_fields(void **state)
 		"true,"
 		"\"top_logprobs\": 5, \"chat_template_kwargs\": {\"enable_thinking\": false},"
 		"\"response_format\": {\"type\": \"text\"}, \"n\": 1, \"frequency_penalty\": 0,"
-		"\"logit_bias\": {}, \"user\": \"ignored\"}";
+		"\"logit_bias\": {}, \"user\": \"ignored\", \"ignore_eos\": false, \"min_tokens\": "
+		"0,"
+		"\"best_of\": 1, \"echo\": false, \"stop_token_ids\": [], \"functions\": null,"
+		"\"add_generation_prompt\": true, \"modalities\": [\"text\"]}";
 	struct oai_error e;
 	struct oai_request *r = parse(body, &e);
 	if (!r)
@@ -194,6 +197,23 @@ static void test_parse_errors(void **state)
 		 "max_tokens", NULL, "not in"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"n\": 2}", "n", NULL,
 		 "only 1"},
+		/* vLLM's and OpenAI's members this server does not implement: refused when
+		 * they ask for something (their defaults pass: the first test's body) */
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"ignore_eos\": true}",
+		 "ignore_eos", NULL, "not supported"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"min_tokens\": 5}",
+		 "min_tokens", NULL, "not supported"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"best_of\": 2}",
+		 "best_of", NULL, "not supported"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"guided_json\": "
+		 "{\"type\": \"object\"}}",
+		 "guided_json", NULL, "constrained decoding"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+		 "\"add_generation_prompt\": false}",
+		 "add_generation_prompt", NULL, "not supported"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"modalities\": "
+		 "[\"text\", \"audio\"]}",
+		 "modalities", NULL, "text only"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 		 "\"frequency_penalty\": 1}",
 		 "frequency_penalty", NULL, "not supported"},
