@@ -577,11 +577,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 		while (rq->job->state == JOB_RUNNING)
 			pthread_cond_wait(&rq->job->cond, &srv->lock);
 		struct completion_usage u = rq->job->usage;
-		bool gone = rq->job->gone;
+		/* a job the server's stop ended is marked gone too: said apart */
+		const char *end = !rq->job->gone  ? ""
+				  : srv->stopping ? " server-stopping"
+						  : " client-gone";
 		serve_job_release(rq->job);
 		pthread_mutex_unlock(&srv->lock);
 		snprintf(tokens, sizeof tokens, " prompt=%d cached=%d completion=%d%s", u.prompt,
-			 u.cached, u.completion, gone ? " client-gone" : "");
+			 u.cached, u.completion, end);
 	}
 	logf_(srv, "%s %s%s %.3fs", rq->what, status, tokens, clock_now() - rq->t0);
 	if (had_job) /* silent from now on: the timeout again */

@@ -111,6 +111,9 @@ $CLIENT bounds "$PLAIN_PORT" "$PLAIN_PID" 16 || failures=$((failures + 1))
 $CLIENT stopping "$STOP_PORT" "$STOP_PID" || failures=$((failures + 1))
 wait "$STOP_PID" && pass "the server stopped by SIGTERM mid-stream exits 0" ||
 	fail "server STOP: exit $?: $(tail -n 3 "$TMP/STOP.log")"
+grep -q " 503 .*server-stopping" "$TMP/STOP.log" && ! grep -q " 503 .*client-gone" "$TMP/STOP.log" &&
+	pass "the requests the stop refused are logged as the server's doing" ||
+	fail "requests refused by the stop: $(grep ' 503 ' "$TMP/STOP.log")"
 
 stop PLAIN
 stop RIG
