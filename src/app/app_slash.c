@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "src/base/err.h"
+#include "src/base/fileio.h"
 #include "src/base/units.h"
 
 static void say(struct app_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -260,7 +261,11 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 		free(path);
 		return;
 	}
-	struct chat *n = chat_load(path);
+	/* a FIFO would hold the chat until something writes it */
+	bool other = fio_exists(path) && !fio_is_file(path);
+	if (other)
+		err_set("%s: not a regular file (a conversation is loaded from a file)", path);
+	struct chat *n = other ? NULL : chat_load(path);
 	if (!n) {
 		fail(r, "/load: %s", err_msg());
 		free(path);

@@ -67,9 +67,9 @@ char *fio_read_all(const char *path, size_t max_bytes, size_t *len)
 {
 	if (strcmp(path, "-") == 0)
 		return read_stream(stdin, path, max_bytes, len);
-	/* O_NONBLOCK: opening a FIFO nobody writes would wait forever; cleared after the
-	 * open, so that a pipe with a writer is read as it comes and one without ends */
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	/* a FIFO waits for its writer here, as cat's does (`mkfifo p; cmd p & gen > p`);
+	 * where that must not happen (the chat's /load), the caller refuses one first */
+	int fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		err_set("%s: cannot open: %s", path, strerror(errno));
@@ -77,11 +77,10 @@ char *fio_read_all(const char *path, size_t max_bytes, size_t *len)
 			close(fd);
 		return NULL;
 	}
-	int fl = fcntl(fd, F_GETFL);
 	FILE *f = NULL;
 	if (S_ISDIR(st.st_mode))
 		err_set("%s: is a directory, not a file", path);
-	else if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 || !(f = fdopen(fd, "rb")))
+	else if (!(f = fdopen(fd, "rb")))
 		err_set("%s: cannot open: %s", path, strerror(errno));
 	if (!f) {
 		close(fd);

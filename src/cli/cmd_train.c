@@ -470,7 +470,8 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 				 "--resume: --steps %lld is below the run's step %lld (it "
 				 "goes on from there: give a larger --steps)",
 				 (long long)st->o.steps, (long long)st->step);
-	if (a->given[tstate_field("steps")])
+	/* an explicit --cosine-steps (the saved one, or it would conflict above) stays */
+	if (a->given[tstate_field("steps")] && !a->given[tstate_field("cosine-steps")])
 		follow_steps(&st->o, st->step);
 	if (st->o.warmup > st->o.cosine_steps)
 		return cli_usage("train", "--warmup is past --cosine-steps");

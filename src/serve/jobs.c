@@ -44,10 +44,19 @@ void serve_job_gone(struct job *j)
 	j->gone = true;
 	if (j->srv->running == j)
 		atomic_store(j->srv->o.cancel, 1);
-	if (j->state == JOB_QUEUED && !j->uncounted) { /* its place is free at once */
-		j->uncounted = true;
+	if (j->state == JOB_QUEUED) /* its place is free at once */
+		serve_job_unqueue(j);
+}
+
+void serve_job_unqueue(struct job *j)
+{
+	if (j->uncounted)
+		return;
+	j->uncounted = true;
+	if (j->half_queued)
+		j->srv->half_queued--;
+	else
 		j->srv->queued--;
-	}
 }
 
 /* The client's side of the socket. A request pipelined behind this one reads as data.
@@ -91,10 +100,11 @@ bool serve_job_wait(struct job *j)
 			j->half_closed = true;
 			/* mostly a client that gave up waiting (a timeout closes the socket, and
 			 * only a write shows it gone): it is still answered in its turn, but
-			 * holds no place that a new request would be refused for */
-			if (j->state == JOB_QUEUED && !j->uncounted) {
-				j->uncounted = true;
+			 * counts apart (serve_enqueue) */
+			if (j->state == JOB_QUEUED && !j->uncounted && !j->half_queued) {
+				j->half_queued = true;
 				j->srv->queued--;
+				j->srv->half_queued++;
 			}
 		}
 	}
@@ -140,8 +150,7 @@ void *serve_worker(void *arg)
 		srv->head = j->next;
 		if (!srv->head)
 			srv->tail = NULL;
-		if (!j->uncounted)
-			srv->queued--;
+		serve_job_unqueue(j);
 		if (!j->gone) {
 			j->state = JOB_RUNNING;
 			srv->running = j;
@@ -166,7 +175,8 @@ void *serve_worker(void *arg)
 /* Queues the job unless the queue is full or the server stops. */
 bool serve_enqueue(struct serve *srv, struct job *j)
 {
-	int in_system = srv->queued + (srv->running ? 1 : 0);
+	int over = srv->half_queued > srv->o.queue ? srv->half_queued - srv->o.queue : 0;
+	int in_system = srv->queued + over + (srv->running ? 1 : 0);
 	if (srv->stopping || in_system > srv->o.queue)
 		return false;
 	if (srv->tail)

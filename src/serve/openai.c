@@ -461,9 +461,13 @@ static const struct {
 	{"prediction", "no predicted outputs"},
 };
 
-/* Whether v asks for something: not null, false, 0 (1 for best_of), "", [] or {}. */
+/* Whether v asks for something: not null, false, 0 (1 for best_of), "", [] or {}, nor
+ * function_call's "none" or "auto" (with no functions, both ask for nothing). */
 static bool asks(const char *name, json_t *v)
 {
+	if (!strcmp(name, "function_call") && json_is_string(v) &&
+	    (!strcmp(json_string_value(v), "none") || !strcmp(json_string_value(v), "auto")))
+		return false;
 	switch (json_typeof(v)) {
 	case JSON_NULL:
 	case JSON_FALSE: return false;

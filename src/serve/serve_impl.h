@@ -29,7 +29,8 @@ struct job {
 	bool gone;         /* the client went away */
 	bool half_closed;  /* the client shut its sending side: it may still read */
 	bool early;        /* an answer sent as a stream once its status was known */
-	bool uncounted;    /* gone or half-closed while queued: not in the server's `queued` */
+	bool uncounted;    /* gone while queued: in neither of the server's counts */
+	bool half_queued;  /* half-closed while queued: in `half_queued`, not `queued` */
 	bool timeout_back; /* a finished stream's connection has the silence timeout again */
 	struct MHD_Connection *conn; /* its connection (read only in that connection's thread) */
 	struct strbuf out; /* response bytes not yet handed to the connection */
@@ -54,6 +55,10 @@ struct serve {
 	pthread_cond_t work;     /* a job was queued, or the server stops */
 	struct job *head, *tail; /* waiting, oldest first */
 	int queued;
+	/* Waiting jobs whose clients half-closed, mostly clients that gave up (a timeout
+	 * closes the socket as a half-close does until something is written): up to
+	 * --queue of them more may wait without taking a place from the others. */
+	int half_queued;
 	struct job *running;
 	bool stopping;
 	size_t body_bytes;     /* of request bodies held (SERVE_BODY_BUDGET) */
@@ -71,6 +76,8 @@ struct job *serve_job_new(struct serve *srv, struct oai_request *req, int fd);
 void serve_job_release(struct job *j);
 /* The client went away (lock held): a running job is cancelled, a queued one skipped. */
 void serve_job_gone(struct job *j);
+/* A queued job leaves the server's counts (lock held; once). */
+void serve_job_unqueue(struct job *j);
 /* Waits a moment on the job (lock held), looking at the client's socket: a reset marks
  * the job gone, an end-of-file half_closed. False when it is gone or the server stops. */
 bool serve_job_wait(struct job *j);

@@ -576,6 +576,8 @@ def stopping(port, pid):
     time.sleep(0.5)
     quiet = not select.select(waiting, [], [], 0)[0]
     check(quiet, "queued clients that closed (end-of-file) hold no place: two more wait")
+    got, _, _ = request(port, "POST", "/v1/chat/completions", {"messages": USER, "max_tokens": 2})
+    check(got == 503, "... and the queue is full again for the next one: 503 (%d)" % got)
     os.kill(pid, signal.SIGTERM)
     answers = [read_all(s) for s in waiting]
     check(all(a.startswith(b"HTTP/1.1 503") for a in answers),

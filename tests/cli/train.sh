@@ -306,6 +306,12 @@ same_run "default cosine, in the warm-up: 2 steps resumed to 4 == 4 steps" "$TMP
 "$QWENCHAT" train --resume "$TMP/cd-zero" --steps 3 2>"$TMP/err" ||
 	fail "default cosine from --steps 0: $(tail -n 2 "$TMP/err")"
 same_run "default cosine: --steps 0 resumed to 3 == 3 steps" "$TMP/cd-three" "$TMP/cd-zero"
+# ... unless --cosine-steps is given again on the resume: then it stays where it was
+"$QWENCHAT" train --out "$TMP/cd-keep" $args --lr 1e-2 --steps 2 2>"$TMP/err" &&
+"$QWENCHAT" train --resume "$TMP/cd-keep" --steps 4 --cosine-steps 2 2>"$TMP/err" &&
+	[ "$(grep -c '"lr": 0.001,' "$TMP/cd-keep/train-log.jsonl")" -eq 1 ] &&
+	pass "default cosine, --cosine-steps given again on resume: kept" ||
+	fail "--cosine-steps given on resume: $(grep -o '"lr": [^,]*' "$TMP/cd-keep/train-log.jsonl" | tr '\n' ' ')"
 "$QWENCHAT" train --out "$TMP/cd-past" $args --warmup 0 --lr 1e-2 --steps 2 2>"$TMP/err" &&
 "$QWENCHAT" train --resume "$TMP/cd-past" --steps 4 2>"$TMP/err" ||
 	fail "default cosine past the warm-up: $(tail -n 2 "$TMP/err")"

@@ -64,6 +64,11 @@ check_screen '^  second line *$' "a CRLF text is loaded"
 shot "CRLF line ends"
 screen | grep -q '^  first line *$' && pass "a carriage return is not drawn" ||
 	fail "carriage return shown: $(screen | grep 'first line')"
+# /load of a FIFO is refused at once: reading it would hold the chat until a writer came
+mkfifo "$TMP/conv.fifo"
+T send-keys -t ui "/load $TMP/conv.fifo" Enter
+check_screen 'conv.fifo: not a regular file' "/load of a FIFO: refused, the chat free"
+T send-keys -t ui C-a C-k # a failed command stays in the line, to be fixed
 
 # 3. The memory pane beside the chat (120 columns: 48 for the pane) shows every figure
 # whole, the per-layer KV ones included, and how much of the RSS they account for.

@@ -55,6 +55,7 @@ static void test_parse_fields(void **state)
 		"\"logit_bias\": {}, \"user\": \"ignored\", \"ignore_eos\": false, \"min_tokens\": "
 		"0,"
 		"\"best_of\": 1, \"echo\": false, \"stop_token_ids\": [], \"functions\": null,"
+		"\"function_call\": \"none\","
 		"\"add_generation_prompt\": true, \"modalities\": [\"text\"]}";
 	struct oai_error e;
 	struct oai_request *r = parse(body, &e);
