@@ -486,12 +486,13 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 {
 	if (!a->chat->n || a->chat->turns[a->chat->n - 1].role != CHAT_USER)
 		return err_set("nothing to answer: the last turn is not a message");
+	/* before the save below, which may take a while: a stop pressed then counts */
+	atomic_store(&a->cancel, 0);
 	/* The message is saved before the answer starts: a crash, a kill or a closed
 	 * terminal mid-answer loses at most the answer. */
 	app_autosave(a);
 	if (a->remote)
 		return app_remote_turn(a, emit, user);
-	atomic_store(&a->cancel, 0);
 	int n = 0, dropped = 0;
 	int32_t *ids = fitted(a, &n, &dropped);
 	if (!ids)

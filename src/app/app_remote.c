@@ -121,8 +121,7 @@ static enum sess_stop stop_reason(struct app *a, const struct reply *r)
 
 int app_remote_turn(struct app *a, sess_emit_fn emit, void *user)
 {
-	struct rturn t = {.a = a, .emit = emit, .user = user};
-	atomic_store(&a->cancel, 0);
+	struct rturn t = {.a = a, .emit = emit, .user = user}; /* app_turn reset cancel */
 	reply_init(&t.reply, remote_emit, &t);
 	a->reasoning.n = a->answer.n = 0;
 	if (app_buf_add(&a->reasoning, "", 0) || app_buf_add(&a->answer, "", 0))
