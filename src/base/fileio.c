@@ -526,6 +526,23 @@ int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode
 	return rc;
 }
 
+int fio_foreign_entry(const char *dir, const char *const *known, size_t n, char *name, size_t size)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return err_set("%s: cannot read: %s", dir, strerror(errno));
+	name[0] = '\0';
+	for (struct dirent *e; !name[0] && (e = readdir(d));) {
+		bool ours = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+		for (size_t i = 0; i < n; i++)
+			ours = ours || !strcmp(e->d_name, known[i]);
+		if (!ours)
+			snprintf(name, size, "%s", e->d_name);
+	}
+	closedir(d);
+	return 0;
+}
+
 int fio_try_lock(const char *path)
 {
 	char lock[4200];

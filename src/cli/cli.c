@@ -420,23 +420,27 @@ void cli_sampling(const struct cli_common *c, struct samp_params *p)
 	samp_params_override(p, &c->sampling, c->set);
 }
 
+int cli_threads_cap(int threads, void (*notice)(const char *msg))
+{
+	/* More threads than CPUs only take turns on them: each waits at every barrier
+	 * of the forward pass for one that is not running, and decoding slows down
+	 * several times over. */
+	int cpus = proc_online_cpus();
+	if (threads <= cpus)
+		return threads;
+	char msg[128];
+	snprintf(msg, sizeof msg, "--threads %d is more than the %d CPUs online; using %d", threads,
+		 cpus, cpus);
+	(notice ? notice : cli_notice)(msg);
+	return cpus;
+}
+
 int cli_engine_options(const struct cli_common *c, struct eng_options *o,
 		       void (*notice)(const char *msg))
 {
 	memset(o, 0, sizeof *o);
 	o->backend = eng_backend_kind(c->backend);
-	o->threads = c->threads;
-	/* More threads than CPUs only take turns on them: each waits at every barrier
-	 * of the forward pass for one that is not running, and decoding slows down
-	 * several times over. */
-	int cpus = proc_online_cpus();
-	if (o->threads > cpus) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "--threads %d is more than the %d CPUs online; using %d",
-			 o->threads, cpus, cpus);
-		(notice ? notice : cli_notice)(msg);
-		o->threads = cpus;
-	}
+	o->threads = cli_threads_cap(c->threads, notice);
 	o->ctx = c->ctx;
 	o->progress = cli_upload_progress;
 	o->quant = c->quant;

@@ -106,6 +106,10 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 /* Prints the command's --help to f. */
 void cli_help(const struct cli_command *cmd, FILE *f);
 
+/* threads, or the CPUs online when it is more, said through notice (NULL: stderr):
+ * more threads than CPUs only take turns on them. */
+int cli_threads_cap(int threads, void (*notice)(const char *msg));
+
 /* The engine options the shared groups give (backend, threads, ctx) plus the engine's
  * environment (QWENCHAT_CPU_ISA and the like, src/cli/env.h); progress is the weight
  * upload's. --threads above the CPUs online is capped, with a notice (through

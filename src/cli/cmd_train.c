@@ -5,7 +5,6 @@
  * train_report.c. */
 #include "src/base/err.h"
 #include "src/base/fileio.h"
-#include "src/base/proc.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
@@ -530,14 +529,7 @@ static int run(struct tstate *st, const char *dir, bool resume, bool panel)
 {
 	struct train_model p = {0};
 	struct eng_options eo = {0};
-	int cpus = proc_online_cpus();
-	if (st->o.threads > cpus) { /* they would take turns on the CPUs, as the engine's */
-		char msg[128];
-		snprintf(msg, sizeof msg, "--threads %d is more than the %d CPUs online; using %d",
-			 st->o.threads, cpus, cpus);
-		cli_notice(msg);
-		st->o.threads = cpus;
-	}
+	st->o.threads = cli_threads_cap(st->o.threads, NULL); /* the count used is saved */
 	if (cli_env_engine(&eo)) {
 		cli_error("%s", err_msg());
 		return EXIT_USAGE;

@@ -14,7 +14,6 @@
 #include "tokenizer/bpe_write.h"
 #include "tokenizer/tokenizer.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -221,23 +220,15 @@ static const char *const out_files[] = {"vocab.json", "merges.txt", "tokenizer_c
  * not match its weights, and every later load would take it. */
 static int check_own_dir(const char *dir)
 {
-	DIR *d = opendir(dir);
-	if (!d)
-		return err_set("%s: %s", dir, strerror(errno));
-	int rc = 0;
-	for (struct dirent *e; rc == 0 && (e = readdir(d));) {
-		bool ours = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-			    !strcmp(e->d_name, STAGE);
-		for (size_t i = 0; i < sizeof out_files / sizeof out_files[0]; i++)
-			ours = ours || !strcmp(e->d_name, out_files[i]);
-		if (!ours)
-			rc = err_set(
-				"%s: holds %s, not only a tokenizer (refused: train-bpe writes "
-				"into a directory of its own, never over a model's tokenizer)",
-				dir, e->d_name);
-	}
-	closedir(d);
-	return rc;
+	_Static_assert(sizeof out_files / sizeof out_files[0] == 4, "known names every file");
+	const char *known[] = {out_files[0], out_files[1], out_files[2], out_files[3], STAGE};
+	char other[256];
+	if (fio_foreign_entry(dir, known, sizeof known / sizeof known[0], other, sizeof other))
+		return -1;
+	return other[0] ? err_set("%s: holds %s, not only a tokenizer (refused: train-bpe writes "
+				  "into a directory of its own, never over a model's tokenizer)",
+				  dir, other)
+			: 0;
 }
 
 /* DIR and its missing parents, private (0700) as the files in it are; *created says

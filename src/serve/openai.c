@@ -442,28 +442,29 @@ static int parse_messages(struct oai_request *r, json_t *root, struct oai_error 
  * be the one asked for. */
 static const struct {
 	const char *name, *say;
+	double idle; /* the number that asks for nothing */
 } unsupported[] = {
-	{"ignore_eos", "generation ends at the end-of-turn token"},
-	{"min_tokens", "no minimum length"},
-	{"stop_token_ids", "use stop strings"},
-	{"best_of", "one candidate per request"},
-	{"use_beam_search", "sampling only"},
-	{"echo", "the prompt is not echoed"},
-	{"continue_final_message", "a last assistant message is not continued"},
-	{"guided_json", "no constrained decoding"},
-	{"guided_regex", "no constrained decoding"},
-	{"guided_choice", "no constrained decoding"},
-	{"guided_grammar", "no constrained decoding"},
-	{"structured_outputs", "no constrained decoding"},
-	{"functions", "use tools"},
-	{"function_call", "use tool_choice"},
-	{"audio", "text only"},
-	{"prediction", "no predicted outputs"},
+	{"ignore_eos", "generation ends at the end-of-turn token", 0},
+	{"min_tokens", "no minimum length", 0},
+	{"stop_token_ids", "use stop strings", 0},
+	{"best_of", "one candidate per request", 1},
+	{"use_beam_search", "sampling only", 0},
+	{"echo", "the prompt is not echoed", 0},
+	{"continue_final_message", "a last assistant message is not continued", 0},
+	{"guided_json", "no constrained decoding", 0},
+	{"guided_regex", "no constrained decoding", 0},
+	{"guided_choice", "no constrained decoding", 0},
+	{"guided_grammar", "no constrained decoding", 0},
+	{"structured_outputs", "no constrained decoding", 0},
+	{"functions", "use tools", 0},
+	{"function_call", "use tool_choice", 0},
+	{"audio", "text only", 0},
+	{"prediction", "no predicted outputs", 0},
 };
 
-/* Whether v asks for something: not null, false, 0 (1 for best_of), "", [] or {}, nor
+/* Whether v asks for something: not null, false, the idle number, "", [] or {}, nor
  * function_call's "none" or "auto" (with no functions, both ask for nothing). */
-static bool asks(const char *name, json_t *v)
+static bool asks(const char *name, json_t *v, double idle)
 {
 	if (!strcmp(name, "function_call") && json_is_string(v) &&
 	    (!strcmp(json_string_value(v), "none") || !strcmp(json_string_value(v), "auto")))
@@ -471,8 +472,8 @@ static bool asks(const char *name, json_t *v)
 	switch (json_typeof(v)) {
 	case JSON_NULL:
 	case JSON_FALSE: return false;
-	case JSON_INTEGER: return json_integer_value(v) != (strcmp(name, "best_of") ? 0 : 1);
-	case JSON_REAL: return json_real_value(v) != (strcmp(name, "best_of") ? 0 : 1);
+	case JSON_INTEGER:
+	case JSON_REAL: return json_number_value(v) != idle;
 	case JSON_STRING: return json_string_length(v) > 0;
 	case JSON_ARRAY: return json_array_size(v) > 0;
 	case JSON_OBJECT: return json_object_size(v) > 0;
@@ -484,7 +485,7 @@ static int refuse_unsupported(json_t *root, struct oai_error *e)
 {
 	for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
 		json_t *v = json_object_get(root, unsupported[i].name);
-		if (v && asks(unsupported[i].name, v))
+		if (v && asks(unsupported[i].name, v, unsupported[i].idle))
 			return bad(e, unsupported[i].name, "not supported (%s)",
 				   unsupported[i].say);
 	}

@@ -12,7 +12,6 @@
 #include "src/train/schedule.h"
 #include "src/train/trainlog.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -59,37 +58,13 @@ static void notice(const struct run *u, const char *fmt, ...)
 #define LOCK_NAME ".train" /* fio_try_lock adds ".lock" */
 
 /* What a run that never saved leaves in its directory (see loop_check_new_dir). */
-static const char *const g_ours[] = {".",
-				     "..",
-				     "train-state",
-				     "train-log.jsonl",
-				     "loss.svg",
-				     LOCK_NAME ".lock",
-				     ".checkpoint.new"};
-
-/* The first entry of dir that no run put there, or NULL; -1 when dir cannot be read. */
-static int foreign_entry(const char *dir, char *name, size_t size)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return err_set("%s: cannot read: %s", dir, strerror(errno));
-	struct dirent *e;
-	name[0] = '\0';
-	while (!name[0] && (e = readdir(d))) {
-		bool known = false;
-		for (size_t i = 0; i < sizeof g_ours / sizeof g_ours[0]; i++)
-			known |= !strcmp(e->d_name, g_ours[i]);
-		if (!known)
-			snprintf(name, size, "%s", e->d_name);
-	}
-	closedir(d);
-	return 0;
-}
+static const char *const g_ours[] = {"train-state", "train-log.jsonl", "loss.svg",
+				     LOCK_NAME ".lock", ".checkpoint.new"};
 
 static int refuse_foreign(const char *dir)
 {
 	char other[256];
-	if (foreign_entry(dir, other, sizeof other))
+	if (fio_foreign_entry(dir, g_ours, sizeof g_ours / sizeof g_ours[0], other, sizeof other))
 		return -1;
 	return other[0] ? err_set("%s: not empty (it holds %s) and not a training run's "
 				  "directory: choose a new or empty --out",
@@ -703,8 +678,8 @@ static int steps(struct run *u, const volatile sig_atomic_t *stop)
 		bool saved = st->step % o->save_every == 0 || last || stopping;
 		if (saved && save(u))
 			return -1;
-		if (!last && stop &&
-		    *stop) { /* one may have come during the save: it holds this step */
+		/* looked at again: one that came during the save stops on the step it holds */
+		if (!last && stop && *stop) {
 			if (!saved && save(u))
 				return -1;
 			return LOOP_STOPPED;

@@ -388,16 +388,20 @@ hup_default() { # run in the background: the subshell's pid becomes the program'
 	exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_DFL)
 os.execv(sys.argv[1], sys.argv[1:])' "$@"
 }
+# wait_steps DIR — until the run in DIR has logged 3 steps (a minute at most)
+wait_steps() {
+	i=0
+	while [ "$(cat "$1/train-log.jsonl" 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt 1200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
 stop() {
 	hup_default "$QWENCHAT" train --out "$2" $IDS --ctx 32 --batch 8 --threads 2 \
 		--cosine-steps "$3" --steps "$3" --save-every 100000 --eval-every 100000 \
 		2>"$TMP/err-$1" &
 	pid=$!
-	i=0
-	while [ "$(cat "$2/train-log.jsonl" 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt 600 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	wait_steps "$2"
 	kill -"$1" $pid
 	wait $pid
 }
@@ -450,11 +454,7 @@ rc=$?
 os.execv(sys.argv[1], sys.argv[1:])' "$QWENCHAT" train --out "$TMP/nohup" $IDS --ctx 32 \
 	--batch 8 --threads 2 --steps 60 --eval-every 100000 2>"$TMP/err-nohup") &
 pid=$!
-i=0
-while [ "$(cat "$TMP/nohup/train-log.jsonl" 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt 600 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_steps "$TMP/nohup"
 kill -HUP $pid
 wait $pid
 rc=$?
@@ -467,11 +467,7 @@ rc=$?
 	--intermediate-size 1536 --data "$TMP/d.u32" --ctx 256 --batch 8 --threads 2 --steps 50 \
 	--save-every 2 2>"$TMP/err-twice" &
 pid=$!
-i=0
-while [ "$(cat "$TMP/twice/train-log.jsonl" 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt 1200 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_steps "$TMP/twice"
 kill -INT $pid
 sleep 0.05
 kill -INT $pid
