@@ -49,6 +49,7 @@ libapp_a_SOURCES = \
 	src/remote/sse.c src/remote/sse.h \
 	src/remote/reply.c src/remote/reply.h \
 	src/remote/remote.c src/remote/request.c src/remote/remote.h \
+	src/remote/failure.c src/remote/remote_impl.h \
 	src/train/tokens.c src/train/tokens.h \
 	src/train/ppl.c src/train/ppl.h \
 	src/train/schedule.c src/train/schedule.h \

@@ -195,6 +195,11 @@ TESTS += tests/unit/test_tokenizer
 tests_unit_test_tokenizer_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_tokenizer_SOURCES = tests/unit/test_tokenizer.c tests/unit/testutil.c tests/unit/testutil.h
 tests_unit_test_tokenizer_LDADD = $(TOKENIZER_LIBS) $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/unit/test_tokenizer_files
+TESTS += tests/unit/test_tokenizer_files
+tests_unit_test_tokenizer_files_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_tokenizer_files_LDADD = $(TOKENIZER_LIBS) $(CMOCKA_LIBS)
 EXTRA_DIST += tests/golden/make-tokenizer-golden.js tests/golden/tokenizer-cases.jsonl \
 	tests/golden/make-literal-golden.js tests/golden/tokenizer-literal.jsonl \
 	tests/golden/tokenizer-mixed.json tests/golden/qwen2-tokenizer-reference-cases.jsonl \
