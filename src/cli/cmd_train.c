@@ -485,10 +485,10 @@ static int read_state(const char *dir, struct tstate *st, char **path)
 	*path = fio_join(dir, "train-state/state.json");
 	if (!*path)
 		return err_set("out of memory");
-	if (!fio_is_file(*path))
+	if (!fio_exists(*path))
 		return err_set("%s: no training run to resume (%s is missing)", dir, *path);
 	size_t len;
-	char *text = fio_read_all(*path, 64u << 20, &len);
+	char *text = fio_read_file(*path, 64u << 20, &len);
 	int rc = text ? tstate_parse(st, text, len, *path) : -1;
 	free(text);
 	return rc;

@@ -151,11 +151,14 @@ struct ckpt_st *ckpt_st_open(const char *path)
 		err_set("out of memory");
 		return NULL;
 	}
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a FIFO planted in the run's directory is refused, not waited on */
+	f->fd = fio_open_file(path, NULL);
 	struct stat st;
 	unsigned char len8[8];
 	char *text = NULL;
-	if (f->fd < 0 || fstat(f->fd, &st) != 0) {
+	if (f->fd < 0)
+		goto fail;
+	if (fstat(f->fd, &st) != 0) {
 		err_set("%s: cannot open: %s", path, strerror(errno));
 		goto fail;
 	}
@@ -352,7 +355,7 @@ int ckpt_recover(const char *dir)
 			     tmp);
 	} else if (fio_is_file(mark)) {
 		size_t len;
-		char *text = fio_read_all(mark, 1 << 20, &len);
+		char *text = fio_read_file(mark, 1 << 20, &len);
 		rc = !text ? -1 : apply_mark(dir, tmp, text) ? -1 : 1;
 		free(text);
 	} else {

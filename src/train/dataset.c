@@ -231,7 +231,7 @@ static int load_flags(struct dset *d, json_t *j, int ctx, const char *cache)
 	size_t len = 0;
 	if (!path)
 		return err_set("out of memory");
-	d->flags = (uint8_t *)fio_read_all(path, d->len + 1, &len);
+	d->flags = (uint8_t *)fio_read_file(path, d->len + 1, &len);
 	int rc = !d->flags ? -1
 		 : len != d->len ? err_set("%s: %zu flags for %zu tokens", path, len, d->len)
 				 : index_convs(d, ctx, path);
@@ -256,6 +256,8 @@ int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache)
 	else if (!j || json_integer_value(json_object_get(j, "vocab")) != vocab ||
 		 !json_is_integer(tokens) || !same_kind)
 		err_set("%s.json: missing or not the cache of this model's stream", cache);
+	else if (!fio_is_file(u32)) /* a FIFO in its place would be waited on */
+		err_set("%s: missing or not a regular file", u32);
 	else if (tokens_read_file(u32, NULL, vocab, &d->ids, &d->len) == 0) {
 		if (d->len != (size_t)json_integer_value(tokens))
 			err_set("%s: %zu tokens, %s.json says %lld", u32, d->len, cache,

@@ -211,7 +211,7 @@ int loop_check_new_dir(const char *dir)
 	if (fio_is_file(state)) {
 		long long step = -1;
 		size_t len;
-		char *text = fio_read_all(state, 1 << 20, &len);
+		char *text = fio_read_file(state, 1 << 20, &len);
 		struct tstate s;
 		if (text && tstate_parse(&s, text, len, state) == 0) {
 			step = s.step;
@@ -431,7 +431,7 @@ static int open_log(struct run *u, bool resume)
 	if (resume) {
 		char *path = fio_join(u->state_dir, "log.jsonl");
 		size_t len = 0;
-		char *text = path ? fio_read_all(path, (size_t)1 << 32, &len) : NULL;
+		char *text = path ? fio_read_file(path, (size_t)1 << 32, &len) : NULL;
 		int rc = text ? tlog_parse(&u->log, text, len, path) : -1;
 		free(text);
 		/* the checkpoint's log holds each of its steps once, in order */

@@ -269,6 +269,19 @@ usage 1 "--resume of a directory without a run" "no training run to resume" --re
 	fail "--resume at the last step: $(tail -n 2 "$TMP/err")"
 usage 2 "--resume with --steps below the run's step" "--steps 4 is below the run's step 6" \
 	--resume "$R" --steps 4
+# a FIFO planted in place of one of the run's own files is refused, never waited on
+for f in model.safetensors train-state/optimizer.safetensors train-state/state.json \
+	train-state/log.jsonl train-state/data.u32; do
+	rm -rf "$TMP/fifo-run" && cp -a "$R" "$TMP/fifo-run" && rm "$TMP/fifo-run/$f" &&
+		mkfifo "$TMP/fifo-run/$f"
+	timeout 60 "$QWENCHAT" train --resume "$TMP/fifo-run" --steps 7 >/dev/null 2>"$TMP/err"
+	got=$?
+	if [ "$got" -eq 1 ] && tail -n 1 "$TMP/err" | grep -q "$f: not a regular file"; then
+		pass "--resume with a FIFO at $f: refused"
+	else
+		fail "--resume with a FIFO at $f: exit $got: $(tail -n 1 "$TMP/err")"
+	fi
+done
 
 # ---- resuming repeats an uninterrupted run ---------------------------------------------------
 # same_run DESC DIR1 DIR2 — the same weights, moments and log records (but the time)
