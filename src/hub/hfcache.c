@@ -227,7 +227,7 @@ void hfc_mark_absent(const char *repo_dir, const char *commit, const char *file)
 {
 	char *path = absent_path(repo_dir, commit, file), *dir = path ? parent_of(path) : NULL;
 	if (dir && fio_mkdirs(dir, 0755) == 0) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+		int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 		if (fd >= 0)
 			close(fd);
 	}

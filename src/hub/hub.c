@@ -279,6 +279,8 @@ static int fetch_weights(struct fetch *f)
  * then the file(s) the tag means. */
 static int fetch_gguf(struct fetch *f, const char *tag)
 {
+	/* a bound on what jansson builds from the answer (a repository of ~100k files) */
+	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 19};
 	char *rev = file_url(f, ""), *url = NULL, *text = NULL;
 	size_t len, n = 0;
 	int rc = -1;
@@ -294,7 +296,13 @@ static int fetch_gguf(struct fetch *f, const char *tag)
 		free(url);
 		return url ? -1 : err_set("out of memory");
 	}
+	char what[600];
+	snprintf(what, sizeof what, "%s: the Hub's file list (%s)", f->repo_id, url);
 	free(url);
+	if (jlim_check(text, len, &lim, what)) {
+		free(text);
+		return -1;
+	}
 	json_t *root = json_loadb(text, len, 0, NULL), *sib = json_object_get(root, "siblings"), *e;
 	const char *sha = json_string_value(json_object_get(root, "sha"));
 	char **names = calloc(json_array_size(sib) + 1, sizeof *names);

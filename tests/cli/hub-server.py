@@ -17,6 +17,7 @@ Range requests, and fault modes read from STATE/mode on every request:
   short-once     the next /cdn body is close-delimited (no Content-Length) and ends
                  halfway: a clean end of a short body, as a proxy may send
   slow           /cdn bodies trickle (for the test of two pulls sharing a lock)
+  big-list       the file list holds 600,000 more (empty) entries
 Every request is logged to STATE/log as "METHOD PATH RANGE AUTH". The port goes to
 STATE/port. Binds 127.0.0.1 only and exits by itself after --lifetime seconds.
 Standard library only.
@@ -162,8 +163,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 files.append(os.path.relpath(os.path.join(dirpath, n), repo))
         if "bad-sha" in self.hub.mode():
             commit = "../../../escaped".ljust(40, "x")
+        siblings = [{"rfilename": f} for f in sorted(files)]
+        if "big-list" in self.hub.mode():
+            siblings += [[]] * 600000
         body = json.dumps({"id": "%s/%s" % (org, name), "sha": commit,
-                           "siblings": [{"rfilename": f} for f in sorted(files)]}).encode()
+                           "siblings": siblings}).encode()
         return self.reply(200, {"Content-Type": "application/json"}, body, send_body)
 
     def serve_bytes(self, data, headers, send_body, cdn):

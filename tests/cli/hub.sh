@@ -276,6 +276,9 @@ mkdir -p "$R13s/.no_exist/$C2"
 ln -s "$TMP/created-by-link" "$R13s/.no_exist/$C2/generation_config.json"
 expect_exit 0 "a link at a .no_exist name is left alone" "$QWENCHAT" pull test/Sharded-Qwen3
 [ ! -e "$TMP/created-by-link" ] && pass "no file created through it" || fail ".no_exist link followed"
+rm "$R13s/.no_exist/$C2/generation_config.json" && mkfifo "$R13s/.no_exist/$C2/generation_config.json"
+expect_exit 0 "a FIFO at a .no_exist name is not waited on" timeout 60 "$QWENCHAT" pull test/Sharded-Qwen3
+rm "$R13s/.no_exist/$C2/generation_config.json"
 expect_exit 0 "without the planted links the pull succeeds" "$QWENCHAT" pull test/Tiny-Qwen3
 check_cache "$HF_HUB_CACHE" "planted links"
 
@@ -359,6 +362,11 @@ grep -q "GGUF loaded and checked" "$TMP/out" && [ "$(requests)" = "$n0" ] &&
 expect_exit 1 "a tag no file has" "$RESOLVE" test/Tiny-GGUF:Q4_K
 err_has "no .gguf file for tag Q4_K (there are: Tiny-Q4_K_M.gguf, Tiny-Q4_K_S.gguf, Tiny-Q8_0-00001-of-00002.gguf" \
 	"unknown tag: the files there are"
+mode big-list
+expect_exit 1 "a file list of 600,000 entries is refused before it is parsed" "$RESOLVE" test/Tiny-GGUF:Q4_K
+err_has "the Hub's file list" "... naming what it is"
+err_has "more than 524288 JSON values" "... and the limit"
+mode normal
 expect_exit 1 "a tag no cached file has, offline" env HF_HUB_OFFLINE=1 "$QWENCHAT" info -m test/Tiny-GGUF:Q4_K
 err_has "no .gguf file for tag Q4_K (there are: " "offline unknown tag: the files there are, not \"incomplete\""
 expect_exit 0 "list" "$QWENCHAT" list
