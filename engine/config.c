@@ -235,15 +235,21 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 /* bos/eos: an id, a list of ids (the first one counts) or null. */
 static int parse_token_id(json_t *root, const char *name, const char *key, int vocab, int *out)
 {
-	json_t *v = json_object_get(root, key);
+	json_t *v = json_object_get(root, key), *e;
 	*out = -1;
-	if (json_is_array(v))
-		v = json_array_get(v, 0);
 	if (!v || json_is_null(v))
 		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= vocab)
-		return err_set("%s: %s must be a token id below vocab_size %d", name, key, vocab);
-	*out = (int)json_integer_value(v);
+	/* a list (the first is the id; every one must be a token) or one id */
+	size_t n = json_is_array(v) ? json_array_size(v) : 1;
+	for (size_t i = 0; i < n; i++) {
+		e = json_is_array(v) ? json_array_get(v, i) : v;
+		if (!json_is_integer(e) || json_integer_value(e) < 0 ||
+		    json_integer_value(e) >= vocab)
+			return err_set("%s: %s%s must be a token id below vocab_size %d", name, key,
+				       json_is_array(v) ? "[...]" : "", vocab);
+		if (i == 0)
+			*out = (int)json_integer_value(e);
+	}
 	return 0;
 }
 

@@ -110,6 +110,8 @@ static void test_defaults_and_variants(void **state)
 	/* eos as a list: the first id */
 	assert_int_equal(parse_with("eos_token_id", "[151645, 151643]", &c), 0);
 	assert_int_equal(c.eos_token_id, 151645);
+	assert_int_equal(parse_with("eos_token_id", "[]", &c), 0); /* as transformers: none */
+	assert_int_equal(c.eos_token_id, -1);
 	assert_int_equal(parse_with("bos_token_id", "null", &c), 0);
 	assert_int_equal(c.bos_token_id, -1);
 	assert_int_equal(parse_with("torch_dtype", "\"float16\"", &c), 0);
@@ -234,6 +236,8 @@ static void test_absurd_values(void **state)
 	refused("torch_dtype", "\"int8\"", "torch_dtype");
 	refused("torch_dtype", "7", "torch_dtype");
 	refused("eos_token_id", "151936", "eos_token_id");
+	refused("eos_token_id", "[151645, -5]", "eos_token_id[...]"); /* every id of a list */
+	refused("eos_token_id", "[\"x\"]", "eos_token_id[...]");
 	refused("bos_token_id", "-1", "bos_token_id");
 	/* each limit alone is fine but together they describe an impossible model */
 	struct eng_config c;
