@@ -352,7 +352,9 @@ int ui_main(struct app *a, const char *notices)
 			    : "another chat saved since, so --resume opens that one; /load reopens "
 			      "this");
 	}
-	return got_stop ? 128 + got_stop : EXIT_SUCCESS;
+	if (got_stop)
+		return 128 + got_stop;
+	return plain_unsaved(a) ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 /* ---- plain mode with readline ------------------------------------------- */

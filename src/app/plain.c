@@ -125,6 +125,17 @@ static void print_safe(FILE *f, const char *prefix, const char *text, const char
 	fputs(suffix, f);
 }
 
+bool plain_unsaved(struct app *a)
+{
+	struct app_figures f;
+	app_figures(a, &f);
+	if (!f.save_error[0])
+		return false;
+	print_safe(stderr, "qwenchat: the conversation's last changes are not saved (",
+		   f.save_error, ")\n");
+	return true;
+}
+
 static void turn(struct app *a)
 {
 	struct plain_out o = {isatty(STDOUT_FILENO), app_show_reasoning(a), -1, a, false};
@@ -245,5 +256,7 @@ int plain_main(struct app *a, plain_read_fn read_line)
 	free(prefill);
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGHUP, &old_hup, NULL);
-	return stop_signal ? 128 + stop_signal : EXIT_SUCCESS;
+	if (stop_signal)
+		return 128 + stop_signal;
+	return plain_unsaved(a) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

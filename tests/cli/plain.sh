@@ -101,7 +101,10 @@ cp "$sess" "$TMP/before.json"
 chmod 500 "$(dirname "$sess")"
 if [ ! -w "$(dirname "$sess")" ]; then
 	printf 'Third\n' | Q --resume -n 4 >"$TMP/out" 2>"$TMP/err"
+	rc=$?
 	grep -q 'autosave failed' "$TMP/err" && pass "an autosave failure is reported" || fail "autosave error"
+	[ "$rc" = 1 ] && tail -n 1 "$TMP/err" | grep -q "last changes are not saved" &&
+		pass "... and the chat ends with exit 1, saying so" || fail "unsaved chat: exit $rc"
 	cmp -s "$sess" "$TMP/before.json" && pass "the previous session file is intact" || fail "session file changed"
 fi
 chmod 700 "$(dirname "$sess")"
@@ -111,8 +114,10 @@ if [ -w "$TMP/state/qwenchat" ] && [ "$(id -u)" = 0 ]; then
 	mv "$TMP/state/qwenchat/last-session" "$TMP/last-session.saved"
 	mkdir "$TMP/state/qwenchat/last-session"
 	printf 'Fourth\n' | Q -n 4 >"$TMP/out" 2>"$TMP/err"
+	rc=$?
 	grep -q 'autosave failed: .*last-session' "$TMP/err" && pass "an autosave failure is reported (root)" ||
 		fail "autosave error (root)"
+	[ "$rc" = 1 ] && pass "... and the chat ends with exit 1 (root)" || fail "unsaved chat (root): exit $rc"
 	rmdir "$TMP/state/qwenchat/last-session"
 	mv "$TMP/last-session.saved" "$TMP/state/qwenchat/last-session"
 fi
