@@ -27,21 +27,48 @@ static char *last_file(const struct app *a)
 	return fio_join(a->state_dir, "last-session");
 }
 
+/* sessions/DATE-TIME-PID.json, with -2, -3, ... when this process made one this
+ * second already (/clear twice). */
 static int new_session_path(struct app *a)
 {
-	char name[96], *dir = fio_join(a->state_dir, "sessions");
+	char stamp[64], name[128], *dir = fio_join(a->state_dir, "sessions");
 	time_t t = time(NULL);
 	struct tm tm;
 	localtime_r(&t, &tm);
-	strftime(name, 64, "%Y%m%d-%H%M%S", &tm);
-	snprintf(name + strlen(name), 32, "-%ld.json", (long)getpid());
+	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
 	if (!dir || fio_mkdirs(dir, 0700)) {
 		free(dir);
 		return -1;
 	}
-	a->session_path = fio_join(dir, name);
+	a->session_path = NULL;
+	for (int k = 1; k < 1000 && !a->session_path; k++) {
+		if (k == 1)
+			snprintf(name, sizeof name, "%s-%ld.json", stamp, (long)getpid());
+		else
+			snprintf(name, sizeof name, "%s-%ld-%d.json", stamp, (long)getpid(), k);
+		char *p = fio_join(dir, name);
+		if (!p)
+			break;
+		if (fio_exists(p))
+			free(p);
+		else
+			a->session_path = p;
+	}
 	free(dir);
-	return a->session_path ? 0 : err_set("out of memory");
+	return a->session_path ? 0 : err_set("cannot name a new conversation file");
+}
+
+/* Lets go of the conversation file's lock (only while holding it: no other process
+ * uses the lock file then). */
+static void release_session(struct app *a)
+{
+	if (a->lock_fd >= 0 && a->session_path) {
+		char lock[4200];
+		snprintf(lock, sizeof lock, "%s.lock", a->session_path);
+		unlink(lock);
+		close(a->lock_fd);
+	}
+	a->lock_fd = -1;
 }
 
 /* A new conversation's file, locked as a resumed one is (see resume_last). */
@@ -80,7 +107,7 @@ static int resume_last(struct app *a, void (*notice)(const char *))
 			return -1;
 		}
 		snprintf(msg, sizeof msg,
-			 "%s is open in another qwenchat; resumed its %zu turns into a copy, %s",
+			 "%s is open in another qwenchat; resumed its %zu messages into a copy, %s",
 			 path, chat_count(c), a->session_path);
 		free(path);
 	} else if (a->lock_fd < 0) {
@@ -88,7 +115,7 @@ static int resume_last(struct app *a, void (*notice)(const char *))
 		return -1;
 	} else {
 		a->session_path = path;
-		snprintf(msg, sizeof msg, "resumed %zu turns from %s", chat_count(c), path);
+		snprintf(msg, sizeof msg, "resumed %zu messages from %s", chat_count(c), path);
 	}
 	if (notice)
 		notice(msg);
@@ -290,12 +317,7 @@ void app_free(struct app *a)
 	free(a->held_model);
 	free(a->state_dir);
 	free(a->home);
-	if (a->lock_fd >= 0 && a->session_path) {
-		char lock[4200];
-		snprintf(lock, sizeof lock, "%s.lock", a->session_path);
-		unlink(lock); /* only while holding it: no other process uses it then */
-		close(a->lock_fd);
-	}
+	release_session(a);
 	free(a->session_path);
 	free(a->reasoning.s);
 	free(a->answer.s);
@@ -361,6 +383,27 @@ bool app_replaces_last(const struct app *a)
 {
 	size_t n = a->chat->n;
 	return a->own_unanswered && n && a->chat->turns[n - 1].role == CHAT_USER;
+}
+
+int app_new_session(struct app *a, char **left)
+{
+	*left = NULL;
+	if (!a->session_path || !fio_is_file(a->session_path))
+		return 0; /* nothing saved yet: the file can go on */
+	char *old = a->session_path;
+	int old_fd = a->lock_fd;
+	if (new_session(a)) {
+		free(a->session_path);
+		a->session_path = old, a->lock_fd = old_fd;
+		return -1;
+	}
+	char *now = a->session_path;
+	int now_fd = a->lock_fd;
+	a->session_path = old, a->lock_fd = old_fd;
+	release_session(a);
+	a->session_path = now, a->lock_fd = now_fd;
+	*left = old;
+	return 0;
 }
 
 int app_autosave(struct app *a)

@@ -163,6 +163,11 @@ void app_command(struct app *a, const char *line, struct app_result *r);
  * 0 or -1 (the error is in app_figures.save_error and err_msg). */
 int app_autosave(struct app *a);
 
+/* Before /clear or /load replaces the conversation: the one saved so far stays whole
+ * in its file (*left: that path, malloc'd, for the notice; NULL when nothing was
+ * saved yet) and autosaves go to a new file from now on. 0, or -1 with err_set. */
+int app_new_session(struct app *a, char **left);
+
 /* --- worker thread (the curses UI) ---------------------------------------- */
 
 /* Starts app_turn (prefill_only: app_prefill) on a worker thread; its pieces are

@@ -256,7 +256,7 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 		if (app_held_record(a) || chat_save(a->chat, path, false))
 			fail(r, "/save: %s", err_msg());
 		else
-			say(r, "saved %zu turn%s to %s", chat_count(a->chat),
+			say(r, "saved %zu message%s to %s", chat_count(a->chat),
 			    chat_count(a->chat) == 1 ? "" : "s", path);
 		free(path);
 		return;
@@ -266,15 +266,19 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 	if (other)
 		err_set("%s: not a regular file (a conversation is loaded from a file)", path);
 	struct chat *n = other ? NULL : chat_load(path);
-	if (!n) {
+	char *left = NULL;
+	if (!n || app_new_session(a, &left)) {
 		fail(r, "/load: %s", err_msg());
+		chat_free(n);
 		free(path);
 		return;
 	}
 	chat_free(a->chat);
 	a->chat = n;
 	r->actions |= APP_DO_RELOAD;
-	say(r, "loaded %zu turn%s from %s", chat_count(n), chat_count(n) == 1 ? "" : "s", path);
+	say(r, "loaded %zu message%s from %s%s%s", chat_count(n), chat_count(n) == 1 ? "" : "s",
+	    path, left ? "; the conversation before stays in " : "", left ? left : "");
+	free(left);
 	free(path);
 	app_conversation_changed(a);
 	app_autosave(a);
@@ -357,11 +361,24 @@ static void history(struct app *a, const struct slash_call *c, struct app_result
 		say(r, "%s the last message and its answer",
 		    c->cmd->id == SLASH_EDIT ? "editing" : "removed");
 		break;
-	case SLASH_CLEAR:
+	case SLASH_CLEAR: {
+		char *left = NULL;
+		if (chat_count(ch) && app_new_session(a, &left)) {
+			fail(r, "/clear: %s", err_msg());
+			return;
+		}
 		chat_clear(ch);
 		r->actions |= APP_DO_RELOAD;
-		say(r, "conversation cleared");
-		break;
+		if (left)
+			say(r,
+			    "conversation cleared; the previous one stays in %s (/load reopens it)",
+			    left);
+		else
+			say(r, "conversation cleared");
+		free(left);
+		app_conversation_changed(a);
+		return; /* saved with its first message: --resume still opens the previous one */
+	}
 	default: /* SLASH_SYSTEM */
 		if (!c->has_arg) {
 			say(r, "system prompt: %s", chat_system(ch) ? chat_system(ch) : "(none)");
@@ -436,12 +453,13 @@ void app_exec(struct app *a, const struct slash_call *c, struct app_result *r)
 		app_figures(a, &f);
 		if (!f.ctx_max) { /* a server that does not say its context */
 			say(r,
-			    "context: %d tokens used (the server's limit is not known); %zu turn%s",
+			    "context: %d tokens used (the server's limit is not known); %zu "
+			    "message%s",
 			    f.ctx_used, chat_count(a->chat), chat_count(a->chat) == 1 ? "" : "s");
 			break;
 		}
 		say(r,
-		    "context: %d of %d tokens used (%.0f%%), %d free; %zu turn%s in the "
+		    "context: %d of %d tokens used (%.0f%%), %d free; %zu message%s in the "
 		    "conversation",
 		    f.ctx_used, f.ctx_max, f.ctx_max ? 100.0 * f.ctx_used / f.ctx_max : 0.0,
 		    f.ctx_max - f.ctx_used, chat_count(a->chat),

@@ -58,7 +58,7 @@ sys.exit(0 if [x["content"] for x in m if x["role"]=="user"]==["Hello there","Se
 # --resume: the conversation comes back and is prefilled.
 printf '/ctx\n' | Q --resume >"$TMP/out" 2>"$TMP/err"
 grep -q '^user: Second question$' "$TMP/out" && pass "--resume shows the turns" || fail "--resume turns"
-grep -q 'resumed 4 turns from' "$TMP/err" && pass "--resume says what it reopened" || fail "--resume notice"
+grep -q 'resumed 4 messages from' "$TMP/err" && pass "--resume says what it reopened" || fail "--resume notice"
 grep -q 'context: [1-9][0-9]* of [0-9]*' "$TMP/out" && pass "--resume prefills" || fail "--resume prefill"
 # The conversation records the model (its absolute path) and the choices it was held
 # with; --resume alone reopens that model (not the default one, which offline is an

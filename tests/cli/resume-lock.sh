@@ -22,7 +22,7 @@ exec 3>"$TMP/a-in"
 i=0
 while [ ! -e "$orig.lock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 printf 'second from B\n' | Q --resume >"$TMP/b-out" 2>"$TMP/b-err"
-grep -q "is open in another qwenchat; resumed its 2 turns into a copy" "$TMP/b-err" &&
+grep -q "is open in another qwenchat; resumed its 2 messages into a copy" "$TMP/b-err" &&
 	pass "the second resume says the conversation is open and starts a copy" ||
 	fail "second resume: $(cat "$TMP/b-err")"
 copy=$(sed -n 's/.*into a copy, //p' "$TMP/b-err")
@@ -37,6 +37,6 @@ wait $a || fail "the first chat failed: $(cat "$TMP/a-err")"
 
 # Nobody holds it now: --resume reopens the last written one (A's) itself.
 printf '/quit\n' | Q --resume >/dev/null 2>"$TMP/c-err"
-grep -q "resumed 4 turns from $orig" "$TMP/c-err" && pass "a later resume reopens the file" ||
+grep -q "resumed 4 messages from $orig" "$TMP/c-err" && pass "a later resume reopens the file" ||
 	fail "later resume: $(cat "$TMP/c-err")"
 finish

@@ -228,12 +228,16 @@ check_layout 30 100 "layout back at 100x30"
 
 # 8. /save, /clear, /load restore the same conversation.
 T send-keys -t ui "/save $TMP/conv.json" Enter
-check_screen 'saved [0-9]+ turns to' "/save"
+check_screen 'saved [0-9]+ messages to' "/save"
 T send-keys -t ui '/clear' Enter
 check_screen 'conversation cleared' "/clear"
 screen | grep -q 'paste line one' && fail "/clear left the old turns" || pass "/clear empties the view"
 T send-keys -t ui "/load $TMP/conv.json" Enter
-check_screen 'loaded [0-9]+ turns from' "/load"
+check_screen 'loaded [0-9]+ messages from' "/load"
+# the conversation before /clear is still whole in its own file
+grep -q 'paste line one' "$sess" && [ "$(cat "$TMP/state/qwenchat/last-session")" != "$sess" ] &&
+	pass "/clear and /load leave the saved conversation in its file" ||
+	fail "/clear or /load changed $sess"
 # The loaded turns may be above the screen (the random model's answers run to
 # thousands of tokens, hundreds of lines): PageUp until they show.
 found=no
@@ -245,7 +249,7 @@ done
 [ $found = yes ] && pass "the loaded conversation is shown" || fail "loaded turns not found by scrolling"
 T send-keys -t ui NPage NPage NPage NPage NPage NPage NPage NPage NPage NPage NPage NPage
 T send-keys -t ui "/save $TMP/conv2.json" Enter
-check_screen 'saved [0-9]+ turns to .*conv2' "second /save"
+check_screen 'saved [0-9]+ messages to .*conv2' "second /save"
 cmp -s "$TMP/conv.json" "$TMP/conv2.json" && pass "/load restores the same conversation" ||
 	fail "conv.json and conv2.json differ"
 shot "after /load"
@@ -257,7 +261,7 @@ printf '%s\n' '[{"role": "system", "content": "Be brief."},' \
 	' {"role": "assistant", "reasoning_content": "The user wants code.\nI will write it.",' \
 	'  "content": "Here:\n```c\nint x = 1;\n```\nDone."}]' >"$TMP/think.json"
 T send-keys -t ui "/load $TMP/think.json" Enter
-check_screen 'loaded 2 turns' "/load a conversation with reasoning"
+check_screen 'loaded 2 messages' "/load a conversation with reasoning"
 check_screen '^system prompt$' "the system prompt is shown"
 check_screen '^  The user wants code\.' "the reasoning is shown"
 check_screen '^│ int x = 1;' "a fenced code block is set off"
@@ -294,7 +298,7 @@ T send-keys -t ui "/load $TMP/think2.json" Enter
 check_screen '^  Three and three\.' "<think> in a loaded answer's content: shown as reasoning"
 screen | grep -q '<think>\|</think>' && fail "the <think> tags are shown" || pass "... without its tags"
 T send-keys -t ui "/load $TMP/think.json" Enter
-check_screen 'loaded 2 turns' "/load the conversation with reasoning again"
+check_screen 'loaded 2 messages' "/load the conversation with reasoning again"
 T send-keys -t ui '/undo' Enter
 check_screen 'removed the last message and its answer' "/undo"
 screen | grep -q 'Show code' && fail "/undo left the message" || pass "/undo removes the message"
@@ -347,7 +351,8 @@ screen | grep -q 'more lines' && fail "PageDown should return to the end" || pas
 
 # 9. kill -9 mid-answer, then --resume restores every finished turn and the message
 # whose answer was under way (it is saved before the answer starts).
-# Turns after the system prompt (what "resumed N turns" counts), plus that message.
+# Messages after the system prompt (what "resumed N messages" counts), plus that one.
+sess=$(cat "$TMP/state/qwenchat/last-session")
 finished=$(python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); print(1 + len([m for m in (d["messages"] if isinstance(d, dict) else d) if m["role"] != "system"]))' "$sess")
 T send-keys -t ui 'unfinished question' Enter
 # The footer while an answer streams ("decode N" alone may be the last answer's figure).
@@ -362,7 +367,7 @@ else
 	ps -eo pid,args | grep -F "$QWENCHAT" | grep -v grep
 fi
 restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 100000 --resume; echo EXITED \$?; sleep 600"
-check_screen "resumed $finished turns from" "--resume reopens the last session ($finished turns)"
+check_screen "resumed $finished messages from" "--resume reopens the last session ($finished turns)"
 shot "resumed"
 
 # 10. Ctrl-C on a line being typed clears it, Ctrl-Y brings it back; on an empty
