@@ -24,6 +24,7 @@ static const struct {
 	{"top_p", SAMP_SET_TOP_P},
 	{"min_p", SAMP_SET_MIN_P},
 	{"presence_penalty", SAMP_SET_PRESENCE},
+	{"frequency_penalty", SAMP_SET_FREQUENCY},
 	{"repetition_penalty", SAMP_SET_REPEAT},
 	{"seed", SAMP_SET_SEED},
 	{"greedy", SAMP_SET_GREEDY},
@@ -36,6 +37,7 @@ static double *double_field(struct samp_params *p, unsigned bit)
 	case SAMP_SET_TOP_P: return &p->top_p;
 	case SAMP_SET_MIN_P: return &p->min_p;
 	case SAMP_SET_PRESENCE: return &p->presence_penalty;
+	case SAMP_SET_FREQUENCY: return &p->frequency_penalty;
 	case SAMP_SET_REPEAT: return &p->repetition_penalty;
 	default: return NULL;
 	}

@@ -51,6 +51,8 @@ static void show_remote_sampling(struct app *a, struct app_result *r)
 		say(r, " min-p %g", p->min_p);
 	if (s & SAMP_SET_PRESENCE)
 		say(r, " presence %g", p->presence_penalty);
+	if (s & SAMP_SET_FREQUENCY)
+		say(r, " frequency %g", p->frequency_penalty);
 	if (s & SAMP_SET_REPEAT)
 		say(r, " repeat %g", p->repetition_penalty);
 	if (s & SAMP_SET_SEED)
@@ -72,9 +74,9 @@ static void show_sampling(struct app *a, struct app_result *r)
 	if (a->max_new_set)
 		snprintf(max_new, sizeof max_new, "%d", a->max_new);
 	say(r,
-	    "temp %g, top-k %d, top-p %g, min-p %g, presence %g, repeat %g, seed %llu, "
-	    "greedy %s, max new %s, thinking %s",
-	    p->temperature, p->top_k, p->top_p, p->min_p, p->presence_penalty,
+	    "temp %g, top-k %d, top-p %g, min-p %g, presence %g, frequency %g, repeat %g, "
+	    "seed %llu, greedy %s, max new %s, thinking %s",
+	    p->temperature, p->top_k, p->top_p, p->min_p, p->presence_penalty, p->frequency_penalty,
 	    p->repetition_penalty, (unsigned long long)p->seed, p->greedy ? "on" : "off", max_new,
 	    a->think ? "on" : "off");
 }
@@ -101,6 +103,10 @@ static void set_param(struct app *a, const struct slash_call *c, struct app_resu
 	case SLASH_PRESENCE:
 		d = &p.presence_penalty;
 		bit = SAMP_SET_PRESENCE;
+		break;
+	case SLASH_FREQUENCY:
+		d = &p.frequency_penalty;
+		bit = SAMP_SET_FREQUENCY;
 		break;
 	case SLASH_REPEAT:
 		d = &p.repetition_penalty;
@@ -431,6 +437,7 @@ void app_exec(struct app *a, const struct slash_call *c, struct app_result *r)
 	case SLASH_TOP_P:
 	case SLASH_MIN_P:
 	case SLASH_PRESENCE:
+	case SLASH_FREQUENCY:
 	case SLASH_REPEAT:
 	case SLASH_SEED: set_param(a, c, r); break;
 	case SLASH_GREEDY:

@@ -34,6 +34,7 @@ enum {
 	K_TOP_P,
 	K_MIN_P,
 	K_PRESENCE,
+	K_FREQUENCY,
 	K_REPEAT,
 	K_SEED,
 	K_GREEDY,
@@ -76,7 +77,10 @@ static const struct {
 	{CLI_SAMPLING, {"top-p", K_TOP_P, "P", "nucleus sampling threshold"}},
 	{CLI_SAMPLING, {"min-p", K_MIN_P, "P", "drop tokens below P x the top probability"}},
 	{CLI_SAMPLING,
-	 {"presence-penalty", K_PRESENCE, "X", "subtract X from logits of tokens already present"}},
+	 {"presence-penalty", K_PRESENCE, "X",
+	  "subtract X from the logits of tokens the answer holds"}},
+	{CLI_SAMPLING,
+	 {"frequency-penalty", K_FREQUENCY, "X", "subtract X per time a token is in the answer"}},
 	{CLI_SAMPLING,
 	 {"repeat-penalty", K_REPEAT, "X", "divide positive logits of repeated tokens by X"}},
 	{CLI_SAMPLING,
@@ -307,6 +311,9 @@ static int sampling_opt(struct cli_common *c, int key, const char *arg)
 	case K_PRESENCE:
 		c->set |= SAMP_SET_PRESENCE;
 		return cli_parse_double("presence-penalty", arg, -2, 2, &p->presence_penalty);
+	case K_FREQUENCY:
+		c->set |= SAMP_SET_FREQUENCY;
+		return cli_parse_double("frequency-penalty", arg, -2, 2, &p->frequency_penalty);
 	case K_REPEAT:
 		c->set |= SAMP_SET_REPEAT;
 		return cli_parse_double("repeat-penalty", arg, 0.01, 10, &p->repetition_penalty);

@@ -357,7 +357,8 @@ static int sampling(const struct run_args *a, const char *dir, struct tok *t, st
 /* The SAMP_SET_* bits among the options' bits. */
 enum {
 	SAMP_SET_ALL = SAMP_SET_TEMP | SAMP_SET_TOP_K | SAMP_SET_TOP_P | SAMP_SET_MIN_P |
-		       SAMP_SET_PRESENCE | SAMP_SET_REPEAT | SAMP_SET_SEED | SAMP_SET_GREEDY,
+		       SAMP_SET_PRESENCE | SAMP_SET_FREQUENCY | SAMP_SET_REPEAT | SAMP_SET_SEED |
+		       SAMP_SET_GREEDY,
 	SAMP_SET_PRESET = SAMP_SET_TEMP | SAMP_SET_TOP_K | SAMP_SET_TOP_P | SAMP_SET_MIN_P,
 };
 

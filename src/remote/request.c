@@ -115,6 +115,8 @@ static int sampling(json_t *body, const struct remote_request *q)
 		ok = put(body, "min_p", json_real(p->min_p));
 	if (ok && (set & SAMP_SET_PRESENCE))
 		ok = put(body, "presence_penalty", json_real(p->presence_penalty));
+	if (ok && (set & SAMP_SET_FREQUENCY))
+		ok = put(body, "frequency_penalty", json_real(p->frequency_penalty));
 	if (ok && (set & SAMP_SET_REPEAT))
 		ok = put(body, "repetition_penalty", json_real(p->repetition_penalty));
 	if (ok && (set & SAMP_SET_SEED)) {

@@ -301,7 +301,6 @@ static int parse_tools(struct oai_request *r, json_t *root, struct oai_error *e)
 static int parse_sampling(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	struct samp_params *p = &r->samp;
-	double freq = 0;
 	json_int_t k = 0, seed = 0;
 	int got;
 	static const struct {
@@ -315,6 +314,8 @@ static int parse_sampling(struct oai_request *r, json_t *root, struct oai_error 
 		{"min_p", 0, 1, offsetof(struct samp_params, min_p), SAMP_SET_MIN_P},
 		{"presence_penalty", -2, 2, offsetof(struct samp_params, presence_penalty),
 		 SAMP_SET_PRESENCE},
+		{"frequency_penalty", -2, 2, offsetof(struct samp_params, frequency_penalty),
+		 SAMP_SET_FREQUENCY},
 		{"repetition_penalty", 0.01, 10, offsetof(struct samp_params, repetition_penalty),
 		 SAMP_SET_REPEAT},
 	};
@@ -338,11 +339,6 @@ static int parse_sampling(struct oai_request *r, json_t *root, struct oai_error 
 		p->seed = (uint64_t)seed;
 		r->samp_set |= SAMP_SET_SEED;
 	}
-	if (get_number(root, "frequency_penalty", -2, 2, &freq, e) < 0)
-		return -1;
-	if (freq != 0)
-		return bad(e, "frequency_penalty",
-			   "not supported (use presence_penalty or repetition_penalty)");
 	json_t *bias = json_object_get(root, "logit_bias");
 	if (bias && !json_is_null(bias) && !(json_is_object(bias) && json_object_size(bias) == 0))
 		return bad(e, "logit_bias", "not supported");

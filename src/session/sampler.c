@@ -17,7 +17,7 @@ struct samp {
 	int vocab;
 	uint64_t rng[4]; /* xoshiro256** state */
 	float *work;     /* (vocab) logits after the penalties */
-	uint8_t *seen;   /* (vocab) 1 for ids already penalised this call */
+	int32_t *count;  /* (vocab) times an id was met this call (zero between calls) */
 	int32_t *cid;    /* (vocab) candidate ids */
 	float *cp;       /* (vocab) candidate probabilities */
 	int n;           /* candidates in cid/cp */
@@ -30,6 +30,7 @@ void samp_params_default(struct samp_params *p)
 	memset(p, 0, sizeof *p);
 	samp_params_preset(p, true, 0);
 	p->presence_penalty = 0;
+	p->frequency_penalty = 0;
 	p->repetition_penalty = 1;
 	p->seed = 0;
 	p->greedy = false;
@@ -59,6 +60,8 @@ void samp_params_override(struct samp_params *p, const struct samp_params *user,
 		p->min_p = user->min_p;
 	if (set & SAMP_SET_PRESENCE)
 		p->presence_penalty = user->presence_penalty;
+	if (set & SAMP_SET_FREQUENCY)
+		p->frequency_penalty = user->frequency_penalty;
 	if (set & SAMP_SET_REPEAT)
 		p->repetition_penalty = user->repetition_penalty;
 	if (set & SAMP_SET_SEED)
@@ -80,6 +83,10 @@ int samp_params_check(const struct samp_params *p)
 	/* Bounds far beyond any useful value, so that a penalised logit stays finite. */
 	if (!isfinite(p->presence_penalty) || fabs(p->presence_penalty) > 1000)
 		return err_set("presence_penalty: %g is not in [-1000, 1000]", p->presence_penalty);
+	/* ... a count of up to a whole context (~2^20) times it included */
+	if (!isfinite(p->frequency_penalty) || fabs(p->frequency_penalty) > 1000)
+		return err_set("frequency_penalty: %g is not in [-1000, 1000]",
+			       p->frequency_penalty);
 	if (!isfinite(p->repetition_penalty) || p->repetition_penalty < 1e-3 ||
 	    p->repetition_penalty > 1e3)
 		return err_set("repetition_penalty: %g is not in [0.001, 1000]",
@@ -244,10 +251,10 @@ struct samp *samp_new(const struct samp_params *p, int vocab)
 	s->p = *p;
 	s->vocab = vocab;
 	s->work = malloc((size_t)vocab * sizeof *s->work);
-	s->seen = calloc((size_t)vocab, 1);
+	s->count = calloc((size_t)vocab, sizeof *s->count);
 	s->cid = malloc((size_t)vocab * sizeof *s->cid);
 	s->cp = malloc((size_t)vocab * sizeof *s->cp);
-	if (!s->work || !s->seen || !s->cid || !s->cp)
+	if (!s->work || !s->count || !s->cid || !s->cp)
 		goto oom;
 	samp_reseed(s, p->seed);
 	return s;
@@ -262,7 +269,7 @@ void samp_free(struct samp *s)
 	if (!s)
 		return;
 	free(s->work);
-	free(s->seen);
+	free(s->count);
 	free(s->cid);
 	free(s->cp);
 	free(s);
@@ -284,9 +291,16 @@ const struct samp_params *samp_get_params(const struct samp *s)
 	return &s->p;
 }
 
-/* Copies the logits into work and applies the penalties to each distinct recent id
- * once. -1 on a NaN logit. */
-static int penalise(struct samp *s, const float *logits, const int32_t *recent, int n_recent)
+/* A penalised logit scaled past the float range stays the largest/smallest one. */
+static float in_range(float x)
+{
+	return isfinite(x) ? x : x > 0 ? FLT_MAX : -FLT_MAX;
+}
+
+/* Copies the logits into work and applies the penalties: the repetition penalty once
+ * to each distinct id of h->recent, then (vLLM's order) frequency x count + presence
+ * subtracted from each distinct id of h->answer. -1 on a NaN logit. */
+static int penalise(struct samp *s, const float *logits, const struct samp_history *h)
 {
 	int V = s->vocab;
 	for (int i = 0; i < V; i++) {
@@ -295,22 +309,31 @@ static int penalise(struct samp *s, const float *logits, const int32_t *recent, 
 		s->work[i] = logits[i];
 	}
 	double rp = s->p.repetition_penalty, pp = s->p.presence_penalty;
-	if (rp == 1 && pp == 0)
+	double fp = s->p.frequency_penalty;
+	if (!h)
 		return 0;
-	for (int i = 0; i < n_recent; i++) {
-		int32_t id = recent[i];
-		if (id < 0 || id >= V || s->seen[id])
+	for (int i = 0; rp != 1 && i < h->n_recent; i++) {
+		int32_t id = h->recent[i];
+		if (id < 0 || id >= V || s->count[id]++)
 			continue;
-		s->seen[id] = 1;
 		float x = s->work[id];
-		x = x > 0 ? (float)(x / rp) : (float)(x * rp);
-		x = (float)(x - pp);
-		/* a huge logit scaled past the float range stays the largest/smallest one */
-		s->work[id] = isfinite(x) ? x : x > 0 ? FLT_MAX : -FLT_MAX;
+		s->work[id] = in_range(x > 0 ? (float)(x / rp) : (float)(x * rp));
 	}
-	for (int i = 0; i < n_recent; i++)
-		if (recent[i] >= 0 && recent[i] < V)
-			s->seen[recent[i]] = 0;
+	for (int i = 0; rp != 1 && i < h->n_recent; i++)
+		if (h->recent[i] >= 0 && h->recent[i] < V)
+			s->count[h->recent[i]] = 0;
+	if (pp == 0 && fp == 0)
+		return 0;
+	for (int i = 0; i < h->n_answer; i++)
+		if (h->answer[i] >= 0 && h->answer[i] < V)
+			s->count[h->answer[i]]++;
+	for (int i = 0; i < h->n_answer; i++) {
+		int32_t id = h->answer[i];
+		if (id < 0 || id >= V || !s->count[id])
+			continue;
+		s->work[id] = in_range((float)(s->work[id] - fp * s->count[id] - pp));
+		s->count[id] = 0;
+	}
 	return 0;
 }
 
@@ -460,15 +483,15 @@ static void full_vocab(struct samp *s)
 }
 
 /* Fills the candidate set for these logits. */
-static int build(struct samp *s, const float *logits, int vocab, const int32_t *recent,
-		 int n_recent)
+static int build(struct samp *s, const float *logits, int vocab, const struct samp_history *h)
 {
 	if (vocab != s->vocab)
 		return err_set("sampler: logits of %d entries, expected %d", vocab, s->vocab);
-	if (n_recent < 0 || (n_recent > 0 && !recent))
-		return err_set("sampler: bad recent-token list");
+	if (h && (h->n_recent < 0 || (h->n_recent > 0 && !h->recent) || h->n_answer < 0 ||
+		  (h->n_answer > 0 && !h->answer)))
+		return err_set("sampler: bad token list to penalise");
 	s->built = false;
-	if (penalise(s, logits, recent, n_recent))
+	if (penalise(s, logits, h))
 		return -1;
 	s->built = true;
 	s->all = false;
@@ -492,10 +515,9 @@ static int build(struct samp *s, const float *logits, int vocab, const int32_t *
 	return 0;
 }
 
-int32_t samp_next(struct samp *s, const float *logits, int vocab, const int32_t *recent,
-		  int n_recent)
+int32_t samp_next(struct samp *s, const float *logits, int vocab, const struct samp_history *h)
 {
-	if (build(s, logits, vocab, recent, n_recent))
+	if (build(s, logits, vocab, h))
 		return -1;
 	if (s->n == 1)
 		return s->all ? 0 : s->cid[0];
@@ -512,10 +534,10 @@ int32_t samp_next(struct samp *s, const float *logits, int vocab, const int32_t 
 	return s->all ? i : s->cid[i];
 }
 
-int samp_candidates(struct samp *s, const float *logits, int vocab, const int32_t *recent,
-		    int n_recent, int32_t *ids, float *probs, int max)
+int samp_candidates(struct samp *s, const float *logits, int vocab, const struct samp_history *h,
+		    int32_t *ids, float *probs, int max)
 {
-	if (build(s, logits, vocab, recent, n_recent))
+	if (build(s, logits, vocab, h))
 		return -1;
 	for (int i = 0; i < s->n && i < max; i++) {
 		ids[i] = s->all ? i : s->cid[i];

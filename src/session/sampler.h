@@ -9,14 +9,19 @@
 #include <stdint.h>
 
 /* The settings. The order they act in is Hugging Face's (transformers' logits
- * processors and warpers): repetition and presence penalty on the raw logits, then
- * temperature, top-k, top-p, min-p, then one draw from what is left. */
+ * processors and warpers): the penalties on the raw logits, then temperature, top-k,
+ * top-p, min-p, then one draw from what is left. The repetition penalty looks at the
+ * last SAMP_PENALTY_LAST_N tokens of the context, the prompt's too (llama.cpp's
+ * window); presence and frequency at the tokens of the answer so far, as OpenAI and
+ * vLLM define them (the prompt's tokens, the template's <|im_end|> among them, must
+ * not make an answer longer or shorter). */
 struct samp_params {
 	double temperature; /* > 0; 0 means greedy */
 	int top_k;          /* keep the k most likely tokens; 0 = no limit */
 	double top_p;       /* keep the smallest set whose probability reaches top_p; 1 = off */
 	double min_p;       /* drop tokens below min_p x the top probability; 0 = off */
-	double presence_penalty;   /* subtracted once from the logit of every id in `recent` */
+	double presence_penalty;   /* subtracted once from the logit of every id in the answer */
+	double frequency_penalty;  /* subtracted from it as many times as the id is there */
 	double repetition_penalty; /* HF/CTRL: logits of ids in `recent` divided by it when
 	                             * positive, multiplied when negative; 1 = off */
 	uint64_t seed;             /* the RNG seed: the same seed gives the same tokens */
@@ -33,10 +38,11 @@ enum {
 	SAMP_SET_REPEAT = 1 << 5,
 	SAMP_SET_SEED = 1 << 6,
 	SAMP_SET_GREEDY = 1 << 7,
+	SAMP_SET_FREQUENCY = 1 << 8,
 };
 
-/* The whole vocabulary may take part in top-p/min-p when top_k is 0; ids beyond
- * this many recent tokens are not penalised (llama.cpp's repeat_last_n). */
+/* The whole vocabulary may take part in top-p/min-p when top_k is 0; the repetition
+ * penalty does not look beyond this many recent tokens (llama.cpp's repeat_last_n). */
 enum { SAMP_PENALTY_LAST_N = 64 };
 
 /* Most eos ids generation_config.json may list (more are refused). */
@@ -93,16 +99,24 @@ void samp_reseed(struct samp *s, uint64_t seed);
 double samp_peek_uniform(const struct samp *s);
 void samp_take_uniform(struct samp *s);
 
-/* The next token id for a logits row of `vocab` floats (not modified). recent holds
- * the ids the penalties look at (the caller passes the last SAMP_PENALTY_LAST_N
- * tokens of the context; out-of-range ids are ignored), n_recent may be 0.
+/* The tokens the penalties look at: recent, the last SAMP_PENALTY_LAST_N of the
+ * context (the repetition penalty's); answer, those generated in this answer so far
+ * (presence and frequency). Either may be empty; out-of-range ids are ignored. */
+struct samp_history {
+	const int32_t *recent;
+	int n_recent;
+	const int32_t *answer;
+	int n_answer;
+};
+
+/* The next token id for a logits row of `vocab` floats (not modified); h may be NULL
+ * (no tokens to penalise).
  * Top-k is selected without sorting the vocabulary (a k-entry heap), and with
  * top_k 0 a probability threshold narrows the candidates before any sort, so a
  * token costs O(vocab) plus a sort of the few candidates that matter.
  * Returns the id, or -1 with err_set when vocab differs from samp_new's or a logit
  * is NaN. */
-int32_t samp_next(struct samp *s, const float *logits, int vocab, const int32_t *recent,
-		  int n_recent);
+int32_t samp_next(struct samp *s, const float *logits, int vocab, const struct samp_history *h);
 
 /* One entry of samp_logprobs: a token id and its log-probability (natural log). */
 struct samp_logprob {
@@ -132,7 +146,7 @@ int samp_drawn(const struct samp *s, int32_t id, float *p, struct samp_logprob *
  * probability when the set was cut (top-k, top-p, min-p); in id order when every
  * token survives. Returns the size of the whole set (may exceed max), or -1.
  * Draws nothing: for tests and for the UI's "candidates" view. Greedy: the one id. */
-int samp_candidates(struct samp *s, const float *logits, int vocab, const int32_t *recent,
-		    int n_recent, int32_t *ids, float *probs, int max);
+int samp_candidates(struct samp *s, const float *logits, int vocab, const struct samp_history *h,
+		    int32_t *ids, float *probs, int max);
 
 #endif

@@ -313,6 +313,10 @@ static int emit_token(struct sess *s, struct sess_router *r, struct tok_stream *
 static bool device_sampling(struct sess *s, struct samp *sp, int32_t id, struct eng_sampling *es)
 {
 	const struct samp_params *p = samp_get_params(sp);
+	/* the device's penalties see one list, the recent tokens: the answer's (presence,
+	 * frequency) are the CPU sampler's */
+	if (p->presence_penalty != 0 || p->frequency_penalty != 0)
+		return false;
 	int nr = s->n + 1 < SAMP_PENALTY_LAST_N ? s->n + 1 : SAMP_PENALTY_LAST_N;
 	s->ids[s->n] = id; /* in the window; s->n moves only once the forward succeeds */
 	*es = (struct eng_sampling){
@@ -321,7 +325,7 @@ static bool device_sampling(struct sess *s, struct samp *sp, int32_t id, struct 
 		.top_k = p->top_k,
 		.top_p = p->top_p,
 		.min_p = p->min_p,
-		.presence_penalty = p->presence_penalty,
+		.presence_penalty = 0,
 		.repetition_penalty = p->repetition_penalty,
 		.recent = s->ids + s->n + 1 - nr,
 		.n_recent = nr,
@@ -368,7 +372,10 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 			/* ids past the tokenizer can never be picked (see sample_vocab) */
 			for (int i = s->sample_vocab; i < s->vocab; i++)
 				s->logits[i] = -1e30f;
-			id = samp_next(sp, s->logits, s->vocab, s->ids + s->n - nr, nr);
+			/* the answer's tokens so far are the last ones in the cache */
+			struct samp_history h = {s->ids + s->n - nr, nr,
+						 s->ids + s->n - s->st.generated, s->st.generated};
+			id = samp_next(sp, s->logits, s->vocab, &h);
 			if (id < 0) {
 				rc = -1;
 				break;

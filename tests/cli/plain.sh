@@ -11,7 +11,7 @@ chat_model "$MODEL" --vocab-size 151669
 export XDG_STATE_HOME="$TMP/state" HOME="$TMP"
 Q() { "$QWENCHAT" chat -m "$MODEL" --backend cpu --threads 2 "$@"; }
 
-printf 'Hello there\n/think off\n/stats\n/frobnicate\n/temp 0.3\n/sampling\n/save %s\nSecond question\n/ctx\n' \
+printf 'Hello there\n/think off\n/stats\n/frobnicate\n/temp 0.3\n/frequency 0.5\n/sampling\n/save %s\nSecond question\n/ctx\n' \
 	"$TMP/conv.json" | Q -n 12 --seed 3 >"$TMP/out" 2>"$TMP/err"
 rc=$?
 echo "---- stdout ----"; cat "$TMP/out"; echo "---- stderr ----"; cat "$TMP/err"; echo "----"
@@ -28,6 +28,8 @@ grep -q '^qwenchat: unknown command /frobnicate (try /help)$' "$TMP/err" &&
 	pass "a bad command is an error on stderr" || fail "bad command"
 grep -q 'temp 0.3, top-k 20, top-p 0.8' "$TMP/out" && pass "/sampling shows the values (non-thinking preset)" ||
 	fail "/sampling"
+grep -q 'presence 0, frequency 0.5, repeat' "$TMP/out" && pass "/frequency sets the frequency penalty" ||
+	fail "/frequency"
 grep -q 'context: [1-9][0-9]* of [0-9]* tokens used' "$TMP/out" && pass "/ctx" || fail "/ctx"
 python3 -c 'import json,sys
 m=json.load(open(sys.argv[1]))

@@ -61,14 +61,15 @@ req_has 'r["stream"] is True and r["stream_options"] == {"include_usage": True}'
 req_has 'r["model"] == "Qwen/Qwen3-32B" and r["messages"] == [{"role": "user", "content": "Salut"}]' \
 	"the model the server serves is picked, the prompt is the one user message"
 req_has 'not any(k in r for k in ("temperature", "top_p", "top_k", "min_p", "seed", "max_tokens",
-	"presence_penalty", "repetition_penalty", "chat_template_kwargs"))' \
+	"presence_penalty", "frequency_penalty", "repetition_penalty", "chat_template_kwargs"))' \
 	"nothing the user did not choose is sent (the server's defaults apply)"
 
 mode vllm
 expect_exit 0 "run with settings" R -p "Salut" --system "Be brief." --think --temp 0.3 --top-k 0 \
-	--seed 42 -n 50 --repeat-penalty 1.1 --stats
+	--seed 42 -n 50 --repeat-penalty 1.1 --frequency-penalty 0.5 --stats
 req_has 'r["temperature"] == 0.3 and r["top_k"] == -1 and r["seed"] == 42 and r["max_tokens"] == 50
-	and r["repetition_penalty"] == 1.1 and "top_p" not in r and "min_p" not in r' \
+	and r["repetition_penalty"] == 1.1 and r["frequency_penalty"] == 0.5 and "top_p" not in r
+	and "min_p" not in r' \
 	"the settings given are sent by vLLM's and SGLang's names (top-k 0 as -1)"
 req_has 'r["chat_template_kwargs"] == {"enable_thinking": True} and
 	r["messages"][0] == {"role": "system", "content": "Be brief."}' "--think and --system"

@@ -10,7 +10,8 @@ and http.client (tests/cli/serve.sh runs them; every server is on 127.0.0.1).
                                         model: each answered (its own answer) or 503;
                                         RSS before and after
   followup PORT                         a ~2K-token conversation, then its follow-up:
-                                        only the new tokens are prefilled
+                                        only the new tokens are prefilled; presence and
+                                        frequency penalties look at the answer alone
   cancel PORT                           (a server with --queue 0) a second request is
                                         refused with 503 while one runs; a client that
                                         hangs up mid-stream stops its generation
@@ -365,6 +366,37 @@ def followup(port):
                                    u["prompt_tokens"], time.time() - t0))
 
 
+def top_of(port, body):
+    """{token: logprob} of the first answer token's 20 most likely, and its token."""
+    body = dict(body, max_tokens=2, logprobs=True, top_logprobs=20, seed=7)
+    got, _, a = request(port, "POST", "/v1/chat/completions", body)
+    if got != 200:
+        return None, None
+    lp = a["choices"][0]["logprobs"]["content"]
+    return [{e["token"]: e["logprob"] for e in x["top_logprobs"]} for x in lp], lp[0]["token"]
+
+
+def penalties(port):
+    """Presence and frequency penalties look at the answer's tokens only (OpenAI's and
+    vLLM's definition): the first token's distribution is the unpenalised one though
+    the prompt (and the template's <|im_end|>) holds many tokens; the second lowers
+    the first token alone."""
+    conv = [{"role": "user", "content": "the the the and and of of of to to to a a"}]
+    base, t0 = top_of(port, {"messages": conv, "temperature": 1})
+    for key in ("presence_penalty", "frequency_penalty"):
+        got, t1 = top_of(port, {"messages": conv, "temperature": 1, key: 2})
+        same = got is not None and base is not None and got[0].keys() == base[0].keys() and \
+            all(abs(got[0][k] - base[0][k]) < 1e-5 for k in base[0])
+        check(same, "%s 2: the first token's logprobs are the unpenalised ones" % key)
+        # second token: every other token moves by one constant (the normalisation),
+        # the first token (when among the 20) by 2 less
+        shift = [got[1][k] - base[1][k] for k in base[1] if k in got[1] and k != t0]
+        check(same and t1 == t0 and len(shift) >= 15 and max(shift) - min(shift) < 1e-4 and
+              (t0 not in base[1] or t0 not in got[1] or
+               abs(got[1][t0] - base[1][t0] - shift[0] + 2) < 1e-4),
+              "%s 2: then the answer's token alone is lowered" % key)
+
+
 def cancel(port):
     """A server with --queue 0 on the random model: one long stream runs, a second
     request gets 503; the stream's client hangs up and the server is free again at once."""
@@ -632,6 +664,7 @@ def main():
         load(int(args[0]), int(args[1]), int(args[2]), args[3])
     elif cmd == "followup":
         followup(int(args[0]))
+        penalties(int(args[0]))
     elif cmd == "cancel":
         cancel(int(args[0]))
     elif cmd == "bounds":

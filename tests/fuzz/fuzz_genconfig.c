@@ -29,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < 16; i++)
 		logits[i] = (float)(i % 5) - 2;
 	int32_t recent[2] = {3, 7};
-	int32_t id = samp_next(s, logits, 16, recent, 2);
+	struct samp_history h = {recent, 2, recent, 2};
+	int32_t id = samp_next(s, logits, 16, &h);
 	if (id < 0 || id >= 16)
 		abort();
 	samp_free(s);

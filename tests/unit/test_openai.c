@@ -51,7 +51,7 @@ static void test_parse_fields(void **state)
 		"\"stream\": true, \"stream_options\": {\"include_usage\": true}, \"logprobs\": "
 		"true,"
 		"\"top_logprobs\": 5, \"chat_template_kwargs\": {\"enable_thinking\": false},"
-		"\"response_format\": {\"type\": \"text\"}, \"n\": 1, \"frequency_penalty\": 0,"
+		"\"response_format\": {\"type\": \"text\"}, \"n\": 1, \"frequency_penalty\": 0.25,"
 		"\"logit_bias\": {}, \"user\": \"ignored\", \"ignore_eos\": false, \"min_tokens\": "
 		"0,"
 		"\"best_of\": 1, \"echo\": false, \"stop_token_ids\": [], \"functions\": null,"
@@ -79,9 +79,10 @@ static void test_parse_fields(void **state)
 	assert_true(r->parse_tools);
 	assert_int_equal(r->samp_set, SAMP_SET_TEMP | SAMP_SET_TOP_P | SAMP_SET_TOP_K |
 					      SAMP_SET_MIN_P | SAMP_SET_PRESENCE | SAMP_SET_REPEAT |
-					      SAMP_SET_SEED);
+					      SAMP_SET_SEED | SAMP_SET_FREQUENCY);
 	assert_true(r->samp.temperature == 0.5 && r->samp.top_p == 0.9 && r->samp.min_p == 0.1);
 	assert_true(r->samp.presence_penalty == 0.5 && r->samp.repetition_penalty == 1.1);
+	assert_true(r->samp.frequency_penalty == 0.25);
 	assert_int_equal(r->samp.top_k, 0);
 	assert_true(r->samp.seed == UINT64_MAX);
 	assert_int_equal(r->max_tokens, 20); /* max_completion_tokens wins */
@@ -216,8 +217,8 @@ static void test_parse_errors(void **state)
 		 "[\"text\", \"audio\"]}",
 		 "modalities", NULL, "text only"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
-		 "\"frequency_penalty\": 1}",
-		 "frequency_penalty", NULL, "not supported"},
+		 "\"frequency_penalty\": 3}",
+		 "frequency_penalty", NULL, "[-2, 2]"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logit_bias\": "
 		 "{\"1\": 5}}",
 		 "logit_bias", NULL, "not supported"},

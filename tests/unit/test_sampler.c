@@ -65,7 +65,7 @@ static void check_set(struct samp *s, const float *l, int n, const int *o, const
 {
 	int32_t *ids = malloc((size_t)n * sizeof *ids);
 	float *pr = malloc((size_t)n * sizeof *pr);
-	int got = samp_candidates(s, l, n, NULL, 0, ids, pr, n);
+	int got = samp_candidates(s, l, n, NULL, ids, pr, n);
 	assert_int_equal(got, want);
 	double z = 0;
 	for (int i = 0; i < want; i++)
@@ -206,31 +206,48 @@ static void test_penalties(void **state)
 	(void)state;
 	float l[6] = {3.0f, -1.0f, 0.5f, 2.0f, -2.0f, 1.0f};
 	struct samp_params q = plain();
-	q.repetition_penalty = 1.5, q.presence_penalty = 0.25;
+	q.repetition_penalty = 1.5, q.presence_penalty = 0.25, q.frequency_penalty = 0.125;
 	struct samp *s = samp_new(&q, 6);
-	/* ids 0 and 1 repeated (penalised once), 99 and -3 out of range: ignored */
+	/* ids 0 and 1 repeated (repetition and presence once, frequency per time), 99 and
+	 * -3 out of range: ignored */
 	int32_t recent[] = {0, 1, 0, 99, -3, 1};
+	struct samp_history both = {recent, 6, recent, 6};
 	double w[6];
 	for (int i = 0; i < 6; i++)
 		w[i] = l[i];
-	w[0] = 3.0 / 1.5 - 0.25;
-	w[1] = -1.0 * 1.5 - 0.25;
+	w[0] = 3.0 / 1.5 - 0.25 - 2 * 0.125;
+	w[1] = -1.0 * 1.5 - 0.25 - 2 * 0.125;
 	double z = 0;
 	for (int i = 0; i < 6; i++)
 		z += exp(w[i]);
 	int32_t ids[6];
 	float pr[6];
-	assert_int_equal(samp_candidates(s, l, 6, recent, 6, ids, pr, 6), 6);
+	assert_int_equal(samp_candidates(s, l, 6, &both, ids, pr, 6), 6);
 	for (int i = 0; i < 6; i++) {
 		assert_int_equal(ids[i], i); /* no cut: id order */
 		assert_true(fabs(pr[i] - exp(w[i]) / z) < 1e-6);
 	}
+	/* presence and frequency look at the answer alone, repetition at the recent
+	 * tokens alone: a prompt's token (2) is only divided, an answer's (3) only
+	 * lowered */
+	int32_t prompt[] = {2}, answer[] = {3, 3, 3};
+	struct samp_history apart = {prompt, 1, answer, 3};
+	for (int i = 0; i < 6; i++)
+		w[i] = l[i];
+	w[2] = 0.5 / 1.5;
+	w[3] = 2.0 - 0.25 - 3 * 0.125;
+	z = 0;
+	for (int i = 0; i < 6; i++)
+		z += exp(w[i]);
+	assert_int_equal(samp_candidates(s, l, 6, &apart, ids, pr, 6), 6);
+	for (int i = 0; i < 6; i++)
+		assert_true(fabs(pr[i] - exp(w[i]) / z) < 1e-6);
 	/* the logits themselves are untouched, and greedy sees the penalties: id 3 wins */
 	assert_true(l[0] == 3.0f);
 	q.greedy = true;
 	samp_set_params(s, &q);
-	assert_int_equal(samp_next(s, l, 6, recent, 6), 3);
-	assert_int_equal(samp_next(s, l, 6, NULL, 0), 0);
+	assert_int_equal(samp_next(s, l, 6, &both), 3);
+	assert_int_equal(samp_next(s, l, 6, NULL), 0);
 	samp_free(s);
 }
 
@@ -256,7 +273,8 @@ static void test_logprobs(void **state)
 	for (int greedy = 0; greedy < 2; greedy++) {
 		q.greedy = greedy;
 		assert_int_equal(samp_set_params(s, &q), 0);
-		int32_t id = samp_next(s, l, V, recent, 4);
+		struct samp_history h = {recent, 4, recent, 4};
+		int32_t id = samp_next(s, l, V, &h);
 		assert_true(id >= 0);
 		double T = greedy ? 1 : q.temperature, m = -INFINITY, z = 0;
 		for (int i = 0; i < V; i++)
@@ -303,7 +321,7 @@ static double chi_square(struct samp *s, const float *l, int v, const double *ex
 {
 	int *count = calloc((size_t)v, sizeof *count);
 	for (int i = 0; i < n; i++) {
-		int32_t id = samp_next(s, l, v, NULL, 0);
+		int32_t id = samp_next(s, l, v, NULL);
 		assert_true(id >= 0 && id < v);
 		count[id]++;
 	}
@@ -364,17 +382,17 @@ static void test_seed(void **state)
 	int32_t sa[50], sb[50];
 	int differ = 0;
 	for (int i = 0; i < 50; i++) {
-		sa[i] = samp_next(a, l, BIG, NULL, 0);
-		sb[i] = samp_next(b, l, BIG, NULL, 0);
+		sa[i] = samp_next(a, l, BIG, NULL);
+		sb[i] = samp_next(b, l, BIG, NULL);
 		assert_int_equal(sa[i], sb[i]);
 	}
 	samp_reseed(a, 1234);
 	for (int i = 0; i < 50; i++)
-		assert_int_equal(samp_next(a, l, BIG, NULL, 0), sa[i]);
+		assert_int_equal(samp_next(a, l, BIG, NULL), sa[i]);
 	q.seed = 4321;
 	samp_set_params(b, &q);
 	for (int i = 0; i < 50; i++)
-		differ += samp_next(b, l, BIG, NULL, 0) != sa[i];
+		differ += samp_next(b, l, BIG, NULL) != sa[i];
 	assert_true(differ > 25);
 	samp_free(a);
 	samp_free(b);
@@ -398,7 +416,7 @@ static void test_peek_uniform(void **state)
 		double u = samp_peek_uniform(a);
 		assert_true(u >= 0 && u < 1);
 		assert_true(samp_peek_uniform(a) == u); /* peeking draws nothing */
-		int n = samp_candidates(a, l, BIG, NULL, 0, ids, probs, 40);
+		int n = samp_candidates(a, l, BIG, NULL, ids, probs, 40);
 		assert_true(n > 1 && n <= 40);
 		double cum = 0;
 		int want = ids[n - 1];
@@ -409,12 +427,12 @@ static void test_peek_uniform(void **state)
 				break;
 			}
 		}
-		assert_int_equal(samp_next(a, l, BIG, NULL, 0), want);
+		assert_int_equal(samp_next(a, l, BIG, NULL), want);
 		/* taking the draw by hand keeps b's sequence in step with a's */
 		samp_take_uniform(b);
 	}
 	for (int i = 0; i < 20; i++)
-		assert_int_equal(samp_next(a, l, BIG, NULL, 0), samp_next(b, l, BIG, NULL, 0));
+		assert_int_equal(samp_next(a, l, BIG, NULL), samp_next(b, l, BIG, NULL));
 	samp_free(a);
 	samp_free(b);
 	free(l);
@@ -465,14 +483,14 @@ static void test_params(void **state)
 	tiny.temperature = 1e-300, tiny.top_k = 0, tiny.top_p = 0.9;
 	struct samp *ts = samp_new(&tiny, 4);
 	float tl[4] = {0.5f, 2.0f, 1.0f, 1.9f};
-	assert_int_equal(samp_next(ts, tl, 4, NULL, 0), 1);
+	assert_int_equal(samp_next(ts, tl, 4, NULL), 1);
 	samp_free(ts);
 
 	/* wrong row length and NaN logits are errors, not crashes */
 	struct samp *s = samp_new(&p, 4);
 	float l[4] = {0, 1, NAN, 2};
-	assert_int_equal(samp_next(s, l, 3, NULL, 0), -1);
-	assert_int_equal(samp_next(s, l, 4, NULL, 0), -1);
+	assert_int_equal(samp_next(s, l, 3, NULL), -1);
+	assert_int_equal(samp_next(s, l, 4, NULL), -1);
 	assert_non_null(strstr(err_msg(), "logit 2"));
 	samp_free(s);
 }
