@@ -109,9 +109,12 @@ static int get_integer(json_t *o, const char *key, json_int_t lo, json_int_t hi,
 	json_t *v = json_object_get(o, key);
 	if (!v || json_is_null(v))
 		return 0;
-	if (!json_is_integer(v))
+	/* a whole number written as a real (1.0) is one, as vLLM's pydantic takes it */
+	double r = json_is_real(v) ? json_real_value(v) : 0.5;
+	bool whole = r == floor(r) && fabs(r) <= 9007199254740992.0;
+	if (!json_is_integer(v) && !whole)
 		return bad(e, key, "expected an integer, got %s", jsontype_name(v));
-	json_int_t x = json_integer_value(v);
+	json_int_t x = json_is_integer(v) ? json_integer_value(v) : (json_int_t)r;
 	if (x < lo || x > hi)
 		return bad(e, key, "%lld is not in [%lld, %lld]", (long long)x, (long long)lo,
 			   (long long)hi);

@@ -102,6 +102,17 @@ static void test_parse_fields(void **state)
 	assert_false(r->stream || r->logprobs || r->parse_tools);
 	oai_request_free(r);
 
+	/* whole numbers written as reals are integers (vLLM takes them) */
+	r = parse("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"top_k\": 5.0, "
+		  "\"seed\": 7.0, \"n\": 1.0, \"max_tokens\": 3e1}",
+		  &e);
+	if (!r)
+		fail_msg("%s", err_msg());
+	assert_int_equal(r->samp.top_k, 5);
+	assert_true(r->samp.seed == 7);
+	assert_int_equal(r->max_tokens, 30);
+	oai_request_free(r);
+
 	/* tool_choice "none": the tools are checked but neither shown nor parsed */
 	r = parse(
 		"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tool_choice\": "
