@@ -255,6 +255,11 @@ int eng_gguf_out_bool(struct eng_gguf_out *o, const char *key, bool v);
 int eng_gguf_out_strs(struct eng_gguf_out *o, const char *key, const char *const *s,
 		      const size_t *len, size_t n);
 int eng_gguf_out_i32s(struct eng_gguf_out *o, const char *key, const int32_t *v, size_t n);
+/* Every key/value of g whose key starts with prefix, as g holds it, except those
+ * named in skip (NULL-terminated; may be NULL): a GGUF's tokenizer and description
+ * carried into a new file. */
+int eng_gguf_out_copy(struct eng_gguf_out *o, const struct eng_gguf *g, const char *prefix,
+		      const char *const *skip);
 
 /* Writes m as a GGUF v3 file to fd: general.* and qwen3.* keys from its config, then
  * extra's, then every tensor converted to its eng_quant_type for f (llama.cpp's

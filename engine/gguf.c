@@ -58,7 +58,7 @@ static int dtype_of(int ggml_type, enum eng_dtype *out)
 }
 
 /* Bytes of one value of a scalar type (strings: 0, variable). */
-static size_t scalar_size(enum eng_gguf_type t)
+size_t gguf_scalar_size(enum eng_gguf_type t)
 {
 	static const size_t sz[] = {
 		[ENG_GGUF_U8] = 1,  [ENG_GGUF_I8] = 1,  [ENG_GGUF_U16] = 2, [ENG_GGUF_I16] = 2,
@@ -129,7 +129,7 @@ static int skip_value(struct cur *c, enum eng_gguf_type t, const char *key)
 		uint64_t n;
 		return rd_str(c, &s, &n, key);
 	}
-	size_t n = scalar_size(t);
+	size_t n = gguf_scalar_size(t);
 	if (left(c) < n)
 		return truncated(c, key);
 	c->pos += n;
@@ -156,7 +156,7 @@ static int read_array(struct cur *c, struct gguf_kv *kv)
 			       kv->key);
 	kv->elem = (enum eng_gguf_type)et;
 	/* every element takes at least its own size (a string at least its length) */
-	size_t min = et == ENG_GGUF_STRING ? 8 : scalar_size(kv->elem);
+	size_t min = et == ENG_GGUF_STRING ? 8 : gguf_scalar_size(kv->elem);
 	if (kv->n > left(c) / min)
 		return err_set("%s: key %.200s: array of %llu elements does not fit in the "
 			       "%zu bytes left in the file",
@@ -534,7 +534,7 @@ static bool is_int(enum eng_gguf_type t)
 /* One integer of type t at p (every integer type, as int64; u64 above INT64_MAX fails). */
 static int int_at(enum eng_gguf_type t, const uint8_t *p, int64_t *v)
 {
-	size_t n = scalar_size(t);
+	size_t n = gguf_scalar_size(t);
 	uint64_t u = le(p, n);
 	bool is_signed =
 		t == ENG_GGUF_I8 || t == ENG_GGUF_I16 || t == ENG_GGUF_I32 || t == ENG_GGUF_I64;
@@ -634,5 +634,5 @@ int eng_gguf_array_int(const struct eng_gguf *g, const char *key, uint64_t i, in
 	const struct gguf_kv *kv = gguf_find(g, key);
 	if (!kv || kv->type != ENG_GGUF_ARRAY || !is_int(kv->elem) || i >= kv->n)
 		return -1;
-	return int_at(kv->elem, kv->data + i * scalar_size(kv->elem), v);
+	return int_at(kv->elem, kv->data + i * gguf_scalar_size(kv->elem), v);
 }

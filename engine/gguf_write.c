@@ -143,6 +143,44 @@ int eng_gguf_out_i32s(struct eng_gguf_out *o, const char *key, const int32_t *v,
 	return done(o);
 }
 
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int eng_gguf_out_copy(struct eng_gguf_out *o, const struct eng_gguf *g, const char *prefix,
+		      const char *const *skip)
+{
+	for (int64_t i = 0; i < g->nkv; i++) {
+		const struct gguf_kv *kv = &g->kv[i];
+		bool skipped = strncmp(kv->key, prefix, strlen(prefix)) != 0;
+		for (size_t s = 0; skip && skip[s] && !skipped; s++)
+			skipped = !strcmp(kv->key, skip[s]);
+		if (skipped)
+			continue;
+		if (begin(o, kv->key, kv->type))
+			return -1;
+		if (kv->type == ENG_GGUF_ARRAY) {
+			put_u32(&o->kv, kv->elem);
+			put_u64(&o->kv, kv->n);
+			for (uint64_t j = 0; kv->elem == ENG_GGUF_STRING && j < kv->n; j++)
+				put_str(&o->kv, (const char *)kv->strs[j] + 8, le64(kv->strs[j]));
+			if (kv->elem != ENG_GGUF_STRING)
+				sb_put(&o->kv, kv->data, kv->n * gguf_scalar_size(kv->elem));
+		} else if (kv->type == ENG_GGUF_STRING) {
+			put_str(&o->kv, (const char *)kv->data + 8, le64(kv->data));
+		} else {
+			sb_put(&o->kv, kv->data, gguf_scalar_size(kv->type));
+		}
+		if (done(o))
+			return -1;
+	}
+	return 0;
+}
+
 /* general.* and qwen3.* from the config, as convert_hf_to_gguf.py writes them. */
 static int model_keys(struct eng_gguf_out *o, const struct eng_config *c, enum eng_ftype f)
 {

@@ -234,9 +234,7 @@ static void print_config(const struct info *in)
 	printf("rope          theta %.10g, ", c->rope_theta);
 	if (!strcmp(c->rope_type, "yarn"))
 		printf("YaRN factor %g over %d positions (cos/sin scale %.4g, beta %g/%g)",
-		       c->rope_original_max_position > 0
-			       ? (double)c->max_position_embeddings / c->rope_original_max_position
-			       : c->rope_factor,
+		       c->rope_factor,
 		       c->rope_original_max_position > 0 ? c->rope_original_max_position
 							 : c->max_position_embeddings,
 		       eng_rope_attention_factor(c), c->rope_beta_fast, c->rope_beta_slow);
