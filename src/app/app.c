@@ -217,7 +217,11 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 	a->n_eos = 0;
 	if (loader_generation(a->dir, &a->params, a->eos, &a->n_eos))
 		return -1;
-	samp_params_preset(&a->params, a->think, cfg->sampling_set);
+	/* the model's values stand for thinking mode (as in run and serve); Qwen's
+	 * non-thinking preset replaces them without it */
+	a->model_params = a->params;
+	if (!a->think)
+		samp_params_preset(&a->params, false, cfg->sampling_set);
 	samp_params_override(&a->params, &cfg->sampling, cfg->sampling_set);
 	a->samp = samp_new(&a->params, eng_model_config(a->model)->vocab_size);
 	if (!a->samp)

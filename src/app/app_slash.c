@@ -167,7 +167,16 @@ static void think(struct app *a, const struct slash_call *c, struct app_result *
 		return;
 	}
 	a->think = !strcmp(w, "on");
-	samp_params_preset(&a->params, a->think, a->user_set);
+	if (a->remote) {
+		samp_params_preset(&a->params, a->think, a->user_set);
+	} else { /* the model's own values, or the preset; the user's choices stay */
+		struct samp_params p = a->model_params;
+		if (!a->think)
+			samp_params_preset(&p, false, 0);
+		samp_params_override(&p, &a->params, a->user_set);
+		p.seed = a->params.seed;
+		a->params = p;
+	}
 	if (a->samp)
 		samp_set_params(a->samp, &a->params);
 	say(r, "thinking %s from the next answer (sampling preset: temp %g, top-p %g, top-k %d)",

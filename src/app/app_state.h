@@ -28,6 +28,7 @@ struct app {
 	struct sess *sess;
 	struct samp *samp;
 	struct samp_params params;
+	struct samp_params model_params; /* the model's own (generation_config.json) */
 	unsigned user_set; /* SAMP_SET_* bits the user chose (presets leave them) */
 	int32_t eos[SAMP_MAX_EOS];
 	int n_eos;

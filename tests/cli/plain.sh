@@ -30,6 +30,17 @@ grep -q 'temp 0.3, top-k 20, top-p 0.8' "$TMP/out" && pass "/sampling shows the 
 	fail "/sampling"
 grep -q 'presence 0, frequency 0.5, repeat' "$TMP/out" && pass "/frequency sets the frequency penalty" ||
 	fail "/frequency"
+# the model's generation_config.json stands for thinking mode, as in run and serve:
+# /think off takes Qwen's non-thinking preset, /think on gives the model's values back
+mkdir "$TMP/gm" && for f in "$MODEL"/*; do ln -s "$f" "$TMP/gm/"; done
+rm -f "$TMP/gm/generation_config.json"
+printf '{"temperature": 0.42, "top_k": 7, "top_p": 0.77}\n' >"$TMP/gm/generation_config.json"
+printf '/sampling\n/think off\n/sampling\n/think on\n/sampling\n' |
+	"$QWENCHAT" chat -m "$TMP/gm" --threads 1 >"$TMP/gm.out" 2>&1
+[ "$(grep -o '^temp [^,]*, top-k [^,]*, top-p [^,]*' "$TMP/gm.out" | tr '\n' '|')" = \
+  "temp 0.42, top-k 7, top-p 0.77|temp 0.7, top-k 20, top-p 0.8|temp 0.42, top-k 7, top-p 0.77|" ] &&
+	pass "generation_config.json's values in thinking mode, the preset without" ||
+	fail "sampling by mode: $(cat "$TMP/gm.out")"
 grep -q 'context: [1-9][0-9]* of [0-9]* tokens used' "$TMP/out" && pass "/ctx" || fail "/ctx"
 python3 -c 'import json,sys
 m=json.load(open(sys.argv[1]))
