@@ -251,6 +251,8 @@ void eng_gguf_out_free(struct eng_gguf_out *o);
 /* Each 0 or -1 (err_set: out of memory, a key given twice). */
 int eng_gguf_out_str(struct eng_gguf_out *o, const char *key, const char *s, size_t len);
 int eng_gguf_out_u32(struct eng_gguf_out *o, const char *key, uint32_t v);
+int eng_gguf_out_i32(struct eng_gguf_out *o, const char *key, int32_t v);
+int eng_gguf_out_f32(struct eng_gguf_out *o, const char *key, float v);
 int eng_gguf_out_bool(struct eng_gguf_out *o, const char *key, bool v);
 int eng_gguf_out_strs(struct eng_gguf_out *o, const char *key, const char *const *s,
 		      const size_t *len, size_t n);

@@ -102,7 +102,15 @@ int eng_gguf_out_u32(struct eng_gguf_out *o, const char *key, uint32_t v)
 	return done(o);
 }
 
-static int out_f32(struct eng_gguf_out *o, const char *key, float v)
+int eng_gguf_out_i32(struct eng_gguf_out *o, const char *key, int32_t v)
+{
+	if (begin(o, key, ENG_GGUF_I32))
+		return -1;
+	put_u32(&o->kv, (uint32_t)v);
+	return done(o);
+}
+
+int eng_gguf_out_f32(struct eng_gguf_out *o, const char *key, float v)
 {
 	uint32_t u;
 	memcpy(&u, &v, 4);
@@ -169,11 +177,12 @@ int eng_gguf_out_copy(struct eng_gguf_out *o, const struct eng_gguf *g, const ch
 			for (uint64_t j = 0; kv->elem == ENG_GGUF_STRING && j < kv->n; j++)
 				put_str(&o->kv, (const char *)kv->strs[j] + 8, le64(kv->strs[j]));
 			if (kv->elem != ENG_GGUF_STRING)
-				sb_put(&o->kv, kv->data, kv->n * gguf_scalar_size(kv->elem));
+				sb_put(&o->kv, (const char *)kv->data,
+				       kv->n * gguf_scalar_size(kv->elem));
 		} else if (kv->type == ENG_GGUF_STRING) {
 			put_str(&o->kv, (const char *)kv->data + 8, le64(kv->data));
 		} else {
-			sb_put(&o->kv, kv->data, gguf_scalar_size(kv->type));
+			sb_put(&o->kv, (const char *)kv->data, gguf_scalar_size(kv->type));
 		}
 		if (done(o))
 			return -1;
@@ -187,7 +196,7 @@ static int model_keys(struct eng_gguf_out *o, const struct eng_config *c, enum e
 	const char *a = "qwen3";
 	char k[96];
 #define U32(name, v) (snprintf(k, sizeof k, "%s." name, a), eng_gguf_out_u32(o, k, (uint32_t)(v)))
-#define F32(name, v) (snprintf(k, sizeof k, "%s." name, a), out_f32(o, k, (float)(v)))
+#define F32(name, v) (snprintf(k, sizeof k, "%s." name, a), eng_gguf_out_f32(o, k, (float)(v)))
 	if (eng_gguf_out_str(o, "general.architecture", a, strlen(a)) ||
 	    eng_gguf_out_str(o, "general.type", "model", 5) || U32("block_count", c->num_layers) ||
 	    U32("context_length", c->max_position_embeddings) ||

@@ -430,14 +430,38 @@ static json_t *load_json(const char *dir, const char *name, bool optional)
 	return j ? j : absent ? json_object() : NULL;
 }
 
+/* generation_config.json's sampling defaults as general.sampling.*, the keys
+ * convert_hf_to_gguf.py writes (and loader_sampling reads back). */
+static int sampling_keys(json_t *gen, struct eng_gguf_out *o)
+{
+	static const struct {
+		const char *json, *key;
+	} reals[] = {{"top_p", "general.sampling.top_p"},
+		     {"min_p", "general.sampling.min_p"},
+		     {"temperature", "general.sampling.temp"}};
+	json_t *k = json_object_get(gen, "top_k");
+	if (json_is_integer(k) && json_integer_value(k) >= 0 &&
+	    json_integer_value(k) <= INT32_MAX &&
+	    eng_gguf_out_i32(o, "general.sampling.top_k", (int32_t)json_integer_value(k)))
+		return -1;
+	for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
+		json_t *v = json_object_get(gen, reals[i].json);
+		if (json_is_number(v) &&
+		    eng_gguf_out_f32(o, reals[i].key, (float)json_number_value(v)))
+			return -1;
+	}
+	return 0;
+}
+
 int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
 {
 	json_t *tj = load_json(dir, "tokenizer.json", false);
 	json_t *tc = tj ? load_json(dir, "tokenizer_config.json", true) : NULL;
 	json_t *cfg = tc ? load_json(dir, "config.json", true) : NULL;
+	json_t *gen = cfg ? load_json(dir, "generation_config.json", true) : NULL;
 	struct vocab_out v = {.n = (size_t)(vocab_size > 0 ? vocab_size : 0)};
 	int rc = -1;
-	if (!cfg)
+	if (!gen)
 		goto out;
 	v.tok = calloc(v.n + 1, sizeof *v.tok);
 	v.len = calloc(v.n + 1, sizeof *v.len);
@@ -452,7 +476,7 @@ int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
 	    eng_gguf_out_str(o, "tokenizer.ggml.pre", "qwen2", 5) ||
 	    eng_gguf_out_strs(o, TOKENS, v.tok, v.len, v.n) ||
 	    eng_gguf_out_i32s(o, TYPES, v.type, v.n) || merge_list(tj, o, "tokenizer.json") ||
-	    special_ids(tc, cfg, &v, o) || template_key(tc, o))
+	    special_ids(tc, cfg, &v, o) || template_key(tc, o) || sampling_keys(gen, o))
 		goto out;
 	rc = 0;
 out:
@@ -465,5 +489,6 @@ out:
 	json_decref(tj);
 	json_decref(tc);
 	json_decref(cfg);
+	json_decref(gen);
 	return rc;
 }

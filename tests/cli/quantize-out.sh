@@ -107,4 +107,16 @@ expect_exit 0 "quantize after a killed one" "$QWENCHAT" quantize -m "$M" --type 
 [ -z "$(leftovers)" ] && grep -q "removed .*sig.gguf.tmp.$pid.* left by a quantize that was killed" "$TMP/err" &&
 	pass "the killed run's temporary file is removed, and said so" ||
 	fail "after SIGKILL: left $(leftovers), stderr $(cat "$TMP/err")"
+
+# generation_config.json's sampling defaults travel as general.sampling.* (the
+# converter's keys), so the file samples as the directory did
+G=$TMP/gen
+cp -r "$M" "$G"
+printf '{"temperature": 0.42, "top_k": 7, "top_p": 0.77, "min_p": 0.03}\n' >"$G/generation_config.json"
+"$QWENCHAT" quantize -m "$G" --type q8_0 --out "$TMP/gen.gguf" 2>/dev/null
+printf '/sampling\n' | XDG_STATE_HOME="$TMP/state" "$QWENCHAT" chat -m "$TMP/gen.gguf" --threads 1 \
+	>"$TMP/out" 2>&1
+grep -q 'temp 0.42, top-k 7, top-p 0.77, min-p 0.03,' "$TMP/out" &&
+	pass "the quantized file keeps generation_config.json's sampling defaults" ||
+	fail "sampling defaults of the quantized file: $(cat "$TMP/out")"
 finish
