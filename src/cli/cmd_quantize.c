@@ -1,5 +1,6 @@
-/* cmd_quantize.c — `qwenchat quantize`: a safetensors model written as a GGUF file
- * with llama.cpp's quantization mixes, its tokenizer and chat template included. The
+/* cmd_quantize.c — `qwenchat quantize`: a safetensors model (or a GGUF file of float
+ * weights) written as a GGUF file with llama.cpp's quantization mixes, its tokenizer
+ * and chat template included. The
  * file appears whole or not at all: it is written to a new temporary file beside the
  * target, synced, and renamed over it. */
 #include "engine/engine.h"
@@ -34,9 +35,10 @@ static const struct cli_opt quantize_opts[] = {
 	{0},
 };
 
-/* -m here is a safetensors model: a GGUF is already converted */
 static const struct cli_opt quantize_shared_help[] = {
-	{"model", 0, NULL, "safetensors model directory or Hugging Face repo id"},
+	{"model", 0, NULL,
+	 "safetensors model directory, Hugging Face repo id, or a GGUF\nfile of F32/F16/BF16 "
+	 "weights"},
 	{0},
 };
 
@@ -46,7 +48,9 @@ static const struct cli_command quantize_cmd = {
 	.about = "Writes a safetensors model as a GGUF v3 file that llama.cpp and qwenchat load:\n"
 		 "tokenizer, chat template and config included, each tensor in the type\n"
 		 "llama.cpp's llama-quantize gives it in that mix (the lm_head in Q6_K, for the\n"
-		 "_m mixes attn_v and ffn_down in Q6_K on some layers, norms in F32).\n",
+		 "_m mixes attn_v and ffn_down in Q6_K on some layers, norms in F32). From a\n"
+		 "GGUF file of float weights (a bf16 one), its tokenizer and general.* keys\n"
+		 "are carried over, as llama-quantize does; a quantized one is refused.\n",
 	.groups = CLI_MODEL,
 	.opts = quantize_opts,
 	.shared_help = quantize_shared_help,
@@ -155,44 +159,6 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
-/* out may be replaced: nothing there, a regular file or a link (the link is replaced,
- * never written through), and none of the files the model is read from (its .json
- * and .safetensors files, or a link to one): renaming over those destroyed the model
- * and exited 0. A device or a FIFO is refused, as fio_write_atomic refuses them:
- * --out /dev/null as root replaced /dev/null with a regular file. */
-static int check_out(const char *out, const char *dir)
-{
-	struct stat lo, so;
-	if (lstat(out, &lo) != 0)
-		return errno == ENOENT ? 0 : err_set("%s: %s", out, strerror(errno));
-	if (!S_ISREG(lo.st_mode) && !S_ISLNK(lo.st_mode))
-		return err_set("%s: not a regular file (refused: only a file is replaced)", out);
-	bool sok = stat(out, &so) == 0;
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int rc = 0;
-	while (rc == 0 && d && (e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		if (!(n > 5 && !strcmp(e->d_name + n - 5, ".json")) &&
-		    !(n > 12 && !strcmp(e->d_name + n - 12, ".safetensors")))
-			continue;
-		char *p = fio_join(dir, e->d_name);
-		struct stat pl, ps;
-		bool hit = p && lstat(p, &pl) == 0 &&
-			   (same_file(&pl, &lo) || (sok && same_file(&pl, &so)));
-		hit = hit || (p && stat(p, &ps) == 0 &&
-			      (same_file(&ps, &lo) || (sok && same_file(&ps, &so))));
-		if (hit)
-			rc = err_set("%s: is the model's %s (refused: writing it would destroy the "
-				     "model)",
-				     out, e->d_name);
-		free(p);
-	}
-	if (d)
-		closedir(d);
-	return rc;
-}
-
 /* general.name: the directory's last component, as the converter takes it. */
 static const char *model_name(const char *dir)
 {
@@ -204,6 +170,131 @@ static const char *model_name(const char *dir)
 		s--;
 	return *s ? s : dir;
 }
+
+/* Whether path (or the file a link there names) is out, as lstat'ed (lo) and, when
+ * it names one, stat'ed (so). */
+static bool is_out(const char *path, const struct stat *lo, const struct stat *so)
+{
+	struct stat pl, ps;
+	return (lstat(path, &pl) == 0 && (same_file(&pl, lo) || (so && same_file(&pl, so)))) ||
+	       (stat(path, &ps) == 0 && (same_file(&ps, lo) || (so && same_file(&ps, so))));
+}
+
+/* Whether the directory entry is one of a model's files: its .json and .safetensors
+ * files, or, for a GGUF model, its file and every part of a split one (`stem`: the
+ * name before "-00001-of-0000N.gguf", or the whole name). */
+static bool model_file(const char *name, const char *gguf_stem)
+{
+	size_t n = strlen(name);
+	if (gguf_stem)
+		return !strncmp(name, gguf_stem, strlen(gguf_stem)) && n > 5 &&
+		       !strcmp(name + n - 5, ".gguf");
+	return (n > 5 && !strcmp(name + n - 5, ".json")) ||
+	       (n > 12 && !strcmp(name + n - 12, ".safetensors"));
+}
+
+/* out may be replaced: nothing there, a regular file or a link (the link is replaced,
+ * never written through), and none of the files the model is read from (or a link
+ * to one): renaming over those destroyed the model and exited 0. A device or a FIFO
+ * is refused, as fio_write_atomic refuses them: --out /dev/null as root replaced
+ * /dev/null with a regular file. model: the directory, or the GGUF file. */
+static int check_out(const char *out, const char *model, bool gguf)
+{
+	struct stat lo, so;
+	if (lstat(out, &lo) != 0)
+		return errno == ENOENT ? 0 : err_set("%s: %s", out, strerror(errno));
+	if (!S_ISREG(lo.st_mode) && !S_ISLNK(lo.st_mode))
+		return err_set("%s: not a regular file (refused: only a file is replaced)", out);
+	bool sok = stat(out, &so) == 0;
+	char *dir = strdup(model), *stem = NULL;
+	char *slash = gguf && dir ? strrchr(dir, '/') : NULL;
+	if (gguf && dir && !slash)
+		strcpy(dir, ".");
+	else if (slash)
+		slash[slash == dir] = 0; /* "/x.gguf": "/" */
+	if (gguf && dir) {               /* NAME-00001-of-00003.gguf: every NAME-*.gguf */
+		const char *base = model + strlen(model);
+		while (base > model && base[-1] != '/')
+			base--;
+		stem = strdup(base);
+		char *part = stem ? strstr(stem, "-00001-of-") : NULL;
+		if (part)
+			*part = 0;
+	}
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *e;
+	int rc = 0;
+	while (rc == 0 && d && (e = readdir(d))) {
+		if (!model_file(e->d_name, stem))
+			continue;
+		char *p = fio_join(dir, e->d_name);
+		if (p && is_out(p, &lo, sok ? &so : NULL))
+			rc = err_set("%s: is the model's %s (refused: writing it would destroy the "
+				     "model)",
+				     out, e->d_name);
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	free(stem);
+	return rc;
+}
+
+/* A GGUF source: float weights only (requantizing compounds the losses, and
+ * llama-quantize refuses it too). */
+static int float_weights(const struct eng_model *m, const char *path)
+{
+	const struct eng_weights *w = eng_model_weights(m);
+	const struct eng_config *c = eng_model_config(m);
+	const struct eng_tensor *t[] = {&w->embed, &w->lm_head};
+	for (int l = -1; l < c->num_layers; l++) {
+		const struct eng_layer *L = l >= 0 ? &w->layers[l] : NULL;
+		const struct eng_tensor *x[] = {L ? &L->wq : t[0],     L ? &L->wk : t[1],
+						L ? &L->wv : t[1],     L ? &L->wo : t[1],
+						L ? &L->w_gate : t[1], L ? &L->w_up : t[1],
+						L ? &L->w_down : t[1]};
+		for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+			if (x[i]->dtype != ENG_F32 && x[i]->dtype != ENG_F16 &&
+			    x[i]->dtype != ENG_BF16)
+				return err_set(
+					"%s: holds %s weights (%s); quantize from the model's "
+					"F32/F16/BF16 file or its safetensors directory",
+					path, eng_dtype_name(x[i]->dtype),
+					l >= 0 ? "a layer's matrices" : "the embedding");
+	}
+	return 0;
+}
+
+/* The key/values besides the model's own: from a directory, its tokenizer files and
+ * generation_config.json; from a GGUF, its tokenizer.* and general.* keys but those
+ * the writer sets itself. */
+static int source_keys(struct eng_gguf_out *o, const char *model, const struct eng_model *m,
+		       bool gguf)
+{
+	if (!gguf)
+		return eng_gguf_out_str(o, "general.name", model_name(model),
+					strlen(model_name(model))) ||
+		       loader_gguf_keys(model, eng_model_config(m)->vocab_size, o);
+	static const char *const own[] = {"general.architecture", "general.type",
+					  "general.file_type",    "general.quantization_version",
+					  "general.alignment",    NULL};
+	const struct eng_gguf *g = eng_model_gguf(m);
+	const char *s;
+	size_t n;
+	const char *name = model_name(model);
+	size_t len = strlen(name);
+	if (len > 5 && !strcmp(name + len - 5, ".gguf"))
+		len -= 5;
+	if (eng_gguf_str(g, "general.name", &s, &n) == 1 &&
+	    eng_gguf_out_str(o, "general.name", name, len))
+		return -1;
+	return eng_gguf_out_copy(o, g, "general.", own) ||
+			       eng_gguf_out_copy(o, g, "tokenizer.", NULL)
+		       ? -1
+		       : 0;
+}
+
 
 int cmd_quantize(int argc, char **argv)
 {
@@ -234,14 +325,10 @@ int cmd_quantize(int argc, char **argv)
 	struct eng_model *m = NULL;
 	struct eng_gguf_out *o = NULL;
 	int rc = EXIT_RUNTIME;
-	if (dir && eng_is_gguf(dir))
-		err_set("%s: already a GGUF file; quantize reads a safetensors model directory",
-			dir);
-	else if (dir && (through || check_out(qa.out, dir) == 0) && (m = eng_model_open(dir)) &&
-		 (o = eng_gguf_out_new()) &&
-		 eng_gguf_out_str(o, "general.name", model_name(dir), strlen(model_name(dir))) ==
-			 0 &&
-		 loader_gguf_keys(dir, eng_model_config(m)->vocab_size, o) == 0) {
+	bool gguf = dir && eng_is_gguf(dir);
+	if (dir && (through || check_out(qa.out, dir, gguf) == 0) && (m = eng_model_open(dir)) &&
+	    (!gguf || float_weights(m, dir) == 0) && (o = eng_gguf_out_new()) &&
+	    source_keys(o, dir, m, gguf) == 0) {
 		g_tty = isatty(STDERR_FILENO);
 		g_t0 = clock_now();
 		int w = through ? write_through(m, f, o, qa.out) : write_model(m, f, o, qa.out);

@@ -108,6 +108,28 @@ expect_exit 0 "quantize after a killed one" "$QWENCHAT" quantize -m "$M" --type 
 	pass "the killed run's temporary file is removed, and said so" ||
 	fail "after SIGKILL: left $(leftovers), stderr $(cat "$TMP/err")"
 
+# from a GGUF of float weights (llama-quantize's usual input): the same tensors as
+# from the directory, so the same logits bit for bit; a quantized GGUF, or --out the
+# source file itself, is refused
+"$QWENCHAT" quantize -m "$M" --type bf16 --out "$TMP/src-bf16.gguf" 2>/dev/null
+expect_exit 0 "quantize a bf16 GGUF" "$QWENCHAT" quantize -m "$TMP/src-bf16.gguf" --type q4_k_m \
+	--out "$TMP/from-gguf.gguf"
+"$QWENCHAT" quantize -m "$M" --type q4_k_m --out "$TMP/from-dir.gguf" 2>/dev/null
+for f in from-gguf from-dir; do
+	echo 1 2 3 4 5 | "$QWENCHAT" logits -m "$TMP/$f.gguf" --threads 1 --out "$TMP/$f.bin" 2>/dev/null
+done
+[ -s "$TMP/from-gguf.bin" ] && cmp -s "$TMP/from-gguf.bin" "$TMP/from-dir.bin" &&
+	pass "... the same logits as the directory's quantized the same way" ||
+	fail "a GGUF's quantized copy computes other logits than the directory's"
+expect_exit 1 "quantize a quantized GGUF" "$QWENCHAT" quantize -m "$TMP/from-dir.gguf" --type q8_0 \
+	--out "$TMP/re.gguf"
+expect_err_has "from-dir.gguf: holds Q" "... refused, naming the file and the type"
+cp "$TMP/src-bf16.gguf" "$TMP/keep.gguf"
+expect_exit 1 "--out the source GGUF" "$QWENCHAT" quantize -m "$TMP/src-bf16.gguf" --type q8_0 \
+	--out "$TMP/src-bf16.gguf"
+cmp -s "$TMP/src-bf16.gguf" "$TMP/keep.gguf" && pass "... refused, the source left whole" ||
+	fail "--out the source GGUF changed it"
+
 # generation_config.json's sampling defaults travel as general.sampling.* (the
 # converter's keys), so the file samples as the directory did
 G=$TMP/gen
