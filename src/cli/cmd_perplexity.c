@@ -28,7 +28,15 @@
  * and logits stay cheap (the transformers guide uses GPT-2's 1024). */
 enum { DEFAULT_CTX_MAX = 4096 };
 
-enum ppl_key { OPT_STRIDE = CLI_OWN, OPT_KL_BASE, OPT_JSON, OPT_KV_F32, OPT_KV_BF16, OPT_FAST };
+enum ppl_key {
+	OPT_STRIDE = CLI_OWN,
+	OPT_CHUNKS,
+	OPT_KL_BASE,
+	OPT_JSON,
+	OPT_KV_F32,
+	OPT_KV_BF16,
+	OPT_FAST
+};
 
 static const struct cli_opt ppl_opts[] = {
 	{"file", 'f', "FILE",
@@ -36,6 +44,9 @@ static const struct cli_opt ppl_opts[] = {
 	 "token ids (little-endian uint32) to score; - reads text\n"
 	 "from stdin"},
 	{"stride", OPT_STRIDE, "S", "start a window every S tokens, 1..--ctx (default --ctx)"},
+	{"chunks", OPT_CHUNKS, "N",
+	 "score the first N windows only (llama-perplexity's\n--chunks): a quick estimate on a "
+	 "long text"},
 	{"kl-base", OPT_KL_BASE, "MODEL2",
 	 "also score MODEL2 on the same windows: mean\n"
 	 "KL(P_MODEL || P_MODEL2) over the scored positions and\n"
@@ -90,6 +101,7 @@ static const struct cli_command ppl_cmd = {
 struct ppl_args {
 	const char *file, *kl_base;
 	long stride; /* 0: --ctx */
+	long chunks; /* 0: every window */
 	bool json, kv_f32, fast;
 };
 
@@ -99,6 +111,7 @@ static int ppl_opt(void *user, int key, const char *arg)
 	switch (key) {
 	case 'f': a->file = arg; return 0;
 	case OPT_STRIDE: return cli_parse_long("stride", arg, 1, 1L << 24, &a->stride);
+	case OPT_CHUNKS: return cli_parse_long("chunks", arg, 1, 1L << 40, &a->chunks);
 	case OPT_KL_BASE: a->kl_base = arg; return 0;
 	case OPT_JSON: a->json = true; return 0;
 	case OPT_KV_F32: a->kv_f32 = true; return 0;
@@ -202,8 +215,8 @@ static void json_number(const char *key, double v)
 		printf(", \"%s\": null", key);
 }
 
-static void print_result(const struct ppl_args *a, const struct ppl_result *r, int ctx,
-			 int stride, size_t n)
+static void print_result(const struct ppl_args *a, const struct ppl_result *r, int ctx, int stride,
+			 size_t n, size_t n_all)
 {
 	double nll = r->nll / (double)r->tokens, ppl = exp(nll);
 	double kl = r->kl / (double)r->tokens, top1 = (double)r->top1 / (double)r->tokens;
@@ -218,8 +231,10 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 		printf("}\n");
 		return;
 	}
-	printf("file        %s: %zu token%s, %zu window%s of at most %d, stride %d\n", a->file, n,
-	       n == 1 ? "" : "s", r->windows, r->windows == 1 ? "" : "s", ctx, stride);
+	printf("file        %s: %zu token%s, %zu window%s of at most %d, stride %d\n", a->file,
+	       n_all, n_all == 1 ? "" : "s", r->windows, r->windows == 1 ? "" : "s", ctx, stride);
+	if (n < n_all)
+		printf("chunks      the first %zu windows only: tokens 1 to %zu\n", r->windows, n);
 	printf("tokens      %zu scored\n", r->tokens);
 	printf("nll         %.6f nats per token (mean)\n", nll);
 	printf("perplexity  %.4f\n", ppl);
@@ -349,6 +364,10 @@ int cmd_perplexity(int argc, char **argv)
 	size_t n = 0;
 	int ctx = 0, stride = 0;
 	r = setup(&cli, &a, s, &eo, &ids, &n, &ctx, &stride);
+	size_t n_all = n;
+	/* the first N windows are those of the stream cut where the N-th ends */
+	if (a.chunks && (uint64_t)(a.chunks - 1) * (uint64_t)stride + (uint64_t)ctx < n)
+		n = (size_t)(a.chunks - 1) * (size_t)stride + (size_t)ctx;
 	if (!r) {
 		struct progress pr = {.tty = isatty(STDERR_FILENO)};
 		struct ppl_options po = {.vocab = eng_model_config(s[0].m)->vocab_size,
@@ -365,7 +384,7 @@ int cmd_perplexity(int argc, char **argv)
 		if (r)
 			cli_error("%s", err_msg());
 		else
-			print_result(&a, &res, ctx, stride, n);
+			print_result(&a, &res, ctx, stride, n, n_all);
 	}
 	free(ids);
 	side_free(&s[1]);

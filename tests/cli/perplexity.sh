@@ -78,6 +78,13 @@ check "tied, ctx 256 stride 256 (a short last window)" "$A" 256 256 --kv-f32
 check "untied, ctx 64 stride 64, fp32 KV" "$B" 64 64 --kv-f32
 check "untied, ctx 100 stride 30, fp32 KV" "$B" 100 30 --kv-f32
 check "tied, ctx 64 stride 16, fp32 KV (the default)" "$A" 64 16
+# --chunks 3: the first three windows, those of the first (3 - 1) 16 + 64 tokens
+"$PY" -c 'import numpy as np, sys
+np.fromfile(sys.argv[1], "<u4")[:96].tofile(sys.argv[2])' "$TMP/r.u32" "$TMP/r96.u32"
+ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 16 --chunks 3 --json 2>"$TMP/err")
+ref=$("$PY" "$REF" "$A" "$TMP/r96.u32" 64 16)
+if msg=$(close "--chunks 3" "$ours" "$ref"); then pass "--chunks 3: the first 3 windows: $msg"
+else fail "--chunks 3: $msg; ours $ours $(head -c 200 "$TMP/err"), reference $ref"; fi
 check "tied, ctx 64 stride 16, --kv-bf16" "$A" 64 16 --kv-bf16
 check "untied, ctx 48 stride 48, --kv-bf16, 1 thread" "$B" 48 48 --kv-bf16 --threads 1
 # --fast: bf16 products, the prefill's; near the reference, not on it where bf16 runs
