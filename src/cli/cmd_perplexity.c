@@ -215,6 +215,15 @@ static void json_number(const char *key, double v)
 		printf(", \"%s\": null", key);
 }
 
+/* The standard error of a mean of n values from their sum and sum of squares. */
+static double std_error(double sum, double sum2, size_t n)
+{
+	if (n < 2)
+		return 0;
+	double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
+	return var > 0 ? sqrt(var / (double)(n - 1)) : 0;
+}
+
 static void print_result(const struct ppl_args *a, const struct ppl_result *r, int ctx, int stride,
 			 size_t n, size_t n_all)
 {
@@ -242,6 +251,16 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 		printf("kl          %.6f nats per token, mean KL(P_MODEL || P_MODEL2)\n", kl);
 		printf("top1        %.6f of the positions: the same most likely token\n", top1);
 	}
+	/* as llama-perplexity's +/-: the spread of the positions' values over their count
+	 * (positions of one text are not independent, so it is a lower bound) */
+	double se = std_error(r->nll, r->nll2, r->tokens);
+	printf("uncertainty +/- %.6f nats on the mean NLL, +/- %.4f on the perplexity", se,
+	       ppl * se);
+	if (a->kl_base)
+		printf(", +/- %.6f on the KL, +/- %.6f on top1",
+		       std_error(r->kl, r->kl2, r->tokens),
+		       r->tokens > 1 ? sqrt(top1 * (1 - top1) / (double)(r->tokens - 1)) : 0.0);
+	printf(" (standard errors)\n");
 }
 
 /* The window and stride from the options and the models' limits; 0, or EXIT_USAGE /

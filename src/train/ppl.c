@@ -158,7 +158,9 @@ static void score(struct run *u, int m, const int32_t *label)
 			pthread_join(th[t], NULL);
 	for (int i = 0; i < m; i++) {
 		u->r->nll += u->rows[i].nll;
+		u->r->nll2 += u->rows[i].nll * u->rows[i].nll;
 		u->r->kl += u->rows[i].kl;
+		u->r->kl2 += u->rows[i].kl * u->rows[i].kl;
 		u->r->top1 += u->rows[i].same_top1;
 	}
 	u->r->tokens += (size_t)m;

@@ -32,7 +32,9 @@ struct ppl_result {
 	size_t tokens;  /* positions scored */
 	size_t windows; /* windows run through the model (those with a position to score) */
 	double nll;     /* sum over them of -log p(token | tokens before it in its window) */
+	double nll2;    /* ... of its squares (the spread of the mean) */
 	double kl;      /* sum of KL(P || Q), P the model's, Q the base's (0 without one) */
+	double kl2;     /* ... of its squares */
 	size_t top1;    /* positions where both argmaxes agree (0 without a base) */
 };
 

@@ -85,6 +85,21 @@ ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 16 --chunks 3 --json 2>"$T
 ref=$("$PY" "$REF" "$A" "$TMP/r96.u32" 64 16)
 if msg=$(close "--chunks 3" "$ours" "$ref"); then pass "--chunks 3: the first 3 windows: $msg"
 else fail "--chunks 3: $msg; ours $ours $(head -c 200 "$TMP/err"), reference $ref"; fi
+# the table's standard errors (llama-perplexity's +/-) against the reference's
+$PPL -m "$A" -f "$TMP/r.u32" --ctx 50 --stride 7 --kl-base "$A2" >"$TMP/table" 2>"$TMP/err"
+ref=$("$PY" "$REF" "$A" "$TMP/r.u32" 50 7 --kl-base "$A2" --se)
+"$PY" - "$TMP/table" "$ref" <<'EOF' && pass "the standard errors of the mean NLL and KL" ||
+import json, math, re, sys
+t, r = open(sys.argv[1]).read(), json.loads(sys.argv[2])
+m = re.search(r"uncertainty \+/- (\S+) nats on the mean NLL, \+/- (\S+) on the perplexity, "
+              r"\+/- (\S+) on the KL", t)
+ok = m and abs(float(m[1]) - r["nll_se"]) <= 1e-5 * r["nll_se"] + 1e-6 and \
+    abs(float(m[2]) - r["ppl"] * r["nll_se"]) <= 1e-3 * r["ppl"] * r["nll_se"] + 1e-4 and \
+    abs(float(m[3]) - r["kl_se"]) <= 1e-4 * r["kl_se"] + 1e-6
+print(t, r)
+sys.exit(0 if ok else 1)
+EOF
+	fail "standard errors: $(cat "$TMP/table") reference $ref"
 check "tied, ctx 64 stride 16, --kv-bf16" "$A" 64 16 --kv-bf16
 check "untied, ctx 48 stride 48, --kv-bf16, 1 thread" "$B" 48 48 --kv-bf16 --threads 1
 # --fast: bf16 products, the prefill's; near the reference, not on it where bf16 runs

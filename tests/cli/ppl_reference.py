@@ -20,8 +20,10 @@ result is the mean over the scored labels. With --kl-base MODEL2 it also sums
 KL(P || Q) = sum_v P(v) (log P(v) - log Q(v)), P the model's, Q MODEL2's, and counts
 the positions where both argmaxes agree.
 
-usage: ppl_reference.py MODEL_DIR IDS.u32 CTX STRIDE [--kl-base MODEL2_DIR]
-prints {"tokens": N, "nll": X, "ppl": Y[, "kl": K, "top1": T]}
+usage: ppl_reference.py MODEL_DIR IDS.u32 CTX STRIDE [--kl-base MODEL2_DIR] [--se]
+prints {"tokens": N, "nll": X, "ppl": Y[, "kl": K, "top1": T]}; with --se, also
+"nll_se" (the standard error of the mean NLL: the sample standard deviation of the
+positions' NLLs over sqrt(N)) and, with a base, "kl_se".
 
 Its forward() also makes the logits of tests/golden/logits-quant-*.txt
 (tests/golden/make-quant-logits-golden.sh).
@@ -129,6 +131,9 @@ def log_softmax(z):
 def main():
     args = sys.argv[1:]
     base = None
+    want_se = "--se" in args
+    if want_se:
+        args.remove("--se")
     if "--kl-base" in args:
         i = args.index("--kl-base")
         base = load(args[i + 1])
@@ -137,6 +142,7 @@ def main():
     cfg, w = load(model_dir)
     ids = np.fromfile(ids_path, dtype="<u4").astype(np.int64)
     tokens, nll, kl, top1 = 0, 0.0, 0.0, 0
+    each_nll, each_kl = [], []
     prev_end = 0
     for begin in range(0, len(ids), stride):
         end = min(begin + ctx, len(ids))
@@ -147,11 +153,13 @@ def main():
             lp = log_softmax(forward(cfg, w, window))
             rows = np.arange(first - 1, len(window) - 1)
             nll -= lp[rows, window[first:]].sum()
+            each_nll.extend(-lp[rows, window[first:]])
             tokens += len(rows)
             if base:
                 lq = log_softmax(forward(base[0], base[1], window))
                 p, q = lp[rows], lq[rows]
                 kl += (np.exp(p) * (p - q)).sum()
+                each_kl.extend((np.exp(p) * (p - q)).sum(axis=-1))
                 top1 += int((p.argmax(axis=-1) == q.argmax(axis=-1)).sum())
         prev_end = end
         if end == len(ids):
@@ -160,6 +168,10 @@ def main():
     if base:
         out["kl"] = kl / tokens
         out["top1"] = top1 / tokens
+    if want_se:
+        out["nll_se"] = float(np.std(each_nll, ddof=1) / math.sqrt(tokens))
+        if base:
+            out["kl_se"] = float(np.std(each_kl, ddof=1) / math.sqrt(tokens))
     print(json.dumps(out))
 
 
