@@ -4,7 +4,7 @@
 if ENABLE_TUI
 noinst_LIBRARIES += libui.a
 libui_a_SOURCES = ui/ui.c ui/ui.h ui/uistate.h ui/view.c ui/view.h ui/input.c ui/history.c \
-	ui/draw.c ui/debug.c ui/markdown.c ui/live.c ui/live.h
+	ui/draw.c ui/debug.c ui/markdown.c ui/markdown.h ui/live.c ui/live.h
 libui_a_CPPFLAGS = $(AM_CPPFLAGS) $(NCURSESW_CFLAGS) $(READLINE_CFLAGS)
 qwenchat_LDADD = libui.a $(APP_LIBS) $(NCURSESW_LIBS) $(READLINE_LIBS)
 else

@@ -6,14 +6,10 @@
 #include <curses.h>
 #include <string.h>
 
+#include "ui/markdown.h"
 #include "ui/uistate.h"
 
-struct md_state {
-	bool bold, italic, code;
-};
-
-/* The length of the marker at s (n bytes left) that changes the state, or 0. */
-static size_t marker(const char *s, size_t n, const char *line, struct md_state *st, bool apply)
+size_t md_marker(const char *s, size_t n, const char *line, struct md_state *st, bool apply)
 {
 	if (s[0] == '`') {
 		if (apply)
@@ -47,9 +43,7 @@ static attr_t attrs(const struct md_state *st, attr_t base)
 	return base | (st->bold ? A_BOLD : 0) | (st->italic ? A_ITALIC : 0);
 }
 
-/* How the logical line starts: "# " headings (bold, marker hidden), "- ", "* " or
- * "+ " items (a bullet); returns the bytes of the marker to hide (0: none). */
-static size_t line_kind(const char *line, size_t n, bool *heading, bool *item)
+size_t md_line_kind(const char *line, size_t n, bool *heading, bool *item)
 {
 	size_t i = 0;
 	*heading = *item = false;
@@ -73,12 +67,12 @@ int md_put(struct ui *u, int y, int x, const char *line, const char *s, size_t n
 {
 	size_t line_n = (size_t)(s - line) + n;
 	bool heading, item;
-	size_t hide = line_kind(line, line_n, &heading, &item);
+	size_t hide = md_line_kind(line, line_n, &heading, &item);
 	if (heading)
 		base |= A_BOLD;
 	struct md_state st = {false, false, false};
 	for (const char *p = line + hide; p < s;) { /* the state the wrap left open */
-		size_t m = marker(p, (size_t)(s - p), line, &st, true);
+		size_t m = md_marker(p, (size_t)(s - p), line, &st, true);
 		p += m ? m : 1;
 	}
 	int used = 0;
@@ -95,9 +89,9 @@ int md_put(struct ui *u, int y, int x, const char *line, const char *s, size_t n
 		n -= hide;
 	}
 	while (n > 0 && used < cols) {
-		size_t m = marker(s, n, line, &st, false);
+		size_t m = md_marker(s, n, line, &st, false);
 		if (m) {
-			marker(s, n, line, &st, true);
+			md_marker(s, n, line, &st, true);
 			s += m;
 			n -= m;
 			continue;

@@ -3,6 +3,7 @@
 
 #include "src/base/array.h"
 #include "src/chat/template.h"
+#include "ui/markdown.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,32 +172,104 @@ static int push(struct view *v, enum vl_style st, const char *s, int len, int bl
 	return 0;
 }
 
+/* How a paragraph is measured: as drawn. In an answer, light Markdown's markers take
+ * no column (nor a heading's "# "), so a line wraps at the width its text is drawn
+ * in; the markers' state is carried from the paragraph's start, line to line. */
+struct measure {
+	bool md;
+	const char *line; /* the paragraph's start */
+	struct md_state st;
+	size_t hidden; /* bytes at the line's start drawn in no column (a heading's "# ") */
+	size_t plain;  /* bytes at its start that are no markers (an item's "- ") */
+};
+
+static void measure_start(struct measure *m, bool md, const char *line, size_t n)
+{
+	bool heading, item;
+	memset(m, 0, sizeof *m);
+	m->md = md;
+	m->line = line;
+	if (!md)
+		return;
+	size_t k = md_line_kind(line, n, &heading, &item);
+	if (heading)
+		m->hidden = k;
+	else
+		m->plain = k;
+}
+
+/* Bytes of s[0..n) (within the paragraph) that fit in cols columns as drawn; the
+ * state is not changed. */
+static size_t measure_fit(const struct measure *m, const char *s, size_t n, int cols)
+{
+	struct md_state st = m->st;
+	size_t i = 0, start = (size_t)(s - m->line);
+	int used = 0, w;
+	while (i < n) {
+		size_t at = start + i, k = 0;
+		if (at < m->hidden)
+			k = m->hidden - at;
+		else if (m->md && at >= m->plain)
+			k = md_marker(s + i, n - i, m->line, &st, true);
+		if (k) {
+			i += k;
+			continue;
+		}
+		k = (size_t)char_at(s + i, n - i, &w);
+		if (used + w > cols)
+			break;
+		used += w;
+		i += k;
+	}
+	return i;
+}
+
+/* The state after s[0..n), the bytes a display line took. */
+static void measure_skip(struct measure *m, const char *s, size_t n)
+{
+	if (!m->md)
+		return;
+	for (size_t i = 0; i < n;) {
+		size_t at = (size_t)(s + i - m->line);
+		size_t k = at < m->hidden || at < m->plain
+				   ? 0
+				   : md_marker(s + i, n - i, m->line, &m->st, true);
+		i += k ? k : 1;
+	}
+}
+
 /* Wraps one paragraph (no newline) at word boundaries; words longer than the width
- * (and code, when hard) are cut at the width. */
+ * (and code, when hard) are cut at the width. md: an answer's light Markdown. */
 static int wrap(struct view *v, enum vl_style st, const char *s, size_t n, int width, int block,
-		bool hard)
+		bool hard, bool md)
 {
 	if (n == 0)
 		return push(v, st, s, 0, block);
+	struct measure m;
+	measure_start(&m, md, s, n);
 	while (n > 0) {
-		size_t fit = view_fit(s, n, width);
+		size_t fit = measure_fit(&m, s, n, width);
 		if (fit == 0) { /* a character wider than the screen: take it anyway */
 			int w;
 			fit = (size_t)char_at(s, n, &w);
 		}
-		size_t cut = fit;
-		if (fit < n && !hard) {
+		size_t cut = fit, len = fit;
+		if (fit < n && !hard && s[fit] == ' ') {
+			cut = fit + 1; /* the line ends at a space: the words before it fit */
+		} else if (fit < n && !hard) {
 			size_t sp = fit;
 			while (sp > 0 && s[sp - 1] != ' ')
 				sp--;
-			/* A break at the space when there is one; CJK text has none and is
-			 * cut anywhere (each ideograph is a word). */
-			if (sp > 0)
-				cut = sp;
+			/* A break at the space when there is one, but not the one after a
+			 * heading's or an item's marker; CJK text has none and is cut
+			 * anywhere (each ideograph is a word). */
+			size_t mark = s == m.line ? m.hidden + m.plain : 0;
+			if (sp > mark)
+				cut = sp, len = sp - 1;
 		}
-		if (push(v, st, s, (int)(cut < fit && cut > 0 && s[cut - 1] == ' ' ? cut - 1 : cut),
-			 block))
+		if (push(v, st, s, (int)len, block))
 			return -1;
+		measure_skip(&m, s, cut);
 		s += cut;
 		n -= cut;
 	}
@@ -212,7 +285,8 @@ static int layout_text(struct view *v, enum vl_style st, const char *s, size_t n
 		const char *nl = memchr(s, '\n', n);
 		size_t len = nl ? (size_t)(nl - s) : n;
 		bool fence = len >= 3 && !strncmp(s + strspn(s, " "), "```", 3) && st == VL_ASSIST;
-		if (wrap(v, code || fence ? VL_CODE : st, s, len, width, block, code || fence))
+		if (wrap(v, code || fence ? VL_CODE : st, s, len, width, block, code || fence,
+			 st == VL_ASSIST && !code && !fence))
 			return -1;
 		if (fence)
 			code = !code;

@@ -70,6 +70,26 @@ T send-keys -t ui "/load $TMP/conv.fifo" Enter
 check_screen 'conv.fifo: not a regular file' "/load of a FIFO: refused, the chat free"
 T send-keys -t ui C-a C-k # a failed command stays in the line, to be fixed
 
+# 2b. Markdown's markers are not drawn, so they take no room in the wrap: at 40 columns
+# (38 for the text) eight bold words fill a line as drawn, not as typed.
+T resize-window -t ui -x 40 -y 30
+printf '%s\n' '[{"role": "user", "content": "Markup"},' \
+	' {"role": "assistant", "content": "**aaaa** **bbbb** **cccc** **dddd** **eeee** **ffff** **gggg** **hhhh**\n`one` `two` `three` `four` `five` `six` `seven`\n## Head *of* a **long** heading that wraps here now"}]' \
+	>"$TMP/md-wrap.json"
+T send-keys -t ui "/load $TMP/md-wrap.json" Enter
+check_screen '^  one two' "bold words are loaded"
+shot "Markdown wrapped at 40 columns"
+screen | grep -q '^  aaaa bbbb cccc dddd eeee ffff gggg *$' &&
+	pass "bold words wrap at the width they are drawn in" ||
+	fail "bold words wrap early: $(screen | grep -E 'aaaa|hhhh' | tr '\n' '|')"
+screen | grep -q '^  one two three four five six seven *$' &&
+	pass "inline code wraps at the width it is drawn in" ||
+	fail "inline code wraps early: $(screen | grep -E 'one|seven' | tr '\n' '|')"
+screen | grep -q '^  Head of a long heading that wraps here *$' &&
+	pass "a heading's marker takes no room" ||
+	fail "heading wrap: $(screen | grep -E 'Head|here' | tr '\n' '|')"
+T resize-window -t ui -x 100 -y 30
+
 # 3. The memory pane beside the chat (120 columns: 48 for the pane) shows every figure
 # whole, the per-layer KV ones included, and how much of the RSS they account for.
 T resize-window -t ui -x 120 -y 40
