@@ -28,10 +28,7 @@ void draw_init(void)
 	init_pair(C_WARN, COLOR_WHITE, COLOR_RED);
 }
 
-/* Prints at most cols columns of s[0..n); control characters show as '?', but a
- * carriage return takes no column: models write CRLF line ends (code, Windows
- * text), and the view breaks lines at the LF. Returns the columns used. */
-int draw_put(int y, int x, const char *s, size_t n, int cols)
+int draw_put_at(int y, int x, int col, const char *s, size_t n, int cols)
 {
 	move(y, x);
 	int used = 0;
@@ -40,18 +37,25 @@ int draw_put(int y, int x, const char *s, size_t n, int cols)
 		while (run < n && ((unsigned char)s[run] >= 0x20 && s[run] != 0x7f))
 			run++;
 		if (run) {
-			size_t fit = view_fit(s, run, cols - used);
+			int w;
+			size_t fit = view_fit_at(s, run, col + used, cols - used, &w);
 			if (!fit)
 				break;
 			addnstr(s, (int)fit);
-			used += view_width(s, fit);
+			used += w;
 			if (fit < run)
 				break;
 			s += run;
 			n -= run;
+		} else if (s[0] == '\t') { /* blanks up to the next stop, as the layout counts */
+			int w = VIEW_TAB - (col + used) % VIEW_TAB;
+			for (int i = 0; i < w && used < cols; i++, used++)
+				addch(' ');
+			s++;
+			n--;
 		} else {
 			if (s[0] != '\r') {
-				addch(s[0] == '\t' ? ' ' : '?');
+				addch('?');
 				used++;
 			}
 			s++;
@@ -59,6 +63,11 @@ int draw_put(int y, int x, const char *s, size_t n, int cols)
 		}
 	}
 	return used;
+}
+
+int draw_put(int y, int x, const char *s, size_t n, int cols)
+{
+	return draw_put_at(y, x, 0, s, n, cols);
 }
 
 static attr_t style_attr(enum vl_style st)

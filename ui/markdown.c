@@ -100,7 +100,7 @@ int md_put(struct ui *u, int y, int x, const char *line, const char *s, size_t n
 		while (run < n && s[run] != '`' && s[run] != '*')
 			run++;
 		attrset(attrs(&st, base));
-		int w = draw_put(y, x + used, s, run, cols - used);
+		int w = draw_put_at(y, x + used, used, s, run, cols - used);
 		if (w == 0)
 			break;
 		used += w;

@@ -61,9 +61,13 @@ enum {
 	C_MD_CODE
 };
 
-/* draw.c: at most cols columns of s[0..n) at (y, x), control characters as '?';
- * returns the columns used. */
+/* draw.c: at most cols columns of s[0..n) at (y, x), control characters as '?', but
+ * a carriage return takes no column (models write CRLF line ends, and the view breaks
+ * lines at the LF) and a tab reaches the next stop; returns the columns used. s
+ * starts a line of text: its tab stops count from x. */
 int draw_put(int y, int x, const char *s, size_t n, int cols);
+/* The same for text that starts col columns into its line of text. */
+int draw_put_at(int y, int x, int col, const char *s, size_t n, int cols);
 
 /* markdown.c: the display line s[0..n) of the answer line starting at `line`, with
  * light Markdown drawn (bold, italic, inline code, headings, list bullets); base is

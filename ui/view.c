@@ -5,6 +5,7 @@
 #include "src/chat/template.h"
 #include "ui/markdown.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,8 +124,8 @@ void view_show_reasoning(struct view *v, bool show)
 		v->b[i].collapsed = !show;
 }
 
-/* One character: its byte length and display width. */
-static int char_at(const char *s, size_t n, int *width)
+/* One character at column col of its line: its byte length and display width. */
+static int char_at(const char *s, size_t n, int col, int *width)
 {
 	utf8proc_int32_t cp;
 	utf8proc_ssize_t k =
@@ -134,34 +135,43 @@ static int char_at(const char *s, size_t n, int *width)
 		return 1;
 	}
 	int w = utf8proc_charwidth(cp);
-	/* Control characters are drawn as one column, but a carriage return is not drawn
+	/* A tab reaches the next multiple of VIEW_TAB columns, as on a terminal; other
+	 * control characters are drawn as one column, but a carriage return is not drawn
 	 * (draw_put); combining marks take none. */
-	*width = cp == '\r' ? 0 : cp < 0x20 || cp == 0x7f ? 1 : w < 0 ? 1 : w;
+	*width = cp == '\t'                ? VIEW_TAB - col % VIEW_TAB
+		 : cp == '\r'              ? 0
+		 : cp < 0x20 || cp == 0x7f ? 1
+		 : w < 0                   ? 1
+					   : w;
 	return (int)k;
+}
+
+size_t view_fit_at(const char *s, size_t n, int col, int cols, int *used)
+{
+	size_t i = 0;
+	int u = 0, w;
+	while (i < n) {
+		int k = char_at(s + i, n - i, col + u, &w);
+		if (u + w > cols)
+			break;
+		u += w;
+		i += (size_t)k;
+	}
+	if (used)
+		*used = u;
+	return i;
 }
 
 int view_width(const char *s, size_t n)
 {
-	int total = 0, w;
-	for (size_t i = 0; i < n;) {
-		i += (size_t)char_at(s + i, n - i, &w);
-		total += w;
-	}
-	return total;
+	int used;
+	view_fit_at(s, n, 0, INT_MAX, &used);
+	return used;
 }
 
 size_t view_fit(const char *s, size_t n, int cols)
 {
-	size_t i = 0;
-	int used = 0, w;
-	while (i < n) {
-		int k = char_at(s + i, n - i, &w);
-		if (used + w > cols)
-			break;
-		used += w;
-		i += (size_t)k;
-	}
-	return i;
+	return view_fit_at(s, n, 0, cols, NULL);
 }
 
 static int push(struct view *v, enum vl_style st, const char *s, int len, int block)
@@ -215,7 +225,7 @@ static size_t measure_fit(const struct measure *m, const char *s, size_t n, int 
 			i += k;
 			continue;
 		}
-		k = (size_t)char_at(s + i, n - i, &w);
+		k = (size_t)char_at(s + i, n - i, used, &w);
 		if (used + w > cols)
 			break;
 		used += w;
@@ -251,14 +261,14 @@ static int wrap(struct view *v, enum vl_style st, const char *s, size_t n, int w
 		size_t fit = measure_fit(&m, s, n, width);
 		if (fit == 0) { /* a character wider than the screen: take it anyway */
 			int w;
-			fit = (size_t)char_at(s, n, &w);
+			fit = (size_t)char_at(s, n, 0, &w);
 		}
 		size_t cut = fit, len = fit;
-		if (fit < n && !hard && s[fit] == ' ') {
+		if (fit < n && !hard && (s[fit] == ' ' || s[fit] == '\t')) {
 			cut = fit + 1; /* the line ends at a space: the words before it fit */
 		} else if (fit < n && !hard) {
 			size_t sp = fit;
-			while (sp > 0 && s[sp - 1] != ' ')
+			while (sp > 0 && s[sp - 1] != ' ' && s[sp - 1] != '\t')
 				sp--;
 			/* A break at the space when there is one, but not the one after a
 			 * heading's or an item's marker; CJK text has none and is cut

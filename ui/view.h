@@ -78,10 +78,16 @@ void view_show_reasoning(struct view *v, bool show);
 /* Lays out every block for `width` columns into v->lines. */
 int view_layout(struct view *v, int width);
 
-/* Display width of the UTF-8 bytes s[0..n) (control characters count 1, invalid
- * bytes 1 each, as they are drawn). */
+/* Tab stops: every VIEW_TAB columns from the start of a display line. */
+#define VIEW_TAB 8
+
+/* Display width of the UTF-8 bytes s[0..n) starting a line (a tab up to the next
+ * stop, other control characters 1, invalid bytes 1 each, as they are drawn). */
 int view_width(const char *s, size_t n);
-/* Bytes of s[0..n) that fit in `cols` columns. */
+/* Bytes of s[0..n) that fit in `cols` columns at the start of a line. */
 size_t view_fit(const char *s, size_t n, int cols);
+/* The same from column col of a line (where its tabs stop); *used (may be NULL)
+ * gets the columns they take. */
+size_t view_fit_at(const char *s, size_t n, int col, int cols, int *used);
 
 #endif

@@ -88,6 +88,26 @@ screen | grep -q '^  one two three four five six seven *$' &&
 screen | grep -q '^  Head of a long heading that wraps here *$' &&
 	pass "a heading's marker takes no room" ||
 	fail "heading wrap: $(screen | grep -E 'Head|here' | tr '\n' '|')"
+# 2c. A tab reaches the next multiple of 8 columns, as on a terminal, in the wrap as
+# on screen: in an answer, a code block and the input line.
+printf '%s\n' '[{"role": "user", "content": "Tabs"},' \
+	' {"role": "assistant", "content": "abc\tdef\tghi\tjkl\tmno\tpqr\n```\n\tx = 1;\nab\tcd\n```"}]' \
+	>"$TMP/tabs.json"
+T send-keys -t ui "/load $TMP/tabs.json" Enter
+check_screen '^  abc' "tabs are loaded"
+shot "tabs at 40 columns"
+screen | grep -q '^  abc     def     ghi     jkl     mno *$' && screen | grep -q '^  pqr *$' &&
+	pass "tabs in an answer reach the next stop, and the line wraps there" ||
+	fail "tabs in an answer: $(screen | grep -E 'abc|pqr' | tr '\n' '|')"
+screen | grep -q "^$(printf '\342\224\202')         x = 1;" &&
+	screen | grep -q "^$(printf '\342\224\202') ab      cd *$" &&
+	pass "tabs in a code block reach the next stop" ||
+	fail "tabs in code: $(screen | grep -E 'x = 1|cd' | tr '\n' '|')"
+T send-keys -t ui -l "$(printf '\033[200~p\tq\033[201~')"
+check_screen '^> p' "a pasted tab is in the input line"
+screen | grep -q '^> p       q *$' && pass "a tab in the input line reaches the next stop" ||
+	fail "tab in the input line: $(screen | grep '^> ')"
+T send-keys -t ui C-u
 T resize-window -t ui -x 100 -y 30
 
 # 3. The memory pane beside the chat (120 columns: 48 for the pane) shows every figure
