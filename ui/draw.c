@@ -10,9 +10,13 @@
 #include "ui/uistate.h"
 
 
-void draw_init(void)
+/* Colours are on: the terminal has them and NO_COLOR does not ask for none. */
+static bool colors;
+
+void draw_init(bool no_color)
 {
-	if (!has_colors())
+	colors = has_colors() && !no_color;
+	if (!colors)
 		return;
 	start_color();
 	use_default_colors();
@@ -26,6 +30,15 @@ void draw_init(void)
 	init_pair(C_NOTICE, COLOR_BLUE, -1);
 	init_pair(C_STATUS, COLOR_BLACK, COLOR_WHITE);
 	init_pair(C_WARN, COLOR_WHITE, COLOR_RED);
+}
+
+attr_t draw_pair(int pair)
+{
+	if (colors)
+		return COLOR_PAIR(pair);
+	/* without colours the status bar stands out in reverse video (and a warning on
+	 * it in bold, out of it) */
+	return pair == C_STATUS ? A_REVERSE : A_NORMAL;
 }
 
 int draw_put_at(int y, int x, int col, const char *s, size_t n, int cols)
@@ -73,16 +86,16 @@ int draw_put(int y, int x, const char *s, size_t n, int cols)
 static attr_t style_attr(enum vl_style st)
 {
 	switch (st) {
-	case VL_USER_HEAD: return COLOR_PAIR(C_USER) | A_BOLD;
-	case VL_USER: return COLOR_PAIR(C_USER);
-	case VL_ASSIST_HEAD: return COLOR_PAIR(C_ASSIST) | A_BOLD;
+	case VL_USER_HEAD: return draw_pair(C_USER) | A_BOLD;
+	case VL_USER: return draw_pair(C_USER);
+	case VL_ASSIST_HEAD: return draw_pair(C_ASSIST) | A_BOLD;
 	case VL_REASON_HEAD: return A_DIM | A_ITALIC;
 	case VL_REASON: return A_DIM;
-	case VL_CODE: return COLOR_PAIR(C_CODE);
-	case VL_SYSTEM_HEAD: return COLOR_PAIR(C_SYSTEM) | A_BOLD;
-	case VL_SYSTEM: return COLOR_PAIR(C_SYSTEM);
-	case VL_ERROR: return COLOR_PAIR(C_ERROR) | A_BOLD;
-	case VL_NOTICE: return COLOR_PAIR(C_NOTICE);
+	case VL_CODE: return draw_pair(C_CODE);
+	case VL_SYSTEM_HEAD: return draw_pair(C_SYSTEM) | A_BOLD;
+	case VL_SYSTEM: return draw_pair(C_SYSTEM);
+	case VL_ERROR: return draw_pair(C_ERROR) | A_BOLD;
+	case VL_NOTICE: return draw_pair(C_NOTICE);
 	default: return A_NORMAL;
 	}
 }
@@ -205,13 +218,13 @@ static void draw_status(struct ui *u, int y, int w)
 				      fl[i].text);
 	if (n < (int)sizeof s - 1)
 		s[n++] = ' ', s[n] = 0;
-	attrset(COLOR_PAIR(C_STATUS));
+	attrset(draw_pair(C_STATUS));
 	move(y, 0);
 	for (int i = 0; i < w; i++)
 		addch(' ');
 	draw_put(y, 0, s, strlen(s), w);
 	if (f->save_error[0]) { /* an autosave failure stays in sight */
-		attrset(COLOR_PAIR(C_WARN) | A_BOLD);
+		attrset(draw_pair(C_WARN) | A_BOLD);
 		int sw = view_width(f->save_error, strlen(f->save_error));
 		draw_put(y, sw + 1 < w ? w - sw - 1 : 0, f->save_error, strlen(f->save_error), w);
 	}
@@ -289,7 +302,7 @@ static void draw_hint(struct ui *u, int y, int w)
 					   "PgUp/PgDn | F2 debug | /help | Ctrl-D quit";
 	move(y, 0);
 	clrtoeol();
-	attrset(u->confirm_quit ? (COLOR_PAIR(C_ERROR) | A_BOLD) : A_DIM);
+	attrset(u->confirm_quit ? (draw_pair(C_ERROR) | A_BOLD) : A_DIM);
 	size_t n = strlen(s);
 	if (u->hint[0] && view_width(s, n) > w && w > 1) {
 		/* completion candidates that do not fit: an ellipsis says there are more */

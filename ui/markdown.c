@@ -39,7 +39,7 @@ size_t md_marker(const char *s, size_t n, const char *line, struct md_state *st,
 static attr_t attrs(const struct md_state *st, attr_t base)
 {
 	if (st->code)
-		return COLOR_PAIR(C_MD_CODE);
+		return draw_pair(C_MD_CODE);
 	return base | (st->bold ? A_BOLD : 0) | (st->italic ? A_ITALIC : 0);
 }
 

@@ -285,7 +285,7 @@ static void step(struct ui *u, double *last_fig)
 	}
 }
 
-int ui_main(struct app *a, const char *notices)
+int ui_main(struct app *a, const char *notices, const struct ui_options *o)
 {
 	struct ui u;
 	memset(&u, 0, sizeof u);
@@ -317,7 +317,7 @@ int ui_main(struct app *a, const char *notices)
 	noecho();
 	nonl();
 	keypad(stdscr, FALSE);
-	draw_init();
+	draw_init(o->no_color);
 	/* Bracketed paste and SGR mouse reports (the wheel scrolls). */
 	fputs("\033[?2004h\033[?1000h\033[?1006h", stdout);
 	fflush(stdout);

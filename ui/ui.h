@@ -5,9 +5,16 @@
 
 #include "src/app/app.h"
 
+#include <stdbool.h>
+
+/* What the environment asks of the full-screen chat (the command line reads it). */
+struct ui_options {
+	bool no_color; /* NO_COLOR is set: no colours, attributes only */
+};
+
 /* Runs the full-screen chat until the user leaves; notices (may be empty) are
  * shown first. Returns an exit status. */
-int ui_main(struct app *a, const char *notices);
+int ui_main(struct app *a, const char *notices, const struct ui_options *o);
 
 /* The plain line mode (src/app/plain.c) with readline editing and the history file. */
 int ui_plain(struct app *a);

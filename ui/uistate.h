@@ -102,7 +102,10 @@ void in_completion(void);
 void in_process(struct ui *u, bool flush);
 
 /* draw.c */
-void draw_init(void);
+/* Colours unless the terminal has none or no_color (NO_COLOR) asks for none. */
+void draw_init(bool no_color);
+/* A colour pair's attribute; without colours A_REVERSE for the status bar, else none. */
+attr_t draw_pair(int pair);
 void draw_frame(struct ui *u);
 
 /* debug.c */

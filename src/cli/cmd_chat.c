@@ -144,7 +144,8 @@ int cmd_chat(int argc, char **argv)
 		term_write_safe(stderr, notices, strlen(notices));
 #if HAVE_TUI
 	sigbus_fullscreen(!a.plain);
-	rc = a.plain ? ui_plain(app) : ui_main(app, notices);
+	struct ui_options uo = {.no_color = cli_env_no_color()};
+	rc = a.plain ? ui_plain(app) : ui_main(app, notices, &uo);
 	sigbus_fullscreen(false);
 #else
 	/* Without the TUI there is no readline either: lines are read with getline. */

@@ -101,6 +101,11 @@ const char *cli_env_home(void)
 	return var("HOME");
 }
 
+bool cli_env_no_color(void)
+{
+	return var("NO_COLOR") != NULL;
+}
+
 const char *cli_env_term(void)
 {
 	return var("TERM");

@@ -41,4 +41,7 @@ const char *cli_env_home(void);
 /* $TERM (the terminal's type, for its terminfo entry), or NULL when unset or empty. */
 const char *cli_env_term(void);
 
+/* $NO_COLOR is set and not empty (no-color.org): output without colours. */
+bool cli_env_no_color(void);
+
 #endif

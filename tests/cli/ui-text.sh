@@ -122,4 +122,35 @@ shot "memory pane at 120x40"
 
 T send-keys -t ui C-d
 check_screen 'EXITED 0' "quits"
+
+# 4. NO_COLOR (no-color.org), set and not empty: no colours, attributes only (the
+# status bar in reverse video); empty, it asks for nothing.
+# colour SGR parameters: 30-38, 40-48, 90-97, 100-107 (39 and 49, the default
+# colours, are how tmux resets them)
+has_colour() { python3 -c 'import re, sys
+sgr = re.findall(r"\x1b\[([0-9;:]*)m", sys.stdin.read())
+p = [int(x) for s in sgr for x in re.split("[;:]", s) if x]
+sys.exit(0 if any(30 <= x <= 48 and x != 39 or 90 <= x <= 107 for x in p) else 1)'; }
+restart() { T respawn-pane -k -t ui "printf '\\033[H\\033[2J'; $1"; T clear-history -t ui; }
+for nc in 1 ''; do
+	restart "NO_COLOR='$nc' $QWENCHAT -m '$R' --backend cpu --threads 1 -n 4; echo EXITED \$?; sleep 600"
+	check_screen 'Type a message' "the chat starts with NO_COLOR='$nc'"
+	T send-keys -t ui "/load $TMP/md-wrap.json" Enter
+	check_screen '^  one two' "NO_COLOR='$nc': a conversation is shown"
+	T send-keys -t ui '/frobnicate' Enter
+	check_screen 'unknown command' "NO_COLOR='$nc': an error is shown"
+	T capture-pane -e -p -t ui >"$TMP/attrs"
+	if [ -n "$nc" ]; then
+		has_colour <"$TMP/attrs" && fail "NO_COLOR=1: colours drawn" || pass "NO_COLOR=1: no colours"
+		grep " rig | cpu" "$TMP/attrs" | grep -q "^$(printf '\033')\[[0-9;]*7m" &&
+			pass "NO_COLOR=1: the status bar in reverse video" ||
+			fail "NO_COLOR=1: the status bar: $(grep " rig | " "$TMP/attrs" | cat -v)"
+		grep -q "$(printf '\033')\[1m[^ ]*aaaa" "$TMP/attrs" && pass "NO_COLOR=1: bold stays" ||
+			fail "NO_COLOR=1: no bold"
+	else
+		has_colour <"$TMP/attrs" && pass "NO_COLOR='': colours" || fail "NO_COLOR='': no colours"
+	fi
+	T send-keys -t ui C-u C-d
+	check_screen 'EXITED 0' "quits"
+done
 finish
