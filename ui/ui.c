@@ -24,6 +24,9 @@
 #include "src/app/plain.h"
 #include "ui/uistate.h"
 
+/* last: its macros (lines, columns, ...) would rename the view's fields */
+#include <term.h>
+
 static const char keys_help[] =
 	"keys: Enter send | Alt-Enter new line | pasted text stays one message | Esc or\n"
 	"  Ctrl-C stop the answer (the partial answer is kept) | Ctrl-C clears the line\n"
@@ -283,6 +286,27 @@ static void step(struct ui *u, double *last_fig)
 		draw_frame(u);
 		u->dirty = false;
 	}
+}
+
+bool ui_term_usable(const char *term, char *why, size_t n)
+{
+	int err = 0;
+	if (!term) {
+		snprintf(why, n, "TERM is not set");
+		return false;
+	}
+	/* initscr() would exit the program on a type without an entry, and draw a blank
+	 * screen on one that cannot address the cursor (dumb, Emacs's shell buffers) */
+	if (setupterm((char *)term, STDOUT_FILENO, &err) != OK) {
+		snprintf(why, n, "TERM=%.60s has no terminfo entry", term);
+		return false;
+	}
+	const char *cup = tigetstr("cup");
+	bool ok = cup && cup != (const char *)-1 && *cup && tigetflag("hc") <= 0;
+	del_curterm(cur_term);
+	if (!ok)
+		snprintf(why, n, "TERM=%.60s cannot move the cursor", term);
+	return ok;
 }
 
 int ui_main(struct app *a, const char *notices, const struct ui_options *o)

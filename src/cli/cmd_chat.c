@@ -127,6 +127,13 @@ int cmd_chat(int argc, char **argv)
 	a.cfg.state_dir = state;
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
 		a.plain = true;
+#if HAVE_TUI
+	char why[128];
+	if (!a.plain && !ui_term_usable(cli_env_term(), why, sizeof why)) {
+		cli_error("%s: the line mode instead (as with --plain)", why);
+		a.plain = true;
+	}
+#endif
 	/* The remote backend's socket may be closed by the server while we write to it:
 	 * that is an error to report, not a reason to die (libcurl runs with NOSIGNAL,
 	 * as the chat has threads, so it does not ignore SIGPIPE itself). */

@@ -153,4 +153,17 @@ for nc in 1 ''; do
 	T send-keys -t ui C-u C-d
 	check_screen 'EXITED 0' "quits"
 done
+
+# 5. A terminal that cannot address the cursor (TERM=dumb: Emacs's M-x shell) or has
+# no terminfo entry gets the line mode, with a line on stderr saying why.
+for term in dumb no-such-terminal; do
+	restart "TERM=$term $QWENCHAT -m '$R' --backend cpu --threads 1 -n 4; echo EXITED \$?; sleep 600"
+	check_screen "^qwenchat: TERM=$term (cannot move the cursor|has no terminfo entry): the line mode instead" \
+		"TERM=$term: says it goes on in the line mode"
+	T send-keys -t ui '/sampling' Enter
+	check_screen '^temp [0-9.]+, top-k' "TERM=$term: the line mode takes commands"
+	T send-keys -t ui C-d
+	check_screen 'EXITED 0' "TERM=$term: quits"
+done
+shot "TERM=no-such-terminal"
 finish
