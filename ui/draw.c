@@ -156,6 +156,10 @@ struct field {
 	int keep;
 };
 
+/* The status bar's mark of an autosave failure (the conversation has its text). */
+#define UNSAVED   " autosave failed "
+#define UNSAVED_W ((int)sizeof UNSAVED - 1)
+
 /* The status bar: fields in a fixed order; when they do not fit the width, the
  * least useful are left out first (RSS, prefill speed, TTFT, GPU memory, backend,
  * weight type, thinking), so that an 80-column terminal still shows the model, the
@@ -199,7 +203,9 @@ static void draw_status(struct ui *u, int y, int w)
 		shown[i] = true;
 		total += view_width(fl[i].text, strlen(fl[i].text)) + 3;
 	}
-	while (total > w) {
+	/* room for the mark of an autosave failure at the right end */
+	int room = f->save_error[0] ? w - UNSAVED_W : w;
+	while (total > room) {
 		int drop = -1;
 		for (int i = 0; i < nf; i++)
 			if (shown[i] && fl[i].keep < 100 &&
@@ -223,10 +229,9 @@ static void draw_status(struct ui *u, int y, int w)
 	for (int i = 0; i < w; i++)
 		addch(' ');
 	draw_put(y, 0, s, strlen(s), w);
-	if (f->save_error[0]) { /* an autosave failure stays in sight */
+	if (f->save_error[0]) { /* an autosave failure stays in sight; its text is above */
 		attrset(draw_pair(C_WARN) | A_BOLD);
-		int sw = view_width(f->save_error, strlen(f->save_error));
-		draw_put(y, sw + 1 < w ? w - sw - 1 : 0, f->save_error, strlen(f->save_error), w);
+		draw_put(y, UNSAVED_W < w ? w - UNSAVED_W : 0, UNSAVED, UNSAVED_W, w);
 	}
 	attrset(A_NORMAL);
 }

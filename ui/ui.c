@@ -207,6 +207,16 @@ static void tell_dropped(struct ui *u)
 	ui_notice(u, false, m);
 }
 
+/* An autosave failure: told whole in the conversation, once until a save works
+ * again (the status bar keeps a short mark while it lasts). */
+static void tell_unsaved(struct ui *u)
+{
+	const char *e = u->fig.save_error;
+	if (e[0] && strcmp(e, u->save_said))
+		ui_notice(u, true, e);
+	snprintf(u->save_said, sizeof u->save_said, "%s", e);
+}
+
 static void finish_turn(struct ui *u, int rc, const char *err)
 {
 	if (u->stream_block >= 0 && (size_t)u->stream_block < u->v.n) {
@@ -223,6 +233,7 @@ static void finish_turn(struct ui *u, int rc, const char *err)
 	u->stream_block = -1;
 	u->hint[0] = 0;
 	app_figures(u->a, &u->fig);
+	tell_unsaved(u);
 	if (rc)
 		ui_notice(u, true, err);
 	else if (u->fig.turn.stop == SESS_STOP_CANCEL)
@@ -277,6 +288,7 @@ static void step(struct ui *u, double *last_fig)
 	double t = clock_now();
 	if (t - *last_fig > (busy ? 0.1 : 0.5)) {
 		app_figures(u->a, &u->fig);
+		tell_unsaved(u);
 		if (busy)
 			tell_dropped(u);
 		*last_fig = t;

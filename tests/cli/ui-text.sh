@@ -154,6 +154,34 @@ for nc in 1 ''; do
 	check_screen 'EXITED 0' "quits"
 done
 
+# 4b. An autosave failure (here the last-session pointer cannot be written: a
+# directory in its place, which holds for root too) is told whole in the conversation,
+# once, and marked short in the status bar.
+restart "$QWENCHAT -m '$R' --backend cpu --threads 1 --greedy --no-think -n 4; echo EXITED \$?; sleep 600"
+check_screen 'Type a message' "the chat starts for the autosave failure"
+L=$TMP/state/qwenchat/last-session
+mv "$L" "$TMP/last-session.saved" && mkdir "$L"
+T send-keys -t ui 'save me' Enter
+check_screen ' autosave failed *$' "the status bar marks the failure"
+T send-keys -t ui 'save me again' Enter
+wait_screen '^  save me again' || true
+sleep 1
+shot "autosave failure"
+screen >"$TMP/scr"
+python3 - "$TMP/scr" "$L" <<'PY' && pass "the failure is told whole in the conversation, once" ||
+import re, sys
+lines = [l.rstrip("\n") for l in open(sys.argv[1], encoding="utf-8")]
+text = " ".join(l.strip() for l in lines[:-3])
+n = len(re.findall(r"autosave failed: ", text))
+whole = re.sub(r"\s", "", sys.argv[2]) in re.sub(r"\s", "", text)
+print(n, whole)
+sys.exit(0 if n == 1 and whole else 1)
+PY
+	fail "the autosave failure in the conversation: $(grep -n 'autosave' "$TMP/scr")"
+T send-keys -t ui C-d
+check_screen 'EXITED 1' "quits, saying the conversation is not saved"
+rmdir "$L" && mv "$TMP/last-session.saved" "$L"
+
 # 5. A terminal that cannot address the cursor (TERM=dumb: Emacs's M-x shell) or has
 # no terminfo entry gets the line mode, with a line on stderr saying why.
 for term in dumb no-such-terminal; do
