@@ -292,19 +292,61 @@ static int input_rows(int w)
 	return input_walk(w, false, 0, 0, 0, NULL, NULL);
 }
 
+/* The key hint's items, and how much each matters when the line is too narrow for
+ * all (lower goes first; 100 stays): /help lists the rest. */
+struct hint_item {
+	const char *text;
+	int keep;
+};
+static const struct hint_item hint_idle[] = {{"Enter send", 100},       {"Alt-Enter newline", 50},
+					     {"Tab fold thinking", 30}, {"PgUp/PgDn", 40},
+					     {"F2 debug", 20},          {"/help", 100},
+					     {"Ctrl-D quit", 60},       {NULL, 0}};
+static const struct hint_item hint_busy[] = {{"Esc or Ctrl-C: stop the answer (it is kept)", 100},
+					     {"PgUp/PgDn scroll", 40},
+					     {"F2 debug", 20},
+					     {NULL, 0}};
+
+/* The items joined by " | " into out, the least useful left out, whole, until they
+ * fit w columns. */
+static void key_hint(const struct hint_item *it, int w, char *out, size_t sz)
+{
+	bool shown[8];
+	int n = 0, total = -3;
+	for (; it[n].text && n < 8; n++) {
+		shown[n] = true;
+		total += (int)strlen(it[n].text) + 3;
+	}
+	while (total > w) {
+		int drop = -1;
+		for (int i = 0; i < n; i++)
+			if (shown[i] && it[i].keep < 100 &&
+			    (drop < 0 || it[i].keep < it[drop].keep))
+				drop = i;
+		if (drop < 0)
+			break; /* what must stay: draw_put() cuts it */
+		shown[drop] = false;
+		total -= (int)strlen(it[drop].text) + 3;
+	}
+	size_t k = 0;
+	out[0] = 0;
+	for (int i = 0; i < n && k < sz; i++)
+		if (shown[i])
+			k += (size_t)snprintf(out + k, sz - k, "%s%s", k ? " | " : "", it[i].text);
+}
+
 static void draw_hint(struct ui *u, int y, int w)
 {
 	/* readline's incremental search says what it looks for in its prompt, which the
 	 * input line does not show: "(reverse-i-search)`text': " goes here */
 	bool search = RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_NSEARCH) && rl_display_prompt;
+	char keys[160];
+	key_hint(app_busy(u->a) ? hint_busy : hint_idle, w, keys, sizeof keys);
 	const char *s = u->confirm_quit
 				? "Quit? Press Ctrl-C again to leave, any other key to stay."
-			: search         ? rl_display_prompt
-			: u->hint[0]     ? u->hint
-			: app_busy(u->a) ? "Esc or Ctrl-C: stop the answer (it is kept) | "
-					   "PgUp/PgDn scroll | F2 debug"
-					 : "Enter send | Alt-Enter newline | Tab fold thinking | "
-					   "PgUp/PgDn | F2 debug | /help | Ctrl-D quit";
+			: search     ? rl_display_prompt
+			: u->hint[0] ? u->hint
+				     : keys;
 	move(y, 0);
 	clrtoeol();
 	attrset(u->confirm_quit ? (draw_pair(C_ERROR) | A_BOLD) : A_DIM);

@@ -108,7 +108,21 @@ check_screen '^> p' "a pasted tab is in the input line"
 screen | grep -q '^> p       q *$' && pass "a tab in the input line reaches the next stop" ||
 	fail "tab in the input line: $(screen | grep '^> ')"
 T send-keys -t ui C-u
-T resize-window -t ui -x 100 -y 30
+# 2d. The key hint leaves out whole items, the least useful first, and keeps /help.
+for cols in 40 80 100; do
+	T resize-window -t ui -x $cols -y 30
+	sleep 0.5
+	screen | tail -n 1 | python3 -c '
+import sys
+items = {"Enter send", "Alt-Enter newline", "Tab fold thinking", "PgUp/PgDn", "F2 debug",
+         "/help", "Ctrl-D quit"}
+line = sys.stdin.read().rstrip()
+got = line.split(" | ")
+print(got)
+sys.exit(0 if len(line) <= int(sys.argv[1]) and set(got) <= items and "/help" in got else 1)' $cols &&
+		pass "at $cols columns the key hint has whole items and /help" ||
+		fail "key hint at $cols columns: '$(screen | tail -n 1)'"
+done
 
 # 3. The memory pane beside the chat (120 columns: 48 for the pane) shows every figure
 # whole, the per-layer KV ones included, and how much of the RSS they account for.
