@@ -136,7 +136,8 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 			md_put(u, y0 + r, x0 + 2, line, l->s, (size_t)l->len, w - 2,
 			       style_attr(l->style) | gone);
 		} else {
-			draw_put(y0 + r, x0 + (head ? 0 : 2), l->s, (size_t)l->len, w - 2);
+			draw_put(y0 + r, x0 + (head ? 0 : 2) + l->indent, l->s, (size_t)l->len,
+				 w - 2 - l->indent);
 		}
 		attrset(A_NORMAL);
 	}

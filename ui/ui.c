@@ -27,16 +27,21 @@
 /* last: its macros (lines, columns, ...) would rename the view's fields */
 #include <term.h>
 
+/* Rows of the help (slash_help): the key, a tab, what it does. */
 static const char keys_help[] =
-	"keys: Enter send | Alt-Enter new line | pasted text stays one message | Esc or\n"
-	"  Ctrl-C stop the answer (the partial answer is kept) | Ctrl-C clears the line\n"
-	"  (Ctrl-Y brings it back), on an empty line asks to quit | Ctrl-D on an empty line\n"
-	"  quits | Tab on an empty line folds or shows the reasoning, elsewhere completes\n"
-	"  commands | PageUp/PageDown and the mouse wheel scroll | F2 debug pane (off,\n"
-	"  attention, memory, token probabilities); with an empty line Left/Right pick the\n"
-	"  layer, Up/Down the head (or scroll the probabilities) | Up/Down history, Ctrl-R\n"
-	"  search and the other Emacs keys of readline |\n"
-	"  a line starting with // sends a message starting with /\n";
+	"keys:\n"
+	"Enter\tsend\n"
+	"Alt-Enter\ta new line in the message (a paste stays one message)\n"
+	"Esc or Ctrl-C\tstop the answer (the partial answer is kept)\n"
+	"Ctrl-C\tclear the line (Ctrl-Y brings it back); on an empty line, ask to quit\n"
+	"Ctrl-D\ton an empty line: quit\n"
+	"Tab\ton an empty line: fold or show the reasoning; else complete commands\n"
+	"PageUp/PageDown, wheel\tscroll\n"
+	"F2\tthe debug pane: off, attention, memory, token probabilities\n"
+	"Left/Right, Up/Down\tin the pane, with an empty line: the layer and the head (or "
+	"scroll the probabilities)\n"
+	"Up/Down, Ctrl-R\thistory, its search, and readline's other Emacs keys\n"
+	"//TEXT\ta line starting with // sends a message starting with /\n";
 
 static volatile sig_atomic_t got_winch;
 

@@ -178,7 +178,7 @@ static int push(struct view *v, enum vl_style st, const char *s, int len, int bl
 {
 	if (arr_reserve(&v->lines, &v->caplines, v->nlines + 1, sizeof *v->lines))
 		return -1;
-	v->lines[v->nlines++] = (struct vline){st, s, len, block};
+	v->lines[v->nlines++] = (struct vline){st, s, len, block, 0};
 	return 0;
 }
 
@@ -249,15 +249,18 @@ static void measure_skip(struct measure *m, const char *s, size_t n)
 }
 
 /* Wraps one paragraph (no newline) at word boundaries; words longer than the width
- * (and code, when hard) are cut at the width. md: an answer's light Markdown. */
+ * (and code, when hard) are cut at the width; the lines after the first are indented
+ * by hang columns. md: an answer's light Markdown. */
 static int wrap(struct view *v, enum vl_style st, const char *s, size_t n, int width, int block,
-		bool hard, bool md)
+		bool hard, bool md, int hang)
 {
 	if (n == 0)
 		return push(v, st, s, 0, block);
 	struct measure m;
 	measure_start(&m, md, s, n);
-	while (n > 0) {
+	for (int row = 0; n > 0; row++) {
+		if (row == 1)
+			width -= hang;
 		size_t fit = measure_fit(&m, s, n, width);
 		if (fit == 0) { /* a character wider than the screen: take it anyway */
 			int w;
@@ -279,11 +282,36 @@ static int wrap(struct view *v, enum vl_style st, const char *s, size_t n, int w
 		}
 		if (push(v, st, s, (int)len, block))
 			return -1;
+		v->lines[v->nlines - 1].indent = row ? hang : 0;
 		measure_skip(&m, s, cut);
 		s += cut;
 		n -= cut;
 	}
 	return 0;
+}
+
+/* The hanging indent of a notice's paragraph that is a row of two columns, as the
+ * help's are ("  /think [on|off]    thinking on/off ..."; a line of its own holding
+ * only the second column, indented): its wrapped lines go on in the second column,
+ * or, where that leaves less than half the width, a few columns in. Other
+ * paragraphs have none. */
+static int hang_of(const char *s, size_t n, int width)
+{
+	size_t lead = 0, i;
+	while (lead < n && s[lead] == ' ')
+		lead++;
+	if (!lead || lead == n)
+		return 0;
+	size_t col2 = lead;
+	for (i = lead; i + 2 < n; i++)
+		if (s[i] != ' ' && s[i + 1] == ' ' && s[i + 2] == ' ') {
+			col2 = i + 1 + strspn(s + i + 1, " ");
+			break;
+		}
+	int hang = view_width(s, col2 < n ? col2 : lead);
+	if (hang > width / 2)
+		hang = (int)lead + 4 <= width / 2 ? (int)lead + 4 : 0;
+	return hang;
 }
 
 /* Splits text at newlines; lines inside ``` fences are code (hard wrapped). */
@@ -296,7 +324,8 @@ static int layout_text(struct view *v, enum vl_style st, const char *s, size_t n
 		size_t len = nl ? (size_t)(nl - s) : n;
 		bool fence = len >= 3 && !strncmp(s + strspn(s, " "), "```", 3) && st == VL_ASSIST;
 		if (wrap(v, code || fence ? VL_CODE : st, s, len, width, block, code || fence,
-			 st == VL_ASSIST && !code && !fence))
+			 st == VL_ASSIST && !code && !fence,
+			 st == VL_NOTICE ? hang_of(s, len, width) : 0))
 			return -1;
 		if (fence)
 			code = !code;

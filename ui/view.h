@@ -45,6 +45,7 @@ struct vline {
 	const char *s; /* into the block's text (or a static label) */
 	int len;       /* bytes */
 	int block;     /* index of the block, -1 for spacing */
+	int indent;    /* columns before the text (a wrapped row of the help) */
 };
 
 struct view {

@@ -11,9 +11,12 @@
 #include "src/base/err.h"
 #include "src/base/term.h"
 
+/* Rows of the help (slash_help): the key, a tab, what it does. */
 static const char plain_keys[] =
-	"keys: Ctrl-C stops an answer (the partial answer is kept); Ctrl-D or /quit leaves;\n"
-	"a line starting with // sends a message starting with /.\n";
+	"keys:\n"
+	"Ctrl-C\tstop the answer (the partial answer is kept)\n"
+	"Ctrl-D\ton an empty line: quit, as /quit does\n"
+	"//TEXT\ta line starting with // sends a message starting with /\n";
 
 static struct app *running;               /* the app whose turn SIGINT stops */
 static volatile sig_atomic_t stop_signal; /* SIGTERM or SIGHUP, once received */

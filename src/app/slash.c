@@ -238,18 +238,40 @@ void slash_call_free(struct slash_call *c)
 	c->text = NULL;
 }
 
+/* One row of the help: "  NAME  TEXT", TEXT in one column for every row but those
+ * whose NAME is too long for its column. Returns the bytes written. */
+static size_t help_row(char *s, size_t cap, const char *name, size_t name_n, const char *text,
+		       size_t text_n)
+{
+	enum { COL = 34 };
+	int k = snprintf(s, cap, "  %-*.*s %s%.*s\n", COL, (int)name_n, name,
+			 name_n < COL ? "" : " ", (int)text_n, text);
+	return k < 0 ? 0 : (size_t)k;
+}
+
 char *slash_help(const char *keys)
 {
-	size_t cap = 4096 + (keys ? strlen(keys) : 0), n = 0;
+	size_t cap = 8192 + (keys ? 2 * strlen(keys) : 0), n = 0;
 	char *s = malloc(cap);
 	if (!s)
 		return NULL;
 	n += snprintf(s + n, cap - n, "commands (a unique prefix works, e.g. /sam):\n");
 	for (size_t i = 0; i < slash_table_len && n < cap; i++)
-		n += snprintf(s + n, cap - n, "  %-34s %s\n", slash_table[i].usage,
-			      slash_table[i].help);
-	if (keys && n < cap)
-		snprintf(s + n, cap - n, "%s", keys);
+		n += help_row(s + n, cap - n, slash_table[i].usage, strlen(slash_table[i].usage),
+			      slash_table[i].help, strlen(slash_table[i].help));
+	/* the keys: "KEY\tTEXT" lines as rows like the commands', others as they are */
+	for (const char *p = keys; p && *p && n < cap;) {
+		size_t len = strcspn(p, "\n");
+		const char *tab = memchr(p, '\t', len);
+		if (tab)
+			n += help_row(s + n, cap - n, p, (size_t)(tab - p), tab + 1,
+				      len - (size_t)(tab - p) - 1);
+		else
+			n += (size_t)snprintf(s + n, cap - n, "%.*s\n", (int)len, p);
+		p += len + (p[len] == '\n');
+	}
+	if (n >= cap)
+		s[cap - 1] = 0;
 	return s;
 }
 

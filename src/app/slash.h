@@ -88,8 +88,9 @@ char *slash_expand_home(const char *path, const char *home);
 /* Looks a command up by its exact name (without slash); NULL when unknown. */
 const struct slash_cmd *slash_find(const char *name);
 
-/* The /help text: one line per command ("  /temp [T]   sampling temperature"),
- * then the keys when keys is not NULL. malloc'd. */
+/* The /help text: one row per command ("  /temp [T]   sampling temperature", the
+ * descriptions in one column), then the keys when keys is not NULL: its "KEY\tTEXT"
+ * lines as rows like the commands', other lines as they are. malloc'd. */
 char *slash_help(const char *keys);
 
 /* Completion. Command names starting with prefix (which includes the '/'): call

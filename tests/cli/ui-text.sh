@@ -124,6 +124,33 @@ sys.exit(0 if len(line) <= int(sys.argv[1]) and set(got) <= items and "/help" in
 		fail "key hint at $cols columns: '$(screen | tail -n 1)'"
 done
 
+# 2e. /help's rows wrap with a hanging indent: a description goes on in its own
+# column (or a few columns in, where that column would leave too little), never at
+# the row's start.
+for cols in 80 60; do
+	T resize-window -t ui -x $cols -y 80
+	T send-keys -t ui '/help' Enter
+	check_screen '^    //TEXT ' "/help at $cols columns"
+	sleep 0.3
+	[ $cols = 60 ] && shot "/help at 60 columns"
+	screen | python3 -c '
+import re, sys
+lines = [l.rstrip("\n") for l in sys.stdin]
+start = max(i for i, l in enumerate(lines) if "commands (a unique prefix" in l)
+bad = []
+for l in lines[start + 1:]:
+    if not l.strip() or l.startswith(" rig |"):
+        break  # the end of the notice, or of the conversation
+    if re.match(r"    [/A-Z]|  keys:", l):
+        continue  # a row of its own
+    if len(l) - len(l.lstrip(" ")) < 8:
+        bad.append(l)
+print(bad)
+sys.exit(1 if bad else 0)' && pass "at $cols columns /help wraps with a hanging indent" ||
+		fail "/help at $cols columns: lines at the rows' start"
+done
+T resize-window -t ui -x 100 -y 30
+
 # 3. The memory pane beside the chat (120 columns: 48 for the pane) shows every figure
 # whole, the per-layer KV ones included, and how much of the RSS they account for.
 T resize-window -t ui -x 120 -y 40
