@@ -222,6 +222,22 @@ static void tell_unsaved(struct ui *u)
 	snprintf(u->save_said, sizeof u->save_said, "%s", e);
 }
 
+/* A message refused as too long for the context, taken back out of the
+ * conversation: into the input line, to be trimmed, unless something is being typed
+ * there (Up then finds it in the history). Frees text. */
+static void put_back(struct ui *u, char *text)
+{
+	bool typed = rl_end > 0;
+	if (!typed) {
+		rl_replace_line(text, 0);
+		rl_point = rl_end;
+	}
+	ui_notice(u, false,
+		  typed ? "the message is taken back: Up brings it into the input line"
+			: "the message is back in the input line, to be shortened");
+	free(text);
+}
+
 static void finish_turn(struct ui *u, int rc, const char *err)
 {
 	if (u->stream_block >= 0 && (size_t)u->stream_block < u->v.n) {
@@ -237,11 +253,16 @@ static void finish_turn(struct ui *u, int rc, const char *err)
 	}
 	u->stream_block = -1;
 	u->hint[0] = 0;
+	char *back = rc ? app_take_refused(u->a) : NULL;
+	if (back) /* the conversation lost the message; the notices follow */
+		view_from_chat(&u->v, app_chat(u->a));
 	app_figures(u->a, &u->fig);
 	tell_unsaved(u);
-	if (rc)
+	if (rc) {
 		ui_notice(u, true, err);
-	else if (u->fig.turn.stop == SESS_STOP_CANCEL)
+		if (back)
+			put_back(u, back);
+	} else if (u->fig.turn.stop == SESS_STOP_CANCEL)
 		ui_notice(u, false, "stopped: the partial answer is kept");
 	else if (u->fig.turn.stop == SESS_STOP_CTX)
 		ui_notice(u, false, "context full: the answer stops here (/clear starts over)");

@@ -383,6 +383,21 @@ int app_add_user(struct app *a, const char *text)
 	return rc;
 }
 
+char *app_take_refused(struct app *a)
+{
+	bool refused = a->refused;
+	a->refused = false;
+	if (!refused || !app_replaces_last(a))
+		return NULL;
+	char *text = strdup(a->chat->turns[a->chat->n - 1].content);
+	if (!text)
+		return NULL;
+	chat_truncate(a->chat, a->chat->n - 1);
+	app_conversation_changed(a);
+	app_autosave(a);
+	return text;
+}
+
 bool app_replaces_last(const struct app *a)
 {
 	size_t n = a->chat->n;
@@ -535,6 +550,7 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 		return err_set("nothing to answer: the last turn is not a message");
 	/* before the save below, which may take a while: a stop pressed then counts */
 	atomic_store(&a->cancel, 0);
+	a->refused = false;
 	/* The message is saved before the answer starts: a crash, a kill or a closed
 	 * terminal mid-answer loses at most the answer. */
 	app_autosave(a);
@@ -542,8 +558,10 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 		return app_remote_turn(a, emit, user);
 	int n = 0, dropped = 0;
 	int32_t *ids = fitted(a, &n, &dropped);
-	if (!ids)
+	if (!ids) {
+		a->refused = a->own_unanswered;
 		return -1;
+	}
 	pthread_mutex_lock(&a->lock);
 	a->fig.dropped = dropped;
 	a->fig.prefilling = true;

@@ -139,6 +139,11 @@ int app_add_user(struct app *a, const char *text);
 /* Whether app_add_user will replace the last turn. */
 bool app_replaces_last(const struct app *a);
 
+/* After a turn that refused the last message as too long for the context: takes it
+ * back out of the conversation (as /edit does) and returns its text, malloc'd, to be
+ * trimmed and sent again; NULL when the last turn refused nothing. */
+char *app_take_refused(struct app *a);
+
 /* Runs one turn synchronously for the conversation as it stands (its last turn must
  * be a user turn): fits the context, syncs the session, generates, appends the
  * assistant turn (also a partial one when stopped), autosaves. emit gets the pieces.

@@ -43,6 +43,8 @@ struct app {
 	 * was prefilled): the next one replaces it. One that came with a loaded or
 	 * resumed conversation stays. */
 	bool own_unanswered;
+	/* ... and the last turn refused it as too long for the context */
+	bool refused;
 	/* Turns the last turn's context fit left out (chat_render_fit), left out again
 	 * so that the cache's start stays put; 0 after the conversation changes. */
 	int fit_dropped;

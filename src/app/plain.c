@@ -139,7 +139,9 @@ bool plain_unsaved(struct app *a)
 	return true;
 }
 
-static void turn(struct app *a)
+/* One turn; a message refused as too long for the context comes back in *prefill,
+ * to be trimmed. */
+static void turn(struct app *a, char **prefill)
 {
 	struct plain_out o = {isatty(STDOUT_FILENO), app_show_reasoning(a), -1, a, false};
 	struct sigaction sa = {0}, old;
@@ -168,6 +170,13 @@ static void turn(struct app *a)
 			"qwenchat: context full (%d tokens): the answer stops here; /clear starts "
 			"over, --ctx sets a larger context\n",
 			f.ctx_max);
+	char *back = rc ? app_take_refused(a) : NULL;
+	if (back) {
+		fprintf(stderr, "qwenchat: the message is back in the input line, to be "
+				"shortened\n");
+		free(*prefill);
+		*prefill = back;
+	}
 	tell_dropped(&o);
 	if (f.save_error[0])
 		print_safe(stderr, "qwenchat: ", f.save_error, "\n");
@@ -209,7 +218,7 @@ static int command(struct app *a, const char *line, char **prefill)
 	}
 	free(r.copy);
 	if (r.actions & APP_DO_GENERATE)
-		turn(a);
+		turn(a, prefill);
 	return (r.actions & APP_DO_QUIT) != 0;
 }
 
@@ -250,7 +259,7 @@ int plain_main(struct app *a, plain_read_fn read_line)
 			if (app_add_user(a, slash_unescape(line)))
 				print_safe(stderr, "qwenchat: ", err_msg(), "\n");
 			else
-				turn(a);
+				turn(a, &prefill);
 		}
 		free(line);
 		if (quit || stop_signal)

@@ -223,6 +223,29 @@ T send-keys -t ui C-d
 check_screen 'EXITED 1' "quits, saying the conversation is not saved"
 rmdir "$L" && mv "$TMP/last-session.saved" "$L"
 
+# 4c. A message too long for the context is refused and comes back into the input
+# line (as /edit brings one back), out of the conversation, to be trimmed.
+restart "$QWENCHAT -m '$R' --backend cpu --threads 1 --greedy --no-think --ctx 64 -n 4; echo EXITED \$?; sleep 600"
+check_screen 'Type a message' "the chat starts with a small context"
+long=$(python3 -c 'print(" ".join(["word"] * 80))')
+T send-keys -t ui -l "$long"
+T send-keys -t ui Enter
+check_screen 'the prompt is [0-9]+ tokens .*context holds 64|the context holds 64' \
+	"a message too long for the context is refused"
+check_screen '^> word word word' "the refused message is back in the input line"
+check_screen 'back in the input line, to be shortened' "... and a notice says so"
+shot "refused message"
+grep -q 'word word' "$(cat "$TMP/state/qwenchat/last-session")" &&
+	fail "the refused message stays in the saved conversation" ||
+	pass "the refused message is out of the saved conversation"
+T send-keys -t ui C-u C-d
+check_screen 'EXITED 0' "quits"
+printf '%s\n%s\n' "$long" '/quit' | XDG_STATE_HOME="$TMP/state" "$QWENCHAT" -m "$R" --backend cpu \
+	--threads 1 --ctx 64 -n 4 --plain >"$TMP/out" 2>"$TMP/err"
+grep -q 'back in the input line' "$TMP/err" && grep -q '^(your last message was: word word' "$TMP/out" &&
+	pass "the line mode gives a refused message back too" ||
+	fail "line mode, refused message: $(cat "$TMP/err" "$TMP/out")"
+
 # 5. A terminal that cannot address the cursor (TERM=dumb: Emacs's M-x shell) or has
 # no terminfo entry gets the line mode, with a line on stderr saying why.
 for term in dumb no-such-terminal; do
