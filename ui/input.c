@@ -92,6 +92,14 @@ void in_completion(void)
 	rl_attempted_completion_function = complete;
 }
 
+void in_history_keep(void)
+{
+	/* Readline keeps the edits made to a recalled line in the history entry once one
+	 * moves away from it; the history is what was sent, so they are undone when a
+	 * line is accepted. */
+	rl_variable_bind("revert-all-at-newline", "on");
+}
+
 void in_init(struct ui *u)
 {
 	cur = u;
@@ -108,6 +116,7 @@ void in_init(struct ui *u)
 	/* Readline writes only bells and listings; neither may reach the screen. */
 	rl_outstream = fopen("/dev/null", "w");
 	rl_readline_name = "qwenchat";
+	in_history_keep();
 	using_history();
 	u->history_path = fio_join(app_state_dir(u->a), "history");
 	if (u->history_path)

@@ -469,6 +469,7 @@ int ui_plain(struct app *a)
 	rl_catch_signals = 0; /* plain_main handles SIGTERM and SIGHUP */
 	rl_getc_function = stop_aware_getc;
 	in_completion();
+	in_history_keep();
 	using_history();
 	if (hist)
 		in_history_load(hist);

@@ -99,6 +99,9 @@ void in_history_trim(const char *path);
 void in_history_save(const char *path);
 /* Readline completion of slash commands (also for the plain mode). */
 void in_completion(void);
+/* Edits of recalled history lines undone when a line is sent (also for the plain
+ * mode), so the history stays as sent. */
+void in_history_keep(void);
 /* Decodes u->kb; flush: the bytes so far are all there is (a lone Esc is Esc). */
 void in_process(struct ui *u, bool flush);
 

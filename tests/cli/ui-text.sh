@@ -246,6 +246,29 @@ grep -q 'back in the input line' "$TMP/err" && grep -q '^(your last message was:
 	pass "the line mode gives a refused message back too" ||
 	fail "line mode, refused message: $(cat "$TMP/err" "$TMP/out")"
 
+# 4d. Editing a line recalled from the history and moving away leaves the history as
+# it was sent.
+restart "$QWENCHAT -m '$R' --backend cpu --threads 1 --greedy --no-think -n 4; echo EXITED \$?; sleep 600"
+check_screen 'Type a message' "the chat starts for the history"
+T send-keys -t ui 'first line' Enter
+check_screen '^  first line' "a first message"
+check_screen '^Enter send \|' "... answered"
+T send-keys -t ui Up
+check_screen '^> first line *$' "Up recalls it"
+T send-keys -t ui -l ' changed'
+check_screen '^> first line changed *$' "the recalled line is edited"
+T send-keys -t ui Down
+check_screen '^> *$' "Down moves away from it"
+T send-keys -t ui 'second line' Enter
+check_screen '^  second line' "a second message"
+check_screen '^Enter send \|' "... answered"
+T send-keys -t ui Up Up
+sleep 0.5
+screen | grep -q '^> first line *$' && pass "the history keeps the line as sent" ||
+	fail "the history entry changed: $(screen | grep '^> ')"
+T send-keys -t ui C-u C-d
+check_screen 'EXITED 0' "quits"
+
 # 5. A terminal that cannot address the cursor (TERM=dumb: Emacs's M-x shell) or has
 # no terminfo entry gets the line mode, with a line on stderr saying why.
 for term in dumb no-such-terminal; do
