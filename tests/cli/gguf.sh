@@ -130,8 +130,10 @@ expect_exit 0 "quantize over a planted link" "$QWENCHAT" quantize -m "$M" --type
 	pass "the link is replaced, its target untouched" || fail "wrote through the link"
 expect_exit 2 "quantize --type q3_k" "$QWENCHAT" quantize -m "$M" --type q3_k --out "$TMP/x.gguf"
 expect_exit 2 "quantize without --out" "$QWENCHAT" quantize -m "$M" --type bf16
-expect_exit 1 "quantize a GGUF" "$QWENCHAT" quantize -m "$TMP/qz.gguf" --type bf16 --out "$TMP/y.gguf"
-expect_err_has "already a GGUF file" "quantize a GGUF: clear error"
+expect_exit 0 "quantize a bf16 GGUF" "$QWENCHAT" quantize -m "$TMP/qz.gguf" --type q8_0 --out "$TMP/y.gguf"
+expect_exit 1 "quantize a quantized GGUF" "$QWENCHAT" quantize -m "$TMP/y.gguf" --type q4_0 \
+	--out "$TMP/z.gguf"
+expect_err_has "y.gguf: holds Q8_0 weights" "quantize a quantized GGUF: clear error"
 expect_exit 1 "quantize into a missing directory" "$QWENCHAT" quantize -m "$M" --type bf16 \
 	--out "$TMP/no/such/dir/x.gguf"
 expect_err_has "cannot create a file beside it" "missing directory: clear error"
