@@ -262,10 +262,21 @@ static void finish_turn(struct ui *u, int rc, const char *err)
 		ui_notice(u, true, err);
 		if (back)
 			put_back(u, back);
-	} else if (u->fig.turn.stop == SESS_STOP_CANCEL)
+	} else if (app_replaces_last(u->a)) { /* stopped while the prompt was prefilled */
+		ui_notice(u, false,
+			  "stopped before the answer began: your next message replaces this one");
+	} else if (u->fig.turn.stop == SESS_STOP_CANCEL) {
 		ui_notice(u, false, "stopped: the partial answer is kept");
-	else if (u->fig.turn.stop == SESS_STOP_CTX)
-		ui_notice(u, false, "context full: the answer stops here (/clear starts over)");
+	} else if (u->fig.turn.stop == SESS_STOP_CTX) {
+		ui_notice(u, false,
+			  "context full: the answer stops here; the next message leaves "
+			  "the oldest turns out to make room (--ctx: a larger context)");
+	} else if (u->fig.turn.stop == SESS_STOP_MAX) {
+		char m[96];
+		snprintf(m, sizeof m, "the answer stops at %d tokens, the -n limit",
+			 u->fig.turn.generated);
+		ui_notice(u, false, m);
+	}
 	tell_dropped(u);
 	u->told_dropped = false; /* the next turn's own */
 	if (!u->fig.dropped)

@@ -167,8 +167,9 @@ static void turn(struct app *a, char **prefill)
 		fprintf(stderr, "qwenchat: stopped; the partial answer is kept\n");
 	else if (f.turn.stop == SESS_STOP_CTX)
 		fprintf(stderr,
-			"qwenchat: context full (%d tokens): the answer stops here; /clear starts "
-			"over, --ctx sets a larger context\n",
+			"qwenchat: context full (%d tokens): the answer stops here; the next "
+			"message leaves the oldest turns out to make room (--ctx: a larger "
+			"context)\n",
 			f.ctx_max);
 	char *back = rc ? app_take_refused(a) : NULL;
 	if (back) {

@@ -281,4 +281,12 @@ for term in dumb no-such-terminal; do
 	check_screen 'EXITED 0' "TERM=$term: quits"
 done
 shot "TERM=no-such-terminal"
+
+# 6. An answer cut by -n says so (it would otherwise look finished).
+restart "$QWENCHAT -m '$R' --backend cpu --threads 1 --greedy --repeat-penalty 10 --no-think -n 2; echo EXITED \$?; sleep 600"
+check_screen 'Type a message' "the chat starts with -n 2"
+T send-keys -t ui 'hi' Enter
+check_screen 'the answer stops at 2 tokens, the -n limit' "an answer cut by -n says so"
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "quits"
 finish
