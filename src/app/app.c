@@ -117,6 +117,10 @@ static int resume_last(struct app *a, void (*notice)(const char *))
 		a->session_path = path;
 		snprintf(msg, sizeof msg, "resumed %zu messages from %s", chat_count(c), path);
 	}
+	/* a chat killed while it answered leaves the question without its answer */
+	if (c->n && c->turns[c->n - 1].role == CHAT_USER)
+		snprintf(msg + strlen(msg), sizeof msg - strlen(msg),
+			 "; the last message has no answer: /retry answers it");
 	if (notice)
 		notice(msg);
 	return 0;

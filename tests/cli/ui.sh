@@ -368,6 +368,7 @@ else
 fi
 restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 100000 --resume; echo EXITED \$?; sleep 600"
 check_screen "resumed $finished messages from" "--resume reopens the last session ($finished turns)"
+check_screen "has no answer: /retry answers it" "... and says the killed answer is missing"
 shot "resumed"
 
 # 10. Ctrl-C on a line being typed clears it, Ctrl-Y brings it back; on an empty
