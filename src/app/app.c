@@ -415,6 +415,7 @@ int app_new_session(struct app *a, char **left)
 		return 0; /* nothing saved yet: the file can go on */
 	char *old = a->session_path;
 	int old_fd = a->lock_fd;
+	a->session_path = NULL, a->lock_fd = -1; /* new_session may fail before either */
 	if (new_session(a)) {
 		free(a->session_path);
 		a->session_path = old, a->lock_fd = old_fd;

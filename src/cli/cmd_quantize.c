@@ -224,6 +224,11 @@ static int check_out(const char *out, const char *model, bool gguf)
 	DIR *d = dir ? opendir(dir) : NULL;
 	struct dirent *e;
 	int rc = 0;
+	/* the GGUF itself, whatever its name says (an ollama blob is sha256-...) */
+	if (gguf && is_out(model, &lo, sok ? &so : NULL))
+		rc = err_set(
+			"%s: is the model's file (refused: writing it would destroy the model)",
+			out);
 	while (rc == 0 && d && (e = readdir(d))) {
 		if (!model_file(e->d_name, stem))
 			continue;

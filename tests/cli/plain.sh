@@ -30,6 +30,18 @@ grep -q 'temp 0.3, top-k 20, top-p 0.8' "$TMP/out" && pass "/sampling shows the 
 	fail "/sampling"
 grep -q 'presence 0, frequency 0.5, repeat' "$TMP/out" && pass "/frequency sets the frequency penalty" ||
 	fail "/frequency"
+# /clear when no new conversation file can be made (sessions/ is a file): one line,
+# and the chat goes on with the conversation it has (it crashed with a double free)
+mkdir -p "$TMP/nf/qwenchat"
+printf '[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]\n' >"$TMP/nf-conv.json"
+echo "$TMP/nf-conv.json" >"$TMP/nf/qwenchat/last-session"
+: >"$TMP/nf/qwenchat/sessions"
+printf '/clear\n/ctx\n' | XDG_STATE_HOME="$TMP/nf" "$QWENCHAT" chat -m "$MODEL" --threads 1 --resume \
+	-n 4 >"$TMP/nf.out" 2>"$TMP/nf.err"
+rc=$?
+[ $rc = 0 ] && grep -q '^qwenchat: /clear: .*sessions' "$TMP/nf.err" && grep -q '2 messages in the' "$TMP/nf.out" &&
+	pass "/clear without a place for a new file: refused, the conversation kept" ||
+	fail "/clear without sessions/: exit $rc, $(cat "$TMP/nf.err") $(cat "$TMP/nf.out")"
 # the model's generation_config.json stands for thinking mode, as in run and serve:
 # /think off takes Qwen's non-thinking preset, /think on gives the model's values back
 mkdir "$TMP/gm" && for f in "$MODEL"/*; do ln -s "$f" "$TMP/gm/"; done

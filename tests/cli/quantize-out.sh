@@ -129,6 +129,12 @@ expect_exit 1 "--out the source GGUF" "$QWENCHAT" quantize -m "$TMP/src-bf16.ggu
 	--out "$TMP/src-bf16.gguf"
 cmp -s "$TMP/src-bf16.gguf" "$TMP/keep.gguf" && pass "... refused, the source left whole" ||
 	fail "--out the source GGUF changed it"
+# ... whatever its name (an ollama blob is sha256-HEX, found by its magic)
+cp "$TMP/src-bf16.gguf" "$TMP/model.bin"
+expect_exit 1 "--out the source GGUF named model.bin" "$QWENCHAT" quantize -m "$TMP/model.bin" \
+	--type q8_0 --out "$TMP/model.bin"
+cmp -s "$TMP/model.bin" "$TMP/keep.gguf" && pass "... refused, the source left whole" ||
+	fail "--out the source model.bin changed it"
 
 # generation_config.json's sampling defaults travel as general.sampling.* (the
 # converter's keys), so the file samples as the directory did
