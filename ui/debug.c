@@ -44,13 +44,14 @@ static void attention(struct ui *u, int y, int x, int h, int w)
 	int r = 0;
 	/* the header in full, or short when the pane is narrow (an 80-column screen) */
 	if (w >= 58)
-		line(y + r++, x, w, A_BOLD, "attention  layer %d/%d (%s)  head %d/%d (%s)  %d keys",
-		     at.layer, at.layers - 1,
-		     ui_glyph(u, "\xe2\x86\x90/\xe2\x86\x92", "left/right"), u->att_head,
-		     at.heads - 1, ui_glyph(u, "\xe2\x86\x91/\xe2\x86\x93", "up/down"), at.len);
+		line(y + r++, x, w, A_BOLD,
+		     "attention  layer %d of %d (%s)  head %d of %d (%s)  %d keys", at.layer + 1,
+		     at.layers, ui_glyph(u, "\xe2\x86\x90/\xe2\x86\x92", "left/right"),
+		     u->att_head + 1, at.heads, ui_glyph(u, "\xe2\x86\x91/\xe2\x86\x93", "up/down"),
+		     at.len);
 	else
-		line(y + r++, x, w, A_BOLD, "layer %d/%d head %d/%d, %d keys", at.layer,
-		     at.layers - 1, u->att_head, at.heads - 1, at.len);
+		line(y + r++, x, w, A_BOLD, "layer %d of %d head %d of %d, %d keys", at.layer + 1,
+		     at.layers, u->att_head + 1, at.heads, at.len);
 	/* Heat strip: the context squeezed into the pane width, max weight per cell. */
 	static const char *const shade_utf8[] = {" ", "\xe2\x96\x91", "\xe2\x96\x92",
 						 "\xe2\x96\x93", "\xe2\x96\x88"};

@@ -187,9 +187,11 @@ static void draw_status(struct ui *u, int y, int w)
 		FIELD(100, "ctx %d", f->ctx_used);
 	if (f->busy && f->prefilling)
 		FIELD(95, "prefilling...");
-	FIELD(20, "prefill %.0f t/s", f->turn.prefill_tps);
-	FIELD(80, "decode %.1f t/s", f->turn.decode_tps);
-	FIELD(30, "TTFT %.2fs", f->turn.ttft);
+	if (f->turn.prefilled || f->turn.generated) { /* no figure before the first turn */
+		FIELD(20, "prefill %.0f t/s", f->turn.prefill_tps);
+		FIELD(80, "decode %.1f t/s", f->turn.decode_tps);
+		FIELD(30, "TTFT %.2fs", f->turn.ttft);
+	}
 	if (f->mem.device_total) {
 		units_ibytes((double)(f->mem.device_total - f->mem.device_free), a, sizeof a);
 		units_ibytes((double)f->mem.device_total, b, sizeof b);
@@ -367,7 +369,9 @@ void draw_frame(struct ui *u)
 	int rows = LINES, cols = COLS;
 	if (rows < 5 || cols < 20) {
 		erase();
-		draw_put(0, 0, "window too small", 16, cols);
+		/* as much as fits of the longest that does */
+		const char *m = cols >= 16 ? "window too small" : cols >= 9 ? "too small" : "small";
+		draw_put(0, 0, m, strlen(m), cols);
 		refresh();
 		return;
 	}

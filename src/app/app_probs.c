@@ -11,13 +11,15 @@
 #include "src/app/app_state.h"
 #include "src/base/array.h"
 
-/* The token's text for the pane: at most cap-1 bytes, whole UTF-8 characters,
- * control characters as escapes (a newline as \n). */
+/* The token's text for the pane, in quotes so that its spaces show (a token of
+ * spaces alone was a blank): at most cap-1 bytes, whole UTF-8 characters, control
+ * characters as escapes (a newline as \n). */
 static void token_text(const struct tok *t, int32_t id, char *out, size_t cap)
 {
 	size_t len = 0, o = 0;
 	const char *s = tok_piece(t, id, &len);
-	for (size_t i = 0; s && i < len && o + 5 < cap;) {
+	out[o++] = '\'';
+	for (size_t i = 0; s && i < len && o + 6 < cap;) {
 		unsigned char c = (unsigned char)s[i];
 		size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
 		if (c == '\n') {
@@ -25,11 +27,12 @@ static void token_text(const struct tok *t, int32_t id, char *out, size_t cap)
 		} else if (c < 0x20 || c == 0x7f || i + k > len) {
 			out[o++] = '?', i++;
 		} else {
-			if (o + k + 1 > cap)
+			if (o + k + 2 > cap)
 				break;
 			memcpy(out + o, s + i, k), o += k, i += k;
 		}
 	}
+	out[o++] = '\'';
 	out[o] = 0;
 }
 

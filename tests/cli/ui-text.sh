@@ -48,12 +48,13 @@ w = lambda s: sum(2 if u.east_asian_width(c) in "WF" else 1 for c in s)
 cols = {}
 for line in open(sys.argv[1], encoding="utf-8"):
     for tok in ("世界", "你好", " мир", " hello", "中国"):
+        tok = "'" + tok + "'"  # quoted, so that spaces show
         if line.startswith(tok + " ") and " | " in line:
             cols[tok] = w(line[:line.index(" 1 (")])
 print(cols)
 sys.exit(0 if len(cols) == 5 and len(set(cols.values())) == 1 else 1)
 PY
-	fail "probabilities misaligned: $(grep -E '^(世界|你好| мир| hello|中国) ' "$TMP/probs")"
+	fail "probabilities misaligned: $(grep -E "^'(世界|你好| мир| hello|中国)' " "$TMP/probs")"
 T send-keys -t ui '/debug off' Enter
 
 # 2. A carriage return (CRLF line ends) takes no column and is not drawn as '?'.
