@@ -1,7 +1,7 @@
 /* rope.c — rotary embedding frequencies: default RoPE, linear scaling and YaRN,
  * following transformers' _compute_default_rope_parameters,
  * _compute_linear_scaling_rope_parameters and _compute_yarn_parameters
- * including their float32 arithmetic, so positions rotate identically. */
+ * (v4.51.3) including their float32 arithmetic, so positions rotate identically. */
 #include "engine/rope.h"
 
 #include <math.h>
@@ -34,14 +34,14 @@ void rope_inv_freq(const struct eng_config *c, float *inv_freq, float *attention
 	if (strcmp(c->rope_type, "yarn") != 0)
 		return;
 
-	/* The factor given is the factor, as vLLM, llama.cpp and transformers since its
-	 * fix of 2025-08 take it. Earlier transformers (4.51) replaced it by
-	 * max_position_embeddings / original_max_position_embeddings, which for Qwen3's
-	 * own YaRN recipe (factor 4 over 32768, max_position_embeddings left at 40960)
-	 * made 1.25 of the 4 Qwen asks for. */
-	double factor = c->rope_factor;
-	double orig = c->rope_original_max_position > 0 ? c->rope_original_max_position
-							: c->max_position_embeddings;
+	/* transformers replaces the configured factor by max_position / original whenever
+	 * original_max_position_embeddings is given (even when that ratio is 1); it is
+	 * the reference, so do the same. */
+	double factor = c->rope_factor, orig = c->max_position_embeddings;
+	if (c->rope_original_max_position > 0) {
+		orig = c->rope_original_max_position;
+		factor = (double)c->max_position_embeddings / orig;
+	}
 	/* The factor on cos and sin: given, or DeepSeek's ratio when both mscales are
 	 * given, else the paper's 0.1 ln(factor) + 1. */
 	if (c->rope_attention_factor > 0)

@@ -232,13 +232,22 @@ static void print_config(const struct info *in)
 	       c->num_heads * c->head_dim,
 	       c->num_heads * c->head_dim == c->hidden_size ? " =" : " !=", c->hidden_size);
 	printf("rope          theta %.10g, ", c->rope_theta);
-	if (!strcmp(c->rope_type, "yarn"))
-		printf("YaRN factor %g over %d positions (cos/sin scale %.4g, beta %g/%g)",
-		       c->rope_factor,
+	double ratio = c->rope_original_max_position > 0
+			       ? (double)c->max_position_embeddings / c->rope_original_max_position
+			       : c->rope_factor;
+	if (!strcmp(c->rope_type, "yarn")) {
+		printf("YaRN factor %g over %d positions (cos/sin scale %.4g, beta %g/%g)", ratio,
 		       c->rope_original_max_position > 0 ? c->rope_original_max_position
 							 : c->max_position_embeddings,
 		       eng_rope_attention_factor(c), c->rope_beta_fast, c->rope_beta_slow);
-	else if (!strcmp(c->rope_type, "linear"))
+		/* transformers 4.51, the reference, takes the ratio: say so where the two
+		 * differ (Qwen3's recipe, 4 over 32768 with 40960) */
+		if (ratio != c->rope_factor)
+			printf(";\n              rope_scaling's factor %g is replaced by "
+			       "max_position_embeddings / original_max_position_embeddings, as in "
+			       "transformers 4.51 (vLLM and llama.cpp take the factor as given)",
+			       c->rope_factor);
+	} else if (!strcmp(c->rope_type, "linear"))
 		printf("linear scaling, factor %g", c->rope_factor);
 	else
 		printf("no scaling");

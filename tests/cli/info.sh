@@ -71,6 +71,15 @@ done
 expect_exit 0 "f32 + YaRN model" "$QWENCHAT" info -m "$TMP/f32" --json
 expect_eq "f32 bytes" "$(json_get "$TMP/out" weight_bytes)" $(( $(params 1024 64 128 2 4 2 16 1) * 4 ))
 expect_eq "yarn factor" "$(json_get "$TMP/out" config.rope_factor)" 4.0
+# Qwen3's YaRN recipe (factor 4 over 32768, max_position_embeddings left at 40960):
+# the factor used, transformers 4.51's ratio, and that vLLM and llama.cpp differ
+"$MK" --out "$TMP/yq" --yarn-factor 4 --yarn-original-max 32768 --max-position 40960 \
+	>/dev/null || fail "mkmodel yq"
+"$QWENCHAT" info -m "$TMP/yq" >"$TMP/out" 2>&1
+grep -q 'YaRN factor 1.25 over 32768 positions' "$TMP/out" &&
+	grep -q "rope_scaling's factor 4 is replaced by max_position_embeddings" "$TMP/out" &&
+	pass "info says which YaRN factor is used, and that others take 4" ||
+	fail "YaRN factor in info: $(grep -A1 '^rope' "$TMP/out")"
 "$MK" --out "$TMP/f16" --dtype f16 || fail "mkmodel f16"
 expect_exit 0 "f16 model" "$QWENCHAT" info -m "$TMP/f16" --json
 

@@ -291,34 +291,6 @@ static void test_yarn_options(void **state)
 	check_golden("yarn-ms");
 }
 
-/* The factor is rope_scaling's, whatever max_position_embeddings says (Qwen3's YaRN
- * recipe keeps 40960 there with factor 4 over 32768): the yarn golden's model with
- * max_position_embeddings 5000 instead of 16384 computes the same logits. */
-static void test_yarn_explicit_factor(void **state)
-{
-	(void)state;
-	struct golden g;
-	load_golden("yarn", &g);
-	char flags[512];
-	const char *at = strstr(g.flags, "--max-position 16384");
-	assert_non_null(at);
-	snprintf(flags, sizeof flags, "%.*s--max-position 5000%s", (int)(at - g.flags), g.flags,
-		 at + strlen("--max-position 16384"));
-	g.flags = flags;
-	struct eng_model *m = eng_model_open(make_model("yarn-5000", &g));
-	if (!m)
-		fail_msg("%s", err_msg());
-	float *got = malloc((size_t)g.ntok * g.vocab * sizeof *got);
-	int miss;
-	assert_true(run_golden("yarn-5000", m, &g, got, cpu_isa_best(), true, false, &miss) <=
-		    1e-4);
-	assert_int_equal(miss, 0);
-	eng_model_free(m);
-	free(got);
-	free(g.rows);
-	free(g.text);
-}
-
 static void test_linear(void **state)
 {
 	(void)state;
@@ -338,8 +310,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_isa_override), cmocka_unit_test(test_tiny),
 		cmocka_unit_test(test_odd),          cmocka_unit_test(test_yarn),
-		cmocka_unit_test(test_yarn_options), cmocka_unit_test(test_yarn_explicit_factor),
-		cmocka_unit_test(test_linear),       cmocka_unit_test(test_q06),
+		cmocka_unit_test(test_yarn_options), cmocka_unit_test(test_linear),
+		cmocka_unit_test(test_q06),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[256];
