@@ -133,8 +133,8 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 			const char *base = v->b[l->block].content.s, *line = l->s;
 			while (line > base && line[-1] != '\n')
 				line--;
-			md_put(u, y0 + r, x0 + 2, line, l->s, (size_t)l->len, w - 2,
-			       style_attr(l->style) | gone);
+			md_put(u, y0 + r, x0 + 2 + l->indent, line, l->s, (size_t)l->len,
+			       w - 2 - l->indent, style_attr(l->style) | gone);
 		} else {
 			draw_put(y0 + r, x0 + (head ? 0 : 2) + l->indent, l->s, (size_t)l->len,
 				 w - 2 - l->indent);

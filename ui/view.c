@@ -323,9 +323,14 @@ static int layout_text(struct view *v, enum vl_style st, const char *s, size_t n
 		const char *nl = memchr(s, '\n', n);
 		size_t len = nl ? (size_t)(nl - s) : n;
 		bool fence = len >= 3 && !strncmp(s + strspn(s, " "), "```", 3) && st == VL_ASSIST;
-		if (wrap(v, code || fence ? VL_CODE : st, s, len, width, block, code || fence,
-			 st == VL_ASSIST && !code && !fence,
-			 st == VL_NOTICE ? hang_of(s, len, width) : 0))
+		bool md = st == VL_ASSIST && !code && !fence, heading, item;
+		int hang = st == VL_NOTICE ? hang_of(s, len, width) : 0;
+		/* a list item's wrapped lines go on under its text, not under its bullet */
+		size_t mark = md ? md_line_kind(s, len, &heading, &item) : 0;
+		if (md && item && (int)mark <= width / 2)
+			hang = (int)mark;
+		if (wrap(v, code || fence ? VL_CODE : st, s, len, width, block, code || fence, md,
+			 hang))
 			return -1;
 		if (fence)
 			code = !code;

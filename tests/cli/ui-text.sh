@@ -89,6 +89,15 @@ screen | grep -q '^  one two three four five six seven *$' &&
 screen | grep -q '^  Head of a long heading that wraps here *$' &&
 	pass "a heading's marker takes no room" ||
 	fail "heading wrap: $(screen | grep -E 'Head|here' | tr '\n' '|')"
+# ... and a list item's wrapped lines go on under its text, not under its bullet
+printf '%s\n' '[{"role": "user", "content": "List"},' \
+	' {"role": "assistant", "content": "- first item whose words run on past the width\n  - nested item that also runs on past it"}]' \
+	>"$TMP/md-list.json"
+T send-keys -t ui "/load $TMP/md-list.json" Enter
+check_screen '^  . first item whose words run on past' "a list is loaded"
+screen | grep -q '^    the width *$' && screen | grep -q '^      it *$' &&
+	pass "list items wrap with a hanging indent" ||
+	fail "list wrap: $(screen | grep -E 'item|width|past' | tr '\n' '|')"
 # 2c. A tab reaches the next multiple of 8 columns, as on a terminal, in the wrap as
 # on screen: in an answer, a code block and the input line.
 printf '%s\n' '[{"role": "user", "content": "Tabs"},' \
