@@ -253,6 +253,12 @@ static void stats(struct app *a, struct app_result *r)
 	if (p) {
 		size_t n = strlen(p);
 		const char *tail = n > 44 ? p + n - 44 : p;
+		/* from a whole control token or line, not the middle of "<|im_start|>" */
+		for (const char *t = tail; n > 44 && t < p + n - 8; t++)
+			if (*t == '<' || t[-1] == '\n') {
+				tail = t;
+				break;
+			}
 		say(r, "next prompt ends: %s\"", n > 44 ? "..." : "");
 		say_escaped(r, tail);
 		say(r, "\"");

@@ -19,6 +19,8 @@ echo "---- stdout ----"; cat "$TMP/out"; echo "---- stderr ----"; cat "$TMP/err"
 [ "$(head -n 1 "$TMP/out" | tr -d ' \n')" != "" ] && pass "the first answer is streamed" ||
 	fail "no answer on the first line"
 grep -q 'thinking off from the next answer' "$TMP/out" && pass "/think off" || fail "/think off"
+grep -qF 'next prompt ends: ..."<|im_start|>assistant' "$TMP/out" &&
+	pass "/stats shows the prompt's end from a whole control token" || fail "/stats tail"
 grep -qF '<think>\n\n</think>\n\n"' "$TMP/out" && pass "/stats shows the empty think block" ||
 	fail "/stats prompt tail"
 grep -q 'sampling seed 3 ' "$TMP/out" && pass "/stats shows the seed" || fail "/stats seed"
