@@ -273,7 +273,11 @@ static void finish_turn(struct ui *u, int rc, const char *err)
 			  "the oldest turns out to make room (--ctx: a larger context)");
 	} else if (u->fig.turn.stop == SESS_STOP_MAX) {
 		char m[96];
-		snprintf(m, sizeof m, "the answer stops at %d tokens, the -n limit",
+		/* a server says "length" for its own limits too, not -n alone */
+		snprintf(m, sizeof m,
+			 app_remote_url(u->a) ? "the server ended the answer at a length limit (%d "
+						"tokens)"
+					      : "the answer stops at %d tokens, the -n limit",
 			 u->fig.turn.generated);
 		ui_notice(u, false, m);
 	}
