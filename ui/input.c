@@ -7,6 +7,7 @@
 
 #include <readline/history.h>
 #include <readline/readline.h>
+#include <utf8proc.h>
 
 #include "src/base/fileio.h"
 #include "src/app/slash.h"
@@ -92,6 +93,89 @@ void in_completion(void)
 	rl_attempted_completion_function = complete;
 }
 
+/* ---- editing by what a reader calls a character ----------------------------------
+ * Readline moves by code point: Left or Backspace split a flag (two regional
+ * indicators) or an emoji and its skin tone. These move by extended grapheme
+ * cluster (utf8proc's rules, Unicode's UAX #29), as a terminal draws them. */
+
+/* The first grapheme boundary of s[0..len) after byte at (dir > 0), or the last one
+ * before it (dir < 0); 0 and len are boundaries. */
+static int grapheme_edge(const char *s, int len, int at, int dir)
+{
+	int before = 0;
+	utf8proc_int32_t last = -1, state = 0;
+	for (int i = 0; i < len;) {
+		utf8proc_int32_t cp;
+		utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
+						      (utf8proc_ssize_t)(len - i), &cp);
+		if (k <= 0) /* a byte that is not UTF-8: a character of its own */
+			k = 1, cp = 0xFFFD;
+		if (last < 0 || utf8proc_grapheme_break_stateful(last, cp, &state)) {
+			if (dir > 0 && i > at)
+				return i;
+			if (i < at)
+				before = i;
+		}
+		last = cp;
+		i += (int)k;
+	}
+	return dir > 0 ? len : before;
+}
+
+static int forward_grapheme(int count, int key)
+{
+	(void)key;
+	for (; count > 0 && rl_point < rl_end; count--)
+		rl_point = grapheme_edge(rl_line_buffer, rl_end, rl_point, 1);
+	return 0;
+}
+
+static int backward_grapheme(int count, int key)
+{
+	(void)key;
+	for (; count > 0 && rl_point > 0; count--)
+		rl_point = grapheme_edge(rl_line_buffer, rl_end, rl_point, -1);
+	return 0;
+}
+
+static int rubout_grapheme(int count, int key)
+{
+	(void)key;
+	int start = rl_point;
+	for (; count > 0 && start > 0; count--)
+		start = grapheme_edge(rl_line_buffer, rl_end, start, -1);
+	if (start == rl_point)
+		return rl_ding();
+	rl_delete_text(start, rl_point);
+	rl_point = start;
+	return 0;
+}
+
+static int delete_grapheme(int count, int key)
+{
+	(void)key;
+	int end = rl_point;
+	for (; count > 0 && end < rl_end; count--)
+		end = grapheme_edge(rl_line_buffer, rl_end, end, 1);
+	if (end == rl_point)
+		return rl_ding();
+	rl_delete_text(rl_point, end);
+	return 0;
+}
+
+void in_grapheme_keys(void)
+{
+	static const char *const left[] = {"\033[D", "\033OD", "\002"};
+	static const char *const right[] = {"\033[C", "\033OC", "\006"};
+	for (size_t i = 0; i < sizeof left / sizeof *left; i++) {
+		rl_bind_keyseq(left[i], backward_grapheme);
+		rl_bind_keyseq(right[i], forward_grapheme);
+	}
+	rl_bind_keyseq("\177", rubout_grapheme);
+	rl_bind_keyseq("\010", rubout_grapheme);
+	rl_bind_keyseq("\033[3~", delete_grapheme);
+}
+
 void in_history_keep(void)
 {
 	/* Readline keeps the edits made to a recalled line in the history entry once one
@@ -117,6 +201,7 @@ void in_init(struct ui *u)
 	rl_outstream = fopen("/dev/null", "w");
 	rl_readline_name = "qwenchat";
 	in_history_keep();
+	in_grapheme_keys();
 	using_history();
 	u->history_path = fio_join(app_state_dir(u->a), "history");
 	if (u->history_path)

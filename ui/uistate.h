@@ -102,6 +102,9 @@ void in_completion(void);
 /* Edits of recalled history lines undone when a line is sent (also for the plain
  * mode), so the history stays as sent. */
 void in_history_keep(void);
+/* Left, Right, Backspace and Delete by grapheme cluster (a flag, an emoji with its
+ * skin tone, a letter and its accents), not by code point. */
+void in_grapheme_keys(void);
 /* Decodes u->kb; flush: the bytes so far are all there is (a lone Esc is Esc). */
 void in_process(struct ui *u, bool flush);
 

@@ -297,6 +297,18 @@ restart "$QWENCHAT -m '$R' --backend cpu --threads 1 --greedy --repeat-penalty 1
 check_screen 'Type a message' "the chat starts with -n 2"
 T send-keys -t ui 'hi' Enter
 check_screen 'the answer stops at 2 tokens, the -n limit' "an answer cut by -n says so"
-T send-keys -t ui C-d
+
+# 7. Left, Right and Backspace move by what a reader calls a character: a flag (two
+# regional indicators) and an emoji with its skin tone are never split.
+T send-keys -t ui -l "$(printf 'x\360\237\207\253\360\237\207\267y')"
+T send-keys -t ui Left Left BSpace
+T send-keys -t ui -l "$(printf 'a\360\237\221\215\360\237\217\275b')"
+T send-keys -t ui Left Left BSpace Right Right
+T send-keys -t ui -l 'Z'
+sleep 0.5
+[ "$(screen | grep '^> ' | tr -d ' ')" = "$(printf '>\360\237\221\215\360\237\217\275bZ\360\237\207\253\360\237\207\267y')" ] &&
+	pass "editing steps over flags and skin tones whole" ||
+	fail "editing split a character: $(screen | grep '^> ' | od -c | head -3)"
+T send-keys -t ui C-e C-u C-d
 check_screen 'EXITED 0' "quits"
 finish
