@@ -1,6 +1,7 @@
 /* draw.c — renders the UI state to the terminal, once per frame: the chat view,
  * the debug pane, the status bar, the input area and the key hint. */
 #include <curses.h>
+#include <utf8proc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,7 +55,19 @@ int draw_put_at(int y, int x, int col, const char *s, size_t n, int cols)
 			size_t fit = view_fit_at(s, run, col + used, cols - used, &w);
 			if (!fit)
 				break;
-			addnstr(s, (int)fit);
+			/* a character the terminal would not draw takes the column the
+			 * layout gave it, as '?' */
+			for (size_t i = 0; i < fit;) {
+				utf8proc_int32_t cp;
+				utf8proc_ssize_t k =
+					utf8proc_iterate((const utf8proc_uint8_t *)s + i,
+							 (utf8proc_ssize_t)(fit - i), &cp);
+				if (k <= 0 || view_cp_width(cp) < 0)
+					addch('?');
+				else
+					addnstr(s + i, (int)k);
+				i += k > 0 ? (size_t)k : 1;
+			}
 			used += w;
 			if (fit < run)
 				break;
@@ -130,10 +143,13 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 			draw_put(y0 + r, x0, ui_glyph(u, "\xe2\x94\x82", "|"), u->ascii ? 1 : 3,
 				 1);         /* a bar sets code apart */
 		if (l->style == VL_ASSIST) { /* light Markdown, from the line's start */
-			const char *base = v->b[l->block].content.s, *line = l->s;
-			while (line > base && line[-1] != '\n')
+			const struct vb_text *t = &v->b[l->block].content;
+			const char *line = l->s, *end = l->s + l->len;
+			while (line > t->s && line[-1] != '\n')
 				line--;
-			md_put(u, y0 + r, x0 + 2 + l->indent, line, l->s, (size_t)l->len,
+			while (end < t->s + t->n && *end != '\n')
+				end++;
+			md_put(u, y0 + r, x0 + 2 + l->indent, line, end, l->s, (size_t)l->len,
 			       w - 2 - l->indent, style_attr(l->style) | gone);
 		} else {
 			draw_put(y0 + r, x0 + (head ? 0 : 2) + l->indent, l->s, (size_t)l->len,

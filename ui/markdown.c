@@ -62,8 +62,8 @@ size_t md_line_kind(const char *line, size_t n, bool *heading, bool *item)
 	return 0;
 }
 
-int md_put(struct ui *u, int y, int x, const char *line, const char *s, size_t n, int cols,
-	   attr_t base)
+int md_put(struct ui *u, int y, int x, const char *line, const char *end, const char *s, size_t n,
+	   int cols, attr_t base)
 {
 	size_t line_n = (size_t)(s - line) + n;
 	bool heading, item;
@@ -72,7 +72,7 @@ int md_put(struct ui *u, int y, int x, const char *line, const char *s, size_t n
 		base |= A_BOLD;
 	struct md_state st = {false, false, false};
 	for (const char *p = line + hide; p < s;) { /* the state the wrap left open */
-		size_t m = md_marker(p, (size_t)(s - p), line, &st, true);
+		size_t m = md_marker(p, (size_t)(end - p), line, &st, true);
 		p += m ? m : 1;
 	}
 	int used = 0;
@@ -85,13 +85,15 @@ int md_put(struct ui *u, int y, int x, const char *line, const char *s, size_t n
 			used += draw_put(y, x + used, ui_glyph(u, "\xe2\x80\xa2 ", "- "),
 					 u->ascii ? 2 : 4, cols - used);
 		}
-		s += hide;
-		n -= hide;
+		/* an item indented past the row: the row holds only part of it */
+		s += hide < n ? hide : n;
+		n -= hide < n ? hide : n;
 	}
 	while (n > 0 && used < cols) {
-		size_t m = md_marker(s, n, line, &st, false);
+		/* a '*' at the row's end opens italic by what follows on the next row */
+		size_t look = (size_t)(end - s), m = md_marker(s, look, line, &st, false);
 		if (m) {
-			md_marker(s, n, line, &st, true);
+			md_marker(s, look, line, &st, true);
 			s += m;
 			n -= m;
 			continue;
@@ -100,10 +102,8 @@ int md_put(struct ui *u, int y, int x, const char *line, const char *s, size_t n
 		while (run < n && s[run] != '`' && s[run] != '*')
 			run++;
 		attrset(attrs(&st, base));
-		int w = draw_put_at(y, x + used, used, s, run, cols - used);
-		if (w == 0)
-			break;
-		used += w;
+		/* a run of no width (a zero-width space, a lone accent) still goes by */
+		used += draw_put_at(y, x + used, used, s, run, cols - used);
 		s += run;
 		n -= run;
 	}

@@ -70,11 +70,12 @@ int draw_put(int y, int x, const char *s, size_t n, int cols);
 /* The same for text that starts col columns into its line of text. */
 int draw_put_at(int y, int x, int col, const char *s, size_t n, int cols);
 
-/* markdown.c: the display line s[0..n) of the answer line starting at `line`, with
- * light Markdown drawn (bold, italic, inline code, headings, list bullets); base is
+/* markdown.c: the display line s[0..n) of the answer line [line, end), with light
+ * Markdown drawn (bold, italic, inline code, headings, list bullets), its markers
+ * read as the layout reads them, with the whole line after them in sight; base is
  * the line's own attribute. Returns the columns used. */
-int md_put(struct ui *u, int y, int x, const char *line, const char *s, size_t n, int cols,
-	   attr_t base);
+int md_put(struct ui *u, int y, int x, const char *line, const char *end, const char *s, size_t n,
+	   int cols, attr_t base);
 
 /* ui.c */
 void ui_submit(struct ui *u, char *line);

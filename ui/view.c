@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
+#include <wchar.h>
 
 void view_init(struct view *v)
 {
@@ -124,6 +125,11 @@ void view_show_reasoning(struct view *v, bool show)
 		v->b[i].collapsed = !show;
 }
 
+int view_cp_width(int32_t cp)
+{
+	return wcwidth((wchar_t)cp);
+}
+
 /* One character at column col of its line: its byte length and display width. */
 static int char_at(const char *s, size_t n, int col, int *width)
 {
@@ -134,7 +140,7 @@ static int char_at(const char *s, size_t n, int col, int *width)
 		*width = 1; /* an invalid byte is drawn as one replacement column */
 		return 1;
 	}
-	int w = utf8proc_charwidth(cp);
+	int w = view_cp_width(cp);
 	/* A tab reaches the next multiple of VIEW_TAB columns, as on a terminal; other
 	 * control characters are drawn as one column, but a carriage return is not drawn
 	 * (draw_put); combining marks take none. */

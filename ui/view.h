@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "src/chat/chat.h"
 
@@ -87,6 +88,10 @@ int view_layout(struct view *v, int width);
 int view_width(const char *s, size_t n);
 /* Bytes of s[0..n) that fit in `cols` columns at the start of a line. */
 size_t view_fit(const char *s, size_t n, int cols);
+/* The columns code point cp takes: the C library's wcwidth, by which ncurses draws
+ * (utf8proc's tables differ: Devanagari vowel signs, the I Ching hexagrams); -1 for
+ * one that is not drawn (a C1 control), which the drawing shows as '?'. */
+int view_cp_width(int32_t cp);
 /* The same from column col of a line (where its tabs stop); *used (may be NULL)
  * gets the columns they take. */
 size_t view_fit_at(const char *s, size_t n, int col, int cols, int *used);

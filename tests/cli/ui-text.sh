@@ -89,6 +89,21 @@ screen | grep -q '^  one two three four five six seven *$' &&
 screen | grep -q '^  Head of a long heading that wraps here *$' &&
 	pass "a heading's marker takes no room" ||
 	fail "heading wrap: $(screen | grep -E 'Head|here' | tr '\n' '|')"
+# ... and nothing is lost to widths: a '*' that ends a row opens its italic as the
+# layout read it, a run of no width (a zero-width space) does not end the row, and
+# characters take the columns the terminal gives them (Devanagari vowel signs take
+# one; utf8proc's tables said none, and the rows' ends went off the screen)
+T resize-window -t ui -x 30 -y 30
+printf '%s\n' '[{"role": "user", "content": "Widths"},' \
+	' {"role": "assistant", "content": "((((((((((((((((((((((((((((*abc* def\n`\u200b` tail words\nभारत एक विशाल देश है जिसकी संस्कृति बहुत पुरानी"}]' \
+	>"$TMP/md-widths.json"
+T send-keys -t ui "/load $TMP/md-widths.json" Enter
+check_screen '^  abc def *$' "a '*' at a row's end opens its italic, and is not drawn"
+check_screen 'tail words *$' "a zero-width run does not end the row"
+screen | tr -d ' \n' | grep -q 'भारतएकविशालदेशहैजिसकीसंस्कृतिबहुतपुरानी' &&
+	pass "Devanagari wraps with nothing lost" ||
+	fail "Devanagari: $(screen | grep -E 'भारत|पुरानी' | tr '\n' '|')"
+T resize-window -t ui -x 40 -y 30
 # ... and a list item's wrapped lines go on under its text, not under its bullet
 printf '%s\n' '[{"role": "user", "content": "List"},' \
 	' {"role": "assistant", "content": "- first item whose words run on past the width\n  - nested item that also runs on past it"}]' \
