@@ -274,7 +274,11 @@ static int wrap(struct view *v, enum vl_style st, const char *s, size_t n, int w
 		}
 		size_t cut = fit, len = fit;
 		if (fit < n && !hard && (s[fit] == ' ' || s[fit] == '\t')) {
-			cut = fit + 1; /* the line ends at a space: the words before it fit */
+			/* the line ends at a space: the words before it fit, and the spaces
+			 * after the break start no row of their own */
+			cut = fit + 1;
+			while (cut < n && s[cut] == ' ')
+				cut++;
 		} else if (fit < n && !hard) {
 			size_t sp = fit;
 			while (sp > 0 && s[sp - 1] != ' ' && s[sp - 1] != '\t')

@@ -113,6 +113,15 @@ check_screen '^  . first item whose words run on past' "a list is loaded"
 screen | grep -q '^    the width *$' && screen | grep -q '^      it *$' &&
 	pass "list items wrap with a hanging indent" ||
 	fail "list wrap: $(screen | grep -E 'item|width|past' | tr '\n' '|')"
+# ... and a break in a run of spaces starts no empty row
+printf '%s\n' '[{"role": "user", "content": "Spaces"},' \
+	" {\"role\": \"assistant\", \"content\": \"$(printf '%038d' 0 | tr 0 a)   $(printf '%050d' 0 | tr 0 b)\"}]" \
+	>"$TMP/md-spaces.json"
+T send-keys -t ui "/load $TMP/md-spaces.json" Enter
+check_screen '^  bbbbbbbbbbbb *$' "a long run of b's is loaded"
+screen | grep -A1 '^  aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa *$' | tail -n 1 | grep -q '^  bbbb' &&
+	pass "a break in a run of spaces starts no empty row" ||
+	fail "spaces at a break: $(screen | grep -A2 'aaaa' | tr '\n' '|')"
 # 2c. A tab reaches the next multiple of 8 columns, as on a terminal, in the wrap as
 # on screen: in an answer, a code block and the input line.
 printf '%s\n' '[{"role": "user", "content": "Tabs"},' \
