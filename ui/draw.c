@@ -166,6 +166,28 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 	}
 }
 
+/* Which of n items, each width[i] columns joined by 3 ("a | b"), with ends columns
+ * around them, are shown in room columns: the least useful (lowest keep[i]) left out,
+ * whole, first; those of keep 100 always stay (draw_put() cuts them). */
+static void fit_items(const int *width, const int *keep, int n, int ends, int room, bool *shown)
+{
+	int total = ends - 3;
+	for (int i = 0; i < n; i++) {
+		shown[i] = true;
+		total += width[i] + 3;
+	}
+	while (total > room) {
+		int drop = -1;
+		for (int i = 0; i < n; i++)
+			if (shown[i] && keep[i] < 100 && (drop < 0 || keep[i] < keep[drop]))
+				drop = i;
+		if (drop < 0)
+			break;
+		shown[drop] = false;
+		total -= width[drop] + 3;
+	}
+}
+
 /* One field of the status bar: its text and how much it matters when the bar is
  * too narrow for all (lower goes first). */
 struct field {
@@ -215,26 +237,13 @@ static void draw_status(struct ui *u, int y, int w)
 	}
 	FIELD(15, "RSS %s", units_ibytes((double)f->mem.host_rss, a, sizeof a));
 #undef FIELD
-	/* " a | b | c ": the fields' widths, 3 between two, a blank at each end */
+	/* " a | b | c ": a blank at each end; room for the mark of an autosave failure
+	 * at the right end */
 	bool shown[11];
-	int total = 2 - 3;
-	for (int i = 0; i < nf; i++) {
-		shown[i] = true;
-		total += view_width(fl[i].text, strlen(fl[i].text)) + 3;
-	}
-	/* room for the mark of an autosave failure at the right end */
-	int room = f->save_error[0] ? w - UNSAVED_W : w;
-	while (total > room) {
-		int drop = -1;
-		for (int i = 0; i < nf; i++)
-			if (shown[i] && fl[i].keep < 100 &&
-			    (drop < 0 || fl[i].keep < fl[drop].keep))
-				drop = i;
-		if (drop < 0)
-			break; /* the context alone: draw_put() cuts it */
-		shown[drop] = false;
-		total -= view_width(fl[drop].text, strlen(fl[drop].text)) + 3;
-	}
+	int width[11], keep[11];
+	for (int i = 0; i < nf; i++)
+		width[i] = view_width(fl[i].text, strlen(fl[i].text)), keep[i] = fl[i].keep;
+	fit_items(width, keep, nf, 2, f->save_error[0] ? w - UNSAVED_W : w, shown);
 	char s[512];
 	int n = 0;
 	for (int i = 0; i < nf && n < (int)sizeof s; i++)
@@ -331,22 +340,10 @@ static const struct hint_item hint_busy[] = {{"Esc or Ctrl-C: stop the answer (i
 static void key_hint(const struct hint_item *it, int w, char *out, size_t sz)
 {
 	bool shown[8];
-	int n = 0, total = -3;
-	for (; it[n].text && n < 8; n++) {
-		shown[n] = true;
-		total += (int)strlen(it[n].text) + 3;
-	}
-	while (total > w) {
-		int drop = -1;
-		for (int i = 0; i < n; i++)
-			if (shown[i] && it[i].keep < 100 &&
-			    (drop < 0 || it[i].keep < it[drop].keep))
-				drop = i;
-		if (drop < 0)
-			break; /* what must stay: draw_put() cuts it */
-		shown[drop] = false;
-		total -= (int)strlen(it[drop].text) + 3;
-	}
+	int n = 0, width[8], keep[8];
+	for (; it[n].text && n < 8; n++)
+		width[n] = (int)strlen(it[n].text), keep[n] = it[n].keep;
+	fit_items(width, keep, n, 0, w, shown);
 	size_t k = 0;
 	out[0] = 0;
 	for (int i = 0; i < n && k < sz; i++)
