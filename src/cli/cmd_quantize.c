@@ -250,24 +250,14 @@ static int check_out(const char *out, const char *model, bool gguf)
  * llama-quantize refuses it too). */
 static int float_weights(const struct eng_model *m, const char *path)
 {
-	const struct eng_weights *w = eng_model_weights(m);
-	const struct eng_config *c = eng_model_config(m);
-	const struct eng_tensor *t[] = {&w->embed, &w->lm_head};
-	for (int l = -1; l < c->num_layers; l++) {
-		const struct eng_layer *L = l >= 0 ? &w->layers[l] : NULL;
-		const struct eng_tensor *x[] = {L ? &L->wq : t[0],     L ? &L->wk : t[1],
-						L ? &L->wv : t[1],     L ? &L->wo : t[1],
-						L ? &L->w_gate : t[1], L ? &L->w_up : t[1],
-						L ? &L->w_down : t[1]};
-		for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
-			if (x[i]->dtype != ENG_F32 && x[i]->dtype != ENG_F16 &&
-			    x[i]->dtype != ENG_BF16)
-				return err_set(
-					"%s: holds %s weights (%s); quantize from the model's "
-					"F32/F16/BF16 file or its safetensors directory",
-					path, eng_dtype_name(x[i]->dtype),
-					l >= 0 ? "a layer's matrices" : "the embedding");
-	}
+	struct eng_type_count n[ENG_DTYPE_COUNT];
+	eng_model_type_counts(m, n);
+	for (int t = 0; t < ENG_DTYPE_COUNT; t++)
+		if (n[t].tensors && eng_dtype_quantized((enum eng_dtype)t))
+			return err_set(
+				"%s: holds %s weights; quantize from the model's F32/F16/BF16 "
+				"file or its safetensors directory",
+				path, eng_dtype_name((enum eng_dtype)t));
 	return 0;
 }
 
