@@ -58,17 +58,16 @@ static int new_session_path(struct app *a)
 	return a->session_path ? 0 : err_set("cannot name a new conversation file");
 }
 
-/* Lets go of the conversation file's lock (only while holding it: no other process
- * uses the lock file then). */
-static void release_session(struct app *a)
+/* Lets go of a conversation file's lock held on fd (the lock file goes only while
+ * held: no other process uses it then). */
+static void release_lock(const char *path, int fd)
 {
-	if (a->lock_fd >= 0 && a->session_path) {
+	if (fd >= 0 && path) {
 		char lock[4200];
-		snprintf(lock, sizeof lock, "%s.lock", a->session_path);
+		snprintf(lock, sizeof lock, "%s.lock", path);
 		unlink(lock);
-		close(a->lock_fd);
+		close(fd);
 	}
-	a->lock_fd = -1;
 }
 
 /* A new conversation's file, locked as a resumed one is (see resume_last). */
@@ -325,7 +324,7 @@ void app_free(struct app *a)
 	free(a->held_model);
 	free(a->state_dir);
 	free(a->home);
-	release_session(a);
+	release_lock(a->session_path, a->lock_fd);
 	free(a->session_path);
 	free(a->reasoning.s);
 	free(a->answer.s);
@@ -421,11 +420,7 @@ int app_new_session(struct app *a, char **left)
 		a->session_path = old, a->lock_fd = old_fd;
 		return -1;
 	}
-	char *now = a->session_path;
-	int now_fd = a->lock_fd;
-	a->session_path = old, a->lock_fd = old_fd;
-	release_session(a);
-	a->session_path = now, a->lock_fd = now_fd;
+	release_lock(old, old_fd);
 	*left = old;
 	return 0;
 }
