@@ -35,6 +35,9 @@ struct field {
 	{name, K_LIST, offsetof(struct tstate_opts, member), offsetof(struct tstate_opts, count), \
 	 0, 0, 0, NULL}
 
+/* The most steps a run takes (and warm-up, cosine, evaluation and save intervals). */
+#define STEPS_MAX 1e12
+
 static const struct field fields[] = {
 	S("init", init, 0, NULL),
 	S("tokenizer", tokenizer, 0, NULL),
@@ -52,11 +55,11 @@ static const struct field fields[] = {
 	F("ctx", K_INT, ctx, 1, 1 << 20, 0),
 	F("batch", K_INT, batch, 1, 1 << 16, 0),
 	F("accum", K_INT, accum, 1, 1 << 16, 0),
-	F("steps", K_I64, steps, 0, 1e12, CHANGE),
+	F("steps", K_I64, steps, 0, STEPS_MAX, CHANGE),
 	F("lr", K_REAL, lr, 0, 10, 0),
 	F("min-lr", K_REAL, min_lr, 0, 10, 0),
-	F("warmup", K_I64, warmup, 0, 1e12, 0),
-	F("cosine-steps", K_I64, cosine_steps, 0, 1e12, 0),
+	F("warmup", K_I64, warmup, 0, STEPS_MAX, 0),
+	F("cosine-steps", K_I64, cosine_steps, 0, STEPS_MAX, 0),
 	F("cosine-follows-steps", K_BOOL, cosine_follows, 0, 1, OPTIONAL),
 	F("weight-decay", K_REAL, weight_decay, 0, 10, 0),
 	F("beta1", K_REAL, beta1, 0, 0.999999, 0),
@@ -69,9 +72,9 @@ static const struct field fields[] = {
 	F("sequential", K_BOOL, sequential, 0, 1, 0),
 	F("exact", K_BOOL, exact, 0, 1, 0),
 	F("recompute", K_BOOL, recompute, 0, 1, CHANGE),
-	F("eval-every", K_I64, eval_every, 1, 1e12, CHANGE),
+	F("eval-every", K_I64, eval_every, 1, STEPS_MAX, CHANGE),
 	F("eval-tokens", K_I64, eval_tokens, 0, 1e15, CHANGE | OPTIONAL),
-	F("save-every", K_I64, save_every, 1, 1e12, CHANGE),
+	F("save-every", K_I64, save_every, 1, STEPS_MAX, CHANGE),
 	S("save-dtype", save_dtype, CHANGE, "f32 bf16"),
 	S("backend", backend, CHANGE, "auto cpu cuda"),
 	F("threads", K_INT, threads, 0, 1024, CHANGE),
@@ -185,10 +188,13 @@ static int parse_number(const struct field *f, const char *s, double *out)
 	double v = strtod(s, &end);
 	/* an underflow (1e-310) is the value strtod rounded it to; the range judges it */
 	/* decimal only: strtod also reads "0x10" (16) and "0x1p-10" */
-	if ((errno && !(errno == ERANGE && fabs(v) < 1)) || end == s || *end || !isfinite(v) ||
+	bool overflow = errno == ERANGE && fabs(v) >= 1;
+	if ((errno && errno != ERANGE) || end == s || *end || (!overflow && !isfinite(v)) ||
 	    strpbrk(s, "xXpP"))
 		return err_set("--%s: '%s' is not a %s", f->name, s,
 			       f->kind == K_REAL ? "finite decimal number" : "whole number");
+	if (overflow)
+		return err_set("--%s: %s is out of range [%.10g, %.10g]", f->name, s, f->lo, f->hi);
 	if (f->kind != K_REAL && (v != floor(v) || strpbrk(s, ".eE")))
 		return err_set("--%s: '%s' is not a whole number", f->name, s);
 	if (v < f->lo || v > f->hi)
@@ -332,10 +338,14 @@ static json_t *field_json(const struct tstate_opts *o, const struct field *f)
 	return a;
 }
 
-/* Rows read so far, state.json's "windows_read": derived, written for a reader. */
+/* Rows read so far, state.json's "windows_read": derived, written for a reader; -1 where
+ * the product leaves 64 bits (a step count no run reaches, refused when read). */
 static int64_t windows_read(const struct tstate *s)
 {
-	return s->step * s->o.accum * s->o.batch;
+	int64_t rows;
+	if (__builtin_mul_overflow(s->step, (int64_t)s->o.accum * s->o.batch, &rows))
+		return -1;
+	return rows;
 }
 
 char *tstate_json(const struct tstate *s)
@@ -480,6 +490,8 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 				    name))
 			goto out;
 	rc = check_opts(&s->o, name);
+	if (!rc && (s->step > STEPS_MAX || windows_read(s) < 0))
+		rc = err_set("%s: step: %lld is beyond any run's length", name, (long long)s->step);
 	if (!rc && rows && json_integer_value(rows) != windows_read(s))
 		rc = err_set("%s: windows_read: not step x accum x batch (%lld)", name,
 			     (long long)windows_read(s));

@@ -114,6 +114,14 @@ static void test_json_ranges(void **state)
 	tstate_opts_free(&b.o);
 	free(t);
 	free(text);
+	/* a step count no run reaches, whose rows read would leave 64 bits */
+	s.step = (int64_t)1 << 62;
+	text = tstate_json(&s);
+	assert_non_null(text);
+	assert_int_equal(tstate_parse(&b, text, strlen(text), "s.json"), -1);
+	if (!strstr(err_msg(), "s.json: step: 4611686018427387904"))
+		fail_msg("%s", err_msg());
+	free(text);
 	tstate_opts_free(&s.o);
 }
 
