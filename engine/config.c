@@ -297,6 +297,11 @@ int cfg_check_consistency(const struct eng_config *c, const char *name)
 	if (c->head_dim % 2)
 		return err_set("%s: head_dim %d must be even (rotary embedding pairs)", name,
 			       c->head_dim);
+	/* YaRN's correction range divides by ln(rope_theta) (transformers: a ZeroDivisionError) */
+	if (!strcmp(c->rope_type, "yarn") && c->rope_theta == 1)
+		return err_set("%s: rope_theta 1 leaves YaRN's correction range undefined (it "
+			       "divides by ln rope_theta)",
+			       name);
 	if (c->head_dim > ENG_MAX_HEAD_DIM) /* head_dim absent: hidden_size / heads */
 		return err_set("%s: head_dim %d (hidden_size / num_attention_heads) is out of "
 			       "range [1, %d]",

@@ -1,6 +1,7 @@
 /* gguf_write.c — writes a model as a GGUF v3 file in llama.cpp's layout (qwenchat
  * quantize): the key/values, the tensor infos, then each tensor converted to the type
  * llama.cpp's llama-quantize would give it in the chosen mix, streamed row by row. */
+#include "engine/rope.h"
 #include "engine/ftype.h"
 #include "engine/model.h"
 #include "engine/quant.h"
@@ -215,10 +216,15 @@ static int model_keys(struct eng_gguf_out *o, const struct eng_config *c, enum e
 		    F32("rope.scaling.factor", c->rope_factor))
 			return -1;
 	}
+	/* The factor on cos and sin is written where it is not the paper's 0.1 ln(factor)
+	 * + 1 (a reader's default): given, or DeepSeek's ratio of the two mscales. */
+	float inv_freq[ENG_MAX_HEAD_DIM / 2], attn_factor;
+	rope_inv_freq(c, inv_freq, &attn_factor);
+	bool own_factor = c->rope_attention_factor > 0 ||
+			  (c->rope_mscale != 0 && c->rope_mscale_all_dim != 0);
 	if (yarn && ((c->rope_original_max_position &&
 		      U32("rope.scaling.original_context_length", c->rope_original_max_position)) ||
-		     (c->rope_attention_factor &&
-		      F32("rope.scaling.yarn_attn_factor", c->rope_attention_factor)) ||
+		     (own_factor && F32("rope.scaling.yarn_attn_factor", attn_factor)) ||
 		     F32("rope.scaling.yarn_beta_fast", c->rope_beta_fast) ||
 		     F32("rope.scaling.yarn_beta_slow", c->rope_beta_slow)))
 		return -1;

@@ -95,7 +95,8 @@ static int rope_scaling(const struct eng_gguf *g, struct eng_config *c)
 		return -1;
 	if (linear)
 		return 0;
-	return get_int(g, ARCH ".rope.scaling.original_context_length", 1, MAX_POSITIONS, 0,
+	/* optional, as in llama.cpp; 0 (absent) takes the factor as given (rope.c) */
+	return get_int(g, ARCH ".rope.scaling.original_context_length", 0, MAX_POSITIONS, 0,
 		       &c->rope_original_max_position) ||
 			       get_num(g, ARCH ".rope.scaling.yarn_attn_factor", 1e-6, 1e6, 0,
 				       &c->rope_attention_factor) ||

@@ -199,9 +199,10 @@ def metadata(w, cfg, voc, outtype):
                 ("%s.rope.scaling.factor" % a, F32, rs["factor"])]
     elif rtype == "yarn":
         kvs += [("%s.rope.scaling.type" % a, STRING, "yarn"),
-                ("%s.rope.scaling.factor" % a, F32, rs["factor"]),
-                ("%s.rope.scaling.original_context_length" % a, U32,
-                 rs["original_max_position_embeddings"])]
+                ("%s.rope.scaling.factor" % a, F32, rs["factor"])]
+        if rs.get("original_max_position_embeddings"):
+            kvs.append(("%s.rope.scaling.original_context_length" % a, U32,
+                        rs["original_max_position_embeddings"]))
         for k, g in (("attention_factor", "yarn_attn_factor"), ("beta_fast", "yarn_beta_fast"),
                      ("beta_slow", "yarn_beta_slow")):
             if rs.get(k) is not None:

@@ -60,6 +60,35 @@ assert abs(d["bits_per_weight"] - 8 * d["weight_bytes"] / w) < 1e-9
 assert d["config"]["vocab_size"] == 300 and d["config"]["num_hidden_layers"] == 2
 ' "$TMP/info.json" "$(wc -c <"$G")" && pass "info --json on a GGUF" || fail "info --json on a GGUF"
 
+# ---- YaRN: DeepSeek's two mscales written by quantize; no original length ----
+Y="$TMP/yarn"
+"$MK" --out "$Y" --vocab-size 300 --hidden-size 64 --intermediate-size 96 --layers 2 \
+	--heads 4 --kv-heads 2 --head-dim 16 --max-position 256 --yarn-factor 4 \
+	--yarn-original-max 64 --yarn-mscale 0.707 --yarn-mscale-all-dim 1 --seed 6 >/dev/null ||
+	fail "mkmodel yarn"
+cp "$M/tokenizer.json" "$Y/"
+seq 1 200 >"$TMP/yarn-ids"
+same_logits() { # same_logits A B WHAT: the same float32 logits for the ids above
+	for m in "$1" "$2"; do
+		"$QWENCHAT" logits -m "$m" --out "$m.f32" --exact --kv-f32 --threads 1 \
+			<"$TMP/yarn-ids" 2>>"$TMP/err"
+	done
+	cmp -s "$1.f32" "$2.f32" && pass "$3" || fail "$3: $(cat "$TMP/err")"
+}
+"$QWENCHAT" quantize -m "$Y" --type bf16 --out "$TMP/yarn.gguf" >/dev/null 2>"$TMP/err" ||
+	fail "quantize yarn: $(cat "$TMP/err")"
+same_logits "$Y" "$TMP/yarn.gguf" "YaRN with two mscales: the GGUF computes the directory's logits"
+$PY -c '
+import json, sys
+p = sys.argv[1] + "/config.json"
+c = json.load(open(p))
+del c["rope_scaling"]["original_max_position_embeddings"]
+del c["rope_scaling"]["mscale"], c["rope_scaling"]["mscale_all_dim"]
+json.dump(c, open(p, "w"))
+' "$Y" && $PY "$TOP_SRCDIR/tests/mkgguf.py" "$Y" "$TMP/yarn-noorig.gguf" >/dev/null ||
+	fail "mkgguf yarn without original_context_length"
+same_logits "$Y" "$TMP/yarn-noorig.gguf" "YaRN without original_context_length loads, same logits"
+
 # ---- GGUF v2, another alignment, F32 weights, split in three: the same model ----
 $PY "$TOP_SRCDIR/tests/mkgguf.py" "$M" "$TMP/v2.gguf" --version 2 --alignment 64 --outtype f32 &&
 	$PY "$TOP_SRCDIR/tests/mkgguf.py" "$M" "$TMP/sp.gguf" --split 3 || fail "mkgguf variants"

@@ -183,6 +183,16 @@ static void test_rope_scaling(void **state)
 		"rope_scaling.attention_factor");
 	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2, \"mscale\": \"x\"}",
 		"rope_scaling.mscale");
+	/* YaRN's correction range divides by ln(rope_theta) */
+	json_t *root = json_loads(base_json, 0, NULL);
+	json_object_set_new(root, "rope_theta", json_real(1));
+	json_object_set_new(root, "rope_scaling",
+			    json_pack("{s:s, s:f}", "rope_type", "yarn", "factor", 4.0));
+	char *text = json_dumps(root, 0);
+	assert_int_equal(eng_config_parse(text, strlen(text), "dir/config.json", &c), -1);
+	assert_non_null(strstr(err_msg(), "dir/config.json: rope_theta 1"));
+	free(text);
+	json_decref(root);
 	refused("rope_scaling", "{\"factor\": 2}", "rope_type");
 	refused("rope_scaling", "\"yarn\"", "rope_scaling");
 }
