@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -242,8 +243,12 @@ int cli_parse_long(const char *name, const char *s, long lo, long hi, long *out)
 	char *end;
 	errno = 0;
 	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end) {
+	if ((errno && errno != ERANGE) || end == s || *end) {
 		cli_error("--%s: '%s' is not a whole number", name, s);
+		return -1;
+	}
+	if (errno == ERANGE) { /* beyond a long: beyond any range here too */
+		cli_error("--%s: %s is out of range [%ld, %ld]", name, s, lo, hi);
 		return -1;
 	}
 	if (v < lo || v > hi) {
@@ -259,13 +264,16 @@ int cli_parse_double(const char *name, const char *s, double lo, double hi, doub
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	/* decimal only: strtod also reads "0x10" (16) and "1p3" */
-	if (errno || end == s || *end || !isfinite(v) || strpbrk(s, "xXpP")) {
+	bool overflow = errno == ERANGE && fabs(v) >= 1;
+	/* an underflow (1e-400) is the value strtod rounded it to; the range judges it.
+	 * Decimal only: strtod also reads "0x10" (16) and "1p3". */
+	if ((errno && errno != ERANGE) || end == s || *end || (!overflow && !isfinite(v)) ||
+	    strpbrk(s, "xXpP")) {
 		cli_error("--%s: '%s' is not a finite decimal number", name, s);
 		return -1;
 	}
-	if (v < lo || v > hi) {
-		cli_error("--%s: %g is out of range [%g, %g]", name, v, lo, hi);
+	if (overflow || v < lo || v > hi) {
+		cli_error("--%s: %s is out of range [%g, %g]", name, s, lo, hi);
 		return -1;
 	}
 	*out = v;
@@ -277,8 +285,12 @@ static int parse_seed(const char *arg, uint64_t *out)
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(arg, &end, 10);
-	if (errno || end == arg || *end || arg[0] == '-') {
+	if ((errno && errno != ERANGE) || end == arg || *end || arg[0] == '-') {
 		cli_error("--seed: '%s' is not a non-negative whole number", arg);
+		return -1;
+	}
+	if (errno == ERANGE) {
+		cli_error("--seed: %s is out of range [0, %llu]", arg, ULLONG_MAX);
 		return -1;
 	}
 	*out = v;
@@ -525,6 +537,30 @@ static bool is_shared(const struct cli_command *cmd, int key)
 	return false;
 }
 
+/* The command's option with this key (its own or a shared one). */
+static const struct cli_opt *find_opt(const struct cli_command *cmd, int key)
+{
+	for (const struct cli_opt *o = cmd->opts; o && o->name; o++)
+		if (o->key == key)
+			return o;
+	for (size_t i = 0; i < N_SHARED; i++)
+		if (shared[i].opt.key == key && (cmd->groups & shared[i].group))
+			return &shared[i].opt;
+	return NULL;
+}
+
+/* An option whose value names a file, a directory or a model: an empty value names
+ * none of them (and would be taken for "not given", the default model or the current
+ * directory). */
+static bool names_a_path(const struct cli_opt *o)
+{
+	static const char *const names[] = {"MODEL", "MODEL2", "DIR", "FILE", "FILE..."};
+	for (size_t i = 0; o && o->arg && i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(o->arg, names[i]))
+			return true;
+	return false;
+}
+
 /* An option of the remote backend (given to a command that has none). */
 static bool remote_option(const char *arg)
 {
@@ -682,6 +718,9 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 			return cli_usage(cmd->name, "option '%s' is ambiguous: %s", bad, names);
 		if (key == '?')
 			return cli_usage(cmd->name, "unknown option '%s'", bad);
+		if (optarg && !*optarg && names_a_path(find_opt(cmd, key)))
+			return cli_usage(cmd->name, "--%s: an empty name",
+					 find_opt(cmd, key)->name);
 		if (is_shared(cmd, key)) {
 			if (shared_opt(cmd, c, key, optarg))
 				return EXIT_USAGE;

@@ -304,7 +304,7 @@ int cmd_bench(int argc, char **argv)
 	if (cli_engine_options(&cli, &eo, NULL))
 		return EXIT_USAGE;
 	eo.kv_f32 = ba.kv_f32;
-	eo.ctx = (int)(depth + np) + nd + 1;
+	eo.ctx = (int)(depth + np) + nd; /* positions 0 .. d+p+n-1 */
 
 	struct bench_result res = {0};
 	double rss0 = (double)proc_rss_bytes();

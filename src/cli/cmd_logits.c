@@ -106,10 +106,17 @@ int cmd_logits(int argc, char **argv)
 	if (!m)
 		goto done;
 	const struct eng_config *c = eng_model_config(m);
+	if (n > c->max_position_embeddings) {
+		err_set("stdin: %d ids are more than the model's max_position_embeddings %d", n,
+			c->max_position_embeddings);
+		goto fail;
+	}
+	if (eo.ctx && n > eo.ctx) {
+		err_set("stdin: %d ids do not fit in --ctx %d", n, eo.ctx);
+		goto fail;
+	}
 	if (!eo.ctx)
 		eo.ctx = n;
-	if (eo.ctx > c->max_position_embeddings)
-		eo.ctx = c->max_position_embeddings; /* eng_forward reports the overflow */
 	if (!(e = eng_new(m, &eo, cli_notice)))
 		goto fail;
 	size_t bytes = (size_t)n * (size_t)c->vocab_size * sizeof(float);

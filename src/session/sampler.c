@@ -154,11 +154,12 @@ int samp_parse_generation_config(const char *text, size_t len, const char *name,
 	    gc_number(root, name, "presence_penalty", &q.presence_penalty) ||
 	    gc_eos(root, name, ids, &k))
 		goto out;
-	if (topk != floor(topk) || topk < 0 || topk > 1 << 24) {
+	if (topk != floor(topk) || topk < 0) {
 		err_set("%s: top_k: %g is not a whole number >= 0", name, topk);
 		goto out;
 	}
-	q.top_k = (int)topk;
+	/* more than any vocabulary holds keeps them all, as transformers clamps it */
+	q.top_k = topk > 1 << 24 ? 1 << 24 : (int)topk;
 	json_t *ds = json_object_get(root, "do_sample");
 	if (ds && json_is_boolean(ds) && !json_is_true(ds))
 		q.greedy = true;

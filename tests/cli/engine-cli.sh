@@ -33,7 +33,11 @@ expect_exit 1 "negative id" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWE
 expect_err_has "stdin: '-2' at position 1 is not a token id" "bad id names itself and its position"
 seq 1 65 >"$TMP/ids"
 expect_exit 1 "more ids than max_position" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
-expect_err_has "exceed the context of 64 tokens" "overflow names the context size"
+expect_err_has "stdin: 65 ids are more than the model's max_position_embeddings 64" \
+	"overflow names the count and the model's limit"
+seq 1 9 >"$TMP/ids"
+expect_exit 1 "more ids than --ctx" sh -c '"$1" logits -m "$2" --out "$3" --ctx 8 <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
+expect_err_has "stdin: 9 ids do not fit in --ctx 8" "an overflow of --ctx names it"
 : >"$TMP/ids"
 expect_exit 1 "no ids" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
 expect_exit 1 "missing model" sh -c 'echo 1 | "$1" logits -m "$2" --out "$3"' _ "$QWENCHAT" "$TMP/none" "$TMP/x"
@@ -63,6 +67,9 @@ expect_exit 1 "bench depth beyond max_position" "$QWENCHAT" bench -m "$M" -d 50 
 expect_exit 2 "bench -d -1" "$QWENCHAT" bench -m "$M" -d -1
 expect_exit 2 "bench -r 0" "$QWENCHAT" bench -m "$M" -r 0
 expect_exit 1 "bench beyond max_position" "$QWENCHAT" bench -m "$M" -p 60 -n 10
+expect_exit 0 "bench filling max_position exactly" "$QWENCHAT" bench -m "$M" -d 40 -p 16 -n 8 -r 1 \
+	--backend cpu --bw-buffer 64
+expect_exit 1 "bench one position beyond" "$QWENCHAT" bench -m "$M" -d 40 -p 16 -n 9 -r 1
 expect_exit 0 "logits --help" "$QWENCHAT" logits --help
 grep -q -- '--exact  *changes nothing here' "$TMP/out" &&
 	grep -q -- '--ctx N  *context size in tokens (default: the number of ids)' "$TMP/out" &&

@@ -47,4 +47,16 @@ expect_err_has "$TMP/tok is not a model directory (no config.json)" "... and say
 "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$TMP/m.gguf" 2>"$TMP/err" &&
 	mv "$TMP/m.gguf" "$TMP/sha256-0123" || fail "quantize: $(cat "$TMP/err")"
 expect_exit 0 "info: a GGUF without the .gguf name" "$QWENCHAT" info -m "$TMP/sha256-0123"
+
+# an empty name is no model, directory or file (not the default model, not the current
+# directory)
+for cmd in "info -m" "run -p hi -m" "perplexity -m $M -f $TMP/README.md --kl-base" \
+	"train --out $TMP/run --data $TMP/README.md --layers 1 --tokenizer"; do
+	flag=$(echo "$cmd" | awk '{print $NF}')
+	# shellcheck disable=SC2086
+	expect_exit 2 "${cmd%% *} $flag ''" "$QWENCHAT" $cmd ""
+	want=$flag
+	[ "$flag" = -m ] && want=--model
+	expect_err_has "$want: an empty name" "${cmd%% *} $flag '': named"
+done
 finish

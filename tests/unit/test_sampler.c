@@ -538,6 +538,11 @@ static void test_generation_config(void **state)
 	assert_int_equal(samp_load_generation_config(d, &p, eos, &n_eos), 0);
 	assert_true(p.greedy && n_eos == 1 && eos[0] == 7);
 	rm_gc(d);
+	/* a top_k beyond any vocabulary keeps every token (transformers clamps it) */
+	d = write_gc("{\"top_k\": 2147483648, \"eos_token_id\": 7}");
+	assert_int_equal(samp_load_generation_config(d, &p, eos, &n_eos), 0);
+	assert_true(p.top_k >= 1 << 24);
+	rm_gc(d);
 
 	const char *bad[] = {"{\"temperature\": -1}",
 			     "{\"top_k\": 1.5}",
