@@ -66,10 +66,14 @@ static int make_plan(struct eng_model *m, enum eng_ftype f, struct plan *p, int 
 	size_t off = 0;
 	for (int i = 0; i < *n; i++) {
 		struct eng_tensor *t = p[i].t;
-		if (eng_dtype_quantized(t->dtype))
+		if (eng_dtype_quantized(t->dtype)) {
+			/* named by what most weights are (the embedding is often another type) */
+			enum eng_dtype most = eng_model_main_type(m);
 			return err_set("--quant %s: the model's weights are already %s; give it a "
 				       "model with float weights",
-				       eng_ftype_name(f), eng_dtype_name(t->dtype));
+				       eng_ftype_name(f),
+				       eng_dtype_name(eng_dtype_quantized(most) ? most : t->dtype));
+		}
 		p[i].type = eng_quant_type(c, f, p[i].role, p[i].layer, t->shape[1]);
 		p[i].offset = off;
 		off += (eng_row_bytes(p[i].type, t->shape[1]) * (size_t)t->shape[0] + 63) &

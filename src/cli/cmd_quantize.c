@@ -252,12 +252,15 @@ static int float_weights(const struct eng_model *m, const char *path)
 {
 	struct eng_type_count n[ENG_DTYPE_COUNT];
 	eng_model_type_counts(m, n);
+	enum eng_dtype most = eng_model_config(m)->dtype; /* what most weights are */
 	for (int t = 0; t < ENG_DTYPE_COUNT; t++)
 		if (n[t].tensors && eng_dtype_quantized((enum eng_dtype)t))
 			return err_set(
 				"%s: holds %s weights; quantize from the model's F32/F16/BF16 "
 				"file or its safetensors directory",
-				path, eng_dtype_name((enum eng_dtype)t));
+				path,
+				eng_dtype_name(eng_dtype_quantized(most) ? most
+									 : (enum eng_dtype)t));
 	return 0;
 }
 

@@ -163,6 +163,15 @@ expect_exit 0 "quantize a bf16 GGUF" "$QWENCHAT" quantize -m "$TMP/qz.gguf" --ty
 expect_exit 1 "quantize a quantized GGUF" "$QWENCHAT" quantize -m "$TMP/y.gguf" --type q4_0 \
 	--out "$TMP/z.gguf"
 expect_err_has "y.gguf: holds Q8_0 weights" "quantize a quantized GGUF: clear error"
+# a mix is named by what most of its weights are (Q4_K), not its first tensor's (Q6_K)
+"$MK" --out "$TMP/w256" --vocab-size 300 --hidden-size 256 --intermediate-size 256 --layers 1 \
+	--heads 2 --kv-heads 1 --head-dim 128 >/dev/null && cp "$M/tokenizer.json" "$TMP/w256/" &&
+	"$QWENCHAT" quantize -m "$TMP/w256" --type q4_k_m --out "$TMP/w256.gguf" >/dev/null ||
+	fail "quantize w256"
+echo hello >"$TMP/hello.txt"
+expect_exit 1 "--quant on a Q4_K_M file" "$QWENCHAT" perplexity -m "$TMP/w256.gguf" --quant q8_0 \
+	-f "$TMP/hello.txt"
+expect_err_has "the model's weights are already Q4_K;" "--quant on a Q4_K_M file names Q4_K"
 expect_exit 1 "quantize into a missing directory" "$QWENCHAT" quantize -m "$M" --type bf16 \
 	--out "$TMP/no/such/dir/x.gguf"
 expect_err_has "cannot create a file beside it" "missing directory: clear error"
