@@ -621,7 +621,7 @@ static void *cpu_init(struct eng_model *m, struct eng_backend_opts *o)
 		s->kv_region = (s->kv_region + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
 	s->key_cache = kv_alloc(s, regions);
 	s->value_cache = kv_alloc(s, regions);
-	size_t kv_bytes = 2 * s->kv_bytes;
+	size_t kv_bytes = 2 * regions * s->kv_region; /* asked for, allocated or not */
 	s->rope_cos = xalloc(s, ctx * hd2, sizeof(float));
 	s->rope_sin = xalloc(s, ctx * hd2, sizeof(float));
 	s->x = xalloc(s, ch * c->hidden_size, sizeof(float));

@@ -341,19 +341,22 @@ static int setup(const struct cli_common *cli, const struct ppl_args *a, struct 
 				 : "one token id");
 		return EXIT_RUNTIME;
 	}
-	/* the cache holds a window's inputs: all its tokens but the last */
+	/* the cache holds a window's inputs: all its tokens but the last; no window is
+	 * longer than the stream */
+	int need = *n < (size_t)*ctx ? (int)*n : *ctx;
 	struct eng_options mo = *eo, base = *eo;
-	mo.ctx = base.ctx = *ctx;
+	mo.ctx = base.ctx = need;
 	base.quant = ENG_FTYPE_NONE; /* MODEL2 is the reference: as stored */
 	if (!(s[0].e = eng_new(s[0].m, &mo, cli_notice)) ||
 	    (s[1].m && !(s[1].e = eng_new(s[1].m, &base, cli_notice))))
 		return cli_error("%s", err_msg()), EXIT_RUNTIME;
 	for (int k = 0; k < 2 && s[k].e; k++)
-		if (eng_ctx(s[k].e) < *ctx - 1) { /* a GPU short of memory shrinks it */
-			cli_error("%s: the %s backend holds %d tokens of context, a window needs %d "
-				  "(--ctx %d)",
-				  s[k].name, eng_backend_name(s[k].e), eng_ctx(s[k].e), *ctx - 1,
-				  eng_ctx(s[k].e) + 1);
+		if (eng_ctx(s[k].e) < need - 1) { /* a GPU short of memory shrinks it */
+			cli_error(
+				"%s: the %s backend holds %d tokens of context, a window needs %d "
+				"(--ctx %d)",
+				s[k].name, eng_backend_name(s[k].e), eng_ctx(s[k].e), need - 1,
+				eng_ctx(s[k].e) + 1);
 			return EXIT_RUNTIME;
 		}
 	return 0;
@@ -385,8 +388,10 @@ int cmd_perplexity(int argc, char **argv)
 	r = setup(&cli, &a, s, &eo, &ids, &n, &ctx, &stride);
 	size_t n_all = n;
 	/* the first N windows are those of the stream cut where the N-th ends */
-	if (a.chunks && (uint64_t)(a.chunks - 1) * (uint64_t)stride + (uint64_t)ctx < n)
-		n = (size_t)(a.chunks - 1) * (size_t)stride + (size_t)ctx;
+	uint64_t cut; /* beyond 64 bits: past any stream's end */
+	if (a.chunks && !__builtin_mul_overflow((uint64_t)(a.chunks - 1), (uint64_t)stride, &cut) &&
+	    !__builtin_add_overflow(cut, (uint64_t)ctx, &cut) && cut < n)
+		n = (size_t)cut;
 	if (!r) {
 		struct progress pr = {.tty = isatty(STDERR_FILENO)};
 		struct ppl_options po = {.vocab = eng_model_config(s[0].m)->vocab_size,

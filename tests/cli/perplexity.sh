@@ -280,4 +280,21 @@ expect_err_has "nothing" "a missing --kl-base: named"
 for f in "$TMP/err"; do
 	[ "$(wc -l <"$f")" -eq 1 ] && pass "one-line error" || fail "error is not one line: $(cat "$f")"
 done
+
+# a --ctx beyond the file: the windows end at the file's end, so the engine holds the
+# file's tokens, not --ctx's (here a cache of 2 TiB); and a --chunks that reaches past
+# 64 bits of tokens scores them all
+"$MK" --out "$TMP/long" --vocab-size 1024 --hidden-size 64 --intermediate-size 64 --layers 4 \
+	--heads 16 --kv-heads 16 --head-dim 256 --max-position 16777216 --seed 9 >/dev/null ||
+	fail "mkmodel long"
+"$PY" -c 'import numpy as np, sys
+np.fromfile(sys.argv[1], "<u4")[:40].tofile(sys.argv[2])' "$TMP/r.u32" "$TMP/r40.u32"
+want=$($PPL -m "$TMP/long" -f "$TMP/r40.u32" --ctx 40 --json 2>"$TMP/err")
+got=$($PPL -m "$TMP/long" -f "$TMP/r40.u32" --ctx 16777216 --json 2>>"$TMP/err")
+[ -n "$want" ] && [ "$got" = "$want" ] && pass "--ctx beyond the file: the file's one window" ||
+	fail "--ctx 16777216 on 40 tokens: '$got', want '$want': $(head -c 300 "$TMP/err")"
+got=$($PPL -m "$TMP/long" -f "$TMP/r40.u32" --ctx 16777216 --chunks 1099511627776 --json \
+	2>"$TMP/err")
+[ -n "$want" ] && [ "$got" = "$want" ] && pass "--chunks x --ctx past 2^64: every window" ||
+	fail "--chunks 2^40 at --ctx 2^24: '$got', want '$want': $(head -c 300 "$TMP/err")"
 finish
