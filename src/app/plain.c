@@ -62,6 +62,8 @@ char *plain_getline(const char *prompt, const char *prefill)
 		return NULL;
 	}
 	if (n && line[n - 1] == '\n')
+		line[--n] = 0;
+	if (n && line[n - 1] == '\r') /* a CRLF file reads as its LF form */
 		line[n - 1] = 0;
 	return line;
 }

@@ -72,7 +72,10 @@ static int dispatch(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	sigbus_guard();
-	setlocale(LC_ALL, "");
+	setlocale(LC_ALL, ""); /* the terminal's character set, for the UI's text */
+	/* numbers read and written with a '.': JSON, the files other programs read, and
+	 * the options' values (--temp 0.5) mean the same in every locale */
+	setlocale(LC_NUMERIC, "C");
 	/* past a file-size limit (ulimit -f) a write fails with EFBIG, which every
 	 * writer reports and cleans up after as for a full disk, instead of the signal
 	 * ending the program with its temporary file left behind */

@@ -23,6 +23,12 @@ grep -q '^qwenchat: the line holds a NUL byte; not sent$' "$TMP/err" && pass "a 
 	fail "NUL: $(cat "$TMP/err")"
 python3 -c 'import json,sys; m=json.load(open(open(sys.argv[1]).read().strip())); m=m["messages"] if isinstance(m, dict) else m; u=[t["content"] for t in m if t["role"]=="user"]; sys.exit(0 if u == ["real message"] else 1)' \
 	"$TMP/state/qwenchat/last-session" && pass "only the next line was sent" || fail "sent: $(cat "$(cat "$TMP/state/qwenchat/last-session")")"
+# A CRLF file piped in: the lines of its LF form (a message without its CR, /quit a command)
+printf 'hi there\r\n/quit\r\nnot sent\r\n' | "$QWENCHAT" chat -m "$M" --threads 1 -n 2 >/dev/null \
+	2>"$TMP/err"
+python3 -c 'import json,sys; m=json.load(open(open(sys.argv[1]).read().strip())); m=m["messages"] if isinstance(m, dict) else m; u=[t["content"] for t in m if t["role"]=="user"]; sys.exit(0 if u == ["hi there"] else 1)' \
+	"$TMP/state/qwenchat/last-session" && pass "CRLF input: the message without CR, /quit obeyed" ||
+	fail "CRLF: sent $(cat "$(cat "$TMP/state/qwenchat/last-session")"); $(cat "$TMP/err")"
 # The engine's knobs come from the environment through the command line, which names
 # the variable of a bad value.
 echo 1 2 | QWENCHAT_CPU_ISA=sse9 "$QWENCHAT" logits -m "$M" --out "$TMP/l" 2>"$TMP/err"
@@ -56,4 +62,19 @@ expect_err_has "--seed: 18446744073709551616 is out of range" "--seed 2^64: out 
 expect_exit 2 "--temp 1e400" "$QWENCHAT" run -m "$M" -p hi --temp 1e400
 expect_err_has "--temp: 1e400 is out of range [0, " "--temp 1e400: out of range"
 expect_exit 0 "--temp 1e-400: 0, greedy" "$QWENCHAT" run -m "$M" -p hi --temp 1e-400 -n 2 --threads 1
+
+# a locale whose decimal point is a comma changes neither JSON nor the options' values
+if mkdir -p "$TMP/loc" && localedef -i de_DE -f UTF-8 "$TMP/loc/de_DE.UTF-8" >/dev/null 2>&1; then
+	echo "a small text to score" >"$TMP/text.txt"
+	LOCPATH=$TMP/loc LC_ALL=de_DE.UTF-8 "$QWENCHAT" perplexity -m "$M" -f "$TMP/text.txt" \
+		--json --threads 1 >"$TMP/out" 2>"$TMP/err"
+	grep -Eq '"nll": [0-9]+\.[0-9]+, "ppl": [0-9]+\.[0-9]+' "$TMP/out" &&
+		pass "perplexity --json under a comma locale: '.' decimals" ||
+		fail "perplexity --json under de_DE: $(cat "$TMP/out" "$TMP/err")"
+	LOCPATH=$TMP/loc LC_ALL=de_DE.UTF-8 "$QWENCHAT" run -m "$M" -p hi --temp 0.5 -n 2 \
+		--threads 1 >"$TMP/out" 2>"$TMP/err" && pass "--temp 0.5 under a comma locale" ||
+		fail "--temp 0.5 under de_DE: $(cat "$TMP/err")"
+else
+	echo "# SKIP: localedef cannot make de_DE.UTF-8 here"
+fi
 finish
