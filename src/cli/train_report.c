@@ -430,11 +430,10 @@ static void on_signal(int sig)
 		if (!g_stepping && g_leftovers)
 			loop_leftovers_remove(g_leftovers);
 		live_signal_cursor(true);
-		if (g_stepping) {
-			const char *m = g_at_once[g_at_once_used];
-			ssize_t w = write(STDERR_FILENO, m, strlen(m));
-			(void)w;
-		}
+		/* said once the report knows the run's directory, steps begun or not */
+		const char *m = g_at_once[g_at_once_used];
+		ssize_t w = write(STDERR_FILENO, m, strlen(m));
+		(void)w;
 		signal(sig, SIG_DFL);
 		raise(sig);
 		return;

@@ -489,6 +489,18 @@ rc=$?
 [ "$rc" -eq 130 ] && grep -q "stopped at once: .*twice holds the checkpoint of step 2 " "$TMP/err-twice" &&
 	pass "a second SIGINT stops at once and names the checkpoint kept" ||
 	fail "a second SIGINT: exit $rc: $(tail -n 2 "$TMP/err-twice")"
+# a signal after the run's opening lines but before its first step (the matrix-product
+# peak is measured then) stops at once and says so too
+"$QWENCHAT" train --resume "$TMP/twice" --steps 50 2>"$TMP/err-early" &
+pid=$!
+i=0
+while ! grep -q '^lr ' "$TMP/err-early" && [ $i -lt 3000 ]; do sleep 0.01; i=$((i + 1)); done
+kill -INT $pid
+wait $pid
+rc=$?
+[ "$rc" -eq 130 ] && grep -q "stopped at once: .*twice holds the checkpoint of step 2 " "$TMP/err-early" &&
+	pass "a SIGINT before the resumed run's first step names the checkpoint kept" ||
+	fail "a SIGINT before the first step: exit $rc: $(tail -n 2 "$TMP/err-early")"
 stop TERM "$TMP/sigterm" 400
 rc=$?
 [ "$rc" -eq 143 ] && [ -f "$TMP/sigterm/model.safetensors" ] &&
