@@ -15,6 +15,10 @@
 #define TOKENS "tokenizer.ggml.tokens"
 #define TYPES  "tokenizer.ggml.token_type"
 #define MERGES "tokenizer.ggml.merges"
+/* GGUF has no key for tokenizer.json's normalizer: Qwen's files have NFC, train-bpe's
+ * none. This one, written by quantize, says which; absent, NFC (Qwen's, as in the
+ * files llama.cpp's converter makes of Qwen3). */
+#define NORMALIZER "qwenchat.tokenizer.normalizer"
 
 /* A string key that must equal `want` (the tokenizer kinds we implement). */
 static int expect_str(const struct eng_gguf *g, const char *key, const char *want)
@@ -125,6 +129,25 @@ static int chat_template(const struct eng_gguf *g, char **out)
 	return 0;
 }
 
+/* NORMALIZER into *nfc: "NFC" or "none"; absent, NFC. */
+static int normalizer(const struct eng_gguf *g, bool *nfc)
+{
+	const char *s;
+	size_t n;
+	int r = eng_gguf_str(g, NORMALIZER, &s, &n);
+	*nfc = true;
+	if (r < 0)
+		return -1;
+	if (r == 1 || (n == 3 && !memcmp(s, "NFC", 3)))
+		return 0;
+	if (n == 4 && !memcmp(s, "none", 4)) {
+		*nfc = false;
+		return 0;
+	}
+	return err_set("%s: key " NORMALIZER " is \"%.*s\"; \"NFC\" or \"none\"", eng_gguf_name(g),
+		       (int)(n < 40 ? n : 40), s);
+}
+
 struct tok *loader_tokenizer_gguf(const struct eng_gguf *g, char **json, size_t *json_len)
 {
 	struct tok_vocab v = {
@@ -136,7 +159,7 @@ struct tok *loader_tokenizer_gguf(const struct eng_gguf *g, char **json, size_t 
 	struct tok *t = NULL;
 	/* Qwen2's pre-tokenizer; tokenizer.json has the NFC normalizer with it */
 	if (expect_str(g, "tokenizer.ggml.model", "gpt2") ||
-	    expect_str(g, "tokenizer.ggml.pre", "qwen2") ||
+	    expect_str(g, "tokenizer.ggml.pre", "qwen2") || normalizer(g, &v.nfc) ||
 	    str_list(g, TOKENS, &v.n_tokens, &tokens, &tlen) || kinds_of(g, v.n_tokens, &kinds) ||
 	    str_list(g, MERGES, &v.n_merges, &merges, &mlen))
 		goto out;
@@ -463,6 +486,9 @@ int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
 	int rc = -1;
 	if (!gen)
 		goto out;
+	/* the tokenizer loaded before: a normalizer other than none is NFC */
+	json_t *norm = json_object_get(tj, "normalizer");
+	bool nfc = norm && !json_is_null(norm);
 	v.tok = calloc(v.n + 1, sizeof *v.tok);
 	v.len = calloc(v.n + 1, sizeof *v.len);
 	v.type = calloc(v.n + 1, sizeof *v.type);
@@ -474,6 +500,7 @@ int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
 	if (vocab_lists(tj, tc, &v, "tokenizer.json") ||
 	    eng_gguf_out_str(o, "tokenizer.ggml.model", "gpt2", 4) ||
 	    eng_gguf_out_str(o, "tokenizer.ggml.pre", "qwen2", 5) ||
+	    eng_gguf_out_str(o, NORMALIZER, nfc ? "NFC" : "none", nfc ? 3 : 4) ||
 	    eng_gguf_out_strs(o, TOKENS, v.tok, v.len, v.n) ||
 	    eng_gguf_out_i32s(o, TYPES, v.type, v.n) || merge_list(tj, o, "tokenizer.json") ||
 	    special_ids(tc, cfg, &v, o) || template_key(tc, o) || sampling_keys(gen, o))

@@ -112,6 +112,18 @@ expect_err_has "part 3 of a split model; open its first part" "later part: says 
 
 # ---- quantize: a GGUF llama.cpp and qwenchat load, written whole or not at all ----
 expect_exit 0 "quantize --type bf16" "$QWENCHAT" quantize -m "$M" --type bf16 --out "$TMP/qz.gguf"
+# a tokenizer without a normalizer (train-bpe's) stays without one in the GGUF: the same
+# ids for decomposed text, and a model trained from the GGUF writes none either
+a=$(printf 'cafe\314\201' | "$QWENCHAT" tokenize -m "$M")
+b=$(printf 'cafe\314\201' | "$QWENCHAT" tokenize -m "$TMP/qz.gguf")
+[ -n "$a" ] && [ "$a" = "$b" ] && pass "quantize keeps 'no normalizer': the same ids ($b)" ||
+	fail "no normalizer through quantize: '$a' vs '$b'"
+printf 'cafe\314\201 au lait, encore et encore.\n%.0s' $(seq 40) >"$TMP/nfd.txt"
+"$QWENCHAT" train --init "$TMP/qz.gguf" --out "$TMP/from-gguf" --data "$TMP/nfd.txt" --ctx 8 \
+	--batch 1 --steps 1 --threads 1 >/dev/null 2>"$TMP/err" &&
+	grep -q '"normalizer": null' "$TMP/from-gguf/tokenizer.json" &&
+	pass "train --init from that GGUF writes no normalizer" ||
+	fail "train --init from the GGUF: $(cat "$TMP/err"; grep -o '"normalizer": [^,]*' "$TMP/from-gguf/tokenizer.json")"
 [ "$(stat -c %a "$TMP/qz.gguf")" = 600 ] && pass "the file is private (0600)" || fail "mode $(stat -c %a "$TMP/qz.gguf")"
 "$QWENCHAT" info -m "$TMP/qz.gguf" >"$TMP/info" 2>&1 && grep -q "BF16: 15 tensors" "$TMP/info" &&
 	grep -q "F32: 9 tensors" "$TMP/info" && pass "info loads it: BF16 matrices, F32 norms" ||
@@ -192,6 +204,12 @@ text='Hello <think>wörld</think> <|im_start|>user 日本語 😀 123'
 a=$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$Q")
 b=$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/q.gguf")
 [ -n "$a" ] && [ "$a" = "$b" ] && pass "tokenize: the same ids ($b)" || fail "tokenize: '$a' vs '$b'"
+# a GGUF without qwenchat.tokenizer.normalizer (as llama.cpp's converter writes Qwen3):
+# NFC, as Qwen's tokenizer.json has it
+nd=$(printf 'cafe\314\201' | "$QWENCHAT" tokenize -m "$Q")
+ng=$(printf 'cafe\314\201' | "$QWENCHAT" tokenize -m "$TMP/q.gguf")
+[ -n "$nd" ] && [ "$nd" = "$ng" ] && pass "a GGUF without the normalizer key: NFC, as the directory" ||
+	fail "NFC by default: '$nd' vs '$ng'"
 a=$(echo "$b" | "$QWENCHAT" detokenize -m "$TMP/q.gguf")
 [ "$a" = "$text" ] && pass "detokenize gives the text back" || fail "detokenize: '$a'"
 printf '[{"role": "user", "content": "Hi"}]' >"$TMP/conv.json"
