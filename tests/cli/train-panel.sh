@@ -41,7 +41,10 @@ screen() { T capture-pane -p -t tr; }
 # progress bar down: 4 to 8 lines, none wider than WIDTH, with every element, and
 # no stale copy of it above.
 check_panel() {
-	if python3 - "$1" "$2" <<'EOF'; then pass "$3"; else fail "$3"; fi
+	if panel_ok "$1" "$2"; then pass "$3"; else fail "$3"; fi
+}
+panel_ok() {
+	python3 - "$1" "$2" <<'EOF'
 import re, sys, unicodedata
 rows = [l.rstrip() for l in open(sys.argv[1], encoding="utf-8").read().split("\n")]
 width = int(sys.argv[2])
@@ -87,7 +90,15 @@ else
 	capture "$TMP/scr"
 fi
 T resize-window -t tr -x 52 -y 24
-sleep 1
+# the panel is redrawn at the next step or evaluation after the resize: on a loaded
+# machine that may take a while
+i=0
+while [ $i -lt $((WAIT * 2)) ]; do
+	sleep 0.5
+	T capture-pane -p -J -t tr >"$TMP/scr"
+	panel_ok "$TMP/scr" 52 2>/dev/null && break
+	i=$((i + 1))
+done
 capture "$TMP/scr"
 check_panel "$TMP/scr" 52 "the panel once the pane is narrowed to 52 columns"
 shown=$(sed -n 's|^step \([0-9]*\)/1000000 .*|\1|p' "$TMP/scr" | tail -n 1)
