@@ -280,6 +280,10 @@ int cli_parse_double(const char *name, const char *s, double lo, double hi, doub
 	return 0;
 }
 
+/* The largest seed: 2^53, as /seed and train's --seed take (a JSON number any reader
+ * holds exactly, as the saved conversation records it). */
+#define SEED_MAX 9007199254740992ULL
+
 static int parse_seed(const char *arg, uint64_t *out)
 {
 	char *end;
@@ -289,8 +293,8 @@ static int parse_seed(const char *arg, uint64_t *out)
 		cli_error("--seed: '%s' is not a non-negative whole number", arg);
 		return -1;
 	}
-	if (errno == ERANGE) {
-		cli_error("--seed: %s is out of range [0, %llu]", arg, ULLONG_MAX);
+	if (errno == ERANGE || v > SEED_MAX) {
+		cli_error("--seed: %s is out of range [0, %llu]", arg, SEED_MAX);
 		return -1;
 	}
 	*out = v;

@@ -59,6 +59,9 @@ expect_exit 2 "--top-k 2^63" "$QWENCHAT" run -m "$M" -p hi --top-k 9223372036854
 expect_err_has "--top-k: 9223372036854775808 is out of range [0, " "--top-k 2^63: out of range"
 expect_exit 2 "--seed 2^64" "$QWENCHAT" run -m "$M" -p hi --seed 18446744073709551616
 expect_err_has "--seed: 18446744073709551616 is out of range" "--seed 2^64: out of range"
+expect_exit 2 "--seed 2^63 (beyond /seed's 2^53)" "$QWENCHAT" run -m "$M" -p hi --seed 9223372036854775808
+expect_err_has "--seed: 9223372036854775808 is out of range [0, 9007199254740992]" \
+	"--seed: the range /seed has"
 expect_exit 2 "--temp 1e400" "$QWENCHAT" run -m "$M" -p hi --temp 1e400
 expect_err_has "--temp: 1e400 is out of range [0, " "--temp 1e400: out of range"
 expect_exit 0 "--temp 1e-400: 0, greedy" "$QWENCHAT" run -m "$M" -p hi --temp 1e-400 -n 2 --threads 1
