@@ -94,6 +94,20 @@ static int kinds_of(const struct eng_gguf *g, size_t n, unsigned char **out)
 	return 0;
 }
 
+/* llama.cpp's converter marks every <|...|> token CONTROL (its does_token_look_special),
+ * and so does quantize, as it does; Qwen's tokenizer.json has these six non-special:
+ * typed, they stay tokens, and decoded they are shown. Their kind is Qwen's again. */
+static void qwen_non_special(const char **tokens, const size_t *len, unsigned char *kinds, size_t n)
+{
+	static const char *const names[] = {"<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
+					    "<|fim_pad|>",    "<|repo_name|>",  "<|file_sep|>"};
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; kinds[i] == TOK_SPECIAL && k < sizeof names / sizeof names[0];
+		     k++)
+			if (len[i] == strlen(names[k]) && !memcmp(tokens[i], names[k], len[i]))
+				kinds[i] = TOK_ADDED;
+}
+
 /* The text of a token id key (eos, padding), NUL-terminated in buf; "" when absent. */
 static int token_text(const struct eng_gguf *g, const char *key, const struct tok_vocab *v,
 		      char *buf, size_t cap)
@@ -163,6 +177,7 @@ struct tok *loader_tokenizer_gguf(const struct eng_gguf *g, char **json, size_t 
 	    str_list(g, TOKENS, &v.n_tokens, &tokens, &tlen) || kinds_of(g, v.n_tokens, &kinds) ||
 	    str_list(g, MERGES, &v.n_merges, &merges, &mlen))
 		goto out;
+	qwen_non_special(tokens, tlen, kinds, v.n_tokens);
 	v.tokens = tokens;
 	v.token_len = tlen;
 	v.kinds = kinds;

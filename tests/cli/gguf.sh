@@ -204,6 +204,17 @@ text='Hello <think>wörld</think> <|im_start|>user 日本語 😀 123'
 a=$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$Q")
 b=$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/q.gguf")
 [ -n "$a" ] && [ "$a" = "$b" ] && pass "tokenize: the same ids ($b)" || fail "tokenize: '$a' vs '$b'"
+# a typed <|fim_prefix|> (non-special in Qwen's tokenizer.json, CONTROL in the GGUF as
+# llama.cpp's converter writes it) stays a token from both, and is shown when decoded
+nd=$("$QWENCHAT" run -m "$Q" -n 1 --stats -p 'x<|fim_prefix|>y' 2>&1 >/dev/null | grep prefilled)
+ng=$("$QWENCHAT" run -m "$TMP/q.gguf" -n 1 --stats -p 'x<|fim_prefix|>y' 2>&1 >/dev/null |
+	grep prefilled)
+[ -n "$nd" ] && [ "${nd%% in *}" = "${ng%% in *}" ] &&
+	pass "a typed <|fim_prefix|>: the same prompt from the GGUF (${ng%% in *})" ||
+	fail "a typed <|fim_prefix|>: '$nd' vs '$ng'"
+[ "$(echo 151659 | "$QWENCHAT" detokenize -m "$TMP/q.gguf" --skip-special)" = '<|fim_prefix|>' ] &&
+	pass "<|fim_prefix|> is shown by --skip-special, as tokenizer.json has it" ||
+	fail "<|fim_prefix|> skipped as special from the GGUF"
 # a GGUF without qwenchat.tokenizer.normalizer (as llama.cpp's converter writes Qwen3):
 # NFC, as Qwen's tokenizer.json has it
 nd=$(printf 'cafe\314\201' | "$QWENCHAT" tokenize -m "$Q")
