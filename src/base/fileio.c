@@ -528,6 +528,15 @@ int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode
 
 int fio_foreign_entry(const char *dir, const char *const *known, size_t n, char *name, size_t size)
 {
+	/* what a writer of a known file left when it was killed is no one else's */
+	for (size_t i = 0; i < n; i++) {
+		char prefix[NAME_MAX + 8];
+		DIR *stale = opendir(dir);
+		snprintf(prefix, sizeof prefix, ".%.*s.tmp.", (int)strnlen(known[i], TEMP_STEM_MAX),
+			 known[i]);
+		if (stale)
+			sweep(stale, dir, prefix, NULL, NULL);
+	}
 	DIR *d = opendir(dir);
 	if (!d)
 		return err_set("%s: cannot read: %s", dir, strerror(errno));

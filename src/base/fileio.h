@@ -84,8 +84,9 @@ void fio_replace_abort(struct fio_replace *r);
 
 /* The first entry of dir whose name is none of known[0..n) ("." and ".." aside) into
  * name (size bytes), or "" when every entry is known: what a command that writes into
- * a directory of its own would put over something else's. 0, or -1 with err_set when
- * dir cannot be read. */
+ * a directory of its own would put over something else's. The temporary files a
+ * writer of a known file left when it was killed are removed first (as the next write
+ * of that file would). 0, or -1 with err_set when dir cannot be read. */
 int fio_foreign_entry(const char *dir, const char *const *known, size_t n, char *name, size_t size);
 
 /* fsync of a directory, so that the renames into it survive a power loss: 0, or -1

@@ -276,6 +276,14 @@ static int clear_stage(const char *stage)
 	if (!S_ISDIR(st.st_mode))
 		return err_set("%s: not a directory (refused: train-bpe writes its files there)",
 			       stage);
+	/* the temporary files a killed run's writers left go with it */
+	char other[256];
+	if (fio_foreign_entry(stage, out_files, sizeof out_files / sizeof out_files[0], other,
+			      sizeof other))
+		return -1;
+	if (other[0])
+		return err_set("%s: holds %s, not train-bpe's: remove it or choose another --out",
+			       stage, other);
 	for (size_t i = 0; i < sizeof out_files / sizeof out_files[0]; i++) {
 		char *p = fio_join(stage, out_files[i]);
 		if (p)

@@ -244,6 +244,19 @@ expect_err_has "holds config.json, not only a tokenizer" "a model's directory: s
 	echo hello | "$QWENCHAT" tokenize -m "$TMP/again" >/dev/null 2>"$TMP/err" &&
 	pass "made again without --chat: no stale tokenizer_config.json, it loads" ||
 	fail "made again without --chat: $(ls "$TMP/again") $(tail -n 1 "$TMP/err")"
+# a run killed while writing into its staging folder left a temporary file there: the
+# next run clears it (its writer's PID is gone) and writes the tokenizer
+sh -c 'exit 0' &
+dead=$!
+wait $dead
+mkdir -p "$TMP/killed/.train-bpe.new"
+echo half >"$TMP/killed/.train-bpe.new/.vocab.json.tmp.$dead.0123456789abcdef"
+echo '{}' >"$TMP/killed/.train-bpe.new/tokenizer.json"
+expect_exit 0 "after a run killed mid-write" "$QWENCHAT" train-bpe -q --vocab-size 300 \
+	--out "$TMP/killed" "$TMP/prose.txt"
+[ -f "$TMP/killed/tokenizer.json" ] && [ ! -e "$TMP/killed/.train-bpe.new" ] &&
+	pass "the killed run's staging folder is gone, the tokenizer written" ||
+	fail "after a killed run: $(ls -A "$TMP/killed" "$TMP/killed/.train-bpe.new" 2>&1)"
 expect_exit 0 "--help" "$QWENCHAT" train-bpe --help
 grep -q 'vocab-size' "$TMP/out" && pass "--help: describes --vocab-size" || fail "--help text"
 finish

@@ -125,6 +125,39 @@ static void test_stale_temps(void **state)
 	unlink(target);
 }
 
+/* A directory of known files is still ours with what a killed writer of one of them
+ * left: fio_foreign_entry removes it; a running writer's is someone else's. */
+static void test_foreign_stale(void **state)
+{
+	(void)state;
+	char sub[256], known[300], dead[300], live[300], name[100], other[64];
+	path_of(sub, sizeof sub, "run");
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(known, sizeof known, "%s/loss.svg", sub);
+	put(known, "<svg/>");
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	assert_true(child > 0);
+	waitpid(child, NULL, 0);
+	snprintf(name, sizeof name, ".loss.svg.tmp.%ld.0123456789abcdef", (long)child);
+	snprintf(dead, sizeof dead, "%s/%s", sub, name);
+	put(dead, "half");
+	const char *ours[] = {"loss.svg"};
+	assert_int_equal(fio_foreign_entry(sub, ours, 1, other, sizeof other), 0);
+	assert_string_equal(other, "");
+	struct stat st;
+	assert_int_equal(lstat(dead, &st), -1);
+	snprintf(name, sizeof name, ".loss.svg.tmp.%ld.0123456789abcdef", (long)getpid());
+	snprintf(live, sizeof live, "%s/%s", sub, name);
+	put(live, "writing");
+	assert_int_equal(fio_foreign_entry(sub, ours, 1, other, sizeof other), 0);
+	assert_string_equal(other, name);
+	unlink(live);
+	unlink(known);
+	rmdir(sub);
+}
+
 static void told(void *user, const char *d, const char *name, uint64_t bytes)
 {
 	(void)d;
@@ -410,8 +443,9 @@ int main(void)
 		cmocka_unit_test(test_planted_temp_links), cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_target_kinds),       cmocka_unit_test(test_link_chains),
 		cmocka_unit_test(test_regular_only),       cmocka_unit_test(test_stale_temps),
-		cmocka_unit_test(test_foreign_mode),       cmocka_unit_test(test_system_names),
-		cmocka_unit_test(test_read_all_kinds),     cmocka_unit_test(test_long_names),
+		cmocka_unit_test(test_foreign_stale),      cmocka_unit_test(test_foreign_mode),
+		cmocka_unit_test(test_system_names),       cmocka_unit_test(test_read_all_kinds),
+		cmocka_unit_test(test_long_names),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(dir);
