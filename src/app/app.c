@@ -410,6 +410,18 @@ bool app_replaces_last(const struct app *a)
 int app_new_session(struct app *a, char **left)
 {
 	*left = NULL;
+	/* a conversation is never let go unsaved: what the last autosave could not write
+	 * is written now, or the switch is refused */
+	pthread_mutex_lock(&a->lock);
+	bool unsaved = a->fig.save_error[0] != 0;
+	pthread_mutex_unlock(&a->lock);
+	if (unsaved && app_autosave(a)) {
+		char why[300];
+		snprintf(why, sizeof why, "%s", err_msg());
+		return err_set("the conversation is not saved (%s): /save it to a file "
+			       "elsewhere first",
+			       why);
+	}
 	if (!a->session_path || !fio_is_file(a->session_path))
 		return 0; /* nothing saved yet: the file can go on */
 	char *old = a->session_path;
@@ -423,6 +435,11 @@ int app_new_session(struct app *a, char **left)
 	release_lock(old, old_fd);
 	*left = old;
 	return 0;
+}
+
+const char *app_save_failed(const struct app *a)
+{
+	return a->save_failed;
 }
 
 int app_autosave(struct app *a)

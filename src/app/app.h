@@ -164,6 +164,10 @@ void app_exec(struct app *a, const struct slash_call *c, struct app_result *r);
 /* Parses and runs a line starting with '/'. */
 void app_command(struct app *a, const char *line, struct app_result *r);
 
+/* Why the last /save wrote nothing ("/save: FILE: ..."), or "" when it wrote its file
+ * or none was asked for. */
+const char *app_save_failed(const struct app *a);
+
 /* Saves the conversation to the session file now (also done after every turn).
  * 0 or -1 (the error is in app_figures.save_error and err_msg). */
 int app_autosave(struct app *a);

@@ -274,11 +274,14 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 		return;
 	}
 	if (c->cmd->id == SLASH_SAVE) {
-		if (app_held_record(a) || chat_save(a->chat, path, false))
-			fail(r, "/save: %s", err_msg());
-		else
+		if (app_held_record(a) || chat_save(a->chat, path, false)) {
+			snprintf(a->save_failed, sizeof a->save_failed, "/save: %s", err_msg());
+			fail(r, "%s", a->save_failed);
+		} else {
+			a->save_failed[0] = 0;
 			say(r, "saved %zu message%s to %s", chat_count(a->chat),
 			    chat_count(a->chat) == 1 ? "" : "s", path);
+		}
 		free(path);
 		return;
 	}

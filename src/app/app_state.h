@@ -43,6 +43,9 @@ struct app {
 	 * was prefilled): the next one replaces it. One that came with a loaded or
 	 * resumed conversation stays. */
 	bool own_unanswered;
+	/* The last /save could not write its file (the reason), "" otherwise: the chat
+	 * ends with status 1 unless a later /save writes one. */
+	char save_failed[300];
 	/* ... and the last turn refused it as too long for the context */
 	bool refused;
 	/* Turns the last turn's context fit left out (chat_render_fit), left out again

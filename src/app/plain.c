@@ -134,11 +134,12 @@ bool plain_unsaved(struct app *a)
 {
 	struct app_figures f;
 	app_figures(a, &f);
-	if (!f.save_error[0])
-		return false;
-	print_safe(stderr, "qwenchat: the conversation's last changes are not saved (",
-		   f.save_error, ")\n");
-	return true;
+	if (*app_save_failed(a)) /* the conversation is saved; that file is not */
+		print_safe(stderr, "qwenchat: ", app_save_failed(a), " (not written)\n");
+	if (f.save_error[0])
+		print_safe(stderr, "qwenchat: the conversation's last changes are not saved (",
+			   f.save_error, ")\n");
+	return f.save_error[0] || *app_save_failed(a);
 }
 
 /* One turn; a message refused as too long for the context comes back in *prefill,

@@ -21,8 +21,9 @@ int plain_main(struct app *a, plain_read_fn read_line);
  * must give up waiting (readline retries reads a signal interrupts). */
 int plain_stop_signal(void);
 
-/* When the last autosave failed: says so on stderr (a chat that ends must not lose a
- * turn without a word) and returns true, for an exit status of 1. */
+/* When the last autosave failed, or the last /save wrote nothing: says so on stderr (a
+ * chat that ends must not lose a turn without a word) and returns true, for an exit
+ * status of 1. */
 bool plain_unsaved(struct app *a);
 
 #endif

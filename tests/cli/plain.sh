@@ -148,6 +148,22 @@ if [ -w "$TMP/state/qwenchat" ] && [ "$(id -u)" = 0 ]; then
 	rmdir "$TMP/state/qwenchat/last-session"
 	mv "$TMP/last-session.saved" "$TMP/state/qwenchat/last-session"
 fi
+# /clear while the conversation cannot be saved would let it go unsaved: refused
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p "$TMP/state-ro/qwenchat/last-session"
+	printf 'Hello\n/clear\n' | XDG_STATE_HOME="$TMP/state-ro" Q -n 4 >"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	[ "$rc" = 1 ] && grep -q '^qwenchat: /clear: the conversation is not saved (' "$TMP/err" &&
+		! grep -q 'conversation cleared' "$TMP/out" "$TMP/err" &&
+		pass "/clear of a conversation that cannot be saved is refused" ||
+		fail "/clear unsaved: exit $rc: $(cat "$TMP/out" "$TMP/err")"
+fi
+# a /save that writes nothing ends the chat with status 1, saying so
+printf 'Hello\n/save %s\n' "$TMP/no/such/dir/x.json" | XDG_STATE_HOME="$TMP/state-save" Q -n 4 \
+	>"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ "$rc" = 1 ] && tail -n 1 "$TMP/err" | grep -q '^qwenchat: /save: .*x.json.* (not written)$' &&
+	pass "a failed /save: exit 1, named at the end" || fail "failed /save: exit $rc: $(cat "$TMP/err")"
 
 expect_exit 2 "unknown option" "$QWENCHAT" chat --bogus
 expect_exit 2 "stray argument" "$QWENCHAT" chat stray
