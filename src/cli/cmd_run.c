@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <jansson.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -185,7 +186,7 @@ static char *read_prompt(const struct run_args *a)
 struct out_state {
 	enum sess_part part; /* what was printed last */
 	bool any_reasoning;
-	bool write_failed;
+	int write_failed;      /* the errno of a failed write to stdout; 0: none */
 	bool out_tty, err_tty; /* where escape sequences must be shown, not obeyed */
 };
 
@@ -210,7 +211,7 @@ static int emit(void *user, enum sess_part part, const char *text, size_t len)
 		if (o->part == SESS_REASONING && o->any_reasoning)
 			fputs("\n</think>\n", stderr);
 		if (out_write(stdout, o->out_tty, text, len) != len || fflush(stdout)) {
-			o->write_failed = true;
+			o->write_failed = errno ? errno : EIO;
 			return 1;
 		}
 	}
@@ -430,7 +431,7 @@ static int run_remote(struct run_args *a, const char *prompt)
 	if (r2)
 		cli_error("%s", err_msg());
 	else if (out.write_failed)
-		cli_error("stdout: write failed");
+		cli_error("standard output: write failed: %s", strerror(out.write_failed));
 	else if (st.stop == SESS_STOP_CANCEL)
 		cli_error("interrupted"), rc = stopped_status();
 	else
@@ -509,7 +510,8 @@ int cmd_run(int argc, char **argv)
 	if (r == 0 &&
 	    sess_generate(s, sp, max_new, split, a.logprobs >= 0 ? emit_none : emit, &out))
 		goto fail;
-	out.write_failed |= lps.failed;
+	if (lps.failed && !out.write_failed)
+		out.write_failed = errno ? errno : EIO;
 	if (out.part == SESS_REASONING && out.any_reasoning)
 		fputs("\n</think>\n", stderr);
 	else if (!a.raw && a.logprobs < 0)
@@ -519,7 +521,7 @@ int cmd_run(int argc, char **argv)
 	if (a.stats)
 		print_stats(sess_stats(s), &params.seed, false);
 	if (out.write_failed)
-		cli_error("stdout: write failed");
+		cli_error("standard output: write failed: %s", strerror(out.write_failed));
 	else if (r == 1 || sess_stats(s)->stop == SESS_STOP_CANCEL)
 		cli_error("interrupted"), rc = stopped_status();
 	else

@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 enum template_key { OPT_MESSAGES = CLI_OWN, OPT_ADD_GENERATION_PROMPT, OPT_ENABLE_THINKING };
@@ -109,7 +110,7 @@ static int render(const char *model, const char *messages, bool agp, int think)
 	size_t w = fwrite(text, 1, len, stdout);
 	free(text);
 	if (w != len || fflush(stdout) != 0) {
-		cli_error("writing to stdout failed");
+		cli_error("standard output: write failed: %s", strerror(errno ? errno : EIO));
 		return EXIT_RUNTIME;
 	}
 	return EXIT_OK;

@@ -84,7 +84,7 @@ static struct tok *load(const char *model, double *secs)
 static int write_all(const char *p, size_t n)
 {
 	if (fwrite(p, 1, n, stdout) != n || fflush(stdout) != 0) {
-		cli_error("writing to stdout failed: %s", strerror(errno));
+		cli_error("standard output: write failed: %s", strerror(errno ? errno : EIO));
 		return EXIT_RUNTIME;
 	}
 	return EXIT_OK;

@@ -81,8 +81,9 @@ int main(int argc, char **argv)
 	 * ending the program with its temporary file left behind */
 	signal(SIGXFSZ, SIG_IGN);
 	int rc = dispatch(argc, argv);
-	/* output that never reached stdout (a full disk, /dev/full) is a failure */
-	if (fflush(stdout) != 0 || ferror(stdout)) {
+	/* output that never reached stdout (a full disk, /dev/full) is a failure; one the
+	 * command saw is said once, by the command */
+	if ((fflush(stdout) != 0 || ferror(stdout)) && rc == EXIT_OK) {
 		cli_error("standard output: write failed: %s", strerror(errno ? errno : EIO));
 		return EXIT_RUNTIME;
 	}

@@ -125,6 +125,16 @@ grep -q "File too large" "$TMP/err" && [ -z "$(ls -A "$TMP/w")" ] &&
 refused "'$QWENCHAT' quantize -m '$M' --type q8_0 --out /dev/full" full "quantize to /dev/full"
 expect_exit 1 "--help into a full standard output" sh -c "'$QWENCHAT' --help >/dev/full"
 expect_err_has "standard output: write failed" "a full standard output is said"
+printf '[{"role": "user", "content": "hi"}]' >"$TMP/hi.json"
+for cmd in "tokenize" "template --messages $TMP/hi.json" "run -p hi -n 2 --threads 1"; do
+	# shellcheck disable=SC2086
+	echo hi | "$QWENCHAT" $cmd -m "$M" >/dev/full 2>"$TMP/err"
+	rc=$?
+	[ "$rc" = 1 ] && [ "$(wc -l <"$TMP/err")" = 1 ] &&
+		grep -q '^qwenchat: standard output: write failed: No space left on device$' "$TMP/err" &&
+		pass "${cmd%% *} into a full standard output: one line with the reason" ||
+		fail "${cmd%% *} into /dev/full: exit $rc: $(cat "$TMP/err")"
+done
 echo keep >"$TMP/w/victim"
 ln -s victim "$TMP/w/out.bin"
 expect_exit 0 "logits --out at a link" sh -c "'$QWENCHAT' logits -m '$M' --out '$TMP/w/out.bin' <'$TMP/ids'"
