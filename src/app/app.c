@@ -411,11 +411,13 @@ int app_new_session(struct app *a, char **left)
 {
 	*left = NULL;
 	/* a conversation is never let go unsaved: what the last autosave could not write
-	 * is written now, or the switch is refused */
+	 * is written now, or the switch is refused unless /save wrote it as it is (a
+	 * session pointer that cannot be written loses nothing: the file is whole) */
 	pthread_mutex_lock(&a->lock);
 	bool unsaved = a->fig.save_error[0] != 0;
 	pthread_mutex_unlock(&a->lock);
-	if (unsaved && app_autosave(a)) {
+	bool copy = a->saved_copy;
+	if (unsaved && app_autosave(a) && a->session_unsaved && !copy) {
 		char why[300];
 		snprintf(why, sizeof why, "%s", err_msg());
 		return err_set("the conversation is not saved (%s): /save it to a file "
@@ -447,6 +449,8 @@ int app_autosave(struct app *a)
 	int rc = app_held_record(a);
 	if (!rc)
 		rc = chat_save(a->chat, a->session_path, false);
+	a->session_unsaved = rc != 0;
+	a->saved_copy = false; /* called when the conversation changed (or to retry) */
 	char *lf = last_file(a);
 	if (!rc)
 		rc = lf ? fio_write_atomic(lf, a->session_path, strlen(a->session_path), 0600, 0)
@@ -517,6 +521,7 @@ static int32_t *fitted(struct app *a, int *n, int *dropped)
 
 void app_conversation_changed(struct app *a)
 {
+	a->saved_copy = false;
 	/* The context the conversation on screen takes, as the next turn will render it
 	 * (without the answer's opening): the cache may still hold what was cleared. */
 	int used = 0;

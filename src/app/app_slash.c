@@ -279,6 +279,7 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 			fail(r, "%s", a->save_failed);
 		} else {
 			a->save_failed[0] = 0;
+			a->saved_copy = true;
 			say(r, "saved %zu message%s to %s", chat_count(a->chat),
 			    chat_count(a->chat) == 1 ? "" : "s", path);
 		}

@@ -46,6 +46,8 @@ struct app {
 	/* The last /save could not write its file (the reason), "" otherwise: the chat
 	 * ends with status 1 unless a later /save writes one. */
 	char save_failed[300];
+	bool session_unsaved; /* the last autosave did not write the session file itself */
+	bool saved_copy;      /* /save wrote the conversation as it is now */
 	/* ... and the last turn refused it as too long for the context */
 	bool refused;
 	/* Turns the last turn's context fit left out (chat_render_fit), left out again

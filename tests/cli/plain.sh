@@ -148,16 +148,24 @@ if [ -w "$TMP/state/qwenchat" ] && [ "$(id -u)" = 0 ]; then
 	rmdir "$TMP/state/qwenchat/last-session"
 	mv "$TMP/last-session.saved" "$TMP/state/qwenchat/last-session"
 fi
-# /clear while the conversation cannot be saved would let it go unsaved: refused
-if [ "$(id -u)" = 0 ]; then
-	mkdir -p "$TMP/state-ro/qwenchat/last-session"
-	printf 'Hello\n/clear\n' | XDG_STATE_HOME="$TMP/state-ro" Q -n 4 >"$TMP/out" 2>"$TMP/err"
-	rc=$?
-	[ "$rc" = 1 ] && grep -q '^qwenchat: /clear: the conversation is not saved (' "$TMP/err" &&
-		! grep -q 'conversation cleared' "$TMP/out" "$TMP/err" &&
-		pass "/clear of a conversation that cannot be saved is refused" ||
-		fail "/clear unsaved: exit $rc: $(cat "$TMP/out" "$TMP/err")"
-fi
+# /clear while the conversation cannot be saved would let it go unsaved: refused (here
+# a file-size limit of 1 KiB stops the session file at the second message) ...
+long=$(printf 'word%.0s ' $(seq 300))
+(ulimit -f 1; printf 'Hello\n%s\n/clear\n' "$long" | XDG_STATE_HOME="$TMP/state-big" Q -n 4) \
+	>"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ "$rc" = 1 ] && grep -q '^qwenchat: /clear: the conversation is not saved (.*File too large' "$TMP/err" &&
+	! grep -q 'conversation cleared' "$TMP/out" "$TMP/err" &&
+	pass "/clear of a conversation that cannot be saved is refused" ||
+	fail "/clear unsaved: exit $rc: $(cat "$TMP/out" "$TMP/err")"
+# ... but a session pointer that cannot be written loses nothing: the file is whole
+mkdir -p "$TMP/state-ro/qwenchat/last-session"
+printf 'Hello\n/clear\n' | XDG_STATE_HOME="$TMP/state-ro" Q -n 4 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ "$rc" = 1 ] && grep -q 'conversation cleared; the previous one stays in' "$TMP/out" "$TMP/err" &&
+	grep -q '"Hello"' "$TMP/state-ro/qwenchat/sessions/"*.json &&
+	pass "/clear with only the pointer unwritable: cleared, the file holds the conversation" ||
+	fail "/clear, pointer unwritable: exit $rc: $(cat "$TMP/out" "$TMP/err")"
 # a /save that writes nothing ends the chat with status 1, saying so
 printf 'Hello\n/save %s\n' "$TMP/no/such/dir/x.json" | XDG_STATE_HOME="$TMP/state-save" Q -n 4 \
 	>"$TMP/out" 2>"$TMP/err"
