@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -536,6 +537,9 @@ int cmd_info(int argc, char **argv)
 			print_costs(&in);
 			rc = fflush(stdout) == 0 ? EXIT_OK : EXIT_RUNTIME;
 		}
+		if (rc != EXIT_OK)
+			cli_error("standard output: write failed: %s",
+				  strerror(errno ? errno : EIO));
 	}
 	eng_model_free(m);
 	free(dir);

@@ -183,10 +183,13 @@ static char *read_prompt(const struct run_args *a)
 	return text;
 }
 
+struct lp_state;
+
 struct out_state {
 	enum sess_part part; /* what was printed last */
 	bool any_reasoning;
 	int write_failed;      /* the errno of a failed write to stdout; 0: none */
+	const struct lp_state *lps; /* --logprobs' lines, or NULL */
 	bool out_tty, err_tty; /* where escape sequences must be shown, not obeyed */
 };
 
@@ -247,7 +250,8 @@ static json_t *token_json(const struct tok *t, int32_t id, float logprob)
 struct lp_state {
 	const struct tok *t;
 	int n;
-	bool failed;
+	bool failed;     /* no more lines: the generation stops at the next text */
+	int write_errno; /* ... because stdout failed (else the sampler did: err_msg) */
 };
 
 /* The session's token hook: one JSON line per token the sampler picked. */
@@ -265,17 +269,21 @@ static void on_token(void *user, int32_t id, const struct samp *sp)
 		json_array_append_new(alts, token_json(st->t, top[i].id, top[i].logprob));
 	json_object_set_new(o, "top", alts);
 	char *line = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
-	if (!line || printf("%s\n", line) < 0 || fflush(stdout))
+	if (!line || printf("%s\n", line) < 0 || fflush(stdout)) {
 		st->failed = true;
+		st->write_errno = line ? (errno ? errno : EIO) : ENOMEM;
+	}
 	free(line);
 	json_decref(o);
 }
 
-/* With --logprobs the text goes nowhere: the JSON lines say it. */
+/* With --logprobs the text goes nowhere: the JSON lines say it (and once they cannot,
+ * the generation stops). */
 static int emit_none(void *user, enum sess_part part, const char *text, size_t len)
 {
-	(void)user, (void)part, (void)text, (void)len;
-	return 0;
+	const struct lp_state *lps = ((const struct out_state *)user)->lps;
+	(void)part, (void)text, (void)len;
+	return lps && lps->failed;
 }
 
 static const char *stop_name(enum sess_stop s)
@@ -399,8 +407,9 @@ static int run_remote(struct run_args *a, const char *prompt)
 	cli_sampling(&a->cli, &q.sampling);
 	q.model = model;
 	q.max_tokens = a->cli.set & CLI_SET_MAX_NEW ? a->cli.max_new : 0;
-	struct out_state out = {SESS_ANSWER, false, false, isatty(STDOUT_FILENO),
-				isatty(STDERR_FILENO)};
+	struct out_state out = {.part = SESS_ANSWER,
+				.out_tty = isatty(STDOUT_FILENO),
+				.err_tty = isatty(STDERR_FILENO)};
 	struct reply rep;
 	reply_init(&rep, emit, &out);
 	double t0 = clock_now();
@@ -499,19 +508,22 @@ int cmd_run(int argc, char **argv)
 	int r = sess_sync(s, ids, n);
 	if (r < 0)
 		goto fail;
-	struct out_state out = {SESS_ANSWER, false, false, isatty(STDOUT_FILENO),
-				isatty(STDERR_FILENO)};
+	struct out_state out = {.part = SESS_ANSWER,
+				.out_tty = isatty(STDOUT_FILENO),
+				.err_tty = isatty(STDERR_FILENO)};
 	/* without -n the answer runs until the turn ends or the context is full (the
 	 * session then says "context full") */
 	int max_new = a.cli.set & CLI_SET_MAX_NEW ? a.cli.max_new : INT_MAX;
-	struct lp_state lps = {t, (int)a.logprobs, false};
-	if (a.logprobs >= 0)
+	struct lp_state lps = {t, (int)a.logprobs, false, 0};
+	if (a.logprobs >= 0) {
 		sess_set_token_hook(s, on_token, &lps);
+		out.lps = &lps;
+	}
 	if (r == 0 &&
 	    sess_generate(s, sp, max_new, split, a.logprobs >= 0 ? emit_none : emit, &out))
 		goto fail;
-	if (lps.failed && !out.write_failed)
-		out.write_failed = errno ? errno : EIO;
+	if (lps.write_errno && !out.write_failed)
+		out.write_failed = lps.write_errno;
 	if (out.part == SESS_REASONING && out.any_reasoning)
 		fputs("\n</think>\n", stderr);
 	else if (!a.raw && a.logprobs < 0)
@@ -522,6 +534,8 @@ int cmd_run(int argc, char **argv)
 		print_stats(sess_stats(s), &params.seed, false);
 	if (out.write_failed)
 		cli_error("standard output: write failed: %s", strerror(out.write_failed));
+	else if (lps.failed)
+		cli_error("--logprobs: %s", err_msg());
 	else if (r == 1 || sess_stats(s)->stop == SESS_STOP_CANCEL)
 		cli_error("interrupted"), rc = stopped_status();
 	else

@@ -83,8 +83,13 @@ int main(int argc, char **argv)
 	int rc = dispatch(argc, argv);
 	/* output that never reached stdout (a full disk, /dev/full) is a failure; one the
 	 * command saw is said once, by the command */
-	if ((fflush(stdout) != 0 || ferror(stdout)) && rc == EXIT_OK) {
-		cli_error("standard output: write failed: %s", strerror(errno ? errno : EIO));
+	errno = 0;
+	int flush_errno = fflush(stdout) != 0 ? (errno ? errno : EIO) : 0;
+	if ((flush_errno || ferror(stdout)) && rc == EXIT_OK) {
+		if (flush_errno) /* else an earlier write failed, for a reason not kept */
+			cli_error("standard output: write failed: %s", strerror(flush_errno));
+		else
+			cli_error("standard output: write failed");
 		return EXIT_RUNTIME;
 	}
 	return rc;

@@ -126,7 +126,8 @@ refused "'$QWENCHAT' quantize -m '$M' --type q8_0 --out /dev/full" full "quantiz
 expect_exit 1 "--help into a full standard output" sh -c "'$QWENCHAT' --help >/dev/full"
 expect_err_has "standard output: write failed" "a full standard output is said"
 printf '[{"role": "user", "content": "hi"}]' >"$TMP/hi.json"
-for cmd in "tokenize" "template --messages $TMP/hi.json" "run -p hi -n 2 --threads 1"; do
+for cmd in "tokenize" "template --messages $TMP/hi.json" "run -p hi -n 2 --threads 1" "info" \
+	"run -p hi -n 50 --threads 1 --logprobs 1"; do
 	# shellcheck disable=SC2086
 	echo hi | "$QWENCHAT" $cmd -m "$M" >/dev/full 2>"$TMP/err"
 	rc=$?
@@ -135,6 +136,9 @@ for cmd in "tokenize" "template --messages $TMP/hi.json" "run -p hi -n 2 --threa
 		pass "${cmd%% *} into a full standard output: one line with the reason" ||
 		fail "${cmd%% *} into /dev/full: exit $rc: $(cat "$TMP/err")"
 done
+"$QWENCHAT" run -m "$M" -p hi -n 50 --threads 1 --logprobs 1 --stats >/dev/full 2>"$TMP/err"
+grep -q 'stopped: output error' "$TMP/err" && pass "run --logprobs stops at a full standard output" ||
+	fail "run --logprobs into /dev/full goes on: $(cat "$TMP/err")"
 echo keep >"$TMP/w/victim"
 ln -s victim "$TMP/w/out.bin"
 expect_exit 0 "logits --out at a link" sh -c "'$QWENCHAT' logits -m '$M' --out '$TMP/w/out.bin' <'$TMP/ids'"
