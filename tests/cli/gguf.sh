@@ -118,6 +118,21 @@ a=$(printf 'cafe\314\201' | "$QWENCHAT" tokenize -m "$M")
 b=$(printf 'cafe\314\201' | "$QWENCHAT" tokenize -m "$TMP/qz.gguf")
 [ -n "$a" ] && [ "$a" = "$b" ] && pass "quantize keeps 'no normalizer': the same ids ($b)" ||
 	fail "no normalizer through quantize: '$a' vs '$b'"
+# tokenizer.json's other spellings of the two: an empty Sequence, a Sequence of NFC
+for norm in '{"type": "Sequence", "normalizers": []}' \
+	'{"type": "Sequence", "normalizers": [{"type": "NFC"}]}'; do
+	rm -rf "$TMP/seq" && cp -r "$M" "$TMP/seq"
+	$PY -c 'import json, sys
+p = sys.argv[1] + "/tokenizer.json"
+t = json.load(open(p)); t["normalizer"] = json.loads(sys.argv[2]); json.dump(t, open(p, "w"))' \
+		"$TMP/seq" "$norm" &&
+		"$QWENCHAT" quantize -m "$TMP/seq" --type bf16 --out "$TMP/seq.gguf" >/dev/null ||
+		fail "quantize with normalizer $norm"
+	a=$(printf 'cafe\314\201' | "$QWENCHAT" tokenize -m "$TMP/seq")
+	b=$(printf 'cafe\314\201' | "$QWENCHAT" tokenize -m "$TMP/seq.gguf")
+	[ -n "$a" ] && [ "$a" = "$b" ] && pass "normalizer $norm: the GGUF gives the same ids ($b)" ||
+		fail "normalizer $norm: '$a' vs '$b'"
+done
 printf 'cafe\314\201 au lait, encore et encore.\n%.0s' $(seq 40) >"$TMP/nfd.txt"
 "$QWENCHAT" train --init "$TMP/qz.gguf" --out "$TMP/from-gguf" --data "$TMP/nfd.txt" --ctx 8 \
 	--batch 1 --steps 1 --threads 1 >/dev/null 2>"$TMP/err" &&
