@@ -14,6 +14,11 @@ struct tok;
 struct tok *tok_load(const char *dir);
 /* The same from explicit paths; config_path may be NULL. */
 struct tok *tok_load_files(const char *tokenizer_json, const char *config_path);
+
+/* DIR/chat_template.jinja, where transformers (4.47 on) saves a chat template and
+ * which it prefers to tokenizer_config.json's chat_template (tok_load does too): its
+ * text, or NULL, with *missing true when there is none, else err_set. */
+char *tok_read_template_file(const char *dir, bool *missing);
 void tok_free(struct tok *t);
 
 /* A tokenizer given as lists in memory (a GGUF file's tokenizer.ggml.tokens,

@@ -748,6 +748,23 @@ struct tok *tok_load_files(const char *tokenizer_json, const char *config_path)
 	return t;
 }
 
+char *tok_read_template_file(const char *dir, bool *missing)
+{
+	char *path = fio_join(dir, "chat_template.jinja"), *text = NULL;
+	size_t len;
+	*missing = path && !fio_exists(path);
+	if (!path)
+		err_set("tokenizer: out of memory");
+	else if (!*missing && (text = fio_read_file(path, 1u << 20, &len)) &&
+		 memchr(text, 0, len)) {
+		err_set("%s: holds a NUL byte (not a template)", path);
+		free(text);
+		text = NULL;
+	}
+	free(path);
+	return text;
+}
+
 struct tok *tok_load(const char *dir)
 {
 	char *tj = fio_join(dir, "tokenizer.json"), *cj = fio_join(dir, "tokenizer_config.json");
@@ -758,6 +775,15 @@ struct tok *tok_load(const char *dir)
 		t = tok_load_files(tj, fio_exists(cj) ? cj : NULL);
 	free(tj);
 	free(cj);
+	bool missing = true;
+	char *tmpl = t ? tok_read_template_file(dir, &missing) : NULL;
+	if (tmpl) {
+		free(t->chat_template);
+		t->chat_template = tmpl;
+	} else if (t && !missing) {
+		tok_free(t);
+		t = NULL;
+	}
 	return t;
 }
 

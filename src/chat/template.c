@@ -8,6 +8,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* t with each two-character escape \n as the newline it stands for. */
+static char *newlines(const char *t)
+{
+	char *c = malloc(strlen(t) + 1), *o = c;
+	for (; c && *t; t++)
+		if (t[0] == '\\' && t[1] == 'n')
+			*o++ = '\n', t++;
+		else
+			*o++ = *t;
+	if (c)
+		*o = 0;
+	return c;
+}
+
+/* The Qwen3 template c is (escapes read), by the markers each variant has. */
+static enum tmpl_variant variant_of(const char *c)
+{
+	bool qwen = strstr(c, "'<|im_start|>system\n' + messages[0].content + '<|im_end|>\n'") &&
+		    strstr(c, "<tool_response>") && !strstr(c, "You are Qwen");
+	bool history = strstr(c, "last_query_index") && strstr(c, "reasoning_content");
+	bool switch_off = strstr(c, "enable_thinking") && strstr(c, "'<think>\n\n</think>\n\n'");
+	bool opens = strstr(c, "'<|im_start|>assistant\n<think>\n'") != NULL;
+	if (qwen && history && switch_off && !opens)
+		return TMPL_QWEN3;
+	if (qwen && history && opens && !switch_off)
+		return TMPL_QWEN3_THINKING;
+	if (qwen && !strstr(c, "<think>") && strstr(c, "'<|im_start|>assistant\n' }}") &&
+	    strstr(c, "'<|im_start|>' + message.role + '\n' + content }}"))
+		return TMPL_QWEN3_INSTRUCT;
+	return TMPL_CHATML;
+}
+
 enum tmpl_variant tmpl_detect(const char *t, const char **warning)
 {
 	if (warning)
@@ -19,20 +51,19 @@ enum tmpl_variant tmpl_detect(const char *t, const char **warning)
 				   "ChatML";
 		return TMPL_CHATML;
 	}
-	/* Markers are jinja source text, so "\n" inside a string literal is a backslash and an n. */
-	bool qwen = strstr(t, "'<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n'") &&
-		    strstr(t, "<tool_response>") && !strstr(t, "You are Qwen");
-	bool history = strstr(t, "last_query_index") && strstr(t, "reasoning_content");
-	bool switch_off =
-		strstr(t, "enable_thinking") && strstr(t, "'<think>\\n\\n</think>\\n\\n'");
-	bool opens = strstr(t, "'<|im_start|>assistant\\n<think>\\n'") != NULL;
-	if (qwen && history && switch_off && !opens)
-		return TMPL_QWEN3;
-	if (qwen && history && opens && !switch_off)
-		return TMPL_QWEN3_THINKING;
-	if (qwen && !strstr(t, "<think>") && strstr(t, "'<|im_start|>assistant\\n' }}") &&
-	    strstr(t, "'<|im_start|>' + message.role + '\\n' + content }}"))
-		return TMPL_QWEN3_INSTRUCT;
+	/* Markers are jinja source text, whose string literals hold a newline as the escape
+	 * "\n" (Qwen's files) or as itself (templates written from Python strings, as
+	 * Unsloth's): the escapes are read as newlines first. */
+	char *c = newlines(t);
+	if (!c) {
+		if (warning)
+			*warning = "out of memory reading the chat template; using plain ChatML";
+		return TMPL_CHATML;
+	}
+	enum tmpl_variant v = variant_of(c);
+	free(c);
+	if (v != TMPL_CHATML)
+		return v;
 	if (warning)
 		*warning = "chat_template is not a known Qwen3 template; using plain ChatML";
 	return TMPL_CHATML;

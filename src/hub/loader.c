@@ -433,8 +433,16 @@ static int special_ids(json_t *tc, json_t *cfg, const struct vocab_out *v, struc
 		       : 0;
 }
 
-static int template_key(json_t *tc, struct eng_gguf_out *o)
+static int template_key(const char *dir, json_t *tc, struct eng_gguf_out *o)
 {
+	bool missing;
+	char *file = tok_read_template_file(dir, &missing); /* preferred, as tok_load does */
+	if (file || !missing) {
+		int rc = file ? eng_gguf_out_str(o, "tokenizer.chat_template", file, strlen(file))
+			      : -1;
+		free(file);
+		return rc;
+	}
 	json_t *t = json_object_get(tc, "chat_template"), *e;
 	size_t i;
 	json_array_foreach(t, i, e)
@@ -528,7 +536,7 @@ int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
 	    eng_gguf_out_str(o, NORMALIZER, nfc ? "NFC" : "none", nfc ? 3 : 4) ||
 	    eng_gguf_out_strs(o, TOKENS, v.tok, v.len, v.n) ||
 	    eng_gguf_out_i32s(o, TYPES, v.type, v.n) || merge_list(tj, o, "tokenizer.json") ||
-	    special_ids(tc, cfg, &v, o) || template_key(tc, o) || sampling_keys(gen, o))
+	    special_ids(tc, cfg, &v, o) || template_key(dir, tc, o) || sampling_keys(gen, o))
 		goto out;
 	rc = 0;
 out:

@@ -144,6 +144,30 @@ printf '{"chat_template": ' >"$TMP/badcfg/tokenizer_config.json"
 expect_exit 1 "corrupt tokenizer_config.json" "$QWENCHAT" template -m "$TMP/badcfg" --messages "$TMP/cases/0.json"
 expect_err_has "tokenizer_config.json" "the message names tokenizer_config.json"
 for f in "$TMP"/err; do [ "$(wc -l <"$f")" -le 1 ] || fail "multi-line error: $(cat "$f")"; done
+# chat_template.jinja beside tokenizer_config.json (as transformers 4.47 on saves it)
+# is the template, in preference to the config's; quantize carries it into the GGUF
+S=$TMP/m-sidecar
+mkdir -p "$S"
+cp "$G/template-tiny-tokenizer.json" "$S/tokenizer.json"
+python3 - "$TOK_DIR/tokenizer_config.json" "$S" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1], encoding="utf-8"))
+open(sys.argv[2] + "/chat_template.jinja", "w", encoding="utf-8").write(c["chat_template"])
+c["chat_template"] = "{{ 'the config template' }}"
+json.dump(c, open(sys.argv[2] + "/tokenizer_config.json", "w", encoding="utf-8"))
+EOF
+set -- --messages "$TMP/cases/1.json" --add-generation-prompt --enable-thinking false
+"$QWENCHAT" template -m "$S" "$@" >"$TMP/got" 2>"$TMP/err" && cmp -s "$TMP/got" "$TMP/want/qwen3/1.1.false" &&
+	! [ -s "$TMP/err" ] && pass "chat_template.jinja is the template, before tokenizer_config.json's" ||
+	fail "chat_template.jinja: $(cat "$TMP/err")"
+"$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/sm" --vocab-size 300 --hidden-size 64 --layers 1 \
+	>/dev/null && cp "$S/tokenizer.json" "$S/chat_template.jinja" "$TMP/sm/" &&
+	echo '{"chat_template": "{{ 1 }}"}' >"$TMP/sm/tokenizer_config.json" &&
+	"$QWENCHAT" quantize -m "$TMP/sm" --type bf16 --out "$TMP/sm.gguf" >/dev/null 2>&1 &&
+	"$QWENCHAT" template -m "$TMP/sm.gguf" "$@" >"$TMP/got" 2>"$TMP/err" &&
+	cmp -s "$TMP/got" "$TMP/want/qwen3/1.1.false" &&
+	pass "quantize writes chat_template.jinja into the GGUF" ||
+	fail "chat_template.jinja through quantize: $(cat "$TMP/err")"
 expect_exit 0 "--help" "$QWENCHAT" template --help
 grep -q -- "--enable-thinking" "$TMP/out" && pass "--help describes --enable-thinking" || fail "--help lacks --enable-thinking"
 finish

@@ -227,6 +227,18 @@ static void test_detect(void **state)
 		else
 			assert_null(warning);
 		assert_string_equal(tmpl_variant_name(v), variants[k].name);
+		/* the same text with its string literals' "\n" escapes written as newlines
+		 * (as Unsloth's templates, made from Python strings, hold them) */
+		const char *t = json_string_value(json_object_get(cfg, "chat_template"));
+		char *raw = strdup(t), *o = raw;
+		for (const char *p = t; *p; p++)
+			if (p[0] == '\\' && p[1] == 'n')
+				*o++ = '\n', p++;
+			else
+				*o++ = *p;
+		*o = 0;
+		assert_int_equal(tmpl_detect(raw, NULL), variants[k].v);
+		free(raw);
 		json_decref(cfg);
 	}
 	/* Near misses are not taken for a known template: Qwen2.5's (a default system
