@@ -216,6 +216,8 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 	a->variant = tmpl_detect(tok_chat_template(a->tok), &warn);
 	if (warn && notice)
 		notice(warn);
+	if (cfg->think < 0 && tmpl_absent_think(tok_chat_template(a->tok)) == TMPL_THINK_OFF)
+		a->think = false; /* the template's default, as --think or /think changes */
 	samp_params_default(&a->params);
 	a->n_eos = 0;
 	if (loader_generation(a->dir, &a->params, a->eos, &a->n_eos))

@@ -80,6 +80,13 @@ const char *tmpl_variant_name(enum tmpl_variant v)
 	return "chatml";
 }
 
+int tmpl_absent_think(const char *t)
+{
+	return t && strstr(t, "enable_thinking is not defined or enable_thinking is false")
+		       ? TMPL_THINK_OFF
+		       : TMPL_THINK_ABSENT;
+}
+
 bool tmpl_has_think_switch(enum tmpl_variant v)
 {
 	return v == TMPL_QWEN3;

@@ -28,6 +28,12 @@ const char *tmpl_variant_name(enum tmpl_variant v);
 
 /* Whether enable_thinking changes anything (only the hybrid template honours it). */
 bool tmpl_has_think_switch(enum tmpl_variant v);
+
+/* What enable_thinking a template takes when none is given: TMPL_THINK_OFF for a hybrid
+ * template edited to think only when asked (its empty think block opened when
+ * "enable_thinking is not defined or enable_thinking is false", as some fine-tunes
+ * ship it), else TMPL_THINK_ABSENT (its own default, thinking). */
+int tmpl_absent_think(const char *t);
 /* Whether, with this enable_thinking, the generation prompt already holds the
  * opening "<think>\n" (Thinking-2507): the model's first tokens are reasoning and
  * only "</think>" is generated. The session's reasoning/answer splitter needs it. */

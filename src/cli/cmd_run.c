@@ -337,12 +337,15 @@ static int32_t *prompt_ids(const struct run_args *a, struct tok *t, const char *
 	struct chat *c = chat_new();
 	int32_t *ids = NULL;
 	int dropped = 0;
+	/* no --think or --no-think: the template's own default */
+	int think =
+		a->think != TMPL_THINK_ABSENT ? a->think : tmpl_absent_think(tok_chat_template(t));
 	if (c && (!a->system || chat_set_system(c, a->system) == 0) &&
 	    chat_add(c, CHAT_USER, prompt, NULL) == 0)
-		ids = chat_render_fit(t, c, v, a->think, !a->parse_special, ctx, 1, 0, n, &dropped);
+		ids = chat_render_fit(t, c, v, think, !a->parse_special, ctx, 1, 0, n, &dropped);
 	chat_free(c);
-	*split = tmpl_prompt_opens_think(v, a->think) ? SESS_SPLIT_REASONING_FIRST
-						      : SESS_SPLIT_ANSWER_FIRST;
+	*split = tmpl_prompt_opens_think(v, think) ? SESS_SPLIT_REASONING_FIRST
+						   : SESS_SPLIT_ANSWER_FIRST;
 	return ids;
 }
 
@@ -355,7 +358,9 @@ static int sampling(const struct run_args *a, const char *dir, struct tok *t, st
 	if (loader_generation(dir, p, eos, n_eos))
 		return -1;
 	enum tmpl_variant v = tmpl_detect(tok_chat_template(t), NULL);
-	if (!a->raw && a->think == TMPL_THINK_OFF && tmpl_has_think_switch(v))
+	int think =
+		a->think != TMPL_THINK_ABSENT ? a->think : tmpl_absent_think(tok_chat_template(t));
+	if (!a->raw && think == TMPL_THINK_OFF && tmpl_has_think_switch(v))
 		samp_params_preset(p, false, a->cli.set);
 	cli_sampling(&a->cli, p);
 	if (!(a->cli.set & SAMP_SET_SEED))

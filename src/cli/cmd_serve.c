@@ -189,6 +189,7 @@ static int open_model(const struct serve_args *a, const struct eng_options *eo, 
 		return -1;
 	const char *warning = NULL;
 	m->variant = tmpl_detect(tok_chat_template(m->tok), &warning);
+	m->absent_think = tmpl_absent_think(tok_chat_template(m->tok));
 	if (warning)
 		cli_notice(warning);
 	m->max_tokens = a->cli.set & CLI_SET_MAX_NEW ? a->cli.max_new : 0;

@@ -97,6 +97,8 @@ static int render(const char *model, const char *messages, bool agp, int think)
 	}
 	const char *warning;
 	enum tmpl_variant v = tmpl_detect(tok_chat_template(t), &warning);
+	if (think == TMPL_THINK_ABSENT) /* the template's own default */
+		think = tmpl_absent_think(tok_chat_template(t));
 	tok_free(t);
 	if (warning)
 		cli_error("warning: %s", warning);

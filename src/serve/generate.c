@@ -88,11 +88,17 @@ static void on_token(void *user, int32_t id, const struct samp *sp)
 		completion_add_token(x->c, &t, tt, n);
 }
 
+/* The request's enable_thinking, or the template's default. */
+static int thinking(const struct gen_model *m, const struct oai_request *r)
+{
+	return r->enable_thinking != TMPL_THINK_ABSENT ? r->enable_thinking : m->absent_think;
+}
+
 /* The sampler set for this request. 0 or -1 (err_set: a value out of range). */
 static int set_sampling(const struct gen_model *m, const struct oai_request *r)
 {
 	struct samp_params p = m->params;
-	if (r->enable_thinking == TMPL_THINK_OFF && tmpl_has_think_switch(m->variant))
+	if (thinking(m, r) == TMPL_THINK_OFF && tmpl_has_think_switch(m->variant))
 		samp_params_preset(&p, false, m->params_set | r->samp_set);
 	samp_params_override(&p, &r->samp, r->samp_set);
 	if (!((m->params_set | r->samp_set) & SAMP_SET_SEED))
@@ -110,7 +116,7 @@ static int32_t *prompt(const struct gen_model *m, const struct oai_request *r,
 {
 	char msg[256];
 	size_t len, k = 0;
-	char *text = tmpl_render(r->chat, m->variant, true, r->enable_thinking, &len);
+	char *text = tmpl_render(r->chat, m->variant, true, thinking(m, r), &len);
 	int32_t *ids = text ? tok_encode(m->tok, text, len, &k) : NULL;
 	free(text);
 	if (!ids) {
@@ -148,7 +154,7 @@ static int32_t *prompt(const struct gen_model *m, const struct oai_request *r,
 static int answer(struct run *x, int n, int max_new, struct completion_usage *usage)
 {
 	const struct gen_model *m = x->m;
-	enum sess_split split = tmpl_prompt_opens_think(m->variant, x->r->enable_thinking)
+	enum sess_split split = tmpl_prompt_opens_think(m->variant, thinking(m, x->r))
 					? SESS_SPLIT_REASONING_FIRST
 					: SESS_SPLIT_ANSWER_FIRST;
 	sess_set_token_hook(m->sess, x->r->logprobs ? on_token : NULL, x);

@@ -22,6 +22,7 @@ struct gen_model {
 	struct sess *sess; /* over eng and tok; cancelling it ends the running request */
 	struct samp *samp; /* re-set and re-seeded for each request */
 	enum tmpl_variant variant;
+	int absent_think;          /* enable_thinking when a request gives none (TMPL_THINK_*) */
 	struct samp_params params; /* defaults: generation_config.json, then the command line */
 	unsigned params_set;       /* SAMP_SET_* bits the command line gave */
 	int max_tokens;            /* default and largest max_tokens; 0 = the context */

@@ -168,6 +168,27 @@ set -- --messages "$TMP/cases/1.json" --add-generation-prompt --enable-thinking 
 	cmp -s "$TMP/got" "$TMP/want/qwen3/1.1.false" &&
 	pass "quantize writes chat_template.jinja into the GGUF" ||
 	fail "chat_template.jinja through quantize: $(cat "$TMP/err")"
+# a hybrid template edited to think only when asked (as some fine-tunes ship it): no
+# --enable-thinking renders as false does
+F=$TMP/m-flipped
+mkdir -p "$F"
+cp "$G/template-tiny-tokenizer.json" "$F/tokenizer.json"
+python3 - "$TOK_DIR/tokenizer_config.json" "$F/tokenizer_config.json" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1], encoding="utf-8"))
+was = "enable_thinking is defined and enable_thinking is false"
+assert was in c["chat_template"]
+c["chat_template"] = c["chat_template"].replace(
+    was, "enable_thinking is not defined or enable_thinking is false")
+json.dump(c, open(sys.argv[2], "w", encoding="utf-8"))
+EOF
+"$QWENCHAT" template -m "$F" --messages "$TMP/cases/1.json" --add-generation-prompt >"$TMP/got" 2>"$TMP/err" &&
+	cmp -s "$TMP/got" "$TMP/want/qwen3/1.1.false" && ! [ -s "$TMP/err" ] &&
+	pass "a template that thinks only when asked: no enable_thinking renders as false" ||
+	fail "flipped default: $(cat "$TMP/err"; diff "$TMP/got" "$TMP/want/qwen3/1.1.false" | head -5)"
+"$QWENCHAT" template -m "$F" --messages "$TMP/cases/1.json" --add-generation-prompt \
+	--enable-thinking true >"$TMP/got" 2>"$TMP/err" && cmp -s "$TMP/got" "$TMP/want/qwen3/1.1.true" &&
+	pass "... and --enable-thinking true still thinks" || fail "flipped, true: $(cat "$TMP/err")"
 expect_exit 0 "--help" "$QWENCHAT" template --help
 grep -q -- "--enable-thinking" "$TMP/out" && pass "--help describes --enable-thinking" || fail "--help lacks --enable-thinking"
 finish

@@ -241,6 +241,18 @@ static void test_detect(void **state)
 		free(raw);
 		json_decref(cfg);
 	}
+	/* a hybrid template edited to think only when asked: off when none is given */
+	json_t *hy = load_golden("template-config-qwen3.json");
+	const char *ht = json_string_value(json_object_get(hy, "chat_template"));
+	assert_int_equal(tmpl_absent_think(ht), TMPL_THINK_ABSENT);
+	char *flip = malloc(strlen(ht) + 16), *at2 = strstr(ht, "enable_thinking is defined and");
+	assert_non_null(at2);
+	sprintf(flip, "%.*senable_thinking is not defined or%s", (int)(at2 - ht), ht,
+		at2 + strlen("enable_thinking is defined and"));
+	assert_int_equal(tmpl_detect(flip, NULL), TMPL_QWEN3);
+	assert_int_equal(tmpl_absent_think(flip), TMPL_THINK_OFF);
+	free(flip);
+	json_decref(hy);
 	/* Near misses are not taken for a known template: Qwen2.5's (a default system
 	 * prompt) and a Thinking-2507 text whose prompt no longer opens <think>. */
 	json_t *cfg = load_golden("template-config-qwen3-thinking-2507.json");
