@@ -316,7 +316,7 @@ static int32_t *prompt_ids(const struct run_args *a, struct tok *t, const char *
 	if (a->raw) {
 		size_t k;
 		int32_t *ids = tok_encode(t, prompt, strlen(prompt), &k);
-		if (ids && k > (size_t)ctx - 1) {
+		if (ids && k > (size_t)ctx) { /* ctx tokens still give one token */
 			err_set("the prompt is %zu tokens, the context holds %d", k, ctx);
 			free(ids);
 			return NULL;

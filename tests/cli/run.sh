@@ -144,6 +144,13 @@ expect_exit 0 "run --raw -f" $RUN --raw -f "$TMP/prompt.txt" -n 6 --greedy
 printf 'Once upon a time' | $RUN --raw -n 6 --greedy >"$TMP/stdin.out" 2>/dev/null
 cmp -s "$TMP/out" "$TMP/stdin.out" && pass "prompt from stdin = from -f" ||
 	fail "stdin prompt differs from -f"
+# a raw prompt exactly as long as the context still gives one token
+k=$(printf 'Once upon a time' | "$QWENCHAT" tokenize -m "$M" | wc -w)
+$RUN --raw -f "$TMP/prompt.txt" --greedy --ctx "$k" --stats >/dev/null 2>"$TMP/err"
+rc=$?
+[ "$rc" = 0 ] && grep -q '1 generated .*stopped: context full' "$TMP/err" &&
+	pass "a raw prompt of --ctx tokens ($k) gives one token" ||
+	fail "raw prompt of --ctx $k tokens: exit $rc: $(cat "$TMP/err")"
 
 # a message longer than the context: refused with its token count
 words=$(yes "lorem ipsum dolor" | head -n 80 | tr '\n' ' ')
