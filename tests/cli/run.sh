@@ -144,6 +144,13 @@ expect_exit 0 "run --raw -f" $RUN --raw -f "$TMP/prompt.txt" -n 6 --greedy
 printf 'Once upon a time' | $RUN --raw -n 6 --greedy >"$TMP/stdin.out" 2>/dev/null
 cmp -s "$TMP/out" "$TMP/stdin.out" && pass "prompt from stdin = from -f" ||
 	fail "stdin prompt differs from -f"
+# --no-think on a template without the switch (Instruct-2507) is said, not ignored
+cp -r "$M" "$TMP/inst" && cp "$TOP_SRCDIR/tests/golden/template-config-qwen3-instruct-2507.json" \
+	"$TMP/inst/tokenizer_config.json"
+"$QWENCHAT" run -m "$TMP/inst" --threads 1 -p hi -n 1 --no-think >/dev/null 2>"$TMP/err"
+rc=$?
+[ "$rc" = 0 ] && grep -q "^qwenchat: --no-think: this model's template (qwen3-instruct-2507) has no thinking switch$" "$TMP/err" &&
+	pass "--no-think on Instruct-2507: said to do nothing" || fail "--no-think, no switch: exit $rc: $(cat "$TMP/err")"
 # a raw prompt exactly as long as the context still gives one token
 k=$(printf 'Once upon a time' | "$QWENCHAT" tokenize -m "$M" | wc -w)
 $RUN --raw -f "$TMP/prompt.txt" --greedy --ctx "$k" --stats >/dev/null 2>"$TMP/err"
