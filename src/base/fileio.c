@@ -165,32 +165,43 @@ static bool random_suffix(const char *s)
 	return !s[n] && (n == 6 || n == 16);
 }
 
-/* The temporary files PREFIX<pid>.<RANDOM> in the open directory d (named dir for
- * removed), which it closes, that a writer killed outright (SIGKILL, the OOM killer)
- * left: regular files of this user whose PID no longer runs are removed. */
-static void sweep(DIR *d, const char *dir, const char *prefix, fio_removed_fn *removed, void *user)
-{
-	size_t pl = strlen(prefix);
-	for (struct dirent *e; (e = readdir(d));) {
-		const char *n = e->d_name;
-		char *end;
-		if (strncmp(n, prefix, pl))
-			continue;
-		long pid = strtol(n + pl, &end, 10);
-		struct stat st;
-		if (end == n + pl || pid <= 0 || *end != '.' || !random_suffix(end + 1) ||
-		    fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
-		    st.st_uid != getuid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
-		if (unlinkat(dirfd(d), n, 0) == 0 && removed)
-			removed(user, dir, n, (uint64_t)st.st_size);
-	}
-	closedir(d);
-}
-
 /* The part of a file's name its temporary files start with: a name near NAME_MAX
  * leaves no room for ".tmp.PID.RANDOM", so only its first bytes are kept. */
 #define TEMP_STEM_MAX (NAME_MAX - 40)
+
+/* The start of base's temporary names, ".STEM.tmp.", into prefix (NAME_MAX + 8 bytes). */
+static void temp_prefix(char *prefix, const char *base)
+{
+	snprintf(prefix, NAME_MAX + 8, ".%.*s.tmp.", (int)strnlen(base, TEMP_STEM_MAX), base);
+}
+
+/* Whether entry n of the open directory d is PREFIX<pid>.<RANDOM> that a writer killed
+ * outright (SIGKILL, the OOM killer) left: a regular file of this user whose PID no
+ * longer runs (lstat in *st). */
+static bool stale_temp(DIR *d, const char *n, const char *prefix, struct stat *st)
+{
+	size_t pl = strlen(prefix);
+	char *end;
+	if (strncmp(n, prefix, pl))
+		return false;
+	long pid = strtol(n + pl, &end, 10);
+	return end != n + pl && pid > 0 && *end == '.' && random_suffix(end + 1) &&
+	       !fstatat(dirfd(d), n, st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st->st_mode) &&
+	       st->st_uid == getuid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* The stale temporary files PREFIX<pid>.<RANDOM> in the open directory d (named dir
+ * for removed), which it closes, are removed. */
+static void sweep(DIR *d, const char *dir, const char *prefix, fio_removed_fn *removed, void *user)
+{
+	for (struct dirent *e; (e = readdir(d));) {
+		struct stat st;
+		if (stale_temp(d, e->d_name, prefix, &st) &&
+		    unlinkat(dirfd(d), e->d_name, 0) == 0 && removed)
+			removed(user, dir, e->d_name, (uint64_t)st.st_size);
+	}
+	closedir(d);
+}
 
 /* Creates a new temporary file beside target, in its directory opened as dir, never
  * following a link and never reusing a name (O_CREAT|O_EXCL|O_NOFOLLOW on a random
@@ -201,8 +212,7 @@ static int create_temp(int dir, const char *target, const char *base, mode_t mod
 		       size_t tmpsz, fio_removed_fn *removed, void *user)
 {
 	char prefix[NAME_MAX + 8], shown[4200];
-	int stem = (int)strnlen(base, TEMP_STEM_MAX);
-	snprintf(prefix, sizeof prefix, ".%.*s.tmp.", stem, base);
+	temp_prefix(prefix, base);
 	/* the same directory read apart (fdopendir takes what it is given) */
 	int again = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = again >= 0 ? fdopendir(again) : NULL;
@@ -528,15 +538,6 @@ int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode
 
 int fio_foreign_entry(const char *dir, const char *const *known, size_t n, char *name, size_t size)
 {
-	/* what a writer of a known file left when it was killed is no one else's */
-	for (size_t i = 0; i < n; i++) {
-		char prefix[NAME_MAX + 8];
-		DIR *stale = opendir(dir);
-		snprintf(prefix, sizeof prefix, ".%.*s.tmp.", (int)strnlen(known[i], TEMP_STEM_MAX),
-			 known[i]);
-		if (stale)
-			sweep(stale, dir, prefix, NULL, NULL);
-	}
 	DIR *d = opendir(dir);
 	if (!d)
 		return err_set("%s: cannot read: %s", dir, strerror(errno));
@@ -545,6 +546,15 @@ int fio_foreign_entry(const char *dir, const char *const *known, size_t n, char 
 		bool ours = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
 		for (size_t i = 0; i < n; i++)
 			ours = ours || !strcmp(e->d_name, known[i]);
+		/* what a writer of a known file left when it was killed is no one else's:
+		 * removed, as the next write of that file would */
+		for (size_t i = 0; !ours && i < n; i++) {
+			char prefix[NAME_MAX + 8];
+			struct stat st;
+			temp_prefix(prefix, known[i]);
+			ours = stale_temp(d, e->d_name, prefix, &st) &&
+			       unlinkat(dirfd(d), e->d_name, 0) == 0;
+		}
 		if (!ours)
 			snprintf(name, size, "%s", e->d_name);
 	}

@@ -36,6 +36,17 @@ static void put(const char *path, const char *text)
 	fclose(f);
 }
 
+/* The PID of a process that has ended: a killed writer's, for its temporary names. */
+static pid_t gone_pid(void)
+{
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	assert_true(child > 0);
+	waitpid(child, NULL, 0);
+	return child;
+}
+
 static void assert_content(const char *path, const char *want)
 {
 	size_t len;
@@ -94,11 +105,7 @@ static void test_stale_temps(void **state)
 	(void)state;
 	char target[256], dead[300], live[300], link[300], user[300];
 	path_of(target, sizeof target, "conv2.json");
-	pid_t child = fork();
-	if (child == 0)
-		_exit(0);
-	assert_true(child > 0);
-	waitpid(child, NULL, 0);
+	pid_t child = gone_pid();
 	char name[100];
 	snprintf(name, sizeof name, ".conv2.json.tmp.%ld.0123456789abcdef", (long)child);
 	path_of(dead, sizeof dead, name);
@@ -135,11 +142,7 @@ static void test_foreign_stale(void **state)
 	assert_int_equal(mkdir(sub, 0700), 0);
 	snprintf(known, sizeof known, "%s/loss.svg", sub);
 	put(known, "<svg/>");
-	pid_t child = fork();
-	if (child == 0)
-		_exit(0);
-	assert_true(child > 0);
-	waitpid(child, NULL, 0);
+	pid_t child = gone_pid();
 	snprintf(name, sizeof name, ".loss.svg.tmp.%ld.0123456789abcdef", (long)child);
 	snprintf(dead, sizeof dead, "%s/%s", sub, name);
 	put(dead, "half");
@@ -177,11 +180,7 @@ static void test_long_names(void **state)
 	path_of(target, sizeof target, base);
 	assert_int_equal(fio_write_atomic(target, "whole", 5, 0600, 0), 0);
 	assert_content(target, "whole");
-	pid_t child = fork();
-	if (child == 0)
-		_exit(0);
-	assert_true(child > 0);
-	waitpid(child, NULL, 0);
+	pid_t child = gone_pid();
 	snprintf(name, sizeof name, ".%.*s.tmp.%ld.abcdef", NAME_MAX - 40, base, (long)child);
 	path_of(dead, sizeof dead, name);
 	put(dead, "left");
