@@ -15,6 +15,11 @@ struct tok *tok_load(const char *dir);
 /* The same from explicit paths; config_path may be NULL. */
 struct tok *tok_load_files(const char *tokenizer_json, const char *config_path);
 
+/* tokenizer.json's "normalizer" value v into *nfc: NFC alone or as a Sequence of one;
+ * null or an empty Sequence is none. Any other is refused (err_set naming file). */
+struct json_t;
+int tok_read_normalizer(struct json_t *v, bool *nfc, const char *file);
+
 /* DIR/chat_template.jinja, where transformers (4.47 on) saves a chat template and
  * which it prefers to tokenizer_config.json's chat_template (tok_load does too): its
  * text, or NULL, with *missing true when there is none, else err_set. */

@@ -394,20 +394,20 @@ static int read_added(struct tok *t, json_t *v, const char *file)
 	return 0;
 }
 
-static int read_normalizer(struct tok *t, json_t *v, const char *file)
+int tok_read_normalizer(json_t *v, bool *nfc, const char *file)
 {
-	t->nfc = false;
+	*nfc = false;
 	if (json_is_null(v))
 		return 0;
 	const char *ty = type_of(v);
 	if (!strcmp(ty, "NFC")) {
-		t->nfc = true;
+		*nfc = true;
 		return 0;
 	}
 	json_t *seq = json_object_get(v, "normalizers");
 	if (!strcmp(ty, "Sequence") && json_array_size(seq) <= 1) {
 		if (json_array_size(seq) == 1)
-			return read_normalizer(t, json_array_get(seq, 0), file);
+			return tok_read_normalizer(json_array_get(seq, 0), nfc, file);
 		return 0;
 	}
 	return err_set("%s: normalizer: type \"%s\" is not supported (only NFC or none)", file, ty);
@@ -462,7 +462,7 @@ static int read_section(struct tok *t, struct jscan *j, const char *key)
 	if (!strcmp(key, "added_tokens")) {
 		rc = read_added(t, v, j->file);
 	} else if (!strcmp(key, "normalizer")) {
-		rc = read_normalizer(t, v, j->file);
+		rc = tok_read_normalizer(v, &t->nfc, j->file);
 	} else if (!strcmp(key, "pre_tokenizer")) {
 		rc = read_pretok(v, j->file);
 	} else if (!strcmp(key, "decoder")) {

@@ -499,18 +499,6 @@ static int sampling_keys(json_t *gen, struct eng_gguf_out *o)
 	return 0;
 }
 
-/* Whether tokenizer.json's normalizer (which loaded: NFC, a Sequence of at most one,
- * or none) puts text in NFC. */
-static bool normalizer_is_nfc(json_t *n)
-{
-	if (!json_is_object(n))
-		return false;
-	json_t *seq = json_object_get(n, "normalizers");
-	if (json_is_array(seq))
-		return json_array_size(seq) == 1 && normalizer_is_nfc(json_array_get(seq, 0));
-	return !strcmp(json_string_value(json_object_get(n, "type")) ?: "", "NFC");
-}
-
 int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
 {
 	json_t *tj = load_json(dir, "tokenizer.json", false);
@@ -521,7 +509,10 @@ int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
 	int rc = -1;
 	if (!gen)
 		goto out;
-	bool nfc = normalizer_is_nfc(json_object_get(tj, "normalizer"));
+	json_t *norm = json_object_get(tj, "normalizer"); /* absent: none */
+	bool nfc = false;
+	if (norm && tok_read_normalizer(norm, &nfc, "tokenizer.json"))
+		goto out;
 	v.tok = calloc(v.n + 1, sizeof *v.tok);
 	v.len = calloc(v.n + 1, sizeof *v.len);
 	v.type = calloc(v.n + 1, sizeof *v.type);
