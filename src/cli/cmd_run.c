@@ -310,6 +310,12 @@ static void print_stats(const struct sess_stats *st, const uint64_t *seed, bool 
 }
 
 /* The prompt's token ids: the raw text, or the one-turn conversation rendered. */
+/* --think or --no-think, or without either the template's own default. */
+static int run_think(const struct run_args *a, const struct tok *t)
+{
+	return a->think != TMPL_THINK_ABSENT ? a->think : tmpl_absent_think(tok_chat_template(t));
+}
+
 static int32_t *prompt_ids(const struct run_args *a, struct tok *t, const char *prompt, int ctx,
 			   enum sess_split *split, int *n)
 {
@@ -340,9 +346,7 @@ static int32_t *prompt_ids(const struct run_args *a, struct tok *t, const char *
 	struct chat *c = chat_new();
 	int32_t *ids = NULL;
 	int dropped = 0;
-	/* no --think or --no-think: the template's own default */
-	int think =
-		a->think != TMPL_THINK_ABSENT ? a->think : tmpl_absent_think(tok_chat_template(t));
+	int think = run_think(a, t);
 	if (c && (!a->system || chat_set_system(c, a->system) == 0) &&
 	    chat_add(c, CHAT_USER, prompt, NULL) == 0)
 		ids = chat_render_fit(t, c, v, think, !a->parse_special, ctx, 1, 0, n, &dropped);
@@ -361,9 +365,7 @@ static int sampling(const struct run_args *a, const char *dir, struct tok *t, st
 	if (loader_generation(dir, p, eos, n_eos))
 		return -1;
 	enum tmpl_variant v = tmpl_detect(tok_chat_template(t), NULL);
-	int think =
-		a->think != TMPL_THINK_ABSENT ? a->think : tmpl_absent_think(tok_chat_template(t));
-	if (!a->raw && think == TMPL_THINK_OFF && tmpl_has_think_switch(v))
+	if (!a->raw && run_think(a, t) == TMPL_THINK_OFF && tmpl_has_think_switch(v))
 		samp_params_preset(p, false, a->cli.set);
 	cli_sampling(&a->cli, p);
 	if (!(a->cli.set & SAMP_SET_SEED))
