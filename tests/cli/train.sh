@@ -499,9 +499,12 @@ sleep 0.05
 kill -INT $pid
 wait $pid
 rc=$?
-[ "$rc" -eq 130 ] && grep -q "stopped at once: .*twice holds the checkpoint of step 2 " "$TMP/err-twice" &&
-	pass "a second SIGINT stops at once and names the checkpoint kept" ||
-	fail "a second SIGINT: exit $rc: $(tail -n 2 "$TMP/err-twice")"
+# said_at_once RC ERR DESC — exit 130, and the line naming the step-2 checkpoint of twice
+said_at_once() {
+	[ "$1" -eq 130 ] && grep -q "stopped at once: .*twice holds the checkpoint of step 2 " "$2" &&
+		pass "$3" || fail "$3: exit $1: $(tail -n 2 "$2")"
+}
+said_at_once $rc "$TMP/err-twice" "a second SIGINT stops at once and names the checkpoint kept"
 # a signal after the run's opening lines but before its first step (the matrix-product
 # peak is measured then) stops at once and says so too
 "$QWENCHAT" train --resume "$TMP/twice" --steps 50 2>"$TMP/err-early" &
@@ -511,9 +514,7 @@ while ! grep -q '^lr ' "$TMP/err-early" && [ $i -lt 3000 ]; do sleep 0.01; i=$((
 kill -INT $pid
 wait $pid
 rc=$?
-[ "$rc" -eq 130 ] && grep -q "stopped at once: .*twice holds the checkpoint of step 2 " "$TMP/err-early" &&
-	pass "a SIGINT before the resumed run's first step names the checkpoint kept" ||
-	fail "a SIGINT before the first step: exit $rc: $(tail -n 2 "$TMP/err-early")"
+said_at_once $rc "$TMP/err-early" "a SIGINT before the resumed run's first step names the checkpoint kept"
 stop TERM "$TMP/sigterm" 400
 rc=$?
 [ "$rc" -eq 143 ] && [ -f "$TMP/sigterm/model.safetensors" ] &&

@@ -21,6 +21,11 @@ shot() { echo "---- screen: $1 ----"; screen; echo "---- end of screen ----"; }
 check_screen() {   # REGEX DESC
 	if wait_screen "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
 }
+# screen_has REGEX DESC SHOW — a line of the screen as it is now matches REGEX; else the
+# lines matching SHOW go into the failure
+screen_has() {
+	if screen | grep -q "$1"; then pass "$2"; else fail "$2: $(screen | grep -E "$3" | tr '\n' '|')"; fi
+}
 
 # A model rigged to answer 世界 你好 " мир" " hello" 中国, then <|im_end|>.
 R=$TMP/rig
@@ -63,8 +68,7 @@ printf '%s\n' '[{"role": "user", "content": "Windows text"},' \
 T send-keys -t ui "/load $TMP/crlf.json" Enter
 check_screen '^  second line *$' "a CRLF text is loaded"
 shot "CRLF line ends"
-screen | grep -q '^  first line *$' && pass "a carriage return is not drawn" ||
-	fail "carriage return shown: $(screen | grep 'first line')"
+screen_has '^  first line *$' "a carriage return is not drawn" 'first line'
 # /load of a FIFO is refused at once: reading it would hold the chat until a writer came
 mkfifo "$TMP/conv.fifo"
 T send-keys -t ui "/load $TMP/conv.fifo" Enter
@@ -80,15 +84,12 @@ printf '%s\n' '[{"role": "user", "content": "Markup"},' \
 T send-keys -t ui "/load $TMP/md-wrap.json" Enter
 check_screen '^  one two' "bold words are loaded"
 shot "Markdown wrapped at 40 columns"
-screen | grep -q '^  aaaa bbbb cccc dddd eeee ffff gggg *$' &&
-	pass "bold words wrap at the width they are drawn in" ||
-	fail "bold words wrap early: $(screen | grep -E 'aaaa|hhhh' | tr '\n' '|')"
-screen | grep -q '^  one two three four five six seven *$' &&
-	pass "inline code wraps at the width it is drawn in" ||
-	fail "inline code wraps early: $(screen | grep -E 'one|seven' | tr '\n' '|')"
-screen | grep -q '^  Head of a long heading that wraps here *$' &&
-	pass "a heading's marker takes no room" ||
-	fail "heading wrap: $(screen | grep -E 'Head|here' | tr '\n' '|')"
+screen_has '^  aaaa bbbb cccc dddd eeee ffff gggg *$' \
+	"bold words wrap at the width they are drawn in" 'aaaa|hhhh'
+screen_has '^  one two three four five six seven *$' \
+	"inline code wraps at the width it is drawn in" 'one|seven'
+screen_has '^  Head of a long heading that wraps here *$' "a heading's marker takes no room" \
+	'Head|here'
 # ... and nothing is lost to widths: a '*' that ends a row opens its italic as the
 # layout read it, a run of no width (a zero-width space) does not end the row, and
 # characters take the columns the terminal gives them (Devanagari vowel signs take
@@ -139,8 +140,7 @@ screen | grep -q "^$(printf '\342\224\202')         x = 1;" &&
 	fail "tabs in code: $(screen | grep -E 'x = 1|cd' | tr '\n' '|')"
 T send-keys -t ui -l "$(printf '\033[200~p\tq\033[201~')"
 check_screen '^> p' "a pasted tab is in the input line"
-screen | grep -q '^> p       q *$' && pass "a tab in the input line reaches the next stop" ||
-	fail "tab in the input line: $(screen | grep '^> ')"
+screen_has '^> p       q *$' "a tab in the input line reaches the next stop" '^> '
 T send-keys -t ui C-u
 # 2d. The key hint leaves out whole items, the least useful first, and keeps /help.
 for cols in 40 80 100; do
@@ -298,8 +298,7 @@ check_screen '^  second line' "a second message"
 check_screen '^Enter send \|' "... answered"
 T send-keys -t ui Up Up
 sleep 0.5
-screen | grep -q '^> first line *$' && pass "the history keeps the line as sent" ||
-	fail "the history entry changed: $(screen | grep '^> ')"
+screen_has '^> first line *$' "the history keeps the line as sent" '^> '
 T send-keys -t ui C-u C-d
 check_screen 'EXITED 0' "quits"
 
