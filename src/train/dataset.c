@@ -139,7 +139,7 @@ static int check_text(const char *path)
 	return rc;
 }
 
-/* The files as the cache describes them: absolute path, size, modification time. */
+/* The files as the cache describes them: absolute path, size, times, inode. */
 static json_t *describe(char *const *files, int n)
 {
 	json_t *a = json_array();
@@ -152,9 +152,15 @@ static json_t *describe(char *const *files, int n)
 			json_decref(a);
 			return NULL;
 		}
+		/* the change time and the inode too: an edit whose modification time was put
+		 * back, or another file of the same size and time put in its place, is new */
 		long long ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-		json_array_append_new(a, json_pack("{s:s, s:I, s:I}", "path", abs, "bytes",
-						   (json_int_t)st.st_size, "mtime_ns", (json_int_t)ns));
+		long long cns = (long long)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+		json_array_append_new(a, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "path", abs,
+						   "bytes", (json_int_t)st.st_size, "mtime_ns",
+						   (json_int_t)ns, "ctime_ns", (json_int_t)cns,
+						   "device", (json_int_t)st.st_dev, "inode",
+						   (json_int_t)st.st_ino));
 		free(abs);
 	}
 	if (!a)
@@ -243,7 +249,24 @@ static int load_flags(struct dset *d, json_t *j, int ctx, const char *cache)
 	return rc;
 }
 
-int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache)
+/* Whether d is the stream want describes (NULL: any). `what` names where d came from
+ * for the message, which then says how it differs. */
+static int check_want(const struct dset *d, const struct dset_want *want, const char *what,
+		      const char *hint)
+{
+	if (!want)
+		return 0;
+	if ((int64_t)d->len != want->tokens)
+		return err_set("%s %zu tokens, the run trained on %lld%s", what, d->len,
+			       (long long)want->tokens, hint);
+	if (want->sha256 && *want->sha256 && strcmp(want->sha256, d->sha256))
+		return err_set("%s %zu tokens, but not those the run trained on%s", what, d->len,
+			       hint);
+	return 0;
+}
+
+int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache,
+		    const struct dset_want *want)
 {
 	memset(d, 0, sizeof *d);
 	json_t *j = cache_meta(cache);
@@ -267,14 +290,17 @@ int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache)
 	}
 	/* a stream changed on disk since it was written (a bad sector, an edit) is
 	 * encoded again from its files rather than trained on */
-	const char *want = json_string_value(json_object_get(j, "sha256"));
-	if (!rc && want) {
-		char sum[72];
-		stream_hash(d, sum);
-		if (strcmp(sum, want))
+	const char *sum = json_string_value(json_object_get(j, "sha256"));
+	if (!rc) {
+		stream_hash(d, d->sha256);
+		if (sum && strcmp(sum, d->sha256))
 			rc = err_set("%s: its ids are not those %s.json was written for", u32,
 				     cache);
 	}
+	char what[PATH_MAX + 16];
+	snprintf(what, sizeof what, "%s holds", u32 ? u32 : cache);
+	if (!rc)
+		rc = check_want(d, want, what, "");
 	if (rc)
 		dset_free(d);
 	else
@@ -308,9 +334,7 @@ static int write_cache(const struct dset *d, json_t *meta, const char *cache)
 	if (d->flags && fio_write_atomic(fl, d->flags, d->len, 0600, FIO_NO_LINKS))
 		goto out;
 	json_object_set_new(meta, "tokens", json_integer((json_int_t)d->len));
-	char sum[72];
-	stream_hash(d, sum);
-	json_object_set_new(meta, "sha256", json_string(sum));
+	json_object_set_new(meta, "sha256", json_string(d->sha256));
 	if (d->flags)
 		json_object_set_new(meta, "sft_counts",
 				    json_pack("{s:I, s:I, s:I, s:I, s:I}", "conversations",
@@ -330,6 +354,25 @@ out:
 	free(fl);
 	free(u32);
 	return rc;
+}
+
+/* A stream just encoded from files[0..n): the one want describes (the cache is kept
+ * as it was otherwise), then cached. */
+static int keep_encoded(struct dset *d, char *const *files, int n, const struct dset_want *want,
+			json_t *meta, const char *cache)
+{
+	stream_hash(d, d->sha256);
+	char what[PATH_MAX + 64];
+	if (n > 1)
+		snprintf(what, sizeof what, "%s and %d more file%s now make", files[0], n - 1,
+			 n > 2 ? "s" : "");
+	else
+		snprintf(what, sizeof what, "%s now makes", files[0]);
+	if (check_want(d, want, what,
+		       " (its cache in train-state is gone or damaged: resume with the files as "
+		       "they were when the run started)"))
+		return -1;
+	return write_cache(d, meta, cache);
 }
 
 /* Whether the cache `old` was made from the inputs `meta` describes. */
@@ -355,6 +398,11 @@ static int encode(struct dset *d, char *const *files, int n, struct tok *tk, int
 		if ((!tokens_is_u32(files[i]) && check_text(files[i])) ||
 		    tokens_read_file(files[i], tk, vocab, &ids, &m))
 			return -1;
+		if (!d->ids) { /* the first file's ids become the stream, without a copy */
+			d->ids = ids;
+			d->len = cap = m;
+			continue;
+		}
 		if (d->len + m > cap) {
 			size_t nc = cap * 2 > d->len + m ? cap * 2 : d->len + m;
 			int32_t *g = realloc(d->ids, (nc ? nc : 1) * sizeof *g);
@@ -373,8 +421,8 @@ static int encode(struct dset *d, char *const *files, int n, struct tok *tk, int
 	return 0;
 }
 
-int dset_load(struct dset *d, char *const *files, int n, struct tok *tk,
-	      const char *tok_hash, int vocab, const char *cache)
+int dset_load(struct dset *d, char *const *files, int n, struct tok *tk, const char *tok_hash,
+	      int vocab, const char *cache, const struct dset_want *want)
 {
 	memset(d, 0, sizeof *d);
 	json_t *src = describe(files, n);
@@ -386,9 +434,10 @@ int dset_load(struct dset *d, char *const *files, int n, struct tok *tk,
 	int rc = -1;
 	if (!meta) {
 		err_set("out of memory");
-	} else if (same_inputs(old, meta) && dset_load_cache(d, vocab, 0, cache) == 0) {
+	} else if (same_inputs(old, meta) && dset_load_cache(d, vocab, 0, cache, want) == 0) {
 		rc = 0;
-	} else if (encode(d, files, n, tk, vocab) == 0 && write_cache(d, meta, cache) == 0) {
+	} else if (encode(d, files, n, tk, vocab) == 0 &&
+		   keep_encoded(d, files, n, want, meta, cache) == 0) {
 		rc = 0;
 	}
 	if (rc)
@@ -473,7 +522,8 @@ static int encode_sft(struct dset *d, char *const *files, int n, dset_conv_reade
 }
 
 int dset_load_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd, void *user,
-		  const char *tok_hash, int vocab, int ctx, const char *cache)
+		  const char *tok_hash, int vocab, int ctx, const char *cache,
+		  const struct dset_want *want)
 {
 	memset(d, 0, sizeof *d);
 	json_t *src = describe(files, n);
@@ -485,9 +535,10 @@ int dset_load_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd
 	int rc = -1;
 	if (!meta)
 		err_set("out of memory");
-	else if (same_inputs(old, meta) && dset_load_cache(d, vocab, ctx, cache) == 0)
+	else if (same_inputs(old, meta) && dset_load_cache(d, vocab, ctx, cache, want) == 0)
 		rc = 0;
-	else if (encode_sft(d, files, n, rd, user, vocab, ctx) == 0 && write_cache(d, meta, cache) == 0)
+	else if (encode_sft(d, files, n, rd, user, vocab, ctx) == 0 &&
+		 keep_encoded(d, files, n, want, meta, cache) == 0)
 		rc = 0;
 	if (rc)
 		dset_free(d);

@@ -31,7 +31,8 @@ struct dset_sft {
 struct dset {
 	int32_t *ids; /* (len) the stream */
 	size_t len;
-	bool cached; /* read from the cache, not encoded */
+	bool cached;     /* read from the cache, not encoded */
+	char sha256[72]; /* "sha256:" and the hex digits of the stream's ids (and flags) */
 	/* --sft: a stream of conversations, each at most ctx + 1 tokens (the inputs of a
 	 * row and the target one further) and ending with an answer's last token */
 	uint8_t *flags;     /* (len) DSET_* of each token; NULL: a plain stream */
@@ -58,28 +59,39 @@ void dset_convs_free(struct dset_convs *c);
  * the file, and the line or message). */
 typedef int (*dset_conv_reader)(void *user, const char *path, struct dset_convs *out);
 
+/* The stream a resumed run must train on: the one it started with. */
+struct dset_want {
+	int64_t tokens;
+	const char *sha256; /* NULL or "": not known (a state written before it was kept) */
+};
+
 /* The stream of files[0..n) (n >= 1). tk encodes the text files (NULL: every file must
  * be *.u32); tok_hash names the tokenizer (its files' sha256) so that a cache made
  * with another one is not used; ids are checked below vocab. A text file must be UTF-8
  * (refused with the offset of the first bad byte). The cache CACHE.u32 + CACHE.json
  * (0600) is used when it lists the same files (absolute paths, sizes, modification
- * times), tokenizer and vocab, else rewritten. 0 or -1 (err_set naming the file). */
-int dset_load(struct dset *d, char *const *files, int n, struct tok *tk,
-	      const char *tok_hash, int vocab, const char *cache);
+ * and change times, inodes), tokenizer and vocab, else rewritten. With want (NULL:
+ * none) a stream that is not the one it describes is refused, the cache left as it
+ * was. 0 or -1 (err_set naming the file). */
+int dset_load(struct dset *d, char *const *files, int n, struct tok *tk, const char *tok_hash,
+	      int vocab, const char *cache, const struct dset_want *want);
 
 /* The conversation stream of files[0..n) (n >= 1), each file read by rd (user is its
  * first argument). A conversation longer than ctx + 1 tokens is cut after its last
  * answer that ends within them; one whose first answer does not is left out
  * (counted). The cache (CACHE.u32, CACHE.sft of flags, CACHE.json) is used as
  * dset_load's, when it also holds conversations cut for this ctx. Ids are checked
- * below vocab. 0 or -1 (err_set naming the file). */
+ * below vocab; want as for dset_load. 0 or -1 (err_set naming the file). */
 int dset_load_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd, void *user,
-		  const char *tok_hash, int vocab, int ctx, const char *cache);
+		  const char *tok_hash, int vocab, int ctx, const char *cache,
+		  const struct dset_want *want);
 
 /* The cache alone (a resumed run trains on what it was trained on, even when the
  * files changed or are gone); its JSON must say `vocab` and, when sft_ctx > 0, that it
- * holds conversations cut for --ctx sft_ctx (0: a plain stream). 0 or -1 (err_set). */
-int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache);
+ * holds conversations cut for --ctx sft_ctx (0: a plain stream), and its stream must
+ * be want's (NULL: any). 0 or -1 (err_set). */
+int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache,
+		    const struct dset_want *want);
 
 void dset_free(struct dset *d);
 

@@ -253,7 +253,7 @@ static int check_files(char *const *files, int n, const char *flag)
 }
 
 static int load_stream(struct run *u, struct dset *d, char *const *files, int n, const char *cache,
-		       bool resume, const char *flag)
+		       bool resume, const struct dset_want *want, const char *flag)
 {
 	const struct tstate_opts *o = &u->st->o;
 	char *path = fio_join(u->state_dir, cache);
@@ -264,14 +264,14 @@ static int load_stream(struct run *u, struct dset *d, char *const *files, int n,
 		free(path);
 		return err_set("--sft: conversations need the model's tokenizer");
 	}
-	/* a resumed run trains on its cache; without one, on the files encoded again (the
-	 * stream's length is checked against the run's) */
+	/* a resumed run trains on its cache; without one, on the files encoded again when
+	 * they make the stream it trained on (want) */
 	if (resume)
-		rc = dset_load_cache(d, vocab, o->sft ? T : 0, path);
+		rc = dset_load_cache(d, vocab, o->sft ? T : 0, path, want);
 	if (rc && check_files(files, n, flag) == 0)
 		rc = o->sft ? dset_load_sft(d, files, n, u->m->read_convs, u->m->read_convs_user,
-					    u->m->tok_hash, vocab, T, path)
-			    : dset_load(d, files, n, u->m->tk, u->m->tok_hash, vocab, path);
+					    u->m->tok_hash, vocab, T, path, want)
+			    : dset_load(d, files, n, u->m->tk, u->m->tok_hash, vocab, path, want);
 	free(path);
 	if (rc)
 		return -1;
@@ -299,13 +299,13 @@ static struct batch_convs convs_of(const struct dset *d)
 static int load_data(struct run *u, bool resume)
 {
 	const struct tstate_opts *o = &u->st->o;
-	if (load_stream(u, &u->train, o->data, o->n_data, "data", resume, "--data"))
+	struct dset_want trained = {u->st->data_tokens, u->st->data_sha256};
+	if (load_stream(u, &u->train, o->data, o->n_data, "data", resume, resume ? &trained : NULL,
+			"--data"))
 		return -1;
-	if (resume && u->st->data_tokens != (int64_t)u->train.len)
-		return err_set("%s/data.u32: %zu tokens, the run trained on %lld", u->state_dir,
-			       u->train.len, (long long)u->st->data_tokens);
 	u->st->data_tokens = (int64_t)u->train.len;
-	if (o->n_val && load_stream(u, &u->val, o->val, o->n_val, "val", resume, "--val"))
+	memcpy(u->st->data_sha256, u->train.sha256, sizeof u->st->data_sha256);
+	if (o->n_val && load_stream(u, &u->val, o->val, o->n_val, "val", resume, NULL, "--val"))
 		return -1;
 	u->train_c = convs_of(&u->train);
 	u->val_c = convs_of(&u->val);

@@ -28,34 +28,43 @@ int32_t tokens_eot(const struct tok *tk)
 		       eos ? "\" is not one of its tokens" : "");
 }
 
-int tokens_from_u32(const void *data, size_t len, int vocab, int32_t **ids, size_t *n)
+/* The id at p (4 bytes, little-endian). */
+static uint32_t id_at(const unsigned char *p)
 {
-	const unsigned char *p = data;
-	*ids = NULL;
-	*n = 0;
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Checks len bytes of ids below vocab. */
+static int check_u32(const unsigned char *p, size_t len, int vocab)
+{
 	if (len % 4)
 		return err_set("%zu bytes are not a whole number of 4-byte token ids (byte offset "
 			       "%zu starts a partial one)",
 			       len, len - len % 4);
-	size_t count = len / 4;
-	for (size_t i = 0; i < count; i++) {
-		const unsigned char *b = p + 4 * i;
-		uint32_t v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-			     (uint32_t)b[3] << 24;
+	for (size_t i = 0; i < len / 4; i++) {
+		uint32_t v = id_at(p + 4 * i);
 		if (v >= (uint32_t)vocab)
 			return err_set("byte offset %zu: token id %lu is not below the model's "
 				       "vocab_size %d",
 				       4 * i, (unsigned long)v, vocab);
 	}
+	return 0;
+}
+
+int tokens_from_u32(const void *data, size_t len, int vocab, int32_t **ids, size_t *n)
+{
+	const unsigned char *p = data;
+	*ids = NULL;
+	*n = 0;
+	if (check_u32(p, len, vocab))
+		return -1;
 	/* checked first, filled after: a bad file costs no allocation of its size */
+	size_t count = len / 4;
 	int32_t *v = malloc(count ? count * sizeof *v : 1);
 	if (!v)
 		return err_set("out of memory for %zu token ids", count);
-	for (size_t i = 0; i < count; i++) {
-		const unsigned char *b = p + 4 * i;
-		v[i] = (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-				 (uint32_t)b[3] << 24);
-	}
+	for (size_t i = 0; i < count; i++)
+		v[i] = (int32_t)id_at(p + 4 * i);
 	*ids = v;
 	*n = count;
 	return 0;
@@ -150,8 +159,23 @@ int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids,
 	char *data = fio_read_all(path, TOKENS_MAX_FILE, &len);
 	if (!data)
 		return -1; /* the message names path */
-	int rc = u32 ? tokens_from_u32(data, len, vocab, ids, n)
-		     : tokens_from_text(tk, vocab, data, len, ids, n);
+	if (u32) {
+		/* the ids in the file's own buffer (malloc'd, so aligned for them): a stream of
+		 * a third of the memory is not held twice */
+		unsigned char *p = (unsigned char *)data;
+		if (check_u32(p, len, vocab)) {
+			free(data);
+			return err_prefix("%s", path);
+		}
+		for (size_t i = 0; i < len / 4; i++) {
+			int32_t v = (int32_t)id_at(p + 4 * i);
+			memcpy(p + 4 * i, &v, sizeof v);
+		}
+		*ids = (int32_t *)(void *)data;
+		*n = len / 4;
+		return 0;
+	}
+	int rc = tokens_from_text(tk, vocab, data, len, ids, n);
 	free(data);
 	return rc ? err_prefix("%s", path) : 0;
 }

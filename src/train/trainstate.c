@@ -363,6 +363,8 @@ char *tstate_json(const struct tstate *s)
 				 s->seconds, "rng", rng, "windows_read", rows, "data_tokens",
 				 (json_int_t)s->data_tokens, "master_in_state", s->master_in_state,
 				 "options", opts);
+	if (root && s->data_sha256[0])
+		json_object_set_new(root, "data_sha256", json_string(s->data_sha256));
 	char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
 	json_decref(root);
 	if (!text)
@@ -445,6 +447,21 @@ static int check_opts(const struct tstate_opts *o, const char *name)
 	return 0;
 }
 
+/* data_sha256, absent in states written before it was kept: "sha256:" and 64 hex
+ * digits into out, or "". */
+static int parse_sha256(json_t *v, char out[72], const char *name)
+{
+	const char *t = json_string_value(v);
+	out[0] = 0;
+	if (!v)
+		return 0;
+	if (!t || strlen(t) != 71 || strncmp(t, "sha256:", 7) ||
+	    strspn(t + 7, "0123456789abcdef") != 64)
+		return err_set("%s: data_sha256: expected \"sha256:\" and 64 hex digits", name);
+	memcpy(out, t, 72);
+	return 0;
+}
+
 int tstate_parse(struct tstate *s, const char *text, size_t len, const char *name)
 {
 	memset(s, 0, sizeof *s);
@@ -474,6 +491,8 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 	s->step = json_integer_value(step);
 	s->tokens = json_integer_value(tokens);
 	s->data_tokens = json_integer_value(dt);
+	if (parse_sha256(json_object_get(root, "data_sha256"), s->data_sha256, name))
+		goto out;
 	s->seconds = json_number_value(json_object_get(root, "seconds"));
 	json_t *rows = json_object_get(root, "windows_read");
 	if (!(s->seconds >= 0) || !isfinite(s->seconds)) {

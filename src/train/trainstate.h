@@ -81,6 +81,7 @@ struct tstate {
 	double seconds;        /* time in steps so far */
 	struct batch_rng rng;  /* the random windows' generator, after `step` steps */
 	int64_t data_tokens;   /* the training stream's length, to check the cache */
+	char data_sha256[72];  /* and its checksum (dset's sha256; "" in older states) */
 	bool master_in_state;  /* fp32 weights in train-state/master.safetensors (bf16 model) */
 };
 

@@ -611,6 +611,7 @@ cp -r "$L" "$TMP/dmg-cfg" && sed -i 's/"num_hidden_layers": 2/"num_hidden_layers
 	"$TMP/dmg-cfg/config.json"
 usage 1 "a config.json that is not the run's shape" "num_hidden_layers 3, but the run was started with --layers 2" \
 	--resume "$TMP/dmg-cfg" --steps 4
+cp -r "$L" "$TMP/edit-data"
 # a flipped id in the cached stream: the data files are encoded again, not trained on
 cp -r "$L" "$TMP/dmg-cache" && printf '\001' |
 	dd of="$TMP/dmg-cache/train-state/data.u32" bs=1 seek=0 conv=notrunc 2>/dev/null
@@ -620,6 +621,19 @@ if "$QWENCHAT" train --resume "$TMP/dmg-cache" --steps 4 >/dev/null 2>"$TMP/err"
 	pass "a damaged stream cache is rebuilt from the data: the same weights"
 else
 	fail "a damaged stream cache: $(tail -n 2 "$TMP/err")"
+fi
+# the cache gone and the data edited since: refused, the cache left as it was; with the file
+# as it was, the run goes on to the same weights
+rm "$TMP/edit-data/train-state/data.u32" && cp -p "$TMP/d.u32" "$TMP/d.u32.orig" &&
+	head -c 4 "$TMP/d.u32.orig" >>"$TMP/d.u32"
+usage 1 "a resume whose data changed and whose cache is gone" \
+	"d.u32 now makes 8001 tokens, the run trained on 8000" --resume "$TMP/edit-data" --steps 4
+mv "$TMP/d.u32.orig" "$TMP/d.u32"
+if "$QWENCHAT" train --resume "$TMP/edit-data" --steps 4 >/dev/null 2>"$TMP/err" &&
+   cmp -s "$TMP/edit-data/model.safetensors" "$L/model.safetensors"; then
+	pass "the data restored, the refused resume goes on: the same weights"
+else
+	fail "a resume after a refused one: $(tail -n 2 "$TMP/err")"
 fi
 
 # ---- from a model's weights ---------------------------------------------------------------------

@@ -140,6 +140,8 @@ static void test_json(void **state)
 	s.tokens = 12345;
 	s.seconds = 1.5;
 	s.data_tokens = 99999;
+	strcpy(s.data_sha256, "sha256:");
+	memset(s.data_sha256 + 7, 'a', 64);
 	s.master_in_state = true;
 	s.o.sft = true;
 	batch_rng_seed(&s.rng, 5);
@@ -153,6 +155,7 @@ static void test_json(void **state)
 	assert_int_equal(b.step, 12);
 	assert_int_equal(b.tokens, 12345);
 	assert_int_equal(b.data_tokens, 99999);
+	assert_string_equal(b.data_sha256, s.data_sha256);
 	assert_true(b.master_in_state);
 	assert_memory_equal(&b.rng, &s.rng, sizeof s.rng);
 	tstate_opts_free(&b.o);
@@ -164,6 +167,14 @@ static void test_json(void **state)
 	assert_int_equal(tstate_parse(&b, bad, strlen(bad), "s.json"), -1);
 	assert_non_null(strstr(err_msg(), "s.json: options.ctx"));
 	assert_int_equal(tstate_parse(&b, "{", 1, "s.json"), -1);
+	/* a checksum that is not one */
+	free(bad);
+	bad = strdup(text);
+	p = strstr(bad, "\"sha256:aaaa");
+	assert_non_null(p);
+	p[8] = 'x';
+	assert_int_equal(tstate_parse(&b, bad, strlen(bad), "s.json"), -1);
+	assert_non_null(strstr(err_msg(), "s.json: data_sha256"));
 	/* a run saved before --sft existed: without it, not one */
 	free(bad);
 	bad = strdup(text);
