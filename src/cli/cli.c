@@ -173,7 +173,7 @@ void cli_help(const struct cli_command *cmd, FILE *f)
 
 void cli_notice(const char *msg)
 {
-	fprintf(stderr, "qwenchat: %s\n", msg);
+	cli_error("%s", msg); /* a notice is one line, shown as safely as an error */
 }
 
 /* "qwenchat: VERB weights 1.20 GB / 4.70 GB" on a terminal, redrawn in place. */
@@ -200,30 +200,35 @@ static void quant_progress(size_t done_bytes, size_t total_bytes)
 	weights_progress("quantizing", done_bytes, total_bytes);
 }
 
-void cli_error(const char *fmt, ...)
+/* Messages quote file names, arguments, server answers and file contents: whatever
+ * escape sequences those hold are shown, never obeyed, and an error stays one line (a
+ * quoted newline shows as ^J, a carriage return as ^M). */
+static void say_error(const char *fmt, va_list ap, const char *tail)
 {
-	/* Messages quote file names, server answers and file contents: whatever escape
-	 * sequences those hold are shown, never obeyed, and an error stays one line (a
-	 * quoted newline shows as ^J, a carriage return as ^M). */
 	char msg[4096];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	struct strbuf b = {0};
 	term_safe_line(&b, msg, strlen(msg));
-	fprintf(stderr, "qwenchat: %s\n", b.oom ? "(out of memory)" : b.p ? b.p : "");
+	fprintf(stderr, "qwenchat: %s%s\n", b.oom ? "(out of memory)" : b.p ? b.p : "", tail);
 	free(b.p);
+}
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	say_error(fmt, ap, "");
+	va_end(ap);
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
+	char tail[64];
+	snprintf(tail, sizeof tail, " (try 'qwenchat %s --help')", cmd);
 	va_list ap;
-	fputs("qwenchat: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say_error(fmt, ap, tail);
 	va_end(ap);
-	fprintf(stderr, " (try 'qwenchat %s --help')\n", cmd);
 	return EXIT_USAGE;
 }
 

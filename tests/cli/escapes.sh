@@ -70,4 +70,12 @@ printf '[{"role":"x\\ny\\r","content":"a"}]' >"$TMP/role.json"
 expect_exit 1 "a role with a newline" "$QWENCHAT" template -m "$M" --messages "$TMP/role.json"
 [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q 'unknown role "x^Jy^M"' "$TMP/err" &&
 	pass "the error is one line, the newline shown as ^J" || fail "error: $(od -c "$TMP/err" | head -5)"
+# a usage error quotes the argument: a newline or a terminal sequence in it is text too
+expect_exit 2 "an argument with a newline" "$QWENCHAT" run -m "$M" -p hi "$(printf 'ju\nnk')"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "'ju^Jnk'" "$TMP/err" &&
+	pass "a usage error is one line, the newline shown as ^J" ||
+	fail "usage error: $(od -c "$TMP/err" | head -5)"
+expect_exit 2 "an option that retitles the terminal" "$QWENCHAT" run "--x${ESC}]0;PWNED$(printf '\007')"
+has_raw_escape "$TMP/err" && fail "a usage error printed an escape byte" ||
+	pass "a usage error prints no escape byte"
 finish
