@@ -79,7 +79,8 @@ struct serve_args {
 	struct cli_common cli;
 	const char *host;
 	int port, queue, timeout;
-	char *key; /* malloc'd */
+	char *key;            /* malloc'd */
+	const char *key_file; /* read once the options are parsed */
 	const char *origins[SERVE_MAX_ORIGINS];
 	int n_origins;
 };
@@ -103,7 +104,7 @@ static int serve_opt(void *user, int key, const char *arg)
 		/* out of sight of ps from now on */
 		memset((char *)arg, 'x', strlen(arg));
 		return 0;
-	case OPT_API_KEY_FILE: free(a->key); return (a->key = cli_read_key_file(arg)) ? 0 : -1;
+	case OPT_API_KEY_FILE: a->key_file = arg; return 0;
 	case OPT_QUEUE:
 		if (cli_parse_long("queue", arg, 0, 1024, &l))
 			return -1;
@@ -138,6 +139,12 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 		return r;
 	if ((a->cli.set & CLI_SET_MAX_NEW) && a->cli.max_new < 1)
 		return cli_usage("serve", "-n: the server's max_tokens limit must be at least 1");
+	if (a->key && a->key_file)
+		return cli_usage("serve", "--api-key and --api-key-file both give the key: use "
+					  "one");
+	/* a file that cannot be read is a runtime error, as for the remote backend */
+	if (a->key_file && !(a->key = cli_read_key_file(a->key_file)))
+		return EXIT_FAILURE;
 	return 0;
 }
 

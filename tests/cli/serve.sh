@@ -25,8 +25,13 @@ for o in https://a.example/path 'https://a b' a.example 'https://user@a.example'
 	expect_err_has "--allow-origin" "--allow-origin '$o': names the option"
 done
 expect_exit 2 "serve extra argument" "$QWENCHAT" serve -m "$TMP" extra
-expect_exit 2 "serve --api-key-file missing" "$QWENCHAT" serve -m "$TMP" --api-key-file "$TMP/none"
+expect_exit 1 "serve --api-key-file missing: a runtime error" "$QWENCHAT" serve -m "$TMP" \
+	--api-key-file "$TMP/none"
 expect_err_has "none" "--api-key-file missing: names the file"
+printf 'k2\n' >"$TMP/k2"
+expect_exit 2 "serve --api-key and --api-key-file" "$QWENCHAT" serve -m "$TMP" --api-key k1 \
+	--api-key-file "$TMP/k2"
+expect_err_has "both give the key" "two keys: says which options clash"
 expect_exit 0 "serve --help" "$QWENCHAT" serve --help
 grep -q -- "--api-key" "$TMP/out" && grep -q "4 MiB" "$TMP/out" && pass "help lists the key and the limits" ||
 	fail "serve --help: $(head -c 300 "$TMP/out")"
