@@ -2,6 +2,7 @@
  * commands; Ctrl-C stops an answer (keeping what was written). */
 #include "src/app/plain.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@ static const char plain_keys[] =
 
 static struct app *running;               /* the app whose turn SIGINT stops */
 static volatile sig_atomic_t stop_signal; /* SIGTERM or SIGHUP, once received */
+static bool input_failed;                 /* plain_getline ended on a read error */
 
 static void on_sigint(int sig)
 {
@@ -58,6 +60,12 @@ char *plain_getline(const char *prompt, const char *prefill)
 	while ((n = getline(&line, &cap, stdin)) >= 0 && memchr(line, 0, (size_t)n))
 		fprintf(stderr, "qwenchat: the line holds a NUL byte; not sent\n");
 	if (n < 0) {
+		/* a read error is no end of input: said, and the chat's exit status is 1 */
+		if (ferror(stdin) && errno != EINTR) {
+			fprintf(stderr, "qwenchat: standard input: read error: %s\n",
+				strerror(errno));
+			input_failed = true;
+		}
 		free(line);
 		return NULL;
 	}
@@ -274,5 +282,5 @@ int plain_main(struct app *a, plain_read_fn read_line)
 	sigaction(SIGHUP, &old_hup, NULL);
 	if (stop_signal)
 		return 128 + stop_signal;
-	return plain_unsaved(a) ? EXIT_FAILURE : EXIT_SUCCESS;
+	return plain_unsaved(a) || input_failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

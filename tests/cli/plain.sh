@@ -237,4 +237,8 @@ c2=$(grep -o 'context: [0-9]* of' "$TMP/clr" | sed -n 2p | cut -d' ' -f2)
 [ "$c1" = 0 ] && [ -n "$c2" ] && [ "$c2" -gt 0 ] &&
 	pass "/ctx after /clear is 0, after /load the loaded conversation's ($c2)" ||
 	fail "/ctx after /clear and /load: $(cat "$TMP/clr")"
+
+# a read error on stdin is no end of input: said, exit 1
+expect_exit 1 "stdin that cannot be read" Q -n 4 <"$TMP"
+expect_err_has "standard input: read error" "a read error on stdin is said"
 finish
