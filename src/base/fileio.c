@@ -652,3 +652,50 @@ int fio_mkdirs(const char *path, mode_t mode)
 		return err_set("%s: not a directory", path);
 	return 0;
 }
+
+char *fio_missing_top(const char *path)
+{
+	struct stat st;
+	char *p = lstat(path, &st) == 0 ? NULL : strdup(path);
+	if (!p)
+		return NULL;
+	size_t top = strlen(p);
+	while (top > 1 && p[top - 1] == '/')
+		top--;
+	for (;;) { /* the parent of p[0..top) missing too: it is the top */
+		size_t cut = top;
+		while (cut > 0 && p[cut - 1] != '/')
+			cut--;
+		while (cut > 1 && p[cut - 1] == '/')
+			cut--;
+		if (cut <= 1)
+			break;
+		p[cut] = '\0';
+		bool missing = lstat(p, &st) != 0;
+		p[cut] = '/';
+		if (!missing)
+			break;
+		top = cut;
+	}
+	p[top] = '\0';
+	return p;
+}
+
+void fio_rmdirs_upto(const char *path, const char *top)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path), t = strlen(top);
+	if (n >= sizeof buf || t > n || strncmp(path, top, t) != 0)
+		return;
+	memcpy(buf, path, n + 1);
+	while (n > t && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	/* a directory of the chain not made after all (mkdir failed there) is skipped */
+	while ((rmdir(buf) == 0 || errno == ENOENT) && n > t) {
+		while (n > t && buf[n - 1] != '/')
+			n--;
+		while (n > t && buf[n - 1] == '/')
+			n--;
+		buf[n] = '\0';
+	}
+}

@@ -112,6 +112,15 @@ char *fio_join(const char *dir, const char *name);
  * err_set (also when path exists but is not a directory). */
 int fio_mkdirs(const char *path, mode_t mode);
 
+/* The outermost of the directories fio_mkdirs(path) would create (malloc'd), or NULL
+ * when path exists (or memory ran out). */
+char *fio_missing_top(const char *path);
+
+/* Removes path, then its parents up to and including top (fio_missing_top's), each
+ * only while empty: what fio_mkdirs made for something that failed. Calls only
+ * async-signal-safe functions. */
+void fio_rmdirs_upto(const char *path, const char *top);
+
 /* 1 when anything is at path (links followed): an optional file that is there but is
  * not a regular one is an error to report, not a file to skip. */
 int fio_exists(const char *path);

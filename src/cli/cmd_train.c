@@ -597,11 +597,10 @@ int cmd_train(int argc, char **argv)
 			rc = run(&st, a.resume, true, !a.no_panel);
 		}
 	} else if (!(rc = check_new(&a))) {
-		struct stat sb;
-		bool created = lstat(a.out, &sb) != 0;
+		char *top = fio_missing_top(a.out); /* what a failed run removes again */
 		struct loop_leftovers left = {0};
 		if ((lock = loop_lock_dir(a.out, true)) < 0 || loop_check_new_dir(a.out) ||
-		    loop_leftovers_init(&left, a.out, created)) {
+		    loop_leftovers_init(&left, a.out, top)) {
 			cli_error("%s", err_msg());
 			rc = EXIT_RUNTIME;
 		} else {
@@ -611,11 +610,14 @@ int cmd_train(int argc, char **argv)
 			rc = run(&st, a.out, false, !a.no_panel);
 		}
 		if (rc && lock >= 0) { /* what a run that never saved made goes again */
-			loop_abandon_dir(a.out, lock, created);
+			loop_abandon_dir(a.out, lock, top);
 			lock = -1;
+		} else if (rc && top) { /* directories made before the lock was refused */
+			fio_rmdirs_upto(a.out, top);
 		}
 		train_catch_signals_new(NULL);
 		loop_leftovers_free(&left);
+		free(top);
 	}
 	if (lock >= 0)
 		loop_unlock_dir(a.resume ? a.resume : a.out, lock);

@@ -231,21 +231,27 @@ static int check_own_dir(const char *dir)
 			: 0;
 }
 
-/* DIR and its missing parents, private (0700) as the files in it are; *created says
- * whether DIR is new. A link at DIR is refused, as train's --out: the files would go
- * wherever it points. */
-static int make_dir(const char *dir, bool *created)
+/* DIR and its missing parents, private (0700) as the files in it are; *top is the
+ * outermost directory made (malloc'd; NULL: DIR was there). A link at DIR is refused, as
+ * train's --out: the files would go wherever it points. */
+static int make_dir(const char *dir, char **top)
 {
 	struct stat st;
-	*created = false;
+	*top = NULL;
 	if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
 		return err_set("%s: is a symbolic link (refused: name the directory itself)", dir);
 	if (fio_is_dir(dir))
 		return check_own_dir(dir);
 	if (fio_exists(dir))
 		return err_set("%s: not a directory (--out names the tokenizer's directory)", dir);
-	*created = fio_mkdirs(dir, 0700) == 0;
-	return *created ? 0 : -1;
+	*top = fio_missing_top(dir);
+	if (fio_mkdirs(dir, 0700) == 0)
+		return 0;
+	if (*top) /* what was made before mkdir failed */
+		fio_rmdirs_upto(dir, *top);
+	free(*top);
+	*top = NULL;
+	return -1;
 }
 
 /* DIR/tokenizer_config.json for the tokenizer just written: Qwen3's fields and chat
@@ -348,7 +354,7 @@ int cmd_train_bpe(int argc, char **argv)
 		return r == CLI_DONE ? EXIT_OK : r;
 	}
 	int rc = EXIT_RUNTIME;
-	bool created = false;
+	char *made = NULL; /* the outermost directory made for --out */
 	struct bpe_words words = {0};
 	struct bpe_model *m = NULL;
 	struct bpe_count_stats st;
@@ -360,7 +366,7 @@ int cmd_train_bpe(int argc, char **argv)
 				    .progress = on_count,
 				    .progress_ctx = &pc};
 	struct bpe_counter *c = bpe_counter_new(&co);
-	if (!c || make_dir(a.out, &created) < 0)
+	if (!c || make_dir(a.out, &made) < 0)
 		goto out;
 	for (int i = first; i < argc; i++)
 		if (bpe_counter_add_file(c, argv[i]) < 0)
@@ -411,8 +417,9 @@ int cmd_train_bpe(int argc, char **argv)
 out:
 	if (rc != EXIT_OK)
 		cli_error("train-bpe: %s", err_msg());
-	if (rc != EXIT_OK && created) /* a directory made for nothing goes again (if empty) */
-		rmdir(a.out);
+	if (rc != EXIT_OK && made) /* directories made for nothing go again (if empty) */
+		fio_rmdirs_upto(a.out, made);
+	free(made);
 	bpe_model_free(m);
 	bpe_words_free(&words);
 	bpe_counter_free(c);

@@ -142,10 +142,10 @@ static const char *const g_unsaved[LOOP_UNSAVED] = {"train-state/data.u32", "tra
 						    "train-state/val.json", "train-state/val.sft",
 						    "train-log.jsonl",      "loss.svg"};
 
-void loop_abandon_dir(const char *dir, int lock, bool created)
+void loop_abandon_dir(const char *dir, int lock, const char *top)
 {
 	struct loop_leftovers l;
-	if (loop_leftovers_init(&l, dir, created) == 0) {
+	if (loop_leftovers_init(&l, dir, top) == 0) {
 		loop_leftovers_remove(&l);
 		loop_leftovers_free(&l);
 	}
@@ -154,12 +154,13 @@ void loop_abandon_dir(const char *dir, int lock, bool created)
 	close(lock);
 }
 
-int loop_leftovers_init(struct loop_leftovers *l, const char *dir, bool created)
+int loop_leftovers_init(struct loop_leftovers *l, const char *dir, const char *top)
 {
 	*l = (struct loop_leftovers){.state = fio_join(dir, "train-state"),
 				     .lock = fio_join(dir, LOCK_NAME ".lock"),
-				     .dir = created ? strdup(dir) : NULL};
-	bool ok = l->state && l->lock && (l->dir || !created) &&
+				     .dir = top ? strdup(dir) : NULL,
+				     .top = top ? strdup(top) : NULL};
+	bool ok = l->state && l->lock && (l->dir || !top) && (l->top || !top) &&
 		  (l->saved[0] = fio_join(dir, "train-state/state.json")) &&
 		  (l->saved[1] = fio_join(dir, ".checkpoint.new"));
 	for (int i = 0; ok && i < LOOP_UNSAVED; i++)
@@ -175,6 +176,7 @@ void loop_leftovers_free(struct loop_leftovers *l)
 	free(l->state);
 	free(l->lock);
 	free(l->dir);
+	free(l->top);
 	for (int i = 0; i < 2; i++)
 		free(l->saved[i]);
 	for (int i = 0; i < LOOP_UNSAVED; i++)
@@ -193,7 +195,7 @@ void loop_leftovers_remove(const struct loop_leftovers *l)
 		return;
 	unlink(l->lock);
 	if (l->dir)
-		rmdir(l->dir);
+		fio_rmdirs_upto(l->dir, l->top);
 }
 
 int loop_check_new_dir(const char *dir)

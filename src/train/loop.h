@@ -109,19 +109,21 @@ void loop_unlock_dir(const char *dir, int lock);
 
 /* After a new run failed before its first checkpoint: removes what it wrote (the
  * streams' caches, the log), train-state/ when nothing else is in it, then the lock
- * file (letting go of lock) and, when created, dir itself if nothing else is there;
- * otherwise only lets go of lock. A checkpoint there, whole or being written, keeps
- * everything. */
-void loop_abandon_dir(const char *dir, int lock, bool created);
+ * file (letting go of lock) and, when the run created dir (top: the outermost
+ * directory it made, fio_missing_top's; NULL: none), dir and its parents up to top
+ * while nothing else is there; otherwise only lets go of lock. A checkpoint there,
+ * whole or being written, keeps everything. */
+void loop_abandon_dir(const char *dir, int lock, const char *top);
 
 /* loop_abandon_dir's paths, made beforehand for a signal handler. */
 enum { LOOP_UNSAVED = 8 };
 struct loop_leftovers {
 	char *state, *lock, *dir; /* dir: NULL when it was there before */
+	char *top;                /* the outermost directory made for dir */
 	char *saved[2];           /* a checkpoint's marks: state.json, the one being written */
 	char *unsaved[LOOP_UNSAVED]; /* the caches and the log */
 };
-int loop_leftovers_init(struct loop_leftovers *l, const char *dir, bool created);
+int loop_leftovers_init(struct loop_leftovers *l, const char *dir, const char *top);
 void loop_leftovers_free(struct loop_leftovers *l);
 
 /* loop_abandon_dir's removals, with calls safe in a signal handler (lstat, unlink,

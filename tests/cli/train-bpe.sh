@@ -227,9 +227,10 @@ expect_err_has "is a symbolic link (refused: name the directory itself)" "--out 
 [ -z "$(ls -A "$TMP/elsewhere")" ] && pass "... and nothing written where it points" ||
 	fail "a link at --out: $(ls -A "$TMP/elsewhere")"
 # a run that fails removes the directory it made for its files
-expect_exit 1 "a missing input" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/made" \
+expect_exit 1 "a missing input" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/made/a/b" \
 	"$TMP/none.txt"
-[ ! -e "$TMP/made" ] && pass "a failed run leaves no directory it made" || fail "left $TMP/made"
+[ ! -e "$TMP/made" ] && pass "a failed run leaves no directory it made, parents too" ||
+	fail "left $(find "$TMP/made")"
 # a model's directory keeps its tokenizer: --out holding anything but a tokenizer
 mkdir "$TMP/model" && echo '{}' >"$TMP/model/config.json" && echo keep >"$TMP/model/tokenizer.json"
 expect_exit 1 "--out a model's directory" "$QWENCHAT" train-bpe -q --vocab-size 300 \

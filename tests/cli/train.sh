@@ -116,10 +116,11 @@ mkfifo "$TMP/fifo.u32"
 usage 1 "a FIFO as data is refused, not waited on" "fifo.u32: not a regular file" \
 	--out "$O" $SHAPE --vocab-size 1000 --data "$TMP/fifo.u32" $SMALL
 # a run that fails on its data leaves nothing behind (no lock, no empty train-state/)
-usage 1 "a run that fails" "bad-id.u32" --out "$TMP/failed" $SHAPE --vocab-size 1000 \
+usage 1 "a run that fails" "bad-id.u32" --out "$TMP/failed/a/run" $SHAPE --vocab-size 1000 \
 	--data "$TMP/bad-id.u32" $SMALL
-[ ! -e "$TMP/failed" ] && pass "a new run that failed before its first save leaves no directory" ||
-	fail "a failed run left: $(ls -A "$TMP/failed")"
+[ ! -e "$TMP/failed" ] &&
+	pass "a new run that failed before its first save leaves no directory, parents too" ||
+	fail "a failed run left: $(find "$TMP/failed")"
 # Ctrl-C while the model downloads (a hub that never answers): a new run's directory goes
 python3 - "$TMP/hub" <<'EOF' &
 import socket, sys, time

@@ -434,6 +434,42 @@ static void test_system_names(void **state)
 	unlink(p);
 }
 
+/* mkdir -p's directories for something that failed: removed up to the outermost one
+ * made, and only while empty. */
+static void test_missing_top(void **state)
+{
+	(void)state;
+	char out[600], top[600], keep[600];
+	path_of(out, sizeof out, "m1/m2/out/");
+	path_of(top, sizeof top, "m1");
+	assert_null(fio_missing_top(dir)); /* there */
+	char *t = fio_missing_top(out);
+	assert_non_null(t);
+	assert_string_equal(t, top);
+	assert_int_equal(fio_mkdirs(out, 0700), 0);
+	fio_rmdirs_upto(out, t);
+	assert_int_equal(access(top, F_OK), -1);
+	/* a parent that holds something else stays, with what it holds */
+	assert_int_equal(fio_mkdirs(out, 0700), 0);
+	path_of(keep, sizeof keep, "m1/keep");
+	put(keep, "k");
+	fio_rmdirs_upto(out, t);
+	path_of(out, sizeof out, "m1/m2");
+	assert_int_equal(access(out, F_OK), -1);
+	assert_content(keep, "k");
+	unlink(keep);
+	rmdir(top);
+	free(t);
+	/* a relative name, and a path below an existing directory */
+	t = fio_missing_top("no-such-dir-xyz/a");
+	assert_string_equal(t, "no-such-dir-xyz");
+	free(t);
+	path_of(out, sizeof out, "one");
+	t = fio_missing_top(out);
+	assert_string_equal(t, out);
+	free(t);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -444,7 +480,7 @@ int main(void)
 		cmocka_unit_test(test_regular_only),       cmocka_unit_test(test_stale_temps),
 		cmocka_unit_test(test_foreign_stale),      cmocka_unit_test(test_foreign_mode),
 		cmocka_unit_test(test_system_names),       cmocka_unit_test(test_read_all_kinds),
-		cmocka_unit_test(test_long_names),
+		cmocka_unit_test(test_long_names),         cmocka_unit_test(test_missing_top),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(dir);
