@@ -223,9 +223,17 @@ int loader_check_vocab(const struct tok *t, int vocab_size, const char *path)
 		       path, n, vocab_size, vocab_size, n - 1);
 }
 
+/* Whether path is read as a GGUF file: any regular file is, so that one that is not
+ * GGUF is refused as such (the weights' loader says the same), not taken for a
+ * directory. */
+static bool as_gguf(const char *path)
+{
+	return eng_is_gguf(path) || fio_is_file(path);
+}
+
 struct tok *loader_tokenizer(const char *path)
 {
-	if (!eng_is_gguf(path))
+	if (!as_gguf(path))
 		return tok_load(path);
 	struct eng_gguf *g = eng_gguf_open(path);
 	struct tok *t = g ? loader_tokenizer_gguf(g, NULL, NULL) : NULL;
@@ -278,7 +286,7 @@ static int gguf_generation(const struct eng_gguf *g, struct samp_params *p, int3
 
 int loader_generation(const char *path, struct samp_params *p, int32_t *eos, int *n_eos)
 {
-	if (!eng_is_gguf(path))
+	if (!as_gguf(path))
 		return samp_load_generation_config(path, p, eos, n_eos);
 	struct eng_gguf *g = eng_gguf_open(path);
 	int rc = g ? gguf_generation(g, p, eos, n_eos) : -1;

@@ -10,11 +10,12 @@ M=$TMP/model
 chat_model "$M" --vocab-size 151669
 mkdir "$TMP/empty"
 printf '# notes\n' >"$TMP/README.md"
+head -c 4096 /dev/zero >"$TMP/zeros.gguf"
 echo '[{"role": "user", "content": "hi"}]' >"$TMP/conv.json"
 
 # each command with what it needs besides -m; stdin is empty or two ids. The commands
 # that need only the tokenizer name the file they would do with.
-for bad in "$TMP/empty" "$M/model.safetensors" "$TMP/README.md"; do
+for bad in "$TMP/empty" "$M/model.safetensors" "$TMP/README.md" "$TMP/zeros.gguf"; do
 	for cmd in "run -p hi" "chat --plain" "tokenize" "detokenize" "info" "bench -p 4 -n 2 -r 1" \
 		"logits --out $TMP/l.f32" "template --messages $TMP/conv.json" "serve --port 1" \
 		"quantize --type q8_0 --out $TMP/q.gguf"; do
@@ -25,6 +26,7 @@ for bad in "$TMP/empty" "$M/model.safetensors" "$TMP/README.md"; do
 		esac
 		want="$bad is not a model directory (no config.json$alone), a .gguf file or a repo id"
 		[ -f "$bad" ] && want="$bad is a file, not a .gguf file: name the model's directory, a .gguf file or a repo id"
+		[ "$bad" = "$TMP/zeros.gguf" ] && want='zeros.gguf: not a GGUF file (no "GGUF" magic at its start)'
 		# shellcheck disable=SC2086
 		echo 1 2 | "$QWENCHAT" $cmd -m "$bad" >"$TMP/out" 2>"$TMP/err"
 		rc=$?
