@@ -195,9 +195,7 @@ static void tell_dropped(struct ui *u)
 		return;
 	u->told_dropped = true;
 	view_mark_gone(&u->v, u->fig.dropped);
-	bool more = u->fig.dropped > u->dropped_said; /* said again only when more went */
-	u->dropped_said = u->fig.dropped;
-	if (!more)
+	if (!u->fig.dropped_more) /* said again only when more went */
 		return;
 	char m[160];
 	if (u->fig.dropped == 1)
@@ -283,8 +281,6 @@ static void finish_turn(struct ui *u, int rc, const char *err)
 	}
 	tell_dropped(u);
 	u->told_dropped = false; /* the next turn's own */
-	if (!u->fig.dropped)
-		u->dropped_said = 0;
 }
 
 static void resize(void)

@@ -22,7 +22,6 @@ struct ui {
 	bool confirm_quit; /* Ctrl-C on an empty line: asking */
 	bool quit, dirty;
 	bool told_dropped; /* this turn's "older turns left the context" is shown */
-	int dropped_said;  /* the turns the last such notice counted */
 	bool ascii;        /* the locale is not UTF-8: ASCII borders and marks */
 	char hint[512];    /* a passing message in the key hint line */
 	char save_said[256]; /* the autosave failure told in the conversation, "" if none */

@@ -398,7 +398,7 @@ char *app_take_refused(struct app *a)
 	if (!text)
 		return NULL;
 	chat_truncate(a->chat, a->chat->n - 1);
-	app_conversation_changed(a);
+	app_conversation_changed(a, true);
 	app_autosave(a);
 	return text;
 }
@@ -521,7 +521,7 @@ static int32_t *fitted(struct app *a, int *n, int *dropped)
 	return ids;
 }
 
-void app_conversation_changed(struct app *a)
+void app_conversation_changed(struct app *a, bool kept_start)
 {
 	a->saved_copy = false;
 	/* The context the conversation on screen takes, as the next turn will render it
@@ -538,8 +538,9 @@ void app_conversation_changed(struct app *a)
 	/* what the next turn will keep of a conversation longer than the context */
 	int ctx = a->eng ? eng_ctx(a->eng) : 0, dropped = 0, m = 0;
 	a->own_unanswered = false;
-	a->fit_dropped = 0;
-	if (ctx && used >= ctx) {
+	if (!kept_start)
+		a->fit_dropped = a->dropped_told = 0;
+	if (ctx && (used >= ctx || a->fit_dropped)) {
 		int32_t *ids = fitted(a, &m, &dropped);
 		used = ids ? m : ctx;
 		free(ids);
@@ -588,8 +589,11 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 	}
 	pthread_mutex_lock(&a->lock);
 	a->fig.dropped = dropped;
+	a->fig.dropped_more = dropped > a->dropped_told;
 	a->fig.prefilling = true;
 	pthread_mutex_unlock(&a->lock);
+	if (dropped)
+		a->dropped_told = dropped;
 	int rc = sess_sync(a->sess, ids, n);
 	free(ids);
 	pthread_mutex_lock(&a->lock);
@@ -694,6 +698,7 @@ int app_start(struct app *a, bool prefill_only)
 	a->fig.busy = true;
 	a->fig.prefilling = true;
 	a->fig.dropped = 0; /* this turn's, set once the prompt is fitted */
+	a->fig.dropped_more = false;
 	atomic_store(&a->cancel, 0);
 	if (pthread_create(&a->worker, NULL, worker_main, a)) {
 		a->fig.busy = false;

@@ -88,6 +88,7 @@ struct app_figures {
 	struct app_memory mem;
 	char save_error[256]; /* last autosave failure, "" when the last one worked */
 	int dropped;          /* turns dropped for context on the last turn */
+	bool dropped_more;    /* ... more than the last turn that dropped any told of */
 };
 
 /* The attention of the last generated token in one layer: every head's row. */

@@ -305,7 +305,7 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 	    path, left ? "; the conversation before stays in " : "", left ? left : "");
 	free(left);
 	free(path);
-	app_conversation_changed(a);
+	app_conversation_changed(a, false);
 	app_autosave(a);
 }
 
@@ -401,7 +401,7 @@ static void history(struct app *a, const struct slash_call *c, struct app_result
 		else
 			say(r, "conversation cleared");
 		free(left);
-		app_conversation_changed(a);
+		app_conversation_changed(a, false);
 		return; /* saved with its first message: --resume still opens the previous one */
 	}
 	default: /* SLASH_SYSTEM */
@@ -417,7 +417,7 @@ static void history(struct app *a, const struct slash_call *c, struct app_result
 		say(r, strcmp(c->text, "-") ? "system prompt set" : "system prompt removed");
 		break;
 	}
-	app_conversation_changed(a);
+	app_conversation_changed(a, c->cmd->id != SLASH_SYSTEM); /* /edit, /undo: the end went */
 	app_autosave(a);
 }
 

@@ -51,8 +51,9 @@ struct app {
 	/* ... and the last turn refused it as too long for the context */
 	bool refused;
 	/* Turns the last turn's context fit left out (chat_render_fit), left out again
-	 * so that the cache's start stays put; 0 after the conversation changes. */
+	 * so that the cache's start stays put; 0 after the conversation is replaced. */
 	int fit_dropped;
+	int dropped_told; /* the dropped turns the last notice counted (fig.dropped_more) */
 	atomic_int cancel;
 	struct app_buf reasoning, answer; /* the turn being generated */
 
@@ -115,7 +116,9 @@ void app_probs_turn(struct app *a);
 int app_buf_add(struct app_buf *b, const char *s, size_t n);
 
 /* The figures follow a conversation changed by a slash command (/clear, /load,
- * /edit, /undo, /system): the context is what it now takes, not the cache. */
-void app_conversation_changed(struct app *a);
+ * /edit, /undo, /system): the context is what it now takes, not the cache. kept_start:
+ * only turns at its end went (/edit, /undo), so the turns left out of the context stay
+ * out and the next turn reuses the cache; else the fit starts over. */
+void app_conversation_changed(struct app *a, bool kept_start);
 
 #endif

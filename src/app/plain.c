@@ -87,15 +87,12 @@ struct plain_out {
  * turn (the start of the context stays put for several turns). */
 static void tell_dropped(struct plain_out *o)
 {
-	static int said;
 	if (o->told)
 		return;
 	o->told = true;
 	struct app_figures f;
 	app_figures(o->a, &f);
-	bool more = f.dropped > said;
-	said = f.dropped;
-	if (!more)
+	if (!f.dropped_more) /* said again only when more went */
 		return;
 	if (f.dropped == 1)
 		fprintf(stderr, "qwenchat: the oldest turn no longer fits the context: the model "

@@ -238,6 +238,24 @@ c2=$(grep -o 'context: [0-9]* of' "$TMP/clr" | sed -n 2p | cut -d' ' -f2)
 	pass "/ctx after /clear is 0, after /load the loaded conversation's ($c2)" ||
 	fail "/ctx after /clear and /load: $(cat "$TMP/clr")"
 
+# turns that left the context stay out after /undo (the cache is reused, nothing more
+# goes), and a conversation opened by /load gets its own notice
+msgs() { i=0; while [ $i -lt "$1" ]; do
+	echo "message number $i about the quick brown fox and the lazy dog in the city"
+	i=$((i + 1))
+done; }
+{ msgs 14; echo /undo; echo "another message"; echo /stats; echo "/save $TMP/long.json"; } |
+	Q --ctx 512 -n 16 --seed 1 >"$TMP/out" 2>"$TMP/err"
+reused=$(sed -n 's/^last turn: \([0-9]*\) tokens\{0,1\} reused.*/\1/p' "$TMP/out")
+[ "$(grep -c 'no longer fit' "$TMP/err")" -eq 1 ] && [ "${reused:-0}" -gt 256 ] &&
+	pass "/undo after turns left the context: none more goes, the cache is reused ($reused)" ||
+	fail "/undo after a drop: reused '$reused', $(grep 'no longer' "$TMP/err")"
+{ msgs 20; echo "/load $TMP/long.json"; echo "one more question"; } |
+	Q --ctx 512 -n 16 --seed 1 >"$TMP/out" 2>&1
+sed -n '/^loaded /,$p' "$TMP/out" | grep -q 'no longer fit' &&
+	pass "after /load, the loaded conversation's dropped turns are told too" ||
+	fail "notice after /load: $(grep 'no longer\|^loaded' "$TMP/out")"
+
 # a read error on stdin is no end of input: said, exit 1
 expect_exit 1 "stdin that cannot be read" Q -n 4 <"$TMP"
 expect_err_has "standard input: read error" "a read error on stdin is said"
