@@ -1,6 +1,7 @@
 /* hub.c — model resolution: a directory, a complete snapshot in the Hugging Face
  * cache, or a download of the files a model needs into that cache. */
 #include "src/hub/hub.h"
+#include "engine/engine.h"
 #include "src/hub/download.h"
 #include "src/base/err.h"
 #include "src/base/clock.h"
@@ -250,6 +251,30 @@ out:
 	return rc;
 }
 
+/* SNAP/config.json's text (a Qwen3's is 1 KB; the caps bound what jansson builds). */
+static char *read_config(const char *snap, size_t *len)
+{
+	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 16};
+	char *path = fio_join(snap, "config.json");
+	char *text = path ? jlim_read_file(path, 16u << 20, &lim, len) : NULL;
+	free(path);
+	return text;
+}
+
+/* A model the loader refuses (a Qwen3-MoE, a Llama) is refused as soon as its
+ * config.json is in, with the loader's message: before gigabytes of weights move
+ * for nothing. */
+static int check_config(const struct fetch *f)
+{
+	char *snap = hfc_snapshot(f->repo_dir, f->commit);
+	size_t len;
+	char *text = snap ? read_config(snap, &len) : NULL;
+	int rc = text ? eng_config_check_architecture(text, len, "config.json") : -1;
+	free(text);
+	free(snap);
+	return rc;
+}
+
 /* The weights: a single file, or an index and the shards it names. */
 static int fetch_weights(struct fetch *f)
 {
@@ -369,9 +394,12 @@ static char *download(const struct hub_env *env, const char *repo_id, const char
 		f.endpoint = endpoint;
 		int rc = tag ? fetch_gguf(&f, tag) : 0;
 		/* the tokenizer alone (template, tokenize) needs only the tokenizer files */
-		for (size_t i = 0; !tag && rc == 0 && i < sizeof files / sizeof files[0]; i++)
+		for (size_t i = 0; !tag && rc == 0 && i < sizeof files / sizeof files[0]; i++) {
 			if (weights || !strncmp(files[i].name, "tokenizer", 9))
 				rc = fetch_file(&f, files[i].name, files[i].optional) < 0 ? -1 : 0;
+			if (rc == 0 && weights && !strcmp(files[i].name, "config.json"))
+				rc = check_config(&f);
+		}
 		if (rc == 0 && weights && !tag)
 			rc = fetch_weights(&f);
 		/* The ref moves only once the snapshot is whole. */
@@ -565,17 +593,14 @@ char *hub_pull(const struct hub_env *env, const char *spec)
 
 static bool is_qwen3(const char *snap)
 {
-	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 16};
-	char *path = fio_join(snap, "config.json"), *text;
 	size_t len;
-	text = path ? jlim_read_file(path, 16u << 20, &lim, &len) : NULL;
+	char *text = read_config(snap, &len);
 	json_t *root = text ? json_loadb(text, len, 0, NULL) : NULL;
 	free(text);
 	err_clear();
 	const char *type = json_string_value(json_object_get(root, "model_type"));
 	bool r = type && !strcmp(type, "qwen3");
 	json_decref(root);
-	free(path);
 	return r;
 }
 

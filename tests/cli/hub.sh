@@ -168,6 +168,24 @@ S2=$(cat "$TMP/out")
 	[ ! -e "$S2/generation_config.json" ] && pass "index and shards downloaded" ||
 	fail "sharded snapshot: $(ls "$S2")"
 
+# --- a model the loader refuses is refused before its weights are fetched ------
+export HF_HUB_CACHE="$TMP/cache-arch"
+for a in Qwen3MoeForCausalLM:qwen3_moe LlamaForCausalLM:llama; do
+	d="$SRV/test/${a%%:*}"
+	mkdir -p "$d" && cp "$SRV/test/Tiny-Qwen3/"* "$d/"
+	python3 -c 'import json, sys
+c = json.load(open(sys.argv[1])); c["architectures"] = [sys.argv[2]]; c["model_type"] = sys.argv[3]
+json.dump(c, open(sys.argv[1], "w"))' "$d/config.json" "${a%%:*}" "${a#*:}"
+	n=$(requests)
+	expect_exit 1 "-m of a ${a%%:*} repository" "$RESOLVE" "test/${a%%:*}"
+	err_has "test/${a%%:*}@main: config.json: architectures: ${a%%:*} is not supported (only dense Qwen3ForCausalLM)" \
+		"${a%%:*}: the loader's message"
+	[ "$(tail -n +"$((n + 1))" "$STATE/log" | grep -c '^GET /cdn/')" = 0 ] &&
+		[ ! -e "$(repo "$HF_HUB_CACHE" "test/${a%%:*}")/refs/main" ] &&
+		pass "${a%%:*}: refused before any weight is fetched" ||
+		fail "${a%%:*}: weights fetched: $(tail -n +"$((n + 1))" "$STATE/log")"
+done
+
 # --- tokenizer only, then the rest --------------------------------------------
 export HF_HUB_CACHE="$TMP/cache8"
 n=$(requests)
