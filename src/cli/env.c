@@ -33,6 +33,7 @@ void cli_env_hub(struct hub_env *h)
 	h->home = var("HOME");
 	h->endpoint = var("HF_ENDPOINT");
 	h->token = var("HF_TOKEN");
+	h->token_legacy = var("HUGGING_FACE_HUB_TOKEN");
 	h->token_path = var("HF_TOKEN_PATH");
 	h->offline = var_true("HF_HUB_OFFLINE");
 	h->no_progress = var_true("HF_HUB_DISABLE_PROGRESS_BARS");

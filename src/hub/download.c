@@ -6,6 +6,7 @@
 #include "src/hub/download.h"
 #include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/term.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -25,6 +26,7 @@ struct hdrs {
 	long status;
 	char commit[48], etag[160], linked_etag[160], linked_size[32], length[32];
 	char location[2048], err_code[64], content_range[128], retry_after[64];
+	char err_message[400]; /* X-Error-Message: shown, so a longer one is cut, not refused */
 	bool overflow; /* a header was too long: do not trust the set */
 };
 
@@ -33,7 +35,7 @@ struct dl {
 	struct curl_slist *headers;
 	dl_progress_fn progress;
 	void *ud;
-	bool has_token;
+	char *token_source; /* where the token came from ("HF_TOKEN", a path); NULL: none */
 	char errbuf[CURL_ERROR_SIZE];
 	double retry_after; /* seconds the last answer asked to wait; 0: none */
 };
@@ -52,7 +54,7 @@ struct xfer {
 	bool started, failed; /* failed: a callback set err and stopped curl */
 };
 
-struct dl *dl_new(const char *token, dl_progress_fn progress, void *ud)
+struct dl *dl_new(const char *token, const char *source, dl_progress_fn progress, void *ud)
 {
 	/* libcurl counts init/cleanup pairs, so each dl holds one. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
@@ -72,16 +74,22 @@ struct dl *dl_new(const char *token, dl_progress_fn progress, void *ud)
 	struct curl_slist *h = curl_slist_append(NULL, "User-Agent: qwenchat/" PACKAGE_VERSION);
 	/* Sizes and hashes are those of the raw bytes: never a compressed encoding. */
 	h = h ? curl_slist_append(h, "Accept-Encoding: identity") : NULL;
+	if (!source)
+		source = "HF_TOKEN";
 	if (h && token && *token) {
 		if (strlen(token) > 4000 || strpbrk(token, "\r\n")) {
 			curl_slist_free_all(h);
 			dl_free(d);
-			err_set("HF_TOKEN: not a valid token (too long or several lines)");
+			err_set("%s: not a valid token (too long or several lines)", source);
 			return NULL;
 		}
 		snprintf(line, sizeof line, "Authorization: Bearer %s", token);
 		h = curl_slist_append(h, line);
-		d->has_token = true;
+		d->token_source = h ? strdup(source) : NULL;
+		if (!d->token_source) {
+			curl_slist_free_all(h);
+			h = NULL;
+		}
 	}
 	d->headers = h;
 	if (!h) {
@@ -98,6 +106,7 @@ void dl_free(struct dl *d)
 		return;
 	curl_slist_free_all(d->headers);
 	curl_easy_cleanup(d->curl);
+	free(d->token_source);
 	free(d);
 	curl_global_cleanup();
 }
@@ -139,12 +148,16 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 		H("X-Linked-Etag", linked_etag), H("X-Linked-Size", linked_size),
 		H("Content-Length", length),     H("Location", location),
 		H("X-Error-Code", err_code),     H("Content-Range", content_range),
-		H("Retry-After", retry_after),
+		H("Retry-After", retry_after),   H("X-Error-Message", err_message),
 #undef H
 	};
-	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-		if (strlen(want[i].name) == klen && !strncasecmp(buf, want[i].name, klen))
-			copy_value(h, (char *)h + want[i].off, want[i].cap, v, vlen);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		if (strlen(want[i].name) != klen || strncasecmp(buf, want[i].name, klen))
+			continue;
+		bool shown = want[i].off == offsetof(struct hdrs, err_message);
+		copy_value(h, (char *)h + want[i].off, want[i].cap, v,
+			   shown && vlen >= want[i].cap ? want[i].cap - 1 : vlen);
+	}
 	return n;
 }
 
@@ -279,20 +292,40 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int http_error(const char *label, const struct hdrs *h, bool have_token)
+/* "access denied" and the Hub's own reason (for a gated repository, where to ask for
+ * access), which is the server's text: shown with its control characters made
+ * visible, on one line. */
+static int denied(const char *label, const struct hdrs *h, const char *token_source)
+{
+	struct strbuf why = {0};
+	if (h->err_message[0]) {
+		sb_puts(&why, "; the Hub says: ");
+		term_safe_line(&why, h->err_message, strlen(h->err_message));
+	}
+	if (token_source)
+		err_set("%s: access denied (HTTP %ld): the token from %s does not grant access "
+			"to this repository%s",
+			label, h->status, token_source, why.p && !why.oom ? why.p : "");
+	else
+		err_set("%s: access denied (HTTP %ld): the repository is gated or private; set "
+			"HF_TOKEN%s",
+			label, h->status, why.p && !why.oom ? why.p : "");
+	free(why.p);
+	return -1;
+}
+
+static int http_error(const char *label, const struct hdrs *h, const char *token_source)
 {
 	const char *code = h->err_code;
 	if (!strcmp(code, "RepoNotFound"))
 		return err_set("%s: repository not found (HTTP %ld)%s", label, h->status,
-			       h->status == 401 && !have_token
+			       h->status == 401 && !token_source
 				       ? "; if it is private or gated, set HF_TOKEN"
 				       : "");
 	if (!strcmp(code, "RevisionNotFound"))
 		return err_set("%s: revision not found (HTTP %ld)", label, h->status);
 	if (h->status == 401 || h->status == 403)
-		return err_set("%s: access denied (HTTP %ld): %s", label, h->status,
-			       have_token ? "HF_TOKEN does not grant access to this repository"
-					  : "the repository is gated or private; set HF_TOKEN");
+		return denied(label, h, token_source);
 	if (h->status == 404)
 		return err_set("%s: not found (HTTP 404)", label);
 	return err_set("%s: the server answered HTTP %ld", label, h->status);
@@ -324,7 +357,6 @@ int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m)
 {
 	struct hdrs h;
 	char *cur = strdup(url);
-	bool have_token = d->has_token;
 	int rc = DL_FAIL, hop, done = 0;
 	for (hop = 0; cur && hop < 6 && !done; hop++) {
 		common_opts(d, cur, &h);
@@ -358,7 +390,7 @@ int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m)
 			rc = DL_ABSENT;
 		else if (h.status >= 200 && h.status < 400)
 			rc = meta_from(label, &h, m) ? DL_FAIL : DL_OK;
-		else if (http_error(label, &h, have_token), transient(d, &h))
+		else if (http_error(label, &h, d->token_source), transient(d, &h))
 			rc = DL_RETRY;
 		done = 1;
 	}
@@ -531,7 +563,7 @@ static int transfer(struct xfer *x, const char *url)
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (cc == CURLE_HTTP_RETURNED_ERROR) {
 		h.status = status;
-		http_error(x->label, &h, x->d->has_token);
+		http_error(x->label, &h, x->d->token_source);
 		/* 416: our partial file does not fit the server's; 429, 5xx: worth another
 		 * try, resuming from what the partial file holds. */
 		if (status == 416 && ftruncate(x->fd, 0) == 0) {
@@ -664,11 +696,11 @@ int dl_get_text(struct dl *d, const char *url, const char *label, size_t max, ch
 	else if (cc != CURLE_OK)
 		reach_error(d, label, cc);
 	else if (h.status == 404 && !strcmp(h.err_code, "RevisionNotFound"))
-		http_error(label, &h, d->has_token);
+		http_error(label, &h, d->token_source);
 	else if (h.status == 404 && !strcmp(h.err_code, "RepoNotFound"))
-		http_error(label, &h, d->has_token);
+		http_error(label, &h, d->token_source);
 	else if (h.status != 200)
-		http_error(label, &h, d->has_token);
+		http_error(label, &h, d->token_source);
 	else
 		rc = DL_OK;
 	if (rc == DL_OK && !m.p && !(m.p = calloc(1, 1)))

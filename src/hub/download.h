@@ -22,8 +22,9 @@ typedef void (*dl_progress_fn)(void *ud, const char *label, uint64_t done, uint6
 struct dl;
 
 /* A connection to the Hub. token: sent as "Authorization: Bearer TOKEN" (NULL for
- * none). progress may be NULL. NULL with err_set on failure. */
-struct dl *dl_new(const char *token, dl_progress_fn progress, void *ud);
+ * none); source: where it came from ("HF_TOKEN", a file's path; NULL: "HF_TOKEN"),
+ * named when it is refused. progress may be NULL. NULL with err_set on failure. */
+struct dl *dl_new(const char *token, const char *source, dl_progress_fn progress, void *ud);
 void dl_free(struct dl *d);
 
 enum { DL_OK = 0, DL_ABSENT = 1, DL_FAIL = -1, DL_RETRY = -2 };

@@ -375,8 +375,9 @@ static char *download(const struct hub_env *env, const char *repo_id, const char
 	struct progress prog = {
 		.tty = isatty(STDERR_FILENO) && !env->no_progress,
 	};
-	char *token_owned;
-	const char *token = hub_token(env, &token_owned);
+	struct hub_token token;
+	if (hub_token(env, &token))
+		return NULL;
 	const char *ep = env->endpoint;
 	char *endpoint = strdup(ep && *ep ? ep : DEFAULT_ENDPOINT);
 	struct fetch f = {.env = env,
@@ -386,7 +387,7 @@ static char *download(const struct hub_env *env, const char *repo_id, const char
 			  .rev = rev,
 			  .prog = &prog};
 	char *snap = NULL;
-	f.dl = endpoint ? dl_new(token, show_progress, &prog) : NULL;
+	f.dl = endpoint ? dl_new(token.value, token.source, show_progress, &prog) : NULL;
 	if (f.dl) {
 		size_t el = strlen(endpoint);
 		while (el > 0 && endpoint[el - 1] == '/')
@@ -414,7 +415,7 @@ static char *download(const struct hub_env *env, const char *repo_id, const char
 	}
 	dl_free(f.dl);
 	free(endpoint);
-	free(token_owned);
+	hub_token_free(&token);
 	return snap;
 }
 

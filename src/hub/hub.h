@@ -18,6 +18,7 @@ struct hub_env {
 	const char *home;           /* HOME: ~/.cache/huggingface/hub */
 	const char *endpoint;       /* HF_ENDPOINT (default https://huggingface.co) */
 	const char *token;          /* HF_TOKEN */
+	const char *token_legacy;   /* HUGGING_FACE_HUB_TOKEN: read when HF_TOKEN is unset */
 	const char *token_path;     /* HF_TOKEN_PATH (default $HF_HOME/token) */
 	bool offline;               /* HF_HUB_OFFLINE: never connect */
 	bool no_progress;           /* HF_HUB_DISABLE_PROGRESS_BARS */
@@ -63,10 +64,18 @@ struct hub_entry {
 int hub_list(const struct hub_env *env, struct hub_entry **out, size_t *n);
 void hub_list_free(struct hub_entry *e, size_t n);
 
-/* The access token: env->token, else the file `huggingface-cli login` writes
- * ($HF_TOKEN_PATH, $HF_HOME/token, $XDG_CACHE_HOME/huggingface/token or
- * ~/.cache/huggingface/token), whitespace trimmed; NULL when there is none. A token
- * read from the file is malloc'd into *owned (free it), else *owned is NULL. */
-const char *hub_token(const struct hub_env *env, char **owned);
+/* The access token as huggingface_hub finds it: env->token (HF_TOKEN), else
+ * env->token_legacy (HUGGING_FACE_HUB_TOKEN), else the file `huggingface-cli login`
+ * writes ($HF_TOKEN_PATH, $HF_HOME/token, $XDG_CACHE_HOME/huggingface/token or
+ * ~/.cache/huggingface/token); cleaned as its _clean_token does (\r and \n removed,
+ * white space stripped at both ends), a token that cleans to nothing being none. */
+struct hub_token {
+	char *value;  /* malloc'd; NULL when there is none */
+	char *source; /* where it came from, for messages: "HF_TOKEN", the file's path */
+};
+/* Fills t (both NULL when there is no token). 0, or -1 when out of memory. Free
+ * with hub_token_free. */
+int hub_token(const struct hub_env *env, struct hub_token *t);
+void hub_token_free(struct hub_token *t);
 
 #endif

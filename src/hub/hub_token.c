@@ -1,5 +1,6 @@
-/* hub_token.c — the Hugging Face access token: $HF_TOKEN, else the file
- * `huggingface-cli login` writes. */
+/* hub_token.c — the Hugging Face access token, found and cleaned as huggingface_hub
+ * finds it: $HF_TOKEN, else $HUGGING_FACE_HUB_TOKEN, else the file `huggingface-cli
+ * login` writes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,33 +8,75 @@
 #include "src/base/fileio.h"
 #include "src/hub/hub.h"
 
-const char *hub_token(const struct hub_env *env, char **owned)
+/* huggingface_hub's _clean_token, in place: every \r and \n removed, white space
+ * stripped at both ends. A token pasted with a stray newline or blank then works
+ * here as it does with the Python tools. */
+static char *clean(char *s)
 {
-	const char *t = env->token;
-	*owned = NULL;
-	if (t && *t)
-		return t;
-	/* The file `huggingface-cli login` writes: $HF_HOME/token, HF_HOME defaulting
-	 * to $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface. */
+	size_t n = 0;
+	for (char *p = s; *p; p++)
+		if (*p != '\r' && *p != '\n')
+			s[n++] = *p;
+	s[n] = '\0';
+	while (n > 0 && strchr(" \t\v\f", s[n - 1]))
+		s[--n] = '\0';
+	size_t lead = strspn(s, " \t\v\f");
+	memmove(s, s + lead, n - lead + 1);
+	return s;
+}
+
+/* The token file: $HF_TOKEN_PATH, else $HF_HOME/token, HF_HOME defaulting to
+ * $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface. */
+static char *token_path(const struct hub_env *env)
+{
 	const char *path = env->token_path, *home = env->hf_home;
 	const char *xdg = env->xdg_cache_home, *user = env->home;
-	char *p = NULL;
 	if (path && *path)
-		p = strdup(path);
-	else if (home && *home)
-		p = fio_join(home, "token");
-	else if (xdg && *xdg)
-		p = fio_join(xdg, "huggingface/token");
-	else if (user && *user)
-		p = fio_join(user, ".cache/huggingface/token");
+		return strdup(path);
+	if (home && *home)
+		return fio_join(home, "token");
+	if (xdg && *xdg)
+		return fio_join(xdg, "huggingface/token");
+	if (user && *user)
+		return fio_join(user, ".cache/huggingface/token");
+	return NULL;
+}
+
+int hub_token(const struct hub_env *env, struct hub_token *t)
+{
+	memset(t, 0, sizeof *t);
+	/* an empty HF_TOKEN gives way to HUGGING_FACE_HUB_TOKEN; one that cleans to
+	 * nothing gives way to the file, as in huggingface_hub */
+	bool hf = env->token && *env->token;
+	const char *v = hf ? env->token : env->token_legacy;
+	if (v && *v) {
+		t->value = strdup(v);
+		t->source = strdup(hf ? "HF_TOKEN" : "HUGGING_FACE_HUB_TOKEN");
+		if (!t->value || !t->source) {
+			hub_token_free(t);
+			return err_set("out of memory");
+		}
+		if (*clean(t->value))
+			return 0;
+		hub_token_free(t);
+	}
 	size_t len;
+	char *p = token_path(env);
 	char *s = p && fio_is_file(p) ? fio_read_file(p, 4096, &len) : NULL;
-	free(p);
 	err_clear();
-	if (!s)
-		return NULL;
-	while (len > 0 && strchr(" \t\r\n", s[len - 1]))
-		s[--len] = '\0';
-	*owned = s;
-	return *s ? s : NULL;
+	if (s && *clean(s)) {
+		t->value = s;
+		t->source = p;
+		return 0;
+	}
+	free(s);
+	free(p);
+	return 0;
+}
+
+void hub_token_free(struct hub_token *t)
+{
+	free(t->value);
+	free(t->source);
+	t->value = t->source = NULL;
 }

@@ -9,7 +9,9 @@ Range requests, and fault modes read from STATE/mode on every request:
   drop-once  the next /cdn body stops halfway and the connection is closed
   drop       every /cdn body stops halfway
   corrupt    /cdn bodies have one byte changed
-  auth       401 unless "Authorization: Bearer secret-token"
+  auth       401 without a token, 403 with another than "secret-token", with the
+             Hub's X-Error-Message for a gated repository
+  hostile-message  (with auth) that message is long and holds escape sequences
   bad-etag, bad-commit   small files get a path-like ETag / X-Repo-Commit
   bad-sha    the file list's "sha" is a path of 40 characters, not a commit
   head-503-once  the next HEAD of a file answers 503 with Retry-After: 1
@@ -124,8 +126,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rev = urllib.parse.unquote(parts[4])
         file = urllib.parse.unquote("/".join(parts[5:]))
         repo = os.path.join(hub.root, org, name)
-        if "auth" in hub.mode() and self.headers.get("Authorization") != "Bearer " + TOKEN:
-            return self.error(401, "GatedRepo", send_body)
+        auth = self.headers.get("Authorization")
+        if "auth" in hub.mode() and auth != "Bearer " + TOKEN:
+            return self.gated(org + "/" + name, auth, send_body)
         if not os.path.isdir(repo):
             return self.error(404, "RepoNotFound", send_body)
         commit = hashlib.sha1(("%s/%s" % (org, name)).encode()).hexdigest()
@@ -149,6 +152,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if "bad-commit" in hub.mode():
             headers["X-Repo-Commit"] = "../main"
         return self.serve_bytes(data, headers, send_body, cdn=False)
+
+    def gated(self, repo, auth, send_body):
+        if auth:
+            status, msg = 403, ("Access to model %s is restricted and you are not in the "
+                                "authorized list. Visit https://huggingface.co/%s to ask for "
+                                "access." % (repo, repo))
+        else:
+            status, msg = 401, ("Access to model %s is restricted. You must have access to "
+                                "it and be authenticated to access it. Please log in." % repo)
+        if "hostile-message" in self.hub.mode():
+            msg = "\x1b]0;owned\x07\x1b[2J" + msg + " x" * 2000
+        return self.error(status, "GatedRepo", send_body, {"X-Error-Message": msg})
 
     def api_revision(self, org, name, rev, send_body):
         repo = os.path.join(self.hub.root, org, name)

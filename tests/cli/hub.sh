@@ -27,6 +27,7 @@ done
 
 # 127.0.0.1 only: no proxy may turn a request into one for another host.
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY ALL_PROXY all_proxy HF_TOKEN HF_TOKEN_PATH \
+	HUGGING_FACE_HUB_TOKEN \
 	HF_HUB_OFFLINE HF_HUB_DISABLE_PROGRESS_BARS QWENCHAT_MODEL
 export NO_PROXY='*' HF_HOME="$TMP/hf-home" QWENCHAT_DOWNLOAD_ATTEMPTS=3
 
@@ -434,8 +435,31 @@ export HF_HUB_CACHE="$TMP/cache5"
 expect_exit 1 "gated repository without a token" "$QWENCHAT" pull test/Tiny-Qwen3
 err_has "access denied (HTTP 401)" "401: clear error"
 err_has "set HF_TOKEN" "401: says what to do"
-expect_exit 1 "gated repository with a wrong token" env HF_TOKEN=wrong "$QWENCHAT" pull test/Tiny-Qwen3
-err_has "HF_TOKEN does not grant access" "401 with a token: clear error"
+expect_exit 1 "gated repository with a wrong token (403)" env HF_TOKEN=wrong "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "HF_TOKEN does not grant access" "403 with a token: clear error"
+err_has "the Hub says: Access to model test/Tiny-Qwen3 is restricted and you are not in the authorized list. Visit https://huggingface.co/test/Tiny-Qwen3 to ask for access." \
+	"403: the Hub's reason, where to ask for access"
+mode auth hostile-message
+expect_exit 1 "a gated repository's reason full of escapes" env HF_TOKEN=wrong "$QWENCHAT" pull test/Tiny-Qwen3
+[ "$(wc -l <"$TMP/err")" = 1 ] && ! grep -q "$(printf '\033')" "$TMP/err" && [ "$(wc -c <"$TMP/err")" -lt 1000 ] &&
+	err_has "the Hub says: ^[]0;owned^G^[[2JAccess to model" "the Hub's reason: one bounded line, escapes shown" ||
+	fail "hostile reason: $(wc -c <"$TMP/err") bytes, $(wc -l <"$TMP/err") lines"
+mode auth
+# cleaned as huggingface_hub cleans it: \r and \n removed, blanks at both ends stripped
+expect_exit 0 "HF_TOKEN with a trailing newline and blank" env HF_TOKEN="secret-token
+ " "$QWENCHAT" pull test/Tiny-Qwen3
+expect_exit 0 "HUGGING_FACE_HUB_TOKEN when HF_TOKEN is unset" \
+	env HUGGING_FACE_HUB_TOKEN=secret-token "$QWENCHAT" pull test/Tiny-Qwen3
+expect_exit 1 "HF_TOKEN before HUGGING_FACE_HUB_TOKEN" \
+	env HF_TOKEN=wrong HUGGING_FACE_HUB_TOKEN=secret-token "$QWENCHAT" pull test/Tiny-Qwen3
+mkdir -p "$HF_HOME" && printf '  secret-token \r\n' >"$HF_HOME/token"
+expect_exit 0 "a token file with blanks around the token" "$QWENCHAT" pull test/Tiny-Qwen3
+printf 'wrong\n' >"$HF_HOME/token"
+expect_exit 1 "a wrong token in the token file" "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "the token from $HF_HOME/token does not grant access" "the error names the token file"
+expect_exit 1 "a wrong HUGGING_FACE_HUB_TOKEN" env HUGGING_FACE_HUB_TOKEN=wrong "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "the token from HUGGING_FACE_HUB_TOKEN does not grant access" "the error names HUGGING_FACE_HUB_TOKEN"
+rm -f "$HF_HOME/token"
 expect_exit 0 "gated repository with HF_TOKEN" env HF_TOKEN=secret-token "$QWENCHAT" pull test/Tiny-Qwen3
 mkdir -p "$HF_HOME" && echo secret-token >"$HF_HOME/token"
 expect_exit 0 "gated repository with the token file of huggingface-cli login" \
