@@ -691,23 +691,22 @@ int dl_get_text(struct dl *d, const char *url, const char *label, size_t max, ch
 	CURLcode cc = curl_easy_perform(d->curl);
 	curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &h.status);
 	int rc = DL_FAIL;
-	if (m.overflow)
+	if (m.overflow) {
 		err_set("%s: the answer is larger than %zu bytes", label, max);
-	else if (cc != CURLE_OK)
+	} else if (cc != CURLE_OK) {
 		reach_error(d, label, cc);
-	else if (h.status == 404 && !strcmp(h.err_code, "RevisionNotFound"))
+		rc = after_curl_error(cc);
+	} else if (h.status != 200) {
 		http_error(label, &h, d->token_source);
-	else if (h.status == 404 && !strcmp(h.err_code, "RepoNotFound"))
-		http_error(label, &h, d->token_source);
-	else if (h.status != 200)
-		http_error(label, &h, d->token_source);
-	else
+		rc = transient(d, &h) ? DL_RETRY : DL_FAIL;
+	} else {
 		rc = DL_OK;
+	}
 	if (rc == DL_OK && !m.p && !(m.p = calloc(1, 1)))
 		rc = err_set("out of memory");
 	if (rc != DL_OK) {
 		free(m.p);
-		return DL_FAIL;
+		return rc;
 	}
 	*out = m.p;
 	*len = m.len;

@@ -54,8 +54,9 @@ enum { DL_MAX_RETRY_AFTER = 300 };
 double dl_parse_retry_after(const char *value, time_t now);
 
 /* GETs a small answer (the Hub's JSON API) into *out (malloc'd, NUL-terminated,
- * *len bytes), following redirects; refuses more than max bytes. DL_OK or DL_FAIL
- * (err_set naming label). */
+ * *len bytes), following redirects; refuses more than max bytes. DL_OK; DL_RETRY
+ * (with err_set) for what may pass, as dl_head: 429, 5xx, a connection that failed
+ * or broke; DL_FAIL otherwise (err_set naming label). */
 int dl_get_text(struct dl *d, const char *url, const char *label, size_t max, char **out,
 		size_t *len);
 

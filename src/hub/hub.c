@@ -317,7 +317,14 @@ static int fetch_gguf(struct fetch *f, const char *tag)
 	if (url && url[strlen(url) - 1] == '/')
 		url[strlen(url) - 1] = 0;
 	free(rev);
-	if (!url || dl_get_text(f->dl, url, f->repo_id, 64u << 20, &text, &len) != DL_OK) {
+	int r = DL_FAIL;
+	/* tried again after 429, 5xx or a broken connection, as each file is */
+	for (int attempt = 1;
+	     url && (r = dl_get_text(f->dl, url, f->repo_id, 64u << 20, &text, &len)) == DL_RETRY;
+	     attempt++)
+		if (!retry_wait(f, attempt))
+			break;
+	if (!url || r != DL_OK) {
 		free(url);
 		return url ? -1 : err_set("out of memory");
 	}

@@ -20,6 +20,8 @@ Range requests, and fault modes read from STATE/mode on every request:
                  halfway: a clean end of a short body, as a proxy may send
   slow           /cdn bodies trickle (for the test of two pulls sharing a lock)
   big-list       the file list holds 600,000 more (empty) entries
+  api-503-once   the next file list answers 503 with Retry-After: 1
+  api-drop-once  the next file list request is closed without an answer
 Every request is logged to STATE/log as "METHOD PATH RANGE AUTH". The port goes to
 STATE/port. Binds 127.0.0.1 only and exits by itself after --lifetime seconds.
 Standard library only.
@@ -117,6 +119,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.error(404, "NotFound", send_body)
             return self.serve_bytes(data, {}, send_body, cdn=True)
         parts = path.split("/")
+        if parts[1] == "api" and hub.once("api-503-once"):
+            return self.error(503, "Unavailable", send_body, {"Retry-After": "1"})
+        if parts[1] == "api" and hub.once("api-drop-once"):
+            self.close_connection = True
+            return None
         if len(parts) == 7 and parts[1] == "api" and parts[2] == "models" and parts[5] == "revision":
             return self.api_revision(parts[3], parts[4], urllib.parse.unquote(parts[6]), send_body)
         # ['', org, name, 'resolve', rev, file...]

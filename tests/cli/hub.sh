@@ -381,6 +381,15 @@ grep -q "GGUF loaded and checked" "$TMP/out" && [ "$(requests)" = "$n0" ] &&
 expect_exit 1 "a tag no file has" "$RESOLVE" test/Tiny-GGUF:Q4_K
 err_has "no .gguf file for tag Q4_K (there are: Tiny-Q4_K_M.gguf, Tiny-Q4_K_S.gguf, Tiny-Q8_0-00001-of-00002.gguf" \
 	"unknown tag: the files there are"
+# the file list is tried again after a 503 or a dropped connection, as files are
+for m in api-503-once api-drop-once; do
+	mode "$m"
+	expect_exit 0 "$m: the GGUF file list is tried again" \
+		env HF_HUB_CACHE="$TMP/cache-$m" "$QWENCHAT" pull test/Tiny-GGUF:Q4_K_S
+	grep -q '/Tiny-Q4_K_S.gguf$' "$TMP/out" &&
+		grep -q "^test/Tiny-GGUF: .*; retrying in 1 s (try 2 of 3)$" "$TMP/err" &&
+		pass "$m: the retry says why, the pull completes" || fail "$m: $(cat "$TMP/out" "$TMP/err")"
+done
 mode big-list
 expect_exit 1 "a file list of 600,000 entries is refused before it is parsed" "$RESOLVE" test/Tiny-GGUF:Q4_K
 err_has "the Hub's file list" "... naming what it is"
