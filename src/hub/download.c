@@ -232,12 +232,14 @@ static bool unresolved(CURLcode cc)
 	return cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_RESOLVE_PROXY;
 }
 
-/* Failures another try cannot mend: a URL curl cannot use, and a host name that does
+/* Failures another try cannot mend: a URL curl cannot use, a host name that does
  * not resolve (no network, or a typo in HF_ENDPOINT), which five tries turned into
- * 15 s of waiting for the same answer. */
+ * 15 s of waiting for the same answer, and a redirect loop, which the next try
+ * follows round again. */
 static int after_curl_error(CURLcode cc)
 {
-	return cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_URL_MALFORMAT || unresolved(cc)
+	return cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_URL_MALFORMAT ||
+			       cc == CURLE_TOO_MANY_REDIRECTS || unresolved(cc)
 		       ? DL_FAIL
 		       : DL_RETRY;
 }

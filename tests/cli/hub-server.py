@@ -19,6 +19,7 @@ Range requests, and fault modes read from STATE/mode on every request:
   short-once     the next /cdn body is close-delimited (no Content-Length) and ends
                  halfway: a clean end of a short body, as a proxy may send
   slow           /cdn bodies trickle (for the test of two pulls sharing a lock)
+  cdn-loop       a /cdn GET is redirected to /cdn/loop, and that to itself
   big-list       the file list holds 600,000 more (empty) entries
   api-503-once   the next file list answers 503 with Retry-After: 1
   api-drop-once  the next file list request is closed without an answer
@@ -113,6 +114,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.error(503, "Unavailable", send_body, {"Retry-After": "1"})
         if send_body and path.startswith("/cdn/") and hub.once("get-429-once"):
             return self.error(429, "TooManyRequests", send_body, {"Retry-After": "1"})
+        if send_body and path.startswith("/cdn/") and "cdn-loop" in hub.mode():
+            port = self.server.server_address[1]
+            return self.reply(302, {"Location": "http://127.0.0.1:%d/cdn/loop" % port})
         if path.startswith("/cdn/"):
             data = hub.by_sha256(path[5:])
             if data is None:

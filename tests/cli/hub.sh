@@ -271,6 +271,14 @@ cmp -s "$SRV/test/Tiny-Qwen3/model.safetensors" "$R12/snapshots/$C/model.safeten
 	pass "the resumed blob is whole" || fail "blob after a short body"
 check_cache "$HF_HUB_CACHE" "short body"
 
+# a redirect loop on the weights' GET fails at once: another try loops again
+export HF_HUB_CACHE="$TMP/cache-loop"
+mode cdn-loop
+expect_exit 1 "a redirect loop on a GET" env QWENCHAT_DOWNLOAD_ATTEMPTS=5 "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "redirects followed" "redirect loop: curl's reason"
+grep -q retrying "$TMP/err" && fail "redirect loop: retried: $(cat "$TMP/err")" ||
+	pass "redirect loop: not retried"
+
 # --- links planted in a shared cache lead nowhere -------------------------------
 export HF_HUB_CACHE="$TMP/cache13"
 R13=$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)
