@@ -38,6 +38,12 @@ struct dl {
 	char *token_source; /* where the token came from ("HF_TOKEN", a path); NULL: none */
 	char errbuf[CURL_ERROR_SIZE];
 	double retry_after; /* seconds the last answer asked to wait; 0: none */
+	/* The last request is to be tried again: the next one starts on a new handle,
+	 * whose connections are all new, since an old one may still hold what the
+	 * failed answer left unread (a body longer than its Content-Length), which curl
+	 * would read as the next answer. (CURLOPT_FRESH_CONNECT alone is not enough: a
+	 * redirect to the same host takes a connection from the handle's pool.) */
+	bool fresh;
 };
 
 /* State of one GET, shared with the libcurl callbacks. */
@@ -164,6 +170,11 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *ud)
 /* The options every request shares; the caller adds the method-specific ones. */
 static void common_opts(struct dl *d, const char *url, struct hdrs *h)
 {
+	CURL *fresh = d->fresh ? curl_easy_init() : NULL;
+	if (fresh) {
+		curl_easy_cleanup(d->curl);
+		d->curl = fresh;
+	}
 	CURL *c = d->curl;
 	curl_easy_reset(c);
 	curl_easy_setopt(c, CURLOPT_URL, url);
@@ -178,6 +189,9 @@ static void common_opts(struct dl *d, const char *url, struct hdrs *h)
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (d->fresh && !fresh) /* no new handle: at least the first hop's connection */
+		curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
+	d->fresh = false;
 	d->errbuf[0] = '\0';
 	d->retry_after = 0;
 	memset(h, 0, sizeof *h);
@@ -235,10 +249,13 @@ static bool unresolved(CURLcode cc)
 /* Failures another try cannot mend: a URL curl cannot use, a host name that does
  * not resolve (no network, or a typo in HF_ENDPOINT), which five tries turned into
  * 15 s of waiting for the same answer, and a redirect loop, which the next try
- * follows round again. */
-static int after_curl_error(CURLcode cc)
+ * follows round again. curl says "unsupported protocol" for an answer without an
+ * HTTP status line too ("Received HTTP/0.9"): bytes a previous answer left on the
+ * connection, which a try on a new connection mends. */
+static int after_curl_error(const struct dl *d, CURLcode cc)
 {
-	return cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_URL_MALFORMAT ||
+	bool stray = cc == CURLE_UNSUPPORTED_PROTOCOL && strstr(d->errbuf, "HTTP/0.9");
+	return (cc == CURLE_UNSUPPORTED_PROTOCOL && !stray) || cc == CURLE_URL_MALFORMAT ||
 			       cc == CURLE_TOO_MANY_REDIRECTS || unresolved(cc)
 		       ? DL_FAIL
 		       : DL_RETRY;
@@ -367,7 +384,7 @@ int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m)
 		CURLcode cc = curl_easy_perform(d->curl);
 		if (cc != CURLE_OK) {
 			reach_error(d, label, cc);
-			rc = after_curl_error(cc);
+			rc = after_curl_error(d, cc);
 			done = 1;
 			break;
 		}
@@ -401,6 +418,7 @@ int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m)
 	else if (!done)
 		err_set("%s: too many redirects", label);
 	free(cur);
+	d->fresh = rc == DL_RETRY;
 	return rc;
 }
 
@@ -576,7 +594,7 @@ static int transfer(struct xfer *x, const char *url)
 	}
 	err_set("%s: download interrupted after %llu of %llu bytes: %s", x->label,
 		(unsigned long long)x->have, (unsigned long long)x->size, curl_why(x->d, cc));
-	return after_curl_error(cc);
+	return after_curl_error(x->d, cc);
 }
 
 /* Size and hash check; a file that fails it is deleted so it is never kept. */
@@ -651,6 +669,7 @@ int dl_get(struct dl *d, const char *url, const char *path, const char *label,
 	}
 out:
 	close(x.fd);
+	d->fresh = rc == DL_RETRY;
 	return rc;
 }
 
@@ -697,7 +716,7 @@ int dl_get_text(struct dl *d, const char *url, const char *label, size_t max, ch
 		err_set("%s: the answer is larger than %zu bytes", label, max);
 	} else if (cc != CURLE_OK) {
 		reach_error(d, label, cc);
-		rc = after_curl_error(cc);
+		rc = after_curl_error(d, cc);
 	} else if (h.status != 200) {
 		http_error(label, &h, d->token_source);
 		rc = transient(d, &h) ? DL_RETRY : DL_FAIL;
@@ -706,6 +725,7 @@ int dl_get_text(struct dl *d, const char *url, const char *label, size_t max, ch
 	}
 	if (rc == DL_OK && !m.p && !(m.p = calloc(1, 1)))
 		rc = err_set("out of memory");
+	d->fresh = rc == DL_RETRY;
 	if (rc != DL_OK) {
 		free(m.p);
 		return rc;

@@ -20,6 +20,8 @@ Range requests, and fault modes read from STATE/mode on every request:
                  halfway: a clean end of a short body, as a proxy may send
   slow           /cdn bodies trickle (for the test of two pulls sharing a lock)
   cdn-loop       a /cdn GET is redirected to /cdn/loop, and that to itself
+  long-once      the next /cdn body is 1000 bytes longer than its Content-Length
+  http09-once    the next /cdn GET is answered without a status line (HTTP/0.9)
   big-list       the file list holds 600,000 more (empty) entries
   api-503-once   the next file list answers 503 with Retry-After: 1
   api-drop-once  the next file list request is closed without an answer
@@ -117,6 +119,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if send_body and path.startswith("/cdn/") and "cdn-loop" in hub.mode():
             port = self.server.server_address[1]
             return self.reply(302, {"Location": "http://127.0.0.1:%d/cdn/loop" % port})
+        if send_body and path.startswith("/cdn/") and hub.once("http09-once"):
+            self.wfile.write(b"stray bytes\r\n")
+            self.wfile.flush()
+            self.close_connection = True
+            return None
         if path.startswith("/cdn/"):
             data = hub.by_sha256(path[5:])
             if data is None:
@@ -223,6 +230,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body[:len(body) // 2])
             self.wfile.flush()
             self.close_connection = True
+            return None
+        if cdn and send_body and len(body) > 1000 and self.hub.once("long-once"):
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body) - 1000))
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
             return None
         if cdn and send_body and "slow" in mode:
             self.send_response(status)

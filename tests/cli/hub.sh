@@ -279,6 +279,25 @@ err_has "redirects followed" "redirect loop: curl's reason"
 grep -q retrying "$TMP/err" && fail "redirect loop: retried: $(cat "$TMP/err")" ||
 	pass "redirect loop: not retried"
 
+# A body longer than its Content-Length leaves bytes on the connection, which curl
+# reads as the next answer ("Received HTTP/0.9"): the retry takes a new connection.
+# An answer without a status line is such bytes too: tried again.
+for m in long-once http09-once; do
+	export HF_HUB_CACHE="$TMP/cache-$m"
+	R15=$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)
+	mode "$m"
+	expect_exit 0 "$m: a pull" env QWENCHAT_DOWNLOAD_ATTEMPTS=2 "$QWENCHAT" pull test/Tiny-Qwen3
+	grep -q "retrying" "$TMP/err" &&
+		cmp -s "$SRV/test/Tiny-Qwen3/model.safetensors" "$R15/snapshots/$C/model.safetensors" &&
+		pass "$m: one retry, on a new connection, completes the blob" || fail "$m: $(cat "$TMP/err")"
+	check_cache "$HF_HUB_CACHE" "$m"
+done
+mode normal
+# a scheme curl is not let use stays a failure no retry mends
+expect_exit 1 "an ftp:// endpoint" env HF_ENDPOINT=ftp://127.0.0.1:9 QWENCHAT_DOWNLOAD_ATTEMPTS=5 \
+	"$QWENCHAT" pull test/Tiny-Qwen3
+grep -q retrying "$TMP/err" && fail "ftp://: retried: $(cat "$TMP/err")" || pass "ftp://: not retried"
+
 # --- links planted in a shared cache lead nowhere -------------------------------
 export HF_HUB_CACHE="$TMP/cache13"
 R13=$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)
