@@ -5,6 +5,7 @@
 #include "src/hub/download.h"
 #include "src/base/err.h"
 #include "src/base/clock.h"
+#include "src/base/term.h"
 #include "src/base/units.h"
 #include "src/base/fileio.h"
 #include "src/base/jsonlimit.h"
@@ -157,8 +158,12 @@ static bool retry_wait(struct fetch *f, int attempt)
 	if (wait <= 0)
 		wait = attempt < 6 ? (double)(1 << (attempt - 1)) : 30;
 	progress_break(f->prog);
-	fprintf(stderr, "%s; retrying in %.0f s (try %d of %d)\n", err_msg(), wait, attempt + 1,
-		attempts);
+	/* one line as the program's errors are: the reason may quote the server's text */
+	struct strbuf why = {0};
+	term_safe_line(&why, err_msg(), strlen(err_msg()));
+	fprintf(stderr, "qwenchat: %s; retrying in %.0f s (try %d of %d)\n",
+		why.p && !why.oom ? why.p : "", wait, attempt + 1, attempts);
+	free(why.p);
 	struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;

@@ -252,7 +252,7 @@ export HF_HUB_CACHE="$TMP/cache11"
 R11=$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)
 mode head-503-once get-429-once
 expect_exit 0 "a 503 on a HEAD and a 429 on a GET are tried again" "$QWENCHAT" pull test/Tiny-Qwen3
-grep -q 'HTTP 503; retrying in 1 s (try 2 of 3)' "$TMP/err" && grep -q 'HTTP 429; retrying in 1 s' "$TMP/err" &&
+grep -q '^qwenchat: .*HTTP 503; retrying in 1 s (try 2 of 3)' "$TMP/err" && grep -q 'HTTP 429; retrying in 1 s' "$TMP/err" &&
 	pass "each retry says why and waits as Retry-After asks" || fail "retries: $(cat "$TMP/err")"
 cmp -s "$SRV/test/Tiny-Qwen3/model.safetensors" "$R11/snapshots/$C/model.safetensors" &&
 	pass "the blob is complete after the retries" || fail "blob after 503/429"
@@ -414,7 +414,7 @@ for m in api-503-once api-drop-once; do
 	expect_exit 0 "$m: the GGUF file list is tried again" \
 		env HF_HUB_CACHE="$TMP/cache-$m" "$QWENCHAT" pull test/Tiny-GGUF:Q4_K_S
 	grep -q '/Tiny-Q4_K_S.gguf$' "$TMP/out" &&
-		grep -q "^test/Tiny-GGUF: .*; retrying in 1 s (try 2 of 3)$" "$TMP/err" &&
+		grep -q "^qwenchat: test/Tiny-GGUF: .*; retrying in 1 s (try 2 of 3)$" "$TMP/err" &&
 		pass "$m: the retry says why, the pull completes" || fail "$m: $(cat "$TMP/out" "$TMP/err")"
 done
 mode big-list
