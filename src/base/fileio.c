@@ -653,15 +653,31 @@ int fio_mkdirs(const char *path, mode_t mode)
 	return 0;
 }
 
+/* Whether a path names a component "." or "..": its prefixes are then no chain of
+ * directories that mkdir -p makes one inside the other ("new/../keep" is keep). */
+static bool has_dot_component(const char *p)
+{
+	for (const char *c = p; *c; c += strcspn(c, "/"), c += strspn(c, "/")) {
+		size_t n = strcspn(c, "/");
+		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return true;
+	}
+	return false;
+}
+
 char *fio_missing_top(const char *path)
 {
 	struct stat st;
-	char *p = lstat(path, &st) == 0 ? NULL : strdup(path);
+	char *p = lstat(path, &st) == 0 || errno != ENOENT ? NULL : strdup(path);
 	if (!p)
 		return NULL;
 	size_t top = strlen(p);
 	while (top > 1 && p[top - 1] == '/')
 		top--;
+	if (has_dot_component(p)) { /* the leaf alone, as a user's own mkdir would */
+		p[top] = '\0';
+		return p;
+	}
 	for (;;) { /* the parent of p[0..top) missing too: it is the top */
 		size_t cut = top;
 		while (cut > 0 && p[cut - 1] != '/')
@@ -671,7 +687,7 @@ char *fio_missing_top(const char *path)
 		if (cut <= 1)
 			break;
 		p[cut] = '\0';
-		bool missing = lstat(p, &st) != 0;
+		bool missing = lstat(p, &st) != 0 && errno == ENOENT;
 		p[cut] = '/';
 		if (!missing)
 			break;

@@ -113,7 +113,8 @@ char *fio_join(const char *dir, const char *name);
 int fio_mkdirs(const char *path, mode_t mode);
 
 /* The outermost of the directories fio_mkdirs(path) would create (malloc'd), or NULL
- * when path exists (or memory ran out). */
+ * when path exists (or memory ran out). A path with a "." or ".." component gives
+ * itself: its prefixes are not a chain of new directories. */
 char *fio_missing_top(const char *path);
 
 /* Removes path, then its parents up to and including top (fio_missing_top's), each

@@ -468,6 +468,20 @@ static void test_missing_top(void **state)
 	t = fio_missing_top(out);
 	assert_string_equal(t, out);
 	free(t);
+	/* new/../keep/out makes new and keep/out: an empty keep of the user's stays */
+	path_of(keep, sizeof keep, "keep");
+	assert_int_equal(mkdir(keep, 0700), 0);
+	path_of(out, sizeof out, "new/../keep/out");
+	t = fio_missing_top(out);
+	assert_string_equal(t, out);
+	assert_int_equal(fio_mkdirs(out, 0700), 0);
+	fio_rmdirs_upto(out, t);
+	assert_int_equal(access(out, F_OK), -1);
+	assert_int_equal(access(keep, F_OK), 0);
+	free(t);
+	rmdir(keep);
+	path_of(out, sizeof out, "new");
+	rmdir(out);
 }
 
 int main(void)
