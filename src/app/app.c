@@ -504,11 +504,16 @@ static void figures_update(struct app *a)
  * full. When turns must go, a quarter of the context is freed besides, so that the
  * next turns reuse the cache instead of each moving the start and prefilling it
  * all. NULL with err_set. */
+static int fit_reserve(const struct app *a, int ctx)
+{
+	int room = a->max_new_set ? a->max_new : ctx / 8;
+	return room < ctx / 2 ? room : ctx / 2;
+}
+
 static int32_t *fitted(struct app *a, int *n, int *dropped)
 {
 	int ctx = eng_ctx(a->eng);
-	int room = a->max_new_set ? a->max_new : ctx / 8;
-	int reserve = room < ctx / 2 ? room : ctx / 2;
+	int reserve = fit_reserve(a, ctx);
 	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
 	struct chat *fit = chat_dup(a->chat);
 	*dropped = a->fit_dropped;
@@ -538,7 +543,9 @@ void app_conversation_changed(struct app *a, bool kept_start)
 	/* what the next turn will keep of a conversation longer than the context */
 	int ctx = a->eng ? eng_ctx(a->eng) : 0, dropped = 0, m = 0;
 	a->own_unanswered = false;
-	if (!kept_start)
+	/* the start stays only while a fit afresh would move it too: a conversation that
+	 * now fits with the room and slack a fit keeps is seen whole again */
+	if (!kept_start || (ctx && used + fit_reserve(a, ctx) + ctx / 4 <= ctx))
 		a->fit_dropped = a->dropped_told = 0;
 	if (ctx && (used >= ctx || a->fit_dropped)) {
 		int32_t *ids = fitted(a, &m, &dropped);
