@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -344,6 +345,35 @@ static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 	return rc ? rc : cleared;
 }
 
+/* --out and the outermost directory made for it, for a signal that ends the run before
+ * its tokenizer is written: they go again as when it fails (rmdir leaves them once
+ * anything is in them), then the signal does what it would have done. */
+static const char *volatile stop_out, *volatile stop_top;
+
+static void on_stop(int sig)
+{
+	if (stop_top)
+		fio_rmdirs_upto(stop_out, stop_top);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Catches SIGINT, SIGTERM and SIGHUP for on_stop, but not one ignored (nohup). */
+static void catch_stop(const char *out, const char *top)
+{
+	stop_out = out;
+	stop_top = top;
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction sa = {0}, old;
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		sa.sa_handler = on_stop;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
 int cmd_train_bpe(int argc, char **argv)
 {
 	struct args a = {0};
@@ -368,6 +398,8 @@ int cmd_train_bpe(int argc, char **argv)
 	struct bpe_counter *c = bpe_counter_new(&co);
 	if (!c || make_dir(a.out, &made) < 0)
 		goto out;
+	if (made)
+		catch_stop(a.out, made);
 	for (int i = first; i < argc; i++)
 		if (bpe_counter_add_file(c, argv[i]) < 0)
 			goto out;
@@ -410,7 +442,7 @@ int cmd_train_bpe(int argc, char **argv)
 			a.out);
 		if (m->n_merges < a.vocab - 256 - a.n_specials)
 			fprintf(stderr,
-				"train-bpe: no pair left to merge after %d merges: the "
+				"qwenchat: train-bpe: no pair left to merge after %d merges: the "
 				"vocabulary is smaller than --vocab-size %ld\n",
 				m->n_merges, a.vocab);
 	}
@@ -419,6 +451,7 @@ out:
 		cli_error("train-bpe: %s", err_msg());
 	if (rc != EXIT_OK && made) /* directories made for nothing go again (if empty) */
 		fio_rmdirs_upto(a.out, made);
+	stop_top = NULL; /* before the string it names goes */
 	free(made);
 	bpe_model_free(m);
 	bpe_words_free(&words);

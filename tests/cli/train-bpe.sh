@@ -231,6 +231,18 @@ expect_exit 1 "a missing input" "$QWENCHAT" train-bpe --vocab-size 300 --out "$T
 	"$TMP/none.txt"
 [ ! -e "$TMP/made" ] && pass "a failed run leaves no directory it made, parents too" ||
 	fail "left $(find "$TMP/made")"
+# ... and so does one stopped by a signal while it reads (a FIFO waiting for its writer)
+mkfifo "$TMP/wait.fifo"
+"$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/sig/a/b" "$TMP/wait.fifo" 2>/dev/null &
+pid=$!
+i=0
+while [ ! -d "$TMP/sig/a/b" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] && [ ! -e "$TMP/sig" ] &&
+	pass "SIGTERM while reading: the directories made for --out go, exit 143" ||
+	fail "SIGTERM while reading: exit $rc, left $(find "$TMP/sig" 2>/dev/null)"
 # a model's directory keeps its tokenizer: --out holding anything but a tokenizer
 mkdir "$TMP/model" && echo '{}' >"$TMP/model/config.json" && echo keep >"$TMP/model/tokenizer.json"
 expect_exit 1 "--out a model's directory" "$QWENCHAT" train-bpe -q --vocab-size 300 \
