@@ -458,8 +458,9 @@ static int stop_aware_getc(FILE *f)
 
 static const char *plain_history; /* the history file of the plain mode, or NULL */
 
-static char *rl_reader(const char *prompt, const char *prefill)
+static char *rl_reader(const char *prompt, const char *prefill, bool *failed)
 {
+	(void)failed; /* readline says no more than end of input */
 	prefill_text = prefill;
 	rl_startup_hook = put_prefill;
 	char *line = readline(prompt);

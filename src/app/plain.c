@@ -21,7 +21,6 @@ static const char plain_keys[] =
 
 static struct app *running;               /* the app whose turn SIGINT stops */
 static volatile sig_atomic_t stop_signal; /* SIGTERM or SIGHUP, once received */
-static bool input_failed;                 /* plain_getline ended on a read error */
 
 static void on_sigint(int sig)
 {
@@ -44,7 +43,7 @@ int plain_stop_signal(void)
 	return stop_signal;
 }
 
-char *plain_getline(const char *prompt, const char *prefill)
+char *plain_getline(const char *prompt, const char *prefill, bool *failed)
 {
 	if (prefill)
 		printf("(your last message was: %s)\n", prefill);
@@ -64,7 +63,7 @@ char *plain_getline(const char *prompt, const char *prefill)
 		if (ferror(stdin) && errno != EINTR) {
 			fprintf(stderr, "qwenchat: standard input: read error: %s\n",
 				strerror(errno));
-			input_failed = true;
+			*failed = true;
 		}
 		free(line);
 		return NULL;
@@ -253,8 +252,9 @@ int plain_main(struct app *a, plain_read_fn read_line)
 	sigaction(SIGTERM, &sa, &old_term);
 	sigaction(SIGHUP, &sa, &old_hup);
 	char *prefill = NULL;
+	bool input_failed = false;
 	for (;;) {
-		char *line = stop_signal ? NULL : read_line("> ", prefill);
+		char *line = stop_signal ? NULL : read_line("> ", prefill, &input_failed);
 		free(prefill);
 		prefill = NULL;
 		if (!line || stop_signal) {

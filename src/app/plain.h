@@ -5,12 +5,13 @@
 
 #include "src/app/app.h"
 
-/* Reads one line without its newline (malloc'd), or NULL at end of input. prefill
- * (may be NULL) is text to start the line with, when the reader can (/edit). */
-typedef char *(*plain_read_fn)(const char *prompt, const char *prefill);
+/* Reads one line without its newline (malloc'd), or NULL at end of input, or after a
+ * read error (said on stderr, and *failed set). prefill (may be NULL) is text to
+ * start the line with, when the reader can (/edit). */
+typedef char *(*plain_read_fn)(const char *prompt, const char *prefill, bool *failed);
 
 /* The getline reader: no editing, prefill is printed instead. */
-char *plain_getline(const char *prompt, const char *prefill);
+char *plain_getline(const char *prompt, const char *prefill, bool *failed);
 
 /* Runs the conversation until end of input, /quit, SIGTERM or SIGHUP (an answer
  * under way stops and is kept, as with Ctrl-C). Returns an exit status: 128 + the

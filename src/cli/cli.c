@@ -205,12 +205,19 @@ static void quant_progress(size_t done_bytes, size_t total_bytes)
  * quoted newline shows as ^J, a carriage return as ^M). */
 static void say_error(const char *fmt, va_list ap, const char *tail)
 {
-	char msg[4096];
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	char *msg = NULL;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
 	struct strbuf b = {0};
-	term_safe_line(&b, msg, strlen(msg));
-	fprintf(stderr, "qwenchat: %s%s\n", b.oom ? "(out of memory)" : b.p ? b.p : "", tail);
+	if (msg)
+		term_safe_line(&b, msg, strlen(msg));
+	fprintf(stderr, "qwenchat: %s%s\n",
+		!msg || b.oom ? "(out of memory)"
+		: b.p         ? b.p
+			      : "",
+		tail);
 	free(b.p);
+	free(msg);
 }
 
 void cli_error(const char *fmt, ...)

@@ -228,7 +228,7 @@ int loader_check_vocab(const struct tok *t, int vocab_size, const char *path)
  * directory. */
 static bool as_gguf(const char *path)
 {
-	return eng_is_gguf(path) || fio_is_file(path);
+	return fio_is_file(path); /* a GGUF file is one (eng_is_gguf also reads its magic) */
 }
 
 struct tok *loader_tokenizer(const char *path)

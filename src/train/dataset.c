@@ -369,8 +369,8 @@ static int keep_encoded(struct dset *d, char *const *files, int n, const struct 
 	else
 		snprintf(what, sizeof what, "%s now makes", files[0]);
 	if (check_want(d, want, what,
-		       " (its cache in train-state is gone or damaged: resume with the files as "
-		       "they were when the run started)"))
+		       " (train-state holds no cache of the run's stream: resume with the files "
+		       "as they were when the run started)"))
 		return -1;
 	return write_cache(d, meta, cache);
 }

@@ -78,4 +78,6 @@ expect_exit 2 "an argument with a newline" "$QWENCHAT" run -m "$M" -p hi "$(prin
 expect_exit 2 "an option that retitles the terminal" "$QWENCHAT" run "--x${ESC}]0;PWNED$(printf '\007')"
 has_raw_escape "$TMP/err" && fail "a usage error printed an escape byte" ||
 	pass "a usage error prints no escape byte"
+grep -q "x^\[\]0;PWNED^G'" "$TMP/err" && pass "... and shows the sequence as text" ||
+	fail "usage error: $(od -c "$TMP/err" | head -5)"
 finish
