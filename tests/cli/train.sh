@@ -132,7 +132,7 @@ hub=$!
 i=0
 while [ ! -s "$TMP/hub.port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 HF_HOME="$TMP/hf-home" HF_ENDPOINT="http://127.0.0.1:$(cat "$TMP/hub.port")" HF_HUB_OFFLINE= \
-	"$QWENCHAT" train --out "$TMP/sig-new" --init test/slow --data "$TMP/d.u32" $SMALL \
+	"$QWENCHAT" train --out "$TMP/sig-new/a/run" --init test/slow --data "$TMP/d.u32" $SMALL \
 	--steps 1 2>"$TMP/err" &
 pid=$!
 i=0
@@ -143,8 +143,8 @@ rc=$?
 kill $hub 2>/dev/null
 wait $hub 2>/dev/null
 [ -e "$TMP/hub.asked" ] && [ "$rc" -eq 130 ] && [ ! -e "$TMP/sig-new" ] &&
-	pass "Ctrl-C before the first step of a new run: exit 130, its directory gone" ||
-	fail "Ctrl-C before the first step: exit $rc, left: $(ls -A "$TMP/sig-new" 2>&1)"
+	pass "Ctrl-C before the first step of a new run: exit 130, its directories gone" ||
+	fail "Ctrl-C before the first step: exit $rc, left: $(find "$TMP/sig-new" 2>&1)"
 # Ctrl-C after the data's cache is written, while the held-out text is still encoded:
 # the cache goes with the directory (nothing was saved)
 python3 -c 'import sys; open(sys.argv[1], "w").write(open(sys.argv[2]).read() * 1500)' \
