@@ -653,65 +653,82 @@ int fio_mkdirs(const char *path, mode_t mode)
 	return 0;
 }
 
-/* Whether a path names a component "." or "..": its prefixes are then no chain of
- * directories that mkdir -p makes one inside the other ("new/../keep" is keep). */
-static bool has_dot_component(const char *p)
+/* path without its "." components and repeated or trailing slashes ("./runs//tok/"
+ * is "runs/tok", the same directory) in out[cap]: its length, or 0 when it does not
+ * fit. No allocation: a signal handler calls it (fio_rmdirs_upto). */
+static size_t plain_path(const char *path, char *out, size_t cap)
 {
-	for (const char *c = p; *c; c += strcspn(c, "/"), c += strspn(c, "/")) {
+	size_t n = 0;
+	if (cap < 2)
+		return 0;
+	if (*path == '/')
+		out[n++] = '/';
+	for (const char *c = path + strspn(path, "/"); *c; c += strspn(c, "/")) {
+		size_t k = strcspn(c, "/");
+		if (!(k == 1 && *c == '.')) {
+			size_t sep = n > 0 && out[n - 1] != '/';
+			if (n + sep + k + 1 > cap)
+				return 0;
+			if (sep)
+				out[n++] = '/';
+			memcpy(out + n, c, k);
+			n += k;
+		}
+		c += k;
+	}
+	if (n == 0) /* "." itself */
+		out[n++] = '.';
+	out[n] = '\0';
+	return n;
+}
+
+/* Whether a (plain) path has a ".." component: its prefixes are then no chain of
+ * directories that mkdir -p makes one inside the other ("new/../keep" is keep). */
+static bool has_dotdot(const char *p)
+{
+	for (const char *c = p; *c; c += strspn(c, "/")) {
 		size_t n = strcspn(c, "/");
-		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+		if (n == 2 && c[0] == '.' && c[1] == '.')
 			return true;
+		c += n;
 	}
 	return false;
 }
 
 char *fio_missing_top(const char *path)
 {
+	char p[PATH_MAX];
 	struct stat st;
-	char *p = lstat(path, &st) == 0 || errno != ENOENT ? NULL : strdup(path);
-	if (!p)
+	size_t top = plain_path(path, p, sizeof p);
+	if (!top || lstat(p, &st) == 0 || errno != ENOENT)
 		return NULL;
-	size_t top = strlen(p);
-	while (top > 1 && p[top - 1] == '/')
-		top--;
-	if (has_dot_component(p)) { /* the leaf alone, as a user's own mkdir would */
-		p[top] = '\0';
-		return p;
-	}
-	for (;;) { /* the parent of p[0..top) missing too: it is the top */
+	/* with a "..", the leaf alone, as a user's own mkdir would */
+	while (!has_dotdot(p)) { /* the parent of p[0..top) missing too: it is the top */
 		size_t cut = top;
 		while (cut > 0 && p[cut - 1] != '/')
 			cut--;
-		while (cut > 1 && p[cut - 1] == '/')
-			cut--;
-		if (cut <= 1)
+		if (cut <= 1) /* a relative path's first name, or an absolute one's below / */
 			break;
-		p[cut] = '\0';
+		p[cut - 1] = '\0';
 		bool missing = lstat(p, &st) != 0 && errno == ENOENT;
-		p[cut] = '/';
+		p[cut - 1] = '/';
 		if (!missing)
 			break;
-		top = cut;
+		top = cut - 1;
 	}
-	p[top] = '\0';
-	return p;
+	return strndup(p, top);
 }
 
 void fio_rmdirs_upto(const char *path, const char *top)
 {
 	char buf[PATH_MAX];
-	size_t n = strlen(path), t = strlen(top);
-	if (n >= sizeof buf || t > n || strncmp(path, top, t) != 0)
+	size_t n = plain_path(path, buf, sizeof buf), t = strlen(top);
+	if (!n || t > n || strncmp(buf, top, t) != 0 || (n > t && buf[t] != '/'))
 		return;
-	memcpy(buf, path, n + 1);
-	while (n > t && buf[n - 1] == '/')
-		buf[--n] = '\0';
 	/* a directory of the chain not made after all (mkdir failed there) is skipped */
 	while ((rmdir(buf) == 0 || errno == ENOENT) && n > t) {
-		while (n > t && buf[n - 1] != '/')
+		while (buf[n - 1] != '/') /* buf[t] is a slash: it stops there at the latest */
 			n--;
-		while (n > t && buf[n - 1] == '/')
-			n--;
-		buf[n] = '\0';
+		buf[--n] = '\0';
 	}
 }

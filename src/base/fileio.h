@@ -112,9 +112,10 @@ char *fio_join(const char *dir, const char *name);
  * err_set (also when path exists but is not a directory). */
 int fio_mkdirs(const char *path, mode_t mode);
 
-/* The outermost of the directories fio_mkdirs(path) would create (malloc'd), or NULL
- * when path exists (or memory ran out). A path with a "." or ".." component gives
- * itself: its prefixes are not a chain of new directories. */
+/* The outermost of the directories fio_mkdirs(path) would create (malloc'd, without
+ * "." components and repeated slashes), or NULL when path exists (or memory ran out).
+ * A path with a ".." component gives itself: its prefixes are no chain of new
+ * directories. */
 char *fio_missing_top(const char *path);
 
 /* Removes path, then its parents up to and including top (fio_missing_top's), each

@@ -482,6 +482,18 @@ static void test_missing_top(void **state)
 	rmdir(keep);
 	path_of(out, sizeof out, "new");
 	rmdir(out);
+	/* a relative path: "./" and repeated slashes are no directories, a one-letter
+	 * first name is one */
+	char cwd[PATH_MAX];
+	assert_non_null(getcwd(cwd, sizeof cwd));
+	assert_int_equal(chdir(dir), 0);
+	t = fio_missing_top(".//r/./tok/");
+	assert_string_equal(t, "r");
+	assert_int_equal(fio_mkdirs(".//r/./tok/", 0700), 0);
+	fio_rmdirs_upto(".//r/./tok/", t);
+	assert_int_equal(access("r", F_OK), -1);
+	free(t);
+	assert_int_equal(chdir(cwd), 0);
 }
 
 int main(void)
