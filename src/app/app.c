@@ -496,6 +496,13 @@ static void figures_update(struct app *a)
 		app_capture_layer(a);
 }
 
+/* The room kept for the answer when older turns must go (see fitted). */
+static int fit_reserve(const struct app *a, int ctx)
+{
+	int room = a->max_new_set ? a->max_new : ctx / 8;
+	return room < ctx / 2 ? room : ctx / 2;
+}
+
 /* The conversation as the model will see it (with the generation prompt), fitted
  * into the context: *n ids, malloc'd, and *dropped, the turns left out. A copy is
  * fitted: turns dropped for the context stay in the saved conversation. Room is kept
@@ -504,12 +511,6 @@ static void figures_update(struct app *a)
  * full. When turns must go, a quarter of the context is freed besides, so that the
  * next turns reuse the cache instead of each moving the start and prefilling it
  * all. NULL with err_set. */
-static int fit_reserve(const struct app *a, int ctx)
-{
-	int room = a->max_new_set ? a->max_new : ctx / 8;
-	return room < ctx / 2 ? room : ctx / 2;
-}
-
 static int32_t *fitted(struct app *a, int *n, int *dropped)
 {
 	int ctx = eng_ctx(a->eng);
@@ -524,6 +525,19 @@ static int32_t *fitted(struct app *a, int *n, int *dropped)
 	if (ids)
 		a->fit_dropped = *dropped;
 	return ids;
+}
+
+/* Whether the conversation with the answer's room fits the context without leaving a
+ * turn out: a fit afresh. */
+static bool fits_whole(struct app *a)
+{
+	int keep = a->fit_dropped, n = 0, dropped = 0;
+	a->fit_dropped = 0;
+	int32_t *ids = fitted(a, &n, &dropped);
+	bool whole = ids && dropped == 0;
+	free(ids);
+	a->fit_dropped = keep;
+	return whole;
 }
 
 void app_conversation_changed(struct app *a, bool kept_start)
@@ -543,10 +557,10 @@ void app_conversation_changed(struct app *a, bool kept_start)
 	/* what the next turn will keep of a conversation longer than the context */
 	int ctx = a->eng ? eng_ctx(a->eng) : 0, dropped = 0, m = 0;
 	a->own_unanswered = false;
-	/* the start stays only while a fit afresh would move it too: a conversation that
-	 * now fits with the room and slack a fit keeps is seen whole again */
-	if (!kept_start || (ctx && used + fit_reserve(a, ctx) + ctx / 4 <= ctx))
+	if (!kept_start)
 		a->fit_dropped = a->dropped_told = 0;
+	else if (ctx && a->fit_dropped && fits_whole(a))
+		a->fit_dropped = a->dropped_told = 0; /* short again: seen whole */
 	if (ctx && (used >= ctx || a->fit_dropped)) {
 		int32_t *ids = fitted(a, &m, &dropped);
 		used = ids ? m : ctx;

@@ -250,16 +250,18 @@ reused=$(sed -n 's/^last turn: \([0-9]*\) tokens\{0,1\} reused.*/\1/p' "$TMP/out
 [ "$(grep -c 'no longer fit' "$TMP/err")" -eq 1 ] && [ "${reused:-0}" -gt 256 ] &&
 	pass "/undo after turns left the context: none more goes, the cache is reused ($reused)" ||
 	fail "/undo after a drop: reused '$reused', $(grep 'no longer' "$TMP/err")"
-# ... but once the conversation is short again, the model sees it whole: /ctx after
-# twelve /undo equals a fresh load's
-{ msgs 14; i=0; while [ $i -lt 12 ]; do echo /undo; i=$((i + 1)); done
-	echo /ctx; echo "/save $TMP/short.json"; } | Q --ctx 512 -n 16 --seed 1 >"$TMP/out" 2>&1
-c1=$(sed -n 's/^context: \([0-9]*\) of.*/\1/p' "$TMP/out" | tail -n 1)
-printf '/load %s\n/ctx\n' "$TMP/short.json" | Q --ctx 512 -n 16 >"$TMP/out2" 2>&1
-c2=$(sed -n 's/^context: \([0-9]*\) of.*/\1/p' "$TMP/out2" | tail -n 1)
-[ -n "$c1" ] && [ "$c1" = "$c2" ] &&
-	pass "after many /undo the short conversation is seen whole ($c1 tokens)" ||
-	fail "after many /undo: /ctx '$c1', a fresh load '$c2'"
+# ... but once the conversation fits whole again, the model sees it whole: /ctx after
+# three or twelve /undo equals a fresh load's
+for undos in 3 12; do
+	{ msgs 14; i=0; while [ $i -lt $undos ]; do echo /undo; i=$((i + 1)); done
+		echo /ctx; echo "/save $TMP/short.json"; } | Q --ctx 512 -n 16 --seed 1 >"$TMP/out" 2>&1
+	c1=$(sed -n 's/^context: \([0-9]*\) of.*/\1/p' "$TMP/out" | tail -n 1)
+	printf '/load %s\n/ctx\n' "$TMP/short.json" | Q --ctx 512 -n 16 >"$TMP/out2" 2>&1
+	c2=$(sed -n 's/^context: \([0-9]*\) of.*/\1/p' "$TMP/out2" | tail -n 1)
+	[ -n "$c1" ] && [ "$c1" = "$c2" ] &&
+		pass "after $undos /undo the conversation that fits is seen whole ($c1 tokens)" ||
+		fail "after $undos /undo: /ctx '$c1', a fresh load '$c2'"
+done
 { msgs 20; echo "/load $TMP/long.json"; echo "one more question"; } |
 	Q --ctx 512 -n 16 --seed 1 >"$TMP/out" 2>&1
 sed -n '/^loaded /,$p' "$TMP/out" | grep -q 'no longer fit' &&
