@@ -232,6 +232,38 @@ static int check_own_dir(const char *dir)
 			: 0;
 }
 
+/* --out and the outermost directory made for it, for a signal that ends the run before
+ * its tokenizer is written: they go again as when it fails (rmdir leaves them once
+ * anything is in them), then the signal does what it would have done. */
+static const char *volatile stop_out, *volatile stop_top;
+
+static void on_stop(int sig)
+{
+	const char *top = stop_top;
+	if (top)
+		fio_rmdirs_upto(stop_out, top);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Catches SIGINT, SIGTERM and SIGHUP for on_stop, but not one ignored (nohup). */
+static void catch_stop(const char *out, const char *top)
+{
+	stop_out = out;
+	stop_top = top;
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction sa = {.sa_handler = on_stop};
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaddset(&sa.sa_mask, sigs[i]);
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction old;
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
 /* DIR and its missing parents, private (0700) as the files in it are; *top is the
  * outermost directory made (malloc'd; NULL: DIR was there). A link at DIR is refused, as
  * train's --out: the files would go wherever it points. */
@@ -246,8 +278,11 @@ static int make_dir(const char *dir, char **top)
 	if (fio_exists(dir))
 		return err_set("%s: not a directory (--out names the tokenizer's directory)", dir);
 	*top = fio_missing_top(dir);
+	if (*top) /* before the first mkdir: a signal from then on finds what to remove */
+		catch_stop(dir, *top);
 	if (fio_mkdirs(dir, 0700) == 0)
 		return 0;
+	stop_top = NULL;
 	if (*top) /* what was made before mkdir failed */
 		fio_rmdirs_upto(dir, *top);
 	free(*top);
@@ -345,35 +380,6 @@ static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 	return rc ? rc : cleared;
 }
 
-/* --out and the outermost directory made for it, for a signal that ends the run before
- * its tokenizer is written: they go again as when it fails (rmdir leaves them once
- * anything is in them), then the signal does what it would have done. */
-static const char *volatile stop_out, *volatile stop_top;
-
-static void on_stop(int sig)
-{
-	if (stop_top)
-		fio_rmdirs_upto(stop_out, stop_top);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-/* Catches SIGINT, SIGTERM and SIGHUP for on_stop, but not one ignored (nohup). */
-static void catch_stop(const char *out, const char *top)
-{
-	stop_out = out;
-	stop_top = top;
-	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-		struct sigaction sa = {0}, old;
-		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
-			continue;
-		sa.sa_handler = on_stop;
-		sigemptyset(&sa.sa_mask);
-		sigaction(sigs[i], &sa, NULL);
-	}
-}
-
 int cmd_train_bpe(int argc, char **argv)
 {
 	struct args a = {0};
@@ -398,8 +404,6 @@ int cmd_train_bpe(int argc, char **argv)
 	struct bpe_counter *c = bpe_counter_new(&co);
 	if (!c || make_dir(a.out, &made) < 0)
 		goto out;
-	if (made)
-		catch_stop(a.out, made);
 	for (int i = first; i < argc; i++)
 		if (bpe_counter_add_file(c, argv[i]) < 0)
 			goto out;
