@@ -630,6 +630,10 @@ int fio_is_dir(const char *path)
 
 int fio_mkdirs(const char *path, mode_t mode)
 {
+	/* refused before anything is made: the directories of a name too long would be
+	 * left for nothing */
+	if (strlen(path) >= PATH_MAX)
+		return err_set("%.64s...: %s", path, strerror(ENAMETOOLONG));
 	char *p = strdup(path);
 	if (!p)
 		return err_set("out of memory");
@@ -682,17 +686,28 @@ static size_t plain_path(const char *path, char *out, size_t cap)
 	return n;
 }
 
-/* Whether a (plain) path has a ".." component: its prefixes are then no chain of
- * directories that mkdir -p makes one inside the other ("new/../keep" is keep). */
-static bool has_dotdot(const char *p)
+/* Whether lstat tells whether p[0..n) (a plain path) is missing: not when a ".." in it
+ * follows a name that is missing itself ("new/../keep" fails for want of new, whatever
+ * keep is), so the part up to its last ".." must be there. */
+static bool judgeable(char *p, size_t n)
 {
-	for (const char *c = p; *c; c += strspn(c, "/")) {
-		size_t n = strcspn(c, "/");
-		if (n == 2 && c[0] == '.' && c[1] == '.')
-			return true;
-		c += n;
+	size_t last = 0; /* the end of the last ".." component */
+	for (size_t i = 0; i < n; i += strspn(p + i, "/")) {
+		size_t k = strcspn(p + i, "/");
+		if (k > n - i)
+			k = n - i;
+		if (k == 2 && p[i] == '.' && p[i + 1] == '.')
+			last = i + 2;
+		i += k;
 	}
-	return false;
+	if (!last)
+		return true;
+	char c = p[last];
+	p[last] = '\0';
+	struct stat st;
+	bool there = stat(p, &st) == 0;
+	p[last] = c;
+	return there;
 }
 
 char *fio_missing_top(const char *path)
@@ -702,12 +717,13 @@ char *fio_missing_top(const char *path)
 	size_t top = plain_path(path, p, sizeof p);
 	if (!top || lstat(p, &st) == 0 || errno != ENOENT)
 		return NULL;
-	/* with a "..", the leaf alone, as a user's own mkdir would */
-	while (!has_dotdot(p)) { /* the parent of p[0..top) missing too: it is the top */
+	for (;;) { /* the parent of p[0..top) missing too: it is the top */
 		size_t cut = top;
 		while (cut > 0 && p[cut - 1] != '/')
 			cut--;
 		if (cut <= 1) /* a relative path's first name, or an absolute one's below / */
+			break;
+		if (!judgeable(p, cut - 1)) /* "new/..": the leaf alone, as a user's mkdir */
 			break;
 		p[cut - 1] = '\0';
 		bool missing = lstat(p, &st) != 0 && errno == ENOENT;

@@ -493,6 +493,17 @@ static void test_missing_top(void **state)
 	fio_rmdirs_upto(".//r/./tok/", t);
 	assert_int_equal(access("r", F_OK), -1);
 	free(t);
+	/* a ".." over directories that are there is judged as any other path */
+	assert_int_equal(mkdir("here", 0700), 0);
+	assert_int_equal(chdir("here"), 0);
+	t = fio_missing_top("../runs/tok");
+	assert_string_equal(t, "../runs");
+	assert_int_equal(fio_mkdirs("../runs/tok", 0700), 0);
+	fio_rmdirs_upto("../runs/tok", t);
+	assert_int_equal(access("../runs", F_OK), -1);
+	free(t);
+	assert_int_equal(chdir(".."), 0);
+	rmdir("here");
 	assert_int_equal(chdir(cwd), 0);
 }
 
