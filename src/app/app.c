@@ -528,15 +528,15 @@ static int32_t *fitted(struct app *a, int *n, int *dropped)
 }
 
 /* Whether the conversation with the answer's room fits the context without leaving a
- * turn out: a fit afresh. */
-static bool fits_whole(struct app *a)
+ * turn out, as a fit afresh finds on its first pass: one rendering, not a fit (whose
+ * drops render the conversation again each). */
+static bool fits_whole(struct app *a, int ctx)
 {
-	int keep = a->fit_dropped, n = 0, dropped = 0;
-	a->fit_dropped = 0;
-	int32_t *ids = fitted(a, &n, &dropped);
-	bool whole = ids && dropped == 0;
+	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
+	size_t n = 0;
+	int32_t *ids = chat_encode(a->tok, a->chat, a->variant, true, think, !a->parse_special, &n);
+	bool whole = ids && n + (size_t)fit_reserve(a, ctx) <= (size_t)ctx;
 	free(ids);
-	a->fit_dropped = keep;
 	return whole;
 }
 
@@ -559,7 +559,7 @@ void app_conversation_changed(struct app *a, bool kept_start)
 	a->own_unanswered = false;
 	if (!kept_start)
 		a->fit_dropped = a->dropped_told = 0;
-	else if (ctx && a->fit_dropped && fits_whole(a))
+	else if (ctx && a->fit_dropped && a->tok && fits_whole(a, ctx))
 		a->fit_dropped = a->dropped_told = 0; /* short again: seen whole */
 	if (ctx && (used >= ctx || a->fit_dropped)) {
 		int32_t *ids = fitted(a, &m, &dropped);
