@@ -282,9 +282,9 @@ static int make_dir(const char *dir, char **top)
 		catch_stop(dir, *top);
 	if (fio_mkdirs(dir, 0700) == 0)
 		return 0;
-	stop_top = NULL;
 	if (*top) /* what was made before mkdir failed */
 		fio_rmdirs_upto(dir, *top);
+	stop_top = NULL; /* before the string it names goes */
 	free(*top);
 	*top = NULL;
 	return -1;
