@@ -434,6 +434,18 @@ static void test_system_names(void **state)
 	unlink(p);
 }
 
+/* fio_missing_top(path) is top; what fio_mkdirs(path) makes, fio_rmdirs_upto removes. */
+static void made_and_removed(const char *path, const char *top)
+{
+	char *t = fio_missing_top(path);
+	assert_non_null(t);
+	assert_string_equal(t, top);
+	assert_int_equal(fio_mkdirs(path, 0700), 0);
+	fio_rmdirs_upto(path, t);
+	assert_int_equal(access(top, F_OK), -1);
+	free(t);
+}
+
 /* mkdir -p's directories for something that failed: removed up to the outermost one
  * made, and only while empty. */
 static void test_missing_top(void **state)
@@ -443,13 +455,9 @@ static void test_missing_top(void **state)
 	path_of(out, sizeof out, "m1/m2/out/");
 	path_of(top, sizeof top, "m1");
 	assert_null(fio_missing_top(dir)); /* there */
-	char *t = fio_missing_top(out);
-	assert_non_null(t);
-	assert_string_equal(t, top);
-	assert_int_equal(fio_mkdirs(out, 0700), 0);
-	fio_rmdirs_upto(out, t);
-	assert_int_equal(access(top, F_OK), -1);
+	made_and_removed(out, top);
 	/* a parent that holds something else stays, with what it holds */
+	char *t = fio_missing_top(out);
 	assert_int_equal(fio_mkdirs(out, 0700), 0);
 	path_of(keep, sizeof keep, "m1/keep");
 	put(keep, "k");
@@ -487,21 +495,11 @@ static void test_missing_top(void **state)
 	char cwd[PATH_MAX];
 	assert_non_null(getcwd(cwd, sizeof cwd));
 	assert_int_equal(chdir(dir), 0);
-	t = fio_missing_top(".//r/./tok/");
-	assert_string_equal(t, "r");
-	assert_int_equal(fio_mkdirs(".//r/./tok/", 0700), 0);
-	fio_rmdirs_upto(".//r/./tok/", t);
-	assert_int_equal(access("r", F_OK), -1);
-	free(t);
+	made_and_removed(".//r/./tok/", "r");
 	/* a ".." over directories that are there is judged as any other path */
 	assert_int_equal(mkdir("here", 0700), 0);
 	assert_int_equal(chdir("here"), 0);
-	t = fio_missing_top("../runs/tok");
-	assert_string_equal(t, "../runs");
-	assert_int_equal(fio_mkdirs("../runs/tok", 0700), 0);
-	fio_rmdirs_upto("../runs/tok", t);
-	assert_int_equal(access("../runs", F_OK), -1);
-	free(t);
+	made_and_removed("../runs/tok", "../runs");
 	assert_int_equal(chdir(".."), 0);
 	rmdir("here");
 	assert_int_equal(chdir(cwd), 0);
