@@ -29,19 +29,41 @@ int32_t *chat_encode(struct tok *t, const struct chat *c, enum tmpl_variant v,
 	return ids;
 }
 
-/* Removes the oldest whole turn of c (from the first after the system prompt up to
- * the next user turn); false when only the last user turn is left to remove. */
-static bool drop_oldest(struct chat *c)
+/* The turns drop_oldest would take, d at a time: c without its first d exchanges
+ * after the system prompt, each a turn and the turns up to the next user turn (the
+ * last user turn stays). starts[k] is the index where exchange k + 1 begins; there
+ * are *n of them. malloc'd, NULL with *n = 0 when none can go (or out of memory). */
+static size_t *exchange_starts(const struct chat *c, size_t *first, int *n)
 {
-	size_t first = c->n && c->turns[0].role == CHAT_SYSTEM ? 1 : 0;
+	*first = c->n && c->turns[0].role == CHAT_SYSTEM ? 1 : 0;
 	long last = chat_last(c, CHAT_USER);
-	if (last < 0 || (size_t)last <= first)
-		return false;
-	size_t end = first + 1;
-	while (end < (size_t)last && c->turns[end].role != CHAT_USER)
-		end++;
-	chat_remove(c, first, end - first);
-	return true;
+	*n = 0;
+	if (last < 0 || (size_t)last <= *first)
+		return NULL;
+	size_t *s = malloc(((size_t)last - *first) * sizeof *s);
+	for (size_t i = *first + 1; s && i <= (size_t)last; i++)
+		if (c->turns[i].role == CHAT_USER)
+			s[(*n)++] = i;
+	return s;
+}
+
+/* c rendered and tokenized without its first d exchanges (d <= the count of starts):
+ * *k ids, malloc'd; NULL with err_set. */
+static int32_t *encode_without(struct tok *t, const struct chat *c, size_t first,
+			       const size_t *starts, int d, enum tmpl_variant v, int think,
+			       bool literal, size_t *k)
+{
+	if (d == 0)
+		return chat_encode(t, c, v, true, think, literal, k);
+	struct chat *cut = chat_dup(c);
+	if (!cut) {
+		err_set("out of memory fitting the conversation");
+		return NULL;
+	}
+	chat_remove(cut, first, starts[d - 1] - first);
+	int32_t *ids = chat_encode(t, cut, v, true, think, literal, k);
+	chat_free(cut);
+	return ids;
 }
 
 /* "the prompt is N tokens (the message alone M), the context holds CTX": the
@@ -62,38 +84,67 @@ static void too_long(struct tok *t, const struct chat *c, bool literal, size_t k
 		ctx, k == (size_t)ctx ? " and no room for an answer" : "");
 }
 
+/* The fit as one turn dropped at a time would find it (the prompt shrinks as turns
+ * go), found in a logarithmic number of renderings: a conversation loaded with a
+ * thousand exchanges is not rendered a thousand times. */
 int32_t *chat_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int enable_thinking,
 			 bool literal, int ctx, int reserve, int slack, int *n, int *dropped)
 {
-	int again = *dropped > 0 ? *dropped : 0;
-	*dropped = 0;
-	while (*dropped < again && drop_oldest(c))
-		(*dropped)++;
-	size_t room = (size_t)(reserve > 0 ? reserve : 0), extra = 0;
-	for (;;) {
-		size_t k;
-		int32_t *ids = chat_encode(t, c, v, true, enable_thinking, literal, &k);
-		if (!ids)
-			return NULL;
-		if (k + room + extra <= (size_t)ctx) {
-			*n = (int)k;
-			return ids;
+	size_t first, k, room = (size_t)(reserve > 0 ? reserve : 0);
+	int count;
+	size_t *starts = exchange_starts(c, &first, &count);
+	int again = *dropped > count ? count : *dropped > 0 ? *dropped : 0;
+	/* the turns dropped before stay dropped; more go only if the prompt overflows */
+	int32_t *ids = encode_without(t, c, first, starts, again, v, enable_thinking, literal, &k);
+	int best = again;
+	/* when the start moves, far enough that the next turns fit behind it */
+	size_t need = room + (slack > 0 && room + (size_t)slack < (size_t)ctx ? (size_t)slack : 0);
+	if (ids && k + room > (size_t)ctx && again < count) {
+		int lo = again, hi = -1, step = 1; /* lo does not fit; hi, once found, does */
+		size_t hk = 0;
+		int32_t *hids = NULL;
+		/* galloping while no fit is known (small moves cost little), then halving */
+		while (ids && (hi < 0 ? lo < count : hi - lo > 1)) {
+			int d = hi >= 0             ? lo + (hi - lo) / 2
+				: count - lo > step ? lo + step
+						    : count;
+			step *= 2;
+			size_t dk;
+			int32_t *dids = encode_without(t, c, first, starts, d, v, enable_thinking,
+						       literal, &dk);
+			if (!dids) {
+				free(ids);
+				ids = NULL;
+			} else if (dk + need <= (size_t)ctx) {
+				free(hids);
+				hi = d, hk = dk, hids = dids;
+			} else if (hi < 0) { /* the most dropped so far: the last resort */
+				free(ids);
+				ids = dids, k = dk, lo = d, best = d;
+			} else {
+				free(dids);
+				lo = d;
+			}
 		}
-		if (drop_oldest(c)) {
+		if (ids && hi >= 0) {
 			free(ids);
-			(*dropped)++;
-			/* the start moves: far enough that the next turns fit behind it */
-			if (slack > 0 && room + (size_t)slack < (size_t)ctx)
-				extra = (size_t)slack;
-			continue;
+			ids = hids, k = hk, best = hi;
+		} else {
+			free(hids);
 		}
-		/* Nothing left to drop: go on with less room for the answer. */
-		if (k < (size_t)ctx) {
-			*n = (int)k;
-			return ids;
-		}
+	}
+	if (ids && best > 0)
+		chat_remove(c, first, starts[best - 1] - first);
+	free(starts);
+	if (!ids)
+		return NULL;
+	*dropped = best;
+	/* nothing left to drop: go on with less room for the answer */
+	if (k + (best > again ? need : room) > (size_t)ctx && k >= (size_t)ctx) {
 		free(ids);
 		too_long(t, c, literal, k, ctx);
 		return NULL;
 	}
+	*n = (int)k;
+	return ids;
 }
