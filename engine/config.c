@@ -260,21 +260,21 @@ static int parse_fields(json_t *root, const char *name, struct eng_config *c)
 	    get_int(root, name, "", "intermediate_size", 1, MAX_WIDTH, -1, &c->intermediate_size) ||
 	    get_int(root, name, "", "num_hidden_layers", 1, MAX_LAYERS, -1, &c->num_layers) ||
 	    get_int(root, name, "", "num_attention_heads", 1, MAX_HEADS, -1, &c->num_heads) ||
-	    get_int(root, name, "", "num_key_value_heads", 1, MAX_HEADS, c->num_heads,
+	    get_int(root, name, "", "num_key_value_heads", 1, MAX_HEADS,
+		    json_object_get(root, "num_key_value_heads") ? c->num_heads : 32,
 		    &c->num_kv_heads))
 		return -1;
-	/* transformers' default head_dim is hidden_size / num_attention_heads */
-	if (!json_object_get(root, "head_dim") && c->hidden_size % c->num_heads)
-		return err_set("%s: head_dim is missing and hidden_size %d is not a multiple "
-			       "of num_attention_heads %d",
-			       name, c->hidden_size, c->num_heads);
-	if (get_int(root, name, "", "head_dim", 1, ENG_MAX_HEAD_DIM, c->hidden_size / c->num_heads,
-		    &c->head_dim) ||
+	/* Absent keys take Qwen3Config's defaults in transformers: 32 KV heads (null: one
+	 * per query head, its backward-compatible reading), head_dim 128 whatever the hidden
+	 * size, 32,768 positions. A null head_dim has no reading there (it fails to build). */
+	if (json_is_null(json_object_get(root, "head_dim")))
+		return err_set("%s: head_dim must be an integer, not null", name);
+	if (get_int(root, name, "", "head_dim", 1, ENG_MAX_HEAD_DIM, 128, &c->head_dim) ||
 	    get_num(root, name, "", "rms_norm_eps", MIN_RMS_EPS, MAX_RMS_EPS, 1e-6,
 		    &c->rms_norm_eps) ||
 	    get_num(root, name, "", "rope_theta", MIN_ROPE_THETA, MAX_ROPE_THETA, 10000,
 		    &c->rope_theta) ||
-	    get_int(root, name, "", "max_position_embeddings", 1, MAX_POSITIONS, -1,
+	    get_int(root, name, "", "max_position_embeddings", 1, MAX_POSITIONS, 32768,
 		    &c->max_position_embeddings))
 		return -1;
 	json_t *tie = json_object_get(root, "tie_word_embeddings");
@@ -302,10 +302,9 @@ int cfg_check_consistency(const struct eng_config *c, const char *name)
 		return err_set("%s: rope_theta 1 leaves YaRN's correction range undefined (it "
 			       "divides by ln rope_theta)",
 			       name);
-	if (c->head_dim > ENG_MAX_HEAD_DIM) /* head_dim absent: hidden_size / heads */
-		return err_set("%s: head_dim %d (hidden_size / num_attention_heads) is out of "
-			       "range [1, %d]",
-			       name, c->head_dim, ENG_MAX_HEAD_DIM);
+	if (c->head_dim > ENG_MAX_HEAD_DIM) /* a GGUF without key_length: hidden / heads */
+		return err_set("%s: head_dim %d is out of range [1, %d]", name, c->head_dim,
+			       ENG_MAX_HEAD_DIM);
 	struct eng_param_counts pc;
 	eng_count_params(c, &pc);
 	if (pc.total > MAX_PARAMS)

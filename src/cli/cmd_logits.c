@@ -26,8 +26,8 @@ static const struct cli_opt logits_opts[] = {
 static const struct cli_opt logits_shared_help[] = {
 	{"exact", 0, NULL,
 	 "changes nothing here: logits prefills with fp32\n"
-	 "activations, the exact reference, unless\n"
-	 "QWENCHAT_CPU_BF16_PREFILL=1"},
+	 "activations (unless QWENCHAT_CPU_BF16_PREFILL=1);\n"
+	 "with --kv-f32 too, the exact reference"},
 	{"ctx", 0, NULL, "context size in tokens (default: the number of ids)"},
 	{0},
 };
