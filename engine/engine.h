@@ -425,7 +425,7 @@ struct eng_sampling {
 	int top_k;          /* 1..ENG_SAMPLE_MAX_K unless greedy */
 	double top_p, min_p;
 	double presence_penalty, repetition_penalty;
-	const int32_t *recent; /* ids the penalties look at, n_recent <= MAX_RECENT */
+	const int32_t *recent; /* ids the penalties look at, n_recent <= ENG_SAMPLE_MAX_RECENT */
 	int n_recent;
 	int vocab_limit; /* ids from here on are never picked (padding rows) */
 	double uniform;  /* the draw, in [0, 1) */

@@ -33,7 +33,9 @@ static const char *const ggml_names[] = {
 	"Q2_0",
 };
 
-const char *gguf_type_name(int t)
+/* ggml's name of a tensor type ("Q4_K", "IQ2_XXS"), or NULL for a number ggml does
+ * not define. */
+static const char *gguf_type_name(int t)
 {
 	return t >= 0 && t < (int)(sizeof ggml_names / sizeof ggml_names[0]) ? ggml_names[t] : NULL;
 }

@@ -64,8 +64,4 @@ const struct gguf_tensor *gguf_tensor(const struct eng_gguf *g, const char *name
 /* Bytes of one value of a number or bool type; 0 for a string or an array. */
 size_t gguf_scalar_size(enum eng_gguf_type t);
 
-/* ggml's name of a tensor type ("Q4_K", "IQ2_XXS"), or NULL for a number ggml does
- * not define. */
-const char *gguf_type_name(int ggml_type);
-
 #endif

@@ -73,10 +73,4 @@ int gguf_model_open(struct eng_model *m, const char *path);
  * does once the files are open (the fuzz target's entry). 0 or -1 (err_set). */
 int gguf_model_bind(struct eng_model *m);
 
-/* Reads the config from a GGUF's qwen3.* keys (the vocabulary size from
- * token_embd.weight, tied when output.weight is absent), validated as config.json
- * is. 0 or -1 (err_set naming the file and key). */
-int gguf_config(const struct eng_gguf *g, const struct gguf_tensor *embed, bool tied,
-		struct eng_config *cfg);
-
 #endif

@@ -124,8 +124,11 @@ static int token_id(const struct eng_gguf *g, const char *key, int vocab, int *o
 	return 0;
 }
 
-int gguf_config(const struct eng_gguf *g, const struct gguf_tensor *embed, bool tied,
-		struct eng_config *c)
+/* Reads the config from a GGUF's qwen3.* keys (the vocabulary size from
+ * token_embd.weight, tied when output.weight is absent), validated as config.json
+ * is. 0 or -1 (err_set naming the file and key). */
+static int gguf_config(const struct eng_gguf *g, const struct gguf_tensor *embed, bool tied,
+		       struct eng_config *c)
 {
 	memset(c, 0, sizeof *c);
 	if (check_arch(g))

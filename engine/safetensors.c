@@ -241,7 +241,7 @@ struct st_file *st_parse(const void *bytes, size_t size, const char *name)
  * read into 2 MB folios and mapped 2 MB at a time (Linux 6.x on a filesystem with
  * large folios, such as ext4 or xfs); pages already cached stay as they are. Both
  * steps are hints: where either fails the plain mapping is used. */
-void *st_map_weights(int fd, size_t size)
+static void *st_map_weights(int fd, size_t size)
 {
 	enum { HUGE = 2 << 20 };
 #ifdef MADV_HUGEPAGE

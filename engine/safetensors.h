@@ -39,10 +39,6 @@ struct st_file *st_parse(const void *bytes, size_t size, const char *name);
 
 void st_free(struct st_file *f);
 
-/* Maps `size` bytes of fd read-only for weights read in place (2 MB-aligned, huge
- * pages asked for; also used for GGUF files). MAP_FAILED on error (errno). */
-void *st_map_weights(int fd, size_t size);
-
 /* Opens path (called `name` in messages), refuses anything but a regular file of at
  * least min_size bytes ("file is truncated: N bytes, TOO_SHORT") and maps it with
  * st_map_weights; *size gets its size. NULL with err_set. */

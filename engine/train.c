@@ -263,7 +263,7 @@ static double normal(uint64_t *s)
 /* Each tensor draws from its own stream, so that a shape change elsewhere keeps it.
  * SplitMix64 steps its state by a constant, so value k of a tensor (two draws) starts
  * from state s0 + 2k * 0x9e37..: the tensors are drawn in pieces, on every thread,
- * and give the same values as one pass (a 0.6B model's 596M draws take ~20 s on one). */
+ * and give the same values as one pass (one thread is slow at a 0.6B model's 596M). */
 #define INIT_CHUNK (1 << 20)
 
 int train_pieces(const struct eng_trainer *t, int64_t chunk)

@@ -38,7 +38,6 @@ struct bpe_counter {
 	const char *const *specials;
 	size_t *spec_len;
 	int n_specials;
-	size_t max_spec;
 	int threads;
 	size_t block, min_range;
 	void (*progress)(void *ctx, uint64_t bytes);

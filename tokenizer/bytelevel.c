@@ -8,7 +8,8 @@ static int is_self(unsigned b)
 	return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
 }
 
-int bl_char_to_byte(uint32_t c)
+/* The byte a character of the alphabet stands for, or -1 when c is not in it. */
+static int bl_char_to_byte(uint32_t c)
 {
 	if (c < 256)
 		return is_self(c) ? (int)c : -1;

@@ -6,8 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The byte a character of the alphabet stands for, or -1 when c is not in it. */
-int bl_char_to_byte(uint32_t c);
 /* The alphabet character for byte b. */
 uint32_t bl_byte_to_char(unsigned b);
 /* Decodes the alphabet string s[0..n) (UTF-8) into raw bytes out[0..ret) (out holds

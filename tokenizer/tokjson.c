@@ -5,7 +5,8 @@
 
 #include <string.h>
 
-void tokjson_string(struct strbuf *b, const char *s, size_t n)
+/* Appends s[0..n) (valid UTF-8) as a JSON string literal. */
+static void tokjson_string(struct strbuf *b, const char *s, size_t n)
 {
 	/* only quotes, backslashes and control characters need escapes */
 	sb_put(b, "\"", 1);

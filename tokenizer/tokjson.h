@@ -44,7 +44,4 @@ void tokjson_write(struct strbuf *b, const struct tokjson *j);
 void tokjson_vocab(struct strbuf *b, const struct tokjson_token *vocab, size_t n,
 		   const char *indent);
 
-/* Appends s[0..n) (valid UTF-8) as a JSON string literal. */
-void tokjson_string(struct strbuf *b, const char *s, size_t n);
-
 #endif

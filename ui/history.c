@@ -76,7 +76,9 @@ static void unescape(void)
 	}
 }
 
-void in_history_save(const char *path)
+/* Replaces the file by the last 1,000 entries of readline's list (0600, a link there
+ * replaced). */
+static void in_history_save(const char *path)
 {
 	struct strbuf b = {0};
 	int n = history_length;

@@ -59,7 +59,7 @@ static void on_stop(int sig)
 	got_stop = sig;
 }
 
-void ui_notice(struct ui *u, bool error, const char *msg)
+static void ui_notice(struct ui *u, bool error, const char *msg)
 {
 	if (!msg || !*msg)
 		return;

@@ -78,7 +78,6 @@ int md_put(struct ui *u, int y, int x, const char *line, const char *end, const 
 
 /* ui.c */
 void ui_submit(struct ui *u, char *line);
-void ui_notice(struct ui *u, bool error, const char *msg);
 void ui_cancel_or_quit(struct ui *u);
 void ui_set_debug(struct ui *u, int mode);
 
@@ -94,9 +93,6 @@ void in_history_append(const char *path, const char *line);
 /* At exit: the file cut to its last 1,000 entries, or, where there is none (or a
  * link), written from readline's list. */
 void in_history_trim(const char *path);
-/* Replaces the file by the last 1,000 entries of readline's list (0600, a link there
- * replaced). */
-void in_history_save(const char *path);
 /* Readline completion of slash commands (also for the plain mode). */
 void in_completion(void);
 /* Edits of recalled history lines undone when a line is sent (also for the plain

@@ -18,7 +18,7 @@ void view_init(struct view *v)
 	v->show_reasoning = true;
 }
 
-void view_clear(struct view *v)
+static void view_clear(struct view *v)
 {
 	for (size_t i = 0; i < v->n; i++) {
 		free(v->b[i].reasoning.s);

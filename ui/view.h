@@ -64,7 +64,6 @@ void view_mark_gone(struct view *v, int turns);
 
 void view_init(struct view *v);
 void view_free(struct view *v);
-void view_clear(struct view *v);
 /* Appends a block; text may be NULL. Returns its index or -1 (out of memory). */
 int view_add(struct view *v, enum vb_kind kind, const char *reasoning, const char *content);
 /* Appends streamed text to block i. */

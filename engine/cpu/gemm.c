@@ -619,9 +619,3 @@ bool gemm_has_bf16(const struct gemm_ctx *ctx)
 {
 	return ctx->mk_bf16 != NULL;
 }
-
-size_t gemm_scratch_bytes(const struct gemm_ctx *ctx)
-{
-	return ctx->per * ctx->threads +
-	       (ctx->apack_words + ctx->atmp_words + ctx->serial_words * ctx->threads) * sizeof(uint32_t);
-}

@@ -47,8 +47,6 @@ struct gemm_ctx;
 struct gemm_ctx *gemm_new(enum cpu_isa isa, struct cpu_pool *pool);
 void gemm_free(struct gemm_ctx *g);
 bool gemm_has_bf16(const struct gemm_ctx *g);
-/* Bytes of per-thread scratch the products use (allocated by gemm_new). */
-size_t gemm_scratch_bytes(const struct gemm_ctx *g);
 
 /* One product on every thread of the pool. */
 void gemm_run(struct gemm_ctx *g, const struct gemm *p, enum gemm_prec prec);

@@ -17,7 +17,7 @@ struct pass {
 	int blocks;
 	atomic_int next;
 	/* the pass's operands */
-	float *y, *dx, *dw, *du;
+	float *y, *dx, *du;
 	float *rstd;       /* the forward writes it */
 	const float *rstd_in; /* the backward reads it */
 	const float *x, *w, *dy, *g, *u, *qw, *kw;

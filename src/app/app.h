@@ -159,9 +159,6 @@ int app_prefill(struct app *a);
 /* Asks the running turn to stop (async-signal-safe). */
 void app_cancel(struct app *a);
 
-/* Runs a parsed slash command. Commands that change the conversation or settings
- * are refused while a worker turn runs. */
-void app_exec(struct app *a, const struct slash_call *c, struct app_result *r);
 /* Parses and runs a line starting with '/'. */
 void app_command(struct app *a, const char *line, struct app_result *r);
 

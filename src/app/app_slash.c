@@ -439,7 +439,9 @@ static bool allowed_while_busy(const struct slash_call *c)
 	}
 }
 
-void app_exec(struct app *a, const struct slash_call *c, struct app_result *r)
+/* Runs a parsed slash command. Commands that change the conversation or settings
+ * are refused while a worker turn runs. */
+static void app_exec(struct app *a, const struct slash_call *c, struct app_result *r)
 {
 	memset(r, 0, sizeof *r);
 	if (a->worker_running && !allowed_while_busy(c)) {

@@ -29,7 +29,7 @@ int32_t *chat_encode(struct tok *t, const struct chat *c, enum tmpl_variant v,
 	return ids;
 }
 
-/* The turns drop_oldest would take, d at a time: c without its first d exchanges
+/* The exchanges chat_render_fit may drop, d at a time: c without its first d exchanges
  * after the system prompt, each a turn and the turns up to the next user turn (the
  * last user turn stays). starts[k] is the index where exchange k + 1 begins; there
  * are *n of them. malloc'd, NULL with *n = 0 when none can go (or out of memory). */

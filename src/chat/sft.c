@@ -131,7 +131,9 @@ static size_t skip_space(const char *text, size_t len, size_t pos)
 	return pos;
 }
 
-bool sft_is_json_lines(const char *path, const char *text, size_t len)
+/* Whether path holds JSON Lines: named *.jsonl or *.ndjson, or text[0..len) holds
+ * another JSON value after its first one. */
+static bool sft_is_json_lines(const char *path, const char *text, size_t len)
 {
 	if (ends_with(path, ".jsonl") || ends_with(path, ".ndjson"))
 		return true;
@@ -235,7 +237,9 @@ static int read_records(const char *path, const char *text, size_t len, conv_fn 
 	}
 }
 
-bool sft_is_plain_text(const char *path)
+/* Whether path is read as plain text (named *.txt or *.md): its non-blank lines are
+ * paragraphs, each asked and answered by the next. */
+static bool sft_is_plain_text(const char *path)
 {
 	return ends_with(path, ".txt") || ends_with(path, ".md");
 }

@@ -38,14 +38,6 @@ struct chat *sft_chat_from_json(const char *text, size_t len, const char *where)
 /* The same on a parsed value (root is not taken). */
 struct chat *sft_chat_from_value(struct json_t *root, const char *where);
 
-/* Whether path holds JSON Lines: named *.jsonl or *.ndjson, or text[0..len) holds
- * another JSON value after its first one. */
-bool sft_is_json_lines(const char *path, const char *text, size_t len);
-
-/* Whether path is read as plain text (named *.txt or *.md): its non-blank lines are
- * paragraphs, each asked and answered by the next. */
-bool sft_is_plain_text(const char *path);
-
 /* Reads path and calls fn for each conversation in it, in order: every non-blank line
  * of a JSON Lines file (where = "FILE:LINE"), the whole file, a conversation as the
  * chat saves it (where = "FILE"), or in a plain text file (sft_is_plain_text) each

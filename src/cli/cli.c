@@ -150,7 +150,8 @@ static struct cli_opt shared_as_worded(const struct cli_command *cmd, const stru
 	return worded;
 }
 
-void cli_help(const struct cli_command *cmd, FILE *f)
+/* Prints the command's --help to f. */
+static void cli_help(const struct cli_command *cmd, FILE *f)
 {
 	fprintf(f, "usage: qwenchat %s %s\n\n", cmd->name, cmd->synopsis);
 	if (cmd->about)
@@ -190,7 +191,10 @@ static void weights_progress(const char *verb, size_t done_bytes, size_t total_b
 	fflush(stderr);
 }
 
-void cli_upload_progress(size_t done_bytes, size_t total_bytes)
+/* The weight upload's progress (eng_options.progress): on a terminal, one stderr
+ * line rewritten in place ("uploading weights 3.10 GB / 16.4 GB"), ended at the end;
+ * nothing when stderr is not a terminal. */
+static void cli_upload_progress(size_t done_bytes, size_t total_bytes)
 {
 	weights_progress("uploading", done_bytes, total_bytes);
 }
@@ -271,7 +275,8 @@ int cli_parse_long(const char *name, const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
-int cli_parse_double(const char *name, const char *s, double lo, double hi, double *out)
+/* Parses a finite double in [lo, hi]; NaN and infinities are refused. */
+static int cli_parse_double(const char *name, const char *s, double lo, double hi, double *out)
 {
 	char *end;
 	errno = 0;

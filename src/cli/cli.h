@@ -103,9 +103,6 @@ enum { CLI_DONE = -1 };
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_common *c,
 	      cli_own_fn own, void *user, int *first);
 
-/* Prints the command's --help to f. */
-void cli_help(const struct cli_command *cmd, FILE *f);
-
 /* threads, or the CPUs online when it is more, said through notice (NULL: stderr):
  * more threads than CPUs only take turns on them. */
 int cli_threads_cap(int threads, void (*notice)(const char *msg));
@@ -147,20 +144,12 @@ void cli_sampling(const struct cli_common *c, struct samp_params *p);
 /* Parses a whole decimal integer in [lo, hi]; prints "qwenchat: --NAME: ..." on error. */
 int cli_parse_long(const char *name, const char *s, long lo, long hi, long *out);
 
-/* Parses a finite double in [lo, hi]; NaN and infinities are refused. */
-int cli_parse_double(const char *name, const char *s, double lo, double hi, double *out);
-
 /* An API key from the first line of a file (--api-key-file, which keeps the key out
  * of ps), malloc'd; NULL after printing the error. */
 char *cli_read_key_file(const char *path);
 
 /* Prints "qwenchat: MSG" on stderr: the engine's notice callback (eng_new). */
 void cli_notice(const char *msg);
-
-/* The weight upload's progress (eng_options.progress): on a terminal, one stderr
- * line rewritten in place ("uploading weights 3.10 GB / 16.4 GB"), ended at the end;
- * nothing when stderr is not a terminal. */
-void cli_upload_progress(size_t done_bytes, size_t total_bytes);
 
 /* Prints "qwenchat: MESSAGE" on stderr (one line). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -191,7 +191,8 @@ char *ggufname_in_dir(const char *dir, const char *tag)
 	return path;
 }
 
-const char *ggufname_file_type(long t)
+/* llama.cpp's name of general.file_type ("Q4_K_M", "BF16"), or NULL. */
+static const char *ggufname_file_type(long t)
 {
 	static const char *const names[] = {
 		"F32",    "F16",    "Q4_0",    "Q4_1",   NULL,     NULL,      NULL,

@@ -41,9 +41,6 @@ void ggufname_files_free(struct ggufname_file *f, size_t n);
  * or it starts with the GGUF magic (an ollama blob has no such name). */
 bool ggufname_is_gguf(const char *path);
 
-/* llama.cpp's name of general.file_type ("Q4_K_M", "BF16"), or NULL. */
-const char *ggufname_file_type(long ftype);
-
 /* An ollama model: [HOST/][NAMESPACE/]NAME[:TAG] (registry.ollama.ai, library and
  * latest by default; "hf.co/user/repo:Q4_K_M" as ollama pulls from Hugging Face) under
  * ROOT (OLLAMA_MODELS, else ~/.ollama/models): the blob its manifest's model layer

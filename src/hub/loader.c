@@ -485,7 +485,7 @@ static json_t *load_json(const char *dir, const char *name, bool optional)
 }
 
 /* generation_config.json's sampling defaults as general.sampling.*, the keys
- * convert_hf_to_gguf.py writes (and loader_sampling reads back). */
+ * convert_hf_to_gguf.py writes (and gguf_generation reads back). */
 static int sampling_keys(json_t *gen, struct eng_gguf_out *o)
 {
 	static const struct {

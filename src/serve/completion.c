@@ -60,13 +60,6 @@ void completion_free(struct completion *c)
 	free(c);
 }
 
-const char *completion_text(const struct completion *c, enum sess_part part, size_t *len)
-{
-	if (len)
-		*len = c->part[part].text.n;
-	return c->part[part].text.p ? c->part[part].text.p : "";
-}
-
 int completion_add_text(struct completion *c, enum sess_part part, const char *text, size_t len)
 {
 	if (c->stopped)

@@ -72,8 +72,4 @@ void completion_stream(struct completion *c, struct strbuf *out);
 void completion_finish(struct completion *c, enum completion_end why,
 		       const struct completion_usage *u, struct strbuf *out);
 
-/* The text of a part so far (after the stop strings, before tool calls are split
- * off), for tests and logs. */
-const char *completion_text(const struct completion *c, enum sess_part part, size_t *len);
-
 #endif

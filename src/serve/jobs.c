@@ -38,17 +38,8 @@ void serve_job_release(struct job *j)
 	free(j);
 }
 
-/* The client went away (lock held): a running job is cancelled, a queued one skipped. */
-void serve_job_gone(struct job *j)
-{
-	j->gone = true;
-	if (j->srv->running == j)
-		atomic_store(j->srv->o.cancel, 1);
-	if (j->state == JOB_QUEUED) /* its place is free at once */
-		serve_job_unqueue(j);
-}
-
-void serve_job_unqueue(struct job *j)
+/* A queued job leaves the server's counts (lock held; once). */
+static void serve_job_unqueue(struct job *j)
 {
 	if (j->uncounted)
 		return;
@@ -57,6 +48,16 @@ void serve_job_unqueue(struct job *j)
 		j->srv->half_queued--;
 	else
 		j->srv->queued--;
+}
+
+/* The client went away (lock held): a running job is cancelled, a queued one skipped. */
+void serve_job_gone(struct job *j)
+{
+	j->gone = true;
+	if (j->srv->running == j)
+		atomic_store(j->srv->o.cancel, 1);
+	if (j->state == JOB_QUEUED) /* its place is free at once */
+		serve_job_unqueue(j);
 }
 
 /* The client's side of the socket. A request pipelined behind this one reads as data.

@@ -76,8 +76,6 @@ struct job *serve_job_new(struct serve *srv, struct oai_request *req, int fd);
 void serve_job_release(struct job *j);
 /* The client went away (lock held): a running job is cancelled, a queued one skipped. */
 void serve_job_gone(struct job *j);
-/* A queued job leaves the server's counts (lock held; once). */
-void serve_job_unqueue(struct job *j);
 /* Waits a moment on the job (lock held), looking at the client's socket: a reset marks
  * the job gone, an end-of-file half_closed. False when it is gone or the server stops. */
 bool serve_job_wait(struct job *j);

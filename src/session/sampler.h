@@ -145,7 +145,7 @@ int samp_drawn(const struct samp *s, int32_t id, float *p, struct samp_logprob *
  * ids[] and probs[] (renormalised over the set, summing to 1), by descending
  * probability when the set was cut (top-k, top-p, min-p); in id order when every
  * token survives. Returns the size of the whole set (may exceed max), or -1.
- * Draws nothing: for tests and for the UI's "candidates" view. Greedy: the one id. */
+ * Draws nothing: for tests. Greedy: the one id. */
 int samp_candidates(struct samp *s, const float *logits, int vocab, const struct samp_history *h,
 		    int32_t *ids, float *probs, int max);
 

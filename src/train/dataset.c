@@ -24,7 +24,7 @@ void dset_free(struct dset *d)
 	memset(d, 0, sizeof *d);
 }
 
-void dset_convs_free(struct dset_convs *c)
+static void dset_convs_free(struct dset_convs *c)
 {
 	free(c->ids);
 	free(c->flags);

@@ -51,9 +51,7 @@ struct dset_convs {
 
 /* Appends a conversation: ids[0..n) (n >= 1), scored[i] != 0 for the tokens the
  * assistant wrote. 0 or -1 (err_set: out of memory). */
-int dset_convs_add(struct dset_convs *c, const int32_t *ids, const unsigned char *scored,
-		   size_t n);
-void dset_convs_free(struct dset_convs *c);
+int dset_convs_add(struct dset_convs *c, const int32_t *ids, const unsigned char *scored, size_t n);
 
 /* Reads the conversations of one file into out (appending). 0 or -1 (err_set naming
  * the file, and the line or message). */

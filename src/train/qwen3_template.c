@@ -1,5 +1,5 @@
 /* qwen3_template.c — the chat template of the Qwen3 hybrid models (the chat_template
- * of Qwen/Qwen3-*'s tokenizer_config.json, byte for byte: tests/unit/test_train_files.c
+ * of Qwen/Qwen3-*'s tokenizer_config.json, byte for byte: tests/unit/test_modeldir.c
  * compares it with tests/golden/template-config-qwen3.json). A tokenizer trained from
  * scratch has no template; its checkpoint gets this one, so that the chat renders
  * conversations the way the Qwen3 models are trained on them. */

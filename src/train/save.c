@@ -134,22 +134,6 @@ int save_checkpoint(const char *dir, struct eng_trainer *t, const struct tstate 
 	return 0;
 }
 
-long long save_file_step(const char *path)
-{
-	struct ckpt_st *f = ckpt_st_open(path);
-	if (!f)
-		return -1;
-	const char *s = ckpt_st_meta(f, "step");
-	char *end = NULL;
-	long long v = s ? strtoll(s, &end, 10) : -1;
-	if (!s || *end || v < 0) {
-		err_set("%s: __metadata__ has no step", path);
-		v = -1;
-	}
-	ckpt_st_close(f);
-	return v;
-}
-
 /* Reads the weights (or the moments) of every parameter from path, which must be of
  * `step`. */
 static int read_st(const char *path, struct eng_trainer *t, bool moments, int64_t step)

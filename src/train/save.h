@@ -30,8 +30,4 @@ int save_checkpoint(const char *dir, struct eng_trainer *t, const struct tstate 
  * device on a GPU backend); every file must be of st->step. 0 or -1 (err_set). */
 int save_restore(const char *dir, struct eng_trainer *t, const struct tstate *st);
 
-/* The step a checkpoint file is of (its __metadata__ "step"), -1 when it has none
- * or cannot be read (err_set). */
-long long save_file_step(const char *path);
-
 #endif
