@@ -27,6 +27,31 @@ static void line(int y, int x, int w, attr_t at, const char *fmt, ...)
 	attrset(A_NORMAL);
 }
 
+/* A label and its figures (ASCII, one blank before each), wrapped at the pane's width
+ * so that no figure is cut ("3.41" cut to "3." reads as another number); at most rows
+ * lines, the others indented. Returns the lines drawn. */
+static int figures(int y, int x, int w, int rows, const char *text)
+{
+	int drawn = 0;
+	size_t n = strlen(text), at = 0;
+	while (at < n && drawn < rows) {
+		size_t indent = drawn ? 2 : 0, room = w > (int)indent ? (size_t)w - indent : 1;
+		size_t len = n - at;
+		if (len > room) { /* up to the last blank that keeps the line within room */
+			len = room;
+			while (len > 0 && text[at + len] != ' ')
+				len--;
+			if (len == 0)
+				len = room;
+		}
+		line(y + drawn++, x, w, A_NORMAL, "%*s%.*s", (int)indent, "", (int)len, text + at);
+		at += len;
+		while (at < n && text[at] == ' ')
+			at++;
+	}
+	return drawn;
+}
+
 static void attention(struct ui *u, int y, int x, int h, int w)
 {
 	struct app_attention at;
@@ -85,9 +110,8 @@ static void attention(struct ui *u, int y, int x, int h, int w)
 		snprintf(e + el, sizeof e - el, " %.2f", ent);
 		snprintf(f + fl, sizeof f - fl, " %.2f", hr[0]);
 	}
-	line(y + r++, x, w, A_NORMAL, "%s", e);
-	if (r < h)
-		line(y + r++, x, w, A_NORMAL, "%s", f);
+	r += figures(y + r, x, w, h - r, e);
+	r += figures(y + r, x, w, h - r, f);
 	if (r < h)
 		line(y + r++, x, w, A_DIM, "top attended tokens (weight, position, text):");
 	/* The top tokens, by weight. */
@@ -213,9 +237,10 @@ static void probs(struct ui *u, int y, int x, int h, int w)
 				k += snprintf(s + k, sizeof s - (size_t)k, "%s %s %.3g",
 					      alts++ ? "" : " |", t->top[i].text, t->top[i].p);
 			}
+		/* float32 sums of a set listed whole miss 1 by a few 1e-8: that is no rest */
 		if (k < (int)sizeof s)
 			snprintf(s + k, sizeof s - (size_t)k, " | rest %.3g",
-				 sum < 1 ? 1 - sum : 0.0);
+				 sum < 1 - 1e-6 ? 1 - sum : 0.0);
 		line(y + 1 + r, x, w, t->p < 0.5f ? A_BOLD : A_NORMAL, "%s", s);
 	}
 }

@@ -227,7 +227,10 @@ static void draw_status(struct ui *u, int y, int w)
 		FIELD(95, "prefilling...");
 	if (f->turn.prefilled || f->turn.generated) { /* no figure before the first turn */
 		FIELD(20, "prefill %.0f t/s", f->turn.prefill_tps);
-		FIELD(80, "decode %.1f t/s", f->turn.decode_tps);
+		if (f->turn.generated > 1) /* a speed needs two tokens' times */
+			FIELD(80, "decode %.1f t/s", f->turn.decode_tps);
+		else
+			FIELD(80, "decode - t/s");
 		FIELD(30, "TTFT %.2fs", f->turn.ttft);
 	}
 	if (f->mem.device_total) {
@@ -393,14 +396,15 @@ void draw_frame(struct ui *u)
 	if (in_h > max_in)
 		in_h = max_in;
 	int chat_h = rows - in_h - 2;
-	/* The debug pane: beside the chat on wide screens, below it otherwise. */
+	/* The debug pane: beside the chat on wide screens, below it otherwise, down to two
+	 * lines (its title and one more) on a short window. */
 	if (u->debug && cols >= 120) {
 		int pw = cols * 2 / 5;
 		draw_chat(u, 0, 0, chat_h, cols - pw - 1);
 		for (int r = 0; r < chat_h; r++)
 			mvaddstr(r, cols - pw - 1, ui_glyph(u, "\xe2\x94\x82", "|"));
 		debug_draw(u, 0, cols - pw, chat_h, pw);
-	} else if (u->debug && chat_h >= 8) {
+	} else if (u->debug && chat_h >= 4) {
 		int ph = chat_h / 2 > 12 ? 12 : chat_h / 2;
 		draw_chat(u, 0, 0, chat_h - ph, cols);
 		debug_draw(u, chat_h - ph, 0, ph, cols);

@@ -18,6 +18,7 @@
 #include "src/base/clock.h"
 #include "src/base/fileio.h"
 #include "src/base/proc.h"
+#include "src/base/utf8.h"
 #include "src/hub/hub.h"
 #include "src/hub/loader.h"
 
@@ -173,32 +174,60 @@ static void memory_update(struct app *a)
 	m->host_rss = proc_rss_bytes();
 }
 
+/* One character of well-formed text as the pane shows it: \n and \t written so,
+ * other control characters \xNN. Returns the bytes of p it stands for. */
+static size_t shown_char(const unsigned char *p, char *buf, const char **s, size_t *len)
+{
+	size_t bytes = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 1;
+	*s = (const char *)p;
+	*len = bytes;
+	if (p[0] == '\n' || p[0] == '\t') {
+		*s = p[0] == '\n' ? "\\n" : "\\t";
+		*len = 2;
+	} else if (p[0] < 0x20 || p[0] == 0x7f) {
+		*len = (size_t)snprintf(buf, 8, "\\x%02x", p[0]);
+		*s = buf;
+	}
+	return bytes;
+}
+
 void app_token_text(const struct app *a, int32_t id, char *out, size_t sz)
 {
 	size_t n = 0, k = 0;
 	const char *p = id >= 0 && a->tok ? tok_piece(a->tok, id, &n) : NULL;
-	if (sz == 0)
+	if (sz < 8) {
+		if (sz)
+			out[0] = 0;
 		return;
-	for (size_t i = 0; p && i < n && k + 5 < sz; i++) {
-		unsigned char c = (unsigned char)p[i];
-		if (c == '\n')
-			k += (size_t)snprintf(out + k, sz - k, "\\n");
-		else if (c < 0x20 || c == 0x7f)
-			k += (size_t)snprintf(out + k, sz - k, "\\x%02x", c);
-		else
-			out[k++] = (char)c;
 	}
-	/* A byte-level token may end mid-character: cut the partial sequence. */
-	size_t end = k, lead = k;
-	while (lead > 0 && ((unsigned char)out[lead - 1] & 0xc0) == 0x80 && k - lead < 3)
-		lead--;
-	if (lead > 0) {
-		unsigned char c = (unsigned char)out[lead - 1];
-		size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-		if (want > 1 && k - (lead - 1) < want)
-			end = lead - 1;
+	size_t room = sz - 1 - 3; /* the terminator, and "…" where the text is cut */
+	bool cut = false;
+	for (size_t i = 0; p && i < n && !cut;) {
+		size_t valid, bad;
+		utf8_next_piece(p + i, n - i, &valid, &bad);
+		for (size_t j = 0; j < valid && !cut;) {
+			char buf[8];
+			const char *s;
+			size_t len,
+				used = shown_char((const unsigned char *)p + i + j, buf, &s, &len);
+			if (!(cut = k + len > room)) {
+				memcpy(out + k, s, len);
+				k += len;
+				j += used;
+			}
+		}
+		i += valid;
+		if (!cut && i < n && !(cut = k + 3 > room)) { /* an ill-formed part: U+FFFD */
+			memcpy(out + k, UTF8_REPLACEMENT, 3);
+			k += 3;
+			i += bad;
+		}
 	}
-	out[end] = 0;
+	if (cut) {
+		memcpy(out + k, "\xe2\x80\xa6", 3);
+		k += 3;
+	}
+	out[k] = 0;
 }
 
 static int open_engine(struct app *a, const struct app_config *cfg, void (*notice)(const char *))
@@ -612,6 +641,7 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 	a->fig.dropped = dropped;
 	a->fig.dropped_more = dropped > a->dropped_told;
 	a->fig.prefilling = true;
+	a->answer_gone = false; /* the panes follow this turn's forwards */
 	pthread_mutex_unlock(&a->lock);
 	if (dropped)
 		a->dropped_told = dropped;

@@ -129,8 +129,10 @@ const char *app_session_path(const struct app *a);
 /* The server's URL with the remote backend (the model runs there: no attention or
  * memory figures here), else NULL. */
 const char *app_remote_url(const struct app *a);
-/* A token's text for one line of the debug pane: newlines and control characters
- * escaped, a trailing partial UTF-8 sequence cut. Writes into out (sz bytes). */
+/* A token's text for one line of a debug pane, into out (sz bytes): well-formed
+ * UTF-8 as it is, newlines and tabs as \n and \t, other control characters as \xNN,
+ * each ill-formed part (a byte-level token may hold part of a character) as U+FFFD as
+ * the chat shows it; a text too long for out ends in "…". */
 void app_token_text(const struct app *a, int32_t id, char *out, size_t sz);
 const char *app_state_dir(const struct app *a);
 
@@ -195,12 +197,12 @@ void app_figures(struct app *a, struct app_figures *f);
 #define APP_PROB_TOP 5
 struct app_prob_alt {
 	int32_t id;
-	char text[32]; /* control characters escaped */
+	char text[48]; /* quoted, as app_token_text writes it */
 	float p;
 };
 struct app_token_prob {
 	int32_t id;
-	char text[32];
+	char text[48];
 	float p, p_raw;
 	int n_top, n_top_raw;
 	struct app_prob_alt top[APP_PROB_TOP], top_raw[APP_PROB_TOP];

@@ -12,28 +12,14 @@
 #include "src/base/array.h"
 
 /* The token's text for the pane, in quotes so that its spaces show (a token of
- * spaces alone was a blank): at most cap-1 bytes, whole UTF-8 characters, control
- * characters as escapes (a newline as \n). */
-static void token_text(const struct tok *t, int32_t id, char *out, size_t cap)
+ * spaces alone was a blank), as the attention pane writes it (app_token_text). */
+static void token_text(const struct app *a, int32_t id, char *out, size_t cap)
 {
-	size_t len = 0, o = 0;
-	const char *s = tok_piece(t, id, &len);
-	out[o++] = '\'';
-	for (size_t i = 0; s && i < len && o + 6 < cap;) {
-		unsigned char c = (unsigned char)s[i];
-		size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-		if (c == '\n') {
-			memcpy(out + o, "\\n", 2), o += 2, i++;
-		} else if (c < 0x20 || c == 0x7f || i + k > len) {
-			out[o++] = '?', i++;
-		} else {
-			if (o + k + 2 > cap)
-				break;
-			memcpy(out + o, s + i, k), o += k, i += k;
-		}
-	}
-	out[o++] = '\'';
-	out[o] = 0;
+	out[0] = '\'';
+	app_token_text(a, id, out + 1, cap - 2);
+	size_t n = strlen(out);
+	out[n] = '\'';
+	out[n + 1] = 0;
 }
 
 /* The plain softmax of the logits (the padding rows the session masks included,
@@ -73,7 +59,7 @@ static void on_token(void *user, int32_t id, const struct samp *sp)
 	for (int i = 0; i < k; i++) {
 		t.top[i].id = top[i].id;
 		t.top[i].p = expf(top[i].logprob);
-		token_text(a->tok, top[i].id, t.top[i].text, sizeof t.top[i].text);
+		token_text(a, top[i].id, t.top[i].text, sizeof t.top[i].text);
 	}
 	t.n_top = k > 0 ? k : 0;
 	int32_t rid[APP_PROB_TOP];
@@ -84,9 +70,9 @@ static void on_token(void *user, int32_t id, const struct samp *sp)
 	for (int i = 0; i < t.n_top_raw; i++) {
 		t.top_raw[i].id = rid[i];
 		t.top_raw[i].p = rp[i];
-		token_text(a->tok, rid[i], t.top_raw[i].text, sizeof t.top_raw[i].text);
+		token_text(a, rid[i], t.top_raw[i].text, sizeof t.top_raw[i].text);
 	}
-	token_text(a->tok, id, t.text, sizeof t.text);
+	token_text(a, id, t.text, sizeof t.text);
 	pthread_mutex_lock(&a->lock);
 	if (!arr_reserve(&a->probs, &a->cap_probs, a->n_probs + 1, sizeof *a->probs))
 		a->probs[a->n_probs++] = t;

@@ -266,6 +266,17 @@ static void stats(struct app *a, struct app_result *r)
 	free(p);
 }
 
+/* The debug panes show the last answer: once /undo, /edit, /clear or /load takes it
+ * away they show nothing until the next one, not an answer no longer there. */
+static void forget_answer(struct app *a)
+{
+	pthread_mutex_lock(&a->lock);
+	a->answer_gone = true;
+	a->n_probs = 0;
+	a->att.len = 0;
+	pthread_mutex_unlock(&a->lock);
+}
+
 static void save_load(struct app *a, const struct slash_call *c, struct app_result *r)
 {
 	char *path = slash_expand_home(c->text, a->home);
@@ -300,6 +311,7 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 	}
 	chat_free(a->chat);
 	a->chat = n;
+	forget_answer(a);
 	r->actions |= APP_DO_RELOAD;
 	say(r, "loaded %zu message%s from %s%s%s", chat_count(n), chat_count(n) == 1 ? "" : "s",
 	    path, left ? "; the conversation before stays in " : "", left ? left : "");
@@ -382,6 +394,7 @@ static void history(struct app *a, const struct slash_call *c, struct app_result
 			r->actions |= APP_DO_EDIT;
 		}
 		chat_truncate(ch, (size_t)lu);
+		forget_answer(a);
 		r->actions |= APP_DO_RELOAD;
 		say(r, "%s the last message and its answer",
 		    c->cmd->id == SLASH_EDIT ? "editing" : "removed");
@@ -393,6 +406,7 @@ static void history(struct app *a, const struct slash_call *c, struct app_result
 			return;
 		}
 		chat_clear(ch);
+		forget_answer(a);
 		r->actions |= APP_DO_RELOAD;
 		if (left)
 			say(r,
@@ -532,6 +546,10 @@ void app_capture_layer(struct app *a)
 {
 	if (!a->eng) /* the remote backend: the attention stays on the server */
 		return;
+	if (a->answer_gone) { /* the engine still holds the removed answer's capture */
+		a->att.len = 0;
+		return;
+	}
 	const struct eng_config *cfg = eng_model_config(a->model);
 	int layer = a->att_want < 0                  ? 0
 		    : a->att_want >= cfg->num_layers ? cfg->num_layers - 1

@@ -66,6 +66,7 @@ struct app {
 	struct app_seg *segs;
 	size_t n_segs, cap_segs;
 	bool capture;                 /* attention pane shown */
+	bool answer_gone;             /* /undo, /clear...: the panes show nothing */
 	int att_want;                 /* layer the pane shows */
 	struct app_attention att;     /* last capture of that layer */
 	bool probs_on;                /* the probabilities view is open */

@@ -198,6 +198,74 @@ shot "memory pane at 120x40"
 T send-keys -t ui C-d
 check_screen 'EXITED 0' "quits"
 
+# 3b. Tokens that are not whole characters (byte-level BPE pieces) show as U+FFFD in the
+# probabilities and attention panes, as in the chat; a tab as \t; a token longer than
+# the pane's text ends in "…", so that it never reads as another token. The model has
+# Qwen3-0.6B's 16 heads, whose figures the attention pane wraps.
+R2=$TMP/rig2
+chat_model "$R2" --vocab-size 151936 --hidden-size 32 --intermediate-size 64 --layers 2 \
+	--heads 16 --kv-heads 4 --head-dim 8 --no-tie --seed 4
+# b'\x82\xac', b'\x88' + 다, b'\xea\x93', a tab, b'\xf0\xac\x80', "//" and 48 dashes
+python3 "$TOP_SRCDIR/tests/cli/rig-model.py" "$R2" --end 151645 7492 19946 150824 197 103901 \
+	30889 || { fail "rig-model.py"; finish; }
+T respawn-pane -k -t ui "$QWENCHAT -m '$R2' --backend cpu --threads 1 --greedy \
+--repeat-penalty 10 --no-think -n 10; echo EXITED \$?; sleep 600"
+check_screen 'Type a message' "the chat starts on the byte-piece model"
+T send-keys -t ui '/debug probs' Enter
+T send-keys -t ui 'hi' Enter
+check_screen '^Enter send \|' "the byte-piece answer ends"
+shot "probabilities of byte pieces"
+screen >"$TMP/pieces"
+T send-keys -t ui '/debug attention' Enter
+T send-keys -t ui 'again' Enter
+check_screen '[0-9]+ keys' "the attention pane shows the second answer"
+shot "attention over byte pieces"
+screen >"$TMP/attn"
+python3 - "$TMP/pieces" "$TMP/attn" <<'PY' && pass "byte pieces show as U+FFFD, a tab as \\t, a cut token ends in …" ||
+import sys
+probs = open(sys.argv[1], "rb").read().decode("utf-8")
+attn = open(sys.argv[2], "rb").read().decode("utf-8")
+want = ["'\ufffd\ufffd' ", "'\ufffd\ub2e4' ", "'\\t' ", "'//----"]
+rows = [l.split("\u2502")[-1] for l in probs.splitlines()]  # the pane right of the bar
+rows = [r for r in rows if r.startswith("'")]
+print(rows)
+ok = all(any(r.startswith(w) for r in rows) for w in want)
+ok &= sum(r.startswith("'\ufffd' ") for r in rows) == 2  # two cut characters
+ok &= any(r.startswith("'//") and "\u2026'" in r for r in rows)
+# curses draws a byte it cannot show as ~X or M-X: none may reach either pane
+ok &= not any(s in t for t in (probs, attn) for s in ("M-", "~@", "~S", "~B", "~H"))
+sys.exit(0 if ok else 1)
+PY
+	fail "byte pieces: $(grep "│'" "$TMP/pieces" | tr '\n' '|')"
+# 16 heads' figures wrap in the pane, each whole (a cut "3.41" reads as another number)
+python3 - "$TMP/attn" <<'PY' && pass "the attention pane shows every head's figures whole" ||
+import re, sys
+pane = [l.split("\u2502")[-1].rstrip() for l in open(sys.argv[1], encoding="utf-8")]
+start = next(i for i, l in enumerate(pane) if l.startswith("entropy (bits):"))
+end = next(i for i, l in enumerate(pane) if l.startswith("top attended"))
+text = " ".join(pane[start:end])
+ent, share = text.split("first-token share:")
+figs = [f.split() for f in (ent.split(":", 1)[1], share)]
+print(figs)
+sys.exit(0 if all(len(f) == 16 and all(re.fullmatch(r"\d+\.\d\d", x) for x in f)
+                  for f in figs) else 1)
+PY
+	fail "the attention pane's head figures: $(grep -A4 entropy "$TMP/attn" | tr '\n' '|')"
+# /undo takes the answer away: the panes show nothing of it, not an answer no longer there
+T send-keys -t ui '/undo' Enter
+check_screen 'attention: nothing captured yet' "after /undo the attention pane shows nothing"
+T send-keys -t ui '/debug probs' Enter
+check_screen 'probabilities: drawn from' "the probabilities pane again"
+screen | grep -q "│'" && fail "after /undo the probabilities pane still shows the answer" ||
+	pass "after /undo the probabilities pane shows nothing"
+# a short window (100x10) still shows the pane, below the chat
+T resize-window -t ui -x 100 -y 10
+T send-keys -t ui '/debug memory' Enter
+check_screen '^memory \(MiB\)' "a 10-row window shows the debug pane"
+T resize-window -t ui -x 120 -y 40
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "quits"
+
 # 4. NO_COLOR (no-color.org), set and not empty: no colours, attributes only (the
 # status bar in reverse video); empty, it asks for nothing.
 # colour SGR parameters: 30-38, 40-48, 90-97, 100-107 (39 and 49, the default
