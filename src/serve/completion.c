@@ -23,8 +23,8 @@ struct completion {
 	bool stopped;        /* a stop string ended the text */
 	bool role_sent;
 	size_t tool_at;  /* where "<tool_call>" starts in the answer, or SIZE_MAX */
-	json_t *pending; /* log-probability entries not streamed yet */
-	json_t *all;     /* every entry, for the final object */
+	json_t *pending; /* log-probability entries not streamed yet (streaming) */
+	json_t *all;     /* every entry, for the final object (not streaming) */
 };
 
 static const char *const part_key[2] = {
@@ -153,8 +153,11 @@ int completion_add_token(struct completion *c, const struct completion_token *to
 	json_t *entry = token_json(token), *tops = json_array();
 	for (int i = 0; i < n; i++)
 		json_array_append_new(tops, token_json(&top[i]));
+	/* a stream sends each entry once and forgets it: only the final object of an
+	 * answer not streamed needs them all (about 20 KB a token with 20 alternatives) */
+	json_t *list = c->o.stream ? c->pending : c->all;
 	if (!entry || json_object_set_new(entry, "top_logprobs", tops) ||
-	    json_array_append(c->all, entry) || json_array_append_new(c->pending, entry))
+	    json_array_append_new(list, entry))
 		return err_set("out of memory");
 	return 0;
 }

@@ -182,7 +182,12 @@ static int get_tool_calls(struct chat *c, json_t *calls, size_t i, struct oai_er
 		if (!json_is_string(args) && !json_is_object(args))
 			return bad(e, at, "arguments: expected a string");
 		/* OpenAI sends the arguments as JSON text; read as the object it holds, as
-		 * vLLM reads it, the template writes it with tojson. */
+		 * vLLM reads it, the template writes it with tojson. The text is a value of
+		 * the body, but the body's limits did not see inside it: the same limits. */
+		struct jlim l = {.max_depth = OAI_MAX_DEPTH, .max_values = OAI_MAX_VALUES};
+		if (json_is_string(args) &&
+		    jlim_check(json_string_value(args), json_string_length(args), &l, "arguments"))
+			return bad(e, at, "%s", err_msg());
 		json_t *obj = json_is_string(args) ? json_loadb(json_string_value(args),
 								json_string_length(args), 0, NULL)
 						   : json_incref(args);

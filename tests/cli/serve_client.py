@@ -434,13 +434,22 @@ def peak_kib(pid):
 
 def bounds(port, pid, clients):
     """CLIENTS connections at once, each sending a 4 MiB body that costs jansson the most
-    it can: a million empty arrays (190 MB to parse), or 131072 empty objects in
-    messages (the most values a body may hold, ~31 MB). Each is refused, 400 or 503
+    it can: a million empty arrays (190 MB to parse), 131072 empty objects in messages
+    (the most values a body may hold, ~31 MB), or a tool call's arguments holding 1.3
+    million values in their JSON text. Each is refused, 400 or 503
     when the bodies in memory reach their budget, and the server's peak memory grows by
     what SERVE_BODY_BUDGET and SERVE_MAX_PARSES allow, not by the number of clients."""
     arrays = ('{"messages": [{"role": "user", "content": "x"}], "x": ['
               + ",".join(["[]"] * 1390000) + "]}").encode()
     objects = ('{"messages": [' + ",".join(["{}"] * 131070) + "]}").encode()
+    # a tool call's arguments are JSON inside a string: one value of the body, parsed on
+    # its own (1.3 million values, ~310 MB, before they were held to the body's limits)
+    call = {"type": "function", "function": {
+        "name": "f", "arguments": '{"a": [' + ",".join(["{}"] * 1300000) + "]}"}}
+    arguments = json.dumps({"messages": [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "content": "r"}]}).encode()
     base = peak_kib(pid)
 
     def send(body, results, i):
@@ -460,7 +469,8 @@ def bounds(port, pid, clients):
         except OSError as e:
             results[i] = str(e)
 
-    for what, body in (("a million empty arrays", arrays), ("131070 empty objects", objects)):
+    for what, body in (("a million empty arrays", arrays), ("131070 empty objects", objects),
+                       ("a tool call's arguments of 1.3M values", arguments)):
         results = [None] * clients
         threads = [threading.Thread(target=send, args=(body, results, i)) for i in range(clients)]
         for t in threads:
@@ -471,7 +481,7 @@ def bounds(port, pid, clients):
               "%d clients at once, %s each (%d bytes): all refused (%s)" % (
                   clients, what, len(body), sorted(set(map(str, results)))))
     grown = (peak_kib(pid) - base) // 1024
-    print("peak memory: %d MiB before, +%d MiB after %d hostile bodies" % (base // 1024, grown, 2 * clients))
+    print("peak memory: %d MiB before, +%d MiB after %d hostile bodies" % (base // 1024, grown, 3 * clients))
     if os.environ.get("QWENCHAT_SANITIZED") != "1":  # ASan's shadow and quarantine
         check(grown < 256, "peak memory grew by %d MiB (bounded: bodies 64 MiB, 2 parses)" % grown)
 
