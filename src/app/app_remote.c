@@ -6,6 +6,7 @@
 #include "src/app/app_state.h"
 
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,9 +67,11 @@ static void figures(struct app *a, const struct rturn *t)
 {
 	const struct reply *r = &t->reply;
 	reply_stats(r, t->start, &a->fig.turn);
-	if (r->prompt_tokens >= 0)
-		a->fig.ctx_used =
-			r->prompt_tokens + (r->completion_tokens > 0 ? r->completion_tokens : 0);
+	if (r->prompt_tokens >= 0) { /* each up to 2^30, as the server says: their sum in range */
+		long long used = (long long)r->prompt_tokens +
+				 (r->completion_tokens > 0 ? r->completion_tokens : 0);
+		a->fig.ctx_used = used < INT_MAX ? (int)used : INT_MAX;
+	}
 	a->fig.prefilling = r->deltas == 0;
 	a->fig.mem.host_rss = proc_rss_bytes();
 }

@@ -504,7 +504,7 @@ static void app_exec(struct app *a, const struct slash_call *c, struct app_resul
 		    "context: %d of %d tokens used (%.0f%%), %d free; %zu message%s in the "
 		    "conversation",
 		    f.ctx_used, f.ctx_max, f.ctx_max ? 100.0 * f.ctx_used / f.ctx_max : 0.0,
-		    f.ctx_max - f.ctx_used, chat_count(a->chat),
+		    f.ctx_max > f.ctx_used ? f.ctx_max - f.ctx_used : 0, chat_count(a->chat),
 		    chat_count(a->chat) == 1 ? "" : "s");
 		break;
 	case SLASH_STATS: stats(a, r); break;

@@ -501,13 +501,17 @@ char *remote_pick_model(struct remote *r, const char *want, long *max_len, atomi
 
 /* A 404 to a chat request: a model the server does not serve (said with the ones it
  * does), or a wrong URL. */
-static int not_found(struct remote *r, const struct xfer *x, const char *model)
+static int not_found(struct remote *r, const struct xfer *x, const char *model, atomic_int *cancel)
 {
 	char st[REPLY_MAX_MESSAGE + 64];
 	status_line(x, st, sizeof st);
 	struct remote_model *m;
 	size_t n;
-	if (remote_models(r, &m, &n, NULL)) { /* no list: the server's word for it */
+	/* the list is a second request, which a stop ends as it ends the turn's */
+	if (remote_models(r, &m, &n, cancel)) {
+		if (cancel && atomic_load(cancel))
+			return 0; /* as a turn cancelled */
+		/* no list: the server's word for it */
 		if (strcasestr(st, "model"))
 			return err_set("%s does not serve the model '%s' (%s)", r->shown, model,
 				       st);
@@ -590,7 +594,7 @@ static int attempt(struct remote *r, const struct remote_request *q, const char 
 		/* Retry-After when given, else 1, 2, 4 s. */
 		rc = wait_for(x.retry_after >= 0 ? x.retry_after : 1 << (try - 1), cancel) ? 1 : 0;
 	} else if (x.status == 404) {
-		rc = not_found(r, &x, q->model);
+		rc = not_found(r, &x, q->model, cancel);
 	} else {
 		rc = http_error(r, &x, "the request", try);
 	}

@@ -57,6 +57,10 @@ Modes and the real behaviour each imitates:
               requests stream as vllm.
   huge-models GET /v1/models answers 200 with 9 MiB of JSON (a broken or hostile
               server); chat requests stream as vllm.
+  usage-huge  like vllm, the usage chunk saying 2^30 prompt and 2^30 completion tokens
+              (the most a count may be; their sum is past a 32-bit int).
+  models-hang  the first GET /v1/models answers 404 (no model list), every later one
+              never answers (a server that hangs while the client asks again).
 """
 import argparse
 import gzip
@@ -174,7 +178,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.json_reply(429, {"error": {"message": "Rate limit reached"}},
                             headers=[("Retry-After", "1")])
             return
-        if self.path != "/v1/models" or self.server.state.peek() == "no-models":
+        if self.server.state.peek() == "models-hang":
+            self.server.models_asked = getattr(self.server, "models_asked", 0) + 1
+            if self.server.models_asked > 1:
+                time.sleep(60)
+                return
+        if self.path != "/v1/models" or self.server.state.peek() in ("no-models",
+                                                                     "models-hang"):
             self.json_reply(404, {"detail": "Not Found"})
             return
         if self.server.state.peek() == "huge-models":
@@ -241,6 +251,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def usage(self, req, completion):
         if (req.get("stream_options") or {}).get("include_usage"):
             prompt = sum(len(m.get("content") or "") for m in req["messages"]) // 4 + 9
+            if getattr(self, "huge", False):
+                prompt = completion = 1 << 30
             self.event(usage_chunk(prompt, completion))
 
     def vllm_like(self, req, field="reasoning_content", answer=ANSWER, delay=0):
@@ -260,6 +272,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_stream()
 
     def mode_vllm(self, req):
+        self.vllm_like(req)
+
+    def mode_usage_huge(self, req):
+        self.huge = True
         self.vllm_like(req)
 
     def mode_no_models(self, req):

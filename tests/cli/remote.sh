@@ -205,6 +205,23 @@ expect_err_has "does not serve the model 'Other/Model' (404 Not Found: The model
 	"... the server's 404 says so"
 expect_exit 1 "no model list, no -m" R -p x
 expect_err_has "has no model list (GET /models: 404): name the model with -m" "... asks for -m"
+# After a 404 for the model the client asks for the list again: a server that hangs then
+# does not hold Ctrl-C off (it was held for the stall timeout, 120 s)
+mode models-hang
+"$QWENCHAT" run --url "$URL" -m Other/Model -p x >/dev/null 2>"$TMP/err" &
+RPID=$!
+sleep 2
+t0=$(date +%s)
+kill -INT $RPID
+wait $RPID
+if [ $(($(date +%s) - t0)) -le 3 ]; then pass "Ctrl-C stops the model list asked after a 404"
+else fail "Ctrl-C waited for the hanging model list: $(cat "$TMP/err")"; fi
+# usage counts as large as they may be (2^30 each): their sum stays an int (it overflowed)
+mode usage-huge
+printf 'hi\n/ctx\n' | "$QWENCHAT" chat --plain --url "$URL" >"$TMP/out" 2>"$TMP/err"
+grep -q 'context: 2147483647 of 40960 tokens used .*, 0 free' "$TMP/out" &&
+	pass "/ctx after a usage of 2^30 + 2^30 tokens" || fail "/ctx: $(grep context "$TMP/out") $(cat "$TMP/err")"
+mode no-models
 expect_exit 1 "no model list at a URL without /v1" "$QWENCHAT" run --url "${URL%/v1}" -p x
 expect_err_has "is the URL the API base, such as http://HOST:8000/v1?" "... asks whether /v1 is missing"
 mode huge-models
