@@ -443,12 +443,16 @@ int remote_models(struct remote *r, struct remote_model **models, size_t *n, ato
 	return rc;
 }
 
-/* "a, b, c" (the served models), malloc'd; NULL when out of memory. */
+/* "a, b, c" (the served models: the first 20, then how many more), malloc'd; NULL when
+ * out of memory. */
 static char *model_list(const struct remote_model *m, size_t n)
 {
+	enum { SHOWN = 20 }; /* a line, not a server's catalogue */
 	struct strbuf b = {0};
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n && i < SHOWN; i++)
 		sb_printf(&b, "%s%s", i ? ", " : "", m[i].id);
+	if (n > SHOWN)
+		sb_printf(&b, " and %zu more", n - SHOWN);
 	if (!n)
 		sb_puts(&b, "(none)");
 	if (b.oom)
@@ -551,8 +555,8 @@ static int stream_end(struct remote *r, struct xfer *x, CURLcode cc)
 		char why[CURL_ERROR_SIZE + 8];
 		const char *e = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
 		reply_oneline(why, sizeof why, e, strlen(e));
-		return err_set("the stream from %s broke off mid-answer%s: %s", r->shown, where,
-			       why);
+		return err_set("the stream from %s broke off %s%s: %s", r->shown,
+			       out->events ? "mid-answer" : "before its first event", where, why);
 	}
 	return err_set("the stream from %s ended mid-answer%s (no finish_reason, no [DONE])",
 		       r->shown, where);

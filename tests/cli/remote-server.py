@@ -37,6 +37,8 @@ Modes and the real behaviour each imitates:
   echo        like vllm; the answer says how many messages came and quotes the last.
   slow        like vllm, a long answer, one delta every 0.2 s (to stop it mid-way).
   cut         the connection closes in the middle of an event (a server that died).
+  cut-early   the stream's headers, then a body that is not chunked as it says (no
+              event came).
   badjson     an event whose data is not JSON.
   error       some content, then vLLM's mid-stream error event {"error": {"message",
               "type": "InternalServerError", ...}} and [DONE].
@@ -57,6 +59,8 @@ Modes and the real behaviour each imitates:
               requests stream as vllm.
   huge-models GET /v1/models answers 200 with 9 MiB of JSON (a broken or hostile
               server); chat requests stream as vllm.
+  many-models GET /v1/models lists 30 models, m0000000 to m0000029; chat requests
+              stream as vllm.
   usage-huge  like vllm, the usage chunk saying 2^30 prompt and 2^30 completion tokens
               (the most a count may be; their sum is past a 32-bit int).
   models-hang  the first GET /v1/models answers 404 (no model list), every later one
@@ -187,6 +191,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                                                      "models-hang"):
             self.json_reply(404, {"detail": "Not Found"})
             return
+        if self.server.state.peek() == "many-models":
+            self.json_reply(200, {"object": "list", "data": [
+                {"id": "m%07d" % i, "object": "model", "owned_by": "vllm"}
+                for i in range(30)]})
+            return
         if self.server.state.peek() == "huge-models":
             self.close_connection = True
             try:  # the client stops reading at its cap
@@ -278,6 +287,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.huge = True
         self.vllm_like(req)
 
+    def mode_many_models(self, req):
+        self.vllm_like(req)
+
     def mode_no_models(self, req):
         self.vllm_like(req)
 
@@ -338,6 +350,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.event(chunk({"role": "assistant", "content": ""}))
         self.event(chunk({"content": "Bonjour"}))
         self.raw(b'data: {"id":"chatcmpl-test","choices":[{"index":0,"delta":{"cont')
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
+
+    def mode_cut_early(self, req):
+        self.start_stream()
+        self.wfile.write(b"zz\r\n")  # not a chunk size: the body breaks before any event
+        self.wfile.flush()
         self.close_connection = True
         self.connection.shutdown(socket.SHUT_RDWR)
 
