@@ -369,21 +369,25 @@ out:
 	return rc;
 }
 
+/* A model repository's files besides its weights; a repository may lack the optional
+ * ones (the download records a 404 in .no_exist, as huggingface_hub does). The
+ * tokenizer alone is the files named tokenizer*. */
+static const struct {
+	const char *name;
+	bool optional;
+} files[] = {
+	{"config.json", false},
+	{"generation_config.json", true},
+	{"tokenizer.json", false},
+	{"tokenizer_config.json", true},
+};
+
 /* Downloads the snapshot's config and tokenizer files and, when weights is set, the
  * weights; for a GGUF repository (tag set), the GGUF file(s) of that tag alone.
  * Returns the snapshot directory (malloc'd) or NULL. */
 static char *download(const struct hub_env *env, const char *repo_id, const char *rev,
 		      const char *root, const char *repo_dir, bool weights, const char *tag)
 {
-	static const struct {
-		const char *name;
-		bool optional;
-	} files[] = {
-		{"config.json", false},
-		{"generation_config.json", true},
-		{"tokenizer.json", false},
-		{"tokenizer_config.json", true},
-	};
 	struct progress prog = {
 		.tty = isatty(STDERR_FILENO) && !env->no_progress,
 	};
@@ -432,11 +436,20 @@ static char *download(const struct hub_env *env, const char *repo_id, const char
 }
 
 /* A complete snapshot: a model directory, its tokenizer, or the GGUF of a tag (then
- * the file's path replaces the directory's). */
-static bool snapshot_has(char **snap, bool weights, const char *tag)
+ * the file's path replaces the directory's). With whole, the optional files are settled
+ * too: a download of some files alone (hf download --include) lacks the chat template
+ * of tokenizer_config.json, which the chat would miss. */
+static bool snapshot_has(char **snap, bool weights, const char *tag, bool whole)
 {
-	if (!tag)
-		return weights ? hfc_model_complete(*snap) : hfc_has_file(*snap, "tokenizer.json");
+	if (!tag) {
+		bool ok =
+			weights ? hfc_model_complete(*snap) : hfc_has_file(*snap, "tokenizer.json");
+		for (size_t i = 0; ok && whole && i < sizeof files / sizeof files[0]; i++)
+			if (files[i].optional &&
+			    (weights || !strncmp(files[i].name, "tokenizer", 9)))
+				ok = hfc_optional_settled(*snap, files[i].name);
+		return ok;
+	}
 	char *file = ggufname_in_dir(*snap, tag);
 	err_clear();
 	if (!file)
@@ -471,8 +484,12 @@ static char *resolve_repo(const struct hub_env *env, const char *repo_id, const 
 	char *commit = repo_dir ? hfc_read_ref(repo_dir, rev) : NULL;
 	char *snap = commit ? hfc_snapshot(repo_dir, commit) : NULL;
 	bool offline = env->offline;
-	if (snap && !snapshot_has(&snap, weights, tag)) {
-		free(snap);
+	char *partial = NULL; /* whole but for optional files: what is used if they cannot come */
+	if (snap && !snapshot_has(&snap, weights, tag, !offline)) {
+		if (!tag && snapshot_has(&snap, weights, tag, false))
+			partial = snap;
+		else
+			free(snap);
 		snap = NULL;
 	}
 	if (repo_dir && !(snap && (offline || !pull))) {
@@ -482,12 +499,25 @@ static char *resolve_repo(const struct hub_env *env, const char *repo_id, const 
 			offline_miss(repo_id, rev, root, repo_dir, commit, tag);
 		else
 			snap = download(env, repo_id, rev, root, repo_dir, weights, tag);
-		if (snap && tag && !snapshot_has(&snap, weights, tag)) {
+		if (snap && tag && !snapshot_has(&snap, weights, tag, true)) {
 			free(snap);
 			snap = NULL;
 			err_prefix("%s@%s", repo_id, rev);
 		}
 	}
+	if (!snap && partial && !pull) { /* the network failed: the cache as it is */
+		struct strbuf why = {0};
+		term_safe_line(&why, err_msg(), strlen(err_msg()));
+		fprintf(stderr,
+			"qwenchat: %s; using the cached snapshot, which lacks some optional "
+			"files\n",
+			why.p && !why.oom ? why.p : "");
+		free(why.p);
+		err_clear();
+		snap = partial;
+		partial = NULL;
+	}
+	free(partial);
 	free(commit);
 	free(repo_dir);
 	free(root);

@@ -125,6 +125,23 @@ n=$(requests)
 expect_exit 0 "-m repo id resolves from the cache" "$RESOLVE" test/Tiny-Qwen3
 [ "$(cat "$TMP/out")" = "$SNAP" ] && [ "$(requests)" = "$n" ] &&
 	pass "a complete cached model needs no request" || fail "resolve: '$(cat "$TMP/out")', $(( $(requests) - n )) requests"
+# A snapshot lacking an optional file (as `hf download --include` leaves one) is
+# completed when the Hub can be reached: tokenizer_config.json holds the chat template.
+# Offline, or with the Hub down, the cache is used as it is.
+if [ -f "$SNAP/tokenizer_config.json" ]; then
+	rm "$SNAP/tokenizer_config.json"
+	n=$(requests)
+	expect_exit 0 "offline: a snapshot without tokenizer_config.json is used" \
+		env HF_HUB_OFFLINE=1 "$RESOLVE" test/Tiny-Qwen3
+	[ "$(requests)" = "$n" ] && pass "... without a request" || fail "offline: requests made"
+	expect_exit 0 "the Hub down: a snapshot without tokenizer_config.json is used" \
+		env HF_ENDPOINT=http://127.0.0.1:9 QWENCHAT_DOWNLOAD_ATTEMPTS=1 "$RESOLVE" test/Tiny-Qwen3
+	grep -q "^qwenchat: .*using the cached snapshot, which lacks some optional files$" \
+		"$TMP/err" && pass "... saying so" || fail "the Hub down: $(cat "$TMP/err")"
+	expect_exit 0 "online: a snapshot without tokenizer_config.json" "$RESOLVE" test/Tiny-Qwen3
+	[ -f "$SNAP/tokenizer_config.json" ] && pass "... gets it from the Hub" ||
+		fail "tokenizer_config.json not fetched: $(cat "$TMP/err")"
+fi
 for spec in https://huggingface.co/test/Tiny-Qwen3 hf.co/test/Tiny-Qwen3; do
 	expect_exit 0 "-m $spec" "$RESOLVE" "$spec"
 	[ "$(cat "$TMP/out")" = "$SNAP" ] && pass "$spec: the Hub's address in front is the repo id" ||
