@@ -40,8 +40,9 @@ struct st_file *st_parse(const void *bytes, size_t size, const char *name);
 void st_free(struct st_file *f);
 
 /* Opens path (called `name` in messages), refuses anything but a regular file of at
- * least min_size bytes ("file is truncated: N bytes, TOO_SHORT") and maps it with
- * st_map_weights; *size gets its size. NULL with err_set. */
+ * least min_size bytes ("file is truncated: N bytes, TOO_SHORT") and maps it read-only
+ * for weights read in place (2 MB-aligned, huge pages asked for); *size gets its size.
+ * NULL with err_set. */
 void *st_map_file(const char *path, const char *name, size_t min_size, const char *too_short,
 		  size_t *size);
 

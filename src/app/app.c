@@ -175,7 +175,8 @@ static void memory_update(struct app *a)
 }
 
 /* One character of well-formed text as the pane shows it: \n and \t written so,
- * other control characters \xNN. Returns the bytes of p it stands for. */
+ * other control characters (C0, DEL, C1: drawn as nothing, or as a blank) \xNN or
+ * \u00NN. Returns the bytes of p it stands for. */
 static size_t shown_char(const unsigned char *p, char *buf, const char **s, size_t *len)
 {
 	size_t bytes = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 1;
@@ -187,47 +188,65 @@ static size_t shown_char(const unsigned char *p, char *buf, const char **s, size
 	} else if (p[0] < 0x20 || p[0] == 0x7f) {
 		*len = (size_t)snprintf(buf, 8, "\\x%02x", p[0]);
 		*s = buf;
+	} else if (p[0] == 0xc2 && p[1] < 0xa0) { /* U+0080..U+009F */
+		*len = (size_t)snprintf(buf, 8, "\\u%04x", p[1]);
+		*s = buf;
 	}
 	return bytes;
 }
 
+/* Writes the shown text of p[0..n) into out while it fits in room bytes; returns its
+ * whole length (out NULL: measures only). */
+static size_t shown_text(const char *p, size_t n, char *out, size_t room)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n;) {
+		size_t valid, bad;
+		utf8_next_piece(p + i, n - i, &valid, &bad);
+		for (size_t j = 0; j < valid;) {
+			char buf[8];
+			const char *s;
+			size_t len;
+			j += shown_char((const unsigned char *)p + i + j, buf, &s, &len);
+			if (out && k + len <= room)
+				memcpy(out + k, s, len);
+			else
+				out = NULL; /* a character cut: none after it either */
+			k += len;
+		}
+		i += valid;
+		if (i < n) { /* an ill-formed part: U+FFFD */
+			if (out && k + 3 <= room)
+				memcpy(out + k, UTF8_REPLACEMENT, 3);
+			else
+				out = NULL;
+			k += 3;
+			i += bad;
+		}
+	}
+	return k;
+}
+
 void app_token_text(const struct app *a, int32_t id, char *out, size_t sz)
 {
-	size_t n = 0, k = 0;
+	size_t n = 0;
 	const char *p = id >= 0 && a->tok ? tok_piece(a->tok, id, &n) : NULL;
 	if (sz < 8) {
 		if (sz)
 			out[0] = 0;
 		return;
 	}
-	size_t room = sz - 1 - 3; /* the terminator, and "…" where the text is cut */
-	bool cut = false;
-	for (size_t i = 0; p && i < n && !cut;) {
-		size_t valid, bad;
-		utf8_next_piece(p + i, n - i, &valid, &bad);
-		for (size_t j = 0; j < valid && !cut;) {
-			char buf[8];
-			const char *s;
-			size_t len,
-				used = shown_char((const unsigned char *)p + i + j, buf, &s, &len);
-			if (!(cut = k + len > room)) {
-				memcpy(out + k, s, len);
-				k += len;
-				j += used;
-			}
-		}
-		i += valid;
-		if (!cut && i < n && !(cut = k + 3 > room)) { /* an ill-formed part: U+FFFD */
-			memcpy(out + k, UTF8_REPLACEMENT, 3);
-			k += 3;
-			i += bad;
-		}
+	size_t whole = p ? shown_text(p, n, NULL, 0) : 0;
+	if (whole < sz) {
+		if (p)
+			shown_text(p, n, out, sz - 1);
+		out[whole] = 0;
+		return;
 	}
-	if (cut) {
-		memcpy(out + k, "\xe2\x80\xa6", 3);
-		k += 3;
-	}
-	out[k] = 0;
+	/* too long: the characters that fit before "…" */
+	memset(out, 0, sz);
+	shown_text(p, n, out, sz - 1 - 3); /* escapes hold no NUL: strlen finds its end */
+	memcpy(out + strlen(out), "\xe2\x80\xa6", 4);
 }
 
 static int open_engine(struct app *a, const struct app_config *cfg, void (*notice)(const char *))

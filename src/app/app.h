@@ -130,7 +130,8 @@ const char *app_session_path(const struct app *a);
  * memory figures here), else NULL. */
 const char *app_remote_url(const struct app *a);
 /* A token's text for one line of a debug pane, into out (sz bytes): well-formed
- * UTF-8 as it is, newlines and tabs as \n and \t, other control characters as \xNN,
+ * UTF-8 as it is, newlines and tabs as \n and \t, other control characters as \xNN
+ * (C1: \u00NN),
  * each ill-formed part (a byte-level token may hold part of a character) as U+FFFD as
  * the chat shows it; a text too long for out ends in "…". */
 void app_token_text(const struct app *a, int32_t id, char *out, size_t sz);

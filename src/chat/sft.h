@@ -40,7 +40,7 @@ struct chat *sft_chat_from_value(struct json_t *root, const char *where);
 
 /* Reads path and calls fn for each conversation in it, in order: every non-blank line
  * of a JSON Lines file (where = "FILE:LINE"), the whole file, a conversation as the
- * chat saves it (where = "FILE"), or in a plain text file (sft_is_plain_text) each
+ * chat saves it (where = "FILE"), or in a plain text file (named *.txt or *.md) each
  * pair of consecutive paragraphs, a user message and the assistant's answer (where =
  * "FILE:LINE" of the answer; ill-formed UTF-8 becomes U+FFFD, a NUL byte or more than
  * 1% of ill-formed bytes is refused). Each is what sft_chat_from_json accepts: an

@@ -443,16 +443,19 @@ int remote_models(struct remote *r, struct remote_model **models, size_t *n, ato
 	return rc;
 }
 
-/* "a, b, c" (the served models: the first 20, then how many more), malloc'd; NULL when
- * out of memory. */
+/* "a, b, c" (the served models: the first ones, then how many more), malloc'd; NULL
+ * when out of memory. */
 static char *model_list(const struct remote_model *m, size_t n)
 {
-	enum { SHOWN = 20 }; /* a line, not a server's catalogue */
+	/* a line, not a server's catalogue: up to 20 names and 600 bytes of them (vLLM
+	 * names a model by its path), each name whole */
+	enum { SHOWN = 20, BYTES = 600 };
 	struct strbuf b = {0};
-	for (size_t i = 0; i < n && i < SHOWN; i++)
-		sb_printf(&b, "%s%s", i ? ", " : "", m[i].id);
-	if (n > SHOWN)
-		sb_printf(&b, " and %zu more", n - SHOWN);
+	size_t i = 0;
+	for (; i < n && i < SHOWN && (i == 0 || b.n + strlen(m[i].id) <= BYTES); i++)
+		sb_printf(&b, "%s%.*s", i ? ", " : "", BYTES, m[i].id);
+	if (i < n)
+		sb_printf(&b, " and %zu more", n - i);
 	if (!n)
 		sb_puts(&b, "(none)");
 	if (b.oom)
@@ -555,8 +558,12 @@ static int stream_end(struct remote *r, struct xfer *x, CURLcode cc)
 		char why[CURL_ERROR_SIZE + 8];
 		const char *e = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
 		reply_oneline(why, sizeof why, e, strlen(e));
-		return err_set("the stream from %s broke off %s%s: %s", r->shown,
-			       out->events ? "mid-answer" : "before its first event", where, why);
+		bool inside = sse_pending(&x->sse);
+		return err_set("the stream from %s broke off %s: %s", r->shown,
+			       out->events ? (inside ? "mid-answer, inside an event" : "mid-answer")
+			       : inside    ? "inside its first event"
+					   : "before its first event",
+			       why);
 	}
 	return err_set("the stream from %s ended mid-answer%s (no finish_reason, no [DONE])",
 		       r->shown, where);

@@ -39,6 +39,7 @@ Modes and the real behaviour each imitates:
   cut         the connection closes in the middle of an event (a server that died).
   cut-early   the stream's headers, then a body that is not chunked as it says (no
               event came).
+  cut-first   the connection closes in the middle of the first event.
   badjson     an event whose data is not JSON.
   error       some content, then vLLM's mid-stream error event {"error": {"message",
               "type": "InternalServerError", ...}} and [DONE].
@@ -59,8 +60,9 @@ Modes and the real behaviour each imitates:
               requests stream as vllm.
   huge-models GET /v1/models answers 200 with 9 MiB of JSON (a broken or hostile
               server); chat requests stream as vllm.
-  many-models GET /v1/models lists 30 models, m0000000 to m0000029; chat requests
-              stream as vllm.
+  many-models GET /v1/models lists 30 models named by their path as vLLM names them
+              (/models/hub/Qwen--Qwen3-30B-A3B-Instruct-2507-FP8-00 to -29); chat
+              requests stream as vllm.
   usage-huge  like vllm, the usage chunk saying 2^30 prompt and 2^30 completion tokens
               (the most a count may be; their sum is past a 32-bit int).
   models-hang  the first GET /v1/models answers 404 (no model list), every later one
@@ -193,8 +195,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if self.server.state.peek() == "many-models":
             self.json_reply(200, {"object": "list", "data": [
-                {"id": "m%07d" % i, "object": "model", "owned_by": "vllm"}
-                for i in range(30)]})
+                {"id": "/models/hub/Qwen--Qwen3-30B-A3B-Instruct-2507-FP8-%02d" % i,
+                 "object": "model", "owned_by": "vllm"} for i in range(30)]})
             return
         if self.server.state.peek() == "huge-models":
             self.close_connection = True
@@ -357,6 +359,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.start_stream()
         self.wfile.write(b"zz\r\n")  # not a chunk size: the body breaks before any event
         self.wfile.flush()
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
+
+    def mode_cut_first(self, req):
+        self.start_stream()
+        self.raw(b'data: {"id":"chatcmpl-test","choices":[{"index":0,"delta":{"ro')
         self.close_connection = True
         self.connection.shutdown(socket.SHUT_RDWR)
 

@@ -205,9 +205,10 @@ check_screen 'EXITED 0' "quits"
 R2=$TMP/rig2
 chat_model "$R2" --vocab-size 151936 --hidden-size 32 --intermediate-size 64 --layers 2 \
 	--heads 16 --kv-heads 4 --head-dim 8 --no-tie --seed 4
-# b'\x82\xac', b'\x88' + 다, b'\xea\x93', a tab, b'\xf0\xac\x80', "//" and 48 dashes
+# b'\x82\xac', b'\x88' + 다, b'\xea\x93', a tab, b'\xf0\xac\x80', "//" and 48 dashes,
+# U+0080 (a C1 control, which a terminal draws as nothing)
 python3 "$TOP_SRCDIR/tests/cli/rig-model.py" "$R2" --end 151645 7492 19946 150824 197 103901 \
-	30889 || { fail "rig-model.py"; finish; }
+	30889 41416 || { fail "rig-model.py"; finish; }
 T respawn-pane -k -t ui "$QWENCHAT -m '$R2' --backend cpu --threads 1 --greedy \
 --repeat-penalty 10 --no-think -n 10; echo EXITED \$?; sleep 600"
 check_screen 'Type a message' "the chat starts on the byte-piece model"
@@ -221,11 +222,11 @@ T send-keys -t ui 'again' Enter
 check_screen '[0-9]+ keys' "the attention pane shows the second answer"
 shot "attention over byte pieces"
 screen >"$TMP/attn"
-python3 - "$TMP/pieces" "$TMP/attn" <<'PY' && pass "byte pieces show as U+FFFD, a tab as \\t, a cut token ends in …" ||
+python3 - "$TMP/pieces" "$TMP/attn" <<'PY' && pass "byte pieces show as U+FFFD, a tab as \\t, U+0080 as \\u0080, a cut token ends in …" ||
 import sys
 probs = open(sys.argv[1], "rb").read().decode("utf-8")
 attn = open(sys.argv[2], "rb").read().decode("utf-8")
-want = ["'\ufffd\ufffd' ", "'\ufffd\ub2e4' ", "'\\t' ", "'//----"]
+want = ["'\ufffd\ufffd' ", "'\ufffd\ub2e4' ", "'\\t' ", "'//----", "'\\u0080' "]
 rows = [l.split("\u2502")[-1] for l in probs.splitlines()]  # the pane right of the bar
 rows = [r for r in rows if r.startswith("'")]
 print(rows)

@@ -97,13 +97,11 @@ static void test_defaults_and_variants(void **state)
 	(void)state;
 	struct eng_config c;
 	/* Absent keys: Qwen3Config's defaults (head_dim 128 whatever hidden / heads, 32 KV
-	 * heads, 32,768 positions); a null num_key_value_heads is one per query head. */
+	 * heads, 32,768 positions). */
 	assert_int_equal(parse_with("head_dim", NULL, &c), 0);
 	assert_int_equal(c.head_dim, 128);
 	assert_int_equal(parse_with("max_position_embeddings", NULL, &c), 0);
 	assert_int_equal(c.max_position_embeddings, 32768);
-	assert_int_equal(parse_with("num_key_value_heads", "null", &c), 0);
-	assert_int_equal(c.num_kv_heads, 32);
 	refused("head_dim", "null", "head_dim");
 	/* tie_word_embeddings absent: false (Qwen3Config default) */
 	assert_int_equal(parse_with("tie_word_embeddings", NULL, &c), 0);
@@ -281,6 +279,15 @@ static void test_absurd_values(void **state)
 		free(text);
 		json_decref(root);
 	}
+	/* num_key_value_heads null: one per query head (16 here, not the default 32) */
+	root = json_loads(base_json, 0, NULL);
+	json_object_set_new(root, "num_key_value_heads", json_null());
+	json_object_set_new(root, "num_attention_heads", json_integer(16));
+	text = json_dumps(root, 0);
+	assert_int_equal(eng_config_parse(text, strlen(text), "k/config.json", &c), 0);
+	assert_int_equal(c.num_kv_heads, 16);
+	free(text);
+	json_decref(root);
 	/* num_key_value_heads absent: 32, which 16 query heads cannot share */
 	root = json_loads(base_json, 0, NULL);
 	json_object_del(root, "num_key_value_heads");
