@@ -223,25 +223,12 @@ static char *absent_path(const char *repo_dir, const char *commit, const char *f
 	return s;
 }
 
-bool hfc_optional_settled(const char *snap_dir, const char *file)
+bool hfc_optional_settled(const char *repo_dir, const char *commit, const char *file)
 {
-	if (hfc_has_file(snap_dir, file))
-		return true;
-	/* REPO/snapshots/COMMIT: REPO and COMMIT */
-	char *repo = strdup(snap_dir), *slash = repo ? strrchr(repo, '/') : NULL;
-	bool settled = false;
-	if (slash && slash > repo) {
-		*slash = '\0';
-		const char *commit = slash + 1;
-		char *up = strrchr(repo, '/');
-		if (up && !strcmp(up, "/snapshots")) {
-			*up = '\0';
-			char *absent = absent_path(repo, commit, file);
-			settled = absent && fio_exists(absent);
-			free(absent);
-		}
-	}
-	free(repo);
+	char *snap = hfc_snapshot(repo_dir, commit), *absent = absent_path(repo_dir, commit, file);
+	bool settled = (snap && hfc_has_file(snap, file)) || (absent && fio_exists(absent));
+	free(snap);
+	free(absent);
 	err_clear();
 	return settled;
 }

@@ -69,9 +69,9 @@ void hfc_free_names(char **names, size_t n);
  * the weights (one file, or every shard its index names), links resolving. */
 bool hfc_model_complete(const char *dir);
 
-/* True when file, which a repository may lack, is settled in the snapshot snap_dir
- * (REPO/snapshots/COMMIT): there, or recorded absent in REPO/.no_exist/COMMIT/ as
- * huggingface_hub records a 404 (and the download here does too). */
-bool hfc_optional_settled(const char *snap_dir, const char *file);
+/* True when file, which a repository may lack, is settled in the snapshot of commit:
+ * there, or recorded absent in repo_dir/.no_exist/COMMIT/ as huggingface_hub records
+ * a 404 (and the download here does too). */
+bool hfc_optional_settled(const char *repo_dir, const char *commit, const char *file);
 
 #endif

@@ -436,20 +436,11 @@ static char *download(const struct hub_env *env, const char *repo_id, const char
 }
 
 /* A complete snapshot: a model directory, its tokenizer, or the GGUF of a tag (then
- * the file's path replaces the directory's). With whole, the optional files are settled
- * too: a download of some files alone (hf download --include) lacks the chat template
- * of tokenizer_config.json, which the chat would miss. */
-static bool snapshot_has(char **snap, bool weights, const char *tag, bool whole)
+ * the file's path replaces the directory's). */
+static bool snapshot_has(char **snap, bool weights, const char *tag)
 {
-	if (!tag) {
-		bool ok =
-			weights ? hfc_model_complete(*snap) : hfc_has_file(*snap, "tokenizer.json");
-		for (size_t i = 0; ok && whole && i < sizeof files / sizeof files[0]; i++)
-			if (files[i].optional &&
-			    (weights || !strncmp(files[i].name, "tokenizer", 9)))
-				ok = hfc_optional_settled(*snap, files[i].name);
-		return ok;
-	}
+	if (!tag)
+		return weights ? hfc_model_complete(*snap) : hfc_has_file(*snap, "tokenizer.json");
 	char *file = ggufname_in_dir(*snap, tag);
 	err_clear();
 	if (!file)
@@ -476,6 +467,18 @@ static void offline_miss(const char *repo_id, const char *rev, const char *root,
 	free(snap);
 }
 
+/* Whether the optional files of the snapshot (the tokenizer's alone unless weights)
+ * are settled: a download of some files (hf download --include) lacks the chat
+ * template of tokenizer_config.json, which the chat would miss. */
+static bool optional_settled(const char *repo_dir, const char *commit, bool weights)
+{
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+		if (files[i].optional && (weights || !strncmp(files[i].name, "tokenizer", 9)) &&
+		    !hfc_optional_settled(repo_dir, commit, files[i].name))
+			return false;
+	return true;
+}
+
 static char *resolve_repo(const struct hub_env *env, const char *repo_id, const char *rev,
 			  bool pull, bool weights, const char *tag)
 {
@@ -485,11 +488,11 @@ static char *resolve_repo(const struct hub_env *env, const char *repo_id, const 
 	char *snap = commit ? hfc_snapshot(repo_dir, commit) : NULL;
 	bool offline = env->offline;
 	char *partial = NULL; /* whole but for optional files: what is used if they cannot come */
-	if (snap && !snapshot_has(&snap, weights, tag, !offline)) {
-		if (!tag && snapshot_has(&snap, weights, tag, false))
-			partial = snap;
-		else
-			free(snap);
+	if (snap && !snapshot_has(&snap, weights, tag)) {
+		free(snap);
+		snap = NULL;
+	} else if (snap && !tag && !offline && !optional_settled(repo_dir, commit, weights)) {
+		partial = snap;
 		snap = NULL;
 	}
 	if (repo_dir && !(snap && (offline || !pull))) {
@@ -499,7 +502,7 @@ static char *resolve_repo(const struct hub_env *env, const char *repo_id, const 
 			offline_miss(repo_id, rev, root, repo_dir, commit, tag);
 		else
 			snap = download(env, repo_id, rev, root, repo_dir, weights, tag);
-		if (snap && tag && !snapshot_has(&snap, weights, tag, true)) {
+		if (snap && tag && !snapshot_has(&snap, weights, tag)) {
 			free(snap);
 			snap = NULL;
 			err_prefix("%s@%s", repo_id, rev);

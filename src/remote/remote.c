@@ -553,12 +553,12 @@ static int stream_end(struct remote *r, struct xfer *x, CURLcode cc)
 	if (!out->events && cc == CURLE_OK && (!type || !strstr(type, "text/event-stream")))
 		return err_set("%s answered with %s, not a stream of events (text/event-stream)",
 			       r->shown, type ? type : "no Content-Type");
-	const char *where = sse_pending(&x->sse) ? ", inside an event" : "";
+	bool inside = sse_pending(&x->sse);
+	const char *where = inside ? ", inside an event" : "";
 	if (cc != CURLE_OK) {
 		char why[CURL_ERROR_SIZE + 8];
 		const char *e = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
 		reply_oneline(why, sizeof why, e, strlen(e));
-		bool inside = sse_pending(&x->sse);
 		return err_set("the stream from %s broke off %s: %s", r->shown,
 			       out->events ? (inside ? "mid-answer, inside an event" : "mid-answer")
 			       : inside    ? "inside its first event"
