@@ -1,8 +1,9 @@
 /* sft_formats.c — the shapes fine-tuning datasets come in, read as conversations:
  * OpenAI's {"messages": [...]} (chat_from_json), ShareGPT's {"conversations": [...]}
- * and Alpaca's {"instruction", "input", "output"}. The other two are rewritten as the
- * first, so that one reader (chat_from_value) checks every conversation the same
- * way. */
+ * and Alpaca's {"instruction", "input", "output"}, with the keys LLaMA-Factory adds to
+ * the last two ("system", "tools", "history", the "function_call" speaker). The other
+ * two are rewritten as the first, so that one reader (chat_from_value) checks every
+ * conversation the same way. */
 #include "src/chat/sft.h"
 #include "src/base/err.h"
 #include "src/base/jsonlimit.h"
@@ -32,6 +33,38 @@ static const char *sharegpt_role(const char *from)
 	return NULL;
 }
 
+/* The JSON value a string holds (LLaMA-Factory keeps calls and tools as JSON text),
+ * under the limits of a conversation file; NULL where it holds none. */
+static json_t *json_text(json_t *s, const char *where)
+{
+	if (!json_is_string(s) ||
+	    jlim_check(json_string_value(s), json_string_length(s), &chat_json_limits, where))
+		return NULL;
+	return json_loadb(json_string_value(s), json_string_length(s), 0, NULL);
+}
+
+/* LLaMA-Factory's "function_call" turn: its value is the JSON text of a call
+ * {"name", "arguments"} or of an array of them, the assistant's tool calls. */
+static json_t *function_call(json_t *value, const char *where, size_t i)
+{
+	json_t *calls = json_text(value, where);
+	if (json_is_object(calls))
+		calls = json_pack("[o]", calls);
+	if (!json_is_array(calls) || !json_array_size(calls)) {
+		json_decref(calls);
+		return err_set("%s: conversations[%zu].value: a function_call is the JSON text of "
+			       "{\"name\", \"arguments\"} or of an array of them",
+			       where, i),
+		       NULL;
+	}
+	json_t *tool_calls = json_array(), *c;
+	size_t k;
+	json_array_foreach(calls, k, c) json_array_append_new(
+		tool_calls, json_pack("{s:s, s:O}", "type", "function", "function", c));
+	json_decref(calls);
+	return json_pack("{s:s, s:o}", "role", "assistant", "tool_calls", tool_calls);
+}
+
 /* ShareGPT's turns as messages: {"from", "value"} pairs, or {"role", "content"} ones
  * as some datasets keep under the same key (passed on as they are). */
 static json_t *from_sharegpt(json_t *turns, const char *where)
@@ -49,12 +82,22 @@ static json_t *from_sharegpt(json_t *turns, const char *where)
 			json_array_append(msgs, t);
 			continue;
 		}
+		if (json_is_string(from) && !strcmp(json_string_value(from), "function_call")) {
+			json_t *m = function_call(value, where, i);
+			if (!m) {
+				json_decref(msgs);
+				return NULL;
+			}
+			json_array_append_new(msgs, m);
+			continue;
+		}
 		const char *role =
 			json_is_string(from) ? sharegpt_role(json_string_value(from)) : NULL;
 		if (!role) {
 			json_decref(msgs);
-			return err_set("%s: conversations[%zu].from: %s%.40s%s (human, gpt, system "
-				       "or tool)",
+			return err_set("%s: conversations[%zu].from: %s%.40s%s (human, gpt, "
+				       "system, "
+				       "function_call or tool)",
 				       where, i, json_is_string(from) ? "unknown speaker \"" : "",
 				       json_is_string(from) ? json_string_value(from)
 							    : "missing or not a string",
@@ -73,8 +116,9 @@ static json_t *from_sharegpt(json_t *turns, const char *where)
 	return msgs;
 }
 
-/* Alpaca's record as a system prompt (its "system", when there is one), the user's
- * instruction (and "input" after a blank line) and the answer ("output"). */
+/* Alpaca's record as a system prompt (its "system", when there is one), the earlier
+ * turns of its "history" ([instruction, answer] pairs), the user's instruction (and
+ * "input" after a blank line) and the answer ("output"). */
 static json_t *from_alpaca(json_t *o, const char *where)
 {
 	static const char *const keys[] = {"instruction", "output", "input", "system"};
@@ -86,16 +130,73 @@ static json_t *from_alpaca(json_t *o, const char *where)
 				       jsontype_name(v[k])),
 			       NULL;
 	}
+	json_t *history = json_object_get(o, "history"), *pair;
+	if (history && !json_is_null(history) && !json_is_array(history))
+		return err_set("%s: history: expected an array, got %s", where,
+			       jsontype_name(history)),
+		       NULL;
 	const char *in = json_is_string(v[2]) ? json_string_value(v[2]) : "";
 	json_t *msgs = json_array();
 	if (json_is_string(v[3]) && json_string_length(v[3]))
 		json_array_append_new(msgs,
 				      json_pack("{s:s, s:O}", "role", "system", "content", v[3]));
+	size_t i;
+	json_array_foreach(history, i, pair)
+	{
+		json_t *q = json_array_get(pair, 0), *a = json_array_get(pair, 1);
+		if (json_array_size(pair) != 2 || !json_is_string(q) || !json_is_string(a)) {
+			json_decref(msgs);
+			return err_set("%s: history[%zu]: expected a pair of strings [instruction, "
+				       "answer]",
+				       where, i),
+			       NULL;
+		}
+		json_array_append_new(msgs, json_pack("{s:s, s:O}", "role", "user", "content", q));
+		json_array_append_new(msgs,
+				      json_pack("{s:s, s:O}", "role", "assistant", "content", a));
+	}
 	json_t *user =
 		*in ? json_sprintf("%s\n\n%s", json_string_value(v[0]), in) : json_incref(v[0]);
 	json_array_append_new(msgs, json_pack("{s:s, s:o}", "role", "user", "content", user));
 	json_array_append_new(msgs, json_pack("{s:s, s:O}", "role", "assistant", "content", v[1]));
 	return msgs;
+}
+
+/* ShareGPT's "system" beside its turns: the system prompt, ahead of them. */
+static int sharegpt_system(json_t *msgs, json_t *system, const char *where)
+{
+	if (!system || json_is_null(system))
+		return 0;
+	if (!json_is_string(system))
+		return err_set("%s: system: expected a string, got %s", where,
+			       jsontype_name(system));
+	json_t *role = json_object_get(json_array_get(msgs, 0), "role");
+	if (json_is_string(role) && !strcmp(json_string_value(role), "system"))
+		return err_set("%s: system: the conversation starts with a system turn too", where);
+	if (json_string_length(system))
+		json_array_insert_new(msgs, 0,
+				      json_pack("{s:s, s:O}", "role", "system", "content", system));
+	return 0;
+}
+
+/* The record's "tools": an array of definitions, or (LLaMA-Factory) the JSON text of
+ * one. A new reference to the array, or NULL with *bad set. */
+static json_t *record_tools(json_t *root, const char *where, bool *bad)
+{
+	json_t *tools = json_object_get(root, "tools");
+	*bad = false;
+	if (json_is_array(tools))
+		return json_incref(tools);
+	if (!tools || json_is_null(tools) || (json_is_string(tools) && !json_string_length(tools)))
+		return NULL;
+	json_t *parsed = json_text(tools, where);
+	if (json_is_array(parsed))
+		return parsed;
+	json_decref(parsed);
+	*bad = true;
+	return err_set("%s: tools: expected an array of definitions or the JSON text of one",
+		       where),
+	       NULL;
 }
 
 struct chat *sft_chat_from_value(json_t *root, const char *where)
@@ -107,10 +208,20 @@ struct chat *sft_chat_from_value(json_t *root, const char *where)
 		return chat_from_value(root, where);
 	json_t *conv = json_object_get(root, "conversations");
 	json_t *msgs = conv ? from_sharegpt(conv, where) : from_alpaca(root, where);
-	json_t *tools = json_object_get(root, "tools");
+	if (msgs && conv && sharegpt_system(msgs, json_object_get(root, "system"), where) < 0) {
+		json_decref(msgs);
+		return NULL;
+	}
+	bool bad;
+	json_t *tools = msgs ? record_tools(root, where, &bad) : NULL;
+	if (msgs && bad) {
+		json_decref(msgs);
+		return NULL;
+	}
 	json_t *o = msgs ? json_pack("{s:o}", "messages", msgs) : NULL;
-	if (o && json_is_array(tools))
+	if (o && tools)
 		json_object_set(o, "tools", tools);
+	json_decref(tools);
 	if (!o && msgs)
 		err_set("%s: out of memory", where);
 	struct chat *c = o ? chat_from_value(o, where) : NULL;

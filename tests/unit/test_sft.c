@@ -3,7 +3,8 @@
  * starts with a line break, the scored tokens decode to exactly the answers of the
  * rendering and the others to the rest, a typed control token is text and never
  * scored; files read as JSON Lines or as the chat's saved conversations, with errors
- * naming the file, the line and the message; ShareGPT and Alpaca records. */
+ * naming the file, the line and the message; ShareGPT and Alpaca records, with the
+ * keys LLaMA-Factory adds to them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -249,7 +250,8 @@ static void test_files(void **state)
 	free(p);
 }
 
-/* ShareGPT and Alpaca records read as the OpenAI messages they stand for. */
+/* ShareGPT and Alpaca records (LLaMA-Factory's "system", "tools" as JSON text, the
+ * "function_call" speaker, "history") read as the OpenAI messages they stand for. */
 static void test_formats(void **state)
 {
 	(void)state;
@@ -275,7 +277,22 @@ static void test_formats(void **state)
 		{"{\"instruction\": \"Hi\", \"input\": \"\", \"output\": \"hello\", \"system\": "
 		 "null}",
 		 "[{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", "
-		 "\"content\": \"hello\"}]"},
+		 "\"content\": \"hello\"}]"}, /* LLaMA-Factory's keys */
+		{"{\"system\": \"S\", \"conversations\": [{\"from\": \"human\", \"value\": \"q\"}, "
+		 "{\"from\": \"function_call\", \"value\": \"{\\\"name\\\": \\\"f\\\", "
+		 "\\\"arguments\\\": {\\\"x\\\": 1}}\"}, {\"from\": \"observation\", \"value\": "
+		 "\"t\"}, {\"from\": \"gpt\", \"value\": \"a\"}], \"tools\": \"[{\\\"name\\\": "
+		 "\\\"f\\\"}]\"}",
+		 "{\"messages\": [{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", "
+		 "\"content\": \"q\"}, {\"role\": \"assistant\", \"tool_calls\": [{\"type\": "
+		 "\"function\", \"function\": {\"name\": \"f\", \"arguments\": {\"x\": 1}}}]}, "
+		 "{\"role\": \"tool\", \"content\": \"t\"}, {\"role\": \"assistant\", \"content\": "
+		 "\"a\"}], \"tools\": [{\"name\": \"f\"}]}"},
+		{"{\"instruction\": \"q2\", \"input\": \"\", \"output\": \"a2\", \"history\": "
+		 "[[\"q1\", \"a1\"]], \"system\": \"S\"}",
+		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
+		 "\"q1\"}, {\"role\": \"assistant\", \"content\": \"a1\"}, {\"role\": \"user\", "
+		 "\"content\": \"q2\"}, {\"role\": \"assistant\", \"content\": \"a2\"}]"},
 	};
 	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
 		struct chat *a = sft_chat_from_json(pairs[i][0], strlen(pairs[i][0]), "t");
@@ -300,6 +317,19 @@ static void test_formats(void **state)
 		{"{\"instruction\": \"x\"}", "t: output: expected a string, got nothing"},
 		{"{\"instruction\": \"x\", \"output\": \"y\", \"input\": [1]}",
 		 "t: input: expected a string, got an array"},
+		{"{\"system\": \"S\", \"conversations\": [{\"from\": \"system\", \"value\": "
+		 "\"T\"}, {\"from\": \"human\", \"value\": \"q\"}]}",
+		 "t: system: the conversation starts with a system turn too"},
+		{"{\"system\": 3, \"conversations\": []}",
+		 "t: system: expected a string, got a number"},
+		{"{\"conversations\": [{\"from\": \"function_call\", \"value\": \"f(1)\"}]}",
+		 "t: conversations[0].value: a function_call is the JSON text of"},
+		{"{\"conversations\": [], \"tools\": \"nope\"}",
+		 "t: tools: expected an array of definitions"},
+		{"{\"instruction\": \"x\", \"output\": \"y\", \"history\": [[\"q\"]]}",
+		 "t: history[0]: expected a pair of strings"},
+		{"{\"instruction\": \"x\", \"output\": \"y\", \"history\": \"q\"}",
+		 "t: history: expected an array, got a string"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		assert_null(sft_chat_from_json(bad[i][0], strlen(bad[i][0]), "t"));
