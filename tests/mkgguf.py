@@ -9,6 +9,12 @@ ggml's gguf.cpp, so that make check needs neither llama.cpp nor its gguf-py.
 
 usage: mkgguf.py MODEL_DIR OUT.gguf [--outtype bf16|f32] [--norm-type f32|bf16]
                  [--split N] [--alignment A] [--version 2|3] [--layout FILE.json]
+                 [--q8-tensor NAME]
+
+generation_config.json's sampling defaults become general.sampling.* as gguf-py's
+Metadata writes them. --q8-tensor NAME stores that tensor (GGUF name) in Q8_0, as
+llama-quantize's --token-embedding-type q8_0 leaves a float file with one quantized
+tensor.
 
 --norm-type bf16 keeps the norms in BF16 (convert writes F32; a BF16-only engine can
 then run the file). --split N writes OUT-0000K-of-0000N.gguf files as llama.cpp's
@@ -17,11 +23,12 @@ one). --layout writes where each field is, for the malformed-file tests.
 """
 import argparse
 import json
+import math
 import struct
 import sys
 
 U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)
-GGML_F32, GGML_F16, GGML_BF16 = 0, 1, 30
+GGML_F32, GGML_F16, GGML_BF16, GGML_Q8_0 = 0, 1, 30, 8
 # gguf-py's TokenType
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 
@@ -230,6 +237,33 @@ def metadata(w, cfg, voc, outtype):
     return kvs
 
 
+def sampling(model_dir):
+    """generation_config.json's top_k, top_p, min_p and temperature (gguf-py's
+    Metadata.load: int32 and float32 keys), where the file has them."""
+    try:
+        gen = json.load(open(model_dir + "/generation_config.json"))
+    except FileNotFoundError:
+        return []
+    keys = (("top_k", "general.sampling.top_k", I32), ("top_p", "general.sampling.top_p", F32),
+            ("min_p", "general.sampling.min_p", F32), ("temperature", "general.sampling.temp", F32))
+    return [(key, typ, gen[name]) for name, key, typ in keys if gen.get(name) is not None]
+
+
+def q8_0(raw_f32):
+    """ggml's quantize_row_q8_0_ref: blocks of 32, d = max|x| / 127 (fp16), q = round(x / d)."""
+    xs = struct.unpack("<%df" % (len(raw_f32) // 4), raw_f32)
+    out = bytearray()
+    for b in range(0, len(xs), 32):
+        blk = xs[b:b + 32]
+        d = max(abs(x) for x in blk) / 127
+        inv = 1 / d if d else 0.0
+        out += struct.pack("<e", d)
+        # roundf: halves away from zero
+        out += struct.pack("<32b", *(int(math.copysign(math.floor(abs(x * inv) + 0.5), x))
+                                     for x in blk))
+    return bytes(out)
+
+
 def tensors(model_dir, outtype, norm_type):
     st = read_safetensors(model_dir + "/model.safetensors")
     out = []
@@ -295,12 +329,16 @@ def main():
     ap.add_argument("--alignment", type=int, default=32)
     ap.add_argument("--version", type=int, default=3)
     ap.add_argument("--layout")
+    ap.add_argument("--q8-tensor")
     a = ap.parse_args()
     cfg = json.load(open(a.model_dir + "/config.json"))
-    kvs = metadata(None, cfg, vocab(a.model_dir, cfg), a.outtype)
+    kvs = metadata(None, cfg, vocab(a.model_dir, cfg), a.outtype) + sampling(a.model_dir)
     if a.alignment != 32:
         kvs.append(("general.alignment", U32, a.alignment))
     tens = tensors(a.model_dir, a.outtype, a.norm_type)
+    if a.q8_tensor:
+        tens = [(n, ne, GGML_Q8_0, q8_0(raw if g == GGML_F32 else bf16_to_f32(raw)))
+                if n == a.q8_tensor else (n, ne, g, raw) for n, ne, g, raw in tens]
     if a.split <= 1:
         layout = write_file(a.out, kvs, tens, a.alignment, a.version)
     else:

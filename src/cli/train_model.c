@@ -7,6 +7,7 @@
 #include "src/cli/env.h"
 #include "src/hub/hub.h"
 #include "src/hub/loader.h"
+#include "src/session/sampler.h"
 #include "src/train/dataset.h"
 #include "src/train/modeldir.h"
 #include "src/train/tokens.h"
@@ -193,7 +194,8 @@ static int generation_file(struct train_model *p, const struct eng_config *c)
 		eos[n++] = eot;
 	if (!n)
 		return 0;
-	char *text = mdir_generation_json(c->bos_token_id >= 0 ? c->bos_token_id : eot, eos, n, eot);
+	char *text = mdir_generation_json(c->bos_token_id >= 0 ? c->bos_token_id : eot, eos, n, eot,
+					  &p->sampling);
 	if (!text)
 		return -1;
 	add_file(p, "generation_config.json", text, strlen(text));
@@ -260,8 +262,45 @@ static int scratch_config(const struct tstate_opts *o, const struct tok *tk, str
 	return rc;
 }
 
+/* Refuses a model with quantized tensors, all of them or some (llama-quantize's
+ * --token-embedding-type makes a bf16 file with a Q8_0 embedding). */
+static int quantized(const struct eng_model *m, const char *path)
+{
+	struct eng_type_count tc[ENG_DTYPE_COUNT];
+	eng_model_type_counts(m, tc);
+	enum eng_dtype main = eng_model_config(m)->dtype;
+	if (eng_dtype_quantized(main))
+		return err_set("%s: its weights are %s: train from the bf16 model (quantized "
+			       "weights cannot be trained)",
+			       path, eng_dtype_name(main));
+	for (int t = 0; t < ENG_DTYPE_COUNT; t++)
+		if (tc[t].tensors && eng_dtype_quantized((enum eng_dtype)t))
+			return err_set("%s: %d of its tensors %s %s: train from the bf16 model "
+				       "(quantized weights cannot be trained)",
+				       path, tc[t].tensors, tc[t].tensors == 1 ? "is" : "are",
+				       eng_dtype_name((enum eng_dtype)t));
+	return 0;
+}
+
+/* A GGUF's sampling defaults (general.sampling.*, from the generation_config.json it
+ * was made from), over Qwen3's where it has none. */
+static int gguf_sampling(struct train_model *p, const char *path)
+{
+	struct samp_params s;
+	samp_params_default(&s);
+	s.temperature = p->sampling.temperature;
+	s.top_k = p->sampling.top_k;
+	s.top_p = p->sampling.top_p;
+	if (loader_generation(path, &s, NULL, NULL))
+		return -1;
+	p->sampling = (struct mdir_sampling){s.temperature, s.top_p, s.min_p, s.repetition_penalty,
+					     s.top_k};
+	return 0;
+}
+
 int train_model_new(const struct tstate_opts *o, struct train_model *p)
 {
+	p->sampling = mdir_qwen3_sampling;
 	if (o->init) {
 		struct hub_env hub;
 		cli_env_hub(&hub);
@@ -269,11 +308,8 @@ int train_model_new(const struct tstate_opts *o, struct train_model *p)
 		    !(p->m.init = eng_model_open(p->init_path)))
 			return -1;
 		p->m.cfg = *eng_model_config(p->m.init);
-		if (eng_dtype_quantized(p->m.cfg.dtype)) /* before the data and the plan */
-			return err_set(
-				"%s: its weights are %s: train from the bf16 model (quantized "
-				"weights cannot be trained)",
-				p->init_path, eng_dtype_name(p->m.cfg.dtype));
+		if (quantized(p->m.init, p->init_path)) /* before the data and the plan */
+			return -1;
 		if (o->ctx > p->m.cfg.max_position_embeddings)
 			return err_set("--ctx %d is beyond %s's max_position_embeddings %d", o->ctx,
 				       o->init, p->m.cfg.max_position_embeddings);
@@ -290,6 +326,8 @@ int train_model_new(const struct tstate_opts *o, struct train_model *p)
 		} else if (eng_is_gguf(p->init_path) && tokenizer_from_gguf(p, p->init_path)) {
 			return -1;
 		}
+		if (eng_is_gguf(p->init_path) && gguf_sampling(p, p->init_path))
+			return -1;
 		if (!o->tokenizer && !eng_is_gguf(p->init_path) &&
 		    copy_file(p, p->init_path, "generation_config.json", false))
 			return -1;

@@ -8,6 +8,7 @@
 
 #include "src/chat/template.h"
 #include "src/train/loop.h"
+#include "src/train/modeldir.h"
 #include "src/train/trainstate.h"
 
 struct train_model {
@@ -25,6 +26,9 @@ struct train_model {
 	 * conversations of --sft are rendered with it */
 	enum tmpl_variant variant;
 	bool template_added; /* the tokenizer had none: the checkpoints get Qwen3's */
+	/* generation_config.json's sampling defaults where the model has no such file:
+	 * a GGUF's general.sampling.* keys, else Qwen3's */
+	struct mdir_sampling sampling;
 };
 
 /* A new run's model: --init MODEL (its config, weights, tokenizer and generation

@@ -6,6 +6,7 @@
 #include "src/train/tokens.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +88,29 @@ char *mdir_config_json(const struct eng_config *c)
 	return b.p;
 }
 
-char *mdir_generation_json(int bos, const int *eos, int n_eos, int pad)
+const struct mdir_sampling mdir_qwen3_sampling = {
+	.temperature = 0.6, .top_p = 0.95, .min_p = 0, .repetition_penalty = 1, .top_k = 20};
+
+/* A sampling setting: one a GGUF held as a float (0.7f) is written with the fewest
+ * digits that give that float back (0.7), as generation_config.json had it. */
+static void put_setting(struct strbuf *b, const char *key, double x)
+{
+	if (isfinite(x) && x == (double)(float)x)
+		for (int digits = 1; digits <= 9; digits++) {
+			char t[32];
+			snprintf(t, sizeof t, "%.*g", digits, x);
+			if ((float)strtod(t, NULL) == (float)x) {
+				x = strtod(t, NULL);
+				break;
+			}
+		}
+	sb_printf(b, "  \"%s\": ", key);
+	sb_real(b, x);
+	sb_puts(b, ",\n");
+}
+
+char *mdir_generation_json(int bos, const int *eos, int n_eos, int pad,
+			   const struct mdir_sampling *s)
 {
 	struct strbuf b = {0};
 	sb_puts(&b, "{\n");
@@ -96,10 +119,16 @@ char *mdir_generation_json(int bos, const int *eos, int n_eos, int pad)
 	for (int i = 0; i < n_eos; i++)
 		sb_printf(&b, "%s\n    %d", i ? "," : "", eos[i]);
 	sb_puts(&b, "\n  ],\n");
+	if (s->min_p > 0) /* the keys in order, as transformers writes them */
+		put_setting(&b, "min_p", s->min_p);
 	if (pad >= 0)
 		sb_printf(&b, "  \"pad_token_id\": %d,\n", pad);
-	sb_puts(&b, "  \"temperature\": 0.6,\n  \"top_k\": 20,\n  \"top_p\": 0.95,\n"
-		    "  \"transformers_version\": \"4.51.0\"\n}\n");
+	if (s->repetition_penalty != 1)
+		put_setting(&b, "repetition_penalty", s->repetition_penalty);
+	put_setting(&b, "temperature", s->temperature);
+	sb_printf(&b, "  \"top_k\": %d,\n", s->top_k);
+	put_setting(&b, "top_p", s->top_p);
+	sb_puts(&b, "  \"transformers_version\": \"4.51.0\"\n}\n");
 	if (b.oom) {
 		free(b.p);
 		err_set("generation_config.json: out of memory");

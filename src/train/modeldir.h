@@ -17,9 +17,19 @@ extern const char mdir_qwen3_template[];
  * NUL-terminated; NULL when out of memory (err_set). */
 char *mdir_config_json(const struct eng_config *c);
 
-/* generation_config.json with Qwen3's sampling defaults: bos_token_id, eos_token_id
- * [eos...] (n_eos >= 1), pad_token_id pad (-1: none). Malloc'd; NULL (err_set). */
-char *mdir_generation_json(int bos, const int *eos, int n_eos, int pad);
+/* The sampling defaults generation_config.json carries; Qwen3's (temperature 0.6,
+ * top_k 20, top_p 0.95) in mdir_qwen3_sampling. */
+struct mdir_sampling {
+	double temperature, top_p, min_p, repetition_penalty;
+	int top_k;
+};
+extern const struct mdir_sampling mdir_qwen3_sampling;
+
+/* generation_config.json: bos_token_id, eos_token_id [eos...] (n_eos >= 1),
+ * pad_token_id pad (-1: none), the sampling defaults s (min_p where above 0,
+ * repetition_penalty where not 1). Malloc'd; NULL (err_set). */
+char *mdir_generation_json(int bos, const int *eos, int n_eos, int pad,
+			   const struct mdir_sampling *s);
 
 /* tokenizer_config.json for a tokenizer whose template is not in such a file:
  * `existing` (the file's text, or NULL when there is none) with chat_template set

@@ -706,6 +706,33 @@ PY
 	else
 		fail "--init a GGUF: the checkpoint's tokenizer files differ from the model's"
 	fi
+	# A GGUF's sampling defaults (general.sampling.*, as the converter writes them from
+	# generation_config.json) go into the checkpoint's generation_config.json, and a
+	# float GGUF with one quantized tensor is refused before the data is read.
+	python3 - "$TMP/q/generation_config.json" <<'EOF'
+import json, sys
+g = json.load(open(sys.argv[1]))
+g.update(temperature=0.7, top_k=40, top_p=0.8, min_p=0.05)
+json.dump(g, open(sys.argv[1], "w"))
+EOF
+	python3 "$TOP_SRCDIR/tests/mkgguf.py" "$TMP/q" "$TMP/qs.gguf" &&
+		python3 "$TOP_SRCDIR/tests/mkgguf.py" "$TMP/q" "$TMP/qe.gguf" \
+			--q8-tensor blk.0.attn_q.weight || fail "mkgguf.py"
+	"$QWENCHAT" train --init "$TMP/qs.gguf" --out "$TMP/fromgs" --data "$TMP/a.txt" $SMALL \
+		--steps 0 2>"$TMP/err" && python3 - "$TMP/fromgs/generation_config.json" <<'EOF' &&
+import json, sys
+g = json.load(open(sys.argv[1]))
+got = {k: g.get(k) for k in ("temperature", "top_k", "top_p", "min_p")}
+assert got == {"temperature": 0.7, "top_k": 40, "top_p": 0.8, "min_p": 0.05}, got
+EOF
+		pass "--init a GGUF: its sampling defaults go into generation_config.json" ||
+		fail "--init a GGUF's sampling defaults: $(tail -n 1 "$TMP/err"; cat "$TMP/fromgs/generation_config.json")"
+	"$QWENCHAT" train --init "$TMP/qe.gguf" --out "$TMP/fromqe" --data "$TMP/a.txt" $SMALL \
+		>/dev/null 2>"$TMP/err"
+	[ $? -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && [ ! -e "$TMP/fromqe" ] &&
+		grep -qF "qe.gguf: 1 of its tensors is Q8_0: train from the bf16 model" "$TMP/err" &&
+		pass "--init a bf16 GGUF with one Q8_0 tensor: refused in one line, first" ||
+		fail "--init a GGUF with one Q8_0 tensor: $(cat "$TMP/err")"
 	text='Héllo wörld, 世界! <|im_start|>user <think>x</think>  spaces	and 123456'
 	[ "$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/fromg" 2>&1)" = \
 	  "$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/q" 2>&1)" ] &&

@@ -331,7 +331,9 @@ static void test_metadata_api(void **state)
 	assert_false(eng_is_gguf(dir));
 }
 
-/* A generation config from the GGUF: the eos id, defaults untouched. */
+/* A generation config from the GGUF: the eos id, and the sampling defaults of the
+ * generation_config.json it was made from as float32 general.sampling.* keys; the
+ * rest untouched. */
 static void test_generation(void **state)
 {
 	(void)state;
@@ -343,6 +345,9 @@ static void test_generation(void **state)
 	assert_int_equal(loader_generation(gguf, &p, eos, &n_eos), 0);
 	assert_int_equal(n_eos, 1);
 	assert_int_equal(eos[0], 151645);
+	q.temperature = (float)0.6;
+	q.top_p = (float)0.95;
+	q.top_k = 20;
 	assert_memory_equal(&p, &q, sizeof p);
 }
 

@@ -105,13 +105,23 @@ static void test_generation(void **state)
 {
 	(void)state;
 	int eos[] = {7, 5};
-	char *text = mdir_generation_json(5, eos, 2, 5);
+	char *text = mdir_generation_json(5, eos, 2, 5, &mdir_qwen3_sampling);
 	json_t *o = json_loads(text, 0, NULL);
 	assert_non_null(o);
 	assert_int_equal(json_integer_value(json_object_get(o, "bos_token_id")), 5);
 	assert_int_equal(json_integer_value(json_array_get(json_object_get(o, "eos_token_id"), 0)), 7);
 	assert_int_equal(json_integer_value(json_object_get(o, "pad_token_id")), 5);
+	assert_true(json_real_value(json_object_get(o, "temperature")) == 0.6);
+	assert_int_equal(json_integer_value(json_object_get(o, "top_k")), 20);
+	assert_null(json_object_get(o, "min_p"));
 	json_decref(o);
+	free(text);
+	/* a GGUF's float32 settings are written as the decimals they were, in key order */
+	struct mdir_sampling s = {(float)0.7, (float)0.8, (float)0.05, (float)1.1, 40};
+	text = mdir_generation_json(5, eos, 2, -1, &s);
+	assert_non_null(strstr(text,
+			       "\"min_p\": 0.05,\n  \"repetition_penalty\": 1.1,\n  "
+			       "\"temperature\": 0.7,\n  \"top_k\": 40,\n  \"top_p\": 0.8,\n"));
 	free(text);
 }
 
