@@ -628,6 +628,19 @@ static void status(struct run *u, struct loop_status *s, double loss, double nor
 	};
 }
 
+/* DIR/loss.svg, drawn from the log so far. A link there is replaced, never written
+ * through, as each checkpoint replaces it: refusing it would end the run on its first
+ * evaluation, with the steps since the last checkpoint lost. */
+static int draw_curves(struct run *u)
+{
+	char *svg = tlog_svg(&u->log), *path = fio_join(u->dir, "loss.svg");
+	int rc = svg && path ? fio_write_atomic(path, svg, strlen(svg), 0600, 0)
+			     : err_set("out of memory");
+	free(svg);
+	free(path);
+	return rc;
+}
+
 /* An evaluation, logged and drawn, and reported with s; none when a stop comes first. */
 static int eval_and_log(struct run *u, struct loop_status *s, const volatile sig_atomic_t *stop)
 {
@@ -641,16 +654,46 @@ static int eval_and_log(struct run *u, struct loop_status *s, const volatile sig
 	s->val_loss = val;
 	if (u->r->eval)
 		u->r->eval(u->r->user, s);
-	char *svg = tlog_svg(&u->log), *path = fio_join(u->dir, "loss.svg");
-	int rc = svg && path ? fio_write_atomic(path, svg, strlen(svg), 0600, FIO_NO_LINKS)
-			     : err_set("out of memory");
-	free(svg);
+	return draw_curves(u);
+}
+
+/* Whether step was due an evaluation: every eval_every steps and at the run's end. */
+static bool eval_due(const struct run *u, int64_t step)
+{
+	const struct tstate_opts *o = &u->st->o;
+	return o->n_val > 0 && step > 0 && (step % o->eval_every == 0 || step == o->steps);
+}
+
+/* Whether the log holds the evaluation after `step` steps. */
+static bool evaluated(const struct tlog *l, int64_t step)
+{
+	return l->n_val && l->val[l->n_val - 1].step == step;
+}
+
+/* Whether the checkpoint's step was due an evaluation that a stop kept from running
+ * (its log has no record of it); a resumed run runs it first, so that its log is an
+ * uninterrupted run's. Read apart from open_log, before any data is. */
+static int eval_missing(const struct run *u, bool *missing)
+{
+	*missing = false;
+	if (!eval_due(u, u->st->step))
+		return 0;
+	char *path = fio_join(u->state_dir, "log.jsonl");
+	size_t len = 0;
+	char *text = path ? fio_read_file(path, (size_t)1 << 32, &len) : NULL;
+	struct tlog l;
+	tlog_init(&l);
+	int rc = text ? tlog_parse(&l, text, len, path) : -1;
+	*missing = !rc && !evaluated(&l, u->st->step);
+	tlog_free(&l);
+	free(text);
 	free(path);
 	return rc;
 }
 
 /* The steps from st->step to the run's end, evaluating and saving on schedule; a
- * pending stop ends the loop after the step under way, saved. */
+ * pending stop ends the loop after the step under way, saved (at the last step too
+ * when it kept the last evaluation from running). */
 static int steps(struct run *u, const volatile sig_atomic_t *stop)
 {
 	struct tstate *st = u->st;
@@ -672,7 +715,7 @@ static int steps(struct run *u, const volatile sig_atomic_t *stop)
 		if (u->r->step)
 			u->r->step(u->r->user, &s);
 		bool last = st->step == o->steps, stopping = stop && *stop;
-		if (u->val.len && (st->step % o->eval_every == 0 || last) && !stopping) {
+		if (eval_due(u, st->step) && !stopping) {
 			if (eval_and_log(u, &s, stop))
 				return -1;
 			stopping = stop && *stop;
@@ -681,13 +724,26 @@ static int steps(struct run *u, const volatile sig_atomic_t *stop)
 		if (saved && save(u))
 			return -1;
 		/* looked at again: one that came during the save stops on the step it holds */
-		if (!last && stop && *stop) {
+		bool done = last && (!eval_due(u, st->step) || evaluated(&u->log, st->step));
+		if (!done && stop && *stop) {
 			if (!saved && save(u))
 				return -1;
 			return LOOP_STOPPED;
 		}
 	}
 	return 0;
+}
+
+/* The evaluation a stop kept from running at the checkpoint's step, run before the
+ * next step (and saved with the checkpoint where no step follows). */
+static int late_eval(struct run *u, const volatile sig_atomic_t *stop)
+{
+	struct loop_status s = {.step = u->st->step, .steps = u->st->o.steps, .val_loss = NAN};
+	if (eval_and_log(u, &s, stop))
+		return -1;
+	if (!evaluated(&u->log, u->st->step))
+		return LOOP_STOPPED; /* stopped again, before it finished */
+	return u->st->step >= u->st->o.steps ? save(u) : 0;
 }
 
 static int setup_weights(struct run *u, bool resume)
@@ -717,7 +773,10 @@ int loop_run(const char *dir, struct tstate *st, bool resume, struct loop_model 
 		goto out;
 	if (resume && ckpt_recover(dir) < 0)
 		goto out;
-	if (resume && st->step >= o->steps) { /* before any data is read */
+	bool unevaluated = false;
+	if (resume && eval_missing(&u, &unevaluated))
+		goto out;
+	if (resume && st->step >= o->steps && !unevaluated) { /* before any data is read */
 		notice(&u,
 		       "%s is at step %lld already: --steps %lld leaves nothing to do (a larger "
 		       "--steps trains on)",
@@ -734,13 +793,15 @@ int loop_run(const char *dir, struct tstate *st, bool resume, struct loop_model 
 		eng_model_free(m->init);
 		m->init = NULL;
 	}
-	if (st->step >= o->steps) { /* --steps 0: the initial weights as a checkpoint */
+	if (!resume && st->step >= o->steps) { /* --steps 0: the initial weights as a checkpoint */
 		rc = save(&u);
 		goto out;
 	}
 	if (r->begin)
 		r->begin(r->user);
-	rc = steps(&u, stop);
+	rc = unevaluated ? late_eval(&u, stop) : 0;
+	if (!rc && st->step < o->steps)
+		rc = steps(&u, stop);
 out:
 	if (u.log_fd >= 0)
 		close(u.log_fd);

@@ -468,6 +468,40 @@ if [ "$rc" -eq 130 ] && ! grep -q val_loss "$TMP/sig-eval/train-log.jsonl" &&
 else
 	fail "SIGINT during an evaluation: exit $rc: $(tail -n 2 "$TMP/err-eval")"
 fi
+# the evaluation a stop kept from running is the resumed run's first work (here its only
+# work: it ends at step 1), so that its log is an uninterrupted run's
+"$QWENCHAT" train --resume "$TMP/sig-eval" --steps 1 --eval-tokens 4096 >/dev/null 2>"$TMP/err"
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q '^{"step": 1, "val_loss"' "$TMP/sig-eval/train-log.jsonl" &&
+   grep -q '^{"step": 1, "val_loss"' "$TMP/sig-eval/train-state/log.jsonl" &&
+   "$QWENCHAT" train --resume "$TMP/sig-eval" --steps 1 2>&1 | grep -q 'nothing to do'; then
+	pass "resumed after a stop during an evaluation: it runs first, and is saved"
+else
+	fail "the evaluation a stop skipped: exit $rc: $(tail -n 2 "$TMP/err")"
+fi
+# a signal during the run's last step: saved, but the final evaluation did not run, so
+# exit 130 (not 0) and the resumed run runs it
+"$QWENCHAT" train --out "$TMP/sig-last" --vocab-size 1000 --layers 2 --hidden-size 512 --heads 8 \
+	--intermediate-size 1536 --data "$TMP/d.u32" --val "$TMP/d.u32" --eval-tokens 512 \
+	--ctx 256 --batch 8 --threads 2 --steps 3 --eval-every 100 2>"$TMP/err-last" &
+pid=$!
+i=0
+while [ "$(cat "$TMP/sig-last/train-log.jsonl" 2>/dev/null | grep -c '"loss"')" -lt 2 ] &&
+      [ $i -lt 1200 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+kill -INT $pid
+wait $pid
+rc=$?
+if [ "$rc" -eq 130 ] && grep -q '"step": 3,' "$TMP/sig-last/train-state/state.json" &&
+   ! grep -q val_loss "$TMP/sig-last/train-log.jsonl" &&
+   "$QWENCHAT" train --resume "$TMP/sig-last" >/dev/null 2>"$TMP/err" &&
+   grep -q '^{"step": 3, "val_loss"' "$TMP/sig-last/train-log.jsonl"; then
+	pass "SIGINT during the last step: saved, exit 130, the resumed run evaluates"
+else
+	fail "SIGINT during the last step: exit $rc: $(tail -n 2 "$TMP/err-last" "$TMP/err")"
+fi
 "$QWENCHAT" train --out "$TMP/nosig" $IDS --ctx 32 --batch 8 --threads 2 --cosine-steps 400 \
 	--steps 400 --save-every 100000 --eval-every 100000 2>"$TMP/err"
 same_run "stopped by SIGINT and resumed == uninterrupted (400 steps)" "$TMP/nosig" "$TMP/sig"
@@ -575,6 +609,12 @@ rm -f "$L/loss.svg" && ln -s "$TMP/victim" "$L/loss.svg"
 [ "$(cat "$TMP/victim")" = keep ] && [ -f "$L/loss.svg" ] && [ ! -L "$L/loss.svg" ] &&
 	pass "a link at loss.svg is replaced by the checkpoint, its target untouched" ||
 	fail "a link at loss.svg: $(tail -n 2 "$TMP/err")"
+"$QWENCHAT" train --out "$L-val" $IDS $SMALL --steps 1 --cosine-steps 3 2>"$TMP/err" &&
+	rm -f "$L-val/loss.svg" && ln -s "$TMP/victim" "$L-val/loss.svg" &&
+	"$QWENCHAT" train --resume "$L-val" --steps 3 --eval-every 1 --save-every 3 2>"$TMP/err" &&
+	[ "$(cat "$TMP/victim")" = keep ] && [ ! -L "$L-val/loss.svg" ] &&
+	pass "a link at loss.svg is replaced by the next evaluation, the run goes on" ||
+	fail "a link at loss.svg, evaluating: $(tail -n 2 "$TMP/err")"
 rm -f "$L/train-log.jsonl" && ln -s "$TMP/victim" "$L/train-log.jsonl"
 usage 1 "a link at train-log.jsonl is refused" "train-log.jsonl: is a symbolic link" --resume "$L" --steps 3
 [ "$(cat "$TMP/victim")" = keep ] || fail "the log was written through a link"
