@@ -33,12 +33,14 @@ static const char *sharegpt_role(const char *from)
 	return NULL;
 }
 
-/* The JSON value a string holds (LLaMA-Factory keeps calls and tools as JSON text),
- * under the limits of a conversation file; NULL where it holds none. */
-static json_t *json_text(json_t *s, const char *where)
+/* The JSON value a string holds (LLaMA-Factory keeps calls and tools as JSON text);
+ * NULL where it holds none, with *over set where it is past the limits of a
+ * conversation file (err_set by jlim_check: the caller names the field). */
+static json_t *json_text(json_t *s, bool *over)
 {
-	if (!json_is_string(s) ||
-	    jlim_check(json_string_value(s), json_string_length(s), &chat_json_limits, where))
+	*over = json_is_string(s) &&
+		jlim_check(json_string_value(s), json_string_length(s), &chat_json_limits, NULL);
+	if (!json_is_string(s) || *over)
 		return NULL;
 	return json_loadb(json_string_value(s), json_string_length(s), 0, NULL);
 }
@@ -47,11 +49,14 @@ static json_t *json_text(json_t *s, const char *where)
  * {"name", "arguments"} or of an array of them, the assistant's tool calls. */
 static json_t *function_call(json_t *value, const char *where, size_t i)
 {
-	json_t *calls = json_text(value, where);
+	bool over;
+	json_t *calls = json_text(value, &over);
 	if (json_is_object(calls))
 		calls = json_pack("[o]", calls);
 	if (!json_is_array(calls) || !json_array_size(calls)) {
 		json_decref(calls);
+		if (over)
+			return err_prefix("%s: conversations[%zu].value", where, i), NULL;
 		return err_set("%s: conversations[%zu].value: a function_call is the JSON text of "
 			       "{\"name\", \"arguments\"} or of an array of them",
 			       where, i),
@@ -170,12 +175,13 @@ static int sharegpt_system(json_t *msgs, json_t *system, const char *where)
 	if (!json_is_string(system))
 		return err_set("%s: system: expected a string, got %s", where,
 			       jsontype_name(system));
+	if (!json_string_length(system)) /* an empty column, as dumps often carry */
+		return 0;
 	json_t *role = json_object_get(json_array_get(msgs, 0), "role");
 	if (json_is_string(role) && !strcmp(json_string_value(role), "system"))
 		return err_set("%s: system: the conversation starts with a system turn too", where);
-	if (json_string_length(system))
-		json_array_insert_new(msgs, 0,
-				      json_pack("{s:s, s:O}", "role", "system", "content", system));
+	json_array_insert_new(msgs, 0,
+			      json_pack("{s:s, s:O}", "role", "system", "content", system));
 	return 0;
 }
 
@@ -189,11 +195,14 @@ static json_t *record_tools(json_t *root, const char *where, bool *bad)
 		return json_incref(tools);
 	if (!tools || json_is_null(tools) || (json_is_string(tools) && !json_string_length(tools)))
 		return NULL;
-	json_t *parsed = json_text(tools, where);
+	bool over;
+	json_t *parsed = json_text(tools, &over);
 	if (json_is_array(parsed))
 		return parsed;
 	json_decref(parsed);
 	*bad = true;
+	if (over)
+		return err_prefix("%s: tools", where), NULL;
 	return err_set("%s: tools: expected an array of definitions or the JSON text of one",
 		       where),
 	       NULL;

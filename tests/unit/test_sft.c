@@ -293,6 +293,10 @@ static void test_formats(void **state)
 		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
 		 "\"q1\"}, {\"role\": \"assistant\", \"content\": \"a1\"}, {\"role\": \"user\", "
 		 "\"content\": \"q2\"}, {\"role\": \"assistant\", \"content\": \"a2\"}]"},
+		{"{\"system\": \"\", \"conversations\": [{\"from\": \"system\", \"value\": \"S\"}, "
+		 "{\"from\": \"human\", \"value\": \"q\"}, {\"from\": \"gpt\", \"value\": \"a\"}]}",
+		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
+		 "\"q\"}, {\"role\": \"assistant\", \"content\": \"a\"}]"},
 	};
 	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
 		struct chat *a = sft_chat_from_json(pairs[i][0], strlen(pairs[i][0]), "t");
@@ -330,6 +334,11 @@ static void test_formats(void **state)
 		 "t: history[0]: expected a pair of strings"},
 		{"{\"instruction\": \"x\", \"output\": \"y\", \"history\": \"q\"}",
 		 "t: history: expected an array, got a string"},
+		{"{\"conversations\": [{\"from\": \"human\", \"value\": \"q\"}, {\"from\": "
+		 "\"function_call\", \"value\": "
+		 "\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]"
+		 "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\"}]}",
+		 "t: conversations[1].value: JSON nested deeper than"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		assert_null(sft_chat_from_json(bad[i][0], strlen(bad[i][0]), "t"));
