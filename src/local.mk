@@ -60,7 +60,7 @@ libapp_a_SOURCES = \
 	src/train/trainstate.c src/train/trainstate.h \
 	src/train/dataset.c src/train/dataset.h \
 	src/train/save.c src/train/save.h \
-	src/train/loop.c src/train/loop.h \
+	src/train/loop.c src/train/loop.h src/train/rundir.c src/train/rundir.h \
 	src/train/panel.c src/train/panel.h
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.

@@ -12,6 +12,7 @@
 #include "src/cli/train_report.h"
 #include "src/train/checkpoint.h"
 #include "src/train/loop.h"
+#include "src/train/rundir.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -589,7 +590,7 @@ int cmd_train(int argc, char **argv)
 	if (rc) {
 		rc = rc == CLI_DONE ? EXIT_OK : rc;
 	} else if (a.resume) {
-		if ((lock = loop_lock_dir(a.resume, false)) < 0 ||
+		if ((lock = rundir_lock(a.resume, false)) < 0 ||
 		    read_state(a.resume, &st, &state_path)) {
 			cli_error("%s", err_msg());
 			rc = EXIT_RUNTIME;
@@ -598,9 +599,9 @@ int cmd_train(int argc, char **argv)
 		}
 	} else if (!(rc = check_new(&a))) {
 		char *top = fio_missing_top(a.out); /* what a failed run removes again */
-		struct loop_leftovers left = {0};
-		if ((lock = loop_lock_dir(a.out, true)) < 0 || loop_check_new_dir(a.out) ||
-		    loop_leftovers_init(&left, a.out, top)) {
+		struct rundir_leftovers left = {0};
+		if ((lock = rundir_lock(a.out, true)) < 0 || rundir_check_new(a.out) ||
+		    rundir_leftovers_init(&left, a.out, top)) {
 			cli_error("%s", err_msg());
 			rc = EXIT_RUNTIME;
 		} else {
@@ -610,17 +611,17 @@ int cmd_train(int argc, char **argv)
 			rc = run(&st, a.out, false, !a.no_panel);
 		}
 		if (rc && lock >= 0) { /* what a run that never saved made goes again */
-			loop_abandon_dir(a.out, lock, top);
+			rundir_abandon(a.out, lock, top);
 			lock = -1;
 		} else if (rc && top) { /* directories made before the lock was refused */
 			fio_rmdirs_upto(a.out, top);
 		}
 		train_catch_signals_new(NULL);
-		loop_leftovers_free(&left);
+		rundir_leftovers_free(&left);
 		free(top);
 	}
 	if (lock >= 0)
-		loop_unlock_dir(a.resume ? a.resume : a.out, lock);
+		rundir_unlock(a.resume ? a.resume : a.out, lock);
 	free(a.out);
 	free(a.resume);
 	tstate_opts_free(&st.o);

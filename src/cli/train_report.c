@@ -64,7 +64,7 @@ static volatile sig_atomic_t g_stop, g_stepping;
 static char g_at_once[2][4352];
 static volatile sig_atomic_t g_at_once_used;
 /* What a new run ended before its first step leaves behind. */
-static const struct loop_leftovers *g_leftovers;
+static const struct rundir_leftovers *g_leftovers;
 /* The trainer's remarks come through a callback without a user pointer. */
 static struct train_report *g_report;
 
@@ -428,7 +428,7 @@ static void on_signal(int sig)
 				  "(again to stop at once)";
 	if (g_stop || !g_stepping) {
 		if (!g_stepping && g_leftovers)
-			loop_leftovers_remove(g_leftovers);
+			rundir_leftovers_remove(g_leftovers);
 		live_signal_cursor(true);
 		/* said once the report knows the run's directory, steps begun or not */
 		const char *m = g_at_once[g_at_once_used];
@@ -491,7 +491,7 @@ static void catch_stop(void)
 		sigaction(SIGHUP, &sa, NULL);
 }
 
-void train_catch_signals_new(const struct loop_leftovers *l)
+void train_catch_signals_new(const struct rundir_leftovers *l)
 {
 	g_leftovers = l;
 	catch_stop();

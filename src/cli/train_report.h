@@ -16,6 +16,7 @@
 
 #include "src/cli/train_model.h"
 #include "src/train/loop.h"
+#include "src/train/rundir.h"
 #include "src/train/trainstate.h"
 
 struct train_report;
@@ -36,8 +37,8 @@ struct loop_report train_report_callbacks(struct train_report *r);
 const volatile sig_atomic_t *train_catch_signals(void);
 
 /* A new run from now on: SIGINT and SIGTERM end the program at once until the steps
- * begin, removing what l names (loop_leftovers_remove) first. l is kept, not copied. */
-void train_catch_signals_new(const struct loop_leftovers *l);
+ * begin, removing what l names (rundir_leftovers_remove) first. l is kept, not copied. */
+void train_catch_signals_new(const struct rundir_leftovers *l);
 
 /* The signal that asked to stop; 0: none. */
 int train_stop_signal(void);

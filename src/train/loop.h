@@ -89,46 +89,4 @@ enum { LOOP_STOPPED = 1 };
 int loop_run(const char *dir, struct tstate *st, bool resume, struct loop_model *m,
 	     const struct loop_report *r, const volatile sig_atomic_t *stop);
 
-/* Whether dir may take a new run: missing, empty, or holding only what a run that
- * never saved left (train-state/ with the data caches, train-log.jsonl, loss.svg).
- * A checkpoint there (finished first if a save was interrupted) is refused with "holds
- * a run at step N". 0 or -1 (err_set). */
-int loop_check_new_dir(const char *dir);
-
-/* One run at a time in dir: an exclusive lock on dir/.train.lock, held until the
- * returned descriptor is closed (the process ends). dir is created (0700) when
- * missing and create is set; with create, a dir holding files of something else than
- * a run is refused before the lock file is made. A symbolic link at dir or at
- * dir/train-state is refused. The descriptor, or -1 with err_set (also when another
- * process holds the lock: "another qwenchat train is using it"). */
-int loop_lock_dir(const char *dir, bool create);
-
-/* Lets go of loop_lock_dir's lock on dir; its lock file goes too when dir holds no
- * run (a --resume of a directory that is not one leaves nothing in it). */
-void loop_unlock_dir(const char *dir, int lock);
-
-/* After a new run failed before its first checkpoint: removes what it wrote (the
- * streams' caches, the log), train-state/ when nothing else is in it, then the lock
- * file (letting go of lock) and, when the run created dir (top: the outermost
- * directory it made, fio_missing_top's; NULL: none), dir and its parents up to top
- * while nothing else is there; otherwise only lets go of lock. A checkpoint there,
- * whole or being written, keeps everything. */
-void loop_abandon_dir(const char *dir, int lock, const char *top);
-
-/* loop_abandon_dir's paths, made beforehand for a signal handler. */
-enum { LOOP_UNSAVED = 8 };
-struct loop_leftovers {
-	char *state, *lock, *dir; /* dir: NULL when it was there before */
-	char *top;                /* the outermost directory made for dir */
-	char *saved[2];           /* a checkpoint's marks: state.json, the one being written */
-	char *unsaved[LOOP_UNSAVED]; /* the caches and the log */
-};
-int loop_leftovers_init(struct loop_leftovers *l, const char *dir, const char *top);
-void loop_leftovers_free(struct loop_leftovers *l);
-
-/* loop_abandon_dir's removals, with calls safe in a signal handler (lstat, unlink,
- * rmdir): for a new run a signal ends before its first step. The lock goes with the
- * process. */
-void loop_leftovers_remove(const struct loop_leftovers *l);
-
 #endif

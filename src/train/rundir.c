@@ -1,0 +1,190 @@
+/* rundir.c — a training run's directory: one run at a time (the lock), what a new
+ * run may start in, and what a new run that failed before its first checkpoint
+ * leaves to remove. */
+#include "src/train/rundir.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/train/checkpoint.h"
+#include "src/train/trainstate.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LOCK_NAME ".train" /* fio_try_lock adds ".lock" */
+
+/* What a run that never saved leaves in its directory (see rundir_check_new). */
+static const char *const g_ours[] = {"train-state", "train-log.jsonl", "loss.svg",
+				     LOCK_NAME ".lock", ".checkpoint.new"};
+
+static int refuse_foreign(const char *dir)
+{
+	char other[256];
+	if (fio_foreign_entry(dir, g_ours, sizeof g_ours / sizeof g_ours[0], other, sizeof other))
+		return -1;
+	return other[0] ? err_set("%s: not empty (it holds %s) and not a training run's "
+				  "directory: choose a new or empty --out",
+				  dir, other)
+			: 0;
+}
+
+/* Whether dir holds a run's checkpoint (or one being saved): told apart after the lock. */
+static bool holds_run(const char *dir)
+{
+	char *state = fio_join(dir, "train-state/state.json"),
+	     *txn = fio_join(dir, ".checkpoint.new");
+	struct stat st;
+	bool yes = state && txn && (lstat(state, &st) == 0 || lstat(txn, &st) == 0);
+	free(state);
+	free(txn);
+	return yes;
+}
+
+/* DIR and DIR/train-state (lstat in st) must be directories of their own: a link there
+ * would aim the run's files at another place. 0, or -1 with err_set (link_hint says
+ * what to do about a link). */
+static int need_dir(const char *path, const struct stat *st, const char *link_hint)
+{
+	if (S_ISLNK(st->st_mode)) {
+		char to[PATH_MAX];
+		ssize_t n = readlink(path, to, sizeof to - 1);
+		to[n > 0 ? n : 0] = '\0';
+		return err_set("%s: is a symbolic link%s%s%s (refused: %s)", path,
+			       n > 0 ? " (to " : "", to, n > 0 ? ")" : "", link_hint);
+	}
+	return S_ISDIR(st->st_mode) ? 0 : err_set("%s: exists and is not a directory", path);
+}
+
+int rundir_lock(const char *dir, bool create)
+{
+	struct stat st;
+	if (lstat(dir, &st) != 0) {
+		if (errno != ENOENT || !create)
+			return err_set("%s: %s", dir, strerror(errno));
+		if (fio_mkdirs(dir, 0700))
+			return -1;
+	} else if (need_dir(dir, &st, "name the directory itself")) {
+		return -1;
+	} else if (create && !holds_run(dir) && refuse_foreign(dir)) {
+		return -1; /* before a lock file lands there */
+	}
+	char *path = fio_join(dir, LOCK_NAME), *state = fio_join(dir, "train-state");
+	int fd = path && state ? fio_try_lock(path) : err_set("out of memory");
+	if (fd == FIO_LOCKED)
+		err_set("%s: another 'qwenchat train' is using it (it holds %s/%s.lock)", dir, dir,
+			LOCK_NAME);
+	if (fd >= 0 && lstat(state, &st) == 0 &&
+	    need_dir(state, &st, "nothing here should be one")) {
+		close(fd);
+		fd = -1;
+	}
+	free(path);
+	free(state);
+	return fd == FIO_LOCKED ? -1 : fd;
+}
+
+void rundir_unlock(const char *dir, int lock)
+{
+	char *path = holds_run(dir) ? NULL : fio_join(dir, LOCK_NAME ".lock");
+	if (path)
+		unlink(path); /* before the close: see rundir_abandon */
+	free(path);
+	close(lock);
+}
+
+/* What a run writes before its first checkpoint: the streams' caches and the log. */
+static const char *const g_unsaved[RUNDIR_UNSAVED] = {
+	"train-state/data.u32", "train-state/data.json",
+	"train-state/data.sft", "train-state/val.u32",
+	"train-state/val.json", "train-state/val.sft",
+	"train-log.jsonl",      "loss.svg"};
+
+void rundir_abandon(const char *dir, int lock, const char *top)
+{
+	struct rundir_leftovers l;
+	if (rundir_leftovers_init(&l, dir, top) == 0) {
+		rundir_leftovers_remove(&l);
+		rundir_leftovers_free(&l);
+	}
+	/* after the lock file is gone: a process that opened it meanwhile finds it gone
+	 * and locks the new one (fio_try_lock) */
+	close(lock);
+}
+
+int rundir_leftovers_init(struct rundir_leftovers *l, const char *dir, const char *top)
+{
+	*l = (struct rundir_leftovers){.state = fio_join(dir, "train-state"),
+				       .lock = fio_join(dir, LOCK_NAME ".lock"),
+				       .dir = top ? strdup(dir) : NULL,
+				       .top = top ? strdup(top) : NULL};
+	bool ok = l->state && l->lock && (l->dir || !top) && (l->top || !top) &&
+		  (l->saved[0] = fio_join(dir, "train-state/state.json")) &&
+		  (l->saved[1] = fio_join(dir, ".checkpoint.new"));
+	for (int i = 0; ok && i < RUNDIR_UNSAVED; i++)
+		ok = (l->unsaved[i] = fio_join(dir, g_unsaved[i])) != NULL;
+	if (ok)
+		return 0;
+	rundir_leftovers_free(l);
+	return err_set("out of memory");
+}
+
+void rundir_leftovers_free(struct rundir_leftovers *l)
+{
+	free(l->state);
+	free(l->lock);
+	free(l->dir);
+	free(l->top);
+	for (int i = 0; i < 2; i++)
+		free(l->saved[i]);
+	for (int i = 0; i < RUNDIR_UNSAVED; i++)
+		free(l->unsaved[i]);
+	*l = (struct rundir_leftovers){0};
+}
+
+void rundir_leftovers_remove(const struct rundir_leftovers *l)
+{
+	struct stat st;
+	if (!l->state || lstat(l->saved[0], &st) == 0 || lstat(l->saved[1], &st) == 0)
+		return; /* a checkpoint, or one being written: the run is saved */
+	for (int i = 0; i < RUNDIR_UNSAVED; i++)
+		unlink(l->unsaved[i]);
+	if (rmdir(l->state) != 0 && errno != ENOENT)
+		return;
+	unlink(l->lock);
+	if (l->dir)
+		fio_rmdirs_upto(l->dir, l->top);
+}
+
+int rundir_check_new(const char *dir)
+{
+	struct stat st;
+	if (lstat(dir, &st) != 0)
+		return errno == ENOENT ? 0 : err_set("%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return err_set("%s: exists and is not a directory", dir);
+	if (ckpt_recover(dir) < 0)
+		return -1;
+	char *state = fio_join(dir, "train-state/state.json");
+	if (!state)
+		return err_set("out of memory");
+	if (fio_is_file(state)) {
+		long long step = -1;
+		size_t len;
+		char *text = fio_read_file(state, 1 << 20, &len);
+		struct tstate s;
+		if (text && tstate_parse(&s, text, len, state) == 0) {
+			step = s.step;
+			tstate_opts_free(&s.o);
+		}
+		free(text);
+		free(state);
+		return err_set("%s: holds a training run (at step %lld): continue it with "
+			       "'qwenchat train --resume %s', or choose another --out",
+			       dir, step, dir);
+	}
+	free(state);
+	return refuse_foreign(dir);
+}
