@@ -415,11 +415,13 @@ hup_default() { # run in the background: the subshell's pid becomes the program'
 	exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_DFL)
 os.execv(sys.argv[1], sys.argv[1:])' "$@"
 }
-# wait_steps DIR — until the run in DIR has logged 3 steps (five minutes at most: the
-# runs below with steps of a second take 17 s a step under ASan on an AVX2 machine)
+# wait_steps DIR [N] — until the run in DIR has logged N steps, 3 by default (five
+# minutes at most: the runs below with steps of a second take 17 s a step under ASan
+# on an AVX2 machine)
 wait_steps() {
 	i=0
-	while [ "$(cat "$1/train-log.jsonl" 2>/dev/null | wc -l)" -lt 3 ] && [ $i -lt 6000 ]; do
+	while [ "$(cat "$1/train-log.jsonl" 2>/dev/null | grep -c '"loss"')" -lt "${2:-3}" ] &&
+	      [ $i -lt 6000 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
@@ -488,12 +490,7 @@ fi
 	--intermediate-size 768 --data "$TMP/d.u32" --val "$TMP/d.u32" --eval-tokens 512 \
 	--ctx 256 --batch 16 --threads 2 --steps 3 --eval-every 100 2>"$TMP/err-last" &
 pid=$!
-i=0
-while [ "$(cat "$TMP/sig-last/train-log.jsonl" 2>/dev/null | grep -c '"loss"')" -lt 2 ] &&
-      [ $i -lt 6000 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
+wait_steps "$TMP/sig-last" 2
 kill -INT $pid
 wait $pid
 rc=$?
