@@ -171,16 +171,18 @@ int rundir_check_new(const char *dir)
 	if (!state)
 		return err_set("out of memory");
 	if (fio_is_file(state)) {
-		long long step = -1;
 		size_t len;
 		char *text = fio_read_file(state, 1 << 20, &len);
 		struct tstate s;
-		if (text && tstate_parse(&s, text, len, state) == 0) {
-			step = s.step;
-			tstate_opts_free(&s.o);
-		}
+		int ok = text && tstate_parse(&s, text, len, state) == 0;
 		free(text);
 		free(state);
+		if (!ok) /* the reason (which file, which field) follows */
+			return err_prefix("%s: holds a training run whose state cannot be read "
+					  "(choose another --out)",
+					  dir);
+		long long step = s.step;
+		tstate_opts_free(&s.o);
 		return err_set("%s: holds a training run (at step %lld): continue it with "
 			       "'qwenchat train --resume %s', or choose another --out",
 			       dir, step, dir);

@@ -273,6 +273,8 @@ else
 	fail "the checkpoint does not load: $(tail -n 2 "$TMP/err")"
 fi
 usage 1 "--out a directory holding a run" "holds a training run (at step 6)" --out "$R" $TEXT
+rm -rf "$TMP/damaged" && cp -a "$R" "$TMP/damaged" && echo '{"step":' >"$TMP/damaged/train-state/state.json"
+usage 1 "--out a directory holding a damaged run" "state cannot be read (choose another --out): $TMP/damaged/train-state/state.json: invalid JSON" --out "$TMP/damaged" $TEXT
 usage 2 "--resume with another --ctx" "--ctx 32 conflicts with the run's 16" --resume "$R" --ctx 32
 usage 2 "--resume with other data" "--data" --resume "$R" --data "$TMP/b.txt"
 usage 1 "--resume of a directory without a run" "no training run to resume" --resume "$TMP/tok"
