@@ -19,11 +19,26 @@ static void put_id(struct strbuf *b, const char *key, int id)
 		sb_printf(b, "  \"%s\": null,\n", key);
 }
 
+/* x, or where x is exactly a float (a GGUF holds its settings as float32: 0.7f, 1e-6f)
+ * the number of fewest digits that gives that float back (0.7, 1e-06), as the Hugging
+ * Face file it came from had it. A double that is no float (1e-6 read from JSON) stays. */
+static double float_decimal(double x)
+{
+	if (isfinite(x) && x == (double)(float)x)
+		for (int digits = 1; digits <= 9; digits++) {
+			char t[32];
+			snprintf(t, sizeof t, "%.*g", digits, x);
+			if ((float)strtod(t, NULL) == (float)x)
+				return strtod(t, NULL);
+		}
+	return x;
+}
+
 static void put_rope_scaling(struct strbuf *b, const struct eng_config *c)
 {
 	if (!strcmp(c->rope_type, "linear")) {
 		sb_puts(b, "  \"rope_scaling\": {\n    \"rope_type\": \"linear\",\n    \"factor\": ");
-		sb_real(b, c->rope_factor);
+		sb_real(b, float_decimal(c->rope_factor));
 		sb_puts(b, "\n  },\n");
 		return;
 	}
@@ -32,7 +47,7 @@ static void put_rope_scaling(struct strbuf *b, const struct eng_config *c)
 		return;
 	}
 	sb_puts(b, "  \"rope_scaling\": {\n    \"rope_type\": \"yarn\",\n    \"factor\": ");
-	sb_real(b, c->rope_factor);
+	sb_real(b, float_decimal(c->rope_factor));
 	if (c->rope_original_max_position > 0)
 		sb_printf(b, ",\n    \"original_max_position_embeddings\": %d",
 			  c->rope_original_max_position);
@@ -43,7 +58,7 @@ static void put_rope_scaling(struct strbuf *b, const struct eng_config *c)
 	for (int i = 0; i < 5; i++)
 		if (v[i] != 0) {
 			sb_printf(b, ",\n    \"%s\": ", key[i]);
-			sb_real(b, v[i]);
+			sb_real(b, float_decimal(v[i]));
 		}
 	sb_puts(b, "\n  },\n");
 }
@@ -69,11 +84,11 @@ char *mdir_config_json(const struct eng_config *c)
 		  "  \"rms_norm_eps\": ",
 		  c->head_dim, c->hidden_size, c->intermediate_size, c->max_position_embeddings,
 		  c->num_layers, c->num_heads, c->num_layers, c->num_kv_heads);
-	sb_real(&b, c->rms_norm_eps);
+	sb_real(&b, float_decimal(c->rms_norm_eps));
 	sb_puts(&b, ",\n");
 	put_rope_scaling(&b, c);
 	sb_puts(&b, "  \"rope_theta\": ");
-	sb_real(&b, c->rope_theta);
+	sb_real(&b, float_decimal(c->rope_theta));
 	sb_printf(&b,
 		  ",\n  \"sliding_window\": null,\n  \"tie_word_embeddings\": %s,\n"
 		  "  \"torch_dtype\": \"%s\",\n  \"transformers_version\": \"4.51.0\",\n"
@@ -91,21 +106,10 @@ char *mdir_config_json(const struct eng_config *c)
 const struct mdir_sampling mdir_qwen3_sampling = {
 	.temperature = 0.6, .top_p = 0.95, .min_p = 0, .repetition_penalty = 1, .top_k = 20};
 
-/* A sampling setting: one a GGUF held as a float (0.7f) is written with the fewest
- * digits that give that float back (0.7), as generation_config.json had it. */
 static void put_setting(struct strbuf *b, const char *key, double x)
 {
-	if (isfinite(x) && x == (double)(float)x)
-		for (int digits = 1; digits <= 9; digits++) {
-			char t[32];
-			snprintf(t, sizeof t, "%.*g", digits, x);
-			if ((float)strtod(t, NULL) == (float)x) {
-				x = strtod(t, NULL);
-				break;
-			}
-		}
 	sb_printf(b, "  \"%s\": ", key);
-	sb_real(b, x);
+	sb_real(b, float_decimal(x));
 	sb_puts(b, ",\n");
 }
 

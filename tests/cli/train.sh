@@ -762,14 +762,18 @@ EOF
 		python3 "$TOP_SRCDIR/tests/mkgguf.py" "$TMP/q" "$TMP/qe.gguf" \
 			--q8-tensor blk.0.attn_q.weight || fail "mkgguf.py"
 	"$QWENCHAT" train --init "$TMP/qs.gguf" --out "$TMP/fromgs" --data "$TMP/a.txt" $SMALL \
-		--steps 0 2>"$TMP/err" && python3 - "$TMP/fromgs/generation_config.json" <<'EOF' &&
+		--steps 0 2>"$TMP/err" && python3 - "$TMP/fromgs" "$TMP/q" <<'EOF' &&
 import json, sys
-g = json.load(open(sys.argv[1]))
+g = json.load(open(sys.argv[1] + "/generation_config.json"))
 got = {k: g.get(k) for k in ("temperature", "top_k", "top_p", "min_p")}
 assert got == {"temperature": 0.7, "top_k": 40, "top_p": 0.8, "min_p": 0.05}, got
+# the GGUF's float32 settings as the decimals the model's config.json had (1e-06)
+c, src = (json.load(open(d + "/config.json")) for d in sys.argv[1:3])
+for k in ("rms_norm_eps", "rope_theta"):
+    assert repr(c[k]) == repr(float(src[k])), (k, c[k], src[k])
 EOF
-		pass "--init a GGUF: its sampling defaults go into generation_config.json" ||
-		fail "--init a GGUF's sampling defaults: $(tail -n 1 "$TMP/err"; cat "$TMP/fromgs/generation_config.json")"
+		pass "--init a GGUF: its sampling defaults go into generation_config.json, eps as 1e-06" ||
+		fail "--init a GGUF's settings: $(tail -n 1 "$TMP/err"; cat "$TMP/fromgs/generation_config.json" "$TMP/fromgs/config.json")"
 	"$QWENCHAT" train --init "$TMP/qe.gguf" --out "$TMP/fromqe" --data "$TMP/a.txt" $SMALL \
 		>/dev/null 2>"$TMP/err"
 	[ $? -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && [ ! -e "$TMP/fromqe" ] &&
