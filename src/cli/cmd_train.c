@@ -110,8 +110,8 @@ static const struct cli_opt train_opts[] = {
 	{"batch", OPT_BATCH, "B", "rows per micro-batch (default 8)"},
 	{"accum", OPT_ACCUM, "A", "micro-batches per step (default 1)"},
 	{"steps", OPT_STEPS, "N",
-	 "optimizer steps in all (default 1000; 0: write the\ninitial weights); with --resume, "
-	 "the new total"},
+	 "optimizer steps in all (default 1000; 0: write the\ninitial weights and their --val "
+	 "loss); with\n--resume, the new total"},
 	{"lr", OPT_LR, "X", "peak learning rate (default 6e-4)"},
 	{"min-lr", OPT_MIN_LR, "X", "learning rate at the end of the cosine (default\nlr/10)"},
 	{"warmup", OPT_WARMUP, "N", "steps of linear warm-up from 0 (default 0)"},

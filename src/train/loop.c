@@ -482,11 +482,13 @@ static int eval_and_log(struct run *u, struct loop_status *s, const volatile sig
 	return draw_curves(u);
 }
 
-/* Whether step was due an evaluation: every eval_every steps and at the run's end. */
+/* Whether step was due an evaluation: every eval_every steps and at the run's end (the
+ * initial weights of a --steps 0 run too: the loss a fine-tune starts from). */
 static bool eval_due(const struct run *u, int64_t step)
 {
 	const struct tstate_opts *o = &u->st->o;
-	return o->n_val > 0 && step > 0 && (step % o->eval_every == 0 || step == o->steps);
+	return o->n_val > 0 && (step > 0 || o->steps == 0) &&
+	       (step % o->eval_every == 0 || step == o->steps);
 }
 
 /* Whether the log holds the evaluation after `step` steps. */
@@ -619,7 +621,8 @@ int loop_run(const char *dir, struct tstate *st, bool resume, struct loop_model 
 		m->init = NULL;
 	}
 	if (!resume && st->step >= o->steps) { /* --steps 0: the initial weights as a checkpoint */
-		rc = save(&u);
+		struct loop_status s = {.step = 0, .steps = 0, .val_loss = NAN};
+		rc = eval_due(&u, 0) && eval_and_log(&u, &s, stop) ? -1 : save(&u);
 		goto out;
 	}
 	if (r->begin)

@@ -3,7 +3,7 @@
 # float64 PyTorch reference written from the documented rules: 3 steps of 2
 # micro-batches with the warm-up, clipping and weight decay all active, tied and
 # untied (grouped-query) models, odd widths, a bigram model (--ctx 1) with other
-# rules, betas next to 1, and --sft on conversations, one a row and packed
+# rules, betas next to 1, the --val loss, and --sft on conversations, one a row and packed
 # (tests/cli/sft_ref.py). The losses and gradient norms of train-log.jsonl must
 # be within 1e-5 relative of the reference's, every tensor of the final model.safetensors
 # within 2e-3 of the reference's update (||w - w_ref|| / ||w_ref - w_0||).
@@ -73,6 +73,30 @@ check bigram "--tie --heads 2 --intermediate-size 1" "--ctx 1 --batch 5 --accum 
 # AdamW's betas next to 1: their 1 - beta in fp32 is taken from the double (rounding
 # beta2 = 0.99999999 first makes it 1, and v would stay 0).
 check betas-near-one "--tie --heads 4" "$rules --beta1 0.999999 --beta2 0.99999999 --clip 0"
+
+# --val: the loss of the initial weights (--steps 0 evaluates them) and of the weights
+# after 2 steps, each against the reference's mean over the consecutive windows.
+"$PY" -c '
+import random, struct, sys
+r = random.Random(6)
+sys.stdout.buffer.write(b"".join(struct.pack("<I", r.randrange(1000)) for _ in range(203)))
+' >"$TMP/val.u32"
+for n in 0 2; do
+	# shellcheck disable=SC2086
+	"$QWENCHAT" train --out "$TMP/val-$n" --vocab-size 1000 --layers 2 --hidden-size 64 \
+		--heads 4 --kv-heads 2 --data "$TMP/data.u32" --val "$TMP/val.u32" --exact \
+		--sequential --threads 2 $rules --steps $n 2>"$TMP/err" &&
+		want=$($REF eval --init "$TMP/val-$n" --data "$TMP/val.u32" --ctx 16) &&
+		"$PY" - "$TMP/val-$n/train-log.jsonl" "$want" "$n" <<'EOF' &&
+import json, sys
+log, want, n = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+evals = [json.loads(l) for l in open(log) if "val_loss" in l]
+assert [e["step"] for e in evals] == [n], evals
+assert abs(evals[0]["val_loss"] - want) <= 1e-6 * want, (evals[0], want)
+EOF
+		pass "--val after $n steps: val_loss equals the reference's ($want)" ||
+		fail "--val after $n steps: $(tail -n 2 "$TMP/err"; cat "$TMP/val-$n/train-log.jsonl") against ${want:-none}"
+done
 
 # --sft: conversations (JSON Lines with a system prompt, reasoning in several turns, a
 # tool call and its tools, one without an answer, one too long; and a saved

@@ -334,6 +334,11 @@ same_run "default cosine, in the warm-up: 2 steps resumed to 4 == 4 steps" "$TMP
 "$QWENCHAT" train --out "$TMP/cd-three" $args --warmup 0 --steps 3 2>"$TMP/err" &&
 "$QWENCHAT" train --resume "$TMP/cd-zero" --steps 3 2>"$TMP/err" ||
 	fail "default cosine from --steps 0: $(tail -n 2 "$TMP/err")"
+# (the log of --steps 0 starts with the initial weights' evaluation, which a run of 3
+# steps does not have: the rest is the same)
+head -n 1 "$TMP/cd-zero/train-log.jsonl" | grep -q '^{"step": 0, "val_loss": ' &&
+	sed -i 1d "$TMP/cd-zero/train-log.jsonl" ||
+	fail "--steps 0 with --val: no evaluation of step 0 in its log"
 same_run "default cosine: --steps 0 resumed to 3 == 3 steps" "$TMP/cd-three" "$TMP/cd-zero"
 # ... unless --cosine-steps is given again on the resume: then it stays where it was
 "$QWENCHAT" train --out "$TMP/cd-keep" $args --lr 1e-2 --steps 2 2>"$TMP/err" &&

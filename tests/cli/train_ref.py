@@ -14,6 +14,10 @@ learning rate of the documented schedule.
       trains from DIR's config.json and F32 model.safetensors on the token ids of
       FILE.u32 with the sequential windows; prints one JSON object per step (step,
       loss, grad_norm, lr) and writes the final weights (F64).
+  train_ref.py eval --init DIR --data FILE.u32 --ctx T
+      prints the mean cross-entropy of DIR's weights over FILE.u32 cut into consecutive
+      windows of T tokens (window k: inputs [kT, (k+1)T), targets one token later), every
+      window whose targets fit: `--val`'s loss as the man page defines it.
   train_ref.py compare --log LOG --ref-log REF.jsonl --init DIR --ref REF.safetensors
                        --model MODEL.safetensors [--loss-rtol 1e-5] [--weight-tol 2e-3]
       checks qwenchat's train-log.jsonl against the reference's steps (loss and
@@ -205,6 +209,18 @@ def run(o):
     train(o, o.init, lambda s, a: sequential(stream, s, o.accum, a, o.batch, o.ctx))
 
 
+def evaluate(o):
+    stream = np.fromfile(o.data, dtype="<u4").astype(np.int64)
+    cfg = json.load(open(f"{o.init}/config.json"))
+    w = read_safetensors(f"{o.init}/model.safetensors")
+    model = Qwen3(cfg, {k: torch.tensor(v, dtype=torch.float64) for k, v in w.items()})
+    W = (len(stream) - 1) // o.ctx
+    ids = torch.from_numpy(stream[:W * o.ctx].reshape(W, o.ctx))
+    tg = torch.from_numpy(stream[1:W * o.ctx + 1].reshape(W, o.ctx))
+    with torch.no_grad():
+        print(repr(model.loss_sum(ids, tg).item() / (W * o.ctx)))
+
+
 def compare(o):
     ours = [json.loads(l) for l in open(o.log) if l.strip()]
     ours = [r for r in ours if "loss" in r]
@@ -262,6 +278,10 @@ def main():
     r.add_argument("--data", required=True)
     r.add_argument("--out", required=True)
     options(r)
+    e = sub.add_parser("eval")
+    for name in ("init", "data"):
+        e.add_argument(f"--{name}", required=True)
+    e.add_argument("--ctx", type=int, required=True)
     c = sub.add_parser("compare")
     for name in ("log", "ref-log", "init", "ref", "model"):
         c.add_argument(f"--{name}", required=True)
@@ -270,6 +290,9 @@ def main():
     o = ap.parse_args()
     if o.cmd == "compare":
         sys.exit(compare(o))
+    if o.cmd == "eval":
+        evaluate(o)
+        return
     resolve(o)
     run(o)
 
