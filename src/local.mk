@@ -36,7 +36,7 @@ libapp_a_SOURCES = \
 	src/session/sampler.c src/session/sampler.h \
 	src/session/session.c src/session/session.h \
 	src/app/app.c src/app/app.h src/app/app_state.h src/app/app_slash.c src/app/app_remote.c \
-	src/app/app_held.c \
+	src/app/app_held.c src/app/app_session.c \
 	src/app/app_probs.c \
 	src/app/slash.c src/app/slash.h \
 	src/app/plain.c src/app/plain.h \

@@ -105,6 +105,16 @@ int app_held_apply(const struct app *a, const struct app_config *cfg, struct app
 		   struct app_held *h, void (*notice)(const char *));
 void app_held_free(struct app_held *h);
 
+/* app_session.c: the conversation's file (sessions/DATE-TIME-PID.json in the state
+ * directory), locked while this chat holds it. */
+/* A new conversation's file, named and locked: a->session_path, a->lock_fd. 0 or -1. */
+int app_new_session_file(struct app *a);
+/* --resume: the last conversation into a->chat, its file locked, or a copy's when
+ * another qwenchat holds it; what was resumed is said through notice. 0 or -1. */
+int app_resume_last(struct app *a, void (*notice)(const char *));
+/* Lets go of a conversation file's lock held on fd. */
+void app_release_lock(const char *path, int fd);
+
 /* app_remote.c: the remote backend's side of app_open and app_turn. */
 int app_remote_open(struct app *a, const struct app_config *cfg, void (*notice)(const char *));
 int app_remote_turn(struct app *a, sess_emit_fn emit, void *user);
