@@ -22,7 +22,7 @@ libbase_a_SOURCES = \
 # loop of `qwenchat train` with its data files, and perplexity).
 noinst_LIBRARIES += libapp.a
 libapp_a_SOURCES = \
-	src/hub/hub.c src/hub/hub_token.c src/hub/hub.h \
+	src/hub/hub.c src/hub/hub_list.c src/hub/hub_token.c src/hub/hub.h \
 	src/hub/hfcache.c src/hub/hfcache.h \
 	src/hub/download.c src/hub/download.h \
 	src/hub/loader.c src/hub/loader.h \

@@ -399,3 +399,12 @@ bool hfc_model_complete(const char *dir)
 	err_clear();
 	return ok;
 }
+
+char *hfc_read_config(const char *snap, size_t *len)
+{
+	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 16};
+	char *path = fio_join(snap, "config.json");
+	char *text = path ? jlim_read_file(path, 16u << 20, &lim, len) : NULL;
+	free(path);
+	return text;
+}

@@ -69,6 +69,10 @@ void hfc_free_names(char **names, size_t n);
  * the weights (one file, or every shard its index names), links resolving. */
 bool hfc_model_complete(const char *dir);
 
+/* SNAP/config.json's text, malloc'd (a Qwen3's is 1 KB; the caps bound what jansson
+ * builds); NULL with err_set. */
+char *hfc_read_config(const char *snap, size_t *len);
+
 /* True when file, which a repository may lack, is settled in the snapshot of commit:
  * there, or recorded absent in repo_dir/.no_exist/COMMIT/ as huggingface_hub records
  * a 404 (and the download here does too). */

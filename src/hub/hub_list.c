@@ -1,0 +1,189 @@
+/* hub_list.c — `qwenchat list`: the Qwen3 snapshots and GGUF files in the Hugging Face
+ * cache, with their refs, sizes and whether they are complete. */
+#include "src/hub/hub.h"
+#include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/hub/ggufname.h"
+#include "src/hub/hfcache.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static bool is_qwen3(const char *snap)
+{
+	size_t len;
+	char *text = hfc_read_config(snap, &len);
+	json_t *root = text ? json_loadb(text, len, 0, NULL) : NULL;
+	free(text);
+	err_clear();
+	const char *type = json_string_value(json_object_get(root, "model_type"));
+	bool r = type && !strcmp(type, "qwen3");
+	json_decref(root);
+	return r;
+}
+
+/* The names under refs/ (one level) whose content is commit, comma-separated. */
+static char *refs_naming(const char *repo_dir, const char *commit)
+{
+	char *dir = fio_join(repo_dir, "refs");
+	DIR *d = dir ? opendir(dir) : NULL;
+	size_t cap = 1, len = 0;
+	char *out = calloc(1, 1);
+	struct dirent *e;
+	while (d && out && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *c = hfc_read_ref(repo_dir, e->d_name);
+		if (c && !strcmp(c, commit)) {
+			size_t n = strlen(e->d_name);
+			char *grown = realloc(out, cap + n + 1);
+			if (grown) {
+				out = grown;
+				cap += n + 1;
+				len += (size_t)sprintf(out + len, "%s%s", len ? "," : "",
+						       e->d_name);
+			}
+		}
+		free(c);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	return out;
+}
+
+/* Bytes of the files in a snapshot (links followed; one level of folders). */
+static uint64_t tree_bytes(const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	uint64_t sum = 0;
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *p = fio_join(dir, e->d_name);
+		struct stat st;
+		if (p && stat(p, &st) == 0) {
+			if (S_ISREG(st.st_mode))
+				sum += (uint64_t)st.st_size;
+			else if (S_ISDIR(st.st_mode) && depth < 1)
+				sum += tree_bytes(p, depth + 1);
+		}
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
+/* Appends the Qwen3 snapshots of one models--Org--Name folder. */
+/* Appends one entry: the snapshot (file NULL) or one GGUF file of it. */
+static int add_entry(struct hub_entry **out, size_t *n, const char *name, const char *sep,
+		     const char *repo_dir, const char *commit, const struct ggufname_file *file,
+		     uint64_t bytes, int complete)
+{
+	struct hub_entry *grown = realloc(*out, (*n + 1) * sizeof **out);
+	if (!grown)
+		return err_set("out of memory");
+	*out = grown;
+	struct hub_entry *h = &grown[(*n)++];
+	memset(h, 0, sizeof *h);
+	size_t ol = (size_t)(sep - name);
+	h->repo_id = malloc(strlen(name) + 1);
+	if (h->repo_id)
+		sprintf(h->repo_id, "%.*s/%s", (int)ol, name, sep + 2);
+	h->commit = strdup(commit);
+	h->refs = refs_naming(repo_dir, commit);
+	h->bytes = bytes;
+	h->complete = complete;
+	h->file = file ? strdup(file->name) : NULL;
+	h->type = file ? file->type : NULL;
+	if (!h->repo_id || !h->commit || !h->refs || (file && !h->file))
+		return err_set("out of memory");
+	return 0;
+}
+
+/* Appends the Qwen3 snapshots of one models--Org--Name folder: a model directory, or
+ * each Qwen3 GGUF file it holds. */
+static int list_repo(const char *root, const char *folder, struct hub_entry **out, size_t *n)
+{
+	const char *name = folder + strlen("models--"), *sep = strstr(name, "--");
+	if (!sep)
+		return 0;
+	char *repo_dir = fio_join(root, folder);
+	char *snaps = repo_dir ? fio_join(repo_dir, "snapshots") : NULL;
+	DIR *d = snaps ? opendir(snaps) : NULL;
+	struct dirent *e;
+	int rc = 0;
+	while (d && rc == 0 && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char *snap = fio_join(snaps, e->d_name);
+		struct ggufname_file *files = NULL;
+		size_t nf = 0;
+		if (snap && fio_is_dir(snap) && is_qwen3(snap))
+			rc = add_entry(out, n, name, sep, repo_dir, e->d_name, NULL,
+				       tree_bytes(snap, 0), hfc_model_complete(snap));
+		else if (snap && fio_is_dir(snap) && ggufname_files(snap, &files, &nf) == 0)
+			for (size_t i = 0; rc == 0 && i < nf; i++)
+				rc = add_entry(out, n, name, sep, repo_dir, e->d_name, &files[i],
+					       files[i].bytes, files[i].complete);
+		ggufname_files_free(files, nf);
+		free(snap);
+	}
+	if (d)
+		closedir(d);
+	free(snaps);
+	free(repo_dir);
+	return rc;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct hub_entry *x = a, *y = b;
+	int c = strcmp(x->repo_id ? x->repo_id : "", y->repo_id ? y->repo_id : "");
+	return c ? c : strcmp(x->commit ? x->commit : "", y->commit ? y->commit : "");
+}
+
+int hub_list(const struct hub_env *env, struct hub_entry **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	char *root = hfc_root(env);
+	if (!root)
+		return -1;
+	DIR *d = opendir(root);
+	struct dirent *e;
+	int rc = 0;
+	while (d && rc == 0 && (e = readdir(d)))
+		if (!strncmp(e->d_name, "models--", 8))
+			rc = list_repo(root, e->d_name, out, n);
+	if (d)
+		closedir(d);
+	free(root);
+	if (rc) {
+		hub_list_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		return -1;
+	}
+	if (*n > 1)
+		qsort(*out, *n, sizeof **out, cmp_entry);
+	return 0;
+}
+
+void hub_list_free(struct hub_entry *e, size_t n)
+{
+	for (size_t i = 0; e && i < n; i++) {
+		free(e[i].repo_id);
+		free(e[i].commit);
+		free(e[i].refs);
+		free(e[i].file);
+	}
+	free(e);
+}
