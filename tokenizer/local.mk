@@ -3,7 +3,8 @@ noinst_LIBRARIES += libtokenizer.a
 libtokenizer_a_SOURCES = \
 	tokenizer/tokenizer.h \
 	tokenizer/pretok.c tokenizer/pretok.h \
-	tokenizer/tokenizer.c tokenizer/tokload.c tokenizer/tokvocab.c tokenizer/stream.c tokenizer/tok_impl.h \
+	tokenizer/tokenizer.c tokenizer/tokload.c tokenizer/tokconfig.c tokenizer/tokvocab.c \
+	tokenizer/stream.c tokenizer/tok_impl.h \
 	tokenizer/bpe.c tokenizer/bpe.h tokenizer/added.c tokenizer/added.h \
 	tokenizer/bytelevel.c tokenizer/bytelevel.h tokenizer/jscan.c tokenizer/jscan.h \
 	tokenizer/nfc.c tokenizer/nfc.h tokenizer/unicode9.h

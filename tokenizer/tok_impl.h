@@ -50,4 +50,14 @@ int tok_push_added(struct tok *t, const struct added_tok *flags, const char *con
  * bytes, their NFC forms. */
 int tok_build_pieces(struct tok *t, const char *file);
 
+/* Shared by tokenizer.json loading (tokload.c) and tokenizer_config.json's (tokconfig.c). */
+struct json_t;
+/* Appends added token `id` with `content` and the flags the JSON object o gives (absent
+ * ones take tokenizers' defaults). */
+int tok_add_added(struct tok *t, const char *content, size_t len, int64_t id, struct json_t *o,
+		  const char *file, const char *field);
+/* Reads the tokenizer_config.json at path into t: added_tokens_decoder, eos_token,
+ * pad_token, chat_template. 0 or -1 (err_set). */
+int tok_read_config(struct tok *t, const char *path);
+
 #endif

@@ -1,4 +1,5 @@
-/* tokload.c — loading tokenizer.json and tokenizer_config.json into a struct tok. */
+/* tokload.c — loading tokenizer.json into a struct tok, then what tokconfig.c reads
+ * beside it (tokenizer_config.json, chat_template.jinja). */
 #include "tokenizer/tokenizer.h"
 
 #include <errno.h>
@@ -13,7 +14,6 @@
 
 #include "src/base/err.h"
 #include "src/base/fileio.h"
-#include "src/base/jsonlimit.h"
 #include "tokenizer/bytelevel.h"
 #include "tokenizer/jscan.h"
 #include "tokenizer/nfc.h"
@@ -348,8 +348,8 @@ int tok_push_added(struct tok *t, const struct added_tok *flags, const char *con
 	return 0;
 }
 
-static int add_added(struct tok *t, const char *content, size_t len, int64_t id, json_t *o,
-		     const char *file, const char *field)
+int tok_add_added(struct tok *t, const char *content, size_t len, int64_t id, json_t *o,
+		  const char *file, const char *field)
 {
 	bool bad = false;
 	struct added_tok a = {0};
@@ -387,8 +387,8 @@ static int read_added(struct tok *t, json_t *v, const char *file)
 			if (t->added.t[k].id == json_integer_value(id))
 				return err_set("%s: %s.id: %lld given twice", file, field,
 					       (long long)json_integer_value(id));
-		if (add_added(t, json_string_value(c), json_string_length(c),
-			      json_integer_value(id), o, file, field))
+		if (tok_add_added(t, json_string_value(c), json_string_length(c),
+				  json_integer_value(id), o, file, field))
 			return -1;
 	}
 	return 0;
@@ -526,105 +526,6 @@ out:
 	return rc;
 }
 
-/* "eos_token": "<|im_end|>" or {"content": "<|im_end|>", ...} or null. */
-static int config_token(json_t *cfg, const char *key, char **out, const char *file)
-{
-	json_t *v = json_object_get(cfg, key);
-	if (json_is_object(v))
-		v = json_object_get(v, "content");
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return err_set("%s: %s: not a string", file, key);
-	*out = strdup(json_string_value(v));
-	return *out ? 0 : err_set("tokenizer: out of memory");
-}
-
-/* chat_template: a string, or a list of {"name", "template"} (the "default" one). */
-static int config_template(struct tok *t, json_t *cfg, const char *file)
-{
-	json_t *v = json_object_get(cfg, "chat_template");
-	if (json_is_array(v)) {
-		size_t i;
-		json_t *o, *pick = NULL;
-		json_array_foreach(v, i, o)
-		{
-			const char *name = json_string_value(json_object_get(o, "name"));
-			if (name && !strcmp(name, "default"))
-				pick = json_object_get(o, "template");
-		}
-		v = pick;
-	}
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_string(v))
-		return err_set("%s: chat_template: not a string", file);
-	t->chat_template = strdup(json_string_value(v));
-	return t->chat_template ? 0 : err_set("tokenizer: out of memory");
-}
-
-/* added_tokens_decoder: {"151643": {"content": ..., flags}, ...}. Tokens tokenizer.json
- * already has must agree with it; others are added, as transformers does. */
-static int config_added(struct tok *t, json_t *cfg, const char *file)
-{
-	json_t *dec = json_object_get(cfg, "added_tokens_decoder"), *o;
-	const char *key;
-	if (!dec || json_is_null(dec))
-		return 0;
-	if (!json_is_object(dec))
-		return err_set("%s: added_tokens_decoder: not an object", file);
-	json_object_foreach(dec, key, o)
-	{
-		char field[64], *end;
-		snprintf(field, sizeof field, "added_tokens_decoder.\"%.20s\"", key);
-		long long id = strtoll(key, &end, 10);
-		json_t *c = json_object_get(o, "content");
-		if (!*key || *end || id < 0 || id >= BPE_MAX_ID)
-			return err_set("%s: %s: the key is not a token id", file, field);
-		if (!json_is_string(c))
-			return err_set("%s: %s.content: missing or not a string", file, field);
-		bool found = false;
-		for (size_t k = 0; k < t->added.n && !found; k++) {
-			if (t->added.t[k].id != id)
-				continue;
-			if (strcmp(t->added.t[k].content, json_string_value(c)) != 0)
-				return err_set("%s: %s.content: \"%.40s\" but tokenizer.json has "
-					       "\"%.40s\"",
-					       file, field, json_string_value(c),
-					       t->added.t[k].content);
-			found = true;
-		}
-		if (!found &&
-		    add_added(t, json_string_value(c), json_string_length(c), id, o, file, field))
-			return -1;
-	}
-	return 0;
-}
-
-static int read_config(struct tok *t, const char *path)
-{
-	/* Qwen3's is 10 KB (26 added tokens and the chat template); room for thousands
-	 * of added tokens, and a bound on what jansson may allocate (~60 MB) */
-	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 18};
-	size_t len;
-	char *text = jlim_read_file(path, 16u << 20, &lim, &len);
-	if (!text)
-		return -1;
-	json_error_t je;
-	json_t *cfg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	free(text);
-	if (!cfg)
-		return err_set("%s: line %d: %s", path, je.line, je.text);
-	int rc = -1;
-	if (!json_is_object(cfg))
-		err_set("%s: (top level): not an object", path);
-	else if (!config_added(t, cfg, path) && !config_token(cfg, "eos_token", &t->eos, path) &&
-		 !config_token(cfg, "pad_token", &t->pad, path) && !config_template(t, cfg, path))
-		rc = 0;
-	json_decref(cfg);
-	return rc;
-}
-
 /* The bytes the ByteLevel decoder gives an added token: its characters mapped back
  * through the byte alphabet when they all are in it, else its UTF-8 as is. */
 static size_t added_bytes(const struct added_tok *a, char *out)
@@ -738,7 +639,7 @@ struct tok *tok_load_files(const char *tokenizer_json, const char *config_path)
 		rc = read_tokenizer_json(t, s, len, tokenizer_json);
 	munmap((void *)s, len);
 	if (!rc && config_path)
-		rc = read_config(t, config_path);
+		rc = tok_read_config(t, config_path);
 	if (!rc)
 		rc = tok_build_pieces(t, tokenizer_json);
 	if (rc) {
@@ -746,23 +647,6 @@ struct tok *tok_load_files(const char *tokenizer_json, const char *config_path)
 		return NULL;
 	}
 	return t;
-}
-
-char *tok_read_template_file(const char *dir, bool *missing)
-{
-	char *path = fio_join(dir, "chat_template.jinja"), *text = NULL;
-	size_t len;
-	*missing = path && !fio_exists(path);
-	if (!path)
-		err_set("tokenizer: out of memory");
-	else if (!*missing && (text = fio_read_file(path, 1u << 20, &len)) &&
-		 memchr(text, 0, len)) {
-		err_set("%s: holds a NUL byte (not a template)", path);
-		free(text);
-		text = NULL;
-	}
-	free(path);
-	return text;
 }
 
 struct tok *tok_load(const char *dir)
