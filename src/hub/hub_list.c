@@ -81,7 +81,6 @@ static uint64_t tree_bytes(const char *dir, int depth)
 	return sum;
 }
 
-/* Appends the Qwen3 snapshots of one models--Org--Name folder. */
 /* Appends one entry: the snapshot (file NULL) or one GGUF file of it. */
 static int add_entry(struct hub_entry **out, size_t *n, const char *name, const char *sep,
 		     const char *repo_dir, const char *commit, const struct ggufname_file *file,
