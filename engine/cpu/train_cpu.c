@@ -103,7 +103,7 @@ static int cpu_alloc(struct train_cpu *s)
 	char *cur = NULL;
 	char size[16];
 	if (!s->act || posix_memalign((void **)&cur, 64, (total + 64 * 40) * sizeof(float)))
-		return err_set("training: cannot allocate %s of activations",
+		return err_set("training: cannot allocate %s of activations and scratch",
 			       units_ibytes((double)(total * sizeof(float)), size, sizeof size));
 	s->bytes = total * sizeof(float);
 	s->mem = cur;

@@ -56,6 +56,7 @@ struct train_report {
 	/* this process's steps, for the closing line */
 	int64_t first_step, last_step;
 	double step_seconds, tokens, last_loss, last_val;
+	int64_t targets; /* of the steps above: fewer than tokens with --sft */
 };
 
 static volatile sig_atomic_t g_stop, g_stepping;
@@ -314,6 +315,7 @@ static void tally(struct train_report *r, const struct loop_status *s)
 	r->last_step = s->step;
 	r->step_seconds += s->step_seconds;
 	r->tokens += s->tokens_per_second * s->step_seconds;
+	r->targets += s->step_tokens;
 	r->last_loss = s->loss;
 	r->last_val = s->val_loss;
 }
@@ -329,8 +331,11 @@ static void say_tally(struct train_report *r)
 		snprintf(t, sizeof t, "%.2f s", r->step_seconds);
 	else
 		units_duration(r->step_seconds, t, sizeof t);
-	say(r, "trained steps %lld-%lld in %s: %.0f tokens at %.0f tok/s; loss %.4f%s\n",
-	    (long long)r->first_step, (long long)r->last_step, t, r->tokens,
+	char targets[64] = ""; /* --sft: the prompts are computed, not trained on */
+	if (llround(r->tokens) != r->targets)
+		snprintf(targets, sizeof targets, " (%lld of them targets)", (long long)r->targets);
+	say(r, "trained steps %lld-%lld in %s: %.0f tokens%s at %.0f tok/s; loss %.4f%s\n",
+	    (long long)r->first_step, (long long)r->last_step, t, r->tokens, targets,
 	    r->step_seconds > 0 ? r->tokens / r->step_seconds : 0.0, r->last_loss, val);
 }
 

@@ -39,6 +39,7 @@ struct run {
 	int32_t *in, *tg, *pos; /* (batch, ctx); pos only with --pack */
 	struct sched sched;
 	double peak, val_loss, ema;
+	double eval_seconds, save_seconds; /* the last evaluation's and save's; 0: none yet */
 	int64_t saved; /* the step of the checkpoint in dir; -1: none yet */
 };
 
@@ -233,7 +234,10 @@ static int make_trainer(struct run *u)
 		to.recompute = true;
 		if ((u->t = eng_trainer_new(&u->m->cfg, &to, u->r->engine_notice))) {
 			o->recompute = true;
-			notice(u, "the plan fits only with --recompute: turned on");
+			notice(u,
+			       "the plan above could not be had (%s); with --recompute it could: "
+			       "turned on",
+			       first);
 		} else {
 			err_set("%s", first);
 		}
@@ -315,21 +319,29 @@ static int save(struct run *u)
 		return -1;
 	}
 	u->saved = u->st->step;
+	u->save_seconds = clock_now() - t0;
 	if (u->r->saved)
-		u->r->saved(u->r->user, u->st->step, clock_now() - t0);
+		u->r->saved(u->r->user, u->st->step, u->save_seconds);
 	return 0;
 }
 
-/* Mean cross-entropy over the validation stream cut in consecutive windows of ctx (--sft:
- * its conversations in order, a row each), the first ceil(eval_tokens / ctx) of them
- * when --eval-tokens caps it: the same rows at every evaluation, so the curve compares. */
-static int evaluate(struct run *u, double *loss, const volatile sig_atomic_t *stop)
+/* The rows an evaluation scores: the validation stream cut in consecutive windows of ctx
+ * (--sft: its conversations in order, a row each), the first ceil(eval_tokens / ctx) of
+ * them when --eval-tokens caps it: the same rows at every evaluation, so the curve
+ * compares. */
+static int64_t eval_rows(const struct run *u)
 {
 	const struct tstate_opts *o = &u->st->o;
 	int64_t w = o->pack ? u->val_p.rows : o->sft ? u->val_c.n : batch_windows(u->val.len, o->ctx);
 	int64_t cap = tstate_eval_rows(o);
-	if (cap > 0 && cap < w)
-		w = cap;
+	return cap > 0 && cap < w ? cap : w;
+}
+
+/* Their mean cross-entropy; 1 where a stop abandoned it. */
+static int evaluate(struct run *u, double *loss, const volatile sig_atomic_t *stop)
+{
+	const struct tstate_opts *o = &u->st->o;
+	int64_t w = eval_rows(u);
 	double sum = 0;
 	int64_t count = 0;
 	for (int64_t first = 0; first < w; first += o->batch) {
@@ -428,6 +440,32 @@ static int one_step(struct run *u, double *loss, double *norm, double *lr, int64
 	return 0;
 }
 
+/* The steps after s (of `every`) up to the run's end that are multiples of `every`, or
+ * the end itself: the evaluations or saves still due once step s is done. */
+static int64_t due_after(int64_t s, int64_t steps, int64_t every)
+{
+	return steps / every - s / every + (steps % every != 0 && s < steps);
+}
+
+/* Seconds until the run ends: the steps left at the recent step time, and the
+ * evaluations and saves still due (this step's too) at the last one's time. Before the
+ * first evaluation its time is that of its rows' forward passes: a third of a
+ * step's products (forward, and twice that backward) for each of a step's rows. */
+static double eta(const struct run *u)
+{
+	const struct tstate_opts *o = &u->st->o;
+	int64_t now = u->st->step, done = now - 1; /* this step's evaluation and save are due */
+	double t = u->ema * (double)(o->steps - now);
+	if (o->n_val > 0) {
+		double one = u->eval_seconds > 0
+				     ? u->eval_seconds
+				     : u->ema * (double)eval_rows(u) /
+					       (3.0 * (double)o->batch * (double)o->accum);
+		t += one * (double)due_after(done, o->steps, o->eval_every);
+	}
+	return t + u->save_seconds * (double)due_after(done, o->steps, o->save_every);
+}
+
 static void status(struct run *u, struct loop_status *s, double loss, double norm,
 		   double lr, double seconds, int64_t real, double flops)
 {
@@ -448,7 +486,7 @@ static void status(struct run *u, struct loop_status *s, double loss, double nor
 		.step_seconds = seconds,
 		.tokens_per_second = seconds > 0 ? tokens / seconds : 0,
 		.peak_share = u->peak > 0 ? rate / u->peak : 0,
-		.eta_seconds = u->ema * (double)(o->steps - u->st->step),
+		.eta_seconds = eta(u),
 		.tokens = u->st->tokens,
 	};
 }
@@ -469,10 +507,11 @@ static int draw_curves(struct run *u)
 /* An evaluation, logged and drawn, and reported with s; none when a stop comes first. */
 static int eval_and_log(struct run *u, struct loop_status *s, const volatile sig_atomic_t *stop)
 {
-	double val = 0;
+	double val = 0, t0 = clock_now();
 	int ev = evaluate(u, &val, stop);
 	if (ev)
 		return ev < 0 ? -1 : 0;
+	u->eval_seconds = clock_now() - t0;
 	u->val_loss = val;
 	if (tlog_add_eval(&u->log, u->st->step, val) || append_log(u))
 		return -1;
@@ -527,7 +566,7 @@ static int steps(struct run *u, const volatile sig_atomic_t *stop)
 	const struct tstate_opts *o = &st->o;
 	while (st->step < o->steps) {
 		double t0 = clock_now(), loss = 0, norm = 0, lr = 0, flops = 0;
-		int64_t real = 0;
+		int64_t real = 0, before = st->tokens;
 		if (one_step(u, &loss, &norm, &lr, &real, &flops))
 			return -1;
 		double sec = clock_now() - t0;
@@ -539,6 +578,7 @@ static int steps(struct run *u, const volatile sig_atomic_t *stop)
 			return -1;
 		struct loop_status s;
 		status(u, &s, loss, norm, lr, sec, real, flops);
+		s.step_tokens = st->tokens - before;
 		if (u->r->step)
 			u->r->step(u->r->user, &s);
 		bool last = st->step == o->steps, stopping = stop && *stop;

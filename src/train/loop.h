@@ -60,8 +60,9 @@ struct loop_status {
 	double tokens_per_second; /* positions computed (--sft: not counting padding) */
 	double peak_share;       /* model FLOPs per second / the measured matrix-product peak;
 				  * 0 when unknown */
-	double eta_seconds;
+	double eta_seconds;      /* the steps left, and the evaluations and saves due */
 	int64_t tokens;          /* targets trained on so far */
+	int64_t step_tokens;     /* this step's targets (--sft: fewer than its positions) */
 };
 
 struct loop_report {

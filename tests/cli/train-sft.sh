@@ -153,15 +153,19 @@ EOF
 # scores exactly the cache's answer tokens.
 if "$QWENCHAT" train --out "$TMP/once" $SCRATCH --data "$TMP/conv.jsonl" --ctx 128 --batch 13 \
 	--threads 2 --sequential --steps 1 2>"$TMP/err" &&
-   python3 - "$TMP/once" <<'EOF'
-import json, sys
-d = sys.argv[1]
+   python3 - "$TMP/once" "$(tail -n 1 "$TMP/err")" <<'EOF'
+import json, re, sys
+d, closing = sys.argv[1:]
 log = [json.loads(l) for l in open(f"{d}/train-log.jsonl")]
 meta = json.load(open(f"{d}/train-state/data.json"))
 assert log[0]["tokens"] == meta["sft_counts"]["scored"], (log[0], meta)
+# the closing line counts the positions computed (the prompts too) and says how many
+# of them were the targets the log counts
+m = re.search(r": (\d+) tokens \((\d+) of them targets\) at \d+ tok/s;", closing)
+assert m and int(m[2]) == log[0]["tokens"] < int(m[1]), closing
 EOF
 then
-	pass "a step over every conversation scores exactly their answer tokens"
+	pass "a step over every conversation scores exactly their answer tokens; the closing line says so"
 else
 	fail "targets scored: $(tail -n 2 "$TMP/err")"
 fi
