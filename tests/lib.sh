@@ -60,6 +60,18 @@ wait_screen() {
 	return 1
 }
 
+# same_run DESC DIR1 DIR2 — two `qwenchat train` runs with the same weights, moments and
+# log records (but the time)
+same_run() {
+	if cmp -s "$2/model.safetensors" "$3/model.safetensors" &&
+	   cmp -s "$2/train-state/optimizer.safetensors" "$3/train-state/optimizer.safetensors" &&
+	   [ "$(sed 's/"seconds".*//' "$2/train-log.jsonl")" = "$(sed 's/"seconds".*//' "$3/train-log.jsonl")" ]; then
+		pass "$1"
+	else
+		fail "$1: the runs differ"
+	fi
+}
+
 # Ends the test: exit 0 when no check failed.
 finish() {
 	if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed" >&2; exit 1; fi

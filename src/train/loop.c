@@ -613,6 +613,20 @@ static int late_eval(struct run *u, const volatile sig_atomic_t *stop)
 	return u->st->step >= u->st->o.steps ? save(u) : 0;
 }
 
+/* A run of --steps 0: the initial weights evaluated on --val (the loss a fine-tune starts
+ * from) and saved. A stop during the evaluation abandons it, as a step's, and saves:
+ * a resume with --steps 0 runs it. */
+static int zero_steps(struct run *u, const volatile sig_atomic_t *stop)
+{
+	bool due = eval_due(u, 0);
+	if (due && u->r->begin)
+		u->r->begin(u->r->user); /* from here a first signal saves: see steps() */
+	struct loop_status s = {.step = 0, .steps = 0, .val_loss = NAN};
+	if ((due && eval_and_log(u, &s, stop)) || save(u))
+		return -1;
+	return due && !evaluated(&u->log, 0) ? LOOP_STOPPED : 0;
+}
+
 static int setup_weights(struct run *u, bool resume)
 {
 	if (resume)
@@ -661,8 +675,7 @@ int loop_run(const char *dir, struct tstate *st, bool resume, struct loop_model 
 		m->init = NULL;
 	}
 	if (!resume && st->step >= o->steps) { /* --steps 0: the initial weights as a checkpoint */
-		struct loop_status s = {.step = 0, .steps = 0, .val_loss = NAN};
-		rc = eval_due(&u, 0) && eval_and_log(&u, &s, stop) ? -1 : save(&u);
+		rc = zero_steps(&u, stop);
 		goto out;
 	}
 	if (r->begin)

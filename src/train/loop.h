@@ -47,22 +47,22 @@ struct loop_plan {
 	bool train_cached, val_cached; /* streams read from the cache, not encoded */
 	bool sft;                      /* conversations: what is known of them */
 	struct dset_sft train_sft, val_sft;
-	double train_padding;          /* --sft: the share of a row's positions that pad */
-	int64_t train_rows;            /* --pack: the rows the conversations were packed in */
+	double train_padding; /* --sft: the share of a row's positions that pad */
+	int64_t train_rows;   /* --pack: the rows the conversations were packed in */
 };
 
 /* After each step (and each evaluation). */
 struct loop_status {
-	int64_t step, steps;     /* steps done, the run's total */
+	int64_t step, steps; /* steps done, the run's total */
 	double loss, grad_norm, lr;
-	double val_loss;         /* the last evaluation's; NAN before the first */
-	double step_seconds;     /* this step's wall time */
+	double val_loss;          /* the last evaluation's; NAN before the first */
+	double step_seconds;      /* this step's wall time */
 	double tokens_per_second; /* positions computed (--sft: not counting padding) */
-	double peak_share;       /* model FLOPs per second / the measured matrix-product peak;
+	double peak_share;        /* model FLOPs per second / the measured matrix-product peak;
 				  * 0 when unknown */
-	double eta_seconds;      /* the steps left, and the evaluations and saves due */
-	int64_t tokens;          /* targets trained on so far */
-	int64_t step_tokens;     /* this step's targets (--sft: fewer than its positions) */
+	double eta_seconds;       /* the steps left, and the evaluations and saves due */
+	int64_t tokens;           /* targets trained on so far */
+	int64_t step_tokens;      /* this step's targets (--sft: fewer than its positions) */
 };
 
 struct loop_report {

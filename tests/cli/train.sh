@@ -1,8 +1,8 @@
 #!/bin/sh
 # train.sh — `qwenchat train` as a user drives it: bad flags and bad data refused with
 # one line and the right exit status; a run's directory (a model `run`, `info` and
-# `logits` load; its log, curves and modes); a run stopped (by --steps, SIGINT or
-# SIGTERM) and resumed repeats an uninterrupted one bit for bit; a full disk or a
+# `logits` load; its log, curves and modes); a run stopped by --steps and resumed
+# repeats an uninterrupted one bit for bit (by a signal: train-signals.sh); a full disk or a
 # non-finite loss leaves the last checkpoint whole; links planted in the directory
 # are replaced or refused, never written through; QWENCHAT_CPU_ISA picks its kernels.
 . "$TOP_SRCDIR/tests/lib.sh"
@@ -300,16 +300,6 @@ for f in model.safetensors train-state/optimizer.safetensors train-state/state.j
 done
 
 # ---- resuming repeats an uninterrupted run ---------------------------------------------------
-# same_run DESC DIR1 DIR2 — the same weights, moments and log records (but the time)
-same_run() {
-	if cmp -s "$2/model.safetensors" "$3/model.safetensors" &&
-	   cmp -s "$2/train-state/optimizer.safetensors" "$3/train-state/optimizer.safetensors" &&
-	   [ "$(sed 's/"seconds".*//' "$2/train-log.jsonl")" = "$(sed 's/"seconds".*//' "$3/train-log.jsonl")" ]; then
-		pass "$1"
-	else
-		fail "$1: the runs differ"
-	fi
-}
 for mode in random sequential; do
 	extra=""
 	[ $mode = sequential ] && extra="--sequential"
@@ -413,161 +403,6 @@ same_run "--steps 0 (bf16) resumed to 3 (f32) == 3 steps" "$TMP/bf-all" "$TMP/bf
 	[ -f "$TMP/bf-all/train-state/master.safetensors" ] &&
 	pass "--save-dtype bf16: a BF16 model.safetensors that loads, the f32 weights kept" ||
 	fail "--save-dtype bf16: $(tail -n 2 "$TMP/err")"
-
-# ---- signals ----------------------------------------------------------------------------------
-# stop SIG DIR STEPS — starts a run, sends SIG once 3 steps are logged; the exit status.
-# SIGHUP as a terminal sends it: not ignored, whatever this shell was started with
-# (nohup; a shell cannot reset an ignored signal, so python does before the exec).
-hup_default() { # run in the background: the subshell's pid becomes the program's
-	exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_DFL)
-os.execv(sys.argv[1], sys.argv[1:])' "$@"
-}
-# wait_steps DIR [N] — until the run in DIR has logged N steps, 3 by default (five
-# minutes at most: the runs below with steps of a second take 17 s a step under ASan
-# on an AVX2 machine)
-wait_steps() {
-	i=0
-	while [ "$(cat "$1/train-log.jsonl" 2>/dev/null | grep -c '"loss"')" -lt "${2:-3}" ] &&
-	      [ $i -lt 6000 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-}
-stop() {
-	hup_default "$QWENCHAT" train --out "$2" $IDS --ctx 32 --batch 8 --threads 2 \
-		--cosine-steps "$3" --steps "$3" --save-every 100000 --eval-every 100000 \
-		2>"$TMP/err-$1" &
-	pid=$!
-	wait_steps "$2"
-	kill -"$1" $pid
-	wait $pid
-}
-stop INT "$TMP/sig" 400
-rc=$?
-n=$(grep -c '"loss"' "$TMP/sig/train-log.jsonl")
-saved=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' \
-	"$TMP/sig/train-state/state.json" 2>/dev/null)
-if [ "$rc" -eq 130 ] && [ "$saved" = "$n" ] && [ "$n" -lt 400 ]; then
-	pass "SIGINT: the step under way finished and saved (step $n), exit 130"
-else
-	fail "SIGINT: exit $rc, saved step '$saved', $n steps logged: $(tail -n 2 "$TMP/err-INT")"
-fi
-"$QWENCHAT" train --resume "$TMP/sig" 2>"$TMP/err" || fail "resume after SIGINT: $(tail -n 2 "$TMP/err")"
-
-# SIGINT during a long evaluation (a million held-out tokens in rows of 16: seconds) stops
-# it: the step is saved at once, without a validation record.
-python3 -c 'import array, random, sys; r = random.Random(3)
-sys.stdout.buffer.write(array.array("I", [r.randrange(1000) for _ in range(10**6)]).tobytes())' \
-	>"$TMP/bigv.u32"
-"$QWENCHAT" train --out "$TMP/sig-eval" --vocab-size 1000 $SHAPE --data "$TMP/d.u32" \
-	--val "$TMP/bigv.u32" --ctx 16 --batch 1 --threads 2 --steps 5 --eval-every 1 \
-	2>"$TMP/err-eval" &
-pid=$!
-i=0
-while ! grep -q '"loss"' "$TMP/sig-eval/train-log.jsonl" 2>/dev/null && [ $i -lt 600 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
-sleep 0.5
-kill -INT $pid
-wait $pid
-rc=$?
-if [ "$rc" -eq 130 ] && ! grep -q val_loss "$TMP/sig-eval/train-log.jsonl" &&
-   grep -q '"step": 1,' "$TMP/sig-eval/train-state/state.json"; then
-	pass "SIGINT during an evaluation: abandoned, step 1 saved, exit 130"
-else
-	fail "SIGINT during an evaluation: exit $rc: $(tail -n 2 "$TMP/err-eval")"
-fi
-# the evaluation a stop kept from running is the resumed run's first work (here its only
-# work: it ends at step 1), so that its log is an uninterrupted run's
-"$QWENCHAT" train --resume "$TMP/sig-eval" --steps 1 --eval-tokens 4096 >/dev/null 2>"$TMP/err"
-rc=$?
-if [ "$rc" -eq 0 ] && grep -q '^{"step": 1, "val_loss"' "$TMP/sig-eval/train-log.jsonl" &&
-   grep -q '^{"step": 1, "val_loss"' "$TMP/sig-eval/train-state/log.jsonl" &&
-   "$QWENCHAT" train --resume "$TMP/sig-eval" --steps 1 2>&1 | grep -q 'nothing to do'; then
-	pass "resumed after a stop during an evaluation: it runs first, and is saved"
-else
-	fail "the evaluation a stop skipped: exit $rc: $(tail -n 2 "$TMP/err")"
-fi
-# a signal during the run's last step: saved, but the final evaluation did not run, so
-# exit 130 (not 0) and the resumed run runs it. (Sent once step 2 is logged: it may come
-# before that step's own check for a stop, so the run stops at step 2, evaluated or not,
-# and the resumed run does the rest; either way exit 130 and the log ends evaluated.)
-"$QWENCHAT" train --out "$TMP/sig-last" --vocab-size 1000 --layers 2 --hidden-size 256 --heads 4 \
-	--intermediate-size 768 --data "$TMP/d.u32" --val "$TMP/d.u32" --eval-tokens 512 \
-	--ctx 256 --batch 16 --threads 2 --steps 3 --eval-every 100 2>"$TMP/err-last" &
-pid=$!
-wait_steps "$TMP/sig-last" 2
-kill -INT $pid
-wait $pid
-rc=$?
-at=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' \
-	"$TMP/sig-last/train-state/state.json" 2>/dev/null)
-if [ "$rc" -eq 130 ] && { [ "$at" = 2 ] || ! grep -q val_loss "$TMP/sig-last/train-log.jsonl"; } &&
-   "$QWENCHAT" train --resume "$TMP/sig-last" >/dev/null 2>"$TMP/err" &&
-   grep -q '^{"step": 3, "val_loss"' "$TMP/sig-last/train-log.jsonl"; then
-	pass "SIGINT during the last step: saved (step $at), exit 130, the resumed run evaluates"
-else
-	fail "SIGINT during the last step: exit $rc, step '$at': $(tail -n 2 "$TMP/err-last" "$TMP/err")"
-fi
-"$QWENCHAT" train --out "$TMP/nosig" $IDS --ctx 32 --batch 8 --threads 2 --cosine-steps 400 \
-	--steps 400 --save-every 100000 --eval-every 100000 2>"$TMP/err"
-same_run "stopped by SIGINT and resumed == uninterrupted (400 steps)" "$TMP/nosig" "$TMP/sig"
-stop HUP "$TMP/sighup" 400
-rc=$?
-[ "$rc" -eq 129 ] && [ -f "$TMP/sighup/model.safetensors" ] &&
-	pass "SIGHUP (a closed terminal): saved, exit 129" ||
-	fail "SIGHUP: exit $rc: $(tail -n 2 "$TMP/err-HUP")"
-# started with SIGHUP ignored (nohup): it stays ignored, the run goes on to its end
-(exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN)
-os.execv(sys.argv[1], sys.argv[1:])' "$QWENCHAT" train --out "$TMP/nohup" $IDS --ctx 32 \
-	--batch 8 --threads 2 --steps 60 --eval-every 100000 2>"$TMP/err-nohup") &
-pid=$!
-wait_steps "$TMP/nohup"
-kill -HUP $pid
-wait $pid
-rc=$?
-[ "$rc" -eq 0 ] && [ "$(grep -c '"loss"' "$TMP/nohup/train-log.jsonl")" -eq 60 ] &&
-	pass "under nohup (SIGHUP ignored): the run goes on to its end" ||
-	fail "SIGHUP ignored: exit $rc: $(tail -n 2 "$TMP/err-nohup")"
-# a second signal stops at once, and says which checkpoint DIR holds (steps of a
-# second or so, so that it comes before the first one's step is done)
-"$QWENCHAT" train --out "$TMP/twice" --vocab-size 1000 --layers 2 --hidden-size 512 --heads 8 \
-	--intermediate-size 1536 --data "$TMP/d.u32" --ctx 256 --batch 8 --threads 2 --steps 50 \
-	--save-every 2 2>"$TMP/err-twice" &
-pid=$!
-wait_steps "$TMP/twice"
-kill -INT $pid
-# the second only once the first is taken: two sent before the process runs are one
-i=0
-while ! grep -q 'stopping after this step' "$TMP/err-twice" && [ $i -lt 1200 ]; do
-	sleep 0.01
-	i=$((i + 1))
-done
-kill -INT $pid
-wait $pid
-rc=$?
-# said_at_once RC ERR DESC — exit 130, and the line naming the checkpoint twice holds (step
-# 2 unless a loaded machine was slower than the steps)
-said_at_once() {
-	[ "$1" -eq 130 ] && grep -q "stopped at once: .*twice holds the checkpoint of step [1-9][0-9]* " "$2" &&
-		pass "$3" || fail "$3: exit $1: $(tail -n 2 "$2")"
-}
-said_at_once $rc "$TMP/err-twice" "a second SIGINT stops at once and names the checkpoint kept"
-# a signal after the run's opening lines but before its first step (the matrix-product
-# peak is measured then) stops at once and says so too
-"$QWENCHAT" train --resume "$TMP/twice" --steps 50 2>"$TMP/err-early" &
-pid=$!
-i=0
-while ! grep -q '^lr ' "$TMP/err-early" && [ $i -lt 3000 ]; do sleep 0.01; i=$((i + 1)); done
-kill -INT $pid
-wait $pid
-rc=$?
-said_at_once $rc "$TMP/err-early" "a SIGINT before the resumed run's first step names the checkpoint kept"
-stop TERM "$TMP/sigterm" 400
-rc=$?
-[ "$rc" -eq 143 ] && [ -f "$TMP/sigterm/model.safetensors" ] &&
-	pass "SIGTERM: saved, exit 143" || fail "SIGTERM: exit $rc: $(tail -n 2 "$TMP/err-TERM")"
 
 # ---- a full disk, a non-finite loss: the last checkpoint stays whole ------------------------
 F="$TMP/fd"
