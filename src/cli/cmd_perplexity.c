@@ -163,10 +163,11 @@ static int read_ids(const char *file, struct side *s, int vocab, int32_t **ids, 
 		return -1;
 	int32_t *b = NULL;
 	size_t nb = 0;
-	int rc = tokens_from_text(s[0].t, vocab, text, len, ids, n) ||
-			 tokens_from_text(s[1].t, vocab, text, len, &b, &nb)
-		 ? err_prefix("%s", file)
-		 : 0;
+	int rc = 0; /* each side's error names its model: either may lack an end-of-text token */
+	if (tokens_from_text(s[0].t, vocab, text, len, ids, n))
+		rc = err_prefix("%s: with %s's tokenizer", file, s[0].name);
+	else if (tokens_from_text(s[1].t, vocab, text, len, &b, &nb))
+		rc = err_prefix("%s: with --kl-base %s's tokenizer", file, s[1].name);
 	free(text);
 	size_t i = 0;
 	while (!rc && i < *n && i < nb && (*ids)[i] == b[i])

@@ -19,9 +19,10 @@ static void put_id(struct strbuf *b, const char *key, int id)
 		sb_printf(b, "  \"%s\": null,\n", key);
 }
 
-/* x, or where x is exactly a float (a GGUF holds its settings as float32: 0.7f, 1e-6f)
- * the number of fewest digits that gives that float back (0.7, 1e-06), as the Hugging
- * Face file it came from had it. A double that is no float (1e-6 read from JSON) stays. */
+/* x, or where x is exactly a float (as a GGUF holds its settings: 0.7f, 1e-6f) the number
+ * of fewest digits that gives that float back (0.7, 1e-06), as the Hugging Face file it
+ * came from had it. A double that is no float (1e-6 read from JSON) stays as it is; one
+ * that is a float by chance (1000000.0625) becomes another decimal of the same float. */
 static double float_decimal(double x)
 {
 	if (isfinite(x) && x == (double)(float)x)

@@ -272,6 +272,20 @@ cp -r "$A" "$NE"
 cp "$TOP_SRCDIR/tests/golden/template-tiny-tokenizer.json" "$NE/tokenizer.json"
 expect_exit 1 "a tokenizer without end-of-text" $PPL -m "$NE" -f "$TMP/hello.txt"
 expect_err_has "no end-of-text token" "no end-of-text: says so"
+# ... and when only --kl-base's tokenizer lacks it, the error says it is that one's
+EOT=$TMP/eot
+cp -r "$A" "$EOT"
+"$PY" - "$TOP_SRCDIR/tests/golden/template-tiny-tokenizer.json" "$EOT/tokenizer.json" <<'EOF'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["added_tokens"] = [{"id": 300, "content": "<|endoftext|>", "single_word": False, "lstrip": False,
+                      "rstrip": False, "normalized": False, "special": True}]
+json.dump(t, open(sys.argv[2], "w"))
+EOF
+expect_exit 1 "--kl-base whose tokenizer lacks end-of-text" $PPL -m "$EOT" -f "$TMP/hello.txt" \
+	--kl-base "$NE"
+expect_err_has "hello.txt: with --kl-base $NE's tokenizer: the tokenizer has no end-of-text" \
+	"--kl-base without end-of-text: names the base"
 "$MK" --out "$TMP/v512" --vocab-size 512 >/dev/null
 expect_exit 1 "--kl-base of another vocab_size" $PPL -m "$A" -f "$TMP/r.u32" --kl-base "$TMP/v512"
 expect_err_has "vocab_size" "another vocab_size: says so"
