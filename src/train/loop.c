@@ -521,13 +521,13 @@ static int eval_and_log(struct run *u, struct loop_status *s, const volatile sig
 	return draw_curves(u);
 }
 
-/* Whether step was due an evaluation: every eval_every steps and at the run's end (the
- * initial weights of a --steps 0 run too: the loss a fine-tune starts from). */
+/* Whether step was due an evaluation: every eval_every steps and at the run's end. Step 0
+ * is asked about only of a --steps 0 run (the loss a fine-tune starts from) and of its
+ * checkpoint, the only one at step 0, when resumed to any --steps. */
 static bool eval_due(const struct run *u, int64_t step)
 {
 	const struct tstate_opts *o = &u->st->o;
-	return o->n_val > 0 && (step > 0 || o->steps == 0) &&
-	       (step % o->eval_every == 0 || step == o->steps);
+	return o->n_val > 0 && (step % o->eval_every == 0 || step == o->steps);
 }
 
 /* Whether the log holds the evaluation after `step` steps. */
@@ -615,7 +615,7 @@ static int late_eval(struct run *u, const volatile sig_atomic_t *stop)
 
 /* A run of --steps 0: the initial weights evaluated on --val (the loss a fine-tune starts
  * from) and saved. A stop during the evaluation abandons it, as a step's, and saves:
- * a resume with --steps 0 runs it. */
+ * the resumed run runs it first (see eval_missing). */
 static int zero_steps(struct run *u, const volatile sig_atomic_t *stop)
 {
 	bool due = eval_due(u, 0);

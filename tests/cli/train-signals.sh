@@ -92,23 +92,24 @@ if [ "$rc" -eq 0 ] && grep -q '^{"step": 1, "val_loss"' "$TMP/sig-eval/train-log
 else
 	fail "the evaluation a stop skipped: exit $rc: $(tail -n 2 "$TMP/err")"
 fi
-# SIGINT during the evaluation of a --steps 0 run's initial weights (sent seconds after
-# its opening lines: past the peak's measurement, within the evaluation): the weights
-# are saved without the record, exit 130; a resume with --steps 0 evaluates them.
+# SIGINT during the evaluation of a --steps 0 run's initial weights (sent once its log
+# exists: the evaluation comes next, the run has begun): the weights are saved without
+# the record, exit 130; the resumed run (here to step 1) evaluates them first.
 "$QWENCHAT" train --out "$TMP/sig-zero" --vocab-size 1000 $SHAPE --data "$TMP/d.u32" \
 	--val "$TMP/bigv.u32" --ctx 16 --batch 1 --threads 2 --steps 0 2>"$TMP/err-zero" &
 pid=$!
 i=0
-while ! grep -q '^lr ' "$TMP/err-zero" && [ $i -lt 6000 ]; do sleep 0.05; i=$((i + 1)); done
-sleep 3
+while [ ! -e "$TMP/sig-zero/train-log.jsonl" ] && [ $i -lt 6000 ]; do sleep 0.05; i=$((i + 1)); done
+sleep 0.5
 kill -INT $pid
 wait $pid
 rc=$?
 if [ "$rc" -eq 130 ] && [ -f "$TMP/sig-zero/model.safetensors" ] &&
    ! grep -q val_loss "$TMP/sig-zero/train-log.jsonl" &&
-   "$QWENCHAT" train --resume "$TMP/sig-zero" --eval-tokens 4096 >/dev/null 2>"$TMP/err" &&
-   grep -q '^{"step": 0, "val_loss"' "$TMP/sig-zero/train-log.jsonl"; then
-	pass "SIGINT during a --steps 0 evaluation: the weights saved, exit 130; resumed, evaluated"
+   "$QWENCHAT" train --resume "$TMP/sig-zero" --steps 1 --eval-tokens 4096 >/dev/null 2>"$TMP/err" &&
+   head -n 1 "$TMP/sig-zero/train-log.jsonl" | grep -q '^{"step": 0, "val_loss"' &&
+   grep -q '^{"step": 1, "loss"' "$TMP/sig-zero/train-log.jsonl"; then
+	pass "SIGINT during a --steps 0 evaluation: the weights saved, exit 130; resumed, evaluated first"
 else
 	fail "SIGINT during a --steps 0 evaluation: exit $rc: $(tail -n 2 "$TMP/err-zero" "$TMP/err")"
 fi
