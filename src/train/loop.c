@@ -394,6 +394,16 @@ static void draw(struct run *u, int micro, int64_t *real)
 		*real += (int64_t)o->batch * o->ctx;
 }
 
+/* What a run stopped by a non-finite value leaves: the last checkpoint, or none. */
+static const char *kept_note(const struct run *u, char *buf, size_t size)
+{
+	if (u->saved >= 0)
+		snprintf(buf, size, "the checkpoint of step %lld is kept", (long long)u->saved);
+	else
+		snprintf(buf, size, "no checkpoint was saved yet");
+	return buf;
+}
+
 /* One optimizer step: the micro-batches' gradients, their mean, clipping, AdamW;
  * *flops: the model FLOPs of its micro-batches. */
 static int one_step(struct run *u, double *loss, double *norm, double *lr, int64_t *real,
@@ -422,15 +432,11 @@ static int one_step(struct run *u, double *loss, double *norm, double *lr, int64
 	*loss = sum / (double)count;
 	if (!isfinite(*loss) || !isfinite(*norm)) {
 		char kept[160];
-		if (u->saved >= 0)
-			snprintf(kept, sizeof kept, "the checkpoint of step %lld is kept",
-				 (long long)u->saved);
-		else
-			snprintf(kept, sizeof kept, "no checkpoint was saved yet");
 		return err_set("step %lld: the loss is %g and the gradient norm %g: stopped "
 			       "without saving this step (%s; a lower --lr, a --warmup or "
 			       "--clip may help)",
-			       (long long)st->step + 1, *loss, *norm, kept);
+			       (long long)st->step + 1, *loss, *norm,
+			       kept_note(u, kept, sizeof kept));
 	}
 	*lr = sched_lr(&u->sched, st->step);
 	struct eng_adamw h = {*lr, o->beta1, o->beta2, o->eps, o->weight_decay};
@@ -512,6 +518,11 @@ static int eval_and_log(struct run *u, struct loop_status *s, const volatile sig
 	if (ev)
 		return ev < 0 ? -1 : 0;
 	u->eval_seconds = clock_now() - t0;
+	if (!isfinite(val)) {
+		char kept[160];
+		return err_set("step %lld: the validation loss is %g: stopped (%s)",
+			       (long long)u->st->step, val, kept_note(u, kept, sizeof kept));
+	}
 	u->val_loss = val;
 	if (tlog_add_eval(&u->log, u->st->step, val) || append_log(u))
 		return -1;

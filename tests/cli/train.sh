@@ -441,6 +441,9 @@ if cmp -s "$TMP/fd-copy/model.safetensors" "$TMP/nan-before/model.safetensors" &
 else
 	fail "the checkpoint changed after a non-finite loss"
 fi
+usage 1 "--steps 0 --val of NaN weights: a non-finite validation loss stops the run" \
+	"stopped (no checkpoint was saved yet)" --out "$TMP/nan-zero" --init "$TMP/nan-before" \
+	--data "$TMP/d.u32" --val "$TMP/v.u32" $SMALL --steps 0
 
 # ---- links planted in the directory ---------------------------------------------------------
 echo keep >"$TMP/victim"
