@@ -101,6 +101,8 @@ struct train_report *train_report_new(const char *dir, const struct tstate_opts 
 	r->mode = r->area ? PANEL : tty && (!panel || !HAVE_PANEL) ? LIVE_LINE : PLAIN_LINES;
 	g_report = r;
 	set_at_once(dir, saved);
+	if (saved >= 0) /* a resumed run: the checkpoint it started from */
+		panel_saved(&r->panel, saved, -1);
 	return r;
 }
 
@@ -292,17 +294,22 @@ static void end_panel(struct train_report *r)
 	r->mode = PLAIN_LINES;
 }
 
-static void step_panel(struct train_report *r, const struct loop_status *s)
+/* The signal handler's note, written over the panel's last line, goes at the next draw:
+ * the message is said again above the panel, where it stays. */
+static void tell_stop(struct train_report *r)
 {
-	panel_step(&r->panel, s, clock_now() - r->started);
-	r->pending = true;
 	if (g_stop && !r->stop_told) {
-		/* the signal handler's note over the panel's last line goes at this draw:
-		 * the message stays above the panel instead */
 		say(r, "qwenchat: stopping after this step and saving it (again to stop at "
 		       "once)\n");
 		r->stop_told = true;
 	}
+}
+
+static void step_panel(struct train_report *r, const struct loop_status *s)
+{
+	panel_step(&r->panel, s, clock_now() - r->started);
+	r->pending = true;
+	tell_stop(r);
 	if (s->step == s->steps || g_stop || clock_now() - r->drawn >= PANEL_INTERVAL)
 		draw_panel(r);
 }
@@ -375,10 +382,24 @@ static void on_eval(void *user, const struct loop_status *s)
 		draw_panel(r);
 }
 
+static void on_evaluating(void *user, int64_t step, bool running)
+{
+	struct train_report *r = user;
+	panel_evaluating(&r->panel, running ? step : -1);
+	if (r->area && running) {
+		draw_panel(r); /* now: the evaluation may take long */
+	} else if (r->area) {
+		r->pending = true;
+		tell_stop(r); /* a stop abandons it */
+	}
+}
+
 static void on_saved(void *user, int64_t step, double seconds)
 {
 	struct train_report *r = user;
 	panel_saved(&r->panel, step, seconds);
+	if (step == r->o->steps)
+		panel_finished(&r->panel, clock_now() - r->started);
 	set_at_once(r->dir, step);
 	r->pending = true;
 	/* the run's last save: the panel stays above the line that says so */
@@ -408,6 +429,7 @@ struct loop_report train_report_callbacks(struct train_report *r)
 				    .begin = on_begin,
 				    .step = on_step,
 				    .eval = on_eval,
+				    .evaluating = on_evaluating,
 				    .saved = on_saved};
 }
 

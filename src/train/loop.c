@@ -514,7 +514,11 @@ static int draw_curves(struct run *u)
 static int eval_and_log(struct run *u, struct loop_status *s, const volatile sig_atomic_t *stop)
 {
 	double val = 0, t0 = clock_now();
+	if (u->r->evaluating)
+		u->r->evaluating(u->r->user, u->st->step, true);
 	int ev = evaluate(u, &val, stop);
+	if (u->r->evaluating)
+		u->r->evaluating(u->r->user, u->st->step, false);
 	if (ev)
 		return ev < 0 ? -1 : 0;
 	u->eval_seconds = clock_now() - t0;

@@ -76,6 +76,8 @@ struct loop_report {
 	void (*begin)(void *user);
 	void (*step)(void *user, const struct loop_status *s);
 	void (*eval)(void *user, const struct loop_status *s);
+	/* An evaluation of step begins (running true) or has ended, done or abandoned. */
+	void (*evaluating)(void *user, int64_t step, bool running);
 	void (*saved)(void *user, int64_t step, double seconds);
 };
 

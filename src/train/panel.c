@@ -45,6 +45,7 @@ void panel_init(struct panel *p, bool ascii)
 	p->saved_seconds = 0;
 	p->eval_step = -1;
 	p->eval_loss = NAN;
+	p->evaluating = -1;
 }
 
 void panel_step(struct panel *p, const struct loop_status *s, double elapsed)
@@ -63,10 +64,21 @@ void panel_eval(struct panel *p, int64_t step, double val_loss)
 	p->last.val_loss = val_loss; /* shown beside the loss from now on */
 }
 
+void panel_evaluating(struct panel *p, int64_t step)
+{
+	p->evaluating = step;
+}
+
 void panel_saved(struct panel *p, int64_t step, double seconds)
 {
 	p->saved_step = step;
 	p->saved_seconds = seconds;
+}
+
+void panel_finished(struct panel *p, double elapsed)
+{
+	p->elapsed = elapsed;
+	p->last.eta_seconds = 0;
 }
 
 /* ---- the view ------------------------------------------------------------------------ */
@@ -224,12 +236,18 @@ static void event_line(struct view *v, const struct panel *p)
 {
 	char f[2][FIELD];
 	int n = 1;
-	if (p->saved_step >= 0)
+	if (p->saved_step >= 0 && p->saved_seconds < 0) /* a resumed run's, saved before */
+		snprintf(f[0], sizeof f[0], "checkpoint: step %lld", (long long)p->saved_step);
+	else if (p->saved_step >= 0)
 		snprintf(f[0], sizeof f[0], "checkpoint: step %lld (%.1f s)",
 			 (long long)p->saved_step, p->saved_seconds);
 	else
 		snprintf(f[0], sizeof f[0], "checkpoint: none yet");
-	if (p->eval_step >= 0)
+	/* an evaluation holds the steps up as long as it takes: say one is running */
+	if (p->evaluating >= 0)
+		snprintf(f[n++], sizeof f[0], " evaluating step %lld on --val ...",
+			 (long long)p->evaluating);
+	else if (p->eval_step >= 0)
 		snprintf(f[n++], sizeof f[0], " eval: step %lld, val_loss %.4f, ppl %.4g",
 			 (long long)p->eval_step, p->eval_loss, exp(p->eval_loss));
 	flow(v, f, n, 1);
@@ -238,9 +256,12 @@ static void event_line(struct view *v, const struct panel *p)
 int panel_render(const struct panel *p, int width, struct strbuf *b)
 {
 	struct view v = {b, width > 0 ? width : 1, 0, 1, p->ascii};
-	if (!p->have_step) {
-		put_text(&v, "starting");
-		return 1;
+	if (!p->have_step) { /* before the first step, or a run without one (--steps 0) */
+		if (p->evaluating < 0 && p->eval_step < 0 && p->saved_step < 0)
+			put_text(&v, "starting");
+		else
+			event_line(&v, p);
+		return v.lines;
 	}
 	progress_line(&v, &p->last);
 	next_line(&v);

@@ -35,9 +35,10 @@ struct panel {
 	struct panel_curve loss, lr; /* since this process started (a resumed run: since
 				      * the checkpoint) */
 	int64_t saved_step;          /* the last checkpoint; -1: none yet */
-	double saved_seconds;        /* how long writing it took */
+	double saved_seconds;        /* how long writing it took; -1: unknown (before this run) */
 	int64_t eval_step;           /* the last evaluation; -1: none yet */
 	double eval_loss;
+	int64_t evaluating; /* the step being evaluated now; -1: none */
 };
 
 void panel_init(struct panel *p, bool ascii);
@@ -45,6 +46,9 @@ void panel_init(struct panel *p, bool ascii);
 /* The model: what the loop reports, kept. */
 void panel_step(struct panel *p, const struct loop_status *s, double elapsed);
 void panel_eval(struct panel *p, int64_t step, double val_loss);
+void panel_evaluating(struct panel *p, int64_t step); /* -1: no longer */
+/* The run is over (at its last step): the elapsed time to now, nothing left to wait. */
+void panel_finished(struct panel *p, double elapsed);
 void panel_saved(struct panel *p, int64_t step, double seconds);
 
 /* The view: the panel as lines separated by '\n' (none after the last), appended to b,

@@ -4,7 +4,8 @@
 # within the pane's width, also once the pane is narrowed; Ctrl-C saves the step under
 # way and exits 130, leaving the panel's last state on screen with the lines that say
 # so below it and the cursor visible; the checkpoint loads and resumes. With stderr a
-# file, or TERM=dumb, the progress is plain lines, without escape sequences in the file.
+# file, or TERM=dumb, the progress is plain lines, without escape sequences in the file;
+# an evaluation shows while it runs (that of --steps 0 too), and no stale line stays.
 # Every captured screen is printed (tests/cli/train-panel.log).
 . "$TOP_SRCDIR/tests/lib.sh"
 
@@ -165,5 +166,27 @@ if [ "$(grep -cE "^step [0-9]+/$((to + 10))  loss " "$TMP/scr")" = 10 ] &&
 	pass "TERM=dumb: plain step lines, no panel"
 else
 	fail "TERM=dumb: not 10 plain step lines"
+fi
+
+# ---- --steps 0: the evaluation shows while it runs ------------------------------------------
+# (200,000 held-out ids in rows of 16: seconds); the screen left at the end shows its
+# result and the checkpoint, no stale "starting" line
+python3 -c 'import array, random, sys; r = random.Random(5)
+sys.stdout.buffer.write(array.array("I", [r.randrange(256) for _ in range(200000)]).tobytes())' \
+	>"$TMP/bigv.u32"
+T respawn-pane -k -t tr "printf '\\033[H\\033[2J'; TERM=screen '$QWENCHAT' train --out '$TMP/zero' \
+	--tokenizer '$TMP/tok' --layers 2 --hidden-size 64 --heads 4 --kv-heads 2 --data '$DATA' \
+	--val '$TMP/bigv.u32' --ctx 16 --batch 1 --threads 2 --steps 0; echo EXITED \$?; sleep 600"
+T clear-history -t tr
+wait_screen '^checkpoint: none yet +evaluating step 0 on --val' &&
+	pass "--steps 0: the panel says the evaluation is running" ||
+	{ capture "$TMP/scr"; fail "--steps 0: no 'evaluating step 0' while it runs"; }
+WAIT=$((WAIT * 4)) wait_screen '^EXITED' || fail "--steps 0: the run did not end"
+capture "$TMP/scr"
+if grep -q '^EXITED 0' "$TMP/scr" && ! grep -q '^starting' "$TMP/scr" &&
+   grep -q '^checkpoint: step 0 ([0-9.]* s) *eval: step 0, val_loss ' "$TMP/scr"; then
+	pass "--steps 0: the screen left shows the checkpoint and the evaluation"
+else
+	fail "--steps 0: the screen left: $(grep -v '^$' "$TMP/scr" | tail -n 4)"
 fi
 finish

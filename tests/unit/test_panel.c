@@ -1,6 +1,7 @@
 /* test_panel.c — the training panel: its curves keep every step's value in a fixed
  * number of buckets however long the run, and its lines never exceed the width asked
- * for, at every width from 1 column up, with their elements where there is room. */
+ * for, at every width from 1 column up, with their elements where there is room; an
+ * evaluation shows while it runs, and a finished run waits for nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -69,11 +70,14 @@ static void test_widths(void **state)
 	(void)state;
 	struct panel *p = malloc(sizeof *p);
 	assert_non_null(p);
-	for (int ascii = 0; ascii < 2; ascii++) {
+	for (int k = 0; k < 6; k++) { /* ASCII or not; steps, an evaluation running, none */
+		bool ascii = k % 2;
 		panel_init(p, ascii);
-		run_to(p, 3000, 10000);
+		if (k < 4)
+			run_to(p, 3000, 10000);
 		panel_saved(p, 2500, 0.25);
 		panel_eval(p, 3000, 3.25);
+		panel_evaluating(p, k >= 2 ? 3000 : -1);
 		for (int w = 1; w <= 300; w++) {
 			struct strbuf b = {0};
 			int n = panel_render(p, w, &b), lines = 0;
@@ -130,12 +134,51 @@ static void test_elements(void **state)
 	free(p);
 }
 
+/* render_has P WIDTH TEXT: the panel, drawn WIDTH wide, holds TEXT. */
+static void render_has(const struct panel *p, int width, const char *text)
+{
+	struct strbuf b = {0};
+	panel_render(p, width, &b);
+	if (!strstr(b.p, text))
+		fail_msg("no \"%s\" in:\n%s", text, b.p);
+	free(b.p);
+}
+
+/* An evaluation is shown while it runs (it holds the steps up); a run without a step
+ * (--steps 0, or a resumed run before its first) shows its checkpoint and evaluation,
+ * not "starting"; a finished run waits for nothing. */
+static void test_evaluation_and_end(void **state)
+{
+	(void)state;
+	struct panel *p = malloc(sizeof *p);
+	assert_non_null(p);
+	panel_init(p, false);
+	render_has(p, 80, "starting");
+	panel_evaluating(p, 0);
+	render_has(p, 80, "checkpoint: none yet   evaluating step 0 on --val ...");
+	panel_evaluating(p, -1);
+	panel_eval(p, 0, 6.9);
+	panel_saved(p, 0, 0.125);
+	render_has(p, 80, "checkpoint: step 0 (0.1 s)   eval: step 0, val_loss 6.9000");
+	panel_init(p, false);
+	panel_saved(p, 40, -1); /* a resumed run's checkpoint, saved by an earlier one */
+	render_has(p, 80, "checkpoint: step 40");
+	run_to(p, 50, 50);
+	panel_evaluating(p, 50);
+	render_has(p, 100, "ETA 3m10s");
+	render_has(p, 100, "evaluating step 50 on --val ...");
+	panel_finished(p, 75);
+	render_has(p, 100, "elapsed 1m15s  ETA 0s");
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_curve_buckets),
 		cmocka_unit_test(test_widths),
 		cmocka_unit_test(test_elements),
+		cmocka_unit_test(test_evaluation_and_end),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
