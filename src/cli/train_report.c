@@ -334,7 +334,9 @@ static void say_tally(struct train_report *r)
 		return;
 	if (!isnan(r->last_val))
 		snprintf(val, sizeof val, ", val_loss %.4f", r->last_val);
-	if (r->step_seconds < 60)
+	if (r->step_seconds < 1) /* a few small steps: "0.00 s" beside a rate reads oddly */
+		snprintf(t, sizeof t, "%.1f ms", r->step_seconds * 1e3);
+	else if (r->step_seconds < 60)
 		snprintf(t, sizeof t, "%.2f s", r->step_seconds);
 	else
 		units_duration(r->step_seconds, t, sizeof t);

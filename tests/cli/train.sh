@@ -216,7 +216,7 @@ if "$QWENCHAT" train --out "$R" $TEXT $SMALL --steps 6 --eval-every 3 --save-eve
 	# the closing line: 6 steps of 4 rows of 16 tokens, the last evaluation's loss
 	val=$(python3 -c 'import json,sys
 print("%.4f" % [json.loads(l) for l in open(sys.argv[1])][-1]["val_loss"])' "$R/train-log.jsonl")
-	tail -n 1 "$TMP/err" | grep -q "^trained steps 1-6 in [0-9.]* s: 384 tokens at [0-9]* tok/s; loss [0-9.]*, val_loss $val\$" &&
+	tail -n 1 "$TMP/err" | grep -q "^trained steps 1-6 in [0-9.]* m\{0,1\}s: 384 tokens at [0-9]* tok/s; loss [0-9.]*, val_loss $val\$" &&
 		pass "the closing line: steps, tokens, rate, last losses" ||
 		fail "the closing line: $(tail -n 1 "$TMP/err"), val_loss $val"
 else
