@@ -55,8 +55,8 @@ struct train_report {
 	struct panel panel;
 	/* this process's steps, for the closing line */
 	int64_t first_step, last_step;
-	double step_seconds, tokens, last_loss, last_val;
-	int64_t targets; /* of the steps above: fewer than tokens with --sft */
+	double step_seconds, last_loss, last_val;
+	int64_t positions, targets; /* of the steps above: fewer targets with --sft */
 };
 
 static volatile sig_atomic_t g_stop, g_stepping;
@@ -321,7 +321,7 @@ static void tally(struct train_report *r, const struct loop_status *s)
 		r->first_step = s->step;
 	r->last_step = s->step;
 	r->step_seconds += s->step_seconds;
-	r->tokens += s->tokens_per_second * s->step_seconds;
+	r->positions += s->step_positions;
 	r->targets += s->step_tokens;
 	r->last_loss = s->loss;
 	r->last_val = s->val_loss;
@@ -341,11 +341,11 @@ static void say_tally(struct train_report *r)
 	else
 		units_duration(r->step_seconds, t, sizeof t);
 	char targets[64] = ""; /* --sft: the prompts are computed, not trained on */
-	if (llround(r->tokens) != r->targets)
+	if (r->positions != r->targets)
 		snprintf(targets, sizeof targets, " (%lld of them targets)", (long long)r->targets);
-	say(r, "trained steps %lld-%lld in %s: %.0f tokens%s at %.0f tok/s; loss %.4f%s\n",
-	    (long long)r->first_step, (long long)r->last_step, t, r->tokens, targets,
-	    r->step_seconds > 0 ? r->tokens / r->step_seconds : 0.0, r->last_loss, val);
+	say(r, "trained steps %lld-%lld in %s: %lld tokens%s at %.0f tok/s; loss %.4f%s\n",
+	    (long long)r->first_step, (long long)r->last_step, t, (long long)r->positions, targets,
+	    r->step_seconds > 0 ? (double)r->positions / r->step_seconds : 0.0, r->last_loss, val);
 }
 
 static void on_step(void *user, const struct loop_status *s)

@@ -594,6 +594,7 @@ static int steps(struct run *u, const volatile sig_atomic_t *stop)
 		struct loop_status s;
 		status(u, &s, loss, norm, lr, sec, real, flops);
 		s.step_tokens = st->tokens - before;
+		s.step_positions = real;
 		if (u->r->step)
 			u->r->step(u->r->user, &s);
 		bool last = st->step == o->steps, stopping = stop && *stop;

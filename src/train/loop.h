@@ -63,6 +63,7 @@ struct loop_status {
 	double eta_seconds;       /* the steps left, and the evaluations and saves due */
 	int64_t tokens;           /* targets trained on so far */
 	int64_t step_tokens;      /* this step's targets (--sft: fewer than its positions) */
+	int64_t step_positions;   /* the positions it computed (--sft: not counting padding) */
 };
 
 struct loop_report {
