@@ -3,8 +3,9 @@
  * The work items are panels of 32 columns of C. An item packs its panel of B, a
  * depth of GEMM_KC at a time, into 32 consecutive values per step of k (transposing
  * when B is read transposed), and sweeps every row of C with a micro-kernel that
- * keeps a tile of 8 rows x 32 columns in registers: per step of k it loads the
- * panel's 32 values once and multiplies them with 8 values of A, broadcast. A is
+ * keeps a tile of C in registers (12 rows x 32 columns with AVX-512, 6 x 16 with
+ * AVX2): per step of k it loads the panel's values once and multiplies them with
+ * the tile's values of A, broadcast. A is
  * read where it lies in fp32 (row-major or transposed, the tile's 8 values are one
  * address apart either way); for bf16, A is first converted once, by every thread
  * together, into rows of bf16 pairs (k, k+1) that vdpbf16ps takes, and the panel
@@ -161,51 +162,65 @@ static TGBF void mk_bf16_512(float *c, int ldc, const uint32_t *ap, size_t lda2,
 	}
 }
 
-/* ---- AVX2: a tile of 4 rows x 32 columns in 16 registers ---------------------------- */
+/* ---- AVX2: a tile of 6 rows x 16 columns, half a panel ------------------------------
+ * 12 accumulators, the 2 vectors of B and the broadcast value of A fill 15 of the 16
+ * registers. A wider tile does not fit: 4 rows x 32 columns needs 17, and the two
+ * accumulators the compiler then keeps on the stack put a store and a load on every
+ * step's chain of additions, which halves the rate. */
 #define TG2 __attribute__((target("avx2,fma")))
 
 INLINE TG2 void mk2(float *c, int ldc, const float *a, size_t sar, size_t sap, const float *bp,
 		    int kc, const int R, int cols, bool acc)
 {
-	__m256 t[4][4];
-#pragma GCC unroll 12
+	__m256 t[6][2];
+#pragma GCC unroll 6
 	for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-		for (int v = 0; v < 4; v++)
-			t[r][v] = _mm256_setzero_ps();
+		t[r][0] = t[r][1] = _mm256_setzero_ps();
 	for (int p = 0; p < kc; p++) {
 		const float *b = bp + (size_t)p * GEMM_NR, *ap = a + (size_t)p * sap;
-#pragma GCC unroll 12
+		__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
 		for (int r = 0; r < R; r++) {
 			__m256 av = _mm256_broadcast_ss(ap + r * sar);
-	#pragma GCC unroll 4
-		for (int v = 0; v < 4; v++)
-				t[r][v] = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + 8 * v), t[r][v]);
+			t[r][0] = _mm256_fmadd_ps(av, b0, t[r][0]);
+			t[r][1] = _mm256_fmadd_ps(av, b1, t[r][1]);
 		}
 	}
-#pragma GCC unroll 12
+#pragma GCC unroll 6
 	for (int r = 0; r < R; r++) {
-		float tmp[GEMM_NR], *cr = c + (size_t)r * ldc;
-#pragma GCC unroll 4
-		for (int v = 0; v < 4; v++)
-			_mm256_storeu_ps(tmp + 8 * v, t[r][v]);
+		float *cr = c + (size_t)r * ldc;
+		if (cols == 16) {
+			__m256 c0 = acc ? _mm256_add_ps(_mm256_loadu_ps(cr), t[r][0]) : t[r][0];
+			__m256 c1 = acc ? _mm256_add_ps(_mm256_loadu_ps(cr + 8), t[r][1]) : t[r][1];
+			_mm256_storeu_ps(cr, c0);
+			_mm256_storeu_ps(cr + 8, c1);
+			continue;
+		}
+		float tmp[16];
+		_mm256_storeu_ps(tmp, t[r][0]);
+		_mm256_storeu_ps(tmp + 8, t[r][1]);
 		for (int j = 0; j < cols; j++)
 			cr[j] = acc ? cr[j] + tmp[j] : tmp[j];
 	}
 }
 
+/* The panel's two halves of 16 columns in turn, 6 rows at a time. */
 static TG2 void mk_f32_avx2(float *c, int ldc, const float *a, size_t sar, size_t sap,
 			    const float *bp, int kc, int rows, int cols, bool acc)
 {
-	for (int r0 = 0; r0 < rows; r0 += 4) {
-		int R = rows - r0 < 4 ? rows - r0 : 4;
-		float *cr = c + (size_t)r0 * ldc;
-		const float *ar = a + r0 * sar;
-		switch (R) {
-		case 4: mk2(cr, ldc, ar, sar, sap, bp, kc, 4, cols, acc); break;
-		case 3: mk2(cr, ldc, ar, sar, sap, bp, kc, 3, cols, acc); break;
-		case 2: mk2(cr, ldc, ar, sar, sap, bp, kc, 2, cols, acc); break;
-		default: mk2(cr, ldc, ar, sar, sap, bp, kc, 1, cols, acc); break;
+	for (int h = 0; h < cols; h += 16) {
+		int hc = cols - h < 16 ? cols - h : 16;
+		for (int r0 = 0; r0 < rows; r0 += 6) {
+			float *cr = c + (size_t)r0 * ldc + h;
+			const float *ar = a + r0 * sar, *bh = bp + h;
+			switch (rows - r0 < 6 ? rows - r0 : 6) {
+			case 6: mk2(cr, ldc, ar, sar, sap, bh, kc, 6, hc, acc); break;
+			case 5: mk2(cr, ldc, ar, sar, sap, bh, kc, 5, hc, acc); break;
+			case 4: mk2(cr, ldc, ar, sar, sap, bh, kc, 4, hc, acc); break;
+			case 3: mk2(cr, ldc, ar, sar, sap, bh, kc, 3, hc, acc); break;
+			case 2: mk2(cr, ldc, ar, sar, sap, bh, kc, 2, hc, acc); break;
+			default: mk2(cr, ldc, ar, sar, sap, bh, kc, 1, hc, acc); break;
+			}
 		}
 	}
 }
