@@ -1,6 +1,10 @@
 # tests/local.mk — unit tests (cmocka), CLI tests (shell), fixtures and fuzz targets.
 EXTRA_DIST += tests/fetch-tokenizer.sh tests/lib.sh
 
+# The slowest tests come first: make -j starts tests in this order, so the others run
+# beside them rather than after them (each is described where its files are listed).
+TESTS += tests/cli/trained.sh tests/cli/train-ref.sh tests/cli/train-signals.sh tests/cli/train.sh
+
 # Fuzz targets (./configure CC=clang --enable-fuzzers; `make fuzz-targets`).
 # A target is tests/fuzz/fuzz_NAME.c defining LLVMFuzzerTestOneInput; add it to
 # FUZZ_TARGETS and give it tests_fuzz_fuzz_NAME_SOURCES/_LDADD/_LDFLAGS = $(FUZZ_LDFLAGS).
@@ -372,13 +376,13 @@ tests_fuzz_fuzz_trainstate_LDADD = $(APP_LIBS)
 tests_fuzz_fuzz_trainstate_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_trainstate.c tests/fuzz/corpus/trainstate
 # `qwenchat train` as a user drives it (train-panel.sh: on a terminal, in tmux), and
-# against a float64 PyTorch reference (SKIP without python3-torch).
-TESTS += tests/cli/train.sh tests/cli/train-signals.sh tests/cli/train-ref.sh tests/cli/train-sft.sh \
-	tests/cli/train-panel.sh
+# against a float64 PyTorch reference (SKIP without python3-torch); train.sh,
+# train-signals.sh and train-ref.sh are in TESTS at the top.
+TESTS += tests/cli/train-sft.sh tests/cli/train-panel.sh
 EXTRA_DIST += tests/cli/train-sft.sh tests/cli/train-panel.sh tests/cli/train-signals.sh \
 	tests/bench/sft-padding.sh
 EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py tests/cli/sft_ref.py
 # A model trained here on the Brown corpus, and the commands that a trained model tests
-# better than random weights: perplexity, quantize, run, serve and the chat UI.
-TESTS += tests/cli/trained.sh
+# better than random weights: perplexity, quantize, run, serve and the chat UI (in
+# TESTS at the top).
 EXTRA_DIST += tests/cli/trained.sh tests/trained-model.sh tests/fetch-corpus.sh
