@@ -5,6 +5,7 @@
  * train_report.c. */
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/proc.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
@@ -13,6 +14,7 @@
 #include "src/train/checkpoint.h"
 #include "src/train/loop.h"
 #include "src/train/rundir.h"
+#include "src/train/schedule.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -336,12 +338,14 @@ static bool given(const struct args *a, const char *name)
 /* Paths as absolute ones: the saved options name the same files from any directory,
  * and a resumed run's flags compare with them. A link keeps its own name (a link.u32
  * to a blob is still ids). A path that does not resolve stays as it is (reading it
- * reports the error). */
+ * reports the error), and so does an --init that names no file or directory (a repo
+ * id or a tag). */
 static int absolute_paths(struct tstate_opts *o)
 {
-	char **lists[] = {o->data, o->val, &o->tokenizer};
-	int counts[] = {o->n_data, o->n_val, o->tokenizer ? 1 : 0};
-	for (int l = 0; l < 3; l++)
+	char **lists[] = {o->data, o->val, &o->tokenizer, &o->init};
+	int counts[] = {o->n_data, o->n_val, o->tokenizer ? 1 : 0,
+			o->init && fio_exists(o->init) ? 1 : 0};
+	for (int l = 0; l < 4; l++)
 		for (int i = 0; i < counts[l]; i++) {
 			char *c = fio_absolute(lists[l][i]);
 			if (c) {
@@ -402,6 +406,16 @@ static int check_new(struct args *a)
 	if (o->warmup > o->cosine_steps)
 		return cli_usage("train", "--warmup %lld is past --cosine-steps %lld", (long long)o->warmup,
 				 (long long)o->cosine_steps);
+	if (o->steps > 0 && o->warmup >= o->steps && o->lr > 0) {
+		struct sched sc = {o->lr, o->min_lr, o->warmup, o->cosine_steps};
+		char msg[200];
+		snprintf(msg, sizeof msg,
+			 "--warmup %lld outlasts --steps %lld: the learning rate rises to %.3g "
+			 "at most, below --lr %g",
+			 (long long)o->warmup, (long long)o->steps, sched_lr(&sc, o->steps - 1),
+			 o->lr);
+		cli_notice(msg);
+	}
 	if (absolute_paths(o)) {
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
@@ -424,9 +438,20 @@ static void follow_steps(struct tstate_opts *o, int64_t taken)
 		o->cosine_steps = end;
 		return;
 	}
+	char msg[320];
+	if (o->steps < o->cosine_steps && o->lr != o->min_lr) {
+		struct sched sc = {o->lr, o->min_lr, o->warmup, o->cosine_steps};
+		snprintf(msg, sizeof msg,
+			 "--steps %lld ends the run before its cosine does (at step %lld): the "
+			 "last step runs at lr %.3g, not min_lr %g (a default cosine follows "
+			 "--steps only while every step taken was in the warm-up)",
+			 (long long)o->steps, (long long)o->cosine_steps,
+			 sched_lr(&sc, o->steps - 1), o->min_lr);
+		cli_notice(msg);
+		return;
+	}
 	if (o->steps <= o->cosine_steps || o->lr == o->min_lr)
 		return;
-	char msg[320];
 	snprintf(msg, sizeof msg,
 		 "--steps %lld: the steps after %lld, where the run's cosine ends, run at min_lr "
 		 "%g (a default cosine follows --steps only while every step taken was in the "
@@ -447,12 +472,20 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
+	st->eval_was_due =
+		st->o.n_val > 0 && (st->step % st->o.eval_every == 0 || st->step == st->o.steps);
+	if (st->o.threads == 0) /* saved as "every CPU" before the count was saved */
+		st->o.threads = proc_online_cpus();
 	for (int i = 0; i < tstate_field_count(); i++) {
-		if (!a->given[i] || tstate_equal(&st->o, &a->o, i))
+		/* a shape the run left to its model: the model's config.json answers (run) */
+		if (!a->given[i] || tstate_equal(&st->o, &a->o, i) || tstate_unset(&st->o, i))
 			continue;
 		char now[256], then[256];
 		tstate_format(&a->o, i, now, sizeof now);
 		tstate_format(&st->o, i, then, sizeof then);
+		if (!tstate_may_change(i) && now[0] == '-') /* --tie, --no-tie */
+			return cli_usage("train", "--resume: %s conflicts with the run's %s (%s)",
+					 now, then, state_path);
 		if (!tstate_may_change(i))
 			return cli_usage("train", "--resume: --%s %s conflicts with the run's %s "
 						  "(%s)",
@@ -497,14 +530,15 @@ static int read_state(const char *dir, struct tstate *st, char **path)
 
 /* ---- the command --------------------------------------------------------------------- */
 
-/* A resumed run's config.json against its saved options: the shape a run from scratch
- * was given, and a window the model takes (one of the two was edited since). */
-static int check_resumed_config(const char *dir, const struct tstate_opts *o,
-				const struct eng_config *c)
+/* The first shape flag of o (those given: above 0, or --no-tie) that config.json (c)
+ * does not have: "--kv-heads 4" in flag, "num_key_value_heads 2" in key; false when
+ * all agree. */
+static bool shape_differs(const struct tstate_opts *o, const struct eng_config *c, char *flag,
+			  char *key, size_t n)
 {
 	const struct {
 		const char *flag, *key;
-		int given, has;
+		double given, has;
 	} shape[] = {
 		{"layers", "num_hidden_layers", o->layers, c->num_layers},
 		{"hidden-size", "hidden_size", o->hidden, c->hidden_size},
@@ -513,24 +547,58 @@ static int check_resumed_config(const char *dir, const struct tstate_opts *o,
 		{"head-dim", "head_dim", o->head_dim, c->head_dim},
 		{"intermediate-size", "intermediate_size", o->intermediate, c->intermediate_size},
 		{"vocab-size", "vocab_size", o->vocab, c->vocab_size},
+		{"rope-theta", "rope_theta", o->rope_theta, c->rope_theta},
 	};
-	for (size_t i = 0; !o->init && i < sizeof shape / sizeof shape[0]; i++)
-		if (shape[i].given > 0 && shape[i].given != shape[i].has)
-			return err_set(
-				"%s/config.json: %s %d, but the run was started with --%s %d", dir,
-				shape[i].key, shape[i].has, shape[i].flag, shape[i].given);
-	if (o->ctx > c->max_position_embeddings)
-		return err_set("%s/config.json: max_position_embeddings %d is below the run's "
-			       "--ctx %d",
-			       dir, c->max_position_embeddings, o->ctx);
+	for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++)
+		if (shape[i].given > 0 && shape[i].given != shape[i].has) {
+			snprintf(flag, n, "--%s %.17g", shape[i].flag, shape[i].given);
+			snprintf(key, n, "%s %.17g", shape[i].key, shape[i].has);
+			return true;
+		}
+	if (o->tie >= 0 && o->tie != c->tie_word_embeddings) {
+		snprintf(flag, n, "%s", o->tie ? "--tie" : "--no-tie");
+		snprintf(key, n, "tie_word_embeddings %s",
+			 c->tie_word_embeddings ? "true" : "false");
+		return true;
+	}
+	return false;
+}
+
+/* A resumed run's config.json against its saved options (the shape a run from scratch
+ * was given, and a window the model takes: one of the two was edited since), and
+ * against the shape flags given now that the run left to its model (asked; NULL for
+ * none). 0, EXIT_USAGE or EXIT_RUNTIME (err_set). */
+static int check_resumed_config(const char *dir, const struct tstate_opts *o,
+				const struct tstate_opts *asked, const struct eng_config *c)
+{
+	char flag[96], key[96];
+	if (asked && shape_differs(asked, c, flag, key, sizeof flag)) {
+		err_set("--resume: %s conflicts with the run's model (%s/config.json: %s)", flag,
+			dir, key);
+		return EXIT_USAGE;
+	}
+	if (!o->init && shape_differs(o, c, flag, key, sizeof flag)) {
+		err_set("%s/config.json: %s, but the run was started with %s", dir, key, flag);
+		return EXIT_RUNTIME;
+	}
+	if (o->ctx > c->max_position_embeddings) {
+		err_set("%s/config.json: max_position_embeddings %d is below the run's --ctx %d",
+			dir, c->max_position_embeddings, o->ctx);
+		return EXIT_RUNTIME;
+	}
 	return 0;
 }
 
-static int run(struct tstate *st, const char *dir, bool resume, bool panel)
+/* Trains the run st in dir, new or resumed (asked: the shape flags given to a resumed
+ * run that its model answers, NULL for none). An exit status, the error printed. */
+static int run(struct tstate *st, const char *dir, bool resume, const struct tstate_opts *asked,
+	       bool panel)
 {
 	struct train_model p = {0};
 	struct eng_options eo = {0};
-	st->o.threads = cli_threads_cap(st->o.threads, NULL); /* the count used is saved */
+	/* the count used is saved, so that a resume compares with and repeats it */
+	st->o.threads =
+		st->o.threads > 0 ? cli_threads_cap(st->o.threads, NULL) : proc_online_cpus();
 	if (cli_env_engine(&eo)) {
 		cli_error("%s", err_msg());
 		return EXIT_USAGE;
@@ -541,11 +609,17 @@ static int run(struct tstate *st, const char *dir, bool resume, bool panel)
 		cli_error("%s", err_msg());
 		return EXIT_USAGE;
 	}
-	if (resume ? train_model_resume(dir, &p) || check_resumed_config(dir, &st->o, &p.m.cfg)
-		   : train_model_new(&st->o, &p)) {
+	int bad = 0;
+	if (!resume)
+		bad = train_model_new(&st->o, &p) ? EXIT_RUNTIME : 0;
+	else if (train_model_resume(dir, &p))
+		bad = EXIT_RUNTIME;
+	else
+		bad = check_resumed_config(dir, &st->o, asked, &p.m.cfg);
+	if (bad) {
 		cli_error("%s", err_msg());
 		train_model_free(&p);
-		return p.usage ? EXIT_USAGE : EXIT_RUNTIME;
+		return p.usage ? EXIT_USAGE : bad;
 	}
 	if (p.init_path) { /* saved resolved: a repo id may name another snapshot later */
 		free(st->o.init);
@@ -595,7 +669,7 @@ int cmd_train(int argc, char **argv)
 			cli_error("%s", err_msg());
 			rc = EXIT_RUNTIME;
 		} else if (!(rc = merge_resume(&a, &st, state_path))) {
-			rc = run(&st, a.resume, true, !a.no_panel);
+			rc = run(&st, a.resume, true, &a.o, !a.no_panel);
 		}
 	} else if (!(rc = check_new(&a))) {
 		char *top = fio_missing_top(a.out); /* what a failed run removes again */
@@ -608,7 +682,7 @@ int cmd_train(int argc, char **argv)
 			train_catch_signals_new(&left);
 			st.o = a.o;
 			memset(&a.o, 0, sizeof a.o);
-			rc = run(&st, a.out, false, !a.no_panel);
+			rc = run(&st, a.out, false, NULL, !a.no_panel);
 		}
 		if (rc && lock >= 0) { /* what a run that never saved made goes again */
 			rundir_abandon(a.out, lock, top);

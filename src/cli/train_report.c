@@ -56,6 +56,7 @@ struct train_report {
 	/* this process's steps, for the closing line */
 	int64_t first_step, last_step;
 	double step_seconds, last_loss, last_val;
+	int64_t last_val_step;
 	int64_t positions, targets; /* of the steps above: fewer targets with --sft */
 };
 
@@ -325,6 +326,7 @@ static void tally(struct train_report *r, const struct loop_status *s)
 	r->targets += s->step_tokens;
 	r->last_loss = s->loss;
 	r->last_val = s->val_loss;
+	r->last_val_step = s->val_step;
 }
 
 static void say_tally(struct train_report *r)
@@ -332,8 +334,11 @@ static void say_tally(struct train_report *r)
 	char t[32], val[48] = "";
 	if (!r->first_step)
 		return;
-	if (!isnan(r->last_val))
+	if (!isnan(r->last_val) && r->last_val_step == r->last_step)
 		snprintf(val, sizeof val, ", val_loss %.4f", r->last_val);
+	else if (!isnan(r->last_val)) /* a stop kept the last step's from running */
+		snprintf(val, sizeof val, ", val_loss %.4f (step %lld)", r->last_val,
+			 (long long)r->last_val_step);
 	if (r->step_seconds < 1) /* a few small steps: "0.00 s" beside a rate reads oddly */
 		snprintf(t, sizeof t, "%.1f ms", r->step_seconds * 1e3);
 	else if (r->step_seconds < 60)
@@ -343,8 +348,14 @@ static void say_tally(struct train_report *r)
 	char targets[64] = ""; /* --sft: the prompts are computed, not trained on */
 	if (r->positions != r->targets)
 		snprintf(targets, sizeof targets, " (%lld of them targets)", (long long)r->targets);
-	say(r, "trained steps %lld-%lld in %s: %lld tokens%s at %.0f tok/s; loss %.4f%s\n",
-	    (long long)r->first_step, (long long)r->last_step, t, (long long)r->positions, targets,
+	char which[48];
+	if (r->first_step == r->last_step)
+		snprintf(which, sizeof which, "step %lld", (long long)r->last_step);
+	else
+		snprintf(which, sizeof which, "steps %lld-%lld", (long long)r->first_step,
+			 (long long)r->last_step);
+	say(r, "trained %s in %s: %lld tokens%s at %.0f tok/s; loss %.4f%s\n", which, t,
+	    (long long)r->positions, targets,
 	    r->step_seconds > 0 ? (double)r->positions / r->step_seconds : 0.0, r->last_loss, val);
 }
 
@@ -377,6 +388,7 @@ static void on_eval(void *user, const struct loop_status *s)
 {
 	struct train_report *r = user;
 	r->last_val = s->val_loss;
+	r->last_val_step = s->step;
 	panel_eval(&r->panel, s->step, s->val_loss);
 	say(r, "step %lld: val_loss %.4f, val_ppl %.4g\n", (long long)s->step, s->val_loss,
 	    exp(s->val_loss));

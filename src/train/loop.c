@@ -39,6 +39,7 @@ struct run {
 	int32_t *in, *tg, *pos; /* (batch, ctx); pos only with --pack */
 	struct sched sched;
 	double peak, val_loss, ema;
+	int64_t val_step;                  /* the step val_loss is of */
 	double eval_seconds, save_seconds; /* the last evaluation's and save's; 0: none yet */
 	int64_t saved; /* the step of the checkpoint in dir; -1: none yet */
 };
@@ -285,8 +286,10 @@ static int open_log(struct run *u, bool resume)
 	u->log_fd = open(u->log_path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
 	if (u->log_fd < 0)
 		return err_set("%s: cannot open: %s", u->log_path, strerror(errno));
-	for (size_t i = 0; i < u->log.n_val; i++)
+	for (size_t i = 0; i < u->log.n_val; i++) {
 		u->val_loss = u->log.val[i].value;
+		u->val_step = u->log.val[i].step;
+	}
 	return 0;
 }
 
@@ -489,6 +492,7 @@ static void status(struct run *u, struct loop_status *s, double loss, double nor
 		.grad_norm = norm,
 		.lr = lr,
 		.val_loss = u->val_loss,
+		.val_step = u->val_step,
 		.step_seconds = seconds,
 		.tokens_per_second = seconds > 0 ? tokens / seconds : 0,
 		.peak_share = u->peak > 0 ? rate / u->peak : 0,
@@ -528,9 +532,11 @@ static int eval_and_log(struct run *u, struct loop_status *s, const volatile sig
 			       (long long)u->st->step, val, kept_note(u, kept, sizeof kept));
 	}
 	u->val_loss = val;
+	u->val_step = u->st->step;
 	if (tlog_add_eval(&u->log, u->st->step, val) || append_log(u))
 		return -1;
 	s->val_loss = val;
+	s->val_step = u->st->step;
 	if (u->r->eval)
 		u->r->eval(u->r->user, s);
 	return draw_curves(u);
@@ -552,12 +558,13 @@ static bool evaluated(const struct tlog *l, int64_t step)
 }
 
 /* Whether the checkpoint's step was due an evaluation that a stop kept from running
- * (its log has no record of it); a resumed run runs it first, so that its log is an
- * uninterrupted run's. Read apart from open_log, before any data is. */
+ * (its log has no record of it), under the options it was saved with or the resumed
+ * ones; a resumed run runs it first, so that its log is an uninterrupted run's. Read
+ * apart from open_log, before any data is. */
 static int eval_missing(const struct run *u, bool *missing)
 {
 	*missing = false;
-	if (!eval_due(u, u->st->step))
+	if (!eval_due(u, u->st->step) && !(u->st->eval_was_due && u->st->o.n_val > 0))
 		return 0;
 	char *path = fio_join(u->state_dir, "log.jsonl");
 	size_t len = 0;

@@ -56,6 +56,7 @@ struct loop_status {
 	int64_t step, steps; /* steps done, the run's total */
 	double loss, grad_norm, lr;
 	double val_loss;          /* the last evaluation's; NAN before the first */
+	int64_t val_step;         /* the step it evaluated */
 	double step_seconds;      /* this step's wall time */
 	double tokens_per_second; /* positions computed (--sft: not counting padding) */
 	double peak_share;        /* model FLOPs per second / the measured matrix-product peak;

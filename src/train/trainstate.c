@@ -244,6 +244,16 @@ int tstate_set(struct tstate_opts *o, int i, const char *value)
 	return 0;
 }
 
+bool tstate_unset(const struct tstate_opts *o, int i)
+{
+	const struct field *f = &fields[i];
+	if (f->kind == K_TIE)
+		return *CAT(o, f, int) < 0;
+	if (!(f->flags & UNSET0))
+		return false;
+	return f->kind == K_REAL ? *CAT(o, f, double) == 0 : *CAT(o, f, int) == 0;
+}
+
 static bool str_eq(const char *a, const char *b)
 {
 	return a == b || (a && b && !strcmp(a, b));

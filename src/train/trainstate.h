@@ -66,6 +66,9 @@ int64_t tstate_eval_rows(const struct tstate_opts *o);
  * --eval-every, --eval-tokens, --save-every, --save-dtype, --threads, --backend,
  * --recompute). */
 bool tstate_may_change(int i);
+/* Whether field i is a shape flag left unset in o (0, or --tie's neither): a run from
+ * scratch derived it, or it came with --init's model, so its value is the model's. */
+bool tstate_unset(const struct tstate_opts *o, int i);
 /* Whether field i has the same value in a and b. */
 bool tstate_equal(const struct tstate_opts *a, const struct tstate_opts *b, int i);
 /* Field i's value as text, for messages ("64", "6e-4", "a.txt b.txt"). */
@@ -83,6 +86,8 @@ struct tstate {
 	int64_t data_tokens;   /* the training stream's length, to check the cache */
 	char data_sha256[72];  /* and its checksum (dset's sha256; "" in older states) */
 	bool master_in_state;  /* fp32 weights in train-state/master.safetensors (bf16 model) */
+	bool eval_was_due;     /* not saved: a resume's saved options made `step` due an
+				* evaluation (a stop may have kept it from running) */
 };
 
 /* state.json text (malloc'd; NULL when out of memory). Besides the fields of struct

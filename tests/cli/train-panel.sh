@@ -121,7 +121,7 @@ last=$(sed -n 's|^step \([0-9]*\)/1000000 .*|\1|p' "$TMP/scr" | tail -n 1)
 after=$(sed -n '/^step [0-9]*\/1000000 /,$p' "$TMP/scr" | grep -v '^$' | tail -n 3)
 if [ -n "$n" ] && [ "$n" = "$last" ] &&
    printf '%s\n' "$after" | head -n 1 | grep -qF "saved $R at step $n (" &&
-   printf '%s\n' "$after" | sed -n 2p | grep -qF "trained steps 1-$n in " &&
+   printf '%s\n' "$after" | sed -n 2p | grep -qE "trained (steps 1-$n|step $n) in " &&
    printf '%s\n' "$after" | tail -n 1 | grep -qF "stopped at step $n: continue with"; then
 	pass "the panel's last state (step $n) stays, the saved, trained and stopped lines below it"
 else

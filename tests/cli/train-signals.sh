@@ -81,6 +81,7 @@ if [ "$rc" -eq 130 ] && ! grep -q val_loss "$TMP/sig-eval/train-log.jsonl" &&
 else
 	fail "SIGINT during an evaluation: exit $rc: $(tail -n 2 "$TMP/err-eval")"
 fi
+cp -a "$TMP/sig-eval" "$TMP/sig-eval2"
 # the evaluation a stop kept from running is the resumed run's first work (here its only
 # work: it ends at step 1), so that its log is an uninterrupted run's
 "$QWENCHAT" train --resume "$TMP/sig-eval" --steps 1 --eval-tokens 4096 >/dev/null 2>"$TMP/err"
@@ -91,6 +92,18 @@ if [ "$rc" -eq 0 ] && grep -q '^{"step": 1, "val_loss"' "$TMP/sig-eval/train-log
 	pass "resumed after a stop during an evaluation: it runs first, and is saved"
 else
 	fail "the evaluation a stop skipped: exit $rc: $(tail -n 2 "$TMP/err")"
+fi
+# resumed with options under which step 1 is not due (--eval-every 4, to step 2): it was
+# due when the stop kept it from running, so it still runs first
+"$QWENCHAT" train --resume "$TMP/sig-eval2" --steps 2 --eval-every 4 --eval-tokens 4096 \
+	>/dev/null 2>"$TMP/err"
+rc=$?
+evals=$(sed -n 's/^{"step": \([0-9]*\), "val_loss".*/\1/p' "$TMP/sig-eval2/train-log.jsonl" |
+	tr '\n' ' ')
+if [ "$rc" -eq 0 ] && [ "$evals" = "1 2 " ]; then
+	pass "a stopped evaluation runs on a resume whose options would not have asked for it"
+else
+	fail "the stopped evaluation, resumed with --eval-every 4: exit $rc, evaluated at '$evals'"
 fi
 # SIGINT during the evaluation of a --steps 0 run's initial weights (sent once its log
 # exists: the evaluation comes next, the run has begun): the weights are saved without

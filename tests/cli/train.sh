@@ -276,6 +276,17 @@ usage 1 "--out a directory holding a run" "holds a training run (at step 6)" --o
 rm -rf "$TMP/damaged" && cp -a "$R" "$TMP/damaged" && echo '{"step":' >"$TMP/damaged/train-state/state.json"
 usage 1 "--out a directory holding a damaged run" "state cannot be read (choose another --out): $TMP/damaged/train-state/state.json: invalid JSON" --out "$TMP/damaged" $TEXT
 usage 2 "--resume with another --ctx" "--ctx 32 conflicts with the run's 16" --resume "$R" --ctx 32
+# shape flags a run from scratch left to their defaults: the model's values are its own
+"$QWENCHAT" train --resume "$R" --steps 6 --head-dim 16 --tie --rope-theta 1000000 \
+	>/dev/null 2>"$TMP/err" && grep -q 'at step 6 already' "$TMP/err" &&
+	pass "--resume with the defaults a run took, given: they agree" ||
+	fail "--resume with the run's own default shape: $(tail -n 1 "$TMP/err")"
+usage 2 "--resume with a head size its model lacks" \
+	"--resume: --head-dim 32 conflicts with the run's model ($R/config.json: head_dim 16)" \
+	--resume "$R" --head-dim 32
+usage 2 "--resume with --no-tie of a tied model" \
+	"--resume: --no-tie conflicts with the run's model ($R/config.json: tie_word_embeddings true)" \
+	--resume "$R" --no-tie
 usage 2 "--resume with other data" "--data" --resume "$R" --data "$TMP/b.txt"
 usage 1 "--resume of a directory without a run" "no training run to resume" --resume "$TMP/tok"
 [ ! -e "$TMP/tok/.train.lock" ] && pass "... and leaves no lock file in it" ||
@@ -542,6 +553,29 @@ else
 fi
 usage 1 "--init without a tokenizer on text data" "the model has no tokenizer" \
 	--init "$M" --out "$TMP/fromm2" --data "$TMP/a.txt"
+# --init is saved as an absolute path, so that a resume naming the model another way (or
+# from another directory) agrees with it; a shape flag given to such a run is the model's
+if (cd "$TMP" && "$QWENCHAT" train --init mk --out fromm3 --data d.u32 $SMALL --steps 1 \
+	>/dev/null 2>"$TMP/err") && grep -q '^trained step 1 in ' "$TMP/err" &&
+   grep -qF "\"init\": \"$(cd "$TMP" && pwd -P)/mk\"" "$TMP/fromm3/train-state/state.json" &&
+   (cd "$TMP/mk" && "$QWENCHAT" train --resume ../fromm3 --init ./ --steps 2 --head-dim 16 \
+	--kv-heads 2 >/dev/null 2>"$TMP/err"); then
+	pass "--init saved absolute: resumed naming it another way, with its own shape flags"
+else
+	fail "--init saved as given: $(grep '"init"' "$TMP/fromm3/train-state/state.json") $(tail -n 1 "$TMP/err")"
+fi
+# a run given no --threads saves the count it used: resumed with that count, no notice
+if "$QWENCHAT" train --init "$M" --out "$TMP/thr" --data "$TMP/d.u32" --ctx 16 --batch 4 \
+	--steps 1 >/dev/null 2>&1 &&
+   "$QWENCHAT" train --resume "$TMP/thr" --steps 2 --threads "$(getconf _NPROCESSORS_ONLN)" \
+	>/dev/null 2>"$TMP/err" && ! grep -q 'bit for bit' "$TMP/err"; then
+	pass "--threads as many as the run used: no notice of another count"
+else
+	fail "--threads the count the run used: $(tail -n 1 "$TMP/err")"
+fi
+usage 2 "--resume of an --init run with a shape its model lacks" \
+	"--resume: --kv-heads 4 conflicts with the run's model ($TMP/fromm3/config.json: num_key_value_heads 2)" \
+	--resume "$TMP/fromm3" --kv-heads 4
 # --init with --tokenizer: config.json's bos/eos become the new tokenizer's (the model's
 # own, 1000 and 1001 here, are not its tokens).
 "$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/mk2" --hidden-size 64 --intermediate-size 96 --layers 1 \
