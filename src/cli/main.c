@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <utf8proc.h>
 
 static const char usage[] =
 	"usage: qwenchat [COMMAND] [OPTIONS]\n"
@@ -56,7 +57,9 @@ static int dispatch(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
-		printf("qwenchat %s\n", PACKAGE_VERSION);
+		/* the tokenizer's letters and digits are this Unicode version's */
+		printf("qwenchat %s\nutf8proc %s (Unicode %s)\n", PACKAGE_VERSION,
+		       utf8proc_version(), utf8proc_unicode_version());
 		return EXIT_OK;
 	}
 	/* No command, or options first: the chat UI. */

@@ -272,4 +272,8 @@ expect_exit 0 "after a run killed mid-write" "$QWENCHAT" train-bpe -q --vocab-si
 	fail "after a killed run: $(ls -A "$TMP/killed" "$TMP/killed/.train-bpe.new" 2>&1)"
 expect_exit 0 "--help" "$QWENCHAT" train-bpe --help
 grep -q 'vocab-size' "$TMP/out" && pass "--help: describes --vocab-size" || fail "--help text"
+# the Unicode version that classes letters and digits for the pre-tokenizer
+"$QWENCHAT" --version | grep -q '^utf8proc [0-9.]* (Unicode [0-9][0-9.]*)$' &&
+	pass "--version names utf8proc's Unicode version" ||
+	fail "--version: $("$QWENCHAT" --version 2>&1)"
 finish
