@@ -216,11 +216,12 @@ static void json_number(const char *key, double v)
 		printf(", \"%s\": null", key);
 }
 
-/* The standard error of a mean of n values from their sum and sum of squares. */
+/* The standard error of a mean of n values from their sum and sum of squares; NAN
+ * from fewer than two values, whose spread says nothing. */
 static double std_error(double sum, double sum2, size_t n)
 {
 	if (n < 2)
-		return 0;
+		return NAN;
 	double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
 	return var > 0 ? sqrt(var / (double)(n - 1)) : 0;
 }
@@ -255,6 +256,10 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 	/* as llama-perplexity's +/-: the spread of the positions' values over their count
 	 * (positions of one text are not independent, so it is a lower bound) */
 	double se = std_error(r->nll, r->nll2, r->tokens);
+	if (isnan(se)) {
+		printf("uncertainty none: one scored token has no spread\n");
+		return;
+	}
 	printf("uncertainty +/- %.6f nats on the mean NLL, +/- %.4f on the perplexity", se,
 	       ppl * se);
 	if (a->kl_base)

@@ -100,6 +100,15 @@ print(t, r)
 sys.exit(0 if ok else 1)
 EOF
 	fail "standard errors: $(cat "$TMP/table") reference $ref"
+# one scored token has no spread: no standard error, rather than +/- 0
+"$PY" -c 'import numpy as np, sys; np.fromfile(sys.argv[1], "<u4")[:2].tofile(sys.argv[2])' \
+	"$TMP/r.u32" "$TMP/r2.u32"
+if $PPL -m "$A" -f "$TMP/r2.u32" --ctx 2 >"$TMP/table" 2>"$TMP/err" &&
+   grep -q '^tokens *1 scored' "$TMP/table" && grep -q '^uncertainty none' "$TMP/table"; then
+	pass "one scored token: no standard error"
+else
+	fail "one scored token: $(cat "$TMP/table" "$TMP/err")"
+fi
 check "tied, ctx 64 stride 16, --kv-bf16" "$A" 64 16 --kv-bf16
 check "untied, ctx 48 stride 48, --kv-bf16, 1 thread" "$B" 48 48 --kv-bf16 --threads 1
 # --fast: bf16 products, the prefill's; near the reference, not on it where bf16 runs
