@@ -550,7 +550,9 @@ static bool shape_differs(const struct tstate_opts *o, const struct eng_config *
 		{"rope-theta", "rope_theta", o->rope_theta, c->rope_theta},
 	};
 	for (size_t i = 0; i < sizeof shape / sizeof shape[0]; i++)
-		if (shape[i].given > 0 && shape[i].given != shape[i].has) {
+		/* as floats: config.json holds rope_theta as the shortest decimal of its float
+		 * (1000000.125 is written 1000000.1, the same float) */
+		if (shape[i].given > 0 && (float)shape[i].given != (float)shape[i].has) {
 			snprintf(flag, n, "--%s %.17g", shape[i].flag, shape[i].given);
 			snprintf(key, n, "%s %.17g", shape[i].key, shape[i].has);
 			return true;

@@ -288,6 +288,16 @@ usage 2 "--resume with --no-tie of a tied model" \
 	"--resume: --no-tie conflicts with the run's model ($R/config.json: tie_word_embeddings true)" \
 	--resume "$R" --no-tie
 usage 2 "--resume with other data" "--data" --resume "$R" --data "$TMP/b.txt"
+# a --rope-theta that config.json writes as a shorter decimal of the same float
+# (1000000.125 as 1000000.1) is still the run's
+if "$QWENCHAT" train --out "$TMP/rope" $IDS $SMALL --steps 1 --rope-theta 1000000.125 \
+	>/dev/null 2>&1 &&
+   "$QWENCHAT" train --resume "$TMP/rope" --steps 2 --rope-theta 1000000.125 \
+	>/dev/null 2>"$TMP/err"; then
+	pass "--resume of a run whose --rope-theta config.json rounds to a shorter decimal"
+else
+	fail "--resume with --rope-theta 1000000.125: $(tail -n 1 "$TMP/err")"
+fi
 usage 1 "--resume of a directory without a run" "no training run to resume" --resume "$TMP/tok"
 [ ! -e "$TMP/tok/.train.lock" ] && pass "... and leaves no lock file in it" ||
 	fail "a --resume of a directory without a run left $TMP/tok/.train.lock"
