@@ -11,6 +11,7 @@
 #include "src/cli/env.h"
 #include "src/cli/train_model.h"
 #include "src/cli/train_report.h"
+#include "src/hub/hub.h"
 #include "src/train/checkpoint.h"
 #include "src/train/loop.h"
 #include "src/train/rundir.h"
@@ -194,7 +195,8 @@ static const struct cli_command train_cmd = {
 		"with that --steps if every step taken so far was in the warm-up (at most its\n"
 		"last step): a run of 2 steps with --warmup 2 resumed to --steps 4 repeats 4\n"
 		"steps in one run bit for bit. Otherwise the steps taken followed the saved\n"
-		"cosine and it stays: a longer --steps goes on at min_lr.\n"
+		"cosine and it stays: a longer --steps goes on at min_lr, a shorter one ends\n"
+		"above it (a notice gives the last step's learning rate).\n"
 		"\n"
 		"DIR/train-log.jsonl has one object per step (step, counting from 1, with its\n"
 		"loss, grad_norm, lr, tokens seen so far and seconds) and per evaluation (step,\n"
@@ -358,6 +360,20 @@ static int absolute_paths(struct tstate_opts *o)
 	return 0;
 }
 
+/* A warm-up as long as the run or longer: lr is never reached, which is said. */
+static void warmup_notice(const struct tstate_opts *o)
+{
+	if (o->steps <= 0 || o->warmup < o->steps || o->lr <= 0)
+		return;
+	struct sched sc = {o->lr, o->min_lr, o->warmup, o->cosine_steps};
+	char msg[200];
+	snprintf(msg, sizeof msg,
+		 "--warmup %lld outlasts --steps %lld: the learning rate rises to %.3g at most, "
+		 "below --lr %g",
+		 (long long)o->warmup, (long long)o->steps, sched_lr(&sc, o->steps - 1), o->lr);
+	cli_notice(msg);
+}
+
 /* The flags of a new run, together: 0 or EXIT_USAGE (printed). */
 static int check_new(struct args *a)
 {
@@ -406,16 +422,7 @@ static int check_new(struct args *a)
 	if (o->warmup > o->cosine_steps)
 		return cli_usage("train", "--warmup %lld is past --cosine-steps %lld", (long long)o->warmup,
 				 (long long)o->cosine_steps);
-	if (o->steps > 0 && o->warmup >= o->steps && o->lr > 0) {
-		struct sched sc = {o->lr, o->min_lr, o->warmup, o->cosine_steps};
-		char msg[200];
-		snprintf(msg, sizeof msg,
-			 "--warmup %lld outlasts --steps %lld: the learning rate rises to %.3g "
-			 "at most, below --lr %g",
-			 (long long)o->warmup, (long long)o->steps, sched_lr(&sc, o->steps - 1),
-			 o->lr);
-		cli_notice(msg);
-	}
+	warmup_notice(o);
 	if (absolute_paths(o)) {
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
@@ -430,7 +437,7 @@ static int check_new(struct args *a)
  * so that 2 steps and a resume to 4 repeat 4 steps in one run. Otherwise the steps
  * taken followed the saved cosine, and it stays: steps past its end run at min_lr,
  * which is said. */
-static void follow_steps(struct tstate_opts *o, int64_t taken)
+static void follow_steps(struct tstate_opts *o, int64_t taken, int64_t saved_steps)
 {
 	int64_t end = tstate_cosine_default(o);
 	if (o->cosine_follows && end != o->cosine_steps &&
@@ -439,7 +446,13 @@ static void follow_steps(struct tstate_opts *o, int64_t taken)
 		return;
 	}
 	char msg[320];
-	if (o->steps < o->cosine_steps && o->lr != o->min_lr) {
+	if (o->steps <= o->warmup) {
+		warmup_notice(o);
+		return;
+	}
+	if (!o->cosine_follows) /* the --cosine-steps given at the start: as asked */
+		return;
+	if (o->steps < saved_steps && o->steps < o->cosine_steps && o->lr != o->min_lr) {
 		struct sched sc = {o->lr, o->min_lr, o->warmup, o->cosine_steps};
 		snprintf(msg, sizeof msg,
 			 "--steps %lld ends the run before its cosine does (at step %lld): the "
@@ -460,6 +473,31 @@ static void follow_steps(struct tstate_opts *o, int64_t taken)
 	cli_notice(msg);
 }
 
+/* An --init given to a resume as the repo id or tag the run resolved (saved is the
+ * path it resolved to) stands for the same model: taken as the saved path, so that it
+ * agrees. Resolved from the cache alone, never downloaded. 0, or -1 (printed). */
+static int same_init(struct tstate_opts *given, const struct tstate_opts *saved)
+{
+	if (!given->init || !saved->init || !strcmp(given->init, saved->init) ||
+	    fio_exists(given->init))
+		return 0;
+	struct hub_env hub;
+	cli_env_hub(&hub);
+	hub.offline = true;
+	hub.no_progress = true;
+	char *path = hub_resolve(&hub, given->init);
+	if (path && !strcmp(path, saved->init)) {
+		free(given->init);
+		if (!(given->init = strdup(saved->init))) {
+			free(path);
+			cli_error("out of memory");
+			return -1;
+		}
+	}
+	free(path);
+	return 0;
+}
+
 /* The saved run's options with the flags given now: those that change what is computed
  * must agree. 0, EXIT_USAGE (printed) or EXIT_RUNTIME (printed). */
 static int merge_resume(struct args *a, struct tstate *st, const char *state_path)
@@ -474,8 +512,22 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 	}
 	st->eval_was_due =
 		st->o.n_val > 0 && (st->step % st->o.eval_every == 0 || st->step == st->o.steps);
+	int64_t saved_steps = st->o.steps;
 	if (st->o.threads == 0) /* saved as "every CPU" before the count was saved */
 		st->o.threads = proc_online_cpus();
+	if (given(a, "threads")) /* compared as the count it gives here */
+		a->o.threads = cli_threads_cap(a->o.threads, NULL);
+	else if (st->o.threads > proc_online_cpus()) {
+		char msg[200];
+		snprintf(msg, sizeof msg,
+			 "the run's %d threads are more than the %d CPUs online: it goes on with "
+			 "%d, but not bit for bit as it would have",
+			 st->o.threads, proc_online_cpus(), proc_online_cpus());
+		cli_notice(msg);
+		st->o.threads = proc_online_cpus();
+	}
+	if (same_init(&a->o, &st->o))
+		return EXIT_RUNTIME;
 	for (int i = 0; i < tstate_field_count(); i++) {
 		/* a shape the run left to its model: the model's config.json answers (run) */
 		if (!a->given[i] || tstate_equal(&st->o, &a->o, i) || tstate_unset(&st->o, i))
@@ -483,7 +535,7 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 		char now[256], then[256];
 		tstate_format(&a->o, i, now, sizeof now);
 		tstate_format(&st->o, i, then, sizeof then);
-		if (!tstate_may_change(i) && now[0] == '-') /* --tie, --no-tie */
+		if (!tstate_may_change(i) && !strcmp(tstate_field_name(i), "tie"))
 			return cli_usage("train", "--resume: %s conflicts with the run's %s (%s)",
 					 now, then, state_path);
 		if (!tstate_may_change(i))
@@ -505,7 +557,7 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 				 (long long)st->o.steps, (long long)st->step);
 	/* an explicit --cosine-steps (the saved one, or it would conflict above) stays */
 	if (a->given[tstate_field("steps")] && !a->given[tstate_field("cosine-steps")])
-		follow_steps(&st->o, st->step);
+		follow_steps(&st->o, st->step, saved_steps);
 	if (st->o.warmup > st->o.cosine_steps)
 		return cli_usage("train", "--warmup is past --cosine-steps");
 	return 0;

@@ -574,6 +574,38 @@ if (cd "$TMP" && "$QWENCHAT" train --init mk --out fromm3 --data d.u32 $SMALL --
 else
 	fail "--init saved as given: $(grep '"init"' "$TMP/fromm3/train-state/state.json") $(tail -n 1 "$TMP/err")"
 fi
+# a warm-up longer than the run never reaches --lr: said when the run starts and when a
+# resume still ends in it (not as a cosine cut short); an explicit --cosine-steps past
+# --steps is the user's, and no resume remarks on it
+if "$QWENCHAT" train --out "$TMP/wu" --init "$M" --data "$TMP/d.u32" $SMALL --steps 2 --warmup 5 \
+	>/dev/null 2>"$TMP/err" && grep -q 'warmup 5 outlasts --steps 2: .* to 0.00012 at most' "$TMP/err" &&
+   "$QWENCHAT" train --resume "$TMP/wu" --steps 3 >/dev/null 2>"$TMP/err" &&
+   grep -q 'warmup 5 outlasts --steps 3: .* to 0.00024 at most' "$TMP/err" &&
+   ! grep -q 'qwenchat: .*cosine' "$TMP/err" &&
+   "$QWENCHAT" train --out "$TMP/cs" --init "$M" --data "$TMP/d.u32" $SMALL --steps 2 \
+	--cosine-steps 20 >/dev/null 2>&1 &&
+   "$QWENCHAT" train --resume "$TMP/cs" --steps 3 >/dev/null 2>"$TMP/err" &&
+   ! grep -q 'qwenchat: .*cosine' "$TMP/err"; then
+	pass "notices: a warm-up that outlasts the run, and none for an explicit cosine"
+else
+	fail "schedule notices: $(cat "$TMP/err")"
+fi
+# an --init repo id is saved as the snapshot it resolved to; a resume naming the same
+# repo id agrees with it (from the cache, never a download), another is refused
+snap="$TMP/hf/models--test--tiny/snapshots/0123456789abcdef0123456789abcdef01234567"
+mkdir -p "$snap" "$TMP/hf/models--test--tiny/refs" &&
+	cp "$R"/config.json "$R"/tokenizer*.json "$R"/model.safetensors "$snap/" &&
+	printf 0123456789abcdef0123456789abcdef01234567 >"$TMP/hf/models--test--tiny/refs/main"
+if HF_HUB_CACHE="$TMP/hf" HF_HUB_OFFLINE=1 "$QWENCHAT" train --init test/tiny --out "$TMP/repo" \
+	--data "$TMP/a.txt" $SMALL --steps 1 >/dev/null 2>"$TMP/err" &&
+   HF_HUB_CACHE="$TMP/hf" HF_HUB_OFFLINE=1 "$QWENCHAT" train --resume "$TMP/repo" \
+	--init test/tiny --steps 2 >/dev/null 2>"$TMP/err"; then
+	pass "--resume naming the run's --init repo id: the same model"
+else
+	fail "--resume with the same --init repo id: $(tail -n 1 "$TMP/err")"
+fi
+HF_HUB_CACHE="$TMP/hf" HF_HUB_OFFLINE=1 usage 2 "--resume with another --init repo id" \
+	"--init test/other conflicts with the run's" --resume "$TMP/repo" --init test/other
 # a run given no --threads saves the count it used: resumed with that count, no notice
 if "$QWENCHAT" train --init "$M" --out "$TMP/thr" --data "$TMP/d.u32" --ctx 16 --batch 4 \
 	--steps 1 >/dev/null 2>&1 &&
@@ -582,6 +614,14 @@ if "$QWENCHAT" train --init "$M" --out "$TMP/thr" --data "$TMP/d.u32" --ctx 16 -
 	pass "--threads as many as the run used: no notice of another count"
 else
 	fail "--threads the count the run used: $(tail -n 1 "$TMP/err")"
+fi
+# more --threads than CPUs is the count it gives, there and on the resume: no notice
+cpus=$(getconf _NPROCESSORS_ONLN)
+if "$QWENCHAT" train --resume "$TMP/thr" --steps 3 --threads $((cpus + 8)) >/dev/null \
+	2>"$TMP/err" && ! grep -q 'bit for bit' "$TMP/err"; then
+	pass "--threads above the CPUs, resumed: the count used, no notice of another"
+else
+	fail "--threads above the CPUs on a resume: $(tail -n 1 "$TMP/err")"
 fi
 usage 2 "--resume of an --init run with a shape its model lacks" \
 	"--resume: --kv-heads 4 conflicts with the run's model ($TMP/fromm3/config.json: num_key_value_heads 2)" \
