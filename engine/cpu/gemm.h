@@ -22,8 +22,10 @@
 enum gemm_prec { GEMM_F32, GEMM_BF16 };
 
 /* What is known to be zero or not needed, so that whole tiles are skipped: C is only
- * needed on and below its diagonal (the rest is left as it was), or A is zero above
- * its diagonal (a(i, p) = 0 for p > i), or below it (p < i). Causal attention. */
+ * needed on and below its diagonal (tiles wholly above it are left as they were; the
+ * tiles across it are written whole, above the diagonal too), or A is zero above its
+ * diagonal (a(i, p) = 0 for p > i), or below it (p < i; then n <= k: rows past k
+ * would be left as they were, not zeroed). Causal attention, n = k. */
 enum gemm_tri { GEMM_FULL, GEMM_TRI_C, GEMM_TRI_A_LOWER, GEMM_TRI_A_UPPER };
 
 struct gemm {
