@@ -546,7 +546,11 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 			cli_error("%s", err_msg());
 			return EXIT_RUNTIME;
 		}
-		if (!strcmp(tstate_field_name(i), "threads") || !strcmp(tstate_field_name(i), "backend"))
+		/* --backend naming where a run left to "auto" ran: the same place */
+		bool ran_there = !strcmp(tstate_field_name(i), "backend") &&
+				 !strcmp(then, "auto") && !strcmp(now, st->ran_on);
+		if (!ran_there && (!strcmp(tstate_field_name(i), "threads") ||
+				   !strcmp(tstate_field_name(i), "backend")))
 			cli_notice("--resume with another --threads or --backend: the run goes on, "
 				   "but not bit for bit as it would have");
 	}

@@ -249,6 +249,13 @@ static int make_trainer(struct run *u)
 	if (!(u->in = malloc(n * sizeof *u->in)) || !(u->tg = malloc(n * sizeof *u->tg)) ||
 	    (o->pack && !(u->pos = malloc(n * sizeof *u->pos))))
 		return err_set("out of memory for a batch of %zu tokens", n);
+	const char *here = eng_trainer_backend(u->t);
+	if (u->st->ran_on[0] && strcmp(u->st->ran_on, here)) /* "auto" found another */
+		notice(u,
+		       "the run's steps ran on %s and go on on %s: not bit for bit as they would "
+		       "have",
+		       u->st->ran_on, here);
+	snprintf(u->st->ran_on, sizeof u->st->ran_on, "%s", here);
 	if (u->r->ready)
 		u->r->ready(u->r->user, u->t);
 	u->peak = eng_trainer_peak_gflops(u->t);

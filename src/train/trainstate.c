@@ -375,6 +375,8 @@ char *tstate_json(const struct tstate *s)
 				 "options", opts);
 	if (root && s->data_sha256[0])
 		json_object_set_new(root, "data_sha256", json_string(s->data_sha256));
+	if (root && s->ran_on[0])
+		json_object_set_new(root, "ran_on", json_string(s->ran_on));
 	char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
 	json_decref(root);
 	if (!text)
@@ -503,6 +505,13 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 	s->data_tokens = json_integer_value(dt);
 	if (parse_sha256(json_object_get(root, "data_sha256"), s->data_sha256, name))
 		goto out;
+	json_t *ran = json_object_get(root, "ran_on"); /* absent in older states */
+	const char *ran_s = json_string_value(ran);
+	if (ran && (!ran_s || (strcmp(ran_s, "cpu") && strcmp(ran_s, "cuda")))) {
+		err_set("%s: ran_on: expected \"cpu\" or \"cuda\"", name);
+		goto out;
+	}
+	snprintf(s->ran_on, sizeof s->ran_on, "%s", ran_s ? ran_s : "");
 	s->seconds = json_number_value(json_object_get(root, "seconds"));
 	json_t *rows = json_object_get(root, "windows_read");
 	if (!(s->seconds >= 0) || !isfinite(s->seconds)) {

@@ -615,9 +615,26 @@ if "$QWENCHAT" train --init "$M" --out "$TMP/thr" --data "$TMP/d.u32" --ctx 16 -
 else
 	fail "--threads the count the run used: $(tail -n 1 "$TMP/err")"
 fi
+# where the steps ran is saved: --backend naming it is no change; steps that ran
+# elsewhere (as state.json says here) are said not to go on bit for bit
+if grep -q '"ran_on": "cpu"' "$TMP/thr/train-state/state.json" &&
+   "$QWENCHAT" train --resume "$TMP/thr" --steps 3 --backend cpu >/dev/null 2>"$TMP/err" &&
+   ! grep -q 'bit for bit' "$TMP/err" &&
+   sed -i 's/"ran_on": "cpu"/"ran_on": "cuda"/' "$TMP/thr/train-state/state.json" &&
+   "$QWENCHAT" train --resume "$TMP/thr" --steps 4 >/dev/null 2>"$TMP/err" &&
+   grep -q 'ran on cuda and go on on cpu: not bit for bit' "$TMP/err" &&
+   grep -q '"ran_on": "cpu"' "$TMP/thr/train-state/state.json"; then
+	pass "ran_on: --backend cpu after auto on the CPU is no change; a CUDA run's resume says so"
+else
+	fail "ran_on: $(tail -n 1 "$TMP/err")"
+fi
+rm -rf "$TMP/badran" && cp -a "$TMP/thr" "$TMP/badran" &&
+	sed -i 's/"ran_on": "cpu"/"ran_on": "gpu"/' "$TMP/badran/train-state/state.json"
+usage 1 "--resume with a bad ran_on" "ran_on: expected \"cpu\" or \"cuda\"" --resume "$TMP/badran" \
+	--steps 5
 # more --threads than CPUs is the count it gives, there and on the resume: no notice
 cpus=$(getconf _NPROCESSORS_ONLN)
-if "$QWENCHAT" train --resume "$TMP/thr" --steps 3 --threads $((cpus + 8)) >/dev/null \
+if "$QWENCHAT" train --resume "$TMP/thr" --steps 5 --threads $((cpus + 8)) >/dev/null \
 	2>"$TMP/err" && ! grep -q 'bit for bit' "$TMP/err"; then
 	pass "--threads above the CPUs, resumed: the count used, no notice of another"
 else
