@@ -360,6 +360,13 @@ static int absolute_paths(struct tstate_opts *o)
 	return 0;
 }
 
+/* The thread count --threads N gives here (0: every CPU; no more than the CPUs online,
+ * said), which a run saves so that a resume compares with and repeats it. */
+static int threads_used(int threads)
+{
+	return threads > 0 ? cli_threads_cap(threads, NULL) : proc_online_cpus();
+}
+
 /* A warm-up as long as the run or longer: lr is never reached, which is said. */
 static void warmup_notice(const struct tstate_opts *o)
 {
@@ -510,21 +517,21 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
-	st->eval_was_due =
-		st->o.n_val > 0 && (st->step % st->o.eval_every == 0 || st->step == st->o.steps);
+	st->eval_was_due = tstate_eval_due(&st->o, st->step); /* before the flags merge */
 	int64_t saved_steps = st->o.steps;
+	int cpus = proc_online_cpus();
 	if (st->o.threads == 0) /* saved as "every CPU" before the count was saved */
-		st->o.threads = proc_online_cpus();
+		st->o.threads = cpus;
 	if (given(a, "threads")) /* compared as the count it gives here */
-		a->o.threads = cli_threads_cap(a->o.threads, NULL);
-	else if (st->o.threads > proc_online_cpus()) {
+		a->o.threads = threads_used(a->o.threads);
+	else if (st->o.threads > cpus) {
 		char msg[200];
 		snprintf(msg, sizeof msg,
 			 "the run's %d threads are more than the %d CPUs online: it goes on with "
 			 "%d, but not bit for bit as it would have",
-			 st->o.threads, proc_online_cpus(), proc_online_cpus());
+			 st->o.threads, cpus, cpus);
 		cli_notice(msg);
-		st->o.threads = proc_online_cpus();
+		st->o.threads = cpus;
 	}
 	if (same_init(&a->o, &st->o))
 		return EXIT_RUNTIME;
@@ -546,11 +553,10 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 			cli_error("%s", err_msg());
 			return EXIT_RUNTIME;
 		}
-		/* --backend naming where a run left to "auto" ran: the same place */
-		bool ran_there = !strcmp(tstate_field_name(i), "backend") &&
-				 !strcmp(then, "auto") && !strcmp(now, st->ran_on);
-		if (!ran_there && (!strcmp(tstate_field_name(i), "threads") ||
-				   !strcmp(tstate_field_name(i), "backend")))
+		/* where the steps go on is compared with ran_on once the trainer is made
+		 * (loop.c); a state without ran_on has only the option to go by */
+		if (!strcmp(tstate_field_name(i), "threads") ||
+		    (!strcmp(tstate_field_name(i), "backend") && !st->ran_on[0]))
 			cli_notice("--resume with another --threads or --backend: the run goes on, "
 				   "but not bit for bit as it would have");
 	}
@@ -654,9 +660,7 @@ static int run(struct tstate *st, const char *dir, bool resume, const struct tst
 {
 	struct train_model p = {0};
 	struct eng_options eo = {0};
-	/* the count used is saved, so that a resume compares with and repeats it */
-	st->o.threads =
-		st->o.threads > 0 ? cli_threads_cap(st->o.threads, NULL) : proc_online_cpus();
+	st->o.threads = threads_used(st->o.threads);
 	if (cli_env_engine(&eo)) {
 		cli_error("%s", err_msg());
 		return EXIT_USAGE;

@@ -549,13 +549,12 @@ static int eval_and_log(struct run *u, struct loop_status *s, const volatile sig
 	return draw_curves(u);
 }
 
-/* Whether step was due an evaluation: every eval_every steps and at the run's end. Step 0
+/* Whether step was due an evaluation under the run's options (tstate_eval_due). Step 0
  * is asked about only of a --steps 0 run (the loss a fine-tune starts from) and of its
  * checkpoint, the only one at step 0, when resumed to any --steps. */
 static bool eval_due(const struct run *u, int64_t step)
 {
-	const struct tstate_opts *o = &u->st->o;
-	return o->n_val > 0 && (step % o->eval_every == 0 || step == o->steps);
+	return tstate_eval_due(&u->st->o, step);
 }
 
 /* Whether the log holds the evaluation after `step` steps. */
@@ -571,7 +570,7 @@ static bool evaluated(const struct tlog *l, int64_t step)
 static int eval_missing(const struct run *u, bool *missing)
 {
 	*missing = false;
-	if (!eval_due(u, u->st->step) && !(u->st->eval_was_due && u->st->o.n_val > 0))
+	if (!eval_due(u, u->st->step) && !u->st->eval_was_due)
 		return 0;
 	char *path = fio_join(u->state_dir, "log.jsonl");
 	size_t len = 0;

@@ -244,6 +244,11 @@ int tstate_set(struct tstate_opts *o, int i, const char *value)
 	return 0;
 }
 
+bool tstate_eval_due(const struct tstate_opts *o, int64_t step)
+{
+	return o->n_val > 0 && (step % o->eval_every == 0 || step == o->steps);
+}
+
 bool tstate_unset(const struct tstate_opts *o, int i)
 {
 	const struct field *f = &fields[i];

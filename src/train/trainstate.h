@@ -66,6 +66,10 @@ int64_t tstate_eval_rows(const struct tstate_opts *o);
  * --eval-every, --eval-tokens, --save-every, --save-dtype, --threads, --backend,
  * --recompute). */
 bool tstate_may_change(int i);
+/* Whether the options make `step` due an evaluation: with --val, every eval_every
+ * steps and at the run's end (step 0 too: the initial weights of a --steps 0 run, or
+ * its checkpoint resumed). */
+bool tstate_eval_due(const struct tstate_opts *o, int64_t step);
 /* Whether field i is a shape flag left unset in o (0, or --tie's neither): a run from
  * scratch derived it, or it came with --init's model, so its value is the model's. */
 bool tstate_unset(const struct tstate_opts *o, int i);
