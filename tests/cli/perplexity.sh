@@ -136,6 +136,14 @@ for dt in f32 f16; do
 	done
 done
 
+# YaRN set as Qwen3's model cards say (a factor and original_max_position_embeddings,
+# max_position_embeddings left alone): transformers 4.51 replaces the factor 2 by the
+# ratio 256 / 64 = 4, in the frequencies and in the factor on cos and sin
+"$MK" --out "$TMP/yarn" --vocab-size 1024 --hidden-size 64 --layers 2 --heads 6 --kv-heads 2 \
+	--head-dim 16 --std 0.3 --max-position 256 --yarn-factor 2 --yarn-original-max 64 \
+	--seed 5 >/dev/null || fail "mkmodel yarn"
+check "YaRN, factor 2 but 256 / 64 positions, ctx 64 stride 32" "$TMP/yarn" 64 32 --kv-f32
+
 # the default window: max_position_embeddings (256 here), stride = window
 ours=$($PPL -m "$A" -f "$TMP/r.u32" --json --kv-f32)
 ref=$("$PY" "$REF" "$A" "$TMP/r.u32" 256 256)

@@ -3,8 +3,9 @@
 
 A Qwen3 forward pass in numpy float64, written from the Hugging Face transformers
 modeling_qwen3.py semantics (embedding, RMSNorm, q/k/v projections, per-head q/k
-RMSNorm, RoPE with rotate_half and config.json's rope_theta, causal grouped-query
-softmax attention, SwiGLU MLP, final norm, tied or untied lm_head), reading the
+RMSNorm, RoPE with rotate_half, config.json's rope_theta and its rope_scaling (linear
+or YaRN, as transformers 4.51.3 computes them), causal grouped-query softmax
+attention, SwiGLU MLP, final norm, tied or untied lm_head), reading the
 model's safetensors itself (bf16, f16 or f32 widened to float64), and the sliding-
 window loop of the transformers guide "Perplexity of fixed-length models":
 
@@ -83,16 +84,56 @@ def rotate_half(x):
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
 
 
+def rope_inv_freq(cfg, hd):
+    """RoPE's inverse frequencies and the factor on cos and sin, as transformers 4.51.3's
+    _compute_default_rope_parameters, _compute_linear_scaling_rope_parameters and
+    _compute_yarn_parameters define them (in float64 here)."""
+    base = cfg["rope_theta"]
+    pos_freqs = base ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
+    rs = cfg.get("rope_scaling") or {}
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind == "linear":
+        return 1.0 / pos_freqs / rs["factor"], 1.0
+    if kind != "yarn":
+        return 1.0 / pos_freqs, 1.0
+    factor = rs["factor"]
+    if "original_max_position_embeddings" in rs:  # the ratio replaces the factor
+        orig = rs["original_max_position_embeddings"]
+        factor = cfg["max_position_embeddings"] / orig
+    else:
+        orig = cfg["max_position_embeddings"]
+
+    def get_mscale(scale, m=1):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    att = rs.get("attention_factor")
+    if att is None:
+        ms, ms_all = rs.get("mscale"), rs.get("mscale_all_dim")
+        att = get_mscale(factor, ms) / get_mscale(factor, ms_all) if ms and ms_all \
+            else get_mscale(factor)
+
+    def corr_dim(rot):
+        return hd * math.log(orig / (rot * 2 * math.pi)) / (2 * math.log(base))
+
+    low = max(math.floor(corr_dim(rs.get("beta_fast") or 32)), 0)
+    high = min(math.ceil(corr_dim(rs.get("beta_slow") or 1)), hd - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(hd // 2, dtype=np.float64) - low) / (high - low), 0, 1)
+    extra = 1 - ramp  # the share of the unscaled frequency
+    return (1.0 / (factor * pos_freqs)) * (1 - extra) + (1.0 / pos_freqs) * extra, att
+
+
 def forward(cfg, w, ids):
     """Logits (len(ids), vocab) of the positions 0.. of ids, from an empty context."""
     n = len(ids)
     H, KVH = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim") or cfg["hidden_size"] // H
     eps = cfg["rms_norm_eps"]
-    inv_freq = 1.0 / (cfg["rope_theta"] ** (np.arange(0, hd, 2, dtype=np.float64) / hd))
+    inv_freq, scale = rope_inv_freq(cfg, hd)
     freqs = np.outer(np.arange(n, dtype=np.float64), inv_freq)
     emb = np.concatenate([freqs, freqs], axis=-1)
-    cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]  # (n, 1, hd)
+    cos, sin = np.cos(emb)[:, None, :] * scale, np.sin(emb)[:, None, :] * scale  # (n, 1, hd)
     mask = np.triu(np.full((n, n), -np.inf), k=1)
     x = w["model.embed_tokens.weight"][np.asarray(ids)]
     for l in range(cfg["num_hidden_layers"]):
