@@ -179,6 +179,24 @@ ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --json --quant q8_0 --kl-base "$A" 
 "$PY" -c 'import json, sys; d = json.loads(sys.argv[1]); sys.exit(0 if 0 < d["kl"] < 0.05 and d["top1"] > 0.8 else 1)' "$ours" 2>/dev/null &&
 	pass "--quant q8_0 against the same model: a small kl ($ours)" ||
 	fail "--quant against the same model: $ours $(head -c 200 "$TMP/err")"
+# ... where top1 is neither 0 nor 1: its standard error in the table is that of the
+# positions' 0/1 agreements (their sample standard deviation over sqrt(N), as the man
+# page says of every +/-)
+$PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --quant q8_0 --kl-base "$A" >"$TMP/table" 2>"$TMP/err"
+"$PY" - "$TMP/table" <<'EOF' && pass "the standard error of top1" ||
+import math, re, sys
+import numpy as np
+t = open(sys.argv[1]).read()
+n = int(re.search(r"^tokens +(\d+) scored", t, re.M)[1])
+p = float(re.search(r"^top1 +(\S+) of the positions", t, re.M)[1])
+se = float(re.search(r"\+/- (\S+) on top1", t)[1])
+k = round(p * n)
+same = np.array([1.0] * k + [0.0] * (n - k))
+want = np.std(same, ddof=1) / math.sqrt(n)
+print(t, want)
+sys.exit(0 if 0 < k < n and abs(se - want) <= 1e-4 * want + 1e-6 else 1)
+EOF
+	fail "top1 standard error: $(cat "$TMP/table" "$TMP/err")"
 
 # --- text files --------------------------------------------------------------------------
 need_tokenizer
