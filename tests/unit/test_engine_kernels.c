@@ -353,8 +353,9 @@ static void test_elementwise(void **state)
 }
 
 /* Every ISA's element-wise steps against double precision: the activation packing,
- * softmax at several lengths and scales, SwiGLU over the whole useful range of e^x, RMSNorm, and the
- * bf16 rounding bit for bit (random bit patterns, NaN, infinities, ties). */
+ * softmax at several lengths and scales (and far from 0), SwiGLU over the whole useful
+ * range of e^x, RMSNorm, and the bf16 rounding bit for bit (random bit patterns, NaN,
+ * infinities, ties). */
 static void test_elementwise_isa(void **state)
 {
 	(void)state;
@@ -366,11 +367,14 @@ static void test_elementwise_isa(void **state)
 		if (!cpu_isa_supported(isa))
 			continue;
 		const struct cpu_kernels *k = cpu_kernels_get(isa);
-		for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
-			int n = lens[li];
+		for (size_t li = 0; li < 2 * sizeof lens / sizeof lens[0]; li++) {
+			/* each length twice: scores near 0, and near 300, where exp overflows a
+			 * float unless the row's largest is subtracted first */
+			int n = lens[li / 2];
+			float off = li % 2 ? 1000 : 0;
 			double mx = -INFINITY, sum = 0;
 			for (int i = 0; i < n; i++) {
-				a[i] = 40 * frand();
+				a[i] = 40 * frand() + off;
 				b[i] = a[i] * 0.3f;
 				mx = b[i] > mx ? b[i] : mx;
 			}
