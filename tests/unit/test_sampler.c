@@ -391,9 +391,14 @@ static void test_seed(void **state)
 		assert_int_equal(samp_next(a, l, BIG, NULL), sa[i]);
 	q.seed = 4321;
 	samp_set_params(b, &q);
-	for (int i = 0; i < 50; i++)
-		differ += samp_next(b, l, BIG, NULL) != sa[i];
+	struct samp *c = samp_new(&q, BIG); /* a new seed restarts: b draws as a fresh 4321 */
+	for (int i = 0; i < 50; i++) {
+		int32_t t = samp_next(b, l, BIG, NULL);
+		assert_int_equal(t, samp_next(c, l, BIG, NULL));
+		differ += t != sa[i];
+	}
 	assert_true(differ > 25);
+	samp_free(c);
 	samp_free(a);
 	samp_free(b);
 	free(l);
@@ -485,6 +490,18 @@ static void test_params(void **state)
 	float tl[4] = {0.5f, 2.0f, 1.0f, 1.9f};
 	assert_int_equal(samp_next(ts, tl, 4, NULL), 1);
 	samp_free(ts);
+
+	/* greedy, and temperature 0, break a tie for the largest logit as torch.argmax (so
+	 * transformers' greedy search) does: the first index */
+	struct samp_params g = p;
+	g.greedy = true;
+	float tie[5] = {1.0f, 3.0f, -2.0f, 3.0f, 3.0f};
+	struct samp *gs = samp_new(&g, 5);
+	assert_int_equal(samp_next(gs, tie, 5, NULL), 1);
+	g.greedy = false, g.temperature = 0;
+	assert_int_equal(samp_set_params(gs, &g), 0);
+	assert_int_equal(samp_next(gs, tie, 5, NULL), 1);
+	samp_free(gs);
 
 	/* wrong row length and NaN logits are errors, not crashes */
 	struct samp *s = samp_new(&p, 4);
