@@ -4,7 +4,8 @@
  * elements of every tensor, tied and untied embeddings, grouped-query attention);
  * the bf16 path stays close; recomputing activations and the thread count change no
  * bit; gradient scaling and clipping, and AdamW, follow the formulas of train.h;
- * documents packed in a row train as they would in rows of their own. */
+ * documents packed in a row train as they would in rows of their own; a loss taken in
+ * several chunks of rows gives what one chunk gives. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -423,6 +424,50 @@ static void test_packed_rows(void **state)
 	eng_trainer_free(t);
 }
 
+/* A vocabulary so large that the loss takes the logits in chunks of rows (64M floats
+ * at a time: 128 rows of 2^19 here), a micro-batch of 2 rows of 65 splitting its
+ * second row between two chunks: its loss and gradients equal those of its rows one
+ * at a time (65 rows, one chunk), accumulated. */
+static void test_loss_chunks(void **state)
+{
+	(void)state;
+	struct eng_config c = tiny(true);
+	c.vocab_size = 1 << 19, c.hidden_size = 4, c.num_layers = 1;
+	enum { T = 65 };
+	int32_t in[2 * T], tgt[2 * T];
+	batch(in, tgt, 2 * T, c.vocab_size);
+	struct eng_trainer *two = make(&c, 2, T, true, false, 2);
+	double l2;
+	int64_t n2;
+	size_t total;
+	float *g2 = grads_at(two, in, tgt, NULL, &l2, &n2, &total);
+	eng_trainer_free(two);
+	struct eng_trainer *one = make(&c, 1, T, true, false, 2);
+	double l1 = 0;
+	int64_t n1 = 0;
+	eng_trainer_zero_grad(one);
+	for (int b = 0; b < 2; b++)
+		assert_int_equal(eng_trainer_micro(one, in + b * T, tgt + b * T, NULL, &l1, &n1), 0);
+	assert_int_equal(n1, n2);
+	if (fabs(l1 - l2) > 1e-6 * fabs(l1))
+		fail_msg("loss in two chunks %.9g, a row at a time %.9g", l2, l1);
+	double mx = 0;
+	for (size_t k = 0, i = 0; i < (size_t)eng_trainer_nparams(one); i++) {
+		struct eng_param *p = eng_trainer_param(one, (int)i);
+		for (int64_t j = 0; j < p->n; j++, k++)
+			mx = fabs(p->g[j]) > mx ? fabs(p->g[j]) : mx;
+	}
+	for (size_t k = 0, i = 0; i < (size_t)eng_trainer_nparams(one); i++) {
+		struct eng_param *p = eng_trainer_param(one, (int)i);
+		for (int64_t j = 0; j < p->n; j++, k++)
+			if (fabs(g2[k] - p->g[j]) > 1e-5 * mx)
+				fail_msg("%s[%lld]: in two chunks %.8g, a row at a time %.8g (max %.3g)",
+					 p->name, (long long)j, g2[k], p->g[j], mx);
+	}
+	free(g2);
+	eng_trainer_free(one);
+}
+
 /* The initial weights: each tensor the values of its own SplitMix64 stream, drawn in
  * order (Box-Muller, std 0.2 here), however many threads draw them in pieces; an
  * embedding of 2M values spans several pieces. */
@@ -466,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_same_bits),
 		cmocka_unit_test(test_clip_and_adamw),
 		cmocka_unit_test(test_packed_rows),
+		cmocka_unit_test(test_loss_chunks),
 		cmocka_unit_test(test_init),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
