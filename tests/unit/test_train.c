@@ -357,6 +357,53 @@ static void test_clip_and_adamw(void **state)
 	eng_trainer_free(t);
 }
 
+/* Clipping as train.h says, on gradients scaled to a norm of 1e-4 (where the 1e-6 of
+ * clip / (norm + 1e-6) is 1%): a norm under the limit leaves every gradient as the
+ * scaling made it; one over it scales every gradient by clip / (norm + 1e-6), and the
+ * norm returned is the one before clipping. */
+static void test_clip_rule(void **state)
+{
+	(void)state;
+	struct eng_config c = tiny(false);
+	struct eng_trainer *t = make(&c, 1, 6, true, false, 2);
+	int32_t in[6], tgt[6];
+	batch(in, tgt, 6, c.vocab_size);
+	double loss, raw = 0;
+	int64_t count;
+	size_t total;
+	float *g = grads_at(t, in, tgt, NULL, &loss, &count, &total);
+	for (size_t k = 0; k < total; k++)
+		raw += (double)g[k] * g[k];
+	double scale = 1e-4 / sqrt(raw), want = 0, got[2];
+	for (size_t k = 0; k < total; k++) {
+		g[k] *= (float)scale;
+		want += (double)g[k] * g[k];
+	}
+	want = sqrt(want);
+	for (int over = 0; over < 2; over++) {
+		double clip = over ? want / 2 : want * 2, norm = 0;
+		double coef = over ? clip / (want + 1e-6) : 1;
+		double l;
+		int64_t n;
+		free(grads_at(t, in, tgt, NULL, &l, &n, &total));
+		assert_int_equal(eng_trainer_finish_grads(t, scale, clip, &norm), 0);
+		got[over] = norm;
+		if (fabs(norm - want) > 1e-6 * want)
+			fail_msg("clip %.3g: norm %.9g, before clipping %.9g", clip, norm, want);
+		for (size_t k = 0, i = 0; i < (size_t)eng_trainer_nparams(t); i++) {
+			struct eng_param *p = eng_trainer_param(t, (int)i);
+			for (int64_t j = 0; j < p->n; j++, k++)
+				if (fabs(p->g[j] - g[k] * coef) > 1e-6 * fabs(g[k] * coef) + 1e-30)
+					fail_msg("clip %.3g (norm %.3g): %s[%lld] %.9g, want %.9g",
+						 clip, want, p->name, (long long)j, p->g[j],
+						 g[k] * coef);
+		}
+	}
+	assert_true(got[0] == got[1]);
+	free(g);
+	eng_trainer_free(t);
+}
+
 /* Documents packed in one row (positions restarting at each) give the loss and the
  * gradients of the same documents in rows of their own, padded; the trainer checks
  * the positions it is given. */
@@ -510,6 +557,7 @@ int main(void)
 		cmocka_unit_test(test_gradients_untied),
 		cmocka_unit_test(test_same_bits),
 		cmocka_unit_test(test_clip_and_adamw),
+		cmocka_unit_test(test_clip_rule),
 		cmocka_unit_test(test_packed_rows),
 		cmocka_unit_test(test_loss_chunks),
 		cmocka_unit_test(test_init),
