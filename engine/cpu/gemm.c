@@ -1,16 +1,18 @@
 /* gemm.c — C (n, m) (+)= A (n, k) . B (k, m) for training, in fp32 or bf16 (gemm.h).
  *
- * The work items are panels of 32 columns of C. An item packs its panel of B, a
- * depth of GEMM_KC at a time, into 32 consecutive values per step of k (transposing
- * when B is read transposed), and sweeps every row of C with a micro-kernel that
- * keeps a tile of C in registers (12 rows x 32 columns with AVX-512, 6 x 16 with
- * AVX2): per step of k it loads the panel's values once and multiplies them with
- * the tile's values of A, broadcast. A is
- * read where it lies in fp32 (row-major or transposed, the tile's 8 values are one
- * address apart either way); for bf16, A is first converted once, by every thread
- * together, into rows of bf16 pairs (k, k+1) that vdpbf16ps takes, and the panel
- * into pairs too. Each value of C is summed in one fixed order (the k-blocks in
- * turn, then k within), whatever thread computes it. */
+ * The work items are blocks of up to GEMM_MC rows of C by one or more panels of 32
+ * columns. An item takes the k-blocks of GEMM_KC in turn; for each it packs each
+ * panel of B into 32 consecutive values per step of k (transposing when B is read
+ * transposed) and sweeps the block's rows with a micro-kernel that keeps a tile of C
+ * in registers (12 rows x 32 columns with AVX-512, 6 x 16 with AVX2): per step of k
+ * it loads the panel's values once and multiplies them with the tile's values of A,
+ * broadcast. In fp32 a row-major A is read where it lies (a tile's rows are streams
+ * the prefetcher follows); a transposed A is first packed, a k-block of the item's
+ * rows at a time (pack_a_f32), and serves all of the item's panels. For bf16, A is
+ * first converted once, by every thread together, into rows of bf16 pairs (k, k+1)
+ * that vdpbf16ps takes, and the panel into pairs too. Each value of C is summed in
+ * one fixed order (the k-blocks in turn, then k within), whatever thread computes
+ * it. */
 #include "engine/cpu/gemm.h"
 
 #include "engine/cpu/amx.h"
@@ -26,6 +28,7 @@
 #define GEMM_MR 12  /* rows of a micro-tile: 24 accumulators of the 32 registers */
 #define GEMM_KC 256 /* depth of a packed panel (even) */
 #define GEMM_MC 256 /* rows of C a work item sweeps: their A stays in L2 across panels */
+#define GEMM_MC_TILES ((GEMM_MC + GEMM_MR - 1) / GEMM_MR * GEMM_MR)
 
 /* fp32: c (rows x cols of a tile, ldc) (+)= sum_p a(r, p) * bp[p][j], a(r, p) at
  * a[r*sar + p*sap]. */
@@ -41,6 +44,7 @@ struct gemm_ctx {
 	mk_f32_fn *mk_f32;
 	mk_bf16_fn *mk_bf16; /* NULL: GEMM_BF16 runs in fp32 */
 	bool amx;            /* GEMM_BF16's blocks of 32 rows on AMX tiles (amx.h) */
+	bool avx2;           /* panels of a transposed B packed by 8 x 8 transposes */
 	unsigned char *scratch; /* per thread: a packed panel of B */
 	size_t per;
 	uint32_t *apack; /* bf16 A as pairs, shared; grown on demand */
@@ -225,6 +229,39 @@ static TG2 void mk_f32_avx2(float *c, int ldc, const float *a, size_t sar, size_
 	}
 }
 
+/* dst[p * GEMM_NR + j] = src[j * lds + p] for p, j < 8: one 8 x 8 transpose. */
+static TG2 void transpose8_avx2(float *dst, const float *src, size_t lds)
+{
+	__m256 r[8], t[8];
+	for (int i = 0; i < 8; i++)
+		r[i] = _mm256_loadu_ps(src + i * lds);
+	for (int i = 0; i < 8; i += 2) {
+		t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+		t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+	}
+	for (int i = 0; i < 8; i += 4) {
+		r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+		r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+		r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+		r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+	}
+	for (int i = 0; i < 4; i++) {
+		_mm256_storeu_ps(dst + i * GEMM_NR, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+		_mm256_storeu_ps(dst + (i + 4) * GEMM_NR,
+				 _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+	}
+}
+
+/* The whole 8 x 8 squares of a panel of B read transposed (pack_b_f32): cols and kc
+ * rounded down to 8; the caller packs the rest. One value at a time, each store lands
+ * a panel's row (128 bytes) from the last. */
+static TG2 void pack_bt_avx2(float *bp, const float *b, size_t ldb, int kc, int cols)
+{
+	for (int j = 0; j + 8 <= cols; j += 8)
+		for (int p = 0; p + 8 <= kc; p += 8)
+			transpose8_avx2(bp + (size_t)p * GEMM_NR + j, b + (size_t)j * ldb + p, ldb);
+}
+
 /* ---- bf16 pairs, vectorized (the packing would otherwise cost as much as the
  * products: each converted value meets only m/32 or n/8 tiles) ---- */
 
@@ -293,21 +330,56 @@ static TGBF void rows_t16_bf(uint32_t *out, size_t ldo, const float *b, size_t l
 /* ---- packing ------------------------------------------------------------------------- */
 
 /* fp32 panel: bp[p][j] = b(p0 + p, j0 + j), zero past the columns. */
-static void pack_b_f32(float *bp, const struct gemm *g, int p0, int kc, int j0)
+static void pack_b_f32(float *bp, const struct gemm *g, int p0, int kc, int j0, bool avx2)
 {
 	int cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR;
 	if (!g->bt) {
 		for (int p = 0; p < kc; p++) {
-			memcpy(bp + (size_t)p * GEMM_NR, g->b + (size_t)(p0 + p) * g->ldb + j0,
-			       (size_t)cols * sizeof(float));
-			memset(bp + (size_t)p * GEMM_NR + cols, 0, (GEMM_NR - cols) * sizeof(float));
+			float *dst = bp + (size_t)p * GEMM_NR;
+			const float *src = g->b + (size_t)(p0 + p) * g->ldb + j0;
+			if (cols == GEMM_NR) {
+				memcpy(dst, src, GEMM_NR * sizeof(float));
+				continue;
+			}
+			memcpy(dst, src, (size_t)cols * sizeof(float));
+			memset(dst + cols, 0, (GEMM_NR - cols) * sizeof(float));
 		}
 		return;
 	}
+	int jw = 0, pw = 0; /* the squares the vector transpose packed */
+#if defined(__x86_64__)
+	if (avx2) {
+		pack_bt_avx2(bp, g->b + (size_t)j0 * g->ldb + p0, (size_t)g->ldb, kc, cols);
+		jw = cols / 8 * 8, pw = kc / 8 * 8;
+	}
+#else
+	(void)avx2;
+#endif
 	for (int j = 0; j < GEMM_NR; j++) { /* rows of the stored B: read along them */
 		const float *src = j < cols ? g->b + (size_t)(j0 + j) * g->ldb + p0 : NULL;
-		for (int p = 0; p < kc; p++)
+		for (int p = j < jw ? pw : 0; p < kc; p++)
 			bp[(size_t)p * GEMM_NR + j] = src ? src[p] : 0.0f;
+	}
+}
+
+/* fp32 block of A read transposed: rows [r0, r1) at depths [p0, p0 + kc), as the
+ * micro-kernel reads them: tiles of GEMM_MR rows, each kc steps of GEMM_MR
+ * consecutive values (tile t from ab + t * GEMM_MR * kc). Read in place, each step of
+ * k is a stored row of A further: with rows of whole pages (a vocabulary of 8192
+ * makes 32 KB) every step missed the caches and the TLB. Packed, each stored row's
+ * run of the block is read once, whole. A
+ * row-major A is read in place: its tile's rows are streams the prefetcher follows. */
+static void pack_a_f32(float *ab, const struct gemm *g, int r0, int r1, int p0, int kc)
+{
+	int rows = r1 - r0, whole = rows / GEMM_MR * GEMM_MR;
+	for (int p = 0; p < kc; p++) {
+		const float *src = g->a + (size_t)(p0 + p) * g->lda + r0;
+		float *dst = ab + (size_t)p * GEMM_MR;
+		for (int t0 = 0; t0 < whole; t0 += GEMM_MR)
+			memcpy(dst + (size_t)t0 * kc, src + t0, GEMM_MR * sizeof(float));
+		if (whole < rows)
+			memcpy(dst + (size_t)whole * kc, src + whole,
+			       (size_t)(rows - whole) * sizeof(float));
 	}
 }
 
@@ -438,13 +510,14 @@ static int first_block(const struct gemm *g, int i0)
 }
 
 /* Rows [r0, r1) of C at columns j0.. (cols of them) times one packed k-block of B (bp,
- * kc deep from p0). On AMX, 32 rows at a time by tiles over the whole pairs of 16 (the
- * rest of k by the vector kernel, adding); the rows left over, and every other ISA, by
- * the vector micro-kernel, GEMM_MR rows at a time. */
+ * kc deep from p0) and of A (ab: pack_a_f32's block, or NULL to read a row-major A in
+ * place; ap: bf16 pairs). On AMX, 32 rows at a time by tiles over the whole pairs of
+ * 16 (the rest of k by the vector kernel, adding); the rows left over, and every other
+ * ISA, by the vector micro-kernel, GEMM_MR rows at a time. */
 static void panel_rows(struct gemm_ctx *ctx, const struct gemm *g, const uint32_t *ap, int kp,
-		       const float *bp, int p0, int kc, int j0, int cols, int r0, int r1)
+		       const float *ab, const float *bp, int p0, int kc, int j0, int cols, int r0,
+		       int r1)
 {
-	size_t sar = g->at ? 1 : (size_t)g->lda, sap = g->at ? (size_t)g->lda : 1;
 	int kcp = (kc + 1) / 2, tiled = ap && ctx->amx ? kcp / 16 * 16 : 0;
 	for (int i0 = r0; i0 < r1;) {
 		int rows = r1 - i0 >= 32 && tiled ? 32 : r1 - i0 < GEMM_MR ? r1 - i0 : GEMM_MR;
@@ -464,49 +537,75 @@ static void panel_rows(struct gemm_ctx *ctx, const struct gemm *g, const uint32_
 					     32 - r < GEMM_MR ? 32 - r : GEMM_MR, cols, true);
 		} else if (ap) {
 			ctx->mk_bf16(c, g->ldc, a, kp, b, kcp, rows, cols, acc);
-		} else {
-			ctx->mk_f32(c, g->ldc, g->a + i0 * sar + p0 * sap, sar, sap, bp, kc, rows,
-				    cols, acc);
+		} else if (ab) {
+			ctx->mk_f32(c, g->ldc, ab + (size_t)(i0 - r0) * kc, 1, GEMM_MR, bp, kc,
+				    rows, cols, acc);
+		} else { /* A row-major, read in place */
+			ctx->mk_f32(c, g->ldc, g->a + (size_t)i0 * g->lda + p0, (size_t)g->lda, 1,
+				    bp, kc, rows, cols, acc);
 		}
 		i0 += rows;
 	}
 }
 
-/* Panel `jp` of C over rows [r0, r1): every k-block of B packed in turn. ap: A as bf16
- * pairs (kp a row), NULL for fp32. */
-static void gemm_panel(struct gemm_ctx *ctx, const struct gemm *g, const uint32_t *ap, int kp,
-		       int jp, int r0, int r1, int tid)
+/* Panels [jp0, jp1) of C over rows [r0, r1) (at most GEMM_MC): each k-block of A
+ * packed once (fp32; bf16's pairs are ap, kp a row) and, for each panel in turn,
+ * that k-block of B. Each value of C still sums the k-blocks in order. */
+static void gemm_item(struct gemm_ctx *ctx, const struct gemm *g, const uint32_t *ap, int kp,
+		      int jp0, int jp1, int r0, int r1, int tid)
 {
-	int j0 = jp * GEMM_NR, cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR;
 	float *bp = (float *)(ctx->scratch + (size_t)tid * ctx->per);
+	float *ab = !ap && g->at ? bp + GEMM_KC * GEMM_NR : NULL;
 	for (int p0 = 0; p0 < g->k; p0 += GEMM_KC) {
 		int kc = g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC;
-		if (!tile_needs(g, r0, r1 - r0, j0, p0, kc))
+		if (!tile_needs(g, r0, r1 - r0, jp0 * GEMM_NR, p0, kc))
 			continue; /* no tile of these rows needs this block */
+		if (ab)
+			pack_a_f32(ab, g, r0, r1, p0, kc);
+		for (int jp = jp0; jp < jp1; jp++) {
+			int j0 = jp * GEMM_NR, cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR;
+			if (!tile_needs(g, r0, r1 - r0, j0, p0, kc))
+				continue;
 #if defined(__x86_64__)
-		if (ap)
-			pack_b_bf16((uint32_t *)bp, (uint32_t *)bp + GEMM_KC / 2 * GEMM_NR, g, p0,
-				    kc, j0);
-		else
+			if (ap)
+				pack_b_bf16((uint32_t *)bp, (uint32_t *)bp + GEMM_KC / 2 * GEMM_NR,
+					    g, p0, kc, j0);
+			else
 #endif
-			pack_b_f32(bp, g, p0, kc, j0);
-		panel_rows(ctx, g, ap, kp, bp, p0, kc, j0, cols, r0, r1);
+				pack_b_f32(bp, g, p0, kc, j0, ctx->avx2);
+			panel_rows(ctx, g, ap, kp, ab, bp, p0, kc, j0, cols, r0, r1);
+		}
 	}
 }
 
-/* Items: GEMM_MC rows by one panel, the panels of a block of rows one after the other. */
+/* Items: GEMM_MC rows by a group of panels, the groups of a block of rows one after
+ * the other. An A read in place takes one panel an item: the item's tile of C stays
+ * in the caches across the k-blocks. A packed A serves a group of panels, as wide as
+ * leaves each thread four items to take: packing again for each panel cost more than
+ * the C tiles' extra traffic. */
+static int panels_per_item(const struct gemm *g, int threads)
+{
+	if (!g->at)
+		return 1;
+	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, blocks = (g->n + GEMM_MC - 1) / GEMM_MC;
+	int groups = (4 * threads + blocks - 1) / blocks;
+	groups = groups < 1 ? 1 : groups > panels ? panels : groups;
+	return (panels + groups - 1) / groups;
+}
+
 static void gemm_task_fn(void *arg, int tid, int nthreads)
 {
-	(void)nthreads;
 	struct gemm_task *t = arg;
 	const struct gemm *g = t->g;
-	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, blocks = (g->n + GEMM_MC - 1) / GEMM_MC, it;
+	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, blocks = (g->n + GEMM_MC - 1) / GEMM_MC;
+	int per = panels_per_item(g, nthreads), groups = (panels + per - 1) / per, it;
 	bool tiles = t->bf16 && t->ctx->amx;
 	if (tiles)
 		cpu_amx_begin();
-	while ((it = cpu_claim(&t->next, panels * blocks)) >= 0) {
-		int r0 = it / panels * GEMM_MC, r1 = r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n;
-		gemm_panel(t->ctx, g, t->bf16 ? t->ctx->apack : NULL, t->kp, it % panels, r0, r1, tid);
+	while ((it = cpu_claim(&t->next, groups * blocks)) >= 0) {
+		int r0 = it / groups * GEMM_MC, r1 = r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n;
+		int jp0 = it % groups * per, jp1 = jp0 + per < panels ? jp0 + per : panels;
+		gemm_item(t->ctx, g, t->bf16 ? t->ctx->apack : NULL, t->kp, jp0, jp1, r0, r1, tid);
 	}
 	if (tiles)
 		cpu_amx_end();
@@ -567,8 +666,9 @@ void gemm_serial(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec
 #endif
 	if (ap && ctx->amx)
 		cpu_amx_begin();
-	for (int jp = 0; jp < panels; jp++)
-		gemm_panel(ctx, g, ap, kp, jp, 0, g->n, tid);
+	for (int r0 = 0; r0 < g->n; r0 += GEMM_MC)
+		gemm_item(ctx, g, ap, kp, 0, panels, r0, r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n,
+			  tid);
 	if (ap && ctx->amx)
 		cpu_amx_end();
 }
@@ -589,6 +689,12 @@ int gemm_reserve_serial(struct gemm_ctx *ctx, int n, int k)
 
 /* ---- set-up ---------------------------------------------------------------------------- */
 
+size_t gemm_thread_scratch(void)
+{
+	/* a packed panel of B and a packed block of A (whole tiles) */
+	return (size_t)GEMM_KC * (GEMM_NR + GEMM_MC_TILES) * sizeof(float);
+}
+
 struct gemm_ctx *gemm_new(enum cpu_isa isa, struct cpu_pool *pool)
 {
 	struct gemm_ctx *ctx = calloc(1, sizeof *ctx);
@@ -607,10 +713,11 @@ struct gemm_ctx *gemm_new(enum cpu_isa isa, struct cpu_pool *pool)
 	if (isa >= CPU_ISA_AVX512BF16)
 		ctx->mk_bf16 = mk_bf16_512;
 	ctx->amx = isa >= CPU_ISA_AMX;
+	ctx->avx2 = isa >= CPU_ISA_AVX2;
 #else
 	(void)isa;
 #endif
-	ctx->per = (size_t)GEMM_KC * GEMM_NR * sizeof(float);
+	ctx->per = gemm_thread_scratch();
 	if (posix_memalign((void **)&ctx->scratch, 64, ctx->per * ctx->threads)) {
 		free(ctx);
 		err_set("training: out of memory for the matrix products' scratch");

@@ -59,7 +59,7 @@ static int cpu_plan(const struct eng_config *c, const struct eng_train_options *
 	size_t widest = N * (F > D ? F : D);
 	if ((size_t)c->vocab_size * chunk > widest)
 		widest = (size_t)c->vocab_size * chunk;
-	p->scratch = scratch * sizeof(float) + (size_t)plan_threads(o) * 256 * 32 * sizeof(float) +
+	p->scratch = scratch * sizeof(float) + (size_t)plan_threads(o) * gemm_thread_scratch() +
 		     widest / 2 * sizeof(uint32_t) + chunk * sizeof(double);
 	p->recompute = o->recompute;
 	return 0;

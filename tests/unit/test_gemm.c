@@ -1,7 +1,7 @@
 /* test_gemm.c — the training path's matrix products (engine/cpu/gemm.c) against a
  * float64 reference: every combination of transposed operands and accumulation, on
- * shapes that leave partial tiles, panels and k-blocks, on every kernel set this CPU
- * runs; fp32 within 1e-5 of the largest product sum, bf16 within what rounding the
+ * shapes that leave partial tiles, panels, k-blocks and blocks of rows, on every kernel
+ * set this CPU runs; fp32 within 1e-5 of the largest product sum, bf16 within what rounding the
  * inputs to bf16 allows (checked against the reference over bf16-rounded inputs), and
  * the same bits whatever the number of threads. */
 #include <math.h>
@@ -95,9 +95,9 @@ static void check_shape(enum cpu_isa isa, int n, int m, int k)
 static void test_shapes(void **state)
 {
 	(void)state;
-	static const int shapes[][3] = {{1, 1, 1},   {3, 5, 7},    {8, 32, 256}, {9, 33, 257},
-					{17, 70, 513}, {64, 96, 40}, {5, 200, 3}, {40, 31, 600},
-					{100, 65, 1030}};
+	static const int shapes[][3] = {{1, 1, 1},       {3, 5, 7},     {8, 32, 256}, {9, 33, 257},
+					{17, 70, 513},   {64, 96, 40},  {5, 200, 3},  {40, 31, 600},
+					{100, 65, 1030}, {533, 97, 300}};
 	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 		if (!cpu_isa_supported((enum cpu_isa)isa))
 			continue;
