@@ -634,9 +634,20 @@ static bool apack_fit(struct gemm_ctx *ctx, size_t words, size_t tmp_words)
 	return true;
 }
 
+/* A product over no depth is a sum of nothing: C is zero, or left as it is when added
+ * to. True when that is all there was to do. */
+static bool empty_product(const struct gemm *g)
+{
+	if (g->n > 0 && g->m > 0 && g->k > 0)
+		return false;
+	for (int i = 0; !g->acc && g->k <= 0 && i < g->n; i++)
+		memset(g->c + (size_t)i * g->ldc, 0, (size_t)(g->m > 0 ? g->m : 0) * sizeof(float));
+	return true;
+}
+
 void gemm_run(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec)
 {
-	if (g->n <= 0 || g->m <= 0)
+	if (empty_product(g))
 		return;
 	int kp = (g->k + 1) / 2;
 	bool bf16 = prec == GEMM_BF16 && ctx->mk_bf16 &&
@@ -653,6 +664,8 @@ void gemm_run(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec)
 
 void gemm_serial(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec, int tid)
 {
+	if (empty_product(g))
+		return;
 	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, kp = (g->k + 1) / 2;
 	uint32_t *ap = NULL;
 #if defined(__x86_64__)
