@@ -45,12 +45,12 @@ stop() {
 	kill -"$1" $pid
 	wait $pid
 }
-stop INT "$TMP/sig" 400
+stop INT "$TMP/sig" 150
 rc=$?
 n=$(grep -c '"loss"' "$TMP/sig/train-log.jsonl")
 saved=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' \
 	"$TMP/sig/train-state/state.json" 2>/dev/null)
-if [ "$rc" -eq 130 ] && [ "$saved" = "$n" ] && [ "$n" -lt 400 ]; then
+if [ "$rc" -eq 130 ] && [ "$saved" = "$n" ] && [ "$n" -lt 150 ]; then
 	pass "SIGINT: the step under way finished and saved (step $n), exit 130"
 else
 	fail "SIGINT: exit $rc, saved step '$saved', $n steps logged: $(tail -n 2 "$TMP/err-INT")"
@@ -147,9 +147,9 @@ if [ "$rc" -eq 130 ] && { [ "$at" = 2 ] || ! grep -q val_loss "$TMP/sig-last/tra
 else
 	fail "SIGINT during the last step: exit $rc, step '$at': $(tail -n 2 "$TMP/err-last" "$TMP/err")"
 fi
-"$QWENCHAT" train --out "$TMP/nosig" $IDS --ctx 32 --batch 8 --threads 2 --cosine-steps 400 \
-	--steps 400 --save-every 100000 --eval-every 100000 2>"$TMP/err"
-same_run "stopped by SIGINT and resumed == uninterrupted (400 steps)" "$TMP/nosig" "$TMP/sig"
+"$QWENCHAT" train --out "$TMP/nosig" $IDS --ctx 32 --batch 8 --threads 2 --cosine-steps 150 \
+	--steps 150 --save-every 100000 --eval-every 100000 2>"$TMP/err"
+same_run "stopped by SIGINT and resumed == uninterrupted (150 steps)" "$TMP/nosig" "$TMP/sig"
 stop HUP "$TMP/sighup" 400
 rc=$?
 [ "$rc" -eq 129 ] && [ -f "$TMP/sighup/model.safetensors" ] &&
