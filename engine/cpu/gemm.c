@@ -45,7 +45,7 @@ struct gemm_ctx {
 	mk_bf16_fn *mk_bf16; /* NULL: GEMM_BF16 runs in fp32 */
 	bool amx;            /* GEMM_BF16's blocks of 32 rows on AMX tiles (amx.h) */
 	bool avx2;           /* panels of a transposed B packed by 8 x 8 transposes */
-	unsigned char *scratch; /* per thread: a packed panel of B */
+	unsigned char *scratch; /* per thread: a packed panel of B, a packed block of A */
 	size_t per;
 	uint32_t *apack; /* bf16 A as pairs, shared; grown on demand */
 	size_t apack_words;
@@ -367,8 +367,8 @@ static void pack_b_f32(float *bp, const struct gemm *g, int p0, int kc, int j0, 
  * consecutive values (tile t from ab + t * GEMM_MR * kc). Read in place, each step of
  * k is a stored row of A further: with rows of whole pages (a vocabulary of 8192
  * makes 32 KB) every step missed the caches and the TLB. Packed, each stored row's
- * run of the block is read once, whole. A
- * row-major A is read in place: its tile's rows are streams the prefetcher follows. */
+ * run of the block is read once, whole. A row-major A is read in place: its tile's
+ * rows are streams the prefetcher follows. */
 static void pack_a_f32(float *ab, const struct gemm *g, int r0, int r1, int p0, int kc)
 {
 	int rows = r1 - r0, whole = rows / GEMM_MR * GEMM_MR;
@@ -640,8 +640,9 @@ static bool empty_product(const struct gemm *g)
 {
 	if (g->n > 0 && g->m > 0 && g->k > 0)
 		return false;
-	for (int i = 0; !g->acc && g->k <= 0 && i < g->n; i++)
-		memset(g->c + (size_t)i * g->ldc, 0, (size_t)(g->m > 0 ? g->m : 0) * sizeof(float));
+	if (g->k <= 0 && !g->acc && g->m > 0)
+		for (int i = 0; i < g->n; i++)
+			memset(g->c + (size_t)i * g->ldc, 0, (size_t)g->m * sizeof(float));
 	return true;
 }
 
