@@ -231,13 +231,22 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 {
 	double nll = r->nll / (double)r->tokens, ppl = exp(nll);
 	double kl = r->kl / (double)r->tokens, top1 = (double)r->top1 / (double)r->tokens;
+	/* as llama-perplexity's +/-: the spread of the positions' values over their count
+	 * (positions of one text are not independent, so it is a lower bound) */
+	double se = std_error(r->nll, r->nll2, r->tokens),
+	       kl_se = std_error(r->kl, r->kl2, r->tokens);
+	double top1_se = r->tokens > 1 ? sqrt(top1 * (1 - top1) / (double)(r->tokens - 1)) : NAN;
 	if (a->json) {
 		printf("{\"tokens\": %zu", r->tokens);
 		json_number("nll", nll);
 		json_number("ppl", ppl);
+		json_number("nll_stderr", se);
+		json_number("ppl_stderr", ppl * se);
 		if (a->kl_base) {
 			json_number("kl", kl);
 			json_number("top1", top1);
+			json_number("kl_stderr", kl_se);
+			json_number("top1_stderr", top1_se);
 		}
 		printf("}\n");
 		return;
@@ -253,9 +262,6 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 		printf("kl          %.6f nats per token, mean KL(P_MODEL || P_MODEL2)\n", kl);
 		printf("top1        %.6f of the positions: the same most likely token\n", top1);
 	}
-	/* as llama-perplexity's +/-: the spread of the positions' values over their count
-	 * (positions of one text are not independent, so it is a lower bound) */
-	double se = std_error(r->nll, r->nll2, r->tokens);
 	if (isnan(se)) {
 		printf("uncertainty none: one scored token has no spread\n");
 		return;
@@ -263,9 +269,7 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 	printf("uncertainty +/- %.6f nats on the mean NLL, +/- %.4f on the perplexity", se,
 	       ppl * se);
 	if (a->kl_base)
-		printf(", +/- %.6f on the KL, +/- %.6f on top1",
-		       std_error(r->kl, r->kl2, r->tokens),
-		       r->tokens > 1 ? sqrt(top1 * (1 - top1) / (double)(r->tokens - 1)) : 0.0);
+		printf(", +/- %.6f on the KL, +/- %.6f on top1", kl_se, top1_se);
 	printf(" (standard errors)\n");
 }
 

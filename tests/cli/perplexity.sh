@@ -45,7 +45,9 @@ close() {
 	"$PY" - "$2" "$3" "${4:-1e-4}" <<'EOF'
 import json, math, sys
 o, r, tol = json.loads(sys.argv[1]), json.loads(sys.argv[2]), float(sys.argv[3])
-bad = [] if o["tokens"] == r["tokens"] and set(o) == set(r) else ["tokens or keys"]
+se = {k for k in o if k.endswith("_stderr")}  # checked apart, against --se
+want = {"nll_stderr", "ppl_stderr"} | ({"kl_stderr", "top1_stderr"} if "kl" in r else set())
+bad = [] if o["tokens"] == r["tokens"] and set(o) - se == set(r) and se == want else ["tokens or keys"]
 if abs(o["ppl"] - math.exp(o["nll"])) > 1e-12 * o["ppl"]:
     bad.append("ppl is not exp(nll)")
 for k in ("nll", "kl"):
@@ -100,6 +102,20 @@ print(t, r)
 sys.exit(0 if ok else 1)
 EOF
 	fail "standard errors: $(cat "$TMP/table") reference $ref"
+# ... and --json's, beside the mean
+$PPL -m "$A" -f "$TMP/r.u32" --ctx 50 --stride 7 --kl-base "$A2" --json >"$TMP/se.json" 2>"$TMP/err"
+"$PY" - "$TMP/se.json" "$ref" <<'EOF' && pass "--json: the standard errors of the NLL, perplexity, KL and top1" ||
+import json, math, sys
+o, r = json.load(open(sys.argv[1])), json.loads(sys.argv[2])
+n, t = o["tokens"], o["top1"]
+ok = abs(o["nll_stderr"] - r["nll_se"]) <= 1e-5 * r["nll_se"] + 1e-6 and \
+    abs(o["ppl_stderr"] - r["ppl"] * r["nll_se"]) <= 1e-4 * r["ppl"] * r["nll_se"] and \
+    abs(o["kl_stderr"] - r["kl_se"]) <= 1e-4 * r["kl_se"] + 1e-6 and \
+    abs(o["top1_stderr"] - math.sqrt(t * (1 - t) / (n - 1))) <= 1e-12
+print(o, r)
+sys.exit(0 if ok else 1)
+EOF
+	fail "--json standard errors: $(cat "$TMP/se.json") reference $ref"
 # one scored token has no spread: no standard error, rather than +/- 0
 "$PY" -c 'import numpy as np, sys; np.fromfile(sys.argv[1], "<u4")[:2].tofile(sys.argv[2])' \
 	"$TMP/r.u32" "$TMP/r2.u32"
@@ -161,7 +177,7 @@ grep -q '^perplexity  [0-9]' "$TMP/out" && grep -q '^tokens      296 scored' "$T
 # --- --kl-base -------------------------------------------------------------------------
 ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 20 --json --kl-base "$A")
 case $ours in
-*'"kl": 0, "top1": 1}') pass "a model against itself: kl 0, top1 1" ;;
+*'"kl": 0, "top1": 1, "kl_stderr": 0, "top1_stderr": 0}') pass "a model against itself: kl 0, top1 1" ;;
 *) fail "a model against itself: $ours" ;;
 esac
 ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 20 --json --kv-f32 --kl-base "$A2")
