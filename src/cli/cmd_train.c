@@ -83,7 +83,8 @@ static const struct cli_opt train_opts[] = {
 	{"resume", OPT_RESUME, "DIR",
 	 "continue the run in DIR with its saved options (only\n"
 	 "--steps, --eval-every, --eval-tokens, --save-every,\n"
-	 "--save-dtype, --threads, --backend, --recompute may\nchange)"},
+	 "--save-dtype, --threads, --backend, --recompute may\nchange; --val may join a run "
+	 "without)"},
 	{"init", OPT_INIT, "MODEL",
 	 "start from this model's weights: a directory, repo\nid or GGUF file of F32, F16 or BF16 "
 	 "tensors"},
@@ -108,7 +109,7 @@ static const struct cli_opt train_opts[] = {
 	 "conversations (below)"},
 	{"val", OPT_VAL, "FILE...",
 	 "held-out data (same forms), evaluated every\n"
-	 "--eval-every steps and at the end"},
+	 "--eval-every steps and at the end; with --resume,\nadded to a run that had none"},
 	{"ctx", OPT_CTX, "T", "tokens per row (default 256)"},
 	{"batch", OPT_BATCH, "B", "rows per micro-batch (default 8)"},
 	{"accum", OPT_ACCUM, "A", "micro-batches per step (default 1)"},
@@ -539,6 +540,15 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 		/* a shape the run left to its model: the model's config.json answers (run) */
 		if (!a->given[i] || tstate_equal(&st->o, &a->o, i) || tstate_unset(&st->o, i))
 			continue;
+		/* held-out text may join a run that had none: evaluating draws nothing from
+		 * the run's random state, so its steps stay those of a run without it */
+		if (!strcmp(tstate_field_name(i), "val") && st->o.n_val == 0) {
+			if (tstate_copy(&st->o, &a->o, i)) {
+				cli_error("%s", err_msg());
+				return EXIT_RUNTIME;
+			}
+			continue;
+		}
 		char now[256], then[256];
 		tstate_format(&a->o, i, now, sizeof now);
 		tstate_format(&st->o, i, then, sizeof then);

@@ -332,6 +332,25 @@ for mode in random sequential; do
 	same_run "$mode windows: 2 steps resumed to 4 == 4 steps" "$TMP/all-$mode" "$TMP/part-$mode"
 done
 
+# --val may join a resumed run that had none: the same steps as without it, and the
+# evaluations from the checkpoint's step on; another --val than the run's conflicts
+args="--vocab-size 1000 $SHAPE --data $TMP/d.u32 $SMALL --warmup 1 --eval-every 2"
+"$QWENCHAT" train --out "$TMP/nv-a" $args --steps 2 2>"$TMP/err" &&
+"$QWENCHAT" train --resume "$TMP/nv-a" --steps 4 2>"$TMP/err" &&
+"$QWENCHAT" train --out "$TMP/nv-b" $args --steps 2 2>"$TMP/err" &&
+"$QWENCHAT" train --resume "$TMP/nv-b" --steps 4 --val "$TMP/v.u32" 2>"$TMP/err" ||
+	fail "--val added on resume: $(tail -n 2 "$TMP/err")"
+if cmp -s "$TMP/nv-a/model.safetensors" "$TMP/nv-b/model.safetensors" &&
+   [ "$(grep -v val_loss "$TMP/nv-b/train-log.jsonl" | sed 's/"seconds".*//')" = \
+     "$(sed 's/"seconds".*//' "$TMP/nv-a/train-log.jsonl")" ] &&
+   [ "$(grep -o '^{"step": [0-9]*, "val_loss"' "$TMP/nv-b/train-log.jsonl" | tr -dc '0-9\n' | tr '\n' ' ')" = "2 4 " ]; then
+	pass "--val added on resume: the same steps, evaluated at steps 2 and 4"
+else
+	fail "--val added on resume: $(grep val_loss "$TMP/nv-b/train-log.jsonl")"
+fi
+usage 2 "--resume with another --val" "conflicts with the run's $TMP/v.u32" \
+	--resume "$TMP/nv-b" --steps 5 --val "$TMP/d.u32"
+
 # --cosine-steps left to its default (--steps): a resume to another --steps takes the
 # cosine of a run started with it while the steps taken were all in the warm-up (a run
 # of 2 steps and --warmup 2, or --steps 0); past the warm-up the saved cosine stays
