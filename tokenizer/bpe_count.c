@@ -46,13 +46,16 @@ struct bpe_counter {
 	uint64_t bytes;
 };
 
-/* A thread's share of a block: buf[lo .. hi). */
+/* A thread's share of a block: buf[lo .. hi); or, with ends, of documents lying end
+ * to end: document d is buf[ends[d - 1] .. ends[d]) for d in [d0, d1). */
 struct job {
 	struct bpe_counter *c;
 	struct table *tab;
 	const char *buf;
 	size_t lo, hi;
 	size_t *next; /* (n_specials) scratch */
+	const size_t *ends;
+	size_t d0, d1;
 };
 
 static uint64_t hash_bytes(const char *s, size_t n)
@@ -265,17 +268,70 @@ static void *count_range(void *arg)
 	return NULL;
 }
 
+/* A job of whole documents: each counted as a range of its own. */
+static void *count_docs(void *arg)
+{
+	struct job *j = arg;
+	for (size_t d = j->d0; d < j->d1 && !j->tab->oom; d++) {
+		j->lo = d ? j->ends[d - 1] : 0;
+		j->hi = j->ends[d];
+		count_range(j);
+	}
+	return NULL;
+}
+
+/* The threads a block of n bytes is worth: a few pages are not worth one. */
+static int threads_for(const struct bpe_counter *c, size_t n)
+{
+	return (size_t)c->threads > n / c->min_range + 1 ? (int)(n / c->min_range + 1) : c->threads;
+}
+
+/* Job k of a block (its table is thread k's), with its scratch. */
+static struct job job_new(struct bpe_counter *c, int k, const char *buf)
+{
+	struct job j = {.c = c, .tab = &c->tabs[k], .buf = buf};
+	j.next = calloc((size_t)c->n_specials + 1, sizeof(size_t));
+	if (!j.next)
+		c->tabs[k].oom = true;
+	return j;
+}
+
+/* Runs jobs[0..nj) (the first on this thread), then adds the block's bytes. */
+static int run_jobs(struct bpe_counter *c, struct job *jobs, int nj, size_t bytes)
+{
+	pthread_t tid[MAX_THREADS];
+	bool started[MAX_THREADS] = {false};
+	void *(*fn)(void *) = nj > 0 && jobs[0].ends ? count_docs : count_range;
+	for (int k = 1; k < nj; k++)
+		started[k] = jobs[k].next && pthread_create(&tid[k], NULL, fn, &jobs[k]) == 0;
+	if (nj > 0 && jobs[0].next)
+		fn(&jobs[0]);
+	for (int k = 1; k < nj; k++) {
+		if (started[k])
+			pthread_join(tid[k], NULL);
+		else if (jobs[k].next)
+			fn(&jobs[k]);
+	}
+	bool oom = false;
+	for (int k = 0; k < nj; k++) {
+		free(jobs[k].next);
+		oom |= c->tabs[k].oom;
+	}
+	c->bytes += bytes;
+	if (oom)
+		return err_set("out of memory counting pre-tokens (%zu distinct so far)",
+			       c->tabs[0].n);
+	if (c->progress)
+		c->progress(c->progress_ctx, c->bytes);
+	return 0;
+}
+
 /* Counts buf[0..cut) split into up to `threads` ranges at cuts. */
 static int count_block(struct bpe_counter *c, const char *buf, size_t n, size_t cut)
 {
-	int T = c->threads;
-	if ((size_t)T > cut / c->min_range + 1)
-		T = (int)(cut / c->min_range + 1); /* a few pages are not worth a thread */
+	int T = threads_for(c, cut), nj = 0;
 	struct job jobs[MAX_THREADS];
-	pthread_t tid[MAX_THREADS];
-	bool started[MAX_THREADS] = {false};
 	size_t lo = 0;
-	int nj = 0;
 	for (int k = 1; k <= T; k++) {
 		size_t hi = cut;
 		if (k < T) {
@@ -284,38 +340,14 @@ static int count_block(struct bpe_counter *c, const char *buf, size_t n, size_t 
 			if (!hi)
 				hi = cut;
 		}
-		jobs[nj] = (struct job){c, &c->tabs[nj], buf, lo, hi, NULL};
-		jobs[nj].next = calloc((size_t)c->n_specials + 1, sizeof(size_t));
-		if (!jobs[nj].next)
-			c->tabs[nj].oom = true;
-		nj++;
+		jobs[nj] = job_new(c, nj, buf);
+		jobs[nj].lo = lo;
+		jobs[nj++].hi = hi;
 		lo = hi;
 		if (hi == cut)
 			break;
 	}
-	for (int k = 1; k < nj; k++)
-		started[k] =
-			jobs[k].next && pthread_create(&tid[k], NULL, count_range, &jobs[k]) == 0;
-	if (nj > 0 && jobs[0].next)
-		count_range(&jobs[0]);
-	for (int k = 1; k < nj; k++) {
-		if (started[k])
-			pthread_join(tid[k], NULL);
-		else if (jobs[k].next)
-			count_range(&jobs[k]);
-	}
-	bool oom = false;
-	for (int k = 0; k < nj; k++) {
-		free(jobs[k].next);
-		oom |= c->tabs[k].oom;
-	}
-	c->bytes += cut;
-	if (oom)
-		return err_set("out of memory counting pre-tokens (%zu distinct so far)",
-			       c->tabs[0].n);
-	if (c->progress)
-		c->progress(c->progress_ctx, c->bytes);
-	return 0;
+	return run_jobs(c, jobs, nj, cut);
 }
 
 /* -1 with a message when buf[0..n) is not UTF-8, unless the bad sequence is only
@@ -344,6 +376,30 @@ int bpe_counter_add_text(struct bpe_counter *c, const char *text, size_t len, co
 		pos += cut;
 	}
 	return count_block(c, text + pos, len - pos, len - pos);
+}
+
+int bpe_counter_add_docs(struct bpe_counter *c, const char *buf, const size_t *ends, size_t n,
+			 const char *name)
+{
+	for (size_t d = 0; d < n; d++) { /* each document, as each file, on its own */
+		size_t lo = d ? ends[d - 1] : 0;
+		if (check_utf8(buf + lo, ends[d] - lo, false, name, lo) < 0)
+			return -1;
+	}
+	size_t total = n ? ends[n - 1] : 0, d = 0;
+	int T = threads_for(c, total), nj = 0;
+	struct job jobs[MAX_THREADS];
+	for (int k = 1; k <= T && d < n; k++) { /* runs of whole documents, even in bytes */
+		size_t e = d + 1, target = (size_t)((double)total * k / T);
+		while (e < n && (k == T || ends[e - 1] < target))
+			e++;
+		jobs[nj] = job_new(c, nj, buf);
+		jobs[nj].ends = ends;
+		jobs[nj].d0 = d;
+		jobs[nj++].d1 = e;
+		d = e;
+	}
+	return run_jobs(c, jobs, nj, total);
 }
 
 int bpe_counter_add_file(struct bpe_counter *c, const char *path)

@@ -38,6 +38,11 @@ void bpe_counter_free(struct bpe_counter *c);
 int bpe_counter_add_file(struct bpe_counter *c, const char *path);
 /* The same for text in memory; name is used in messages. */
 int bpe_counter_add_text(struct bpe_counter *c, const char *text, size_t len, const char *name);
+/* Counts n documents lying end to end in buf: document d is buf[ends[d - 1] ..
+ * ends[d]) (from 0 for the first), each its own document as a file is (the records
+ * of a JSON Lines file), the threads taking runs of whole documents. */
+int bpe_counter_add_docs(struct bpe_counter *c, const char *buf, const size_t *ends, size_t n,
+			 const char *name);
 
 /* The distinct pre-tokens and their counts so far, all threads' tables merged.
  * The caller owns *out (bpe_words_free). */

@@ -40,9 +40,10 @@ enum ppl_key {
 
 static const struct cli_opt ppl_opts[] = {
 	{"file", 'f', "FILE",
-	 "the text (UTF-8, one document) or, named *.u32, the\n"
-	 "token ids (little-endian uint32) to score; - reads text\n"
-	 "from stdin"},
+	 "the text (UTF-8, one document), JSON Lines named\n"
+	 "*.jsonl of {\"text\": ...} records (a document each)\n"
+	 "or, named *.u32, the token ids (little-endian uint32)\n"
+	 "to score; - reads text from stdin"},
 	{"stride", OPT_STRIDE, "S", "start a window every S tokens, 1..--ctx (default --ctx)"},
 	{"chunks", OPT_CHUNKS, "N",
 	 "score the first N windows only (llama-perplexity's\n--chunks): a quick estimate on a "
@@ -82,8 +83,9 @@ static const struct cli_command ppl_cmd = {
 		 "the tokens the window before did not reach; the first token of a window is\n"
 		 "never scored (nothing before it predicts it). A text file is one document,\n"
 		 "encoded as plain text (special-token strings in it are text, ill-formed UTF-8\n"
-		 "becomes U+FFFD) with the end-of-text token (<|endoftext|>) appended; a *.u32\n"
-		 "file is used as it is. The logits are those of 'qwenchat logits' (fp32\n"
+		 "becomes U+FFFD) with the end-of-text token (<|endoftext|>) appended; each\n"
+		 "record of a *.jsonl or *.ndjson file is such a document; a *.u32 file is used\n"
+		 "as it is. The logits are those of 'qwenchat logits' (fp32\n"
 		 "activations) with an fp32 KV cache, scored in double.\n",
 	.groups = CLI_MODEL | CLI_ENGINE,
 	.min_ctx = 2, /* a window's first token is never scored */

@@ -104,9 +104,9 @@ static const struct cli_opt train_opts[] = {
 	{"rope-theta", OPT_ROPE_THETA, "X", "from scratch: RoPE's base (default 1000000)"},
 	{"vocab-size", OPT_VOCAB_SIZE, "N", "from scratch without --tokenizer (*.u32 data only)"},
 	{"data", OPT_DATA, "FILE...",
-	 "training data: UTF-8 text files (a document each,\nthe end-of-text token appended) or "
-	 "*.u32 files of\ntoken ids, concatenated in the order given; with\n--sft, "
-	 "conversations (below)"},
+	 "training data: UTF-8 text files (a document each,\nthe end-of-text token appended), "
+	 "*.jsonl of\n{\"text\": ...} records (a document each) or *.u32\nfiles of token ids, "
+	 "concatenated in the order\ngiven; with --sft, conversations (below)"},
 	{"val", OPT_VAL, "FILE...",
 	 "held-out data (same forms), evaluated every\n"
 	 "--eval-every steps and at the end; with --resume,\nadded to a run that had none"},

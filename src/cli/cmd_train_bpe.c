@@ -9,6 +9,7 @@
 #include "src/base/fileio.h"
 #include "src/base/units.h"
 #include "src/train/modeldir.h"
+#include "src/train/tokens.h"
 #include "tokenizer/bpe_count.h"
 #include "tokenizer/bpe_train.h"
 #include "tokenizer/bpe_write.h"
@@ -49,11 +50,12 @@ static const struct cli_command train_cmd = {
 	.name = "train-bpe",
 	.synopsis = "--vocab-size N --out DIR [--chat] [--special TOKEN]... [--threads N] [-q] "
 		    "FILE...",
-	.about = "Trains a byte-level BPE tokenizer on UTF-8 text files: the Qwen2 pre-tokenizer\n"
-		 "splits the text (never across a special token or a file end), then the most\n"
-		 "frequent adjacent pair is merged until the vocabulary is full (ties: the\n"
-		 "greater pair of byte strings). Writes DIR/tokenizer.json (Hugging Face format,\n"
-		 "loadable with -m DIR), DIR/vocab.json and DIR/merges.txt.\n"
+	.about = "Trains a byte-level BPE tokenizer on UTF-8 text files (JSON Lines named\n"
+		 "*.jsonl: each record's \"text\" a document, as train reads them): the Qwen2\n"
+		 "pre-tokenizer splits the text (never across a special token or a document's\n"
+		 "end), then the most frequent adjacent pair is merged until the vocabulary is\n"
+		 "full (ties: the greater pair of byte strings). Writes DIR/tokenizer.json\n"
+		 "(Hugging Face format, loadable with -m DIR), DIR/vocab.json and DIR/merges.txt.\n"
 		 "Ids: 0-255 the bytes, then the merges in order, then the special tokens in the\n"
 		 "order given. The text is counted as it is (no NFC), so tokenizer.json has no\n"
 		 "normalizer.\n",
@@ -380,6 +382,63 @@ static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 	return rc ? rc : cleared;
 }
 
+/* Records of a JSON Lines file gathered end to end, counted a batch at a time. */
+struct docs {
+	struct bpe_counter *c;
+	const char *path;
+	char *buf;
+	size_t len, cap;
+	size_t *ends, n, ncap;
+};
+
+static int docs_flush(struct docs *d)
+{
+	int rc = d->n ? bpe_counter_add_docs(d->c, d->buf, d->ends, d->n, d->path) : 0;
+	d->len = d->n = 0;
+	return rc;
+}
+
+/* A record's text joins the batch; a batch of 16 MiB is counted (in parallel). */
+static int docs_add(void *user, const char *text, size_t len)
+{
+	struct docs *d = user;
+	if (d->len + len > d->cap) {
+		size_t nc = d->cap * 2 > d->len + len ? d->cap * 2 : d->len + len;
+		char *g = realloc(d->buf, nc);
+		if (!g)
+			return err_set("out of memory for %zu bytes of text", nc);
+		d->buf = g;
+		d->cap = nc;
+	}
+	if (d->n == d->ncap) {
+		size_t nc = d->ncap ? 2 * d->ncap : 1024;
+		size_t *g = realloc(d->ends, nc * sizeof *g);
+		if (!g)
+			return err_set("out of memory");
+		d->ends = g;
+		d->ncap = nc;
+	}
+	memcpy(d->buf + d->len, text, len);
+	d->len += len;
+	d->ends[d->n++] = d->len;
+	return d->len >= (16u << 20) ? docs_flush(d) : 0;
+}
+
+/* A file's text: each record of JSON Lines (*.jsonl, *.ndjson) a document of its own
+ * (its "text", as train reads it), any other file one document. */
+static int count_file(struct bpe_counter *c, const char *path)
+{
+	if (!tokens_is_jsonl(path))
+		return bpe_counter_add_file(c, path);
+	struct docs d = {.c = c, .path = path};
+	int rc = tokens_jsonl_each(path, docs_add, &d);
+	if (!rc)
+		rc = docs_flush(&d);
+	free(d.buf);
+	free(d.ends);
+	return rc;
+}
+
 int cmd_train_bpe(int argc, char **argv)
 {
 	struct args a = {0};
@@ -405,7 +464,7 @@ int cmd_train_bpe(int argc, char **argv)
 	if (!c || make_dir(a.out, &made) < 0)
 		goto out;
 	for (int i = first; i < argc; i++)
-		if (bpe_counter_add_file(c, argv[i]) < 0)
+		if (count_file(c, argv[i]) < 0)
 			goto out;
 	if (bpe_counter_words(c, &words) < 0)
 		goto out;

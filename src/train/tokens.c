@@ -1,11 +1,16 @@
 /* tokens.c — a data file's token ids: .u32 files checked id by id, text encoded as one
- * plain-text document with end-of-text appended. */
+ * plain-text document with end-of-text appended, JSON Lines as one such document a
+ * record. */
 #include "src/train/tokens.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonlimit.h"
 #include "src/base/utf8.h"
 #include "tokenizer/tokenizer.h"
 
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +18,13 @@ bool tokens_is_u32(const char *path)
 {
 	size_t n = strlen(path);
 	return n >= 4 && !strcmp(path + n - 4, ".u32");
+}
+
+bool tokens_is_jsonl(const char *path)
+{
+	size_t n = strlen(path);
+	return (n >= 6 && !strcmp(path + n - 6, ".jsonl")) ||
+	       (n >= 7 && !strcmp(path + n - 7, ".ndjson"));
 }
 
 int32_t tokens_eot(const struct tok *tk)
@@ -148,6 +160,124 @@ int tokens_from_text(struct tok *tk, int vocab, const char *text, size_t len, in
 	return 0;
 }
 
+/* A record of JSON Lines (p[0..len), line `line`), parsed: *text is its "text"
+ * string, which lives as long as the record. Its cost to parse is bounded first (a
+ * line of nested brackets is not a reason to run out of memory); the other members,
+ * a dataset's metadata, are parsed and left alone. NULL with err_set naming the line. */
+static json_t *record(const char *p, size_t len, size_t line, const char **text, size_t *tlen)
+{
+	static const struct jlim lim = {.max_depth = 64, .max_values = 1 << 20};
+	if (jlim_check(p, len, &lim, "the record")) {
+		err_prefix("line %zu", line);
+		return NULL;
+	}
+	json_error_t je;
+	json_t *r = json_loadb(p, len, 0, &je), *t = json_object_get(r, "text");
+	if (!r && strstr(je.text, "JSON_ALLOW_NUL")) /* text holds no NUL, as a text file */
+		err_set("line %zu: a NUL character (\\u0000) at column %d", line, je.column);
+	else if (!r)
+		err_set("line %zu: not JSON: %s (column %d)", line, je.text, je.column);
+	else if (!json_is_string(t))
+		err_set("line %zu: %s (a line of a *.jsonl file is a {\"text\": ...} record, one "
+			"document; conversations train with train --sft)",
+			line,
+			!json_is_object(r) ? "not a JSON object"
+			: t                ? "\"text\" is not a string"
+					   : "no \"text\" member");
+	if (!json_is_string(t)) {
+		json_decref(r);
+		return NULL;
+	}
+	*text = json_string_value(t);
+	*tlen = json_string_length(t);
+	return r;
+}
+
+/* The line of JSON Lines at p (m bytes, its newline left off), without the byte-order
+ * mark the first may start with; false when it is blank (a carriage return before the
+ * newline is white space to the parser too). */
+static bool content(const char **p, size_t *m, size_t line)
+{
+	if (line == 1 && *m >= 3 && !memcmp(*p, "\xef\xbb\xbf", 3)) { /* a mark, not text */
+		*p += 3;
+		*m -= 3;
+	}
+	size_t blank = 0;
+	while (blank < *m && ((*p)[blank] == ' ' || (*p)[blank] == '\t' || (*p)[blank] == '\r'))
+		blank++;
+	return blank < *m;
+}
+
+int tokens_from_jsonl(struct tok *tk, int vocab, const char *text, size_t len, int32_t **ids,
+		      size_t *n)
+{
+	int32_t *all = malloc(sizeof *all);
+	size_t count = 0, cap = 1, line = 0;
+	if (!all)
+		return err_set("out of memory");
+	for (size_t pos = 0; pos < len;) {
+		const char *p = text + pos, *nl = memchr(p, '\n', len - pos), *t;
+		size_t m = nl ? (size_t)(nl - p) : len - pos, tl, k;
+		pos += m + (nl ? 1 : 0);
+		if (!content(&p, &m, ++line))
+			continue;
+		int32_t *v = NULL;
+		json_t *r = record(p, m, line, &t, &tl);
+		int rc = r ? tokens_from_text(tk, vocab, t, tl, &v, &k) : -1;
+		if (r && rc)
+			err_prefix("line %zu", line);
+		json_decref(r);
+		if (rc) {
+			free(all);
+			return -1;
+		}
+		if (count + k > cap) {
+			size_t nc = cap * 2 > count + k ? cap * 2 : count + k;
+			int32_t *g = realloc(all, nc * sizeof *g);
+			if (!g) {
+				free(v);
+				free(all);
+				return err_set("line %zu: out of memory for %zu token ids", line,
+					       nc);
+			}
+			all = g;
+			cap = nc;
+		}
+		memcpy(all + count, v, k * sizeof *v);
+		count += k;
+		free(v);
+	}
+	*ids = all;
+	*n = count;
+	return 0;
+}
+
+int tokens_jsonl_each(const char *path, int (*fn)(void *user, const char *text, size_t len),
+		      void *user)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return err_set("%s: %s", path, strerror(errno));
+	char *buf = NULL;
+	size_t cap = 0, line = 0;
+	ssize_t got;
+	int rc = 0;
+	while (!rc && (got = getline(&buf, &cap, f)) >= 0) {
+		const char *p = buf, *t;
+		size_t m = (size_t)got - (got > 0 && buf[got - 1] == '\n'), tl;
+		if (!content(&p, &m, ++line))
+			continue;
+		json_t *r = record(p, m, line, &t, &tl);
+		rc = r ? fn(user, t, tl) : -1;
+		json_decref(r);
+	}
+	if (!rc && ferror(f))
+		rc = err_set("line %zu: %s", line + 1, strerror(errno));
+	free(buf);
+	fclose(f);
+	return rc ? err_prefix("%s", path) : 0;
+}
+
 int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids, size_t *n)
 {
 	*ids = NULL;
@@ -175,7 +305,9 @@ int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids,
 		*n = len / 4;
 		return 0;
 	}
-	int rc = tokens_from_text(tk, vocab, data, len, ids, n);
+	int rc = strcmp(path, "-") && tokens_is_jsonl(path)
+			 ? tokens_from_jsonl(tk, vocab, data, len, ids, n)
+			 : tokens_from_text(tk, vocab, data, len, ids, n);
 	free(data);
 	return rc ? err_prefix("%s", path) : 0;
 }

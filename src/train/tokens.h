@@ -1,6 +1,7 @@
 /* tokens.h — the token ids of a data file, as perplexity and training read them: a
  * UTF-8 text file is one document (encoded as plain text, end-of-text appended), a
- * "*.u32" file is little-endian uint32 ids taken as they are. */
+ * "*.jsonl" or "*.ndjson" file is JSON Lines of {"text": ...} records, a document
+ * each, and a "*.u32" file is little-endian uint32 ids taken as they are. */
 #ifndef QWENCHAT_TOKENS_H
 #define QWENCHAT_TOKENS_H
 
@@ -15,6 +16,9 @@ struct tok;
 
 /* True when path names a token-id file (its name ends in ".u32"). */
 bool tokens_is_u32(const char *path);
+
+/* True when path names JSON Lines of text records (".jsonl" or ".ndjson"). */
+bool tokens_is_jsonl(const char *path);
 
 /* The id that ends a document: <|endoftext|> (Qwen's and GPT-2's separator, which
  * the Qwen3 chat models keep as their pad token), else tokenizer_config.json's
@@ -35,8 +39,24 @@ int tokens_from_u32(const void *data, size_t len, int vocab, int32_t **ids, size
 int tokens_from_text(struct tok *tk, int vocab, const char *text, size_t len, int32_t **ids,
 		     size_t *n);
 
+/* The documents of JSON Lines text (a Hugging Face dataset's Dataset.to_json()): each
+ * non-blank line (a UTF-8 byte-order mark before the first, a carriage return at its
+ * end and blank lines left out) an object whose "text" string is one document,
+ * tokens_from_text of each in turn; the other members are ignored. 0, or -1 with
+ * err_set naming the line that is not such a record. */
+int tokens_from_jsonl(struct tok *tk, int vocab, const char *text, size_t len, int32_t **ids,
+		      size_t *n);
+
+/* Calls fn with the "text" of each record of the JSON Lines file at path, read a line
+ * at a time (memory grows with the longest line, not with the file), until fn
+ * returns non-zero. 0, or -1 with err_set starting with path (and the line). */
+int tokens_jsonl_each(const char *path, int (*fn)(void *user, const char *text, size_t len),
+		      void *user);
+
 /* Reads path ("-": stdin, as text) and gives its ids: tokens_from_u32 when
- * tokens_is_u32(path), else tokens_from_text (tk may be NULL for a .u32 file). 0,
+ * tokens_is_u32(path); when tokens_is_jsonl(path), tokens_from_text of each non-blank
+ * line's "text" (other members ignored; a line that is not such a record is an error
+ * naming it); else tokens_from_text of the file (tk may be NULL for a .u32 file). 0,
  * or -1 with err_set starting with path. */
 int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids, size_t *n);
 

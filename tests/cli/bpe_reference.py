@@ -11,9 +11,11 @@ max over (count, (bytes_a, bytes_b)). Prints the merges in GPT-2 merges.txt form
 against the merges.txt that `qwenchat train-bpe` writes.
 
 usage: bpe_reference.py --vocab-size N [--special TOKEN]... FILE...
+(a FILE named *.jsonl or *.ndjson is JSON Lines: each record's "text" a document)
 """
 import argparse
 import collections
+import json
 import sys
 
 import regex
@@ -48,10 +50,15 @@ def count_pretokens(paths, specials):
     for path in paths:
         with open(path, "rb") as f:
             text = f.read().decode("utf-8")
-        pieces = split.split(text) if split else [text]
-        for piece in pieces:
-            for m in pat.finditer(piece):
-                counts[m.group(0).encode("utf-8")] += 1
+        # JSON Lines: each record's "text" is a document of its own, as a file is
+        docs = [text]
+        if path.endswith((".jsonl", ".ndjson")):
+            docs = [json.loads(l)["text"] for l in text.lstrip("\ufeff").split("\n") if l.strip()]
+        for doc in docs:
+            pieces = split.split(doc) if split else [doc]
+            for piece in pieces:
+                for m in pat.finditer(piece):
+                    counts[m.group(0).encode("utf-8")] += 1
     return counts
 
 

@@ -255,6 +255,36 @@ printf 'ab\357\277\275cd\357\277\275' >"$TMP/fffd.txt"
 a=$($PPL -m "$T" -f "$TMP/bad.txt" --json)
 b=$($PPL -m "$T" -f "$TMP/fffd.txt" --json)
 [ -n "$a" ] && [ "$a" = "$b" ] && pass "ill-formed UTF-8 scores as U+FFFD" || fail "bad UTF-8 $a, U+FFFD $b"
+# JSON Lines (a dataset's to_json()): each record's "text" is a document, as a text
+# file is; other members, blank lines, a byte-order mark and CRLF are left alone
+"$PY" - "$TMP" <<'EOF'
+import json, sys
+d = sys.argv[1]
+texts = ["The quick brown fox.\nA second line", "caf\u00e9 \U0001f980 \\ \"q\""]
+with open(d + "/r.jsonl", "w", encoding="utf-8", newline="") as f:
+    f.write("\ufeff" + json.dumps({"id": 1, "text": texts[0], "meta": {"tags": [1, [2]]}}) + "\r\n")
+    f.write("  \n" + json.dumps({"text": texts[1]}, ensure_ascii=True) + "\n")
+for i, t in enumerate(texts):
+    open("%s/r%d.txt" % (d, i), "w", encoding="utf-8", newline="").write(t)
+EOF
+ids=$( { "$QWENCHAT" tokenize -m "$T" <"$TMP/r0.txt"; echo "$eot";
+	 "$QWENCHAT" tokenize -m "$T" <"$TMP/r1.txt"; echo "$eot"; } | tr '\n' ' ')
+"$PY" -c 'import sys, numpy as np
+np.array([int(x) for x in sys.argv[2].split()], dtype="<u4").tofile(sys.argv[1])' "$TMP/rj.u32" "$ids"
+a=$($PPL -m "$T" -f "$TMP/r.jsonl" --ctx 8 --stride 3 --json)
+b=$($PPL -m "$T" -f "$TMP/rj.u32" --ctx 8 --stride 3 --json)
+[ -n "$a" ] && [ "$a" = "$b" ] && pass "*.jsonl: each record's text + <|endoftext|> ($a)" ||
+	fail "*.jsonl $a, its records' ids $b"
+for bad in '[1]|not a JSON object' '{"txt": "a"}|no "text" member' '{"text": 5}|"text" is not a string' \
+	'{"text": "a\u0000b"}|a NUL character' '{"text": "a"|not JSON' \
+	'{"messages": [{"role": "user", "content": "hi"}]}|no "text" member'; do
+	printf '{"text": "fine"}\n\n%s\n' "${bad%%|*}" >"$TMP/bad.jsonl"
+	expect_exit 1 "*.jsonl: ${bad%%|*}" $PPL -m "$T" -f "$TMP/bad.jsonl"
+	expect_err_has "bad.jsonl: line 3: ${bad#*|}" "*.jsonl: ${bad%%|*}: the file, the line and why"
+done
+grep -qF 'conversations train with train --sft' "$TMP/err" &&
+	pass "*.jsonl of conversations: the error points to --sft" ||
+	fail "*.jsonl of conversations: $(cat "$TMP/err")"
 # --kl-base on text: same tokenizer works; another tokenizer's ids are refused
 expect_exit 0 "--kl-base on text" $PPL -m "$T" -f "$TMP/a.txt" --ctx 16 --json --kl-base "$T2"
 T3=$TMP/other-tokenizer

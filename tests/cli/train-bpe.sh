@@ -51,6 +51,15 @@ uni = ["café", "cafe\u0301", "naïve", "日本語のテキスト", "中文文�
        "مرحبا", "नमस्ते", "ภาษาไทย", "   ", "\n\n\n", "end."]
 open(f"{d}/unicode.txt", "w").write(" ".join(r.choice(uni) for _ in range(1500)))
 open(f"{d}/second.txt", "w").write(prose(500) + " café naïve 日本語")
+# JSON Lines records (a dataset's to_json()): documents that end and start mid-word
+# and mid-special, escaped or not, with other members and blank lines between
+import json
+with open(f"{d}/records.jsonl", "w", encoding="utf-8") as f:
+    f.write("\ufeff")
+    for i in range(400):
+        t = prose(r.randint(0, 30)) + r.choice(["x", "<|endof", "text|>", " ", "日本", "\n"])
+        f.write(json.dumps({"id": i, "text": t, "meta": [i, {"a": None}]},
+                           ensure_ascii=i % 2 == 0) + ("\n\n" if i % 7 == 0 else "\n"))
 EOF
 
 thread_counts="1 2 3"
@@ -87,6 +96,11 @@ check unicode 700 "" "$TMP/unicode.txt"
 check files 700 "<|endoftext|>" "$TMP/prose.txt" "$TMP/second.txt" "$TMP/unicode.txt"
 # more merges asked than pairs exist: training stops early, like the reference
 check exhaust 5000 "" "$TMP/ties.txt"
+check jsonl 600 "<|endoftext|>" "$TMP/records.jsonl" "$TMP/second.txt"
+printf '{"text": "fine"}\n[1]\n' >"$TMP/bad.jsonl"
+expect_exit 1 "a *.jsonl line that is not a record" "$QWENCHAT" train-bpe --vocab-size 300 \
+	--out "$TMP/o" "$TMP/bad.jsonl"
+expect_err_has "bad.jsonl: line 2: not a JSON object" "*.jsonl: names the file and the line"
 bad=$(find "$TMP/out-prose-1" -type f ! -perm 0600)
 [ -z "$bad" ] && pass "the tokenizer's files are private (0600)" || fail "not 0600: $bad"
 (umask 000 && "$QWENCHAT" train-bpe -q --vocab-size 300 --out "$TMP/new/tok" "$TMP/prose.txt") &&

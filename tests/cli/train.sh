@@ -98,6 +98,24 @@ if "$QWENCHAT" train --out "$TMP/stray" --tokenizer "$TMP/tok" $SHAPE --data "$T
 else
 	fail "UTF-8 text with a stray byte: $(tail -n 1 "$TMP/err")"
 fi
+# JSON Lines of {"text"} records: the stream of the same texts as files of their own
+python3 -c 'import json, sys
+with open(sys.argv[1], "w") as f:
+    for t in sys.argv[2:]:
+        f.write(json.dumps({"text": open(t).read(), "source": t}) + "\n")' \
+	"$TMP/ab.jsonl" "$TMP/a.txt" "$TMP/b.txt"
+if "$QWENCHAT" train --out "$TMP/jl" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/ab.jsonl" \
+	--steps 0 $SMALL >/dev/null 2>"$TMP/err" &&
+   "$QWENCHAT" train --out "$TMP/jt" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/a.txt" \
+	"$TMP/b.txt" --steps 0 $SMALL >/dev/null 2>"$TMP/err" &&
+   cmp -s "$TMP/jl/train-state/data.u32" "$TMP/jt/train-state/data.u32"; then
+	pass "--data *.jsonl: each record a document, as the same texts in files"
+else
+	fail "--data *.jsonl: $(tail -n 1 "$TMP/err")"
+fi
+printf '{"text": "a b"}\n{"messages": []}\n' >"$TMP/conv.jsonl"
+usage 1 "--data *.jsonl of conversations" "conv.jsonl: line 2: no \"text\" member" \
+	--out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/conv.jsonl"
 usage 1 "a missing file" "missing.txt" --out "$O" --tokenizer "$TMP/tok" $SHAPE \
 	--data "$TMP/missing.txt"
 usage 1 "a directory as data" "$TMP" --out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP"

@@ -3,9 +3,11 @@
  * even: the rest is a .u32 file for a vocabulary of 1 + (byte >> 1) * 1000 ids;
  * accepted exactly when its size is a multiple of 4 and every id is below it, and then
  * the ids are the file's;
- * odd: the rest is a text for the small tokenizer of tests/unit/tinytok.c; the ids
- * end with <|endoftext|>, hold no other special token, and decode to the text with
- * every ill-formed UTF-8 sequence as U+FFFD. */
+ * odd, bit 1 clear: the rest is a text for the small tokenizer of tests/unit/tinytok.c;
+ * the ids end with <|endoftext|>, hold no other special token, and decode to the text
+ * with every ill-formed UTF-8 sequence as U+FFFD;
+ * odd, bit 1 set: the rest is JSON Lines for that tokenizer; accepted, its ids hold
+ * one <|endoftext|> for each non-blank line (a text is literal: none of its own). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,11 +71,38 @@ static void text(const char *p, size_t n)
 	free(want);
 }
 
+static void jsonl(const char *p, size_t n)
+{
+	if (!tiny && !(tiny = tt_tokenizer(false, NULL)))
+		abort();
+	size_t lines = 0, at = n >= 3 && !memcmp(p, "\xef\xbb\xbf", 3) ? 3 : 0;
+	bool filled = false;
+	for (size_t i = at; i <= n; i++) {
+		if (i == n || p[i] == '\n') {
+			lines += filled;
+			filled = false;
+		} else if (!strchr(" \t\r", p[i]) || !p[i]) {
+			filled = true;
+		}
+	}
+	int32_t *ids;
+	size_t k, eots = 0;
+	if (tokens_from_jsonl(tiny, TT_VOCAB, p, n, &ids, &k))
+		return;
+	for (size_t i = 0; i < k; i++)
+		eots += ids[i] == TT_EOT;
+	if (eots != lines || (k && ids[k - 1] != TT_EOT))
+		abort();
+	free(ids);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	if (data[0] & 1)
+	if ((data[0] & 3) == 3)
+		jsonl((const char *)data + 1, size - 1);
+	else if (data[0] & 1)
 		text((const char *)data + 1, size - 1);
 	else
 		u32(data + 1, size - 1, 1 + (data[0] >> 1) * 1000);

@@ -396,6 +396,58 @@ static void test_count_blocks_and_threads(void **state)
 	free(text);
 }
 
+/* Documents end to end, counted by 3 threads at once, count what each counted on its
+ * own counts: no pre-token or special token spans two of them (a concatenation would
+ * join "x" and "y", and "<|end" and "oftext|>"). */
+static void test_count_docs(void **state)
+{
+	(void)state;
+	static const char *parts[] = {"x", "y", " z", "<|end", "oftext|>", "\n", "  ", "ab", "7"};
+	enum { N = 2000 };
+	size_t ends[N], len = 0;
+	char *buf = malloc(N * 24);
+	uint64_t seed = 11;
+	for (int d = 0; d < N; d++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		for (int k = 0; k < (int)(seed >> 60) % 5 + 1; k++) {
+			const char *p = parts[(seed >> (3 * k + 20)) % 9];
+			memcpy(buf + len, p, strlen(p));
+			len += strlen(p);
+		}
+		ends[d] = len;
+	}
+	const char *specials[] = {"<|endoftext|>"};
+	struct bpe_count_opts one = {.specials = specials, .n_specials = 1, .threads = 1};
+	struct bpe_count_opts many = {
+		.specials = specials, .n_specials = 1, .threads = 3, .min_range_bytes = 64};
+	struct bpe_counter *c1 = bpe_counter_new(&one), *c2 = bpe_counter_new(&many),
+			   *c3 = bpe_counter_new(&one);
+	for (int d = 0; d < N; d++)
+		assert_int_equal(bpe_counter_add_text(c1, buf + (d ? ends[d - 1] : 0),
+						      ends[d] - (d ? ends[d - 1] : 0), "doc"),
+				 0);
+	assert_int_equal(bpe_counter_add_docs(c2, buf, ends, N, "docs"), 0);
+	assert_int_equal(bpe_counter_add_text(c3, buf, len, "all"), 0);
+	struct bpe_words w1, w2;
+	struct bpe_count_stats s1, s2, s3;
+	assert_int_equal(bpe_counter_words(c1, &w1), 0);
+	assert_int_equal(bpe_counter_words(c2, &w2), 0);
+	bpe_counter_stats(c1, &s1);
+	bpe_counter_stats(c2, &s2);
+	bpe_counter_stats(c3, &s3);
+	assert_int_equal(s2.bytes, len);
+	assert_int_equal(s1.pretokens, s2.pretokens);
+	assert_int_equal(s1.specials, s2.specials);
+	assert_same_words(&w1, &w2);
+	assert_true(s3.pretokens < s1.pretokens && s3.specials > s1.specials); /* joins matter */
+	bpe_words_free(&w1);
+	bpe_words_free(&w2);
+	bpe_counter_free(c1);
+	bpe_counter_free(c2);
+	bpe_counter_free(c3);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -405,6 +457,7 @@ int main(void)
 		cmocka_unit_test(test_vocab_too_small),
 		cmocka_unit_test(test_random_against_naive),
 		cmocka_unit_test(test_count_blocks_and_threads),
+		cmocka_unit_test(test_count_docs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
