@@ -22,6 +22,7 @@
 #include "src/hub/loader.h"
 #include "src/train/ppl.h"
 #include "src/train/tokens.h"
+#include "src/train/trainstate.h"
 #include "tokenizer/tokenizer.h"
 
 /* The default window: the model's context, capped where one window's attention
@@ -93,7 +94,9 @@ static const struct cli_command ppl_cmd = {
 	.shared_help = ppl_shared_help,
 	.notes =
 		"--ctx N is the window (default: the model's max_position_embeddings, at most\n"
-		"4096). --kl-base needs the same vocab_size and, for a text file, the same\n"
+		"4096; for a checkpoint of 'qwenchat train', the run's --ctx + 1 with --stride\n"
+		"--ctx, which scores each token as the run's validation did). --kl-base needs the "
+		"same vocab_size and, for a text file, the same\n"
 		"token ids from both tokenizers. KL(P_MODEL || P_MODEL2) = sum_v P(v) (log P(v) -\n"
 		"log Q(v)), P from -m MODEL, Q from MODEL2. --quant applies to MODEL only:\n"
 		"'-m X --quant q4_k_m --kl-base X' measures what quantizing X changes.\n"
@@ -277,6 +280,60 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 
 /* The window and stride from the options and the models' limits; 0, or EXIT_USAGE /
  * EXIT_RUNTIME after printing why. */
+/* The rows of tokens a checkpoint of `qwenchat train` was trained on (the --ctx in its
+ * DIR/train-state/state.json), or 0 for another model (or a state that does not read:
+ * the model loads without it). */
+static int trained_ctx(const char *dir)
+{
+	char *path = fio_join(dir, "train-state/state.json");
+	size_t len = 0;
+	char *text = path && fio_is_file(path) ? fio_read_file(path, 1 << 20, &len) : NULL;
+	struct tstate st;
+	int ctx = 0;
+	if (text && tstate_parse(&st, text, len, path) == 0) {
+		ctx = st.o.ctx;
+		tstate_opts_free(&st.o);
+	}
+	err_clear();
+	free(text);
+	free(path);
+	return ctx;
+}
+
+/* A checkpoint's training --ctx T (the shorter of the two models'): without --ctx, the
+ * windows are the run's validation windows (T + 1 tokens every T score each token with
+ * the positions it was trained at); a longer --ctx is said to reach past them. */
+static void trained_window(const struct cli_common *cli, const struct ppl_args *a,
+			   const struct side *s, int max_pos, int *ctx, int *stride)
+{
+	const struct side *by = NULL;
+	int T = 0;
+	for (int i = 0; i < 2; i++) {
+		int t = s[i].m ? trained_ctx(s[i].dir) : 0;
+		if (t > 0 && (!T || t < T))
+			T = t, by = &s[i];
+	}
+	char msg[600];
+	if (!T)
+		return;
+	if (!(cli->set & CLI_SET_CTX)) {
+		*ctx = T < max_pos ? T + 1 : max_pos;
+		*stride = a->stride ? (int)a->stride : *ctx > 2 ? *ctx - 1 : 1;
+		snprintf(
+			msg, sizeof msg,
+			"%s was trained on rows of %d tokens (its train-state/state.json): windows "
+			"of %d tokens every %d, as its validation loss (--ctx chooses others)",
+			by->name, T, *ctx, *stride);
+		cli_notice(msg);
+	} else if (*ctx > T + 1) {
+		snprintf(msg, sizeof msg,
+			 "--ctx %d reaches past the rows of %d tokens %s was trained on (positions "
+			 "it was never trained at)",
+			 *ctx, T, by->name);
+		cli_notice(msg);
+	}
+}
+
 static int window(const struct cli_common *cli, const struct ppl_args *a, const struct side *s,
 		  int *ctx, int *stride)
 {
@@ -289,6 +346,7 @@ static int window(const struct cli_common *cli, const struct ppl_args *a, const 
 	*ctx = cli->set & CLI_SET_CTX ? cli->ctx
 				      : max_pos < DEFAULT_CTX_MAX ? max_pos : DEFAULT_CTX_MAX;
 	*stride = a->stride ? (int)a->stride : *ctx;
+	trained_window(cli, a, s, max_pos, ctx, stride);
 	if (*stride > *ctx)
 		return cli_usage("perplexity", "--stride %d is more than the window (--ctx %d)",
 				 *stride, *ctx);

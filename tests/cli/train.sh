@@ -350,6 +350,25 @@ for mode in random sequential; do
 	same_run "$mode windows: 2 steps resumed to 4 == 4 steps" "$TMP/all-$mode" "$TMP/part-$mode"
 done
 
+# perplexity of a checkpoint defaults to the run's validation windows (--ctx T + 1
+# every T): on a held-out stream of whole windows it gives the last val_loss
+head -c $((4 * (5 * 16 + 1))) "$TMP/v.u32" >"$TMP/v5.u32"
+if "$QWENCHAT" train --out "$TMP/pv" --vocab-size 1000 $SHAPE --data "$TMP/d.u32" \
+	--val "$TMP/v5.u32" $SMALL --steps 3 2>"$TMP/err" &&
+   "$QWENCHAT" perplexity -m "$TMP/pv" -f "$TMP/v5.u32" --json >"$TMP/pv.json" 2>"$TMP/err" &&
+   grep -q "trained on rows of 16 tokens" "$TMP/err"; then
+	python3 - "$TMP/pv.json" "$TMP/pv/train-log.jsonl" <<'EOF' &&
+import json, sys
+p = json.load(open(sys.argv[1]))
+v = [json.loads(l) for l in open(sys.argv[2]) if "val_loss" in l][-1]
+sys.exit(0 if p["tokens"] == 80 and abs(p["nll"] - v["val_loss"]) <= 1e-5 * v["val_loss"] else 1)
+EOF
+	pass "perplexity of a checkpoint: the run's windows, its last val_loss" ||
+	fail "perplexity of a checkpoint: $(cat "$TMP/pv.json") against $(tail -n 1 "$TMP/pv/train-log.jsonl")"
+else
+	fail "perplexity of a checkpoint: $(tail -n 1 "$TMP/err")"
+fi
+
 # --val may join a resumed run that had none: the same steps as without it, and the
 # evaluations from the checkpoint's step on; another --val than the run's conflicts
 args="--vocab-size 1000 $SHAPE --data $TMP/d.u32 $SMALL --warmup 1 --eval-every 2"
