@@ -387,6 +387,19 @@ else
 fi
 usage 2 "--resume with another --val" "conflicts with the run's $TMP/v.u32" \
 	--resume "$TMP/nv-b" --steps 5 --val "$TMP/d.u32"
+# a resume that adds --val and stops before its checkpoint (here a --val too short)
+# leaves its stream's cache; the next, with another --val, evaluates that one's files
+printf '\001\000\000\000' >"$TMP/short.u32"
+"$QWENCHAT" train --out "$TMP/nv-c" $args --steps 2 2>"$TMP/err" ||
+	fail "--val after a refused one: $(tail -n 2 "$TMP/err")"
+"$QWENCHAT" train --resume "$TMP/nv-c" --steps 4 --val "$TMP/short.u32" 2>"$TMP/err" &&
+	fail "--val of one token accepted"
+if "$QWENCHAT" train --resume "$TMP/nv-c" --steps 4 --val "$TMP/v.u32" 2>"$TMP/err" &&
+   [ "$(grep val_loss "$TMP/nv-c/train-log.jsonl")" = "$(grep val_loss "$TMP/nv-b/train-log.jsonl")" ]; then
+	pass "--val after a refused one: its own files evaluated, not the refused one's cache"
+else
+	fail "--val after a refused one: $(tail -n 2 "$TMP/err"; grep val_loss "$TMP/nv-c/train-log.jsonl")"
+fi
 
 # --cosine-steps left to its default (--steps): a resume to another --steps takes the
 # cosine of a run started with it while the steps taken were all in the warm-up (a run
