@@ -172,7 +172,10 @@ static json_t *record(const char *p, size_t len, size_t line, const char **text,
 		return NULL;
 	}
 	json_error_t je;
-	json_t *r = json_loadb(p, len, 0, &je), *t = json_object_get(r, "text");
+	/* any value, so that a number or a string is named "not a JSON object"; integers
+	 * as reals, so that metadata beyond int64 (a uint64 hash) is not a refusal */
+	json_t *r = json_loadb(p, len, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &je),
+	       *t = json_object_get(r, "text");
 	if (!r && strstr(je.text, "JSON_ALLOW_NUL")) /* text holds no NUL, as a text file */
 		err_set("line %zu: a NUL character (\\u0000) at column %d", line, je.column);
 	else if (!r)

@@ -277,6 +277,7 @@ b=$($PPL -m "$T" -f "$TMP/rj.u32" --ctx 8 --stride 3 --json)
 	fail "*.jsonl $a, its records' ids $b"
 for bad in '[1]|not a JSON object' '{"txt": "a"}|no "text" member' '{"text": 5}|"text" is not a string' \
 	'{"text": "a\u0000b"}|a NUL character' '{"text": "a"|not JSON' \
+	'42|not a JSON object' '"a string"|not a JSON object' 'null|not a JSON object' \
 	'{"messages": [{"role": "user", "content": "hi"}]}|no "text" member'; do
 	printf '{"text": "fine"}\n\n%s\n' "${bad%%|*}" >"$TMP/bad.jsonl"
 	expect_exit 1 "*.jsonl: ${bad%%|*}" $PPL -m "$T" -f "$TMP/bad.jsonl"
@@ -285,6 +286,13 @@ done
 grep -qF 'conversations train with train --sft' "$TMP/err" &&
 	pass "*.jsonl of conversations: the error points to --sft" ||
 	fail "*.jsonl of conversations: $(cat "$TMP/err")"
+# metadata is ignored, whatever JSON number it holds (Python's json writes any int)
+printf '{"text": "fine", "hash": 18446744073709551615, "n": -123456789012345678901234567890}\n' >"$TMP/big.jsonl"
+printf '{"text": "fine"}\n' >"$TMP/small.jsonl"
+a=$($PPL -m "$T" -f "$TMP/big.jsonl" --json 2>"$TMP/err-big") &&
+	[ "$a" = "$($PPL -m "$T" -f "$TMP/small.jsonl" --json)" ] &&
+	pass "*.jsonl: integers beyond int64 in other members are ignored" ||
+	fail "*.jsonl: big integers in metadata: $a $(head -c 200 "$TMP/err-big")"
 # --kl-base on text: same tokenizer works; another tokenizer's ids are refused
 expect_exit 0 "--kl-base on text" $PPL -m "$T" -f "$TMP/a.txt" --ctx 16 --json --kl-base "$T2"
 T3=$TMP/other-tokenizer
