@@ -739,8 +739,13 @@ static int run(struct tstate *st, const char *dir, bool resume, const struct tst
 		return EXIT_RUNTIME;
 	}
 	if (r == LOOP_STOPPED) {
-		fprintf(stderr, "stopped at step %lld: continue with 'qwenchat train --resume %s'\n",
+		/* a --val this resume added is saved with its first checkpoint, which a stop
+		 * before one never wrote: the hint gives it again (again is no conflict) */
+		fprintf(stderr, "stopped at step %lld: continue with 'qwenchat train --resume %s",
 			(long long)st->step, dir);
+		for (int i = 0; resume && asked && i < asked->n_val; i++)
+			fprintf(stderr, "%s%s", i ? " " : " --val ", asked->val[i]);
+		fputs("'\n", stderr);
 		return 128 + train_stop_signal();
 	}
 	return EXIT_OK;

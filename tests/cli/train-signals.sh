@@ -82,6 +82,29 @@ else
 	fail "SIGINT during an evaluation: exit $rc: $(tail -n 2 "$TMP/err-eval")"
 fi
 cp -a "$TMP/sig-eval" "$TMP/sig-eval2"
+# a resume that adds --val and is stopped in its first evaluation (of the checkpoint's
+# step, before any step of its own) saves nothing: the hint gives the --val again
+"$QWENCHAT" train --out "$TMP/sig-addval" --vocab-size 1000 $SHAPE --data "$TMP/d.u32" \
+	--ctx 16 --batch 1 --threads 2 --steps 2 2>"$TMP/err" || fail "a run to add --val to"
+"$QWENCHAT" train --resume "$TMP/sig-addval" --steps 4 --eval-every 2 --val "$TMP/bigv.u32" \
+	2>"$TMP/err-addval" &
+pid=$!
+i=0
+while ! grep -q 'validation tokens' "$TMP/err-addval" 2>/dev/null && [ $i -lt 600 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+sleep 0.5
+kill -INT $pid
+wait $pid
+rc=$?
+if [ "$rc" -eq 130 ] &&
+   grep -qF "continue with 'qwenchat train --resume $TMP/sig-addval --val $TMP/bigv.u32'" \
+	"$TMP/err-addval"; then
+	pass "SIGINT in the first evaluation of a resume that added --val: the hint repeats it"
+else
+	fail "stopped resume that added --val: exit $rc: $(tail -n 2 "$TMP/err-addval")"
+fi
 # the evaluation a stop kept from running is the resumed run's first work (here its only
 # work: it ends at step 1), so that its log is an uninterrupted run's
 "$QWENCHAT" train --resume "$TMP/sig-eval" --steps 1 --eval-tokens 4096 >/dev/null 2>"$TMP/err"
