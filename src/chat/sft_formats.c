@@ -213,6 +213,13 @@ struct chat *sft_chat_from_value(json_t *root, const char *where)
 	bool other =
 		json_is_object(root) && !json_object_get(root, "messages") &&
 		(json_object_get(root, "conversations") || json_object_get(root, "instruction"));
+	if (json_is_object(root) && !other && !json_object_get(root, "messages") &&
+	    json_is_string(json_object_get(root, "text"))) {
+		err_set("%s: a {\"text\": ...} record is text to pretrain on, not a conversation "
+			"(train it without --sft)",
+			where);
+		return NULL;
+	}
 	if (!other) /* OpenAI's, a conversation file, or what chat_from_value explains */
 		return chat_from_value(root, where);
 	json_t *conv = json_object_get(root, "conversations");

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 bool tokens_is_u32(const char *path)
 {
@@ -20,12 +21,13 @@ bool tokens_is_u32(const char *path)
 	return n >= 4 && !strcmp(path + n - 4, ".u32");
 }
 
-bool tokens_is_jsonl(const char *path)
+/* Whether path's name ends in ext, in any case (data.JSONL is JSON Lines too). */
+static bool ends_with(const char *path, const char *ext)
 {
-	size_t n = strlen(path);
-	return (n >= 6 && !strcmp(path + n - 6, ".jsonl")) ||
-	       (n >= 7 && !strcmp(path + n - 7, ".ndjson"));
+	size_t n = strlen(path), e = strlen(ext);
+	return n >= e && !strcasecmp(path + n - e, ext);
 }
+
 
 int32_t tokens_eot(const struct tok *tk)
 {
@@ -211,6 +213,65 @@ static bool content(const char **p, size_t *m, size_t line)
 	return blank < *m;
 }
 
+/* Whether a *.json file is JSON Lines of text records, as Dataset.to_json("x.json")
+ * writes them: its first non-blank line is an object with a "text" string. */
+static bool json_file_is_records(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return false; /* the reader names the error */
+	char *buf = NULL;
+	size_t cap = 0, line = 0;
+	ssize_t got;
+	bool yes = false;
+	while ((got = getline(&buf, &cap, f)) >= 0) {
+		const char *p = buf, *t;
+		size_t m = (size_t)got - (got > 0 && buf[got - 1] == '\n'), tl;
+		if (!content(&p, &m, ++line))
+			continue;
+		json_t *r = record(p, m, line, &t, &tl);
+		yes = r != NULL;
+		json_decref(r);
+		break;
+	}
+	err_clear();
+	free(buf);
+	fclose(f);
+	return yes;
+}
+
+bool tokens_is_jsonl(const char *path)
+{
+	return ends_with(path, ".jsonl") || ends_with(path, ".ndjson") ||
+	       (ends_with(path, ".json") && json_file_is_records(path));
+}
+
+/* Whether JSON text holds conversations, which a text file's reader would take for
+ * their markup: its first value, or the first element of an array, is an object of
+ * "messages", ShareGPT's "conversations", Alpaca's "instruction", or an OpenAI
+ * message (an array of them). Only that value is parsed, within limits. */
+static bool conversations(const char *text, size_t len)
+{
+	static const struct jlim lim = {.max_depth = 64, .max_values = 1 << 20};
+	size_t pos = len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;
+	while (pos < len && strchr(" \t\r\n", text[pos]))
+		pos++;
+	bool array = pos < len && text[pos] == '[';
+	pos += array;
+	size_t n = pos < len ? jlim_value_len(text + pos, len - pos) : 0;
+	if (!n || jlim_check(text + pos, n, &lim, "json")) {
+		err_clear();
+		return false;
+	}
+	json_t *v = json_loadb(text + pos, n, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, NULL);
+	bool yes = json_is_object(v) &&
+		   (json_object_get(v, "messages") || json_object_get(v, "conversations") ||
+		    json_object_get(v, "instruction") ||
+		    (array && json_object_get(v, "role") && json_object_get(v, "content")));
+	json_decref(v);
+	return yes;
+}
+
 int tokens_from_jsonl(struct tok *tk, int vocab, const char *text, size_t len, int32_t **ids,
 		      size_t *n)
 {
@@ -308,9 +369,16 @@ int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids,
 		*n = len / 4;
 		return 0;
 	}
-	int rc = strcmp(path, "-") && tokens_is_jsonl(path)
-			 ? tokens_from_jsonl(tk, vocab, data, len, ids, n)
-			 : tokens_from_text(tk, vocab, data, len, ids, n);
+	bool jsonl = strcmp(path, "-") && tokens_is_jsonl(path);
+	if (!jsonl && ends_with(path, ".json") && conversations(data, len)) {
+		free(data);
+		return err_set("%s: conversations (JSON of messages, ShareGPT or Alpaca records), "
+			       "not text: train them with train --sft (or name the file *.txt to "
+			       "read its JSON as text)",
+			       path);
+	}
+	int rc = jsonl ? tokens_from_jsonl(tk, vocab, data, len, ids, n)
+		       : tokens_from_text(tk, vocab, data, len, ids, n);
 	free(data);
 	return rc ? err_prefix("%s", path) : 0;
 }

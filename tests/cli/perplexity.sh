@@ -275,6 +275,16 @@ a=$($PPL -m "$T" -f "$TMP/r.jsonl" --ctx 8 --stride 3 --json)
 b=$($PPL -m "$T" -f "$TMP/rj.u32" --ctx 8 --stride 3 --json)
 [ -n "$a" ] && [ "$a" = "$b" ] && pass "*.jsonl: each record's text + <|endoftext|> ($a)" ||
 	fail "*.jsonl $a, its records' ids $b"
+# the same records named *.json (as Dataset.to_json("x.json") writes them) or *.JSONL
+cp "$TMP/r.jsonl" "$TMP/r.json" && cp "$TMP/r.jsonl" "$TMP/r.JSONL"
+[ "$($PPL -m "$T" -f "$TMP/r.json" --ctx 8 --stride 3 --json)" = "$b" ] &&
+	[ "$($PPL -m "$T" -f "$TMP/r.JSONL" --ctx 8 --stride 3 --json)" = "$b" ] &&
+	pass "JSON Lines records named *.json or *.JSONL: the same documents" ||
+	fail "JSON Lines named *.json or *.JSONL: not read as records"
+# a *.json of conversations is not text to score (nor to pretrain on)
+printf '[\n  {"instruction": "a", "input": "", "output": "b"}\n]\n' >"$TMP/alpaca.json"
+expect_exit 1 "Alpaca records in a *.json" $PPL -m "$T" -f "$TMP/alpaca.json"
+expect_err_has "alpaca.json: conversations" "Alpaca records: refused as conversations, not text"
 for bad in '[1]|not a JSON object' '{"txt": "a"}|no "text" member' '{"text": 5}|"text" is not a string' \
 	'{"text": "a\u0000b"}|a NUL character' '{"text": "a"|not JSON' \
 	'42|not a JSON object' '"a string"|not a JSON object' 'null|not a JSON object' \

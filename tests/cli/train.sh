@@ -116,6 +116,11 @@ fi
 printf '{"text": "a b"}\n{"messages": []}\n' >"$TMP/conv.jsonl"
 usage 1 "--data *.jsonl of conversations" "conv.jsonl: line 2: no \"text\" member" \
 	--out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/conv.jsonl"
+printf '[{"conversations": [{"from": "human", "value": "hi"}]}]' >"$TMP/sharegpt.json"
+usage 1 "--data *.json of ShareGPT records" "not text: train them with train --sft" \
+	--out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/sharegpt.json"
+usage 1 "--sft on {\"text\"} records" "is text to pretrain on, not a conversation (train it without --sft)" \
+	--out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/ab.jsonl" --sft
 usage 1 "a missing file" "missing.txt" --out "$O" --tokenizer "$TMP/tok" $SHAPE \
 	--data "$TMP/missing.txt"
 usage 1 "a directory as data" "$TMP" --out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP"
