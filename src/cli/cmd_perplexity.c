@@ -159,8 +159,15 @@ static int side_open(struct side *s, const char *model, const char *file, bool t
 /* The token ids of FILE; with a base model and text, both tokenizers must agree. */
 static int read_ids(const char *file, struct side *s, int vocab, int32_t **ids, size_t *n)
 {
-	if (!s[1].t)
-		return tokens_read_file(file, s[0].t, vocab, ids, n);
+	if (!s[1].t) {
+		int rc = tokens_read_file(file, s[0].t, vocab, ids, n);
+		if (!rc && tokens_is_u32(file) && tokens_check_width(*ids, *n)) {
+			free(*ids);
+			*ids = NULL;
+			return err_prefix("%s", file);
+		}
+		return rc;
+	}
 	/* read once: FILE may be a pipe */
 	size_t len;
 	char *text = fio_read_all(file, TOKENS_MAX_FILE, &len);
@@ -169,9 +176,9 @@ static int read_ids(const char *file, struct side *s, int vocab, int32_t **ids, 
 	int32_t *b = NULL;
 	size_t nb = 0;
 	int rc = 0; /* each side's error names its model: either may lack an end-of-text token */
-	if (tokens_from_text(s[0].t, vocab, text, len, ids, n))
+	if (tokens_from_contents(file, s[0].t, vocab, text, len, ids, n))
 		rc = err_prefix("%s: with %s's tokenizer", file, s[0].name);
-	else if (tokens_from_text(s[1].t, vocab, text, len, &b, &nb))
+	else if (tokens_from_contents(file, s[1].t, vocab, text, len, &b, &nb))
 		rc = err_prefix("%s: with --kl-base %s's tokenizer", file, s[1].name);
 	free(text);
 	size_t i = 0;

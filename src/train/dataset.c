@@ -398,6 +398,10 @@ static int encode(struct dset *d, char *const *files, int n, struct tok *tk, int
 		if ((!tokens_is_u32(files[i]) && check_text(files[i])) ||
 		    tokens_read_file(files[i], tk, vocab, &ids, &m))
 			return -1;
+		if (tokens_is_u32(files[i]) && tokens_check_width(ids, m)) {
+			free(ids);
+			return err_prefix("%s", files[i]);
+		}
 		if (!d->ids) { /* the first file's ids become the stream, without a copy */
 			d->ids = ids;
 			d->len = cap = m;

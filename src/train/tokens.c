@@ -342,6 +342,33 @@ int tokens_jsonl_each(const char *path, int (*fn)(void *user, const char *text, 
 	return rc ? err_prefix("%s", path) : 0;
 }
 
+int tokens_check_width(const int32_t *ids, size_t n)
+{
+	if (n < 64)
+		return 0; /* too few to tell */
+	bool low = false;
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		if (ids[i + 1] != 0)
+			return 0;
+		low |= ids[i] != 0;
+	}
+	return low ? err_set("every second id is 0: the ids look like 8-byte integers (int64); "
+			     "write them as 4-byte ones (numpy: ids.astype(\"<u4\").tofile(F))")
+		   : 0;
+}
+
+int tokens_from_contents(const char *path, struct tok *tk, int vocab, const char *data, size_t len,
+			 int32_t **ids, size_t *n)
+{
+	bool jsonl = strcmp(path, "-") && tokens_is_jsonl(path);
+	if (!jsonl && ends_with(path, ".json") && conversations(data, len))
+		return err_set("conversations (JSON of messages, ShareGPT or Alpaca records), not "
+			       "text: train them with train --sft (or name the file *.txt to read "
+			       "its JSON as text)");
+	return jsonl ? tokens_from_jsonl(tk, vocab, data, len, ids, n)
+		     : tokens_from_text(tk, vocab, data, len, ids, n);
+}
+
 int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids, size_t *n)
 {
 	*ids = NULL;
@@ -369,16 +396,7 @@ int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids,
 		*n = len / 4;
 		return 0;
 	}
-	bool jsonl = strcmp(path, "-") && tokens_is_jsonl(path);
-	if (!jsonl && ends_with(path, ".json") && conversations(data, len)) {
-		free(data);
-		return err_set("%s: conversations (JSON of messages, ShareGPT or Alpaca records), "
-			       "not text: train them with train --sft (or name the file *.txt to "
-			       "read its JSON as text)",
-			       path);
-	}
-	int rc = jsonl ? tokens_from_jsonl(tk, vocab, data, len, ids, n)
-		       : tokens_from_text(tk, vocab, data, len, ids, n);
+	int rc = tokens_from_contents(path, tk, vocab, data, len, ids, n);
 	free(data);
 	return rc ? err_prefix("%s", path) : 0;
 }

@@ -53,6 +53,17 @@ int tokens_from_jsonl(struct tok *tk, int vocab, const char *text, size_t len, i
 int tokens_jsonl_each(const char *path, int (*fn)(void *user, const char *text, size_t len),
 		      void *user);
 
+/* 0, or -1 with err_set when ids (n of them, read from a *.u32 file) look like 8-byte
+ * integers read 4 bytes at a time: at least 64 of them, every second one 0 and some
+ * other not (a little-endian int64 id is its value and a 0). */
+int tokens_check_width(const int32_t *ids, size_t n);
+
+/* The ids of a text file's contents data[0..len) as tokens_read_file reads them (path,
+ * "-" for stdin, says which form: JSON Lines, or a *.json of conversations refused).
+ * 0, or -1 with err_set (the caller names the file). */
+int tokens_from_contents(const char *path, struct tok *tk, int vocab, const char *data, size_t len,
+			 int32_t **ids, size_t *n);
+
 /* Reads path ("-": stdin, as text) and gives its ids: tokens_from_u32 when
  * tokens_is_u32(path); when tokens_is_jsonl(path), tokens_from_text of each non-blank
  * line's "text" (other members ignored; a line that is not such a record is an error

@@ -275,6 +275,10 @@ a=$($PPL -m "$T" -f "$TMP/r.jsonl" --ctx 8 --stride 3 --json)
 b=$($PPL -m "$T" -f "$TMP/rj.u32" --ctx 8 --stride 3 --json)
 [ -n "$a" ] && [ "$a" = "$b" ] && pass "*.jsonl: each record's text + <|endoftext|> ($a)" ||
 	fail "*.jsonl $a, its records' ids $b"
+# ... with --kl-base too (each tokenizer reads the records)
+[ "$($PPL -m "$T" -f "$TMP/r.jsonl" --ctx 8 --stride 3 --json --kl-base "$T2" | cut -d, -f1-3)" = \
+  "$(echo "$b" | cut -d, -f1-3)" ] && pass "*.jsonl with --kl-base: the records' documents" ||
+	fail "*.jsonl with --kl-base: $($PPL -m "$T" -f "$TMP/r.jsonl" --ctx 8 --stride 3 --json --kl-base "$T2" 2>&1)"
 # the same records named *.json (as Dataset.to_json("x.json") writes them) or *.JSONL
 cp "$TMP/r.jsonl" "$TMP/r.json" && cp "$TMP/r.jsonl" "$TMP/r.JSONL"
 [ "$($PPL -m "$T" -f "$TMP/r.json" --ctx 8 --stride 3 --json)" = "$b" ] &&
@@ -318,6 +322,12 @@ expect_exit 1 "--kl-base with another tokenizer" $PPL -m "$T" -f "$TMP/a.txt" --
 expect_err_has "different ids" "another tokenizer: the error says the ids differ"
 
 # --- errors ----------------------------------------------------------------------------------
+# int64 ids written to a *.u32 file: every second 4-byte value is 0
+"$PY" -c 'import numpy as np, sys; np.arange(1, 101, dtype="<i8").tofile(sys.argv[1])' "$TMP/i64.u32"
+expect_exit 1 "int64 ids in a *.u32 file" $PPL -m "$A" -f "$TMP/i64.u32"
+expect_err_has "i64.u32: every second id is 0: the ids look like 8-byte integers" \
+	"int64 ids: refused, saying why"
+
 expect_exit 0 "--help" $PPL --help
 grep -q 'KL(P_MODEL || P_MODEL2)' "$TMP/out" && pass "--help gives the KL direction" ||
 	fail "--help lacks the KL direction"

@@ -126,6 +126,10 @@ usage 1 "a missing file" "missing.txt" --out "$O" --tokenizer "$TMP/tok" $SHAPE 
 usage 1 "a directory as data" "$TMP" --out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP"
 usage 1 "an id past the vocabulary" "bad-id.u32" --out "$O" $SHAPE --vocab-size 1000 \
 	--data "$TMP/bad-id.u32"
+python3 -c 'import array, sys
+sys.stdout.buffer.write(array.array("q", range(1, 101)).tobytes())' >"$TMP/i64.u32"
+usage 1 "int64 ids in a *.u32 file" "i64.u32: every second id is 0" --out "$O" $SHAPE \
+	--vocab-size 1000 --data "$TMP/i64.u32"
 usage 1 "text without a tokenizer" "the model has no tokenizer" --out "$O" $SHAPE \
 	--vocab-size 1000 --data "$TMP/a.txt"
 usage 1 "a model that does not fit in memory" "the memory plan needs" --out "$O" \
