@@ -36,7 +36,8 @@ enum ppl_key {
 	OPT_JSON,
 	OPT_KV_F32,
 	OPT_KV_BF16,
-	OPT_FAST
+	OPT_FAST,
+	OPT_NO_EOT
 };
 
 static const struct cli_opt ppl_opts[] = {
@@ -54,6 +55,9 @@ static const struct cli_opt ppl_opts[] = {
 	 "KL(P_MODEL || P_MODEL2) over the scored positions and\n"
 	 "the fraction where both argmaxes agree (top1)"},
 	{"json", OPT_JSON, NULL, "one JSON object instead of the table"},
+	{"no-eot", OPT_NO_EOT, NULL,
+	 "a text's documents without the end-of-text token\nafter each (as Hugging Face's guide "
+	 "and\nllama-perplexity score a text)"},
 	{"kv-f32", OPT_KV_F32, NULL, "fp32 KV cache (the default here)"},
 	{"kv-bf16", OPT_KV_BF16, NULL,
 	 "bf16 KV cache, as the chat keeps it: what that\nrounding costs"},
@@ -107,7 +111,7 @@ struct ppl_args {
 	const char *file, *kl_base;
 	long stride; /* 0: --ctx */
 	long chunks; /* 0: every window */
-	bool json, kv_f32, fast;
+	bool json, kv_f32, fast, no_eot;
 };
 
 static int ppl_opt(void *user, int key, const char *arg)
@@ -122,6 +126,7 @@ static int ppl_opt(void *user, int key, const char *arg)
 	case OPT_KV_F32: a->kv_f32 = true; return 0;
 	case OPT_KV_BF16: a->kv_f32 = false; return 0;
 	case OPT_FAST: a->fast = true; return 0;
+	case OPT_NO_EOT: a->no_eot = true; return 0;
 	}
 	return cli_unhandled(&ppl_cmd, key);
 }
@@ -254,6 +259,7 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 		json_number("ppl", ppl);
 		json_number("nll_stderr", se);
 		json_number("ppl_stderr", ppl * se);
+		printf(", \"ctx\": %d, \"stride\": %d, \"windows\": %zu", ctx, stride, r->windows);
 		if (a->kl_base) {
 			json_number("kl", kl);
 			json_number("top1", top1);
@@ -411,9 +417,20 @@ static int setup(const struct cli_common *cli, const struct ppl_args *a, struct 
 		return r;
 	if (read_ids(a->file, s, vocab, ids, n))
 		return cli_error("%s", err_msg()), EXIT_RUNTIME;
+	if (text && a->no_eot) { /* a text's own tokens are never one: its specials are text */
+		int32_t eot = tokens_eot(s[0].t);
+		size_t k = 0;
+		for (size_t i = 0; i < *n; i++)
+			if ((*ids)[i] != eot)
+				(*ids)[k++] = (*ids)[i];
+		*n = k;
+	}
 	if (*n < 2) {
+		bool bare = text && a->no_eot; /* the text's own tokens only */
 		cli_error("%s: %s: perplexity needs at least 2 tokens", a->file,
-			  !*n    ? "the file is empty"
+			  !*n && !bare ? "the file is empty"
+			  : !*n        ? "the text has no token"
+			  : bare       ? "the text is one token"
 			  : text ? "the text is empty (its one token is the end-of-text token)"
 				 : "one token id");
 		return EXIT_RUNTIME;

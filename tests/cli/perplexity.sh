@@ -46,6 +46,8 @@ close() {
 import json, math, sys
 o, r, tol = json.loads(sys.argv[1]), json.loads(sys.argv[2]), float(sys.argv[3])
 se = {k for k in o if k.endswith("_stderr")}  # checked apart, against --se
+for k in ("ctx", "stride", "windows"):  # the run's, which the reference does not say
+    o.pop(k)
 want = {"nll_stderr", "ppl_stderr"} | ({"kl_stderr", "top1_stderr"} if "kl" in r else set())
 bad = [] if o["tokens"] == r["tokens"] and set(o) - se == set(r) and se == want else ["tokens or keys"]
 if abs(o["ppl"] - math.exp(o["nll"])) > 1e-12 * o["ppl"]:
@@ -80,6 +82,12 @@ check "tied, ctx 256 stride 256 (a short last window)" "$A" 256 256 --kv-f32
 check "untied, ctx 64 stride 64, fp32 KV" "$B" 64 64 --kv-f32
 check "untied, ctx 100 stride 30, fp32 KV" "$B" 100 30 --kv-f32
 check "tied, ctx 64 stride 16, fp32 KV (the default)" "$A" 64 16
+# --json says the windows it ran: 301 tokens in windows of 64 every 16 end with the one
+# that starts at 240 (16 windows, as the loop of the guide counts them)
+case $($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 16 --json) in
+*'"ctx": 64, "stride": 16, "windows": 16}') pass "--json: ctx, stride and windows" ;;
+*) fail "--json: ctx, stride, windows: $($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 16 --json)" ;;
+esac
 # --chunks 3: the first three windows, those of the first (3 - 1) 16 + 64 tokens
 "$PY" -c 'import numpy as np, sys
 np.fromfile(sys.argv[1], "<u4")[:96].tofile(sys.argv[2])' "$TMP/r.u32" "$TMP/r96.u32"
@@ -234,6 +242,14 @@ t=$($PPL -m "$T" -f "$TMP/a.txt" --ctx 16 --stride 5 --json)
 u=$($PPL -m "$T" -f "$TMP/a.u32" --ctx 16 --stride 5 --json)
 [ -n "$t" ] && [ "$t" = "$u" ] && pass "text = tokenize's ids + <|endoftext|> ($eot): $t" ||
 	fail "text $t, its ids $u"
+# --no-eot: the text's own tokens, without the end-of-text token after it
+"$PY" -c 'import sys, numpy as np
+np.array([int(x) for x in sys.argv[2].split()], dtype="<u4").tofile(sys.argv[1])' \
+	"$TMP/a-bare.u32" "$ids"
+x=$($PPL -m "$T" -f "$TMP/a.txt" --ctx 16 --stride 5 --json --no-eot)
+y=$($PPL -m "$T" -f "$TMP/a-bare.u32" --ctx 16 --stride 5 --json)
+[ -n "$x" ] && [ "$x" = "$y" ] && pass "--no-eot: the text's tokens alone ($x)" ||
+	fail "--no-eot: text $x, its ids without end-of-text $y"
 ref=$("$PY" "$REF" "$T" "$TMP/a.u32" 16 5)
 msg=$(close "" "$u" "$ref") && pass "the real-vocabulary model against the reference: $msg" ||
 	fail "real vocabulary: $msg ($u against $ref)"
@@ -412,7 +428,9 @@ done
 	fail "mkmodel long"
 "$PY" -c 'import numpy as np, sys
 np.fromfile(sys.argv[1], "<u4")[:40].tofile(sys.argv[2])' "$TMP/r.u32" "$TMP/r40.u32"
-want=$($PPL -m "$TMP/long" -f "$TMP/r40.u32" --ctx 40 --json 2>"$TMP/err")
+# (the same scores; the JSON's "ctx" and "stride" are the ones given)
+want=$($PPL -m "$TMP/long" -f "$TMP/r40.u32" --ctx 40 --json 2>"$TMP/err" |
+	sed 's/"ctx": 40, "stride": 40/"ctx": 16777216, "stride": 16777216/')
 got=$($PPL -m "$TMP/long" -f "$TMP/r40.u32" --ctx 16777216 --json 2>>"$TMP/err")
 [ -n "$want" ] && [ "$got" = "$want" ] && pass "--ctx beyond the file: the file's one window" ||
 	fail "--ctx 16777216 on 40 tokens: '$got', want '$want': $(head -c 300 "$TMP/err")"
