@@ -310,6 +310,21 @@ int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache,
 	return rc;
 }
 
+const char *dset_changed(const char *cache, char *const *files, int n)
+{
+	json_t *old = cache_meta(cache), *src = json_object_get(old, "sources");
+	const char *which = NULL;
+	for (int i = 0; src && !which && i < n; i++) {
+		json_t *now = describe(&files[i], 1); /* NULL: the file is gone */
+		if (!now || !json_equal(json_array_get(now, 0), json_array_get(src, (size_t)i)))
+			which = files[i];
+		json_decref(now);
+	}
+	err_clear();
+	json_decref(old);
+	return which;
+}
+
 /* Writes the cache: the JSON removed first and written last, so that it never
  * describes a stream file that is not whole. */
 static int write_cache(const struct dset *d, json_t *meta, const char *cache)

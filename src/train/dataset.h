@@ -88,6 +88,11 @@ int dset_load_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd
  * files changed or are gone); its JSON must say `vocab` and, when sft_ctx > 0, that it
  * holds conversations cut for --ctx sft_ctx (0: a plain stream), and its stream must
  * be want's (NULL: any). 0 or -1 (err_set). */
+/* The first of files[0..n) that is not as the cache at `cache` (its path without
+ * extension) describes it (size, times, inode; gone), or NULL: all as they were, or
+ * a cache that does not describe its files. */
+const char *dset_changed(const char *cache, char *const *files, int n);
+
 int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache,
 		    const struct dset_want *want);
 

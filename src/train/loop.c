@@ -97,6 +97,12 @@ static int load_stream(struct run *u, struct dset *d, char *const *files, int n,
 	 * they make the stream it trained on (want) */
 	if (resume)
 		rc = dset_load_cache(d, vocab, o->sft ? T : 0, path, want);
+	const char *changed = !rc ? dset_changed(path, files, n) : NULL;
+	if (changed)
+		notice(u,
+		       "%s changed since the run read it: it goes on with the stream it started "
+		       "with (train-state/%s.u32); a new run reads the file as it is",
+		       changed, cache);
 	if (rc && check_files(files, n, flag) == 0)
 		rc = o->sft ? dset_load_sft(d, files, n, u->m->read_convs, u->m->read_convs_user,
 					    u->m->tok_hash, vocab, T, path, want)

@@ -378,6 +378,16 @@ else
 	fail "perplexity of a checkpoint: $(tail -n 1 "$TMP/err")"
 fi
 
+# a data file changed since the run read it: the resume says so and trains on its cache
+cp "$TMP/d.u32" "$TMP/grown.u32"
+"$QWENCHAT" train --out "$TMP/grown" --vocab-size 1000 $SHAPE --data "$TMP/grown.u32" $SMALL \
+	--steps 1 2>"$TMP/err" && cat "$TMP/d.u32" >>"$TMP/grown.u32" &&
+"$QWENCHAT" train --resume "$TMP/grown" --steps 2 2>"$TMP/err" &&
+	grep -q "grown.u32 changed since the run read it: it goes on with the stream" "$TMP/err" &&
+	cmp -s "$TMP/d.u32" "$TMP/grown/train-state/data.u32" &&
+	pass "a data file changed before a resume: said, the run's stream kept" ||
+	fail "a data file changed before a resume: $(tail -n 3 "$TMP/err")"
+
 # --val may join a resumed run that had none: the same steps as without it, and the
 # evaluations from the checkpoint's step on; another --val than the run's conflicts
 args="--vocab-size 1000 $SHAPE --data $TMP/d.u32 $SMALL --warmup 1 --eval-every 2"
