@@ -374,7 +374,7 @@ static void on_step(void *user, const struct loop_status *s)
 	if (r->mode == LIVE_LINE)
 		fputs("\r\033[K", stderr);
 	fprintf(stderr,
-		"step %lld/%lld  loss %.4f%s  lr %.3e  norm %.3f  %.0f tok/s  %.1f%% of peak  "
+		"step %lld/%lld  loss %.4f%s  lr %.3e  norm %.3f  %.0f tok/s  %.1f%% of matmul peak  "
 		"ETA %s",
 		(long long)s->step, (long long)s->steps, s->loss, val, s->lr, s->grad_norm,
 		s->tokens_per_second, 100 * s->peak_share, eta);

@@ -227,7 +227,7 @@ static void rate_lines(struct view *v, const struct panel *p)
 	snprintf(f[n++], sizeof f[0], "ETA %s", units_duration(s->eta_seconds, t, sizeof t));
 	snprintf(f[n++], sizeof f[0], "%.0f tok/s", s->tokens_per_second);
 	if (s->peak_share > 0)
-		snprintf(f[n++], sizeof f[0], "%.1f%% of peak", 100 * s->peak_share);
+		snprintf(f[n++], sizeof f[0], "%.1f%% of matmul peak", 100 * s->peak_share);
 	snprintf(f[n++], sizeof f[0], "grad norm %.3f", s->grad_norm);
 	flow(v, f, n, 2);
 }
