@@ -37,7 +37,8 @@ int32_t tokens_eot(const struct tok *tk)
 	const char *eos = tok_eos_token(tk);
 	if (eos && (id = tok_id(tk, eos)) >= 0)
 		return id;
-	return err_set("the tokenizer has no end-of-text token (no <|endoftext|>%s%s%s)",
+	return err_set("the tokenizer has no end-of-text token (no <|endoftext|>%s%s%s; "
+		       "train-bpe --chat or --special '<|endoftext|>' makes one with it)",
 		       eos ? ", and its eos_token \"" : ", no eos_token", eos ? eos : "",
 		       eos ? "\" is not one of its tokens" : "");
 }
