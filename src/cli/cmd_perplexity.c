@@ -37,7 +37,8 @@ enum ppl_key {
 	OPT_KV_F32,
 	OPT_KV_BF16,
 	OPT_FAST,
-	OPT_NO_EOT
+	OPT_NO_EOT,
+	OPT_LLAMA_CHUNKS
 };
 
 static const struct cli_opt ppl_opts[] = {
@@ -55,6 +56,9 @@ static const struct cli_opt ppl_opts[] = {
 	 "KL(P_MODEL || P_MODEL2) over the scored positions and\n"
 	 "the fraction where both argmaxes agree (top1)"},
 	{"json", OPT_JSON, NULL, "one JSON object instead of the table"},
+	{"llama-chunks", OPT_LLAMA_CHUNKS, NULL,
+	 "score as llama-perplexity does: whole chunks of\n--ctx tokens, the second half of each "
+	 "scored (the\nfirst is context), no end-of-text token"},
 	{"no-eot", OPT_NO_EOT, NULL,
 	 "a text's documents without the end-of-text token\nafter each (as Hugging Face's guide "
 	 "and\nllama-perplexity score a text)"},
@@ -111,7 +115,7 @@ struct ppl_args {
 	const char *file, *kl_base;
 	long stride; /* 0: --ctx */
 	long chunks; /* 0: every window */
-	bool json, kv_f32, fast, no_eot;
+	bool json, kv_f32, fast, no_eot, llama;
 };
 
 static int ppl_opt(void *user, int key, const char *arg)
@@ -127,6 +131,7 @@ static int ppl_opt(void *user, int key, const char *arg)
 	case OPT_KV_BF16: a->kv_f32 = false; return 0;
 	case OPT_FAST: a->fast = true; return 0;
 	case OPT_NO_EOT: a->no_eot = true; return 0;
+	case OPT_LLAMA_CHUNKS: a->llama = a->no_eot = true; return 0;
 	}
 	return cli_unhandled(&ppl_cmd, key);
 }
@@ -259,7 +264,8 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 		json_number("ppl", ppl);
 		json_number("nll_stderr", se);
 		json_number("ppl_stderr", ppl * se);
-		printf(", \"ctx\": %d, \"stride\": %d, \"windows\": %zu", ctx, stride, r->windows);
+		printf(", \"ctx\": %d, \"stride\": %d, \"windows\": %zu, \"loop\": \"%s\"", ctx,
+		       stride, r->windows, a->llama ? "llama-chunks" : "sliding");
 		if (a->kl_base) {
 			json_number("kl", kl);
 			json_number("top1", top1);
@@ -269,8 +275,15 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 		printf("}\n");
 		return;
 	}
-	printf("file        %s: %zu token%s, %zu window%s of at most %d, stride %d\n", a->file,
-	       n_all, n_all == 1 ? "" : "s", r->windows, r->windows == 1 ? "" : "s", ctx, stride);
+	if (a->llama)
+		printf("file        %s: %zu token%s, %zu whole chunk%s of %d, the last %d of each "
+		       "scored (llama-perplexity's loop)\n",
+		       a->file, n_all, n_all == 1 ? "" : "s", r->windows,
+		       r->windows == 1 ? "" : "s", ctx, ctx - 1 - ctx / 2);
+	else
+		printf("file        %s: %zu token%s, %zu window%s of at most %d, stride %d\n",
+		       a->file, n_all, n_all == 1 ? "" : "s", r->windows,
+		       r->windows == 1 ? "" : "s", ctx, stride);
 	if (n < n_all)
 		printf("chunks      the first %zu windows only: tokens 1 to %zu\n", r->windows, n);
 	printf("tokens      %zu scored\n", r->tokens);
@@ -331,12 +344,12 @@ static void trained_window(const struct cli_common *cli, const struct ppl_args *
 		return;
 	if (!(cli->set & CLI_SET_CTX)) {
 		*ctx = T < max_pos ? T + 1 : max_pos;
-		*stride = a->stride ? (int)a->stride : *ctx > 2 ? *ctx - 1 : 1;
+		*stride = a->llama ? *ctx : a->stride ? (int)a->stride : *ctx > 2 ? *ctx - 1 : 1;
 		snprintf(
 			msg, sizeof msg,
 			"%s was trained on rows of %d tokens (its train-state/state.json): windows "
-			"of %d tokens every %d, as its validation loss (--ctx chooses others)",
-			by->name, T, *ctx, *stride);
+			"of %d tokens every %d%s (--ctx chooses others)",
+			by->name, T, *ctx, *stride, a->llama ? "" : ", as its validation loss");
 		cli_notice(msg);
 	} else if (*ctx > T + 1) {
 		snprintf(msg, sizeof msg,
@@ -358,8 +371,13 @@ static int window(const struct cli_common *cli, const struct ppl_args *a, const 
 	int max_pos = eng_model_config(lim->m)->max_position_embeddings;
 	*ctx = cli->set & CLI_SET_CTX ? cli->ctx
 				      : max_pos < DEFAULT_CTX_MAX ? max_pos : DEFAULT_CTX_MAX;
+	if (a->llama && a->stride)
+		return cli_usage("perplexity", "--stride with --llama-chunks: its chunks do not "
+					       "overlap");
 	*stride = a->stride ? (int)a->stride : *ctx;
 	trained_window(cli, a, s, max_pos, ctx, stride);
+	if (a->llama)
+		*stride = *ctx;
 	if (*stride > *ctx)
 		return cli_usage("perplexity", "--stride %d is more than the window (--ctx %d)",
 				 *stride, *ctx);
@@ -491,6 +509,7 @@ int cmd_perplexity(int argc, char **argv)
 		struct ppl_options po = {.vocab = eng_model_config(s[0].m)->vocab_size,
 					 .ctx = ctx,
 					 .stride = stride,
+					 .chunks = a.llama,
 					 .threads = eo.threads ? eo.threads : proc_online_cpus(),
 					 .names = {s[0].name, s[1].name},
 					 .progress = on_progress,

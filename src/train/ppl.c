@@ -92,13 +92,31 @@ static bool next_window(size_t n, size_t ctx, size_t begin, size_t *prev_end,
 	return true;
 }
 
-size_t ppl_count(size_t n, int ctx, int stride)
+/* llama-perplexity's chunk at begin: ids[begin, begin + ctx) when it is whole, its
+ * labels scored from position ctx/2 + 1 on (the logits of positions ctx/2 .. ctx - 2,
+ * each with ctx/2 tokens of context or more); false after the last whole one. */
+static bool next_chunk(size_t n, size_t ctx, size_t begin, struct window *w)
+{
+	if (begin + ctx > n)
+		return false;
+	*w = (struct window){begin, begin + ctx, ctx / 2 + 1};
+	return true;
+}
+
+/* The window at begin in either loop (chunks: a stride of ctx). */
+static bool window_at(size_t n, size_t ctx, bool chunks, size_t begin, size_t *prev_end,
+		      struct window *w)
+{
+	return chunks ? next_chunk(n, ctx, begin, w) : next_window(n, ctx, begin, prev_end, w);
+}
+
+size_t ppl_count(size_t n, int ctx, int stride, bool chunks)
 {
 	size_t total = 0, prev_end = 0;
 	struct window w;
-	if (ctx < 1 || stride < 1 || stride > ctx)
+	if (ctx < 1 || stride < 1 || stride > ctx || (chunks && stride != ctx))
 		return 0;
-	for (size_t b = 0; next_window(n, (size_t)ctx, b, &prev_end, &w); b += (size_t)stride)
+	for (size_t b = 0; window_at(n, (size_t)ctx, chunks, b, &prev_end, &w); b += (size_t)stride)
 		total += w.end - w.begin > w.first ? w.end - w.begin - w.first : 0;
 	return total;
 }
@@ -204,7 +222,8 @@ int ppl_run(struct eng *e, struct eng *base, const int32_t *ids, size_t n,
 	    const struct ppl_options *o, struct ppl_result *r)
 {
 	*r = (struct ppl_result){0};
-	if (o->vocab < 1 || o->ctx < 2 || o->stride < 1 || o->stride > o->ctx || o->slice < 0)
+	if (o->vocab < 1 || o->ctx < 2 || o->stride < 1 || o->stride > o->ctx || o->slice < 0 ||
+	    (o->chunks && o->stride != o->ctx))
 		return err_set("perplexity: bad options (vocab %d, ctx %d, stride %d, slice %d)",
 			       o->vocab, o->ctx, o->stride, o->slice);
 	for (size_t i = 0; i < n; i++)
@@ -216,7 +235,10 @@ int ppl_run(struct eng *e, struct eng *base, const int32_t *ids, size_t n,
 		so.slice = PPL_DEFAULT_SLICE;
 	if (so.slice > so.ctx)
 		so.slice = so.ctx;
-	struct run u = {.e = {e, base}, .o = &so, .r = r, .total = ppl_count(n, o->ctx, o->stride)};
+	struct run u = {.e = {e, base},
+			.o = &so,
+			.r = r,
+			.total = ppl_count(n, o->ctx, o->stride, o->chunks)};
 	u.threads = o->threads < 1 ? 1 : o->threads > MAX_THREADS ? MAX_THREADS : o->threads;
 	size_t V = (size_t)o->vocab, rows = (size_t)so.slice;
 	int rc = -1;
@@ -228,7 +250,8 @@ int ppl_run(struct eng *e, struct eng *base, const int32_t *ids, size_t n,
 		goto oom;
 	struct window w;
 	size_t prev_end = 0;
-	for (size_t b = 0; next_window(n, (size_t)o->ctx, b, &prev_end, &w); b += (size_t)o->stride)
+	for (size_t b = 0; window_at(n, (size_t)o->ctx, o->chunks, b, &prev_end, &w);
+	     b += (size_t)o->stride)
 		if (w.end - w.begin > w.first && run_window(&u, ids, &w))
 			goto out;
 	rc = 0;

@@ -21,6 +21,9 @@ struct ppl_options {
 	int ctx;    /* N: tokens per window (>= 2) */
 	int stride; /* S: 1..ctx, how far each window starts after the last */
 	int slice;  /* positions run per forward with every row of logits; 0: the default */
+	/* llama-perplexity's loop instead: whole chunks of ctx tokens (stride = ctx), each
+	 * scoring its labels after position ctx/2 (ppl_count's chunks) */
+	bool chunks;
 	int threads; /* threads that score the rows (< 1: one) */
 	const char *names[2]; /* the two models, naming the one whose forward fails (or NULL) */
 	/* Called after each slice (may be NULL): positions scored so far, and in all. */
@@ -42,8 +45,10 @@ struct ppl_result {
  * N, n), the window is ids[begin:end), its targets the last end - prev_end of them
  * but never its first (nothing predicts it); prev_end = end; it stops after the window
  * that reaches n. The positions scored in all (n - 1 when S < N; n minus the number
- * of windows when S = N). */
-size_t ppl_count(size_t n, int ctx, int stride);
+ * of windows when S = N). With chunks (S = N), llama-perplexity's loop: the whole
+ * chunks ids[kN, (k+1)N) only, each scoring its labels at positions N/2 + 1 .. N - 1
+ * (N - 1 - N/2 of them, each with N/2 tokens of context or more). 0 for bad options. */
+size_t ppl_count(size_t n, int ctx, int stride, bool chunks);
 
 /* Runs the loop: each window from an empty cache at positions 0.., the forward in
  * slices of o->slice positions continuing the cache, each slice's logits scored

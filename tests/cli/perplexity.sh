@@ -46,7 +46,7 @@ close() {
 import json, math, sys
 o, r, tol = json.loads(sys.argv[1]), json.loads(sys.argv[2]), float(sys.argv[3])
 se = {k for k in o if k.endswith("_stderr")}  # checked apart, against --se
-for k in ("ctx", "stride", "windows"):  # the run's, which the reference does not say
+for k in ("ctx", "stride", "windows", "loop"):  # the run's, which the reference does not say
     o.pop(k)
 want = {"nll_stderr", "ppl_stderr"} | ({"kl_stderr", "top1_stderr"} if "kl" in r else set())
 bad = [] if o["tokens"] == r["tokens"] and set(o) - se == set(r) and se == want else ["tokens or keys"]
@@ -81,11 +81,23 @@ check "tied, ctx 2 stride 1 (a label per window)" "$A" 2 1 --kv-f32
 check "tied, ctx 256 stride 256 (a short last window)" "$A" 256 256 --kv-f32
 check "untied, ctx 64 stride 64, fp32 KV" "$B" 64 64 --kv-f32
 check "untied, ctx 100 stride 30, fp32 KV" "$B" 100 30 --kv-f32
+# --llama-chunks: llama-perplexity's loop (whole chunks, the second half scored), against
+# the reference's --llama, written from llama.cpp's tools/perplexity; with --kl-base too
+for c in 20 21; do
+	ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx $c --llama-chunks --kl-base "$A2" --json 2>"$TMP/err")
+	ref=$("$PY" "$REF" "$A" "$TMP/r.u32" $c 0 --llama --kl-base "$A2")
+	if msg=$(close "" "$ours" "$ref"); then
+		pass "--llama-chunks --ctx $c: $(echo "$ours" | grep -o '"tokens": [0-9]*') scored: $msg"
+	else
+		fail "--llama-chunks --ctx $c: $msg; ours $ours $(head -c 200 "$TMP/err"), reference $ref"
+	fi
+done
+expect_exit 2 "--stride with --llama-chunks" $PPL -m "$A" -f "$TMP/r.u32" --llama-chunks --stride 4
 check "tied, ctx 64 stride 16, fp32 KV (the default)" "$A" 64 16
 # --json says the windows it ran: 301 tokens in windows of 64 every 16 end with the one
 # that starts at 240 (16 windows, as the loop of the guide counts them)
 case $($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 16 --json) in
-*'"ctx": 64, "stride": 16, "windows": 16}') pass "--json: ctx, stride and windows" ;;
+*'"ctx": 64, "stride": 16, "windows": 16, "loop": "sliding"}') pass "--json: ctx, stride and windows" ;;
 *) fail "--json: ctx, stride, windows: $($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 16 --json)" ;;
 esac
 # --chunks 3: the first three windows, those of the first (3 - 1) 16 + 64 tokens
@@ -248,6 +260,10 @@ np.array([int(x) for x in sys.argv[2].split()], dtype="<u4").tofile(sys.argv[1])
 	"$TMP/a-bare.u32" "$ids"
 x=$($PPL -m "$T" -f "$TMP/a.txt" --ctx 16 --stride 5 --json --no-eot)
 y=$($PPL -m "$T" -f "$TMP/a-bare.u32" --ctx 16 --stride 5 --json)
+x2=$($PPL -m "$T" -f "$TMP/a.txt" --ctx 8 --llama-chunks --json)
+y2=$($PPL -m "$T" -f "$TMP/a-bare.u32" --ctx 8 --llama-chunks --json)
+[ -n "$x2" ] && [ "$x2" = "$y2" ] && pass "--llama-chunks: a text without end-of-text ($x2)" ||
+	fail "--llama-chunks on text: $x2, its ids without end-of-text $y2"
 [ -n "$x" ] && [ "$x" = "$y" ] && pass "--no-eot: the text's tokens alone ($x)" ||
 	fail "--no-eot: text $x, its ids without end-of-text $y"
 ref=$("$PY" "$REF" "$T" "$TMP/a.u32" 16 5)

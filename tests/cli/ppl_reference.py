@@ -21,7 +21,11 @@ result is the mean over the scored labels. With --kl-base MODEL2 it also sums
 KL(P || Q) = sum_v P(v) (log P(v) - log Q(v)), P the model's, Q MODEL2's, and counts
 the positions where both argmaxes agree.
 
-usage: ppl_reference.py MODEL_DIR IDS.u32 CTX STRIDE [--kl-base MODEL2_DIR] [--se]
+With --llama it scores as llama.cpp's llama-perplexity does instead (tools/perplexity:
+n_chunk = len // ctx whole chunks of ctx tokens, first = ctx / 2; the logits of chunk
+positions first .. ctx - 2 score the tokens one further; STRIDE is ignored).
+
+usage: ppl_reference.py MODEL_DIR IDS.u32 CTX STRIDE [--kl-base MODEL2_DIR] [--se] [--llama]
 prints {"tokens": N, "nll": X, "ppl": Y[, "kl": K, "top1": T]}; with --se, also
 "nll_se" (the standard error of the mean NLL: the sample standard deviation of the
 positions' NLLs over sqrt(N)) and, with a base, "kl_se".
@@ -175,6 +179,9 @@ def main():
     want_se = "--se" in args
     if want_se:
         args.remove("--se")
+    llama = "--llama" in args
+    if llama:
+        args.remove("--llama")
     if "--kl-base" in args:
         i = args.index("--kl-base")
         base = load(args[i + 1])
@@ -184,12 +191,19 @@ def main():
     ids = np.fromfile(ids_path, dtype="<u4").astype(np.int64)
     tokens, nll, kl, top1 = 0, 0.0, 0.0, 0
     each_nll, each_kl = [], []
-    prev_end = 0
-    for begin in range(0, len(ids), stride):
-        end = min(begin + ctx, len(ids))
-        trg_len = end - prev_end
+    # (begin, end, the first window position whose label counts)
+    if llama:
+        windows = [(k * ctx, (k + 1) * ctx, ctx // 2 + 1) for k in range(len(ids) // ctx)]
+    else:
+        windows, prev_end = [], 0
+        for begin in range(0, len(ids), stride):
+            end = min(begin + ctx, len(ids))
+            windows.append((begin, end, max(end - begin - (end - prev_end), 1)))
+            prev_end = end
+            if end == len(ids):
+                break
+    for begin, end, first in windows:
         window = ids[begin:end]
-        first = max(len(window) - trg_len, 1)  # window positions whose labels count
         if first < len(window):
             lp = log_softmax(forward(cfg, w, window))
             rows = np.arange(first - 1, len(window) - 1)
@@ -202,9 +216,6 @@ def main():
                 kl += (np.exp(p) * (p - q)).sum()
                 each_kl.extend((np.exp(p) * (p - q)).sum(axis=-1))
                 top1 += int((p.argmax(axis=-1) == q.argmax(axis=-1)).sum())
-        prev_end = end
-        if end == len(ids):
-            break
     out = {"tokens": tokens, "nll": nll / tokens, "ppl": math.exp(nll / tokens)}
     if base:
         out["kl"] = kl / tokens

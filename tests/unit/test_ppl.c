@@ -86,11 +86,18 @@ static void test_count(void **state)
 	for (size_t n = 0; n < 40; n++)
 		for (int ctx = 1; ctx < 13; ctx++)
 			for (int s = 1; s <= ctx; s++)
-				assert_int_equal(ppl_count(n, ctx, s),
+				assert_int_equal(ppl_count(n, ctx, s, false),
 						 guide_count(n, (size_t)ctx, (size_t)s, &w));
-	assert_int_equal(ppl_count(100, 10, 11), 0); /* stride beyond the window: refused */
-	assert_int_equal(ppl_count(100, 16, 4), 99); /* overlapping: every token but the first */
-	assert_int_equal(ppl_count(100, 10, 10), 90); /* disjoint: each window's first is lost */
+	assert_int_equal(ppl_count(100, 10, 11, false), 0); /* stride beyond the window: refused */
+	assert_int_equal(ppl_count(100, 16, 4, false),
+			 99); /* overlapping: every token but the first */
+	assert_int_equal(ppl_count(100, 10, 10, false),
+			 90); /* disjoint: each window's first is lost */
+	/* llama-perplexity's chunks: whole ones only, each scoring N - 1 - N/2 labels */
+	assert_int_equal(ppl_count(100, 10, 10, true), 10 * 4);
+	assert_int_equal(ppl_count(99, 10, 10, true), 9 * 4);
+	assert_int_equal(ppl_count(100, 11, 11, true), 9 * 5);
+	assert_int_equal(ppl_count(100, 10, 5, true), 0); /* chunks do not overlap */
 }
 
 static void test_score_row(void **state)
@@ -217,7 +224,7 @@ static void test_run(void **state)
 		int ctx = pairs[k][0], stride = pairs[k][1];
 		struct ppl_result want, got;
 		brute(f, ids, N, ctx, stride, &want);
-		assert_int_equal(want.tokens, ppl_count(N, ctx, stride));
+		assert_int_equal(want.tokens, ppl_count(N, ctx, stride, false));
 		for (int slice = 0; slice < 5; slice += 2) { /* the default, 2 and 4 rows */
 			struct calls c = {0};
 			struct ppl_options o = {.vocab = V,
