@@ -218,7 +218,8 @@ static bool content(const char **p, size_t *m, size_t line)
  * writes them: its first non-blank line is an object with a "text" string. */
 static bool json_file_is_records(const char *path)
 {
-	FILE *f = fopen(path, "rb");
+	/* a FIFO is not read twice (nor waited on): its reader refuses it */
+	FILE *f = fio_is_file(path) ? fopen(path, "rb") : NULL;
 	if (!f)
 		return false; /* the reader names the error */
 	char *buf = NULL;
@@ -255,7 +256,8 @@ static bool conversations(const char *text, size_t len)
 {
 	static const struct jlim lim = {.max_depth = 64, .max_values = 1 << 20};
 	size_t pos = len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3) ? 3 : 0;
-	while (pos < len && strchr(" \t\r\n", text[pos]))
+	while (pos < len && (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\r' ||
+			     text[pos] == '\n'))
 		pos++;
 	bool array = pos < len && text[pos] == '[';
 	pos += array;
