@@ -69,7 +69,9 @@ static int check_files(char *const *files, int n, const char *flag)
 		if (stat(files[i], &st) != 0)
 			return err_set("%s: cannot open: %s", files[i], strerror(errno));
 		if (S_ISDIR(st.st_mode))
-			return err_set("%s: %s: is a directory, not a file", flag, files[i]);
+			return err_set("%s: %s: is a directory, not a file (give its files, "
+				       "e.g. %s/*.txt)",
+				       flag, files[i], files[i]);
 		if (!S_ISREG(st.st_mode))
 			return err_set(
 				"%s: %s: not a regular file (a FIFO, a device or a socket is "
