@@ -453,6 +453,12 @@ static int setup(const struct cli_common *cli, const struct ppl_args *a, struct 
 				 : "one token id");
 		return EXIT_RUNTIME;
 	}
+	if (a->llama && *n < (size_t)*ctx) {
+		cli_error("%s: %zu tokens, fewer than one chunk of --ctx %d (--llama-chunks scores "
+			  "whole chunks only)",
+			  a->file, *n, *ctx);
+		return EXIT_RUNTIME;
+	}
 	/* the cache holds a window's inputs: all its tokens but the last; no window is
 	 * longer than the stream */
 	int need = *n < (size_t)*ctx ? (int)*n : *ctx;

@@ -93,6 +93,10 @@ for c in 20 21; do
 	fi
 done
 expect_exit 2 "--stride with --llama-chunks" $PPL -m "$A" -f "$TMP/r.u32" --llama-chunks --stride 4
+head -c $((4 * 150)) "$TMP/r.u32" >"$TMP/r150.u32"
+expect_exit 1 "--llama-chunks on fewer tokens than a chunk" $PPL -m "$A" -f "$TMP/r150.u32" \
+	--llama-chunks --ctx 200
+expect_err_has "150 tokens, fewer than one chunk of --ctx 200" "fewer tokens than a chunk: said"
 check "tied, ctx 64 stride 16, fp32 KV (the default)" "$A" 64 16
 # --json says the windows it ran: 301 tokens in windows of 64 every 16 end with the one
 # that starts at 240 (16 windows, as the loop of the guide counts them)
