@@ -45,6 +45,19 @@ stop() {
 	kill -"$1" $pid
 	wait $pid
 }
+# sigint_after PATTERN FILE PID — once FILE holds PATTERN (30 s at most), half a second
+# more (into the evaluation that follows), then SIGINT to PID; rc is its exit status
+sigint_after() {
+	i=0
+	while ! grep -q "$1" "$2" 2>/dev/null && [ $i -lt 600 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	sleep 0.5
+	kill -INT "$3"
+	wait "$3"
+	rc=$?
+}
 stop INT "$TMP/sig" 150
 rc=$?
 n=$(grep -c '"loss"' "$TMP/sig/train-log.jsonl")
@@ -65,16 +78,7 @@ sys.stdout.buffer.write(array.array("I", [r.randrange(1000) for _ in range(10**6
 "$QWENCHAT" train --out "$TMP/sig-eval" --vocab-size 1000 $SHAPE --data "$TMP/d.u32" \
 	--val "$TMP/bigv.u32" --ctx 16 --batch 1 --threads 2 --steps 5 --eval-every 1 \
 	2>"$TMP/err-eval" &
-pid=$!
-i=0
-while ! grep -q '"loss"' "$TMP/sig-eval/train-log.jsonl" 2>/dev/null && [ $i -lt 600 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
-sleep 0.5
-kill -INT $pid
-wait $pid
-rc=$?
+sigint_after '"loss"' "$TMP/sig-eval/train-log.jsonl" $!
 if [ "$rc" -eq 130 ] && ! grep -q val_loss "$TMP/sig-eval/train-log.jsonl" &&
    grep -q '"step": 1,' "$TMP/sig-eval/train-state/state.json"; then
 	pass "SIGINT during an evaluation: abandoned, step 1 saved, exit 130"
@@ -88,16 +92,7 @@ cp -a "$TMP/sig-eval" "$TMP/sig-eval2"
 	--ctx 16 --batch 1 --threads 2 --steps 2 2>"$TMP/err" || fail "a run to add --val to"
 "$QWENCHAT" train --resume "$TMP/sig-addval" --steps 4 --eval-every 2 --val "$TMP/bigv.u32" \
 	2>"$TMP/err-addval" &
-pid=$!
-i=0
-while ! grep -q 'validation tokens' "$TMP/err-addval" 2>/dev/null && [ $i -lt 600 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
-sleep 0.5
-kill -INT $pid
-wait $pid
-rc=$?
+sigint_after 'validation tokens' "$TMP/err-addval" $!
 if [ "$rc" -eq 130 ] &&
    grep -qF "continue with 'qwenchat train --resume $TMP/sig-addval --val $TMP/bigv.u32'" \
 	"$TMP/err-addval"; then
