@@ -100,15 +100,14 @@ static const struct cli_command ppl_cmd = {
 	.min_ctx = 2, /* a window's first token is never scored */
 	.opts = ppl_opts,
 	.shared_help = ppl_shared_help,
-	.notes =
-		"--ctx N is the window (default: the model's max_position_embeddings, at most\n"
-		"4096; for a checkpoint of 'qwenchat train', the run's --ctx + 1 with --stride\n"
-		"--ctx, which scores each token as the run's validation did). --kl-base needs the "
-		"same vocab_size and, for a text file, the same\n"
-		"token ids from both tokenizers. KL(P_MODEL || P_MODEL2) = sum_v P(v) (log P(v) -\n"
-		"log Q(v)), P from -m MODEL, Q from MODEL2. --quant applies to MODEL only:\n"
-		"'-m X --quant q4_k_m --kl-base X' measures what quantizing X changes.\n"
-		"The prefill is fp32 whatever --exact says, as for logits, unless --fast.\n",
+	.notes = "--ctx N is the window (default: the model's max_position_embeddings, at most\n"
+		 "4096; for a checkpoint of 'qwenchat train', the run's --ctx + 1 with --stride\n"
+		 "--ctx, which scores each token as the run's validation did). --kl-base needs\n"
+		 "the same vocab_size and, for a text file, the same token ids from both\n"
+		 "tokenizers. KL(P_MODEL || P_MODEL2) = sum_v P(v) (log P(v) -\n"
+		 "log Q(v)), P from -m MODEL, Q from MODEL2. --quant applies to MODEL only:\n"
+		 "'-m X --quant q4_k_m --kl-base X' measures what quantizing X changes.\n"
+		 "The prefill is fp32 whatever --exact says, as for logits, unless --fast.\n",
 };
 
 struct ppl_args {
@@ -304,8 +303,6 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 	printf(" (standard errors)\n");
 }
 
-/* The window and stride from the options and the models' limits; 0, or EXIT_USAGE /
- * EXIT_RUNTIME after printing why. */
 /* The rows of tokens a checkpoint of `qwenchat train` was trained on (the --ctx in its
  * DIR/train-state/state.json), or 0 for another model (or a state that does not read:
  * the model loads without it). */
@@ -360,6 +357,8 @@ static void trained_window(const struct cli_common *cli, const struct ppl_args *
 	}
 }
 
+/* The window and stride from the options and the models' limits; 0, or EXIT_USAGE /
+ * EXIT_RUNTIME after printing why. */
 static int window(const struct cli_common *cli, const struct ppl_args *a, const struct side *s,
 		  int *ctx, int *stride)
 {

@@ -506,20 +506,14 @@ static int same_init(struct tstate_opts *given, const struct tstate_opts *saved)
 	return 0;
 }
 
-/* A run without held-out text has no val cache of its own: what train-state/ holds
- * under that name is left by a resume that added --val and stopped before its first
- * checkpoint (refused, interrupted), perhaps of other files. The resume that adds
+/* A run without held-out text has no val cache of its own: what DIR/train-state/
+ * holds under that name is left by a resume that added --val and stopped before its
+ * first checkpoint (refused, interrupted), perhaps of other files. The resume that adds
  * --val encodes its files afresh rather than evaluate that stream. 0, or -1 (err_set). */
-static int forget_val_cache(const char *state_path)
+static int forget_val_cache(const char *dir)
 {
-	static const char *const names[] = {"val.json", "val.u32", "val.sft"};
-	char dir[PATH_MAX];
-	const char *slash = strrchr(state_path, '/');
-	size_t n = slash ? (size_t)(slash - state_path) : 1;
-	if (n >= sizeof dir)
-		return err_set("%s: path too long", state_path);
-	memcpy(dir, slash ? state_path : ".", n);
-	dir[n] = 0;
+	static const char *const names[] = {"train-state/val.json", "train-state/val.u32",
+					    "train-state/val.sft"};
 	for (size_t k = 0; k < sizeof names / sizeof *names; k++) { /* the JSON first */
 		char *p = fio_join(dir, names[k]);
 		if (!p)
@@ -569,7 +563,7 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 		/* held-out text may join a run that had none: evaluating draws nothing from
 		 * the run's random state, so its steps stay those of a run without it */
 		if (!strcmp(tstate_field_name(i), "val") && st->o.n_val == 0) {
-			if (forget_val_cache(state_path) || tstate_copy(&st->o, &a->o, i)) {
+			if (forget_val_cache(a->resume) || tstate_copy(&st->o, &a->o, i)) {
 				cli_error("%s", err_msg());
 				return EXIT_RUNTIME;
 			}

@@ -28,7 +28,6 @@ static bool ends_with(const char *path, const char *ext)
 	return n >= e && !strcasecmp(path + n - e, ext);
 }
 
-
 int32_t tokens_eot(const struct tok *tk)
 {
 	int id = tok_id(tk, "<|endoftext|>");
@@ -214,40 +213,6 @@ static bool content(const char **p, size_t *m, size_t line)
 	return blank < *m;
 }
 
-/* Whether a *.json file is JSON Lines of text records, as Dataset.to_json("x.json")
- * writes them: its first non-blank line is an object with a "text" string. */
-static bool json_file_is_records(const char *path)
-{
-	/* a FIFO is not read twice (nor waited on): its reader refuses it */
-	FILE *f = fio_is_file(path) ? fopen(path, "rb") : NULL;
-	if (!f)
-		return false; /* the reader names the error */
-	char *buf = NULL;
-	size_t cap = 0, line = 0;
-	ssize_t got;
-	bool yes = false;
-	while ((got = getline(&buf, &cap, f)) >= 0) {
-		const char *p = buf, *t;
-		size_t m = (size_t)got - (got > 0 && buf[got - 1] == '\n'), tl;
-		if (!content(&p, &m, ++line))
-			continue;
-		json_t *r = record(p, m, line, &t, &tl);
-		yes = r != NULL;
-		json_decref(r);
-		break;
-	}
-	err_clear();
-	free(buf);
-	fclose(f);
-	return yes;
-}
-
-bool tokens_is_jsonl(const char *path)
-{
-	return ends_with(path, ".jsonl") || ends_with(path, ".ndjson") ||
-	       (ends_with(path, ".json") && json_file_is_records(path));
-}
-
 /* Whether JSON text holds conversations, which a text file's reader would take for
  * their markup: its first value, or the first element of an array, is an object of
  * "messages", ShareGPT's "conversations", Alpaca's "instruction", or an OpenAI
@@ -343,6 +308,33 @@ int tokens_jsonl_each(const char *path, int (*fn)(void *user, const char *text, 
 	free(buf);
 	fclose(f);
 	return rc ? err_prefix("%s", path) : 0;
+}
+
+/* The first record read: *user is set, and the reading stops there. */
+static int first_record(void *user, const char *text, size_t len)
+{
+	(void)text;
+	(void)len;
+	*(bool *)user = true;
+	return 1;
+}
+
+/* Whether a *.json file is JSON Lines of text records, as Dataset.to_json("x.json")
+ * writes them: its first non-blank line is an object with a "text" string. Only a
+ * regular file is looked at: a FIFO's first line would be gone for its reader. */
+static bool json_file_is_records(const char *path)
+{
+	bool yes = false;
+	if (fio_is_file(path))
+		tokens_jsonl_each(path, first_record, &yes);
+	err_clear();
+	return yes;
+}
+
+bool tokens_is_jsonl(const char *path)
+{
+	return ends_with(path, ".jsonl") || ends_with(path, ".ndjson") ||
+	       (ends_with(path, ".json") && json_file_is_records(path));
 }
 
 int tokens_check_width(const int32_t *ids, size_t n)

@@ -1,7 +1,7 @@
 /* tokens.h — the token ids of a data file, as perplexity and training read them: a
  * UTF-8 text file is one document (encoded as plain text, end-of-text appended), a
- * "*.jsonl" or "*.ndjson" file is JSON Lines of {"text": ...} records, a document
- * each, and a "*.u32" file is little-endian uint32 ids taken as they are. */
+ * JSON Lines file (tokens_is_jsonl) holds {"text": ...} records, a document each, and
+ * a "*.u32" file is little-endian uint32 ids taken as they are. */
 #ifndef QWENCHAT_TOKENS_H
 #define QWENCHAT_TOKENS_H
 
@@ -17,7 +17,8 @@ struct tok;
 /* True when path names a token-id file (its name ends in ".u32"). */
 bool tokens_is_u32(const char *path);
 
-/* True when path names JSON Lines of text records (".jsonl" or ".ndjson"). */
+/* True when path names JSON Lines of text records: ".jsonl" or ".ndjson" in any case,
+ * or a regular file named ".json" whose first non-blank line is such a record. */
 bool tokens_is_jsonl(const char *path);
 
 /* The id that ends a document: <|endoftext|> (Qwen's and GPT-2's separator, which
