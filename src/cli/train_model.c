@@ -93,6 +93,11 @@ static int tokenizer_from_dir(struct train_model *p, const char *dir)
 	if (!(p->m.tk = tok_load(dir)) || copy_file(p, dir, "tokenizer.json", true) ||
 	    slow_tokenizer_files(p, dir))
 		return -1;
+	/* chat_template.jinja, where transformers 4.47 on saves the template (and the
+	 * tokenizer loads it from, before tokenizer_config.json's): the checkpoint chats
+	 * with the template it was trained on. */
+	if (copy_file(p, dir, "chat_template.jinja", false))
+		return -1;
 	if (tok_chat_template(p->m.tk))
 		return copy_file(p, dir, "tokenizer_config.json", false);
 	char *cfg_path = fio_join(dir, "tokenizer_config.json"), *existing = NULL;

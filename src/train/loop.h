@@ -17,8 +17,9 @@
 #include "tokenizer/tokenizer.h"
 
 /* What the run trains. */
-/* tokenizer.json, tokenizer_config.json, vocab.json, merges.txt, generation_config.json */
-enum { LOOP_MAX_FILES = 5 };
+/* tokenizer.json, tokenizer_config.json, chat_template.jinja, vocab.json, merges.txt,
+ * generation_config.json */
+enum { LOOP_MAX_FILES = 6 };
 
 struct loop_model {
 	struct eng_config cfg;  /* the model's shape (dtype: ignored, set by the save dtype) */

@@ -230,6 +230,24 @@ grep -q '^data: 13 conversations (cached)' "$TMP/err" && pass "the resumed run r
 usage 2 "--sft on a resumed plain run" "--resume: --sft on conflicts with the run's off" \
 	--resume "$TMP/plain" --steps 1 --sft
 
+# A model saved by transformers 4.47 or later keeps its template in chat_template.jinja
+# (tokenizer_config.json then has none): the conversations render with it, and the
+# checkpoint keeps it, so that the fine-tuned model chats as it was trained.
+J="$TMP/jinja-model"
+rm -rf "$J" && cp -r "$R" "$J" && rm -rf "$J/train-state" "$J/train-log.jsonl" &&
+	python3 - "$J" <<'EOF' &&
+import json, sys
+d = sys.argv[1]
+c = json.load(open(f"{d}/tokenizer_config.json"))
+open(f"{d}/chat_template.jinja", "w").write(c.pop("chat_template"))
+json.dump(c, open(f"{d}/tokenizer_config.json", "w"), indent=2)
+EOF
+	"$QWENCHAT" train --out "$TMP/jinja-ft" --init "$J" --sft --data "$TMP/conv.jsonl" \
+		--ctx 128 --batch 1 --threads 2 --steps 0 >/dev/null 2>"$TMP/err" &&
+	cmp -s "$J/chat_template.jinja" "$TMP/jinja-ft/chat_template.jinja" &&
+	pass "a model's chat_template.jinja goes into the checkpoint" ||
+	fail "chat_template.jinja of --init is not in the checkpoint: $(tail -n 1 "$TMP/err")"
+
 # ---- the model chats as Qwen3 does -------------------------------------------------------
 cat >"$TMP/c.json" <<'EOF'
 [{"role": "user", "content": "the of"}, {"role": "assistant", "content": "and", "reasoning_content": "to"}]
