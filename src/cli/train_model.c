@@ -12,6 +12,7 @@
 #include "src/train/modeldir.h"
 #include "src/train/tokens.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ void train_model_free(struct train_model *p)
 static void add_file(struct train_model *p, const char *name, char *text, size_t len)
 {
 	int i = p->m.n_files++;
+	assert(i < LOOP_MAX_FILES);
 	p->texts[i] = text;
 	p->m.files[i] = (struct save_file){name, text, len};
 }
@@ -363,7 +365,8 @@ int train_model_resume(const char *dir, struct train_model *p)
 	free(tj);
 	if (has &&
 	    (!(p->m.tk = tok_load(dir)) || copy_file(p, dir, "tokenizer.json", true) ||
-	     copy_file(p, dir, "tokenizer_config.json", false) || slow_tokenizer_files(p, dir)))
+	     copy_file(p, dir, "tokenizer_config.json", false) ||
+	     copy_file(p, dir, "chat_template.jinja", false) || slow_tokenizer_files(p, dir)))
 		return -1;
 	if (copy_file(p, dir, "generation_config.json", false))
 		return -1;

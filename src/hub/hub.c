@@ -359,17 +359,23 @@ out:
 }
 
 /* A model repository's files besides its weights; a repository may lack the optional
- * ones (the download records a 404 in .no_exist, as huggingface_hub does). The
- * tokenizer alone is the files named tokenizer*. */
+ * ones (the download records a 404 in .no_exist, as huggingface_hub does). The chat
+ * template is in tokenizer_config.json or, as transformers 4.47 on saves it, in
+ * chat_template.jinja. */
 static const struct {
 	const char *name;
 	bool optional;
 } files[] = {
-	{"config.json", false},
-	{"generation_config.json", true},
-	{"tokenizer.json", false},
-	{"tokenizer_config.json", true},
+	{"config.json", false},        {"generation_config.json", true},
+	{"tokenizer.json", false},     {"tokenizer_config.json", true},
+	{"chat_template.jinja", true},
 };
+
+/* Whether a file of files[] is one the tokenizer alone (template, tokenize) needs. */
+static bool tokenizer_file(const char *name)
+{
+	return !strncmp(name, "tokenizer", 9) || !strcmp(name, "chat_template.jinja");
+}
 
 /* Downloads the snapshot's config and tokenizer files and, when weights is set, the
  * weights; for a GGUF repository (tag set), the GGUF file(s) of that tag alone.
@@ -399,9 +405,8 @@ static char *download(const struct hub_env *env, const char *repo_id, const char
 			endpoint[--el] = '\0';
 		f.endpoint = endpoint;
 		int rc = tag ? fetch_gguf(&f, tag) : 0;
-		/* the tokenizer alone (template, tokenize) needs only the tokenizer files */
 		for (size_t i = 0; !tag && rc == 0 && i < sizeof files / sizeof files[0]; i++) {
-			if (weights || !strncmp(files[i].name, "tokenizer", 9))
+			if (weights || tokenizer_file(files[i].name))
 				rc = fetch_file(&f, files[i].name, files[i].optional) < 0 ? -1 : 0;
 			if (rc == 0 && weights && !strcmp(files[i].name, "config.json"))
 				rc = check_config(&f);
@@ -462,7 +467,7 @@ static void offline_miss(const char *repo_id, const char *rev, const char *root,
 static bool optional_settled(const char *repo_dir, const char *commit, bool weights)
 {
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-		if (files[i].optional && (weights || !strncmp(files[i].name, "tokenizer", 9)) &&
+		if (files[i].optional && (weights || tokenizer_file(files[i].name)) &&
 		    !hfc_optional_settled(repo_dir, commit, files[i].name))
 			return false;
 	return true;

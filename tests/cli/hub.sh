@@ -21,6 +21,16 @@ else TOKOPT=""; fi
 # shellcheck disable=SC2086
 "$MKMODEL" --out "$SRV/test/Sharded-Qwen3" --shards 2 $TOKOPT >/dev/null || exit 1
 rm -f "$SRV/test/Sharded-Qwen3/generation_config.json"
+# its chat template in chat_template.jinja, as transformers 4.47 on saves it
+python3 - "$SRV/test/Sharded-Qwen3" <<'EOF' || exit 1
+import json, os, sys
+d = sys.argv[1]
+p = os.path.join(d, "tokenizer_config.json")
+c = json.load(open(p)) if os.path.exists(p) else {}
+open(os.path.join(d, "chat_template.jinja"), "w").write(
+    c.pop("chat_template", "{{ messages[0]['content'] }}"))
+json.dump(c, open(p, "w"))
+EOF
 for d in Tiny-Qwen3 Sharded-Qwen3; do
 	[ -f "$SRV/test/$d/tokenizer.json" ] || echo '{"model":{"type":"BPE"}}' >"$SRV/test/$d/tokenizer.json"
 done
@@ -185,6 +195,8 @@ S2=$(cat "$TMP/out")
 [ -f "$S2/model-00001-of-00002.safetensors" ] && [ -f "$S2/model-00002-of-00002.safetensors" ] &&
 	[ ! -e "$S2/generation_config.json" ] && pass "index and shards downloaded" ||
 	fail "sharded snapshot: $(ls "$S2")"
+cmp -s "$S2/chat_template.jinja" "$SRV/test/Sharded-Qwen3/chat_template.jinja" &&
+	pass "chat_template.jinja downloaded" || fail "no chat_template.jinja in $(ls "$S2")"
 
 # --- a model the loader refuses is refused before its weights are fetched ------
 export HF_HUB_CACHE="$TMP/cache-arch"
