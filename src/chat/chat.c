@@ -172,6 +172,7 @@ static int turn_fill(struct chat_turn *t, enum chat_role role, const char *conte
 	t->reasoning = rr;
 	t->calls = NULL;
 	t->n_calls = 0;
+	t->untrained = false;
 	return 0;
 }
 
@@ -194,6 +195,7 @@ int chat_set_turn(struct chat *c, size_t i, const char *content, const char *rea
 	struct chat_turn t;
 	if (turn_fill(&t, c->turns[i].role, content, reasoning) < 0)
 		return -1;
+	t.untrained = c->turns[i].untrained;
 	t.calls = c->turns[i].calls; /* the calls stay with the turn */
 	t.n_calls = c->turns[i].n_calls;
 	c->turns[i].calls = NULL;
@@ -264,6 +266,7 @@ struct chat *chat_dup(const struct chat *c)
 		const struct chat_turn *t = &c->turns[i];
 		if (chat_add(d, t->role, t->content, t->reasoning) < 0)
 			goto fail;
+		d->turns[i].untrained = t->untrained;
 		for (size_t k = 0; k < t->n_calls; k++)
 			if (chat_add_tool_call(d, i, t->calls[k].name, t->calls[k].arguments,
 					       t->calls[k].arguments_is_text) < 0)
@@ -431,9 +434,16 @@ static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 				       name, i);
 		reasoning = json_string_value(rc);
 	}
+	/* OpenAI's fine-tuning format: "weight" 0 or 1 on an assistant turn */
+	json_t *w = r == CHAT_ASSISTANT ? json_object_get(m, "weight") : NULL;
+	if (w && !json_is_null(w) &&
+	    (!json_is_number(w) || (json_number_value(w) != 0 && json_number_value(w) != 1)))
+		return err_set("%s: messages[%zu].weight: expected 0 or 1 (0: not trained on)",
+			       name, i);
 	if (chat_add(c, (enum chat_role)r, content ? json_string_value(content) : "", reasoning) <
 	    0)
 		return err_prefix("%s", name);
+	c->turns[c->n - 1].untrained = w && json_is_number(w) && json_number_value(w) == 0;
 	for (size_t k = 0; k < json_array_size(calls); k++)
 		if (parse_tool_call(c, json_array_get(calls, k), name, i, k) < 0)
 			return -1;
@@ -535,6 +545,8 @@ static json_t *turn_json(const struct chat_turn *t)
 	bad |= json_object_set_new(o, "content", json_string(t->content));
 	if (t->role == CHAT_ASSISTANT && t->reasoning)
 		bad |= json_object_set_new(o, "reasoning_content", json_string(t->reasoning));
+	if (t->untrained)
+		bad |= json_object_set_new(o, "weight", json_integer(0));
 	if (t->n_calls) {
 		json_t *calls = json_array();
 		bad |= json_object_set_new(o, "tool_calls", calls);

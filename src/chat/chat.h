@@ -36,6 +36,9 @@ struct chat_turn {
 	char *reasoning;
 	struct chat_tool_call *calls; /* assistant turns only: (n_calls) in order */
 	size_t n_calls;
+	/* Assistant turns only: "weight": 0 in OpenAI's fine-tuning format, an answer shown
+	 * as context that fine-tuning (train --sft) does not train on. */
+	bool untrained;
 };
 
 /* Read the fields directly; change them only through the functions below. */

@@ -81,12 +81,17 @@ int sft_encode(struct tok *t, const struct chat *c, enum tmpl_variant v, int32_t
 	int rc = text ? 0 : -1;
 	size_t pos = 0, next = 0;
 	/* context, answer, context, answer, ..., context: the answers' bounds are where
-	 * generation starts and where <|im_end|> (a control token) ends it */
+	 * generation starts and where <|im_end|> (a control token) ends it. Each assistant
+	 * turn renders as one answer, in order: an untrained one is context. */
+	size_t turn = 0;
 	for (size_t i = 0; !rc && i <= ans.n; i++) {
 		size_t start = i < ans.n ? ans.v[i].start : len;
 		rc = encode_piece(t, text, pos, start, &msg, &next, false, &e);
+		while (turn < c->n && c->turns[turn].role != CHAT_ASSISTANT)
+			turn++;
+		bool trained = turn >= c->n || !c->turns[turn++].untrained;
 		if (!rc && i < ans.n)
-			rc = encode_piece(t, text, start, ans.v[i].end, &msg, &next, true, &e);
+			rc = encode_piece(t, text, start, ans.v[i].end, &msg, &next, trained, &e);
 		if (i < ans.n)
 			pos = ans.v[i].end;
 	}

@@ -153,7 +153,12 @@ static int add_conversation(void *user, const struct chat *c, const char *where)
 			rc = err_set("%s: token %zu: the tokenizer gave id %d, not below the model's "
 				     "vocab_size %d (the tokenizer is not this model's)",
 				     where, i, (int)ids[i], vocab);
-	if (!rc)
+	size_t trained = 0;
+	for (size_t i = 0; i < n; i++)
+		trained += scored[i] != 0;
+	if (!rc && !trained) /* every answer "weight": 0 */
+		r->out->no_answer++;
+	else if (!rc)
 		rc = dset_convs_add(r->out, ids, scored, n);
 	free(ids);
 	free(scored);

@@ -161,7 +161,8 @@ static void print_conv_stream(const char *what, const struct dset_sft *c, int64_
 		fprintf(stderr, "; %lld left out (the first answer ends past --ctx %d)",
 			(long long)c->left_out, ctx);
 	if (c->no_answer)
-		fprintf(stderr, "; %lld left out (no assistant answer)", (long long)c->no_answer);
+		fprintf(stderr, "; %lld left out (no assistant answer to train on)",
+			(long long)c->no_answer);
 }
 
 static void print_convs(const struct train_report *r, const struct loop_plan *lp)

@@ -118,6 +118,23 @@ cmp -s "$TMP/p-story.txt/train-state/data.u32" "$TMP/p-story.jsonl/train-state/d
 usage 1 "a text file with a NUL byte" "nul.txt: not UTF-8 text: a NUL byte at byte 12" \
 	--out "$O" $SCRATCH --data "$TMP/nul.txt" $SMALL
 
+# OpenAI's "weight": 0 leaves an answer out of the loss (context only); a conversation
+# whose every answer has it is left out; a weight other than 0 or 1 is refused.
+cat >"$TMP/weights.jsonl" <<'EOF'
+{"messages": [{"role": "user", "content": "the man"}, {"role": "assistant", "content": "was in the house", "weight": 0}, {"role": "user", "content": "and"}, {"role": "assistant", "content": "he", "weight": 1}]}
+{"messages": [{"role": "user", "content": "the man"}, {"role": "assistant", "content": "was", "weight": 0}]}
+EOF
+"$QWENCHAT" train --out "$TMP/w" $SCRATCH --data "$TMP/weights.jsonl" $SMALL --steps 0 \
+	>/dev/null 2>"$TMP/err" || fail "weights: $(tail -n 1 "$TMP/err")"
+# the trained tokens: the second answer alone, as the template renders it
+n=$(printf '<think>\n\n</think>\n\nhe<|im_end|>' | "$QWENCHAT" tokenize -m "$TMP/w" | wc -w)
+grep -q "^data: 1 conversation, [0-9]* tokens, $n of them the assistant.s; 1 left out (no assistant answer to train on)\$" "$TMP/err" &&
+	pass "\"weight\": 0 answers are context; a conversation of only such answers is left out" ||
+	fail "weights: $(grep '^data' "$TMP/err")"
+sed 's/"weight": 1/"weight": 2/' "$TMP/weights.jsonl" >"$TMP/weight2.jsonl"
+usage 1 "a weight of 2" "weight2.jsonl:1: messages[3].weight: expected 0 or 1 (0: not trained on)" \
+	--out "$O" $SCRATCH --data "$TMP/weight2.jsonl" $SMALL
+
 # ---- a run ---------------------------------------------------------------------------
 R="$TMP/run"
 if "$QWENCHAT" train --out "$R" $SCRATCH --data "$TMP/conv.jsonl" --val "$TMP/val.jsonl" \
@@ -126,7 +143,7 @@ if "$QWENCHAT" train --out "$R" $SCRATCH --data "$TMP/conv.jsonl" --val "$TMP/va
 else
 	fail "a run on conversations: $(tail -n 3 "$TMP/err")"
 fi
-grep -q '^data: 13 conversations, [0-9]* tokens, [0-9]* of them the assistant.s; 1 cut after the last answer within --ctx 128; 1 left out (the first answer ends past --ctx 128); 1 left out (no assistant answer)$' "$TMP/err" &&
+grep -q '^data: 13 conversations, [0-9]* tokens, [0-9]* of them the assistant.s; 1 cut after the last answer within --ctx 128; 1 left out (the first answer ends past --ctx 128); 1 left out (no assistant answer to train on)$' "$TMP/err" &&
 	pass "the conversations, those cut and those left out are counted" ||
 	fail "counts: $(grep -E '^(data|rows|validation)' "$TMP/err")"
 grep -q '^rows: one conversation each, padded to --ctx 128: [0-9.]*% of the positions are padding$' "$TMP/err" &&

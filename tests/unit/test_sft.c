@@ -175,6 +175,53 @@ static void test_answer_starts_with_newline(void **state)
 	chat_free(c);
 }
 
+/* OpenAI's "weight": 0 on an assistant turn: its answer is context, the others are
+ * trained; the ids are the same as without it; a weight other than 0 or 1 is refused. */
+static void test_weight(void **state)
+{
+	(void)state;
+	const char *fmt = "{\"messages\": [{\"role\": \"user\", \"content\": \"q1\"},"
+			  "{\"role\": \"assistant\", \"content\": \"bad answer\"%s},"
+			  "{\"role\": \"user\", \"content\": \"q2\"},"
+			  "{\"role\": \"assistant\", \"content\": \"good\", \"weight\": 1}]}";
+	char text[512];
+	snprintf(text, sizeof text, fmt, ", \"weight\": 0");
+	struct chat *w0 = conv(text);
+	snprintf(text, sizeof text, fmt, "");
+	struct chat *w1 = conv(text);
+	int32_t *ids0, *ids1;
+	unsigned char *sc0, *sc1;
+	size_t n0, n1;
+	assert_int_equal(sft_encode(tk, w0, TMPL_QWEN3, &ids0, &sc0, &n0), 0);
+	assert_int_equal(sft_encode(tk, w1, TMPL_QWEN3, &ids1, &sc1, &n1), 0);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(ids0, ids1, n0 * sizeof *ids0);
+	char *a0 = decode_where(ids0, sc0, n0, true), *a1 = decode_where(ids1, sc1, n1, true);
+	assert_string_equal(a1, "bad answer<|im_end|><think>\n\n</think>\n\ngood<|im_end|>");
+	assert_string_equal(a0, "<think>\n\n</think>\n\ngood<|im_end|>");
+	free(a0);
+	free(a1);
+	free(ids0);
+	free(ids1);
+	free(sc0);
+	free(sc1);
+	/* kept by a copy and written back by chat_to_json */
+	struct chat *d = chat_dup(w0);
+	assert_non_null(d);
+	assert_true(d->turns[1].untrained && !d->turns[3].untrained);
+	size_t len;
+	char *json = chat_to_json(d, &len);
+	assert_non_null(strstr(json, "\"weight\": 0"));
+	free(json);
+	chat_free(d);
+	chat_free(w0);
+	chat_free(w1);
+	snprintf(text, sizeof text, fmt, ", \"weight\": 0.5");
+	assert_null(sft_chat_from_json(text, strlen(text), "w.jsonl:3"));
+	assert_string_equal(err_msg(), "w.jsonl:3: messages[1].weight: expected 0 or 1 (0: not "
+				       "trained on)");
+}
+
 struct seen {
 	int n;
 	char where[8][256];
@@ -350,9 +397,8 @@ static void test_formats(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_encode),
-		cmocka_unit_test(test_answer_starts_with_newline),
-		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_encode),  cmocka_unit_test(test_answer_starts_with_newline),
+		cmocka_unit_test(test_weight),  cmocka_unit_test(test_files),
 		cmocka_unit_test(test_formats),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
