@@ -220,6 +220,12 @@ struct chat *sft_chat_from_value(json_t *root, const char *where)
 			where);
 		return NULL;
 	}
+	if (json_is_object(root) && !other && !json_object_get(root, "messages"))
+		return err_set("%s: not a conversation: expected \"messages\" (OpenAI), "
+			       "\"conversations\" (ShareGPT) or \"instruction\" and \"output\" "
+			       "(Alpaca)",
+			       where),
+		       NULL;
 	if (!other) /* OpenAI's, a conversation file, or what chat_from_value explains */
 		return chat_from_value(root, where);
 	json_t *conv = json_object_get(root, "conversations");

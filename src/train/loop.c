@@ -113,11 +113,13 @@ static int load_stream(struct run *u, struct dset *d, char *const *files, int n,
 	if (rc)
 		return -1;
 	if (o->sft && d->sft.conversations < 1 && !d->sft.no_answer && !d->sft.left_out)
-		return err_set("%s: no conversation in its files (a text file makes one of each "
-			       "line and the next: it needs two non-blank lines or more)",
+		return err_set("%s: no conversation in its files (JSON Lines hold one a line; a "
+			       "text file makes one of each line and the next, so it needs two "
+			       "non-blank lines or more)",
 			       flag);
 	if (o->sft && d->sft.conversations < 1)
-		return err_set("%s: no conversation to %s: %lld without an assistant answer, "
+		return err_set("%s: no conversation to %s: %lld without an assistant answer to "
+			       "train on, "
 			       "%lld whose first answer ends past --ctx %d",
 			       flag, strcmp(flag, "--val") ? "train on" : "evaluate",
 			       (long long)d->sft.no_answer, (long long)d->sft.left_out, T);

@@ -85,7 +85,7 @@ usage 1 "token ids with --sft" "d.u32: --sft reads conversations" \
 usage 1 "nothing to train on" "--data: no conversation to train on: 1 without an assistant answer" \
 	--out "$O" $SCRATCH --data "$TMP/unanswered.json" $SMALL
 printf 'one paragraph, answered by none\n' >"$TMP/one-line.txt"
-usage 1 "a text of one paragraph" "--data: no conversation in its files (a text file makes one of each line and the next" \
+usage 1 "a text of one paragraph" "--data: no conversation in its files (JSON Lines hold one a line; a text file makes one of each line and the next" \
 	--out "$O" $SCRATCH --data "$TMP/one-line.txt" $SMALL
 usage 1 "validation data that is malformed" "bad.jsonl:3" --out "$O" $SCRATCH \
 	--data "$TMP/conv.jsonl" --val "$TMP/bad.jsonl" $SMALL

@@ -381,6 +381,10 @@ static void test_formats(void **state)
 		 "t: history[0]: expected a pair of strings"},
 		{"{\"instruction\": \"x\", \"output\": \"y\", \"history\": \"q\"}",
 		 "t: history: expected an array, got a string"},
+		{"{\"input\": \"x\", \"output\": \"y\"}",
+		 "t: not a conversation: expected \"messages\" (OpenAI), \"conversations\" "
+		 "(ShareGPT) or \"instruction\" and \"output\" (Alpaca)"},
+		{"{}", "t: not a conversation: expected \"messages\""},
 		{"{\"conversations\": [{\"from\": \"human\", \"value\": \"q\"}, {\"from\": "
 		 "\"function_call\", \"value\": "
 		 "\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]"
