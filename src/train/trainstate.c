@@ -461,6 +461,12 @@ static int check_opts(const struct tstate_opts *o, const char *name)
 		return err_set("%s: options: min-lr or cosine-steps is not resolved", name);
 	if (!o->save_dtype || !o->backend)
 		return err_set("%s: options: save-dtype or backend is missing", name);
+	/* --pack without --sft is refused on the command line: the packer's rows are of
+	 * conversations, which a text stream has none of (reading them would overrun) */
+	if (o->pack && !o->sft)
+		return err_set("%s: options.pack: true without sft (a run packs conversations "
+			       "alone)",
+			       name);
 	return 0;
 }
 

@@ -190,12 +190,35 @@ static void test_json(void **state)
 	tstate_opts_free(&s.o);
 }
 
+/* What a tampered or mis-written state.json must not get through: --pack without --sft
+ * (the command line refuses it; its rows are of conversations a text stream lacks). */
+static void test_json_cross(void **state)
+{
+	(void)state;
+	struct tstate s = {0}, b;
+	tstate_opts_default(&s.o);
+	tstate_set(&s.o, field("data"), "/d/a.u32");
+	s.o.min_lr = 6e-5;
+	s.o.cosine_steps = 1000;
+	s.o.pack = true; /* sft false */
+	batch_rng_seed(&s.rng, 5);
+	char *text = tstate_json(&s);
+	assert_non_null(text);
+	if (!tstate_parse(&b, text, strlen(text), "s.json"))
+		fail_msg("pack without sft was accepted");
+	if (!strstr(err_msg(), "s.json: options.pack"))
+		fail_msg("%s", err_msg());
+	free(text);
+	tstate_opts_free(&s.o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_json_ranges),
+		cmocka_unit_test(test_json_cross),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
