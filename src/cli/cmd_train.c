@@ -18,6 +18,7 @@
 #include "src/train/schedule.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -348,6 +349,7 @@ static int absolute_paths(struct tstate_opts *o)
 	char **lists[] = {o->data, o->val, &o->tokenizer, &o->init};
 	int counts[] = {o->n_data, o->n_val, o->tokenizer ? 1 : 0,
 			o->init && fio_exists(o->init) ? 1 : 0};
+	static const char *const flags[] = {"--data", "--val", "--tokenizer", "--init"};
 	for (int l = 0; l < 4; l++)
 		for (int i = 0; i < counts[l]; i++) {
 			char *c = fio_absolute(lists[l][i]);
@@ -355,9 +357,23 @@ static int absolute_paths(struct tstate_opts *o)
 				free(lists[l][i]);
 				lists[l][i] = c;
 			} else if (errno == ENOMEM) {
-				return -1;
+				return cli_error("out of memory"), EXIT_RUNTIME;
 			}
 		}
+	/* state.json saves them as JSON strings, which hold UTF-8 alone: a path of other
+	 * bytes would be dropped from it and the run could never be resumed */
+	for (int l = 0; l < 4; l++) {
+		int n = l < 2 ? counts[l] : lists[l][0] ? 1 : 0;
+		for (int i = 0; i < n; i++) {
+			json_t *j = json_string(lists[l][i]);
+			if (!j)
+				return cli_usage("train",
+						 "%s: the path %s is not valid UTF-8, which the run's "
+						 "state.json cannot hold: rename it",
+						 flags[l], lists[l][i]);
+			json_decref(j);
+		}
+	}
 	return 0;
 }
 
@@ -431,11 +447,7 @@ static int check_new(struct args *a)
 		return cli_usage("train", "--warmup %lld is past --cosine-steps %lld", (long long)o->warmup,
 				 (long long)o->cosine_steps);
 	warmup_notice(o);
-	if (absolute_paths(o)) {
-		cli_error("out of memory");
-		return EXIT_RUNTIME;
-	}
-	return 0;
+	return absolute_paths(o);
 }
 
 /* A resumed run given another --steps, whose --cosine-steps was left to default to
@@ -534,10 +546,9 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 		return cli_usage("train", "--resume %s continues that directory: --out %s is "
 					  "another",
 				 a->resume, a->out);
-	if (absolute_paths(&a->o)) {
-		cli_error("out of memory");
-		return EXIT_RUNTIME;
-	}
+	int bad = absolute_paths(&a->o);
+	if (bad)
+		return bad;
 	st->eval_was_due = tstate_eval_due(&st->o, st->step); /* before the flags merge */
 	int64_t saved_steps = st->o.steps;
 	int cpus = proc_online_cpus();

@@ -349,7 +349,10 @@ static json_t *field_json(const struct tstate_opts *o, const struct field *f)
 	json_t *a = json_array();
 	int n = *(const int *)((const char *)o + f->count_off);
 	for (int k = 0; a && k < n; k++)
-		json_array_append_new(a, json_string((*CAT(o, f, list_t))[k]));
+		if (json_array_append_new(a, json_string((*CAT(o, f, list_t))[k]))) {
+			json_decref(a); /* a path JSON cannot hold (not UTF-8) */
+			return NULL;
+		}
 	return a;
 }
 
@@ -367,7 +370,14 @@ char *tstate_json(const struct tstate *s)
 {
 	json_t *opts = json_object();
 	for (int i = 0; opts && i < N_FIELDS; i++)
-		json_object_set_new(opts, fields[i].name, field_json(&s->o, &fields[i]));
+		if (json_object_set_new(opts, fields[i].name, field_json(&s->o, &fields[i]))) {
+			/* a state a resume could not read is not written: a string that is not
+			 * UTF-8 (a path) has no JSON form */
+			json_decref(opts);
+			err_set("state.json: options.%s: not valid UTF-8 (JSON cannot hold it)",
+				fields[i].name);
+			return NULL;
+		}
 	char rng[65];
 	batch_rng_format(&s->rng, rng);
 	/* the data position, for a reader: rows read so far (with --sequential the next one

@@ -191,7 +191,8 @@ static void test_json(void **state)
 }
 
 /* What a tampered or mis-written state.json must not get through: --pack without --sft
- * (the command line refuses it; its rows are of conversations a text stream lacks). */
+ * (the command line refuses it; its rows are of conversations a text stream lacks), and
+ * a path JSON cannot hold (not UTF-8) silently left out of the state written. */
 static void test_json_cross(void **state)
 {
 	(void)state;
@@ -209,6 +210,18 @@ static void test_json_cross(void **state)
 	if (!strstr(err_msg(), "s.json: options.pack"))
 		fail_msg("%s", err_msg());
 	free(text);
+	s.o.pack = false;
+	tstate_set(&s.o, field("data"), "/d/b\xff.u32");
+	text = tstate_json(&s);
+	if (text) {
+		int ok = tstate_parse(&b, text, strlen(text), "s.json") == 0;
+		int n = ok ? b.o.n_data : -1;
+		if (ok)
+			tstate_opts_free(&b.o);
+		fail_msg("a non-UTF-8 path was written (it reads back with %d data files)", n);
+	}
+	if (!strstr(err_msg(), "options.data"))
+		fail_msg("%s", err_msg());
 	tstate_opts_free(&s.o);
 }
 

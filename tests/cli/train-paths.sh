@@ -1,0 +1,30 @@
+#!/bin/sh
+# train-paths.sh — paths a run saves in train-state/state.json: one that is not UTF-8
+# (JSON holds UTF-8 alone) is refused up front in one line, never silently dropped
+# from the state (a run that could then never be resumed).
+. "$TOP_SRCDIR/tests/lib.sh"
+
+python3 - "$TMP" <<'PY'
+import random, struct, sys
+r = random.Random(3)
+ids = b"".join(struct.pack("<I", r.randrange(256)) for _ in range(2000))
+open(sys.argv[1].encode() + b"/d\xff.u32", "wb").write(ids)
+open(sys.argv[1].encode() + b"/ok.u32", "wb").write(ids)
+PY
+BAD=$(printf '%s/d\377.u32' "$TMP")
+RUN="--vocab-size 256 --layers 1 --hidden-size 32 --heads 2 --ctx 16 --batch 2 --threads 1 --no-panel --steps 2"
+
+expect_exit 2 "--data with a non-UTF-8 path" "$QWENCHAT" train --out "$TMP/r1" $RUN --data "$BAD"
+expect_err_has "not valid UTF-8" "--data with a non-UTF-8 path: said in one line"
+[ ! -e "$TMP/r1" ] && pass "--data with a non-UTF-8 path: nothing created" ||
+	fail "--data with a non-UTF-8 path: $TMP/r1 was created"
+
+expect_exit 2 "--val with a non-UTF-8 path" "$QWENCHAT" train --out "$TMP/r2" $RUN \
+	--data "$TMP/ok.u32" --val "$BAD"
+expect_err_has "not valid UTF-8" "--val with a non-UTF-8 path: said in one line"
+
+# a run whose paths JSON holds is saved with them and resumes
+expect_exit 0 "a run with UTF-8 paths" "$QWENCHAT" train --out "$TMP/r3" $RUN --data "$TMP/ok.u32"
+expect_exit 0 "... resumes" "$QWENCHAT" train --resume "$TMP/r3" --steps 3 --no-panel
+
+finish
