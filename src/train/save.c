@@ -6,6 +6,7 @@
 #include "src/train/modeldir.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,31 @@ int save_checkpoint(const char *dir, struct eng_trainer *t, const struct tstate 
 	return 0;
 }
 
+/* Whether n values read from tensor `name` of path are ones a run saves: finite (a
+ * step that made any other is never saved), and not below 0 for a second moment. A
+ * damaged file would otherwise poison the next step's update, which a finite loss lets
+ * be saved over the checkpoint. 0, or -1 with err_set. */
+static int check_values(const char *path, const char *name, const float *x, int64_t n,
+			bool nonneg)
+{
+	for (int64_t i = 0; i < n; i++)
+		if (!isfinite(x[i]) || (nonneg && x[i] < 0))
+			return err_set("%s: tensor %s: element %lld is %g, which no run saves: the "
+				       "checkpoint is damaged",
+				       path, name, (long long)i, (double)x[i]);
+	return 0;
+}
+
+/* Tensor `name` of the open file f (path) into dst, of p's shape, and checked. */
+static int read_tensor(struct ckpt_st *f, const char *path, const char *name,
+		       const struct eng_param *p, float *dst, bool nonneg)
+{
+	int64_t n = p->shape[0] * (p->ndim == 2 ? p->shape[1] : 1);
+	if (ckpt_st_read(f, name, p->ndim, p->shape, dst))
+		return -1;
+	return check_values(path, name, dst, n, nonneg);
+}
+
 /* Reads the weights (or the moments) of every parameter from path, which must be of
  * `step`. */
 static int read_st(const char *path, struct eng_trainer *t, bool moments, int64_t step)
@@ -151,14 +177,14 @@ static int read_st(const char *path, struct eng_trainer *t, bool moments, int64_
 		struct eng_param *p = eng_trainer_param(t, i);
 		char name[512];
 		if (!moments) {
-			rc = ckpt_st_read(f, p->name, p->ndim, p->shape, p->w);
+			rc = read_tensor(f, path, p->name, p, p->w, false);
 			continue;
 		}
 		snprintf(name, sizeof name, "%s.exp_avg", p->name);
-		rc = ckpt_st_read(f, name, p->ndim, p->shape, p->m);
+		rc = read_tensor(f, path, name, p, p->m, false);
 		snprintf(name, sizeof name, "%s.exp_avg_sq", p->name);
 		if (rc == 0)
-			rc = ckpt_st_read(f, name, p->ndim, p->shape, p->v);
+			rc = read_tensor(f, path, name, p, p->v, true);
 	}
 	ckpt_st_close(f);
 	return rc;

@@ -532,7 +532,9 @@ fi
 "$QWENCHAT" train --resume "$F" --steps 4 2>"$TMP/err" && pass "the run goes on once there is room" ||
 	fail "resume after a full disk: $(tail -n 2 "$TMP/err")"
 
-# A NaN planted in the weights of a checkpoint: the next step stops the run, unsaved.
+# A NaN planted in the weights of a checkpoint: --resume refuses it (no run saves one),
+# the checkpoint left as it was; a model of NaN weights given to --init: its first step
+# stops the run, unsaved.
 python3 - "$TMP/fd-copy/model.safetensors" <<'EOF'
 import json, struct, sys
 p = sys.argv[1]
@@ -543,13 +545,18 @@ b[off:off + 4] = struct.pack("<f", float("nan"))
 open(p, "wb").write(b)
 EOF
 cp -r "$TMP/fd-copy" "$TMP/nan-before"
-usage 1 "a NaN loss stops the run" "the loss is" --resume "$TMP/fd-copy" --steps 4
+usage 1 "a NaN in a checkpoint's weights: --resume refuses it" \
+	"model.safetensors: tensor model.norm.weight: element 0 is nan" --resume "$TMP/fd-copy" --steps 4
 if cmp -s "$TMP/fd-copy/model.safetensors" "$TMP/nan-before/model.safetensors" &&
    cmp -s "$TMP/fd-copy/train-state/state.json" "$TMP/nan-before/train-state/state.json"; then
-	pass "the non-finite step was not saved"
+	pass "the damaged checkpoint was left as it was"
 else
-	fail "the checkpoint changed after a non-finite loss"
+	fail "the checkpoint changed after a refused resume"
 fi
+usage 1 "a NaN loss stops the run" "the loss is" --out "$TMP/nan-init" --init "$TMP/nan-before" \
+	--data "$TMP/d.u32" $SMALL --steps 2 --save-every 1
+[ ! -e "$TMP/nan-init" ] && pass "the non-finite step was not saved" ||
+	fail "a run stopped by a non-finite loss at its first step left $TMP/nan-init"
 usage 1 "--steps 0 --val of NaN weights: a non-finite validation loss stops the run" \
 	"stopped (no checkpoint was saved yet)" --out "$TMP/nan-zero" --init "$TMP/nan-before" \
 	--data "$TMP/d.u32" --val "$TMP/v.u32" $SMALL --steps 0

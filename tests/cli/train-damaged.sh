@@ -1,0 +1,49 @@
+#!/bin/sh
+# train-damaged.sh — a checkpoint whose weights or moments hold values no run saves
+# (NaN, an infinity, a negative second moment: a damaged file) is refused by --resume
+# in one line naming the file and the tensor, and the checkpoint stays as it was: the
+# values would otherwise poison the next update, which a finite loss lets be saved.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+python3 - "$TMP" <<'PY'
+import random, struct, sys
+r = random.Random(3)
+open(sys.argv[1] + "/d.u32", "wb").write(b"".join(struct.pack("<I", r.randrange(256)) for _ in range(2000)))
+PY
+RUN="--vocab-size 256 --layers 1 --hidden-size 32 --heads 2 --ctx 16 --batch 2 --threads 1 --no-panel"
+expect_exit 0 "a run of 2 steps" "$QWENCHAT" train --out "$TMP/r" $RUN --data "$TMP/d.u32" --steps 2 \
+	--cosine-steps 4 --save-every 1
+
+# poke FILE TENSOR VALUE — sets the first element of TENSOR in the safetensors FILE
+poke() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import json, struct, sys
+path, name, value = sys.argv[1], sys.argv[2], float(sys.argv[3])
+b = bytearray(open(path, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+off = 8 + n + json.loads(b[8:8 + n])[name]["data_offsets"][0]
+b[off:off + 4] = struct.pack("<f", value)
+open(path, "wb").write(b)
+PY
+}
+
+W=model.layers.0.self_attn.q_proj.weight
+for c in "model.safetensors $W nan" "model.safetensors $W inf" \
+	 "train-state/optimizer.safetensors $W.exp_avg nan" \
+	 "train-state/optimizer.safetensors $W.exp_avg_sq -1"; do
+	set -- $c
+	rm -rf "$TMP/c" && cp -R "$TMP/r" "$TMP/c" && poke "$TMP/c/$1" "$2" "$3" &&
+		cp "$TMP/c/model.safetensors" "$TMP/before" ||
+		{ fail "setting up $c"; continue; }
+	expect_exit 1 "$3 in $1 ($2): --resume refuses it" \
+		"$QWENCHAT" train --resume "$TMP/c" --steps 4 --no-panel
+	tail -n 1 "$TMP/err" | grep -q "^qwenchat: .*$1: tensor $2: element 0 is" &&
+		pass "$3 in $1: the last line names the file and the tensor" ||
+		fail "$3 in $1: the last line does not name them: $(tail -n 1 "$TMP/err")"
+	cmp -s "$TMP/c/model.safetensors" "$TMP/before" &&
+		grep -q '"step": 2,' "$TMP/c/train-state/state.json" &&
+		pass "$3 in $1: the checkpoint of step 2 is as it was" ||
+		fail "$3 in $1: the checkpoint was replaced"
+done
+
+finish
