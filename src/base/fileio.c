@@ -571,6 +571,10 @@ int fio_try_lock(const char *path)
 	 * lock taken on a file no longer at the name is retaken on the new one. */
 	for (int tries = 0; tries < 100; tries++) {
 		int fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno == ELOOP)
+			return err_set(
+				"%s: is a symbolic link (refused: nothing here should be one)",
+				lock);
 		if (fd < 0)
 			return err_set("%s: cannot create: %s", lock, strerror(errno));
 		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {

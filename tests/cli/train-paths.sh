@@ -1,7 +1,7 @@
 #!/bin/sh
 # train-paths.sh — paths a run saves in train-state/state.json: one that is not UTF-8
 # (JSON holds UTF-8 alone) is refused up front in one line, never silently dropped
-# from the state (a run that could then never be resumed).
+# from the state (a run that could then never be resumed); a link at the lock's name.
 . "$TOP_SRCDIR/tests/lib.sh"
 
 python3 - "$TMP" <<'PY'
@@ -26,5 +26,13 @@ expect_err_has "not valid UTF-8" "--val with a non-UTF-8 path: said in one line"
 # a run whose paths JSON holds is saved with them and resumes
 expect_exit 0 "a run with UTF-8 paths" "$QWENCHAT" train --out "$TMP/r3" $RUN --data "$TMP/ok.u32"
 expect_exit 0 "... resumes" "$QWENCHAT" train --resume "$TMP/r3" --steps 3 --no-panel
+
+# a link planted at the lock's name is refused as every planted link is, its target
+# untouched
+echo precious >"$TMP/victim"
+rm -f "$TMP/r3/.train.lock" && ln -s "$TMP/victim" "$TMP/r3/.train.lock"
+expect_exit 1 "a link at .train.lock" "$QWENCHAT" train --resume "$TMP/r3" --steps 4 --no-panel
+expect_err_has ".train.lock: is a symbolic link (refused" "a link at .train.lock: said so"
+[ "$(cat "$TMP/victim")" = precious ] && pass "... its target untouched" || fail "victim written"
 
 finish
