@@ -208,6 +208,65 @@ static json_t *record_tools(json_t *root, const char *where, bool *bad)
 	       NULL;
 }
 
+/* Content as OpenAI's array of parts, each {"type": "text", "text": ...}, as a string:
+ * the texts joined by line breaks, as serve and vLLM join them (a new reference), or
+ * NULL (err_set, naming messages[i].content[k]). */
+static json_t *text_parts(json_t *parts, const char *where, size_t i)
+{
+	json_t *out = json_string("");
+	for (size_t k = 0; out && k < json_array_size(parts); k++) {
+		json_t *part = json_array_get(parts, k), *type = json_object_get(part, "type");
+		json_t *text = json_object_get(part, "text");
+		if (!json_is_string(type) || strcmp(json_string_value(type), "text") != 0 ||
+		    !json_is_string(text)) {
+			json_decref(out);
+			return err_set("%s: messages[%zu].content[%zu]: expected a text part "
+				       "{\"type\": \"text\", \"text\": ...} (only text is "
+				       "supported)",
+				       where, i, k),
+			       NULL;
+		}
+		size_t a = json_string_length(out), b = json_string_length(text);
+		char *joined = malloc(a + b + 2);
+		if (joined) {
+			memcpy(joined, json_string_value(out), a);
+			joined[a] = '\n';
+			memcpy(joined + a + (k > 0), json_string_value(text), b);
+		}
+		json_decref(out);
+		out = joined ? json_stringn_nocheck(joined, a + b + (k > 0)) : NULL;
+		free(joined);
+	}
+	if (!out)
+		err_set("%s: out of memory", where);
+	return out;
+}
+
+/* An OpenAI record (or a bare array of messages) whose contents given as arrays of text
+ * parts are strings: root itself (a new reference) where none is, else a copy. */
+static json_t *join_parts(json_t *root, const char *where)
+{
+	json_t *msgs = json_is_array(root) ? root : json_object_get(root, "messages");
+	bool any = false;
+	for (size_t i = 0; i < json_array_size(msgs); i++)
+		any |= json_is_array(json_object_get(json_array_get(msgs, i), "content"));
+	if (!any)
+		return json_incref(root);
+	json_t *copy = json_deep_copy(root);
+	msgs = json_is_array(copy) ? copy : json_object_get(copy, "messages");
+	for (size_t i = 0; copy && i < json_array_size(msgs); i++) {
+		json_t *m = json_array_get(msgs, i), *c = json_object_get(m, "content");
+		json_t *text = json_is_array(c) ? text_parts(c, where, i) : NULL;
+		if (json_is_array(c) && (!text || json_object_set_new(m, "content", text))) {
+			json_decref(copy);
+			return NULL;
+		}
+	}
+	if (!copy)
+		err_set("%s: out of memory", where);
+	return copy;
+}
+
 struct chat *sft_chat_from_value(json_t *root, const char *where)
 {
 	bool other =
@@ -226,8 +285,12 @@ struct chat *sft_chat_from_value(json_t *root, const char *where)
 			       "(Alpaca)",
 			       where),
 		       NULL;
-	if (!other) /* OpenAI's, a conversation file, or what chat_from_value explains */
-		return chat_from_value(root, where);
+	if (!other) { /* OpenAI's, a conversation file, or what chat_from_value explains */
+		json_t *joined = join_parts(root, where);
+		struct chat *c = joined ? chat_from_value(joined, where) : NULL;
+		json_decref(joined);
+		return c;
+	}
 	json_t *conv = json_object_get(root, "conversations");
 	json_t *msgs = conv ? from_sharegpt(conv, where) : from_alpaca(root, where);
 	if (msgs && conv && sharegpt_system(msgs, json_object_get(root, "system"), where) < 0) {

@@ -340,6 +340,11 @@ static void test_formats(void **state)
 		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
 		 "\"q1\"}, {\"role\": \"assistant\", \"content\": \"a1\"}, {\"role\": \"user\", "
 		 "\"content\": \"q2\"}, {\"role\": \"assistant\", \"content\": \"a2\"}]"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", "
+		 "\"text\": \"a\"}, {\"type\": \"text\", \"text\": \"b\"}]}, {\"role\": "
+		 "\"assistant\", \"content\": [{\"type\": \"text\", \"text\": \"c\"}]}]}",
+		 "[{\"role\": \"user\", \"content\": \"a\\nb\"}, {\"role\": \"assistant\", "
+		 "\"content\": \"c\"}]"}, /* OpenAI's text parts */
 		{"{\"system\": \"\", \"conversations\": [{\"from\": \"system\", \"value\": \"S\"}, "
 		 "{\"from\": \"human\", \"value\": \"q\"}, {\"from\": \"gpt\", \"value\": \"a\"}]}",
 		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
@@ -385,6 +390,8 @@ static void test_formats(void **state)
 		 "t: not a conversation: expected \"messages\" (OpenAI), \"conversations\" "
 		 "(ShareGPT) or \"instruction\" and \"output\" (Alpaca)"},
 		{"{}", "t: not a conversation: expected \"messages\""},
+		{"[{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]",
+		 "t: messages[0].content[0]: expected a text part"},
 		{"{\"conversations\": [{\"from\": \"human\", \"value\": \"q\"}, {\"from\": "
 		 "\"function_call\", \"value\": "
 		 "\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]"
