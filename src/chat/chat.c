@@ -188,6 +188,12 @@ int chat_add(struct chat *c, enum chat_role role, const char *content, const cha
 	return 0;
 }
 
+void chat_set_untrained(struct chat *c, size_t i, bool untrained)
+{
+	if (i < c->n && c->turns[i].role == CHAT_ASSISTANT)
+		c->turns[i].untrained = untrained;
+}
+
 int chat_set_turn(struct chat *c, size_t i, const char *content, const char *reasoning)
 {
 	if (i >= c->n)
@@ -434,16 +440,9 @@ static int parse_message(struct chat *c, json_t *m, const char *name, size_t i)
 				       name, i);
 		reasoning = json_string_value(rc);
 	}
-	/* OpenAI's fine-tuning format: "weight" 0 or 1 on an assistant turn */
-	json_t *w = r == CHAT_ASSISTANT ? json_object_get(m, "weight") : NULL;
-	if (w && !json_is_null(w) &&
-	    (!json_is_number(w) || (json_number_value(w) != 0 && json_number_value(w) != 1)))
-		return err_set("%s: messages[%zu].weight: expected 0 or 1 (0: not trained on)",
-			       name, i);
 	if (chat_add(c, (enum chat_role)r, content ? json_string_value(content) : "", reasoning) <
 	    0)
 		return err_prefix("%s", name);
-	c->turns[c->n - 1].untrained = w && json_is_number(w) && json_number_value(w) == 0;
 	for (size_t k = 0; k < json_array_size(calls); k++)
 		if (parse_tool_call(c, json_array_get(calls, k), name, i, k) < 0)
 			return -1;

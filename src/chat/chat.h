@@ -79,6 +79,8 @@ int chat_add_tool(struct chat *c, const char *json_text);
  * (not an object, out of memory) with err_set. */
 int chat_set_meta(struct chat *c, const char *json_text);
 
+/* Marks assistant turn i as one fine-tuning does not train on (or does again). */
+void chat_set_untrained(struct chat *c, size_t i, bool untrained);
 /* Replaces turn i's content and reasoning (same rules as chat_add); its tool calls
  * stay. 0 or -1. */
 int chat_set_turn(struct chat *c, size_t i, const char *content, const char *reasoning);

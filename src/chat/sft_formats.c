@@ -267,6 +267,24 @@ static json_t *join_parts(json_t *root, const char *where)
 	return copy;
 }
 
+/* OpenAI's fine-tuning format: "weight" 0 or 1 on an assistant message, 0 for one not
+ * trained on; c holds root's messages, one turn each. 0, or -1 (err_set). */
+static int weights(struct chat *c, json_t *root, const char *where)
+{
+	json_t *msgs = json_is_array(root) ? root : json_object_get(root, "messages");
+	for (size_t i = 0; i < json_array_size(msgs) && i < c->n; i++) {
+		json_t *w = json_object_get(json_array_get(msgs, i), "weight");
+		if (c->turns[i].role != CHAT_ASSISTANT || !w || json_is_null(w))
+			continue;
+		if (!json_is_number(w) || (json_number_value(w) != 0 && json_number_value(w) != 1))
+			return err_set("%s: messages[%zu].weight: expected 0 or 1 (0: not trained "
+				       "on)",
+				       where, i);
+		chat_set_untrained(c, i, json_number_value(w) == 0);
+	}
+	return 0;
+}
+
 struct chat *sft_chat_from_value(json_t *root, const char *where)
 {
 	bool other =
@@ -289,6 +307,10 @@ struct chat *sft_chat_from_value(json_t *root, const char *where)
 		json_t *joined = join_parts(root, where);
 		struct chat *c = joined ? chat_from_value(joined, where) : NULL;
 		json_decref(joined);
+		if (c && weights(c, root, where)) {
+			chat_free(c);
+			return NULL;
+		}
 		return c;
 	}
 	json_t *conv = json_object_get(root, "conversations");

@@ -175,8 +175,9 @@ static void test_answer_starts_with_newline(void **state)
 	chat_free(c);
 }
 
-/* OpenAI's "weight": 0 on an assistant turn: its answer is context, the others are
- * trained; the ids are the same as without it; a weight other than 0 or 1 is refused. */
+/* OpenAI's "weight": 0 on an assistant turn (--sft's records): its answer is context,
+ * the others are trained; the ids are the same as without it; a weight other than 0 or
+ * 1 is refused. */
 static void test_weight(void **state)
 {
 	(void)state;
@@ -186,9 +187,11 @@ static void test_weight(void **state)
 			  "{\"role\": \"assistant\", \"content\": \"good\", \"weight\": 1}]}";
 	char text[512];
 	snprintf(text, sizeof text, fmt, ", \"weight\": 0");
-	struct chat *w0 = conv(text);
+	struct chat *w0 = sft_chat_from_json(text, strlen(text), "w");
 	snprintf(text, sizeof text, fmt, "");
-	struct chat *w1 = conv(text);
+	struct chat *w1 = sft_chat_from_json(text, strlen(text), "w");
+	assert_non_null(w0);
+	assert_non_null(w1);
 	int32_t *ids0, *ids1;
 	unsigned char *sc0, *sc1;
 	size_t n0, n1;
@@ -220,6 +223,11 @@ static void test_weight(void **state)
 	assert_null(sft_chat_from_json(text, strlen(text), "w.jsonl:3"));
 	assert_string_equal(err_msg(), "w.jsonl:3: messages[1].weight: expected 0 or 1 (0: not "
 				       "trained on)");
+	/* a conversation file (the chat, template --messages) ignores the key, as the
+	 * templates do */
+	struct chat *c = conv(text);
+	assert_false(c->turns[1].untrained);
+	chat_free(c);
 }
 
 struct seen {
