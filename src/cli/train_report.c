@@ -158,8 +158,13 @@ static void print_conv_stream(const char *what, const struct dset_sft *c, int64_
 		fprintf(stderr, "; %lld cut after the last answer within --ctx %d",
 			(long long)c->cut, ctx);
 	if (c->left_out)
-		fprintf(stderr, "; %lld left out (the first answer ends past --ctx %d)",
+		fprintf(stderr, "; %lld left out (the first answer ends past --ctx %d",
 			(long long)c->left_out, ctx);
+	if (c->left_out && c->left_out_ctx > ctx) /* 0 in a cache written before it was kept */
+		fprintf(stderr, ": --ctx %lld would keep %s", (long long)c->left_out_ctx,
+			c->left_out == 1 ? "it" : "them all");
+	if (c->left_out)
+		fputc(')', stderr);
 	if (c->no_answer)
 		fprintf(stderr, "; %lld left out (no assistant answer to train on)",
 			(long long)c->no_answer);

@@ -245,6 +245,7 @@ static int load_flags(struct dset *d, json_t *j, int ctx, const char *cache)
 	json_t *counts = json_object_get(j, "sft_counts");
 	d->sft.cut = int_of(counts, "cut");
 	d->sft.left_out = int_of(counts, "left_out");
+	d->sft.left_out_ctx = int_of(counts, "left_out_ctx");
 	d->sft.no_answer = int_of(counts, "no_answer");
 	return rc;
 }
@@ -352,10 +353,11 @@ static int write_cache(const struct dset *d, json_t *meta, const char *cache)
 	json_object_set_new(meta, "sha256", json_string(d->sha256));
 	if (d->flags)
 		json_object_set_new(meta, "sft_counts",
-				    json_pack("{s:I, s:I, s:I, s:I, s:I}", "conversations",
+				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "conversations",
 					      (json_int_t)d->sft.conversations, "cut",
 					      (json_int_t)d->sft.cut, "left_out",
-					      (json_int_t)d->sft.left_out, "no_answer",
+					      (json_int_t)d->sft.left_out, "left_out_ctx",
+					      (json_int_t)d->sft.left_out_ctx, "no_answer",
 					      (json_int_t)d->sft.no_answer, "scored",
 					      (json_int_t)d->sft.scored));
 	if (!(text = json_dumps(meta, JSON_INDENT(2)))) {
@@ -485,6 +487,18 @@ static size_t fit(const uint8_t *f, size_t n, int T, bool *cut)
 	return best;
 }
 
+/* Where the first answer of a conversation (flags f[0..n)) ends: the tokens a row
+ * must hold for it (the inputs and the target one further). */
+static size_t first_answer_end(const uint8_t *f, size_t n)
+{
+	size_t i = 1;
+	while (i < n && !(f[i] & DSET_SCORED))
+		i++;
+	while (i < n && (f[i] & DSET_SCORED))
+		i++;
+	return i;
+}
+
 /* The conversations of one file, fitted to rows of T and appended to all. */
 static int add_file(struct dset *d, struct dset_convs *all, const struct dset_convs *f,
 		    const char *path, int vocab, int T)
@@ -504,7 +518,10 @@ static int add_file(struct dset *d, struct dset_convs *all, const struct dset_co
 		bool cut;
 		size_t m = fit(f->flags + s, e - s, T, &cut);
 		if (!m) {
+			int64_t need = (int64_t)first_answer_end(f->flags + s, e - s) - 1;
 			d->sft.left_out++;
+			if (need > d->sft.left_out_ctx)
+				d->sft.left_out_ctx = need;
 			continue;
 		}
 		d->sft.cut += cut;

@@ -24,6 +24,7 @@ struct dset_sft {
 	int64_t conversations; /* in the stream */
 	int64_t cut;           /* cut after an answer to fit a row (--ctx) */
 	int64_t left_out;      /* whose first answer ends past a row: not in the stream */
+	int64_t left_out_ctx;  /* the --ctx that would keep every one left out (0: none) */
 	int64_t no_answer;     /* without an assistant answer: not in the stream */
 	int64_t scored;        /* targets in the stream (answer tokens after the first) */
 };

@@ -143,9 +143,20 @@ if "$QWENCHAT" train --out "$R" $SCRATCH --data "$TMP/conv.jsonl" --val "$TMP/va
 else
 	fail "a run on conversations: $(tail -n 3 "$TMP/err")"
 fi
-grep -q '^data: 13 conversations, [0-9]* tokens, [0-9]* of them the assistant.s; 1 cut after the last answer within --ctx 128; 1 left out (the first answer ends past --ctx 128); 1 left out (no assistant answer to train on)$' "$TMP/err" &&
+grep -q '^data: 13 conversations, [0-9]* tokens, [0-9]* of them the assistant.s; 1 cut after the last answer within --ctx 128; 1 left out (the first answer ends past --ctx 128: --ctx [0-9]* would keep it); 1 left out (no assistant answer to train on)$' "$TMP/err" &&
 	pass "the conversations, those cut and those left out are counted" ||
 	fail "counts: $(grep -E '^(data|rows|validation)' "$TMP/err")"
+# the --ctx it names keeps the one left out, and one less does not
+need=$(sed -n 's/.*--ctx \([0-9]*\) would keep it.*/\1/p' "$TMP/err")
+for c in "$need" "$((need - 1))"; do
+	"$QWENCHAT" train --out "$TMP/need-$c" $SCRATCH --data "$TMP/conv.jsonl" --ctx "$c" \
+		--batch 4 --threads 2 --steps 0 >/dev/null 2>"$TMP/err-$c" ||
+		fail "--ctx $c: $(tail -n 1 "$TMP/err-$c")"
+done
+! grep -q 'left out (the first answer' "$TMP/err-$need" &&
+	grep -q "1 left out (the first answer ends past --ctx $((need - 1))" "$TMP/err-$((need - 1))" &&
+	pass "--ctx $need, as the count says, keeps the conversation left out" ||
+	fail "--ctx $need: $(grep '^data' "$TMP/err-$need"); $(grep '^data' "$TMP/err-$((need - 1))")"
 grep -q '^rows: one conversation each, padded to --ctx 128: [0-9.]*% of the positions are padding$' "$TMP/err" &&
 	grep -q '^validation: 3 conversations' "$TMP/err" && pass "padding and validation reported" ||
 	fail "rows/validation lines: $(grep -E '^(rows|validation)' "$TMP/err")"
