@@ -494,6 +494,33 @@ static int write_mark(struct ckpt_txn *x, char **text)
 	return rc ? err_set("%s/%s: write failed: %s", x->tmp, TXN_MARK, strerror(errno)) : 0;
 }
 
+/* Whether the renames can all happen: each directory a file goes to (dir, and
+ * dir/train-state where it is) is on the staging directory's file system and
+ * writable. Found out only once the renames began, a failure would leave the files
+ * put in place so far beside the old others until the next start finishes them. */
+static int renames_possible(const struct ckpt_txn *x)
+{
+	char *state = fio_join(x->dir, "train-state");
+	const char *dirs[] = {x->dir, state};
+	struct stat tmp, d;
+	int rc = state ? 0 : err_set("out of memory");
+	if (rc == 0 && stat(x->tmp, &tmp) != 0)
+		rc = err_set("%s: %s", x->tmp, strerror(errno));
+	for (int i = 0; rc == 0 && i < 2; i++) {
+		if (stat(dirs[i], &d) != 0) /* train-state/: made beside the staging one */
+			continue;
+		if (d.st_dev != tmp.st_dev)
+			rc = err_set("%s: on another file system than %s: a checkpoint cannot be "
+				     "renamed into it",
+				     dirs[i], x->tmp);
+		else if (access(dirs[i], W_OK | X_OK) != 0)
+			rc = err_set("%s: cannot put the new checkpoint in it: %s", dirs[i],
+				     strerror(errno));
+	}
+	free(state);
+	return rc;
+}
+
 int ckpt_commit(struct ckpt_txn *x)
 {
 	for (int i = 0; i < x->n; i++)
@@ -502,7 +529,7 @@ int ckpt_commit(struct ckpt_txn *x)
 			return -1;
 		}
 	char *mark = NULL;
-	if (write_mark(x, &mark)) {
+	if (renames_possible(x) || write_mark(x, &mark)) {
 		free(mark);
 		ckpt_abort(x);
 		return -1;

@@ -46,4 +46,21 @@ for c in "model.safetensors $W nan" "model.safetensors $W inf" \
 		fail "$3 in $1: the checkpoint was replaced"
 done
 
+# train-state/ on another file system (a mount over it): found out before the first
+# rename, so that the checkpoint stays whole, not half new (where this may mount one)
+rm -rf "$TMP/m" && cp -R "$TMP/r" "$TMP/m" && mkdir -p "$TMP/keep" &&
+	cp -R "$TMP/m/train-state" "$TMP/keep/"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=4m tmpfs "$TMP/m/train-state" 2>/dev/null; then
+	cp -R "$TMP/keep/train-state/." "$TMP/m/train-state/" && cp "$TMP/m/model.safetensors" "$TMP/before"
+	expect_exit 1 "train-state/ on another file system" \
+		"$QWENCHAT" train --resume "$TMP/m" --steps 4 --no-panel
+	tail -n 1 "$TMP/err" | grep -q "train-state: on another file system" &&
+		cmp -s "$TMP/m/model.safetensors" "$TMP/before" && [ ! -e "$TMP/m/.checkpoint.new" ] &&
+		pass "... said before any file moved; the checkpoint of step 2 as it was" ||
+		fail "train-state/ on another file system: $(tail -n 1 "$TMP/err"); $(ls -a "$TMP/m")"
+	umount "$TMP/m/train-state"
+else
+	echo "# skipped: cannot mount a tmpfs here"
+fi
+
 finish
