@@ -81,6 +81,16 @@ static char *with_value(const char *text, const char *key, const char *value)
 	return out;
 }
 
+/* The least state a run saves: the defaults, a data file, the schedule resolved. */
+static void resolved_state(struct tstate *s)
+{
+	tstate_opts_default(&s->o);
+	tstate_set(&s->o, field("data"), "/d/a.u32");
+	s->o.min_lr = 6e-5;
+	s->o.cosine_steps = 1000;
+	batch_rng_seed(&s->rng, 5);
+}
+
 /* A saved value the command line would refuse is refused (naming the field): a
  * state.json edited by hand must not reach the loop with --eval-every 0 (a division by
  * zero) or eps 0. A shape of 0 is a shape not given (--init's). */
@@ -88,11 +98,7 @@ static void test_json_ranges(void **state)
 {
 	(void)state;
 	struct tstate s = {0}, b;
-	tstate_opts_default(&s.o);
-	tstate_set(&s.o, field("data"), "/d/a.u32");
-	s.o.min_lr = 6e-5;
-	s.o.cosine_steps = 1000;
-	batch_rng_seed(&s.rng, 5);
+	resolved_state(&s);
 	char *text = tstate_json(&s);
 	assert_non_null(text);
 	const char *bad[][2] = {{"eval-every", "0"},   {"save-every", "-3"}, {"batch", "0"},
@@ -197,12 +203,8 @@ static void test_json_cross(void **state)
 {
 	(void)state;
 	struct tstate s = {0}, b;
-	tstate_opts_default(&s.o);
-	tstate_set(&s.o, field("data"), "/d/a.u32");
-	s.o.min_lr = 6e-5;
-	s.o.cosine_steps = 1000;
+	resolved_state(&s);
 	s.o.pack = true; /* sft false */
-	batch_rng_seed(&s.rng, 5);
 	char *text = tstate_json(&s);
 	assert_non_null(text);
 	if (!tstate_parse(&b, text, strlen(text), "s.json"))
