@@ -361,14 +361,17 @@ out:
 /* A model repository's files besides its weights; a repository may lack the optional
  * ones (the download records a 404 in .no_exist, as huggingface_hub does). The chat
  * template is in tokenizer_config.json or, as transformers 4.47 on saves it, in
- * chat_template.jinja. */
+ * chat_template.jinja: that one is fetched where there is one, but a cache without
+ * it, or without a record of its absence (hf download leaves none), is not
+ * incomplete, or every model downloaded by other tools would ask the Hub again. */
 static const struct {
 	const char *name;
 	bool optional;
+	bool settles; /* optional: the cache is incomplete until it is there or known absent */
 } files[] = {
-	{"config.json", false},        {"generation_config.json", true},
-	{"tokenizer.json", false},     {"tokenizer_config.json", true},
-	{"chat_template.jinja", true},
+	{"config.json", false, true},         {"generation_config.json", true, true},
+	{"tokenizer.json", false, true},      {"tokenizer_config.json", true, true},
+	{"chat_template.jinja", true, false},
 };
 
 /* Whether a file of files[] is one the tokenizer alone (template, tokenize) needs. */
@@ -467,7 +470,8 @@ static void offline_miss(const char *repo_id, const char *rev, const char *root,
 static bool optional_settled(const char *repo_dir, const char *commit, bool weights)
 {
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-		if (files[i].optional && (weights || tokenizer_file(files[i].name)) &&
+		if (files[i].optional && files[i].settles &&
+		    (weights || tokenizer_file(files[i].name)) &&
 		    !hfc_optional_settled(repo_dir, commit, files[i].name))
 			return false;
 	return true;

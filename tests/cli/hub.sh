@@ -135,6 +135,12 @@ n=$(requests)
 expect_exit 0 "-m repo id resolves from the cache" "$RESOLVE" test/Tiny-Qwen3
 [ "$(cat "$TMP/out")" = "$SNAP" ] && [ "$(requests)" = "$n" ] &&
 	pass "a complete cached model needs no request" || fail "resolve: '$(cat "$TMP/out")', $(( $(requests) - n )) requests"
+# hf download records no absent file: a snapshot without chat_template.jinja and without
+# a record of its absence is whole all the same
+rm -f "$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)/.no_exist/$(commit_of test/Tiny-Qwen3)/chat_template.jinja"
+n=$(requests)
+expect_exit 0 "-m repo id, no record of chat_template.jinja" "$RESOLVE" test/Tiny-Qwen3
+[ "$(requests)" = "$n" ] && pass "... needs no request either" || fail "$(( $(requests) - n )) requests"
 # A snapshot lacking an optional file (as `hf download --include` leaves one) is
 # completed when the Hub can be reached: tokenizer_config.json holds the chat template.
 # Offline, or with the Hub down, the cache is used as it is.
