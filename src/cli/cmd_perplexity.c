@@ -305,8 +305,9 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 
 /* The rows of tokens a checkpoint of `qwenchat train` was trained on (the --ctx in its
  * DIR/train-state/state.json), or 0 for another model (or a state that does not read:
- * the model loads without it). */
-static int trained_ctx(const char *dir)
+ * the model loads without it); *sft: whether it trained on conversations (its
+ * validation loss then covers their answers alone). */
+static int trained_ctx(const char *dir, bool *sft)
 {
 	char *path = fio_join(dir, "train-state/state.json");
 	size_t len = 0;
@@ -315,6 +316,7 @@ static int trained_ctx(const char *dir)
 	int ctx = 0;
 	if (text && tstate_parse(&st, text, len, path) == 0) {
 		ctx = st.o.ctx;
+		*sft = st.o.sft;
 		tstate_opts_free(&st.o);
 	}
 	err_clear();
@@ -331,10 +333,12 @@ static void trained_window(const struct cli_common *cli, const struct ppl_args *
 {
 	const struct side *by = NULL;
 	int T = 0;
+	bool sft = false;
 	for (int i = 0; i < 2; i++) {
-		int t = s[i].m ? trained_ctx(s[i].dir) : 0;
+		bool conv = false;
+		int t = s[i].m ? trained_ctx(s[i].dir, &conv) : 0;
 		if (t > 0 && (!T || t < T))
-			T = t, by = &s[i];
+			T = t, by = &s[i], sft = conv;
 	}
 	char msg[600];
 	if (!T)
@@ -342,11 +346,16 @@ static void trained_window(const struct cli_common *cli, const struct ppl_args *
 	if (!(cli->set & CLI_SET_CTX)) {
 		*ctx = T < max_pos ? T + 1 : max_pos;
 		*stride = a->llama ? *ctx : a->stride ? (int)a->stride : *ctx > 2 ? *ctx - 1 : 1;
+		if (*stride > *ctx)
+			return; /* refused by the caller, in one line */
+		/* the validation loss's windows, unless --stride chose others; a run on
+		   conversations scored their answers alone */
+		bool as_val = !a->llama && !a->stride && !sft;
 		snprintf(
 			msg, sizeof msg,
 			"%s was trained on rows of %d tokens (its train-state/state.json): windows "
 			"of %d tokens every %d%s (--ctx chooses others)",
-			by->name, T, *ctx, *stride, a->llama ? "" : ", as its validation loss");
+			by->name, T, *ctx, *stride, as_val ? ", as its validation loss" : "");
 		cli_notice(msg);
 	} else if (*ctx > T + 1) {
 		snprintf(msg, sizeof msg,

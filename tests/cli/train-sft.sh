@@ -80,7 +80,7 @@ usage 1 "a line that is not JSON" "$TMP/broken.jsonl:2: invalid JSON at column" 
 	--out "$O" $SCRATCH --data "$TMP/broken.jsonl" $SMALL
 usage 1 "an unknown role in a saved conversation" "$TMP/robot.json: messages[0].role: unknown role" \
 	--out "$O" $SCRATCH --data "$TMP/robot.json" $SMALL
-usage 1 "token ids with --sft" "d.u32: --sft reads conversations" \
+usage 2 "token ids with --sft" "d.u32: --sft reads conversations, not token ids" \
 	--out "$O" $SCRATCH --data "$TMP/d.u32" $SMALL
 usage 1 "nothing to train on" "--data: no conversation to train on: 1 without an assistant answer" \
 	--out "$O" $SCRATCH --data "$TMP/unanswered.json" $SMALL

@@ -63,6 +63,7 @@ usage 2 "no tokenizer and no --vocab-size" "needs --tokenizer DIR" --out "$O" $S
 	--data "$TMP/d.u32"
 usage 2 "--init with a shape flag" "--layers is for a model from scratch" --out "$O" \
 	--init "$TMP/tok" --layers 3 --data "$TMP/a.txt"
+usage 2 "--tie and --no-tie" "--tie and --no-tie: give one" --out "$O" $TEXT --tie --no-tie
 usage 2 "--lr not a number" "--lr: 'x' is not a finite decimal number" --out "$O" $TEXT --lr x
 usage 2 "--lr in hexadecimal" "--lr: '0x1p-10' is not a finite decimal number" --out "$O" $TEXT --lr 0x1p-10
 usage 2 "--ctx 0" "--ctx: 0 is out of range" --out "$O" $TEXT --ctx 0
@@ -377,6 +378,15 @@ EOF
 else
 	fail "perplexity of a checkpoint: $(tail -n 1 "$TMP/err")"
 fi
+grep -q "windows of 17 tokens every 16, as its validation loss" "$TMP/err" &&
+	"$QWENCHAT" perplexity -m "$TMP/pv" -f "$TMP/v5.u32" --stride 8 >/dev/null 2>"$TMP/err" &&
+	grep -q "windows of 17 tokens every 8 (--ctx" "$TMP/err" &&
+	pass "the line says 'as its validation loss' only for the validation's windows" ||
+	fail "the checkpoint's windows line: $(cat "$TMP/err")"
+"$QWENCHAT" perplexity -m "$TMP/pv" -f "$TMP/v5.u32" --stride 20 >/dev/null 2>"$TMP/err"
+[ $? -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "stride 20" "$TMP/err" &&
+	pass "perplexity of a checkpoint, --stride past its window: one line, exit 2" ||
+	fail "--stride 20 on a checkpoint: $(cat "$TMP/err")"
 
 # a data file changed since the run read it: the resume says so and trains on its cache
 cp "$TMP/d.u32" "$TMP/grown.u32"
