@@ -412,13 +412,17 @@ static int encode(struct dset *d, char *const *files, int n, struct tok *tk, int
 			return err_set("%s: a text file, and the model has no tokenizer (give "
 				       "token ids in *.u32 files, or --tokenizer DIR)",
 				       files[i]);
-		if ((!tokens_is_u32(files[i]) && check_text(files[i])) ||
-		    tokens_read_file(files[i], tk, vocab, &ids, &m))
-			return -1;
-		if (tokens_is_u32(files[i]) && tokens_check_width(ids, m)) {
-			free(ids);
-			return err_prefix("%s", files[i]);
+		if (tokens_is_u32(files[i])) { /* read into the stream itself */
+			size_t before = d->len;
+			if (tokens_append_u32(files[i], vocab, &d->ids, &d->len))
+				return -1;
+			cap = d->len;
+			if (tokens_check_width(d->ids + before, d->len - before))
+				return err_prefix("%s", files[i]);
+			continue;
 		}
+		if (check_text(files[i]) || tokens_read_file(files[i], tk, vocab, &ids, &m))
+			return -1;
 		if (!d->ids) { /* the first file's ids become the stream, without a copy */
 			d->ids = ids;
 			d->len = cap = m;

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 bool tokens_is_u32(const char *path)
 {
@@ -362,6 +364,45 @@ int tokens_from_contents(const char *path, struct tok *tk, int vocab, const char
 			       "its JSON as text)");
 	return jsonl ? tokens_from_jsonl(tk, vocab, data, len, ids, n)
 		     : tokens_from_text(tk, vocab, data, len, ids, n);
+}
+
+int tokens_append_u32(const char *path, int vocab, int32_t **ids, size_t *n)
+{
+	int fd = fio_open_file(path, NULL);
+	struct stat st;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size > TOKENS_MAX_FILE) {
+		close(fd);
+		return err_set("%s: %s", path, errno ? strerror(errno) : "too large");
+	}
+	size_t len = (size_t)st.st_size, got = 0;
+	/* grown to what the file holds (a large block moves without a copy), read in place */
+	int32_t *g = realloc(*ids, (*n + len / 4 + 1) * sizeof *g);
+	if (!g) {
+		close(fd);
+		return err_set("%s: out of memory for %zu token ids", path, *n + len / 4);
+	}
+	*ids = g;
+	unsigned char *p = (unsigned char *)(g + *n);
+	while (got < len) {
+		ssize_t r = read(fd, p + got, len - got);
+		if (r <= 0 && !(r < 0 && errno == EINTR)) {
+			close(fd);
+			return err_set("%s: %s", path,
+				       r < 0 ? strerror(errno) : "shorter than when it was opened");
+		}
+		got += r > 0 ? (size_t)r : 0;
+	}
+	close(fd);
+	if (check_u32(p, len, vocab))
+		return err_prefix("%s", path);
+	for (size_t i = 0; i < len / 4; i++) {
+		int32_t v = (int32_t)id_at(p + 4 * i);
+		memcpy(p + 4 * i, &v, sizeof v);
+	}
+	*n += len / 4;
+	return 0;
 }
 
 int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids, size_t *n)

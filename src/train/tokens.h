@@ -65,6 +65,12 @@ int tokens_check_width(const int32_t *ids, size_t n);
 int tokens_from_contents(const char *path, struct tok *tk, int vocab, const char *data, size_t len,
 			 int32_t **ids, size_t *n);
 
+/* Appends the ids of the *.u32 file at path (a regular file) to *ids, of *n, growing
+ * the block to hold them and reading the file into it: a stream of several files never
+ * holds one of them twice. 0, or -1 with err_set starting with path (*ids may have
+ * moved and grown; *n is as it was). */
+int tokens_append_u32(const char *path, int vocab, int32_t **ids, size_t *n);
+
 /* Reads path ("-": stdin, as text) and gives its ids: tokens_from_u32 when
  * tokens_is_u32(path); when tokens_is_jsonl(path), tokens_from_text of each non-blank
  * line's "text" (other members ignored; a line that is not such a record is an error
