@@ -372,9 +372,15 @@ int tokens_append_u32(const char *path, int vocab, int32_t **ids, size_t *n)
 	struct stat st;
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size > TOKENS_MAX_FILE) {
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
 		close(fd);
-		return err_set("%s: %s", path, errno ? strerror(errno) : "too large");
+		return err_set("%s: %s", path, strerror(e));
+	}
+	if ((uint64_t)st.st_size > TOKENS_MAX_FILE) {
+		close(fd);
+		return err_set("%s: %lld bytes, more than can be read", path,
+			       (long long)st.st_size);
 	}
 	size_t len = (size_t)st.st_size, got = 0;
 	/* grown to what the file holds (a large block moves without a copy), read in place */

@@ -217,6 +217,18 @@ static void test_read_file(void **state)
 	free(ids);
 	assert_int_equal(tokens_read_file(path, NULL, 257, &ids, &n), -1);
 	assert_err_has("ids.u32: byte offset 4: token id 257");
+	/* appended to a stream, read into it: twice, then a refusal that keeps n */
+	ids = NULL;
+	n = 0;
+	assert_int_equal(tokens_append_u32(path, 300, &ids, &n), 0);
+	assert_int_equal(tokens_append_u32(path, 300, &ids, &n), 0);
+	assert_int_equal(n, 4);
+	assert_int_equal(ids[2], 7);
+	assert_int_equal(ids[3], 257);
+	assert_int_equal(tokens_append_u32(path, 257, &ids, &n), -1);
+	assert_err_has("ids.u32: byte offset 4: token id 257");
+	assert_int_equal(n, 4);
+	free(ids);
 	snprintf(path, sizeof path, "%s/doc.txt", dir);
 	write_file(path, "xab", 3);
 	assert_int_equal(tokens_read_file(path, tiny, TT_VOCAB, &ids, &n), 0);
