@@ -8,6 +8,7 @@
 #include "src/base/err.h"
 #include "src/base/jsonlimit.h"
 #include "src/base/jsontype.h"
+#include "src/base/strbuf.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -208,35 +209,36 @@ static json_t *record_tools(json_t *root, const char *where, bool *bad)
 	       NULL;
 }
 
+/* The messages of an OpenAI record, or a bare array of them (NULL: neither). */
+static json_t *record_messages(json_t *root)
+{
+	return json_is_array(root) ? root : json_object_get(root, "messages");
+}
+
 /* Content as OpenAI's array of parts, each {"type": "text", "text": ...}, as a string:
  * the texts joined by line breaks, as serve and vLLM join them (a new reference), or
  * NULL (err_set, naming messages[i].content[k]). */
 static json_t *text_parts(json_t *parts, const char *where, size_t i)
 {
-	json_t *out = json_string("");
-	for (size_t k = 0; out && k < json_array_size(parts); k++) {
+	struct strbuf sb = {0};
+	for (size_t k = 0; k < json_array_size(parts); k++) {
 		json_t *part = json_array_get(parts, k), *type = json_object_get(part, "type");
 		json_t *text = json_object_get(part, "text");
 		if (!json_is_string(type) || strcmp(json_string_value(type), "text") != 0 ||
 		    !json_is_string(text)) {
-			json_decref(out);
+			free(sb.p);
 			return err_set("%s: messages[%zu].content[%zu]: expected a text part "
 				       "{\"type\": \"text\", \"text\": ...} (only text is "
 				       "supported)",
 				       where, i, k),
 			       NULL;
 		}
-		size_t a = json_string_length(out), b = json_string_length(text);
-		char *joined = malloc(a + b + 2);
-		if (joined) {
-			memcpy(joined, json_string_value(out), a);
-			joined[a] = '\n';
-			memcpy(joined + a + (k > 0), json_string_value(text), b);
-		}
-		json_decref(out);
-		out = joined ? json_stringn_nocheck(joined, a + b + (k > 0)) : NULL;
-		free(joined);
+		if (k)
+			sb_put(&sb, "\n", 1);
+		sb_put(&sb, json_string_value(text), json_string_length(text));
 	}
+	json_t *out = sb.oom ? NULL : json_stringn_nocheck(sb.p ? sb.p : "", sb.n);
+	free(sb.p);
 	if (!out)
 		err_set("%s: out of memory", where);
 	return out;
@@ -246,14 +248,14 @@ static json_t *text_parts(json_t *parts, const char *where, size_t i)
  * parts are strings: root itself (a new reference) where none is, else a copy. */
 static json_t *join_parts(json_t *root, const char *where)
 {
-	json_t *msgs = json_is_array(root) ? root : json_object_get(root, "messages");
+	json_t *msgs = record_messages(root);
 	bool any = false;
 	for (size_t i = 0; i < json_array_size(msgs); i++)
 		any |= json_is_array(json_object_get(json_array_get(msgs, i), "content"));
 	if (!any)
 		return json_incref(root);
 	json_t *copy = json_deep_copy(root);
-	msgs = json_is_array(copy) ? copy : json_object_get(copy, "messages");
+	msgs = record_messages(copy);
 	for (size_t i = 0; copy && i < json_array_size(msgs); i++) {
 		json_t *m = json_array_get(msgs, i), *c = json_object_get(m, "content");
 		json_t *text = json_is_array(c) ? text_parts(c, where, i) : NULL;
@@ -271,7 +273,7 @@ static json_t *join_parts(json_t *root, const char *where)
  * trained on; c holds root's messages, one turn each. 0, or -1 (err_set). */
 static int weights(struct chat *c, json_t *root, const char *where)
 {
-	json_t *msgs = json_is_array(root) ? root : json_object_get(root, "messages");
+	json_t *msgs = record_messages(root);
 	for (size_t i = 0; i < json_array_size(msgs) && i < c->n; i++) {
 		json_t *w = json_object_get(json_array_get(msgs, i), "weight");
 		if (c->turns[i].role != CHAT_ASSISTANT || !w || json_is_null(w))

@@ -6,6 +6,7 @@
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/base/proc.h"
+#include "src/base/utf8.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
@@ -20,7 +21,6 @@
 #include "src/train/tokens.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <stdio.h>
@@ -142,13 +142,14 @@ static int absolute_paths(struct tstate_opts *o)
 	for (int l = 0; l < 4; l++) {
 		int n = l < 2 ? counts[l] : lists[l][0] ? 1 : 0;
 		for (int i = 0; i < n; i++) {
-			json_t *j = json_string(lists[l][i]);
-			if (!j)
-				return cli_usage("train",
-						 "%s: the path %s is not valid UTF-8, which the run's "
-						 "state.json cannot hold: rename it",
-						 flags[l], lists[l][i]);
-			json_decref(j);
+			size_t len = strlen(lists[l][i]), valid, bad;
+			utf8_next_piece(lists[l][i], len, &valid, &bad);
+			if (valid < len)
+				return cli_usage(
+					"train",
+					"%s: the path %s is not valid UTF-8, which the run's "
+					"state.json cannot hold: rename it",
+					flags[l], lists[l][i]);
 		}
 	}
 	return 0;

@@ -8,6 +8,7 @@
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/base/units.h"
+#include "src/base/utf8.h"
 #include "src/train/modeldir.h"
 #include "src/train/tokens.h"
 #include "tokenizer/bpe_count.h"
@@ -104,16 +105,6 @@ static void on_count(void *ctx, uint64_t bytes)
 		units_bytes(t > p->t0 ? bytes / (t - p->t0) : 0.0, rate, sizeof rate));
 }
 
-/* True when s is valid UTF-8 (checked through the counter, which enforces it). */
-static bool utf8_ok(const char *s)
-{
-	struct bpe_count_opts o = {.threads = 1};
-	struct bpe_counter *c = bpe_counter_new(&o);
-	bool ok = c && bpe_counter_add_text(c, s, strlen(s), "--special") == 0;
-	bpe_counter_free(c);
-	return ok;
-}
-
 /* Qwen3's chat tokens, in the order of their ids in Qwen3's tokenizer, and whether
  * each is special there (tests/cache/qwen3-tokenizer/tokenizer_config.json). */
 static const struct {
@@ -193,8 +184,11 @@ static int parse_args(int argc, char **argv, struct args *a, int *first)
 	for (int k = 0; k < a->n_specials; k++) {
 		if (!a->specials[k][0])
 			return cli_usage("train-bpe", "--special: empty token");
-		if (!utf8_ok(a->specials[k]))
-			return cli_usage("train-bpe", "%s", err_msg());
+		size_t n = strlen(a->specials[k]), valid, bad;
+		utf8_next_piece(a->specials[k], n, &valid, &bad);
+		if (valid < n)
+			return cli_usage("train-bpe",
+					 "--special: not valid UTF-8 at byte offset %zu", valid);
 		for (int j = 0; j < k; j++)
 			if (!strcmp(a->specials[j], a->specials[k]))
 				return cli_usage("train-bpe", "--special '%s' given twice",

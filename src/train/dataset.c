@@ -477,30 +477,22 @@ int dset_load(struct dset *d, char *const *files, int n, struct tok *tk, const c
 /* How much of a conversation (flags f[0..n)) a row of T inputs trains on: up to the end
  * of its last answer within T + 1 tokens (the inputs and the target one further); 0
  * when its first answer ends past them. *cut: a later answer was dropped. Tokens
- * after the last answer are context for nothing and are dropped too. */
-static size_t fit(const uint8_t *f, size_t n, int T, bool *cut)
+ * after the last answer are context for nothing and are dropped too. *first: where
+ * the first answer ends (the tokens a row must hold for it). */
+static size_t fit(const uint8_t *f, size_t n, int T, bool *cut, size_t *first)
 {
 	size_t best = 0, last = 0;
+	*first = 0;
 	for (size_t i = 2; i <= n; i++) /* token 0 is never a target */
 		if ((f[i - 1] & DSET_SCORED) && (i == n || !(f[i] & DSET_SCORED))) {
 			last = i;
+			if (!*first)
+				*first = i;
 			if (i <= (size_t)T + 1)
 				best = i;
 		}
 	*cut = best < last;
 	return best;
-}
-
-/* Where the first answer of a conversation (flags f[0..n)) ends: the tokens a row
- * must hold for it (the inputs and the target one further). */
-static size_t first_answer_end(const uint8_t *f, size_t n)
-{
-	size_t i = 1;
-	while (i < n && !(f[i] & DSET_SCORED))
-		i++;
-	while (i < n && (f[i] & DSET_SCORED))
-		i++;
-	return i;
 }
 
 /* The conversations of one file, fitted to rows of T and appended to all. */
@@ -520,9 +512,9 @@ static int add_file(struct dset *d, struct dset_convs *all, const struct dset_co
 					       "model's vocab_size %d",
 					       path, (long long)k, (int)f->ids[i], vocab);
 		bool cut;
-		size_t m = fit(f->flags + s, e - s, T, &cut);
+		size_t first, m = fit(f->flags + s, e - s, T, &cut, &first);
 		if (!m) {
-			int64_t need = (int64_t)first_answer_end(f->flags + s, e - s) - 1;
+			int64_t need = (int64_t)first - 1;
 			d->sft.left_out++;
 			if (need > d->sft.left_out_ctx)
 				d->sft.left_out_ctx = need;

@@ -366,6 +366,19 @@ int tokens_from_contents(const char *path, struct tok *tk, int vocab, const char
 		     : tokens_from_text(tk, vocab, data, len, ids, n);
 }
 
+/* The bytes p[0..len) of a *.u32 file, checked (check_u32), turned into the int32 ids
+ * they hold where they lie. 0, or -1 with err_set. */
+static int ids_in_place(unsigned char *p, size_t len, int vocab)
+{
+	if (check_u32(p, len, vocab))
+		return -1;
+	for (size_t i = 0; i < len / 4; i++) {
+		int32_t v = (int32_t)id_at(p + 4 * i);
+		memcpy(p + 4 * i, &v, sizeof v);
+	}
+	return 0;
+}
+
 int tokens_append_u32(const char *path, int vocab, int32_t **ids, size_t *n)
 {
 	int fd = fio_open_file(path, NULL);
@@ -401,12 +414,8 @@ int tokens_append_u32(const char *path, int vocab, int32_t **ids, size_t *n)
 		got += r > 0 ? (size_t)r : 0;
 	}
 	close(fd);
-	if (check_u32(p, len, vocab))
+	if (ids_in_place(p, len, vocab))
 		return err_prefix("%s", path);
-	for (size_t i = 0; i < len / 4; i++) {
-		int32_t v = (int32_t)id_at(p + 4 * i);
-		memcpy(p + 4 * i, &v, sizeof v);
-	}
 	*n += len / 4;
 	return 0;
 }
@@ -425,14 +434,9 @@ int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids,
 	if (u32) {
 		/* the ids in the file's own buffer (malloc'd, so aligned for them): a stream of
 		 * a third of the memory is not held twice */
-		unsigned char *p = (unsigned char *)data;
-		if (check_u32(p, len, vocab)) {
+		if (ids_in_place((unsigned char *)data, len, vocab)) {
 			free(data);
 			return err_prefix("%s", path);
-		}
-		for (size_t i = 0; i < len / 4; i++) {
-			int32_t v = (int32_t)id_at(p + 4 * i);
-			memcpy(p + 4 * i, &v, sizeof v);
 		}
 		*ids = (int32_t *)(void *)data;
 		*n = len / 4;
