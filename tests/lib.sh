@@ -13,6 +13,19 @@ failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
 
+# poke FILE TENSOR VALUE — sets the first float32 of TENSOR in the safetensors FILE
+poke() {
+	python3 - "$1" "$2" "$3" <<'PY'
+import json, struct, sys
+path, name, value = sys.argv[1], sys.argv[2], float(sys.argv[3])
+b = bytearray(open(path, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+off = 8 + n + json.loads(b[8:8 + n])[name]["data_offsets"][0]
+b[off:off + 4] = struct.pack("<f", value)
+open(path, "wb").write(b)
+PY
+}
+
 # expect_exit CODE DESC CMD... — runs CMD, checks its exit status; stderr saved in $TMP/err.
 expect_exit() {
 	want=$1; desc=$2; shift 2

@@ -14,19 +14,6 @@ RUN="--vocab-size 256 --layers 1 --hidden-size 32 --heads 2 --ctx 16 --batch 2 -
 expect_exit 0 "a run of 2 steps" "$QWENCHAT" train --out "$TMP/r" $RUN --data "$TMP/d.u32" --steps 2 \
 	--cosine-steps 4 --save-every 1
 
-# poke FILE TENSOR VALUE — sets the first element of TENSOR in the safetensors FILE
-poke() {
-	python3 - "$1" "$2" "$3" <<'PY'
-import json, struct, sys
-path, name, value = sys.argv[1], sys.argv[2], float(sys.argv[3])
-b = bytearray(open(path, "rb").read())
-n = struct.unpack("<Q", b[:8])[0]
-off = 8 + n + json.loads(b[8:8 + n])[name]["data_offsets"][0]
-b[off:off + 4] = struct.pack("<f", value)
-open(path, "wb").write(b)
-PY
-}
-
 W=model.layers.0.self_attn.q_proj.weight
 for c in "model.safetensors $W nan" "model.safetensors $W inf" \
 	 "train-state/optimizer.safetensors $W.exp_avg nan" \

@@ -545,15 +545,7 @@ fi
 # A NaN planted in the weights of a checkpoint: --resume refuses it (no run saves one),
 # the checkpoint left as it was; a model of NaN weights given to --init: its first step
 # stops the run, unsaved.
-python3 - "$TMP/fd-copy/model.safetensors" <<'EOF'
-import json, struct, sys
-p = sys.argv[1]
-b = bytearray(open(p, "rb").read())
-n = struct.unpack("<Q", b[:8])[0]
-off = json.loads(b[8:8 + n])["model.norm.weight"]["data_offsets"][0] + 8 + n
-b[off:off + 4] = struct.pack("<f", float("nan"))
-open(p, "wb").write(b)
-EOF
+poke "$TMP/fd-copy/model.safetensors" model.norm.weight nan
 cp -r "$TMP/fd-copy" "$TMP/nan-before"
 usage 1 "a NaN in a checkpoint's weights: --resume refuses it" \
 	"model.safetensors: tensor model.norm.weight: element 0 is nan" --resume "$TMP/fd-copy" --steps 4
