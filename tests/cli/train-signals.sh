@@ -45,15 +45,16 @@ stop() {
 	kill -"$1" $pid
 	wait $pid
 }
-# sigint_after PATTERN FILE PID — once FILE holds PATTERN (30 s at most), half a second
-# more (into the evaluation that follows), then SIGINT to PID; rc is its exit status
+# sigint_after PATTERN FILE PID [SECONDS] — once FILE holds PATTERN (30 s at most), half
+# a second more or SECONDS (into the evaluation that follows), then SIGINT to PID; rc is
+# its exit status
 sigint_after() {
 	i=0
 	while ! grep -q "$1" "$2" 2>/dev/null && [ $i -lt 600 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
-	sleep 0.5
+	sleep "${4:-0.5}"
 	kill -INT "$3"
 	wait "$3"
 	rc=$?
@@ -87,12 +88,15 @@ else
 fi
 cp -a "$TMP/sig-eval" "$TMP/sig-eval2"
 # a resume that adds --val and is stopped in its first evaluation (of the checkpoint's
-# step, before any step of its own) saves nothing: the hint gives the --val again
+# step, before any step of its own) saves nothing: the hint gives the --val again. Its
+# last line before the evaluation comes before the product-rate measurement (a fraction
+# of a second, more under a sanitizer) and the evaluation takes seconds: two seconds
+# after that line the run is evaluating.
 "$QWENCHAT" train --out "$TMP/sig-addval" --vocab-size 1000 $SHAPE --data "$TMP/d.u32" \
 	--ctx 16 --batch 1 --threads 2 --steps 2 2>"$TMP/err" || fail "a run to add --val to"
 "$QWENCHAT" train --resume "$TMP/sig-addval" --steps 4 --eval-every 2 --val "$TMP/bigv.u32" \
 	2>"$TMP/err-addval" &
-sigint_after 'validation tokens' "$TMP/err-addval" $!
+sigint_after '^lr ' "$TMP/err-addval" $! 2
 if [ "$rc" -eq 130 ] &&
    grep -qF "continue with 'qwenchat train --resume $TMP/sig-addval --val $TMP/bigv.u32'" \
 	"$TMP/err-addval"; then
