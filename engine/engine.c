@@ -65,7 +65,7 @@ static int default_ctx(const struct eng_config *c, const struct eng_options *opt
 		return ctx;
 	size_t per_tok =
 		2 * (size_t)c->num_layers * c->num_kv_heads * c->head_dim * (opt->kv_f32 ? 4 : 2);
-	size_t avail = proc_mem_available();
+	size_t avail = proc_mem_available(NULL, 0);
 	if (!avail || (size_t)ctx * per_tok <= avail / 2)
 		return ctx;
 	int fit = (int)(avail / 2 / per_tok / 256 * 256);

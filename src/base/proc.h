@@ -7,9 +7,19 @@
 /* Resident set size in bytes (from /proc/self/statm); 0 when unknown. */
 size_t proc_rss_bytes(void);
 
-/* Memory the kernel says can be had without swapping (MemAvailable in
- * /proc/meminfo), in bytes; 0 when unknown. */
-size_t proc_mem_available(void);
+/* Memory this process can have without swapping or meeting the OOM killer, in bytes
+ * (0 when unknown): the least of MemAvailable in /proc/meminfo and the headroom of
+ * the memory cgroups it is in (a container's limit). `why` (n bytes, may be NULL)
+ * gets what set the figure: "MemAvailable", or the cgroup's limit file. */
+size_t proc_mem_available(char *why, size_t n);
+
+/* The headroom of the memory cgroups a /proc/self/cgroup file (`self`) names under
+ * the cgroup mount `root` (/sys/fs/cgroup; cgroup v2, or v1's memory controller at
+ * root/memory): for the cgroup and each parent with a limit, the limit less what it
+ * holds apart from inactive file pages (the page cache the kernel takes back first),
+ * the least of them; SIZE_MAX when none has a limit or none can be read. `why` gets
+ * the limit file of the least. */
+size_t proc_cgroup_headroom(const char *self, const char *root, char *why, size_t n);
 
 /* CPUs online now (at least 1). */
 int proc_online_cpus(void);

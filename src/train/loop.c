@@ -178,9 +178,10 @@ static int check_plan(struct run *u)
 	struct tstate_opts *o = &u->st->o;
 	size_t per_token = sizeof(int32_t) + (o->sft ? 1 : 0);
 	int64_t convs = u->train.sft.conversations + u->val.sft.conversations;
+	char why[PATH_MAX + 64];
 	struct loop_plan lp = {.data_bytes = (u->train.len + u->val.len) * per_token +
 					     (size_t)convs * sizeof(size_t),
-			       .available = proc_mem_available(),
+			       .available = proc_mem_available(why, sizeof why),
 			       .train_tokens = (int64_t)u->train.len,
 			       .val_tokens = (int64_t)u->val.len,
 			       .train_cached = u->train.cached,
@@ -214,13 +215,15 @@ static int check_plan(struct run *u)
 		units_ibytes((double)(host + lp.data_bytes), need, sizeof need);
 		units_ibytes((double)lp.available, have, sizeof have);
 		if (fixed > lp.available)
-			return err_set("the memory plan needs %s and %s is available (MemAvailable): "
-				       "the weights, gradients and moments alone take %s, a smaller "
-				       "model is needed",
-				       need, have, units_ibytes((double)fixed, state, sizeof state));
-		return err_set("the memory plan needs %s and %s is available (MemAvailable): "
+			return err_set(
+				"the memory plan needs %s and %s is available (%s): "
+				"the weights, gradients and moments alone take %s, a smaller "
+				"model is needed",
+				need, have, why, units_ibytes((double)fixed, state, sizeof state));
+		return err_set("the memory plan needs %s and %s is available (%s): "
 			       "lower --batch or --ctx%s",
-			       need, have, o->recompute ? "" : " (--recompute does not suffice)");
+			       need, have, why,
+			       o->recompute ? "" : " (--recompute does not suffice)");
 	}
 	return 0;
 }

@@ -42,7 +42,7 @@ struct loop_model {
 struct loop_plan {
 	struct eng_train_plan plan;
 	size_t data_bytes;    /* the token streams, in host memory */
-	size_t available;     /* host memory to be had (MemAvailable); 0: unknown */
+	size_t available;     /* host memory to be had (proc_mem_available); 0: unknown */
 	bool recompute_added; /* the plan fits only with --recompute: turned on */
 	int64_t train_tokens, val_tokens;
 	bool train_cached, val_cached; /* streams read from the cache, not encoded */
