@@ -219,8 +219,10 @@ static void hash_tokenizer(struct train_model *p)
 	const char *texts[LOOP_MAX_FILES];
 	size_t lens[LOOP_MAX_FILES];
 	int n = 0;
+	/* the chat template too: --sft's streams are the conversations it renders */
 	for (int i = 0; i < p->m.n_files; i++)
-		if (strncmp(p->m.files[i].name, "tokenizer", 9) == 0) {
+		if (strncmp(p->m.files[i].name, "tokenizer", 9) == 0 ||
+		    strcmp(p->m.files[i].name, "chat_template.jinja") == 0) {
 			texts[n] = p->m.files[i].data;
 			lens[n++] = p->m.files[i].len;
 		}

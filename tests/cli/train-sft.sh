@@ -275,6 +275,29 @@ EOF
 	cmp -s "$J/chat_template.jinja" "$TMP/jinja-ft/chat_template.jinja" &&
 	pass "a model's chat_template.jinja goes into the checkpoint" ||
 	fail "chat_template.jinja of --init is not in the checkpoint: $(tail -n 1 "$TMP/err")"
+# The encoded conversations a run killed before its first save left (a rerun into the
+# same --out takes them, not to encode again) are the template's: once the template
+# changes (here to plain ChatML, which renders them otherwise), they are encoded again.
+"$QWENCHAT" train --out "$TMP/jinja-re" --init "$J" --sft --data "$TMP/conv.jsonl" \
+	--ctx 128 --batch 1 --threads 2 --steps 1000000 --save-every 1000000 \
+	>/dev/null 2>"$TMP/err-killed" &
+pid=$!
+i=0
+while ! grep -q '^data: ' "$TMP/err-killed" && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+kill -9 $pid
+wait $pid 2>/dev/null
+cat >"$J/chat_template.jinja" <<'EOF'
+{%- for message in messages %}{{ '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>\n' }}{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{%- endif %}
+EOF
+if ls "$TMP/jinja-re/train-state/"*.u32 >/dev/null 2>&1 &&
+   "$QWENCHAT" train --out "$TMP/jinja-re" --init "$J" --sft --data "$TMP/conv.jsonl" \
+	--ctx 128 --batch 1 --threads 2 --steps 0 >/dev/null 2>"$TMP/err" &&
+   grep -q '^data: ' "$TMP/err" && ! grep -q '^data: .*(cached)' "$TMP/err" &&
+   [ "$(grep '^data: ' "$TMP/err")" != "$(grep '^data: ' "$TMP/err-killed")" ]; then
+	pass "a changed chat_template.jinja encodes the conversations again"
+else
+	fail "a changed chat_template.jinja: $(grep '^data' "$TMP/err"; tail -n 1 "$TMP/err")"
+fi
 
 # ---- the model chats as Qwen3 does -------------------------------------------------------
 cat >"$TMP/c.json" <<'EOF'
