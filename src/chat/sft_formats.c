@@ -244,24 +244,41 @@ static json_t *text_parts(json_t *parts, const char *where, size_t i)
 	return out;
 }
 
+/* Whether message m is OpenAI's "developer" one: the system message of its newer
+ * models' requests, which serve takes as "system" too. */
+static bool developer(json_t *m)
+{
+	json_t *role = json_object_get(m, "role");
+	return json_is_string(role) && !strcmp(json_string_value(role), "developer");
+}
+
 /* An OpenAI record (or a bare array of messages) whose contents given as arrays of text
- * parts are strings: root itself (a new reference) where none is, else a copy. */
+ * parts are strings and whose "developer" messages are "system" ones: root itself (a
+ * new reference) where there is neither, else a copy. */
 static json_t *join_parts(json_t *root, const char *where)
 {
 	json_t *msgs = record_messages(root);
 	bool any = false;
-	for (size_t i = 0; i < json_array_size(msgs); i++)
-		any |= json_is_array(json_object_get(json_array_get(msgs, i), "content"));
+	for (size_t i = 0; i < json_array_size(msgs); i++) {
+		json_t *m = json_array_get(msgs, i);
+		any |= json_is_array(json_object_get(m, "content")) || developer(m);
+	}
 	if (!any)
 		return json_incref(root);
 	json_t *copy = json_deep_copy(root);
 	msgs = record_messages(copy);
 	for (size_t i = 0; copy && i < json_array_size(msgs); i++) {
 		json_t *m = json_array_get(msgs, i), *c = json_object_get(m, "content");
-		json_t *text = json_is_array(c) ? text_parts(c, where, i) : NULL;
-		if (json_is_array(c) && (!text || json_object_set_new(m, "content", text))) {
+		bool parts = json_is_array(c);
+		json_t *text = parts ? text_parts(c, where, i) : NULL;
+		if (parts && !text) {
 			json_decref(copy);
 			return NULL;
+		}
+		if ((parts && json_object_set_new(m, "content", text)) ||
+		    (developer(m) && json_object_set_new(m, "role", json_string("system")))) {
+			json_decref(copy);
+			return err_set("%s: out of memory", where), NULL;
 		}
 	}
 	if (!copy)

@@ -353,6 +353,11 @@ static void test_formats(void **state)
 		 "\"assistant\", \"content\": [{\"type\": \"text\", \"text\": \"c\"}]}]}",
 		 "[{\"role\": \"user\", \"content\": \"a\\nb\"}, {\"role\": \"assistant\", "
 		 "\"content\": \"c\"}]"}, /* OpenAI's text parts */
+		{"{\"messages\": [{\"role\": \"developer\", \"content\": [{\"type\": \"text\", "
+		 "\"text\": \"S\"}]}, {\"role\": \"user\", \"content\": \"q\"}, {\"role\": "
+		 "\"assistant\", \"content\": \"a\", \"weight\": 1}]}",
+		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
+		 "\"q\"}, {\"role\": \"assistant\", \"content\": \"a\"}]"}, /* "developer" */
 		{"{\"system\": \"\", \"conversations\": [{\"from\": \"system\", \"value\": \"S\"}, "
 		 "{\"from\": \"human\", \"value\": \"q\"}, {\"from\": \"gpt\", \"value\": \"a\"}]}",
 		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
