@@ -129,8 +129,13 @@ size_t proc_cgroup_headroom(const char *self, const char *root, char *why, size_
 		/* v1 writes "no limit" as a page-rounded 2^63 */
 		if (read_number(dir, limit_file, &limit) && limit < (1ULL << 62) &&
 		    read_number(dir, v2 ? "memory.current" : "memory.usage_in_bytes", &used)) {
+			/* the page cache (clean file pages, a model's mapping among them) is
+			   taken back before the OOM killer comes, as MemAvailable counts it */
 			unsigned long long cache =
-				stat_value(dir, v2 ? "inactive_file" : "total_inactive_file");
+				v2 ? stat_value(dir, "inactive_file") +
+						stat_value(dir, "active_file")
+				   : stat_value(dir, "total_inactive_file") +
+						stat_value(dir, "total_active_file");
 			used = cache < used ? used - cache : 0;
 			size_t room = limit > used ? (size_t)(limit - used) : 0;
 			if (room < best) {

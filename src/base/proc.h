@@ -16,8 +16,8 @@ size_t proc_mem_available(char *why, size_t n);
 /* The headroom of the memory cgroups a /proc/self/cgroup file (`self`) names under
  * the cgroup mount `root` (/sys/fs/cgroup; cgroup v2, or v1's memory controller at
  * root/memory): for the cgroup and each parent with a limit, the limit less what it
- * holds apart from inactive file pages (the page cache the kernel takes back first),
- * the least of them; SIZE_MAX when none has a limit or none can be read. `why` gets
+ * holds apart from its page cache (file pages, which the kernel takes back), the
+ * least of them; SIZE_MAX when none has a limit or none can be read. `why` gets
  * the limit file of the least. */
 size_t proc_cgroup_headroom(const char *self, const char *root, char *why, size_t n);
 

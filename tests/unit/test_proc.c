@@ -41,8 +41,8 @@ static size_t headroom(const char *self_rel, const char *root_rel, char *why, si
 	return proc_cgroup_headroom(self, root, why, n);
 }
 
-/* cgroup v2: the least headroom of the cgroup and its parents, inactive file pages
- * not counted as held; "max" is no limit. */
+/* cgroup v2: the least headroom of the cgroup and its parents, file pages not counted
+ * as held; "max" is no limit. */
 static void test_v2(void **state)
 {
 	(void)state;
@@ -51,7 +51,8 @@ static void test_v2(void **state)
 	put("v2/fs/cgroup.controllers", "cpu memory\n");
 	put("v2/fs/a/b/memory.max", "1000000\n");
 	put("v2/fs/a/b/memory.current", "600000\n");
-	put("v2/fs/a/b/memory.stat", "anon 400000\nfile 200000\ninactive_file 100000\n");
+	put("v2/fs/a/b/memory.stat",
+	    "anon 400000\nfile 200000\nactive_file 60000\ninactive_file 40000\n");
 	put("v2/fs/a/memory.max", "max\n");
 	put("v2/fs/a/memory.current", "700000\n");
 	assert_int_equal(headroom("v2/self", "v2/fs", why, sizeof why), 500000);
@@ -86,7 +87,8 @@ static void test_v1(void **state)
 	put("v1/fs/memory/docker/x/memory.limit_in_bytes", "4194304\n");
 	put("v1/fs/memory/docker/x/memory.usage_in_bytes", "3000000\n");
 	put("v1/fs/memory/docker/x/memory.stat",
-	    "cache 1\ninactive_file 7\ntotal_inactive_file 1000000\n");
+	    "cache 1\ninactive_file 7\ntotal_active_file 300000\n"
+	    "total_inactive_file 700000\n");
 	assert_int_equal(headroom("v1/self", "v1/fs", why, sizeof why), 4194304 - 2000000);
 	snprintf(want, sizeof want, "%s/v1/fs/memory/docker/x/memory.limit_in_bytes", dir);
 	assert_string_equal(why, want);
