@@ -8,7 +8,9 @@
  * it loads the panel's values once and multiplies them with the tile's values of A,
  * broadcast. In fp32 a row-major A is read where it lies (a tile's rows are streams
  * the prefetcher follows); a transposed A is first packed, a k-block of the item's
- * rows at a time (pack_a_f32), and serves all of the item's panels. For bf16, A is
+ * rows at a time (pack_a_f32), and serves all of the item's panels. On AVX2
+ * (gemm_avx2.c) a row-major A is packed too, and each half of a panel sweeps the
+ * rows in turn. For bf16, A is
  * first converted once, by every thread together, into rows of bf16 pairs (k, k+1)
  * that vdpbf16ps takes, and the panel into pairs too. Each value of C is summed in
  * one fixed order (the k-blocks in turn, then k within), whatever thread computes
@@ -16,6 +18,7 @@
 #include "engine/cpu/gemm.h"
 
 #include "engine/cpu/amx.h"
+#include "engine/cpu/gemm_tiles.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -24,16 +27,6 @@
 
 #include "src/base/err.h"
 
-#define GEMM_NR 32  /* columns of a panel */
-#define GEMM_MR 12  /* rows of a micro-tile: 24 accumulators of the 32 registers */
-#define GEMM_KC 256 /* depth of a packed panel (even) */
-#define GEMM_MC 256 /* rows of C a work item sweeps: their A stays in L2 across panels */
-#define GEMM_MC_TILES ((GEMM_MC + GEMM_MR - 1) / GEMM_MR * GEMM_MR)
-
-/* fp32: c (rows x cols of a tile, ldc) (+)= sum_p a(r, p) * bp[p][j], a(r, p) at
- * a[r*sar + p*sap]. */
-typedef void mk_f32_fn(float *c, int ldc, const float *a, size_t sar, size_t sap,
-		       const float *bp, int kc, int rows, int cols, bool acc);
 /* bf16: the same with a's pairs at ap[r*lda2 + pp] and bp[pp][j] pairs. */
 typedef void mk_bf16_fn(float *c, int ldc, const uint32_t *ap, size_t lda2, const uint32_t *bp,
 			int kcp, int rows, int cols, bool acc);
@@ -45,6 +38,7 @@ struct gemm_ctx {
 	mk_bf16_fn *mk_bf16; /* NULL: GEMM_BF16 runs in fp32 */
 	bool amx;            /* GEMM_BF16's blocks of 32 rows on AMX tiles (amx.h) */
 	bool avx2;           /* panels of a transposed B packed by 8 x 8 transposes */
+	bool narrow;         /* fp32 on AVX2: tiles half a panel wide, A always packed */
 	unsigned char *scratch; /* per thread: a packed panel of B, a packed block of A */
 	size_t per;
 	uint32_t *apack; /* bf16 A as pairs, shared; grown on demand */
@@ -166,102 +160,6 @@ static TGBF void mk_bf16_512(float *c, int ldc, const uint32_t *ap, size_t lda2,
 	}
 }
 
-/* ---- AVX2: a tile of 6 rows x 16 columns, half a panel ------------------------------
- * 12 accumulators, the 2 vectors of B and the broadcast value of A fill 15 of the 16
- * registers. A wider tile does not fit: 4 rows x 32 columns needs 17, and the two
- * accumulators the compiler then keeps on the stack put a store and a load on every
- * step's chain of additions, which halves the rate. */
-#define TG2 __attribute__((target("avx2,fma")))
-
-INLINE TG2 void mk2(float *c, int ldc, const float *a, size_t sar, size_t sap, const float *bp,
-		    int kc, const int R, int cols, bool acc)
-{
-	__m256 t[6][2];
-#pragma GCC unroll 6
-	for (int r = 0; r < R; r++)
-		t[r][0] = t[r][1] = _mm256_setzero_ps();
-	for (int p = 0; p < kc; p++) {
-		const float *b = bp + (size_t)p * GEMM_NR, *ap = a + (size_t)p * sap;
-		__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-#pragma GCC unroll 6
-		for (int r = 0; r < R; r++) {
-			__m256 av = _mm256_broadcast_ss(ap + r * sar);
-			t[r][0] = _mm256_fmadd_ps(av, b0, t[r][0]);
-			t[r][1] = _mm256_fmadd_ps(av, b1, t[r][1]);
-		}
-	}
-#pragma GCC unroll 6
-	for (int r = 0; r < R; r++) {
-		float *cr = c + (size_t)r * ldc;
-		if (cols == 16) {
-			__m256 c0 = acc ? _mm256_add_ps(_mm256_loadu_ps(cr), t[r][0]) : t[r][0];
-			__m256 c1 = acc ? _mm256_add_ps(_mm256_loadu_ps(cr + 8), t[r][1]) : t[r][1];
-			_mm256_storeu_ps(cr, c0);
-			_mm256_storeu_ps(cr + 8, c1);
-			continue;
-		}
-		float tmp[16];
-		_mm256_storeu_ps(tmp, t[r][0]);
-		_mm256_storeu_ps(tmp + 8, t[r][1]);
-		for (int j = 0; j < cols; j++)
-			cr[j] = acc ? cr[j] + tmp[j] : tmp[j];
-	}
-}
-
-/* The panel's two halves of 16 columns in turn, 6 rows at a time. */
-static TG2 void mk_f32_avx2(float *c, int ldc, const float *a, size_t sar, size_t sap,
-			    const float *bp, int kc, int rows, int cols, bool acc)
-{
-	for (int h = 0; h < cols; h += 16) {
-		int hc = cols - h < 16 ? cols - h : 16;
-		for (int r0 = 0; r0 < rows; r0 += 6) {
-			float *cr = c + (size_t)r0 * ldc + h;
-			const float *ar = a + r0 * sar, *bh = bp + h;
-			switch (rows - r0 < 6 ? rows - r0 : 6) {
-			case 6: mk2(cr, ldc, ar, sar, sap, bh, kc, 6, hc, acc); break;
-			case 5: mk2(cr, ldc, ar, sar, sap, bh, kc, 5, hc, acc); break;
-			case 4: mk2(cr, ldc, ar, sar, sap, bh, kc, 4, hc, acc); break;
-			case 3: mk2(cr, ldc, ar, sar, sap, bh, kc, 3, hc, acc); break;
-			case 2: mk2(cr, ldc, ar, sar, sap, bh, kc, 2, hc, acc); break;
-			default: mk2(cr, ldc, ar, sar, sap, bh, kc, 1, hc, acc); break;
-			}
-		}
-	}
-}
-
-/* dst[p * GEMM_NR + j] = src[j * lds + p] for p, j < 8: one 8 x 8 transpose. */
-static TG2 void transpose8_avx2(float *dst, const float *src, size_t lds)
-{
-	__m256 r[8], t[8];
-	for (int i = 0; i < 8; i++)
-		r[i] = _mm256_loadu_ps(src + i * lds);
-	for (int i = 0; i < 8; i += 2) {
-		t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-		t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-	}
-	for (int i = 0; i < 8; i += 4) {
-		r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-		r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
-		r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-		r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-	}
-	for (int i = 0; i < 4; i++) {
-		_mm256_storeu_ps(dst + i * GEMM_NR, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-		_mm256_storeu_ps(dst + (i + 4) * GEMM_NR,
-				 _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
-	}
-}
-
-/* The whole 8 x 8 squares of a panel of B read transposed (pack_b_f32): cols and kc
- * rounded down to 8; the caller packs the rest. One value at a time, each store lands
- * a panel's row (128 bytes) from the last. */
-static TG2 void pack_bt_avx2(float *bp, const float *b, size_t ldb, int kc, int cols)
-{
-	for (int j = 0; j + 8 <= cols; j += 8)
-		for (int p = 0; p + 8 <= kc; p += 8)
-			transpose8_avx2(bp + (size_t)p * GEMM_NR + j, b + (size_t)j * ldb + p, ldb);
-}
-
 /* ---- bf16 pairs, vectorized (the packing would otherwise cost as much as the
  * products: each converted value meets only m/32 or n/8 tiles) ---- */
 
@@ -349,7 +247,7 @@ static void pack_b_f32(float *bp, const struct gemm *g, int p0, int kc, int j0, 
 	int jw = 0, pw = 0; /* the squares the vector transpose packed */
 #if defined(__x86_64__)
 	if (avx2) {
-		pack_bt_avx2(bp, g->b + (size_t)j0 * g->ldb + p0, (size_t)g->ldb, kc, cols);
+		gemm_pack_bt_avx2(bp, g->b + (size_t)j0 * g->ldb + p0, (size_t)g->ldb, kc, cols);
 		jw = cols / 8 * 8, pw = kc / 8 * 8;
 	}
 #else
@@ -362,16 +260,31 @@ static void pack_b_f32(float *bp, const struct gemm *g, int p0, int kc, int j0, 
 	}
 }
 
-/* fp32 block of A read transposed: rows [r0, r1) at depths [p0, p0 + kc), as the
- * micro-kernel reads them: tiles of GEMM_MR rows, each kc steps of GEMM_MR
- * consecutive values (tile t from ab + t * GEMM_MR * kc). Read in place, each step of
- * k is a stored row of A further: with rows of whole pages (a vocabulary of 8192
- * makes 32 KB) every step missed the caches and the TLB. Packed, each stored row's
- * run of the block is read once, whole. A row-major A is read in place: its tile's
- * rows are streams the prefetcher follows. */
+/* fp32 block of A: rows [r0, r1) at depths [p0, p0 + kc), as the micro-kernel reads
+ * them: tiles of GEMM_MR rows, each kc steps of GEMM_MR consecutive values (tile t from
+ * ab + t * GEMM_MR * kc). A read transposed is packed always: read in place, each step
+ * of k is a stored row of A further, and with rows of whole pages (a vocabulary of
+ * 8192 makes 32 KB) every step missed the caches and the TLB; packed, each stored
+ * row's run of the block is read once, whole. A row-major A is read in place (its
+ * tile's rows are streams the prefetcher follows) except by AVX2's kernel, which runs
+ * faster on a packed one (gemm_avx2.c): this is the AVX2 path then. */
 static void pack_a_f32(float *ab, const struct gemm *g, int r0, int r1, int p0, int kc)
 {
 	int rows = r1 - r0, whole = rows / GEMM_MR * GEMM_MR;
+#if defined(__x86_64__)
+	if (!g->at) {
+		int rw, pw; /* the whole groups of 4 rows by 8 steps, then the rest */
+		gemm_pack_a_rows_avx2(ab, g->a + (size_t)r0 * g->lda + p0, (size_t)g->lda, rows, kc,
+				      &rw, &pw);
+		for (int r = 0; r < rows; r++) {
+			const float *src = g->a + (size_t)(r0 + r) * g->lda + p0;
+			float *dst = ab + (size_t)(r / GEMM_MR) * GEMM_MR * kc + r % GEMM_MR;
+			for (int p = r < rw ? pw : 0; p < kc; p++)
+				dst[(size_t)p * GEMM_MR] = src[p];
+		}
+		return;
+	}
+#endif
 	for (int p = 0; p < kc; p++) {
 		const float *src = g->a + (size_t)(p0 + p) * g->lda + r0;
 		float *dst = ab + (size_t)p * GEMM_MR;
@@ -551,11 +464,19 @@ static void panel_rows(struct gemm_ctx *ctx, const struct gemm *g, const uint32_
 /* Panels [jp0, jp1) of C over rows [r0, r1) (at most GEMM_MC): each k-block of A
  * packed once (fp32; bf16's pairs are ap, kp a row) and, for each panel in turn,
  * that k-block of B. Each value of C still sums the k-blocks in order. */
+/* Whether fp32 packs A (pack_a_f32): read transposed, or on AVX2, whose kernel is faster
+ * on it, except in attention's triangular products, where packing the causal block's
+ * zeros cost more than the kernel gained. */
+static bool packs_a(const struct gemm_ctx *ctx, const struct gemm *g)
+{
+	return g->at || (ctx->narrow && g->tri == GEMM_FULL);
+}
+
 static void gemm_item(struct gemm_ctx *ctx, const struct gemm *g, const uint32_t *ap, int kp,
 		      int jp0, int jp1, int r0, int r1, int tid)
 {
 	float *bp = (float *)(ctx->scratch + (size_t)tid * ctx->per);
-	float *ab = !ap && g->at ? bp + GEMM_KC * GEMM_NR : NULL;
+	float *ab = !ap && packs_a(ctx, g) ? bp + GEMM_KC * GEMM_NR : NULL;
 	for (int p0 = 0; p0 < g->k; p0 += GEMM_KC) {
 		int kc = g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC;
 		if (!tile_needs(g, r0, r1 - r0, jp0 * GEMM_NR, p0, kc))
@@ -573,7 +494,11 @@ static void gemm_item(struct gemm_ctx *ctx, const struct gemm *g, const uint32_t
 			else
 #endif
 				pack_b_f32(bp, g, p0, kc, j0, ctx->avx2);
-			panel_rows(ctx, g, ap, kp, ab, bp, p0, kc, j0, cols, r0, r1);
+			/* AVX2's tiles are half a panel wide: each half sweeps all the rows,
+			   so that only its half of the panel need stay in L1 */
+			for (int h = 0, w = ctx->narrow && !ap ? 16 : GEMM_NR; h < cols; h += w)
+				panel_rows(ctx, g, ap, kp, ab, bp + h, p0, kc, j0 + h,
+					   cols - h < w ? cols - h : w, r0, r1);
 		}
 	}
 }
@@ -583,9 +508,9 @@ static void gemm_item(struct gemm_ctx *ctx, const struct gemm *g, const uint32_t
  * in the caches across the k-blocks. A packed A serves a group of panels, as wide as
  * leaves each thread four items to take: packing again for each panel cost more than
  * the C tiles' extra traffic. */
-static int panels_per_item(const struct gemm *g, int threads)
+static int panels_per_item(const struct gemm_ctx *ctx, const struct gemm *g, int threads)
 {
-	if (!g->at)
+	if (!packs_a(ctx, g))
 		return 1;
 	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, blocks = (g->n + GEMM_MC - 1) / GEMM_MC;
 	int groups = (4 * threads + blocks - 1) / blocks;
@@ -598,7 +523,7 @@ static void gemm_task_fn(void *arg, int tid, int nthreads)
 	struct gemm_task *t = arg;
 	const struct gemm *g = t->g;
 	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, blocks = (g->n + GEMM_MC - 1) / GEMM_MC;
-	int per = panels_per_item(g, nthreads), groups = (panels + per - 1) / per, it;
+	int per = panels_per_item(t->ctx, g, nthreads), groups = (panels + per - 1) / per, it;
 	bool tiles = t->bf16 && t->ctx->amx;
 	if (tiles)
 		cpu_amx_begin();
@@ -723,11 +648,12 @@ struct gemm_ctx *gemm_new(enum cpu_isa isa, struct cpu_pool *pool)
 	if (isa >= CPU_ISA_AVX512)
 		ctx->mk_f32 = mk_f32_512;
 	else if (isa == CPU_ISA_AVX2)
-		ctx->mk_f32 = mk_f32_avx2;
+		ctx->mk_f32 = gemm_mk_f32_avx2;
 	if (isa >= CPU_ISA_AVX512BF16)
 		ctx->mk_bf16 = mk_bf16_512;
 	ctx->amx = isa >= CPU_ISA_AMX;
 	ctx->avx2 = isa >= CPU_ISA_AVX2;
+	ctx->narrow = isa == CPU_ISA_AVX2;
 #else
 	(void)isa;
 #endif
