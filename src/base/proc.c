@@ -60,37 +60,44 @@ static bool read_number(const char *dir, const char *name, unsigned long long *v
 	return ok;
 }
 
-/* The value of `key` in the "key value" lines of `dir`/memory.stat; 0 when absent. */
-static unsigned long long stat_value(const char *dir, const char *key)
+/* The page cache a cgroup holds, from the "key value" lines of `dir`/memory.stat: its
+ * inactive and active file pages (v1 names the hierarchy's totals "total_..."); 0 when
+ * unreadable. */
+static unsigned long long page_cache(const char *dir, bool v2)
 {
+	const char *keys[2] = {v2 ? "inactive_file" : "total_inactive_file",
+			       v2 ? "active_file" : "total_active_file"};
 	char path[PATH_MAX], line[256];
-	unsigned long long v = 0, x;
-	size_t klen = strlen(key);
+	unsigned long long sum = 0, x;
 	if (snprintf(path, sizeof path, "%s/memory.stat", dir) >= (int)sizeof path)
 		return 0;
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof line, f))
-		if (!strncmp(line, key, klen) && line[klen] == ' ' &&
-		    sscanf(line + klen, "%llu", &x) == 1) {
-			v = x;
-			break;
+		for (int k = 0; k < 2; k++) {
+			size_t klen = strlen(keys[k]);
+			if (!strncmp(line, keys[k], klen) && line[klen] == ' ' &&
+			    sscanf(line + klen, "%llu", &x) == 1)
+				sum += x;
 		}
 	fclose(f);
-	return v;
+	return sum;
 }
 
 /* The cgroup directory of this process's memory controller (v2: the "0::" line with a
  * cgroup.controllers at root; v1: the line naming "memory", under root/memory) into
- * dir, and the mount's top into top; false when there is none. A path the mount does
- * not show (a container's own cgroup namespace shows "/") falls back to its top. */
-static bool memory_cgroup(const char *self, const char *root, char *dir, char *top, size_t n)
+ * dir, the mount's top into top and whether it is v2 into *v2_out; false when there is
+ * none. A path the mount does not show (a container's own cgroup namespace shows "/")
+ * falls back to its top. */
+static bool memory_cgroup(const char *self, const char *root, char *dir, char *top, size_t n,
+			  bool *v2_out)
 {
 	char line[PATH_MAX + 64], probe[PATH_MAX];
 	bool v2 =
 		snprintf(probe, sizeof probe, "%s/cgroup.controllers", root) < (int)sizeof probe &&
 		access(probe, R_OK) == 0;
+	*v2_out = v2;
 	FILE *f = fopen(self, "r");
 	if (!f)
 		return false;
@@ -119,9 +126,9 @@ static bool memory_cgroup(const char *self, const char *root, char *dir, char *t
 size_t proc_cgroup_headroom(const char *self, const char *root, char *why, size_t n)
 {
 	char dir[PATH_MAX], top[PATH_MAX];
-	if (!memory_cgroup(self, root, dir, top, sizeof dir))
+	bool v2;
+	if (!memory_cgroup(self, root, dir, top, sizeof dir, &v2))
 		return SIZE_MAX;
-	bool v2 = strcmp(top, root) == 0;
 	const char *limit_file = v2 ? "memory.max" : "memory.limit_in_bytes";
 	size_t best = SIZE_MAX, tlen = strlen(top);
 	for (;;) { /* the cgroup, then each parent up to the mount's top */
@@ -131,11 +138,7 @@ size_t proc_cgroup_headroom(const char *self, const char *root, char *why, size_
 		    read_number(dir, v2 ? "memory.current" : "memory.usage_in_bytes", &used)) {
 			/* the page cache (clean file pages, a model's mapping among them) is
 			   taken back before the OOM killer comes, as MemAvailable counts it */
-			unsigned long long cache =
-				v2 ? stat_value(dir, "inactive_file") +
-						stat_value(dir, "active_file")
-				   : stat_value(dir, "total_inactive_file") +
-						stat_value(dir, "total_active_file");
+			unsigned long long cache = page_cache(dir, v2);
 			used = cache < used ? used - cache : 0;
 			size_t room = limit > used ? (size_t)(limit - used) : 0;
 			if (room < best) {
