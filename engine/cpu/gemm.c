@@ -14,7 +14,8 @@
  * first converted once, by every thread together, into rows of bf16 pairs (k, k+1)
  * that vdpbf16ps takes, and the panel into pairs too. Each value of C is summed in
  * one fixed order (the k-blocks in turn, then k within), whatever thread computes
- * it. */
+ * it. An fp32 operand that several items would pack alike (B when C has more than one
+ * block of rows) is packed whole first, by every thread together. */
 #include "engine/cpu/gemm.h"
 
 #include "engine/cpu/amx.h"
@@ -47,6 +48,7 @@ struct gemm_ctx {
 	size_t atmp_words;
 	uint32_t *serial; /* per thread: A's pairs for gemm_serial (serial_words each) */
 	size_t serial_words;
+	float *prepack; /* B, then A, packed whole: GEMM_PREPACK floats each */
 };
 
 /* ---- micro-kernels: portable C ----------------------------------------------------- */
@@ -397,11 +399,34 @@ static void apack_fn(void *arg, int tid, int nthreads)
 
 /* ---- the product --------------------------------------------------------------------- */
 
+static int kblocks(const struct gemm *g)
+{
+	return (g->k + GEMM_KC - 1) / GEMM_KC;
+}
+
+static int panels_of(const struct gemm *g)
+{
+	return (g->m + GEMM_NR - 1) / GEMM_NR;
+}
+
+/* Where an operand packed whole (prepack) keeps a block: B's at k-block kb of panel jp,
+ * A's at k-block kb of the block of rows rb. */
+static size_t bpk_at(const struct gemm *g, int kb, int jp)
+{
+	return ((size_t)kb * panels_of(g) + jp) * GEMM_KC * GEMM_NR;
+}
+
+static size_t apk_at(const struct gemm *g, int rb, int kb)
+{
+	return ((size_t)rb * kblocks(g) + kb) * GEMM_MC_TILES * GEMM_KC;
+}
+
 struct gemm_task {
 	struct gemm_ctx *ctx;
 	const struct gemm *g;
-	bool bf16;
-	int kp; /* bf16: pairs per packed row of A */
+	const uint32_t *ap; /* bf16: A as pairs, kp a row; NULL in fp32 */
+	int kp;
+	float *bpk, *apk; /* fp32: B and A packed whole (prepack), or NULL */
 	atomic_int next;
 };
 
@@ -472,32 +497,38 @@ static bool packs_a(const struct gemm_ctx *ctx, const struct gemm *g)
 	return g->at || (ctx->narrow && g->tri == GEMM_FULL);
 }
 
-static void gemm_item(struct gemm_ctx *ctx, const struct gemm *g, const uint32_t *ap, int kp,
-		      int jp0, int jp1, int r0, int r1, int tid)
+static void gemm_item(const struct gemm_task *t, int jp0, int jp1, int r0, int r1, int tid)
 {
-	float *bp = (float *)(ctx->scratch + (size_t)tid * ctx->per);
-	float *ab = !ap && packs_a(ctx, g) ? bp + GEMM_KC * GEMM_NR : NULL;
+	struct gemm_ctx *ctx = t->ctx;
+	const struct gemm *g = t->g;
+	const uint32_t *ap = t->ap;
+	float *scratch = (float *)(ctx->scratch + (size_t)tid * ctx->per), *bp = scratch;
+	float *ab = !ap && packs_a(ctx, g) ? scratch + GEMM_KC * GEMM_NR : NULL;
 	for (int p0 = 0; p0 < g->k; p0 += GEMM_KC) {
 		int kc = g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC;
 		if (!tile_needs(g, r0, r1 - r0, jp0 * GEMM_NR, p0, kc))
 			continue; /* no tile of these rows needs this block */
-		if (ab)
+		if (t->apk)
+			ab = t->apk + apk_at(g, r0 / GEMM_MC, p0 / GEMM_KC);
+		else if (ab)
 			pack_a_f32(ab, g, r0, r1, p0, kc);
 		for (int jp = jp0; jp < jp1; jp++) {
 			int j0 = jp * GEMM_NR, cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR;
 			if (!tile_needs(g, r0, r1 - r0, j0, p0, kc))
 				continue;
+			if (t->bpk)
+				bp = t->bpk + bpk_at(g, p0 / GEMM_KC, jp);
 #if defined(__x86_64__)
-			if (ap)
+			else if (ap)
 				pack_b_bf16((uint32_t *)bp, (uint32_t *)bp + GEMM_KC / 2 * GEMM_NR,
 					    g, p0, kc, j0);
-			else
 #endif
+			else
 				pack_b_f32(bp, g, p0, kc, j0, ctx->avx2);
 			/* AVX2's tiles are half a panel wide: each half sweeps all the rows,
 			   so that only its half of the panel need stay in L1 */
 			for (int h = 0, w = ctx->narrow && !ap ? 16 : GEMM_NR; h < cols; h += w)
-				panel_rows(ctx, g, ap, kp, ab, bp + h, p0, kc, j0 + h,
+				panel_rows(ctx, g, ap, t->kp, ab, bp + h, p0, kc, j0 + h,
 					   cols - h < w ? cols - h : w, r0, r1);
 		}
 	}
@@ -524,16 +555,75 @@ static void gemm_task_fn(void *arg, int tid, int nthreads)
 	const struct gemm *g = t->g;
 	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, blocks = (g->n + GEMM_MC - 1) / GEMM_MC;
 	int per = panels_per_item(t->ctx, g, nthreads), groups = (panels + per - 1) / per, it;
-	bool tiles = t->bf16 && t->ctx->amx;
+	bool tiles = t->ap && t->ctx->amx;
 	if (tiles)
 		cpu_amx_begin();
 	while ((it = cpu_claim(&t->next, groups * blocks)) >= 0) {
 		int r0 = it / groups * GEMM_MC, r1 = r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n;
 		int jp0 = it % groups * per, jp1 = jp0 + per < panels ? jp0 + per : panels;
-		gemm_item(t->ctx, g, t->bf16 ? t->ctx->apack : NULL, t->kp, jp0, jp1, r0, r1, tid);
+		gemm_item(t, jp0, jp1, r0, r1, tid);
 	}
 	if (tiles)
 		cpu_amx_end();
+}
+
+/* ---- operands packed once ------------------------------------------------------------
+ * An item packs the k-blocks of the panels of B it multiplies and of the rows of A it
+ * sweeps. Where several items would pack the same block (B's when C has more than one
+ * block of rows; A's when a block of rows is cut into groups of panels), the fp32
+ * product first packs that operand whole, every thread together, and the items read
+ * it: each block packed once. Up to GEMM_PREPACK floats an operand. */
+#define GEMM_PREPACK (4u << 20)
+
+struct prepack_task {
+	const struct gemm_task *t;
+	int bitems, aitems; /* B's blocks, then A's */
+	atomic_int next;
+};
+
+static void prepack_fn(void *arg, int tid, int nthreads)
+{
+	(void)tid;
+	(void)nthreads;
+	struct prepack_task *pt = arg;
+	const struct gemm *g = pt->t->g;
+	int it;
+	while ((it = cpu_claim(&pt->next, pt->bitems + pt->aitems)) >= 0) {
+		if (it < pt->bitems) {
+			int kb = it / panels_of(g), jp = it % panels_of(g), p0 = kb * GEMM_KC;
+			pack_b_f32(pt->t->bpk + bpk_at(g, kb, jp), g, p0,
+				   g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC, jp * GEMM_NR,
+				   pt->t->ctx->avx2);
+			continue;
+		}
+		it -= pt->bitems;
+		int rb = it / kblocks(g), kb = it % kblocks(g), r0 = rb * GEMM_MC,
+		    p0 = kb * GEMM_KC;
+		pack_a_f32(pt->t->apk + apk_at(g, rb, kb), g, r0,
+			   r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n, p0,
+			   g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC);
+	}
+}
+
+/* Packs B, A or both whole into t->bpk, t->apk where that saves packing them again;
+ * leaves them NULL (each item packs its own) where not, or without the memory. */
+static void prepack(struct gemm_ctx *ctx, struct gemm_task *t)
+{
+	const struct gemm *g = t->g;
+	int blocks = (g->n + GEMM_MC - 1) / GEMM_MC;
+	size_t bsize = bpk_at(g, kblocks(g), 0), asize = apk_at(g, blocks, 0);
+	bool b = g->tri == GEMM_FULL && blocks > 1 && bsize <= GEMM_PREPACK;
+	bool a = g->tri == GEMM_FULL && packs_a(ctx, g) &&
+		 panels_per_item(ctx, g, ctx->threads) < panels_of(g) && asize <= GEMM_PREPACK;
+	if (!a && !b)
+		return;
+	if (!ctx->prepack && posix_memalign((void **)&ctx->prepack, 64, gemm_shared_scratch()))
+		return;
+	t->bpk = b ? ctx->prepack : NULL;
+	t->apk = a ? ctx->prepack + GEMM_PREPACK : NULL;
+	struct prepack_task pt = {t, b ? kblocks(g) * panels_of(g) : 0, a ? blocks * kblocks(g) : 0,
+				  0};
+	cpu_pool_run(ctx->pool, prepack_fn, &pt);
 }
 
 /* bf16 needs A as pairs (and, transposed, a row of n words per thread): grows the
@@ -584,7 +674,9 @@ void gemm_run(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec)
 		cpu_pool_run(ctx->pool, apack_fn, &at);
 	}
 #endif
-	struct gemm_task t = {ctx, g, bf16, kp, 0};
+	struct gemm_task t = {ctx, g, bf16 ? ctx->apack : NULL, kp, NULL, NULL, 0};
+	if (!bf16)
+		prepack(ctx, &t);
 	cpu_pool_run(ctx->pool, gemm_task_fn, &t);
 }
 
@@ -605,9 +697,9 @@ void gemm_serial(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec
 #endif
 	if (ap && ctx->amx)
 		cpu_amx_begin();
+	struct gemm_task t = {ctx, g, ap, kp, NULL, NULL, 0};
 	for (int r0 = 0; r0 < g->n; r0 += GEMM_MC)
-		gemm_item(ctx, g, ap, kp, 0, panels, r0, r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n,
-			  tid);
+		gemm_item(&t, 0, panels, r0, r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n, tid);
 	if (ap && ctx->amx)
 		cpu_amx_end();
 }
@@ -632,6 +724,11 @@ size_t gemm_thread_scratch(void)
 {
 	/* a packed panel of B and a packed block of A (whole tiles) */
 	return (size_t)GEMM_KC * (GEMM_NR + GEMM_MC_TILES) * sizeof(float);
+}
+
+size_t gemm_shared_scratch(void)
+{
+	return 2 * (size_t)GEMM_PREPACK * sizeof(float);
 }
 
 struct gemm_ctx *gemm_new(enum cpu_isa isa, struct cpu_pool *pool)
@@ -674,6 +771,7 @@ void gemm_free(struct gemm_ctx *ctx)
 	free(ctx->apack);
 	free(ctx->atmp);
 	free(ctx->serial);
+	free(ctx->prepack);
 	free(ctx);
 }
 

@@ -48,8 +48,10 @@ struct gemm {
 struct gemm_ctx;
 struct gemm_ctx *gemm_new(enum cpu_isa isa, struct cpu_pool *pool);
 void gemm_free(struct gemm_ctx *g);
-/* Bytes of scratch gemm_new takes for each thread of the pool. */
+/* Bytes of scratch gemm_new takes for each thread of the pool, and those its fp32
+ * products may take once more, shared (operands packed whole). */
 size_t gemm_thread_scratch(void);
+size_t gemm_shared_scratch(void);
 bool gemm_has_bf16(const struct gemm_ctx *g);
 
 /* One product on every thread of the pool. */

@@ -342,6 +342,24 @@ static T256 void swiglu_256(float *g, const float *u, int n)
 	cpu_swiglu(g + nb, u + nb, n - nb);
 }
 
+/* cpu_swiglu_back, 8 at a time: du = dh g sigma(g), dh = dh u sigma(g) (1 + g (1 - sigma(g))). */
+static T256 void swiglu_back_256(float *dh, float *du, const float *g, const float *u, int n)
+{
+	int nb = n & ~7;
+	const __m256 one = _mm256_set1_ps(1.0f);
+	for (int i = 0; i < nb; i += 8) {
+		__m256 x = _mm256_loadu_ps(g + i), d = _mm256_loadu_ps(dh + i);
+		__m256 sg = _mm256_div_ps(
+			one, _mm256_add_ps(one, exp_256(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+		__m256 dx = _mm256_mul_ps(d, sg);
+		_mm256_storeu_ps(du + i, _mm256_mul_ps(dx, x));
+		__m256 t = _mm256_fmadd_ps(x, _mm256_sub_ps(one, sg), one);
+		_mm256_storeu_ps(dh + i,
+				 _mm256_mul_ps(_mm256_mul_ps(dx, _mm256_loadu_ps(u + i)), t));
+	}
+	cpu_swiglu_back(dh + nb, du + nb, g + nb, u + nb, n - nb);
+}
+
 /* matmul_panel on AVX2: 8 rows per vector, all 8 vectors of the panel's 64 rows
  * accumulated side by side, one token at a time. */
 /* Keys [32h, 32h + 32) of the panel against T (<= 2) query rows: each bf16 pair is
@@ -492,7 +510,7 @@ const struct cpu_kernels cpu_kernels_avx2 = {
 	.pack_row = pack_row_256,
 	.softmax = softmax_256,
 	.swiglu = swiglu_256,
-	.swiglu_back = cpu_swiglu_back,
+	.swiglu_back = swiglu_back_256,
 	.scale_sq = scale_sq_256,
 	.adamw = adamw_256,
 	.rmsnorm = rmsnorm_256,

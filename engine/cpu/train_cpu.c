@@ -55,12 +55,13 @@ static int cpu_plan(const struct eng_config *c, const struct eng_train_options *
 	size_t scratch = (size_t)plan_threads(o) * T * T + blocks * wide + chunk * c->vocab_size +
 			 (size_t)o->ctx * c->head_dim;
 	p->activations = (acts + grads) * sizeof(float);
-	/* gemm.c's packed panels and its bf16 copy of the largest left operand */
+	/* gemm.c's packed panels, its operands packed whole and its bf16 copy of the
+	   largest left operand */
 	size_t widest = N * (F > D ? F : D);
 	if ((size_t)c->vocab_size * chunk > widest)
 		widest = (size_t)c->vocab_size * chunk;
 	p->scratch = scratch * sizeof(float) + (size_t)plan_threads(o) * gemm_thread_scratch() +
-		     widest / 2 * sizeof(uint32_t) + chunk * sizeof(double);
+		     gemm_shared_scratch() + widest / 2 * sizeof(uint32_t) + chunk * sizeof(double);
 	p->recompute = o->recompute;
 	return 0;
 }

@@ -421,6 +421,19 @@ static void test_elementwise_isa(void **state)
 			if (fabs(g[i] - ref) > 1e-6 * fabs(ref) + 1e-35)
 				fail_msg("%s swiglu g=%g: %g vs %g", k->name, a[i], g[i], ref);
 		}
+		float dh[2048], du[2048], d0[2048]; /* its backward, against float64 derivatives */
+		for (int i = 0; i < 2048; i++)
+			dh[i] = d0[i] = frand();
+		k->swiglu_back(dh, du, a, b, 2048);
+		for (int i = 0; i < 2048; i++) {
+			double x = a[i], sg = 1 / (1 + exp(-x)), dx = d0[i] * sg;
+			double rdu = dx * x, rdh = dx * b[i] * (1 + x * (1 - sg));
+			double mag = fabs(dx * b[i]) * (1 + fabs(x) * (1 - sg));
+			if (fabs(du[i] - rdu) > 1e-6 * fabs(rdu) + 1e-35 ||
+			    fabs(dh[i] - rdh) > 1e-6 * mag + 1e-35)
+				fail_msg("%s swiglu_back g=%g: du %g vs %g, dh %g vs %g", k->name,
+					 a[i], du[i], rdu, dh[i], rdh);
+		}
 		for (int i = 0; i < 2048; i++) {
 			frand();
 			uint32_t u = (uint32_t)(rng >> 32);
