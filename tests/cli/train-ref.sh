@@ -64,6 +64,10 @@ check untied-gqa "--no-tie --heads 4 --kv-heads 2"
 # Widths that fill no vector register, heads wider than hidden / heads, one kv head.
 check odd-widths "--no-tie --hidden-size 100 --intermediate-size 130 --heads 3 --kv-heads 1
 	--head-dim 40 --rope-theta 500"
+# Micro-batches of 300 rows: products over more than one block of 256 rows, whose
+# operands the products pack once for every block.
+check long-rows "--no-tie --heads 4 --kv-heads 2" "--ctx 100 --batch 3 --accum 2 --lr 1e-2
+	--warmup 2 --cosine-steps 3 --clip 0.5 --weight-decay 0.1"
 # A bigram model (windows of one token) with 3 micro-batches, no warm-up, the cosine
 # ending before the last step, and AdamW's moments without momentum; its MLP of width 1
 # makes down_proj a matrix of one column (decayed, as every matrix is).
