@@ -409,6 +409,11 @@ static int panels_of(const struct gemm *g)
 	return (g->m + GEMM_NR - 1) / GEMM_NR;
 }
 
+static int row_blocks(const struct gemm *g)
+{
+	return (g->n + GEMM_MC - 1) / GEMM_MC;
+}
+
 /* Where an operand packed whole (prepack) keeps a block: B's at k-block kb of panel jp,
  * A's at k-block kb of the block of rows rb. */
 static size_t bpk_at(const struct gemm *g, int kb, int jp)
@@ -486,9 +491,6 @@ static void panel_rows(struct gemm_ctx *ctx, const struct gemm *g, const uint32_
 	}
 }
 
-/* Panels [jp0, jp1) of C over rows [r0, r1) (at most GEMM_MC): each k-block of A
- * packed once (fp32; bf16's pairs are ap, kp a row) and, for each panel in turn,
- * that k-block of B. Each value of C still sums the k-blocks in order. */
 /* Whether fp32 packs A (pack_a_f32): read transposed, or on AVX2, whose kernel is faster
  * on it, except in attention's triangular products, where packing the causal block's
  * zeros cost more than the kernel gained. */
@@ -497,6 +499,10 @@ static bool packs_a(const struct gemm_ctx *ctx, const struct gemm *g)
 	return g->at || (ctx->narrow && g->tri == GEMM_FULL);
 }
 
+/* Panels [jp0, jp1) of C over rows [r0, r1) (at most GEMM_MC): each k-block of A
+ * packed once (fp32; bf16's pairs are ap, kp a row; or read from t->apk) and, for each
+ * panel in turn, that k-block of B (or read from t->bpk). Each value of C still sums
+ * the k-blocks in order. */
 static void gemm_item(const struct gemm_task *t, int jp0, int jp1, int r0, int r1, int tid)
 {
 	struct gemm_ctx *ctx = t->ctx;
@@ -543,7 +549,7 @@ static int panels_per_item(const struct gemm_ctx *ctx, const struct gemm *g, int
 {
 	if (!packs_a(ctx, g))
 		return 1;
-	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, blocks = (g->n + GEMM_MC - 1) / GEMM_MC;
+	int panels = panels_of(g), blocks = row_blocks(g);
 	int groups = (4 * threads + blocks - 1) / blocks;
 	groups = groups < 1 ? 1 : groups > panels ? panels : groups;
 	return (panels + groups - 1) / groups;
@@ -553,7 +559,7 @@ static void gemm_task_fn(void *arg, int tid, int nthreads)
 {
 	struct gemm_task *t = arg;
 	const struct gemm *g = t->g;
-	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, blocks = (g->n + GEMM_MC - 1) / GEMM_MC;
+	int panels = panels_of(g), blocks = row_blocks(g);
 	int per = panels_per_item(t->ctx, g, nthreads), groups = (panels + per - 1) / per, it;
 	bool tiles = t->ap && t->ctx->amx;
 	if (tiles)
@@ -610,7 +616,7 @@ static void prepack_fn(void *arg, int tid, int nthreads)
 static void prepack(struct gemm_ctx *ctx, struct gemm_task *t)
 {
 	const struct gemm *g = t->g;
-	int blocks = (g->n + GEMM_MC - 1) / GEMM_MC;
+	int blocks = row_blocks(g);
 	size_t bsize = bpk_at(g, kblocks(g), 0), asize = apk_at(g, blocks, 0);
 	bool b = g->tri == GEMM_FULL && blocks > 1 && bsize <= GEMM_PREPACK;
 	bool a = g->tri == GEMM_FULL && packs_a(ctx, g) &&
@@ -684,7 +690,7 @@ void gemm_serial(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec
 {
 	if (empty_product(g))
 		return;
-	int panels = (g->m + GEMM_NR - 1) / GEMM_NR, kp = (g->k + 1) / 2;
+	int panels = panels_of(g), kp = (g->k + 1) / 2;
 	uint32_t *ap = NULL;
 #if defined(__x86_64__)
 	if (prec == GEMM_BF16 && ctx->mk_bf16 && (size_t)g->n * kp + g->n <= ctx->serial_words) {
