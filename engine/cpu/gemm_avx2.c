@@ -57,8 +57,8 @@ INL T256 void tile(float *c, int ldc, const float *a, size_t sar, size_t sap, co
 }
 
 /* A packed, a(r, p) at a[p * GEMM_MR + r]: constant offsets, four steps of k a turn of
- * the loop, so that its own instructions stay few beside the 48 multiply-adds (the
- * products of the training step 1.15x as fast on one thread, with A packed always). */
+ * the loop, so that its own instructions stay few beside the 48 multiply-adds; faster
+ * than reading A at a stride by more than packing a row-major A costs (BENCHMARKS.md). */
 INL T256 void tile_packed(float *c, int ldc, const float *a, const float *bp, int kc, const int R,
 			  int cols, bool acc)
 {
