@@ -272,7 +272,7 @@ static void pack_b_f32(float *bp, const struct gemm *g, int p0, int kc, int j0, 
  * faster on a packed one (gemm_avx2.c): this is the AVX2 path then. */
 static void pack_a_f32(float *ab, const struct gemm *g, int r0, int r1, int p0, int kc)
 {
-	int rows = r1 - r0, whole = rows / GEMM_MR * GEMM_MR;
+	int rows = r1 - r0;
 #if defined(__x86_64__)
 	if (!g->at) {
 		int rw, pw; /* the whole groups of 4 rows by 8 steps, then the rest */
@@ -290,11 +290,17 @@ static void pack_a_f32(float *ab, const struct gemm *g, int r0, int r1, int p0, 
 	for (int p = 0; p < kc; p++) {
 		const float *src = g->a + (size_t)(p0 + p) * g->lda + r0;
 		float *dst = ab + (size_t)p * GEMM_MR;
-		for (int t0 = 0; t0 < whole; t0 += GEMM_MR)
+		/* an A zero below its diagonal: the tiles that start past row p0 + p never
+		   read this step (tile_depth) */
+		int end = g->tri == GEMM_TRI_A_UPPER && p0 + p + 1 - r0 < rows ? p0 + p + 1 - r0
+									       : rows;
+		int t0 = 0;
+		for (; t0 + GEMM_MR <= end; t0 += GEMM_MR)
 			memcpy(dst + (size_t)t0 * kc, src + t0, GEMM_MR * sizeof(float));
-		if (whole < rows)
-			memcpy(dst + (size_t)whole * kc, src + whole,
-			       (size_t)(rows - whole) * sizeof(float));
+		if (t0 < end) /* the tile across row p0 + p, or the last, short one */
+			memcpy(dst + (size_t)t0 * kc, src + t0,
+			       (size_t)((rows - t0 < GEMM_MR ? rows - t0 : GEMM_MR)) *
+				       sizeof(float));
 	}
 }
 
@@ -452,6 +458,20 @@ static int first_block(const struct gemm *g, int i0)
 	return g->tri == GEMM_TRI_A_UPPER ? i0 / GEMM_KC * GEMM_KC : 0;
 }
 
+/* The steps [*kb, *ke) of the k-block at p0 (kc deep) that the tile of rows [i0, i0 +
+ * rows) needs: an A zero past its diagonal ends them at the tile's last row, one zero
+ * before it starts them at the first. Causal attention's products would otherwise
+ * multiply every tile by a whole block, half of it zeros. The steps skipped add only
+ * exact zeros to each sum. (The fp32 kernels; bf16's pairs still take whole blocks.) */
+static void tile_depth(const struct gemm *g, int i0, int rows, int p0, int kc, int *kb, int *ke)
+{
+	*kb = 0, *ke = kc;
+	if (g->tri == GEMM_TRI_A_LOWER && i0 + rows - p0 < kc)
+		*ke = i0 + rows - p0;
+	else if (g->tri == GEMM_TRI_A_UPPER && i0 > p0)
+		*kb = i0 - p0;
+}
+
 /* Rows [r0, r1) of C at columns j0.. (cols of them) times one packed k-block of B (bp,
  * kc deep from p0) and of A (ab: pack_a_f32's block, or NULL to read a row-major A in
  * place; ap: bf16 pairs). On AMX, 32 rows at a time by tiles over the whole pairs of
@@ -480,12 +500,18 @@ static void panel_rows(struct gemm_ctx *ctx, const struct gemm *g, const uint32_
 					     32 - r < GEMM_MR ? 32 - r : GEMM_MR, cols, true);
 		} else if (ap) {
 			ctx->mk_bf16(c, g->ldc, a, kp, b, kcp, rows, cols, acc);
-		} else if (ab) {
-			ctx->mk_f32(c, g->ldc, ab + (size_t)(i0 - r0) * kc, 1, GEMM_MR, bp, kc,
-				    rows, cols, acc);
-		} else { /* A row-major, read in place */
-			ctx->mk_f32(c, g->ldc, g->a + (size_t)i0 * g->lda + p0, (size_t)g->lda, 1,
-				    bp, kc, rows, cols, acc);
+		} else {
+			int kb, ke;
+			tile_depth(g, i0, rows, p0, kc, &kb, &ke);
+			if (ab)
+				ctx->mk_f32(c, g->ldc,
+					    ab + (size_t)(i0 - r0) * kc + (size_t)kb * GEMM_MR, 1,
+					    GEMM_MR, bp + (size_t)kb * GEMM_NR, ke - kb, rows, cols,
+					    acc);
+			else /* A row-major, read in place */
+				ctx->mk_f32(c, g->ldc, g->a + (size_t)i0 * g->lda + p0 + kb,
+					    (size_t)g->lda, 1, bp + (size_t)kb * GEMM_NR, ke - kb,
+					    rows, cols, acc);
 		}
 		i0 += rows;
 	}
