@@ -265,7 +265,7 @@ INL T512 __m512 exp_512(__m512 x)
 	return _mm512_scalef_ps(p, n);
 }
 
-T512 void cpu512_softmax(float *s, int n, float scale)
+T512 double cpu512_softmax(float *s, int n, float scale)
 {
 	__m512 mx = _mm512_set1_ps(-INFINITY), vs = _mm512_set1_ps(scale);
 	for (int i = 0; i < n; i += 16) {
@@ -274,19 +274,22 @@ T512 void cpu512_softmax(float *s, int n, float scale)
 		_mm512_mask_storeu_ps(s + i, m, v);
 		mx = _mm512_mask_max_ps(mx, m, mx, v);
 	}
-	__m512 top = _mm512_set1_ps(_mm512_reduce_max_ps(mx)), sum = _mm512_setzero_ps();
+	float topf = _mm512_reduce_max_ps(mx);
+	__m512 top = _mm512_set1_ps(topf), sum = _mm512_setzero_ps();
 	for (int i = 0; i < n; i += 16) {
 		__mmask16 m = tail16(n - i);
 		__m512 e = exp_512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + i), top));
 		_mm512_mask_storeu_ps(s + i, m, e);
 		sum = _mm512_mask_add_ps(sum, m, sum, e);
 	}
-	__m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+	float total = _mm512_reduce_add_ps(sum);
+	__m512 inv = _mm512_set1_ps(1.0f / total);
 	for (int i = 0; i < n; i += 16) {
 		__mmask16 m = tail16(n - i);
 		_mm512_mask_storeu_ps(s + i, m,
 				      _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + i), inv));
 	}
+	return (double)topf + log((double)total);
 }
 
 T512 void cpu512_swiglu(float *g, const float *u, int n)

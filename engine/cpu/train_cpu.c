@@ -190,15 +190,9 @@ static void ce_row(struct ce_task *ct, int r)
 			memset(z, 0, (size_t)s->V * sizeof *z);
 		return;
 	}
-	float zy = z[y], mx = z[0];
-	int arg = 0;
-	for (int v = 1; v < s->V; v++)
-		if (z[v] > mx)
-			mx = z[v], arg = v;
-	s->k->softmax(z, s->V, 1.0f);
-	/* log sum exp(z) = max + log(sum exp(z - max)), and p(argmax) = 1 / that sum */
-	double loss = (double)mx - log((double)z[arg]) - zy;
-	s->loss_part[r] = loss;
+	float zy = z[y];
+	/* the softmax's log sum exp(z) = max + log(sum exp(z - max)), minus z_y */
+	s->loss_part[r] = s->k->softmax(z, s->V, 1.0f) - zy;
 	if (ct->backward)
 		z[y] -= 1.0f;
 }

@@ -76,6 +76,9 @@ void tr_rmsnorm_fwd(struct train_cpu *s, float *y, float *rstd, const float *x, 
  * gradient. */
 void tr_rmsnorm_bwd(struct train_cpu *s, float *dx, float *dw, const float *dy, const float *x,
 		    const float *rstd, const float *w, int n, int D, bool add);
+/* sum_i a[i] * b[i] (w NULL) or sum_i (a[i] * w[i]) * b[i] (the product in fp32 first),
+ * in double. */
+double tr_dot(const float *a, const float *w, const float *b, int n);
 /* q/k norms and RoPE of every head of every token (at its position s->pos). */
 void tr_qk_fwd(struct train_cpu *s, struct tr_act *a, const float *qw, const float *kw);
 /* dq, dk (after RoPE) into the gradients of q_raw, k_raw in place; dqw, dkw += the norm

@@ -122,9 +122,7 @@ static void attn_bwd_doc(struct train_cpu *s, struct tr_act *a, int b, int g, in
 		for (int i = 0; i < L; i++) {
 			const float *pr = p + (size_t)i * T;
 			float *d = dp + (size_t)i * T;
-			double dot = 0;
-			for (int c = 0; c <= i; c++)
-				dot += (double)d[c] * pr[c];
+			double dot = tr_dot(d, NULL, pr, i + 1);
 			for (int c = 0; c <= i; c++)
 				d[c] = pr[c] * (d[c] - (float)dot) * scale;
 			memset(d + i + 1, 0, (size_t)(L - i - 1) * sizeof *d);

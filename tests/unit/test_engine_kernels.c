@@ -380,13 +380,17 @@ static void test_elementwise_isa(void **state)
 			}
 			for (int i = 0; i < n; i++)
 				sum += exp(b[i] - mx);
-			k->softmax(a, n, 0.3f);
+			double lse = k->softmax(a, n, 0.3f), lse_ref = mx + log(sum);
 			for (int i = 0; i < n; i++) {
 				double ref = exp(b[i] - mx) / sum;
 				if (fabs(a[i] - ref) > 2e-6 * ref + 1e-30)
 					fail_msg("%s softmax n=%d i=%d: %g vs %g", k->name, n, i,
 						 a[i], ref);
 			}
+			/* the log-sum-exp the loss takes: its sum of exponentials in fp32 */
+			if (fabs(lse - lse_ref) > 1e-6 * fabs(lse_ref) + 2e-6)
+				fail_msg("%s softmax n=%d: log-sum-exp %.9g vs %.9g", k->name, n,
+					 lse, lse_ref);
 			double ss = 0;
 			for (int i = 0; i < n; i++) {
 				a[i] = 3 * frand();
