@@ -21,8 +21,8 @@
 
 enum gemm_prec { GEMM_F32, GEMM_BF16 };
 
-/* What is known to be zero or not needed, so that whole tiles are skipped, and the
- * steps of k where a tile's rows of A are all zero: C is only
+/* What is known to be zero or not needed, so that whole tiles are skipped, and in fp32
+ * the steps of k where a tile's rows of A are all zero: C is only
  * needed on and below its diagonal (tiles wholly above it are left as they were; the
  * tiles across it are written whole, above the diagonal too), or A is zero above its
  * diagonal (a(i, p) = 0 for p > i), or below it (p < i; then n <= k: rows past k
