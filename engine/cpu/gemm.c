@@ -420,6 +420,17 @@ static int row_blocks(const struct gemm *g)
 	return (g->n + GEMM_MC - 1) / GEMM_MC;
 }
 
+/* The depth of the k-block that starts at p0, and the end of the block of rows at r0. */
+static int depth_at(const struct gemm *g, int p0)
+{
+	return g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC;
+}
+
+static int rows_end(const struct gemm *g, int r0)
+{
+	return r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n;
+}
+
 /* Where an operand packed whole (prepack) keeps a block: B's at k-block kb of panel jp,
  * A's at k-block kb of the block of rows rb. */
 static size_t bpk_at(const struct gemm *g, int kb, int jp)
@@ -537,7 +548,7 @@ static void gemm_item(const struct gemm_task *t, int jp0, int jp1, int r0, int r
 	float *scratch = (float *)(ctx->scratch + (size_t)tid * ctx->per), *bp = scratch;
 	float *ab = !ap && packs_a(ctx, g) ? scratch + GEMM_KC * GEMM_NR : NULL;
 	for (int p0 = 0; p0 < g->k; p0 += GEMM_KC) {
-		int kc = g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC;
+		int kc = depth_at(g, p0);
 		if (!tile_needs(g, r0, r1 - r0, jp0 * GEMM_NR, p0, kc))
 			continue; /* no tile of these rows needs this block */
 		if (t->apk)
@@ -591,7 +602,7 @@ static void gemm_task_fn(void *arg, int tid, int nthreads)
 	if (tiles)
 		cpu_amx_begin();
 	while ((it = cpu_claim(&t->next, groups * blocks)) >= 0) {
-		int r0 = it / groups * GEMM_MC, r1 = r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n;
+		int r0 = it / groups * GEMM_MC, r1 = rows_end(g, r0);
 		int jp0 = it % groups * per, jp1 = jp0 + per < panels ? jp0 + per : panels;
 		gemm_item(t, jp0, jp1, r0, r1, tid);
 	}
@@ -623,17 +634,15 @@ static void prepack_fn(void *arg, int tid, int nthreads)
 	while ((it = cpu_claim(&pt->next, pt->bitems + pt->aitems)) >= 0) {
 		if (it < pt->bitems) {
 			int kb = it / panels_of(g), jp = it % panels_of(g), p0 = kb * GEMM_KC;
-			pack_b_f32(pt->t->bpk + bpk_at(g, kb, jp), g, p0,
-				   g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC, jp * GEMM_NR,
-				   pt->t->ctx->avx2);
+			pack_b_f32(pt->t->bpk + bpk_at(g, kb, jp), g, p0, depth_at(g, p0),
+				   jp * GEMM_NR, pt->t->ctx->avx2);
 			continue;
 		}
 		it -= pt->bitems;
 		int rb = it / kblocks(g), kb = it % kblocks(g), r0 = rb * GEMM_MC,
 		    p0 = kb * GEMM_KC;
-		pack_a_f32(pt->t->apk + apk_at(g, rb, kb), g, r0,
-			   r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n, p0,
-			   g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC);
+		pack_a_f32(pt->t->apk + apk_at(g, rb, kb), g, r0, rows_end(g, r0), p0,
+			   depth_at(g, p0));
 	}
 }
 
@@ -731,7 +740,7 @@ void gemm_serial(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec
 		cpu_amx_begin();
 	struct gemm_task t = {ctx, g, ap, kp, NULL, NULL, 0};
 	for (int r0 = 0; r0 < g->n; r0 += GEMM_MC)
-		gemm_item(&t, 0, panels, r0, r0 + GEMM_MC < g->n ? r0 + GEMM_MC : g->n, tid);
+		gemm_item(&t, 0, panels, r0, rows_end(g, r0), tid);
 	if (ap && ctx->amx)
 		cpu_amx_end();
 }
