@@ -47,7 +47,7 @@ void cpu512_scores(float *s, const float *q, const void *keys, int nk, int hd, b
 		   float scale);
 void cpu512_mix(float *out, int ldo, const float *p, int ldp, int T, const void *vals, int nk,
 		int hd, bool bf16);
-double cpu512_softmax(float *s, int n, float scale);
+void cpu512_softmax(float *s, int n, float scale, double *lse);
 void cpu512_swiglu(float *g, const float *u, int n);
 void cpu512_swiglu_back(float *dh, float *du, const float *g, const float *u, int n);
 double cpu512_scale_sq(float *g, size_t n, float scale);

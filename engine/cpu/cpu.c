@@ -285,7 +285,7 @@ static void attention_run(void *arg, int tid, int nt)
 					s->k->scores(row,
 						     q0 + (size_t)t * s->q_dim + (size_t)g * hd,
 						     keys, nk, hd, false, scale);
-				s->k->softmax(row, nk, s->kv_f32 ? 1.0f : scale);
+				s->k->softmax(row, nk, s->kv_f32 ? 1.0f : scale, NULL);
 				memset(row + nk, 0,
 				       (size_t)(nk_tile - nk) * sizeof *row); /* causal */
 				if (s->capture && t0 + t == st->n - 1)

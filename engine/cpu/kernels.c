@@ -234,7 +234,7 @@ void cpu_rope(float *x, const float *cos, const float *sin, int hd)
 	}
 }
 
-double cpu_softmax(float *s, int n, float scale)
+void cpu_softmax(float *s, int n, float scale, double *lse)
 {
 	float mx = -INFINITY;
 	for (int i = 0; i < n; i++) {
@@ -249,7 +249,8 @@ double cpu_softmax(float *s, int n, float scale)
 	float inv = 1.0f / sum;
 	for (int i = 0; i < n; i++)
 		s[i] *= inv;
-	return (double)mx + log((double)sum);
+	if (lse)
+		*lse = (double)mx + log((double)sum);
 }
 
 void cpu_swiglu(float *g, const float *u, int n)

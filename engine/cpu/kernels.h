@@ -110,7 +110,7 @@ struct cpu_kernels {
 	void (*pack_row)(float *xp, const float *x, int K);
 	/* The element-wise steps, vectorized (e^x by a polynomial within 2 ulp of expf);
 	 * the portable versions are cpu_softmax etc. below. */
-	double (*softmax)(float *s, int n, float scale);
+	void (*softmax)(float *s, int n, float scale, double *lse);
 	void (*swiglu)(float *g, const float *u, int n);
 	/* Training's backward of h = silu(g) * u for dh: dh becomes d g in place, du d u. */
 	void (*swiglu_back)(float *dh, float *du, const float *g, const float *u, int n);
@@ -209,9 +209,10 @@ void cpu_pack_row(float *xp, const float *x, int K, int pack);
 void cpu_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
 /* In-place rotate-half RoPE of one head (hd even) with cos/sin rows of hd/2. */
 void cpu_rope(float *x, const float *cos, const float *sin, int hd);
-/* In-place softmax of scale * s[0..n); fp32 throughout, max subtracted first. Returns
- * the log of its normaliser, log sum_i exp(scale * s[i]) (the loss's log-sum-exp). */
-double cpu_softmax(float *s, int n, float scale);
+/* In-place softmax of scale * s[0..n); fp32 throughout, max subtracted first. lse: NULL,
+ * or where the log of its normaliser goes, log sum_i exp(scale * s[i]) (the loss's
+ * log-sum-exp; attention's rows need none). */
+void cpu_softmax(float *s, int n, float scale, double *lse);
 /* g[i] = silu(g[i]) * u[i]. */
 void cpu_swiglu(float *g, const float *u, int n);
 void cpu_swiglu_back(float *dh, float *du, const float *g, const float *u, int n);

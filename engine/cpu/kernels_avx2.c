@@ -295,7 +295,7 @@ INL T256 __m256 exp_256(__m256 x)
 	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
-static T256 double softmax_256(float *s, int n, float scale)
+static T256 void softmax_256(float *s, int n, float scale, double *lse)
 {
 	int nb = n & ~7;
 	__m256 vs = _mm256_set1_ps(scale), mx = _mm256_set1_ps(-INFINITY);
@@ -327,7 +327,8 @@ static T256 double softmax_256(float *s, int n, float scale)
 		_mm256_storeu_ps(s + i, _mm256_mul_ps(_mm256_loadu_ps(s + i), inv));
 	for (int i = nb; i < n; i++)
 		s[i] *= inv[0];
-	return (double)top + log((double)total);
+	if (lse)
+		*lse = (double)top + log((double)total);
 }
 
 static T256 void swiglu_256(float *g, const float *u, int n)

@@ -265,7 +265,7 @@ INL T512 __m512 exp_512(__m512 x)
 	return _mm512_scalef_ps(p, n);
 }
 
-T512 double cpu512_softmax(float *s, int n, float scale)
+T512 void cpu512_softmax(float *s, int n, float scale, double *lse)
 {
 	__m512 mx = _mm512_set1_ps(-INFINITY), vs = _mm512_set1_ps(scale);
 	for (int i = 0; i < n; i += 16) {
@@ -289,7 +289,8 @@ T512 double cpu512_softmax(float *s, int n, float scale)
 		_mm512_mask_storeu_ps(s + i, m,
 				      _mm512_mul_ps(_mm512_maskz_loadu_ps(m, s + i), inv));
 	}
-	return (double)topf + log((double)total);
+	if (lse)
+		*lse = (double)topf + log((double)total);
 }
 
 T512 void cpu512_swiglu(float *g, const float *u, int n)

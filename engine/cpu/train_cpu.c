@@ -191,8 +191,9 @@ static void ce_row(struct ce_task *ct, int r)
 		return;
 	}
 	float zy = z[y];
-	/* the softmax's log sum exp(z) = max + log(sum exp(z - max)), minus z_y */
-	s->loss_part[r] = s->k->softmax(z, s->V, 1.0f) - zy;
+	double lse; /* log sum exp(z) = max + log(sum exp(z - max)), from the softmax */
+	s->k->softmax(z, s->V, 1.0f, &lse);
+	s->loss_part[r] = lse - zy;
 	if (ct->backward)
 		z[y] -= 1.0f;
 }

@@ -79,7 +79,7 @@ static void attn_fwd_item(struct train_cpu *s, struct tr_act *a, int b, int h, i
 		gemm_serial(s->gm, &sc, s->prec, tid);
 		for (int i = 0; i < L; i++) {
 			float *row = p + (size_t)i * T;
-			s->k->softmax(row, i + 1, scale);
+			s->k->softmax(row, i + 1, scale, NULL);
 			memset(row + i + 1, 0, (size_t)(L - i - 1) * sizeof *row);
 		}
 		float *out = a->att + ((size_t)b * T + c0) * s->q_dim + (size_t)h * hd;
