@@ -12,7 +12,7 @@ libengine_a_SOURCES = \
 	engine/cpu/kernels_avx2.c engine/cpu/kernels_quant.c engine/cpu/kernels_quant_avx2.c engine/cpu/avx2.h \
 	engine/cpu/kernels_qgemm_avx2.c engine/cpu/amx.c engine/cpu/amx.h \
 	engine/cpu/matmul.c engine/cpu/matmul.h engine/cpu/gemm.c engine/cpu/gemm.h \
-	engine/cpu/gemm_avx2.c engine/cpu/gemm_tiles.h \
+	engine/cpu/gemm_avx2.c engine/cpu/gemm_avx512.c engine/cpu/gemm_tiles.h \
 	engine/train.c engine/train.h engine/train_backend.h engine/cpu/train_cpu.c engine/cpu/train_cpu.h \
 	engine/cpu/train_layer.c engine/cpu/train_ops.c \
 	engine/cpu/pool.c engine/cpu/pool.h \

@@ -4,9 +4,9 @@
  * columns. An item takes the k-blocks of GEMM_KC in turn; for each it packs each
  * panel of B into 32 consecutive values per step of k (transposing when B is read
  * transposed) and sweeps the block's rows with a micro-kernel that keeps a tile of C
- * in registers (12 rows x 32 columns with AVX-512, 6 x 16 with AVX2): per step of k
- * it loads the panel's values once and multiplies them with the tile's values of A,
- * broadcast. In fp32 a row-major A is read where it lies (a tile's rows are streams
+ * in registers (12 rows x 32 columns with AVX-512, gemm_avx512.c; 6 x 16 with AVX2):
+ * per step of k it loads the panel's values once and multiplies them with the tile's
+ * values of A, broadcast. In fp32 a row-major A is read where it lies (a tile's rows are streams
  * the prefetcher follows); a transposed A is first packed, a k-block of the item's
  * rows at a time (pack_a_f32), and serves all of the item's panels. On AVX2
  * (gemm_avx2.c) a row-major A is packed too, and each half of a panel sweeps the
@@ -27,10 +27,6 @@
 #include <string.h>
 
 #include "src/base/err.h"
-
-/* bf16: the same with a's pairs at ap[r*lda2 + pp] and bp[pp][j] pairs. */
-typedef void mk_bf16_fn(float *c, int ldc, const uint32_t *ap, size_t lda2, const uint32_t *bp,
-			int kcp, int rows, int cols, bool acc);
 
 struct gemm_ctx {
 	struct cpu_pool *pool;
@@ -68,102 +64,13 @@ static void mk_f32_c(float *c, int ldc, const float *a, size_t sar, size_t sap, 
 			c[(size_t)r * ldc + j] = acc ? c[(size_t)r * ldc + j] + t[r][j] : t[r][j];
 }
 
-/* ---- AVX-512 --------------------------------------------------------------------- */
+/* ---- bf16 pairs, vectorized with AVX-512 (the packing would otherwise cost as much as
+ * the products: each converted value meets only m/32 or n/8 tiles) ---- */
 #if defined(__x86_64__)
 #include "engine/cpu/avx512.h"
 
-#define TG512 T512
-#define TGBF  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
+#define TGBF   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
 #define INLINE INL
-
-static inline __mmask16 mask16(int n)
-{
-	return n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
-}
-
-/* The tile's two accumulators per row into c. */
-INLINE TG512 void store_tile(float *c, int ldc, __m512 (*t)[2], const int R, int cols, bool acc)
-{
-	__mmask16 m0 = mask16(cols), m1 = mask16(cols - 16);
-#pragma GCC unroll 12
-	for (int r = 0; r < R; r++) {
-		float *cr = c + (size_t)r * ldc;
-		if (acc) {
-			t[r][0] = _mm512_add_ps(t[r][0], _mm512_maskz_loadu_ps(m0, cr));
-			t[r][1] = _mm512_add_ps(t[r][1], _mm512_maskz_loadu_ps(m1, cr + 16));
-		}
-		_mm512_mask_storeu_ps(cr, m0, t[r][0]);
-		_mm512_mask_storeu_ps(cr + 16, m1, t[r][1]);
-	}
-}
-
-INLINE TG512 void mk512(float *c, int ldc, const float *a, size_t sar, size_t sap, const float *bp,
-			int kc, const int R, int cols, bool acc)
-{
-	__m512 t[GEMM_MR][2];
-#pragma GCC unroll 12
-	for (int r = 0; r < R; r++)
-		t[r][0] = t[r][1] = _mm512_setzero_ps();
-	for (int p = 0; p < kc; p++) {
-		__m512 b0 = _mm512_loadu_ps(bp + (size_t)p * GEMM_NR);
-		__m512 b1 = _mm512_loadu_ps(bp + (size_t)p * GEMM_NR + 16);
-		const float *ap = a + (size_t)p * sap;
-#pragma GCC unroll 12
-		for (int r = 0; r < R; r++) {
-			__m512 av = _mm512_set1_ps(ap[r * sar]);
-			t[r][0] = _mm512_fmadd_ps(av, b0, t[r][0]);
-			t[r][1] = _mm512_fmadd_ps(av, b1, t[r][1]);
-		}
-	}
-	store_tile(c, ldc, t, R, cols, acc);
-}
-
-static TG512 void mk_f32_512(float *c, int ldc, const float *a, size_t sar, size_t sap,
-			     const float *bp, int kc, int rows, int cols, bool acc)
-{
-	switch (rows) { /* a constant row count keeps the tile in registers */
-#define MK(R)                                                          \
-	case R: mk512(c, ldc, a, sar, sap, bp, kc, R, cols, acc); break;
-		MK(12) MK(11) MK(10) MK(9) MK(8) MK(7) MK(6) MK(5) MK(4) MK(3) MK(2)
-#undef MK
-	default: mk512(c, ldc, a, sar, sap, bp, kc, 1, cols, acc); break;
-	}
-}
-
-INLINE TGBF void mkbf(float *c, int ldc, const uint32_t *ap, size_t lda2, const uint32_t *bp,
-		      int kcp, const int R, int cols, bool acc)
-{
-	__m512 t[GEMM_MR][2];
-#pragma GCC unroll 12
-	for (int r = 0; r < R; r++)
-		t[r][0] = t[r][1] = _mm512_setzero_ps();
-	for (int pp = 0; pp < kcp; pp++) {
-		__m512bh b0 = (__m512bh)_mm512_loadu_si512(bp + (size_t)pp * GEMM_NR);
-		__m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + (size_t)pp * GEMM_NR + 16);
-#pragma GCC unroll 12
-		for (int r = 0; r < R; r++) {
-			__m512bh av = (__m512bh)_mm512_set1_epi32((int)ap[r * lda2 + pp]);
-			t[r][0] = _mm512_dpbf16_ps(t[r][0], av, b0);
-			t[r][1] = _mm512_dpbf16_ps(t[r][1], av, b1);
-		}
-	}
-	store_tile(c, ldc, t, R, cols, acc);
-}
-
-static TGBF void mk_bf16_512(float *c, int ldc, const uint32_t *ap, size_t lda2, const uint32_t *bp,
-			     int kcp, int rows, int cols, bool acc)
-{
-	switch (rows) {
-#define MK(R)                                                       \
-	case R: mkbf(c, ldc, ap, lda2, bp, kcp, R, cols, acc); break;
-		MK(12) MK(11) MK(10) MK(9) MK(8) MK(7) MK(6) MK(5) MK(4) MK(3) MK(2)
-#undef MK
-	default: mkbf(c, ldc, ap, lda2, bp, kcp, 1, cols, acc); break;
-	}
-}
-
-/* ---- bf16 pairs, vectorized (the packing would otherwise cost as much as the
- * products: each converted value meets only m/32 or n/8 tiles) ---- */
 
 /* dst[q] = the pair (src[2q], src[2q + 1]) for q < n/2 (n even). */
 INLINE TGBF void pairs_row_bf(uint32_t *dst, const float *src, int n)
@@ -784,11 +691,11 @@ struct gemm_ctx *gemm_new(enum cpu_isa isa, struct cpu_pool *pool)
 	ctx->mk_f32 = mk_f32_c;
 #if defined(__x86_64__)
 	if (isa >= CPU_ISA_AVX512)
-		ctx->mk_f32 = mk_f32_512;
+		ctx->mk_f32 = gemm_mk_f32_avx512;
 	else if (isa == CPU_ISA_AVX2)
 		ctx->mk_f32 = gemm_mk_f32_avx2;
 	if (isa >= CPU_ISA_AVX512BF16)
-		ctx->mk_bf16 = mk_bf16_512;
+		ctx->mk_bf16 = gemm_mk_bf16_avx512;
 	ctx->amx = isa >= CPU_ISA_AMX;
 	ctx->avx2 = isa >= CPU_ISA_AVX2;
 	ctx->narrow = isa == CPU_ISA_AVX2;
