@@ -163,6 +163,7 @@ void tr_layer_forward(struct train_cpu *s, int l, struct tr_act *a)
 	float *out = s->x + (size_t)(l + 1) * N * D;
 	/* attention block: xmid = x + att Wo^T */
 	tr_rmsnorm_fwd(s, a->xn1, a->rstd1, x, tr_param(s, l, TR_IN_NORM)->w, N, D);
+	/* three products: one over the stacked weights was no faster (BENCHMARKS.md) */
 	linear(s, a->q_raw, a->xn1, tr_param(s, l, TR_WQ), false);
 	linear(s, a->k_raw, a->xn1, tr_param(s, l, TR_WK), false);
 	linear(s, a->v, a->xn1, tr_param(s, l, TR_WV), false);
