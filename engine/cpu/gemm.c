@@ -1,21 +1,20 @@
 /* gemm.c — C (n, m) (+)= A (n, k) . B (k, m) for training, in fp32 or bf16 (gemm.h).
  *
  * The work items are blocks of up to GEMM_MC rows of C by one or more panels of 32
- * columns. An item takes the k-blocks of GEMM_KC in turn; for each it packs each
- * panel of B into 32 consecutive values per step of k (transposing when B is read
+ * columns. An item takes the k-blocks of GEMM_KC in turn; for each it packs each panel
+ * of B into 32 consecutive values per step of k (transposing when B is read
  * transposed) and sweeps the block's rows with a micro-kernel that keeps a tile of C
  * in registers (12 rows x 32 columns with AVX-512, gemm_avx512.c; 6 x 16 with AVX2):
  * per step of k it loads the panel's values once and multiplies them with the tile's
- * values of A, broadcast. In fp32 a row-major A is read where it lies (a tile's rows are streams
- * the prefetcher follows); a transposed A is first packed, a k-block of the item's
- * rows at a time (pack_a_f32), and serves all of the item's panels. On AVX2
- * (gemm_avx2.c) a row-major A is packed too, and each half of a panel sweeps the
- * rows in turn. For bf16, A is
- * first converted once, by every thread together, into rows of bf16 pairs (k, k+1)
- * that vdpbf16ps takes, and the panel into pairs too. Each value of C is summed in
- * one fixed order (the k-blocks in turn, then k within), whatever thread computes
- * it. An fp32 operand that several items would pack alike (B when C has more than one
- * block of rows) is packed whole first, by every thread together. */
+ * values of A, broadcast. In fp32 a row-major A is read where it lies (a tile's rows
+ * are streams the prefetcher follows); a transposed A is first packed, a k-block of
+ * the item's rows at a time (pack_a_f32), and serves all of the item's panels. On AVX2
+ * (gemm_avx2.c) a row-major A is packed too, and each half of a panel sweeps the rows
+ * in turn. For bf16, A is first converted once, by every thread together, into rows of
+ * bf16 pairs (k, k+1) that vdpbf16ps takes, and the panel into pairs too. Each value
+ * of C is summed in one fixed order (the k-blocks in turn, then k within), whatever
+ * thread computes it. An fp32 operand that several items would pack alike (B when C
+ * has more than one block of rows) is packed whole first, by every thread together. */
 #include "engine/cpu/gemm.h"
 
 #include "engine/cpu/amx.h"

@@ -11,6 +11,26 @@
 #define TGBF   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
 #define INLINE INL
 
+/* KERNEL(R) for the tile's row count R (1 to GEMM_MR) as a constant: a constant row
+ * count keeps the tile in registers. */
+#define BY_ROWS(rows, KERNEL)               \
+	do {                                \
+		switch (rows) {             \
+		case 12: KERNEL(12); break; \
+		case 11: KERNEL(11); break; \
+		case 10: KERNEL(10); break; \
+		case 9: KERNEL(9); break;   \
+		case 8: KERNEL(8); break;   \
+		case 7: KERNEL(7); break;   \
+		case 6: KERNEL(6); break;   \
+		case 5: KERNEL(5); break;   \
+		case 4: KERNEL(4); break;   \
+		case 3: KERNEL(3); break;   \
+		case 2: KERNEL(2); break;   \
+		default: KERNEL(1); break;  \
+		}                           \
+	} while (0)
+
 static inline __mmask16 mask16(int n)
 {
 	return n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
@@ -56,15 +76,9 @@ INLINE TG512 void mk512(float *c, int ldc, const float *a, size_t sar, size_t sa
 TG512 void gemm_mk_f32_avx512(float *c, int ldc, const float *a, size_t sar, size_t sap,
 			      const float *bp, int kc, int rows, int cols, bool acc)
 {
-	switch (rows) { /* a constant row count keeps the tile in registers */
-#define MK(R) \
-	case R: mk512(c, ldc, a, sar, sap, bp, kc, R, cols, acc); break;
-		MK(12)
-		MK(11) MK(10) MK(9) MK(8) MK(7) MK(6) MK(5) MK(4) MK(3) MK(2)
+#define MK(R) mk512(c, ldc, a, sar, sap, bp, kc, R, cols, acc)
+	BY_ROWS(rows, MK);
 #undef MK
-			default : mk512(c, ldc, a, sar, sap, bp, kc, 1, cols, acc);
-		break;
-	}
 }
 
 INLINE TGBF void mkbf(float *c, int ldc, const uint32_t *ap, size_t lda2, const uint32_t *bp,
@@ -90,14 +104,8 @@ INLINE TGBF void mkbf(float *c, int ldc, const uint32_t *ap, size_t lda2, const 
 TGBF void gemm_mk_bf16_avx512(float *c, int ldc, const uint32_t *ap, size_t lda2,
 			      const uint32_t *bp, int kcp, int rows, int cols, bool acc)
 {
-	switch (rows) {
-#define MK(R) \
-	case R: mkbf(c, ldc, ap, lda2, bp, kcp, R, cols, acc); break;
-		MK(12)
-		MK(11) MK(10) MK(9) MK(8) MK(7) MK(6) MK(5) MK(4) MK(3) MK(2)
+#define MK(R) mkbf(c, ldc, ap, lda2, bp, kcp, R, cols, acc)
+	BY_ROWS(rows, MK);
 #undef MK
-			default : mkbf(c, ldc, ap, lda2, bp, kcp, 1, cols, acc);
-		break;
-	}
 }
 #endif
