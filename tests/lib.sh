@@ -85,6 +85,25 @@ same_run() {
 	fi
 }
 
+# train_usage CODE DESC TEXT ARGS... — `qwenchat train ARGS` exits CODE, its error one
+# line "qwenchat: ...TEXT..." at the end of stderr (after any progress lines of its own)
+train_usage() {
+	want=$1 desc=$2 text=$3
+	shift 3
+	"$QWENCHAT" train "$@" >"$TMP/out" 2>"$TMP/err"
+	got=$?
+	last=$(tail -n 1 "$TMP/err")
+	if [ "$got" -ne "$want" ]; then
+		fail "$desc: exit $got, expected $want: $last"
+	elif [ "$(grep -c '^qwenchat: ' "$TMP/err")" -ne 1 ] ||
+	     ! printf '%s\n' "$last" | grep -q '^qwenchat: ' ||
+	     ! printf '%s\n' "$last" | grep -qF -- "$text"; then
+		fail "$desc: not one line with '$text': $(cat "$TMP/err")"
+	else
+		pass "$desc (exit $got)"
+	fi
+}
+
 # Ends the test: exit 0 when no check failed.
 finish() {
 	if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed" >&2; exit 1; fi

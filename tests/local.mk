@@ -379,14 +379,16 @@ tests_fuzz_fuzz_trainstate_SOURCES = tests/fuzz/fuzz_trainstate.c
 tests_fuzz_fuzz_trainstate_LDADD = $(APP_LIBS)
 tests_fuzz_fuzz_trainstate_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_trainstate.c tests/fuzz/corpus/trainstate
-# `qwenchat train` as a user drives it (train-panel.sh: on a terminal, in tmux), paths
-# state.json cannot hold and damaged checkpoints (train-paths.sh, train-damaged.sh), and
+# `qwenchat train` as a user drives it (train-panel.sh: on a terminal, in tmux), from a
+# model's weights (train-init.sh), paths state.json cannot hold and damaged checkpoints
+# (train-paths.sh, train-damaged.sh), and
 # against a float64 PyTorch reference (SKIP without python3-torch); train.sh,
 # train-signals.sh and train-ref.sh are in TESTS at the top.
-TESTS += tests/cli/train-sft.sh tests/cli/train-panel.sh tests/cli/train-paths.sh \
-	tests/cli/train-damaged.sh
+TESTS += tests/cli/train-sft.sh tests/cli/train-panel.sh tests/cli/train-init.sh \
+	tests/cli/train-paths.sh tests/cli/train-damaged.sh
 EXTRA_DIST += tests/cli/train-sft.sh tests/cli/train-panel.sh tests/cli/train-signals.sh \
-	tests/cli/train-paths.sh tests/cli/train-damaged.sh tests/bench/sft-padding.sh
+	tests/cli/train-init.sh tests/cli/train-paths.sh tests/cli/train-damaged.sh \
+	tests/bench/sft-padding.sh
 EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py tests/cli/sft_ref.py
 # A model trained here on the Brown corpus, and the commands that a trained model tests
 # better than random weights: perplexity, quantize, run, serve and the chat UI (in

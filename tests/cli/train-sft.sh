@@ -53,41 +53,25 @@ SHAPE="--layers 2 --hidden-size 64 --heads 4 --kv-heads 2 --intermediate-size 96
 SCRATCH="--tokenizer $TMP/tok $SHAPE --sft"
 SMALL="--ctx 128 --batch 4 --threads 2 --cosine-steps 4"
 
-# usage CODE DESC TEXT ARGS... — exit CODE and a last stderr line "qwenchat: ...TEXT..."
-usage() {
-	want=$1 desc=$2 text=$3
-	shift 3
-	"$QWENCHAT" train "$@" >"$TMP/out" 2>"$TMP/err"
-	got=$?
-	last=$(tail -n 1 "$TMP/err")
-	if [ "$got" -ne "$want" ]; then
-		fail "$desc: exit $got, expected $want: $last"
-	elif [ "$(wc -l <"$TMP/err")" -ne 1 ] || ! printf '%s\n' "$last" | grep -q '^qwenchat: ' ||
-	     ! printf '%s\n' "$last" | grep -qF -- "$text"; then
-		fail "$desc: not one line with '$text': $(cat "$TMP/err")"
-	else
-		pass "$desc (exit $got)"
-	fi
-}
 
 # ---- refused -------------------------------------------------------------------------
 O="$TMP/o"
-usage 2 "--sft without a tokenizer" "--sft renders conversations with a tokenizer" --out "$O" \
+train_usage 2 "--sft without a tokenizer" "--sft renders conversations with a tokenizer" --out "$O" \
 	--vocab-size 1000 $SHAPE --sft --data "$TMP/conv.jsonl"
-usage 1 "a message without a role" "$TMP/bad.jsonl:3: messages[1].role: missing or not a string" \
+train_usage 1 "a message without a role" "$TMP/bad.jsonl:3: messages[1].role: missing or not a string" \
 	--out "$O" $SCRATCH --data "$TMP/conv.jsonl" "$TMP/bad.jsonl" $SMALL
-usage 1 "a line that is not JSON" "$TMP/broken.jsonl:2: invalid JSON at column" \
+train_usage 1 "a line that is not JSON" "$TMP/broken.jsonl:2: invalid JSON at column" \
 	--out "$O" $SCRATCH --data "$TMP/broken.jsonl" $SMALL
-usage 1 "an unknown role in a saved conversation" "$TMP/robot.json: messages[0].role: unknown role" \
+train_usage 1 "an unknown role in a saved conversation" "$TMP/robot.json: messages[0].role: unknown role" \
 	--out "$O" $SCRATCH --data "$TMP/robot.json" $SMALL
-usage 2 "token ids with --sft" "d.u32: --sft reads conversations, not token ids" \
+train_usage 2 "token ids with --sft" "d.u32: --sft reads conversations, not token ids" \
 	--out "$O" $SCRATCH --data "$TMP/d.u32" $SMALL
-usage 1 "nothing to train on" "--data: no conversation to train on: 1 without an assistant answer" \
+train_usage 1 "nothing to train on" "--data: no conversation to train on: 1 without an assistant answer" \
 	--out "$O" $SCRATCH --data "$TMP/unanswered.json" $SMALL
 printf 'one paragraph, answered by none\n' >"$TMP/one-line.txt"
-usage 1 "a text of one paragraph" "--data: no conversation in its files (JSON Lines hold one a line; a text file makes one of each line and the next" \
+train_usage 1 "a text of one paragraph" "--data: no conversation in its files (JSON Lines hold one a line; a text file makes one of each line and the next" \
 	--out "$O" $SCRATCH --data "$TMP/one-line.txt" $SMALL
-usage 1 "validation data that is malformed" "bad.jsonl:3" --out "$O" $SCRATCH \
+train_usage 1 "validation data that is malformed" "bad.jsonl:3" --out "$O" $SCRATCH \
 	--data "$TMP/conv.jsonl" --val "$TMP/bad.jsonl" $SMALL
 [ -e "$O/model.safetensors" ] && fail "a refused run wrote a model" || pass "a refused run writes no model"
 
@@ -115,7 +99,7 @@ cmp -s "$TMP/p-story.txt/train-state/data.u32" "$TMP/p-story.jsonl/train-state/d
 	cmp -s "$TMP/p-story.txt/train-state/data.sft" "$TMP/p-story.jsonl/train-state/data.sft" &&
 	pass "a text file's paragraphs train as the conversations of each one and the next" ||
 	fail "story.txt and story.jsonl give different tokens or flags"
-usage 1 "a text file with a NUL byte" "nul.txt: not UTF-8 text: a NUL byte at byte 12" \
+train_usage 1 "a text file with a NUL byte" "nul.txt: not UTF-8 text: a NUL byte at byte 12" \
 	--out "$O" $SCRATCH --data "$TMP/nul.txt" $SMALL
 
 # OpenAI's "weight": 0 leaves an answer out of the loss (context only); a conversation
@@ -132,7 +116,7 @@ grep -q "^data: 1 conversation, [0-9]* tokens, $n of them the assistant.s; 1 lef
 	pass "\"weight\": 0 answers are context; a conversation of only such answers is left out" ||
 	fail "weights: $(grep '^data' "$TMP/err")"
 sed 's/"weight": 1/"weight": 2/' "$TMP/weights.jsonl" >"$TMP/weight2.jsonl"
-usage 1 "a weight of 2" "weight2.jsonl:1: messages[3].weight: expected 0 or 1 (0: not trained on)" \
+train_usage 1 "a weight of 2" "weight2.jsonl:1: messages[3].weight: expected 0 or 1 (0: not trained on)" \
 	--out "$O" $SCRATCH --data "$TMP/weight2.jsonl" $SMALL
 
 # ---- a run ---------------------------------------------------------------------------
@@ -235,9 +219,9 @@ fi
 	cmp -s "$TMP/pk4/train-state/optimizer.safetensors" "$TMP/pk2/train-state/optimizer.safetensors" &&
 	pass "a resumed --pack run repeats the uninterrupted one bit for bit" ||
 	fail "a resumed --pack run differs from the uninterrupted one"
-usage 2 "--pack without --sft" "--pack packs conversations: it needs --sft" --out "$O" \
+train_usage 2 "--pack without --sft" "--pack packs conversations: it needs --sft" --out "$O" \
 	--tokenizer "$TMP/tok" $SHAPE --data "$TMP/corpus.txt" --pack $SMALL
-usage 2 "--pack on a resumed run without it" "--resume: --pack on conflicts with the run's off" \
+train_usage 2 "--pack on a resumed run without it" "--resume: --pack on conflicts with the run's off" \
 	--resume "$TMP/unpacked" --steps 2 --pack
 
 # Stopped at step 2 and resumed to 4: the same model as the uninterrupted run.
@@ -255,7 +239,7 @@ grep -q '^data: 13 conversations (cached)' "$TMP/err" && pass "the resumed run r
 	fail "resume cache: $(grep '^data' "$TMP/err")"
 "$QWENCHAT" train --out "$TMP/plain" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/corpus.txt" \
 	$SMALL --steps 0 2>/dev/null || fail "a plain run"
-usage 2 "--sft on a resumed plain run" "--resume: --sft on conflicts with the run's off" \
+train_usage 2 "--sft on a resumed plain run" "--resume: --sft on conflicts with the run's off" \
 	--resume "$TMP/plain" --steps 1 --sft
 
 # A model saved by transformers 4.47 or later keeps its template in chat_template.jinja

@@ -36,62 +36,46 @@ TEXT="--tokenizer $TMP/tok $SHAPE --data $TMP/a.txt $TMP/b.txt --val $TMP/v.txt"
 IDS="--vocab-size 1000 $SHAPE --data $TMP/d.u32 --val $TMP/v.u32"
 SMALL="--ctx 16 --batch 4 --threads 2"
 
-# usage CODE DESC TEXT ARGS... — exit CODE and a last stderr line "qwenchat: ...TEXT..."
-usage() {
-	want=$1 desc=$2 text=$3
-	shift 3
-	"$QWENCHAT" train "$@" >"$TMP/out" 2>"$TMP/err"
-	got=$?
-	last=$(tail -n 1 "$TMP/err")
-	if [ "$got" -ne "$want" ]; then
-		fail "$desc: exit $got, expected $want: $last"
-	elif ! printf '%s\n' "$last" | grep -q '^qwenchat: ' ||
-	     ! printf '%s\n' "$last" | grep -qF -- "$text"; then
-		fail "$desc: the last line lacks '$text': $last"
-	else
-		pass "$desc (exit $got)"
-	fi
-}
 
 # ---- flags --------------------------------------------------------------------------
 O="$TMP/o"
-usage 2 "no --out" "--out DIR is required" $TEXT
-usage 2 "no --data" "--data FILE... is required" --out "$O" --tokenizer "$TMP/tok" $SHAPE
-usage 2 "a shape without --heads" "needs --layers, --hidden-size and --heads" \
+train_usage 2 "no --out" "--out DIR is required" $TEXT
+train_usage 2 "no --data" "--data FILE... is required" --out "$O" --tokenizer "$TMP/tok" $SHAPE
+train_usage 2 "a shape without --heads" "needs --layers, --hidden-size and --heads" \
 	--out "$O" --tokenizer "$TMP/tok" --layers 2 --hidden-size 64 --data "$TMP/a.txt"
-usage 2 "no tokenizer and no --vocab-size" "needs --tokenizer DIR" --out "$O" $SHAPE \
+train_usage 2 "no tokenizer and no --vocab-size" "needs --tokenizer DIR" --out "$O" $SHAPE \
 	--data "$TMP/d.u32"
-usage 2 "--init with a shape flag" "--layers is for a model from scratch" --out "$O" \
+train_usage 2 "--init with a shape flag" "--layers is for a model from scratch" --out "$O" \
 	--init "$TMP/tok" --layers 3 --data "$TMP/a.txt"
-usage 2 "--tie and --no-tie" "--tie and --no-tie: give one" --out "$O" $TEXT --tie --no-tie
-usage 2 "--lr not a number" "--lr: 'x' is not a finite decimal number" --out "$O" $TEXT --lr x
-usage 2 "--lr in hexadecimal" "--lr: '0x1p-10' is not a finite decimal number" --out "$O" $TEXT --lr 0x1p-10
-usage 2 "--ctx 0" "--ctx: 0 is out of range" --out "$O" $TEXT --ctx 0
-usage 2 "--save-dtype f16" "--save-dtype: 'f16' is not one of f32 bf16" --out "$O" $TEXT \
+train_usage 2 "--tie and --no-tie" "--tie and --no-tie: give one" --out "$O" $TEXT --tie --no-tie
+train_usage 2 "--lr not a number" "--lr: 'x' is not a finite decimal number" --out "$O" $TEXT --lr x
+train_usage 2 "--lr in hexadecimal" "--lr: '0x1p-10' is not a finite decimal number" --out "$O" $TEXT --lr 0x1p-10
+train_usage 2 "--ctx 0" "--ctx: 0 is out of range" --out "$O" $TEXT --ctx 0
+train_usage 2 "--save-dtype f16" "--save-dtype: 'f16' is not one of f32 bf16" --out "$O" $TEXT \
 	--save-dtype f16
-usage 2 "--warmup past --cosine-steps" "--warmup 10 is past --cosine-steps 5" --out "$O" \
+train_usage 2 "--warmup past --cosine-steps" "--warmup 10 is past --cosine-steps 5" --out "$O" \
 	$TEXT --warmup 10 --cosine-steps 5 --steps 20
-usage 2 "--hidden-size not a multiple of --heads" "not a multiple of --heads 3" --out "$O" \
+train_usage 2 "--hidden-size not a multiple of --heads" "not a multiple of --heads 3" --out "$O" \
 	--tokenizer "$TMP/tok" --layers 2 --hidden-size 64 --heads 3 --data "$TMP/a.txt"
-usage 2 "an unknown option" "unknown option '--nope'" --out "$O" $TEXT --nope
-usage 2 "an ambiguous abbreviation" "option '--re' is ambiguous: --resume, --recompute" \
+train_usage 2 "an unknown option" "unknown option '--nope'" --out "$O" $TEXT --nope
+train_usage 2 "an ambiguous abbreviation" "option '--re' is ambiguous: --resume, --recompute" \
 	--out "$O" $TEXT --re
-usage 2 "an empty --out" "--out: an empty name" --out "" $TEXT
-usage 2 "--layers past config.json's limit" "--layers: 2000 is out of range [1, 1024]" \
+train_usage 2 "an empty --out" "--out: an empty name" --out "" $TEXT
+train_usage 2 "--layers past config.json's limit" "--layers: 2000 is out of range [1, 1024]" \
 	--out "$O" $TEXT --layers 2000
-usage 2 "--vocab-size with --tokenizer" "--vocab-size comes from --tokenizer" --out "$O" \
+train_usage 2 "--vocab-size with --tokenizer" "--vocab-size comes from --tokenizer" --out "$O" \
 	$TEXT --vocab-size 500
 
 # ---- data ---------------------------------------------------------------------------------
-usage 1 "an empty file" "empty.txt: the file is empty" --out "$O" --tokenizer "$TMP/tok" \
+train_usage 1 "an empty file" "empty.txt: the file is empty" --out "$O" --tokenizer "$TMP/tok" \
 	$SHAPE --data "$TMP/empty.txt"
-usage 1 "data shorter than one window" "--data: 16 tokens, fewer than one window needs: --ctx 16 takes 17" \
+train_usage 1 "data shorter than one window" "--data: 16 tokens, fewer than one window needs: --ctx 16 takes 17" \
 	--out "$O" $SHAPE --vocab-size 1000 --data "$TMP/short.u32" $SMALL
-usage 1 "validation data shorter than one window" "--val: 16 tokens" --out "$O" $SHAPE \
+train_usage 1 "validation data shorter than one window" "--val: 16 tokens" --out "$O" $SHAPE \
 	--vocab-size 1000 --data "$TMP/d.u32" --val "$TMP/short.u32" $SMALL
-usage 1 "text that is not UTF-8" "latin1.txt: not UTF-8 text: 10 ill-formed bytes, the first at byte 3" \
+train_usage 1 "text that is not UTF-8" "latin1.txt: not UTF-8 text: 10 ill-formed bytes, the first at byte 3" \
 	--out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/latin1.txt"
-usage 1 "a file with a NUL byte" "utf16.txt: not UTF-8 text: a NUL byte" \
+train_usage 1 "a file with a NUL byte" "utf16.txt: not UTF-8 text: a NUL byte" \
 	--out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/utf16.txt"
 if "$QWENCHAT" train --out "$TMP/stray" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/stray.txt" \
 	--steps 0 $SMALL >/dev/null 2>"$TMP/err"; then
@@ -115,36 +99,36 @@ else
 	fail "--data *.jsonl: $(tail -n 1 "$TMP/err")"
 fi
 printf '{"text": "a b"}\n{"messages": []}\n' >"$TMP/conv.jsonl"
-usage 1 "--data *.jsonl of conversations" "conv.jsonl: line 2: no \"text\" member" \
+train_usage 1 "--data *.jsonl of conversations" "conv.jsonl: line 2: no \"text\" member" \
 	--out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/conv.jsonl"
 printf '[{"conversations": [{"from": "human", "value": "hi"}]}]' >"$TMP/sharegpt.json"
-usage 1 "--data *.json of ShareGPT records" "not text: train them with train --sft" \
+train_usage 1 "--data *.json of ShareGPT records" "not text: train them with train --sft" \
 	--out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/sharegpt.json"
-usage 1 "--sft on {\"text\"} records" "is text to pretrain on, not a conversation (train it without --sft)" \
+train_usage 1 "--sft on {\"text\"} records" "is text to pretrain on, not a conversation (train it without --sft)" \
 	--out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/ab.jsonl" --sft
-usage 1 "a missing file" "missing.txt" --out "$O" --tokenizer "$TMP/tok" $SHAPE \
+train_usage 1 "a missing file" "missing.txt" --out "$O" --tokenizer "$TMP/tok" $SHAPE \
 	--data "$TMP/missing.txt"
-usage 1 "a directory as data" "$TMP" --out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP"
-usage 1 "an id past the vocabulary" "bad-id.u32" --out "$O" $SHAPE --vocab-size 1000 \
+train_usage 1 "a directory as data" "$TMP" --out "$O" --tokenizer "$TMP/tok" $SHAPE --data "$TMP"
+train_usage 1 "an id past the vocabulary" "bad-id.u32" --out "$O" $SHAPE --vocab-size 1000 \
 	--data "$TMP/bad-id.u32"
 python3 -c 'import array, sys
 sys.stdout.buffer.write(array.array("q", range(1, 101)).tobytes())' >"$TMP/i64.u32"
-usage 1 "int64 ids in a *.u32 file" "i64.u32: every second id is 0" --out "$O" $SHAPE \
+train_usage 1 "int64 ids in a *.u32 file" "i64.u32: every second id is 0" --out "$O" $SHAPE \
 	--vocab-size 1000 --data "$TMP/i64.u32"
-usage 1 "text without a tokenizer" "the model has no tokenizer" --out "$O" $SHAPE \
+train_usage 1 "text without a tokenizer" "the model has no tokenizer" --out "$O" $SHAPE \
 	--vocab-size 1000 --data "$TMP/a.txt"
-usage 1 "a model that does not fit in memory" "the memory plan needs" --out "$O" \
+train_usage 1 "a model that does not fit in memory" "the memory plan needs" --out "$O" \
 	--vocab-size 1000 --layers 64 --hidden-size 8192 --heads 64 --data "$TMP/d.u32" $SMALL
 mkdir -p "$TMP/full" && : >"$TMP/full/notes.txt"
-usage 1 "--out a directory of other files" "not empty (it holds notes.txt)" \
+train_usage 1 "--out a directory of other files" "not empty (it holds notes.txt)" \
 	--out "$TMP/full" $TEXT
 [ "$(ls -A "$TMP/full")" = notes.txt ] && pass "the refused directory is left as it was" ||
 	fail "a refused --out got: $(ls -A "$TMP/full")"
 mkfifo "$TMP/fifo.u32"
-usage 1 "a FIFO as data is refused, not waited on" "fifo.u32: not a regular file" \
+train_usage 1 "a FIFO as data is refused, not waited on" "fifo.u32: not a regular file" \
 	--out "$O" $SHAPE --vocab-size 1000 --data "$TMP/fifo.u32" $SMALL
 # a run that fails on its data leaves nothing behind (no lock, no empty train-state/)
-usage 1 "a run that fails" "bad-id.u32" --out "$TMP/failed/a/run" $SHAPE --vocab-size 1000 \
+train_usage 1 "a run that fails" "bad-id.u32" --out "$TMP/failed/a/run" $SHAPE --vocab-size 1000 \
 	--data "$TMP/bad-id.u32" $SMALL
 [ ! -e "$TMP/failed" ] &&
 	pass "a new run that failed before its first save leaves no directory, parents too" ||
@@ -300,22 +284,22 @@ if "$QWENCHAT" run -m "$R" -p "the" -n 4 --no-think --seed 1 >"$TMP/out" 2>"$TMP
 else
 	fail "the checkpoint does not load: $(tail -n 2 "$TMP/err")"
 fi
-usage 1 "--out a directory holding a run" "holds a training run (at step 6)" --out "$R" $TEXT
+train_usage 1 "--out a directory holding a run" "holds a training run (at step 6)" --out "$R" $TEXT
 rm -rf "$TMP/damaged" && cp -a "$R" "$TMP/damaged" && echo '{"step":' >"$TMP/damaged/train-state/state.json"
-usage 1 "--out a directory holding a damaged run" "state cannot be read (choose another --out): $TMP/damaged/train-state/state.json: invalid JSON" --out "$TMP/damaged" $TEXT
-usage 2 "--resume with another --ctx" "--ctx 32 conflicts with the run's 16" --resume "$R" --ctx 32
+train_usage 1 "--out a directory holding a damaged run" "state cannot be read (choose another --out): $TMP/damaged/train-state/state.json: invalid JSON" --out "$TMP/damaged" $TEXT
+train_usage 2 "--resume with another --ctx" "--ctx 32 conflicts with the run's 16" --resume "$R" --ctx 32
 # shape flags a run from scratch left to their defaults: the model's values are its own
 "$QWENCHAT" train --resume "$R" --steps 6 --head-dim 16 --tie --rope-theta 1000000 \
 	>/dev/null 2>"$TMP/err" && grep -q 'at step 6 already' "$TMP/err" &&
 	pass "--resume with the defaults a run took, given: they agree" ||
 	fail "--resume with the run's own default shape: $(tail -n 1 "$TMP/err")"
-usage 2 "--resume with a head size its model lacks" \
+train_usage 2 "--resume with a head size its model lacks" \
 	"--resume: --head-dim 32 conflicts with the run's model ($R/config.json: head_dim 16)" \
 	--resume "$R" --head-dim 32
-usage 2 "--resume with --no-tie of a tied model" \
+train_usage 2 "--resume with --no-tie of a tied model" \
 	"--resume: --no-tie conflicts with the run's model ($R/config.json: tie_word_embeddings true)" \
 	--resume "$R" --no-tie
-usage 2 "--resume with other data" "--data" --resume "$R" --data "$TMP/b.txt"
+train_usage 2 "--resume with other data" "--data" --resume "$R" --data "$TMP/b.txt"
 # a --rope-theta that config.json writes as a shorter decimal of the same float
 # (1000000.125 as 1000000.1) is still the run's
 if "$QWENCHAT" train --out "$TMP/rope" $IDS $SMALL --steps 1 --rope-theta 1000000.125 \
@@ -326,13 +310,13 @@ if "$QWENCHAT" train --out "$TMP/rope" $IDS $SMALL --steps 1 --rope-theta 100000
 else
 	fail "--resume with --rope-theta 1000000.125: $(tail -n 1 "$TMP/err")"
 fi
-usage 1 "--resume of a directory without a run" "no training run to resume" --resume "$TMP/tok"
+train_usage 1 "--resume of a directory without a run" "no training run to resume" --resume "$TMP/tok"
 [ ! -e "$TMP/tok/.train.lock" ] && pass "... and leaves no lock file in it" ||
 	fail "a --resume of a directory without a run left $TMP/tok/.train.lock"
 "$QWENCHAT" train --resume "$R" --steps 6 >/dev/null 2>"$TMP/err" &&
 	grep -q 'at step 6 already' "$TMP/err" && pass "--resume at the last step: nothing to do" ||
 	fail "--resume at the last step: $(tail -n 2 "$TMP/err")"
-usage 2 "--resume with --steps below the run's step" "--steps 4 is below the run's step 6" \
+train_usage 2 "--resume with --steps below the run's step" "--steps 4 is below the run's step 6" \
 	--resume "$R" --steps 4
 # a FIFO planted in place of one of the run's own files is refused, never waited on
 for f in model.safetensors train-state/optimizer.safetensors train-state/state.json \
@@ -414,7 +398,7 @@ if cmp -s "$TMP/nv-a/model.safetensors" "$TMP/nv-b/model.safetensors" &&
 else
 	fail "--val added on resume: $(grep val_loss "$TMP/nv-b/train-log.jsonl")"
 fi
-usage 2 "--resume with another --val" "conflicts with the run's $TMP/v.u32" \
+train_usage 2 "--resume with another --val" "conflicts with the run's $TMP/v.u32" \
 	--resume "$TMP/nv-b" --steps 5 --val "$TMP/d.u32"
 # a resume that adds --val and stops before its checkpoint (here a --val too short)
 # leaves its stream's cache; the next, with another --val, evaluates that one's files
@@ -547,7 +531,7 @@ fi
 # stops the run, unsaved.
 poke "$TMP/fd-copy/model.safetensors" model.norm.weight nan
 cp -r "$TMP/fd-copy" "$TMP/nan-before"
-usage 1 "a NaN in a checkpoint's weights: --resume refuses it" \
+train_usage 1 "a NaN in a checkpoint's weights: --resume refuses it" \
 	"model.safetensors: tensor model.norm.weight: element 0 is nan" --resume "$TMP/fd-copy" --steps 4
 if cmp -s "$TMP/fd-copy/model.safetensors" "$TMP/nan-before/model.safetensors" &&
    cmp -s "$TMP/fd-copy/train-state/state.json" "$TMP/nan-before/train-state/state.json"; then
@@ -555,11 +539,11 @@ if cmp -s "$TMP/fd-copy/model.safetensors" "$TMP/nan-before/model.safetensors" &
 else
 	fail "the checkpoint changed after a refused resume"
 fi
-usage 1 "a NaN loss stops the run" "the loss is" --out "$TMP/nan-init" --init "$TMP/nan-before" \
+train_usage 1 "a NaN loss stops the run" "the loss is" --out "$TMP/nan-init" --init "$TMP/nan-before" \
 	--data "$TMP/d.u32" $SMALL --steps 2 --save-every 1
 [ ! -e "$TMP/nan-init" ] && pass "the non-finite step was not saved" ||
 	fail "a run stopped by a non-finite loss at its first step left $TMP/nan-init"
-usage 1 "--steps 0 --val of NaN weights: a non-finite validation loss stops the run" \
+train_usage 1 "--steps 0 --val of NaN weights: a non-finite validation loss stops the run" \
 	"stopped (no checkpoint was saved yet)" --out "$TMP/nan-zero" --init "$TMP/nan-before" \
 	--data "$TMP/d.u32" --val "$TMP/v.u32" $SMALL --steps 0
 
@@ -580,7 +564,7 @@ rm -f "$L/loss.svg" && ln -s "$TMP/victim" "$L/loss.svg"
 	pass "a link at loss.svg is replaced by the next evaluation, the run goes on" ||
 	fail "a link at loss.svg, evaluating: $(tail -n 2 "$TMP/err")"
 rm -f "$L/train-log.jsonl" && ln -s "$TMP/victim" "$L/train-log.jsonl"
-usage 1 "a link at train-log.jsonl is refused" "train-log.jsonl: is a symbolic link" --resume "$L" --steps 3
+train_usage 1 "a link at train-log.jsonl is refused" "train-log.jsonl: is a symbolic link" --resume "$L" --steps 3
 [ "$(cat "$TMP/victim")" = keep ] || fail "the log was written through a link"
 rm -f "$L/train-log.jsonl"
 
@@ -588,7 +572,7 @@ rm -f "$L/train-log.jsonl"
 flock -o "$L/.train.lock" sleep 30 & # -o: the lock is flock's alone, gone with it
 held=$!
 sleep 0.5
-usage 1 "--resume of a directory another run holds" "another 'qwenchat train' is using it" \
+train_usage 1 "--resume of a directory another run holds" "another 'qwenchat train' is using it" \
 	--resume "$L" --steps 3
 pkill -P $held sleep 2>/dev/null
 kill $held 2>/dev/null
@@ -601,26 +585,26 @@ wait $held 2>/dev/null
 mkdir "$TMP/victim-dir" && echo keep >"$TMP/victim-dir/keep"
 cp -r "$L" "$TMP/ts-link" && rm -r "$TMP/ts-link/train-state" &&
 	ln -s "$TMP/victim-dir" "$TMP/ts-link/train-state"
-usage 1 "a link at train-state/ is refused" "train-state: is a symbolic link" \
+train_usage 1 "a link at train-state/ is refused" "train-state: is a symbolic link" \
 	--resume "$TMP/ts-link" --steps 4
 mkdir "$TMP/ts-new" && ln -s "$TMP/victim-dir" "$TMP/ts-new/train-state"
-usage 1 "a link at a new run's train-state/ is refused" "train-state: is a symbolic link" \
+train_usage 1 "a link at a new run's train-state/ is refused" "train-state: is a symbolic link" \
 	--out "$TMP/ts-new" $SHAPE --vocab-size 1000 --data "$TMP/d.u32" $SMALL --steps 1
 ln -s "$TMP/victim-dir" "$TMP/out-link"
-usage 1 "--out naming a link is refused, trailing slash or not" "out-link: is a symbolic link" \
+train_usage 1 "--out naming a link is refused, trailing slash or not" "out-link: is a symbolic link" \
 	--out "$TMP/out-link/" $SHAPE --vocab-size 1000 --data "$TMP/d.u32" $SMALL --steps 1
 [ "$(ls -A "$TMP/victim-dir")" = keep ] || fail "a run wrote through a link to a directory"
 
 # ---- a damaged checkpoint is refused, naming what ---------------------------------------------
 cp -r "$L" "$TMP/dmg-log" && : >"$TMP/dmg-log/train-state/log.jsonl"
-usage 1 "a checkpoint whose log lost its steps" "log.jsonl: damaged: 0 step records" \
+train_usage 1 "a checkpoint whose log lost its steps" "log.jsonl: damaged: 0 step records" \
 	--resume "$TMP/dmg-log" --steps 4
 cp -r "$L" "$TMP/dmg-st" && printf 'x' >>"$TMP/dmg-st/model.safetensors"
-usage 1 "a checkpoint with bytes after its tensors" "1 byte after the last tensor belongs to no tensor" \
+train_usage 1 "a checkpoint with bytes after its tensors" "1 byte after the last tensor belongs to no tensor" \
 	--resume "$TMP/dmg-st" --steps 4
 cp -r "$L" "$TMP/dmg-cfg" && sed -i 's/"num_hidden_layers": 2/"num_hidden_layers": 3/' \
 	"$TMP/dmg-cfg/config.json"
-usage 1 "a config.json that is not the run's shape" "num_hidden_layers 3, but the run was started with --layers 2" \
+train_usage 1 "a config.json that is not the run's shape" "num_hidden_layers 3, but the run was started with --layers 2" \
 	--resume "$TMP/dmg-cfg" --steps 4
 cp -r "$L" "$TMP/edit-data"
 # a flipped id in the cached stream: the data files are encoded again, not trained on
@@ -637,7 +621,7 @@ fi
 # as it was, the run goes on to the same weights
 rm "$TMP/edit-data/train-state/data.u32" && cp -p "$TMP/d.u32" "$TMP/d.u32.orig" &&
 	head -c 4 "$TMP/d.u32.orig" >>"$TMP/d.u32"
-usage 1 "a resume whose data changed and whose cache is gone" \
+train_usage 1 "a resume whose data changed and whose cache is gone" \
 	"d.u32 now makes 8001 tokens, the run trained on 8000" --resume "$TMP/edit-data" --steps 4
 mv "$TMP/d.u32.orig" "$TMP/d.u32"
 if "$QWENCHAT" train --resume "$TMP/edit-data" --steps 4 >/dev/null 2>"$TMP/err" &&
@@ -647,187 +631,4 @@ else
 	fail "a resume after a refused one: $(tail -n 2 "$TMP/err")"
 fi
 
-# ---- from a model's weights ---------------------------------------------------------------------
-M="$TMP/mk"
-"$TOP_BUILDDIR/tests/mkmodel" --out "$M" --hidden-size 64 --intermediate-size 96 --layers 2 \
-	--heads 4 --kv-heads 2 --head-dim 16 >/dev/null || fail "mkmodel"
-if "$QWENCHAT" train --init "$M" --out "$TMP/fromm" --data "$TMP/d.u32" $SMALL --steps 2 2>"$TMP/err" &&
-   [ ! -e "$TMP/fromm/tokenizer.json" ] &&
-   printf '1 2 3' | "$QWENCHAT" logits -m "$TMP/fromm" --out "$TMP/logits.bin" 2>"$TMP/err"; then
-	pass "--init a model without tokenizer files on *.u32 data: a checkpoint logits loads"
-else
-	fail "--init: $(tail -n 2 "$TMP/err")"
-fi
-usage 1 "--init without a tokenizer on text data" "the model has no tokenizer" \
-	--init "$M" --out "$TMP/fromm2" --data "$TMP/a.txt"
-# --init is saved as an absolute path, so that a resume naming the model another way (or
-# from another directory) agrees with it; a shape flag given to such a run is the model's
-if (cd "$TMP" && "$QWENCHAT" train --init mk --out fromm3 --data d.u32 $SMALL --steps 1 \
-	>/dev/null 2>"$TMP/err") && grep -q '^trained step 1 in ' "$TMP/err" &&
-   grep -qF "\"init\": \"$(cd "$TMP" && pwd -P)/mk\"" "$TMP/fromm3/train-state/state.json" &&
-   (cd "$TMP/mk" && "$QWENCHAT" train --resume ../fromm3 --init ./ --steps 2 --head-dim 16 \
-	--kv-heads 2 >/dev/null 2>"$TMP/err"); then
-	pass "--init saved absolute: resumed naming it another way, with its own shape flags"
-else
-	fail "--init saved as given: $(grep '"init"' "$TMP/fromm3/train-state/state.json") $(tail -n 1 "$TMP/err")"
-fi
-# a warm-up longer than the run never reaches --lr: said when the run starts and when a
-# resume still ends in it (not as a cosine cut short); an explicit --cosine-steps past
-# --steps is the user's, and no resume remarks on it
-if "$QWENCHAT" train --out "$TMP/wu" --init "$M" --data "$TMP/d.u32" $SMALL --steps 2 --warmup 5 \
-	>/dev/null 2>"$TMP/err" && grep -q 'warmup 5 outlasts --steps 2: .* to 0.00012 at most' "$TMP/err" &&
-   "$QWENCHAT" train --resume "$TMP/wu" --steps 3 >/dev/null 2>"$TMP/err" &&
-   grep -q 'warmup 5 outlasts --steps 3: .* to 0.00024 at most' "$TMP/err" &&
-   ! grep -q 'qwenchat: .*cosine' "$TMP/err" &&
-   "$QWENCHAT" train --out "$TMP/cs" --init "$M" --data "$TMP/d.u32" $SMALL --steps 2 \
-	--cosine-steps 20 >/dev/null 2>&1 &&
-   "$QWENCHAT" train --resume "$TMP/cs" --steps 3 >/dev/null 2>"$TMP/err" &&
-   ! grep -q 'qwenchat: .*cosine' "$TMP/err"; then
-	pass "notices: a warm-up that outlasts the run, and none for an explicit cosine"
-else
-	fail "schedule notices: $(cat "$TMP/err")"
-fi
-# an --init repo id is saved as the snapshot it resolved to; a resume naming the same
-# repo id agrees with it (from the cache, never a download), another is refused
-snap="$TMP/hf/models--test--tiny/snapshots/0123456789abcdef0123456789abcdef01234567"
-mkdir -p "$snap" "$TMP/hf/models--test--tiny/refs" &&
-	cp "$R"/config.json "$R"/tokenizer*.json "$R"/model.safetensors "$snap/" &&
-	printf 0123456789abcdef0123456789abcdef01234567 >"$TMP/hf/models--test--tiny/refs/main"
-if HF_HUB_CACHE="$TMP/hf" HF_HUB_OFFLINE=1 "$QWENCHAT" train --init test/tiny --out "$TMP/repo" \
-	--data "$TMP/a.txt" $SMALL --steps 1 >/dev/null 2>"$TMP/err" &&
-   HF_HUB_CACHE="$TMP/hf" HF_HUB_OFFLINE=1 "$QWENCHAT" train --resume "$TMP/repo" \
-	--init test/tiny --steps 2 >/dev/null 2>"$TMP/err"; then
-	pass "--resume naming the run's --init repo id: the same model"
-else
-	fail "--resume with the same --init repo id: $(tail -n 1 "$TMP/err")"
-fi
-HF_HUB_CACHE="$TMP/hf" HF_HUB_OFFLINE=1 usage 2 "--resume with another --init repo id" \
-	"--init test/other conflicts with the run's" --resume "$TMP/repo" --init test/other
-# a run given no --threads saves the count it used: resumed with that count, no notice
-if "$QWENCHAT" train --init "$M" --out "$TMP/thr" --data "$TMP/d.u32" --ctx 16 --batch 4 \
-	--steps 1 >/dev/null 2>&1 &&
-   "$QWENCHAT" train --resume "$TMP/thr" --steps 2 --threads "$(getconf _NPROCESSORS_ONLN)" \
-	>/dev/null 2>"$TMP/err" && ! grep -q 'bit for bit' "$TMP/err"; then
-	pass "--threads as many as the run used: no notice of another count"
-else
-	fail "--threads the count the run used: $(tail -n 1 "$TMP/err")"
-fi
-# where the steps ran is saved: --backend naming it is no change; steps that ran
-# elsewhere (as state.json says here) are said not to go on bit for bit
-if grep -q '"ran_on": "cpu"' "$TMP/thr/train-state/state.json" &&
-   "$QWENCHAT" train --resume "$TMP/thr" --steps 3 --backend cpu >/dev/null 2>"$TMP/err" &&
-   ! grep -q 'bit for bit' "$TMP/err" &&
-   sed -i 's/"ran_on": "cpu"/"ran_on": "cuda"/' "$TMP/thr/train-state/state.json" &&
-   "$QWENCHAT" train --resume "$TMP/thr" --steps 4 >/dev/null 2>"$TMP/err" &&
-   grep -q 'ran on cuda and go on on cpu: not bit for bit' "$TMP/err" &&
-   grep -q '"ran_on": "cpu"' "$TMP/thr/train-state/state.json"; then
-	pass "ran_on: --backend cpu after auto on the CPU is no change; a CUDA run's resume says so"
-else
-	fail "ran_on: $(tail -n 1 "$TMP/err")"
-fi
-rm -rf "$TMP/badran" && cp -a "$TMP/thr" "$TMP/badran" &&
-	sed -i 's/"ran_on": "cpu"/"ran_on": "gpu"/' "$TMP/badran/train-state/state.json"
-usage 1 "--resume with a bad ran_on" "ran_on: expected \"cpu\" or \"cuda\"" --resume "$TMP/badran" \
-	--steps 5
-# more --threads than CPUs is the count it gives, there and on the resume: no notice
-cpus=$(getconf _NPROCESSORS_ONLN)
-if "$QWENCHAT" train --resume "$TMP/thr" --steps 5 --threads $((cpus + 8)) >/dev/null \
-	2>"$TMP/err" && ! grep -q 'bit for bit' "$TMP/err"; then
-	pass "--threads above the CPUs, resumed: the count used, no notice of another"
-else
-	fail "--threads above the CPUs on a resume: $(tail -n 1 "$TMP/err")"
-fi
-usage 2 "--resume of an --init run with a shape its model lacks" \
-	"--resume: --kv-heads 4 conflicts with the run's model ($TMP/fromm3/config.json: num_key_value_heads 2)" \
-	--resume "$TMP/fromm3" --kv-heads 4
-# --init with --tokenizer: config.json's bos/eos become the new tokenizer's (the model's
-# own, 1000 and 1001 here, are not its tokens).
-"$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/mk2" --hidden-size 64 --intermediate-size 96 --layers 1 \
-	--heads 4 --kv-heads 2 --head-dim 16 --vocab-size 1024 --bos-id 1000 --eos-id 1001 >/dev/null
-"$QWENCHAT" train --init "$TMP/mk2" --tokenizer "$TMP/tok" --out "$TMP/fromt" --data "$TMP/a.txt" \
-	$SMALL --steps 1 2>"$TMP/err" && python3 - "$TMP/fromt" <<'EOF' &&
-import json, sys
-c = json.load(open(sys.argv[1] + "/config.json"))
-g = json.load(open(sys.argv[1] + "/generation_config.json"))
-t = {a["content"]: a["id"] for a in json.load(open(sys.argv[1] + "/tokenizer.json"))["added_tokens"]}
-assert (c["bos_token_id"], c["eos_token_id"]) == (t["<|endoftext|>"], t["<|im_end|>"]), c
-assert g["bos_token_id"] == t["<|endoftext|>"], g
-EOF
-	pass "--init with --tokenizer: the ids in config.json are the new tokenizer's" ||
-	fail "--init --tokenizer ids: $(tail -n 2 "$TMP/err"; cat "$TMP/fromt/config.json")"
-if TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh" 2>/dev/null); then
-	chat_model "$TMP/q" --hidden-size 64 --intermediate-size 96 --layers 1 --heads 2 \
-		--kv-heads 1 --head-dim 32 --vocab-size 151936
-	"$QWENCHAT" quantize -m "$TMP/q" --type q8_0 --out "$TMP/q.gguf" 2>"$TMP/err" ||
-		fail "quantize: $(tail -n 1 "$TMP/err")"
-	usage 1 "--init a quantized GGUF" "q.gguf: its weights are Q8_0: train from the bf16 model" --init "$TMP/q.gguf" \
-		--out "$TMP/fromq" --data "$TMP/d.u32" $SMALL
-	"$QWENCHAT" train --init "$TMP/q" --out "$TMP/fromq2" --data "$TMP/a.txt" $SMALL --steps 1 \
-		2>"$TMP/err" && cmp -s "$TMP/q/tokenizer.json" "$TMP/fromq2/tokenizer.json" &&
-		pass "--init a model directory: its tokenizer files carried over" ||
-		fail "--init with the Qwen3 tokenizer: $(tail -n 2 "$TMP/err")"
-	# From a GGUF file: the checkpoint gets the tokenizer.json its keys came from (the
-	# same vocabulary, merges and added tokens as Qwen3's own file) and its template.
-	"$QWENCHAT" quantize -m "$TMP/q" --type bf16 --out "$TMP/q16.gguf" 2>"$TMP/err" &&
-		"$QWENCHAT" train --init "$TMP/q16.gguf" --out "$TMP/fromg" --data "$TMP/a.txt" \
-			$SMALL --steps 1 2>"$TMP/err" ||
-		fail "--init a bf16 GGUF: $(tail -n 2 "$TMP/err")"
-	if /usr/bin/python3 - "$TMP/q" "$TMP/fromg" <<'PY'; then
-import json, sys
-a, b = (json.load(open(f"{d}/tokenizer.json", encoding="utf-8")) for d in sys.argv[1:3])
-pairs = lambda m: [tuple(x.split(" ")) if isinstance(x, str) else tuple(x) for x in m]
-# GGUF keeps "special" as a token type (the converters mark every <|...|> token a
-# control token; the loader gives Qwen's six non-special ones their kind back)
-added = lambda t: [(x["id"], x["content"], x["special"]) for x in t["added_tokens"]]
-assert a["model"]["vocab"] == b["model"]["vocab"], "vocab"
-assert pairs(a["model"]["merges"]) == pairs(b["model"]["merges"]), "merges"
-assert added(a) == added(b), "added tokens"
-assert a["normalizer"] == b["normalizer"], "normalizer"
-ca, cb = (json.load(open(f"{d}/tokenizer_config.json")) for d in sys.argv[1:3])
-assert ca["chat_template"] == cb["chat_template"], "chat template"
-PY
-		pass "--init a GGUF: the checkpoint's tokenizer.json and template are Qwen3's"
-	else
-		fail "--init a GGUF: the checkpoint's tokenizer files differ from the model's"
-	fi
-	# A GGUF's sampling defaults (general.sampling.*, as the converter writes them from
-	# generation_config.json) go into the checkpoint's generation_config.json, and a
-	# float GGUF with one quantized tensor is refused before the data is read.
-	python3 - "$TMP/q/generation_config.json" <<'EOF'
-import json, sys
-g = json.load(open(sys.argv[1]))
-g.update(temperature=0.7, top_k=40, top_p=0.8, min_p=0.05)
-json.dump(g, open(sys.argv[1], "w"))
-EOF
-	python3 "$TOP_SRCDIR/tests/mkgguf.py" "$TMP/q" "$TMP/qs.gguf" &&
-		python3 "$TOP_SRCDIR/tests/mkgguf.py" "$TMP/q" "$TMP/qe.gguf" \
-			--q8-tensor blk.0.attn_q.weight || fail "mkgguf.py"
-	"$QWENCHAT" train --init "$TMP/qs.gguf" --out "$TMP/fromgs" --data "$TMP/a.txt" $SMALL \
-		--steps 0 2>"$TMP/err" && python3 - "$TMP/fromgs" "$TMP/q" <<'EOF' &&
-import json, sys
-g = json.load(open(sys.argv[1] + "/generation_config.json"))
-got = {k: g.get(k) for k in ("temperature", "top_k", "top_p", "min_p")}
-assert got == {"temperature": 0.7, "top_k": 40, "top_p": 0.8, "min_p": 0.05}, got
-# the GGUF's float32 settings as the decimals the model's config.json had (1e-06)
-c, src = (json.load(open(d + "/config.json")) for d in sys.argv[1:3])
-for k in ("rms_norm_eps", "rope_theta"):
-    assert repr(c[k]) == repr(float(src[k])), (k, c[k], src[k])
-EOF
-		pass "--init a GGUF: its sampling defaults go into generation_config.json, eps as 1e-06" ||
-		fail "--init a GGUF's settings: $(tail -n 1 "$TMP/err"; cat "$TMP/fromgs/generation_config.json" "$TMP/fromgs/config.json")"
-	"$QWENCHAT" train --init "$TMP/qe.gguf" --out "$TMP/fromqe" --data "$TMP/a.txt" $SMALL \
-		>/dev/null 2>"$TMP/err"
-	[ $? -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && [ ! -e "$TMP/fromqe" ] &&
-		grep -qF "qe.gguf: 1 of its tensors is Q8_0: train from the bf16 model" "$TMP/err" &&
-		pass "--init a bf16 GGUF with one Q8_0 tensor: refused in one line, first" ||
-		fail "--init a GGUF with one Q8_0 tensor: $(cat "$TMP/err")"
-	text='Héllo wörld, 世界! <|im_start|>user <think>x</think>  spaces	and 123456'
-	[ "$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/fromg" 2>&1)" = \
-	  "$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/q" 2>&1)" ] &&
-		printf 'hi\n' | "$QWENCHAT" run -m "$TMP/fromg" -n 3 >/dev/null 2>"$TMP/err" &&
-		pass "--init a GGUF: the checkpoint tokenizes as the model and chats" ||
-		fail "--init a GGUF: the checkpoint does not load or tokenize: $(tail -n 2 "$TMP/err")"
-else
-	echo "skipped: the --init checks with the real Qwen3 tokenizer (tests/fetch-tokenizer.sh)"
-fi
 finish
