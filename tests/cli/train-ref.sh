@@ -2,11 +2,12 @@
 # train-ref.sh — `qwenchat train --exact --sequential` against tests/cli/train_ref.py, a
 # float64 PyTorch reference written from the documented rules: 3 steps of 2
 # micro-batches with the warm-up, clipping and weight decay all active, tied and
-# untied (grouped-query) models, odd widths, a bigram model (--ctx 1) with other
-# rules, betas next to 1, the --val loss, and --sft on conversations, one a row and packed
-# (tests/cli/sft_ref.py). The losses and gradient norms of train-log.jsonl must
-# be within 1e-5 relative of the reference's, every tensor of the final model.safetensors
-# within 2e-3 of the reference's update (||w - w_ref|| / ||w_ref - w_0||).
+# untied (grouped-query) models, odd widths, heads two wide, a bigram model (--ctx 1)
+# with other rules, betas next to 1, the --val loss, and --sft on conversations, one a
+# row and packed (tests/cli/sft_ref.py). The losses and gradient norms of
+# train-log.jsonl must be within 1e-5 relative of the reference's, every tensor of the
+# final model.safetensors within 2e-3 of the reference's update
+# (||w - w_ref|| / ||w_ref - w_0||).
 # SKIP (77) without python3-torch and python3-numpy.
 . "$TOP_SRCDIR/tests/lib.sh"
 
@@ -64,6 +65,10 @@ check untied-gqa "--no-tie --heads 4 --kv-heads 2"
 # Widths that fill no vector register, heads wider than hidden / heads, one kv head.
 check odd-widths "--no-tie --hidden-size 100 --intermediate-size 130 --heads 3 --kv-heads 1
 	--head-dim 40 --rope-theta 500"
+# The narrowest heads RoPE allows (head_dim 2: one rotated pair, q/k norms over two
+# values) in three groups of three query heads.
+check narrow-heads "--no-tie --heads 9 --kv-heads 3 --head-dim 2 --hidden-size 33
+	--intermediate-size 5"
 # Micro-batches of 300 rows: products over more than one block of 256 rows, whose
 # operands the products pack once for every block.
 check long-rows "--no-tie --heads 4 --kv-heads 2" "--ctx 100 --batch 3 --accum 2 --lr 1e-2
