@@ -49,13 +49,17 @@ check_screen() {   # REGEX DESC
 	if wait_screen "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
 }
 status_line() { screen | grep -E '^ model \| cpu \|' | head -n 1; }
-# The layout: the status bar is the third line from the bottom at every size.
+# The layout: the status bar is the third line from the bottom at every size, and no
+# line is wider than the pane, in the columns the C library's wcwidth gives (those of
+# ncurses and tmux: a Hangul final jamo joins the syllable before it, width 0).
 check_layout() {   # ROWS COLS DESC
 	screen >"$TMP/scr"
 	n=$(wc -l <"$TMP/scr")
 	row=$(grep -nE '^ model \| cpu \|' "$TMP/scr" | head -n 1 | cut -d: -f1)
-	wide=$(python3 -c 'import sys,unicodedata as u
-w=lambda s: sum(2 if u.east_asian_width(c) in "WF" else 0 if u.category(c) in ("Mn", "Me", "Cf") else 1 for c in s)
+	wide=$(python3 -c 'import ctypes, locale, sys
+locale.setlocale(locale.LC_CTYPE, "C.UTF-8")
+wcwidth = ctypes.CDLL(None).wcwidth
+w = lambda s: sum(max(wcwidth(ord(c)), 0) for c in s)
 print(max(w(l.rstrip("\n")) for l in open(sys.argv[1], encoding="utf-8")))' "$TMP/scr")
 	if [ "$n" -eq "$1" ] && [ "$row" = "$(($1 - 2))" ] && [ "$wide" -le "$2" ]; then
 		pass "$3: status bar on row $row of $n, widest line $wide <= $2 columns"
