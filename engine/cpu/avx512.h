@@ -1,6 +1,7 @@
-/* avx512.h — what the two AVX-512 kernel files share (internal to engine/cpu/):
- * the target attribute, the masked tail, and the element-wise and attention kernels
- * of kernels_avx512_ops.c that kernels_avx512.c puts in its tables. */
+/* avx512.h — what the AVX-512 code shares (internal to engine/cpu/): the target
+ * attributes and the masked tail (kernels_avx512*.c, gemm.c, gemm_avx512.c), and the
+ * element-wise and attention kernels of kernels_avx512_ops.c that kernels_avx512.c puts
+ * in its tables. */
 #ifndef QWENCHAT_CPU_AVX512_H
 #define QWENCHAT_CPU_AVX512_H
 
@@ -9,6 +10,8 @@
 #include "engine/cpu/tiling.h"
 
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+/* T512 with AVX-512 BF16 (vdpbf16ps, vcvtne2ps2bf16) */
+#define T512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
 
 /* The first min(left, 16) lanes (none when left <= 0). */
 INL T512 __mmask16 tail16(int left)

@@ -68,11 +68,8 @@ static void mk_f32_c(float *c, int ldc, const float *a, size_t sar, size_t sap, 
 #if defined(__x86_64__)
 #include "engine/cpu/avx512.h"
 
-#define TGBF   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
-#define INLINE INL
-
 /* dst[q] = the pair (src[2q], src[2q + 1]) for q < n/2 (n even). */
-INLINE TGBF void pairs_row_bf(uint32_t *dst, const float *src, int n)
+INL T512BF16 void pairs_row_bf(uint32_t *dst, const float *src, int n)
 {
 	int i = 0;
 	for (; i + 32 <= n; i += 32) {
@@ -84,7 +81,7 @@ INLINE TGBF void pairs_row_bf(uint32_t *dst, const float *src, int n)
 }
 
 /* dst[q] = the pair (lo[q], hi[q]) for q < n. */
-INLINE TGBF void pairs_2rows_bf(uint32_t *dst, const float *lo, const float *hi, int n)
+INL T512BF16 void pairs_2rows_bf(uint32_t *dst, const float *lo, const float *hi, int n)
 {
 	const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
 					       24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
@@ -101,7 +98,7 @@ INLINE TGBF void pairs_2rows_bf(uint32_t *dst, const float *lo, const float *hi,
 /* out[i * ldo + q] = the pair (lo_q[i], hi_q[i]) for i, q < 16, where lo_q and hi_q are
  * the stored rows 2q and 2q + 1 of `a` (row stride lda) from column i0: sixteen pairs
  * of rows interleaved, then one transpose. */
-static TGBF void pairs_t16_bf(uint32_t *out, size_t ldo, const float *a, size_t lda, int i0)
+static T512BF16 void pairs_t16_bf(uint32_t *out, size_t ldo, const float *a, size_t lda, int i0)
 {
 	const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
 					       24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17,
@@ -120,7 +117,7 @@ static TGBF void pairs_t16_bf(uint32_t *out, size_t ldo, const float *a, size_t 
 /* out[j * ldo + q] (q < 16, j < 16) from sixteen stored rows j of b (row stride ldb),
  * each 32 values from column p0 converted to 16 pairs: the panel of a B read
  * transposed, sixteen columns at a time (ldo = the panel's width). */
-static TGBF void rows_t16_bf(uint32_t *out, size_t ldo, const float *b, size_t ldb)
+static T512BF16 void rows_t16_bf(uint32_t *out, size_t ldo, const float *b, size_t ldb)
 {
 	__m512i r[16];
 	for (int j = 0; j < 16; j++) {
@@ -218,8 +215,8 @@ static uint32_t pair(float lo, float hi)
 #if defined(__x86_64__)
 /* bf16 panel: bp[pp][j] = the pair b(p0 + 2pp, j0 + j), b(p0 + 2pp + 1, j0 + j), zero
  * past k and the columns. tmp: KC / 2 * GEMM_NR words. */
-static TGBF void pack_b_bf16(uint32_t *bp, uint32_t *tmp, const struct gemm *g, int p0, int kc,
-			     int j0)
+static T512BF16 void pack_b_bf16(uint32_t *bp, uint32_t *tmp, const struct gemm *g, int p0, int kc,
+				 int j0)
 {
 	int cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR, kcp = (kc + 1) / 2;
 	if (!g->bt) {
@@ -261,7 +258,7 @@ static int apack_items(const struct gemm *g)
 	return g->at ? ((g->k + 1) / 2 + 15) / 16 : g->n;
 }
 
-static TGBF void apack_item(const struct gemm *g, uint32_t *out, int kp, uint32_t *tmp, int it)
+static T512BF16 void apack_item(const struct gemm *g, uint32_t *out, int kp, uint32_t *tmp, int it)
 {
 	if (!g->at) {
 		const float *src = g->a + (size_t)it * g->lda;

@@ -7,10 +7,6 @@
 #if defined(__x86_64__)
 #include "engine/cpu/avx512.h"
 
-#define TG512  T512
-#define TGBF   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
-#define INLINE INL
-
 /* KERNEL(R) for the tile's row count R (1 to GEMM_MR) as a constant: a constant row
  * count keeps the tile in registers. */
 #define BY_ROWS(rows, KERNEL)               \
@@ -31,15 +27,10 @@
 		}                           \
 	} while (0)
 
-static inline __mmask16 mask16(int n)
-{
-	return n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
-}
-
 /* The tile's two accumulators per row into c. */
-INLINE TG512 void store_tile(float *c, int ldc, __m512 (*t)[2], const int R, int cols, bool acc)
+INL T512 void store_tile(float *c, int ldc, __m512 (*t)[2], const int R, int cols, bool acc)
 {
-	__mmask16 m0 = mask16(cols), m1 = mask16(cols - 16);
+	__mmask16 m0 = tail16(cols), m1 = tail16(cols - 16);
 #pragma GCC unroll 12
 	for (int r = 0; r < R; r++) {
 		float *cr = c + (size_t)r * ldc;
@@ -52,8 +43,8 @@ INLINE TG512 void store_tile(float *c, int ldc, __m512 (*t)[2], const int R, int
 	}
 }
 
-INLINE TG512 void mk512(float *c, int ldc, const float *a, size_t sar, size_t sap, const float *bp,
-			int kc, const int R, int cols, bool acc)
+INL T512 void mk512(float *c, int ldc, const float *a, size_t sar, size_t sap, const float *bp,
+		    int kc, const int R, int cols, bool acc)
 {
 	__m512 t[GEMM_MR][2];
 #pragma GCC unroll 12
@@ -73,16 +64,16 @@ INLINE TG512 void mk512(float *c, int ldc, const float *a, size_t sar, size_t sa
 	store_tile(c, ldc, t, R, cols, acc);
 }
 
-TG512 void gemm_mk_f32_avx512(float *c, int ldc, const float *a, size_t sar, size_t sap,
-			      const float *bp, int kc, int rows, int cols, bool acc)
+T512 void gemm_mk_f32_avx512(float *c, int ldc, const float *a, size_t sar, size_t sap,
+			     const float *bp, int kc, int rows, int cols, bool acc)
 {
 #define MK(R) mk512(c, ldc, a, sar, sap, bp, kc, R, cols, acc)
 	BY_ROWS(rows, MK);
 #undef MK
 }
 
-INLINE TGBF void mkbf(float *c, int ldc, const uint32_t *ap, size_t lda2, const uint32_t *bp,
-		      int kcp, const int R, int cols, bool acc)
+INL T512BF16 void mkbf(float *c, int ldc, const uint32_t *ap, size_t lda2, const uint32_t *bp,
+		       int kcp, const int R, int cols, bool acc)
 {
 	__m512 t[GEMM_MR][2];
 #pragma GCC unroll 12
@@ -101,8 +92,8 @@ INLINE TGBF void mkbf(float *c, int ldc, const uint32_t *ap, size_t lda2, const 
 	store_tile(c, ldc, t, R, cols, acc);
 }
 
-TGBF void gemm_mk_bf16_avx512(float *c, int ldc, const uint32_t *ap, size_t lda2,
-			      const uint32_t *bp, int kcp, int rows, int cols, bool acc)
+T512BF16 void gemm_mk_bf16_avx512(float *c, int ldc, const uint32_t *ap, size_t lda2,
+				  const uint32_t *bp, int kcp, int rows, int cols, bool acc)
 {
 #define MK(R) mkbf(c, ldc, ap, lda2, bp, kcp, R, cols, acc)
 	BY_ROWS(rows, MK);

@@ -353,13 +353,12 @@ static void matmul_512(float *out, int ldo, const float *xp, int ldx, int n, con
 const struct cpu_kernels cpu_kernels_avx512 = {.name = "avx512", AVX512_TABLE};
 
 /* ---- AVX-512 BF16: bf16 activations (opt-in prefill) ------------------------------ */
-#define TBF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma")))
 
 /* vdpbf16ps multiplies pairs: each 32-bit lane of the panel holds two adjacent k of
  * one weight row, and the token's same two k are broadcast to every lane. T tokens
  * (a constant) times the panel's 64 rows: 6 x 4 accumulators. */
-INL TBF16 void mkpanel(float *out, int ldo, const uint16_t *xb, int ldx, const uint32_t *panel,
-		       int K, int rows, bool acc, const int T)
+INL T512BF16 void mkpanel(float *out, int ldo, const uint16_t *xb, int ldx, const uint32_t *panel,
+			  int K, int rows, bool acc, const int T)
 {
 	__m512 a[6][4];
 #pragma GCC unroll 6
@@ -392,11 +391,11 @@ INL TBF16 void mkpanel(float *out, int ldo, const uint16_t *xb, int ldx, const u
 }
 
 typedef void mkp_fn(float *, int, const uint16_t *, int, const uint32_t *, int, int, bool);
-#define MKP(T)                                                                          \
-	static TBF16 void mkpanel_##T(float *o, int ldo, const uint16_t *x, int ldx,    \
-				      const uint32_t *panel, int K, int rows, bool acc) \
-	{                                                                               \
-		mkpanel(o, ldo, x, ldx, panel, K, rows, acc, T);                        \
+#define MKP(T)                                                                             \
+	static T512BF16 void mkpanel_##T(float *o, int ldo, const uint16_t *x, int ldx,    \
+					 const uint32_t *panel, int K, int rows, bool acc) \
+	{                                                                                  \
+		mkpanel(o, ldo, x, ldx, panel, K, rows, acc, T);                           \
 	}
 MKP(1)
 MKP(2)
