@@ -176,9 +176,10 @@ static int parse_dtype(json_t *root, const char *name, struct eng_config *cfg)
 }
 
 
-static int parse_rope_scaling(json_t *root, const char *name, struct eng_config *cfg)
+/* The scaling of rope_scaling or rope_parameters (rs; p its name and a dot). */
+static int parse_rope_scaling(json_t *rs, bool legacy, const char *name, const char *p,
+			      struct eng_config *cfg)
 {
-	json_t *rs = json_object_get(root, "rope_scaling");
 	snprintf(cfg->rope_type, sizeof cfg->rope_type, "default");
 	cfg->rope_factor = 1;
 	cfg->rope_original_max_position = 0;
@@ -193,20 +194,18 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 	json_t *t = json_object_get(rs, "rope_type");
 	if (!t)
 		t = json_object_get(rs, "type");
-	const char *type = json_string_value(t);
+	const char *type = t || legacy ? json_string_value(t) : "default";
 	if (!type)
-		return err_set("%s: rope_scaling.rope_type is missing", name);
+		return err_set("%s: %srope_type is %s", name, p, t ? "not a string" : "missing");
 	if (!strcmp(type, "default"))
 		return 0;
-	const char *p = "rope_scaling.";
 	if (!strcmp(type, "linear")) { /* positions divided by the factor */
 		snprintf(cfg->rope_type, sizeof cfg->rope_type, "linear");
 		return get_num(rs, name, p, "factor", 1, MAX_ROPE_FACTOR, NAN, &cfg->rope_factor);
 	}
 	if (strcmp(type, "yarn") != 0)
-		return err_set("%s: rope_scaling.rope_type: %.32s is not supported "
-			       "(default, linear or yarn)",
-			       name, type);
+		return err_set("%s: %srope_type: %.32s is not supported (default, linear or yarn)",
+			       name, p, type);
 	snprintf(cfg->rope_type, sizeof cfg->rope_type, "yarn");
 	/* The optional fields default as transformers' _compute_yarn_parameters does; a
 	 * beta of 0 means the default there too (`beta_fast or 32`). */
@@ -222,7 +221,7 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 	if (cfg->rope_beta_slow == 0)
 		cfg->rope_beta_slow = 1;
 	if (cfg->rope_beta_fast < cfg->rope_beta_slow)
-		return err_set("%s: rope_scaling.beta_fast = %g is below beta_slow = %g", name,
+		return err_set("%s: %sbeta_fast = %g is below beta_slow = %g", name, p,
 			       cfg->rope_beta_fast, cfg->rope_beta_slow);
 	/* absent stays 0: transformers then uses `factor` as given (rope.c) */
 	json_t *orig = json_object_get(rs, "original_max_position_embeddings");
@@ -230,6 +229,49 @@ static int parse_rope_scaling(json_t *root, const char *name, struct eng_config 
 		return 0;
 	return get_int(rs, name, p, "original_max_position_embeddings", 1, MAX_POSITIONS, 1,
 		       &cfg->rope_original_max_position);
+}
+
+/* RoPE's settings. transformers 4 writes rope_theta and rope_scaling (null, or an
+ * object naming its rope_type); transformers 5 writes one object, rope_parameters,
+ * with rope_theta, rope_type and the scaling's fields, and reads either form so: the
+ * object is rope_scaling where that is a non-empty object, else rope_parameters; the
+ * base is the object's rope_theta, else the top-level one, else 10000; the type is
+ * the object's rope_type (or "type"), else "default" (a rope_scaling without one has
+ * no reading in transformers 4, a KeyError, and is refused). A rope_parameters keyed
+ * by layer type gives the full-attention layers' object, the only layers of a dense
+ * Qwen3 (use_sliding_window is refused). */
+static int parse_rope(json_t *root, const char *name, struct eng_config *cfg)
+{
+	json_t *rs = json_object_get(root, "rope_scaling");
+	const char *p = "rope_scaling.";
+	bool legacy = rs && !json_is_null(rs) && (!json_is_object(rs) || json_object_size(rs));
+	if (!legacy) {
+		rs = json_object_get(root, "rope_parameters");
+		p = "rope_parameters.";
+		if (rs && !json_is_null(rs) && !json_is_object(rs))
+			return err_set("%s: rope_parameters must be an object or null", name);
+		json_t *full = json_object_get(rs, "full_attention");
+		if (json_is_object(full)) {
+			rs = full;
+			p = "rope_parameters.full_attention.";
+		}
+		const char *key;
+		json_t *v;
+		json_object_foreach(rs, key, v)
+		{
+			if (json_is_object(v))
+				return err_set(
+					"%s: %s%.32s: only full-attention layers are supported",
+					name, p, key);
+		}
+	}
+	double top, partial; /* RoPE on part of each head only: not in Qwen3 */
+	if (get_num(root, name, "", "rope_theta", MIN_ROPE_THETA, MAX_ROPE_THETA, 10000, &top) ||
+	    get_num(rs, name, p, "rope_theta", MIN_ROPE_THETA, MAX_ROPE_THETA, top,
+		    &cfg->rope_theta) ||
+	    get_num(rs, name, p, "partial_rotary_factor", 1, 1, 1, &partial))
+		return -1;
+	return parse_rope_scaling(rs, legacy, name, p, cfg);
 }
 
 /* bos/eos: an id, a list of ids (the first one counts) or null. */
@@ -272,8 +314,6 @@ static int parse_fields(json_t *root, const char *name, struct eng_config *c)
 	if (get_int(root, name, "", "head_dim", 1, ENG_MAX_HEAD_DIM, 128, &c->head_dim) ||
 	    get_num(root, name, "", "rms_norm_eps", MIN_RMS_EPS, MAX_RMS_EPS, 1e-6,
 		    &c->rms_norm_eps) ||
-	    get_num(root, name, "", "rope_theta", MIN_ROPE_THETA, MAX_ROPE_THETA, 10000,
-		    &c->rope_theta) ||
 	    get_int(root, name, "", "max_position_embeddings", 1, MAX_POSITIONS, 32768,
 		    &c->max_position_embeddings))
 		return -1;
@@ -281,7 +321,7 @@ static int parse_fields(json_t *root, const char *name, struct eng_config *c)
 	if (tie && !json_is_boolean(tie) && !json_is_null(tie))
 		return err_set("%s: tie_word_embeddings must be true or false", name);
 	c->tie_word_embeddings = json_is_true(tie); /* Qwen3Config defaults to false */
-	if (parse_dtype(root, name, c) || parse_rope_scaling(root, name, c) ||
+	if (parse_dtype(root, name, c) || parse_rope(root, name, c) ||
 	    parse_token_id(root, name, "bos_token_id", c->vocab_size, &c->bos_token_id) ||
 	    parse_token_id(root, name, "eos_token_id", c->vocab_size, &c->eos_token_id))
 		return -1;

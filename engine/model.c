@@ -134,19 +134,31 @@ static int bind(void *ctx, const char *name, int ndim, int64_t rows, int64_t col
 		struct eng_tensor *dst)
 {
 	struct eng_model *m = ctx;
+	const struct eng_config *c = &m->cfg;
 	int fi = 0, ti = 0;
-	if (locate(m, name, &fi, &ti) < 0)
-		return -1;
+	char msg[512];
+	if (locate(m, name, &fi, &ti) < 0) {
+		if (strcmp(name, "lm_head.weight"))
+			return -1;
+		snprintf(msg, sizeof msg, "%s", err_msg());
+		return err_set("%s (config.json's tie_word_embeddings is not true: the model "
+			       "needs an output layer of its own)",
+			       msg);
+	}
 	const struct st_file *f = m->files[fi];
 	const struct st_tensor *t = &f->tensors[ti];
 	int64_t want[2] = {rows, cols};
 	bool ok = t->ndim == ndim && t->shape[0] == rows && (ndim == 1 || t->shape[1] == cols);
 	if (!ok) {
-		char have_s[200], want_s[64];
+		char have_s[200], want_s[64], why[96] = "";
 		shape_str(have_s, sizeof have_s, t->ndim, t->shape);
 		shape_str(want_s, sizeof want_s, ndim, want);
-		return err_set("%s: tensor %s has shape %s, config.json needs %s", f->name, name,
-			       have_s, want_s);
+		if (strstr(name, ".self_attn.")) /* head_dim is 128 where config.json has none */
+			snprintf(why, sizeof why,
+				 " (%d query and %d key/value heads of head_dim %d)", c->num_heads,
+				 c->num_kv_heads, c->head_dim);
+		return err_set("%s: tensor %s has shape %s, config.json needs %s%s", f->name, name,
+			       have_s, want_s, why);
 	}
 	m->used[fi][ti] = true;
 	dst->data = t->data;
@@ -175,6 +187,16 @@ static int check_unused(struct eng_model *m)
 			    t->ndim == 2 && t->shape[0] == c->vocab_size &&
 			    t->shape[1] == c->hidden_size)
 				continue;
+			/* RoPE's frequencies, which older transformers saved as a buffer and
+			   every version recomputes from the config */
+			size_t n = strlen(t->name), k = strlen("rotary_emb.inv_freq");
+			if (t->ndim == 1 && n >= k &&
+			    !strcmp(t->name + n - k, "rotary_emb.inv_freq"))
+				continue;
+			if (c->tie_word_embeddings && !strcmp(t->name, "lm_head.weight"))
+				return err_set("%s: tensor lm_head.weight is not the embedding's "
+					       "shape [%d,%d], which config.json ties it to",
+					       f->name, c->vocab_size, c->hidden_size);
 			return err_set("%s: unexpected tensor %s (not part of a Qwen3 model with "
 				       "this config.json)",
 				       f->name, t->name);
@@ -273,6 +295,14 @@ int model_bind_all(struct eng_model *m, const struct model_names *names, model_b
 	return 0;
 }
 
+/* Whether msg starts by naming dir ("dir: ..." or "dir/file: ..."), not merely with the
+ * same letters (a directory "model" and a message "model.safetensors: ..."). */
+static bool names_dir(const char *msg, const char *dir)
+{
+	size_t n = strlen(dir);
+	return n && !strncmp(msg, dir, n) && (dir[n - 1] == '/' || msg[n] == '/' || msg[n] == ':');
+}
+
 struct eng_model *eng_model_open(const char *dir)
 {
 	struct eng_model *m = calloc(1, sizeof *m);
@@ -302,7 +332,7 @@ struct eng_model *eng_model_open(const char *dir)
 	free(index);
 	if (rc < 0 || model_bind_all(m, &st_names, bind, m) < 0 || check_unused(m) < 0) {
 		/* the weights' messages name their file: say in which directory */
-		if (strncmp(err_msg(), dir, strlen(dir)))
+		if (!names_dir(err_msg(), dir))
 			err_prefix("%s", dir);
 		goto fail;
 	}

@@ -166,6 +166,8 @@ if action == "drop":
     del hdr[arg]; del data[arg]
 elif action == "extra":
     hdr[arg] = {"dtype": "BF16", "shape": [4]}; data[arg] = b"\0" * 8
+elif action == "extra_f32":
+    hdr[arg] = {"dtype": "F32", "shape": [4]}; data[arg] = b"\0" * 16
 elif action == "transpose":
     hdr[arg]["shape"] = hdr[arg]["shape"][::-1]
 elif action == "dtype":
@@ -231,13 +233,17 @@ broken extra; st_edit extra model.layers.0.mlp.extra.weight
 expect_exit 1 "extra tensor" "$QWENCHAT" info -m "$B"
 expect_err_has "model.safetensors: unexpected tensor model.layers.0.mlp.extra.weight" \
 	"extra tensor named"
+# RoPE's frequencies as older transformers saved them: ignored, as transformers does
+broken invfreq; st_edit extra_f32 model.layers.0.self_attn.rotary_emb.inv_freq
+expect_exit 0 "a stored rotary_emb.inv_freq ignored" "$QWENCHAT" info -m "$B"
 broken shape; st_edit transpose "$UP"
 expect_exit 1 "shape mismatch" "$QWENCHAT" info -m "$B"
 expect_err_has "model.safetensors: tensor $UP has shape [48,80], config.json needs [80,48]" \
 	"shape mismatch named"
 broken nolm; st_edit drop lm_head.weight
 expect_exit 1 "untied model without lm_head" "$QWENCHAT" info -m "$B"
-expect_err_has "tensor lm_head.weight is missing" "missing lm_head named"
+expect_err_has "tensor lm_head.weight is missing (config.json's tie_word_embeddings is not true" \
+	"missing lm_head named, tie_word_embeddings said"
 
 # config.json: absurd values, invalid JSON, wrong architectures
 cfg_edit() {  # cfg_edit KEY JSON-VALUE
@@ -252,7 +258,8 @@ expect_eq "stored lm_head not counted" "$(json_get "$TMP/out" weight_bytes)" \
 	$(( $(params 300 48 80 3 6 2 8 1) * 2 ))
 broken tiedbad; cfg_edit tie_word_embeddings true; st_edit transpose lm_head.weight
 expect_exit 1 "tied config, mis-shaped stored lm_head" "$QWENCHAT" info -m "$B"
-expect_err_has "model.safetensors: unexpected tensor lm_head.weight" "mis-shaped lm_head named"
+expect_err_has "model.safetensors: tensor lm_head.weight is not the embedding's shape [300,48]" \
+	"mis-shaped lm_head named"
 broken layers; cfg_edit num_hidden_layers 1000000000000
 expect_exit 1 "10^12 layers" "$QWENCHAT" info -m "$B"
 expect_err_has "config.json: num_hidden_layers" "absurd layers named"
@@ -284,6 +291,19 @@ expect_err_has "config.json: architectures: LlamaForCausalLM" "Llama named"
 broken mtype; cfg_edit model_type '"qwen3_moe"'
 expect_exit 1 "model_type qwen3_moe refused" "$QWENCHAT" info -m "$B"
 expect_err_has "config.json: model_type: qwen3_moe" "model_type named"
+# transformers 5 writes RoPE's settings as rope_parameters (the base inside it)
+cfg_del() { $PY -c 'import json,sys
+p = sys.argv[1]; c = json.load(open(p)); c.pop(sys.argv[2])
+json.dump(c, open(p, "w"))' "$B/config.json" "$1"; }
+broken v5; cfg_del rope_theta; cfg_del rope_scaling
+cfg_edit rope_parameters '{"rope_theta": 1000000, "rope_type": "default"}'
+expect_exit 0 "a transformers 5 config (rope_parameters)" "$QWENCHAT" info -m "$B"
+grep -q "theta 1000000, no scaling" "$TMP/out" && pass "rope_parameters' rope_theta read" ||
+	fail "rope_parameters: $(grep rope "$TMP/out")"
+broken nohd; cfg_del head_dim
+expect_exit 1 "head_dim absent (128 as in transformers), weights of 8" "$QWENCHAT" info -m "$B"
+expect_err_has "config.json needs [768,48] (6 query and 2 key/value heads of head_dim 128)" \
+	"the shape's heads and head_dim said"
 broken rope; cfg_edit rope_scaling '{"rope_type": "dynamic", "factor": 2}'
 expect_exit 1 "dynamic rope scaling refused" "$QWENCHAT" info -m "$B"
 expect_err_has "config.json: rope_scaling.rope_type: dynamic" "rope type named"

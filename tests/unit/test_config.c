@@ -201,6 +201,88 @@ static void test_rope_scaling(void **state)
 	refused("rope_scaling", "\"yarn\"", "rope_scaling");
 }
 
+/* base_json as transformers 5 writes it: rope_theta and rope_scaling gone, `params`
+ * (JSON) as rope_parameters, and `theta` (JSON, or NULL) as a top-level rope_theta. */
+static int parse_v5(const char *params, const char *theta, struct eng_config *cfg)
+{
+	json_t *root = json_loads(base_json, 0, NULL);
+	assert_non_null(root);
+	json_object_del(root, "rope_scaling");
+	json_object_del(root, "rope_theta");
+	if (theta)
+		json_object_set_new(root, "rope_theta", json_loads(theta, JSON_DECODE_ANY, NULL));
+	json_object_set_new(root, "rope_parameters", json_loads(params, JSON_DECODE_ANY, NULL));
+	char *text = json_dumps(root, 0);
+	int rc = eng_config_parse(text, strlen(text), "dir/config.json", cfg);
+	free(text);
+	json_decref(root);
+	return rc;
+}
+
+static void test_rope_parameters(void **state)
+{
+	(void)state;
+	struct eng_config c;
+	/* rope_type defaults to "default"; rope_theta to the top-level one, then 10000; a
+	   rope_parameters keyed by layer type gives the full-attention layers' */
+	struct {
+		const char *params, *theta, *type;
+		double want_theta, factor;
+	} ok[] = {
+		{"{\"rope_theta\": 1000000, \"rope_type\": \"default\"}", NULL, "default", 1e6, 1},
+		{"{\"rope_theta\": 500000.0}", NULL, "default", 5e5, 1},
+		{"{\"rope_type\": \"default\"}", "2000000", "default", 2e6, 1},
+		{"{}", NULL, "default", 10000, 1},
+		{"{\"rope_type\": \"default\", \"rope_theta\": 3e6}", "2e6", "default", 3e6, 1},
+		{"{\"rope_type\": \"yarn\", \"rope_theta\": 1e6, \"factor\": 4.0,"
+		 " \"original_max_position_embeddings\": 32768}",
+		 NULL, "yarn", 1e6, 4},
+		{"{\"full_attention\": {\"rope_type\": \"linear\", \"factor\": 2,"
+		 " \"rope_theta\": 40000}}",
+		 NULL, "linear", 4e4, 2},
+	};
+	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+		if (parse_v5(ok[i].params, ok[i].theta, &c) < 0)
+			fail_msg("rope_parameters %s refused: %s", ok[i].params, err_msg());
+		assert_string_equal(c.rope_type, ok[i].type);
+		assert_true(c.rope_theta == ok[i].want_theta && c.rope_factor == ok[i].factor);
+	}
+	assert_int_equal(c.rope_original_max_position, 0);
+	assert_int_equal(parse_v5(ok[5].params, NULL, &c), 0);
+	assert_int_equal(c.rope_original_max_position, 32768);
+	/* a non-empty rope_scaling is read first, as transformers 5 does */
+	json_t *root = json_loads(base_json, 0, NULL);
+	json_object_set_new(root, "rope_scaling",
+			    json_pack("{s:s, s:f}", "rope_type", "linear", "factor", 3.0));
+	json_object_set_new(root, "rope_parameters", json_pack("{s:s}", "rope_type", "default"));
+	char *text = json_dumps(root, 0);
+	assert_int_equal(eng_config_parse(text, strlen(text), "dir/config.json", &c), 0);
+	assert_string_equal(c.rope_type, "linear");
+	assert_true(c.rope_theta == 1e6 && c.rope_factor == 3);
+	free(text);
+	json_decref(root);
+	/* refused, naming the field */
+	struct {
+		const char *params, *field;
+	} bad[] = {
+		{"\"default\"", "rope_parameters must be an object"},
+		{"{\"rope_type\": \"dynamic\", \"factor\": 2}",
+		 "rope_parameters.rope_type: dynamic"},
+		{"{\"rope_type\": \"yarn\"}", "rope_parameters.factor is missing"},
+		{"{\"rope_theta\": -1}", "rope_parameters.rope_theta"},
+		{"{\"rope_theta\": 1e6, \"partial_rotary_factor\": 0.5}",
+		 "rope_parameters.partial_rotary_factor"},
+		{"{\"sliding_attention\": {\"rope_theta\": 10000}}",
+		 "rope_parameters.sliding_attention: only full-attention layers"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		assert_int_equal(parse_v5(bad[i].params, NULL, &c), -1);
+		if (!strstr(err_msg(), "dir/config.json") || !strstr(err_msg(), bad[i].field))
+			fail_msg("message '%s' should name dir/config.json and '%s'", err_msg(),
+				 bad[i].field);
+	}
+}
+
 static void test_architecture(void **state)
 {
 	(void)state;
@@ -336,10 +418,10 @@ static void test_dtypes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_qwen3_8b),      cmocka_unit_test(test_defaults_and_variants),
-		cmocka_unit_test(test_rope_scaling),  cmocka_unit_test(test_architecture),
-		cmocka_unit_test(test_absurd_values), cmocka_unit_test(test_invalid_json),
-		cmocka_unit_test(test_dtypes),
+		cmocka_unit_test(test_qwen3_8b),     cmocka_unit_test(test_defaults_and_variants),
+		cmocka_unit_test(test_rope_scaling), cmocka_unit_test(test_rope_parameters),
+		cmocka_unit_test(test_architecture), cmocka_unit_test(test_absurd_values),
+		cmocka_unit_test(test_invalid_json), cmocka_unit_test(test_dtypes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
