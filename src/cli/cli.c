@@ -165,8 +165,40 @@ static void cli_help(const struct cli_command *cmd, FILE *f)
 
 /* ---- messages and numbers ------------------------------------------------------ */
 
+/* Notices held back by cli_notices_hold, each with its NUL. */
+static struct strbuf g_held;
+static bool g_holding;
+
+static void drop_held(void)
+{
+	free(g_held.p);
+	g_held = (struct strbuf){0};
+	g_holding = false;
+}
+
+void cli_notices_hold(void)
+{
+	g_holding = true;
+}
+
+void cli_notices_flush(void)
+{
+	struct strbuf held = g_held;
+	g_held = (struct strbuf){0};
+	g_holding = false;
+	for (size_t i = 0; i < held.n; i += strlen(held.p + i) + 1)
+		cli_error("%s", held.p + i);
+	free(held.p);
+}
+
 void cli_notice(const char *msg)
 {
+	if (g_holding) {
+		sb_put(&g_held, msg, strlen(msg) + 1);
+		if (!g_held.oom)
+			return;
+		cli_notices_flush(); /* what was kept, then this one */
+	}
 	cli_error("%s", msg); /* a notice is one line, shown as safely as an error */
 }
 
@@ -175,6 +207,8 @@ void cli_notice(const char *msg)
  * quoted newline shows as ^J, a carriage return as ^M). */
 static void say_error(const char *fmt, va_list ap, const char *tail)
 {
+	if (g_holding) /* an error first: it is the one line said */
+		drop_held();
 	char *msg = NULL;
 	if (vasprintf(&msg, fmt, ap) < 0)
 		msg = NULL;

@@ -150,6 +150,11 @@ char *cli_read_key_file(const char *path);
 
 /* Prints "qwenchat: MSG" on stderr: the engine's notice callback (eng_new). */
 void cli_notice(const char *msg);
+/* From cli_notices_hold on, notices wait: cli_notices_flush says them, and an error
+ * said first (cli_error, cli_usage) drops them, so that a command that fails while
+ * it is still checking what it was given says one line, the error. */
+void cli_notices_hold(void);
+void cli_notices_flush(void);
 
 /* Prints "qwenchat: MESSAGE" on stderr (one line). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -389,6 +389,12 @@ static int window(const struct cli_common *cli, const struct ppl_args *a, const 
 	if (*stride > *ctx)
 		return cli_usage("perplexity", "--stride %d is more than the window (--ctx %d)",
 				 *stride, *ctx);
+	/* a chunk scores its labels from ctx/2 + 1 on: none in a chunk of 2 */
+	if (a->llama && *ctx < 3)
+		return cli_usage("perplexity",
+				 "--ctx %d with --llama-chunks: a chunk scores the "
+				 "tokens past its first half and needs 3 or more",
+				 *ctx);
 	if (*ctx > max_pos) {
 		cli_error("--ctx %d is more than the max_position_embeddings %d of %s", *ctx,
 			  max_pos, lim->name);
@@ -497,6 +503,7 @@ int cmd_perplexity(int argc, char **argv)
 		return r == CLI_DONE ? EXIT_OK : r;
 	if ((r = check_args(&cli, &a)))
 		return r;
+	cli_notices_hold(); /* until the models and the file are known good, or an error */
 	struct eng_options eo;
 	if (cli_engine_options(&cli, &eo, NULL))
 		return EXIT_USAGE;
@@ -518,6 +525,7 @@ int cmd_perplexity(int argc, char **argv)
 	if (a.chunks && !__builtin_mul_overflow((uint64_t)(a.chunks - 1), (uint64_t)stride, &cut) &&
 	    !__builtin_add_overflow(cut, (uint64_t)ctx, &cut) && cut < n)
 		n = (size_t)cut;
+	cli_notices_flush();
 	if (!r) {
 		struct progress pr = {.tty = isatty(STDERR_FILENO)};
 		struct ppl_options po = {.vocab = eng_model_config(s[0].m)->vocab_size,

@@ -453,6 +453,29 @@ static bool shape_differs(const struct tstate_opts *o, const struct eng_config *
 	return false;
 }
 
+/* Whether dir/config.json is the one the checkpoint wrote (its checksum in the state;
+ * "" in states older than it: not known). 0, or EXIT_RUNTIME (err_set). */
+static int config_unchanged(const char *dir, const struct tstate *st)
+{
+	if (!st->config_sha256[0])
+		return 0;
+	char *path = fio_join(dir, "config.json"), sum[72];
+	size_t len = 0;
+	char *text = path ? fio_read_file(path, 1 << 20, &len) : NULL;
+	if (text)
+		dset_hash((const char *const *)&text, &len, 1, sum);
+	int rc = !text ? -1
+		 : strcmp(sum, st->config_sha256)
+			 ? err_set("%s: changed since the checkpoint at step %lld wrote it: put "
+				   "it back as it was, or train a new run from this one "
+				   "(--init %s)",
+				   path, (long long)st->step, dir)
+			 : 0;
+	free(path);
+	free(text);
+	return rc ? EXIT_RUNTIME : 0;
+}
+
 /* A resumed run's config.json against its saved options (the shape a run from scratch
  * was given, and a window the model takes: one of the two was edited since), and
  * against the shape flags given now that the run left to its model (asked; NULL for
@@ -501,8 +524,8 @@ static int run(struct tstate *st, const char *dir, bool resume, const struct tst
 		bad = train_model_new(&st->o, &p) ? EXIT_RUNTIME : 0;
 	else if (train_model_resume(dir, &p))
 		bad = EXIT_RUNTIME;
-	else
-		bad = check_resumed_config(dir, &st->o, asked, &p.m.cfg);
+	else if (!(bad = check_resumed_config(dir, &st->o, asked, &p.m.cfg)))
+		bad = config_unchanged(dir, st);
 	if (bad) {
 		cli_error("%s", err_msg());
 		train_model_free(&p);
@@ -553,6 +576,7 @@ int cmd_train(int argc, char **argv)
 	}
 	struct cli_common com;
 	rc = cli_parse(&train_cmd, ac, av, &com, train_opt, &a, NULL);
+	cli_notices_hold(); /* until the run is known to start (the plan), or an error */
 	if (rc) {
 		rc = rc == CLI_DONE ? EXIT_OK : rc;
 	} else if (a.resume) {
@@ -594,5 +618,6 @@ int cmd_train(int argc, char **argv)
 	tstate_opts_free(&a.o);
 	free(state_path);
 	free(av);
+	cli_notices_flush(); /* none held past an error; any left are a success's */
 	return rc;
 }

@@ -4,6 +4,7 @@
 #include "src/cli/sigbus.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdio.h>
@@ -72,8 +73,24 @@ static int dispatch(int argc, char **argv)
 	return EXIT_USAGE;
 }
 
+/* A descriptor 0, 1 or 2 that the caller closed (`2>&-`) would be the next file the
+ * program opens, and messages meant for stderr would land in a checkpoint or a log:
+ * each one is taken by /dev/null first, opened the other way round (stdin for
+ * writing, stdout and stderr for reading) so that using it still fails with EBADF,
+ * as on the closed descriptor. */
+static void hold_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int n = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+			if (n >= 0 && n != fd) /* fd is the lowest free one: n == fd */
+				close(n);
+		}
+}
+
 int main(int argc, char **argv)
 {
+	hold_std_fds();
 	sigbus_guard();
 	setlocale(LC_ALL, ""); /* the terminal's character set, for the UI's text */
 	/* numbers read and written with a '.': JSON, the files other programs read, and

@@ -224,6 +224,7 @@ static void on_plan(void *user, const struct loop_plan *lp)
 	const struct eng_train_plan *pl = &lp->plan;
 	char w[32], g[32], m[32], act[32], sc[32], tot[32], av[32], data[32];
 	settle(r);
+	cli_notices_flush(); /* the options and the data are good: what was noted on them */
 	for (int i = 0; i < r->model->n_remarks; i++)
 		cli_notice(r->model->remarks[i]);
 	if (lp->sft)

@@ -496,7 +496,8 @@ static int write_mark(struct ckpt_txn *x, char **text)
 
 /* Whether the renames can all happen: each directory a file goes to (dir, and
  * dir/train-state where it is) is on the staging directory's file system and
- * writable. Found out only once the renames began, a failure would leave the files
+ * writable, and no file's place is taken by a directory (which a rename does not
+ * replace). Found out only once the renames began, a failure would leave the files
  * put in place so far beside the old others until the next start finishes them. */
 static int renames_possible(const struct ckpt_txn *x)
 {
@@ -516,6 +517,14 @@ static int renames_possible(const struct ckpt_txn *x)
 		else if (access(dirs[i], W_OK | X_OK) != 0)
 			rc = err_set("%s: cannot put the new checkpoint in it: %s", dirs[i],
 				     strerror(errno));
+	}
+	for (int i = 0; rc == 0 && i < x->n; i++) {
+		char *dst = fio_join(x->dir, x->rel[i]);
+		if (!dst)
+			rc = err_set("out of memory");
+		else if (lstat(dst, &d) == 0 && S_ISDIR(d.st_mode))
+			rc = err_set("%s: is a directory, where the checkpoint's file goes", dst);
+		free(dst);
 	}
 	free(state);
 	return rc;

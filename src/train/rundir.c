@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,14 +17,49 @@
 
 #define LOCK_NAME ".train" /* fio_try_lock adds ".lock" */
 
-/* What a run that never saved leaves in its directory (see rundir_check_new). */
+/* What a run that never saved leaves in its directory (see rundir_check_new), and in
+ * its train-state/: the streams' caches. */
 static const char *const g_ours[] = {"train-state", "train-log.jsonl", "loss.svg",
 				     LOCK_NAME ".lock", ".checkpoint.new"};
+static const char *const g_caches[] = {"data.u32", "data.json", "data.sft",
+				       "val.u32",  "val.json",  "val.sft"};
+
+/* The first entry of dir that no run that never saved would have left, in other ("" if
+ * none): a name not of g_ours, a file in train-state/ not of g_caches, or the log and
+ * the curve without the cache a run writes before them (train-state/data.json); a
+ * failed new run removes those, so they must be its own. 0 or -1 (err_set). */
+static int foreign_entry(const char *dir, char *other, size_t size)
+{
+	char *state = fio_join(dir, "train-state"), *meta = fio_join(dir, "train-state/data.json");
+	const char *late[] = {"train-log.jsonl", "loss.svg"};
+	struct stat st;
+	int rc = state && meta ? fio_foreign_entry(dir, g_ours, sizeof g_ours / sizeof *g_ours,
+						   other, size)
+			       : err_set("out of memory");
+	if (rc == 0 && !other[0] && lstat(state, &st) == 0 && S_ISDIR(st.st_mode)) {
+		char name[256];
+		rc = fio_foreign_entry(state, g_caches, sizeof g_caches / sizeof *g_caches, name,
+				       sizeof name);
+		if (rc == 0 && name[0])
+			snprintf(other, size, "train-state/%s", name);
+	}
+	for (int i = 0; rc == 0 && !other[0] && i < 2 && lstat(meta, &st) != 0; i++) {
+		char *p = fio_join(dir, late[i]);
+		if (!p)
+			rc = err_set("out of memory");
+		else if (lstat(p, &st) == 0)
+			snprintf(other, size, "%s", late[i]);
+		free(p);
+	}
+	free(state);
+	free(meta);
+	return rc;
+}
 
 static int refuse_foreign(const char *dir)
 {
-	char other[256];
-	if (fio_foreign_entry(dir, g_ours, sizeof g_ours / sizeof g_ours[0], other, sizeof other))
+	char other[300];
+	if (foreign_entry(dir, other, sizeof other))
 		return -1;
 	return other[0] ? err_set("%s: not empty (it holds %s) and not a training run's "
 				  "directory: choose a new or empty --out",

@@ -3,6 +3,7 @@
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/train/checkpoint.h"
+#include "src/train/dataset.h"
 #include "src/train/modeldir.h"
 
 #include <errno.h>
@@ -90,7 +91,13 @@ static int put_texts(struct ckpt_txn *x, struct eng_trainer *t, const struct tst
 {
 	struct eng_config c = *eng_trainer_config(t);
 	c.dtype = strcmp(st->o.save_dtype, "bf16") ? ENG_F32 : ENG_BF16;
-	char *config = mdir_config_json(&c), *state = tstate_json(st), *svg = tlog_svg(log);
+	char *config = mdir_config_json(&c), *state = NULL, *svg = tlog_svg(log);
+	if (config) { /* the state keeps the config's checksum (a resume checks it) */
+		struct tstate s = *st;
+		size_t len = strlen(config);
+		dset_hash((const char *const *)&config, &len, 1, s.config_sha256);
+		state = tstate_json(&s);
+	}
 	int rc = config && state && svg ? 0 : -1;
 	if (rc == 0)
 		rc = ckpt_put(x, "config.json", config, strlen(config)) ||

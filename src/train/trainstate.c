@@ -390,6 +390,8 @@ char *tstate_json(const struct tstate *s)
 				 "options", opts);
 	if (root && s->data_sha256[0])
 		json_object_set_new(root, "data_sha256", json_string(s->data_sha256));
+	if (root && s->config_sha256[0])
+		json_object_set_new(root, "config_sha256", json_string(s->config_sha256));
 	if (root && s->ran_on[0])
 		json_object_set_new(root, "ran_on", json_string(s->ran_on));
 	char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
@@ -480,17 +482,18 @@ static int check_opts(const struct tstate_opts *o, const char *name)
 	return 0;
 }
 
-/* data_sha256, absent in states written before it was kept: "sha256:" and 64 hex
+/* A checksum (key) absent in states written before it was kept: "sha256:" and 64 hex
  * digits into out, or "". */
-static int parse_sha256(json_t *v, char out[72], const char *name)
+static int parse_sha256(json_t *root, const char *key, char out[72], const char *name)
 {
+	json_t *v = json_object_get(root, key);
 	const char *t = json_string_value(v);
 	out[0] = 0;
 	if (!v)
 		return 0;
 	if (!t || strlen(t) != 71 || strncmp(t, "sha256:", 7) ||
 	    strspn(t + 7, "0123456789abcdef") != 64)
-		return err_set("%s: data_sha256: expected \"sha256:\" and 64 hex digits", name);
+		return err_set("%s: %s: expected \"sha256:\" and 64 hex digits", name, key);
 	memcpy(out, t, 72);
 	return 0;
 }
@@ -524,7 +527,8 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 	s->step = json_integer_value(step);
 	s->tokens = json_integer_value(tokens);
 	s->data_tokens = json_integer_value(dt);
-	if (parse_sha256(json_object_get(root, "data_sha256"), s->data_sha256, name))
+	if (parse_sha256(root, "data_sha256", s->data_sha256, name) ||
+	    parse_sha256(root, "config_sha256", s->config_sha256, name))
 		goto out;
 	json_t *ran = json_object_get(root, "ran_on"); /* absent in older states */
 	const char *ran_s = json_string_value(ran);

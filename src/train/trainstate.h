@@ -89,6 +89,8 @@ struct tstate {
 	struct batch_rng rng;  /* the random windows' generator, after `step` steps */
 	int64_t data_tokens;   /* the training stream's length, to check the cache */
 	char data_sha256[72];  /* and its checksum (dset's sha256; "" in older states) */
+	char config_sha256[72]; /* config.json's, as the checkpoint wrote it ("" in older
+				 * states): an edit since is refused on resume */
 	bool master_in_state;  /* fp32 weights in train-state/master.safetensors (bf16 model) */
 	char ran_on[8];        /* "cpu" or "cuda": where the steps ran ("" in older states) */
 	bool eval_was_due;     /* not saved: a resume's saved options made `step` due an

@@ -93,6 +93,9 @@ for c in 20 21; do
 	fi
 done
 expect_exit 2 "--stride with --llama-chunks" $PPL -m "$A" -f "$TMP/r.u32" --llama-chunks --stride 4
+# a chunk of 2 has no token past its first half to score
+expect_exit 2 "--llama-chunks --ctx 2" $PPL -m "$A" -f "$TMP/r.u32" --llama-chunks --ctx 2
+expect_err_has "--ctx 2 with --llama-chunks" "--llama-chunks --ctx 2 refused by name"
 head -c $((4 * 150)) "$TMP/r.u32" >"$TMP/r150.u32"
 expect_exit 1 "--llama-chunks on fewer tokens than a chunk" $PPL -m "$A" -f "$TMP/r150.u32" \
 	--llama-chunks --ctx 200

@@ -3,6 +3,8 @@
 # (NaN, an infinity, a negative second moment: a damaged file) is refused by --resume
 # in one line naming the file and the tensor, and the checkpoint stays as it was: the
 # values would otherwise poison the next update, which a finite loss lets be saved.
+# So are a config.json edited since the checkpoint and a directory planted where a
+# checkpoint file goes.
 . "$TOP_SRCDIR/tests/lib.sh"
 
 python3 - "$TMP" <<'PY'
@@ -49,5 +51,24 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=4m tmpfs "$TMP/m/train-state" 2>
 else
 	echo "# skipped: cannot mount a tmpfs here"
 fi
+
+# config.json edited since the checkpoint (a field the run left at its default too):
+# the model would no longer be the one trained; refused in one line, nothing written
+rm -rf "$TMP/e" && cp -R "$TMP/r" "$TMP/e"
+sed -i 's/"rms_norm_eps": [0-9.e+-]*/"rms_norm_eps": 1e-05/' "$TMP/e/config.json"
+cp "$TMP/e/model.safetensors" "$TMP/before"
+train_usage 1 "config.json edited since the checkpoint: --resume refuses it" \
+	"config.json: changed since the checkpoint at step 2 wrote it" --resume "$TMP/e" --steps 4
+cmp -s "$TMP/e/model.safetensors" "$TMP/before" && pass "... the checkpoint as it was" ||
+	fail "config.json edited: the checkpoint changed"
+# a directory where a checkpoint file goes (a rename cannot replace it): refused before
+# any file of the new checkpoint is put in place
+rm -rf "$TMP/p" && cp -R "$TMP/r" "$TMP/p" && mkdir "$TMP/p/train-state/master.safetensors"
+cp "$TMP/p/model.safetensors" "$TMP/before"
+train_usage 1 "a directory at train-state/master.safetensors" \
+	"master.safetensors: is a directory, where the checkpoint's file goes" \
+	--resume "$TMP/p" --steps 4 --save-dtype bf16
+cmp -s "$TMP/p/model.safetensors" "$TMP/before" && grep -q '"step": 2' "$TMP/p/train-state/state.json" &&
+	pass "... the step-2 checkpoint whole" || fail "planted directory: the checkpoint changed"
 
 finish

@@ -174,13 +174,26 @@ rc=$?
 	fail "Ctrl-C after the cache (waited $i): exit $rc, left: $(ls -A "$TMP/sig-cache" "$TMP/sig-cache/train-state" 2>&1 | tr '\n' ' ')"
 rm -f "$TMP/big-val.txt"
 # a new run killed outright (SIGKILL, the OOM killer) while it wrote its log, before
-# its first checkpoint, left the log and a temporary file: --out takes the directory
+# its first checkpoint, left its data's cache, the log and a temporary file: --out
+# takes the directory
 sh -c 'exit 0' &
 dead=$!
 wait $dead
-mkdir "$TMP/killed"
+"$QWENCHAT" train --out "$TMP/k0" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/a.txt" $SMALL \
+	--steps 0 >/dev/null 2>&1 || fail "train --steps 0"
+mkdir -p "$TMP/killed/train-state"
+cp "$TMP/k0/train-state/data.u32" "$TMP/k0/train-state/data.json" "$TMP/killed/train-state/"
 echo '{"step": 1' >"$TMP/killed/train-log.jsonl"
 echo half >"$TMP/killed/.loss.svg.tmp.$dead.0123456789abcdef"
+# ... but a log or a curve without that cache, or a file in train-state/ that is not a
+# cache, are someone else's: refused, and kept
+for f in train-log.jsonl loss.svg train-state/notes.txt; do
+	rm -rf "$TMP/mine" && mkdir -p "$TMP/mine/train-state" && echo mine >"$TMP/mine/$f"
+	train_usage 1 "--out holding $f of someone else's" "mine: not empty (it holds $f)" \
+		--out "$TMP/mine" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/a.txt" $SMALL --steps 1
+	[ "$(cat "$TMP/mine/$f")" = mine ] && [ ! -e "$TMP/mine/.train.lock" ] &&
+		pass "... $f kept, no lock file left" || fail "$f: $(ls -A "$TMP/mine")"
+done
 expect_exit 0 "--out a run killed before its first checkpoint" "$QWENCHAT" train \
 	--out "$TMP/killed" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/a.txt" $SMALL --steps 1
 [ -f "$TMP/killed/model.safetensors" ] && ! ls -A "$TMP/killed" | grep -q '\.tmp\.' &&
@@ -193,6 +206,13 @@ expect_exit 0 "--out a run killed before its first checkpoint" "$QWENCHAT" train
 rc=$?
 [ $rc -eq 1 ] && [ ! -e "$TMP/lim/run" ] && pass "a run whose first checkpoint fails leaves nothing" ||
 	fail "first checkpoint failed: exit $rc, left: $(ls -A "$TMP/lim/run" "$TMP/lim/run/train-state" 2>&1 | tr '\n' ' ')"
+# stderr closed (2>&-): its messages must not land in the first file opened
+"$QWENCHAT" train --out "$TMP/nostderr" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/a.txt" \
+	$SMALL --steps 2 2>&- <&- >/dev/null
+python3 -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' \
+	"$TMP/nostderr/train-log.jsonl" 2>/dev/null && [ ! -s "$TMP/nostderr/.train.lock" ] &&
+	pass "stderr and stdin closed: the log is JSON Lines, nothing in the lock file" ||
+	fail "stderr closed: $(head -c 200 "$TMP/nostderr/train-log.jsonl")"
 # a link named *.u32 is ids whatever its target is called (content-addressed stores)
 cp "$TMP/d.u32" "$TMP/blob" && ln -s "$TMP/blob" "$TMP/link.u32"
 "$QWENCHAT" train --out "$TMP/linked" $SHAPE --vocab-size 1000 --data "$TMP/link.u32" $SMALL \
