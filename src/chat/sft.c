@@ -137,27 +137,50 @@ static size_t skip_space(const char *text, size_t len, size_t pos)
 }
 
 /* Whether path holds JSON Lines: named *.jsonl or *.ndjson, or text[0..len) holds
- * another JSON value after its first one. */
+ * another JSON value after its first one, which takes one line. */
 static bool sft_is_json_lines(const char *path, const char *text, size_t len)
 {
 	if (ends_with(path, ".jsonl") || ends_with(path, ".ndjson"))
 		return true;
 	size_t end = jlim_value_len(text, len); /* the bytes the first value takes */
-	if (!end)
-		return false; /* the whole file's parse names the error */
+	size_t start = skip_space(text, len, 0);
+	if (!end || (end > start && memchr(text + start, '\n', end - start)))
+		return false; /* one value (a line of JSON Lines is one line): its parse
+			         names the error, and where */
 	return skip_space(text, len, end) < len;
 }
 
 typedef int conv_fn(void *user, const struct chat *c, const char *where);
 
+/* The 1-based line and column of byte off of text. */
+static void line_col(const char *text, size_t off, size_t *line, size_t *col)
+{
+	*line = 1, *col = 1;
+	for (size_t i = 0; i < off; i++)
+		if (text[i] == '\n')
+			++*line, *col = 1;
+		else
+			++*col;
+}
+
 /* One JSON value p[0..n), a conversation or a record of one, checked, parsed and
- * given to fn. */
-static int one_value(const char *p, size_t n, const char *where, conv_fn *fn, void *user)
+ * given to fn. A parse error names the column of a line of JSON Lines (file NULL), or
+ * the line and column in file, where p lies (a record of an array). */
+static int one_value(const char *p, size_t n, const char *where, const char *file, conv_fn *fn,
+		     void *user)
 {
 	if (jlim_check(p, n, &chat_json_limits, where))
 		return -1;
 	json_error_t je;
 	json_t *v = json_loadb(p, n, JSON_DECODE_ANY, &je);
+	if (!v && file) {
+		size_t line, col;
+		line_col(file, (size_t)(p - file), &line, &col);
+		return err_set("%s: invalid JSON at line %zu, column %zu: %s", where,
+			       line + (size_t)(je.line > 1 ? je.line - 1 : 0),
+			       je.line > 1 ? (size_t)je.column : col - 1 + (size_t)je.column,
+			       jsontype_error(&je));
+	}
 	if (!v) /* the column, not jansson's "line 1" of a one-line text */
 		return err_set("%s: invalid JSON at column %d: %s", where, je.column,
 			       jsontype_error(&je));
@@ -186,7 +209,7 @@ static int read_lines(const char *path, const char *text, size_t len, conv_fn *f
 			continue;
 		char where[4200];
 		snprintf(where, sizeof where, "%s:%zu", path, line);
-		int rc = one_value(p, n, where, fn, user);
+		int rc = one_value(p, n, where, NULL, fn, user);
 		if (rc)
 			return rc;
 	}
@@ -227,18 +250,27 @@ static int read_records(const char *path, const char *text, size_t len, conv_fn 
 		size_t n = jlim_value_len(text + pos, len - pos);
 		if (!n)
 			return err_set("%s: the file ends inside it", where);
-		int rc = one_value(text + pos, n, where, fn, user);
+		int rc = one_value(text + pos, n, where, text, fn, user);
 		if (rc)
 			return rc;
 		pos = skip_space(text, len, pos + n);
+		size_t line, col;
+		line_col(text, pos, &line, &col);
 		if (pos < len && text[pos] == ',') {
-			pos++;
+			pos = skip_space(text, len, pos + 1);
+			if (pos < len && text[pos] == ']')
+				return err_set(
+					"%s: a ',' and then the array's end (line %zu, column "
+					"%zu): a trailing comma is not JSON",
+					where, line, col);
 			continue;
 		}
 		if (pos < len && text[pos] == ']' && skip_space(text, len, pos + 1) == len)
 			return 0;
-		return err_set("%s: ',' or the array's end expected after it (byte %zu)", where,
-			       pos);
+		return err_set("%s: %s at line %zu, column %zu", where,
+			       pos < len && text[pos] == ']' ? "text after the array's end"
+							     : "',' or the array's end expected",
+			       line, col);
 	}
 }
 

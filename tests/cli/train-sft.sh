@@ -343,9 +343,23 @@ printf '[{"instruction": "a", "output": "b"} {"instruction": "c", "output": "d"}
 # shellcheck disable=SC2086
 "$QWENCHAT" train --sft --out "$TMP/bad-rec" --tokenizer "$TMP/tok" $SHAPE \
 	--data "$TMP/bad-records.json" --ctx 64 --steps 0 2>"$TMP/err"
-grep -q "bad-records.json: record 1: ',' or the array's end expected" "$TMP/err" &&
-	pass "a malformed array of records names the record" ||
+grep -q "bad-records.json: record 1: ',' or the array's end expected at line 1, column 38" \
+	"$TMP/err" && pass "a malformed array of records names the record, line and column" ||
 	fail "a malformed array of records: $(tail -n 1 "$TMP/err")"
+# pretty-printed files: the line and column in the file, not in the record
+printf '[\n  {\n    "instruction": "a",\n    "output": "b"\n  },\n  {\n    "output": "d" "e"\n  }\n]\n' \
+	>"$TMP/pretty-bad.json"
+printf '[\n  {"instruction": "a", "output": "b"},\n  {"instruction": "c", "output": "d"},\n]\n' \
+	>"$TMP/comma.json"
+printf '{\n  "messages": [\n    {"role": "user", "content": "hi"}\n  ]\n}\n}\n' >"$TMP/junk.json"
+for c in "pretty-bad.json|record 2: invalid JSON at line 7, column" \
+	 "comma.json|record 2: a ',' and then the array's end (line 3, column 38): a trailing comma" \
+	 "junk.json|junk.json: invalid JSON at line 6, column 1"; do
+	f=${c%%|*} want=${c#*|}
+	# shellcheck disable=SC2086
+	train_usage 1 "$f: the error's line in the file" "$want" --sft --out "$TMP/bad-rec" \
+		--tokenizer "$TMP/tok" $SHAPE --data "$TMP/$f" --ctx 64 --steps 0
+done
 
 # A conversation the chat saved (/save, and its autosave) fine-tunes the model as it is.
 export XDG_STATE_HOME="$TMP/state" HOME="$TMP"
