@@ -400,6 +400,8 @@ static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e
 	     bad(e, "stream_options", "expected an object, got %s", jsontype_name(so))) ||
 	    get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage, e) < 0)
 		return -1;
+	if (so && !json_is_null(so) && !r->stream) /* as OpenAI and vLLM refuse it */
+		return bad(e, "stream_options", "only with \"stream\": true");
 	if (get_bool(root, "logprobs", "logprobs", &r->logprobs, e) < 0)
 		return -1;
 	int got = get_integer(root, "top_logprobs", 0, OAI_MAX_TOP_LOGPROBS, &top, e);

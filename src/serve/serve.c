@@ -36,6 +36,7 @@ struct request {
 			 * after it (a reply queued before the end closes the connection) */
 	bool too_big, over_budget;
 	size_t reserved; /* bytes of SERVE_BODY_BUDGET taken by body */
+	size_t received; /* bytes of the body read so far, kept or dropped */
 	struct strbuf body;
 	struct job *job;
 	char origin[256]; /* the allowed Origin the answer's CORS headers name, or "" */
@@ -211,7 +212,7 @@ static enum MHD_Result accept_body(struct MHD_Connection *conn, struct request *
  * in a coding other than chunked: a proxy in front may take another request out of
  * it than this server does (RFC 9112, 6.3), so it is refused, before the body. */
 struct framing {
-	int lengths, codings;
+	int lengths, codings, hosts, origins; /* hosts, origins: for route */
 	bool other; /* a Transfer-Encoding other than "chunked" */
 };
 
@@ -226,6 +227,8 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
 		f->codings++;
 		f->other |= !value || strcasecmp(value, "chunked") != 0;
 	}
+	f->hosts += !strcasecmp(key, MHD_HTTP_HEADER_HOST);
+	f->origins += !strcasecmp(key, MHD_HTTP_HEADER_ORIGIN);
 	return MHD_YES;
 }
 
@@ -309,6 +312,15 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 			     const char *url, const char *method)
 {
 	rq->routed = true;
+	/* the checks below read the first Host and Origin; a proxy may read another
+	 * (RFC 9112, 3.2: a second Host is a 400) */
+	struct framing f = {0};
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, &f);
+	if (f.hosts > 1 || f.origins > 1)
+		return reply_error(conn, rq, 400,
+				   f.hosts > 1 ? "the request has more than one Host header"
+					       : "the request has more than one Origin header",
+				   NULL, "bad_header");
 	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
 	if (srv->loopback && !origin_host_is_local(host)) {
 		char msg[400];
@@ -538,6 +550,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!rq->too_big && !rq->over_budget)
 			sb_put(&rq->body, upload, n);
 		*upload_size = 0;
+		/* a chunked body declares no size: past what is drained it is refused now
+		 * (the reply closes the connection), not read to its end */
+		rq->received += n;
+		if (rq->too_big && rq->received > SERVE_MAX_DRAIN) {
+			char msg[128];
+			snprintf(msg, sizeof msg, "the body is larger than %d bytes",
+				 SERVE_MAX_BODY);
+			return reply_error(conn, rq, 413, msg, NULL, "request_too_large");
+		}
 		return MHD_YES;
 	}
 	/* the whole request is in, body included: the deadline is met (a body that

@@ -221,6 +221,13 @@ def hostile(port, kport, key, timeout):
         check(code == 200, "Host %s: answered (%d)" % (host.decode(), code))
     code, data = raw(port, b"HEAD /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", timeout=5)
     check(code == 200 and data == b"", "HEAD /health: 200 without a body (%d, %r)" % (code, data[:20]))
+    # a second Host or Origin: the guards read the first, a proxy may read another
+    for dup in (b"Host: localhost\r\nHost: evil.example\r\n",
+                b"Host: localhost\r\nOrigin: http://localhost\r\nOrigin: http://evil.example\r\n"):
+        code, data = raw(port, b"GET /v1/models HTTP/1.1\r\n%sConnection: close\r\n\r\n" % dup,
+                         timeout=5)
+        check(code == 400 and is_error_object(json.loads(data or b"{}")),
+              "two %s headers: 400 (%d)" % (dup.split(b"\r\n")[-2].split(b":")[0].decode(), code))
     # a chunked upload growing past the limit is cut off the same way
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
@@ -235,6 +242,20 @@ def hostile(port, kport, key, timeout):
         data = b""
     s.close()
     check(b" 413 " in data.split(b"\r\n")[0], "chunked body past 4 MiB: 413 (%r)" % data[:40])
+    # ... and one that goes on and on is not read past the 64 MiB drained: the server
+    # closes it there (the client, still sending, sees the connection end)
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
+              b"Transfer-Encoding: chunked\r\n\r\n")
+    piece, sent = b"a" * (1 << 20), 0
+    try:
+        while sent < 512:
+            s.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+            sent += 1
+    except OSError:
+        pass
+    s.close()
+    check(sent < 100, "an endless chunked body: cut after the drain, %d MiB sent" % sent)
     # the right key opens every endpoint
     got, _, _ = request(kport, "GET", "/v1/models", headers={"Authorization": "Bearer " + key})
     check(got == 200, "the right API key: 200")

@@ -249,6 +249,9 @@ static void test_parse_errors(void **state)
 		 "top_logprobs", NULL, "not in [0, 20]"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream\": 1}",
 		 "stream", NULL, "expected a boolean"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream_options\": "
+		 "{\"include_usage\": true}}",
+		 "stream_options", NULL, "only with"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": "
 		 "{\"type\": \"json_object\"}}",
 		 "response_format", NULL, "only"},
