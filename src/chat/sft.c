@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* A conversation file larger than this is refused before it is read: memory, not
  * this, is the limit. */
@@ -118,10 +119,12 @@ int sft_encode(struct tok *t, const struct chat *c, enum tmpl_variant v, int32_t
 	return 0;
 }
 
+/* Whether the name s ends with suffix, in any case (NOTES.TXT, DATA.JSONL), as
+ * `train` reads the names of its other data files. */
 static bool ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), k = strlen(suffix);
-	return n >= k && !strcmp(s + n - k, suffix);
+	return n >= k && !strcasecmp(s + n - k, suffix);
 }
 
 static bool is_space(char ch)
