@@ -166,6 +166,13 @@ static const char *model_name(const char *arg, const char *dir)
 		p--;
 	static char name[256];
 	snprintf(name, sizeof name, "%.*s", (int)(end - p), p);
+	/* "-m ." or "-m ..": the name of the directory it is */
+	char *real = !strcmp(name, ".") || !strcmp(name, "..") ? realpath(dir, NULL) : NULL;
+	if (real) {
+		const char *slash = strrchr(real, '/');
+		snprintf(name, sizeof name, "%s", slash && slash[1] ? slash + 1 : "qwenchat");
+		free(real);
+	}
 	return name[0] ? name : "qwenchat";
 }
 

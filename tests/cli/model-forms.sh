@@ -36,7 +36,8 @@ export XDG_STATE_HOME="$TMP/state" HOME="$TMP"
 printf '[{"role": "user", "content": "Hi"}]' >"$TMP/conv.json"
 ids="151644 872 198 13048 151645"
 
-# serve_check MODEL — a server on a free port answers a completion. It may take minutes
+# serve_check MODEL [ID] — a server on a free port answers a completion (and names the
+# model ID in /v1/models, where given). It may take minutes
 # to start on a machine loaded by other work (seen: a start that takes 0.25 s alone got
 # 80 ms of CPU in 15 s), so it is waited for as long as it lives, up to 10 minutes.
 serve_check() {
@@ -53,9 +54,14 @@ serve_check() {
 		fail "serve -m $1 did not start (exit $?): $(head -c 300 "$TMP/serve.log")"
 		return
 	fi
-	if python3 - "$port" <<'PY'; then pass "serve -m $1 answers"; else fail "serve -m $1: no answer"; fi
+	if python3 - "$port" "${2:-}" <<'PY'; then pass "serve -m $1 answers"; else fail "serve -m $1: no answer"; fi
 import http.client, json, sys
 c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
+if sys.argv[2]:
+    c.request("GET", "/v1/models")
+    got = json.loads(c.getresponse().read())["data"][0]["id"]
+    if got != sys.argv[2]:
+        sys.exit("the model's id is %r, not %r" % (got, sys.argv[2]))
 c.request("POST", "/v1/chat/completions", json.dumps(
     {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}),
     {"Content-Type": "application/json"})
@@ -79,6 +85,10 @@ for m in "$D" "$G" test/Tiny-GGUF:Q8_0 ollama:tiny:q8; do
 	expect_exit 0 "run -m $m" "$QWENCHAT" run -m "$m" --backend cpu -p Hi -n 2
 	expect_exit 0 "chat -m $m (plain)" sh -c "echo Hi | '$QWENCHAT' chat -m '$m' --backend cpu -n 2"
 	serve_check "$m"
+	if [ "$m" = "$D" ]; then # "-m .": named as the directory it is
+		here=$PWD && cd "$D" && serve_check . "$(basename "$D")"
+		cd "$here" || exit 1
+	fi
 	# every form holds float weights (mkgguf.py writes bf16): each one quantizes
 	expect_exit 0 "quantize -m $m" "$QWENCHAT" quantize -m "$m" --type q8_0 --out "$TMP/q.gguf"
 done
