@@ -222,10 +222,14 @@ void in_done(struct ui *u)
 	free(u->paste);
 }
 
+/* The bytes read are queued whole (as many as the queue holds) before readline reads
+ * them: a key's escape sequence is then there at once, and readline takes the ESC
+ * that ends a Ctrl-R search as the start of that key (an arrow ends the search and
+ * moves), not as the search's end followed by "[C" typed in. */
 static void feed(struct ui *u, const unsigned char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (u->rq_len < sizeof u->rq) {
+	for (size_t i = 0; i < n;) {
+		for (; i < n && u->rq_len < sizeof u->rq; i++) {
 			u->rq[(u->rq_head + u->rq_len) % sizeof u->rq] = s[i];
 			u->rq_len++;
 		}

@@ -51,7 +51,8 @@ static void on_winch(int sig)
 	got_winch = 1;
 }
 
-/* SIGTERM or SIGHUP: leave as Ctrl-D would, the answer under way stopped and kept. */
+/* SIGTERM, SIGHUP or SIGINT (sent from outside: in the UI Ctrl-C is a key): leave as
+ * Ctrl-D would, the answer under way stopped and kept. */
 static volatile sig_atomic_t got_stop;
 
 static void on_stop(int sig)
@@ -382,6 +383,7 @@ int ui_main(struct app *a, const char *notices, const struct ui_options *o)
 	sa.sa_handler = on_stop;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL); /* before initscr: else ncurses' ends the program */
 	if (!initscr()) {
 		fprintf(stderr, "qwenchat: cannot initialise the terminal\n");
 		return EXIT_FAILURE;

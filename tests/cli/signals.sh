@@ -2,7 +2,7 @@
 # signals.sh — SIGTERM and SIGHUP in the middle of an answer end the chat as Ctrl-C
 # ends an answer: the message and the partial answer are in the saved conversation,
 # the terminal is restored, the exit status is 128 + the signal (143, 129). Plain
-# mode, the full-screen UI (in tmux) and `run`.
+# mode, the full-screen UI (in tmux; there a SIGINT from outside too, 130) and `run`.
 . "$TOP_SRCDIR/tests/lib.sh"
 
 need_tokenizer
@@ -61,30 +61,34 @@ for sig in TERM HUP; do
 done
 
 # --- the full-screen UI ---------------------------------------------------------------------
+# (SIGINT too: sent from outside, as on the UI's screen Ctrl-C is a key)
 if command -v tmux >/dev/null; then
-	S=qwenchat-signals-$$
-	st=$TMP/state-tui
-	tmux -L "$S" new-session -d -x 100 -y 30 \
-		"XDG_STATE_HOME=$st '$QWENCHAT' chat -m '$M' --backend cpu --threads 1 --ctx 16384; echo EXIT=\$?; sleep 30"
-	sleep 1
-	tmux -L "$S" send-keys 'Tell me a long story' Enter
-	i=0
-	until tmux -L "$S" capture-pane -p | grep -q 'decode [1-9]'; do
-		i=$((i + 1)); [ $i -gt 300 ] && break; sleep 0.1
+	for sig in TERM INT; do
+		want=$([ $sig = TERM ] && echo 143 || echo 130)
+		S=qwenchat-signals-$$
+		st=$TMP/state-tui-$sig
+		tmux -L "$S" new-session -d -x 100 -y 30 \
+			"XDG_STATE_HOME=$st '$QWENCHAT' chat -m '$M' --backend cpu --threads 1 --ctx 16384; echo EXIT=\$?; sleep 30"
+		sleep 1
+		tmux -L "$S" send-keys 'Tell me a long story' Enter
+		i=0
+		until tmux -L "$S" capture-pane -p | grep -q 'decode [1-9]'; do
+			i=$((i + 1)); [ $i -gt 300 ] && break; sleep 0.1
+		done
+		pid=$(pgrep -f "$QWENCHAT chat -m $M" | head -n 1)
+		[ -n "$pid" ] && kill -$sig "$pid"
+		i=0
+		until tmux -L "$S" capture-pane -p | grep -q 'EXIT='; do
+			i=$((i + 1)); [ $i -gt 200 ] && break; sleep 0.1
+		done
+		screen=$(tmux -L "$S" capture-pane -p)
+		echo "$screen" | grep -q "EXIT=$want" && pass "UI SIG$sig mid-answer exits $want" ||
+			fail "UI SIG$sig: $(echo "$screen" | tail -n 5)"
+		echo "$screen" | grep -q 'conversation saved in' && pass "UI SIG$sig restores the terminal" ||
+			fail "UI SIG$sig: no closing line"
+		saved_partial "$st" "UI SIG$sig: the message and the partial answer are saved"
+		tmux -L "$S" kill-server 2>/dev/null
 	done
-	pid=$(pgrep -f "$QWENCHAT chat -m $M" | head -n 1)
-	[ -n "$pid" ] && kill -TERM "$pid"
-	i=0
-	until tmux -L "$S" capture-pane -p | grep -q 'EXIT='; do
-		i=$((i + 1)); [ $i -gt 200 ] && break; sleep 0.1
-	done
-	screen=$(tmux -L "$S" capture-pane -p)
-	echo "$screen" | grep -q 'EXIT=143' && pass "UI SIGTERM mid-answer exits 143" ||
-		fail "UI SIGTERM: $(echo "$screen" | tail -n 5)"
-	echo "$screen" | grep -q 'conversation saved in' && pass "UI SIGTERM restores the terminal" ||
-		fail "UI SIGTERM: no closing line"
-	saved_partial "$st" "UI SIGTERM: the message and the partial answer are saved"
-	tmux -L "$S" kill-server 2>/dev/null
 fi
 
 # --- run ---------------------------------------------------------------------------------------

@@ -348,6 +348,12 @@ check_screen "^\(failed reverse-i-search\).zzqq': *$" "Ctrl-R shows its search, 
 T send-keys -t ui C-g
 sleep 0.3
 T send-keys -t ui C-u
+# an arrow key ends the search and moves, as in readline (its escape sequence not typed)
+T send-keys -t ui C-r
+T send-keys -t ui -l 'old t'
+T send-keys -t ui Right
+check_screen '^> old two *$' "an arrow key ends a Ctrl-R search with the match in the line"
+T send-keys -t ui C-e C-u
 T send-keys -t ui '/help' Enter
 check_screen 'a line starting with // sends a message' "/help lists the keys"
 T send-keys -t ui PPage
