@@ -197,6 +197,10 @@ void in_init(struct ui *u)
 	rl_redisplay_function = rl_redisplay_flag;
 	rl_attempted_completion_function = complete;
 	rl_completion_display_matches_hook = show_matches;
+	/* a file name with a space completes inside double quotes, as /save and /load
+	   read it ("/save "my notes.json""); the next Tab goes on inside them */
+	rl_completer_quote_characters = "\"";
+	rl_filename_quote_characters = " \t";
 	/* Readline writes only bells and listings; neither may reach the screen. */
 	rl_outstream = fopen("/dev/null", "w");
 	rl_readline_name = "qwenchat";

@@ -261,6 +261,14 @@ check_screen 'saved [0-9]+ messages to .*conv2' "second /save"
 cmp -s "$TMP/conv.json" "$TMP/conv2.json" && pass "/load restores the same conversation" ||
 	fail "conv.json and conv2.json differ"
 shot "after /load"
+# Tab completes a file name with a space inside double quotes, and goes on inside them
+mkdir -p "$TMP/with space" && cp "$TMP/conv.json" "$TMP/with space/saved.json"
+T send-keys -t ui "/load $TMP/with" Tab
+check_screen '^> /load "/.*/with space/$' "Tab quotes a directory name with a space"
+T send-keys -t ui 'sav' Tab
+check_screen '^> /load "/.*/with space/saved\.json"' "... and the next Tab completes inside the quotes"
+T send-keys -t ui Enter
+check_screen 'loaded [0-9]+ messages from .*with space/saved' "the completed name loads"
 
 # 8b. Reasoning (dimmed, foldable with Tab and /think hide), code blocks, /undo,
 # /edit, /retry, Tab completion; from a conversation file with reasoning_content.
