@@ -3,6 +3,7 @@
 #include "src/chat/fit.h"
 #include "src/base/err.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,9 +67,19 @@ static int32_t *encode_without(struct tok *t, const struct chat *c, size_t first
 	return ids;
 }
 
+/* Tokens of a message's text alone. */
+static size_t text_tokens(struct tok *t, const char *text, bool literal)
+{
+	size_t m = 0;
+	struct tok_span all = {0, strlen(text)};
+	free(tok_encode_literal(t, text, all.end, &all, literal ? 1 : 0, &m));
+	return m;
+}
+
 /* "the prompt is N tokens (the message alone M), the context holds CTX": the
  * prompt's count is what must fit; the message's own says how much of it is the
- * user's text and how much the template. */
+ * user's text and how much the template, and a system prompt's, when it is most of
+ * the rest, that it is what to shorten. */
 static void too_long(struct tok *t, const struct chat *c, bool literal, size_t k, int ctx)
 {
 	long last = chat_last(c, CHAT_USER);
@@ -76,12 +87,14 @@ static void too_long(struct tok *t, const struct chat *c, bool literal, size_t k
 		err_set("the conversation is %zu tokens, the context holds %d", k, ctx);
 		return;
 	}
-	const char *msg = c->turns[last].content;
-	size_t m = 0;
-	struct tok_span all = {0, strlen(msg)};
-	free(tok_encode_literal(t, msg, all.end, &all, literal ? 1 : 0, &m));
-	err_set("the prompt is %zu tokens (the message alone %zu), the context holds %d%s", k, m,
-		ctx, k == (size_t)ctx ? " and no room for an answer" : "");
+	size_t m = text_tokens(t, c->turns[last].content, literal), s = 0;
+	if (c->n && c->turns[0].role == CHAT_SYSTEM && c->turns[0].content)
+		s = text_tokens(t, c->turns[0].content, literal);
+	char sys[64] = "";
+	if (s > m && 2 * s > k)
+		snprintf(sys, sizeof sys, ", the system prompt %zu", s);
+	err_set("the prompt is %zu tokens (the message alone %zu%s), the context holds %d%s", k, m,
+		sys, ctx, k == (size_t)ctx ? " and no room for an answer" : "");
 }
 
 /* The fit as one turn dropped at a time would find it (the prompt shrinks as turns

@@ -123,12 +123,34 @@ static void test_fit_as_the_rule(void **state)
 	assert_true(moved > 20);
 }
 
+/* A system prompt that is most of a prompt too long for the context: the error says
+ * so, as what to shorten, beside the message's own count. */
+static void test_long_system_prompt(void **state)
+{
+	(void)state;
+	struct chat *c = chat_new();
+	char sys[2000] = "";
+	for (int i = 0; i < 150; i++)
+		strcat(sys, "be nice ");
+	assert_non_null(c);
+	assert_int_equal(chat_add(c, CHAT_SYSTEM, sys, NULL), 0);
+	assert_int_equal(chat_add(c, CHAT_USER, "hi", NULL), 0);
+	int n = 0, dropped = 0;
+	assert_null(
+		chat_render_fit(tk, c, TMPL_QWEN3, TMPL_THINK_ON, true, 64, 8, 0, &n, &dropped));
+	const char *e = err_msg();
+	if (!strstr(e, "the prompt is ") || !strstr(e, ", the system prompt "))
+		fail_msg("the message does not name the system prompt: %s", e);
+	chat_free(c);
+}
+
 int main(void)
 {
 	tk = tt_tokenizer(false, NULL);
 	if (!tk)
 		return 1;
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_fit_as_the_rule)};
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_fit_as_the_rule),
+					   cmocka_unit_test(test_long_system_prompt)};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	tok_free(tk);
 	return rc;
