@@ -208,7 +208,12 @@ static void tell_dropped(struct ui *u)
 			 "the %d oldest turns no longer fit the context: the model no longer "
 			 "sees them (marked above)",
 			 u->fig.dropped);
-	ui_notice(u, false, m);
+	/* said before the answer under way, whose block the turn's start made */
+	int at = u->stream_block;
+	if (at >= 0 && (size_t)at < u->v.n && view_insert(&u->v, (size_t)at, VB_NOTICE, m) == at)
+		u->stream_block++, u->dirty = true;
+	else
+		ui_notice(u, false, m);
 }
 
 /* An autosave failure: told whole in the conversation, once until a save works
@@ -320,8 +325,10 @@ static void step(struct ui *u, double *last_fig)
 	if (busy) {
 		int rc = 0;
 		char err[512];
-		if (app_drain(u->a, piece, u, &rc, err, sizeof err))
+		if (app_drain(u->a, piece, u, &rc, err, sizeof err)) {
 			finish_turn(u, rc, err);
+			busy = false; /* its figures told the turn's news already */
+		}
 	}
 	double t = clock_now();
 	if (t - *last_fig > (busy ? 0.1 : 0.5)) {

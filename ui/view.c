@@ -62,6 +62,17 @@ int view_add(struct view *v, enum vb_kind kind, const char *reasoning, const cha
 	return (int)v->n++;
 }
 
+int view_insert(struct view *v, size_t at, enum vb_kind kind, const char *content)
+{
+	int i = at <= v->n ? view_add(v, kind, NULL, content) : -1;
+	if (i < 0 || (size_t)i == at)
+		return i;
+	struct vblock b = v->b[i];
+	memmove(&v->b[at + 1], &v->b[at], ((size_t)i - at) * sizeof *v->b);
+	v->b[at] = b;
+	return (int)at;
+}
+
 int view_append(struct view *v, int i, bool reasoning, const char *s, size_t n)
 {
 	if (i < 0 || (size_t)i >= v->n)

@@ -66,6 +66,9 @@ void view_init(struct view *v);
 void view_free(struct view *v);
 /* Appends a block; text may be NULL. Returns its index or -1 (out of memory). */
 int view_add(struct view *v, enum vb_kind kind, const char *reasoning, const char *content);
+/* view_add, the block put at index `at` (<= n) instead: the blocks from there move one
+ * on. Returns `at` or -1 (out of memory). */
+int view_insert(struct view *v, size_t at, enum vb_kind kind, const char *content);
 /* Appends streamed text to block i. */
 int view_append(struct view *v, int i, bool reasoning, const char *s, size_t n);
 /* Rebuilds the blocks from a conversation. */

@@ -518,6 +518,14 @@ for m in one two three four five six seven; do
 	screen | grep -qE 'no longer fits? the context' && break
 done
 check_screen 'oldest turns? no longer fits? the context' "the chat says when turns leave the context"
+wait_screen '^Enter send \|' || true
+screen | python3 -c 'import re, sys
+L = [l.rstrip() for l in sys.stdin]
+at = [i for i, l in enumerate(L) if re.search(r"no longer fits? the context", l)]
+after = [l for l in L[at[-1] + 1:] if l.strip()] if at else []
+sys.exit(0 if after and after[0].startswith("assistant") and
+         [L[i] for i in at].count(L[at[-1]]) == 1 else 1)' &&
+	pass "... once, before the answer" || { fail "the notice is not once before the answer"; shot "failure: dropped notice"; }
 T send-keys -t ui PPage PPage PPage PPage PPage PPage
 check_screen "^you \(no longer in the model's context\)" "those turns are marked on screen"
 shot "turns out of the context"
