@@ -138,6 +138,11 @@ void view_show_reasoning(struct view *v, bool show)
 
 int view_cp_width(int32_t cp)
 {
+	/* bidi embeddings, overrides and isolates: on a terminal that orders text both
+	   ways they would reorder what follows them (text shown other than it reads), so
+	   they are not drawn, as control characters are not */
+	if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
+		return -1;
 	return wcwidth((wchar_t)cp);
 }
 

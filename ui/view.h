@@ -92,7 +92,8 @@ int view_width(const char *s, size_t n);
 size_t view_fit(const char *s, size_t n, int cols);
 /* The columns code point cp takes: the C library's wcwidth, by which ncurses draws
  * (utf8proc's tables differ: Devanagari vowel signs, the I Ching hexagrams); -1 for
- * one that is not drawn (a C1 control), which the drawing shows as '?'. */
+ * one that is not drawn (a C1 control, a bidi override or isolate), which the
+ * drawing shows as '?'. */
 int view_cp_width(int32_t cp);
 /* The same from column col of a line (where its tabs stop); *used (may be NULL)
  * gets the columns they take. */

@@ -106,7 +106,8 @@ int app_resume_last(struct app *a, void (*notice)(const char *))
 		return -1;
 	} else {
 		a->session_path = path;
-		snprintf(msg, sizeof msg, "resumed %zu messages from %s", chat_count(c), path);
+		snprintf(msg, sizeof msg, "resumed %zu message%s from %s", chat_count(c),
+			 chat_count(c) == 1 ? "" : "s", path);
 	}
 	/* a chat killed while it answered leaves the question without its answer */
 	if (c->n && c->turns[c->n - 1].role == CHAT_USER)

@@ -1,8 +1,8 @@
 #!/bin/sh
 # ui-text.sh — how text lines up in the chat UI (driven in tmux, as ui.sh does): the
 # token probabilities view pads tokens by display width (CJK, Cyrillic), a carriage
-# return from the model is not drawn as '?', and the memory pane's figures fit the
-# side pane. Every captured screen is printed into the log.
+# return from the model is not drawn as '?' (a bidi override is), and the memory
+# pane's figures fit the side pane. Every captured screen is printed into the log.
 . "$TOP_SRCDIR/tests/lib.sh"
 
 command -v tmux >/dev/null || { echo "SKIP: tmux not installed"; exit 77; }
@@ -69,6 +69,12 @@ T send-keys -t ui "/load $TMP/crlf.json" Enter
 check_screen '^  second line *$' "a CRLF text is loaded"
 shot "CRLF line ends"
 screen_has '^  first line *$' "a carriage return is not drawn" 'first line'
+# A bidi override (U+202E) would reorder what follows it on a terminal that orders text
+# both ways: drawn as '?', as a control character is
+printf '%s\n' '[{"role": "user", "content": "look"},' \
+	' {"role": "assistant", "content": "safe \u202etxt.exe"}]' >"$TMP/rlo.json"
+T send-keys -t ui "/load $TMP/rlo.json" Enter
+check_screen '^  safe \?txt\.exe *$' "a bidi override is drawn as '?'"
 # /load of a FIFO is refused at once: reading it would hold the chat until a writer came
 mkfifo "$TMP/conv.fifo"
 T send-keys -t ui "/load $TMP/conv.fifo" Enter
