@@ -257,19 +257,20 @@ static int read_records(const char *path, const char *text, size_t len, conv_fn 
 		if (rc)
 			return rc;
 		pos = skip_space(text, len, pos + n);
-		size_t line, col;
-		line_col(text, pos, &line, &col);
+		size_t at = pos, line, col; /* where a refusal points (counted then only) */
 		if (pos < len && text[pos] == ',') {
 			pos = skip_space(text, len, pos + 1);
-			if (pos < len && text[pos] == ']')
-				return err_set(
-					"%s: a ',' and then the array's end (line %zu, column "
-					"%zu): a trailing comma is not JSON",
-					where, line, col);
-			continue;
+			if (pos == len || text[pos] != ']')
+				continue;
+			line_col(text, at, &line, &col);
+			return err_set(
+				"%s: a ',' and then the array's end (line %zu, column %zu): a "
+				"trailing comma is not JSON",
+				where, line, col);
 		}
 		if (pos < len && text[pos] == ']' && skip_space(text, len, pos + 1) == len)
 			return 0;
+		line_col(text, at, &line, &col);
 		return err_set("%s: %s at line %zu, column %zu", where,
 			       pos < len && text[pos] == ']' ? "text after the array's end"
 							     : "',' or the array's end expected",

@@ -181,6 +181,14 @@ static enum MHD_Result busy_bodies(struct MHD_Connection *conn, struct request *
 	return reply_error(conn, rq, 503, msg, NULL, "server_busy");
 }
 
+/* The 413 of a body over SERVE_MAX_BODY. */
+static enum MHD_Result too_large(struct MHD_Connection *conn, struct request *rq)
+{
+	char msg[128];
+	snprintf(msg, sizeof msg, "the body is larger than %d bytes", SERVE_MAX_BODY);
+	return reply_error(conn, rq, 413, msg, NULL, "request_too_large");
+}
+
 /* A POST /v1/chat/completions about to send its body: a declared size over the cap
  * is refused before the body. The budget is taken as the bytes arrive (on_request),
  * not for the size declared: declared sizes held it whole while their bodies
@@ -200,12 +208,7 @@ static enum MHD_Result accept_body(struct MHD_Connection *conn, struct request *
 		rq->too_big = true;
 		return MHD_YES;
 	}
-	if (n > SERVE_MAX_BODY) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "the body is larger than %d bytes", SERVE_MAX_BODY);
-		return reply_error(conn, rq, 413, msg, NULL, "request_too_large");
-	}
-	return MHD_YES;
+	return n > SERVE_MAX_BODY ? too_large(conn, rq) : MHD_YES;
 }
 
 /* A body framed two ways (two Content-Lengths, or a Transfer-Encoding beside one) or
@@ -409,11 +412,8 @@ static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *con
 				   struct request *rq)
 {
 	if (rq->too_big || rq->over_budget) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "the body is larger than %d bytes", SERVE_MAX_BODY);
 		body_release(srv, rq);
-		return rq->too_big ? reply_error(conn, rq, 413, msg, NULL, "request_too_large")
-				   : busy_bodies(conn, rq);
+		return rq->too_big ? too_large(conn, rq) : busy_bodies(conn, rq);
 	}
 	struct oai_request *req = parse_body(srv, conn, rq);
 	if (!req)
@@ -553,13 +553,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		/* a chunked body declares no size: past what is drained it is refused now
 		 * (the reply closes the connection), not read to its end */
 		rq->received += n;
-		if (rq->too_big && rq->received > SERVE_MAX_DRAIN) {
-			char msg[128];
-			snprintf(msg, sizeof msg, "the body is larger than %d bytes",
-				 SERVE_MAX_BODY);
-			return reply_error(conn, rq, 413, msg, NULL, "request_too_large");
-		}
-		return MHD_YES;
+		return rq->too_big && rq->received > SERVE_MAX_DRAIN ? too_large(conn, rq)
+								     : MHD_YES;
 	}
 	/* the whole request is in, body included: the deadline is met (a body that
 	 * trickles in holds a connection, and its bytes, no longer than headers may) */
