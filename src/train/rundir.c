@@ -23,6 +23,11 @@ static const char *const g_ours[] = {"train-state", "train-log.jsonl", "loss.svg
 				     LOCK_NAME ".lock", ".checkpoint.new"};
 static const char *const g_caches[] = {"data.u32", "data.json", "data.sft",
 				       "val.u32",  "val.json",  "val.sft"};
+#define N_CACHES (sizeof g_caches / sizeof *g_caches)
+/* ... and beside train-state/, written after the caches: the log and the curves */
+static const char *const g_late[] = {"train-log.jsonl", "loss.svg"};
+#define N_LATE (sizeof g_late / sizeof *g_late)
+_Static_assert(N_CACHES + N_LATE == RUNDIR_UNSAVED, "rundir_leftovers holds both");
 
 /* The first entry of dir that no run that never saved would have left, in other ("" if
  * none): a name not of g_ours, a file in train-state/ not of g_caches, or the log and
@@ -31,24 +36,22 @@ static const char *const g_caches[] = {"data.u32", "data.json", "data.sft",
 static int foreign_entry(const char *dir, char *other, size_t size)
 {
 	char *state = fio_join(dir, "train-state"), *meta = fio_join(dir, "train-state/data.json");
-	const char *late[] = {"train-log.jsonl", "loss.svg"};
 	struct stat st;
 	int rc = state && meta ? fio_foreign_entry(dir, g_ours, sizeof g_ours / sizeof *g_ours,
 						   other, size)
 			       : err_set("out of memory");
 	if (rc == 0 && !other[0] && lstat(state, &st) == 0 && S_ISDIR(st.st_mode)) {
 		char name[256];
-		rc = fio_foreign_entry(state, g_caches, sizeof g_caches / sizeof *g_caches, name,
-				       sizeof name);
+		rc = fio_foreign_entry(state, g_caches, N_CACHES, name, sizeof name);
 		if (rc == 0 && name[0])
 			snprintf(other, size, "train-state/%s", name);
 	}
-	for (int i = 0; rc == 0 && !other[0] && i < 2 && lstat(meta, &st) != 0; i++) {
-		char *p = fio_join(dir, late[i]);
+	for (size_t i = 0; rc == 0 && !other[0] && i < N_LATE && lstat(meta, &st) != 0; i++) {
+		char *p = fio_join(dir, g_late[i]);
 		if (!p)
 			rc = err_set("out of memory");
 		else if (lstat(p, &st) == 0)
-			snprintf(other, size, "%s", late[i]);
+			snprintf(other, size, "%s", g_late[i]);
 		free(p);
 	}
 	free(state);
@@ -131,12 +134,6 @@ void rundir_unlock(const char *dir, int lock)
 	close(lock);
 }
 
-/* What a run writes before its first checkpoint: the streams' caches and the log. */
-static const char *const g_unsaved[RUNDIR_UNSAVED] = {
-	"train-state/data.u32", "train-state/data.json",
-	"train-state/data.sft", "train-state/val.u32",
-	"train-state/val.json", "train-state/val.sft",
-	"train-log.jsonl",      "loss.svg"};
 
 void rundir_abandon(const char *dir, int lock, const char *top)
 {
@@ -160,7 +157,9 @@ int rundir_leftovers_init(struct rundir_leftovers *l, const char *dir, const cha
 		  (l->saved[0] = fio_join(dir, "train-state/state.json")) &&
 		  (l->saved[1] = fio_join(dir, ".checkpoint.new"));
 	for (int i = 0; ok && i < RUNDIR_UNSAVED; i++)
-		ok = (l->unsaved[i] = fio_join(dir, g_unsaved[i])) != NULL;
+		ok = (l->unsaved[i] = i < (int)N_CACHES
+					      ? fio_join(l->state, g_caches[i])
+					      : fio_join(dir, g_late[i - N_CACHES])) != NULL;
 	if (ok)
 		return 0;
 	rundir_leftovers_free(l);
