@@ -61,33 +61,49 @@ for sig in TERM HUP; do
 done
 
 # --- the full-screen UI ---------------------------------------------------------------------
-# (SIGINT too: sent from outside, as on the UI's screen Ctrl-C is a key)
+# (SIGINT too: sent from outside, as on the UI's screen Ctrl-C is a key). Each signal has
+# its own tmux server: a new session on a socket whose server is still shutting down is
+# lost with it. The pane stays after the chat ends (remain-on-exit), and the chat's pid
+# is the pane shell's child, not a pattern another process could match.
 if command -v tmux >/dev/null; then
+	trap 'for s in TERM INT; do tmux -L qwenchat-signals-$$-$s kill-server 2>/dev/null; done
+	      rm -rf "$TMP"' EXIT
 	for sig in TERM INT; do
 		want=$([ $sig = TERM ] && echo 143 || echo 130)
-		S=qwenchat-signals-$$
+		S=qwenchat-signals-$$-$sig
+		T() { tmux -L "$S" -f /dev/null "$@"; }
 		st=$TMP/state-tui-$sig
-		tmux -L "$S" new-session -d -x 100 -y 30 \
-			"XDG_STATE_HOME=$st '$QWENCHAT' chat -m '$M' --backend cpu --threads 1 --ctx 16384; echo EXIT=\$?; sleep 30"
-		sleep 1
-		tmux -L "$S" send-keys 'Tell me a long story' Enter
+		T new-session -d -x 100 -y 30 \
+			"XDG_STATE_HOME=$st '$QWENCHAT' chat -m '$M' --backend cpu --threads 1 --ctx 16384; echo EXIT=\$?; exec sleep 300" ||
+			{ fail "UI SIG$sig: tmux new-session failed"; continue; }
+		T set-option -g remain-on-exit on >/dev/null
+		shell=$(T display-message -p '#{pane_pid}')
 		i=0
-		until tmux -L "$S" capture-pane -p | grep -q 'decode [1-9]'; do
+		until T capture-pane -p | grep -q 'Type a message'; do
 			i=$((i + 1)); [ $i -gt 300 ] && break; sleep 0.1
 		done
-		pid=$(pgrep -f "$QWENCHAT chat -m $M" | head -n 1)
-		[ -n "$pid" ] && kill -$sig "$pid"
+		T send-keys 'Tell me a long story' Enter
 		i=0
-		until tmux -L "$S" capture-pane -p | grep -q 'EXIT='; do
-			i=$((i + 1)); [ $i -gt 200 ] && break; sleep 0.1
+		until T capture-pane -p | grep -q 'decode [1-9]'; do
+			i=$((i + 1)); [ $i -gt 300 ] && break; sleep 0.1
 		done
-		screen=$(tmux -L "$S" capture-pane -p)
+		pid=$(pgrep -P "$shell" -f "chat -m" | head -n 1)
+		if [ -n "$pid" ]; then
+			kill -$sig "$pid"
+		else
+			fail "UI SIG$sig: no chat process under the pane's shell $shell"
+		fi
+		i=0
+		until T capture-pane -p | grep -q 'EXIT='; do
+			i=$((i + 1)); [ $i -gt 300 ] && break; sleep 0.1
+		done
+		screen=$(T capture-pane -p)
 		echo "$screen" | grep -q "EXIT=$want" && pass "UI SIG$sig mid-answer exits $want" ||
 			fail "UI SIG$sig: $(echo "$screen" | tail -n 5)"
 		echo "$screen" | grep -q 'conversation saved in' && pass "UI SIG$sig restores the terminal" ||
 			fail "UI SIG$sig: no closing line"
 		saved_partial "$st" "UI SIG$sig: the message and the partial answer are saved"
-		tmux -L "$S" kill-server 2>/dev/null
+		T kill-server 2>/dev/null
 	done
 fi
 
