@@ -223,6 +223,14 @@ static int parse_rope_scaling(json_t *rs, bool legacy, const char *name, const c
 	if (cfg->rope_beta_fast < cfg->rope_beta_slow)
 		return err_set("%s: %sbeta_fast = %g is below beta_slow = %g", name, p,
 			       cfg->rope_beta_fast, cfg->rope_beta_slow);
+	/* transformers rounds the correction range out to whole dimensions unless told
+	 * "truncate": false (gpt-oss); rope.c always rounds */
+	json_t *trunc = json_object_get(rs, "truncate");
+	if (trunc && !json_is_null(trunc) && !json_is_true(trunc))
+		return err_set("%s: %struncate: %s", name, p,
+			       json_is_false(trunc) ? "false (an unrounded correction range) is "
+						      "not supported"
+						    : "must be true or false");
 	/* absent stays 0: transformers then uses `factor` as given (rope.c) */
 	json_t *orig = json_object_get(rs, "original_max_position_embeddings");
 	if (!orig || json_is_null(orig))

@@ -51,7 +51,7 @@ static const struct eng_backend_ops *pick_backend(const struct eng_options *opt,
 	return eng_cpu_backend();
 }
 
-/* The context when none is asked for: the model's own maximum, at most
+/* The context when none is asked for: the model's own maximum (eng_max_context), at most
  * ENG_DEFAULT_CTX_MAX (room for long reasoning without a cache sized for the
  * extreme); on the CPU also at most what half of the memory available now holds
  * of KV cache (it is allocated lazily, but a conversation may fill it), in steps
@@ -59,8 +59,7 @@ static const struct eng_backend_ops *pick_backend(const struct eng_options *opt,
 static int default_ctx(const struct eng_config *c, const struct eng_options *opt,
 		       const struct eng_backend_ops *ops, void (*notice)(const char *msg))
 {
-	int ctx = c->max_position_embeddings < ENG_DEFAULT_CTX_MAX ? c->max_position_embeddings
-								   : ENG_DEFAULT_CTX_MAX;
+	int max = eng_max_context(c), ctx = max < ENG_DEFAULT_CTX_MAX ? max : ENG_DEFAULT_CTX_MAX;
 	if (strcmp(ops->name, "cpu"))
 		return ctx;
 	size_t per_tok =
@@ -101,10 +100,9 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 	    eng_model_quantize(m, opt->quant, opt->threads, opt->quant_progress))
 		return NULL;
 	int ctx = opt->ctx ? opt->ctx : default_ctx(c, opt, ops, notice);
-	if (ctx > c->max_position_embeddings) {
-		err_set("a context of %d tokens is more than the model's "
-			"max_position_embeddings %d",
-			ctx, c->max_position_embeddings);
+	if (ctx > eng_max_context(c)) {
+		err_set("a context of %d tokens is more than the model's %d positions (%s)", ctx,
+			eng_max_context(c), eng_max_context_source(c));
 		return NULL;
 	}
 	struct eng *e = calloc(1, sizeof *e);

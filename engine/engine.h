@@ -102,6 +102,16 @@ struct eng_param_counts {
 };
 void eng_count_params(const struct eng_config *cfg, struct eng_param_counts *out);
 
+/* The longest context the model's positions are made for: with YaRN, its factor times
+ * original_max_position_embeddings (else max_position_embeddings), as vLLM takes it
+ * (Qwen3's recipe, 4 x 32768, gives 131072 where config.json keeps 40960); otherwise,
+ * and never less than, max_position_embeddings. At most ENG_MAX_CONTEXT. */
+enum { ENG_MAX_CONTEXT = 1 << 24 };
+int eng_max_context(const struct eng_config *cfg);
+/* What eng_max_context comes from, for messages: "max_position_embeddings" or "YaRN's
+ * factor x original_max_position_embeddings". */
+const char *eng_max_context_source(const struct eng_config *cfg);
+
 /* The factor RoPE multiplies cos and sin by: YaRN's attention factor, 1 otherwise. */
 double eng_rope_attention_factor(const struct eng_config *cfg);
 
@@ -336,7 +346,7 @@ enum { ENG_DEFAULT_CTX_MAX = 32768 };
  * NULL). CUDA alone fails with an error naming what is missing.
  * With opt->quant set, the model's float weights are quantized in memory first
  * (eng_model_quantize; once per model). The default context (opt->ctx 0) is the
- * model's max_position_embeddings, at most ENG_DEFAULT_CTX_MAX; on the CPU, when its
+ * model's eng_max_context, at most ENG_DEFAULT_CTX_MAX; on the CPU, when its
  * KV cache would take over half the available memory, the most that fits in half, in
  * multiples of 256 tokens, with a notice. A GPU backend whose memory cannot hold the
  * requested context shrinks it and says so through `notice` (eng_ctx tells the

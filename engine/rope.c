@@ -1,7 +1,7 @@
 /* rope.c — rotary embedding frequencies: default RoPE, linear scaling and YaRN,
  * following transformers' _compute_default_rope_parameters,
  * _compute_linear_scaling_rope_parameters and _compute_yarn_parameters
- * (v4.51.3) including their float32 arithmetic, so positions rotate identically. */
+ * including their float32 arithmetic, so positions rotate identically. */
 #include "engine/rope.h"
 
 #include <math.h>
@@ -34,14 +34,14 @@ void rope_inv_freq(const struct eng_config *c, float *inv_freq, float *attention
 	if (strcmp(c->rope_type, "yarn") != 0)
 		return;
 
-	/* transformers replaces the configured factor by max_position / original whenever
-	 * original_max_position_embeddings is given (even when that ratio is 1); it is
-	 * the reference, so do the same. */
+	/* YaRN's factor as given, over original_max_position_embeddings (else
+	 * max_position_embeddings). transformers 4.51-4.55 replaced the factor by
+	 * max_position_embeddings / original_max_position_embeddings where the latter was
+	 * given: 1.25 for Qwen3's documented recipe (4 over 32768, 40960 left as it is).
+	 * Later transformers, vLLM, SGLang and llama.cpp use the factor as given. */
 	double factor = c->rope_factor, orig = c->max_position_embeddings;
-	if (c->rope_original_max_position > 0) {
+	if (c->rope_original_max_position > 0)
 		orig = c->rope_original_max_position;
-		factor = (double)c->max_position_embeddings / orig;
-	}
 	/* The factor on cos and sin: given, or DeepSeek's ratio when both mscales are
 	 * given, else the paper's 0.1 ln(factor) + 1. */
 	if (c->rope_attention_factor > 0)
@@ -84,6 +84,27 @@ void rope_table(const struct eng_config *c, int ctx, float *cos_out, float *sin_
 			cos_out[(size_t)p * half + i] = (float)cos((double)f) * af;
 			sin_out[(size_t)p * half + i] = (float)sin((double)f) * af;
 		}
+}
+
+int eng_max_context(const struct eng_config *c)
+{
+	if (strcmp(c->rope_type, "yarn") != 0 || c->rope_factor <= 1)
+		return c->max_position_embeddings;
+	double orig = c->rope_original_max_position > 0 ? c->rope_original_max_position
+							: c->max_position_embeddings;
+	double window = floor(orig * c->rope_factor);
+	if (window > ENG_MAX_CONTEXT)
+		window = ENG_MAX_CONTEXT;
+	return window > c->max_position_embeddings ? (int)window : c->max_position_embeddings;
+}
+
+const char *eng_max_context_source(const struct eng_config *c)
+{
+	if (eng_max_context(c) == c->max_position_embeddings)
+		return "max_position_embeddings";
+	return c->rope_original_max_position > 0
+		       ? "YaRN's factor x original_max_position_embeddings"
+		       : "YaRN's factor x max_position_embeddings";
 }
 
 double eng_rope_attention_factor(const struct eng_config *c)

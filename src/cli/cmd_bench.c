@@ -315,9 +315,9 @@ int cmd_bench(int argc, char **argv)
 	const struct eng_config *c = eng_model_config(m);
 	struct eng *e = NULL;
 	int rc = EXIT_RUNTIME;
-	if (eo.ctx > c->max_position_embeddings) {
-		err_set("bench: -d + -p + -n = %ld exceeds max_position_embeddings %d",
-			depth + np + nd, c->max_position_embeddings);
+	if (eo.ctx > eng_max_context(c)) {
+		err_set("bench: -d + -p + -n = %ld exceeds the model's %d positions (%s)",
+			depth + np + nd, eng_max_context(c), eng_max_context_source(c));
 		goto fail;
 	}
 	if (!(e = eng_new(m, &eo, cli_notice)))

@@ -38,7 +38,7 @@ static const struct cli_opt info_opts[] = {
 static const struct cli_opt info_shared_help[] = {
 	{"ctx", 0, NULL,
 	 "context of the KV cache figures (default:\n"
-	 "min(max_position_embeddings, 32768))"},
+	 "min(the model's context, 32768))"},
 	{0},
 };
 
@@ -48,7 +48,9 @@ static const struct cli_command info_cmd = {
 	.about = "Shows a model's configuration, its parameters and bytes by component, the\n"
 		 "bytes read per decoded token, the KV cache size and a memory plan for the\n"
 		 "CPU and CUDA backends. --ctx sets the context of the KV cache figures (default:\n"
-		 "min(max_position_embeddings, 32768), like the engine before its memory cap).\n",
+		 "min(the model's context, 32768), like the engine before its memory cap). The\n"
+		 "model's context is max_position_embeddings or, with YaRN, its factor times\n"
+		 "original_max_position_embeddings where that is more.\n",
 	.groups = CLI_MODEL | CLI_CTX,
 	.opts = info_opts,
 	.shared_help = info_shared_help,
@@ -125,13 +127,11 @@ static void compute(struct info *in, int ctx_opt)
 	eng_count_params(c, &in->pc);
 	in->es = eng_dtype_size(c->dtype);
 	in->ctx_default = ctx_opt == 0;
-	in->ctx =
-		ctx_opt ? ctx_opt
-			: (c->max_position_embeddings < DEFAULT_CTX_CAP ? c->max_position_embeddings
-									: DEFAULT_CTX_CAP);
+	int max = eng_max_context(c);
+	in->ctx = ctx_opt ? ctx_opt : max < DEFAULT_CTX_CAP ? max : DEFAULT_CTX_CAP;
 	in->kv_tok = eng_kv_bytes_per_token(c, 2);
 	in->kv_ctx = in->kv_tok * (size_t)in->ctx;
-	in->kv_max = in->kv_tok * (size_t)c->max_position_embeddings;
+	in->kv_max = in->kv_tok * (size_t)max;
 	in->decode_bytes =
 		in->m ? eng_model_decode_bytes(in->m) : eng_decode_weight_bytes(c, in->es);
 	in->scratch = scratch_estimate(c, in->ctx);
@@ -233,26 +233,29 @@ static void print_config(const struct info *in)
 	       c->num_heads * c->head_dim,
 	       c->num_heads * c->head_dim == c->hidden_size ? " =" : " !=", c->hidden_size);
 	printf("rope          theta %.10g, ", c->rope_theta);
-	double ratio = c->rope_original_max_position > 0
-			       ? (double)c->max_position_embeddings / c->rope_original_max_position
-			       : c->rope_factor;
 	if (!strcmp(c->rope_type, "yarn")) {
-		printf("YaRN factor %g over %d positions (cos/sin scale %.4g, beta %g/%g)", ratio,
-		       c->rope_original_max_position > 0 ? c->rope_original_max_position
-							 : c->max_position_embeddings,
-		       eng_rope_attention_factor(c), c->rope_beta_fast, c->rope_beta_slow);
-		/* transformers 4.51, the reference, takes the ratio: say so where the two
-		 * differ (Qwen3's recipe, 4 over 32768 with 40960) */
-		if (ratio != c->rope_factor)
-			printf(";\n              rope_scaling's factor %g is replaced by "
-			       "max_position_embeddings / original_max_position_embeddings, as in "
-			       "transformers 4.51 (vLLM and llama.cpp take the factor as given)",
-			       c->rope_factor);
+		int orig = c->rope_original_max_position > 0 ? c->rope_original_max_position
+							     : c->max_position_embeddings;
+		printf("YaRN factor %g over %d positions (cos/sin scale %.4g, beta %g/%g)",
+		       c->rope_factor, orig, eng_rope_attention_factor(c), c->rope_beta_fast,
+		       c->rope_beta_slow);
 	} else if (!strcmp(c->rope_type, "linear"))
 		printf("linear scaling, factor %g", c->rope_factor);
 	else
 		printf("no scaling");
-	printf(", max_position_embeddings %d\n", c->max_position_embeddings);
+	printf(", max_position_embeddings %d", c->max_position_embeddings);
+	if (eng_max_context(c) != c->max_position_embeddings)
+		printf(",\n              context %d (%s)", eng_max_context(c),
+		       eng_max_context_source(c));
+	printf("\n");
+	/* transformers 4.51-4.55 took the ratio instead: say so where the two differ
+	 * (Qwen3's recipe, 4 over 32768 with 40960) */
+	if (!strcmp(c->rope_type, "yarn") && c->rope_original_max_position > 0 &&
+	    (double)c->max_position_embeddings / c->rope_original_max_position != c->rope_factor)
+		printf("              (the factor as given, as transformers 4.56+, vLLM and "
+		       "llama.cpp take it;\n              transformers 4.51-4.55 took "
+		       "max_position_embeddings / original_max_position_embeddings = %g)\n",
+		       (double)c->max_position_embeddings / c->rope_original_max_position);
 	printf("other         rms_norm_eps %g, tie_word_embeddings %s, bos %d, eos %d\n",
 	       c->rms_norm_eps, c->tie_word_embeddings ? "true" : "false", c->bos_token_id,
 	       c->eos_token_id);
@@ -320,11 +323,11 @@ static void print_costs(const struct info *in)
 	       "lm_head, one embedding row)\n",
 	       units_bytes((double)in->decode_bytes, a, sizeof a), in->decode_bytes);
 	printf("KV cache      %zu bytes (%s) per token in bf16; %s at ctx %d%s; %s at "
-	       "max_position_embeddings %d\n",
+	       "the model's %d positions\n",
 	       in->kv_tok, units_ibytes((double)in->kv_tok, b, sizeof b),
 	       units_ibytes((double)in->kv_ctx, c, sizeof c), in->ctx,
-	       in->ctx_default ? " (default: min(max_position_embeddings, 32768))" : " (--ctx)",
-	       units_ibytes((double)in->kv_max, d, sizeof d), in->cfg.max_position_embeddings);
+	       in->ctx_default ? " (default: min(the model's context, 32768))" : " (--ctx)",
+	       units_ibytes((double)in->kv_max, d, sizeof d), eng_max_context(&in->cfg));
 	printf("\nmemory plan at ctx %d (scratch is an estimate: fp32 activations for %d "
 	       "positions, scores, logits)\n",
 	       in->ctx, SCRATCH_CHUNK);
@@ -408,6 +411,7 @@ static int print_json(const struct info *in)
 	json_object_set_new(cfg, "rope_beta_fast", json_real(c->rope_beta_fast));
 	json_object_set_new(cfg, "rope_beta_slow", json_real(c->rope_beta_slow));
 	json_object_set_new(cfg, "max_position_embeddings", jint(c->max_position_embeddings));
+	json_object_set_new(cfg, "max_context", jint(eng_max_context(c)));
 	json_object_set_new(cfg, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
 	json_object_set_new(cfg, "dtype", json_string(eng_dtype_name(c->dtype)));
 	json_object_set_new(cfg, "bos_token_id", jint(c->bos_token_id));

@@ -106,9 +106,9 @@ int cmd_logits(int argc, char **argv)
 	if (!m)
 		goto done;
 	const struct eng_config *c = eng_model_config(m);
-	if (n > c->max_position_embeddings) {
-		err_set("stdin: %d ids are more than the model's max_position_embeddings %d", n,
-			c->max_position_embeddings);
+	if (n > eng_max_context(c)) {
+		err_set("stdin: %d ids are more than the model's %d positions (%s)", n,
+			eng_max_context(c), eng_max_context_source(c));
 		goto fail;
 	}
 	if (eo.ctx && n > eo.ctx) {

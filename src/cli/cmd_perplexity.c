@@ -100,7 +100,7 @@ static const struct cli_command ppl_cmd = {
 	.min_ctx = 2, /* a window's first token is never scored */
 	.opts = ppl_opts,
 	.shared_help = ppl_shared_help,
-	.notes = "--ctx N is the window (default: the model's max_position_embeddings, at most\n"
+	.notes = "--ctx N is the window (default: the model's context, at most\n"
 		 "4096; for a checkpoint of 'qwenchat train', the run's --ctx + 1 with --stride\n"
 		 "--ctx, which scores each token as the run's validation did). --kl-base needs\n"
 		 "the same vocab_size and, for a text file, the same token ids from both\n"
@@ -373,10 +373,11 @@ static int window(const struct cli_common *cli, const struct ppl_args *a, const 
 {
 	/* the model with the shorter context bounds the window */
 	const struct side *lim = &s[0];
-	if (s[1].m && eng_model_config(s[1].m)->max_position_embeddings <
-			      eng_model_config(s[0].m)->max_position_embeddings)
+	if (s[1].m &&
+	    eng_max_context(eng_model_config(s[1].m)) < eng_max_context(eng_model_config(s[0].m)))
 		lim = &s[1];
-	int max_pos = eng_model_config(lim->m)->max_position_embeddings;
+	const struct eng_config *lc = eng_model_config(lim->m);
+	int max_pos = eng_max_context(lc);
 	*ctx = cli->set & CLI_SET_CTX ? cli->ctx
 				      : max_pos < DEFAULT_CTX_MAX ? max_pos : DEFAULT_CTX_MAX;
 	if (a->llama && a->stride)
@@ -396,13 +397,13 @@ static int window(const struct cli_common *cli, const struct ppl_args *a, const 
 				 "tokens past its first half and needs 3 or more",
 				 *ctx);
 	if (*ctx > max_pos) {
-		cli_error("--ctx %d is more than the max_position_embeddings %d of %s", *ctx,
-			  max_pos, lim->name);
+		cli_error("--ctx %d is more than the %d positions of %s (%s)", *ctx, max_pos,
+			  lim->name, eng_max_context_source(lc));
 		return EXIT_RUNTIME;
 	}
 	if (*ctx < 2) {
-		cli_error("%s: max_position_embeddings %d leaves no window of 2 tokens to score",
-			  lim->name, max_pos);
+		cli_error("%s: %s %d leaves no window of 2 tokens to score", lim->name,
+			  eng_max_context_source(lc), max_pos);
 		return EXIT_RUNTIME;
 	}
 	return 0;

@@ -493,9 +493,9 @@ static int check_resumed_config(const char *dir, const struct tstate_opts *o,
 		err_set("%s/config.json: %s, but the run was started with %s", dir, key, flag);
 		return EXIT_RUNTIME;
 	}
-	if (o->ctx > c->max_position_embeddings) {
-		err_set("%s/config.json: max_position_embeddings %d is below the run's --ctx %d",
-			dir, c->max_position_embeddings, o->ctx);
+	if (o->ctx > eng_max_context(c)) {
+		err_set("%s/config.json: %s %d is below the run's --ctx %d", dir,
+			eng_max_context_source(c), eng_max_context(c), o->ctx);
 		return EXIT_RUNTIME;
 	}
 	return 0;

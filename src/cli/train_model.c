@@ -324,9 +324,10 @@ int train_model_new(const struct tstate_opts *o, struct train_model *p)
 		p->m.cfg = *eng_model_config(p->m.init);
 		if (quantized(p->m.init, p->init_path)) /* before the data and the plan */
 			return -1;
-		if (o->ctx > p->m.cfg.max_position_embeddings)
-			return err_set("--ctx %d is beyond %s's max_position_embeddings %d", o->ctx,
-				       o->init, p->m.cfg.max_position_embeddings);
+		if (o->ctx > eng_max_context(&p->m.cfg))
+			return err_set("--ctx %d is beyond %s's %d positions (%s)", o->ctx, o->init,
+				       eng_max_context(&p->m.cfg),
+				       eng_max_context_source(&p->m.cfg));
 		const char *tdir = o->tokenizer ? o->tokenizer : p->init_path;
 		char *tj = fio_join(tdir, "tokenizer.json");
 		bool has = tj && fio_is_file(tj);

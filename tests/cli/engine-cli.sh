@@ -33,7 +33,7 @@ expect_exit 1 "negative id" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWE
 expect_err_has "stdin: '-2' at position 1 is not a token id" "bad id names itself and its position"
 seq 1 65 >"$TMP/ids"
 expect_exit 1 "more ids than max_position" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
-expect_err_has "stdin: 65 ids are more than the model's max_position_embeddings 64" \
+expect_err_has "stdin: 65 ids are more than the model's 64 positions (max_position_embeddings)" \
 	"overflow names the count and the model's limit"
 seq 1 9 >"$TMP/ids"
 expect_exit 1 "more ids than --ctx" sh -c '"$1" logits -m "$2" --out "$3" --ctx 8 <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"

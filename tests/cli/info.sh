@@ -73,14 +73,19 @@ expect_exit 0 "f32 + YaRN model" "$QWENCHAT" info -m "$TMP/f32" --json
 expect_eq "f32 bytes" "$(json_get "$TMP/out" weight_bytes)" $(( $(params 1024 64 128 2 4 2 16 1) * 4 ))
 expect_eq "yarn factor" "$(json_get "$TMP/out" config.rope_factor)" 4.0
 # Qwen3's YaRN recipe (factor 4 over 32768, max_position_embeddings left at 40960):
-# the factor used, transformers 4.51's ratio, and that vLLM and llama.cpp differ
+# the factor as given, the context it makes, and the ratio transformers 4.51-4.55 took
 "$MK" --out "$TMP/yq" --yarn-factor 4 --yarn-original-max 32768 --max-position 40960 \
 	>/dev/null || fail "mkmodel yq"
 "$QWENCHAT" info -m "$TMP/yq" >"$TMP/out" 2>&1
-grep -q 'YaRN factor 1.25 over 32768 positions' "$TMP/out" &&
-	grep -q "rope_scaling's factor 4 is replaced by max_position_embeddings" "$TMP/out" &&
-	pass "info says which YaRN factor is used, and that others take 4" ||
-	fail "YaRN factor in info: $(grep -A1 '^rope' "$TMP/out")"
+grep -q 'YaRN factor 4 over 32768 positions (cos/sin scale 1.139' "$TMP/out" &&
+	grep -q "context 131072 (YaRN's factor x original_max_position_embeddings)" "$TMP/out" &&
+	grep -q "original_max_position_embeddings = 1.25)" "$TMP/out" &&
+	pass "info says which YaRN factor is used, the context, and what 4.51 took" ||
+	fail "YaRN factor in info: $(grep -A3 '^rope' "$TMP/out")"
+expect_exit 0 "YaRN model, --json" "$QWENCHAT" info -m "$TMP/yq" --json
+expect_eq "the context YaRN makes" "$(json_get "$TMP/out" config.max_context)" 131072
+expect_eq "the KV cache at it" "$(json_get "$TMP/out" kv_bytes_at_max_position)" \
+	$(( $(json_get "$TMP/out" kv_bytes_per_token) * 131072 ))
 "$MK" --out "$TMP/f16" --dtype f16 || fail "mkmodel f16"
 expect_exit 0 "f16 model" "$QWENCHAT" info -m "$TMP/f16" --json
 
@@ -345,7 +350,7 @@ expect_exit 2 "unknown option" "$QWENCHAT" info -m "$TMP/tied" --frobnicate
 expect_exit 2 "bad --ctx" "$QWENCHAT" info -m "$TMP/tied" --ctx 0
 expect_exit 1 "no such directory" "$QWENCHAT" info -m "$TMP/nonexistent"
 expect_exit 0 "--help" "$QWENCHAT" info --help
-grep -A1 -- '--ctx N' "$TMP/out" | grep -q 'min(max_position_embeddings, 32768)' &&
+grep -A1 -- '--ctx N' "$TMP/out" | grep -q "min(the model's context, 32768)" &&
 	! grep -q 'available memory' "$TMP/out" && pass "--help: --ctx gives info's own default" ||
 	fail "--help: --ctx: $(grep -A2 -- '--ctx N' "$TMP/out")"
 grep -q -- "--config-only" "$TMP/out" && pass "help lists --config-only" || fail "help"

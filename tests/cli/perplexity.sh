@@ -180,12 +180,17 @@ for dt in f32 f16; do
 done
 
 # YaRN set as Qwen3's model cards say (a factor and original_max_position_embeddings,
-# max_position_embeddings left alone): transformers 4.51 replaces the factor 2 by the
-# ratio 256 / 64 = 4, in the frequencies and in the factor on cos and sin
+# max_position_embeddings left alone): the factor 2 as given, not the ratio 96 / 64 =
+# 1.5 (transformers 4.51-4.55 took the ratio; 4.56+, vLLM and llama.cpp the factor),
+# and windows of 2 x 64 = 128 positions, beyond max_position_embeddings
 "$MK" --out "$TMP/yarn" --vocab-size 1024 --hidden-size 64 --layers 2 --heads 6 --kv-heads 2 \
-	--head-dim 16 --std 0.3 --max-position 256 --yarn-factor 2 --yarn-original-max 64 \
+	--head-dim 16 --std 0.3 --max-position 96 --yarn-factor 2 --yarn-original-max 64 \
 	--seed 5 >/dev/null || fail "mkmodel yarn"
-check "YaRN, factor 2 but 256 / 64 positions, ctx 64 stride 32" "$TMP/yarn" 64 32 --kv-f32
+check "YaRN, factor 2 over 64 positions but 96 / 64, ctx 64 stride 32" "$TMP/yarn" 64 32 --kv-f32
+check "YaRN's 2 x 64 positions, ctx 128 stride 64" "$TMP/yarn" 128 64 --kv-f32
+expect_exit 1 "a window past YaRN's 128 positions" $PPL -m "$TMP/yarn" -f "$TMP/r.u32" --ctx 129
+expect_err_has "--ctx 129 is more than the 128 positions of $TMP/yarn (YaRN's factor x original_max_position_embeddings)" \
+	"the limit and where it comes from named"
 
 # the default window: max_position_embeddings (256 here), stride = window
 ours=$($PPL -m "$A" -f "$TMP/r.u32" --json --kv-f32)
@@ -383,7 +388,7 @@ expect_err_has "out of range [2," "--ctx 1: names the least window"
 expect_exit 2 "--ctx 0" $PPL -m "$A" -f "$TMP/r.u32" --ctx 0
 expect_err_has "out of range [2," "--ctx 0: names the least window, not 1"
 expect_exit 1 "--ctx > max_position_embeddings" $PPL -m "$A" -f "$TMP/r.u32" --ctx 1000
-expect_err_has "max_position_embeddings 256" "--ctx too large: names the limit"
+expect_err_has "the 256 positions of $A (max_position_embeddings)" "--ctx too large: names the limit"
 expect_exit 1 "a missing file" $PPL -m "$A" -f "$TMP/none.u32"
 expect_err_has "none.u32" "a missing file: named"
 mkdir "$TMP/dir.u32"

@@ -89,9 +89,11 @@ def rotate_half(x):
 
 
 def rope_inv_freq(cfg, hd):
-    """RoPE's inverse frequencies and the factor on cos and sin, as transformers 4.51.3's
+    """RoPE's inverse frequencies and the factor on cos and sin, as transformers'
     _compute_default_rope_parameters, _compute_linear_scaling_rope_parameters and
-    _compute_yarn_parameters define them (in float64 here)."""
+    _compute_yarn_parameters define them (in float64 here): YaRN's factor as given, as
+    transformers 4.56+ takes it (4.51-4.55 replaced it by max_position_embeddings /
+    original_max_position_embeddings)."""
     base = cfg["rope_theta"]
     pos_freqs = base ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
     rs = cfg.get("rope_scaling") or {}
@@ -101,11 +103,7 @@ def rope_inv_freq(cfg, hd):
     if kind != "yarn":
         return 1.0 / pos_freqs, 1.0
     factor = rs["factor"]
-    if "original_max_position_embeddings" in rs:  # the ratio replaces the factor
-        orig = rs["original_max_position_embeddings"]
-        factor = cfg["max_position_embeddings"] / orig
-    else:
-        orig = cfg["max_position_embeddings"]
+    orig = rs.get("original_max_position_embeddings") or cfg["max_position_embeddings"]
 
     def get_mscale(scale, m=1):
         return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0

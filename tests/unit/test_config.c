@@ -187,6 +187,14 @@ static void test_rope_scaling(void **state)
 		"rope_scaling.attention_factor");
 	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2, \"mscale\": \"x\"}",
 		"rope_scaling.mscale");
+	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2, \"truncate\": false}",
+		"rope_scaling.truncate: false");
+	refused("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2, \"truncate\": 1}",
+		"rope_scaling.truncate: must be");
+	assert_int_equal(parse_with("rope_scaling",
+				    "{\"rope_type\": \"yarn\", \"factor\": 2, \"truncate\": true}",
+				    &c),
+			 0);
 	/* YaRN's correction range divides by ln(rope_theta) */
 	json_t *root = json_loads(base_json, 0, NULL);
 	json_object_set_new(root, "rope_theta", json_real(1));
@@ -217,6 +225,47 @@ static int parse_v5(const char *params, const char *theta, struct eng_config *cf
 	free(text);
 	json_decref(root);
 	return rc;
+}
+
+/* The context a model's positions are made for: YaRN's factor times the original
+ * context, never below max_position_embeddings (base_json has 40960). */
+static void test_max_context(void **state)
+{
+	(void)state;
+	struct eng_config c;
+	assert_int_equal(parse_with("rope_scaling", NULL, &c), 0);
+	assert_int_equal(eng_max_context(&c), 40960);
+	assert_string_equal(eng_max_context_source(&c), "max_position_embeddings");
+	assert_int_equal(parse_with("rope_scaling",
+				    "{\"rope_type\": \"yarn\", \"factor\": 4.0,"
+				    " \"original_max_position_embeddings\": 32768}",
+				    &c),
+			 0);
+	assert_int_equal(eng_max_context(&c), 131072);
+	assert_string_equal(eng_max_context_source(&c),
+			    "YaRN's factor x original_max_position_embeddings");
+	/* without the original context, max_position_embeddings is the original */
+	assert_int_equal(parse_with("rope_scaling", "{\"rope_type\": \"yarn\", \"factor\": 2}", &c),
+			 0);
+	assert_int_equal(eng_max_context(&c), 81920);
+	/* a factor that reaches less than max_position_embeddings does not shorten it */
+	assert_int_equal(parse_with("rope_scaling",
+				    "{\"rope_type\": \"yarn\", \"factor\": 1.5,"
+				    " \"original_max_position_embeddings\": 4096}",
+				    &c),
+			 0);
+	assert_int_equal(eng_max_context(&c), 40960);
+	/* linear scaling: max_position_embeddings, as transformers configs give it */
+	assert_int_equal(
+		parse_with("rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 4}", &c), 0);
+	assert_int_equal(eng_max_context(&c), 40960);
+	/* capped where the product would overflow what the engine addresses */
+	assert_int_equal(parse_with("rope_scaling",
+				    "{\"rope_type\": \"yarn\", \"factor\": 1000,"
+				    " \"original_max_position_embeddings\": 1000000}",
+				    &c),
+			 0);
+	assert_int_equal(eng_max_context(&c), ENG_MAX_CONTEXT);
 }
 
 static void test_rope_parameters(void **state)
@@ -418,10 +467,11 @@ static void test_dtypes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_qwen3_8b),     cmocka_unit_test(test_defaults_and_variants),
-		cmocka_unit_test(test_rope_scaling), cmocka_unit_test(test_rope_parameters),
-		cmocka_unit_test(test_architecture), cmocka_unit_test(test_absurd_values),
-		cmocka_unit_test(test_invalid_json), cmocka_unit_test(test_dtypes),
+		cmocka_unit_test(test_qwen3_8b),      cmocka_unit_test(test_defaults_and_variants),
+		cmocka_unit_test(test_rope_scaling),  cmocka_unit_test(test_rope_parameters),
+		cmocka_unit_test(test_max_context),   cmocka_unit_test(test_architecture),
+		cmocka_unit_test(test_absurd_values), cmocka_unit_test(test_invalid_json),
+		cmocka_unit_test(test_dtypes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
