@@ -423,6 +423,10 @@ static void history(struct app *a, const struct slash_call *c, struct app_result
 			say(r, "system prompt: %s", chat_system(ch) ? chat_system(ch) : "(none)");
 			return;
 		}
+		if (!strcmp(c->text, "-") && !chat_system(ch)) {
+			say(r, "no system prompt to remove");
+			return;
+		}
 		if (chat_set_system(ch, strcmp(c->text, "-") ? c->text : NULL)) {
 			fail(r, "/system: %s", err_msg());
 			return;

@@ -311,13 +311,20 @@ static int trained_ctx(const char *dir, bool *sft)
 {
 	char *path = fio_join(dir, "train-state/state.json");
 	size_t len = 0;
-	char *text = path && fio_is_file(path) ? fio_read_file(path, 1 << 20, &len) : NULL;
+	bool there = path && fio_is_file(path);
+	char *text = there ? fio_read_file(path, 1 << 20, &len) : NULL;
 	struct tstate st;
 	int ctx = 0;
 	if (text && tstate_parse(&st, text, len, path) == 0) {
 		ctx = st.o.ctx;
 		*sft = st.o.sft;
 		tstate_opts_free(&st.o);
+	} else if (there) { /* a damaged record: say the windows are not the run's */
+		char msg[700];
+		snprintf(msg, sizeof msg,
+			 "%s; the windows are not the run's validation windows (--ctx sets them)",
+			 err_msg());
+		cli_notice(msg);
 	}
 	err_clear();
 	free(text);

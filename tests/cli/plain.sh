@@ -56,6 +56,18 @@ printf '/sampling\n/think off\n/sampling\n/think on\n/sampling\n' |
 	pass "generation_config.json's values in thinking mode, the preset without" ||
 	fail "sampling by mode: $(cat "$TMP/gm.out")"
 grep -q 'context: [1-9][0-9]* of [0-9]* tokens used' "$TMP/out" && pass "/ctx" || fail "/ctx"
+# /system: set, shown, removed; removing none says so
+printf '/system -
+/system Be terse.
+/system
+/system -
+/system
+' |
+	XDG_STATE_HOME="$TMP/sys" "$QWENCHAT" chat -m "$MODEL" --threads 1 >"$TMP/sys.out" 2>&1
+[ "$(grep -E '^(no system|system prompt)' "$TMP/sys.out" | tr '\n' '|')" = \
+  "no system prompt to remove|system prompt set|system prompt: Be terse.|system prompt removed|system prompt: (none)|" ] &&
+	pass "/system sets, shows and removes; nothing to remove is said" ||
+	fail "/system: $(cat "$TMP/sys.out")"
 python3 -c 'import json,sys
 m=json.load(open(sys.argv[1]))
 m=m["messages"] if isinstance(m, dict) else m

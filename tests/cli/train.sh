@@ -391,6 +391,12 @@ grep -q "windows of 17 tokens every 16, as its validation loss" "$TMP/err" &&
 [ $? -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "stride 20" "$TMP/err" &&
 	pass "perplexity of a checkpoint, --stride past its window: one line, exit 2" ||
 	fail "--stride 20 on a checkpoint: $(cat "$TMP/err")"
+# a damaged state.json: the model's own window, and a notice saying so
+cp -r "$TMP/pv" "$TMP/pvd" && printf '{"step": ' >"$TMP/pvd/train-state/state.json"
+"$QWENCHAT" perplexity -m "$TMP/pvd" -f "$TMP/v5.u32" --json >/dev/null 2>"$TMP/err" &&
+	grep -q "pvd/train-state/state.json: .*; the windows are not the run's" "$TMP/err" &&
+	pass "perplexity of a checkpoint with a damaged state.json says so" ||
+	fail "damaged state.json: $(cat "$TMP/err")"
 
 # a data file changed since the run read it: the resume says so and trains on its cache
 cp "$TMP/d.u32" "$TMP/grown.u32"
