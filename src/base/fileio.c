@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -618,6 +619,12 @@ int fio_exists(const char *path)
 {
 	struct stat st;
 	return stat(path, &st) == 0;
+}
+
+bool fio_has_ext(const char *path, const char *ext)
+{
+	size_t n = strlen(path), e = strlen(ext);
+	return n >= e && !strcasecmp(path + n - e, ext);
 }
 
 int fio_is_file(const char *path)

@@ -127,6 +127,9 @@ void fio_rmdirs_upto(const char *path, const char *top);
  * not a regular one is an error to report, not a file to skip. */
 int fio_exists(const char *path);
 
+/* Whether path's name ends with ext (".jsonl"), in any case (DATA.JSONL). */
+bool fio_has_ext(const char *path, const char *ext);
+
 /* 1 when path names an existing regular file, 0 otherwise. */
 int fio_is_file(const char *path);
 

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* A conversation file larger than this is refused before it is read: memory, not
  * this, is the limit. */
@@ -119,14 +118,6 @@ int sft_encode(struct tok *t, const struct chat *c, enum tmpl_variant v, int32_t
 	return 0;
 }
 
-/* Whether the name s ends with suffix, in any case (NOTES.TXT, DATA.JSONL), as
- * `train` reads the names of its other data files. */
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-	return n >= k && !strcasecmp(s + n - k, suffix);
-}
-
 static bool is_space(char ch)
 {
 	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
@@ -143,7 +134,7 @@ static size_t skip_space(const char *text, size_t len, size_t pos)
  * another JSON value after its first one, which takes one line. */
 static bool sft_is_json_lines(const char *path, const char *text, size_t len)
 {
-	if (ends_with(path, ".jsonl") || ends_with(path, ".ndjson"))
+	if (fio_has_ext(path, ".jsonl") || fio_has_ext(path, ".ndjson"))
 		return true;
 	size_t end = jlim_value_len(text, len); /* the bytes the first value takes */
 	size_t start = skip_space(text, len, 0);
@@ -282,7 +273,7 @@ static int read_records(const char *path, const char *text, size_t len, conv_fn 
  * paragraphs, each asked and answered by the next. */
 static bool sft_is_plain_text(const char *path)
 {
-	return ends_with(path, ".txt") || ends_with(path, ".md");
+	return fio_has_ext(path, ".txt") || fio_has_ext(path, ".md");
 }
 
 /* Whether text[0..len) is text: no NUL byte, and ill-formed UTF-8 (which becomes

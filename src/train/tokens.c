@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,13 +20,6 @@ bool tokens_is_u32(const char *path)
 {
 	size_t n = strlen(path);
 	return n >= 4 && !strcmp(path + n - 4, ".u32");
-}
-
-/* Whether path's name ends in ext, in any case (data.JSONL is JSON Lines too). */
-static bool ends_with(const char *path, const char *ext)
-{
-	size_t n = strlen(path), e = strlen(ext);
-	return n >= e && !strcasecmp(path + n - e, ext);
 }
 
 int32_t tokens_eot(const struct tok *tk)
@@ -335,8 +327,8 @@ static bool json_file_is_records(const char *path)
 
 bool tokens_is_jsonl(const char *path)
 {
-	return ends_with(path, ".jsonl") || ends_with(path, ".ndjson") ||
-	       (ends_with(path, ".json") && json_file_is_records(path));
+	return fio_has_ext(path, ".jsonl") || fio_has_ext(path, ".ndjson") ||
+	       (fio_has_ext(path, ".json") && json_file_is_records(path));
 }
 
 int tokens_check_width(const int32_t *ids, size_t n)
@@ -358,7 +350,7 @@ int tokens_from_contents(const char *path, struct tok *tk, int vocab, const char
 			 int32_t **ids, size_t *n)
 {
 	bool jsonl = strcmp(path, "-") && tokens_is_jsonl(path);
-	if (!jsonl && ends_with(path, ".json") && conversations(data, len))
+	if (!jsonl && fio_has_ext(path, ".json") && conversations(data, len))
 		return err_set("conversations (JSON of messages, ShareGPT or Alpaca records), not "
 			       "text: train them with train --sft (or name the file *.txt to read "
 			       "its JSON as text)");
