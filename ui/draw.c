@@ -219,14 +219,19 @@ static void draw_status(struct ui *u, int y, int w)
 	if (f->mem.weight_type[0]) /* "Q4_K GGUF": what the weights are stored as */
 		FIELD(45, "%s", f->mem.weight_type);
 	FIELD(60, "think %s", app_thinking(u->a) ? "on" : "off");
-	if (f->ctx_max) /* a remote server may not say its context */
+	if (f->no_counts && f->ctx_max) /* a remote server that sends no usage */
+		FIELD(100, "ctx ?/%d", f->ctx_max);
+	else if (f->no_counts)
+		FIELD(100, "ctx ?");
+	else if (f->ctx_max) /* a remote server may not say its context */
 		FIELD(100, "ctx %d/%d", f->ctx_used, f->ctx_max);
 	else
 		FIELD(100, "ctx %d", f->ctx_used);
 	if (f->busy && f->prefilling)
 		FIELD(95, "prefilling...");
 	if (f->turn.prefilled || f->turn.generated) { /* no figure before the first turn */
-		FIELD(20, "prefill %.0f t/s", f->turn.prefill_tps);
+		if (!f->no_counts)
+			FIELD(20, "prefill %.0f t/s", f->turn.prefill_tps);
 		if (f->turn.generated > 1) /* a speed needs two tokens' times */
 			FIELD(80, "decode %.1f t/s", f->turn.decode_tps);
 		else

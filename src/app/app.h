@@ -85,6 +85,7 @@ struct app_figures {
 	bool prefilling;        /* ... and has not produced a token yet */
 	struct sess_stats turn; /* the current or last turn */
 	int ctx_used, ctx_max;
+	bool no_counts; /* a server sent no token counts (usage): ctx_used, prefill unknown */
 	struct app_memory mem;
 	char save_error[256]; /* last autosave failure, "" when the last one worked */
 	int dropped;          /* turns dropped for context on the last turn */

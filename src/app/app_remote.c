@@ -148,6 +148,9 @@ int app_remote_turn(struct app *a, sess_emit_fn emit, void *user)
 	figures(a, &t);
 	a->fig.prefilling = false;
 	a->fig.turn.stop = stop_reason(a, &t.reply);
+	/* known once a stream ended whole: usage comes in its last chunk */
+	if (rc == 0)
+		a->fig.no_counts = t.reply.prompt_tokens < 0;
 	pthread_mutex_unlock(&a->lock);
 	bool nothing = !a->answer.n && !a->reasoning.n && !t.reply.n_calls;
 	/* Nothing came: a failure leaves the conversation as it was, and so does a stop

@@ -497,6 +497,12 @@ static void app_exec(struct app *a, const struct slash_call *c, struct app_resul
 	case SLASH_COPY: copy(a, c, r); break;
 	case SLASH_CTX:
 		app_figures(a, &f);
+		if (f.no_counts) {
+			say(r,
+			    "context: not known (the server sends no token counts); %zu message%s",
+			    chat_count(a->chat), chat_count(a->chat) == 1 ? "" : "s");
+			break;
+		}
 		if (!f.ctx_max) { /* a server that does not say its context */
 			say(r,
 			    "context: %d tokens used (the server's limit is not known); %zu "

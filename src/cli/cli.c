@@ -546,11 +546,14 @@ static int remote_check(const struct cli_command *cmd, struct cli_common *c)
 	if (!c->url && !(c->url = cli_env_openai_base_url()))
 		return cli_usage(cmd->name, "--backend remote needs --url http://HOST:PORT/v1 "
 					    "(or OPENAI_BASE_URL)");
-	if (c->set & (CLI_SET_THREADS | CLI_SET_CTX))
+	if (c->set & (CLI_SET_THREADS | CLI_SET_CTX) || c->quant != ENG_FTYPE_NONE || c->exact)
 		return cli_usage(cmd->name,
 				 "%s does not apply to the remote backend: the server "
 				 "runs the model",
-				 c->set & CLI_SET_THREADS ? "--threads" : "--ctx");
+				 c->set & CLI_SET_THREADS     ? "--threads"
+				 : c->set & CLI_SET_CTX       ? "--ctx"
+				 : c->quant != ENG_FTYPE_NONE ? "--quant"
+							      : "--exact");
 	if (c->api_key && c->api_key_file)
 		return cli_usage(cmd->name, "--api-key and --api-key-file both give the key: use "
 					    "one");

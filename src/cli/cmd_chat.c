@@ -105,6 +105,12 @@ int cmd_chat(int argc, char **argv)
 		com.url = held_url;
 		com.backend = "remote";
 	}
+	if (cli_is_remote(&com) && a.cfg.parse_special) {
+		free(state);
+		free(held_url);
+		return cli_usage("chat", "--parse-special needs the local engine: a server "
+					 "tokenizes the messages");
+	}
 	if (cli_is_remote(&com) ? cli_remote_options(&com, &a.cfg.remote, keep_notice)
 				: cli_engine_options(&com, &a.cfg.engine, keep_notice)) {
 		free(state);

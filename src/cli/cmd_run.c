@@ -160,6 +160,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		return cli_usage("run", "--logprobs needs the local engine");
 	if (a->kv_f32 && cli_is_remote(&a->cli))
 		return cli_usage("run", "--kv-f32 needs the local engine");
+	if (a->parse_special && cli_is_remote(&a->cli))
+		return cli_usage("run", "--parse-special needs the local engine: a server "
+					"tokenizes the messages");
 	if (a->raw && cli_is_remote(&a->cli))
 		return cli_usage("run", "--raw needs the local engine: a server applies the chat "
 					"template");
@@ -187,7 +190,7 @@ struct lp_state;
 
 struct out_state {
 	enum sess_part part; /* what was printed last */
-	bool any_reasoning;
+	bool any_reasoning, any_answer;
 	int write_failed;      /* the errno of a failed write to stdout; 0: none */
 	const struct lp_state *lps; /* --logprobs' lines, or NULL */
 	bool out_tty, err_tty; /* where escape sequences must be shown, not obeyed */
@@ -217,6 +220,7 @@ static int emit(void *user, enum sess_part part, const char *text, size_t len)
 			o->write_failed = errno ? errno : EIO;
 			return 1;
 		}
+		o->any_answer |= len > 0;
 	}
 	o->part = part;
 	return 0;
@@ -424,9 +428,10 @@ static int run_remote(struct run_args *a, const char *prompt)
 	reply_init(&rep, emit, &out);
 	double t0 = clock_now();
 	int r2 = samp_params_check(&q.sampling) ? -1 : remote_chat(r, &q, &rep, &g_cancel);
+	/* the answer's line ended; nothing on stdout where none came (an error, calls) */
 	if (out.part == SESS_REASONING && out.any_reasoning)
 		fputs("\n</think>\n", stderr);
-	else
+	else if (out.any_answer)
 		putchar('\n');
 	for (size_t i = 0; i < rep.n_calls; i++) /* as the chat shows a call */
 		if (rep.calls[i].name.n) {
@@ -444,9 +449,18 @@ static int run_remote(struct run_args *a, const char *prompt)
 	st.stop = atomic_load(&g_cancel)       ? SESS_STOP_CANCEL
 		  : rep.finish == REPLY_LENGTH ? SESS_STOP_MAX
 					       : SESS_STOP_EOS;
-	if (a->stats)
+	if (a->stats && rep.prompt_tokens < 0) { /* a server that sent no usage */
+		if (a->cli.set & SAMP_SET_SEED)
+			fprintf(stderr, "stats: seed %llu\n",
+				(unsigned long long)a->cli.sampling.seed);
+		fprintf(stderr,
+			"stats: the server sent no token counts; time to first token %.3f s\n"
+			"stats: %zu pieces of text in %.3f s, stopped: %s\n",
+			st.ttft, rep.deltas, st.decode_seconds, r2 ? "error" : stop_name(st.stop));
+	} else if (a->stats) {
 		print_stats(&st, a->cli.set & SAMP_SET_SEED ? &a->cli.sampling.seed : NULL,
 			    r2 != 0);
+	}
 	if (r2)
 		cli_error("%s", err_msg());
 	else if (out.write_failed)

@@ -25,11 +25,28 @@ static bool is_loopback(const char *host)
 	       !strcmp(host, "::1");
 }
 
-/* Checks the URL with libcurl's parser and makes its shown form. */
+/* The base without a trailing "/" or "/chat/completions" (a whole endpoint given). */
+static char *base_of(const char *url)
+{
+	static const char tail[] = "/chat/completions";
+	size_t n = strlen(url);
+	while (n && url[n - 1] == '/')
+		n--;
+	if (n >= sizeof tail - 1 && !memcmp(url + n - (sizeof tail - 1), tail, sizeof tail - 1))
+		n -= sizeof tail - 1;
+	while (n && url[n - 1] == '/')
+		n--;
+	return strndup(url, n);
+}
+
+/* Checks the URL with libcurl's parser and splits it: the API base (r->base), its
+ * query (r->query, kept for every endpoint, as gateways take ?api-version=...) and
+ * the base shown in messages (r->shown: no user:password, no query). A fragment is
+ * never sent, so it is dropped. */
 static int parse_url(struct remote *r, const char *url)
 {
 	CURLU *u = curl_url();
-	char *scheme = NULL, *host = NULL, *shown = NULL;
+	char *scheme = NULL, *host = NULL, *query = NULL, *bare = NULL, *shown = NULL;
 	int rc = -1;
 	if (!u)
 		return err_set("out of memory");
@@ -43,38 +60,32 @@ static int parse_url(struct remote *r, const char *url)
 		err_set("--url: the scheme '%s' is not http or https", scheme);
 		goto done;
 	}
-	curl_url_set(u, CURLUPART_USER, NULL, 0);
-	curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
-	if (curl_url_get(u, CURLUPART_URL, &shown, 0) != CURLUE_OK) {
+	if (curl_url_get(u, CURLUPART_QUERY, &query, 0) != CURLUE_OK)
+		query = NULL;
+	curl_url_set(u, CURLUPART_QUERY, NULL, 0);
+	curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0);
+	if (curl_url_get(u, CURLUPART_URL, &bare, 0) != CURLUE_OK || !(r->base = base_of(bare)) ||
+	    (query && *query && !(r->query = strdup(query)))) {
 		err_set("out of memory");
 		goto done;
 	}
-	r->shown = strdup(shown);
+	curl_url_set(u, CURLUPART_USER, NULL, 0);
+	curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+	if (curl_url_get(u, CURLUPART_URL, &shown, 0) != CURLUE_OK ||
+	    !(r->shown = base_of(shown))) {
+		err_set("out of memory");
+		goto done;
+	}
 	r->key_in_clear = r->key && !strcmp(scheme, "http") && !is_loopback(host);
-	rc = r->shown ? 0 : err_set("out of memory");
-	size_t n = r->shown ? strlen(r->shown) : 0;
-	while (n && r->shown[n - 1] == '/') /* curl shows "http://h:1" as "http://h:1/" */
-		r->shown[--n] = '\0';
+	rc = 0;
 done:
 	curl_free(scheme);
 	curl_free(host);
+	curl_free(query);
+	curl_free(bare);
 	curl_free(shown);
 	curl_url_cleanup(u);
 	return rc;
-}
-
-/* The base without a trailing "/" or "/chat/completions" (a whole endpoint given). */
-static char *base_of(const char *url)
-{
-	static const char tail[] = "/chat/completions";
-	size_t n = strlen(url);
-	while (n && url[n - 1] == '/')
-		n--;
-	if (n >= sizeof tail - 1 && !memcmp(url + n - (sizeof tail - 1), tail, sizeof tail - 1))
-		n -= sizeof tail - 1;
-	while (n && url[n - 1] == '/')
-		n--;
-	return strndup(url, n);
 }
 
 struct remote *remote_new(const struct remote_options *o)
@@ -95,9 +106,8 @@ struct remote *remote_new(const struct remote_options *o)
 	}
 	r->connect_timeout = o->connect_timeout > 0 ? o->connect_timeout : REMOTE_CONNECT_TIMEOUT;
 	r->stall_timeout = o->stall_timeout > 0 ? o->stall_timeout : REMOTE_STALL_TIMEOUT;
-	r->base = base_of(o->url);
 	r->key = o->api_key && *o->api_key ? strdup(o->api_key) : NULL;
-	if (!r->base || (o->api_key && *o->api_key && !r->key)) {
+	if (o->api_key && *o->api_key && !r->key) {
 		err_set("out of memory");
 		goto fail;
 	}
@@ -105,7 +115,7 @@ struct remote *remote_new(const struct remote_options *o)
 		err_set("the API key holds a line break");
 		goto fail;
 	}
-	if (parse_url(r, r->base))
+	if (parse_url(r, o->url))
 		goto fail;
 	if (!(r->curl = curl_easy_init()) || !(r->multi = curl_multi_init())) {
 		err_set("out of memory");
@@ -126,6 +136,7 @@ void remote_free(struct remote *r)
 	curl_multi_cleanup(r->multi);
 	curl_easy_cleanup(r->curl);
 	free(r->base);
+	free(r->query);
 	free(r->shown);
 	free(r->key);
 	free(r);
@@ -303,10 +314,11 @@ static void setup(struct remote *r, struct xfer *x, const char *url, struct curl
 
 static char *endpoint(const struct remote *r, const char *path)
 {
-	size_t n = strlen(r->base) + strlen(path) + 1;
+	size_t n = strlen(r->base) + strlen(path) + (r->query ? strlen(r->query) + 1 : 0) + 1;
 	char *u = malloc(n);
 	if (u)
-		snprintf(u, n, "%s%s", r->base, path);
+		snprintf(u, n, "%s%s%s%s", r->base, path, r->query ? "?" : "",
+			 r->query ? r->query : "");
 	else
 		err_set("out of memory");
 	return u;

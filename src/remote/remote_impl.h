@@ -16,7 +16,8 @@ enum { ERROR_BODY_MAX = 64 << 10, MODELS_BODY_MAX = 8 << 20, POLL_MS = 50 };
 
 struct remote {
 	char *base;  /* the API base, as given minus a trailing "/" */
-	char *shown; /* the same without user:password, for messages */
+	char *query; /* the URL's query, sent to every endpoint; NULL when none */
+	char *shown; /* the base without user:password, for messages */
 	char *key;   /* or NULL */
 	bool key_in_clear;
 	int connect_timeout, stall_timeout;

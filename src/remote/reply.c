@@ -102,6 +102,8 @@ static void put(struct reply *r, enum sess_part part, const char *s, size_t n)
 {
 	if (part != r->out.part)
 		sess_router_switch(&r->out, part);
+	for (size_t i = 0; part == SESS_ANSWER && !r->answered && i < n; i++)
+		r->answered = !strchr(" \t\r\n", s[i]);
 	while (n) {
 		const char *z = memchr(s, '\0', n);
 		size_t k = z ? (size_t)(z - s) : n;
@@ -129,8 +131,18 @@ static size_t tag_prefix_at_end(const char *s, size_t n)
 	return 0;
 }
 
-/* Content text: <think> and </think> in it switch the part, as the session switches
- * on those tokens; a possible start of a tag at the end waits for the next delta. */
+/* Whether the tag at t (o: the next <think>, else </think>) switches the part: a
+ * <think> before any answer text or other reasoning, and the </think> that closes it. */
+static bool tag_switches(const struct reply *r, bool opens)
+{
+	if (opens)
+		return !r->think_open && !r->think_closed && !r->answered && !r->server_reasons;
+	return r->think_open;
+}
+
+/* Content text: a <think> block before the answer goes to the reasoning, as the
+ * session routes those tokens; other tags are text. A possible start of a tag at the
+ * end waits for the next delta. */
 static int content(struct reply *r, const char *s, size_t n)
 {
 	char *joined = NULL;
@@ -159,10 +171,15 @@ static int content(struct reply *r, const char *s, size_t n)
 		}
 		if (t > s)
 			put(r, part, s, (size_t)(t - s));
-		r->think_open = t == o;
-		/* The tag switches the part even when nothing follows it yet. */
-		put(r, r->think_open ? SESS_REASONING : SESS_ANSWER, "", 0);
 		size_t tl = t == o ? sizeof think_open - 1 : sizeof think_close - 1;
+		if (tag_switches(r, t == o)) {
+			r->think_open = t == o;
+			r->think_closed |= t != o;
+			/* The tag switches the part even when nothing follows it yet. */
+			put(r, r->think_open ? SESS_REASONING : SESS_ANSWER, "", 0);
+		} else {
+			put(r, part, t, tl);
+		}
 		n -= (size_t)(t - s) + tl;
 		s = t + tl;
 	}
@@ -366,6 +383,7 @@ static int choice(struct reply *r, const json_t *ch, size_t i)
 		}
 		if (reason_n) {
 			flush_tag(r); /* a server that parses reasoning: nothing to hold */
+			r->server_reasons = true;
 			put(r, SESS_REASONING, reason, reason_n);
 		}
 		if (text_n && content(r, text, text_n))

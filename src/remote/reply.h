@@ -60,9 +60,13 @@ struct reply {
 	 * deltas (the end of the reasoning and the start of the answer, a held-back tag). */
 	int max_deltas;
 
-	/* <think> tags in the content, for servers without a reasoning parser. */
-	bool think_open; /* inside a <think> of the content */
-	char tag[16];    /* the end of the content, held: it may be the start of a tag */
+	/* <think> tags in the content, for servers without a reasoning parser: one block
+	 * before the answer, as Qwen3 writes it; tags anywhere else are text. */
+	bool think_open;     /* inside a <think> of the content */
+	bool think_closed;   /* ... and after its </think> */
+	bool answered;       /* answer text other than white space went out */
+	bool server_reasons; /* reasoning came as reasoning deltas: tags are text */
+	char tag[16];        /* the end of the content, held: it may be the start of a tag */
 	size_t tag_n;
 };
 

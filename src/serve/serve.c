@@ -435,10 +435,12 @@ static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *con
 		serve_job_release(j);
 		pthread_mutex_unlock(&srv->lock);
 		char msg[160];
-		snprintf(msg, sizeof msg,
-			 srv->stopping ? "the server is shutting down"
-				       : "the server is busy: %d requests are waiting; retry later",
-			 srv->o.queue);
+		if (srv->stopping)
+			snprintf(msg, sizeof msg, "the server is shutting down");
+		else
+			snprintf(msg, sizeof msg,
+				 "the server is busy: %d request%s waiting; retry later",
+				 srv->o.queue, srv->o.queue == 1 ? " is" : "s are");
 		return reply_error(conn, rq, 503, msg, NULL, "server_busy");
 	}
 	/* The connection is not silent while its answer is made: the timeout, lifted

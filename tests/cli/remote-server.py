@@ -25,6 +25,9 @@ Modes and the real behaviour each imitates:
               are left out (model_dump_json(exclude_unset=True)). With
               chat_template_kwargs.enable_thinking false: no reasoning.
   vllm-new    recent vLLM: the delta field is named "reasoning".
+  no-usage    like vllm, but no usage chunk even when asked (an older server).
+  query       like vllm, behind a gateway whose URL carries ?api-version=2024-10-21:
+              a request without that query gets 404.
   sglang      SGLang `--reasoning-parser qwen3`: every field written, null when
               unused, "usage": null in every chunk but the last, the finish chunk
               with "matched_stop": 151645.
@@ -176,6 +179,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.json_reply(401, {"error": "Unauthorized"})
         return False
 
+    def route(self):
+        """The path without the query a gateway's URL carries (?api-version=...); the
+        "query" mode requires that one on every request."""
+        path, _, query = self.path.partition("?")
+        if self.server.state.peek() == "query" and query != "api-version=2024-10-21":
+            return None
+        return path
+
     def do_GET(self):
         if not self.authorized():
             return
@@ -189,7 +200,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if self.server.models_asked > 1:
                 time.sleep(60)
                 return
-        if self.path != "/v1/models" or self.server.state.peek() in ("no-models",
+        if self.route() != "/v1/models" or self.server.state.peek() in ("no-models",
                                                                      "models-hang"):
             self.json_reply(404, {"detail": "Not Found"})
             return
@@ -237,11 +248,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(n)
         st = self.server.state
         st.log(json.dumps({"auth": self.headers.get("Authorization"),
-                           "body": json.loads(body)}))
+                           "body": json.loads(body), "path": self.path}))
         if not self.authorized():
             return
         req = json.loads(body)
-        if self.path != "/v1/chat/completions":
+        if self.route() != "/v1/chat/completions":
             self.json_reply(404, {"detail": "Not Found"})
             return
         if req.get("model") != MODEL:
@@ -260,6 +271,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return kw.get("enable_thinking", True)
 
     def usage(self, req, completion):
+        if self.server.state.peek() == "no-usage":
+            return
         if (req.get("stream_options") or {}).get("include_usage"):
             prompt = sum(len(m.get("content") or "") for m in req["messages"]) // 4 + 9
             if getattr(self, "huge", False):
@@ -296,6 +309,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.vllm_like(req)
 
     def mode_huge_models(self, req):
+        self.vllm_like(req)
+
+    def mode_no_usage(self, req):
+        self.vllm_like(req)
+
+    def mode_query(self, req):
         self.vllm_like(req)
 
     def mode_vllm_new(self, req):

@@ -58,6 +58,16 @@ for m in vllm vllm-new sglang no-parser; do
 done
 req_has 'r["stream"] is True and r["stream_options"] == {"include_usage": True}' \
 	"the request streams, with the usage"
+# a gateway's URL with a query (and a fragment, never sent): the query follows the
+# path of every endpoint, and messages show the URL without it
+mode query
+expect_exit 0 "a URL with a query" "$QWENCHAT" run --url "$URL/chat/completions?api-version=2024-10-21#x" -p Salut
+[ "$(cat "$TMP/out")" = "$ANSWER" ] && req_has 'd["path"] == "/v1/chat/completions?api-version=2024-10-21"' \
+	"the query after /chat/completions (and after /models: no 404)" ||
+	fail "a URL with a query: $(cat "$TMP/out") $(cat "$TMP/err")"
+expect_exit 1 "a URL whose query the gateway refuses" "$QWENCHAT" run --url "$URL?api-version=1" -p Salut
+expect_err_has "$URL has no model list (GET /models: 404)" "the message shows the URL without the query"
+! grep -q "api-version" "$TMP/err" && pass "... and not the query" || fail "query shown: $(cat "$TMP/err")"
 req_has 'r["model"] == "Qwen/Qwen3-32B" and r["messages"] == [{"role": "user", "content": "Salut"}]' \
 	"the model the server serves is picked, the prompt is the one user message"
 req_has 'not any(k in r for k in ("temperature", "top_p", "top_k", "min_p", "seed", "max_tokens",
@@ -115,6 +125,10 @@ assert m[3]["content"] == sys.argv[3], m[3]
 PY
 
 mode tools
+expect_exit 0 "run: an answer of tool calls only" R -p "Weather in Paris?"
+[ "$(cat "$TMP/out")" = 'tool call: get_weather {"city": "Paris", "unit": "C"}' ] &&
+	pass "run: the call on the first line (no empty answer line before it)" ||
+	fail "run tool call: $(od -c "$TMP/out" | head -n 3)"
 printf 'Weather in Paris?\n' | "$QWENCHAT" chat --url "$URL" >"$TMP/out" 2>"$TMP/err"
 grep -qF 'tool call: get_weather {"city": "Paris", "unit": "C"}' "$TMP/out" &&
 	pass "plain: a streamed tool call is shown as a loaded one is" || fail "tool call: $(cat "$TMP/out")"
@@ -290,11 +304,25 @@ for spec in \
 	expect_exit 1 "$m" R -p x
 	expect_err_has "${spec#*|}" "$m: one line saying what happened"
 	[ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "$m: more than one line on stderr"
+	case $m in busy-long | fail500 | cut-early | cut-first | html)
+		[ ! -s "$TMP/out" ] || fail "$m: stdout holds '$(od -c "$TMP/out" | head -n 2)'" ;;
+	esac
 done
+pass "no answer, nothing on stdout (not even a line break)"
 mode cut
 expect_exit 1 "a cut stream with --stats" R -p x --stats
 grep -q '^stats: .*stopped: error$' "$TMP/err" && ! grep -q 'end of turn' "$TMP/err" &&
 	pass "--stats after a failure says the turn ended on an error" || fail "--stats: $(cat "$TMP/err")"
+mode no-usage
+expect_exit 0 "a server that sends no usage, --stats" R -p x --stats
+grep -q '^stats: the server sent no token counts; time to first token' "$TMP/err" &&
+	grep -q '^stats: [0-9]* pieces of text in .*, stopped: end of turn$' "$TMP/err" &&
+	! grep -q 'prefilled\|tok/s' "$TMP/err" &&
+	pass "--stats without usage says the counts are unknown (no zeros as figures)" ||
+	fail "--stats without usage: $(cat "$TMP/err")"
+printf 'Salut\n/ctx\n' | "$QWENCHAT" chat --url "$URL" >"$TMP/out" 2>"$TMP/err"
+grep -q 'context: not known (the server sends no token counts); 2 messages' "$TMP/out" &&
+	pass "/ctx without usage: not known" || fail "/ctx without usage: $(cat "$TMP/out")"
 mode gzip
 expect_exit 0 "a gzip-compressed stream (a proxy's)" R -p x
 [ "$(cat "$TMP/out")" = "$ANSWER" ] && pass "gzip: the stream is decoded" || fail "gzip: $(cat "$TMP/out")"
@@ -316,6 +344,13 @@ expect_exit 2 "--threads with --url" R --threads 2 -p x
 expect_err_has "--threads does not apply to the remote backend" "--threads: says why"
 expect_exit 2 "--api-key without --url" "$QWENCHAT" run -m "$TMP" --api-key k -p x
 expect_exit 2 "--raw with --url" R --raw -p x
+for o in "--quant q8_0|--quant does not apply" "--exact|--exact does not apply" \
+	"--parse-special|--parse-special needs the local engine"; do
+	expect_exit 2 "${o%%|*} with --url (run)" R ${o%%|*} -p x
+	expect_err_has "${o#*|}" "${o%%|*} with --url (run): says why"
+	expect_exit 2 "${o%%|*} with --url (chat)" "$QWENCHAT" chat --url "$URL" ${o%%|*}
+	expect_err_has "${o#*|}" "${o%%|*} with --url (chat): says why"
+done
 for c in info bench logits; do
 	expect_exit 2 "$c --url" "$QWENCHAT" "$c" --url "$URL"
 	expect_err_has "needs the model's weights on this machine" "$c --url: says why"

@@ -280,6 +280,47 @@ static void test_think_tags_in_content(void **state)
 	}
 }
 
+/* content -> what the parts get: only a <think> block before the answer is reasoning */
+static void check_tags(const char *reasoning_delta, const char *content, const char *want)
+{
+	struct pieces p = {.last = -1};
+	struct reply r;
+	reply_init(&r, take, &p);
+	json_t *o;
+	char *d;
+	if (reasoning_delta) {
+		o = json_pack("{s:[{s:{s:s}}]}", "choices", "delta", "reasoning_content",
+			      reasoning_delta);
+		d = json_dumps(o, JSON_COMPACT);
+		assert_int_equal(reply_event(&r, "message", d, strlen(d)), 0);
+		free(d);
+		json_decref(o);
+	}
+	o = json_pack("{s:[{s:{s:s}}]}", "choices", "delta", "content", content);
+	d = json_dumps(o, JSON_COMPACT);
+	assert_int_equal(reply_event(&r, "message", d, strlen(d)), 0);
+	free(d);
+	json_decref(o);
+	assert_int_equal(reply_end(&r), 0);
+	assert_string_equal(p.all.p, want);
+	reply_free(&r);
+	pieces_free(&p);
+}
+
+/* Tags elsewhere are the answer's text, never dropped: a </think> with no block open,
+ * a block after answer text or after a closed one, tags after reasoning deltas. */
+static void test_think_tags_as_text(void **state)
+{
+	(void)state;
+	check_tags(NULL, "Use the </think> tag to close.", "[A]Use the </think> tag to close.");
+	check_tags(NULL, "Write <think> then </think> in Qwen.",
+		   "[A]Write <think> then </think> in Qwen.");
+	check_tags(NULL, "<think>r</think>ans <think>x</think>.", "[R]r[A]ans <think>x</think>.");
+	check_tags(NULL, "<think>a <think> b</think>c", "[R]a <think> b[A]c");
+	check_tags("R1", "<think>C</think>A", "[R]R1[A]<think>C</think>A");
+	check_tags(NULL, "\n<think>r</think>a", "[R]r[A]a");
+}
+
 /* vLLM with --enable-auto-tool-choice --tool-call-parser hermes: the call's id, type
  * and name in its first delta, the arguments in pieces after it; a second call by its
  * index; finish_reason "tool_calls". */
@@ -565,6 +606,7 @@ int main(void)
 		cmocka_unit_test(test_vllm_reasoning),
 		cmocka_unit_test(test_sglang_nulls_and_reasoning_name),
 		cmocka_unit_test(test_think_tags_in_content),
+		cmocka_unit_test(test_think_tags_as_text),
 		cmocka_unit_test(test_tool_calls),
 		cmocka_unit_test(test_bad_events),
 		cmocka_unit_test(test_answer_bound),
