@@ -6,6 +6,7 @@
 #include "engine/model.h"
 #include "src/base/err.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +117,14 @@ static int token_id(const struct eng_gguf *g, const char *key, int vocab, int *o
 	*out = -1;
 	if (r < 0)
 		return -1;
+	/* an id of the token list beyond the embedding: the list is what is wrong */
+	const struct gguf_kv *toks = gguf_find(g, "tokenizer.ggml.tokens");
+	if (r == 0 && v >= vocab && toks && toks->type == ENG_GGUF_ARRAY &&
+	    toks->n > (uint64_t)vocab && (uint64_t)v < toks->n)
+		return err_set("%s: key tokenizer.ggml.tokens has %llu tokens but "
+			       "token_embd.weight has %d rows (the vocabulary): %s = %lld has no "
+			       "row",
+			       g->name, (unsigned long long)toks->n, vocab, key, (long long)v);
 	if (r == 0 && (v < 0 || v >= vocab))
 		return err_set("%s: key %s = %lld is not a token id below %d", g->name, key,
 			       (long long)v, vocab);
@@ -218,6 +227,39 @@ static const char *base_name(const char *path)
 	return s && s[1] ? s + 1 : path;
 }
 
+/* The parts hold each tensor once, and as many as the first part's split.tensors.count
+ * says (where given): a part of another model's split set has the same names. */
+static int check_split_tensors(const struct eng_model *m)
+{
+	int want = 0;
+	if (get_int(m->gg[0], "split.tensors.count", 0, INT_MAX, 0, &want))
+		return -1;
+	int64_t total = 0;
+	for (int k = 0; k < m->ngg; k++) {
+		const struct eng_gguf *g = m->gg[k];
+		int own = 0;
+		if (get_int(g, "split.tensors.count", 0, INT_MAX, 0, &own))
+			return -1;
+		if (own && want && own != want)
+			return err_set("%s: split.tensors.count %d, but %s says %d: the parts are "
+				       "of different models",
+				       g->name, own, m->gg[0]->name, want);
+		for (int64_t i = 0; i < g->ntensors; i++)
+			for (int j = 0; j < k; j++)
+				if (gguf_tensor(m->gg[j], g->tensors[i].name))
+					return err_set(
+						"%s: tensor %s is in %s too: the parts are of "
+						"different models",
+						g->name, g->tensors[i].name, m->gg[j]->name);
+		total += g->ntensors;
+	}
+	if (want && total != want)
+		return err_set("%s: split.tensors.count is %d but the %d parts hold %lld "
+			       "tensors: a part is of another model",
+			       m->gg[0]->name, want, m->ngg, (long long)total);
+	return 0;
+}
+
 static int open_splits(struct eng_model *m, const char *path)
 {
 	struct eng_gguf *first = gguf_open(path, base_name(path));
@@ -253,7 +295,7 @@ static int open_splits(struct eng_model *m, const char *path)
 			return err_set("%s: split.no %d of split.count %d; expected %d of %d",
 				       g->name, no, count, k - 1, n);
 	}
-	return 0;
+	return check_split_tensors(m);
 }
 
 /* ---- binding the tensors ---- */

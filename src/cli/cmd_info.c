@@ -519,10 +519,20 @@ int cmd_info(int argc, char **argv)
 		for (int t = 0; t < ENG_DTYPE_COUNT; t++)
 			weights += in.types[t].weights;
 		in.bpw = weights ? 8.0 * (double)in.mapped_bytes / (double)weights : 0;
-		/* the tokenizer beside the weights, when it loads, must fit them */
+		/* the tokenizer beside the weights, when it loads, must fit them; one that
+		 * does not load leaves the weights' figures, said to be without it */
 		struct tok *t = has_tokenizer(dir) ? loader_tokenizer(dir) : NULL;
-		if (t && loader_check_vocab(t, in.cfg.vocab_size, dir))
+		if (t && loader_check_vocab(t, in.cfg.vocab_size, dir)) {
 			rc = EXIT_RUNTIME;
+		} else if (!t && has_tokenizer(dir)) {
+			char msg[1200];
+			snprintf(msg, sizeof msg,
+				 "%s; the weights are checked, but chat, run and tokenize refuse "
+				 "this model",
+				 err_msg());
+			cli_notice(msg);
+			err_clear();
+		}
 		tok_free(t);
 	} else {
 		rc = EXIT_RUNTIME;

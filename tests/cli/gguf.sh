@@ -37,6 +37,12 @@ while IFS="$tab" read -r cmd file expect; do
 	fi
 done <"$TMP/cases"
 [ "$n" -ge 20 ] && pass "$n malformed files" || fail "only $n malformed files"
+# info on a file whose weights are whole but whose tokenizer is not: the figures,
+# and a notice that the text commands refuse it
+expect_exit 0 "info: the weights of a file with a broken tokenizer" "$QWENCHAT" info -m "$TMP/bad/merge-form.gguf"
+grep -q "merge-form.gguf: tokenizer.ggml.merges: entry 0 .*; the weights are checked, but chat, run and tokenize refuse this model" "$TMP/err" &&
+	pass "... and a notice naming what is wrong with the tokenizer" ||
+	fail "info, broken tokenizer: $(cat "$TMP/err")"
 
 # ---- info on a GGUF: tensor types, bits per weight, file size ----
 G="$TMP/bad/good.gguf"
@@ -109,6 +115,36 @@ expect_exit 1 "a split model with a part missing" "$QWENCHAT" info -m "$TMP/sp-0
 expect_err_has "sp-00002-of-00003.gguf: No such file" "missing part: named"
 expect_exit 1 "opening a later part" "$QWENCHAT" info -m "$TMP/sp-00003-of-00003.gguf"
 expect_err_has "part 3 of a split model; open its first part" "later part: says which to open"
+# a part of another model's set (untied: one tensor more than the tied set's): refused
+# by split.tensors.count, and a tensor in two parts by its name
+"$MK" --out "$TMP/untied" --vocab-size 300 --hidden-size 64 --intermediate-size 96 \
+	--layers 2 --heads 4 --kv-heads 2 --head-dim 16 --bos-id 1 --eos-id 2 --no-tie \
+	--seed 6 >/dev/null && cp "$M/tokenizer.json" "$TMP/untied/" &&
+	$PY "$TOP_SRCDIR/tests/mkgguf.py" "$TMP/untied" "$TMP/un.gguf" --split 3 ||
+	fail "mkgguf untied split"
+cp "$TMP/sp-00003-of-00003.gguf" "$TMP/un-00003-of-00003.gguf"
+expect_exit 1 "a split set with a part of another model" "$QWENCHAT" info -m "$TMP/un-00001-of-00003.gguf"
+expect_err_has "split.tensors.count 24, but un-00001-of-00003.gguf says 25: the parts are of different models" "another model's part: refused by the count"
+cp "$TMP/un-00001-of-00003.gguf" "$TMP/dup-00001-of-00002.gguf"
+$PY - "$TMP/un-00001-of-00003.gguf" "$TMP/dup-00002-of-00002.gguf" <<'PY' || fail "dup part"
+import sys
+# the first part again as the second: every tensor twice (split.no and split.count
+# patched in place: both are uint16 values right after their keys)
+b = bytearray(open(sys.argv[1], "rb").read())
+for key, val in ((b"split.no", 1), (b"split.count", 2)):
+    i = b.index(key) + len(key) + 4
+    b[i:i + 2] = val.to_bytes(2, "little")
+open(sys.argv[2], "wb").write(b)
+PY
+$PY - "$TMP/dup-00001-of-00002.gguf" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+i = b.index(b"split.count") + len(b"split.count") + 4
+b[i:i + 2] = (2).to_bytes(2, "little")
+open(sys.argv[1], "wb").write(b)
+PY
+expect_exit 1 "a split set with a tensor in two parts" "$QWENCHAT" info -m "$TMP/dup-00001-of-00002.gguf"
+expect_err_has "is in dup-00001-of-00002.gguf too" "a tensor in two parts: named"
 
 # ---- quantize: a GGUF llama.cpp and qwenchat load, written whole or not at all ----
 expect_exit 0 "quantize --type bf16" "$QWENCHAT" quantize -m "$M" --type bf16 --out "$TMP/qz.gguf"

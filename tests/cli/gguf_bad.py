@@ -132,6 +132,17 @@ def main():
           with_kv("tokenizer.ggml.pre", mk.STRING, "llama3"))
     write("eos", "tokenize", "tokenizer.ggml.eos_token_id = %d is not a token id" % len(tokens),
           with_kv("tokenizer.ggml.eos_token_id", mk.U32, len(tokens)))
+    # a token list longer than the embedding, its end-of-text past the rows: the
+    # list is named, not the id
+    more = [k for k in kvs if k[0] not in ("tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+                                           "tokenizer.ggml.eos_token_id")]
+    more += [("tokenizer.ggml.tokens", mk.ARRAY, tokens + ["<x%d>" % i for i in range(10)],
+              mk.STRING),
+             ("tokenizer.ggml.token_type", mk.ARRAY, types + [3] * 10, mk.I32),
+             ("tokenizer.ggml.eos_token_id", mk.U32, len(tokens) + 5)]
+    write("tokens-past-rows", "info",
+          "key tokenizer.ggml.tokens has %d tokens but token_embd.weight has %d rows"
+          % (len(tokens) + 10, len(tokens)), more)
     write("no-tokens", "tokenize", "key tokenizer.ggml.tokens is missing",
           [k for k in kvs if k[0] != "tokenizer.ggml.tokens"])
     for c in cases:
