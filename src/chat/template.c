@@ -5,6 +5,7 @@
 #include "src/base/err.h"
 #include "src/base/strbuf.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,68 @@ static enum tmpl_variant variant_of(const char *c)
 	return TMPL_CHATML;
 }
 
+/* FNV-1a over n bytes: to tell Qwen's own texts from edited copies, not a secret. */
+static uint64_t fnv1a(const char *s, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Whether c (escapes read) is Qwen's own text of variant v, line ends (CRLF) and
+ * white space at its end aside. The hashes are of the chat_template of Qwen/Qwen3-*
+ * (hybrid), Qwen3-*-Instruct-2507 and Qwen3-*-Thinking-2507 (tests/unit/test_template.c
+ * checks them against tests/golden/template-config-*.json), and of the hybrid with its
+ * default flipped to no thinking ("enable_thinking is not defined or ..."), which
+ * tmpl_absent_think follows. */
+static bool is_qwens_own(const char *c, enum tmpl_variant v)
+{
+	static const struct {
+		enum tmpl_variant v;
+		uint64_t h;
+	} own[] = {
+		{TMPL_QWEN3, 0xabb815b933a4981aULL},
+		{TMPL_QWEN3, 0xd26f27eb58b6d8dfULL},
+		{TMPL_QWEN3_INSTRUCT, 0xe62b0eb869d628c3ULL},
+		{TMPL_QWEN3_THINKING, 0xf12683db822f0eddULL},
+	};
+	size_t n = strlen(c);
+	while (n && strchr(" \t\r\n", c[n - 1]))
+		n--;
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n;) { /* CRLF as LF */
+		size_t k = i;
+		while (k < n && !(c[k] == '\r' && k + 1 < n && c[k + 1] == '\n'))
+			k++;
+		h = fnv1a(c + i, k - i, h);
+		i = k < n ? k + 1 : n;
+	}
+	for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+		if (own[i].v == v && own[i].h == h)
+			return true;
+	return false;
+}
+
+/* What is said of a copy of a known template with edits: the rendering is Qwen's. */
+static const char *edited_warning(enum tmpl_variant v)
+{
+	switch (v) {
+	case TMPL_QWEN3:
+		return "the chat template is an edited or older copy of the Qwen3 template: "
+		       "qwenchat renders Qwen's own (what the edits change is not followed)";
+	case TMPL_QWEN3_INSTRUCT:
+		return "the chat template is an edited or older copy of the Qwen3 Instruct-2507 "
+		       "template: qwenchat renders Qwen's own (what the edits change is not "
+		       "followed)";
+	case TMPL_QWEN3_THINKING:
+		return "the chat template is an edited or older copy of the Qwen3 Thinking-2507 "
+		       "template: qwenchat renders Qwen's own (what the edits change is not "
+		       "followed)";
+	case TMPL_CHATML: break;
+	}
+	return NULL;
+}
+
 enum tmpl_variant tmpl_detect(const char *t, const char **warning)
 {
 	if (warning)
@@ -61,9 +124,13 @@ enum tmpl_variant tmpl_detect(const char *t, const char **warning)
 		return TMPL_CHATML;
 	}
 	enum tmpl_variant v = variant_of(c);
+	bool own = v != TMPL_CHATML && is_qwens_own(c, v);
 	free(c);
-	if (v != TMPL_CHATML)
+	if (v != TMPL_CHATML) {
+		if (!own && warning)
+			*warning = edited_warning(v);
 		return v;
+	}
 	if (warning)
 		*warning = "chat_template is not a known Qwen3 template; using plain ChatML";
 	return TMPL_CHATML;

@@ -237,8 +237,34 @@ static void test_detect(void **state)
 			else
 				*o++ = *p;
 		*o = 0;
-		assert_int_equal(tmpl_detect(raw, NULL), variants[k].v);
+		warning = "unset";
+		assert_int_equal(tmpl_detect(raw, &warning), variants[k].v);
+		if (variants[k].v != TMPL_CHATML)
+			assert_null(warning); /* still Qwen's own text */
 		free(raw);
+		if (variants[k].v != TMPL_CHATML) {
+			/* CRLF line ends and a last newline: Qwen's own too */
+			size_t n = strlen(t);
+			char *crlf = malloc(2 * n + 3), *c = crlf;
+			for (const char *p = t; *p; p++) {
+				if (*p == '\n')
+					*c++ = '\r';
+				*c++ = *p;
+			}
+			strcpy(c, "\r\n");
+			warning = "unset";
+			assert_int_equal(tmpl_detect(crlf, &warning), variants[k].v);
+			assert_null(warning);
+			free(crlf);
+			/* an edit the markers keep: rendered as Qwen's, with a warning */
+			char *ed = malloc(n + 8);
+			sprintf(ed, "%s{# #}", t);
+			warning = NULL;
+			assert_int_equal(tmpl_detect(ed, &warning), variants[k].v);
+			assert_non_null(warning);
+			assert_non_null(strstr(warning, "edited or older copy"));
+			free(ed);
+		}
 		json_decref(cfg);
 	}
 	/* a hybrid template edited to think only when asked: off when none is given */
@@ -249,7 +275,9 @@ static void test_detect(void **state)
 	assert_non_null(at2);
 	sprintf(flip, "%.*senable_thinking is not defined or%s", (int)(at2 - ht), ht,
 		at2 + strlen("enable_thinking is defined and"));
-	assert_int_equal(tmpl_detect(flip, NULL), TMPL_QWEN3);
+	const char *warning = "unset";
+	assert_int_equal(tmpl_detect(flip, &warning), TMPL_QWEN3);
+	assert_null(warning); /* an edit qwenchat follows */
 	assert_int_equal(tmpl_absent_think(flip), TMPL_THINK_OFF);
 	free(flip);
 	json_decref(hy);
@@ -270,7 +298,7 @@ static void test_detect(void **state)
 			    "<tool_response>",
 			    NULL),
 		TMPL_CHATML);
-	const char *warning = NULL;
+	warning = NULL;
 	assert_int_equal(tmpl_detect(NULL, &warning), TMPL_CHATML);
 	assert_non_null(warning);
 	assert_true(tmpl_has_think_switch(TMPL_QWEN3));
