@@ -2,6 +2,10 @@
 #include "src/cli/env.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/strbuf.h"
+
+#include <ctype.h>
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +16,56 @@ static const char *var(const char *name)
 {
 	const char *v = getenv(name);
 	return v && *v ? v : NULL;
+}
+
+/* A path variable as huggingface_hub reads it: os.path.expandvars(os.path.expanduser(v)),
+ * "~" and "~/..." as $HOME, $NAME and ${NAME} as their values (unset ones kept as
+ * written). NULL when unset or empty. The expansion is kept for the process's life:
+ * the environment does not change under it. */
+static const char *path_var(const char *name)
+{
+	static struct {
+		const char *name;
+		char *value;
+	} kept[8];
+	const char *v = var(name), *home = var("HOME");
+	if (!v || (!strchr(v, '$') && v[0] != '~'))
+		return v;
+	size_t slot = 0;
+	while (slot < 8 && kept[slot].name && strcmp(kept[slot].name, name))
+		slot++;
+	if (slot < 8 && kept[slot].name)
+		return kept[slot].value;
+	struct strbuf b = {0};
+	if (v[0] == '~' && (v[1] == '/' || !v[1]) && home)
+		sb_puts(&b, home), v++;
+	for (const char *p = v; *p;) {
+		bool brace = p[0] == '$' && p[1] == '{';
+		const char *n = p + (brace ? 2 : 1);
+		size_t len = 0;
+		while (p[0] == '$' && (isalnum((unsigned char)n[len]) || n[len] == '_'))
+			len++;
+		if (!len || (brace && n[len] != '}')) {
+			sb_put(&b, p, 1), p++;
+			continue;
+		}
+		char key[256];
+		snprintf(key, sizeof key, "%.*s", (int)len, n);
+		const char *val = len < sizeof key ? getenv(key) : NULL;
+		size_t whole = (size_t)(n - p) + len + (brace ? 1 : 0);
+		if (val)
+			sb_puts(&b, val);
+		else
+			sb_put(&b, p, whole);
+		p += whole;
+	}
+	if (!b.p || b.oom || slot == 8) { /* out of memory: as written */
+		free(b.p);
+		return v;
+	}
+	kept[slot].name = name;
+	kept[slot].value = b.p;
+	return b.p;
 }
 
 /* huggingface_hub's notion of a true value. */
@@ -25,16 +79,16 @@ static bool var_true(const char *name)
 void cli_env_hub(struct hub_env *h)
 {
 	memset(h, 0, sizeof *h);
-	h->hub_cache = var("HF_HUB_CACHE");
+	h->hub_cache = path_var("HF_HUB_CACHE");
 	if (!h->hub_cache)
-		h->hub_cache = var("HUGGINGFACE_HUB_CACHE");
-	h->hf_home = var("HF_HOME");
-	h->xdg_cache_home = var("XDG_CACHE_HOME");
+		h->hub_cache = path_var("HUGGINGFACE_HUB_CACHE");
+	h->hf_home = path_var("HF_HOME");
+	h->xdg_cache_home = path_var("XDG_CACHE_HOME");
 	h->home = var("HOME");
 	h->endpoint = var("HF_ENDPOINT");
 	h->token = var("HF_TOKEN");
 	h->token_legacy = var("HUGGING_FACE_HUB_TOKEN");
-	h->token_path = var("HF_TOKEN_PATH");
+	h->token_path = path_var("HF_TOKEN_PATH");
 	h->offline = var_true("HF_HUB_OFFLINE");
 	h->no_progress = var_true("HF_HUB_DISABLE_PROGRESS_BARS");
 	const char *a = var("QWENCHAT_DOWNLOAD_ATTEMPTS");

@@ -94,13 +94,82 @@ static bool holds_tag(const char *name, const char *tag)
 	return dl == t + 1 && !strncasecmp(name, tag, t);
 }
 
+/* The length of name without ".gguf" and a split part's "-0000k-of-0000N". */
+static size_t stem_len(const char *name)
+{
+	size_t prefix;
+	int k, total;
+	if (split_part(name, &prefix, &k, &total))
+		return prefix;
+	return strlen(name) - 5;
+}
+
+/* Whether the tag ends the name's stem after a delimiter: the quantization a file is
+ * named for (Qwen3-8B-Q4_K_M.gguf, model.Q8_0.gguf), not a tag inside it ("8B"). */
+static bool ends_with_tag(const char *name, const char *tag)
+{
+	const char *base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	size_t n = stem_len(name) - (size_t)(base - name), t = strlen(tag);
+	return holds_tag(name, tag) && n >= t && !strncasecmp(base + n - t, tag, t) &&
+	       (n == t || base[n - t - 1] == '-' || base[n - t - 1] == '.');
+}
+
+/* Whether name is a split model's part after the first (its set counts once). */
+static bool later_part(const char *name)
+{
+	size_t prefix;
+	int k, total;
+	return split_part(name, &prefix, &k, &total) && k > 1;
+}
+
+/* Whether the tag picks names[i] in this tier (see pick_file). */
+static bool tag_matches(const char *name, const char *tag, bool tier1)
+{
+	return !later_part(name) && (tier1 ? ends_with_tag(name, tag) : holds_tag(name, tag));
+}
+
+/* The file the tag names: among those it ends (else those holding it anywhere), the
+ * one with the shortest name (Qwen3-8B-Q4_K_M over Qwen3-8B-UD-Q4_K_M); n when none.
+ * Two of that length, or two holding it only inside, are ambiguous: (size_t)-1, with
+ * err_set listing them. */
+static size_t pick_file(char *const *names, size_t n, const char *tag)
+{
+	size_t best = n, ties = 0, matches = 0;
+	bool tier1 = false;
+	for (size_t i = 0; i < n; i++)
+		tier1 |= tag_matches(names[i], tag, true);
+	for (size_t i = 0; i < n; i++) {
+		if (!tag_matches(names[i], tag, tier1))
+			continue;
+		matches++;
+		if (best == n || stem_len(names[i]) < stem_len(names[best]))
+			best = i, ties = 0;
+		else if (stem_len(names[i]) == stem_len(names[best]))
+			ties++;
+	}
+	if (best == n || (tier1 ? !ties : matches == 1))
+		return best;
+	char list[512] = "";
+	for (size_t i = 0; i < n; i++)
+		if (tag_matches(names[i], tag, tier1) &&
+		    strlen(list) + strlen(names[i]) + 3 < sizeof list)
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+				 list[0] ? ", " : "", names[i]);
+	err_set("the tag %s names more than one .gguf file (%s): give one of their names' "
+		"ends as the tag",
+		tag, list);
+	return (size_t)-1;
+}
+
 int ggufname_pick(char *const *names, size_t n, const char *tag, const char ***out)
 {
-	size_t first = 0, prefix, count = 1;
+	size_t prefix, count = 1;
 	int k, total;
 	*out = NULL;
-	while (first < n && !holds_tag(names[first], tag))
-		first++;
+	size_t first = pick_file(names, n, tag);
+	if (first == (size_t)-1)
+		return -1;
 	if (first == n) {
 		char list[512] = "";
 		for (size_t i = 0; i < n; i++)
@@ -252,17 +321,21 @@ static char *ollama_blob(const char *spec, const char *root, const char *mpath, 
 		ok = isxdigit((unsigned char)dg[k]) != 0;
 	if (!ok)
 		return err_set("%s: the model layer's digest is not sha256:HEX", mpath), NULL;
+	if (!json_is_integer(size) || json_integer_value(size) < 0)
+		return err_set("%s: the model layer's size is not a count of bytes", mpath), NULL;
 	char b[128];
 	snprintf(b, sizeof b, "blobs/sha256-%s", dg + 7);
 	char *blob = fio_join(root, b);
 	struct stat st;
 	if (!blob)
 		err_set("out of memory");
-	else if (stat(blob, &st) != 0 || !S_ISREG(st.st_mode))
+	else if (stat(blob, &st) != 0)
 		err_set("ollama:%s: the manifest names %s, which is missing", spec, blob);
+	else if (!S_ISREG(st.st_mode))
+		err_set("ollama:%s: the manifest names %s, which is not a file", spec, blob);
 	else if (!inside(blob, root))
 		err_set("%s: a link out of the ollama store (refused)", blob);
-	else if (json_is_integer(size) && json_integer_value(size) != (json_int_t)st.st_size)
+	else if (json_integer_value(size) != (json_int_t)st.st_size)
 		err_set("%s: %lld bytes where the manifest says %lld (damaged or incomplete; "
 			"'ollama pull %s' fetches it again)",
 			blob, (long long)st.st_size, (long long)json_integer_value(size), spec);

@@ -16,11 +16,14 @@
  * 1 when the spec names a GGUF repo, 0 when not, -1 on a malformed tag (err_set). */
 int ggufname_split_spec(const char *spec, char **repo_spec, char **tag);
 
-/* The files `tag` means among `names` (repository paths, sorted): the first .gguf
- * whose name holds the tag between delimiters (any case; "Q4_K" does not match
- * "Q4_K_M"), and when it is a part NAME-0000k-of-0000N.gguf, every part in order.
- * Returns the count (0 when none: err_set lists the .gguf files there are) and the
- * names in *out (pointers into names, malloc'd array). -1 on error. */
+/* The files `tag` means among `names` (repository paths, sorted): of the .gguf files
+ * whose name ends with the tag after '-' or '.' (any case; "Q4_K" does not match
+ * "Q4_K_M"; a split part's suffix aside), else of those holding it between
+ * delimiters anywhere, the one with the shortest name (Qwen3-8B-Q4_K_M.gguf over
+ * Qwen3-8B-UD-Q4_K_M.gguf); when it is a part NAME-0000k-of-0000N.gguf, every part in
+ * order. Returns the count and the names in *out (pointers into names, malloc'd
+ * array); -1 when none (err_set lists the .gguf files there are), when two files tie
+ * (err_set lists them), on error. */
 int ggufname_pick(char *const *names, size_t n, const char *tag, const char ***out);
 
 /* The same among the files of a snapshot directory (one level of folders): the path

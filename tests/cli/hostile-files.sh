@@ -84,6 +84,13 @@ manifest short $((size + 1))
 refused "OLLAMA_MODELS='$O' '$QWENCHAT' info -m ollama:tiny:short" "sha256-$sha" "ollama: a blob of the wrong size"
 grep -q "where the manifest says $((size + 1))" "$TMP/err" && pass "ollama: the sizes are named" ||
 	fail "ollama size: $(cat "$TMP/err")"
+for sz in '"5"' 1.5 1e30 null; do
+	manifest odd "$sz"
+	refused "OLLAMA_MODELS='$O' '$QWENCHAT' info -m ollama:tiny:odd" odd "ollama: a size of $sz"
+	grep -q "the model layer's size is not a count of bytes" "$TMP/err" ||
+		fail "ollama size $sz: $(cat "$TMP/err")"
+done
+pass "ollama: a size that is not a count of bytes is named"
 mkdir -p "$TMP/outside"
 sha2=$(printf x | sha256sum | cut -d' ' -f1)
 cp "$TMP/m.gguf" "$TMP/outside/model.gguf"

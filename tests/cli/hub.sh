@@ -171,6 +171,14 @@ expect_exit 0 "qwenchat info -m REPO loads the downloaded model" \
 	env HF_HUB_OFFLINE=1 "$QWENCHAT" info -m test/Tiny-Qwen3
 [ "$(requests)" = "$n" ] && pass "info used the cache only" || fail "info made requests"
 
+# HF_HUB_CACHE and HF_HOME with ~ and $VAR, expanded as huggingface_hub expands them
+d=${HF_HUB_CACHE#"$TMP"/}
+expect_exit 0 "HF_HUB_CACHE as ~/..." env HOME="$TMP" HF_HUB_OFFLINE=1 \
+	HF_HUB_CACHE="~/$d" "$RESOLVE" test/Tiny-Qwen3
+expect_exit 0 "HF_HUB_CACHE as \$VAR/..." env TOPDIR="$TMP" HF_HUB_OFFLINE=1 \
+	HF_HUB_CACHE="\${TOPDIR}/$d" "$RESOLVE" test/Tiny-Qwen3
+[ "$(cat "$TMP/out")" = "$SNAP" ] && pass "... the same snapshot" || fail "expanded cache: $(cat "$TMP/out")"
+
 # --- offline mode ---------------------------------------------------------------
 n=$(requests)
 expect_exit 0 "offline: cached model" env HF_HUB_OFFLINE=1 "$RESOLVE" test/Tiny-Qwen3@$C

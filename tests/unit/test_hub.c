@@ -2,6 +2,7 @@
  * and the cache paths huggingface_hub uses. (Hash checks of downloads: tests/cli/hub.sh.) */
 #include "src/base/err.h"
 #include "src/hub/download.h"
+#include "src/hub/ggufname.h"
 #include "src/hub/hfcache.h"
 
 #include <setjmp.h>
@@ -11,6 +12,54 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+
+/* pick TAG NAMES... -> the first picked name, or NULL (none or ambiguous) */
+static const char *pick(const char *tag, char *const *names, size_t n, int *count)
+{
+	const char **out = NULL;
+	*count = ggufname_pick(names, n, tag, &out);
+	const char *first = *count > 0 ? out[0] : NULL;
+	free(out);
+	return first;
+}
+
+/* REPO:TAG among a repository's files: the tag that ends a name wins, the shortest
+ * such name (the plain quantization over Unsloth's UD- one); a tag found only inside
+ * several names, or two names of the same length, is ambiguous. */
+static void test_gguf_tags(void **state)
+{
+	(void)state;
+	char *repo[] = {"Qwen3-8B-Q4_K.gguf",      "Qwen3-8B-Q4_K_M.gguf",     "Qwen3-8B-Q8_0.gguf",
+			"Qwen3-8B-UD-Q4_K_M.gguf", "Qwen3-8B-UD-Q4_K_XL.gguf", "mmproj-Q8_0.gguf",
+			"sub/Qwen3-8B-Q4_K_M.gguf"};
+	size_t n = sizeof repo / sizeof *repo;
+	int count;
+	assert_string_equal(pick("Q4_K_M", repo, n, &count), "Qwen3-8B-Q4_K_M.gguf");
+	assert_string_equal(pick("q4_k", repo, n, &count), "Qwen3-8B-Q4_K.gguf");
+	assert_string_equal(pick("UD-Q4_K_M", repo, n, &count), "Qwen3-8B-UD-Q4_K_M.gguf");
+	assert_string_equal(pick("Q4_K_XL", repo, n, &count), "Qwen3-8B-UD-Q4_K_XL.gguf");
+	assert_string_equal(pick("Q8_0", repo, n, &count), "Qwen3-8B-Q8_0.gguf");
+	assert_null(pick("8B", repo, n, &count)); /* inside five names */
+	assert_int_equal(count, -1);
+	assert_non_null(strstr(err_msg(), "the tag 8B names more than one .gguf file"));
+	assert_non_null(strstr(err_msg(), "Qwen3-8B-UD-Q4_K_XL.gguf"));
+	assert_null(pick("Q5_K_M", repo, n, &count));
+	assert_int_equal(count, -1);
+	assert_non_null(strstr(err_msg(), "no .gguf file for tag Q5_K_M"));
+	/* a tag inside one name only, and model.Q8_0.gguf's dot */
+	char *one[] = {"Qwen3-8B-Q4_K_M-imat.gguf", "model.Q8_0.gguf"};
+	assert_string_equal(pick("Q4_K_M", one, 2, &count), "Qwen3-8B-Q4_K_M-imat.gguf");
+	assert_string_equal(pick("Q8_0", one, 2, &count), "model.Q8_0.gguf");
+	/* a split set counts once; its parts in order */
+	char *split[] = {"BF16/Qwen3-8B-BF16-00001-of-00002.gguf",
+			 "BF16/Qwen3-8B-BF16-00002-of-00002.gguf", "Qwen3-8B-Q8_0.gguf"};
+	assert_string_equal(pick("BF16", split, 3, &count), split[0]);
+	assert_int_equal(count, 2);
+	/* two names of the same length ending with the tag */
+	char *twin[] = {"a-Q8_0.gguf", "b-Q8_0.gguf"};
+	assert_null(pick("Q8_0", twin, 2, &count));
+	assert_int_equal(count, -1);
+}
 
 static void test_parse_spec(void **state)
 {
@@ -97,6 +146,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_spec),
+		cmocka_unit_test(test_gguf_tags),
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_retry_after),
 	};
