@@ -141,10 +141,11 @@ int cmd_list(int argc, char **argv)
 		snprintf(rev, sizeof rev, "%s%s%.7s%s", e[i].refs, e[i].refs[0] ? " (" : "",
 			 e[i].commit, e[i].refs[0] ? ")" : "");
 		units_bytes((double)e[i].bytes, size, sizeof size);
-		/* a GGUF file: MODEL is what -m takes for it (REPO:TYPE) */
+		/* a GGUF file: MODEL is what -m takes for it (REPO:TAG, the tag from its
+		 * name, which may say more than its type: UD-Q4_K_XL) */
 		char model[256], format[32];
-		snprintf(model, sizeof model, "%s%s%s", e[i].repo_id, e[i].type ? ":" : "",
-			 e[i].type ? e[i].type : "");
+		snprintf(model, sizeof model, "%s%s%s", e[i].repo_id, e[i].tag ? ":" : "",
+			 e[i].tag ? e[i].tag : "");
 		snprintf(format, sizeof format, "%s%s%s", e[i].file ? "GGUF" : "safetensors",
 			 e[i].file && e[i].type ? " " : "",
 			 e[i].file && e[i].type ? e[i].type : "");

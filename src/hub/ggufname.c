@@ -459,6 +459,32 @@ static uint64_t size_of(const char *dir, const char *name)
 	return r;
 }
 
+/* The shortest end of names[i]'s stem (after a '-' or '.') that REPO:TAG resolves to
+ * that file among names, malloc'd; NULL when none does. */
+static char *tag_for(char *const *names, size_t n, size_t i)
+{
+	const char *name = names[i], *base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	size_t len = stem_len(name) - (size_t)(base - name);
+	for (size_t at = len; at-- > 0;) {
+		if (base[at] != '-' && base[at] != '.')
+			continue;
+		char tag[65];
+		size_t t = len - at - 1;
+		bool ok = t > 0 && t < sizeof tag;
+		for (size_t k = 0; ok && k < t; k++)
+			ok = tag_char(base[at + 1 + k]);
+		if (!ok)
+			continue;
+		snprintf(tag, sizeof tag, "%.*s", (int)t, base + at + 1);
+		size_t got = pick_file(names, n, tag);
+		if (got == i)
+			return strdup(tag);
+	}
+	err_clear();
+	return NULL;
+}
+
 int ggufname_files(const char *dir, struct ggufname_file **out, size_t *n)
 {
 	size_t nn = 0;
@@ -488,6 +514,7 @@ int ggufname_files(const char *dir, struct ggufname_file **out, size_t *n)
 		*out = g;
 		struct ggufname_file *f = &g[(*n)++];
 		f->name = strdup(names[i]);
+		f->tag = tag_for(names, nn, i);
 		f->type = type;
 		f->bytes = 0;
 		f->complete = 1;
@@ -517,8 +544,10 @@ int ggufname_files(const char *dir, struct ggufname_file **out, size_t *n)
 
 void ggufname_files_free(struct ggufname_file *f, size_t n)
 {
-	for (size_t i = 0; f && i < n; i++)
+	for (size_t i = 0; f && i < n; i++) {
 		free(f[i].name);
+		free(f[i].tag);
+	}
 	free(f);
 }
 

@@ -33,6 +33,7 @@ char *ggufname_in_dir(const char *dir, const char *tag);
 /* The Qwen3 GGUF files of a snapshot directory (single files and first parts). */
 struct ggufname_file {
 	char *name;       /* relative to the directory */
+	char *tag;        /* the shortest TAG with which REPO:TAG is this file, or NULL */
 	const char *type; /* llama.cpp's name of general.file_type ("Q4_K_M"), or NULL */
 	uint64_t bytes;   /* all parts */
 	int complete;     /* every part is there */

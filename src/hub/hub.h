@@ -56,6 +56,7 @@ struct hub_entry {
 	int complete;     /* 1 when it has everything a model directory needs */
 	char *file;       /* a GGUF file of the snapshot (its path there), or NULL */
 	const char *type; /* the GGUF's general.file_type ("Q4_K_M"), or NULL */
+	char *tag;        /* the tag that names the file (REPO:TAG), or NULL */
 };
 
 /* The snapshots in the cache whose config.json says model_type "qwen3", and the

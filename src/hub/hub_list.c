@@ -102,7 +102,9 @@ static int add_entry(struct hub_entry **out, size_t *n, const char *name, const 
 	h->complete = complete;
 	h->file = file ? strdup(file->name) : NULL;
 	h->type = file ? file->type : NULL;
-	if (!h->repo_id || !h->commit || !h->refs || (file && !h->file))
+	h->tag = file && file->tag ? strdup(file->tag) : NULL;
+	if (!h->repo_id || !h->commit || !h->refs || (file && !h->file) ||
+	    (file && file->tag && !h->tag))
 		return err_set("out of memory");
 	return 0;
 }
@@ -183,6 +185,7 @@ void hub_list_free(struct hub_entry *e, size_t n)
 		free(e[i].commit);
 		free(e[i].refs);
 		free(e[i].file);
+		free(e[i].tag);
 	}
 	free(e);
 }

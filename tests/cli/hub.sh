@@ -468,9 +468,14 @@ mode normal
 expect_exit 1 "a tag no cached file has, offline" env HF_HUB_OFFLINE=1 "$QWENCHAT" info -m test/Tiny-GGUF:Q4_K
 err_has "no .gguf file for tag Q4_K (there are: " "offline unknown tag: the files there are, not \"incomplete\""
 expect_exit 0 "list" "$QWENCHAT" list
-grep -q '^test/Tiny-GGUF:BF16 .* GGUF BF16 .*complete  Tiny-Q4_K_M.gguf$' "$TMP/out" &&
-	grep -q 'complete  Tiny-Q8_0-00001-of-00002.gguf$' "$TMP/out" &&
+# MODEL is the name -m takes for the file: the tag from its name, not its type
+grep -q '^test/Tiny-GGUF:Q4_K_M .* GGUF BF16 .*complete  Tiny-Q4_K_M.gguf$' "$TMP/out" &&
+	grep -q '^test/Tiny-GGUF:Q8_0 .*complete  Tiny-Q8_0-00001-of-00002.gguf$' "$TMP/out" &&
 	pass "list shows the GGUF files with type and size" || fail "list: $(cat "$TMP/out")"
+for m in $(awk '/^test\/Tiny-GGUF:/ {print $1}' "$TMP/out"); do
+	env HF_HUB_OFFLINE=1 "$RESOLVE" "$m" >/dev/null 2>&1 || fail "list's $m does not resolve"
+done
+pass "each GGUF name list shows resolves"
 check_cache "$HF_HUB_CACHE" "GGUF downloads"
 # the file list's commit names the snapshot's folder: a path there is refused
 mode bad-sha
