@@ -382,22 +382,32 @@ void hfc_free_names(char **names, size_t n)
 	free(names);
 }
 
-bool hfc_model_complete(const char *dir)
+char *hfc_model_missing(const char *dir)
 {
-	if (!hfc_has_file(dir, "config.json") || !hfc_has_file(dir, "tokenizer.json"))
-		return false;
+	static const char *const needed[] = {"config.json", "tokenizer.json"};
+	for (size_t i = 0; i < 2; i++)
+		if (!hfc_has_file(dir, needed[i]))
+			return strdup(needed[i]);
 	if (hfc_has_file(dir, "model.safetensors"))
-		return true;
+		return NULL;
 	char *index = fio_join(dir, "model.safetensors.index.json");
 	size_t n = 0;
 	char **shards = index && fio_is_file(index) ? hfc_index_shards(index, &n) : NULL;
-	bool ok = shards != NULL;
-	for (size_t i = 0; ok && i < n; i++)
-		ok = hfc_has_file(dir, shards[i]);
+	char *missing = shards ? NULL : strdup("model.safetensors");
+	for (size_t i = 0; shards && !missing && i < n; i++)
+		if (!hfc_has_file(dir, shards[i]))
+			missing = strdup(shards[i]);
 	hfc_free_names(shards, n);
 	free(index);
 	err_clear();
-	return ok;
+	return missing;
+}
+
+bool hfc_model_complete(const char *dir)
+{
+	char *missing = hfc_model_missing(dir);
+	free(missing);
+	return !missing;
 }
 
 char *hfc_read_config(const char *snap, size_t *len)

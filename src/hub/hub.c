@@ -450,16 +450,25 @@ static bool snapshot_has(char **snap, bool weights, const char *tag)
 /* Why the cache cannot serve repo_id@rev offline: not there, no file of the tag (the
  * files there are named), or files missing. */
 static void offline_miss(const char *repo_id, const char *rev, const char *root,
-			 const char *repo_dir, const char *commit, const char *tag)
+			 const char *repo_dir, const char *commit, const char *tag, bool weights)
 {
-	char *snap = commit && tag ? hfc_snapshot(repo_dir, commit) : NULL;
-	char *file = snap ? ggufname_in_dir(snap, tag) : NULL;
-	if (snap && !file)
+	char *snap = commit ? hfc_snapshot(repo_dir, commit) : NULL;
+	char *file = snap && tag ? ggufname_in_dir(snap, tag) : NULL;
+	char *missing = !snap || tag                           ? NULL
+			: weights                              ? hfc_model_missing(snap)
+			: hfc_has_file(snap, "tokenizer.json") ? NULL
+							       : strdup("tokenizer.json");
+	if (snap && tag && !file)
 		err_prefix("%s@%s (in the Hugging Face cache %s; HF_HUB_OFFLINE is set)", repo_id,
 			   rev, root);
+	else if (missing)
+		err_set("%s@%s: incomplete in the Hugging Face cache (%s: no %s there), and "
+			"HF_HUB_OFFLINE is set",
+			repo_id, rev, snap, missing);
 	else
 		err_set("%s@%s: %s the Hugging Face cache (%s), and HF_HUB_OFFLINE is set", repo_id,
 			rev, commit ? "incomplete in" : "not in", root);
+	free(missing);
 	free(file);
 	free(snap);
 }
@@ -497,7 +506,7 @@ static char *resolve_repo(const struct hub_env *env, const char *repo_id, const 
 		free(snap);
 		snap = NULL;
 		if (offline)
-			offline_miss(repo_id, rev, root, repo_dir, commit, tag);
+			offline_miss(repo_id, rev, root, repo_dir, commit, tag, weights);
 		else
 			snap = download(env, repo_id, rev, root, repo_dir, weights, tag);
 		if (snap && tag && !snapshot_has(&snap, weights, tag)) {

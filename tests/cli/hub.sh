@@ -179,6 +179,14 @@ expect_exit 0 "HF_HUB_CACHE as \$VAR/..." env TOPDIR="$TMP" HF_HUB_OFFLINE=1 \
 	HF_HUB_CACHE="\${TOPDIR}/$d" "$RESOLVE" test/Tiny-Qwen3
 [ "$(cat "$TMP/out")" = "$SNAP" ] && pass "... the same snapshot" || fail "expanded cache: $(cat "$TMP/out")"
 
+# a snapshot missing a file, offline: the file is named
+cp -a "$HF_HUB_CACHE" "$TMP/cache-miss"
+rm "$TMP/cache-miss/models--test--Tiny-Qwen3/snapshots/$C/config.json"
+expect_exit 1 "offline: a snapshot without its config.json" env HF_HUB_OFFLINE=1 \
+	HF_HUB_CACHE="$TMP/cache-miss" "$QWENCHAT" info -m test/Tiny-Qwen3
+err_has "incomplete in the Hugging Face cache ($TMP/cache-miss/models--test--Tiny-Qwen3/snapshots/$C: no config.json there)" \
+	"offline incomplete snapshot: the missing file named"
+
 # --- offline mode ---------------------------------------------------------------
 n=$(requests)
 expect_exit 0 "offline: cached model" env HF_HUB_OFFLINE=1 "$RESOLVE" test/Tiny-Qwen3@$C
