@@ -3,6 +3,7 @@
 #include "src/hub/hub.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/strbuf.h"
 #include "src/hub/ggufname.h"
 #include "src/hub/hfcache.h"
 
@@ -27,34 +28,48 @@ static bool is_qwen3(const char *snap)
 	return r;
 }
 
-/* The names under refs/ (one level) whose content is commit, comma-separated. */
-static char *refs_naming(const char *repo_dir, const char *commit)
+/* The refs under refs/SUB (branches and tags, and refs/pr/1 or feat/x a level or two
+ * down) naming commit, appended to out comma-separated. */
+static void add_refs(const char *repo_dir, const char *sub, const char *commit, struct strbuf *out,
+		     int depth)
 {
-	char *dir = fio_join(repo_dir, "refs");
+	char *rel = sub ? fio_join("refs", sub) : strdup("refs");
+	char *dir = rel ? fio_join(repo_dir, rel) : NULL;
 	DIR *d = dir ? opendir(dir) : NULL;
-	size_t cap = 1, len = 0;
-	char *out = calloc(1, 1);
 	struct dirent *e;
-	while (d && out && (e = readdir(d))) {
+	while (d && (e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
-		char *c = hfc_read_ref(repo_dir, e->d_name);
-		if (c && !strcmp(c, commit)) {
-			size_t n = strlen(e->d_name);
-			char *grown = realloc(out, cap + n + 1);
-			if (grown) {
-				out = grown;
-				cap += n + 1;
-				len += (size_t)sprintf(out + len, "%s%s", len ? "," : "",
-						       e->d_name);
-			}
+		char *name = sub ? fio_join(sub, e->d_name) : strdup(e->d_name);
+		char *path = name && dir ? fio_join(dir, e->d_name) : NULL;
+		if (path && fio_is_dir(path)) {
+			if (depth < 2)
+				add_refs(repo_dir, name, commit, out, depth + 1);
+		} else if (name) {
+			char *c = hfc_read_ref(repo_dir, name);
+			if (c && !strcmp(c, commit))
+				sb_printf(out, "%s%s", out->n ? "," : "", name);
+			free(c);
 		}
-		free(c);
+		free(name);
+		free(path);
 	}
 	if (d)
 		closedir(d);
 	free(dir);
-	return out;
+	free(rel);
+}
+
+/* The refs naming commit, comma-separated ("" when none); NULL when out of memory. */
+static char *refs_naming(const char *repo_dir, const char *commit)
+{
+	struct strbuf b = {0};
+	add_refs(repo_dir, NULL, commit, &b, 0);
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p ? b.p : strdup("");
 }
 
 /* Bytes of the files in a snapshot (links followed; one level of folders). */

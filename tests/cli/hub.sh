@@ -207,9 +207,14 @@ grep -q retrying "$TMP/err" && fail "unresolved: retried: $(cat "$TMP/err")" ||
 	pass "unresolved: not retried ($((t1 - t0)) s)"
 
 # --- list -------------------------------------------------------------------
+# (a pull request's ref is stored as refs/refs/pr/1, as huggingface_hub stores it)
+mkdir -p "$HF_HUB_CACHE/models--test--Tiny-Qwen3/refs/refs/pr"
+printf '%s' "$C" >"$HF_HUB_CACHE/models--test--Tiny-Qwen3/refs/refs/pr/1"
 expect_exit 0 "list" "$QWENCHAT" list
-grep -q "^test/Tiny-Qwen3 *main ($(echo "$C" | cut -c1-7)) .*complete" "$TMP/out" &&
-	pass "list shows the model, its revision and status" || fail "list: $(cat "$TMP/out")"
+grep -q "^test/Tiny-Qwen3 *main,refs/pr/1 ($(echo "$C" | cut -c1-7)) .*complete" "$TMP/out" ||
+	grep -q "^test/Tiny-Qwen3 *refs/pr/1,main ($(echo "$C" | cut -c1-7)) .*complete" "$TMP/out" &&
+	pass "list shows the model, its revisions (a PR's too) and status" || fail "list: $(cat "$TMP/out")"
+rm -r "$HF_HUB_CACHE/models--test--Tiny-Qwen3/refs/refs"
 
 # --- sharded weights, optional files absent -----------------------------------
 expect_exit 0 "pull a sharded model" "$QWENCHAT" pull test/Sharded-Qwen3
