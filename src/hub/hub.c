@@ -135,10 +135,12 @@ static int enough_space(const char *dir, const char *file, uint64_t need)
 	return 0;
 }
 
+/* The size of a regular file at path itself (a link, which the download refuses to
+ * write through, counts as nothing here). */
 static uint64_t file_size(const char *path)
 {
 	struct stat st;
-	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+	return lstat(path, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
 }
 
 /* After a failure that may pass (a broken connection, 429, 5xx, a body cut
