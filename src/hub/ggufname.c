@@ -283,6 +283,17 @@ static bool inside(const char *path, const char *root)
 	return r;
 }
 
+/* Whether path is inside root/blobs where that folder is a link (the blobs moved to
+ * another disk, as people do): a blob may link within it, not out of it. */
+static bool inside_blobs(const char *path, const char *root)
+{
+	char *blobs = fio_join(root, "blobs");
+	struct stat st;
+	bool r = blobs && lstat(blobs, &st) == 0 && S_ISLNK(st.st_mode) && inside(path, blobs);
+	free(blobs);
+	return r;
+}
+
 /* The manifest at root/rel, parsed. ollama's are ~1 KB: 64 KiB is plenty and bounds
  * the parse. NULL with err_set. */
 static json_t *ollama_manifest(const char *spec, const char *root, const char *rel,
@@ -333,7 +344,7 @@ static char *ollama_blob(const char *spec, const char *root, const char *mpath, 
 		err_set("ollama:%s: the manifest names %s, which is missing", spec, blob);
 	else if (!S_ISREG(st.st_mode))
 		err_set("ollama:%s: the manifest names %s, which is not a file", spec, blob);
-	else if (!inside(blob, root))
+	else if (!inside(blob, root) && !inside_blobs(blob, root))
 		err_set("%s: a link out of the ollama store (refused)", blob);
 	else if (json_integer_value(size) != (json_int_t)st.st_size)
 		err_set("%s: %lld bytes where the manifest says %lld (damaged or incomplete; "

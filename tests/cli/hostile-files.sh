@@ -100,6 +100,17 @@ printf '{"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"s
 refused "OLLAMA_MODELS='$O' '$QWENCHAT' info -m ollama:tiny:linked" "sha256-$sha2" "ollama: a blob linked out of the store"
 grep -q "a link out of the ollama store" "$TMP/err" && pass "ollama: the link is refused as such" ||
 	fail "ollama link: $(cat "$TMP/err")"
+# blobs/ moved to another disk and linked back: its blobs load, links out of it do not
+O2=$TMP/ollama2
+MF2=$O2/manifests/registry.ollama.ai/library/tiny
+mkdir -p "$MF2" "$TMP/disk"
+rm -f "$MF/good" && manifest good "$size" && mv "$MF/good" "$MF2/good" &&
+	cp "$MF/linked" "$MF2/linked"
+mv "$O/blobs" "$TMP/disk/blobs" && ln -s "$TMP/disk/blobs" "$O2/blobs"
+expect_exit 0 "ollama: blobs/ linked to another disk" env OLLAMA_MODELS="$O2" "$QWENCHAT" info -m ollama:tiny:good
+refused "OLLAMA_MODELS='$O2' '$QWENCHAT' info -m ollama:tiny:linked" "sha256-$sha2" \
+	"ollama: a blob linked out of a linked blobs/"
+mv "$TMP/disk/blobs" "$O/blobs"
 
 # ---- conversation files beyond what one can be ------------------------------------------
 # 1M empty arrays (3 MB): 136 MB and most of a second for jansson before the cap
