@@ -521,10 +521,11 @@ int cmd_info(int argc, char **argv)
 		in.bpw = weights ? 8.0 * (double)in.mapped_bytes / (double)weights : 0;
 		/* the tokenizer beside the weights, when it loads, must fit them; one that
 		 * does not load leaves the weights' figures, said to be without it */
-		struct tok *t = has_tokenizer(dir) ? loader_tokenizer(dir) : NULL;
+		bool has = has_tokenizer(dir);
+		struct tok *t = has ? loader_tokenizer(dir) : NULL;
 		if (t && loader_check_vocab(t, in.cfg.vocab_size, dir)) {
 			rc = EXIT_RUNTIME;
-		} else if (!t && has_tokenizer(dir)) {
+		} else if (!t && has) {
 			char msg[1200];
 			snprintf(msg, sizeof msg,
 				 "%s; the weights are checked, but chat, run and tokenize refuse "

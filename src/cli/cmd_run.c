@@ -299,11 +299,16 @@ static const char *stop_name(enum sess_stop s)
 
 /* seed: the sampler's, or NULL when a server picked it; failed: the turn ended on an
  * error (said on the next line), whatever st->stop holds */
-static void print_stats(const struct sess_stats *st, const uint64_t *seed, bool failed)
+static void print_seed(const uint64_t *seed)
 {
 	if (seed)
 		fprintf(stderr, "stats: seed %llu (--seed %llu repeats this answer)\n",
 			(unsigned long long)*seed, (unsigned long long)*seed);
+}
+
+static void print_stats(const struct sess_stats *st, const uint64_t *seed, bool failed)
+{
+	print_seed(seed);
 	fprintf(stderr,
 		"stats: %d token%s reused, %d prefilled in %.3f s (%.1f tok/s), "
 		"time to first token %.3f s\n"
@@ -449,17 +454,15 @@ static int run_remote(struct run_args *a, const char *prompt)
 	st.stop = atomic_load(&g_cancel)       ? SESS_STOP_CANCEL
 		  : rep.finish == REPLY_LENGTH ? SESS_STOP_MAX
 					       : SESS_STOP_EOS;
+	const uint64_t *seed = a->cli.set & SAMP_SET_SEED ? &a->cli.sampling.seed : NULL;
 	if (a->stats && rep.prompt_tokens < 0) { /* a server that sent no usage */
-		if (a->cli.set & SAMP_SET_SEED)
-			fprintf(stderr, "stats: seed %llu\n",
-				(unsigned long long)a->cli.sampling.seed);
+		print_seed(seed);
 		fprintf(stderr,
 			"stats: the server sent no token counts; time to first token %.3f s\n"
 			"stats: %zu pieces of text in %.3f s, stopped: %s\n",
 			st.ttft, rep.deltas, st.decode_seconds, r2 ? "error" : stop_name(st.stop));
 	} else if (a->stats) {
-		print_stats(&st, a->cli.set & SAMP_SET_SEED ? &a->cli.sampling.seed : NULL,
-			    r2 != 0);
+		print_stats(&st, seed, r2 != 0);
 	}
 	if (r2)
 		cli_error("%s", err_msg());

@@ -94,6 +94,14 @@ static bool holds_tag(const char *name, const char *tag)
 	return dl == t + 1 && !strncasecmp(name, tag, t);
 }
 
+/* Appends ", name" to the list of names a message gives, while it fits. */
+static void list_name(char *list, size_t size, const char *name)
+{
+	size_t used = strlen(list);
+	if (used + strlen(name) + 3 < size)
+		snprintf(list + used, size - used, "%s%s", used ? ", " : "", name);
+}
+
 /* The length of name without ".gguf" and a split part's "-0000k-of-0000N". */
 static size_t stem_len(const char *name)
 {
@@ -152,10 +160,8 @@ static size_t pick_file(char *const *names, size_t n, const char *tag)
 		return best;
 	char list[512] = "";
 	for (size_t i = 0; i < n; i++)
-		if (tag_matches(names[i], tag, tier1) &&
-		    strlen(list) + strlen(names[i]) + 3 < sizeof list)
-			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-				 list[0] ? ", " : "", names[i]);
+		if (tag_matches(names[i], tag, tier1))
+			list_name(list, sizeof list, names[i]);
 	err_set("the tag %s names more than one .gguf file (%s): give one of their names' "
 		"ends as the tag",
 		tag, list);
@@ -173,9 +179,8 @@ int ggufname_pick(char *const *names, size_t n, const char *tag, const char ***o
 	if (first == n) {
 		char list[512] = "";
 		for (size_t i = 0; i < n; i++)
-			if (is_gguf(names[i]) && strlen(list) + strlen(names[i]) + 3 < sizeof list)
-				snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-					 list[0] ? ", " : "", names[i]);
+			if (is_gguf(names[i]))
+				list_name(list, sizeof list, names[i]);
 		return err_set("no .gguf file for tag %s (there are: %s)", tag,
 			       list[0] ? list : "none");
 	}

@@ -382,13 +382,13 @@ void hfc_free_names(char **names, size_t n)
 	free(names);
 }
 
-char *hfc_model_missing(const char *dir)
+char *hfc_model_missing(const char *dir, bool weights)
 {
 	static const char *const needed[] = {"config.json", "tokenizer.json"};
-	for (size_t i = 0; i < 2; i++)
+	for (size_t i = weights ? 0 : 1; i < 2; i++) /* the tokenizer alone: its file */
 		if (!hfc_has_file(dir, needed[i]))
 			return strdup(needed[i]);
-	if (hfc_has_file(dir, "model.safetensors"))
+	if (!weights || hfc_has_file(dir, "model.safetensors"))
 		return NULL;
 	char *index = fio_join(dir, "model.safetensors.index.json");
 	size_t n = 0;
@@ -405,7 +405,7 @@ char *hfc_model_missing(const char *dir)
 
 bool hfc_model_complete(const char *dir)
 {
-	char *missing = hfc_model_missing(dir);
+	char *missing = hfc_model_missing(dir, true);
 	free(missing);
 	return !missing;
 }

@@ -68,8 +68,9 @@ void hfc_free_names(char **names, size_t n);
 /* True when dir holds what a model directory needs: config.json, tokenizer.json and
  * the weights (one file, or every shard its index names), links resolving. */
 bool hfc_model_complete(const char *dir);
-/* The first file of those that dir lacks (malloc'd), or NULL when it is complete. */
-char *hfc_model_missing(const char *dir);
+/* The first file of those that dir lacks (malloc'd), or NULL when it is complete: a
+ * model directory's (hfc_model_complete), or the tokenizer's alone (!weights). */
+char *hfc_model_missing(const char *dir, bool weights);
 
 /* SNAP/config.json's text, malloc'd (a Qwen3's is 1 KB; the caps bound what jansson
  * builds); NULL with err_set. */

@@ -438,8 +438,11 @@ static char *download(const struct hub_env *env, const char *repo_id, const char
  * the file's path replaces the directory's). */
 static bool snapshot_has(char **snap, bool weights, const char *tag)
 {
-	if (!tag)
-		return weights ? hfc_model_complete(*snap) : hfc_has_file(*snap, "tokenizer.json");
+	if (!tag) {
+		char *missing = hfc_model_missing(*snap, weights);
+		free(missing);
+		return !missing;
+	}
 	char *file = ggufname_in_dir(*snap, tag);
 	err_clear();
 	if (!file)
@@ -456,10 +459,7 @@ static void offline_miss(const char *repo_id, const char *rev, const char *root,
 {
 	char *snap = commit ? hfc_snapshot(repo_dir, commit) : NULL;
 	char *file = snap && tag ? ggufname_in_dir(snap, tag) : NULL;
-	char *missing = !snap || tag                           ? NULL
-			: weights                              ? hfc_model_missing(snap)
-			: hfc_has_file(snap, "tokenizer.json") ? NULL
-							       : strdup("tokenizer.json");
+	char *missing = snap && !tag ? hfc_model_missing(snap, weights) : NULL;
 	if (snap && tag && !file)
 		err_prefix("%s@%s (in the Hugging Face cache %s; HF_HUB_OFFLINE is set)", repo_id,
 			   rev, root);

@@ -134,7 +134,6 @@ void rundir_unlock(const char *dir, int lock)
 	close(lock);
 }
 
-
 void rundir_abandon(const char *dir, int lock, const char *top)
 {
 	struct rundir_leftovers l;
