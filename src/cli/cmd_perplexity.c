@@ -351,13 +351,15 @@ static void trained_window(const struct cli_common *cli, const struct ppl_args *
 	if (!T)
 		return;
 	if (!(cli->set & CLI_SET_CTX)) {
-		*ctx = T < max_pos ? T + 1 : max_pos;
+		/* a window of T + 1 tokens feeds T positions, as a training row does; the
+		   other model may have fewer */
+		*ctx = T <= max_pos ? T + 1 : max_pos + 1;
 		*stride = a->llama ? *ctx : a->stride ? (int)a->stride : *ctx > 2 ? *ctx - 1 : 1;
 		if (*stride > *ctx)
 			return; /* refused by the caller, in one line */
 		/* the validation loss's windows, unless --stride chose others; a run on
 		   conversations scored their answers alone */
-		bool as_val = !a->llama && !a->stride && !sft;
+		bool as_val = *ctx == T + 1 && !a->llama && !a->stride && !sft;
 		snprintf(
 			msg, sizeof msg,
 			"%s was trained on rows of %d tokens (its train-state/state.json): windows "
@@ -385,8 +387,12 @@ static int window(const struct cli_common *cli, const struct ppl_args *a, const 
 		lim = &s[1];
 	const struct eng_config *lc = eng_model_config(lim->m);
 	int max_pos = eng_max_context(lc);
-	*ctx = cli->set & CLI_SET_CTX ? cli->ctx
-				      : max_pos < DEFAULT_CTX_MAX ? max_pos : DEFAULT_CTX_MAX;
+	/* by default Hugging Face's window, the model's positions (a model of one
+	   position still scores windows of 2) */
+	*ctx = cli->set & CLI_SET_CTX      ? cli->ctx
+	       : max_pos < 2               ? 2
+	       : max_pos < DEFAULT_CTX_MAX ? max_pos
+					   : DEFAULT_CTX_MAX;
 	if (a->llama && a->stride)
 		return cli_usage("perplexity", "--stride with --llama-chunks: its chunks do not "
 					       "overlap");
@@ -403,14 +409,10 @@ static int window(const struct cli_common *cli, const struct ppl_args *a, const 
 				 "--ctx %d with --llama-chunks: a chunk scores the "
 				 "tokens past its first half and needs 3 or more",
 				 *ctx);
-	if (*ctx > max_pos) {
-		cli_error("--ctx %d is more than the %d positions of %s (%s)", *ctx, max_pos,
-			  lim->name, eng_max_context_source(lc));
-		return EXIT_RUNTIME;
-	}
-	if (*ctx < 2) {
-		cli_error("%s: %s %d leaves no window of 2 tokens to score", lim->name,
-			  eng_max_context_source(lc), max_pos);
+	/* a window's last token is only a target: N tokens run at N - 1 positions */
+	if (*ctx - 1 > max_pos) {
+		cli_error("--ctx %d runs %d positions, more than the %d of %s (%s)", *ctx, *ctx - 1,
+			  max_pos, lim->name, eng_max_context_source(lc));
 		return EXIT_RUNTIME;
 	}
 	return 0;
@@ -485,7 +487,7 @@ static int setup(const struct cli_common *cli, const struct ppl_args *a, struct 
 	 * longer than the stream */
 	int need = *n < (size_t)*ctx ? (int)*n : *ctx;
 	struct eng_options mo = *eo, base = *eo;
-	mo.ctx = base.ctx = need;
+	mo.ctx = base.ctx = need - 1;
 	base.quant = ENG_FTYPE_NONE; /* MODEL2 is the reference: as stored */
 	if (!(s[0].e = eng_new(s[0].m, &mo, cli_notice)) ||
 	    (s[1].m && !(s[1].e = eng_new(s[1].m, &base, cli_notice))))

@@ -188,8 +188,10 @@ done
 	--seed 5 >/dev/null || fail "mkmodel yarn"
 check "YaRN, factor 2 over 64 positions but 96 / 64, ctx 64 stride 32" "$TMP/yarn" 64 32 --kv-f32
 check "YaRN's 2 x 64 positions, ctx 128 stride 64" "$TMP/yarn" 128 64 --kv-f32
-expect_exit 1 "a window past YaRN's 128 positions" $PPL -m "$TMP/yarn" -f "$TMP/r.u32" --ctx 129
-expect_err_has "--ctx 129 is more than the 128 positions of $TMP/yarn (YaRN's factor x original_max_position_embeddings)" \
+# a window's last token is only a target: 129 tokens run at YaRN's 128 positions
+check "YaRN's 2 x 64 positions, ctx 129 stride 64" "$TMP/yarn" 129 64 --kv-f32
+expect_exit 1 "a window past YaRN's 128 positions" $PPL -m "$TMP/yarn" -f "$TMP/r.u32" --ctx 130
+expect_err_has "--ctx 130 runs 129 positions, more than the 128 of $TMP/yarn (YaRN's factor x original_max_position_embeddings)" \
 	"the limit and where it comes from named"
 
 # the default window: max_position_embeddings (256 here), stride = window
@@ -388,7 +390,7 @@ expect_err_has "out of range [2," "--ctx 1: names the least window"
 expect_exit 2 "--ctx 0" $PPL -m "$A" -f "$TMP/r.u32" --ctx 0
 expect_err_has "out of range [2," "--ctx 0: names the least window, not 1"
 expect_exit 1 "--ctx > max_position_embeddings" $PPL -m "$A" -f "$TMP/r.u32" --ctx 1000
-expect_err_has "the 256 positions of $A (max_position_embeddings)" "--ctx too large: names the limit"
+expect_err_has "more than the 256 of $A (max_position_embeddings)" "--ctx too large: names the limit"
 expect_exit 1 "a missing file" $PPL -m "$A" -f "$TMP/none.u32"
 expect_err_has "none.u32" "a missing file: named"
 mkdir "$TMP/dir.u32"
@@ -447,6 +449,29 @@ expect_err_has "nothing" "a missing --kl-base: named"
 for f in "$TMP/err"; do
 	[ "$(wc -l <"$f")" -eq 1 ] && pass "one-line error" || fail "error is not one line: $(cat "$f")"
 done
+
+# a checkpoint trained on rows as long as its model's positions: its default windows
+# are still the validation's, T + 1 tokens that run at T positions
+"$MK" --out "$TMP/p16" --vocab-size 1024 --hidden-size 64 --layers 1 --heads 4 --kv-heads 2 \
+	--head-dim 16 --max-position 16 --seed 3 >/dev/null || fail "mkmodel p16"
+"$PY" -c 'import numpy as np, sys
+ids = np.fromfile(sys.argv[1], "<u4")
+ids[:200].tofile(sys.argv[2]); ids[200:200 + 5 * 16 + 1].tofile(sys.argv[3])' \
+	"$TMP/r.u32" "$TMP/d16.u32" "$TMP/v16.u32"
+if "$QWENCHAT" train --init "$TMP/p16" --out "$TMP/p16run" --data "$TMP/d16.u32" \
+	--val "$TMP/v16.u32" --ctx 16 --batch 2 --steps 1 --exact --sequential --threads 2 \
+	--no-panel >/dev/null 2>"$TMP/err" &&
+   got=$($PPL -m "$TMP/p16run" -f "$TMP/v16.u32" --json 2>"$TMP/err") &&
+   grep -q "windows of 17 tokens every 16, as its validation loss" "$TMP/err" &&
+   "$PY" -c 'import json, sys
+p = json.loads(sys.argv[1])
+v = [json.loads(l) for l in open(sys.argv[2]) if "val_loss" in l][-1]
+sys.exit(0 if p["tokens"] == 80 and abs(p["nll"] - v["val_loss"]) <= 1e-5 * v["val_loss"] else 1)' \
+	"$got" "$TMP/p16run/train-log.jsonl"; then
+	pass "a checkpoint at its model's 16 positions: the validation windows, its val_loss"
+else
+	fail "a checkpoint at its model's 16 positions: '${got:-}' $(head -c 300 "$TMP/err")"
+fi
 
 # a --ctx beyond the file: the windows end at the file's end, so the engine holds the
 # file's tokens, not --ctx's (here a cache of 2 TiB); and a --chunks that reaches past
