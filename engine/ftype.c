@@ -56,7 +56,8 @@ static bool more_bits(int layer, int n)
 }
 
 /* A type whose blocks do not divide the rows falls back as tensor_type_fallback
- * does (to the 32-weight types, then F16). */
+ * does: a K-quant to a 32-weight type, then F16; the 32-weight types have none (t is
+ * returned, which the caller refuses, as llama-quantize stops there). */
 static enum eng_dtype fallback(enum eng_dtype t, int64_t ncols)
 {
 	if (ncols % eng_dtype_block(t) == 0)
@@ -67,9 +68,20 @@ static enum eng_dtype fallback(enum eng_dtype t, int64_t ncols)
 	case ENG_Q4_K: t = ENG_Q5_0; break;
 	case ENG_Q5_K: t = ENG_Q5_1; break;
 	case ENG_Q6_K: t = ENG_Q8_0; break;
-	default: break;
+	default: return t;
 	}
 	return ncols % eng_dtype_block(t) == 0 ? t : ENG_F16;
+}
+
+const char *eng_role_gguf_name(enum eng_tensor_role role)
+{
+	static const char *const names[] = {
+		[ENG_ROLE_EMBED] = "token_embd",   [ENG_ROLE_OUTPUT] = "output",
+		[ENG_ROLE_NORM] = "norm",          [ENG_ROLE_ATTN_Q] = "attn_q",
+		[ENG_ROLE_ATTN_K] = "attn_k",      [ENG_ROLE_ATTN_V] = "attn_v",
+		[ENG_ROLE_ATTN_O] = "attn_output", [ENG_ROLE_FFN_GATE] = "ffn_gate",
+		[ENG_ROLE_FFN_UP] = "ffn_up",      [ENG_ROLE_FFN_DOWN] = "ffn_down"};
+	return names[role];
 }
 
 /* The attention value projection: the mixes that give it more bits. */

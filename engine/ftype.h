@@ -35,10 +35,15 @@ enum eng_tensor_role {
 	ENG_ROLE_FFN_DOWN,
 };
 /* The type a tensor of `role` in `layer` (0 for the others), with rows of `ncols`
- * weights, gets in mix f: a type whose blocks divide the rows (F16 at worst), except
- * for the lm_head (and the tied embedding), which llama.cpp gives Q8_0 whenever 256
- * does not divide its rows. */
+ * weights, gets in mix f, as llama-quantize chooses it: a K-quant whose blocks do not
+ * divide the rows falls back to a 32-weight type, then F16; the lm_head (and the tied
+ * embedding) is Q8_0 whenever 256 does not divide its rows. Where even that type's
+ * blocks do not divide them (a 32-weight type has no fallback), eng_row_bytes of the
+ * result is 0: the caller refuses the model, as llama-quantize does. */
 enum eng_dtype eng_quant_type(const struct eng_config *c, enum eng_ftype f,
 			      enum eng_tensor_role role, int layer, int64_t ncols);
+
+/* llama.cpp's name of a role's tensors ("attn_q", "token_embd"), for messages. */
+const char *eng_role_gguf_name(enum eng_tensor_role role);
 
 #endif

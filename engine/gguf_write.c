@@ -160,6 +160,26 @@ static uint64_t le64(const uint8_t *p)
 	return v;
 }
 
+/* One key/value of a parsed file, as it is there. */
+static int copy_kv(struct eng_gguf_out *o, const struct gguf_kv *kv)
+{
+	if (begin(o, kv->key, kv->type))
+		return -1;
+	if (kv->type == ENG_GGUF_ARRAY) {
+		put_u32(&o->kv, kv->elem);
+		put_u64(&o->kv, kv->n);
+		for (uint64_t j = 0; kv->elem == ENG_GGUF_STRING && j < kv->n; j++)
+			put_str(&o->kv, (const char *)kv->strs[j] + 8, le64(kv->strs[j]));
+		if (kv->elem != ENG_GGUF_STRING)
+			sb_put(&o->kv, (const char *)kv->data, kv->n * gguf_scalar_size(kv->elem));
+	} else if (kv->type == ENG_GGUF_STRING) {
+		put_str(&o->kv, (const char *)kv->data + 8, le64(kv->data));
+	} else {
+		sb_put(&o->kv, (const char *)kv->data, gguf_scalar_size(kv->type));
+	}
+	return done(o);
+}
+
 int eng_gguf_out_copy(struct eng_gguf_out *o, const struct eng_gguf *g, const char *prefix,
 		      const char *const *skip)
 {
@@ -168,24 +188,31 @@ int eng_gguf_out_copy(struct eng_gguf_out *o, const struct eng_gguf *g, const ch
 		bool skipped = strncmp(kv->key, prefix, strlen(prefix)) != 0;
 		for (size_t s = 0; skip && skip[s] && !skipped; s++)
 			skipped = !strcmp(kv->key, skip[s]);
-		if (skipped)
-			continue;
-		if (begin(o, kv->key, kv->type))
+		if (!skipped && copy_kv(o, kv))
 			return -1;
-		if (kv->type == ENG_GGUF_ARRAY) {
-			put_u32(&o->kv, kv->elem);
-			put_u64(&o->kv, kv->n);
-			for (uint64_t j = 0; kv->elem == ENG_GGUF_STRING && j < kv->n; j++)
-				put_str(&o->kv, (const char *)kv->strs[j] + 8, le64(kv->strs[j]));
-			if (kv->elem != ENG_GGUF_STRING)
-				sb_put(&o->kv, (const char *)kv->data,
-				       kv->n * gguf_scalar_size(kv->elem));
-		} else if (kv->type == ENG_GGUF_STRING) {
-			put_str(&o->kv, (const char *)kv->data + 8, le64(kv->data));
-		} else {
-			sb_put(&o->kv, (const char *)kv->data, gguf_scalar_size(kv->type));
-		}
-		if (done(o))
+	}
+	return 0;
+}
+
+static bool has_key(const struct eng_gguf_out *o, const char *key)
+{
+	for (uint64_t i = 0; o && i < o->n; i++)
+		if (!strcmp(o->keys[i], key))
+			return true;
+	return false;
+}
+
+/* The source file's other keys, as llama-quantize copies every one (a tokenizer's
+ * qwenchat.tokenizer.normalizer among them: without it the copy would tokenize
+ * otherwise): those neither written from the config (o) nor given (extra), less the
+ * source's own framing, its alignment and the split.* keys of one file of several. */
+static int other_keys(struct eng_gguf_out *o, const struct eng_gguf_out *extra,
+		      const struct eng_gguf *g)
+{
+	for (int64_t i = 0; g && i < g->nkv; i++) {
+		const char *k = g->kv[i].key;
+		if (!has_key(o, k) && !has_key(extra, k) && strcmp(k, "general.alignment") &&
+		    strncmp(k, "split.", 6) && copy_kv(o, &g->kv[i]))
 			return -1;
 	}
 	return 0;
@@ -394,7 +421,8 @@ int eng_model_write_gguf(const struct eng_model *m, enum eng_ftype f,
 	struct planned *p = calloc((size_t)c->num_layers * 11 + 3, sizeof *p);
 	struct eng_gguf_out *o = eng_gguf_out_new();
 	uint8_t *buf = NULL;
-	if (!p || !o || plan(m, f, p, &n) || model_keys(o, c, f))
+	if (!p || !o || plan(m, f, p, &n) || model_keys(o, c, f) ||
+	    other_keys(o, extra, eng_model_gguf(m)))
 		goto out;
 	for (int i = 0; i < n; i++) {
 		total += p[i].nbytes;

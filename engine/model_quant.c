@@ -10,6 +10,7 @@
 #include "src/base/err.h"
 #include "src/base/units.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -75,6 +76,19 @@ static int make_plan(struct eng_model *m, enum eng_ftype f, struct plan *p, int 
 				       eng_dtype_name(eng_dtype_quantized(most) ? most : t->dtype));
 		}
 		p[i].type = eng_quant_type(c, f, p[i].role, p[i].layer, t->shape[1]);
+		if (!eng_row_bytes(p[i].type, t->shape[1])) { /* the writer's words */
+			char name[64];
+			if (p[i].role >= ENG_ROLE_ATTN_Q)
+				snprintf(name, sizeof name, "blk.%d.%s.weight", p[i].layer,
+					 eng_role_gguf_name(p[i].role));
+			else
+				snprintf(name, sizeof name, "%s.weight",
+					 eng_role_gguf_name(p[i].role));
+			return err_set("--quant %s: tensor %s: rows of %lld weights are not whole "
+				       "%s blocks, and the mix has no other type for it",
+				       eng_ftype_name(f), name, (long long)t->shape[1],
+				       eng_dtype_name(p[i].type));
+		}
 		p[i].offset = off;
 		off += (eng_row_bytes(p[i].type, t->shape[1]) * (size_t)t->shape[0] + 63) &
 		       ~(size_t)63;

@@ -31,7 +31,8 @@ void quant_quantize_row(enum eng_dtype t, const float *src, void *dst, int64_t n
  * dst, one after the other (eng_row_bytes(type, cols) bytes each; cols a multiple of
  * type's block), dequantized and requantized as ggml's reference code does, by up to
  * `threads` threads (< 1: every CPU). --quant and qwenchat quantize both convert
- * through it. 0, or -1 (err_set) when out of memory. */
+ * through it. 0, or -1 (err_set) when out of memory or a row is not finite: a NaN or
+ * an infinity in the source, or in what it becomes (a scale past fp16's range). */
 int quant_convert_rows(const struct eng_tensor *t, int64_t cols, int64_t r0, int64_t n,
 		       enum eng_dtype type, uint8_t *dst, int threads);
 

@@ -670,29 +670,77 @@ struct job {
 	uint8_t *dst;
 	atomic_long next;  /* the next item */
 	atomic_int failed; /* a thread had no memory for its row */
+	atomic_long bad;   /* the first row (of n) that is not finite, or n */
 };
+
+static bool all_finite(const float *x, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		if (!isfinite(x[i]))
+			return false;
+	return true;
+}
+
+/* Row i of the job into row (source) and dst, then read back into out: false when
+ * either holds a NaN or an infinity (a weight of 1e7 overflows Q8_0's fp16 scale). */
+static bool convert_row(struct job *j, int64_t i, float *row, float *out)
+{
+	size_t sb = eng_row_bytes(j->src->dtype, j->cols), db = eng_row_bytes(j->type, j->cols);
+	quant_dequantize_row(j->src->dtype,
+			     (const uint8_t *)j->src->data + (size_t)(j->r0 + i) * sb, row,
+			     j->cols);
+	if (!all_finite(row, j->cols))
+		return false;
+	quant_quantize_row(j->type, row, j->dst + (size_t)i * db, j->cols);
+	quant_dequantize_row(j->type, j->dst + (size_t)i * db, out, j->cols);
+	return all_finite(out, j->cols);
+}
 
 static void *worker(void *arg)
 {
 	struct job *j = arg;
-	float *row = malloc((size_t)j->cols * sizeof *row);
+	float *row = malloc((size_t)j->cols * 2 * sizeof *row);
 	if (!row) {
 		atomic_store(&j->failed, 1);
 		return NULL;
 	}
-	size_t sb = eng_row_bytes(j->src->dtype, j->cols), db = eng_row_bytes(j->type, j->cols);
 	for (long it; (it = atomic_fetch_add(&j->next, 1)) * ROWS_PER_ITEM < j->n;) {
 		int64_t i0 = it * ROWS_PER_ITEM, i1 = i0 + ROWS_PER_ITEM;
-		for (int64_t i = i0; i < i1 && i < j->n; i++) {
-			quant_dequantize_row(j->src->dtype,
-					     (const uint8_t *)j->src->data +
-						     (size_t)(j->r0 + i) * sb,
-					     row, j->cols);
-			quant_quantize_row(j->type, row, j->dst + (size_t)i * db, j->cols);
-		}
+		for (int64_t i = i0; i < i1 && i < j->n && i < atomic_load(&j->bad); i++)
+			if (!convert_row(j, i, row, row + j->cols)) {
+				long b =
+					atomic_load(&j->bad); /* keep the first, whichever thread */
+				while (i < b && !atomic_compare_exchange_weak(&j->bad, &b, (long)i))
+					;
+			}
 	}
 	free(row);
 	return NULL;
+}
+
+/* Why row r of t did not convert to type: its own weights, or what they became. */
+static int bad_row(const struct eng_tensor *t, int64_t cols, int64_t r, enum eng_dtype type)
+{
+	float *row = malloc((size_t)cols * sizeof *row);
+	if (!row)
+		return err_set("row %lld is not finite", (long long)r);
+	size_t rb = eng_row_bytes(t->dtype, cols);
+	quant_dequantize_row(t->dtype, (const uint8_t *)t->data + (size_t)r * rb, row, cols);
+	bool nan = false, inf = false;
+	double amax = 0;
+	for (int64_t i = 0; i < cols; i++)
+		if (isnan(row[i]))
+			nan = true;
+		else if (isinf(row[i]))
+			inf = true;
+		else if (fabs(row[i]) > amax)
+			amax = fabs(row[i]);
+	free(row);
+	if (nan || inf)
+		return err_set("row %lld holds a weight that is %s", (long long)r,
+			       nan ? "NaN" : "infinite");
+	return err_set("row %lld: weights up to %g do not fit %s (fp16 ends at 65504)",
+		       (long long)r, amax, eng_dtype_name(type));
 }
 
 int quant_convert_rows(const struct eng_tensor *t, int64_t cols, int64_t r0, int64_t n,
@@ -701,6 +749,7 @@ int quant_convert_rows(const struct eng_tensor *t, int64_t cols, int64_t r0, int
 	struct job j = {.src = t, .type = type, .cols = cols, .r0 = r0, .n = n, .dst = dst};
 	atomic_init(&j.next, 0);
 	atomic_init(&j.failed, 0);
+	atomic_init(&j.bad, (long)n);
 	if (threads < 1)
 		threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	int64_t items = (n + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM;
@@ -712,5 +761,7 @@ int quant_convert_rows(const struct eng_tensor *t, int64_t cols, int64_t r0, int
 	worker(&j);
 	for (int i = 0; i < started; i++)
 		pthread_join(tid[i], NULL);
-	return atomic_load(&j.failed) ? err_set("out of memory converting rows") : 0;
+	if (atomic_load(&j.failed))
+		return err_set("out of memory converting rows");
+	return atomic_load(&j.bad) < n ? bad_row(t, cols, r0 + atomic_load(&j.bad), type) : 0;
 }

@@ -120,6 +120,9 @@ static int write_through(const struct eng_model *m, enum eng_ftype f, const stru
 	int fd = fio_open_through(out);
 	if (fd < 0)
 		return -1;
+	/* a reader that goes away (| head) is a write that fails, one line and exit 1,
+	   not a silent death by SIGPIPE */
+	signal(SIGPIPE, SIG_IGN);
 	int rc = eng_model_write_gguf(m, f, o, fd, out, progress, &g_cancel);
 	if (close(fd) != 0 && rc == 0)
 		rc = err_set("%s: write failed: %s", out, strerror(errno));

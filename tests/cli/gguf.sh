@@ -154,6 +154,12 @@ a=$(printf 'cafe\314\201' | "$QWENCHAT" tokenize -m "$M")
 b=$(printf 'cafe\314\201' | "$QWENCHAT" tokenize -m "$TMP/qz.gguf")
 [ -n "$a" ] && [ "$a" = "$b" ] && pass "quantize keeps 'no normalizer': the same ids ($b)" ||
 	fail "no normalizer through quantize: '$a' vs '$b'"
+# and a GGUF quantized again keeps it, with every key of its source (as llama-quantize)
+expect_exit 0 "quantize a GGUF again" "$QWENCHAT" quantize -m "$TMP/qz.gguf" --type q8_0 \
+	--out "$TMP/qz8.gguf"
+c=$(printf 'cafe\314\201' | "$QWENCHAT" tokenize -m "$TMP/qz8.gguf")
+[ -n "$a" ] && [ "$a" = "$c" ] && pass "quantized again, still no normalizer: the same ids ($c)" ||
+	fail "no normalizer through two quantizes: '$a' vs '$c'"
 # tokenizer.json's other spellings of the two: an empty Sequence, a Sequence of NFC
 for norm in '{"type": "Sequence", "normalizers": []}' \
 	'{"type": "Sequence", "normalizers": [{"type": "NFC"}]}'; do

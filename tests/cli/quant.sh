@@ -163,6 +163,20 @@ expect_err_has "already Q8_0" "--quant on a quantized file: clear error"
 	--head-dim 20 >/dev/null || fail "mkmodel --hidden-size 100"
 expect_exit 1 "--quant q8_0 on rows of 100" sh -c \
 	"\"$QWENCHAT\" logits -m \"$TMP/w100\" --quant q8_0 --out \"$TMP/x.bin\" <\"$TMP/ids\""
-expect_err_has "the token embedding: Q8_0 rows of 100 weights are not whole blocks" \
+expect_err_has "--quant q8_0: tensor token_embd.weight: rows of 100 weights are not whole Q8_0 blocks" \
 	"--quant q8_0 on rows of 100: names the tensor"
+# rows of 272 (ffn_down): a K-quant falls back to F16 there, a 32-weight type has no
+# fallback and is refused, as llama-quantize refuses it
+"$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/i272" --intermediate-size 272 >/dev/null &&
+	cp "$M/tokenizer.json" "$TMP/i272/" || fail "mkmodel --intermediate-size 272"
+expect_exit 1 "quantize --type q8_0 on rows of 272" "$QWENCHAT" quantize -m "$TMP/i272" \
+	--type q8_0 --out "$TMP/i272.gguf"
+expect_err_has "tensor blk.0.ffn_down.weight: rows of 272 weights are not whole Q8_0 blocks" \
+	"... names the tensor"
+[ ! -e "$TMP/i272.gguf" ] && pass "... and writes no file" || fail "a file was left"
+expect_exit 0 "quantize --type q4_k_m on rows of 272" "$QWENCHAT" quantize -m "$TMP/i272" \
+	--type q4_k_m --out "$TMP/i272.gguf"
+"$QWENCHAT" info -m "$TMP/i272.gguf" 2>&1 | grep -q "F16: 2 tensors" &&
+	pass "... its two ffn_down in F16, as llama-quantize's fallback" ||
+	fail "q4_k_m on rows of 272: $("$QWENCHAT" info -m "$TMP/i272.gguf" 2>&1 | grep tensors)"
 finish

@@ -147,4 +147,32 @@ printf '/sampling\n' | XDG_STATE_HOME="$TMP/state" "$QWENCHAT" chat -m "$TMP/gen
 grep -q 'temp 0.42, top-k 7, top-p 0.77, min-p 0.03,' "$TMP/out" &&
 	pass "the quantized file keeps generation_config.json's sampling defaults" ||
 	fail "sampling defaults of the quantized file: $(cat "$TMP/out")"
+# weights that are not finite, or that a type cannot hold, are refused as llama-quantize
+# refuses them: one line naming the tensor and its row, no file
+for poison in nan:0 1e7:3; do
+	P=$TMP/poison
+	rm -rf "$P" && "$MK" --out "$P" --vocab-size 300 --hidden-size 64 --intermediate-size 96 \
+		--layers 2 --heads 4 --kv-heads 2 --head-dim 16 --dtype f32 >/dev/null &&
+		cp "$M/tokenizer.json" "$P/" || fail "mkmodel poison"
+	python3 - "$P/model.safetensors" "${poison%%:*}" "${poison#*:}" <<'PY'
+import json, struct, sys
+path, value, row = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+b = bytearray(open(path, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+t = json.loads(b[8:8 + n])["model.layers.1.mlp.down_proj.weight"]
+at = 8 + n + t["data_offsets"][0] + 4 * (row * t["shape"][1] + 5)
+b[at:at + 4] = struct.pack("<f", value)
+open(path, "wb").write(b)
+PY
+	expect_exit 1 "quantize weights with a ${poison%%:*}" "$QWENCHAT" quantize -m "$P" \
+		--type q8_0 --out "$TMP/poison.gguf"
+	case $poison in
+	nan*) expect_err_has "tensor blk.1.ffn_down.weight: row 0 holds a weight that is NaN" \
+		"... the tensor, the row and the NaN named" ;;
+	*) expect_err_has "tensor blk.1.ffn_down.weight: row 3: weights up to 1e+07 do not fit Q8_0" \
+		"... the tensor, the row and the overflow named" ;;
+	esac
+	[ "$(wc -l <"$TMP/err")" -eq 1 ] && [ ! -e "$TMP/poison.gguf" ] && [ -z "$(leftovers)" ] &&
+		pass "... in one line, and no file" || fail "... $(cat "$TMP/err"; ls "$TMP")"
+done
 finish

@@ -133,11 +133,15 @@ static void test_fallbacks(void **state)
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q4_K_M, ENG_ROLE_ATTN_Q, 1, 96), ENG_Q5_0);
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q6_K, ENG_ROLE_ATTN_Q, 1, 96), ENG_Q8_0);
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q4_K_M, ENG_ROLE_OUTPUT, 0, 96), ENG_Q8_0);
-	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q8_0, ENG_ROLE_ATTN_Q, 1, 48), ENG_F16);
+	/* the 32-weight types have none: llama-quantize stops, and the row has no bytes */
+	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q8_0, ENG_ROLE_ATTN_Q, 1, 48), ENG_Q8_0);
+	assert_int_equal(eng_row_bytes(ENG_Q8_0, 48), 0);
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q5_K_M, ENG_ROLE_ATTN_Q, 1, 96), ENG_Q5_1);
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q2_K, ENG_ROLE_ATTN_Q, 1, 96), ENG_Q4_0);
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q3_K_M, ENG_ROLE_FFN_UP, 1, 96), ENG_Q4_0);
-	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q4_1, ENG_ROLE_ATTN_Q, 1, 48), ENG_F16);
+	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q4_1, ENG_ROLE_ATTN_Q, 1, 48), ENG_Q4_1);
+	/* a K-quant falls back to a 32-weight type, then F16 */
+	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_Q4_K_M, ENG_ROLE_ATTN_Q, 1, 48), ENG_F16);
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_BF16, ENG_ROLE_ATTN_Q, 1, 96), ENG_BF16);
 	assert_int_equal(eng_quant_type(&c, ENG_FTYPE_BF16, ENG_ROLE_NORM, 1, 96), ENG_F32);
 }
