@@ -650,6 +650,11 @@ int cli_read_ids(FILE *f, const char *name, int32_t **ids, size_t *n)
 	*n = 0;
 	do {
 		ch = fgetc(f);
+		if (ch == '\0') { /* it would end the word for strtoll: "12\0003" read as 12 */
+			free(v);
+			return err_set("%s: a NUL byte at position %zu is not a token id", name,
+				       len);
+		}
 		if (ch != EOF && !id_separator(ch)) {
 			if (wl < (int)sizeof word - 1)
 				word[wl++] = (char)ch;

@@ -301,6 +301,7 @@ int cmd_bench(int argc, char **argv)
 	if (np + nd == 0)
 		return cli_usage("bench", "nothing to time: -p and -n are both 0");
 	struct eng_options eo;
+	cli_notices_hold(); /* a notice on the options, then an error: the error alone */
 	if (cli_engine_options(&cli, &eo, NULL))
 		return EXIT_USAGE;
 	eo.kv_f32 = ba.kv_f32;
@@ -322,6 +323,7 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (!(e = eng_new(m, &eo, cli_notice)))
 		goto fail;
+	cli_notices_flush(); /* the engine is up: before the runs */
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	res.threads = eo.threads ? eo.threads : cores > 0 ? (int)cores : 1;
 	struct eng_stats st;
@@ -343,5 +345,6 @@ fail:
 done:
 	eng_free(e);
 	eng_model_free(m);
+	cli_notices_flush();
 	return rc;
 }

@@ -92,6 +92,9 @@ int cmd_chat(int argc, char **argv)
 	int rc = cli_parse(&chat_cmd, argc, argv, &com, chat_opt, &a, NULL);
 	if (rc)
 		return rc == CLI_DONE ? EXIT_OK : rc;
+	/* (run's -n 0 reads a prompt and answers nothing: no use in a chat) */
+	if ((com.set & CLI_SET_MAX_NEW) && com.max_new < 1)
+		return cli_usage("chat", "-n 0: an answer needs at least 1 new token");
 	char *state = cli_env_state_dir();
 	if (!state) {
 		cli_error("out of memory");

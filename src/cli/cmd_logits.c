@@ -72,6 +72,7 @@ int cmd_logits(int argc, char **argv)
 		return cli_usage("logits", "--out -: standard output is a terminal (the logits are "
 					   "binary float32)");
 	struct eng_options eo;
+	cli_notices_hold(); /* a notice on the options, then an error: the error alone */
 	if (cli_engine_options(&cli, &eo, NULL))
 		return EXIT_USAGE;
 	eo.kv_f32 = la.kv_f32;
@@ -140,5 +141,6 @@ done:
 	eng_free(e);
 	eng_model_free(m);
 	free(ids);
+	cli_notices_flush(); /* none held past an error; any left are a success's */
 	return rc;
 }

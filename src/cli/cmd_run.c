@@ -166,6 +166,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	if (a->raw && cli_is_remote(&a->cli))
 		return cli_usage("run", "--raw needs the local engine: a server applies the chat "
 					"template");
+	if ((a->cli.set & CLI_SET_MAX_NEW) && a->cli.max_new < 1 && cli_is_remote(&a->cli))
+		return cli_usage("run", "-n 0 needs the local engine: a server's max_tokens is at "
+					"least 1");
 	return 0;
 }
 
@@ -489,6 +492,7 @@ int cmd_run(int argc, char **argv)
 		return rc == CLI_DONE ? EXIT_OK : rc;
 	struct eng_options eo;
 	struct hub_env hub;
+	cli_notices_hold(); /* a notice on the options, then an error: the error alone */
 	if (!cli_is_remote(&a.cli) && cli_engine_options(&a.cli, &eo, NULL))
 		return EXIT_USAGE;
 	eo.kv_f32 = a.kv_f32;
@@ -504,6 +508,7 @@ int cmd_run(int argc, char **argv)
 						   : "stdin gave an empty prompt: nothing to send");
 	}
 	if (cli_is_remote(&a.cli)) {
+		cli_notices_flush();
 		rc = run_remote(&a, prompt);
 		free(prompt);
 		return rc;
@@ -531,6 +536,7 @@ int cmd_run(int argc, char **argv)
 	if (!(s = sess_new(e, m, t, &so)) ||
 	    !(ids = prompt_ids(&a, t, prompt, eng_ctx(e), &split, &n)))
 		goto fail;
+	cli_notices_flush(); /* the model is up: before its answer */
 	catch_stops(on_sigint);
 	int r = sess_sync(s, ids, n);
 	if (r < 0)

@@ -216,6 +216,7 @@ int cmd_serve(int argc, char **argv)
 	struct serve_args a = {0};
 	struct eng_options eo;
 	int rc = parse_args(argc, argv, &a);
+	cli_notices_hold(); /* a notice on the options, then an error: the error alone */
 	if (!rc && cli_engine_options(&a.cli, &eo, NULL))
 		rc = EXIT_USAGE;
 	if (rc) {
@@ -242,6 +243,7 @@ int cmd_serve(int argc, char **argv)
 				  a.origins, a.n_origins, &cancel, log_line};
 	if (!(s = serve_start(&m, &o)))
 		goto fail;
+	cli_notices_flush(); /* the server is up: before it says where */
 	bool v6 = strchr(a.host, ':') != NULL;
 	fprintf(stderr,
 		"qwenchat: serving %s on http://%s%s%s:%d/v1 (%s backend, context %d, queue "
@@ -265,5 +267,6 @@ done:
 	tok_free(m.tok);
 	free(dir);
 	free(a.key);
+	cli_notices_flush();
 	return rc;
 }

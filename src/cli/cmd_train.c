@@ -79,9 +79,12 @@ static int train_opt(void *user, int key, const char *arg)
 }
 
 /* argv with "--data A B C" written "--data A --data B --data C" (and --val alike),
- * so that getopt sees one value per option. NULL when out of memory. */
-static char **expand_lists(int argc, char **argv, int *out_argc)
+ * so that getopt sees one value per option. NULL when out of memory. *bare: the
+ * --data or --val followed by an option instead of a file ("--val --steps 4" would
+ * read a file named --steps), else NULL. */
+static char **expand_lists(int argc, char **argv, int *out_argc, const char **bare)
 {
+	*bare = NULL;
 	char **v = malloc(((size_t)argc * 2 + 1) * sizeof *v);
 	int n = 0;
 	if (!v)
@@ -97,6 +100,8 @@ static char **expand_lists(int argc, char **argv, int *out_argc)
 		list = NULL;
 		v[n++] = argv[i];
 		if (!strcmp(s, "--data") || !strcmp(s, "--val")) {
+			if (i + 1 < argc && argv[i + 1][0] == '-' && argv[i + 1][1] && !*bare)
+				*bare = s;
 			if (i + 1 < argc)
 				v[n++] = argv[++i];
 			list = s;
@@ -568,11 +573,20 @@ int cmd_train(int argc, char **argv)
 	struct args a = {0};
 	struct tstate st = {0};
 	int ac, rc, lock = -1;
-	char **av = expand_lists(argc, argv, &ac), *state_path = NULL;
+	const char *bare;
+	char **av = expand_lists(argc, argv, &ac, &bare), *state_path = NULL;
 	if (!av || tstate_opts_default(&a.o)) {
 		free(av);
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
+	}
+	if (bare) {
+		free(av);
+		tstate_opts_free(&a.o);
+		return cli_usage("train",
+				 "%s needs a file before the next option (a file whose "
+				 "name starts with '-' is written ./-NAME)",
+				 bare);
 	}
 	struct cli_common com;
 	rc = cli_parse(&train_cmd, ac, av, &com, train_opt, &a, NULL);

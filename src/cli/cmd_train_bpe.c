@@ -267,7 +267,16 @@ static int make_dir(const char *dir, char **top)
 {
 	struct stat st;
 	*top = NULL;
-	if (lstat(dir, &st) == 0 && S_ISLNK(st.st_mode))
+	/* "link/" would be the directory it points to: the link itself is looked at */
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	char *bare = strndup(dir, n);
+	if (!bare)
+		return err_set("out of memory");
+	bool link = lstat(bare, &st) == 0 && S_ISLNK(st.st_mode);
+	free(bare);
+	if (link)
 		return err_set("%s: is a symbolic link (refused: name the directory itself)", dir);
 	if (fio_is_dir(dir))
 		return check_own_dir(dir);

@@ -138,6 +138,16 @@ expect_exit 2 "run --logprobs 21" $RUN -p "Hi" --logprobs 21
 
 expect_exit 0 "run -n 0" $RUN -p "Hi" -n 0 --stats
 grep -q "0 generated" "$TMP/err" && pass "-n 0 generates nothing" || fail "-n 0: $(cat "$TMP/err")"
+# a notice on the options (more threads than CPUs) before an error: the error alone
+expect_exit 1 "run -m a missing model --threads 1024" "$QWENCHAT" run -m "$TMP/none" \
+	--threads 1024 -p x
+[ "$(wc -l <"$TMP/err")" -eq 1 ] && expect_err_has "none" "... one line: the error" ||
+	fail "a notice, then an error: $(cat "$TMP/err")"
+# elsewhere an answer of no token is no use: a server's max_tokens is at least 1
+expect_exit 2 "run -n 0 with --url" "$QWENCHAT" run --url http://127.0.0.1:9/v1 -p x -n 0
+expect_err_has "-n 0 needs the local engine" "run -n 0 with --url: says why"
+expect_exit 2 "chat -n 0" sh -c "'$QWENCHAT' chat -m '$M' -n 0 </dev/null"
+expect_err_has "-n 0: an answer needs at least 1 new token" "chat -n 0: says why"
 
 printf 'Once upon a time' >"$TMP/prompt.txt"
 expect_exit 0 "run --raw -f" $RUN --raw -f "$TMP/prompt.txt" -n 6 --greedy

@@ -238,6 +238,9 @@ mkdir "$TMP/elsewhere" && ln -s elsewhere "$TMP/linked"
 expect_exit 1 "--out a symbolic link" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/linked" \
 	"$TMP/prose.txt"
 expect_err_has "is a symbolic link (refused: name the directory itself)" "--out a link: said so"
+expect_exit 1 "--out a symbolic link/ (its directory, by the slash)" "$QWENCHAT" train-bpe \
+	--vocab-size 300 --out "$TMP/linked/" "$TMP/prose.txt"
+expect_err_has "linked/: is a symbolic link (refused" "--out a link/: said so"
 [ -z "$(ls -A "$TMP/elsewhere")" ] && pass "... and nothing written where it points" ||
 	fail "a link at --out: $(ls -A "$TMP/elsewhere")"
 # a run that fails removes the directory it made for its files

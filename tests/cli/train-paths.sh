@@ -23,6 +23,12 @@ expect_exit 2 "--val with a non-UTF-8 path" "$QWENCHAT" train --out "$TMP/r2" $R
 	--data "$TMP/ok.u32" --val "$BAD"
 expect_err_has "not valid UTF-8" "--val with a non-UTF-8 path: said in one line"
 
+# --val with its files forgotten: the next option is not taken for a file
+expect_exit 2 "--val followed by an option" "$QWENCHAT" train --out "$TMP/r4" \
+	--data "$TMP/ok.u32" --val --steps 2 --vocab-size 256 --layers 1
+expect_err_has "--val needs a file before the next option" "... said in one line"
+[ ! -e "$TMP/r4" ] && pass "... nothing created" || fail "--val --steps: $TMP/r4 was created"
+
 # a run whose paths JSON holds is saved with them and resumes
 expect_exit 0 "a run with UTF-8 paths" "$QWENCHAT" train --out "$TMP/r3" $RUN --data "$TMP/ok.u32"
 expect_exit 0 "... resumes" "$QWENCHAT" train --resume "$TMP/r3" --steps 3 --no-panel
