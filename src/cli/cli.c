@@ -6,6 +6,7 @@
 #include "src/base/err.h"
 #include "src/base/term.h"
 #include "src/cli/env.h"
+#include "src/remote/remote.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -87,8 +88,9 @@ static const struct {
 	{CLI_REMOTE,
 	 {"url", K_URL, "URL",
 	  "the remote backend: an OpenAI-compatible server's API base,\n"
-	  "http://HOST:PORT/v1 (vLLM, SGLang, llama-server, ollama,\nqwenchat serve); -m names "
-	  "a model it serves"}},
+	  "http://HOST:PORT/v1 (vLLM, SGLang, llama-server, ollama,\nqwenchat serve); with chat "
+	  "and run, -m "
+	  "names a model it serves"}},
 	{CLI_REMOTE,
 	 {"api-key", K_API_KEY, "KEY",
 	  "the server's API key (other users can see it with ps:\nprefer OPENAI_API_KEY or "
@@ -360,14 +362,20 @@ static int sampling_opt(struct cli_common *c, int key, const char *arg)
 }
 
 /* The commands that run on a server, for messages. */
-static const char remote_commands[] = "the remote backend works with chat and run";
+static const char remote_commands[] = "the remote backend works with chat, run and list";
 
 /* A remote option's value into c; 0 or -1 (message printed). */
 static int remote_opt(struct cli_common *c, int key, char *arg)
 {
 	long l;
 	switch (key) {
-	case K_URL: c->url = arg; return 0;
+	case K_URL:
+		if (!*arg) {
+			cli_error("--url: an empty URL (the API base, http://HOST:PORT/v1)");
+			return -1;
+		}
+		c->url = arg;
+		return 0;
 	case K_API_KEY:
 		if (!*arg) {
 			cli_error("--api-key: the key is empty");
@@ -406,10 +414,9 @@ static int shared_opt(const struct cli_command *cmd, struct cli_common *c, int k
 	}
 	case K_BACKEND:
 		if (!strcmp(arg, "remote") && !(cmd->groups & CLI_REMOTE)) {
-			cli_error(
-				"--backend remote: 'qwenchat %s' needs the model's weights on this "
-				"machine (%s)",
-				cmd->name, remote_commands);
+			cli_error("--backend remote: 'qwenchat %s' runs on this machine, not on a "
+				  "server (%s)",
+				  cmd->name, remote_commands);
 			return -1;
 		}
 		if (strcmp(arg, "auto") && strcmp(arg, "cpu") && strcmp(arg, "cuda") &&
@@ -498,12 +505,12 @@ static const struct cli_opt *find_opt(const struct cli_command *cmd, int key)
 	return NULL;
 }
 
-/* An option whose value names a file, a directory or a model: an empty value names
- * none of them (and would be taken for "not given", the default model or the current
- * directory). */
+/* An option whose value names a file, a directory, a model or a host: an empty value
+ * names none of them (and would be taken for "not given", the default model or the
+ * current directory). */
 static bool names_a_path(const struct cli_opt *o)
 {
-	static const char *const names[] = {"MODEL", "MODEL2", "DIR", "FILE", "FILE..."};
+	static const char *const names[] = {"MODEL", "MODEL2", "DIR", "FILE", "FILE...", "ADDR"};
 	for (size_t i = 0; o && o->arg && i < sizeof names / sizeof names[0]; i++)
 		if (!strcmp(o->arg, names[i]))
 			return true;
@@ -546,6 +553,8 @@ static int remote_check(const struct cli_command *cmd, struct cli_common *c)
 	if (!c->url && !(c->url = cli_env_openai_base_url()))
 		return cli_usage(cmd->name, "--backend remote needs --url http://HOST:PORT/v1 "
 					    "(or OPENAI_BASE_URL)");
+	if (remote_check_url(c->url))
+		return cli_usage(cmd->name, "%s", err_msg());
 	if (c->set & (CLI_SET_THREADS | CLI_SET_CTX) || c->quant != ENG_FTYPE_NONE || c->exact)
 		return cli_usage(cmd->name,
 				 "%s does not apply to the remote backend: the server "
@@ -601,8 +610,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 			return cli_usage(cmd->name, "%s needs a value", bad);
 		if (key == '?' && remote_option(bad) && !(cmd->groups & CLI_REMOTE))
 			return cli_usage(cmd->name,
-					 "%s: 'qwenchat %s' needs the model's weights on "
-					 "this machine (%s)",
+					 "%s: 'qwenchat %s' runs on this machine, not on a "
+					 "server (%s)",
 					 bad, cmd->name, remote_commands);
 		char names[512];
 		if (key == '?' && ambiguous(lo, bad, names, sizeof names))
@@ -626,6 +635,9 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 	if (npos < cmd->min_args)
 		return cli_usage(cmd->name, "missing %s (usage: qwenchat %s %s)",
 				 cmd->args ? cmd->args : "argument", cmd->name, cmd->synopsis);
+	for (int i = optind; i < argc; i++) /* every argument names a file or a model */
+		if (!argv[i][0])
+			return cli_usage(cmd->name, "argument %d is an empty name", i - optind + 1);
 	if (remote_check(cmd, c))
 		return EXIT_USAGE;
 	if (first)

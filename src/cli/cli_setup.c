@@ -134,9 +134,24 @@ char *cli_read_key_file(const char *path)
 		cli_error("--api-key-file: %s", err_msg());
 		return NULL;
 	}
-	text[strcspn(text, "\r\n")] = '\0';
-	if (!*text) {
-		cli_error("--api-key-file: %s: the first line is empty", path);
+	/* the first line, without the blanks an editor or echo leaves around it (a server
+	   compares the key exactly; curl drops a header's trailing blanks too) */
+	size_t end = 0;
+	while (end < len && text[end] != '\r' && text[end] != '\n')
+		end++;
+	bool ctrl = false;
+	for (size_t i = 0; i < end; i++)
+		ctrl |= ((unsigned char)text[i] < 0x20 && text[i] != '\t') || text[i] == 0x7f;
+	size_t b = 0;
+	while (b < end && (text[b] == ' ' || text[b] == '\t'))
+		b++;
+	while (end > b && (text[end - 1] == ' ' || text[end - 1] == '\t'))
+		end--;
+	memmove(text, text + b, end - b);
+	text[end - b] = '\0';
+	if (!*text || ctrl) {
+		cli_error("--api-key-file: %s: the first line %s", path,
+			  ctrl ? "holds a control character" : "is empty");
 		free(text);
 		return NULL;
 	}

@@ -92,6 +92,9 @@ int cmd_chat(int argc, char **argv)
 	int rc = cli_parse(&chat_cmd, argc, argv, &com, chat_opt, &a, NULL);
 	if (rc)
 		return rc == CLI_DONE ? EXIT_OK : rc;
+	if (a.cfg.resume && a.cfg.system)
+		return cli_usage("chat", "--system is a new conversation's: --resume reopens one "
+					 "with its own (change it there with /system)");
 	/* (run's -n 0 reads a prompt and answers nothing: no use in a chat) */
 	if ((com.set & CLI_SET_MAX_NEW) && com.max_new < 1)
 		return cli_usage("chat", "-n 0: an answer needs at least 1 new token");

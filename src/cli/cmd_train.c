@@ -74,6 +74,8 @@ static int train_opt(void *user, int key, const char *arg)
 		return cli_usage("train", "--tie and --no-tie: give one"), -1;
 	if (tstate_set(&a->o, i, arg))
 		return cli_usage("train", "%s", err_msg()), -1;
+	if (key == OPT_THREADS && a->o.threads < 1) /* 0 is an old state.json's "every CPU" */
+		return cli_usage("train", "--threads: %s is out of range [1, 1024]", arg), -1;
 	a->given[i] = true;
 	return 0;
 }

@@ -475,7 +475,7 @@ static void on_signal(int sig)
 	static const char msg[] = "qwenchat: stopping after this step and saving it "
 				  "(again to stop at once)";
 	if (g_stop || !g_stepping) {
-		if (!g_stepping && g_leftovers)
+		if (g_leftovers) /* a new run without a checkpoint yet (else it keeps all) */
 			rundir_leftovers_remove(g_leftovers);
 		live_signal_cursor(true);
 		/* said once the report knows the run's directory, steps begun or not */

@@ -626,7 +626,19 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 			err_set("out of memory");
 		return d;
 	}
-	return resolve_spec(env, model, false, weights);
+	char *dir = resolve_spec(env, model, false, weights);
+	/* "runs/nope" read as a repo id, where runs/ is a directory here: a mistyped path
+	   more likely, which the message says too */
+	const char *slash = strrchr(model, '/');
+	char *parent =
+		!dir && slash && slash > model ? strndup(model, (size_t)(slash - model)) : NULL;
+	if (parent && fio_is_dir(parent)) {
+		char why[2048];
+		snprintf(why, sizeof why, "%s", err_msg());
+		err_set("%s (and %s has no file or directory %s)", why, parent, slash + 1);
+	}
+	free(parent);
+	return dir;
 }
 
 char *hub_resolve(const struct hub_env *env, const char *model)

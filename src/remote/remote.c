@@ -88,6 +88,16 @@ done:
 	return rc;
 }
 
+int remote_check_url(const char *url)
+{
+	struct remote r = {0};
+	int rc = parse_url(&r, url);
+	free(r.base);
+	free(r.query);
+	free(r.shown);
+	return rc;
+}
+
 struct remote *remote_new(const struct remote_options *o)
 {
 	if (!o->url || !*o->url) {

@@ -38,6 +38,10 @@ struct remote;
 struct remote *remote_new(const struct remote_options *o);
 void remote_free(struct remote *r);
 
+/* Whether remote_new would take url: 0, or -1 with err_set saying why (for the
+ * command line, before anything else is done). */
+int remote_check_url(const char *url);
+
 /* The URL for messages: the API base without any user:password part. */
 const char *remote_url(const struct remote *r);
 /* True when an API key is sent over plain http to a host other than the loopback. */

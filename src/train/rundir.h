@@ -44,8 +44,8 @@ int rundir_leftovers_init(struct rundir_leftovers *l, const char *dir, const cha
 void rundir_leftovers_free(struct rundir_leftovers *l);
 
 /* rundir_abandon's removals, with calls safe in a signal handler (lstat, unlink,
- * rmdir): for a new run a signal ends before its first step. The lock goes with the
- * process. */
+ * rmdir): for a new run a signal ends before its first checkpoint (nothing is removed
+ * once there is one, or one is being written). The lock goes with the process. */
 void rundir_leftovers_remove(const struct rundir_leftovers *l);
 
 #endif

@@ -46,7 +46,7 @@ static const struct field fields[] = {
 	F("heads", K_INT, heads, 1, 1024, UNSET0),
 	F("kv-heads", K_INT, kv_heads, 1, 1024, UNSET0),
 	F("head-dim", K_INT, head_dim, 2, 1024, UNSET0),
-	F("intermediate-size", K_INT, intermediate, 1, 1 << 22, UNSET0),
+	F("intermediate-size", K_INT, intermediate, 1, 1 << 20, UNSET0),
 	F("vocab-size", K_INT, vocab, 1, 1 << 24, UNSET0),
 	F("tie", K_TIE, tie, 0, 1, 0),
 	F("rope-theta", K_REAL, rope_theta, 1, 1e12, UNSET0),
@@ -185,6 +185,16 @@ static int parse_number(const struct field *f, const char *s, double *out)
 {
 	char *end;
 	errno = 0;
+	size_t sign = *s == '-', digits = strspn(s + sign, "0123456789");
+	if (f->kind != K_REAL && digits && !s[sign + digits]) {
+		/* digits alone are read as a whole number: 2^53 + 1 as a double is 2^53 */
+		long long x = strtoll(s, &end, 10);
+		if (errno == ERANGE || x < (long long)f->lo || x > (long long)f->hi)
+			return err_set("--%s: %s is out of range [%.10g, %.10g]", f->name, s, f->lo,
+				       f->hi);
+		*out = (double)x;
+		return 0;
+	}
 	double v = strtod(s, &end);
 	/* an underflow (1e-310) is the value strtod rounded it to; the range judges it */
 	/* decimal only: strtod also reads "0x10" (16) and "0x1p-10" */

@@ -61,4 +61,17 @@ for cmd in "info -m" "run -p hi -m" "perplexity -m $M -f $TMP/README.md --kl-bas
 	[ "$flag" = -m ] && want=--model
 	expect_err_has "$want: an empty name" "${cmd%% *} $flag '': named"
 done
+# a path into a directory here that names nothing there reads as a repo id; the error
+# says the path's side too
+mkdir -p "$TMP/runs"
+expect_exit 1 "-m DIR/missing" env HF_HUB_OFFLINE=1 "$QWENCHAT" info -m "$TMP/runs/nope"
+expect_err_has "(and $TMP/runs has no file or directory nope)" "-m DIR/missing: names the directory"
+# ... and an empty argument or host names nothing either
+expect_exit 2 "pull ''" "$QWENCHAT" pull ""
+expect_err_has "argument 1 is an empty name" "pull '': named"
+expect_exit 2 "train-bpe with an empty file name" "$QWENCHAT" train-bpe --vocab-size 300 \
+	--out "$TMP/tok" "$TMP/README.md" ""
+expect_err_has "argument 2 is an empty name" "train-bpe '': named"
+expect_exit 2 "serve --host ''" "$QWENCHAT" serve -m "$M" --host ""
+expect_err_has "--host: an empty name" "serve --host '': named"
 finish

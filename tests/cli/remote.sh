@@ -185,6 +185,14 @@ req_has "auth == 'Bearer $KEY'" "the key goes in the Authorization header"
 req_has "'$KEY' not in json.dumps(r)" "and nowhere in the body"
 printf '%s\n' "$KEY" >"$TMP/keyfile"
 expect_exit 0 "--api-key-file" R --api-key-file "$TMP/keyfile" -p "Salut"
+req_has "auth == 'Bearer $KEY'" "--api-key-file: its first line is the key"
+# the blanks an editor leaves around the key are not part of it; a line of blanks is none
+printf ' \t%s  \r\nnext\n' "$KEY" >"$TMP/keyfile"
+expect_exit 0 "--api-key-file with blanks around the key" R --api-key-file "$TMP/keyfile" -p "Salut"
+req_has "auth == 'Bearer $KEY'" "--api-key-file: the blanks around it dropped"
+printf '   \n' >"$TMP/keyfile"
+expect_exit 1 "--api-key-file of blanks" R --api-key-file "$TMP/keyfile" -p "Salut"
+expect_err_has "the first line is empty" "--api-key-file of blanks: says so"
 expect_exit 0 "--api-key on the command line" R --api-key "$KEY" -p "Salut"
 grep -q 'other users of this machine can read a key given on the command line' "$TMP/err" &&
 	pass "--api-key warns that ps shows it" || fail "--api-key: no warning"
@@ -353,13 +361,15 @@ for o in "--quant q8_0|--quant does not apply" "--exact|--exact does not apply" 
 done
 for c in info bench logits; do
 	expect_exit 2 "$c --url" "$QWENCHAT" "$c" --url "$URL"
-	expect_err_has "needs the model's weights on this machine" "$c --url: says why"
+	expect_err_has "runs on this machine, not on a server" "$c --url: says why"
 done
 expect_exit 2 "bench --backend remote" "$QWENCHAT" bench --backend remote
 expect_exit 2 "serve --backend remote" "$QWENCHAT" serve --backend remote
-expect_exit 1 "--url ftp://" "$QWENCHAT" run --url ftp://127.0.0.1/v1 -p x
+expect_exit 2 "--url ftp://" "$QWENCHAT" run --url ftp://127.0.0.1/v1 -p x
 expect_err_has "the scheme 'ftp' is not http or https" "--url ftp://: says why"
 expect_exit 2 "--timeout 0" R --timeout 0 -p x
-expect_exit 1 "--url not a URL" "$QWENCHAT" run --url 'http://[::1' -p x
+expect_exit 2 "--url not a URL" "$QWENCHAT" run --url 'http://[::1' -p x
 expect_err_has "is not a URL" "a bad URL: says so"
+expect_exit 2 "--url ''" "$QWENCHAT" list --url ''
+expect_err_has "--url: an empty URL" "an empty URL: says so, not that --url is missing"
 finish

@@ -148,6 +148,8 @@ expect_exit 2 "run -n 0 with --url" "$QWENCHAT" run --url http://127.0.0.1:9/v1 
 expect_err_has "-n 0 needs the local engine" "run -n 0 with --url: says why"
 expect_exit 2 "chat -n 0" sh -c "'$QWENCHAT' chat -m '$M' -n 0 </dev/null"
 expect_err_has "-n 0: an answer needs at least 1 new token" "chat -n 0: says why"
+expect_exit 2 "chat --resume --system" sh -c "'$QWENCHAT' chat -m '$M' --resume --system x </dev/null"
+expect_err_has "--system is a new conversation's" "chat --resume --system: says why"
 
 printf 'Once upon a time' >"$TMP/prompt.txt"
 expect_exit 0 "run --raw -f" $RUN --raw -f "$TMP/prompt.txt" -n 6 --greedy

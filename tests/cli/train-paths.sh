@@ -29,6 +29,11 @@ expect_exit 2 "--val followed by an option" "$QWENCHAT" train --out "$TMP/r4" \
 expect_err_has "--val needs a file before the next option" "... said in one line"
 [ ! -e "$TMP/r4" ] && pass "... nothing created" || fail "--val --steps: $TMP/r4 was created"
 
+# --threads 0 is no count (the other commands refuse it too)
+expect_exit 2 "--threads 0" "$QWENCHAT" train --out "$TMP/r5" --data "$TMP/ok.u32" \
+	--vocab-size 256 --layers 1 --threads 0
+expect_err_has "--threads: 0 is out of range [1, 1024]" "... said in one line"
+
 # a run whose paths JSON holds is saved with them and resumes
 expect_exit 0 "a run with UTF-8 paths" "$QWENCHAT" train --out "$TMP/r3" $RUN --data "$TMP/ok.u32"
 expect_exit 0 "... resumes" "$QWENCHAT" train --resume "$TMP/r3" --steps 3 --no-panel

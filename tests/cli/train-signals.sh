@@ -191,21 +191,28 @@ rc=$?
 	fail "SIGHUP ignored: exit $rc: $(tail -n 2 "$TMP/err-nohup")"
 # a second signal stops at once, and says which checkpoint DIR holds (steps of a
 # second or so, so that it comes before the first one's step is done)
-"$QWENCHAT" train --out "$TMP/twice" --vocab-size 1000 --layers 2 --hidden-size 512 --heads 8 \
-	--intermediate-size 1536 --data "$TMP/d.u32" --ctx 256 --batch 8 --threads 2 --steps 50 \
-	--save-every 2 2>"$TMP/err-twice" &
-pid=$!
-wait_steps "$TMP/twice"
-kill -INT $pid
-# the second only once the first is taken: two sent before the process runs are one
-i=0
-while ! grep -q 'stopping after this step' "$TMP/err-twice" && [ $i -lt 1200 ]; do
-	sleep 0.01
-	i=$((i + 1))
-done
-kill -INT $pid
-wait $pid
-rc=$?
+# twice DIR ERR STEPS ARGS... — a run of steps of a second or so into DIR, sent SIGINT
+# once STEPS are logged, then again once the first is taken (two sent before the
+# process runs are one); its exit status in rc
+twice() {
+	dir=$1 err=$2 steps=$3
+	shift 3
+	"$QWENCHAT" train --out "$dir" --vocab-size 1000 --layers 2 --hidden-size 512 \
+		--heads 8 --intermediate-size 1536 --data "$TMP/d.u32" --ctx 256 --batch 8 \
+		--threads 2 --steps 50 "$@" 2>"$err" &
+	pid=$!
+	wait_steps "$dir" "$steps"
+	kill -INT $pid
+	i=0
+	while ! grep -q 'stopping after this step' "$err" && [ $i -lt 1200 ]; do
+		sleep 0.01
+		i=$((i + 1))
+	done
+	kill -INT $pid
+	wait $pid
+	rc=$?
+}
+twice "$TMP/twice" "$TMP/err-twice" 3 --save-every 2
 # said_at_once RC ERR DESC — exit 130, and the line naming the checkpoint twice holds (step
 # 2 unless a loaded machine was slower than the steps)
 said_at_once() {
@@ -213,6 +220,18 @@ said_at_once() {
 		pass "$3" || fail "$3: exit $1: $(tail -n 2 "$2")"
 }
 said_at_once $rc "$TMP/err-twice" "a second SIGINT stops at once and names the checkpoint kept"
+# ... and a new run without a checkpoint yet, stopped at once in a step, leaves nothing
+# of its own (its log, its caches, the lock, the directory) behind
+twice "$TMP/nosave/run" "$TMP/err-nosave" 1 --save-every 1000
+if grep -q "nothing was saved" "$TMP/err-nosave"; then
+	[ "$rc" -eq 130 ] && [ ! -e "$TMP/nosave" ] &&
+		pass "a new run stopped at once before its first checkpoint leaves nothing" ||
+		fail "stopped before its first checkpoint: exit $rc, left $(find "$TMP/nosave" | head -n 5)"
+else # the machine was slow to send the second: the step was saved first
+	[ "$rc" -eq 130 ] && [ -f "$TMP/nosave/run/model.safetensors" ] &&
+		pass "a new run stopped at once after its first save keeps it" ||
+		fail "stopped at once: exit $rc: $(tail -n 2 "$TMP/err-nosave")"
+fi
 # a signal after the run's opening lines but before its first step (the matrix-product
 # peak is measured then) stops at once and says so too
 "$QWENCHAT" train --resume "$TMP/twice" --steps 50 2>"$TMP/err-early" &

@@ -33,6 +33,12 @@ static void test_set(void **state)
 	assert_non_null(strstr(err_msg(), "--ctx"));
 	assert_int_equal(tstate_set(&o, field("ctx"), "0"), -1);
 	assert_non_null(strstr(err_msg(), "out of range"));
+	/* a whole number is read as one: 2^53 + 1 is past the seed's 2^53, not rounded to it */
+	assert_int_equal(tstate_set(&o, field("seed"), "9007199254740992"), 0);
+	assert_true(o.seed == 9007199254740992LL);
+	assert_int_equal(tstate_set(&o, field("seed"), "9007199254740993"), -1);
+	assert_int_equal(tstate_set(&o, field("seed"), "99999999999999999999"), -1);
+	assert_int_equal(tstate_set(&o, field("seed"), "-0"), 0);
 	assert_int_equal(tstate_set(&o, field("lr"), "1e-3"), 0);
 	assert_true(o.lr == 1e-3);
 	assert_int_equal(tstate_set(&o, field("lr"), "nan"), -1);
