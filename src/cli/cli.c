@@ -649,7 +649,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 
 static bool id_separator(int ch)
 {
-	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == ',';
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f' ||
+	       ch == ',';
 }
 
 int cli_read_ids(FILE *f, const char *name, int32_t **ids, size_t *n)

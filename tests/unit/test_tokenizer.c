@@ -348,6 +348,50 @@ static void test_roundtrip_golden(void **state)
 	free_texts(&c);
 }
 
+/* NFC against Python's unicodedata.normalize("NFC", ...): U+11A7 after a syllable LV
+ * stays (it is no final consonant; utf8proc 2.8 composed it away), and a long run of
+ * marks is reordered in linear time (utf8proc swaps neighbours: quadratic). */
+static void expect_nfc(const char *in, size_t n, const char *want, size_t wn)
+{
+	size_t got_n;
+	char *got = tok_nfc(in, n, &got_n);
+	if (!got)
+		fail_msg("tok_nfc of %zu bytes: %s", n, err_msg());
+	assert_int_equal(got_n, wn);
+	assert_memory_equal(got, want, wn);
+	free(got);
+}
+
+static void test_nfc_hangul_and_marks(void **state)
+{
+	(void)state;
+	/* U+1100 U+1161 U+11A7 -> U+AC00 U+11A7; U+AC00 U+11A7 stays */
+	expect_nfc("\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa7", 9, "\xea\xb0\x80\xe1\x86\xa7", 6);
+	expect_nfc("\xea\xb0\x80\xe1\x86\xa7", 6, "\xea\xb0\x80\xe1\x86\xa7", 6);
+	/* U+0F73 decomposes to U+0F71 (class 129) U+0F72 (130): three of them reorder */
+	expect_nfc("\xe0\xbd\xb3\xe0\xbd\xb3\xe0\xbd\xb3"
+		   "a",
+		   10,
+		   "\xe0\xbd\xb1\xe0\xbd\xb1\xe0\xbd\xb1\xe0\xbd\xb2\xe0\xbd\xb2\xe0\xbd\xb2"
+		   "a",
+		   19);
+	/* e (U+0301 U+0316) x 200000 -> U+00E9, U+0316 x 200000, U+0301 x 199999 */
+	enum { N = 200000 };
+	char *in = malloc(1 + 4 * N), *want = malloc(2 + 4 * N);
+	assert_true(in && want);
+	in[0] = 'e';
+	for (int i = 0; i < N; i++)
+		memcpy(in + 1 + 4 * i, "\xcc\x81\xcc\x96", 4);
+	memcpy(want, "\xc3\xa9", 2);
+	for (int i = 0; i < N; i++)
+		memcpy(want + 2 + 2 * i, "\xcc\x96", 2);
+	for (int i = 0; i < N - 1; i++)
+		memcpy(want + 2 + 2 * N + 2 * i, "\xcc\x81", 2);
+	expect_nfc(in, 1 + 4 * N, want, 2 + 4 * N - 2);
+	free(in);
+	free(want);
+}
+
 /* Any bytes, valid UTF-8 or not, come back exactly when no NFC-changeable text is in
  * them: here ASCII, CJK, emoji pieces, and stray continuation/lead bytes. */
 static void test_roundtrip_bytes(void **state)
@@ -543,10 +587,15 @@ int main(void)
 {
 	tu_tokenizer_dir(tokdir, sizeof tokdir);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_golden_cases),     cmocka_unit_test(test_golden_extra_added),
-		cmocka_unit_test(test_golden_literal),   cmocka_unit_test(test_mixed_1mb),
-		cmocka_unit_test(test_roundtrip_golden), cmocka_unit_test(test_roundtrip_bytes),
-		cmocka_unit_test(test_stream),           cmocka_unit_test(test_lookups),
+		cmocka_unit_test(test_golden_cases),
+		cmocka_unit_test(test_golden_extra_added),
+		cmocka_unit_test(test_golden_literal),
+		cmocka_unit_test(test_mixed_1mb),
+		cmocka_unit_test(test_roundtrip_golden),
+		cmocka_unit_test(test_roundtrip_bytes),
+		cmocka_unit_test(test_nfc_hangul_and_marks),
+		cmocka_unit_test(test_stream),
+		cmocka_unit_test(test_lookups),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
