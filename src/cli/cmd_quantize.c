@@ -338,9 +338,9 @@ int cmd_quantize(int argc, char **argv)
 			char a[32], size[40] = "";
 			/* a pipe's size says nothing */
 			if (!through && stat(qa.out, &st) == 0)
-				snprintf(size, sizeof size, "%s ",
+				snprintf(size, sizeof size, ": %s",
 					 units_bytes((double)st.st_size, a, sizeof a));
-			fprintf(stderr, "wrote %s: %s(%s) in %.1f s\n", qa.out, size,
+			fprintf(stderr, "wrote %s%s (%s) in %.1f s\n", qa.out, size,
 				eng_ftype_name(f), clock_now() - g_t0);
 			rc = EXIT_OK;
 		}
