@@ -616,9 +616,26 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 			return NULL;
 		}
 		if (!ok) {
-			err_set("%s is not a model directory (no config.json%s), a .gguf file or "
-				"a repo id",
-				model, weights ? "" : " or tokenizer.json");
+			/* train's first checkpoint puts config.json in place last */
+			char *txn = fio_join(model, ".checkpoint.new");
+			char *mark = txn ? fio_join(txn, "COMPLETE") : NULL;
+			bool saving = txn && fio_is_dir(txn), whole = mark && fio_is_file(mark);
+			free(mark);
+			free(txn);
+			if (saving && whole)
+				err_set("%s: no config.json yet: a training run is putting its "
+					"first checkpoint in place, or was stopped while it did "
+					"('qwenchat train --resume %s' finishes it)",
+					model, model);
+			else if (saving)
+				err_set("%s: no config.json yet: a training run is writing its "
+					"first checkpoint there (one stopped before it was whole "
+					"saved nothing)",
+					model);
+			else
+				err_set("%s is not a model directory (no config.json%s), a .gguf "
+					"file or a repo id",
+					model, weights ? "" : " or tokenizer.json");
 			return NULL;
 		}
 		char *d = strdup(model);

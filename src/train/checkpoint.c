@@ -477,8 +477,13 @@ static int write_mark(struct ckpt_txn *x, char **text)
 	char *m = malloc(cap);
 	if (!m)
 		return err_set("out of memory");
-	for (int i = 0; i < x->n; i++)
-		len += (size_t)snprintf(m + len, cap - len, "f%d %s\n", i, x->rel[i]);
+	/* config.json last: a directory is a model once it is there, so a reader of a first
+	   checkpoint finds none or a whole one (later ones only swap files alike) */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < x->n; i++)
+			if ((strcmp(x->rel[i], "config.json") == 0) == (pass == 1))
+				len += (size_t)snprintf(m + len, cap - len, "f%d %s\n", i,
+							x->rel[i]);
 	*text = m;
 	int fd = openat(x->tmpfd, TXN_MARK ".part", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			0600);

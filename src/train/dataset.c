@@ -54,7 +54,8 @@ int dset_convs_add(struct dset_convs *c, const int32_t *ids, const unsigned char
 		return n ? -1 : 0;
 	memcpy(c->ids + c->n, ids, n * sizeof *ids);
 	for (size_t i = 0; i < n; i++)
-		c->flags[c->n + i] = (uint8_t)((scored[i] ? DSET_SCORED : 0) | (i ? 0 : DSET_START));
+		c->flags[c->n + i] =
+			(uint8_t)((scored[i] ? DSET_SCORED : 0) | (i ? 0 : DSET_START));
 	c->n += n;
 	return 0;
 }
@@ -104,16 +105,19 @@ static int check_text(const char *path)
 		}
 		size_t n = have + (size_t)r, i = 0;
 		if (memchr(buf + have, 0, (size_t)r)) {
-			rc = err_set("%s: not UTF-8 text: a NUL byte near byte %zu (train reads UTF-8 "
-				     "text, or token ids in *.u32 files)",
-				     path, offset + (size_t)((char *)memchr(buf + have, 0, (size_t)r) - buf));
+			rc = err_set(
+				"%s: not UTF-8 text: a NUL byte near byte %zu (train reads UTF-8 "
+				"text, or token ids in *.u32 files)",
+				path,
+				offset + (size_t)((char *)memchr(buf + have, 0, (size_t)r) - buf));
 			break;
 		}
 		while (i < n) {
 			size_t valid, bad;
 			utf8_next_piece(buf + i, n - i, &valid, &bad);
 			/* a sequence cut by the chunk's end is judged with the next chunk */
-			if (i + valid == n || (r > 0 && i + valid + bad == n && n - i - valid < 4)) {
+			if (i + valid == n ||
+			    (r > 0 && i + valid + bad == n && n - i - valid < 4)) {
 				i += valid;
 				break;
 			}
@@ -131,9 +135,10 @@ static int check_text(const char *path)
 		have = n - i;
 	}
 	if (!rc && bad_bytes * 100 > offset + have)
-		rc = err_set("%s: not UTF-8 text: %zu ill-formed bytes, the first at byte %zu (train "
-			     "reads UTF-8 text, or token ids in *.u32 files)",
-			     path, bad_bytes, first_bad);
+		rc = err_set(
+			"%s: not UTF-8 text: %zu ill-formed bytes, the first at byte %zu (train "
+			"reads UTF-8 text, or token ids in *.u32 files)",
+			path, bad_bytes, first_bad);
 	free(buf);
 	close(fd);
 	return rc;
@@ -214,9 +219,10 @@ static int index_convs(struct dset *d, int ctx, const char *what)
 		for (size_t i = 1; i < m; i++)
 			t += d->flags[d->seq[c] + i] & DSET_SCORED;
 		if (m < 2 || m > (size_t)ctx + 1 || !t)
-			return err_set("%s: conversation %lld: %zu tokens with %zu targets (a row of "
-				       "--ctx %d takes 2 to %d tokens with a target)",
-				       what, (long long)c + 1, m, t, ctx, ctx + 1);
+			return err_set(
+				"%s: conversation %lld: %zu tokens with %zu targets (a row of "
+				"--ctx %d takes 2 to %d tokens with a target)",
+				what, (long long)c + 1, m, t, ctx, ctx + 1);
 		scored += (int64_t)t;
 	}
 	d->sft.conversations = n;
@@ -238,7 +244,7 @@ static int load_flags(struct dset *d, json_t *j, int ctx, const char *cache)
 	if (!path)
 		return err_set("out of memory");
 	d->flags = (uint8_t *)fio_read_file(path, d->len + 1, &len);
-	int rc = !d->flags ? -1
+	int rc = !d->flags       ? -1
 		 : len != d->len ? err_set("%s: %zu flags for %zu tokens", path, len, d->len)
 				 : index_convs(d, ctx, path);
 	free(path);
@@ -396,7 +402,8 @@ static int keep_encoded(struct dset *d, char *const *files, int n, const struct 
 static bool same_inputs(json_t *old, json_t *meta)
 {
 	json_t *a = json_object_get(old, "sft"), *b = json_object_get(meta, "sft");
-	return old && json_equal(json_object_get(old, "sources"), json_object_get(meta, "sources")) &&
+	return old &&
+	       json_equal(json_object_get(old, "sources"), json_object_get(meta, "sources")) &&
 	       json_equal(json_object_get(old, "tokenizer"), json_object_get(meta, "tokenizer")) &&
 	       (a || b ? a && b && json_equal(a, b) : true);
 }
@@ -446,6 +453,24 @@ static int encode(struct dset *d, char *const *files, int n, struct tok *tk, int
 	return 0;
 }
 
+/* Whether files[0..n) are still as src (describe) found them before they were read: a
+ * file that grew or shrank meanwhile would be cached as what it no longer is. 0, or
+ * -1 with err_set naming it. */
+static int unchanged(char *const *files, int n, json_t *src)
+{
+	json_t *now = describe(files, n);
+	if (!now)
+		return -1;
+	int rc = 0;
+	for (int i = 0; i < n && rc == 0; i++)
+		if (!json_equal(json_array_get(now, (size_t)i), json_array_get(src, (size_t)i)))
+			rc = err_set(
+				"%s: changed while it was read: run again once nothing writes it",
+				files[i]);
+	json_decref(now);
+	return rc;
+}
+
 int dset_load(struct dset *d, char *const *files, int n, struct tok *tk, const char *tok_hash,
 	      int vocab, const char *cache, const struct dset_want *want)
 {
@@ -461,7 +486,7 @@ int dset_load(struct dset *d, char *const *files, int n, struct tok *tk, const c
 		err_set("out of memory");
 	} else if (same_inputs(old, meta) && dset_load_cache(d, vocab, 0, cache, want) == 0) {
 		rc = 0;
-	} else if (encode(d, files, n, tk, vocab) == 0 &&
+	} else if (encode(d, files, n, tk, vocab) == 0 && unchanged(files, n, src) == 0 &&
 		   keep_encoded(d, files, n, want, meta, cache) == 0) {
 		rc = 0;
 	}
@@ -508,9 +533,10 @@ static int add_file(struct dset *d, struct dset_convs *all, const struct dset_co
 		k++;
 		for (size_t i = s; i < e; i++)
 			if (f->ids[i] < 0 || f->ids[i] >= vocab)
-				return err_set("%s: conversation %lld: token id %d is not below the "
-					       "model's vocab_size %d",
-					       path, (long long)k, (int)f->ids[i], vocab);
+				return err_set(
+					"%s: conversation %lld: token id %d is not below the "
+					"model's vocab_size %d",
+					path, (long long)k, (int)f->ids[i], vocab);
 		bool cut;
 		size_t first, m = fit(f->flags + s, e - s, T, &cut, &first);
 		if (!m) {
@@ -570,7 +596,7 @@ int dset_load_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd
 	else if (same_inputs(old, meta) && dset_load_cache(d, vocab, ctx, cache, want) == 0)
 		rc = 0;
 	else if (encode_sft(d, files, n, rd, user, vocab, ctx) == 0 &&
-		 keep_encoded(d, files, n, want, meta, cache) == 0)
+		 unchanged(files, n, src) == 0 && keep_encoded(d, files, n, want, meta, cache) == 0)
 		rc = 0;
 	if (rc)
 		dset_free(d);

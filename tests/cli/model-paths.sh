@@ -66,6 +66,14 @@ done
 mkdir -p "$TMP/runs"
 expect_exit 1 "-m DIR/missing" env HF_HUB_OFFLINE=1 "$QWENCHAT" info -m "$TMP/runs/nope"
 expect_err_has "(and $TMP/runs has no file or directory nope)" "-m DIR/missing: names the directory"
+# a directory whose first checkpoint is being written (config.json comes last) says so
+mkdir -p "$TMP/saving/.checkpoint.new"
+expect_exit 1 "-m a first checkpoint being written" "$QWENCHAT" info -m "$TMP/saving"
+expect_err_has "no config.json yet: a training run is writing its first checkpoint" \
+	"... says so"
+touch "$TMP/saving/.checkpoint.new/COMPLETE"
+expect_exit 1 "-m a first checkpoint being put in place" "$QWENCHAT" info -m "$TMP/saving"
+expect_err_has "('qwenchat train --resume $TMP/saving' finishes it)" "... and how to finish it"
 # ... and an empty argument or host names nothing either
 expect_exit 2 "pull ''" "$QWENCHAT" pull ""
 expect_err_has "argument 1 is an empty name" "pull '': named"
