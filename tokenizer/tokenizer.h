@@ -10,8 +10,12 @@
 struct tok;
 
 /* Loads DIR/tokenizer.json and, when present, DIR/tokenizer_config.json.
- * NULL on error (err_set names the file and the field). */
+ * NULL on error (err_set names the file and the field). A directory whose files
+ * `qwenchat train-bpe` is putting in place (TOK_PLACING there) is refused: it may
+ * hold some of the new files beside the old. */
 struct tok *tok_load(const char *dir);
+#define TOK_PLACING ".train-bpe.new/PLACING"
+
 /* The same from explicit paths; config_path may be NULL. */
 struct tok *tok_load_files(const char *tokenizer_json, const char *config_path);
 

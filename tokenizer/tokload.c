@@ -649,8 +649,25 @@ struct tok *tok_load_files(const char *tokenizer_json, const char *config_path)
 	return t;
 }
 
+/* Whether dir's tokenizer files are being replaced (or were, by a run stopped then);
+ * err_set says so. */
+static bool placing(const char *dir)
+{
+	char *mark = fio_join(dir, TOK_PLACING);
+	bool yes = mark && fio_exists(mark);
+	free(mark);
+	if (yes)
+		err_set("%s: 'qwenchat train-bpe' is putting a new tokenizer in place there, or "
+			"was "
+			"stopped while it did (its next run there finishes it)",
+			dir);
+	return yes;
+}
+
 struct tok *tok_load(const char *dir)
 {
+	if (placing(dir))
+		return NULL;
 	char *tj = fio_join(dir, "tokenizer.json"), *cj = fio_join(dir, "tokenizer_config.json");
 	struct tok *t = NULL;
 	if (!tj || !cj)
@@ -659,6 +676,10 @@ struct tok *tok_load(const char *dir)
 		t = tok_load_files(tj, fio_exists(cj) ? cj : NULL);
 	free(tj);
 	free(cj);
+	if (t && placing(dir)) { /* begun while the files were read */
+		tok_free(t);
+		t = NULL;
+	}
 	bool missing = true;
 	char *tmpl = t ? tok_read_template_file(dir, &missing) : NULL;
 	if (tmpl) {

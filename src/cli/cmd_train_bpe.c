@@ -7,6 +7,7 @@
 #include "src/base/proc.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/strbuf.h"
 #include "src/base/units.h"
 #include "src/base/utf8.h"
 #include "src/train/modeldir.h"
@@ -111,9 +112,9 @@ static const struct {
 	const char *text;
 	bool special;
 } chat_tokens[] = {
-	{"<|endoftext|>", true}, {"<|im_start|>", true},     {"<|im_end|>", true},
-	{"<tool_call>", false},  {"</tool_call>", false},    {"<tool_response>", false},
-	{"</tool_response>", false}, {"<think>", false},    {"</think>", false},
+	{"<|endoftext|>", true},     {"<|im_start|>", true},  {"<|im_end|>", true},
+	{"<tool_call>", false},      {"</tool_call>", false}, {"<tool_response>", false},
+	{"</tool_response>", false}, {"<think>", false},      {"</think>", false},
 };
 enum { N_CHAT = sizeof chat_tokens / sizeof chat_tokens[0] };
 
@@ -211,6 +212,9 @@ static int parse_args(int argc, char **argv, struct args *a, int *first)
 static const char *const out_files[] = {"vocab.json", "merges.txt", "tokenizer_config.json",
 					"tokenizer.json"};
 #define STAGE ".train-bpe.new"
+/* in STAGE while its files are put in place: the names written, a line each */
+#define MARK  "PLACING"
+_Static_assert(sizeof STAGE "/" MARK == sizeof TOK_PLACING, "the loader looks for the mark");
 
 /* An existing DIR holds nothing but a tokenizer of ours: a model's directory or a
  * training run (config.json, weights, train-state/) would get a tokenizer that does
@@ -305,17 +309,55 @@ static int write_chat_config(const char *dir)
 	char *path = fio_join(dir, "tokenizer_config.json");
 	bool markers;
 	char *text = path ? mdir_tokenizer_config(NULL, path, t, NULL, &markers) : NULL;
-	int rc = text ? fio_write_atomic(path, text, strlen(text), 0600, 0)
-		      : path ? -1 : err_set("out of memory");
+	int rc = text   ? fio_write_atomic(path, text, strlen(text), 0600, 0)
+		 : path ? -1
+			: err_set("out of memory");
 	free(text);
 	free(path);
 	tok_free(t);
 	return rc;
 }
 
-/* Removes DIR/STAGE and the files of ours in it (what a run cut short left); a link
- * or anything but a directory there is refused. */
-static int clear_stage(const char *stage)
+/* Whether the mark's text names file: a line of it. */
+static bool marked(const char *text, const char *file)
+{
+	size_t n = strlen(file);
+	for (const char *l = text; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
+		if (strcspn(l, "\n") == n && !strncmp(l, file, n))
+			return true;
+	return false;
+}
+
+/* What a run stopped while it put its files in place (its mark in STAGE) left: the
+ * rest of its files go in place, those it did not write go, and DIR holds its
+ * tokenizer whole again. */
+static int finish_placing(const char *dir, const char *stage, const char *mark)
+{
+	size_t len;
+	char *names = fio_read_all(mark, 4096, &len);
+	int rc = names ? 0 : -1;
+	for (size_t i = 0; rc == 0 && i < sizeof out_files / sizeof out_files[0]; i++) {
+		char *from = fio_join(stage, out_files[i]), *to = fio_join(dir, out_files[i]);
+		if (!from || !to)
+			rc = err_set("out of memory");
+		else if (marked(names, out_files[i]) ? rename(from, to) != 0 && errno != ENOENT
+						     : unlink(to) != 0 && errno != ENOENT)
+			rc = err_set("%s: cannot put in place: %s", to, strerror(errno));
+		free(from);
+		free(to);
+	}
+	free(names);
+	if (rc == 0 && fio_sync_dir(dir))
+		rc = -1;
+	if (rc == 0 && unlink(mark) != 0)
+		rc = err_set("%s: cannot remove: %s", mark, strerror(errno));
+	return rc;
+}
+
+/* Removes DIR/STAGE and the files of ours in it (what a run cut short left), after
+ * finishing what a run stopped while it put its files in place began; a link or
+ * anything but a directory there is refused. */
+static int clear_stage(const char *dir, const char *stage)
 {
 	struct stat st;
 	if (lstat(stage, &st) != 0)
@@ -324,13 +366,20 @@ static int clear_stage(const char *stage)
 		return err_set("%s: not a directory (refused: train-bpe writes its files there)",
 			       stage);
 	/* the temporary files a killed run's writers left go with it */
+	const char *known[] = {out_files[0], out_files[1], out_files[2], out_files[3], MARK};
 	char other[256];
-	if (fio_foreign_entry(stage, out_files, sizeof out_files / sizeof out_files[0], other,
-			      sizeof other))
+	if (fio_foreign_entry(stage, known, sizeof known / sizeof known[0], other, sizeof other))
 		return -1;
 	if (other[0])
 		return err_set("%s: holds %s, not train-bpe's: remove it or choose another --out",
 			       stage, other);
+	char *mark = fio_join(stage, MARK);
+	int done = !mark              ? err_set("out of memory")
+		   : fio_exists(mark) ? finish_placing(dir, stage, mark)
+				      : 0;
+	free(mark);
+	if (done)
+		return -1;
 	for (size_t i = 0; i < sizeof out_files / sizeof out_files[0]; i++) {
 		char *p = fio_join(stage, out_files[i]);
 		if (p)
@@ -340,9 +389,27 @@ static int clear_stage(const char *stage)
 	return rmdir(stage) == 0 ? 0 : err_set("%s: cannot remove: %s", stage, strerror(errno));
 }
 
+/* The mark that the files in stage are whole and going in place: their names. */
+static int write_mark(const char *stage, const char *mark)
+{
+	struct strbuf names = {0};
+	for (size_t i = 0; i < sizeof out_files / sizeof out_files[0]; i++) {
+		char *p = fio_join(stage, out_files[i]);
+		if (p && fio_exists(p))
+			sb_printf(&names, "%s\n", out_files[i]);
+		free(p);
+	}
+	int rc = names.oom ? err_set("out of memory")
+			   : fio_write_atomic(mark, names.p ? names.p : "", names.n, 0600, 0);
+	free(names.p);
+	return rc;
+}
+
 /* Writes the tokenizer's files into DIR/STAGE, then renames them into DIR together:
  * an error or a full disk while writing leaves DIR's previous tokenizer whole, never
- * a new tokenizer.json beside an old vocab.json and merges.txt. */
+ * a new tokenizer.json beside an old vocab.json and merges.txt. While the renames run
+ * (and after a run stopped among them, until the next finishes them) STAGE/MARK makes
+ * every load of DIR's tokenizer refuse it. */
 static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 {
 	for (size_t i = 0; i < sizeof out_files / sizeof out_files[0]; i++) {
@@ -359,12 +426,17 @@ static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 	char *stage = fio_join(a->out, STAGE);
 	if (!stage)
 		return err_set("out of memory");
-	int rc = clear_stage(stage);
+	int rc = clear_stage(a->out, stage);
 	if (rc == 0 && mkdir(stage, 0700) != 0)
 		rc = err_set("%s: cannot create: %s", stage, strerror(errno));
 	if (rc == 0 && (bpe_write(m, a->specials, a->special, a->n_specials, stage) < 0 ||
 			(a->chat && write_chat_config(stage) < 0)))
 		rc = -1;
+	/* the set is whole: from the mark on, a reader is refused and a run stopped midway
+	   is finished by the next one (clear_stage) */
+	char *mark = rc == 0 ? fio_join(stage, MARK) : NULL;
+	if (rc == 0 && (!mark || write_mark(stage, mark)))
+		rc = mark ? -1 : err_set("out of memory");
 	for (size_t i = 0; rc == 0 && i < sizeof out_files / sizeof out_files[0]; i++) {
 		char *from = fio_join(stage, out_files[i]), *to = fio_join(a->out, out_files[i]);
 		struct stat st;
@@ -378,9 +450,10 @@ static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 		free(from);
 		free(to);
 	}
-	if (rc == 0)
-		(void)fio_sync_dir(a->out);
-	int cleared = clear_stage(stage);
+	if (rc == 0 && fio_sync_dir(a->out) == 0 && unlink(mark) != 0)
+		rc = err_set("%s: cannot remove: %s", mark, strerror(errno));
+	free(mark);
+	int cleared = clear_stage(a->out, stage);
 	free(stage);
 	return rc ? rc : cleared;
 }

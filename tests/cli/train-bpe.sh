@@ -289,6 +289,28 @@ expect_exit 0 "after a run killed mid-write" "$QWENCHAT" train-bpe -q --vocab-si
 	fail "after a killed run: $(ls -A "$TMP/killed" "$TMP/killed/.train-bpe.new" 2>&1)"
 expect_exit 0 "--help" "$QWENCHAT" train-bpe --help
 grep -q 'vocab-size' "$TMP/out" && pass "--help: describes --vocab-size" || fail "--help text"
+# a run stopped while it put its files in place (its mark in .train-bpe.new): a load
+# of the half-replaced tokenizer is refused, saying so, and the next run finishes it
+T=$TMP/placing
+"$QWENCHAT" train-bpe --vocab-size 300 -q --out "$T" "$TMP/prose.txt" &&
+	"$QWENCHAT" train-bpe --vocab-size 400 -q --out "$TMP/t400" "$TMP/prose.txt" ||
+	fail "train-bpe for the placing case"
+mkdir "$T/.train-bpe.new" && cp "$TMP/t400/merges.txt" "$TMP/t400/tokenizer.json" \
+	"$T/.train-bpe.new/" && cp "$TMP/t400/vocab.json" "$T/vocab.json" &&
+	printf 'vocab.json\nmerges.txt\ntokenizer.json\n' >"$T/.train-bpe.new/PLACING"
+echo hello | expect_exit 1 "tokenize a tokenizer being put in place" "$QWENCHAT" tokenize -m "$T"
+expect_err_has "'qwenchat train-bpe' is putting a new tokenizer in place there, or was stopped" \
+	"... refused, saying why"
+expect_exit 0 "train-bpe again into it" "$QWENCHAT" train-bpe --vocab-size 300 -q --out "$T" \
+	"$TMP/prose.txt"
+"$QWENCHAT" train-bpe --vocab-size 300 -q --out "$TMP/placing-ref" "$TMP/prose.txt"
+for f in vocab.json merges.txt tokenizer.json; do
+	cmp -s "$T/$f" "$TMP/placing-ref/$f" || fail "after the next run, $f is not its own"
+done
+[ ! -e "$T/.train-bpe.new" ] && echo hello | "$QWENCHAT" tokenize -m "$T" >/dev/null &&
+	pass "the next run puts a whole tokenizer in place" ||
+	fail "after the next run: $(ls -A "$T")"
+
 # the Unicode version that classes letters and digits for the pre-tokenizer
 "$QWENCHAT" --version | grep -q '^utf8proc [0-9.]* (Unicode [0-9][0-9.]*)$' &&
 	pass "--version names utf8proc's Unicode version" ||
