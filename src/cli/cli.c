@@ -589,6 +589,26 @@ static bool ambiguous(const struct option *lo, const char *arg, char *out, size_
 	return hits > 1;
 }
 
+/* The option a "--NAME=VALUE" (or an abbreviation of NAME) given to a flag that takes
+ * no value names, or NULL (getopt_long reports it as unknown). */
+static const char *flag_with_value(const struct option *lo, const char *arg)
+{
+	if (strncmp(arg, "--", 2) != 0 || !strchr(arg, '='))
+		return NULL;
+	size_t n = strcspn(arg + 2, "=");
+	const struct option *hit = NULL;
+	int hits = 0;
+	for (; lo->name; lo++)
+		if (n && !strncmp(lo->name, arg + 2, n)) {
+			if (strlen(lo->name) == n) { /* exact: it, whatever else it begins */
+				hit = lo, hits = 1;
+				break;
+			}
+			hit = lo, hits++;
+		}
+	return hits == 1 && hit->has_arg == no_argument ? hit->name : NULL;
+}
+
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_common *c,
 	      cli_own_fn own, void *user, int *first)
 {
@@ -616,6 +636,9 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 		char names[512];
 		if (key == '?' && ambiguous(lo, bad, names, sizeof names))
 			return cli_usage(cmd->name, "option '%s' is ambiguous: %s", bad, names);
+		const char *flag = key == '?' ? flag_with_value(lo, bad) : NULL;
+		if (flag)
+			return cli_usage(cmd->name, "--%s takes no value ('%s')", flag, bad);
 		if (key == '?')
 			return cli_usage(cmd->name, "unknown option '%s'", bad);
 		if (optarg && !*optarg && names_a_path(find_opt(cmd, key)))

@@ -348,6 +348,8 @@ expect_err_has "model.safetensors.index.json: invalid JSON" "invalid index named
 # usage
 expect_exit 2 "unknown option" "$QWENCHAT" info -m "$TMP/tied" --frobnicate
 expect_exit 2 "bad --ctx" "$QWENCHAT" info -m "$TMP/tied" --ctx 0
+expect_exit 2 "--json=1" "$QWENCHAT" info -m "$TMP/tied" --json=1
+expect_err_has "--json takes no value ('--json=1')" "a flag given a value: says so"
 expect_exit 1 "--ctx past the model's positions" "$QWENCHAT" info -m "$TMP/tied" --ctx 16777216
 expect_err_has "--ctx 16777216 is more than the model's" "... refused as every engine refuses it"
 expect_exit 1 "no such directory" "$QWENCHAT" info -m "$TMP/nonexistent"
