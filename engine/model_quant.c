@@ -27,17 +27,6 @@ static void drop_pages(const struct eng_tensor *t)
 		madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
-static int quantize_tensor(struct eng_tensor *t, enum eng_dtype type, uint8_t *dst, int threads)
-{
-	if (quant_convert_rows(t, t->shape[1], 0, t->shape[0], type, dst, threads))
-		return err_prefix("--quant");
-	drop_pages(t);
-	t->data = dst;
-	t->dtype = type;
-	t->nbytes = eng_row_bytes(type, t->shape[1]) * (size_t)t->shape[0];
-	return 0;
-}
-
 struct plan {
 	struct eng_tensor *t;
 	enum eng_tensor_role role;
@@ -45,6 +34,31 @@ struct plan {
 	enum eng_dtype type;
 	size_t offset;
 };
+
+/* The tensor's name in llama.cpp's GGUF files, for messages. */
+static const char *plan_name(const struct plan *p, char *buf, size_t size)
+{
+	if (p->role >= ENG_ROLE_ATTN_Q)
+		snprintf(buf, size, "blk.%d.%s.weight", p->layer, eng_role_gguf_name(p->role));
+	else
+		snprintf(buf, size, "%s.weight", eng_role_gguf_name(p->role));
+	return buf;
+}
+
+static int quantize_tensor(const struct plan *p, enum eng_ftype f, uint8_t *dst, int threads)
+{
+	struct eng_tensor *t = p->t;
+	char name[64];
+	if (quant_convert_rows(t, t->shape[1], 0, t->shape[0], p->type, dst, threads))
+		return err_prefix("--quant %s: tensor %s", eng_ftype_name(f),
+				  plan_name(p, name, sizeof name));
+	enum eng_dtype type = p->type;
+	drop_pages(t);
+	t->data = dst;
+	t->dtype = type;
+	t->nbytes = eng_row_bytes(type, t->shape[1]) * (size_t)t->shape[0];
+	return 0;
+}
 
 /* Every matrix with its role (the tied lm_head is the embedding: done once). */
 static int make_plan(struct eng_model *m, enum eng_ftype f, struct plan *p, int *n)
@@ -78,16 +92,10 @@ static int make_plan(struct eng_model *m, enum eng_ftype f, struct plan *p, int 
 		p[i].type = eng_quant_type(c, f, p[i].role, p[i].layer, t->shape[1]);
 		if (!eng_row_bytes(p[i].type, t->shape[1])) { /* the writer's words */
 			char name[64];
-			if (p[i].role >= ENG_ROLE_ATTN_Q)
-				snprintf(name, sizeof name, "blk.%d.%s.weight", p[i].layer,
-					 eng_role_gguf_name(p[i].role));
-			else
-				snprintf(name, sizeof name, "%s.weight",
-					 eng_role_gguf_name(p[i].role));
 			return err_set("--quant %s: tensor %s: rows of %lld weights are not whole "
 				       "%s blocks, and the mix has no other type for it",
-				       eng_ftype_name(f), name, (long long)t->shape[1],
-				       eng_dtype_name(p[i].type));
+				       eng_ftype_name(f), plan_name(&p[i], name, sizeof name),
+				       (long long)t->shape[1], eng_dtype_name(p[i].type));
 		}
 		p[i].offset = off;
 		off += (eng_row_bytes(p[i].type, t->shape[1]) * (size_t)t->shape[0] + 63) &
@@ -125,7 +133,7 @@ int eng_model_quantize(struct eng_model *m, enum eng_ftype f, int threads,
 		total += p[i].t->nbytes;
 	for (int i = 0; i < n && rc == 0; i++) {
 		size_t nb = p[i].t->nbytes;
-		rc = quantize_tensor(p[i].t, p[i].type, (uint8_t *)buf + p[i].offset,
+		rc = quantize_tensor(&p[i], f, (uint8_t *)buf + p[i].offset,
 				     threads < 1 ? 1 : threads);
 		if (progress)
 			progress(done += nb, total);

@@ -739,8 +739,11 @@ static int bad_row(const struct eng_tensor *t, int64_t cols, int64_t r, enum eng
 	if (nan || inf)
 		return err_set("row %lld holds a weight that is %s", (long long)r,
 			       nan ? "NaN" : "infinite");
-	return err_set("row %lld: weights up to %g do not fit %s (fp16 ends at 65504)",
-		       (long long)r, amax, eng_dtype_name(type));
+	if (eng_dtype_quantized(type))
+		return err_set("row %lld: weights up to %g overflow %s's fp16 block scale",
+			       (long long)r, amax, eng_dtype_name(type));
+	return err_set("row %lld: weights up to %g do not fit %s", (long long)r, amax,
+		       eng_dtype_name(type));
 }
 
 int quant_convert_rows(const struct eng_tensor *t, int64_t cols, int64_t r0, int64_t n,

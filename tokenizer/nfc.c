@@ -84,7 +84,7 @@ static int32_t *decompose(const char *s, size_t n, size_t *m)
 				d < 0 ? utf8proc_errmsg(d) : "too long a decomposition");
 			return NULL;
 		}
-		if (len + (size_t)d > cap) {
+		if (len + (size_t)d >= cap) { /* utf8proc_reencode wants a spare one */
 			int32_t *g = realloc(x, (cap *= 2) * sizeof *x);
 			if (!g) {
 				oom = true;

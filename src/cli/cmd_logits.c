@@ -120,6 +120,7 @@ int cmd_logits(int argc, char **argv)
 		eo.ctx = n;
 	if (!(e = eng_new(m, &eo, cli_notice)))
 		goto fail;
+	cli_notices_flush(); /* the engine is up: before the forward */
 	size_t bytes = (size_t)n * (size_t)c->vocab_size * sizeof(float);
 	if (!(logits = malloc(bytes))) {
 		err_set("logits: out of memory for %d rows", n);

@@ -334,7 +334,7 @@ static bool marked(const char *text, const char *file)
 static int finish_placing(const char *dir, const char *stage, const char *mark)
 {
 	size_t len;
-	char *names = fio_read_all(mark, 4096, &len);
+	char *names = fio_read_file(mark, 4096, &len); /* a regular file: never waits on a FIFO */
 	int rc = names ? 0 : -1;
 	for (size_t i = 0; rc == 0 && i < sizeof out_files / sizeof out_files[0]; i++) {
 		char *from = fio_join(stage, out_files[i]), *to = fio_join(dir, out_files[i]);

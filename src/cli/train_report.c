@@ -65,7 +65,7 @@ static volatile sig_atomic_t g_stop, g_stepping;
  * one in use switched once the other is written, so a handler never reads half. */
 static char g_at_once[2][4352];
 static volatile sig_atomic_t g_at_once_used;
-/* What a new run ended before its first step leaves behind. */
+/* What a new run stopped before its first checkpoint leaves behind. */
 static const struct rundir_leftovers *g_leftovers;
 /* The trainer's remarks come through a callback without a user pointer. */
 static struct train_report *g_report;

@@ -625,7 +625,8 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 			if (saving && whole)
 				err_set("%s: no config.json yet: a training run is putting its "
 					"first checkpoint in place, or was stopped while it did "
-					"('qwenchat train --resume %s' finishes it)",
+					"(the "
+					"next 'qwenchat train --resume %s' puts it in place first)",
 					model, model);
 			else if (saving)
 				err_set("%s: no config.json yet: a training run is writing its "

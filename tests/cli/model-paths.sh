@@ -73,7 +73,8 @@ expect_err_has "no config.json yet: a training run is writing its first checkpoi
 	"... says so"
 touch "$TMP/saving/.checkpoint.new/COMPLETE"
 expect_exit 1 "-m a first checkpoint being put in place" "$QWENCHAT" info -m "$TMP/saving"
-expect_err_has "('qwenchat train --resume $TMP/saving' finishes it)" "... and how to finish it"
+expect_err_has "(the next 'qwenchat train --resume $TMP/saving' puts it in place first)" \
+	"... and how to finish it"
 # ... and an empty argument or host names nothing either
 expect_exit 2 "pull ''" "$QWENCHAT" pull ""
 expect_err_has "argument 1 is an empty name" "pull '': named"

@@ -169,10 +169,16 @@ PY
 	case $poison in
 	nan*) expect_err_has "tensor blk.1.ffn_down.weight: row 0 holds a weight that is NaN" \
 		"... the tensor, the row and the NaN named" ;;
-	*) expect_err_has "tensor blk.1.ffn_down.weight: row 3: weights up to 1e+07 do not fit Q8_0" \
+	*) expect_err_has "tensor blk.1.ffn_down.weight: row 3: weights up to 1e+07 overflow Q8_0's fp16 block scale" \
 		"... the tensor, the row and the overflow named" ;;
 	esac
 	[ "$(wc -l <"$TMP/err")" -eq 1 ] && [ ! -e "$TMP/poison.gguf" ] && [ -z "$(leftovers)" ] &&
 		pass "... in one line, and no file" || fail "... $(cat "$TMP/err"; ls "$TMP")"
 done
+# --quant converts as quantize does, and names the tensor too
+echo 1 2 >"$TMP/ids"
+expect_exit 1 "--quant q8_0 of weights with a 1e7" sh -c \
+	"'$QWENCHAT' logits -m '$P' --quant q8_0 --out '$TMP/x.bin' <'$TMP/ids'"
+expect_err_has "--quant q8_0: tensor blk.1.ffn_down.weight: row 3: weights up to 1e+07" \
+	"... the tensor and the row named"
 finish

@@ -301,6 +301,14 @@ mkdir "$T/.train-bpe.new" && cp "$TMP/t400/merges.txt" "$TMP/t400/tokenizer.json
 echo hello | expect_exit 1 "tokenize a tokenizer being put in place" "$QWENCHAT" tokenize -m "$T"
 expect_err_has "'qwenchat train-bpe' is putting a new tokenizer in place there, or was stopped" \
 	"... refused, saying why"
+# ... first, whatever happens after: here the disk takes no new file (ulimit -f 1)
+expect_exit 1 "train-bpe again into it, no room for its files" sh -c \
+	"ulimit -f 1; '$QWENCHAT' train-bpe --vocab-size 300 -q --out '$T' '$TMP/prose.txt'"
+for f in vocab.json merges.txt tokenizer.json; do
+	cmp -s "$T/$f" "$TMP/t400/$f" || fail "the stopped run's $f was not put in place"
+done
+[ ! -e "$T/.train-bpe.new" ] && echo hello | "$QWENCHAT" tokenize -m "$T" >/dev/null &&
+	pass "... the stopped run's tokenizer is whole in place" || fail "after a failed run: $(ls -A "$T")"
 expect_exit 0 "train-bpe again into it" "$QWENCHAT" train-bpe --vocab-size 300 -q --out "$T" \
 	"$TMP/prose.txt"
 "$QWENCHAT" train-bpe --vocab-size 300 -q --out "$TMP/placing-ref" "$TMP/prose.txt"
