@@ -618,7 +618,10 @@ def read_all(s, done=lambda got: False, stop=OSError):
 
 def stopping(port, pid):
     """A server with --queue 2 on the random model."""
-    stream = post_raw(port, {"messages": USER, "max_tokens": 30000, "stream": True, "temperature": 1})
+    # greedy: sampled, the random model's near-uniform next token is an end-of-turn one
+    # once in ~75,000, and a stream that ends by itself before the SIGTERM (a few
+    # thousand tokens here) fails every check below
+    stream = post_raw(port, {"messages": USER, "max_tokens": 30000, "stream": True, "temperature": 0})
     first = b""
     while first.count(b"data: ") < 3:
         first += stream.recv(4096)
