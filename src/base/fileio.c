@@ -605,6 +605,14 @@ char *fio_absolute(const char *path)
 	return fio_join(abs, base);
 }
 
+size_t fio_trimmed_len(const char *path)
+{
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	return n;
+}
+
 char *fio_join(const char *dir, const char *name)
 {
 	size_t n = strlen(dir) + strlen(name) + 2;

@@ -105,6 +105,10 @@ int fio_try_lock(const char *path);
  * resolve (errno set) or out of memory. */
 char *fio_absolute(const char *path);
 
+/* The length of path without its trailing slashes ("/" keeps its one): "link/" names the
+ * directory a link points to, the bare name the link itself. */
+size_t fio_trimmed_len(const char *path);
+
 /* Joins a directory and a file name into a malloc'd path. */
 char *fio_join(const char *dir, const char *name);
 

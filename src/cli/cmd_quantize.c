@@ -162,16 +162,17 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
-/* general.name: the directory's last component, as the converter takes it. */
-static const char *model_name(const char *dir)
+/* general.name: the directory's last component, as the converter takes it (without the
+ * trailing slashes of "dir/"); its length. */
+static size_t model_name(const char *dir, const char **name)
 {
-	size_t n = strlen(dir);
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	const char *s = dir + n;
+	const char *end = dir + fio_trimmed_len(dir), *s = end;
 	while (s > dir && s[-1] != '/')
 		s--;
-	return *s ? s : dir;
+	if (s == end) /* "/" */
+		s = dir;
+	*name = s;
+	return (size_t)(end - s);
 }
 
 /* Whether path (or the file a link there names) is out, as lstat'ed (lo) and, when
@@ -273,9 +274,10 @@ static int float_weights(const struct eng_model *m, const char *path)
 static int source_keys(struct eng_gguf_out *o, const char *model, const struct eng_model *m,
 		       bool gguf)
 {
+	const char *name;
+	size_t len = model_name(model, &name);
 	if (!gguf)
-		return eng_gguf_out_str(o, "general.name", model_name(model),
-					strlen(model_name(model))) ||
+		return eng_gguf_out_str(o, "general.name", name, len) ||
 		       loader_gguf_keys(model, eng_model_config(m)->vocab_size, o);
 	static const char *const own[] = {"general.architecture", "general.type",
 					  "general.file_type",    "general.quantization_version",
@@ -283,8 +285,6 @@ static int source_keys(struct eng_gguf_out *o, const char *model, const struct e
 	const struct eng_gguf *g = eng_model_gguf(m);
 	const char *s;
 	size_t n;
-	const char *name = model_name(model);
-	size_t len = strlen(name);
 	if (len > 5 && !strcmp(name + len - 5, ".gguf"))
 		len -= 5;
 	if (eng_gguf_str(g, "general.name", &s, &n) == 1 &&

@@ -39,13 +39,10 @@ struct args {
 
 static int dir_arg(char **dst, const char *arg, const char *flag)
 {
-	size_t n = strlen(arg);
-	if (!n)
+	if (!*arg)
 		return cli_usage("train", "--%s: an empty name (give a directory)", flag);
-	while (n > 1 && arg[n - 1] == '/')
-		n--;
 	free(*dst);
-	if (!(*dst = strndup(arg, n))) {
+	if (!(*dst = strndup(arg, fio_trimmed_len(arg)))) {
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}

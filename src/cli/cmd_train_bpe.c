@@ -272,10 +272,7 @@ static int make_dir(const char *dir, char **top)
 	struct stat st;
 	*top = NULL;
 	/* "link/" would be the directory it points to: the link itself is looked at */
-	size_t n = strlen(dir);
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	char *bare = strndup(dir, n);
+	char *bare = strndup(dir, fio_trimmed_len(dir));
 	if (!bare)
 		return err_set("out of memory");
 	bool link = lstat(bare, &st) == 0 && S_ISLNK(st.st_mode);

@@ -38,6 +38,10 @@ expect_exit 0 "--out /dev/stdout" sh -c "'$QWENCHAT' quantize -m '$M' --type q8_
 cmp -s "$TMP/piped.gguf" "$TMP/plain.gguf" && pass "--out /dev/stdout: the same bytes as a file" ||
 	fail "--out /dev/stdout: $(wc -c <"$TMP/piped.gguf") bytes differ from the file's"
 restore_dev
+# general.name is the directory's name, "m" from "$M/" as from "$M" (it was "m/")
+"$QWENCHAT" quantize -m "$M/" --type q8_0 --out "$TMP/slash.gguf" 2>/dev/null
+cmp -s "$TMP/slash.gguf" "$TMP/plain.gguf" && pass "-m DIR/: the same file as -m DIR" ||
+	fail "-m DIR/: not the file -m DIR writes"
 "$QWENCHAT" quantize -m "$M" --type q8_0 --out /dev/stdout 2>/dev/null | cmp -s - "$TMP/plain.gguf" &&
 	pass "--out /dev/stdout into a pipe" || fail "--out /dev/stdout into a pipe"
 (cd "$TMP" && "$QWENCHAT" quantize -m "$M" --type q8_0 --out - 2>/dev/null) |
