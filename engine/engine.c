@@ -100,11 +100,8 @@ struct eng *eng_new(struct eng_model *m, const struct eng_options *opt,
 	    eng_model_quantize(m, opt->quant, opt->threads, opt->quant_progress))
 		return NULL;
 	int ctx = opt->ctx ? opt->ctx : default_ctx(c, opt, ops, notice);
-	if (ctx > eng_max_context(c)) {
-		err_set("a context of %d tokens is more than the model's %d positions (%s)", ctx,
-			eng_max_context(c), eng_max_context_source(c));
+	if (eng_check_context(c, ctx))
 		return NULL;
-	}
 	struct eng *e = calloc(1, sizeof *e);
 	if (!e) {
 		err_set("engine: out of memory");

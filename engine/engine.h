@@ -111,6 +111,8 @@ int eng_max_context(const struct eng_config *cfg);
 /* What eng_max_context comes from, for messages: "max_position_embeddings" or "YaRN's
  * factor x original_max_position_embeddings". */
 const char *eng_max_context_source(const struct eng_config *cfg);
+/* 0 when a KV cache of ctx positions is within eng_max_context; -1 and a message if not. */
+int eng_check_context(const struct eng_config *cfg, int ctx);
 
 /* The factor RoPE multiplies cos and sin by: YaRN's attention factor, 1 otherwise. */
 double eng_rope_attention_factor(const struct eng_config *cfg);

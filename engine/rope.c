@@ -3,6 +3,7 @@
  * _compute_linear_scaling_rope_parameters and _compute_yarn_parameters
  * including their float32 arithmetic, so positions rotate identically. */
 #include "engine/rope.h"
+#include "src/base/err.h"
 
 #include <math.h>
 #include <string.h>
@@ -105,6 +106,14 @@ const char *eng_max_context_source(const struct eng_config *c)
 	return c->rope_original_max_position > 0
 		       ? "YaRN's factor x original_max_position_embeddings"
 		       : "YaRN's factor x max_position_embeddings";
+}
+
+int eng_check_context(const struct eng_config *c, int ctx)
+{
+	if (ctx <= eng_max_context(c))
+		return 0;
+	return err_set("a context of %d tokens is more than the model's %d positions (%s)", ctx,
+		       eng_max_context(c), eng_max_context_source(c));
 }
 
 double eng_rope_attention_factor(const struct eng_config *c)

@@ -440,9 +440,21 @@ int eng_trainer_adamw(struct eng_trainer *t, const struct eng_adamw *h, int64_t 
 
 double eng_trainer_peak_gflops(struct eng_trainer *t)
 {
-	if (t->peak <= 0)
-		t->peak = t->ops->peak_gflops(t->st);
-	return t->peak;
+	if (t->peak == 0) { /* once: a failed measurement (-1) is not retried every step */
+		double p = t->ops->peak_gflops(t->st);
+		t->peak = p > 0 ? p : -1;
+	}
+	return t->peak > 0 ? t->peak : 0;
+}
+
+double eng_trainer_peak_share(struct eng_trainer *t, double gflops)
+{
+	double peak = eng_trainer_peak_gflops(t);
+	/* The peak is measured once, before the first step; when the machine was busy then,
+	 * a step can run faster than it, and the best rate seen is the better estimate. */
+	if (peak > 0 && gflops > peak)
+		t->peak = peak = gflops;
+	return peak > 0 ? gflops / peak : 0;
 }
 
 double eng_trainer_step_flops(const struct eng_trainer *t, const int32_t *pos)

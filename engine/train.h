@@ -165,6 +165,10 @@ static inline double eng_adamw_bias(double beta, int64_t step)
  * attention's over the keys each query sees: pos as for eng_trainer_micro, NULL for
  * one document a row). */
 double eng_trainer_peak_gflops(struct eng_trainer *t);
+/* The share of that peak a step running at gflops takes; the peak is raised to gflops
+ * first where a step outran it (the machine was busier when it was measured). 0 when no
+ * peak could be measured. */
+double eng_trainer_peak_share(struct eng_trainer *t, double gflops);
 double eng_trainer_step_flops(const struct eng_trainer *t, const int32_t *pos);
 
 #endif

@@ -57,7 +57,7 @@ struct eng_trainer {
 	const struct train_ops *ops;
 	void *st;
 	int32_t *pos; /* (batch, ctx) 0 .. ctx-1 in every row: the positions of unpacked rows */
-	double peak; /* GFLOP/s, measured once */
+	double peak;  /* GFLOP/s: measured once (-1: it failed), raised to a faster step's */
 };
 
 /* Index into t->params of layer l's tensor r; the embedding is 0, the final norm

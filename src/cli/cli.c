@@ -369,20 +369,8 @@ static int remote_opt(struct cli_common *c, int key, char *arg)
 {
 	long l;
 	switch (key) {
-	case K_URL:
-		if (!*arg) {
-			cli_error("--url: an empty URL (the API base, http://HOST:PORT/v1)");
-			return -1;
-		}
-		c->url = arg;
-		return 0;
-	case K_API_KEY:
-		if (!*arg) {
-			cli_error("--api-key: the key is empty");
-			return -1;
-		}
-		c->api_key = arg;
-		return 0;
+	case K_URL: c->url = arg; return 0;
+	case K_API_KEY: c->api_key = arg; return 0;
 	case K_API_KEY_FILE: c->api_key_file = arg; return 0;
 	case K_CONNECT_TIMEOUT:
 		if (cli_parse_long("connect-timeout", arg, 1, REMOTE_MAX_TIMEOUT, &l))
@@ -505,16 +493,23 @@ static const struct cli_opt *find_opt(const struct cli_command *cmd, int key)
 	return NULL;
 }
 
-/* An option whose value names a file, a directory, a model or a host: an empty value
- * names none of them (and would be taken for "not given", the default model or the
- * current directory). */
-static bool names_a_path(const struct cli_opt *o)
+/* What an empty value of option o is, or NULL where one may be empty. An empty name of a
+ * file, a directory, a model or a host names none of them (and would be taken for "not
+ * given", the default model or the current directory); an empty URL or key reaches no
+ * server. */
+static const char *empty_value(const struct cli_opt *o)
 {
 	static const char *const names[] = {"MODEL", "MODEL2", "DIR", "FILE", "FILE...", "ADDR"};
-	for (size_t i = 0; o && o->arg && i < sizeof names / sizeof names[0]; i++)
+	if (!o || !o->arg)
+		return NULL;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (!strcmp(o->arg, names[i]))
-			return true;
-	return false;
+			return "an empty name";
+	if (!strcmp(o->arg, "URL"))
+		return "an empty URL (the API base, http://HOST:PORT/v1)";
+	if (!strcmp(o->arg, "KEY"))
+		return "the key is empty";
+	return NULL;
 }
 
 /* An option of the remote backend (given to a command that has none). */
@@ -641,9 +636,9 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 			return cli_usage(cmd->name, "--%s takes no value ('%s')", flag, bad);
 		if (key == '?')
 			return cli_usage(cmd->name, "unknown option '%s'", bad);
-		if (optarg && !*optarg && names_a_path(find_opt(cmd, key)))
-			return cli_usage(cmd->name, "--%s: an empty name",
-					 find_opt(cmd, key)->name);
+		const char *empty = optarg && !*optarg ? empty_value(find_opt(cmd, key)) : NULL;
+		if (empty)
+			return cli_usage(cmd->name, "--%s: %s", find_opt(cmd, key)->name, empty);
 		if (is_shared(cmd, key)) {
 			if (shared_opt(cmd, c, key, optarg))
 				return EXIT_USAGE;

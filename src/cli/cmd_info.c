@@ -538,11 +538,8 @@ int cmd_info(int argc, char **argv)
 	} else {
 		rc = EXIT_RUNTIME;
 	}
-	if (rc == EXIT_OK && com.ctx > eng_max_context(&in.cfg)) { /* as every engine refuses it */
-		err_set("--ctx %d is more than the model's %d positions (%s)", com.ctx,
-			eng_max_context(&in.cfg), eng_max_context_source(&in.cfg));
+	if (rc == EXIT_OK && eng_check_context(&in.cfg, com.ctx)) /* as every engine refuses it */
 		rc = EXIT_RUNTIME;
-	}
 	if (rc != EXIT_OK) {
 		cli_error("%s", err_msg());
 	} else {

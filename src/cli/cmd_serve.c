@@ -97,8 +97,6 @@ static int serve_opt(void *user, int key, const char *arg)
 		a->port = (int)l;
 		return 0;
 	case OPT_API_KEY:
-		if (!*arg)
-			return cli_usage("serve", "--api-key: the key is empty");
 		free(a->key);
 		a->key = strdup(arg);
 		/* out of sight of ps from now on */

@@ -38,7 +38,7 @@ struct run {
 	int log_fd;
 	int32_t *in, *tg, *pos; /* (batch, ctx); pos only with --pack */
 	struct sched sched;
-	double peak, val_loss, ema;
+	double val_loss, ema;
 	int64_t val_step;                  /* the step val_loss is of */
 	double eval_seconds, save_seconds; /* the last evaluation's and save's; 0: none yet */
 	int64_t saved; /* the step of the checkpoint in dir; -1: none yet */
@@ -271,7 +271,7 @@ static int make_trainer(struct run *u)
 	snprintf(u->st->ran_on, sizeof u->st->ran_on, "%s", here);
 	if (u->r->ready)
 		u->r->ready(u->r->user, u->t);
-	u->peak = eng_trainer_peak_gflops(u->t);
+	eng_trainer_peak_gflops(u->t); /* measured now, not inside the first step's time */
 	return 0;
 }
 
@@ -500,11 +500,7 @@ static void status(struct run *u, struct loop_status *s, double loss, double nor
 {
 	const struct tstate_opts *o = &u->st->o;
 	double tokens = (double)real;
-	/* The peak is measured once, before the first step; when the machine was busy then,
-	 * a step can run faster than it, and the best rate seen is the better estimate. */
 	double rate = seconds > 0 ? flops / seconds / 1e9 : 0;
-	if (u->peak > 0 && rate > u->peak)
-		u->peak = rate;
 	*s = (struct loop_status){
 		.step = u->st->step,
 		.steps = o->steps,
@@ -515,7 +511,7 @@ static void status(struct run *u, struct loop_status *s, double loss, double nor
 		.val_step = u->val_step,
 		.step_seconds = seconds,
 		.tokens_per_second = seconds > 0 ? tokens / seconds : 0,
-		.peak_share = u->peak > 0 ? rate / u->peak : 0,
+		.peak_share = eng_trainer_peak_share(u->t, rate),
 		.eta_seconds = eta(u),
 		.tokens = u->st->tokens,
 	};

@@ -111,12 +111,8 @@ int main(int argc, char **argv)
 		printf("step %d loss %.4f norm %.3f %.1f ms %.0f tok/s\n", k, loss / n, norm, sec * 1e3,
 		       N / sec);
 	}
-	/* As the training loop does: a peak measured while the machine was busy is raised
-	 * to the rate the steps themselves reached, so that the share stays a share. */
-	double peak = eng_trainer_peak_gflops(t), rate = flops * best / N / 1e9;
-	if (rate > peak)
-		peak = rate;
-	double mfu = peak > 0 ? rate / peak : 0;
+	double rate = flops * best / N / 1e9, mfu = eng_trainer_peak_share(t, rate);
+	double peak = eng_trainer_peak_gflops(t);
 	printf("{\"preset\": \"%s\", \"backend\": \"%s\", \"exact\": %s, \"batch\": %d, \"ctx\": %d, "
 	       "\"params\": %lld, \"tok_s\": %.1f, \"step_gflop\": %.2f, \"peak_gflop_s\": %.1f, "
 	       "\"mfu\": %.3f, \"memory_gb\": %.2f, \"recompute\": %s}\n",

@@ -351,7 +351,7 @@ expect_exit 2 "bad --ctx" "$QWENCHAT" info -m "$TMP/tied" --ctx 0
 expect_exit 2 "--json=1" "$QWENCHAT" info -m "$TMP/tied" --json=1
 expect_err_has "--json takes no value ('--json=1')" "a flag given a value: says so"
 expect_exit 1 "--ctx past the model's positions" "$QWENCHAT" info -m "$TMP/tied" --ctx 16777216
-expect_err_has "--ctx 16777216 is more than the model's" "... refused as every engine refuses it"
+expect_err_has "a context of 16777216 tokens is more than the model's" "... refused as every engine refuses it"
 expect_exit 1 "no such directory" "$QWENCHAT" info -m "$TMP/nonexistent"
 expect_exit 0 "--help" "$QWENCHAT" info --help
 grep -A1 -- '--ctx N' "$TMP/out" | grep -q "min(the model's context, 32768)" &&
