@@ -212,6 +212,9 @@ static int parse_args(int argc, char **argv, struct args *a, int *first)
 static const char *const out_files[] = {"vocab.json", "merges.txt", "tokenizer_config.json",
 					"tokenizer.json"};
 #define STAGE ".train-bpe.new"
+/* held (flock) while a run works on DIR: a second run into it stops at once, never
+ * clears the first one's STAGE (fio_try_lock adds ".lock") */
+#define LOCK  ".train-bpe"
 /* in STAGE while its files are put in place: the names written, a line each */
 #define MARK  "PLACING"
 _Static_assert(sizeof STAGE "/" MARK == sizeof TOK_PLACING, "the loader looks for the mark");
@@ -222,7 +225,8 @@ _Static_assert(sizeof STAGE "/" MARK == sizeof TOK_PLACING, "the loader looks fo
 static int check_own_dir(const char *dir)
 {
 	_Static_assert(sizeof out_files / sizeof out_files[0] == 4, "known names every file");
-	const char *known[] = {out_files[0], out_files[1], out_files[2], out_files[3], STAGE};
+	const char *known[] = {out_files[0], out_files[1], out_files[2],
+			       out_files[3], STAGE,        LOCK ".lock"};
 	char other[256];
 	if (fio_foreign_entry(dir, known, sizeof known / sizeof known[0], other, sizeof other))
 		return -1;
@@ -235,11 +239,13 @@ static int check_own_dir(const char *dir)
 /* --out and the outermost directory made for it, for a signal that ends the run before
  * its tokenizer is written: they go again as when it fails (rmdir leaves them once
  * anything is in them), then the signal does what it would have done. */
-static const char *volatile stop_out, *volatile stop_top;
+static const char *volatile stop_out, *volatile stop_top, *volatile stop_lock;
 
 static void on_stop(int sig)
 {
-	const char *top = stop_top;
+	const char *top = stop_top, *lock = stop_lock;
+	if (top && lock)
+		unlink(lock);
 	if (top)
 		fio_rmdirs_upto(stop_out, top);
 	signal(sig, SIG_DFL);
@@ -294,6 +300,33 @@ static int make_dir(const char *dir, char **top)
 	free(*top);
 	*top = NULL;
 	return -1;
+}
+
+/* DIR's lock, or -1 (err_set: another train-bpe holds it); *path: its file, to remove. */
+static int lock_dir(const char *dir, char **path)
+{
+	char *base = fio_join(dir, LOCK);
+	*path = fio_join(dir, LOCK ".lock");
+	int fd = base && *path ? fio_try_lock(base) : err_set("out of memory");
+	if (fd == FIO_LOCKED)
+		err_set("%s: another 'qwenchat train-bpe' is writing there (it holds %s)", dir,
+			*path);
+	free(base);
+	if (fd >= 0)
+		stop_lock = *path;
+	return fd >= 0 ? fd : -1;
+}
+
+/* The lock let go, its file removed first (a run that opened it meanwhile finds it gone
+ * and takes a new one). */
+static void unlock_dir(int fd, char *path)
+{
+	stop_lock = NULL;
+	if (fd >= 0) {
+		unlink(path);
+		close(fd);
+	}
+	free(path);
 }
 
 /* DIR/tokenizer_config.json for the tokenizer just written: Qwen3's fields and chat
@@ -534,7 +567,9 @@ int cmd_train_bpe(int argc, char **argv)
 				    .progress = on_count,
 				    .progress_ctx = &pc};
 	struct bpe_counter *c = bpe_counter_new(&co);
-	if (!c || make_dir(a.out, &made) < 0)
+	char *lock_path = NULL;
+	int lock = -1;
+	if (!c || make_dir(a.out, &made) < 0 || (lock = lock_dir(a.out, &lock_path)) < 0)
 		goto out;
 	for (int i = first; i < argc; i++)
 		if (count_file(c, argv[i]) < 0)
@@ -585,6 +620,7 @@ int cmd_train_bpe(int argc, char **argv)
 out:
 	if (rc != EXIT_OK)
 		cli_error("train-bpe: %s", err_msg());
+	unlock_dir(lock, lock_path);
 	if (rc != EXIT_OK && made) /* directories made for nothing go again (if empty) */
 		fio_rmdirs_upto(a.out, made);
 	stop_top = NULL; /* before the string it names goes */

@@ -313,17 +313,25 @@ static int open_log(struct run *u, bool resume)
 	return 0;
 }
 
-/* The record just added to the log, appended to the file. */
+/* The record just added to the log, appended to the file; a write that fails (a full
+ * disk) takes back what it wrote, so that the file keeps whole lines. */
 static int append_log(struct run *u)
 {
 	const char *p = u->log.text.p + u->log.last;
 	size_t n = u->log.text.n - u->log.last;
+	off_t end = lseek(u->log_fd, 0, SEEK_END);
 	while (n > 0) {
 		ssize_t w = write(u->log_fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return err_set("%s: write failed: %s", u->log_path, strerror(errno));
+		if (w <= 0) {
+			int e = w < 0 ? errno : ENOSPC;
+			if (end >= 0 && ftruncate(u->log_fd, end) != 0)
+				return err_set(
+					"%s: write failed: %s (and a partial line is left: %s)",
+					u->log_path, strerror(e), strerror(errno));
+			return err_set("%s: write failed: %s", u->log_path, strerror(e));
+		}
 		p += w;
 		n -= (size_t)w;
 	}

@@ -274,6 +274,26 @@ expect_err_has "holds config.json, not only a tokenizer" "a model's directory: s
 	echo hello | "$QWENCHAT" tokenize -m "$TMP/again" >/dev/null 2>"$TMP/err" &&
 	pass "made again without --chat: no stale tokenizer_config.json, it loads" ||
 	fail "made again without --chat: $(ls "$TMP/again") $(tail -n 1 "$TMP/err")"
+# two runs into one directory: the second stops at once (it cleared the first one's
+# staging folder, and the tokenizer could go); the lock file goes with the run
+sums() { (cd "$1" && sha256sum -- *) | sha256sum; }
+before=$(sums "$TMP/again")
+python3 -c 'import fcntl, sys, time
+f = open(sys.argv[1], "w"); fcntl.flock(f, fcntl.LOCK_EX); open(sys.argv[2], "w"); time.sleep(60)' \
+	"$TMP/again/.train-bpe.lock" "$TMP/held" &
+holder=$!
+i=0
+while [ ! -e "$TMP/held" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
+expect_exit 1 "a second run into a directory in use" "$QWENCHAT" train-bpe -q --vocab-size 500 \
+	--out "$TMP/again" "$TMP/prose.txt"
+expect_err_has "another 'qwenchat train-bpe' is writing there" "... said so"
+[ "$(sums "$TMP/again")" = "$before" ] && pass "... the tokenizer there untouched" ||
+	fail "a second run changed the tokenizer in use"
+kill $holder
+wait $holder 2>/dev/null
+"$QWENCHAT" train-bpe -q --vocab-size 500 --out "$TMP/again" "$TMP/prose.txt" &&
+	[ ! -e "$TMP/again/.train-bpe.lock" ] && pass "once free: written, no lock file left" ||
+	fail "after the lock: $(ls -A "$TMP/again")"
 # a run killed while writing into its staging folder left a temporary file there: the
 # next run clears it (its writer's PID is gone) and writes the tokenizer
 sh -c 'exit 0' &

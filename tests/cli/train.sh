@@ -551,6 +551,19 @@ else
 fi
 "$QWENCHAT" train --resume "$F" --steps 4 2>"$TMP/err" && pass "the run goes on once there is room" ||
 	fail "resume after a full disk: $(tail -n 2 "$TMP/err")"
+# the disk full as a step's record is appended: the log keeps whole lines (it ended in a
+# piece of one)
+cp -r "$F" "$TMP/fd-log"
+( trap '' XFSZ; ulimit -f 8; exec "$QWENCHAT" train --resume "$TMP/fd-log" --steps 400 \
+	--save-every 1000 --eval-every 1000 ) >/dev/null 2>"$TMP/err"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q 'train-log.jsonl: write failed' "$TMP/err" &&
+   [ "$(tail -c 1 "$TMP/fd-log/train-log.jsonl" | od -An -c | tr -d ' ')" = '\n' ] &&
+   python3 -c 'import json, sys; [json.loads(l) for l in open(sys.argv[1])]' "$TMP/fd-log/train-log.jsonl"; then
+	pass "a full disk under the log: exit 1, every line of train-log.jsonl whole"
+else
+	fail "log on a full disk: exit $rc: $(tail -n 1 "$TMP/err"); ends '$(tail -c 20 "$TMP/fd-log/train-log.jsonl")'"
+fi
 
 # A NaN planted in the weights of a checkpoint: --resume refuses it (no run saves one),
 # the checkpoint left as it was; a model of NaN weights given to --init: its first step
