@@ -130,6 +130,10 @@ void cli_remote_free(struct remote_options *o);
  * of the environment, the time it took in *seconds (may be NULL). NULL after
  * printing the error. */
 struct eng_model *cli_open_model(const struct cli_common *c, double *seconds);
+/* As cli_open_model, for a command that writes the file out: out naming one of the
+ * model's own files is refused first (cli_check_out). "-" and the system's names
+ * (/dev/stdout) are written through, never replaced, and pass. */
+struct eng_model *cli_open_model_writing(const struct cli_common *c, const char *out);
 
 /* -m as given, or the default model's name. */
 const char *cli_model_name(const struct cli_common *c);

@@ -7,6 +7,7 @@
 #include "src/base/units.h"
 #include "src/base/fileio.h"
 #include "src/cli/env.h"
+#include "src/cli/outfile.h"
 #include "src/hub/hub.h"
 
 #include <stdio.h>
@@ -78,13 +79,16 @@ int cli_engine_options(const struct cli_common *c, struct eng_options *o,
 	return 0;
 }
 
-struct eng_model *cli_open_model(const struct cli_common *c, double *seconds)
+/* The model -m names, opened; out: a file the command will write, refused when it is
+ * one of the model's (NULL: none). */
+static struct eng_model *open_model(const struct cli_common *c, const char *out, double *seconds)
 {
 	struct hub_env hub;
 	cli_env_hub(&hub);
 	char *dir = hub_resolve(&hub, c->model);
-	if (!dir) {
+	if (!dir || (out && cli_check_out(out, dir, eng_is_gguf(dir)))) {
 		cli_error("%s", err_msg());
+		free(dir);
 		return NULL;
 	}
 	double t0 = clock_now();
@@ -95,6 +99,18 @@ struct eng_model *cli_open_model(const struct cli_common *c, double *seconds)
 		cli_error("%s", err_msg());
 	free(dir);
 	return m;
+}
+
+struct eng_model *cli_open_model(const struct cli_common *c, double *seconds)
+{
+	return open_model(c, NULL, seconds);
+}
+
+struct eng_model *cli_open_model_writing(const struct cli_common *c, const char *out)
+{
+	/* standard output and the system's names (/dev/stdout) are written through */
+	bool through = !strcmp(out, "-") || fio_in_system_dir(out);
+	return open_model(c, through ? NULL : out, NULL);
 }
 
 const char *cli_model_name(const struct cli_common *c)

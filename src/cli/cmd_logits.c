@@ -103,7 +103,7 @@ int cmd_logits(int argc, char **argv)
 	int rc = EXIT_RUNTIME;
 	struct eng *e = NULL;
 	float *logits = NULL;
-	struct eng_model *m = cli_open_model(&cli, NULL);
+	struct eng_model *m = cli_open_model_writing(&cli, out);
 	if (!m)
 		goto done;
 	const struct eng_config *c = eng_model_config(m);

@@ -12,10 +12,10 @@
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
+#include "src/cli/outfile.h"
 #include "src/hub/hub.h"
 #include "src/hub/loader.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -80,13 +80,26 @@ static void on_signal(int sig)
 }
 
 static const int g_signals[] = {SIGINT, SIGTERM, SIGHUP};
+enum { N_SIGNALS = sizeof g_signals / sizeof g_signals[0] };
 
-static void catch_signals(void (*handler)(int))
+/* Catches the signals that stop a write, but those ignored when the program started
+ * (nohup's SIGHUP, a background job's SIGINT): they go on being ignored. old: the
+ * dispositions to put back. */
+static void catch_signals(struct sigaction old[N_SIGNALS])
 {
-	struct sigaction sa = {.sa_handler = handler};
+	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof g_signals / sizeof g_signals[0]; i++)
-		sigaction(g_signals[i], &sa, NULL);
+	for (size_t i = 0; i < N_SIGNALS; i++) {
+		sigaction(g_signals[i], NULL, &old[i]);
+		if (old[i].sa_handler != SIG_IGN)
+			sigaction(g_signals[i], &sa, NULL);
+	}
+}
+
+static void restore_signals(const struct sigaction old[N_SIGNALS])
+{
+	for (size_t i = 0; i < N_SIGNALS; i++)
+		sigaction(g_signals[i], &old[i], NULL);
 }
 
 static bool g_tty;
@@ -140,7 +153,8 @@ static int write_model(const struct eng_model *m, enum eng_ftype f, const struct
 		       const char *out)
 {
 	struct fio_replace r;
-	catch_signals(on_signal); /* before the file exists: no moment leaves it behind */
+	struct sigaction old[N_SIGNALS];
+	catch_signals(old); /* before the file exists: no moment leaves it behind */
 	int rc = -1;
 	if (fio_replace_begin(&r, out, 0600, told_removed, NULL) >= 0) {
 		if (eng_model_write_gguf(m, f, o, r.fd, out, progress, &g_cancel) == 0)
@@ -152,14 +166,8 @@ static int write_model(const struct eng_model *m, enum eng_ftype f, const struct
 	}
 	if (rc && g_cancel)
 		err_set("%s: not written (%s)", out, strsignal(g_cancel));
-	catch_signals(SIG_DFL);
+	restore_signals(old);
 	return rc;
-}
-
-/* 1 when the two describe one file. */
-static bool same_file(const struct stat *a, const struct stat *b)
-{
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
 /* general.name: the directory's last component, as the converter takes it (without the
@@ -173,81 +181,6 @@ static size_t model_name(const char *dir, const char **name)
 		s = dir;
 	*name = s;
 	return (size_t)(end - s);
-}
-
-/* Whether path (or the file a link there names) is out, as lstat'ed (lo) and, when
- * it names one, stat'ed (so). */
-static bool is_out(const char *path, const struct stat *lo, const struct stat *so)
-{
-	struct stat pl, ps;
-	return (lstat(path, &pl) == 0 && (same_file(&pl, lo) || (so && same_file(&pl, so)))) ||
-	       (stat(path, &ps) == 0 && (same_file(&ps, lo) || (so && same_file(&ps, so))));
-}
-
-/* Whether the directory entry is one of a model's files: its .json and .safetensors
- * files, or, for a GGUF model, its file and every part of a split one (`stem`: the
- * name before "-00001-of-0000N.gguf", or the whole name). */
-static bool model_file(const char *name, const char *gguf_stem)
-{
-	size_t n = strlen(name);
-	if (gguf_stem)
-		return !strncmp(name, gguf_stem, strlen(gguf_stem)) && n > 5 &&
-		       !strcmp(name + n - 5, ".gguf");
-	return (n > 5 && !strcmp(name + n - 5, ".json")) ||
-	       (n > 12 && !strcmp(name + n - 12, ".safetensors"));
-}
-
-/* out may be replaced: nothing there, a regular file or a link (the link is replaced,
- * never written through), and none of the files the model is read from (or a link
- * to one): renaming over those destroyed the model and exited 0. A device or a FIFO
- * is refused, as fio_write_atomic refuses them: --out /dev/null as root replaced
- * /dev/null with a regular file. model: the directory, or the GGUF file. */
-static int check_out(const char *out, const char *model, bool gguf)
-{
-	struct stat lo, so;
-	if (lstat(out, &lo) != 0)
-		return errno == ENOENT ? 0 : err_set("%s: %s", out, strerror(errno));
-	if (!S_ISREG(lo.st_mode) && !S_ISLNK(lo.st_mode))
-		return err_set("%s: not a regular file (refused: only a file is replaced)", out);
-	bool sok = stat(out, &so) == 0;
-	char *dir = strdup(model), *stem = NULL;
-	char *slash = gguf && dir ? strrchr(dir, '/') : NULL;
-	if (gguf && dir && !slash)
-		strcpy(dir, ".");
-	else if (slash)
-		slash[slash == dir] = 0; /* "/x.gguf": "/" */
-	if (gguf && dir) {               /* NAME-00001-of-00003.gguf: every NAME-*.gguf */
-		const char *base = model + strlen(model);
-		while (base > model && base[-1] != '/')
-			base--;
-		stem = strdup(base);
-		char *part = stem ? strstr(stem, "-00001-of-") : NULL;
-		if (part)
-			*part = 0;
-	}
-	DIR *d = dir ? opendir(dir) : NULL;
-	struct dirent *e;
-	int rc = 0;
-	/* the GGUF itself, whatever its name says (an ollama blob is sha256-...) */
-	if (gguf && is_out(model, &lo, sok ? &so : NULL))
-		rc = err_set(
-			"%s: is the model's file (refused: writing it would destroy the model)",
-			out);
-	while (rc == 0 && d && (e = readdir(d))) {
-		if (!model_file(e->d_name, stem))
-			continue;
-		char *p = fio_join(dir, e->d_name);
-		if (p && is_out(p, &lo, sok ? &so : NULL))
-			rc = err_set("%s: is the model's %s (refused: writing it would destroy the "
-				     "model)",
-				     out, e->d_name);
-		free(p);
-	}
-	if (d)
-		closedir(d);
-	free(dir);
-	free(stem);
-	return rc;
 }
 
 /* A GGUF source: float weights only (requantizing compounds the losses, and
@@ -327,9 +260,9 @@ int cmd_quantize(int argc, char **argv)
 	struct eng_gguf_out *o = NULL;
 	int rc = EXIT_RUNTIME;
 	bool gguf = dir && eng_is_gguf(dir);
-	if (dir && (through || check_out(qa.out, dir, gguf) == 0) && (m = eng_model_open(dir)) &&
-	    (!gguf || float_weights(m, dir) == 0) && (o = eng_gguf_out_new()) &&
-	    source_keys(o, dir, m, gguf) == 0) {
+	if (dir && (through || cli_check_out(qa.out, dir, gguf) == 0) &&
+	    (m = eng_model_open(dir)) && (!gguf || float_weights(m, dir) == 0) &&
+	    (o = eng_gguf_out_new()) && source_keys(o, dir, m, gguf) == 0) {
 		g_tty = isatty(STDERR_FILENO);
 		g_t0 = clock_now();
 		int w = through ? write_through(m, f, o, qa.out) : write_model(m, f, o, qa.out);

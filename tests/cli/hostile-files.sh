@@ -182,6 +182,17 @@ mkdir -p "$D" && (cd "$D" && mkdir -p "$A/$A/$A" && ln -s /dev "$A/$A/$A/d") &&
 expect_exit 0 "--out through a long path into /dev" sh -c "'$QWENCHAT' logits -m '$M' --out '$TMP/w/x/y/null' <'$TMP/ids'"
 restore_dev
 rm -rf "$TMP/deep" "$TMP/w/x"
+# the model's own files: refused, the model left whole (a GGUF, a hard link to it)
+cp "$M/config.json" "$TMP/config.keep"
+expect_exit 1 "logits --out the model's config.json" sh -c "'$QWENCHAT' logits -m '$M' --out '$M/config.json' <'$TMP/ids'"
+expect_err_has "is the model's config.json" "... says it is the model's"
+cmp -s "$M/config.json" "$TMP/config.keep" && pass "... config.json is whole" ||
+	fail "logits --out replaced the model's config.json"
+cp "$TMP/m.gguf" "$TMP/w/keep.gguf" && ln "$TMP/m.gguf" "$TMP/w/hard.bin"
+expect_exit 1 "logits --out a hard link to the GGUF" sh -c "'$QWENCHAT' logits -m '$TMP/m.gguf' --out '$TMP/w/hard.bin' <'$TMP/ids'"
+expect_exit 1 "logits --out the GGUF itself" sh -c "'$QWENCHAT' logits -m '$TMP/m.gguf' --out '$TMP/m.gguf' <'$TMP/ids'"
+cmp -s "$TMP/m.gguf" "$TMP/w/keep.gguf" && pass "... the GGUF is whole" ||
+	fail "logits --out replaced the GGUF it read"
 # a file of the kernel's is not written through (only a descriptor's file is)
 expect_exit 1 "logits --out /proc/self/comm" sh -c "'$QWENCHAT' logits -m '$M' --out /proc/self/comm <'$TMP/ids'"
 expect_err_has "a file of the system's (refused" "--out a kernel file: refused, said so"

@@ -4,7 +4,8 @@
 # (the system's /dev/stdout and /dev/null are written through);
 # the model's own files (by name, by a link, by a hard link) are refused and left
 # whole; a full disk names the file; SIGINT, SIGTERM and SIGHUP mid-write remove the
-# temporary file and end with 128 + the signal.
+# temporary file and end with 128 + the signal (one ignored at the start, as under nohup,
+# stays ignored).
 . "$TOP_SRCDIR/tests/lib.sh"
 MK="$TOP_BUILDDIR/tests/mkmodel"
 M=$TMP/m
@@ -81,9 +82,17 @@ B=$TMP/big
 "$MK" --out "$B" --vocab-size 300 --hidden-size 1024 --intermediate-size 3072 --layers 8 \
 	--heads 8 --kv-heads 4 --head-dim 128 >/dev/null || { fail "mkmodel big"; finish; }
 cp "$TOP_SRCDIR/tests/golden/template-tiny-tokenizer.json" "$B/tokenizer.json"
+# sig_default CMD... — CMD with SIGINT and SIGHUP as a terminal sends them: a background
+# job of a script starts with SIGINT ignored, and quantize keeps an ignored signal ignored
+# (a shell cannot reset one, so python does before the exec)
+sig_default() {
+	exec python3 -c 'import os, signal, sys
+for s in (signal.SIGINT, signal.SIGHUP): signal.signal(s, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])' "$@"
+}
 for sig in INT TERM HUP; do
 	case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; esac
-	"$QWENCHAT" quantize -m "$B" --type q4_k_m --out "$TMP/sig.gguf" 2>"$TMP/err" &
+	sig_default "$QWENCHAT" quantize -m "$B" --type q4_k_m --out "$TMP/sig.gguf" 2>"$TMP/err" &
 	pid=$!
 	i=0
 	while [ -z "$(leftovers)" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
@@ -98,6 +107,18 @@ for sig in INT TERM HUP; do
 	[ ! -e "$TMP/sig.gguf" ] && [ -z "$(leftovers)" ] &&
 		pass "SIG$sig: no file and no temporary left" || fail "SIG$sig left: $(leftovers)"
 done
+# a signal ignored when quantize starts (nohup's SIGHUP) stays ignored: the file is written
+sh -c "trap '' HUP; exec '$QWENCHAT' quantize -m '$B' --type q4_k_m --out '$TMP/nohup.gguf'" 2>"$TMP/err" &
+pid=$!
+i=0
+while [ -z "$(leftovers)" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
+kill -HUP $pid
+wait $pid
+rc=$?
+[ $rc -eq 0 ] && [ -s "$TMP/nohup.gguf" ] && [ -z "$(leftovers)" ] &&
+	pass "SIGHUP under nohup: ignored, the file written" ||
+	fail "SIGHUP under nohup: exit $rc, $(cat "$TMP/err")"
+rm -f "$TMP/nohup.gguf"
 # SIGKILL leaves its temporary file: the next quantize to that name removes it, says so
 "$QWENCHAT" quantize -m "$B" --type q4_k_m --out "$TMP/sig.gguf" 2>"$TMP/err" &
 pid=$!
