@@ -463,7 +463,14 @@ static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 			(a->chat && write_chat_config(stage) < 0)))
 		rc = -1;
 	/* the set is whole: from the mark on, a reader is refused and a run stopped midway
-	   is finished by the next one (clear_stage) */
+	   is finished by the next one (clear_stage); a signal waits until the files are in
+	   place and the stage gone (only SIGKILL stops the run among them) */
+	sigset_t stops, was;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, &was);
 	char *mark = rc == 0 ? fio_join(stage, MARK) : NULL;
 	if (rc == 0 && (!mark || write_mark(stage, mark)))
 		rc = mark ? -1 : err_set("out of memory");
@@ -484,6 +491,7 @@ static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 		rc = err_set("%s: cannot remove: %s", mark, strerror(errno));
 	free(mark);
 	int cleared = clear_stage(a->out, stage);
+	sigprocmask(SIG_SETMASK, &was, NULL);
 	free(stage);
 	return rc ? rc : cleared;
 }
