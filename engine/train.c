@@ -221,6 +221,11 @@ const char *eng_trainer_backend(const struct eng_trainer *t)
 	return t->ops->name;
 }
 
+const char *eng_trainer_kernels(const struct eng_trainer *t)
+{
+	return t->ops->kernels ? t->ops->kernels(t->st) : NULL;
+}
+
 bool eng_trainer_exact(const struct eng_trainer *t)
 {
 	return t->ops->exact(t->st);

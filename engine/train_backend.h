@@ -43,6 +43,8 @@ struct train_ops {
 	int (*upload)(void *st);
 	double (*peak_gflops)(void *st);
 	bool (*exact)(void *st); /* whether the products are fp32 */
+	/* The CPU kernel set the products run with ("avx2"); NULL (or no function): none. */
+	const char *(*kernels)(void *st);
 };
 
 struct eng_trainer {

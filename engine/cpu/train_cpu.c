@@ -428,6 +428,11 @@ static bool cpu_exact(void *st)
 	return ((struct train_cpu *)st)->prec == GEMM_F32;
 }
 
+static const char *cpu_kernel_set(void *st)
+{
+	return ((struct train_cpu *)st)->k->name;
+}
+
 static const struct train_ops cpu_ops = {
 	.name = "cpu",
 	.plan = cpu_plan,
@@ -439,6 +444,7 @@ static const struct train_ops cpu_ops = {
 	.adamw = cpu_adamw,
 	.peak_gflops = cpu_peak,
 	.exact = cpu_exact,
+	.kernels = cpu_kernel_set,
 };
 
 const struct train_ops *train_cpu_ops(void)

@@ -268,7 +268,15 @@ static int make_trainer(struct run *u)
 		       "the run's steps ran on %s and go on on %s: not bit for bit as they would "
 		       "have",
 		       u->st->ran_on, here);
+	const char *kernels = eng_trainer_kernels(u->t);
+	if (!strcmp(u->st->ran_on, here) && u->st->kernels[0] && kernels &&
+	    strcmp(u->st->kernels, kernels)) /* another CPU, or QWENCHAT_CPU_ISA */
+		notice(u,
+		       "the run's steps ran with the %s kernels and go on with %s: not bit for "
+		       "bit as they would have",
+		       u->st->kernels, kernels);
 	snprintf(u->st->ran_on, sizeof u->st->ran_on, "%s", here);
+	snprintf(u->st->kernels, sizeof u->st->kernels, "%s", kernels ? kernels : "");
 	if (u->r->ready)
 		u->r->ready(u->r->user, u->t);
 	eng_trainer_peak_gflops(u->t); /* measured now, not inside the first step's time */

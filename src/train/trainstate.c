@@ -274,6 +274,17 @@ static bool str_eq(const char *a, const char *b)
 	return a == b || (a && b && !strcmp(a, b));
 }
 
+/* The same to 15 significant digits, as tstate_format writes them: the run's banner says
+ * 6e-05 for the default --min-lr of --lr 6e-4, lr / 10 = 5.9999999999999995e-05, and
+ * giving that value back is no change. */
+static bool same_real(double a, double b)
+{
+	char x[32], y[32];
+	snprintf(x, sizeof x, "%.15g", a);
+	snprintf(y, sizeof y, "%.15g", b);
+	return a == b || !strcmp(x, y);
+}
+
 bool tstate_equal(const struct tstate_opts *a, const struct tstate_opts *b, int i)
 {
 	const struct field *f = &fields[i];
@@ -281,7 +292,7 @@ bool tstate_equal(const struct tstate_opts *a, const struct tstate_opts *b, int 
 	case K_INT:
 	case K_TIE: return *CAT(a, f, int) == *CAT(b, f, int);
 	case K_I64: return *CAT(a, f, int64_t) == *CAT(b, f, int64_t);
-	case K_REAL: return *CAT(a, f, double) == *CAT(b, f, double);
+	case K_REAL: return same_real(*CAT(a, f, double), *CAT(b, f, double));
 	case K_BOOL: return *CAT(a, f, bool) == *CAT(b, f, bool);
 	case K_STR: return str_eq(*CAT(a, f, char *), *CAT(b, f, char *));
 	case K_LIST: break;
@@ -305,7 +316,7 @@ void tstate_format(const struct tstate_opts *o, int i, char *out, size_t n)
 	case K_INT: snprintf(out, n, "%d", *CAT(o, f, int)); return;
 	case K_TIE: snprintf(out, n, "%s", *CAT(o, f, int) ? "--tie" : "--no-tie"); return;
 	case K_I64: snprintf(out, n, "%lld", (long long)*CAT(o, f, int64_t)); return;
-	case K_REAL: snprintf(out, n, "%g", *CAT(o, f, double)); return;
+	case K_REAL: snprintf(out, n, "%.15g", *CAT(o, f, double)); return;
 	case K_BOOL: snprintf(out, n, "%s", *CAT(o, f, bool) ? "on" : "off"); return;
 	case K_STR: snprintf(out, n, "%s", *CAT(o, f, char *) ? *CAT(o, f, char *) : "(none)"); return;
 	case K_LIST: break;
@@ -404,6 +415,8 @@ char *tstate_json(const struct tstate *s)
 		json_object_set_new(root, "config_sha256", json_string(s->config_sha256));
 	if (root && s->ran_on[0])
 		json_object_set_new(root, "ran_on", json_string(s->ran_on));
+	if (root && s->kernels[0])
+		json_object_set_new(root, "kernels", json_string(s->kernels));
 	char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
 	json_decref(root);
 	if (!text)
@@ -494,6 +507,19 @@ static int check_opts(const struct tstate_opts *o, const char *name)
 
 /* A checksum (key) absent in states written before it was kept: "sha256:" and 64 hex
  * digits into out, or "". */
+/* A kernel set's name as state.json keeps it: a short word of lowercase letters and
+ * digits (the set itself need not be one this CPU has: a run may move). */
+static bool kernel_set_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n >= sizeof((struct tstate *)0)->kernels)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
 static int parse_sha256(json_t *root, const char *key, char out[72], const char *name)
 {
 	json_t *v = json_object_get(root, key);
@@ -547,6 +573,14 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 		goto out;
 	}
 	snprintf(s->ran_on, sizeof s->ran_on, "%s", ran_s ? ran_s : "");
+	json_t *kern = json_object_get(root, "kernels"); /* absent: a GPU, older states */
+	const char *kern_s = json_string_value(kern);
+	if (kern && (!kern_s || !kernel_set_name(kern_s))) {
+		err_set("%s: kernels: expected the name of a CPU kernel set, such as \"avx2\"",
+			name);
+		goto out;
+	}
+	snprintf(s->kernels, sizeof s->kernels, "%s", kern_s ? kern_s : "");
 	s->seconds = json_number_value(json_object_get(root, "seconds"));
 	json_t *rows = json_object_get(root, "windows_read");
 	if (!(s->seconds >= 0) || !isfinite(s->seconds)) {

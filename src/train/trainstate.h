@@ -73,7 +73,8 @@ bool tstate_eval_due(const struct tstate_opts *o, int64_t step);
 /* Whether field i is a shape flag left unset in o (0, or --tie's neither): a run from
  * scratch derived it, or it came with --init's model, so its value is the model's. */
 bool tstate_unset(const struct tstate_opts *o, int i);
-/* Whether field i has the same value in a and b. */
+/* Whether field i has the same value in a and b (a real: to the 15 significant digits
+ * tstate_format gives, as a value copied from the run's messages has them). */
 bool tstate_equal(const struct tstate_opts *a, const struct tstate_opts *b, int i);
 /* Field i's value as text, for messages ("64", "6e-4", "a.txt b.txt"). */
 void tstate_format(const struct tstate_opts *o, int i, char *out, size_t n);
@@ -93,6 +94,7 @@ struct tstate {
 				 * states): an edit since is refused on resume */
 	bool master_in_state;  /* fp32 weights in train-state/master.safetensors (bf16 model) */
 	char ran_on[8];        /* "cpu" or "cuda": where the steps ran ("" in older states) */
+	char kernels[16];      /* the CPU kernel set they ran with ("": a GPU, older states) */
 	bool eval_was_due;     /* not saved: a resume's saved options made `step` due an
 				* evaluation (a stop may have kept it from running) */
 };

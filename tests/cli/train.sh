@@ -239,6 +239,18 @@ sys.exit(0 if all(abs(c[k] - x[k]) <= 1e-5 * abs(x[k]) for k in ("loss", "grad_n
 EOF
 	pass "QWENCHAT_CPU_ISA=c trains with fp32 products, as --exact does" ||
 	fail "QWENCHAT_CPU_ISA=c: $(tail -n 1 "$TMP/err")"
+# state.json keeps the kernel set; a resume with another one (another CPU) says so
+grep -q '"kernels": "c"' "$TMP/isa-c/train-state/state.json" &&
+	pass "state.json names the kernel set the steps ran with" ||
+	fail "no kernels in $(cat "$TMP/isa-c/train-state/state.json")"
+"$QWENCHAT" train --resume "$TMP/isa-c" --steps 2 >/dev/null 2>"$TMP/err"
+if grep -q '"kernels": "c"' "$TMP/isa-c/train-state/state.json"; then
+	echo "skip: this CPU's best kernel set is the portable one"
+else
+	grep -q "ran with the c kernels and go on with" "$TMP/err" &&
+		pass "a resume on another kernel set: not bit for bit, said so" ||
+		fail "a resume on another kernel set, unsaid: $(cat "$TMP/err")"
+fi
 
 # ---- a run ----------------------------------------------------------------------------------
 R="$TMP/run"
@@ -313,6 +325,11 @@ train_usage 2 "--resume with another --ctx" "--ctx 32 conflicts with the run's 1
 	>/dev/null 2>"$TMP/err" && grep -q 'at step 6 already' "$TMP/err" &&
 	pass "--resume with the defaults a run took, given: they agree" ||
 	fail "--resume with the run's own default shape: $(tail -n 1 "$TMP/err")"
+# the default --min-lr, lr / 10 = 0.00030000000000000003, given as the banner shows it
+"$QWENCHAT" train --resume "$R" --steps 6 --min-lr 3e-4 >/dev/null 2>"$TMP/err" &&
+	grep -q 'at step 6 already' "$TMP/err" &&
+	pass "--resume with the default --min-lr as printed (0.0003): the run's own" ||
+	fail "--resume --min-lr 3e-4: $(tail -n 1 "$TMP/err")"
 train_usage 2 "--resume with a head size its model lacks" \
 	"--resume: --head-dim 32 conflicts with the run's model ($R/config.json: head_dim 16)" \
 	--resume "$R" --head-dim 32
