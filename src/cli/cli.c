@@ -8,6 +8,7 @@
 #include "src/cli/env.h"
 #include "src/remote/remote.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -261,7 +262,8 @@ int cli_parse_long(const char *name, const char *s, long lo, long hi, long *out)
 	char *end;
 	errno = 0;
 	long v = strtol(s, &end, 10);
-	if ((errno && errno != ERANGE) || end == s || *end) {
+	/* strtol skips leading blanks, where a trailing one is refused: " 5" is not "5" */
+	if ((errno && errno != ERANGE) || end == s || *end || isspace((unsigned char)*s)) {
 		cli_error("--%s: '%s' is not a whole number", name, s);
 		return -1;
 	}
@@ -287,7 +289,7 @@ static int cli_parse_double(const char *name, const char *s, double lo, double h
 	/* an underflow (1e-400) is the value strtod rounded it to; the range judges it.
 	 * Decimal only: strtod also reads "0x10" (16) and "1p3". */
 	if ((errno && errno != ERANGE) || end == s || *end || (!overflow && !isfinite(v)) ||
-	    strpbrk(s, "xXpP")) {
+	    strpbrk(s, "xXpP") || isspace((unsigned char)*s)) {
 		cli_error("--%s: '%s' is not a finite decimal number", name, s);
 		return -1;
 	}
@@ -308,7 +310,8 @@ static int parse_seed(const char *arg, uint64_t *out)
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(arg, &end, 10);
-	if ((errno && errno != ERANGE) || end == arg || *end || arg[0] == '-') {
+	if ((errno && errno != ERANGE) || end == arg || *end || arg[0] == '-' ||
+	    isspace((unsigned char)arg[0])) { /* strtoull takes " -1" as 2^64 - 1 */
 		cli_error("--seed: '%s' is not a non-negative whole number", arg);
 		return -1;
 	}
@@ -545,10 +548,11 @@ static int remote_check(const struct cli_command *cmd, struct cli_common *c)
 						     : NULL;
 		return o ? cli_usage(cmd->name, "%s is for the remote backend (--url)", o) : 0;
 	}
+	const char *from = c->url ? "--url" : "OPENAI_BASE_URL";
 	if (!c->url && !(c->url = cli_env_openai_base_url()))
 		return cli_usage(cmd->name, "--backend remote needs --url http://HOST:PORT/v1 "
 					    "(or OPENAI_BASE_URL)");
-	if (remote_check_url(c->url))
+	if (remote_check_url(c->url, from))
 		return cli_usage(cmd->name, "%s", err_msg());
 	if (c->set & (CLI_SET_THREADS | CLI_SET_CTX) || c->quant != ENG_FTYPE_NONE || c->exact)
 		return cli_usage(cmd->name,
@@ -634,6 +638,10 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 		const char *flag = key == '?' ? flag_with_value(lo, bad) : NULL;
 		if (flag)
 			return cli_usage(cmd->name, "--%s takes no value ('%s')", flag, bad);
+		/* a letter inside a cluster (-Zm) leaves optind on the cluster: the previous
+		   argument is not the one that was wrong, optopt is */
+		if (key == '?' && optopt > ' ' && optopt < 127 && strncmp(bad, "--", 2))
+			return cli_usage(cmd->name, "unknown option '-%c'", optopt);
 		if (key == '?')
 			return cli_usage(cmd->name, "unknown option '%s'", bad);
 		const char *empty = optarg && !*optarg ? empty_value(find_opt(cmd, key)) : NULL;

@@ -102,6 +102,8 @@ int cmd_pull(int argc, char **argv)
 	int r = cli_parse(&pull_cmd, argc, argv, &com, NULL, NULL, &first);
 	if (r)
 		return r == CLI_DONE ? EXIT_OK : r;
+	if (hub_check_spec(argv[first])) /* written wrong: a usage error, before any lookup */
+		return cli_usage("pull", "%s", err_msg());
 	cli_env_hub(&hub);
 	char *dir = hub_pull(&hub, argv[first]);
 	if (!dir) {

@@ -669,6 +669,29 @@ char *hub_resolve_tokenizer(const struct hub_env *env, const char *model)
 	return resolve(env, model, false);
 }
 
+int hub_check_spec(const char *given)
+{
+	const char *spec = without_hub_address(given);
+	if (strstr(spec, "://"))
+		return err_set("%s: not the Hugging Face Hub's address (https://huggingface.co/"
+			       "Org/Name)",
+			       given);
+	char *id, *rev, *repo_spec = NULL, *tag = NULL;
+	int g = ggufname_split_spec(spec, &repo_spec, &tag);
+	int r = g < 0 ? -1 : hfc_parse_spec(g ? repo_spec : spec, &id, &rev);
+	if (r == 1) {
+		free(id);
+		free(rev);
+	}
+	free(repo_spec);
+	free(tag);
+	if (r == 0)
+		return err_set("%s: not a Hugging Face repo id (Org/Name, Org/Name@REVISION or "
+			       "Org/Name:TAG)",
+			       given);
+	return r == 1 ? 0 : -1;
+}
+
 char *hub_pull(const struct hub_env *env, const char *spec)
 {
 	return resolve_spec(env, spec, true, true);

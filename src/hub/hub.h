@@ -46,6 +46,10 @@ const char *hub_default_model(const struct hub_env *env);
  * revision names now and downloads what the cache lacks (offline: only checks the
  * cache). Returns the snapshot directory, malloc'd; NULL on error. */
 char *hub_pull(const struct hub_env *env, const char *spec);
+/* 0 when spec is written as a repo hub_pull takes (Org/Name, @REVISION, :TAG, the Hub's
+ * address before it); -1 and a message saying what is wrong with it otherwise. Nothing
+ * is looked up. */
+int hub_check_spec(const char *spec);
 
 /* One Qwen3 snapshot in the cache. */
 struct hub_entry {

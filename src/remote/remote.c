@@ -42,8 +42,8 @@ static char *base_of(const char *url)
 /* Checks the URL with libcurl's parser and splits it: the API base (r->base), its
  * query (r->query, kept for every endpoint, as gateways take ?api-version=...) and
  * the base shown in messages (r->shown: no user:password, no query). A fragment is
- * never sent, so it is dropped. */
-static int parse_url(struct remote *r, const char *url)
+ * never sent, so it is dropped. name: where url came from, for messages ("--url"). */
+static int parse_url(struct remote *r, const char *url, const char *name)
 {
 	CURLU *u = curl_url();
 	char *scheme = NULL, *host = NULL, *query = NULL, *bare = NULL, *shown = NULL;
@@ -53,11 +53,11 @@ static int parse_url(struct remote *r, const char *url)
 	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
-		err_set("--url: '%s' is not a URL such as http://HOST:8000/v1", url);
+		err_set("%s: '%s' is not a URL such as http://HOST:8000/v1", name, url);
 		goto done;
 	}
 	if (strcmp(scheme, "http") && strcmp(scheme, "https")) {
-		err_set("--url: the scheme '%s' is not http or https", scheme);
+		err_set("%s: the scheme '%s' is not http or https", name, scheme);
 		goto done;
 	}
 	if (curl_url_get(u, CURLUPART_QUERY, &query, 0) != CURLUE_OK)
@@ -88,10 +88,10 @@ done:
 	return rc;
 }
 
-int remote_check_url(const char *url)
+int remote_check_url(const char *url, const char *name)
 {
 	struct remote r = {0};
-	int rc = parse_url(&r, url);
+	int rc = parse_url(&r, url, name);
 	free(r.base);
 	free(r.query);
 	free(r.shown);
@@ -125,7 +125,7 @@ struct remote *remote_new(const struct remote_options *o)
 		err_set("the API key holds a line break");
 		goto fail;
 	}
-	if (parse_url(r, o->url))
+	if (parse_url(r, o->url, "--url"))
 		goto fail;
 	if (!(r->curl = curl_easy_init()) || !(r->multi = curl_multi_init())) {
 		err_set("out of memory");

@@ -39,8 +39,9 @@ struct remote *remote_new(const struct remote_options *o);
 void remote_free(struct remote *r);
 
 /* Whether remote_new would take url: 0, or -1 with err_set saying why (for the
- * command line, before anything else is done). */
-int remote_check_url(const char *url);
+ * command line, before anything else is done); name: where url came from ("--url",
+ * "OPENAI_BASE_URL"), for the message. */
+int remote_check_url(const char *url, const char *name);
 
 /* The URL for messages: the API base without any user:password part. */
 const char *remote_url(const struct remote *r);

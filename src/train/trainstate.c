@@ -2,6 +2,7 @@
 #include "src/train/trainstate.h"
 #include "src/base/err.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -200,7 +201,7 @@ static int parse_number(const struct field *f, const char *s, double *out)
 	/* decimal only: strtod also reads "0x10" (16) and "0x1p-10" */
 	bool overflow = errno == ERANGE && fabs(v) >= 1;
 	if ((errno && errno != ERANGE) || end == s || *end || (!overflow && !isfinite(v)) ||
-	    strpbrk(s, "xXpP"))
+	    strpbrk(s, "xXpP") || isspace((unsigned char)*s)) /* strtod skips leading blanks */
 		return err_set("--%s: '%s' is not a %s", f->name, s,
 			       f->kind == K_REAL ? "finite decimal number" : "whole number");
 	if (overflow)

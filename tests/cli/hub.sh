@@ -572,8 +572,14 @@ expect_exit 2 "pull without a repo" "$QWENCHAT" pull
 expect_exit 2 "list with an argument" "$QWENCHAT" list extra
 expect_exit 0 "pull --help" "$QWENCHAT" pull --help
 grep -q 'usage: qwenchat pull' "$TMP/out" && pass "pull --help prints the usage" || fail "pull --help"
-expect_exit 1 "a malformed repo id" "$QWENCHAT" pull 'Org/bad--name'
+# a repo written wrong is a usage error, said before any lookup (the server is down here)
+expect_exit 2 "a malformed repo id" "$QWENCHAT" pull 'Org/bad--name'
 err_has "not a valid Hugging Face repo id" "malformed repo id: clear error"
+expect_exit 2 "an empty revision" "$QWENCHAT" pull 'Org/name@'
+expect_exit 2 "no Org/" "$QWENCHAT" pull 'name'
+err_has "name: not a Hugging Face repo id (Org/Name" "no Org/: says what a repo id is"
+expect_exit 2 "another site's address" "$QWENCHAT" pull 'https://example.com/Org/name'
+err_has "not the Hugging Face Hub's address" "another site: said so"
 expect_exit 1 "neither a directory nor a repo id" "$RESOLVE" "$TMP/no/such/dir"
 err_has "no such model directory" "bad -m: clear error"
 finish

@@ -347,6 +347,10 @@ expect_err_has "model.safetensors.index.json: invalid JSON" "invalid index named
 
 # usage
 expect_exit 2 "unknown option" "$QWENCHAT" info -m "$TMP/tied" --frobnicate
+expect_exit 2 "an unknown letter inside a cluster" "$QWENCHAT" info -Zm "$TMP/tied"
+expect_err_has "unknown option '-Z'" "... named by its letter, not the argument before it"
+expect_exit 2 "--ctx with a leading blank" "$QWENCHAT" info -m "$TMP/tied" --ctx ' 64'
+expect_err_has "--ctx: ' 64' is not a whole number" "... refused as a trailing one is"
 expect_exit 2 "bad --ctx" "$QWENCHAT" info -m "$TMP/tied" --ctx 0
 expect_exit 2 "--json=1" "$QWENCHAT" info -m "$TMP/tied" --json=1
 expect_err_has "--json takes no value ('--json=1')" "a flag given a value: says so"

@@ -372,4 +372,6 @@ expect_exit 2 "--url not a URL" "$QWENCHAT" run --url 'http://[::1' -p x
 expect_err_has "is not a URL" "a bad URL: says so"
 expect_exit 2 "--url ''" "$QWENCHAT" list --url ''
 expect_err_has "--url: an empty URL" "an empty URL: says so, not that --url is missing"
+expect_exit 2 "OPENAI_BASE_URL not a URL" env OPENAI_BASE_URL=notaurl "$QWENCHAT" run --backend remote -p x
+expect_err_has "OPENAI_BASE_URL: 'notaurl' is not a URL" "... named as the variable, not as --url"
 finish

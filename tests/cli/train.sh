@@ -61,6 +61,8 @@ train_usage 2 "an unknown option" "unknown option '--nope'" --out "$O" $TEXT --n
 train_usage 2 "an ambiguous abbreviation" "option '--re' is ambiguous: --resume, --recompute" \
 	--out "$O" $TEXT --re
 train_usage 2 "an empty --out" "--out: an empty name" --out "" $TEXT
+train_usage 2 "--lr with a leading blank" "--lr: ' 0.001' is not a finite decimal number" \
+	--out "$O" $TEXT --lr ' 0.001'
 train_usage 2 "--layers past config.json's limit" "--layers: 2000 is out of range [1, 1024]" \
 	--out "$O" $TEXT --layers 2000
 train_usage 2 "--vocab-size with --tokenizer" "--vocab-size comes from --tokenizer" --out "$O" \
