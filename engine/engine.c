@@ -197,18 +197,22 @@ static int check_finite(const float *logits, int rows, int vocab, int pos)
 /* The checks eng_forward makes, for n tokens at pos. */
 static int check_forward(const struct eng *e, const int32_t *ids, int n, int pos)
 {
-	const int vocab = e->cfg->vocab_size;
 	if (pos < 0 || pos > e->cached)
 		return err_set("forward: position %d is beyond the %d cached tokens", pos,
 			       e->cached);
 	if (n > e->ctx - pos)
 		return err_set("positions %d..%d exceed the context of %d tokens", pos, pos + n - 1,
 			       e->ctx);
+	return eng_check_ids(e->cfg, ids, n, pos);
+}
+
+int eng_check_ids(const struct eng_config *c, const int32_t *ids, int n, int pos)
+{
 	for (int i = 0; i < n; i++)
-		if (ids[i] < 0 || ids[i] >= vocab)
+		if (ids[i] < 0 || ids[i] >= c->vocab_size)
 			return err_set("token id %d at position %d is not in the vocabulary "
 				       "(vocab_size %d)",
-				       (int)ids[i], pos + i, vocab);
+				       (int)ids[i], pos + i, c->vocab_size);
 	return 0;
 }
 

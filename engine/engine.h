@@ -113,6 +113,9 @@ int eng_max_context(const struct eng_config *cfg);
 const char *eng_max_context_source(const struct eng_config *cfg);
 /* 0 when a KV cache of ctx positions is within eng_max_context; -1 and a message if not. */
 int eng_check_context(const struct eng_config *cfg, int ctx);
+/* 0 when the n ids (at positions pos..) are all in the vocabulary, as eng_forward
+ * checks; -1 and a message naming the first that is not. */
+int eng_check_ids(const struct eng_config *cfg, const int32_t *ids, int n, int pos);
 
 /* The factor RoPE multiplies cos and sin by: YaRN's attention factor, 1 otherwise. */
 double eng_rope_attention_factor(const struct eng_config *cfg);

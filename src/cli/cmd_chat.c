@@ -159,8 +159,12 @@ int cmd_chat(int argc, char **argv)
 		cli_error("%s", err_msg());
 		return EXIT_RUNTIME;
 	}
-	if (a.plain) /* they quote a server's model id: its escapes shown, not obeyed */
-		term_write_safe(stderr, notices, strlen(notices));
+	/* a line each, as every command says them (cli_notice shows a server's escapes in
+	   a model id, never obeys them) */
+	for (char *p = notices, *nl; a.plain && (nl = strchr(p, '\n')); p = nl + 1) {
+		*nl = '\0';
+		cli_notice(p);
+	}
 #if HAVE_TUI
 	sigbus_fullscreen(!a.plain);
 	struct ui_options uo = {.no_color = cli_env_no_color()};

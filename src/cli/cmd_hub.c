@@ -68,6 +68,7 @@ static const struct cli_command list_cmd = {
 static int list_remote(struct cli_common *com)
 {
 	struct remote_options o;
+	cli_notices_hold(); /* a warning on the key, then no server: the error alone */
 	if (cli_remote_options(com, &o, cli_notice))
 		return EXIT_RUNTIME;
 	struct remote *r = remote_new(&o);
@@ -79,6 +80,7 @@ static int list_remote(struct cli_common *com)
 		remote_free(r);
 		return EXIT_RUNTIME;
 	}
+	cli_notices_flush();
 	if (n == 0)
 		fprintf(stderr, "%s serves no models\n", remote_url(r));
 	else

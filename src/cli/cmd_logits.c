@@ -112,6 +112,10 @@ int cmd_logits(int argc, char **argv)
 			eng_max_context(c), eng_max_context_source(c));
 		goto fail;
 	}
+	if (eng_check_ids(c, ids, n, 0)) { /* before the engine's notices */
+		err_prefix("stdin");
+		goto fail;
+	}
 	if (eo.ctx && n > eo.ctx) {
 		err_set("stdin: %d ids do not fit in --ctx %d", n, eo.ctx);
 		goto fail;

@@ -419,6 +419,7 @@ static int run_remote(struct run_args *a, const char *prompt)
 			rc = stopped_status(); /* 143 or 129 for SIGTERM or SIGHUP, as mid-answer */
 		goto done;
 	}
+	cli_notices_flush(); /* the server answers: what was noted on the options */
 	/* Only what was given, and the non-thinking preset with --no-think, as locally. */
 	samp_params_default(&q.sampling);
 	q.sampling_set = a->cli.set & SAMP_SET_ALL;
@@ -507,8 +508,7 @@ int cmd_run(int argc, char **argv)
 					: a.prompt ? "the prompt is empty: nothing to send"
 						   : "stdin gave an empty prompt: nothing to send");
 	}
-	if (cli_is_remote(&a.cli)) {
-		cli_notices_flush();
+	if (cli_is_remote(&a.cli)) { /* its notices wait for the server's first answer */
 		rc = run_remote(&a, prompt);
 		free(prompt);
 		return rc;

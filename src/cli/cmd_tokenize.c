@@ -230,8 +230,8 @@ int cmd_detokenize(int argc, char **argv)
 	char *out = t ? tok_decode(t, ids, n, skip, &len) : NULL;
 	free(ids);
 	tok_free(t);
-	if (!out) {
-		cli_error("%s", err_msg());
+	if (!out) { /* a model that does not load says its name; an id, where it came from */
+		cli_error("%s%s", t ? "stdin: " : "", err_msg());
 		return EXIT_RUNTIME;
 	}
 	int rc = write_all(out, len);

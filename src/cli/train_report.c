@@ -52,6 +52,7 @@ struct train_report {
 	double drawn;                    /* PANEL: when it was last drawn */
 	bool pending;                    /* PANEL: steps not drawn yet */
 	bool stop_told;                  /* the stop asked for was said above the panel */
+	bool planned;                    /* the plan was said: notices are no longer held */
 	struct panel panel;
 	/* this process's steps, for the closing line */
 	int64_t first_step, last_step;
@@ -136,7 +137,12 @@ static void say(struct train_report *r, const char *fmt, ...)
 
 static void on_notice(void *user, const char *msg)
 {
-	say(user, "qwenchat: %s\n", msg);
+	struct train_report *r = user;
+	if (!r->planned) { /* held with the options' until the run is known to start */
+		cli_notice(msg);
+		return;
+	}
+	say(r, "qwenchat: %s\n", msg);
 }
 
 static void on_engine_notice(const char *msg)
@@ -224,6 +230,7 @@ static void on_plan(void *user, const struct loop_plan *lp)
 	const struct eng_train_plan *pl = &lp->plan;
 	char w[32], g[32], m[32], act[32], sc[32], tot[32], av[32], data[32];
 	settle(r);
+	r->planned = true;
 	cli_notices_flush(); /* the options and the data are good: what was noted on them */
 	for (int i = 0; i < r->model->n_remarks; i++)
 		cli_notice(r->model->remarks[i]);

@@ -28,6 +28,10 @@ echo 1 2 | expect_exit 2 "logits without --out" "$QWENCHAT" logits -m "$M"
 echo "1 300" >"$TMP/ids"
 expect_exit 1 "id >= vocab" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
 expect_err_has "vocab" "id >= vocab names the vocabulary"
+# ... said alone, before the engine's notice on --threads, and where the ids came from
+expect_exit 1 "id >= vocab, --threads 999" sh -c '"$1" logits -m "$2" --out "$3" --threads 999 <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
+[ "$(wc -l <"$TMP/err")" = 1 ] && grep -q '^qwenchat: stdin: token id 300 at position 1' "$TMP/err" &&
+	pass "... one line, naming stdin" || fail "id >= vocab with a notice: $(cat "$TMP/err")"
 echo "1 -2" >"$TMP/ids"
 expect_exit 1 "negative id" sh -c '"$1" logits -m "$2" --out "$3" <"$4"' _ "$QWENCHAT" "$M" "$TMP/x" "$TMP/ids"
 expect_err_has "stdin: '-2' at position 1 is not a token id" "bad id names itself and its position"

@@ -185,6 +185,11 @@ rc=$?
 [ "$rc" = 1 ] && tail -n 1 "$TMP/err" | grep -q '^qwenchat: /save: .*x.json.* (not written)$' &&
 	pass "a failed /save: exit 1, named at the end" || fail "failed /save: exit $rc: $(cat "$TMP/err")"
 
+# a notice on the options is said as every command says one
+printf 'Hi\n' | XDG_STATE_HOME="$TMP/notice" "$QWENCHAT" chat -m "$MODEL" --threads 999 -n 1 \
+	>/dev/null 2>"$TMP/err"
+grep -q '^qwenchat: --threads 999 is more than the' "$TMP/err" &&
+	pass "a notice of the plain chat starts with 'qwenchat: '" || fail "plain notice: $(cat "$TMP/err")"
 expect_exit 2 "unknown option" "$QWENCHAT" chat --bogus
 expect_exit 2 "stray argument" "$QWENCHAT" chat stray
 expect_exit 1 "missing model" "$QWENCHAT" chat -m "$TMP/nowhere" --plain

@@ -372,6 +372,12 @@ expect_exit 2 "--url not a URL" "$QWENCHAT" run --url 'http://[::1' -p x
 expect_err_has "is not a URL" "a bad URL: says so"
 expect_exit 2 "--url ''" "$QWENCHAT" list --url ''
 expect_err_has "--url: an empty URL" "an empty URL: says so, not that --url is missing"
+# a warning on the key, then no server: the error alone
+for cmd in "run -p x" list; do
+	expect_exit 1 "$cmd, --api-key, no server" "$QWENCHAT" $cmd --url http://127.0.0.1:1/v1 --api-key k
+	[ "$(wc -l <"$TMP/err")" = 1 ] && grep -q 'cannot connect' "$TMP/err" &&
+		pass "... one line, the error" || fail "$cmd, no server: $(cat "$TMP/err")"
+done
 expect_exit 2 "OPENAI_BASE_URL not a URL" env OPENAI_BASE_URL=notaurl "$QWENCHAT" run --backend remote -p x
 expect_err_has "OPENAI_BASE_URL: 'notaurl' is not a URL" "... named as the variable, not as --url"
 finish
