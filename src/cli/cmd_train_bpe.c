@@ -542,6 +542,12 @@ static int docs_add(void *user, const char *text, size_t len)
  * (its "text", as train reads it), any other file one document. */
 static int count_file(struct bpe_counter *c, const char *path)
 {
+	/* a pipe is read to its end; a device (/dev/zero) has none */
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) &&
+	    !S_ISDIR(st.st_mode))
+		return err_set("%s: not a regular file or a pipe (a device or a socket is refused)",
+			       path);
 	if (!tokens_is_jsonl(path))
 		return bpe_counter_add_file(c, path);
 	struct docs d = {.c = c, .path = path};

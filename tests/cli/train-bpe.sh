@@ -243,6 +243,10 @@ expect_exit 1 "--out a symbolic link/ (its directory, by the slash)" "$QWENCHAT"
 expect_err_has "linked/: is a symbolic link (refused" "--out a link/: said so"
 [ -z "$(ls -A "$TMP/elsewhere")" ] && pass "... and nothing written where it points" ||
 	fail "a link at --out: $(ls -A "$TMP/elsewhere")"
+# a device has no end to count to: refused, as a directory is
+expect_exit 1 "a device as input" timeout 20 "$QWENCHAT" train-bpe --vocab-size 300 \
+	--out "$TMP/dev" /dev/zero
+expect_err_has "/dev/zero: not a regular file or a pipe" "... said so, before it is read"
 # a run that fails removes the directory it made for its files
 expect_exit 1 "a missing input" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/made/a/b" \
 	"$TMP/none.txt"
