@@ -303,8 +303,8 @@ static int add_plan(struct planned *p, int *n, const struct eng_config *c, enum 
 	e->nbytes = eng_row_bytes(e->type, e->ne0) * (size_t)e->ne1;
 	if (!e->nbytes) /* llama-quantize stops there too */
 		return err_set("tensor %s: rows of %lld weights are not whole %s blocks, and the "
-			       "mix has no other type for it",
-			       name, (long long)e->ne0, eng_dtype_name(e->type));
+			       "%s mix has no other type for it",
+			       name, (long long)e->ne0, eng_dtype_name(e->type), eng_ftype_name(f));
 	return 0;
 }
 
@@ -421,8 +421,15 @@ int eng_model_write_gguf(const struct eng_model *m, enum eng_ftype f,
 	struct planned *p = calloc((size_t)c->num_layers * 11 + 3, sizeof *p);
 	struct eng_gguf_out *o = eng_gguf_out_new();
 	uint8_t *buf = NULL;
-	if (!p || !o || plan(m, f, p, &n) || model_keys(o, c, f) ||
-	    other_keys(o, extra, eng_model_gguf(m)))
+	if (!p || !o) {
+		err_set("out of memory");
+		goto out;
+	}
+	if (plan(m, f, p, &n)) { /* the file it was to be */
+		err_prefix("%s", name);
+		goto out;
+	}
+	if (model_keys(o, c, f) || other_keys(o, extra, eng_model_gguf(m)))
 		goto out;
 	for (int i = 0; i < n; i++) {
 		total += p[i].nbytes;

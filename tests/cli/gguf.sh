@@ -217,7 +217,7 @@ expect_exit 0 "quantize --type q3_k_m" "$QWENCHAT" quantize -m "$M" --type q3_k_
 cp "$M/tokenizer.json" "$TMP/w100/"
 expect_exit 1 "quantize to q8_0, rows of 100" \
 	"$QWENCHAT" quantize -m "$TMP/w100" --type q8_0 --out "$TMP/q8.gguf"
-expect_err_has "token_embd.weight: rows of 100 weights are not whole Q8_0 blocks" \
+expect_err_has "q8.gguf: tensor token_embd.weight: rows of 100 weights are not whole Q8_0 blocks, and the q8_0 mix" \
 	"q8_0 on rows of 100: says why"
 [ ! -e "$TMP/q8.gguf" ] && [ -z "$(ls "$TMP" | grep 'q8.gguf.tmp')" ] &&
 	pass "no file and no temporary left" || fail "a partial file was left: $(ls "$TMP")"
