@@ -605,6 +605,28 @@ char *fio_absolute(const char *path)
 	return fio_join(abs, base);
 }
 
+int fio_check_ends(const char *path)
+{
+	bool std = !strcmp(path, "-");
+	struct stat st;
+	if (std ? fstat(STDIN_FILENO, &st) != 0 : stat(path, &st) != 0)
+		return 0;
+	if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISDIR(st.st_mode))
+		return 0; /* a directory: its reader says so */
+	if (S_ISCHR(st.st_mode)) {
+		int fd = std ? STDIN_FILENO
+			     : open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+		bool tty = fd >= 0 && isatty(fd);
+		if (fd >= 0 && !std)
+			close(fd);
+		if (tty)
+			return 0;
+	}
+	return err_set("%s: not a regular file, a pipe or a terminal (a device or a socket "
+		       "has no end to read to)",
+		       std ? "standard input" : path);
+}
+
 size_t fio_trimmed_len(const char *path)
 {
 	size_t n = strlen(path);

@@ -134,6 +134,12 @@ int fio_exists(const char *path);
 /* Whether path's name ends with ext (".jsonl"), in any case (DATA.JSONL). */
 bool fio_has_ext(const char *path, const char *ext);
 
+/* 0 when path ("-": standard input) is something with an end to read to: a regular
+ * file, a pipe, or a terminal (text typed until Ctrl-D); -1 with err_set for another
+ * device (/dev/zero, /dev/urandom: read until memory runs out) or a socket. A path
+ * that cannot be looked at passes: opening it says why. */
+int fio_check_ends(const char *path);
+
 /* 1 when path names an existing regular file, 0 otherwise. */
 int fio_is_file(const char *path);
 

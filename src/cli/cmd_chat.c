@@ -161,9 +161,10 @@ int cmd_chat(int argc, char **argv)
 	}
 	/* a line each, as every command says them (cli_notice shows a server's escapes in
 	   a model id, never obeys them) */
-	for (char *p = notices, *nl; a.plain && (nl = strchr(p, '\n')); p = nl + 1) {
-		*nl = '\0';
-		cli_notice(p);
+	for (char *p = notices, *nl; a.plain && *p; p = nl ? nl + 1 : p + strlen(p)) {
+		if ((nl = strchr(p, '\n')))
+			*nl = '\0';
+		cli_notice(p); /* the last one may be cut short by the buffer: said all the same */
 	}
 #if HAVE_TUI
 	sigbus_fullscreen(!a.plain);

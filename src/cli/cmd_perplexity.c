@@ -437,11 +437,8 @@ static int check_args(const struct cli_common *cli, const struct ppl_args *a)
 		cli_error("%s: is a directory, not a text or .u32 file", a->file);
 		return EXIT_RUNTIME;
 	}
-	/* a pipe is read to its end; a device (/dev/zero) has none, and would be read
-	   until memory ran out */
-	if (strcmp(a->file, "-") && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
-		cli_error("%s: not a regular file or a pipe (a device or a socket is refused)",
-			  a->file);
+	if (fio_check_ends(a->file)) { /* /dev/zero: read until memory ran out */
+		cli_error("%s", err_msg());
 		return EXIT_RUNTIME;
 	}
 	return 0;

@@ -228,10 +228,11 @@ int cmd_detokenize(int argc, char **argv)
 	}
 	struct tok *t = load(com.model, NULL);
 	char *out = t ? tok_decode(t, ids, n, skip, &len) : NULL;
+	bool loaded = t != NULL;
 	free(ids);
 	tok_free(t);
 	if (!out) { /* a model that does not load says its name; an id, where it came from */
-		cli_error("%s%s", t ? "stdin: " : "", err_msg());
+		cli_error("%s%s", loaded ? "stdin: " : "", err_msg());
 		return EXIT_RUNTIME;
 	}
 	int rc = write_all(out, len);

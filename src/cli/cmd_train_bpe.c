@@ -236,15 +236,15 @@ static int check_own_dir(const char *dir)
 			: 0;
 }
 
-/* --out and the outermost directory made for it, for a signal that ends the run before
- * its tokenizer is written: they go again as when it fails (rmdir leaves them once
- * anything is in them), then the signal does what it would have done. */
+/* --out, the outermost directory made for it and the lock file, for a signal that ends
+ * the run: the lock file goes, and the directories go again as when it fails (rmdir
+ * leaves them once anything is in them), then the signal does what it would have done. */
 static const char *volatile stop_out, *volatile stop_top, *volatile stop_lock;
 
 static void on_stop(int sig)
 {
 	const char *top = stop_top, *lock = stop_lock;
-	if (top && lock)
+	if (lock)
 		unlink(lock);
 	if (top)
 		fio_rmdirs_upto(stop_out, top);
@@ -302,8 +302,9 @@ static int make_dir(const char *dir, char **top)
 	return -1;
 }
 
-/* DIR's lock, or -1 (err_set: another train-bpe holds it); *path: its file, to remove. */
-static int lock_dir(const char *dir, char **path)
+/* DIR's lock, or -1 (err_set: another train-bpe holds it); *path: its file, to remove,
+ * by a signal too (top: the outermost directory made for DIR, or NULL). */
+static int lock_dir(const char *dir, const char *top, char **path)
 {
 	char *base = fio_join(dir, LOCK);
 	*path = fio_join(dir, LOCK ".lock");
@@ -312,8 +313,10 @@ static int lock_dir(const char *dir, char **path)
 		err_set("%s: another 'qwenchat train-bpe' is writing there (it holds %s)", dir,
 			*path);
 	free(base);
-	if (fd >= 0)
+	if (fd >= 0) {
 		stop_lock = *path;
+		catch_stop(dir, top);
+	}
 	return fd >= 0 ? fd : -1;
 }
 
@@ -542,12 +545,8 @@ static int docs_add(void *user, const char *text, size_t len)
  * (its "text", as train reads it), any other file one document. */
 static int count_file(struct bpe_counter *c, const char *path)
 {
-	/* a pipe is read to its end; a device (/dev/zero) has none */
-	struct stat st;
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) &&
-	    !S_ISDIR(st.st_mode))
-		return err_set("%s: not a regular file or a pipe (a device or a socket is refused)",
-			       path);
+	if (fio_check_ends(path)) /* /dev/zero: counted forever */
+		return -1;
 	if (!tokens_is_jsonl(path))
 		return bpe_counter_add_file(c, path);
 	struct docs d = {.c = c, .path = path};
@@ -583,7 +582,7 @@ int cmd_train_bpe(int argc, char **argv)
 	struct bpe_counter *c = bpe_counter_new(&co);
 	char *lock_path = NULL;
 	int lock = -1;
-	if (!c || make_dir(a.out, &made) < 0 || (lock = lock_dir(a.out, &lock_path)) < 0)
+	if (!c || make_dir(a.out, &made) < 0 || (lock = lock_dir(a.out, made, &lock_path)) < 0)
 		goto out;
 	for (int i = first; i < argc; i++)
 		if (count_file(c, argv[i]) < 0)

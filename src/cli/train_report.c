@@ -273,8 +273,8 @@ static void on_ready(void *user, struct eng_trainer *t)
 	fprintf(stderr,
 		"training %.3gM parameters on %s (%s products), %lld step%s of %d x %d x %d "
 		"tokens\n"
-		"lr %g -> %g (warm-up %lld, cosine to step %lld), AdamW beta1 %g beta2 %g eps %g "
-		"weight decay %g, clip %g, seed %lld%s%s\n",
+		"lr %.15g -> %.15g (warm-up %lld, cosine to step %lld), AdamW beta1 %.15g beta2 "
+		"%.15g eps %.15g weight decay %.15g, clip %.15g, seed %lld%s%s\n",
 		pl.params / 1e6, eng_trainer_backend(t), eng_trainer_exact(t) ? "fp32" : "bf16",
 		(long long)o->steps, o->steps == 1 ? "" : "s", o->accum, o->batch, o->ctx, o->lr,
 		o->min_lr, (long long)o->warmup, (long long)o->cosine_steps, o->beta1, o->beta2,

@@ -275,9 +275,9 @@ static bool str_eq(const char *a, const char *b)
 	return a == b || (a && b && !strcmp(a, b));
 }
 
-/* The same to 15 significant digits, as tstate_format writes them: the run's banner says
- * 6e-05 for the default --min-lr of --lr 6e-4, lr / 10 = 5.9999999999999995e-05, and
- * giving that value back is no change. */
+/* The same to 15 significant digits, as tstate_format and the run's banner write them:
+ * the default --min-lr of --lr 6e-4, lr / 10 = 5.9999999999999995e-05, shows as 6e-05,
+ * and giving that value back is no change. */
 static bool same_real(double a, double b)
 {
 	char x[32], y[32];
@@ -506,8 +506,6 @@ static int check_opts(const struct tstate_opts *o, const char *name)
 	return 0;
 }
 
-/* A checksum (key) absent in states written before it was kept: "sha256:" and 64 hex
- * digits into out, or "". */
 /* A kernel set's name as state.json keeps it: a short word of lowercase letters and
  * digits (the set itself need not be one this CPU has: a run may move). */
 static bool kernel_set_name(const char *s)
@@ -521,6 +519,8 @@ static bool kernel_set_name(const char *s)
 	return true;
 }
 
+/* A checksum (key) absent in states written before it was kept: "sha256:" and 64 hex
+ * digits into out, or "". */
 static int parse_sha256(json_t *root, const char *key, char out[72], const char *name)
 {
 	json_t *v = json_object_get(root, key);

@@ -394,7 +394,9 @@ expect_err_has "more than the 256 of $A (max_position_embeddings)" "--ctx too la
 expect_exit 1 "a missing file" $PPL -m "$A" -f "$TMP/none.u32"
 expect_err_has "none.u32" "a missing file: named"
 expect_exit 1 "a device, endless" timeout 20 $PPL -m "$A" -f /dev/zero
-expect_err_has "/dev/zero: not a regular file or a pipe" "... refused before it is read"
+expect_err_has "/dev/zero: not a regular file, a pipe or a terminal" "... refused before it is read"
+expect_exit 1 "-f - from a device" sh -c "timeout 20 $PPL -m '$A' -f - </dev/zero"
+expect_err_has "standard input: not a regular file, a pipe or a terminal" "... refused too"
 mkdir "$TMP/dir.u32"
 expect_exit 1 "a directory" $PPL -m "$A" -f "$TMP/dir.u32"
 expect_err_has "dir.u32" "a directory: named"

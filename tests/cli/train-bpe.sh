@@ -246,7 +246,7 @@ expect_err_has "linked/: is a symbolic link (refused" "--out a link/: said so"
 # a device has no end to count to: refused, as a directory is
 expect_exit 1 "a device as input" timeout 20 "$QWENCHAT" train-bpe --vocab-size 300 \
 	--out "$TMP/dev" /dev/zero
-expect_err_has "/dev/zero: not a regular file or a pipe" "... said so, before it is read"
+expect_err_has "/dev/zero: not a regular file, a pipe or a terminal" "... said so, before it is read"
 # a run that fails removes the directory it made for its files
 expect_exit 1 "a missing input" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/made/a/b" \
 	"$TMP/none.txt"
@@ -298,6 +298,19 @@ wait $holder 2>/dev/null
 "$QWENCHAT" train-bpe -q --vocab-size 500 --out "$TMP/again" "$TMP/prose.txt" &&
 	[ ! -e "$TMP/again/.train-bpe.lock" ] && pass "once free: written, no lock file left" ||
 	fail "after the lock: $(ls -A "$TMP/again")"
+# ... nor by a run into it stopped by a signal (waiting on a FIFO here)
+before=$(sums "$TMP/again")
+mkfifo "$TMP/again.fifo"
+"$QWENCHAT" train-bpe -q --vocab-size 500 --out "$TMP/again" "$TMP/again.fifo" 2>/dev/null &
+pid=$!
+i=0
+while [ ! -e "$TMP/again/.train-bpe.lock" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] && [ ! -e "$TMP/again/.train-bpe.lock" ] && [ "$(sums "$TMP/again")" = "$before" ] &&
+	pass "SIGTERM into an existing directory: exit 143, the lock file gone, the tokenizer kept" ||
+	fail "SIGTERM into an existing directory: exit $rc, $(ls -A "$TMP/again")"
 # a run killed while writing into its staging folder left a temporary file there: the
 # next run clears it (its writer's PID is gone) and writes the tokenizer
 sh -c 'exit 0' &

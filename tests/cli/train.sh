@@ -245,7 +245,8 @@ EOF
 grep -q '"kernels": "c"' "$TMP/isa-c/train-state/state.json" &&
 	pass "state.json names the kernel set the steps ran with" ||
 	fail "no kernels in $(cat "$TMP/isa-c/train-state/state.json")"
-"$QWENCHAT" train --resume "$TMP/isa-c" --steps 2 >/dev/null 2>"$TMP/err"
+"$QWENCHAT" train --resume "$TMP/isa-c" --steps 2 >/dev/null 2>"$TMP/err" ||
+	fail "resume on the best kernel set: $(tail -n 1 "$TMP/err")"
 if grep -q '"kernels": "c"' "$TMP/isa-c/train-state/state.json"; then
 	echo "skip: this CPU's best kernel set is the portable one"
 else
