@@ -108,6 +108,8 @@ static size_t ready(const struct completion *c, enum sess_part part, bool final,
 {
 	const struct part *p = &c->part[part];
 	size_t n = p->text.n, hold = 0;
+	if (n == p->sent) /* nothing new (no text yet: text.p is NULL) */
+		return p->sent;
 	if (!final && !c->stopped) {
 		for (size_t i = 0; i < c->o.n_stop; i++)
 			hold = partial(p->text.p + p->sent, n - p->sent, c->o.stop[i], hold);
