@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,19 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[] = "/tmp/qwenchat-fuzz-hub.XXXXXX";
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* At exit (libFuzzer's -max_total_time ends with exit): dir and what the runs left. */
+static void remove_dir(void)
+{
+	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 static char *text_of(const uint8_t *p, size_t n)
 {
@@ -111,6 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char m[128];
 		if (!mkdtemp(dir))
 			abort();
+		atexit(remove_dir);
 		snprintf(m, sizeof m, "%s/manifests/registry.ollama.ai/library/m", dir);
 		for (char *s = m + strlen(dir) + 1; (s = strchr(s, '/')); s++) {
 			*s = 0;
