@@ -405,8 +405,12 @@ int ui_main(struct app *a, const char *notices, const struct ui_options *o)
 	fflush(stdout);
 	in_init(&u);
 	app_figures(a, &u.fig);
-	if (chat_count(app_chat(a)) && app_start(a, true) == 0) /* --resume: re-prefill */
-		snprintf(u.hint, sizeof u.hint, "prefilling the resumed conversation...");
+	/* a resumed conversation, or a system prompt alone, is prefilled at once (as the
+	   plain mode does), so that the context figure counts it from the start */
+	bool resumed = chat_count(app_chat(a)) > 0;
+	if ((resumed || chat_system(app_chat(a))) && app_start(a, true) == 0)
+		snprintf(u.hint, sizeof u.hint, "prefilling the %s...",
+			 resumed ? "resumed conversation" : "system prompt");
 	u.dirty = true;
 	double last_fig = 0;
 	while (!u.quit)

@@ -527,7 +527,11 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 		return -1;
 	char err[512];
 	snprintf(err, sizeof err, "%s", rc ? err_msg() : "");
-	if (chat_add(a->chat, CHAT_ASSISTANT, a->answer.s, a->reasoning.s))
+	/* An answer that wrote its own </think> where no part opened keeps it in its
+	   text, with no reasoning: the template then splits it as Hugging Face splits the
+	   model's text (an empty reasoning would have it drawn whole). */
+	bool own_tags = !a->reasoning.n && strstr(a->answer.s, "</think>");
+	if (chat_add(a->chat, CHAT_ASSISTANT, a->answer.s, own_tags ? NULL : a->reasoning.s))
 		return -1;
 	app_autosave(a);
 	return rc ? err_set("%s (the partial answer is kept)", err) : 0;
@@ -541,8 +545,7 @@ int app_prefill(struct app *a)
 	atomic_store(&a->cancel, 0);
 	int think = tmpl_has_think_switch(a->variant) ? a->think : TMPL_THINK_ABSENT;
 	size_t n;
-	int32_t *ids =
-		chat_encode(a->tok, a->chat, a->variant, false, think, !a->parse_special, &n);
+	int32_t *ids = chat_encode_start(a->tok, a->chat, a->variant, think, !a->parse_special, &n);
 	if (!ids)
 		return -1;
 	int rc = 0, m = 0, dropped = 0;

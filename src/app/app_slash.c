@@ -225,7 +225,11 @@ static void stats(struct app *a, struct app_result *r)
 	    t->reused, t->reused == 1 ? "" : "s", t->prefilled, t->prefill_tps, t->generated,
 	    t->decode_tps, t->ttft);
 	if (!a->remote || (a->user_set & SAMP_SET_SEED))
-		say(r, "sampling seed %llu (/seed %llu or --seed repeats it)\n",
+		/* the draws go on from one answer to the next: the seed repeats a chat
+		   replayed from its start, not one answer alone */
+		say(r,
+		    "sampling seed %llu (a chat started with --seed %llu and the same messages "
+		    "repeats its answers)\n",
 		    (unsigned long long)a->params.seed, (unsigned long long)a->params.seed);
 	char rss[16];
 	units_ibytes((double)f.mem.host_rss, rss, sizeof rss);

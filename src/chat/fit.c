@@ -30,6 +30,34 @@ int32_t *chat_encode(struct tok *t, const struct chat *c, enum tmpl_variant v,
 	return ids;
 }
 
+int32_t *chat_encode_start(struct tok *t, const struct chat *c, enum tmpl_variant v,
+			   int enable_thinking, bool literal, size_t *n)
+{
+	long answer = chat_last(c, CHAT_ASSISTANT);
+	if (!c->n || answer != (long)c->n - 1)
+		return chat_encode(t, c, v, false, enable_thinking, literal, n);
+	struct chat *next = chat_dup(c);
+	int32_t *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
+	if (!next)
+		err_set("out of memory rendering the conversation");
+	else if (!chat_add(next, CHAT_USER, "a", NULL) &&
+		 (a = chat_encode(t, next, v, true, enable_thinking, literal, &na)) &&
+		 !chat_set_turn(next, next->n - 1, "b", NULL))
+		b = chat_encode(t, next, v, true, enable_thinking, literal, &nb);
+	chat_free(next);
+	size_t k = 0;
+	while (a && b && k < na && k < nb && a[k] == b[k])
+		k++;
+	free(b);
+	if (!b) {
+		free(a);
+		return NULL;
+	}
+	*n = k;
+	return a;
+}
+
 /* The exchanges chat_render_fit may drop, d at a time: c without its first d exchanges
  * after the system prompt, each a turn and the turns up to the next user turn (the
  * last user turn stays). starts[k] is the index where exchange k + 1 begins; there

@@ -286,16 +286,29 @@ static bool is_stop(const struct sess *s, int32_t id)
 	return false;
 }
 
+/* Where a think tag still switches the part; anywhere else it is text of the part it
+ * falls in. Only the opening a template expects splits the answer: <think> as the
+ * first token (or the prompt's own), then the first </think>. A tag out of place
+ * stays in the text where the model wrote it, so that the template splits the saved
+ * answer as Hugging Face's does the model's text (the reasoning between <think> and
+ * </think>, the answer after), instead of the two parts being spliced. */
+enum tag_phase { TAGS_OPEN_FIRST, TAGS_CLOSE_NEXT, TAGS_TEXT };
+
 /* Routes one sampled (non-stop) id to the text streams. -1 on a decode error. */
 static int emit_token(struct sess *s, struct sess_router *r, struct tok_stream *ts,
-		      enum sess_split split, int32_t id)
+		      enum tag_phase *tags, int32_t id)
 {
-	if (split != SESS_SPLIT_NONE && id == s->think_open) {
+	bool first = s->st.generated == 1;
+	if (*tags == TAGS_OPEN_FIRST && !first)
+		*tags = TAGS_TEXT;
+	if (*tags == TAGS_OPEN_FIRST && id == s->think_open) {
 		switch_part(r, ts, SESS_REASONING);
+		*tags = TAGS_CLOSE_NEXT;
 		return 0;
 	}
-	if (split != SESS_SPLIT_NONE && id == s->think_close) {
+	if (*tags == TAGS_CLOSE_NEXT && id == s->think_close) {
 		switch_part(r, ts, SESS_ANSWER);
+		*tags = TAGS_TEXT;
 		return 0;
 	}
 	size_t len;
@@ -347,10 +360,13 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 		return -1;
 	struct sess_router r;
 	sess_router_init(&r, emit, user);
-	if (split == SESS_SPLIT_REASONING_FIRST)
+	enum tag_phase tags = split == SESS_SPLIT_NONE ? TAGS_TEXT : TAGS_OPEN_FIRST;
+	if (split == SESS_SPLIT_REASONING_FIRST) {
 		r.part = SESS_REASONING;
-	else /* an answer that no tag opened is kept whole, as Hugging Face keeps it */
+		tags = TAGS_CLOSE_NEXT;
+	} else { /* an answer that no tag opened is kept whole, as Hugging Face keeps it */
 		r.part_start = false;
+	}
 	s->st.generated = 0;
 	double t_first = 0;
 	int forwards = 0, rc = 0;
@@ -390,7 +406,7 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 			s->st.generated++;
 			if (s->hook)
 				s->hook(s->hook_user, id, sp);
-			if (emit_token(s, &r, ts, split, id)) {
+			if (emit_token(s, &r, ts, &tags, id)) {
 				rc = -1;
 				break;
 			}

@@ -99,6 +99,16 @@ printf '/ctx\n' | Q --resume >"$TMP/out" 2>"$TMP/err"
 grep -q '^user: Second question$' "$TMP/out" && pass "--resume shows the turns" || fail "--resume turns"
 grep -q 'resumed 4 messages from' "$TMP/err" && pass "--resume says what it reopened" || fail "--resume notice"
 grep -q 'context: [1-9][0-9]* of [0-9]*' "$TMP/out" && pass "--resume prefills" || fail "--resume prefill"
+# The resumed prefill is the start the next turn renders: the template draws the last
+# answer otherwise (an empty think block) once a message follows, and that turn
+# reuses all of it rather than prefilling the last answer again.
+printf '/stats\nThird\n/stats\n' | Q --resume >"$TMP/out" 2>"$TMP/err"
+sed -n 's/^last turn: \([0-9]*\) tokens\{0,1\} reused, \([0-9]*\) prefilled.*/\1 \2/p' "$TMP/out" >"$TMP/figs"
+[ "$(wc -l <"$TMP/figs")" -eq 2 ] && [ "$(sed -n 1p "$TMP/figs" | cut -d' ' -f2)" = \
+	"$(sed -n 2p "$TMP/figs" | cut -d' ' -f1)" ] && pass "the turn after --resume reuses its prefill" ||
+	fail "resume reuse: $(cat "$TMP/figs")"
+printf '/undo\n' | Q --resume >/dev/null 2>&1
+
 # The conversation records the model (its absolute path) and the choices it was held
 # with; --resume alone reopens that model (not the default one, which offline is an
 # error) with thinking off, temp 0.3, -n 12 and seed 3 as they were.
@@ -246,6 +256,25 @@ python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["messages"]
 sys.exit(0 if m[-1]["content"] == "\n\n\nHello" else 1)' "$(cat "$TMP/state8/qwenchat/last-session")" &&
 	pass "the answer's leading newlines are kept in the conversation" ||
 	fail "leading newlines: $(cat "$(cat "$TMP/state8/qwenchat/last-session")")"
+# Think tags out of place stay in the answer's text where the model wrote them, and
+# the template splits it as Hugging Face splits that text (reasoning " deep", answer
+# " bar"), rather than "Hello" and " bar" being spliced into one answer: a model
+# rigged to write "Hello" <think> " deep" </think> " bar".
+R=$TMP/rig2
+chat_model "$R" --vocab-size 151936 --hidden-size 32 --intermediate-size 64 --layers 2 \
+	--heads 4 --kv-heads 2 --head-dim 16 --no-tie --seed 3
+python3 "$TOP_SRCDIR/tests/cli/rig-model.py" "$R" --end 151645 9707 151667 5538 151668 3619 ||
+	fail "rig-model.py"
+printf 'hi\n' | XDG_STATE_HOME="$TMP/state9" "$QWENCHAT" chat -m "$R" --backend cpu --threads 1 \
+	--greedy --repeat-penalty 10 -n 8 >"$TMP/out" 2>&1
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["messages"]
+json.dump(m + [{"role": "user", "content": "x"}], open(sys.argv[2], "w"))
+sys.exit(0 if m[-1] == {"role": "assistant", "content": "Hello<think> deep</think> bar"} else 1)' \
+	"$(cat "$TMP/state9/qwenchat/last-session")" "$TMP/next.json" &&
+	pass "think tags out of place stay in the answer" || fail "stray tags: $(cat "$TMP/out")"
+"$QWENCHAT" template -m "$R" --messages "$TMP/next.json" | grep -qF '<|im_start|>assistant
+ bar<|im_end|>' && pass "the next prompt splits that answer as Hugging Face does" ||
+	fail "stray tags rendered: $("$QWENCHAT" template -m "$R" --messages "$TMP/next.json")"
 # /clear and /load: /ctx tells the conversation on screen, not the cache
 printf 'Hello\n/clear\n/ctx\n/load %s\n/ctx\n' "$TMP/conv.json" |
 	XDG_STATE_HOME="$TMP/state5" Q -n 4 --seed 3 >"$TMP/clr" 2>&1

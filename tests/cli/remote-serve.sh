@@ -142,4 +142,15 @@ if grep -Fq "$KEY" "$TMP/RIG.log" "$TMP/PLAIN.log" "$TMP"/*.err "$TMP"/*.out; th
 else pass "the key appears in no log or output"; fi
 kill $PLAIN_PID $RIG_PID
 wait
+# A server whose context ends the answer ("length" without -n): the chat says so.
+SMALL_PID=
+trap 'kill $SMALL_PID 2>/dev/null; rm -rf "$TMP"' EXIT
+start SMALL -m "$TMP/model" --ctx 64
+printf 'Hello there\n' | XDG_STATE_HOME="$TMP/small" "$QWENCHAT" chat --url "$SMALL_URL" --greedy \
+	>/dev/null 2>"$TMP/small.err"
+grep -q '^qwenchat: the server ended the answer at a length limit ([0-9]* tokens)$' \
+	"$TMP/small.err" && pass "the chat says when the server's length limit ended the answer" ||
+	fail "no length notice: $(cat "$TMP/small.err")"
+kill $SMALL_PID
+wait
 finish

@@ -577,4 +577,10 @@ check_screen '^> *$' "--plain starts with a FIFO at the history file"
 T send-keys -t ui C-d
 check_screen 'EXITED 0' "quits"
 rm -f "$H"
+# A system prompt is prefilled at start: the status bar counts its tokens before any
+# message, as the plain mode's /ctx does.
+restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 --system 'Be brief.'; echo EXITED \$?; sleep 600"
+check_screen 'ctx [1-9][0-9]*/' "--system: the context counts the system prompt at start"
+T send-keys -t ui C-d
+check_screen 'EXITED 0' "quits"
 finish
