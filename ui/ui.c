@@ -242,8 +242,25 @@ static void put_back(struct ui *u, char *text)
 	free(text);
 }
 
+/* The refused message's block and what follows it, out of the view: the notices
+ * before it stay (a rebuild from the conversation would lose them). */
+static void cut_refused(struct ui *u)
+{
+	size_t i = u->v.n;
+	while (i > 0 && u->v.b[i - 1].kind != VB_USER)
+		i--;
+	if (i > 0)
+		view_cut(&u->v, i - 1);
+	else
+		view_from_chat(&u->v, app_chat(u->a));
+}
+
 static void finish_turn(struct ui *u, int rc, const char *err)
 {
+	if (!rc) { /* turns that left the context: said before the answer, still known */
+		app_figures(u->a, &u->fig);
+		tell_dropped(u);
+	}
 	if (u->stream_block >= 0 && (size_t)u->stream_block < u->v.n) {
 		struct vblock *b = &u->v.b[u->stream_block];
 		b->streaming = false;
@@ -259,7 +276,7 @@ static void finish_turn(struct ui *u, int rc, const char *err)
 	u->hint[0] = 0;
 	char *back = rc ? app_take_refused(u->a) : NULL;
 	if (back) /* the conversation lost the message; the notices follow */
-		view_from_chat(&u->v, app_chat(u->a));
+		cut_refused(u);
 	app_figures(u->a, &u->fig);
 	tell_unsaved(u);
 	if (rc) {

@@ -18,14 +18,20 @@ void view_init(struct view *v)
 	v->show_reasoning = true;
 }
 
-static void view_clear(struct view *v)
+void view_cut(struct view *v, size_t n)
 {
-	for (size_t i = 0; i < v->n; i++) {
+	for (size_t i = n; i < v->n; i++) {
 		free(v->b[i].reasoning.s);
 		free(v->b[i].content.s);
 	}
-	v->n = 0;
+	if (n < v->n)
+		v->n = n;
 	v->scroll = 0;
+}
+
+static void view_clear(struct view *v)
+{
+	view_cut(v, 0);
 }
 
 void view_free(struct view *v)

@@ -71,6 +71,8 @@ int view_add(struct view *v, enum vb_kind kind, const char *reasoning, const cha
 int view_insert(struct view *v, size_t at, enum vb_kind kind, const char *content);
 /* Appends streamed text to block i. */
 int view_append(struct view *v, int i, bool reasoning, const char *s, size_t n);
+/* Removes the blocks from index n on. */
+void view_cut(struct view *v, size_t n);
 /* Rebuilds the blocks from a conversation. */
 void view_from_chat(struct view *v, const struct chat *c);
 /* Folds every reasoning block when one shows, else unfolds them all and shows

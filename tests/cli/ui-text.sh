@@ -336,6 +336,8 @@ rmdir "$L" && mv "$TMP/last-session.saved" "$L"
 # line (as /edit brings one back), out of the conversation, to be trimmed.
 restart "$QWENCHAT -m '$R' --backend cpu --threads 1 --greedy --no-think --ctx 64 -n 4; echo EXITED \$?; sleep 600"
 check_screen 'Type a message' "the chat starts with a small context"
+T send-keys -t ui '/ctx' Enter
+check_screen 'context: 0 of 64 tokens used' "a notice before"
 long=$(python3 -c 'print(" ".join(["word"] * 80))')
 T send-keys -t ui -l "$long"
 T send-keys -t ui Enter
@@ -343,6 +345,7 @@ check_screen 'the prompt is [0-9]+ tokens .*context holds 64|the context holds 6
 	"a message too long for the context is refused"
 check_screen '^> word word word' "the refused message is back in the input line"
 check_screen 'back in the input line, to be shortened' "... and a notice says so"
+check_screen 'context: 0 of 64 tokens used' "... and the notices before it stay"
 shot "refused message"
 grep -q 'word word' "$(cat "$TMP/state/qwenchat/last-session")" &&
 	fail "the refused message stays in the saved conversation" ||
