@@ -69,6 +69,20 @@ const struct slash_cmd slash_table[] = {
 };
 const size_t slash_table_len = sizeof slash_table / sizeof slash_table[0];
 
+/* Whether digits alone spell a whole number above hi: as a double, 2^53 + 1 rounds to
+ * 2^53 and would pass the seed's bound. */
+static bool digits_above(const char *arg, double hi)
+{
+	char lim[32];
+	snprintf(lim, sizeof lim, "%.0f", hi);
+	while (arg[0] == '0' && arg[1])
+		arg++;
+	if (arg[strspn(arg, "0123456789")])
+		return false; /* not digits alone: the double read stands */
+	size_t n = strlen(arg), m = strlen(lim);
+	return n != m ? n > m : strcmp(arg, lim) > 0;
+}
+
 bool slash_is_command(const char *line)
 {
 	return line[0] == '/' && line[1] != '/' &&
@@ -144,7 +158,8 @@ static int parse_arg(const struct slash_cmd *cmd, const char *arg, struct slash_
 				 cmd->arg == SLASH_ARG_INT ? "whole number" : "number");
 			return -1;
 		}
-		if (out->num < cmd->lo || out->num > cmd->hi) {
+		if (out->num < cmd->lo || out->num > cmd->hi ||
+		    (cmd->arg == SLASH_ARG_INT && digits_above(arg, cmd->hi))) {
 			/* whole numbers in full: %g writes the seed's bound as 9.0072e+15 */
 			if (cmd->arg == SLASH_ARG_INT) /* as typed: a double rounds 20 digits */
 				snprintf(err, errsz, "/%s: %.40s is out of range [%.0f, %.0f]",

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -250,8 +251,10 @@ static json_t *token_json(const struct tok *t, int32_t id, float logprob)
 	}
 	for (size_t i = 0; p && i < n; i++)
 		json_array_append_new(bytes, json_integer((unsigned char)p[i]));
+	/* -9999 for no probability at all, as OpenAI and serve report it (JSON has no -inf) */
+	double lp = isfinite(logprob) ? (double)logprob : -9999.0;
 	return json_pack("{s:s%,s:i,s:f,s:o}", "token", text, o, "id", (json_int_t)id, "logprob",
-			 (double)logprob, "bytes", bytes);
+			 lp, "bytes", bytes);
 }
 
 struct lp_state {

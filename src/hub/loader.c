@@ -485,14 +485,17 @@ static json_t *load_json(const char *dir, const char *name, bool optional)
 }
 
 /* generation_config.json's sampling defaults as general.sampling.*, the keys
- * convert_hf_to_gguf.py writes (and gguf_generation reads back). */
+ * convert_hf_to_gguf.py writes (and gguf_generation reads back); also Hugging Face's
+ * repetition_penalty as the key llama.cpp's sampler reads for it (convert looks for a
+ * "penalty_repeat" no Hugging Face config has), so that the model's defaults survive. */
 static int sampling_keys(json_t *gen, struct eng_gguf_out *o)
 {
 	static const struct {
 		const char *json, *key;
 	} reals[] = {{"top_p", "general.sampling.top_p"},
 		     {"min_p", "general.sampling.min_p"},
-		     {"temperature", "general.sampling.temp"}};
+		     {"temperature", "general.sampling.temp"},
+		     {"repetition_penalty", "general.sampling.penalty_repeat"}};
 	json_t *k = json_object_get(gen, "top_k");
 	if (json_is_integer(k) && json_integer_value(k) >= 0 &&
 	    json_integer_value(k) <= INT32_MAX &&

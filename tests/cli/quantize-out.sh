@@ -165,11 +165,12 @@ cmp -s "$TMP/model.bin" "$TMP/keep.gguf" && pass "... refused, the source left w
 # converter's keys), so the file samples as the directory did
 G=$TMP/gen
 cp -r "$M" "$G"
-printf '{"temperature": 0.42, "top_k": 7, "top_p": 0.77, "min_p": 0.03}\n' >"$G/generation_config.json"
+printf '{"temperature": 0.42, "top_k": 7, "top_p": 0.77, "min_p": 0.03, "repetition_penalty": 1.3}\n' \
+	>"$G/generation_config.json"
 "$QWENCHAT" quantize -m "$G" --type q8_0 --out "$TMP/gen.gguf" 2>/dev/null
 printf '/sampling\n' | XDG_STATE_HOME="$TMP/state" "$QWENCHAT" chat -m "$TMP/gen.gguf" --threads 1 \
 	>"$TMP/out" 2>&1
-grep -q 'temp 0.42, top-k 7, top-p 0.77, min-p 0.03,' "$TMP/out" &&
+grep -q 'temp 0.42, top-k 7, top-p 0.77, min-p 0.03, .*repeat 1.3,' "$TMP/out" &&
 	pass "the quantized file keeps generation_config.json's sampling defaults" ||
 	fail "sampling defaults of the quantized file: $(cat "$TMP/out")"
 # weights that are not finite, or that a type cannot hold, are refused as llama-quantize

@@ -116,6 +116,13 @@ assert abs(want - lines[0]["logprob"]) < 1e-5, (want, lines[0]["logprob"])
 print("first token logprob %.6f, log-softmax of the logits %.6f" % (lines[0]["logprob"], want))' \
 	"$TMP/lp.jsonl" "$TMP/hi.f32" && pass "--logprobs: JSON lines, logprobs = log-softmax of the logits" ||
 	fail "--logprobs: $(head -c 400 "$TMP/lp.jsonl")"
+# A temperature so small that every other token has no probability: still N
+# alternatives, at -9999 as OpenAI reports such a token (JSON has no -inf).
+expect_exit 0 "run --logprobs at a tiny temperature" $RUN -p "Hi" -n 1 --temp 1e-300 --logprobs 3
+python3 -c 'import json, sys
+x = json.loads(open(sys.argv[1]).readline())
+assert x["logprob"] == 0 and len(x["top"]) == 3 and x["top"][1]["logprob"] == -9999, x' "$TMP/out" &&
+	pass "--logprobs: a token with no probability is -9999" || fail "tiny temperature: $(head -c 400 "$TMP/out")"
 # --kv-f32 with --exact: the decoded token's logprob too is the fp32 forward's, that of
 # `logits --kv-f32` on the prompt and the first token (the bf16 cache moves it ~1e-4).
 expect_exit 0 "run --kv-f32" $RUN -p "Hi" -n 2 --greedy --repeat-penalty 1 --presence-penalty 0 \
@@ -225,8 +232,9 @@ store(t, BF[1.0] + bytes(2 * (H - 1)))
 t, b = tensor("lm_head.weight")                  # logits: the script's ranks
 for i in range(V):
     b[i * H * 2:i * H * 2 + 2] = BF[0.0]
-for k, tid in enumerate(script):
-    b[tid * H * 2:tid * H * 2 + 2] = struct.pack("<f", float(len(script) - k))[2:]
+for k, tid in enumerate(script):                 # <|im_end|>, penalised by the prompt,
+    v = len(script) - k if k + 1 < len(script) else len(script) + 0.5  # beats used tokens
+    b[tid * H * 2:tid * H * 2 + 2] = struct.pack("<f", float(v))[2:]
 store(t, b)
 PYEOF
 $QWENCHAT run -m "$TMP/rig" --backend cpu --threads 1 -p "Hi" --greedy --repeat-penalty 10 >"$TMP/rig.out" 2>"$TMP/rig.err"

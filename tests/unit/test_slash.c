@@ -82,6 +82,11 @@ static void test_values(void **st)
 	/* whole-number ranges are written in full, not as 9.0072e+15 */
 	assert_int_equal(slash_parse("/seed -5", &c, err, sizeof err), -1);
 	assert_string_equal(err, "/seed: -5 is out of range [0, 9007199254740992]");
+	/* 2^53 + 1 is a double's 2^53: the digits are compared, not the rounded value */
+	assert_int_equal(slash_parse("/seed 9007199254740993", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/seed: 9007199254740993 is out of range [0, 9007199254740992]");
+	assert_int_equal(slash_parse("/seed 009007199254740992", &c, err, sizeof err), 0);
+	assert_true(c.num == 9007199254740992.0);
 	assert_int_equal(slash_parse("/top-k 2000000000", &c, err, sizeof err), -1);
 	assert_string_equal(err, "/top-k: 2000000000 is out of range [0, 1000000000]");
 	/* past a double's 53 bits the number is quoted as typed, not as rounded */
