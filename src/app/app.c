@@ -170,7 +170,7 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 	a->model_params = a->params;
 	if (!a->think)
 		samp_params_preset(&a->params, false, cfg->sampling_set);
-	samp_params_override(&a->params, &cfg->sampling, cfg->sampling_set);
+	samp_params_apply(&a->params, &cfg->sampling, cfg->sampling_set);
 	a->samp = samp_new(&a->params, eng_model_config(a->model)->vocab_size);
 	if (!a->samp)
 		return -1;

@@ -237,6 +237,8 @@ int app_held_apply(const struct app *a, const struct app_config *cfg, struct app
 	 * random for this run gives way to a chosen one. */
 	unsigned given = cfg->sampling_set & ~(cfg->seed_drawn ? (unsigned)SAMP_SET_SEED : 0u);
 	unsigned take = h->sampling_set & ~given;
+	if ((given & SAMP_SET_TEMP) && !(given & SAMP_SET_GREEDY) && cfg->sampling.temperature > 0)
+		take &= ~(unsigned)SAMP_SET_GREEDY; /* a temperature asked for now samples */
 	samp_params_override(&eff->sampling, &h->sampling, take);
 	eff->sampling_set |= take;
 	if (take & SAMP_SET_SEED)

@@ -129,6 +129,8 @@ static void set_param(struct app *a, const struct slash_call *c, struct app_resu
 		p.top_k = (int)c->num, bit = SAMP_SET_TOP_K;
 	else
 		p.seed = (uint64_t)c->num, bit = SAMP_SET_SEED;
+	if (bit == SAMP_SET_TEMP && c->num > 0 && !(a->user_set & SAMP_SET_GREEDY))
+		p.greedy = false; /* as an option's temperature: over do_sample false */
 	if (samp_params_check(&p) || (a->samp && samp_set_params(a->samp, &p))) {
 		fail(r, "/%s: %s", c->cmd->name, err_msg());
 		return;

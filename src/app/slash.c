@@ -69,18 +69,28 @@ const struct slash_cmd slash_table[] = {
 };
 const size_t slash_table_len = sizeof slash_table / sizeof slash_table[0];
 
-/* Whether digits alone spell a whole number above hi: as a double, 2^53 + 1 rounds to
- * 2^53 and would pass the seed's bound. */
+/* Whether a whole number, written as digits after an optional sign, is above hi,
+ * compared as digits: as a double, 2^53 + 1 rounds to 2^53 and would pass the seed's
+ * bound. */
 static bool digits_above(const char *arg, double hi)
 {
 	char lim[32];
 	snprintf(lim, sizeof lim, "%.0f", hi);
+	if (arg[0] == '-')
+		return false;
+	arg += arg[0] == '+';
 	while (arg[0] == '0' && arg[1])
 		arg++;
-	if (arg[strspn(arg, "0123456789")])
-		return false; /* not digits alone: the double read stands */
 	size_t n = strlen(arg), m = strlen(lim);
 	return n != m ? n > m : strcmp(arg, lim) > 0;
+}
+
+/* Digits after an optional sign: how a whole number is written ("2.0" and "1e3" are
+ * not, so that none is rounded on the way). */
+static bool whole_digits(const char *arg)
+{
+	arg += arg[0] == '+' || arg[0] == '-';
+	return arg[0] && !arg[strspn(arg, "0123456789")];
 }
 
 bool slash_is_command(const char *line)
@@ -153,7 +163,7 @@ static int parse_arg(const struct slash_cmd *cmd, const char *arg, struct slash_
 		out->num = strtod(arg, &end);
 		/* decimal only: strtod also reads "0x10" (16) and "1p3" */
 		if (errno || end == arg || *end || !isfinite(out->num) || strpbrk(arg, "xXpP") ||
-		    (cmd->arg == SLASH_ARG_INT && out->num != floor(out->num))) {
+		    (cmd->arg == SLASH_ARG_INT && !whole_digits(arg))) {
 			snprintf(err, errsz, "/%s: '%.40s' is not a %s", cmd->name, arg,
 				 cmd->arg == SLASH_ARG_INT ? "whole number" : "number");
 			return -1;

@@ -33,8 +33,7 @@ int32_t *chat_encode(struct tok *t, const struct chat *c, enum tmpl_variant v,
 int32_t *chat_encode_start(struct tok *t, const struct chat *c, enum tmpl_variant v,
 			   int enable_thinking, bool literal, size_t *n)
 {
-	long answer = chat_last(c, CHAT_ASSISTANT);
-	if (!c->n || answer != (long)c->n - 1)
+	if (chat_last(c, CHAT_ASSISTANT) <= chat_last(c, CHAT_USER))
 		return chat_encode(t, c, v, false, enable_thinking, literal, n);
 	struct chat *next = chat_dup(c);
 	int32_t *a = NULL, *b = NULL;

@@ -19,12 +19,13 @@ int32_t *chat_encode(struct tok *t, const struct chat *c, enum tmpl_variant v,
 		     bool add_generation_prompt, int enable_thinking, bool literal, size_t *n);
 
 /* The start every next turn's prompt shares, tokenized (*n ids, malloc'd; NULL with
- * err_set): what to prefill ahead of a turn. A conversation that ends with an answer
- * is rendered with one more user message, twice with two different texts, and the ids
- * the two share are the start: a template may render the last answer otherwise than
- * an earlier one (Qwen3 keeps the think block only of an answer after the last user
- * message), so the conversation rendered alone is not a prefix of the next prompt.
- * Any other conversation is rendered as it is, without a generation prompt. */
+ * err_set): what to prefill ahead of a turn. A conversation with an answer after its
+ * last user message (and maybe tool results after that) is rendered with one more
+ * user message, twice with two different texts, and the ids the two share are the
+ * start: a template may render such an answer otherwise once a message follows (Qwen3
+ * keeps the think block only of answers after the last user message), so the
+ * conversation rendered alone is not a prefix of the next prompt. Any other
+ * conversation is rendered as it is, without a generation prompt. */
 int32_t *chat_encode_start(struct tok *t, const struct chat *c, enum tmpl_variant v,
 			   int enable_thinking, bool literal, size_t *n);
 

@@ -85,7 +85,10 @@ static const struct {
 	  "and settings give the same text on the CPU backend, from the\n"
 	  "KV cache or not, unless the cache holds tokens the model\n"
 	  "wrote (a follow-up turn): see the manual"}},
-	{CLI_SAMPLING, {"greedy", K_GREEDY, NULL, "always take the most likely token"}},
+	{CLI_SAMPLING,
+	 {"greedy", K_GREEDY, NULL,
+	  "always take the most likely token (a temperature chosen with it\n"
+	  "too: serve's requests that set one sample)"}},
 	{CLI_REMOTE,
 	 {"url", K_URL, "URL",
 	  "the remote backend: an OpenAI-compatible server's API base,\n"

@@ -132,7 +132,7 @@ uint64_t cli_random_seed(void)
 
 void cli_sampling(const struct cli_common *c, struct samp_params *p)
 {
-	samp_params_override(p, &c->sampling, c->set);
+	samp_params_apply(p, &c->sampling, c->set);
 }
 
 /* ---- the remote backend ----------------------------------------------------------- */

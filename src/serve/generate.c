@@ -100,7 +100,7 @@ static int set_sampling(const struct gen_model *m, const struct oai_request *r)
 	struct samp_params p = m->params;
 	if (thinking(m, r) == TMPL_THINK_OFF && tmpl_has_think_switch(m->variant))
 		samp_params_preset(&p, false, m->params_set | r->samp_set);
-	samp_params_override(&p, &r->samp, r->samp_set);
+	samp_params_apply(&p, &r->samp, r->samp_set);
 	if (!((m->params_set | r->samp_set) & SAMP_SET_SEED))
 		p.seed = random64();
 	if (samp_set_params(m->samp, &p))

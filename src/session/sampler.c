@@ -68,8 +68,13 @@ void samp_params_override(struct samp_params *p, const struct samp_params *user,
 		p->seed = user->seed;
 	if (set & SAMP_SET_GREEDY)
 		p->greedy = user->greedy;
-	else if ((set & SAMP_SET_TEMP) && user->temperature > 0)
-		p->greedy = false; /* a temperature asked for outranks a default do_sample false */
+}
+
+void samp_params_apply(struct samp_params *p, const struct samp_params *user, unsigned set)
+{
+	samp_params_override(p, user, set);
+	if (!(set & SAMP_SET_GREEDY) && (set & SAMP_SET_TEMP) && user->temperature > 0)
+		p->greedy = false;
 }
 
 int samp_params_check(const struct samp_params *p)

@@ -60,10 +60,13 @@ void samp_params_default(struct samp_params *p);
  * stand for the default (thinking) mode. */
 void samp_params_preset(struct samp_params *p, bool thinking, unsigned user_set);
 
-/* Copies the settings of `user` whose SAMP_SET_* bit is in `set` into p. A temperature
- * above 0 given without SAMP_SET_GREEDY also turns greedy off: an explicit choice wins
- * over generation_config.json's do_sample false (or serve --greedy's default). */
+/* Copies the settings of `user` whose SAMP_SET_* bit is in `set` into p. */
 void samp_params_override(struct samp_params *p, const struct samp_params *user, unsigned set);
+/* The user's choices over defaults: samp_params_override, and a temperature above 0
+ * chosen without a greedy choice of the same turns greedy off, since an explicit
+ * temperature wins over generation_config.json's do_sample false (and a request's over
+ * serve --greedy). */
+void samp_params_apply(struct samp_params *p, const struct samp_params *user, unsigned set);
 
 /* Checks the values (NaN, negative temperature, top_p/min_p outside [0,1], top_k < 0,
  * repetition_penalty <= 0, ...). 0 or -1 with err_set naming the field. */

@@ -288,7 +288,8 @@ static bool is_stop(const struct sess *s, int32_t id)
 
 /* Where a think tag still switches the part; anywhere else it is text of the part it
  * falls in. Only the opening a template expects splits the answer: <think> as the
- * first token (or the prompt's own), then the first </think>. A tag out of place
+ * first token (or the prompt's own, when a <think> written first is dropped, as the
+ * template drops it), then the first </think>. A tag out of place
  * stays in the text where the model wrote it, so that the template splits the saved
  * answer as Hugging Face's does the model's text (the reasoning between <think> and
  * </think>, the answer after), instead of the two parts being spliced. */
@@ -298,9 +299,10 @@ enum tag_phase { TAGS_OPEN_FIRST, TAGS_CLOSE_NEXT, TAGS_TEXT };
 static int emit_token(struct sess *s, struct sess_router *r, struct tok_stream *ts,
 		      enum tag_phase *tags, int32_t id)
 {
-	bool first = s->st.generated == 1;
-	if (*tags == TAGS_OPEN_FIRST && !first)
-		*tags = TAGS_TEXT;
+	/* past the first token: an answer that no tag opened keeps its tags as text, a
+	   reasoning the prompt opened still ends at </think> */
+	if (*tags == TAGS_OPEN_FIRST && s->st.generated > 1)
+		*tags = r->part == SESS_REASONING ? TAGS_CLOSE_NEXT : TAGS_TEXT;
 	if (*tags == TAGS_OPEN_FIRST && id == s->think_open) {
 		switch_part(r, ts, SESS_REASONING);
 		*tags = TAGS_CLOSE_NEXT;
@@ -361,12 +363,10 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 	struct sess_router r;
 	sess_router_init(&r, emit, user);
 	enum tag_phase tags = split == SESS_SPLIT_NONE ? TAGS_TEXT : TAGS_OPEN_FIRST;
-	if (split == SESS_SPLIT_REASONING_FIRST) {
+	if (split == SESS_SPLIT_REASONING_FIRST) /* a <think> written first again is dropped */
 		r.part = SESS_REASONING;
-		tags = TAGS_CLOSE_NEXT;
-	} else { /* an answer that no tag opened is kept whole, as Hugging Face keeps it */
+	else /* an answer that no tag opened is kept whole, as Hugging Face keeps it */
 		r.part_start = false;
-	}
 	s->st.generated = 0;
 	double t_first = 0;
 	int forwards = 0, rc = 0;

@@ -91,7 +91,7 @@ void sess_router_switch(struct sess_router *r, enum sess_part part);
 /* How the generated text is split. */
 enum sess_split {
 	SESS_SPLIT_NONE,            /* everything is answer (raw continuation) */
-	SESS_SPLIT_ANSWER_FIRST,    /* answer until a <think> token; reasoning until </think> */
+	SESS_SPLIT_ANSWER_FIRST,    /* a first <think> token opens reasoning, until </think> */
 	SESS_SPLIT_REASONING_FIRST, /* the prompt already opened <think> (Thinking-2507) */
 };
 

@@ -317,4 +317,26 @@ sed -n '/^loaded /,$p' "$TMP/out" | grep -q 'no longer fit' &&
 # a read error on stdin is no end of input: said, exit 1
 expect_exit 1 "stdin that cannot be read" Q -n 4 <"$TMP"
 expect_err_has "standard input: read error" "a read error on stdin is said"
+
+# Greedy and temperature: a temperature chosen (option or /temp) samples on a model
+# whose generation_config.json says do_sample false; --greedy given to --resume wins
+# over a recorded temperature, and a temperature given to it over a recorded --greedy.
+G=$TMP/nosample
+cp -r "$MODEL" "$G"
+python3 -c 'import json, sys; p = sys.argv[1] + "/generation_config.json"; d = json.load(open(p))
+d["do_sample"] = False; json.dump(d, open(p, "w"))' "$G"
+greedy_of() { sed -n 's/.*greedy \(o[nf]*\),.*/\1/p' "$TMP/out" | tail -n 1; }
+printf '/sampling\n/temp 0.8\n/sampling\n' | "$QWENCHAT" chat -m "$G" --threads 1 >"$TMP/out" 2>&1
+[ "$(sed -n 's/.*greedy \(o[nf]*\),.*/\1/p' "$TMP/out" | tr '\n' ' ')" = "on off " ] &&
+	pass "do_sample false is greedy until /temp chooses a temperature" || fail "/temp: $(cat "$TMP/out")"
+printf '/sampling\n' | "$QWENCHAT" chat -m "$G" --threads 1 --temp 0.8 >"$TMP/out" 2>&1
+[ "$(greedy_of)" = off ] && pass "... or --temp does" || fail "--temp over do_sample: $(cat "$TMP/out")"
+printf 'hi\n' | XDG_STATE_HOME="$TMP/g1" Q --temp 0.3 -n 2 >/dev/null 2>&1
+printf '/sampling\n' | XDG_STATE_HOME="$TMP/g1" Q --resume --greedy >"$TMP/out" 2>&1
+[ "$(greedy_of)" = on ] && grep -q 'temp 0.3,' "$TMP/out" &&
+	pass "--resume --greedy over a recorded temperature" || fail "--resume --greedy: $(cat "$TMP/out")"
+printf 'hi\n' | XDG_STATE_HOME="$TMP/g2" Q --greedy -n 2 >/dev/null 2>&1
+printf '/sampling\n' | XDG_STATE_HOME="$TMP/g2" Q --resume --temp 0.8 >"$TMP/out" 2>&1
+[ "$(greedy_of)" = off ] && pass "--resume --temp over a recorded --greedy" ||
+	fail "--resume --temp: $(cat "$TMP/out")"
 finish

@@ -555,18 +555,22 @@ static void test_generation_config(void **state)
 	assert_int_equal(samp_load_generation_config(d, &p, eos, &n_eos), 0);
 	assert_true(p.greedy && n_eos == 1 && eos[0] == 7);
 	rm_gc(d);
-	/* a temperature asked for outranks do_sample false; --greedy with it stays greedy */
+	/* a temperature asked for outranks do_sample false; --greedy with it stays greedy;
+	   a plain override (recorded choices under today's) leaves greedy alone */
 	struct samp_params user = p, q = p;
 	user.temperature = 1.0;
-	samp_params_override(&q, &user, SAMP_SET_TEMP);
+	samp_params_apply(&q, &user, SAMP_SET_TEMP);
 	assert_true(!q.greedy && q.temperature == 1.0);
 	q = p;
+	samp_params_override(&q, &user, SAMP_SET_TEMP);
+	assert_true(q.greedy && q.temperature == 1.0);
+	q = p;
 	user.greedy = true;
-	samp_params_override(&q, &user, SAMP_SET_TEMP | SAMP_SET_GREEDY);
+	samp_params_apply(&q, &user, SAMP_SET_TEMP | SAMP_SET_GREEDY);
 	assert_true(q.greedy);
 	q = p;
 	user.temperature = 0;
-	samp_params_override(&q, &user, SAMP_SET_TEMP);
+	samp_params_apply(&q, &user, SAMP_SET_TEMP);
 	assert_true(q.greedy);
 	/* a top_k beyond any vocabulary keeps every token (transformers clamps it) */
 	d = write_gc("{\"top_k\": 2147483648, \"eos_token_id\": 7}");

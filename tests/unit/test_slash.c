@@ -87,6 +87,11 @@ static void test_values(void **st)
 	assert_string_equal(err, "/seed: 9007199254740993 is out of range [0, 9007199254740992]");
 	assert_int_equal(slash_parse("/seed 009007199254740992", &c, err, sizeof err), 0);
 	assert_true(c.num == 9007199254740992.0);
+	assert_int_equal(slash_parse("/seed +9007199254740993", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/seed: +9007199254740993 is out of range [0, 9007199254740992]");
+	assert_int_equal(slash_parse("/seed 9007199254740993.0", &c, err, sizeof err), -1);
+	assert_string_equal(err, "/seed: '9007199254740993.0' is not a whole number");
+	assert_int_equal(slash_parse("/seed 9007199254740993e0", &c, err, sizeof err), -1);
 	assert_int_equal(slash_parse("/top-k 2000000000", &c, err, sizeof err), -1);
 	assert_string_equal(err, "/top-k: 2000000000 is out of range [0, 1000000000]");
 	/* past a double's 53 bits the number is quoted as typed, not as rounded */
