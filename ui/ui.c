@@ -161,7 +161,12 @@ void ui_submit(struct ui *u, char *line)
 		/* an empty line sends nothing */
 	} else if (app_busy(u->a)) {
 		u->restore = strdup(line);
-		ui_notice(u, true, "an answer is being generated: Esc stops it; your text is kept");
+		ui_notice(
+			u, true,
+			app_busy_prefilling(u->a)
+				? "the conversation is being prefilled: send it again in a "
+				  "moment (Esc stops it); your text is kept"
+				: "an answer is being generated: Esc stops it; your text is kept");
 	} else {
 		const struct chat *c = app_chat(u->a);
 		/* An unanswered message of this run (stopped while prefilling) is replaced. */

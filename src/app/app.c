@@ -622,6 +622,11 @@ bool app_busy(const struct app *a)
 	return a->worker_running;
 }
 
+bool app_busy_prefilling(const struct app *a)
+{
+	return a->worker_running && a->worker_prefill;
+}
+
 bool app_drain(struct app *a, void (*piece)(void *u, enum sess_part p, const char *s, size_t n),
 	       void *u, int *rc, char *err, size_t errsz)
 {

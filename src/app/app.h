@@ -190,6 +190,8 @@ int app_start(struct app *a, bool prefill_only);
 bool app_drain(struct app *a, void (*piece)(void *u, enum sess_part p, const char *s, size_t n),
 	       void *u, int *rc, char *err, size_t errsz);
 bool app_busy(const struct app *a);
+/* Busy with a prefill alone (app_start's prefill_only), no answer under way. */
+bool app_busy_prefilling(const struct app *a);
 void app_figures(struct app *a, struct app_figures *f);
 
 /* The token probabilities view: each token of the last answer with its probability
