@@ -186,13 +186,17 @@ static int gguf_config(const struct eng_gguf *g, const struct gguf_tensor *embed
 
 /* ---- split files: NAME-00001-of-00003.gguf, split.no / split.count keys ---- */
 
-/* The number of splits the first file announces (1 when it has no split keys). */
+/* The number of splits the first file announces (1 when it has no split keys, and
+ * when split.count is 0: llama-gguf-split --merge writes that into a merged file, which
+ * llama.cpp then loads as one). */
 static int split_count(const struct eng_gguf *g)
 {
 	int count = 1, no = 0;
-	if (get_int(g, "split.count", 1, MAX_SPLIT, 1, &count) ||
+	if (get_int(g, "split.count", 0, MAX_SPLIT, 1, &count) ||
 	    get_int(g, "split.no", 0, MAX_SPLIT, 0, &no))
 		return -1;
+	if (count == 0)
+		count = 1;
 	if (no != 0)
 		return err_set("%s: this is part %d of a split model; open its first part "
 			       "(-00001-of-%05d.gguf)",

@@ -19,7 +19,8 @@ tensor.
 --norm-type bf16 keeps the norms in BF16 (convert writes F32; a BF16-only engine can
 then run the file). --split N writes OUT-0000K-of-0000N.gguf files as llama.cpp's
 gguf-split does (split.no, split.count, split.tensors.count; the metadata in the first
-one). --layout writes where each field is, for the malformed-file tests.
+one). --merged writes one file with split.count 0, as gguf-split --merge leaves it.
+--layout writes where each field is, for the malformed-file tests.
 """
 import argparse
 import json
@@ -326,6 +327,7 @@ def main():
     ap.add_argument("--outtype", choices=("bf16", "f32"), default="bf16")
     ap.add_argument("--norm-type", choices=("f32", "bf16"), default="f32")
     ap.add_argument("--split", type=int, default=1)
+    ap.add_argument("--merged", action="store_true")
     ap.add_argument("--alignment", type=int, default=32)
     ap.add_argument("--version", type=int, default=3)
     ap.add_argument("--layout")
@@ -339,6 +341,9 @@ def main():
     if a.q8_tensor:
         tens = [(n, ne, GGML_Q8_0, q8_0(raw if g == GGML_F32 else bf16_to_f32(raw)))
                 if n == a.q8_tensor else (n, ne, g, raw) for n, ne, g, raw in tens]
+    if a.merged:  # llama-gguf-split --merge: split.count 0, "do not merge again"
+        kvs = kvs + [("split.no", U16, 0), ("split.count", U16, 0),
+                     ("split.tensors.count", I32, len(tens))]
     if a.split <= 1:
         layout = write_file(a.out, kvs, tens, a.alignment, a.version)
     else:

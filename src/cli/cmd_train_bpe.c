@@ -308,15 +308,25 @@ static int lock_dir(const char *dir, const char *top, char **path)
 {
 	char *base = fio_join(dir, LOCK);
 	*path = fio_join(dir, LOCK ".lock");
+	/* the signals wait while the file is made and named for on_stop: one in between
+	   would leave the file behind, and one that named it first could remove another
+	   run's */
+	sigset_t stops, old;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, &old);
 	int fd = base && *path ? fio_try_lock(base) : err_set("out of memory");
-	if (fd == FIO_LOCKED)
-		err_set("%s: another 'qwenchat train-bpe' is writing there (it holds %s)", dir,
-			*path);
-	free(base);
 	if (fd >= 0) {
 		stop_lock = *path;
 		catch_stop(dir, top);
 	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (fd == FIO_LOCKED)
+		err_set("%s: another 'qwenchat train-bpe' is writing there (it holds %s)", dir,
+			*path);
+	free(base);
 	return fd >= 0 ? fd : -1;
 }
 

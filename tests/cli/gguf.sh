@@ -110,6 +110,12 @@ assert a == b, (a, b)
 	[ -n "$a" ] && [ "$a" = "$(printf 'hello world' | "$QWENCHAT" tokenize -m "$M")" ] &&
 		pass "$f: the same ids" || fail "$f: ids '$a'"
 done
+# a file merged by llama-gguf-split --merge says split.count 0: one file, as llama.cpp
+# loads it
+$PY "$TOP_SRCDIR/tests/mkgguf.py" "$M" "$TMP/merged.gguf" --merged || fail "mkgguf --merged"
+a=$(printf 'hello world' | "$QWENCHAT" tokenize -m "$TMP/merged.gguf")
+"$QWENCHAT" info -m "$TMP/merged.gguf" >/dev/null 2>"$TMP/err" && [ -n "$a" ] &&
+	pass "a merged file (split.count 0) loads" || fail "merged file: $(cat "$TMP/err")"
 mv "$TMP/sp-00002-of-00003.gguf" "$TMP/sp-part2.gguf"
 expect_exit 1 "a split model with a part missing" "$QWENCHAT" info -m "$TMP/sp-00001-of-00003.gguf"
 expect_err_has "sp-00002-of-00003.gguf: No such file" "missing part: named"
