@@ -270,6 +270,17 @@ static void catch_stop(const char *out, const char *top)
 	}
 }
 
+/* Holds SIGINT, SIGTERM and SIGHUP (on_stop's) until sigprocmask restores *was. */
+static void block_stops(sigset_t *was)
+{
+	sigset_t stops;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, was);
+}
+
 /* DIR and its missing parents, private (0700) as the files in it are; *top is the
  * outermost directory made (malloc'd; NULL: DIR was there). A link at DIR is refused, as
  * train's --out: the files would go wherever it points. */
@@ -311,12 +322,8 @@ static int lock_dir(const char *dir, const char *top, char **path)
 	/* the signals wait while the file is made and named for on_stop: one in between
 	   would leave the file behind, and one that named it first could remove another
 	   run's */
-	sigset_t stops, old;
-	sigemptyset(&stops);
-	sigaddset(&stops, SIGINT);
-	sigaddset(&stops, SIGTERM);
-	sigaddset(&stops, SIGHUP);
-	sigprocmask(SIG_BLOCK, &stops, &old);
+	sigset_t old;
+	block_stops(&old);
 	int fd = base && *path ? fio_try_lock(base) : err_set("out of memory");
 	if (fd >= 0) {
 		stop_lock = *path;
@@ -478,12 +485,8 @@ static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 	/* the set is whole: from the mark on, a reader is refused and a run stopped midway
 	   is finished by the next one (clear_stage); a signal waits until the files are in
 	   place and the stage gone (only SIGKILL stops the run among them) */
-	sigset_t stops, was;
-	sigemptyset(&stops);
-	sigaddset(&stops, SIGINT);
-	sigaddset(&stops, SIGTERM);
-	sigaddset(&stops, SIGHUP);
-	sigprocmask(SIG_BLOCK, &stops, &was);
+	sigset_t was;
+	block_stops(&was);
 	char *mark = rc == 0 ? fio_join(stage, MARK) : NULL;
 	if (rc == 0 && (!mark || write_mark(stage, mark)))
 		rc = mark ? -1 : err_set("out of memory");
