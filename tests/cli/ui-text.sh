@@ -21,6 +21,16 @@ shot() { echo "---- screen: $1 ----"; screen; echo "---- end of screen ----"; }
 check_screen() {   # REGEX DESC
 	if wait_screen "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
 }
+# wait_lines REGEX N — until N lines of the screen match REGEX, or $WAIT seconds
+wait_lines() {
+	i=0
+	while [ $i -lt $((WAIT * 10)) ]; do
+		[ "$(screen | grep -cE -- "$1")" -ge "$2" ] && return 0
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
 # screen_has REGEX DESC SHOW — a line of the screen as it is now matches REGEX; else the
 # lines matching SHOW go into the failure
 screen_has() {
@@ -220,11 +230,16 @@ T respawn-pane -k -t ui "$QWENCHAT -m '$R2' --backend cpu --threads 1 --greedy \
 check_screen 'Type a message' "the chat starts on the byte-piece model"
 T send-keys -t ui '/debug probs' Enter
 T send-keys -t ui 'hi' Enter
+# the idle key hint shows before the message is taken too: wait for the answer first
+check_screen '//-----' "the byte-piece answer is written"
 check_screen '^Enter send \|' "the byte-piece answer ends"
 shot "probabilities of byte pieces"
 screen >"$TMP/pieces"
 T send-keys -t ui '/debug attention' Enter
 T send-keys -t ui 'again' Enter
+check_screen '^  again' "the second message is taken"
+wait_lines '//-----' 2 || fail "the second answer is not written"
+check_screen '^Enter send \|' "the second answer ends"
 check_screen '[0-9]+ keys' "the attention pane shows the second answer"
 shot "attention over byte pieces"
 screen >"$TMP/attn"

@@ -551,6 +551,7 @@ rm -f "$H" && ln -s "$TMP/victim" "$H"
 restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 4; echo EXITED \$?; sleep 600"
 check_screen 'Type a message' "starts with a link at the history file"
 T send-keys -t ui 'linked history' Enter
+check_screen '^  linked history' "the message is taken"
 check_screen '^Enter send \|' "answers"
 T send-keys -t ui C-d
 check_screen 'EXITED 0' "quits"
