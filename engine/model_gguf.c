@@ -6,11 +6,13 @@
 #include "engine/model.h"
 #include "src/base/err.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ARCH      "qwen3"
 #define MAX_SPLIT 9999 /* the "-%05d-of-%05d" names hold up to 99999; be less generous */
@@ -33,6 +35,43 @@ static int get_int(const struct eng_gguf *g, const char *key, long long lo, long
 		return err_set("%s: key %s = %lld is out of range [%lld, %lld]", g->name, key,
 			       (long long)v, lo, hi);
 	*out = (int)v;
+	return 0;
+}
+
+/* A per-layer size: llama.cpp lets feed_forward_length and the head counts be arrays of
+ * one value per layer (as some converters write them). A dense Qwen3 has one value:
+ * an array is read when all its layers agree. */
+static int get_layer_int(const struct eng_gguf *g, const char *key, long long lo, long long hi,
+			 long long def, int layers, int *out)
+{
+	enum eng_gguf_type elem;
+	uint64_t n;
+	const struct gguf_kv *kv = gguf_find(g, key);
+	if (!kv || kv->type != ENG_GGUF_ARRAY)
+		return get_int(g, key, lo, hi, def, out);
+	if (eng_gguf_array(g, key, &elem, &n))
+		return -1;
+	if (n != (uint64_t)layers)
+		return err_set("%s: key %s is an array of %llu values, not one per layer (%d)",
+			       g->name, key, (unsigned long long)n, layers);
+	int64_t first = 0, v;
+	for (uint64_t i = 0; i < n; i++) {
+		if (eng_gguf_array_int(g, key, i, &v))
+			return err_set("%s: key %s[%llu] is not an integer", g->name, key,
+				       (unsigned long long)i);
+		if (i == 0)
+			first = v;
+		else if (v != first)
+			return err_set("%s: key %s differs between layers (%lld in layer 0, %lld "
+				       "in layer %llu): only models with one size in every layer "
+				       "are supported",
+				       g->name, key, (long long)first, (long long)v,
+				       (unsigned long long)i);
+	}
+	if (first < lo || first > hi)
+		return err_set("%s: key %s = %lld is out of range [%lld, %lld]", g->name, key,
+			       (long long)first, lo, hi);
+	*out = (int)first;
 	return 0;
 }
 
@@ -143,16 +182,18 @@ static int gguf_config(const struct eng_gguf *g, const struct gguf_tensor *embed
 	if (check_arch(g))
 		return -1;
 	/* the vocabulary is the embedding's rows: ne[1] of token_embd.weight */
-	if (embed->ndim != 2 || embed->ne[1] < 1 || embed->ne[1] > MAX_VOCAB)
+	if (embed->ne[2] != 1 || embed->ne[3] != 1 || embed->ne[1] < 1 || embed->ne[1] > MAX_VOCAB)
 		return err_set("%s: tensor token_embd.weight must be a matrix of 1 to %d rows",
 			       g->name, MAX_VOCAB);
 	c->vocab_size = (int)embed->ne[1];
 	if (get_int(g, ARCH ".embedding_length", 1, MAX_WIDTH, -1, &c->hidden_size) ||
-	    get_int(g, ARCH ".feed_forward_length", 1, MAX_WIDTH, -1, &c->intermediate_size) ||
 	    get_int(g, ARCH ".block_count", 1, MAX_LAYERS, -1, &c->num_layers) ||
-	    get_int(g, ARCH ".attention.head_count", 1, MAX_HEADS, -1, &c->num_heads) ||
-	    get_int(g, ARCH ".attention.head_count_kv", 1, MAX_HEADS, c->num_heads,
-		    &c->num_kv_heads))
+	    get_layer_int(g, ARCH ".feed_forward_length", 1, MAX_WIDTH, -1, c->num_layers,
+			  &c->intermediate_size) ||
+	    get_layer_int(g, ARCH ".attention.head_count", 1, MAX_HEADS, -1, c->num_layers,
+			  &c->num_heads) ||
+	    get_layer_int(g, ARCH ".attention.head_count_kv", 1, MAX_HEADS, c->num_heads,
+			  c->num_layers, &c->num_kv_heads))
 		return -1;
 	/* llama.cpp's default head size is embedding_length / head_count, as transformers' */
 	int value_len = 0, rope_dims = 0;
@@ -286,6 +327,12 @@ static int open_splits(struct eng_model *m, const char *path)
 	m->gg = all;
 	for (int k = 2; k <= n; k++) {
 		char *p = split_path(path, k, n);
+		if (p && access(p, F_OK) && errno == ENOENT) {
+			err_set("%s: split.count is %d but part %d, %s, is missing", first->name, n,
+				k, p);
+			free(p);
+			return -1;
+		}
 		struct eng_gguf *g = p ? gguf_open(p, base_name(p)) : NULL;
 		free(p);
 		if (!g)
@@ -332,8 +379,10 @@ static int bind(void *ctx, const char *name, int ndim, int64_t rows, int64_t col
 	if (!t)
 		return err_set("%s: tensor %s is missing", m->gg[0]->name, name);
 	const char *fn = m->gg[fi]->name;
+	/* ggml's dimensions past a tensor's own are 1, and a writer may store those 1s
+	 * (a norm as [n, 1]): compare all four, as llama.cpp does */
 	int64_t want0 = ndim == 1 ? rows : cols, want1 = ndim == 1 ? 1 : rows;
-	if (t->ndim != ndim || t->ne[0] != want0 || t->ne[1] != want1) {
+	if (t->ne[0] != want0 || t->ne[1] != want1 || t->ne[2] != 1 || t->ne[3] != 1) {
 		char have[96], want[48];
 		int k = snprintf(have, sizeof have, "[%lld", (long long)t->ne[0]);
 		for (int i = 1; i < t->ndim; i++)

@@ -320,6 +320,29 @@ def write_file(path, kvs, tens, alignment, version):
     return w.layout
 
 
+def quirks(kvs, tens, cfg, names):
+    n_layers = cfg["num_hidden_layers"]
+    for q in names:
+        if q == "layer-arrays":
+            arr = ("qwen3.feed_forward_length", "qwen3.attention.head_count",
+                   "qwen3.attention.head_count_kv")
+            kvs = [(k, ARRAY, [v] * n_layers, I32) if k in arr else (k, t, v, *e)
+                   for k, t, v, *e in kvs]
+        elif q == "trailing-ones":
+            tens = [(n, ne + [1], g, raw) for n, ne, g, raw in tens]
+        elif q in ("no-pre", "no-token-type"):
+            key = {"no-pre": "tokenizer.ggml.pre",
+                   "no-token-type": "tokenizer.ggml.token_type"}[q]
+            kvs = [kv for kv in kvs if kv[0] != key]
+        elif q == "bad-padding":
+            n = len(next(kv for kv in kvs if kv[0] == "tokenizer.ggml.tokens")[2])
+            kvs = [kv for kv in kvs if kv[0] != "tokenizer.ggml.padding_token_id"]
+            kvs.append(("tokenizer.ggml.padding_token_id", U32, n + 5))
+        else:
+            sys.exit("mkgguf.py: unknown quirk %s" % q)
+    return kvs, tens
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model_dir")
@@ -332,12 +355,18 @@ def main():
     ap.add_argument("--version", type=int, default=3)
     ap.add_argument("--layout")
     ap.add_argument("--q8-tensor")
+    ap.add_argument("--quirks", default="",
+                    help="comma-separated, what other writers do that llama.cpp still "
+                         "loads: layer-arrays (per-layer sizes as arrays), trailing-ones "
+                         "(shapes stored with a last dimension of 1), no-pre, "
+                         "no-token-type, bad-padding (a padding id past the tokens)")
     a = ap.parse_args()
     cfg = json.load(open(a.model_dir + "/config.json"))
     kvs = metadata(None, cfg, vocab(a.model_dir, cfg), a.outtype) + sampling(a.model_dir)
     if a.alignment != 32:
         kvs.append(("general.alignment", U32, a.alignment))
     tens = tensors(a.model_dir, a.outtype, a.norm_type)
+    kvs, tens = quirks(kvs, tens, cfg, [q for q in a.quirks.split(",") if q])
     if a.q8_tensor:
         tens = [(n, ne, GGML_Q8_0, q8_0(raw if g == GGML_F32 else bf16_to_f32(raw)))
                 if n == a.q8_tensor else (n, ne, g, raw) for n, ne, g, raw in tens]

@@ -107,8 +107,10 @@ enum tmpl_variant tmpl_detect(const char *t, const char **warning)
 {
 	if (warning)
 		*warning = NULL;
-	if (!t) {
-		if (warning)
+	if (!t || !*t) {
+		if (warning && t)
+			*warning = "the model's chat template is empty; using plain ChatML";
+		else if (warning)
 			*warning = "the model has no chat template (tokenizer_config.json's "
 				   "chat_template, a GGUF's tokenizer.chat_template); using plain "
 				   "ChatML";

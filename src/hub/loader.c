@@ -4,6 +4,7 @@
 #include "src/hub/loader.h"
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +21,30 @@
  * files llama.cpp's converter makes of Qwen3). */
 #define NORMALIZER "qwenchat.tokenizer.normalizer"
 
-/* A string key that must equal `want` (the tokenizer kinds we implement). */
-static int expect_str(const struct eng_gguf *g, const char *key, const char *want)
+/* What a GGUF lacks that llama.cpp reads with a default: said on stderr, the load goes on. */
+static void warn(const struct eng_gguf *g, const char *what)
+{
+	fprintf(stderr, "qwenchat: warning: %s: %s\n", eng_gguf_name(g), what);
+}
+
+/* A string key that must equal `want` (the tokenizer kinds we implement); absent, an
+ * error, or with `dflt` (llama.cpp's default pre-tokenizer for a file without one is
+ * not Qwen's: it warns too) a warning that `want` is taken. */
+static int expect_str(const struct eng_gguf *g, const char *key, const char *want, const char *dflt)
 {
 	const char *s;
 	size_t n;
 	int r = eng_gguf_str(g, key, &s, &n);
 	if (r < 0)
 		return -1;
+	if (r == 1 && dflt) {
+		warn(g, dflt);
+		return 0;
+	}
 	if (r == 1)
-		return err_set("%s: key %s is missing (no tokenizer in this GGUF)",
-			       eng_gguf_name(g), key);
+		return err_set("%s: key %s is missing (%s)", eng_gguf_name(g), key,
+			       strcmp(key, "tokenizer.ggml.model") ? "the tokenizer is incomplete"
+								   : "no tokenizer in this GGUF");
 	if (n != strlen(want) || memcmp(s, want, n))
 		return err_set("%s: key %s is \"%.*s\"; only \"%s\" (Qwen's byte-level BPE) is "
 			       "supported",
@@ -59,17 +73,87 @@ static int str_list(const struct eng_gguf *g, const char *key, size_t *n, const 
 	return 0;
 }
 
+/* A string as pointer and length, for sorting and searching the merges' results. */
+struct piece {
+	const char *s;
+	size_t n, split; /* a merge "a b": its result is s minus the space at split */
+};
+
+static int piece_cmp(const void *x, const void *y)
+{
+	const struct piece *a = x, *b = y;
+	size_t i = 0, j = 0;
+	for (;; i++, j++) {
+		i += i == a->split;
+		j += j == b->split;
+		if (i >= a->n || j >= b->n)
+			return (i < a->n) - (j < b->n);
+		if (a->s[i] != b->s[j])
+			return (unsigned char)a->s[i] - (unsigned char)b->s[j];
+	}
+}
+
+/* Whether a token is one character (UTF-8), as the byte-level alphabet's 256 are. */
+static bool one_char(const char *s, size_t n)
+{
+	size_t k = 1;
+	while (k < n && ((unsigned char)s[k] & 0xC0) == 0x80)
+		k++;
+	return n >= 1 && k == n;
+}
+
+/* The kinds of a GGUF without token_type. In a byte-level BPE a vocabulary token is
+ * one of the 256 byte characters or the result of a merge; any other is an added
+ * token: special when it has Qwen's control form <|...|> (llama.cpp's converter marks
+ * those CONTROL), "[PADn]" a padding id, else added but not special (<think>). */
+static int kinds_guessed(const struct eng_gguf *g, const struct tok_vocab *v, unsigned char **out)
+{
+	size_t n = v->n_tokens;
+	struct piece *res = malloc((v->n_merges ? v->n_merges : 1) * sizeof *res);
+	if (!res || !(*out = malloc(n ? n : 1))) {
+		free(res);
+		return err_set("out of memory");
+	}
+	for (size_t i = 0; i < v->n_merges; i++) {
+		const char *sp = memchr(v->merges[i], ' ', v->merge_len[i]);
+		res[i] = (struct piece){v->merges[i], v->merge_len[i],
+					sp ? (size_t)(sp - v->merges[i]) : SIZE_MAX};
+	}
+	qsort(res, v->n_merges, sizeof *res, piece_cmp);
+	for (size_t i = 0; i < n; i++) {
+		const char *s = v->tokens[i];
+		size_t k = v->token_len[i];
+		struct piece key = {s, k, SIZE_MAX};
+		(*out)[i] = TOK_NORMAL;
+		if (one_char(s, k) || bsearch(&key, res, v->n_merges, sizeof *res, piece_cmp))
+			continue;
+		if (k >= 5 && !memcmp(s, "<|", 2) && !memcmp(s + k - 2, "|>", 2))
+			(*out)[i] = TOK_SPECIAL;
+		else if (k > 5 && !memcmp(s, "[PAD", 4) && s[k - 1] == ']')
+			(*out)[i] = TOK_UNUSED;
+		else
+			(*out)[i] = TOK_ADDED;
+	}
+	free(res);
+	warn(g, "key " TYPES " is missing: the tokens no merge makes are taken as added "
+		"ones, <|...|> as special");
+	return 0;
+}
+
 /* token_type: llama.cpp's numbers (1 normal, 3 control, 4 user-defined, 5 unused) as
  * the tokenizer's kinds. convert_hf_to_gguf.py marks added tokens CONTROL when
  * tokenizer.json has them special (or they look like <|...|>), else USER_DEFINED;
  * the padding ids past the tokenizer are UNUSED. */
-static int kinds_of(const struct eng_gguf *g, size_t n, unsigned char **out)
+static int kinds_of(const struct eng_gguf *g, const struct tok_vocab *v, unsigned char **out)
 {
 	enum eng_gguf_type et;
 	uint64_t count;
+	size_t n = v->n_tokens;
 	int r = eng_gguf_array(g, TYPES, &et, &count);
+	if (r == 1)
+		return kinds_guessed(g, v, out);
 	if (r)
-		return r < 0 ? -1 : err_set("%s: key %s is missing", eng_gguf_name(g), TYPES);
+		return -1;
 	if (count != n)
 		return err_set("%s: key %s has %llu entries, %s has %zu", eng_gguf_name(g), TYPES,
 			       (unsigned long long)count, TOKENS, n);
@@ -117,6 +201,14 @@ static int token_text(const struct eng_gguf *g, const char *key, const struct to
 	buf[0] = 0;
 	if (r)
 		return r < 0 ? -1 : 0;
+	if ((id < 0 || (uint64_t)id >= v->n_tokens) && strstr(key, "padding")) {
+		/* llama.cpp ignores such an id too; the padding id is only metadata here */
+		char what[160];
+		snprintf(what, sizeof what, "key %s = %lld is not a token id below %zu: ignored",
+			 key, (long long)id, v->n_tokens);
+		warn(g, what);
+		return 0;
+	}
 	if (id < 0 || (uint64_t)id >= v->n_tokens)
 		return err_set("%s: key %s = %lld is not a token id below %zu", eng_gguf_name(g),
 			       key, (long long)id, v->n_tokens);
@@ -172,17 +264,21 @@ struct tok *loader_tokenizer_gguf(const struct eng_gguf *g, char **json, size_t 
 	char *tmpl = NULL, eos[256], pad[256];
 	struct tok *t = NULL;
 	/* Qwen2's pre-tokenizer; tokenizer.json has the NFC normalizer with it */
-	if (expect_str(g, "tokenizer.ggml.model", "gpt2") ||
-	    expect_str(g, "tokenizer.ggml.pre", "qwen2") || normalizer(g, &v.nfc) ||
-	    str_list(g, TOKENS, &v.n_tokens, &tokens, &tlen) || kinds_of(g, v.n_tokens, &kinds) ||
+	if (expect_str(g, "tokenizer.ggml.model", "gpt2", NULL) ||
+	    expect_str(g, "tokenizer.ggml.pre", "qwen2",
+		       "key tokenizer.ggml.pre is missing: Qwen2's pre-tokenizer is used, "
+		       "as Qwen3's GGUF files name") ||
+	    normalizer(g, &v.nfc) || str_list(g, TOKENS, &v.n_tokens, &tokens, &tlen) ||
 	    str_list(g, MERGES, &v.n_merges, &merges, &mlen))
 		goto out;
-	qwen_non_special(tokens, tlen, kinds, v.n_tokens);
 	v.tokens = tokens;
 	v.token_len = tlen;
-	v.kinds = kinds;
 	v.merges = merges;
 	v.merge_len = mlen;
+	if (kinds_of(g, &v, &kinds))
+		goto out;
+	qwen_non_special(tokens, tlen, kinds, v.n_tokens);
+	v.kinds = kinds;
 	if (token_text(g, "tokenizer.ggml.eos_token_id", &v, eos, sizeof eos) ||
 	    token_text(g, "tokenizer.ggml.padding_token_id", &v, pad, sizeof pad) ||
 	    chat_template(g, &tmpl))

@@ -118,7 +118,7 @@ a=$(printf 'hello world' | "$QWENCHAT" tokenize -m "$TMP/merged.gguf")
 	pass "a merged file (split.count 0) loads" || fail "merged file: $(cat "$TMP/err")"
 mv "$TMP/sp-00002-of-00003.gguf" "$TMP/sp-part2.gguf"
 expect_exit 1 "a split model with a part missing" "$QWENCHAT" info -m "$TMP/sp-00001-of-00003.gguf"
-expect_err_has "sp-00002-of-00003.gguf: No such file" "missing part: named"
+expect_err_has "sp-00001-of-00003.gguf: split.count is 3 but part 2, $TMP/sp-00002-of-00003.gguf, is missing" "missing part: named with its path"
 expect_exit 1 "opening a later part" "$QWENCHAT" info -m "$TMP/sp-00003-of-00003.gguf"
 expect_err_has "part 3 of a split model; open its first part" "later part: says which to open"
 # a part of another model's set (untied: one tensor more than the tied set's): refused
@@ -302,5 +302,29 @@ EOF2
 151644 872 198 9707
 EOF2
 cmp -s "$TMP/l1" "$TMP/l2" && pass "logits: the same bytes" || fail "logits differ"
+# what other writers do and llama.cpp loads: per-layer sizes as arrays, shapes with a
+# last dimension of 1, no pre-tokenizer name, no token types, a padding id past the
+# tokens. The same ids and logits, each default said once on stderr.
+$PY "$TOP_SRCDIR/tests/mkgguf.py" "$Q" "$TMP/odd.gguf" --norm-type bf16 \
+	--quirks layer-arrays,trailing-ones,no-pre,no-token-type,bad-padding || fail "mkgguf quirks"
+b=$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/odd.gguf" 2>"$TMP/err")
+[ -n "$a" ] && [ "$(echo "$b" | "$QWENCHAT" detokenize -m "$Q")" = "$text" ] &&
+	[ "$b" = "$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$Q")" ] &&
+	pass "tokenize without token types or pre-tokenizer: the same ids" ||
+	fail "tokenize, quirks: '$b'"
+grep -q "odd.gguf: key tokenizer.ggml.pre is missing: Qwen2's" "$TMP/err" &&
+	grep -q "odd.gguf: key tokenizer.ggml.token_type is missing" "$TMP/err" &&
+	grep -q "odd.gguf: key tokenizer.ggml.padding_token_id = 151941 is not a token id" "$TMP/err" &&
+	[ "$(wc -l <"$TMP/err")" = 3 ] && pass "... each default said once" ||
+	fail "quirks' warnings: $(cat "$TMP/err")"
+[ "$(echo 151659 | "$QWENCHAT" detokenize -m "$TMP/odd.gguf" --skip-special 2>/dev/null)" = '<|fim_prefix|>' ] &&
+	[ -z "$(echo 151645 | "$QWENCHAT" detokenize -m "$TMP/odd.gguf" --skip-special 2>/dev/null)" ] &&
+	pass "without token types: <|im_end|> special, <|fim_prefix|> not, as Qwen's" ||
+	fail "kinds without token types"
+"$QWENCHAT" logits -m "$TMP/odd.gguf" --backend cpu --out "$TMP/l3" 2>/dev/null <<EOF2 || fail "logits on the quirky GGUF"
+151644 872 198 9707
+EOF2
+cmp -s "$TMP/l1" "$TMP/l3" && pass "per-layer arrays and trailing 1s: the same logits" ||
+	fail "quirky GGUF: logits differ"
 
 finish

@@ -128,6 +128,12 @@ def main():
           with_kv("tokenizer.ggml.merges", mk.ARRAY, ["ab"] + merges[1:], mk.STRING))
     write("tok-model", "tokenize", 'tokenizer.ggml.model is "llama"',
           with_kv("tokenizer.ggml.model", mk.STRING, "llama"))
+    n_layers = cfg["num_hidden_layers"]
+    write("ffn-layers", "info", "feed_forward_length differs between layers",
+          with_kv("qwen3.feed_forward_length", mk.ARRAY,
+                  [cfg["intermediate_size"]] * (n_layers - 1) + [8], mk.I32))
+    write("ffn-count", "info", "is an array of 1 values, not one per layer",
+          with_kv("qwen3.attention.head_count", mk.ARRAY, [4], mk.I32))
     write("tok-pre", "tokenize", 'tokenizer.ggml.pre is "llama3"',
           with_kv("tokenizer.ggml.pre", mk.STRING, "llama3"))
     write("eos", "tokenize", "tokenizer.ggml.eos_token_id = %d is not a token id" % len(tokens),

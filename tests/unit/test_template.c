@@ -267,6 +267,12 @@ static void test_detect(void **state)
 		}
 		json_decref(cfg);
 	}
+	/* none and an empty one: plain ChatML, each said as what it is */
+	const char *warn = NULL;
+	assert_int_equal(tmpl_detect(NULL, &warn), TMPL_CHATML);
+	assert_non_null(strstr(warn, "has no chat template"));
+	assert_int_equal(tmpl_detect("", &warn), TMPL_CHATML);
+	assert_non_null(strstr(warn, "chat template is empty"));
 	/* a hybrid template edited to think only when asked: off when none is given */
 	json_t *hy = load_golden("template-config-qwen3.json");
 	const char *ht = json_string_value(json_object_get(hy, "chat_template"));
