@@ -351,11 +351,14 @@ static T256 void swiglu_back_256(float *dh, float *du, const float *g, const flo
 	const __m256 one = _mm256_set1_ps(1.0f);
 	for (int i = 0; i < nb; i += 8) {
 		__m256 x = _mm256_loadu_ps(g + i), d = _mm256_loadu_ps(dh + i);
-		__m256 sg = _mm256_div_ps(
-			one, _mm256_add_ps(one, exp_256(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+		__m256 e = exp_256(_mm256_sub_ps(_mm256_setzero_ps(), x));
+		__m256 sg = _mm256_div_ps(one, _mm256_add_ps(one, e));
 		__m256 dx = _mm256_mul_ps(d, sg);
 		_mm256_storeu_ps(du + i, _mm256_mul_ps(dx, x));
-		__m256 t = _mm256_fmadd_ps(x, _mm256_sub_ps(one, sg), one);
+		/* 1 - sigma as e^-g sigma where g > 0, as cpu_swiglu_back says why */
+		__m256 rest = _mm256_blendv_ps(_mm256_sub_ps(one, sg), _mm256_mul_ps(e, sg),
+					       _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ));
+		__m256 t = _mm256_fmadd_ps(x, rest, one);
 		_mm256_storeu_ps(dh + i,
 				 _mm256_mul_ps(_mm256_mul_ps(dx, _mm256_loadu_ps(u + i)), t));
 	}

@@ -312,10 +312,14 @@ T512 void cpu512_swiglu_back(float *dh, float *du, const float *g, const float *
 	for (int i = 0; i < n; i += 16) {
 		__mmask16 m = tail16(n - i);
 		__m512 x = _mm512_maskz_loadu_ps(m, g + i), d = _mm512_maskz_loadu_ps(m, dh + i);
-		__m512 sg = _mm512_div_ps(one, _mm512_add_ps(one, exp_512(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+		__m512 e = exp_512(_mm512_sub_ps(_mm512_setzero_ps(), x));
+		__m512 sg = _mm512_div_ps(one, _mm512_add_ps(one, e));
 		__m512 dx = _mm512_mul_ps(d, sg);
 		_mm512_mask_storeu_ps(du + i, m, _mm512_mul_ps(dx, x));
-		__m512 t = _mm512_fmadd_ps(x, _mm512_sub_ps(one, sg), one); /* 1 + g (1 - sigma) */
+		/* 1 - sigma as e^-g sigma where g > 0, as cpu_swiglu_back says why */
+		__mmask16 pos = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ);
+		__m512 rest = _mm512_mask_mul_ps(_mm512_sub_ps(one, sg), pos, e, sg);
+		__m512 t = _mm512_fmadd_ps(x, rest, one); /* 1 + g (1 - sigma) */
 		_mm512_mask_storeu_ps(dh + i, m,
 				      _mm512_mul_ps(_mm512_mul_ps(dx, _mm512_maskz_loadu_ps(m, u + i)), t));
 	}

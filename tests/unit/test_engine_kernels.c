@@ -385,8 +385,9 @@ static void test_elementwise_isa(void **state)
 			for (int i = 0; i < n; i++) {
 				double ref = exp(b[i] - mx) / sum;
 				if (fabs(a[i] - ref) > 2e-6 * ref + 1e-30)
-					fail_msg("%s softmax n=%d i=%d: %g vs %g", k->name, n, i,
-						 a[i], ref);
+					fail_msg(
+						"%s softmax n=%d i=%d: %.9g vs %.9g b %.9g mx %.9g",
+						k->name, n, i, a[i], ref, b[i], mx);
 			}
 			/* the log-sum-exp the loss takes: its sum of exponentials in fp32 */
 			if (fabs(lse - lse_ref) > 1e-6 * fabs(lse_ref) + 2e-6)
