@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { ERR_CAP = 1024 };
+/* room for two paths of PATH_MAX and what went wrong: a long path must not push the
+ * reason out of the message */
+enum { ERR_CAP = 10240 };
 static _Thread_local char err_buf[ERR_CAP];
 
 int err_vset(const char *fmt, va_list ap)
@@ -32,7 +34,8 @@ int err_prefix(const char *fmt, ...)
 	va_end(ap);
 	memcpy(old, err_buf, sizeof old);
 	/* bounded widths: the prefix is a file name, the message the important part */
-	snprintf(err_buf, sizeof err_buf, "%.300s: %.700s", prefix, old[0] ? old : "unknown error");
+	snprintf(err_buf, sizeof err_buf, "%.4200s: %.6000s", prefix,
+		 old[0] ? old : "unknown error");
 	return -1;
 }
 

@@ -376,7 +376,23 @@ int train_model_resume(const char *dir, struct train_model *p)
 	     copy_file(p, dir, "tokenizer_config.json", false) ||
 	     copy_file(p, dir, "chat_template.jinja", false) || slow_tokenizer_files(p, dir)))
 		return -1;
+	char *cache = fio_join(dir, "train-state/data");
+	bool tokenized = cache && dset_tokenized(cache);
+	free(cache);
+	if (!has && tokenized)
+		return err_set("%s/tokenizer.json: missing, but the run's data were encoded by a "
+			       "tokenizer (train-state/data.json says so): put its tokenizer files "
+			       "back, as the run's checkpoints had them",
+			       dir);
 	if (copy_file(p, dir, "generation_config.json", false))
+		return -1;
+	bool has_gen = false;
+	for (int i = 0; i < p->m.n_files; i++)
+		has_gen |= !strcmp(p->m.files[i].name, "generation_config.json");
+	/* written anew with the defaults a new run gets (the model it started from may be
+	 * gone) */
+	p->sampling = mdir_qwen3_sampling;
+	if (!has_gen && generation_file(p, &p->m.cfg))
 		return -1;
 	hash_tokenizer(p);
 	conversations(p, false);

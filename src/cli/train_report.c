@@ -65,7 +65,9 @@ static volatile sig_atomic_t g_stop, g_stepping;
 /* What a signal that stops at once says: the last whole checkpoint. Two buffers, the
  * one in use switched once the other is written, so a handler never reads half. */
 static char g_at_once[2][4352];
-static volatile sig_atomic_t g_at_once_used;
+static volatile sig_atomic_t g_at_once_used, g_at_once_none;
+/* ... and when the first save was being put in place: said instead of "nothing" */
+static char g_first_save[4352];
 /* What a new run stopped before its first checkpoint leaves behind. */
 static const struct rundir_leftovers *g_leftovers;
 /* The trainer's remarks come through a callback without a user pointer. */
@@ -75,10 +77,15 @@ static struct train_report *g_report;
 static void set_at_once(const char *dir, int64_t saved)
 {
 	int next = !g_at_once_used;
-	if (saved < 0)
+	g_at_once_none = saved < 0;
+	if (saved < 0) {
 		snprintf(g_at_once[next], sizeof g_at_once[next],
 			 "qwenchat: stopped at once: nothing was saved in %s yet\n", dir);
-	else
+		snprintf(g_first_save, sizeof g_first_save,
+			 "qwenchat: stopped at once while the first checkpoint was put in place "
+			 "in %s: it is whole, and the next --resume settles it\n",
+			 dir);
+	} else
 		snprintf(g_at_once[next], sizeof g_at_once[next],
 			 "qwenchat: stopped at once: %s holds the checkpoint of step %lld (a save "
 			 "cut short is settled by the next --resume)\n",
@@ -482,11 +489,11 @@ static void on_signal(int sig)
 	static const char msg[] = "qwenchat: stopping after this step and saving it "
 				  "(again to stop at once)";
 	if (g_stop || !g_stepping) {
-		if (g_leftovers) /* a new run without a checkpoint yet (else it keeps all) */
-			rundir_leftovers_remove(g_leftovers);
+		/* a new run without a checkpoint yet (else it keeps all) */
+		bool kept = g_leftovers && rundir_leftovers_remove(g_leftovers);
 		live_signal_cursor(true);
 		/* said once the report knows the run's directory, steps begun or not */
-		const char *m = g_at_once[g_at_once_used];
+		const char *m = kept && g_at_once_none ? g_first_save : g_at_once[g_at_once_used];
 		ssize_t w = write(STDERR_FILENO, m, strlen(m));
 		(void)w;
 		signal(sig, SIG_DFL);

@@ -242,7 +242,7 @@ int ckpt_st_read(struct ckpt_st *f, const char *name, int ndim, const int64_t sh
 #define TXN_DIR  ".checkpoint.new"
 #define TXN_MARK "COMPLETE"
 
-enum { MAX_FILES = 64 };
+enum { MAX_FILES = 64 }; /* under 100: ckpt_discard_unmarked's names */
 
 struct ckpt_txn {
 	char *dir;  /* DIR */
@@ -364,6 +364,40 @@ int ckpt_recover(const char *dir)
 	free(mark);
 	free(tmp);
 	return rc;
+}
+
+/* dst = a then b, with calls a signal handler may make (no snprintf). */
+static void cat2(char *dst, const char *a, const char *b)
+{
+	size_t n = strlen(a);
+	memcpy(dst, a, n);
+	strcpy(dst + n, b);
+}
+
+int ckpt_discard_unmarked(const char *tmp, char *buf)
+{
+	struct stat st;
+	if (lstat(tmp, &st) != 0)
+		return errno == ENOENT ? 0 : 1;
+	if (!S_ISDIR(st.st_mode))
+		return 0; /* not a save's (ckpt_recover refuses it), and left alone */
+	cat2(buf, tmp, "/" TXN_MARK);
+	if (lstat(buf, &st) == 0)
+		return 1;
+	char name[8] = "/f";
+	for (int i = 0; i < MAX_FILES; i++) {
+		/* "/f" and the digits of i: write_mark's names */
+		int k = 2;
+		if (i >= 10)
+			name[k++] = (char)('0' + i / 10);
+		name[k++] = (char)('0' + i % 10);
+		name[k] = '\0';
+		cat2(buf, tmp, name);
+		unlink(buf);
+	}
+	cat2(buf, tmp, "/" TXN_MARK ".part");
+	unlink(buf);
+	return rmdir(tmp) == 0 ? 0 : 1;
 }
 
 struct ckpt_txn *ckpt_begin(const char *dir)

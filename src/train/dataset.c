@@ -332,6 +332,16 @@ const char *dset_changed(const char *cache, char *const *files, int n)
 	return which;
 }
 
+bool dset_tokenized(const char *cache)
+{
+	json_t *old = cache_meta(cache);
+	const char *t = json_string_value(json_object_get(old, "tokenizer"));
+	bool yes = t && strcmp(t, "none") != 0;
+	err_clear();
+	json_decref(old);
+	return yes;
+}
+
 /* Writes the cache: the JSON removed first and written last, so that it never
  * describes a stream file that is not whole. */
 static int write_cache(const struct dset *d, json_t *meta, const char *cache)

@@ -94,6 +94,10 @@ int dset_load_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd
  * a cache that does not describe its files. */
 const char *dset_changed(const char *cache, char *const *files, int n);
 
+/* Whether the cache at `cache` says its stream was encoded by a tokenizer (text
+ * files, or conversations), not read from *.u32 files alone; false without one. */
+bool dset_tokenized(const char *cache);
+
 int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache,
 		    const struct dset_want *want);
 

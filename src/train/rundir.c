@@ -8,10 +8,12 @@
 #include "src/train/trainstate.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,6 +99,24 @@ static int need_dir(const char *path, const struct stat *st, const char *link_hi
 	return S_ISDIR(st->st_mode) ? 0 : err_set("%s: exists and is not a directory", path);
 }
 
+/* Whether another process holds dir's lock, tested without creating the file. */
+static bool locked_by_other(const char *dir)
+{
+	char *path = fio_join(dir, LOCK_NAME ".lock");
+	int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	bool held = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return held;
+}
+
+static int locked_error(const char *dir)
+{
+	return err_set("%s: another 'qwenchat train' is using it (it holds %s/%s.lock)", dir, dir,
+		       LOCK_NAME);
+}
+
 int rundir_lock(const char *dir, bool create)
 {
 	struct stat st;
@@ -108,19 +128,25 @@ int rundir_lock(const char *dir, bool create)
 	} else if (need_dir(dir, &st, "name the directory itself")) {
 		return -1;
 	} else if (create && !holds_run(dir) && refuse_foreign(dir)) {
-		return -1; /* before a lock file lands there */
+		/* before a lock file lands there; a run starting there holds files of its own
+		 * (a cache being written) that another run says is why */
+		return locked_by_other(dir) ? locked_error(dir) : -1;
 	}
-	char *path = fio_join(dir, LOCK_NAME), *state = fio_join(dir, "train-state");
-	int fd = path && state ? fio_try_lock(path) : err_set("out of memory");
+	char *path = fio_join(dir, LOCK_NAME), *lock = fio_join(dir, LOCK_NAME ".lock"),
+	     *state = fio_join(dir, "train-state");
+	bool had = lock && lstat(lock, &st) == 0;
+	int fd = path && lock && state ? fio_try_lock(path) : err_set("out of memory");
 	if (fd == FIO_LOCKED)
-		err_set("%s: another 'qwenchat train' is using it (it holds %s/%s.lock)", dir, dir,
-			LOCK_NAME);
+		locked_error(dir);
 	if (fd >= 0 && lstat(state, &st) == 0 &&
 	    need_dir(state, &st, "nothing here should be one")) {
+		if (!had) /* the refused directory is left as it was */
+			unlink(lock);
 		close(fd);
 		fd = -1;
 	}
 	free(path);
+	free(lock);
 	free(state);
 	return fd == FIO_LOCKED ? -1 : fd;
 }
@@ -154,7 +180,8 @@ int rundir_leftovers_init(struct rundir_leftovers *l, const char *dir, const cha
 				       .top = top ? strdup(top) : NULL};
 	bool ok = l->state && l->lock && (l->dir || !top) && (l->top || !top) &&
 		  (l->saved[0] = fio_join(dir, "train-state/state.json")) &&
-		  (l->saved[1] = fio_join(dir, ".checkpoint.new"));
+		  (l->saved[1] = fio_join(dir, ".checkpoint.new")) &&
+		  (l->scratch = malloc(strlen(l->saved[1]) + 16));
 	for (int i = 0; ok && i < RUNDIR_UNSAVED; i++)
 		ok = (l->unsaved[i] = i < (int)N_CACHES
 					      ? fio_join(l->state, g_caches[i])
@@ -173,23 +200,26 @@ void rundir_leftovers_free(struct rundir_leftovers *l)
 	free(l->top);
 	for (int i = 0; i < 2; i++)
 		free(l->saved[i]);
+	free(l->scratch);
 	for (int i = 0; i < RUNDIR_UNSAVED; i++)
 		free(l->unsaved[i]);
 	*l = (struct rundir_leftovers){0};
 }
 
-void rundir_leftovers_remove(const struct rundir_leftovers *l)
+bool rundir_leftovers_remove(const struct rundir_leftovers *l)
 {
 	struct stat st;
-	if (!l->state || lstat(l->saved[0], &st) == 0 || lstat(l->saved[1], &st) == 0)
-		return; /* a checkpoint, or one being written: the run is saved */
+	if (!l->state || lstat(l->saved[0], &st) == 0 ||
+	    ckpt_discard_unmarked(l->saved[1], l->scratch))
+		return true; /* a checkpoint, or a whole one being put in place */
 	for (int i = 0; i < RUNDIR_UNSAVED; i++)
 		unlink(l->unsaved[i]);
 	if (rmdir(l->state) != 0 && errno != ENOENT)
-		return;
+		return false;
 	unlink(l->lock);
 	if (l->dir)
 		fio_rmdirs_upto(l->dir, l->top);
+	return false;
 }
 
 int rundir_check_new(const char *dir)

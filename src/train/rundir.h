@@ -38,14 +38,16 @@ struct rundir_leftovers {
 	char *state, *lock, *dir;      /* dir: NULL when it was there before */
 	char *top;                     /* the outermost directory made for dir */
 	char *saved[2];                /* a checkpoint's marks: state.json, the one being written */
+	char *scratch;                 /* room for a path in saved[1], for the handler */
 	char *unsaved[RUNDIR_UNSAVED]; /* the caches and the log */
 };
 int rundir_leftovers_init(struct rundir_leftovers *l, const char *dir, const char *top);
 void rundir_leftovers_free(struct rundir_leftovers *l);
 
 /* rundir_abandon's removals, with calls safe in a signal handler (lstat, unlink,
- * rmdir): for a new run a signal ends before its first checkpoint (nothing is removed
- * once there is one, or one is being written). The lock goes with the process. */
-void rundir_leftovers_remove(const struct rundir_leftovers *l);
+ * rmdir): for a new run a signal ends before its first checkpoint. An unfinished
+ * first save is removed too; nothing is once there is a checkpoint, or a whole one
+ * being put in place. The lock goes with the process. Whether a checkpoint is kept. */
+bool rundir_leftovers_remove(const struct rundir_leftovers *l);
 
 #endif

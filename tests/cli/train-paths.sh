@@ -33,6 +33,9 @@ expect_err_has "--val needs a file before the next option" "... said in one line
 expect_exit 2 "--threads 0" "$QWENCHAT" train --out "$TMP/r5" --data "$TMP/ok.u32" \
 	--vocab-size 256 --layers 1 --threads 0
 expect_err_has "--threads: 0 is out of range [1, 1024]" "... said in one line"
+expect_exit 2 "--threads -1" "$QWENCHAT" train --out "$TMP/r5" --data "$TMP/ok.u32" \
+	--vocab-size 256 --layers 1 --threads -1
+expect_err_has "--threads: -1 is out of range [1, 1024]" "... said with the same range"
 
 # a run whose paths JSON holds is saved with them and resumes
 expect_exit 0 "a run with UTF-8 paths" "$QWENCHAT" train --out "$TMP/r3" $RUN --data "$TMP/ok.u32"
@@ -45,5 +48,32 @@ rm -f "$TMP/r3/.train.lock" && ln -s "$TMP/victim" "$TMP/r3/.train.lock"
 expect_exit 1 "a link at .train.lock" "$QWENCHAT" train --resume "$TMP/r3" --steps 4 --no-panel
 expect_err_has ".train.lock: is a symbolic link (refused" "a link at .train.lock: said so"
 [ "$(cat "$TMP/victim")" = precious ] && pass "... its target untouched" || fail "victim written"
+
+# a refused --out is left as it was: a link at train-state/ or at .checkpoint.new
+for l in train-state .checkpoint.new; do
+	rm -rf "$TMP/o" && mkdir "$TMP/o" && ln -s "$TMP/elsewhere" "$TMP/o/$l"
+	expect_exit 1 "--out holding a link at $l" "$QWENCHAT" train --out "$TMP/o" $RUN \
+		--data "$TMP/ok.u32"
+	[ "$(ls -A "$TMP/o")" = "$l" ] && pass "... refused, the directory as it was" ||
+		fail "--out with a link at $l: left $(ls -A "$TMP/o" | tr '\n' ' ')"
+done
+
+# a run starting in --out holds files of its own (a cache being written) before its
+# first checkpoint: a second run says the directory is in use, not that they are foreign
+rm -rf "$TMP/busy" && mkdir -p "$TMP/busy/train-state" && : >"$TMP/busy/train-state/.data.u32.tmp.1"
+flock "$TMP/busy/.train.lock" sleep 30 &
+held=$!
+i=0 # until the lock is held
+while flock -n "$TMP/busy/.train.lock" true && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+expect_exit 1 "--out in use by another run" "$QWENCHAT" train --out "$TMP/busy" $RUN --data "$TMP/ok.u32"
+expect_err_has "another 'qwenchat train' is using it" "... said so"
+kill $held 2>/dev/null; wait $held 2>/dev/null
+
+# a path too long for the system: the reason is said whole after it
+long=$TMP$(python3 -c "print('/' + '/'.join(['x' * 250] * 18))")
+expect_exit 1 "an --out path longer than the system takes" "$QWENCHAT" train --out "$long" $RUN \
+	--data "$TMP/ok.u32"
+tail -n 1 "$TMP/err" | grep -q ": File name too long$" && pass "... the reason ends the line" ||
+	fail "long --out: $(tail -c 120 "$TMP/err")"
 
 finish

@@ -340,6 +340,17 @@ train_usage 2 "--resume with --no-tie of a tied model" \
 	"--resume: --no-tie conflicts with the run's model ($R/config.json: tie_word_embeddings true)" \
 	--resume "$R" --no-tie
 train_usage 2 "--resume with other data" "--data" --resume "$R" --data "$TMP/b.txt"
+# a checkpoint whose tokenizer was taken away: refused (its next checkpoint would not
+# load); a generation_config.json taken away is written again, as at the start
+rm -rf "$TMP/notok" && cp -a "$R" "$TMP/notok" && rm "$TMP/notok/tokenizer.json"
+train_usage 1 "--resume of a text run without its tokenizer.json" \
+	"notok/tokenizer.json: missing, but the run's data were encoded by a tokenizer" \
+	--resume "$TMP/notok" --steps 7
+rm -rf "$TMP/nogen" && cp -a "$R" "$TMP/nogen" && rm "$TMP/nogen/generation_config.json"
+"$QWENCHAT" train --resume "$TMP/nogen" --steps 7 >/dev/null 2>"$TMP/err" &&
+	cmp -s "$TMP/nogen/generation_config.json" "$R/generation_config.json" &&
+	pass "--resume without generation_config.json: written again, as the run's first" ||
+	fail "--resume without generation_config.json: $(tail -n 1 "$TMP/err")"
 # a --rope-theta that config.json writes as a shorter decimal of the same float
 # (1000000.125 as 1000000.1) is still the run's
 if "$QWENCHAT" train --out "$TMP/rope" $IDS $SMALL --steps 1 --rope-theta 1000000.125 \

@@ -361,6 +361,49 @@ static void test_recover(void **state)
 	assert_int_equal(system(p), 0);
 }
 
+/* What a signal handler does with a save it stops: an unfinished one is removed by
+ * its files' names, a marked one kept for ckpt_recover, anything else left alone. */
+static void test_discard_unmarked(void **state)
+{
+	(void)state;
+	char tmp[600], p[700], buf[700];
+	snprintf(tmp, sizeof tmp, "%s/discard", tmpdir);
+	assert_int_equal(ckpt_discard_unmarked(tmp, buf), 0); /* none there */
+	mkdir(tmp, 0700);
+	const char *names[] = {"f0", "f9", "f10", "f63", "COMPLETE.part"};
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		snprintf(p, sizeof p, "%s/%s", tmp, names[i]);
+		assert_int_equal(fio_write_atomic(p, "x", 1, 0600, 0), 0);
+	}
+	assert_int_equal(ckpt_discard_unmarked(tmp, buf), 0);
+	struct stat st;
+	assert_int_equal(lstat(tmp, &st), -1); /* all removed */
+	/* marked: whole, kept */
+	mkdir(tmp, 0700);
+	snprintf(p, sizeof p, "%s/f0", tmp);
+	assert_int_equal(fio_write_atomic(p, "x", 1, 0600, 0), 0);
+	snprintf(p, sizeof p, "%s/COMPLETE", tmp);
+	assert_int_equal(fio_write_atomic(p, "f0 model.safetensors\n", 21, 0600, 0), 0);
+	assert_int_equal(ckpt_discard_unmarked(tmp, buf), 1);
+	snprintf(p, sizeof p, "%s/f0", tmp);
+	assert_int_equal(lstat(p, &st), 0);
+	/* a file not of a save's names keeps the directory */
+	unlink(p);
+	snprintf(p, sizeof p, "%s/COMPLETE", tmp);
+	unlink(p);
+	snprintf(p, sizeof p, "%s/notes", tmp);
+	assert_int_equal(fio_write_atomic(p, "mine", 4, 0600, 0), 0);
+	assert_int_equal(ckpt_discard_unmarked(tmp, buf), 1);
+	assert_int_equal(lstat(p, &st), 0);
+	unlink(p);
+	rmdir(tmp);
+	/* a link there is no save: nothing kept, the link left alone */
+	assert_int_equal(symlink(tmpdir, tmp), 0);
+	assert_int_equal(ckpt_discard_unmarked(tmp, buf), 0);
+	assert_int_equal(lstat(tmp, &st), 0);
+	unlink(tmp);
+}
+
 /* A full disk (a file-size limit stands for it): the save fails, the previous files
  * stay whole, nothing is left behind. */
 static void test_full_disk(void **state)
@@ -402,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_read_back),
 		cmocka_unit_test(test_transaction),
 		cmocka_unit_test(test_recover),
+		cmocka_unit_test(test_discard_unmarked),
 		cmocka_unit_test(test_full_disk),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
