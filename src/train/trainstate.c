@@ -1,6 +1,7 @@
 /* trainstate.c — the option table of `qwenchat train` and state.json. */
 #include "src/train/trainstate.h"
 #include "src/base/err.h"
+#include "src/train/dataset.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -388,6 +389,20 @@ static int64_t windows_read(const struct tstate *s)
 	return rows;
 }
 
+/* The options' checksum: sha256 of their JSON with sorted keys, so that what a
+ * reader parsed gives the text the writer hashed. 0, or -1 out of memory. */
+static int options_sha256(json_t *opts, char out[72])
+{
+	char *text = json_dumps(opts, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+	if (!text)
+		return -1;
+	const char *t = text;
+	size_t n = strlen(text);
+	dset_hash(&t, &n, 1, out);
+	free(text);
+	return 0;
+}
+
 char *tstate_json(const struct tstate *s)
 {
 	json_t *opts = json_object();
@@ -410,6 +425,9 @@ char *tstate_json(const struct tstate *s)
 				 s->seconds, "rng", rng, "windows_read", rows, "data_tokens",
 				 (json_int_t)s->data_tokens, "master_in_state", s->master_in_state,
 				 "options", opts);
+	char sum[72];
+	if (root && options_sha256(opts, sum) == 0)
+		json_object_set_new(root, "options_sha256", json_string(sum));
 	if (root && s->data_sha256[0])
 		json_object_set_new(root, "data_sha256", json_string(s->data_sha256));
 	if (root && s->config_sha256[0])
@@ -564,9 +582,12 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 	s->step = json_integer_value(step);
 	s->tokens = json_integer_value(tokens);
 	s->data_tokens = json_integer_value(dt);
+	char want[72], have[72];
 	if (parse_sha256(root, "data_sha256", s->data_sha256, name) ||
-	    parse_sha256(root, "config_sha256", s->config_sha256, name))
+	    parse_sha256(root, "config_sha256", s->config_sha256, name) ||
+	    parse_sha256(root, "options_sha256", want, name))
 		goto out;
+
 	json_t *ran = json_object_get(root, "ran_on"); /* absent in older states */
 	const char *ran_s = json_string_value(ran);
 	if (ran && (!ran_s || (strcmp(ran_s, "cpu") && strcmp(ran_s, "cuda")))) {
@@ -598,6 +619,13 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 				    name))
 			goto out;
 	rc = check_opts(&s->o, name);
+	/* the options a run was saved with, not edited since (a value out of range is
+	 * named above): an edit would resume another run than the one trained (another
+	 * --ctx reads other windows) */
+	if (!rc && want[0] && (options_sha256(opts, have) || strcmp(want, have)))
+		rc = err_set("%s: options: edited since the checkpoint was saved (options_sha256 "
+			     "differs): give --resume the flags that may change instead",
+			     name);
 	if (!rc && (s->step > STEPS_MAX || windows_read(s) < 0))
 		rc = err_set("%s: step: %lld is beyond any run's length", name, (long long)s->step);
 	if (!rc && rows && json_integer_value(rows) != windows_read(s))

@@ -178,6 +178,10 @@ static void test_json(void **state)
 	memcpy(p, "\"ctx\": \"x\"", 10);
 	assert_int_equal(tstate_parse(&b, bad, strlen(bad), "s.json"), -1);
 	assert_non_null(strstr(err_msg(), "s.json: options.ctx"));
+	/* ... and an option edited to another value in range, by its checksum */
+	memcpy(p, "\"ctx\": 128", 10);
+	assert_int_equal(tstate_parse(&b, bad, strlen(bad), "s.json"), -1);
+	assert_non_null(strstr(err_msg(), "s.json: options: edited since the checkpoint"));
 	assert_int_equal(tstate_parse(&b, "{", 1, "s.json"), -1);
 	/* a checksum that is not one */
 	free(bad);
@@ -187,12 +191,16 @@ static void test_json(void **state)
 	p[8] = 'x';
 	assert_int_equal(tstate_parse(&b, bad, strlen(bad), "s.json"), -1);
 	assert_non_null(strstr(err_msg(), "s.json: data_sha256"));
-	/* a run saved before --sft existed: without it, not one */
+	/* a run saved before --sft existed (and before the options' checksum): without
+	 * it, not one */
 	free(bad);
 	bad = strdup(text);
 	p = strstr(bad, "\"sft\": true,");
 	assert_non_null(p);
 	memmove(p, p + 13, strlen(p + 13) + 1);
+	p = strstr(bad, "\"options_sha256\"");
+	assert_non_null(p);
+	memmove(p, strchr(p, '\n') + 1, strlen(strchr(p, '\n') + 1) + 1);
 	if (tstate_parse(&b, bad, strlen(bad), "s.json"))
 		fail_msg("%s\n%s", err_msg(), bad);
 	assert_false(b.o.sft);
