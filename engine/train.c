@@ -124,7 +124,7 @@ static const struct train_ops *backend_ops(const struct eng_train_options *o,
 	if (ops || o->backend == ENG_BACKEND_CUDA)
 		return ops;
 	if (!no_driver && notice) {
-		char msg[512];
+		char msg[ERR_MAX + 32];
 		snprintf(msg, sizeof msg, "training on the CPU: %s", err_msg());
 		notice(msg);
 	}

@@ -268,7 +268,7 @@ void cpu_swiglu_back(float *dh, float *du, const float *g, const float *u, int n
 {
 	for (int i = 0; i < n; i++) {
 		float x = g[i], e = expf(-x), sg = 1.0f / (1.0f + e), d = dh[i];
-		float rest = x > 0 ? e * sg : 1.0f - sg;
+		float rest = x > 80 ? 0.0f : x > 0 ? e * sg : 1.0f - sg; /* as the vector ones */
 		du[i] = d * x * sg;
 		dh[i] = d * u[i] * sg * (1.0f + x * rest);
 	}

@@ -331,6 +331,13 @@ static T256 void softmax_256(float *s, int n, float scale, double *lse)
 		*lse = (double)top + log((double)total);
 }
 
+/* Lanes below x = -87, where exp_256 clamps e^-x: sigma(x) is 4e-39 there and x sigma(x)
+ * no longer near 0 for a huge -x; SwiGLU takes both as 0. */
+INL T256 __m256 far_below(__m256 x)
+{
+	return _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
+}
+
 static T256 void swiglu_256(float *g, const float *u, int n)
 {
 	int nb = n & ~7;
@@ -339,6 +346,7 @@ static T256 void swiglu_256(float *g, const float *u, int n)
 		__m256 x = _mm256_loadu_ps(g + i);
 		__m256 silu = _mm256_div_ps(
 			x, _mm256_add_ps(one, exp_256(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+		silu = _mm256_andnot_ps(far_below(x), silu);
 		_mm256_storeu_ps(g + i, _mm256_mul_ps(silu, _mm256_loadu_ps(u + i)));
 	}
 	cpu_swiglu(g + nb, u + nb, n - nb);
@@ -352,12 +360,15 @@ static T256 void swiglu_back_256(float *dh, float *du, const float *g, const flo
 	for (int i = 0; i < nb; i += 8) {
 		__m256 x = _mm256_loadu_ps(g + i), d = _mm256_loadu_ps(dh + i);
 		__m256 e = exp_256(_mm256_sub_ps(_mm256_setzero_ps(), x));
-		__m256 sg = _mm256_div_ps(one, _mm256_add_ps(one, e));
+		__m256 sg =
+			_mm256_andnot_ps(far_below(x), _mm256_div_ps(one, _mm256_add_ps(one, e)));
 		__m256 dx = _mm256_mul_ps(d, sg);
 		_mm256_storeu_ps(du + i, _mm256_mul_ps(dx, x));
-		/* 1 - sigma as e^-g sigma where g > 0, as cpu_swiglu_back says why */
+		/* 1 - sigma as e^-g sigma where g > 0, as cpu_swiglu_back says why; 0 past
+		 * g = 80, where exp_256's clamped e^-g is no longer small enough for g */
 		__m256 rest = _mm256_blendv_ps(_mm256_sub_ps(one, sg), _mm256_mul_ps(e, sg),
 					       _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ));
+		rest = _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(80.0f), _CMP_GT_OQ), rest);
 		__m256 t = _mm256_fmadd_ps(x, rest, one);
 		_mm256_storeu_ps(dh + i,
 				 _mm256_mul_ps(_mm256_mul_ps(dx, _mm256_loadu_ps(u + i)), t));

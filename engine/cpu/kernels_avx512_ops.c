@@ -301,6 +301,10 @@ T512 void cpu512_swiglu(float *g, const float *u, int n)
 		__m512 x = _mm512_maskz_loadu_ps(m, g + i);
 		__m512 silu = _mm512_div_ps(
 			x, _mm512_add_ps(one, exp_512(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+		/* 0 below x = -87, where exp_512 clamps e^-x (as kernels_avx2.c's far_below) */
+		silu = _mm512_mask_mov_ps(silu,
+					  _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_LT_OQ),
+					  _mm512_setzero_ps());
 		_mm512_mask_storeu_ps(g + i, m,
 				      _mm512_mul_ps(silu, _mm512_maskz_loadu_ps(m, u + i)));
 	}
@@ -314,11 +318,17 @@ T512 void cpu512_swiglu_back(float *dh, float *du, const float *g, const float *
 		__m512 x = _mm512_maskz_loadu_ps(m, g + i), d = _mm512_maskz_loadu_ps(m, dh + i);
 		__m512 e = exp_512(_mm512_sub_ps(_mm512_setzero_ps(), x));
 		__m512 sg = _mm512_div_ps(one, _mm512_add_ps(one, e));
+		sg = _mm512_mask_mov_ps(sg,
+					_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_LT_OQ),
+					_mm512_setzero_ps());
 		__m512 dx = _mm512_mul_ps(d, sg);
 		_mm512_mask_storeu_ps(du + i, m, _mm512_mul_ps(dx, x));
-		/* 1 - sigma as e^-g sigma where g > 0, as cpu_swiglu_back says why */
+		/* 1 - sigma as e^-g sigma where g > 0, as cpu_swiglu_back says why; 0 past
+		 * g = 80, where exp_512's clamped e^-g is no longer small enough for g */
 		__mmask16 pos = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ);
+		__mmask16 big = _mm512_cmp_ps_mask(x, _mm512_set1_ps(80.0f), _CMP_GT_OQ);
 		__m512 rest = _mm512_mask_mul_ps(_mm512_sub_ps(one, sg), pos, e, sg);
+		rest = _mm512_mask_mov_ps(rest, big, _mm512_setzero_ps());
 		__m512 t = _mm512_fmadd_ps(x, rest, one); /* 1 + g (1 - sigma) */
 		_mm512_mask_storeu_ps(dh + i, m,
 				      _mm512_mul_ps(_mm512_mul_ps(dx, _mm512_maskz_loadu_ps(m, u + i)), t));

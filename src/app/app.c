@@ -152,7 +152,10 @@ static int open_engine(struct app *a, const struct app_config *cfg, void (*notic
 	a->eng = eng_new(a->model, &cfg->engine, notice);
 	if (!a->eng)
 		return -1;
+	loader_warn_fn was = notice ? loader_warn_to(notice) : NULL; /* shown with the rest */
 	a->tok = loader_tokenizer(a->dir);
+	if (notice)
+		loader_warn_to(was);
 	if (!a->tok || loader_check_vocab(a->tok, eng_model_config(a->model)->vocab_size, a->dir))
 		return -1;
 	const char *warn = NULL;
@@ -525,7 +528,7 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 	 * answer is part of the conversation. */
 	if (rc && !a->answer.n && !a->reasoning.n)
 		return -1;
-	char err[512];
+	char err[ERR_MAX];
 	snprintf(err, sizeof err, "%s", rc ? err_msg() : "");
 	/* An answer that wrote its own </think> where no part opened keeps it in its
 	   text, with no reasoning: the template then splits it as Hugging Face splits the

@@ -159,7 +159,7 @@ int app_remote_turn(struct app *a, sess_emit_fn emit, void *user)
 		reply_free(&t.reply);
 		return rc ? -1 : 0;
 	}
-	char err[512];
+	char err[ERR_MAX];
 	snprintf(err, sizeof err, "%s", rc ? err_msg() : "");
 	if (chat_add(a->chat, CHAT_ASSISTANT, a->answer.s, a->reasoning.s) || add_calls(&t)) {
 		reply_free(&t.reply);

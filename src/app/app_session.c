@@ -129,7 +129,7 @@ int app_new_session(struct app *a, char **left)
 	pthread_mutex_unlock(&a->lock);
 	bool copy = a->saved_copy;
 	if (unsaved && app_autosave(a) && a->session_unsaved && !copy) {
-		char why[300];
+		char why[ERR_MAX];
 		snprintf(why, sizeof why, "%s", err_msg());
 		return err_set("the conversation is not saved (%s): /save it to a file "
 			       "elsewhere first",

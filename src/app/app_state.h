@@ -4,6 +4,7 @@
 #define QWENCHAT_APP_STATE_H
 
 #include "src/app/app.h"
+#include "src/base/err.h"
 #include "src/chat/template.h"
 
 struct app_buf {
@@ -76,7 +77,7 @@ struct app {
 	pthread_t worker;
 	bool worker_running, worker_prefill, worker_done;
 	int worker_rc;
-	char worker_err[512];
+	char worker_err[ERR_MAX];
 };
 
 /* Copies the captured attention of layer a->att_want into a->att (lock held, engine

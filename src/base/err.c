@@ -5,9 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* room for two paths of PATH_MAX and what went wrong: a long path must not push the
- * reason out of the message */
-enum { ERR_CAP = 10240 };
+enum { ERR_CAP = ERR_MAX };
 static _Thread_local char err_buf[ERR_CAP];
 
 int err_vset(const char *fmt, va_list ap)
@@ -34,8 +32,8 @@ int err_prefix(const char *fmt, ...)
 	va_end(ap);
 	memcpy(old, err_buf, sizeof old);
 	/* bounded widths: the prefix is a file name, the message the important part */
-	snprintf(err_buf, sizeof err_buf, "%.4200s: %.6000s", prefix,
-		 old[0] ? old : "unknown error");
+	int k = snprintf(err_buf, sizeof err_buf, "%.4200s: ", prefix);
+	snprintf(err_buf + k, sizeof err_buf - (size_t)k, "%s", old[0] ? old : "unknown error");
 	return -1;
 }
 

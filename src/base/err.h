@@ -4,6 +4,10 @@
 
 #include <stdarg.h>
 
+/* The longest message err_msg returns, its NUL counted: room for two paths of
+ * PATH_MAX and what went wrong. A copy of err_msg() this size keeps its reason. */
+enum { ERR_MAX = 10240 };
+
 /* Records a message (printf format) saying what went wrong and where; replaces any
  * previous one. Always returns -1 so callers can write `return err_set(...)`. */
 int err_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -620,7 +620,7 @@ int chat_save(const struct chat *c, const char *path, bool overwrite_any)
 	if (!overwrite_any && fio_is_file(path)) {
 		struct chat *old = chat_load(path);
 		if (!old) {
-			char why[512]; /* err_set must not read the buffer it writes */
+			char why[ERR_MAX]; /* err_set must not read the buffer it writes */
 			snprintf(why, sizeof why, "%s", err_msg());
 			return err_set("%s: not overwritten: the existing file is not a "
 				       "conversation (%s)",

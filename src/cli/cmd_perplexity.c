@@ -320,7 +320,7 @@ static int trained_ctx(const char *dir, bool *sft)
 		*sft = st.o.sft;
 		tstate_opts_free(&st.o);
 	} else if (there) { /* a damaged record: say the windows are not the run's */
-		char msg[700];
+		char msg[ERR_MAX + 100];
 		snprintf(msg, sizeof msg,
 			 "%s; the windows are not the run's validation windows (--ctx sets them)",
 			 err_msg());

@@ -2,6 +2,7 @@
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/sigbus.h"
+#include "src/hub/loader.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -100,6 +101,7 @@ int main(int argc, char **argv)
 	 * writer reports and cleans up after as for a full disk, instead of the signal
 	 * ending the program with its temporary file left behind */
 	signal(SIGXFSZ, SIG_IGN);
+	loader_warn_to(cli_notice); /* escaped, and held where a command holds notices */
 	int rc = dispatch(argc, argv);
 	/* output that never reached stdout (a full disk, /dev/full) is a failure; one the
 	 * command saw is said once, by the command */

@@ -13,6 +13,7 @@
 #include "src/train/tokens.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -389,11 +390,19 @@ int train_model_resume(const char *dir, struct train_model *p)
 	bool has_gen = false;
 	for (int i = 0; i < p->m.n_files; i++)
 		has_gen |= !strcmp(p->m.files[i].name, "generation_config.json");
-	/* written anew with the defaults a new run gets (the model it started from may be
-	 * gone) */
+	/* written anew with the defaults a new run from scratch gets (the model it started
+	 * from, whose own they may have been, may be gone) */
 	p->sampling = mdir_qwen3_sampling;
-	if (!has_gen && generation_file(p, &p->m.cfg))
-		return -1;
+	if (!has_gen && p->m.tk) {
+		if (generation_file(p, &p->m.cfg))
+			return -1;
+		char msg[PATH_MAX + 128];
+		snprintf(msg, sizeof msg,
+			 "%s/generation_config.json was missing: the checkpoints have it again, "
+			 "with Qwen3's sampling defaults",
+			 dir);
+		cli_notice(msg);
+	}
 	hash_tokenizer(p);
 	conversations(p, false);
 	return 0;

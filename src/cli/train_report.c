@@ -77,7 +77,6 @@ static struct train_report *g_report;
 static void set_at_once(const char *dir, int64_t saved)
 {
 	int next = !g_at_once_used;
-	g_at_once_none = saved < 0;
 	if (saved < 0) {
 		snprintf(g_at_once[next], sizeof g_at_once[next],
 			 "qwenchat: stopped at once: nothing was saved in %s yet\n", dir);
@@ -91,6 +90,9 @@ static void set_at_once(const char *dir, int64_t saved)
 			 "cut short is settled by the next --resume)\n",
 			 dir, (long long)saved);
 	g_at_once_used = next;
+	/* after the switch: a handler between the two says the first save is whole, as
+	 * it is, never that nothing was saved */
+	g_at_once_none = saved < 0;
 }
 
 struct train_report *train_report_new(const char *dir, const struct tstate_opts *o,
@@ -482,8 +484,9 @@ void train_report_end(struct train_report *r)
 
 /* The first SIGINT, SIGTERM or SIGHUP asks the loop to save after the step under way; a second
  * one, or one before the first step (reading the data, loading the model), ends the
- * program at once (the checkpoint on disk is whole either way: files are written
- * whole with the signal held back). */
+ * program at once (the checkpoint on disk is whole either way: a save goes into place
+ * only once its files are all written and marked so, and one cut short before that is
+ * removed here or by the next start). */
 static void on_signal(int sig)
 {
 	static const char msg[] = "qwenchat: stopping after this step and saving it "

@@ -21,10 +21,22 @@
  * files llama.cpp's converter makes of Qwen3). */
 #define NORMALIZER "qwenchat.tokenizer.normalizer"
 
-/* What a GGUF lacks that llama.cpp reads with a default: said on stderr, the load goes on. */
+static loader_warn_fn g_warn;
+
+loader_warn_fn loader_warn_to(loader_warn_fn fn)
+{
+	loader_warn_fn old = g_warn;
+	g_warn = fn;
+	return old;
+}
+
+/* What a GGUF lacks that llama.cpp reads with a default: said, and the load goes on. */
 static void warn(const struct eng_gguf *g, const char *what)
 {
-	fprintf(stderr, "qwenchat: warning: %s: %s\n", eng_gguf_name(g), what);
+	char msg[600];
+	snprintf(msg, sizeof msg, "warning: %s: %s", eng_gguf_name(g), what);
+	if (g_warn)
+		g_warn(msg);
 }
 
 /* A string key that must equal `want` (the tokenizer kinds we implement); absent, an

@@ -11,6 +11,12 @@
 #include "src/session/sampler.h"
 #include "tokenizer/tokenizer.h"
 
+/* Where the loader's warnings go (what a GGUF lacks that gets llama.cpp's kind of
+ * default, one line each, naming the file): fn; the previous one is returned. NULL,
+ * the start: nowhere, as for a caller that says nothing of such a file. */
+typedef void (*loader_warn_fn)(const char *msg);
+loader_warn_fn loader_warn_to(loader_warn_fn fn);
+
 /* The tokenizer of `path`: a directory's tokenizer.json, or a GGUF file's metadata.
  * NULL on error (err_set names the file and the field or key). */
 struct tok *loader_tokenizer(const char *path);

@@ -377,10 +377,8 @@ static void cat2(char *dst, const char *a, const char *b)
 int ckpt_discard_unmarked(const char *tmp, char *buf)
 {
 	struct stat st;
-	if (lstat(tmp, &st) != 0)
-		return errno == ENOENT ? 0 : 1;
-	if (!S_ISDIR(st.st_mode))
-		return 0; /* not a save's (ckpt_recover refuses it), and left alone */
+	if (lstat(tmp, &st) != 0 || !S_ISDIR(st.st_mode))
+		return 0; /* none, or not a save's (ckpt_recover refuses it): left alone */
 	cat2(buf, tmp, "/" TXN_MARK);
 	if (lstat(buf, &st) == 0)
 		return 1;
@@ -397,7 +395,8 @@ int ckpt_discard_unmarked(const char *tmp, char *buf)
 	}
 	cat2(buf, tmp, "/" TXN_MARK ".part");
 	unlink(buf);
-	return rmdir(tmp) == 0 ? 0 : 1;
+	rmdir(tmp); /* fails where something else is there, which ckpt_recover removes */
+	return 0;
 }
 
 struct ckpt_txn *ckpt_begin(const char *dir)

@@ -75,10 +75,10 @@ void ckpt_abort(struct ckpt_txn *x);
 int ckpt_recover(const char *dir);
 
 /* For a signal handler: tmp is DIR/.checkpoint.new and buf has room for strlen(tmp) +
- * 16 bytes. A set whose mark is written is kept (1: ckpt_recover puts it in place);
- * else the files of an unfinished one are removed by name, without reading the
- * directory (async-signal-safe calls only). 0 when no save is there any more (tmp
- * gone, never there, or not a directory, which is left alone), 1 when one is kept. */
+ * 16 bytes. A set whose mark is written is kept: 1 (ckpt_recover puts it in place).
+ * Else 0, the files of an unfinished one removed by name, without reading the
+ * directory (async-signal-safe calls only), and tmp with them unless something else
+ * is in it (left to ckpt_recover); a tmp that is not a directory is left alone. */
 int ckpt_discard_unmarked(const char *tmp, char *buf);
 
 #endif

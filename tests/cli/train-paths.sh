@@ -61,10 +61,12 @@ done
 # a run starting in --out holds files of its own (a cache being written) before its
 # first checkpoint: a second run says the directory is in use, not that they are foreign
 rm -rf "$TMP/busy" && mkdir -p "$TMP/busy/train-state" && : >"$TMP/busy/train-state/.data.u32.tmp.1"
-flock "$TMP/busy/.train.lock" sleep 30 &
+python3 -c 'import fcntl, sys, time
+f = open(sys.argv[1], "w"); fcntl.flock(f, fcntl.LOCK_EX); open(sys.argv[2], "w"); time.sleep(30)' \
+	"$TMP/busy/.train.lock" "$TMP/held" &
 held=$!
 i=0 # until the lock is held
-while flock -n "$TMP/busy/.train.lock" true && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while [ ! -e "$TMP/held" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 expect_exit 1 "--out in use by another run" "$QWENCHAT" train --out "$TMP/busy" $RUN --data "$TMP/ok.u32"
 expect_err_has "another 'qwenchat train' is using it" "... said so"
 kill $held 2>/dev/null; wait $held 2>/dev/null

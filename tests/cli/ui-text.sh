@@ -231,14 +231,14 @@ check_screen 'Type a message' "the chat starts on the byte-piece model"
 T send-keys -t ui '/debug probs' Enter
 T send-keys -t ui 'hi' Enter
 # the idle key hint shows before the message is taken too: wait for the answer first
-check_screen '//-----' "the byte-piece answer is written"
+check_screen '^  [^│]*//-----' "the byte-piece answer is written"
 check_screen '^Enter send \|' "the byte-piece answer ends"
 shot "probabilities of byte pieces"
 screen >"$TMP/pieces"
 T send-keys -t ui '/debug attention' Enter
 T send-keys -t ui 'again' Enter
 check_screen '^  again' "the second message is taken"
-wait_lines '//-----' 2 || fail "the second answer is not written"
+wait_lines '^assistant' 2 || fail "the second answer does not start"
 check_screen '^Enter send \|' "the second answer ends"
 check_screen '[0-9]+ keys' "the attention pane shows the second answer"
 shot "attention over byte pieces"

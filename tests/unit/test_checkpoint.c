@@ -387,14 +387,18 @@ static void test_discard_unmarked(void **state)
 	assert_int_equal(ckpt_discard_unmarked(tmp, buf), 1);
 	snprintf(p, sizeof p, "%s/f0", tmp);
 	assert_int_equal(lstat(p, &st), 0);
-	/* a file not of a save's names keeps the directory */
+	/* unmarked with a file not of a save's names: no save kept, the directory stays */
 	unlink(p);
 	snprintf(p, sizeof p, "%s/COMPLETE", tmp);
 	unlink(p);
+	snprintf(p, sizeof p, "%s/f3", tmp);
+	assert_int_equal(fio_write_atomic(p, "x", 1, 0600, 0), 0);
 	snprintf(p, sizeof p, "%s/notes", tmp);
 	assert_int_equal(fio_write_atomic(p, "mine", 4, 0600, 0), 0);
-	assert_int_equal(ckpt_discard_unmarked(tmp, buf), 1);
+	assert_int_equal(ckpt_discard_unmarked(tmp, buf), 0);
 	assert_int_equal(lstat(p, &st), 0);
+	snprintf(buf, sizeof buf, "%s/f3", tmp);
+	assert_int_equal(lstat(buf, &st), -1);
 	unlink(p);
 	rmdir(tmp);
 	/* a link there is no save: nothing kept, the link left alone */
