@@ -1,6 +1,8 @@
 /* utf8.c — well-formed UTF-8 (Unicode 15, table 3-7) and maximal subparts. */
 #include "src/base/utf8.h"
 
+#include <string.h>
+
 /* Bytes of the well-formed sequence at p[0..n), or 0 with *bad the length of the
  * ill-formed sequence's maximal subpart. */
 static size_t sequence(const unsigned char *p, size_t n, size_t *bad)
@@ -45,4 +47,32 @@ void utf8_next_piece(const char *s, size_t n, size_t *valid, size_t *bad)
 		i += k;
 	}
 	*valid = i;
+}
+
+size_t utf8_replaced_len(const char *text, size_t len)
+{
+	size_t out = 0, pieces = 0;
+	for (size_t i = 0; i < len;) {
+		size_t valid, bad;
+		utf8_next_piece(text + i, len - i, &valid, &bad);
+		out += valid + (bad ? 3 : 0); /* bad >= 1: out <= 3 * len */
+		pieces += bad ? 1 : 0;
+		i += valid + bad;
+	}
+	return pieces ? out : 0;
+}
+
+void utf8_replace_ill_formed(const char *text, size_t len, char *out)
+{
+	for (size_t i = 0; i < len;) {
+		size_t valid, bad;
+		utf8_next_piece(text + i, len - i, &valid, &bad);
+		memcpy(out, text + i, valid);
+		out += valid;
+		if (bad) {
+			memcpy(out, UTF8_REPLACEMENT, 3);
+			out += 3;
+		}
+		i += valid + bad;
+	}
 }

@@ -13,4 +13,11 @@
  * its maximal subpart, as Unicode recommends and Python's errors="replace" does. */
 void utf8_next_piece(const char *s, size_t n, size_t *valid, size_t *bad);
 
+/* The bytes s[0..n) becomes with each ill-formed sequence (its maximal subpart, as
+ * Python's errors="replace") replaced by U+FFFD, or 0 when it is all well-formed
+ * (nothing to replace: the text can be used as it is). */
+size_t utf8_replaced_len(const char *s, size_t n);
+/* Writes that text into out, which has room for utf8_replaced_len(s, n) bytes. */
+void utf8_replace_ill_formed(const char *s, size_t n, char *out);
+
 #endif

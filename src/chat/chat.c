@@ -2,6 +2,7 @@
 #include "src/chat/chat.h"
 #include "src/base/array.h"
 #include "src/base/err.h"
+#include "src/base/utf8.h"
 #include "src/base/fileio.h"
 #include "src/base/jsonlimit.h"
 #include "src/base/jsontype.h"
@@ -41,72 +42,20 @@ int chat_role_parse(const char *name)
 	return -1;
 }
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one
- * (overlong forms, surrogates and code points above U+10FFFF are invalid). */
-static size_t utf8_seq(const unsigned char *s)
-{
-	unsigned c = s[0];
-	if (c < 0x80)
-		return 1;
-	size_t n;
-	uint32_t cp, min;
-	if ((c & 0xe0) == 0xc0) {
-		n = 2;
-		cp = c & 0x1f;
-		min = 0x80;
-	} else if ((c & 0xf0) == 0xe0) {
-		n = 3;
-		cp = c & 0x0f;
-		min = 0x800;
-	} else if ((c & 0xf8) == 0xf0) {
-		n = 4;
-		cp = c & 0x07;
-		min = 0x10000;
-	} else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
-/* A copy of s in which every byte that does not start a valid UTF-8 sequence
- * becomes U+FFFD; NULL when out of memory. */
+/* A copy of s in which each ill-formed UTF-8 sequence becomes U+FFFD (its maximal
+ * subpart, as the training data and Python's errors="replace" have it); NULL when out
+ * of memory. */
 static char *utf8_dup(const char *s)
 {
-	size_t bad = 0, len = 0;
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		size_t n = utf8_seq(p);
-		if (n == 0) {
-			bad++;
-			p++;
-			len++;
-		} else {
-			p += n;
-			len += n;
-		}
-	}
-	char *out = malloc(len + bad * 2 + 1);
+	size_t n = strlen(s), fixed = utf8_replaced_len(s, n);
+	char *out = malloc((fixed ? fixed : n) + 1);
 	if (!out)
 		return NULL;
-	char *o = out;
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		size_t n = utf8_seq(p);
-		if (n == 0) {
-			memcpy(o, "\xef\xbf\xbd", 3);
-			o += 3;
-			p++;
-		} else {
-			memcpy(o, p, n);
-			o += n;
-			p += n;
-		}
-	}
-	*o = '\0';
+	if (fixed)
+		utf8_replace_ill_formed(s, n, out);
+	else
+		memcpy(out, s, n);
+	out[fixed ? fixed : n] = '\0';
 	return out;
 }
 

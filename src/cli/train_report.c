@@ -382,6 +382,18 @@ static void say_tally(struct train_report *r)
 	    r->step_seconds > 0 ? (double)r->positions / r->step_seconds : 0.0, r->last_loss, val);
 }
 
+/* stderr that no longer takes writes (a closed pipe: SIGPIPE is ignored, see
+ * catch_stop) ends the run as a hangup does, the step under way saved: the progress
+ * has nowhere to go, and nothing of the run must be lost with it. */
+static void output_lost(void)
+{
+	if (!ferror(stderr))
+		return;
+	clearerr(stderr);
+	if (!g_stop)
+		g_stop = SIGPIPE;
+}
+
 static void on_step(void *user, const struct loop_status *s)
 {
 	struct train_report *r = user;
@@ -405,6 +417,7 @@ static void on_step(void *user, const struct loop_status *s)
 		fputc('\n', stderr);
 	r->live = r->mode == LIVE_LINE;
 	fflush(stderr);
+	output_lost();
 }
 
 static void on_eval(void *user, const struct loop_status *s)
@@ -554,6 +567,7 @@ static void catch_stop(void)
 	sigaction(SIGTERM, &sa, NULL);
 	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
 		sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a write to a closed pipe fails instead: output_lost */
 }
 
 void train_catch_signals_new(const struct rundir_leftovers *l)

@@ -117,12 +117,18 @@ static int load_stream(struct run *u, struct dset *d, char *const *files, int n,
 			       "text file makes one of each line and the next, so it needs two "
 			       "non-blank lines or more)",
 			       flag);
-	if (o->sft && d->sft.conversations < 1)
+	if (o->sft && d->sft.conversations < 1) {
+		char keep[64] = ""; /* what the printed counts say too */
+		if (d->sft.left_out && d->sft.left_out_ctx > T)
+			snprintf(keep, sizeof keep, " (--ctx %lld would keep %s)",
+				 (long long)d->sft.left_out_ctx,
+				 d->sft.left_out == 1 ? "it" : "them all");
 		return err_set("%s: no conversation to %s: %lld without an assistant answer to "
 			       "train on, "
-			       "%lld whose first answer ends past --ctx %d",
+			       "%lld whose first answer ends past --ctx %d%s",
 			       flag, strcmp(flag, "--val") ? "train on" : "evaluate",
-			       (long long)d->sft.no_answer, (long long)d->sft.left_out, T);
+			       (long long)d->sft.no_answer, (long long)d->sft.left_out, T, keep);
+	}
 	if (!o->sft && batch_windows(d->len, T) < 1)
 		return err_set("%s: %zu token%s, fewer than one window needs: --ctx %d takes %d "
 			       "(the inputs and the targets one token further)",

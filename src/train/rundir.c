@@ -153,7 +153,9 @@ int rundir_lock(const char *dir, bool create)
 
 void rundir_unlock(const char *dir, int lock)
 {
-	char *path = holds_run(dir) ? NULL : fio_join(dir, LOCK_NAME ".lock");
+	/* the model the run leaves is a directory like any other, without it; a process
+	 * that opened the file meanwhile finds it gone and locks a new one (fio_try_lock) */
+	char *path = fio_join(dir, LOCK_NAME ".lock");
 	if (path)
 		unlink(path); /* before the close: see rundir_abandon */
 	free(path);

@@ -20,8 +20,9 @@ int rundir_check_new(const char *dir);
  * process holds the lock: "another qwenchat train is using it"). */
 int rundir_lock(const char *dir, bool create);
 
-/* Lets go of rundir_lock's lock on dir; its lock file goes too when dir holds no
- * run (a --resume of a directory that is not one leaves nothing in it). */
+/* Lets go of rundir_lock's lock on dir, its lock file removed: a finished run's
+ * directory is a model like any other (and a --resume of a directory that is not a
+ * run leaves nothing in it). */
 void rundir_unlock(const char *dir, int lock);
 
 /* After a new run failed before its first checkpoint: removes what it wrote (the

@@ -78,37 +78,6 @@ int tokens_from_u32(const void *data, size_t len, int vocab, int32_t **ids, size
 	return 0;
 }
 
-/* The bytes text becomes with every ill-formed UTF-8 sequence replaced by U+FFFD
- * (its maximal subpart, as Python's errors="replace"), or 0 when it is all
- * well-formed: then it is encoded in place, without a copy. */
-static size_t replaced_len(const char *text, size_t len)
-{
-	size_t out = 0, pieces = 0;
-	for (size_t i = 0; i < len;) {
-		size_t valid, bad;
-		utf8_next_piece(text + i, len - i, &valid, &bad);
-		out += valid + (bad ? 3 : 0); /* bad >= 1: out <= 3 * len */
-		pieces += bad ? 1 : 0;
-		i += valid + bad;
-	}
-	return pieces ? out : 0;
-}
-
-static void replace_ill_formed(const char *text, size_t len, char *out)
-{
-	for (size_t i = 0; i < len;) {
-		size_t valid, bad;
-		utf8_next_piece(text + i, len - i, &valid, &bad);
-		memcpy(out, text + i, valid);
-		out += valid;
-		if (bad) {
-			memcpy(out, UTF8_REPLACEMENT, 3);
-			out += 3;
-		}
-		i += valid + bad;
-	}
-}
-
 int tokens_from_text(struct tok *tk, int vocab, const char *text, size_t len, int32_t **ids,
 		     size_t *n)
 {
@@ -120,12 +89,12 @@ int tokens_from_text(struct tok *tk, int vocab, const char *text, size_t len, in
 	if (eot >= vocab)
 		return err_set("the end-of-text token id %d is not below the model's vocab_size %d",
 			       (int)eot, vocab);
-	size_t clean_len = replaced_len(text, len);
+	size_t clean_len = utf8_replaced_len(text, len);
 	char *clean = NULL;
 	if (clean_len) {
 		if (len > (size_t)-1 / 3 || !(clean = malloc(clean_len)))
 			return err_set("out of memory for %zu bytes of text", len);
-		replace_ill_formed(text, len, clean);
+		utf8_replace_ill_formed(text, len, clean);
 		text = clean;
 		len = clean_len;
 	}

@@ -141,6 +141,12 @@ done
 	grep -q "1 left out (the first answer ends past --ctx $((need - 1))" "$TMP/err-$((need - 1))" &&
 	pass "--ctx $need, as the count says, keeps the conversation left out" ||
 	fail "--ctx $need: $(grep '^data' "$TMP/err-$need"); $(grep '^data' "$TMP/err-$((need - 1))")"
+# every conversation left out: the error says the --ctx that keeps them all
+"$QWENCHAT" train --out "$TMP/none" $SCRATCH --data "$TMP/conv.jsonl" --ctx 16 --batch 4 \
+	--threads 2 --steps 0 >/dev/null 2>"$TMP/err-none" && fail "--ctx 16: every conversation left out, yet it ran"
+tail -n 1 "$TMP/err-none" | grep -q "whose first answer ends past --ctx 16 (--ctx [0-9]* would keep them all)$" &&
+	pass "no conversation within --ctx: the one that keeps them is said" ||
+	fail "no conversation within --ctx: $(tail -n 1 "$TMP/err-none")"
 grep -q '^rows: one conversation each, padded to --ctx 128: [0-9.]*% of the positions are padding$' "$TMP/err" &&
 	grep -q '^validation: 3 conversations' "$TMP/err" && pass "padding and validation reported" ||
 	fail "rows/validation lines: $(grep -E '^(rows|validation)' "$TMP/err")"

@@ -3,7 +3,7 @@
 # finishes the step under way (or abandons an evaluation), saves it and exits 128 + the
 # signal, and the resumed run repeats an uninterrupted one bit for bit; a second signal,
 # or one before the first step, stops at once and names the checkpoint kept; SIGHUP
-# ignored under nohup stays ignored.
+# ignored under nohup stays ignored; a closed pipe on stderr saves as a hangup does.
 . "$TOP_SRCDIR/tests/lib.sh"
 
 # Token ids below 1000 (fixed).
@@ -246,5 +246,17 @@ stop TERM "$TMP/sigterm" 400
 rc=$?
 [ "$rc" -eq 143 ] && [ -f "$TMP/sigterm/model.safetensors" ] &&
 	pass "SIGTERM: saved, exit 143" || fail "SIGTERM: exit $rc: $(tail -n 2 "$TMP/err-TERM")"
+
+# stderr into a pipe that closes (| head): the step under way is saved, exit 141 as for
+# SIGPIPE, and the run resumes
+rm -rf "$TMP/pipe"
+("$QWENCHAT" train --out "$TMP/pipe" $IDS --steps 100000 --save-every 100000 --eval-every 100000 \
+	--ctx 16 --batch 2 --threads 1 --no-panel 2>&1; echo $? >"$TMP/pipe-rc") | head -n 2 >/dev/null
+i=0
+while [ ! -s "$TMP/pipe-rc" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+[ "$(cat "$TMP/pipe-rc")" = 141 ] && [ -f "$TMP/pipe/train-state/state.json" ] &&
+	"$QWENCHAT" train --resume "$TMP/pipe" --steps 2 --no-panel >/dev/null 2>&1 &&
+	pass "a closed stderr pipe: the step saved, exit 141, the run resumes" ||
+	fail "a closed stderr pipe: exit $(cat "$TMP/pipe-rc"), $(ls "$TMP/pipe" 2>&1 | tr '\n' ' ')"
 
 finish

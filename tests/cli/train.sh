@@ -319,6 +319,8 @@ if "$QWENCHAT" run -m "$R" -p "the" -n 4 --no-think --seed 1 >"$TMP/out" 2>"$TMP
 else
 	fail "the checkpoint does not load: $(tail -n 2 "$TMP/err")"
 fi
+[ ! -e "$R/.train.lock" ] && pass "a finished run leaves no lock file in its model" ||
+	fail "$R/.train.lock is left behind"
 train_usage 1 "--out a directory holding a run" "holds a training run (at step 6)" --out "$R" $TEXT
 rm -rf "$TMP/damaged" && cp -a "$R" "$TMP/damaged" && echo '{"step":' >"$TMP/damaged/train-state/state.json"
 train_usage 1 "--out a directory holding a damaged run" "state cannot be read (choose another --out): $TMP/damaged/train-state/state.json: invalid JSON" --out "$TMP/damaged" $TEXT
