@@ -317,13 +317,15 @@ static void print_stats(const struct sess_stats *st, const uint64_t *seed, bool 
 	char rate[48] = "no rate: one token, or all at once"; /* a server's single chunk */
 	if (st->decode_tps > 0)
 		snprintf(rate, sizeof rate, "%.1f tok/s", st->decode_tps);
+	char ttft[48] = "no first token"; /* -n 0, or a stop before one */
+	if (st->generated > 0)
+		snprintf(ttft, sizeof ttft, "time to first token %.3f s", st->ttft);
 	print_seed(seed);
 	fprintf(stderr,
-		"stats: %d token%s reused, %d prefilled in %.3f s (%.1f tok/s), "
-		"time to first token %.3f s\n"
+		"stats: %d token%s reused, %d prefilled in %.3f s (%.1f tok/s), %s\n"
 		"stats: %d generated in %.3f s (%s), stopped: %s\n",
 		st->reused, st->reused == 1 ? "" : "s", st->prefilled, st->prefill_seconds,
-		st->prefill_tps, st->ttft, st->generated, st->decode_seconds, rate,
+		st->prefill_tps, ttft, st->generated, st->decode_seconds, rate,
 		failed ? "error" : stop_name(st->stop));
 }
 
