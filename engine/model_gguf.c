@@ -367,6 +367,50 @@ static const struct gguf_tensor *locate(const struct eng_model *m, const char *n
 	return NULL;
 }
 
+/* Q, K or V of a layer stored fused, as blk.N.attn_qkv.weight with their rows one after
+ * the other (llama.cpp loads such a file): the rows of `name` in it, as a tensor of
+ * its own (the rows are whole blocks, so any type slices by rows). NULL when the
+ * file has no such tensor; on a fused one of the wrong shape, NULL with *bad set. */
+static const struct gguf_tensor *fused_part(struct binder *b, const char *name, int64_t rows,
+					    int64_t cols, struct gguf_tensor *part, int *fi,
+					    bool *bad)
+{
+	const struct eng_config *c = &b->m->cfg;
+	const char *dot = strstr(name, ".attn_");
+	int which = !dot                             ? -1
+		    : !strcmp(dot, ".attn_q.weight") ? 0
+		    : !strcmp(dot, ".attn_k.weight") ? 1
+		    : !strcmp(dot, ".attn_v.weight") ? 2
+						     : -1;
+	char fused[GGUF_MAX_NAME];
+	*bad = false;
+	if (which < 0 || snprintf(fused, sizeof fused, "%.*s.attn_qkv.weight", (int)(dot - name),
+				  name) >= (int)sizeof fused)
+		return NULL;
+	const struct gguf_tensor *t = locate(b->m, fused, fi);
+	if (!t)
+		return NULL;
+	int64_t q = (int64_t)c->num_heads * c->head_dim,
+		kv = (int64_t)c->num_kv_heads * c->head_dim;
+	int64_t first = which == 0 ? 0 : which == 1 ? q : q + kv, all = q + 2 * kv;
+	if (t->ne[0] != cols || t->ne[1] != all || t->ne[2] != 1 || t->ne[3] != 1 ||
+	    t->nbytes % (size_t)all) {
+		*bad = true;
+		err_set("%s: tensor %s has shape [%lld,%lld] (ne0 first), the " ARCH
+			".* keys need [%lld,%lld]: Q, K and V rows",
+			b->m->gg[*fi]->name, fused, (long long)t->ne[0], (long long)t->ne[1],
+			(long long)cols, (long long)all);
+		return NULL;
+	}
+	size_t row = t->nbytes / (size_t)all;
+	*part = *t;
+	part->ne[1] = rows;
+	part->data = (const uint8_t *)t->data + row * (size_t)first;
+	part->nbytes = row * (size_t)rows;
+	b->used[*fi][t - b->m->gg[*fi]->tensors] = true;
+	return part;
+}
+
 /* Binds one weight (model_bind_fn): (rows, cols) in PyTorch's order is ne = [cols, rows]
  * in ggml's. */
 static int bind(void *ctx, const char *name, int ndim, int64_t rows, int64_t cols,
@@ -375,7 +419,13 @@ static int bind(void *ctx, const char *name, int ndim, int64_t rows, int64_t col
 	struct binder *b = ctx;
 	struct eng_model *m = b->m;
 	int fi;
+	struct gguf_tensor part;
+	bool bad = false;
 	const struct gguf_tensor *t = locate(m, name, &fi);
+	if (!t && ndim == 2)
+		t = fused_part(b, name, rows, cols, &part, &fi, &bad);
+	if (bad)
+		return -1;
 	if (!t)
 		return err_set("%s: tensor %s is missing", m->gg[0]->name, name);
 	const char *fn = m->gg[fi]->name;
@@ -401,7 +451,8 @@ static int bind(void *ctx, const char *name, int ndim, int64_t rows, int64_t col
 	if (ndim == 1 && eng_dtype_quantized(t->dtype))
 		return err_set("%s: tensor %s is a norm stored as %s (only F32, F16 or BF16)", fn,
 			       name, eng_dtype_name(t->dtype));
-	b->used[fi][t - m->gg[fi]->tensors] = true;
+	if (t != &part) /* fused_part marks the fused tensor */
+		b->used[fi][t - m->gg[fi]->tensors] = true;
 	dst->data = t->data;
 	dst->dtype = t->dtype;
 	dst->ndim = ndim;

@@ -328,8 +328,23 @@ def quirks(kvs, tens, cfg, names):
                    "qwen3.attention.head_count_kv")
             kvs = [(k, ARRAY, [v] * n_layers, I32) if k in arr else (k, t, v, *e)
                    for k, t, v, *e in kvs]
+        elif q == "fused-qkv":  # blk.N.attn_qkv.weight: Q's rows, then K's, then V's
+            byname = {n: (ne, g, raw) for n, ne, g, raw in tens}
+            out = []
+            for n, ne, g, raw in tens:
+                if n.endswith(".attn_q.weight"):
+                    p = n[:-len("attn_q.weight")]
+                    parts = [byname[p + x + ".weight"] for x in ("attn_q", "attn_k", "attn_v")]
+                    out.append((p + "attn_qkv.weight", [ne[0], sum(x[0][1] for x in parts)],
+                                g, b"".join(x[2] for x in parts)))
+                elif not (n.endswith(".attn_k.weight") or n.endswith(".attn_v.weight")):
+                    out.append((n, ne, g, raw))
+            tens = out
         elif q == "trailing-ones":
             tens = [(n, ne + [1], g, raw) for n, ne, g, raw in tens]
+        elif q == "pre-alias":  # a name llama.cpp reads as qwen2's pre-tokenizer
+            kvs = [(k, t, "deepseek-r1-qwen" if k == "tokenizer.ggml.pre" else v, *e)
+                   for k, t, v, *e in kvs]
         elif q in ("no-pre", "no-token-type"):
             key = {"no-pre": "tokenizer.ggml.pre",
                    "no-token-type": "tokenizer.ggml.token_type"}[q]
@@ -358,7 +373,7 @@ def main():
     ap.add_argument("--quirks", default="",
                     help="comma-separated, what other writers do that llama.cpp still "
                          "loads: layer-arrays (per-layer sizes as arrays), trailing-ones "
-                         "(shapes stored with a last dimension of 1), no-pre, "
+                         "(shapes stored with a last dimension of 1), fused-qkv, pre-alias, no-pre, "
                          "no-token-type, bad-padding (a padding id past the tokens)")
     a = ap.parse_args()
     cfg = json.load(open(a.model_dir + "/config.json"))

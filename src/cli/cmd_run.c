@@ -359,7 +359,7 @@ static int32_t *prompt_ids(const struct run_args *a, struct tok *t, const char *
 	const char *warning = NULL;
 	enum tmpl_variant v = tmpl_detect(tok_chat_template(t), &warning);
 	if (warning)
-		fprintf(stderr, "qwenchat: %s\n", warning);
+		fprintf(stderr, "qwenchat: warning: %s\n", warning);
 	else if (a->think != TMPL_THINK_ABSENT && !tmpl_has_think_switch(v))
 		fprintf(stderr, "qwenchat: %s: this model's template (%s) has no thinking switch\n",
 			a->think ? "--think" : "--no-think", tmpl_variant_name(v));

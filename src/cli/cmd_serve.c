@@ -203,7 +203,7 @@ static int open_model(const struct serve_args *a, const struct eng_options *eo, 
 	m->variant = tmpl_detect(tok_chat_template(m->tok), &warning);
 	m->absent_think = tmpl_absent_think(tok_chat_template(m->tok));
 	if (warning)
-		cli_notice(warning);
+		cli_error("warning: %s", warning);
 	m->max_tokens = a->cli.set & CLI_SET_MAX_NEW ? a->cli.max_new : 0;
 	m->name = model_name(cli_model_name(&a->cli), *dir);
 	return 0;

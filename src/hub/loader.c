@@ -20,6 +20,8 @@
  * none. This one, written by quantize, says which; absent, NFC (Qwen's, as in the
  * files llama.cpp's converter makes of Qwen3). */
 #define NORMALIZER "qwenchat.tokenizer.normalizer"
+/* tokenizer_config.json, which holds a directory's template, may be 16 MiB at most */
+#define TEMPLATE_MAX (16 << 20)
 
 static loader_warn_fn g_warn;
 
@@ -37,6 +39,16 @@ static void warn(const struct eng_gguf *g, const char *what)
 	snprintf(msg, sizeof msg, "warning: %s: %s", eng_gguf_name(g), what);
 	if (g_warn)
 		g_warn(msg);
+}
+
+/* The pre-tokenizer names llama.cpp reads as Qwen2's (llama-vocab.cpp): one regex. */
+static bool qwen2_pre(const char *s, size_t n)
+{
+	static const char *const alias[] = {"deepseek-r1-qwen", "kormo", "f2llmv2"};
+	for (size_t i = 0; i < sizeof alias / sizeof *alias; i++)
+		if (n == strlen(alias[i]) && !memcmp(s, alias[i], n))
+			return true;
+	return false;
 }
 
 /* A string key that must equal `want` (the tokenizer kinds we implement); absent, an
@@ -57,6 +69,8 @@ static int expect_str(const struct eng_gguf *g, const char *key, const char *wan
 		return err_set("%s: key %s is missing (%s)", eng_gguf_name(g), key,
 			       strcmp(key, "tokenizer.ggml.model") ? "the tokenizer is incomplete"
 								   : "no tokenizer in this GGUF");
+	if (!strcmp(want, "qwen2") && qwen2_pre(s, n))
+		return 0;
 	if (n != strlen(want) || memcmp(s, want, n))
 		return err_set("%s: key %s is \"%.*s\"; only \"%s\" (Qwen's byte-level BPE) is "
 			       "supported",
@@ -240,6 +254,10 @@ static int chat_template(const struct eng_gguf *g, char **out)
 		return r < 0 ? -1 : 0;
 	if (memchr(s, 0, n))
 		return err_set("%s: key tokenizer.chat_template holds a NUL", eng_gguf_name(g));
+	if (n > TEMPLATE_MAX) /* as tokenizer_config.json's own size limit */
+		return err_set("%s: key tokenizer.chat_template is %zu bytes, more than a chat "
+			       "template takes (%d)",
+			       eng_gguf_name(g), n, TEMPLATE_MAX);
 	if (!(*out = malloc(n + 1)))
 		return err_set("out of memory");
 	memcpy(*out, s, n);

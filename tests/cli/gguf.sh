@@ -303,10 +303,18 @@ EOF2
 EOF2
 cmp -s "$TMP/l1" "$TMP/l2" && pass "logits: the same bytes" || fail "logits differ"
 # what other writers do and llama.cpp loads: per-layer sizes as arrays, shapes with a
-# last dimension of 1, no pre-tokenizer name, no token types, a padding id past the
-# tokens. The same ids and logits, each default said once on stderr.
+# last dimension of 1, Q, K and V fused in one tensor, no pre-tokenizer name, no token
+# types, a padding id past the tokens. The same ids and logits, each default said once
+# on stderr; and a pre-tokenizer name llama.cpp takes for Qwen2's.
 $PY "$TOP_SRCDIR/tests/mkgguf.py" "$Q" "$TMP/odd.gguf" --norm-type bf16 \
-	--quirks layer-arrays,trailing-ones,no-pre,no-token-type,bad-padding || fail "mkgguf quirks"
+	--quirks layer-arrays,trailing-ones,fused-qkv,no-pre,no-token-type,bad-padding ||
+	fail "mkgguf quirks"
+$PY "$TOP_SRCDIR/tests/mkgguf.py" "$Q" "$TMP/alias.gguf" --norm-type bf16 --quirks pre-alias ||
+	fail "mkgguf pre-alias"
+b=$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/alias.gguf" 2>"$TMP/err")
+[ -n "$b" ] && [ "$b" = "$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$Q")" ] && ! [ -s "$TMP/err" ] &&
+	pass "tokenizer.ggml.pre \"deepseek-r1-qwen\": Qwen2's, as llama.cpp reads it" ||
+	fail "pre alias: '$b' $(cat "$TMP/err")"
 b=$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$TMP/odd.gguf" 2>"$TMP/err")
 [ -n "$a" ] && [ "$(echo "$b" | "$QWENCHAT" detokenize -m "$Q")" = "$text" ] &&
 	[ "$b" = "$(printf '%s' "$text" | "$QWENCHAT" tokenize -m "$Q")" ] &&
@@ -324,7 +332,7 @@ grep -q "odd.gguf: key tokenizer.ggml.pre is missing: Qwen2's" "$TMP/err" &&
 "$QWENCHAT" logits -m "$TMP/odd.gguf" --backend cpu --out "$TMP/l3" 2>/dev/null <<EOF2 || fail "logits on the quirky GGUF"
 151644 872 198 9707
 EOF2
-cmp -s "$TMP/l1" "$TMP/l3" && pass "per-layer arrays and trailing 1s: the same logits" ||
+cmp -s "$TMP/l1" "$TMP/l3" && pass "per-layer arrays, trailing 1s, fused QKV: the same logits" ||
 	fail "quirky GGUF: logits differ"
 
 finish
