@@ -138,12 +138,20 @@ static bool authorized(const struct serve *srv, struct MHD_Connection *conn)
 		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return false;
+	/* the token without the white space around it, which is no part of a header's
+	 * value (RFC 9110, 5.5) */
+	const char *k = h + 7;
+	size_t n = strlen(k);
+	while (*k == ' ' || *k == '\t')
+		k++, n--;
+	while (n && (k[n - 1] == ' ' || k[n - 1] == '\t'))
+		n--;
 	/* Hashes of equal length, compared without an early exit: the time taken says
 	 * nothing about how much of the key was right. */
 	uint8_t got[SHA256_DIGEST_SIZE];
 	struct sha256_ctx ctx;
 	sha256_init(&ctx);
-	sha256_update(&ctx, strlen(h + 7), (const uint8_t *)h + 7);
+	sha256_update(&ctx, n, (const uint8_t *)k);
 	sha256_digest(&ctx, sizeof got, got);
 	return memeql_sec(got, srv->key_hash, sizeof got);
 }
@@ -215,7 +223,7 @@ static enum MHD_Result accept_body(struct MHD_Connection *conn, struct request *
  * in a coding other than chunked: a proxy in front may take another request out of
  * it than this server does (RFC 9112, 6.3), so it is refused, before the body. */
 struct framing {
-	int lengths, codings, hosts, origins; /* hosts, origins: for route */
+	int lengths, codings, hosts, origins, auths; /* hosts, origins, auths: for route */
 	bool other; /* a Transfer-Encoding other than "chunked" */
 };
 
@@ -232,6 +240,7 @@ static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const c
 	}
 	f->hosts += !strcasecmp(key, MHD_HTTP_HEADER_HOST);
 	f->origins += !strcasecmp(key, MHD_HTTP_HEADER_ORIGIN);
+	f->auths += !strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION);
 	return MHD_YES;
 }
 
@@ -319,10 +328,12 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 	 * (RFC 9112, 3.2: a second Host is a 400) */
 	struct framing f = {0};
 	MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, &f);
-	if (f.hosts > 1 || f.origins > 1)
+	if (f.hosts > 1 || f.origins > 1 || f.auths > 1)
 		return reply_error(conn, rq, 400,
-				   f.hosts > 1 ? "the request has more than one Host header"
-					       : "the request has more than one Origin header",
+				   f.hosts > 1     ? "the request has more than one Host header"
+				   : f.origins > 1 ? "the request has more than one Origin header"
+						   : "the request has more than one Authorization "
+						     "header",
 				   NULL, "bad_header");
 	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
 	if (srv->loopback && !origin_host_is_local(host)) {

@@ -259,6 +259,17 @@ def hostile(port, kport, key, timeout):
     # the right key opens every endpoint
     got, _, _ = request(kport, "GET", "/v1/models", headers={"Authorization": "Bearer " + key})
     check(got == 200, "the right API key: 200")
+    # ... with white space after it (no part of a header's value): 200 too
+    code, _ = raw(kport, b"GET /v1/models HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s \t\r\n"
+                  b"Connection: close\r\n\r\n" % key.encode(), timeout=5)
+    check(code == 200, "the right API key and a trailing blank: 200 (%d)" % code)
+    # two keys, the right one first or last: refused either way (a proxy may read the other)
+    for two in ((key, key + "x"), (key + "x", key)):
+        code, data = raw(kport, b"GET /v1/models HTTP/1.1\r\nHost: localhost\r\n"
+                         b"Authorization: Bearer %s\r\nAuthorization: Bearer %s\r\n"
+                         b"Connection: close\r\n\r\n" % (two[0].encode(), two[1].encode()),
+                         timeout=5)
+        check(code == 400, "two Authorization headers: 400 (%d)" % code)
 
     # slowloris: half a request line, then silence; others are answered meanwhile and the
     # silent connection is closed once the timeout passes
