@@ -67,8 +67,12 @@ static int chat_opt(void *user, int key, const char *arg)
 	switch (key) {
 	case OPT_PLAIN: a->plain = true; return 0;
 	case OPT_RESUME: a->cfg.resume = true; return 0;
-	case OPT_THINK: a->cfg.think = 1; return 0;
-	case OPT_NO_THINK: a->cfg.think = 0; return 0;
+	case OPT_THINK:
+	case OPT_NO_THINK:
+		if (a->cfg.think >= 0 && a->cfg.think != (key == OPT_THINK))
+			return cli_usage("chat", "--think and --no-think: give one"), -1;
+		a->cfg.think = key == OPT_THINK;
+		return 0;
 	case OPT_SYSTEM: a->cfg.system = arg; return 0;
 	case OPT_PARSE_SPECIAL: a->cfg.parse_special = true; return 0;
 	}

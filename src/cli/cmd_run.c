@@ -130,8 +130,13 @@ static int run_opt(void *user, int key, const char *arg)
 	case 'p': a->prompt = arg; return 0;
 	case 'f': a->file = arg; return 0;
 	case OPT_SYSTEM: a->system = arg; return 0;
-	case OPT_THINK: a->think = TMPL_THINK_ON; return 0;
-	case OPT_NO_THINK: a->think = TMPL_THINK_OFF; return 0;
+	case OPT_THINK:
+	case OPT_NO_THINK:
+		if (a->think != TMPL_THINK_ABSENT &&
+		    a->think != (key == OPT_THINK ? TMPL_THINK_ON : TMPL_THINK_OFF))
+			return cli_usage("run", "--think and --no-think: give one"), -1;
+		a->think = key == OPT_THINK ? TMPL_THINK_ON : TMPL_THINK_OFF;
+		return 0;
 	case OPT_RAW: a->raw = true; return 0;
 	case OPT_STATS: a->stats = true; return 0;
 	case OPT_PARSE_SPECIAL: a->parse_special = true; return 0;

@@ -14,6 +14,9 @@ for bad in "--temp nan" "--temp -1" "--top-p 1.5" "--top-k -3" "--min-p NaN" \
 done
 expect_exit 2 "run -p and -f" "$QWENCHAT" run -m "$TMP" -p hi -f /dev/null
 expect_err_has "-p and -f" "run -p and -f: message"
+expect_exit 2 "run --think --no-think" "$QWENCHAT" run -m "$TMP" -p hi --think --no-think
+expect_err_has "--think and --no-think: give one" "... said in one line"
+expect_exit 2 "chat --no-think --think" "$QWENCHAT" chat -m "$TMP" --no-think --think
 expect_exit 2 "run --raw --system" "$QWENCHAT" run -m "$TMP" -p hi --raw --system s
 expect_exit 2 "run --bogus" "$QWENCHAT" run -m "$TMP" -p hi --bogus
 expect_exit 2 "run extra argument" "$QWENCHAT" run -m "$TMP" -p hi extra
