@@ -644,6 +644,11 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 			err_set("out of memory");
 		return d;
 	}
+	/* a name ending in .gguf, without a :TAG, is a file's (no repo is named so): a
+	 * missing one is said missing, not looked for on the Hub */
+	size_t n = strlen(model);
+	if (n > 5 && !strcasecmp(model + n - 5, ".gguf") && !strchr(model, ':'))
+		return err_set("%s: no such file", model), NULL;
 	char *dir = resolve_spec(env, model, false, weights);
 	/* "runs/nope" read as a repo id, where runs/ is a directory here: a mistyped path
 	   more likely, which the message says too */

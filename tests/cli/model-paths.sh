@@ -66,6 +66,9 @@ done
 mkdir -p "$TMP/runs"
 expect_exit 1 "-m DIR/missing" env HF_HUB_OFFLINE=1 "$QWENCHAT" info -m "$TMP/runs/nope"
 expect_err_has "(and $TMP/runs has no file or directory nope)" "-m DIR/missing: names the directory"
+# a missing .gguf file is said missing, never asked of the Hub (no directory there either)
+expect_exit 1 "-m missing/x.gguf" "$QWENCHAT" info -m nodir/q.gguf
+expect_err_has "nodir/q.gguf: no such file" "-m missing/x.gguf: said missing"
 # a directory whose first checkpoint is being written (config.json comes last) says so
 mkdir -p "$TMP/saving/.checkpoint.new"
 expect_exit 1 "-m a first checkpoint being written" "$QWENCHAT" info -m "$TMP/saving"
