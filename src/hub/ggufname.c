@@ -288,14 +288,14 @@ static bool inside(const char *path, const char *root)
 	return r;
 }
 
-/* Whether path is inside root/blobs where that folder is a link (the blobs moved to
- * another disk, as people do): a blob may link within it, not out of it. */
-static bool inside_blobs(const char *path, const char *root)
+/* Whether path is inside root/sub (blobs or manifests) where that folder is a link
+ * (moved to another disk, as people do): a file may link within it, not out of it. */
+static bool inside_linked(const char *path, const char *root, const char *sub)
 {
-	char *blobs = fio_join(root, "blobs");
+	char *dir = fio_join(root, sub);
 	struct stat st;
-	bool r = blobs && lstat(blobs, &st) == 0 && S_ISLNK(st.st_mode) && inside(path, blobs);
-	free(blobs);
+	bool r = dir && lstat(dir, &st) == 0 && S_ISLNK(st.st_mode) && inside(path, dir);
+	free(dir);
 	return r;
 }
 
@@ -310,7 +310,7 @@ static json_t *ollama_manifest(const char *spec, const char *root, const char *r
 		return err_set("ollama:%s: no such model in %s (no %s; 'ollama pull %s' gets it)",
 			       spec, root, rel, spec),
 		       NULL;
-	if (!inside(mpath, root))
+	if (!inside(mpath, root) && !inside_linked(mpath, root, "manifests"))
 		return err_set("%s: a link out of the ollama store (refused)", mpath), NULL;
 	size_t len;
 	char *text = jlim_read_file(mpath, 64 << 10, &lim, &len);
@@ -349,7 +349,7 @@ static char *ollama_blob(const char *spec, const char *root, const char *mpath, 
 		err_set("ollama:%s: the manifest names %s, which is missing", spec, blob);
 	else if (!S_ISREG(st.st_mode))
 		err_set("ollama:%s: the manifest names %s, which is not a file", spec, blob);
-	else if (!inside(blob, root) && !inside_blobs(blob, root))
+	else if (!inside(blob, root) && !inside_linked(blob, root, "blobs"))
 		err_set("%s: a link out of the ollama store (refused)", blob);
 	else if (json_integer_value(size) != (json_int_t)st.st_size)
 		err_set("%s: %lld bytes where the manifest says %lld (damaged or incomplete; "

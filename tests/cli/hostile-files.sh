@@ -110,6 +110,10 @@ mv "$O/blobs" "$TMP/disk/blobs" && ln -s "$TMP/disk/blobs" "$O2/blobs"
 expect_exit 0 "ollama: blobs/ linked to another disk" env OLLAMA_MODELS="$O2" "$QWENCHAT" info -m ollama:tiny:good
 refused "OLLAMA_MODELS='$O2' '$QWENCHAT' info -m ollama:tiny:linked" "sha256-$sha2" \
 	"ollama: a blob linked out of a linked blobs/"
+# ... and manifests/ too
+mv "$O2/manifests" "$TMP/disk/manifests" && ln -s "$TMP/disk/manifests" "$O2/manifests"
+expect_exit 0 "ollama: manifests/ linked to another disk" env OLLAMA_MODELS="$O2" \
+	"$QWENCHAT" info -m ollama:tiny:good
 mv "$TMP/disk/blobs" "$O/blobs"
 
 # ---- conversation files beyond what one can be ------------------------------------------
