@@ -651,6 +651,7 @@ int dl_get(struct dl *d, const char *url, const char *path, const char *label,
 		}
 		x.have = 0;
 	}
+	bool resumed = x.have > 0; /* bytes of an earlier run's partial file */
 	x.t0 = clock_now();
 	hash_init(&x);
 	if (hash_existing(&x))
@@ -666,6 +667,10 @@ int dl_get(struct dl *d, const char *url, const char *path, const char *label,
 	if (rc == DL_OK) {
 		report(&x, 1);
 		rc = verify(&x, path, m) ? DL_FAIL : DL_OK;
+		/* the partial file it resumed may be what was wrong (verify removed it): the
+		 * next try fetches all of it; a fetch of its own that fails is a failure */
+		if (rc == DL_FAIL && resumed)
+			rc = DL_RETRY;
 	}
 out:
 	close(x.fd);

@@ -302,6 +302,15 @@ grep -q "^GET /cdn/$SHA.* bytes=$HAVE-" "$STATE/log" && grep -q "resuming after"
 cmp -s "$SRV/test/Tiny-Qwen3/model.safetensors" "$R3/snapshots/$C/model.safetensors" &&
 	pass "the resumed file is whole" || fail "the resumed file differs"
 check_cache "$HF_HUB_CACHE" "resumed download"
+# a partial file whose bytes are wrong (another tool's, a disk's fault): the resumed
+# download fails its sha256, and the next try fetches the whole file
+export HF_HUB_CACHE="$TMP/cache3b"
+R3B=$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)
+mkdir -p "$R3B/blobs" && head -c 100000 /dev/urandom >"$R3B/blobs/$SHA.incomplete"
+expect_exit 0 "a damaged partial file: fetched again whole" "$QWENCHAT" pull test/Tiny-Qwen3
+cmp -s "$SRV/test/Tiny-Qwen3/model.safetensors" "$R3B/snapshots/$C/model.safetensors" &&
+	pass "... and the file is whole" || fail "after a damaged partial file: the file differs"
+check_cache "$HF_HUB_CACHE" "damaged partial file"
 
 # --- transient failures: a 503 on a HEAD, a 429 on a GET, a short but clean body --
 export HF_HUB_CACHE="$TMP/cache11"
