@@ -72,14 +72,19 @@ static void server_message(const struct xfer *x, char *out, size_t sz)
 		m = json_object_get(root, "detail");
 	if (json_is_array(m) && json_array_size(m)) /* FastAPI: [{"msg": ...}] */
 		m = json_object_get(json_array_get(m, 0), "msg");
+	char *plain = NULL; /* the key again: the raw body may have spelled it with escapes */
+	size_t pn = json_is_string(m)
+			    ? without_key(x->r, json_string_value(m), json_string_length(m), &plain)
+			    : 0;
 	if (json_is_string(m))
-		reply_oneline(out, sz, json_string_value(m), json_string_length(m));
+		reply_oneline(out, sz, plain ? plain : json_string_value(m), pn);
 	else if (!root && n)
 		reply_oneline(out, sz, body, n);
 	else
 		out[0] = '\0';
 	json_decref(root);
 	free(clean);
+	free(plain);
 }
 
 void status_line(const struct xfer *x, char *out, size_t sz)
@@ -164,6 +169,27 @@ int curl_error(const struct remote *r, const struct xfer *x, CURLcode cc)
 	return err_set("%s: %s", r->shown, why);
 }
 
+/* A quote cut to one line ends in "...": where the cut fell inside the key (a server
+ * that spelled it with JSON escapes, which the raw body's search cannot see), the
+ * part before the cut is the key's first bytes. Those go too (4 or more: fewer say
+ * nothing of it, and a message may well hold them). */
+static void without_cut_key(const struct remote *r, const char *m, char *out, size_t sz)
+{
+	size_t kl = r->key ? strlen(r->key) : 0, k = 0;
+	const char *from = m;
+	for (const char *dots = strstr(m, "..."); kl >= 4 && dots; dots = strstr(dots + 3, "...")) {
+		size_t before = (size_t)(dots - from), l = kl - 1 < before ? kl - 1 : before;
+		while (l >= 4 && memcmp(dots - l, r->key, l))
+			l--;
+		if (l < 4)
+			continue;
+		k += (size_t)snprintf(out + k, k < sz ? sz - k : 0, "%.*s[API key]",
+				      (int)(before - l), from);
+		from = dots;
+	}
+	snprintf(out + (k < sz ? k : sz - 1), k < sz ? sz - k : 1, "%s", from);
+}
+
 void redact(const struct remote *r)
 {
 	const char *m = err_msg();
@@ -172,4 +198,8 @@ void redact(const struct remote *r)
 	if (clean || (!n && *m)) /* 0 for a message that is not empty: out of memory */
 		err_set("%s", n ? clean : "(an error message quoting the API key)");
 	free(clean);
+	char copy[ERR_MAX], out[ERR_MAX + 64];
+	snprintf(copy, sizeof copy, "%s", err_msg());
+	without_cut_key(r, copy, out, sizeof out);
+	err_set("%s", out);
 }

@@ -54,6 +54,10 @@ Modes and the real behaviour each imitates:
   quote-key   400 whose message quotes the Authorization header it got.
   quote-key-cut  the same after 270 bytes of padding, so that a message cut to one
               line would end inside the key.
+  quote-key-escaped  as quote-key-cut, the key spelled with JSON escapes (\\uXXXX,
+              as a PHP or Go server may escape characters), so that the body's raw
+              text does not hold it.
+  quote-key-event  a stream whose first event is an error quoting the key that way.
   done-open   like vllm, but after [DONE] the connection stays open, an SSE comment
               every 0.3 s for a minute (a proxy's keep-alive pings).
   error-endless  500 whose body never ends (1 KiB every 50 ms).
@@ -431,6 +435,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def mode_quote_key_cut(self, req):
         self.json_reply(400, {"error": {"message": "x" * 270 + " from %s"
                                         % self.headers.get("Authorization")}})
+
+    def escaped_key_message(self):
+        auth = self.headers.get("Authorization") or ""
+        return '{"error": {"message": "%s from %s"}}' % (
+            "x" * 270, "".join("\\u%04x" % ord(c) for c in auth))
+
+    def mode_quote_key_escaped(self, req):
+        body = self.escaped_key_message().encode()
+        self.send_response(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def mode_quote_key_event(self, req):
+        self.start_stream()
+        self.event(self.escaped_key_message())
+        self.end_stream()
+        self.raw(b"")
 
     def mode_done_open(self, req):
         self.end_stream = lambda: self.event("[DONE]")  # no last chunk: the body goes on

@@ -213,6 +213,15 @@ expect_exit 1 "an error quoting the key where the line is cut" env OPENAI_API_KE
 	"$QWENCHAT" run --url "$URL" -p x
 grep -qF "$(printf '%s' "$KEY" | cut -c1-8)" "$TMP/err" && fail "a part of the key is shown: $(cat "$TMP/err")" ||
 	pass "no part of the key is shown when the message is cut"
+# ... nor where the server spelled it with JSON escapes, in an answer or an event
+for m in quote-key-escaped quote-key-event; do
+	mode $m
+	expect_exit 1 "$m: an error quoting the key, escaped, cut" env OPENAI_API_KEY="$KEY" \
+		"$QWENCHAT" run --url "$URL" -p x
+	grep -qF "$(printf '%s' "$KEY" | cut -c1-8)" "$TMP/err" &&
+		fail "$m: a part of the key is shown: $(cat "$TMP/err")" ||
+		pass "$m: no part of the key is shown"
+done
 rm -f "$STATE/key"
 
 # --- one line for each failure ------------------------------------------------------------
