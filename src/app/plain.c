@@ -180,8 +180,8 @@ static void turn(struct app *a, char **prefill)
 			f.ctx_max);
 	else if (f.turn.stop == SESS_STOP_MAX && app_remote_url(a)) /* its context, or -n */
 		fprintf(stderr,
-			"qwenchat: the server ended the answer at a length limit (%d tokens)\n",
-			f.turn.generated);
+			"qwenchat: the server ended the answer at a length limit (%d token%s)\n",
+			f.turn.generated, f.turn.generated == 1 ? "" : "s");
 	char *back = rc ? app_take_refused(a) : NULL;
 	if (back) {
 		fprintf(stderr, "qwenchat: the message is back in the input line, to be "

@@ -476,8 +476,9 @@ static int run_remote(struct run_args *a, const char *prompt)
 		print_seed(seed);
 		fprintf(stderr,
 			"stats: the server sent no token counts; time to first token %.3f s\n"
-			"stats: %zu pieces of text in %.3f s, stopped: %s\n",
-			st.ttft, rep.deltas, st.decode_seconds, r2 ? "error" : stop_name(st.stop));
+			"stats: %zu piece%s of text in %.3f s, stopped: %s\n",
+			st.ttft, rep.deltas, rep.deltas == 1 ? "" : "s", st.decode_seconds,
+			r2 ? "error" : stop_name(st.stop));
 	} else if (a->stats) {
 		print_stats(&st, seed, r2 != 0);
 	}
