@@ -415,23 +415,48 @@ static int ollama_rel(const char *spec, char *rel, size_t size)
 	return 0;
 }
 
+/* rel (manifests/HOST/NS/NAME/TAG) with each part that is missing under root as
+ * written replaced by the one entry of its directory that equals it in any case:
+ * ollama matches names so ("qwen3:Q4_K_M" finds a tag filed as q4_k_m, and the
+ * reverse). A part with no such entry, or two, is left as it was. */
+static void fold_case(const char *root, char *rel)
+{
+	char *dir = strdup(root);
+	for (char *part = rel, *end; dir && part && *part; part = end ? end + 1 : NULL) {
+		end = strchr(part, '/');
+		if (end)
+			*end = '\0';
+		char *path = fio_join(dir, part);
+		if (path && !fio_exists(path)) {
+			DIR *d = opendir(dir);
+			struct dirent *e;
+			char match[256] = "";
+			int n = 0;
+			while (d && (e = readdir(d)))
+				if (!strcasecmp(e->d_name, part) && n++ == 0)
+					snprintf(match, sizeof match, "%s", e->d_name);
+			if (n == 1 && strlen(match) == strlen(part)) {
+				memcpy(part, match, strlen(part));
+				free(path);
+				path = fio_join(dir, part);
+			}
+			if (d)
+				closedir(d);
+		}
+		free(dir);
+		dir = path;
+		if (end)
+			*end = '/';
+	}
+	free(dir);
+}
+
 char *ggufname_ollama(const char *spec, const char *root)
 {
 	char rel[512];
 	if (ollama_rel(spec, rel, sizeof rel))
 		return NULL;
-	/* some ollama versions file the manifest under the name in lower case */
-	char *path = fio_join(root, rel);
-	if (path && !fio_exists(path)) {
-		char lower[sizeof rel];
-		for (size_t i = 0; (lower[i] = (char)tolower((unsigned char)rel[i])); i++)
-			;
-		char *lpath = fio_join(root, lower);
-		if (lpath && fio_exists(lpath))
-			memcpy(rel, lower, sizeof rel);
-		free(lpath);
-	}
-	free(path);
+	fold_case(root, rel);
 	char *mpath = fio_join(root, rel), *blob = NULL;
 	json_t *m = mpath ? ollama_manifest(spec, root, rel, mpath) : NULL, *l;
 	size_t i;

@@ -522,12 +522,14 @@ expect_exit 1 "ollama: a tag not pulled" env OLLAMA_MODELS="$O" "$RESOLVE" ollam
 err_has "ollama:tiny:8b: no such model" "ollama: clear error"
 expect_exit 1 "ollama: a path in the name" env OLLAMA_MODELS="$O" "$RESOLVE" "ollama:../x"
 # Pulled from another registry ("ollama pull hf.co/USER/REPO:TAG"): HOST/NAMESPACE/NAME/TAG,
-# as given or in lower case (as some ollama versions file it); a host with a port.
+# as given, in lower case (as some ollama versions file it) or in any other case (as
+# ollama matches names); a host with a port.
 for m in hf.co/Unsloth/Tiny-GGUF/Q4_K_M hf.co/unsloth/other-gguf/q4_k_m localhost:5000/me/tiny/v1; do
 	mkdir -p "$O/manifests/${m%/*}"
 	cp "$O/manifests/registry.ollama.ai/library/tiny/latest" "$O/manifests/$m"
 done
-for spec in hf.co/Unsloth/Tiny-GGUF:Q4_K_M hf.co/unsloth/Other-GGUF:Q4_K_M localhost:5000/me/tiny:v1; do
+for spec in hf.co/Unsloth/Tiny-GGUF:Q4_K_M hf.co/unsloth/Other-GGUF:Q4_K_M localhost:5000/me/tiny:v1 \
+	hf.co/Unsloth/tiny-gguf:q4_k_m Tiny:LATEST; do
 	expect_exit 0 "ollama:$spec" env OLLAMA_MODELS="$O" "$RESOLVE" "ollama:$spec"
 	[ "$(cat "$TMP/out")" = "$O/blobs/sha256-$blob" ] && pass "ollama:$spec: the model blob" ||
 		fail "ollama:$spec gave $(cat "$TMP/out")"
