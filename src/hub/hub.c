@@ -463,6 +463,14 @@ static void offline_miss(const char *repo_id, const char *rev, const char *root,
 	if (snap && tag && !file)
 		err_prefix("%s@%s (in the Hugging Face cache %s; HF_HUB_OFFLINE is set)", repo_id,
 			   rev, root);
+	else if (missing && !fio_is_dir(snap) && strcmp(rev, commit))
+		err_set("%s@%s: incomplete in the Hugging Face cache (refs/%s names commit %s, "
+			"whose snapshot %s is missing), and HF_HUB_OFFLINE is set",
+			repo_id, rev, rev, commit, snap);
+	else if (missing && !fio_is_dir(snap))
+		err_set("%s@%s: not in the Hugging Face cache (no snapshot %s), and "
+			"HF_HUB_OFFLINE is set",
+			repo_id, rev, snap);
 	else if (missing)
 		err_set("%s@%s: incomplete in the Hugging Face cache (%s: no %s there), and "
 			"HF_HUB_OFFLINE is set",

@@ -186,6 +186,11 @@ expect_exit 1 "offline: a snapshot without its config.json" env HF_HUB_OFFLINE=1
 	HF_HUB_CACHE="$TMP/cache-miss" "$QWENCHAT" info -m test/Tiny-Qwen3
 err_has "incomplete in the Hugging Face cache ($TMP/cache-miss/models--test--Tiny-Qwen3/snapshots/$C: no config.json there)" \
 	"offline incomplete snapshot: the missing file named"
+# refs/main naming a commit whose snapshot is gone: said so
+rm -rf "$TMP/cache-miss/models--test--Tiny-Qwen3/snapshots/$C"
+expect_exit 1 "offline: refs/main names a missing snapshot" env HF_HUB_OFFLINE=1 \
+	HF_HUB_CACHE="$TMP/cache-miss" "$QWENCHAT" info -m test/Tiny-Qwen3
+err_has "(refs/main names commit $C, whose snapshot" "offline missing snapshot: said so"
 
 # --- offline mode ---------------------------------------------------------------
 n=$(requests)
