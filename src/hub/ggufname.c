@@ -56,12 +56,29 @@ int ggufname_split_spec(const char *spec, char **repo_spec, char **tag)
 }
 
 /* NAME-0000k-of-0000N.gguf: the prefix length, k and N; false for a single file. */
+/* The number of the five digits at s, or -1 when they are not five digits. */
+static int digits5(const char *s)
+{
+	int v = 0;
+	for (int i = 0; i < 5; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v;
+}
+
 static bool split_part(const char *name, size_t *prefix, int *k, int *total)
 {
-	size_t n = strlen(name);
-	const char *s = name + n - strlen("-00001-of-00003.gguf");
-	if (n < strlen("-00001-of-00003.gguf") || sscanf(s, "-%5d-of-%5d.gguf", k, total) != 2 ||
-	    s[6] != '-' || *k < 1 || *k > *total)
+	size_t n = strlen(name), w = strlen("-00001-of-00003.gguf");
+	if (n < w)
+		return false;
+	/* every character checked: sscanf would take "-00001-of-0003/.gguf" too */
+	const char *s = name + n - w;
+	*k = digits5(s + 1);
+	*total = digits5(s + 10);
+	if (s[0] != '-' || strncmp(s + 6, "-of-", 4) || strcmp(s + 15, ".gguf") || *k < 1 ||
+	    *k > *total)
 		return false;
 	*prefix = (size_t)(s - name);
 	return true;
@@ -109,7 +126,8 @@ static size_t stem_len(const char *name)
 	int k, total;
 	if (split_part(name, &prefix, &k, &total))
 		return prefix;
-	return strlen(name) - 5;
+	size_t n = strlen(name);
+	return n > 5 ? n - 5 : 0;
 }
 
 /* Whether the tag ends the name's stem after a delimiter: the quantization a file is
@@ -118,7 +136,7 @@ static bool ends_with_tag(const char *name, const char *tag)
 {
 	const char *base = strrchr(name, '/');
 	base = base ? base + 1 : name;
-	size_t n = stem_len(name) - (size_t)(base - name), t = strlen(tag);
+	size_t n = stem_len(base), t = strlen(tag); /* the file's own name: not past a '/' */
 	return holds_tag(name, tag) && n >= t && !strncasecmp(base + n - t, tag, t) &&
 	       (n == t || base[n - t - 1] == '-' || base[n - t - 1] == '.');
 }
@@ -506,7 +524,7 @@ static char *tag_for(char *const *names, size_t n, size_t i)
 {
 	const char *name = names[i], *base = strrchr(name, '/');
 	base = base ? base + 1 : name;
-	size_t len = stem_len(name) - (size_t)(base - name);
+	size_t len = stem_len(base);
 	for (size_t at = len; at-- > 0;) {
 		if (base[at] != '-' && base[at] != '.')
 			continue;

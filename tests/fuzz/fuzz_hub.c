@@ -9,6 +9,7 @@
  *      blob must lie inside the store
  * Files go into one directory made at the first call. */
 #include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,10 +122,12 @@ static void ollama(const uint8_t *p, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (dir[strlen(dir) - 1] == 'X') {
+	static bool ready; /* not dir's last letter: mkdtemp may end the name in X */
+	if (!ready) {
 		char m[128];
 		if (!mkdtemp(dir))
 			abort();
+		ready = true;
 		atexit(remove_dir);
 		snprintf(m, sizeof m, "%s/manifests/registry.ollama.ai/library/m", dir);
 		for (char *s = m + strlen(dir) + 1; (s = strchr(s, '/')); s++) {
