@@ -5,8 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { ERR_CAP = ERR_MAX };
-static _Thread_local char err_buf[ERR_CAP];
+static _Thread_local char err_buf[ERR_MAX];
 
 int err_vset(const char *fmt, va_list ap)
 {
@@ -25,7 +24,7 @@ int err_set(const char *fmt, ...)
 
 int err_prefix(const char *fmt, ...)
 {
-	char prefix[ERR_CAP], old[ERR_CAP];
+	char prefix[ERR_MAX], old[ERR_MAX];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(prefix, sizeof prefix, fmt, ap);

@@ -69,16 +69,8 @@ static int train_opt(void *user, int key, const char *arg)
 		return cli_unhandled(&train_cmd, key);
 	if ((key == OPT_TIE || key == OPT_NO_TIE) && a->given[i] && a->o.tie != (key == OPT_TIE))
 		return cli_usage("train", "--tie and --no-tie: give one"), -1;
-	/* the table takes 0 (an old state.json's "every CPU"); the flag's range is [1, 1024],
-	 * said the same way for any number outside it */
-	bool range = false;
-	if (tstate_set(&a->o, i, arg)) {
-		if (key != OPT_THREADS || !strstr(err_msg(), "out of range"))
-			return cli_usage("train", "%s", err_msg()), -1;
-		range = true;
-	}
-	if (key == OPT_THREADS && (range || a->o.threads < 1))
-		return cli_usage("train", "--threads: %s is out of range [1, 1024]", arg), -1;
+	if (tstate_set(&a->o, i, arg))
+		return cli_usage("train", "%s", err_msg()), -1;
 	a->given[i] = true;
 	return 0;
 }

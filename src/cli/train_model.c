@@ -41,6 +41,15 @@ static void add_file(struct train_model *p, const char *name, char *text, size_t
 	p->m.files[i] = (struct save_file){name, text, len};
 }
 
+/* Whether the checkpoint's files hold one called name. */
+static bool has_file(const struct train_model *p, const char *name)
+{
+	for (int i = 0; i < p->m.n_files; i++)
+		if (!strcmp(p->m.files[i].name, name))
+			return true;
+	return false;
+}
+
 /* DIR/name's bytes into the checkpoint's files; absent is fine unless `need`. */
 static int copy_file(struct train_model *p, const char *dir, const char *name, bool need)
 {
@@ -355,10 +364,7 @@ int train_model_new(const struct tstate_opts *o, struct train_model *p)
 			return -1;
 		}
 	}
-	bool has_gen = false;
-	for (int i = 0; i < p->m.n_files; i++)
-		has_gen |= !strcmp(p->m.files[i].name, "generation_config.json");
-	if (!has_gen && generation_file(p, &p->m.cfg))
+	if (!has_file(p, "generation_config.json") && generation_file(p, &p->m.cfg))
 		return -1;
 	hash_tokenizer(p);
 	conversations(p, o->sft);
@@ -387,13 +393,10 @@ int train_model_resume(const char *dir, struct train_model *p)
 			       dir);
 	if (copy_file(p, dir, "generation_config.json", false))
 		return -1;
-	bool has_gen = false;
-	for (int i = 0; i < p->m.n_files; i++)
-		has_gen |= !strcmp(p->m.files[i].name, "generation_config.json");
 	/* written anew with the defaults a new run from scratch gets (the model it started
 	 * from, whose own they may have been, may be gone) */
 	p->sampling = mdir_qwen3_sampling;
-	if (!has_gen && p->m.tk) {
+	if (!has_file(p, "generation_config.json") && p->m.tk) {
 		if (generation_file(p, &p->m.cfg))
 			return -1;
 		char msg[PATH_MAX + 128];

@@ -55,7 +55,6 @@ int ggufname_split_spec(const char *spec, char **repo_spec, char **tag)
 	return 1;
 }
 
-/* NAME-0000k-of-0000N.gguf: the prefix length, k and N; false for a single file. */
 /* The number of the five digits at s, or -1 when they are not five digits. */
 static int digits5(const char *s)
 {
@@ -68,6 +67,7 @@ static int digits5(const char *s)
 	return v;
 }
 
+/* NAME-0000k-of-0000N.gguf: the prefix length, k and N; false for a single file. */
 static bool split_part(const char *name, size_t *prefix, int *k, int *total)
 {
 	size_t n = strlen(name), w = strlen("-00001-of-00003.gguf");

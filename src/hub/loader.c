@@ -41,41 +41,40 @@ static void warn(const struct eng_gguf *g, const char *what)
 		g_warn(msg);
 }
 
-/* The pre-tokenizer names llama.cpp reads as Qwen2's (llama-vocab.cpp): one regex. */
-static bool qwen2_pre(const char *s, size_t n)
-{
-	static const char *const alias[] = {"deepseek-r1-qwen", "kormo", "f2llmv2"};
-	for (size_t i = 0; i < sizeof alias / sizeof *alias; i++)
-		if (n == strlen(alias[i]) && !memcmp(s, alias[i], n))
-			return true;
-	return false;
-}
-
-/* A string key that must equal `want` (the tokenizer kinds we implement); absent, an
- * error, or with `dflt` (llama.cpp's default pre-tokenizer for a file without one is
- * not Qwen's: it warns too) a warning that `want` is taken. */
-static int expect_str(const struct eng_gguf *g, const char *key, const char *want, const char *dflt)
+/* A string key that must equal `want` (the tokenizer kinds we implement). */
+static int expect_str(const struct eng_gguf *g, const char *key, const char *want)
 {
 	const char *s;
 	size_t n;
 	int r = eng_gguf_str(g, key, &s, &n);
 	if (r < 0)
 		return -1;
-	if (r == 1 && dflt) {
-		warn(g, dflt);
-		return 0;
-	}
 	if (r == 1)
-		return err_set("%s: key %s is missing (%s)", eng_gguf_name(g), key,
-			       strcmp(key, "tokenizer.ggml.model") ? "the tokenizer is incomplete"
-								   : "no tokenizer in this GGUF");
-	if (!strcmp(want, "qwen2") && qwen2_pre(s, n))
-		return 0;
+		return err_set("%s: key %s is missing (no tokenizer in this GGUF)",
+			       eng_gguf_name(g), key);
 	if (n != strlen(want) || memcmp(s, want, n))
 		return err_set("%s: key %s is \"%.*s\"; only \"%s\" (Qwen's byte-level BPE) is "
 			       "supported",
 			       eng_gguf_name(g), key, (int)(n < 40 ? n : 40), s, want);
 	return 0;
+}
+
+/* tokenizer.ggml.pre: Qwen2's regex, by its name or one llama.cpp reads as it
+ * (llama-vocab.cpp); absent, Qwen2's too, with a warning (llama.cpp's default for a
+ * file without one is not Qwen's: it warns as well). */
+static int pre_tokenizer(const struct eng_gguf *g)
+{
+	static const char *const alias[] = {"deepseek-r1-qwen", "kormo", "f2llmv2"};
+	const char *s;
+	size_t n;
+	int r = eng_gguf_str(g, "tokenizer.ggml.pre", &s, &n);
+	if (r == 1)
+		warn(g, "key tokenizer.ggml.pre is missing: Qwen2's pre-tokenizer is used, as "
+			"Qwen3's GGUF files name");
+	for (size_t i = 0; r == 0 && i < sizeof alias / sizeof *alias; i++)
+		if (n == strlen(alias[i]) && !memcmp(s, alias[i], n))
+			return 0;
+	return r == 0 ? expect_str(g, "tokenizer.ggml.pre", "qwen2") : r < 0 ? -1 : 0;
 }
 
 /* A string array's elements as pointer and length lists. */
@@ -218,17 +217,18 @@ static void qwen_non_special(const char **tokens, const size_t *len, unsigned ch
 				kinds[i] = TOK_ADDED;
 }
 
-/* The text of a token id key (eos, padding), NUL-terminated in buf; "" when absent. */
+/* The text of a token id key (eos, padding), NUL-terminated in buf; "" when absent,
+ * and when out of range and not needed (warned). */
 static int token_text(const struct eng_gguf *g, const char *key, const struct tok_vocab *v,
-		      char *buf, size_t cap)
+		      bool needed, char *buf, size_t cap)
 {
 	int64_t id;
 	int r = eng_gguf_int(g, key, &id);
 	buf[0] = 0;
 	if (r)
 		return r < 0 ? -1 : 0;
-	if ((id < 0 || (uint64_t)id >= v->n_tokens) && strstr(key, "padding")) {
-		/* llama.cpp ignores such an id too; the padding id is only metadata here */
+	if ((id < 0 || (uint64_t)id >= v->n_tokens) && !needed) {
+		/* llama.cpp ignores such an id too (the padding id is only metadata here) */
 		char what[160];
 		snprintf(what, sizeof what, "key %s = %lld is not a token id below %zu: ignored",
 			 key, (long long)id, v->n_tokens);
@@ -294,10 +294,7 @@ struct tok *loader_tokenizer_gguf(const struct eng_gguf *g, char **json, size_t 
 	char *tmpl = NULL, eos[256], pad[256];
 	struct tok *t = NULL;
 	/* Qwen2's pre-tokenizer; tokenizer.json has the NFC normalizer with it */
-	if (expect_str(g, "tokenizer.ggml.model", "gpt2", NULL) ||
-	    expect_str(g, "tokenizer.ggml.pre", "qwen2",
-		       "key tokenizer.ggml.pre is missing: Qwen2's pre-tokenizer is used, "
-		       "as Qwen3's GGUF files name") ||
+	if (expect_str(g, "tokenizer.ggml.model", "gpt2") || pre_tokenizer(g) ||
 	    normalizer(g, &v.nfc) || str_list(g, TOKENS, &v.n_tokens, &tokens, &tlen) ||
 	    str_list(g, MERGES, &v.n_merges, &merges, &mlen))
 		goto out;
@@ -309,8 +306,8 @@ struct tok *loader_tokenizer_gguf(const struct eng_gguf *g, char **json, size_t 
 		goto out;
 	qwen_non_special(tokens, tlen, kinds, v.n_tokens);
 	v.kinds = kinds;
-	if (token_text(g, "tokenizer.ggml.eos_token_id", &v, eos, sizeof eos) ||
-	    token_text(g, "tokenizer.ggml.padding_token_id", &v, pad, sizeof pad) ||
+	if (token_text(g, "tokenizer.ggml.eos_token_id", &v, true, eos, sizeof eos) ||
+	    token_text(g, "tokenizer.ggml.padding_token_id", &v, false, pad, sizeof pad) ||
 	    chat_template(g, &tmpl))
 		goto out;
 	v.eos = eos[0] ? eos : NULL;

@@ -16,8 +16,10 @@ enum kind { K_INT, K_I64, K_REAL, K_BOOL, K_STR, K_LIST, K_TIE };
 
 /* May differ when resumed: how long and how the run goes on, not what it computes.
  * OPTIONAL: state.json may lack it (a run saved before the option existed: its
- * default). UNSET0: 0 stands for "not given" (a shape taken from --init or derived). */
-enum { CHANGE = 1, OPTIONAL = 2, UNSET0 = 4 };
+ * default). UNSET0: 0 stands for "not given" (a shape taken from --init or derived).
+ * SAVED0: state.json may hold 0, which the command line refuses (--threads: an older
+ * state's "every CPU"). */
+enum { CHANGE = 1, OPTIONAL = 2, UNSET0 = 4, SAVED0 = 8 };
 
 struct field {
 	const char *name;
@@ -79,7 +81,7 @@ static const struct field fields[] = {
 	F("save-every", K_I64, save_every, 1, STEPS_MAX, CHANGE),
 	S("save-dtype", save_dtype, CHANGE, "f32 bf16"),
 	S("backend", backend, CHANGE, "auto cpu cuda"),
-	F("threads", K_INT, threads, 0, 1024, CHANGE),
+	F("threads", K_INT, threads, 1, 1024, CHANGE | SAVED0),
 };
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
 
@@ -446,7 +448,8 @@ char *tstate_json(const struct tstate *s)
 /* Whether a saved number is one the command line could have given (or left unset). */
 static bool in_range(const struct field *f, double v)
 {
-	return isfinite(v) && ((v >= f->lo && v <= f->hi) || (v == 0 && (f->flags & UNSET0)));
+	return isfinite(v) &&
+	       ((v >= f->lo && v <= f->hi) || (v == 0 && (f->flags & (UNSET0 | SAVED0))));
 }
 
 static int field_from_json(struct tstate_opts *o, const struct field *f, json_t *v,
@@ -587,7 +590,6 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 	    parse_sha256(root, "config_sha256", s->config_sha256, name) ||
 	    parse_sha256(root, "options_sha256", want, name))
 		goto out;
-
 	json_t *ran = json_object_get(root, "ran_on"); /* absent in older states */
 	const char *ran_s = json_string_value(ran);
 	if (ran && (!ran_s || (strcmp(ran_s, "cpu") && strcmp(ran_s, "cuda")))) {
