@@ -564,6 +564,10 @@ rm -f "$H" && for i in $(seq 1 1005); do printf '#%d\nold %d\n' $((1700000000 + 
 restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 4 --plain; echo EXITED \$?; sleep 600"
 check_screen '^> *$' "--plain starts with 1,005 entries in the history file"
 T send-keys -t ui 'trim me' Enter
+# the keys reach the chat later than send-keys returns: the old prompt line still
+# matches until then, so wait for the entry itself before another chat appends
+i=0
+until grep -q '^trim me$' "$H" 2>/dev/null || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
 wait_screen '^> *$' || true
 printf '#1800000000\nfrom another chat\n' >>"$H"
 T send-keys -t ui C-d
