@@ -14,6 +14,7 @@
  * threads, which --quant (model_quant.c) and qwenchat quantize (gguf_write.c) share. */
 #include "engine/quant.h"
 #include "src/base/err.h"
+#include "src/base/proc.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -759,7 +760,7 @@ int quant_convert_rows(const struct eng_tensor *t, int64_t cols, int64_t r0, int
 	pthread_t tid[64];
 	int started = 0;
 	for (; started < threads - 1 && started < 64 && started + 1 < items; started++)
-		if (pthread_create(&tid[started], NULL, worker, &j))
+		if (proc_thread_create(&tid[started], worker, &j))
 			break;
 	worker(&j);
 	for (int i = 0; i < started; i++)

@@ -4,6 +4,7 @@
 #include "tokenizer/bpe_count.h"
 
 #include "src/base/err.h"
+#include "src/base/proc.h"
 #include "tokenizer/pretok.h"
 
 #include <errno.h>
@@ -303,7 +304,7 @@ static int run_jobs(struct bpe_counter *c, struct job *jobs, int nj, size_t byte
 	bool started[MAX_THREADS] = {false};
 	void *(*fn)(void *) = nj > 0 && jobs[0].ends ? count_docs : count_range;
 	for (int k = 1; k < nj; k++)
-		started[k] = jobs[k].next && pthread_create(&tid[k], NULL, fn, &jobs[k]) == 0;
+		started[k] = jobs[k].next && proc_thread_create(&tid[k], fn, &jobs[k]) == 0;
 	if (nj > 0 && jobs[0].next)
 		fn(&jobs[0]);
 	for (int k = 1; k < nj; k++) {

@@ -14,6 +14,7 @@
 
 #include "engine/cpu/measure.h"
 #include "src/base/err.h"
+#include "src/base/proc.h"
 #include "src/base/clock.h"
 #include "src/base/units.h"
 
@@ -122,7 +123,7 @@ static double read_bandwidth(int threads, size_t bytes, int reps)
 		int started = 0;
 		for (int t = 0; t < threads; t++) {
 			jobs[t] = (struct bw_job){buf + (size_t)t * slice, slice, fn, &go, 0};
-			if (pthread_create(&tids[t], NULL, bw_thread, &jobs[t]))
+			if (proc_thread_create(&tids[t], bw_thread, &jobs[t]))
 				break;
 			started++;
 		}

@@ -128,7 +128,7 @@ struct cpu_pool *cpu_pool_new(int nthreads)
 		if (wa) {
 			wa->p = p;
 			wa->tid = i;
-			rc = pthread_create(&p->threads[i - 1], NULL, worker, wa);
+			rc = proc_thread_create(&p->threads[i - 1], worker, wa);
 			if (rc)
 				free(wa);
 		}

@@ -612,7 +612,7 @@ int app_start(struct app *a, bool prefill_only)
 	a->fig.dropped = 0; /* this turn's, set once the prompt is fitted */
 	a->fig.dropped_more = false;
 	atomic_store(&a->cancel, 0);
-	if (pthread_create(&a->worker, NULL, worker_main, a)) {
+	if (proc_thread_create(&a->worker, worker_main, a)) {
 		a->fig.busy = false;
 		return err_set("cannot start the generation thread");
 	}

@@ -3,6 +3,7 @@
 #include "src/base/proc.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -159,4 +160,21 @@ int proc_online_cpus(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (int)n : 1;
+}
+
+int proc_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t quiet, old;
+	sigemptyset(&quiet);
+	sigaddset(&quiet, SIGINT);
+	sigaddset(&quiet, SIGTERM);
+	sigaddset(&quiet, SIGHUP);
+	sigaddset(&quiet, SIGQUIT);
+	sigaddset(&quiet, SIGWINCH);
+	sigaddset(&quiet, SIGTSTP);
+	/* a new thread starts with its creator's mask */
+	pthread_sigmask(SIG_BLOCK, &quiet, &old);
+	int rc = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }

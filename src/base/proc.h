@@ -2,6 +2,7 @@
 #ifndef QWENCHAT_PROC_H
 #define QWENCHAT_PROC_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 /* Resident set size in bytes (from /proc/self/statm); 0 when unknown. */
@@ -23,5 +24,10 @@ size_t proc_cgroup_headroom(const char *self, const char *root, char *why, size_
 
 /* CPUs online now (at least 1). */
 int proc_online_cpus(void);
+
+/* pthread_create for a helper thread, with the stop, hang-up and resize signals blocked
+ * in it: the kernel then hands them to the thread that waits for them (a chat blocked
+ * in read gets its EINTR, curses its resize) instead of a worker that cannot act. */
+int proc_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/proc.h"
 
 /* How often the watcher looks: a connection is cut at most this late. */
 enum { TICK_MS = 250 };
@@ -93,7 +94,7 @@ struct deadline *deadline_start(int seconds, void (*expired)(void *user, const c
 	pthread_cond_init(&d->wake, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&d->lock, NULL);
-	if (pthread_create(&d->thread, NULL, watch, d)) {
+	if (proc_thread_create(&d->thread, watch, d)) {
 		pthread_cond_destroy(&d->wake);
 		pthread_mutex_destroy(&d->lock);
 		free(d);

@@ -23,6 +23,7 @@
 
 #include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/proc.h"
 #include "src/serve/deadline.h"
 #include "src/serve/origin.h"
 
@@ -724,7 +725,7 @@ struct serve *serve_start(const struct gen_model *m, const struct serve_options 
 	bool v6 = false;
 	if ((s->fd = listen_on(o->host, o->port, &s->port, &v6, &s->loopback)) < 0)
 		goto fail;
-	if (pthread_create(&s->worker, NULL, serve_worker, s)) {
+	if (proc_thread_create(&s->worker, serve_worker, s)) {
 		err_set("cannot start the worker thread");
 		goto fail;
 	}

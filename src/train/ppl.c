@@ -3,6 +3,7 @@
 #include "src/train/ppl.h"
 #include "engine/engine.h"
 #include "src/base/err.h"
+#include "src/base/proc.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -166,7 +167,7 @@ static void score(struct run *u, int m, const int32_t *label)
 	bool started[MAX_THREADS] = {false};
 	for (int t = 0; t < nt; t++) {
 		pt[t] = (struct part){u, label, m, t, nt};
-		started[t] = t > 0 && pthread_create(&th[t], NULL, score_part, &pt[t]) == 0;
+		started[t] = t > 0 && proc_thread_create(&th[t], score_part, &pt[t]) == 0;
 	}
 	for (int t = 0; t < nt; t++) /* the calling thread's share, and any not started */
 		if (!started[t])
