@@ -276,16 +276,19 @@ int trc_swiglu(float *h, const float *g, const float *u, size_t n, cudaStream_t 
 	return 0;
 }
 
-/* h = g sigma(g) u: dg = dh u sigma (1 + g (1 - sigma)), du = dh g sigma. */
+/* h = g sigma(g) u: dg = dh u sigma (1 + g (1 - sigma)), du = dh g sigma. For g > 0,
+ * 1 - sigma in floats is all rounding; it equals e^-g sigma, and g (1 - sigma) is under
+ * 1e-33 past g = 80 (as the CPU kernels). */
 __global__ static void swiglu_back_kernel(float *dh, float *du, const float *g, const float *u,
 					  size_t n)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= n)
 		return;
-	float x = g[i], sg = 1.0f / (1.0f + expf(-x)), d = dh[i];
+	float x = g[i], e = expf(-x), sg = 1.0f / (1.0f + e), d = dh[i];
+	float rest = x > 80.0f ? 0.0f : x > 0.0f ? e * sg : 1.0f - sg;
 	du[i] = d * x * sg;
-	dh[i] = d * u[i] * sg * (1.0f + x * (1.0f - sg));
+	dh[i] = d * u[i] * sg * (1.0f + x * rest);
 }
 
 int trc_swiglu_back(float *dh, float *du, const float *g, const float *u, size_t n, cudaStream_t s)

@@ -420,6 +420,7 @@ static bool trc_exact(void *st)
 static const struct train_ops ops = {
 	"cuda",       trc_plan,      trc_init, trc_free,   trc_micro, trc_zero_grad, trc_finish_grads,
 	trc_adamw_step, trc_download, trc_upload, trc_peak, trc_exact,
+	NULL, /* kernels: no CPU kernel set */
 };
 
 const struct train_ops *cuda_train_ops(void)
