@@ -269,13 +269,11 @@ static void finish_turn(struct ui *u, int rc, const char *err)
 	if (u->stream_block >= 0 && (size_t)u->stream_block < u->v.n) {
 		struct vblock *b = &u->v.b[u->stream_block];
 		b->streaming = false;
-		/* Stopped before the first token: no answer was added. */
+		/* Stopped before the first token: no answer was added. Notices may
+		 * follow the block (a message sent while the prompt was prefilled). */
 		if (!b->reasoning.n && !b->content.n && app_chat(u->a)->n &&
-		    app_chat(u->a)->turns[app_chat(u->a)->n - 1].role == CHAT_USER) {
-			free(b->reasoning.s);
-			free(b->content.s);
-			u->v.n--;
-		}
+		    app_chat(u->a)->turns[app_chat(u->a)->n - 1].role == CHAT_USER)
+			view_remove(&u->v, (size_t)u->stream_block);
 	}
 	u->stream_block = -1;
 	u->hint[0] = 0;

@@ -29,6 +29,16 @@ void view_cut(struct view *v, size_t n)
 	v->scroll = 0;
 }
 
+void view_remove(struct view *v, size_t i)
+{
+	if (i >= v->n)
+		return;
+	free(v->b[i].reasoning.s);
+	free(v->b[i].content.s);
+	memmove(&v->b[i], &v->b[i + 1], (v->n - i - 1) * sizeof *v->b);
+	v->n--;
+}
+
 static void view_clear(struct view *v)
 {
 	view_cut(v, 0);

@@ -73,6 +73,8 @@ int view_insert(struct view *v, size_t at, enum vb_kind kind, const char *conten
 int view_append(struct view *v, int i, bool reasoning, const char *s, size_t n);
 /* Removes the blocks from index n on. */
 void view_cut(struct view *v, size_t n);
+/* Removes block i; the blocks after it move one back. */
+void view_remove(struct view *v, size_t i);
 /* Rebuilds the blocks from a conversation. */
 void view_from_chat(struct view *v, const struct chat *c);
 /* Folds every reasoning block when one shows, else unfolds them all and shows

@@ -532,6 +532,42 @@ shot "turns out of the context"
 T send-keys -t ui C-d
 check_screen 'EXITED 0' "quits"
 
+# 11e. A message sent while a stopped prefill is still winding down: its notice follows
+# the stopped turn's empty block, which goes from before it; the next message then
+# replaces the stopped one. (Once the block went as if it were last: a double free.)
+python3 -c "print(' '.join('word%d' % i for i in range(5500)), end='')" >"$TMP/long.txt"
+restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 --ctx 32768 -n 4; echo EXITED \$?; sleep 600"
+check_screen 'Type a message' "restarted with a 32K context"
+T load-buffer -b long "$TMP/long.txt"
+T paste-buffer -p -b long -t ui
+wait_screen '^> word0 word1' || true
+T send-keys -t ui Enter
+if wait_screen '\| prefilling\.\.\. \|'; then
+	T send-keys -t ui C-c
+	T send-keys -t ui -l 'x'
+	T send-keys -t ui Enter
+	check_screen 'stopped before the answer began' "Ctrl-C while prefilling, then Enter at once"
+	wait_screen '^Enter send \|' || true
+	T send-keys -t ui -l 'y'
+	T send-keys -t ui Enter
+	check_screen '^  xy' "the next message is taken"
+	check_screen 'the answer stops at 4 tokens' "... and answered"
+	shot "a message sent as a prefill stopped"
+	T send-keys -t ui C-d
+	check_screen 'EXITED 0' "quits"
+	python3 -c 'import json, sys
+m = json.load(open(open(sys.argv[1]).read().strip()))
+m = m["messages"] if isinstance(m, dict) else m
+sys.exit(0 if [t["role"] for t in m] == ["user", "assistant"] and m[0]["content"] == "xy" else 1)' \
+		"$TMP/state/qwenchat/last-session" &&
+		pass "the stopped message is replaced by the next one in the conversation" ||
+		fail "after a stopped prefill: $(head -c 300 "$(cat "$TMP/state/qwenchat/last-session")")"
+else
+	fail "a 26K-token prompt: no prefill seen"
+	shot "failure: long prefill"
+	T send-keys -t ui C-d
+fi
+
 # 12. A locale without UTF-8: a warning, and ASCII marks instead of box drawing.
 restart "LANG=C LC_ALL=C $QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 8; echo EXITED \$?; sleep 600"
 check_screen 'the locale is not UTF-8' "a non-UTF-8 locale is said"
