@@ -417,6 +417,11 @@ static size_t key(struct ui *u, bool flush)
 		u->hint[0] = 0;
 		u->dirty = true;
 	}
+	if (k[0] == 0x0c) { /* Ctrl-L: all of the screen drawn again, whatever wrote on it */
+		clearok(curscr, TRUE);
+		u->dirty = true;
+		return 1;
+	}
 	if (k[0] == '\t' && rl_end == 0) {
 		if (view_toggle_reasoning(&u->v)) /* shown again after /think hide too */
 			app_set_show_reasoning(u->a, true);

@@ -35,6 +35,7 @@ static const char keys_help[] =
 	"Esc or Ctrl-C\tstop the answer (the partial answer is kept)\n"
 	"Ctrl-C\tclear the line (Ctrl-Y brings it back); on an empty line, ask to quit\n"
 	"Ctrl-D\ton an empty line: quit\n"
+	"Ctrl-L\tdraw the screen again\n"
 	"Tab\ton an empty line: fold or show the reasoning; else complete commands\n"
 	"PageUp/PageDown, wheel\tscroll\n"
 	"F2\tthe debug pane: off, attention, memory, token probabilities\n"
@@ -157,6 +158,9 @@ void ui_submit(struct ui *u, char *line)
 	u->hint[0] = 0;
 	if (slash_is_command(line)) {
 		command(u, line);
+		/* /save may have written to this terminal (/dev/stdout, /dev/tty) */
+		clearok(curscr, TRUE);
+		u->dirty = true;
 	} else if (!line[strspn(line, " \t\n")]) {
 		/* an empty line sends nothing */
 	} else if (app_busy(u->a)) {
@@ -497,7 +501,7 @@ static char *rl_reader(const char *prompt, const char *prefill, bool *failed)
 	prefill_text = prefill;
 	rl_startup_hook = put_prefill;
 	char *line = readline(prompt);
-	if (line && *line) {
+	if (line && *line && !plain_stop_signal()) { /* a line cut by a signal is not sent */
 		add_history(line);
 		if (plain_history)
 			in_history_append(plain_history, line);

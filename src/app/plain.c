@@ -20,7 +20,7 @@ static const char plain_keys[] =
 	"//TEXT\ta line starting with // sends a message starting with /\n";
 
 static struct app *running;               /* the app whose turn SIGINT stops */
-static volatile sig_atomic_t stop_signal; /* SIGTERM or SIGHUP, once received */
+static volatile sig_atomic_t stop_signal; /* SIGTERM, SIGHUP or SIGINT between turns */
 
 static void on_sigint(int sig)
 {
@@ -30,7 +30,8 @@ static void on_sigint(int sig)
 }
 
 /* SIGTERM and SIGHUP end the chat as Ctrl-C ends an answer: the turn stops, its
- * partial answer is kept and saved, then plain_main returns 128 + the signal. */
+ * partial answer is kept and saved, then plain_main returns 128 + the signal. So does
+ * SIGINT between turns (Ctrl-C at the prompt), with the conversation's lock let go. */
 static void on_stop(int sig)
 {
 	stop_signal = sig;
@@ -250,11 +251,12 @@ int plain_main(struct app *a, plain_read_fn read_line)
 	if (c->n && app_prefill(a) < 0)
 		print_safe(stderr, "qwenchat: ", err_msg(), "\n");
 	/* No SA_RESTART: a read waiting for the next line returns, and the loop ends. */
-	struct sigaction sa = {0}, old_term, old_hup;
+	struct sigaction sa = {0}, old_term, old_hup, old_int;
 	sa.sa_handler = on_stop;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, &old_term);
 	sigaction(SIGHUP, &sa, &old_hup);
+	sigaction(SIGINT, &sa, &old_int); /* a turn has its own while it runs */
 	char *prefill = NULL;
 	bool input_failed = false;
 	for (;;) {
@@ -281,6 +283,7 @@ int plain_main(struct app *a, plain_read_fn read_line)
 	free(prefill);
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGHUP, &old_hup, NULL);
+	sigaction(SIGINT, &old_int, NULL);
 	if (stop_signal)
 		return 128 + stop_signal;
 	return plain_unsaved(a) || input_failed ? EXIT_FAILURE : EXIT_SUCCESS;

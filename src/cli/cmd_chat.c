@@ -150,11 +150,11 @@ int cmd_chat(int argc, char **argv)
 		a.plain = true;
 	}
 #endif
-	/* The remote backend's socket may be closed by the server while we write to it:
-	 * that is an error to report, not a reason to die (libcurl runs with NOSIGNAL,
-	 * as the chat has threads, so it does not ignore SIGPIPE itself). */
-	if (cli_is_remote(&com))
-		signal(SIGPIPE, SIG_IGN);
+	/* A closed pipe (standard output read by `head`, or the remote backend's socket
+	 * closed by the server while we write to it) is an error to report and the
+	 * conversation saved, not a reason to die (libcurl runs with NOSIGNAL, as the
+	 * chat has threads, so it does not ignore SIGPIPE itself). */
+	signal(SIGPIPE, SIG_IGN);
 	struct app *app = app_open(&a.cfg, keep_notice);
 	free(state);
 	free(held_url);

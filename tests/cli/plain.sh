@@ -32,6 +32,22 @@ grep -q 'temp 0.3, top-k 20, top-p 0.8' "$TMP/out" && pass "/sampling shows the 
 	fail "/sampling"
 grep -q 'presence 0, frequency 0.5, repeat' "$TMP/out" && pass "/frequency sets the frequency penalty" ||
 	fail "/frequency"
+# Standard output read by a program that stops reading (`| head`): one line, exit 1,
+# the message and its answer saved (SIGPIPE ended the chat silently, the answer lost)
+{
+	printf 'Tell me a long story\n' | XDG_STATE_HOME="$TMP/pipe" "$QWENCHAT" chat -m "$MODEL" \
+		--threads 1 -n 200 --seed 1 2>"$TMP/pipe.err"
+	echo $? >"$TMP/pipe.rc"
+} | head -c 10 >/dev/null
+f=$(cat "$TMP/pipe/qwenchat/last-session" 2>/dev/null)
+[ "$(cat "$TMP/pipe.rc")" = 1 ] && grep -qx 'qwenchat: standard output: write failed' "$TMP/pipe.err" &&
+	python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+m = m["messages"] if isinstance(m, dict) else m
+sys.exit(0 if [t["role"] for t in m] == ["user", "assistant"] and m[1]["content"] else 1)' "$f" &&
+	[ -z "$(find "$TMP/pipe" -name '*.lock')" ] &&
+	pass "a closed output pipe: one line, the conversation saved, no lock left" ||
+	fail "a closed output pipe: exit $(cat "$TMP/pipe.rc"), stderr '$(cat "$TMP/pipe.err")', saved '$f'"
 # /clear when no new conversation file can be made (sessions/ is a file): one line,
 # and the chat goes on with the conversation it has (it crashed with a double free)
 mkdir -p "$TMP/nf/qwenchat"

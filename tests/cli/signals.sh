@@ -60,6 +60,30 @@ for sig in TERM HUP; do
 	kill $feeder 2>/dev/null
 done
 
+# SIGINT between turns (Ctrl-C at the prompt) ends the chat too: 130, the conversation
+# saved and its lock let go (the default action left the lock file behind)
+st=$TMP/state-INT
+mkfifo "$TMP/in-INT"
+(printf 'Hello\n'; exec sleep 60) >"$TMP/in-INT" &
+feeder=$!
+XDG_STATE_HOME=$st "$QWENCHAT" chat -m "$M" --backend cpu --threads 1 -n 3 \
+	<"$TMP/in-INT" >"$TMP/out-INT" 2>"$TMP/err-INT" &
+pid=$!
+if wait_for "$st/qwenchat/last-session" . 60 &&
+   wait_for "$(cat "$st/qwenchat/last-session")" assistant 60; then
+	sleep 0.3
+	kill -INT $pid
+	wait $pid
+	rc=$?
+	[ $rc -eq 130 ] && [ -z "$(find "$st" -name '*.lock')" ] &&
+		pass "plain SIGINT at the prompt exits 130, no lock left" ||
+		fail "plain SIGINT at the prompt: exit $rc, $(find "$st" -name '*.lock')"
+else
+	fail "plain SIGINT: no answer saved"
+	kill $pid
+fi
+kill $feeder 2>/dev/null
+
 # --- the full-screen UI ---------------------------------------------------------------------
 # (SIGINT too: sent from outside, as on the UI's screen Ctrl-C is a key). Each signal has
 # its own tmux server: a new session on a socket whose server is still shutting down is

@@ -260,6 +260,13 @@ T send-keys -t ui "/save $TMP/conv2.json" Enter
 check_screen 'saved [0-9]+ messages to .*conv2' "second /save"
 cmp -s "$TMP/conv.json" "$TMP/conv2.json" && pass "/load restores the same conversation" ||
 	fail "conv.json and conv2.json differ"
+# /save to the chat's own terminal: the JSON it wrote over the screen is drawn over
+T send-keys -t ui "/save /dev/stdout" Enter
+check_screen 'saved [0-9]+ messages to /dev/stdout' "/save /dev/stdout"
+sleep 0.5
+screen | grep -q '"role": "user"' && { fail "/save /dev/stdout: the JSON stays on the screen"; shot "failure: /save /dev/stdout"; } ||
+	check_layout "$(T display -p -t ui '#{window_height}')" "$(T display -p -t ui '#{window_width}')" \
+		"the screen is drawn again after /save /dev/stdout"
 shot "after /load"
 # Tab completes a file name with a space inside double quotes, and goes on inside them
 mkdir -p "$TMP/with space" && cp "$TMP/conv.json" "$TMP/with space/saved.json"
