@@ -163,7 +163,7 @@ static int delete_grapheme(int count, int key)
 	return 0;
 }
 
-void in_grapheme_keys(void)
+void in_editing_keys(void)
 {
 	static const char *const left[] = {"\033[D", "\033OD", "\002"};
 	static const char *const right[] = {"\033[C", "\033OC", "\006"};
@@ -171,6 +171,14 @@ void in_grapheme_keys(void)
 		rl_bind_keyseq(left[i], backward_grapheme);
 		rl_bind_keyseq(right[i], forward_grapheme);
 	}
+	/* else readline binds the terminal's erase character (^? here) to its own
+	 * rubout each time it prepares the terminal, over ours */
+	rl_variable_bind("bind-tty-special-chars", "off");
+	/* Under LANG=C readline reads a byte past ASCII as Meta and a key: typed "é"
+	 * ran commands and was lost. Such bytes are text (UTF-8 locales do this). */
+	rl_variable_bind("input-meta", "on");
+	rl_variable_bind("convert-meta", "off");
+	rl_variable_bind("output-meta", "on");
 	rl_bind_keyseq("\177", rubout_grapheme);
 	rl_bind_keyseq("\010", rubout_grapheme);
 	rl_bind_keyseq("\033[3~", delete_grapheme);
@@ -205,7 +213,7 @@ void in_init(struct ui *u)
 	rl_outstream = fopen("/dev/null", "w");
 	rl_readline_name = "qwenchat";
 	in_history_keep();
-	in_grapheme_keys();
+	in_editing_keys();
 	using_history();
 	u->history_path = fio_join(app_state_dir(u->a), "history");
 	if (u->history_path)

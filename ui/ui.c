@@ -519,7 +519,7 @@ int ui_plain(struct app *a)
 	rl_getc_function = stop_aware_getc;
 	in_completion();
 	in_history_keep();
-	in_grapheme_keys();
+	in_editing_keys();
 	using_history();
 	if (hist)
 		in_history_load(hist);

@@ -99,8 +99,9 @@ void in_completion(void);
  * mode), so the history stays as sent. */
 void in_history_keep(void);
 /* Left, Right, Backspace and Delete by grapheme cluster (a flag, an emoji with its
- * skin tone, a letter and its accents), not by code point. */
-void in_grapheme_keys(void);
+ * skin tone, a letter and its accents), not by code point; bytes past ASCII typed as
+ * text in every locale, never taken for Meta keys. */
+void in_editing_keys(void);
 /* Decodes u->kb; flush: the bytes so far are all there is (a lone Esc is Esc). */
 void in_process(struct ui *u, bool flush);
 

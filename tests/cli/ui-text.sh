@@ -425,6 +425,16 @@ sleep 0.5
 [ "$(screen | grep '^> ' | tr -d ' ')" = "$(printf '>\360\237\221\215\360\237\217\275bZ\360\237\207\253\360\237\207\267y')" ] &&
 	pass "editing steps over flags and skin tones whole" ||
 	fail "editing split a character: $(screen | grep '^> ' | od -c | head -3)"
+# Backspace takes a whole cluster too: a flag, then a family joined by zero-width
+# joiners (readline bound the terminal's erase key to its own rubout over ours)
+T send-keys -t ui C-e C-u
+T send-keys -t ui -l "$(printf 'x\360\237\221\250\342\200\215\360\237\221\251\342\200\215\360\237\221\247\360\237\207\253\360\237\207\267Z')"
+T send-keys -t ui Left BSpace BSpace
+T send-keys -t ui -l 'Q'
+sleep 0.5
+[ "$(screen | grep '^> ' | tr -d ' ')" = '>xQZ' ] &&
+	pass "Backspace deletes a flag and a joined family whole" ||
+	fail "Backspace split a character: $(screen | grep '^> ' | od -c | head -3)"
 T send-keys -t ui C-e C-u C-d
 check_screen 'EXITED 0' "quits"
 finish

@@ -583,8 +583,20 @@ check_screen '^\| int x = 1;' "code is set off with an ASCII bar"
 screen | grep -q "$(printf '\342\224\202')" && fail "box drawing under LANG=C" ||
 	pass "no box drawing under LANG=C"
 shot "LANG=C"
+# UTF-8 typed there is text still (readline took its bytes for Meta keys)
+T send-keys -t ui -l "$(printf 'h\303\251llo \346\227\245\346\234\254')"
+T send-keys -t ui Enter
+check_screen '^  h.+llo ' "a message typed under LANG=C is taken"
+check_screen '^Enter send \|' "... and answered"
 T send-keys -t ui C-d
 check_screen 'EXITED 0' "quits"
+python3 -c 'import json, sys
+m = json.load(open(open(sys.argv[1]).read().strip()))
+m = m["messages"] if isinstance(m, dict) else m
+u = [t["content"] for t in m if t["role"] == "user"]
+sys.exit(0 if u and u[-1] == "h\u00e9llo \u65e5\u672c" else 1)' "$TMP/state/qwenchat/last-session" &&
+	pass "UTF-8 typed under LANG=C is sent as typed" ||
+	fail "UTF-8 typed under LANG=C: $(tail -c 300 "$(cat "$TMP/state/qwenchat/last-session")")"
 
 # 13. The history file: a link planted there is replaced, never written through; a FIFO
 # there is not opened (it would block the start).
