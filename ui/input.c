@@ -371,6 +371,34 @@ static bool special_seq(struct ui *u, const char *s, size_t n)
 	return false;
 }
 
+/* Whether readline has a command for the escape sequence k[0..n): one it lacks (F5,
+ * a Ctrl-arrow without an inputrc line) would be typed in as its last bytes ("~"). */
+static bool readline_binds(const unsigned char *k, size_t n)
+{
+	char seq[32];
+	if (n >= sizeof seq)
+		return false;
+	memcpy(seq, k, n);
+	seq[n] = 0;
+	int type = -1;
+	rl_command_func_t *f = rl_function_of_keyseq(seq, rl_get_keymap(), &type);
+	return f && type == ISFUNC && f != rl_insert;
+}
+
+/* \e[M and three bytes: button + 32, column + 32, row + 32 (terminals without SGR
+ * reports); the wheel scrolls, the rest is dropped. Returns the bytes consumed. */
+static size_t x10_mouse(struct ui *u, bool flush)
+{
+	if (u->klen < 6)
+		return flush ? u->klen : 0;
+	int b = u->kb[3] - 32;
+	if (b == 64)
+		scroll_by(u, 3);
+	else if (b == 65)
+		scroll_by(u, -3);
+	return 6;
+}
+
 /* One key (or sequence) at kb; returns bytes consumed, 0 to wait for more. */
 static size_t key(struct ui *u, bool flush)
 {
@@ -389,7 +417,9 @@ static size_t key(struct ui *u, bool flush)
 			size_t n = seq_len(k, u->klen);
 			if (!n)
 				return flush ? u->klen : 0;
-			if (!special_seq(u, (const char *)k, n))
+			if (n == 3 && k[2] == 'M') /* an X10 mouse report: three bytes follow */
+				return x10_mouse(u, flush);
+			if (!special_seq(u, (const char *)k, n) && readline_binds(k, n))
 				feed(u, k, n);
 			return n;
 		}

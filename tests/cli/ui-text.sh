@@ -435,6 +435,18 @@ sleep 0.5
 [ "$(screen | grep '^> ' | tr -d ' ')" = '>xQZ' ] &&
 	pass "Backspace deletes a flag and a joined family whole" ||
 	fail "Backspace split a character: $(screen | grep '^> ' | od -c | head -3)"
+# Keys readline has no command for type nothing (F5 typed its "~"), nor does a mouse
+# report in the X10 form (\e[M and three bytes)
+T send-keys -t ui C-e C-u
+T send-keys -t ui -l 'ab cd'
+T send-keys -t ui F5 F7 F9 F11 BTab Home End Left
+printf '\033[M`!!' >"$TMP/x10"
+T load-buffer -b x10 "$TMP/x10"
+T paste-buffer -b x10 -t ui
+T send-keys -t ui -l 'X'
+sleep 0.5
+[ "$(screen | grep '^> ')" = '> ab cXd' ] && pass "function keys and an X10 mouse report type nothing" ||
+	fail "unbound keys typed: $(screen | grep '^> ')"
 T send-keys -t ui C-e C-u C-d
 check_screen 'EXITED 0' "quits"
 finish
