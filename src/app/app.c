@@ -232,7 +232,7 @@ struct app *app_open(const struct app_config *cfg, void (*notice)(const char *ms
 		err_set("out of memory");
 		goto fail;
 	}
-	if (fio_mkdirs(a->state_dir, 0700))
+	if (fio_private_dir(a->state_dir))
 		goto fail;
 	if (cfg->resume ? app_resume_last(a, notice) : app_new_session_file(a))
 		goto fail;

@@ -28,7 +28,7 @@ static int new_session_path(struct app *a)
 	struct tm tm;
 	localtime_r(&t, &tm);
 	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-	if (!dir || fio_mkdirs(dir, 0700)) {
+	if (!dir || fio_private_dir(dir)) {
 		free(dir);
 		return -1;
 	}

@@ -698,6 +698,17 @@ int fio_mkdirs(const char *path, mode_t mode)
 	return 0;
 }
 
+int fio_private_dir(const char *path)
+{
+	if (fio_mkdirs(path, 0700))
+		return -1;
+	struct stat st;
+	/* a failed chmod costs nothing the directory did not already lack */
+	if (!stat(path, &st) && st.st_uid == geteuid() && (st.st_mode & 077))
+		(void)chmod(path, st.st_mode & 0700);
+	return 0;
+}
+
 /* path without its "." components and repeated or trailing slashes ("./runs//tok/"
  * is "runs/tok", the same directory) in out[cap]: its length, or 0 when it does not
  * fit. No allocation: a signal handler calls it (fio_rmdirs_upto). */

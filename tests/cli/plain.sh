@@ -48,6 +48,13 @@ sys.exit(0 if [t["role"] for t in m] == ["user", "assistant"] and m[1]["content"
 	[ -z "$(find "$TMP/pipe" -name '*.lock')" ] &&
 	pass "a closed output pipe: one line, the conversation saved, no lock left" ||
 	fail "a closed output pipe: exit $(cat "$TMP/pipe.rc"), stderr '$(cat "$TMP/pipe.err")', saved '$f'"
+# the state directories, made open to others (by hand, or an older version), are made
+# private again; the directory above them is not the chat's and stays as it is
+mkdir -p "$TMP/modes/qwenchat/sessions" && chmod 755 "$TMP/modes" "$TMP/modes/qwenchat" "$TMP/modes/qwenchat/sessions"
+printf 'hi\n' | XDG_STATE_HOME="$TMP/modes" "$QWENCHAT" chat -m "$MODEL" --threads 1 -n 2 >/dev/null 2>&1
+[ "$(stat -c %a "$TMP/modes/qwenchat") $(stat -c %a "$TMP/modes/qwenchat/sessions") $(stat -c %a "$TMP/modes")" = "700 700 755" ] &&
+	pass "the chat's state directories are made 0700" ||
+	fail "state directory modes: $(stat -c %a "$TMP/modes/qwenchat") $(stat -c %a "$TMP/modes/qwenchat/sessions") $(stat -c %a "$TMP/modes")"
 # /clear when no new conversation file can be made (sessions/ is a file): one line,
 # and the chat goes on with the conversation it has (it crashed with a double free)
 mkdir -p "$TMP/nf/qwenchat"
