@@ -165,6 +165,9 @@ static int delete_grapheme(int count, int key)
 
 void in_editing_keys(void)
 {
+	/* readline reads the inputrc when it first starts: after that, so that a line
+	 * there (Debian's binds \e[3~ to delete-char) does not undo these */
+	rl_initialize();
 	static const char *const left[] = {"\033[D", "\033OD", "\002"};
 	static const char *const right[] = {"\033[C", "\033OC", "\006"};
 	for (size_t i = 0; i < sizeof left / sizeof *left; i++) {
@@ -382,7 +385,7 @@ static bool readline_binds(const unsigned char *k, size_t n)
 	seq[n] = 0;
 	int type = -1;
 	rl_command_func_t *f = rl_function_of_keyseq(seq, rl_get_keymap(), &type);
-	return f && type == ISFUNC && f != rl_insert;
+	return f && ((type == ISFUNC && f != rl_insert) || type == ISMACR);
 }
 
 /* \e[M and three bytes: button + 32, column + 32, row + 32 (terminals without SGR
@@ -417,7 +420,8 @@ static size_t key(struct ui *u, bool flush)
 			size_t n = seq_len(k, u->klen);
 			if (!n)
 				return flush ? u->klen : 0;
-			if (n == 3 && k[2] == 'M') /* an X10 mouse report: three bytes follow */
+			if (n == 3 && k[1] == '[' &&
+			    k[2] == 'M') /* X10 mouse: three bytes follow */
 				return x10_mouse(u, flush);
 			if (!special_seq(u, (const char *)k, n) && readline_binds(k, n))
 				feed(u, k, n);

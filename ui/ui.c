@@ -115,6 +115,8 @@ static void command(struct ui *u, char *line)
 {
 	struct app_result r;
 	app_command(u->a, line, &r);
+	if (r.actions & APP_DO_REPAINT)
+		clearok(curscr, TRUE);
 	if (r.error) { /* nothing typed is lost: the line comes back to be fixed */
 		u->restore = strdup(line);
 		ui_notice(u, true, r.msg);
@@ -158,9 +160,6 @@ void ui_submit(struct ui *u, char *line)
 	u->hint[0] = 0;
 	if (slash_is_command(line)) {
 		command(u, line);
-		/* /save may have written to this terminal (/dev/stdout, /dev/tty) */
-		clearok(curscr, TRUE);
-		u->dirty = true;
 	} else if (!line[strspn(line, " \t\n")]) {
 		/* an empty line sends nothing */
 	} else if (app_busy(u->a)) {
@@ -247,7 +246,7 @@ static void put_back(struct ui *u, char *text)
 	}
 	ui_notice(u, false,
 		  typed ? "the message is taken back: Up brings it into the input line"
-			: "the message is back in the input line, to be shortened");
+			: "the message is back in the input line");
 	free(text);
 }
 
@@ -485,6 +484,8 @@ static int stop_aware_getc(FILE *f)
 {
 	for (;;) {
 		unsigned char c;
+		if (plain_stop_signal()) /* one that came while readline was between reads */
+			return EOF;
 		ssize_t n = read(fileno(f), &c, 1);
 		if (n == 1)
 			return c;

@@ -52,6 +52,7 @@ enum {
 	APP_DO_REASONING = 1 << 5, /* reasoning shown/hidden changed */
 	APP_DO_HELP = 1 << 6,      /* show the help (message holds the command list) */
 	APP_DO_COPY = 1 << 7,      /* put app_result.copy on the terminal's clipboard */
+	APP_DO_REPAINT = 1 << 8,   /* /save wrote to a device (the terminal?): repaint all */
 };
 
 struct app_result {

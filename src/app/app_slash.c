@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "src/base/err.h"
 #include "src/base/fileio.h"
@@ -291,6 +292,9 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 		return;
 	}
 	if (c->cmd->id == SLASH_SAVE) {
+		struct stat st;
+		if (!stat(path, &st) && S_ISCHR(st.st_mode)) /* /dev/stdout, /dev/tty */
+			r->actions |= APP_DO_REPAINT;
 		if (app_held_record(a) || chat_save(a->chat, path, false)) {
 			snprintf(a->save_failed, sizeof a->save_failed, "/save: %s", err_msg());
 			fail(r, "%s", a->save_failed);

@@ -15,12 +15,25 @@
 /* Rows of the help (slash_help): the key, a tab, what it does. */
 static const char plain_keys[] =
 	"keys:\n"
-	"Ctrl-C\tstop the answer (the partial answer is kept)\n"
+	"Ctrl-C\tstop the answer (the partial answer is kept); at the prompt, quit\n"
 	"Ctrl-D\ton an empty line: quit, as /quit does\n"
 	"//TEXT\ta line starting with // sends a message starting with /\n";
 
 static struct app *running;               /* the app whose turn SIGINT stops */
 static volatile sig_atomic_t stop_signal; /* SIGTERM, SIGHUP or SIGINT between turns */
+
+/* sigaction(sig, fn) unless sig was ignored when the chat started (nohup, a job a
+ * script put in the background): such a signal is not meant for it and stays
+ * ignored. The previous action is in *old. */
+static void take_signal(int sig, void (*fn)(int), struct sigaction *old)
+{
+	struct sigaction sa = {0};
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, old);
+	if (old->sa_handler == SIG_IGN)
+		sigaction(sig, old, NULL);
+}
 
 static void on_sigint(int sig)
 {
@@ -124,7 +137,9 @@ static int emit(void *u, enum sess_part part, const char *text, size_t len)
 	else
 		fwrite(text, 1, len, stdout);
 	fflush(stdout);
-	return 0;
+	/* nobody reads the answer (a closed pipe, a full disk): it stops here, kept, and
+	 * the chat ends; main says the write failed */
+	return ferror(stdout) ? 1 : 0;
 }
 
 /* One line of a loaded conversation or a message, made safe for a terminal. */
@@ -152,11 +167,9 @@ bool plain_unsaved(struct app *a)
 static void turn(struct app *a, char **prefill)
 {
 	struct plain_out o = {isatty(STDOUT_FILENO), app_show_reasoning(a), -1, a, false};
-	struct sigaction sa = {0}, old;
-	sa.sa_handler = on_sigint;
-	sigemptyset(&sa.sa_mask);
+	struct sigaction old;
 	running = a;
-	sigaction(SIGINT, &sa, &old);
+	take_signal(SIGINT, on_sigint, &old);
 	int rc = app_turn(a, emit, &o);
 	sigaction(SIGINT, &old, NULL);
 	running = NULL;
@@ -185,8 +198,8 @@ static void turn(struct app *a, char **prefill)
 			f.turn.generated, f.turn.generated == 1 ? "" : "s");
 	char *back = rc ? app_take_refused(a) : NULL;
 	if (back) {
-		fprintf(stderr, "qwenchat: the message is back in the input line, to be "
-				"shortened\n");
+		/* the error says what is long: the message, or the system prompt */
+		fprintf(stderr, "qwenchat: the message is back in the input line\n");
 		free(*prefill);
 		*prefill = back;
 	}
@@ -251,12 +264,10 @@ int plain_main(struct app *a, plain_read_fn read_line)
 	if (c->n && app_prefill(a) < 0)
 		print_safe(stderr, "qwenchat: ", err_msg(), "\n");
 	/* No SA_RESTART: a read waiting for the next line returns, and the loop ends. */
-	struct sigaction sa = {0}, old_term, old_hup, old_int;
-	sa.sa_handler = on_stop;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, &old_term);
-	sigaction(SIGHUP, &sa, &old_hup);
-	sigaction(SIGINT, &sa, &old_int); /* a turn has its own while it runs */
+	struct sigaction old_term, old_hup, old_int;
+	take_signal(SIGTERM, on_stop, &old_term);
+	take_signal(SIGHUP, on_stop, &old_hup);
+	take_signal(SIGINT, on_stop, &old_int); /* a turn has its own while it runs */
 	char *prefill = NULL;
 	bool input_failed = false;
 	for (;;) {
@@ -277,7 +288,7 @@ int plain_main(struct app *a, plain_read_fn read_line)
 				turn(a, &prefill);
 		}
 		free(line);
-		if (quit || stop_signal)
+		if (quit || stop_signal || ferror(stdout)) /* see emit */
 			break;
 	}
 	free(prefill);

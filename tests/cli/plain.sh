@@ -34,11 +34,14 @@ grep -q 'presence 0, frequency 0.5, repeat' "$TMP/out" && pass "/frequency sets 
 	fail "/frequency"
 # Standard output read by a program that stops reading (`| head`): one line, exit 1,
 # the message and its answer saved (SIGPIPE ended the chat silently, the answer lost)
-{
-	printf 'Tell me a long story\n' | XDG_STATE_HOME="$TMP/pipe" "$QWENCHAT" chat -m "$MODEL" \
-		--threads 1 -n 200 --seed 1 2>"$TMP/pipe.err"
-	echo $? >"$TMP/pipe.rc"
-} | head -c 10 >/dev/null
+# (a pipe whose reading end is closed before the chat starts: `| head` may read what
+# fits the pipe before it quits; then a second message, never read)
+XDG_STATE_HOME="$TMP/pipe" TMPDIR_ERR="$TMP/pipe.err" python3 -c 'import os, subprocess, sys
+r, w = os.pipe()
+os.close(r)
+p = subprocess.run(sys.argv[1:], input=b"Tell me a long story\nand another\n", stdout=w,
+                   stderr=open(os.environ["TMPDIR_ERR"], "wb"))
+print(p.returncode)' "$QWENCHAT" chat -m "$MODEL" --threads 1 -n 200 --seed 1 >"$TMP/pipe.rc"
 f=$(cat "$TMP/pipe/qwenchat/last-session" 2>/dev/null)
 [ "$(cat "$TMP/pipe.rc")" = 1 ] && grep -qx 'qwenchat: standard output: write failed' "$TMP/pipe.err" &&
 	python3 -c 'import json, sys

@@ -66,7 +66,9 @@ st=$TMP/state-INT
 mkfifo "$TMP/in-INT"
 (printf 'Hello\n'; exec sleep 60) >"$TMP/in-INT" &
 feeder=$!
-XDG_STATE_HOME=$st "$QWENCHAT" chat -m "$M" --backend cpu --threads 1 -n 3 \
+# (a job a script puts in the background starts with SIGINT ignored, which the chat
+# keeps: env gives it the default action, as a terminal's foreground job has)
+XDG_STATE_HOME=$st env --default-signal=INT "$QWENCHAT" chat -m "$M" --backend cpu --threads 1 -n 3 \
 	<"$TMP/in-INT" >"$TMP/out-INT" 2>"$TMP/err-INT" &
 pid=$!
 if wait_for "$st/qwenchat/last-session" . 60 &&
@@ -83,6 +85,19 @@ else
 	kill $pid
 fi
 kill $feeder 2>/dev/null
+
+# ... and a SIGINT the chat started with ignored (nohup, a script's background job)
+# stays ignored: the answer goes on, the chat ends at the end of its input
+printf 'Tell me a long story\n' | XDG_STATE_HOME=$TMP/state-IGN "$QWENCHAT" chat -m "$M" --backend cpu \
+	--threads 1 -n 300 >"$TMP/out-IGN" 2>"$TMP/err-IGN" &
+pid=$!
+wait_for "$TMP/out-IGN" . 60
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+[ $rc -eq 0 ] && ! grep -q 'stopped' "$TMP/err-IGN" &&
+	pass "plain: a SIGINT ignored at the start stays ignored" ||
+	fail "plain: an ignored SIGINT: exit $rc, $(cat "$TMP/err-IGN")"
 
 # --- the full-screen UI ---------------------------------------------------------------------
 # (SIGINT too: sent from outside, as on the UI's screen Ctrl-C is a key). Each signal has

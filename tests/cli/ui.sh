@@ -267,6 +267,13 @@ sleep 0.5
 screen | grep -q '"role": "user"' && { fail "/save /dev/stdout: the JSON stays on the screen"; shot "failure: /save /dev/stdout"; } ||
 	check_layout "$(T display -p -t ui '#{window_height}')" "$(T display -p -t ui '#{window_width}')" \
 		"the screen is drawn again after /save /dev/stdout"
+# another program writing on the terminal: Ctrl-L draws the whole screen again
+printf '\033[5;1HSTRAY TEXT FROM ELSEWHERE' >"$(T display -p -t ui '#{pane_tty}')"
+wait_screen 'STRAY TEXT' || true
+T send-keys -t ui C-l
+sleep 0.5
+screen | grep -q 'STRAY TEXT' && { fail "Ctrl-L left another program's text"; shot "failure: Ctrl-L"; } ||
+	pass "Ctrl-L draws the whole screen again"
 shot "after /load"
 # Tab completes a file name with a space inside double quotes, and goes on inside them
 mkdir -p "$TMP/with space" && cp "$TMP/conv.json" "$TMP/with space/saved.json"
@@ -550,9 +557,7 @@ T paste-buffer -p -b long -t ui
 wait_screen '^> word0 word1' || true
 T send-keys -t ui Enter
 if wait_screen '\| prefilling\.\.\. \|'; then
-	T send-keys -t ui C-c
-	T send-keys -t ui -l 'x'
-	T send-keys -t ui Enter
+	T send-keys -t ui C-c x Enter # in one read: Enter before the stop is over
 	check_screen 'stopped before the answer began' "Ctrl-C while prefilling, then Enter at once"
 	wait_screen '^Enter send \|' || true
 	T send-keys -t ui -l 'y'
