@@ -702,10 +702,14 @@ int fio_private_dir(const char *path)
 {
 	if (fio_mkdirs(path, 0700))
 		return -1;
+	/* by descriptor: the directory checked is the one changed, never a link's target;
+	 * a failed fchmod costs nothing the directory did not already lack */
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
-	/* a failed chmod costs nothing the directory did not already lack */
-	if (!stat(path, &st) && st.st_uid == geteuid() && (st.st_mode & 077))
-		(void)chmod(path, st.st_mode & 0700);
+	if (fd >= 0 && !fstat(fd, &st) && st.st_uid == geteuid() && (st.st_mode & 077))
+		(void)fchmod(fd, st.st_mode & 0700);
+	if (fd >= 0)
+		close(fd);
 	return 0;
 }
 
