@@ -103,6 +103,7 @@ void view_from_chat(struct view *v, const struct chat *c)
 		const struct chat_turn *t = &c->turns[i];
 		enum vb_kind k = t->role == CHAT_USER        ? VB_USER
 				 : t->role == CHAT_ASSISTANT ? VB_ASSISTANT
+				 : t->role == CHAT_TOOL      ? VB_TOOL
 							     : VB_SYSTEM;
 		/* an answer whose content holds its <think> block shows it as reasoning, as
 		 * the template takes it */
@@ -386,7 +387,7 @@ static int layout_text(struct view *v, enum vl_style st, const char *s, size_t n
 
 static int layout_block(struct view *v, size_t i, int width)
 {
-	static const char *const labels[] = {"you", "assistant", "system", "", ""};
+	static const char *const labels[] = {"you", "assistant"};
 	static const char *const gone[] = {"you (no longer in the model's context)",
 					   "assistant (no longer in the model's context)"};
 	struct vblock *b = &v->b[i];
@@ -410,9 +411,12 @@ static int layout_block(struct view *v, size_t i, int width)
 		return layout_text(v, b->kind == VB_USER ? VL_USER : VL_ASSIST, b->content.s,
 				   b->content.n, width, bi);
 	case VB_SYSTEM:
-		if (push(v, VL_SYSTEM_HEAD, "system prompt", 13, bi))
+	case VB_TOOL: { /* drawn alike: text the model reads that nobody typed here */
+		const char *head = b->kind == VB_TOOL ? "tool result" : "system prompt";
+		if (push(v, VL_SYSTEM_HEAD, head, (int)strlen(head), bi))
 			return -1;
 		return layout_text(v, VL_SYSTEM, b->content.s, b->content.n, width, bi);
+	}
 	case VB_NOTICE:
 	case VB_ERROR:
 		return layout_text(v, b->kind == VB_NOTICE ? VL_NOTICE : VL_ERROR, b->content.s,

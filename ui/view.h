@@ -10,7 +10,7 @@
 
 #include "src/chat/chat.h"
 
-enum vb_kind { VB_USER, VB_ASSISTANT, VB_SYSTEM, VB_NOTICE, VB_ERROR };
+enum vb_kind { VB_USER, VB_ASSISTANT, VB_SYSTEM, VB_TOOL, VB_NOTICE, VB_ERROR };
 
 struct vb_text {
 	char *s;

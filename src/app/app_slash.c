@@ -295,6 +295,16 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 		struct stat st;
 		if (!stat(path, &st) && S_ISCHR(st.st_mode)) /* /dev/stdout, /dev/tty */
 			r->actions |= APP_DO_REPAINT;
+		/* the autosave of another chat: its conversation would be replaced, and
+		 * that chat goes on saving over this one */
+		if (!fio_same_file(path, a->session_path) && fio_locked(path)) {
+			fail(r,
+			     "/save: %s is the conversation of another running qwenchat (not "
+			     "replaced: save elsewhere)",
+			     path);
+			free(path);
+			return;
+		}
 		if (app_held_record(a) || chat_save(a->chat, path, false)) {
 			snprintf(a->save_failed, sizeof a->save_failed, "/save: %s", err_msg());
 			fail(r, "%s", a->save_failed);

@@ -594,6 +594,26 @@ int fio_try_lock(const char *path)
 	return err_set("%s: removed again and again while being locked", lock);
 }
 
+bool fio_locked(const char *path)
+{
+	char lock[4200];
+	if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
+		return false;
+	int fd = open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	close(fd); /* and with it a lock taken here */
+	return held;
+}
+
+bool fio_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return a && b && !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
 char *fio_absolute(const char *path)
 {
 	char dir[PATH_MAX], abs[PATH_MAX];

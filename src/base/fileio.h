@@ -98,6 +98,11 @@ int fio_sync_dir(const char *dir);
  * let go), FIO_LOCKED when another process holds it, or -1 (err_set). */
 enum { FIO_LOCKED = -2 };
 int fio_try_lock(const char *path);
+/* Whether PATH.lock exists and another open file (another process's fio_try_lock, or
+ * this one's) holds its lock; nothing is created. */
+bool fio_locked(const char *path);
+/* Whether a and b name the same existing file (device and inode). */
+bool fio_same_file(const char *a, const char *b);
 
 /* path as an absolute one whose last component is the name given: its directory
  * resolved (realpath), a link at the name itself kept as a link, so that what the name

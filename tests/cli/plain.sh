@@ -58,6 +58,26 @@ printf 'hi\n' | XDG_STATE_HOME="$TMP/modes" "$QWENCHAT" chat -m "$MODEL" --threa
 [ "$(stat -c %a "$TMP/modes/qwenchat") $(stat -c %a "$TMP/modes/qwenchat/sessions") $(stat -c %a "$TMP/modes")" = "700 700 755" ] &&
 	pass "the chat's state directories are made 0700" ||
 	fail "state directory modes: $(stat -c %a "$TMP/modes/qwenchat") $(stat -c %a "$TMP/modes/qwenchat/sessions") $(stat -c %a "$TMP/modes")"
+# /save over the conversation another running chat holds is refused (the file would
+# lose that chat's turns, which it would then save over this one's); its own is fine
+mkfifo "$TMP/hold-in"
+(printf 'first chat\n'; exec sleep 60) >"$TMP/hold-in" &
+holder=$!
+XDG_STATE_HOME="$TMP/hold" "$QWENCHAT" chat -m "$MODEL" --threads 1 -n 2 <"$TMP/hold-in" >/dev/null 2>&1 &
+chat_a=$!
+i=0
+until [ -s "$TMP/hold/qwenchat/last-session" ] && grep -q assistant "$(cat "$TMP/hold/qwenchat/last-session")" 2>/dev/null ||
+	[ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
+held=$(cat "$TMP/hold/qwenchat/last-session")
+cp "$held" "$TMP/held-before.json"
+printf '/save %s\n' "$held" | XDG_STATE_HOME="$TMP/hold" "$QWENCHAT" chat -m "$MODEL" --threads 1 \
+	>/dev/null 2>"$TMP/hold.err"
+grep -q "^qwenchat: /save: $held is the conversation of another running qwenchat" "$TMP/hold.err" &&
+	cmp -s "$held" "$TMP/held-before.json" &&
+	pass "/save over another running chat's conversation is refused, the file kept" ||
+	fail "/save over a held conversation: $(cat "$TMP/hold.err")"
+kill $holder 2>/dev/null
+wait $chat_a
 # /clear when no new conversation file can be made (sessions/ is a file): one line,
 # and the chat goes on with the conversation it has (it crashed with a double free)
 mkdir -p "$TMP/nf/qwenchat"

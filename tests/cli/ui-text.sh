@@ -413,6 +413,19 @@ restart "$QWENCHAT -m '$R' --backend cpu --threads 1 --greedy --repeat-penalty 1
 check_screen 'Type a message' "the chat starts with -n 2"
 T send-keys -t ui 'hi' Enter
 check_screen 'the answer stops at 2 tokens, the -n limit' "an answer cut by -n says so"
+# 6b. A tool's result is headed as one (it was shown as a "system prompt")
+cat >"$TMP/tool.json" <<'EOF'
+{"messages": [{"role": "user", "content": "weather?"},
+ {"role": "assistant", "content": "", "tool_calls": [{"type": "function",
+  "function": {"name": "weather", "arguments": {"city": "Oslo"}}}]},
+ {"role": "tool", "content": "ToolSays 20C"},
+ {"role": "assistant", "content": "It is 20C."}]}
+EOF
+T send-keys -t ui "/load $TMP/tool.json" Enter
+check_screen 'loaded 4 messages' "a conversation with a tool result loads"
+screen | grep -B1 '^  ToolSays 20C' | head -n 1 | grep -q '^tool result' &&
+	pass "a tool's result is headed 'tool result'" ||
+	{ fail "tool result heading"; shot "failure: tool result"; }
 
 # 7. Left, Right and Backspace move by what a reader calls a character: a flag (two
 # regional indicators) and an emoji with its skin tone are never split.
