@@ -2,6 +2,7 @@
 #include "ui/view.h"
 
 #include "src/base/array.h"
+#include "src/base/mdfence.h"
 #include "src/chat/template.h"
 #include "ui/markdown.h"
 
@@ -357,15 +358,18 @@ static int hang_of(const char *s, size_t n, int width)
 	return hang;
 }
 
-/* Splits text at newlines; lines inside ``` fences are code (hard wrapped). */
+/* Splits text at newlines; in an answer, lines of fenced blocks are code (hard
+ * wrapped, no Markdown). */
 static int layout_text(struct view *v, enum vl_style st, const char *s, size_t n, int width,
 		       int block)
 {
 	bool code = false;
+	struct md_fence f;
 	for (;;) {
 		const char *nl = memchr(s, '\n', n);
 		size_t len = nl ? (size_t)(nl - s) : n;
-		bool fence = len >= 3 && !strncmp(s + strspn(s, " "), "```", 3) && st == VL_ASSIST;
+		bool fence = st == VL_ASSIST &&
+			     (code ? md_fence_close(s, len, &f) : md_fence_open(s, len, &f));
 		bool md = st == VL_ASSIST && !code && !fence, heading, item;
 		int hang = st == VL_NOTICE ? hang_of(s, len, width) : 0;
 		/* a list item's wrapped lines go on under its text, not under its bullet */

@@ -11,6 +11,7 @@
 
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/mdfence.h"
 #include "src/base/units.h"
 
 static void say(struct app_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -341,29 +342,6 @@ static void save_load(struct app *a, const struct slash_call *c, struct app_resu
 	app_autosave(a);
 }
 
-/* The n-th (1-based) fenced code block of a Markdown text, without its fences; NULL
- * when there are fewer. */
-static char *code_block(const char *s, long n)
-{
-	const char *p = s;
-	for (long k = 1;; k++) {
-		const char *open = strstr(p, "```");
-		if (!open)
-			return NULL;
-		const char *body = strchr(open, '\n'); /* past the info string ("```c") */
-		if (!body)
-			return NULL;
-		body++;
-		const char *close = strstr(body, "```");
-		size_t len = close ? (size_t)(close - body) : strlen(body);
-		if (k == n)
-			return strndup(body, len);
-		if (!close)
-			return NULL;
-		p = close + 3;
-	}
-}
-
 /* /copy [N]: the last answer, or its Nth code block, for the front end to send to
  * the terminal's clipboard. */
 static void copy(struct app *a, const struct slash_call *c, struct app_result *r)
@@ -374,7 +352,7 @@ static void copy(struct app *a, const struct slash_call *c, struct app_result *r
 		return;
 	}
 	const char *answer = a->chat->turns[last].content;
-	r->copy = c->has_arg ? code_block(answer, (long)c->num) : strdup(answer);
+	r->copy = c->has_arg ? md_code_block(answer, (long)c->num) : strdup(answer);
 	if (!r->copy) {
 		if (c->has_arg)
 			fail(r, "/copy: the last answer has no code block %.0f", c->num);
