@@ -1,5 +1,5 @@
 /* markdown.c — light Markdown in the answers, drawn rather than shown: **bold**,
- * *italic*, `inline code`, "# headings" and "- list items". Code blocks are the view's
+ * *italic*, `inline code` (``with ` inside``), "# headings" and "- list items". Code blocks are the view's
  * (VL_CODE) and untouched. The markers are not drawn; a display line that starts in
  * the middle of a logical line (word wrap) takes the attributes the line's text
  * before it left open, so a bold phrase cut by the wrap stays bold. */
@@ -9,13 +9,49 @@
 #include "ui/markdown.h"
 #include "ui/uistate.h"
 
+/* The length of the run of backticks at s[0..n). */
+static size_t ticks(const char *s, size_t n)
+{
+	size_t k = 0;
+	while (k < n && s[k] == '`')
+		k++;
+	return k;
+}
+
+/* Whether s[0..n) holds a run of exactly len backticks (a code span's end). */
+static bool has_run(const char *s, size_t n, size_t len)
+{
+	for (size_t i = 0; i < n;) {
+		size_t k = ticks(s + i, n - i);
+		if (k == len)
+			return true;
+		i += k ? k : 1;
+	}
+	return false;
+}
+
+/* A code span, as CommonMark reads one: a run of N backticks opens it when a run of
+ * exactly N follows on the line, and that run closes it; other runs are text, inside
+ * a span ("``a ` b``") and out of one (a lone "`"). */
+static size_t code_marker(const char *s, size_t n, const char *line, struct md_state *st,
+			  bool apply)
+{
+	if (s > line && s[-1] == '`')
+		return 0; /* inside a run of text backticks */
+	size_t k = ticks(s, n);
+	if (st->code ? k != st->code_len : !has_run(s + k, n - k, k))
+		return 0;
+	if (apply) {
+		st->code = !st->code;
+		st->code_len = k;
+	}
+	return k;
+}
+
 size_t md_marker(const char *s, size_t n, const char *line, struct md_state *st, bool apply)
 {
-	if (s[0] == '`') {
-		if (apply)
-			st->code = !st->code;
-		return 1;
-	}
+	if (s[0] == '`')
+		return code_marker(s, n, line, st, apply);
 	if (st->code)
 		return 0;
 	if (n >= 2 && s[0] == '*' && s[1] == '*') {
@@ -70,7 +106,7 @@ int md_put(struct ui *u, int y, int x, const char *line, const char *end, const 
 	size_t hide = md_line_kind(line, line_n, &heading, &item);
 	if (heading)
 		base |= A_BOLD;
-	struct md_state st = {false, false, false};
+	struct md_state st = {0};
 	for (const char *p = line + hide; p < s;) { /* the state the wrap left open */
 		size_t m = md_marker(p, (size_t)(end - p), line, &st, true);
 		p += m ? m : 1;

@@ -10,6 +10,7 @@
 /* What the markers of a logical line so far left open. */
 struct md_state {
 	bool bold, italic, code;
+	size_t code_len; /* the backticks that opened the code span */
 };
 
 /* The length of the marker at s (n bytes left of the logical line starting at line)

@@ -227,7 +227,7 @@ static int push(struct view *v, enum vl_style st, const char *s, int len, int bl
  * in; the markers' state is carried from the paragraph's start, line to line. */
 struct measure {
 	bool md;
-	const char *line; /* the paragraph's start */
+	const char *line, *end; /* the paragraph (a code span's end is looked for there) */
 	struct md_state st;
 	size_t hidden; /* bytes at the line's start drawn in no column (a heading's "# ") */
 	size_t plain;  /* bytes at its start that are no markers (an item's "- ") */
@@ -239,6 +239,7 @@ static void measure_start(struct measure *m, bool md, const char *line, size_t n
 	memset(m, 0, sizeof *m);
 	m->md = md;
 	m->line = line;
+	m->end = line + n;
 	if (!md)
 		return;
 	size_t k = md_line_kind(line, n, &heading, &item);
@@ -283,7 +284,8 @@ static void measure_skip(struct measure *m, const char *s, size_t n)
 		size_t at = (size_t)(s + i - m->line);
 		size_t k = at < m->hidden || at < m->plain
 				   ? 0
-				   : md_marker(s + i, n - i, m->line, &m->st, true);
+				   : md_marker(s + i, (size_t)(m->end - (s + i)), m->line, &m->st,
+					       true);
 		i += k ? k : 1;
 	}
 }

@@ -130,6 +130,16 @@ check_screen '^  . first item whose words run on past' "a list is loaded"
 screen | grep -q '^    the width *$' && screen | grep -q '^      it *$' &&
 	pass "list items wrap with a hanging indent" ||
 	fail "list wrap: $(screen | grep -E 'item|width|past' | tr '\n' '|')"
+# ... and code spans as CommonMark reads them: ``a ` b`` holds a backtick, a lone
+# one is text (both were dropped), and a span cut by the wrap stays one
+printf '%s\n' '[{"role": "user", "content": "Ticks"},' \
+	' {"role": "assistant", "content": "``a ` b`` and `c` then a lone ` tick\nwrapped `code span x y z that runs on` past"}]' \
+	>"$TMP/md-ticks.json"
+T send-keys -t ui "/load $TMP/md-ticks.json" Enter
+check_screen '^  a ` b and c then a lone ` tick *$' "backticks inside a code span and a lone one are drawn"
+screen | grep -q '^  wrapped code span x y z that runs on *$' && screen | grep -q '^  past *$' &&
+	pass "a code span cut by the wrap is measured as drawn" ||
+	fail "code span wrap: $(screen | grep -E 'wrapped|past' | tr '\n' '|')"
 # ... and a break in a run of spaces starts no empty row
 printf '%s\n' '[{"role": "user", "content": "Spaces"},' \
 	" {\"role\": \"assistant\", \"content\": \"$(printf '%038d' 0 | tr 0 a)   $(printf '%050d' 0 | tr 0 b)\"}]" \
