@@ -42,6 +42,53 @@ attr_t draw_pair(int pair)
 	return pair == C_STATUS ? A_REVERSE : A_NORMAL;
 }
 
+/* The code point at s[0..n): its bytes (1 for a byte that is not UTF-8, cp -1). */
+static size_t next_cp(const char *s, size_t n, int32_t *cp)
+{
+	utf8proc_int32_t c;
+	utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &c);
+	*cp = k > 0 ? c : -1;
+	return k > 0 ? (size_t)k : 1;
+}
+
+/* Draws s[0..n) (no control characters), each character with the marks of no width
+ * that follow it in one cell: drawn apart, a mark after a wide character that ends
+ * at the row's end came after the cursor had left the row, and was lost. A character
+ * the terminal would not draw takes the column the layout gave it, as '?'. */
+static void put_chars(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		int32_t cp;
+		size_t k = next_cp(s + i, n - i, &cp);
+		int w = cp < 0 ? -1 : view_cp_width(cp);
+		if (w < 0) {
+			addch('?');
+			i += k;
+			continue;
+		}
+		if (w == 0) { /* a mark with no character before it here: as it comes */
+			addnstr(s + i, (int)k);
+			i += k;
+			continue;
+		}
+		wchar_t wc[CCHARW_MAX + 1];
+		int m = 0;
+		wc[m++] = (wchar_t)cp;
+		for (i += k; i < n; i += k) {
+			int32_t mark;
+			k = next_cp(s + i, n - i, &mark);
+			if (mark < 0 || view_cp_width(mark) != 0)
+				break;
+			if (m < CCHARW_MAX) /* the cell's room; the rest are not drawn */
+				wc[m++] = (wchar_t)mark;
+		}
+		wc[m] = 0;
+		cchar_t cell;
+		if (setcchar(&cell, wc, A_NORMAL, 0, NULL) == OK)
+			add_wch(&cell); /* with the attributes and colours attrset gave */
+	}
+}
+
 int draw_put_at(int y, int x, int col, const char *s, size_t n, int cols)
 {
 	move(y, x);
@@ -55,19 +102,7 @@ int draw_put_at(int y, int x, int col, const char *s, size_t n, int cols)
 			size_t fit = view_fit_at(s, run, col + used, cols - used, &w);
 			if (!fit)
 				break;
-			/* a character the terminal would not draw takes the column the
-			 * layout gave it, as '?' */
-			for (size_t i = 0; i < fit;) {
-				utf8proc_int32_t cp;
-				utf8proc_ssize_t k =
-					utf8proc_iterate((const utf8proc_uint8_t *)s + i,
-							 (utf8proc_ssize_t)(fit - i), &cp);
-				if (k <= 0 || view_cp_width(cp) < 0)
-					addch('?');
-				else
-					addnstr(s + i, (int)k);
-				i += k > 0 ? (size_t)k : 1;
-			}
+			put_chars(s, fit);
 			used += w;
 			if (fit < run)
 				break;

@@ -42,8 +42,10 @@ for sig in TERM HUP; do
 	mkfifo "$TMP/in-$sig"
 	(printf 'Tell me a long story\n'; exec sleep 60) >"$TMP/in-$sig" &
 	feeder=$!
-	XDG_STATE_HOME=$st "$QWENCHAT" chat -m "$M" --backend cpu --threads 1 --ctx 16384 \
-		<"$TMP/in-$sig" >"$TMP/out-$sig" 2>"$TMP/err-$sig" &
+	# (env: the signals' default actions, whatever this script was started with, such
+	# as SIGHUP ignored under nohup: the chat keeps a signal ignored)
+	XDG_STATE_HOME=$st env --default-signal "$QWENCHAT" chat -m "$M" --backend cpu --threads 1 \
+		--ctx 16384 <"$TMP/in-$sig" >"$TMP/out-$sig" 2>"$TMP/err-$sig" &
 	pid=$!
 	if wait_for "$TMP/out-$sig" . 60; then
 		sleep 0.3
@@ -68,7 +70,7 @@ mkfifo "$TMP/in-INT"
 feeder=$!
 # (a job a script puts in the background starts with SIGINT ignored, which the chat
 # keeps: env gives it the default action, as a terminal's foreground job has)
-XDG_STATE_HOME=$st env --default-signal=INT "$QWENCHAT" chat -m "$M" --backend cpu --threads 1 -n 3 \
+XDG_STATE_HOME=$st env --default-signal "$QWENCHAT" chat -m "$M" --backend cpu --threads 1 -n 3 \
 	<"$TMP/in-INT" >"$TMP/out-INT" 2>"$TMP/err-INT" &
 pid=$!
 if wait_for "$st/qwenchat/last-session" . 60 &&
@@ -88,8 +90,8 @@ kill $feeder 2>/dev/null
 
 # ... and a SIGINT the chat started with ignored (nohup, a script's background job)
 # stays ignored: the answer goes on, the chat ends at the end of its input
-printf 'Tell me a long story\n' | XDG_STATE_HOME=$TMP/state-IGN "$QWENCHAT" chat -m "$M" --backend cpu \
-	--threads 1 -n 300 >"$TMP/out-IGN" 2>"$TMP/err-IGN" &
+printf 'Tell me a long story\n' | XDG_STATE_HOME=$TMP/state-IGN env --ignore-signal=INT "$QWENCHAT" chat \
+	-m "$M" --backend cpu --threads 1 -n 300 >"$TMP/out-IGN" 2>"$TMP/err-IGN" &
 pid=$!
 wait_for "$TMP/out-IGN" . 60
 kill -INT $pid 2>/dev/null

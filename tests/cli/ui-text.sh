@@ -140,6 +140,16 @@ check_screen '^  a ` b and c then a lone ` tick *$' "backticks inside a code spa
 screen | grep -q '^  wrapped code span x y z that runs on *$' && screen | grep -q '^  past *$' &&
 	pass "a code span cut by the wrap is measured as drawn" ||
 	fail "code span wrap: $(screen | grep -E 'wrapped|past' | tr '\n' '|')"
+# ... and a mark of no width after a wide character that ends the row stays with it
+# (drawn apart, it came after the cursor had left the row and was lost)
+printf '%s\n' '[{"role": "user", "content": "Edge"},' \
+	" {\"role\": \"assistant\", \"content\": \"$(printf '%036d' 0 | tr 0 a)\u4e2d\u0301X\"}]" \
+	>"$TMP/md-edge.json"
+T send-keys -t ui "/load $TMP/md-edge.json" Enter
+check_screen '^  X *$' "a wide character at the row's end is loaded"
+screen | grep -q "^  $(printf '%036d' 0 | tr 0 a)$(printf '\344\270\255\314\201')" &&
+	pass "a mark after a wide character at the row's end is drawn with it" ||
+	fail "mark at the edge: $(screen | grep 'aaaa' | od -c | tail -n 3 | head -n 2)"
 # ... and a break in a run of spaces starts no empty row
 printf '%s\n' '[{"role": "user", "content": "Spaces"},' \
 	" {\"role\": \"assistant\", \"content\": \"$(printf '%038d' 0 | tr 0 a)   $(printf '%050d' 0 | tr 0 b)\"}]" \
