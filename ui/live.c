@@ -133,6 +133,17 @@ int live_columns(struct live *l)
 	return c;
 }
 
+/* The rows the lines may take: one less than the terminal's. Lines past its rows would
+ * scroll the screen at every redraw; lines on all of them are cleared from the top
+ * row, which tmux (scroll-on-clear) takes for a cleared screen and keeps in its
+ * history, a copy at every redraw. */
+static int live_rows(struct live *l)
+{
+	struct winsize ws;
+	int r = ioctl(l->fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 ? ws.ws_row : tigetnum("lines");
+	return r > 2 ? r - 1 : 1;
+}
+
 /* ---- drawing ------------------------------------------------------------------------------ */
 
 /* From where the cursor rests back to the first line drawn, the screen cleared from
@@ -156,11 +167,13 @@ static void to_top(struct live *l, struct strbuf *b, int cols)
 	put_cap(b, l->ed);
 }
 
-/* The lines of text, each cut at the width, the cursor left at the start of the last. */
+/* The lines of text, each cut at the width, as many as the rows hold (the first), the
+ * cursor left at the start of the last. */
 static void put_lines(struct live *l, struct strbuf *b, const char *text, int cols)
 {
+	int rows = live_rows(l);
 	l->n = 0;
-	for (const char *s = text; s && l->n < LIVE_MAX_LINES;) {
+	for (const char *s = text; s && l->n < LIVE_MAX_LINES && l->n < rows;) {
 		const char *end = strchr(s, '\n');
 		size_t len = end ? (size_t)(end - s) : strlen(s), i = 0;
 		int w = 0;

@@ -24,11 +24,13 @@ struct live;
 #endif
 
 #include <langinfo.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 enum mode {
@@ -394,25 +396,42 @@ static void output_lost(void)
 		g_stop = SIGPIPE;
 }
 
+/* The columns of the terminal on stderr, asked at every step (it may be resized). */
+static int stderr_columns(void)
+{
+	struct winsize ws;
+	return ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+}
+
 static void on_step(void *user, const struct loop_status *s)
 {
 	struct train_report *r = user;
-	char eta[32], val[32] = "";
+	char eta[32], f[8][64];
 	tally(r, s);
 	if (r->mode == PANEL) {
 		step_panel(r, s);
 		return;
 	}
 	units_duration(s->eta_seconds, eta, sizeof eta);
+	int n = 0;
+	snprintf(f[n++], sizeof f[0], "step %lld/%lld", (long long)s->step, (long long)s->steps);
+	snprintf(f[n++], sizeof f[0], "  loss %.4f", s->loss);
 	if (!isnan(s->val_loss))
-		snprintf(val, sizeof val, "  val %.4f", s->val_loss);
+		snprintf(f[n++], sizeof f[0], "  val %.4f", s->val_loss);
+	snprintf(f[n++], sizeof f[0], "  lr %.3e", s->lr);
+	snprintf(f[n++], sizeof f[0], "  norm %.3f", s->grad_norm);
+	snprintf(f[n++], sizeof f[0], "  %.0f tok/s", s->tokens_per_second);
+	snprintf(f[n++], sizeof f[0], "  %.1f%% of matmul peak", 100 * s->peak_share);
+	snprintf(f[n++], sizeof f[0], "  ETA %s", eta);
+	/* The live line keeps to the terminal's width, whole fields from the first: one
+	 * that wraps leaves a row behind at every step, as \r\033[K clears only the last. */
+	int room = r->mode == LIVE_LINE ? stderr_columns() - 1 : INT_MAX, used = 0;
 	if (r->mode == LIVE_LINE)
 		fputs("\r\033[K", stderr);
-	fprintf(stderr,
-		"step %lld/%lld  loss %.4f%s  lr %.3e  norm %.3f  %.0f tok/s  %.1f%% of matmul peak  "
-		"ETA %s",
-		(long long)s->step, (long long)s->steps, s->loss, val, s->lr, s->grad_norm,
-		s->tokens_per_second, 100 * s->peak_share, eta);
+	for (int i = 0; i < n && (i == 0 || used + (int)strlen(f[i]) <= room); i++) {
+		fputs(f[i], stderr);
+		used += (int)strlen(f[i]);
+	}
 	if (r->mode != LIVE_LINE)
 		fputc('\n', stderr);
 	r->live = r->mode == LIVE_LINE;
@@ -499,11 +518,15 @@ void train_report_end(struct train_report *r)
  * one, or one before the first step (reading the data, loading the model), ends the
  * program at once (the checkpoint on disk is whole either way: a save goes into place
  * only once its files are all written and marked so, and one cut short before that is
- * removed here or by the next start). */
+ * removed here or by the next start). A SIGHUP never counts as the second: a closed
+ * terminal sends one from the kernel and one from the shell, which would cut the save
+ * the first one asked for. */
 static void on_signal(int sig)
 {
 	static const char msg[] = "qwenchat: stopping after this step and saving it "
 				  "(again to stop at once)";
+	if (g_stop && g_stepping && sig == SIGHUP)
+		return;
 	if (g_stop || !g_stepping) {
 		/* a new run without a checkpoint yet (else it keeps all) */
 		bool kept = g_leftovers && rundir_leftovers_remove(g_leftovers);

@@ -108,6 +108,21 @@ T capture-pane -p -t tr >"$TMP/scr2"
 later=$(sed -n 's|^step \([0-9]*\)/1000000 .*|\1|p' "$TMP/scr2" | tail -n 1)
 [ -n "$shown" ] && [ "${later:-0}" -gt "$shown" ] && pass "the panel is redrawn as steps go ($shown, $later)" ||
 	fail "the panel does not advance: '$shown' then '$later'"
+# a pane shorter than the panel: it keeps above the last row (it put a copy of itself
+# into the history at every redraw), the history growing only by the evaluations'
+# lines, as in a tall pane; then it comes back whole
+h0=$(T display -p -t tr '#{history_size}')
+sleep 2
+h1=$(T display -p -t tr '#{history_size}')
+T resize-window -t tr -x 52 -y 3
+sleep 1
+h2=$(T display -p -t tr '#{history_size}')
+sleep 2
+h3=$(T display -p -t tr '#{history_size}')
+[ "$((h3 - h2))" -le "$((h1 - h0 + 8))" ] &&
+	pass "a 3-row pane: the panel does not scroll (the history grew by $((h1 - h0)), then $((h3 - h2)) rows)" ||
+	fail "a 3-row pane: the history grew by $((h3 - h2)) rows in 2 s, $((h1 - h0)) in a tall pane"
+T resize-window -t tr -x 52 -y 24
 
 # ---- Ctrl-C -------------------------------------------------------------------------------
 T send-keys -t tr C-c
@@ -167,6 +182,22 @@ if [ "$(grep -cE "^step [0-9]+/$((to + 10))  loss " "$TMP/scr")" = 10 ] &&
 else
 	fail "TERM=dumb: not 10 plain step lines"
 fi
+# --no-panel: one line rewritten in place, within the pane's width (the fields that do
+# not fit left out): a wider one wrapped and left a row behind at every step
+T resize-window -t tr -x 60 -y 20
+T respawn-pane -k -t tr "printf '\\033[H\\033[2J'; '$QWENCHAT' train --resume '$R' --steps $((to + 40)) \
+	--no-panel; echo EXITED \$?; sleep 600"
+T clear-history -t tr
+wait_screen '^EXITED' || fail "--no-panel: the run did not end"
+T capture-pane -p -S - -t tr >"$TMP/hist"
+rows=$(grep -cE '^step [0-9]+/[0-9]+  loss|matmul peak|  ETA ' "$TMP/hist")
+if [ "$rows" -le 1 ] && grep -q '^EXITED 0' "$TMP/hist"; then
+	pass "--no-panel at 60 columns: the line is rewritten in place, no rows left behind"
+else
+	fail "--no-panel at 60 columns: $rows rows of progress in the history"
+	cat "$TMP/hist"
+fi
+T resize-window -t tr -x 160 -y 40
 
 # ---- --steps 0: the evaluation shows while it runs ------------------------------------------
 # (100,000 held-out ids in rows of 16, a fifth of them under the sanitizers: seconds);

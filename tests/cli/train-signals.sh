@@ -197,21 +197,27 @@ rc=$?
 twice() {
 	dir=$1 err=$2 steps=$3
 	shift 3
-	"$QWENCHAT" train --out "$dir" --vocab-size 1000 --layers 2 --hidden-size 512 \
+	hup_default "$QWENCHAT" train --out "$dir" --vocab-size 1000 --layers 2 --hidden-size 512 \
 		--heads 8 --intermediate-size 1536 --data "$TMP/d.u32" --ctx 256 --batch 8 \
 		--threads 2 --steps 50 "$@" 2>"$err" &
 	pid=$!
 	wait_steps "$dir" "$steps"
-	kill -INT $pid
+	kill -"${SIG:-INT}" $pid
 	i=0
 	while ! grep -q 'stopping after this step' "$err" && [ $i -lt 1200 ]; do
 		sleep 0.01
 		i=$((i + 1))
 	done
-	kill -INT $pid
+	kill -"${SIG:-INT}" $pid
 	wait $pid
 	rc=$?
 }
+# ... but not a second SIGHUP: a closed terminal sends two (the kernel's and the
+# shell's), and the step under way is saved
+SIG=HUP twice "$TMP/hup2" "$TMP/err-hup2" 1
+[ "$rc" -eq 129 ] && [ -f "$TMP/hup2/model.safetensors" ] && ! grep -q 'stopped at once' "$TMP/err-hup2" &&
+	pass "two SIGHUPs: the step under way is saved, exit 129" ||
+	fail "two SIGHUPs: exit $rc: $(tail -n 2 "$TMP/err-hup2")"
 twice "$TMP/twice" "$TMP/err-twice" 3 --save-every 2
 # said_at_once RC ERR DESC — exit 130, and the line naming the checkpoint twice holds (step
 # 2 unless a loaded machine was slower than the steps)
