@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "src/base/err.h"
+#include "src/base/proc.h"
 #include "src/base/term.h"
 
 /* Rows of the help (slash_help): the key, a tab, what it does. */
@@ -22,17 +23,13 @@ static const char plain_keys[] =
 static struct app *running;               /* the app whose turn SIGINT stops */
 static volatile sig_atomic_t stop_signal; /* SIGTERM, SIGHUP or SIGINT between turns */
 
-/* sigaction(sig, fn) unless sig was ignored when the chat started (nohup, a job a
- * script put in the background): such a signal is not meant for it and stays
- * ignored. The previous action is in *old. */
+/* fn for sig, unless sig is ignored (proc_catch); the action to put back in *old. */
 static void take_signal(int sig, void (*fn)(int), struct sigaction *old)
 {
 	struct sigaction sa = {0};
 	sa.sa_handler = fn;
 	sigemptyset(&sa.sa_mask);
-	sigaction(sig, &sa, old);
-	if (old->sa_handler == SIG_IGN)
-		sigaction(sig, old, NULL);
+	proc_catch(sig, &sa, old);
 }
 
 static void on_sigint(int sig)

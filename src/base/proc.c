@@ -178,3 +178,12 @@ int proc_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
+
+void proc_catch(int sig, const struct sigaction *sa, struct sigaction *old)
+{
+	struct sigaction was;
+	if (sigaction(sig, NULL, &was) == 0 && was.sa_handler != SIG_IGN)
+		sigaction(sig, sa, NULL);
+	if (old)
+		*old = was;
+}

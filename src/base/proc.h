@@ -3,6 +3,7 @@
 #define QWENCHAT_PROC_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 
 /* Resident set size in bytes (from /proc/self/statm); 0 when unknown. */
@@ -29,5 +30,11 @@ int proc_online_cpus(void);
  * in it: the kernel then hands them to the thread that waits for them (a chat blocked
  * in read gets its EINTR, curses its resize) instead of a worker that cannot act. */
 int proc_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+
+/* sigaction(sig, sa, old) unless sig is ignored now, as the program started (nohup's
+ * SIGHUP, the SIGINT of a job a script put in the background): such a signal is not
+ * meant for it and stays ignored. *old (may be NULL) gets the disposition to put back
+ * either way. */
+void proc_catch(int sig, const struct sigaction *sa, struct sigaction *old);
 
 #endif

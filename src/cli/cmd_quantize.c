@@ -8,6 +8,7 @@
 #include "src/base/clock.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/proc.h"
 #include "src/base/units.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
@@ -89,11 +90,8 @@ static void catch_signals(struct sigaction old[N_SIGNALS])
 {
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < N_SIGNALS; i++) {
-		sigaction(g_signals[i], NULL, &old[i]);
-		if (old[i].sa_handler != SIG_IGN)
-			sigaction(g_signals[i], &sa, NULL);
-	}
+	for (size_t i = 0; i < N_SIGNALS; i++)
+		proc_catch(g_signals[i], &sa, &old[i]);
 }
 
 static void restore_signals(const struct sigaction old[N_SIGNALS])

@@ -262,12 +262,8 @@ static void catch_stop(const char *out, const char *top)
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
 		sigaddset(&sa.sa_mask, sigs[i]);
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-		struct sigaction old;
-		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
-			continue;
-		sigaction(sigs[i], &sa, NULL);
-	}
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		proc_catch(sigs[i], &sa, NULL);
 }
 
 /* Holds SIGINT, SIGTERM and SIGHUP (on_stop's) until sigprocmask restores *was. */

@@ -2,6 +2,7 @@
  * live line or the live panel), and the signals that stop the run. */
 #include "src/cli/train_report.h"
 #include "src/base/clock.h"
+#include "src/base/proc.h"
 #include "src/base/units.h"
 #include "src/cli/cli.h"
 #include "src/train/batch.h"
@@ -581,15 +582,14 @@ static void catch_suspend(void)
  * a SIGHUP the run was started with ignored (nohup) stays ignored. */
 static void catch_stop(void)
 {
-	struct sigaction sa, old;
+	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-		sigaction(SIGHUP, &sa, NULL);
+	proc_catch(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN); /* a write to a closed pipe fails instead: output_lost */
 }
 
