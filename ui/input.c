@@ -322,6 +322,15 @@ static void scroll_by(struct ui *u, int lines)
 	u->dirty = true;
 }
 
+/* A mouse report's button b: the wheel (64 up, 65 down) scrolls; others do nothing. */
+static void wheel(struct ui *u, int b)
+{
+	if (b == 64)
+		scroll_by(u, 3);
+	else if (b == 65)
+		scroll_by(u, -3);
+}
+
 /* Handles one escape sequence; false when it is readline's. */
 static bool special_seq(struct ui *u, const char *s, size_t n)
 {
@@ -346,11 +355,7 @@ static bool special_seq(struct ui *u, const char *s, size_t n)
 		return true;
 	}
 	if (n > 3 && s[2] == '<') { /* SGR mouse: \e[<b;x;yM */
-		int b = atoi(s + 3);
-		if (b == 64)
-			scroll_by(u, 3);
-		else if (b == 65)
-			scroll_by(u, -3);
+		wheel(u, atoi(s + 3));
 		return true;
 	}
 	/* Up/Down scroll the probabilities while the input line is empty. */
@@ -394,11 +399,7 @@ static size_t x10_mouse(struct ui *u, bool flush)
 {
 	if (u->klen < 6)
 		return flush ? u->klen : 0;
-	int b = u->kb[3] - 32;
-	if (b == 64)
-		scroll_by(u, 3);
-	else if (b == 65)
-		scroll_by(u, -3);
+	wheel(u, u->kb[3] - 32);
 	return 6;
 }
 
