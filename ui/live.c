@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <term.h>
+#include <termios.h>
 #include <unistd.h>
 #include <utf8proc.h>
 
@@ -40,6 +42,52 @@ static struct {
 	char note[64], show[64], hide[64]; /* to the line's start, cleared; cursor on, off */
 	size_t note_n, show_n, hide_n;
 } sig;
+
+/* Keys typed while the lines show would be echoed into them, and an echoed Enter moves
+ * the cursor off the line the next draw starts from, leaving a stale copy behind: the
+ * terminal's echo is off while the area is open, where the program's input is the
+ * same terminal and the program is in its foreground (a background program that sets
+ * the terminal is stopped, and the shell's modes are not its to change). The calls are
+ * async-signal-safe: Ctrl-Z and a stopping signal give the echo back from handlers. */
+static struct {
+	bool input;                /* stdin is the area's terminal */
+	struct termios saved;      /* the modes to give back */
+	volatile sig_atomic_t off; /* echo turned off by us */
+} tty_echo;
+
+static void echo_quiet(void)
+{
+	struct termios t;
+	if (!tty_echo.input || tty_echo.off || tcgetpgrp(STDIN_FILENO) != getpgrp() ||
+	    tcgetattr(STDIN_FILENO, &t) != 0)
+		return;
+	tty_echo.saved = t;
+	t.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
+	if (tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0)
+		tty_echo.off = 1;
+}
+
+/* Also at exit (atexit), whatever path ends the program. SIGTTOU held: a program put
+ * in the background meanwhile still gives the echo back instead of stopping. */
+static void echo_restore(void)
+{
+	if (!tty_echo.off)
+		return;
+	sigset_t ttou, old;
+	sigemptyset(&ttou);
+	sigaddset(&ttou, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &ttou, &old);
+	tcsetattr(STDIN_FILENO, TCSANOW, &tty_echo.saved);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	tty_echo.off = 0;
+}
+
+static bool same_terminal(int a, int b)
+{
+	struct stat sa, sb;
+	return isatty(a) && isatty(b) && fstat(a, &sa) == 0 && fstat(b, &sb) == 0 &&
+	       sa.st_rdev == sb.st_rdev;
+}
 
 static void write_all(int fd, const char *p, size_t n)
 {
@@ -118,6 +166,12 @@ struct live *live_open(int fd, const char *term)
 	sig.hide_n = keep(sig.hide, sizeof sig.hide, l->civis, NULL);
 	sig.cols = 80;
 	sig.lost = 0;
+	static bool registered;
+	tty_echo.input = same_terminal(STDIN_FILENO, fd);
+	if (tty_echo.input && !registered)
+		registered = atexit(echo_restore) == 0;
+	if (registered)
+		echo_quiet();
 	return l;
 }
 
@@ -246,6 +300,8 @@ void live_close(struct live *l)
 	if (l->hidden)
 		put_cap(&b, l->cnorm);
 	flush_out(l, &b);
+	echo_restore();
+	tty_echo.input = false;
 	free(l->text);
 	free(l);
 	del_curterm(cur_term);
@@ -267,6 +323,10 @@ bool live_signal_note(const char *msg)
 
 void live_signal_cursor(bool visible)
 {
+	if (visible)
+		echo_restore();
+	else
+		echo_quiet();
 	if (!sig.drawn)
 		return;
 	if (visible) {

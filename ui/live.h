@@ -12,7 +12,9 @@ struct live;
 /* A live area on the terminal fd, whose type term names ($TERM): NULL when fd is no
  * terminal, term has no terminfo entry, or the terminal cannot redraw in place (it
  * lacks moving the cursor up or clearing to the end of the line or of the screen, as
- * TERM=dumb does). Nothing is drawn yet. One area at a time. */
+ * TERM=dumb does). Nothing is drawn yet. One area at a time. Where stdin is the same
+ * terminal and the program is in its foreground, the terminal's echo is off until
+ * live_close (or exit), so that typed keys do not land in the lines. */
 struct live *live_open(int fd, const char *term);
 
 /* The columns a line may take: the terminal's width, asked again at every call (so a
@@ -36,8 +38,9 @@ void live_close(struct live *l);
 /* Writes msg (ASCII) over the last line until the next draw; false when no area is
  * showing (then the caller says it its own way). */
 bool live_signal_note(const char *msg);
-/* The cursor shown (before the program stops or dies; the cursor is then put on a
- * line of its own below the area) or hidden again (after it was continued). */
+/* The cursor shown and the echo given back (before the program stops or dies; the
+ * cursor is then put on a line of its own below the area) or hidden and off again
+ * (after it was continued, if in the foreground). */
 void live_signal_cursor(bool visible);
 /* The program was stopped and continued: the shell wrote below the area meanwhile, so
  * the next draw starts afresh where the cursor is. */

@@ -81,11 +81,22 @@ EOF
 
 # ---- the panel ------------------------------------------------------------------------
 T new-session -d -s tr -x 80 -y 24 "TERM=screen '$QWENCHAT' train --out '$R' $ARGS \
-	--steps 1000000 --eval-every 200 --save-every 1000000; echo \$? >'$TMP/rc'; sleep 600"
+	--steps 1000000 --eval-every 200 --save-every 1000000; echo \$? >'$TMP/rc0'; \
+	stty -a >'$TMP/stty'; mv '$TMP/rc0' '$TMP/rc'; sleep 600"
 if wait_screen '^loss [0-9.]+  val [0-9.]+ '; then # the first evaluation is in
 	sleep 1                                     # a few redraws and evaluations more
 	capture "$TMP/scr"
 	check_panel "$TMP/scr" 80 "the panel in an 80-column pane"
+	# keys typed meanwhile are not echoed into it (an echoed Enter moved the cursor
+	# off the panel's first line: the next draw left a copy above)
+	T send-keys -t tr 'typedkeys' Enter Enter
+	sleep 1
+	capture "$TMP/scr"
+	if ! grep -q typedkeys "$TMP/scr" && panel_ok "$TMP/scr" 80; then
+		pass "keys typed during the run are not echoed into the panel"
+	else
+		fail "keys typed during the run show in the panel or break it"
+	fi
 else
 	fail "no panel within $WAIT s"
 	capture "$TMP/scr"
@@ -144,6 +155,8 @@ else
 fi
 [ "$(T display -p -t tr '#{cursor_flag}')" = 1 ] && pass "the cursor is visible again" ||
 	fail "the cursor is left hidden"
+grep -qE '(^| )echo( |$)' "$TMP/stty" && pass "the terminal's echo is on again" ||
+	fail "the terminal's echo is left off: $(cat "$TMP/stty")"
 n=${n:-0}
 saved=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' \
 	"$R/train-state/state.json" 2>/dev/null)
