@@ -66,7 +66,7 @@ libapp_a_SOURCES = \
 
 # The command line: main.c dispatches to one cmd_*.c per subcommand.
 qwenchat_SOURCES = src/cli/main.c src/cli/cmd_chat.c \
-	src/cli/cli.c src/cli/cli_setup.c src/cli/cli.h src/cli/commands.h src/cli/env.c src/cli/env.h \
+	src/cli/cli.c src/cli/cli_setup.c src/cli/cli.h src/cli/wrap.c src/cli/wrap.h src/cli/hint.c src/cli/hint.h src/cli/commands.h src/cli/env.c src/cli/env.h \
 	src/cli/sigbus.c src/cli/sigbus.h src/cli/outfile.c src/cli/outfile.h \
 	src/cli/cmd_run.c src/cli/cmd_template.c src/cli/cmd_tokenize.c \
 	src/cli/cmd_train_bpe.c src/cli/cmd_logits.c src/cli/cmd_bench.c src/cli/cmd_info.c src/cli/cmd_hub.c \

@@ -163,6 +163,8 @@ tests_unit_test_session_SOURCES = tests/unit/test_session.c tests/unit/testutil.
 tests_unit_test_session_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
 TESTS += tests/cli/run.sh
 EXTRA_DIST += tests/cli/run.sh
+TESTS += tests/cli/help.sh
+EXTRA_DIST += tests/cli/help.sh
 
 # Tokenizer: the pre-tokenizer scanner against Hugging Face splits.
 check_PROGRAMS += tests/unit/test_tokenizer_pretok

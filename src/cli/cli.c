@@ -4,8 +4,11 @@
 #include "src/cli/cli.h"
 #include "engine/ftype.h"
 #include "src/base/err.h"
+#include "src/base/strbuf.h"
 #include "src/base/term.h"
 #include "src/cli/env.h"
+#include "src/cli/hint.h"
+#include "src/cli/wrap.h"
 #include "src/remote/remote.h"
 
 #include <ctype.h>
@@ -131,11 +134,7 @@ static void help_line(const struct cli_opt *o, FILE *f)
 		fprintf(f, "\n%*s", HELP_COLUMN, "");
 	else
 		fprintf(f, "%*s", HELP_COLUMN - n, "");
-	for (const char *s = o->help; *s; s++) {
-		fputc(*s, f);
-		if (*s == '\n')
-			fprintf(f, "%*s", HELP_COLUMN, "");
-	}
+	wrap_paragraph(f, o->help, HELP_COLUMN, HELP_COLUMN);
 	fputc('\n', f);
 }
 
@@ -152,9 +151,18 @@ static struct cli_opt shared_as_worded(const struct cli_command *cmd, const stru
 /* Prints the command's --help to f. */
 static void cli_help(const struct cli_command *cmd, FILE *f)
 {
-	fprintf(f, "usage: qwenchat %s %s\n\n", cmd->name, cmd->synopsis);
-	if (cmd->about)
-		fprintf(f, "%s\n", cmd->about);
+	struct strbuf usage = {0};
+	sb_printf(&usage, "usage: qwenchat %s %s\n", cmd->name, cmd->synopsis);
+	if (usage.oom)
+		fprintf(f, "usage: qwenchat %s %s\n", cmd->name, cmd->synopsis);
+	else
+		wrap_lines(f, usage.p, (int)strlen("usage: "));
+	free(usage.p);
+	fputc('\n', f);
+	if (cmd->about) {
+		wrap_lines(f, cmd->about, 0);
+		fputc('\n', f);
+	}
 	fputs("options:\n", f);
 	for (const struct cli_opt *o = cmd->opts; o && o->name; o++)
 		help_line(o, f);
@@ -165,8 +173,10 @@ static void cli_help(const struct cli_command *cmd, FILE *f)
 		help_line(&o, f);
 	}
 	help_line(&help_opt, f);
-	if (cmd->notes)
-		fprintf(f, "\n%s", cmd->notes);
+	if (cmd->notes) {
+		fputc('\n', f);
+		wrap_lines(f, cmd->notes, 0);
+	}
 }
 
 /* ---- messages and numbers ------------------------------------------------------ */
@@ -611,6 +621,35 @@ static const char *flag_with_value(const struct option *lo, const char *arg)
 	return hits == 1 && hit->has_arg == no_argument ? hit->name : NULL;
 }
 
+/* The chat reached without naming it: its options came first ("qwenchat -m M"). */
+static bool implicit_chat(const struct cli_command *cmd, char **argv)
+{
+	return !strcmp(cmd->name, "chat") && strcmp(argv[0], "chat") != 0;
+}
+
+/* The usage error for the unknown option bad, with what it likely meant. */
+static int unknown_option(const struct cli_command *cmd, const struct option *lo, const char *bad,
+			  int argc, char **argv)
+{
+	char said[64];
+	/* a letter inside a cluster (-Zm) leaves optind on the cluster: the previous
+	   argument is not the one that was wrong, optopt is */
+	if (optopt > ' ' && optopt < 127 && strncmp(bad, "--", 2))
+		snprintf(said, sizeof said, "-%c", optopt);
+	else
+		snprintf(said, sizeof said, "%s", bad);
+	const char *command = implicit_chat(cmd, argv) ? hint_misplaced_command(argc, argv) : NULL;
+	if (command)
+		return cli_usage(command,
+				 "unknown option '%s': '%s' is a command, and comes first "
+				 "('qwenchat %s ...')",
+				 said, command, command);
+	const char *meant = hint_option(lo, said);
+	if (meant)
+		return cli_usage(cmd->name, "unknown option '%s'; did you mean %s?", said, meant);
+	return cli_usage(cmd->name, "unknown option '%s'", said);
+}
+
 int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_common *c,
 	      cli_own_fn own, void *user, int *first)
 {
@@ -641,12 +680,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 		const char *flag = key == '?' ? flag_with_value(lo, bad) : NULL;
 		if (flag)
 			return cli_usage(cmd->name, "--%s takes no value ('%s')", flag, bad);
-		/* a letter inside a cluster (-Zm) leaves optind on the cluster: the previous
-		   argument is not the one that was wrong, optopt is */
-		if (key == '?' && optopt > ' ' && optopt < 127 && strncmp(bad, "--", 2))
-			return cli_usage(cmd->name, "unknown option '-%c'", optopt);
 		if (key == '?')
-			return cli_usage(cmd->name, "unknown option '%s'", bad);
+			return unknown_option(cmd, lo, bad, argc, argv);
 		const char *empty = optarg && !*optarg ? empty_value(find_opt(cmd, key)) : NULL;
 		if (empty)
 			return cli_usage(cmd->name, "--%s: %s", find_opt(cmd, key)->name, empty);
@@ -658,6 +693,10 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 		}
 	}
 	int npos = argc - optind;
+	const char *command = implicit_chat(cmd, argv) ? hint_misplaced_command(argc, argv) : NULL;
+	if (npos > cmd->max_args && command)
+		return cli_usage(command, "'%s' is a command: it comes first ('qwenchat %s ...')",
+				 command, command);
 	if (npos > cmd->max_args)
 		return cli_usage(cmd->name, "unexpected argument '%s'",
 				 argv[optind + cmd->max_args]);

@@ -1,6 +1,7 @@
 /* main.c — the qwenchat program: picks the subcommand and hands it the arguments. */
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
+#include "src/cli/hint.h"
 #include "src/cli/sigbus.h"
 #include "src/hub/loader.h"
 
@@ -35,7 +36,8 @@ static const char usage[] =
 	"  perplexity  mean NLL and perplexity of a file; KL against a second model\n"
 	"  train       train a Qwen3 model (from a model's weights or from scratch)\n"
 	"\n"
-	"'qwenchat COMMAND --help' describes a command's options.\n"
+	"'qwenchat COMMAND --help' (or 'qwenchat help COMMAND') describes a command's\n"
+	"options; 'man qwenchat' all of them.\n"
 	"  -h, --help     show this help\n"
 	"  -V, --version  show the version\n";
 
@@ -54,9 +56,25 @@ static const struct {
 
 static int dispatch(int argc, char **argv)
 {
-	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+	static const char *names[sizeof commands / sizeof commands[0]];
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		names[i] = commands[i].name;
+	hint_commands(names, sizeof commands / sizeof commands[0]);
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+			  (!strcmp(argv[1], "help") && argc == 2))) {
 		fputs(usage, stdout);
 		return EXIT_OK;
+	}
+	if (argc > 3 && !strcmp(argv[1], "help")) {
+		cli_error("help: one command at most (try 'qwenchat --help')");
+		return EXIT_USAGE;
+	}
+	if (argc == 3 && !strcmp(argv[1], "help")) { /* help COMMAND: its --help */
+		for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+			if (!strcmp(argv[2], commands[i].name))
+				return commands[i].run(2, (char *[]){argv[2], "--help", NULL});
+		cli_error("help: unknown command '%s' (try 'qwenchat --help')", argv[2]);
+		return EXIT_USAGE;
 	}
 	if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
 		/* the tokenizer's letters and digits are this Unicode version's */
