@@ -633,6 +633,10 @@ int fio_check_ends(const char *path)
 		return 0;
 	if (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISDIR(st.st_mode))
 		return 0; /* a directory: its reader says so */
+	struct stat null;
+	if (S_ISCHR(st.st_mode) && stat("/dev/null", &null) == 0 && S_ISCHR(null.st_mode) &&
+	    st.st_rdev == null.st_rdev)
+		return 0; /* ends at once: empty */
 	if (S_ISCHR(st.st_mode)) {
 		int fd = std ? STDIN_FILENO
 			     : open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);

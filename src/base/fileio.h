@@ -144,7 +144,7 @@ int fio_exists(const char *path);
 bool fio_has_ext(const char *path, const char *ext);
 
 /* 0 when path ("-": standard input) is something with an end to read to: a regular
- * file, a pipe, or a terminal (text typed until Ctrl-D); -1 with err_set for another
+ * file, a pipe, a terminal (text typed until Ctrl-D) or /dev/null; -1 with err_set for another
  * device (/dev/zero, /dev/urandom: read until memory runs out) or a socket. A path
  * that cannot be looked at passes: opening it says why. */
 int fio_check_ends(const char *path);

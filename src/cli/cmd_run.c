@@ -20,6 +20,7 @@
 #include "src/base/utf8.h"
 #include "src/base/clock.h"
 #include "src/base/err.h"
+#include "src/base/proc.h"
 #include "src/base/term.h"
 #include "src/base/fileio.h"
 #include "src/hub/hub.h"
@@ -107,19 +108,26 @@ static void on_sigint(int sig)
 	atomic_store(&g_cancel, sig);
 }
 
+/* A signal ignored when run started (nohup's SIGHUP, the SIGINT of a job a script put
+ * in the background) stays ignored. */
 static void catch_stops(void (*handler)(int))
 {
-	signal(SIGINT, handler);
-	signal(SIGTERM, handler);
-	signal(SIGHUP, handler);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = handler;
+	sa.sa_flags = SA_RESTART; /* as signal() */
+	sigemptyset(&sa.sa_mask);
+	proc_catch(SIGINT, &sa, NULL);
+	proc_catch(SIGHUP, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
-/* The exit status after a stop: 128 + SIGTERM or SIGHUP, as a shell reports a killed
- * program; a Ctrl-C is an error like any other. */
+/* The exit status after a stop: 128 + the signal's number, as a shell reports a
+ * program the signal ended (130 for Ctrl-C, as the chat and train exit). */
 static int stopped_status(void)
 {
 	int sig = atomic_load(&g_cancel);
-	return sig == SIGTERM || sig == SIGHUP ? 128 + sig : EXIT_RUNTIME;
+	return sig > 0 ? 128 + sig : EXIT_RUNTIME;
 }
 
 
@@ -184,7 +192,12 @@ static char *read_prompt(const struct run_args *a)
 	if (a->prompt)
 		return strdup(a->prompt);
 	size_t len;
-	char *text = fio_read_all(a->file ? a->file : "-", (size_t)64 << 20, &len);
+	/* -f /dev/zero: refused before 64 MiB of it are read (stdin may be any stream
+	 * a caller hands over, a socket too) */
+	bool named = a->file && strcmp(a->file, "-");
+	char *text = named && fio_check_ends(a->file)
+			     ? NULL
+			     : fio_read_all(a->file ? a->file : "-", (size_t)64 << 20, &len);
 	if (!text)
 		cli_error("%s", err_msg());
 	else if (strlen(text) != len) {

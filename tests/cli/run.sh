@@ -26,6 +26,10 @@ expect_exit 2 "run -p ''" "$QWENCHAT" run -m "$TMP" -p ''
 expect_err_has "empty" "run -p '': says the prompt is empty"
 expect_exit 2 "run with an empty stdin" sh -c "'$QWENCHAT' run -m '$TMP' </dev/null"
 expect_err_has "empty prompt" "run </dev/null: says the prompt is empty"
+expect_exit 1 "run -f /dev/zero" timeout 10 "$QWENCHAT" run -m "$TMP" -f /dev/zero
+expect_err_has "/dev/zero: not a regular file, a pipe or a terminal" "... refused at once, not read"
+expect_exit 2 "run -f /dev/null" "$QWENCHAT" run -m "$TMP" -f /dev/null
+expect_err_has "empty" "run -f /dev/null: an empty prompt"
 printf ' \n\n' >"$TMP/blank.txt"
 expect_exit 2 "run -f blank file" "$QWENCHAT" run -m "$TMP" -f "$TMP/blank.txt"
 expect_exit 1 "run -f unreadable" "$QWENCHAT" run -m "$TMP" -f "$TMP/no-such-file"

@@ -149,37 +149,50 @@ if command -v tmux >/dev/null; then
 fi
 
 # --- run ---------------------------------------------------------------------------------------
-# The random model may sample an end-of-turn token within the first second (about
-# 1 run in 100); then it has ended before the signal, and the run is tried again.
-rc=none
-for attempt in 1 2 3; do
-	"$QWENCHAT" run -m "$M" --backend cpu --threads 2 --ctx 16384 -p 'Tell me a long story' \
-		>"$TMP/run-out" 2>"$TMP/run-err" &
-	pid=$!
-	wait_for "$TMP/run-out" . 60 || wait_for "$TMP/run-err" . 1
-	sleep 0.3
-	# SIGHUP, SIGINT and SIGTERM (mask bits 0, 1 and 14) blocked in every thread but the
-	# main one, so that the kernel hands a signal to the thread that acts on it
-	blocked=$(for t in /proc/$pid/task/*; do
-		m=$(sed -n 's/^SigBlk:[[:space:]]*//p' "$t/status" 2>/dev/null) || continue
-		[ -n "$m" ] || continue
-		echo "$([ "${t##*/}" = $pid ] && echo main || echo worker) $(((0x$m & 0x4003) == 0x4003))"
-	done | sort | uniq -c | tr -s ' \n' '  ')
-	if kill -TERM $pid 2>/dev/null; then
+# stop_run SIG — a long answer of run, sent SIG once it streams; its exit status in rc,
+# stderr in $TMP/run-SIG.err, the threads' masks in $blocked. The random model may
+# sample an end-of-turn token within the first second (about 1 run in 100); then it has
+# ended before the signal, and the run is tried again. (env: a background job of a
+# script starts with SIGINT ignored, which run keeps.)
+stop_run() {
+	rc=none
+	out=$TMP/run-$1.out
+	err=$TMP/run-$1.err
+	for attempt in 1 2 3; do
+		: >"$out" # emptied here: wait_for must not see an earlier attempt's text
+		env --default-signal "$QWENCHAT" run -m "$M" --backend cpu --threads 2 --ctx 16384 \
+			-p 'Tell me a long story' >"$out" 2>"$err" &
+		pid=$!
+		wait_for "$out" . 60 || wait_for "$err" . 1
+		sleep 0.3
+		# SIGHUP, SIGINT and SIGTERM (mask bits 0, 1 and 14) blocked in every thread
+		# but the main one, so that the kernel hands a signal to the thread that acts
+		blocked=$(for t in /proc/$pid/task/*; do
+			m=$(sed -n 's/^SigBlk:[[:space:]]*//p' "$t/status" 2>/dev/null) || continue
+			[ -n "$m" ] || continue
+			echo "$([ "${t##*/}" = $pid ] && echo main || echo worker) $(((0x$m & 0x4003) == 0x4003))"
+		done | sort | uniq -c | tr -s ' \n' '  ')
+		if kill -"$1" $pid 2>/dev/null; then
+			wait $pid
+			rc=$?
+			return
+		fi
 		wait $pid
-		rc=$?
-		break
-	fi
-	wait $pid
-	echo "run ended before SIGTERM (exit $?), attempt $attempt" >&2
-done
-[ $rc -eq 143 ] && pass "run SIGTERM exits 143" || fail "run SIGTERM: exit $rc"
+		echo "run ended before SIG$1 (exit $?), attempt $attempt" >&2
+	done
+}
+stop_run TERM
+[ "$rc" = 143 ] && pass "run SIGTERM exits 143" || fail "run SIGTERM: exit $rc"
 case "$blocked" in
 *main\ 0*worker\ 1*) case "$blocked" in *main\ 1* | *worker\ 0*) ok=no ;; *) ok=yes ;; esac ;;
 *) ok=no ;;
 esac
 [ $ok = yes ] && pass "run: stop signals are blocked in the worker threads only" ||
 	fail "run: the threads' signal masks (count, thread, blocked): $blocked"
-grep -q '^qwenchat: interrupted' "$TMP/run-err" && pass "run SIGTERM says so" ||
-	fail "run SIGTERM: $(tail -c 200 "$TMP/run-err")"
+grep -q '^qwenchat: interrupted' "$TMP/run-TERM.err" && pass "run SIGTERM says so" ||
+	fail "run SIGTERM: $(tail -c 200 "$TMP/run-TERM.err")"
+# SIGINT (Ctrl-C) stops it as well: 130, as the chat and train exit
+stop_run INT
+[ "$rc" = 130 ] && grep -q '^qwenchat: interrupted' "$TMP/run-INT.err" &&
+	pass "run SIGINT: 'interrupted', exit 130" || fail "run SIGINT: exit $rc, $(tail -c 200 "$TMP/run-INT.err")"
 finish
