@@ -514,8 +514,7 @@ bool eng_is_gguf(const char *path)
 
 struct eng_gguf *eng_gguf_open(const char *path)
 {
-	const char *s = strrchr(path, '/');
-	return gguf_open(path, s && s[1] ? s + 1 : path);
+	return gguf_open(path, path); /* errors name the file as the user gave it */
 }
 
 void eng_gguf_free(struct eng_gguf *g)

@@ -266,10 +266,12 @@ static char *split_path(const char *first, int k, int n)
 	return p;
 }
 
-static const char *base_name(const char *path)
+/* The file name of a part, for a message that names the path of another: the parts
+ * are in one directory. */
+static const char *part_name(const struct eng_gguf *g)
 {
-	const char *s = strrchr(path, '/');
-	return s && s[1] ? s + 1 : path;
+	const char *s = strrchr(g->name, '/');
+	return s && s[1] ? s + 1 : g->name;
 }
 
 /* The parts hold each tensor once, and as many as the first part's split.tensors.count
@@ -288,14 +290,14 @@ static int check_split_tensors(const struct eng_model *m)
 		if (own && want && own != want)
 			return err_set("%s: split.tensors.count %d, but %s says %d: the parts are "
 				       "of different models",
-				       g->name, own, m->gg[0]->name, want);
+				       g->name, own, part_name(m->gg[0]), want);
 		for (int64_t i = 0; i < g->ntensors; i++)
 			for (int j = 0; j < k; j++)
 				if (gguf_tensor(m->gg[j], g->tensors[i].name))
 					return err_set(
 						"%s: tensor %s is in %s too: the parts are of "
 						"different models",
-						g->name, g->tensors[i].name, m->gg[j]->name);
+						g->name, g->tensors[i].name, part_name(m->gg[j]));
 		total += g->ntensors;
 	}
 	if (want && total != want)
@@ -307,7 +309,7 @@ static int check_split_tensors(const struct eng_model *m)
 
 static int open_splits(struct eng_model *m, const char *path)
 {
-	struct eng_gguf *first = gguf_open(path, base_name(path));
+	struct eng_gguf *first = gguf_open(path, path);
 	if (!first)
 		return -1;
 	m->gg = calloc(1, sizeof *m->gg);
@@ -333,7 +335,7 @@ static int open_splits(struct eng_model *m, const char *path)
 			free(p);
 			return -1;
 		}
-		struct eng_gguf *g = p ? gguf_open(p, base_name(p)) : NULL;
+		struct eng_gguf *g = p ? gguf_open(p, p) : NULL;
 		free(p);
 		if (!g)
 			return -1;

@@ -28,8 +28,9 @@ while IFS="$tab" read -r cmd file expect; do
 	lines=$(wc -l <"$TMP/err")
 	if [ "$rc" -ne 1 ]; then
 		fail "$name: $cmd exit $rc, expected 1: $(head -c 300 "$TMP/err")"
-	elif [ "$lines" -ne 1 ] || ! grep -q "^qwenchat: $name: " "$TMP/err"; then
-		fail "$name: not one line 'qwenchat: $name: ...': $(head -c 300 "$TMP/err")"
+	elif [ "$lines" -ne 1 ] || ! grep -qF "qwenchat: $file: " "$TMP/err" ||
+	     [ "$(head -c $((${#file} + 12)) "$TMP/err")" != "qwenchat: $file: " ]; then
+		fail "$name: not one line 'qwenchat: $file: ...' (the path as given): $(head -c 300 "$TMP/err")"
 	elif ! grep -qF -- "$expect" "$TMP/err"; then
 		fail "$name: message lacks '$expect': $(cat "$TMP/err")"
 	else

@@ -26,7 +26,7 @@ for bad in "$TMP/empty" "$M/model.safetensors" "$TMP/README.md" "$TMP/zeros.gguf
 		esac
 		want="$bad is not a model directory (no config.json$alone), a .gguf file or a repo id"
 		[ -f "$bad" ] && want="$bad is a file, not a .gguf file: name the model's directory, a .gguf file or a repo id"
-		[ "$bad" = "$TMP/zeros.gguf" ] && want='zeros.gguf: not a GGUF file (no "GGUF" magic at its start)'
+		[ "$bad" = "$TMP/zeros.gguf" ] && want="$bad: not a GGUF file (no \"GGUF\" magic at its start)"
 		# shellcheck disable=SC2086
 		echo 1 2 | "$QWENCHAT" $cmd -m "$bad" >"$TMP/out" 2>"$TMP/err"
 		rc=$?
