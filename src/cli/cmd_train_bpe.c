@@ -40,7 +40,8 @@ static const struct cli_opt train_opts[] = {
 	{"chat", OPT_CHAT, NULL,
 	 "add Qwen3's chat tokens (below) and write a\ntokenizer_config.json with Qwen3's chat "
 	 "template"},
-	{"threads", OPT_THREADS, "N", "counting threads (default or 0: all cores)"},
+	{"threads", OPT_THREADS, "N",
+	 "counting threads (default or 0: the CPUs online, and at most\nthose)"},
 	{"out", OPT_OUT, "DIR",
 	 "output directory (created when missing; one\nholding anything but a tokenizer is "
 	 "refused)"},
@@ -133,7 +134,7 @@ static int train_opt(void *user, int key, const char *arg)
 	switch (key) {
 	case OPT_VOCAB_SIZE: return cli_parse_long("vocab-size", arg, 1, MAX_VOCAB, &a->vocab);
 	case OPT_SPECIAL: a->specials[a->n_specials++] = arg; return 0;
-	case OPT_THREADS: return cli_parse_long("threads", arg, 0, MAX_THREADS, &a->threads);
+	case OPT_THREADS: return cli_parse_long("threads", arg, 0, 1024, &a->threads);
 	case OPT_OUT: a->out = arg; return 0;
 	case OPT_CHAT: a->chat = true; return 0;
 	case 'q': a->quiet = true; return 0;
@@ -200,10 +201,10 @@ static int parse_args(int argc, char **argv, struct args *a, int *first)
 				 "--vocab-size %ld is below 256 byte tokens + %d special "
 				 "tokens",
 				 a->vocab, a->n_specials);
-	if (!a->threads) {
-		long n = proc_online_cpus();
-		a->threads = n > MAX_THREADS ? MAX_THREADS : n;
-	}
+	/* as every command's --threads: no more than the CPUs online */
+	a->threads = a->threads ? cli_threads_cap((int)a->threads, NULL) : proc_online_cpus();
+	if (a->threads > MAX_THREADS)
+		a->threads = MAX_THREADS;
 	return 0;
 }
 
@@ -625,8 +626,9 @@ int cmd_train_bpe(int argc, char **argv)
 		units_bytes((double)st.bytes, text, sizeof text);
 		units_ibytes(ru.ru_maxrss * 1024.0, peak, sizeof peak); /* ru_maxrss is in KiB */
 		fprintf(stderr,
-			"train-bpe: %s, %llu pre-tokens (%zu distinct), %llu special tokens "
-			"counted in %.2f s on %ld thread%s; %d merges in %.2f s (%.0f/s); "
+			"train-bpe: %s, %llu pre-tokens (%zu distinct) and %llu special "
+			"tokens in the text, counted in %.2f s on %ld thread%s; %d merges in "
+			"%.2f s (%.0f/s); "
 			"vocabulary %d; peak memory %s; wrote %s\n",
 			text, (unsigned long long)st.pretokens, st.distinct,
 			(unsigned long long)st.specials, t1 - t0, a.threads,
