@@ -62,6 +62,34 @@ check() {
 
 check tied "--tie --heads 4"
 check untied-gqa "--no-tie --heads 4 --kv-heads 2"
+# A tied model whose file also holds an lm_head.weight (some exporters write one):
+# transformers ties it away, and so must --init (trained, and not saved).
+cp -r "$TMP/tied-0" "$TMP/stray-0"
+"$PY" - "$TMP/stray-0/model.safetensors" <<'PY'
+import json, struct, sys
+import numpy as np
+path = sys.argv[1]
+b = open(path, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+head = {k: v for k, v in json.loads(b[8:8 + n]).items()}
+data = b[8 + n:]
+shape = head["model.embed_tokens.weight"]["shape"]
+extra = np.random.RandomState(3).normal(0, 0.02, shape).astype("<f4").tobytes()
+head["lm_head.weight"] = {"dtype": "F32", "shape": shape,
+                          "data_offsets": [len(data), len(data) + len(extra)]}
+h = json.dumps(head).encode()
+h += b" " * (-len(h) % 8)
+open(path, "wb").write(struct.pack("<Q", len(h)) + h + data + extra)
+PY
+# shellcheck disable=SC2086
+if "$QWENCHAT" train --init "$TMP/stray-0" --out "$TMP/stray-3" --data "$TMP/data.u32" --exact \
+	--sequential --threads 2 --steps 3 $rules 2>"$TMP/err" &&
+   $REF run --init "$TMP/stray-0" --data "$TMP/data.u32" --steps 3 $rules \
+	--out "$TMP/stray-ref.safetensors" >"$TMP/stray-ref.jsonl" 2>>"$TMP/err"; then
+	compare_ref stray "$TMP/stray-0" "$TMP/stray-3" " (a tied model's stray lm_head unused)"
+else
+	fail "stray lm_head: a run failed: $(tail -n 3 "$TMP/err")"
+fi
 # Widths that fill no vector register, heads wider than hidden / heads, one kv head.
 check odd-widths "--no-tie --hidden-size 100 --intermediate-size 130 --heads 3 --kv-heads 1
 	--head-dim 40 --rope-theta 500"

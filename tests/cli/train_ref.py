@@ -167,12 +167,21 @@ def sequential(stream, s, A, a, B, T):
     return torch.from_numpy(ids.astype(np.int64)), torch.from_numpy(tg.astype(np.int64))
 
 
+def model_weights(init):
+    """init's config and weights, as transformers loads them: a tied model's stray
+    lm_head.weight is not used (the output projection is the embedding)."""
+    cfg = json.load(open(f"{init}/config.json"))
+    w = read_safetensors(f"{init}/model.safetensors")
+    if cfg.get("tie_word_embeddings", False):
+        w.pop("lm_head.weight", None)
+    return cfg, w
+
+
 def train(o, init, batch):
     """The steps from init's weights, batch(s, a) giving micro-batch a of step s as
     (inputs, targets) with -100 where a target is not scored, or (inputs, targets,
     position_ids); prints one JSON object a step and writes the final weights to o.out."""
-    cfg = json.load(open(f"{init}/config.json"))
-    w0 = read_safetensors(f"{init}/model.safetensors")
+    cfg, w0 = model_weights(init)
     params = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in w0.items()}
     model = Qwen3(cfg, params)
     decay = [t for t in params.values() if t.dim() == 2]
@@ -211,8 +220,7 @@ def run(o):
 
 def evaluate(o):
     stream = np.fromfile(o.data, dtype="<u4").astype(np.int64)
-    cfg = json.load(open(f"{o.init}/config.json"))
-    w = read_safetensors(f"{o.init}/model.safetensors")
+    cfg, w = model_weights(o.init)
     model = Qwen3(cfg, {k: torch.tensor(v, dtype=torch.float64) for k, v in w.items()})
     W = (len(stream) - 1) // o.ctx
     ids = torch.from_numpy(stream[:W * o.ctx].reshape(W, o.ctx))
@@ -236,9 +244,12 @@ def compare(o):
             print(f"step {b['step']} {key}: {a[key]:.10g} vs {b[key]:.10g} (rel {err:.2e})"
                   f"{'' if ok else '  <-- FAIL'}")
             bad += not ok
-    w0 = read_safetensors(f"{o.init}/model.safetensors")
+    _, w0 = model_weights(o.init)
     wr = read_safetensors(o.ref)
     wq = read_safetensors(o.model)
+    if set(wq) != set(wr):
+        print(f"tensors differ: {sorted(set(wq) ^ set(wr))}")
+        return 1
     for name in sorted(wr):
         upd = np.linalg.norm(wr[name] - w0[name])
         dev = np.linalg.norm(wq[name] - wr[name])
@@ -246,9 +257,6 @@ def compare(o):
         ok = rel < o.weight_tol
         print(f"{name}: |w - w_ref| / |w_ref - w_0| = {rel:.2e}{'' if ok else '  <-- FAIL'}")
         bad += not ok
-    if set(wq) != set(wr):
-        print(f"tensors differ: {sorted(set(wq) ^ set(wr))}")
-        bad += 1
     return 1 if bad else 0
 
 
