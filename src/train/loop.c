@@ -100,7 +100,13 @@ static int load_stream(struct run *u, struct dset *d, char *const *files, int n,
 	if (resume)
 		rc = dset_load_cache(d, vocab, o->sft ? T : 0, path, want);
 	const char *changed = !rc ? dset_changed(path, files, n) : NULL;
-	if (changed)
+	struct stat gone;
+	if (changed && stat(changed, &gone) != 0 && errno == ENOENT)
+		notice(u,
+		       "%s is gone since the run read it: it goes on with the stream it started "
+		       "with (train-state/%s.u32)",
+		       changed, cache);
+	else if (changed)
 		notice(u,
 		       "%s changed since the run read it: it goes on with the stream it started "
 		       "with (train-state/%s.u32); a new run reads the file as it is",

@@ -440,9 +440,15 @@ cp "$TMP/d.u32" "$TMP/grown.u32"
 	cmp -s "$TMP/d.u32" "$TMP/grown/train-state/data.u32" &&
 	pass "a data file changed before a resume: said, the run's stream kept" ||
 	fail "a data file changed before a resume: $(tail -n 3 "$TMP/err")"
+mv "$TMP/grown.u32" "$TMP/moved.u32"
+"$QWENCHAT" train --resume "$TMP/grown" --steps 3 2>"$TMP/err" &&
+	grep -q "grown.u32 is gone since the run read it: it goes on with the stream" "$TMP/err" &&
+	pass "a data file gone before a resume: said so, not 'changed'" ||
+	fail "a data file gone before a resume: $(tail -n 3 "$TMP/err")"
+mv "$TMP/moved.u32" "$TMP/grown.u32"
 touch "$TMP/grown.u32"
 train_usage 1 "that notice, then an error: the error alone" "none.u32: cannot open" \
-	--resume "$TMP/grown" --steps 3 --val "$TMP/none.u32"
+	--resume "$TMP/grown" --steps 4 --val "$TMP/none.u32"
 
 # --val may join a resumed run that had none: the same steps as without it, and the
 # evaluations from the checkpoint's step on; another --val than the run's conflicts
