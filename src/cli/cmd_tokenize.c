@@ -11,6 +11,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,13 +183,14 @@ static int tokenize(const char *model)
 struct tok_args {
 	const char *bench_file;
 	long reps;
+	bool reps_given;
 };
 
 static int tok_opt(void *user, int key, const char *arg)
 {
 	struct tok_args *a = user;
 	switch (key) {
-	case 'r': return cli_parse_long("reps", arg, 1, 1000, &a->reps);
+	case 'r': a->reps_given = true; return cli_parse_long("reps", arg, 1, 1000, &a->reps);
 	case OPT_BENCH: a->bench_file = arg; return 0;
 	}
 	return cli_unhandled(&tok_cmd, key);
@@ -197,10 +199,12 @@ static int tok_opt(void *user, int key, const char *arg)
 int cmd_tokenize(int argc, char **argv)
 {
 	struct cli_common com;
-	struct tok_args a = {NULL, 5};
+	struct tok_args a = {NULL, 5, false};
 	int r = cli_parse(&tok_cmd, argc, argv, &com, tok_opt, &a, NULL);
 	if (r)
 		return r == CLI_DONE ? EXIT_OK : r;
+	if (a.reps_given && !a.bench_file)
+		return cli_usage("tokenize", "-r gives the passes of --bench: give --bench FILE");
 	return a.bench_file ? bench(com.model, a.bench_file, a.reps) : tokenize(com.model);
 }
 

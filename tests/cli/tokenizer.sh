@@ -49,6 +49,8 @@ expect_err_has "tokenizer.json: model.type: \"Unigram\"" "Unigram message names 
 [ "$(wc -l <"$TMP/err")" -eq 1 ] && pass "one-line error" || fail "error has $(wc -l <"$TMP/err") lines"
 
 expect_exit 2 "tokenize bad option" "$QWENCHAT" tokenize --bogus
+expect_exit 2 "tokenize -r without --bench" "$QWENCHAT" tokenize -r 3
+expect_err_has "-r gives the passes of --bench" "... says -r belongs to --bench"
 expect_exit 0 "tokenize --help" "$QWENCHAT" tokenize --help
 expect_exit 0 "detokenize --help" "$QWENCHAT" detokenize --help
 
