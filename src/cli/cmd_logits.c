@@ -1,6 +1,7 @@
 /* cmd_logits.c — `qwenchat logits`: token ids on stdin, float32 logits of every
  * position in a file (what the reference tests compare with transformers). */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "engine/engine.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/proc.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
@@ -21,6 +23,52 @@ static const struct cli_opt logits_opts[] = {
 	{"kv-f32", OPT_KV_F32, NULL, "fp32 KV cache (default bf16)"},
 	{0},
 };
+
+/* The signal that stopped the write, once one came. */
+static volatile sig_atomic_t g_cancel;
+
+static void on_signal(int sig)
+{
+	g_cancel = sig;
+}
+
+/* The logits into out, a piece at a time: a name in the system's directories
+ * (/dev/stdout, a pipe's /dev/fd/N) written through, anything else into a temporary
+ * file renamed over it once whole. Ctrl-C, SIGTERM and SIGHUP stop the write at the
+ * next piece (gigabytes take seconds) and keep what was at out; the temporary file is
+ * removed. (Held off for the whole write, they let it replace out and then ended the
+ * program as killed.) */
+static int write_logits(const char *out, const char *data, size_t bytes)
+{
+	enum { PIECE = 64 << 20 };
+	struct sigaction old[PROC_N_STOPS];
+	proc_catch_stops(on_signal, old);
+	/* a reader that goes away (| head) is a write that fails, one line and exit 1,
+	   not a silent death by SIGPIPE */
+	signal(SIGPIPE, SIG_IGN);
+	struct fio_replace r = {.fd = -1};
+	bool through = !strcmp(out, "-") || fio_in_system_dir(out);
+	int fd = !strcmp(out, "-") ? STDOUT_FILENO
+		 : through         ? fio_open_through(out)
+				   : fio_replace_begin(&r, out, 0600, NULL, NULL);
+	int rc = fd < 0 ? -1 : 0;
+	const char *name = strcmp(out, "-") ? out : "standard output";
+	for (size_t done = 0; !rc && done < bytes && !g_cancel; done += PIECE)
+		if (fio_write_fd(fd, data + done, bytes - done < PIECE ? bytes - done : PIECE))
+			rc = err_set("%s: write failed: %s", name, strerror(errno));
+	if (g_cancel && !rc)
+		rc = err_set("%s: not written (%s)", name, strsignal(g_cancel));
+	if (through && fd >= 0 && fd != STDOUT_FILENO && close(fd) != 0 && !rc)
+		rc = err_set("%s: write failed: %s", name, strerror(errno));
+	if (!through && fd >= 0) {
+		if (rc)
+			fio_replace_abort(&r);
+		else
+			rc = fio_replace_commit(&r);
+	}
+	proc_restore_stops(old);
+	return rc;
+}
 
 /* logits is the reference: its prefill is the exact one, and its context fits the ids */
 static const struct cli_opt logits_shared_help[] = {
@@ -132,10 +180,7 @@ int cmd_logits(int argc, char **argv)
 	}
 	if (eng_forward(e, ids, n, 0, logits, true))
 		goto fail;
-	if (!strcmp(out, "-")
-		    ? fio_write_fd(STDOUT_FILENO, logits, bytes) &&
-			      err_set("standard output: write failed: %s", strerror(errno))
-		    : fio_write_atomic(out, logits, bytes, 0600, 0))
+	if (write_logits(out, (const char *)logits, bytes))
 		goto fail;
 	rc = EXIT_OK;
 	goto done;
@@ -147,5 +192,9 @@ done:
 	eng_model_free(m);
 	free(ids);
 	cli_notices_flush(); /* none held past an error; any left are a success's */
+	/* the status a shell shows for the signal (130, 143, 129), unless it came once
+	   the file was in place (then the work is done) */
+	if (g_cancel && rc != EXIT_OK)
+		raise(g_cancel);
 	return rc;
 }

@@ -80,26 +80,6 @@ static void on_signal(int sig)
 	g_cancel = sig;
 }
 
-static const int g_signals[] = {SIGINT, SIGTERM, SIGHUP};
-enum { N_SIGNALS = sizeof g_signals / sizeof g_signals[0] };
-
-/* Catches the signals that stop a write, but those ignored when the program started
- * (nohup's SIGHUP, a background job's SIGINT): they go on being ignored. old: the
- * dispositions to put back. */
-static void catch_signals(struct sigaction old[N_SIGNALS])
-{
-	struct sigaction sa = {.sa_handler = on_signal};
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < N_SIGNALS; i++)
-		proc_catch(g_signals[i], &sa, &old[i]);
-}
-
-static void restore_signals(const struct sigaction old[N_SIGNALS])
-{
-	for (size_t i = 0; i < N_SIGNALS; i++)
-		sigaction(g_signals[i], &old[i], NULL);
-}
-
 static bool g_tty;
 static double g_t0;
 
@@ -151,8 +131,10 @@ static int write_model(const struct eng_model *m, enum eng_ftype f, const struct
 		       const char *out)
 {
 	struct fio_replace r;
-	struct sigaction old[N_SIGNALS];
-	catch_signals(old); /* before the file exists: no moment leaves it behind */
+	struct sigaction old[PROC_N_STOPS];
+	/* before the file exists: no moment leaves it behind; a signal ignored when the
+	   program started (nohup's SIGHUP, a background job's SIGINT) stays ignored */
+	proc_catch_stops(on_signal, old);
 	int rc = -1;
 	if (fio_replace_begin(&r, out, 0600, told_removed, NULL) >= 0) {
 		if (eng_model_write_gguf(m, f, o, r.fd, out, progress, &g_cancel) == 0)
@@ -164,7 +146,7 @@ static int write_model(const struct eng_model *m, enum eng_ftype f, const struct
 	}
 	if (rc && g_cancel)
 		err_set("%s: not written (%s)", out, strsignal(g_cancel));
-	restore_signals(old);
+	proc_restore_stops(old);
 	return rc;
 }
 
@@ -281,7 +263,9 @@ int cmd_quantize(int argc, char **argv)
 	eng_gguf_out_free(o);
 	eng_model_free(m);
 	free(dir);
-	if (g_cancel) /* the status a shell shows for the signal: 130, 143, 129 */
+	/* the status a shell shows for the signal (130, 143, 129), unless it came once
+	   the file was in place (then the work is done) */
+	if (g_cancel && rc != EXIT_OK)
 		raise(g_cancel);
 	return rc;
 }

@@ -83,4 +83,33 @@ grep -q -- '--exact  *changes nothing here' "$TMP/out" &&
 	pass "logits --help: --exact and --ctx as logits takes them" ||
 	fail "logits --help: $(grep -A2 -- '--exact\|--ctx' "$TMP/out")"
 expect_exit 0 "bench --help" "$QWENCHAT" bench --help
+
+# Ctrl-C while the logits are written (600 MB of them: seconds) stops the write and
+# keeps the file that was there: exit 130, no temporary file left. (Held off to the
+# end, the signal let the file be replaced, then ended the program as killed.)
+V=$TMP/wide
+"$TOP_BUILDDIR/tests/mkmodel" --out "$V" --vocab-size 151669 --hidden-size 32 --layers 1 \
+	--heads 2 --kv-heads 1 --head-dim 16 --intermediate-size 32 --max-position 1024 >/dev/null ||
+	fail "mkmodel wide"
+seq 1 1000 >"$TMP/ids1000"
+echo previous >"$TMP/keep.bin"
+env --default-signal=INT "$QWENCHAT" logits -m "$V" --out "$TMP/keep.bin" --threads 2 \
+	<"$TMP/ids1000" 2>"$TMP/err" &
+pid=$!
+i=0
+while ! ls "$TMP"/.keep.bin.tmp.* >/dev/null 2>&1 && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+kill -INT $pid
+wait $pid
+rc=$?
+if [ $rc -eq 130 ] && [ "$(cat "$TMP/keep.bin")" = previous ] &&
+   ! ls "$TMP"/.keep.bin.tmp.* >/dev/null 2>&1 && grep -q 'keep.bin: not written (Interrupt)' "$TMP/err"; then
+	pass "logits: Ctrl-C mid-write keeps the previous file, exit 130, no temporary left"
+else
+	fail "logits: Ctrl-C mid-write: exit $rc, file '$(head -c 9 "$TMP/keep.bin")', $(ls -A "$TMP" | grep tmp) $(cat "$TMP/err")"
+fi
+# a reader that goes away: one line, exit 1, not a silent death by SIGPIPE
+( echo "1 2 3" | "$QWENCHAT" logits -m "$V" --out - 2>"$TMP/err"; echo $? >"$TMP/rc" ) | true
+[ "$(cat "$TMP/rc")" = 1 ] && grep -q '^qwenchat: standard output: write failed: Broken pipe' "$TMP/err" &&
+	pass "logits --out - into a closed pipe: one line, exit 1" ||
+	fail "logits into a closed pipe: exit $(cat "$TMP/rc"), $(cat "$TMP/err")"
 finish
