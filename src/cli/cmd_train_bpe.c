@@ -241,10 +241,20 @@ static int check_own_dir(const char *dir)
  * the run: the lock file goes, and the directories go again as when it fails (rmdir
  * leaves them once anything is in them), then the signal does what it would have done. */
 static const char *volatile stop_out, *volatile stop_top, *volatile stop_lock;
+/* While the files are written into STAGE: it and the paths of its files, which go too
+ * (a stopped run left them behind, and kept DIR made for nothing). */
+static char *volatile stop_stage;
+static char *stop_staged[sizeof out_files / sizeof out_files[0]];
 
 static void on_stop(int sig)
 {
-	const char *top = stop_top, *lock = stop_lock;
+	const char *top = stop_top, *lock = stop_lock, *stage = stop_stage;
+	if (stage) {
+		for (size_t i = 0; i < sizeof stop_staged / sizeof stop_staged[0]; i++)
+			if (stop_staged[i])
+				unlink(stop_staged[i]);
+		rmdir(stage);
+	}
 	if (lock)
 		unlink(lock);
 	if (top)
@@ -474,6 +484,10 @@ static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 	if (!stage)
 		return err_set("out of memory");
 	int rc = clear_stage(a->out, stage);
+	for (size_t i = 0; rc == 0 && i < sizeof out_files / sizeof out_files[0]; i++)
+		if (!(stop_staged[i] = fio_join(stage, out_files[i])))
+			rc = err_set("out of memory");
+	stop_stage = rc == 0 ? stage : NULL; /* a signal from here on removes what is in it */
 	if (rc == 0 && mkdir(stage, 0700) != 0)
 		rc = err_set("%s: cannot create: %s", stage, strerror(errno));
 	if (rc == 0 && (bpe_write(m, a->specials, a->special, a->n_specials, stage) < 0 ||
@@ -484,6 +498,7 @@ static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 	   place and the stage gone (only SIGKILL stops the run among them) */
 	sigset_t was;
 	block_stops(&was);
+	stop_stage = NULL;
 	char *mark = rc == 0 ? fio_join(stage, MARK) : NULL;
 	if (rc == 0 && (!mark || write_mark(stage, mark)))
 		rc = mark ? -1 : err_set("out of memory");
@@ -505,6 +520,10 @@ static int write_tokenizer(const struct args *a, const struct bpe_model *m)
 	free(mark);
 	int cleared = clear_stage(a->out, stage);
 	sigprocmask(SIG_SETMASK, &was, NULL);
+	for (size_t i = 0; i < sizeof stop_staged / sizeof stop_staged[0]; i++) {
+		free(stop_staged[i]);
+		stop_staged[i] = NULL;
+	}
 	free(stage);
 	return rc ? rc : cleared;
 }
