@@ -170,6 +170,7 @@ int cmd_chat(int argc, char **argv)
 			*nl = '\0';
 		cli_notice(p); /* the last one may be cut short by the buffer: said all the same */
 	}
+	sigbus_note("the conversation was saved after the last turn");
 #if HAVE_TUI
 	sigbus_fullscreen(!a.plain);
 	struct ui_options uo = {.no_color = cli_env_no_color()};

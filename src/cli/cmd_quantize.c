@@ -12,6 +12,7 @@
 #include "src/base/units.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
+#include "src/cli/sigbus.h"
 #include "src/cli/env.h"
 #include "src/cli/outfile.h"
 #include "src/hub/hub.h"
@@ -122,6 +123,17 @@ static int write_through(const struct eng_model *m, enum eng_ftype f, const stru
 	return rc;
 }
 
+/* The temporary file being written, for a SIGBUS (the source model truncated under
+ * the run) to remove before the program exits. */
+static struct fio_replace *volatile g_writing;
+
+static void remove_writing(void)
+{
+	struct fio_replace *r = g_writing;
+	if (r)
+		unlinkat(r->dir, r->tmp, 0);
+}
+
 /* Writes the model into a temporary file, syncs it and renames it over out (its
  * directory opened once, fio_replace). Ctrl-C, SIGTERM and SIGHUP remove the
  * temporary file (a file of the model's size would be left behind otherwise); 128 +
@@ -137,7 +149,11 @@ static int write_model(const struct eng_model *m, enum eng_ftype f, const struct
 	proc_catch_stops(on_signal, old);
 	int rc = -1;
 	if (fio_replace_begin(&r, out, 0600, told_removed, NULL) >= 0) {
-		if (eng_model_write_gguf(m, f, o, r.fd, out, progress, &g_cancel) == 0)
+		g_writing = &r;
+		sigbus_cleanup(remove_writing);
+		int w = eng_model_write_gguf(m, f, o, r.fd, out, progress, &g_cancel);
+		g_writing = NULL;
+		if (w == 0)
 			rc = fio_replace_commit(&r);
 		else
 			fio_replace_abort(&r);

@@ -13,6 +13,8 @@
 static struct termios saved_tty;
 static bool have_tty;
 static volatile sig_atomic_t fullscreen; /* the UI's screen is up */
+static const char *volatile g_note;
+static void (*volatile g_cleanup)(void);
 
 static void put(const char *s)
 {
@@ -88,14 +90,23 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
 		}
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
 	}
+	void (*cleanup)(void) = g_cleanup;
+	if (cleanup)
+		cleanup();
+	const char *note = g_note;
 	put("qwenchat: ");
 	if (mapped_file((uintptr_t)si->si_addr, path, sizeof path)) {
 		put(path);
-		put(": the file shrank while in use (truncated or replaced in place); "
-		    "stopping (the conversation was saved after the last turn)\n");
+		put(": the file shrank while in use (truncated or replaced in place); stopping");
 	} else {
-		put("a mapped file shrank while in use (SIGBUS); stopping\n");
+		put("a mapped file shrank while in use (SIGBUS); stopping");
 	}
+	if (note) {
+		put(" (");
+		put(note);
+		put(")");
+	}
+	put("\n");
 	_exit(1);
 }
 
@@ -112,4 +123,14 @@ void sigbus_guard(void)
 void sigbus_fullscreen(bool on)
 {
 	fullscreen = on;
+}
+
+void sigbus_note(const char *note)
+{
+	g_note = note;
+}
+
+void sigbus_cleanup(void (*fn)(void))
+{
+	g_cleanup = fn;
 }

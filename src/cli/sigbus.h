@@ -13,4 +13,12 @@ void sigbus_guard(void);
 /* Whether the full-screen UI is up: its modes are then undone before the message. */
 void sigbus_fullscreen(bool on);
 
+/* What the message adds in parentheses (the chat's "the conversation was saved after
+ * the last turn"; NULL: nothing). note must outlive the program's use of it. */
+void sigbus_note(const char *note);
+
+/* A function, async-signal-safe, that removes what the command was writing (a
+ * temporary file, a new run's first files) before the program exits; NULL: none. */
+void sigbus_cleanup(void (*fn)(void));
+
 #endif

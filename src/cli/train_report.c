@@ -6,6 +6,7 @@
 #include "src/base/units.h"
 #include "src/cli/cli.h"
 #include "src/train/batch.h"
+#include "src/cli/sigbus.h"
 #include "src/train/panel.h"
 #if HAVE_TUI
 #include "ui/live.h"
@@ -593,9 +594,18 @@ static void catch_stop(void)
 	signal(SIGPIPE, SIG_IGN); /* a write to a closed pipe fails instead: output_lost */
 }
 
+/* A SIGBUS (a model or data file truncated under the run) ends it at once: a new
+ * run's first files go, as for a second signal. */
+static void remove_leftovers(void)
+{
+	if (g_leftovers)
+		rundir_leftovers_remove(g_leftovers);
+}
+
 void train_catch_signals_new(const struct rundir_leftovers *l)
 {
 	g_leftovers = l;
+	sigbus_cleanup(remove_leftovers);
 	catch_stop();
 }
 
