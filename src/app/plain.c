@@ -151,8 +151,13 @@ bool plain_unsaved(struct app *a)
 {
 	struct app_figures f;
 	app_figures(a, &f);
-	if (*app_save_failed(a)) /* the conversation is saved; that file is not */
-		print_safe(stderr, "qwenchat: ", app_save_failed(a), " (not written)\n");
+	/* the conversation is saved; that file is not: said again at the end (the line
+	   that said it first may be far above, or on the UI's screen, gone) as the reason
+	   for the exit status */
+	const char *why = app_save_failed(a);
+	if (*why)
+		print_safe(stderr, "qwenchat: the last /save wrote nothing (exit status 1): ",
+			   strncmp(why, "/save: ", 7) ? why : why + 7, "\n");
 	if (f.save_error[0])
 		print_safe(stderr, "qwenchat: the conversation's last changes are not saved (",
 			   f.save_error, ")\n");

@@ -238,7 +238,7 @@ rc=$?
 printf 'Hello\n/save %s\n' "$TMP/no/such/dir/x.json" | XDG_STATE_HOME="$TMP/state-save" Q -n 4 \
 	>"$TMP/out" 2>"$TMP/err"
 rc=$?
-[ "$rc" = 1 ] && tail -n 1 "$TMP/err" | grep -q '^qwenchat: /save: .*x.json.* (not written)$' &&
+[ "$rc" = 1 ] && tail -n 1 "$TMP/err" | grep -q '^qwenchat: the last /save wrote nothing (exit status 1): .*x.json: ' &&
 	pass "a failed /save: exit 1, named at the end" || fail "failed /save: exit $rc: $(cat "$TMP/err")"
 
 # a notice on the options is said as every command says one
