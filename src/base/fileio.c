@@ -422,19 +422,12 @@ static int begin_at(struct fio_replace *r, int dir, const char *base, const char
 	if (exists && !S_ISREG(st.st_mode))
 		return err_set("%s: not a regular file (refused: only a file can be replaced)",
 			       path);
-	/* An existing file of ours keeps its permissions (a transcript made private stays
-	 * private); another user's file does not lend its mode, nor anyone set-id bits. */
-	bool keep = exists && st.st_uid == geteuid();
-	r->fd = create_temp(dir, path, base, keep ? st.st_mode & 0777 : mode, r->tmp, sizeof r->tmp,
-			    removed, user);
+	/* The new file has `mode` whatever the old one had: a file the program writes is
+	 * private, also where a copy made world-writable (0666) or readable was there;
+	 * another user's file lends nothing either, nor anyone set-id bits. */
+	r->fd = create_temp(dir, path, base, mode, r->tmp, sizeof r->tmp, removed, user);
 	if (r->fd < 0)
 		return -1;
-	if (keep && fchmod(r->fd, st.st_mode & 0777) != 0) { /* as it was, whatever the umask */
-		err_set("%s: cannot set the mode: %s", path, strerror(errno));
-		close(r->fd);
-		unlinkat(dir, r->tmp, 0);
-		return r->fd = -1;
-	}
 	return r->fd;
 }
 

@@ -38,9 +38,8 @@ int fio_write_fd(int fd, const void *data, size_t len);
  * then renamed over path. path's directory is opened once and every step acts on it,
  * so a link in its path turned elsewhere meanwhile moves nothing. A symbolic link at
  * path is replaced by the new file, never written through (FIO_NO_LINKS: refused).
- * Anything else but a regular file at path is refused. An existing file of this user
- * keeps its permission bits; a new one, or one of another user's, gets `mode` (less
- * the umask). A path in the system's directories (fio_in_system_dir: /dev/stdout,
+ * Anything else but a regular file at path is refused. The file gets `mode` (less
+ * the umask), whatever the mode of one it replaces. A path in the system's directories (fio_in_system_dir: /dev/stdout,
  * /dev/null) is written through fio_open_through instead. Signals that end the
  * program wait until the file is in place or the temporary file is gone. 0 or -1
  * (err_set). */

@@ -31,6 +31,11 @@ else
 	echo "skip: no device node can be made here (not root)"
 fi
 expect_exit 1 "--out a directory" "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$M"
+# a file it replaces does not lend its mode: the new one is private, whatever the umask
+echo old >"$TMP/shared.gguf" && chmod 666 "$TMP/shared.gguf"
+(umask 000 && "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$TMP/shared.gguf" 2>/dev/null)
+[ "$(stat -c %a "$TMP/shared.gguf")" = 600 ] && pass "a 0666 file replaced: the new one is 0600" ||
+	fail "a 0666 file replaced: mode $(stat -c %a "$TMP/shared.gguf")"
 
 # the system's names are written through, never replaced (as root, /dev/stdout was
 # replaced by a regular file)

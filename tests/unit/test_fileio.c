@@ -214,11 +214,11 @@ static void test_modes(void **state)
 	assert_int_equal(fio_write_atomic(p, "a", 1, 0600, 0), 0);
 	assert_int_equal(stat(p, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
-	/* an existing file keeps the mode its owner gave it, either way */
-	assert_int_equal(chmod(p, 0640), 0);
+	/* an existing file does not lend its mode: what is written is private */
+	assert_int_equal(chmod(p, 0666), 0);
 	assert_int_equal(fio_write_atomic(p, "b", 1, 0600, 0), 0);
 	assert_int_equal(stat(p, &st), 0);
-	assert_int_equal(st.st_mode & 0777, 0640);
+	assert_int_equal(st.st_mode & 0777, 0600);
 	unlink(p);
 	path_of(p, sizeof p, "public");
 	assert_int_equal(fio_write_atomic(p, "c", 1, 0666, 0), 0);
