@@ -719,14 +719,28 @@ int fio_private_dir(const char *path)
 {
 	if (fio_mkdirs(path, 0700))
 		return -1;
-	/* by descriptor: the directory checked is the one changed, never a link's target;
-	 * a failed fchmod costs nothing the directory did not already lack */
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* by descriptor: the directory checked is the one changed. A link the user made
+	 * to a directory elsewhere is followed, but what it leads to must be theirs: in
+	 * another user's directory that user could read, or replace, what is kept there
+	 * (as ssh refuses such a ~/.ssh). A failed fchmod costs nothing the directory did
+	 * not already lack. */
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct stat st;
-	if (fd >= 0 && !fstat(fd, &st) && st.st_uid == geteuid() && (st.st_mode & 077))
-		(void)fchmod(fd, st.st_mode & 0700);
-	if (fd >= 0)
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		err_set("%s: cannot open: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (st.st_uid != geteuid()) {
 		close(fd);
+		return err_set("%s: belongs to another user (uid %ld; refused: they could read "
+			       "or replace the files kept there)",
+			       path, (long)st.st_uid);
+	}
+	if (st.st_mode & 077)
+		(void)fchmod(fd, st.st_mode & 0700);
+	close(fd);
 	return 0;
 }
 

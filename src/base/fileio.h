@@ -119,9 +119,10 @@ char *fio_join(const char *dir, const char *name);
 /* Creates path and its missing parents (like mkdir -p) with `mode`; 0, or -1 with
  * err_set (also when path exists but is not a directory). */
 int fio_mkdirs(const char *path, mode_t mode);
-/* fio_mkdirs(path, 0700), and path itself made 0700 when it is ours and others could
- * read or enter it (a directory of private files made by an older version, or by
- * hand): 0, or -1 with err_set. */
+/* fio_mkdirs(path, 0700), and path itself (or the directory a link there leads to)
+ * made 0700 when others could read or enter it (a directory of private files made by
+ * an older version, or by hand); refused when another user owns it. 0, or -1 with
+ * err_set. */
 int fio_private_dir(const char *path);
 
 /* The outermost of the directories fio_mkdirs(path) would create (malloc'd, without

@@ -58,6 +58,26 @@ printf 'hi\n' | XDG_STATE_HOME="$TMP/modes" "$QWENCHAT" chat -m "$MODEL" --threa
 [ "$(stat -c %a "$TMP/modes/qwenchat") $(stat -c %a "$TMP/modes/qwenchat/sessions") $(stat -c %a "$TMP/modes")" = "700 700 755" ] &&
 	pass "the chat's state directories are made 0700" ||
 	fail "state directory modes: $(stat -c %a "$TMP/modes/qwenchat") $(stat -c %a "$TMP/modes/qwenchat/sessions") $(stat -c %a "$TMP/modes")"
+# a link the user made to a directory of theirs elsewhere is followed, and what it leads
+# to made private; a state directory of another user is refused (they could read or
+# replace the conversations), and nothing is written into it
+mkdir -p "$TMP/linked" "$TMP/elsewhere" && chmod 755 "$TMP/elsewhere" &&
+	ln -s "$TMP/elsewhere" "$TMP/linked/qwenchat"
+printf 'hi\n' | XDG_STATE_HOME="$TMP/linked" "$QWENCHAT" chat -m "$MODEL" --threads 1 -n 2 >/dev/null 2>&1
+[ "$(stat -c %a "$TMP/elsewhere")" = 700 ] && [ -s "$TMP/elsewhere/last-session" ] &&
+	pass "a state directory linked elsewhere: followed, made 0700" ||
+	fail "a linked state directory: $(stat -c %a "$TMP/elsewhere"), $(ls -A "$TMP/elsewhere")"
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p "$TMP/foreign/qwenchat" && chmod 777 "$TMP/foreign/qwenchat" &&
+		chown nobody "$TMP/foreign/qwenchat"
+	printf 'hi\n' | XDG_STATE_HOME="$TMP/foreign" "$QWENCHAT" chat -m "$MODEL" --threads 1 -n 2 \
+		>/dev/null 2>"$TMP/err"
+	rc=$?
+	[ $rc = 1 ] && grep -q "foreign/qwenchat: belongs to another user" "$TMP/err" &&
+		[ -z "$(ls -A "$TMP/foreign/qwenchat")" ] &&
+		pass "another user's state directory: refused, nothing written" ||
+		fail "another user's state directory: exit $rc, $(cat "$TMP/err"), $(ls -A "$TMP/foreign/qwenchat")"
+fi
 # /save over the conversation another running chat holds is refused (the file would
 # lose that chat's turns, which it would then save over this one's); its own is fine
 mkfifo "$TMP/hold-in"
