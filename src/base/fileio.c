@@ -665,7 +665,9 @@ char *fio_join(const char *dir, const char *name)
 int fio_exists(const char *path)
 {
 	struct stat st;
-	return stat(path, &st) == 0;
+	/* a loop of links, or a directory not to be searched, is something there that
+	   cannot be read: the open that follows says why */
+	return stat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR);
 }
 
 bool fio_has_ext(const char *path, const char *ext)

@@ -592,6 +592,23 @@ static char *ollama_root(const struct hub_env *env)
 	return fio_join(env->home && *env->home ? env->home : ".", ".ollama/models");
 }
 
+/* A config.json in dir that is something else than a file: said (-1, err_set) as what
+ * it is, not as a directory without one. 0 when there is none. */
+static int bad_config(const char *dir)
+{
+	char *p = fio_join(dir, "config.json");
+	struct stat st;
+	int rc = 0;
+	if (!p)
+		rc = err_set("out of memory");
+	else if (stat(p, &st) != 0 && fio_exists(p))
+		rc = err_set("%s: %s", p, strerror(errno)); /* a loop of links */
+	else if (fio_exists(p) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		rc = err_set("%s: not a regular file (a FIFO, a device or a socket is refused)", p);
+	free(p);
+	return rc;
+}
+
 static char *resolve(const struct hub_env *env, const char *model, bool weights)
 {
 	if (!model || !*model)
@@ -603,6 +620,9 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 		return blob;
 	}
 	/* a FIFO, a device or a socket is refused before anything opens it */
+	struct stat st;
+	if (fio_exists(model) && stat(model, &st) != 0)
+		return err_set("%s: %s", model, strerror(errno)), NULL; /* a loop of links */
 	if (fio_exists(model) && !fio_is_dir(model) && !fio_is_file(model))
 		return err_set("%s: not a directory or a regular file (a FIFO, a device or a "
 			       "socket is refused)",
@@ -641,7 +661,7 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 					"first checkpoint there (one stopped before it was whole "
 					"saved nothing)",
 					model);
-			else
+			else if (!bad_config(model))
 				err_set("%s is not a model directory (no config.json%s), a .gguf "
 					"file or a repo id",
 					model, weights ? "" : " or tokenizer.json");

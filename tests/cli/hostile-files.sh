@@ -33,17 +33,25 @@ refused() {
 	fi
 }
 
-# ---- a FIFO in place of each file a model is read from ----------------------------
-for f in config.json tokenizer.json tokenizer_config.json generation_config.json; do
-	cp -r "$M" "$TMP/f"
-	rm "$TMP/f/$f" && mkfifo "$TMP/f/$f"
-	case $f in
-	tokenizer*) cmd="echo hi | '$QWENCHAT' tokenize -m '$TMP/f'" ;;
-	generation*) cmd="'$QWENCHAT' run -m '$TMP/f' -p hi -n 1" ;;
-	*) cmd="'$QWENCHAT' info -m '$TMP/f'" ;;
-	esac
-	refused "$cmd" "$f" "a FIFO as $f"
-	rm -rf "$TMP/f"
+# ---- a FIFO, or a loop of links, in place of each file a model is read from ----------
+# (a loop was taken for a missing optional file, and config.json's for no config.json)
+for kind in FIFO loop; do
+	for f in config.json tokenizer.json tokenizer_config.json generation_config.json; do
+		cp -r "$M" "$TMP/f"
+		rm "$TMP/f/$f"
+		if [ $kind = FIFO ]; then
+			mkfifo "$TMP/f/$f"
+		else
+			ln -s "$TMP/f/x" "$TMP/f/$f" && ln -s "$TMP/f/$f" "$TMP/f/x"
+		fi
+		case $f in
+		tokenizer*) cmd="echo hi | '$QWENCHAT' tokenize -m '$TMP/f'" ;;
+		generation*) cmd="'$QWENCHAT' run -m '$TMP/f' -p hi -n 1" ;;
+		*) cmd="'$QWENCHAT' info -m '$TMP/f'" ;;
+		esac
+		refused "$cmd" "$f" "a $kind as $f"
+		rm -rf "$TMP/f"
+	done
 done
 "$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/sh" --shards 2 >/dev/null || fail "mkmodel --shards"
 rm "$TMP/sh/model-00002-of-00002.safetensors" && mkfifo "$TMP/sh/model-00002-of-00002.safetensors"
