@@ -532,6 +532,7 @@ static void on_signal(int sig)
 	if (g_stop || !g_stepping) {
 		/* a new run without a checkpoint yet (else it keeps all) */
 		bool kept = g_leftovers && rundir_leftovers_remove(g_leftovers);
+		rundir_lock_drop(); /* a run kept, or a resumed one: its directory a model's */
 		live_signal_cursor(true);
 		/* said once the report knows the run's directory, steps begun or not */
 		const char *m = kept && g_at_once_none ? g_first_save : g_at_once[g_at_once_used];
@@ -600,6 +601,7 @@ static void remove_leftovers(void)
 {
 	if (g_leftovers)
 		rundir_leftovers_remove(g_leftovers);
+	rundir_lock_drop();
 }
 
 void train_catch_signals_new(const struct rundir_leftovers *l)
@@ -612,6 +614,7 @@ void train_catch_signals_new(const struct rundir_leftovers *l)
 const volatile sig_atomic_t *train_catch_signals(void)
 {
 	struct sigaction old;
+	sigbus_cleanup(remove_leftovers);
 	catch_stop();
 	/* a shell without job control has Ctrl-Z ignored: so it stays */
 	if (g_report && g_report->area && sigaction(SIGTSTP, NULL, &old) == 0 &&

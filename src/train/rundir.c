@@ -117,6 +117,15 @@ static int locked_error(const char *dir)
 		       LOCK_NAME);
 }
 
+/* The lock file this process holds, for rundir_lock_drop (a signal handler's). */
+static char g_held[PATH_MAX];
+
+void rundir_lock_drop(void)
+{
+	if (g_held[0])
+		unlink(g_held);
+}
+
 int rundir_lock(const char *dir, bool create)
 {
 	struct stat st;
@@ -145,6 +154,8 @@ int rundir_lock(const char *dir, bool create)
 		close(fd);
 		fd = -1;
 	}
+	if (fd >= 0 && strlen(lock) < sizeof g_held)
+		memcpy(g_held, lock, strlen(lock) + 1);
 	free(path);
 	free(lock);
 	free(state);
@@ -159,6 +170,7 @@ void rundir_unlock(const char *dir, int lock)
 	if (path)
 		unlink(path); /* before the close: see rundir_abandon */
 	free(path);
+	g_held[0] = '\0';
 	close(lock);
 }
 
@@ -166,9 +178,11 @@ void rundir_abandon(const char *dir, int lock, const char *top)
 {
 	struct rundir_leftovers l;
 	if (rundir_leftovers_init(&l, dir, top) == 0) {
-		rundir_leftovers_remove(&l);
+		if (rundir_leftovers_remove(&l)) /* a checkpoint stays: the lock file goes */
+			unlink(l.lock);
 		rundir_leftovers_free(&l);
 	}
+	g_held[0] = '\0';
 	/* after the lock file is gone: a process that opened it meanwhile finds it gone
 	 * and locks the new one (fio_try_lock) */
 	close(lock);

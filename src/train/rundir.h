@@ -25,6 +25,10 @@ int rundir_lock(const char *dir, bool create);
  * run leaves nothing in it). */
 void rundir_unlock(const char *dir, int lock);
 
+/* Removes the lock file this process holds (async-signal-safe: for a signal that ends
+ * the program at once; the lock itself goes with the process). */
+void rundir_lock_drop(void);
+
 /* After a new run failed before its first checkpoint: removes what it wrote (the
  * streams' caches, the log), train-state/ when nothing else is in it, then the lock
  * file (letting go of lock) and, when the run created dir (top: the outermost

@@ -248,6 +248,8 @@ kill -INT $pid
 wait $pid
 rc=$?
 said_at_once $rc "$TMP/err-early" "a SIGINT before the resumed run's first step names the checkpoint kept"
+[ ! -e "$TMP/twice/.train.lock" ] && pass "... and leaves no lock file in the model" ||
+	fail "a resumed run stopped at once left $TMP/twice/.train.lock"
 stop TERM "$TMP/sigterm" 400
 rc=$?
 [ "$rc" -eq 143 ] && [ -f "$TMP/sigterm/model.safetensors" ] &&
