@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define DEFAULT_BLOCK (16u << 20)
 #define MAX_THREADS   256
@@ -412,6 +413,9 @@ int bpe_counter_add_file(struct bpe_counter *c, const char *path)
 	uint64_t base = 0;
 	char *buf = NULL;
 	int rc = -1;
+	/* a file cut or written while it is read would be counted in part, silently */
+	struct stat before, after;
+	bool regular = fstat(fileno(f), &before) == 0 && S_ISREG(before.st_mode);
 	for (;;) {
 		if (cap < want) {
 			char *b = realloc(buf, want);
@@ -430,6 +434,15 @@ int bpe_counter_add_file(struct bpe_counter *c, const char *path)
 		bool more = have == want;
 		if (check_utf8(buf, have, more, path, base) < 0)
 			break;
+		if (!more && regular &&
+		    (fstat(fileno(f), &after) != 0 || after.st_size != before.st_size ||
+		     base + have != (uint64_t)before.st_size ||
+		     after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+		     after.st_mtim.tv_nsec != before.st_mtim.tv_nsec)) {
+			err_set("%s: changed while it was read: run again once nothing writes it",
+				path);
+			break;
+		}
 		if (!more) {
 			rc = count_block(c, buf, have, have);
 			break;
