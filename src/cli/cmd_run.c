@@ -108,8 +108,8 @@ static void on_sigint(int sig)
 	atomic_store(&g_cancel, sig);
 }
 
-/* A signal ignored when run started (nohup's SIGHUP, the SIGINT of a job a script put
- * in the background) stays ignored. */
+/* SIGINT, SIGHUP and SIGTERM; one ignored when run started (nohup's SIGHUP, the SIGINT
+ * of a job a script put in the background) stays ignored. */
 static void catch_stops(void (*handler)(int))
 {
 	struct sigaction sa;
@@ -119,7 +119,7 @@ static void catch_stops(void (*handler)(int))
 	sigemptyset(&sa.sa_mask);
 	proc_catch(SIGINT, &sa, NULL);
 	proc_catch(SIGHUP, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	proc_catch(SIGTERM, &sa, NULL);
 }
 
 /* The exit status after a stop: 128 + the signal's number, as a shell reports a
@@ -442,7 +442,7 @@ static int run_remote(struct run_args *a, const char *prompt)
 		bool stopped = atomic_load(&g_cancel);
 		cli_error("%s", stopped ? "interrupted" : err_msg());
 		if (stopped)
-			rc = stopped_status(); /* 143 or 129 for SIGTERM or SIGHUP, as mid-answer */
+			rc = stopped_status(); /* 130, 143 or 129, as mid-answer */
 		goto done;
 	}
 	cli_notices_flush(); /* the server answers: what was noted on the options */

@@ -358,7 +358,7 @@ expect_exit 1 "--ctx past the model's positions" "$QWENCHAT" info -m "$TMP/tied"
 expect_err_has "a context of 16777216 tokens is more than the model's" "... refused as every engine refuses it"
 expect_exit 1 "no such directory" "$QWENCHAT" info -m "$TMP/nonexistent"
 expect_exit 0 "--help" "$QWENCHAT" info --help
-grep -A1 -- '--ctx N' "$TMP/out" | grep -q "min(the model's context, 32768)" &&
+grep -A1 -- '--ctx N' "$TMP/out" | tr -s ' \n' '  ' | grep -q "min(the model's context, 32768)" &&
 	! grep -q 'available memory' "$TMP/out" && pass "--help: --ctx gives info's own default" ||
 	fail "--help: --ctx: $(grep -A2 -- '--ctx N' "$TMP/out")"
 grep -q -- "--config-only" "$TMP/out" && pass "help lists --config-only" || fail "help"

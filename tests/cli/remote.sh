@@ -241,7 +241,8 @@ expect_err_has "has no model list (GET /models: 404): name the model with -m" ".
 # After a 404 for the model the client asks for the list again: a server that hangs then
 # does not hold Ctrl-C off (it was held for the stall timeout, 120 s)
 mode models-hang
-"$QWENCHAT" run --url "$URL" -m Other/Model -p x >/dev/null 2>"$TMP/err" &
+# (env: a background job of a script starts with SIGINT ignored, which run keeps)
+env --default-signal=INT "$QWENCHAT" run --url "$URL" -m Other/Model -p x >/dev/null 2>"$TMP/err" &
 RPID=$!
 sleep 2
 t0=$(date +%s)
