@@ -2,6 +2,7 @@
  * position in a file (what the reference tests compare with transformers). */
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,40 +33,46 @@ static void on_signal(int sig)
 	g_cancel = sig;
 }
 
-/* The logits into out, a piece at a time: a name in the system's directories
- * (/dev/stdout, a pipe's /dev/fd/N) written through, anything else into a temporary
- * file renamed over it once whole. Ctrl-C, SIGTERM and SIGHUP stop the write at the
- * next piece (gigabytes take seconds) and keep what was at out; the temporary file is
- * removed. (Held off for the whole write, they let it replace out and then ended the
- * program as killed.) */
-static int write_logits(const char *out, const char *data, size_t bytes)
+/* "-" or a name in the system's directories (/dev/stdout, a pipe's /dev/fd/N): the
+ * logits written through as they are; a stop signal ends the program at once (no
+ * file to keep). */
+static int write_through(const char *out, const char *data, size_t bytes)
+{
+	bool std = !strcmp(out, "-");
+	const char *name = std ? "standard output" : out;
+	int fd = std ? STDOUT_FILENO : fio_open_through(out);
+	if (fd < 0)
+		return -1;
+	int rc = fio_write_fd(fd, data, bytes)
+			 ? err_set("%s: write failed: %s", name, strerror(errno))
+			 : 0;
+	if (!std && close(fd) != 0 && !rc)
+		rc = err_set("%s: write failed: %s", name, strerror(errno));
+	return rc;
+}
+
+/* A file: the logits into a temporary file beside it, a piece at a time, renamed over
+ * it once whole. Ctrl-C, SIGTERM and SIGHUP stop the write at the next piece
+ * (gigabytes take seconds), keep what was at out and remove the temporary file; one
+ * that comes while the file is put in place lets it finish. (Held off for the whole
+ * write, they let it replace out and then ended the program as killed.) */
+static int write_replacing(const char *out, const char *data, size_t bytes)
 {
 	enum { PIECE = 64 << 20 };
 	struct sigaction old[PROC_N_STOPS];
 	proc_catch_stops(on_signal, old);
-	/* a reader that goes away (| head) is a write that fails, one line and exit 1,
-	   not a silent death by SIGPIPE */
-	signal(SIGPIPE, SIG_IGN);
-	struct fio_replace r = {.fd = -1};
-	bool through = !strcmp(out, "-") || fio_in_system_dir(out);
-	int fd = !strcmp(out, "-") ? STDOUT_FILENO
-		 : through         ? fio_open_through(out)
-				   : fio_replace_begin(&r, out, 0600, NULL, NULL);
-	int rc = fd < 0 ? -1 : 0;
-	const char *name = strcmp(out, "-") ? out : "standard output";
+	struct fio_replace r;
+	bool began = fio_replace_begin(&r, out, 0600, NULL, NULL) >= 0;
+	int rc = began ? 0 : -1;
 	for (size_t done = 0; !rc && done < bytes && !g_cancel; done += PIECE)
-		if (fio_write_fd(fd, data + done, bytes - done < PIECE ? bytes - done : PIECE))
-			rc = err_set("%s: write failed: %s", name, strerror(errno));
-	if (g_cancel && !rc)
-		rc = err_set("%s: not written (%s)", name, strsignal(g_cancel));
-	if (through && fd >= 0 && fd != STDOUT_FILENO && close(fd) != 0 && !rc)
-		rc = err_set("%s: write failed: %s", name, strerror(errno));
-	if (!through && fd >= 0) {
-		if (rc)
-			fio_replace_abort(&r);
-		else
-			rc = fio_replace_commit(&r);
-	}
+		if (fio_write_fd(r.fd, data + done, bytes - done < PIECE ? bytes - done : PIECE))
+			rc = err_set("%s: write failed: %s", out, strerror(errno));
+	if (!rc && g_cancel)
+		rc = err_set("%s: not written (%s)", out, strsignal(g_cancel));
+	if (began && rc)
+		fio_replace_abort(&r);
+	else if (began)
+		rc = fio_replace_commit(&r);
 	proc_restore_stops(old);
 	return rc;
 }
@@ -180,7 +187,12 @@ int cmd_logits(int argc, char **argv)
 	}
 	if (eng_forward(e, ids, n, 0, logits, true))
 		goto fail;
-	if (write_logits(out, (const char *)logits, bytes))
+	/* a reader that goes away (| head) is a write that fails, one line and exit 1,
+	   not a silent death by SIGPIPE */
+	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(out, "-") || fio_in_system_dir(out)
+		    ? write_through(out, (const char *)logits, bytes)
+		    : write_replacing(out, (const char *)logits, bytes))
 		goto fail;
 	rc = EXIT_OK;
 	goto done;
