@@ -665,9 +665,10 @@ char *fio_join(const char *dir, const char *name)
 int fio_exists(const char *path)
 {
 	struct stat st;
-	/* a loop of links, or a directory not to be searched, is something there that
-	   cannot be read: the open that follows says why */
-	return stat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR);
+	/* a loop of links is something there that cannot be read: the open that follows
+	   says why (a directory not to be searched is nothing: a repo id is a relative
+	   name too) */
+	return stat(path, &st) == 0 || errno == ELOOP;
 }
 
 bool fio_has_ext(const char *path, const char *ext)

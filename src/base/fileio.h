@@ -136,10 +136,9 @@ char *fio_missing_top(const char *path);
  * async-signal-safe functions. */
 void fio_rmdirs_upto(const char *path, const char *top);
 
-/* 1 when anything is at path (links followed), or something that cannot be looked at
- * (a loop of links, no permission): an optional file that is there but is not a
- * regular one is an error to report, not a file to skip. A link to nothing is
- * nothing. */
+/* 1 when anything is at path (links followed), a loop of links too: an optional file
+ * that is there but is not a regular one is an error to report, not a file to skip.
+ * A link to nothing is nothing. */
 int fio_exists(const char *path);
 
 /* Whether path's name ends with ext (".jsonl"), in any case (DATA.JSONL). */

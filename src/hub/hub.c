@@ -593,7 +593,7 @@ static char *ollama_root(const struct hub_env *env)
 }
 
 /* A config.json in dir that is something else than a file: said (-1, err_set) as what
- * it is, not as a directory without one. 0 when there is none. */
+ * it is, not as a directory without one. 0 when there is none (or a directory). */
 static int bad_config(const char *dir)
 {
 	char *p = fio_join(dir, "config.json");
@@ -601,9 +601,9 @@ static int bad_config(const char *dir)
 	int rc = 0;
 	if (!p)
 		rc = err_set("out of memory");
-	else if (stat(p, &st) != 0 && fio_exists(p))
-		rc = err_set("%s: %s", p, strerror(errno)); /* a loop of links */
-	else if (fio_exists(p) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+	else if (stat(p, &st) != 0)
+		rc = errno == ELOOP ? err_set("%s: %s", p, strerror(errno)) : 0;
+	else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		rc = err_set("%s: not a regular file (a FIFO, a device or a socket is refused)", p);
 	free(p);
 	return rc;
@@ -621,8 +621,8 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 	}
 	/* a FIFO, a device or a socket is refused before anything opens it */
 	struct stat st;
-	if (fio_exists(model) && stat(model, &st) != 0)
-		return err_set("%s: %s", model, strerror(errno)), NULL; /* a loop of links */
+	if (stat(model, &st) != 0 && errno == ELOOP)
+		return err_set("%s: %s", model, strerror(errno)), NULL;
 	if (fio_exists(model) && !fio_is_dir(model) && !fio_is_file(model))
 		return err_set("%s: not a directory or a regular file (a FIFO, a device or a "
 			       "socket is refused)",
