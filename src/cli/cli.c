@@ -638,7 +638,8 @@ static int unknown_option(const struct cli_command *cmd, const struct option *lo
 		snprintf(said, sizeof said, "-%c", optopt);
 	else
 		snprintf(said, sizeof said, "%s", bad);
-	const char *command = implicit_chat(cmd, argv) ? hint_misplaced_command(argc, argv) : NULL;
+	const char *command =
+		implicit_chat(cmd, argv) ? hint_misplaced_command(lo, argc, argv) : NULL;
 	if (command)
 		return cli_usage(command,
 				 "unknown option '%s': '%s' is a command, and comes first "
@@ -693,7 +694,8 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 		}
 	}
 	int npos = argc - optind;
-	const char *command = implicit_chat(cmd, argv) ? hint_misplaced_command(argc, argv) : NULL;
+	const char *command =
+		implicit_chat(cmd, argv) ? hint_misplaced_command(lo, argc, argv) : NULL;
 	if (npos > cmd->max_args && command)
 		return cli_usage(command, "'%s' is a command: it comes first ('qwenchat %s ...')",
 				 command, command);

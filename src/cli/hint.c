@@ -78,13 +78,51 @@ const char *hint_option(const struct option *lo, const char *arg)
 	return out;
 }
 
-const char *hint_misplaced_command(int argc, char **argv)
+/* Whether the option word a ("--ctx", "-m", "-qm", "--temp=1") takes the next word
+ * as its value, by the table lo (as getopt_long reads it, abbreviations too). */
+static bool takes_next(const struct option *lo, const char *a)
+{
+	if (a[1] == '-') {
+		if (strchr(a, '='))
+			return false;
+		size_t n = strlen(a + 2);
+		const struct option *hit = NULL;
+		int hits = 0;
+		for (const struct option *o = lo; o->name; o++)
+			if (n && !strncmp(o->name, a + 2, n)) {
+				if (strlen(o->name) == n) { /* exact: it, whatever else it begins */
+					hit = o, hits = 1;
+					break;
+				}
+				hit = o, hits++;
+			}
+		return hits == 1 && hit->has_arg == required_argument;
+	}
+	for (const char *c = a + 1; *c; c++) { /* a cluster: the first letter with a value
+						 takes the rest, or the next word */
+		const struct option *o = lo;
+		while (o->name && o->val != *c)
+			o++;
+		if (!o->name)
+			return false;
+		if (o->has_arg == required_argument)
+			return c[1] == '\0';
+	}
+	return false;
+}
+
+const char *hint_misplaced_command(const struct option *lo, int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--"))
+		const char *a = argv[i];
+		if (!strcmp(a, "--"))
 			return NULL;
+		if (a[0] == '-' && a[1]) {
+			i += takes_next(lo, a); /* a value ('--system list') is no command */
+			continue;
+		}
 		for (size_t k = 0; k < g_ncommands; k++)
-			if (!strcmp(argv[i], g_commands[k]))
+			if (!strcmp(a, g_commands[k]))
 				return g_commands[k];
 	}
 	return NULL;

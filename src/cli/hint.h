@@ -14,8 +14,9 @@ void hint_commands(const char *const *names, size_t n);
  * lo it likely means ("--ctx"), or NULL. */
 const char *hint_option(const struct option *lo, const char *arg);
 
-/* The first of argv[1..argc) that names a command, or NULL: "qwenchat -m M run -p x"
- * parses as the chat's options, and the command must come first. */
-const char *hint_misplaced_command(int argc, char **argv);
+/* The first word of argv[1..argc) that names a command, not as an option's value (by
+ * the option table lo), or NULL: "qwenchat -m M run -p x" parses as the chat's
+ * options, and the command must come first. */
+const char *hint_misplaced_command(const struct option *lo, int argc, char **argv);
 
 #endif

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <locale.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -60,8 +61,10 @@ static int dispatch(int argc, char **argv)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		names[i] = commands[i].name;
 	hint_commands(names, sizeof commands / sizeof commands[0]);
-	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
-			  (!strcmp(argv[1], "help") && argc == 2))) {
+	bool help = argc >= 2 && !strcmp(argv[1], "help");
+	if (argc >= 2 &&
+	    (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	     (help && (argc == 2 || !strcmp(argv[2], "-h") || !strcmp(argv[2], "--help"))))) {
 		fputs(usage, stdout);
 		return EXIT_OK;
 	}

@@ -86,9 +86,12 @@ static void put_line(FILE *f, char **carry, const char *line, size_t n, int inde
 	}
 	size_t cn = *carry ? strlen(*carry) : 0, tn = cn + (cn && n ? 1 : 0) + n;
 	char *t = malloc(tn + 1);
-	if (!t) {
+	if (!t) { /* out of memory: the words as they are, the carry spent */
+		fprintf(f, "%*s%s%s", indent, "", *carry ? *carry : "", *carry && n ? " " : "");
 		fwrite(line, 1, n, f);
 		fputc('\n', f);
+		free(*carry);
+		*carry = NULL;
 		return;
 	}
 	memcpy(t, *carry ? *carry : "", cn);

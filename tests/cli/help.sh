@@ -80,4 +80,6 @@ expect_err_has "unknown option '-p': 'run' is a command, and comes first ('qwenc
 	"a command after options: said to come first"
 expect_exit 2 "qwenchat -m M info" "$QWENCHAT" -m "$M" info
 expect_err_has "'info' is a command: it comes first" "... also without an unknown option"
+expect_exit 2 "qwenchat --system list foo" "$QWENCHAT" --system list foo
+expect_err_has "unexpected argument 'foo'" "an option's value that names a command is no command"
 finish
