@@ -300,8 +300,8 @@ void live_close(struct live *l)
 	if (l->hidden)
 		put_cap(&b, l->cnorm);
 	flush_out(l, &b);
+	tty_echo.input = false; /* first: a Ctrl-Z from here on does not take it again */
 	echo_restore();
-	tty_echo.input = false;
 	free(l->text);
 	free(l);
 	del_curterm(cur_term);

@@ -244,7 +244,7 @@ static const char *volatile stop_out, *volatile stop_top, *volatile stop_lock;
 /* While the files are written into STAGE: it and the paths of its files, which go too
  * (a stopped run left them behind, and kept DIR made for nothing). */
 static char *volatile stop_stage;
-static char *stop_staged[sizeof out_files / sizeof out_files[0]];
+static char *volatile stop_staged[sizeof out_files / sizeof out_files[0]];
 
 static void on_stop(int sig)
 {

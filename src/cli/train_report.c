@@ -602,6 +602,7 @@ static void remove_leftovers(void)
 	if (g_leftovers)
 		rundir_leftovers_remove(g_leftovers);
 	rundir_lock_drop();
+	live_signal_cursor(true); /* the cursor and the echo back: _exit runs no atexit */
 }
 
 void train_catch_signals_new(const struct rundir_leftovers *l)

@@ -117,12 +117,19 @@ static int locked_error(const char *dir)
 		       LOCK_NAME);
 }
 
-/* The lock file this process holds, for rundir_lock_drop (a signal handler's). */
+/* The lock file this process holds and its descriptor, for rundir_lock_drop (a signal
+ * handler's). */
 static char g_held[PATH_MAX];
+static volatile int g_held_fd = -1;
 
 void rundir_lock_drop(void)
 {
-	if (g_held[0])
+	/* only while the name is still our file: once it is gone, another run may have
+	   made and locked a new one there */
+	struct stat ours, there;
+	int fd = g_held_fd;
+	if (fd >= 0 && g_held[0] && fstat(fd, &ours) == 0 && lstat(g_held, &there) == 0 &&
+	    ours.st_dev == there.st_dev && ours.st_ino == there.st_ino)
 		unlink(g_held);
 }
 
@@ -154,8 +161,10 @@ int rundir_lock(const char *dir, bool create)
 		close(fd);
 		fd = -1;
 	}
-	if (fd >= 0 && strlen(lock) < sizeof g_held)
+	if (fd >= 0 && strlen(lock) < sizeof g_held) {
 		memcpy(g_held, lock, strlen(lock) + 1);
+		g_held_fd = fd;
+	}
 	free(path);
 	free(lock);
 	free(state);
@@ -167,10 +176,10 @@ void rundir_unlock(const char *dir, int lock)
 	/* the model the run leaves is a directory like any other, without it; a process
 	 * that opened the file meanwhile finds it gone and locks a new one (fio_try_lock) */
 	char *path = fio_join(dir, LOCK_NAME ".lock");
+	g_held_fd = -1; /* a signal from here on leaves the name to this unlink */
 	if (path)
 		unlink(path); /* before the close: see rundir_abandon */
 	free(path);
-	g_held[0] = '\0';
 	close(lock);
 }
 
@@ -178,11 +187,11 @@ void rundir_abandon(const char *dir, int lock, const char *top)
 {
 	struct rundir_leftovers l;
 	if (rundir_leftovers_init(&l, dir, top) == 0) {
-		if (rundir_leftovers_remove(&l)) /* a checkpoint stays: the lock file goes */
-			unlink(l.lock);
+		rundir_leftovers_remove(&l);
 		rundir_leftovers_free(&l);
 	}
-	g_held[0] = '\0';
+	rundir_lock_drop(); /* where a checkpoint stays, or train-state did */
+	g_held_fd = -1;
 	/* after the lock file is gone: a process that opened it meanwhile finds it gone
 	 * and locks the new one (fio_try_lock) */
 	close(lock);

@@ -25,8 +25,9 @@ int rundir_lock(const char *dir, bool create);
  * run leaves nothing in it). */
 void rundir_unlock(const char *dir, int lock);
 
-/* Removes the lock file this process holds (async-signal-safe: for a signal that ends
- * the program at once; the lock itself goes with the process). */
+/* Removes the lock file this process holds, while the name is still that file
+ * (async-signal-safe: for a signal that ends the program at once; the lock itself
+ * goes with the process). Harmless when called again. */
 void rundir_lock_drop(void);
 
 /* After a new run failed before its first checkpoint: removes what it wrote (the

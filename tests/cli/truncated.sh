@@ -40,7 +40,6 @@ mkdir "$TMP/q"
 pid=$!
 i=0
 while ! ls "$TMP"/q/.q.gguf.tmp.* >/dev/null 2>&1 && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
-sleep 0.2
 truncate -s 8192 "$B/model.safetensors"
 wait $pid
 rc=$?
