@@ -3,6 +3,7 @@
  * token, KV cache, memory plan for the CPU and CUDA backends). */
 #include "engine/engine.h"
 #include "src/cli/cli.h"
+#include "src/cli/wrap.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
 #include "src/base/units.h"
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 /* The engine's default KV capacity (engine.h: eng_options.ctx = 0). */
@@ -216,131 +218,165 @@ static bool mixed_types(const struct info *in)
 	return kinds > 1;
 }
 
-static void print_config(const struct info *in)
+static void print_config(FILE *f, const struct info *in)
 {
 	const struct eng_config *c = &in->cfg;
-	printf("model         %s\n", in->dir);
-	printf("architecture  Qwen3ForCausalLM (dense), weights %s%s, %s\n",
-	       in->gguf || mixed_types(in) ? "mostly " : "", eng_dtype_name(c->dtype),
-	       in->gguf     ? "GGUF loaded and checked"
-	       : in->loaded ? "safetensors loaded and checked"
-			    : "from config.json only");
-	printf("shape         vocab %d, hidden %d, intermediate %d, %d layers\n", c->vocab_size,
-	       c->hidden_size, c->intermediate_size, c->num_layers);
-	printf("attention     %d query heads, %d KV heads (GQA %d:1), head_dim %d "
-	       "(q width %d%s hidden %d)\n",
-	       c->num_heads, c->num_kv_heads, c->num_heads / c->num_kv_heads, c->head_dim,
-	       c->num_heads * c->head_dim,
-	       c->num_heads * c->head_dim == c->hidden_size ? " =" : " !=", c->hidden_size);
-	printf("rope          theta %.10g, ", c->rope_theta);
+	fprintf(f, "model         %s\n", in->dir);
+	fprintf(f, "architecture  Qwen3ForCausalLM (dense), weights %s%s, %s\n",
+		in->gguf || mixed_types(in) ? "mostly " : "", eng_dtype_name(c->dtype),
+		in->gguf     ? "GGUF loaded and checked"
+		: in->loaded ? "safetensors loaded and checked"
+			     : "from config.json only");
+	fprintf(f, "shape         vocab %d, hidden %d, intermediate %d, %d layers\n", c->vocab_size,
+		c->hidden_size, c->intermediate_size, c->num_layers);
+	fprintf(f,
+		"attention     %d query heads, %d KV heads (GQA %d:1), head_dim %d "
+		"(q width %d%s hidden %d)\n",
+		c->num_heads, c->num_kv_heads, c->num_heads / c->num_kv_heads, c->head_dim,
+		c->num_heads * c->head_dim,
+		c->num_heads * c->head_dim == c->hidden_size ? " =" : " !=", c->hidden_size);
+	fprintf(f, "rope          theta %.10g, ", c->rope_theta);
 	if (!strcmp(c->rope_type, "yarn")) {
 		int orig = c->rope_original_max_position > 0 ? c->rope_original_max_position
 							     : c->max_position_embeddings;
-		printf("YaRN factor %g over %d positions (cos/sin scale %.4g, beta %g/%g)",
-		       c->rope_factor, orig, eng_rope_attention_factor(c), c->rope_beta_fast,
-		       c->rope_beta_slow);
+		fprintf(f, "YaRN factor %g over %d positions (cos/sin scale %.4g, beta %g/%g)",
+			c->rope_factor, orig, eng_rope_attention_factor(c), c->rope_beta_fast,
+			c->rope_beta_slow);
 	} else if (!strcmp(c->rope_type, "linear"))
-		printf("linear scaling, factor %g", c->rope_factor);
+		fprintf(f, "linear scaling, factor %g", c->rope_factor);
 	else
-		printf("no scaling");
-	printf(", max_position_embeddings %d", c->max_position_embeddings);
+		fprintf(f, "no scaling");
+	fprintf(f, ", max_position_embeddings %d", c->max_position_embeddings);
 	if (eng_max_context(c) != c->max_position_embeddings)
-		printf(",\n              context %d (%s)", eng_max_context(c),
-		       eng_max_context_source(c));
-	printf("\n");
+		fprintf(f, ",\n              context %d (%s)", eng_max_context(c),
+			eng_max_context_source(c));
+	fprintf(f, "\n");
 	/* transformers 4.51-4.55 took the ratio instead: say so where the two differ
 	 * (Qwen3's recipe, 4 over 32768 with 40960) */
 	if (!strcmp(c->rope_type, "yarn") && c->rope_original_max_position > 0 &&
 	    (double)c->max_position_embeddings / c->rope_original_max_position != c->rope_factor)
-		printf("              (the factor as given, as transformers 4.56+, vLLM and "
-		       "llama.cpp take it;\n              transformers 4.51-4.55 took "
-		       "max_position_embeddings / original_max_position_embeddings = %g)\n",
-		       (double)c->max_position_embeddings / c->rope_original_max_position);
-	printf("other         rms_norm_eps %g, tie_word_embeddings %s, bos %d, eos %d\n",
-	       c->rms_norm_eps, c->tie_word_embeddings ? "true" : "false", c->bos_token_id,
-	       c->eos_token_id);
+		fprintf(f,
+			"              (the factor as given, as transformers 4.56+, vLLM and "
+			"llama.cpp take it;\n              transformers 4.51-4.55 took "
+			"max_position_embeddings / original_max_position_embeddings = %g)\n",
+			(double)c->max_position_embeddings / c->rope_original_max_position);
+	fprintf(f, "other         rms_norm_eps %g, tie_word_embeddings %s, bos %d, eos %d\n",
+		c->rms_norm_eps, c->tie_word_embeddings ? "true" : "false", c->bos_token_id,
+		c->eos_token_id);
 }
 
-static void print_table(const struct info *in)
+static void print_table(FILE *f, const struct info *in)
 {
 	struct row r[16];
 	int n = rows_of(in, r);
 	char a[32], b[32], d[32], e[32];
 	snprintf(d, sizeof d, "bytes (%s)", in->gguf ? "as stored" : eng_dtype_name(in->cfg.dtype));
-	printf("\n%-27s %16s %9s %21s\n", "component", "parameters", "", d);
+	fprintf(f, "\n%-27s %16s %9s %21s\n", "component", "parameters", "", d);
 	for (int i = 0; i < n; i++)
-		printf("%-27s %16s %9s %10s %10s\n", r[i].name, grouped(r[i].params, a, sizeof a),
-		       human_params(r[i].params, b, sizeof b), units_bytes(r[i].bytes, d, sizeof d),
-		       units_ibytes(r[i].bytes, e, sizeof e));
+		fprintf(f, "%-27s %16s %9s %10s %10s\n", r[i].name,
+			grouped(r[i].params, a, sizeof a), human_params(r[i].params, b, sizeof b),
+			units_bytes(r[i].bytes, d, sizeof d),
+			units_ibytes(r[i].bytes, e, sizeof e));
 	double total = 0, embed = r[0].bytes + r[n - 1].bytes;
 	for (int i = 0; i < n; i++)
 		total += r[i].bytes;
-	printf("%-27s %16s %9s %10s %10s\n", "total", grouped(in->pc.total, a, sizeof a),
-	       human_params(in->pc.total, b, sizeof b), units_bytes(total, d, sizeof d),
-	       units_ibytes(total, e, sizeof e));
-	printf("%-27s %16s %9s %10s %10s\n", "non-embedding",
-	       grouped(in->pc.non_embedding, a, sizeof a),
-	       human_params(in->pc.non_embedding, b, sizeof b),
-	       units_bytes(total - embed, d, sizeof d), units_ibytes(total - embed, e, sizeof e));
+	fprintf(f, "%-27s %16s %9s %10s %10s\n", "total", grouped(in->pc.total, a, sizeof a),
+		human_params(in->pc.total, b, sizeof b), units_bytes(total, d, sizeof d),
+		units_ibytes(total, e, sizeof e));
+	fprintf(f, "%-27s %16s %9s %10s %10s\n", "non-embedding",
+		grouped(in->pc.non_embedding, a, sizeof a),
+		human_params(in->pc.non_embedding, b, sizeof b),
+		units_bytes(total - embed, d, sizeof d), units_ibytes(total - embed, e, sizeof e));
 }
 
 /* A GGUF's tensors by type (a quantized file mixes them) and its size. */
-static void print_gguf(const struct info *in)
+static void print_gguf(FILE *f, const struct info *in)
 {
 	char a[32], b[32];
-	printf("file          %s (%zu bytes), %.2f bits per weight\n",
-	       units_bytes((double)in->file_bytes, a, sizeof a), in->file_bytes, in->bpw);
-	printf("tensor types ");
+	fprintf(f, "file          %s (%zu bytes), %.2f bits per weight\n",
+		units_bytes((double)in->file_bytes, a, sizeof a), in->file_bytes, in->bpw);
+	fprintf(f, "tensor types ");
 	for (int t = 0; t < ENG_DTYPE_COUNT; t++)
 		if (in->types[t].tensors)
-			printf(" %s: %d tensors, %s weights, %s;",
-			       eng_dtype_name((enum eng_dtype)t), in->types[t].tensors,
-			       human_params(in->types[t].weights, a, sizeof a),
-			       units_bytes((double)in->types[t].bytes, b, sizeof b));
-	printf("\n");
+			fprintf(f, " %s: %d tensors, %s weights, %s;",
+				eng_dtype_name((enum eng_dtype)t), in->types[t].tensors,
+				human_params(in->types[t].weights, a, sizeof a),
+				units_bytes((double)in->types[t].bytes, b, sizeof b));
+	fprintf(f, "\n");
 }
 
-static void print_costs(const struct info *in)
+static void print_costs(FILE *f, const struct info *in)
 {
 	char a[32], b[32], c[32], d[32];
 	if (in->gguf)
-		printf("\nsummary       %s parameters, %s in GGUF (%.2f bits per weight), %s of "
-		       "KV cache per token (bf16)\n",
-		       count_in(in->pc.total, 2, c, sizeof c),
-		       units_bytes((double)in->weight_bytes, a, sizeof a), in->bpw,
-		       units_ibytes((double)in->kv_tok, b, sizeof b));
+		fprintf(f,
+			"\nsummary       %s parameters, %s in GGUF (%.2f bits per weight), %s of "
+			"KV cache per token (bf16)\n",
+			count_in(in->pc.total, 2, c, sizeof c),
+			units_bytes((double)in->weight_bytes, a, sizeof a), in->bpw,
+			units_ibytes((double)in->kv_tok, b, sizeof b));
 	else
-		printf("\nsummary       %s parameters, %s in %s, %s of KV cache per token "
-		       "(bf16)\n",
-		       count_in(in->pc.total, 2, c, sizeof c),
-		       units_bytes((double)in->pc.total * (double)in->es, a, sizeof a),
-		       eng_dtype_name(in->cfg.dtype),
-		       units_ibytes((double)in->kv_tok, b, sizeof b));
+		fprintf(f,
+			"\nsummary       %s parameters, %s in %s, %s of KV cache per token "
+			"(bf16)\n",
+			count_in(in->pc.total, 2, c, sizeof c),
+			units_bytes((double)in->pc.total * (double)in->es, a, sizeof a),
+			eng_dtype_name(in->cfg.dtype),
+			units_ibytes((double)in->kv_tok, b, sizeof b));
 	if (in->loaded)
-		printf("mapped        %s of tensor data (%zu bytes), read in place\n",
-		       units_bytes((double)in->mapped_bytes, a, sizeof a), in->mapped_bytes);
-	printf("decode reads  %s of weights per token (%zu bytes: every matrix once, "
-	       "lm_head, one embedding row)\n",
-	       units_bytes((double)in->decode_bytes, a, sizeof a), in->decode_bytes);
-	printf("KV cache      %zu bytes (%s) per token in bf16; %s at ctx %d%s; %s at "
-	       "the model's %d positions\n",
-	       in->kv_tok, units_ibytes((double)in->kv_tok, b, sizeof b),
-	       units_ibytes((double)in->kv_ctx, c, sizeof c), in->ctx,
-	       in->ctx_default ? " (default: min(the model's context, 32768))" : " (--ctx)",
-	       units_ibytes((double)in->kv_max, d, sizeof d), eng_max_context(&in->cfg));
-	printf("\nmemory plan at ctx %d (scratch is an estimate: fp32 activations for %d "
-	       "positions, scores, logits)\n",
-	       in->ctx, SCRATCH_CHUNK);
+		fprintf(f, "mapped        %s of tensor data (%zu bytes), read in place\n",
+			units_bytes((double)in->mapped_bytes, a, sizeof a), in->mapped_bytes);
+	fprintf(f,
+		"decode reads  %s of weights per token (%zu bytes: every matrix once, "
+		"lm_head, one embedding row)\n",
+		units_bytes((double)in->decode_bytes, a, sizeof a), in->decode_bytes);
+	fprintf(f,
+		"KV cache      %zu bytes (%s) per token in bf16; %s at ctx %d%s; %s at "
+		"the model's %d positions\n",
+		in->kv_tok, units_ibytes((double)in->kv_tok, b, sizeof b),
+		units_ibytes((double)in->kv_ctx, c, sizeof c), in->ctx,
+		in->ctx_default ? " (default: min(the model's context, 32768))" : " (--ctx)",
+		units_ibytes((double)in->kv_max, d, sizeof d), eng_max_context(&in->cfg));
+	fprintf(f,
+		"\nmemory plan at ctx %d (scratch is an estimate: fp32 activations for %d "
+		"positions, scores, logits)\n",
+		in->ctx, SCRATCH_CHUNK);
 	size_t tot = in->weight_bytes + in->kv_ctx + in->scratch;
 	units_ibytes((double)in->weight_bytes, a, sizeof a);
 	units_ibytes((double)in->kv_ctx, b, sizeof b);
 	units_ibytes((double)in->scratch, c, sizeof c);
 	units_ibytes((double)tot, d, sizeof d);
 	/* The CPU's KV pages come into memory as positions first arrive (2 MB at a time). */
-	printf("  cpu   weights %s mmapped (page cache, not copied) + KV up to %s (in memory as "
-	       "the context fills) + scratch %s = at most %s of RAM\n",
-	       a, b, c, d);
-	printf("  cuda  weights %s uploaded + KV %s + scratch %s = %s of GPU memory\n", a, b, c, d);
+	fprintf(f,
+		"  cpu   weights %s mmapped (page cache, not copied) + KV up to %s (in memory as "
+		"the context fills) + scratch %s = at most %s of RAM\n",
+		a, b, c, d);
+	fprintf(f, "  cuda  weights %s uploaded + KV %s + scratch %s = %s of GPU memory\n", a, b, c,
+		d);
+}
+
+/* The report; on a terminal its lines wider than it are broken at spaces, the rest
+ * under the values' column (a terminal's own wrap splits words and numbers). */
+static int print_text(const struct info *in)
+{
+	struct winsize ws;
+	int cols =
+		isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = cols >= 40 ? open_memstream(&text, &len) : NULL;
+	FILE *out = f ? f : stdout;
+	print_config(out, in);
+	if (in->gguf)
+		print_gguf(out, in);
+	print_table(out, in);
+	print_costs(out, in);
+	if (f && fclose(f) == 0)
+		wrap_lines_width(stdout, text, 14, cols); /* 14: "KV cache      " */
+	else if (f)                                       /* out of memory: as it is */
+		fputs(text ? text : "", stdout);
+	free(text);
+	return fflush(stdout) == 0 && !ferror(stdout) ? EXIT_OK : EXIT_RUNTIME;
 }
 
 static json_t *jint(int64_t v)
@@ -547,12 +583,7 @@ int cmd_info(int argc, char **argv)
 		if (json) {
 			rc = print_json(&in);
 		} else {
-			print_config(&in);
-			if (in.gguf)
-				print_gguf(&in);
-			print_table(&in);
-			print_costs(&in);
-			rc = fflush(stdout) == 0 ? EXIT_OK : EXIT_RUNTIME;
+			rc = print_text(&in);
 		}
 		if (rc != EXIT_OK)
 			cli_error("standard output: write failed: %s",

@@ -23,27 +23,27 @@ static size_t word_end(const char *s, size_t i, size_t n)
 }
 
 /* Writes the words of s[0..n) from column col (nothing of the line written yet when
- * col == indent) while they fit; returns where the first word that does not fit starts
+ * col == indent) while they fit, with the spaces between them as they are (a column
+ * lined up by hand stays so); returns where the first word that does not fit starts
  * (n when all did). At least one word is written on an empty line. */
-static size_t put_fitting(FILE *f, const char *s, size_t n, int col, int indent)
+static size_t put_fitting(FILE *f, const char *s, size_t n, int col, int indent, int width)
 {
 	bool first = true;
-	size_t i = 0;
+	size_t i = 0, gap = 0;
 	while (i < n && s[i] == ' ')
 		i++;
 	while (i < n) {
 		size_t j = word_end(s, i, n);
 		int w = columns(s + i, j - i);
 		bool empty = first && col == indent;
-		if (!empty && col + (first ? 0 : 1) + w > WRAP_WIDTH)
+		if (!empty && col + (int)gap + w > width)
 			return i;
-		if (!first)
-			fputc(' ', f);
-		fwrite(s + i, 1, j - i, f);
-		col += w + (first ? 0 : 1);
+		fwrite(s + i - gap, 1, j - i + gap, f);
+		col += (int)gap + w;
 		first = false;
 		for (i = j; i < n && s[i] == ' '; i++) {
 		}
+		gap = i - j;
 	}
 	return n;
 }
@@ -58,10 +58,10 @@ void wrap_paragraph(FILE *f, const char *text, int col, int indent)
 	for (char *p = s; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
-	size_t n = strlen(s), i = put_fitting(f, s, n, col, indent);
+	size_t n = strlen(s), i = put_fitting(f, s, n, col, indent, WRAP_WIDTH);
 	while (i < n) {
 		fprintf(f, "\n%*s", indent, "");
-		i += put_fitting(f, s + i, n - i, indent, indent);
+		i += put_fitting(f, s + i, n - i, indent, indent, WRAP_WIDTH);
 	}
 	free(s);
 }
@@ -76,9 +76,9 @@ static int leading_spaces(const char *s, size_t n)
 
 /* Writes the line carry + line[0..n) (carry first, then a space) indented by indent,
  * broken as wrap_lines says; what does not fit is left in carry. */
-static void put_line(FILE *f, char **carry, const char *line, size_t n, int indent)
+static void put_line(FILE *f, char **carry, const char *line, size_t n, int indent, int width)
 {
-	if (!*carry && indent + columns(line, n) <= WRAP_WIDTH) { /* as written */
+	if (!*carry && indent + columns(line, n) <= width) { /* as written */
 		fprintf(f, "%*s", indent, "");
 		fwrite(line, 1, n, f);
 		fputc('\n', f);
@@ -102,14 +102,14 @@ static void put_line(FILE *f, char **carry, const char *line, size_t n, int inde
 	free(*carry);
 	*carry = NULL;
 	fprintf(f, "%*s", indent, "");
-	size_t i = put_fitting(f, t, tn, indent, indent);
+	size_t i = put_fitting(f, t, tn, indent, indent, width);
 	fputc('\n', f);
 	if (i < tn)
 		*carry = strdup(t + i); /* NULL when out of memory: the rest is lost */
 	free(t);
 }
 
-void wrap_lines(FILE *f, const char *text, int hang)
+void wrap_lines_width(FILE *f, const char *text, int hang, int width)
 {
 	char *carry = NULL; /* the words a broken line had left */
 	int carry_indent = 0;
@@ -120,18 +120,23 @@ void wrap_lines(FILE *f, const char *text, int hang)
 		bool blank = lead == (int)n;
 		/* the rest of a broken line ends where its paragraph does */
 		while (carry && (blank || lead != carry_indent))
-			put_line(f, &carry, "", 0, carry_indent);
+			put_line(f, &carry, "", 0, carry_indent, width);
 		if (blank) {
 			fwrite(p, 1, n, f);
 			fputc('\n', f);
 		} else {
 			bool continued = carry != NULL;
-			put_line(f, &carry, p + lead, n - (size_t)lead, lead);
+			put_line(f, &carry, p + lead, n - (size_t)lead, lead, width);
 			if (!continued)
 				carry_indent = lead + hang;
 		}
 		p += n + (nl != NULL);
 	}
 	while (carry)
-		put_line(f, &carry, "", 0, carry_indent);
+		put_line(f, &carry, "", 0, carry_indent, width);
+}
+
+void wrap_lines(FILE *f, const char *text, int hang)
+{
+	wrap_lines_width(f, text, hang, WRAP_WIDTH);
 }

@@ -1,5 +1,6 @@
 /* wrap.h — text for a terminal of 80 columns: --help's paragraphs and usage lines
- * broken at spaces. Widths count characters (help text has no wide ones). */
+ * (and info's lines, at the terminal's width) broken at spaces. Widths count
+ * characters (the text has no wide ones). */
 #ifndef QWENCHAT_WRAP_H
 #define QWENCHAT_WRAP_H
 
@@ -18,5 +19,7 @@ void wrap_paragraph(FILE *f, const char *text, int col, int indent);
  * indentation plus hang (the same paragraph), else on a line of its own indented so.
  * Spaces between '[' and ']' (a usage line's optional parts) are not broken at. */
 void wrap_lines(FILE *f, const char *text, int hang);
+/* wrap_lines for a line width of width columns (a terminal's). */
+void wrap_lines_width(FILE *f, const char *text, int hang, int width);
 
 #endif

@@ -363,4 +363,27 @@ grep -A1 -- '--ctx N' "$TMP/out" | tr -s ' \n' '  ' | grep -q "min(the model's c
 	fail "--help: --ctx: $(grep -A2 -- '--ctx N' "$TMP/out")"
 grep -q -- "--config-only" "$TMP/out" && pass "help lists --config-only" || fail "help"
 
+# on a terminal, lines wider than it are broken at spaces, the rest under the values
+if command -v tmux >/dev/null; then
+	SOCK=qwenchat-info-$$
+	"$QWENCHAT" info -m "$TMP/tied" >"$TMP/tty-info" 2>&1
+	tmux -L "$SOCK" -f /dev/null new-session -d -s i -x 72 -y 60 \
+		"'$QWENCHAT' info -m '$TMP/tied'; echo END; sleep 30" 2>/dev/null
+	i=0
+	until tmux -L "$SOCK" -f /dev/null capture-pane -p -t i 2>/dev/null | grep -q '^END' ||
+		[ $i -ge 600 ]; do sleep 0.1; i=$((i + 1)); done
+	tmux -L "$SOCK" -f /dev/null capture-pane -p -J -t i >"$TMP/tty-screen"
+	tmux -L "$SOCK" -f /dev/null kill-server 2>/dev/null
+	wide=$(awk 'length > 72' "$TMP/tty-screen")
+	if grep -q '^END' "$TMP/tty-screen" && [ -z "$wide" ] &&
+	   grep -q '^KV cache      [0-9]' "$TMP/tty-screen" &&
+	   grep -q '^              ' "$TMP/tty-screen"; then
+		pass "info on a 72-column terminal: broken at spaces, within it, under the values"
+	else
+		fail "info on a 72-column terminal: $(cat "$TMP/tty-screen")"
+	fi
+	[ "$(awk 'length > 72' "$TMP/tty-info" | wc -l)" -gt 0 ] &&
+		pass "... and into a file, lines as they are" || fail "info into a file was wrapped"
+fi
+
 finish
