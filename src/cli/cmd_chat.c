@@ -107,6 +107,15 @@ int cmd_chat(int argc, char **argv)
 		cli_error("out of memory");
 		return EXIT_RUNTIME;
 	}
+	const char *ignored = cli_env_state_home_ignored();
+	if (ignored) {
+		char msg[2200];
+		snprintf(msg, sizeof msg,
+			 "XDG_STATE_HOME=%.1024s is not an absolute path: ignored, as the XDG "
+			 "spec says; the chat's files are in %.1024s",
+			 ignored, state);
+		cli_notice(msg);
+	}
 	/* --resume alone goes back to the server the conversation was held on */
 	char *held_url = a.cfg.resume && !com.model && !com.url && !strcmp(com.backend, "auto")
 				 ? app_resume_url(state)

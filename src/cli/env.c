@@ -97,6 +97,12 @@ void cli_env_hub(struct hub_env *h)
 	h->ollama_models = var("OLLAMA_MODELS");
 }
 
+const char *cli_env_state_home_ignored(void)
+{
+	const char *x = var("XDG_STATE_HOME");
+	return x && *x && x[0] != '/' ? x : NULL;
+}
+
 char *cli_env_state_dir(void)
 {
 	const char *x = var("XDG_STATE_HOME"), *home = var("HOME");

@@ -15,6 +15,9 @@ void cli_env_hub(struct hub_env *h);
  * ~/.local/state/qwenchat (./.local/state/qwenchat without a home). Malloc'd; NULL
  * when out of memory. */
 char *cli_env_state_dir(void);
+/* XDG_STATE_HOME when it is set to a relative path, which cli_env_state_dir ignores (as
+ * the XDG spec says), or NULL: worth a notice, the files are not where it says. */
+const char *cli_env_state_home_ignored(void);
 
 /* The official OpenAI clients' variables, for the remote backend: $OPENAI_API_KEY
  * (the server's key) and $OPENAI_BASE_URL (its API base); NULL when unset or empty. */

@@ -58,6 +58,13 @@ printf 'hi\n' | XDG_STATE_HOME="$TMP/modes" "$QWENCHAT" chat -m "$MODEL" --threa
 [ "$(stat -c %a "$TMP/modes/qwenchat") $(stat -c %a "$TMP/modes/qwenchat/sessions") $(stat -c %a "$TMP/modes")" = "700 700 755" ] &&
 	pass "the chat's state directories are made 0700" ||
 	fail "state directory modes: $(stat -c %a "$TMP/modes/qwenchat") $(stat -c %a "$TMP/modes/qwenchat/sessions") $(stat -c %a "$TMP/modes")"
+# a relative XDG_STATE_HOME is ignored (the XDG spec), and said: the files are elsewhere
+(cd "$TMP" && printf 'hi\n' | XDG_STATE_HOME=rel/state HOME="$TMP/relhome" "$QWENCHAT" chat \
+	-m "$MODEL" --threads 1 -n 2 >/dev/null 2>"$TMP/err")
+grep -q "XDG_STATE_HOME=rel/state is not an absolute path: ignored.*$TMP/relhome/.local/state/qwenchat" \
+	"$TMP/err" && [ -s "$TMP/relhome/.local/state/qwenchat/last-session" ] && [ ! -e "$TMP/rel" ] &&
+	pass "a relative XDG_STATE_HOME: ignored, with a notice naming where the files go" ||
+	fail "a relative XDG_STATE_HOME: $(cat "$TMP/err")"
 # a link the user made to a directory of theirs elsewhere is followed, and what it leads
 # to made private; a state directory of another user is refused (they could read or
 # replace the conversations), and nothing is written into it
