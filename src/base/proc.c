@@ -190,11 +190,12 @@ void proc_catch(int sig, const struct sigaction *sa, struct sigaction *old)
 
 static const int g_stops[PROC_N_STOPS] = {SIGINT, SIGTERM, SIGHUP};
 
-void proc_catch_stops(void (*handler)(int), struct sigaction old[PROC_N_STOPS])
+void proc_catch_stops(void (*handler)(int), int flags, struct sigaction old[PROC_N_STOPS])
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = handler;
+	sa.sa_flags = flags;
 	sigemptyset(&sa.sa_mask);
 	for (int i = 0; i < PROC_N_STOPS; i++)
 		proc_catch(g_stops[i], &sa, &old[i]);

@@ -38,10 +38,11 @@ int proc_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 void proc_catch(int sig, const struct sigaction *sa, struct sigaction *old);
 
 /* The signals that stop a command's work (Ctrl-C, SIGTERM, SIGHUP: a closed terminal),
- * caught with handler as proc_catch catches them; old[] gets the dispositions that
+ * caught with handler (sa_flags flags: SA_RESTART, or 0 for a blocking call to end in
+ * EINTR) as proc_catch catches them; old[] gets the dispositions that
  * proc_restore_stops puts back (a signal raised again after that ends the program). */
 enum { PROC_N_STOPS = 3 };
-void proc_catch_stops(void (*handler)(int), struct sigaction old[PROC_N_STOPS]);
+void proc_catch_stops(void (*handler)(int), int flags, struct sigaction old[PROC_N_STOPS]);
 void proc_restore_stops(const struct sigaction old[PROC_N_STOPS]);
 
 #endif

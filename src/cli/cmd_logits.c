@@ -60,7 +60,7 @@ static int write_replacing(const char *out, const char *data, size_t bytes)
 {
 	enum { PIECE = 64 << 20 };
 	struct sigaction old[PROC_N_STOPS];
-	proc_catch_stops(on_signal, old);
+	proc_catch_stops(on_signal, 0, old);
 	struct fio_replace r;
 	bool began = fio_replace_begin(&r, out, 0600, NULL, NULL) >= 0;
 	int rc = began ? 0 : -1;

@@ -146,7 +146,7 @@ static int write_model(const struct eng_model *m, enum eng_ftype f, const struct
 	struct sigaction old[PROC_N_STOPS];
 	/* before the file exists: no moment leaves it behind; a signal ignored when the
 	   program started (nohup's SIGHUP, a background job's SIGINT) stays ignored */
-	proc_catch_stops(on_signal, old);
+	proc_catch_stops(on_signal, 0, old);
 	int rc = -1;
 	if (fio_replace_begin(&r, out, 0600, told_removed, NULL) >= 0) {
 		g_writing = &r;

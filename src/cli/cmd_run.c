@@ -108,20 +108,6 @@ static void on_sigint(int sig)
 	atomic_store(&g_cancel, sig);
 }
 
-/* SIGINT, SIGHUP and SIGTERM; one ignored when run started (nohup's SIGHUP, the SIGINT
- * of a job a script put in the background) stays ignored. */
-static void catch_stops(void (*handler)(int))
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = handler;
-	sa.sa_flags = SA_RESTART; /* as signal() */
-	sigemptyset(&sa.sa_mask);
-	proc_catch(SIGINT, &sa, NULL);
-	proc_catch(SIGHUP, &sa, NULL);
-	proc_catch(SIGTERM, &sa, NULL);
-}
-
 /* The exit status after a stop: 128 + the signal's number, as a shell reports a
  * program the signal ended (130 for Ctrl-C, as the chat and train exit). */
 static int stopped_status(void)
@@ -432,7 +418,10 @@ static int run_remote(struct run_args *a, const char *prompt)
 	char *model = NULL;
 	long ctx;
 	int rc = EXIT_RUNTIME;
-	catch_stops(on_sigint);
+	/* SIGINT, SIGHUP and SIGTERM stop the turn (SA_RESTART: as signal()); one ignored
+	   when run started (nohup's SIGHUP, a background job's SIGINT) stays ignored */
+	struct sigaction stops[PROC_N_STOPS];
+	proc_catch_stops(on_sigint, SA_RESTART, stops);
 	/* A server closing the socket while we write is an error to report (libcurl runs
 	 * with NOSIGNAL and leaves SIGPIPE alone); stdout's EPIPE is then one too. */
 	signal(SIGPIPE, SIG_IGN);
@@ -505,7 +494,7 @@ static int run_remote(struct run_args *a, const char *prompt)
 		rc = EXIT_OK;
 	reply_free(&rep);
 done:
-	catch_stops(SIG_DFL);
+	proc_restore_stops(stops);
 	free(model);
 	chat_free(c);
 	remote_free(r);
@@ -564,7 +553,8 @@ int cmd_run(int argc, char **argv)
 	    !(ids = prompt_ids(&a, t, prompt, eng_ctx(e), &split, &n)))
 		goto fail;
 	cli_notices_flush(); /* the model is up: before its answer */
-	catch_stops(on_sigint);
+	struct sigaction stops[PROC_N_STOPS]; /* as run_remote's */
+	proc_catch_stops(on_sigint, SA_RESTART, stops);
 	int r = sess_sync(s, ids, n);
 	if (r < 0)
 		goto fail;
@@ -589,7 +579,7 @@ int cmd_run(int argc, char **argv)
 	else if (!a.raw && a.logprobs < 0)
 		putchar('\n');
 	fflush(stdout);
-	catch_stops(SIG_DFL);
+	proc_restore_stops(stops);
 	if (a.stats)
 		print_stats(sess_stats(s), &params.seed, false);
 	if (out.write_failed)
