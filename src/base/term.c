@@ -1,9 +1,12 @@
-/* term.c — control characters and invalid UTF-8 made visible before printing. */
+/* term.c — control characters and invalid UTF-8 made visible before printing; the
+ * terminal's width. */
 #include "src/base/term.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 #include <utf8proc.h>
 
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
@@ -89,4 +92,10 @@ int term_write_safe(FILE *f, const char *s, size_t n)
 		rc = EOF;
 	free(b.p);
 	return rc;
+}
+
+int term_columns(int fd)
+{
+	struct winsize ws;
+	return isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
 }

@@ -1,6 +1,7 @@
 /* term.h — text from untrusted sources (a conversation file, the model's output, a
  * file name) made safe to print on a terminal: no escape sequence in it can retitle,
- * clear or write the clipboard of the terminal that shows it. */
+ * clear or write the clipboard of the terminal that shows it. And the terminal's
+ * width. */
 #ifndef QWENCHAT_TERM_H
 #define QWENCHAT_TERM_H
 
@@ -18,6 +19,10 @@ void term_safe(struct strbuf *b, const char *s, size_t n);
 /* term_safe for what must stay one line (an error, a table row): a newline too is
  * shown as ^J. */
 void term_safe_line(struct strbuf *b, const char *s, size_t n);
+
+/* The columns of the terminal fd is, asked now (it may have been resized); 0 when fd
+ * is no terminal or does not say. */
+int term_columns(int fd);
 
 /* Writes s[0..n) to f as term_safe makes it. 0, or EOF on a write error. */
 int term_write_safe(FILE *f, const char *s, size_t n);

@@ -6,6 +6,7 @@
 #include "src/cli/wrap.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
+#include "src/base/term.h"
 #include "src/base/units.h"
 #include "src/base/err.h"
 #include "src/hub/hub.h"
@@ -18,7 +19,6 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 /* The engine's default KV capacity (engine.h: eng_options.ctx = 0). */
@@ -359,9 +359,7 @@ static void print_costs(FILE *f, const struct info *in)
  * under the values' column (a terminal's own wrap splits words and numbers). */
 static int print_text(const struct info *in)
 {
-	struct winsize ws;
-	int cols =
-		isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
+	int cols = term_columns(STDOUT_FILENO);
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = cols >= 40 ? open_memstream(&text, &len) : NULL;

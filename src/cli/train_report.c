@@ -3,6 +3,7 @@
 #include "src/cli/train_report.h"
 #include "src/base/clock.h"
 #include "src/base/proc.h"
+#include "src/base/term.h"
 #include "src/base/units.h"
 #include "src/cli/cli.h"
 #include "src/train/batch.h"
@@ -32,7 +33,6 @@ struct live;
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 enum mode {
@@ -401,8 +401,8 @@ static void output_lost(void)
 /* The columns of the terminal on stderr, asked at every step (it may be resized). */
 static int stderr_columns(void)
 {
-	struct winsize ws;
-	return ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+	int c = term_columns(STDERR_FILENO);
+	return c > 0 ? c : 80;
 }
 
 static void on_step(void *user, const struct loop_status *s)

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,11 +101,8 @@ static int need_dir(const char *path, const struct stat *st, const char *link_hi
 /* Whether another process holds dir's lock, tested without creating the file. */
 static bool locked_by_other(const char *dir)
 {
-	char *path = fio_join(dir, LOCK_NAME ".lock");
-	int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
-	bool held = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-	if (fd >= 0)
-		close(fd);
+	char *path = fio_join(dir, LOCK_NAME); /* fio_locked adds ".lock" */
+	bool held = path && fio_locked(path);
 	free(path);
 	return held;
 }
