@@ -39,10 +39,10 @@ int fio_write_fd(int fd, const void *data, size_t len);
  * so a link in its path turned elsewhere meanwhile moves nothing. A symbolic link at
  * path is replaced by the new file, never written through (FIO_NO_LINKS: refused).
  * Anything else but a regular file at path is refused. The file gets `mode` (less
- * the umask), whatever the mode of one it replaces. A path in the system's directories (fio_in_system_dir: /dev/stdout,
- * /dev/null) is written through fio_open_through instead. Signals that end the
- * program wait until the file is in place or the temporary file is gone. 0 or -1
- * (err_set). */
+ * the umask), whatever the mode of one it replaces. A path in the system's
+ * directories (fio_in_system_dir: /dev/stdout, /dev/null) is written through
+ * fio_open_through instead. Signals that end the program wait until the file is in
+ * place or the temporary file is gone. 0 or -1 (err_set). */
 int fio_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags);
 
 /* Whether path's directory is the system's: on the file system of /dev, /dev/pts,
@@ -145,8 +145,9 @@ int fio_exists(const char *path);
 bool fio_has_ext(const char *path, const char *ext);
 
 /* 0 when path ("-": standard input) is something with an end to read to: a regular
- * file, a pipe, a terminal (text typed until Ctrl-D) or /dev/null; -1 with err_set for another
- * device (/dev/zero, /dev/urandom: read until memory runs out) or a socket. A path
+ * file, a pipe, a terminal (text typed until Ctrl-D) or /dev/null; -1 with err_set
+ * for another device (/dev/zero, /dev/urandom: read until memory runs out) or a
+ * socket. A path
  * that cannot be looked at passes: opening it says why. */
 int fio_check_ends(const char *path);
 

@@ -694,14 +694,16 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 		}
 	}
 	int npos = argc - optind;
-	const char *command =
-		implicit_chat(cmd, argv) ? hint_misplaced_command(lo, argc, argv) : NULL;
-	if (npos > cmd->max_args && command)
-		return cli_usage(command, "'%s' is a command: it comes first ('qwenchat %s ...')",
-				 command, command);
-	if (npos > cmd->max_args)
+	if (npos > cmd->max_args) {
+		const char *command =
+			implicit_chat(cmd, argv) ? hint_misplaced_command(lo, argc, argv) : NULL;
+		if (command)
+			return cli_usage(command,
+					 "'%s' is a command: it comes first ('qwenchat %s ...')",
+					 command, command);
 		return cli_usage(cmd->name, "unexpected argument '%s'",
 				 argv[optind + cmd->max_args]);
+	}
 	if (npos < cmd->min_args)
 		return cli_usage(cmd->name, "missing %s (usage: qwenchat %s %s)",
 				 cmd->args ? cmd->args : "argument", cmd->name, cmd->synopsis);

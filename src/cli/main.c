@@ -68,11 +68,11 @@ static int dispatch(int argc, char **argv)
 		fputs(usage, stdout);
 		return EXIT_OK;
 	}
-	if (argc > 3 && !strcmp(argv[1], "help")) {
+	if (help && argc > 3) {
 		cli_error("help: one command at most (try 'qwenchat --help')");
 		return EXIT_USAGE;
 	}
-	if (argc == 3 && !strcmp(argv[1], "help")) { /* help COMMAND: its --help */
+	if (help && argc == 3) { /* help COMMAND: its --help */
 		for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 			if (!strcmp(argv[2], commands[i].name))
 				return commands[i].run(2, (char *[]){argv[2], "--help", NULL});

@@ -18,6 +18,13 @@ WAIT=30
 
 screen() { T capture-pane -p -t ui; }
 shot() { echo "---- screen: $1 ----"; screen; echo "---- end of screen ----"; }
+# load_answer FILE QUESTION ANSWER — /load of a conversation of one turn, written into
+# $TMP/FILE; ANSWER goes in as a JSON string's text (its escapes, \n, \u202e, stay so)
+load_answer() {
+	printf '[{"role": "user", "content": "%s"},\n {"role": "assistant", "content": "%s"}]\n' \
+		"$2" "$3" >"$TMP/$1"
+	T send-keys -t ui "/load $TMP/$1" Enter
+}
 check_screen() {   # REGEX DESC
 	if wait_screen "$1"; then pass "$2"; else fail "$2: screen lacks /$1/"; shot "failure: $2"; fi
 }
@@ -84,17 +91,13 @@ PY
 T send-keys -t ui '/debug off' Enter
 
 # 2. A carriage return (CRLF line ends) takes no column and is not drawn as '?'.
-printf '%s\n' '[{"role": "user", "content": "Windows text"},' \
-	' {"role": "assistant", "content": "first line\r\nsecond line\r\n"}]' >"$TMP/crlf.json"
-T send-keys -t ui "/load $TMP/crlf.json" Enter
+load_answer crlf.json 'Windows text' 'first line\r\nsecond line\r\n'
 check_screen '^  second line *$' "a CRLF text is loaded"
 shot "CRLF line ends"
 screen_has '^  first line *$' "a carriage return is not drawn" 'first line'
 # A bidi override (U+202E) would reorder what follows it on a terminal that orders text
 # both ways: drawn as '?', as a control character is
-printf '%s\n' '[{"role": "user", "content": "look"},' \
-	' {"role": "assistant", "content": "safe \u202etxt.exe"}]' >"$TMP/rlo.json"
-T send-keys -t ui "/load $TMP/rlo.json" Enter
+load_answer rlo.json 'look' 'safe \u202etxt.exe'
 check_screen '^  safe \?txt\.exe *$' "a bidi override is drawn as '?'"
 # /load of a FIFO is refused at once: reading it would hold the chat until a writer came
 mkfifo "$TMP/conv.fifo"
@@ -105,10 +108,7 @@ T send-keys -t ui C-a C-k # a failed command stays in the line, to be fixed
 # 2b. Markdown's markers are not drawn, so they take no room in the wrap: at 40 columns
 # (38 for the text) eight bold words fill a line as drawn, not as typed.
 T resize-window -t ui -x 40 -y 30
-printf '%s\n' '[{"role": "user", "content": "Markup"},' \
-	' {"role": "assistant", "content": "**aaaa** **bbbb** **cccc** **dddd** **eeee** **ffff** **gggg** **hhhh**\n`one` `two` `three` `four` `five` `six` `seven`\n## Head *of* a **long** heading that wraps here now"}]' \
-	>"$TMP/md-wrap.json"
-T send-keys -t ui "/load $TMP/md-wrap.json" Enter
+load_answer md-wrap.json 'Markup' '**aaaa** **bbbb** **cccc** **dddd** **eeee** **ffff** **gggg** **hhhh**\n`one` `two` `three` `four` `five` `six` `seven`\n## Head *of* a **long** heading that wraps here now'
 check_screen '^  one two' "bold words are loaded"
 shot "Markdown wrapped at 40 columns"
 screen_has '^  aaaa bbbb cccc dddd eeee ffff gggg *$' \
@@ -122,10 +122,7 @@ screen_has '^  Head of a long heading that wraps here *$' "a heading's marker ta
 # characters take the columns the terminal gives them (Devanagari vowel signs take
 # one; utf8proc's tables said none, and the rows' ends went off the screen)
 T resize-window -t ui -x 30 -y 30
-printf '%s\n' '[{"role": "user", "content": "Widths"},' \
-	' {"role": "assistant", "content": "((((((((((((((((((((((((((((*abc* def\n`\u200b` tail words\nभारत एक विशाल देश है जिसकी संस्कृति बहुत पुरानी"}]' \
-	>"$TMP/md-widths.json"
-T send-keys -t ui "/load $TMP/md-widths.json" Enter
+load_answer md-widths.json 'Widths' '((((((((((((((((((((((((((((*abc* def\n`\u200b` tail words\nभारत एक विशाल देश है जिसकी संस्कृति बहुत पुरानी'
 check_screen '^  abc def *$' "a '*' at a row's end opens its italic, and is not drawn"
 check_screen 'tail words *$' "a zero-width run does not end the row"
 screen | tr -d ' \n' | grep -q 'भारतएकविशालदेशहैजिसकीसंस्कृतिबहुतपुरानी' &&
@@ -133,49 +130,34 @@ screen | tr -d ' \n' | grep -q 'भारतएकविशालदेशहै
 	fail "Devanagari: $(screen | grep -E 'भारत|पुरानी' | tr '\n' '|')"
 T resize-window -t ui -x 40 -y 30
 # ... and a list item's wrapped lines go on under its text, not under its bullet
-printf '%s\n' '[{"role": "user", "content": "List"},' \
-	' {"role": "assistant", "content": "- first item whose words run on past the width\n  - nested item that also runs on past it"}]' \
-	>"$TMP/md-list.json"
-T send-keys -t ui "/load $TMP/md-list.json" Enter
+load_answer md-list.json 'List' '- first item whose words run on past the width\n  - nested item that also runs on past it'
 check_screen '^  . first item whose words run on past' "a list is loaded"
 screen | grep -q '^    the width *$' && screen | grep -q '^      it *$' &&
 	pass "list items wrap with a hanging indent" ||
 	fail "list wrap: $(screen | grep -E 'item|width|past' | tr '\n' '|')"
 # ... and code spans as CommonMark reads them: ``a ` b`` holds a backtick, a lone
 # one is text (both were dropped), and a span cut by the wrap stays one
-printf '%s\n' '[{"role": "user", "content": "Ticks"},' \
-	' {"role": "assistant", "content": "``a ` b`` and `c` then a lone ` tick\nwrapped `code span x y z that runs on` past"}]' \
-	>"$TMP/md-ticks.json"
-T send-keys -t ui "/load $TMP/md-ticks.json" Enter
+load_answer md-ticks.json 'Ticks' '``a ` b`` and `c` then a lone ` tick\nwrapped `code span x y z that runs on` past'
 check_screen '^  a ` b and c then a lone ` tick *$' "backticks inside a code span and a lone one are drawn"
 screen | grep -q '^  wrapped code span x y z that runs on *$' && screen | grep -q '^  past *$' &&
 	pass "a code span cut by the wrap is measured as drawn" ||
 	fail "code span wrap: $(screen | grep -E 'wrapped|past' | tr '\n' '|')"
 # ... and a mark of no width after a wide character that ends the row stays with it
 # (drawn apart, it came after the cursor had left the row and was lost)
-printf '%s\n' '[{"role": "user", "content": "Edge"},' \
-	" {\"role\": \"assistant\", \"content\": \"$(printf '%036d' 0 | tr 0 a)\u4e2d\u0301X\"}]" \
-	>"$TMP/md-edge.json"
-T send-keys -t ui "/load $TMP/md-edge.json" Enter
+load_answer md-edge.json 'Edge' "$(printf '%036d' 0 | tr 0 a)\u4e2d\u0301X"
 check_screen '^  X *$' "a wide character at the row's end is loaded"
 screen | grep -q "^  $(printf '%036d' 0 | tr 0 a)$(printf '\344\270\255\314\201')" &&
 	pass "a mark after a wide character at the row's end is drawn with it" ||
 	fail "mark at the edge: $(screen | grep 'aaaa' | od -c | tail -n 3 | head -n 2)"
 # ... and a break in a run of spaces starts no empty row
-printf '%s\n' '[{"role": "user", "content": "Spaces"},' \
-	" {\"role\": \"assistant\", \"content\": \"$(printf '%038d' 0 | tr 0 a)   $(printf '%050d' 0 | tr 0 b)\"}]" \
-	>"$TMP/md-spaces.json"
-T send-keys -t ui "/load $TMP/md-spaces.json" Enter
+load_answer md-spaces.json 'Spaces' "$(printf '%038d' 0 | tr 0 a)   $(printf '%050d' 0 | tr 0 b)"
 check_screen '^  bbbbbbbbbbbb *$' "a long run of b's is loaded"
 screen | grep -A1 '^  aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa *$' | tail -n 1 | grep -q '^  bbbb' &&
 	pass "a break in a run of spaces starts no empty row" ||
 	fail "spaces at a break: $(screen | grep -A2 'aaaa' | tr '\n' '|')"
 # 2c. A tab reaches the next multiple of 8 columns, as on a terminal, in the wrap as
 # on screen: in an answer, a code block and the input line.
-printf '%s\n' '[{"role": "user", "content": "Tabs"},' \
-	' {"role": "assistant", "content": "abc\tdef\tghi\tjkl\tmno\tpqr\n```\n\tx = 1;\nab\tcd\n```"}]' \
-	>"$TMP/tabs.json"
-T send-keys -t ui "/load $TMP/tabs.json" Enter
+load_answer tabs.json 'Tabs' 'abc\tdef\tghi\tjkl\tmno\tpqr\n```\n\tx = 1;\nab\tcd\n```'
 check_screen '^  abc' "tabs are loaded"
 shot "tabs at 40 columns"
 screen | grep -q '^  abc     def     ghi     jkl     mno *$' && screen | grep -q '^  pqr *$' &&
