@@ -1,6 +1,8 @@
 /* hub_token.c — the Hugging Face access token, found and cleaned as huggingface_hub
  * finds it: $HF_TOKEN, else $HUGGING_FACE_HUB_TOKEN, else the file `huggingface-cli
  * login` writes. */
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +64,16 @@ int hub_token(const struct hub_env *env, struct hub_token *t)
 	}
 	size_t len;
 	char *p = token_path(env);
-	char *s = p && fio_is_file(p) ? fio_read_file(p, 4096, &len) : NULL;
+	bool there = p && fio_exists(p);
+	char *s = there ? fio_read_file(p, 4096, &len) : NULL;
+	/* huggingface_hub stops at a token file it cannot read; a download may not need
+	 * the token, so this goes on without it, but says so: a gated repository's
+	 * "access denied" would otherwise hide the cause */
+	if (there && !s)
+		fprintf(stderr,
+			"qwenchat: warning: the Hugging Face token file: %s; going on "
+			"without a token\n",
+			err_msg());
 	err_clear();
 	if (s && *clean(s)) {
 		t->value = s;

@@ -573,6 +573,13 @@ err_has "the token from $HF_HOME/token does not grant access" "the error names t
 expect_exit 1 "a wrong HUGGING_FACE_HUB_TOKEN" env HUGGING_FACE_HUB_TOKEN=wrong "$QWENCHAT" pull test/Tiny-Qwen3
 err_has "the token from HUGGING_FACE_HUB_TOKEN does not grant access" "the error names HUGGING_FACE_HUB_TOKEN"
 rm -f "$HF_HOME/token"
+# a token file that cannot be read: said, not taken for no token at all
+mkdir "$HF_HOME/token"
+expect_exit 1 "a token file that cannot be read" "$QWENCHAT" pull test/Tiny-Qwen3
+grep -qF "qwenchat: warning: the Hugging Face token file: $HF_HOME/token: is a directory" "$TMP/err" &&
+	tail -n 1 "$TMP/err" | grep -qF "access denied (HTTP 401)" && pass "... is named with the reason, then the 401" ||
+	fail "an unreadable token file: $(cat "$TMP/err")"
+rmdir "$HF_HOME/token"
 expect_exit 0 "gated repository with HF_TOKEN" env HF_TOKEN=secret-token "$QWENCHAT" pull test/Tiny-Qwen3
 mkdir -p "$HF_HOME" && echo secret-token >"$HF_HOME/token"
 expect_exit 0 "gated repository with the token file of huggingface-cli login" \
