@@ -581,17 +581,12 @@ static void catch_suspend(void)
 }
 
 /* SIGINT, SIGTERM and SIGHUP (a closed terminal, a dropped ssh session) save and stop;
- * a SIGHUP the run was started with ignored (nohup) stays ignored. */
+ * one the run was started with ignored stays ignored, as the shell asks of a
+ * background job (SIGINT) and nohup of its command (SIGHUP). */
 static void catch_stop(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	proc_catch(SIGHUP, &sa, NULL);
+	struct sigaction old[PROC_N_STOPS];
+	proc_catch_stops(on_signal, SA_RESTART, old);
 	signal(SIGPIPE, SIG_IGN); /* a write to a closed pipe fails instead: output_lost */
 }
 

@@ -19,10 +19,12 @@ SHAPE="--layers 2 --hidden-size 64 --heads 4 --kv-heads 2 --intermediate-size 96
 IDS="--vocab-size 1000 $SHAPE --data $TMP/d.u32 --val $TMP/v.u32"
 
 # stop SIG DIR STEPS — starts a run, sends SIG once 3 steps are logged; the exit status.
-# SIGHUP as a terminal sends it: not ignored, whatever this shell was started with
-# (nohup; a shell cannot reset an ignored signal, so python does before the exec).
-hup_default() { # run in the background: the subshell's pid becomes the program's
-	exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_DFL)
+# SIGHUP as a terminal sends it and SIGINT as Ctrl-C does: not ignored, whatever this
+# shell was started with (nohup) or gives a background job (SIGINT); a shell cannot
+# reset an ignored signal, so python does before the exec.
+stops_default() { # run in the background: the subshell's pid becomes the program's
+	exec python3 -c 'import os, signal, sys
+signal.signal(signal.SIGHUP, signal.SIG_DFL); signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.execv(sys.argv[1], sys.argv[1:])' "$@"
 }
 # wait_steps DIR [N] — until the run in DIR has logged N steps, 3 by default (five
@@ -37,7 +39,7 @@ wait_steps() {
 	done
 }
 stop() {
-	hup_default "$QWENCHAT" train --out "$2" $IDS --ctx 32 --batch 8 --threads 2 \
+	stops_default "$QWENCHAT" train --out "$2" $IDS --ctx 32 --batch 8 --threads 2 \
 		--cosine-steps "$3" --steps "$3" --save-every 100000 --eval-every 100000 \
 		2>"$TMP/err-$1" &
 	pid=$!
@@ -76,7 +78,7 @@ fi
 python3 -c 'import array, random, sys; r = random.Random(3)
 sys.stdout.buffer.write(array.array("I", [r.randrange(1000) for _ in range(10**6)]).tobytes())' \
 	>"$TMP/bigv.u32"
-"$QWENCHAT" train --out "$TMP/sig-eval" --vocab-size 1000 $SHAPE --data "$TMP/d.u32" \
+env --default-signal=INT "$QWENCHAT" train --out "$TMP/sig-eval" --vocab-size 1000 $SHAPE --data "$TMP/d.u32" \
 	--val "$TMP/bigv.u32" --ctx 16 --batch 1 --threads 2 --steps 5 --eval-every 1 \
 	2>"$TMP/err-eval" &
 sigint_after '"loss"' "$TMP/sig-eval/train-log.jsonl" $!
@@ -94,7 +96,7 @@ cp -a "$TMP/sig-eval" "$TMP/sig-eval2"
 # after that line the run is evaluating.
 "$QWENCHAT" train --out "$TMP/sig-addval" --vocab-size 1000 $SHAPE --data "$TMP/d.u32" \
 	--ctx 16 --batch 1 --threads 2 --steps 2 2>"$TMP/err" || fail "a run to add --val to"
-"$QWENCHAT" train --resume "$TMP/sig-addval" --steps 4 --eval-every 2 --val "$TMP/bigv.u32" \
+env --default-signal=INT "$QWENCHAT" train --resume "$TMP/sig-addval" --steps 4 --eval-every 2 --val "$TMP/bigv.u32" \
 	2>"$TMP/err-addval" &
 sigint_after '^lr ' "$TMP/err-addval" $! 2
 if [ "$rc" -eq 130 ] &&
@@ -130,7 +132,7 @@ fi
 # SIGINT during the evaluation of a --steps 0 run's initial weights (sent once its log
 # exists: the evaluation comes next, the run has begun): the weights are saved without
 # the record, exit 130; the resumed run (here to step 1) evaluates them first.
-"$QWENCHAT" train --out "$TMP/sig-zero" --vocab-size 1000 $SHAPE --data "$TMP/d.u32" \
+env --default-signal=INT "$QWENCHAT" train --out "$TMP/sig-zero" --vocab-size 1000 $SHAPE --data "$TMP/d.u32" \
 	--val "$TMP/bigv.u32" --ctx 16 --batch 1 --threads 2 --steps 0 2>"$TMP/err-zero" &
 pid=$!
 i=0
@@ -152,7 +154,7 @@ fi
 # exit 130 (not 0) and the resumed run runs it. (Sent once step 2 is logged: it may come
 # before that step's own check for a stop, so the run stops at step 2, evaluated or not,
 # and the resumed run does the rest; either way exit 130 and the log ends evaluated.)
-"$QWENCHAT" train --out "$TMP/sig-last" --vocab-size 1000 --layers 2 --hidden-size 256 --heads 4 \
+env --default-signal=INT "$QWENCHAT" train --out "$TMP/sig-last" --vocab-size 1000 --layers 2 --hidden-size 256 --heads 4 \
 	--intermediate-size 768 --data "$TMP/d.u32" --val "$TMP/d.u32" --eval-tokens 512 \
 	--ctx 256 --batch 16 --threads 2 --steps 3 --eval-every 100 2>"$TMP/err-last" &
 pid=$!
@@ -189,6 +191,19 @@ rc=$?
 [ "$rc" -eq 0 ] && [ "$(grep -c '"loss"' "$TMP/nohup/train-log.jsonl")" -eq 60 ] &&
 	pass "under nohup (SIGHUP ignored): the run goes on to its end" ||
 	fail "SIGHUP ignored: exit $rc: $(tail -n 2 "$TMP/err-nohup")"
+# started in the background of a shell without job control (SIGINT ignored, so that a
+# Ctrl-C meant for the shell's foreground leaves it alone): it stays ignored
+(exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN)
+os.execv(sys.argv[1], sys.argv[1:])' "$QWENCHAT" train --out "$TMP/bg" $IDS --ctx 32 \
+	--batch 8 --threads 2 --steps 60 --eval-every 100000 2>"$TMP/err-bg") &
+pid=$!
+wait_steps "$TMP/bg"
+kill -INT $pid
+wait $pid
+rc=$?
+[ "$rc" -eq 0 ] && [ "$(grep -c '"loss"' "$TMP/bg/train-log.jsonl")" -eq 60 ] &&
+	pass "SIGINT ignored (a background job): the run goes on to its end" ||
+	fail "SIGINT ignored: exit $rc: $(tail -n 2 "$TMP/err-bg")"
 # a second signal stops at once, and says which checkpoint DIR holds (steps of a
 # second or so, so that it comes before the first one's step is done)
 # twice DIR ERR STEPS ARGS... — a run of steps of a second or so into DIR, sent SIGINT
@@ -197,7 +212,7 @@ rc=$?
 twice() {
 	dir=$1 err=$2 steps=$3
 	shift 3
-	hup_default "$QWENCHAT" train --out "$dir" --vocab-size 1000 --layers 2 --hidden-size 512 \
+	stops_default "$QWENCHAT" train --out "$dir" --vocab-size 1000 --layers 2 --hidden-size 512 \
 		--heads 8 --intermediate-size 1536 --data "$TMP/d.u32" --ctx 256 --batch 8 \
 		--threads 2 --steps 50 "$@" 2>"$err" &
 	pid=$!
@@ -240,7 +255,7 @@ else # the machine was slow to send the second: the step was saved first
 fi
 # a signal after the run's opening lines but before its first step (the matrix-product
 # peak is measured then) stops at once and says so too
-"$QWENCHAT" train --resume "$TMP/twice" --steps 50 2>"$TMP/err-early" &
+env --default-signal=INT "$QWENCHAT" train --resume "$TMP/twice" --steps 50 2>"$TMP/err-early" &
 pid=$!
 i=0
 while ! grep -q '^lr ' "$TMP/err-early" && [ $i -lt 3000 ]; do sleep 0.01; i=$((i + 1)); done

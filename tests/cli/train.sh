@@ -146,7 +146,7 @@ hub=$!
 i=0
 while [ ! -s "$TMP/hub.port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 HF_HOME="$TMP/hf-home" HF_ENDPOINT="http://127.0.0.1:$(cat "$TMP/hub.port")" HF_HUB_OFFLINE= \
-	"$QWENCHAT" train --out "$TMP/sig-new/a/run" --init test/slow --data "$TMP/d.u32" $SMALL \
+	env --default-signal=INT "$QWENCHAT" train --out "$TMP/sig-new/a/run" --init test/slow --data "$TMP/d.u32" $SMALL \
 	--steps 1 2>"$TMP/err" &
 pid=$!
 i=0
@@ -163,7 +163,7 @@ wait $hub 2>/dev/null
 # the cache goes with the directory (nothing was saved)
 python3 -c 'import sys; open(sys.argv[1], "w").write(open(sys.argv[2]).read() * 1500)' \
 	"$TMP/big-val.txt" "$TMP/a.txt"
-"$QWENCHAT" train --out "$TMP/sig-cache" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/a.txt" \
+env --default-signal=INT "$QWENCHAT" train --out "$TMP/sig-cache" --tokenizer "$TMP/tok" $SHAPE --data "$TMP/a.txt" \
 	--val "$TMP/big-val.txt" $SMALL --steps 1 >/dev/null 2>"$TMP/err" &
 pid=$!
 i=0
