@@ -13,8 +13,8 @@
  * in turn. For bf16, A is first converted once, by every thread together, into rows of
  * bf16 pairs (k, k+1) that vdpbf16ps takes, and the panel into pairs too. Each value
  * of C is summed in one fixed order (the k-blocks in turn, then k within), whatever
- * thread computes it. An fp32 operand that several items would pack alike (B when C
- * has more than one block of rows) is packed whole first, by every thread together. */
+ * thread computes it. An operand that several items would pack alike (B when C has
+ * more than one block of rows) is packed whole first, by every thread together. */
 #include "engine/cpu/gemm.h"
 
 #include "engine/cpu/amx.h"
@@ -516,9 +516,10 @@ static void gemm_task_fn(void *arg, int tid, int nthreads)
 /* ---- operands packed once ------------------------------------------------------------
  * An item packs the k-blocks of the panels of B it multiplies and of the rows of A it
  * sweeps. Where several items would pack the same block (B's when C has more than one
- * block of rows; A's when a block of rows is cut into groups of panels), the fp32
+ * block of rows; fp32 A's when a block of rows is cut into groups of panels), the
  * product first packs that operand whole, every thread together, and the items read
- * it: each block packed once. Up to GEMM_PREPACK floats an operand. */
+ * it: each block packed once (bf16's A is already pairs, packed once). Up to
+ * GEMM_PREPACK floats an operand; a bf16 panel takes half its block's room. */
 #define GEMM_PREPACK (4u << 20)
 
 struct prepack_task {
@@ -537,8 +538,15 @@ static void prepack_fn(void *arg, int tid, int nthreads)
 	while ((it = cpu_claim(&pt->next, pt->bitems + pt->aitems)) >= 0) {
 		if (it < pt->bitems) {
 			int kb = it / panels_of(g), jp = it % panels_of(g), p0 = kb * GEMM_KC;
-			pack_b_f32(pt->t->bpk + bpk_at(g, kb, jp), g, p0, depth_at(g, p0),
-				   jp * GEMM_NR, pt->t->ctx->avx2);
+			float *bp = pt->t->bpk + bpk_at(g, kb, jp);
+#if defined(__x86_64__)
+			if (pt->t->ap) /* bf16 pairs: half of the block's room */
+				pack_b_bf16((uint32_t *)bp, NULL, g, p0, depth_at(g, p0),
+					    jp * GEMM_NR);
+			else
+#endif
+				pack_b_f32(bp, g, p0, depth_at(g, p0), jp * GEMM_NR,
+					   pt->t->ctx->avx2);
 			continue;
 		}
 		it -= pt->bitems;
@@ -557,7 +565,7 @@ static void prepack(struct gemm_ctx *ctx, struct gemm_task *t)
 	int blocks = row_blocks(g);
 	size_t bsize = bpk_at(g, kblocks(g), 0), asize = apk_at(g, blocks, 0);
 	bool b = g->tri == GEMM_FULL && blocks > 1 && bsize <= GEMM_PREPACK;
-	bool a = g->tri == GEMM_FULL && packs_a(ctx, g) &&
+	bool a = g->tri == GEMM_FULL && !t->ap && packs_a(ctx, g) &&
 		 panels_per_item(ctx, g, ctx->threads) < panels_of(g) && asize <= GEMM_PREPACK;
 	if (!a && !b)
 		return;
@@ -619,8 +627,7 @@ void gemm_run(struct gemm_ctx *ctx, const struct gemm *g, enum gemm_prec prec)
 	}
 #endif
 	struct gemm_task t = {ctx, g, bf16 ? ctx->apack : NULL, kp, NULL, NULL, 0};
-	if (!bf16)
-		prepack(ctx, &t);
+	prepack(ctx, &t);
 	cpu_pool_run(ctx->pool, gemm_task_fn, &t);
 }
 

@@ -95,10 +95,10 @@ static void check_shape(enum cpu_isa isa, int n, int m, int k)
 static void test_shapes(void **state)
 {
 	(void)state;
-	static const int shapes[][3] = {{1, 1, 1},      {3, 5, 7},     {8, 32, 256},
-					{9, 33, 257},   {17, 70, 513}, {64, 96, 40},
-					{5, 200, 3},    {40, 31, 600}, {100, 65, 1030},
-					{533, 97, 300}, {7, 9, 0}};
+	static const int shapes[][3] = {{1, 1, 1},      {3, 5, 7},      {8, 32, 256},
+					{9, 33, 257},   {17, 70, 513},  {64, 96, 40},
+					{5, 200, 3},    {40, 31, 600},  {100, 65, 1030},
+					{533, 97, 300}, {300, 40, 259}, {7, 9, 0}};
 	for (int isa = CPU_ISA_C; isa <= CPU_ISA_AMX; isa++) {
 		if (!cpu_isa_supported((enum cpu_isa)isa))
 			continue;
