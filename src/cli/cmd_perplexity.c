@@ -165,11 +165,13 @@ static int side_open(struct side *s, const char *model, const char *file, bool t
 	return 0;
 }
 
-/* The token ids of FILE; with a base model and text, both tokenizers must agree. */
-static int read_ids(const char *file, struct side *s, int vocab, int32_t **ids, size_t *n)
+/* The token ids of FILE (a text's with an end-of-text token after each document when
+ * eot_after); with a base model and text, both tokenizers must agree. */
+static int read_ids(const char *file, struct side *s, int vocab, bool eot_after, int32_t **ids,
+		    size_t *n)
 {
 	if (!s[1].t) {
-		int rc = tokens_read_file(file, s[0].t, vocab, ids, n);
+		int rc = tokens_read_file(file, s[0].t, vocab, eot_after, ids, n);
 		if (!rc && tokens_is_u32(file) && tokens_check_width(*ids, *n)) {
 			free(*ids);
 			*ids = NULL;
@@ -185,9 +187,9 @@ static int read_ids(const char *file, struct side *s, int vocab, int32_t **ids, 
 	int32_t *b = NULL;
 	size_t nb = 0;
 	int rc = 0; /* each side's error names its model: either may lack an end-of-text token */
-	if (tokens_from_contents(file, s[0].t, vocab, text, len, ids, n))
+	if (tokens_from_contents(file, s[0].t, vocab, eot_after, text, len, ids, n))
 		rc = err_prefix("%s: with %s's tokenizer", file, s[0].name);
-	else if (tokens_from_contents(file, s[1].t, vocab, text, len, &b, &nb))
+	else if (tokens_from_contents(file, s[1].t, vocab, eot_after, text, len, &b, &nb))
 		rc = err_prefix("%s: with --kl-base %s's tokenizer", file, s[1].name);
 	free(text);
 	size_t i = 0;
@@ -461,16 +463,8 @@ static int setup(const struct cli_common *cli, const struct ppl_args *a, struct 
 	int r = window(cli, a, s, ctx, stride);
 	if (r)
 		return r;
-	if (read_ids(a->file, s, vocab, ids, n))
+	if (read_ids(a->file, s, vocab, !a->no_eot, ids, n))
 		return cli_error("%s", err_msg()), EXIT_RUNTIME;
-	if (text && a->no_eot) { /* a text's own tokens are never one: its specials are text */
-		int32_t eot = tokens_eot(s[0].t);
-		size_t k = 0;
-		for (size_t i = 0; i < *n; i++)
-			if ((*ids)[i] != eot)
-				(*ids)[k++] = (*ids)[i];
-		*n = k;
-	}
 	if (*n < 2) {
 		bool bare = text && a->no_eot; /* the text's own tokens only */
 		cli_error("%s: %s: perplexity needs at least 2 tokens", a->file,

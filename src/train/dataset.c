@@ -288,7 +288,7 @@ int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache,
 		err_set("%s.json: missing or not the cache of this model's stream", cache);
 	else if (!fio_is_file(u32)) /* a FIFO in its place would be waited on */
 		err_set("%s: missing or not a regular file", u32);
-	else if (tokens_read_file(u32, NULL, vocab, &d->ids, &d->len) == 0) {
+	else if (tokens_read_file(u32, NULL, vocab, true, &d->ids, &d->len) == 0) {
 		if (d->len != (size_t)json_integer_value(tokens))
 			err_set("%s: %zu tokens, %s.json says %lld", u32, d->len, cache,
 				(long long)json_integer_value(tokens));
@@ -438,7 +438,7 @@ static int encode(struct dset *d, char *const *files, int n, struct tok *tk, int
 				return err_prefix("%s", files[i]);
 			continue;
 		}
-		if (check_text(files[i]) || tokens_read_file(files[i], tk, vocab, &ids, &m))
+		if (check_text(files[i]) || tokens_read_file(files[i], tk, vocab, true, &ids, &m))
 			return -1;
 		if (!d->ids) { /* the first file's ids become the stream, without a copy */
 			d->ids = ids;

@@ -78,13 +78,13 @@ int tokens_from_u32(const void *data, size_t len, int vocab, int32_t **ids, size
 	return 0;
 }
 
-int tokens_from_text(struct tok *tk, int vocab, const char *text, size_t len, int32_t **ids,
-		     size_t *n)
+int tokens_from_text(struct tok *tk, int vocab, bool eot_after, const char *text, size_t len,
+		     int32_t **ids, size_t *n)
 {
 	*ids = NULL;
 	*n = 0;
-	int32_t eot = tokens_eot(tk);
-	if (eot < 0)
+	int32_t eot = eot_after ? tokens_eot(tk) : -1;
+	if (eot_after && eot < 0)
 		return -1;
 	if (eot >= vocab)
 		return err_set("the end-of-text token id %d is not below the model's vocab_size %d",
@@ -111,7 +111,8 @@ int tokens_from_text(struct tok *tk, int vocab, const char *text, size_t len, in
 		return err_set("out of memory for %zu token ids", k + 1);
 	}
 	v = grown;
-	v[k++] = eot;
+	if (eot_after)
+		v[k++] = eot;
 	for (size_t i = 0; i < k; i++)
 		if (v[i] < 0 || v[i] >= vocab) {
 			int32_t bad = v[i];
@@ -203,8 +204,8 @@ static bool conversations(const char *text, size_t len)
 	return yes;
 }
 
-int tokens_from_jsonl(struct tok *tk, int vocab, const char *text, size_t len, int32_t **ids,
-		      size_t *n)
+int tokens_from_jsonl(struct tok *tk, int vocab, bool eot_after, const char *text, size_t len,
+		      int32_t **ids, size_t *n)
 {
 	int32_t *all = malloc(sizeof *all);
 	size_t count = 0, cap = 1, line = 0;
@@ -218,7 +219,7 @@ int tokens_from_jsonl(struct tok *tk, int vocab, const char *text, size_t len, i
 			continue;
 		int32_t *v = NULL;
 		json_t *r = record(p, m, line, &t, &tl);
-		int rc = r ? tokens_from_text(tk, vocab, t, tl, &v, &k) : -1;
+		int rc = r ? tokens_from_text(tk, vocab, eot_after, t, tl, &v, &k) : -1;
 		if (r && rc)
 			err_prefix("line %zu", line);
 		json_decref(r);
@@ -315,16 +316,16 @@ int tokens_check_width(const int32_t *ids, size_t n)
 		   : 0;
 }
 
-int tokens_from_contents(const char *path, struct tok *tk, int vocab, const char *data, size_t len,
-			 int32_t **ids, size_t *n)
+int tokens_from_contents(const char *path, struct tok *tk, int vocab, bool eot_after,
+			 const char *data, size_t len, int32_t **ids, size_t *n)
 {
 	bool jsonl = strcmp(path, "-") && tokens_is_jsonl(path);
 	if (!jsonl && fio_has_ext(path, ".json") && conversations(data, len))
 		return err_set("conversations (JSON of messages, ShareGPT or Alpaca records), not "
 			       "text: train them with train --sft (or name the file *.txt to read "
 			       "its JSON as text)");
-	return jsonl ? tokens_from_jsonl(tk, vocab, data, len, ids, n)
-		     : tokens_from_text(tk, vocab, data, len, ids, n);
+	return jsonl ? tokens_from_jsonl(tk, vocab, eot_after, data, len, ids, n)
+		     : tokens_from_text(tk, vocab, eot_after, data, len, ids, n);
 }
 
 /* The bytes p[0..len) of a *.u32 file, checked (check_u32), turned into the int32 ids
@@ -381,7 +382,8 @@ int tokens_append_u32(const char *path, int vocab, int32_t **ids, size_t *n)
 	return 0;
 }
 
-int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids, size_t *n)
+int tokens_read_file(const char *path, struct tok *tk, int vocab, bool eot_after, int32_t **ids,
+		     size_t *n)
 {
 	*ids = NULL;
 	*n = 0;
@@ -403,7 +405,7 @@ int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids,
 		*n = len / 4;
 		return 0;
 	}
-	int rc = tokens_from_contents(path, tk, vocab, data, len, ids, n);
+	int rc = tokens_from_contents(path, tk, vocab, eot_after, data, len, ids, n);
 	free(data);
 	return rc ? err_prefix("%s", path) : 0;
 }

@@ -34,19 +34,21 @@ int tokens_from_u32(const void *data, size_t len, int vocab, int32_t **ids, size
 
 /* Token ids of text[0..len) as one document: ill-formed UTF-8 becomes U+FFFD (as in
  * the chat), special-token strings in it are text (tok_encode_literal: a
- * "<|im_start|>" in the data is those characters, not the control token), then
- * tokens_eot is appended. Every id must be < vocab (the model's embedding rows).
- * tk is not const: encoding caches pieces in it. *ids malloc'd. 0 or -1 (err_set). */
-int tokens_from_text(struct tok *tk, int vocab, const char *text, size_t len, int32_t **ids,
-		     size_t *n);
+ * "<|im_start|>" in the data is those characters, not the control token), then,
+ * when eot_after, tokens_eot (perplexity --no-eot scores a text's own tokens alone,
+ * with a tokenizer that may have no such token). Every id must be < vocab (the
+ * model's embedding rows). tk is not const: encoding caches pieces in it. *ids
+ * malloc'd. 0 or -1 (err_set). */
+int tokens_from_text(struct tok *tk, int vocab, bool eot_after, const char *text, size_t len,
+		     int32_t **ids, size_t *n);
 
 /* The documents of JSON Lines text (a Hugging Face dataset's Dataset.to_json()): each
  * non-blank line (a UTF-8 byte-order mark before the first, a carriage return at its
  * end and blank lines left out) an object whose "text" string is one document,
  * tokens_from_text of each in turn; the other members are ignored. 0, or -1 with
  * err_set naming the line that is not such a record. */
-int tokens_from_jsonl(struct tok *tk, int vocab, const char *text, size_t len, int32_t **ids,
-		      size_t *n);
+int tokens_from_jsonl(struct tok *tk, int vocab, bool eot_after, const char *text, size_t len,
+		      int32_t **ids, size_t *n);
 
 /* Calls fn with the "text" of each record of the JSON Lines file at path, read a line
  * at a time (memory grows with the longest line, not with the file), until fn
@@ -62,8 +64,8 @@ int tokens_check_width(const int32_t *ids, size_t n);
 /* The ids of a text file's contents data[0..len) as tokens_read_file reads them (path,
  * "-" for stdin, says which form: JSON Lines, or a *.json of conversations refused).
  * 0, or -1 with err_set (the caller names the file). */
-int tokens_from_contents(const char *path, struct tok *tk, int vocab, const char *data, size_t len,
-			 int32_t **ids, size_t *n);
+int tokens_from_contents(const char *path, struct tok *tk, int vocab, bool eot_after,
+			 const char *data, size_t len, int32_t **ids, size_t *n);
 
 /* Appends the ids of the *.u32 file at path (a regular file) to *ids, of *n, growing
  * the block to hold them and reading the file into it: a stream of several files never
@@ -76,6 +78,7 @@ int tokens_append_u32(const char *path, int vocab, int32_t **ids, size_t *n);
  * line's "text" (other members ignored; a line that is not such a record is an error
  * naming it); else tokens_from_text of the file (tk may be NULL for a .u32 file). 0,
  * or -1 with err_set starting with path. */
-int tokens_read_file(const char *path, struct tok *tk, int vocab, int32_t **ids, size_t *n);
+int tokens_read_file(const char *path, struct tok *tk, int vocab, bool eot_after, int32_t **ids,
+		     size_t *n);
 
 #endif

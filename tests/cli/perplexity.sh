@@ -431,6 +431,19 @@ cp -r "$A" "$NE"
 cp "$TOP_SRCDIR/tests/golden/template-tiny-tokenizer.json" "$NE/tokenizer.json"
 expect_exit 1 "a tokenizer without end-of-text" $PPL -m "$NE" -f "$TMP/hello.txt"
 expect_err_has "no end-of-text token" "no end-of-text: says so"
+# ... which --no-eot and --llama-chunks do not need: the text's own tokens are scored
+printf 'hello hello, how are you' >"$TMP/hi.txt"
+bare=$("$QWENCHAT" tokenize -m "$NE" <"$TMP/hi.txt")
+"$PY" -c 'import sys, numpy as np
+np.array([int(x) for x in sys.argv[2].split()], dtype="<u4").tofile(sys.argv[1])' \
+	"$TMP/hi.u32" "$bare"
+for o in --no-eot --llama-chunks; do
+	x=$($PPL -m "$NE" -f "$TMP/hi.txt" --ctx 4 $o --json 2>"$TMP/err")
+	y=$($PPL -m "$NE" -f "$TMP/hi.u32" --ctx 4 $([ $o = --llama-chunks ] && echo $o) --json)
+	[ -n "$x" ] && [ "$x" = "$y" ] &&
+		pass "$o with a tokenizer without end-of-text: the text's tokens ($x)" ||
+		fail "$o without end-of-text: text '$x' ($(cat "$TMP/err")), its ids '$y'"
+done
 # ... and when only --kl-base's tokenizer lacks it, the error says it is that one's
 EOT=$TMP/eot
 cp -r "$A" "$EOT"

@@ -58,7 +58,7 @@ static void text(const char *p, size_t n)
 	}
 	int32_t *ids;
 	size_t k, dl;
-	if (tokens_from_text(tiny, TT_VOCAB, p, n, &ids, &k) || k < 1 || ids[k - 1] != TT_EOT)
+	if (tokens_from_text(tiny, TT_VOCAB, true, p, n, &ids, &k) || k < 1 || ids[k - 1] != TT_EOT)
 		abort();
 	for (size_t i = 0; i + 1 < k; i++)
 		if (ids[i] < 0 || ids[i] >= TT_VOCAB || tok_is_special(tiny, ids[i]))

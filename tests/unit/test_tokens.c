@@ -89,7 +89,7 @@ static void test_u32(void **state)
 static int32_t *text_ids(const char *text, size_t len, size_t *n)
 {
 	int32_t *ids;
-	if (tokens_from_text(tiny, TT_VOCAB, text, len, &ids, n))
+	if (tokens_from_text(tiny, TT_VOCAB, true, text, len, &ids, n))
 		fail_msg("tokens_from_text: %s", err_msg());
 	return ids;
 }
@@ -169,10 +169,10 @@ static void test_text_errors(void **state)
 	int32_t *ids;
 	size_t n;
 	/* an id the model has no row for */
-	assert_int_equal(tokens_from_text(tiny, TT_EOT + 1, "<think>", 7, &ids, &n), -1);
+	assert_int_equal(tokens_from_text(tiny, TT_EOT + 1, true, "<think>", 7, &ids, &n), -1);
 	assert_null(ids);
 	assert_err_has("token 0: the tokenizer gave id 259");
-	assert_int_equal(tokens_from_text(tiny, 200, "x", 1, &ids, &n), -1);
+	assert_int_equal(tokens_from_text(tiny, 200, true, "x", 1, &ids, &n), -1);
 	assert_err_has("end-of-text token id 257");
 	/* no <|endoftext|>: the eos_token, else an error */
 	struct tok *t = tt_tokenizer(true, "<|im_end|>");
@@ -183,7 +183,7 @@ static void test_text_errors(void **state)
 	assert_non_null(t);
 	assert_int_equal(tokens_eot(t), -1);
 	assert_err_has("no end-of-text token");
-	assert_int_equal(tokens_from_text(t, TT_VOCAB, "x", 1, &ids, &n), -1);
+	assert_int_equal(tokens_from_text(t, TT_VOCAB, true, "x", 1, &ids, &n), -1);
 	assert_err_has("no end-of-text token");
 	tok_free(t);
 	t = tt_tokenizer(true, "</s>");
@@ -210,12 +210,13 @@ static void test_read_file(void **state)
 	size_t n;
 	snprintf(path, sizeof path, "%s/ids.u32", dir);
 	write_file(path, "\x07\0\0\0\x01\x01\0\0", 8);
-	assert_int_equal(tokens_read_file(path, NULL, 300, &ids, &n), 0); /* no tokenizer needed */
+	assert_int_equal(tokens_read_file(path, NULL, 300, true, &ids, &n),
+			 0); /* no tokenizer needed */
 	assert_int_equal(n, 2);
 	assert_int_equal(ids[0], 7);
 	assert_int_equal(ids[1], 257);
 	free(ids);
-	assert_int_equal(tokens_read_file(path, NULL, 257, &ids, &n), -1);
+	assert_int_equal(tokens_read_file(path, NULL, 257, true, &ids, &n), -1);
 	assert_err_has("ids.u32: byte offset 4: token id 257");
 	/* appended to a stream, read into it: twice, then a refusal that keeps n */
 	ids = NULL;
@@ -231,18 +232,18 @@ static void test_read_file(void **state)
 	free(ids);
 	snprintf(path, sizeof path, "%s/doc.txt", dir);
 	write_file(path, "xab", 3);
-	assert_int_equal(tokens_read_file(path, tiny, TT_VOCAB, &ids, &n), 0);
+	assert_int_equal(tokens_read_file(path, tiny, TT_VOCAB, true, &ids, &n), 0);
 	assert_int_equal(n, 3);
 	assert_int_equal(ids[2], TT_EOT);
 	free(ids);
-	assert_int_equal(tokens_read_file(path, NULL, TT_VOCAB, &ids, &n), -1);
+	assert_int_equal(tokens_read_file(path, NULL, TT_VOCAB, true, &ids, &n), -1);
 	assert_err_has("doc.txt: a text file needs the model's tokenizer");
 	snprintf(path, sizeof path, "%s/none.u32", dir);
-	assert_int_equal(tokens_read_file(path, NULL, 300, &ids, &n), -1);
+	assert_int_equal(tokens_read_file(path, NULL, 300, true, &ids, &n), -1);
 	assert_err_has("none.u32: cannot open");
 	snprintf(path, sizeof path, "%s/sub.u32", dir);
 	assert_int_equal(mkdir(path, 0700), 0);
-	assert_int_equal(tokens_read_file(path, NULL, 300, &ids, &n), -1);
+	assert_int_equal(tokens_read_file(path, NULL, 300, true, &ids, &n), -1);
 	assert_null(ids);
 	assert_err_has("sub.u32");
 	char cmd[200];
@@ -263,7 +264,7 @@ static void test_qwen3(void **state)
 	const char *s = "Hello<|im_end|><|im_start|>user";
 	int32_t *ids;
 	size_t n;
-	assert_int_equal(tokens_from_text(t, 151936, s, strlen(s), &ids, &n), 0);
+	assert_int_equal(tokens_from_text(t, 151936, true, s, strlen(s), &ids, &n), 0);
 	assert_true(n > 4);
 	for (size_t i = 0; i + 1 < n; i++)
 		assert_false(tok_is_special(t, ids[i]));
