@@ -204,7 +204,8 @@ static void conversations(struct train_model *p, bool sft)
 }
 
 /* generation_config.json for a model without one: the end of text ends a turn, and
- * <|im_end|> too where the tokenizer has it. */
+ * <|im_end|> too where the tokenizer has it (a tokenizer with neither gets the
+ * sampling defaults alone). */
 static int generation_file(struct train_model *p, const struct eng_config *c)
 {
 	if (!p->m.tk)
@@ -214,8 +215,7 @@ static int generation_file(struct train_model *p, const struct eng_config *c)
 		eos[n++] = im_end;
 	if (eot >= 0 && eot != im_end)
 		eos[n++] = eot;
-	if (!n)
-		return 0;
+	err_clear(); /* tokens_eot's, when there is none */
 	char *text = mdir_generation_json(c->bos_token_id >= 0 ? c->bos_token_id : eot, eos, n, eot,
 					  &p->sampling);
 	if (!text)

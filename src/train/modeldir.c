@@ -120,10 +120,13 @@ char *mdir_generation_json(int bos, const int *eos, int n_eos, int pad,
 	struct strbuf b = {0};
 	sb_puts(&b, "{\n");
 	put_id(&b, "bos_token_id", bos);
-	sb_puts(&b, "  \"do_sample\": true,\n  \"eos_token_id\": [");
-	for (int i = 0; i < n_eos; i++)
-		sb_printf(&b, "%s\n    %d", i ? "," : "", eos[i]);
-	sb_puts(&b, "\n  ],\n");
+	sb_puts(&b, "  \"do_sample\": true,\n");
+	if (n_eos > 0) {
+		sb_puts(&b, "  \"eos_token_id\": [");
+		for (int i = 0; i < n_eos; i++)
+			sb_printf(&b, "%s\n    %d", i ? "," : "", eos[i]);
+		sb_puts(&b, "\n  ],\n");
+	}
 	if (s->min_p > 0) /* the keys in order, as transformers writes them */
 		put_setting(&b, "min_p", s->min_p);
 	if (pad >= 0)

@@ -353,6 +353,22 @@ rm -rf "$TMP/nogen" && cp -a "$R" "$TMP/nogen" && rm "$TMP/nogen/generation_conf
 	cmp -s "$TMP/nogen/generation_config.json" "$R/generation_config.json" &&
 	pass "--resume without generation_config.json: written again, as the run's first" ||
 	fail "--resume without generation_config.json: $(tail -n 1 "$TMP/err")"
+# a tokenizer without an end of text (train-bpe without --special): generation_config.json
+# holds the sampling defaults alone, and a resume has nothing to write again
+"$QWENCHAT" train-bpe -q --vocab-size 300 --out "$TMP/tok-bare" "$TMP/a.txt" &&
+	"$QWENCHAT" tokenize -m "$TMP/tok-bare" <"$TMP/a.txt" | python3 -c 'import struct, sys
+ids = [int(x) for x in sys.stdin.read().split()]
+sys.stdout.buffer.write(struct.pack("<%dI" % len(ids), *ids))' >"$TMP/bare.u32" &&
+	"$QWENCHAT" train --out "$TMP/bare" --tokenizer "$TMP/tok-bare" $SHAPE --data "$TMP/bare.u32" \
+		$SMALL --steps 1 >/dev/null 2>"$TMP/err" &&
+	python3 -c 'import json, sys
+g = json.load(open(sys.argv[1]))
+assert "eos_token_id" not in g and g["bos_token_id"] is None and g["temperature"] == 0.6, g' \
+		"$TMP/bare/generation_config.json" &&
+	"$QWENCHAT" train --resume "$TMP/bare" --steps 2 >/dev/null 2>"$TMP/err" &&
+	! grep -q "generation_config" "$TMP/err" &&
+	pass "a tokenizer without an end of text: generation_config.json with the sampling defaults" ||
+	fail "a tokenizer without an end of text: $(tail -n 2 "$TMP/err"; ls "$TMP/bare")"
 # a --rope-theta that config.json writes as a shorter decimal of the same float
 # (1000000.125 as 1000000.1) is still the run's
 if "$QWENCHAT" train --out "$TMP/rope" $IDS $SMALL --steps 1 --rope-theta 1000000.125 \
