@@ -635,6 +635,15 @@ static int sampling_keys(json_t *gen, struct eng_gguf_out *o)
 
 int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
 {
+	char *path = fio_join(dir, "tokenizer.json");
+	if (path && !fio_exists(path)) {
+		err_set("%s: missing: a GGUF file carries its model's tokenizer, and this model "
+			"has none (as one trained on token ids alone)",
+			path);
+		free(path);
+		return -1;
+	}
+	free(path);
 	json_t *tj = load_json(dir, "tokenizer.json", false);
 	json_t *tc = tj ? load_json(dir, "tokenizer_config.json", true) : NULL;
 	json_t *cfg = tc ? load_json(dir, "config.json", true) : NULL;

@@ -18,6 +18,15 @@ before=$(sums)
 # leftovers — temporary files of quantize in $TMP and $M
 leftovers() { find "$TMP" -name '*.tmp.*' | head -n 3; }
 
+# a model without a tokenizer (trained on token ids alone): said, nothing written
+"$MK" --out "$TMP/notok" --vocab-size 300 --hidden-size 64 --intermediate-size 96 --layers 2 \
+	--heads 4 --kv-heads 2 --head-dim 16 >/dev/null
+expect_exit 1 "a model without a tokenizer" "$QWENCHAT" quantize -m "$TMP/notok" --type q8_0 \
+	--out "$TMP/notok.gguf"
+expect_err_has "notok/tokenizer.json: missing: a GGUF file carries its model's tokenizer" \
+	"... says why"
+[ ! -e "$TMP/notok.gguf" ] && [ -z "$(leftovers)" ] && pass "... and writes nothing" ||
+	fail "a model without a tokenizer left: $(ls "$TMP"/notok.gguf*; leftovers)"
 mkfifo "$TMP/fifo.gguf"
 expect_exit 1 "--out a FIFO" timeout 60 "$QWENCHAT" quantize -m "$M" --type q8_0 --out "$TMP/fifo.gguf"
 expect_err_has "fifo.gguf: not a regular file" "--out a FIFO: refused by name"
