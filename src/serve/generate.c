@@ -126,27 +126,28 @@ static int32_t *prompt(const struct gen_model *m, const struct oai_request *r,
 	int ctx = eng_ctx(m->eng), room = (size_t)ctx > k ? ctx - (int)k : 0;
 	int cap = m->max_tokens ? m->max_tokens : ctx;
 	const char *code = "context_length_exceeded";
+	const char *key = r->max_tokens_key ? r->max_tokens_key : "max_tokens";
 	if (room == 0) {
 		snprintf(msg, sizeof msg,
 			 "messages: the conversation is %zu tokens, the model's context holds %d "
 			 "(with room for at least one new token)",
 			 k, ctx);
 	} else if (r->max_tokens > cap) {
-		snprintf(msg, sizeof msg, "max_tokens: %d is above this server's limit of %d",
+		snprintf(msg, sizeof msg, "%s: %d is above this server's limit of %d", key,
 			 r->max_tokens, cap);
 		code = NULL;
 	} else if (r->max_tokens > room) {
 		snprintf(msg, sizeof msg,
-			 "max_tokens: the messages are %zu tokens and max_tokens %d, more than the "
-			 "model's context of %d",
-			 k, r->max_tokens, ctx);
+			 "%s: the messages are %zu tokens and %s %d, more than the model's context "
+			 "of %d",
+			 key, k, key, r->max_tokens, ctx);
 	} else {
 		*n = (int)k;
 		*max_new = r->max_tokens ? r->max_tokens : cap < room ? cap : room;
 		return ids;
 	}
 	free(ids);
-	fail(out, false, 400, msg, room == 0 ? "messages" : "max_tokens", code);
+	fail(out, false, 400, msg, room == 0 ? "messages" : key, code);
 	return NULL;
 }
 

@@ -390,10 +390,12 @@ static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e
 		return -1;
 	if (n != 1)
 		return bad(e, "n", "only 1 choice per request is supported");
-	if (get_integer(root, "max_tokens", 1, OAI_MAX_TOKENS, &mt, e) < 0 ||
-	    get_integer(root, "max_completion_tokens", 1, OAI_MAX_TOKENS, &mt, e) < 0)
+	int old = get_integer(root, "max_tokens", 1, OAI_MAX_TOKENS, &mt, e), now;
+	if (old < 0 ||
+	    (now = get_integer(root, "max_completion_tokens", 1, OAI_MAX_TOKENS, &mt, e)) < 0)
 		return -1;
 	r->max_tokens = (int)mt;
+	r->max_tokens_key = now ? "max_completion_tokens" : "max_tokens";
 	json_t *so = json_object_get(root, "stream_options");
 	if (get_bool(root, "stream", "stream", &r->stream, e) < 0 ||
 	    (so && !json_is_null(so) && !json_is_object(so) &&

@@ -37,6 +37,7 @@ struct oai_request {
 	struct samp_params samp; /* the sampling fields the request gave ... */
 	unsigned samp_set;       /* ... as SAMP_SET_* bits (the others are not read) */
 	int max_tokens;          /* max_completion_tokens, else max_tokens; 0 = not given */
+	const char *max_tokens_key; /* which of the two gave it, for errors about it */
 	char **stop;             /* (n_stop) strings that end the answer, none empty */
 	size_t n_stop;
 	bool stream;

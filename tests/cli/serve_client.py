@@ -130,6 +130,8 @@ def hostile(port, kport, key, timeout):
          {"messages": USER, "max_tokens": -5}, None, 400, "max_tokens"),
         ("max_tokens beyond the context", port, "POST", "/v1/chat/completions",
          {"messages": USER, "max_tokens": 100000}, None, 400, "max_tokens"),
+        ("max_completion_tokens beyond the context", port, "POST", "/v1/chat/completions",
+         {"messages": USER, "max_completion_tokens": 100000}, None, 400, "max_completion_tokens"),
         ("temperature a string", port, "POST", "/v1/chat/completions",
          {"messages": USER, "temperature": "warm"}, None, 400, "temperature"),
         ("n = 2", port, "POST", "/v1/chat/completions", {"messages": USER, "n": 2}, None, 400, "n"),
