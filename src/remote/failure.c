@@ -111,10 +111,23 @@ int http_error(const struct remote *r, const struct xfer *x, const char *what, i
 			       tries > 1 ? "; gave up after several tries" : "");
 	}
 	if (s / 100 == 3) {
-		char *loc = NULL;
+		char *loc = NULL, *bare = NULL;
 		curl_easy_getinfo(r->curl, CURLINFO_REDIRECT_URL, &loc);
-		return err_set("%s: %s redirects (%s)%s%s", r->shown, what, st, loc ? " to " : "",
-			       loc ? loc : "");
+		/* shown as the URL is: a query or user:password there may hold a key */
+		CURLU *u = loc ? curl_url() : NULL;
+		if (u && curl_url_set(u, CURLUPART_URL, loc, 0) == CURLUE_OK) {
+			curl_url_set(u, CURLUPART_QUERY, NULL, 0);
+			curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0);
+			curl_url_set(u, CURLUPART_USER, NULL, 0);
+			curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+			if (curl_url_get(u, CURLUPART_URL, &bare, 0) != CURLUE_OK)
+				bare = NULL;
+		}
+		curl_url_cleanup(u);
+		int rc = err_set("%s: %s redirects (%s)%s%s", r->shown, what, st,
+				 bare ? " to " : "", bare ? bare : "");
+		curl_free(bare);
+		return rc;
 	}
 	if (s >= 500)
 		return err_set("%s: the server failed (%s)", r->shown, st);
@@ -164,6 +177,10 @@ int curl_error(const struct remote *r, const struct xfer *x, CURLcode cc)
 		return err_set("TLS error with %s: %s", r->shown, why);
 	if (cc == CURLE_GOT_NOTHING)
 		return err_set("%s closed the connection without an answer", r->shown);
+	if (cc == CURLE_OUT_OF_MEMORY) /* libcurl's word for a header line past 100 KB too */
+		return err_set("%s: libcurl stopped reading the answer: out of memory, or a header "
+			       "line of the answer over its limit of 100 KB",
+			       r->shown);
 	if (x->bytes && (cc == CURLE_RECV_ERROR || cc == CURLE_PARTIAL_FILE))
 		return err_set("the connection to %s broke: %s", r->shown, why);
 	return err_set("%s: %s", r->shown, why);

@@ -63,6 +63,9 @@ Modes and the real behaviour each imitates:
   error-endless  500 whose body never ends (1 KiB every 50 ms).
   models-busy  GET /v1/models answers 429 with Retry-After: 1 (then the next mode).
   html        200 with a text/html body (a URL that is not an API).
+  big-header  200 with a header line of 200 KB (past libcurl's limit), then a stream.
+  redirect    307 to another host, the request's path and query kept and a user:password
+              added (a gateway moved; its Location may carry a key).
   no-models   GET /v1/models answers 404 (a server without a model list); chat
               requests stream as vllm.
   huge-models GET /v1/models answers 200 with 9 MiB of JSON (a broken or hostile
@@ -498,6 +501,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def mode_big_header(self, req):
+        self.send_response(200)
+        self.send_header("X-Big", "a" * (200 << 10))
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.close_connection = True
+
+    def mode_redirect(self, req):
+        self.json_reply(307, {"error": {"message": "moved"}},
+                        headers=[("Location", "http://u:pw@127.0.0.1:1" + self.path + "#f")])
 
 
 def serve(srv):

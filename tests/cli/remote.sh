@@ -68,6 +68,17 @@ expect_exit 0 "a URL with a query" "$QWENCHAT" run --url "$URL/chat/completions?
 expect_exit 1 "a URL whose query the gateway refuses" "$QWENCHAT" run --url "$URL?api-version=1" -p Salut
 expect_err_has "$URL has no model list (GET /models: 404)" "the message shows the URL without the query"
 ! grep -q "api-version" "$TMP/err" && pass "... and not the query" || fail "query shown: $(cat "$TMP/err")"
+mode big-header
+expect_exit 1 "a header line of 200 KB" "$QWENCHAT" run --url "$URL" -p Salut
+expect_err_has "a header line of the answer over its limit of 100 KB" "... named as a possible cause"
+# a redirect is not followed; where it leads is shown as the URL is, without a query
+# or user:password that may hold a key
+mode redirect
+expect_exit 1 "a redirect" "$QWENCHAT" run --url "$URL?api-key=QSECRET" -p Salut
+expect_err_has "redirects (307 Temporary Redirect: moved) to http://127.0.0.1:1/v1/chat/completions" \
+	"a redirect: where to, said"
+! grep -q "QSECRET\|api-key\|pw" "$TMP/err" && pass "... without the query or the password" ||
+	fail "a redirect showed: $(cat "$TMP/err")"
 req_has 'r["model"] == "Qwen/Qwen3-32B" and r["messages"] == [{"role": "user", "content": "Salut"}]' \
 	"the model the server serves is picked, the prompt is the one user message"
 req_has 'not any(k in r for k in ("temperature", "top_p", "top_k", "min_p", "seed", "max_tokens",
