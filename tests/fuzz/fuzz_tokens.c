@@ -87,7 +87,7 @@ static void jsonl(const char *p, size_t n)
 	}
 	int32_t *ids;
 	size_t k, eots = 0;
-	if (tokens_from_jsonl(tiny, TT_VOCAB, p, n, &ids, &k))
+	if (tokens_from_jsonl(tiny, TT_VOCAB, true, p, n, &ids, &k))
 		return;
 	for (size_t i = 0; i < k; i++)
 		eots += ids[i] == TT_EOT;
