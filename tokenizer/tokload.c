@@ -672,10 +672,8 @@ struct tok *tok_load(const char *dir)
 	struct tok *t = NULL;
 	if (!tj || !cj)
 		err_set("tokenizer: out of memory");
-	else if (!fio_exists(tj)) /* a model trained on token ids alone has none */
-		err_set("%s: missing: the model has no tokenizer (as one trained on token ids "
-			"alone), and text needs one",
-			tj);
+	else if (!fio_exists(tj))
+		err_set("%s: missing (no tokenizer there)", tj);
 	else
 		t = tok_load_files(tj, fio_exists(cj) ? cj : NULL);
 	free(tj);

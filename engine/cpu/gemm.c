@@ -214,9 +214,8 @@ static uint32_t pair(float lo, float hi)
 
 #if defined(__x86_64__)
 /* bf16 panel: bp[pp][j] = the pair b(p0 + 2pp, j0 + j), b(p0 + 2pp + 1, j0 + j), zero
- * past k and the columns. tmp: KC / 2 * GEMM_NR words. */
-static T512BF16 void pack_b_bf16(uint32_t *bp, uint32_t *tmp, const struct gemm *g, int p0, int kc,
-				 int j0)
+ * past k and the columns. */
+static T512BF16 void pack_b_bf16(uint32_t *bp, const struct gemm *g, int p0, int kc, int j0)
 {
 	int cols = g->m - j0 < GEMM_NR ? g->m - j0 : GEMM_NR, kcp = (kc + 1) / 2;
 	if (!g->bt) {
@@ -246,7 +245,6 @@ static T512BF16 void pack_b_bf16(uint32_t *bp, uint32_t *tmp, const struct gemm 
 			o[j] = j >= cols ? 0 : pair(src[0], 2 * pp + 1 < kc ? src[1] : 0.0f);
 		}
 	}
-	(void)tmp;
 }
 
 /* A as bf16 pairs: out[i * kp + pp] = a(i, 2pp), a(i, 2pp + 1). Item `it` of
@@ -351,7 +349,7 @@ struct gemm_task {
 	const struct gemm *g;
 	const uint32_t *ap; /* bf16: A as pairs, kp a row; NULL in fp32 */
 	int kp;
-	float *bpk, *apk; /* fp32: B and A packed whole (prepack), or NULL */
+	float *bpk, *apk; /* B (fp32, or bf16 pairs) and fp32 A packed whole (prepack), or NULL */
 	atomic_int next;
 };
 
@@ -466,8 +464,7 @@ static void gemm_item(const struct gemm_task *t, int jp0, int jp1, int r0, int r
 				bp = t->bpk + bpk_at(g, p0 / GEMM_KC, jp);
 #if defined(__x86_64__)
 			else if (ap)
-				pack_b_bf16((uint32_t *)bp, (uint32_t *)bp + GEMM_KC / 2 * GEMM_NR,
-					    g, p0, kc, j0);
+				pack_b_bf16((uint32_t *)bp, g, p0, kc, j0);
 #endif
 			else
 				pack_b_f32(bp, g, p0, kc, j0, ctx->avx2);
@@ -541,8 +538,7 @@ static void prepack_fn(void *arg, int tid, int nthreads)
 			float *bp = pt->t->bpk + bpk_at(g, kb, jp);
 #if defined(__x86_64__)
 			if (pt->t->ap) /* bf16 pairs: half of the block's room */
-				pack_b_bf16((uint32_t *)bp, NULL, g, p0, depth_at(g, p0),
-					    jp * GEMM_NR);
+				pack_b_bf16((uint32_t *)bp, g, p0, depth_at(g, p0), jp * GEMM_NR);
 			else
 #endif
 				pack_b_f32(bp, g, p0, depth_at(g, p0), jp * GEMM_NR,

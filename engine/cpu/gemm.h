@@ -49,7 +49,7 @@ struct gemm {
 struct gemm_ctx;
 struct gemm_ctx *gemm_new(enum cpu_isa isa, struct cpu_pool *pool);
 void gemm_free(struct gemm_ctx *g);
-/* Bytes of scratch gemm_new takes for each thread of the pool, and those its fp32
+/* Bytes of scratch gemm_new takes for each thread of the pool, and those its
  * products may take once more, shared (operands packed whole). */
 size_t gemm_thread_scratch(void);
 size_t gemm_shared_scratch(void);

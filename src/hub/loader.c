@@ -356,8 +356,16 @@ static bool as_gguf(const char *path)
 
 struct tok *loader_tokenizer(const char *path)
 {
-	if (!as_gguf(path))
-		return tok_load(path);
+	if (!as_gguf(path)) {
+		char *tj = fio_join(path, "tokenizer.json");
+		bool none = tj && fio_is_dir(path) && !fio_exists(tj);
+		if (none) /* a model trained on token ids alone has none */
+			err_set("%s: missing: the model has no tokenizer (as one trained on token "
+				"ids alone), and text needs one",
+				tj);
+		free(tj);
+		return none ? NULL : tok_load(path);
+	}
 	struct eng_gguf *g = eng_gguf_open(path);
 	struct tok *t = g ? loader_tokenizer_gguf(g, NULL, NULL) : NULL;
 	eng_gguf_free(g);

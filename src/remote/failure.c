@@ -159,6 +159,14 @@ static bool tls_error(CURLcode cc)
 	}
 }
 
+bool header_too_large(CURLcode cc)
+{
+	/* libcurl's code for a header line past its 100 KB (CURL_MAX_HTTP_HEADER):
+	 * CURLE_TOO_LARGE (100) since 8.6, out of memory before; compared as a number, as
+	 * the libcurl run may be newer than the one built against */
+	return cc == CURLE_OUT_OF_MEMORY || (int)cc == 100;
+}
+
 int curl_error(const struct remote *r, const struct xfer *x, CURLcode cc)
 {
 	char why[CURL_ERROR_SIZE + 8];
@@ -177,9 +185,9 @@ int curl_error(const struct remote *r, const struct xfer *x, CURLcode cc)
 		return err_set("TLS error with %s: %s", r->shown, why);
 	if (cc == CURLE_GOT_NOTHING)
 		return err_set("%s closed the connection without an answer", r->shown);
-	if (cc == CURLE_OUT_OF_MEMORY) /* libcurl's word for a header line past 100 KB too */
-		return err_set("%s: libcurl stopped reading the answer: out of memory, or a header "
-			       "line of the answer over its limit of 100 KB",
+	if (header_too_large(cc))
+		return err_set("%s: libcurl stopped reading the answer: a header line of it over "
+			       "libcurl's limit of 100 KB (or memory ran out)",
 			       r->shown);
 	if (x->bytes && (cc == CURLE_RECV_ERROR || cc == CURLE_PARTIAL_FILE))
 		return err_set("the connection to %s broke: %s", r->shown, why);

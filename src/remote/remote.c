@@ -577,7 +577,7 @@ static int stream_end(struct remote *r, struct xfer *x, CURLcode cc)
 			       r->shown, type ? type : "no Content-Type");
 	bool inside = sse_pending(&x->sse);
 	const char *where = inside ? ", inside an event" : "";
-	if (cc == CURLE_OUT_OF_MEMORY && !out->events && !inside)
+	if (header_too_large(cc) && !out->events && !inside)
 		return curl_error(r, x, cc);
 	if (cc != CURLE_OK) {
 		char why[CURL_ERROR_SIZE + 8];

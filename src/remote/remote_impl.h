@@ -54,6 +54,9 @@ size_t without_key(const struct remote *r, const char *s, size_t n, char **out);
 void status_line(const struct xfer *x, char *out, size_t sz);
 /* One line (err_set) for an HTTP status that is not a success (what names the request). */
 int http_error(const struct remote *r, const struct xfer *x, const char *what, int tries);
+/* Whether cc is what libcurl ends a transfer with when a header line is too long (or
+ * it ran out of memory). */
+bool header_too_large(CURLcode cc);
 /* One line for a transfer libcurl ended with an error. */
 int curl_error(const struct remote *r, const struct xfer *x, CURLcode cc);
 /* The key never appears in a message, even when a server quotes it back. */

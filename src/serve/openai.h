@@ -32,13 +32,13 @@ enum {
 };
 
 struct oai_request {
-	struct chat *chat;       /* the messages, and the tools the template lists */
-	int enable_thinking;     /* TMPL_THINK_*: chat_template_kwargs.enable_thinking */
-	struct samp_params samp; /* the sampling fields the request gave ... */
-	unsigned samp_set;       /* ... as SAMP_SET_* bits (the others are not read) */
-	int max_tokens;          /* max_completion_tokens, else max_tokens; 0 = not given */
+	struct chat *chat;          /* the messages, and the tools the template lists */
+	int enable_thinking;        /* TMPL_THINK_*: chat_template_kwargs.enable_thinking */
+	struct samp_params samp;    /* the sampling fields the request gave ... */
+	unsigned samp_set;          /* ... as SAMP_SET_* bits (the others are not read) */
+	int max_tokens;             /* max_completion_tokens, else max_tokens; 0 = not given */
 	const char *max_tokens_key; /* which of the two gave it, for errors about it */
-	char **stop;             /* (n_stop) strings that end the answer, none empty */
+	char **stop;                /* (n_stop) strings that end the answer, none empty */
 	size_t n_stop;
 	bool stream;
 	bool include_usage; /* stream_options.include_usage */

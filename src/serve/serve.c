@@ -607,10 +607,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 		while (rq->job->state == JOB_RUNNING)
 			pthread_cond_wait(&rq->job->cond, &srv->lock);
 		struct completion_usage u = rq->job->usage;
-		/* a job the server's stop ended is marked gone too: said apart */
-		const char *end = !rq->job->gone  ? ""
-				  : srv->stopping ? " server-stopping"
-						  : " client-gone";
+		/* a job the server's stop ended is marked gone too, and a stream it cut
+		 * ends unfinished: both said apart */
+		bool cut = srv->stopping && why != MHD_REQUEST_TERMINATED_COMPLETED_OK;
+		const char *end = rq->job->gone
+					  ? (srv->stopping ? " server-stopping" : " client-gone")
+				  : cut ? " server-stopping"
+					: "";
 		serve_job_release(rq->job);
 		pthread_mutex_unlock(&srv->lock);
 		snprintf(tokens, sizeof tokens, " prompt=%d cached=%d completion=%d%s", u.prompt,

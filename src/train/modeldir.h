@@ -26,8 +26,9 @@ struct mdir_sampling {
 extern const struct mdir_sampling mdir_qwen3_sampling;
 
 /* generation_config.json: bos_token_id (-1: null), eos_token_id [eos...] (left out
- * when n_eos is 0: a tokenizer without an end of text), pad_token_id pad (-1: none), the sampling defaults s (min_p where above 0,
- * repetition_penalty where not 1). Malloc'd; NULL (err_set). */
+ * when n_eos is 0: a tokenizer without an end of text), pad_token_id pad (-1: none),
+ * the sampling defaults s (min_p where above 0, repetition_penalty where not 1).
+ * Malloc'd; NULL (err_set). */
 char *mdir_generation_json(int bos, const int *eos, int n_eos, int pad,
 			   const struct mdir_sampling *s);
 

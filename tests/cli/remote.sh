@@ -70,7 +70,7 @@ expect_err_has "$URL has no model list (GET /models: 404)" "the message shows th
 ! grep -q "api-version" "$TMP/err" && pass "... and not the query" || fail "query shown: $(cat "$TMP/err")"
 mode big-header
 expect_exit 1 "a header line of 200 KB" "$QWENCHAT" run --url "$URL" -p Salut
-expect_err_has "a header line of the answer over its limit of 100 KB" "... named as a possible cause"
+expect_err_has "a header line of it over libcurl's limit of 100 KB" "... named as a possible cause"
 # a redirect is not followed; where it leads is shown as the URL is, without a query
 # or user:password that may hold a key
 mode redirect

@@ -119,6 +119,9 @@ wait "$STOP_PID" && pass "the server stopped by SIGTERM mid-stream exits 0" ||
 grep -q " 503 .*server-stopping" "$TMP/STOP.log" && ! grep -q " 503 .*client-gone" "$TMP/STOP.log" &&
 	pass "the requests the stop refused are logged as the server's doing" ||
 	fail "requests refused by the stop: $(grep ' 503 ' "$TMP/STOP.log")"
+grep -q " 200 .*server-stopping" "$TMP/STOP.log" &&
+	pass "... and so is the stream it cut" ||
+	fail "the stream the stop cut: $(grep ' 200 ' "$TMP/STOP.log")"
 
 stop PLAIN
 stop RIG

@@ -185,6 +185,16 @@ static void test_text_errors(void **state)
 	assert_err_has("no end-of-text token");
 	assert_int_equal(tokens_from_text(t, TT_VOCAB, true, "x", 1, &ids, &n), -1);
 	assert_err_has("no end-of-text token");
+	/* ... which a text without one appended (perplexity --no-eot) does not need */
+	assert_int_equal(tokens_from_text(t, TT_VOCAB, false, "x", 1, &ids, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_not_equal(ids[0], TT_EOT);
+	free(ids);
+	assert_int_equal(tokens_from_jsonl(t, TT_VOCAB, false,
+					   "{\"text\": \"x\"}\n{\"text\": \"x\"}", 27, &ids, &n),
+			 0);
+	assert_int_equal(n, 2);
+	free(ids);
 	tok_free(t);
 	t = tt_tokenizer(true, "</s>");
 	assert_int_equal(tokens_eot(t), -1);
