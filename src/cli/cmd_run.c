@@ -411,6 +411,7 @@ static int run_remote(struct run_args *a, const char *prompt)
 	struct remote_options o;
 	if (cli_remote_options(&a->cli, &o, cli_notice))
 		return EXIT_RUNTIME;
+	o.on_retry = cli_notice;
 	struct remote *r = remote_new(&o);
 	cli_remote_free(&o);
 	struct chat *c = chat_new();

@@ -116,6 +116,7 @@ struct remote *remote_new(const struct remote_options *o)
 	}
 	r->connect_timeout = o->connect_timeout > 0 ? o->connect_timeout : REMOTE_CONNECT_TIMEOUT;
 	r->stall_timeout = o->stall_timeout > 0 ? o->stall_timeout : REMOTE_STALL_TIMEOUT;
+	r->on_retry = o->on_retry;
 	r->key = o->api_key && *o->api_key ? strdup(o->api_key) : NULL;
 	if (o->api_key && *o->api_key && !r->key) {
 		err_set("out of memory");
@@ -412,6 +413,24 @@ static bool wait_for(int s, atomic_int *cancel)
 	return true;
 }
 
+/* Waits before the next try of a request a busy server (429, 503) turned away: its
+ * Retry-After, else 1, 2, 4 s; said to on_retry first. False when cancelled. */
+static bool busy_wait(struct remote *r, const struct xfer *x, const char *what, int try,
+		      atomic_int *cancel)
+{
+	int s = x->retry_after >= 0 ? x->retry_after : 1 << (try - 1);
+	if (r->on_retry) { /* as an error is: the server's message without the key */
+		char st[REPLY_MAX_MESSAGE + 64];
+		status_line(x, st, sizeof st);
+		err_set("%s: the server is busy with %s (%s); trying again in %d s (try %d of %d)",
+			r->shown, what, st, s, try + 1, REMOTE_ATTEMPTS);
+		redact(r);
+		r->on_retry(err_msg());
+		err_clear();
+	}
+	return wait_for(s, cancel);
+}
+
 /* One try of GET /models: 0 done, 1 to try again (429 or 503), -1 failed. */
 static int models_attempt(struct remote *r, const char *url, struct curl_slist *h,
 			  struct remote_model **models, size_t *n, atomic_int *cancel, int try)
@@ -431,7 +450,7 @@ static int models_attempt(struct remote *r, const char *url, struct curl_slist *
 			r->shown, MODELS_BODY_MAX >> 20);
 	else if ((x.status == 429 || x.status == 503) && try < REMOTE_ATTEMPTS &&
 		 x.retry_after <= REMOTE_MAX_RETRY_WAIT) /* as for a chat request */
-		rc = wait_for(x.retry_after >= 0 ? x.retry_after : 1 << (try - 1), cancel)
+		rc = busy_wait(r, &x, "the model list", try, cancel)
 			     ? 1
 			     : err_set("%s/models: cancelled", r->shown);
 	else if (x.status && x.status != 200) /* an error body may have been cut: cc */
@@ -626,8 +645,7 @@ static int attempt(struct remote *r, const struct remote_request *q, const char 
 		rc = curl_error(r, &x, cc);
 	} else if ((x.status == 429 || x.status == 503) && try < REMOTE_ATTEMPTS &&
 		   x.retry_after <= REMOTE_MAX_RETRY_WAIT) {
-		/* Retry-After when given, else 1, 2, 4 s. */
-		rc = wait_for(x.retry_after >= 0 ? x.retry_after : 1 << (try - 1), cancel) ? 1 : 0;
+		rc = busy_wait(r, &x, "the request", try, cancel) ? 1 : 0;
 	} else if (x.status == 404) {
 		rc = not_found(r, &x, q->model, cancel);
 	} else {

@@ -29,6 +29,9 @@ struct remote_options {
 	const char *api_key; /* "Authorization: Bearer KEY", or NULL for none */
 	int connect_timeout; /* seconds; 0 = REMOTE_CONNECT_TIMEOUT */
 	int stall_timeout;   /* seconds without a byte; 0 = REMOTE_STALL_TIMEOUT */
+	/* told, when not NULL, each time a busy server (429, 503) is waited for before
+	 * the request is tried again: one line, such as hub downloads print */
+	void (*on_retry)(const char *msg);
 };
 
 struct remote;

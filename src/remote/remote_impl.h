@@ -21,6 +21,7 @@ struct remote {
 	char *key;   /* or NULL */
 	bool key_in_clear;
 	int connect_timeout, stall_timeout;
+	void (*on_retry)(const char *msg);
 	long models_status; /* the HTTP status of the last GET /models */
 	CURL *curl;
 	CURLM *multi;

@@ -321,6 +321,8 @@ expect_exit 0 "429 then success" R -p x
 t1=$(date +%s.%N)
 [ "$(cat "$TMP/out")" = "$ANSWER" ] && python3 -c "import sys; sys.exit(0 if $t1 - $t0 >= 0.9 else 1)" &&
 	pass "429: waited Retry-After (1 s) and got the answer" || fail "429 retry: $(cat "$TMP/err")"
+[ "$(head -n 1 "$TMP/err")" = "qwenchat: $URL: the server is busy with the request (429 Too Many Requests: Rate limit reached, slow down); trying again in 1 s (try 2 of 4)" ] &&
+	pass "... and said why it waited (stderr's first line)" || fail "429: stderr '$(cat "$TMP/err")'"
 for spec in \
 	"busy-long|the server is busy (429 Too Many Requests: Rate limit reached); it asks to retry after 3600 s" \
 	"fail500|the server failed (500 Internal Server Error: EngineCore died)" \
