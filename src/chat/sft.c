@@ -370,6 +370,12 @@ int sft_read_text(const char *path, const char *text, size_t len,
 		return read_lines(path, text, len, fn, user);
 	if (is_records(text, len))
 		return read_records(path, text, len, fn, user);
+	size_t open = skip_space(text, len, 0); /* [] holds no record, not an empty one */
+	if (open < len && text[open] == '[') {
+		size_t end = skip_space(text, len, open + 1);
+		if (end < len && text[end] == ']' && skip_space(text, len, end + 1) == len)
+			return 0;
+	}
 	struct chat *c = sft_chat_from_json(text, len, path);
 	int rc = c ? fn(user, c, path) : -1;
 	chat_free(c);

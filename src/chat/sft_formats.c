@@ -84,7 +84,22 @@ static json_t *from_sharegpt(json_t *turns, const char *where)
 	json_array_foreach(turns, i, t)
 	{
 		json_t *from = json_object_get(t, "from"), *value = json_object_get(t, "value");
-		if (json_is_object(t) && !from && json_object_get(t, "role")) {
+		json_t *role_of = json_object_get(t, "role");
+		if (json_is_object(t) && !from && role_of) {
+			if (!json_is_string(role_of) ||
+			    chat_role_parse(json_string_value(role_of)) < 0) {
+				json_decref(msgs);
+				return err_set("%s: conversations[%zu].role: %s%.40s%s (a turn of "
+					       "\"role\" and \"content\" takes system, user, "
+					       "assistant or tool; ShareGPT's speakers are "
+					       "\"from\")",
+					       where, i,
+					       json_is_string(role_of) ? "unknown role \"" : "",
+					       json_is_string(role_of) ? json_string_value(role_of)
+								       : "not a string",
+					       json_is_string(role_of) ? "\"" : ""),
+				       NULL;
+			}
 			json_array_append(msgs, t);
 			continue;
 		}
@@ -316,11 +331,13 @@ struct chat *sft_chat_from_value(json_t *root, const char *where)
 			where);
 		return NULL;
 	}
-	if (json_is_object(root) && !other && !json_object_get(root, "messages"))
+	if ((json_is_object(root) && !other && !json_object_get(root, "messages")) ||
+	    !(json_is_object(root) || json_is_array(root)))
 		return err_set("%s: not a conversation: expected \"messages\" (OpenAI), "
 			       "\"conversations\" (ShareGPT) or \"instruction\" and \"output\" "
-			       "(Alpaca)",
-			       where),
+			       "(Alpaca)%s%s",
+			       where, json_is_object(root) ? "" : ", got ",
+			       json_is_object(root) ? "" : jsontype_name(root)),
 		       NULL;
 	if (!other) { /* OpenAI's, a conversation file, or what chat_from_value explains */
 		json_t *joined = join_parts(root, where);

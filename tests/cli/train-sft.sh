@@ -358,12 +358,19 @@ printf '[\n  {\n    "instruction": "a",\n    "output": "b"\n  },\n  {\n    "outp
 printf '[\n  {"instruction": "a", "output": "b"},\n  {"instruction": "c", "output": "d"},\n]\n' \
 	>"$TMP/comma.json"
 printf '{\n  "messages": [\n    {"role": "user", "content": "hi"}\n  ]\n}\n}\n' >"$TMP/junk.json"
+printf '[{"instruction": "a", "output": "b"}, 5]' >"$TMP/number.json"
+printf '{"conversations": [{"role": "human", "content": "q"}, {"role": "gpt", "content": "a"}]}\n' \
+	>"$TMP/sg-roles.jsonl"
+printf ' [ ]\n' >"$TMP/empty-array.json"
 for c in "pretty-bad.json|record 2: invalid JSON at line 7, column" \
 	 "comma.json|record 2: a ',' and then the array's end (line 3, column 38): a trailing comma" \
-	 "junk.json|junk.json: invalid JSON at line 6, column 1"; do
+	 "junk.json|junk.json: invalid JSON at line 6, column 1" \
+	 "number.json|record 2: not a conversation: expected \"messages\" (OpenAI), \"conversations\" (ShareGPT) or \"instruction\" and \"output\" (Alpaca), got a number" \
+	 "sg-roles.jsonl|sg-roles.jsonl:1: conversations[0].role: unknown role \"human\"" \
+	 "empty-array.json|--data: no conversation in its files"; do
 	f=${c%%|*} want=${c#*|}
 	# shellcheck disable=SC2086
-	train_usage 1 "$f: the error's line in the file" "$want" --sft --out "$TMP/bad-rec" \
+	train_usage 1 "$f: the error says where and what" "$want" --sft --out "$TMP/bad-rec" \
 		--tokenizer "$TMP/tok" $SHAPE --data "$TMP/$f" --ctx 64 --steps 0
 done
 
