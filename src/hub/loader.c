@@ -615,27 +615,46 @@ static json_t *load_json(const char *dir, const char *name, bool optional)
 	return j ? j : absent ? json_object() : NULL;
 }
 
-/* generation_config.json's sampling defaults as general.sampling.*, the keys
- * convert_hf_to_gguf.py writes (and gguf_generation reads back); also Hugging Face's
- * repetition_penalty as the key llama.cpp's sampler reads for it (convert looks for a
- * "penalty_repeat" no Hugging Face config has), so that the model's defaults survive. */
+/* generation_config.json's sampling defaults as general.sampling.*: the keys
+ * convert_hf_to_gguf.py writes, from the members it reads, with its types (and
+ * gguf_generation reads some back). One more: Hugging Face's repetition_penalty as
+ * penalty_repeat where there is no "penalty_repeat" (which no Hugging Face config
+ * has), so that the model's default survives in llama.cpp and here. A value of
+ * another JSON type than the key's is left out, as is a top_k below 0 (no top-k
+ * limit in a Hugging Face config; our reader refuses it). */
 static int sampling_keys(json_t *gen, struct eng_gguf_out *o)
 {
+	enum { I32, F32, STR };
 	static const struct {
 		const char *json, *key;
-	} reals[] = {{"top_p", "general.sampling.top_p"},
-		     {"min_p", "general.sampling.min_p"},
-		     {"temperature", "general.sampling.temp"},
-		     {"repetition_penalty", "general.sampling.penalty_repeat"}};
-	json_t *k = json_object_get(gen, "top_k");
-	if (json_is_integer(k) && json_integer_value(k) >= 0 &&
-	    json_integer_value(k) <= INT32_MAX &&
-	    eng_gguf_out_i32(o, "general.sampling.top_k", (int32_t)json_integer_value(k)))
-		return -1;
-	for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
-		json_t *v = json_object_get(gen, reals[i].json);
-		if (json_is_number(v) &&
-		    eng_gguf_out_f32(o, reals[i].key, (float)json_number_value(v)))
+		int type;
+	} keys[] = {{"sequence", "general.sampling.sequence", STR},
+		    {"top_k", "general.sampling.top_k", I32},
+		    {"top_p", "general.sampling.top_p", F32},
+		    {"min_p", "general.sampling.min_p", F32},
+		    {"xtc_probability", "general.sampling.xtc_probability", F32},
+		    {"xtc_threshold", "general.sampling.xtc_threshold", F32},
+		    {"temperature", "general.sampling.temp", F32},
+		    {"penalty_last_n", "general.sampling.penalty_last_n", I32},
+		    {"penalty_repeat", "general.sampling.penalty_repeat", F32},
+		    {"mirostat", "general.sampling.mirostat", I32},
+		    {"mirostat_tau", "general.sampling.mirostat_tau", F32},
+		    {"mirostat_eta", "general.sampling.mirostat_eta", F32}};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		json_t *v = json_object_get(gen, keys[i].json);
+		if (!v && !strcmp(keys[i].json, "penalty_repeat"))
+			v = json_object_get(gen, "repetition_penalty");
+		json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
+		int rc = 0;
+		if (keys[i].type == STR && json_is_string(v))
+			rc = eng_gguf_out_str(o, keys[i].key, json_string_value(v),
+					      json_string_length(v));
+		else if (keys[i].type == F32 && json_is_number(v))
+			rc = eng_gguf_out_f32(o, keys[i].key, (float)json_number_value(v));
+		else if (keys[i].type == I32 && json_is_integer(v) && n >= INT32_MIN &&
+			 n <= INT32_MAX && (n >= 0 || strcmp(keys[i].json, "top_k")))
+			rc = eng_gguf_out_i32(o, keys[i].key, (int32_t)n);
+		if (rc)
 			return -1;
 	}
 	return 0;

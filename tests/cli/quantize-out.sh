@@ -187,6 +187,39 @@ printf '/sampling\n' | XDG_STATE_HOME="$TMP/state" "$QWENCHAT" chat -m "$TMP/gen
 grep -q 'temp 0.42, top-k 7, top-p 0.77, min-p 0.03, .*repeat 1.3,' "$TMP/out" &&
 	pass "the quantized file keeps generation_config.json's sampling defaults" ||
 	fail "sampling defaults of the quantized file: $(cat "$TMP/out")"
+# every key gguf-py's Metadata.load takes from generation_config.json, with its type
+# (int32, float32, string), and penalty_repeat before repetition_penalty
+printf '{"temperature": 0.5, "top_k": 9, "sequence": "kpt", "xtc_probability": 0.1, %s
+' \
+	'"xtc_threshold": 0.2, "penalty_last_n": 64, "penalty_repeat": 1.15, "repetition_penalty": 1.3, "mirostat": 2, "mirostat_tau": 5.0, "mirostat_eta": 0.1}' \
+	>"$G/generation_config.json"
+"$QWENCHAT" quantize -m "$G" --type bf16 --out "$TMP/gen2.gguf" 2>/dev/null
+python3 - "$TMP/gen2.gguf" <<'PY' && pass "general.sampling.*: the converter's keys and types" ||
+import struct, sys
+f = open(sys.argv[1], "rb")
+def u(fmt): return struct.unpack("<" + fmt, f.read(struct.calcsize("<" + fmt)))[0]
+def string(): return f.read(u("Q")).decode()
+SIZES = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+def value(t):
+    if t == 8: return string()
+    if t == 9:
+        it, n = u("I"), u("Q")
+        return [value(it) for _ in range(n)]
+    return u(SIZES[t])
+assert f.read(4) == b"GGUF" and u("I") == 3
+u("Q")
+kv = {}
+for _ in range(u("Q")):
+    k = string(); t = u("I"); kv[k] = (t, value(t))
+got = {k[17:]: (t, round(v, 5) if t == 6 else v) for k, (t, v) in kv.items()
+       if k.startswith("general.sampling.")}
+want = {"sequence": (8, "kpt"), "top_k": (5, 9), "xtc_probability": (6, 0.1),
+        "xtc_threshold": (6, 0.2), "temp": (6, 0.5), "penalty_last_n": (5, 64),
+        "penalty_repeat": (6, 1.15), "mirostat": (5, 2), "mirostat_tau": (6, 5.0),
+        "mirostat_eta": (6, 0.1)}
+sys.exit(0 if got == want else print(got) or 1)
+PY
+	fail "general.sampling.* of the quantized file"
 # weights that are not finite, or that a type cannot hold, are refused as llama-quantize
 # refuses them: one line naming the tensor and its row, no file
 for poison in nan:0 1e7:3; do
