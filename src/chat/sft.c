@@ -370,9 +370,9 @@ int sft_read_text(const char *path, const char *text, size_t len,
 		return read_lines(path, text, len, fn, user);
 	if (is_records(text, len))
 		return read_records(path, text, len, fn, user);
-	size_t open = skip_space(text, len, 0); /* [] holds no record, not an empty one */
-	if (open < len && text[open] == '[') {
-		size_t end = skip_space(text, len, open + 1);
+	size_t first = skip_space(text, len, 0); /* [] holds no record, not an empty one */
+	if (first < len && text[first] == '[') {
+		size_t end = skip_space(text, len, first + 1);
 		if (end < len && text[end] == ']' && skip_space(text, len, end + 1) == len)
 			return 0;
 	}

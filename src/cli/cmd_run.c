@@ -405,13 +405,21 @@ enum {
 	SAMP_SET_PRESET = SAMP_SET_TEMP | SAMP_SET_TOP_K | SAMP_SET_TOP_P | SAMP_SET_MIN_P,
 };
 
+/* A wait for a busy server, said when it starts: the notices held until the model
+ * is known go out first. */
+static void busy_notice(const char *msg)
+{
+	cli_notices_flush();
+	cli_notice(msg);
+}
+
 /* The turn on a server (the remote backend): the same output, from the stream. */
 static int run_remote(struct run_args *a, const char *prompt)
 {
 	struct remote_options o;
 	if (cli_remote_options(&a->cli, &o, cli_notice))
 		return EXIT_RUNTIME;
-	o.on_retry = cli_notice;
+	o.on_retry = busy_notice;
 	struct remote *r = remote_new(&o);
 	cli_remote_free(&o);
 	struct chat *c = chat_new();

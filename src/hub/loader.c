@@ -4,6 +4,8 @@
 #include "src/hub/loader.h"
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -615,13 +617,32 @@ static json_t *load_json(const char *dir, const char *name, bool optional)
 	return j ? j : absent ? json_object() : NULL;
 }
 
+/* A sampling member's value as the key's type: an integer (a whole real too, as
+ * json.load would give 20.0) in [lo, hi], or a number that stays finite as a float. */
+static bool as_int(json_t *v, double lo, double hi, int32_t *out)
+{
+	double x = json_is_integer(v) ? (double)json_integer_value(v)
+		   : json_is_real(v)  ? json_real_value(v)
+				      : NAN;
+	if (!(x == floor(x) && x >= lo && x <= hi))
+		return false;
+	*out = (int32_t)x;
+	return true;
+}
+
+static bool as_float(json_t *v, float *out)
+{
+	*out = json_is_number(v) ? (float)json_number_value(v) : NAN;
+	return isfinite(*out);
+}
+
 /* generation_config.json's sampling defaults as general.sampling.*: the keys
  * convert_hf_to_gguf.py writes, from the members it reads, with its types (and
  * gguf_generation reads some back). One more: Hugging Face's repetition_penalty as
- * penalty_repeat where there is no "penalty_repeat" (which no Hugging Face config
- * has), so that the model's default survives in llama.cpp and here. A value of
- * another JSON type than the key's is left out, as is a top_k below 0 (no top-k
- * limit in a Hugging Face config; our reader refuses it). */
+ * penalty_repeat where "penalty_repeat" (which no Hugging Face config has) gives
+ * none. A value the key cannot hold, or that the file's reader would refuse (a top_k
+ * past 2^24 is held to it, as the directory's reader does), is left out, so that the
+ * file loads wherever the directory did. */
 static int sampling_keys(json_t *gen, struct eng_gguf_out *o)
 {
 	enum { I32, F32, STR };
@@ -642,18 +663,27 @@ static int sampling_keys(json_t *gen, struct eng_gguf_out *o)
 		    {"mirostat_eta", "general.sampling.mirostat_eta", F32}};
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		json_t *v = json_object_get(gen, keys[i].json);
-		if (!v && !strcmp(keys[i].json, "penalty_repeat"))
+		bool top_k = !strcmp(keys[i].json, "top_k");
+		bool repeat = !strcmp(keys[i].json, "penalty_repeat");
+		int32_t n;
+		float f;
+		/* the sampler's range of the penalty (samp_params_check) */
+		if (repeat && !(as_float(v, &f) && f >= 1e-3f && f <= 1e3f))
 			v = json_object_get(gen, "repetition_penalty");
-		json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
+		if (top_k && json_is_number(v) && json_number_value(v) > (1 << 24))
+			v = json_integer(1 << 24);
+		else
+			json_incref(v);
 		int rc = 0;
 		if (keys[i].type == STR && json_is_string(v))
 			rc = eng_gguf_out_str(o, keys[i].key, json_string_value(v),
 					      json_string_length(v));
-		else if (keys[i].type == F32 && json_is_number(v))
-			rc = eng_gguf_out_f32(o, keys[i].key, (float)json_number_value(v));
-		else if (keys[i].type == I32 && json_is_integer(v) && n >= INT32_MIN &&
-			 n <= INT32_MAX && (n >= 0 || strcmp(keys[i].json, "top_k")))
-			rc = eng_gguf_out_i32(o, keys[i].key, (int32_t)n);
+		else if (keys[i].type == F32 && as_float(v, &f) &&
+			 (!repeat || (f >= 1e-3f && f <= 1e3f)))
+			rc = eng_gguf_out_f32(o, keys[i].key, f);
+		else if (keys[i].type == I32 && as_int(v, top_k ? 0 : INT32_MIN, INT32_MAX, &n))
+			rc = eng_gguf_out_i32(o, keys[i].key, n);
+		json_decref(v);
 		if (rc)
 			return -1;
 	}

@@ -425,8 +425,10 @@ static bool busy_wait(struct remote *r, const struct xfer *x, const char *what, 
 		err_set("%s: the server is busy with %s (%s); trying again in %d s (try %d of %d)",
 			r->shown, what, st, s, try + 1, REMOTE_ATTEMPTS);
 		redact(r);
-		r->on_retry(err_msg());
+		char line[ERR_MAX];
+		snprintf(line, sizeof line, "%s", err_msg());
 		err_clear();
+		r->on_retry(line);
 	}
 	return wait_for(s, cancel);
 }

@@ -194,8 +194,10 @@ printf '{"temperature": 0.5, "top_k": 9, "sequence": "kpt", "xtc_probability": 0
 	'"xtc_threshold": 0.2, "penalty_last_n": 64, "penalty_repeat": 1.15, "repetition_penalty": 1.3, "mirostat": 2, "mirostat_tau": 5.0, "mirostat_eta": 0.1}' \
 	>"$G/generation_config.json"
 "$QWENCHAT" quantize -m "$G" --type bf16 --out "$TMP/gen2.gguf" 2>/dev/null
-python3 - "$TMP/gen2.gguf" <<'PY' && pass "general.sampling.*: the converter's keys and types" ||
-import struct, sys
+# sampling_is FILE JSON — FILE's general.sampling.* keys are JSON's {key: [type, value]}
+# (GGUF types: 5 int32, 6 float32, 8 string; floats to 5 decimals)
+cat >"$TMP/kv.py" <<'PY'
+import json, struct, sys
 f = open(sys.argv[1], "rb")
 def u(fmt): return struct.unpack("<" + fmt, f.read(struct.calcsize("<" + fmt)))[0]
 def string(): return f.read(u("Q")).decode()
@@ -211,15 +213,26 @@ u("Q")
 kv = {}
 for _ in range(u("Q")):
     k = string(); t = u("I"); kv[k] = (t, value(t))
-got = {k[17:]: (t, round(v, 5) if t == 6 else v) for k, (t, v) in kv.items()
+got = {k[17:]: [t, round(v, 5) if t == 6 else v] for k, (t, v) in kv.items()
        if k.startswith("general.sampling.")}
-want = {"sequence": (8, "kpt"), "top_k": (5, 9), "xtc_probability": (6, 0.1),
-        "xtc_threshold": (6, 0.2), "temp": (6, 0.5), "penalty_last_n": (5, 64),
-        "penalty_repeat": (6, 1.15), "mirostat": (5, 2), "mirostat_tau": (6, 5.0),
-        "mirostat_eta": (6, 0.1)}
-sys.exit(0 if got == want else print(got) or 1)
+sys.exit(0 if got == json.loads(sys.argv[2]) else print(got) or 1)
 PY
+sampling_is() { python3 "$TMP/kv.py" "$@"; }
+sampling_is "$TMP/gen2.gguf" '{"sequence": [8, "kpt"], "top_k": [5, 9], "xtc_probability": [6, 0.1],
+	"xtc_threshold": [6, 0.2], "temp": [6, 0.5], "penalty_last_n": [5, 64],
+	"penalty_repeat": [6, 1.15], "mirostat": [5, 2], "mirostat_tau": [6, 5.0],
+	"mirostat_eta": [6, 0.1]}' && pass "general.sampling.*: the converter's keys and types" ||
 	fail "general.sampling.* of the quantized file"
+# ... but only values the file's reader takes: a penalty_repeat out of the sampler's
+# range gives way to repetition_penalty, a top_k past 2^24 is held to it (as the
+# directory's reader holds it), a temperature past a float's range is left out
+printf '{"repetition_penalty": 1.3, "penalty_repeat": 0, "top_k": 5e7, "temperature": 1e39}\n' \
+	>"$G/generation_config.json"
+"$QWENCHAT" quantize -m "$G" --type bf16 --out "$TMP/gen3.gguf" 2>/dev/null &&
+	sampling_is "$TMP/gen3.gguf" '{"top_k": [5, 16777216], "penalty_repeat": [6, 1.3]}' &&
+	"$QWENCHAT" run -m "$TMP/gen3.gguf" -p x -n 1 --threads 1 >/dev/null 2>"$TMP/err" &&
+	pass "... only values its reader takes: the file loads" ||
+	fail "sampling values the reader refuses: $(cat "$TMP/err")"
 # weights that are not finite, or that a type cannot hold, are refused as llama-quantize
 # refuses them: one line naming the tensor and its row, no file
 for poison in nan:0 1e7:3; do

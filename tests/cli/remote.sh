@@ -315,6 +315,13 @@ mode models-busy vllm
 expect_exit 0 "GET /models answered 429, then the chat" R -p x
 [ "$(cat "$TMP/out")" = "$ANSWER" ] && pass "the model list is asked again after Retry-After" ||
 	fail "models 429: $(cat "$TMP/err")"
+head -n 1 "$TMP/err" | grep -q "^qwenchat: $URL: the server is busy with the model list (429 Too Many Requests: Rate limit reached); trying again in 1 s (try 2 of 4)$" &&
+	pass "... and said why it waited" || fail "models 429: stderr '$(cat "$TMP/err")'"
+mode models-busy models-busy models-busy models-busy vllm
+expect_exit 1 "a model list busy at every try" R -p x
+[ "$(grep -c 'trying again in' "$TMP/err")" = 3 ] && tail -n 1 "$TMP/err" | grep -q "gave up after several tries" &&
+	pass "... each wait said (not dropped with the held notices), then the error" ||
+	fail "models busy at every try: stderr '$(cat "$TMP/err")'"
 mode busy vllm
 t0=$(date +%s.%N)
 expect_exit 0 "429 then success" R -p x
