@@ -394,7 +394,7 @@ static int gguf_generation(const struct eng_gguf *g, struct samp_params *p, int3
 	int r = eng_gguf_int(g, "general.sampling.top_k", &v);
 	if (r < 0)
 		return -1;
-	if (r == 0 && (v < 0 || v > 1 << 24))
+	if (r == 0 && (v < 0 || v > SAMP_MAX_TOP_K))
 		return err_set("%s: key general.sampling.top_k = %lld is out of range",
 			       eng_gguf_name(g), (long long)v);
 	if (r == 0)
@@ -617,17 +617,14 @@ static json_t *load_json(const char *dir, const char *name, bool optional)
 	return j ? j : absent ? json_object() : NULL;
 }
 
-/* A sampling member's value as the key's type: an integer (a whole real too, as
- * json.load would give 20.0) in [lo, hi], or a number that stays finite as a float. */
-static bool as_int(json_t *v, double lo, double hi, int32_t *out)
+/* A sampling member's value as the key's type: a whole number (a real too, as
+ * json.load would give 20.0), or a number that stays finite as a float. */
+static bool whole(json_t *v, double *x)
 {
-	double x = json_is_integer(v) ? (double)json_integer_value(v)
-		   : json_is_real(v)  ? json_real_value(v)
-				      : NAN;
-	if (!(x == floor(x) && x >= lo && x <= hi))
-		return false;
-	*out = (int32_t)x;
-	return true;
+	*x = json_is_integer(v) ? (double)json_integer_value(v)
+	     : json_is_real(v)  ? json_real_value(v)
+				: NAN;
+	return *x == floor(*x);
 }
 
 static bool as_float(json_t *v, float *out)
@@ -636,13 +633,26 @@ static bool as_float(json_t *v, float *out)
 	return isfinite(*out);
 }
 
+/* Whether the sampler takes v as its repetition penalty (samp_params_check). */
+static bool penalty_ok(json_t *v, float *f)
+{
+	struct samp_params p;
+	samp_params_default(&p);
+	if (!as_float(v, f))
+		return false;
+	p.repetition_penalty = *f;
+	bool ok = samp_params_check(&p) == 0;
+	err_clear();
+	return ok;
+}
+
 /* generation_config.json's sampling defaults as general.sampling.*: the keys
  * convert_hf_to_gguf.py writes, from the members it reads, with its types (and
  * gguf_generation reads some back). One more: Hugging Face's repetition_penalty as
  * penalty_repeat where "penalty_repeat" (which no Hugging Face config has) gives
- * none. A value the key cannot hold, or that the file's reader would refuse (a top_k
- * past 2^24 is held to it, as the directory's reader does), is left out, so that the
- * file loads wherever the directory did. */
+ * none the sampler takes. A value the key cannot hold, or that the file's reader
+ * would refuse (a top_k past SAMP_MAX_TOP_K is held to it, as the directory's reader
+ * does), is left out, so that the file loads wherever the directory did. */
 static int sampling_keys(json_t *gen, struct eng_gguf_out *o)
 {
 	enum { I32, F32, STR };
@@ -665,25 +675,21 @@ static int sampling_keys(json_t *gen, struct eng_gguf_out *o)
 		json_t *v = json_object_get(gen, keys[i].json);
 		bool top_k = !strcmp(keys[i].json, "top_k");
 		bool repeat = !strcmp(keys[i].json, "penalty_repeat");
-		int32_t n;
+		double x;
 		float f;
-		/* the sampler's range of the penalty (samp_params_check) */
-		if (repeat && !(as_float(v, &f) && f >= 1e-3f && f <= 1e3f))
+		if (repeat && !penalty_ok(v, &f))
 			v = json_object_get(gen, "repetition_penalty");
-		if (top_k && json_is_number(v) && json_number_value(v) > (1 << 24))
-			v = json_integer(1 << 24);
-		else
-			json_incref(v);
 		int rc = 0;
 		if (keys[i].type == STR && json_is_string(v))
 			rc = eng_gguf_out_str(o, keys[i].key, json_string_value(v),
 					      json_string_length(v));
-		else if (keys[i].type == F32 && as_float(v, &f) &&
-			 (!repeat || (f >= 1e-3f && f <= 1e3f)))
+		else if (keys[i].type == F32 && (repeat ? penalty_ok(v, &f) : as_float(v, &f)))
 			rc = eng_gguf_out_f32(o, keys[i].key, f);
-		else if (keys[i].type == I32 && as_int(v, top_k ? 0 : INT32_MIN, INT32_MAX, &n))
-			rc = eng_gguf_out_i32(o, keys[i].key, n);
-		json_decref(v);
+		else if (keys[i].type == I32 && whole(v, &x) && x >= (top_k ? 0 : INT32_MIN) &&
+			 (top_k || x <= INT32_MAX))
+			rc = eng_gguf_out_i32(
+				o, keys[i].key,
+				(int32_t)(top_k && x > SAMP_MAX_TOP_K ? SAMP_MAX_TOP_K : x));
 		if (rc)
 			return -1;
 	}

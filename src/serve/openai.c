@@ -335,7 +335,7 @@ static int parse_sampling(struct oai_request *r, json_t *root, struct oai_error 
 			r->samp_set |= nums[i].bit;
 	}
 	/* top_k: vLLM's -1 (and 0) mean no limit */
-	if ((got = get_integer(root, "top_k", -1, 1 << 24, &k, e)) < 0)
+	if ((got = get_integer(root, "top_k", -1, SAMP_MAX_TOP_K, &k, e)) < 0)
 		return -1;
 	if (got) {
 		p->top_k = k < 0 ? 0 : (int)k;

@@ -166,7 +166,7 @@ int samp_parse_generation_config(const char *text, size_t len, const char *name,
 		goto out;
 	}
 	/* more than any vocabulary holds keeps them all, as transformers clamps it */
-	q.top_k = topk > 1 << 24 ? 1 << 24 : (int)topk;
+	q.top_k = topk > SAMP_MAX_TOP_K ? SAMP_MAX_TOP_K : (int)topk;
 	json_t *ds = json_object_get(root, "do_sample");
 	if (ds && json_is_boolean(ds) && !json_is_true(ds))
 		q.greedy = true;

@@ -45,6 +45,10 @@ enum {
  * penalty does not look beyond this many recent tokens (llama.cpp's repeat_last_n). */
 enum { SAMP_PENALTY_LAST_N = 64 };
 
+/* The largest top_k kept (a larger one in a config is held to it): beyond any
+ * vocabulary, and a count every int holds. */
+enum { SAMP_MAX_TOP_K = 1 << 24 };
+
 /* Most eos ids generation_config.json may list (more are refused). */
 enum { SAMP_MAX_EOS = 8 };
 
