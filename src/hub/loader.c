@@ -356,17 +356,26 @@ static bool as_gguf(const char *path)
 	return fio_is_file(path); /* a GGUF file is one (eng_is_gguf also reads its magic) */
 }
 
+/* Whether the model directory dir has a tokenizer.json; else (a model trained on
+ * token ids alone has none) false with err_set "DIR/tokenizer.json: missing: why". */
+static bool has_tokenizer(const char *dir, const char *why)
+{
+	char *tj = fio_join(dir, "tokenizer.json");
+	bool none = tj && !fio_exists(tj);
+	if (none)
+		err_set("%s: missing: %s", tj, why);
+	free(tj);
+	return !none;
+}
+
 struct tok *loader_tokenizer(const char *path)
 {
 	if (!as_gguf(path)) {
-		char *tj = fio_join(path, "tokenizer.json");
-		bool none = tj && fio_is_dir(path) && !fio_exists(tj);
-		if (none) /* a model trained on token ids alone has none */
-			err_set("%s: missing: the model has no tokenizer (as one trained on token "
-				"ids alone), and text needs one",
-				tj);
-		free(tj);
-		return none ? NULL : tok_load(path);
+		if (fio_is_dir(path) &&
+		    !has_tokenizer(path, "the model has no tokenizer (as one trained on token ids "
+					 "alone), and text needs one"))
+			return NULL;
+		return tok_load(path);
 	}
 	struct eng_gguf *g = eng_gguf_open(path);
 	struct tok *t = g ? loader_tokenizer_gguf(g, NULL, NULL) : NULL;
@@ -698,15 +707,9 @@ static int sampling_keys(json_t *gen, struct eng_gguf_out *o)
 
 int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
 {
-	char *path = fio_join(dir, "tokenizer.json");
-	if (path && !fio_exists(path)) {
-		err_set("%s: missing: a GGUF file carries its model's tokenizer, and this model "
-			"has none (as one trained on token ids alone)",
-			path);
-		free(path);
+	if (!has_tokenizer(dir, "a GGUF file carries its model's tokenizer, and this model has "
+				"none (as one trained on token ids alone)"))
 		return -1;
-	}
-	free(path);
 	json_t *tj = load_json(dir, "tokenizer.json", false);
 	json_t *tc = tj ? load_json(dir, "tokenizer_config.json", true) : NULL;
 	json_t *cfg = tc ? load_json(dir, "config.json", true) : NULL;

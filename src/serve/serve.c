@@ -609,11 +609,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 		struct completion_usage u = rq->job->usage;
 		/* a job the server's stop ended is marked gone too, and a stream it cut
 		 * ends unfinished: both said apart */
-		bool cut = srv->stopping && why != MHD_REQUEST_TERMINATED_COMPLETED_OK;
-		const char *end = rq->job->gone
-					  ? (srv->stopping ? " server-stopping" : " client-gone")
-				  : cut ? " server-stopping"
-					: "";
+		bool gone = rq->job->gone, cut = why != MHD_REQUEST_TERMINATED_COMPLETED_OK;
+		const char *end = srv->stopping && (gone || cut) ? " server-stopping"
+				  : gone                         ? " client-gone"
+								 : "";
 		serve_job_release(rq->job);
 		pthread_mutex_unlock(&srv->lock);
 		snprintf(tokens, sizeof tokens, " prompt=%d cached=%d completion=%d%s", u.prompt,
