@@ -71,6 +71,66 @@ static json_t *function_call(json_t *value, const char *where, size_t i)
 	return json_pack("{s:s, s:o}", "role", "assistant", "tool_calls", tool_calls);
 }
 
+/* Content as OpenAI's array of parts, each {"type": "text", "text": ...}, as a string:
+ * the texts joined by line breaks, as serve and vLLM join them (a new reference), or
+ * NULL (err_set, naming key[i].content[k]). */
+static json_t *text_parts(json_t *parts, const char *where, const char *key, size_t i)
+{
+	struct strbuf sb = {0};
+	for (size_t k = 0; k < json_array_size(parts); k++) {
+		json_t *part = json_array_get(parts, k), *type = json_object_get(part, "type");
+		json_t *text = json_object_get(part, "text");
+		if (!json_is_string(type) || strcmp(json_string_value(type), "text") != 0 ||
+		    !json_is_string(text)) {
+			free(sb.p);
+			return err_set("%s: %s[%zu].content[%zu]: expected a text part "
+				       "{\"type\": \"text\", \"text\": ...} (only text is "
+				       "supported)",
+				       where, key, i, k),
+			       NULL;
+		}
+		if (k)
+			sb_put(&sb, "\n", 1);
+		sb_put(&sb, json_string_value(text), json_string_length(text));
+	}
+	json_t *out = sb.oom ? NULL : json_stringn_nocheck(sb.p ? sb.p : "", sb.n);
+	free(sb.p);
+	if (!out)
+		err_set("%s: out of memory", where);
+	return out;
+}
+
+/* Whether message m is OpenAI's "developer" one: the system message of its newer
+ * models' requests, which serve takes as "system" too. */
+static bool developer(json_t *m)
+{
+	json_t *role = json_object_get(m, "role");
+	return json_is_string(role) && !strcmp(json_string_value(role), "developer");
+}
+
+/* Message i of `key` as chat_from_value takes it: content given as an array of text
+ * parts joined into a string, a "developer" message as a "system" one. A new
+ * reference: m itself where neither applies, else a copy; NULL (err_set). */
+static json_t *plain_turn(json_t *m, const char *where, const char *key, size_t i)
+{
+	json_t *content = json_object_get(m, "content");
+	bool parts = json_is_array(content), dev = developer(m);
+	if (!parts && !dev)
+		return json_incref(m);
+	json_t *text = parts ? text_parts(content, where, key, i) : NULL;
+	if (parts && !text)
+		return NULL;
+	json_t *copy = json_copy(m);
+	if (!copy || (parts && json_object_set(copy, "content", text)) ||
+	    (dev && json_object_set_new(copy, "role", json_string("system")))) {
+		json_decref(text);
+		json_decref(copy);
+		return err_set("%s: out of memory", where), NULL;
+	}
+	json_decref(text);
+	return copy;
+}
+
 /* ShareGPT's turns as messages: {"from", "value"} pairs, or {"role", "content"} ones
  * as some datasets keep under the same key (passed on as they are). */
 static json_t *from_sharegpt(json_t *turns, const char *where)
@@ -87,11 +147,11 @@ static json_t *from_sharegpt(json_t *turns, const char *where)
 		json_t *role_of = json_object_get(t, "role");
 		if (json_is_object(t) && !from && role_of) {
 			if (!json_is_string(role_of) ||
-			    chat_role_parse(json_string_value(role_of)) < 0) {
+			    (chat_role_parse(json_string_value(role_of)) < 0 && !developer(t))) {
 				json_decref(msgs);
 				return err_set("%s: conversations[%zu].role: %s%.40s%s (a turn of "
-					       "\"role\" and \"content\" takes system, user, "
-					       "assistant or tool; ShareGPT's speakers are "
+					       "\"role\" and \"content\" takes system, developer, "
+					       "user, assistant or tool; ShareGPT's speakers are "
 					       "\"from\")",
 					       where, i,
 					       json_is_string(role_of) ? "unknown role \"" : "",
@@ -100,7 +160,12 @@ static json_t *from_sharegpt(json_t *turns, const char *where)
 					       json_is_string(role_of) ? "\"" : ""),
 				       NULL;
 			}
-			json_array_append(msgs, t);
+			json_t *m = plain_turn(t, where, "conversations", i);
+			if (!m) {
+				json_decref(msgs);
+				return NULL;
+			}
+			json_array_append_new(msgs, m);
 			continue;
 		}
 		if (json_is_string(from) && !strcmp(json_string_value(from), "function_call")) {
@@ -230,74 +295,32 @@ static json_t *record_messages(json_t *root)
 	return json_is_array(root) ? root : json_object_get(root, "messages");
 }
 
-/* Content as OpenAI's array of parts, each {"type": "text", "text": ...}, as a string:
- * the texts joined by line breaks, as serve and vLLM join them (a new reference), or
- * NULL (err_set, naming messages[i].content[k]). */
-static json_t *text_parts(json_t *parts, const char *where, size_t i)
-{
-	struct strbuf sb = {0};
-	for (size_t k = 0; k < json_array_size(parts); k++) {
-		json_t *part = json_array_get(parts, k), *type = json_object_get(part, "type");
-		json_t *text = json_object_get(part, "text");
-		if (!json_is_string(type) || strcmp(json_string_value(type), "text") != 0 ||
-		    !json_is_string(text)) {
-			free(sb.p);
-			return err_set("%s: messages[%zu].content[%zu]: expected a text part "
-				       "{\"type\": \"text\", \"text\": ...} (only text is "
-				       "supported)",
-				       where, i, k),
-			       NULL;
-		}
-		if (k)
-			sb_put(&sb, "\n", 1);
-		sb_put(&sb, json_string_value(text), json_string_length(text));
-	}
-	json_t *out = sb.oom ? NULL : json_stringn_nocheck(sb.p ? sb.p : "", sb.n);
-	free(sb.p);
-	if (!out)
-		err_set("%s: out of memory", where);
-	return out;
-}
-
-/* Whether message m is OpenAI's "developer" one: the system message of its newer
- * models' requests, which serve takes as "system" too. */
-static bool developer(json_t *m)
-{
-	json_t *role = json_object_get(m, "role");
-	return json_is_string(role) && !strcmp(json_string_value(role), "developer");
-}
-
-/* An OpenAI record (or a bare array of messages) whose contents given as arrays of text
- * parts are strings and whose "developer" messages are "system" ones: root itself (a
- * new reference) where there is neither, else a copy. */
+/* An OpenAI record (or a bare array of messages) with its messages as plain_turn makes
+ * them (a new reference), or NULL (err_set). */
 static json_t *join_parts(json_t *root, const char *where)
 {
 	json_t *msgs = record_messages(root);
-	bool any = false;
-	for (size_t i = 0; i < json_array_size(msgs); i++) {
-		json_t *m = json_array_get(msgs, i);
-		any |= json_is_array(json_object_get(m, "content")) || developer(m);
-	}
-	if (!any)
+	if (!json_is_array(msgs)) /* chat_from_value explains */
 		return json_incref(root);
-	json_t *copy = json_deep_copy(root);
-	msgs = record_messages(copy);
-	for (size_t i = 0; copy && i < json_array_size(msgs); i++) {
-		json_t *m = json_array_get(msgs, i), *c = json_object_get(m, "content");
-		bool parts = json_is_array(c);
-		json_t *text = parts ? text_parts(c, where, i) : NULL;
-		if (parts && !text) {
-			json_decref(copy);
-			return NULL;
-		}
-		if ((parts && json_object_set_new(m, "content", text)) ||
-		    (developer(m) && json_object_set_new(m, "role", json_string("system")))) {
-			json_decref(copy);
-			return err_set("%s: out of memory", where), NULL;
+	json_t *plain = json_array(), *m;
+	if (!plain)
+		return err_set("%s: out of memory", where), NULL;
+	size_t i;
+	json_array_foreach(msgs, i, m)
+	{
+		json_t *p = plain_turn(m, where, "messages", i);
+		if (!p || json_array_append_new(plain, p)) {
+			json_decref(plain);
+			return p ? err_set("%s: out of memory", where), NULL : NULL;
 		}
 	}
-	if (!copy)
-		err_set("%s: out of memory", where);
+	if (json_is_array(root))
+		return plain;
+	json_t *copy = json_copy(root);
+	if (!copy || json_object_set_new(copy, "messages", plain)) {
+		json_decref(copy);
+		return err_set("%s: out of memory", where), NULL;
+	}
 	return copy;
 }
 

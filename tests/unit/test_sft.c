@@ -358,6 +358,11 @@ static void test_formats(void **state)
 		 "\"assistant\", \"content\": \"a\", \"weight\": 1}]}",
 		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
 		 "\"q\"}, {\"role\": \"assistant\", \"content\": \"a\"}]"}, /* "developer" */
+		{"{\"conversations\": [{\"role\": \"developer\", \"content\": \"S\"}, {\"role\": "
+		 "\"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, {\"type\": "
+		 "\"text\", \"text\": \"b\"}]}, {\"from\": \"gpt\", \"value\": \"c\"}]}",
+		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
+		 "\"a\\nb\"}, {\"role\": \"assistant\", \"content\": \"c\"}]"}, /* as OpenAI's */
 		{"{\"system\": \"\", \"conversations\": [{\"from\": \"system\", \"value\": \"S\"}, "
 		 "{\"from\": \"human\", \"value\": \"q\"}, {\"from\": \"gpt\", \"value\": \"a\"}]}",
 		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
@@ -405,6 +410,9 @@ static void test_formats(void **state)
 		{"{}", "t: not a conversation: expected \"messages\""},
 		{"[{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]",
 		 "t: messages[0].content[0]: expected a text part"},
+		{"{\"conversations\": [{\"role\": \"user\", \"content\": \"q\"}, {\"role\": "
+		 "\"assistant\", \"content\": [\"a\"]}]}",
+		 "t: conversations[1].content[0]: expected a text part"},
 		{"{\"conversations\": [{\"from\": \"human\", \"value\": \"q\"}, {\"from\": "
 		 "\"function_call\", \"value\": "
 		 "\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]"
