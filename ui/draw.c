@@ -263,7 +263,7 @@ static void draw_status(struct ui *u, int y, int w)
 	else
 		FIELD(100, "ctx %d", f->ctx_used);
 	if (f->busy && f->prefilling)
-		FIELD(95, "prefilling...");
+		FIELD(95, "%s", f->waiting[0] ? "server busy: waiting" : "prefilling...");
 	if (f->turn.prefilled || f->turn.generated) { /* no figure before the first turn */
 		if (!f->no_counts)
 			FIELD(20, "prefill %.0f t/s", f->turn.prefill_tps);

@@ -195,6 +195,17 @@ static void piece(void *p, enum sess_part part, const char *s, size_t n)
 	u->dirty = true;
 }
 
+/* A notice of the turn under way, said before its answer, whose block the turn's
+ * start made (after everything when there is none). */
+static void notice_before_answer(struct ui *u, const char *m)
+{
+	int at = u->stream_block;
+	if (at >= 0 && (size_t)at < u->v.n && view_insert(&u->v, (size_t)at, VB_NOTICE, m) == at)
+		u->stream_block++, u->dirty = true;
+	else
+		ui_notice(u, false, m);
+}
+
 /* Older turns left the model's context: marked once per turn, as soon as the turn's
  * figures show it (before the answer), the turns staying on screen and saved; said
  * when more went than the last time (the context's start stays put for a while). */
@@ -216,12 +227,18 @@ static void tell_dropped(struct ui *u)
 			 "the %d oldest turns no longer fit the context: the model no longer "
 			 "sees them (marked above)",
 			 u->fig.dropped);
-	/* said before the answer under way, whose block the turn's start made */
-	int at = u->stream_block;
-	if (at >= 0 && (size_t)at < u->v.n && view_insert(&u->v, (size_t)at, VB_NOTICE, m) == at)
-		u->stream_block++, u->dirty = true;
-	else
-		ui_notice(u, false, m);
+	notice_before_answer(u, m);
+}
+
+/* A wait for a busy server (remote): told in the conversation, a line each, as
+ * `run` tells it; the status bar shows it while it lasts. */
+static void tell_waits(struct ui *u)
+{
+	if (u->fig.waits == u->waits_told)
+		return;
+	u->waits_told = u->fig.waits;
+	if (u->fig.waiting[0])
+		notice_before_answer(u, u->fig.waiting);
 }
 
 /* An autosave failure: told whole in the conversation, once until a save works
@@ -285,6 +302,7 @@ static void finish_turn(struct ui *u, int rc, const char *err)
 		cut_refused(u);
 	app_figures(u->a, &u->fig);
 	tell_unsaved(u);
+	tell_waits(u); /* before the turn's error: the waits came first */
 	if (rc) {
 		ui_notice(u, true, err);
 		if (back)
@@ -357,6 +375,7 @@ static void step(struct ui *u, double *last_fig)
 	if (t - *last_fig > (busy ? 0.1 : 0.5)) {
 		app_figures(u->a, &u->fig);
 		tell_unsaved(u);
+		tell_waits(u);
 		if (busy)
 			tell_dropped(u);
 		*last_fig = t;
@@ -428,6 +447,7 @@ int ui_main(struct app *a, const char *notices, const struct ui_options *o)
 	fflush(stdout);
 	in_init(&u);
 	app_figures(a, &u.fig);
+	u.waits_told = u.fig.waits; /* those while opening are among the notices */
 	/* a resumed conversation, or a system prompt alone, is prefilled at once (as the
 	   plain mode does), so that the context figure counts it from the start */
 	bool resumed = chat_count(app_chat(a)) > 0;

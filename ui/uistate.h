@@ -25,6 +25,7 @@ struct ui {
 	bool ascii;        /* the locale is not UTF-8: ASCII borders and marks */
 	char hint[512];    /* a passing message in the key hint line */
 	char save_said[256]; /* the autosave failure told in the conversation, "" if none */
+	unsigned waits_told; /* the busy server's waits told (app_figures.waits) */
 	char *restore;     /* text to put back into the input line */
 	struct app_figures fig;
 	size_t last_nlines; /* layout size at the last frame (scroll anchoring) */

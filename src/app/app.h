@@ -40,6 +40,10 @@ struct app_config {
 	 * OpenAI-compatible server, model names a model it serves (NULL: the only one),
 	 * engine and hub are not used. */
 	struct remote_options remote;
+	/* Told of each wait for a busy server (429, 503), from the thread running the
+	 * turn (the plain mode prints it); NULL: the figures alone say it, and the
+	 * waits while the model is picked go to app_open's notices. */
+	void (*busy_notice)(const char *msg);
 };
 
 /* What a slash command asks of the front end, besides its message. */
@@ -91,6 +95,10 @@ struct app_figures {
 	char save_error[256]; /* last autosave failure, "" when the last one worked */
 	int dropped;          /* turns dropped for context on the last turn */
 	bool dropped_more;    /* ... more than the last turn that dropped any told of */
+	/* The last wait for a busy server (remote) in this turn, else ""; waits counts
+	 * them all, so that a front end tells each once. */
+	char waiting[1024];
+	unsigned waits;
 };
 
 /* The attention of the last generated token in one layer: every head's row. */

@@ -14,11 +14,33 @@
 #include "src/base/err.h"
 #include "src/base/proc.h"
 
+/* A wait for a busy server: in the figures (the UI's status bar and notices), and told
+ * to the front end's busy_notice, else while the model is picked to app_open's. */
+static void busy_wait(void *u, const char *msg)
+{
+	struct app *a = u;
+	pthread_mutex_lock(&a->lock);
+	snprintf(a->fig.waiting, sizeof a->fig.waiting, "%s", msg);
+	a->fig.waits++;
+	pthread_mutex_unlock(&a->lock);
+	if (a->busy_notice)
+		a->busy_notice(msg);
+	else if (a->open_notice)
+		a->open_notice(msg);
+}
+
 int app_remote_open(struct app *a, const struct app_config *cfg, void (*notice)(const char *))
 {
 	long ctx = 0;
-	a->remote = remote_new(&cfg->remote);
-	if (!a->remote || !(a->model_name = remote_pick_model(a->remote, cfg->model, &ctx, NULL)))
+	struct remote_options o = cfg->remote;
+	o.on_retry = busy_wait, o.retry_user = a;
+	a->busy_notice = cfg->busy_notice;
+	a->open_notice = notice;
+	a->remote = remote_new(&o);
+	if (a->remote)
+		a->model_name = remote_pick_model(a->remote, cfg->model, &ctx, NULL);
+	a->open_notice = NULL; /* a turn runs on a thread of its own */
+	if (!a->model_name)
 		return -1;
 	/* The server renders the template; the hybrid Qwen3 one is assumed, whose
 	 * enable_thinking switch /think asks the server for. */
@@ -133,6 +155,7 @@ int app_remote_turn(struct app *a, sess_emit_fn emit, void *user)
 	memset(&a->fig.turn, 0, sizeof a->fig.turn);
 	a->fig.prefilling = true;
 	a->fig.dropped = 0;
+	a->fig.waiting[0] = 0;
 	pthread_mutex_unlock(&a->lock);
 	struct remote_request q = {
 		.model = a->model_name,

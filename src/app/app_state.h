@@ -39,6 +39,8 @@ struct app {
 	int max_new;
 	bool max_new_set;      /* -n given: the remote backend sends it as max_tokens */
 	struct remote *remote; /* the remote backend, or NULL: the local engine */
+	void (*busy_notice)(const char *msg); /* app_config's */
+	void (*open_notice)(const char *msg); /* app_open's, while the model is picked */
 	struct chat *chat;
 	/* The last user message is this run's own, not answered yet (stopped while it
 	 * was prefilled): the next one replaces it. One that came with a loaded or

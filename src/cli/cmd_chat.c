@@ -88,6 +88,26 @@ static void keep_notice(const char *msg)
 	snprintf(notices + n, sizeof notices - n, "%s\n", msg);
 }
 
+/* The notices kept, said (a line each, as every command says them: cli_notice shows
+ * a server's escapes in a model id, never obeys them) and forgotten. */
+static void say_kept(void)
+{
+	for (char *p = notices, *nl; *p; p = nl ? nl + 1 : p + strlen(p)) {
+		if ((nl = strchr(p, '\n')))
+			*nl = '\0';
+		cli_notice(p); /* the last one may be cut short by the buffer: said all the same */
+	}
+	notices[0] = '\0';
+}
+
+/* A wait for a busy server in the line mode, said when it starts, after what was
+ * kept (the UI shows its waits itself). */
+static void plain_busy(const char *msg)
+{
+	say_kept();
+	cli_notice(msg);
+}
+
 int cmd_chat(int argc, char **argv)
 {
 	struct chat_args a = {.cfg.think = -1};
@@ -158,12 +178,16 @@ int cmd_chat(int argc, char **argv)
 		cli_error("%s: the line mode instead (as with --plain)", why);
 		a.plain = true;
 	}
+#else
+	a.plain = true; /* the line mode is the only one */
 #endif
 	/* A closed pipe (standard output read by `head`, or the remote backend's socket
 	 * closed by the server while we write to it) is an error to report and the
 	 * conversation saved, not a reason to die (libcurl runs with NOSIGNAL, as the
 	 * chat has threads, so it does not ignore SIGPIPE itself). */
 	signal(SIGPIPE, SIG_IGN);
+	if (a.plain)
+		a.cfg.busy_notice = plain_busy;
 	struct app *app = app_open(&a.cfg, keep_notice);
 	free(state);
 	free(held_url);
@@ -172,13 +196,8 @@ int cmd_chat(int argc, char **argv)
 		cli_error("%s", err_msg());
 		return EXIT_RUNTIME;
 	}
-	/* a line each, as every command says them (cli_notice shows a server's escapes in
-	   a model id, never obeys them) */
-	for (char *p = notices, *nl; a.plain && *p; p = nl ? nl + 1 : p + strlen(p)) {
-		if ((nl = strchr(p, '\n')))
-			*nl = '\0';
-		cli_notice(p); /* the last one may be cut short by the buffer: said all the same */
-	}
+	if (a.plain)
+		say_kept();
 	sigbus_note("the conversation was saved after the last turn");
 #if HAVE_TUI
 	sigbus_fullscreen(!a.plain);

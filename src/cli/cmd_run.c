@@ -407,8 +407,9 @@ enum {
 
 /* A wait for a busy server, said when it starts: the notices held until the model
  * is known go out first. */
-static void busy_notice(const char *msg)
+static void busy_notice(void *unused, const char *msg)
 {
+	(void)unused;
 	cli_notices_flush();
 	cli_notice(msg);
 }

@@ -117,6 +117,7 @@ struct remote *remote_new(const struct remote_options *o)
 	r->connect_timeout = o->connect_timeout > 0 ? o->connect_timeout : REMOTE_CONNECT_TIMEOUT;
 	r->stall_timeout = o->stall_timeout > 0 ? o->stall_timeout : REMOTE_STALL_TIMEOUT;
 	r->on_retry = o->on_retry;
+	r->retry_user = o->retry_user;
 	r->key = o->api_key && *o->api_key ? strdup(o->api_key) : NULL;
 	if (o->api_key && *o->api_key && !r->key) {
 		err_set("out of memory");
@@ -428,7 +429,7 @@ static bool busy_wait(struct remote *r, const struct xfer *x, const char *what, 
 		char line[ERR_MAX];
 		snprintf(line, sizeof line, "%s", err_msg());
 		err_clear();
-		r->on_retry(line);
+		r->on_retry(r->retry_user, line);
 	}
 	return wait_for(s, cancel);
 }

@@ -30,8 +30,10 @@ struct remote_options {
 	int connect_timeout; /* seconds; 0 = REMOTE_CONNECT_TIMEOUT */
 	int stall_timeout;   /* seconds without a byte; 0 = REMOTE_STALL_TIMEOUT */
 	/* told, when not NULL, each time a busy server (429, 503) is waited for before
-	 * the request is tried again: one line, such as hub downloads print */
-	void (*on_retry)(const char *msg);
+	 * the request is tried again: one line, such as hub downloads print, from the
+	 * thread making the request; retry_user is passed on */
+	void (*on_retry)(void *retry_user, const char *msg);
+	void *retry_user;
 };
 
 struct remote;

@@ -21,7 +21,8 @@ struct remote {
 	char *key;   /* or NULL */
 	bool key_in_clear;
 	int connect_timeout, stall_timeout;
-	void (*on_retry)(const char *msg);
+	void (*on_retry)(void *retry_user, const char *msg);
+	void *retry_user;
 	long models_status; /* the HTTP status of the last GET /models */
 	CURL *curl;
 	CURLM *multi;

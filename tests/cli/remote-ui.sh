@@ -85,6 +85,16 @@ T send-keys -t ui 'Météo ?' Enter
 check_screen 'tool call: get_weather \{"city": "Paris", "unit": "C"\}' "a tool call is shown"
 idle "the tool call turn ends"
 
+mode busy vllm
+T send-keys -t ui 'Et maintenant ?' Enter
+check_screen 'server busy: waiting' "the status bar says the server is busy while it waits"
+check_screen 'the server is busy with the request' "the wait is told in the conversation, as run tells it"
+idle "the turn after the wait ends"
+screen | awk '/Et maintenant/ { m = 1 } m && /server is busy with the request/ { w = NR }
+	m && /Bonjour/ { b = NR } END { exit !(w && b && w < b) }' &&
+	pass "... above the answer, as it came first" || fail "the wait's notice is not above the answer"
+shot "a wait for a busy server"
+
 mode fail500
 T send-keys -t ui 'Encore une fois' Enter
 check_screen 'the server failed \(500 Internal Server Error: EngineCore died\)' "a failure is one line"

@@ -107,6 +107,16 @@ expect_exit 0 "run --greedy" R -p "Salut" --greedy
 req_has 'r["temperature"] == 0' "--greedy is sent as temperature 0"
 
 # --- the plain chat: screen, saved conversation, tool calls ------------------------------
+mode models-busy busy vllm
+printf 'Salut\n' | "$QWENCHAT" chat --url "$URL" -m Qwen/Qwen3-32B >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ $rc -eq 0 ] && grep -qF "$ANSWER" "$TMP/out" && pass "plain: a busy server is waited for" ||
+	fail "plain chat with waits: exit $rc, $(cat "$TMP/out")"
+awk 'NR == 1 && /: the server is busy with the model list .*; trying again in 1 s \(try 2 of 4\)$/ { a = 1 }
+	NR == 2 && /remote: Qwen\/Qwen3-32B at / { b = 1 }
+	NR == 3 && /: the server is busy with the request \(429 .*\); trying again in 1 s \(try 2 of 4\)$/ { c = 1 }
+	END { exit !(a && b && c && NR == 3) }' "$TMP/err" &&
+	pass "plain: each wait is said when it starts, in order" || fail "plain waits: stderr '$(cat "$TMP/err")'"
 mode vllm
 printf 'Salut\n/sampling\n/think off\nEncore\n' |
 	"$QWENCHAT" chat --url "$URL" -m Qwen/Qwen3-32B >"$TMP/out" 2>"$TMP/err"
