@@ -531,8 +531,9 @@ int cmd_perplexity(int argc, char **argv)
 	/* the first N windows are those of the stream cut where the N-th ends */
 	uint64_t cut; /* beyond 64 bits: past any stream's end */
 	if (a.chunks && !__builtin_mul_overflow((uint64_t)(a.chunks - 1), (uint64_t)stride, &cut) &&
-	    !__builtin_add_overflow(cut, (uint64_t)ctx, &cut) && cut < n)
-		n = (size_t)cut;
+	    !__builtin_add_overflow(cut, (uint64_t)ctx, &cut) && cut < n &&
+	    ppl_count((size_t)cut, ctx, stride, a.llama) < ppl_count(n, ctx, stride, a.llama))
+		n = (size_t)cut; /* (not when what it leaves out is a window scoring nothing) */
 	cli_notices_flush();
 	if (!r) {
 		struct progress pr = {.tty = isatty(STDERR_FILENO)};

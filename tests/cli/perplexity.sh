@@ -114,6 +114,23 @@ ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 16 --chunks 3 --json 2>"$T
 ref=$("$PY" "$REF" "$A" "$TMP/r96.u32" 64 16)
 if msg=$(close "--chunks 3" "$ours" "$ref"); then pass "--chunks 3: the first 3 windows: $msg"
 else fail "--chunks 3: $msg; ours $ours $(head -c 200 "$TMP/err"), reference $ref"; fi
+# 97 tokens in windows of 16: the seventh window, [96, 97), would score nothing (a
+# window's first token has no context in it), so it is neither run nor counted, and
+# --chunks 6 leaves out nothing
+"$PY" -c 'import numpy as np, sys
+np.fromfile(sys.argv[1], "<u4")[:97].tofile(sys.argv[2])' "$TMP/r.u32" "$TMP/r97.u32"
+case $($PPL -m "$A" -f "$TMP/r97.u32" --ctx 16 --json) in
+*'"tokens": 90,'*'"windows": 6,'*) pass "a last window that would score nothing is not counted" ;;
+*) fail "97 tokens by 16: $($PPL -m "$A" -f "$TMP/r97.u32" --ctx 16 --json)" ;;
+esac
+$PPL -m "$A" -f "$TMP/r97.u32" --ctx 16 --chunks 6 >"$TMP/table" 2>"$TMP/err" &&
+	! grep -q '^chunks' "$TMP/table" && grep -q '^tokens *90 scored' "$TMP/table" &&
+	pass "--chunks 6 of those: the table says nothing was left out" ||
+	fail "--chunks 6: $(cat "$TMP/table" "$TMP/err")"
+$PPL -m "$A" -f "$TMP/r97.u32" --ctx 16 --chunks 5 >"$TMP/table" 2>"$TMP/err" &&
+	grep -q '^chunks *the first 5 windows only: tokens 1 to 80$' "$TMP/table" &&
+	pass "--chunks 5: the table says what was left out" ||
+	fail "--chunks 5: $(cat "$TMP/table" "$TMP/err")"
 # the table's standard errors (llama-perplexity's +/-) against the reference's
 $PPL -m "$A" -f "$TMP/r.u32" --ctx 50 --stride 7 --kl-base "$A2" >"$TMP/table" 2>"$TMP/err"
 ref=$("$PY" "$REF" "$A" "$TMP/r.u32" 50 7 --kl-base "$A2" --se)
