@@ -324,6 +324,24 @@ static json_t *join_parts(json_t *root, const char *where)
 	return copy;
 }
 
+/* An error chat_from_value gave of the messages made from ShareGPT's turns, said of the
+ * record's own: its messages[k] is conversations[k - off] (off: 1 when a "system"
+ * beside the turns came first, as a message of its own). */
+static void sharegpt_error(const char *where, size_t off)
+{
+	const char *m = err_msg();
+	size_t wl = strlen(where);
+	if (strncmp(m, where, wl) || strncmp(m + wl, ": messages[", 11))
+		return;
+	char *end;
+	unsigned long long k = strtoull(m + wl + 11, &end, 10);
+	if (*end != ']' || k < off)
+		return;
+	char rest[ERR_MAX];
+	snprintf(rest, sizeof rest, "%s", end + 1);
+	err_set("%s: conversations[%llu]%s", where, k - off, rest);
+}
+
 /* OpenAI's fine-tuning format: "weight" 0 or 1 on an assistant message, 0 for one not
  * trained on; c holds root's messages, one turn each. 0, or -1 (err_set). */
 static int weights(struct chat *c, json_t *root, const char *where)
@@ -391,6 +409,8 @@ struct chat *sft_chat_from_value(json_t *root, const char *where)
 	if (!o && msgs)
 		err_set("%s: out of memory", where);
 	struct chat *c = o ? chat_from_value(o, where) : NULL;
+	if (!c && o && conv)
+		sharegpt_error(where, json_array_size(msgs) - json_array_size(conv));
 	json_decref(o);
 	return c;
 }

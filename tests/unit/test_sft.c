@@ -413,6 +413,12 @@ static void test_formats(void **state)
 		{"{\"conversations\": [{\"role\": \"user\", \"content\": \"q\"}, {\"role\": "
 		 "\"assistant\", \"content\": [\"a\"]}]}",
 		 "t: conversations[1].content[0]: expected a text part"},
+		{"{\"system\": \"S\", \"conversations\": [{\"role\": \"user\", \"content\": "
+		 "\"q\"}, {\"role\": \"assistant\", \"content\": 7}]}",
+		 "t: conversations[1].content: missing or not a string"}, /* not messages[2] */
+		{"{\"conversations\": [{\"from\": \"human\", \"value\": \"q\"}, {\"from\": "
+		 "\"function_call\", \"value\": \"{\\\"name\\\": 5, \\\"arguments\\\": {}}\"}]}",
+		 "t: conversations[1].tool_calls[0].function.name: missing or not a string"},
 		{"{\"conversations\": [{\"from\": \"human\", \"value\": \"q\"}, {\"from\": "
 		 "\"function_call\", \"value\": "
 		 "\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]"
