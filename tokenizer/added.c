@@ -7,6 +7,7 @@
 
 #include "src/base/array.h"
 #include "src/base/err.h"
+#include "tokenizer/pretok.h"
 
 static int cmp_len_desc(const void *x, const void *y)
 {
@@ -64,7 +65,7 @@ static bool is_word(int32_t c)
 	if ((c >= 0x24B6 && c <= 0x24E9) || (c >= 0x1F130 && c <= 0x1F149) ||
 	    (c >= 0x1F150 && c <= 0x1F169) || (c >= 0x1F170 && c <= 0x1F189))
 		return true;
-	switch (utf8proc_category(c)) {
+	switch (pretok_category(c)) {
 	case UTF8PROC_CATEGORY_LU:
 	case UTF8PROC_CATEGORY_LL:
 	case UTF8PROC_CATEGORY_LT:

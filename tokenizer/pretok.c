@@ -1,8 +1,11 @@
 /* pretok.c — the Qwen2 pre-tokenizer regex as a scanner over character classes (see pretok.h). */
 #include "tokenizer/pretok.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <utf8proc.h>
+
+#include "tokenizer/unicode16.h"
 
 const char pretok_qwen2_regex[] =
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
@@ -25,6 +28,24 @@ static const unsigned char ascii_cls[128] = {
 #undef L2
 };
 
+int pretok_category(int32_t c)
+{
+	int cat = utf8proc_category(c);
+	if (cat != UTF8PROC_CATEGORY_CN || c < (int32_t)unicode16_runs[0].first)
+		return cat;
+	size_t lo = 0, hi = sizeof unicode16_runs / sizeof unicode16_runs[0];
+	while (lo < hi) { /* the first run ending at or after c */
+		size_t mid = lo + (hi - lo) / 2;
+		if (unicode16_runs[mid].last < (uint32_t)c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	bool in = lo < sizeof unicode16_runs / sizeof unicode16_runs[0] &&
+		  unicode16_runs[lo].first <= (uint32_t)c;
+	return in ? unicode16_runs[lo].category : cat;
+}
+
 static int cls_cp(int32_t c)
 {
 	switch (c) {
@@ -39,7 +60,7 @@ static int cls_cp(int32_t c)
 	}
 	if (c >= 0x2000 && c <= 0x200A)
 		return C_WS;
-	switch (utf8proc_category(c)) {
+	switch (pretok_category(c)) {
 	case UTF8PROC_CATEGORY_LU:
 	case UTF8PROC_CATEGORY_LL:
 	case UTF8PROC_CATEGORY_LT:

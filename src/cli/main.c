@@ -80,7 +80,8 @@ static int dispatch(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
-		/* the tokenizer's letters and digits are this Unicode version's */
+		/* the tokenizer's letters and digits are this Unicode version's, with those
+		   of 15.1 and 16.0 it lacks (tokenizer/unicode16.h) */
 		printf("qwenchat %s\nutf8proc %s (Unicode %s)\n", PACKAGE_VERSION,
 		       utf8proc_version(), utf8proc_unicode_version());
 		return EXIT_OK;
