@@ -11,12 +11,10 @@
 #include <stdint.h>
 #include <sys/file.h>
 #include <sys/random.h>
-#include <time.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
