@@ -53,8 +53,10 @@ static const struct cli_opt ppl_opts[] = {
 	 "long text"},
 	{"kl-base", OPT_KL_BASE, "MODEL2",
 	 "also score MODEL2 on the same windows: mean\n"
-	 "KL(P_MODEL || P_MODEL2) over the scored positions and\n"
-	 "the fraction where both argmaxes agree (top1)"},
+	 "KL(P_MODEL || P_MODEL2) over the scored positions, the\n"
+	 "fraction where both argmaxes agree (top1) and\n"
+	 "llama-perplexity's statistics (perplexity ratio, KL\n"
+	 "quantiles, p - q of the token)"},
 	{"json", OPT_JSON, NULL, "one JSON object instead of the table"},
 	{"llama-chunks", OPT_LLAMA_CHUNKS, NULL,
 	 "score as llama-perplexity does: whole chunks of\n--ctx tokens, the second half of each "
@@ -249,33 +251,109 @@ static double std_error(double sum, double sum2, size_t n)
 	return var > 0 ? sqrt(var / (double)(n - 1)) : 0;
 }
 
-static void print_result(const struct ppl_args *a, const struct ppl_result *r, int ctx, int stride,
+/* What --kl-base adds to the table, as llama-perplexity's --kl-divergence statistics
+ * (with MODEL as its Q and MODEL2 as its base). */
+struct vs_base {
+	double nll, ppl;        /* the base's mean NLL and perplexity */
+	double ln_ratio, ln_se; /* mean of log q(token) - log p(token), its standard error */
+	double kl, kl_se, top1, top1_se;
+	double kl_q[5];           /* the positions' KL at kl_fractions */
+	double dp, dp_se, dp_rms; /* p(token) - q(token): mean, its error, root mean square */
+};
+
+static const double kl_fractions[5] = {0.5, 0.9, 0.99, 0.999, 1};
+static const char *const kl_names[5] = {"median", "90%", "99%", "99.9%", "max"};
+static const char *const kl_keys[5] = {"kl_median", "kl_p90", "kl_p99", "kl_p999", "kl_max"};
+
+static int cmp_float(const void *x, const void *y)
+{
+	float a = *(const float *)x, b = *(const float *)y;
+	return (a > b) - (a < b);
+}
+
+/* Sorts r->kl_each for its quantiles. */
+static void vs_base(struct ppl_result *r, struct vs_base *b)
+{
+	double n = (double)r->tokens;
+	b->nll = r->base_nll / n;
+	b->ppl = exp(b->nll);
+	b->ln_ratio = (r->nll - r->base_nll) / n;
+	b->ln_se = std_error(r->nll - r->base_nll, r->dnll2, r->tokens);
+	b->kl = r->kl / n;
+	b->kl_se = std_error(r->kl, r->kl2, r->tokens);
+	b->top1 = (double)r->top1 / n;
+	b->top1_se = r->tokens > 1 ? sqrt(b->top1 * (1 - b->top1) / (n - 1)) : NAN;
+	qsort(r->kl_each, r->tokens, sizeof *r->kl_each, cmp_float);
+	for (int k = 0; k < 5; k++)
+		b->kl_q[k] = ppl_quantile(r->kl_each, r->tokens, kl_fractions[k]);
+	b->dp = r->dp / n;
+	b->dp_se = std_error(r->dp, r->dp2, r->tokens);
+	b->dp_rms = sqrt(r->dp2 / n);
+}
+
+static void print_json(const struct ppl_args *a, const struct ppl_result *r,
+		       const struct vs_base *b, int ctx, int stride)
+{
+	double nll = r->nll / (double)r->tokens, se = std_error(r->nll, r->nll2, r->tokens);
+	printf("{\"tokens\": %zu", r->tokens);
+	json_number("nll", nll);
+	json_number("ppl", exp(nll));
+	json_number("nll_stderr", se);
+	json_number("ppl_stderr", exp(nll) * se);
+	printf(", \"ctx\": %d, \"stride\": %d, \"windows\": %zu, \"loop\": \"%s\"", ctx, stride,
+	       r->windows, a->llama ? "llama-chunks" : "sliding");
+	if (b) {
+		json_number("kl", b->kl);
+		json_number("top1", b->top1);
+		json_number("kl_stderr", b->kl_se);
+		json_number("top1_stderr", b->top1_se);
+		json_number("base_nll", b->nll);
+		json_number("base_ppl", b->ppl);
+		json_number("ppl_ratio", exp(b->ln_ratio));
+		json_number("ln_ppl_ratio", b->ln_ratio);
+		json_number("ln_ppl_ratio_stderr", b->ln_se);
+		for (int k = 0; k < 5; k++)
+			json_number(kl_keys[k], b->kl_q[k]);
+		json_number("dp", b->dp);
+		json_number("dp_stderr", b->dp_se);
+		json_number("dp_rms", b->dp_rms);
+	}
+	printf("}\n");
+}
+
+/* The table's lines of --kl-base. */
+static void print_vs_base(const struct ppl_args *a, const struct vs_base *b)
+{
+	printf("base        %.6f nats per token, perplexity %.4f (MODEL2, %s)\n", b->nll, b->ppl,
+	       a->kl_base);
+	printf("ratio       %.6f: perplexity over the base's (log %.6f", exp(b->ln_ratio),
+	       b->ln_ratio);
+	if (!isnan(b->ln_se))
+		printf(" +/- %.6f", b->ln_se);
+	printf(")\n");
+	printf("kl          %.6f nats per token, mean KL(P_MODEL || P_MODEL2)\n", b->kl);
+	printf("kl spread  ");
+	for (int k = 0; k < 5; k++)
+		printf(" %s %.6f%s", kl_names[k], b->kl_q[k], k < 4 ? "," : "\n");
+	printf("top1        %.6f of the positions: the same most likely token\n", b->top1);
+	printf("dp          mean %+.6f, rms %.6f: p_MODEL - p_MODEL2 of the scored token\n", b->dp,
+	       b->dp_rms);
+}
+
+static void print_result(const struct ppl_args *a, struct ppl_result *r, int ctx, int stride,
 			 size_t n, size_t n_all)
 {
-	double nll = r->nll / (double)r->tokens, ppl = exp(nll);
-	double kl = r->kl / (double)r->tokens, top1 = (double)r->top1 / (double)r->tokens;
-	/* as llama-perplexity's +/-: the spread of the positions' values over their count
-	 * (positions of one text are not independent, so it is a lower bound) */
-	double se = std_error(r->nll, r->nll2, r->tokens),
-	       kl_se = std_error(r->kl, r->kl2, r->tokens);
-	double top1_se = r->tokens > 1 ? sqrt(top1 * (1 - top1) / (double)(r->tokens - 1)) : NAN;
+	struct vs_base b;
+	if (a->kl_base)
+		vs_base(r, &b);
 	if (a->json) {
-		printf("{\"tokens\": %zu", r->tokens);
-		json_number("nll", nll);
-		json_number("ppl", ppl);
-		json_number("nll_stderr", se);
-		json_number("ppl_stderr", ppl * se);
-		printf(", \"ctx\": %d, \"stride\": %d, \"windows\": %zu, \"loop\": \"%s\"", ctx,
-		       stride, r->windows, a->llama ? "llama-chunks" : "sliding");
-		if (a->kl_base) {
-			json_number("kl", kl);
-			json_number("top1", top1);
-			json_number("kl_stderr", kl_se);
-			json_number("top1_stderr", top1_se);
-		}
-		printf("}\n");
+		print_json(a, r, a->kl_base ? &b : NULL, ctx, stride);
 		return;
 	}
+	double nll = r->nll / (double)r->tokens, ppl = exp(nll);
+	/* as llama-perplexity's +/-: the spread of the positions' values over their count
+	 * (positions of one text are not independent, so it is a lower bound) */
+	double se = std_error(r->nll, r->nll2, r->tokens);
 	if (a->llama)
 		printf("file        %s: %zu token%s, %zu whole chunk%s of %d, the last %d of each "
 		       "scored (llama-perplexity's loop)\n",
@@ -290,10 +368,8 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 	printf("tokens      %zu scored\n", r->tokens);
 	printf("nll         %.6f nats per token (mean)\n", nll);
 	printf("perplexity  %.4f\n", ppl);
-	if (a->kl_base) {
-		printf("kl          %.6f nats per token, mean KL(P_MODEL || P_MODEL2)\n", kl);
-		printf("top1        %.6f of the positions: the same most likely token\n", top1);
-	}
+	if (a->kl_base)
+		print_vs_base(a, &b);
 	if (isnan(se)) {
 		printf("uncertainty none: one scored token has no spread\n");
 		return;
@@ -301,7 +377,8 @@ static void print_result(const struct ppl_args *a, const struct ppl_result *r, i
 	printf("uncertainty +/- %.6f nats on the mean NLL, +/- %.4f on the perplexity", se,
 	       ppl * se);
 	if (a->kl_base)
-		printf(", +/- %.6f on the KL, +/- %.6f on top1", kl_se, top1_se);
+		printf(", +/- %.6f on the KL, +/- %.6f on top1, +/- %.6f on dp", b.kl_se, b.top1_se,
+		       b.dp_se);
 	printf(" (standard errors)\n");
 }
 
@@ -553,6 +630,7 @@ int cmd_perplexity(int argc, char **argv)
 			cli_error("%s", err_msg());
 		else
 			print_result(&a, &res, ctx, stride, n, n_all);
+		ppl_result_free(&res);
 	}
 	free(ids);
 	side_free(&s[1]);

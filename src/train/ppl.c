@@ -58,11 +58,13 @@ void ppl_score_row(const float *p, const float *q, int vocab, int32_t label, dou
 	int ap = 0, aq = 0;
 	double sp, lp = log_sum_exp(p, vocab, q ? scratch : NULL, &sp);
 	out->nll = lp - (double)p[label];
-	out->kl = 0;
+	out->base_nll = out->dp = out->kl = 0;
 	out->same_top1 = false;
 	if (!q)
 		return;
 	double lq = log_sum_exp(q, vocab, NULL, NULL);
+	out->base_nll = lq - (double)q[label];
+	out->dp = exp(-out->nll) - exp(-out->base_nll);
 	out->kl = kl_terms(p, q, vocab, scratch, sp, lp, lq);
 	row_max(p, vocab, &ap);
 	row_max(q, vocab, &aq);
@@ -175,14 +177,23 @@ static void score(struct run *u, int m, const int32_t *label)
 	for (int t = 1; t < nt; t++)
 		if (started[t])
 			pthread_join(th[t], NULL);
+	struct ppl_result *r = u->r;
 	for (int i = 0; i < m; i++) {
-		u->r->nll += u->rows[i].nll;
-		u->r->nll2 += u->rows[i].nll * u->rows[i].nll;
-		u->r->kl += u->rows[i].kl;
-		u->r->kl2 += u->rows[i].kl * u->rows[i].kl;
-		u->r->top1 += u->rows[i].same_top1;
+		const struct ppl_row *w = &u->rows[i];
+		r->nll += w->nll;
+		r->nll2 += w->nll * w->nll;
+		if (!u->e[1])
+			continue;
+		r->base_nll += w->base_nll;
+		r->dnll2 += (w->nll - w->base_nll) * (w->nll - w->base_nll);
+		r->kl += w->kl;
+		r->kl2 += w->kl * w->kl;
+		r->dp += w->dp;
+		r->dp2 += w->dp * w->dp;
+		r->top1 += w->same_top1;
+		r->kl_each[r->tokens + (size_t)i] = (float)w->kl;
 	}
-	u->r->tokens += (size_t)m;
+	r->tokens += (size_t)m;
 }
 
 /* The forward of ids[0, n) at pos on each engine: every row of logits, or when
@@ -249,6 +260,10 @@ int ppl_run(struct eng *e, struct eng *base, const int32_t *ids, size_t n,
 	if (!(u.rows = malloc(rows * sizeof *u.rows)) ||
 	    !(u.scratch = malloc((size_t)u.threads * V * sizeof *u.scratch)))
 		goto oom;
+	if (base && !(r->kl_each = malloc((u.total ? u.total : 1) * sizeof *r->kl_each))) {
+		err_set("perplexity: out of memory for the KL of %zu positions", u.total);
+		goto out;
+	}
 	struct window w;
 	size_t prev_end = 0;
 	for (size_t b = 0; window_at(n, (size_t)o->ctx, o->chunks, b, &prev_end, &w);
@@ -260,9 +275,29 @@ int ppl_run(struct eng *e, struct eng *base, const int32_t *ids, size_t n,
 oom:
 	err_set("perplexity: out of memory for %zu rows of %zu logits", rows, V);
 out:
+	if (rc)
+		ppl_result_free(r);
 	free(u.logits[0]);
 	free(u.logits[1]);
 	free(u.rows);
 	free(u.scratch);
 	return rc;
+}
+
+void ppl_result_free(struct ppl_result *r)
+{
+	free(r->kl_each);
+	r->kl_each = NULL;
+}
+
+double ppl_quantile(const float *sorted, size_t n, double f)
+{
+	if (f <= 0 || n == 1)
+		return sorted[0];
+	if (f >= 1)
+		return sorted[n - 1];
+	double x = f * (double)(n - 1);
+	size_t i = (size_t)x;
+	double t = x - (double)i;
+	return i + 1 < n ? (1 - t) * sorted[i] + t * sorted[i + 1] : sorted[i];
 }

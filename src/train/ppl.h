@@ -36,10 +36,23 @@ struct ppl_result {
 	size_t windows; /* windows run through the model (those with a position to score) */
 	double nll;     /* sum over them of -log p(token | tokens before it in its window) */
 	double nll2;    /* ... of its squares (the spread of the mean) */
-	double kl;      /* sum of KL(P || Q), P the model's, Q the base's (0 without one) */
-	double kl2;     /* ... of its squares */
-	size_t top1;    /* positions where both argmaxes agree (0 without a base) */
+	/* against a base (0, or NULL, without one): */
+	double base_nll; /* sum of -log q(token), the base's NLL */
+	double dnll2;    /* sum of (-log p(token) + log q(token))^2: the spread of the log ratio */
+	double kl;       /* sum of KL(P || Q), P the model's, Q the base's */
+	double kl2;      /* ... of its squares */
+	double dp, dp2;  /* sums of p(token) - q(token) and of its squares */
+	size_t top1;     /* positions where both argmaxes agree */
+	float *kl_each;  /* (tokens) each position's KL, for its quantiles (ppl_result_free) */
 };
+
+/* Frees what a result holds (r->kl_each). */
+void ppl_result_free(struct ppl_result *r);
+
+/* The quantile at fraction f (0..1) of n >= 1 values sorted ascending, interpolated
+ * between the two values around f * (n - 1), as llama-perplexity's percentiles: 0.5
+ * is the median (the mean of the middle two for even n). */
+double ppl_quantile(const float *sorted, size_t n, double f);
 
 /* The windows of the loop for n tokens: for begin = 0, S, 2S, ...: end = min(begin +
  * N, n), the window is ids[begin:end), its targets the last end - prev_end of them
@@ -53,7 +66,8 @@ size_t ppl_count(size_t n, int ctx, int stride, bool chunks);
 /* Runs the loop: each window from an empty cache at positions 0.., the forward in
  * slices of o->slice positions continuing the cache, each slice's logits scored
  * before the next (in double, from the float logits). With base (may be NULL; same
- * vocab_size), each slice runs on it too, and KL and top-1 are summed. The
+ * vocab_size), each slice runs on it too, its scores are summed and each position's
+ * KL kept in r->kl_each (ppl_result_free frees it, also after a failure). The
  * engines' contexts must hold ctx - 1 positions. 0, or -1 with err_set (a forward
  * failed, bad options). */
 int ppl_run(struct eng *e, struct eng *base, const int32_t *ids, size_t n,
@@ -61,9 +75,11 @@ int ppl_run(struct eng *e, struct eng *base, const int32_t *ids, size_t n,
 
 /* What one position scores. */
 struct ppl_row {
-	double nll;     /* -log softmax(p)[label] */
-	double kl;      /* KL(softmax(p) || softmax(q)); 0 without q */
-	bool same_top1; /* the first largest logit of p and of q at the same index */
+	double nll;      /* -log softmax(p)[label] */
+	double base_nll; /* -log softmax(q)[label]; 0 without q */
+	double dp;       /* softmax(p)[label] - softmax(q)[label]; 0 without q */
+	double kl;       /* KL(softmax(p) || softmax(q)); 0 without q */
+	bool same_top1;  /* the first largest logit of p and of q at the same index */
 };
 
 /* Scores one row of logits p against label, and against q (may be NULL), in double

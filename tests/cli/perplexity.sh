@@ -48,13 +48,20 @@ o, r, tol = json.loads(sys.argv[1]), json.loads(sys.argv[2]), float(sys.argv[3])
 se = {k for k in o if k.endswith("_stderr")}  # checked apart, against --se
 for k in ("ctx", "stride", "windows", "loop"):  # the run's, which the reference does not say
     o.pop(k)
-want = {"nll_stderr", "ppl_stderr"} | ({"kl_stderr", "top1_stderr"} if "kl" in r else set())
+base_se = {"kl_stderr", "top1_stderr", "ln_ppl_ratio_stderr", "dp_stderr"}
+want = {"nll_stderr", "ppl_stderr"} | (base_se if "kl" in r else set())
 bad = [] if o["tokens"] == r["tokens"] and set(o) - se == set(r) and se == want else ["tokens or keys"]
-if abs(o["ppl"] - math.exp(o["nll"])) > 1e-12 * o["ppl"]:
-    bad.append("ppl is not exp(nll)")
-for k in ("nll", "kl"):
-    if k in r and abs(o[k] - r[k]) > tol * abs(r[k]):
-        bad.append("%s %.3g relative" % (k, abs(o[k] - r[k]) / abs(r[k])))
+for n, p in (("nll", "ppl"), ("base_nll", "base_ppl"), ("ln_ppl_ratio", "ppl_ratio")):
+    if n in o and abs(o[p] - math.exp(o[n])) > 1e-12 * o[p]:
+        bad.append("%s is not exp(%s)" % (p, n))
+# relative to the value; the log ratio and the mean dp, which may be near 0, to the
+# mean NLL and the rms dp
+scale = {k: abs(r[k]) for k in r}
+scale.update(ln_ppl_ratio=r["nll"], dp=r.get("dp_rms"))
+for k in ("nll", "kl", "base_nll", "ln_ppl_ratio", "kl_median", "kl_p90", "kl_p99",
+          "kl_p999", "kl_max", "dp", "dp_rms"):
+    if k in r and abs(o[k] - r[k]) > tol * scale[k]:
+        bad.append("%s %.3g relative" % (k, abs(o[k] - r[k]) / scale[k]))
 if "top1" in r and o["top1"] != r["top1"]:
     bad.append("top1")
 print(", ".join(bad) or ", ".join("%s %.2g relative" % (k, abs(o[k] - r[k]) / r[k])
@@ -146,16 +153,38 @@ print(t, r)
 sys.exit(0 if ok else 1)
 EOF
 	fail "standard errors: $(cat "$TMP/table") reference $ref"
+# ... and its lines of --kl-base's statistics (printed to 6 decimals)
+"$PY" - "$TMP/table" "$ref" <<'EOF' && pass "the table's base, ratio, KL spread and dp" ||
+import math, re, sys
+t, r = open(sys.argv[1]).read(), __import__("json").loads(sys.argv[2])
+m = [re.search(p, t, re.M) for p in (
+    r"^base +(\S+) nats per token, perplexity (\S+) \(MODEL2, ",
+    r"^ratio +(\S+): perplexity over the base's \(log (\S+) \+/- (\S+)\)$",
+    r"^kl spread +median (\S+), 90% (\S+), 99% (\S+), 99\.9% (\S+), max (\S+)$",
+    r"^dp +mean (\S+), rms (\S+): p_MODEL - p_MODEL2 of the scored token$",
+    r"\+/- (\S+) on dp \(standard errors\)$")]
+want = [(r["base_nll"], r["base_ppl"]), (r["ppl_ratio"], r["ln_ppl_ratio"], r["ln_ppl_ratio_se"]),
+        tuple(r[k] for k in ("kl_median", "kl_p90", "kl_p99", "kl_p999", "kl_max")),
+        (r["dp"], r["dp_rms"]), (r["dp_se"],)]
+ok = all(m)
+for g, w in zip(m, want):
+    ok = ok and all(abs(float(x) - y) <= 1e-4 * abs(y) + 2e-6 for x, y in zip(g.groups(), w))
+print(t, r)
+sys.exit(0 if ok else 1)
+EOF
+	fail "--kl-base's lines: $(cat "$TMP/table") reference $ref"
 # ... and --json's, beside the mean
 $PPL -m "$A" -f "$TMP/r.u32" --ctx 50 --stride 7 --kl-base "$A2" --json >"$TMP/se.json" 2>"$TMP/err"
-"$PY" - "$TMP/se.json" "$ref" <<'EOF' && pass "--json: the standard errors of the NLL, perplexity, KL and top1" ||
+"$PY" - "$TMP/se.json" "$ref" <<'EOF' && pass "--json: the standard errors of the NLL, perplexity, KL, top1, log ratio, dp" ||
 import json, math, sys
 o, r = json.load(open(sys.argv[1])), json.loads(sys.argv[2])
 n, t = o["tokens"], o["top1"]
 ok = abs(o["nll_stderr"] - r["nll_se"]) <= 1e-5 * r["nll_se"] + 1e-6 and \
     abs(o["ppl_stderr"] - r["ppl"] * r["nll_se"]) <= 1e-4 * r["ppl"] * r["nll_se"] and \
     abs(o["kl_stderr"] - r["kl_se"]) <= 1e-4 * r["kl_se"] + 1e-6 and \
-    abs(o["top1_stderr"] - math.sqrt(t * (1 - t) / (n - 1))) <= 1e-12
+    abs(o["top1_stderr"] - math.sqrt(t * (1 - t) / (n - 1))) <= 1e-12 and \
+    abs(o["ln_ppl_ratio_stderr"] - r["ln_ppl_ratio_se"]) <= 1e-4 * r["ln_ppl_ratio_se"] and \
+    abs(o["dp_stderr"] - r["dp_se"]) <= 1e-4 * r["dp_se"]
 print(o, r)
 sys.exit(0 if ok else 1)
 EOF
@@ -227,10 +256,15 @@ grep -q '^perplexity  [0-9]' "$TMP/out" && grep -q '^tokens      296 scored' "$T
 
 # --- --kl-base -------------------------------------------------------------------------
 ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 20 --json --kl-base "$A")
-case $ours in
-*'"kl": 0, "top1": 1, "kl_stderr": 0, "top1_stderr": 0}') pass "a model against itself: kl 0, top1 1" ;;
-*) fail "a model against itself: $ours" ;;
-esac
+"$PY" - "$ours" <<'EOF' && pass "a model against itself: kl 0, top1 1, ratio 1, dp 0" ||
+import json, sys
+o = json.loads(sys.argv[1])
+zero = ("kl", "kl_stderr", "top1_stderr", "ln_ppl_ratio", "ln_ppl_ratio_stderr", "kl_median",
+        "kl_p90", "kl_p99", "kl_p999", "kl_max", "dp", "dp_stderr", "dp_rms")
+sys.exit(0 if all(o[k] == 0 for k in zero) and o["top1"] == 1 and o["ppl_ratio"] == 1 and
+         o["base_nll"] == o["nll"] and o["base_ppl"] == o["ppl"] else 1)
+EOF
+	fail "a model against itself: $ours"
 ours=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --stride 20 --json --kv-f32 --kl-base "$A2")
 ref=$("$PY" "$REF" "$A" "$TMP/r.u32" 64 20 --kl-base "$A2")
 msg=$(close "" "$ours" "$ref") && pass "kl and top1 against another model: $msg" ||

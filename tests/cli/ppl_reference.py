@@ -26,9 +26,11 @@ n_chunk = len // ctx whole chunks of ctx tokens, first = ctx / 2; the logits of 
 positions first .. ctx - 2 score the tokens one further; STRIDE is ignored).
 
 usage: ppl_reference.py MODEL_DIR IDS.u32 CTX STRIDE [--kl-base MODEL2_DIR] [--se] [--llama]
-prints {"tokens": N, "nll": X, "ppl": Y[, "kl": K, "top1": T]}; with --se, also
+prints {"tokens": N, "nll": X, "ppl": Y[, "kl": K, "top1": T, and the statistics of
+llama-perplexity's --kl-divergence: "base_nll", "base_ppl", "ln_ppl_ratio", "ppl_ratio",
+"kl_median", "kl_p90", "kl_p99", "kl_p999", "kl_max", "dp", "dp_rms"]}; with --se, also
 "nll_se" (the standard error of the mean NLL: the sample standard deviation of the
-positions' NLLs over sqrt(N)) and, with a base, "kl_se".
+positions' NLLs over sqrt(N)) and, with a base, "kl_se", "ln_ppl_ratio_se", "dp_se".
 
 Its forward() also makes the logits of tests/golden/logits-quant-*.txt
 (tests/golden/make-quant-logits-golden.sh).
@@ -188,7 +190,7 @@ def main():
     cfg, w = load(model_dir)
     ids = np.fromfile(ids_path, dtype="<u4").astype(np.int64)
     tokens, nll, kl, top1 = 0, 0.0, 0.0, 0
-    each_nll, each_kl = [], []
+    each_nll, each_kl, each_base = [], [], []
     # (begin, end, the first window position whose label counts)
     if llama:
         windows = [(k * ctx, (k + 1) * ctx, ctx // 2 + 1) for k in range(len(ids) // ctx)]
@@ -211,6 +213,7 @@ def main():
             if base:
                 lq = log_softmax(forward(base[0], base[1], window))
                 p, q = lp[rows], lq[rows]
+                each_base.extend(-lq[rows, window[first:]])
                 kl += (np.exp(p) * (p - q)).sum()
                 each_kl.extend((np.exp(p) * (p - q)).sum(axis=-1))
                 top1 += int((p.argmax(axis=-1) == q.argmax(axis=-1)).sum())
@@ -218,10 +221,26 @@ def main():
     if base:
         out["kl"] = kl / tokens
         out["top1"] = top1 / tokens
+        # llama-perplexity's --kl-divergence statistics, MODEL as its Q and MODEL2 as its
+        # base: the log of the perplexities' ratio, the KL's percentiles (numpy's linear
+        # interpolation between neighbours, as its percentile()) and p(token) - q(token)
+        d = np.array(each_nll) - np.array(each_base)
+        dp = np.exp(-np.array(each_nll)) - np.exp(-np.array(each_base))
+        out["base_nll"] = float(np.mean(each_base))
+        out["base_ppl"] = math.exp(out["base_nll"])
+        out["ln_ppl_ratio"] = float(np.mean(d))
+        out["ppl_ratio"] = math.exp(out["ln_ppl_ratio"])
+        for key, pct in (("kl_median", 50), ("kl_p90", 90), ("kl_p99", 99), ("kl_p999", 99.9),
+                         ("kl_max", 100)):
+            out[key] = float(np.percentile(each_kl, pct))
+        out["dp"] = float(np.mean(dp))
+        out["dp_rms"] = float(np.sqrt(np.mean(dp * dp)))
     if want_se:
         out["nll_se"] = float(np.std(each_nll, ddof=1) / math.sqrt(tokens))
         if base:
             out["kl_se"] = float(np.std(each_kl, ddof=1) / math.sqrt(tokens))
+            out["ln_ppl_ratio_se"] = float(np.std(d, ddof=1) / math.sqrt(tokens))
+            out["dp_se"] = float(np.std(dp, ddof=1) / math.sqrt(tokens))
     print(json.dumps(out))
 
 

@@ -112,6 +112,8 @@ static void test_score_row(void **state)
 	ppl_score_row(half, quarter, 2, 0, e, &r);
 	/* P = (1/2, 1/2), Q = (1/4, 3/4) */
 	assert_close(r.kl, 0.5 * log(2.0) + 0.5 * log(2.0 / 3.0), 1e-7);
+	assert_close(r.base_nll, log(4.0), 1e-7);
+	assert_close(r.dp, 0.5 - 0.25, 1e-7);
 	assert_false(r.same_top1); /* P's first largest is 0, Q's is 1 */
 	/* far apart logits: no overflow, no NaN */
 	const float wide[3] = {1000, 0, -1000};
@@ -125,6 +127,19 @@ static void test_score_row(void **state)
 	assert_false(r.same_top1);
 	ppl_score_row(t1, t3, 3, 0, e, &r);
 	assert_true(r.same_top1);
+}
+
+/* Quantiles as llama-perplexity's percentile: linear between the neighbours of
+ * f * (n - 1). */
+static void test_quantile(void **state)
+{
+	(void)state;
+	const float one[1] = {7}, four[4] = {1, 2, 4, 8};
+	assert_true(ppl_quantile(one, 1, 0.5) == 7 && ppl_quantile(one, 1, 1) == 7);
+	assert_close(ppl_quantile(four, 4, 0.5), 3, 1e-15); /* the middle two's mean */
+	assert_close(ppl_quantile(four, 4, 0.9), 4 + 0.7 * 4, 1e-6);
+	assert_true(ppl_quantile(four, 4, 0) == 1 && ppl_quantile(four, 4, 1) == 8);
+	assert_close(ppl_quantile(four, 4, 0.999), 8 - 0.003 * 4, 1e-6);
 }
 
 /* Random rows against long double: the NLL and KL of a 1000-token vocabulary. */
@@ -246,9 +261,14 @@ static void test_run(void **state)
 		/* against itself: KL 0 and full agreement, exactly */
 		struct ppl_options o = {.vocab = V, .ctx = ctx, .stride = stride, .threads = 2};
 		assert_int_equal(ppl_run(e, f, ids, N, &o, &got), 0);
-		assert_true(got.kl == 0.0);
+		assert_true(got.kl == 0.0 && got.dp == 0.0 && got.dnll2 == 0.0);
 		assert_int_equal(got.top1, got.tokens);
 		assert_close(got.nll, want.nll, 1e-7 * want.nll);
+		assert_true(got.base_nll == got.nll);
+		for (size_t i = 0; i < got.tokens; i++)
+			assert_true(got.kl_each[i] == 0.0f);
+		ppl_result_free(&got);
+		assert_null(got.kl_each);
 	}
 	eng_free(e);
 	eng_free(f);
@@ -276,6 +296,9 @@ static void test_run_errors(void **state)
 	o.ctx = 40;
 	assert_int_equal(ppl_run(e, NULL, ids, 40, &o, &r), -1);
 	assert_non_null(strstr(err_msg(), "exceed the context of"));
+	/* ... with a base too: what the run held is freed */
+	assert_int_equal(ppl_run(e, e, ids, 40, &o, &r), -1);
+	assert_null(r.kl_each);
 	/* fewer than 2 tokens: nothing to score, not an error */
 	o.ctx = 16;
 	assert_int_equal(ppl_run(e, NULL, ids, 1, &o, &r), 0);
@@ -286,8 +309,11 @@ static void test_run_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_count),     cmocka_unit_test(test_score_row),
-		cmocka_unit_test(test_score_row_random), cmocka_unit_test(test_run),
+		cmocka_unit_test(test_count),
+		cmocka_unit_test(test_score_row),
+		cmocka_unit_test(test_score_row_random),
+		cmocka_unit_test(test_quantile),
+		cmocka_unit_test(test_run),
 		cmocka_unit_test(test_run_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
