@@ -101,7 +101,9 @@ struct trc {
 	int B, T, N, D, F, H, Hkv, G, hd, q_dim, kv_dim, V, layers;
 	float eps;
 	bool exact;
-	bool tiled; /* attention in tiles (train_attn.cu); act->p then holds only the lse */
+	bool tiles; /* the tiled attention was asked for and this device runs it */
+	bool tiled; /* this micro-step's attention is in tiles (train_attn.cu); act->p then
+		     * holds only the lse */
 	cudaStream_t stream;
 	cublasHandle_t blas;
 	float *dev;  /* w | g | m | v of every parameter */

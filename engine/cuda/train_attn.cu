@@ -172,7 +172,9 @@ __global__ static void __launch_bounds__(FA_THREADS)
 /* ---- backward ----------------------------------------------------------------------------------- */
 
 /* delta (B, H, T) = rowsum(datt att) per head: the softmax backward's sum of p dp. A
- * warp per (token, head). */
+ * warp per (token, head). datt is rounded to bf16 as the tiles that make dp read it,
+ * so that a row's score gradients p (dp - delta) sum to 0 as they should (with the
+ * fp32 datt, the first row's dq and dk, which are 0, were not). */
 __global__ static void fa_delta(float *delta, const float *datt, const float *att, int N, int T,
 				int H, int hd, int q_dim)
 {
@@ -183,7 +185,7 @@ __global__ static void fa_delta(float *delta, const float *datt, const float *at
 	const float *a = att + (size_t)n * q_dim + (size_t)h * hd, *d = datt + (size_t)n * q_dim + (size_t)h * hd;
 	float s = 0;
 	for (int i = lane; i < hd; i += 32)
-		s += a[i] * d[i];
+		s += a[i] * __bfloat162float(__float2bfloat16(d[i]));
 	for (int o = 16; o > 0; o /= 2)
 		s += __shfl_xor_sync(0xffffffffu, s, o);
 	if (lane == 0)

@@ -147,7 +147,8 @@ static void *trc_init(struct eng_trainer *t)
 	s->q_dim = s->H * s->hd, s->kv_dim = s->Hkv * s->hd;
 	s->eps = (float)c->rms_norm_eps;
 	s->exact = t->o.exact;
-	s->tiled = !s->exact && t->o.cuda_tiled_attention && trc_flash_usable(c->head_dim);
+	s->tiles = !s->exact && t->o.cuda_tiled_attention && trc_flash_usable(c->head_dim);
+	s->tiled = s->tiles;
 	s->layers = t->o.recompute ? 1 : c->num_layers;
 	s->chunk = trc_loss_chunk(c, s->N);
 	size_t free_b = 0, total_b = 0;
@@ -244,12 +245,13 @@ static int trc_micro(void *st, const int32_t *inputs, const int32_t *targets, co
 {
 	struct trc *s = (struct trc *)st;
 	int N = s->N, D = s->D, L = s->c->num_layers, nuniq = 0;
+	/* the tiles mask causally only: rows of several documents (packed conversations, or
+	 * a row's padding after them) take the materialised attention, whose buffers are
+	 * there, this micro-step */
 	bool packed = false;
-	for (int i = 0; s->tiled && i < N; i++) /* the tiles mask causally only */
+	for (int i = 0; s->tiles && i < N; i++)
 		packed |= pos[i] != i % s->T;
-	if (packed)
-		return err_set("cuda training: rows of several documents need the materialised "
-			       "attention (QWENCHAT_CUDA_TRAIN_ATTN=materialised)");
+	s->tiled = s->tiles && !packed;
 	for (int i = 0; i < N; i++)
 		if (inputs[i] < 0 || inputs[i] >= s->V || targets[i] < -1 || targets[i] >= s->V)
 			return err_set("training: token id %d or target %d at %d is not in the "
