@@ -265,9 +265,9 @@ static const double kl_fractions[5] = {0.5, 0.9, 0.99, 0.999, 1};
 static const char *const kl_names[5] = {"median", "90%", "99%", "99.9%", "max"};
 static const char *const kl_keys[5] = {"kl_median", "kl_p90", "kl_p99", "kl_p999", "kl_max"};
 
-static int cmp_float(const void *x, const void *y)
+static int cmp_double(const void *x, const void *y)
 {
-	float a = *(const float *)x, b = *(const float *)y;
+	double a = *(const double *)x, b = *(const double *)y;
 	return (a > b) - (a < b);
 }
 
@@ -283,7 +283,7 @@ static void vs_base(struct ppl_result *r, struct vs_base *b)
 	b->kl_se = std_error(r->kl, r->kl2, r->tokens);
 	b->top1 = (double)r->top1 / n;
 	b->top1_se = r->tokens > 1 ? sqrt(b->top1 * (1 - b->top1) / (n - 1)) : NAN;
-	qsort(r->kl_each, r->tokens, sizeof *r->kl_each, cmp_float);
+	qsort(r->kl_each, r->tokens, sizeof *r->kl_each, cmp_double);
 	for (int k = 0; k < 5; k++)
 		b->kl_q[k] = ppl_quantile(r->kl_each, r->tokens, kl_fractions[k]);
 	b->dp = r->dp / n;

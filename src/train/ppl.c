@@ -191,7 +191,7 @@ static void score(struct run *u, int m, const int32_t *label)
 		r->dp += w->dp;
 		r->dp2 += w->dp * w->dp;
 		r->top1 += w->same_top1;
-		r->kl_each[r->tokens + (size_t)i] = (float)w->kl;
+		r->kl_each[r->tokens + (size_t)i] = w->kl;
 	}
 	r->tokens += (size_t)m;
 }
@@ -290,7 +290,7 @@ void ppl_result_free(struct ppl_result *r)
 	r->kl_each = NULL;
 }
 
-double ppl_quantile(const float *sorted, size_t n, double f)
+double ppl_quantile(const double *sorted, size_t n, double f)
 {
 	if (f <= 0 || n == 1)
 		return sorted[0];

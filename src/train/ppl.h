@@ -43,7 +43,7 @@ struct ppl_result {
 	double kl2;      /* ... of its squares */
 	double dp, dp2;  /* sums of p(token) - q(token) and of its squares */
 	size_t top1;     /* positions where both argmaxes agree */
-	float *kl_each;  /* (tokens) each position's KL, for its quantiles (ppl_result_free) */
+	double *kl_each; /* (tokens) each position's KL, for its quantiles (ppl_result_free) */
 };
 
 /* Frees what a result holds (r->kl_each). */
@@ -52,7 +52,7 @@ void ppl_result_free(struct ppl_result *r);
 /* The quantile at fraction f (0..1) of n >= 1 values sorted ascending, interpolated
  * between the two values around f * (n - 1), as llama-perplexity's percentiles: 0.5
  * is the median (the mean of the middle two for even n). */
-double ppl_quantile(const float *sorted, size_t n, double f);
+double ppl_quantile(const double *sorted, size_t n, double f);
 
 /* The windows of the loop for n tokens: for begin = 0, S, 2S, ...: end = min(begin +
  * N, n), the window is ids[begin:end), its targets the last end - prev_end of them

@@ -134,7 +134,7 @@ static void test_score_row(void **state)
 static void test_quantile(void **state)
 {
 	(void)state;
-	const float one[1] = {7}, four[4] = {1, 2, 4, 8};
+	const double one[1] = {7}, four[4] = {1, 2, 4, 8};
 	assert_true(ppl_quantile(one, 1, 0.5) == 7 && ppl_quantile(one, 1, 1) == 7);
 	assert_close(ppl_quantile(four, 4, 0.5), 3, 1e-15); /* the middle two's mean */
 	assert_close(ppl_quantile(four, 4, 0.9), 4 + 0.7 * 4, 1e-6);
@@ -266,7 +266,7 @@ static void test_run(void **state)
 		assert_close(got.nll, want.nll, 1e-7 * want.nll);
 		assert_true(got.base_nll == got.nll);
 		for (size_t i = 0; i < got.tokens; i++)
-			assert_true(got.kl_each[i] == 0.0f);
+			assert_true(got.kl_each[i] == 0.0);
 		ppl_result_free(&got);
 		assert_null(got.kl_each);
 	}
