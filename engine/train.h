@@ -89,8 +89,9 @@ const struct eng_config *eng_trainer_config(const struct eng_trainer *t);
 /* "cpu" or "cuda", and whether the products are exact (fp32) or bf16. */
 const char *eng_trainer_backend(const struct eng_trainer *t);
 bool eng_trainer_exact(const struct eng_trainer *t);
-/* The CPU kernel set the products run with ("c", "avx2", "avx512", "avx512bf16", "amx"):
- * another one gives other bits; NULL on a GPU. */
+/* The kernel set the step runs with, where another one gives other bits: on the CPU
+ * its products' ("c", "avx2", "avx512", "avx512bf16", "amx"), on a GPU its attention's
+ * ("tiled" or "materialised"). */
 const char *eng_trainer_kernels(const struct eng_trainer *t);
 void eng_trainer_get_plan(const struct eng_trainer *t, struct eng_train_plan *out);
 

@@ -43,7 +43,7 @@ struct train_ops {
 	int (*upload)(void *st);
 	double (*peak_gflops)(void *st);
 	bool (*exact)(void *st); /* whether the products are fp32 */
-	/* The CPU kernel set the products run with ("avx2"); NULL (or no function): none. */
+	/* The kernel set whose bits the step has (eng_trainer_kernels); NULL: none. */
 	const char *(*kernels)(void *st);
 };
 

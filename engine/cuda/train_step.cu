@@ -419,10 +419,16 @@ static bool trc_exact(void *st)
 	return ((struct trc *)st)->exact;
 }
 
+/* The attention's kernels: the tiled ones give other bits than the materialised */
+static const char *trc_kernels(void *st)
+{
+	return ((struct trc *)st)->tiles ? "tiled" : "materialised";
+}
+
 static const struct train_ops ops = {
 	"cuda",       trc_plan,      trc_init, trc_free,   trc_micro, trc_zero_grad, trc_finish_grads,
 	trc_adamw_step, trc_download, trc_upload, trc_peak, trc_exact,
-	NULL, /* kernels: no CPU kernel set */
+	trc_kernels,
 };
 
 const struct train_ops *cuda_train_ops(void)

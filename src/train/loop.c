@@ -282,7 +282,7 @@ static int make_trainer(struct run *u)
 		       u->st->ran_on, here);
 	const char *kernels = eng_trainer_kernels(u->t);
 	if (!strcmp(u->st->ran_on, here) && u->st->kernels[0] && kernels &&
-	    strcmp(u->st->kernels, kernels)) /* another CPU, or QWENCHAT_CPU_ISA */
+	    strcmp(u->st->kernels, kernels)) /* another CPU, QWENCHAT_CPU_ISA or _CUDA_TRAIN_ATTN */
 		notice(u,
 		       "the run's steps ran with the %s kernels and go on with %s: not bit for "
 		       "bit as they would have",

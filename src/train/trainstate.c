@@ -600,8 +600,7 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 	json_t *kern = json_object_get(root, "kernels"); /* absent: a GPU, older states */
 	const char *kern_s = json_string_value(kern);
 	if (kern && (!kern_s || !kernel_set_name(kern_s))) {
-		err_set("%s: kernels: expected the name of a CPU kernel set, such as \"avx2\"",
-			name);
+		err_set("%s: kernels: expected the name of a kernel set, such as \"avx2\"", name);
 		goto out;
 	}
 	snprintf(s->kernels, sizeof s->kernels, "%s", kern_s ? kern_s : "");
