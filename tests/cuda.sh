@@ -245,14 +245,16 @@ then
 else
 	fail "training: qwenchat train on cuda differs from cpu"
 fi
-# the tiled attention gives other bits than the materialised: a resume with the other
-# one says so, and state.json names the kernels the run goes on with
+# the tiled attention gives other bits than the materialised: the run says which runs,
+# a resume with the other one says so, and state.json names the one it goes on with
 "$MK" --out "$TMP/hd64" --heads 2 --kv-heads 1 --head-dim 64 --hidden-size 64 --layers 1 \
 	--vocab-size 1024 --seed 3 >/dev/null
 if QWENCHAT_CUDA_TRAIN_ATTN=materialised "$QWENCHAT" train --backend cuda --out "$TMP/tr-att" \
 	--init "$TMP/hd64" --data "$TMP/train.u32" --ctx 64 --batch 2 --steps 2 >"$TMP/att.log" 2>&1 &&
 	QWENCHAT_CUDA_TRAIN_ATTN=tiled "$QWENCHAT" train --resume "$TMP/tr-att" --steps 3 \
 		>>"$TMP/att.log" 2>&1 &&
+	grep -q 'on cuda (bf16 products, materialised attention)' "$TMP/att.log" &&
+	grep -q 'on cuda (bf16 products, tiled attention)' "$TMP/att.log" &&
 	grep -q 'ran with the materialised kernels and go on with tiled: not bit for bit' "$TMP/att.log" &&
 	grep -q '"kernels": *"tiled"' "$TMP/tr-att/train-state/state.json"; then
 	pass "training: a resume with the other attention says it is not bit for bit"

@@ -283,12 +283,17 @@ static void on_ready(void *user, struct eng_trainer *t)
 	struct eng_train_plan pl;
 	eng_trainer_get_plan(t, &pl);
 	settle(r);
+	/* on a GPU, which attention runs: the tiled one where asked for and the device has it */
+	const char *be = eng_trainer_backend(t), *kern = eng_trainer_kernels(t);
+	char att[48] = "";
+	if (strcmp(be, "cpu") && kern)
+		snprintf(att, sizeof att, ", %s attention", kern);
 	fprintf(stderr,
-		"training %.3gM parameters on %s (%s products), %lld step%s of %d x %d x %d "
+		"training %.3gM parameters on %s (%s products%s), %lld step%s of %d x %d x %d "
 		"tokens\n"
 		"lr %.15g -> %.15g (warm-up %lld, cosine to step %lld), AdamW beta1 %.15g beta2 "
 		"%.15g eps %.15g weight decay %.15g, clip %.15g, seed %lld%s%s\n",
-		pl.params / 1e6, eng_trainer_backend(t), eng_trainer_exact(t) ? "fp32" : "bf16",
+		pl.params / 1e6, be, eng_trainer_exact(t) ? "fp32" : "bf16", att,
 		(long long)o->steps, o->steps == 1 ? "" : "s", o->accum, o->batch, o->ctx, o->lr,
 		o->min_lr, (long long)o->warmup, (long long)o->cosine_steps, o->beta1, o->beta2,
 		o->eps, o->weight_decay, o->clip, (long long)o->seed,
