@@ -71,7 +71,8 @@ qwenchat_SOURCES = src/cli/main.c src/cli/cmd_chat.c \
 	src/cli/cmd_run.c src/cli/cmd_template.c src/cli/cmd_tokenize.c \
 	src/cli/cmd_train_bpe.c src/cli/cmd_logits.c src/cli/cmd_bench.c src/cli/cmd_info.c src/cli/cmd_hub.c \
 	src/cli/cmd_serve.c \
-	src/cli/cmd_quantize.c src/cli/cmd_perplexity.c \
+	src/cli/cmd_quantize.c src/cli/cmd_perplexity.c src/cli/ppl_report.c src/cli/ppl_report.h \
 	src/cli/cmd_train.c src/cli/train_opts.c src/cli/train_opts.h \
 	src/cli/train_model.c src/cli/train_model.h \
+	src/cli/conv_data.c src/cli/conv_data.h \
 	src/cli/train_report.c src/cli/train_report.h

@@ -17,9 +17,12 @@
 #include "src/base/proc.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
+#include "src/cli/conv_data.h"
 #include "src/cli/env.h"
+#include "src/cli/ppl_report.h"
 #include "src/hub/hub.h"
 #include "src/hub/loader.h"
+#include "src/train/dataset.h"
 #include "src/train/ppl.h"
 #include "src/train/tokens.h"
 #include "src/train/trainstate.h"
@@ -38,7 +41,8 @@ enum ppl_key {
 	OPT_KV_BF16,
 	OPT_FAST,
 	OPT_NO_EOT,
-	OPT_LLAMA_CHUNKS
+	OPT_LLAMA_CHUNKS,
+	OPT_SFT
 };
 
 static const struct cli_opt ppl_opts[] = {
@@ -58,6 +62,10 @@ static const struct cli_opt ppl_opts[] = {
 	 "llama-perplexity's statistics (perplexity ratio, KL\n"
 	 "quantiles, p - q of the token)"},
 	{"json", OPT_JSON, NULL, "one JSON object instead of the table"},
+	{"sft", OPT_SFT, NULL,
+	 "FILE holds conversations, as train --sft reads them:\n"
+	 "score their answers, each conversation a window of\n"
+	 "its own (cut after its last answer within --ctx)"},
 	{"llama-chunks", OPT_LLAMA_CHUNKS, NULL,
 	 "score as llama-perplexity does: whole chunks of\n--ctx tokens, the second half of each "
 	 "scored (the\nfirst is context), no end-of-text token"},
@@ -116,7 +124,8 @@ struct ppl_args {
 	const char *file, *kl_base;
 	long stride; /* 0: --ctx */
 	long chunks; /* 0: every window */
-	bool json, kv_f32, fast, no_eot, llama;
+	bool json, kv_f32, fast, no_eot, llama, sft;
+	struct dset convs; /* --sft: the conversations (their ids handed to the caller) */
 };
 
 static int ppl_opt(void *user, int key, const char *arg)
@@ -133,6 +142,7 @@ static int ppl_opt(void *user, int key, const char *arg)
 	case OPT_FAST: a->fast = true; return 0;
 	case OPT_NO_EOT: a->no_eot = true; return 0;
 	case OPT_LLAMA_CHUNKS: a->llama = a->no_eot = true; return 0;
+	case OPT_SFT: a->sft = true; return 0;
 	}
 	return cli_unhandled(&ppl_cmd, key);
 }
@@ -210,6 +220,71 @@ static int read_ids(const char *file, struct side *s, int vocab, bool eot_after,
 	return rc;
 }
 
+/* --sft: a file's text, read once (it may be a pipe), and a model's encoder. */
+struct conv_text {
+	struct conv_encoder e;
+	const char *text;
+	size_t len;
+};
+
+static int read_conv_text(void *user, const char *path, struct dset_convs *out)
+{
+	struct conv_text *c = user;
+	return conv_encode_text(&c->e, path, c->text, c->len, out);
+}
+
+/* --sft: the conversations of FILE cut for windows of ctx tokens as train --sft cuts
+ * them for rows of ctx - 1, encoded by each model's tokenizer and chat template (the
+ * base's must give the same tokens). Their ids go to *ids, the rest to a->convs. */
+static int read_convs(struct ppl_args *a, const struct side *s, int vocab, int ctx, int32_t **ids,
+		      size_t *n)
+{
+	if (strcmp(a->file, "-") && tokens_is_u32(a->file))
+		return err_set("%s: --sft reads conversations (JSON Lines, a conversation file the "
+			       "chat saved, or paragraphs of *.txt), not token ids",
+			       a->file);
+	struct conv_text c = {.text = fio_read_all(a->file, TOKENS_MAX_FILE, &c.len)};
+	if (!c.text)
+		return -1;
+	char *files[1] = {(char *)a->file};
+	struct dset d[2] = {{0}};
+	int rc = 0;
+	for (int k = 0; !rc && k < 2 && s[k].t; k++) {
+		const char *warning = NULL;
+		c.e = (struct conv_encoder){
+			s[k].t, tmpl_detect(tok_chat_template(s[k].t), &warning), vocab};
+		if (warning) {
+			char msg[300];
+			snprintf(msg, sizeof msg, "--sft: %s: %s, as the chat does", s[k].name,
+				 warning);
+			cli_notice(msg);
+		}
+		if (dset_read_sft(&d[k], files, 1, read_conv_text, &c, vocab, ctx - 1))
+			rc = k ? err_prefix("with --kl-base %s's tokenizer", s[1].name) : -1;
+	}
+	size_t i = 0;
+	if (!rc && s[1].t) {
+		while (i < d[0].len && i < d[1].len && d[0].ids[i] == d[1].ids[i] &&
+		       d[0].flags[i] == d[1].flags[i])
+			i++;
+		if (i < d[0].len || i < d[1].len)
+			rc = err_set(
+				"%s: %s and %s render or tokenize the conversations otherwise "
+				"(token %zu): --kl-base needs the same tokenizer and chat template",
+				a->file, s[0].name, s[1].name, i);
+	}
+	free((char *)c.text);
+	dset_free(&d[1]);
+	if (rc) {
+		dset_free(&d[0]);
+		return -1;
+	}
+	*ids = d[0].ids, *n = d[0].len;
+	d[0].ids = NULL;
+	a->convs = d[0];
+	return 0;
+}
+
 /* The progress line on a terminal: "scoring 512 / 2047 tokens", redrawn at most 10
  * times a second (small windows end thousands of times a second), and erased at the
  * end: the result is what stays. */
@@ -230,156 +305,6 @@ static void on_progress(void *user, size_t scored, size_t total)
 	if (!p->open)
 		fputs("\r\033[K", stderr);
 	fflush(stderr);
-}
-
-/* A JSON number, or null for what JSON cannot write (an overflowed perplexity). */
-static void json_number(const char *key, double v)
-{
-	if (isfinite(v))
-		printf(", \"%s\": %.17g", key, v);
-	else
-		printf(", \"%s\": null", key);
-}
-
-/* The standard error of a mean of n values from their sum and sum of squares; NAN
- * from fewer than two values, whose spread says nothing. */
-static double std_error(double sum, double sum2, size_t n)
-{
-	if (n < 2)
-		return NAN;
-	double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
-	return var > 0 ? sqrt(var / (double)(n - 1)) : 0;
-}
-
-/* What --kl-base adds to the table, as llama-perplexity's --kl-divergence statistics
- * (with MODEL as its Q and MODEL2 as its base). */
-struct vs_base {
-	double nll, ppl;        /* the base's mean NLL and perplexity */
-	double ln_ratio, ln_se; /* mean of log q(token) - log p(token), its standard error */
-	double kl, kl_se, top1, top1_se;
-	double kl_q[5];           /* the positions' KL at kl_fractions */
-	double dp, dp_se, dp_rms; /* p(token) - q(token): mean, its error, root mean square */
-};
-
-static const double kl_fractions[5] = {0.5, 0.9, 0.99, 0.999, 1};
-static const char *const kl_names[5] = {"median", "90%", "99%", "99.9%", "max"};
-static const char *const kl_keys[5] = {"kl_median", "kl_p90", "kl_p99", "kl_p999", "kl_max"};
-
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-	return (a > b) - (a < b);
-}
-
-/* Sorts r->kl_each for its quantiles. */
-static void vs_base(struct ppl_result *r, struct vs_base *b)
-{
-	double n = (double)r->tokens;
-	b->nll = r->base_nll / n;
-	b->ppl = exp(b->nll);
-	b->ln_ratio = (r->nll - r->base_nll) / n;
-	b->ln_se = std_error(r->nll - r->base_nll, r->dnll2, r->tokens);
-	b->kl = r->kl / n;
-	b->kl_se = std_error(r->kl, r->kl2, r->tokens);
-	b->top1 = (double)r->top1 / n;
-	b->top1_se = r->tokens > 1 ? sqrt(b->top1 * (1 - b->top1) / (n - 1)) : NAN;
-	qsort(r->kl_each, r->tokens, sizeof *r->kl_each, cmp_double);
-	for (int k = 0; k < 5; k++)
-		b->kl_q[k] = ppl_quantile(r->kl_each, r->tokens, kl_fractions[k]);
-	b->dp = r->dp / n;
-	b->dp_se = std_error(r->dp, r->dp2, r->tokens);
-	b->dp_rms = sqrt(r->dp2 / n);
-}
-
-static void print_json(const struct ppl_args *a, const struct ppl_result *r,
-		       const struct vs_base *b, int ctx, int stride)
-{
-	double nll = r->nll / (double)r->tokens, se = std_error(r->nll, r->nll2, r->tokens);
-	printf("{\"tokens\": %zu", r->tokens);
-	json_number("nll", nll);
-	json_number("ppl", exp(nll));
-	json_number("nll_stderr", se);
-	json_number("ppl_stderr", exp(nll) * se);
-	printf(", \"ctx\": %d, \"stride\": %d, \"windows\": %zu, \"loop\": \"%s\"", ctx, stride,
-	       r->windows, a->llama ? "llama-chunks" : "sliding");
-	if (b) {
-		json_number("kl", b->kl);
-		json_number("top1", b->top1);
-		json_number("kl_stderr", b->kl_se);
-		json_number("top1_stderr", b->top1_se);
-		json_number("base_nll", b->nll);
-		json_number("base_ppl", b->ppl);
-		json_number("ppl_ratio", exp(b->ln_ratio));
-		json_number("ln_ppl_ratio", b->ln_ratio);
-		json_number("ln_ppl_ratio_stderr", b->ln_se);
-		for (int k = 0; k < 5; k++)
-			json_number(kl_keys[k], b->kl_q[k]);
-		json_number("dp", b->dp);
-		json_number("dp_stderr", b->dp_se);
-		json_number("dp_rms", b->dp_rms);
-	}
-	printf("}\n");
-}
-
-/* The table's lines of --kl-base. */
-static void print_vs_base(const struct ppl_args *a, const struct vs_base *b)
-{
-	printf("base        %.6f nats per token, perplexity %.4f (MODEL2, %s)\n", b->nll, b->ppl,
-	       a->kl_base);
-	printf("ratio       %.6f: perplexity over the base's (log %.6f", exp(b->ln_ratio),
-	       b->ln_ratio);
-	if (!isnan(b->ln_se))
-		printf(" +/- %.6f", b->ln_se);
-	printf(")\n");
-	printf("kl          %.6f nats per token, mean KL(P_MODEL || P_MODEL2)\n", b->kl);
-	printf("kl spread  ");
-	for (int k = 0; k < 5; k++)
-		printf(" %s %.6f%s", kl_names[k], b->kl_q[k], k < 4 ? "," : "\n");
-	printf("top1        %.6f of the positions: the same most likely token\n", b->top1);
-	printf("dp          mean %+.6f, rms %.6f: p_MODEL - p_MODEL2 of the scored token\n", b->dp,
-	       b->dp_rms);
-}
-
-static void print_result(const struct ppl_args *a, struct ppl_result *r, int ctx, int stride,
-			 size_t n, size_t n_all)
-{
-	struct vs_base b;
-	if (a->kl_base)
-		vs_base(r, &b);
-	if (a->json) {
-		print_json(a, r, a->kl_base ? &b : NULL, ctx, stride);
-		return;
-	}
-	double nll = r->nll / (double)r->tokens, ppl = exp(nll);
-	/* as llama-perplexity's +/-: the spread of the positions' values over their count
-	 * (positions of one text are not independent, so it is a lower bound) */
-	double se = std_error(r->nll, r->nll2, r->tokens);
-	if (a->llama)
-		printf("file        %s: %zu token%s, %zu whole chunk%s of %d, the last %d of each "
-		       "scored (llama-perplexity's loop)\n",
-		       a->file, n_all, n_all == 1 ? "" : "s", r->windows,
-		       r->windows == 1 ? "" : "s", ctx, ctx - 1 - ctx / 2);
-	else
-		printf("file        %s: %zu token%s, %zu window%s of at most %d, stride %d\n",
-		       a->file, n_all, n_all == 1 ? "" : "s", r->windows,
-		       r->windows == 1 ? "" : "s", ctx, stride);
-	if (n < n_all)
-		printf("chunks      the first %zu windows only: tokens 1 to %zu\n", r->windows, n);
-	printf("tokens      %zu scored\n", r->tokens);
-	printf("nll         %.6f nats per token (mean)\n", nll);
-	printf("perplexity  %.4f\n", ppl);
-	if (a->kl_base)
-		print_vs_base(a, &b);
-	if (isnan(se)) {
-		printf("uncertainty none: one scored token has no spread\n");
-		return;
-	}
-	printf("uncertainty +/- %.6f nats on the mean NLL, +/- %.4f on the perplexity", se,
-	       ppl * se);
-	if (a->kl_base)
-		printf(", +/- %.6f on the KL, +/- %.6f on top1, +/- %.6f on dp", b.kl_se, b.top1_se,
-		       b.dp_se);
-	printf(" (standard errors)\n");
 }
 
 /* The rows of tokens a checkpoint of `qwenchat train` was trained on (the --ctx in its
@@ -437,13 +362,17 @@ static void trained_window(const struct cli_common *cli, const struct ppl_args *
 		if (*stride > *ctx)
 			return; /* refused by the caller, in one line */
 		/* the validation loss's windows, unless --stride chose others; a run on
-		   conversations scored their answers alone */
-		bool as_val = *ctx == T + 1 && !a->llama && !a->stride && !sft;
-		snprintf(
-			msg, sizeof msg,
-			"%s was trained on rows of %d tokens (its train-state/state.json): windows "
-			"of %d tokens every %d%s (--ctx chooses others)",
-			by->name, T, *ctx, *stride, as_val ? ", as its validation loss" : "");
+		   conversations scored their answers alone, as --sft does */
+		bool as_val = *ctx == T + 1 && !a->llama && !a->stride && sft == a->sft;
+		char what[80];
+		if (a->sft)
+			snprintf(what, sizeof what, "conversations cut to %d tokens", *ctx);
+		else
+			snprintf(what, sizeof what, "windows of %d tokens every %d", *ctx, *stride);
+		snprintf(msg, sizeof msg,
+			 "%s was trained on rows of %d tokens (its train-state/state.json): %s%s "
+			 "(--ctx chooses others)",
+			 by->name, T, what, as_val ? ", as its validation loss" : "");
 		cli_notice(msg);
 	} else if (*ctx > T + 1) {
 		snprintf(msg, sizeof msg,
@@ -503,6 +432,16 @@ static int check_args(const struct cli_common *cli, const struct ppl_args *a)
 {
 	if (!a->file)
 		return cli_usage("perplexity", "-f FILE is required");
+	const char *other = a->stride   ? "--stride"
+			    : a->chunks ? "--chunks"
+			    : a->llama  ? "--llama-chunks"
+			    : a->no_eot ? "--no-eot"
+					: NULL;
+	if (a->sft && other)
+		return cli_usage(
+			"perplexity",
+			"--sft scores each conversation in a window of its own: not with %s",
+			other);
 	if ((cli->set & CLI_SET_CTX) && a->stride > cli->ctx)
 		return cli_usage("perplexity", "--stride %ld is more than the window (--ctx %d)",
 				 a->stride, cli->ctx);
@@ -523,11 +462,53 @@ static int check_args(const struct cli_common *cli, const struct ppl_args *a)
 	return 0;
 }
 
+/* Both engines, their caches holding need - 1 positions; 0 or an exit status. */
+static int engines(struct side *s, const struct eng_options *eo, int need)
+{
+	struct eng_options mo = *eo, base = *eo;
+	mo.ctx = base.ctx = need - 1;
+	base.quant = ENG_FTYPE_NONE; /* MODEL2 is the reference: as stored */
+	if (!(s[0].e = eng_new(s[0].m, &mo, cli_notice)) ||
+	    (s[1].m && !(s[1].e = eng_new(s[1].m, &base, cli_notice))))
+		return cli_error("%s", err_msg()), EXIT_RUNTIME;
+	for (int k = 0; k < 2 && s[k].e; k++)
+		if (eng_ctx(s[k].e) < need - 1) { /* a GPU short of memory shrinks it */
+			cli_error(
+				"%s: the %s backend holds %d tokens of context, a window needs %d "
+				"(--ctx %d)",
+				s[k].name, eng_backend_name(s[k].e), eng_ctx(s[k].e), need - 1,
+				eng_ctx(s[k].e) + 1);
+			return EXIT_RUNTIME;
+		}
+	return 0;
+}
+
+/* --sft: the conversations, and engines for the longest; 0 or an exit status. */
+static int sft_setup(struct ppl_args *a, struct side *s, const struct eng_options *eo, int vocab,
+		     int32_t **ids, size_t *n, int ctx)
+{
+	if (read_convs(a, s, vocab, ctx, ids, n))
+		return cli_error("%s", err_msg()), EXIT_RUNTIME;
+	const struct dset_sft *f = &a->convs.sft;
+	if (f->conversations == 0) {
+		cli_error("%s: no conversation to score: %lld without an answer, %lld whose first "
+			  "answer ends past --ctx %d%s",
+			  a->file, (long long)f->no_answer, (long long)f->left_out, ctx,
+			  f->left_out ? " (a longer --ctx keeps them)" : "");
+		return EXIT_RUNTIME;
+	}
+	size_t need = 0;
+	for (int64_t k = 0; k < f->conversations; k++)
+		if (a->convs.seq[k + 1] - a->convs.seq[k] > need)
+			need = a->convs.seq[k + 1] - a->convs.seq[k];
+	return engines(s, eo, (int)need);
+}
+
 /* Opens both models, reads the ids and starts the engines; 0 or an exit status. */
-static int setup(const struct cli_common *cli, const struct ppl_args *a, struct side *s,
+static int setup(const struct cli_common *cli, struct ppl_args *a, struct side *s,
 		 const struct eng_options *eo, int32_t **ids, size_t *n, int *ctx, int *stride)
 {
-	bool text = !strcmp(a->file, "-") || !tokens_is_u32(a->file);
+	bool text = a->sft || !strcmp(a->file, "-") || !tokens_is_u32(a->file);
 	if (side_open(&s[0], cli->model, a->file, text) ||
 	    (a->kl_base && side_open(&s[1], a->kl_base, a->file, text)))
 		return cli_error("%s", err_msg()), EXIT_RUNTIME;
@@ -540,6 +521,8 @@ static int setup(const struct cli_common *cli, const struct ppl_args *a, struct 
 	int r = window(cli, a, s, ctx, stride);
 	if (r)
 		return r;
+	if (a->sft)
+		return sft_setup(a, s, eo, vocab, ids, n, *ctx);
 	if (read_ids(a->file, s, vocab, !a->no_eot, ids, n))
 		return cli_error("%s", err_msg()), EXIT_RUNTIME;
 	if (*n < 2) {
@@ -560,23 +543,7 @@ static int setup(const struct cli_common *cli, const struct ppl_args *a, struct 
 	}
 	/* the cache holds a window's inputs: all its tokens but the last; no window is
 	 * longer than the stream */
-	int need = *n < (size_t)*ctx ? (int)*n : *ctx;
-	struct eng_options mo = *eo, base = *eo;
-	mo.ctx = base.ctx = need - 1;
-	base.quant = ENG_FTYPE_NONE; /* MODEL2 is the reference: as stored */
-	if (!(s[0].e = eng_new(s[0].m, &mo, cli_notice)) ||
-	    (s[1].m && !(s[1].e = eng_new(s[1].m, &base, cli_notice))))
-		return cli_error("%s", err_msg()), EXIT_RUNTIME;
-	for (int k = 0; k < 2 && s[k].e; k++)
-		if (eng_ctx(s[k].e) < need - 1) { /* a GPU short of memory shrinks it */
-			cli_error(
-				"%s: the %s backend holds %d tokens of context, a window needs %d "
-				"(--ctx %d)",
-				s[k].name, eng_backend_name(s[k].e), eng_ctx(s[k].e), need - 1,
-				eng_ctx(s[k].e) + 1);
-			return EXIT_RUNTIME;
-		}
-	return 0;
+	return engines(s, eo, *n < (size_t)*ctx ? (int)*n : *ctx);
 }
 
 int cmd_perplexity(int argc, char **argv)
@@ -622,6 +589,9 @@ int cmd_perplexity(int argc, char **argv)
 					 .names = {s[0].name, s[1].name},
 					 .progress = on_progress,
 					 .user = &pr};
+		if (a.sft) /* each conversation a window of its own, its answers scored */
+			po.docs = a.convs.seq, po.ndocs = a.convs.sft.conversations,
+			po.scored = a.convs.flags;
 		struct ppl_result res;
 		r = ppl_run(s[0].e, s[1].e, ids, n, &po, &res) ? EXIT_RUNTIME : EXIT_OK;
 		if (pr.open) /* an error: the line stays above the message */
@@ -629,10 +599,14 @@ int cmd_perplexity(int argc, char **argv)
 		if (r)
 			cli_error("%s", err_msg());
 		else
-			print_result(&a, &res, ctx, stride, n, n_all);
+			ppl_report_print(&(struct ppl_report){a.file, a.kl_base, a.json, a.llama,
+							      a.sft ? &a.convs.sft : NULL, ctx,
+							      stride, n, n_all},
+					 &res);
 		ppl_result_free(&res);
 	}
 	free(ids);
+	dset_free(&a.convs);
 	side_free(&s[1]);
 	side_free(&s[0]);
 	return r;

@@ -2,8 +2,8 @@
 #include "src/cli/train_model.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
-#include "src/chat/sft.h"
 #include "src/cli/cli.h"
+#include "src/cli/conv_data.h"
 #include "src/cli/env.h"
 #include "src/hub/hub.h"
 #include "src/hub/loader.h"
@@ -139,50 +139,12 @@ static int tokenizer_from_gguf(struct train_model *p, const char *path)
 
 /* ---- conversations (--sft) ------------------------------------------------------------ */
 
-struct conv_read {
-	struct train_model *p;
-	struct dset_convs *out;
-};
-
-/* One conversation of a file, rendered and tokenized as the chat does. */
-static int add_conversation(void *user, const struct chat *c, const char *where)
-{
-	struct conv_read *r = user;
-	if (chat_last(c, CHAT_ASSISTANT) < 0) {
-		r->out->no_answer++;
-		return 0;
-	}
-	int32_t *ids;
-	unsigned char *scored;
-	size_t n;
-	if (sft_encode(r->p->m.tk, c, r->p->variant, &ids, &scored, &n))
-		return err_prefix("%s", where);
-	int rc = 0, vocab = r->p->m.cfg.vocab_size;
-	for (size_t i = 0; !rc && i < n; i++)
-		if (ids[i] < 0 || ids[i] >= vocab)
-			rc = err_set("%s: token %zu: the tokenizer gave id %d, not below the model's "
-				     "vocab_size %d (the tokenizer is not this model's)",
-				     where, i, (int)ids[i], vocab);
-	size_t trained = 0;
-	for (size_t i = 0; i < n; i++)
-		trained += scored[i] != 0;
-	if (!rc && !trained) /* every answer "weight": 0 */
-		r->out->no_answer++;
-	else if (!rc)
-		rc = dset_convs_add(r->out, ids, scored, n);
-	free(ids);
-	free(scored);
-	return rc;
-}
-
+/* The conversations of a file, with the run's tokenizer and template. */
 static int read_conversations(void *user, const char *path, struct dset_convs *out)
 {
-	if (tokens_is_u32(path))
-		return err_set("%s: --sft reads conversations (JSON Lines, a conversation file "
-			       "the chat saved, or paragraphs of *.txt), not token ids",
-			       path);
-	struct conv_read r = {user, out};
-	return sft_read_file(path, add_conversation, &r);
+	struct train_model *p = user;
+	struct conv_encoder e = {p->m.tk, p->variant, p->m.cfg.vocab_size};
+	return conv_encode_file(&e, path, out);
 }
 
 /* The chat template the checkpoints carry, and the reader of conversations with it. */

@@ -589,6 +589,16 @@ static int encode_sft(struct dset *d, char *const *files, int n, dset_conv_reade
 	return rc ? -1 : index_convs(d, T, "the conversations");
 }
 
+int dset_read_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd, void *user,
+		  int vocab, int ctx)
+{
+	memset(d, 0, sizeof *d);
+	if (encode_sft(d, files, n, rd, user, vocab, ctx) == 0)
+		return 0;
+	dset_free(d);
+	return -1;
+}
+
 int dset_load_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd, void *user,
 		  const char *tok_hash, int vocab, int ctx, const char *cache,
 		  const struct dset_want *want)

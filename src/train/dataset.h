@@ -85,6 +85,10 @@ int dset_load_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd
 		  const char *tok_hash, int vocab, int ctx, const char *cache,
 		  const struct dset_want *want);
 
+/* The same conversations without a cache (an evaluation: perplexity --sft). */
+int dset_read_sft(struct dset *d, char *const *files, int n, dset_conv_reader rd, void *user,
+		  int vocab, int ctx);
+
 /* The cache alone (a resumed run trains on what it was trained on, even when the
  * files changed or are gone); its JSON must say `vocab` and, when sft_ctx > 0, that it
  * holds conversations cut for --ctx sft_ctx (0: a plain stream), and its stream must

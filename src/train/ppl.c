@@ -113,6 +113,34 @@ static bool window_at(size_t n, size_t ctx, bool chunks, size_t begin, size_t *p
 	return chunks ? next_chunk(n, ctx, begin, w) : next_window(n, ctx, begin, prev_end, w);
 }
 
+/* Document d of o->docs as a window, scored from its first scored token after its
+ * first; false when it scores none. */
+static bool doc_window(const struct ppl_options *o, int64_t d, struct window *w)
+{
+	size_t b = o->docs[d], e = o->docs[d + 1], f = 1;
+	while (b + f < e && !o->scored[b + f])
+		f++;
+	*w = (struct window){b, e, f};
+	return b + f < e;
+}
+
+/* The positions the documents score; SIZE_MAX when they are not documents of at most
+ * ctx tokens of ids[0, n) in order. */
+static size_t doc_count(const struct ppl_options *o, size_t n)
+{
+	size_t total = 0;
+	if (o->ndocs < 1 || !o->scored || o->docs[0] != 0 || o->docs[o->ndocs] > n)
+		return SIZE_MAX;
+	for (int64_t d = 0; d < o->ndocs; d++) {
+		size_t b = o->docs[d], e = o->docs[d + 1];
+		if (e < b + 2 || e - b > (size_t)o->ctx)
+			return SIZE_MAX;
+		for (size_t i = b + 1; i < e; i++)
+			total += o->scored[i] != 0;
+	}
+	return total;
+}
+
 size_t ppl_count(size_t n, int ctx, int stride, bool chunks)
 {
 	size_t total = 0, prev_end = 0;
@@ -141,6 +169,7 @@ struct run {
 struct part {
 	struct run *u;
 	const int32_t *label;
+	const uint8_t *mask; /* (m) rows scored, or NULL: every one */
 	int m, t, nt;
 };
 
@@ -150,25 +179,27 @@ static void *score_part(void *arg)
 	struct run *u = pt->u;
 	size_t V = (size_t)u->o->vocab;
 	for (int i = pt->t; i < pt->m; i += pt->nt)
-		ppl_score_row(u->logits[0] + (size_t)i * V,
-			      u->e[1] ? u->logits[1] + (size_t)i * V : NULL, (int)V, pt->label[i],
-			      u->scratch + (size_t)pt->t * V, &u->rows[i]);
+		if (!pt->mask || pt->mask[i])
+			ppl_score_row(u->logits[0] + (size_t)i * V,
+				      u->e[1] ? u->logits[1] + (size_t)i * V : NULL, (int)V,
+				      pt->label[i], u->scratch + (size_t)pt->t * V, &u->rows[i]);
 	return NULL;
 }
 
-/* Scores rows [0, m) of the slice's logits (row i predicts label[i]) on the threads,
- * then adds them up in order: the sums do not depend on the number of threads.
+/* Scores rows [0, m) of the slice's logits (row i predicts label[i]; with mask, only
+ * those with mask[i] set) on the threads, then adds them up in order: the sums do not
+ * depend on the number of threads.
  * Scoring a row of a Qwen3 vocabulary (more so against a base) costs about as much
  * as the forward of a token of a small model on a CPU, and far more than one on a
  * GPU. */
-static void score(struct run *u, int m, const int32_t *label)
+static void score(struct run *u, int m, const int32_t *label, const uint8_t *mask)
 {
 	int nt = u->threads < m ? u->threads : m;
 	pthread_t th[MAX_THREADS];
 	struct part pt[MAX_THREADS];
 	bool started[MAX_THREADS] = {false};
 	for (int t = 0; t < nt; t++) {
-		pt[t] = (struct part){u, label, m, t, nt};
+		pt[t] = (struct part){u, label, mask, m, t, nt};
 		started[t] = t > 0 && proc_thread_create(&th[t], score_part, &pt[t]) == 0;
 	}
 	for (int t = 0; t < nt; t++) /* the calling thread's share, and any not started */
@@ -180,20 +211,22 @@ static void score(struct run *u, int m, const int32_t *label)
 	struct ppl_result *r = u->r;
 	for (int i = 0; i < m; i++) {
 		const struct ppl_row *w = &u->rows[i];
+		if (mask && !mask[i])
+			continue;
 		r->nll += w->nll;
 		r->nll2 += w->nll * w->nll;
-		if (!u->e[1])
-			continue;
-		r->base_nll += w->base_nll;
-		r->dnll2 += (w->nll - w->base_nll) * (w->nll - w->base_nll);
-		r->kl += w->kl;
-		r->kl2 += w->kl * w->kl;
-		r->dp += w->dp;
-		r->dp2 += w->dp * w->dp;
-		r->top1 += w->same_top1;
-		r->kl_each[r->tokens + (size_t)i] = w->kl;
+		if (u->e[1]) {
+			r->base_nll += w->base_nll;
+			r->dnll2 += (w->nll - w->base_nll) * (w->nll - w->base_nll);
+			r->kl += w->kl;
+			r->kl2 += w->kl * w->kl;
+			r->dp += w->dp;
+			r->dp2 += w->dp * w->dp;
+			r->top1 += w->same_top1;
+			r->kl_each[r->tokens] = w->kl;
+		}
+		r->tokens++;
 	}
-	r->tokens += (size_t)m;
 }
 
 /* The forward of ids[0, n) at pos on each engine: every row of logits, or when
@@ -214,6 +247,7 @@ static int forward(struct run *u, const int32_t *ids, int n, int pos, bool all)
 static int run_window(struct run *u, const int32_t *ids, const struct window *w)
 {
 	const int32_t *x = ids + w->begin;
+	const uint8_t *mask = u->o->docs ? u->o->scored + w->begin : NULL;
 	int len = (int)(w->end - w->begin), a = (int)w->first - 1;
 	int slice = u->o->slice;
 	if (a > 0 && forward(u, x, a, 0, false))
@@ -222,7 +256,7 @@ static int run_window(struct run *u, const int32_t *ids, const struct window *w)
 		int m = len - 1 - p < slice ? len - 1 - p : slice;
 		if (forward(u, x + p, m, p, true))
 			return -1;
-		score(u, m, x + p + 1);
+		score(u, m, x + p + 1, mask ? mask + p + 1 : NULL);
 		if (u->o->progress)
 			u->o->progress(u->o->user, u->r->tokens, u->total);
 	}
@@ -250,7 +284,12 @@ int ppl_run(struct eng *e, struct eng *base, const int32_t *ids, size_t n,
 	struct run u = {.e = {e, base},
 			.o = &so,
 			.r = r,
-			.total = ppl_count(n, o->ctx, o->stride, o->chunks)};
+			.total = o->docs ? doc_count(o, n)
+					 : ppl_count(n, o->ctx, o->stride, o->chunks)};
+	if (u.total == SIZE_MAX)
+		return err_set("perplexity: %lld documents that are not 2 to %d tokens each of "
+			       "the %zu given, in order",
+			       (long long)o->ndocs, o->ctx, n);
 	u.threads = o->threads < 1 ? 1 : o->threads > MAX_THREADS ? MAX_THREADS : o->threads;
 	size_t V = (size_t)o->vocab, rows = (size_t)so.slice;
 	int rc = -1;
@@ -266,7 +305,10 @@ int ppl_run(struct eng *e, struct eng *base, const int32_t *ids, size_t n,
 	}
 	struct window w;
 	size_t prev_end = 0;
-	for (size_t b = 0; window_at(n, (size_t)o->ctx, o->chunks, b, &prev_end, &w);
+	for (int64_t d = 0; o->docs && d < o->ndocs; d++)
+		if (doc_window(o, d, &w) && run_window(&u, ids, &w))
+			goto out;
+	for (size_t b = 0; !o->docs && window_at(n, (size_t)o->ctx, o->chunks, b, &prev_end, &w);
 	     b += (size_t)o->stride)
 		if (w.end - w.begin > w.first && run_window(&u, ids, &w))
 			goto out;

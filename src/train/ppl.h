@@ -24,6 +24,12 @@ struct ppl_options {
 	/* llama-perplexity's loop instead: whole chunks of ctx tokens (stride = ctx), each
 	 * scoring its labels after position ctx/2 (ppl_count's chunks) */
 	bool chunks;
+	/* Documents instead of windows (perplexity --sft; NULL: windows): document d is
+	 * ids[docs[d], docs[d + 1]) (ndocs + 1 offsets; 2 to ctx tokens each), run from an
+	 * empty cache, and only its tokens i > 0 with scored[i] set are scored. */
+	const size_t *docs;
+	int64_t ndocs;
+	const uint8_t *scored; /* (n) with docs */
 	int threads; /* threads that score the rows (< 1: one) */
 	const char *names[2]; /* the two models, naming the one whose forward fails (or NULL) */
 	/* Called after each slice (may be NULL): positions scored so far, and in all. */

@@ -146,41 +146,7 @@ if ! "$PY" -c 'import jinja2, regex' 2>/dev/null; then
 	finish
 fi
 SFT_REF="$PY $TOP_SRCDIR/tests/cli/sft_ref.py"
-"$PY" - "$TMP" <<'EOF'
-import json, random, sys
-d = sys.argv[1]
-r = random.Random(7)
-w = ("the of and to in is was he that it for his on with as at by had they be this from "
-     "are have not or were she but we one which you her").split()
-say = lambda n: " ".join(r.choice(w) for _ in range(n))
-open(f"{d}/corpus.txt", "w").write(say(20000))
-convs = []
-for i in range(9):
-    msgs = [{"role": "system", "content": say(4)}] if i % 3 == 0 else []
-    for t in range(1 + i % 3):
-        msgs.append({"role": "user", "content": say(3 + (i * 7 + t) % 9)})
-        a = {"role": "assistant", "content": say(2 + (i + t) % 6)}
-        if (i + t) % 2 == 0:
-            a["reasoning_content"] = say(3)
-        msgs.append(a)
-    conv = {"messages": msgs}
-    if i == 4:
-        msgs.insert(-1, {"role": "assistant", "content": "", "tool_calls": [
-            {"type": "function", "function": {"name": "look", "arguments": {"q": say(2)}}}]})
-        msgs.insert(-1, {"role": "tool", "content": say(3)})
-        conv["tools"] = [{"type": "function", "function": {
-            "name": "look", "description": say(3), "parameters": {"type": "object"}}}]
-    convs.append(conv)
-convs.append({"messages": [{"role": "user", "content": say(5)}]})
-convs.append({"messages": [{"role": "user", "content": say(200)},
-                           {"role": "assistant", "content": "x"}]})
-with open(f"{d}/conv.jsonl", "w") as f:
-    for c in convs:
-        f.write(json.dumps(c) + "\n")
-json.dump([{"role": "user", "content": say(6)},
-           {"role": "assistant", "content": "<think>\n" + say(3) + "\n</think>\n\n" + say(4)}],
-          open(f"{d}/saved.json", "w"), indent=2)
-EOF
+"$PY" "$TOP_SRCDIR/tests/cli/convgen.py" "$TMP"
 "$QWENCHAT" train-bpe -q --chat --vocab-size 420 --out "$TMP/chat-tok" "$TMP/corpus.txt" ||
 	fail "sft: train-bpe --chat failed"
 model="--tokenizer $TMP/chat-tok --layers 2 --hidden-size 64 --intermediate-size 96 --heads 4

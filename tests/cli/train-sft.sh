@@ -9,13 +9,12 @@
 # fine-tunes it without conversion.
 . "$TOP_SRCDIR/tests/lib.sh"
 
-python3 - "$TMP" <<'EOF'
-import json, random, sys
+python3 - "$TMP" "$TOP_SRCDIR/tests/cli" <<'EOF'
+import json, sys
 d = sys.argv[1]
-r = random.Random(3)
-w = ("the of and to in is was he that it for his on with as at by had they be this from "
-     "are have not or were she but we one which you her").split()
-say = lambda n: " ".join(r.choice(w) for _ in range(n))
+sys.path.insert(0, sys.argv[2])
+from convgen import sayer
+say = sayer(3)
 open(f"{d}/corpus.txt", "w").write(say(20000))
 def conv(i):
     msgs = [{"role": "system", "content": say(3)}] if i % 4 == 0 else []

@@ -274,6 +274,73 @@ static void test_run(void **state)
 	eng_free(f);
 }
 
+/* Documents (perplexity --sft): each run alone from position 0, only its marked tokens
+ * scored, against each document's whole forward; slices of 2 rows and the default. */
+static void test_docs(void **state)
+{
+	(void)state;
+	enum { N = 50 };
+	int32_t ids[N];
+	uint8_t scored[N] = {0};
+	for (int i = 0; i < N; i++) {
+		ids[i] = (int32_t)((i * 7919 + 5) % V);
+		scored[i] = (i % 7) > 2; /* some of every document, never only its first */
+	}
+	scored[30] = 1;                       /* the first token of a document: never scored */
+	const size_t d3[4] = {0, 12, 30, 50}; /* three documents: 12, 18 and 20 tokens */
+	float *lg = malloc((size_t)20 * V * sizeof *lg);
+	double sc[V], nll = 0;
+	size_t tokens = 0;
+	struct eng *e = engine(32), *f = engine(32);
+	for (int d = 0; d < 3; d++) {
+		size_t b = d3[d], len = d3[d + 1] - b;
+		assert_int_equal(eng_forward(f, ids + b, (int)len, 0, lg, true), 0);
+		for (size_t j = 1; j < len; j++)
+			if (scored[b + j]) {
+				struct ppl_row row;
+				ppl_score_row(lg + (j - 1) * (size_t)V, NULL, V, ids[b + j], sc,
+					      &row);
+				nll += row.nll;
+				tokens++;
+			}
+	}
+	for (int slice = 0; slice < 3; slice += 2) {
+		struct ppl_result got;
+		struct ppl_options o = {.vocab = V,
+					.ctx = 20,
+					.stride = 20,
+					.slice = slice,
+					.threads = 2,
+					.docs = d3,
+					.ndocs = 3,
+					.scored = scored};
+		assert_int_equal(ppl_run(e, NULL, ids, N, &o, &got), 0);
+		assert_int_equal(got.tokens, tokens);
+		assert_int_equal(got.windows, 3);
+		assert_close(got.nll, nll, 1e-7 * nll);
+		/* against itself: every scored position's KL kept, all 0 */
+		assert_int_equal(ppl_run(e, f, ids, N, &o, &got), 0);
+		assert_int_equal(got.top1, tokens);
+		for (size_t i = 0; i < got.tokens; i++)
+			assert_true(got.kl_each[i] == 0.0);
+		ppl_result_free(&got);
+	}
+	/* documents that are not 2 to ctx tokens of the ids, in order */
+	struct ppl_result r;
+	const size_t longer[3] = {0, 25, 50}, one[3] = {0, 1, 50}, past[2] = {0, 51};
+	struct ppl_options o = {
+		.vocab = V, .ctx = 20, .stride = 20, .docs = longer, .ndocs = 2, .scored = scored};
+	assert_int_equal(ppl_run(e, NULL, ids, N, &o, &r), -1);
+	assert_non_null(strstr(err_msg(), "not 2 to 20 tokens"));
+	o.docs = one;
+	assert_int_equal(ppl_run(e, NULL, ids, N, &o, &r), -1);
+	o.docs = past, o.ndocs = 1, o.ctx = 60;
+	assert_int_equal(ppl_run(e, NULL, ids, N, &o, &r), -1);
+	free(lg);
+	eng_free(e);
+	eng_free(f);
+}
+
 static void test_run_errors(void **state)
 {
 	(void)state;
@@ -314,6 +381,7 @@ int main(void)
 		cmocka_unit_test(test_score_row_random),
 		cmocka_unit_test(test_quantile),
 		cmocka_unit_test(test_run),
+		cmocka_unit_test(test_docs),
 		cmocka_unit_test(test_run_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
