@@ -406,7 +406,7 @@ static int window(const struct cli_common *cli, const struct ppl_args *a, const 
 					       "overlap");
 	*stride = a->stride ? (int)a->stride : *ctx;
 	trained_window(cli, a, s, max_pos, ctx, stride);
-	if (a->llama)
+	if (a->llama || a->sft) /* windows that do not overlap */
 		*stride = *ctx;
 	if (*stride > *ctx)
 		return cli_usage("perplexity", "--stride %d is more than the window (--ctx %d)",
@@ -491,10 +491,13 @@ static int sft_setup(struct ppl_args *a, struct side *s, const struct eng_option
 		return cli_error("%s", err_msg()), EXIT_RUNTIME;
 	const struct dset_sft *f = &a->convs.sft;
 	if (f->conversations == 0) {
+		char keep[48] = "";
+		if (f->left_out)
+			snprintf(keep, sizeof keep, " (--ctx %lld keeps them)",
+				 (long long)f->left_out_ctx + 1);
 		cli_error("%s: no conversation to score: %lld without an answer, %lld whose first "
 			  "answer ends past --ctx %d%s",
-			  a->file, (long long)f->no_answer, (long long)f->left_out, ctx,
-			  f->left_out ? " (a longer --ctx keeps them)" : "");
+			  a->file, (long long)f->no_answer, (long long)f->left_out, ctx, keep);
 		return EXIT_RUNTIME;
 	}
 	size_t need = 0;

@@ -97,7 +97,8 @@ import json, sys
 o = json.loads(sys.argv[1])
 v = [json.loads(l) for l in open(sys.argv[2]) if "val_loss" in l][-1]
 print(o, v)
-sys.exit(0 if o["ctx"] == 41 and abs(o["nll"] - v["val_loss"]) <= 1e-5 * v["val_loss"] else 1)
+sys.exit(0 if o["ctx"] == o["stride"] == 41 and abs(o["nll"] - v["val_loss"]) <= 1e-5 * v["val_loss"]
+         else 1)
 EOF
 	fail "a checkpoint's val_loss: $ours, $(grep val_loss "$TMP/run/train-log.jsonl" | tail -n 1)"
 grep -q 'conversations cut to 41 tokens, as its validation loss' "$TMP/err" &&
@@ -112,6 +113,9 @@ for f in "--stride 4" "--chunks 2" "--llama-chunks" "--no-eot"; do
 done
 expect_exit 1 "--sft of a file without an answer" $PPL -m "$TMP/m5" -f "$TMP/none.jsonl"
 expect_err_has "no conversation to score: 1 without an answer" "--sft without an answer: why"
+expect_exit 1 "--sft where no first answer fits --ctx" $PPL -m "$TMP/m5" -f "$TMP/conv.jsonl" --ctx 3
+grep -Eq 'whose first answer ends past --ctx 3 \(--ctx [0-9]+ keeps them\)$' "$TMP/err" &&
+	pass "--sft where none fits: the --ctx that keeps them" || fail "none fits: $(cat "$TMP/err")"
 "$PY" -c 'import numpy as np, sys; np.arange(10, dtype="<u4").tofile(sys.argv[1])' "$TMP/ids.u32"
 expect_exit 1 "--sft of token ids" $PPL -m "$TMP/m5" -f "$TMP/ids.u32"
 expect_err_has "not token ids" "--sft of token ids: why"
