@@ -181,9 +181,9 @@ static json_t *from_sharegpt(json_t *turns, const char *where)
 			json_is_string(from) ? sharegpt_role(json_string_value(from)) : NULL;
 		if (!role) {
 			json_decref(msgs);
-			return err_set("%s: conversations[%zu].from: %s%.40s%s (human, gpt, "
-				       "system, "
-				       "function_call or tool)",
+			return err_set("%s: conversations[%zu].from: %s%.40s%s (system, human or "
+				       "user, gpt, assistant or model, tool or observation, "
+				       "function_call)",
 				       where, i, json_is_string(from) ? "unknown speaker \"" : "",
 				       json_is_string(from) ? json_string_value(from)
 							    : "missing or not a string",

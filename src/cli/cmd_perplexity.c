@@ -125,6 +125,7 @@ struct ppl_args {
 	long stride; /* 0: --ctx */
 	long chunks; /* 0: every window */
 	bool json, kv_f32, fast, no_eot, llama, sft;
+	int max_ctx;       /* the longest window the models take (window sets it) */
 	struct dset convs; /* --sft: the conversations (their ids handed to the caller) */
 };
 
@@ -164,8 +165,9 @@ static void side_free(struct side *s)
 	free(s->dir);
 }
 
-/* Resolves and maps a model, and loads its tokenizer when file is text. 0 or -1. */
-static int side_open(struct side *s, const char *model, const char *file, bool text)
+/* Resolves and maps a model, and loads its tokenizer when file is text (or
+ * conversations: sft). 0 or -1. */
+static int side_open(struct side *s, const char *model, const char *file, bool text, bool sft)
 {
 	struct hub_env hub;
 	cli_env_hub(&hub);
@@ -173,7 +175,8 @@ static int side_open(struct side *s, const char *model, const char *file, bool t
 		return -1;
 	if (text && (!(s->t = loader_tokenizer(s->dir)) ||
 		     loader_check_vocab(s->t, eng_model_config(s->m)->vocab_size, s->dir)))
-		return err_prefix("%s: a text file is encoded with %s's tokenizer", file, s->name);
+		return err_prefix("%s: %s encoded with %s's tokenizer", file,
+				  sft ? "conversations are" : "a text file is", s->name);
 	return 0;
 }
 
@@ -385,8 +388,8 @@ static void trained_window(const struct cli_common *cli, const struct ppl_args *
 
 /* The window and stride from the options and the models' limits; 0, or EXIT_USAGE /
  * EXIT_RUNTIME after printing why. */
-static int window(const struct cli_common *cli, const struct ppl_args *a, const struct side *s,
-		  int *ctx, int *stride)
+static int window(const struct cli_common *cli, struct ppl_args *a, const struct side *s, int *ctx,
+		  int *stride)
 {
 	/* the model with the shorter context bounds the window */
 	const struct side *lim = &s[0];
@@ -395,6 +398,7 @@ static int window(const struct cli_common *cli, const struct ppl_args *a, const 
 		lim = &s[1];
 	const struct eng_config *lc = eng_model_config(lim->m);
 	int max_pos = eng_max_context(lc);
+	a->max_ctx = max_pos + 1;
 	/* by default Hugging Face's window, the model's positions (a model of one
 	   position still scores windows of 2) */
 	*ctx = cli->set & CLI_SET_CTX      ? cli->ctx
@@ -491,13 +495,14 @@ static int sft_setup(struct ppl_args *a, struct side *s, const struct eng_option
 		return cli_error("%s", err_msg()), EXIT_RUNTIME;
 	const struct dset_sft *f = &a->convs.sft;
 	if (f->conversations == 0) {
-		char keep[48] = "";
+		char keep[96] = "";
 		if (f->left_out)
-			snprintf(keep, sizeof keep, " (--ctx %lld keeps them)",
-				 (long long)f->left_out_ctx + 1);
+			ppl_report_keep(keep, sizeof keep, (long long)f->left_out_ctx + 1,
+					a->max_ctx);
 		cli_error("%s: no conversation to score: %lld without an answer, %lld whose first "
-			  "answer ends past --ctx %d%s",
-			  a->file, (long long)f->no_answer, (long long)f->left_out, ctx, keep);
+			  "answer ends past --ctx %d%s%s%s",
+			  a->file, (long long)f->no_answer, (long long)f->left_out, ctx,
+			  *keep ? " (" : "", keep, *keep ? ")" : "");
 		return EXIT_RUNTIME;
 	}
 	size_t need = 0;
@@ -512,8 +517,8 @@ static int setup(const struct cli_common *cli, struct ppl_args *a, struct side *
 		 const struct eng_options *eo, int32_t **ids, size_t *n, int *ctx, int *stride)
 {
 	bool text = a->sft || !strcmp(a->file, "-") || !tokens_is_u32(a->file);
-	if (side_open(&s[0], cli->model, a->file, text) ||
-	    (a->kl_base && side_open(&s[1], a->kl_base, a->file, text)))
+	if (side_open(&s[0], cli->model, a->file, text, a->sft) ||
+	    (a->kl_base && side_open(&s[1], a->kl_base, a->file, text, a->sft)))
 		return cli_error("%s", err_msg()), EXIT_RUNTIME;
 	int vocab = eng_model_config(s[0].m)->vocab_size;
 	if (s[1].m && eng_model_config(s[1].m)->vocab_size != vocab) {
@@ -604,7 +609,7 @@ int cmd_perplexity(int argc, char **argv)
 		else
 			ppl_report_print(&(struct ppl_report){a.file, a.kl_base, a.json, a.llama,
 							      a.sft ? &a.convs.sft : NULL, ctx,
-							      stride, n, n_all},
+							      stride, a.max_ctx, n, n_all},
 					 &res);
 		ppl_result_free(&res);
 	}

@@ -134,10 +134,11 @@ static void print_convs(const struct ppl_report *a, int ctx)
 	if (f->cut)
 		printf("cut         %lld after their last answer within --ctx %d\n",
 		       (long long)f->cut, ctx);
+	char keep[96];
+	ppl_report_keep(keep, sizeof keep, (long long)f->left_out_ctx + 1, a->max_ctx);
 	if (f->left_out)
-		printf("left out    %lld whose first answer ends past --ctx %d (--ctx %lld keeps "
-		       "them)\n",
-		       (long long)f->left_out, ctx, (long long)f->left_out_ctx + 1);
+		printf("left out    %lld whose first answer ends past --ctx %d (%s)\n",
+		       (long long)f->left_out, ctx, keep);
 	if (f->no_answer)
 		printf("no answer   %lld without an answer to score\n", (long long)f->no_answer);
 }
@@ -184,6 +185,15 @@ static void print_result(const struct ppl_report *a, struct ppl_result *r, int c
 		printf(", +/- %.6f on the KL, +/- %.6f on top1, +/- %.6f on dp", b.kl_se, b.top1_se,
 		       b.dp_se);
 	printf(" (standard errors)\n");
+}
+
+void ppl_report_keep(char *out, size_t size, long long need, int max_ctx)
+{
+	if (need <= max_ctx)
+		snprintf(out, size, "--ctx %lld keeps them", need);
+	else
+		snprintf(out, size, "they need --ctx %lld; the model takes at most %d", need,
+			 max_ctx);
 }
 
 void ppl_report_print(const struct ppl_report *a, struct ppl_result *r)

@@ -14,8 +14,13 @@ struct ppl_report {
 	bool json, llama;             /* --json, --llama-chunks */
 	const struct dset_sft *convs; /* --sft: what was read of the conversations; NULL */
 	int ctx, stride;
+	int max_ctx;     /* the longest --ctx the models take */
 	size_t n, n_all; /* the tokens run (the first --chunks windows'), and the file's */
 };
+
+/* --sft: what keeps the conversations left out, whose first answer ends at token
+ * `need`: "--ctx N keeps them", or that the models' context is too short. */
+void ppl_report_keep(char *out, size_t size, long long need, int max_ctx);
 
 /* Prints r as the table or the JSON object (with a base, r->kl_each sorted for its
  * quantiles). */

@@ -78,8 +78,8 @@ t, r = open(sys.argv[1]).read(), json.loads(sys.argv[2])
 want = [r"^file .*: %d conversations, each a window of its own of at most 48 tokens, their "
         r"answers scored$" % r["conversations"],
         r"^cut +%d after their last answer within --ctx 48$" % r["cut"],
-        r"^left out +%d whose first answer ends past --ctx 48 \(--ctx \d+ keeps them\)$"
-        % r["left_out"],
+        r"^left out +%d whose first answer ends past --ctx 48 \(they need --ctx \d+; the "
+        r"model takes at most 257\)$" % r["left_out"],
         r"^no answer +%d without an answer to score$" % r["no_answer"],
         r"^tokens +%d scored$" % r["tokens"]]
 sys.exit(0 if all(re.search(p, t, re.M) for p in want) else 1)
@@ -113,9 +113,15 @@ for f in "--stride 4" "--chunks 2" "--llama-chunks" "--no-eot"; do
 done
 expect_exit 1 "--sft of a file without an answer" $PPL -m "$TMP/m5" -f "$TMP/none.jsonl"
 expect_err_has "no conversation to score: 1 without an answer" "--sft without an answer: why"
-expect_exit 1 "--sft where no first answer fits --ctx" $PPL -m "$TMP/m5" -f "$TMP/conv.jsonl" --ctx 3
+head -n 4 "$TMP/conv.jsonl" >"$TMP/four.jsonl" # none too long for the model
+expect_exit 1 "--sft where no first answer fits --ctx" $PPL -m "$TMP/m5" -f "$TMP/four.jsonl" --ctx 3
 grep -Eq 'whose first answer ends past --ctx 3 \(--ctx [0-9]+ keeps them\)$' "$TMP/err" &&
 	pass "--sft where none fits: the --ctx that keeps them" || fail "none fits: $(cat "$TMP/err")"
+# ... and where no --ctx the model takes would (mkmodel --max-position 256)
+printf '{"messages": [{"role": "user", "content": "%s"}, {"role": "assistant", "content": "a"}]}\n' \
+	"$(printf 'the %.0s' $(seq 300))" >"$TMP/long.jsonl"
+expect_exit 1 "--sft where no --ctx would keep it" $PPL -m "$TMP/m5" -f "$TMP/long.jsonl"
+expect_err_has "; the model takes at most 257)" "--sft where no --ctx would keep it: why"
 "$PY" -c 'import numpy as np, sys; np.arange(10, dtype="<u4").tofile(sys.argv[1])' "$TMP/ids.u32"
 expect_exit 1 "--sft of token ids" $PPL -m "$TMP/m5" -f "$TMP/ids.u32"
 expect_err_has "not token ids" "--sft of token ids: why"
