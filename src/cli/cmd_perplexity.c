@@ -1,6 +1,7 @@
 /* cmd_perplexity.c — `qwenchat perplexity`: mean NLL and perplexity of a file by the
- * sliding-window loop of transformers' guide, on the exact path `logits` takes; with
- * --kl-base, the KL divergence from a second model and their top-1 agreement. */
+ * sliding-window loop of transformers' guide (with --sft, of conversations' answers),
+ * on the exact path `logits` takes; with --kl-base, how a second model's
+ * distributions differ (ppl_report.c prints them). */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
-/* ppl.c — the sliding-window perplexity loop over one or two engines, and the
- * per-position scores in double. */
+/* ppl.c — the perplexity loop over one or two engines, sliding windows or documents,
+ * and the per-position scores in double. */
 #include "src/train/ppl.h"
 #include "engine/engine.h"
 #include "src/base/err.h"

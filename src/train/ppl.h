@@ -1,6 +1,7 @@
 /* ppl.h — perplexity of a token stream by the sliding-window loop of Hugging Face
- * transformers' guide ("Perplexity of fixed-length models"), and against a second
- * model the KL divergence and top-1 agreement over the same positions. */
+ * transformers' guide ("Perplexity of fixed-length models"), or of the marked tokens
+ * of documents each run alone (conversations' answers), and against a second model
+ * the KL divergence and the other figures of a comparison over the same positions. */
 #ifndef QWENCHAT_PPL_H
 #define QWENCHAT_PPL_H
 
