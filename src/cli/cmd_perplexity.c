@@ -51,7 +51,8 @@ static const struct cli_opt ppl_opts[] = {
 	 "the text (UTF-8, one document), JSON Lines named\n"
 	 "*.jsonl of {\"text\": ...} records (a document each)\n"
 	 "or, named *.u32, the token ids (little-endian uint32)\n"
-	 "to score; - reads text from stdin"},
+	 "to score; - reads text from stdin (with --sft, JSON or\n"
+	 "JSON Lines)"},
 	{"stride", OPT_STRIDE, "S", "start a window every S tokens, 1..--ctx (default --ctx)"},
 	{"chunks", OPT_CHUNKS, "N",
 	 "score the first N windows only (llama-perplexity's\n--chunks): a quick estimate on a "
@@ -243,10 +244,6 @@ static int read_conv_text(void *user, const char *path, struct dset_convs *out)
 static int read_convs(struct ppl_args *a, const struct side *s, int vocab, int ctx, int32_t **ids,
 		      size_t *n)
 {
-	if (strcmp(a->file, "-") && tokens_is_u32(a->file))
-		return err_set("%s: --sft reads conversations (JSON Lines, a conversation file the "
-			       "chat saved, or paragraphs of *.txt), not token ids",
-			       a->file);
 	struct conv_text c = {.text = fio_read_all(a->file, TOKENS_MAX_FILE, &c.len)};
 	if (!c.text)
 		return -1;
@@ -442,6 +439,12 @@ static int check_args(const struct cli_common *cli, const struct ppl_args *a)
 			    : a->llama  ? "--llama-chunks"
 			    : a->no_eot ? "--no-eot"
 					: NULL;
+	if (a->sft && strcmp(a->file, "-") && tokens_is_u32(a->file)) {
+		cli_error("%s: --sft reads conversations (JSON Lines, a conversation file the chat "
+			  "saved, or paragraphs of *.txt), not token ids",
+			  a->file);
+		return EXIT_RUNTIME;
+	}
 	if (a->sft && other)
 		return cli_usage(
 			"perplexity",
@@ -457,7 +460,7 @@ static int check_args(const struct cli_common *cli, const struct ppl_args *a)
 		return EXIT_RUNTIME;
 	}
 	if (strcmp(a->file, "-") && S_ISDIR(st.st_mode)) {
-		cli_error("%s: is a directory, not a text or .u32 file", a->file);
+		cli_error("%s: is a directory, not a file", a->file);
 		return EXIT_RUNTIME;
 	}
 	if (fio_check_ends(a->file)) { /* /dev/zero: read until memory ran out */
@@ -600,7 +603,7 @@ int cmd_perplexity(int argc, char **argv)
 					 .user = &pr};
 		if (a.sft) /* each conversation a window of its own, its answers scored */
 			po.docs = a.convs.seq, po.ndocs = a.convs.sft.conversations,
-			po.scored = a.convs.flags;
+			po.flags = a.convs.flags;
 		struct ppl_result res;
 		r = ppl_run(s[0].e, s[1].e, ids, n, &po, &res) ? EXIT_RUNTIME : EXIT_OK;
 		if (pr.open) /* an error: the line stays above the message */

@@ -40,9 +40,12 @@ static const double kl_fractions[5] = {0.5, 0.9, 0.99, 0.999, 1};
 static const char *const kl_names[5] = {"median", "90%", "99%", "99.9%", "max"};
 static const char *const kl_keys[5] = {"kl_median", "kl_p90", "kl_p99", "kl_p999", "kl_max"};
 
+/* Ascending, NaN (from logits that were not numbers) after every number. */
 static int cmp_double(const void *x, const void *y)
 {
 	double a = *(const double *)x, b = *(const double *)y;
+	if (isnan(a) || isnan(b))
+		return !!isnan(a) - !!isnan(b);
 	return (a > b) - (a < b);
 }
 

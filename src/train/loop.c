@@ -168,6 +168,14 @@ static int load_data(struct run *u, bool resume)
 
 /* ---- the trainer --------------------------------------------------------------------- */
 
+/* Whether the tiled attention is asked for: not for packed rows, which always take the
+ * materialised one (the tiles mask causally only), so that the run and its state name
+ * the attention its steps ran with. */
+static bool tiles(const struct run *u)
+{
+	return u->m->cuda_tiled_attention && !u->st->o.pack;
+}
+
 static int plan_for(const struct run *u, bool recompute, struct eng_train_plan *p)
 {
 	const struct tstate_opts *o = &u->st->o;
@@ -179,7 +187,7 @@ static int plan_for(const struct run *u, bool recompute, struct eng_train_plan *
 				       .recompute = recompute,
 				       .cuda_module = u->m->cuda_module,
 				       .cpu_isa = u->m->cpu_isa,
-				       .cuda_tiled_attention = u->m->cuda_tiled_attention};
+				       .cuda_tiled_attention = tiles(u)};
 	return eng_train_plan(&u->m->cfg, &to, p);
 }
 
@@ -251,7 +259,7 @@ static int make_trainer(struct run *u)
 				       .recompute = o->recompute,
 				       .cuda_module = u->m->cuda_module,
 				       .cpu_isa = u->m->cpu_isa,
-				       .cuda_tiled_attention = u->m->cuda_tiled_attention};
+				       .cuda_tiled_attention = tiles(u)};
 	u->t = eng_trainer_new(&u->m->cfg, &to, u->r->engine_notice);
 	if (!u->t && !o->recompute) {
 		/* on a GPU the device's memory decides: try the smaller plan once */

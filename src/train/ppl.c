@@ -1,6 +1,7 @@
 /* ppl.c — the perplexity loop over one or two engines, sliding windows or documents,
  * and the per-position scores in double. */
 #include "src/train/ppl.h"
+#include "src/train/dataset.h"
 #include "engine/engine.h"
 #include "src/base/err.h"
 #include "src/base/proc.h"
@@ -118,7 +119,7 @@ static bool window_at(size_t n, size_t ctx, bool chunks, size_t begin, size_t *p
 static bool doc_window(const struct ppl_options *o, int64_t d, struct window *w)
 {
 	size_t b = o->docs[d], e = o->docs[d + 1], f = 1;
-	while (b + f < e && !o->scored[b + f])
+	while (b + f < e && !(o->flags[b + f] & DSET_SCORED))
 		f++;
 	*w = (struct window){b, e, f};
 	return b + f < e;
@@ -129,14 +130,14 @@ static bool doc_window(const struct ppl_options *o, int64_t d, struct window *w)
 static size_t doc_count(const struct ppl_options *o, size_t n)
 {
 	size_t total = 0;
-	if (o->ndocs < 1 || !o->scored || o->docs[0] != 0 || o->docs[o->ndocs] > n)
+	if (o->ndocs < 1 || !o->flags || o->docs[0] != 0 || o->docs[o->ndocs] > n)
 		return SIZE_MAX;
 	for (int64_t d = 0; d < o->ndocs; d++) {
 		size_t b = o->docs[d], e = o->docs[d + 1];
 		if (e < b + 2 || e - b > (size_t)o->ctx)
 			return SIZE_MAX;
 		for (size_t i = b + 1; i < e; i++)
-			total += o->scored[i] != 0;
+			total += (o->flags[i] & DSET_SCORED) != 0;
 	}
 	return total;
 }
@@ -169,7 +170,7 @@ struct run {
 struct part {
 	struct run *u;
 	const int32_t *label;
-	const uint8_t *mask; /* (m) rows scored, or NULL: every one */
+	const uint8_t *mask; /* (m) flags: rows flagged DSET_SCORED scored; NULL: every one */
 	int m, t, nt;
 };
 
@@ -179,7 +180,7 @@ static void *score_part(void *arg)
 	struct run *u = pt->u;
 	size_t V = (size_t)u->o->vocab;
 	for (int i = pt->t; i < pt->m; i += pt->nt)
-		if (!pt->mask || pt->mask[i])
+		if (!pt->mask || (pt->mask[i] & DSET_SCORED))
 			ppl_score_row(u->logits[0] + (size_t)i * V,
 				      u->e[1] ? u->logits[1] + (size_t)i * V : NULL, (int)V,
 				      pt->label[i], u->scratch + (size_t)pt->t * V, &u->rows[i]);
@@ -187,7 +188,7 @@ static void *score_part(void *arg)
 }
 
 /* Scores rows [0, m) of the slice's logits (row i predicts label[i]; with mask, only
- * those with mask[i] set) on the threads, then adds them up in order: the sums do not
+ * those flagged DSET_SCORED) on the threads, then adds them up in order: the sums do not
  * depend on the number of threads.
  * Scoring a row of a Qwen3 vocabulary (more so against a base) costs about as much
  * as the forward of a token of a small model on a CPU, and far more than one on a
@@ -211,7 +212,7 @@ static void score(struct run *u, int m, const int32_t *label, const uint8_t *mas
 	struct ppl_result *r = u->r;
 	for (int i = 0; i < m; i++) {
 		const struct ppl_row *w = &u->rows[i];
-		if (mask && !mask[i])
+		if (mask && !(mask[i] & DSET_SCORED))
 			continue;
 		r->nll += w->nll;
 		r->nll2 += w->nll * w->nll;
@@ -247,7 +248,7 @@ static int forward(struct run *u, const int32_t *ids, int n, int pos, bool all)
 static int run_window(struct run *u, const int32_t *ids, const struct window *w)
 {
 	const int32_t *x = ids + w->begin;
-	const uint8_t *mask = u->o->docs ? u->o->scored + w->begin : NULL;
+	const uint8_t *mask = u->o->docs ? u->o->flags + w->begin : NULL;
 	int len = (int)(w->end - w->begin), a = (int)w->first - 1;
 	int slice = u->o->slice;
 	if (a > 0 && forward(u, x, a, 0, false))

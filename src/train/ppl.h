@@ -27,10 +27,11 @@ struct ppl_options {
 	bool chunks;
 	/* Documents instead of windows (perplexity --sft; NULL: windows): document d is
 	 * ids[docs[d], docs[d + 1]) (ndocs + 1 offsets; 2 to ctx tokens each), run from an
-	 * empty cache, and only its tokens i > 0 with scored[i] set are scored. */
+	 * empty cache, and only its tokens i > 0 flagged DSET_SCORED (dataset.h) in
+	 * flags[i] are scored; stride is then ignored. */
 	const size_t *docs;
 	int64_t ndocs;
-	const uint8_t *scored; /* (n) with docs */
+	const uint8_t *flags; /* (n) with docs */
 	int threads; /* threads that score the rows (< 1: one) */
 	const char *names[2]; /* the two models, naming the one whose forward fails (or NULL) */
 	/* Called after each slice (may be NULL): positions scored so far, and in all. */

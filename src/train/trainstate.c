@@ -597,7 +597,7 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 		goto out;
 	}
 	snprintf(s->ran_on, sizeof s->ran_on, "%s", ran_s ? ran_s : "");
-	json_t *kern = json_object_get(root, "kernels"); /* absent: a GPU, older states */
+	json_t *kern = json_object_get(root, "kernels"); /* absent: older states */
 	const char *kern_s = json_string_value(kern);
 	if (kern && (!kern_s || !kernel_set_name(kern_s))) {
 		err_set("%s: kernels: expected the name of a kernel set, such as \"avx2\"", name);

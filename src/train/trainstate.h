@@ -94,7 +94,8 @@ struct tstate {
 				 * states): an edit since is refused on resume */
 	bool master_in_state;  /* fp32 weights in train-state/master.safetensors (bf16 model) */
 	char ran_on[8];        /* "cpu" or "cuda": where the steps ran ("" in older states) */
-	char kernels[16];      /* the CPU kernel set they ran with ("": a GPU, older states) */
+	char kernels[16];      /* the kernel set they ran with: the CPU's products' or the
+				* GPU's attention's ("": older states) */
 	bool eval_was_due;     /* not saved: a resume's saved options made `step` due an
 				* evaluation (a stop may have kept it from running) */
 };

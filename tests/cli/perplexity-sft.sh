@@ -70,6 +70,13 @@ ref=$($REF "$TMP/m5" "$TMP/conv.jsonl" 48 --kl-base "$TMP/m9")
 msg=$(close "$ours" "$ref") && pass "--sft --kl-base against the reference: $msg" ||
 	fail "--sft --kl-base: $msg ($ours against $ref; $(head -c 300 "$TMP/err"))"
 
+# a conversation as the chat saves it (its reasoning in <think>)
+ours=$($PPL -m "$TMP/m5" -f "$TMP/saved.json" --json 2>"$TMP/err")
+ref=$($REF "$TMP/m5" "$TMP/saved.json" 256)
+msg=$(close "$ours" "$ref") && pass "--sft of a saved chat against the reference: $msg" ||
+	fail "--sft of a saved chat: $msg ($ours against $ref; $(head -c 300 "$TMP/err"))"
+ref=$($REF "$TMP/m5" "$TMP/conv.jsonl" 48 --kl-base "$TMP/m9")
+
 # the table says what was cut and left out (the reference's counts)
 $PPL -m "$TMP/m5" -f "$TMP/conv.jsonl" --ctx 48 >"$TMP/table" 2>"$TMP/err"
 "$PY" - "$TMP/table" "$ref" <<'EOF' && pass "the table's conversations, cut, left out and without an answer" ||

@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "src/base/err.h"
 #include "src/train/ppl.h"
+#include "src/train/dataset.h"
 #include "tests/unit/testutil.h"
 
 /* |a - b| <= tol (this cmocka has no assert_double_equal) */
@@ -284,9 +285,10 @@ static void test_docs(void **state)
 	uint8_t scored[N] = {0};
 	for (int i = 0; i < N; i++) {
 		ids[i] = (int32_t)((i * 7919 + 5) % V);
-		scored[i] = (i % 7) > 2; /* some of every document, never only its first */
+		scored[i] = (i % 7) > 2 ? DSET_SCORED : 0; /* some of every document */
 	}
-	scored[30] = 1;                       /* the first token of a document: never scored */
+	scored[30] = DSET_SCORED | DSET_START; /* the first token of a document: never scored */
+	scored[5] = DSET_START;                /* another flag alone scores nothing */
 	const size_t d3[4] = {0, 12, 30, 50}; /* three documents: 12, 18 and 20 tokens */
 	float *lg = malloc((size_t)20 * V * sizeof *lg);
 	double sc[V], nll = 0;
@@ -296,7 +298,7 @@ static void test_docs(void **state)
 		size_t b = d3[d], len = d3[d + 1] - b;
 		assert_int_equal(eng_forward(f, ids + b, (int)len, 0, lg, true), 0);
 		for (size_t j = 1; j < len; j++)
-			if (scored[b + j]) {
+			if (scored[b + j] & DSET_SCORED) {
 				struct ppl_row row;
 				ppl_score_row(lg + (j - 1) * (size_t)V, NULL, V, ids[b + j], sc,
 					      &row);
@@ -313,7 +315,7 @@ static void test_docs(void **state)
 					.threads = 2,
 					.docs = d3,
 					.ndocs = 3,
-					.scored = scored};
+					.flags = scored};
 		assert_int_equal(ppl_run(e, NULL, ids, N, &o, &got), 0);
 		assert_int_equal(got.tokens, tokens);
 		assert_int_equal(got.windows, 3);
@@ -329,7 +331,7 @@ static void test_docs(void **state)
 	struct ppl_result r;
 	const size_t longer[3] = {0, 25, 50}, one[3] = {0, 1, 50}, past[2] = {0, 51};
 	struct ppl_options o = {
-		.vocab = V, .ctx = 20, .stride = 20, .docs = longer, .ndocs = 2, .scored = scored};
+		.vocab = V, .ctx = 20, .stride = 20, .docs = longer, .ndocs = 2, .flags = scored};
 	assert_int_equal(ppl_run(e, NULL, ids, N, &o, &r), -1);
 	assert_non_null(strstr(err_msg(), "not 2 to 20 tokens"));
 	o.docs = one;
