@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -15,6 +16,7 @@ static bool have_tty;
 static volatile sig_atomic_t fullscreen; /* the UI's screen is up */
 static const char *volatile g_note;
 static void (*volatile g_cleanup)(void);
+static atomic_flag speaking = ATOMIC_FLAG_INIT; /* a thread is in on_sigbus */
 
 static void put(const char *s)
 {
@@ -79,6 +81,11 @@ static bool mapped_file(uintptr_t addr, char *out, size_t size)
 static void on_sigbus(int sig, siginfo_t *si, void *ctx)
 {
 	(void)sig, (void)ctx;
+	/* Threads reading the shrunk file fault together: one speaks and exits, the others
+	 * wait for that exit instead of writing a second "qwenchat: " into its line. */
+	if (atomic_flag_test_and_set(&speaking))
+		for (;;)
+			pause();
 	char path[4096];
 	/* Leave the full-screen UI's modes (mouse, bracketed paste, the alternate
 	 * screen) and the raw terminal before speaking. */
