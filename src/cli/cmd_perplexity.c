@@ -439,10 +439,8 @@ static int check_args(const struct cli_common *cli, const struct ppl_args *a)
 			    : a->llama  ? "--llama-chunks"
 			    : a->no_eot ? "--no-eot"
 					: NULL;
-	if (a->sft && strcmp(a->file, "-") && tokens_is_u32(a->file)) {
-		cli_error("%s: --sft reads conversations (JSON Lines, a conversation file the chat "
-			  "saved, or paragraphs of *.txt), not token ids",
-			  a->file);
+	if (a->sft && conv_refuse_ids(a->file)) {
+		cli_error("%s", err_msg());
 		return EXIT_RUNTIME;
 	}
 	if (a->sft && other)

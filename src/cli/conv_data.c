@@ -6,6 +6,7 @@
 #include "src/train/tokens.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct conv_read {
 	const struct conv_encoder *e;
@@ -44,12 +45,19 @@ static int add_conversation(void *user, const struct chat *c, const char *where)
 	return rc;
 }
 
-int conv_encode_file(void *encoder, const char *path, struct dset_convs *out)
+int conv_refuse_ids(const char *path)
 {
-	if (tokens_is_u32(path))
+	if (strcmp(path, "-") && tokens_is_u32(path))
 		return err_set("%s: --sft reads conversations (JSON Lines, a conversation file "
 			       "the chat saved, or paragraphs of *.txt), not token ids",
 			       path);
+	return 0;
+}
+
+int conv_encode_file(void *encoder, const char *path, struct dset_convs *out)
+{
+	if (conv_refuse_ids(path))
+		return -1;
 	struct conv_read r = {encoder, out};
 	return sft_read_file(path, add_conversation, &r);
 }

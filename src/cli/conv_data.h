@@ -14,6 +14,10 @@ struct conv_encoder {
 	int vocab;                 /* the model's vocab_size: every id must be below it */
 };
 
+/* -1 with err_set when path names token ids (*.u32), which are no conversations;
+ * else 0 (stdin, "-", included). */
+int conv_refuse_ids(const char *path);
+
 /* Reads the conversations of path (sft_read_file's files) into out; one without an
  * answer to train on (none, or every one "weight" 0) is counted in out->no_answer.
  * A *.u32 file is refused. The signature of a dset_conv_reader, with encoder a

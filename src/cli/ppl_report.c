@@ -70,7 +70,7 @@ static void vs_base(struct ppl_result *r, struct vs_base *b)
 }
 
 static void print_json(const struct ppl_report *a, const struct ppl_result *r,
-		       const struct vs_base *b, int ctx, int stride)
+		       const struct vs_base *b)
 {
 	double nll = r->nll / (double)r->tokens, se = std_error(r->nll, r->nll2, r->tokens);
 	printf("{\"tokens\": %zu", r->tokens);
@@ -78,8 +78,8 @@ static void print_json(const struct ppl_report *a, const struct ppl_result *r,
 	json_number("ppl", exp(nll));
 	json_number("nll_stderr", se);
 	json_number("ppl_stderr", exp(nll) * se);
-	printf(", \"ctx\": %d, \"stride\": %d, \"windows\": %zu, \"loop\": \"%s\"", ctx, stride,
-	       r->windows,
+	printf(", \"ctx\": %d, \"stride\": %d, \"windows\": %zu, \"loop\": \"%s\"", a->ctx,
+	       a->stride, r->windows,
 	       a->convs   ? "sft"
 	       : a->llama ? "llama-chunks"
 			  : "sliding");
@@ -128,32 +128,35 @@ static void print_vs_base(const struct ppl_report *a, const struct vs_base *b)
 }
 
 /* --sft: the table's lines of what was read. */
-static void print_convs(const struct ppl_report *a, int ctx)
+static void print_convs(const struct ppl_report *a)
 {
 	const struct dset_sft *f = a->convs;
+	int ctx = a->ctx;
 	printf("file        %s: %lld conversation%s, each a window of its own of at most %d "
 	       "tokens, their answers scored\n",
 	       a->file, (long long)f->conversations, f->conversations == 1 ? "" : "s", ctx);
 	if (f->cut)
 		printf("cut         %lld after their last answer within --ctx %d\n",
 		       (long long)f->cut, ctx);
-	char keep[96];
-	ppl_report_keep(keep, sizeof keep, (long long)f->left_out_ctx + 1, a->max_ctx);
-	if (f->left_out)
+	if (f->left_out) {
+		char keep[96];
+		ppl_report_keep(keep, sizeof keep, (long long)f->left_out_ctx + 1, a->max_ctx);
 		printf("left out    %lld whose first answer ends past --ctx %d (%s)\n",
 		       (long long)f->left_out, ctx, keep);
+	}
 	if (f->no_answer)
 		printf("no answer   %lld without an answer to score\n", (long long)f->no_answer);
 }
 
-static void print_result(const struct ppl_report *a, struct ppl_result *r, int ctx, int stride,
-			 size_t n, size_t n_all)
+void ppl_report_print(const struct ppl_report *a, struct ppl_result *r)
 {
+	int ctx = a->ctx;
+	size_t n_all = a->n_all;
 	struct vs_base b;
 	if (a->kl_base)
 		vs_base(r, &b);
 	if (a->json) {
-		print_json(a, r, a->kl_base ? &b : NULL, ctx, stride);
+		print_json(a, r, a->kl_base ? &b : NULL);
 		return;
 	}
 	double nll = r->nll / (double)r->tokens, ppl = exp(nll);
@@ -161,7 +164,7 @@ static void print_result(const struct ppl_report *a, struct ppl_result *r, int c
 	 * (positions of one text are not independent, so it is a lower bound) */
 	double se = std_error(r->nll, r->nll2, r->tokens);
 	if (a->convs)
-		print_convs(a, ctx);
+		print_convs(a);
 	else if (a->llama)
 		printf("file        %s: %zu token%s, %zu whole chunk%s of %d, the last %d of each "
 		       "scored (llama-perplexity's loop)\n",
@@ -170,9 +173,10 @@ static void print_result(const struct ppl_report *a, struct ppl_result *r, int c
 	else
 		printf("file        %s: %zu token%s, %zu window%s of at most %d, stride %d\n",
 		       a->file, n_all, n_all == 1 ? "" : "s", r->windows,
-		       r->windows == 1 ? "" : "s", ctx, stride);
-	if (n < n_all)
-		printf("chunks      the first %zu windows only: tokens 1 to %zu\n", r->windows, n);
+		       r->windows == 1 ? "" : "s", ctx, a->stride);
+	if (a->n < n_all)
+		printf("chunks      the first %zu windows only: tokens 1 to %zu\n", r->windows,
+		       a->n);
 	printf("tokens      %zu scored\n", r->tokens);
 	printf("nll         %.6f nats per token (mean)\n", nll);
 	printf("perplexity  %.4f\n", ppl);
@@ -197,9 +201,4 @@ void ppl_report_keep(char *out, size_t size, long long need, int max_ctx)
 	else
 		snprintf(out, size, "they need --ctx %lld; the model takes at most %d", need,
 			 max_ctx);
-}
-
-void ppl_report_print(const struct ppl_report *a, struct ppl_result *r)
-{
-	print_result(a, r, a->ctx, a->stride, a->n, a->n_all);
 }
