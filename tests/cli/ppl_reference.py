@@ -168,6 +168,30 @@ def forward(cfg, w, ids):
     return x @ head.T
 
 
+def vs_base(each_nll, each_base, each_kl, top1, se=False):
+    """The figures against a base over the scored positions (their NLLs under the model
+    and the base, their KL, the count of equal argmaxes): the mean KL and top1, and
+    llama-perplexity's --kl-divergence statistics, MODEL as its Q and MODEL2 as its base:
+    the log of the perplexities' ratio, the KL's percentiles (numpy's linear interpolation
+    between neighbours, as its percentile()) and p(token) - q(token); with se, the
+    standard errors of the means."""
+    n = len(each_nll)
+    d = np.array(each_nll) - np.array(each_base)
+    dp = np.exp(-np.array(each_nll)) - np.exp(-np.array(each_base))
+    out = {"kl": float(np.mean(each_kl)), "top1": top1 / n,
+           "base_nll": float(np.mean(each_base)), "ln_ppl_ratio": float(np.mean(d)),
+           "dp": float(np.mean(dp)), "dp_rms": float(np.sqrt(np.mean(dp * dp)))}
+    out["base_ppl"] = math.exp(out["base_nll"])
+    out["ppl_ratio"] = math.exp(out["ln_ppl_ratio"])
+    for key, pct in (("kl_median", 50), ("kl_p90", 90), ("kl_p99", 99), ("kl_p999", 99.9),
+                     ("kl_max", 100)):
+        out[key] = float(np.percentile(each_kl, pct))
+    if se:
+        for key, v in (("kl_se", each_kl), ("ln_ppl_ratio_se", d), ("dp_se", dp)):
+            out[key] = float(np.std(v, ddof=1) / math.sqrt(n))
+    return out
+
+
 def log_softmax(z):
     m = z.max(axis=-1, keepdims=True)
     return z - (m + np.log(np.exp(z - m).sum(axis=-1, keepdims=True)))
@@ -189,7 +213,7 @@ def main():
     model_dir, ids_path, ctx, stride = args[0], args[1], int(args[2]), int(args[3])
     cfg, w = load(model_dir)
     ids = np.fromfile(ids_path, dtype="<u4").astype(np.int64)
-    tokens, nll, kl, top1 = 0, 0.0, 0.0, 0
+    tokens, nll, top1 = 0, 0.0, 0
     each_nll, each_kl, each_base = [], [], []
     # (begin, end, the first window position whose label counts)
     if llama:
@@ -214,33 +238,13 @@ def main():
                 lq = log_softmax(forward(base[0], base[1], window))
                 p, q = lp[rows], lq[rows]
                 each_base.extend(-lq[rows, window[first:]])
-                kl += (np.exp(p) * (p - q)).sum()
                 each_kl.extend((np.exp(p) * (p - q)).sum(axis=-1))
                 top1 += int((p.argmax(axis=-1) == q.argmax(axis=-1)).sum())
     out = {"tokens": tokens, "nll": nll / tokens, "ppl": math.exp(nll / tokens)}
     if base:
-        out["kl"] = kl / tokens
-        out["top1"] = top1 / tokens
-        # llama-perplexity's --kl-divergence statistics, MODEL as its Q and MODEL2 as its
-        # base: the log of the perplexities' ratio, the KL's percentiles (numpy's linear
-        # interpolation between neighbours, as its percentile()) and p(token) - q(token)
-        d = np.array(each_nll) - np.array(each_base)
-        dp = np.exp(-np.array(each_nll)) - np.exp(-np.array(each_base))
-        out["base_nll"] = float(np.mean(each_base))
-        out["base_ppl"] = math.exp(out["base_nll"])
-        out["ln_ppl_ratio"] = float(np.mean(d))
-        out["ppl_ratio"] = math.exp(out["ln_ppl_ratio"])
-        for key, pct in (("kl_median", 50), ("kl_p90", 90), ("kl_p99", 99), ("kl_p999", 99.9),
-                         ("kl_max", 100)):
-            out[key] = float(np.percentile(each_kl, pct))
-        out["dp"] = float(np.mean(dp))
-        out["dp_rms"] = float(np.sqrt(np.mean(dp * dp)))
+        out.update(vs_base(each_nll, each_base, each_kl, top1, want_se))
     if want_se:
         out["nll_se"] = float(np.std(each_nll, ddof=1) / math.sqrt(tokens))
-        if base:
-            out["kl_se"] = float(np.std(each_kl, ddof=1) / math.sqrt(tokens))
-            out["ln_ppl_ratio_se"] = float(np.std(d, ddof=1) / math.sqrt(tokens))
-            out["dp_se"] = float(np.std(dp, ddof=1) / math.sqrt(tokens))
     print(json.dumps(out))
 
 

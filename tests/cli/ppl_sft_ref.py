@@ -68,14 +68,7 @@ def main():
     n = len(nll)
     out.update(tokens=n, nll=float(np.mean(nll)), ppl=math.exp(np.mean(nll)))
     if base:
-        d, dp = np.array(nll) - np.array(bnll), np.exp(-np.array(nll)) - np.exp(-np.array(bnll))
-        out.update(kl=float(np.mean(kl)), top1=top1 / n, base_nll=float(np.mean(bnll)),
-                   base_ppl=math.exp(np.mean(bnll)), ln_ppl_ratio=float(np.mean(d)),
-                   ppl_ratio=math.exp(np.mean(d)), dp=float(np.mean(dp)),
-                   dp_rms=float(np.sqrt(np.mean(dp * dp))))
-        for key, pct in (("kl_median", 50), ("kl_p90", 90), ("kl_p99", 99), ("kl_p999", 99.9),
-                         ("kl_max", 100)):
-            out[key] = float(np.percentile(kl, pct))
+        out.update(pr.vs_base(nll, bnll, kl, top1))
     print(json.dumps(out))
 
 
