@@ -43,7 +43,7 @@ libapp_a_SOURCES = \
 	src/app/plain.c src/app/plain.h \
 	src/serve/openai.c src/serve/openai.h \
 	src/serve/completion.c src/serve/completion.h \
-	src/serve/generate.c src/serve/generate.h \
+	src/serve/generate.c src/serve/generate.h src/serve/scores.c src/serve/scores.h \
 	src/serve/serve.c src/serve/serve.h src/serve/serve_impl.h src/serve/jobs.c \
 	src/serve/deadline.c src/serve/deadline.h \
 	src/serve/origin.c src/serve/origin.h \

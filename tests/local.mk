@@ -233,6 +233,10 @@ check_PROGRAMS += tests/unit/test_openai
 TESTS += tests/unit/test_openai
 tests_unit_test_openai_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_openai_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
+check_PROGRAMS += tests/unit/test_openai_text
+TESTS += tests/unit/test_openai_text
+tests_unit_test_openai_text_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_openai_text_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
 FUZZ_TARGETS += tests/fuzz/fuzz_openai
 tests_fuzz_fuzz_openai_SOURCES = tests/fuzz/fuzz_openai.c
 tests_fuzz_fuzz_openai_LDADD = $(APP_LIBS)
@@ -240,7 +244,8 @@ tests_fuzz_fuzz_openai_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_openai.c tests/fuzz/corpus/openai
 TESTS += tests/cli/serve.sh tests/cli/model-forms.sh
 EXTRA_DIST += tests/cli/model-forms.sh
-EXTRA_DIST += tests/cli/serve.sh tests/cli/serve_client.py tests/cli/serve-openai.test.mjs \
+EXTRA_DIST += tests/cli/serve.sh tests/cli/serve_client.py tests/cli/serve_text.py \
+	tests/cli/serve-openai.test.mjs \
 	tests/fetch-openai.sh tests/cli/rig-model.py
 
 # The remote backend (src/remote/): server-sent events, chat-completion chunks and the

@@ -29,7 +29,8 @@ enum serve_key {
 	OPT_API_KEY_FILE,
 	OPT_QUEUE,
 	OPT_TIMEOUT,
-	OPT_ALLOW_ORIGIN
+	OPT_ALLOW_ORIGIN,
+	OPT_KV_F32
 };
 
 static const struct cli_opt serve_opts[] = {
@@ -48,14 +49,19 @@ static const struct cli_opt serve_opts[] = {
 	{"allow-origin", OPT_ALLOW_ORIGIN, "ORIGIN",
 	 "web pages of ORIGIN (e.g. https://chat.example:3000; * for\nevery one, null for "
 	 "local files) may use the server; pages\nof this machine may always (repeatable)"},
+	{"kv-f32", OPT_KV_F32, NULL,
+	 "fp32 KV cache (default bf16): with --exact, a prompt's\nlogprobs as `logits` "
+	 "computes them"},
 	{0},
 };
 
 static const struct cli_command serve_cmd = {
 	.name = "serve",
 	.synopsis = "-m MODEL [--host 127.0.0.1] [--port 8080] [--api-key KEY] [options]",
-	.about = "An OpenAI-compatible API on the model: POST /v1/chat/completions (streamed as\n"
-		 "server-sent events with \"stream\": true), GET /v1/models, GET /health.\n"
+	.about = "An OpenAI-compatible API on the model: POST /v1/chat/completions and\n"
+		 "/v1/completions (a raw prompt continued; with \"echo\" and \"logprobs\", its "
+		 "own\ntokens scored, as lm-evaluation-harness asks), streamed as server-sent "
+		 "events\nwith \"stream\": true; GET /v1/models, GET /health.\n"
 		 "Requests are answered one at a time in arrival order on one KV cache, so a\n"
 		 "client resending its conversation with a new turn pays only for the new "
 		 "tokens.\n"
@@ -64,10 +70,12 @@ static const struct cli_command serve_cmd = {
 	.opts = serve_opts,
 	.notes = "Limits: a body of at most 4 MiB, 2048 messages, 128 tools, JSON nested at most\n"
 		 "64 deep with at most 131072 values, unknown members of at most 64 KiB, 16 stop\n"
-		 "strings, top_logprobs 0..20, 256 connections at once, 64 MiB of bodies held\n"
-		 "at once; --timeout also bounds the time a request may take to arrive.\n"
+		 "strings, top_logprobs 0..20, 1024 prompts, 256 connections at once, 64 MiB of\n"
+		 "bodies held at once; --timeout also bounds the time a request may take to\n"
+		 "arrive.\n"
 		 "max_tokens at most the context (or -n) and, with the prompt, within the "
-		 "context.\n"
+		 "context;\n/v1/completions: 16 when not given, held to the room the prompt "
+		 "leaves.\n"
 		 "Sampling options set the defaults a request's own fields override; a --seed "
 		 "is\n"
 		 "used by every request that gives none (else each draws a random one). One "
@@ -83,6 +91,7 @@ struct serve_args {
 	const char *key_file; /* read once the options are parsed */
 	const char *origins[SERVE_MAX_ORIGINS];
 	int n_origins;
+	bool kv_f32;
 };
 
 static int serve_opt(void *user, int key, const char *arg)
@@ -91,6 +100,7 @@ static int serve_opt(void *user, int key, const char *arg)
 	long l;
 	switch (key) {
 	case OPT_HOST: a->host = arg; return 0;
+	case OPT_KV_F32: a->kv_f32 = true; return 0;
 	case OPT_PORT:
 		if (cli_parse_long("port", arg, 0, 65535, &l))
 			return -1;
@@ -204,6 +214,9 @@ static int open_model(const struct serve_args *a, const struct eng_options *eo, 
 	m->absent_think = tmpl_absent_think(tok_chat_template(m->tok));
 	if (warning)
 		cli_error("warning: %s", warning);
+	m->vocab = eng_model_config(*em)->vocab_size;
+	if (!(m->scores = scores_new()))
+		return -1;
 	m->max_tokens = a->cli.set & CLI_SET_MAX_NEW ? a->cli.max_new : 0;
 	m->name = model_name(cli_model_name(&a->cli), *dir);
 	return 0;
@@ -217,6 +230,7 @@ int cmd_serve(int argc, char **argv)
 	cli_notices_hold(); /* a notice on the options, then an error: the error alone */
 	if (!rc && cli_engine_options(&a.cli, &eo, NULL))
 		rc = EXIT_USAGE;
+	eo.kv_f32 = a.kv_f32;
 	if (rc) {
 		free(a.key);
 		return rc == CLI_DONE ? EXIT_OK : rc;
@@ -260,6 +274,7 @@ done:
 	serve_stop(s);
 	sess_free(m.sess);
 	samp_free(m.samp);
+	scores_free(m.scores);
 	eng_free(m.eng);
 	eng_model_free(em);
 	tok_free(m.tok);

@@ -1,5 +1,6 @@
 /* completion.c — an answer's text, stop strings, tool calls and log-probabilities,
- * and the chat.completion / chat.completion.chunk JSON built from them. */
+ * and the chat.completion / chat.completion.chunk JSON built from them, or a text
+ * completion's choice and text_completion chunks. */
 #include "src/serve/completion.h"
 
 #include <jansson.h>
@@ -25,7 +26,19 @@ struct completion {
 	size_t tool_at;  /* where "<tool_call>" starts in the answer, or SIZE_MAX */
 	json_t *pending; /* log-probability entries not streamed yet (streaming) */
 	json_t *all;     /* every entry, for the final object (not streaming) */
+	/* text: the legacy logprobs object not streamed yet (all of it, not streaming),
+	 * the characters its tokens spelled so far (text_offset), the echo's sending */
+	json_t *legacy;
+	size_t chars;
+	bool echo_sent;
 };
+
+/* {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []} */
+static json_t *legacy_new(void)
+{
+	return json_pack("{s:[], s:[], s:[], s:[]}", "tokens", "token_logprobs", "top_logprobs",
+			 "text_offset");
+}
 
 static const char *const part_key[2] = {
 	[SESS_REASONING] = "reasoning_content", [SESS_ANSWER] = "content"};
@@ -41,7 +54,8 @@ struct completion *completion_new(const struct completion_options *o)
 	c->tool_at = SIZE_MAX;
 	c->pending = json_array();
 	c->all = json_array();
-	if (!c->pending || !c->all) {
+	c->legacy = legacy_new();
+	if (!c->pending || !c->all || !c->legacy) {
 		completion_free(c);
 		err_set("out of memory");
 		return NULL;
@@ -57,6 +71,7 @@ void completion_free(struct completion *c)
 	free(c->part[1].text.p);
 	json_decref(c->pending);
 	json_decref(c->all);
+	json_decref(c->legacy);
 	free(c);
 }
 
@@ -147,11 +162,55 @@ static json_t *token_json(const struct completion_token *t)
 			 "bytes", bytes);
 }
 
+/* A token's log-probability: a number, or null for none. */
+static json_t *logprob_json(double lp)
+{
+	if (isnan(lp))
+		return json_null();
+	return json_real(isfinite(lp) ? lp : -9999.0); /* OpenAI's "no probability at all" */
+}
+
+/* Characters of UTF-8 bytes: those that do not continue a sequence. */
+static size_t chars_of(const char *s, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return k;
+}
+
+/* The legacy entry: the token, its log-probability, its top list (a token -> logprob
+ * object holding the token too) and where its text starts. */
+static int add_legacy(struct completion *c, const struct completion_token *token,
+		      const struct completion_token *top, int n)
+{
+	json_t *tops = isnan(token->logprob) ? json_null() : json_object();
+	for (int i = -1; i < n && json_is_object(tops); i++) {
+		const struct completion_token *t = i < 0 ? token : &top[i];
+		json_t *key = text_json(t->bytes, t->len);
+		if (key)
+			json_object_set_new(tops, json_string_value(key), logprob_json(t->logprob));
+		json_decref(key);
+	}
+	json_t *l = c->legacy;
+	int rc = json_array_append_new(json_object_get(l, "tokens"),
+				       text_json(token->bytes, token->len)) |
+		 json_array_append_new(json_object_get(l, "token_logprobs"),
+				       logprob_json(token->logprob)) |
+		 json_array_append_new(json_object_get(l, "top_logprobs"), tops) |
+		 json_array_append_new(json_object_get(l, "text_offset"),
+				       json_integer((json_int_t)c->chars));
+	c->chars += chars_of(token->bytes, token->len);
+	return rc ? err_set("out of memory") : 0;
+}
+
 int completion_add_token(struct completion *c, const struct completion_token *token,
 			 const struct completion_token *top, int n)
 {
 	if (!c->o.logprobs)
 		return 0;
+	if (c->o.text)
+		return add_legacy(c, token, top, n);
 	json_t *entry = token_json(token), *tops = json_array();
 	for (int i = 0; i < n; i++)
 		json_array_append_new(tops, token_json(&top[i]));
@@ -162,6 +221,18 @@ int completion_add_token(struct completion *c, const struct completion_token *to
 	    json_array_append_new(list, entry))
 		return err_set("out of memory");
 	return 0;
+}
+
+/* Appends root (stolen) as one server-sent event; NULL (out of memory) marks out. */
+static void put_event(json_t *root, struct strbuf *out)
+{
+	char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+	if (text)
+		oai_sse(out, text);
+	else
+		out->oom = true;
+	free(text);
+	json_decref(root);
 }
 
 /* The choice's "logprobs": the entries given (stolen), or null when not asked for. */
@@ -190,17 +261,53 @@ static void put_chunk(struct completion *c, json_t *delta, const char *finish, s
 			  lp ? lp : json_null(), "finish_reason", finish);
 	if (root && c->o.include_usage)
 		json_object_set_new(root, "usage", json_null());
-	char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
-	if (text)
-		oai_sse(out, text);
-	else
-		out->oom = true;
-	free(text);
-	json_decref(root);
+	put_event(root, out);
+}
+
+/* Appends one text_completion chunk: text (stolen), the pending legacy logprobs and
+ * finish_reason (NULL: null). */
+static void put_text_chunk(struct completion *c, json_t *text, const char *finish,
+			   struct strbuf *out)
+{
+	json_t *lp = json_null();
+	if (c->o.logprobs) {
+		lp = c->legacy;
+		c->legacy = legacy_new();
+	}
+	json_t *root = json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:o, s:s?}]}", "id", c->o.id,
+				 "object", "text_completion", "created", (json_int_t)c->o.created,
+				 "model", c->o.model, "choices", "index", c->o.index, "text", text,
+				 "logprobs", lp, "finish_reason", finish);
+	if (root && c->o.include_usage)
+		json_object_set_new(root, "usage", json_null());
+	if (!c->legacy) { /* out of memory for the next chunk's lists */
+		json_decref(root);
+		root = NULL;
+	}
+	put_event(root, out);
+}
+
+/* A text completion's stream: the echo first, then the answer as it can be sent. */
+static void stream_plain(struct completion *c, bool final, struct strbuf *out)
+{
+	if (!c->echo_sent && c->o.echo) {
+		put_text_chunk(c, text_json(c->o.echo, c->o.echo_len), NULL, out);
+		c->echo_sent = true;
+	}
+	struct part *p = &c->part[SESS_ANSWER];
+	size_t limit = ready(c, SESS_ANSWER, final, SIZE_MAX);
+	if (limit == p->sent)
+		return;
+	put_text_chunk(c, text_json(p->text.p + p->sent, limit - p->sent), NULL, out);
+	p->sent = limit;
 }
 
 static void stream_text(struct completion *c, bool final, size_t tools, struct strbuf *out)
 {
+	if (c->o.text) {
+		stream_plain(c, final, out);
+		return;
+	}
 	if (!c->role_sent) {
 		put_chunk(c, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL,
 			  out);
@@ -243,7 +350,7 @@ static json_t *calls_json(const struct completion *c, const struct toolcall_set 
 	return calls;
 }
 
-static json_t *usage_json(const struct completion_usage *u)
+json_t *completion_usage_json(const struct completion_usage *u)
 {
 	return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", u->prompt,
 			 "completion_tokens", u->completion, "total_tokens",
@@ -268,12 +375,43 @@ static json_t *final_json(struct completion *c, const struct toolcall_set *set, 
 	return json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:o, s:s}], s:o}", "id", c->o.id,
 			 "object", "chat.completion", "created", (json_int_t)c->o.created, "model",
 			 c->o.model, "choices", "index", 0, "message", msg, "logprobs", lp,
-			 "finish_reason", finish, "usage", usage_json(u));
+			 "finish_reason", finish, "usage", completion_usage_json(u));
+}
+
+json_t *completion_choice(struct completion *c, enum completion_end why)
+{
+	const struct strbuf *a = &c->part[SESS_ANSWER].text;
+	struct strbuf t = {0};
+	sb_put(&t, c->o.echo ? c->o.echo : "", c->o.echo ? c->o.echo_len : 0);
+	sb_put(&t, a->p ? a->p : "", a->n);
+	json_t *text = t.oom ? NULL : text_json(t.p ? t.p : "", t.n);
+	free(t.p);
+	json_t *lp = c->o.logprobs ? json_incref(c->legacy) : json_null();
+	return json_pack("{s:i, s:o, s:o, s:s}", "index", c->o.index, "text", text, "logprobs", lp,
+			 "finish_reason", why == COMPLETION_LENGTH ? "length" : "stop");
+}
+
+void completion_stream_end(const struct completion_options *o, const struct completion_usage *u,
+			   struct strbuf *out)
+{
+	if (o->include_usage)
+		put_event(json_pack("{s:s, s:s, s:I, s:s, s:[], s:o}", "id", o->id, "object",
+				    o->text ? "text_completion" : "chat.completion.chunk",
+				    "created", (json_int_t)o->created, "model", o->model, "choices",
+				    "usage", completion_usage_json(u)),
+			  out);
+	oai_sse(out, "[DONE]");
 }
 
 void completion_finish(struct completion *c, enum completion_end why,
 		       const struct completion_usage *u, struct strbuf *out)
 {
+	if (c->o.text) { /* streaming: the rest and the finish; completion_choice else */
+		stream_plain(c, true, out);
+		put_text_chunk(c, json_string(""), why == COMPLETION_LENGTH ? "length" : "stop",
+			       out);
+		return;
+	}
 	struct toolcall_set set = {0};
 	const struct strbuf *a = &c->part[SESS_ANSWER].text;
 	if (c->o.parse_tools && c->tool_at != SIZE_MAX && toolcall_parse(a->p, a->n, &set) < 0)
@@ -296,17 +434,6 @@ void completion_finish(struct completion *c, enum completion_end why,
 	if (set.n)
 		put_chunk(c, json_pack("{s:o}", "tool_calls", calls_json(c, &set)), NULL, out);
 	put_chunk(c, json_object(), finish, out);
-	if (c->o.include_usage) {
-		json_t *root =
-			json_pack("{s:s, s:s, s:I, s:s, s:[], s:o}", "id", c->o.id, "object",
-				  "chat.completion.chunk", "created", (json_int_t)c->o.created,
-				  "model", c->o.model, "choices", "usage", usage_json(u));
-		char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
-		if (text)
-			oai_sse(out, text);
-		free(text);
-		json_decref(root);
-	}
-	oai_sse(out, "[DONE]");
+	completion_stream_end(&c->o, u, out);
 	toolcall_set_free(&set);
 }

@@ -1,11 +1,13 @@
-/* completion.h — one chat-completions answer as it is generated: the reasoning and
- * content text with the stop strings applied, tool calls split off the content, the
- * tokens' log-probabilities; and the JSON the API returns for it, either one
- * chat.completion object at the end or chat.completion.chunk events (server-sent
- * events) while it streams. Knows no HTTP and no engine. */
+/* completion.h — one chat-completions answer, or one choice of a text completion, as
+ * it is generated: the reasoning and content text with the stop strings applied, tool
+ * calls split off the content, the tokens' log-probabilities; and the JSON the API
+ * returns for it, either one chat.completion object (a text completion's choice) at
+ * the end or chat.completion.chunk (text_completion) events, server-sent, while it
+ * streams. Knows no HTTP and no engine. */
 #ifndef QWENCHAT_COMPLETION_H
 #define QWENCHAT_COMPLETION_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -13,7 +15,14 @@
 #include "src/session/session.h"
 
 struct completion_options {
-	const char *id;    /* "chatcmpl-..."; tool calls are named after it */
+	/* A /v1/completions choice: "text_completion" objects, the legacy logprobs
+	 * (parallel lists tokens, token_logprobs, top_logprobs, text_offset), one part
+	 * (the answer: reasoning is never split off) and no tool calls. */
+	bool text;
+	int index;        /* text: the choice's index in "choices" */
+	const char *echo; /* text: (echo_len bytes) the prompt, before the answer; or NULL */
+	size_t echo_len;
+	const char *id;    /* "chatcmpl-..." or "cmpl-..."; tool calls are named after it */
 	const char *model; /* the "model" of every object */
 	long long created; /* Unix time */
 	char *const *stop; /* (n_stop) non-empty strings that end the answer */
@@ -38,7 +47,7 @@ enum completion_end {
 };
 
 /* A token for the log-probabilities: its bytes (maybe part of a character) and
- * natural-log probability. */
+ * natural-log probability (NaN: none, as for a prompt's first token; text only). */
 struct completion_token {
 	const char *bytes;
 	size_t len;
@@ -57,7 +66,9 @@ void completion_free(struct completion *c);
 int completion_add_text(struct completion *c, enum sess_part part, const char *text, size_t len);
 
 /* Adds one generated token's log-probability, with the n most likely tokens of its
- * distribution (n may be 0). Ignored unless o->logprobs. 0, or -1 out of memory. */
+ * distribution (n may be 0); for a text completion the echoed prompt's tokens come
+ * first, and a token's own entry joins its top list (as OpenAI lists up to
+ * logprobs + 1). Ignored unless o->logprobs. 0, or -1 out of memory. */
 int completion_add_token(struct completion *c, const struct completion_token *token,
 			 const struct completion_token *top, int n);
 
@@ -67,9 +78,22 @@ int completion_add_token(struct completion *c, const struct completion_token *to
 void completion_stream(struct completion *c, struct strbuf *out);
 
 /* The end of the answer. Streaming: the rest of the text, the tool calls, the chunk
- * with finish_reason, the usage chunk when asked and "data: [DONE]". Otherwise the
- * chat.completion object with usage. Appended to out. */
+ * with finish_reason, then for a chat the usage chunk when asked and "data: [DONE]"
+ * (completion_stream_end: a text completion's caller adds them after its last
+ * choice). Otherwise the chat.completion object with usage; a text completion's
+ * choice is completion_choice's instead. Appended to out. */
 void completion_finish(struct completion *c, enum completion_end why,
 		       const struct completion_usage *u, struct strbuf *out);
+
+/* A text completion's choice, not streamed: {"index", "text", "logprobs",
+ * "finish_reason"} (a new reference; NULL out of memory). */
+json_t *completion_choice(struct completion *c, enum completion_end why);
+
+/* The "usage" object. */
+json_t *completion_usage_json(const struct completion_usage *u);
+
+/* The end of a stream: the usage chunk when o asks for it, then "data: [DONE]". */
+void completion_stream_end(const struct completion_options *o, const struct completion_usage *u,
+			   struct strbuf *out);
 
 #endif

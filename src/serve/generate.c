@@ -1,7 +1,10 @@
 /* generate.c — one request on the model: settings, prompt, KV sync, the decode loop
- * feeding a completion, and the response written out (generate.h). */
+ * feeding a completion, and the response written out (generate.h); a text
+ * completion's prompts one after the other, each a choice. */
 #include "src/serve/generate.h"
 
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +101,8 @@ static int thinking(const struct gen_model *m, const struct oai_request *r)
 static int set_sampling(const struct gen_model *m, const struct oai_request *r)
 {
 	struct samp_params p = m->params;
-	if (thinking(m, r) == TMPL_THINK_OFF && tmpl_has_think_switch(m->variant))
+	if (r->kind == OAI_CHAT && thinking(m, r) == TMPL_THINK_OFF &&
+	    tmpl_has_think_switch(m->variant))
 		samp_params_preset(&p, false, m->params_set | r->samp_set);
 	samp_params_apply(&p, &r->samp, r->samp_set);
 	if (!((m->params_set | r->samp_set) & SAMP_SET_SEED))
@@ -178,20 +182,23 @@ static int answer(struct run *x, int n, int max_new, struct completion_usage *us
 	return 200;
 }
 
-int gen_run(const struct gen_model *m, const struct oai_request *r, const struct gen_output *out,
-	    struct completion_usage *usage)
+/* A request id: PREFIX-(24 hex digits). */
+static void request_id(char *id, size_t size, const char *prefix)
 {
-	memset(usage, 0, sizeof *usage);
-	if (set_sampling(m, r))
-		return fail(out, false, 400, err_msg(), NULL, NULL);
+	uint64_t a = random64(), b = random64();
+	snprintf(id, size, "%s-%016llx%08llx", prefix, (unsigned long long)a,
+		 (unsigned long long)(b & 0xffffffffu));
+}
+
+static int run_chat(const struct gen_model *m, const struct oai_request *r,
+		    const struct gen_output *out, struct completion_usage *usage)
+{
 	int n = 0, max_new = 0;
 	int32_t *ids = prompt(m, r, out, &n, &max_new);
 	if (!ids)
 		return 400;
-	uint64_t a = random64(), b = random64();
 	char id[48];
-	snprintf(id, sizeof id, "chatcmpl-%016llx%08llx", (unsigned long long)a,
-		 (unsigned long long)(b & 0xffffffffu));
+	request_id(id, sizeof id, "chatcmpl");
 	struct completion_options co = {
 		.id = id,
 		.model = m->name,
@@ -203,7 +210,7 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 		.stream = r->stream,
 		.include_usage = r->include_usage,
 	};
-	struct run x = {m, r, out, completion_new(&co), {0}};
+	struct run x = {.m = m, .r = r, .out = out, .c = completion_new(&co)};
 	int status;
 	if (!x.c) {
 		status = fail(out, false, 500, err_msg(), NULL, NULL);
@@ -227,4 +234,262 @@ done:
 	free(x.buf.p);
 	free(ids);
 	return status;
+}
+
+/* ---- text completions ---------------------------------------------------------- */
+
+/* One prompt of a text completion, tokenized and held to the context. */
+struct text_prompt {
+	int32_t *ids;
+	int n;
+	int max_new; /* tokens it may generate */
+	char *echo;  /* its text, for echo (malloc'd) */
+	size_t echo_len;
+};
+
+static void free_prompts(struct text_prompt *p, size_t n)
+{
+	for (size_t i = 0; p && i < n; i++) {
+		free(p[i].ids);
+		free(p[i].echo);
+	}
+	free(p);
+}
+
+/* Prompt i's ids and limits into *p. 0, or the HTTP status after writing the error. */
+static int text_prompt(const struct gen_model *m, const struct oai_request *r, size_t i,
+		       const struct gen_output *out, struct text_prompt *p)
+{
+	const struct oai_prompt *q = &r->prompts[i];
+	char at[32], msg[256];
+	snprintf(at, sizeof at, r->n_prompts > 1 ? "prompt[%zu]" : "prompt", i);
+	size_t k = q->n_ids;
+	p->ids = q->text ? tok_encode(m->tok, q->text, q->len, &k) : malloc(k * sizeof *p->ids);
+	if (!p->ids)
+		return fail(out, false, 500, q->text ? err_msg() : "out of memory", at, NULL);
+	if (!q->text)
+		memcpy(p->ids, q->ids, k * sizeof *p->ids);
+	for (size_t j = 0; j < k; j++)
+		if (p->ids[j] >= m->vocab) {
+			snprintf(msg, sizeof msg,
+				 "%s[%zu]: token id %d is not below the vocabulary "
+				 "size %d",
+				 at, j, (int)p->ids[j], m->vocab);
+			return fail(out, false, 400, msg, at, NULL);
+		}
+	int ctx = eng_ctx(m->eng), cap = m->max_tokens ? m->max_tokens : ctx;
+	int room = (size_t)ctx >= k ? ctx - (int)k : 0;
+	p->n = (int)k;
+	if (k > (size_t)ctx) {
+		snprintf(msg, sizeof msg,
+			 "%s: the prompt is %zu tokens, the model's context holds %d", at, k, ctx);
+		return fail(out, false, 400, msg, at, "context_length_exceeded");
+	}
+	p->max_new = r->max_tokens < room ? r->max_tokens : room;
+	if (p->max_new > cap)
+		p->max_new = cap;
+	if (!r->max_tokens_default && r->max_tokens > cap) {
+		snprintf(msg, sizeof msg, "max_tokens: %d is above this server's limit of %d",
+			 r->max_tokens, cap);
+		return fail(out, false, 400, msg, "max_tokens", NULL);
+	}
+	if (!r->max_tokens_default && r->max_tokens > room) {
+		snprintf(msg, sizeof msg,
+			 "max_tokens: %s is %zu tokens and max_tokens %d, more than "
+			 "the model's context of %d",
+			 at, k, r->max_tokens, ctx);
+		return fail(out, false, 400, msg, "max_tokens", "context_length_exceeded");
+	}
+	if (!r->echo)
+		return 0;
+	/* the echo is the prompt as given; ids read back with their special tokens (a
+	 * padding id past the tokenizer reads as nothing) */
+	struct strbuf e = {0};
+	if (q->text)
+		sb_put(&e, q->text, q->len);
+	for (size_t j = 0; !q->text && j < k; j++) {
+		size_t len = 0;
+		const char *piece = tok_piece(m->tok, p->ids[j], &len);
+		sb_put(&e, piece ? piece : "", piece ? len : 0);
+	}
+	if (e.oom) {
+		free(e.p);
+		return fail(out, false, 500, "out of memory", NULL, NULL);
+	}
+	p->echo = e.p ? e.p : strdup("");
+	p->echo_len = e.n;
+	return p->echo ? 0 : fail(out, false, 500, "out of memory", NULL, NULL);
+}
+
+/* A prompt token's entry: its scores (none for the first token) and the top ones. */
+static int add_scored(struct run *x, int32_t id, const struct scores_entry *e)
+{
+	struct completion_token t = {.logprob = e ? e->logprob : NAN}, tt[SCORES_TOP];
+	int n = 0;
+	while (e && n < x->r->top_logprobs && e->top[n].id >= 0) {
+		tt[n].bytes = tok_piece(x->m->tok, e->top[n].id, &tt[n].len);
+		tt[n].logprob = e->top[n].logprob;
+		if (!tt[n].bytes)
+			tt[n].bytes = "", tt[n].len = 0;
+		n++;
+	}
+	if (!(t.bytes = tok_piece(x->m->tok, id, &t.len)))
+		t.bytes = "", t.len = 0;
+	return completion_add_token(x->c, &t, tt, n);
+}
+
+static void on_row(void *user, int pos, const float *logits)
+{
+	struct run *x = user;
+	scores_row(x->m->scores, pos, logits, x->m->vocab);
+}
+
+/* Syncs the session to the prompt, scoring each of its tokens into the choice: the
+ * positions the last scored prompt shares are taken from it, the rest computed. */
+static int sync_scored(struct run *x, const struct text_prompt *p)
+{
+	struct scores *sc = x->m->scores;
+	int known = scores_known(sc, p->ids, p->n);
+	if (scores_begin(sc, p->ids, p->n, known))
+		return -1;
+	int s = sess_sync_scored(x->m->sess, p->ids, p->n, known, on_row, x);
+	scores_end(sc, s == 0);
+	if (s)
+		return s;
+	int rc = add_scored(x, p->ids[0], NULL);
+	for (int i = 0; i + 1 < p->n && !rc; i++)
+		rc = add_scored(x, p->ids[i + 1], scores_get(sc, i));
+	return rc;
+}
+
+/* Prompt p run and continued into x->c; adds to *usage. The HTTP status (200), or 0
+ * when cancelled; a failure is written. */
+static int text_choice(struct run *x, const struct text_prompt *p, struct completion_usage *usage,
+		       enum completion_end *why)
+{
+	const struct gen_model *m = x->m;
+	int s = x->r->echo && x->r->logprobs ? sync_scored(x, p) : sess_sync(m->sess, p->ids, p->n);
+	const struct sess_stats *st = sess_stats(m->sess);
+	usage->prompt += p->n;
+	usage->cached += st->reused;
+	if (s)
+		return s == 1 ? 0 : fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
+	if (x->r->stream)
+		flush(x); /* the echo, with its tokens' logprobs */
+	*why = COMPLETION_LENGTH;
+	if (p->max_new == 0)
+		return 200;
+	sess_set_token_hook(m->sess, x->r->logprobs ? on_token : NULL, x);
+	int rc = sess_generate(m->sess, m->samp, p->max_new, SESS_SPLIT_NONE, on_text, x);
+	sess_set_token_hook(m->sess, NULL, NULL);
+	usage->completion += st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
+	if (rc < 0)
+		return fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
+	if (st->stop == SESS_STOP_CANCEL)
+		return 0;
+	*why = st->stop == SESS_STOP_MAX || st->stop == SESS_STOP_CTX ? COMPLETION_LENGTH
+								      : COMPLETION_STOP;
+	return 200;
+}
+
+/* The whole text_completion object of the choices (stolen), written out. */
+static int text_object(struct run *x, const struct completion_options *co, json_t *choices,
+		       const struct completion_usage *usage)
+{
+	json_t *root =
+		json_pack("{s:s, s:s, s:I, s:s, s:o, s:o}", "id", co->id, "object",
+			  "text_completion", "created", (json_int_t)co->created, "model", co->model,
+			  "choices", choices, "usage", completion_usage_json(usage));
+	char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+	json_decref(root);
+	if (!text)
+		return fail(x->out, false, 500, "out of memory", NULL, NULL);
+	x->out->write(x->out->user, text, strlen(text));
+	free(text);
+	return 200;
+}
+
+/* Each prompt in turn, a choice each, reseeded so that a prompt's answer does not
+ * depend on the others. */
+static int text_choices(struct run *x, const struct text_prompt *p, const struct samp_params *sp,
+			struct completion_options *co, json_t *choices,
+			struct completion_usage *usage)
+{
+	for (size_t i = 0; i < x->r->n_prompts; i++) {
+		co->index = (int)i;
+		co->echo = p[i].echo;
+		co->echo_len = p[i].echo_len;
+		if (!(x->c = completion_new(co)))
+			return fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
+		samp_reseed(x->m->samp, sp->seed);
+		enum completion_end why = COMPLETION_STOP;
+		int status = text_choice(x, &p[i], usage, &why);
+		if (status == 200 && x->r->stream) {
+			x->buf.n = 0;
+			completion_finish(x->c, why, usage, &x->buf);
+			if (!x->buf.oom)
+				x->out->write(x->out->user, x->buf.p, x->buf.n);
+		} else if (status == 200 &&
+			   json_array_append_new(choices, completion_choice(x->c, why))) {
+			status = fail(x->out, false, 500, "out of memory", NULL, NULL);
+		}
+		completion_free(x->c);
+		x->c = NULL;
+		if (status != 200)
+			return status;
+	}
+	return 200;
+}
+
+static int run_text(const struct gen_model *m, const struct oai_request *r,
+		    const struct gen_output *out, struct completion_usage *usage)
+{
+	struct text_prompt *p = calloc(r->n_prompts, sizeof *p);
+	if (!p)
+		return fail(out, false, 500, "out of memory", NULL, NULL);
+	int status = 0;
+	for (size_t i = 0; i < r->n_prompts && !status; i++)
+		status = text_prompt(m, r, i, out, &p[i]);
+	if (status) {
+		free_prompts(p, r->n_prompts);
+		return status;
+	}
+	char id[48];
+	request_id(id, sizeof id, "cmpl");
+	struct completion_options co = {
+		.text = true,
+		.id = id,
+		.model = m->name,
+		.created = (long long)time(NULL),
+		.stop = r->stop,
+		.n_stop = r->n_stop,
+		.logprobs = r->logprobs,
+		.stream = r->stream,
+		.include_usage = r->include_usage,
+	};
+	struct run x = {.m = m, .r = r, .out = out};
+	json_t *choices = json_array();
+	out->start(out->user, 200);
+	status = !choices ? fail(out, r->stream, 500, "out of memory", NULL, NULL)
+			  : text_choices(&x, p, samp_get_params(m->samp), &co, choices, usage);
+	if (status == 200 && r->stream) {
+		x.buf.n = 0;
+		completion_stream_end(&co, usage, &x.buf);
+		out->write(out->user, x.buf.p, x.buf.n);
+	} else if (status == 200) {
+		status = text_object(&x, &co, json_incref(choices), usage);
+	}
+	json_decref(choices);
+	free(x.buf.p);
+	free_prompts(p, r->n_prompts);
+	return status;
+}
+
+int gen_run(const struct gen_model *m, const struct oai_request *r, const struct gen_output *out,
+	    struct completion_usage *usage)
+{
+	memset(usage, 0, sizeof *usage);
+	if (set_sampling(m, r))
+		return fail(out, false, 400, err_msg(), NULL, NULL);
+	return r->kind == OAI_TEXT ? run_text(m, r, out, usage) : run_chat(m, r, out, usage);
 }

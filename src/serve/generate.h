@@ -1,7 +1,9 @@
-/* generate.h — one chat-completions request run on the model: the conversation
+/* generate.h — one request run on the model. A chat completion: the conversation
  * rendered with the chat template and tokenized, the KV cache synced to it (the
  * longest common prefix with what the cache holds is reused, as in the chat), the
- * answer sampled and written as the API's JSON. The HTTP side is serve.c. */
+ * answer sampled and written as the API's JSON. A text completion: each prompt
+ * continued as it is, its own tokens scored when it is echoed with logprobs. The
+ * HTTP side is serve.c. */
 #ifndef QWENCHAT_GENERATE_H
 #define QWENCHAT_GENERATE_H
 
@@ -11,6 +13,7 @@
 #include "src/chat/template.h"
 #include "src/serve/completion.h"
 #include "src/serve/openai.h"
+#include "src/serve/scores.h"
 #include "src/session/sampler.h"
 #include "src/session/session.h"
 #include "tokenizer/tokenizer.h"
@@ -26,6 +29,8 @@ struct gen_model {
 	struct samp_params params; /* defaults: generation_config.json, then the command line */
 	unsigned params_set;       /* SAMP_SET_* bits the command line gave */
 	int max_tokens;            /* default and largest max_tokens; 0 = the context */
+	int vocab;                 /* the model's vocab_size (token ids a prompt may hold) */
+	struct scores *scores;     /* the prompt a text completion scored last */
 	const char *name;          /* the model's id in responses and /v1/models */
 };
 
@@ -41,12 +46,13 @@ struct gen_output {
 	void (*write)(void *user, const char *text, size_t len);
 };
 
-/* Answers request r: settings are the model's defaults, Qwen's non-thinking preset
- * when the request switches thinking off on the hybrid template, then the request's
- * own; without a seed (from the request or the command line) each request draws a
- * random one. Fills *usage (prompt, cached: reused from the KV cache, completion:
- * every token generated, the end-of-turn one included). Returns the HTTP status,
- * or 0 when the session's cancel flag stopped it (the client went away). */
+/* Answers request r (either kind): settings are the model's defaults, Qwen's
+ * non-thinking preset when a chat switches thinking off on the hybrid template, then
+ * the request's own; without a seed (from the request or the command line) each
+ * request draws a random one. Fills *usage (prompt, cached: reused from the KV cache,
+ * completion: every token generated, the end-of-turn one included; summed over a
+ * text completion's prompts). Returns the HTTP status, or 0 when the session's
+ * cancel flag stopped it (the client went away). */
 int gen_run(const struct gen_model *m, const struct oai_request *r, const struct gen_output *out,
 	    struct completion_usage *usage);
 

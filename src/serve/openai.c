@@ -1,5 +1,6 @@
-/* openai.c — a chat-completions request body into a conversation and settings,
- * every field checked (openai.h); the error object; server-sent events. */
+/* openai.c — a chat-completions request body into a conversation and settings, a
+ * text-completions body into prompts and settings, every field checked (openai.h);
+ * the error object; server-sent events. */
 #include "src/serve/openai.h"
 
 #include <jansson.h>
@@ -59,6 +60,10 @@ static const char *const known_members[] = {
 	"top_logprobs",
 	"response_format",
 	"chat_template_kwargs",
+	"prompt",
+	"echo",
+	"suffix",
+	"best_of",
 };
 
 static int member_size(void *user, const char *key, size_t key_len, size_t bytes)
@@ -382,20 +387,20 @@ static int parse_stop(struct oai_request *r, json_t *root, struct oai_error *e)
 	return 0;
 }
 
-/* n, max_tokens, stream, logprobs, response_format, chat_template_kwargs. */
-static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e)
+/* n: one choice per request (per prompt for a text completion). */
+static int parse_n(json_t *root, struct oai_error *e)
 {
-	json_int_t n = 1, mt = 0, top = 0;
+	json_int_t n = 1;
 	if (get_integer(root, "n", 1, 128, &n, e) < 0)
 		return -1;
 	if (n != 1)
 		return bad(e, "n", "only 1 choice per request is supported");
-	int old = get_integer(root, "max_tokens", 1, OAI_MAX_TOKENS, &mt, e), now;
-	if (old < 0 ||
-	    (now = get_integer(root, "max_completion_tokens", 1, OAI_MAX_TOKENS, &mt, e)) < 0)
-		return -1;
-	r->max_tokens = (int)mt;
-	r->max_tokens_key = now ? "max_completion_tokens" : "max_tokens";
+	return 0;
+}
+
+/* stream, stream_options. */
+static int parse_stream(struct oai_request *r, json_t *root, struct oai_error *e)
+{
 	json_t *so = json_object_get(root, "stream_options");
 	if (get_bool(root, "stream", "stream", &r->stream, e) < 0 ||
 	    (so && !json_is_null(so) && !json_is_object(so) &&
@@ -404,7 +409,22 @@ static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e
 		return -1;
 	if (so && !json_is_null(so) && !r->stream) /* as OpenAI and vLLM refuse it */
 		return bad(e, "stream_options", "only with \"stream\": true");
-	if (get_bool(root, "logprobs", "logprobs", &r->logprobs, e) < 0)
+	return 0;
+}
+
+/* n, max_tokens, stream, logprobs, response_format, chat_template_kwargs. */
+static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	json_int_t mt = 0, top = 0;
+	if (parse_n(root, e))
+		return -1;
+	int old = get_integer(root, "max_tokens", 1, OAI_MAX_TOKENS, &mt, e), now;
+	if (old < 0 ||
+	    (now = get_integer(root, "max_completion_tokens", 1, OAI_MAX_TOKENS, &mt, e)) < 0)
+		return -1;
+	r->max_tokens = (int)mt;
+	r->max_tokens_key = now ? "max_completion_tokens" : "max_tokens";
+	if (parse_stream(r, root, e) || get_bool(root, "logprobs", "logprobs", &r->logprobs, e) < 0)
 		return -1;
 	int got = get_integer(root, "top_logprobs", 0, OAI_MAX_TOP_LOGPROBS, &top, e);
 	if (got < 0)
@@ -489,10 +509,12 @@ static bool asks(const char *name, json_t *v, double idle)
 	}
 }
 
-static int refuse_unsupported(json_t *root, struct oai_error *e)
+static int refuse_unsupported(json_t *root, bool text, struct oai_error *e)
 {
 	for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
 		json_t *v = json_object_get(root, unsupported[i].name);
+		if (text && !strcmp(unsupported[i].name, "echo"))
+			continue; /* a text completion echoes its prompt */
 		if (v && asks(unsupported[i].name, v, unsupported[i].idle))
 			return bad(e, unsupported[i].name, "not supported (%s)",
 				   unsupported[i].say);
@@ -509,7 +531,8 @@ static int refuse_unsupported(json_t *root, struct oai_error *e)
 	return 0;
 }
 
-struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e)
+/* The body as a JSON object with a string (or no) model: NULL with err_set and *e. */
+static json_t *load_body(const char *body, size_t len, struct oai_error *e)
 {
 	memset(e, 0, sizeof *e);
 	if (check_shape(body, len, e))
@@ -521,22 +544,128 @@ struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e)
 		    je.column, jsontype_error(&je));
 		return NULL;
 	}
+	json_t *model = json_object_get(root, "model");
+	if (!json_is_object(root))
+		bad(e, "", "the body is %s, not an object", jsontype_name(root));
+	else if (model && !json_is_null(model) && !json_is_string(model))
+		bad(e, "model", "expected a string, got %s", jsontype_name(model));
+	else
+		return root;
+	json_decref(root);
+	return NULL;
+}
+
+/* One prompt of token ids (v an array of integers) into p; at names it for errors. */
+static int get_ids(json_t *v, const char *at, struct oai_prompt *p, struct oai_error *e)
+{
+	size_t n = json_array_size(v);
+	if (n == 0)
+		return bad(e, at, "empty (a prompt needs at least one token)");
+	if (!(p->ids = malloc(n * sizeof *p->ids)))
+		return err_set("out of memory");
+	for (size_t k = 0; k < n; k++) {
+		json_t *id = json_array_get(v, k);
+		char where[64];
+		snprintf(where, sizeof where, "%s[%zu]", at, k);
+		if (!json_is_integer(id))
+			return bad(e, where, "expected a token id, got %s", jsontype_name(id));
+		json_int_t x = json_integer_value(id);
+		if (x < 0 || x > INT32_MAX)
+			return bad(e, where, "%lld is not a token id", (long long)x);
+		p->ids[p->n_ids++] = (int32_t)x;
+	}
+	return 0;
+}
+
+/* prompt: a string, strings, token ids, or arrays of token ids. */
+static int parse_prompt(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	static const char forms[] = "expected a string, an array of strings, an array of token "
+				    "ids or an array of arrays of token ids";
+	json_t *p = json_object_get(root, "prompt");
+	if (!json_is_string(p) && !json_is_array(p))
+		return bad(e, "prompt", "%s, got %s", forms, p ? jsontype_name(p) : "nothing");
+	/* a string, or one prompt of ids, stands alone; any other array is the prompts */
+	json_t *first = json_array_get(p, 0);
+	bool one = json_is_string(p) || json_is_integer(first);
+	size_t n = one ? 1 : json_array_size(p);
+	if (n == 0 || n > OAI_MAX_PROMPTS)
+		return bad(e, "prompt", "%zu prompts (1 to %d)", n, OAI_MAX_PROMPTS);
+	if (!(r->prompts = calloc(n, sizeof *r->prompts)))
+		return err_set("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = one ? p : json_array_get(p, i);
+		r->n_prompts = i + 1; /* freed with the request, whole or not */
+		char at[32];
+		snprintf(at, sizeof at, one ? "prompt" : "prompt[%zu]", i);
+		struct oai_prompt *q = &r->prompts[i];
+		if ((!json_is_string(v) && !json_is_array(v)) ||
+		    (!one && json_typeof(v) != json_typeof(first)))
+			return bad(e, at, "%s, got %s", forms, jsontype_name(v));
+		if (json_is_array(v)) {
+			if (get_ids(v, at, q, e))
+				return -1;
+			continue;
+		}
+		if (json_string_length(v) == 0)
+			return bad(e, at, "empty (a prompt needs at least one token)");
+		q->len = json_string_length(v);
+		if (!(q->text = malloc(q->len + 1)))
+			return err_set("out of memory");
+		memcpy(q->text, json_string_value(v), q->len + 1);
+	}
+	return 0;
+}
+
+/* n, max_tokens (0 allowed, 16 when absent), stream, logprobs (a number), echo,
+ * suffix. */
+static int parse_text_output(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	json_int_t mt = OAI_DEFAULT_TEXT_TOKENS, top = 0;
+	int got = get_integer(root, "max_tokens", 0, OAI_MAX_TOKENS, &mt, e);
+	if (parse_n(root, e) || got < 0 || parse_stream(r, root, e))
+		return -1;
+	r->max_tokens = (int)mt;
+	r->max_tokens_default = !got;
+	r->max_tokens_key = "max_tokens";
+	/* legacy logprobs is a count; true is taken as 1, as vLLM's pydantic takes it,
+	 * false as none */
+	json_t *lp = json_object_get(root, "logprobs");
+	if (json_is_boolean(lp))
+		got = json_is_true(lp);
+	else if ((got = get_integer(root, "logprobs", 0, OAI_MAX_TOP_LOGPROBS, &top, e)) < 0)
+		return -1;
+	r->logprobs = got;
+	top = json_is_boolean(lp) ? got : top;
+	r->top_logprobs = (int)top;
+	if (get_bool(root, "echo", "echo", &r->echo, e) < 0)
+		return -1;
+	json_t *suffix = json_object_get(root, "suffix");
+	if (suffix && !json_is_null(suffix) &&
+	    !(json_is_string(suffix) && !json_string_length(suffix)))
+		return bad(e, "suffix", "not supported (Qwen3 has no fill-in-the-middle prompt)");
+	return 0;
+}
+
+/* A request for either API: its fields checked as its kind reads them. */
+static struct oai_request *parse(const char *body, size_t len, enum oai_kind kind,
+				 struct oai_error *e)
+{
+	json_t *root = load_body(body, len, e);
+	if (!root)
+		return NULL;
 	struct oai_request *r = calloc(1, sizeof *r);
-	if (!r || !(r->chat = chat_new())) {
+	if (!r || (kind == OAI_CHAT && !(r->chat = chat_new()))) {
 		err_set("out of memory");
 		goto fail;
 	}
-	if (!json_is_object(root)) {
-		bad(e, "", "the body is %s, not an object", jsontype_name(root));
-		goto fail;
-	}
-	json_t *model = json_object_get(root, "model");
-	if (model && !json_is_null(model) && !json_is_string(model)) {
-		bad(e, "model", "expected a string, got %s", jsontype_name(model));
-		goto fail;
-	}
-	if (refuse_unsupported(root, e) || parse_messages(r, root, e) || parse_tools(r, root, e) ||
-	    parse_sampling(r, root, e) || parse_stop(r, root, e) || parse_output(r, root, e))
+	r->kind = kind;
+	r->enable_thinking = TMPL_THINK_ABSENT;
+	if (refuse_unsupported(root, kind == OAI_TEXT, e) ||
+	    (kind == OAI_CHAT ? parse_messages(r, root, e) || parse_tools(r, root, e)
+			      : parse_prompt(r, root, e)) ||
+	    parse_sampling(r, root, e) || parse_stop(r, root, e) ||
+	    (kind == OAI_CHAT ? parse_output(r, root, e) : parse_text_output(r, root, e)))
 		goto fail;
 	json_decref(root);
 	return r;
@@ -546,11 +675,26 @@ fail:
 	return NULL;
 }
 
+struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e)
+{
+	return parse(body, len, OAI_CHAT, e);
+}
+
+struct oai_request *oai_parse_text(const char *body, size_t len, struct oai_error *e)
+{
+	return parse(body, len, OAI_TEXT, e);
+}
+
 void oai_request_free(struct oai_request *r)
 {
 	if (!r)
 		return;
 	chat_free(r->chat);
+	for (size_t i = 0; i < r->n_prompts; i++) {
+		free(r->prompts[i].text);
+		free(r->prompts[i].ids);
+	}
+	free(r->prompts);
 	for (size_t i = 0; i < r->n_stop; i++)
 		free(r->stop[i]);
 	free(r->stop);

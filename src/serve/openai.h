@@ -1,6 +1,7 @@
-/* openai.h — the OpenAI chat-completions request on the wire: a JSON body checked
- * field by field into a conversation and generation settings; the error object the
- * API answers with; server-sent events. */
+/* openai.h — the OpenAI requests on the wire, chat completions and (legacy) text
+ * completions: a JSON body checked field by field into a conversation or prompts
+ * and generation settings; the error object the API answers with; server-sent
+ * events. */
 #ifndef QWENCHAT_OPENAI_H
 #define QWENCHAT_OPENAI_H
 
@@ -19,7 +20,9 @@ enum {
 	OAI_MAX_STOP = 16,        /* stop strings */
 	OAI_MAX_STOP_BYTES = 256, /* bytes in one stop string */
 	OAI_MAX_TOP_LOGPROBS = 20,
-	OAI_MAX_TOKENS = 1 << 24, /* max_tokens; the server holds it to the context too */
+	OAI_MAX_PROMPTS = 1024,       /* prompts of one /v1/completions request */
+	OAI_DEFAULT_TEXT_TOKENS = 16, /* /v1/completions' max_tokens when none is given */
+	OAI_MAX_TOKENS = 1 << 24,     /* max_tokens; the server holds it to the context too */
 	/* JSON values in the body (keys counted), checked before it is parsed: jansson
 	 * allocates each (up to 240 bytes), so this holds a parse to ~31 MB, where a
 	 * body of empty arrays within the size limit would take several times that.
@@ -31,18 +34,41 @@ enum {
 	OAI_MAX_UNKNOWN_BYTES = 64 << 10,
 };
 
+/* Which API a request is for. */
+enum oai_kind {
+	OAI_CHAT, /* /v1/chat/completions: messages rendered with the chat template */
+	OAI_TEXT, /* /v1/completions: raw prompts continued as they are */
+};
+
+/* One prompt of a text completion: text (tokenized as `tokenize` does, special tokens
+ * recognised) or token ids as given. */
+struct oai_prompt {
+	char *text; /* NULL for ids */
+	size_t len;
+	int32_t *ids;
+	size_t n_ids;
+};
+
 struct oai_request {
-	struct chat *chat;          /* the messages, and the tools the template lists */
+	enum oai_kind kind;
+	struct chat *chat;          /* chat: the messages, and the tools the template lists */
+	struct oai_prompt *prompts; /* text: (n_prompts) each answered by a choice */
+	size_t n_prompts;
+	bool echo; /* text: each choice starts with its prompt (and its tokens' logprobs) */
 	int enable_thinking;        /* TMPL_THINK_*: chat_template_kwargs.enable_thinking */
 	struct samp_params samp;    /* the sampling fields the request gave ... */
 	unsigned samp_set;          /* ... as SAMP_SET_* bits (the others are not read) */
-	int max_tokens;             /* max_completion_tokens, else max_tokens; 0 = not given */
+	/* max_completion_tokens, else max_tokens; 0 = not given (chat). A text completion
+	 * may ask for 0 (only the echo scored); not given, it is OAI_DEFAULT_TEXT_TOKENS
+	 * and max_tokens_default is set (held to the context rather than refused). */
+	int max_tokens;
+	bool max_tokens_default;
 	const char *max_tokens_key; /* which of the two gave it, for errors about it */
 	char **stop;                /* (n_stop) strings that end the answer, none empty */
 	size_t n_stop;
 	bool stream;
 	bool include_usage; /* stream_options.include_usage */
-	bool logprobs;
+	bool logprobs;      /* text: "logprobs" was a number (its value is top_logprobs) */
 	int top_logprobs; /* 0..OAI_MAX_TOP_LOGPROBS */
 	bool parse_tools; /* tools were given and tool_choice is not "none" */
 };
@@ -68,6 +94,13 @@ struct oai_error {
  * holding an object are read as that object, as vLLM does, so that a call renders
  * back into the prompt as the model wrote it. */
 struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e);
+
+/* The same for a /v1/completions body: prompt (a string, an array of strings, an array
+ * of token ids or an array of arrays of them; none empty, ids in [0, 2^31)), echo,
+ * logprobs (a number, 0..OAI_MAX_TOP_LOGPROBS: the most likely tokens listed beside
+ * each one), max_tokens (0 allowed), and the sampling, stop and stream fields of
+ * chat; suffix, best_of above 1 and the chat's unsupported fields are refused. */
+struct oai_request *oai_parse_text(const char *body, size_t len, struct oai_error *e);
 void oai_request_free(struct oai_request *r);
 
 /* {"error": {"message", "type", "param", "code"}} as malloc'd compact JSON; param and

@@ -36,6 +36,7 @@ struct request {
 	bool routed;    /* route() ran: at the headers, or for a request without a body
 			 * after it (a reply queued before the end closes the connection) */
 	bool too_big, over_budget;
+	bool text;       /* POST /v1/completions, not /v1/chat/completions */
 	size_t reserved; /* bytes of SERVE_BODY_BUDGET taken by body */
 	size_t received; /* bytes of the body read so far, kept or dropped */
 	struct strbuf body;
@@ -198,11 +199,11 @@ static enum MHD_Result too_large(struct MHD_Connection *conn, struct request *rq
 	return reply_error(conn, rq, 413, msg, NULL, "request_too_large");
 }
 
-/* A POST /v1/chat/completions about to send its body: a declared size over the cap
- * is refused before the body. The budget is taken as the bytes arrive (on_request),
- * not for the size declared: declared sizes held it whole while their bodies
- * trickled in. The type is not looked at: a body is JSON when it parses as JSON
- * (run_request), as llama-server takes it, since `curl -d` sends JSON as
+/* A POST of a chat or text completion about to send its body: a declared size over
+ * the cap is refused before the body. The budget is taken as the bytes arrive
+ * (on_request), not for the size declared: declared sizes held it whole while their
+ * bodies trickled in. The type is not looked at: a body is JSON when it parses as
+ * JSON (run_request), as llama-server takes it, since `curl -d` sends JSON as
  * application/x-www-form-urlencoded. */
 static enum MHD_Result accept_body(struct MHD_Connection *conn, struct request *rq)
 {
@@ -354,7 +355,7 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 	if (origin)
 		snprintf(rq->origin, sizeof rq->origin, "%s", origin);
 	bool known = !strcmp(url, "/health") || !strcmp(url, "/v1/models") ||
-		     !strcmp(url, "/v1/chat/completions");
+		     !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/v1/completions");
 	if (known && !strcmp(method, "OPTIONS")) /* before the key: browsers send none */
 		return preflight(conn, rq);
 	if (srv->auth && !authorized(srv, conn))
@@ -370,7 +371,8 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 	if (strcmp(url, "/v1/models") == 0)
 		return get ? reply(conn, rq, 200, models_json(srv), NULL, NULL)
 			   : not_allowed(conn, rq, method, url, "GET");
-	if (strcmp(url, "/v1/chat/completions") == 0)
+	rq->text = strcmp(url, "/v1/completions") == 0;
+	if (rq->text || strcmp(url, "/v1/chat/completions") == 0)
 		return post ? accept_body(conn, rq) : not_allowed(conn, rq, method, url, "POST");
 	char msg[200];
 	snprintf(msg, sizeof msg, "Invalid URL (%.16s %.120s)", method, url);
@@ -394,8 +396,10 @@ static struct oai_request *parse_body(struct serve *srv, struct MHD_Connection *
 	}
 	struct oai_error e;
 	bool oom = rq->body.oom;
-	struct oai_request *req =
-		oom ? NULL : oai_parse(rq->body.p ? rq->body.p : "", rq->body.n, &e);
+	const char *body = rq->body.p ? rq->body.p : "";
+	struct oai_request *req = oom        ? NULL
+				  : rq->text ? oai_parse_text(body, rq->body.n, &e)
+					     : oai_parse(body, rq->body.n, &e);
 	pthread_mutex_lock(&srv->lock);
 	srv->parsing--;
 	pthread_cond_signal(&srv->parsed);

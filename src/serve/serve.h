@@ -1,9 +1,9 @@
-/* serve.h — `qwenchat serve`: the OpenAI chat-completions API over HTTP (GNU
- * libmicrohttpd) on one model. Requests wait in a bounded queue and are answered one
- * at a time, in arrival order, on one session, so that a client resending its
- * conversation with a new turn reuses the KV cache. A client that goes away cancels
- * its request; one that only half-closes its side (shutdown(SHUT_WR) after sending)
- * still gets its answer. */
+/* serve.h — `qwenchat serve`: the OpenAI chat-completions and (legacy) completions
+ * APIs over HTTP (GNU libmicrohttpd) on one model. Requests wait in a bounded queue
+ * and are answered one at a time, in arrival order, on one session, so that a client
+ * resending its conversation with a new turn reuses the KV cache. A client that goes
+ * away cancels its request; one that only half-closes its side (shutdown(SHUT_WR)
+ * after sending) still gets its answer. */
 #ifndef QWENCHAT_SERVE_H
 #define QWENCHAT_SERVE_H
 

@@ -582,27 +582,22 @@ int samp_drawn(const struct samp *s, int32_t id, float *p, struct samp_logprob *
 	return k;
 }
 
-int samp_logprobs(const struct samp *s, int32_t id, float *logprob, struct samp_logprob *top, int n)
+/* Log-softmax of w at temperature T: id's into *logprob, the n largest into top. */
+static void row_logprobs(const float *w, int vocab, double T, int32_t id, float *logprob,
+			 struct samp_logprob *top, int n)
 {
-	if (!s->built)
-		return err_set("sampler: no distribution yet (samp_next first)");
-	if (id < 0 || id >= s->vocab || n < 0 || n > s->vocab)
-		return err_set("sampler: logprobs of id %d (top %d) in a vocabulary of %d", (int)id,
-			       n, s->vocab);
-	const float *w = s->work;
-	double T = s->p.greedy || s->p.temperature == 0 ? 1 : s->p.temperature;
 	double m = w[0], z = 0;
-	for (int i = 1; i < s->vocab; i++)
+	for (int i = 1; i < vocab; i++)
 		if (w[i] > m)
 			m = w[i];
-	for (int i = 0; i < s->vocab; i++)
+	for (int i = 0; i < vocab; i++)
 		z += exp((w[i] - m) / T);
 	double logz = log(z);
 	*logprob = (float)((w[id] - m) / T - logz);
 	/* The n largest by insertion into a sorted prefix: the common case (an id below the
 	 * current n-th) costs one comparison, and n is small (OpenAI allows 20). */
 	int k = 0;
-	for (int32_t i = 0; i < s->vocab && n > 0; i++) {
+	for (int32_t i = 0; i < vocab && n > 0; i++) {
 		if (k == n && !after(w, top[n - 1].id, i))
 			continue;
 		int j = k < n ? k++ : n - 1;
@@ -614,5 +609,26 @@ int samp_logprobs(const struct samp *s, int32_t id, float *logprob, struct samp_
 	}
 	for (int i = 0; i < k; i++)
 		top[i].logprob = (float)((w[top[i].id] - m) / T - logz);
+}
+
+int samp_logprobs(const struct samp *s, int32_t id, float *logprob, struct samp_logprob *top, int n)
+{
+	if (!s->built)
+		return err_set("sampler: no distribution yet (samp_next first)");
+	if (id < 0 || id >= s->vocab || n < 0 || n > s->vocab)
+		return err_set("sampler: logprobs of id %d (top %d) in a vocabulary of %d", (int)id,
+			       n, s->vocab);
+	double T = s->p.greedy || s->p.temperature == 0 ? 1 : s->p.temperature;
+	row_logprobs(s->work, s->vocab, T, id, logprob, top, n);
+	return 0;
+}
+
+int samp_row_logprobs(const float *logits, int vocab, int32_t id, float *logprob,
+		      struct samp_logprob *top, int n)
+{
+	if (vocab < 1 || id < 0 || id >= vocab || n < 0 || n > vocab)
+		return err_set("sampler: logprobs of id %d (top %d) in a vocabulary of %d", (int)id,
+			       n, vocab);
+	row_logprobs(logits, vocab, 1, id, logprob, top, n);
 	return 0;
 }

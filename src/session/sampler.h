@@ -143,6 +143,12 @@ struct samp_logprob {
 int samp_logprobs(const struct samp *s, int32_t id, float *logprob, struct samp_logprob *top,
 		  int n);
 
+/* The same for a row of raw logits (the model's own distribution: no penalties, at
+ * temperature 1), as a prompt's tokens are scored. 0, or -1 (err_set) when id or n is
+ * out of range. */
+int samp_row_logprobs(const float *logits, int vocab, int32_t id, float *logprob,
+		      struct samp_logprob *top, int n);
+
 /* The distribution the last samp_next actually drew from (after the penalties, the
  * temperature and the top-k/top-p/min-p cut, renormalized; greedy: the one id at
  * 1): *p is id's probability (0 when the cut removed it), top[0..k) the k <= n most

@@ -143,10 +143,9 @@ void sess_reset(struct sess *s)
 	s->logits_ok = false;
 }
 
-int sess_sync(struct sess *s, const int32_t *ids, int n)
+/* The checks of a sync: at least one token, within the context and the vocabulary. */
+static int check_sync(const struct sess *s, const int32_t *ids, int n)
 {
-	memset(&s->st, 0, sizeof s->st);
-	s->t_sync = clock_now();
 	if (n < 1)
 		return err_set("session: nothing to run (0 tokens)");
 	if (n > s->ctx)
@@ -156,53 +155,124 @@ int sess_sync(struct sess *s, const int32_t *ids, int n)
 			return err_set("session: token %d: id %d is not below the vocabulary "
 				       "size %d",
 				       i, (int)ids[i], s->vocab);
-	int keep = 0;
-	while (keep < s->n && keep < n - 1 && s->ids[keep] == ids[keep])
-		keep++;
-	/* Nothing to do: the same tokens, and their logits are still at hand. */
-	if (keep == n - 1 && s->n == n && s->logits_ok && s->ids[n - 1] == ids[n - 1]) {
-		s->st.reused = n;
-		return 0;
-	}
-	/* A prompt is computed in forwards of at least eng_prefill_min tokens, even
-	 * when that recomputes a few cached ones: a lone last token would take the
-	 * decode path, and a repeated request (all but one token cached) would get
-	 * other logits, so another text for the same seed, than the first time. */
+	return 0;
+}
+
+/* Prefills ids[keep..n) after the cache was cut to keep, in chunks of at most `chunk`
+ * tokens, none shorter than eng_prefill_min where that can be helped. With fn, each
+ * forward's logits come back for every position (rows holds chunk of them) and are
+ * passed on in order. 0, 1 (cancelled) or -1. */
+static int prefill(struct sess *s, const int32_t *ids, int n, int keep, int chunk, float *rows,
+		   sess_row_fn fn, void *user)
+{
 	int least = eng_prefill_min(s->e);
-	if (n - keep < least)
-		keep = n > least ? n - least : 0;
+	for (int pos = keep; pos < n;) {
+		if (cancelled(s))
+			return 1;
+		int c = n - pos < chunk ? n - pos : chunk;
+		if (n - pos > c && n - pos - c < least && n - pos > least)
+			c = n - pos - least; /* no short last chunk either */
+		int frc = eng_forward(s->e, ids + pos, c, pos, fn ? rows : s->logits, fn != NULL);
+		if (frc) {
+			s->n = eng_cached(s->e) < pos ? eng_cached(s->e) : pos;
+			return frc == ENG_CANCELLED ? 1 : -1;
+		}
+		memcpy(s->ids + pos, ids + pos, (size_t)c * sizeof *ids);
+		s->n = pos + c;
+		s->st.prefilled += c;
+		for (int j = 0; fn && j < c; j++)
+			fn(user, pos + j, rows + (size_t)j * s->vocab);
+		if (fn)
+			memcpy(s->logits, rows + (size_t)(c - 1) * s->vocab,
+			       (size_t)s->vocab * sizeof *s->logits);
+		pos += c;
+		if (s->progress)
+			s->progress(s->progress_user, pos - keep, n - keep);
+	}
+	return 0;
+}
+
+/* Cuts the cache to keep tokens and prefills the rest (see prefill). */
+static int sync_from(struct sess *s, const int32_t *ids, int n, int keep, int chunk, float *rows,
+		     sess_row_fn fn, void *user)
+{
 	if (eng_truncate(s->e, keep))
 		return -1;
 	s->n = keep;
 	s->logits_ok = false;
 	s->st.reused = keep;
 	double t0 = clock_now();
-	int rc = 0;
-	for (int pos = keep; pos < n;) {
-		if (cancelled(s)) {
-			rc = 1;
-			break;
-		}
-		int c = n - pos < s->chunk ? n - pos : s->chunk;
-		if (n - pos > c && n - pos - c < least && n - pos > least)
-			c = n - pos - least; /* no short last chunk either */
-		int frc = eng_forward(s->e, ids + pos, c, pos, s->logits, false);
-		if (frc) {
-			s->n = eng_cached(s->e) < pos ? eng_cached(s->e) : pos;
-			rc = frc == ENG_CANCELLED ? 1 : -1;
-			break;
-		}
-		memcpy(s->ids + pos, ids + pos, (size_t)c * sizeof *ids);
-		pos += c;
-		s->n = pos;
-		s->st.prefilled += c;
-		if (s->progress)
-			s->progress(s->progress_user, pos - keep, n - keep);
-	}
+	int rc = prefill(s, ids, n, keep, chunk, rows, fn, user);
 	s->logits_ok = rc == 0;
 	s->st.prefill_seconds = clock_now() - t0;
 	if (s->st.prefill_seconds > 0)
 		s->st.prefill_tps = s->st.prefilled / s->st.prefill_seconds;
+	return rc;
+}
+
+/* The tokens of the cache that ids[0..n) can keep: the common prefix, never the
+ * last token (its logits are needed), at most `most`. */
+static int common(const struct sess *s, const int32_t *ids, int n, int most)
+{
+	int keep = 0;
+	while (keep < s->n && keep < n - 1 && keep < most && s->ids[keep] == ids[keep])
+		keep++;
+	return keep;
+}
+
+/* keep lowered so that the prefill runs at least eng_prefill_min tokens: a lone last
+ * token would take the decode path, and a repeated request (all but one token cached)
+ * would get other logits, so another text for the same seed, than the first time. */
+static int prefill_keep(const struct sess *s, int keep, int n)
+{
+	int least = eng_prefill_min(s->e);
+	if (n - keep < least)
+		keep = n > least ? n - least : 0;
+	return keep;
+}
+
+int sess_sync(struct sess *s, const int32_t *ids, int n)
+{
+	memset(&s->st, 0, sizeof s->st);
+	s->t_sync = clock_now();
+	if (check_sync(s, ids, n))
+		return -1;
+	int keep = common(s, ids, n, n);
+	/* Nothing to do: the same tokens, and their logits are still at hand. */
+	if (keep == n - 1 && s->n == n && s->logits_ok && s->ids[n - 1] == ids[n - 1]) {
+		s->st.reused = n;
+		return 0;
+	}
+	/* a prompt is computed in forwards of at least eng_prefill_min tokens, even
+	 * when that recomputes a few cached ones */
+	return sync_from(s, ids, n, prefill_keep(s, keep, n), s->chunk, NULL, NULL, NULL);
+}
+
+int sess_sync_scored(struct sess *s, const int32_t *ids, int n, int from, sess_row_fn fn,
+		     void *user)
+{
+	memset(&s->st, 0, sizeof s->st);
+	s->t_sync = clock_now();
+	if (check_sync(s, ids, n))
+		return -1;
+	/* Rows of logits come back a forward at a time: forwards of at most
+	 * SESS_SCORE_BYTES of them (for Qwen3's vocabulary, ~440 tokens), never fewer
+	 * than the backend's prefill takes at once. Each forward packs every weight
+	 * again on the CPU: a quarter of that budget made scoring slower (BENCHMARKS.md). */
+	size_t row = (size_t)s->vocab * sizeof(float);
+	int chunk = (int)(SESS_SCORE_BYTES / row), least = eng_prefill_min(s->e);
+	if (chunk > s->chunk)
+		chunk = s->chunk;
+	if (chunk < least)
+		chunk = least;
+	if (chunk > n)
+		chunk = n;
+	float *rows = malloc((size_t)chunk * row);
+	if (!rows)
+		return err_set("session: out of memory for %d rows of logits", chunk);
+	int keep = prefill_keep(s, common(s, ids, n, from > 0 ? from : 0), n);
+	int rc = sync_from(s, ids, n, keep, chunk, rows, fn, user);
+	free(rows);
 	return rc;
 }
 

@@ -118,6 +118,22 @@ const int32_t *sess_ids(const struct sess *s);
  * Starts a new turn's statistics. */
 int sess_sync(struct sess *s, const int32_t *ids, int n);
 
+/* Receives the logits (vocab floats) after position pos of a scored sync. */
+typedef void (*sess_row_fn)(void *user, int pos, const float *logits);
+
+/* Bytes of logits a scored sync holds at once. */
+#define SESS_SCORE_BYTES ((size_t)256 << 20)
+
+/* sess_sync, with the logits after every position it computes passed to fn in order
+ * (a prompt's own tokens scored, as /v1/completions' echo does). The caller has the
+ * scores of positions before `from` (0: none): the cache is reused up to there at
+ * most, so fn sees every position from some keep <= from to n-1. On the CPU backend
+ * a position's logits are the same bits whatever was reused (eng_prefill_min).
+ * Returns as sess_sync does; on 1 or -1, fn has seen the positions computed before
+ * the stop. */
+int sess_sync_scored(struct sess *s, const int32_t *ids, int n, int from, sess_row_fn fn,
+		     void *user);
+
 /* The logits (vocab floats) after the last position, when the last operation left
  * them (a completed sess_sync, or sess_generate between tokens); else NULL. */
 const float *sess_logits(const struct sess *s);

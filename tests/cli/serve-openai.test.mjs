@@ -6,7 +6,8 @@
 //                "<think>Hello\n\n</think><tool_call>{"name":"get_time","arguments":{}}
 //                </tool_call><|im_end|>" greedily with repetition_penalty 10
 //   RUN_DIR      `qwenchat run` outputs to compare with: think.out/.err (seed 5,
-//                temperature 1, 12 tokens) and nothink.out/.err (--no-think, seed 6)
+//                temperature 1, 12 tokens), nothink.out/.err (--no-think, seed 6) and
+//                raw.out (--raw, seed 5, temperature 1)
 //   FILLER       a user message whose last 64 tokens hold none of the rig's tokens
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -157,6 +158,67 @@ test('rigged: logprobs of the greedy picks, with the top 3', async () => {
     assert.equal(Buffer.from(e.bytes).toString('utf8'), e.token);
   }
   assert.deepEqual(lp.map((e) => e.token), ['<think>', 'Hello', '\n\n', '</think>']);
+});
+
+test('text: a completion equals qwenchat run --raw\'s with the same seed, whole and streamed', async () => {
+  const want = readFileSync(join(env.RUN_DIR, 'raw.out'), 'utf8');
+  const req = { model: 'm', prompt: 'Hello there', max_tokens: 12, seed: 5, temperature: 1 };
+  const r = await plain.completions.create(req);
+  assert.equal(r.object, 'text_completion');
+  assert.equal(r.choices[0].text, want);
+  assert.equal(r.choices[0].logprobs, null);
+  const stream = await plain.completions.create({ ...req, stream: true });
+  let text = '', finish = null;
+  for await (const chunk of stream) {
+    assert.equal(chunk.object, 'text_completion');
+    text += chunk.choices[0].text;
+    finish = chunk.choices[0].finish_reason ?? finish;
+  }
+  assert.equal(text, want);
+  assert.equal(finish, r.choices[0].finish_reason);
+});
+
+test('text: the rig\'s script as text, echoed, with logprobs of prompt and answer', async () => {
+  // the prompt holds <|im_end|> (a special token read as one) so that the rig does not
+  // end at once (tests/cli/rig-model.py)
+  const prompt = env.FILLER + '<|im_end|>\n';
+  const r = await rig.completions.create({ model: 'rig', prompt, max_tokens: 4,
+                                          temperature: 0, repetition_penalty: 10, echo: true,
+                                          logprobs: 2 });
+  const c = r.choices[0], lp = c.logprobs;
+  // <think> is text here: a raw continuation splits nothing off
+  assert.equal(c.text, prompt + '<think>Hello\n\n</think>');
+  assert.equal(c.finish_reason, 'length');
+  assert.equal(lp.tokens.length, r.usage.prompt_tokens + 4);
+  assert.equal(lp.tokens.join(''), c.text);
+  assert.equal(lp.token_logprobs[0], null);
+  assert.equal(lp.top_logprobs[0], null);
+  assert.deepEqual(lp.tokens.slice(-4), ['<think>', 'Hello', '\n\n', '</think>']);
+  lp.tokens.forEach((t, i) => assert.equal(c.text.slice(lp.text_offset[i]).startsWith(t), true));
+  for (let i = 1; i < lp.tokens.length; i++) {
+    const top = lp.top_logprobs[i];
+    assert.equal(top[lp.tokens[i]], lp.token_logprobs[i]);
+    assert.ok(Object.keys(top).length <= 3); // 2 and the token itself
+  }
+  for (let i = lp.tokens.length - 4; i < lp.tokens.length; i++) // greedy: the best
+    assert.equal(Math.max(...Object.values(lp.top_logprobs[i])), lp.token_logprobs[i]);
+  const stopped = await rig.completions.create({ model: 'rig', prompt,
+                                                temperature: 0, repetition_penalty: 10,
+                                                stop: ['ll'] });
+  assert.equal(stopped.choices[0].text, '<think>He');
+  assert.equal(stopped.choices[0].finish_reason, 'stop');
+});
+
+test('text: a batch of prompts, a choice each by index', async () => {
+  const r = await plain.completions.create({ model: 'm', prompt: ['Hello there', 'The cat'],
+                                            max_tokens: 5, seed: 9 });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1]);
+  for (const [i, prompt] of ['Hello there', 'The cat'].entries()) {
+    const alone = await plain.completions.create({ model: 'm', prompt, max_tokens: 5, seed: 9 });
+    assert.equal(r.choices[i].text, alone.choices[0].text);
+  }
+  await assert.rejects(plain.completions.create({ model: 'm', prompt: 'x', suffix: 'y' }),
+                       (e) => e instanceof OpenAI.BadRequestError && e.param === 'suffix');
 });
 
 test('errors come back as the client\'s error classes', async () => {

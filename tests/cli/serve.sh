@@ -1,8 +1,10 @@
 #!/bin/sh
-# serve.sh — `qwenchat serve` on 127.0.0.1: usage errors; then three servers on tiny
+# serve.sh — `qwenchat serve` on 127.0.0.1: usage errors; then servers on tiny
 # generated models with the real tokenizer — a random-weight one (PLAIN, 2 s timeout),
 # one rigged by tests/cli/rig-model.py to write reasoning and a tool call (RIG, with an
-# API key from a file), and one that queues nothing (BUSY) — checked by the official
+# API key from a file), one that queues nothing (BUSY), one with the exact prefill and
+# an fp32 KV cache (TEXT: /v1/completions against tests/cli/serve_text.py's float64
+# reference, as lm-evaluation-harness asks for log-likelihoods) — checked by the official
 # openai npm client (tests/cli/serve-openai.test.mjs: answers equal `qwenchat run`'s,
 # streaming, reasoning, tool calls, logprobs, errors), by tests/cli/serve_client.py
 # (hostile requests, slowloris and trickled headers, CORS for browser pages, 50
@@ -73,8 +75,8 @@ stop() {
 	[ $rc -eq 0 ] && pass "server $1 stopped cleanly on SIGTERM" ||
 		fail "server $1 exit $rc: $(tail -n 3 "$TMP/$1.log")"
 }
-trap 'kill $PLAIN_PID $RIG_PID $BUSY_PID $STOP_PID 2>/dev/null; rm -rf "$TMP"' EXIT
-PLAIN_PID= RIG_PID= BUSY_PID= STOP_PID=
+trap 'kill $PLAIN_PID $RIG_PID $BUSY_PID $STOP_PID $TEXT_PID 2>/dev/null; rm -rf "$TMP"' EXIT
+PLAIN_PID= RIG_PID= BUSY_PID= STOP_PID= TEXT_PID=
 
 KEY="k-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s\n' "$KEY" >"$TMP/key"
@@ -82,6 +84,7 @@ start PLAIN -m "$TMP/plain" --timeout 2 --allow-origin https://app.example/
 start RIG -m "$TMP/rig" --api-key-file "$TMP/key"
 start BUSY -m "$TMP/plain" --queue 0
 start STOP -m "$TMP/plain" --queue 2
+start TEXT -m "$TMP/plain" --exact --kv-f32 --ctx 256
 expect_exit 1 "a second server on a port in use" "$QWENCHAT" serve -m "$TMP/plain" --port "$PLAIN_PORT"
 expect_err_has "Address already in use" "port in use: the message says so"
 
@@ -90,6 +93,7 @@ FILLER=$(yes x | head -n 80 | tr '\n' ' ')
 run() { "$QWENCHAT" run -m "$TMP/plain" --backend cpu --threads 1 -p "Hello there" -n 12 "$@"; }
 run --seed 5 --temp 1 >"$TMP/think.out" 2>"$TMP/think.err" || fail "qwenchat run (think)"
 run --seed 6 --no-think >"$TMP/nothink.out" 2>"$TMP/nothink.err" || fail "qwenchat run (no-think)"
+run --seed 5 --temp 1 --raw >"$TMP/raw.out" 2>"$TMP/raw.err" || fail "qwenchat run --raw"
 OPENAI_DIR=$(sh "$TOP_SRCDIR/tests/fetch-openai.sh")
 case $? in
 0)
@@ -114,6 +118,19 @@ $CLIENT cancel "$BUSY_PORT" || failures=$((failures + 1))
 $CLIENT conns "$PLAIN_PORT" || failures=$((failures + 1))
 $CLIENT bounds "$PLAIN_PORT" "$PLAIN_PID" 16 || failures=$((failures + 1))
 $CLIENT stopping "$STOP_PORT" "$STOP_PID" || failures=$((failures + 1))
+# /v1/completions against the float64 reference (numpy)
+PY=
+for p in python3 /usr/bin/python3; do
+	if "$p" -c 'import numpy' 2>/dev/null; then PY=$p; break; fi
+done
+if [ -n "$PY" ]; then
+	"$PY" "$TOP_SRCDIR/tests/cli/serve_text.py" "$TEXT_PORT" "$TMP/plain" 256 ||
+		failures=$((failures + 1))
+elif [ -n "${CI:-}" ]; then
+	fail "no python3 with numpy (scripts/install-deps)"
+else
+	echo "skip: /v1/completions against the reference: no python3 with numpy"
+fi
 wait "$STOP_PID" && pass "the server stopped by SIGTERM mid-stream exits 0" ||
 	fail "server STOP: exit $?: $(tail -n 3 "$TMP/STOP.log")"
 grep -q " 503 .*server-stopping" "$TMP/STOP.log" && ! grep -q " 503 .*client-gone" "$TMP/STOP.log" &&
@@ -126,6 +143,7 @@ grep -q " 200 .*server-stopping" "$TMP/STOP.log" &&
 stop PLAIN
 stop RIG
 stop BUSY
+stop TEXT
 grep -q "cached=" "$TMP/PLAIN.log" && pass "requests are logged with their tokens" || fail "no request log"
 grep -Fq "$KEY" "$TMP/PLAIN.log" "$TMP/RIG.log" "$TMP/BUSY.log" && fail "the API key is in a log" ||
 	pass "the API key appears in no log"

@@ -1,9 +1,12 @@
-/* fuzz_openai.c — request bodies and model answers are untrusted. First byte even: the
- * rest is a chat-completions request; when it parses, it is rendered, and the text of
- * its messages is fed as a streamed answer (in pieces cut at each '\n') to a completion
- * with the request's stop strings and tool parsing, whose events and final object must
- * be valid JSON. First byte odd: the rest is an answer for the <tool_call> parser. */
+/* fuzz_openai.c — request bodies and model answers are untrusted. First byte with bits
+ * 0 and 1 clear: the rest is a chat-completions request; when it parses, it is
+ * rendered, and the text of its messages is fed as a streamed answer (in pieces cut at
+ * each '\n') to a completion with the request's stop strings and tool parsing, whose
+ * events and final object must be valid JSON. Bit 1 set: a text-completions request,
+ * each text prompt echoed and fed back as its answer, each choice valid JSON. Bit 0 set:
+ * the rest is an answer for the <tool_call> parser. */
 #include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,9 +47,14 @@ static void check_json(const struct strbuf *b, bool stream)
 
 static void answer(const struct oai_request *r)
 {
-	struct completion_options o = {"chatcmpl-fuzz", "m",       0,
-				       r->stop,         r->n_stop, r->parse_tools,
-				       r->logprobs,     r->stream, r->include_usage};
+	struct completion_options o = {.id = "chatcmpl-fuzz",
+				       .model = "m",
+				       .stop = r->stop,
+				       .n_stop = r->n_stop,
+				       .parse_tools = r->parse_tools,
+				       .logprobs = r->logprobs,
+				       .stream = r->stream,
+				       .include_usage = r->include_usage};
 	struct completion *c = completion_new(&o);
 	struct strbuf b = {0};
 	if (!c)
@@ -73,6 +81,68 @@ static void answer(const struct oai_request *r)
 	completion_free(c);
 }
 
+/* Feeds s to c as tokens cut at each '\n' and as text; returns what the text said
+ * (1: a stop string ended it). */
+static int feed(struct completion *c, const char *s, size_t n, bool stream, struct strbuf *b)
+{
+	for (size_t i = 0; i < n;) {
+		const char *nl = memchr(s + i, '\n', n - i);
+		size_t k = nl ? (size_t)(nl - (s + i)) + 1 : n - i;
+		struct completion_token t = {s + i, k, i ? -1.0 : NAN};
+		completion_add_token(c, &t, &t, 1);
+		int stop = completion_add_text(c, SESS_ANSWER, s + i, k);
+		if (stream)
+			completion_stream(c, b);
+		i += k;
+		if (stop)
+			return 1;
+	}
+	return 0;
+}
+
+/* A text completion: each prompt echoed (when asked) and its text as the answer. */
+static void answer_text(const struct oai_request *r)
+{
+	struct completion_options o = {.text = true,
+				       .id = "cmpl-fuzz",
+				       .model = "m",
+				       .stop = r->stop,
+				       .n_stop = r->n_stop,
+				       .logprobs = r->logprobs,
+				       .stream = r->stream,
+				       .include_usage = r->include_usage};
+	struct strbuf b = {0};
+	json_t *choices = json_array();
+	for (size_t i = 0; i < r->n_prompts; i++) {
+		const struct oai_prompt *q = &r->prompts[i];
+		o.index = (int)i;
+		o.echo = r->echo && q->text ? q->text : NULL;
+		o.echo_len = o.echo ? q->len : 0;
+		struct completion *c = completion_new(&o);
+		if (!c)
+			break;
+		feed(c, q->text ? q->text : "", q->text ? q->len : 0, r->stream, &b);
+		struct completion_usage u = {1, 0, 1};
+		if (r->stream)
+			completion_finish(c, COMPLETION_LENGTH, &u, &b);
+		else
+			json_array_append_new(choices, completion_choice(c, COMPLETION_STOP));
+		completion_free(c);
+	}
+	if (r->stream) {
+		struct completion_usage u = {1, 0, 1};
+		completion_stream_end(&o, &u, &b);
+		check_json(&b, true);
+	} else {
+		char *s = json_dumps(choices, JSON_COMPACT);
+		if (!s || json_array_size(choices) != r->n_prompts)
+			abort();
+		free(s);
+	}
+	json_decref(choices);
+	free(b.p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -90,6 +160,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	struct oai_error e;
+	if (data[0] & 2) {
+		struct oai_request *r = oai_parse_text(text, size, &e);
+		if (r && (r->n_prompts < 1 || r->n_prompts > OAI_MAX_PROMPTS))
+			abort();
+		if (r)
+			answer_text(r);
+		oai_request_free(r);
+		return 0;
+	}
 	struct oai_request *r = oai_parse(text, size, &e);
 	if (!r)
 		return 0;

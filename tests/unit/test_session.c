@@ -652,6 +652,68 @@ static void test_warm_cold(void **state)
 	eng_model_free(q);
 }
 
+/* Rows a scored sync passed on: rows[pos] for pos from..n-1, in order. */
+struct seen {
+	float *rows;
+	int first, next;
+	bool out_of_order;
+};
+
+static void keep_row(void *user, int pos, const float *logits)
+{
+	struct seen *w = user;
+	if (w->first < 0)
+		w->first = w->next = pos;
+	w->out_of_order |= pos != w->next++;
+	memcpy(w->rows + (size_t)pos * V, logits, (size_t)V * sizeof *logits);
+}
+
+/* A scored sync passes every position's logits on, in forwards of the session's chunk,
+ * the same bits as one forward of all the ids; told that the first positions are
+ * known, it reuses the cache up to there and passes on the rest, still the same bits. */
+static void test_scored(void **state)
+{
+	(void)state;
+	enum { N = 40 };
+	struct eng_options eo = {
+		.backend = ENG_BACKEND_CPU, .threads = 1, .ctx = CTX, .kv_f32 = true};
+	struct eng *e = sess_engine = eng_new(model, &eo, NULL);
+	struct sess *s = sess_new(e, model, tok, &(struct sess_options){.chunk = CHUNK});
+	assert_non_null(s);
+	int32_t ids[N];
+	for (int i = 0; i < N; i++)
+		ids[i] = 1000 + 37 * i;
+	float *want = malloc((size_t)N * V * sizeof *want);
+	struct seen w = {malloc((size_t)N * V * sizeof *w.rows), -1, 0, false};
+	assert_true(want && w.rows);
+	for (int round = 0; round < 2; round++) {
+		if (round == 1)
+			for (int i = 30; i < N; i++)
+				ids[i] = 5000 + i; /* the prompt after: the same first 30 tokens */
+		assert_int_equal(eng_truncate(ref, 0), 0);
+		assert_int_equal(eng_forward(ref, ids, N, 0, want, true), 0);
+		w.first = -1;
+		w.out_of_order = false;
+		assert_int_equal(sess_sync_scored(s, ids, N, round ? 29 : 0, keep_row, &w), 0);
+		assert_false(w.out_of_order);
+		assert_int_equal(w.next, N);
+		if (round == 0)
+			assert_int_equal(w.first, 0);
+		else /* reused up to the known positions, a forward's least short of them */
+			assert_true(w.first > 0 && w.first <= 29 &&
+				    sess_stats(s)->reused == w.first);
+		assert_memory_equal(w.rows + (size_t)w.first * V, want + (size_t)w.first * V,
+				    (size_t)(N - w.first) * V * sizeof *want);
+		assert_memory_equal(sess_logits(s), want + (size_t)(N - 1) * V,
+				    (size_t)V * sizeof *want);
+		assert_int_equal(sess_n(s), N);
+	}
+	free(want);
+	free(w.rows);
+	sess_free(s);
+	eng_free(e);
+}
+
 static void test_errors(void **state)
 {
 	(void)state;
@@ -689,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_five_turns), cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_overflow),   cmocka_unit_test(test_think_split),
 		cmocka_unit_test(test_errors),     cmocka_unit_test(test_warm_cold),
+		cmocka_unit_test(test_scored),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""serve_text.py -- `qwenchat serve`'s /v1/completions from the outside, against the
+float64 Qwen3 of ppl_reference.py (tests/cli/serve.sh runs it).
+
+usage: serve_text.py PORT MODEL_DIR CTX
+
+PORT is a server started with --exact --kv-f32 --ctx CTX on MODEL_DIR (a random-weight model
+with the real Qwen3 tokenizer). Checked:
+  - the request lm-evaluation-harness makes for a log-likelihood (prompts as arrays of
+    token ids, echo, logprobs 1, max_tokens 1, temperature 0): each prompt token's
+    log-probability and its most likely alternative equal the reference's within 1e-4,
+    a prompt longer than one scoring forward included; the continuation's sum and
+    is_greedy as lm-eval computes them from the answer; prompts sharing a context get
+    the same bits as each alone (the shared positions' scores are reused);
+  - max_tokens 0 with echo scores the prompt alone; the streamed answer carries the
+    same text and log-probabilities as the whole one;
+  - a text prompt is tokenized with its special tokens, echoed as given, its tokens
+    spelling it at their text_offsets;
+  - the context: a prompt that does not fit, or leaves no room for max_tokens, is a
+    400 context_length_exceeded; the default max_tokens is held to the room left;
+  - bad requests: a clean 400 naming the field.
+Prints one "ok: ..." or "FAIL: ..." line per check; exits 1 when any failed.
+"""
+import json
+import os
+import random
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ppl_reference as pr  # noqa: E402
+import serve_client as sc  # noqa: E402
+
+check, request = sc.check, sc.request
+
+
+def reference(cfg, w, ids):
+    """(log-probability of each token given those before it, from the second on;
+    the most likely log-probability after each position) in float64."""
+    lp = pr.log_softmax(pr.forward(cfg, w, ids))
+    return [float(lp[i - 1][ids[i]]) for i in range(1, len(ids))], lp.max(axis=-1)
+
+
+def post(port, body):
+    return request(port, "POST", "/v1/completions", body)
+
+
+def loglikelihood(port, cfg, w, ctx):
+    """lm-eval's local-completions request: a context and three continuations."""
+    rnd = random.Random(7)
+    context = [rnd.randrange(150000) for _ in range(150)]  # two scoring forwards
+    conts = [[rnd.randrange(150000) for _ in range(k)] for k in (1, 3, 4)]
+    prompts = [context + c for c in conts]
+    st, _, b = post(port, {"model": "m", "prompt": prompts, "max_tokens": 1, "logprobs": 1,
+                           "echo": True, "temperature": 0, "seed": 1234})
+    check(st == 200 and b.get("object") == "text_completion" and len(b["choices"]) == 3,
+          "lm-eval's log-likelihood request: 200, a text_completion with 3 choices (%d)" % st)
+    if st != 200:
+        return
+    worst = 0.0
+    for choice, ids in zip(sorted(b["choices"], key=lambda c: c["index"]), prompts):
+        lps, best = reference(cfg, w, ids)
+        got = choice["logprobs"]
+        ok = (got["token_logprobs"][0] is None and got["top_logprobs"][0] is None
+              and len(got["token_logprobs"]) == len(ids) + 1)
+        check(ok, "prompt %d: the first token has no log-probability, one entry per token "
+              "and the generated one" % choice["index"])
+        for i in range(1, len(ids)):
+            worst = max(worst, abs(got["token_logprobs"][i] - lps[i - 1]),
+                        abs(max(got["top_logprobs"][i].values()) - best[i - 1]))
+        ctxlen = len(context)
+        # lm-eval: sum(token_logprobs[ctxlen:-1]), greedy if each is its top's max
+        total = sum(got["token_logprobs"][ctxlen:-1])
+        greedy = all(t == max(top.values()) for t, top in
+                     zip(got["token_logprobs"][ctxlen:-1], got["top_logprobs"][ctxlen:-1]))
+        want = sum(lps[ctxlen - 1:])
+        want_greedy = all(abs(lps[i - 1] - best[i - 1]) < 1e-12 for i in range(ctxlen, len(ids)))
+        check(abs(total - want) < 1e-4 * len(conts) and greedy == want_greedy,
+              "prompt %d: the continuation's log-likelihood %.6f (reference %.6f), is_greedy "
+              "%s" % (choice["index"], total, want, greedy))
+        check(choice["text"].startswith("".join(got["tokens"][:len(ids)])),
+              "prompt %d: the echoed text is its tokens'" % choice["index"])
+    check(worst < 1e-4, "every prompt token's log-probability and best alternative within "
+          "1e-4 of the float64 reference (worst %.2e)" % worst)
+    # the batch's later prompts reused the scores of the context they share with the
+    # first; alone, after another prompt, each is computed whole: the same bits
+    same = True
+    for choice, ids in zip(sorted(b["choices"], key=lambda c: c["index"]), prompts):
+        post(port, {"prompt": [[5, 6, 7, 8, 9, 10, 11, 12]], "max_tokens": 0, "echo": True,
+                    "logprobs": 1})
+        st2, _, alone = post(port, {"prompt": ids, "max_tokens": 1, "logprobs": 1, "echo": True,
+                                    "temperature": 0})
+        same = same and st2 == 200 and alone["choices"][0]["logprobs"] == choice["logprobs"]
+    check(same, "prompts that share a context: the shared positions' scores reused, the same "
+          "bits as each prompt computed alone")
+    n = sum(len(p) for p in prompts)
+    check(b["usage"]["prompt_tokens"] == n and b["usage"]["completion_tokens"] <= 3,
+          "usage counts the prompts' tokens (%s)" % b["usage"])
+
+
+def stream(port, body):
+    """The events of a streamed request: (chunks, saw [DONE])."""
+    c = sc.http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("POST", "/v1/completions", body=json.dumps(dict(body, stream=True)),
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read().decode()
+    c.close()
+    events = [e[6:] for e in data.split("\n\n") if e.startswith("data: ")]
+    done = bool(events) and events[-1] == "[DONE]"
+    return [json.loads(e) for e in events if e != "[DONE]"], done
+
+
+def echo_and_stream(port, cfg, w):
+    ids = [9707, 11, 1879, 0, 151643, 8, 42]
+    st, _, b = post(port, {"prompt": ids, "max_tokens": 0, "echo": True, "logprobs": 0})
+    c = b["choices"][0] if st == 200 else {}
+    lps, _ = reference(cfg, w, ids)
+    ok = st == 200 and c["finish_reason"] == "length" and b["usage"]["completion_tokens"] == 0
+    ok = ok and len(c["logprobs"]["tokens"]) == len(ids)
+    ok = ok and max(abs(a - r) for a, r in zip(c["logprobs"]["token_logprobs"][1:], lps)) < 1e-4
+    ok = ok and all(len(t) == 1 for t in c["logprobs"]["top_logprobs"][1:])
+    check(ok, "max_tokens 0 with echo: the prompt scored alone, logprobs 0 lists each token "
+          "by itself")
+    check(st == 200 and "<|endoftext|>" in c["text"], "token ids are echoed with their special "
+          "tokens")
+    body = {"prompt": ["Hello there", "The cat sat"], "max_tokens": 6, "echo": True,
+            "logprobs": 3, "temperature": 1, "seed": 11, "stop": ["zz"]}
+    st, _, whole = post(port, body)
+    chunks, done = stream(port, dict(body, stream_options={"include_usage": True}))
+    for i in range(2):
+        parts = [ch["choices"][0] for ch in chunks if ch["choices"] and
+                 ch["choices"][0]["index"] == i]
+        text = "".join(p["text"] for p in parts)
+        lists = {k: sum((p["logprobs"][k] for p in parts), []) for k in
+                 ("tokens", "token_logprobs", "top_logprobs", "text_offset")}
+        want = whole["choices"][i]
+        check(text == want["text"] and lists == want["logprobs"] and
+              parts[-1]["finish_reason"] == want["finish_reason"],
+              "prompt %d streamed: the same text, logprobs and finish_reason as whole" % i)
+    check(done and chunks[-1]["choices"] == [] and chunks[-1]["usage"] == whole["usage"],
+          "the stream ends with the usage and [DONE]")
+    alone = post(port, dict(body, prompt="The cat sat"))[2]
+    check(alone["choices"][0]["text"] == whole["choices"][1]["text"],
+          "a prompt in a batch gets the answer it gets alone (the seed per prompt)")
+
+
+def text_prompt(port):
+    text = "<|im_start|>user\nSay héllo<|im_end|>"
+    st, _, b = post(port, {"prompt": text, "max_tokens": 0, "echo": True, "logprobs": 1})
+    lp = b["choices"][0]["logprobs"] if st == 200 else {}
+    ok = st == 200 and b["choices"][0]["text"] == text and lp["tokens"][0] == "<|im_start|>"
+    ok = ok and lp["tokens"][-1] == "<|im_end|>" and "".join(lp["tokens"]) == text
+    ok = ok and all(text[o:].startswith(t) for o, t in zip(lp["text_offset"], lp["tokens"]))
+    check(ok, "a text prompt: special tokens recognised, echoed as given, each token at its "
+          "text_offset (%d)" % st)
+
+
+def context(port, ctx):
+    ids = [100 + i for i in range(ctx)]
+    st, _, b = post(port, {"prompt": ids + [5]})
+    check(st == 400 and b["error"]["code"] == "context_length_exceeded",
+          "a prompt over the context: 400 context_length_exceeded (%d)" % st)
+    st, _, b = post(port, {"prompt": ids, "max_tokens": 1})
+    check(st == 400 and b["error"]["param"] == "max_tokens",
+          "a prompt that leaves no room for max_tokens: 400 on max_tokens (%d)" % st)
+    st, _, b = post(port, {"prompt": ids, "max_tokens": 0, "echo": True})
+    check(st == 200 and b["choices"][0]["text"] and b["usage"]["completion_tokens"] == 0,
+          "... with max_tokens 0 and echo it is scored (%d)" % st)
+    st, _, b = post(port, {"prompt": ids[:-3], "temperature": 0})
+    check(st == 200 and b["usage"]["completion_tokens"] <= 3 and
+          b["choices"][0]["finish_reason"] == "length",
+          "the default max_tokens is held to the room left (%s)" % b.get("usage"))
+
+
+def refused(port):
+    cases = [
+        ({"prompt": ""}, "prompt"),
+        ({"prompt": []}, "prompt"),
+        ({"prompt": [[1, 2], "x"]}, "prompt[1]"),
+        ({"prompt": [[1, "x"]]}, "prompt[0][1]"),
+        ({"prompt": [1, -2]}, "prompt[1]"),
+        ({"prompt": [1, 2 ** 40]}, "prompt[1]"),
+        ({"prompt": [[1]] * 1025}, "prompt"),
+        ({"prompt": [[151936]]}, "prompt"),
+        ({"prompt": "x", "suffix": "y"}, "suffix"),
+        ({"prompt": "x", "logprobs": 21}, "logprobs"),
+        ({"prompt": "x", "max_tokens": -1}, "max_tokens"),
+        ({"prompt": "x", "echo": 1}, "echo"),
+        ({"prompt": "x", "best_of": 2}, "best_of"),
+        ({"prompt": "x", "n": 2}, "n"),
+        ({"messages": [{"role": "user", "content": "x"}]}, "prompt"),
+    ]
+    for body, param in cases:
+        st, _, b = post(port, body)
+        check(st == 400 and sc.is_error_object(b) and b["error"]["param"] == param,
+              "%s: 400 on %s (%d %s)" % (json.dumps(body)[:60], param, st,
+                                         b.get("error", {}).get("param") if isinstance(b, dict)
+                                         else b))
+    st, _, b = request(port, "POST", "/v1/chat/completions",
+                       {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
+    check(st == 200 and b["object"] == "chat.completion", "a chat completion after them (%d)" % st)
+
+
+def main():
+    port, model, ctx = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    cfg, w = pr.load(model)
+    loglikelihood(port, cfg, w, ctx)
+    echo_and_stream(port, cfg, w)
+    text_prompt(port)
+    context(port, ctx)
+    refused(port)
+    sys.exit(1 if sc.failures else 0)
+
+
+if __name__ == "__main__":
+    main()
