@@ -22,8 +22,8 @@ static void token_text(const struct app *a, int32_t id, char *out, size_t cap)
 	out[n + 1] = 0;
 }
 
-/* The plain softmax of the logits (the padding rows the session masks included,
- * at zero): id's probability and the n most likely. */
+/* The plain softmax of the logits (the padding rows past the tokenizer included, with
+ * the model's values): id's probability and the n most likely. */
 static int raw_probs(const float *l, int vocab, int32_t id, float *p, int32_t *top_id, float *top_p,
 		     int n)
 {

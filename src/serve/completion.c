@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "src/base/err.h"
+#include "src/base/utf8.h"
 #include "src/chat/toolcall.h"
 #include "src/serve/openai.h"
 
@@ -170,37 +171,53 @@ static json_t *logprob_json(double lp)
 	return json_real(isfinite(lp) ? lp : -9999.0); /* OpenAI's "no probability at all" */
 }
 
-/* Characters of UTF-8 bytes: those that do not continue a sequence. */
-static size_t chars_of(const char *s, size_t n)
+/* A token's text as the legacy lists give it: its bytes with each ill-formed
+ * sequence (part of a character the next token ends) as U+FFFD, as Hugging Face
+ * decodes one token; *chars (when not NULL) gets its length in characters. */
+static json_t *piece_json(const char *s, size_t n, size_t *chars)
 {
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		k += ((unsigned char)s[i] & 0xc0) != 0x80;
-	return k;
+	size_t len = utf8_replaced_len(s, n);
+	char *fixed = len ? malloc(len) : NULL;
+	if (len && !fixed)
+		return NULL;
+	if (fixed)
+		utf8_replace_ill_formed(s, n, fixed);
+	const char *t = fixed ? fixed : s;
+	size_t tn = fixed ? len : n, k = 0;
+	for (size_t i = 0; i < tn; i++) /* well-formed now: count the lead bytes */
+		k += ((unsigned char)t[i] & 0xc0) != 0x80;
+	if (chars)
+		*chars = k;
+	json_t *v = json_stringn(t, tn);
+	free(fixed);
+	return v;
 }
 
 /* The legacy entry: the token, its log-probability, its top list (a token -> logprob
- * object holding the token too) and where its text starts. */
+ * object holding the token too) and where its text starts: as vLLM counts it, after
+ * the characters of the tokens before (the text's own offsets unless a character
+ * was cut between two tokens). */
 static int add_legacy(struct completion *c, const struct completion_token *token,
 		      const struct completion_token *top, int n)
 {
 	json_t *tops = isnan(token->logprob) ? json_null() : json_object();
 	for (int i = -1; i < n && json_is_object(tops); i++) {
 		const struct completion_token *t = i < 0 ? token : &top[i];
-		json_t *key = text_json(t->bytes, t->len);
+		json_t *key = piece_json(t->bytes, t->len, NULL);
 		if (key)
 			json_object_set_new(tops, json_string_value(key), logprob_json(t->logprob));
 		json_decref(key);
 	}
+	size_t chars = 0;
 	json_t *l = c->legacy;
 	int rc = json_array_append_new(json_object_get(l, "tokens"),
-				       text_json(token->bytes, token->len)) |
+				       piece_json(token->bytes, token->len, &chars)) |
 		 json_array_append_new(json_object_get(l, "token_logprobs"),
 				       logprob_json(token->logprob)) |
 		 json_array_append_new(json_object_get(l, "top_logprobs"), tops) |
 		 json_array_append_new(json_object_get(l, "text_offset"),
 				       json_integer((json_int_t)c->chars));
-	c->chars += chars_of(token->bytes, token->len);
+	c->chars += chars;
 	return rc ? err_set("out of memory") : 0;
 }
 

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "src/base/err.h"
+#include "src/base/utf8.h"
 
 /* State of one answer while the session generates it. */
 struct run {
@@ -316,8 +317,17 @@ static int text_prompt(const struct gen_model *m, const struct oai_request *r, s
 		free(e.p);
 		return fail(out, false, 500, "out of memory", NULL, NULL);
 	}
-	p->echo = e.p ? e.p : strdup("");
-	p->echo_len = e.n;
+	/* ids cut in the middle of a character read as U+FFFD, as Hugging Face decodes */
+	size_t fixed = utf8_replaced_len(e.p ? e.p : "", e.n);
+	if (fixed) {
+		if ((p->echo = malloc(fixed)))
+			utf8_replace_ill_formed(e.p, e.n, p->echo);
+		p->echo_len = fixed;
+		free(e.p);
+	} else {
+		p->echo = e.p ? e.p : strdup("");
+		p->echo_len = e.n;
+	}
 	return p->echo ? 0 : fail(out, false, 500, "out of memory", NULL, NULL);
 }
 
@@ -336,6 +346,23 @@ static int add_scored(struct run *x, int32_t id, const struct scores_entry *e)
 	if (!(t.bytes = tok_piece(x->m->tok, id, &t.len)))
 		t.bytes = "", t.len = 0;
 	return completion_add_token(x->c, &t, tt, n);
+}
+
+/* A generated token of a text completion (the stop token too): scored as the prompt's
+ * are, by the model's own distribution over the whole vocabulary (vLLM's raw
+ * logprobs), so that the echo and the answer read alike. */
+static void on_text_token(void *user, int32_t id, const struct samp *sp)
+{
+	(void)sp;
+	struct run *x = user;
+	const float *raw = sess_logits(x->m->sess);
+	struct scores_entry e;
+	int n = x->r->top_logprobs < x->m->vocab ? x->r->top_logprobs : x->m->vocab;
+	if (!raw || samp_row_logprobs(raw, x->m->vocab, id, &e.logprob, e.top, n))
+		return;
+	if (n < SCORES_TOP)
+		e.top[n].id = -1;
+	add_scored(x, id, &e);
 }
 
 static void on_row(void *user, int pos, const float *logits)
@@ -379,7 +406,8 @@ static int text_choice(struct run *x, const struct text_prompt *p, struct comple
 	*why = COMPLETION_LENGTH;
 	if (p->max_new == 0)
 		return 200;
-	sess_set_token_hook(m->sess, x->r->logprobs ? on_token : NULL, x);
+	sess_set_token_hook(m->sess, x->r->logprobs ? on_text_token : NULL, x);
+	sess_set_token_hook_stops(m->sess, true);
 	int rc = sess_generate(m->sess, m->samp, p->max_new, SESS_SPLIT_NONE, on_text, x);
 	sess_set_token_hook(m->sess, NULL, NULL);
 	usage->completion += st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);

@@ -409,6 +409,21 @@ static int parse_stream(struct oai_request *r, json_t *root, struct oai_error *e
 		return -1;
 	if (so && !json_is_null(so) && !r->stream) /* as OpenAI and vLLM refuse it */
 		return bad(e, "stream_options", "only with \"stream\": true");
+	json_t *cu = json_object_get(so, "continuous_usage_stats");
+	if (cu && !json_is_null(cu) && !json_is_false(cu))
+		return bad(e, "stream_options.continuous_usage_stats",
+			   "not supported (the usage comes in the last chunk)");
+	return 0;
+}
+
+/* response_format: text only (no constrained decoding). */
+static int parse_response_format(json_t *root, struct oai_error *e)
+{
+	json_t *rf = json_object_get(root, "response_format");
+	json_t *rft = json_object_get(rf, "type");
+	if (rf && !json_is_null(rf) &&
+	    !(json_is_string(rft) && strcmp(json_string_value(rft), "text") == 0))
+		return bad(e, "response_format", "only {\"type\": \"text\"} is supported");
 	return 0;
 }
 
@@ -432,11 +447,8 @@ static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e
 	if (got && !r->logprobs)
 		return bad(e, "top_logprobs", "needs \"logprobs\": true");
 	r->top_logprobs = (int)top;
-	json_t *rf = json_object_get(root, "response_format");
-	json_t *rft = json_object_get(rf, "type");
-	if (rf && !json_is_null(rf) &&
-	    !(json_is_string(rft) && strcmp(json_string_value(rft), "text") == 0))
-		return bad(e, "response_format", "only {\"type\": \"text\"} is supported");
+	if (parse_response_format(root, e))
+		return -1;
 	json_t *kw = json_object_get(root, "chat_template_kwargs");
 	bool think = true;
 	if (kw && !json_is_null(kw) && !json_is_object(kw))
@@ -488,6 +500,14 @@ static const struct {
 	{"function_call", "use tool_choice", 0},
 	{"audio", "text only", 0},
 	{"prediction", "no predicted outputs", 0},
+	{"include_stop_str_in_output", "a stop string is left out of the text", 0},
+	{"prompt_logprobs", "use echo with logprobs", -1},
+	{"return_tokens_as_token_ids", "tokens are given as text", 0},
+	{"allowed_token_ids", "no constrained decoding", 0},
+	{"bad_words", "no constrained decoding", 0},
+	{"logits_processors", "no logits processors", 0},
+	{"truncate_prompt_tokens", "a prompt over the context is refused", NAN},
+	{"length_penalty", "sampling only", 1},
 };
 
 /* Whether v asks for something: not null, false, the idle number, "", [] or {}, nor
@@ -567,11 +587,13 @@ static int get_ids(json_t *v, const char *at, struct oai_prompt *p, struct oai_e
 		json_t *id = json_array_get(v, k);
 		char where[64];
 		snprintf(where, sizeof where, "%s[%zu]", at, k);
-		if (!json_is_integer(id))
+		/* a whole number written as a real (7.0) is one, as get_integer takes it */
+		double r = json_is_real(id) ? json_real_value(id) : 0.5;
+		if (!json_is_integer(id) && r != floor(r))
 			return bad(e, where, "expected a token id, got %s", jsontype_name(id));
-		json_int_t x = json_integer_value(id);
-		if (x < 0 || x > INT32_MAX)
-			return bad(e, where, "%lld is not a token id", (long long)x);
+		double x = json_is_integer(id) ? (double)json_integer_value(id) : r;
+		if (!(x >= 0 && x <= INT32_MAX))
+			return bad(e, where, "%.0f is not a token id", x);
 		p->ids[p->n_ids++] = (int32_t)x;
 	}
 	return 0;
@@ -587,7 +609,7 @@ static int parse_prompt(struct oai_request *r, json_t *root, struct oai_error *e
 		return bad(e, "prompt", "%s, got %s", forms, p ? jsontype_name(p) : "nothing");
 	/* a string, or one prompt of ids, stands alone; any other array is the prompts */
 	json_t *first = json_array_get(p, 0);
-	bool one = json_is_string(p) || json_is_integer(first);
+	bool one = json_is_string(p) || json_is_number(first);
 	size_t n = one ? 1 : json_array_size(p);
 	if (n == 0 || n > OAI_MAX_PROMPTS)
 		return bad(e, "prompt", "%zu prompts (1 to %d)", n, OAI_MAX_PROMPTS);
@@ -638,7 +660,7 @@ static int parse_text_output(struct oai_request *r, json_t *root, struct oai_err
 	r->logprobs = got;
 	top = json_is_boolean(lp) ? got : top;
 	r->top_logprobs = (int)top;
-	if (get_bool(root, "echo", "echo", &r->echo, e) < 0)
+	if (get_bool(root, "echo", "echo", &r->echo, e) < 0 || parse_response_format(root, e))
 		return -1;
 	json_t *suffix = json_object_get(root, "suffix");
 	if (suffix && !json_is_null(suffix) &&

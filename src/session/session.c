@@ -32,6 +32,8 @@ struct sess {
 	double t_sync; /* when the current turn's sess_sync began */
 	sess_token_fn hook;
 	void *hook_user;
+	bool hook_stops; /* the hook sees stop tokens too */
+	float *pad;      /* (vocab - sample_vocab) the padding rows' logits while masked */
 	struct sess_stats st;
 };
 
@@ -89,7 +91,8 @@ struct sess *sess_new(struct eng *e, const struct eng_model *m, struct tok *t,
 	s->think_close = tok_id(t, "</think>");
 	s->ids = malloc((size_t)s->ctx * sizeof *s->ids);
 	s->logits = malloc((size_t)s->vocab * sizeof *s->logits);
-	if (!s->ids || !s->logits) {
+	s->pad = malloc((size_t)(s->vocab - s->sample_vocab + 1) * sizeof *s->pad);
+	if (!s->ids || !s->logits || !s->pad) {
 		sess_free(s);
 		err_set("session: out of memory");
 		return NULL;
@@ -110,6 +113,7 @@ void sess_free(struct sess *s)
 		eng_set_cancel(s->e, NULL);
 	free(s->ids);
 	free(s->logits);
+	free(s->pad);
 	free(s);
 }
 
@@ -134,6 +138,12 @@ void sess_set_token_hook(struct sess *s, sess_token_fn fn, void *user)
 {
 	s->hook = fn;
 	s->hook_user = user;
+	s->hook_stops = false;
+}
+
+void sess_set_token_hook_stops(struct sess *s, bool stops)
+{
+	s->hook_stops = stops;
 }
 
 void sess_reset(struct sess *s)
@@ -455,13 +465,17 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 		next = -1;
 		if (id < 0) {
 			int nr = s->n < SAMP_PENALTY_LAST_N ? s->n : SAMP_PENALTY_LAST_N;
-			/* ids past the tokenizer can never be picked (see sample_vocab) */
+			/* ids past the tokenizer can never be picked (see sample_vocab); the
+			 * model's own values come back after the draw, for the hook */
+			size_t npad = (size_t)(s->vocab - s->sample_vocab);
+			memcpy(s->pad, s->logits + s->sample_vocab, npad * sizeof *s->pad);
 			for (int i = s->sample_vocab; i < s->vocab; i++)
 				s->logits[i] = -1e30f;
 			/* the answer's tokens so far are the last ones in the cache */
 			struct samp_history h = {s->ids + s->n - nr, nr,
 						 s->ids + s->n - s->st.generated, s->st.generated};
 			id = samp_next(sp, s->logits, s->vocab, &h);
+			memcpy(s->logits + s->sample_vocab, s->pad, npad * sizeof *s->pad);
 			if (id < 0) {
 				rc = -1;
 				break;
@@ -472,6 +486,8 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 			s->st.ttft = t_first - s->t_sync;
 		}
 		bool stop = is_stop(s, id);
+		if (stop && s->hook && s->hook_stops)
+			s->hook(s->hook_user, id, sp);
 		if (!stop) {
 			s->st.generated++;
 			if (s->hook)

@@ -154,13 +154,19 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 
 /* Called for each token sampled on the host that is not a stop token, right after the
  * draw and before the token's text is emitted, with the sampler that drew it
- * (samp_logprobs then describes the distribution it was drawn from). */
+ * (samp_logprobs then describes the distribution it was drawn from); sess_logits is
+ * then the row it was drawn from as the model computed it (the padding rows past the
+ * tokenizer, which the draw never picks, with their own values). */
 typedef void (*sess_token_fn)(void *user, int32_t id, const struct samp *sp);
 
 /* Sets the token hook for the following sess_generate calls; NULL removes it. While
  * one is set every token is sampled on the host, so that the hook sees it (a backend
- * that samples would keep the logits on the device). */
+ * that samples would keep the logits on the device). Stop tokens are not passed
+ * unless sess_set_token_hook_stops says so (which setting the hook undoes). */
 void sess_set_token_hook(struct sess *s, sess_token_fn fn, void *user);
+/* With stops, the hook sees the stop token that ends the answer too (a text
+ * completion lists it among the tokens' log-probabilities, as vLLM does). */
+void sess_set_token_hook_stops(struct sess *s, bool stops);
 
 /* The current turn's statistics. */
 const struct sess_stats *sess_stats(const struct sess *s);

@@ -200,13 +200,30 @@ test('text: the rig\'s script as text, echoed, with logprobs of prompt and answe
     assert.equal(top[lp.tokens[i]], lp.token_logprobs[i]);
     assert.ok(Object.keys(top).length <= 3); // 2 and the token itself
   }
-  for (let i = lp.tokens.length - 4; i < lp.tokens.length; i++) // greedy: the best
-    assert.equal(Math.max(...Object.values(lp.top_logprobs[i])), lp.token_logprobs[i]);
+  // the answer's are the model's own log-probabilities (vLLM's raw logprobs), not those
+  // after the repetition penalty that picked the script: unpenalised, <|im_end|> is the
+  // likeliest (tests/cli/rig-model.py)
+  for (let i = lp.tokens.length - 4; i < lp.tokens.length; i++)
+    assert.ok(Math.max(...Object.values(lp.top_logprobs[i])) > lp.token_logprobs[i]);
   const stopped = await rig.completions.create({ model: 'rig', prompt,
                                                 temperature: 0, repetition_penalty: 10,
                                                 stop: ['ll'] });
   assert.equal(stopped.choices[0].text, '<think>He');
   assert.equal(stopped.choices[0].finish_reason, 'stop');
+});
+
+test('text: an answer that ends at once lists its end token, as lm-eval reads it', async () => {
+  // the rig's first pick without <|im_end|> in the prompt is <|im_end|> itself
+  const r = await rig.completions.create({ model: 'rig', prompt: env.FILLER, max_tokens: 1,
+                                          temperature: 0, repetition_penalty: 10, echo: true,
+                                          logprobs: 1 });
+  const c = r.choices[0], lp = c.logprobs;
+  assert.equal(c.text, env.FILLER);
+  assert.equal(c.finish_reason, 'stop');
+  assert.equal(r.usage.completion_tokens, 1);
+  assert.equal(lp.tokens.length, r.usage.prompt_tokens + 1); // lm-eval drops the last one
+  assert.equal(lp.tokens[lp.tokens.length - 1], '<|im_end|>');
+  assert.ok(lp.token_logprobs[lp.tokens.length - 1] <= 0);
 });
 
 test('text: a batch of prompts, a choice each by index', async () => {

@@ -15,7 +15,8 @@ with the real Qwen3 tokenizer). Checked:
   - max_tokens 0 with echo scores the prompt alone; the streamed answer carries the
     same text and log-probabilities as the whole one;
   - a text prompt is tokenized with its special tokens, echoed as given, its tokens
-    spelling it at their text_offsets;
+    spelling it at their text_offsets; ids that cut a character echo U+FFFD;
+  - a generated token is scored as the prompt's are (the whole vocabulary);
   - the context: a prompt that does not fit, or leaves no room for max_tokens, is a
     400 context_length_exceeded; the default max_tokens is held to the room left;
   - bad requests: a clean 400 naming the field.
@@ -146,6 +147,36 @@ def echo_and_stream(port, cfg, w):
           "a prompt in a batch gets the answer it gets alone (the seed per prompt)")
 
 
+def tokenizer_size(model):
+    """The ids the tokenizer knows (the embedding's padding rows past them it does not)."""
+    t = json.load(open(os.path.join(model, "tokenizer.json")))
+    ids = list(t["model"]["vocab"].values()) + [a["id"] for a in t.get("added_tokens", [])]
+    return max(ids) + 1
+
+
+def generated(port, cfg, w, model):
+    """The generated token is scored as the prompt's are: the model's distribution over
+    the whole vocabulary (the draw never picks a padding id)."""
+    ids = [9707, 1879, 525, 77]
+    st, _, b = post(port, {"prompt": ids, "max_tokens": 1, "echo": True, "logprobs": 2,
+                           "temperature": 0})
+    lp = pr.log_softmax(pr.forward(cfg, w, ids))[-1]
+    want = float(lp[:tokenizer_size(model)].max())
+    got = b["choices"][0]["logprobs"]["token_logprobs"][-1] if st == 200 else None
+    check(got is not None and abs(got - want) < 1e-4,
+          "the generated token's log-probability is the reference's over the whole "
+          "vocabulary (%s, reference %.6f)" % (got, want))
+    # a character cut between ids: U+FFFD, as Hugging Face decodes it
+    st, _, b = post(port, {"prompt": [124026, 1273], "max_tokens": 0, "echo": True,
+                           "logprobs": 1})
+    c = b["choices"][0] if st == 200 else {}
+    ok = st == 200 and c["text"].startswith("\ufffd") and "\\x" not in c["text"]
+    ok = ok and "".join(c["logprobs"]["tokens"]) == c["text"]
+    ok = ok and c["logprobs"]["text_offset"] == [0, 1]
+    check(ok, "ids that cut a character echo U+FFFD, tokens and offsets alike (%r)"
+          % c.get("text"))
+
+
 def text_prompt(port):
     text = "<|im_start|>user\nSay héllo<|im_end|>"
     st, _, b = post(port, {"prompt": text, "max_tokens": 0, "echo": True, "logprobs": 1})
@@ -191,6 +222,11 @@ def refused(port):
         ({"prompt": "x", "best_of": 2}, "best_of"),
         ({"prompt": "x", "n": 2}, "n"),
         ({"messages": [{"role": "user", "content": "x"}]}, "prompt"),
+        ({"prompt": "x", "include_stop_str_in_output": True}, "include_stop_str_in_output"),
+        ({"prompt": "x", "prompt_logprobs": 0}, "prompt_logprobs"),
+        ({"prompt": "x", "response_format": {"type": "json_object"}}, "response_format"),
+        ({"prompt": "x", "stream": True, "stream_options": {"continuous_usage_stats": True}},
+         "stream_options.continuous_usage_stats"),
     ]
     for body, param in cases:
         st, _, b = post(port, body)
@@ -208,6 +244,7 @@ def main():
     cfg, w = pr.load(model)
     loglikelihood(port, cfg, w, ctx)
     echo_and_stream(port, cfg, w)
+    generated(port, cfg, w, model)
     text_prompt(port)
     context(port, ctx)
     refused(port)

@@ -58,6 +58,10 @@ static void test_prompt_forms(void **state)
 	assert_true(r->logprobs); /* true: one alternative, as vLLM reads it */
 	assert_int_equal(r->top_logprobs, 1);
 	oai_request_free(r);
+	r = parse("{\"prompt\": [7.0, 8]}", &e); /* a whole real is an id, as pydantic reads it */
+	assert_non_null(r);
+	assert_int_equal(r->prompts[0].ids[0], 7);
+	oai_request_free(r);
 	r = parse("{\"prompt\": [[7], [8, 9]], \"logprobs\": false, \"suffix\": \"\"}", &e);
 	assert_non_null(r);
 	assert_int_equal(r->n_prompts, 2);
@@ -85,6 +89,11 @@ static void test_refused(void **state)
 		{"{\"prompt\": \"x\", \"stream_options\": {}}", "stream_options"},
 		{"{\"prompt\": \"x\", \"n\": 3}", "n"},
 		{"{\"prompt\": \"x\", \"ignore_eos\": true}", "ignore_eos"},
+		{"{\"prompt\": \"x\", \"include_stop_str_in_output\": true}",
+		 "include_stop_str_in_output"},
+		{"{\"prompt\": \"x\", \"truncate_prompt_tokens\": 5}", "truncate_prompt_tokens"},
+		{"{\"prompt\": \"x\", \"response_format\": {\"type\": \"json_object\"}}",
+		 "response_format"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct oai_error e;
@@ -206,12 +215,34 @@ static void test_choice(void **state)
 	free(b.p);
 }
 
+/* A character cut between two tokens: each part reads U+FFFD, as Hugging Face decodes
+ * one token, and text_offset counts those characters, as vLLM does. */
+static void test_cut_character(void **state)
+{
+	(void)state;
+	struct completion_options o = {
+		.text = true, .id = "cmpl-x", .model = "m", .logprobs = true};
+	struct completion *c = completion_new(&o);
+	struct completion_token parts[3] = {{"\xe2\x82", 2, -1}, {"\xac", 1, -1}, {"x", 1, -1}};
+	for (int i = 0; i < 3; i++)
+		completion_add_token(c, &parts[i], NULL, 0);
+	json_t *ch = completion_choice(c, COMPLETION_LENGTH);
+	completion_free(c);
+	json_t *lp = json_object_get(ch, "logprobs");
+	json_t *toks = json_object_get(lp, "tokens"), *offs = json_object_get(lp, "text_offset");
+	assert_string_equal(json_string_value(json_array_get(toks, 0)), "\xef\xbf\xbd");
+	assert_string_equal(json_string_value(json_array_get(toks, 1)), "\xef\xbf\xbd");
+	assert_int_equal(json_integer_value(json_array_get(offs, 2)), 2);
+	json_decref(ch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_prompt_forms),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_choice),
+		cmocka_unit_test(test_cut_character),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
