@@ -4,25 +4,22 @@
 # sent with CHOICES continuations of CONT ids (a multiple-choice question), BATCH
 # prompts per request as arrays of token ids with echo, logprobs 1, max_tokens 1 and
 # temperature 0; the continuation's log-likelihood read from token_logprobs. The
-# requests are the ones benchmarks/score-torch.py scores (seeded random ids).
+# requests are the ones benchmarks/score-torch.py scores (score_requests.py).
 #
 #   python3 benchmarks/score-serve.py PORT [--contexts 8] [--ctx 96] [--cont 16]
 #       [--choices 4] [--batch 1]
 #
 # Prints the seconds and the prompt tokens per second.
-import argparse, http.client, json, random, time
+import argparse, http.client, json, time
+
+from score_requests import requests
 
 ap = argparse.ArgumentParser()
 ap.add_argument("port", type=int)
 for name, default in [("contexts", 8), ("ctx", 96), ("cont", 16), ("choices", 4), ("batch", 1)]:
     ap.add_argument("--" + name, type=int, default=default)
 a = ap.parse_args()
-rnd = random.Random(1)
-reqs = []
-for i in range(a.contexts):
-    ctx = [rnd.randrange(100, 150000) for _ in range(a.ctx)]
-    for j in range(a.choices):
-        reqs.append((ctx, [rnd.randrange(100, 150000) for _ in range(a.cont)]))
+reqs = requests(a.contexts, a.ctx, a.cont, a.choices)
 t0 = time.time()
 tokens = 0
 for i in range(0, len(reqs), a.batch):

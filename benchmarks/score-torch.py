@@ -10,14 +10,15 @@
 #   /usr/bin/python3 benchmarks/score-torch.py MODEL_DIR [--threads 2] [--contexts 8]
 #       [--ctx 96] [--cont 16] [--choices 4]
 #
-# The requests are the ones benchmarks/score-serve.py sends (seeded random ids).
+# The requests are the ones benchmarks/score-serve.py sends (score_requests.py).
 # Prints the seconds and the prompt tokens per second.
-import argparse, json, math, os, random, sys, time
+import argparse, json, math, os, sys, time
 
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "cli"))
 import ppl_reference as pr  # noqa: E402  (reads safetensors into float64 numpy)
+from score_requests import requests  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("model")
@@ -73,12 +74,7 @@ def logprobs(ids):
     return torch.log_softmax(norm(x, w["model.norm.weight"]) @ head.T, -1)
 
 
-rnd = random.Random(1)
-reqs = []
-for i in range(a.contexts):
-    ctx = [rnd.randrange(100, 150000) for _ in range(a.ctx)]
-    for j in range(a.choices):
-        reqs.append((ctx, [rnd.randrange(100, 150000) for _ in range(a.cont)]))
+reqs = requests(a.contexts, a.ctx, a.cont, a.choices)
 logprobs(reqs[0][0][:8])  # warm-up
 t0 = time.time()
 tokens = 0

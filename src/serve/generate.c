@@ -71,25 +71,30 @@ static int on_text(void *user, enum sess_part part, const char *text, size_t len
 	return stop;
 }
 
+/* Token id with its log-probability, as a completion takes it: a padding row past the
+ * tokenizer (never sampled, but among the likeliest now and then) reads as nothing. */
+static struct completion_token token_of(const struct gen_model *m, int32_t id, double logprob)
+{
+	struct completion_token t = {.logprob = logprob};
+	if (!(t.bytes = tok_piece(m->tok, id, &t.len)))
+		t.bytes = "", t.len = 0;
+	return t;
+}
+
+/* A chat answer's token, by the distribution it was drawn from. */
 static void on_token(void *user, int32_t id, const struct samp *sp)
 {
 	struct run *x = user;
 	struct samp_logprob top[OAI_MAX_TOP_LOGPROBS];
-	struct completion_token t, tt[OAI_MAX_TOP_LOGPROBS];
+	struct completion_token tt[OAI_MAX_TOP_LOGPROBS];
 	float lp;
 	int n = x->r->top_logprobs;
 	if (samp_logprobs(sp, id, &lp, top, n))
 		return;
-	t.bytes = tok_piece(x->m->tok, id, &t.len);
-	t.logprob = lp;
-	for (int i = 0; i < n; i++) {
-		tt[i].bytes = tok_piece(x->m->tok, top[i].id, &tt[i].len);
-		tt[i].logprob = top[i].logprob;
-		if (!tt[i].bytes) /* a padding row past the tokenizer: never sampled */
-			tt[i].bytes = "", tt[i].len = 0;
-	}
-	if (t.bytes)
-		completion_add_token(x->c, &t, tt, n);
+	for (int i = 0; i < n; i++)
+		tt[i] = token_of(x->m, top[i].id, top[i].logprob);
+	struct completion_token t = token_of(x->m, id, lp);
+	completion_add_token(x->c, &t, tt, n);
 }
 
 /* The request's enable_thinking, or the template's default. */
@@ -114,6 +119,29 @@ static int set_sampling(const struct gen_model *m, const struct oai_request *r)
 	return 0;
 }
 
+/* A max_tokens the request gave against this server's limit (cap) and the room a
+ * prompt of k tokens leaves in the context of ctx: NULL when it fits, else the message
+ * (written into msg) and its *code. subject says what the prompt is ("the messages
+ * are", "prompt[2] is"). */
+static const char *over_limit(const struct oai_request *r, const char *subject, size_t k, int cap,
+			      int room, int ctx, char *msg, size_t size, const char **code)
+{
+	const char *key = r->max_tokens_key ? r->max_tokens_key : "max_tokens";
+	*code = NULL;
+	if (r->max_tokens > cap) {
+		snprintf(msg, size, "%s: %d is above this server's limit of %d", key, r->max_tokens,
+			 cap);
+	} else if (r->max_tokens > room) {
+		snprintf(msg, size,
+			 "%s: %s %zu tokens and %s %d, more than the model's context of %d", key,
+			 subject, k, key, r->max_tokens, ctx);
+		*code = "context_length_exceeded";
+	} else {
+		return NULL;
+	}
+	return msg;
+}
+
 /* The prompt's ids, checked against the context and max_tokens; *max_new is the
  * answer's limit. NULL after writing the error response. */
 static int32_t *prompt(const struct gen_model *m, const struct oai_request *r,
@@ -131,27 +159,18 @@ static int32_t *prompt(const struct gen_model *m, const struct oai_request *r,
 	int ctx = eng_ctx(m->eng), room = (size_t)ctx > k ? ctx - (int)k : 0;
 	int cap = m->max_tokens ? m->max_tokens : ctx;
 	const char *code = "context_length_exceeded";
-	const char *key = r->max_tokens_key ? r->max_tokens_key : "max_tokens";
-	if (room == 0) {
+	if (room == 0)
 		snprintf(msg, sizeof msg,
 			 "messages: the conversation is %zu tokens, the model's context holds %d "
 			 "(with room for at least one new token)",
 			 k, ctx);
-	} else if (r->max_tokens > cap) {
-		snprintf(msg, sizeof msg, "%s: %d is above this server's limit of %d", key,
-			 r->max_tokens, cap);
-		code = NULL;
-	} else if (r->max_tokens > room) {
-		snprintf(msg, sizeof msg,
-			 "%s: the messages are %zu tokens and %s %d, more than the model's context "
-			 "of %d",
-			 key, k, key, r->max_tokens, ctx);
-	} else {
+	else if (!over_limit(r, "the messages are", k, cap, room, ctx, msg, sizeof msg, &code)) {
 		*n = (int)k;
 		*max_new = r->max_tokens ? r->max_tokens : cap < room ? cap : room;
 		return ids;
 	}
 	free(ids);
+	const char *key = r->max_tokens_key ? r->max_tokens_key : "max_tokens";
 	fail(out, false, 400, msg, room == 0 ? "messages" : key, code);
 	return NULL;
 }
@@ -289,18 +308,12 @@ static int text_prompt(const struct gen_model *m, const struct oai_request *r, s
 	p->max_new = r->max_tokens < room ? r->max_tokens : room;
 	if (p->max_new > cap)
 		p->max_new = cap;
-	if (!r->max_tokens_default && r->max_tokens > cap) {
-		snprintf(msg, sizeof msg, "max_tokens: %d is above this server's limit of %d",
-			 r->max_tokens, cap);
-		return fail(out, false, 400, msg, "max_tokens", NULL);
-	}
-	if (!r->max_tokens_default && r->max_tokens > room) {
-		snprintf(msg, sizeof msg,
-			 "max_tokens: %s is %zu tokens and max_tokens %d, more than "
-			 "the model's context of %d",
-			 at, k, r->max_tokens, ctx);
-		return fail(out, false, 400, msg, "max_tokens", "context_length_exceeded");
-	}
+	char subject[48];
+	const char *code;
+	snprintf(subject, sizeof subject, "%s is", at);
+	if (!r->max_tokens_default &&
+	    over_limit(r, subject, k, cap, room, ctx, msg, sizeof msg, &code))
+		return fail(out, false, 400, msg, "max_tokens", code);
 	if (!r->echo)
 		return 0;
 	/* the echo is the prompt as given; ids read back with their special tokens (a
@@ -334,17 +347,11 @@ static int text_prompt(const struct gen_model *m, const struct oai_request *r, s
 /* A prompt token's entry: its scores (none for the first token) and the top ones. */
 static int add_scored(struct run *x, int32_t id, const struct scores_entry *e)
 {
-	struct completion_token t = {.logprob = e ? e->logprob : NAN}, tt[SCORES_TOP];
+	struct completion_token tt[SCORES_TOP];
 	int n = 0;
-	while (e && n < x->r->top_logprobs && e->top[n].id >= 0) {
-		tt[n].bytes = tok_piece(x->m->tok, e->top[n].id, &tt[n].len);
-		tt[n].logprob = e->top[n].logprob;
-		if (!tt[n].bytes)
-			tt[n].bytes = "", tt[n].len = 0;
-		n++;
-	}
-	if (!(t.bytes = tok_piece(x->m->tok, id, &t.len)))
-		t.bytes = "", t.len = 0;
+	for (; e && n < x->r->top_logprobs && e->top[n].id >= 0; n++)
+		tt[n] = token_of(x->m, e->top[n].id, e->top[n].logprob);
+	struct completion_token t = token_of(x->m, id, e ? e->logprob : NAN);
 	return completion_add_token(x->c, &t, tt, n);
 }
 
@@ -357,12 +364,8 @@ static void on_text_token(void *user, int32_t id, const struct samp *sp)
 	struct run *x = user;
 	const float *raw = sess_logits(x->m->sess);
 	struct scores_entry e;
-	int n = x->r->top_logprobs < x->m->vocab ? x->r->top_logprobs : x->m->vocab;
-	if (!raw || samp_row_logprobs(raw, x->m->vocab, id, &e.logprob, e.top, n))
-		return;
-	if (n < SCORES_TOP)
-		e.top[n].id = -1;
-	add_scored(x, id, &e);
+	if (raw && !scores_entry_of(raw, x->m->vocab, id, &e))
+		add_scored(x, id, &e);
 }
 
 static void on_row(void *user, int pos, const float *logits)

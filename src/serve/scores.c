@@ -63,16 +63,21 @@ int scores_begin(struct scores *s, const int32_t *ids, int n, int known)
 	return 0;
 }
 
-void scores_row(struct scores *s, int pos, const float *logits, int vocab)
+int scores_entry_of(const float *logits, int vocab, int32_t id, struct scores_entry *e)
 {
-	if (pos < 0 || pos + 1 >= s->n)
-		return;
-	struct scores_entry *e = &s->entry[pos];
 	int top = SCORES_TOP < vocab ? SCORES_TOP : vocab;
-	if (samp_row_logprobs(logits, vocab, s->ids[pos + 1], &e->logprob, e->top, top))
-		return; /* an id past the row: the prompt was checked against the vocabulary */
+	if (samp_row_logprobs(logits, vocab, id, &e->logprob, e->top, top))
+		return -1;
 	for (int i = top; i < SCORES_TOP; i++)
 		e->top[i] = (struct samp_logprob){-1, 0};
+	return 0;
+}
+
+void scores_row(struct scores *s, int pos, const float *logits, int vocab)
+{
+	/* an id past the row cannot be: the prompt was checked against the vocabulary */
+	if (pos >= 0 && pos + 1 < s->n)
+		scores_entry_of(logits, vocab, s->ids[pos + 1], &s->entry[pos]);
 }
 
 void scores_end(struct scores *s, bool complete)

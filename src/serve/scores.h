@@ -22,6 +22,11 @@ struct scores_entry {
 	struct samp_logprob top[SCORES_TOP];
 };
 
+/* The scores of token id under a row of logits (vocab floats): the model's own
+ * distribution, samp_row_logprobs's; the top entries past the vocabulary have id -1.
+ * 0, or -1 (err_set) when id is out of range. */
+int scores_entry_of(const float *logits, int vocab, int32_t id, struct scores_entry *e);
+
 struct scores;
 
 /* An empty store. NULL when out of memory. */

@@ -153,9 +153,12 @@ void sess_reset(struct sess *s)
 	s->logits_ok = false;
 }
 
-/* The checks of a sync: at least one token, within the context and the vocabulary. */
-static int check_sync(const struct sess *s, const int32_t *ids, int n)
+/* A sync begins: a new turn's statistics, and the checks (at least one token, within
+ * the context and the vocabulary). 0 or -1. */
+static int begin_sync(struct sess *s, const int32_t *ids, int n)
 {
+	memset(&s->st, 0, sizeof s->st);
+	s->t_sync = clock_now();
 	if (n < 1)
 		return err_set("session: nothing to run (0 tokens)");
 	if (n > s->ctx)
@@ -243,9 +246,7 @@ static int prefill_keep(const struct sess *s, int keep, int n)
 
 int sess_sync(struct sess *s, const int32_t *ids, int n)
 {
-	memset(&s->st, 0, sizeof s->st);
-	s->t_sync = clock_now();
-	if (check_sync(s, ids, n))
+	if (begin_sync(s, ids, n))
 		return -1;
 	int keep = common(s, ids, n, n);
 	/* Nothing to do: the same tokens, and their logits are still at hand. */
@@ -261,9 +262,7 @@ int sess_sync(struct sess *s, const int32_t *ids, int n)
 int sess_sync_scored(struct sess *s, const int32_t *ids, int n, int from, sess_row_fn fn,
 		     void *user)
 {
-	memset(&s->st, 0, sizeof s->st);
-	s->t_sync = clock_now();
-	if (check_sync(s, ids, n))
+	if (begin_sync(s, ids, n))
 		return -1;
 	/* Rows of logits come back a forward at a time: forwards of at most
 	 * SESS_SCORE_BYTES of them (for Qwen3's vocabulary, ~440 tokens), never fewer
@@ -486,16 +485,12 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 			s->st.ttft = t_first - s->t_sync;
 		}
 		bool stop = is_stop(s, id);
-		if (stop && s->hook && s->hook_stops)
+		s->st.generated += !stop;
+		if (s->hook && (!stop || s->hook_stops))
 			s->hook(s->hook_user, id, sp);
-		if (!stop) {
-			s->st.generated++;
-			if (s->hook)
-				s->hook(s->hook_user, id, sp);
-			if (emit_token(s, &r, ts, &tags, id)) {
-				rc = -1;
-				break;
-			}
+		if (!stop && emit_token(s, &r, ts, &tags, id)) {
+			rc = -1;
+			break;
 		}
 		/* Every sampled token goes into the cache, the stop token too: the next
 		 * render holds it (<|im_end|> closes the turn), and ids then say exactly
