@@ -15,6 +15,7 @@ libbase_a_SOURCES = \
 	src/base/clock.c src/base/clock.h \
 	src/base/units.c src/base/units.h \
 	src/base/proc.c src/base/proc.h \
+	src/base/rowexp.c src/base/rowexp.h \
 	src/base/array.c src/base/array.h \
 	src/base/term.c src/base/term.h
 

@@ -278,6 +278,11 @@ check_PROGRAMS += tests/unit/test_proc
 TESTS += tests/unit/test_proc
 tests_unit_test_proc_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_proc_LDADD = libbase.a $(CMOCKA_LIBS)
+check_PROGRAMS += tests/unit/test_rowexp
+TESTS += tests/unit/test_rowexp
+tests_unit_test_rowexp_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_rowexp_LDADD = libbase.a $(CMOCKA_LIBS)
+
 check_PROGRAMS += tests/unit/test_jsonlimit
 TESTS += tests/unit/test_jsonlimit
 tests_unit_test_jsonlimit_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)

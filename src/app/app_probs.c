@@ -10,6 +10,7 @@
 
 #include "src/app/app_state.h"
 #include "src/base/array.h"
+#include "src/base/rowexp.h"
 
 /* The token's text for the pane, in quotes so that its spaces show (a token of
  * spaces alone was a blank), as the attention pane writes it (app_token_text). */
@@ -30,9 +31,7 @@ static int raw_probs(const float *l, int vocab, int32_t id, float *p, int32_t *t
 	float m = l[0];
 	for (int i = 1; i < vocab; i++)
 		m = l[i] > m ? l[i] : m;
-	double z = 0;
-	for (int i = 0; i < vocab; i++)
-		z += exp((double)l[i] - m);
+	double z = rowexp_sum(l, vocab, m, 1, NULL);
 	*p = (float)(exp((double)l[id] - m) / z);
 	int k = 0;
 	for (int i = 0; i < vocab; i++) { /* the n largest by insertion */

@@ -11,6 +11,7 @@
 #include "src/base/err.h"
 #include "src/base/fileio.h"
 #include "src/base/jsonlimit.h"
+#include "src/base/rowexp.h"
 
 struct samp {
 	struct samp_params p;
@@ -590,8 +591,7 @@ static void row_logprobs(const float *w, int vocab, double T, int32_t id, float 
 	for (int i = 1; i < vocab; i++)
 		if (w[i] > m)
 			m = w[i];
-	for (int i = 0; i < vocab; i++)
-		z += exp((w[i] - m) / T);
+	z = rowexp_sum(w, vocab, m, T, NULL);
 	double logz = log(z);
 	*logprob = (float)((w[id] - m) / T - logz);
 	/* The n largest by insertion into a sorted prefix: the common case (an id below the

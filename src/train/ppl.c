@@ -5,6 +5,7 @@
 #include "engine/engine.h"
 #include "src/base/err.h"
 #include "src/base/proc.h"
+#include "src/base/rowexp.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -29,13 +30,7 @@ static float row_max(const float *x, int vocab, int *arg)
  * (may be NULL), e[v] = exp(x[v] - max) and *sum their sum. */
 static double log_sum_exp(const float *x, int vocab, double *e, double *sum)
 {
-	double m = row_max(x, vocab, NULL), s = 0;
-	for (int v = 0; v < vocab; v++) {
-		double t = exp((double)x[v] - m);
-		s += t;
-		if (e)
-			e[v] = t;
-	}
+	double m = row_max(x, vocab, NULL), s = rowexp_sum(x, vocab, m, 1, e);
 	if (sum)
 		*sum = s;
 	return m + log(s);
