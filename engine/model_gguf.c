@@ -111,7 +111,31 @@ static int check_arch(const struct eng_gguf *g)
 	return 0;
 }
 
-/* rope.scaling.*: none, linear or yarn (as convert_hf_to_gguf.py writes them). */
+/* The scaling factor: rope.scaling.factor, else the older rope.scale_linear (as
+ * llama.cpp reads them); 0 where neither is there or it is 0, which scales nothing. */
+static int rope_factor(const struct eng_gguf *g, double *factor)
+{
+	const char *key = ARCH ".rope.scaling.factor";
+	double v;
+	int r = eng_gguf_float(g, key, &v);
+	if (r == 1) {
+		key = ARCH ".rope.scale_linear";
+		r = eng_gguf_float(g, key, &v);
+	}
+	*factor = 0;
+	if (r < 0)
+		return -1;
+	if (r == 1 || v == 0)
+		return 0;
+	if (!isfinite(v) || v < 1 || v > MAX_ROPE_FACTOR)
+		return err_set("%s: key %s = %g is out of range [1, %g]", g->name, key, v,
+			       (double)MAX_ROPE_FACTOR);
+	*factor = v;
+	return 0;
+}
+
+/* rope.scaling.*: none, linear or yarn (as convert_hf_to_gguf.py writes them). A
+ * file with a factor and no type is linear, as llama.cpp reads it. */
 static int rope_scaling(const struct eng_gguf *g, struct eng_config *c)
 {
 	const char *t;
@@ -123,16 +147,21 @@ static int rope_scaling(const struct eng_gguf *g, struct eng_config *c)
 	int r = eng_gguf_str(g, ARCH ".rope.scaling.type", &t, &n);
 	if (r < 0)
 		return -1;
-	if (r == 1 || (n == 4 && !memcmp(t, "none", 4)))
+	if (r == 0 && n == 4 && !memcmp(t, "none", 4))
 		return 0;
-	bool linear = n == 6 && !memcmp(t, "linear", 6), yarn = n == 4 && !memcmp(t, "yarn", 4);
+	bool linear = r == 1 || (n == 6 && !memcmp(t, "linear", 6)),
+	     yarn = r == 0 && n == 4 && !memcmp(t, "yarn", 4);
 	if (!linear && !yarn)
 		return err_set("%s: key " ARCH ".rope.scaling.type: \"%.*s\" is not supported "
 			       "(none, linear or yarn)",
 			       g->name, (int)(n < 32 ? n : 32), t);
-	snprintf(c->rope_type, sizeof c->rope_type, "%s", linear ? "linear" : "yarn");
-	if (get_num(g, ARCH ".rope.scaling.factor", 1, MAX_ROPE_FACTOR, NAN, &c->rope_factor))
+	double factor;
+	if (rope_factor(g, &factor))
 		return -1;
+	if (factor == 0) /* nothing to scale by: the plain rotation */
+		return 0;
+	snprintf(c->rope_type, sizeof c->rope_type, "%s", linear ? "linear" : "yarn");
+	c->rope_factor = factor;
 	if (linear)
 		return 0;
 	/* optional, as in llama.cpp; 0 (absent) takes the factor as given (rope.c) */

@@ -349,6 +349,17 @@ def quirks(kvs, tens, cfg, names):
             key = {"no-pre": "tokenizer.ggml.pre",
                    "no-token-type": "tokenizer.ggml.token_type"}[q]
             kvs = [kv for kv in kvs if kv[0] != key]
+        elif q in ("rope-no-type", "rope-scale-linear", "rope-none"):
+            # a factor without a type (llama.cpp reads it as linear), under the older
+            # key rope.scale_linear, or with the type none (nothing scaled)
+            typ, fac = "qwen3.rope.scaling.type", "qwen3.rope.scaling.factor"
+            if q == "rope-none":
+                kvs = [(k, t, "none" if k == typ else v, *e) for k, t, v, *e in kvs]
+            else:
+                kvs = [kv for kv in kvs if kv[0] != typ]
+            if q == "rope-scale-linear":
+                kvs = [("qwen3.rope.scale_linear" if k == fac else k, t, v, *e)
+                       for k, t, v, *e in kvs]
         elif q == "bad-padding":
             n = len(next(kv for kv in kvs if kv[0] == "tokenizer.ggml.tokens")[2])
             kvs = [kv for kv in kvs if kv[0] != "tokenizer.ggml.padding_token_id"]
@@ -374,7 +385,8 @@ def main():
                     help="comma-separated, what other writers do that llama.cpp still "
                          "loads: layer-arrays (per-layer sizes as arrays), trailing-ones "
                          "(shapes stored with a last dimension of 1), fused-qkv, pre-alias, no-pre, "
-                         "no-token-type, bad-padding (a padding id past the tokens)")
+                         "no-token-type, bad-padding (a padding id past the tokens), "
+                         "rope-no-type, rope-scale-linear, rope-none (see quirks)")
     a = ap.parse_args()
     cfg = json.load(open(a.model_dir + "/config.json"))
     kvs = metadata(None, cfg, vocab(a.model_dir, cfg), a.outtype) + sampling(a.model_dir)

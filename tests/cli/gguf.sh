@@ -96,6 +96,29 @@ json.dump(c, open(p, "w"))
 	fail "mkgguf yarn without original_context_length"
 same_logits "$Y" "$TMP/yarn-noorig.gguf" "YaRN without original_context_length loads, same logits"
 
+# ---- linear RoPE scaling as llama.cpp reads other writers' keys ----
+LIN="$TMP/linear"
+"$MK" --out "$LIN" --vocab-size 300 --hidden-size 64 --intermediate-size 96 --layers 2 \
+	--heads 4 --kv-heads 2 --head-dim 16 --max-position 256 --linear-factor 4 --seed 6 \
+	>/dev/null && cp "$M/tokenizer.json" "$LIN/" || fail "mkmodel linear"
+cp -r "$LIN" "$TMP/unscaled"
+$PY -c '
+import json, sys
+p = sys.argv[1] + "/config.json"
+c = json.load(open(p))
+c["rope_scaling"] = None
+json.dump(c, open(p, "w"))
+' "$TMP/unscaled" || fail "unscaled config"
+for q in rope-no-type rope-scale-linear rope-none; do
+	$PY "$TOP_SRCDIR/tests/mkgguf.py" "$LIN" "$TMP/$q.gguf" --quirks $q >/dev/null ||
+		fail "mkgguf --quirks $q"
+done
+same_logits "$LIN" "$TMP/rope-no-type.gguf" "a RoPE factor without a type is linear, as in llama.cpp"
+same_logits "$LIN" "$TMP/rope-scale-linear.gguf" "rope.scale_linear: the older key of the factor"
+same_logits "$TMP/unscaled" "$TMP/rope-none.gguf" "rope.scaling.type none keeps positions unscaled"
+cmp -s "$LIN.f32" "$TMP/unscaled.f32" && fail "the linear factor changed no logit" ||
+	pass "the linear factor changes the logits"
+
 # ---- GGUF v2, another alignment, F32 weights, split in three: the same model ----
 $PY "$TOP_SRCDIR/tests/mkgguf.py" "$M" "$TMP/v2.gguf" --version 2 --alignment 64 --outtype f32 &&
 	$PY "$TOP_SRCDIR/tests/mkgguf.py" "$M" "$TMP/sp.gguf" --split 3 || fail "mkgguf variants"
