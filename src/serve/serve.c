@@ -536,7 +536,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **ctx)
 {
-	(void)version;
 	struct serve *srv = cls;
 	struct request *rq = *ctx;
 	if (!rq) {
@@ -555,6 +554,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 					   "headers, Transfer-Encoding beside one, or a coding "
 					   "other than chunked)",
 					   NULL, "bad_framing");
+		if (!strcmp(version, MHD_HTTP_VERSION_1_1) &&
+		    !MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))
+			return reply_error(conn, rq, 400,
+					   "an HTTP/1.1 request must have a Host header", NULL,
+					   "bad_header");
 		/* a reply queued now, before the end of the request, closes the connection:
 		 * right for a refused body, wrong for a GET that a client's pool reuses */
 		return has_body(conn) ? route(srv, conn, rq, url, method) : MHD_YES;
@@ -745,10 +749,8 @@ struct serve *serve_start(const struct gen_model *m, const struct serve_options 
 				mhd_log, s, MHD_OPTION_LISTEN_SOCKET, s->fd,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout,
-				/* HTTP/1.1 without Host, spaces in a header's name: 400 */
-				MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_NOTIFY_COMPLETED,
-				on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-				MHD_OPTION_END);
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
 	if (!s->d) {
 		err_set("%s:%d: libmicrohttpd could not start", o->host, s->port);
 		goto fail;

@@ -206,8 +206,9 @@ def hostile(port, kport, key, timeout):
         code, data = raw(port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n%s\r\n{}" % head,
                          timeout=5)
         check(code == 400 and b"bad_framing" in data, "a body framed with %s: 400 (%d)" % (what, code))
-    code, _ = raw(port, b"GET /health HTTP/1.1\r\n\r\n", timeout=5)
-    check(code == 400, "HTTP/1.1 without Host: 400 (%d)" % code)
+    code, data = raw(port, b"GET /health HTTP/1.1\r\n\r\n", timeout=5)
+    check(code == 400 and is_error_object(json.loads(data or b"{}")),
+          "HTTP/1.1 without Host: 400 with an error object (%d, %r)" % (code, data[:80]))
     # a server on 127.0.0.1 answers requests to this machine only: a page whose name was
     # pointed at 127.0.0.1 (DNS rebinding) is refused, whatever it asks
     for host in (b"evil.example:%d" % port, b"127.0.0.1.evil.example", b"[::2]:80"):
