@@ -281,8 +281,8 @@ static int text_prompt(const struct gen_model *m, const struct oai_request *r, s
 		       const struct gen_output *out, struct text_prompt *p)
 {
 	const struct oai_prompt *q = &r->prompts[i];
-	char at[32], msg[256];
-	snprintf(at, sizeof at, r->n_prompts > 1 ? "prompt[%zu]" : "prompt", i);
+	const char *at = q->name;
+	char msg[256];
 	size_t k = q->n_ids;
 	p->ids = q->text ? tok_encode(m->tok, q->text, q->len, &k) : malloc(k * sizeof *p->ids);
 	if (!p->ids)
@@ -290,12 +290,13 @@ static int text_prompt(const struct gen_model *m, const struct oai_request *r, s
 	if (!q->text)
 		memcpy(p->ids, q->ids, k * sizeof *p->ids);
 	for (size_t j = 0; j < k; j++)
-		if (p->ids[j] >= m->vocab) {
+		if (p->ids[j] >= m->vocab) { /* named as the parser names an id below 0 */
+			char where[64];
+			snprintf(where, sizeof where, "%s[%zu]", at, j);
 			snprintf(msg, sizeof msg,
-				 "%s[%zu]: token id %d is not below the vocabulary "
-				 "size %d",
-				 at, j, (int)p->ids[j], m->vocab);
-			return fail(out, false, 400, msg, at, NULL);
+				 "%s: token id %d is not below the vocabulary size %d", where,
+				 (int)p->ids[j], m->vocab);
+			return fail(out, false, 400, msg, where, NULL);
 		}
 	int ctx = eng_ctx(m->eng), cap = m->max_tokens ? m->max_tokens : ctx;
 	int room = (size_t)ctx >= k ? ctx - (int)k : 0;

@@ -618,9 +618,9 @@ static int parse_prompt(struct oai_request *r, json_t *root, struct oai_error *e
 	for (size_t i = 0; i < n; i++) {
 		json_t *v = one ? p : json_array_get(p, i);
 		r->n_prompts = i + 1; /* freed with the request, whole or not */
-		char at[32];
-		snprintf(at, sizeof at, one ? "prompt" : "prompt[%zu]", i);
 		struct oai_prompt *q = &r->prompts[i];
+		const char *at = q->name;
+		snprintf(q->name, sizeof q->name, one ? "prompt" : "prompt[%zu]", i);
 		if ((!json_is_string(v) && !json_is_array(v)) ||
 		    (!one && json_typeof(v) != json_typeof(first)))
 			return bad(e, at, "%s, got %s", forms, jsontype_name(v));

@@ -43,7 +43,8 @@ enum oai_kind {
 /* One prompt of a text completion: text (tokenized as `tokenize` does, special tokens
  * recognised) or token ids as given. */
 struct oai_prompt {
-	char *text; /* NULL for ids */
+	char name[16]; /* as the request names it in errors: prompt, or prompt[i] */
+	char *text;    /* NULL for ids */
 	size_t len;
 	int32_t *ids;
 	size_t n_ids;

@@ -214,7 +214,9 @@ def refused(port):
         ({"prompt": [1, -2]}, "prompt[1]"),
         ({"prompt": [1, 2 ** 40]}, "prompt[1]"),
         ({"prompt": [[1]] * 1025}, "prompt"),
-        ({"prompt": [[151936]]}, "prompt"),
+        ({"prompt": [[151936]]}, "prompt[0][0]"),  # the vocabulary's size: named as below 0
+        ({"prompt": [1, 151936]}, "prompt[1]"),
+        ({"prompt": [[1], [2, 151936]]}, "prompt[1][1]"),
         ({"prompt": "x", "suffix": "y"}, "suffix"),
         ({"prompt": "x", "logprobs": 21}, "logprobs"),
         ({"prompt": "x", "max_tokens": -1}, "max_tokens"),
