@@ -97,8 +97,9 @@ static int load_stream(struct run *u, struct dset *d, char *const *files, int n,
 	}
 	/* a resumed run trains on its cache; without one, on the files encoded again when
 	 * they make the stream it trained on (want) */
-	if (resume)
-		rc = dset_load_cache(d, vocab, o->sft ? T : 0, path, want);
+	char cache_why[ERR_MAX] = "";
+	if (resume && (rc = dset_load_cache(d, vocab, o->sft ? T : 0, path, want)))
+		snprintf(cache_why, sizeof cache_why, "%s", err_msg());
 	const char *changed = !rc ? dset_changed(path, files, n) : NULL;
 	struct stat gone;
 	if (changed && stat(changed, &gone) != 0 && errno == ENOENT)
@@ -111,7 +112,14 @@ static int load_stream(struct run *u, struct dset *d, char *const *files, int n,
 		       "%s changed since the run read it: it goes on with the stream it started "
 		       "with (train-state/%s.u32); a new run reads the file as it is",
 		       changed, cache);
-	if (rc && check_files(files, n, flag) == 0)
+	if (rc && check_files(files, n, flag) != 0) {
+		if (cache_why[0]) { /* both ways to the stream are closed: say so */
+			char files_why[ERR_MAX];
+			snprintf(files_why, sizeof files_why, "%s", err_msg());
+			err_set("%s; and the stream the run cached cannot stand in for it: %s",
+				files_why, cache_why);
+		}
+	} else if (rc)
 		rc = o->sft ? dset_load_sft(d, files, n, u->m->read_convs, u->m->read_convs_user,
 					    u->m->tok_hash, vocab, T, path, want)
 			    : dset_load(d, files, n, u->m->tk, u->m->tok_hash, vocab, path, want);

@@ -52,6 +52,19 @@ else
 	echo "# skipped: cannot mount a tmpfs here"
 fi
 
+# the cached stream damaged and its data file gone: neither can give the stream, and
+# the one line says both
+cp "$TMP/d.u32" "$TMP/gone.u32" &&
+	"$QWENCHAT" train --out "$TMP/s" $RUN --data "$TMP/gone.u32" --steps 2 --cosine-steps 4 \
+		>/dev/null 2>&1 &&
+	printf 'xxxx' | dd of="$TMP/s/train-state/data.u32" bs=1 seek=8 conv=notrunc 2>/dev/null &&
+	rm "$TMP/gone.u32" || fail "setting up a damaged cache"
+expect_exit 1 "a damaged cache whose data file is gone: --resume refuses it" \
+	"$QWENCHAT" train --resume "$TMP/s" --steps 4 --no-panel
+tail -n 1 "$TMP/err" | grep -q "gone.u32: cannot open.*the stream the run cached cannot stand in for it: .*data.u32: byte offset 8" &&
+	pass "... the line names the missing file and what is wrong with the cache" ||
+	fail "damaged cache, file gone: $(tail -n 1 "$TMP/err")"
+
 # config.json edited since the checkpoint (a field the run left at its default too):
 # the model would no longer be the one trained; refused in one line, nothing written
 rm -rf "$TMP/e" && cp -R "$TMP/r" "$TMP/e"
