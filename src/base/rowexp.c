@@ -1,6 +1,4 @@
 /* rowexp.c — sums of exp over a row, vectorised by libmvec where it can be. */
-#include "config.h"
-
 #include "src/base/rowexp.h"
 
 #include <math.h>
