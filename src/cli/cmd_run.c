@@ -116,6 +116,16 @@ static int stopped_status(void)
 	return sig > 0 ? 128 + sig : EXIT_RUNTIME;
 }
 
+/* A reader that closed the pipe (`| head`) ends the run as it ends the local one:
+ * by SIGPIPE, without a message (the remote path ignores the signal for libcurl's
+ * sake, so its write failed with EPIPE instead). */
+static void closed_pipe(void)
+{
+	fflush(stderr);
+	signal(SIGPIPE, SIG_DFL);
+	raise(SIGPIPE);
+}
+
 
 static int run_opt(void *user, int key, const char *arg)
 {
@@ -496,6 +506,8 @@ static int run_remote(struct run_args *a, const char *prompt)
 	}
 	if (r2)
 		cli_error("%s", err_msg());
+	else if (out.write_failed == EPIPE)
+		closed_pipe();
 	else if (out.write_failed)
 		cli_error("standard output: write failed: %s", strerror(out.write_failed));
 	else if (st.stop == SESS_STOP_CANCEL)

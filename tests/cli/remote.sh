@@ -58,6 +58,11 @@ for m in vllm vllm-new sglang no-parser; do
 done
 req_has 'r["stream"] is True and r["stream_options"] == {"include_usage": True}' \
 	"the request streams, with the usage"
+# a reader that is gone (| head): the end the local engine has, by SIGPIPE, no message
+{ R -p Salut 2>"$TMP/err"; echo $? >"$TMP/rc"; } | :
+[ "$(cat "$TMP/rc")" = 141 ] && ! grep -q '^qwenchat:' "$TMP/err" &&
+	pass "a closed stdout ends the run by SIGPIPE, without a message" ||
+	fail "closed stdout: exit $(cat "$TMP/rc"), $(cat "$TMP/err")"
 # a gateway's URL with a query (and a fragment, never sent): the query follows the
 # path of every endpoint, and messages show the URL without it
 mode query
