@@ -104,9 +104,10 @@ static int take_sampling(json_t *v, unsigned bit, const char *name, struct samp_
 	double *d = double_field(p, bit);
 	if (d && json_is_number(v))
 		*d = json_number_value(v);
-	else if (bit == SAMP_SET_TOP_K && json_is_integer(v) && json_integer_value(v) >= 0 &&
-		 json_integer_value(v) <= INT_MAX)
-		p->top_k = (int)json_integer_value(v);
+	else if (bit == SAMP_SET_TOP_K && json_is_integer(v) && json_integer_value(v) >= 0)
+		/* more than --top-k takes (as /top-k once allowed) keeps them all, as it did */
+		p->top_k = json_integer_value(v) > SAMP_MAX_TOP_K ? SAMP_MAX_TOP_K
+								  : (int)json_integer_value(v);
 	else if (bit == SAMP_SET_SEED && json_is_integer(v) && json_integer_value(v) >= 0)
 		p->seed = (uint64_t)json_integer_value(v);
 	else if (bit == SAMP_SET_GREEDY && json_is_boolean(v))

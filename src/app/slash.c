@@ -1,5 +1,6 @@
 /* slash.c — the slash command table, argument parsing, help text and completion. */
 #include "src/app/slash.h"
+#include "src/session/sampler.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,7 +24,7 @@ const struct slash_cmd slash_table[] = {
 	 "typed <|im_start|> etc.: control tokens (on) or text (off, default)"},
 	{"temp", SLASH_TEMP, SLASH_ARG_NUMBER, false, 0, 100, NULL, "/temp [T]",
 	 "sampling temperature (0 = greedy)"},
-	{"top-k", SLASH_TOP_K, SLASH_ARG_INT, false, 0, 1e9, NULL, "/top-k [K]",
+	{"top-k", SLASH_TOP_K, SLASH_ARG_INT, false, 0, SAMP_MAX_TOP_K, NULL, "/top-k [K]",
 	 "keep the K most likely tokens (0 = all)"},
 	{"top-p", SLASH_TOP_P, SLASH_ARG_NUMBER, false, 0, 1, NULL, "/top-p [P]",
 	 "nucleus sampling threshold"},

@@ -93,10 +93,10 @@ static void test_values(void **st)
 	assert_string_equal(err, "/seed: '9007199254740993.0' is not a whole number");
 	assert_int_equal(slash_parse("/seed 9007199254740993e0", &c, err, sizeof err), -1);
 	assert_int_equal(slash_parse("/top-k 2000000000", &c, err, sizeof err), -1);
-	assert_string_equal(err, "/top-k: 2000000000 is out of range [0, 1000000000]");
+	assert_string_equal(err, "/top-k: 2000000000 is out of range [0, 16777216]");
 	/* past a double's 53 bits the number is quoted as typed, not as rounded */
 	assert_int_equal(slash_parse("/top-k 99999999999999999999", &c, err, sizeof err), -1);
-	assert_string_equal(err, "/top-k: 99999999999999999999 is out of range [0, 1000000000]");
+	assert_string_equal(err, "/top-k: 99999999999999999999 is out of range [0, 16777216]");
 	/* decimal numbers only, as typed */
 	assert_int_equal(slash_parse("/temp 0x10", &c, err, sizeof err), -1);
 	assert_non_null(strstr(err, "is not a number"));
