@@ -351,7 +351,11 @@ static void copy(struct app *a, const struct slash_call *c, struct app_result *r
 		fail(r, "/copy: no answer to copy yet");
 		return;
 	}
-	const char *answer = a->chat->turns[last].content;
+	const struct chat_turn *t = &a->chat->turns[last];
+	const char *answer = t->content;
+	size_t r_off, r_len, a_off; /* an answer that holds its <think> block: as shown */
+	if (!t->reasoning && tmpl_split_think(answer, &r_off, &r_len, &a_off))
+		answer += a_off;
 	r->copy = c->has_arg ? md_code_block(answer, (long)c->num) : strdup(answer);
 	if (!r->copy) {
 		if (c->has_arg)

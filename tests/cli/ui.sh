@@ -290,6 +290,16 @@ printf '%s\n' '[{"role": "system", "content": "Be brief."},' \
 	' {"role": "user", "content": "Show code"},' \
 	' {"role": "assistant", "reasoning_content": "The user wants code.\nI will write it.",' \
 	'  "content": "Here:\n```c\nint x = 1;\n```\nDone."}]' >"$TMP/think.json"
+# an answer that holds its <think> block in its content is shown, and copied, without it
+printf '%s\n' '[{"role": "user", "content": "Hi"},' \
+	' {"role": "assistant", "content": "<think>\nsome reasoning\n</think>\n\nThe answer."}]' \
+	>"$TMP/inline.json"
+T send-keys -t ui "/load $TMP/inline.json" Enter
+check_screen 'loaded 2 messages' "/load an answer with its <think> block inline"
+T send-keys -t ui '/copy' Enter
+check_screen 'copied 11 bytes \(the last answer\)' "/copy of an inline-think answer: the answer alone"
+[ "$(T show-buffer)" = "The answer." ] && pass "... and the clipboard holds the answer without the reasoning" ||
+	fail "/copy inline think: the tmux buffer holds '$(T show-buffer 2>&1)'"
 T send-keys -t ui "/load $TMP/think.json" Enter
 check_screen 'loaded 2 messages' "/load a conversation with reasoning"
 check_screen '^system prompt$' "the system prompt is shown"
