@@ -1,5 +1,5 @@
 /* markdown.c — light Markdown in the answers, drawn rather than shown: **bold**,
- * *italic*, `inline code` (``with ` inside``), "# headings" and "- list items". Code blocks are the view's
+ * *italic*, ***both***, `inline code` (``with ` inside``), "# headings" and "- list items". Code blocks are the view's
  * (VL_CODE) and untouched. The markers are not drawn; a display line that starts in
  * the middle of a logical line (word wrap) takes the attributes the line's text
  * before it left open, so a bold phrase cut by the wrap stays bold. */
@@ -54,6 +54,18 @@ size_t md_marker(const char *s, size_t n, const char *line, struct md_state *st,
 		return code_marker(s, n, line, st, apply);
 	if (st->code)
 		return 0;
+	/* ***bold italic***: both at once, opening as *italic* opens (before a
+	 * non-space) and closing what both left open */
+	if (n >= 3 && s[0] == '*' && s[1] == '*' && s[2] == '*') {
+		bool opens = n > 3 && s[3] != ' ' && !st->bold && !st->italic &&
+			     (s == line || s[-1] == ' ' || s[-1] == '(');
+		bool closes = st->bold && st->italic && s > line && s[-1] != ' ';
+		if (opens || closes) {
+			if (apply)
+				st->bold = st->italic = opens;
+			return 3;
+		}
+	}
 	if (n >= 2 && s[0] == '*' && s[1] == '*') {
 		if (apply)
 			st->bold = !st->bold;

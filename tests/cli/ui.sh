@@ -496,10 +496,16 @@ check_screen 'EXITED 0' "--plain quits"
 # 11b. Light Markdown in answers: markers drawn, not shown (attributes via capture -e).
 restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 8; echo EXITED \$?; sleep 600"
 printf '%s\n' '[{"role": "user", "content": "Format"},' \
-	' {"role": "assistant", "content": "## Plan\nSome **bold words** and *slanted* with `x = 1` here.\n- first item\n- second item\n```\n**not bold** in code\n```"}]' \
+	' {"role": "assistant", "content": "## Plan\nSome **bold words** and *slanted* with `x = 1` here.\nNow ***both at once*** and **bold *then both***.\n- first item\n- second item\n```\n**not bold** in code\n```"}]' \
 	>"$TMP/md.json"
 T send-keys -t ui "/load $TMP/md.json" Enter
 check_screen '^  Some bold words and slanted with x = 1 here\.' "Markdown markers are not shown"
+check_screen '^  Now both at once and bold then both\.' "***both***: no asterisk shown"
+E=$(printf '\033')
+T capture-pane -e -p -t ui | grep -q -e "$E\[1m$E\[3mboth at once" \
+	-e "$E\[[0-9;]*\(1;3\|3;1\)m[^ ]*both at once" &&
+	pass "***both at once*** is drawn bold and italic" ||
+	fail "***both***: $(T capture-pane -e -p -t ui | grep -a 'Now' | cat -v)"
 check_screen '^  Plan *$' "a heading without its hashes"
 check_screen "^  $(printf '\342\200\242') first item" "list items get bullets"
 check_screen '\*\*not bold\*\* in code' "code blocks keep their asterisks"
