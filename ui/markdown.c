@@ -1,6 +1,6 @@
 /* markdown.c — light Markdown in the answers, drawn rather than shown: **bold**,
- * *italic*, ***both***, `inline code` (``with ` inside``), "# headings" and "- list items". Code blocks are the view's
- * (VL_CODE) and untouched. The markers are not drawn; a display line that starts in
+ * *italic*, ***both***, `inline code` (``with ` inside``), "# headings" and "- list
+ * items". Code blocks are the view's (VL_CODE) and untouched. The markers are not drawn; a display line that starts in
  * the middle of a logical line (word wrap) takes the attributes the line's text
  * before it left open, so a bold phrase cut by the wrap stays bold. */
 #include <curses.h>

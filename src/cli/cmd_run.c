@@ -119,13 +119,13 @@ static int stopped_status(void)
 /* A reader that closed the pipe (`| head`) ends the run as it ends the local one:
  * by SIGPIPE, without a message (the remote path ignores the signal for libcurl's
  * sake, so its write failed with EPIPE instead). */
-static void closed_pipe(void)
+static int closed_pipe(void)
 {
 	fflush(stderr);
 	signal(SIGPIPE, SIG_DFL);
 	raise(SIGPIPE);
+	return 128 + SIGPIPE; /* the status a shell shows, should it be blocked */
 }
-
 
 static int run_opt(void *user, int key, const char *arg)
 {
@@ -507,7 +507,7 @@ static int run_remote(struct run_args *a, const char *prompt)
 	if (r2)
 		cli_error("%s", err_msg());
 	else if (out.write_failed == EPIPE)
-		closed_pipe();
+		rc = closed_pipe();
 	else if (out.write_failed)
 		cli_error("standard output: write failed: %s", strerror(out.write_failed));
 	else if (st.stop == SESS_STOP_CANCEL)
