@@ -10,8 +10,8 @@
 
 /* libmvec's exp in the x86-64 vector function ABI: 'e' AVX-512 (8 doubles in a
  * zmm register), 'd' AVX2 (4 in a ymm), no mask ('N'), one vector argument ('v'). */
-__m512d _ZGVeN8v_exp(__m512d x);
-__m256d _ZGVdN4v_exp(__m256d x);
+__attribute__((target("avx512f"))) __m512d _ZGVeN8v_exp(__m512d x);
+__attribute__((target("avx2"))) __m256d _ZGVdN4v_exp(__m256d x);
 
 __attribute__((target("avx512f"))) static double sum_avx512(const float *x, int n, double shift,
 							    double t, double *terms, int *done)
