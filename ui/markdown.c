@@ -1,8 +1,9 @@
 /* markdown.c — light Markdown in the answers, drawn rather than shown: **bold**,
  * *italic*, ***both***, `inline code` (``with ` inside``), "# headings" and "- list
- * items". Code blocks are the view's (VL_CODE) and untouched. The markers are not drawn; a display line that starts in
- * the middle of a logical line (word wrap) takes the attributes the line's text
- * before it left open, so a bold phrase cut by the wrap stays bold. */
+ * items". Code blocks are the view's (VL_CODE) and untouched. The markers are not
+ * drawn; a display line that starts in the middle of a logical line (word wrap)
+ * takes the attributes the line's text before it left open, so a bold phrase cut by
+ * the wrap stays bold. */
 #include <curses.h>
 #include <string.h>
 
@@ -48,18 +49,30 @@ static size_t code_marker(const char *s, size_t n, const char *line, struct md_s
 	return k;
 }
 
+/* Whether a marker of k asterisks at s opens an emphasis: a non-space follows it, and
+ * it starts the line or follows a space or "(". */
+static bool opens_at(const char *s, size_t n, const char *line, size_t k)
+{
+	return n > k && s[k] != ' ' && (s == line || s[-1] == ' ' || s[-1] == '(');
+}
+
+/* Whether a marker at s closes an open emphasis: it follows a non-space. */
+static bool closes_at(const char *s, const char *line)
+{
+	return s > line && s[-1] != ' ';
+}
+
 size_t md_marker(const char *s, size_t n, const char *line, struct md_state *st, bool apply)
 {
 	if (s[0] == '`')
 		return code_marker(s, n, line, st, apply);
 	if (st->code)
 		return 0;
-	/* ***bold italic***: both at once, opening as *italic* opens (before a
-	 * non-space) and closing what both left open */
+	/* ***bold italic***: both at once, opening as *italic* opens and closing what
+	 * both left open */
 	if (n >= 3 && s[0] == '*' && s[1] == '*' && s[2] == '*') {
-		bool opens = n > 3 && s[3] != ' ' && !st->bold && !st->italic &&
-			     (s == line || s[-1] == ' ' || s[-1] == '(');
-		bool closes = st->bold && st->italic && s > line && s[-1] != ' ';
+		bool opens = !st->bold && !st->italic && opens_at(s, n, line, 3);
+		bool closes = st->bold && st->italic && closes_at(s, line);
 		if (opens || closes) {
 			if (apply)
 				st->bold = st->italic = opens;
@@ -73,8 +86,8 @@ size_t md_marker(const char *s, size_t n, const char *line, struct md_state *st,
 	}
 	/* *italic*: opens before a non-space, closes after one ("2 * 3" is not) */
 	if (s[0] == '*') {
-		bool opens = n > 1 && s[1] != ' ' && (s == line || s[-1] == ' ' || s[-1] == '(');
-		bool closes = st->italic && s > line && s[-1] != ' ';
+		bool opens = opens_at(s, n, line, 1);
+		bool closes = st->italic && closes_at(s, line);
 		if (opens || closes) {
 			if (apply)
 				st->italic = !st->italic;

@@ -1,6 +1,7 @@
 /* utf8.c — well-formed UTF-8 (Unicode 15, table 3-7) and maximal subparts. */
 #include "src/base/utf8.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Bytes of the well-formed sequence at p[0..n), or 0 with *bad the length of the
@@ -75,4 +76,20 @@ void utf8_replace_ill_formed(const char *text, size_t len, char *out)
 		}
 		i += valid + bad;
 	}
+}
+
+char *utf8_dup_replaced(const char *s, size_t n, size_t *len)
+{
+	size_t fixed = utf8_replaced_len(s, n), out_len = fixed ? fixed : n;
+	char *out = malloc(out_len + 1);
+	if (!out)
+		return NULL;
+	if (fixed)
+		utf8_replace_ill_formed(s, n, out);
+	else if (n)
+		memcpy(out, s, n);
+	out[out_len] = '\0';
+	if (len)
+		*len = out_len;
+	return out;
 }

@@ -19,5 +19,8 @@ void utf8_next_piece(const char *s, size_t n, size_t *valid, size_t *bad);
 size_t utf8_replaced_len(const char *s, size_t n);
 /* Writes that text into out, which has room for utf8_replaced_len(s, n) bytes. */
 void utf8_replace_ill_formed(const char *s, size_t n, char *out);
+/* A NUL-terminated copy of s[0..n) with that replacement made, its length in *len
+ * (may be NULL); NULL when out of memory. */
+char *utf8_dup_replaced(const char *s, size_t n, size_t *len);
 
 #endif

@@ -47,16 +47,7 @@ int chat_role_parse(const char *name)
  * of memory. */
 static char *utf8_dup(const char *s)
 {
-	size_t n = strlen(s), fixed = utf8_replaced_len(s, n);
-	char *out = malloc((fixed ? fixed : n) + 1);
-	if (!out)
-		return NULL;
-	if (fixed)
-		utf8_replace_ill_formed(s, n, out);
-	else
-		memcpy(out, s, n);
-	out[fixed ? fixed : n] = '\0';
-	return out;
+	return utf8_dup_replaced(s, strlen(s), NULL);
 }
 
 struct chat *chat_new(void)

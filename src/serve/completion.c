@@ -176,20 +176,16 @@ static json_t *logprob_json(double lp)
  * decodes one token; *chars (when not NULL) gets its length in characters. */
 static json_t *piece_json(const char *s, size_t n, size_t *chars)
 {
-	size_t len = utf8_replaced_len(s, n);
-	char *fixed = len ? malloc(len) : NULL;
-	if (len && !fixed)
+	size_t tn, k = 0;
+	char *t = utf8_dup_replaced(s, n, &tn);
+	if (!t)
 		return NULL;
-	if (fixed)
-		utf8_replace_ill_formed(s, n, fixed);
-	const char *t = fixed ? fixed : s;
-	size_t tn = fixed ? len : n, k = 0;
 	for (size_t i = 0; i < tn; i++) /* well-formed now: count the lead bytes */
 		k += ((unsigned char)t[i] & 0xc0) != 0x80;
 	if (chars)
 		*chars = k;
 	json_t *v = json_stringn(t, tn);
-	free(fixed);
+	free(t);
 	return v;
 }
 

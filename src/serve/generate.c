@@ -332,16 +332,8 @@ static int text_prompt(const struct gen_model *m, const struct oai_request *r, s
 		return fail(out, false, 500, "out of memory", NULL, NULL);
 	}
 	/* ids cut in the middle of a character read as U+FFFD, as Hugging Face decodes */
-	size_t fixed = utf8_replaced_len(e.p ? e.p : "", e.n);
-	if (fixed) {
-		if ((p->echo = malloc(fixed)))
-			utf8_replace_ill_formed(e.p, e.n, p->echo);
-		p->echo_len = fixed;
-		free(e.p);
-	} else {
-		p->echo = e.p ? e.p : strdup("");
-		p->echo_len = e.n;
-	}
+	p->echo = utf8_dup_replaced(e.p ? e.p : "", e.n, &p->echo_len);
+	free(e.p);
 	return p->echo ? 0 : fail(out, false, 500, "out of memory", NULL, NULL);
 }
 

@@ -587,12 +587,11 @@ int samp_drawn(const struct samp *s, int32_t id, float *p, struct samp_logprob *
 static void row_logprobs(const float *w, int vocab, double T, int32_t id, float *logprob,
 			 struct samp_logprob *top, int n)
 {
-	double m = w[0], z = 0;
+	double m = w[0];
 	for (int i = 1; i < vocab; i++)
 		if (w[i] > m)
 			m = w[i];
-	z = rowexp_sum(w, vocab, m, T, NULL);
-	double logz = log(z);
+	double logz = log(rowexp_sum(w, vocab, m, T, NULL));
 	*logprob = (float)((w[id] - m) / T - logz);
 	/* The n largest by insertion into a sorted prefix: the common case (an id below the
 	 * current n-th) costs one comparison, and n is small (OpenAI allows 20). */
