@@ -411,6 +411,11 @@ static size_t key(struct ui *u, bool flush)
 		if (u->klen == 1 || k[1] == 0x1b) {
 			if (u->klen == 1 && !flush)
 				return 0;
+			if (RL_ISSTATE(
+				    RL_STATE_ISEARCH)) { /* Esc ends a Ctrl-R search, the match kept */
+				feed(u, k, 1);
+				return 1;
+			}
 			if (app_busy(u->a))
 				ui_cancel_or_quit(u); /* Esc: stops an answer */
 			u->confirm_quit = false;

@@ -384,7 +384,19 @@ T send-keys -t ui C-u
 T send-keys -t ui C-r
 T send-keys -t ui -l 'old t'
 T send-keys -t ui Right
-check_screen '^> old two *$' "an arrow key ends a Ctrl-R search with the match in the line"
+wait_screen '^Enter send \|' && screen | grep -q '^> old two *$' &&
+	pass "an arrow key ends a Ctrl-R search with the match in the line" ||
+	fail "an arrow after Ctrl-R: $(screen | tail -n 3)"
+T send-keys -t ui C-e C-u
+# Esc ends it too, at once, with the match in the line (as in bash); this search
+# goes on from "old two", where the last one stopped
+T send-keys -t ui C-r
+T send-keys -t ui -l 'old o'
+check_screen "^\(reverse-i-search\).old o': *$" "Ctrl-R's search line while it searches"
+T send-keys -t ui Escape
+wait_screen '^Enter send \|' && screen | grep -q '^> old one *$' &&
+	pass "Esc ends a Ctrl-R search at once, the match in the line" ||
+	fail "Esc after Ctrl-R: $(screen | tail -n 3)"
 T send-keys -t ui C-e C-u
 T send-keys -t ui '/help' Enter
 check_screen 'a line starting with // sends a message' "/help lists the keys"
