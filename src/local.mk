@@ -48,6 +48,7 @@ libapp_a_SOURCES = \
 	src/serve/serve.c src/serve/serve.h src/serve/serve_impl.h src/serve/jobs.c \
 	src/serve/deadline.c src/serve/deadline.h \
 	src/serve/origin.c src/serve/origin.h \
+	src/serve/tokenize.c src/serve/tokenize.h \
 	src/remote/sse.c src/remote/sse.h \
 	src/remote/reply.c src/remote/reply.h \
 	src/remote/remote.c src/remote/request.c src/remote/remote.h \

@@ -245,6 +245,7 @@ EXTRA_DIST += tests/fuzz/fuzz_openai.c tests/fuzz/corpus/openai
 TESTS += tests/cli/serve.sh tests/cli/model-forms.sh
 EXTRA_DIST += tests/cli/model-forms.sh
 EXTRA_DIST += tests/cli/serve.sh tests/cli/serve_client.py tests/cli/serve_text.py \
+	tests/cli/serve_tokenize.py \
 	tests/cli/serve-openai.test.mjs \
 	tests/fetch-openai.sh tests/cli/rig-model.py
 

@@ -17,11 +17,7 @@
 #include "src/chat/template.h"
 #include "src/chat/tojson.h"
 
-/* Records a problem with field `param`: err_set("PARAM: MESSAGE") and e->param.
- * Returns -1. */
-static int bad(struct oai_error *e, const char *param, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int bad(struct oai_error *e, const char *param, const char *fmt, ...)
+int oai_bad(struct oai_error *e, const char *param, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -64,6 +60,11 @@ static const char *const known_members[] = {
 	"echo",
 	"suffix",
 	"best_of",
+	"add_generation_prompt", /* /tokenize and /detokenize (tokenize.c) */
+	"add_special_tokens",
+	"continue_final_message",
+	"return_token_strs",
+	"tokens",
 };
 
 static int member_size(void *user, const char *key, size_t key_len, size_t bytes)
@@ -76,8 +77,9 @@ static int member_size(void *user, const char *key, size_t key_len, size_t bytes
 			return 0;
 	char name[64]; /* as written, escapes and all; the error object makes it UTF-8 */
 	snprintf(name, sizeof name, "%.*s", (int)(key_len < 48 ? key_len : 48), key);
-	return bad(e, name, "a member this server does not read, of %zu bytes (ignored up to %d)",
-		   bytes, OAI_MAX_UNKNOWN_BYTES);
+	return oai_bad(e, name,
+		       "a member this server does not read, of %zu bytes (ignored up to %d)", bytes,
+		       OAI_MAX_UNKNOWN_BYTES);
 }
 
 /* What the parse will cost, before it allocates anything: nesting (each level costs
@@ -100,10 +102,10 @@ static int get_number(json_t *o, const char *key, double lo, double hi, double *
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_number(v))
-		return bad(e, key, "expected a number, got %s", jsontype_name(v));
+		return oai_bad(e, key, "expected a number, got %s", jsontype_name(v));
 	double x = json_number_value(v);
 	if (!(x >= lo && x <= hi))
-		return bad(e, key, "%g is not in [%g, %g]", x, lo, hi);
+		return oai_bad(e, key, "%g is not in [%g, %g]", x, lo, hi);
 	*out = x;
 	return 1;
 }
@@ -118,11 +120,11 @@ static int get_integer(json_t *o, const char *key, json_int_t lo, json_int_t hi,
 	double r = json_is_real(v) ? json_real_value(v) : 0.5;
 	bool whole = r == floor(r) && fabs(r) <= 9007199254740992.0;
 	if (!json_is_integer(v) && !whole)
-		return bad(e, key, "expected an integer, got %s", jsontype_name(v));
+		return oai_bad(e, key, "expected an integer, got %s", jsontype_name(v));
 	json_int_t x = json_is_integer(v) ? json_integer_value(v) : (json_int_t)r;
 	if (x < lo || x > hi)
-		return bad(e, key, "%lld is not in [%lld, %lld]", (long long)x, (long long)lo,
-			   (long long)hi);
+		return oai_bad(e, key, "%lld is not in [%lld, %lld]", (long long)x, (long long)lo,
+			       (long long)hi);
 	*out = x;
 	return 1;
 }
@@ -133,7 +135,7 @@ static int get_bool(json_t *o, const char *key, const char *param, bool *out, st
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_boolean(v))
-		return bad(e, param, "expected a boolean, got %s", jsontype_name(v));
+		return oai_bad(e, param, "expected a boolean, got %s", jsontype_name(v));
 	*out = json_is_true(v);
 	return 1;
 }
@@ -147,19 +149,19 @@ static int get_content(json_t *c, const char *at, struct strbuf *out, struct oai
 		return 0;
 	}
 	if (!json_is_array(c))
-		return bad(e, at, "expected a string or an array of text parts, got %s",
-			   jsontype_name(c));
+		return oai_bad(e, at, "expected a string or an array of text parts, got %s",
+			       jsontype_name(c));
 	for (size_t k = 0; k < json_array_size(c); k++) {
 		json_t *part = json_array_get(c, k), *type = json_object_get(part, "type");
 		json_t *text = json_object_get(part, "text");
 		snprintf(p, sizeof p, "%s[%zu]", at, k);
 		if (!json_is_object(part))
-			return bad(e, p, "expected an object, got %s", jsontype_name(part));
+			return oai_bad(e, p, "expected an object, got %s", jsontype_name(part));
 		if (!json_is_string(type) || strcmp(json_string_value(type), "text") != 0)
-			return bad(e, p, "only text parts are supported (type \"%.40s\")",
-				   json_is_string(type) ? json_string_value(type) : "?");
+			return oai_bad(e, p, "only text parts are supported (type \"%.40s\")",
+				       json_is_string(type) ? json_string_value(type) : "?");
 		if (!json_is_string(text))
-			return bad(e, p, "text: expected a string");
+			return oai_bad(e, p, "text: expected a string");
 		if (k)
 			sb_put(out, "\n", 1);
 		sb_put(out, json_string_value(text), json_string_length(text));
@@ -173,26 +175,27 @@ static int get_tool_calls(struct chat *c, json_t *calls, size_t i, struct oai_er
 	char at[96];
 	snprintf(at, sizeof at, "messages[%zu].tool_calls", i);
 	if (!json_is_array(calls))
-		return bad(e, at, "expected an array, got %s", jsontype_name(calls));
+		return oai_bad(e, at, "expected an array, got %s", jsontype_name(calls));
 	if (json_array_size(calls) > OAI_MAX_TOOLS)
-		return bad(e, at, "%zu calls (at most %d)", json_array_size(calls), OAI_MAX_TOOLS);
+		return oai_bad(e, at, "%zu calls (at most %d)", json_array_size(calls),
+			       OAI_MAX_TOOLS);
 	for (size_t k = 0; k < json_array_size(calls); k++) {
 		json_t *f = json_object_get(json_array_get(calls, k), "function");
 		json_t *name = json_object_get(f, "name"), *args = json_object_get(f, "arguments");
 		snprintf(at, sizeof at, "messages[%zu].tool_calls[%zu].function", i, k);
 		if (!json_is_object(f))
-			return bad(e, at, "expected an object");
+			return oai_bad(e, at, "expected an object");
 		if (!json_is_string(name))
-			return bad(e, at, "name: expected a string");
+			return oai_bad(e, at, "name: expected a string");
 		if (!json_is_string(args) && !json_is_object(args))
-			return bad(e, at, "arguments: expected a string");
+			return oai_bad(e, at, "arguments: expected a string");
 		/* OpenAI sends the arguments as JSON text; read as the object it holds, as
 		 * vLLM reads it, the template writes it with tojson. The text is a value of
 		 * the body, but the body's limits did not see inside it: the same limits. */
 		struct jlim l = {.max_depth = OAI_MAX_DEPTH, .max_values = OAI_MAX_VALUES};
 		if (json_is_string(args) &&
 		    jlim_check(json_string_value(args), json_string_length(args), &l, "arguments"))
-			return bad(e, at, "%s", err_msg());
+			return oai_bad(e, at, "%s", err_msg());
 		json_t *obj = json_is_string(args) ? json_loadb(json_string_value(args),
 								json_string_length(args), 0, NULL)
 						   : json_incref(args);
@@ -221,14 +224,15 @@ static int parse_role(json_t *m, size_t i, struct oai_error *e)
 	snprintf(at, sizeof at, "messages[%zu].role", i);
 	json_t *role = json_object_get(m, "role");
 	if (!json_is_string(role))
-		return bad(e, at, "expected a string, got %s",
-			   role ? jsontype_name(role) : "nothing");
+		return oai_bad(e, at, "expected a string, got %s",
+			       role ? jsontype_name(role) : "nothing");
 	for (size_t k = 0; k < sizeof roles / sizeof roles[0]; k++)
 		if (strcmp(json_string_value(role), roles[k].name) == 0)
 			return (int)roles[k].role;
-	return bad(e, at,
-		   "unknown role \"%.40s\" (expected system, developer, user, assistant or tool)",
-		   json_string_value(role));
+	return oai_bad(
+		e, at,
+		"unknown role \"%.40s\" (expected system, developer, user, assistant or tool)",
+		json_string_value(role));
 }
 
 static int parse_message(struct chat *c, json_t *m, size_t i, struct oai_error *e)
@@ -236,7 +240,7 @@ static int parse_message(struct chat *c, json_t *m, size_t i, struct oai_error *
 	char at[64];
 	snprintf(at, sizeof at, "messages[%zu]", i);
 	if (!json_is_object(m))
-		return bad(e, at, "expected an object, got %s", jsontype_name(m));
+		return oai_bad(e, at, "expected an object, got %s", jsontype_name(m));
 	int role = parse_role(m, i, e);
 	if (role < 0)
 		return -1;
@@ -247,8 +251,8 @@ static int parse_message(struct chat *c, json_t *m, size_t i, struct oai_error *
 	struct strbuf text = {0};
 	/* only an assistant turn may leave its content out (it then calls tools) */
 	if ((!content || json_is_null(content)) && role != CHAT_ASSISTANT)
-		return bad(e, at, "missing (a %s message needs content)",
-			   chat_role_name((enum chat_role)role));
+		return oai_bad(e, at, "missing (a %s message needs content)",
+			       chat_role_name((enum chat_role)role));
 	if (content && !json_is_null(content) && get_content(content, at, &text, e)) {
 		free(text.p);
 		return -1;
@@ -256,7 +260,7 @@ static int parse_message(struct chat *c, json_t *m, size_t i, struct oai_error *
 	snprintf(at, sizeof at, "messages[%zu].reasoning_content", i);
 	int r = -1;
 	if (rc && !json_is_null(rc) && !json_is_string(rc))
-		bad(e, at, "expected a string, got %s", jsontype_name(rc));
+		oai_bad(e, at, "expected a string, got %s", jsontype_name(rc));
 	else if (text.oom)
 		err_set("out of memory");
 	else if (chat_add(c, (enum chat_role)role, text.p ? text.p : "",
@@ -275,29 +279,30 @@ static int parse_tools(struct oai_request *r, json_t *root, struct oai_error *e)
 	if (choice && !json_is_null(choice)) {
 		const char *s = json_is_string(choice) ? json_string_value(choice) : NULL;
 		if (!s || (strcmp(s, "auto") && strcmp(s, "none")))
-			return bad(e, "tool_choice",
-				   "only \"auto\" and \"none\" are supported (a forced call needs "
-				   "constrained decoding)");
+			return oai_bad(
+				e, "tool_choice",
+				"only \"auto\" and \"none\" are supported (a forced call needs "
+				"constrained decoding)");
 		none = strcmp(s, "none") == 0;
 	}
 	if (!tools || json_is_null(tools))
 		return 0;
 	if (!json_is_array(tools))
-		return bad(e, "tools", "expected an array, got %s", jsontype_name(tools));
+		return oai_bad(e, "tools", "expected an array, got %s", jsontype_name(tools));
 	if (json_array_size(tools) > OAI_MAX_TOOLS)
-		return bad(e, "tools", "%zu tools (at most %d)", json_array_size(tools),
-			   OAI_MAX_TOOLS);
+		return oai_bad(e, "tools", "%zu tools (at most %d)", json_array_size(tools),
+			       OAI_MAX_TOOLS);
 	for (size_t i = 0; i < json_array_size(tools); i++) {
 		json_t *t = json_array_get(tools, i), *type = json_object_get(t, "type");
 		json_t *name = json_object_get(json_object_get(t, "function"), "name");
 		char at[32];
 		snprintf(at, sizeof at, "tools[%zu]", i);
 		if (!json_is_object(t))
-			return bad(e, at, "expected an object, got %s", jsontype_name(t));
+			return oai_bad(e, at, "expected an object, got %s", jsontype_name(t));
 		if (!json_is_string(type) || strcmp(json_string_value(type), "function"))
-			return bad(e, at, "type: expected \"function\"");
+			return oai_bad(e, at, "type: expected \"function\"");
 		if (!json_is_string(name))
-			return bad(e, at, "function.name: expected a string");
+			return oai_bad(e, at, "function.name: expected a string");
 		if (none)
 			continue; /* not shown to the model, as vLLM does by default */
 		char *text = tojson(t, NULL);
@@ -354,7 +359,7 @@ static int parse_sampling(struct oai_request *r, json_t *root, struct oai_error 
 	}
 	json_t *bias = json_object_get(root, "logit_bias");
 	if (bias && !json_is_null(bias) && !(json_is_object(bias) && json_object_size(bias) == 0))
-		return bad(e, "logit_bias", "not supported");
+		return oai_bad(e, "logit_bias", "not supported");
 	return 0;
 }
 
@@ -366,10 +371,10 @@ static int parse_stop(struct oai_request *r, json_t *root, struct oai_error *e)
 		return 0;
 	size_t n = json_is_array(stop) ? json_array_size(stop) : 1;
 	if (!json_is_array(stop) && !json_is_string(stop))
-		return bad(e, "stop", "expected a string or an array of strings, got %s",
-			   jsontype_name(stop));
+		return oai_bad(e, "stop", "expected a string or an array of strings, got %s",
+			       jsontype_name(stop));
 	if (n > OAI_MAX_STOP)
-		return bad(e, "stop", "%zu strings (at most %d)", n, OAI_MAX_STOP);
+		return oai_bad(e, "stop", "%zu strings (at most %d)", n, OAI_MAX_STOP);
 	if (!(r->stop = calloc(n ? n : 1, sizeof *r->stop)))
 		return err_set("out of memory");
 	for (size_t i = 0; i < n; i++) {
@@ -377,10 +382,10 @@ static int parse_stop(struct oai_request *r, json_t *root, struct oai_error *e)
 		char at[32];
 		snprintf(at, sizeof at, json_is_array(stop) ? "stop[%zu]" : "stop", i);
 		if (!json_is_string(s))
-			return bad(e, at, "expected a string, got %s", jsontype_name(s));
+			return oai_bad(e, at, "expected a string, got %s", jsontype_name(s));
 		if (json_string_length(s) == 0 || json_string_length(s) > OAI_MAX_STOP_BYTES)
-			return bad(e, at, "%zu bytes (1 to %d)", json_string_length(s),
-				   OAI_MAX_STOP_BYTES);
+			return oai_bad(e, at, "%zu bytes (1 to %d)", json_string_length(s),
+				       OAI_MAX_STOP_BYTES);
 		if (!(r->stop[r->n_stop++] = strdup(json_string_value(s))))
 			return err_set("out of memory");
 	}
@@ -394,7 +399,7 @@ static int parse_n(json_t *root, struct oai_error *e)
 	if (get_integer(root, "n", 1, 128, &n, e) < 0)
 		return -1;
 	if (n != 1)
-		return bad(e, "n", "only 1 choice per request is supported");
+		return oai_bad(e, "n", "only 1 choice per request is supported");
 	return 0;
 }
 
@@ -404,15 +409,15 @@ static int parse_stream(struct oai_request *r, json_t *root, struct oai_error *e
 	json_t *so = json_object_get(root, "stream_options");
 	if (get_bool(root, "stream", "stream", &r->stream, e) < 0 ||
 	    (so && !json_is_null(so) && !json_is_object(so) &&
-	     bad(e, "stream_options", "expected an object, got %s", jsontype_name(so))) ||
+	     oai_bad(e, "stream_options", "expected an object, got %s", jsontype_name(so))) ||
 	    get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage, e) < 0)
 		return -1;
 	if (so && !json_is_null(so) && !r->stream) /* as OpenAI and vLLM refuse it */
-		return bad(e, "stream_options", "only with \"stream\": true");
+		return oai_bad(e, "stream_options", "only with \"stream\": true");
 	json_t *cu = json_object_get(so, "continuous_usage_stats");
 	if (cu && !json_is_null(cu) && !json_is_false(cu))
-		return bad(e, "stream_options.continuous_usage_stats",
-			   "not supported (the usage comes in the last chunk)");
+		return oai_bad(e, "stream_options.continuous_usage_stats",
+			       "not supported (the usage comes in the last chunk)");
 	return 0;
 }
 
@@ -423,7 +428,23 @@ static int parse_response_format(json_t *root, struct oai_error *e)
 	json_t *rft = json_object_get(rf, "type");
 	if (rf && !json_is_null(rf) &&
 	    !(json_is_string(rft) && strcmp(json_string_value(rft), "text") == 0))
-		return bad(e, "response_format", "only {\"type\": \"text\"} is supported");
+		return oai_bad(e, "response_format", "only {\"type\": \"text\"} is supported");
+	return 0;
+}
+
+/* chat_template_kwargs: enable_thinking is the one the templates read. */
+static int parse_kwargs(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	json_t *kw = json_object_get(root, "chat_template_kwargs");
+	bool think = true;
+	if (kw && !json_is_null(kw) && !json_is_object(kw))
+		return oai_bad(e, "chat_template_kwargs", "expected an object, got %s",
+			       jsontype_name(kw));
+	int got =
+		get_bool(kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &think, e);
+	if (got < 0)
+		return -1;
+	r->enable_thinking = !got ? TMPL_THINK_ABSENT : think ? TMPL_THINK_ON : TMPL_THINK_OFF;
 	return 0;
 }
 
@@ -445,31 +466,20 @@ static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e
 	if (got < 0)
 		return -1;
 	if (got && !r->logprobs)
-		return bad(e, "top_logprobs", "needs \"logprobs\": true");
+		return oai_bad(e, "top_logprobs", "needs \"logprobs\": true");
 	r->top_logprobs = (int)top;
-	if (parse_response_format(root, e))
-		return -1;
-	json_t *kw = json_object_get(root, "chat_template_kwargs");
-	bool think = true;
-	if (kw && !json_is_null(kw) && !json_is_object(kw))
-		return bad(e, "chat_template_kwargs", "expected an object, got %s",
-			   jsontype_name(kw));
-	got = get_bool(kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &think, e);
-	if (got < 0)
-		return -1;
-	r->enable_thinking = !got ? TMPL_THINK_ABSENT : think ? TMPL_THINK_ON : TMPL_THINK_OFF;
-	return 0;
+	return parse_response_format(root, e) || parse_kwargs(r, root, e);
 }
 
 static int parse_messages(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	json_t *msgs = json_object_get(root, "messages");
 	if (!json_is_array(msgs))
-		return bad(e, "messages", "expected an array of messages, got %s",
-			   msgs ? jsontype_name(msgs) : "nothing");
+		return oai_bad(e, "messages", "expected an array of messages, got %s",
+			       msgs ? jsontype_name(msgs) : "nothing");
 	size_t n = json_array_size(msgs);
 	if (n == 0 || n > OAI_MAX_MESSAGES)
-		return bad(e, "messages", "%zu messages (1 to %d)", n, OAI_MAX_MESSAGES);
+		return oai_bad(e, "messages", "%zu messages (1 to %d)", n, OAI_MAX_MESSAGES);
 	for (size_t i = 0; i < n; i++)
 		if (parse_message(r->chat, json_array_get(msgs, i), i, e))
 			return -1;
@@ -536,23 +546,22 @@ static int refuse_unsupported(json_t *root, bool text, struct oai_error *e)
 		if (text && !strcmp(unsupported[i].name, "echo"))
 			continue; /* a text completion echoes its prompt */
 		if (v && asks(unsupported[i].name, v, unsupported[i].idle))
-			return bad(e, unsupported[i].name, "not supported (%s)",
-				   unsupported[i].say);
+			return oai_bad(e, unsupported[i].name, "not supported (%s)",
+				       unsupported[i].say);
 	}
 	if (json_is_false(json_object_get(root, "add_generation_prompt")))
-		return bad(e, "add_generation_prompt",
-			   "not supported (an answer always starts a new assistant turn)");
+		return oai_bad(e, "add_generation_prompt",
+			       "not supported (an answer always starts a new assistant turn)");
 	json_t *mod = json_object_get(root, "modalities");
 	for (size_t i = 0; i < json_array_size(mod); i++) {
 		json_t *m = json_array_get(mod, i);
 		if (!json_is_string(m) || strcmp(json_string_value(m), "text"))
-			return bad(e, "modalities", "not supported (text only)");
+			return oai_bad(e, "modalities", "not supported (text only)");
 	}
 	return 0;
 }
 
-/* The body as a JSON object with a string (or no) model: NULL with err_set and *e. */
-static json_t *load_body(const char *body, size_t len, struct oai_error *e)
+json_t *oai_load_body(const char *body, size_t len, struct oai_error *e)
 {
 	memset(e, 0, sizeof *e);
 	if (check_shape(body, len, e))
@@ -560,15 +569,15 @@ static json_t *load_body(const char *body, size_t len, struct oai_error *e)
 	json_error_t je;
 	json_t *root = json_loadb(body, len, 0, &je);
 	if (!root) {
-		bad(e, "", "the body is not valid JSON (line %d, column %d: %s)", je.line,
-		    je.column, jsontype_error(&je));
+		oai_bad(e, "", "the body is not valid JSON (line %d, column %d: %s)", je.line,
+			je.column, jsontype_error(&je));
 		return NULL;
 	}
 	json_t *model = json_object_get(root, "model");
 	if (!json_is_object(root))
-		bad(e, "", "the body is %s, not an object", jsontype_name(root));
+		oai_bad(e, "", "the body is %s, not an object", jsontype_name(root));
 	else if (model && !json_is_null(model) && !json_is_string(model))
-		bad(e, "model", "expected a string, got %s", jsontype_name(model));
+		oai_bad(e, "model", "expected a string, got %s", jsontype_name(model));
 	else
 		return root;
 	json_decref(root);
@@ -580,7 +589,7 @@ static int get_ids(json_t *v, const char *at, struct oai_prompt *p, struct oai_e
 {
 	size_t n = json_array_size(v);
 	if (n == 0)
-		return bad(e, at, "empty (a prompt needs at least one token)");
+		return oai_bad(e, at, "empty (a prompt needs at least one token)");
 	if (!(p->ids = malloc(n * sizeof *p->ids)))
 		return err_set("out of memory");
 	for (size_t k = 0; k < n; k++) {
@@ -590,10 +599,10 @@ static int get_ids(json_t *v, const char *at, struct oai_prompt *p, struct oai_e
 		/* a whole number written as a real (7.0) is one, as get_integer takes it */
 		double r = json_is_real(id) ? json_real_value(id) : 0.5;
 		if (!json_is_integer(id) && r != floor(r))
-			return bad(e, where, "expected a token id, got %s", jsontype_name(id));
+			return oai_bad(e, where, "expected a token id, got %s", jsontype_name(id));
 		double x = json_is_integer(id) ? (double)json_integer_value(id) : r;
 		if (!(x >= 0 && x <= INT32_MAX))
-			return bad(e, where, "%.0f is not a token id", x);
+			return oai_bad(e, where, "%.0f is not a token id", x);
 		p->ids[p->n_ids++] = (int32_t)x;
 	}
 	return 0;
@@ -606,13 +615,13 @@ static int parse_prompt(struct oai_request *r, json_t *root, struct oai_error *e
 				    "ids or an array of arrays of token ids";
 	json_t *p = json_object_get(root, "prompt");
 	if (!json_is_string(p) && !json_is_array(p))
-		return bad(e, "prompt", "%s, got %s", forms, p ? jsontype_name(p) : "nothing");
+		return oai_bad(e, "prompt", "%s, got %s", forms, p ? jsontype_name(p) : "nothing");
 	/* a string, or one prompt of ids, stands alone; any other array is the prompts */
 	json_t *first = json_array_get(p, 0);
 	bool one = json_is_string(p) || json_is_number(first);
 	size_t n = one ? 1 : json_array_size(p);
 	if (n == 0 || n > OAI_MAX_PROMPTS)
-		return bad(e, "prompt", "%zu prompts (1 to %d)", n, OAI_MAX_PROMPTS);
+		return oai_bad(e, "prompt", "%zu prompts (1 to %d)", n, OAI_MAX_PROMPTS);
 	if (!(r->prompts = calloc(n, sizeof *r->prompts)))
 		return err_set("out of memory");
 	for (size_t i = 0; i < n; i++) {
@@ -623,14 +632,14 @@ static int parse_prompt(struct oai_request *r, json_t *root, struct oai_error *e
 		snprintf(q->name, sizeof q->name, one ? "prompt" : "prompt[%zu]", i);
 		if ((!json_is_string(v) && !json_is_array(v)) ||
 		    (!one && json_typeof(v) != json_typeof(first)))
-			return bad(e, at, "%s, got %s", forms, jsontype_name(v));
+			return oai_bad(e, at, "%s, got %s", forms, jsontype_name(v));
 		if (json_is_array(v)) {
 			if (get_ids(v, at, q, e))
 				return -1;
 			continue;
 		}
 		if (json_string_length(v) == 0)
-			return bad(e, at, "empty (a prompt needs at least one token)");
+			return oai_bad(e, at, "empty (a prompt needs at least one token)");
 		q->len = json_string_length(v);
 		if (!(q->text = malloc(q->len + 1)))
 			return err_set("out of memory");
@@ -665,7 +674,8 @@ static int parse_text_output(struct oai_request *r, json_t *root, struct oai_err
 	json_t *suffix = json_object_get(root, "suffix");
 	if (suffix && !json_is_null(suffix) &&
 	    !(json_is_string(suffix) && !json_string_length(suffix)))
-		return bad(e, "suffix", "not supported (Qwen3 has no fill-in-the-middle prompt)");
+		return oai_bad(e, "suffix",
+			       "not supported (Qwen3 has no fill-in-the-middle prompt)");
 	return 0;
 }
 
@@ -673,16 +683,23 @@ static int parse_text_output(struct oai_request *r, json_t *root, struct oai_err
 static struct oai_request *parse(const char *body, size_t len, enum oai_kind kind,
 				 struct oai_error *e)
 {
-	json_t *root = load_body(body, len, e);
+	json_t *root = oai_load_body(body, len, e);
 	if (!root)
 		return NULL;
 	struct oai_request *r = calloc(1, sizeof *r);
-	if (!r || (kind == OAI_CHAT && !(r->chat = chat_new()))) {
+	if (!r || (kind != OAI_TEXT && !(r->chat = chat_new()))) {
 		err_set("out of memory");
 		goto fail;
 	}
 	r->kind = kind;
 	r->enable_thinking = TMPL_THINK_ABSENT;
+	if (kind == OAI_TOKENIZE) { /* a conversation alone: nothing is generated */
+		if (parse_messages(r, root, e) || parse_tools(r, root, e) ||
+		    parse_kwargs(r, root, e))
+			goto fail;
+		json_decref(root);
+		return r;
+	}
 	if (refuse_unsupported(root, kind == OAI_TEXT, e) ||
 	    (kind == OAI_CHAT ? parse_messages(r, root, e) || parse_tools(r, root, e)
 			      : parse_prompt(r, root, e)) ||
@@ -700,6 +717,11 @@ fail:
 struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e)
 {
 	return parse(body, len, OAI_CHAT, e);
+}
+
+struct oai_request *oai_parse_conversation(const char *body, size_t len, struct oai_error *e)
+{
+	return parse(body, len, OAI_TOKENIZE, e);
 }
 
 struct oai_request *oai_parse_text(const char *body, size_t len, struct oai_error *e)

@@ -36,8 +36,10 @@ enum {
 
 /* Which API a request is for. */
 enum oai_kind {
-	OAI_CHAT, /* /v1/chat/completions: messages rendered with the chat template */
-	OAI_TEXT, /* /v1/completions: raw prompts continued as they are */
+	OAI_CHAT,       /* /v1/chat/completions: messages rendered with the chat template */
+	OAI_TEXT,       /* /v1/completions: raw prompts continued as they are */
+	OAI_TOKENIZE,   /* /tokenize: a prompt's or a conversation's ids (tokenize.h) */
+	OAI_DETOKENIZE, /* /detokenize: ids (prompts[0]) to text */
 };
 
 /* One prompt of a text completion: text (tokenized as `tokenize` does, special tokens
@@ -72,6 +74,7 @@ struct oai_request {
 	bool logprobs;      /* text: "logprobs" was a number (its value is top_logprobs) */
 	int top_logprobs; /* 0..OAI_MAX_TOP_LOGPROBS */
 	bool parse_tools; /* tools were given and tool_choice is not "none" */
+	bool add_generation_prompt; /* tokenize: the conversation ends with the assistant's turn opened */
 };
 
 /* What went wrong with a request besides err_msg(): OpenAI's "param" (the field, such
@@ -80,6 +83,16 @@ struct oai_error {
 	char param[128];
 	const char *code;
 };
+
+/* The body as a JSON object (a struct json_t of jansson's, to json_decref) within
+ * the limits above, its "model" a string when present: NULL with err_set and *e
+ * (param "" for the body) on a body past them, malformed JSON, or another value. */
+struct json_t *oai_load_body(const char *body, size_t len, struct oai_error *e);
+
+/* Records a problem with field `param` ("" for the body): err_set("PARAM: MESSAGE")
+ * and e->param. Returns -1. */
+int oai_bad(struct oai_error *e, const char *param, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Parses and checks a request body (len bytes, no NUL needed). NULL with err_set
  * (a message starting with the field it is about) and *e filled on: malformed JSON
@@ -102,6 +115,10 @@ struct oai_request *oai_parse(const char *body, size_t len, struct oai_error *e)
  * each one), max_tokens (0 allowed), and the sampling, stop and stream fields of
  * chat; suffix, best_of above 1 and the chat's unsupported fields are refused. */
 struct oai_request *oai_parse_text(const char *body, size_t len, struct oai_error *e);
+/* A body's conversation alone, for /tokenize (kind OAI_TOKENIZE): messages, tools and
+ * chat_template_kwargs read as oai_parse reads them, every other member left to the
+ * caller. */
+struct oai_request *oai_parse_conversation(const char *body, size_t len, struct oai_error *e);
 void oai_request_free(struct oai_request *r);
 
 /* {"error": {"message", "type", "param", "code"}} as malloc'd compact JSON; param and

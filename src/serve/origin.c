@@ -1,9 +1,13 @@
-/* origin.c — the Host and Origin checks of serve (see origin.h). */
+/* origin.c — the Host and Origin checks of serve, and its listening socket (see
+ * origin.h). */
 #include "src/serve/origin.h"
 
 #include "src/base/err.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <strings.h>
@@ -110,4 +114,47 @@ int origin_check(const char *s)
 			       "scheme://host[:port]",
 			       s);
 	return 0;
+}
+
+int origin_listen(const char *host, int port, int *bound, bool *v6, bool *loopback)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *res;
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", port);
+	int rc = getaddrinfo(host, ps, &hints, &res);
+	if (rc)
+		return err_set("--host %s: %s", host, gai_strerror(rc));
+	int fd = -1, e = 0;
+	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+		int one = 1;
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd < 0) {
+			e = errno;
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
+			e = errno;
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		*v6 = ai->ai_family == AF_INET6;
+	}
+	freeaddrinfo(res);
+	if (fd < 0)
+		return err_set("%s:%d: %s", host, port, strerror(e));
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						: ((struct sockaddr_in *)&ss)->sin_port);
+	*loopback =
+		ss.ss_family == AF_INET6
+			? origin_loopback_addr(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr)
+			: origin_loopback_addr(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr);
+	return fd;
 }

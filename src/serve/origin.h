@@ -1,11 +1,16 @@
-/* origin.h — which names and which web pages may use the server: the Host check that
- * keeps a server on a loopback address to this machine's names, and the browser's
- * Origin check behind the CORS headers (a page's script reads the answers only when
- * its origin is allowed). */
+/* origin.h — which names and which web pages may use the server: the socket it
+ * listens on, the Host check that keeps a server on a loopback address to this
+ * machine's names, and the browser's Origin check behind the CORS headers (a page's
+ * script reads the answers only when its origin is allowed). */
 #ifndef QWENCHAT_ORIGIN_H
 #define QWENCHAT_ORIGIN_H
 
 #include <stdbool.h>
+
+/* A listening socket on host:port (0: any free one), and what it is bound to: the
+ * port, whether IPv6, whether a loopback address (then origin_host_is_local holds
+ * requests to this machine's names). -1 with err_set. */
+int origin_listen(const char *host, int port, int *bound, bool *v6, bool *loopback);
 
 /* Whether an address (struct in_addr or in6_addr by family) is a loopback one. */
 bool origin_loopback_addr(int family, const void *a);

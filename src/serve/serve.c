@@ -6,12 +6,10 @@
 #include "src/serve/serve_impl.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <nettle/memops.h>
 #include <nettle/sha2.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +24,7 @@
 #include "src/base/proc.h"
 #include "src/serve/deadline.h"
 #include "src/serve/origin.h"
+#include "src/serve/tokenize.h"
 
 /* One HTTP request on a connection (MHD's per-request context). */
 struct request {
@@ -36,7 +35,7 @@ struct request {
 	bool routed;    /* route() ran: at the headers, or for a request without a body
 			 * after it (a reply queued before the end closes the connection) */
 	bool too_big, over_budget;
-	bool text;       /* POST /v1/completions, not /v1/chat/completions */
+	enum oai_kind kind; /* which POST: the URL it went to */
 	size_t reserved; /* bytes of SERVE_BODY_BUDGET taken by body */
 	size_t received; /* bytes of the body read so far, kept or dropped */
 	struct strbuf body;
@@ -354,8 +353,15 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 		return origin_refused(conn, rq, origin);
 	if (origin)
 		snprintf(rq->origin, sizeof rq->origin, "%s", origin);
-	bool known = !strcmp(url, "/health") || !strcmp(url, "/v1/models") ||
-		     !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/v1/completions");
+	static const char *const posts[] = {[OAI_CHAT] = "/v1/chat/completions",
+					    [OAI_TEXT] = "/v1/completions",
+					    [OAI_TOKENIZE] = "/tokenize",
+					    [OAI_DETOKENIZE] = "/detokenize"};
+	int post_url = -1;
+	for (int k = 0; k < (int)(sizeof posts / sizeof posts[0]); k++)
+		if (!strcmp(url, posts[k]))
+			post_url = k;
+	bool known = !strcmp(url, "/health") || !strcmp(url, "/v1/models") || post_url >= 0;
 	if (known && !strcmp(method, "OPTIONS")) /* before the key: browsers send none */
 		return preflight(conn, rq);
 	if (srv->auth && !authorized(srv, conn))
@@ -371,9 +377,10 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 	if (strcmp(url, "/v1/models") == 0)
 		return get ? reply(conn, rq, 200, models_json(srv), NULL, NULL)
 			   : not_allowed(conn, rq, method, url, "GET");
-	rq->text = strcmp(url, "/v1/completions") == 0;
-	if (rq->text || strcmp(url, "/v1/chat/completions") == 0)
+	if (post_url >= 0) {
+		rq->kind = (enum oai_kind)post_url;
 		return post ? accept_body(conn, rq) : not_allowed(conn, rq, method, url, "POST");
+	}
 	char msg[200];
 	snprintf(msg, sizeof msg, "Invalid URL (%.16s %.120s)", method, url);
 	return reply_error(conn, rq, 404, msg, NULL, "unknown_url");
@@ -397,9 +404,12 @@ static struct oai_request *parse_body(struct serve *srv, struct MHD_Connection *
 	struct oai_error e;
 	bool oom = rq->body.oom;
 	const char *body = rq->body.p ? rq->body.p : "";
-	struct oai_request *req = oom        ? NULL
-				  : rq->text ? oai_parse_text(body, rq->body.n, &e)
-					     : oai_parse(body, rq->body.n, &e);
+	struct oai_request *req =
+		oom                    ? NULL
+		: rq->kind == OAI_TEXT ? oai_parse_text(body, rq->body.n, &e)
+		: rq->kind == OAI_CHAT
+			? oai_parse(body, rq->body.n, &e)
+			: tokenize_parse(body, rq->body.n, rq->kind == OAI_DETOKENIZE, &e);
 	pthread_mutex_lock(&srv->lock);
 	srv->parsing--;
 	pthread_cond_signal(&srv->parsed);
@@ -666,49 +676,6 @@ static void on_deadline(void *user, const char *who)
 
 /* ---- start and stop ---------------------------------------------------------- */
 
-/* A listening socket on host:port. -1 with err_set. */
-static int listen_on(const char *host, int port, int *bound, bool *v6, bool *loopback)
-{
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-				 .ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-	struct addrinfo *res;
-	char ps[16];
-	snprintf(ps, sizeof ps, "%d", port);
-	int rc = getaddrinfo(host, ps, &hints, &res);
-	if (rc)
-		return err_set("--host %s: %s", host, gai_strerror(rc));
-	int fd = -1, e = 0;
-	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-		int one = 1;
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd < 0) {
-			e = errno;
-			continue;
-		}
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
-			e = errno;
-			close(fd);
-			fd = -1;
-			continue;
-		}
-		*v6 = ai->ai_family == AF_INET6;
-	}
-	freeaddrinfo(res);
-	if (fd < 0)
-		return err_set("%s:%d: %s", host, port, strerror(e));
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-	getsockname(fd, (struct sockaddr *)&ss, &sl);
-	*bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-						: ((struct sockaddr_in *)&ss)->sin_port);
-	*loopback =
-		ss.ss_family == AF_INET6
-			? origin_loopback_addr(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr)
-			: origin_loopback_addr(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr);
-	return fd;
-}
 
 struct serve *serve_start(const struct gen_model *m, const struct serve_options *o)
 {
@@ -733,7 +700,7 @@ struct serve *serve_start(const struct gen_model *m, const struct serve_options 
 	}
 	s->started = (long long)time(NULL);
 	bool v6 = false;
-	if ((s->fd = listen_on(o->host, o->port, &s->port, &v6, &s->loopback)) < 0)
+	if ((s->fd = origin_listen(o->host, o->port, &s->port, &v6, &s->loopback)) < 0)
 		goto fail;
 	if (proc_thread_create(&s->worker, serve_worker, s)) {
 		err_set("cannot start the worker thread");

@@ -10,7 +10,8 @@
 # (hostile requests, slowloris and trickled headers, CORS for browser pages, 50
 # concurrent clients with RSS, KV reuse on a follow-up, 503 and hang-up cancels,
 # kept-alive GETs, half-closing clients, the peak memory of 16 hostile 4 MiB bodies at
-# once), and the logs: one line per request, no key, a cancelled stream's tokens
+# once), by tests/cli/serve_tokenize.py (/tokenize and /detokenize against jinja2's
+# renders), and the logs: one line per request, no key, a cancelled stream's tokens
 # counted.
 . "$TOP_SRCDIR/tests/lib.sh"
 
@@ -131,6 +132,8 @@ elif [ -n "${CI:-}" ]; then
 else
 	echo "skip: /v1/completions against the reference: no python3 with numpy"
 fi
+python3 "$TOP_SRCDIR/tests/cli/serve_tokenize.py" "$TEXT_PORT" "$QWENCHAT" "$TMP/plain" \
+	"$TOP_SRCDIR/tests/golden" 256 "$RIG_PORT" "$KEY" || failures=$((failures + 1))
 wait "$STOP_PID" && pass "the server stopped by SIGTERM mid-stream exits 0" ||
 	fail "server STOP: exit $?: $(tail -n 3 "$TMP/STOP.log")"
 grep -q " 503 .*server-stopping" "$TMP/STOP.log" && ! grep -q " 503 .*client-gone" "$TMP/STOP.log" &&

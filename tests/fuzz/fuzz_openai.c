@@ -4,7 +4,9 @@
  * each '\n') to a completion with the request's stop strings and tool parsing, whose
  * events and final object must be valid JSON. Bit 1 set: a text-completions request,
  * each text prompt echoed and fed back as its answer, each choice valid JSON. Bit 0 set:
- * the rest is an answer for the <tool_call> parser. */
+ * the rest is an answer for the <tool_call> parser. First byte 4: a /tokenize body, 12: a
+ * /detokenize one; when it parses, it holds a conversation that renders or one prompt,
+ * text or ids. */
 #include <jansson.h>
 #include <math.h>
 #include <stdbool.h>

@@ -1,0 +1,228 @@
+/* tokenize.c — vLLM's /tokenize and /detokenize (tokenize.h): the body read into a
+ * request, and its answer made on the worker with the model's tokenizer. */
+#include "src/serve/tokenize.h"
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/base/err.h"
+#include "src/base/jsontype.h"
+#include "src/base/strbuf.h"
+#include "src/base/utf8.h"
+
+/* Member key of root as a bool: 1 true, 0 false, absent or null (*out unchanged);
+ * -1 for another type. */
+static int flag(json_t *root, const char *key, bool *out, struct oai_error *e)
+{
+	json_t *v = json_object_get(root, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v))
+		return oai_bad(e, key, "expected a boolean, got %s", jsontype_name(v));
+	*out = json_is_true(v);
+	return 1;
+}
+
+/* The members a /tokenize request shares with none of the completions. */
+static int tokenize_flags(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	bool special = true, cont = false, strs = false;
+	r->add_generation_prompt = true;
+	if (flag(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0 ||
+	    flag(root, "add_special_tokens", &special, e) < 0 ||
+	    flag(root, "continue_final_message", &cont, e) < 0 ||
+	    flag(root, "return_token_strs", &strs, e) < 0)
+		return -1;
+	if (cont)
+		return oai_bad(e, "continue_final_message", "not supported");
+	if (strs)
+		return oai_bad(e, "return_token_strs", "not supported");
+	return 0;
+}
+
+/* {"prompt": STRING}: the request's one prompt, as text (it may be empty). */
+static struct oai_request *prompt_request(json_t *p, struct oai_error *e)
+{
+	if (!json_is_string(p)) {
+		oai_bad(e, "prompt", "expected a string, got %s", jsontype_name(p));
+		return NULL;
+	}
+	struct oai_request *r = calloc(1, sizeof *r);
+	struct oai_prompt *q = r ? calloc(1, sizeof *q) : NULL;
+	size_t len = json_string_length(p);
+	char *text = q ? malloc(len + 1) : NULL;
+	if (!text) {
+		err_set("out of memory");
+		free(q);
+		free(r);
+		return NULL;
+	}
+	memcpy(text, json_string_value(p), len + 1);
+	snprintf(q->name, sizeof q->name, "prompt");
+	q->text = text;
+	q->len = len;
+	r->prompts = q;
+	r->n_prompts = 1;
+	return r;
+}
+
+/* {"tokens": [ids]} (none at all is an empty text). */
+static struct oai_request *tokens_request(json_t *t, struct oai_error *e)
+{
+	if (!json_is_array(t)) {
+		oai_bad(e, "tokens", "expected an array of token ids, got %s",
+			t ? jsontype_name(t) : "nothing");
+		return NULL;
+	}
+	size_t n = json_array_size(t);
+	struct oai_request *r = calloc(1, sizeof *r);
+	struct oai_prompt *q = r ? calloc(1, sizeof *q) : NULL;
+	int32_t *ids = q ? malloc((n ? n : 1) * sizeof *ids) : NULL;
+	if (!ids) {
+		err_set("out of memory");
+		free(q);
+		free(r);
+		return NULL;
+	}
+	snprintf(q->name, sizeof q->name, "tokens");
+	q->ids = ids;
+	r->prompts = q;
+	r->n_prompts = 1;
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_array_get(t, i);
+		char at[48];
+		snprintf(at, sizeof at, "tokens[%zu]", i);
+		json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
+		if (!json_is_integer(v) || id < 0 || id > INT32_MAX) {
+			if (json_is_integer(v))
+				oai_bad(e, at, "%lld is not a token id", (long long)id);
+			else
+				oai_bad(e, at, "expected a token id, got %s", jsontype_name(v));
+			oai_request_free(r);
+			return NULL;
+		}
+		ids[q->n_ids++] = (int32_t)id;
+	}
+	return r;
+}
+
+struct oai_request *tokenize_parse(const char *body, size_t len, bool detokenize,
+				   struct oai_error *e)
+{
+	json_t *root = oai_load_body(body, len, e);
+	if (!root)
+		return NULL;
+	struct oai_request *r = NULL;
+	json_t *msgs = json_object_get(root, "messages"), *p = json_object_get(root, "prompt");
+	if (detokenize) {
+		r = tokens_request(json_object_get(root, "tokens"), e);
+	} else if (msgs && p) {
+		oai_bad(e, "", "give \"prompt\" or \"messages\", not both");
+	} else if (!msgs && !p) {
+		oai_bad(e, "prompt", "expected \"prompt\" (a string) or \"messages\"");
+	} else {
+		/* a conversation is read as a chat completion reads it (tools, and
+		 * chat_template_kwargs too), so that its ids are the ones that would run */
+		r = msgs ? oai_parse_conversation(body, len, e) : prompt_request(p, e);
+		if (r && tokenize_flags(r, root, e)) {
+			oai_request_free(r);
+			r = NULL;
+		}
+	}
+	json_decref(root);
+	if (r)
+		r->kind = detokenize ? OAI_DETOKENIZE : OAI_TOKENIZE;
+	return r;
+}
+
+/* An error response: its status and the error object. Returns the status. */
+static int fail(const struct gen_output *out, int status, const char *message, const char *param)
+{
+	char *body = oai_error_json(
+		message, status >= 500 ? "server_error" : "invalid_request_error", param, NULL);
+	out->start(out->user, status);
+	if (body)
+		out->write(out->user, body, strlen(body));
+	free(body);
+	return status;
+}
+
+/* Writes the response in b, or 500 when making it ran out of memory. */
+static int send(const struct gen_output *out, struct strbuf *b)
+{
+	int status = b->oom ? fail(out, 500, "out of memory", NULL) : 200;
+	if (status == 200) {
+		out->start(out->user, 200);
+		out->write(out->user, b->p, b->n);
+	}
+	free(b->p);
+	return status;
+}
+
+static int detokenize(const struct gen_model *m, const struct oai_prompt *q,
+		      const struct gen_output *out)
+{
+	for (size_t i = 0; i < q->n_ids; i++)
+		if (q->ids[i] >= m->vocab) {
+			char at[48], msg[128];
+			snprintf(at, sizeof at, "tokens[%zu]", i);
+			snprintf(msg, sizeof msg,
+				 "%s: token id %d is not below the vocabulary size %d", at,
+				 (int)q->ids[i], m->vocab);
+			return fail(out, 400, msg, at);
+		}
+	/* ids past the tokenizer's last one (a model's padding rows) read as nothing, as
+	 * an echoed prompt reads them */
+	struct strbuf raw = {0};
+	for (size_t i = 0; i < q->n_ids; i++) {
+		size_t len = 0;
+		const char *piece = tok_piece(m->tok, q->ids[i], &len);
+		sb_put(&raw, piece ? piece : "", piece ? len : 0);
+	}
+	size_t len = 0;
+	char *text = raw.oom ? NULL : utf8_dup_replaced(raw.p ? raw.p : "", raw.n, &len);
+	free(raw.p);
+	json_t *o = text ? json_pack("{s:s%}", "prompt", text, len) : NULL;
+	char *json = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	free(text);
+	struct strbuf b = {0};
+	if (json)
+		sb_puts(&b, json);
+	else
+		b.oom = true;
+	free(json);
+	return send(out, &b);
+}
+
+int tokenize_run(const struct gen_model *m, const struct oai_request *r,
+		 const struct gen_output *out)
+{
+	if (r->kind == OAI_DETOKENIZE)
+		return detokenize(m, &r->prompts[0], out);
+	size_t len = 0, n = 0;
+	char *text = NULL;
+	if (r->chat) {
+		int think = r->enable_thinking != TMPL_THINK_ABSENT ? r->enable_thinking
+								    : m->absent_think;
+		text = tmpl_render(r->chat, m->variant, r->add_generation_prompt, think, &len);
+		if (!text)
+			return fail(out, 400, err_msg(), "messages");
+	}
+	const char *s = r->chat ? text : r->prompts[0].text;
+	size_t slen = r->chat ? len : r->prompts[0].len;
+	int32_t *ids = tok_encode(m->tok, s, slen, &n);
+	free(text);
+	if (!ids)
+		return fail(out, 500, err_msg(), NULL);
+	struct strbuf b = {0};
+	sb_printf(&b, "{\"count\":%zu,\"max_model_len\":%d,\"tokens\":[", n, eng_ctx(m->eng));
+	for (size_t i = 0; i < n; i++)
+		sb_printf(&b, i ? ",%d" : "%d", (int)ids[i]);
+	sb_puts(&b, "],\"token_strs\":null}");
+	free(ids);
+	return send(out, &b);
+}

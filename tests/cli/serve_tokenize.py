@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""serve_tokenize.py -- `qwenchat serve`'s POST /tokenize and /detokenize (vLLM's), from
+the outside (tests/cli/serve.sh runs it).
+
+usage: serve_tokenize.py PORT QWENCHAT MODEL_DIR GOLDEN_DIR CTX KEY_PORT KEY
+
+PORT serves MODEL_DIR (the real Qwen3 tokenizer) with a context of CTX; KEY_PORT is a
+server that wants the API key KEY. Checked:
+  - a conversation's ids are the tokens of its render by jinja2 (tests/golden: every
+    case with tools, and others), for add_generation_prompt and enable_thinking as
+    rendered there; the tokens of a text come from `qwenchat tokenize`, which
+    tests/cli/tokenizer.sh holds to Hugging Face's; and a chat completion's
+    prompt_tokens is that count;
+  - a prompt is tokenized with its special tokens, an empty one is no tokens;
+  - /detokenize gives the text back, special tokens spelled; ids that end inside a
+    character give U+FFFD;
+  - bad requests: a clean 400 naming the field; GET is 405; the API key is asked.
+Prints one "ok: ..." or "FAIL: ..." line per check; exits 1 when any failed.
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve_client as sc  # noqa: E402
+
+check, request = sc.check, sc.request
+
+
+def encode(qwenchat, model, text):
+    out = subprocess.run([qwenchat, "tokenize", "-m", model], input=text.encode("utf-8"),
+                         capture_output=True, check=True).stdout
+    return [int(t) for t in out.split()]
+
+
+def conversations(port, qwenchat, model, golden):
+    cases = json.load(open(os.path.join(golden, "template-cases.json"), encoding="utf-8"))["cases"]
+    renders = json.load(open(os.path.join(golden, "template-golden-qwen3.json"),
+                             encoding="utf-8"))["renders"]
+    # every case with tools, and every fifth of the others; only those whose tool calls
+    # are the API's: {"function": {"name", "arguments": an object}}. (Arguments as a
+    # JSON string the API reads as the object it holds, as vLLM does, where the
+    # template given the message itself writes the string.)
+    def api_calls(case):
+        return all(isinstance(c.get("function", {}).get("name"), str) and
+                   not isinstance(c["function"].get("arguments"), str)
+                   for m in case["messages"] for c in m.get("tool_calls") or [])
+    picked = [r for r in renders if api_calls(cases[r["case"]]) and
+              ("tools" in cases[r["case"]] or r["case"] % 5 == 0)]
+    bad = []
+    for r in picked:
+        case = cases[r["case"]]
+        body = {"model": "m", "messages": case["messages"],
+                "add_generation_prompt": r["add_generation_prompt"]}
+        if "tools" in case:
+            body["tools"] = case["tools"]
+        if r["enable_thinking"] is not None:
+            body["chat_template_kwargs"] = {"enable_thinking": r["enable_thinking"]}
+        st, _, b = request(port, "POST", "/tokenize", body)
+        want = encode(qwenchat, model, r["text"])
+        if st != 200 or b.get("tokens") != want or b.get("count") != len(want):
+            bad.append((r["case"], r["add_generation_prompt"], r["enable_thinking"], st))
+    check(picked and not bad, "/tokenize of %d conversations: the tokens of jinja2's renders%s"
+          % (len(picked), " (differ: %s)" % bad[:5] if bad else ""))
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi <|im_end|>"}]
+    st, _, b = request(port, "POST", "/tokenize", {"messages": msgs})
+    st2, _, c = request(port, "POST", "/v1/chat/completions",
+                        {"messages": msgs, "max_tokens": 1, "seed": 1})
+    check(st == 200 and st2 == 200 and c["usage"]["prompt_tokens"] == b["count"],
+          "a chat completion's prompt_tokens is /tokenize's count (%s, %s)"
+          % (b.get("count"), c.get("usage", {}).get("prompt_tokens")))
+
+
+def prompts(port, qwenchat, model, ctx):
+    text = "Hello <|im_start|>world\u00e9 \u4f60\u597d<think>"
+    st, _, b = request(port, "POST", "/tokenize", {"model": "m", "prompt": text,
+                                                   "add_special_tokens": True})
+    want = encode(qwenchat, model, text)
+    check(st == 200 and b == {"count": len(want), "max_model_len": ctx, "tokens": want,
+                              "token_strs": None},
+          "/tokenize of a prompt: its tokens, special ones recognised, and the context (%s)" % b)
+    st, _, b = request(port, "POST", "/tokenize", {"prompt": ""})
+    check(st == 200 and b.get("count") == 0 and b.get("tokens") == [],
+          "/tokenize of an empty prompt: no tokens")
+    st, _, b = request(port, "POST", "/detokenize", {"model": "m", "tokens": want})
+    check(st == 200 and b == {"prompt": text}, "/detokenize gives the text back (%s)" % b)
+    st, _, b = request(port, "POST", "/detokenize", {"tokens": []})
+    check(st == 200 and b == {"prompt": ""}, "/detokenize of no tokens: an empty text")
+    ids = encode(qwenchat, model, "\U0001d518")  # two tokens, the first ends mid-character
+    st, _, b = request(port, "POST", "/detokenize", {"tokens": ids[:1] + [9707]})
+    check(len(ids) > 1 and st == 200 and b.get("prompt") == "\ufffdHello",
+          "/detokenize of ids that end inside a character: U+FFFD there (%s, %s)" % (ids, b))
+
+
+def errors(port, key_port, key):
+    cases = [
+        ("/detokenize", {"tokens": [9707, 151936]}, "tokens[1]"),  # the vocabulary size
+        ("/detokenize", {"tokens": [9707, -1]}, "tokens[1]"),
+        ("/detokenize", {"tokens": [9707, 2 ** 40]}, "tokens[1]"),
+        ("/detokenize", {"tokens": [9707, "a"]}, "tokens[1]"),
+        ("/detokenize", {"tokens": "9707"}, "tokens"),
+        ("/detokenize", {}, "tokens"),
+        ("/tokenize", {}, "prompt"),
+        ("/tokenize", {"prompt": 5}, "prompt"),
+        ("/tokenize", {"prompt": "a", "messages": [{"role": "user", "content": "b"}]}, None),
+        ("/tokenize", {"messages": []}, "messages"),
+        ("/tokenize", {"messages": [{"role": "bogus", "content": "b"}]}, "messages[0].role"),
+        ("/tokenize", {"prompt": "a", "add_generation_prompt": 1}, "add_generation_prompt"),
+        ("/tokenize", {"prompt": "a", "continue_final_message": True}, "continue_final_message"),
+        ("/tokenize", {"prompt": "a", "return_token_strs": True}, "return_token_strs"),
+        ("/tokenize", {"model": 3, "prompt": "a"}, "model"),
+        ("/tokenize", "[1, 2", None),
+    ]
+    bad = []
+    for path, body, param in cases:
+        st, _, b = request(port, "POST", path, body)
+        e = b.get("error", {}) if isinstance(b, dict) else {}
+        if st != 400 or e.get("param") != param or not e.get("message"):
+            bad.append((path, body, st, b))
+    check(not bad, "%d bad /tokenize and /detokenize bodies: 400 naming the field%s"
+          % (len(cases), " (wrong: %s)" % bad[:3] if bad else ""))
+    st, _, b = request(port, "GET", "/tokenize")
+    check(st == 405, "GET /tokenize: 405 (%d)" % st)
+    st, _, _ = request(key_port, "POST", "/tokenize", {"prompt": "a"})
+    st2, _, b = request(key_port, "POST", "/tokenize", {"prompt": "a"},
+                        {"Authorization": "Bearer " + key})
+    check(st == 401 and st2 == 200 and b.get("count") == 1,
+          "/tokenize wants the API key where the server has one (%d, then %d)" % (st, st2))
+
+
+if __name__ == "__main__":
+    port, qwenchat, model, golden, ctx, key_port, key = sys.argv[1:8]
+    conversations(int(port), qwenchat, model, golden)
+    prompts(int(port), qwenchat, model, int(ctx))
+    errors(int(port), int(key_port), key)
+    sys.exit(1 if sc.failures else 0)
