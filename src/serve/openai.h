@@ -75,6 +75,7 @@ struct oai_request {
 	int top_logprobs; /* 0..OAI_MAX_TOP_LOGPROBS */
 	bool parse_tools; /* tools were given and tool_choice is not "none" */
 	bool add_generation_prompt; /* tokenize: the conversation ends with the assistant's turn opened */
+	bool token_strs;            /* tokenize: each token as tokenizer.json spells it too */
 };
 
 /* What went wrong with a request besides err_msg(): OpenAI's "param" (the field, such

@@ -7,11 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 #include "src/base/err.h"
 #include "src/base/jsontype.h"
 #include "src/base/strbuf.h"
 #include "src/base/utf8.h"
+#include "tokenizer/bytelevel.h"
 
 /* Member key of root as a bool: 1 true, 0 false, absent or null (*out unchanged);
  * -1 for another type. */
@@ -38,8 +40,7 @@ static int tokenize_flags(struct oai_request *r, json_t *root, struct oai_error 
 		return -1;
 	if (cont)
 		return oai_bad(e, "continue_final_message", "not supported");
-	if (strs)
-		return oai_bad(e, "return_token_strs", "not supported");
+	r->token_strs = strs;
 	return 0;
 }
 
@@ -198,6 +199,36 @@ static int detokenize(const struct gen_model *m, const struct oai_prompt *q,
 	return send(out, &b);
 }
 
+/* The tokens as tokenizer.json spells them (transformers' convert_ids_to_tokens): an
+ * added token as its content, any other in GPT-2's byte-level alphabet ("Ġworld"). */
+static void token_strs(const struct tok *t, const int32_t *ids, size_t n, struct strbuf *b)
+{
+	sb_puts(b, "[");
+	for (size_t i = 0; i < n; i++) {
+		size_t len = 0;
+		const char *piece = tok_piece(t, ids[i], &len);
+		struct strbuf s = {0};
+		if (tok_is_added(t, ids[i]))
+			sb_put(&s, piece ? piece : "", piece ? len : 0);
+		for (size_t j = 0; piece && !tok_is_added(t, ids[i]) && j < len; j++) {
+			utf8proc_uint8_t u[4];
+			utf8proc_ssize_t k = utf8proc_encode_char(
+				(utf8proc_int32_t)bl_byte_to_char((unsigned char)piece[j]), u);
+			sb_put(&s, (const char *)u, (size_t)k);
+		}
+		json_t *v = s.oom ? NULL : json_stringn(s.p ? s.p : "", s.n);
+		char *q = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+		if (q)
+			sb_printf(b, i ? ",%s" : "%s", q);
+		else
+			b->oom = true;
+		free(q);
+		json_decref(v);
+		free(s.p);
+	}
+	sb_puts(b, "]");
+}
+
 int tokenize_run(const struct gen_model *m, const struct oai_request *r,
 		 const struct gen_output *out)
 {
@@ -222,7 +253,12 @@ int tokenize_run(const struct gen_model *m, const struct oai_request *r,
 	sb_printf(&b, "{\"count\":%zu,\"max_model_len\":%d,\"tokens\":[", n, eng_ctx(m->eng));
 	for (size_t i = 0; i < n; i++)
 		sb_printf(&b, i ? ",%d" : "%d", (int)ids[i]);
-	sb_puts(&b, "],\"token_strs\":null}");
+	sb_puts(&b, "],\"token_strs\":");
+	if (r->token_strs)
+		token_strs(m->tok, ids, n, &b);
+	else
+		sb_puts(&b, "null");
+	sb_puts(&b, "}");
 	free(ids);
 	return send(out, &b);
 }

@@ -13,17 +13,18 @@
 
 /* A /tokenize body: {"prompt": STRING} (special tokens recognised, as in a text
  * completion) or {"messages": [...]} with a chat completion's tools and
- * chat_template_kwargs, and add_generation_prompt (default true); add_special_tokens
- * is read and changes nothing (Qwen3 adds no token of its own). A /detokenize body
- * (detokenize true): {"tokens": [ids]}. NULL with err_set and *e on a bad body, as
- * oai_parse. */
+ * chat_template_kwargs, and add_generation_prompt (default true); return_token_strs;
+ * add_special_tokens is read and changes nothing (Qwen3 adds no token of its own).
+ * A /detokenize body (detokenize true): {"tokens": [ids]}. NULL with err_set and *e
+ * on a bad body, as oai_parse. */
 struct oai_request *tokenize_parse(const char *body, size_t len, bool detokenize,
 				   struct oai_error *e);
 
 /* Answers r (kind OAI_TOKENIZE or OAI_DETOKENIZE) through out: {"count",
- * "max_model_len", "tokens", "token_strs": null} or {"prompt"} (ids that end inside a
- * character give U+FFFD there); 400 for an id not below the vocabulary size. Returns
- * the HTTP status. */
+ * "max_model_len", "tokens", "token_strs"} (null, or with return_token_strs each token
+ * as tokenizer.json spells it) or {"prompt"} (ids that end inside a character give
+ * U+FFFD there); 400 for an id not below the vocabulary size. Returns the HTTP
+ * status. */
 int tokenize_run(const struct gen_model *m, const struct oai_request *r,
 		 const struct gen_output *out);
 

@@ -12,6 +12,7 @@ server that wants the API key KEY. Checked:
     tests/cli/tokenizer.sh holds to Hugging Face's; and a chat completion's
     prompt_tokens is that count;
   - a prompt is tokenized with its special tokens, an empty one is no tokens;
+    return_token_strs spells each token as tokenizer.json does;
   - /detokenize gives the text back, special tokens spelled; ids that end inside a
     character give U+FFFD;
   - bad requests: a clean 400 naming the field; GET is 405; the API key is asked.
@@ -80,6 +81,14 @@ def prompts(port, qwenchat, model, ctx):
     check(st == 200 and b == {"count": len(want), "max_model_len": ctx, "tokens": want,
                               "token_strs": None},
           "/tokenize of a prompt: its tokens, special ones recognised, and the context (%s)" % b)
+    # return_token_strs: each token as tokenizer.json spells it
+    tj = json.load(open(os.path.join(model, "tokenizer.json"), encoding="utf-8"))
+    spelled = {i: s for s, i in tj["model"]["vocab"].items()}
+    spelled.update({a["id"]: a["content"] for a in tj["added_tokens"]})
+    st, _, b = request(port, "POST", "/tokenize", {"prompt": text, "return_token_strs": True})
+    check(st == 200 and b.get("tokens") == want and
+          b.get("token_strs") == [spelled[i] for i in want],
+          "return_token_strs: tokenizer.json's spelling of each token (%s)" % b.get("token_strs"))
     st, _, b = request(port, "POST", "/tokenize", {"prompt": ""})
     check(st == 200 and b.get("count") == 0 and b.get("tokens") == [],
           "/tokenize of an empty prompt: no tokens")
@@ -108,7 +117,7 @@ def errors(port, key_port, key):
         ("/tokenize", {"messages": [{"role": "bogus", "content": "b"}]}, "messages[0].role"),
         ("/tokenize", {"prompt": "a", "add_generation_prompt": 1}, "add_generation_prompt"),
         ("/tokenize", {"prompt": "a", "continue_final_message": True}, "continue_final_message"),
-        ("/tokenize", {"prompt": "a", "return_token_strs": True}, "return_token_strs"),
+        ("/tokenize", {"prompt": "a", "return_token_strs": "yes"}, "return_token_strs"),
         ("/tokenize", {"model": 3, "prompt": "a"}, "model"),
         ("/tokenize", "[1, 2", None),
     ]
