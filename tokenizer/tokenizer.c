@@ -237,6 +237,26 @@ const char *tok_piece(const struct tok *t, int32_t id, size_t *len)
 	return tok_bytes(t, id, len);
 }
 
+char *tok_spelling(const struct tok *t, int32_t id, size_t *len)
+{
+	size_t n = 0;
+	const char *piece = tok_piece(t, id, &n);
+	bool added = piece && (t->flags[id] & TOKF_ADDED);
+	char *out = piece ? malloc(added ? n + 1 : 2 * n + 1) : NULL; /* the alphabet: < U+0800 */
+	if (!out)
+		return NULL;
+	size_t k = 0;
+	if (added)
+		memcpy(out, piece, k = n);
+	for (size_t i = 0; !added && i < n; i++)
+		k += (size_t)utf8proc_encode_char(
+			(utf8proc_int32_t)bl_byte_to_char((unsigned char)piece[i]),
+			(utf8proc_uint8_t *)out + k);
+	out[k] = 0;
+	*len = k;
+	return out;
+}
+
 bool tok_is_special(const struct tok *t, int32_t id)
 {
 	return id >= 0 && id < t->n_ids && (t->flags[id] & TOKF_SPECIAL);

@@ -91,6 +91,10 @@ char *tok_decode(const struct tok *t, const int32_t *ids, size_t n, bool skip_sp
 int tok_id(const struct tok *t, const char *content);
 /* The decoded bytes of one id (*len bytes), or NULL when out of range. */
 const char *tok_piece(const struct tok *t, int32_t id, size_t *len);
+/* One id as tokenizer.json spells it (transformers' convert_ids_to_tokens): an added
+ * token's content, any other token's bytes in GPT-2's byte-level alphabet ("Ġworld").
+ * Malloc'd, NUL-terminated, *len bytes; NULL when out of range (or out of memory). */
+char *tok_spelling(const struct tok *t, int32_t id, size_t *len);
 /* True for added tokens marked special in tokenizer.json. */
 bool tok_is_special(const struct tok *t, int32_t id);
 /* True for any added token (special or not, e.g. <think>). */

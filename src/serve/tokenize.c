@@ -7,13 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <utf8proc.h>
 
 #include "src/base/err.h"
 #include "src/base/jsontype.h"
 #include "src/base/strbuf.h"
 #include "src/base/utf8.h"
-#include "tokenizer/bytelevel.h"
 
 /* Member key of root as a bool: 1 true, 0 false, absent or null (*out unchanged);
  * -1 for another type. */
@@ -199,24 +197,14 @@ static int detokenize(const struct gen_model *m, const struct oai_prompt *q,
 	return send(out, &b);
 }
 
-/* The tokens as tokenizer.json spells them (transformers' convert_ids_to_tokens): an
- * added token as its content, any other in GPT-2's byte-level alphabet ("Ġworld"). */
+/* The tokens as tokenizer.json spells them, a JSON array. */
 static void token_strs(const struct tok *t, const int32_t *ids, size_t n, struct strbuf *b)
 {
 	sb_puts(b, "[");
 	for (size_t i = 0; i < n; i++) {
 		size_t len = 0;
-		const char *piece = tok_piece(t, ids[i], &len);
-		struct strbuf s = {0};
-		if (tok_is_added(t, ids[i]))
-			sb_put(&s, piece ? piece : "", piece ? len : 0);
-		for (size_t j = 0; piece && !tok_is_added(t, ids[i]) && j < len; j++) {
-			utf8proc_uint8_t u[4];
-			utf8proc_ssize_t k = utf8proc_encode_char(
-				(utf8proc_int32_t)bl_byte_to_char((unsigned char)piece[j]), u);
-			sb_put(&s, (const char *)u, (size_t)k);
-		}
-		json_t *v = s.oom ? NULL : json_stringn(s.p ? s.p : "", s.n);
+		char *s = tok_spelling(t, ids[i], &len);
+		json_t *v = s ? json_stringn(s, len) : NULL;
 		char *q = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 		if (q)
 			sb_printf(b, i ? ",%s" : "%s", q);
@@ -224,7 +212,7 @@ static void token_strs(const struct tok *t, const int32_t *ids, size_t n, struct
 			b->oom = true;
 		free(q);
 		json_decref(v);
-		free(s.p);
+		free(s);
 	}
 	sb_puts(b, "]");
 }

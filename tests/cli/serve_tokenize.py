@@ -20,6 +20,7 @@ Prints one "ok: ..." or "FAIL: ..." line per check; exits 1 when any failed.
 """
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -89,6 +90,15 @@ def prompts(port, qwenchat, model, ctx):
     check(st == 200 and b.get("tokens") == want and
           b.get("token_strs") == [spelled[i] for i in want],
           "return_token_strs: tokenizer.json's spelling of each token (%s)" % b.get("token_strs"))
+    rnd = random.Random(3)  # a text of 2,000 tokens from all over the vocabulary
+    st, _, d = request(port, "POST", "/detokenize",
+                       {"tokens": [rnd.randrange(151643) for _ in range(2000)]})
+    st2, _, b = request(port, "POST", "/tokenize", {"prompt": d.get("prompt", ""),
+                                                    "return_token_strs": True})
+    ids = b.get("tokens", [])
+    check(st == st2 == 200 and len(ids) > 1000 and
+          b.get("token_strs") == [spelled[i] for i in ids],
+          "return_token_strs: the spelling of %d tokens of a random text" % len(ids))
     st, _, b = request(port, "POST", "/tokenize", {"prompt": ""})
     check(st == 200 and b.get("count") == 0 and b.get("tokens") == [],
           "/tokenize of an empty prompt: no tokens")
