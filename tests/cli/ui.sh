@@ -384,7 +384,8 @@ T send-keys -t ui C-u
 T send-keys -t ui C-r
 T send-keys -t ui -l 'old t'
 T send-keys -t ui Right
-wait_screen '^Enter send \|' && screen | grep -q '^> old two *$' &&
+# the match shows while the search runs too: then the key hint comes back
+wait_screen '^> old two *$' && wait_screen '^Enter send \|' && screen | grep -q '^> old two *$' &&
 	pass "an arrow key ends a Ctrl-R search with the match in the line" ||
 	fail "an arrow after Ctrl-R: $(screen | tail -n 3)"
 T send-keys -t ui C-e C-u
