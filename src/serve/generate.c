@@ -32,9 +32,8 @@ static uint64_t random64(void)
 	return x;
 }
 
-/* Writes an error response: the status and the error object. Returns the status. */
-static int fail(const struct gen_output *out, bool started, int status, const char *message,
-		const char *param, const char *code)
+int gen_fail(const struct gen_output *out, bool started, int status, const char *message,
+	     const char *param, const char *code)
 {
 	char *body = oai_error_json(
 		message, status >= 500 ? "server_error" : "invalid_request_error", param, code);
@@ -154,7 +153,7 @@ static int32_t *prompt(const struct gen_model *m, const struct oai_request *r,
 	int32_t *ids = text ? tok_encode(m->tok, text, len, &k) : NULL;
 	free(text);
 	if (!ids) {
-		fail(out, false, 400, err_msg(), "messages", NULL);
+		gen_fail(out, false, 400, err_msg(), "messages", NULL);
 		return NULL;
 	}
 	int ctx = eng_ctx(m->eng), room = (size_t)ctx > k ? ctx - (int)k : 0;
@@ -172,7 +171,7 @@ static int32_t *prompt(const struct gen_model *m, const struct oai_request *r,
 	}
 	free(ids);
 	const char *key = r->max_tokens_key ? r->max_tokens_key : "max_tokens";
-	fail(out, false, 400, msg, room == 0 ? "messages" : key, code);
+	gen_fail(out, false, 400, msg, room == 0 ? "messages" : key, code);
 	return NULL;
 }
 
@@ -191,14 +190,14 @@ static int answer(struct run *x, int n, int max_new, struct completion_usage *us
 	usage->cached = st->reused;
 	usage->completion = st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
 	if (rc < 0)
-		return fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
+		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (st->stop == SESS_STOP_CANCEL)
 		return 0;
 	bool length = st->stop == SESS_STOP_MAX || st->stop == SESS_STOP_CTX;
 	x->buf.n = 0;
 	completion_finish(x->c, length ? COMPLETION_LENGTH : COMPLETION_STOP, usage, &x->buf);
 	if (x->buf.oom)
-		return fail(x->out, x->r->stream, 500, "out of memory", NULL, NULL);
+		return gen_fail(x->out, x->r->stream, 500, "out of memory", NULL, NULL);
 	x->out->write(x->out->user, x->buf.p, x->buf.n);
 	return 200;
 }
@@ -234,7 +233,7 @@ static int run_chat(const struct gen_model *m, const struct oai_request *r,
 	struct run x = {.m = m, .r = r, .out = out, .c = completion_new(&co)};
 	int status;
 	if (!x.c) {
-		status = fail(out, false, 500, err_msg(), NULL, NULL);
+		status = gen_fail(out, false, 500, err_msg(), NULL, NULL);
 		goto done;
 	}
 	/* the request is good: a stream's role chunk goes out before the prompt is read */
@@ -247,7 +246,7 @@ static int run_chat(const struct gen_model *m, const struct oai_request *r,
 	if (s == 1)
 		status = 0;
 	else if (s < 0)
-		status = fail(out, r->stream, 500, err_msg(), NULL, NULL);
+		status = gen_fail(out, r->stream, 500, err_msg(), NULL, NULL);
 	else
 		status = answer(&x, n, max_new, usage);
 done:
@@ -277,6 +276,34 @@ static void free_prompts(struct text_prompt *p, size_t n)
 	free(p);
 }
 
+int gen_check_ids(const struct gen_model *m, const int32_t *ids, size_t n, const char *name,
+		  const struct gen_output *out)
+{
+	for (size_t j = 0; j < n; j++)
+		if (ids[j] >= m->vocab) { /* named as the parser names an id below 0 */
+			char where[64], msg[160];
+			snprintf(where, sizeof where, "%s[%zu]", name, j);
+			snprintf(msg, sizeof msg,
+				 "%s: token id %d is not below the vocabulary size %d", where,
+				 (int)ids[j], m->vocab);
+			return gen_fail(out, false, 400, msg, where, NULL);
+		}
+	return 0;
+}
+
+char *gen_ids_text(const struct tok *t, const int32_t *ids, size_t n, size_t *len)
+{
+	struct strbuf b = {0};
+	for (size_t j = 0; j < n; j++) {
+		size_t k = 0;
+		const char *piece = tok_piece(t, ids[j], &k);
+		sb_put(&b, piece ? piece : "", piece ? k : 0);
+	}
+	char *text = b.oom ? NULL : utf8_dup_replaced(b.p ? b.p : "", b.n, len);
+	free(b.p);
+	return text;
+}
+
 /* Prompt i's ids and limits into *p. 0, or the HTTP status after writing the error. */
 static int text_prompt(const struct gen_model *m, const struct oai_request *r, size_t i,
 		       const struct gen_output *out, struct text_prompt *p)
@@ -287,25 +314,19 @@ static int text_prompt(const struct gen_model *m, const struct oai_request *r, s
 	size_t k = q->n_ids;
 	p->ids = q->text ? tok_encode(m->tok, q->text, q->len, &k) : malloc(k * sizeof *p->ids);
 	if (!p->ids)
-		return fail(out, false, 500, q->text ? err_msg() : "out of memory", at, NULL);
+		return gen_fail(out, false, 500, q->text ? err_msg() : "out of memory", at, NULL);
 	if (!q->text)
 		memcpy(p->ids, q->ids, k * sizeof *p->ids);
-	for (size_t j = 0; j < k; j++)
-		if (p->ids[j] >= m->vocab) { /* named as the parser names an id below 0 */
-			char where[64];
-			snprintf(where, sizeof where, "%s[%zu]", at, j);
-			snprintf(msg, sizeof msg,
-				 "%s: token id %d is not below the vocabulary size %d", where,
-				 (int)p->ids[j], m->vocab);
-			return fail(out, false, 400, msg, where, NULL);
-		}
+	int bad = gen_check_ids(m, p->ids, k, at, out);
+	if (bad)
+		return bad;
 	int ctx = eng_ctx(m->eng), cap = m->max_tokens ? m->max_tokens : ctx;
 	int room = (size_t)ctx >= k ? ctx - (int)k : 0;
 	p->n = (int)k;
 	if (k > (size_t)ctx) {
 		snprintf(msg, sizeof msg,
 			 "%s: the prompt is %zu tokens, the model's context holds %d", at, k, ctx);
-		return fail(out, false, 400, msg, at, "context_length_exceeded");
+		return gen_fail(out, false, 400, msg, at, "context_length_exceeded");
 	}
 	p->max_new = r->max_tokens < room ? r->max_tokens : room;
 	if (p->max_new > cap)
@@ -315,27 +336,13 @@ static int text_prompt(const struct gen_model *m, const struct oai_request *r, s
 	snprintf(subject, sizeof subject, "%s is", at);
 	if (!r->max_tokens_default &&
 	    over_limit(r, subject, k, cap, room, ctx, msg, sizeof msg, &code))
-		return fail(out, false, 400, msg, "max_tokens", code);
+		return gen_fail(out, false, 400, msg, "max_tokens", code);
 	if (!r->echo)
 		return 0;
-	/* the echo is the prompt as given; ids read back with their special tokens (a
-	 * padding id past the tokenizer reads as nothing) */
-	struct strbuf e = {0};
-	if (q->text)
-		sb_put(&e, q->text, q->len);
-	for (size_t j = 0; !q->text && j < k; j++) {
-		size_t len = 0;
-		const char *piece = tok_piece(m->tok, p->ids[j], &len);
-		sb_put(&e, piece ? piece : "", piece ? len : 0);
-	}
-	if (e.oom) {
-		free(e.p);
-		return fail(out, false, 500, "out of memory", NULL, NULL);
-	}
-	/* ids cut in the middle of a character read as U+FFFD, as Hugging Face decodes */
-	p->echo = utf8_dup_replaced(e.p ? e.p : "", e.n, &p->echo_len);
-	free(e.p);
-	return p->echo ? 0 : fail(out, false, 500, "out of memory", NULL, NULL);
+	/* the echo is the prompt as given */
+	p->echo = q->text ? utf8_dup_replaced(q->text, q->len, &p->echo_len)
+			  : gen_ids_text(m->tok, p->ids, k, &p->echo_len);
+	return p->echo ? 0 : gen_fail(out, false, 500, "out of memory", NULL, NULL);
 }
 
 /* A prompt token's entry: its scores (none for the first token) and the top ones. */
@@ -397,7 +404,7 @@ static int text_choice(struct run *x, const struct text_prompt *p, struct comple
 	usage->prompt += p->n;
 	usage->cached += st->reused;
 	if (s)
-		return s == 1 ? 0 : fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
+		return s == 1 ? 0 : gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (x->r->stream)
 		flush(x); /* the echo, with its tokens' logprobs */
 	*why = COMPLETION_LENGTH;
@@ -409,7 +416,7 @@ static int text_choice(struct run *x, const struct text_prompt *p, struct comple
 	sess_set_token_hook(m->sess, NULL, NULL);
 	usage->completion += st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
 	if (rc < 0)
-		return fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
+		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (st->stop == SESS_STOP_CANCEL)
 		return 0;
 	*why = st->stop == SESS_STOP_MAX || st->stop == SESS_STOP_CTX ? COMPLETION_LENGTH
@@ -428,7 +435,7 @@ static int text_object(struct run *x, const struct completion_options *co, json_
 	char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
 	json_decref(root);
 	if (!text)
-		return fail(x->out, false, 500, "out of memory", NULL, NULL);
+		return gen_fail(x->out, false, 500, "out of memory", NULL, NULL);
 	x->out->write(x->out->user, text, strlen(text));
 	free(text);
 	return 200;
@@ -445,7 +452,7 @@ static int text_choices(struct run *x, const struct text_prompt *p, const struct
 		co->echo = p[i].echo;
 		co->echo_len = p[i].echo_len;
 		if (!(x->c = completion_new(co)))
-			return fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
+			return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 		samp_reseed(x->m->samp, sp->seed);
 		enum completion_end why = COMPLETION_STOP;
 		int status = text_choice(x, &p[i], usage, &why);
@@ -456,7 +463,7 @@ static int text_choices(struct run *x, const struct text_prompt *p, const struct
 				x->out->write(x->out->user, x->buf.p, x->buf.n);
 		} else if (status == 200 &&
 			   json_array_append_new(choices, completion_choice(x->c, why))) {
-			status = fail(x->out, false, 500, "out of memory", NULL, NULL);
+			status = gen_fail(x->out, false, 500, "out of memory", NULL, NULL);
 		}
 		completion_free(x->c);
 		x->c = NULL;
@@ -471,7 +478,7 @@ static int run_text(const struct gen_model *m, const struct oai_request *r,
 {
 	struct text_prompt *p = calloc(r->n_prompts, sizeof *p);
 	if (!p)
-		return fail(out, false, 500, "out of memory", NULL, NULL);
+		return gen_fail(out, false, 500, "out of memory", NULL, NULL);
 	int status = 0;
 	for (size_t i = 0; i < r->n_prompts && !status; i++)
 		status = text_prompt(m, r, i, out, &p[i]);
@@ -495,7 +502,7 @@ static int run_text(const struct gen_model *m, const struct oai_request *r,
 	struct run x = {.m = m, .r = r, .out = out};
 	json_t *choices = json_array();
 	out->start(out->user, 200);
-	status = !choices ? fail(out, r->stream, 500, "out of memory", NULL, NULL)
+	status = !choices ? gen_fail(out, r->stream, 500, "out of memory", NULL, NULL)
 			  : text_choices(&x, p, samp_get_params(m->samp), &co, choices, usage);
 	if (status == 200 && r->stream) {
 		x.buf.n = 0;
@@ -517,6 +524,6 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 	if (r->kind == OAI_TOKENIZE || r->kind == OAI_DETOKENIZE)
 		return tokenize_run(m, r, out);
 	if (set_sampling(m, r))
-		return fail(out, false, 400, err_msg(), NULL, NULL);
+		return gen_fail(out, false, 400, err_msg(), NULL, NULL);
 	return r->kind == OAI_TEXT ? run_text(m, r, out, usage) : run_chat(m, r, out, usage);
 }

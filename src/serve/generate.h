@@ -46,6 +46,21 @@ struct gen_output {
 	void (*write)(void *user, const char *text, size_t len);
 };
 
+/* Writes an error response (the status and the error object; once started, a
+ * stream's error event and its end). Returns the status. */
+int gen_fail(const struct gen_output *out, bool started, int status, const char *message,
+	     const char *param, const char *code);
+
+/* 0 when every id of a request's ids[0..n) is below the model's vocab_size; else
+ * writes the 400 that names the first other as NAME[j], and returns 400. */
+int gen_check_ids(const struct gen_model *m, const int32_t *ids, size_t n, const char *name,
+		  const struct gen_output *out);
+
+/* ids read back as text (malloc'd, *len bytes, NULL when out of memory): special tokens
+ * spelled out, a padding id past the tokenizer as nothing, and ids that end inside a
+ * character as U+FFFD there, as Hugging Face decodes. */
+char *gen_ids_text(const struct tok *t, const int32_t *ids, size_t n, size_t *len);
+
 /* Answers request r (either kind): settings are the model's defaults, Qwen's
  * non-thinking preset when a chat switches thinking off on the hybrid template, then
  * the request's own; without a seed (from the request or the command line) each

@@ -129,7 +129,7 @@ static int get_integer(json_t *o, const char *key, json_int_t lo, json_int_t hi,
 	return 1;
 }
 
-static int get_bool(json_t *o, const char *key, const char *param, bool *out, struct oai_error *e)
+int oai_get_bool(json_t *o, const char *key, const char *param, bool *out, struct oai_error *e)
 {
 	json_t *v = json_object_get(o, key);
 	if (!v || json_is_null(v))
@@ -407,10 +407,11 @@ static int parse_n(json_t *root, struct oai_error *e)
 static int parse_stream(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	json_t *so = json_object_get(root, "stream_options");
-	if (get_bool(root, "stream", "stream", &r->stream, e) < 0 ||
+	if (oai_get_bool(root, "stream", "stream", &r->stream, e) < 0 ||
 	    (so && !json_is_null(so) && !json_is_object(so) &&
 	     oai_bad(e, "stream_options", "expected an object, got %s", jsontype_name(so))) ||
-	    get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage, e) < 0)
+	    oai_get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage,
+			 e) < 0)
 		return -1;
 	if (so && !json_is_null(so) && !r->stream) /* as OpenAI and vLLM refuse it */
 		return oai_bad(e, "stream_options", "only with \"stream\": true");
@@ -440,8 +441,8 @@ static int parse_kwargs(struct oai_request *r, json_t *root, struct oai_error *e
 	if (kw && !json_is_null(kw) && !json_is_object(kw))
 		return oai_bad(e, "chat_template_kwargs", "expected an object, got %s",
 			       jsontype_name(kw));
-	int got =
-		get_bool(kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &think, e);
+	int got = oai_get_bool(kw, "enable_thinking", "chat_template_kwargs.enable_thinking",
+			       &think, e);
 	if (got < 0)
 		return -1;
 	r->enable_thinking = !got ? TMPL_THINK_ABSENT : think ? TMPL_THINK_ON : TMPL_THINK_OFF;
@@ -460,7 +461,8 @@ static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e
 		return -1;
 	r->max_tokens = (int)mt;
 	r->max_tokens_key = now ? "max_completion_tokens" : "max_tokens";
-	if (parse_stream(r, root, e) || get_bool(root, "logprobs", "logprobs", &r->logprobs, e) < 0)
+	if (parse_stream(r, root, e) ||
+	    oai_get_bool(root, "logprobs", "logprobs", &r->logprobs, e) < 0)
 		return -1;
 	int got = get_integer(root, "top_logprobs", 0, OAI_MAX_TOP_LOGPROBS, &top, e);
 	if (got < 0)
@@ -669,7 +671,7 @@ static int parse_text_output(struct oai_request *r, json_t *root, struct oai_err
 	r->logprobs = got;
 	top = json_is_boolean(lp) ? got : top;
 	r->top_logprobs = (int)top;
-	if (get_bool(root, "echo", "echo", &r->echo, e) < 0 || parse_response_format(root, e))
+	if (oai_get_bool(root, "echo", "echo", &r->echo, e) < 0 || parse_response_format(root, e))
 		return -1;
 	json_t *suffix = json_object_get(root, "suffix");
 	if (suffix && !json_is_null(suffix) &&

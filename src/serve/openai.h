@@ -95,6 +95,11 @@ struct json_t *oai_load_body(const char *body, size_t len, struct oai_error *e);
 int oai_bad(struct oai_error *e, const char *param, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Member key of object o (NULL: none) as a bool: 1 when given, 0 when absent or null
+ * (*out unchanged), -1 for another type (oai_bad about `param`). */
+int oai_get_bool(struct json_t *o, const char *key, const char *param, bool *out,
+		 struct oai_error *e);
+
 /* Parses and checks a request body (len bytes, no NUL needed). NULL with err_set
  * (a message starting with the field it is about) and *e filled on: malformed JSON
  * or UTF-8, nesting deeper than OAI_MAX_DEPTH, more than OAI_MAX_VALUES values or a

@@ -13,28 +13,16 @@
 #include "src/base/strbuf.h"
 #include "src/base/utf8.h"
 
-/* Member key of root as a bool: 1 true, 0 false, absent or null (*out unchanged);
- * -1 for another type. */
-static int flag(json_t *root, const char *key, bool *out, struct oai_error *e)
-{
-	json_t *v = json_object_get(root, key);
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_boolean(v))
-		return oai_bad(e, key, "expected a boolean, got %s", jsontype_name(v));
-	*out = json_is_true(v);
-	return 1;
-}
-
 /* The members a /tokenize request shares with none of the completions. */
 static int tokenize_flags(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	bool special = true, cont = false, strs = false;
 	r->add_generation_prompt = true;
-	if (flag(root, "add_generation_prompt", &r->add_generation_prompt, e) < 0 ||
-	    flag(root, "add_special_tokens", &special, e) < 0 ||
-	    flag(root, "continue_final_message", &cont, e) < 0 ||
-	    flag(root, "return_token_strs", &strs, e) < 0)
+	if (oai_get_bool(root, "add_generation_prompt", "add_generation_prompt",
+			 &r->add_generation_prompt, e) < 0 ||
+	    oai_get_bool(root, "add_special_tokens", "add_special_tokens", &special, e) < 0 ||
+	    oai_get_bool(root, "continue_final_message", "continue_final_message", &cont, e) < 0 ||
+	    oai_get_bool(root, "return_token_strs", "return_token_strs", &strs, e) < 0)
 		return -1;
 	if (cont)
 		return oai_bad(e, "continue_final_message", "not supported");
@@ -137,22 +125,10 @@ struct oai_request *tokenize_parse(const char *body, size_t len, bool detokenize
 	return r;
 }
 
-/* An error response: its status and the error object. Returns the status. */
-static int fail(const struct gen_output *out, int status, const char *message, const char *param)
-{
-	char *body = oai_error_json(
-		message, status >= 500 ? "server_error" : "invalid_request_error", param, NULL);
-	out->start(out->user, status);
-	if (body)
-		out->write(out->user, body, strlen(body));
-	free(body);
-	return status;
-}
-
 /* Writes the response in b, or 500 when making it ran out of memory. */
 static int send(const struct gen_output *out, struct strbuf *b)
 {
-	int status = b->oom ? fail(out, 500, "out of memory", NULL) : 200;
+	int status = b->oom ? gen_fail(out, false, 500, "out of memory", NULL, NULL) : 200;
 	if (status == 200) {
 		out->start(out->user, 200);
 		out->write(out->user, b->p, b->n);
@@ -164,26 +140,11 @@ static int send(const struct gen_output *out, struct strbuf *b)
 static int detokenize(const struct gen_model *m, const struct oai_prompt *q,
 		      const struct gen_output *out)
 {
-	for (size_t i = 0; i < q->n_ids; i++)
-		if (q->ids[i] >= m->vocab) {
-			char at[48], msg[128];
-			snprintf(at, sizeof at, "tokens[%zu]", i);
-			snprintf(msg, sizeof msg,
-				 "%s: token id %d is not below the vocabulary size %d", at,
-				 (int)q->ids[i], m->vocab);
-			return fail(out, 400, msg, at);
-		}
-	/* ids past the tokenizer's last one (a model's padding rows) read as nothing, as
-	 * an echoed prompt reads them */
-	struct strbuf raw = {0};
-	for (size_t i = 0; i < q->n_ids; i++) {
-		size_t len = 0;
-		const char *piece = tok_piece(m->tok, q->ids[i], &len);
-		sb_put(&raw, piece ? piece : "", piece ? len : 0);
-	}
+	int bad = gen_check_ids(m, q->ids, q->n_ids, "tokens", out);
+	if (bad)
+		return bad;
 	size_t len = 0;
-	char *text = raw.oom ? NULL : utf8_dup_replaced(raw.p ? raw.p : "", raw.n, &len);
-	free(raw.p);
+	char *text = gen_ids_text(m->tok, q->ids, q->n_ids, &len);
 	json_t *o = text ? json_pack("{s:s%}", "prompt", text, len) : NULL;
 	char *json = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
@@ -229,14 +190,14 @@ int tokenize_run(const struct gen_model *m, const struct oai_request *r,
 								    : m->absent_think;
 		text = tmpl_render(r->chat, m->variant, r->add_generation_prompt, think, &len);
 		if (!text)
-			return fail(out, 400, err_msg(), "messages");
+			return gen_fail(out, false, 400, err_msg(), "messages", NULL);
 	}
 	const char *s = r->chat ? text : r->prompts[0].text;
 	size_t slen = r->chat ? len : r->prompts[0].len;
 	int32_t *ids = tok_encode(m->tok, s, slen, &n);
 	free(text);
 	if (!ids)
-		return fail(out, 500, err_msg(), NULL);
+		return gen_fail(out, false, 500, err_msg(), NULL, NULL);
 	struct strbuf b = {0};
 	sb_printf(&b, "{\"count\":%zu,\"max_model_len\":%d,\"tokens\":[", n, eng_ctx(m->eng));
 	for (size_t i = 0; i < n; i++)
