@@ -2,6 +2,7 @@
 #ifndef QWENCHAT_TOK_IMPL_H
 #define QWENCHAT_TOK_IMPL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -23,8 +24,10 @@ struct tok {
 	char *abytes;
 	uint32_t *aoff, *alen; /* (n_ids - amin) */
 	char *chat_template, *eos, *pad;
-	/* scratch reused by tok_encode */
+	/* scratch reused by tok_encode, and the lock that lets one encode at a time use it
+	 * and the piece cache (a server tokenizes requests beside its running one) */
 	struct added_segs segs, segs2;
+	pthread_mutex_t lock;
 };
 
 /* The decoded bytes of a valid id (checked by the caller). */

@@ -146,8 +146,8 @@ static int encode_text(struct tok *t, const char *s, size_t n, bool literal, str
 	return 0;
 }
 
-int32_t *tok_encode_literal(struct tok *t, const char *text, size_t len,
-			    const struct tok_span *literal, size_t n_literal, size_t *n)
+static int32_t *encode_locked(struct tok *t, const char *text, size_t len,
+			      const struct tok_span *literal, size_t n_literal, size_t *n)
 {
 	struct bpe_ids ids = {0};
 	struct added_literal lit = {literal, n_literal, false};
@@ -171,6 +171,15 @@ int32_t *tok_encode_literal(struct tok *t, const char *text, size_t len,
 	}
 	*n = ids.n;
 	return ids.v;
+}
+
+int32_t *tok_encode_literal(struct tok *t, const char *text, size_t len,
+			    const struct tok_span *literal, size_t n_literal, size_t *n)
+{
+	pthread_mutex_lock(&t->lock);
+	int32_t *ids = encode_locked(t, text, len, literal, n_literal, n);
+	pthread_mutex_unlock(&t->lock);
+	return ids;
 }
 
 int32_t *tok_encode(struct tok *t, const char *text, size_t len, size_t *n)

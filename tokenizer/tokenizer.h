@@ -67,7 +67,8 @@ int tok_vocab_size(const struct tok *t);
 /* Encodes bytes (not necessarily valid UTF-8) the way Hugging Face `tokenizers`
  * does for Qwen3 with add_special_tokens=false: added tokens split out first,
  * NFC, the Qwen2 pre-tokenizer, byte-level BPE. Returns a malloc'd array of *n
- * ids, or NULL on error. Not thread-safe on one struct tok (it caches pieces). */
+ * ids, or NULL on error. Threads may share one struct tok: its encodes take turns
+ * (they share a cache of pieces), and the const functions below never wait. */
 int32_t *tok_encode(struct tok *t, const char *text, size_t len, size_t *n);
 
 /* A byte range [start, end) of a text. */

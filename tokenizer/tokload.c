@@ -626,6 +626,8 @@ struct tok *tok_load_files(const char *tokenizer_json, const char *config_path)
 	if (!s)
 		return NULL;
 	struct tok *t = calloc(1, sizeof *t);
+	if (t)
+		pthread_mutex_init(&t->lock, NULL);
 	if (!t || !(t->bpe = bpe_new())) {
 		munmap((void *)s, len);
 		free(t);
@@ -709,5 +711,6 @@ void tok_free(struct tok *t)
 	free(t->pad);
 	free(t->segs.v);
 	free(t->segs2.v);
+	pthread_mutex_destroy(&t->lock);
 	free(t);
 }

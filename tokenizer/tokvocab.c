@@ -114,6 +114,8 @@ struct tok *tok_from_vocab(const struct tok_vocab *v)
 		return NULL;
 	}
 	struct tok *t = calloc(1, sizeof *t);
+	if (t)
+		pthread_mutex_init(&t->lock, NULL);
 	if (!t || !(t->bpe = bpe_new())) {
 		free(t);
 		err_set("tokenizer: out of memory");

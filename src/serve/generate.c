@@ -13,7 +13,6 @@
 
 #include "src/base/err.h"
 #include "src/base/utf8.h"
-#include "src/serve/tokenize.h"
 
 /* State of one answer while the session generates it. */
 struct run {
@@ -521,8 +520,6 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 	    struct completion_usage *usage)
 {
 	memset(usage, 0, sizeof *usage);
-	if (r->kind == OAI_TOKENIZE || r->kind == OAI_DETOKENIZE)
-		return tokenize_run(m, r, out);
 	if (set_sampling(m, r))
 		return gen_fail(out, false, 400, err_msg(), NULL, NULL);
 	return r->kind == OAI_TEXT ? run_text(m, r, out, usage) : run_chat(m, r, out, usage);

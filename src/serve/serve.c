@@ -444,6 +444,14 @@ static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *con
 	struct oai_request *req = parse_body(srv, conn, rq);
 	if (!req)
 		return rq->status ? MHD_YES : MHD_NO;
+	if (req->kind == OAI_TOKENIZE || req->kind == OAI_DETOKENIZE) {
+		/* answered now, as vLLM does, not after the completions ahead in the queue */
+		int status;
+		char *body = tokenize_answer(srv->m, req, &status);
+		oai_request_free(req);
+		return body ? reply(conn, rq, status, body, NULL, NULL)
+			    : reply_error(conn, rq, 500, "out of memory", NULL, NULL);
+	}
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	struct job *j = serve_job_new(srv, req, ci ? ci->connect_fd : -1);

@@ -1,5 +1,5 @@
 /* tokenize.c — vLLM's /tokenize and /detokenize (tokenize.h): the body read into a
- * request, and its answer made on the worker with the model's tokenizer. */
+ * request, and its answer made with the model's tokenizer. */
 #include "src/serve/tokenize.h"
 
 #include <jansson.h>
@@ -210,4 +210,35 @@ int tokenize_run(const struct gen_model *m, const struct oai_request *r,
 	sb_puts(&b, "}");
 	free(ids);
 	return send(out, &b);
+}
+
+/* Collects an answer: its last status and the body written after it. */
+struct collected {
+	int status;
+	struct strbuf body;
+};
+
+static void collect_start(void *user, int status)
+{
+	struct collected *c = user;
+	c->status = status;
+	c->body.n = 0; /* a failure after a start replaces what was written */
+}
+
+static void collect_write(void *user, const char *text, size_t len)
+{
+	struct collected *c = user;
+	sb_put(&c->body, text, len);
+}
+
+char *tokenize_answer(const struct gen_model *m, const struct oai_request *r, int *status)
+{
+	struct collected c = {0};
+	struct gen_output out = {&c, collect_start, collect_write};
+	*status = tokenize_run(m, r, &out);
+	if (c.body.oom) {
+		free(c.body.p);
+		return NULL;
+	}
+	return c.body.p ? c.body.p : strdup("");
 }

@@ -1,7 +1,8 @@
 /* tokenize.h — vLLM's POST /tokenize and /detokenize: a prompt, or a conversation
  * rendered as a chat completion renders it, to the token ids the model would run;
- * and token ids back to text. Both run on the worker, in the queue with the
- * completions, since the tokenizer's cache is not shared between threads. */
+ * and token ids back to text. Both are answered on the request's own connection
+ * thread, not queued behind the completions: the tokenizer lets threads share it, and
+ * nothing here touches the engine. */
 #ifndef QWENCHAT_TOKENIZE_H
 #define QWENCHAT_TOKENIZE_H
 
@@ -27,5 +28,9 @@ struct oai_request *tokenize_parse(const char *body, size_t len, bool detokenize
  * status. */
 int tokenize_run(const struct gen_model *m, const struct oai_request *r,
 		 const struct gen_output *out);
+
+/* tokenize_run's answer whole: the body (malloc'd, NUL-terminated; an error object
+ * when *status is not 200), or NULL when out of memory. */
+char *tokenize_answer(const struct gen_model *m, const struct oai_request *r, int *status);
 
 #endif

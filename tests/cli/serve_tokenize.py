@@ -15,7 +15,9 @@ server that wants the API key KEY. Checked:
     return_token_strs spells each token as tokenizer.json does;
   - /detokenize gives the text back, special tokens spelled; ids that end inside a
     character give U+FFFD;
-  - bad requests: a clean 400 naming the field; GET is 405; the API key is asked.
+  - bad requests: a clean 400 naming the field; GET is 405; the API key is asked;
+  - /tokenize and /detokenize are answered while a completion is being generated,
+    not after it (as vLLM answers them).
 Prints one "ok: ..." or "FAIL: ..." line per check; exits 1 when any failed.
 """
 import json
@@ -23,6 +25,8 @@ import os
 import random
 import subprocess
 import sys
+import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_client as sc  # noqa: E402
@@ -148,9 +152,45 @@ def errors(port, key_port, key):
           "/tokenize wants the API key where the server has one (%d, then %d)" % (st, st2))
 
 
+def beside_completion(port, qwenchat, model, ctx):
+    """A stream of ctx - 8 tokens runs; once its first event is in, /tokenize and
+    /detokenize are sent. Events arriving after their answers show the completion was
+    still being generated when they were answered."""
+    import http.client
+    arrivals = []
+
+    def stream():
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        c.request("POST", "/v1/completions", json.dumps(
+            {"prompt": "Once upon a time", "max_tokens": ctx - 8, "stream": True,
+             "temperature": 0}), {"Content-Type": "application/json"})
+        r = c.getresponse()
+        for line in r:
+            if line.startswith(b"data: "):
+                arrivals.append((time.monotonic(), line))
+        c.close()
+
+    t = threading.Thread(target=stream)
+    t.start()
+    while not arrivals and t.is_alive():
+        time.sleep(0.001)
+    text = "Hello world"
+    st, _, b = request(port, "POST", "/tokenize", {"prompt": text})
+    st2, _, d = request(port, "POST", "/detokenize", {"tokens": b.get("tokens", [])})
+    answered = time.monotonic()
+    t.join()
+    later = sum(1 for when, _ in arrivals if when > answered)
+    done = arrivals and arrivals[-1][1].strip() == b"data: [DONE]"
+    check(st == st2 == 200 and b.get("tokens") == encode(qwenchat, model, text) and
+          d.get("prompt") == text and done and later > 10,
+          "/tokenize and /detokenize answered while a completion ran: %d of its %d events "
+          "came after them" % (later, len(arrivals)))
+
+
 if __name__ == "__main__":
     port, qwenchat, model, golden, ctx, key_port, key = sys.argv[1:8]
     conversations(int(port), qwenchat, model, golden)
     prompts(int(port), qwenchat, model, int(ctx))
     errors(int(port), int(key_port), key)
+    beside_completion(int(port), qwenchat, model, int(ctx))
     sys.exit(1 if sc.failures else 0)
