@@ -76,7 +76,8 @@ void completion_free(struct completion *c)
 	free(c);
 }
 
-int completion_add_text(struct completion *c, enum sess_part part, const char *text, size_t len)
+int completion_add_text(struct completion *c, enum sess_part part, const char *text, size_t len,
+			bool stops)
 {
 	if (c->stopped)
 		return 1;
@@ -87,7 +88,7 @@ int completion_add_text(struct completion *c, enum sess_part part, const char *t
 		return b->oom;
 	/* the earliest stop string that ends in the new text */
 	size_t cut = SIZE_MAX;
-	for (size_t i = 0; i < c->o.n_stop; i++) {
+	for (size_t i = 0; i < c->o.n_stop && stops; i++) {
 		size_t L = strlen(c->o.stop[i]), from = old >= L ? old - L + 1 : 0;
 		const char *m = memmem(b->p + from, b->n - from, c->o.stop[i], L);
 		if (m && (size_t)(m - b->p) < cut)

@@ -60,10 +60,12 @@ struct completion;
 struct completion *completion_new(const struct completion_options *o);
 void completion_free(struct completion *c);
 
-/* Adds generated text to a part (the session's streams). A stop string is looked for
- * in each part's text as it grows: when one appears the part ends before it, later
- * text is ignored and 1 is returned (stop generating); else 0. */
-int completion_add_text(struct completion *c, enum sess_part part, const char *text, size_t len);
+/* Adds generated text to a part (the session's streams). Where stops, a stop string
+ * is looked for in what the text adds (a match may begin in the text before it): when
+ * one appears the part ends before it, later text is ignored and 1 is returned (stop
+ * generating); else 0. */
+int completion_add_text(struct completion *c, enum sess_part part, const char *text, size_t len,
+			bool stops);
 
 /* Adds one generated token's log-probability, with the n most likely tokens of its
  * distribution (n may be 0); for a text completion the echoed prompt's tokens come

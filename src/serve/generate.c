@@ -64,7 +64,9 @@ static void flush(struct run *x)
 static int on_text(void *user, enum sess_part part, const char *text, size_t len)
 {
 	struct run *x = user;
-	int stop = completion_add_text(x->c, part, text, len);
+	/* as vLLM, no stop string is looked for in the first min_tokens tokens' text */
+	bool stops = sess_stats(x->m->sess)->generated > x->r->min_tokens;
+	int stop = completion_add_text(x->c, part, text, len, stops);
 	if (x->r->stream)
 		flush(x);
 	return stop;
@@ -522,5 +524,12 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 	memset(usage, 0, sizeof *usage);
 	if (set_sampling(m, r))
 		return gen_fail(out, false, 400, err_msg(), NULL, NULL);
-	return r->kind == OAI_TEXT ? run_text(m, r, out, usage) : run_chat(m, r, out, usage);
+	int status = gen_check_ids(m, r->stop_ids, r->n_stop_ids, "stop_token_ids", out);
+	if (status)
+		return status;
+	struct sess_ends ends = {r->ignore_eos, r->min_tokens, r->stop_ids, (int)r->n_stop_ids};
+	sess_set_ends(m->sess, &ends);
+	status = r->kind == OAI_TEXT ? run_text(m, r, out, usage) : run_chat(m, r, out, usage);
+	sess_set_ends(m->sess, NULL);
+	return status;
 }

@@ -47,6 +47,9 @@ static const char *const known_members[] = {
 	"seed",
 	"logit_bias",
 	"stop",
+	"stop_token_ids",
+	"ignore_eos",
+	"min_tokens",
 	"n",
 	"max_tokens",
 	"max_completion_tokens",
@@ -110,8 +113,8 @@ static int get_number(json_t *o, const char *key, double lo, double hi, double *
 	return 1;
 }
 
-static int get_integer(json_t *o, const char *key, json_int_t lo, json_int_t hi, json_int_t *out,
-		       struct oai_error *e)
+int oai_get_int(json_t *o, const char *key, long long lo, long long hi, long long *out,
+		struct oai_error *e)
 {
 	json_t *v = json_object_get(o, key);
 	if (!v || json_is_null(v))
@@ -345,13 +348,13 @@ static int parse_sampling(struct oai_request *r, json_t *root, struct oai_error 
 			r->samp_set |= nums[i].bit;
 	}
 	/* top_k: vLLM's -1 (and 0) mean no limit */
-	if ((got = get_integer(root, "top_k", -1, SAMP_MAX_TOP_K, &k, e)) < 0)
+	if ((got = oai_get_int(root, "top_k", -1, SAMP_MAX_TOP_K, &k, e)) < 0)
 		return -1;
 	if (got) {
 		p->top_k = k < 0 ? 0 : (int)k;
 		r->samp_set |= SAMP_SET_TOP_K;
 	}
-	if ((got = get_integer(root, "seed", INT64_MIN, INT64_MAX, &seed, e)) < 0)
+	if ((got = oai_get_int(root, "seed", INT64_MIN, INT64_MAX, &seed, e)) < 0)
 		return -1;
 	if (got) {
 		p->seed = (uint64_t)seed;
@@ -363,40 +366,11 @@ static int parse_sampling(struct oai_request *r, json_t *root, struct oai_error 
 	return 0;
 }
 
-/* stop: a string or an array of strings. */
-static int parse_stop(struct oai_request *r, json_t *root, struct oai_error *e)
-{
-	json_t *stop = json_object_get(root, "stop");
-	if (!stop || json_is_null(stop))
-		return 0;
-	size_t n = json_is_array(stop) ? json_array_size(stop) : 1;
-	if (!json_is_array(stop) && !json_is_string(stop))
-		return oai_bad(e, "stop", "expected a string or an array of strings, got %s",
-			       jsontype_name(stop));
-	if (n > OAI_MAX_STOP)
-		return oai_bad(e, "stop", "%zu strings (at most %d)", n, OAI_MAX_STOP);
-	if (!(r->stop = calloc(n ? n : 1, sizeof *r->stop)))
-		return err_set("out of memory");
-	for (size_t i = 0; i < n; i++) {
-		json_t *s = json_is_array(stop) ? json_array_get(stop, i) : stop;
-		char at[32];
-		snprintf(at, sizeof at, json_is_array(stop) ? "stop[%zu]" : "stop", i);
-		if (!json_is_string(s))
-			return oai_bad(e, at, "expected a string, got %s", jsontype_name(s));
-		if (json_string_length(s) == 0 || json_string_length(s) > OAI_MAX_STOP_BYTES)
-			return oai_bad(e, at, "%zu bytes (1 to %d)", json_string_length(s),
-				       OAI_MAX_STOP_BYTES);
-		if (!(r->stop[r->n_stop++] = strdup(json_string_value(s))))
-			return err_set("out of memory");
-	}
-	return 0;
-}
-
 /* n: one choice per request (per prompt for a text completion). */
 static int parse_n(json_t *root, struct oai_error *e)
 {
 	json_int_t n = 1;
-	if (get_integer(root, "n", 1, 128, &n, e) < 0)
+	if (oai_get_int(root, "n", 1, 128, &n, e) < 0)
 		return -1;
 	if (n != 1)
 		return oai_bad(e, "n", "only 1 choice per request is supported");
@@ -455,16 +429,16 @@ static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e
 	json_int_t mt = 0, top = 0;
 	if (parse_n(root, e))
 		return -1;
-	int old = get_integer(root, "max_tokens", 1, OAI_MAX_TOKENS, &mt, e), now;
+	int old = oai_get_int(root, "max_tokens", 1, OAI_MAX_TOKENS, &mt, e), now;
 	if (old < 0 ||
-	    (now = get_integer(root, "max_completion_tokens", 1, OAI_MAX_TOKENS, &mt, e)) < 0)
+	    (now = oai_get_int(root, "max_completion_tokens", 1, OAI_MAX_TOKENS, &mt, e)) < 0)
 		return -1;
 	r->max_tokens = (int)mt;
 	r->max_tokens_key = now ? "max_completion_tokens" : "max_tokens";
 	if (parse_stream(r, root, e) ||
 	    oai_get_bool(root, "logprobs", "logprobs", &r->logprobs, e) < 0)
 		return -1;
-	int got = get_integer(root, "top_logprobs", 0, OAI_MAX_TOP_LOGPROBS, &top, e);
+	int got = oai_get_int(root, "top_logprobs", 0, OAI_MAX_TOP_LOGPROBS, &top, e);
 	if (got < 0)
 		return -1;
 	if (got && !r->logprobs)
@@ -496,9 +470,6 @@ static const struct {
 	const char *name, *say;
 	double idle; /* the number that asks for nothing */
 } unsupported[] = {
-	{"ignore_eos", "generation ends at the end-of-turn token", 0},
-	{"min_tokens", "no minimum length", 0},
-	{"stop_token_ids", "use stop strings", 0},
 	{"best_of", "one candidate per request", 1},
 	{"use_beam_search", "sampling only", 0},
 	{"echo", "the prompt is not echoed", 0},
@@ -655,7 +626,7 @@ static int parse_prompt(struct oai_request *r, json_t *root, struct oai_error *e
 static int parse_text_output(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	json_int_t mt = OAI_DEFAULT_TEXT_TOKENS, top = 0;
-	int got = get_integer(root, "max_tokens", 0, OAI_MAX_TOKENS, &mt, e);
+	int got = oai_get_int(root, "max_tokens", 0, OAI_MAX_TOKENS, &mt, e);
 	if (parse_n(root, e) || got < 0 || parse_stream(r, root, e))
 		return -1;
 	r->max_tokens = (int)mt;
@@ -666,7 +637,7 @@ static int parse_text_output(struct oai_request *r, json_t *root, struct oai_err
 	json_t *lp = json_object_get(root, "logprobs");
 	if (json_is_boolean(lp))
 		got = json_is_true(lp);
-	else if ((got = get_integer(root, "logprobs", 0, OAI_MAX_TOP_LOGPROBS, &top, e)) < 0)
+	else if ((got = oai_get_int(root, "logprobs", 0, OAI_MAX_TOP_LOGPROBS, &top, e)) < 0)
 		return -1;
 	r->logprobs = got;
 	top = json_is_boolean(lp) ? got : top;
@@ -705,8 +676,9 @@ static struct oai_request *parse(const char *body, size_t len, enum oai_kind kin
 	if (refuse_unsupported(root, kind == OAI_TEXT, e) ||
 	    (kind == OAI_CHAT ? parse_messages(r, root, e) || parse_tools(r, root, e)
 			      : parse_prompt(r, root, e)) ||
-	    parse_sampling(r, root, e) || parse_stop(r, root, e) ||
-	    (kind == OAI_CHAT ? parse_output(r, root, e) : parse_text_output(r, root, e)))
+	    parse_sampling(r, root, e) ||
+	    (kind == OAI_CHAT ? parse_output(r, root, e) : parse_text_output(r, root, e)) ||
+	    oai_parse_ends(r, root, e))
 		goto fail;
 	json_decref(root);
 	return r;
@@ -744,6 +716,7 @@ void oai_request_free(struct oai_request *r)
 	for (size_t i = 0; i < r->n_stop; i++)
 		free(r->stop[i]);
 	free(r->stop);
+	free(r->stop_ids);
 	free(r);
 }
 

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "src/base/strbuf.h"
 #include "src/chat/chat.h"
@@ -19,6 +20,7 @@ enum {
 	OAI_MAX_TOOLS = 128,      /* tool definitions, and calls in one assistant message */
 	OAI_MAX_STOP = 16,        /* stop strings */
 	OAI_MAX_STOP_BYTES = 256, /* bytes in one stop string */
+	OAI_MAX_STOP_IDS = 64,    /* stop_token_ids (SESS_MAX_STOP_IDS) */
 	OAI_MAX_TOP_LOGPROBS = 20,
 	OAI_MAX_PROMPTS = 1024,       /* prompts of one /v1/completions request */
 	OAI_DEFAULT_TEXT_TOKENS = 16, /* /v1/completions' max_tokens when none is given */
@@ -69,6 +71,10 @@ struct oai_request {
 	const char *max_tokens_key; /* which of the two gave it, for errors about it */
 	char **stop;                /* (n_stop) strings that end the answer, none empty */
 	size_t n_stop;
+	int32_t *stop_ids; /* (n_stop_ids) stop_token_ids: more ids that end it */
+	size_t n_stop_ids;
+	bool ignore_eos; /* the end-of-turn ids end nothing: max_tokens are generated */
+	int min_tokens;  /* no end-of-turn or stop id, nor stop string, before this many */
 	bool stream;
 	bool include_usage; /* stream_options.include_usage */
 	bool logprobs;      /* text: "logprobs" was a number (its value is top_logprobs) */
@@ -99,6 +105,15 @@ int oai_bad(struct oai_error *e, const char *param, const char *fmt, ...)
  * (*out unchanged), -1 for another type (oai_bad about `param`). */
 int oai_get_bool(struct json_t *o, const char *key, const char *param, bool *out,
 		 struct oai_error *e);
+
+/* Member key of o as an integer in [lo, hi] (a real that is whole counts): 1 when
+ * given, 0 when absent or null (*out unchanged), -1 otherwise (oai_bad about key). */
+int oai_get_int(struct json_t *o, const char *key, long long lo, long long hi, long long *out,
+		struct oai_error *e);
+
+/* stop, stop_token_ids, ignore_eos and min_tokens (at most max_tokens, where the
+ * request's max_tokens is known) into r; -1 with oai_bad on a bad one. */
+int oai_parse_ends(struct oai_request *r, struct json_t *root, struct oai_error *e);
 
 /* Parses and checks a request body (len bytes, no NUL needed). NULL with err_set
  * (a message starting with the field it is about) and *e filled on: malformed JSON

@@ -33,6 +33,11 @@ struct sess {
 	sess_token_fn hook;
 	void *hook_user;
 	bool hook_stops; /* the hook sees stop tokens too */
+	bool ignore_eos; /* sess_set_ends: stop[] stops nothing */
+	int min_new;     /* ... no stop id before this many tokens */
+	int32_t stop_ids[SESS_MAX_STOP_IDS]; /* ... more ids that stop */
+	int n_stop_ids;
+	float banned[SESS_MAX_STOP + SESS_MAX_STOP_IDS]; /* their logits while masked */
 	float *pad;      /* (vocab - sample_vocab) the padding rows' logits while masked */
 	struct sess_stats st;
 };
@@ -359,10 +364,46 @@ static void switch_part(struct sess_router *r, struct tok_stream *ts, enum sess_
 
 static bool is_stop(const struct sess *s, int32_t id)
 {
-	for (int i = 0; i < s->n_stop; i++)
+	for (int i = 0; i < s->n_stop && !s->ignore_eos; i++)
 		if (s->stop[i] == id)
 			return true;
+	for (int i = 0; i < s->n_stop_ids; i++)
+		if (s->stop_ids[i] == id)
+			return true;
 	return false;
+}
+
+void sess_set_ends(struct sess *s, const struct sess_ends *ends)
+{
+	struct sess_ends none = {0};
+	if (!ends)
+		ends = &none;
+	s->ignore_eos = ends->ignore_eos;
+	s->min_new = ends->min_new;
+	s->n_stop_ids = 0;
+	for (int i = 0; i < ends->n_stop_ids && s->n_stop_ids < SESS_MAX_STOP_IDS; i++)
+		if (ends->stop_ids[i] >= 0 && ends->stop_ids[i] < s->vocab)
+			s->stop_ids[s->n_stop_ids++] = ends->stop_ids[i];
+}
+
+/* Before min_new tokens, the stop ids cannot be drawn (their logits are kept in
+ * s->banned to be put back: the hook sees the row as the model computed it). */
+static void mask_stops(struct sess *s, bool mask)
+{
+	if (s->st.generated >= s->min_new)
+		return;
+	int k = 0;
+	for (int i = 0; i < s->n_stop + s->n_stop_ids; i++) {
+		int32_t id = i < s->n_stop ? s->stop[i] : s->stop_ids[i - s->n_stop];
+		if (i < s->n_stop && s->ignore_eos)
+			continue;
+		if (mask) {
+			s->banned[k++] = s->logits[id];
+			s->logits[id] = -1e30f;
+		} else {
+			s->logits[id] = s->banned[k++];
+		}
+	}
 }
 
 /* Where a think tag still switches the part; anywhere else it is text of the part it
@@ -407,6 +448,8 @@ static int emit_token(struct sess *s, struct sess_router *r, struct tok_stream *
 static bool device_sampling(struct sess *s, struct samp *sp, int32_t id, struct eng_sampling *es)
 {
 	const struct samp_params *p = samp_get_params(sp);
+	if (s->st.generated < s->min_new) /* the stop ids are masked on the host */
+		return false;
 	/* the device's penalties see one list, the recent tokens: the answer's (presence,
 	 * frequency) are the CPU sampler's */
 	if (p->presence_penalty != 0 || p->frequency_penalty != 0)
@@ -473,7 +516,9 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 			/* the answer's tokens so far are the last ones in the cache */
 			struct samp_history h = {s->ids + s->n - nr, nr,
 						 s->ids + s->n - s->st.generated, s->st.generated};
+			mask_stops(s, true);
 			id = samp_next(sp, s->logits, s->vocab, &h);
+			mask_stops(s, false);
 			memcpy(s->logits + s->sample_vocab, s->pad, npad * sizeof *s->pad);
 			if (id < 0) {
 				rc = -1;

@@ -37,7 +37,8 @@ enum { SESS_DEFAULT_CHUNK = 512 };
 
 /* Why sess_generate stopped. */
 enum sess_stop {
-	SESS_STOP_EOS,    /* <|im_end|>, <|endoftext|> or a generation_config eos id */
+	SESS_STOP_EOS,    /* <|im_end|>, <|endoftext|>, a generation_config eos id, or one
+			   * of sess_set_ends' stop ids */
 	SESS_STOP_MAX,    /* max_new tokens generated */
 	SESS_STOP_CTX,    /* the KV cache is full */
 	SESS_STOP_CANCEL, /* the cancel flag was set */
@@ -167,6 +168,18 @@ void sess_set_token_hook(struct sess *s, sess_token_fn fn, void *user);
 /* With stops, the hook sees the stop token that ends the answer too (a text
  * completion lists it among the tokens' log-probabilities, as vLLM does). */
 void sess_set_token_hook_stops(struct sess *s, bool stops);
+
+/* How the following sess_generate calls may end, besides the session's stop ids
+ * (vLLM's request fields of the same names). */
+enum { SESS_MAX_STOP_IDS = 64 };
+struct sess_ends {
+	bool ignore_eos; /* the session's stop ids stop nothing: they are generated as text */
+	int min_new;     /* until this many tokens are generated, no stop id is sampled */
+	const int32_t *stop_ids; /* (n_stop_ids, at most SESS_MAX_STOP_IDS) more ids that */
+	int n_stop_ids;          /* stop, as the eos ids do (ids past the vocabulary: none) */
+};
+/* Sets them (copied); NULL restores the defaults (every field 0). */
+void sess_set_ends(struct sess *s, const struct sess_ends *ends);
 
 /* The current turn's statistics. */
 const struct sess_stats *sess_stats(const struct sess *s);

@@ -178,6 +178,50 @@ test('text: a completion equals qwenchat run --raw\'s with the same seed, whole 
   assert.equal(finish, r.choices[0].finish_reason);
 });
 
+// vLLM's stop_token_ids, min_tokens and ignore_eos (request members the client passes on)
+test('rigged: stop_token_ids, min_tokens and ignore_eos end the answer as vLLM\'s do', async () => {
+  const body = { ...rigBody, tools: undefined };
+  // <tool_call> (151657) stops: the text before it, the id counted as the end token is
+  let r = await rig.chat.completions.create({ ...body, stop_token_ids: [151657] });
+  assert.equal(r.choices[0].message.reasoning_content, 'Hello');
+  assert.equal(r.choices[0].message.content, '');
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  assert.equal(r.usage.completion_tokens, 5);
+  // min_tokens 20: <|im_end|> cannot come before the 21st token, and then does
+  r = await rig.chat.completions.create({ ...body, min_tokens: 20 });
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  assert.equal(r.usage.completion_tokens, 21);
+  assert.match(r.choices[0].message.content, /^<tool_call>\n?\{"name"/);
+  // a stop string is not looked for in the text of the first min_tokens tokens; a stop
+  // id may come as token min_tokens + 1 (the 5th here), not before (the 6th then)
+  r = await rig.chat.completions.create({ ...body, min_tokens: 4, stop_token_ids: [151657],
+                                          stop: ['ll'] });
+  assert.equal(r.choices[0].message.reasoning_content, 'Hello');
+  assert.equal(r.usage.completion_tokens, 5);
+  r = await rig.chat.completions.create({ ...body, min_tokens: 5, stop_token_ids: [151657] });
+  assert.equal(r.usage.completion_tokens, 6);
+  assert.ok(r.choices[0].message.content.length > 0);
+  assert.ok(!r.choices[0].message.content.includes('<tool_call>'));
+  // ignore_eos: <|im_end|> is generated (and read as nothing) up to max_tokens
+  const s = await streamed(rig, { ...body, ignore_eos: true, max_tokens: 30,
+                                  stream_options: { include_usage: true } });
+  assert.equal(s.finish, 'length');
+  assert.equal(s.reasoning, 'Hello');
+  assert.equal(s.chunks.at(-1).usage.completion_tokens, 30);
+  const t = await rig.completions.create({ model: 'rig', prompt: env.FILLER + '<|im_end|>\n',
+                                          temperature: 0, repetition_penalty: 10,
+                                          ignore_eos: true, max_tokens: 24 });
+  assert.equal(t.choices[0].finish_reason, 'length');
+  assert.equal(t.usage.completion_tokens, 24);
+  // bad values: 400 naming the member
+  for (const [extra, param] of [[{ min_tokens: 31, max_tokens: 30 }, 'min_tokens'],
+                                [{ stop_token_ids: [1, 151936] }, 'stop_token_ids[1]'],
+                                [{ ignore_eos: 'yes' }, 'ignore_eos']]) {
+    await assert.rejects(rig.chat.completions.create({ ...body, ...extra }),
+                         (e) => e.status === 400 && e.error?.param === param);
+  }
+});
+
 test('text: the rig\'s script as text, echoed, with logprobs of prompt and answer', async () => {
   // the prompt holds <|im_end|> (a special token read as one) so that the rig does not
   // end at once (tests/cli/rig-model.py)

@@ -113,6 +113,20 @@ static void test_parse_fields(void **state)
 	assert_int_equal(r->max_tokens, 30);
 	oai_request_free(r);
 
+	/* vLLM's ways to end an answer */
+	r = parse(
+		"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"ignore_eos\": true, "
+		"\"min_tokens\": 4, \"max_tokens\": 4, \"stop_token_ids\": [7, 151645]}",
+		&e);
+	if (!r)
+		fail_msg("%s", err_msg());
+	assert_true(r->ignore_eos);
+	assert_int_equal(r->min_tokens, 4);
+	assert_int_equal(r->n_stop_ids, 2);
+	assert_int_equal(r->stop_ids[0], 7);
+	assert_int_equal(r->stop_ids[1], 151645);
+	oai_request_free(r);
+
 	/* tool_choice "none": the tools are checked but neither shown nor parsed */
 	r = parse(
 		"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tool_choice\": "
@@ -212,10 +226,22 @@ static void test_parse_errors(void **state)
 		 "only 1"},
 		/* vLLM's and OpenAI's members this server does not implement: refused when
 		 * they ask for something (their defaults pass: the first test's body) */
-		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"ignore_eos\": true}",
-		 "ignore_eos", NULL, "not supported"},
-		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"min_tokens\": 5}",
-		 "min_tokens", NULL, "not supported"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"ignore_eos\": 1}",
+		 "ignore_eos", NULL, "expected a boolean"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"min_tokens\": -1}",
+		 "min_tokens", NULL, "not in"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"min_tokens\": 11, "
+		 "\"max_completion_tokens\": 10}",
+		 "min_tokens", NULL, "more than max_completion_tokens (10)"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stop_token_ids\": "
+		 "5}",
+		 "stop_token_ids", NULL, "expected an array"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stop_token_ids\": "
+		 "[5, -1]}",
+		 "stop_token_ids[1]", NULL, "expected a token id"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stop_token_ids\": "
+		 "[5, \"6\"]}",
+		 "stop_token_ids[1]", NULL, "got a string"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"best_of\": 2}",
 		 "best_of", NULL, "not supported"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"guided_json\": "
@@ -484,19 +510,19 @@ static void test_stream_stop(void **state)
 	struct completion *c = completion_new(&o);
 	struct strbuf b = {0};
 	completion_stream(c, &b); /* the role chunk */
-	assert_int_equal(completion_add_text(c, SESS_REASONING, "thin", 4), 0);
-	assert_int_equal(completion_add_text(c, SESS_REASONING, "king", 4), 0);
+	assert_int_equal(completion_add_text(c, SESS_REASONING, "thin", 4, true), 0);
+	assert_int_equal(completion_add_text(c, SESS_REASONING, "king", 4, true), 0);
 	completion_stream(c, &b);
-	assert_int_equal(completion_add_text(c, SESS_ANSWER, "Hel", 3), 0);
-	assert_int_equal(completion_add_text(c, SESS_ANSWER, "lo E", 4), 0);
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "Hel", 3, true), 0);
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "lo E", 4, true), 0);
 	size_t before = b.n;
 	completion_stream(c, &b);
 	/* "E" may begin "END": held back */
 	assert_null(strstr(b.p + before, "lo E"));
 	assert_non_null(strstr(b.p + before, "\"Hello \""));
-	assert_int_equal(completion_add_text(c, SESS_ANSWER, "N", 1), 0);
-	assert_int_equal(completion_add_text(c, SESS_ANSWER, "D more", 6), 1);
-	assert_int_equal(completion_add_text(c, SESS_ANSWER, "ignored", 7), 1);
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "N", 1, true), 0);
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "D more", 6, true), 1);
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "ignored", 7, true), 1);
 	completion_stream(c, &b);
 	struct completion_usage u = {10, 4, 6};
 	completion_finish(c, COMPLETION_STOP, &u, &b);
@@ -529,6 +555,18 @@ static void test_stream_stop(void **state)
 	free_events(&ev);
 	free(b.p);
 	completion_free(c);
+
+	/* stops off (min_tokens not reached): "END" is not looked for, and later text
+	 * looks only at what it adds and the bytes a stop could begin with before it */
+	o.stream = false;
+	c = completion_new(&o);
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "a END b E", 9, false), 0);
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "ND c", 4, true), 1);
+	struct strbuf whole = {0};
+	completion_finish(c, COMPLETION_STOP, &u, &whole);
+	assert_non_null(strstr(whole.p, "\"content\":\"a END b \""));
+	free(whole.p);
+	completion_free(c);
 }
 
 /* The same answer streamed and whole: the same content, tool calls and finish. */
@@ -538,7 +576,7 @@ static void tool_answer(const char *const *pieces, int n, bool stream, struct st
 	o.parse_tools = true, o.stream = stream;
 	struct completion *c = completion_new(&o);
 	for (int i = 0; i < n; i++) {
-		completion_add_text(c, SESS_ANSWER, pieces[i], strlen(pieces[i]));
+		completion_add_text(c, SESS_ANSWER, pieces[i], strlen(pieces[i]), true);
 		if (stream) {
 			size_t before = b->n;
 			completion_stream(c, b);
@@ -628,7 +666,7 @@ static void test_logprobs(void **state)
 	struct completion_token t = {"\xe4\xbd", 2, -0.25},
 				top[2] = {{"\xe4\xbd", 2, -0.25}, {" x", 2, -INFINITY}};
 	assert_int_equal(completion_add_token(c, &t, top, 2), 0);
-	completion_add_text(c, SESS_ANSWER, "\xe4\xbd\xa0", 3);
+	completion_add_text(c, SESS_ANSWER, "\xe4\xbd\xa0", 3, true);
 	struct strbuf b = {0};
 	struct completion_usage u = {3, 0, 1};
 	completion_finish(c, COMPLETION_STOP, &u, &b);

@@ -88,7 +88,8 @@ static void test_refused(void **state)
 		{"{\"prompt\": \"x\", \"max_tokens\": -1}", "max_tokens"},
 		{"{\"prompt\": \"x\", \"stream_options\": {}}", "stream_options"},
 		{"{\"prompt\": \"x\", \"n\": 3}", "n"},
-		{"{\"prompt\": \"x\", \"ignore_eos\": true}", "ignore_eos"},
+		{"{\"prompt\": \"x\", \"ignore_eos\": \"yes\"}", "ignore_eos"},
+		{"{\"prompt\": \"x\", \"min_tokens\": 17}", "min_tokens"}, /* max_tokens is 16 */
 		{"{\"prompt\": \"x\", \"include_stop_str_in_output\": true}",
 		 "include_stop_str_in_output"},
 		{"{\"prompt\": \"x\", \"truncate_prompt_tokens\": 5}", "truncate_prompt_tokens"},
@@ -120,7 +121,7 @@ static void feed(struct completion *c, const char *const *answer, int n, struct 
 	for (int i = 0; i < n; i++) {
 		struct completion_token t = {answer[i], strlen(answer[i]), -1.0};
 		completion_add_token(c, &t, &alt, 1);
-		if (completion_add_text(c, SESS_ANSWER, answer[i], strlen(answer[i])))
+		if (completion_add_text(c, SESS_ANSWER, answer[i], strlen(answer[i]), true))
 			break;
 		if (stream)
 			completion_stream(c, b);

@@ -1,0 +1,85 @@
+/* ends.c — how a request's answer may end (openai.h): stop strings, and vLLM's
+ * stop_token_ids, ignore_eos and min_tokens. */
+#include "src/serve/openai.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/base/err.h"
+#include "src/base/jsontype.h"
+
+/* stop: a string or an array of strings. */
+static int parse_stop(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	json_t *stop = json_object_get(root, "stop");
+	if (!stop || json_is_null(stop))
+		return 0;
+	size_t n = json_is_array(stop) ? json_array_size(stop) : 1;
+	if (!json_is_array(stop) && !json_is_string(stop))
+		return oai_bad(e, "stop", "expected a string or an array of strings, got %s",
+			       jsontype_name(stop));
+	if (n > OAI_MAX_STOP)
+		return oai_bad(e, "stop", "%zu strings (at most %d)", n, OAI_MAX_STOP);
+	if (!(r->stop = calloc(n ? n : 1, sizeof *r->stop)))
+		return err_set("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_t *s = json_is_array(stop) ? json_array_get(stop, i) : stop;
+		char at[32];
+		snprintf(at, sizeof at, json_is_array(stop) ? "stop[%zu]" : "stop", i);
+		if (!json_is_string(s))
+			return oai_bad(e, at, "expected a string, got %s", jsontype_name(s));
+		if (json_string_length(s) == 0 || json_string_length(s) > OAI_MAX_STOP_BYTES)
+			return oai_bad(e, at, "%zu bytes (1 to %d)", json_string_length(s),
+				       OAI_MAX_STOP_BYTES);
+		if (!(r->stop[r->n_stop++] = strdup(json_string_value(s))))
+			return err_set("out of memory");
+	}
+	return 0;
+}
+
+/* stop_token_ids: an array of token ids, each one stops the answer as the end of turn
+ * does. Whether an id is in the vocabulary is the model's to say (gen_check_ids). */
+static int parse_stop_ids(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	json_t *ids = json_object_get(root, "stop_token_ids");
+	if (!ids || json_is_null(ids))
+		return 0;
+	if (!json_is_array(ids))
+		return oai_bad(e, "stop_token_ids", "expected an array of token ids, got %s",
+			       jsontype_name(ids));
+	size_t n = json_array_size(ids);
+	if (n > OAI_MAX_STOP_IDS)
+		return oai_bad(e, "stop_token_ids", "%zu ids (at most %d)", n, OAI_MAX_STOP_IDS);
+	if (!(r->stop_ids = calloc(n ? n : 1, sizeof *r->stop_ids)))
+		return err_set("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_array_get(ids, i);
+		char at[32];
+		snprintf(at, sizeof at, "stop_token_ids[%zu]", i);
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > INT32_MAX)
+			return oai_bad(e, at, "expected a token id (an integer from 0), got %s",
+				       json_is_integer(v) ? "a negative or too large one"
+							  : jsontype_name(v));
+		r->stop_ids[r->n_stop_ids++] = (int32_t)json_integer_value(v);
+	}
+	return 0;
+}
+
+int oai_parse_ends(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	if (parse_stop(r, root, e) || parse_stop_ids(r, root, e) ||
+	    oai_get_bool(root, "ignore_eos", "ignore_eos", &r->ignore_eos, e) < 0)
+		return -1;
+	json_int_t min = 0;
+	if (oai_get_int(root, "min_tokens", 0, OAI_MAX_TOKENS, &min, e) < 0)
+		return -1;
+	/* max_tokens given (a text completion's default of 16 included, as vLLM's) */
+	if (r->max_tokens && min > r->max_tokens)
+		return oai_bad(e, "min_tokens", "%lld is more than %s (%d)", (long long)min,
+			       r->max_tokens_key, r->max_tokens);
+	r->min_tokens = (int)min;
+	return 0;
+}
