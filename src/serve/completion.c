@@ -271,8 +271,8 @@ static void put_chunk(struct completion *c, json_t *delta, const char *finish, s
 	json_t *root =
 		json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:o, s:s?}]}", "id", c->o.id,
 			  "object", "chat.completion.chunk", "created", (json_int_t)c->o.created,
-			  "model", c->o.model, "choices", "index", 0, "delta", delta, "logprobs",
-			  lp ? lp : json_null(), "finish_reason", finish);
+			  "model", c->o.model, "choices", "index", c->o.index, "delta", delta,
+			  "logprobs", lp ? lp : json_null(), "finish_reason", finish);
 	if (root && c->o.include_usage)
 		json_object_set_new(root, "usage", json_null());
 	put_event(root, out);
@@ -352,8 +352,12 @@ static json_t *calls_json(const struct completion *c, const struct toolcall_set 
 	const char *dash = strchr(c->o.id, '-');
 	json_t *calls = json_array();
 	for (size_t i = 0; i < set->n; i++) {
-		char id[96];
-		snprintf(id, sizeof id, "call_%.60s_%zu", dash ? dash + 1 : c->o.id, i);
+		char id[112]; /* unique within the response: the choice's index past the first */
+		if (c->o.index)
+			snprintf(id, sizeof id, "call_%.60s_%d_%zu", dash ? dash + 1 : c->o.id,
+				 c->o.index, i);
+		else
+			snprintf(id, sizeof id, "call_%.60s_%zu", dash ? dash + 1 : c->o.id, i);
 		json_t *call = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
 					 "function", "name", set->calls[i].name, "arguments",
 					 set->calls[i].arguments);
@@ -372,9 +376,8 @@ json_t *completion_usage_json(const struct completion_usage *u)
 			 u->cached);
 }
 
-/* The whole chat.completion object. */
-static json_t *final_json(struct completion *c, const struct toolcall_set *set, const char *finish,
-			  const struct completion_usage *u)
+/* A chat.completion choice: {"index", "message", "logprobs", "finish_reason"}. */
+static json_t *chat_choice(struct completion *c, const struct toolcall_set *set, const char *finish)
 {
 	const struct strbuf *a = &c->part[SESS_ANSWER].text, *r = &c->part[SESS_REASONING].text;
 	size_t n = set->n ? set->content_len : a->n;
@@ -386,14 +389,30 @@ static json_t *final_json(struct completion *c, const struct toolcall_set *set, 
 	if (set->n)
 		json_object_set_new(msg, "tool_calls", calls_json(c, set));
 	json_t *lp = logprobs_json(c, json_incref(c->all));
-	return json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:o, s:s}], s:o}", "id", c->o.id,
-			 "object", "chat.completion", "created", (json_int_t)c->o.created, "model",
-			 c->o.model, "choices", "index", 0, "message", msg, "logprobs", lp,
-			 "finish_reason", finish, "usage", completion_usage_json(u));
+	return json_pack("{s:i, s:o, s:o, s:s}", "index", c->o.index, "message", msg, "logprobs",
+			 lp, "finish_reason", finish);
+}
+
+/* The answer's tool calls into *set (none unless they are parsed and one began); the
+ * finish_reason they make of why. NULL when out of memory. */
+static const char *tool_calls(struct completion *c, enum completion_end why,
+			      struct toolcall_set *set)
+{
+	const struct strbuf *a = &c->part[SESS_ANSWER].text;
+	if (c->o.parse_tools && c->tool_at != SIZE_MAX && toolcall_parse(a->p, a->n, set) < 0)
+		return NULL;
+	return set->n ? "tool_calls" : why == COMPLETION_LENGTH ? "length" : "stop";
 }
 
 json_t *completion_choice(struct completion *c, enum completion_end why)
 {
+	if (!c->o.text) {
+		struct toolcall_set set = {0};
+		const char *finish = tool_calls(c, why, &set);
+		json_t *choice = finish ? chat_choice(c, &set, finish) : NULL;
+		toolcall_set_free(&set);
+		return choice;
+	}
 	const struct strbuf *a = &c->part[SESS_ANSWER].text;
 	struct strbuf t = {0};
 	sb_put(&t, c->o.echo ? c->o.echo : "", c->o.echo ? c->o.echo_len : 0);
@@ -417,30 +436,18 @@ void completion_stream_end(const struct completion_options *o, const struct comp
 	oai_sse(out, "[DONE]");
 }
 
-void completion_finish(struct completion *c, enum completion_end why,
-		       const struct completion_usage *u, struct strbuf *out)
+void completion_finish(struct completion *c, enum completion_end why, struct strbuf *out)
 {
-	if (c->o.text) { /* streaming: the rest and the finish; completion_choice else */
+	if (c->o.text) {
 		stream_plain(c, true, out);
 		put_text_chunk(c, json_string(""), why == COMPLETION_LENGTH ? "length" : "stop",
 			       out);
 		return;
 	}
 	struct toolcall_set set = {0};
-	const struct strbuf *a = &c->part[SESS_ANSWER].text;
-	if (c->o.parse_tools && c->tool_at != SIZE_MAX && toolcall_parse(a->p, a->n, &set) < 0)
+	const char *finish = tool_calls(c, why, &set);
+	if (!finish) {
 		out->oom = true;
-	const char *finish = set.n ? "tool_calls" : why == COMPLETION_LENGTH ? "length" : "stop";
-	if (!c->o.stream) {
-		json_t *root = final_json(c, &set, finish, u);
-		char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
-		if (text)
-			sb_puts(out, text);
-		else
-			out->oom = true;
-		free(text);
-		json_decref(root);
-		toolcall_set_free(&set);
 		return;
 	}
 	/* a block that did not parse as a call is content after all */
@@ -448,6 +455,5 @@ void completion_finish(struct completion *c, enum completion_end why,
 	if (set.n)
 		put_chunk(c, json_pack("{s:o}", "tool_calls", calls_json(c, &set)), NULL, out);
 	put_chunk(c, json_object(), finish, out);
-	completion_stream_end(&c->o, u, out);
 	toolcall_set_free(&set);
 }

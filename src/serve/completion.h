@@ -19,7 +19,7 @@ struct completion_options {
 	 * (parallel lists tokens, token_logprobs, top_logprobs, text_offset), one part
 	 * (the answer: reasoning is never split off) and no tool calls. */
 	bool text;
-	int index;        /* text: the choice's index in "choices" */
+	int index;        /* the choice's index in "choices" */
 	const char *echo; /* text: (echo_len bytes) the prompt, before the answer; or NULL */
 	size_t echo_len;
 	const char *id;    /* "chatcmpl-..." or "cmpl-..."; tool calls are named after it */
@@ -79,16 +79,14 @@ int completion_add_token(struct completion *c, const struct completion_token *to
  * string or a tool call is held back until it is known. */
 void completion_stream(struct completion *c, struct strbuf *out);
 
-/* The end of the answer. Streaming: the rest of the text, the tool calls, the chunk
- * with finish_reason, then for a chat the usage chunk when asked and "data: [DONE]"
- * (completion_stream_end: a text completion's caller adds them after its last
- * choice). Otherwise the chat.completion object with usage; a text completion's
- * choice is completion_choice's instead. Appended to out. */
-void completion_finish(struct completion *c, enum completion_end why,
-		       const struct completion_usage *u, struct strbuf *out);
+/* The end of a streamed answer: the rest of the text, the tool calls and the chunk
+ * with finish_reason, appended to out. The caller ends the stream after its last
+ * choice (completion_stream_end). */
+void completion_finish(struct completion *c, enum completion_end why, struct strbuf *out);
 
-/* A text completion's choice, not streamed: {"index", "text", "logprobs",
- * "finish_reason"} (a new reference; NULL out of memory). */
+/* The answer as a choice, not streamed (a new reference; NULL out of memory): a
+ * chat's {"index", "message", "logprobs", "finish_reason"}, its tool calls parsed; a
+ * text completion's {"index", "text", "logprobs", "finish_reason"}. */
 json_t *completion_choice(struct completion *c, enum completion_end why);
 
 /* The "usage" object. */

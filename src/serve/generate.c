@@ -20,6 +20,7 @@ struct run {
 	const struct oai_request *r;
 	const struct gen_output *out;
 	struct completion *c;
+	json_t *choices;   /* not streamed: the choices made so far */
 	struct strbuf buf; /* scratch for stream events */
 };
 
@@ -176,8 +177,50 @@ static int32_t *prompt(const struct gen_model *m, const struct oai_request *r,
 	return NULL;
 }
 
-/* The decode loop and the end of the answer; the completion is set up. */
-static int answer(struct run *x, int n, int max_new, struct completion_usage *usage)
+/* The end of one choice: streamed, or added to x->choices. 200, or the failure
+ * written. */
+static int end_choice(struct run *x, enum completion_end why)
+{
+	if (!x->r->stream) {
+		json_t *choice = completion_choice(x->c, why);
+		if (!choice || json_array_append_new(x->choices, choice))
+			return gen_fail(x->out, false, 500, "out of memory", NULL, NULL);
+		return 200;
+	}
+	x->buf.n = 0;
+	completion_finish(x->c, why, &x->buf);
+	if (x->buf.oom)
+		return gen_fail(x->out, true, 500, "out of memory", NULL, NULL);
+	x->out->write(x->out->user, x->buf.p, x->buf.n);
+	return 200;
+}
+
+/* The whole response object of the choices (streamed: the usage chunk when asked, and
+ * the end), written out. */
+static int end_response(struct run *x, const struct completion_options *co,
+			const struct completion_usage *usage)
+{
+	if (x->r->stream) {
+		x->buf.n = 0;
+		completion_stream_end(co, usage, &x->buf);
+		x->out->write(x->out->user, x->buf.p, x->buf.n);
+		return 200;
+	}
+	json_t *root = json_pack("{s:s, s:s, s:I, s:s, s:O, s:o}", "id", co->id, "object",
+				 co->text ? "text_completion" : "chat.completion", "created",
+				 (json_int_t)co->created, "model", co->model, "choices", x->choices,
+				 "usage", completion_usage_json(usage));
+	char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+	json_decref(root);
+	if (!text)
+		return gen_fail(x->out, false, 500, "out of memory", NULL, NULL);
+	x->out->write(x->out->user, text, strlen(text));
+	free(text);
+	return 200;
+}
+
+/* The decode loop and the end of one answer; the completion is set up. */
+static int answer(struct run *x, int max_new, struct completion_usage *usage)
 {
 	const struct gen_model *m = x->m;
 	enum sess_split split = tmpl_prompt_opens_think(m->variant, thinking(m, x->r))
@@ -187,20 +230,13 @@ static int answer(struct run *x, int n, int max_new, struct completion_usage *us
 	int rc = sess_generate(m->sess, m->samp, max_new, split, on_text, x);
 	sess_set_token_hook(m->sess, NULL, NULL);
 	const struct sess_stats *st = sess_stats(m->sess);
-	usage->prompt = n;
-	usage->cached = st->reused;
-	usage->completion = st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
+	usage->completion += st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
 	if (rc < 0)
 		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (st->stop == SESS_STOP_CANCEL)
 		return 0;
 	bool length = st->stop == SESS_STOP_MAX || st->stop == SESS_STOP_CTX;
-	x->buf.n = 0;
-	completion_finish(x->c, length ? COMPLETION_LENGTH : COMPLETION_STOP, usage, &x->buf);
-	if (x->buf.oom)
-		return gen_fail(x->out, x->r->stream, 500, "out of memory", NULL, NULL);
-	x->out->write(x->out->user, x->buf.p, x->buf.n);
-	return 200;
+	return end_choice(x, length ? COMPLETION_LENGTH : COMPLETION_STOP);
 }
 
 /* A request id: PREFIX-(24 hex digits). */
@@ -209,6 +245,32 @@ static void request_id(char *id, size_t size, const char *prefix)
 	uint64_t a = random64(), b = random64();
 	snprintf(id, size, "%s-%016llx%08llx", prefix, (unsigned long long)a,
 		 (unsigned long long)(b & 0xffffffffu));
+}
+
+/* Choice j of n: the prompt synced (its cache reused after the first) and answered,
+ * with the seed the request's plus j, as vLLM seeds its n samples. */
+static int chat_choice(struct run *x, struct completion_options *co, const int32_t *ids, int n,
+		       int max_new, struct completion_usage *usage)
+{
+	const struct gen_model *m = x->m;
+	if (!(x->c = completion_new(co)))
+		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
+	if (x->r->stream)
+		flush(x); /* the choice's role chunk goes out before the prompt is read */
+	if (co->index)
+		samp_reseed(m->samp, samp_get_params(m->samp)->seed + (uint64_t)co->index);
+	int s = sess_sync(m->sess, ids, n), status;
+	if (co->index == 0)
+		usage->cached = sess_stats(m->sess)->reused;
+	if (s == 1)
+		status = 0;
+	else if (s < 0)
+		status = gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
+	else
+		status = answer(x, max_new, usage);
+	completion_free(x->c);
+	x->c = NULL;
+	return status;
 }
 
 static int run_chat(const struct gen_model *m, const struct oai_request *r,
@@ -231,27 +293,18 @@ static int run_chat(const struct gen_model *m, const struct oai_request *r,
 		.stream = r->stream,
 		.include_usage = r->include_usage,
 	};
-	struct run x = {.m = m, .r = r, .out = out, .c = completion_new(&co)};
-	int status;
-	if (!x.c) {
-		status = gen_fail(out, false, 500, err_msg(), NULL, NULL);
-		goto done;
-	}
-	/* the request is good: a stream's role chunk goes out before the prompt is read */
-	out->start(out->user, 200);
-	if (r->stream)
-		flush(&x);
-	int s = sess_sync(m->sess, ids, n);
+	struct run x = {.m = m, .r = r, .out = out, .choices = json_array()};
+	int status = x.choices ? 200 : gen_fail(out, false, 500, "out of memory", NULL, NULL);
+	if (status == 200)
+		out->start(out->user, 200); /* the request is good */
 	usage->prompt = n;
-	usage->cached = sess_stats(m->sess)->reused;
-	if (s == 1)
-		status = 0;
-	else if (s < 0)
-		status = gen_fail(out, r->stream, 500, err_msg(), NULL, NULL);
-	else
-		status = answer(&x, n, max_new, usage);
-done:
-	completion_free(x.c);
+	for (int j = 0; j < r->n_choices && status == 200; j++) {
+		co.index = j;
+		status = chat_choice(&x, &co, ids, n, max_new, usage);
+	}
+	if (status == 200)
+		status = end_response(&x, &co, usage);
+	json_decref(x.choices);
 	free(x.buf.p);
 	free(ids);
 	return status;
@@ -396,14 +449,16 @@ static int sync_scored(struct run *x, const struct text_prompt *p)
 
 /* Prompt p run and continued into x->c; adds to *usage. The HTTP status (200), or 0
  * when cancelled; a failure is written. */
-static int text_choice(struct run *x, const struct text_prompt *p, struct completion_usage *usage,
-		       enum completion_end *why)
+static int text_choice(struct run *x, const struct text_prompt *p, bool first,
+		       struct completion_usage *usage, enum completion_end *why)
 {
 	const struct gen_model *m = x->m;
 	int s = x->r->echo && x->r->logprobs ? sync_scored(x, p) : sess_sync(m->sess, p->ids, p->n);
 	const struct sess_stats *st = sess_stats(m->sess);
-	usage->prompt += p->n;
-	usage->cached += st->reused;
+	if (first) { /* the prompt counts once however many samples it has */
+		usage->prompt += p->n;
+		usage->cached += st->reused;
+	}
 	if (s)
 		return s == 1 ? 0 : gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (x->r->stream)
@@ -425,51 +480,30 @@ static int text_choice(struct run *x, const struct text_prompt *p, struct comple
 	return 200;
 }
 
-/* The whole text_completion object of the choices (stolen), written out. */
-static int text_object(struct run *x, const struct completion_options *co, json_t *choices,
-		       const struct completion_usage *usage)
+/* Each prompt in turn, n choices each (the choice of prompt i and sample j has index
+ * i * n + j), the sampler reseeded with the request's seed plus j for each, so that
+ * a prompt's answers do not depend on the other prompts. */
+static int text_choices(struct run *x, const struct text_prompt *p, uint64_t seed,
+			struct completion_options *co, struct completion_usage *usage)
 {
-	json_t *root =
-		json_pack("{s:s, s:s, s:I, s:s, s:o, s:o}", "id", co->id, "object",
-			  "text_completion", "created", (json_int_t)co->created, "model", co->model,
-			  "choices", choices, "usage", completion_usage_json(usage));
-	char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
-	json_decref(root);
-	if (!text)
-		return gen_fail(x->out, false, 500, "out of memory", NULL, NULL);
-	x->out->write(x->out->user, text, strlen(text));
-	free(text);
-	return 200;
-}
-
-/* Each prompt in turn, a choice each, reseeded so that a prompt's answer does not
- * depend on the others. */
-static int text_choices(struct run *x, const struct text_prompt *p, const struct samp_params *sp,
-			struct completion_options *co, json_t *choices,
-			struct completion_usage *usage)
-{
+	int n = x->r->n_choices;
 	for (size_t i = 0; i < x->r->n_prompts; i++) {
-		co->index = (int)i;
-		co->echo = p[i].echo;
-		co->echo_len = p[i].echo_len;
-		if (!(x->c = completion_new(co)))
-			return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
-		samp_reseed(x->m->samp, sp->seed);
-		enum completion_end why = COMPLETION_STOP;
-		int status = text_choice(x, &p[i], usage, &why);
-		if (status == 200 && x->r->stream) {
-			x->buf.n = 0;
-			completion_finish(x->c, why, usage, &x->buf);
-			if (!x->buf.oom)
-				x->out->write(x->out->user, x->buf.p, x->buf.n);
-		} else if (status == 200 &&
-			   json_array_append_new(choices, completion_choice(x->c, why))) {
-			status = gen_fail(x->out, false, 500, "out of memory", NULL, NULL);
+		for (int j = 0; j < n; j++) {
+			co->index = (int)i * n + j;
+			co->echo = p[i].echo;
+			co->echo_len = p[i].echo_len;
+			if (!(x->c = completion_new(co)))
+				return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
+			samp_reseed(x->m->samp, seed + (uint64_t)j);
+			enum completion_end why = COMPLETION_STOP;
+			int status = text_choice(x, &p[i], j == 0, usage, &why);
+			if (status == 200)
+				status = end_choice(x, why);
+			completion_free(x->c);
+			x->c = NULL;
+			if (status != 200)
+				return status;
 		}
-		completion_free(x->c);
-		x->c = NULL;
-		if (status != 200)
-			return status;
 	}
 	return 200;
 }
@@ -500,19 +534,13 @@ static int run_text(const struct gen_model *m, const struct oai_request *r,
 		.stream = r->stream,
 		.include_usage = r->include_usage,
 	};
-	struct run x = {.m = m, .r = r, .out = out};
-	json_t *choices = json_array();
+	struct run x = {.m = m, .r = r, .out = out, .choices = json_array()};
 	out->start(out->user, 200);
-	status = !choices ? gen_fail(out, r->stream, 500, "out of memory", NULL, NULL)
-			  : text_choices(&x, p, samp_get_params(m->samp), &co, choices, usage);
-	if (status == 200 && r->stream) {
-		x.buf.n = 0;
-		completion_stream_end(&co, usage, &x.buf);
-		out->write(out->user, x.buf.p, x.buf.n);
-	} else if (status == 200) {
-		status = text_object(&x, &co, json_incref(choices), usage);
-	}
-	json_decref(choices);
+	status = !x.choices ? gen_fail(out, r->stream, 500, "out of memory", NULL, NULL)
+			    : text_choices(&x, p, samp_get_params(m->samp)->seed, &co, usage);
+	if (status == 200)
+		status = end_response(&x, &co, usage);
+	json_decref(x.choices);
 	free(x.buf.p);
 	free_prompts(p, r->n_prompts);
 	return status;

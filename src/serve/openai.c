@@ -367,13 +367,12 @@ static int parse_sampling(struct oai_request *r, json_t *root, struct oai_error 
 }
 
 /* n: one choice per request (per prompt for a text completion). */
-static int parse_n(json_t *root, struct oai_error *e)
+static int parse_n(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	json_int_t n = 1;
-	if (oai_get_int(root, "n", 1, 128, &n, e) < 0)
+	if (oai_get_int(root, "n", 1, OAI_MAX_CHOICES, &n, e) < 0)
 		return -1;
-	if (n != 1)
-		return oai_bad(e, "n", "only 1 choice per request is supported");
+	r->n_choices = (int)n;
 	return 0;
 }
 
@@ -427,7 +426,7 @@ static int parse_kwargs(struct oai_request *r, json_t *root, struct oai_error *e
 static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	json_int_t mt = 0, top = 0;
-	if (parse_n(root, e))
+	if (parse_n(r, root, e))
 		return -1;
 	int old = oai_get_int(root, "max_tokens", 1, OAI_MAX_TOKENS, &mt, e), now;
 	if (old < 0 ||
@@ -627,8 +626,11 @@ static int parse_text_output(struct oai_request *r, json_t *root, struct oai_err
 {
 	json_int_t mt = OAI_DEFAULT_TEXT_TOKENS, top = 0;
 	int got = oai_get_int(root, "max_tokens", 0, OAI_MAX_TOKENS, &mt, e);
-	if (parse_n(root, e) || got < 0 || parse_stream(r, root, e))
+	if (parse_n(r, root, e) || got < 0 || parse_stream(r, root, e))
 		return -1;
+	if (r->n_prompts * (size_t)r->n_choices > OAI_MAX_PROMPTS)
+		return oai_bad(e, "n", "%zu prompts of %d choices each: more than %d choices",
+			       r->n_prompts, r->n_choices, OAI_MAX_PROMPTS);
 	r->max_tokens = (int)mt;
 	r->max_tokens_default = !got;
 	r->max_tokens_key = "max_tokens";

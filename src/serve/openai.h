@@ -22,7 +22,8 @@ enum {
 	OAI_MAX_STOP_BYTES = 256, /* bytes in one stop string */
 	OAI_MAX_STOP_IDS = 64,    /* stop_token_ids (SESS_MAX_STOP_IDS) */
 	OAI_MAX_TOP_LOGPROBS = 20,
-	OAI_MAX_PROMPTS = 1024,       /* prompts of one /v1/completions request */
+	OAI_MAX_PROMPTS = 1024,       /* prompts of one /v1/completions request, and its choices */
+	OAI_MAX_CHOICES = 128,        /* n: answers to one prompt */
 	OAI_DEFAULT_TEXT_TOKENS = 16, /* /v1/completions' max_tokens when none is given */
 	OAI_MAX_TOKENS = 1 << 24,     /* max_tokens; the server holds it to the context too */
 	/* JSON values in the body (keys counted), checked before it is parsed: jansson
@@ -75,6 +76,7 @@ struct oai_request {
 	size_t n_stop_ids;
 	bool ignore_eos; /* the end-of-turn ids end nothing: max_tokens are generated */
 	int min_tokens;  /* no end-of-turn or stop id, nor stop string, before this many */
+	int n_choices;   /* n: answers to each prompt, sampled with seeds seed, seed + 1, ... */
 	bool stream;
 	bool include_usage; /* stream_options.include_usage */
 	bool logprobs;      /* text: "logprobs" was a number (its value is top_logprobs) */

@@ -73,6 +73,54 @@ for (const { name, body } of cases) {
   });
 }
 
+test('n: choices sampled with seeds seed, seed + 1, ..., whole and streamed', async () => {
+  const req = { model: 'm', messages: [{ role: 'user', content: 'Hello there' }],
+                max_tokens: 12, temperature: 1 };
+  const r = await plain.chat.completions.create({ ...req, seed: 5, n: 3 });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
+  let completion = 0;
+  for (let j = 0; j < 3; j++) {
+    const one = await plain.chat.completions.create({ ...req, seed: 5 + j });
+    assert.deepEqual(r.choices[j].message, one.choices[0].message);
+    assert.equal(r.choices[j].finish_reason, one.choices[0].finish_reason);
+    assert.equal(one.usage.prompt_tokens, r.usage.prompt_tokens); // the prompt counts once
+    completion += one.usage.completion_tokens;
+  }
+  assert.equal(r.usage.completion_tokens, completion);
+  assert.equal(new Set(r.choices.map((c) => c.message.content)).size, 3);
+  // streamed: each choice's chunks carry its index and add up to its message
+  const stream = await plain.chat.completions.create({ ...req, seed: 5, n: 3, stream: true,
+                                                       stream_options: { include_usage: true } });
+  const got = [{}, {}, {}];
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) {
+      const g = got[c.index];
+      g.role ??= c.delta.role;
+      g.content = (g.content ?? '') + (c.delta.content ?? '');
+      g.reasoning = (g.reasoning ?? '') + (c.delta.reasoning_content ?? '');
+      g.finish ??= c.finish_reason;
+    }
+  }
+  for (let j = 0; j < 3; j++) {
+    assert.equal(got[j].role, 'assistant');
+    assert.equal(got[j].content, r.choices[j].message.content);
+    assert.equal(got[j].reasoning, r.choices[j].message.reasoning_content ?? '');
+    assert.equal(got[j].finish, r.choices[j].finish_reason);
+  }
+  assert.deepEqual(usage, r.usage);
+  // text completions: prompt i's sample j is choice i * n + j
+  const text = { model: 'm', prompt: ['Once', 'Twice'], max_tokens: 6, temperature: 1, seed: 9 };
+  const t = await plain.completions.create({ ...text, n: 2 });
+  assert.deepEqual(t.choices.map((c) => c.index), [0, 1, 2, 3]);
+  for (let i = 0; i < 2; i++)
+    for (let j = 0; j < 2; j++) {
+      const one = await plain.completions.create({ ...text, prompt: text.prompt[i], seed: 9 + j });
+      assert.equal(t.choices[i * 2 + j].text, one.choices[0].text);
+    }
+});
+
 test('models.list names the model', async () => {
   const list = [];
   for await (const m of plain.models.list()) list.push(m);
@@ -99,6 +147,17 @@ test('rigged: reasoning_content and a tool call, whole', async () => {
   assert.equal(call.function.name, 'get_time');
   assert.deepEqual(JSON.parse(call.function.arguments), {});
   assert.equal(r.usage.completion_tokens, 17); // 16 scripted tokens and <|im_end|>
+});
+
+test('rigged: n choices, each with its tool call, the call ids distinct', async () => {
+  const r = await rig.chat.completions.create({ ...rigBody, n: 2 });
+  assert.equal(r.choices.length, 2);
+  for (const c of r.choices) {
+    assert.equal(c.finish_reason, 'tool_calls');
+    assert.equal(c.message.tool_calls[0].function.name, 'get_time');
+  }
+  assert.notEqual(r.choices[0].message.tool_calls[0].id, r.choices[1].message.tool_calls[0].id);
+  assert.equal(r.usage.completion_tokens, 34);
 });
 
 test('rigged: the same streamed, tool calls put together by the client', async () => {

@@ -134,7 +134,7 @@ def hostile(port, kport, key, timeout):
          {"messages": USER, "max_completion_tokens": 100000}, None, 400, "max_completion_tokens"),
         ("temperature a string", port, "POST", "/v1/chat/completions",
          {"messages": USER, "temperature": "warm"}, None, 400, "temperature"),
-        ("n = 2", port, "POST", "/v1/chat/completions", {"messages": USER, "n": 2}, None, 400, "n"),
+        ("n = 129", port, "POST", "/v1/chat/completions", {"messages": USER, "n": 129}, None, 400, "n"),
         ("top_logprobs 50", port, "POST", "/v1/chat/completions",
          {"messages": USER, "logprobs": True, "top_logprobs": 50}, None, 400, "top_logprobs"),
         ("a form that is not JSON", port, "POST", "/v1/chat/completions", "messages=hi",

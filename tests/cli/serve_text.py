@@ -222,7 +222,7 @@ def refused(port):
         ({"prompt": "x", "max_tokens": -1}, "max_tokens"),
         ({"prompt": "x", "echo": 1}, "echo"),
         ({"prompt": "x", "best_of": 2}, "best_of"),
-        ({"prompt": "x", "n": 2}, "n"),
+        ({"prompt": "x", "n": 129}, "n"),
         ({"messages": [{"role": "user", "content": "x"}]}, "prompt"),
         ({"prompt": "x", "include_stop_str_in_output": True}, "include_stop_str_in_output"),
         ({"prompt": "x", "prompt_logprobs": 0}, "prompt_logprobs"),

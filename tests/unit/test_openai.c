@@ -222,8 +222,8 @@ static void test_parse_errors(void **state)
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"max_tokens\": "
 		 "99999999999}",
 		 "max_tokens", NULL, "not in"},
-		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"n\": 2}", "n", NULL,
-		 "only 1"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"n\": 129}", "n",
+		 NULL, "not in [1, 128]"},
 		/* vLLM's and OpenAI's members this server does not implement: refused when
 		 * they ask for something (their defaults pass: the first test's body) */
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"ignore_eos\": 1}",
@@ -501,6 +501,25 @@ static void join(const struct events *ev, const char *field, char *out, size_t s
 
 static const struct completion_options base = {.id = "chatcmpl-abc", .model = "m", .created = 7};
 
+/* The end of an answer as the server writes it: streamed, its finish and the stream's
+ * end; else a response object around its choice. */
+static void end_answer(struct completion *c, enum completion_end why,
+		       const struct completion_usage *u, struct strbuf *b,
+		       const struct completion_options *o)
+{
+	if (o->stream) {
+		completion_finish(c, why, b);
+		completion_stream_end(o, u, b);
+		return;
+	}
+	json_t *root = json_pack("{s:s, s:[o]}", "object", "chat.completion", "choices",
+				 completion_choice(c, why));
+	char *text = json_dumps(root, JSON_COMPACT);
+	sb_puts(b, text);
+	free(text);
+	json_decref(root);
+}
+
 static void test_stream_stop(void **state)
 {
 	(void)state;
@@ -525,7 +544,7 @@ static void test_stream_stop(void **state)
 	assert_int_equal(completion_add_text(c, SESS_ANSWER, "ignored", 7, true), 1);
 	completion_stream(c, &b);
 	struct completion_usage u = {10, 4, 6};
-	completion_finish(c, COMPLETION_STOP, &u, &b);
+	end_answer(c, COMPLETION_STOP, &u, &b, &o);
 	struct events ev;
 	read_events(&b, &ev);
 	assert_true(ev.done);
@@ -563,7 +582,7 @@ static void test_stream_stop(void **state)
 	assert_int_equal(completion_add_text(c, SESS_ANSWER, "a END b E", 9, false), 0);
 	assert_int_equal(completion_add_text(c, SESS_ANSWER, "ND c", 4, true), 1);
 	struct strbuf whole = {0};
-	completion_finish(c, COMPLETION_STOP, &u, &whole);
+	end_answer(c, COMPLETION_STOP, &u, &whole, &o);
 	assert_non_null(strstr(whole.p, "\"content\":\"a END b \""));
 	free(whole.p);
 	completion_free(c);
@@ -584,7 +603,7 @@ static void tool_answer(const char *const *pieces, int n, bool stream, struct st
 		}
 	}
 	struct completion_usage u = {1, 0, 2};
-	completion_finish(c, COMPLETION_LENGTH, &u, b);
+	end_answer(c, COMPLETION_LENGTH, &u, b, &o);
 	completion_free(c);
 }
 
@@ -669,7 +688,7 @@ static void test_logprobs(void **state)
 	completion_add_text(c, SESS_ANSWER, "\xe4\xbd\xa0", 3, true);
 	struct strbuf b = {0};
 	struct completion_usage u = {3, 0, 1};
-	completion_finish(c, COMPLETION_STOP, &u, &b);
+	end_answer(c, COMPLETION_STOP, &u, &b, &o);
 	json_t *v = json_loads(b.p, 0, NULL);
 	assert_non_null(v);
 	json_t *ch = json_array_get(json_object_get(v, "choices"), 0);

@@ -87,7 +87,11 @@ static void test_refused(void **state)
 		{"{\"prompt\": \"x\", \"logprobs\": 21}", "logprobs"},
 		{"{\"prompt\": \"x\", \"max_tokens\": -1}", "max_tokens"},
 		{"{\"prompt\": \"x\", \"stream_options\": {}}", "stream_options"},
-		{"{\"prompt\": \"x\", \"n\": 3}", "n"},
+		{"{\"prompt\": \"x\", \"n\": 129}", "n"},
+		/* 9 prompts of 128 choices: more than 1024 choices */
+		{"{\"prompt\": [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\"], "
+		 "\"n\": 128}",
+		 "n"},
 		{"{\"prompt\": \"x\", \"ignore_eos\": \"yes\"}", "ignore_eos"},
 		{"{\"prompt\": \"x\", \"min_tokens\": 17}", "min_tokens"}, /* max_tokens is 16 */
 		{"{\"prompt\": \"x\", \"include_stop_str_in_output\": true}",
@@ -172,7 +176,7 @@ static void test_choice(void **state)
 	struct strbuf b = {0};
 	feed(c, answer, 2, &b, true);
 	struct completion_usage u = {2, 0, 2};
-	completion_finish(c, COMPLETION_STOP, &u, &b);
+	completion_finish(c, COMPLETION_STOP, &b);
 	completion_stream_end(&o, &u, &b);
 	completion_free(c);
 	json_t *all_toks = json_array(), *all_offs = json_array();
