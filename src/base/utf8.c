@@ -1,8 +1,10 @@
 /* utf8.c — well-formed UTF-8 (Unicode 15, table 3-7) and maximal subparts. */
 #include "src/base/utf8.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 /* Bytes of the well-formed sequence at p[0..n), or 0 with *bad the length of the
  * ill-formed sequence's maximal subpart. */
@@ -92,4 +94,33 @@ char *utf8_dup_replaced(const char *s, size_t n, size_t *len)
 	if (len)
 		*len = out_len;
 	return out;
+}
+
+static bool python_space(utf8proc_int32_t cp)
+{
+	const utf8proc_property_t *p = utf8proc_get_property(cp);
+	return p->category == UTF8PROC_CATEGORY_ZS || p->bidi_class == UTF8PROC_BIDI_CLASS_WS ||
+	       p->bidi_class == UTF8PROC_BIDI_CLASS_B || p->bidi_class == UTF8PROC_BIDI_CLASS_S;
+}
+
+void utf8_strip(const char *s, size_t n, size_t *start, size_t *end)
+{
+	const utf8proc_uint8_t *u = (const utf8proc_uint8_t *)s;
+	size_t a = 0, b = 0; /* the first character kept, and the end of the last one */
+	bool seen = false;
+	for (size_t i = 0; i < n;) {
+		utf8proc_int32_t cp = -1;
+		utf8proc_ssize_t len = utf8proc_iterate(u + i, (utf8proc_ssize_t)(n - i), &cp);
+		if (len < 1) /* not well-formed: a byte that is not whitespace */
+			len = 1, cp = -1;
+		if (cp < 0 || !python_space(cp)) {
+			if (!seen)
+				a = i;
+			seen = true;
+			b = i + (size_t)len;
+		}
+		i += (size_t)len;
+	}
+	*start = seen ? a : 0;
+	*end = seen ? b : 0;
 }

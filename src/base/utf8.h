@@ -23,4 +23,9 @@ void utf8_replace_ill_formed(const char *s, size_t n, char *out);
  * (may be NULL); NULL when out of memory. */
 char *utf8_dup_replaced(const char *s, size_t n, size_t *len);
 
+/* The well-formed UTF-8 s[0..n) without its leading and trailing whitespace, as
+ * Python's str.strip() sees it (general category Zs, or bidirectional class WS, B or
+ * S): s[*start, *end). */
+void utf8_strip(const char *s, size_t n, size_t *start, size_t *end);
+
 #endif

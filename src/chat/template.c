@@ -4,6 +4,7 @@
 #include "src/chat/template.h"
 #include "src/base/err.h"
 #include "src/base/strbuf.h"
+#include "src/base/utf8.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -500,4 +501,40 @@ char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation
 		  int enable_thinking, size_t *len)
 {
 	return render(c, v, add_generation_prompt, enable_thinking, len, NULL, NULL);
+}
+
+/* Where the last copy of want[0..n) ends in text[0..len), or SIZE_MAX (Python's
+ * text.rindex(want) + n; an empty want is found at the very end). */
+static size_t last_end(const char *text, size_t len, const char *want, size_t n)
+{
+	for (size_t i = len >= n ? len - n + 1 : 0; i-- > 0;)
+		if (!memcmp(text + i, want, n))
+			return i + n;
+	return SIZE_MAX;
+}
+
+char *tmpl_render_continue(const struct chat *c, enum tmpl_variant v, int enable_thinking,
+			   size_t *len)
+{
+	size_t n = 0;
+	char *text = render(c, v, false, enable_thinking, &n, NULL, NULL);
+	if (!text)
+		return NULL;
+	const char *want = c->turns[c->n - 1].content;
+	size_t a, b, cut = last_end(text, n, want, strlen(want));
+	if (cut == SIZE_MAX) { /* a template that strips the content, as some do */
+		utf8_strip(want, strlen(want), &a, &b);
+		cut = last_end(text, n, want + a, b - a);
+	}
+	if (cut == SIZE_MAX) {
+		free(text);
+		err_set("messages[%zu]: its content is not in the conversation as the chat "
+			"template renders it, so it cannot be continued",
+			c->n - 1);
+		return NULL;
+	}
+	text[cut] = '\0';
+	if (len)
+		*len = cut;
+	return text;
 }

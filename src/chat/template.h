@@ -51,6 +51,15 @@ bool tmpl_split_think(const char *content, size_t *r_off, size_t *r_len, size_t 
 char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation_prompt,
 		  int enable_thinking, size_t *len);
 
+/* The conversation rendered to continue its last message (vLLM's
+ * continue_final_message, Hugging Face's apply_chat_template(continue_final_message=
+ * True)): rendered without a generation prompt and cut just after the last place the
+ * final message's content appears (else its content stripped of whitespace), so that
+ * the model goes on writing that message. NULL with err_set when the content does not
+ * appear at all (a template that rewrote it). */
+char *tmpl_render_continue(const struct chat *c, enum tmpl_variant v, int enable_thinking,
+			   size_t *len);
+
 /* Byte ranges [start, end) of the rendered text, in order, that come from the
  * messages (content, reasoning, tool calls and tool output, tool definitions) rather
  * than from the template itself. */

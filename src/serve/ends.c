@@ -1,5 +1,6 @@
-/* ends.c — how a request's answer may end (openai.h): stop strings, and vLLM's
- * stop_token_ids, ignore_eos and min_tokens. */
+/* ends.c — where a chat answer begins and how an answer may end (openai.h):
+ * continue_final_message; stop strings, and vLLM's stop_token_ids, ignore_eos and
+ * min_tokens. */
 #include "src/serve/openai.h"
 
 #include <jansson.h>
@@ -81,5 +82,24 @@ int oai_parse_ends(struct oai_request *r, json_t *root, struct oai_error *e)
 		return oai_bad(e, "min_tokens", "%lld is more than %s (%d)", (long long)min,
 			       r->max_tokens_key, r->max_tokens);
 	r->min_tokens = (int)min;
+	return 0;
+}
+
+int oai_parse_continue(struct oai_request *r, json_t *root, bool tokenize, struct oai_error *e)
+{
+	bool cont = false, add = true;
+	json_t *given = json_object_get(root, "add_generation_prompt");
+	if (oai_get_bool(root, "continue_final_message", "continue_final_message", &cont, e) < 0 ||
+	    oai_get_bool(root, "add_generation_prompt", "add_generation_prompt", &add, e) < 0)
+		return -1;
+	if (cont && add && given && !json_is_null(given))
+		return oai_bad(e, "continue_final_message",
+			       "cannot be true with add_generation_prompt true");
+	if (!cont && !add && !tokenize)
+		return oai_bad(e, "add_generation_prompt",
+			       "false is taken only with continue_final_message true (else an "
+			       "answer starts a new assistant turn)");
+	r->continue_final = cont;
+	r->add_generation_prompt = add && !cont;
 	return 0;
 }

@@ -151,7 +151,9 @@ static int32_t *prompt(const struct gen_model *m, const struct oai_request *r,
 {
 	char msg[256];
 	size_t len, k = 0;
-	char *text = tmpl_render(r->chat, m->variant, true, thinking(m, r), &len);
+	char *text = r->continue_final
+			     ? tmpl_render_continue(r->chat, m->variant, thinking(m, r), &len)
+			     : tmpl_render(r->chat, m->variant, true, thinking(m, r), &len);
 	int32_t *ids = text ? tok_encode(m->tok, text, len, &k) : NULL;
 	free(text);
 	if (!ids) {
@@ -223,7 +225,9 @@ static int end_response(struct run *x, const struct completion_options *co,
 static int answer(struct run *x, int max_new, struct completion_usage *usage)
 {
 	const struct gen_model *m = x->m;
-	enum sess_split split = tmpl_prompt_opens_think(m->variant, thinking(m, x->r))
+	/* a continued message goes on as it was cut: its tags, if any, are text */
+	enum sess_split split = x->r->continue_final ? SESS_SPLIT_NONE
+				: tmpl_prompt_opens_think(m->variant, thinking(m, x->r))
 					? SESS_SPLIT_REASONING_FIRST
 					: SESS_SPLIT_ANSWER_FIRST;
 	sess_set_token_hook(m->sess, x->r->logprobs ? on_token : NULL, x);

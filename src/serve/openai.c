@@ -517,13 +517,14 @@ static int refuse_unsupported(json_t *root, bool text, struct oai_error *e)
 		json_t *v = json_object_get(root, unsupported[i].name);
 		if (text && !strcmp(unsupported[i].name, "echo"))
 			continue; /* a text completion echoes its prompt */
+		if (!text && !strcmp(unsupported[i].name, "continue_final_message"))
+			continue; /* a chat's (oai_parse_continue) */
 		if (v && asks(unsupported[i].name, v, unsupported[i].idle))
 			return oai_bad(e, unsupported[i].name, "not supported (%s)",
 				       unsupported[i].say);
 	}
-	if (json_is_false(json_object_get(root, "add_generation_prompt")))
-		return oai_bad(e, "add_generation_prompt",
-			       "not supported (an answer always starts a new assistant turn)");
+	if (text && json_is_false(json_object_get(root, "add_generation_prompt")))
+		return oai_bad(e, "add_generation_prompt", "not supported (a chat's member)");
 	json_t *mod = json_object_get(root, "modalities");
 	for (size_t i = 0; i < json_array_size(mod); i++) {
 		json_t *m = json_array_get(mod, i);
@@ -676,7 +677,8 @@ static struct oai_request *parse(const char *body, size_t len, enum oai_kind kin
 		return r;
 	}
 	if (refuse_unsupported(root, kind == OAI_TEXT, e) ||
-	    (kind == OAI_CHAT ? parse_messages(r, root, e) || parse_tools(r, root, e)
+	    (kind == OAI_CHAT ? parse_messages(r, root, e) || parse_tools(r, root, e) ||
+					oai_parse_continue(r, root, false, e)
 			      : parse_prompt(r, root, e)) ||
 	    parse_sampling(r, root, e) ||
 	    (kind == OAI_CHAT ? parse_output(r, root, e) : parse_text_output(r, root, e)) ||

@@ -83,6 +83,7 @@ struct oai_request {
 	int top_logprobs; /* 0..OAI_MAX_TOP_LOGPROBS */
 	bool parse_tools; /* tools were given and tool_choice is not "none" */
 	bool add_generation_prompt; /* tokenize: the conversation ends with the assistant's turn opened */
+	bool continue_final;        /* chat, tokenize: the last message is continued */
 	bool token_strs;            /* tokenize: each token as tokenizer.json spells it too */
 };
 
@@ -112,6 +113,12 @@ int oai_get_bool(struct json_t *o, const char *key, const char *param, bool *out
  * given, 0 when absent or null (*out unchanged), -1 otherwise (oai_bad about key). */
 int oai_get_int(struct json_t *o, const char *key, long long lo, long long hi, long long *out,
 		struct oai_error *e);
+
+/* continue_final_message and add_generation_prompt into r: the two are not both true
+ * (continue_final_message alone makes the second false); add_generation_prompt false
+ * without the first is taken only for /tokenize. -1 with oai_bad on a bad one. */
+int oai_parse_continue(struct oai_request *r, struct json_t *root, bool tokenize,
+		       struct oai_error *e);
 
 /* stop, stop_token_ids, ignore_eos and min_tokens (at most max_tokens, where the
  * request's max_tokens is known) into r; -1 with oai_bad on a bad one. */

@@ -16,16 +16,11 @@
 /* The members a /tokenize request shares with none of the completions. */
 static int tokenize_flags(struct oai_request *r, json_t *root, struct oai_error *e)
 {
-	bool special = true, cont = false, strs = false;
-	r->add_generation_prompt = true;
-	if (oai_get_bool(root, "add_generation_prompt", "add_generation_prompt",
-			 &r->add_generation_prompt, e) < 0 ||
+	bool special = true, strs = false;
+	if (oai_parse_continue(r, root, true, e) ||
 	    oai_get_bool(root, "add_special_tokens", "add_special_tokens", &special, e) < 0 ||
-	    oai_get_bool(root, "continue_final_message", "continue_final_message", &cont, e) < 0 ||
 	    oai_get_bool(root, "return_token_strs", "return_token_strs", &strs, e) < 0)
 		return -1;
-	if (cont)
-		return oai_bad(e, "continue_final_message", "not supported");
 	r->token_strs = strs;
 	return 0;
 }
@@ -188,7 +183,9 @@ int tokenize_run(const struct gen_model *m, const struct oai_request *r,
 	if (r->chat) {
 		int think = r->enable_thinking != TMPL_THINK_ABSENT ? r->enable_thinking
 								    : m->absent_think;
-		text = tmpl_render(r->chat, m->variant, r->add_generation_prompt, think, &len);
+		text = r->continue_final ? tmpl_render_continue(r->chat, m->variant, think, &len)
+					 : tmpl_render(r->chat, m->variant,
+						       r->add_generation_prompt, think, &len);
 		if (!text)
 			return gen_fail(out, false, 400, err_msg(), "messages", NULL);
 	}

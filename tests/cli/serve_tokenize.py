@@ -69,6 +69,36 @@ def conversations(port, qwenchat, model, golden):
             bad.append((r["case"], r["add_generation_prompt"], r["enable_thinking"], st))
     check(picked and not bad, "/tokenize of %d conversations: the tokens of jinja2's renders%s"
           % (len(picked), " (differ: %s)" % bad[:5] if bad else ""))
+    # continue_final_message: jinja2's render without a generation prompt, cut as
+    # transformers' apply_chat_template(continue_final_message=True) cuts it
+    bad, n_cut, n_refused = [], 0, 0
+    for r in renders:
+        case = cases[r["case"]]
+        if not api_calls(case) or r["add_generation_prompt"]:
+            continue
+        final = case["messages"][-1].get("content") or ""
+        if isinstance(final, list):
+            final = final[-1]["text"]
+        text = r["text"]
+        if final in text:
+            want = encode(qwenchat, model, text[:text.rindex(final) + len(final)])
+        elif final.strip() in text:
+            want = encode(qwenchat, model, text[:text.rindex(final.strip()) + len(final.strip())])
+        else:
+            want = None
+        body = {"messages": case["messages"], "continue_final_message": True,
+                "add_generation_prompt": False, "tools": case.get("tools")}
+        if r["enable_thinking"] is not None:
+            body["chat_template_kwargs"] = {"enable_thinking": r["enable_thinking"]}
+        st, _, b = request(port, "POST", "/tokenize", body)
+        n_cut += want is not None
+        n_refused += want is None
+        if (want is None and (st != 400 or b["error"]["param"] != "messages")) or \
+           (want is not None and (st != 200 or b.get("tokens") != want)):
+            bad.append((r["case"], r["enable_thinking"], st))
+    check(n_cut > 50 and not bad,
+          "continue_final_message: %d conversations cut as transformers cuts them, %d refused "
+          "as there%s" % (n_cut, n_refused, " (differ: %s)" % bad[:5] if bad else ""))
     msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi <|im_end|>"}]
     st, _, b = request(port, "POST", "/tokenize", {"messages": msgs})
     st2, _, c = request(port, "POST", "/v1/chat/completions",
@@ -76,6 +106,19 @@ def conversations(port, qwenchat, model, golden):
     check(st == 200 and st2 == 200 and c["usage"]["prompt_tokens"] == b["count"],
           "a chat completion's prompt_tokens is /tokenize's count (%s, %s)"
           % (b.get("count"), c.get("usage", {}).get("prompt_tokens")))
+    # a continued answer: the tokens a text completion of the same ids would write
+    msgs = msgs + [{"role": "assistant", "content": "Sure, here"}]
+    cont = {"messages": msgs, "continue_final_message": True, "add_generation_prompt": False}
+    st, _, b = request(port, "POST", "/tokenize", cont)
+    st2, _, c = request(port, "POST", "/v1/chat/completions",
+                        dict(cont, max_tokens=6, temperature=0))
+    st3, _, t = request(port, "POST", "/v1/completions",
+                        {"prompt": b.get("tokens"), "max_tokens": 6, "temperature": 0})
+    check(st == st2 == st3 == 200 and c["usage"]["prompt_tokens"] == b["count"] and
+          c["choices"][0]["message"]["content"] == t["choices"][0]["text"] and
+          c["usage"]["completion_tokens"] == t["usage"]["completion_tokens"],
+          "continue_final_message: the answer goes on from the message's text (%r, %r)"
+          % (c.get("choices", [{}])[0].get("message"), t.get("choices", [{}])[0].get("text")))
 
 
 def prompts(port, qwenchat, model, ctx):
@@ -130,7 +173,9 @@ def errors(port, key_port, key):
         ("/tokenize", {"messages": []}, "messages"),
         ("/tokenize", {"messages": [{"role": "bogus", "content": "b"}]}, "messages[0].role"),
         ("/tokenize", {"prompt": "a", "add_generation_prompt": 1}, "add_generation_prompt"),
-        ("/tokenize", {"prompt": "a", "continue_final_message": True}, "continue_final_message"),
+        ("/tokenize", {"messages": [{"role": "assistant", "content": "b"}],
+                       "continue_final_message": True, "add_generation_prompt": True},
+         "continue_final_message"),
         ("/tokenize", {"prompt": "a", "return_token_strs": "yes"}, "return_token_strs"),
         ("/tokenize", {"model": 3, "prompt": "a"}, "model"),
         ("/tokenize", "[1, 2", None),

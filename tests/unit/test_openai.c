@@ -249,7 +249,10 @@ static void test_parse_errors(void **state)
 		 "guided_json", NULL, "constrained decoding"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 		 "\"add_generation_prompt\": false}",
-		 "add_generation_prompt", NULL, "not supported"},
+		 "add_generation_prompt", NULL, "only with continue_final_message true"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+		 "\"add_generation_prompt\": true, \"continue_final_message\": true}",
+		 "continue_final_message", NULL, "cannot be true with add_generation_prompt true"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"modalities\": "
 		 "[\"text\", \"audio\"]}",
 		 "modalities", NULL, "text only"},
