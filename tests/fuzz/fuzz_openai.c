@@ -19,6 +19,7 @@
 #include "src/chat/toolcall.h"
 #include "src/serve/completion.h"
 #include "src/serve/openai.h"
+#include "src/serve/tokenize.h"
 
 /* Every "data: " event holds JSON or [DONE]; a whole answer is one JSON object. */
 static void check_json(const struct strbuf *b, bool stream)
@@ -68,7 +69,9 @@ static void answer(const struct oai_request *r)
 			size_t k = strcspn(s, "\n") + (s[strcspn(s, "\n")] == '\n');
 			struct completion_token t = {s, k, -1.0};
 			completion_add_token(c, &t, &t, 1);
-			int stop = completion_add_text(c, part, s, k);
+			/* stop strings looked for from the second piece on, as after min_tokens */
+			bool stops = i > 0 || s != r->chat->turns[i].content;
+			int stop = completion_add_text(c, part, s, k, stops);
 			if (r->stream)
 				completion_stream(c, &b);
 			s += k;
@@ -77,10 +80,33 @@ static void answer(const struct oai_request *r)
 		}
 	}
 	struct completion_usage u = {1, 0, 1};
-	completion_finish(c, COMPLETION_STOP, &u, &b);
+	if (r->stream) {
+		completion_finish(c, COMPLETION_STOP, &b);
+		completion_stream_end(&o, &u, &b);
+	} else {
+		json_t *choice = completion_choice(c, COMPLETION_STOP);
+		char *text = choice ? json_dumps(choice, JSON_COMPACT) : NULL;
+		if (text)
+			sb_puts(&b, text);
+		free(text);
+		json_decref(choice);
+	}
 	check_json(&b, r->stream);
 	free(b.p);
 	completion_free(c);
+}
+
+/* The conversation rendered to continue its last message: a prefix of the whole
+ * rendering without a generation prompt, ending with that message's content. */
+static void render_continued(const struct oai_request *r)
+{
+	size_t n = 0, whole_n = 0;
+	char *cut = tmpl_render_continue(r->chat, TMPL_QWEN3, r->enable_thinking, &n);
+	char *whole = tmpl_render(r->chat, TMPL_QWEN3, false, r->enable_thinking, &whole_n);
+	if (cut && (!whole || n > whole_n || memcmp(cut, whole, n)))
+		abort();
+	free(cut);
+	free(whole);
 }
 
 /* Feeds s to c as tokens cut at each '\n' and as text; returns what the text said
@@ -92,7 +118,7 @@ static int feed(struct completion *c, const char *s, size_t n, bool stream, stru
 		size_t k = nl ? (size_t)(nl - (s + i)) + 1 : n - i;
 		struct completion_token t = {s + i, k, i ? -1.0 : NAN};
 		completion_add_token(c, &t, &t, 1);
-		int stop = completion_add_text(c, SESS_ANSWER, s + i, k);
+		int stop = completion_add_text(c, SESS_ANSWER, s + i, k, true);
 		if (stream)
 			completion_stream(c, b);
 		i += k;
@@ -124,9 +150,8 @@ static void answer_text(const struct oai_request *r)
 		if (!c)
 			break;
 		feed(c, q->text ? q->text : "", q->text ? q->len : 0, r->stream, &b);
-		struct completion_usage u = {1, 0, 1};
 		if (r->stream)
-			completion_finish(c, COMPLETION_LENGTH, &u, &b);
+			completion_finish(c, COMPLETION_LENGTH, &b);
 		else
 			json_array_append_new(choices, completion_choice(c, COMPLETION_STOP));
 		completion_free(c);
@@ -162,6 +187,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	struct oai_error e;
+	if (data[0] == 4 || data[0] == 12) {
+		struct oai_request *r = tokenize_parse(text, size, data[0] == 12, &e);
+		if (r && r->chat) {
+			/* a conversation renders, unless its last message is continued and the
+			 * template rewrote its content */
+			char *s = r->continue_final ? tmpl_render_continue(r->chat, TMPL_QWEN3,
+									   r->enable_thinking, NULL)
+						    : tmpl_render(r->chat, TMPL_QWEN3,
+								  r->add_generation_prompt,
+								  r->enable_thinking, NULL);
+			if (!s && !r->continue_final)
+				abort();
+			free(s);
+		} else if (r && (r->n_prompts != 1 || (!r->prompts[0].text && data[0] == 4))) {
+			abort(); /* one prompt: a /tokenize text, or /detokenize ids */
+		}
+		oai_request_free(r);
+		return 0;
+	}
 	if (data[0] & 2) {
 		struct oai_request *r = oai_parse_text(text, size, &e);
 		if (r && (r->n_prompts < 1 || r->n_prompts > OAI_MAX_PROMPTS))
@@ -178,6 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!s)
 		abort(); /* a request holds at least one message */
 	free(s);
+	render_continued(r);
 	answer(r);
 	oai_request_free(r);
 	return 0;
