@@ -47,8 +47,9 @@ const struct cli_opt train_opts[] = {
 	{"min-lr", OPT_MIN_LR, "X", "learning rate at the end of the cosine (default\nlr/10)"},
 	{"warmup", OPT_WARMUP, "N", "steps of linear warm-up from 0 (default 0)"},
 	{"cosine-steps", OPT_COSINE_STEPS, "N",
-	 "the step where the cosine reaches --min-lr (default\n--steps, or --warmup if that is "
-	 "longer)"},
+	 "the step where the cosine reaches --min-lr, not\nbefore --warmup (default --steps, or "
+	 "--warmup if\n"
+	 "that is longer)"},
 	{"weight-decay", OPT_WEIGHT_DECAY, "X",
 	 "AdamW's decay of the matrices, not the norms\n(default 0.1)"},
 	{"beta1", OPT_BETA1, "X", "AdamW's beta1 (default 0.9)"},
