@@ -230,7 +230,9 @@ static int answer(struct run *x, int max_new, struct completion_usage *usage)
 				: tmpl_prompt_opens_think(m->variant, thinking(m, x->r))
 					? SESS_SPLIT_REASONING_FIRST
 					: SESS_SPLIT_ANSWER_FIRST;
+	/* the token that ends the answer is listed too, as usage counts it (vLLM's way) */
 	sess_set_token_hook(m->sess, x->r->logprobs ? on_token : NULL, x);
+	sess_set_token_hook_stops(m->sess, true);
 	int rc = sess_generate(m->sess, m->samp, max_new, split, on_text, x);
 	sess_set_token_hook(m->sess, NULL, NULL);
 	const struct sess_stats *st = sess_stats(m->sess);

@@ -237,6 +237,21 @@ test('text: a completion equals qwenchat run --raw\'s with the same seed, whole 
   assert.equal(finish, r.choices[0].finish_reason);
 });
 
+test('rigged: logprobs list the token that ends the answer, as usage counts it', async () => {
+  const body = { ...rigBody, tools: undefined, logprobs: true, top_logprobs: 1 };
+  const r = await rig.chat.completions.create(body);
+  const lp = r.choices[0].logprobs.content;
+  assert.equal(lp.length, r.usage.completion_tokens);
+  assert.equal(lp.at(-1).token, '<|im_end|>');
+  const s = await streamed(rig, { ...body, stream_options: { include_usage: true } });
+  const entries = s.chunks.flatMap((c) => c.choices[0]?.logprobs?.content ?? []);
+  assert.deepEqual(entries.map((e) => e.token), lp.map((e) => e.token));
+  // a stop id is the last entry as well
+  const t = await rig.chat.completions.create({ ...body, stop_token_ids: [151657] });
+  assert.deepEqual(t.choices[0].logprobs.content.map((e) => e.token),
+                   ['<think>', 'Hello', '\n\n', '</think>', '<tool_call>']);
+});
+
 // vLLM's stop_token_ids, min_tokens and ignore_eos (request members the client passes on)
 test('rigged: stop_token_ids, min_tokens and ignore_eos end the answer as vLLM\'s do', async () => {
   const body = { ...rigBody, tools: undefined };
