@@ -707,7 +707,7 @@ int cli_parse(const struct cli_command *cmd, int argc, char **argv, struct cli_c
 	if (npos < cmd->min_args)
 		return cli_usage(cmd->name, "missing %s (usage: qwenchat %s %s)",
 				 cmd->args ? cmd->args : "argument", cmd->name, cmd->synopsis);
-	for (int i = optind; i < argc; i++) /* every argument names a file or a model */
+	for (int i = optind; i < argc && !cmd->text_args; i++) /* names: a file, a model */
 		if (!argv[i][0])
 			return cli_usage(cmd->name, "argument %d is an empty name", i - optind + 1);
 	if (remote_check(cmd, c))

@@ -82,6 +82,7 @@ struct cli_command {
 	const char *notes;          /* text after the options, or NULL */
 	int min_args, max_args;     /* positional arguments allowed */
 	const char *args;           /* what they are, for a missing one: "FILE..." */
+	bool text_args;             /* they are text (may be empty), not names */
 	int min_ctx;                /* the least --ctx accepted (0: 1) */
 };
 

@@ -73,14 +73,17 @@ static const struct cli_opt run_opts[] = {
 
 static const struct cli_command run_cmd = {
 	.name = "run",
-	.synopsis = "-m MODEL [-p TEXT | -f FILE] [options]",
-	.about = "One chat turn: the prompt (-p, -f FILE, or stdin when neither is given) is sent\n"
-		 "as a user message and the answer is streamed to stdout. The model's reasoning\n"
-		 "(its <think> block) is streamed to stderr between <think> and </think> lines,\n"
-		 "so stdout holds the answer alone. -n N stops after N new tokens (default: when\n"
-		 "the model ends its turn or the context is full).\n",
+	.synopsis = "-m MODEL [-p TEXT | -f FILE | TEXT] [options]",
+	.about = "One chat turn: the prompt (-p TEXT or an argument TEXT, -f FILE, or stdin when\n"
+		 "none is given) is sent as a user message and the answer is streamed to stdout.\n"
+		 "The model's reasoning (its <think> block) is streamed to stderr between <think>\n"
+		 "and </think> lines, so stdout holds the answer alone. -n N stops after N new\n"
+		 "tokens (default: when the model ends its turn or the context is full).\n",
 	.groups = CLI_MODEL | CLI_ENGINE | CLI_SAMPLING | CLI_MAX_NEW | CLI_REMOTE,
 	.opts = run_opts,
+	.max_args = 1,
+	.args = "TEXT",
+	.text_args = true,
 	.notes = "Sampling defaults come from the model's generation_config.json (Qwen3: "
 		 "temperature\n"
 		 "0.6, top-k 20, top-p 0.95); with --no-think Qwen's non-thinking preset "
@@ -156,9 +159,16 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	memset(a, 0, sizeof *a);
 	a->think = TMPL_THINK_ABSENT;
 	a->logprobs = -1;
-	int r = cli_parse(&run_cmd, argc, argv, &a->cli, run_opt, a, NULL);
+	int first;
+	int r = cli_parse(&run_cmd, argc, argv, &a->cli, run_opt, a, &first);
 	if (r)
 		return r;
+	if (first < argc) { /* ollama's way: the prompt after the options */
+		if (a->prompt || a->file)
+			return cli_usage("run", "the prompt is given twice ('%s' and %s): use one",
+					 argv[first], a->prompt ? "-p" : "-f");
+		a->prompt = argv[first];
+	}
 	if (a->prompt && a->file)
 		return cli_usage("run", "-p and -f both give the prompt: use one");
 	if (!a->prompt && !a->file && isatty(STDIN_FILENO))

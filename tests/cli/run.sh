@@ -19,7 +19,13 @@ expect_err_has "--think and --no-think: give one" "... said in one line"
 expect_exit 2 "chat --no-think --think" "$QWENCHAT" chat -m "$TMP" --no-think --think
 expect_exit 2 "run --raw --system" "$QWENCHAT" run -m "$TMP" -p hi --raw --system s
 expect_exit 2 "run --bogus" "$QWENCHAT" run -m "$TMP" -p hi --bogus
-expect_exit 2 "run extra argument" "$QWENCHAT" run -m "$TMP" -p hi extra
+expect_exit 2 "run -p and a prompt argument" "$QWENCHAT" run -m "$TMP" -p hi extra
+expect_err_has "the prompt is given twice ('extra' and -p)" "... said to be given twice"
+expect_exit 2 "run -f and a prompt argument" "$QWENCHAT" run -m "$TMP" extra -f /dev/null
+expect_exit 2 "run with two prompt arguments" "$QWENCHAT" run -m "$TMP" hi extra
+expect_err_has "unexpected argument 'extra'" "... the second one named"
+expect_exit 2 "run ''" "$QWENCHAT" run -m "$TMP" ''
+expect_err_has "the prompt is empty" "run '': an empty prompt, not an empty name"
 expect_exit 0 "run --help" "$QWENCHAT" run --help
 grep -q -- "--no-think" "$TMP/out" && pass "help lists --no-think" || fail "help lacks --no-think"
 expect_exit 2 "run -p ''" "$QWENCHAT" run -m "$TMP" -p ''
@@ -50,6 +56,9 @@ rc=$?
 [ -s "$TMP/a" ] && pass "run wrote an answer" || fail "run: empty stdout"
 $RUN -p "Hello there" -n 12 --seed 5 --temp 1 >"$TMP/b" 2>/dev/null
 cmp -s "$TMP/a" "$TMP/b" && pass "same seed, same text" || fail "same seed, different text"
+$RUN -n 12 --seed 5 --temp 1 "Hello there" >"$TMP/b" 2>/dev/null
+cmp -s "$TMP/a" "$TMP/b" && pass "the prompt as an argument: the text of -p" ||
+	fail "the prompt as an argument gave another text than -p"
 $RUN -p "Hello there" -n 12 --seed 6 --temp 1 >"$TMP/c" 2>/dev/null
 cmp -s "$TMP/a" "$TMP/c" && fail "another seed gave the same text" || pass "another seed, other text"
 # without --seed a random one: two runs differ, --stats names it, and it repeats
