@@ -1,8 +1,9 @@
 /* ends.c — where a chat answer begins and how an answer may end (openai.h):
  * continue_final_message; stop strings, and vLLM's stop_token_ids, ignore_eos and
- * min_tokens. */
+ * min_tokens; and logit_bias, the request's other rule for the draw. */
 #include "src/serve/openai.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,9 +70,60 @@ static int parse_stop_ids(struct oai_request *r, json_t *root, struct oai_error 
 	return 0;
 }
 
+/* A logit_bias key: a token id written in decimal, as JSON keys are strings. */
+static bool bias_key(const char *key, int32_t *id)
+{
+	char *end;
+	errno = 0;
+	long long v = key[0] >= '0' && key[0] <= '9' ? strtoll(key, &end, 10) : -1;
+	if (v < 0 || *end || errno || v > INT32_MAX)
+		return false;
+	*id = (int32_t)v;
+	return true;
+}
+
+/* logit_bias: {"token id": bias} (OpenAI's and vLLM's). A bias outside [-100, 100]
+ * is held to it, as vLLM holds it; whether an id is in the vocabulary is the model's
+ * to say (generate.c). Two keys of one id ("7", "07") are refused. */
+static int parse_bias(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	json_t *map = json_object_get(root, "logit_bias");
+	if (!map || json_is_null(map))
+		return 0;
+	if (!json_is_object(map))
+		return oai_bad(e, "logit_bias",
+			       "expected an object of token ids and biases, got %s",
+			       jsontype_name(map));
+	size_t n = json_object_size(map);
+	if (n > OAI_MAX_LOGIT_BIAS)
+		return oai_bad(e, "logit_bias", "%zu entries (at most %d)", n, OAI_MAX_LOGIT_BIAS);
+	if (!(r->bias_ids = calloc(n ? n : 1, sizeof *r->bias_ids)) ||
+	    !(r->bias = calloc(n ? n : 1, sizeof *r->bias)))
+		return err_set("out of memory");
+	const char *key;
+	json_t *v;
+	json_object_foreach(map, key, v)
+	{
+		int32_t id;
+		if (!bias_key(key, &id))
+			return oai_bad(e, "logit_bias", "key '%.40s' is not a token id", key);
+		if (!json_is_number(v))
+			return oai_bad(e, "logit_bias", "the bias of %d: expected a number, got %s",
+				       (int)id, jsontype_name(v));
+		for (size_t i = 0; i < r->n_bias; i++)
+			if (r->bias_ids[i] == id)
+				return oai_bad(e, "logit_bias", "token id %d is given twice",
+					       (int)id);
+		double b = json_number_value(v);
+		r->bias_ids[r->n_bias] = id;
+		r->bias[r->n_bias++] = (float)(b < -100 ? -100 : b > 100 ? 100 : b);
+	}
+	return 0;
+}
+
 int oai_parse_ends(struct oai_request *r, json_t *root, struct oai_error *e)
 {
-	if (parse_stop(r, root, e) || parse_stop_ids(r, root, e) ||
+	if (parse_stop(r, root, e) || parse_stop_ids(r, root, e) || parse_bias(r, root, e) ||
 	    oai_get_bool(root, "ignore_eos", "ignore_eos", &r->ignore_eos, e) < 0)
 		return -1;
 	json_int_t min = 0;

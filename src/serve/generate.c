@@ -552,6 +552,21 @@ static int run_text(const struct gen_model *m, const struct oai_request *r,
 	return status;
 }
 
+/* logit_bias's ids are in the vocabulary (vLLM's 400 otherwise). */
+static int check_bias(const struct gen_model *m, const struct oai_request *r,
+		      const struct gen_output *out)
+{
+	for (size_t i = 0; i < r->n_bias; i++)
+		if (r->bias_ids[i] >= m->vocab) {
+			char msg[160];
+			snprintf(msg, sizeof msg,
+				 "logit_bias: token id %d is not below the vocabulary size %d",
+				 (int)r->bias_ids[i], m->vocab);
+			return gen_fail(out, false, 400, msg, "logit_bias", NULL);
+		}
+	return 0;
+}
+
 int gen_run(const struct gen_model *m, const struct oai_request *r, const struct gen_output *out,
 	    struct completion_usage *usage)
 {
@@ -559,11 +574,14 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 	if (set_sampling(m, r))
 		return gen_fail(out, false, 400, err_msg(), NULL, NULL);
 	int status = gen_check_ids(m, r->stop_ids, r->n_stop_ids, "stop_token_ids", out);
-	if (status)
+	if (status || (status = check_bias(m, r, out)))
 		return status;
+	if (sess_set_bias(m->sess, r->bias_ids, r->bias, (int)r->n_bias))
+		return gen_fail(out, false, 500, err_msg(), NULL, NULL);
 	struct sess_ends ends = {r->ignore_eos, r->min_tokens, r->stop_ids, (int)r->n_stop_ids};
 	sess_set_ends(m->sess, &ends);
 	status = r->kind == OAI_TEXT ? run_text(m, r, out, usage) : run_chat(m, r, out, usage);
 	sess_set_ends(m->sess, NULL);
+	sess_set_bias(m->sess, NULL, NULL, 0);
 	return status;
 }

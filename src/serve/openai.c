@@ -360,9 +360,6 @@ static int parse_sampling(struct oai_request *r, json_t *root, struct oai_error 
 		p->seed = (uint64_t)seed;
 		r->samp_set |= SAMP_SET_SEED;
 	}
-	json_t *bias = json_object_get(root, "logit_bias");
-	if (bias && !json_is_null(bias) && !(json_is_object(bias) && json_object_size(bias) == 0))
-		return oai_bad(e, "logit_bias", "not supported");
 	return 0;
 }
 
@@ -721,6 +718,8 @@ void oai_request_free(struct oai_request *r)
 		free(r->stop[i]);
 	free(r->stop);
 	free(r->stop_ids);
+	free(r->bias_ids);
+	free(r->bias);
 	free(r);
 }
 

@@ -15,12 +15,13 @@
 
 /* Limits of a request; beyond them it is refused before anything is built from it. */
 enum {
-	OAI_MAX_DEPTH = 64,       /* nesting of arrays and objects in the body */
-	OAI_MAX_MESSAGES = 2048,  /* messages */
-	OAI_MAX_TOOLS = 128,      /* tool definitions, and calls in one assistant message */
-	OAI_MAX_STOP = 16,        /* stop strings */
-	OAI_MAX_STOP_BYTES = 256, /* bytes in one stop string */
-	OAI_MAX_STOP_IDS = 64,    /* stop_token_ids (SESS_MAX_STOP_IDS) */
+	OAI_MAX_DEPTH = 64,        /* nesting of arrays and objects in the body */
+	OAI_MAX_MESSAGES = 2048,   /* messages */
+	OAI_MAX_TOOLS = 128,       /* tool definitions, and calls in one assistant message */
+	OAI_MAX_STOP = 16,         /* stop strings */
+	OAI_MAX_STOP_BYTES = 256,  /* bytes in one stop string */
+	OAI_MAX_STOP_IDS = 64,     /* stop_token_ids (SESS_MAX_STOP_IDS) */
+	OAI_MAX_LOGIT_BIAS = 1024, /* logit_bias entries */
 	OAI_MAX_TOP_LOGPROBS = 20,
 	OAI_MAX_PROMPTS = 1024,       /* prompts of one /v1/completions request, and its choices */
 	OAI_MAX_CHOICES = 128,        /* n: answers to one prompt */
@@ -74,6 +75,9 @@ struct oai_request {
 	size_t n_stop;
 	int32_t *stop_ids; /* (n_stop_ids) stop_token_ids: more ids that end it */
 	size_t n_stop_ids;
+	int32_t *bias_ids; /* (n_bias) logit_bias: ids, each once, and what is added to */
+	float *bias;       /* their logits before every draw, in [-100, 100] */
+	size_t n_bias;
 	bool ignore_eos; /* the end-of-turn ids end nothing: max_tokens are generated */
 	int min_tokens;  /* no end-of-turn or stop id, nor stop string, before this many */
 	int n_choices;   /* n: answers to each prompt, sampled with seeds seed, seed + 1, ... */
@@ -121,7 +125,8 @@ int oai_parse_continue(struct oai_request *r, struct json_t *root, bool tokenize
 		       struct oai_error *e);
 
 /* stop, stop_token_ids, ignore_eos and min_tokens (at most max_tokens, where the
- * request's max_tokens is known) into r; -1 with oai_bad on a bad one. */
+ * request's max_tokens is known), and logit_bias, into r; -1 with oai_bad on a bad
+ * one. */
 int oai_parse_ends(struct oai_request *r, struct json_t *root, struct oai_error *e);
 
 /* Parses and checks a request body (len bytes, no NUL needed). NULL with err_set
@@ -130,8 +135,8 @@ int oai_parse_ends(struct oai_request *r, struct json_t *root, struct oai_error 
  * member it does not know of more than OAI_MAX_UNKNOWN_BYTES (these three found
  * before the body is parsed), a field of the wrong type or out of
  * range, an unknown role, a content part that is not text, a setting this server
- * does not implement (n other than 1, frequency_penalty, logit_bias, a tool_choice
- * that forces a call, a response_format other than text). Fields it does not know
+ * does not implement (a tool_choice that forces a call, a response_format other than
+ * text, best_of, ...). Fields it does not know
  * are ignored, as vLLM ignores them. Roles: system (and OpenAI's "developer"),
  * user, assistant, tool; content is a string or an array of {"type": "text"} parts,
  * joined by newlines as vLLM joins them. Tool-call arguments given as a JSON string

@@ -38,6 +38,10 @@ struct sess {
 	int32_t stop_ids[SESS_MAX_STOP_IDS]; /* ... more ids that stop */
 	int n_stop_ids;
 	float banned[SESS_MAX_STOP + SESS_MAX_STOP_IDS]; /* their logits while masked */
+	int32_t *bias_ids; /* (n_bias) sess_set_bias: ids, what is added to their */
+	float *bias;       /* logits, and (biased) those logits as the model gave them */
+	float *biased;
+	int n_bias;
 	float *pad;      /* (vocab - sample_vocab) the padding rows' logits while masked */
 	struct sess_stats st;
 };
@@ -119,6 +123,9 @@ void sess_free(struct sess *s)
 	free(s->ids);
 	free(s->logits);
 	free(s->pad);
+	free(s->bias_ids);
+	free(s->bias);
+	free(s->biased);
 	free(s);
 }
 
@@ -386,6 +393,42 @@ void sess_set_ends(struct sess *s, const struct sess_ends *ends)
 			s->stop_ids[s->n_stop_ids++] = ends->stop_ids[i];
 }
 
+int sess_set_bias(struct sess *s, const int32_t *ids, const float *bias, int n)
+{
+	free(s->bias_ids);
+	free(s->bias);
+	free(s->biased);
+	s->bias_ids = NULL, s->bias = NULL, s->biased = NULL, s->n_bias = 0;
+	if (n <= 0)
+		return 0;
+	if (!(s->bias_ids = malloc((size_t)n * sizeof *s->bias_ids)) ||
+	    !(s->bias = malloc((size_t)n * sizeof *s->bias)) ||
+	    !(s->biased = malloc((size_t)n * sizeof *s->biased))) {
+		sess_set_bias(s, NULL, NULL, 0);
+		return err_set("out of memory");
+	}
+	for (int i = 0; i < n; i++)
+		if (ids[i] >= 0 && ids[i] < s->vocab) {
+			s->bias_ids[s->n_bias] = ids[i];
+			s->bias[s->n_bias++] = bias[i];
+		}
+	return 0;
+}
+
+/* The bias added before a draw, and the model's logits put back after it (in the
+ * reverse order, so that an id given twice comes back as it was). */
+static void apply_bias(struct sess *s, bool on)
+{
+	if (on)
+		for (int i = 0; i < s->n_bias; i++) {
+			s->biased[i] = s->logits[s->bias_ids[i]];
+			s->logits[s->bias_ids[i]] += s->bias[i];
+		}
+	else
+		for (int i = s->n_bias - 1; i >= 0; i--)
+			s->logits[s->bias_ids[i]] = s->biased[i];
+}
+
 /* Before min_new tokens, the stop ids cannot be drawn (their logits are kept in
  * s->banned to be put back: the hook sees the row as the model computed it). */
 static void mask_stops(struct sess *s, bool mask)
@@ -448,7 +491,8 @@ static int emit_token(struct sess *s, struct sess_router *r, struct tok_stream *
 static bool device_sampling(struct sess *s, struct samp *sp, int32_t id, struct eng_sampling *es)
 {
 	const struct samp_params *p = samp_get_params(sp);
-	if (s->st.generated < s->min_new) /* the stop ids are masked on the host */
+	/* the stop ids are masked on the host, and the bias is added there */
+	if (s->st.generated < s->min_new || s->n_bias)
 		return false;
 	/* the device's penalties see one list, the recent tokens: the answer's (presence,
 	 * frequency) are the CPU sampler's */
@@ -516,9 +560,11 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 			/* the answer's tokens so far are the last ones in the cache */
 			struct samp_history h = {s->ids + s->n - nr, nr,
 						 s->ids + s->n - s->st.generated, s->st.generated};
+			apply_bias(s, true);
 			mask_stops(s, true);
 			id = samp_next(sp, s->logits, s->vocab, &h);
 			mask_stops(s, false);
+			apply_bias(s, false);
 			memcpy(s->logits + s->sample_vocab, s->pad, npad * sizeof *s->pad);
 			if (id < 0) {
 				rc = -1;

@@ -181,6 +181,13 @@ struct sess_ends {
 /* Sets them (copied); NULL restores the defaults (every field 0). */
 void sess_set_ends(struct sess *s, const struct sess_ends *ends);
 
+/* Adds bias[i] to the logit of ids[i] before every draw of the following
+ * sess_generate calls (OpenAI's logit_bias: before the penalties, as vLLM applies
+ * it), n entries copied; n = 0 removes them. Ids past the vocabulary are dropped. A
+ * token hook and sess_logits see the logits as the model computed them. 0, or -1 with
+ * err_set (out of memory: the bias is then none). */
+int sess_set_bias(struct sess *s, const int32_t *ids, const float *bias, int n);
+
 /* The current turn's statistics. */
 const struct sess_stats *sess_stats(const struct sess *s);
 

@@ -252,6 +252,47 @@ test('rigged: logprobs list the token that ends the answer, as usage counts it',
                    ['<think>', 'Hello', '\n\n', '</think>', '<tool_call>']);
 });
 
+// logit_bias: added to the logits before the draw; a text completion's logprobs are the
+// model's own (raw, as vLLM's), so the bias shows in the picks, not in them
+async function tokenIds(text) {
+  const res = await fetch(new URL('/tokenize', env.PLAIN_URL),
+                          { method: 'POST', body: JSON.stringify({ model: 'm', prompt: text }) });
+  return (await res.json()).tokens;
+}
+
+test('text: logit_bias forces a token, bans the greedy one, and leaves logprobs raw', async () => {
+  const req = { model: 'm', prompt: 'Hello there', max_tokens: 4, temperature: 0, logprobs: 2 };
+  const [the] = await tokenIds(' the');
+  let r = await plain.completions.create({ ...req, logit_bias: { [the]: 100 } });
+  assert.equal(r.choices[0].text, ' the the the the');
+  const free = await plain.completions.create(req);
+  const first = free.choices[0].logprobs.tokens[0];
+  const ids = await tokenIds(first);
+  assert.equal(ids.length, 1, `the greedy token ${JSON.stringify(first)} is one id`);
+  r = await plain.completions.create({ ...req, logit_bias: { [ids[0]]: -100 } });
+  const tops = free.choices[0].logprobs.top_logprobs[0];
+  const second = Object.keys(tops).find((t) => t !== first);
+  assert.equal(r.choices[0].logprobs.tokens[0], second);
+  assert.deepEqual(r.choices[0].logprobs.top_logprobs[0], tops);
+  // the same through a stream, and the ids checked against the vocabulary
+  const s = await plain.completions.create({ ...req, logprobs: null, stream: true,
+                                             logit_bias: { [the]: 100 } });
+  let text = '';
+  for await (const chunk of s) text += chunk.choices[0]?.text ?? '';
+  assert.equal(text, ' the the the the');
+  await assert.rejects(plain.completions.create({ ...req, logit_bias: { 151936: 1 } }),
+                       (e) => e.status === 400 && e.error?.param === 'logit_bias');
+});
+
+test('rigged: logit_bias on <think> keeps the answer from opening with it', async () => {
+  const body = { ...rigBody, tools: undefined, max_tokens: 3, logprobs: true };
+  const r = await rig.chat.completions.create({ ...body, logit_bias: { 151667: -100 } });
+  assert.notEqual(r.choices[0].logprobs.content[0].token, '<think>');
+  assert.equal(r.choices[0].message.reasoning_content ?? null, null);
+  const free = await rig.chat.completions.create(body);
+  assert.equal(free.choices[0].logprobs.content[0].token, '<think>');
+});
+
 // vLLM's stop_token_ids, min_tokens and ignore_eos (request members the client passes on)
 test('rigged: stop_token_ids, min_tokens and ignore_eos end the answer as vLLM\'s do', async () => {
   const body = { ...rigBody, tools: undefined };

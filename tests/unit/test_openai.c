@@ -93,6 +93,21 @@ static void test_parse_fields(void **state)
 	assert_int_equal(r->enable_thinking, TMPL_THINK_OFF);
 	oai_request_free(r);
 
+	/* logit_bias: ids as decimal keys, biases held to [-100, 100] as vLLM holds them */
+	r = parse("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+		  "\"logit_bias\": {\"7\": 150, \"151643\": -2.5, \"0\": -1e9}}",
+		  &e);
+	if (!r)
+		fail_msg("%s", err_msg());
+	assert_int_equal(r->n_bias, 3);
+	for (size_t i = 0; i < r->n_bias; i++) {
+		int32_t id = r->bias_ids[i];
+		float want = id == 7 ? 100.0f : id == 151643 ? -2.5f : -100.0f;
+		assert_true(id == 7 || id == 151643 || id == 0);
+		assert_true(r->bias[i] == want);
+	}
+	oai_request_free(r);
+
 	/* the least: defaults */
 	r = parse("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}", &e);
 	assert_non_null(r);
@@ -260,8 +275,26 @@ static void test_parse_errors(void **state)
 		 "\"frequency_penalty\": 3}",
 		 "frequency_penalty", NULL, "[-2, 2]"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logit_bias\": "
-		 "{\"1\": 5}}",
-		 "logit_bias", NULL, "not supported"},
+		 "[1, 5]}",
+		 "logit_bias", NULL, "expected an object"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logit_bias\": "
+		 "{\"hello\": 5}}",
+		 "logit_bias", NULL, "key 'hello' is not a token id"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logit_bias\": "
+		 "{\"-1\": 5}}",
+		 "logit_bias", NULL, "key '-1' is not a token id"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logit_bias\": "
+		 "{\"4294967296\": 5}}",
+		 "logit_bias", NULL, "is not a token id"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logit_bias\": "
+		 "{\"12x\": 5}}",
+		 "logit_bias", NULL, "is not a token id"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logit_bias\": "
+		 "{\"12\": \"5\"}}",
+		 "logit_bias", NULL, "the bias of 12: expected a number, got a string"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logit_bias\": "
+		 "{\"12\": 1, \"012\": 2}}",
+		 "logit_bias", NULL, "token id 12 is given twice"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tool_choice\": "
 		 "\"required\"}",
 		 "tool_choice", NULL, "only \"auto\""},
@@ -357,6 +390,21 @@ static void test_parse_bounds(void **state)
 			assert_string_equal(e.param, "junk");
 			assert_non_null(
 				strstr(err_msg(), "junk: a member this server does not read"));
+		}
+		oai_request_free(r);
+	}
+	/* logit_bias: OAI_MAX_LOGIT_BIAS entries taken, one more refused */
+	for (int k = 0; k < 2; k++) {
+		n = (size_t)snprintf(body, cap, "%s\"logit_bias\": {", head);
+		for (int i = 0; i < OAI_MAX_LOGIT_BIAS + k; i++)
+			n += (size_t)snprintf(body + n, cap - n, "%s\"%d\": 1", i ? ", " : "", i);
+		n += (size_t)snprintf(body + n, cap - n, "}}");
+		struct oai_request *r = oai_parse(body, n, &e);
+		if (k == 0 && !r)
+			fail_msg("%s", err_msg());
+		if (k == 1) {
+			assert_null(r);
+			assert_string_equal(e.param, "logit_bias");
 		}
 		oai_request_free(r);
 	}
