@@ -576,12 +576,14 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 	int status = gen_check_ids(m, r->stop_ids, r->n_stop_ids, "stop_token_ids", out);
 	if (status || (status = check_bias(m, r, out)))
 		return status;
-	if (sess_set_bias(m->sess, r->bias_ids, r->bias, (int)r->n_bias))
+	if (sess_set_bias(m->sess, r->bias_ids, r->bias, (int)r->n_bias) ||
+	    sess_set_json(m->sess, r->json_object))
 		return gen_fail(out, false, 500, err_msg(), NULL, NULL);
 	struct sess_ends ends = {r->ignore_eos, r->min_tokens, r->stop_ids, (int)r->n_stop_ids};
 	sess_set_ends(m->sess, &ends);
 	status = r->kind == OAI_TEXT ? run_text(m, r, out, usage) : run_chat(m, r, out, usage);
 	sess_set_ends(m->sess, NULL);
 	sess_set_bias(m->sess, NULL, NULL, 0);
+	sess_set_json(m->sess, false);
 	return status;
 }

@@ -392,14 +392,22 @@ static int parse_stream(struct oai_request *r, json_t *root, struct oai_error *e
 	return 0;
 }
 
-/* response_format: text only (no constrained decoding). */
-static int parse_response_format(json_t *root, struct oai_error *e)
+/* response_format: text, or a chat answer held to one JSON object (no schema). */
+static int parse_response_format(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	json_t *rf = json_object_get(root, "response_format");
-	json_t *rft = json_object_get(rf, "type");
-	if (rf && !json_is_null(rf) &&
-	    !(json_is_string(rft) && strcmp(json_string_value(rft), "text") == 0))
-		return oai_bad(e, "response_format", "only {\"type\": \"text\"} is supported");
+	const char *type = json_string_value(json_object_get(rf, "type"));
+	if (!rf || json_is_null(rf) || (type && strcmp(type, "text") == 0))
+		return 0;
+	if (!type || strcmp(type, "json_object") != 0)
+		return oai_bad(e, "response_format",
+			       "only {\"type\": \"text\"} and "
+			       "{\"type\": \"json_object\"} are supported");
+	if (r->kind != OAI_CHAT || r->continue_final)
+		return oai_bad(e, "response_format",
+			       "json_object holds a new chat answer: not a text completion "
+			       "or a continued message");
+	r->json_object = true;
 	return 0;
 }
 
@@ -440,7 +448,7 @@ static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e
 	if (got && !r->logprobs)
 		return oai_bad(e, "top_logprobs", "needs \"logprobs\": true");
 	r->top_logprobs = (int)top;
-	return parse_response_format(root, e) || parse_kwargs(r, root, e);
+	return parse_response_format(r, root, e) || parse_kwargs(r, root, e);
 }
 
 static int parse_messages(struct oai_request *r, json_t *root, struct oai_error *e)
@@ -642,7 +650,8 @@ static int parse_text_output(struct oai_request *r, json_t *root, struct oai_err
 	r->logprobs = got;
 	top = json_is_boolean(lp) ? got : top;
 	r->top_logprobs = (int)top;
-	if (oai_get_bool(root, "echo", "echo", &r->echo, e) < 0 || parse_response_format(root, e))
+	if (oai_get_bool(root, "echo", "echo", &r->echo, e) < 0 ||
+	    parse_response_format(r, root, e))
 		return -1;
 	json_t *suffix = json_object_get(root, "suffix");
 	if (suffix && !json_is_null(suffix) &&

@@ -88,6 +88,7 @@ struct oai_request {
 	bool parse_tools; /* tools were given and tool_choice is not "none" */
 	bool add_generation_prompt; /* tokenize: the conversation ends with the assistant's turn opened */
 	bool continue_final;        /* chat, tokenize: the last message is continued */
+	bool json_object;           /* chat: response_format json_object */
 	bool token_strs;            /* tokenize: each token as tokenizer.json spells it too */
 };
 

@@ -9,6 +9,7 @@
 #include "src/base/utf8.h"
 #include "src/base/err.h"
 #include "src/base/clock.h"
+#include "src/base/jsonprefix.h"
 
 enum { SESS_MAX_STOP = SAMP_MAX_EOS + 2 };
 
@@ -38,6 +39,13 @@ struct sess {
 	int32_t stop_ids[SESS_MAX_STOP_IDS]; /* ... more ids that stop */
 	int n_stop_ids;
 	float banned[SESS_MAX_STOP + SESS_MAX_STOP_IDS]; /* their logits while masked */
+	bool json;          /* sess_set_json: the answer is held to one JSON object */
+	bool json_free;     /* ... no longer (no token fitted: the grammar let go) */
+	struct jp jp;       /* ... the answer's text so far, as the grammar read it */
+	float *json_row;    /* (sample_vocab) the row as it was before the grammar's mask */
+	const char **piece; /* (sample_vocab) each id's bytes; NULL: an added token or none */
+	uint32_t *piece_len;
+	bool *piece_safe;  /* (sample_vocab) jp_string_safe: a string may hold it as it is */
 	int32_t *bias_ids; /* (n_bias) sess_set_bias: ids, what is added to their */
 	float *bias;       /* logits, and (biased) those logits as the model gave them */
 	float *biased;
@@ -126,6 +134,10 @@ void sess_free(struct sess *s)
 	free(s->bias_ids);
 	free(s->bias);
 	free(s->biased);
+	free(s->json_row);
+	free(s->piece);
+	free(s->piece_len);
+	free(s->piece_safe);
 	free(s);
 }
 
@@ -429,6 +441,66 @@ static void apply_bias(struct sess *s, bool on)
 			s->logits[s->bias_ids[i]] = s->biased[i];
 }
 
+int sess_set_json(struct sess *s, bool on)
+{
+	s->json = false;
+	if (!on || s->piece)
+		return (s->json = on), 0;
+	int n = s->sample_vocab;
+	s->piece = malloc((size_t)n * sizeof *s->piece);
+	s->piece_len = malloc((size_t)n * sizeof *s->piece_len);
+	s->json_row = malloc((size_t)n * sizeof *s->json_row);
+	s->piece_safe = malloc((size_t)n * sizeof *s->piece_safe);
+	if (!s->piece || !s->piece_len || !s->json_row || !s->piece_safe) {
+		free(s->piece), free(s->piece_len), free(s->json_row), free(s->piece_safe);
+		s->piece = NULL, s->piece_len = NULL, s->json_row = NULL, s->piece_safe = NULL;
+		return err_set("out of memory");
+	}
+	for (int id = 0; id < n; id++) {
+		size_t len = 0;
+		const char *p = tok_is_added(s->t, id) ? NULL : tok_piece(s->t, id, &len);
+		s->piece[id] = p && len ? p : NULL; /* an empty piece would write nothing */
+		s->piece_len[id] = (uint32_t)len;
+		s->piece_safe[id] = s->piece[id] && jp_string_safe(p, len);
+	}
+	s->json = true;
+	return 0;
+}
+
+/* Masks every id that would take the answer out of the grammar (the row kept in
+ * s->json_row): stop ids until the object is whole, every other id after; <think>
+ * passes where allow_think. False, with the row untouched and the grammar let go,
+ * when nothing passes (a stop id masked by min_tokens, ignore_eos). */
+static bool json_mask(struct sess *s, bool allow_think)
+{
+	bool done = jp_done(&s->jp), in_string = jp_in_string(&s->jp);
+	int passed = 0;
+	memcpy(s->json_row, s->logits, (size_t)s->sample_vocab * sizeof *s->json_row);
+	for (int id = 0; id < s->sample_vocab; id++) {
+		bool ok;
+		if (is_stop(s, id))
+			ok = done;
+		else if (id == s->think_open && allow_think)
+			ok = true;
+		else if (done || !s->piece[id])
+			ok = false;
+		else if (in_string && s->piece_safe[id])
+			ok = true;
+		else {
+			struct jp t = s->jp;
+			ok = jp_feed(&t, s->piece[id], s->piece_len[id]);
+		}
+		if (!ok)
+			s->logits[id] = -1e30f;
+		passed += ok && s->json_row[id] > -1e30f;
+	}
+	if (!passed) {
+		memcpy(s->logits, s->json_row, (size_t)s->sample_vocab * sizeof *s->logits);
+		s->json_free = true;
+	}
+	return passed > 0;
+}
+
 /* Before min_new tokens, the stop ids cannot be drawn (their logits are kept in
  * s->banned to be put back: the hook sees the row as the model computed it). */
 static void mask_stops(struct sess *s, bool mask)
@@ -485,14 +557,43 @@ static int emit_token(struct sess *s, struct sess_router *r, struct tok_stream *
 	return 0;
 }
 
+/* Draws the next id from s->logits: the padding rows, the stop ids before min_new
+ * tokens and, where gate, what leaves the JSON grammar masked, the bias added; the row
+ * is put back as the model computed it afterwards, for the hook. A drawn id that is
+ * answer text goes into the grammar. The id, or -1 (err_set). */
+static int32_t draw(struct sess *s, struct samp *sp, bool gate, bool allow_think)
+{
+	int nr = s->n < SAMP_PENALTY_LAST_N ? s->n : SAMP_PENALTY_LAST_N;
+	/* ids past the tokenizer can never be picked (see sample_vocab) */
+	size_t npad = (size_t)(s->vocab - s->sample_vocab);
+	memcpy(s->pad, s->logits + s->sample_vocab, npad * sizeof *s->pad);
+	for (int i = s->sample_vocab; i < s->vocab; i++)
+		s->logits[i] = -1e30f;
+	/* the answer's tokens so far are the last ones in the cache */
+	struct samp_history h = {s->ids + s->n - nr, nr, s->ids + s->n - s->st.generated,
+				 s->st.generated};
+	apply_bias(s, true);
+	mask_stops(s, true);
+	bool masked = gate && json_mask(s, allow_think);
+	int32_t id = samp_next(sp, s->logits, s->vocab, &h);
+	if (masked)
+		memcpy(s->logits, s->json_row, (size_t)s->sample_vocab * sizeof *s->logits);
+	mask_stops(s, false);
+	apply_bias(s, false);
+	memcpy(s->logits + s->sample_vocab, s->pad, npad * sizeof *s->pad);
+	if (masked && id >= 0 && !is_stop(s, id) && !(id == s->think_open && allow_think))
+		s->json_free = !jp_feed(&s->jp, s->piece[id], s->piece_len[id]);
+	return id;
+}
+
 /* The settings for the backend to pick the token after `id` itself (it then goes to
  * position s->n), or false when it cannot: the CPU backend, or a top-k it does not
  * handle. The penalty window is the one samp_next would see after id. */
 static bool device_sampling(struct sess *s, struct samp *sp, int32_t id, struct eng_sampling *es)
 {
 	const struct samp_params *p = samp_get_params(sp);
-	/* the stop ids are masked on the host, and the bias is added there */
-	if (s->st.generated < s->min_new || s->n_bias)
+	/* the stop ids are masked on the host, and the bias and the grammar applied there */
+	if (s->st.generated < s->min_new || s->n_bias || s->json)
 		return false;
 	/* the device's penalties see one list, the recent tokens: the answer's (presence,
 	 * frequency) are the CPU sampler's */
@@ -534,6 +635,8 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 	else /* an answer that no tag opened is kept whole, as Hugging Face keeps it */
 		r.part_start = false;
 	s->st.generated = 0;
+	jp_init(&s->jp);
+	s->json_free = false;
 	double t_first = 0;
 	int forwards = 0, rc = 0;
 	int32_t next = -1; /* the id the backend picked in the last forward, or -1 */
@@ -550,23 +653,11 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 		int32_t id = next;
 		next = -1;
 		if (id < 0) {
-			int nr = s->n < SAMP_PENALTY_LAST_N ? s->n : SAMP_PENALTY_LAST_N;
-			/* ids past the tokenizer can never be picked (see sample_vocab); the
-			 * model's own values come back after the draw, for the hook */
-			size_t npad = (size_t)(s->vocab - s->sample_vocab);
-			memcpy(s->pad, s->logits + s->sample_vocab, npad * sizeof *s->pad);
-			for (int i = s->sample_vocab; i < s->vocab; i++)
-				s->logits[i] = -1e30f;
-			/* the answer's tokens so far are the last ones in the cache */
-			struct samp_history h = {s->ids + s->n - nr, nr,
-						 s->ids + s->n - s->st.generated, s->st.generated};
-			apply_bias(s, true);
-			mask_stops(s, true);
-			id = samp_next(sp, s->logits, s->vocab, &h);
-			mask_stops(s, false);
-			apply_bias(s, false);
-			memcpy(s->logits + s->sample_vocab, s->pad, npad * sizeof *s->pad);
-			if (id < 0) {
+			/* the grammar holds the answer's text, not the reasoning's: a first
+			 * <think> may still open that */
+			bool gate = s->json && !s->json_free && r.part == SESS_ANSWER;
+			bool first = tags == TAGS_OPEN_FIRST && s->st.generated == 0;
+			if ((id = draw(s, sp, gate, first)) < 0) {
 				rc = -1;
 				break;
 			}

@@ -188,6 +188,15 @@ void sess_set_ends(struct sess *s, const struct sess_ends *ends);
  * err_set (out of memory: the bias is then none). */
 int sess_set_bias(struct sess *s, const int32_t *ids, const float *bias, int n);
 
+/* With on, the answer of the following sess_generate calls is held to one JSON
+ * object (OpenAI's response_format json_object): at each draw every token that would
+ * take it out of JSON's grammar is masked (added tokens too), and the stop ids until
+ * the object is closed, every other id after. Reasoning is free: the grammar holds
+ * the answer part only (a first <think> may open reasoning). Should no token fit (a
+ * stop id masked by min_new, ignore_eos), the answer goes on unheld. 0, or -1 with
+ * err_set (out of memory). */
+int sess_set_json(struct sess *s, bool on);
+
 /* The current turn's statistics. */
 const struct sess_stats *sess_stats(const struct sess *s);
 

@@ -293,6 +293,55 @@ test('rigged: logit_bias on <think> keeps the answer from opening with it', asyn
   assert.equal(free.choices[0].logprobs.content[0].token, '<think>');
 });
 
+// response_format json_object: the answer is held to JSON's grammar, token by token
+test('json_object: every answer that ends is one JSON object, whole and streamed', async () => {
+  const body = { model: 'm', messages: [{ role: 'user', content: 'Describe a cat in JSON.' }],
+                 max_tokens: 160, temperature: 1, response_format: { type: 'json_object' },
+                 chat_template_kwargs: { enable_thinking: false } };
+  let ended = 0;
+  for (let seed = 0; seed < 12; seed++) {
+    const r = await plain.chat.completions.create({ ...body, seed });
+    const c = r.choices[0];
+    const text = c.message.content;
+    assert.ok(/^\s*(\{|$)/.test(text), `seed ${seed}: ${JSON.stringify(text.slice(0, 80))}`);
+    assert.ok(!/<think>|<\|im_/.test(text), `seed ${seed}: an added token in the JSON`);
+    assert.ok(!/[ \t\r\n]{65}/.test(text.replace(/"(?:[^"\\]|\\.)*("|$)/g, '""')),
+              `seed ${seed}: a run of whitespace past 64 bytes`);
+    if (c.finish_reason === 'stop') {
+      const v = JSON.parse(text);
+      assert.equal(typeof v, 'object');
+      assert.ok(v !== null && !Array.isArray(v));
+      ended++;
+    } else {
+      assert.equal(c.finish_reason, 'length');
+    }
+    if (seed < 2) {
+      const s = await streamed(plain, { ...body, seed });
+      assert.equal(s.content, text);
+    }
+  }
+  assert.ok(ended >= 1, 'no answer ended within max_tokens');
+  // without it, the same seeds write no JSON
+  const free = await plain.chat.completions.create({ ...body, seed: 0, response_format: undefined });
+  assert.ok(!/^\s*\{/.test(free.choices[0].message.content));
+});
+
+test('rigged: json_object holds the answer, not the reasoning before it', async () => {
+  const body = { ...rigBody, tools: undefined, max_tokens: 24,
+                 response_format: { type: 'json_object' } };
+  const r = await rig.chat.completions.create(body);
+  assert.equal(r.choices[0].message.reasoning_content, 'Hello');
+  assert.ok(/^\s*\{/.test(r.choices[0].message.content), r.choices[0].message.content);
+  for (const [rf, param] of [[{ type: 'json_schema', json_schema: { name: 'x' } }, 'response_format'],
+                             [{ type: 'xml' }, 'response_format']]) {
+    await assert.rejects(rig.chat.completions.create({ ...body, response_format: rf }),
+                         (e) => e.status === 400 && e.error?.param === param);
+  }
+  await assert.rejects(rig.completions.create({ model: 'rig', prompt: 'x',
+                                                response_format: { type: 'json_object' } }),
+                       (e) => e.status === 400 && e.error?.param === 'response_format');
+});
+
 // vLLM's stop_token_ids, min_tokens and ignore_eos (request members the client passes on)
 test('rigged: stop_token_ids, min_tokens and ignore_eos end the answer as vLLM\'s do', async () => {
   const body = { ...rigBody, tools: undefined };

@@ -93,6 +93,13 @@ static void test_parse_fields(void **state)
 	assert_int_equal(r->enable_thinking, TMPL_THINK_OFF);
 	oai_request_free(r);
 
+	r = parse("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+		  "\"response_format\": {\"type\": \"json_object\"}}",
+		  &e);
+	assert_non_null(r);
+	assert_true(r->json_object);
+	oai_request_free(r);
+
 	/* logit_bias: ids as decimal keys, biases held to [-100, 100] as vLLM holds them */
 	r = parse("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
 		  "\"logit_bias\": {\"7\": 150, \"151643\": -2.5, \"0\": -1e9}}",
@@ -315,8 +322,13 @@ static void test_parse_errors(void **state)
 		 "{\"include_usage\": true}}",
 		 "stream_options", NULL, "only with"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": "
-		 "{\"type\": \"json_object\"}}",
+		 "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\"}}}",
 		 "response_format", NULL, "only"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": "
+		 "\"assistant\", \"content\": \"{\"}], \"continue_final_message\": true, "
+		 "\"add_generation_prompt\": false, \"response_format\": {\"type\": "
+		 "\"json_object\"}}",
+		 "response_format", NULL, "not a text completion or a continued message"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 		 "\"chat_template_kwargs\": "
 		 "{\"enable_thinking\": \"no\"}}",
