@@ -39,6 +39,7 @@ enum run_key {
 	OPT_LOGPROBS,
 	OPT_PARSE_SPECIAL,
 	OPT_KV_F32,
+	OPT_FORMAT,
 };
 
 static const struct cli_opt run_opts[] = {
@@ -65,6 +66,11 @@ static const struct cli_opt run_opts[] = {
 	 "special tokens written in the prompt (<|im_start|>, ...)\n"
 	 "are control tokens, as Hugging Face parses them by default\n"
 	 "(else they are text; with --raw they always are tokens)"},
+	{"format", OPT_FORMAT, "json",
+	 "hold the answer (not the reasoning) to one JSON object:\n"
+	 "tokens that would leave JSON's grammar are never drawn\n"
+	 "(ollama's --format json; with --url, response_format\n"
+	 "json_object)"},
 	{"kv-f32", OPT_KV_F32, NULL,
 	 "fp32 KV cache (default bf16): with --exact, every product\n"
 	 "in fp32, for comparisons with a float32 reference"},
@@ -97,7 +103,7 @@ struct run_args {
 	struct cli_common cli;
 	const char *prompt, *file, *system;
 	int think; /* TMPL_THINK_* */
-	bool raw, stats, parse_special, kv_f32;
+	bool raw, stats, parse_special, kv_f32, json;
 	long logprobs; /* -1: print the text */
 };
 
@@ -148,6 +154,12 @@ static int run_opt(void *user, int key, const char *arg)
 	case OPT_STATS: a->stats = true; return 0;
 	case OPT_PARSE_SPECIAL: a->parse_special = true; return 0;
 	case OPT_KV_F32: a->kv_f32 = true; return 0;
+	case OPT_FORMAT:
+		if (strcmp(arg, "json") != 0)
+			return cli_usage("run", "--format: '%s' is not a format (json is)", arg),
+			       -1;
+		a->json = true;
+		return 0;
 	case OPT_LOGPROBS: return cli_parse_long("logprobs", arg, 0, 20, &a->logprobs);
 	}
 	return cli_unhandled(&run_cmd, key);
@@ -173,6 +185,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		return cli_usage("run", "-p and -f both give the prompt: use one");
 	if (!a->prompt && !a->file && isatty(STDIN_FILENO))
 		return cli_usage("run", "no prompt: give -p TEXT or -f FILE, or pipe it to stdin");
+	if (a->raw && a->json)
+		return cli_usage("run", "--format json holds a chat answer: --raw has none");
 	if (a->raw && (a->system || a->think != TMPL_THINK_ABSENT))
 		return cli_usage("run", "--raw uses no template: --system, --think and "
 					"--no-think do not apply");
@@ -444,7 +458,7 @@ static int run_remote(struct run_args *a, const char *prompt)
 	struct remote *r = remote_new(&o);
 	cli_remote_free(&o);
 	struct chat *c = chat_new();
-	struct remote_request q = {.chat = c, .think = a->think};
+	struct remote_request q = {.chat = c, .think = a->think, .json = a->json};
 	char *model = NULL;
 	long ctx;
 	int rc = EXIT_RUNTIME;
@@ -581,7 +595,7 @@ int cmd_run(int argc, char **argv)
 	    !(sp = samp_new(&params, eng_model_config(m)->vocab_size)))
 		goto fail;
 	struct sess_options so = {.eos = eos, .n_eos = n_eos, .cancel = &g_cancel};
-	if (!(s = sess_new(e, m, t, &so)) ||
+	if (!(s = sess_new(e, m, t, &so)) || sess_set_json(s, a.json) ||
 	    !(ids = prompt_ids(&a, t, prompt, eng_ctx(e), &split, &n)))
 		goto fail;
 	cli_notices_flush(); /* the model is up: before its answer */

@@ -82,6 +82,7 @@ struct remote_request {
 	                              * repetition_penalty, seed */
 	unsigned sampling_set;       /* SAMP_SET_* bits: what is sent */
 	int max_tokens;              /* > 0: max_tokens; 0: the server's limit */
+	bool json;                   /* response_format json_object */
 };
 
 /* The body of the request: compact JSON, malloc'd (its length in *len), with

@@ -153,6 +153,8 @@ char *remote_request_json(const struct remote_request *q, size_t *len)
 	}
 	if (q->max_tokens > 0)
 		ok = put(body, "max_tokens", json_integer(q->max_tokens)) && ok;
+	if (q->json)
+		ok = put(body, "response_format", json_pack("{s:s}", "type", "json_object")) && ok;
 	if (tl)
 		ok = put(body, "tools", tl) && ok;
 	msgs = opts = kw = tl = NULL;

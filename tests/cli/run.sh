@@ -59,6 +59,23 @@ cmp -s "$TMP/a" "$TMP/b" && pass "same seed, same text" || fail "same seed, diff
 $RUN -n 12 --seed 5 --temp 1 "Hello there" >"$TMP/b" 2>/dev/null
 cmp -s "$TMP/a" "$TMP/b" && pass "the prompt as an argument: the text of -p" ||
 	fail "the prompt as an argument gave another text than -p"
+# --format json: an answer that ends is one JSON object (Python's json reads it)
+expect_exit 2 "run --format xml" "$QWENCHAT" run -m "$M" --format xml hi
+expect_err_has "--format: 'xml' is not a format" "... the value named"
+expect_exit 2 "run --raw --format json" "$QWENCHAT" run -m "$M" --raw --format json hi
+ended=0
+for seed in 1 2 3 4 5 6; do
+	$RUN -n 120 --format json --no-think --seed "$seed" --temp 1 --stats x >"$TMP/j" 2>"$TMP/j.err"
+	grep -q 'stopped: max new tokens' "$TMP/j.err" && continue
+	if python3 -c 'import json, sys; v = json.load(open(sys.argv[1])); assert isinstance(v, dict)' \
+		"$TMP/j" 2>/dev/null; then
+		ended=$((ended + 1))
+	else
+		fail "--format json, seed $seed: the answer ended and is no JSON object: $(head -c 200 "$TMP/j")"
+	fi
+done
+[ "$ended" -ge 1 ] && pass "--format json: $ended of 6 answers ended, each one JSON object" ||
+	fail "--format json: no answer ended within 120 tokens"
 $RUN -p "Hello there" -n 12 --seed 6 --temp 1 >"$TMP/c" 2>/dev/null
 cmp -s "$TMP/a" "$TMP/c" && fail "another seed gave the same text" || pass "another seed, other text"
 # without --seed a random one: two runs differ, --stats names it, and it repeats

@@ -557,6 +557,7 @@ static void test_request_body(void **state)
 	assert_true(json_is_false(
 		json_object_get(json_object_get(o, "chat_template_kwargs"), "enable_thinking")));
 	assert_int_equal(json_integer_value(json_object_get(o, "max_tokens")), 64);
+	assert_null(json_object_get(o, "response_format"));
 	assert_float_equal(json_real_value(json_object_get(o, "temperature")), 0.7, 1e-12);
 	assert_int_equal(json_integer_value(json_object_get(o, "top_k")), -1);
 	assert_float_equal(json_real_value(json_object_get(o, "min_p")), 0.05, 1e-12);
@@ -565,9 +566,14 @@ static void test_request_body(void **state)
 	json_decref(o);
 	q.sampling.greedy = true;
 	q.sampling_set = SAMP_SET_GREEDY;
+	q.json = true; /* run --format json: OpenAI's JSON mode */
 	o = request(&q);
 	assert_float_equal(json_real_value(json_object_get(o, "temperature")), 0.0, 0);
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(o, "response_format"), "type")),
+		"json_object");
 	json_decref(o);
+	q.json = false;
 
 	q.sampling.seed = UINT64_MAX; /* beyond what a server's int64 seed holds */
 	q.sampling_set = SAMP_SET_SEED;
