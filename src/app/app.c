@@ -519,6 +519,8 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 					: SESS_SPLIT_ANSWER_FIRST;
 	struct turn_ctx t = {a, emit, user};
 	app_probs_turn(a);
+	if (sess_set_json(a->sess, a->json))
+		return -1;
 	rc = sess_generate(a->sess, a->samp, a->max_new, split, turn_emit, &t);
 	pthread_mutex_lock(&a->lock);
 	figures_update(a);

@@ -205,6 +205,13 @@ static void special(struct app *a, const struct slash_call *c, struct app_result
 			 "only the chat template's markers are control tokens");
 }
 
+static void json_mode(struct app *a, const struct slash_call *c, struct app_result *r)
+{
+	a->json = c->has_arg ? c->choice == 0 : !a->json;
+	say(r, a->json ? "answers are held to one JSON object each (the reasoning stays free)"
+		       : "answers are free text");
+}
+
 /* Writes s into r with control characters escaped, the way /stats shows the prompt. */
 static void say_escaped(struct app_result *r, const char *s)
 {
@@ -455,7 +462,9 @@ static bool allowed_while_busy(const struct slash_call *c)
 	case SLASH_THINK:
 		return !c->has_arg || !strcmp(c->cmd->choices[c->choice], "hide") ||
 		       !strcmp(c->cmd->choices[c->choice], "show");
-	default: return !c->has_arg && c->cmd->arg != SLASH_ARG_NONE && c->cmd->id != SLASH_GREEDY;
+	default:
+		return !c->has_arg && c->cmd->arg != SLASH_ARG_NONE && c->cmd->id != SLASH_GREEDY &&
+		       c->cmd->id != SLASH_JSON;
 	}
 }
 
@@ -473,6 +482,7 @@ static void app_exec(struct app *a, const struct slash_call *c, struct app_resul
 	case SLASH_HELP: r->actions |= APP_DO_HELP; break;
 	case SLASH_THINK: think(a, c, r); break;
 	case SLASH_SPECIAL: special(a, c, r); break;
+	case SLASH_JSON: json_mode(a, c, r); break;
 	case SLASH_TEMP:
 	case SLASH_TOP_K:
 	case SLASH_TOP_P:

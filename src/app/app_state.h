@@ -36,6 +36,7 @@ struct app {
 	enum tmpl_variant variant;
 	bool think, show_reasoning;
 	bool parse_special; /* special tokens in messages are tokens, not text (/special) */
+	bool json;          /* each answer is one JSON object (/json) */
 	int max_new;
 	bool max_new_set;      /* -n given: the remote backend sends it as max_tokens */
 	struct remote *remote; /* the remote backend, or NULL: the local engine */

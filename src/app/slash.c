@@ -22,6 +22,8 @@ const struct slash_cmd slash_table[] = {
 	{"special", SLASH_SPECIAL, SLASH_ARG_CHOICE, false, 0, 0, onoff_choices,
 	 "/special [on|off]",
 	 "typed <|im_start|> etc.: control tokens (on) or text (off, default)"},
+	{"json", SLASH_JSON, SLASH_ARG_CHOICE, false, 0, 0, onoff_choices, "/json [on|off]",
+	 "hold the answers to one JSON object each (ollama's /set format json)"},
 	{"temp", SLASH_TEMP, SLASH_ARG_NUMBER, false, 0, 100, NULL, "/temp [T]",
 	 "sampling temperature (0 = greedy)"},
 	{"top-k", SLASH_TOP_K, SLASH_ARG_INT, false, 0, SAMP_MAX_TOP_K, NULL, "/top-k [K]",

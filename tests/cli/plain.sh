@@ -412,4 +412,16 @@ printf 'hi\n' | XDG_STATE_HOME="$TMP/g2" Q --greedy -n 2 >/dev/null 2>&1
 printf '/sampling\n' | XDG_STATE_HOME="$TMP/g2" Q --resume --temp 0.8 >"$TMP/out" 2>&1
 [ "$(greedy_of)" = off ] && pass "--resume --temp over a recorded --greedy" ||
 	fail "--resume --temp: $(cat "$TMP/out")"
+# /json: the answer that follows is held to JSON's grammar (serve.sh checks whole
+# objects through the same session); without an argument it toggles back
+printf '/json on\nGive JSON\n/save %s\n/json\n' "$TMP/json.json" |
+	Q --no-think -n 60 --seed 3 >"$TMP/json.out" 2>"$TMP/json.err"
+grep -q 'answers are held to one JSON object each' "$TMP/json.out" &&
+	grep -q 'answers are free text' "$TMP/json.out" && pass "/json on, then /json toggles off" ||
+	fail "/json: $(cat "$TMP/json.out" "$TMP/json.err" | head -c 300)"
+python3 -c 'import json, sys
+a = json.load(open(sys.argv[1]))["messages"][-1]["content"].lstrip(" \t\r\n")
+assert a.startswith("{") or not a, a[:80]' "$TMP/json.json" &&
+	pass "/json: the saved answer opens a JSON object" || fail "/json: the answer is no JSON"
+
 finish
