@@ -87,13 +87,15 @@ int completion_add_text(struct completion *c, enum sess_part part, const char *t
 	if (b->oom || !b->p)
 		return b->oom;
 	/* the earliest stop string that ends in the new text */
-	size_t cut = SIZE_MAX;
+	size_t cut = SIZE_MAX, end = 0;
 	for (size_t i = 0; i < c->o.n_stop && stops; i++) {
 		size_t L = strlen(c->o.stop[i]), from = old >= L ? old - L + 1 : 0;
 		const char *m = memmem(b->p + from, b->n - from, c->o.stop[i], L);
 		if (m && (size_t)(m - b->p) < cut)
-			cut = (size_t)(m - b->p);
+			cut = (size_t)(m - b->p), end = cut + L;
 	}
+	if (cut != SIZE_MAX && c->o.include_stop)
+		cut = end;
 	if (cut != SIZE_MAX) {
 		b->n = cut;
 		b->p[cut] = '\0';

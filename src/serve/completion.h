@@ -27,6 +27,7 @@ struct completion_options {
 	long long created; /* Unix time */
 	char *const *stop; /* (n_stop) non-empty strings that end the answer */
 	size_t n_stop;
+	bool include_stop;  /* the stop string that ends it stays in the text (vLLM's option) */
 	bool parse_tools;   /* split <tool_call> blocks off the content */
 	bool logprobs;      /* report each token's log-probability */
 	bool stream;        /* chunks as the text comes, else one object at the end */

@@ -1,6 +1,7 @@
 /* ends.c — where a chat answer begins and how an answer may end (openai.h):
- * continue_final_message; stop strings, and vLLM's stop_token_ids, ignore_eos and
- * min_tokens; and logit_bias, the request's other rule for the draw. */
+ * continue_final_message; stop strings, and vLLM's stop_token_ids,
+ * include_stop_str_in_output, ignore_eos and min_tokens; and the request's other rules
+ * for the draw, logit_bias and vLLM's allowed_token_ids. */
 #include "src/serve/openai.h"
 
 #include <errno.h>
@@ -41,31 +42,36 @@ static int parse_stop(struct oai_request *r, json_t *root, struct oai_error *e)
 	return 0;
 }
 
-/* stop_token_ids: an array of token ids, each one stops the answer as the end of turn
- * does. Whether an id is in the vocabulary is the model's to say (gen_check_ids). */
-static int parse_stop_ids(struct oai_request *r, json_t *root, struct oai_error *e)
+/* An array of token ids, member key of root, at most max (stop_token_ids: each one
+ * stops the answer as the end of turn does; allowed_token_ids: the only ids drawn,
+ * not none). Whether an id is in the vocabulary is the model's to say
+ * (gen_check_ids). 0 when absent or null. */
+static int parse_ids(json_t *root, const char *key, size_t max, bool need_one, int32_t **out,
+		     size_t *n_out, struct oai_error *e)
 {
-	json_t *ids = json_object_get(root, "stop_token_ids");
+	json_t *ids = json_object_get(root, key);
 	if (!ids || json_is_null(ids))
 		return 0;
 	if (!json_is_array(ids))
-		return oai_bad(e, "stop_token_ids", "expected an array of token ids, got %s",
+		return oai_bad(e, key, "expected an array of token ids, got %s",
 			       jsontype_name(ids));
 	size_t n = json_array_size(ids);
-	if (n > OAI_MAX_STOP_IDS)
-		return oai_bad(e, "stop_token_ids", "%zu ids (at most %d)", n, OAI_MAX_STOP_IDS);
-	if (!(r->stop_ids = calloc(n ? n : 1, sizeof *r->stop_ids)))
+	if (n > max)
+		return oai_bad(e, key, "%zu ids (at most %zu)", n, max);
+	if (!n && need_one)
+		return oai_bad(e, key, "empty: no token could be drawn");
+	if (!(*out = calloc(n ? n : 1, sizeof **out)))
 		return err_set("out of memory");
 	for (size_t i = 0; i < n; i++) {
 		json_t *v = json_array_get(ids, i);
-		char at[32];
-		snprintf(at, sizeof at, "stop_token_ids[%zu]", i);
+		char at[48];
+		snprintf(at, sizeof at, "%s[%zu]", key, i);
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 		    json_integer_value(v) > INT32_MAX)
 			return oai_bad(e, at, "expected a token id (an integer from 0), got %s",
 				       json_is_integer(v) ? "a negative or too large one"
 							  : jsontype_name(v));
-		r->stop_ids[r->n_stop_ids++] = (int32_t)json_integer_value(v);
+		(*out)[(*n_out)++] = (int32_t)json_integer_value(v);
 	}
 	return 0;
 }
@@ -123,7 +129,14 @@ static int parse_bias(struct oai_request *r, json_t *root, struct oai_error *e)
 
 int oai_parse_ends(struct oai_request *r, json_t *root, struct oai_error *e)
 {
-	if (parse_stop(r, root, e) || parse_stop_ids(r, root, e) || parse_bias(r, root, e) ||
+	if (parse_stop(r, root, e) ||
+	    parse_ids(root, "stop_token_ids", OAI_MAX_STOP_IDS, false, &r->stop_ids, &r->n_stop_ids,
+		      e) ||
+	    parse_ids(root, "allowed_token_ids", OAI_MAX_ALLOWED_IDS, true, &r->allowed_ids,
+		      &r->n_allowed, e) ||
+	    oai_get_bool(root, "include_stop_str_in_output", "include_stop_str_in_output",
+			 &r->include_stop, e) < 0 ||
+	    parse_bias(r, root, e) ||
 	    oai_get_bool(root, "ignore_eos", "ignore_eos", &r->ignore_eos, e) < 0)
 		return -1;
 	json_int_t min = 0;

@@ -294,6 +294,7 @@ static int run_chat(const struct gen_model *m, const struct oai_request *r,
 		.created = (long long)time(NULL),
 		.stop = r->stop,
 		.n_stop = r->n_stop,
+		.include_stop = r->include_stop,
 		.parse_tools = r->parse_tools,
 		.logprobs = r->logprobs,
 		.stream = r->stream,
@@ -536,6 +537,7 @@ static int run_text(const struct gen_model *m, const struct oai_request *r,
 		.created = (long long)time(NULL),
 		.stop = r->stop,
 		.n_stop = r->n_stop,
+		.include_stop = r->include_stop,
 		.logprobs = r->logprobs,
 		.stream = r->stream,
 		.include_usage = r->include_usage,
@@ -574,16 +576,28 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 	if (set_sampling(m, r))
 		return gen_fail(out, false, 400, err_msg(), NULL, NULL);
 	int status = gen_check_ids(m, r->stop_ids, r->n_stop_ids, "stop_token_ids", out);
-	if (status || (status = check_bias(m, r, out)))
+	if (status ||
+	    (status = gen_check_ids(m, r->allowed_ids, r->n_allowed, "allowed_token_ids", out)) ||
+	    (status = check_bias(m, r, out)))
 		return status;
-	if (sess_set_bias(m->sess, r->bias_ids, r->bias, (int)r->n_bias) ||
-	    sess_set_json(m->sess, r->json_object))
+	int allowed = sess_set_allowed(m->sess, r->allowed_ids, (int)r->n_allowed);
+	if (allowed == 1)
+		return gen_fail(
+			out, false, 400,
+			"allowed_token_ids: none of the ids is a token the tokenizer writes",
+			"allowed_token_ids", NULL);
+	if (allowed < 0 || sess_set_bias(m->sess, r->bias_ids, r->bias, (int)r->n_bias) ||
+	    sess_set_json(m->sess, r->json_object)) {
+		sess_set_allowed(m->sess, NULL, 0);
+		sess_set_bias(m->sess, NULL, NULL, 0);
 		return gen_fail(out, false, 500, err_msg(), NULL, NULL);
+	}
 	struct sess_ends ends = {r->ignore_eos, r->min_tokens, r->stop_ids, (int)r->n_stop_ids};
 	sess_set_ends(m->sess, &ends);
 	status = r->kind == OAI_TEXT ? run_text(m, r, out, usage) : run_chat(m, r, out, usage);
 	sess_set_ends(m->sess, NULL);
 	sess_set_bias(m->sess, NULL, NULL, 0);
 	sess_set_json(m->sess, false);
+	sess_set_allowed(m->sess, NULL, 0);
 	return status;
 }

@@ -487,10 +487,8 @@ static const struct {
 	{"function_call", "use tool_choice", 0},
 	{"audio", "text only", 0},
 	{"prediction", "no predicted outputs", 0},
-	{"include_stop_str_in_output", "a stop string is left out of the text", 0},
 	{"prompt_logprobs", "use echo with logprobs", -1},
 	{"return_tokens_as_token_ids", "tokens are given as text", 0},
-	{"allowed_token_ids", "no constrained decoding", 0},
 	{"bad_words", "no constrained decoding", 0},
 	{"logits_processors", "no logits processors", 0},
 	{"truncate_prompt_tokens", "a prompt over the context is refused", NAN},
@@ -727,6 +725,7 @@ void oai_request_free(struct oai_request *r)
 		free(r->stop[i]);
 	free(r->stop);
 	free(r->stop_ids);
+	free(r->allowed_ids);
 	free(r->bias_ids);
 	free(r->bias);
 	free(r);

@@ -15,13 +15,14 @@
 
 /* Limits of a request; beyond them it is refused before anything is built from it. */
 enum {
-	OAI_MAX_DEPTH = 64,        /* nesting of arrays and objects in the body */
-	OAI_MAX_MESSAGES = 2048,   /* messages */
-	OAI_MAX_TOOLS = 128,       /* tool definitions, and calls in one assistant message */
-	OAI_MAX_STOP = 16,         /* stop strings */
-	OAI_MAX_STOP_BYTES = 256,  /* bytes in one stop string */
-	OAI_MAX_STOP_IDS = 64,     /* stop_token_ids (SESS_MAX_STOP_IDS) */
-	OAI_MAX_LOGIT_BIAS = 1024, /* logit_bias entries */
+	OAI_MAX_DEPTH = 64,            /* nesting of arrays and objects in the body */
+	OAI_MAX_MESSAGES = 2048,       /* messages */
+	OAI_MAX_TOOLS = 128,           /* tool definitions, and calls in one assistant message */
+	OAI_MAX_STOP = 16,             /* stop strings */
+	OAI_MAX_STOP_BYTES = 256,      /* bytes in one stop string */
+	OAI_MAX_STOP_IDS = 64,         /* stop_token_ids (SESS_MAX_STOP_IDS) */
+	OAI_MAX_LOGIT_BIAS = 1024,     /* logit_bias entries */
+	OAI_MAX_ALLOWED_IDS = 1 << 16, /* allowed_token_ids */
 	OAI_MAX_TOP_LOGPROBS = 20,
 	OAI_MAX_PROMPTS = 1024,       /* prompts of one /v1/completions request, and its choices */
 	OAI_MAX_CHOICES = 128,        /* n: answers to one prompt */
@@ -73,8 +74,11 @@ struct oai_request {
 	const char *max_tokens_key; /* which of the two gave it, for errors about it */
 	char **stop;                /* (n_stop) strings that end the answer, none empty */
 	size_t n_stop;
+	bool include_stop; /* include_stop_str_in_output: the stop string stays in the text */
 	int32_t *stop_ids; /* (n_stop_ids) stop_token_ids: more ids that end it */
 	size_t n_stop_ids;
+	int32_t *allowed_ids; /* (n_allowed) allowed_token_ids: the only ids drawn; none */
+	size_t n_allowed;     /* given: every id */
 	int32_t *bias_ids; /* (n_bias) logit_bias: ids, each once, and what is added to */
 	float *bias;       /* their logits before every draw, in [-100, 100] */
 	size_t n_bias;

@@ -46,6 +46,9 @@ struct sess {
 	const char **piece; /* (sample_vocab) each id's bytes; NULL: an added token or none */
 	uint32_t *piece_len;
 	bool *piece_safe;  /* (sample_vocab) jp_string_safe: a string may hold it as it is */
+	int32_t *allowed;  /* (n_allowed) sess_set_allowed: the only ids drawn (0: all) */
+	int n_allowed;
+	float *allowed_row; /* (sample_vocab) the row while the others are masked */
 	int32_t *bias_ids; /* (n_bias) sess_set_bias: ids, what is added to their */
 	float *bias;       /* logits, and (biased) those logits as the model gave them */
 	float *biased;
@@ -138,6 +141,8 @@ void sess_free(struct sess *s)
 	free(s->piece);
 	free(s->piece_len);
 	free(s->piece_safe);
+	free(s->allowed);
+	free(s->allowed_row);
 	free(s);
 }
 
@@ -427,6 +432,42 @@ int sess_set_bias(struct sess *s, const int32_t *ids, const float *bias, int n)
 	return 0;
 }
 
+int sess_set_allowed(struct sess *s, const int32_t *ids, int n)
+{
+	s->n_allowed = 0;
+	if (n <= 0)
+		return 0;
+	int32_t *a = realloc(s->allowed, (size_t)n * sizeof *a);
+	if (!a)
+		return err_set("out of memory");
+	s->allowed = a;
+	if (!s->allowed_row &&
+	    !(s->allowed_row = malloc((size_t)s->sample_vocab * sizeof *s->allowed_row)))
+		return err_set("out of memory");
+	for (int i = 0; i < n; i++)
+		if (ids[i] >= 0 && ids[i] < s->sample_vocab)
+			s->allowed[s->n_allowed++] = ids[i];
+	return s->n_allowed ? 0 : 1; /* only padding rows, which stay masked */
+}
+
+/* Every id but the allowed ones masked before a draw (the row kept), and the row put
+ * back after it. */
+static void mask_allowed(struct sess *s, bool on)
+{
+	size_t bytes = (size_t)s->sample_vocab * sizeof *s->logits;
+	if (!s->n_allowed)
+		return;
+	if (on) {
+		memcpy(s->allowed_row, s->logits, bytes);
+		for (int i = 0; i < s->sample_vocab; i++)
+			s->logits[i] = -1e30f;
+		for (int i = 0; i < s->n_allowed; i++)
+			s->logits[s->allowed[i]] = s->allowed_row[s->allowed[i]];
+	} else {
+		memcpy(s->logits, s->allowed_row, bytes);
+	}
+}
+
 /* The bias added before a draw, and the model's logits put back after it (in the
  * reverse order, so that an id given twice comes back as it was). */
 static void apply_bias(struct sess *s, bool on)
@@ -574,10 +615,12 @@ static int32_t draw(struct sess *s, struct samp *sp, bool gate, bool allow_think
 				 s->st.generated};
 	apply_bias(s, true);
 	mask_stops(s, true);
+	mask_allowed(s, true);
 	bool masked = gate && json_mask(s, allow_think);
 	int32_t id = samp_next(sp, s->logits, s->vocab, &h);
 	if (masked)
 		memcpy(s->logits, s->json_row, (size_t)s->sample_vocab * sizeof *s->logits);
+	mask_allowed(s, false);
 	mask_stops(s, false);
 	apply_bias(s, false);
 	memcpy(s->logits + s->sample_vocab, s->pad, npad * sizeof *s->pad);
@@ -593,7 +636,7 @@ static bool device_sampling(struct sess *s, struct samp *sp, int32_t id, struct 
 {
 	const struct samp_params *p = samp_get_params(sp);
 	/* the stop ids are masked on the host, and the bias and the grammar applied there */
-	if (s->st.generated < s->min_new || s->n_bias || s->json)
+	if (s->st.generated < s->min_new || s->n_bias || s->json || s->n_allowed)
 		return false;
 	/* the device's penalties see one list, the recent tokens: the answer's (presence,
 	 * frequency) are the CPU sampler's */

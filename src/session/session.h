@@ -188,6 +188,12 @@ void sess_set_ends(struct sess *s, const struct sess_ends *ends);
  * err_set (out of memory: the bias is then none). */
 int sess_set_bias(struct sess *s, const int32_t *ids, const float *bias, int n);
 
+/* Only ids[0..n) may be drawn by the following sess_generate calls (vLLM's
+ * allowed_token_ids: the end of turn too only when listed); n = 0: every id. Ids the
+ * tokenizer cannot write are dropped. 0; 1 when that leaves none (then every id);
+ * -1 with err_set (out of memory: then every id). */
+int sess_set_allowed(struct sess *s, const int32_t *ids, int n);
+
 /* With on, the answer of the following sess_generate calls is held to one JSON
  * object (OpenAI's response_format json_object): at each draw every token that would
  * take it out of JSON's grammar is masked (added tokens too), and the stop ids until

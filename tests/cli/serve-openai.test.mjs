@@ -284,6 +284,28 @@ test('text: logit_bias forces a token, bans the greedy one, and leaves logprobs 
                        (e) => e.status === 400 && e.error?.param === 'logit_bias');
 });
 
+test('text: allowed_token_ids are the only tokens drawn; a stop string kept on request', async () => {
+  const [the] = await tokenIds(' the');
+  const [comma] = await tokenIds(',');
+  const req = { model: 'm', prompt: 'Hello there', max_tokens: 12, temperature: 1, seed: 9,
+                logprobs: 0 };
+  const r = await plain.completions.create({ ...req, allowed_token_ids: [the, comma] });
+  const tokens = r.choices[0].logprobs.tokens;
+  assert.equal(tokens.length, 12); // the end of text is not among them
+  assert.ok(tokens.every((t) => t === ' the' || t === ','), tokens.join('|'));
+  assert.ok(tokens.includes(' the') && tokens.includes(','), tokens.join('|'));
+  const forced = { ...req, logprobs: null, logit_bias: { [the]: 100 }, stop: [' the the'] };
+  assert.equal((await plain.completions.create(forced)).choices[0].text, '');
+  const kept = await plain.completions.create({ ...forced, include_stop_str_in_output: true });
+  assert.equal(kept.choices[0].text, ' the the');
+  assert.equal(kept.choices[0].finish_reason, 'stop');
+  const s = await plain.completions.create({ ...forced, include_stop_str_in_output: true,
+                                             stream: true });
+  let text = '';
+  for await (const chunk of s) text += chunk.choices[0]?.text ?? '';
+  assert.equal(text, ' the the');
+});
+
 test('rigged: logit_bias on <think> keeps the answer from opening with it', async () => {
   const body = { ...rigBody, tools: undefined, max_tokens: 3, logprobs: true };
   const r = await rig.chat.completions.create({ ...body, logit_bias: { 151667: -100 } });

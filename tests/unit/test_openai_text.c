@@ -94,8 +94,10 @@ static void test_refused(void **state)
 		 "n"},
 		{"{\"prompt\": \"x\", \"ignore_eos\": \"yes\"}", "ignore_eos"},
 		{"{\"prompt\": \"x\", \"min_tokens\": 17}", "min_tokens"}, /* max_tokens is 16 */
-		{"{\"prompt\": \"x\", \"include_stop_str_in_output\": true}",
+		{"{\"prompt\": \"x\", \"include_stop_str_in_output\": 1}",
 		 "include_stop_str_in_output"},
+		{"{\"prompt\": \"x\", \"allowed_token_ids\": []}", "allowed_token_ids"},
+		{"{\"prompt\": \"x\", \"allowed_token_ids\": [1, -2]}", "allowed_token_ids[1]"},
 		{"{\"prompt\": \"x\", \"truncate_prompt_tokens\": 5}", "truncate_prompt_tokens"},
 		{"{\"prompt\": \"x\", \"response_format\": {\"type\": \"json_object\"}}",
 		 "response_format"},
