@@ -134,19 +134,37 @@ static void remove_writing(void)
 		unlinkat(r->dir, r->tmp, 0);
 }
 
+/* The other signals whose default is to end the program, which job schedulers and
+ * timeouts send (Slurm's --signal=USR1, timeout -s ALRM): caught while the file is
+ * written, as the stops are, so that they too leave no temporary file. */
+static const int g_also[] = {SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGPIPE};
+enum { N_ALSO = sizeof g_also / sizeof g_also[0] };
+
+static void catch_also(struct sigaction old[N_ALSO])
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (int i = 0; i < N_ALSO; i++)
+		proc_catch(g_also[i], &sa, &old[i]);
+}
+
 /* Writes the model into a temporary file, syncs it and renames it over out (its
- * directory opened once, fio_replace). Ctrl-C, SIGTERM and SIGHUP remove the
- * temporary file (a file of the model's size would be left behind otherwise); 128 +
- * the signal is then the exit status, as the chat's. Those a quantize killed outright
- * left, each as large as a model, are removed first, and said so. */
+ * directory opened once, fio_replace). Ctrl-C, SIGTERM, SIGHUP and the other signals
+ * that end a program remove the temporary file (a file of the model's size would be
+ * left behind otherwise); 128 + the signal is then the exit status, as the chat's.
+ * Those a quantize killed outright left, each as large as a model, are removed first,
+ * and said so. */
 static int write_model(const struct eng_model *m, enum eng_ftype f, const struct eng_gguf_out *o,
 		       const char *out)
 {
 	struct fio_replace r;
-	struct sigaction old[PROC_N_STOPS];
+	struct sigaction old[PROC_N_STOPS], old_also[N_ALSO];
 	/* before the file exists: no moment leaves it behind; a signal ignored when the
 	   program started (nohup's SIGHUP, a background job's SIGINT) stays ignored */
 	proc_catch_stops(on_signal, 0, old);
+	catch_also(old_also);
 	int rc = -1;
 	if (fio_replace_begin(&r, out, 0600, told_removed, NULL) >= 0) {
 		g_writing = &r;
@@ -163,6 +181,8 @@ static int write_model(const struct eng_model *m, enum eng_ftype f, const struct
 	if (rc && g_cancel)
 		err_set("%s: not written (%s)", out, strsignal(g_cancel));
 	proc_restore_stops(old);
+	for (int i = 0; i < N_ALSO; i++)
+		sigaction(g_also[i], &old_also[i], NULL);
 	return rc;
 }
 

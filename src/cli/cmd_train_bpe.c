@@ -623,6 +623,15 @@ int cmd_train_bpe(int argc, char **argv)
 	bpe_counter_stats(c, &st);
 	bpe_counter_free(c);
 	c = NULL;
+	if (!st.pretokens) { /* the tokenizer in --out, if any, stays as it is */
+		if (argc - first == 1)
+			err_set("%s: no text to learn merges from (the file is %s)", argv[first],
+				st.bytes ? "special tokens only" : "empty");
+		else
+			err_set("%s ... (%d files): no text to learn merges from", argv[first],
+				argc - first);
+		goto out;
+	}
 	double t1 = clock_now();
 	struct progress pr = {.tty = !a.quiet && isatty(STDERR_FILENO), .t0 = t1};
 	struct bpe_train_opts to = {.vocab_size = (int)a.vocab,

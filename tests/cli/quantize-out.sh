@@ -3,7 +3,8 @@
 # when it cannot finish: a FIFO or a device at the target is refused and left alone
 # (the system's /dev/stdout and /dev/null are written through);
 # the model's own files (by name, by a link, by a hard link) are refused and left
-# whole; a full disk names the file; SIGINT, SIGTERM and SIGHUP mid-write remove the
+# whole; a full disk names the file; SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGALRM
+# mid-write remove the
 # temporary file and end with 128 + the signal (one ignored at the start, as under nohup,
 # stays ignored).
 . "$TOP_SRCDIR/tests/lib.sh"
@@ -104,8 +105,9 @@ sig_default() {
 for s in (signal.SIGINT, signal.SIGHUP): signal.signal(s, signal.SIG_DFL)
 os.execv(sys.argv[1], sys.argv[1:])' "$@"
 }
-for sig in INT TERM HUP; do
-	case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; esac
+for sig in INT TERM HUP USR1 ALRM; do
+	case $sig in INT) want=130 ;; TERM) want=143 ;; HUP) want=129 ;; USR1) want=138 ;;
+	ALRM) want=142 ;; esac
 	sig_default "$QWENCHAT" quantize -m "$B" --type q4_k_m --out "$TMP/sig.gguf" 2>"$TMP/err" &
 	pid=$!
 	i=0

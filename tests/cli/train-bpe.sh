@@ -210,6 +210,15 @@ expect_err_has "bad.txt: not valid UTF-8 at byte offset 10" "non-UTF-8: names th
 printf 'ok \355\240\200' >"$TMP/surrogate.txt"
 expect_exit 1 "UTF-8 surrogate" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/o" "$TMP/surrogate.txt"
 expect_err_has "surrogate.txt: not valid UTF-8 at byte offset 3" "surrogate: names the offset"
+# empty input: refused, and a tokenizer already in --out stays as it was
+"$QWENCHAT" train-bpe -q --vocab-size 300 --out "$TMP/kept" "$TMP/prose.txt" ||
+	fail "train-bpe on prose.txt"
+cp "$TMP/kept/tokenizer.json" "$TMP/kept.json"
+: >"$TMP/empty.txt"
+expect_exit 1 "empty input" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/kept" "$TMP/empty.txt"
+expect_err_has "empty.txt: no text to learn merges from (the file is empty)" "empty input: named"
+cmp -s "$TMP/kept/tokenizer.json" "$TMP/kept.json" && pass "empty input: the tokenizer in --out kept" ||
+	fail "empty input replaced the tokenizer in --out"
 expect_exit 1 "missing file" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/o" "$TMP/nope.txt"
 expect_err_has "nope.txt: No such file or directory" "missing file: named"
 expect_exit 1 "a directory as input" "$QWENCHAT" train-bpe --vocab-size 300 --out "$TMP/o" "$TMP"
