@@ -342,6 +342,16 @@ bool dset_tokenized(const char *cache)
 	return yes;
 }
 
+bool dset_same_tokenizer(const char *cache, const char *tok_hash)
+{
+	json_t *old = cache_meta(cache);
+	const char *t = json_string_value(json_object_get(old, "tokenizer"));
+	bool same = !t || !strcmp(t, "none") || (tok_hash && !strcmp(t, tok_hash));
+	err_clear();
+	json_decref(old);
+	return same;
+}
+
 /* Writes the cache: the JSON removed first and written last, so that it never
  * describes a stream file that is not whole. */
 static int write_cache(const struct dset *d, json_t *meta, const char *cache)

@@ -101,6 +101,9 @@ const char *dset_changed(const char *cache, char *const *files, int n);
 /* Whether the cache at `cache` says its stream was encoded by a tokenizer (text
  * files, or conversations), not read from *.u32 files alone; false without one. */
 bool dset_tokenized(const char *cache);
+/* False when the cache's stream was encoded by a tokenizer other than the one whose
+ * files hash to tok_hash (dset_hash); true when it was, or was not encoded at all. */
+bool dset_same_tokenizer(const char *cache, const char *tok_hash);
 
 int dset_load_cache(struct dset *d, int vocab, int sft_ctx, const char *cache,
 		    const struct dset_want *want);

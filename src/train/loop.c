@@ -100,6 +100,14 @@ static int load_stream(struct run *u, struct dset *d, char *const *files, int n,
 	char cache_why[ERR_MAX] = "";
 	if (resume && (rc = dset_load_cache(d, vocab, o->sft ? T : 0, path, want)))
 		snprintf(cache_why, sizeof cache_why, "%s", err_msg());
+	/* a checkpoint ships its tokenizer: one replaced since would not be the stream's */
+	if (!rc && u->m->tk && !dset_same_tokenizer(path, u->m->tok_hash)) {
+		dset_free(d);
+		free(path);
+		return err_set("%s: the tokenizer files are not those the run encoded its data "
+			       "with (train-state/%s.json): put them back, or start a new run",
+			       u->dir, cache);
+	}
 	const char *changed = !rc ? dset_changed(path, files, n) : NULL;
 	struct stat gone;
 	if (changed && stat(changed, &gone) != 0 && errno == ENOENT)

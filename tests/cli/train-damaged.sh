@@ -3,8 +3,8 @@
 # (NaN, an infinity, a negative second moment: a damaged file) is refused by --resume
 # in one line naming the file and the tensor, and the checkpoint stays as it was: the
 # values would otherwise poison the next update, which a finite loss lets be saved.
-# So are a config.json edited since the checkpoint and a directory planted where a
-# checkpoint file goes.
+# So are a config.json edited since the checkpoint, a tokenizer replaced since, and a
+# directory planted where a checkpoint file goes.
 . "$TOP_SRCDIR/tests/lib.sh"
 
 python3 - "$TMP" <<'PY'
@@ -83,5 +83,27 @@ train_usage 1 "a directory at train-state/master.safetensors" \
 	--resume "$TMP/p" --steps 4 --save-dtype bf16
 cmp -s "$TMP/p/model.safetensors" "$TMP/before" && grep -q '"step": 2' "$TMP/p/train-state/state.json" &&
 	pass "... the step-2 checkpoint whole" || fail "planted directory: the checkpoint changed"
+
+# a tokenizer replaced since the checkpoint: the cached stream holds the other one's
+# ids, and the checkpoint would ship a tokenizer its model never read: refused
+python3 - "$TMP" <<'PY'
+import random, sys
+r = random.Random(5)
+for name, words in (("t1", "the cat sat on a mat and ran"), ("t2", "alpha beta gamma delta zeta")):
+    w = words.split()
+    open(f"{sys.argv[1]}/{name}.txt", "w").write(" ".join(r.choice(w) for _ in range(3000)))
+PY
+"$QWENCHAT" train-bpe -q --vocab-size 300 --chat --out "$TMP/tA" "$TMP/t1.txt" &&
+	"$QWENCHAT" train-bpe -q --vocab-size 300 --chat --out "$TMP/tB" "$TMP/t2.txt" ||
+	fail "train-bpe for the tokenizer check"
+expect_exit 0 "a run on text" "$QWENCHAT" train --out "$TMP/t" --tokenizer "$TMP/tA" --layers 1 \
+	--hidden-size 32 --heads 2 --ctx 16 --batch 2 --threads 1 --no-panel --data "$TMP/t1.txt" --steps 2
+expect_exit 0 "... resumed as it was" "$QWENCHAT" train --resume "$TMP/t" --steps 3 --no-panel
+cp "$TMP"/tB/* "$TMP/t/"
+cp "$TMP/t/model.safetensors" "$TMP/before"
+train_usage 1 "another tokenizer in the checkpoint: --resume refuses it" \
+	"the tokenizer files are not those the run encoded its data with" --resume "$TMP/t" --steps 4
+cmp -s "$TMP/t/model.safetensors" "$TMP/before" && pass "... the checkpoint whole" ||
+	fail "replaced tokenizer: the checkpoint changed"
 
 finish
