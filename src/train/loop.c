@@ -757,8 +757,8 @@ int loop_run(const char *dir, struct tstate *st, bool resume, struct loop_model 
 	}
 	if (!resume)
 		batch_rng_seed(&st->rng, (uint64_t)o->seed);
-	if (load_data(&u, resume) || check_plan(&u) || make_trainer(&u) ||
-	    setup_weights(&u, resume) || open_log(&u, resume))
+	if (save_check_targets(dir, m->files, m->n_files) || load_data(&u, resume) ||
+	    check_plan(&u) || make_trainer(&u) || setup_weights(&u, resume) || open_log(&u, resume))
 		goto out;
 	if (m->init) { /* its weights are the trainer's now: give the mapping back */
 		eng_model_free(m->init);

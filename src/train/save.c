@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MASTER_STATE "train-state/master.safetensors"
@@ -111,6 +112,25 @@ static int put_texts(struct ckpt_txn *x, struct eng_trainer *t, const struct tst
 	free(state);
 	free(svg);
 	return rc ? -1 : 0;
+}
+
+int save_check_targets(const char *dir, const struct save_file *files, int n_files)
+{
+	static const char *const fixed[] = {
+		"config.json",           "model.safetensors", "loss.svg", "train-state/state.json",
+		"train-state/log.jsonl", MASTER_STATE,        OPTIMIZER};
+	int n_fixed = (int)(sizeof fixed / sizeof *fixed), rc = 0;
+	for (int i = 0; rc == 0 && i < n_fixed + n_files; i++) {
+		const char *name = i < n_fixed ? fixed[i] : files[i - n_fixed].name;
+		char *path = fio_join(dir, name);
+		struct stat st;
+		if (!path)
+			rc = err_set("out of memory");
+		else if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			rc = err_set("%s: is a directory, where the checkpoint's file goes", path);
+		free(path);
+	}
+	return rc;
 }
 
 int save_checkpoint(const char *dir, struct eng_trainer *t, const struct tstate *st,

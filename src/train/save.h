@@ -23,6 +23,12 @@ struct save_file {
 /* Writes the checkpoint of st->step into dir. cfg is the model's (its dtype is set
  * from the save dtype). On any error (a full disk ...) dir keeps the previous
  * checkpoint whole. 0 or -1 (err_set). */
+/* Whether every place a checkpoint of dir puts a file (those of save_checkpoint, the
+ * files given among them) can take one: none is a directory, which a rename does not
+ * replace. Checked before the first step, so that a run does not train up to its
+ * first checkpoint to find out. 0 or -1 (err_set naming the path). */
+int save_check_targets(const char *dir, const struct save_file *files, int n_files);
+
 int save_checkpoint(const char *dir, struct eng_trainer *t, const struct tstate *st,
 		    const struct tlog *log, const struct save_file *files, int n_files);
 

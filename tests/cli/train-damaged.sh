@@ -83,6 +83,16 @@ train_usage 1 "a directory at train-state/master.safetensors" \
 	--resume "$TMP/p" --steps 4 --save-dtype bf16
 cmp -s "$TMP/p/model.safetensors" "$TMP/before" && grep -q '"step": 2' "$TMP/p/train-state/state.json" &&
 	pass "... the step-2 checkpoint whole" || fail "planted directory: the checkpoint changed"
+# ... found before the first step, not at the first checkpoint (the steps up to it
+# lost): a directory at loss.svg (and at generation_config.json, below)
+planted_dir() { # planted_dir RUN FILE
+	rm -rf "$TMP/p" && cp -R "$1" "$TMP/p" && rm -f "$TMP/p/$2" && mkdir "$TMP/p/$2"
+	train_usage 1 "a directory at $2: refused before any step" \
+		"$2: is a directory, where the checkpoint's file goes" --resume "$TMP/p" --steps 4
+	grep -q 'trained step' "$TMP/out" "$TMP/err" && fail "a directory at $2: steps ran first" ||
+		pass "... no step ran"
+}
+planted_dir "$TMP/r" loss.svg
 
 # a tokenizer replaced since the checkpoint: the cached stream holds the other one's
 # ids, and the checkpoint would ship a tokenizer its model never read: refused
@@ -99,6 +109,7 @@ PY
 expect_exit 0 "a run on text" "$QWENCHAT" train --out "$TMP/t" --tokenizer "$TMP/tA" --layers 1 \
 	--hidden-size 32 --heads 2 --ctx 16 --batch 2 --threads 1 --no-panel --data "$TMP/t1.txt" --steps 2
 expect_exit 0 "... resumed as it was" "$QWENCHAT" train --resume "$TMP/t" --steps 3 --no-panel
+planted_dir "$TMP/t" generation_config.json
 cp "$TMP"/tB/* "$TMP/t/"
 cp "$TMP/t/model.safetensors" "$TMP/before"
 train_usage 1 "another tokenizer in the checkpoint: --resume refuses it" \
