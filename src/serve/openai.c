@@ -173,6 +173,16 @@ static int get_content(json_t *c, const char *at, struct strbuf *out, struct oai
 }
 
 /* The tool_calls of assistant message i, added to the conversation's last turn. */
+/* jsontype_check, as a problem with the request at `at`. */
+static int member_types(json_t *o, const char *at, const char *const *keys, int n,
+			struct oai_error *e)
+{
+	const char *want;
+	int k = jsontype_check(o, keys, n, &want);
+	return k < 0 ? 0
+		     : oai_bad(e, at, "%.*s: expected %s", (int)strlen(keys[k]) - 2, keys[k], want);
+}
+
 static int get_tool_calls(struct chat *c, json_t *calls, size_t i, struct oai_error *e)
 {
 	char at[96];
@@ -185,6 +195,13 @@ static int get_tool_calls(struct chat *c, json_t *calls, size_t i, struct oai_er
 	for (size_t k = 0; k < json_array_size(calls); k++) {
 		json_t *f = json_object_get(json_array_get(calls, k), "function");
 		json_t *name = json_object_get(f, "name"), *args = json_object_get(f, "arguments");
+		json_t *call = json_array_get(calls, k), *type = json_object_get(call, "type");
+		static const char *const call_keys[] = {"id:s", "type:s"};
+		snprintf(at, sizeof at, "messages[%zu].tool_calls[%zu]", i, k);
+		if (member_types(call, at, call_keys, 2, e))
+			return -1;
+		if (json_is_string(type) && strcmp(json_string_value(type), "function"))
+			return oai_bad(e, at, "type: expected \"function\"");
 		snprintf(at, sizeof at, "messages[%zu].tool_calls[%zu].function", i, k);
 		if (!json_is_object(f))
 			return oai_bad(e, at, "expected an object");
@@ -224,6 +241,10 @@ static int parse_role(json_t *m, size_t i, struct oai_error *e)
 		     {"assistant", CHAT_ASSISTANT},
 		     {"tool", CHAT_TOOL}};
 	char at[64];
+	static const char *const msg_keys[] = {"name:s", "tool_call_id:s"};
+	snprintf(at, sizeof at, "messages[%zu]", i);
+	if (member_types(m, at, msg_keys, 2, e))
+		return -1;
 	snprintf(at, sizeof at, "messages[%zu].role", i);
 	json_t *role = json_object_get(m, "role");
 	if (!json_is_string(role))
@@ -298,7 +319,7 @@ static int parse_tools(struct oai_request *r, json_t *root, struct oai_error *e)
 	for (size_t i = 0; i < json_array_size(tools); i++) {
 		json_t *t = json_array_get(tools, i), *type = json_object_get(t, "type");
 		json_t *name = json_object_get(json_object_get(t, "function"), "name");
-		char at[32];
+		char at[48];
 		snprintf(at, sizeof at, "tools[%zu]", i);
 		if (!json_is_object(t))
 			return oai_bad(e, at, "expected an object, got %s", jsontype_name(t));
@@ -306,6 +327,10 @@ static int parse_tools(struct oai_request *r, json_t *root, struct oai_error *e)
 			return oai_bad(e, at, "type: expected \"function\"");
 		if (!json_is_string(name))
 			return oai_bad(e, at, "function.name: expected a string");
+		static const char *const fn_keys[] = {"description:s", "parameters:o", "strict:b"};
+		snprintf(at, sizeof at, "tools[%zu].function", i);
+		if (member_types(json_object_get(t, "function"), at, fn_keys, 3, e))
+			return -1;
 		if (none)
 			continue; /* not shown to the model, as vLLM does by default */
 		char *text = tojson(t, NULL);

@@ -281,6 +281,25 @@ static void test_parse_errors(void **state)
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 		 "\"frequency_penalty\": 3}",
 		 "frequency_penalty", NULL, "[-2, 2]"},
+		/* members typed as OpenAI's schema types them (vLLM refuses the others) */
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": "
+		 "[{\"type\": "
+		 "\"function\", \"function\": {\"name\": \"f\", \"parameters\": \"x\"}}]}",
+		 "tools[0].function", NULL, "parameters: expected an object"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": "
+		 "[{\"type\": "
+		 "\"function\", \"function\": {\"name\": \"f\", \"strict\": \"yes\"}}]}",
+		 "tools[0].function", NULL, "strict: expected a boolean"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\", \"name\": 5}]}",
+		 "messages[0]", NULL, "name: expected a string"},
+		{"{\"messages\": [{\"role\": \"assistant\", \"content\": null, \"tool_calls\": "
+		 "[{\"id\": 5, \"type\": \"function\", \"function\": {\"name\": \"f\", "
+		 "\"arguments\": \"{}\"}}]}, {\"role\": \"user\", \"content\": \"x\"}]}",
+		 "messages[0].tool_calls[0]", NULL, "id: expected a string"},
+		{"{\"messages\": [{\"role\": \"assistant\", \"content\": null, \"tool_calls\": "
+		 "[{\"id\": \"c\", \"type\": \"zzz\", \"function\": {\"name\": \"f\", "
+		 "\"arguments\": \"{}\"}}]}, {\"role\": \"user\", \"content\": \"x\"}]}",
+		 "messages[0].tool_calls[0]", NULL, "type: expected \"function\""},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logit_bias\": "
 		 "[1, 5]}",
 		 "logit_bias", NULL, "expected an object"},
