@@ -72,7 +72,12 @@ const char *tok_stream_push(struct tok_stream *s, int32_t id, size_t *len)
 	size_t n;
 	const char *p = tok_piece(s->t, id, &n);
 	if (!p) {
-		err_set("token id %d is not in the vocabulary (%d ids)", id, tok_vocab_size(s->t));
+		int n_ids = tok_vocab_size(s->t);
+		err_set(id >= 0 && id < n_ids
+				? "token id %d names no token: the tokenizer's ids "
+				  "leave it out (ids 0 to %d)"
+				: "token id %d is not in the vocabulary (ids 0 to %d)",
+			id, n_ids - 1);
 		return NULL;
 	}
 	if (s->skip_special && tok_is_special(s->t, id))

@@ -192,8 +192,12 @@ char *tok_decode(const struct tok *t, const int32_t *ids, size_t n, bool skip_sp
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (ids[i] < 0 || ids[i] >= t->n_ids || !(t->flags[ids[i]] & TOKF_VALID)) {
-			err_set("token id %d at position %zu is not in the vocabulary (%d ids)",
-				ids[i], i, t->n_ids);
+			bool gap = ids[i] >= 0 && ids[i] < t->n_ids;
+			err_set(gap ? "token id %d at position %zu names no token: the "
+				      "tokenizer's ids leave it out (ids 0 to %d)"
+				    : "token id %d at position %zu is not in the vocabulary (ids 0 "
+				      "to %d)",
+				ids[i], i, t->n_ids - 1);
 			return NULL;
 		}
 		size_t k;
