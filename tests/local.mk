@@ -288,15 +288,15 @@ check_PROGRAMS += tests/unit/test_jsonlimit
 TESTS += tests/unit/test_jsonlimit
 tests_unit_test_jsonlimit_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_jsonlimit_LDADD = libbase.a $(CMOCKA_LIBS)
-check_PROGRAMS += tests/unit/test_jsonprefix
-TESTS += tests/unit/test_jsonprefix
-tests_unit_test_jsonprefix_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
-tests_unit_test_jsonprefix_LDADD = libbase.a $(JANSSON_LIBS) $(CMOCKA_LIBS)
-FUZZ_TARGETS += tests/fuzz/fuzz_jsonprefix
-tests_fuzz_fuzz_jsonprefix_SOURCES = tests/fuzz/fuzz_jsonprefix.c
-tests_fuzz_fuzz_jsonprefix_LDADD = libbase.a
-tests_fuzz_fuzz_jsonprefix_LDFLAGS = $(FUZZ_LDFLAGS)
-EXTRA_DIST += tests/fuzz/fuzz_jsonprefix.c tests/fuzz/corpus/jsonprefix
+check_PROGRAMS += tests/unit/test_jsonschema
+TESTS += tests/unit/test_jsonschema
+tests_unit_test_jsonschema_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(JANSSON_CFLAGS)
+tests_unit_test_jsonschema_LDADD = libbase.a $(JANSSON_LIBS) $(CMOCKA_LIBS)
+FUZZ_TARGETS += tests/fuzz/fuzz_jsonschema
+tests_fuzz_fuzz_jsonschema_SOURCES = tests/fuzz/fuzz_jsonschema.c
+tests_fuzz_fuzz_jsonschema_LDADD = libbase.a
+tests_fuzz_fuzz_jsonschema_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz/fuzz_jsonschema.c tests/fuzz/corpus/jsonschema
 FUZZ_TARGETS += tests/fuzz/fuzz_jsonlimit
 tests_fuzz_fuzz_jsonlimit_SOURCES = tests/fuzz/fuzz_jsonlimit.c
 tests_fuzz_fuzz_jsonlimit_LDADD = libbase.a
@@ -421,3 +421,12 @@ EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py t
 # better than random weights: perplexity, quantize, run, serve and the chat UI (in
 # TESTS at the top).
 EXTRA_DIST += tests/cli/trained.sh tests/trained-model.sh tests/fetch-corpus.sh
+
+# tests/jsonwalk: texts the JSON Schema recognizer lets through, for
+# tests/cli/jsonschema.sh to validate with Python's jsonschema.
+check_PROGRAMS += tests/jsonwalk
+tests_jsonwalk_SOURCES = tests/jsonwalk.c
+tests_jsonwalk_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+tests_jsonwalk_LDADD = libbase.a $(JANSSON_LIBS)
+TESTS += tests/cli/jsonschema.sh
+EXTRA_DIST += tests/cli/jsonschema.sh tests/cli/jsonschema_check.py

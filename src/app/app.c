@@ -16,6 +16,7 @@
 #include "src/base/err.h"
 #include "src/base/clock.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonschema.h"
 #include "src/base/proc.h"
 #include "src/base/utf8.h"
 #include "src/hub/hub.h"
@@ -261,6 +262,7 @@ void app_free(struct app *a)
 	}
 	remote_free(a->remote);
 	sess_free(a->sess);
+	js_free(a->any_object);
 	samp_free(a->samp);
 	tok_free(a->tok);
 	eng_free(a->eng);
@@ -519,7 +521,9 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 					: SESS_SPLIT_ANSWER_FIRST;
 	struct turn_ctx t = {a, emit, user};
 	app_probs_turn(a);
-	if (sess_set_json(a->sess, a->json))
+	if (a->json && !a->any_object && !(a->any_object = js_object()))
+		return -1;
+	if (sess_set_json(a->sess, a->json ? a->any_object : NULL))
 		return -1;
 	rc = sess_generate(a->sess, a->samp, a->max_new, split, turn_emit, &t);
 	pthread_mutex_lock(&a->lock);

@@ -18,6 +18,8 @@ struct app_seg {
 	size_t len;
 };
 
+struct js_schema;
+
 struct app {
 	char *dir, *model_name, *state_dir, *home, *session_path;
 	char *held_model; /* the local model as --resume reopens it (app_held_model) */
@@ -37,6 +39,7 @@ struct app {
 	bool think, show_reasoning;
 	bool parse_special; /* special tokens in messages are tokens, not text (/special) */
 	bool json;          /* each answer is one JSON object (/json) */
+	struct js_schema *any_object; /* ... the schema that holds it, once made */
 	int max_new;
 	bool max_new_set;      /* -n given: the remote backend sends it as max_tokens */
 	struct remote *remote; /* the remote backend, or NULL: the local engine */

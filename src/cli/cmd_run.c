@@ -23,6 +23,8 @@
 #include "src/base/proc.h"
 #include "src/base/term.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonschema.h"
+#include "src/base/jsontype.h"
 #include "src/hub/hub.h"
 #include "src/hub/loader.h"
 #include "src/session/sampler.h"
@@ -66,11 +68,11 @@ static const struct cli_opt run_opts[] = {
 	 "special tokens written in the prompt (<|im_start|>, ...)\n"
 	 "are control tokens, as Hugging Face parses them by default\n"
 	 "(else they are text; with --raw they always are tokens)"},
-	{"format", OPT_FORMAT, "json",
-	 "hold the answer (not the reasoning) to one JSON object:\n"
-	 "tokens that would leave JSON's grammar are never drawn\n"
-	 "(ollama's --format json; with --url, response_format\n"
-	 "json_object)"},
+	{"format", OPT_FORMAT, "json|FILE",
+	 "hold the answer (not the reasoning) to one JSON object,\n"
+	 "or to a value of the JSON Schema in FILE: tokens that\n"
+	 "would leave it are never drawn (ollama's --format; with\n"
+	 "--url, response_format json_object or json_schema)"},
 	{"kv-f32", OPT_KV_F32, NULL,
 	 "fp32 KV cache (default bf16): with --exact, every product\n"
 	 "in fp32, for comparisons with a float32 reference"},
@@ -104,6 +106,9 @@ struct run_args {
 	const char *prompt, *file, *system;
 	int think; /* TMPL_THINK_* */
 	bool raw, stats, parse_special, kv_f32, json;
+	const char *schema_file; /* --format FILE */
+	json_t *schema;          /* ... its schema, and compiled (else, with json, any object) */
+	struct js_schema *format;
 	long logprobs; /* -1: print the text */
 };
 
@@ -155,9 +160,7 @@ static int run_opt(void *user, int key, const char *arg)
 	case OPT_PARSE_SPECIAL: a->parse_special = true; return 0;
 	case OPT_KV_F32: a->kv_f32 = true; return 0;
 	case OPT_FORMAT:
-		if (strcmp(arg, "json") != 0)
-			return cli_usage("run", "--format: '%s' is not a format (json is)", arg),
-			       -1;
+		a->schema_file = strcmp(arg, "json") ? arg : NULL;
 		a->json = true;
 		return 0;
 	case OPT_LOGPROBS: return cli_parse_long("logprobs", arg, 0, 20, &a->logprobs);
@@ -186,7 +189,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	if (!a->prompt && !a->file && isatty(STDIN_FILENO))
 		return cli_usage("run", "no prompt: give -p TEXT or -f FILE, or pipe it to stdin");
 	if (a->raw && a->json)
-		return cli_usage("run", "--format json holds a chat answer: --raw has none");
+		return cli_usage("run", "--format holds a chat answer: --raw has none");
 	if (a->raw && (a->system || a->think != TMPL_THINK_ABSENT))
 		return cli_usage("run", "--raw uses no template: --system, --think and "
 					"--no-think do not apply");
@@ -458,7 +461,8 @@ static int run_remote(struct run_args *a, const char *prompt)
 	struct remote *r = remote_new(&o);
 	cli_remote_free(&o);
 	struct chat *c = chat_new();
-	struct remote_request q = {.chat = c, .think = a->think, .json = a->json};
+	struct remote_request q = {
+		.chat = c, .think = a->think, .json = a->json, .schema = a->schema};
 	char *model = NULL;
 	long ctx;
 	int rc = EXIT_RUNTIME;
@@ -547,12 +551,46 @@ done:
 	return rc;
 }
 
+/* --format: JSON mode's schema, or FILE's read and compiled. 0, or -1 after saying
+ * what is wrong with FILE. */
+static int load_format(struct run_args *a)
+{
+	if (!a->schema_file)
+		return (a->format = js_object()) ? 0 : (cli_error("%s", err_msg()), -1);
+	size_t len;
+	char *text = fio_read_file(a->schema_file, 1 << 20, &len);
+	json_error_t je;
+	if (text && !(a->schema = json_loadb(text, len, JSON_DECODE_ANY, &je)))
+		err_set("%s: line %d: %s", a->schema_file, je.line, jsontype_error(&je));
+	free(text);
+	char name[4096];
+	snprintf(name, sizeof name, "%s: schema", a->schema_file);
+	if (!a->schema || !(a->format = js_compile(a->schema, name)))
+		return cli_error("--format: %s", err_msg()), -1;
+	return 0;
+}
+
+static int run_turn(struct run_args a);
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_args a;
 	int rc = parse_args(argc, argv, &a);
 	if (rc)
 		return rc == CLI_DONE ? EXIT_OK : rc;
+	if (a.json && load_format(&a))
+		rc = EXIT_USAGE;
+	else
+		rc = run_turn(a);
+	json_decref(a.schema);
+	js_free(a.format);
+	return rc;
+}
+
+/* The turn, with the arguments parsed. */
+static int run_turn(struct run_args a)
+{
+	int rc;
 	struct eng_options eo;
 	struct hub_env hub;
 	cli_notices_hold(); /* a notice on the options, then an error: the error alone */
@@ -595,7 +633,7 @@ int cmd_run(int argc, char **argv)
 	    !(sp = samp_new(&params, eng_model_config(m)->vocab_size)))
 		goto fail;
 	struct sess_options so = {.eos = eos, .n_eos = n_eos, .cancel = &g_cancel};
-	if (!(s = sess_new(e, m, t, &so)) || sess_set_json(s, a.json) ||
+	if (!(s = sess_new(e, m, t, &so)) || sess_set_json(s, a.format) ||
 	    !(ids = prompt_ids(&a, t, prompt, eng_ctx(e), &split, &n)))
 		goto fail;
 	cli_notices_flush(); /* the model is up: before its answer */

@@ -82,7 +82,8 @@ struct remote_request {
 	                              * repetition_penalty, seed */
 	unsigned sampling_set;       /* SAMP_SET_* bits: what is sent */
 	int max_tokens;              /* > 0: max_tokens; 0: the server's limit */
-	bool json;                   /* response_format json_object */
+	bool json;                   /* response_format json_object, or with schema ... */
+	struct json_t *schema;       /* ... json_schema (a JSON Schema) */
 };
 
 /* The body of the request: compact JSON, malloc'd (its length in *len), with

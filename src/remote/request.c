@@ -153,7 +153,12 @@ char *remote_request_json(const struct remote_request *q, size_t *len)
 	}
 	if (q->max_tokens > 0)
 		ok = put(body, "max_tokens", json_integer(q->max_tokens)) && ok;
-	if (q->json)
+	if (q->json && q->schema) /* OpenAI requires the name */
+		ok = put(body, "response_format",
+			 json_pack("{s:s,s:{s:s,s:O}}", "type", "json_schema", "json_schema",
+				   "name", "schema", "schema", q->schema)) &&
+		     ok;
+	else if (q->json)
 		ok = put(body, "response_format", json_pack("{s:s}", "type", "json_object")) && ok;
 	if (tl)
 		ok = put(body, "tools", tl) && ok;

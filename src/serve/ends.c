@@ -1,7 +1,7 @@
 /* ends.c — where a chat answer begins and how an answer may end (openai.h):
  * continue_final_message; stop strings, and vLLM's stop_token_ids,
  * include_stop_str_in_output, ignore_eos and min_tokens; and the request's other rules
- * for the draw, logit_bias and vLLM's allowed_token_ids. */
+ * for the draw, logit_bias, vLLM's allowed_token_ids and response_format. */
 #include "src/serve/openai.h"
 
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "src/base/err.h"
+#include "src/base/jsonschema.h"
 #include "src/base/jsontype.h"
 
 /* stop: a string or an array of strings. */
@@ -167,4 +168,103 @@ int oai_parse_continue(struct oai_request *r, json_t *root, bool tokenize, struc
 	r->continue_final = cont;
 	r->add_generation_prompt = add && !cont;
 	return 0;
+}
+
+/* response_format.json_schema: a name as OpenAI has it (its characters and length),
+ * and a schema. */
+static int parse_json_schema(struct oai_request *r, json_t *rf, struct oai_error *e)
+{
+	json_t *js = json_object_get(rf, "json_schema");
+	const char *name = json_string_value(json_object_get(js, "name"));
+	json_t *schema = json_object_get(js, "schema");
+	if (!json_is_object(js))
+		return oai_bad(e, "response_format.json_schema", "expected an object, got %s",
+			       jsontype_name(js));
+	if (!name || !*name || strlen(name) > 64 ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+		    strlen(name))
+		return oai_bad(e, "response_format.json_schema.name",
+			       "expected 1 to 64 letters, digits, '_' or '-'");
+	json_t *strict = json_object_get(js, "strict");
+	if (strict && !json_is_boolean(strict) && !json_is_null(strict))
+		return oai_bad(e, "response_format.json_schema.strict",
+			       "expected a boolean, got %s", jsontype_name(strict));
+	if (!schema) /* OpenAI's default: any object */
+		return (r->format = js_object()) ? 0 : -1;
+	static const char where[] = "response_format.json_schema.schema";
+	if (!(r->format = js_compile(schema, where))) /* the message names the keyword */
+		return snprintf(e->param, sizeof e->param, "%s", where), -1;
+	return 0;
+}
+
+/* A schema given as vLLM gives it (an object, or its JSON text) at `where`, compiled. */
+static int parse_vllm_schema(struct oai_request *r, json_t *v, const char *where,
+			     struct oai_error *e)
+{
+	json_t *owned = NULL;
+	if (json_is_string(v)) {
+		json_error_t je;
+		if (!(owned = json_loads(json_string_value(v), JSON_DECODE_ANY, &je)))
+			return oai_bad(e, where, "not a JSON Schema's text (%s)",
+				       jsontype_error(&je));
+		v = owned;
+	}
+	r->format = js_compile(v, where); /* the message names the keyword */
+	json_decref(owned);
+	return r->format ? 0 : (snprintf(e->param, sizeof e->param, "%s", where), -1);
+}
+
+/* vLLM's structured_outputs: its json member (the other kinds are refused). */
+static int structured_json(json_t *so, json_t **json, struct oai_error *e)
+{
+	const char *key;
+	json_t *v;
+	*json = NULL;
+	if (!json_is_object(so))
+		return oai_bad(e, "structured_outputs", "expected an object, got %s",
+			       jsontype_name(so));
+	json_object_foreach(so, key, v)
+	{
+		if (!strcmp(key, "json"))
+			*json = json_is_null(v) ? NULL : v;
+		else if (!json_is_null(v) && !json_is_false(v))
+			return oai_bad(e, "structured_outputs",
+				       "'%.40s' is not supported (JSON Schemas only: json)", key);
+	}
+	return 0;
+}
+
+int oai_parse_format(struct oai_request *r, json_t *root, struct oai_error *e)
+{
+	json_t *rf = json_object_get(root, "response_format");
+	json_t *guided = json_object_get(root, "guided_json"), *so_json = NULL;
+	json_t *so = json_object_get(root, "structured_outputs");
+	if (so && !json_is_null(so) && structured_json(so, &so_json, e))
+		return -1;
+	const char *type = json_string_value(json_object_get(rf, "type"));
+	bool text = !rf || json_is_null(rf) || (type && strcmp(type, "text") == 0);
+	bool vllm = (guided && !json_is_null(guided)) || so_json;
+	if (text && !vllm)
+		return 0;
+	if (!text && (!type || (strcmp(type, "json_object") && strcmp(type, "json_schema"))))
+		return oai_bad(e, "response_format",
+			       "expected {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+			       "{\"type\": \"json_schema\", \"json_schema\": {...}}");
+	const char *given = !text     ? "response_format"
+			    : so_json ? "structured_outputs"
+				      : "guided_json";
+	if (!text + !!so_json + (guided && !json_is_null(guided)) > 1)
+		return oai_bad(e, given,
+			       "give one of response_format, guided_json and "
+			       "structured_outputs");
+	if (r->kind != OAI_CHAT || r->continue_final)
+		return oai_bad(e, given,
+			       "a JSON format holds a new chat answer: not a text completion or "
+			       "a continued message");
+	if (vllm)
+		return parse_vllm_schema(r, so_json ? so_json : guided,
+					 so_json ? "structured_outputs.json" : "guided_json", e);
+	if (!strcmp(type, "json_schema"))
+		return parse_json_schema(r, rf, e);
+	return (r->format = js_object()) ? 0 : -1;
 }

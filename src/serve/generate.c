@@ -587,7 +587,7 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 			"allowed_token_ids: none of the ids is a token the tokenizer writes",
 			"allowed_token_ids", NULL);
 	if (allowed < 0 || sess_set_bias(m->sess, r->bias_ids, r->bias, (int)r->n_bias) ||
-	    sess_set_json(m->sess, r->json_object)) {
+	    sess_set_json(m->sess, r->format)) {
 		sess_set_allowed(m->sess, NULL, 0);
 		sess_set_bias(m->sess, NULL, NULL, 0);
 		return gen_fail(out, false, 500, err_msg(), NULL, NULL);
@@ -597,7 +597,7 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 	status = r->kind == OAI_TEXT ? run_text(m, r, out, usage) : run_chat(m, r, out, usage);
 	sess_set_ends(m->sess, NULL);
 	sess_set_bias(m->sess, NULL, NULL, 0);
-	sess_set_json(m->sess, false);
+	sess_set_json(m->sess, NULL);
 	sess_set_allowed(m->sess, NULL, 0);
 	return status;
 }

@@ -12,6 +12,7 @@
 #include <utf8proc.h>
 
 #include "src/base/err.h"
+#include "src/base/jsonschema.h"
 #include "src/base/jsonlimit.h"
 #include "src/base/jsontype.h"
 #include "src/chat/template.h"
@@ -58,6 +59,8 @@ static const char *const known_members[] = {
 	"logprobs",
 	"top_logprobs",
 	"response_format",
+	"guided_json",
+	"structured_outputs",
 	"chat_template_kwargs",
 	"prompt",
 	"echo",
@@ -417,25 +420,6 @@ static int parse_stream(struct oai_request *r, json_t *root, struct oai_error *e
 	return 0;
 }
 
-/* response_format: text, or a chat answer held to one JSON object (no schema). */
-static int parse_response_format(struct oai_request *r, json_t *root, struct oai_error *e)
-{
-	json_t *rf = json_object_get(root, "response_format");
-	const char *type = json_string_value(json_object_get(rf, "type"));
-	if (!rf || json_is_null(rf) || (type && strcmp(type, "text") == 0))
-		return 0;
-	if (!type || strcmp(type, "json_object") != 0)
-		return oai_bad(e, "response_format",
-			       "only {\"type\": \"text\"} and "
-			       "{\"type\": \"json_object\"} are supported");
-	if (r->kind != OAI_CHAT || r->continue_final)
-		return oai_bad(e, "response_format",
-			       "json_object holds a new chat answer: not a text completion "
-			       "or a continued message");
-	r->json_object = true;
-	return 0;
-}
-
 /* chat_template_kwargs: enable_thinking is the one the templates read. */
 static int parse_kwargs(struct oai_request *r, json_t *root, struct oai_error *e)
 {
@@ -473,7 +457,7 @@ static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e
 	if (got && !r->logprobs)
 		return oai_bad(e, "top_logprobs", "needs \"logprobs\": true");
 	r->top_logprobs = (int)top;
-	return parse_response_format(r, root, e) || parse_kwargs(r, root, e);
+	return oai_parse_format(r, root, e) || parse_kwargs(r, root, e);
 }
 
 static int parse_messages(struct oai_request *r, json_t *root, struct oai_error *e)
@@ -503,11 +487,9 @@ static const struct {
 	{"use_beam_search", "sampling only", 0},
 	{"echo", "the prompt is not echoed", 0},
 	{"continue_final_message", "a last assistant message is not continued", 0},
-	{"guided_json", "no constrained decoding", 0},
-	{"guided_regex", "no constrained decoding", 0},
-	{"guided_choice", "no constrained decoding", 0},
-	{"guided_grammar", "no constrained decoding", 0},
-	{"structured_outputs", "no constrained decoding", 0},
+	{"guided_regex", "JSON Schemas only: guided_json", 0},
+	{"guided_choice", "JSON Schemas only: guided_json", 0},
+	{"guided_grammar", "JSON Schemas only: guided_json", 0},
 	{"functions", "use tools", 0},
 	{"function_call", "use tool_choice", 0},
 	{"audio", "text only", 0},
@@ -673,8 +655,7 @@ static int parse_text_output(struct oai_request *r, json_t *root, struct oai_err
 	r->logprobs = got;
 	top = json_is_boolean(lp) ? got : top;
 	r->top_logprobs = (int)top;
-	if (oai_get_bool(root, "echo", "echo", &r->echo, e) < 0 ||
-	    parse_response_format(r, root, e))
+	if (oai_get_bool(root, "echo", "echo", &r->echo, e) < 0 || oai_parse_format(r, root, e))
 		return -1;
 	json_t *suffix = json_object_get(root, "suffix");
 	if (suffix && !json_is_null(suffix) &&
@@ -741,6 +722,7 @@ void oai_request_free(struct oai_request *r)
 	if (!r)
 		return;
 	chat_free(r->chat);
+	js_free(r->format);
 	for (size_t i = 0; i < r->n_prompts; i++) {
 		free(r->prompts[i].text);
 		free(r->prompts[i].ids);

@@ -92,7 +92,7 @@ struct oai_request {
 	bool parse_tools; /* tools were given and tool_choice is not "none" */
 	bool add_generation_prompt; /* tokenize: the conversation ends with the assistant's turn opened */
 	bool continue_final;        /* chat, tokenize: the last message is continued */
-	bool json_object;           /* chat: response_format json_object */
+	struct js_schema *format;   /* chat: response_format's (json_object: any object) */
 	bool token_strs;            /* tokenize: each token as tokenizer.json spells it too */
 };
 
@@ -133,6 +133,11 @@ int oai_parse_continue(struct oai_request *r, struct json_t *root, bool tokenize
  * request's max_tokens is known), and logit_bias, into r; -1 with oai_bad on a bad
  * one. */
 int oai_parse_ends(struct oai_request *r, struct json_t *root, struct oai_error *e);
+
+/* response_format into r->format: none for text; any object for json_object; the
+ * schema for json_schema (whose name and schema OpenAI requires), compiled; -1 with
+ * oai_bad on a bad one, or a schema not followed (the keyword named). */
+int oai_parse_format(struct oai_request *r, struct json_t *root, struct oai_error *e);
 
 /* Parses and checks a request body (len bytes, no NUL needed). NULL with err_set
  * (a message starting with the field it is about) and *e filled on: malformed JSON

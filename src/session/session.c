@@ -9,7 +9,7 @@
 #include "src/base/utf8.h"
 #include "src/base/err.h"
 #include "src/base/clock.h"
-#include "src/base/jsonprefix.h"
+#include "src/base/jsonschema.h"
 
 enum { SESS_MAX_STOP = SAMP_MAX_EOS + 2 };
 
@@ -39,13 +39,15 @@ struct sess {
 	int32_t stop_ids[SESS_MAX_STOP_IDS]; /* ... more ids that stop */
 	int n_stop_ids;
 	float banned[SESS_MAX_STOP + SESS_MAX_STOP_IDS]; /* their logits while masked */
-	bool json;          /* sess_set_json: the answer is held to one JSON object */
+	const struct js_schema *json; /* sess_set_json: the answer is held to a value of it */
 	bool json_free;     /* ... no longer (no token fitted: the grammar let go) */
-	struct jp jp;       /* ... the answer's text so far, as the grammar read it */
+	struct js_state jp; /* ... the answer's text so far, as the grammar read it */
+	struct js_state jp_try; /* ... and with a token more, tried by the mask */
 	float *json_row;    /* (sample_vocab) the row as it was before the grammar's mask */
 	const char **piece; /* (sample_vocab) each id's bytes; NULL: an added token or none */
 	uint32_t *piece_len;
-	bool *piece_safe;  /* (sample_vocab) jp_string_safe: a string may hold it as it is */
+	uint16_t *piece_chars; /* (sample_vocab) js_string_chars: a string may hold it as it is */
+	uint8_t *piece_first;  /* (sample_vocab) its first byte (kept apart: read in order) */
 	int32_t *allowed;  /* (n_allowed) sess_set_allowed: the only ids drawn (0: all) */
 	int n_allowed;
 	float *allowed_row; /* (sample_vocab) the row while the others are masked */
@@ -140,7 +142,8 @@ void sess_free(struct sess *s)
 	free(s->json_row);
 	free(s->piece);
 	free(s->piece_len);
-	free(s->piece_safe);
+	free(s->piece_chars);
+	free(s->piece_first);
 	free(s->allowed);
 	free(s->allowed_row);
 	free(s);
@@ -482,19 +485,22 @@ static void apply_bias(struct sess *s, bool on)
 			s->logits[s->bias_ids[i]] = s->biased[i];
 }
 
-int sess_set_json(struct sess *s, bool on)
+int sess_set_json(struct sess *s, const struct js_schema *sc)
 {
-	s->json = false;
-	if (!on || s->piece)
-		return (s->json = on), 0;
+	s->json = NULL;
+	if (!sc || s->piece)
+		return (s->json = sc), 0;
 	int n = s->sample_vocab;
 	s->piece = malloc((size_t)n * sizeof *s->piece);
 	s->piece_len = malloc((size_t)n * sizeof *s->piece_len);
 	s->json_row = malloc((size_t)n * sizeof *s->json_row);
-	s->piece_safe = malloc((size_t)n * sizeof *s->piece_safe);
-	if (!s->piece || !s->piece_len || !s->json_row || !s->piece_safe) {
-		free(s->piece), free(s->piece_len), free(s->json_row), free(s->piece_safe);
-		s->piece = NULL, s->piece_len = NULL, s->json_row = NULL, s->piece_safe = NULL;
+	s->piece_chars = malloc((size_t)n * sizeof *s->piece_chars);
+	s->piece_first = malloc((size_t)n);
+	if (!s->piece || !s->piece_len || !s->json_row || !s->piece_chars || !s->piece_first) {
+		free(s->piece), free(s->piece_len), free(s->json_row), free(s->piece_chars);
+		free(s->piece_first);
+		s->piece = NULL, s->piece_len = NULL, s->json_row = NULL, s->piece_chars = NULL;
+		s->piece_first = NULL;
 		return err_set("out of memory");
 	}
 	for (int id = 0; id < n; id++) {
@@ -502,19 +508,41 @@ int sess_set_json(struct sess *s, bool on)
 		const char *p = tok_is_added(s->t, id) ? NULL : tok_piece(s->t, id, &len);
 		s->piece[id] = p && len ? p : NULL; /* an empty piece would write nothing */
 		s->piece_len[id] = (uint32_t)len;
-		s->piece_safe[id] = s->piece[id] && jp_string_safe(p, len);
+		size_t chars = s->piece[id] ? js_string_chars(p, len) : 0;
+		s->piece_chars[id] = chars <= UINT16_MAX ? (uint16_t)chars : 0;
+		s->piece_first[id] = s->piece[id] ? (uint8_t)p[0] : 0;
 	}
-	s->json = true;
+	s->json = sc;
 	return 0;
 }
 
+/* Whether the grammar takes the token: ids whose first byte it refuses are out at
+ * once (most of them, outside strings), words inside a string whose length allows
+ * them pass unfed, the rest are fed to a copy. */
+static bool json_takes(struct sess *s, int id, const bool *first_ok, uint32_t room)
+{
+	if (!first_ok[s->piece_first[id]])
+		return false;
+	if (s->piece_chars[id] && s->piece_chars[id] <= room)
+		return true;
+	js_copy(&s->jp_try, &s->jp);
+	return js_feed(&s->jp_try, s->piece[id], s->piece_len[id]);
+}
+
 /* Masks every id that would take the answer out of the grammar (the row kept in
- * s->json_row): stop ids until the object is whole, every other id after; <think>
- * passes where allow_think. False, with the row untouched and the grammar let go,
- * when nothing passes (a stop id masked by min_tokens, ignore_eos). */
+ * s->json_row): stop ids until the value is whole, every other id once it is closed;
+ * <think> passes where allow_think. False, with the row untouched and the grammar
+ * let go, when nothing passes (a stop id masked by min_tokens, ignore_eos). */
 static bool json_mask(struct sess *s, bool allow_think)
 {
-	bool done = jp_done(&s->jp), in_string = jp_in_string(&s->jp);
+	bool done = js_done(&s->jp), closed = js_closed(&s->jp);
+	uint32_t room = js_string_room(&s->jp);
+	bool first_ok[256];
+	for (int c = 0; c < 256; c++) {
+		char b = (char)c;
+		js_copy(&s->jp_try, &s->jp);
+		first_ok[c] = js_feed(&s->jp_try, &b, 1);
+	}
 	int passed = 0;
 	memcpy(s->json_row, s->logits, (size_t)s->sample_vocab * sizeof *s->json_row);
 	for (int id = 0; id < s->sample_vocab; id++) {
@@ -523,14 +551,8 @@ static bool json_mask(struct sess *s, bool allow_think)
 			ok = done;
 		else if (id == s->think_open && allow_think)
 			ok = true;
-		else if (done || !s->piece[id])
-			ok = false;
-		else if (in_string && s->piece_safe[id])
-			ok = true;
-		else {
-			struct jp t = s->jp;
-			ok = jp_feed(&t, s->piece[id], s->piece_len[id]);
-		}
+		else
+			ok = !closed && s->piece[id] && json_takes(s, id, first_ok, room);
 		if (!ok)
 			s->logits[id] = -1e30f;
 		passed += ok && s->json_row[id] > -1e30f;
@@ -625,7 +647,7 @@ static int32_t draw(struct sess *s, struct samp *sp, bool gate, bool allow_think
 	apply_bias(s, false);
 	memcpy(s->logits + s->sample_vocab, s->pad, npad * sizeof *s->pad);
 	if (masked && id >= 0 && !is_stop(s, id) && !(id == s->think_open && allow_think))
-		s->json_free = !jp_feed(&s->jp, s->piece[id], s->piece_len[id]);
+		s->json_free = !js_feed(&s->jp, s->piece[id], s->piece_len[id]);
 	return id;
 }
 
@@ -678,7 +700,8 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 	else /* an answer that no tag opened is kept whole, as Hugging Face keeps it */
 		r.part_start = false;
 	s->st.generated = 0;
-	jp_init(&s->jp);
+	if (s->json)
+		js_init(&s->jp, s->json);
 	s->json_free = false;
 	double t_first = 0;
 	int forwards = 0, rc = 0;

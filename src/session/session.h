@@ -14,6 +14,8 @@
 #include "src/session/sampler.h"
 #include "tokenizer/tokenizer.h"
 
+struct js_schema;
+
 struct sess_options {
 	int chunk;          /* prefill chunk in tokens; 0 = SESS_DEFAULT_CHUNK */
 	const int32_t *eos; /* extra stop ids (generation_config.json's eos_token_id) */
@@ -194,14 +196,15 @@ int sess_set_bias(struct sess *s, const int32_t *ids, const float *bias, int n);
  * -1 with err_set (out of memory: then every id). */
 int sess_set_allowed(struct sess *s, const int32_t *ids, int n);
 
-/* With on, the answer of the following sess_generate calls is held to one JSON
- * object (OpenAI's response_format json_object): at each draw every token that would
- * take it out of JSON's grammar is masked (added tokens too), and the stop ids until
- * the object is closed, every other id after. Reasoning is free: the grammar holds
- * the answer part only (a first <think> may open reasoning). Should no token fit (a
- * stop id masked by min_new, ignore_eos), the answer goes on unheld. 0, or -1 with
- * err_set (out of memory). */
-int sess_set_json(struct sess *s, bool on);
+/* With a schema, the answer of the following sess_generate calls is held to one
+ * value of it (OpenAI's response_format: json_object is js_object(), json_schema its
+ * schema compiled): at each draw every token that would take it out of the schema's
+ * language is masked (added tokens too), and the stop ids until the value is whole,
+ * every other id after. Reasoning is free: the schema holds the answer part only (a
+ * first <think> may open reasoning). Should no token fit (a stop id masked by min_new,
+ * ignore_eos), the answer goes on unheld. sc stays the caller's and must outlive the
+ * calls; NULL: the answer is free. 0, or -1 with err_set (out of memory). */
+int sess_set_json(struct sess *s, const struct js_schema *sc);
 
 /* The current turn's statistics. */
 const struct sess_stats *sess_stats(const struct sess *s);

@@ -110,6 +110,14 @@ req_has 'r["chat_template_kwargs"] == {"enable_thinking": False} and r["temperat
 	fail "--no-think: $(cat "$TMP/err")"
 expect_exit 0 "run --greedy" R -p "Salut" --greedy
 req_has 'r["temperature"] == 0' "--greedy is sent as temperature 0"
+req_has '"response_format" not in r' "no --format: no response_format"
+expect_exit 0 "run --format json" R -p "Salut" --format json
+req_has 'r["response_format"] == {"type": "json_object"}' "--format json: JSON mode"
+printf '{"type": "object", "properties": {"a": {"type": "integer"}}}' >"$TMP/s.json"
+expect_exit 0 "run --format FILE" R -p "Salut" --format "$TMP/s.json"
+req_has 'r["response_format"] == {"type": "json_schema", "json_schema": {"name": "schema",
+	"schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}}' \
+	"--format FILE: json_schema with the file's schema"
 
 # --- the plain chat: screen, saved conversation, tool calls ------------------------------
 mode models-busy busy vllm

@@ -45,6 +45,8 @@ expect_err_has "no-such-file" "run -f unreadable: names the file"
 # --- a generated model with the real tokenizer ---------------------------------------
 need_tokenizer
 M="$TMP/model"
+# the system interpreter (its jsonschema): version-manager shims add a second per call
+PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 chat_model "$M" --vocab-size 151936 --hidden-size 32 --intermediate-size 64 --layers 2 \
 	--heads 4 --kv-heads 2 --head-dim 16 --seed 3
 RUN="$QWENCHAT run -m $M --backend cpu --threads 1"
@@ -61,7 +63,14 @@ cmp -s "$TMP/a" "$TMP/b" && pass "the prompt as an argument: the text of -p" ||
 	fail "the prompt as an argument gave another text than -p"
 # --format json: an answer that ends is one JSON object (Python's json reads it)
 expect_exit 2 "run --format xml" "$QWENCHAT" run -m "$M" --format xml hi
-expect_err_has "--format: 'xml' is not a format" "... the value named"
+expect_err_has "--format: xml: " "... the file named"
+printf '{"type": "object", "properties": {"n": {"type": "number", "minimum": 0}}}' >"$TMP/min.json"
+expect_exit 2 "run --format with a keyword not followed" "$QWENCHAT" run -m "$M" --format "$TMP/min.json" hi
+expect_err_has "--format: $TMP/min.json: schema.properties.n.minimum: this keyword is not supported" \
+	"... the file and the keyword named"
+printf '{"type": ' >"$TMP/cut.json"
+expect_exit 2 "run --format with a cut schema" "$QWENCHAT" run -m "$M" --format "$TMP/cut.json" hi
+expect_err_has "--format: $TMP/cut.json: line 1:" "... the file and line named"
 expect_exit 2 "run --raw --format json" "$QWENCHAT" run -m "$M" --raw --format json hi
 ended=0
 for seed in 1 2 3 4 5 6; do
@@ -76,6 +85,28 @@ for seed in 1 2 3 4 5 6; do
 done
 [ "$ended" -ge 1 ] && pass "--format json: $ended of 6 answers ended, each one JSON object" ||
 	fail "--format json: no answer ended within 120 tokens"
+# --format FILE: an answer that ends is a value of the schema (Python's jsonschema)
+cat >"$TMP/person.json" <<'END'
+{"type": "object", "additionalProperties": false, "required": ["name", "n", "tags"],
+ "properties": {"name": {"type": "string", "maxLength": 8}, "n": {"type": "integer"},
+  "tags": {"type": "array", "maxItems": 2, "items": {"enum": ["a", "b", 3]}},
+  "ok": {"anyOf": [{"type": "boolean"}, {"type": "null"}]}}}
+END
+ended=0
+for seed in 1 2 3 4 5 6; do
+	$RUN -n 120 --format "$TMP/person.json" --no-think --seed "$seed" --temp 1 --stats x \
+		>"$TMP/j" 2>"$TMP/j.err"
+	grep -q 'stopped: max new tokens' "$TMP/j.err" && continue
+	if $PY -c 'import json, sys, jsonschema
+jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
+		"$TMP/j" "$TMP/person.json" 2>"$TMP/why"; then
+		ended=$((ended + 1))
+	else
+		fail "--format FILE, seed $seed: not a value of the schema: $(head -c 200 "$TMP/j"): $(tail -n 1 "$TMP/why")"
+	fi
+done
+[ "$ended" -ge 1 ] && pass "--format FILE: $ended of 6 answers ended, each a value of the schema" ||
+	fail "--format FILE: no answer ended within 120 tokens"
 $RUN -p "Hello there" -n 12 --seed 6 --temp 1 >"$TMP/c" 2>/dev/null
 cmp -s "$TMP/a" "$TMP/c" && fail "another seed gave the same text" || pass "another seed, other text"
 # without --seed a random one: two runs differ, --stats names it, and it repeats
@@ -233,7 +264,6 @@ expect_exit 0 "run without generation_config" "$QWENCHAT" run -m "$TMP/m2" --bac
 # the ranked tokens in order. The reasoning goes to stderr, the answer to stdout.
 chat_model "$TMP/rig" --vocab-size 151936 --hidden-size 32 --intermediate-size 64 \
 	--layers 2 --heads 4 --kv-heads 2 --head-dim 16 --seed 3 --no-tie
-PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 $PY - "$TMP/rig/model.safetensors" <<'PYEOF' || fail "rigging the model"
 import json, struct, sys
 f = open(sys.argv[1], "r+b")

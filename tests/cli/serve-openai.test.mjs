@@ -10,7 +10,7 @@
 //                raw.out (--raw, seed 5, temperature 1)
 //   FILLER       a user message whose last 64 tokens hold none of the rig's tokens
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -348,13 +348,61 @@ test('json_object: every answer that ends is one JSON object, whole and streamed
   assert.ok(!/^\s*\{/.test(free.choices[0].message.content));
 });
 
+// response_format json_schema: each answer that ends is a value of the schema; serve.sh
+// checks them with Python's jsonschema (schema-answers.json)
+test('json_schema: the answers, whole and streamed, for jsonschema to check', async () => {
+  const schema = {
+    $defs: { Pet: { type: 'object', properties: { name: { type: 'string', maxLength: 10 },
+                                                  legs: { type: 'integer' } },
+                    required: ['name', 'legs'], additionalProperties: false } },
+    type: 'object', additionalProperties: false, required: ['owner', 'pets', 'mood'],
+    properties: { owner: { type: 'string', minLength: 1, maxLength: 12 },
+                  pets: { type: 'array', items: { $ref: '#/$defs/Pet' }, maxItems: 2 },
+                  mood: { enum: ['calm', 'busy', 7] },
+                  note: { anyOf: [{ type: 'string', maxLength: 5 }, { type: 'null' }] } } };
+  const body = { model: 'm', messages: [{ role: 'user', content: 'Describe a home.' }],
+                 max_tokens: 200, temperature: 1, chat_template_kwargs: { enable_thinking: false },
+                 response_format: { type: 'json_schema',
+                                    json_schema: { name: 'home', strict: true, schema } } };
+  const answers = [];
+  for (let seed = 0; seed < 10; seed++) {
+    const r = await plain.chat.completions.create({ ...body, seed });
+    const c = r.choices[0];
+    if (c.finish_reason === 'stop') answers.push(c.message.content);
+    else assert.equal(c.finish_reason, 'length');
+    if (seed < 2) assert.equal((await streamed(plain, { ...body, seed })).content, c.message.content);
+  }
+  assert.ok(answers.length >= 1, 'no answer ended within max_tokens');
+  writeFileSync(join(env.RUN_DIR, 'schema-answers.json'), JSON.stringify({ schema, answers }));
+});
+
+test('vLLM\'s guided_json and structured_outputs: the answer is one of the enum', async () => {
+  const body = { model: 'm', messages: [{ role: 'user', content: 'Yes or no?' }], max_tokens: 30,
+                 temperature: 1, chat_template_kwargs: { enable_thinking: false } };
+  const seen = new Set();
+  for (let seed = 0; seed < 6; seed++) {
+    const way = seed % 2 ? { guided_json: { enum: ['yes', 'no', 42] } }
+                         : { structured_outputs: { json: '{"enum": ["yes", "no", 42]}' } };
+    const c = (await plain.chat.completions.create({ ...body, ...way, seed })).choices[0];
+    assert.equal(c.finish_reason, 'stop', JSON.stringify(c.message.content));
+    const v = JSON.parse(c.message.content);
+    assert.ok(['yes', 'no', 42].includes(v), c.message.content);
+    seen.add(v);
+  }
+  assert.ok(seen.size >= 2, 'the same value for every seed');
+});
+
 test('rigged: json_object holds the answer, not the reasoning before it', async () => {
   const body = { ...rigBody, tools: undefined, max_tokens: 24,
                  response_format: { type: 'json_object' } };
   const r = await rig.chat.completions.create(body);
   assert.equal(r.choices[0].message.reasoning_content, 'Hello');
   assert.ok(/^\s*\{/.test(r.choices[0].message.content), r.choices[0].message.content);
-  for (const [rf, param] of [[{ type: 'json_schema', json_schema: { name: 'x' } }, 'response_format'],
+  const pattern = { type: 'json_schema',
+                    json_schema: { name: 'x', schema: { type: 'string', pattern: 'a+' } } };
+  for (const [rf, param] of [[pattern, 'response_format.json_schema.schema'],
+                             [{ type: 'json_schema', json_schema: { schema: {} } },
+                              'response_format.json_schema.name'],
                              [{ type: 'xml' }, 'response_format']]) {
     await assert.rejects(rig.chat.completions.create({ ...body, response_format: rf }),
                          (e) => e.status === 400 && e.error?.param === param);

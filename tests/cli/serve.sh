@@ -102,6 +102,16 @@ case $? in
 	   RIG_URL="http://127.0.0.1:$RIG_PORT/v1" RIG_KEY=$KEY RUN_DIR=$TMP FILLER=$FILLER \
 	   node --test "$TOP_SRCDIR/tests/cli/serve-openai.test.mjs" >"$TMP/node.out" 2>&1; then
 		pass "openai client: $(grep -c '^ok ' "$TMP/node.out") tests ($(grep '^# pass' "$TMP/node.out"))"
+		# the json_schema answers, checked by Python's jsonschema
+		PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+		if $PY -c 'import json, sys, jsonschema
+d = json.load(open(sys.argv[1]))
+for a in d["answers"]: jsonschema.validate(json.loads(a), d["schema"])
+print(len(d["answers"]))' "$TMP/schema-answers.json" >"$TMP/n-valid" 2>"$TMP/why"; then
+			pass "json_schema: $(cat "$TMP/n-valid") answers that ended, each a value of the schema"
+		else
+			fail "json_schema: an answer is not a value of the schema: $(tail -n 3 "$TMP/why")"
+		fi
 	else
 		fail "openai client tests:"; cat "$TMP/node.out" >&2
 	fi ;;

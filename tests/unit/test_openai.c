@@ -97,7 +97,32 @@ static void test_parse_fields(void **state)
 		  "\"response_format\": {\"type\": \"json_object\"}}",
 		  &e);
 	assert_non_null(r);
-	assert_true(r->json_object);
+	assert_non_null(r->format);
+	oai_request_free(r);
+	/* vLLM's ways: guided_json (a schema or its text), structured_outputs.json */
+	static const char *const vllm[] = {
+		"\"guided_json\": {\"enum\": [\"yes\", \"no\"]}",
+		"\"guided_json\": \"{\\\"type\\\": \\\"integer\\\"}\"",
+		"\"structured_outputs\": {\"json\": {\"type\": \"array\"}, \"regex\": null}",
+	};
+	for (size_t i = 0; i < sizeof vllm / sizeof *vllm; i++) {
+		char body[512];
+		snprintf(body, sizeof body,
+			 "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], %s}",
+			 vllm[i]);
+		r = parse(body, &e);
+		if (!r)
+			fail_msg("%s: %s", vllm[i], err_msg());
+		assert_non_null(r->format);
+		oai_request_free(r);
+	}
+	r = parse("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+		  "\"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
+		  "{\"name\": \"p\", \"strict\": true, \"schema\": {\"type\": \"object\", "
+		  "\"properties\": {\"a\": {\"type\": \"integer\"}}}}}}",
+		  &e);
+	assert_non_null(r);
+	assert_non_null(r->format);
 	oai_request_free(r);
 
 	/* logit_bias: ids as decimal keys, biases held to [-100, 100] as vLLM holds them */
@@ -266,9 +291,9 @@ static void test_parse_errors(void **state)
 		 "stop_token_ids[1]", NULL, "got a string"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"best_of\": 2}",
 		 "best_of", NULL, "not supported"},
-		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"guided_json\": "
-		 "{\"type\": \"object\"}}",
-		 "guided_json", NULL, "constrained decoding"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"guided_regex\": "
+		 "\"a+\"}",
+		 "guided_regex", NULL, "JSON Schemas only"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 		 "\"add_generation_prompt\": false}",
 		 "add_generation_prompt", NULL, "only with continue_final_message true"},
@@ -340,9 +365,31 @@ static void test_parse_errors(void **state)
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream_options\": "
 		 "{\"include_usage\": true}}",
 		 "stream_options", NULL, "only with"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"guided_json\": "
+		 "\"{\"}",
+		 "guided_json", NULL, "not a JSON Schema's text"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"guided_json\": "
+		 "{\"type\": \"string\", \"pattern\": \"a\"}}",
+		 "guided_json", NULL, "guided_json.pattern: this keyword is not supported"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+		 "\"structured_outputs\": {\"regex\": \"a+\"}}",
+		 "structured_outputs", NULL, "'regex' is not supported"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"guided_json\": "
+		 "{}, \"response_format\": {\"type\": \"json_object\"}}",
+		 "response_format", NULL, "give one of"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": "
-		 "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\"}}}",
-		 "response_format", NULL, "only"},
+		 "{\"type\": \"grammar\"}}",
+		 "response_format", NULL, "expected {\"type\": \"text\"}"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": "
+		 "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": {}}}}",
+		 "response_format.json_schema.name", NULL, "expected 1 to 64 letters"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": "
+		 "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"n\", \"schema\": "
+		 "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"number\", "
+		 "\"minimum\": 0}}}}}}",
+		 "response_format.json_schema.schema", NULL,
+		 "response_format.json_schema.schema.properties.n.minimum: this keyword is not "
+		 "supported"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": "
 		 "\"assistant\", \"content\": \"{\"}], \"continue_final_message\": true, "
 		 "\"add_generation_prompt\": false, \"response_format\": {\"type\": "

@@ -1,0 +1,55 @@
+/* jsonschema_impl.h — the compiled schema, shared by jsonschema.c (which builds it)
+ * and jsonschema_match.c (which reads text against it). */
+#ifndef QWENCHAT_BASE_JSONSCHEMA_IMPL_H
+#define QWENCHAT_BASE_JSONSCHEMA_IMPL_H
+
+#include "src/base/jsonschema.h"
+
+enum js_type {
+	JS_T_OBJECT = 1,
+	JS_T_ARRAY = 2,
+	JS_T_STRING = 4,
+	JS_T_NUMBER = 8,
+	JS_T_INTEGER = 16, /* digits only: no fraction, no exponent */
+	JS_T_BOOLEAN = 32,
+	JS_T_NULL = 64,
+	JS_T_ALL = 127,
+};
+
+/* Byte strings sorted by memcmp, a shorter one before those it begins: the ones that
+ * begin with given bytes are then next to each other (first..last). */
+struct js_words {
+	int n;
+	char **s;
+	uint32_t *len;
+};
+
+struct js_node {
+	uint8_t types;        /* enum js_type bits: what a value may be, lits aside */
+	bool compiled;        /* (while compiling: a $ref may reach it before) */
+	int n_branches;       /* anyOf/oneOf: the alternative is the one whose first */
+	uint16_t *branches;   /* byte the value's is (they start with different ones) */
+	struct js_words lits; /* enum/const: the values as jansson writes them */
+	/* object: listed keys ("\"name\"" as written) and their values' schemas ... */
+	struct js_words keys;
+	uint16_t *prop; /* (keys.n) by the keys' sorted order */
+	uint64_t required;
+	int32_t extra; /* ... or, none listed: any key, values of this, or -1: no key */
+	int32_t items; /* array: its values' schema */
+	uint32_t min_items, max_items;
+	uint32_t min_len, max_len; /* string: characters */
+	uint8_t start[32];         /* the bytes a value may begin with (a bit each) */
+};
+
+struct js_schema {
+	struct js_node *node;
+	int n, cap;
+	int root;
+};
+
+static inline bool js_starts(const struct js_node *nd, unsigned char c)
+{
+	return nd->start[c >> 3] >> (c & 7) & 1;
+}
+
+#endif

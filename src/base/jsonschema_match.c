@@ -1,0 +1,432 @@
+/* jsonschema_match.c — a byte-at-a-time recognizer of the beginning of a value that a
+ * compiled schema allows (see jsonschema.h): RFC 8259's grammar as a state, a stack of
+ * the open objects and arrays with their schemas, a UTF-8 check of the strings' bytes
+ * (RFC 3629's table of well-formed sequences), and fixed texts (enum values, listed
+ * keys) matched against their sorted list. */
+#include "src/base/jsonschema_impl.h"
+
+#include <stddef.h>
+#include <string.h>
+
+enum js_at {
+	AT_VALUE,     /* a value of p->node: whitespace, or its first byte */
+	AT_ARR_FIRST, /* after '[': a value or ']' */
+	AT_OBJ_FIRST, /* after '{': a key or '}' */
+	AT_KEY,       /* after an object's ',': a key */
+	AT_COLON,     /* after a key: ':' */
+	AT_AFTER,     /* after a value: ',' or the bracket that closes its container */
+	AT_DONE,      /* the value is whole: whitespace only */
+	AT_STR,       /* in a string */
+	AT_ESC,       /* after a backslash in a string */
+	AT_HEX,       /* in a \uXXXX escape */
+	AT_PAIR_BS,   /* after a high surrogate's escape: the low one's backslash */
+	AT_PAIR_U,    /* ... its 'u' */
+	AT_LIT,       /* in true, false or null */
+	AT_MATCH,     /* in a fixed text: an enum value or a listed key */
+	AT_N_MINUS,   /* number: after '-' */
+	AT_N_ZERO,    /* ... after a leading 0 */
+	AT_N_INT,     /* ... in the integer part's digits */
+	AT_N_DOT,     /* ... after '.' */
+	AT_N_FRAC,    /* ... in the fraction's digits */
+	AT_N_E,       /* ... after 'e' or 'E' */
+	AT_N_ESIGN,   /* ... after the exponent's sign */
+	AT_N_EXP,     /* ... in the exponent's digits */
+};
+
+static const char *const literals[3] = {"true", "false", "null"};
+
+void js_init(struct js_state *p, const struct js_schema *sc)
+{
+	memset(p, 0, offsetof(struct js_state, frame));
+	p->sc = sc, p->at = AT_VALUE, p->node = (uint16_t)sc->root;
+}
+
+void js_copy(struct js_state *dst, const struct js_state *src)
+{
+	memcpy(dst, src, offsetof(struct js_state, frame) + src->depth * sizeof src->frame[0]);
+}
+
+static const struct js_node *node(const struct js_state *p, int i)
+{
+	return &p->sc->node[i];
+}
+
+static struct js_frame *top(struct js_state *p)
+{
+	return &p->frame[p->depth - 1];
+}
+
+static bool is_space(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static bool is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int hex_value(unsigned char c)
+{
+	return is_digit(c)              ? c - '0'
+	       : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+	       : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+					: -1;
+}
+
+/* A value ended: what follows it. */
+static bool value_end(struct js_state *p)
+{
+	p->at = p->depth ? AT_AFTER : AT_DONE;
+	return true;
+}
+
+static bool open_container(struct js_state *p, bool object)
+{
+	if (p->depth >= JS_MAX_DEPTH)
+		return false;
+	p->frame[p->depth++] = (struct js_frame){.node = p->node, .object = object};
+	p->at = object ? AT_OBJ_FIRST : AT_ARR_FIRST;
+	return true;
+}
+
+/* The texts the fixed text being read is one of: the object's listed keys, or the
+ * value's enum. */
+static const struct js_words *words(const struct js_state *p)
+{
+	return p->key ? &node(p, p->frame[p->depth - 1].node)->keys : &node(p, p->node)->lits;
+}
+
+/* Starts matching a fixed text; c is its first byte. */
+static bool match_byte(struct js_state *p, unsigned char c);
+static bool start_match(struct js_state *p, bool key, unsigned char c)
+{
+	p->key = key, p->at = AT_MATCH, p->pos = 0;
+	p->first = 0, p->last = (uint16_t)words(p)->n;
+	return match_byte(p, c);
+}
+
+/* A key, its first byte c (the quote). */
+static bool key_start(struct js_state *p, unsigned char c)
+{
+	const struct js_node *nd = node(p, top(p)->node);
+	if (c != '"')
+		return false;
+	if (nd->keys.n)
+		return start_match(p, true, c);
+	if (nd->extra < 0)
+		return false; /* {} only */
+	p->key = true, p->chars = 0, p->at = AT_STR;
+	return true;
+}
+
+/* The first byte of a value of p->node: an alternative of anyOf picked by it, then
+ * what the byte begins. */
+static bool value_start(struct js_state *p, unsigned char c)
+{
+	const struct js_node *nd = node(p, p->node);
+	while (nd->n_branches) {
+		int k = 0;
+		while (k < nd->n_branches && !js_starts(node(p, nd->branches[k]), c))
+			k++;
+		if (k == nd->n_branches)
+			return false;
+		p->node = nd->branches[k];
+		nd = node(p, p->node);
+	}
+	if (nd->lits.n)
+		return start_match(p, false, c);
+	bool number = nd->types & (JS_T_NUMBER | JS_T_INTEGER);
+	switch (c) {
+	case '{': return (nd->types & JS_T_OBJECT) && open_container(p, true);
+	case '[': return (nd->types & JS_T_ARRAY) && open_container(p, false);
+	case '"': p->key = false, p->chars = 0, p->at = AT_STR; return nd->types & JS_T_STRING;
+	case '-': p->at = AT_N_MINUS; return number;
+	case '0': p->at = AT_N_ZERO; return number;
+	case 't': p->lit = 0, p->next = 1, p->at = AT_LIT; return nd->types & JS_T_BOOLEAN;
+	case 'f': p->lit = 1, p->next = 1, p->at = AT_LIT; return nd->types & JS_T_BOOLEAN;
+	case 'n': p->lit = 2, p->next = 1, p->at = AT_LIT; return nd->types & JS_T_NULL;
+	default: p->at = AT_N_INT; return number && c >= '1' && c <= '9';
+	}
+}
+
+/* One more character in a string: within its maxLength. */
+static bool add_char(struct js_state *p)
+{
+	if (!p->key && p->chars >= node(p, p->node)->max_len)
+		return false;
+	p->chars++;
+	return true;
+}
+
+/* A string's byte past the opening quote. */
+static bool string_byte(struct js_state *p, unsigned char c)
+{
+	if (p->utf8) { /* a continuation byte, within the range its lead allows */
+		if (c < p->lo || c > p->hi)
+			return false;
+		p->utf8--;
+		p->lo = 0x80, p->hi = 0xBF;
+		return true;
+	}
+	if (c == '"') {
+		if (!p->key && p->chars < node(p, p->node)->min_len)
+			return false;
+		if (!p->key)
+			return value_end(p);
+		p->node = (uint16_t)node(p, top(p)->node)->extra;
+		p->at = AT_COLON;
+		return true;
+	}
+	if (c == '\\') {
+		p->at = AT_ESC;
+		return add_char(p);
+	}
+	if (c < 0x20)
+		return false; /* control characters must be escaped */
+	if (c < 0x80)
+		return add_char(p);
+	p->lo = 0x80, p->hi = 0xBF;
+	if (c >= 0xC2 && c <= 0xDF)
+		p->utf8 = 1;
+	else if (c >= 0xE0 && c <= 0xEF)
+		p->utf8 = 2, p->lo = c == 0xE0 ? 0xA0 : 0x80, p->hi = c == 0xED ? 0x9F : 0xBF;
+	else if (c >= 0xF0 && c <= 0xF4)
+		p->utf8 = 3, p->lo = c == 0xF0 ? 0x90 : 0x80, p->hi = c == 0xF4 ? 0x8F : 0xBF;
+	else
+		return false; /* a continuation byte without a lead, or no UTF-8 at all */
+	return add_char(p);
+}
+
+/* A \uXXXX escape's hex digit: a surrogate must come as a high and a low pair, one
+ * character, as decoders of JSON text require. The first two digits tell a surrogate:
+ * it is refused there, not at a last digit that no choice could make right. */
+static bool hex_byte(struct js_state *p, unsigned char c)
+{
+	int h = hex_value(c);
+	if (h < 0 || (p->low && p->next == 4 && h != 0xD))
+		return false;
+	p->code = (uint16_t)(p->code << 4 | h);
+	if (--p->next == 2) {
+		bool low = p->code >= 0xDC && p->code <= 0xDF;
+		if (low != p->low) /* a low one alone, or a high one without it */
+			return false;
+	}
+	if (p->next)
+		return true;
+	bool high = p->code >= 0xD800 && p->code <= 0xDBFF;
+	p->at = high ? AT_PAIR_BS : AT_STR;
+	return true;
+}
+
+/* A number's byte: its next character, or the first byte after it (read as what
+ * follows a value). */
+static bool number_byte(struct js_state *p, unsigned char c)
+{
+	const struct js_node *nd = node(p, p->node);
+	bool digit = is_digit(c), e = c == 'e' || c == 'E';
+	bool real = nd->types & JS_T_NUMBER; /* else digits only */
+	switch (p->at) {
+	case AT_N_MINUS: p->at = c == '0' ? AT_N_ZERO : AT_N_INT; return digit;
+	case AT_N_DOT: p->at = AT_N_FRAC; return digit;
+	case AT_N_E:
+		p->at = c == '+' || c == '-' ? AT_N_ESIGN : AT_N_EXP;
+		return digit || c == '+' || c == '-';
+	case AT_N_ESIGN: p->at = AT_N_EXP; return digit;
+	case AT_N_ZERO:
+	case AT_N_INT:
+	case AT_N_FRAC:
+		if (digit && p->at != AT_N_ZERO)
+			return true;
+		if (real && c == '.' && p->at != AT_N_FRAC) {
+			p->at = AT_N_DOT;
+			return true;
+		}
+		if (real && e) {
+			p->at = AT_N_E;
+			return true;
+		}
+		break;
+	default: /* AT_N_EXP */
+		if (digit)
+			return true;
+	}
+	value_end(p); /* the number ended before c */
+	return false;
+}
+
+/* Some text in first..last is p->pos bytes long: whole. */
+static int whole_at(const struct js_state *p, const struct js_words *w)
+{
+	for (int i = p->first; i < p->last; i++)
+		if (w->len[i] == p->pos)
+			return i;
+	return -1;
+}
+
+/* A byte of a fixed text: the texts that go on with it are kept. A key is whole at
+ * its closing quote; an enum value when no longer one goes on (only numbers begin
+ * others: 1 and 10), else at the first byte past it. */
+static bool match_byte(struct js_state *p, unsigned char c)
+{
+	const struct js_words *w = words(p);
+	int first = p->first, last = p->first;
+	for (int i = p->first; i < p->last; i++)
+		if (w->len[i] > p->pos && (unsigned char)w->s[i][p->pos] == c) {
+			if (last == first)
+				first = i;
+			last = i + 1;
+		}
+	uint64_t used = p->key ? top(p)->used : 0;
+	bool unused = false; /* a key not written yet among them */
+	for (int i = first; i < last && !unused; i++)
+		unused = !(used >> i & 1);
+	if (last == first || (p->key && !unused)) {
+		if (p->key || whole_at(p, w) < 0)
+			return false;
+		value_end(p); /* a number that c follows */
+		return false;
+	}
+	p->first = (uint16_t)first, p->last = (uint16_t)last, p->pos++;
+	int whole = whole_at(p, w);
+	if (whole < 0 || (!p->key && last - first > 1))
+		return true;
+	if (!p->key)
+		return value_end(p);
+	top(p)->used |= (uint64_t)1 << whole;
+	p->node = node(p, top(p)->node)->prop[whole];
+	p->at = AT_COLON;
+	return true;
+}
+
+/* A structural byte (not in a string, number, literal or fixed text). */
+static bool structure(struct js_state *p, unsigned char c)
+{
+	struct js_frame *f = p->depth ? top(p) : NULL;
+	const struct js_node *nd = f ? node(p, f->node) : NULL;
+	switch (p->at) {
+	case AT_VALUE: return value_start(p, c);
+	case AT_ARR_FIRST:
+		if (c == ']' && nd->min_items == 0)
+			return p->depth--, value_end(p);
+		if (nd->max_items == 0)
+			return false;
+		f->count = 1, p->node = (uint16_t)nd->items;
+		return value_start(p, c);
+	case AT_OBJ_FIRST:
+		if (c == '}' && nd->required == 0)
+			return p->depth--, value_end(p);
+		/* fall through */
+	case AT_KEY: return key_start(p, c);
+	case AT_COLON: p->at = AT_VALUE; return c == ':';
+	case AT_AFTER:
+		if (c == ',' && f->object) {
+			p->at = AT_KEY;
+			return !nd->keys.n || __builtin_popcountll(f->used) < nd->keys.n;
+		}
+		if (c == ',') {
+			p->at = AT_VALUE, p->node = (uint16_t)nd->items;
+			return f->count++ < nd->max_items;
+		}
+		if (c != (f->object ? '}' : ']'))
+			return false;
+		if (f->object ? (f->used & nd->required) != nd->required : f->count < nd->min_items)
+			return false;
+		return p->depth--, value_end(p);
+	default: return false; /* AT_DONE: whitespace only */
+	}
+}
+
+static bool step(struct js_state *p, unsigned char c)
+{
+	switch (p->at) {
+	case AT_STR: return string_byte(p, c);
+	case AT_ESC:
+		if (c == 'u') {
+			p->next = 4, p->code = 0, p->low = false, p->at = AT_HEX;
+			return true;
+		}
+		p->at = AT_STR;
+		return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' ||
+		       c == 'r' || c == 't';
+	case AT_HEX: return hex_byte(p, c);
+	case AT_PAIR_BS: p->at = AT_PAIR_U; return c == '\\';
+	case AT_PAIR_U: p->next = 4, p->code = 0, p->low = true, p->at = AT_HEX; return c == 'u';
+	case AT_LIT:
+		if (c != (unsigned char)literals[p->lit][p->next])
+			return false;
+		if (!literals[p->lit][++p->next])
+			return value_end(p);
+		return true;
+	case AT_MATCH:
+		if (match_byte(p, c))
+			return true;
+		return p->at != AT_MATCH && step(p, c); /* an enum's number ended: c follows */
+	case AT_N_MINUS:
+	case AT_N_ZERO:
+	case AT_N_INT:
+	case AT_N_DOT:
+	case AT_N_FRAC:
+	case AT_N_E:
+	case AT_N_ESIGN:
+	case AT_N_EXP:
+		if (number_byte(p, c))
+			return true;
+		if (p->at != AT_AFTER && p->at != AT_DONE)
+			return false;
+		return step(p, c); /* the number ended: c follows it */
+	default: break;
+	}
+	if (is_space(c))
+		return ++p->space <= JS_MAX_SPACE;
+	p->space = 0;
+	return structure(p, c);
+}
+
+bool js_feed(struct js_state *p, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!step(p, (unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+bool js_done(const struct js_state *p)
+{
+	if (p->depth)
+		return false;
+	switch (p->at) {
+	case AT_DONE:
+	case AT_N_ZERO:
+	case AT_N_INT:
+	case AT_N_FRAC:
+	case AT_N_EXP: return true;
+	case AT_MATCH: return !p->key && whole_at(p, words(p)) >= 0;
+	default: return false;
+	}
+}
+
+bool js_closed(const struct js_state *p)
+{
+	return p->at == AT_DONE;
+}
+
+size_t js_string_chars(const char *s, size_t n)
+{
+	struct js_state t; /* a free key's string: no schema read, no frame */
+	memset(&t, 0, offsetof(struct js_state, frame));
+	t.at = AT_STR, t.key = true;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '"' || s[i] == '\\' || !string_byte(&t, (unsigned char)s[i]))
+			return 0;
+	return t.utf8 ? 0 : t.chars;
+}
+
+/* The characters the string being read may still take, between two of them: 0 when
+ * it is not so (in an escape or a character, a fixed text, no string). */
+uint32_t js_string_room(const struct js_state *p)
+{
+	if (p->at != AT_STR || p->utf8)
+		return 0;
+	return p->key ? UINT32_MAX : node(p, p->node)->max_len - p->chars;
+}

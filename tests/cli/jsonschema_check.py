@@ -1,0 +1,194 @@
+"""jsonschema_check.py — the schema recognizer against Python's jsonschema.
+
+Random schemas of every keyword the recognizer follows (and a few written by hand
+as pydantic writes them) go to tests/jsonwalk, which walks random texts the
+recognizer lets through to the end; each must parse as JSON and validate against
+its schema (jsonschema's Draft 2020-12 validator). Then each text with a byte
+changed is read again: whatever the recognizer still calls whole must validate too.
+Schemas with keywords it does not follow must be refused.
+
+usage: jsonschema_check.py JSONWALK TMPDIR [SCHEMAS]
+Prints one line per failure and a summary; exit 1 on any failure.
+"""
+import json
+import random
+import subprocess
+import sys
+
+import jsonschema
+
+WALK, TMP = sys.argv[1], sys.argv[2]
+N_SCHEMAS = int(sys.argv[3]) if len(sys.argv) > 3 else 300
+rng = random.Random(20261203)
+failures = 0
+changed_whole = 0  # texts with a byte changed that the recognizer still reads whole
+
+NAMES = ["a", "ab", "abc", "name", "age", "é", "a\"b", "x y", "", "tags", "n\\m", "日本"]
+STRINGS = ["", "a", "ab", "red", "green", "é", "a\"b", "\n", "😀", "x/y", "\\"]
+TYPES = ["string", "integer", "number", "boolean", "null"]
+
+
+def literal(depth=0):
+    k = rng.randrange(8 if depth < 2 else 6)
+    return [lambda: rng.choice(STRINGS), lambda: rng.randrange(-20, 200),
+            lambda: rng.choice([1.5, -0.25, 1e20, 0.1]), lambda: rng.choice([True, False]),
+            lambda: None, lambda: rng.choice(STRINGS),
+            lambda: [literal(depth + 1) for _ in range(rng.randrange(3))],
+            lambda: {rng.choice(NAMES): literal(depth + 1) for _ in range(rng.randrange(3))}][k]()
+
+
+def of_type(t, depth):
+    """A schema whose values are of JSON type class t."""
+    if t == "object":
+        s = {"type": "object"}
+        if rng.random() < 0.75:
+            names = rng.sample(NAMES, rng.randrange(1, 6))
+            s["properties"] = {n: gen(depth + 1) for n in names}
+            if rng.random() < 0.7:
+                s["required"] = [n for n in names if rng.random() < 0.6]
+        else:
+            s["additionalProperties"] = rng.choice([False, True, None, "schema"])
+            if s["additionalProperties"] is None:
+                del s["additionalProperties"]
+            elif s["additionalProperties"] == "schema":
+                s["additionalProperties"] = gen(depth + 1)
+        return s
+    if t == "array":
+        s = {"type": "array", "items": gen(depth + 1)}
+        if rng.random() < 0.5:
+            s["minItems"] = rng.randrange(3)
+        if rng.random() < 0.5:
+            s["maxItems"] = s.get("minItems", 0) + rng.randrange(4)
+        return s
+    if t == "string":
+        s = {"type": "string"}
+        if rng.random() < 0.4:
+            s["minLength"] = rng.randrange(4)
+        if rng.random() < 0.4:
+            s["maxLength"] = s.get("minLength", 0) + rng.randrange(6)
+        return s
+    return {"type": t}
+
+
+def gen(depth=0):
+    k = rng.randrange(10 if depth < 3 else 6)
+    if k < 2:
+        return of_type(rng.choice(TYPES), depth)
+    if k == 2:
+        vals = [literal() for _ in range(rng.randrange(1, 6))]
+        return {"enum": vals} if rng.random() < 0.8 else {"const": vals[0]}
+    if k == 3:
+        return {"type": rng.sample(TYPES, 2)}
+    if k == 4:
+        return rng.choice([{}, True, {"title": "anything"}])
+    if k == 5:
+        return of_type("string", depth)
+    if k in (6, 7):
+        return of_type(rng.choice(["object", "array"]), depth)
+    # anyOf or oneOf of alternatives of different type classes
+    classes = rng.sample(["object", "array", "string", "integer", "boolean", "null"],
+                         rng.randrange(2, 4))
+    alts = [of_type(c, depth + 1) for c in classes]
+    if "string" in classes and rng.random() < 0.5:
+        alts[classes.index("string")] = {"enum": rng.sample(STRINGS, 3)}
+    return {rng.choice(["anyOf", "oneOf"]): alts, "title": "choice"}
+
+
+HAND = [
+    # pydantic: a model with an Optional field, an enum in $defs, a nested list
+    {"$defs": {"Color": {"enum": ["red", "green", "blue"], "title": "Color", "type": "string"},
+               "Pet": {"properties": {"name": {"title": "Name", "type": "string", "maxLength": 10},
+                                      "age": {"anyOf": [{"type": "integer"}, {"type": "null"}],
+                                              "default": None, "title": "Age"}},
+                       "required": ["name"], "title": "Pet", "type": "object"}},
+     "properties": {"owner": {"title": "Owner", "type": "string"},
+                    "color": {"$ref": "#/$defs/Color"},
+                    "pets": {"items": {"$ref": "#/$defs/Pet"}, "title": "Pets", "type": "array",
+                             "maxItems": 3}},
+     "required": ["owner", "color", "pets"], "title": "Household", "type": "object",
+     "additionalProperties": False},
+    # recursion
+    {"$defs": {"node": {"type": "object", "properties": {
+        "v": {"type": "integer"},
+        "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}},
+        "required": ["v"]}}, "$ref": "#/$defs/node"},
+    # OpenAI's strict mode: every property required, no others
+    {"type": "object", "properties": {"steps": {"type": "array", "items": {
+        "type": "object", "properties": {"explanation": {"type": "string"},
+                                         "output": {"type": "string"}},
+        "required": ["explanation", "output"], "additionalProperties": False}},
+        "final_answer": {"type": "string"}},
+     "required": ["steps", "final_answer"], "additionalProperties": False},
+    {"type": "number"}, {"type": "integer"}, {"enum": [1, 10, 100, "1"]},
+    {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+    {"allOf": [{"type": "boolean"}], "description": "one schema"},
+]
+
+REFUSED = [
+    {"type": "integer", "minimum": 0}, {"type": "string", "pattern": "^a"},
+    {"type": "string", "format": "date-time"}, {"not": {}}, {"if": {}},
+    {"anyOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]},
+    {"properties": {"a": {}}, "required": ["b"]}, {"$ref": "other.json#/x"},
+    {"type": "array", "prefixItems": [{}]}, {"type": "object", "patternProperties": {}},
+]
+
+
+def check(i, schema):
+    global failures
+    path = f"{TMP}/schema{i}.json"
+    with open(path, "w") as f:
+        json.dump(schema, f)
+    r = subprocess.run([WALK, path, "12", str(i)], capture_output=True, text=True)
+    if r.returncode != 0:
+        failures += 1
+        print(f"FAIL: schema {i}: jsonwalk exit {r.returncode}: {r.stderr.strip()}\n"
+              f"  {json.dumps(schema)}\n  last: {r.stdout.splitlines()[-1:]}")
+        return []
+    validator = jsonschema.Draft202012Validator(schema)
+
+    def expect_valid(text, what):
+        global failures
+        try:
+            validator.validate(json.loads(text))
+        except (ValueError, jsonschema.ValidationError) as e:
+            failures += 1
+            print(f"FAIL: schema {i}: {what} {json.dumps(text)} is not a value of "
+                  f"{json.dumps(schema)}: {str(e).splitlines()[0]}")
+
+    texts = [json.loads(line) for line in r.stdout.split("\n") if line]
+    for t in texts:
+        expect_valid(t, "walked text")
+    # one byte changed: a text still whole must still validate
+    muts = []
+    for t in texts:
+        b = bytearray(t.encode())
+        if b:
+            at = rng.randrange(len(b))
+            b[at] = ord(rng.choice('{}[]":,0-.e1a tfn\\'))
+            muts.append(b.decode("utf-8", "replace"))
+    inp = "".join(json.dumps(m) + "\n" for m in muts)
+    r = subprocess.run([WALK, path, "check", "0"], input=inp, capture_output=True, text=True)
+    for m, verdict in zip(muts, r.stdout.split()):
+        if verdict == "1":
+            global changed_whole
+            changed_whole += 1
+            expect_valid(m, "changed text, passed whole,")
+    return texts
+
+
+walked = 0
+schemas = HAND + [gen() for _ in range(N_SCHEMAS)]
+for i, s in enumerate(schemas):
+    walked += len(check(i, s))
+for k, s in enumerate(REFUSED):
+    path = f"{TMP}/refused{k}.json"
+    with open(path, "w") as f:
+        json.dump(s, f)
+    r = subprocess.run([WALK, path, "1", "0"], capture_output=True, text=True)
+    if r.returncode != 2:
+        failures += 1
+        print(f"FAIL: {json.dumps(s)} was not refused (exit {r.returncode})")
+print(f"{len(schemas)} schemas, {walked} texts walked and validated ({changed_whole} "
+      f"whole after a byte changed, validated too), {len(REFUSED)} schemas refused; "
+      f"{failures} failures")
+sys.exit(1 if failures else 0)

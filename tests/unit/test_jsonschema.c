@@ -1,0 +1,439 @@
+/* test_jsonschema.c — the schema recognizer. JSON mode's schema ({"type": "object"}):
+ * hand-picked texts, then random objects that jansson writes (every prefix must pass,
+ * the whole be done) and those objects with one byte changed, where jansson's verdict
+ * (a JSON object or not) must be the recognizer's. Then schemas: texts each keyword
+ * lets through or stops (where), and the schemas refused with the keyword named.
+ * tests/cli/jsonschema.sh checks the answers against Python's jsonschema. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/base/err.h"
+#include "src/base/jsonschema.h"
+
+/* How far the recognizer reads s against sc: its length when every byte passes, else
+ * the index of the first byte refused; *done when the whole is a value of sc. */
+static size_t reach_schema(const struct js_schema *sc, const char *s, size_t n, bool *done)
+{
+	static struct js_state p;
+	js_init(&p, sc);
+	for (size_t i = 0; i < n; i++)
+		if (!js_feed(&p, s + i, 1)) {
+			*done = false;
+			return i;
+		}
+	*done = js_done(&p);
+	return n;
+}
+
+static struct js_schema *object_schema;
+
+/* reach_schema against JSON mode's schema. */
+static size_t reach(const char *s, size_t n, bool *done)
+{
+	if (!object_schema)
+		object_schema = js_object();
+	assert_non_null(object_schema);
+	return reach_schema(object_schema, s, n, done);
+}
+
+static void test_cases(void **state)
+{
+	(void)state;
+	const char *whole[] = {
+		"{}",
+		" {\"a\": 1}\n",
+		"{\"a\":[1,-2.5e+3,0,0.25,1E9,true,false,null,\"x\"]}",
+		"{\"k\": {\"n\": {\"m\": []}}, \"s\": \"\\u00e9\\n\\\"\\\\\\/\"}",
+		"{\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\": \"\xed\x9f\xbf\"}",
+		"{\"a\":-0}",
+	};
+	for (size_t i = 0; i < sizeof whole / sizeof *whole; i++) {
+		bool done;
+		size_t n = strlen(whole[i]);
+		assert_int_equal(reach(whole[i], n, &done), n);
+		if (!done)
+			fail_msg("not done: %s", whole[i]);
+		for (size_t k = 0; k + 1 < n && whole[i][n - 1] != '\n'; k++) {
+			reach(whole[i], k, &done);
+			assert_false(done); /* no proper prefix is a whole object */
+		}
+	}
+	bool done;
+	/* the prefixes that stay open, and where the refused ones stop */
+	struct {
+		const char *s;
+		size_t at; /* the first byte refused; strlen: none */
+	} cases[] = {
+		{"{\"a\": 1", 7},
+		{"{\"a\": 01", 7},
+		{"[1]", 0},
+		{"{\"a\" 1}", 5},
+		{"{'a': 1}", 1},
+		{"{\"a\": tru", 9},
+		{"{\"a\": trux", 9},
+		{"{\"a\": 1.}", 8},
+		{"{\"a\": 1e}", 8},
+		{"{\"a\": -}", 7},
+		{"{\"a\": +1}", 6},
+		{"{\"a\":1,}", 7},
+		{"{\"a\":[1,]}", 8},
+		{"{\"a\":\"\x01\"}", 6},
+		{"{\"a\":\"\\x\"}", 7},
+		{"{\"a\":\"\\u12g4\"}", 10},
+		{"{} x", 3},
+		{"{\"a\":\"\xc0\xaf\"}", 6},
+		{"{\"a\":\"\xe0\x80\x80\"}", 7},
+		{"{\"a\":\"\xed\xa0\x80\"}", 7},
+		{"{\"a\":\"\xf4\x90\x80\x80\"}", 7},
+		{"{\"a\":\"\x80\"}", 6},
+		{"{\"a\":[}", 6},
+		{"{\"a\":{]}", 6},
+		{"{1:2}", 1},
+		{"{\"a\":\"\xe2\x82", 8},
+		{"{\"a\":\"\\ud800\"}", 12},     /* a high surrogate alone */
+		{"{\"a\":\"\\udc00", 9},         /* a low one alone: known at its "dc" */
+		{"{\"a\":\"\\ud800\\u0041", 14}, /* a high one, then no low one */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		bool done;
+		size_t got = reach(cases[i].s, strlen(cases[i].s), &done);
+		if (got != cases[i].at)
+			fail_msg("%s: refused at %zu, expected %zu", cases[i].s, got, cases[i].at);
+		assert_false(done);
+	}
+	/* whitespace: JS_MAX_SPACE bytes in a row pass, one more is refused; in a string
+	 * any number */
+	char ws[2 * JS_MAX_SPACE + 16];
+	memset(ws, ' ', sizeof ws);
+	ws[JS_MAX_SPACE] = '{';
+	ws[JS_MAX_SPACE + 1] = '"';
+	assert_int_equal(reach(ws, sizeof ws, &done), sizeof ws);
+	ws[0] = '\n';
+	ws[JS_MAX_SPACE] = ' ';
+	assert_int_equal(reach(ws, sizeof ws, &done), JS_MAX_SPACE);
+	/* nesting: JS_MAX_DEPTH levels pass, one more is refused */
+	char deep[8 * JS_MAX_DEPTH];
+	size_t n = 0;
+	deep[n++] = '{';
+	for (int i = 1; i < JS_MAX_DEPTH; i++)
+		n += (size_t)snprintf(deep + n, sizeof deep - n, "\"a\":%s",
+				      i + 1 < JS_MAX_DEPTH ? "{" : "[");
+	assert_int_equal(reach(deep, n, &done), n);
+	deep[n++] = '[';
+	assert_int_equal(reach(deep, n, &done), n - 1);
+}
+
+/* ---- against jansson ----------------------------------------------------------------- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+
+static uint32_t next_rand(void)
+{
+	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+	return (uint32_t)(rng >> 11);
+}
+
+/* A random string of ASCII, escapes' characters and multibyte UTF-8. */
+static json_t *random_string(void)
+{
+	static const char *const pieces[] = {
+		"a",  "Z",  " ",    "\"",       "\\",           "/",
+		"\n", "\t", "\x7f", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+		"{",  "]",  ":",    ","};
+	char buf[64] = "";
+	int k = (int)(next_rand() % 6);
+	for (int i = 0; i < k; i++)
+		strcat(buf, pieces[next_rand() % (sizeof pieces / sizeof *pieces)]);
+	return json_string(buf);
+}
+
+static json_t *random_value(int depth)
+{
+	switch (next_rand() % (depth > 4 ? 5 : 7)) {
+	case 0: return json_integer((json_int_t)(next_rand() % 2000) - 1000);
+	case 1: return json_real((double)(int)(next_rand() % 20000 - 10000) / 64.0);
+	case 2: return next_rand() % 2 ? json_true() : json_false();
+	case 3: return json_null();
+	case 4: return random_string();
+	case 5: {
+		json_t *a = json_array();
+		for (int i = (int)(next_rand() % 4); i > 0; i--)
+			json_array_append_new(a, random_value(depth + 1));
+		return a;
+	}
+	default: {
+		json_t *o = json_object();
+		for (int i = (int)(next_rand() % 4); i > 0; i--) {
+			char key[16];
+			snprintf(key, sizeof key, "k%u", next_rand() % 100);
+			json_object_set_new(o, key, random_value(depth + 1));
+		}
+		return o;
+	}
+	}
+}
+
+/* jansson's verdict: 1 when the n bytes are one JSON object, 0 when not, -1 when it
+ * cannot say (what JSON's grammar allows and jansson refuses: a number past a double,
+ * a \u0000 in a key). */
+static int jansson_object(const char *s, size_t n)
+{
+	json_error_t err;
+	json_t *v = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+	int object = v && json_is_object(v);
+	json_decref(v);
+	bool refused = !v && (strstr(err.text, "overflow") || strstr(err.text, "too big") ||
+			      strstr(err.text, "NUL byte in object key"));
+	return refused ? -1 : object;
+}
+
+static void test_against_jansson(void **state)
+{
+	(void)state;
+	static const char mutations[] = "{}[]\":,\\ 0-.eE+tfnu\x01\x80\xc3\xff";
+	int refused = 0;
+	for (int it = 0; it < 3000; it++) {
+		json_t *o = json_object();
+		for (int i = (int)(next_rand() % 5); i > 0; i--) {
+			char key[16];
+			snprintf(key, sizeof key, "%u", next_rand() % 50);
+			json_object_set_new(o, key, random_value(1));
+		}
+		size_t flags = it % 2 ? JSON_INDENT(2) : JSON_COMPACT;
+		char *text = json_dumps(o, flags);
+		json_decref(o);
+		assert_non_null(text);
+		size_t n = strlen(text);
+		bool done;
+		assert_int_equal(reach(text, n, &done), n);
+		if (!done)
+			fail_msg("jansson's object not done: %s", text);
+		/* one byte changed (or cut): the two must agree on the whole */
+		size_t at = next_rand() % n;
+		char saved = text[at];
+		text[at] = mutations[next_rand() % (sizeof mutations - 1)];
+		size_t m = next_rand() % 8 ? n : at + 1;
+		int want = jansson_object(text, m);
+		size_t got = reach(text, m, &done);
+		if (want >= 0 && want != (got == m && done))
+			fail_msg("jansson says %s, the recognizer %s (refused at %zu): %.*s",
+				 want ? "an object" : "no object", done ? "done" : "not done", got,
+				 (int)m, text);
+		refused += got < m;
+		text[at] = saved;
+		free(text);
+	}
+	assert_true(refused > 500); /* the changes were mostly caught early */
+}
+
+/* ---- schemas ---------------------------------------------------------------------- */
+
+static struct js_schema *compile_text(const char *text)
+{
+	json_error_t je;
+	json_t *v = json_loads(text, JSON_DECODE_ANY, &je);
+	if (!v)
+		fail_msg("bad test schema %s: %s", text, je.text);
+	struct js_schema *sc = js_compile(v, "schema");
+	json_decref(v);
+	return sc;
+}
+
+#define PERSON                                                                 \
+	"{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}," \
+	"\"age\":{\"type\":\"integer\"}},\"required\":[\"name\",\"age\"],\"title\":\"P\"}"
+#define TREE                                                                                 \
+	"{\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":"         \
+	"\"integer\"},\"kids\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/node\"}}}," \
+	"\"required\":[\"v\"]}},\"$ref\":\"#/$defs/node\"}"
+
+static void test_schema_cases(void **state)
+{
+	(void)state;
+	enum { DONE = -1, OPEN = -2 }; /* or the index of the first byte refused */
+	static const struct {
+		const char *schema, *text;
+		int want;
+	} cases[] = {
+		{PERSON, "{\"name\": \"Bo\", \"age\": 3}", DONE},
+		{PERSON, " { \"age\" : -3 ,\"name\":\"\" } ", DONE},
+		{PERSON, "{\"name\": \"Bo\"}", 13},       /* age is required */
+		{PERSON, "{\"nam\": 1}", 5},              /* not a listed key */
+		{PERSON, "{\"name\":\"a\",\"name\"", 13}, /* a key twice */
+		{PERSON, "{\"age\": 3.5}", 9},            /* an integer */
+		{PERSON, "{\"extra\": 1}", 2},
+		{PERSON, "[]", 0},
+		{"{\"enum\":[\"red\",\"green\",1,10,null]}", "\"red\"", DONE},
+		{"{\"enum\":[\"red\",\"green\",1,10,null]}", "\"re", OPEN},
+		{"{\"enum\":[\"red\",\"green\",1,10,null]}", "\"blue\"", 1},
+		{"{\"enum\":[\"red\",\"green\",1,10,null]}", "1", DONE},
+		{"{\"enum\":[\"red\",\"green\",1,10,null]}", "10 ", DONE},
+		{"{\"enum\":[\"red\",\"green\",1,10,null]}", "100", 2},
+		{"{\"enum\":[\"red\",\"green\",1,10,null]}", "null", DONE},
+		{"{\"type\":\"string\",\"enum\":[\"a\",1]}", "1", 0}, /* 1 is not a string */
+		{"{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}", "null", DONE},
+		{"{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}", "\"x\"", DONE},
+		{"{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}", "1", 0},
+		{"{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,"
+		 "\"maxItems\":2}",
+		 "[]", 1},
+		{"{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,"
+		 "\"maxItems\":2}",
+		 "[1, 2]", DONE},
+		{"{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,"
+		 "\"maxItems\":2}",
+		 "[1,2,", 4},
+		{"{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}", "[1,\"a\"]", 3},
+		{"{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}", "\"a\"", 2},
+		{"{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}", "\"ab\"", DONE},
+		{"{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}", "\"abcd\"", 4},
+		{"{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}", "\"\\u00e9\\n\"", DONE},
+		{"{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}",
+		 "\"\xf0\x9f\x98\x80\\ud83d\\ude00\xc3\xa9\"", DONE}, /* three characters */
+		{"{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}", "\"\\ud83d\\ude00\"", 13},
+		{TREE, "{\"v\":1,\"kids\":[{\"v\":2,\"kids\":[]},{\"v\":3}]}", DONE},
+		{TREE, "{\"kids\":[{\"v\":2}]}", 17},
+		{"{\"type\":\"object\",\"additionalProperties\":{\"type\":\"number\"}}",
+		 "{\"x\":1,\"y\":2.5e3}", DONE},
+		{"{\"type\":\"object\",\"additionalProperties\":{\"type\":\"number\"}}",
+		 "{\"x\":\"s\"}", 5},
+		{"{\"type\":\"object\",\"additionalProperties\":false}", "{}", DONE},
+		{"{\"type\":\"object\",\"additionalProperties\":false}", "{\"", 1},
+		{"{\"const\":{\"a\":[1,2]}}", "{\"a\":[1,2]}", DONE},
+		{"{\"const\":{\"a\":[1,2]}}", "{\"a\": [1,2]}", 5},
+		{"{\"type\":\"integer\"}", "42", DONE},
+		{"{\"type\":\"integer\"}", "4.", 1},
+		{"{\"type\":\"integer\"}", "-", OPEN},
+		{"{\"type\":[\"integer\",\"string\"]}", "\"a\"", DONE},
+		{"{\"type\":[\"integer\",\"string\"]}", "true", 0},
+		{"{\"allOf\":[{\"type\":\"boolean\"}],\"description\":\"d\"}", "false", DONE},
+		{"{}", "[{\"a\":null},\"\",-1e5]", DONE},
+		{"true", "\"x\"", DONE},
+		{"{\"$defs\":{\"a/b~\":{\"type\":\"null\"}},\"$ref\":\"#/$defs/a~1b~0\"}", "null",
+		 DONE}, /* a JSON pointer's escapes */
+		{"{\"properties\":{\"a\\\"b\":{}},\"required\":[\"a\\\"b\"]}", "{\"a\\\"b\":{}}",
+		 DONE}, /* type inferred; a key written as jansson escapes it */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct js_schema *sc = compile_text(cases[i].schema);
+		if (!sc)
+			fail_msg("%s: %s", cases[i].schema, err_msg());
+		bool done;
+		size_t n = strlen(cases[i].text), got = reach_schema(sc, cases[i].text, n, &done);
+		int have = got < n ? (int)got : done ? DONE : OPEN;
+		if (have != cases[i].want)
+			fail_msg("%s against %s: %d, expected %d", cases[i].text, cases[i].schema,
+				 have, cases[i].want);
+		js_free(sc);
+	}
+}
+
+/* Schemas refused, and what the message names. */
+static void test_schema_errors(void **state)
+{
+	(void)state;
+	static const char *const cases[][2] = {
+		{"{\"type\":\"number\",\"minimum\":0}", "schema.minimum: this keyword is not"},
+		{"{\"type\":\"strin\"}", "schema: type: expected"},
+		{"{\"anyOf\":[{\"type\":\"object\"},{\"properties\":{\"a\":{}}}]}",
+		 "may begin with the same character"},
+		{"{\"$ref\":\"#/nowhere\"}", "names no place"},
+		{"{\"$ref\":\"http://x/s.json\"}", "only places in this schema"},
+		{"{\"properties\":{\"a\":{}},\"required\":[\"b\"]}",
+		 "schema.required: a required name"},
+		{"{\"enum\":[]}", "enum: no value"},
+		{"{\"type\":\"array\",\"minItems\":3,\"maxItems\":1}", "minItems is above"},
+		{"false", "false allows no value"},
+		{"{\"items\":[{}]}", "a tuple"},
+		{"{\"properties\":{\"a\":{\"format\":\"date\"}}}",
+		 "schema.properties.a.format: this keyword"},
+		{"{\"type\":\"string\",\"maxLength\":-1}", "schema.maxLength: expected a count"},
+		{"{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}", "nests"},
+		{"{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"null\"}]}", "its own alternative"},
+		{"3", "expected a schema"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct js_schema *sc = compile_text(cases[i][0]);
+		if (sc || !strstr(err_msg(), cases[i][1]))
+			fail_msg("%s: %s, expected \"%s\"", cases[i][0],
+				 sc ? "compiled" : err_msg(), cases[i][1]);
+	}
+	/* 65 properties, and a schema nested 70 deep */
+	char big[4096] = "{\"properties\":{";
+	for (int i = 0; i < 65; i++)
+		snprintf(big + strlen(big), sizeof big - strlen(big), "%s\"p%d\":{}", i ? "," : "",
+			 i);
+	strcat(big, "}}");
+	assert_null(compile_text(big));
+	assert_non_null(strstr(err_msg(), "more than 64"));
+	char deep[4096] = "";
+	for (int i = 0; i < 70; i++)
+		strcat(deep, "{\"items\":");
+	strcat(deep, "{}");
+	for (int i = 0; i < 70; i++)
+		strcat(deep, "}");
+	assert_null(compile_text(deep));
+	assert_non_null(strstr(err_msg(), "nests more than 64"));
+}
+
+/* What a sampler may pass unfed inside a string: js_string_chars pieces within
+ * js_string_room, each of which feeding takes too; closed after a whole value. */
+static void test_string_room(void **state)
+{
+	(void)state;
+	struct js_schema *sc = compile_text("{\"type\":\"object\",\"properties\":{\"s\":{"
+					    "\"type\":\"string\",\"maxLength\":5},\"e\":{\"enum\":"
+					    "[\"ab\"]},\"k\":{\"type\":\"object\"}}}");
+	assert_non_null(sc);
+	static struct js_state p, t;
+	js_init(&p, sc);
+	assert_true(js_feed(&p, "{\"s\":\"ab", 8));
+	assert_int_equal(js_string_room(&p), 3);
+	static const char *const pieces[] = {
+		"c", "cde", "cdef", "\xc3\xa9\xe2\x82\xac", "x\"", "\\n", "\xc3", "\x01", " the"};
+	static const size_t chars[] = {1, 3, 4, 2, 0, 0, 0, 0, 4};
+	for (size_t i = 0; i < sizeof pieces / sizeof *pieces; i++) {
+		size_t n = js_string_chars(pieces[i], strlen(pieces[i]));
+		assert_int_equal(n, chars[i]);
+		js_copy(&t, &p);
+		bool fed = js_feed(&t, pieces[i], strlen(pieces[i]));
+		if (n && n <= js_string_room(&p) && !fed)
+			fail_msg("'%s' passes unfed, yet feeding refuses it", pieces[i]);
+		if (n > js_string_room(&p) && fed)
+			fail_msg("'%s' is past maxLength, yet feeding takes it", pieces[i]);
+	}
+	assert_true(js_feed(&p, "\",\"e\":\"a", 8));
+	assert_int_equal(js_string_room(&p), 0); /* a fixed text: every byte is fed */
+	assert_true(js_feed(&p, "b\",\"k\":{\"", 9));
+	assert_int_equal(js_string_room(&p), UINT32_MAX); /* a free key */
+	assert_false(js_done(&p));
+	assert_true(js_feed(&p, "x\":1}}", 6));
+	assert_true(js_done(&p) && js_closed(&p));
+	js_free(sc);
+	/* a number at the top: whole, and it may go on */
+	sc = compile_text("{\"type\":\"integer\"}");
+	js_init(&p, sc);
+	assert_true(js_feed(&p, "4", 1));
+	assert_true(js_done(&p) && !js_closed(&p));
+	assert_true(js_feed(&p, "2 ", 2));
+	assert_true(js_done(&p) && js_closed(&p));
+	js_free(sc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cases),        cmocka_unit_test(test_against_jansson),
+		cmocka_unit_test(test_schema_cases), cmocka_unit_test(test_schema_errors),
+		cmocka_unit_test(test_string_room),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
