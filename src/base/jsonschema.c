@@ -4,6 +4,7 @@
  * schemas are a cycle of nodes rather than an endless tree. */
 #include "src/base/jsonschema_impl.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,25 @@ static const char *const annotations[] = {
 	"$defs", "definitions", "$anchor",    "contentMediaType",
 };
 static const char *const followed[] = {
-	"type",  "enum",     "const",    "properties", "required",  "additionalProperties",
-	"items", "minItems", "maxItems", "minLength",  "maxLength", "anyOf",
-	"oneOf", "allOf",    "$ref",
+	"type",
+	"enum",
+	"const",
+	"properties",
+	"required",
+	"additionalProperties",
+	"items",
+	"minItems",
+	"maxItems",
+	"minLength",
+	"maxLength",
+	"anyOf",
+	"oneOf",
+	"allOf",
+	"$ref",
+	"minimum",
+	"maximum",
+	"exclusiveMinimum",
+	"exclusiveMaximum",
 };
 
 static bool listed(const char *key, const char *const *list, size_t n)
@@ -342,6 +359,49 @@ static int parse_branches(struct ctx *c, json_t *list, const char *key, int i)
 	return 0;
 }
 
+/* One bound keyword, a number, into *out (given: *set). */
+static int bound_of(struct ctx *c, json_t *v, const char *key, double *out, bool *set)
+{
+	json_t *x = json_object_get(v, key);
+	if (!x)
+		return 0;
+	if (!json_is_number(x)) {
+		size_t at = push(c, key);
+		fail(c, json_is_boolean(x) ? "the boolean form (draft 4's) is not supported: "
+					     "give the bound itself"
+					   : "expected a number");
+		return pop(c, at), -1;
+	}
+	*out = json_number_value(x), *set = true;
+	return 0;
+}
+
+/* minimum, maximum and the exclusive ones into node i: the tighter of each side;
+ * an integer's as whole closed bounds. */
+static int parse_bounds(struct ctx *c, json_t *v, int i)
+{
+	double min = -INFINITY, xmin = -INFINITY, max = INFINITY, xmax = INFINITY;
+	bool any = false;
+	if (bound_of(c, v, "minimum", &min, &any) || bound_of(c, v, "maximum", &max, &any) ||
+	    bound_of(c, v, "exclusiveMinimum", &xmin, &any) ||
+	    bound_of(c, v, "exclusiveMaximum", &xmax, &any))
+		return -1;
+	struct js_node *nd = &c->sc->node[i];
+	if (!any || !(nd->types & (JS_T_NUMBER | JS_T_INTEGER)))
+		return 0; /* bounds are of numbers only */
+	nd->bounded = true;
+	nd->lo = xmin >= min ? xmin : min, nd->lo_open = xmin >= min && xmin > -INFINITY;
+	nd->hi = xmax <= max ? xmax : max, nd->hi_open = xmax <= max && xmax < INFINITY;
+	if (!(nd->types & JS_T_NUMBER)) { /* whole numbers: [ceil, floor] */
+		nd->lo = nd->lo_open ? floor(nd->lo) + 1 : ceil(nd->lo);
+		nd->hi = nd->hi_open ? ceil(nd->hi) - 1 : floor(nd->hi);
+		nd->lo_open = nd->hi_open = false;
+	}
+	if (nd->lo > nd->hi || (nd->lo == nd->hi && (nd->lo_open || nd->hi_open)))
+		return fail(c, "no number lies between the minimum and the maximum");
+	return 0;
+}
+
 /* Schema object v into node i. */
 static int compile_into(struct ctx *c, json_t *v, int i)
 {
@@ -389,7 +449,8 @@ static int compile_into(struct ctx *c, json_t *v, int i)
 		types = 0; /* the value is one of them */
 	}
 	c->sc->node[i].types = types;
-	if (((types & JS_T_OBJECT) && parse_object(c, v, i)) || parse_array_string(c, v, i))
+	if (((types & JS_T_OBJECT) && parse_object(c, v, i)) || parse_array_string(c, v, i) ||
+	    parse_bounds(c, v, i))
 		return -1;
 	c->sc->node[i].compiled = true;
 	return 0;

@@ -10,16 +10,18 @@
  *
  * The schema is compiled first (js_compile). What is followed: type (one or a list),
  * enum, const, properties, required, additionalProperties, items, minItems, maxItems,
- * minLength, maxLength, anyOf and oneOf whose alternatives start with different
- * characters (Optional[X] is anyOf X and null), allOf of one schema, and $ref to a
- * place in the same document ("#/$defs/Name", recursion too). Annotations (title,
+ * minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, anyOf
+ * and oneOf whose alternatives start with different characters (Optional[X] is anyOf
+ * X and null), allOf of one schema, and $ref to a place in the same document
+ * ("#/$defs/Name", recursion too). Annotations (title,
  * description, default, examples, ...) are ignored. Any other keyword is an error:
  * an answer the schema would refuse is never written.
  *
  * Two choices make the language smaller than the schema's, never larger: an object
  * whose schema lists properties gets those keys only (each once, in any order; the
- * required ones before it closes), as strict structured outputs have them; and a
- * value of an enum or const is written as jansson writes it compactly. */
+ * required ones before it closes), as strict structured outputs have them; a value
+ * of an enum or const is written as jansson writes it compactly; and a number with
+ * bounds is written without an exponent, in at most JS_MAX_NUMBER characters. */
 #ifndef QWENCHAT_BASE_JSONSCHEMA_H
 #define QWENCHAT_BASE_JSONSCHEMA_H
 
@@ -33,7 +35,7 @@
  * modes) would otherwise fill its max_tokens with it, where indented JSON needs a
  * newline and two or four spaces a level. An object lists at most JS_MAX_PROPERTIES
  * properties (a bit each records that its key was written). */
-enum { JS_MAX_DEPTH = 64, JS_MAX_SPACE = 64, JS_MAX_PROPERTIES = 64 };
+enum { JS_MAX_DEPTH = 64, JS_MAX_SPACE = 64, JS_MAX_PROPERTIES = 64, JS_MAX_NUMBER = 24 };
 
 struct js_schema;
 
@@ -70,6 +72,8 @@ struct js_state {
 	uint16_t first, last; /* enum values or keys still matching: sorted indices */
 	uint32_t pos;         /* ... their bytes matched so far */
 	uint32_t chars;       /* characters in the string so far */
+	uint8_t num_len;      /* a number with bounds: its text so far */
+	char num[JS_MAX_NUMBER];
 	struct js_frame frame[JS_MAX_DEPTH];
 };
 

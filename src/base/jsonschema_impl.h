@@ -38,6 +38,9 @@ struct js_node {
 	int32_t items; /* array: its values' schema */
 	uint32_t min_items, max_items;
 	uint32_t min_len, max_len; /* string: characters */
+	bool bounded;              /* number: minimum, maximum or the exclusive ones given */
+	double lo, hi;             /* ... the bounds (+-inf when absent; whole for integers) */
+	bool lo_open, hi_open;     /* ... exclusive ones */
 	uint8_t start[32];         /* the bytes a value may begin with (a bit each) */
 };
 

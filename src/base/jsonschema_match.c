@@ -5,7 +5,9 @@
  * keys) matched against their sorted list. */
 #include "src/base/jsonschema_impl.h"
 
+#include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum js_at {
@@ -120,6 +122,8 @@ static bool key_start(struct js_state *p, unsigned char c)
 	return true;
 }
 
+static bool num_byte(struct js_state *p, unsigned char c);
+
 /* The first byte of a value of p->node: an alternative of anyOf picked by it, then
  * what the byte begins. */
 static bool value_start(struct js_state *p, unsigned char c)
@@ -141,12 +145,14 @@ static bool value_start(struct js_state *p, unsigned char c)
 	case '{': return (nd->types & JS_T_OBJECT) && open_container(p, true);
 	case '[': return (nd->types & JS_T_ARRAY) && open_container(p, false);
 	case '"': p->key = false, p->chars = 0, p->at = AT_STR; return nd->types & JS_T_STRING;
-	case '-': p->at = AT_N_MINUS; return number;
-	case '0': p->at = AT_N_ZERO; return number;
+	case '-': p->at = AT_N_MINUS, p->num_len = 0; return number && num_byte(p, c);
+	case '0': p->at = AT_N_ZERO, p->num_len = 0; return number && num_byte(p, c);
 	case 't': p->lit = 0, p->next = 1, p->at = AT_LIT; return nd->types & JS_T_BOOLEAN;
 	case 'f': p->lit = 1, p->next = 1, p->at = AT_LIT; return nd->types & JS_T_BOOLEAN;
 	case 'n': p->lit = 2, p->next = 1, p->at = AT_LIT; return nd->types & JS_T_NULL;
-	default: p->at = AT_N_INT; return number && c >= '1' && c <= '9';
+	default:
+		p->at = AT_N_INT, p->num_len = 0;
+		return number && c >= '1' && c <= '9' && num_byte(p, c);
 	}
 }
 
@@ -219,6 +225,106 @@ static bool hex_byte(struct js_state *p, unsigned char c)
 	return true;
 }
 
+/* ---- numbers with bounds -------------------------------------------------------
+ * The text so far is kept; a byte is taken when some number it begins lies within the
+ * bounds, and the number may end when its value does (as strtod reads it, as
+ * Python's json and jsonschema read and compare it). */
+
+/* An interval of the line, each end open or closed. */
+struct span {
+	long double lo, hi;
+	bool lo_open, hi_open;
+};
+
+static bool meet(struct span a, struct span b)
+{
+	long double lo = a.lo > b.lo ? a.lo : b.lo, hi = a.hi < b.hi ? a.hi : b.hi;
+	bool lo_open = (a.lo == lo && a.lo_open) || (b.lo == lo && b.lo_open);
+	bool hi_open = (a.hi == hi && a.hi_open) || (b.hi == hi && b.hi_open);
+	return lo < hi || (lo == hi && !lo_open && !hi_open);
+}
+
+/* Magnitudes m (a prefix's digits' numbers, m >= 0) as the values they are with the
+ * sign: a negative number's (-hi, -lo] when m is in [lo, hi). */
+static struct span signed_span(struct span m, bool neg)
+{
+	return neg ? (struct span){-m.hi, -m.lo, m.hi_open, m.lo_open} : m;
+}
+
+/* The numbers nd's bounds let through. A decimal counts as the double it rounds to:
+ * the reals that round onto an exclusive bound, or past an inclusive one, are out
+ * (a tie taken as out: never a number that cannot end). */
+static struct span wanted(const struct js_node *nd)
+{
+	struct span w = {nd->lo, nd->hi, nd->lo_open, nd->hi_open};
+	if (!(nd->types & JS_T_NUMBER))
+		return w; /* whole bounds, compared exactly */
+	if (isfinite(nd->lo)) {
+		double side = nextafter(nd->lo, nd->lo_open ? INFINITY : -INFINITY);
+		w.lo = ((long double)nd->lo + side) / 2, w.lo_open = true;
+	}
+	if (isfinite(nd->hi)) {
+		double side = nextafter(nd->hi, nd->hi_open ? -INFINITY : INFINITY);
+		w.hi = ((long double)nd->hi + side) / 2, w.hi_open = true;
+	}
+	return w;
+}
+
+/* Whether some number the text p->num begins lies within nd's bounds. Its integer
+ * digits v go on as v·10^j + r; after the point, x goes on up to x + 10^-digits. */
+static bool num_reachable(const struct js_state *p, const struct js_node *nd)
+{
+	struct span want = wanted(nd);
+	bool neg = p->num[0] == '-', whole = !(nd->types & JS_T_NUMBER);
+	const char *d = p->num + neg, *dot = memchr(d, '.', (size_t)(p->num_len - neg));
+	size_t n = (size_t)(p->num_len - neg);
+	if (n == 0) /* "-": any magnitude */
+		return meet(signed_span((struct span){0, INFINITY, false, true}, true), want);
+	char text[JS_MAX_NUMBER + 1];
+	memcpy(text, d, n), text[n] = 0;
+	long double v = strtold(text, NULL);
+	if (dot) { /* x .. x + 10^-(digits after the point) */
+		long double step = powl(10, -(long double)(n - (size_t)(dot - d) - 1));
+		return meet(signed_span((struct span){v, v + step, false, true}, neg), want);
+	}
+	if (d[0] == '0') /* 0 (and 0.x for a number) */
+		return meet(signed_span((struct span){0, whole ? 0 : 1, false, !whole}, neg), want);
+	long double far = fmaxl(fabsl((long double)nd->lo), fabsl((long double)nd->hi));
+	for (long double scale = 1; v * scale <= far || scale == 1; scale *= 10) {
+		struct span m = {v * scale, (v + 1) * scale, false, true};
+		if (whole) /* the integers in it */
+			m.hi -= 1, m.hi_open = false;
+		if (meet(signed_span(m, neg), want))
+			return true;
+		if (scale > 1e30L)
+			break;
+	}
+	return false;
+}
+
+/* Whether the number p->num is within nd's bounds. */
+static bool num_in_range(const struct js_state *p, const struct js_node *nd)
+{
+	char text[JS_MAX_NUMBER + 1];
+	memcpy(text, p->num, p->num_len), text[p->num_len] = 0;
+	double v = strtod(text, NULL);
+	return (nd->lo_open ? v > nd->lo : v >= nd->lo) && (nd->hi_open ? v < nd->hi : v <= nd->hi);
+}
+
+/* A byte c of a number goes into its text: when its bounds allow what it begins. */
+static bool num_byte(struct js_state *p, unsigned char c)
+{
+	const struct js_node *nd = node(p, p->node);
+	if (!nd->bounded)
+		return true;
+	if (p->num_len == JS_MAX_NUMBER)
+		return false;
+	p->num[p->num_len++] = (char)c;
+	if (p->num_len == JS_MAX_NUMBER) /* no room left: it must end here */
+		return num_in_range(p, nd);
+	return num_reachable(p, nd);
+}
+
 /* A number's byte: its next character, or the first byte after it (read as what
  * follows a value). */
 static bool number_byte(struct js_state *p, unsigned char c)
@@ -227,8 +333,8 @@ static bool number_byte(struct js_state *p, unsigned char c)
 	bool digit = is_digit(c), e = c == 'e' || c == 'E';
 	bool real = nd->types & JS_T_NUMBER; /* else digits only */
 	switch (p->at) {
-	case AT_N_MINUS: p->at = c == '0' ? AT_N_ZERO : AT_N_INT; return digit;
-	case AT_N_DOT: p->at = AT_N_FRAC; return digit;
+	case AT_N_MINUS: p->at = c == '0' ? AT_N_ZERO : AT_N_INT; return digit && num_byte(p, c);
+	case AT_N_DOT: p->at = AT_N_FRAC; return digit && num_byte(p, c);
 	case AT_N_E:
 		p->at = c == '+' || c == '-' ? AT_N_ESIGN : AT_N_EXP;
 		return digit || c == '+' || c == '-';
@@ -237,12 +343,12 @@ static bool number_byte(struct js_state *p, unsigned char c)
 	case AT_N_INT:
 	case AT_N_FRAC:
 		if (digit && p->at != AT_N_ZERO)
-			return true;
+			return num_byte(p, c);
 		if (real && c == '.' && p->at != AT_N_FRAC) {
 			p->at = AT_N_DOT;
-			return true;
+			return num_byte(p, c);
 		}
-		if (real && e) {
+		if (real && e && !nd->bounded) { /* bounds are kept on plain decimals */
 			p->at = AT_N_E;
 			return true;
 		}
@@ -251,6 +357,8 @@ static bool number_byte(struct js_state *p, unsigned char c)
 		if (digit)
 			return true;
 	}
+	if (nd->bounded && !num_in_range(p, nd))
+		return false; /* it may not end here */
 	value_end(p); /* the number ended before c */
 	return false;
 }
@@ -399,7 +507,7 @@ bool js_done(const struct js_state *p)
 	case AT_DONE:
 	case AT_N_ZERO:
 	case AT_N_INT:
-	case AT_N_FRAC:
+	case AT_N_FRAC: return !node(p, p->node)->bounded || num_in_range(p, node(p, p->node));
 	case AT_N_EXP: return true;
 	case AT_MATCH: return !p->key && whole_at(p, words(p)) >= 0;
 	default: return false;

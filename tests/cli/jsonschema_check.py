@@ -67,7 +67,16 @@ def of_type(t, depth):
         if rng.random() < 0.4:
             s["maxLength"] = s.get("minLength", 0) + rng.randrange(6)
         return s
-    return {"type": t}
+    s = {"type": t}
+    if t in ("integer", "number") and rng.random() < 0.6:
+        pick = (lambda: rng.randrange(-300, 300)) if t == "integer" or rng.random() < 0.5 \
+            else (lambda: rng.randrange(-300, 300) / rng.choice([2, 4, 10, 3]))
+        lo, hi = sorted([pick(), pick()])
+        if rng.random() < 0.7:
+            s[rng.choice(["minimum", "exclusiveMinimum"])] = lo
+        if rng.random() < 0.7 or len(s) == 1:
+            s[rng.choice(["maximum", "exclusiveMaximum"])] = hi + 2
+    return s
 
 
 def gen(depth=0):
@@ -120,12 +129,20 @@ HAND = [
         "final_answer": {"type": "string"}},
      "required": ["steps", "final_answer"], "additionalProperties": False},
     {"type": "number"}, {"type": "integer"}, {"enum": [1, 10, 100, "1"]},
+    # pydantic's Field(ge=0, le=120) and Field(gt=0.5, lt=1)
+    {"type": "object", "properties": {
+        "age": {"type": "integer", "minimum": 0, "maximum": 120, "title": "Age"},
+        "p": {"type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 1},
+        "t": {"type": "number", "minimum": -273.15}},
+     "required": ["age", "p", "t"]},
+    {"type": "integer", "minimum": 1000000, "maximum": 1000001},
+    {"type": "number", "minimum": 0.1, "maximum": 0.1},
     {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
     {"allOf": [{"type": "boolean"}], "description": "one schema"},
 ]
 
 REFUSED = [
-    {"type": "integer", "minimum": 0}, {"type": "string", "pattern": "^a"},
+    {"type": "integer", "multipleOf": 2}, {"type": "string", "pattern": "^a"},
     {"type": "string", "format": "date-time"}, {"not": {}}, {"if": {}},
     {"anyOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]},
     {"properties": {"a": {}}, "required": ["b"]}, {"$ref": "other.json#/x"},

@@ -353,12 +353,13 @@ test('json_object: every answer that ends is one JSON object, whole and streamed
 test('json_schema: the answers, whole and streamed, for jsonschema to check', async () => {
   const schema = {
     $defs: { Pet: { type: 'object', properties: { name: { type: 'string', maxLength: 10 },
-                                                  legs: { type: 'integer' } },
+                                                  legs: { type: 'integer', minimum: 0, maximum: 8 } },
                     required: ['name', 'legs'], additionalProperties: false } },
-    type: 'object', additionalProperties: false, required: ['owner', 'pets', 'mood'],
+    type: 'object', additionalProperties: false, required: ['owner', 'pets', 'mood', 'score'],
     properties: { owner: { type: 'string', minLength: 1, maxLength: 12 },
                   pets: { type: 'array', items: { $ref: '#/$defs/Pet' }, maxItems: 2 },
                   mood: { enum: ['calm', 'busy', 7] },
+                  score: { type: 'number', exclusiveMinimum: -1, maximum: 2.5 },
                   note: { anyOf: [{ type: 'string', maxLength: 5 }, { type: 'null' }] } } };
   const body = { model: 'm', messages: [{ role: 'user', content: 'Describe a home.' }],
                  max_tokens: 200, temperature: 1, chat_template_kwargs: { enable_thinking: false },

@@ -317,6 +317,24 @@ static void test_schema_cases(void **state)
 		{"{\"allOf\":[{\"type\":\"boolean\"}],\"description\":\"d\"}", "false", DONE},
 		{"{}", "[{\"a\":null},\"\",-1e5]", DONE},
 		{"true", "\"x\"", DONE},
+		{"{\"type\":\"integer\",\"minimum\":0,\"maximum\":120}", "42", DONE},
+		{"{\"type\":\"integer\",\"minimum\":0,\"maximum\":120}", "-0", DONE},
+		{"{\"type\":\"integer\",\"minimum\":0,\"maximum\":120}", "-1", 1},
+		{"{\"type\":\"integer\",\"minimum\":0,\"maximum\":120}", "121", 2},
+		{"{\"type\":\"integer\",\"minimum\":0,\"maximum\":120}", "[", 0},
+		{"{\"type\":\"integer\",\"minimum\":-5.5,\"exclusiveMaximum\":-2}", "-6", 1},
+		{"{\"type\":\"integer\",\"minimum\":-5.5,\"exclusiveMaximum\":-2}", "-3", DONE},
+		{"{\"type\":\"integer\",\"minimum\":-5.5,\"exclusiveMaximum\":-2}", "-2", 1},
+		{"{\"type\":\"number\",\"exclusiveMaximum\":10}", "9.99", DONE},
+		{"{\"type\":\"number\",\"exclusiveMaximum\":10}", "10", 1},
+		{"{\"type\":\"number\",\"minimum\":-1.5,\"maximum\":2.25}", "2.250", DONE},
+		{"{\"type\":\"number\",\"minimum\":-1.5,\"maximum\":2.25}", "2.26", 3},
+		{"{\"type\":\"number\",\"minimum\":-1.5,\"maximum\":2.25}", "-1.51", 4},
+		{"{\"type\":\"number\",\"minimum\":-1.5,\"maximum\":2.25}", "1e0", 1},
+		{"{\"type\":\"number\",\"minimum\":0}", "0.000000000000000000000001", 24},
+		{"{\"properties\":{\"n\":{\"type\":\"number\",\"maximum\":1}}}", "{\"n\":1}", DONE},
+		{"{\"properties\":{\"n\":{\"type\":\"number\",\"maximum\":1}}}", "{\"n\":1.5}",
+		 7}, /* ends at '}', out of range: refused there */
 		{"{\"$defs\":{\"a/b~\":{\"type\":\"null\"}},\"$ref\":\"#/$defs/a~1b~0\"}", "null",
 		 DONE}, /* a JSON pointer's escapes */
 		{"{\"properties\":{\"a\\\"b\":{}},\"required\":[\"a\\\"b\"]}", "{\"a\\\"b\":{}}",
@@ -341,7 +359,11 @@ static void test_schema_errors(void **state)
 {
 	(void)state;
 	static const char *const cases[][2] = {
-		{"{\"type\":\"number\",\"minimum\":0}", "schema.minimum: this keyword is not"},
+		{"{\"type\":\"number\",\"multipleOf\":2}",
+		 "schema.multipleOf: this keyword is not"},
+		{"{\"type\":\"integer\",\"minimum\":1.5,\"maximum\":1.9}",
+		 "no number lies between"},
+		{"{\"type\":\"number\",\"exclusiveMinimum\":true}", "boolean form"},
 		{"{\"type\":\"strin\"}", "schema: type: expected"},
 		{"{\"anyOf\":[{\"type\":\"object\"},{\"properties\":{\"a\":{}}}]}",
 		 "may begin with the same character"},

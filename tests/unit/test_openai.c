@@ -386,9 +386,9 @@ static void test_parse_errors(void **state)
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": "
 		 "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"n\", \"schema\": "
 		 "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"number\", "
-		 "\"minimum\": 0}}}}}}",
+		 "\"multipleOf\": 2}}}}}}",
 		 "response_format.json_schema.schema", NULL,
-		 "response_format.json_schema.schema.properties.n.minimum: this keyword is not "
+		 "response_format.json_schema.schema.properties.n.multipleOf: this keyword is not "
 		 "supported"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": "
 		 "\"assistant\", \"content\": \"{\"}], \"continue_final_message\": true, "
