@@ -345,7 +345,7 @@ static void stream_text(struct completion *c, bool final, size_t tools, struct s
 
 void completion_stream(struct completion *c, struct strbuf *out)
 {
-	stream_text(c, false, c->tool_at, out);
+	stream_text(c, false, c->o.forced_tool ? 0 : c->tool_at, out);
 }
 
 /* The tool calls as OpenAI writes them; with the chunk's "index" when streaming. */
@@ -395,12 +395,32 @@ static json_t *chat_choice(struct completion *c, const struct toolcall_set *set,
 			 lp, "finish_reason", finish);
 }
 
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
 /* The answer's tool calls into *set (none unless they are parsed and one began); the
  * finish_reason they make of why. NULL when out of memory. */
 static const char *tool_calls(struct completion *c, enum completion_end why,
 			      struct toolcall_set *set)
 {
 	const struct strbuf *a = &c->part[SESS_ANSWER].text;
+	if (c->o.forced_tool) { /* the answer is the call's arguments: "stop", as OpenAI's */
+		size_t from = 0, to = a->n;
+		while (from < to && is_blank(a->p[from]))
+			from++;
+		while (to > from && is_blank(a->p[to - 1]))
+			to--;
+		set->calls = calloc(1, sizeof *set->calls);
+		if (!set->calls || !(set->calls[0].name = strdup(c->o.forced_tool)) ||
+		    !(set->calls[0].arguments = strndup(a->p ? a->p + from : "", to - from))) {
+			set->n = set->calls ? 1 : 0;
+			return NULL;
+		}
+		set->n = 1, set->content_len = 0;
+		return why == COMPLETION_LENGTH ? "length" : "stop";
+	}
 	if (c->o.parse_tools && c->tool_at != SIZE_MAX && toolcall_parse(a->p, a->n, set) < 0)
 		return NULL;
 	return set->n ? "tool_calls" : why == COMPLETION_LENGTH ? "length" : "stop";

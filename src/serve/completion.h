@@ -29,6 +29,7 @@ struct completion_options {
 	size_t n_stop;
 	bool include_stop;  /* the stop string that ends it stays in the text (vLLM's option) */
 	bool parse_tools;   /* split <tool_call> blocks off the content */
+	const char *forced_tool; /* or the answer is the arguments of a call of this one */
 	bool logprobs;      /* report each token's log-probability */
 	bool stream;        /* chunks as the text comes, else one object at the end */
 	bool include_usage; /* stream: a last chunk with the usage */

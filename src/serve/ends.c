@@ -234,6 +234,51 @@ static int structured_json(json_t *so, json_t **json, struct oai_error *e)
 	return 0;
 }
 
+/* tools[i].function.name (checked to be a string). */
+static const char *tool_name(json_t *tools, size_t i)
+{
+	json_t *f = json_object_get(json_array_get(tools, i), "function");
+	return json_string_value(json_object_get(f, "name"));
+}
+
+int oai_force_tool(struct oai_request *r, json_t *tools, json_t *choice, struct oai_error *e)
+{
+	const char *s = json_string_value(choice), *name = NULL;
+	json_t *fn = json_object_get(choice, "function");
+	size_t n = json_array_size(tools), i = 0;
+	if (s && strcmp(s, "required"))
+		return oai_bad(e, "tool_choice",
+			       "expected \"auto\", \"none\", \"required\" or "
+			       "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+	if (s && n != 1) /* one call of several kinds: a schema this one cannot hold */
+		return oai_bad(e, "tool_choice",
+			       "\"required\" is supported with one tool only "
+			       "(name the function to call)");
+	if (!s) {
+		const char *type = json_string_value(json_object_get(choice, "type"));
+		if (!json_is_object(choice) || !type || strcmp(type, "function") ||
+		    !(name = json_string_value(json_object_get(fn, "name"))))
+			return oai_bad(e, "tool_choice",
+				       "expected {\"type\": \"function\", "
+				       "\"function\": {\"name\": ...}}");
+		while (i < n && strcmp(name, tool_name(tools, i)))
+			i++;
+		if (i == n)
+			return oai_bad(e, "tool_choice.function.name",
+				       "'%.64s' is not among the tools", name);
+	}
+	json_t *f = json_object_get(json_array_get(tools, i), "function");
+	json_t *params = json_object_get(f, "parameters");
+	char where[64];
+	snprintf(where, sizeof where, "tools[%zu].function.parameters", i);
+	r->format = params ? js_compile(params, where) : js_object();
+	if (!r->format)
+		return snprintf(e->param, sizeof e->param, "%s", where), -1;
+	if (!(r->forced_tool = strdup(tool_name(tools, i))))
+		return err_set("out of memory");
+	return 0;
+}
+
 int oai_parse_format(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	json_t *rf = json_object_get(root, "response_format");
@@ -244,8 +289,17 @@ int oai_parse_format(struct oai_request *r, json_t *root, struct oai_error *e)
 	const char *type = json_string_value(json_object_get(rf, "type"));
 	bool text = !rf || json_is_null(rf) || (type && strcmp(type, "text") == 0);
 	bool vllm = (guided && !json_is_null(guided)) || so_json;
+	if (r->forced_tool && r->continue_final)
+		return oai_bad(e, "tool_choice",
+			       "a forced call is a new answer: not a continued "
+			       "message");
 	if (text && !vllm)
 		return 0;
+	if (r->forced_tool)
+		return oai_bad(e,
+			       vllm ? (so_json ? "structured_outputs" : "guided_json")
+				    : "response_format",
+			       "a forced tool call holds the answer to its parameters already");
 	if (!text && (!type || (strcmp(type, "json_object") && strcmp(type, "json_schema"))))
 		return oai_bad(e, "response_format",
 			       "expected {\"type\": \"text\"}, {\"type\": \"json_object\"} or "

@@ -302,18 +302,11 @@ static int parse_tools(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	json_t *tools = json_object_get(root, "tools"),
 	       *choice = json_object_get(root, "tool_choice");
-	bool none = false;
-	if (choice && !json_is_null(choice)) {
-		const char *s = json_is_string(choice) ? json_string_value(choice) : NULL;
-		if (!s || (strcmp(s, "auto") && strcmp(s, "none")))
-			return oai_bad(
-				e, "tool_choice",
-				"only \"auto\" and \"none\" are supported (a forced call needs "
-				"constrained decoding)");
-		none = strcmp(s, "none") == 0;
-	}
+	const char *s = json_string_value(choice);
+	bool none = s && !strcmp(s, "none");
+	bool forced = choice && !json_is_null(choice) && !none && !(s && !strcmp(s, "auto"));
 	if (!tools || json_is_null(tools))
-		return 0;
+		return forced ? oai_force_tool(r, tools, choice, e) : 0;
 	if (!json_is_array(tools))
 		return oai_bad(e, "tools", "expected an array, got %s", jsontype_name(tools));
 	if (json_array_size(tools) > OAI_MAX_TOOLS)
@@ -342,7 +335,9 @@ static int parse_tools(struct oai_request *r, json_t *root, struct oai_error *e)
 		if (rc)
 			return -1;
 	}
-	r->parse_tools = !none && json_array_size(tools) > 0;
+	r->parse_tools = !none && !forced && json_array_size(tools) > 0;
+	if (forced)
+		return oai_force_tool(r, tools, choice, e);
 	return 0;
 }
 
@@ -723,6 +718,7 @@ void oai_request_free(struct oai_request *r)
 		return;
 	chat_free(r->chat);
 	js_free(r->format);
+	free(r->forced_tool);
 	for (size_t i = 0; i < r->n_prompts; i++) {
 		free(r->prompts[i].text);
 		free(r->prompts[i].ids);

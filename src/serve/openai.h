@@ -92,7 +92,8 @@ struct oai_request {
 	bool parse_tools; /* tools were given and tool_choice is not "none" */
 	bool add_generation_prompt; /* tokenize: the conversation ends with the assistant's turn opened */
 	bool continue_final;        /* chat, tokenize: the last message is continued */
-	struct js_schema *format;   /* chat: response_format's (json_object: any object) */
+	struct js_schema *format;   /* chat: response_format's (json_object: any object), or a */
+	char *forced_tool;          /* forced tool's parameters: the answer is its arguments */
 	bool token_strs;            /* tokenize: each token as tokenizer.json spells it too */
 };
 
@@ -133,6 +134,11 @@ int oai_parse_continue(struct oai_request *r, struct json_t *root, bool tokenize
  * request's max_tokens is known), and logit_bias, into r; -1 with oai_bad on a bad
  * one. */
 int oai_parse_ends(struct oai_request *r, struct json_t *root, struct oai_error *e);
+
+/* tool_choice that names a function (or "required" with one tool): r->forced_tool and
+ * its parameters compiled into r->format; -1 with oai_bad on a bad one. */
+int oai_force_tool(struct oai_request *r, struct json_t *tools, struct json_t *choice,
+		   struct oai_error *e);
 
 /* response_format into r->format: none for text; any object for json_object; the
  * schema for json_schema (whose name and schema OpenAI requires), compiled; -1 with

@@ -190,6 +190,54 @@ test('rigged: the tool result goes back and the conversation continues', async (
   assert.ok(r.usage.prompt_tokens_details.cached_tokens >= first.usage.prompt_tokens);
 });
 
+// tool_choice naming a function: the answer is held to its parameters and comes back as
+// the call's arguments (finish_reason "stop", as OpenAI's and vLLM's)
+test('tool_choice names a function: a call with arguments of its parameters', async () => {
+  const weather = { type: 'function', function: { name: 'get_weather', parameters: {
+    type: 'object', additionalProperties: false, required: ['city', 'days'],
+    properties: { city: { type: 'string', maxLength: 12 },
+                  days: { type: 'integer', minimum: 1, maximum: 7 } } } } };
+  const body = { model: 'm', messages: [{ role: 'user', content: 'Weather?' }], max_tokens: 120,
+                 temperature: 1, tools: [...tools, weather],
+                 tool_choice: { type: 'function', function: { name: 'get_weather' } },
+                 chat_template_kwargs: { enable_thinking: false } };
+  let called = 0;
+  for (let seed = 0; seed < 6; seed++) {
+    const c = (await plain.chat.completions.create({ ...body, seed })).choices[0];
+    if (c.finish_reason === 'length') continue;
+    assert.equal(c.finish_reason, 'stop');
+    assert.equal(c.message.content, null);
+    assert.equal(c.message.tool_calls.length, 1);
+    const call = c.message.tool_calls[0].function;
+    assert.equal(call.name, 'get_weather');
+    const args = JSON.parse(call.arguments);
+    assert.deepEqual(Object.keys(args).sort(), ['city', 'days']);
+    assert.ok(typeof args.city === 'string' && [...args.city].length <= 12, call.arguments);
+    assert.ok(Number.isInteger(args.days) && args.days >= 1 && args.days <= 7, call.arguments);
+    called++;
+    if (seed < 2) { // streamed, the client puts the call together
+      const runner = plain.chat.completions.stream({ ...body, seed });
+      const s = (await runner.finalChatCompletion()).choices[0];
+      assert.deepEqual(s.message.tool_calls[0].function, c.message.tool_calls[0].function);
+    }
+  }
+  assert.ok(called >= 1, 'no call ended within max_tokens');
+  // "required" with the one tool is the same
+  const one = await plain.chat.completions.create({ ...body, seed: 0, tools: [weather],
+                                                    tool_choice: 'required' });
+  assert.equal(one.choices[0].message.tool_calls[0].function.name, 'get_weather');
+  for (const [change, param] of [
+    [{ tool_choice: { type: 'function', function: { name: 'nope' } } }, 'tool_choice.function.name'],
+    [{ tool_choice: 'required' }, 'tool_choice'],
+    [{ response_format: { type: 'json_object' } }, 'response_format'],
+    [{ tools: [{ type: 'function', function: { name: 'get_weather',
+                                               parameters: { type: 'object', not: {} } } }] },
+     'tools[0].function.parameters']]) {
+    await assert.rejects(plain.chat.completions.create({ ...body, ...change }),
+                         (e) => e.status === 400 && e.error?.param === param);
+  }
+});
+
 test('rigged: a stop string ends the text, whole and streamed', async () => {
   const body = { ...rigBody, tools: undefined, stop: ['ll'] };
   const r = await rig.chat.completions.create(body);

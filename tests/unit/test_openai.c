@@ -348,7 +348,15 @@ static void test_parse_errors(void **state)
 		 "logit_bias", NULL, "token id 12 is given twice"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tool_choice\": "
 		 "\"required\"}",
-		 "tool_choice", NULL, "only \"auto\""},
+		 "tool_choice", NULL, "\"required\" is supported with one tool only"},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tool_choice\": "
+		 "\"always\"}",
+		 "tool_choice", NULL, "expected \"auto\""},
+		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": "
+		 "[{\"type\": "
+		 "\"function\", \"function\": {\"name\": \"f\"}}], \"tool_choice\": {\"type\": "
+		 "\"function\", \"function\": {\"name\": \"g\"}}}",
+		 "tool_choice.function.name", NULL, "'g' is not among the tools"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": "
 		 "[{\"type\": "
 		 "\"function\"}]}",
