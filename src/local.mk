@@ -11,7 +11,8 @@ libbase_a_SOURCES = \
 	src/base/jsontype.c src/base/jsontype.h \
 	src/base/strbuf.c src/base/strbuf.h \
 	src/base/utf8.c src/base/utf8.h \
-	src/base/jsonschema.c src/base/jsonschema_match.c src/base/jsonschema.h \
+	src/base/jsonschema.c src/base/jsonschema_match.c src/base/jsonschema_format.c \
+	src/base/jsonschema.h \
 	src/base/jsonschema_impl.h \
 	src/base/mdfence.c src/base/mdfence.h \
 	src/base/clock.c src/base/clock.h \

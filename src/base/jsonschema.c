@@ -49,6 +49,7 @@ static const char *const followed[] = {
 	"maximum",
 	"exclusiveMinimum",
 	"exclusiveMaximum",
+	"format",
 };
 
 static bool listed(const char *key, const char *const *list, size_t n)
@@ -402,6 +403,29 @@ static int parse_bounds(struct ctx *c, json_t *v, int i)
 	return 0;
 }
 
+/* format, of strings: the ones followed. */
+static int parse_format(struct ctx *c, json_t *v, int i)
+{
+	json_t *f = json_object_get(v, "format");
+	if (!f || !(c->sc->node[i].types & JS_T_STRING))
+		return 0;
+	int id = json_is_string(f) ? js_format_id(json_string_value(f)) : 0;
+	if (!id) {
+		size_t at = push(c, "format");
+		fail(c, "not followed (date, time, date-time and uuid are)");
+		return pop(c, at), -1;
+	}
+	/* the shortest and longest text of each: a length limit between them could leave a
+	 * begun value no way to end */
+	static const uint32_t shortest[] = {0, 10, 9, 20, 36}, longest[] = {0, 10, 24, 35, 36};
+	struct js_node *nd = &c->sc->node[i];
+	if (nd->min_len > shortest[id] || nd->max_len < longest[id])
+		return fail(c, "minLength or maxLength with this format is not supported (it "
+			       "fixes the length)");
+	nd->format = (uint8_t)id;
+	return 0;
+}
+
 /* Schema object v into node i. */
 static int compile_into(struct ctx *c, json_t *v, int i)
 {
@@ -450,7 +474,7 @@ static int compile_into(struct ctx *c, json_t *v, int i)
 	}
 	c->sc->node[i].types = types;
 	if (((types & JS_T_OBJECT) && parse_object(c, v, i)) || parse_array_string(c, v, i) ||
-	    parse_bounds(c, v, i))
+	    parse_bounds(c, v, i) || parse_format(c, v, i))
 		return -1;
 	c->sc->node[i].compiled = true;
 	return 0;

@@ -10,10 +10,10 @@
  *
  * The schema is compiled first (js_compile). What is followed: type (one or a list),
  * enum, const, properties, required, additionalProperties, items, minItems, maxItems,
- * minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, anyOf
- * and oneOf whose alternatives start with different characters (Optional[X] is anyOf
- * X and null), allOf of one schema, and $ref to a place in the same document
- * ("#/$defs/Name", recursion too). Annotations (title,
+ * minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, format
+ * (date, time, date-time and uuid), anyOf and oneOf whose alternatives start with
+ * different characters (Optional[X] is anyOf X and null), allOf of one schema, and
+ * $ref to a place in the same document ("#/$defs/Name", recursion too). Annotations (title,
  * description, default, examples, ...) are ignored. Any other keyword is an error:
  * an answer the schema would refuse is never written.
  *
@@ -35,7 +35,13 @@
  * modes) would otherwise fill its max_tokens with it, where indented JSON needs a
  * newline and two or four spaces a level. An object lists at most JS_MAX_PROPERTIES
  * properties (a bit each records that its key was written). */
-enum { JS_MAX_DEPTH = 64, JS_MAX_SPACE = 64, JS_MAX_PROPERTIES = 64, JS_MAX_NUMBER = 24 };
+enum {
+	JS_MAX_DEPTH = 64,
+	JS_MAX_SPACE = 64,
+	JS_MAX_PROPERTIES = 64,
+	JS_MAX_NUMBER = 24, /* the characters of a number with bounds */
+	JS_MAX_TEXT = 40,   /* ... and of a kept text: that number or a formatted string */
+};
 
 struct js_schema;
 
@@ -72,8 +78,8 @@ struct js_state {
 	uint16_t first, last; /* enum values or keys still matching: sorted indices */
 	uint32_t pos;         /* ... their bytes matched so far */
 	uint32_t chars;       /* characters in the string so far */
-	uint8_t num_len;      /* a number with bounds: its text so far */
-	char num[JS_MAX_NUMBER];
+	uint8_t text_len;     /* a number with bounds or a formatted string: its text */
+	char text[JS_MAX_TEXT];
 	struct js_frame frame[JS_MAX_DEPTH];
 };
 

@@ -38,6 +38,7 @@ struct js_node {
 	int32_t items; /* array: its values' schema */
 	uint32_t min_items, max_items;
 	uint32_t min_len, max_len; /* string: characters */
+	uint8_t format;            /* string: enum js_format, or 0 */
 	bool bounded;              /* number: minimum, maximum or the exclusive ones given */
 	double lo, hi;             /* ... the bounds (+-inf when absent; whole for integers) */
 	bool lo_open, hi_open;     /* ... exclusive ones */
@@ -49,6 +50,16 @@ struct js_schema {
 	int n, cap;
 	int root;
 };
+
+/* The string formats followed (jsonschema_format.c). */
+enum js_format { JS_F_DATE = 1, JS_F_TIME, JS_F_DATE_TIME, JS_F_UUID, JS_N_FORMATS };
+
+/* The format's number for its name, or 0 when it is not followed. */
+int js_format_id(const char *name);
+
+/* Whether s[0..len) begins a string of the format (plain ASCII, no escapes); *whole
+ * when it is one. */
+bool js_format_prefix(int format, const char *s, size_t len, bool *whole);
 
 static inline bool js_starts(const struct js_node *nd, unsigned char c)
 {

@@ -144,14 +144,16 @@ static bool value_start(struct js_state *p, unsigned char c)
 	switch (c) {
 	case '{': return (nd->types & JS_T_OBJECT) && open_container(p, true);
 	case '[': return (nd->types & JS_T_ARRAY) && open_container(p, false);
-	case '"': p->key = false, p->chars = 0, p->at = AT_STR; return nd->types & JS_T_STRING;
-	case '-': p->at = AT_N_MINUS, p->num_len = 0; return number && num_byte(p, c);
-	case '0': p->at = AT_N_ZERO, p->num_len = 0; return number && num_byte(p, c);
+	case '"':
+		p->key = false, p->chars = 0, p->text_len = 0, p->at = AT_STR;
+		return nd->types & JS_T_STRING;
+	case '-': p->at = AT_N_MINUS, p->text_len = 0; return number && num_byte(p, c);
+	case '0': p->at = AT_N_ZERO, p->text_len = 0; return number && num_byte(p, c);
 	case 't': p->lit = 0, p->next = 1, p->at = AT_LIT; return nd->types & JS_T_BOOLEAN;
 	case 'f': p->lit = 1, p->next = 1, p->at = AT_LIT; return nd->types & JS_T_BOOLEAN;
 	case 'n': p->lit = 2, p->next = 1, p->at = AT_LIT; return nd->types & JS_T_NULL;
 	default:
-		p->at = AT_N_INT, p->num_len = 0;
+		p->at = AT_N_INT, p->text_len = 0;
 		return number && c >= '1' && c <= '9' && num_byte(p, c);
 	}
 }
@@ -165,6 +167,20 @@ static bool add_char(struct js_state *p)
 	return true;
 }
 
+/* A byte of a formatted string past its opening quote. */
+static bool format_byte(struct js_state *p, const struct js_node *nd, unsigned char c)
+{
+	bool whole;
+	if (c == '"') {
+		js_format_prefix(nd->format, p->text, p->text_len, &whole);
+		return whole && p->chars >= nd->min_len && value_end(p);
+	}
+	if (c < 0x20 || c >= 0x80 || c == '\\' || p->text_len == JS_MAX_TEXT)
+		return false;
+	p->text[p->text_len++] = (char)c;
+	return js_format_prefix(nd->format, p->text, p->text_len, &whole) && add_char(p);
+}
+
 /* A string's byte past the opening quote. */
 static bool string_byte(struct js_state *p, unsigned char c)
 {
@@ -175,8 +191,11 @@ static bool string_byte(struct js_state *p, unsigned char c)
 		p->lo = 0x80, p->hi = 0xBF;
 		return true;
 	}
+	const struct js_node *nd = p->key ? NULL : node(p, p->node); /* a free key has none */
+	if (nd && nd->format) /* its characters: plain ASCII, as the format has them */
+		return format_byte(p, nd, c);
 	if (c == '"') {
-		if (!p->key && p->chars < node(p, p->node)->min_len)
+		if (nd && p->chars < nd->min_len)
 			return false;
 		if (!p->key)
 			return value_end(p);
@@ -270,14 +289,14 @@ static struct span wanted(const struct js_node *nd)
 	return w;
 }
 
-/* Whether some number the text p->num begins lies within nd's bounds. Its integer
+/* Whether some number the text p->text begins lies within nd's bounds. Its integer
  * digits v go on as v·10^j + r; after the point, x goes on up to x + 10^-digits. */
 static bool num_reachable(const struct js_state *p, const struct js_node *nd)
 {
 	struct span want = wanted(nd);
-	bool neg = p->num[0] == '-', whole = !(nd->types & JS_T_NUMBER);
-	const char *d = p->num + neg, *dot = memchr(d, '.', (size_t)(p->num_len - neg));
-	size_t n = (size_t)(p->num_len - neg);
+	bool neg = p->text[0] == '-', whole = !(nd->types & JS_T_NUMBER);
+	const char *d = p->text + neg, *dot = memchr(d, '.', (size_t)(p->text_len - neg));
+	size_t n = (size_t)(p->text_len - neg);
 	if (n == 0) /* "-": any magnitude */
 		return meet(signed_span((struct span){0, INFINITY, false, true}, true), want);
 	char text[JS_MAX_NUMBER + 1];
@@ -302,11 +321,11 @@ static bool num_reachable(const struct js_state *p, const struct js_node *nd)
 	return false;
 }
 
-/* Whether the number p->num is within nd's bounds. */
+/* Whether the number p->text is within nd's bounds. */
 static bool num_in_range(const struct js_state *p, const struct js_node *nd)
 {
 	char text[JS_MAX_NUMBER + 1];
-	memcpy(text, p->num, p->num_len), text[p->num_len] = 0;
+	memcpy(text, p->text, p->text_len), text[p->text_len] = 0;
 	double v = strtod(text, NULL);
 	return (nd->lo_open ? v > nd->lo : v >= nd->lo) && (nd->hi_open ? v < nd->hi : v <= nd->hi);
 }
@@ -317,10 +336,10 @@ static bool num_byte(struct js_state *p, unsigned char c)
 	const struct js_node *nd = node(p, p->node);
 	if (!nd->bounded)
 		return true;
-	if (p->num_len == JS_MAX_NUMBER)
+	if (p->text_len == JS_MAX_NUMBER)
 		return false;
-	p->num[p->num_len++] = (char)c;
-	if (p->num_len == JS_MAX_NUMBER) /* no room left: it must end here */
+	p->text[p->text_len++] = (char)c;
+	if (p->text_len == JS_MAX_NUMBER) /* no room left: it must end here */
 		return num_in_range(p, nd);
 	return num_reachable(p, nd);
 }
@@ -534,7 +553,7 @@ size_t js_string_chars(const char *s, size_t n)
  * it is not so (in an escape or a character, a fixed text, no string). */
 uint32_t js_string_room(const struct js_state *p)
 {
-	if (p->at != AT_STR || p->utf8)
+	if (p->at != AT_STR || p->utf8 || (!p->key && node(p, p->node)->format))
 		return 0;
 	return p->key ? UINT32_MAX : node(p, p->node)->max_len - p->chars;
 }

@@ -10,8 +10,10 @@ Schemas with keywords it does not follow must be refused.
 usage: jsonschema_check.py JSONWALK TMPDIR [SCHEMAS]
 Prints one line per failure and a summary; exit 1 on any failure.
 """
+import datetime
 import json
 import random
+import re
 import subprocess
 import sys
 
@@ -62,6 +64,9 @@ def of_type(t, depth):
         return s
     if t == "string":
         s = {"type": "string"}
+        if rng.random() < 0.2:
+            s["format"] = rng.choice(["date", "time", "date-time", "uuid"])
+            return s
         if rng.random() < 0.4:
             s["minLength"] = rng.randrange(4)
         if rng.random() < 0.4:
@@ -103,6 +108,27 @@ def gen(depth=0):
     return {rng.choice(["anyOf", "oneOf"]): alts, "title": "choice"}
 
 
+# Formats: jsonschema checks date and uuid itself; time and date-time (which it leaves
+# to a package Debian lacks) by RFC 3339's shape and Python's fromisoformat.
+FORMATS = jsonschema.FormatChecker(["date", "uuid"])
+RFC3339_TIME = r"\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})"
+
+
+@FORMATS.checks("time", raises=ValueError)
+def is_time(s):
+    if not isinstance(s, str):
+        return True  # a format is of strings only
+    return re.fullmatch(RFC3339_TIME, s) is not None and bool(datetime.time.fromisoformat(s))
+
+
+@FORMATS.checks("date-time", raises=ValueError)
+def is_date_time(s):
+    if not isinstance(s, str):
+        return True
+    return (re.fullmatch(r"\d{4}-\d{2}-\d{2}T" + RFC3339_TIME, s) is not None and
+            bool(datetime.datetime.fromisoformat(s)))
+
+
 HAND = [
     # pydantic: a model with an Optional field, an enum in $defs, a nested list
     {"$defs": {"Color": {"enum": ["red", "green", "blue"], "title": "Color", "type": "string"},
@@ -133,8 +159,11 @@ HAND = [
     {"type": "object", "properties": {
         "age": {"type": "integer", "minimum": 0, "maximum": 120, "title": "Age"},
         "p": {"type": "number", "exclusiveMinimum": 0.5, "exclusiveMaximum": 1},
-        "t": {"type": "number", "minimum": -273.15}},
-     "required": ["age", "p", "t"]},
+        "t": {"type": "number", "minimum": -273.15},
+        "born": {"type": "string", "format": "date"},
+        "seen": {"type": "string", "format": "date-time"},
+        "id": {"type": "string", "format": "uuid"}},
+     "required": ["age", "p", "t", "born", "seen", "id"]},
     {"type": "integer", "minimum": 1000000, "maximum": 1000001},
     {"type": "number", "minimum": 0.1, "maximum": 0.1},
     {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
@@ -143,7 +172,8 @@ HAND = [
 
 REFUSED = [
     {"type": "integer", "multipleOf": 2}, {"type": "string", "pattern": "^a"},
-    {"type": "string", "format": "date-time"}, {"not": {}}, {"if": {}},
+    {"type": "string", "format": "email"}, {"not": {}}, {"if": {}},
+    {"type": "string", "format": "time", "maxLength": 12},
     {"anyOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]},
     {"properties": {"a": {}}, "required": ["b"]}, {"$ref": "other.json#/x"},
     {"type": "array", "prefixItems": [{}]}, {"type": "object", "patternProperties": {}},
@@ -161,7 +191,7 @@ def check(i, schema):
         print(f"FAIL: schema {i}: jsonwalk exit {r.returncode}: {r.stderr.strip()}\n"
               f"  {json.dumps(schema)}\n  last: {r.stdout.splitlines()[-1:]}")
         return []
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(schema, format_checker=FORMATS)
 
     def expect_valid(text, what):
         global failures

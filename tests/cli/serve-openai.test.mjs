@@ -408,6 +408,7 @@ test('json_schema: the answers, whole and streamed, for jsonschema to check', as
                   pets: { type: 'array', items: { $ref: '#/$defs/Pet' }, maxItems: 2 },
                   mood: { enum: ['calm', 'busy', 7] },
                   score: { type: 'number', exclusiveMinimum: -1, maximum: 2.5 },
+                  built: { type: 'string', format: 'date' },
                   note: { anyOf: [{ type: 'string', maxLength: 5 }, { type: 'null' }] } } };
   const body = { model: 'm', messages: [{ role: 'user', content: 'Describe a home.' }],
                  max_tokens: 200, temperature: 1, chat_template_kwargs: { enable_thinking: false },

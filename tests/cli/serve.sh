@@ -106,7 +106,8 @@ case $? in
 		PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 		if $PY -c 'import json, sys, jsonschema
 d = json.load(open(sys.argv[1]))
-for a in d["answers"]: jsonschema.validate(json.loads(a), d["schema"])
+for a in d["answers"]:
+    jsonschema.validate(json.loads(a), d["schema"], format_checker=jsonschema.FormatChecker(["date"]))
 print(len(d["answers"]))' "$TMP/schema-answers.json" >"$TMP/n-valid" 2>"$TMP/why"; then
 			pass "json_schema: $(cat "$TMP/n-valid") answers that ended, each a value of the schema"
 		else
