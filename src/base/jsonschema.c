@@ -412,12 +412,13 @@ static int parse_format(struct ctx *c, json_t *v, int i)
 	int id = json_is_string(f) ? js_format_id(json_string_value(f)) : 0;
 	if (!id) {
 		size_t at = push(c, "format");
-		fail(c, "not followed (date, time, date-time and uuid are)");
+		fail(c, "not followed (date, time, date-time, uuid, email and ipv4 are)");
 		return pop(c, at), -1;
 	}
 	/* the shortest and longest text of each: a length limit between them could leave a
 	 * begun value no way to end */
-	static const uint32_t shortest[] = {0, 10, 9, 20, 36}, longest[] = {0, 10, 24, 35, 36};
+	static const uint32_t shortest[] = {0, 10, 9, 20, 36, 6, 7},
+			      longest[] = {0, 10, 24, 35, 36, JS_MAX_TEXT, 15};
 	struct js_node *nd = &c->sc->node[i];
 	if (nd->min_len > shortest[id] || nd->max_len < longest[id])
 		return fail(c, "minLength or maxLength with this format is not supported (it "

@@ -11,7 +11,7 @@
  * The schema is compiled first (js_compile). What is followed: type (one or a list),
  * enum, const, properties, required, additionalProperties, items, minItems, maxItems,
  * minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, format
- * (date, time, date-time and uuid), anyOf and oneOf whose alternatives start with
+ * (date, time, date-time, uuid, email and ipv4), anyOf and oneOf whose alternatives start with
  * different characters (Optional[X] is anyOf X and null), allOf of one schema, and
  * $ref to a place in the same document ("#/$defs/Name", recursion too). Annotations (title,
  * description, default, examples, ...) are ignored. Any other keyword is an error:

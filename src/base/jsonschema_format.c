@@ -1,13 +1,15 @@
 /* jsonschema_format.c — the string formats a schema may ask for (see jsonschema.h):
  * whether a text is the beginning of a date, a time, a date-time (RFC 3339's
- * full-date, full-time and date-time, the forms Python's fromisoformat reads) or a
- * UUID, each field within its range (a day within its month, February 29 in leap
- * years only), so that every beginning taken can be finished. */
+ * full-date, full-time and date-time, the forms Python's fromisoformat reads), a
+ * UUID, an e-mail address or an IPv4 address, each field within its range (a day
+ * within its month, February 29 in leap years only), so that every beginning taken
+ * can be finished within JS_MAX_TEXT characters. */
 #include "src/base/jsonschema_impl.h"
 
 #include <string.h>
 
-static const char *const names[JS_N_FORMATS] = {"", "date", "time", "date-time", "uuid"};
+static const char *const names[JS_N_FORMATS] = {"",     "date",  "time", "date-time",
+						"uuid", "email", "ipv4"};
 
 int js_format_id(const char *name)
 {
@@ -115,6 +117,76 @@ static bool time_prefix(const char *s, int n, bool *whole)
 	       field(o, m, 3, 2, 0, 59);
 }
 
+static bool is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* An e-mail address's beginning, in the plain form: a local part of letters, digits
+ * and ._%+- (no dot first, last or twice), '@', then labels of letters, digits and
+ * hyphens (none first or last) joined by dots, the last of two letters or more. The
+ * fewest characters that would finish it must fit in JS_MAX_TEXT. */
+static bool email_prefix(const char *s, int n, bool *whole)
+{
+	const char *at = memchr(s, '@', (size_t)n);
+	int local = at ? (int)(at - s) : n, need;
+	*whole = false;
+	for (int i = 0; i < local; i++)
+		if (!(is_alpha(s[i]) || is_digit(s[i]) || strchr("._%+-", s[i])) ||
+		    (s[i] == '.' && (i == 0 || s[i - 1] == '.')))
+			return false;
+	if (!at) /* the rest of the local part, then "@a.bc" */
+		need = local == 0 || s[local - 1] == '.' ? 6 : 5;
+	else if (local == 0 || s[local - 1] == '.')
+		return false;
+	else {
+		int dots = 0, label = 0; /* the current label's length */
+		bool letters = true;     /* ... all of them letters */
+		for (const char *p = at + 1; p < s + n; p++) {
+			if (*p == '.') {
+				if (label == 0 || p[-1] == '-')
+					return false;
+				dots++, label = 0, letters = true;
+			} else if (is_alpha(*p) || is_digit(*p) || (*p == '-' && label > 0)) {
+				label++, letters = letters && is_alpha(*p);
+			} else {
+				return false;
+			}
+		}
+		bool tld = dots && letters && label >= 2;
+		*whole = tld;
+		/* to finish: a label's end ("a" after '-'), then ".bc", or the TLD's letters */
+		need = tld                             ? 0
+		       : dots && letters && label == 1 ? 1
+		       : dots && label == 0            ? 2
+		       : label == 0                    ? 4
+						       : (s[n - 1] == '-') + 3;
+	}
+	return n + need <= JS_MAX_TEXT;
+}
+
+/* An IPv4 address's beginning: four numbers 0-255 joined by dots, none with a
+ * leading zero (as Python's ipaddress reads it). */
+static bool ipv4_prefix(const char *s, int n, bool *whole)
+{
+	int dots = 0, digits = 0, v = 0;
+	*whole = false;
+	for (int i = 0; i < n; i++) {
+		if (s[i] == '.') {
+			if (digits == 0 || ++dots > 3)
+				return false;
+			digits = 0, v = 0;
+		} else if (!is_digit(s[i]) || (digits == 1 && v == 0) ||
+			   (v = v * 10 + (s[i] - '0')) > 255) {
+			return false;
+		} else {
+			digits++;
+		}
+	}
+	*whole = dots == 3 && digits > 0;
+	return true;
+}
+
 bool js_format_prefix(int format, const char *s, size_t len, bool *whole)
 {
 	int n = (int)len;
@@ -130,6 +202,8 @@ bool js_format_prefix(int format, const char *s, size_t len, bool *whole)
 		}
 		return date_prefix(s, 10, whole) && s[10] == 'T' &&
 		       time_prefix(s + 11, n - 11, whole);
+	case JS_F_EMAIL: return email_prefix(s, n, whole);
+	case JS_F_IPV4: return ipv4_prefix(s, n, whole);
 	default: /* JS_F_UUID */
 		*whole = n == 36;
 		return n <= 36 && shape(s, n, "ffffffff-ffff-ffff-ffff-ffffffffffff") == n;

@@ -52,7 +52,15 @@ struct js_schema {
 };
 
 /* The string formats followed (jsonschema_format.c). */
-enum js_format { JS_F_DATE = 1, JS_F_TIME, JS_F_DATE_TIME, JS_F_UUID, JS_N_FORMATS };
+enum js_format {
+	JS_F_DATE = 1,
+	JS_F_TIME,
+	JS_F_DATE_TIME,
+	JS_F_UUID,
+	JS_F_EMAIL,
+	JS_F_IPV4,
+	JS_N_FORMATS
+};
 
 /* The format's number for its name, or 0 when it is not followed. */
 int js_format_id(const char *name);

@@ -65,7 +65,7 @@ def of_type(t, depth):
     if t == "string":
         s = {"type": "string"}
         if rng.random() < 0.2:
-            s["format"] = rng.choice(["date", "time", "date-time", "uuid"])
+            s["format"] = rng.choice(["date", "time", "date-time", "uuid", "email", "ipv4"])
             return s
         if rng.random() < 0.4:
             s["minLength"] = rng.randrange(4)
@@ -108,9 +108,9 @@ def gen(depth=0):
     return {rng.choice(["anyOf", "oneOf"]): alts, "title": "choice"}
 
 
-# Formats: jsonschema checks date and uuid itself; time and date-time (which it leaves
+# Formats: jsonschema checks date, uuid, email and ipv4 itself; time and date-time (which it leaves
 # to a package Debian lacks) by RFC 3339's shape and Python's fromisoformat.
-FORMATS = jsonschema.FormatChecker(["date", "uuid"])
+FORMATS = jsonschema.FormatChecker(["date", "uuid", "email", "ipv4"])
 RFC3339_TIME = r"\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})"
 
 
@@ -162,8 +162,10 @@ HAND = [
         "t": {"type": "number", "minimum": -273.15},
         "born": {"type": "string", "format": "date"},
         "seen": {"type": "string", "format": "date-time"},
-        "id": {"type": "string", "format": "uuid"}},
-     "required": ["age", "p", "t", "born", "seen", "id"]},
+        "id": {"type": "string", "format": "uuid"},
+        "mail": {"type": "string", "format": "email"},
+        "ip": {"type": "string", "format": "ipv4"}},
+     "required": ["age", "p", "t", "born", "seen", "id", "mail", "ip"]},
     {"type": "integer", "minimum": 1000000, "maximum": 1000001},
     {"type": "number", "minimum": 0.1, "maximum": 0.1},
     {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
@@ -172,7 +174,7 @@ HAND = [
 
 REFUSED = [
     {"type": "integer", "multipleOf": 2}, {"type": "string", "pattern": "^a"},
-    {"type": "string", "format": "email"}, {"not": {}}, {"if": {}},
+    {"type": "string", "format": "hostname"}, {"not": {}}, {"if": {}},
     {"type": "string", "format": "time", "maxLength": 12},
     {"anyOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]},
     {"properties": {"a": {}}, "required": ["b"]}, {"$ref": "other.json#/x"},

@@ -334,6 +334,19 @@ static void test_schema_cases(void **state)
 		{"{\"format\":\"date-time\"}", "7", DONE}, /* a format is of strings only */
 		{"{\"format\":\"uuid\"}", "\"123e4567-e89b-12d3-a456-426614174000\"", DONE},
 		{"{\"format\":\"uuid\"}", "\"123g", 4},
+		{"{\"format\":\"email\"}", "\"a.b+c@mail.example.org\"", DONE},
+		{"{\"format\":\"email\"}", "\".a", 1},
+		{"{\"format\":\"email\"}", "\"a@b\"", 4}, /* no top-level domain */
+		{"{\"format\":\"email\"}", "\"a@-", 3},
+		{"{\"format\":\"email\"}", "\"a@b-.c", 5},
+		{"{\"format\":\"email\"}", "\"a@b.c1\"", 7}, /* a TLD of letters */
+		{"{\"format\":\"email\"}", "\"a@b.c1.de\"", DONE},
+		{"{\"format\":\"email\"}", "\"abcdefghijklmnopqrstuvwxyzabcdefghij@", 36},
+		/* (a 36th character would leave no room for "@a.bc" in JS_MAX_TEXT) */
+		{"{\"format\":\"ipv4\"}", "\"192.168.0.255\"", DONE},
+		{"{\"format\":\"ipv4\"}", "\"192.168.01", 10},
+		{"{\"format\":\"ipv4\"}", "\"256", 3},
+		{"{\"format\":\"ipv4\"}", "\"1.2.3\"", 6},
 		{"{\"type\":\"integer\",\"minimum\":0,\"maximum\":120}", "42", DONE},
 		{"{\"type\":\"integer\",\"minimum\":0,\"maximum\":120}", "-0", DONE},
 		{"{\"type\":\"integer\",\"minimum\":0,\"maximum\":120}", "-1", 1},
@@ -378,7 +391,7 @@ static void test_schema_errors(void **state)
 	static const char *const cases[][2] = {
 		{"{\"type\":\"number\",\"multipleOf\":2}",
 		 "schema.multipleOf: this keyword is not"},
-		{"{\"type\":\"string\",\"format\":\"email\"}", "schema.format: not followed"},
+		{"{\"type\":\"string\",\"format\":\"hostname\"}", "schema.format: not followed"},
 		{"{\"type\":\"integer\",\"minimum\":1.5,\"maximum\":1.9}",
 		 "no number lies between"},
 		{"{\"type\":\"number\",\"exclusiveMinimum\":true}", "boolean form"},
@@ -393,7 +406,7 @@ static void test_schema_errors(void **state)
 		{"{\"type\":\"array\",\"minItems\":3,\"maxItems\":1}", "minItems is above"},
 		{"false", "false allows no value"},
 		{"{\"items\":[{}]}", "a tuple"},
-		{"{\"properties\":{\"a\":{\"format\":\"ipv4\"}}}",
+		{"{\"properties\":{\"a\":{\"format\":\"ipv6\"}}}",
 		 "schema.properties.a.format: not followed"},
 		{"{\"type\":\"string\",\"maxLength\":-1}", "schema.maxLength: expected a count"},
 		{"{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}", "nests"},
