@@ -311,10 +311,9 @@ int oai_parse_format(struct oai_request *r, json_t *root, struct oai_error *e)
 		return oai_bad(e, given,
 			       "give one of response_format, guided_json and "
 			       "structured_outputs");
-	if (r->kind != OAI_CHAT || r->continue_final)
+	if (r->continue_final) /* its text began before the format could hold it */
 		return oai_bad(e, given,
-			       "a JSON format holds a new chat answer: not a text completion or "
-			       "a continued message");
+			       "a JSON format holds a new answer: not a continued message");
 	if (vllm)
 		return parse_vllm_schema(r, so_json ? so_json : guided,
 					 so_json ? "structured_outputs.json" : "guided_json", e);

@@ -27,6 +27,7 @@ import os
 import random
 import sys
 
+import jsonschema
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -205,6 +206,31 @@ def context(port, ctx):
           "the default max_tokens is held to the room left (%s)" % b.get("usage"))
 
 
+def structured(port):
+    """response_format and guided_json hold a text completion too, as vLLM's do."""
+    schema = {"type": "object", "additionalProperties": False, "required": ["legs", "name"],
+              "properties": {"legs": {"type": "integer", "minimum": 0, "maximum": 8},
+                             "name": {"type": "string", "maxLength": 6}}}
+    ended = 0
+    for seed in range(6):
+        way = ({"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": "cat", "schema": schema}}}
+               if seed % 2 else {"guided_json": schema})
+        st, _, b = post(port, {"prompt": ["A cat:", "Another:"], "max_tokens": 80,
+                               "temperature": 1, "seed": seed, **way})
+        check(st == 200, "a structured text completion: 200 (%d)" % st)
+        for c in b.get("choices", []):
+            if c["finish_reason"] != "stop":
+                continue
+            try:
+                jsonschema.validate(json.loads(c["text"]), schema)
+                ended += 1
+            except (ValueError, jsonschema.ValidationError) as e:
+                check(False, "a structured text completion: %r is no value of the schema: %s"
+                      % (c["text"][:80], str(e).splitlines()[0]))
+    check(ended >= 1, "structured text completions: %d ended, each a value of the schema" % ended)
+
+
 def refused(port):
     cases = [
         ({"prompt": ""}, "prompt"),
@@ -228,7 +254,7 @@ def refused(port):
         ({"prompt": "x", "allowed_token_ids": []}, "allowed_token_ids"),
         ({"prompt": "x", "allowed_token_ids": [151936]}, "allowed_token_ids[0]"),
         ({"prompt": "x", "prompt_logprobs": 0}, "prompt_logprobs"),
-        ({"prompt": "x", "response_format": {"type": "json_object"}}, "response_format"),
+        ({"prompt": "x", "guided_json": {"type": "integer", "pattern": "1"}}, "guided_json"),
         ({"prompt": "x", "stream": True, "stream_options": {"continuous_usage_stats": True}},
          "stream_options.continuous_usage_stats"),
     ]
@@ -251,6 +277,7 @@ def main():
     generated(port, cfg, w, model)
     text_prompt(port)
     context(port, ctx)
+    structured(port)
     refused(port)
     sys.exit(1 if sc.failures else 0)
 

@@ -402,7 +402,7 @@ static void test_parse_errors(void **state)
 		 "\"assistant\", \"content\": \"{\"}], \"continue_final_message\": true, "
 		 "\"add_generation_prompt\": false, \"response_format\": {\"type\": "
 		 "\"json_object\"}}",
-		 "response_format", NULL, "not a text completion or a continued message"},
+		 "response_format", NULL, "not a continued message"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 		 "\"chat_template_kwargs\": "
 		 "{\"enable_thinking\": \"no\"}}",
