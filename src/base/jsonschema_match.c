@@ -382,13 +382,31 @@ static bool number_byte(struct js_state *p, unsigned char c)
 	return false;
 }
 
-/* Some text in first..last is p->pos bytes long: whole. */
+/* The text in first..last that is p->pos bytes long, whole, or -1: they all begin
+ * with the same p->pos bytes, so it sorts first. */
 static int whole_at(const struct js_state *p, const struct js_words *w)
 {
-	for (int i = p->first; i < p->last; i++)
-		if (w->len[i] == p->pos)
-			return i;
-	return -1;
+	return p->first < p->last && w->len[p->first] == p->pos ? p->first : -1;
+}
+
+/* Text i's byte at pos, or -1 past its end: along first..last these rise. */
+static int byte_at(const struct js_words *w, int i, uint32_t pos)
+{
+	return w->len[i] > pos ? (unsigned char)w->s[i][pos] : -1;
+}
+
+/* The first of lo..hi whose byte at pos is c or above (a binary search: an enum may
+ * hold a thousand texts, and every token of the vocabulary is tried against them). */
+static int lower_bound(const struct js_words *w, int lo, int hi, uint32_t pos, int c)
+{
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (byte_at(w, mid, pos) < c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /* A byte of a fixed text: the texts that go on with it are kept. A key is whole at
@@ -397,13 +415,8 @@ static int whole_at(const struct js_state *p, const struct js_words *w)
 static bool match_byte(struct js_state *p, unsigned char c)
 {
 	const struct js_words *w = words(p);
-	int first = p->first, last = p->first;
-	for (int i = p->first; i < p->last; i++)
-		if (w->len[i] > p->pos && (unsigned char)w->s[i][p->pos] == c) {
-			if (last == first)
-				first = i;
-			last = i + 1;
-		}
+	int first = lower_bound(w, p->first, p->last, p->pos, c);
+	int last = lower_bound(w, first, p->last, p->pos, c + 1);
 	uint64_t used = p->key ? top(p)->used : 0;
 	bool unused = false; /* a key not written yet among them */
 	for (int i = first; i < last && !unused; i++)

@@ -170,6 +170,8 @@ HAND = [
     {"type": "number", "minimum": 0.1, "maximum": 0.1},
     {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
     {"allOf": [{"type": "boolean"}], "description": "one schema"},
+    # a large enum of shared prefixes (numbers that begin others among them)
+    {"enum": ["item%03d" % i for i in range(300)] + list(range(0, 2000, 7)) + [1.5, -3]},
 ]
 
 REFUSED = [
