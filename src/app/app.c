@@ -263,6 +263,8 @@ void app_free(struct app *a)
 	remote_free(a->remote);
 	sess_free(a->sess);
 	js_free(a->any_object);
+	js_free(a->schema);
+	json_decref(a->schema_json);
 	samp_free(a->samp);
 	tok_free(a->tok);
 	eng_free(a->eng);
@@ -523,7 +525,7 @@ int app_turn(struct app *a, sess_emit_fn emit, void *user)
 	app_probs_turn(a);
 	if (a->json && !a->any_object && !(a->any_object = js_object()))
 		return -1;
-	if (sess_set_json(a->sess, a->json ? a->any_object : NULL))
+	if (sess_set_json(a->sess, !a->json ? NULL : a->schema ? a->schema : a->any_object))
 		return -1;
 	rc = sess_generate(a->sess, a->samp, a->max_new, split, turn_emit, &t);
 	pthread_mutex_lock(&a->lock);

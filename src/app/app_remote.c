@@ -165,6 +165,7 @@ int app_remote_turn(struct app *a, sess_emit_fn emit, void *user)
 		.sampling_set = app_remote_sent(a),
 		.max_tokens = a->max_new_set ? a->max_new : 0,
 		.json = a->json,
+		.schema = a->schema_json,
 	};
 	t.start = clock_now();
 	int rc = remote_chat(a->remote, &q, &t.reply, &a->cancel);

@@ -11,6 +11,7 @@
 
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/jsonschema.h"
 #include "src/base/mdfence.h"
 #include "src/base/units.h"
 
@@ -205,11 +206,32 @@ static void special(struct app *a, const struct slash_call *c, struct app_result
 			 "only the chat template's markers are control tokens");
 }
 
+/* /json [on|off|FILE]: without an argument it toggles; a schema FILE replaces JSON
+ * mode's any object. */
 static void json_mode(struct app *a, const struct slash_call *c, struct app_result *r)
 {
-	a->json = c->has_arg ? c->choice == 0 : !a->json;
-	say(r, a->json ? "answers are held to one JSON object each (the reasoning stays free)"
-		       : "answers are free text");
+	const char *arg = c->has_arg ? c->text : NULL;
+	struct js_schema *sc = NULL;
+	json_t *json = NULL;
+	if (arg && strcmp(arg, "on") && strcmp(arg, "off")) {
+		char *path = slash_expand_home(arg, a->home);
+		if (!path || !(sc = js_load(path, &json))) {
+			fail(r, "/json: %s", path ? err_msg() : "out of memory");
+			free(path);
+			return;
+		}
+		free(path);
+	}
+	js_free(a->schema);
+	json_decref(a->schema_json);
+	a->schema = sc, a->schema_json = json;
+	a->json = sc || (arg ? !strcmp(arg, "on") : !a->json);
+	if (sc)
+		say(r, "answers are held to the JSON Schema in %s (the reasoning stays free)", arg);
+	else
+		say(r, a->json ? "answers are held to one JSON object each (the reasoning stays "
+				 "free)"
+			       : "answers are free text");
 }
 
 /* Writes s into r with control characters escaped, the way /stats shows the prompt. */

@@ -39,7 +39,9 @@ struct app {
 	bool think, show_reasoning;
 	bool parse_special; /* special tokens in messages are tokens, not text (/special) */
 	bool json;          /* each answer is one JSON object (/json) */
-	struct js_schema *any_object; /* ... the schema that holds it, once made */
+	struct js_schema *any_object; /* ... the schema that holds it, once made, */
+	struct js_schema *schema;     /* ... or /json FILE's, compiled, */
+	struct json_t *schema_json;   /* ... and as written (the remote backend sends it) */
 	int max_new;
 	bool max_new_set;      /* -n given: the remote backend sends it as max_tokens */
 	struct remote *remote; /* the remote backend, or NULL: the local engine */

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "src/base/err.h"
+#include "src/base/fileio.h"
+#include "src/base/jsontype.h"
 
 /* Bounds on what a request may make us build: nodes, nesting of the schema text,
  * values of one enum. */
@@ -627,6 +629,26 @@ fail:
 	json_decref(c.refs);
 	js_free(sc);
 	return NULL;
+}
+
+struct js_schema *js_load(const char *path, json_t **json)
+{
+	enum { MAX_FILE = 1 << 20 };
+	size_t len;
+	char *text = fio_read_file(path, MAX_FILE, &len);
+	json_error_t je;
+	*json = NULL;
+	if (text && !(*json = json_loadb(text, len, JSON_DECODE_ANY, &je)))
+		err_set("%s: line %d: %s", path, je.line, jsontype_error(&je));
+	free(text);
+	char name[4096];
+	snprintf(name, sizeof name, "%s: schema", path);
+	struct js_schema *sc = *json ? js_compile(*json, name) : NULL;
+	if (!sc) {
+		json_decref(*json);
+		*json = NULL;
+	}
+	return sc;
 }
 
 struct js_schema *js_object(void)

@@ -49,6 +49,10 @@ struct js_schema;
  * path of keywords down to the one at fault, "schema.properties.age.minimum"). */
 struct js_schema *js_compile(json_t *v, const char *name);
 
+/* The JSON Schema in file `path` compiled, its JSON in *json (to json_decref), or
+ * NULL (err_set naming the file and the line or keyword: "PATH: schema.minimum: ..."). */
+struct js_schema *js_load(const char *path, json_t **json);
+
 /* {"type": "object"}: any JSON object (JSON mode). */
 struct js_schema *js_object(void);
 

@@ -24,7 +24,6 @@
 #include "src/base/term.h"
 #include "src/base/fileio.h"
 #include "src/base/jsonschema.h"
-#include "src/base/jsontype.h"
 #include "src/hub/hub.h"
 #include "src/hub/loader.h"
 #include "src/session/sampler.h"
@@ -555,19 +554,8 @@ done:
  * what is wrong with FILE. */
 static int load_format(struct run_args *a)
 {
-	if (!a->schema_file)
-		return (a->format = js_object()) ? 0 : (cli_error("%s", err_msg()), -1);
-	size_t len;
-	char *text = fio_read_file(a->schema_file, 1 << 20, &len);
-	json_error_t je;
-	if (text && !(a->schema = json_loadb(text, len, JSON_DECODE_ANY, &je)))
-		err_set("%s: line %d: %s", a->schema_file, je.line, jsontype_error(&je));
-	free(text);
-	char name[4096];
-	snprintf(name, sizeof name, "%s: schema", a->schema_file);
-	if (!a->schema || !(a->format = js_compile(a->schema, name)))
-		return cli_error("--format: %s", err_msg()), -1;
-	return 0;
+	a->format = a->schema_file ? js_load(a->schema_file, &a->schema) : js_object();
+	return a->format ? 0 : (cli_error("--format: %s", err_msg()), -1);
 }
 
 static int run_turn(struct run_args a);

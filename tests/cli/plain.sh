@@ -423,5 +423,27 @@ python3 -c 'import json, sys
 a = json.load(open(sys.argv[1]))["messages"][-1]["content"].lstrip(" \t\r\n")
 assert a.startswith("{") or not a, a[:80]' "$TMP/json.json" &&
 	pass "/json: the saved answer opens a JSON object" || fail "/json: the answer is no JSON"
+# /json FILE: the answers held to the JSON Schema in FILE (checked by Python's
+# jsonschema when one ends); a schema with a keyword not followed is refused, named
+printf '{"type": "object", "additionalProperties": false, "required": ["n"],
+ "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}}}' >"$TMP/n.json"
+printf '{"type": "string", "pattern": "a+"}' >"$TMP/pat.json"
+printf '/json %s\n/json %s\nGive JSON\n/save %s\n' "$TMP/pat.json" "$TMP/n.json" "$TMP/js.json" |
+	Q --no-think -n 60 --seed 3 >"$TMP/js.out" 2>"$TMP/js.err"
+cat "$TMP/js.out" "$TMP/js.err" |
+	grep -q "/json: $TMP/pat.json: schema.pattern: this keyword is not supported" &&
+	grep -q "answers are held to the JSON Schema in $TMP/n.json" "$TMP/js.out" &&
+	pass "/json FILE: a schema refused with its keyword named, then one taken" ||
+	fail "/json FILE: $(cat "$TMP/js.out" "$TMP/js.err" | head -c 400)"
+PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+$PY -c 'import json, sys, jsonschema
+a = json.load(open(sys.argv[1]))["messages"][-1]["content"]
+try:
+    v = json.loads(a)
+except ValueError:
+    sys.exit(0 if not a.strip() or "}" not in a else 1)  # cut by -n
+jsonschema.validate(v, json.load(open(sys.argv[2])))' "$TMP/js.json" "$TMP/n.json" &&
+	pass "/json FILE: the saved answer is a value of the schema" ||
+	fail "/json FILE: the answer is not a value of the schema"
 
 finish
