@@ -448,9 +448,7 @@ static int compile_into(struct ctx *c, json_t *v, int i)
 	if (any || one) {
 		if (any && one)
 			return fail(c, "anyOf and oneOf together are not supported");
-		if (json_object_get(v, "type") || json_object_get(v, "enum") ||
-		    json_object_get(v, "const") || json_object_get(v, "properties") ||
-		    json_object_get(v, "items"))
+		if (!alone(v, any ? "anyOf" : "oneOf")) /* each would bind every alternative */
 			return fail(c, "keywords beside anyOf or oneOf are not supported "
 				       "(put them in each alternative)");
 		int r = parse_branches(c, any ? any : one, any ? "anyOf" : "oneOf", i);
@@ -471,6 +469,23 @@ static int compile_into(struct ctx *c, json_t *v, int i)
 	if ((types & JS_T_NUMBER) && (types & JS_T_INTEGER))
 		types &= (uint8_t)~JS_T_INTEGER; /* a number of either kind */
 	if (json_object_get(v, "enum") || json_object_get(v, "const")) {
+		static const char *const beside[] = {"minLength",
+						     "maxLength",
+						     "minimum",
+						     "maximum",
+						     "exclusiveMinimum",
+						     "exclusiveMaximum",
+						     "format",
+						     "items",
+						     "minItems",
+						     "maxItems",
+						     "properties",
+						     "required",
+						     "additionalProperties"};
+		for (size_t k = 0; k < N_OF(beside); k++)
+			if (json_object_get(v, beside[k])) /* the values are not checked by them */
+				return fail(c, "keywords beside enum or const are not supported "
+					       "(but type)");
 		if (parse_lits(c, v, types, &c->sc->node[i].lits))
 			return -1;
 		types = 0; /* the value is one of them */

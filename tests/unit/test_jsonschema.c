@@ -389,6 +389,9 @@ static void test_schema_errors(void **state)
 {
 	(void)state;
 	static const char *const cases[][2] = {
+		{"{\"anyOf\":[{\"type\":\"string\"}],\"required\":[\"a\"]}",
+		 "schema: keywords beside anyOf"},
+		{"{\"enum\":[\"a\",\"bcd\"],\"maxLength\":2}", "schema: keywords beside enum"},
 		{"{\"type\":\"number\",\"multipleOf\":2}",
 		 "schema.multipleOf: this keyword is not"},
 		{"{\"type\":\"string\",\"format\":\"hostname\"}", "schema.format: not followed"},
