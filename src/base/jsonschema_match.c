@@ -417,10 +417,9 @@ static bool match_byte(struct js_state *p, unsigned char c)
 	const struct js_words *w = words(p);
 	int first = lower_bound(w, p->first, p->last, p->pos, c);
 	int last = lower_bound(w, first, p->last, p->pos, c + 1);
-	uint64_t used = p->key ? top(p)->used : 0;
-	bool unused = false; /* a key not written yet among them */
-	for (int i = first; i < last && !unused; i++)
-		unused = !(used >> i & 1);
+	bool unused = false; /* a key not written yet among them (at most 64 keys) */
+	for (int i = first; p->key && i < last && !unused; i++)
+		unused = !(top(p)->used >> i & 1);
 	if (last == first || (p->key && !unused)) {
 		if (p->key || whole_at(p, w) < 0)
 			return false;

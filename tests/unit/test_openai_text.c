@@ -99,7 +99,7 @@ static void test_refused(void **state)
 		{"{\"prompt\": \"x\", \"allowed_token_ids\": []}", "allowed_token_ids"},
 		{"{\"prompt\": \"x\", \"allowed_token_ids\": [1, -2]}", "allowed_token_ids[1]"},
 		{"{\"prompt\": \"x\", \"truncate_prompt_tokens\": 5}", "truncate_prompt_tokens"},
-		{"{\"prompt\": \"x\", \"response_format\": {\"type\": \"json_object\"}}",
+		{"{\"prompt\": \"x\", \"response_format\": {\"type\": \"xml\"}}",
 		 "response_format"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
