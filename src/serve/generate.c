@@ -338,19 +338,30 @@ static void free_prompts(struct text_prompt *p, size_t n)
 	free(p);
 }
 
-int gen_check_ids(const struct gen_model *m, const int32_t *ids, size_t n, const char *name,
-		  const struct gen_output *out)
+/* gen_check_ids; an id past the vocabulary named name[j] where indexed (a list), else
+ * name (logit_bias, whose ids are keys). */
+static int check_ids(const struct gen_model *m, const int32_t *ids, size_t n, const char *name,
+		     bool indexed, const struct gen_output *out)
 {
 	for (size_t j = 0; j < n; j++)
 		if (ids[j] >= m->vocab) { /* named as the parser names an id below 0 */
 			char where[64], msg[160];
-			snprintf(where, sizeof where, "%s[%zu]", name, j);
+			if (indexed)
+				snprintf(where, sizeof where, "%s[%zu]", name, j);
+			else
+				snprintf(where, sizeof where, "%s", name);
 			snprintf(msg, sizeof msg,
 				 "%s: token id %d is not below the vocabulary size %d", where,
 				 (int)ids[j], m->vocab);
 			return gen_fail(out, false, 400, msg, where, NULL);
 		}
 	return 0;
+}
+
+int gen_check_ids(const struct gen_model *m, const int32_t *ids, size_t n, const char *name,
+		  const struct gen_output *out)
+{
+	return check_ids(m, ids, n, name, true, out);
 }
 
 char *gen_ids_text(const struct tok *t, const int32_t *ids, size_t n, size_t *len)
@@ -555,21 +566,6 @@ static int run_text(const struct gen_model *m, const struct oai_request *r,
 	return status;
 }
 
-/* logit_bias's ids are in the vocabulary (vLLM's 400 otherwise). */
-static int check_bias(const struct gen_model *m, const struct oai_request *r,
-		      const struct gen_output *out)
-{
-	for (size_t i = 0; i < r->n_bias; i++)
-		if (r->bias_ids[i] >= m->vocab) {
-			char msg[160];
-			snprintf(msg, sizeof msg,
-				 "logit_bias: token id %d is not below the vocabulary size %d",
-				 (int)r->bias_ids[i], m->vocab);
-			return gen_fail(out, false, 400, msg, "logit_bias", NULL);
-		}
-	return 0;
-}
-
 int gen_run(const struct gen_model *m, const struct oai_request *r, const struct gen_output *out,
 	    struct completion_usage *usage)
 {
@@ -579,7 +575,8 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 	int status = gen_check_ids(m, r->stop_ids, r->n_stop_ids, "stop_token_ids", out);
 	if (status ||
 	    (status = gen_check_ids(m, r->allowed_ids, r->n_allowed, "allowed_token_ids", out)) ||
-	    (status = check_bias(m, r, out)))
+	    /* logit_bias's ids too (vLLM's 400 otherwise) */
+	    (status = check_ids(m, r->bias_ids, r->n_bias, "logit_bias", false, out)))
 		return status;
 	int allowed = sess_set_allowed(m->sess, r->allowed_ids, (int)r->n_allowed);
 	if (allowed == 1)

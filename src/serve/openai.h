@@ -92,8 +92,8 @@ struct oai_request {
 	bool parse_tools; /* tools were given and tool_choice is not "none" */
 	bool add_generation_prompt; /* tokenize: the conversation ends with the assistant's turn opened */
 	bool continue_final;        /* chat, tokenize: the last message is continued */
-	struct js_schema *format;   /* chat: response_format's (json_object: any object), or a */
-	char *forced_tool;          /* forced tool's parameters: the answer is its arguments */
+	struct js_schema *format;   /* response_format's (json_object: any object), guided_json's */
+	char *forced_tool; /* ..., or a forced tool's parameters: the answer is its arguments */
 	bool token_strs;            /* tokenize: each token as tokenizer.json spells it too */
 };
 
@@ -141,8 +141,9 @@ int oai_force_tool(struct oai_request *r, struct json_t *tools, struct json_t *c
 		   struct oai_error *e);
 
 /* response_format into r->format: none for text; any object for json_object; the
- * schema for json_schema (whose name and schema OpenAI requires), compiled; -1 with
- * oai_bad on a bad one, or a schema not followed (the keyword named). */
+ * schema for json_schema (whose name OpenAI requires), compiled; or vLLM's guided_json
+ * or structured_outputs.json (one of the three); -1 with oai_bad on a bad one, or a
+ * schema not followed (the keyword named). */
 int oai_parse_format(struct oai_request *r, struct json_t *root, struct oai_error *e);
 
 /* Parses and checks a request body (len bytes, no NUL needed). NULL with err_set
@@ -151,8 +152,8 @@ int oai_parse_format(struct oai_request *r, struct json_t *root, struct oai_erro
  * member it does not know of more than OAI_MAX_UNKNOWN_BYTES (these three found
  * before the body is parsed), a field of the wrong type or out of
  * range, an unknown role, a content part that is not text, a setting this server
- * does not implement (a tool_choice that forces a call, a response_format other than
- * text, best_of, ...). Fields it does not know
+ * does not implement ("required" among several tools, a response_format other than
+ * text, json_object and json_schema, best_of, ...). Fields it does not know
  * are ignored, as vLLM ignores them. Roles: system (and OpenAI's "developer"),
  * user, assistant, tool; content is a string or an array of {"type": "text"} parts,
  * joined by newlines as vLLM joins them. Tool-call arguments given as a JSON string
