@@ -43,14 +43,14 @@ struct sess {
 	bool json_free;     /* ... no longer (no token fitted: the grammar let go) */
 	struct js_state jp; /* ... the answer's text so far, as the grammar read it */
 	struct js_state jp_try; /* ... and with a token more, tried by the mask */
-	float *json_row;    /* (sample_vocab) the row as it was before the grammar's mask */
 	const char **piece; /* (sample_vocab) each id's bytes; NULL: an added token or none */
 	uint32_t *piece_len;
 	uint16_t *piece_chars; /* (sample_vocab) js_string_chars: a string may hold it as it is */
 	uint8_t *piece_first;  /* (sample_vocab) its first byte (kept apart: read in order) */
 	int32_t *allowed;  /* (n_allowed) sess_set_allowed: the only ids drawn (0: all) */
 	int n_allowed;
-	float *allowed_row; /* (sample_vocab) the row while the others are masked */
+	float *row; /* (sample_vocab) the row before the masks of whole rows (the allowed ids,
+		     * the grammar), put back after the draw */
 	int32_t *bias_ids; /* (n_bias) sess_set_bias: ids, what is added to their */
 	float *bias;       /* logits, and (biased) those logits as the model gave them */
 	float *biased;
@@ -139,13 +139,12 @@ void sess_free(struct sess *s)
 	free(s->bias_ids);
 	free(s->bias);
 	free(s->biased);
-	free(s->json_row);
 	free(s->piece);
 	free(s->piece_len);
 	free(s->piece_chars);
 	free(s->piece_first);
 	free(s->allowed);
-	free(s->allowed_row);
+	free(s->row);
 	free(s);
 }
 
@@ -444,8 +443,7 @@ int sess_set_allowed(struct sess *s, const int32_t *ids, int n)
 	if (!a)
 		return err_set("out of memory");
 	s->allowed = a;
-	if (!s->allowed_row &&
-	    !(s->allowed_row = malloc((size_t)s->sample_vocab * sizeof *s->allowed_row)))
+	if (!s->row && !(s->row = malloc((size_t)s->sample_vocab * sizeof *s->row)))
 		return err_set("out of memory");
 	for (int i = 0; i < n; i++)
 		if (ids[i] >= 0 && ids[i] < s->sample_vocab)
@@ -453,22 +451,15 @@ int sess_set_allowed(struct sess *s, const int32_t *ids, int n)
 	return s->n_allowed ? 0 : 1; /* only padding rows, which stay masked */
 }
 
-/* Every id but the allowed ones masked before a draw (the row kept), and the row put
- * back after it. */
-static void mask_allowed(struct sess *s, bool on)
+/* Every id but the allowed ones masked, their logits taken from s->row. */
+static void mask_allowed(struct sess *s)
 {
-	size_t bytes = (size_t)s->sample_vocab * sizeof *s->logits;
 	if (!s->n_allowed)
 		return;
-	if (on) {
-		memcpy(s->allowed_row, s->logits, bytes);
-		for (int i = 0; i < s->sample_vocab; i++)
-			s->logits[i] = -1e30f;
-		for (int i = 0; i < s->n_allowed; i++)
-			s->logits[s->allowed[i]] = s->allowed_row[s->allowed[i]];
-	} else {
-		memcpy(s->logits, s->allowed_row, bytes);
-	}
+	for (int i = 0; i < s->sample_vocab; i++)
+		s->logits[i] = -1e30f;
+	for (int i = 0; i < s->n_allowed; i++)
+		s->logits[s->allowed[i]] = s->row[s->allowed[i]];
 }
 
 /* The bias added before a draw, and the model's logits put back after it (in the
@@ -493,14 +484,13 @@ int sess_set_json(struct sess *s, const struct js_schema *sc)
 	int n = s->sample_vocab;
 	s->piece = malloc((size_t)n * sizeof *s->piece);
 	s->piece_len = malloc((size_t)n * sizeof *s->piece_len);
-	s->json_row = malloc((size_t)n * sizeof *s->json_row);
 	s->piece_chars = malloc((size_t)n * sizeof *s->piece_chars);
 	s->piece_first = malloc((size_t)n);
-	if (!s->piece || !s->piece_len || !s->json_row || !s->piece_chars || !s->piece_first) {
-		free(s->piece), free(s->piece_len), free(s->json_row), free(s->piece_chars);
-		free(s->piece_first);
-		s->piece = NULL, s->piece_len = NULL, s->json_row = NULL, s->piece_chars = NULL;
-		s->piece_first = NULL;
+	if (!s->row)
+		s->row = malloc((size_t)n * sizeof *s->row);
+	if (!s->piece || !s->piece_len || !s->row || !s->piece_chars || !s->piece_first) {
+		free(s->piece), free(s->piece_len), free(s->piece_chars), free(s->piece_first);
+		s->piece = NULL, s->piece_len = NULL, s->piece_chars = NULL, s->piece_first = NULL;
 		return err_set("out of memory");
 	}
 	for (int id = 0; id < n; id++) {
@@ -529,10 +519,10 @@ static bool json_takes(struct sess *s, int id, const bool *first_ok, uint32_t ro
 	return js_feed(&s->jp_try, s->piece[id], s->piece_len[id]);
 }
 
-/* Masks every id that would take the answer out of the grammar (the row kept in
- * s->json_row): stop ids until the value is whole, every other id once it is closed;
- * <think> passes where allow_think. False, with the row untouched and the grammar
- * let go, when nothing passes (a stop id masked by min_tokens, ignore_eos). */
+/* Masks every id that would take the answer out of the grammar: stop ids until the
+ * value is whole, every other id once it is closed; <think> passes where allow_think.
+ * False, with the row as it was before (s->row, the allowed ids masked again) and the
+ * grammar let go, when nothing passes (a stop id masked by min_tokens, ignore_eos). */
 static bool json_mask(struct sess *s, bool allow_think)
 {
 	bool done = js_done(&s->jp), closed = js_closed(&s->jp);
@@ -544,7 +534,6 @@ static bool json_mask(struct sess *s, bool allow_think)
 		first_ok[c] = js_feed(&s->jp_try, &b, 1);
 	}
 	int passed = 0;
-	memcpy(s->json_row, s->logits, (size_t)s->sample_vocab * sizeof *s->json_row);
 	for (int id = 0; id < s->sample_vocab; id++) {
 		bool ok;
 		if (is_stop(s, id))
@@ -553,12 +542,13 @@ static bool json_mask(struct sess *s, bool allow_think)
 			ok = true;
 		else
 			ok = !closed && s->piece[id] && json_takes(s, id, first_ok, room);
+		passed += ok && s->logits[id] > -1e30f; /* drawable before the grammar */
 		if (!ok)
 			s->logits[id] = -1e30f;
-		passed += ok && s->json_row[id] > -1e30f;
 	}
 	if (!passed) {
-		memcpy(s->logits, s->json_row, (size_t)s->sample_vocab * sizeof *s->logits);
+		memcpy(s->logits, s->row, (size_t)s->sample_vocab * sizeof *s->logits);
+		mask_allowed(s);
 		s->json_free = true;
 	}
 	return passed > 0;
@@ -637,12 +627,14 @@ static int32_t draw(struct sess *s, struct samp *sp, bool gate, bool allow_think
 				 s->st.generated};
 	apply_bias(s, true);
 	mask_stops(s, true);
-	mask_allowed(s, true);
+	bool whole = s->n_allowed || gate; /* masks that rewrite the whole row: kept first */
+	if (whole)
+		memcpy(s->row, s->logits, (size_t)s->sample_vocab * sizeof *s->row);
+	mask_allowed(s);
 	bool masked = gate && json_mask(s, allow_think);
 	int32_t id = samp_next(sp, s->logits, s->vocab, &h);
-	if (masked)
-		memcpy(s->logits, s->json_row, (size_t)s->sample_vocab * sizeof *s->logits);
-	mask_allowed(s, false);
+	if (whole)
+		memcpy(s->logits, s->row, (size_t)s->sample_vocab * sizeof *s->logits);
 	mask_stops(s, false);
 	apply_bias(s, false);
 	memcpy(s->logits + s->sample_vocab, s->pad, npad * sizeof *s->pad);
