@@ -29,7 +29,7 @@ struct ctx {
 static const char *const annotations[] = {
 	"title", "description", "default",    "examples",         "$schema",
 	"$id",   "$comment",    "deprecated", "readOnly",         "writeOnly",
-	"$defs", "definitions", "$anchor",    "contentMediaType",
+	"$defs", "definitions", "$anchor",    "contentMediaType", "discriminator",
 };
 static const char *const followed[] = {
 	"type",
@@ -337,7 +337,7 @@ static int parse_array_string(struct ctx *c, json_t *v, int i)
 	return 0;
 }
 
-/* anyOf or oneOf: node i picks among the alternatives by the value's first byte. */
+/* anyOf or oneOf: node i's alternatives. */
 static int parse_branches(struct ctx *c, json_t *list, const char *key, int i)
 {
 	size_t n = json_array_size(list), at = push(c, key);
@@ -347,6 +347,7 @@ static int parse_branches(struct ctx *c, json_t *list, const char *key, int i)
 	if (!b)
 		return err_set("out of memory");
 	c->sc->node[i].branches = b;
+	c->sc->node[i].one_of = !strcmp(key, "oneOf");
 	for (size_t k = 0; k < n; k++) {
 		char idx[24];
 		snprintf(idx, sizeof idx, "%zu", k);
@@ -576,8 +577,69 @@ static int compile(struct ctx *c, json_t *v)
 	return r;
 }
 
-/* The bytes each node's values may begin with; anyOf's alternatives must begin with
- * different ones, so that the first byte picks one. */
+/* Whether lists of string constants a and b (sorted) hold none in common. */
+static bool strings_apart(const struct js_words *a, const struct js_words *b)
+{
+	if (!a->n || !b->n)
+		return false;
+	for (int i = 0; i < a->n; i++)
+		if (a->s[i][0] != '"')
+			return false;
+	for (int j = 0; j < b->n; j++)
+		if (b->s[j][0] != '"')
+			return false;
+	for (int i = 0, j = 0; i < a->n && j < b->n;) {
+		int d = a->len[i] == b->len[j] ? memcmp(a->s[i], b->s[j], a->len[i]) : 1;
+		if (!d)
+			return false;
+		/* sorted by memcmp, a shorter text before those it begins */
+		size_t m = a->len[i] < b->len[j] ? a->len[i] : b->len[j];
+		int o = memcmp(a->s[i], b->s[j], m);
+		if (o < 0 || (o == 0 && a->len[i] < b->len[j]))
+			i++;
+		else
+			j++;
+	}
+	return true;
+}
+
+/* Whether no value matches both objects a and b: a property both require whose string
+ * constants differ (a discriminator, as pydantic writes tagged unions). */
+static bool objects_apart(const struct js_schema *sc, int a, int b)
+{
+	const struct js_node *x = &sc->node[a], *y = &sc->node[b];
+	if (x->types != JS_T_OBJECT || y->types != JS_T_OBJECT || x->n_branches || y->n_branches ||
+	    x->lits.n || y->lits.n)
+		return false;
+	for (int i = 0; i < x->keys.n; i++) {
+		if (!(x->required >> i & 1))
+			continue;
+		for (int j = 0; j < y->keys.n; j++)
+			if ((y->required >> j & 1) && x->keys.len[i] == y->keys.len[j] &&
+			    !memcmp(x->keys.s[i], y->keys.s[j], x->keys.len[i]) &&
+			    strings_apart(&sc->node[x->prop[i]].lits, &sc->node[y->prop[j]].lits))
+				return true;
+	}
+	return false;
+}
+
+/* Whether a oneOf's alternatives k and the ones before it that begin alike can
+ * match no value together. */
+static bool one_of_apart(const struct js_schema *sc, const struct js_node *nd, int k)
+{
+	const struct js_node *b = &sc->node[nd->branches[k]];
+	for (int j = 0; j < k; j++) {
+		const struct js_node *a = &sc->node[nd->branches[j]];
+		bool alike = false;
+		for (int w = 0; w < 32 && !alike; w++)
+			alike = a->start[w] & b->start[w];
+		if (alike && !objects_apart(sc, nd->branches[j], nd->branches[k]))
+			return false;
+	}
+	return true;
+}
+
+/* The bytes each node's values may begin with. */
 static int starts(struct js_schema *sc, int i, uint8_t *state)
 {
 	struct js_node *nd = &sc->node[i];
@@ -600,13 +662,15 @@ static int starts(struct js_schema *sc, int i, uint8_t *state)
 		int b = nd->branches[k];
 		if (starts(sc, b, state))
 			return -1;
-		for (int j = 0; j < 32; j++) {
-			if (nd->start[j] & sc->node[b].start[j])
-				return err_set("alternatives of an anyOf or oneOf may begin "
-					       "with the same character (not supported: they must "
-					       "be of different types)");
+		if (nd->one_of && !one_of_apart(sc, nd, k))
+			return err_set(
+				"oneOf: alternatives %d and one before it may match the same "
+				"value (not supported: the value must match one only; "
+				"a required property with different constants tells "
+				"objects apart, or use anyOf)",
+				k);
+		for (int j = 0; j < 32; j++)
 			nd->start[j] |= sc->node[b].start[j];
-		}
 	}
 	state[i] = 2;
 	return 0;

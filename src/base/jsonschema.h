@@ -11,11 +11,18 @@
  * The schema is compiled first (js_compile). What is followed: type (one or a list),
  * enum, const, properties, required, additionalProperties, items, minItems, maxItems,
  * minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, format
- * (date, time, date-time, uuid, email and ipv4), anyOf and oneOf whose alternatives start with
- * different characters (Optional[X] is anyOf X and null), allOf of one schema, and
- * $ref to a place in the same document ("#/$defs/Name", recursion too). Annotations (title,
- * description, default, examples, ...) are ignored. Any other keyword is an error:
- * an answer the schema would refuse is never written.
+ * (date, time, date-time, uuid, email and ipv4), anyOf, oneOf whose alternatives a value
+ * cannot match together (they begin with different characters, or they are objects
+ * that a required property with different string constants tells apart, as pydantic's
+ * discriminated unions are), allOf of one schema, and $ref to a place in the same
+ * document ("#/$defs/Name", recursion too). Annotations (title, description, default,
+ * examples, discriminator, ...) are ignored. Any other keyword is an error: an answer
+ * the schema would refuse is never written.
+ *
+ * Alternatives that begin alike (pydantic's Union of two models: two objects) are read
+ * side by side: the state holds one path per reading still possible, up to
+ * JS_MAX_PATHS; a path the bytes rule out is dropped, and paths that come to the same
+ * place are kept once.
  *
  * Two choices make the language smaller than the schema's, never larger: an object
  * whose schema lists properties gets those keys only (each once, in any order; the
@@ -41,6 +48,7 @@ enum {
 	JS_MAX_PROPERTIES = 64,
 	JS_MAX_NUMBER = 24, /* the characters of a number with bounds */
 	JS_MAX_TEXT = 40,   /* ... and of a kept text: that number or a formatted string */
+	JS_MAX_PATHS = 16,  /* readings kept side by side (more: the first ones) */
 };
 
 struct js_schema;
@@ -66,7 +74,8 @@ struct js_frame {
 	uint64_t used;  /* an object's listed keys written so far (bit: sorted index) */
 };
 
-struct js_state {
+/* One reading of the bytes so far. */
+struct js_path {
 	const struct js_schema *sc;
 	uint8_t at;           /* where in the grammar: jsonschema_match.c's enum js_at */
 	uint8_t next;         /* a literal's next byte index, a \u escape's hex digits due */
@@ -87,22 +96,29 @@ struct js_state {
 	struct js_frame frame[JS_MAX_DEPTH];
 };
 
+/* What has been read: the readings of it still possible (one, unless alternatives of
+ * an anyOf begin alike). */
+struct js_state {
+	int n;
+	struct js_path path[JS_MAX_PATHS];
+};
+
 /* The state before any byte: one value of sc is expected. */
 void js_init(struct js_state *p, const struct js_schema *sc);
 
-/* *dst = *src, the open containers' frames only. */
+/* *dst = *src, the live paths and their open containers' frames only. */
 void js_copy(struct js_state *dst, const struct js_state *src);
 
 /* Reads n bytes on from p. False as soon as a byte cannot continue a value of the
  * schema; p is then unspecified (feed a copy to try a token). */
 bool js_feed(struct js_state *p, const char *s, size_t n);
 
-/* The bytes so far are a whole value (whitespace may follow it; a number may also
- * go on). */
+/* The bytes so far are a whole value, by some reading (whitespace may follow it; a
+ * number may also go on). */
 bool js_done(const struct js_state *p);
 
-/* ... and closed: nothing but whitespace may follow (an object, an array, a string,
- * a literal; a number once a byte past it came). */
+/* ... and closed, by every reading: nothing but whitespace may follow (an object, an
+ * array, a string, a literal; a number once a byte past it came). */
 bool js_closed(const struct js_state *p);
 
 /* The characters in bytes a string may hold as they are (whole UTF-8 characters, none

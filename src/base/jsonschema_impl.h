@@ -27,8 +27,9 @@ struct js_words {
 struct js_node {
 	uint8_t types;        /* enum js_type bits: what a value may be, lits aside */
 	bool compiled;        /* (while compiling: a $ref may reach it before) */
-	int n_branches;       /* anyOf/oneOf: the alternative is the one whose first */
-	uint16_t *branches;   /* byte the value's is (they start with different ones) */
+	int n_branches;       /* anyOf/oneOf: the alternatives */
+	uint16_t *branches;
+	bool one_of;          /* ... of a oneOf: a value matches one of them only */
 	struct js_words lits; /* enum/const: the values as jansson writes them */
 	/* object: listed keys ("\"name\"" as written) and their values' schemas ... */
 	struct js_words keys;

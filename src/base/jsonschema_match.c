@@ -37,23 +37,32 @@ enum js_at {
 
 static const char *const literals[3] = {"true", "false", "null"};
 
-void js_init(struct js_state *p, const struct js_schema *sc)
+void js_init(struct js_state *s, const struct js_schema *sc)
 {
-	memset(p, 0, offsetof(struct js_state, frame));
+	struct js_path *p = &s->path[0];
+	memset(p, 0, offsetof(struct js_path, frame));
 	p->sc = sc, p->at = AT_VALUE, p->node = (uint16_t)sc->root;
+	s->n = 1;
+}
+
+static void path_copy(struct js_path *dst, const struct js_path *src)
+{
+	memcpy(dst, src, offsetof(struct js_path, frame) + src->depth * sizeof src->frame[0]);
 }
 
 void js_copy(struct js_state *dst, const struct js_state *src)
 {
-	memcpy(dst, src, offsetof(struct js_state, frame) + src->depth * sizeof src->frame[0]);
+	dst->n = src->n;
+	for (int i = 0; i < src->n; i++)
+		path_copy(&dst->path[i], &src->path[i]);
 }
 
-static const struct js_node *node(const struct js_state *p, int i)
+static const struct js_node *node(const struct js_path *p, int i)
 {
 	return &p->sc->node[i];
 }
 
-static struct js_frame *top(struct js_state *p)
+static struct js_frame *top(struct js_path *p)
 {
 	return &p->frame[p->depth - 1];
 }
@@ -77,13 +86,13 @@ static int hex_value(unsigned char c)
 }
 
 /* A value ended: what follows it. */
-static bool value_end(struct js_state *p)
+static bool value_end(struct js_path *p)
 {
 	p->at = p->depth ? AT_AFTER : AT_DONE;
 	return true;
 }
 
-static bool open_container(struct js_state *p, bool object)
+static bool open_container(struct js_path *p, bool object)
 {
 	if (p->depth >= JS_MAX_DEPTH)
 		return false;
@@ -94,14 +103,14 @@ static bool open_container(struct js_state *p, bool object)
 
 /* The texts the fixed text being read is one of: the object's listed keys, or the
  * value's enum. */
-static const struct js_words *words(const struct js_state *p)
+static const struct js_words *words(const struct js_path *p)
 {
 	return p->key ? &node(p, p->frame[p->depth - 1].node)->keys : &node(p, p->node)->lits;
 }
 
 /* Starts matching a fixed text; c is its first byte. */
-static bool match_byte(struct js_state *p, unsigned char c);
-static bool start_match(struct js_state *p, bool key, unsigned char c)
+static bool match_byte(struct js_path *p, unsigned char c);
+static bool start_match(struct js_path *p, bool key, unsigned char c)
 {
 	p->key = key, p->at = AT_MATCH, p->pos = 0;
 	p->first = 0, p->last = (uint16_t)words(p)->n;
@@ -109,7 +118,7 @@ static bool start_match(struct js_state *p, bool key, unsigned char c)
 }
 
 /* A key, its first byte c (the quote). */
-static bool key_start(struct js_state *p, unsigned char c)
+static bool key_start(struct js_path *p, unsigned char c)
 {
 	const struct js_node *nd = node(p, top(p)->node);
 	if (c != '"')
@@ -122,22 +131,45 @@ static bool key_start(struct js_state *p, unsigned char c)
 	return true;
 }
 
-static bool num_byte(struct js_state *p, unsigned char c);
+static bool num_byte(struct js_path *p, unsigned char c);
+static bool value_start(struct js_state *s, struct js_path *p, unsigned char c);
 
-/* The first byte of a value of p->node: an alternative of anyOf picked by it, then
- * what the byte begins. */
-static bool value_start(struct js_state *p, unsigned char c)
+/* The first byte c of a value of an anyOf or oneOf: each alternative that takes it
+ * goes on as a path of its own, p the first, the others new paths of s (as many as
+ * there is room for). */
+static bool branch_start(struct js_state *s, struct js_path *p, unsigned char c)
 {
 	const struct js_node *nd = node(p, p->node);
-	while (nd->n_branches) {
-		int k = 0;
-		while (k < nd->n_branches && !js_starts(node(p, nd->branches[k]), c))
-			k++;
-		if (k == nd->n_branches)
-			return false;
-		p->node = nd->branches[k];
-		nd = node(p, p->node);
+	struct js_path base;
+	path_copy(&base, p);
+	bool taken = false;
+	for (int k = 0; k < nd->n_branches; k++) {
+		if (!js_starts(node(p, nd->branches[k]), c))
+			continue;
+		if (taken && s->n == JS_MAX_PATHS)
+			break;
+		/* a new path is counted before it is read: the paths its own alternatives
+		 * make come after it, and none come when it fails */
+		struct js_path *q = taken ? &s->path[s->n++] : p;
+		path_copy(q, &base);
+		q->node = nd->branches[k];
+		if (value_start(s, q, c))
+			taken = true;
+		else if (q != p)
+			s->n--;
 	}
+	if (!taken) /* p as it was: unspecified, but whole */
+		path_copy(p, &base);
+	return taken;
+}
+
+/* The first byte of a value of p->node: the alternatives of an anyOf that take it,
+ * or what the byte begins. */
+static bool value_start(struct js_state *s, struct js_path *p, unsigned char c)
+{
+	const struct js_node *nd = node(p, p->node);
+	if (nd->n_branches)
+		return branch_start(s, p, c);
 	if (nd->lits.n)
 		return start_match(p, false, c);
 	bool number = nd->types & (JS_T_NUMBER | JS_T_INTEGER);
@@ -159,7 +191,7 @@ static bool value_start(struct js_state *p, unsigned char c)
 }
 
 /* One more character in a string: within its maxLength. */
-static bool add_char(struct js_state *p)
+static bool add_char(struct js_path *p)
 {
 	if (!p->key && p->chars >= node(p, p->node)->max_len)
 		return false;
@@ -168,7 +200,7 @@ static bool add_char(struct js_state *p)
 }
 
 /* A byte of a formatted string past its opening quote. */
-static bool format_byte(struct js_state *p, const struct js_node *nd, unsigned char c)
+static bool format_byte(struct js_path *p, const struct js_node *nd, unsigned char c)
 {
 	bool whole;
 	if (c == '"') {
@@ -182,7 +214,7 @@ static bool format_byte(struct js_state *p, const struct js_node *nd, unsigned c
 }
 
 /* A string's byte past the opening quote. */
-static bool string_byte(struct js_state *p, unsigned char c)
+static bool string_byte(struct js_path *p, unsigned char c)
 {
 	if (p->utf8) { /* a continuation byte, within the range its lead allows */
 		if (c < p->lo || c > p->hi)
@@ -226,7 +258,7 @@ static bool string_byte(struct js_state *p, unsigned char c)
 /* A \uXXXX escape's hex digit: a surrogate must come as a high and a low pair, one
  * character, as decoders of JSON text require. The first two digits tell a surrogate:
  * it is refused there, not at a last digit that no choice could make right. */
-static bool hex_byte(struct js_state *p, unsigned char c)
+static bool hex_byte(struct js_path *p, unsigned char c)
 {
 	int h = hex_value(c);
 	if (h < 0 || (p->low && p->next == 4 && h != 0xD))
@@ -291,7 +323,7 @@ static struct span wanted(const struct js_node *nd)
 
 /* Whether some number the text p->text begins lies within nd's bounds. Its integer
  * digits v go on as v·10^j + r; after the point, x goes on up to x + 10^-digits. */
-static bool num_reachable(const struct js_state *p, const struct js_node *nd)
+static bool num_reachable(const struct js_path *p, const struct js_node *nd)
 {
 	struct span want = wanted(nd);
 	bool neg = p->text[0] == '-', whole = !(nd->types & JS_T_NUMBER);
@@ -322,7 +354,7 @@ static bool num_reachable(const struct js_state *p, const struct js_node *nd)
 }
 
 /* Whether the number p->text is within nd's bounds. */
-static bool num_in_range(const struct js_state *p, const struct js_node *nd)
+static bool num_in_range(const struct js_path *p, const struct js_node *nd)
 {
 	char text[JS_MAX_NUMBER + 1];
 	memcpy(text, p->text, p->text_len), text[p->text_len] = 0;
@@ -331,7 +363,7 @@ static bool num_in_range(const struct js_state *p, const struct js_node *nd)
 }
 
 /* A byte c of a number goes into its text: when its bounds allow what it begins. */
-static bool num_byte(struct js_state *p, unsigned char c)
+static bool num_byte(struct js_path *p, unsigned char c)
 {
 	const struct js_node *nd = node(p, p->node);
 	if (!nd->bounded)
@@ -346,7 +378,7 @@ static bool num_byte(struct js_state *p, unsigned char c)
 
 /* A number's byte: its next character, or the first byte after it (read as what
  * follows a value). */
-static bool number_byte(struct js_state *p, unsigned char c)
+static bool number_byte(struct js_path *p, unsigned char c)
 {
 	const struct js_node *nd = node(p, p->node);
 	bool digit = is_digit(c), e = c == 'e' || c == 'E';
@@ -384,7 +416,7 @@ static bool number_byte(struct js_state *p, unsigned char c)
 
 /* The text in first..last that is p->pos bytes long, whole, or -1: they all begin
  * with the same p->pos bytes, so it sorts first. */
-static int whole_at(const struct js_state *p, const struct js_words *w)
+static int whole_at(const struct js_path *p, const struct js_words *w)
 {
 	return p->first < p->last && w->len[p->first] == p->pos ? p->first : -1;
 }
@@ -412,7 +444,7 @@ static int lower_bound(const struct js_words *w, int lo, int hi, uint32_t pos, i
 /* A byte of a fixed text: the texts that go on with it are kept. A key is whole at
  * its closing quote; an enum value when no longer one goes on (only numbers begin
  * others: 1 and 10), else at the first byte past it. */
-static bool match_byte(struct js_state *p, unsigned char c)
+static bool match_byte(struct js_path *p, unsigned char c)
 {
 	const struct js_words *w = words(p);
 	int first = lower_bound(w, p->first, p->last, p->pos, c);
@@ -439,19 +471,19 @@ static bool match_byte(struct js_state *p, unsigned char c)
 }
 
 /* A structural byte (not in a string, number, literal or fixed text). */
-static bool structure(struct js_state *p, unsigned char c)
+static bool structure(struct js_state *s, struct js_path *p, unsigned char c)
 {
 	struct js_frame *f = p->depth ? top(p) : NULL;
 	const struct js_node *nd = f ? node(p, f->node) : NULL;
 	switch (p->at) {
-	case AT_VALUE: return value_start(p, c);
+	case AT_VALUE: return value_start(s, p, c);
 	case AT_ARR_FIRST:
 		if (c == ']' && nd->min_items == 0)
 			return p->depth--, value_end(p);
 		if (nd->max_items == 0)
 			return false;
 		f->count = 1, p->node = (uint16_t)nd->items;
-		return value_start(p, c);
+		return value_start(s, p, c);
 	case AT_OBJ_FIRST:
 		if (c == '}' && nd->required == 0)
 			return p->depth--, value_end(p);
@@ -476,7 +508,7 @@ static bool structure(struct js_state *p, unsigned char c)
 	}
 }
 
-static bool step(struct js_state *p, unsigned char c)
+static bool step(struct js_state *s, struct js_path *p, unsigned char c)
 {
 	switch (p->at) {
 	case AT_STR: return string_byte(p, c);
@@ -500,7 +532,7 @@ static bool step(struct js_state *p, unsigned char c)
 	case AT_MATCH:
 		if (match_byte(p, c))
 			return true;
-		return p->at != AT_MATCH && step(p, c); /* an enum's number ended: c follows */
+		return p->at != AT_MATCH && step(s, p, c); /* an enum's number ended: c follows */
 	case AT_N_MINUS:
 	case AT_N_ZERO:
 	case AT_N_INT:
@@ -513,29 +545,85 @@ static bool step(struct js_state *p, unsigned char c)
 			return true;
 		if (p->at != AT_AFTER && p->at != AT_DONE)
 			return false;
-		return step(p, c); /* the number ended: c follows it */
+		return step(s, p, c); /* the number ended: c follows it */
 	default: break;
 	}
 	if (is_space(c))
 		return ++p->space <= JS_MAX_SPACE;
 	p->space = 0;
-	return structure(p, c);
+	return structure(s, p, c);
 }
 
-bool js_feed(struct js_state *p, const char *s, size_t n)
+/* Whether two paths read on alike: the same place in the grammar and the same open
+ * containers, and, where a value is being read, the same one at its start (a path
+ * inside a value's text is not compared: it is told apart soon, or ends). */
+static bool same_path(const struct js_path *a, const struct js_path *b)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!step(p, (unsigned char)s[i]))
+	if (a->at != b->at || a->depth != b->depth || a->space != b->space)
+		return false;
+	for (int i = 0; i < a->depth; i++) {
+		const struct js_frame *x = &a->frame[i], *y = &b->frame[i];
+		if (x->node != y->node || x->object != y->object || x->count != y->count ||
+		    x->used != y->used)
 			return false;
+	}
+	switch (a->at) {
+	case AT_AFTER:
+	case AT_DONE:
+	case AT_KEY:
+	case AT_OBJ_FIRST:
+	case AT_ARR_FIRST: return true;
+	case AT_VALUE:
+	case AT_COLON: return a->node == b->node;
+	default: return false;
+	}
+}
+
+/* The paths still alive (alive[i]) and the ones made since (from `made` on), each
+ * once. */
+static void keep_paths(struct js_state *s, const bool *alive, int made)
+{
+	int n = 0;
+	for (int i = 0; i < s->n; i++) {
+		if (i < made && !alive[i])
+			continue;
+		bool seen = false;
+		for (int j = 0; j < n && !seen; j++)
+			seen = same_path(&s->path[j], &s->path[i]);
+		if (!seen && n != i)
+			path_copy(&s->path[n], &s->path[i]);
+		n += !seen;
+	}
+	s->n = n;
+}
+
+bool js_feed(struct js_state *s, const char *bytes, size_t n)
+{
+	size_t i = 0;
+	/* one reading, the common case, needs no bookkeeping (a sampler feeds every
+	 * token of the vocabulary) until an anyOf's alternatives begin alike */
+	while (i < n && s->n == 1)
+		if (!step(s, &s->path[0], (unsigned char)bytes[i++]))
+			return s->n = 0, false;
+	for (; i < n; i++) {
+		bool alive[JS_MAX_PATHS];
+		int made = s->n, live = 0;
+		for (int k = 0; k < made; k++)
+			live += alive[k] = step(s, &s->path[k], (unsigned char)bytes[i]);
+		if (made > 1 || s->n > made || !live)
+			keep_paths(s, alive, made);
+		if (!s->n)
+			return false;
+	}
 	return true;
 }
 
-bool js_done(const struct js_state *p)
+static bool path_done(const struct js_path *p)
 {
 	if (p->depth)
 		return false;
 	switch (p->at) {
-	case AT_DONE:
+	case AT_DONE: return true; /* a number's bounds were checked as it ended */
 	case AT_N_ZERO:
 	case AT_N_INT:
 	case AT_N_FRAC: return !node(p, p->node)->bounded || num_in_range(p, node(p, p->node));
@@ -545,15 +633,26 @@ bool js_done(const struct js_state *p)
 	}
 }
 
-bool js_closed(const struct js_state *p)
+bool js_done(const struct js_state *s)
 {
-	return p->at == AT_DONE;
+	for (int i = 0; i < s->n; i++)
+		if (path_done(&s->path[i]))
+			return true;
+	return false;
+}
+
+bool js_closed(const struct js_state *s)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->path[i].at != AT_DONE)
+			return false;
+	return s->n > 0;
 }
 
 size_t js_string_chars(const char *s, size_t n)
 {
-	struct js_state t; /* a free key's string: no schema read, no frame */
-	memset(&t, 0, offsetof(struct js_state, frame));
+	struct js_path t; /* a free key's string: no schema read, no frame */
+	memset(&t, 0, offsetof(struct js_path, frame));
 	t.at = AT_STR, t.key = true;
 	for (size_t i = 0; i < n; i++)
 		if (s[i] == '"' || s[i] == '\\' || !string_byte(&t, (unsigned char)s[i]))
@@ -563,9 +662,19 @@ size_t js_string_chars(const char *s, size_t n)
 
 /* The characters the string being read may still take, between two of them: 0 when
  * it is not so (in an escape or a character, a fixed text, no string). */
-uint32_t js_string_room(const struct js_state *p)
+static uint32_t path_room(const struct js_path *p)
 {
 	if (p->at != AT_STR || p->utf8 || (!p->key && node(p, p->node)->format))
 		return 0;
 	return p->key ? UINT32_MAX : node(p, p->node)->max_len - p->chars;
+}
+
+uint32_t js_string_room(const struct js_state *s)
+{
+	uint32_t room = UINT32_MAX;
+	for (int i = 0; i < s->n; i++) {
+		uint32_t r = path_room(&s->path[i]);
+		room = r < room ? r : room;
+	}
+	return s->n ? room : 0;
 }

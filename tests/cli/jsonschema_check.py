@@ -99,6 +99,8 @@ def gen(depth=0):
         return of_type("string", depth)
     if k in (6, 7):
         return of_type(rng.choice(["object", "array"]), depth)
+    if rng.random() < 0.4:
+        return alike(depth)
     # anyOf or oneOf of alternatives of different type classes
     classes = rng.sample(["object", "array", "string", "integer", "boolean", "null"],
                          rng.randrange(2, 4))
@@ -106,6 +108,28 @@ def gen(depth=0):
     if "string" in classes and rng.random() < 0.5:
         alts[classes.index("string")] = {"enum": rng.sample(STRINGS, 3)}
     return {rng.choice(["anyOf", "oneOf"]): alts, "title": "choice"}
+
+
+def alike(depth):
+    """An anyOf whose alternatives may begin alike (read side by side), or a oneOf
+    of objects that a required tag tells apart (pydantic's tagged union)."""
+    n = rng.randrange(2, 5)
+    if rng.random() < 0.3:
+        tags = rng.sample(STRINGS, n)
+        alts = []
+        for t in tags:
+            o = of_type("object", depth + 1)
+            o["properties"] = dict(o.get("properties", {}), kind={"const": t})
+            o["required"] = sorted(set(o.get("required", [])) | {"kind"})
+            o.pop("additionalProperties", None)
+            alts.append(o)
+        return {"oneOf": alts, "discriminator": {"propertyName": "kind"}}
+    cls = rng.choice(["object", "string", "integer", "number", "array", "mixed"])
+    if cls == "mixed":
+        alts = [gen(depth + 1) for _ in range(n)]
+    else:
+        alts = [of_type(cls, depth + 1) for _ in range(n)]
+    return {"anyOf": alts}
 
 
 # Formats: jsonschema checks date, uuid, email and ipv4 itself; time and date-time (which it leaves
@@ -172,13 +196,36 @@ HAND = [
     {"allOf": [{"type": "boolean"}], "description": "one schema"},
     # a large enum of shared prefixes (numbers that begin others among them)
     {"enum": ["item%03d" % i for i in range(300)] + list(range(0, 2000, 7)) + [1.5, -3]},
+    # pydantic's Union[Cat, Dog] and its tagged form, in a list
+    {"$defs": {"Cat": {"properties": {"pet_type": {"const": "cat", "title": "Pet Type",
+                                                   "type": "string"},
+                                      "meows": {"title": "Meows", "type": "integer"}},
+                       "required": ["pet_type", "meows"], "title": "Cat", "type": "object"},
+               "Dog": {"properties": {"pet_type": {"const": "dog", "title": "Pet Type",
+                                                   "type": "string"},
+                                      "barks": {"title": "Barks", "type": "number"}},
+                       "required": ["pet_type", "barks"], "title": "Dog", "type": "object"}},
+     "properties": {
+         "pets": {"items": {"anyOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}]},
+                  "title": "Pets", "type": "array"},
+         "best": {"discriminator": {"mapping": {"cat": "#/$defs/Cat", "dog": "#/$defs/Dog"},
+                                    "propertyName": "pet_type"},
+                  "oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+                  "title": "Best"}},
+     "required": ["pets", "best"], "title": "Model", "type": "object"},
+    # Union[int, float, str] with bounds that overlap
+    {"anyOf": [{"type": "integer", "minimum": -5, "maximum": 5}, {"type": "number",
+               "exclusiveMinimum": 3}, {"type": "string", "maxLength": 3},
+               {"type": "string", "format": "date"}]},
 ]
 
 REFUSED = [
     {"type": "integer", "multipleOf": 2}, {"type": "string", "pattern": "^a"},
     {"type": "string", "format": "hostname"}, {"not": {}}, {"if": {}},
     {"type": "string", "format": "time", "maxLength": 12},
-    {"anyOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]},
+    {"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]},
+    {"oneOf": [{"type": "object", "properties": {"k": {"const": "a"}}},
+               {"type": "object", "properties": {"k": {"const": "b"}}}]},  # k not required
     {"properties": {"a": {}}, "required": ["b"]}, {"$ref": "other.json#/x"},
     {"type": "array", "prefixItems": [{}]}, {"type": "object", "patternProperties": {}},
 ]

@@ -255,6 +255,22 @@ static struct js_schema *compile_text(const char *text)
 	"\"integer\"},\"kids\":{\"type\":\"array\",\"items\":{\"$ref\":\"#/$defs/node\"}}}," \
 	"\"required\":[\"v\"]}},\"$ref\":\"#/$defs/node\"}"
 
+/* pydantic's Union[Cat, Dog] (anyOf) and its tagged form (oneOf with a discriminator):
+ * objects both, told apart by what their keys hold */
+#define PETS(OF)                                                                          \
+	"{\"" OF "\":[{\"type\":\"object\",\"properties\":{\"kind\":{\"const\":\"cat\"}," \
+	"\"lives\":{\"type\":\"integer\"}},\"required\":[\"kind\",\"lives\"],"            \
+	"\"additionalProperties\":false},{\"type\":\"object\",\"properties\":{\"kind\":"  \
+	"{\"enum\":[\"dog\",\"wolf\"]},\"bark\":{\"type\":\"string\"}},\"required\":"     \
+	"[\"kind\"]}],\"discriminator\":{\"propertyName\":\"kind\"}}"
+#define UNION   PETS("anyOf")
+#define TAGGED  PETS("oneOf")
+#define PETLIST "{\"type\":\"array\",\"items\":" UNION "}"
+#define SIZES                                                                          \
+	"{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0,\"maximum\":10},{\"type\":"   \
+	"\"number\",\"minimum\":100},{\"type\":\"string\",\"maxLength\":2},{\"type\":" \
+	"\"string\",\"format\":\"date\"}]}"
+
 static void test_schema_cases(void **state)
 {
 	(void)state;
@@ -282,6 +298,28 @@ static void test_schema_cases(void **state)
 		{"{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}", "null", DONE},
 		{"{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}", "\"x\"", DONE},
 		{"{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}", "1", 0},
+		{UNION, "{\"kind\":\"cat\",\"lives\":9}", DONE},
+		{UNION, "{\"lives\":9,\"kind\":\"cat\"}", DONE},
+		{UNION, "{\"kind\":\"wolf\",\"bark\":\"wo\"}", DONE},
+		{UNION, "{\"kind\":\"dog\"}", DONE},
+		{UNION, "{\"kind\":\"dog\",\"lives\"", 15}, /* a cat's key */
+		{UNION, "{\"lives\":9}", 10},               /* a cat needs a kind */
+		{UNION, "{\"kind\":\"cat\"}", 13},          /* ... and lives */
+		{UNION, "{\"bark\":\"x\",\"lives\"", 13},
+		{TAGGED, "{\"kind\":\"cat\",\"lives\":9}", DONE},
+		{TAGGED, "{\"bark\":\"x\",\"kind\":\"cat\"", 20},
+		{PETLIST,
+		 "[{\"kind\":\"cat\",\"lives\":1},{\"kind\":\"dog\"},{\"kind\":\"cat\",\"lives\":2}"
+		 ","
+		 "{\"kind\":\"wolf\"},{\"lives\":3,\"kind\":\"cat\"}]",
+		 DONE},
+		{SIZES, "5", DONE},
+		{SIZES, "150.5", DONE},
+		{SIZES, "50", OPEN}, /* not a small integer; a number of 100 or more begins */
+		{SIZES, "50 ", 2},
+		{SIZES, "\"ab\"", DONE},
+		{SIZES, "\"2024-01-01\"", DONE},
+		{SIZES, "\"abc", 3},
 		{"{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,"
 		 "\"maxItems\":2}",
 		 "[]", 1},
@@ -399,8 +437,10 @@ static void test_schema_errors(void **state)
 		 "no number lies between"},
 		{"{\"type\":\"number\",\"exclusiveMinimum\":true}", "boolean form"},
 		{"{\"type\":\"strin\"}", "schema: type: expected"},
-		{"{\"anyOf\":[{\"type\":\"object\"},{\"properties\":{\"a\":{}}}]}",
-		 "may begin with the same character"},
+		{"{\"oneOf\":[{\"type\":\"object\"},{\"properties\":{\"a\":{}}}]}",
+		 "may match the same value"},
+		{"{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"},{\"enum\":[\"a\"]}]}",
+		 "oneOf: alternatives 2 and one before"},
 		{"{\"$ref\":\"#/nowhere\"}", "names no place"},
 		{"{\"$ref\":\"http://x/s.json\"}", "only places in this schema"},
 		{"{\"properties\":{\"a\":{}},\"required\":[\"b\"]}",
