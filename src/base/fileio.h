@@ -119,6 +119,13 @@ char *fio_join(const char *dir, const char *name);
 /* Creates path and its missing parents (like mkdir -p) with `mode`; 0, or -1 with
  * err_set (also when path exists but is not a directory). */
 int fio_mkdirs(const char *path, mode_t mode);
+/* base/rel opened as a directory (O_DIRECTORY, to close), base made as fio_mkdirs
+ * makes it and each folder of rel below it made when missing; a symbolic link among
+ * rel's folders is refused, never followed ("PATH: a symbolic link (refused)"), where
+ * links at base or above it are the user's own. Where others may write (a shared
+ * cache), what is put in such a folder then goes where its name says. The descriptor,
+ * or -1 with err_set. */
+int fio_mkdirs_below(const char *base, const char *rel, mode_t mode);
 /* fio_mkdirs(path, 0700), and path itself (or the directory a link there leads to)
  * made 0700 when others could read or enter it (a directory of private files made by
  * an older version, or by hand); refused when another user owns it. 0, or -1 with

@@ -114,6 +114,49 @@ int fio_mkdirs(const char *path, mode_t mode)
 	return 0;
 }
 
+int fio_mkdirs_below(const char *base, const char *rel, mode_t mode)
+{
+	if (fio_mkdirs(base, mode))
+		return -1;
+	int dir = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return err_set("%s: cannot open: %s", base, strerror(errno));
+	const char *p = rel;
+	while (*p) {
+		size_t n = strcspn(p, "/");
+		char name[NAME_MAX + 1];
+		if (n == 0 || n > NAME_MAX) { /* "a//b", or a name no folder has */
+			p += n + (p[n] == '/');
+			if (n == 0)
+				continue;
+			close(dir);
+			return err_set("%s/%s: %s", base, rel, strerror(ENAMETOOLONG));
+		}
+		memcpy(name, p, n), name[n] = 0;
+		if (mkdirat(dir, name, mode) && errno != EEXIST) {
+			err_set("%s/%.*s: cannot create directory: %s", base, (int)(p - rel + n),
+				rel, strerror(errno));
+			close(dir);
+			return -1;
+		}
+		int next = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0) {
+			struct stat st;
+			bool link = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				    S_ISLNK(st.st_mode);
+			err_set("%s/%.*s: %s", base, (int)(p - rel + n), rel,
+				link ? "a symbolic link (refused: it could lead anywhere)"
+				     : strerror(errno));
+			close(dir);
+			return -1;
+		}
+		close(dir);
+		dir = next;
+		p += n + (p[n] == '/');
+	}
+	return dir;
+}
+
 int fio_private_dir(const char *path)
 {
 	if (fio_mkdirs(path, 0700))

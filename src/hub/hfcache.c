@@ -147,24 +147,35 @@ char *hfc_read_ref(const char *repo_dir, const char *rev)
 	return s;
 }
 
-/* The folder part of dir/name ("a/b/c" -> "a/b"), malloc'd. */
-static char *parent_of(const char *path)
+/* The folder of repo_dir/top[/commit]/file opened (made when missing), no link
+ * among the folders below repo_dir followed: in a cache others may write, a link
+ * planted at snapshots/COMMIT would have the files named for it made elsewhere. *name
+ * is the file's last component. A descriptor, or -1 (err_set). */
+static int open_below(const char *repo_dir, const char *top, const char *commit, const char *file,
+		      const char **name)
 {
-	const char *slash = strrchr(path, '/');
-	char *s = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-	if (!s)
-		err_set("out of memory");
-	return s;
+	const char *slash = strrchr(file, '/');
+	*name = slash ? slash + 1 : file;
+	char rel[1024];
+	int n = snprintf(rel, sizeof rel, "%s%s%s%s%.*s", top, commit ? "/" : "",
+			 commit ? commit : "", slash ? "/" : "", slash ? (int)(slash - file) : 0,
+			 file);
+	if (n < 0 || (size_t)n >= sizeof rel)
+		return err_set("%s: name too long", file);
+	return fio_mkdirs_below(repo_dir, rel, 0755);
 }
 
 int hfc_write_ref(const char *repo_dir, const char *rev, const char *commit)
 {
 	if (!strcmp(rev, commit))
 		return 0;
-	char *path = cat(repo_dir, "/refs/", rev), *dir = path ? parent_of(path) : NULL;
-	int rc = !dir || fio_mkdirs(dir, 0755) ||
-		 fio_write_atomic(path, commit, strlen(commit), 0644, FIO_NO_LINKS);
-	free(dir);
+	const char *name;
+	int dir = open_below(repo_dir, "refs", NULL, rev, &name);
+	if (dir < 0)
+		return -1;
+	close(dir);
+	char *path = cat(repo_dir, "/refs/", rev);
+	int rc = !path || fio_write_atomic(path, commit, strlen(commit), 0644, FIO_NO_LINKS);
 	free(path);
 	return rc ? -1 : 0;
 }
@@ -189,28 +200,23 @@ int hfc_link(const char *repo_dir, const char *commit, const char *file, const c
 		return err_set("%s: name too long", file);
 	strcat(target, "blobs/");
 	strcat(target, etag);
-	char *snap = hfc_snapshot(repo_dir, commit);
-	char *path = snap ? cat(snap, "/", file) : NULL;
-	char *dir = path ? parent_of(path) : NULL;
-	char *tmp = path ? malloc(strlen(path) + 32) : NULL;
-	int rc = -1;
-	if (!tmp) {
-		if (snap) /* else hfc_snapshot said why */
-			err_set("out of memory");
-	} else if (fio_mkdirs(dir, 0755) == 0) {
-		sprintf(tmp, "%s.tmp.%ld", path, (long)getpid());
-		unlink(tmp);
-		if (symlink(target, tmp) || rename(tmp, path)) {
-			err_set("%s: cannot link to the blob: %s", path, strerror(errno));
-			unlink(tmp);
-		} else {
-			rc = 0;
-		}
-	}
-	free(tmp);
-	free(dir);
-	free(path);
+	char *snap = hfc_snapshot(repo_dir, commit); /* (a commit, checked) */
+	const char *name;
+	int dir = snap ? open_below(repo_dir, "snapshots", commit, file, &name) : -1;
 	free(snap);
+	if (dir < 0)
+		return -1;
+	/* the link is made aside, then renamed over whatever has the name */
+	char tmp[256];
+	snprintf(tmp, sizeof tmp, "%.200s.tmp.%ld", name, (long)getpid());
+	unlinkat(dir, tmp, 0);
+	int rc = 0;
+	if (symlinkat(target, dir, tmp) || renameat(dir, tmp, dir, name)) {
+		rc = err_set("%s/snapshots/%s/%s: cannot link to the blob: %s", repo_dir, commit,
+			     file, strerror(errno));
+		unlinkat(dir, tmp, 0);
+	}
+	close(dir);
 	return rc;
 }
 
@@ -235,15 +241,17 @@ bool hfc_optional_settled(const char *repo_dir, const char *commit, const char *
 
 void hfc_mark_absent(const char *repo_dir, const char *commit, const char *file)
 {
-	char *path = absent_path(repo_dir, commit, file), *dir = path ? parent_of(path) : NULL;
-	if (dir && fio_mkdirs(dir, 0755) == 0) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+	const char *name;
+	int dir =
+		hfc_is_commit(commit) ? open_below(repo_dir, ".no_exist", commit, file, &name) : -1;
+	if (dir >= 0) {
+		int fd = openat(dir, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+				0644);
 		if (fd >= 0)
 			close(fd);
+		close(dir);
 	}
 	err_clear();
-	free(dir);
-	free(path);
 }
 
 int hfc_lock(const char *root, const char *repo_id, const char *etag, const char *label)

@@ -234,11 +234,11 @@ static int fetch_file(struct fetch *f, const char *file, bool optional)
 	}
 	char *blobs = fio_join(f->repo_dir, "blobs");
 	blob = blobs ? fio_join(blobs, m.etag) : NULL;
-	if (!blob || fio_mkdirs(blobs, 0755)) {
-		free(blobs);
-		goto out;
-	}
 	free(blobs);
+	int dir = blob ? fio_mkdirs_below(f->repo_dir, "blobs", 0755) : -1; /* no link */
+	if (dir < 0)
+		goto out;
+	close(dir);
 	if (!(fio_is_file(blob) && file_size(blob) == m.size)) {
 		if ((lock = hfc_lock(f->root, f->repo_id, m.etag, file)) < 0)
 			goto out;

@@ -395,6 +395,18 @@ expect_exit 0 "a link at a .no_exist name is left alone" "$QWENCHAT" pull test/S
 rm "$R13s/.no_exist/$C2/generation_config.json" && mkfifo "$R13s/.no_exist/$C2/generation_config.json"
 expect_exit 0 "a FIFO at a .no_exist name is not waited on" timeout 60 "$QWENCHAT" pull test/Sharded-Qwen3
 rm "$R13s/.no_exist/$C2/generation_config.json"
+# a folder of the repository turned into a link: the files named for it would be made
+# (and an existing one replaced) wherever it leads
+mkdir -p "$TMP/victim-dir" && printf 'precious\n' >"$TMP/victim-dir/config.json"
+for sub in "snapshots/$C" blobs refs; do
+	mkdir -p "$(dirname "$R13/$sub")" && rm -rf "${R13:?}/$sub"
+	ln -s "$TMP/victim-dir" "$R13/$sub"
+	expect_exit 1 "a link at $sub is refused" "$QWENCHAT" pull test/Tiny-Qwen3
+	err_has "$sub: a symbolic link (refused" "... named, in one line"
+	[ "$(ls "$TMP/victim-dir")" = config.json ] && [ "$(cat "$TMP/victim-dir/config.json")" = precious ] &&
+		pass "... nothing made or replaced where it leads" || fail "$sub: written through: $(ls -l "$TMP/victim-dir")"
+	rm "$R13/$sub"
+done
 expect_exit 0 "without the planted links the pull succeeds" "$QWENCHAT" pull test/Tiny-Qwen3
 check_cache "$HF_HUB_CACHE" "planted links"
 

@@ -505,6 +505,52 @@ static void test_missing_top(void **state)
 	assert_int_equal(chdir(cwd), 0);
 }
 
+/* fio_mkdirs_below: the folders below base made, a link among them refused (not
+ * followed), one at base followed. */
+static void test_mkdirs_below(void **state)
+{
+	(void)state;
+	char base[600], other[600], link[600], made[600];
+	path_of(base, sizeof base, "repo");
+	path_of(other, sizeof other, "elsewhere");
+	assert_int_equal(mkdir(other, 0700), 0);
+	int d = fio_mkdirs_below(base, "a//b/c", 0700);
+	assert_true(d >= 0);
+	close(d);
+	path_of(made, sizeof made, "repo/a/b/c");
+	assert_int_equal(fio_is_dir(made), 1);
+	/* a link below base: refused, named, nothing made where it leads */
+	path_of(link, sizeof link, "repo/a/l");
+	assert_int_equal(symlink(other, link), 0);
+	assert_int_equal(fio_mkdirs_below(base, "a/l/x", 0700), -1);
+	assert_non_null(strstr(err_msg(), "repo/a/l: a symbolic link (refused"));
+	path_of(made, sizeof made, "elsewhere/x");
+	assert_int_equal(access(made, F_OK), -1);
+	/* ... a file there is no folder */
+	path_of(made, sizeof made, "repo/a/f");
+	put(made, "f");
+	assert_int_equal(fio_mkdirs_below(base, "a/f", 0700), -1);
+	assert_non_null(strstr(err_msg(), "repo/a/f: Not a directory"));
+	/* a link at base is the user's: followed */
+	path_of(made, sizeof made, "viabase");
+	assert_int_equal(symlink(other, made), 0);
+	d = fio_mkdirs_below(made, "y", 0700);
+	assert_true(d >= 0);
+	close(d);
+	path_of(made, sizeof made, "elsewhere/y");
+	assert_int_equal(fio_is_dir(made), 1);
+	rmdir(made);
+	path_of(made, sizeof made, "viabase");
+	unlink(made);
+	path_of(made, sizeof made, "repo/a/f");
+	unlink(made);
+	unlink(link);
+	rmdir(other);
+	path_of(made, sizeof made, "repo/a/b/c");
+	fio_rmdirs_upto(made, base);
+	assert_int_equal(access(base, F_OK), -1);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -516,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_foreign_stale),      cmocka_unit_test(test_foreign_mode),
 		cmocka_unit_test(test_system_names),       cmocka_unit_test(test_read_all_kinds),
 		cmocka_unit_test(test_long_names),         cmocka_unit_test(test_missing_top),
+		cmocka_unit_test(test_mkdirs_below),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(dir);
