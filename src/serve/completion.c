@@ -345,7 +345,7 @@ static void stream_text(struct completion *c, bool final, size_t tools, struct s
 
 void completion_stream(struct completion *c, struct strbuf *out)
 {
-	stream_text(c, false, c->o.forced_tool ? 0 : c->tool_at, out);
+	stream_text(c, false, c->o.forced_tool || c->o.forced_pick ? 0 : c->tool_at, out);
 }
 
 /* The tool calls as OpenAI writes them; with the chunk's "index" when streaming. */
@@ -400,6 +400,28 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+/* The answer that "required" among several tools held to {"name", "arguments"}: the
+ * call, read as the block <tool_call> ANSWER </tool_call> is read. An answer cut short
+ * is no call: its text is the content, and the reason "length". */
+static const char *picked_call(const struct strbuf *a, enum completion_end why,
+			       struct toolcall_set *set)
+{
+	struct strbuf block = {0};
+	sb_puts(&block, "<tool_call>\n");
+	sb_put(&block, a->p ? a->p : "", a->n);
+	sb_puts(&block, "\n</tool_call>");
+	if (block.oom) {
+		free(block.p);
+		return NULL;
+	}
+	int r = toolcall_parse(block.p, block.n, set);
+	free(block.p);
+	if (r < 0)
+		return NULL;
+	set->content_len = set->n ? 0 : a->n;
+	return set->n ? "stop" : why == COMPLETION_LENGTH ? "length" : "stop";
+}
+
 /* The answer's tool calls into *set (none unless they are parsed and one began); the
  * finish_reason they make of why. NULL when out of memory. */
 static const char *tool_calls(struct completion *c, enum completion_end why,
@@ -421,6 +443,8 @@ static const char *tool_calls(struct completion *c, enum completion_end why,
 		set->n = 1, set->content_len = 0;
 		return why == COMPLETION_LENGTH ? "length" : "stop";
 	}
+	if (c->o.forced_pick) /* a call as a <tool_call> block holds it */
+		return picked_call(a, why, set);
 	if (c->o.parse_tools && c->tool_at != SIZE_MAX && toolcall_parse(a->p, a->n, set) < 0)
 		return NULL;
 	return set->n ? "tool_calls" : why == COMPLETION_LENGTH ? "length" : "stop";

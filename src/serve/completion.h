@@ -30,6 +30,7 @@ struct completion_options {
 	bool include_stop;  /* the stop string that ends it stays in the text (vLLM's option) */
 	bool parse_tools;   /* split <tool_call> blocks off the content */
 	const char *forced_tool; /* or the answer is the arguments of a call of this one */
+	bool forced_pick;        /* or it is a call {"name", "arguments"} of one of the tools */
 	bool logprobs;      /* report each token's log-probability */
 	bool stream;        /* chunks as the text comes, else one object at the end */
 	bool include_usage; /* stream: a last chunk with the usage */

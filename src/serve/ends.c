@@ -241,6 +241,73 @@ static const char *tool_name(json_t *tools, size_t i)
 	return json_string_value(json_object_get(f, "name"));
 }
 
+/* The $refs of schema v (a copy, changed in place) made to point where v now lies
+ * in a larger document: "#/$defs/X" -> "#" + at + "/$defs/X". Values that are data,
+ * not schemas (enum, const, default, examples), are left alone. */
+static void move_refs(json_t *v, const char *at)
+{
+	const char *key;
+	json_t *x;
+	size_t i;
+	if (json_is_array(v))
+		json_array_foreach(v, i, x) move_refs(x, at);
+	if (!json_is_object(v))
+		return;
+	json_object_foreach(v, key, x)
+	{
+		const char *ref = json_string_value(x);
+		if (!strcmp(key, "$ref") && ref && ref[0] == '#') {
+			size_t len = strlen(at) + strlen(ref) + 1;
+			char *moved = malloc(len);
+			if (moved) {
+				snprintf(moved, len, "#%s%s", at, ref + 1);
+				json_object_set_new(v, key, json_string(moved));
+			}
+			free(moved);
+		} else if (strcmp(key, "enum") && strcmp(key, "const") && strcmp(key, "default") &&
+			   strcmp(key, "examples")) {
+			move_refs(x, at);
+		}
+	}
+}
+
+/* "required" among several tools: a call of one of them, {"name": NAME, "arguments":
+ * PARAMETERS}, as Qwen3 writes it inside <tool_call>. Each tool's parameters are
+ * compiled alone first, so that an error names the tool. */
+static int force_any_tool(struct oai_request *r, json_t *tools, struct oai_error *e)
+{
+	size_t n = json_array_size(tools);
+	json_t *doc = json_object(), *alts = json_array();
+	json_object_set_new(doc, "anyOf", alts);
+	for (size_t i = 0; i < n; i++) {
+		json_t *f = json_object_get(json_array_get(tools, i), "function");
+		json_t *params = json_object_get(f, "parameters");
+		char where[64], at[64];
+		snprintf(where, sizeof where, "tools[%zu].function.parameters", i);
+		struct js_schema *one = params ? js_compile(params, where) : js_object();
+		if (!one) {
+			json_decref(doc);
+			return snprintf(e->param, sizeof e->param, "%s", where), -1;
+		}
+		js_free(one);
+		json_t *args =
+			params ? json_deep_copy(params) : json_pack("{s:s}", "type", "object");
+		snprintf(at, sizeof at, "/anyOf/%zu/properties/arguments", i);
+		move_refs(args, at);
+		json_array_append_new(alts,
+				      json_pack("{s:s, s:{s:{s:s}, s:o}, s:[s,s], s:b}", "type",
+						"object", "properties", "name", "const",
+						tool_name(tools, i), "arguments", args, "required",
+						"name", "arguments", "additionalProperties", 0));
+	}
+	r->format = js_compile(doc, "tools");
+	json_decref(doc);
+	if (!r->format)
+		return snprintf(e->param, sizeof e->param, "tools"), -1;
+	r->forced_pick = true;
+	return 0;
+}
+
 int oai_force_tool(struct oai_request *r, json_t *tools, json_t *choice, struct oai_error *e)
 {
 	const char *s = json_string_value(choice), *name = NULL;
@@ -250,10 +317,15 @@ int oai_force_tool(struct oai_request *r, json_t *tools, json_t *choice, struct 
 		return oai_bad(e, "tool_choice",
 			       "expected \"auto\", \"none\", \"required\" or "
 			       "{\"type\": \"function\", \"function\": {\"name\": ...}}");
-	if (s && n != 1) /* one call of several kinds: a schema this one cannot hold */
+	if (s && n == 0)
+		return oai_bad(e, "tool_choice", "\"required\" with no tools");
+	if (s && n > JS_MAX_PATHS) /* each is a reading of the call's first bytes */
 		return oai_bad(e, "tool_choice",
-			       "\"required\" is supported with one tool only "
-			       "(name the function to call)");
+			       "\"required\" is supported with at most %d tools (name the "
+			       "function to call)",
+			       JS_MAX_PATHS);
+	if (s && n > 1)
+		return force_any_tool(r, tools, e);
 	if (!s) {
 		const char *type = json_string_value(json_object_get(choice, "type"));
 		if (!json_is_object(choice) || !type || strcmp(type, "function") ||
@@ -289,13 +361,14 @@ int oai_parse_format(struct oai_request *r, json_t *root, struct oai_error *e)
 	const char *type = json_string_value(json_object_get(rf, "type"));
 	bool text = !rf || json_is_null(rf) || (type && strcmp(type, "text") == 0);
 	bool vllm = (guided && !json_is_null(guided)) || so_json;
-	if (r->forced_tool && r->continue_final)
+	bool forced = r->forced_tool || r->forced_pick;
+	if (forced && r->continue_final)
 		return oai_bad(e, "tool_choice",
 			       "a forced call is a new answer: not a continued "
 			       "message");
 	if (text && !vllm)
 		return 0;
-	if (r->forced_tool)
+	if (forced)
 		return oai_bad(e,
 			       vllm ? (so_json ? "structured_outputs" : "guided_json")
 				    : "response_format",

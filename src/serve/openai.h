@@ -94,6 +94,7 @@ struct oai_request {
 	bool continue_final;        /* chat, tokenize: the last message is continued */
 	struct js_schema *format;   /* response_format's (json_object: any object), guided_json's */
 	char *forced_tool; /* ..., or a forced tool's parameters: the answer is its arguments */
+	bool forced_pick; /* ..., or "required" among several: the answer is {"name", "arguments"} */
 	bool token_strs;            /* tokenize: each token as tokenizer.json spells it too */
 };
 
@@ -136,7 +137,9 @@ int oai_parse_continue(struct oai_request *r, struct json_t *root, bool tokenize
 int oai_parse_ends(struct oai_request *r, struct json_t *root, struct oai_error *e);
 
 /* tool_choice that names a function (or "required" with one tool): r->forced_tool and
- * its parameters compiled into r->format; -1 with oai_bad on a bad one. */
+ * its parameters compiled into r->format. "required" with several tools (at most
+ * JS_MAX_PATHS): r->forced_pick, and r->format the call of one of them as Qwen3 writes
+ * it in a <tool_call> block. -1 with oai_bad on a bad one. */
 int oai_force_tool(struct oai_request *r, struct json_t *tools, struct json_t *choice,
 		   struct oai_error *e);
 

@@ -190,13 +190,24 @@ test('rigged: the tool result goes back and the conversation continues', async (
   assert.ok(r.usage.prompt_tokens_details.cached_tokens >= first.usage.prompt_tokens);
 });
 
+// The call a forced answer came back as (finish_reason "stop", content null), or null
+// where max_tokens cut it.
+function forcedCall(c) {
+  if (c.finish_reason === 'length') return null;
+  assert.equal(c.finish_reason, 'stop');
+  assert.equal(c.message.content, null);
+  assert.equal(c.message.tool_calls.length, 1);
+  return c.message.tool_calls[0].function;
+}
+
+const weather = { type: 'function', function: { name: 'get_weather', parameters: {
+  type: 'object', additionalProperties: false, required: ['city', 'days'],
+  properties: { city: { type: 'string', maxLength: 12 },
+                days: { type: 'integer', minimum: 1, maximum: 7 } } } } };
+
 // tool_choice naming a function: the answer is held to its parameters and comes back as
 // the call's arguments (finish_reason "stop", as OpenAI's and vLLM's)
 test('tool_choice names a function: a call with arguments of its parameters', async () => {
-  const weather = { type: 'function', function: { name: 'get_weather', parameters: {
-    type: 'object', additionalProperties: false, required: ['city', 'days'],
-    properties: { city: { type: 'string', maxLength: 12 },
-                  days: { type: 'integer', minimum: 1, maximum: 7 } } } } };
   const body = { model: 'm', messages: [{ role: 'user', content: 'Weather?' }], max_tokens: 120,
                  temperature: 1, tools: [...tools, weather],
                  tool_choice: { type: 'function', function: { name: 'get_weather' } },
@@ -204,11 +215,8 @@ test('tool_choice names a function: a call with arguments of its parameters', as
   let called = 0;
   for (let seed = 0; seed < 6; seed++) {
     const c = (await plain.chat.completions.create({ ...body, seed })).choices[0];
-    if (c.finish_reason === 'length') continue;
-    assert.equal(c.finish_reason, 'stop');
-    assert.equal(c.message.content, null);
-    assert.equal(c.message.tool_calls.length, 1);
-    const call = c.message.tool_calls[0].function;
+    const call = forcedCall(c);
+    if (!call) continue;
     assert.equal(call.name, 'get_weather');
     const args = JSON.parse(call.arguments);
     assert.deepEqual(Object.keys(args).sort(), ['city', 'days']);
@@ -226,9 +234,11 @@ test('tool_choice names a function: a call with arguments of its parameters', as
   const one = await plain.chat.completions.create({ ...body, seed: 0, tools: [weather],
                                                     tool_choice: 'required' });
   assert.equal(one.choices[0].message.tool_calls[0].function.name, 'get_weather');
+  const many = Array.from({ length: 17 }, (_, i) => ({ type: 'function',
+                                                       function: { name: `f${i}` } }));
   for (const [change, param] of [
     [{ tool_choice: { type: 'function', function: { name: 'nope' } } }, 'tool_choice.function.name'],
-    [{ tool_choice: 'required' }, 'tool_choice'],
+    [{ tool_choice: 'required', tools: many }, 'tool_choice'],
     [{ response_format: { type: 'json_object' } }, 'response_format'],
     [{ tools: [{ type: 'function', function: { name: 'get_weather',
                                                parameters: { type: 'object', not: {} } } }] },
@@ -236,6 +246,47 @@ test('tool_choice names a function: a call with arguments of its parameters', as
     await assert.rejects(plain.chat.completions.create({ ...body, ...change }),
                          (e) => e.status === 400 && e.error?.param === param);
   }
+});
+
+// "required" among several tools: a call of one of them, as Qwen3 writes it in a
+// <tool_call> block ({"name", "arguments"}), its arguments held to that tool's
+// parameters ($refs into their own $defs too)
+test('tool_choice "required" with several tools: a call of one of them', async () => {
+  const place = { type: 'function', function: { name: 'find_place', parameters: {
+    $defs: { Spot: { type: 'object', additionalProperties: false, required: ['kind'],
+                     properties: { kind: { enum: ['cafe', 'park'] } } } },
+    type: 'object', additionalProperties: false, required: ['spot'],
+    properties: { spot: { $ref: '#/$defs/Spot' } } } } };
+  const body = { model: 'm', messages: [{ role: 'user', content: 'Plans?' }], max_tokens: 300,
+                 temperature: 1, tools: [...tools, weather, place], tool_choice: 'required',
+                 chat_template_kwargs: { enable_thinking: false } };
+  const names = new Set();
+  for (let seed = 0; seed < 8; seed++) {
+    const c = (await plain.chat.completions.create({ ...body, seed })).choices[0];
+    const call = forcedCall(c);
+    if (!call) continue;
+    const args = JSON.parse(call.arguments);
+    if (call.name === 'get_weather') {
+      assert.deepEqual(Object.keys(args).sort(), ['city', 'days']);
+      assert.ok(Number.isInteger(args.days) && args.days >= 1 && args.days <= 7, call.arguments);
+    } else if (call.name === 'find_place') {
+      assert.deepEqual(Object.keys(args), ['spot']);
+      assert.ok(['cafe', 'park'].includes(args.spot.kind), call.arguments);
+    } else {
+      assert.equal(call.name, 'get_time');
+      assert.deepEqual(args, {});
+    }
+    names.add(call.name);
+    if (seed < 2) { // streamed: the same call
+      const runner = plain.chat.completions.stream({ ...body, seed });
+      const s = (await runner.finalChatCompletion()).choices[0];
+      assert.deepEqual(s.message.tool_calls[0].function, call);
+    }
+  }
+  assert.ok(names.size >= 1, 'no call ended within max_tokens');
+  await assert.rejects(plain.chat.completions.create({ ...body, tools: [weather, {
+    type: 'function', function: { name: 'bad', parameters: { type: 'string', pattern: 'x' } } }] }),
+  (e) => e.status === 400 && e.error?.param === 'tools[1].function.parameters');
 });
 
 test('rigged: a stop string ends the text, whole and streamed', async () => {
