@@ -32,6 +32,7 @@ struct completion {
 	json_t *legacy;
 	size_t chars;
 	bool echo_sent;
+	bool args_open; /* a forced call's id and name were streamed */
 };
 
 /* {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []} */
@@ -343,23 +344,63 @@ static void stream_text(struct completion *c, bool final, size_t tools, struct s
 	}
 }
 
+/* Call i's id: unique within the response (the choice's index past the first). */
+static void call_id(const struct completion *c, size_t i, char *id, size_t size)
+{
+	const char *dash = strchr(c->o.id, '-');
+	if (c->o.index)
+		snprintf(id, size, "call_%.60s_%d_%zu", dash ? dash + 1 : c->o.id, c->o.index, i);
+	else
+		snprintf(id, size, "call_%.60s_%zu", dash ? dash + 1 : c->o.id, i);
+}
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* A forced call's arguments as the answer brings them, as OpenAI streams them: the
+ * call's id and name with the first piece, then each piece. The blanks around the
+ * JSON are not sent (trailing ones are held until more than blanks follow). */
+static void stream_arguments(struct completion *c, bool final, struct strbuf *out)
+{
+	struct part *p = &c->part[SESS_ANSWER];
+	const char *t = p->text.p;
+	size_t limit = ready(c, SESS_ANSWER, final, SIZE_MAX);
+	while (!c->args_open && p->sent < limit && is_blank(t[p->sent]))
+		p->sent++;
+	while (limit > p->sent && is_blank(t[limit - 1]))
+		limit--;
+	if (limit == p->sent && (c->args_open || !final))
+		return;
+	json_t *call = json_pack("{s:i, s:{s:o}}", "index", 0, "function", "arguments",
+				 text_json(t ? t + p->sent : "", limit - p->sent));
+	if (call && !c->args_open) {
+		char id[112];
+		call_id(c, 0, id, sizeof id);
+		json_object_set_new(call, "id", json_string(id));
+		json_object_set_new(call, "type", json_string("function"));
+		json_object_set_new(json_object_get(call, "function"), "name",
+				    json_string(c->o.forced_tool));
+	}
+	put_chunk(c, json_pack("{s:[o]}", "tool_calls", call), NULL, out);
+	p->sent = limit, c->args_open = true;
+}
+
 void completion_stream(struct completion *c, struct strbuf *out)
 {
 	stream_text(c, false, c->o.forced_tool || c->o.forced_pick ? 0 : c->tool_at, out);
+	if (c->o.forced_tool && !c->o.text)
+		stream_arguments(c, false, out);
 }
 
 /* The tool calls as OpenAI writes them; with the chunk's "index" when streaming. */
 static json_t *calls_json(const struct completion *c, const struct toolcall_set *set)
 {
-	const char *dash = strchr(c->o.id, '-');
 	json_t *calls = json_array();
 	for (size_t i = 0; i < set->n; i++) {
-		char id[112]; /* unique within the response: the choice's index past the first */
-		if (c->o.index)
-			snprintf(id, sizeof id, "call_%.60s_%d_%zu", dash ? dash + 1 : c->o.id,
-				 c->o.index, i);
-		else
-			snprintf(id, sizeof id, "call_%.60s_%zu", dash ? dash + 1 : c->o.id, i);
+		char id[112];
+		call_id(c, i, id, sizeof id);
 		json_t *call = json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
 					 "function", "name", set->calls[i].name, "arguments",
 					 set->calls[i].arguments);
@@ -393,11 +434,6 @@ static json_t *chat_choice(struct completion *c, const struct toolcall_set *set,
 	json_t *lp = logprobs_json(c, json_incref(c->all));
 	return json_pack("{s:i, s:o, s:o, s:s}", "index", c->o.index, "message", msg, "logprobs",
 			 lp, "finish_reason", finish);
-}
-
-static bool is_blank(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
 /* The answer that "required" among several tools held to {"name", "arguments"}: the
@@ -498,7 +534,9 @@ void completion_finish(struct completion *c, enum completion_end why, struct str
 	}
 	/* a block that did not parse as a call is content after all */
 	stream_text(c, true, set.n ? set.content_len : SIZE_MAX, out);
-	if (set.n)
+	if (c->o.forced_tool) /* its arguments went as they came */
+		stream_arguments(c, true, out);
+	else if (set.n)
 		put_chunk(c, json_pack("{s:o}", "tool_calls", calls_json(c, &set)), NULL, out);
 	put_chunk(c, json_object(), finish, out);
 	toolcall_set_free(&set);

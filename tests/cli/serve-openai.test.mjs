@@ -227,6 +227,15 @@ test('tool_choice names a function: a call with arguments of its parameters', as
       const runner = plain.chat.completions.stream({ ...body, seed });
       const s = (await runner.finalChatCompletion()).choices[0];
       assert.deepEqual(s.message.tool_calls[0].function, c.message.tool_calls[0].function);
+      // ... from pieces sent as they came: the id and name once, first
+      const deltas = [];
+      for await (const k of await plain.chat.completions.create({ ...body, seed, stream: true })) {
+        deltas.push(...(k.choices[0]?.delta?.tool_calls ?? []));
+      }
+      assert.ok(deltas.length > 1, `the arguments came in ${deltas.length} piece(s)`);
+      assert.equal(deltas[0].function.name, 'get_weather');
+      assert.ok(deltas[0].id && deltas.slice(1).every((d) => !d.id && !d.function.name));
+      assert.equal(deltas.map((d) => d.function.arguments).join(''), call.arguments);
     }
   }
   assert.ok(called >= 1, 'no call ended within max_tokens');
