@@ -39,6 +39,7 @@ static const char *const followed[] = {
 	"required",
 	"additionalProperties",
 	"items",
+	"prefixItems",
 	"minItems",
 	"maxItems",
 	"minLength",
@@ -314,31 +315,10 @@ static int parse_object(struct ctx *c, json_t *v, int i)
 	return k < 0 ? -1 : (c->sc->node[i].extra = k, 0);
 }
 
-/* items, minItems, maxItems, minLength, maxLength into node i. */
-static int parse_array_string(struct ctx *c, json_t *v, int i)
-{
-	json_t *items = json_object_get(v, "items");
-	if (items && json_is_array(items))
-		return fail(c, "items: a list of schemas (a tuple) is not supported");
-	size_t at = push(c, "items");
-	int k = items ? compile(c, items) : any_node(c);
-	pop(c, at);
-	if (k < 0)
-		return -1;
-	struct js_node *nd = &c->sc->node[i];
-	nd->items = k;
-	if (count_of(c, v, "minItems", &nd->min_items) ||
-	    count_of(c, v, "maxItems", &nd->max_items) ||
-	    count_of(c, v, "minLength", &nd->min_len) || count_of(c, v, "maxLength", &nd->max_len))
-		return -1;
-	if (nd->min_items > nd->max_items || nd->min_len > nd->max_len)
-		return fail(c, nd->min_items > nd->max_items ? "minItems is above maxItems"
-							     : "minLength is above maxLength");
-	return 0;
-}
-
-/* anyOf or oneOf: node i's alternatives. */
-static int parse_branches(struct ctx *c, json_t *list, const char *key, int i)
+/* A list of 1 to 64 schemas (keyword `key`) compiled into node i: its anyOf or oneOf
+ * alternatives, or its prefixItems (a tuple's first values, tuple true). The node is
+ * found anew after each: compiling one adds nodes, and the array may move. */
+static int parse_list(struct ctx *c, json_t *list, const char *key, int i, bool tuple)
 {
 	size_t n = json_array_size(list), at = push(c, key);
 	if (!json_is_array(list) || n == 0 || n > 64)
@@ -346,7 +326,7 @@ static int parse_branches(struct ctx *c, json_t *list, const char *key, int i)
 	uint16_t *b = calloc(n, sizeof *b);
 	if (!b)
 		return err_set("out of memory");
-	c->sc->node[i].branches = b;
+	*(tuple ? &c->sc->node[i].prefix : &c->sc->node[i].branches) = b;
 	c->sc->node[i].one_of = !strcmp(key, "oneOf");
 	for (size_t k = 0; k < n; k++) {
 		char idx[24];
@@ -356,10 +336,42 @@ static int parse_branches(struct ctx *c, json_t *list, const char *key, int i)
 		if (r < 0)
 			return -1;
 		pop(c, at2);
-		c->sc->node[i].branches[k] = (uint16_t)r;
-		c->sc->node[i].n_branches = (int)k + 1;
+		struct js_node *nd = &c->sc->node[i];
+		(tuple ? nd->prefix : nd->branches)[k] = (uint16_t)r;
+		*(tuple ? &nd->n_prefix : &nd->n_branches) = (int)k + 1;
 	}
 	pop(c, at);
+	return 0;
+}
+
+/* prefixItems, items, minItems, maxItems, minLength, maxLength into node i; items
+ * false: no values past the prefix. */
+static int parse_array_string(struct ctx *c, json_t *v, int i)
+{
+	json_t *items = json_object_get(v, "items"), *prefix = json_object_get(v, "prefixItems");
+	if (items && json_is_array(items))
+		return fail(c, "items: a list of schemas (a tuple) is not supported: give "
+			       "prefixItems");
+	if (prefix && parse_list(c, prefix, "prefixItems", i, true))
+		return -1;
+	size_t at = push(c, "items");
+	int k = items && !json_is_false(items) ? compile(c, items) : any_node(c);
+	pop(c, at);
+	if (k < 0)
+		return -1;
+	struct js_node *nd = &c->sc->node[i];
+	nd->items = k;
+	if (count_of(c, v, "minItems", &nd->min_items) ||
+	    count_of(c, v, "maxItems", &nd->max_items) ||
+	    count_of(c, v, "minLength", &nd->min_len) || count_of(c, v, "maxLength", &nd->max_len))
+		return -1;
+	if (json_is_false(items) && nd->max_items > (uint32_t)nd->n_prefix)
+		nd->max_items = (uint32_t)nd->n_prefix;
+	if (json_is_false(items) && nd->min_items > nd->max_items)
+		return fail(c, "minItems is above the prefixItems' count (items is false)");
+	if (nd->min_items > nd->max_items || nd->min_len > nd->max_len)
+		return fail(c, nd->min_items > nd->max_items ? "minItems is above maxItems"
+							     : "minLength is above maxLength");
 	return 0;
 }
 
@@ -452,7 +464,7 @@ static int compile_into(struct ctx *c, json_t *v, int i)
 		if (!alone(v, any ? "anyOf" : "oneOf")) /* each would bind every alternative */
 			return fail(c, "keywords beside anyOf or oneOf are not supported "
 				       "(put them in each alternative)");
-		int r = parse_branches(c, any ? any : one, any ? "anyOf" : "oneOf", i);
+		int r = parse_list(c, any ? any : one, any ? "anyOf" : "oneOf", i, false);
 		return r ? r : (c->sc->node[i].compiled = true, 0);
 	}
 	uint8_t types = JS_T_ALL;
@@ -463,26 +475,20 @@ static int compile_into(struct ctx *c, json_t *v, int i)
 		   json_object_get(v, "additionalProperties")))
 		types = JS_T_OBJECT;
 	else if (!t && (json_object_get(v, "items") || json_object_get(v, "minItems") ||
-			json_object_get(v, "maxItems")))
+			json_object_get(v, "maxItems") || json_object_get(v, "prefixItems")))
 		types = JS_T_ARRAY;
 	else if (!t && (json_object_get(v, "minLength") || json_object_get(v, "maxLength")))
 		types = JS_T_STRING;
 	if ((types & JS_T_NUMBER) && (types & JS_T_INTEGER))
 		types &= (uint8_t)~JS_T_INTEGER; /* a number of either kind */
 	if (json_object_get(v, "enum") || json_object_get(v, "const")) {
-		static const char *const beside[] = {"minLength",
-						     "maxLength",
-						     "minimum",
-						     "maximum",
-						     "exclusiveMinimum",
-						     "exclusiveMaximum",
-						     "format",
-						     "items",
-						     "minItems",
-						     "maxItems",
-						     "properties",
-						     "required",
-						     "additionalProperties"};
+		static const char *const beside[] = {"minLength",        "maxLength",
+						     "minimum",          "maximum",
+						     "exclusiveMinimum", "exclusiveMaximum",
+						     "format",           "items",
+						     "prefixItems",      "minItems",
+						     "maxItems",         "properties",
+						     "required",         "additionalProperties"};
 		for (size_t k = 0; k < N_OF(beside); k++)
 			if (json_object_get(v, beside[k])) /* the values are not checked by them */
 				return fail(c, "keywords beside enum or const are not supported "
@@ -756,6 +762,7 @@ void js_free(struct js_schema *sc)
 		words_free(&nd->keys);
 		free(nd->prop);
 		free(nd->branches);
+		free(nd->prefix);
 	}
 	free(sc->node);
 	free(sc);

@@ -9,7 +9,8 @@
  * Python read them.
  *
  * The schema is compiled first (js_compile). What is followed: type (one or a list),
- * enum, const, properties, required, additionalProperties, items, minItems, maxItems,
+ * enum, const, properties, required, additionalProperties, items, prefixItems (a
+ * tuple's values, as pydantic writes tuple[int, str]), minItems, maxItems,
  * minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, format
  * (date, time, date-time, uuid, email and ipv4), anyOf, oneOf whose alternatives a value
  * cannot match together (they begin with different characters, or they are objects

@@ -36,7 +36,9 @@ struct js_node {
 	uint16_t *prop; /* (keys.n) by the keys' sorted order */
 	uint64_t required;
 	int32_t extra; /* ... or, none listed: any key, values of this, or -1: no key */
-	int32_t items; /* array: its values' schema */
+	int32_t items; /* array: its values' schema (past the prefix's) */
+	int n_prefix;  /* ... and the first ones' (prefixItems) */
+	uint16_t *prefix;
 	uint32_t min_items, max_items;
 	uint32_t min_len, max_len; /* string: characters */
 	uint8_t format;            /* string: enum js_format, or 0 */

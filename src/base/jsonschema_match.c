@@ -470,6 +470,12 @@ static bool match_byte(struct js_path *p, unsigned char c)
 	return true;
 }
 
+/* The schema of an array's value k (0 the first). */
+static uint16_t item_node(const struct js_node *nd, uint32_t k)
+{
+	return (uint16_t)(k < (uint32_t)nd->n_prefix ? nd->prefix[k] : nd->items);
+}
+
 /* A structural byte (not in a string, number, literal or fixed text). */
 static bool structure(struct js_state *s, struct js_path *p, unsigned char c)
 {
@@ -482,7 +488,7 @@ static bool structure(struct js_state *s, struct js_path *p, unsigned char c)
 			return p->depth--, value_end(p);
 		if (nd->max_items == 0)
 			return false;
-		f->count = 1, p->node = (uint16_t)nd->items;
+		f->count = 1, p->node = item_node(nd, 0);
 		return value_start(s, p, c);
 	case AT_OBJ_FIRST:
 		if (c == '}' && nd->required == 0)
@@ -496,7 +502,7 @@ static bool structure(struct js_state *s, struct js_path *p, unsigned char c)
 			return !nd->keys.n || __builtin_popcountll(f->used) < nd->keys.n;
 		}
 		if (c == ',') {
-			p->at = AT_VALUE, p->node = (uint16_t)nd->items;
+			p->at = AT_VALUE, p->node = item_node(nd, f->count);
 			return f->count++ < nd->max_items;
 		}
 		if (c != (f->object ? '}' : ']'))

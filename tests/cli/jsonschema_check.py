@@ -57,10 +57,16 @@ def of_type(t, depth):
         return s
     if t == "array":
         s = {"type": "array", "items": gen(depth + 1)}
+        if rng.random() < 0.3:  # a tuple, then items or none
+            s["prefixItems"] = [gen(depth + 1) for _ in range(rng.randrange(1, 4))]
+            if rng.random() < 0.4:
+                s["items"] = False
         if rng.random() < 0.5:
             s["minItems"] = rng.randrange(3)
         if rng.random() < 0.5:
             s["maxItems"] = s.get("minItems", 0) + rng.randrange(4)
+        if s["items"] is False:  # no more values than the tuple's
+            s["minItems"] = min(s.get("minItems", 0), len(s["prefixItems"]))
         return s
     if t == "string":
         s = {"type": "string"}
@@ -213,6 +219,13 @@ HAND = [
                   "oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
                   "title": "Best"}},
      "required": ["pets", "best"], "title": "Model", "type": "object"},
+    # pydantic's tuple[int, str] and tuple[float, ...]
+    {"type": "object", "properties": {
+        "pair": {"maxItems": 2, "minItems": 2, "prefixItems": [{"type": "integer"},
+                                                                {"type": "string"}],
+                 "type": "array"},
+        "rest": {"items": {"type": "number"}, "type": "array"}},
+     "required": ["pair"]},
     # Union[int, float, str] with bounds that overlap
     {"anyOf": [{"type": "integer", "minimum": -5, "maximum": 5}, {"type": "number",
                "exclusiveMinimum": 3}, {"type": "string", "maxLength": 3},
@@ -227,7 +240,7 @@ REFUSED = [
     {"oneOf": [{"type": "object", "properties": {"k": {"const": "a"}}},
                {"type": "object", "properties": {"k": {"const": "b"}}}]},  # k not required
     {"properties": {"a": {}}, "required": ["b"]}, {"$ref": "other.json#/x"},
-    {"type": "array", "prefixItems": [{}]}, {"type": "object", "patternProperties": {}},
+    {"type": "array", "uniqueItems": True}, {"type": "object", "patternProperties": {}},
 ]
 
 

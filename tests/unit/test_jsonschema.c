@@ -265,6 +265,9 @@ static struct js_schema *compile_text(const char *text)
 	"[\"kind\"]}],\"discriminator\":{\"propertyName\":\"kind\"}}"
 #define UNION   PETS("anyOf")
 #define TAGGED  PETS("oneOf")
+#define TUPLE                                                                                 \
+	"{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"string\"}]," \
+	"\"minItems\":2,\"items\":{\"type\":\"boolean\"}}"
 #define PETLIST "{\"type\":\"array\",\"items\":" UNION "}"
 #define SIZES                                                                          \
 	"{\"anyOf\":[{\"type\":\"integer\",\"minimum\":0,\"maximum\":10},{\"type\":"   \
@@ -311,6 +314,15 @@ static const struct {
 	 ","
 	 "{\"kind\":\"wolf\"},{\"lives\":3,\"kind\":\"cat\"}]",
 	 DONE},
+	{TUPLE, "[1, \"a\"]", DONE},
+	{TUPLE, "[1]", 2},               /* minItems */
+	{TUPLE, "[\"a\"", 1},            /* the first is an integer */
+	{TUPLE, "[1,\"a\",true]", DONE}, /* then items' booleans */
+	{TUPLE, "[1,\"a\",3", 7},
+	{"{\"prefixItems\":[{\"type\":\"null\"}],\"items\":false}", "[null]", DONE},
+	{"{\"prefixItems\":[{\"type\":\"null\"}],\"items\":false}", "[null,", 5},
+	{"{\"type\":\"array\",\"items\":false}", "[]", DONE},
+	{"{\"type\":\"array\",\"items\":false}", "[1", 1},
 	{SIZES, "5", DONE},
 	{SIZES, "150.5", DONE},
 	{SIZES, "50", OPEN}, /* not a small integer; a number of 100 or more begins */
@@ -452,6 +464,8 @@ static void test_schema_errors(void **state)
 		{"{\"type\":\"array\",\"minItems\":3,\"maxItems\":1}", "minItems is above"},
 		{"false", "false allows no value"},
 		{"{\"items\":[{}]}", "a tuple"},
+		{"{\"prefixItems\":[{}],\"items\":false,\"minItems\":2}", "above the prefixItems"},
+		{"{\"prefixItems\":[]}", "schema.prefixItems: expected a list"},
 		{"{\"properties\":{\"a\":{\"format\":\"ipv6\"}}}",
 		 "schema.properties.a.format: not followed"},
 		{"{\"type\":\"string\",\"maxLength\":-1}", "schema.maxLength: expected a count"},
