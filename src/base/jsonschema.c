@@ -678,6 +678,15 @@ static int starts(struct js_schema *sc, int i, uint8_t *state)
 		for (int j = 0; j < 32; j++)
 			nd->start[j] |= sc->node[b].start[j];
 	}
+	for (int c = 0; c < 256 && nd->n_branches > JS_MAX_PATHS; c++) {
+		int alike = 0; /* each is a path of its own from that byte on */
+		for (int k = 0; k < nd->n_branches; k++)
+			alike += js_starts(&sc->node[nd->branches[k]], (unsigned char)c);
+		if (alike > JS_MAX_PATHS)
+			return err_set("%s: %d alternatives may begin with '%c' (at most %d that "
+				       "begin alike are supported)",
+				       nd->one_of ? "oneOf" : "anyOf", alike, c, JS_MAX_PATHS);
+	}
 	state[i] = 2;
 	return 0;
 }

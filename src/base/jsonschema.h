@@ -22,8 +22,9 @@
  *
  * Alternatives that begin alike (pydantic's Union of two models: two objects) are read
  * side by side: the state holds one path per reading still possible, up to
- * JS_MAX_PATHS; a path the bytes rule out is dropped, and paths that come to the same
- * place are kept once.
+ * JS_MAX_PATHS (an anyOf with more alternatives that begin alike is refused; nested
+ * ones past that many readings keep the first); a path the bytes rule out is dropped,
+ * and paths that come to the same place are kept once.
  *
  * Two choices make the language smaller than the schema's, never larger: an object
  * whose schema lists properties gets those keys only (each once, in any order; the

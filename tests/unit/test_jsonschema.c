@@ -495,6 +495,22 @@ static void test_schema_errors(void **state)
 		strcat(deep, "}");
 	assert_null(compile_text(deep));
 	assert_non_null(strstr(err_msg(), "nests more than 64"));
+	/* 17 objects in an anyOf: more readings than are kept side by side; 16 are not */
+	char alts[4096];
+	for (int n = 17; n >= 16; n--) {
+		strcpy(alts, "{\"anyOf\":[{\"type\":\"null\"}");
+		for (int i = 0; i < n; i++)
+			snprintf(alts + strlen(alts), sizeof alts - strlen(alts),
+				 ",{\"properties\":{\"k%d\":{}},\"required\":[\"k%d\"]}", i, i);
+		strcat(alts, "]}");
+		struct js_schema *sc = compile_text(alts);
+		if (n == 16)
+			assert_non_null(sc);
+		else
+			assert_non_null(
+				strstr(err_msg(), "anyOf: 17 alternatives may begin with '{'"));
+		js_free(sc);
+	}
 }
 
 /* What a sampler may pass unfed inside a string: js_string_chars pieces within
