@@ -40,6 +40,7 @@ static const char *const followed[] = {
 	"additionalProperties",
 	"items",
 	"prefixItems",
+	"uniqueItems",
 	"minItems",
 	"maxItems",
 	"minLength",
@@ -344,6 +345,49 @@ static int parse_list(struct ctx *c, json_t *list, const char *key, int i, bool 
 	return 0;
 }
 
+/* Whether no two texts of w are numbers of one value (1 and 1.0 are one value to a
+ * validator, two texts here). */
+static bool numbers_apart(const struct js_words *w)
+{
+	for (int i = 0; i < w->n; i++)
+		for (int j = i + 1; j < w->n; j++)
+			if (strchr("-0123456789", w->s[i][0]) &&
+			    strchr("-0123456789", w->s[j][0]) &&
+			    strtod(w->s[i], NULL) == strtod(w->s[j], NULL))
+				return false;
+	return true;
+}
+
+/* uniqueItems into node i (its items compiled): followed where the values are an
+ * enum's (or a const), at most 64 of them, each written at most once; as many values
+ * as they are at most. */
+static int parse_unique(struct ctx *c, json_t *v, int i)
+{
+	json_t *u = json_object_get(v, "uniqueItems");
+	struct js_node *nd = &c->sc->node[i];
+	if (!u || json_is_false(u) || !(nd->types & JS_T_ARRAY))
+		return 0;
+	const struct js_node *it = &c->sc->node[nd->items];
+	const char *why = !json_is_true(u) ? "expected a boolean"
+			  : nd->n_prefix || !it->lits.n || it->n_branches || it->lits.n > 64
+				  ? "supported for arrays of the values of an enum (at most 64) or "
+				    "a const only: others would have to be remembered whole"
+			  : nd->min_items > (uint32_t)it->lits.n
+				  ? "minItems is above the number of different values"
+			  : !numbers_apart(&it->lits)
+				  ? "the enum holds one number twice (1 and 1.0): not supported"
+				  : NULL;
+	if (why) {
+		size_t at = push(c, "uniqueItems");
+		fail(c, why);
+		return pop(c, at), -1;
+	}
+	nd->unique = true;
+	if (nd->max_items > (uint32_t)it->lits.n)
+		nd->max_items = (uint32_t)it->lits.n;
+	return 0;
+}
+
 /* prefixItems, items, minItems, maxItems, minLength, maxLength into node i; items
  * false: no values past the prefix. */
 static int parse_array_string(struct ctx *c, json_t *v, int i)
@@ -369,6 +413,8 @@ static int parse_array_string(struct ctx *c, json_t *v, int i)
 		nd->max_items = (uint32_t)nd->n_prefix;
 	if (json_is_false(items) && nd->min_items > nd->max_items)
 		return fail(c, "minItems is above the prefixItems' count (items is false)");
+	if (parse_unique(c, v, i))
+		return -1;
 	if (nd->min_items > nd->max_items || nd->min_len > nd->max_len)
 		return fail(c, nd->min_items > nd->max_items ? "minItems is above maxItems"
 							     : "minLength is above maxLength");
@@ -482,13 +528,21 @@ static int compile_into(struct ctx *c, json_t *v, int i)
 	if ((types & JS_T_NUMBER) && (types & JS_T_INTEGER))
 		types &= (uint8_t)~JS_T_INTEGER; /* a number of either kind */
 	if (json_object_get(v, "enum") || json_object_get(v, "const")) {
-		static const char *const beside[] = {"minLength",        "maxLength",
-						     "minimum",          "maximum",
-						     "exclusiveMinimum", "exclusiveMaximum",
-						     "format",           "items",
-						     "prefixItems",      "minItems",
-						     "maxItems",         "properties",
-						     "required",         "additionalProperties"};
+		static const char *const beside[] = {"minLength",
+						     "maxLength",
+						     "minimum",
+						     "maximum",
+						     "exclusiveMinimum",
+						     "exclusiveMaximum",
+						     "format",
+						     "items",
+						     "prefixItems",
+						     "uniqueItems",
+						     "minItems",
+						     "maxItems",
+						     "properties",
+						     "required",
+						     "additionalProperties"};
 		for (size_t k = 0; k < N_OF(beside); k++)
 			if (json_object_get(v, beside[k])) /* the values are not checked by them */
 				return fail(c, "keywords beside enum or const are not supported "
@@ -583,114 +637,6 @@ static int compile(struct ctx *c, json_t *v)
 	return r;
 }
 
-/* Whether lists of string constants a and b (sorted) hold none in common. */
-static bool strings_apart(const struct js_words *a, const struct js_words *b)
-{
-	if (!a->n || !b->n)
-		return false;
-	for (int i = 0; i < a->n; i++)
-		if (a->s[i][0] != '"')
-			return false;
-	for (int j = 0; j < b->n; j++)
-		if (b->s[j][0] != '"')
-			return false;
-	for (int i = 0, j = 0; i < a->n && j < b->n;) {
-		int d = a->len[i] == b->len[j] ? memcmp(a->s[i], b->s[j], a->len[i]) : 1;
-		if (!d)
-			return false;
-		/* sorted by memcmp, a shorter text before those it begins */
-		size_t m = a->len[i] < b->len[j] ? a->len[i] : b->len[j];
-		int o = memcmp(a->s[i], b->s[j], m);
-		if (o < 0 || (o == 0 && a->len[i] < b->len[j]))
-			i++;
-		else
-			j++;
-	}
-	return true;
-}
-
-/* Whether no value matches both objects a and b: a property both require whose string
- * constants differ (a discriminator, as pydantic writes tagged unions). */
-static bool objects_apart(const struct js_schema *sc, int a, int b)
-{
-	const struct js_node *x = &sc->node[a], *y = &sc->node[b];
-	if (x->types != JS_T_OBJECT || y->types != JS_T_OBJECT || x->n_branches || y->n_branches ||
-	    x->lits.n || y->lits.n)
-		return false;
-	for (int i = 0; i < x->keys.n; i++) {
-		if (!(x->required >> i & 1))
-			continue;
-		for (int j = 0; j < y->keys.n; j++)
-			if ((y->required >> j & 1) && x->keys.len[i] == y->keys.len[j] &&
-			    !memcmp(x->keys.s[i], y->keys.s[j], x->keys.len[i]) &&
-			    strings_apart(&sc->node[x->prop[i]].lits, &sc->node[y->prop[j]].lits))
-				return true;
-	}
-	return false;
-}
-
-/* Whether a oneOf's alternatives k and the ones before it that begin alike can
- * match no value together. */
-static bool one_of_apart(const struct js_schema *sc, const struct js_node *nd, int k)
-{
-	const struct js_node *b = &sc->node[nd->branches[k]];
-	for (int j = 0; j < k; j++) {
-		const struct js_node *a = &sc->node[nd->branches[j]];
-		bool alike = false;
-		for (int w = 0; w < 32 && !alike; w++)
-			alike = a->start[w] & b->start[w];
-		if (alike && !objects_apart(sc, nd->branches[j], nd->branches[k]))
-			return false;
-	}
-	return true;
-}
-
-/* The bytes each node's values may begin with. */
-static int starts(struct js_schema *sc, int i, uint8_t *state)
-{
-	struct js_node *nd = &sc->node[i];
-	if (state[i] == 2)
-		return 0;
-	if (state[i] == 1)
-		return err_set("an anyOf or oneOf that is its own alternative");
-	state[i] = 1;
-	static const char *const first[7] = {"{",           "[",  "\"", "-0123456789",
-					     "-0123456789", "tf", "n"};
-	for (int t = 0; t < 7; t++)
-		if (nd->types >> t & 1)
-			for (const char *p = first[t]; *p; p++)
-				nd->start[(unsigned char)*p >> 3] |= (uint8_t)(1u << (*p & 7));
-	for (int k = 0; k < nd->lits.n; k++) {
-		unsigned char b = (unsigned char)nd->lits.s[k][0];
-		nd->start[b >> 3] |= (uint8_t)(1u << (b & 7));
-	}
-	for (int k = 0; k < nd->n_branches; k++) {
-		int b = nd->branches[k];
-		if (starts(sc, b, state))
-			return -1;
-		if (nd->one_of && !one_of_apart(sc, nd, k))
-			return err_set(
-				"oneOf: alternatives %d and one before it may match the same "
-				"value (not supported: the value must match one only; "
-				"a required property with different constants tells "
-				"objects apart, or use anyOf)",
-				k);
-		for (int j = 0; j < 32; j++)
-			nd->start[j] |= sc->node[b].start[j];
-	}
-	for (int c = 0; c < 256 && nd->n_branches > JS_MAX_PATHS; c++) {
-		int alike = 0; /* each is a path of its own from that byte on */
-		for (int k = 0; k < nd->n_branches; k++)
-			alike += js_starts(&sc->node[nd->branches[k]], (unsigned char)c);
-		if (alike > JS_MAX_PATHS)
-			return err_set("%s: %d alternatives may begin with '%c' (at most %d that "
-				       "begin alike are supported)",
-				       nd->one_of ? "oneOf" : "anyOf", alike, c, JS_MAX_PATHS);
-	}
-	state[i] = 2;
-	return 0;
-}
-
 struct js_schema *js_compile(json_t *v, const char *name)
 {
 	struct js_schema *sc = calloc(1, sizeof *sc);
@@ -708,7 +654,7 @@ struct js_schema *js_compile(json_t *v, const char *name)
 		goto fail;
 	}
 	for (int i = 0; i < sc->n; i++)
-		if (!sc->node[i].compiled || starts(sc, i, state)) {
+		if (!sc->node[i].compiled || js_starts_of(sc, i, state)) {
 			if (!sc->node[i].compiled)
 				err_set("%s: a $ref that reaches only itself", name);
 			else

@@ -10,7 +10,8 @@
  *
  * The schema is compiled first (js_compile). What is followed: type (one or a list),
  * enum, const, properties, required, additionalProperties, items, prefixItems (a
- * tuple's values, as pydantic writes tuple[int, str]), minItems, maxItems,
+ * tuple's values, as pydantic writes tuple[int, str]), uniqueItems (of an enum's
+ * values: set[Literal[...]]), minItems, maxItems,
  * minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, format
  * (date, time, date-time, uuid, email and ipv4), anyOf, oneOf whose alternatives a value
  * cannot match together (they begin with different characters, or they are objects
@@ -73,7 +74,8 @@ struct js_frame {
 	uint16_t node;  /* its schema */
 	bool object;    /* an object, else an array */
 	uint32_t count; /* an array's values begun so far */
-	uint64_t used;  /* an object's listed keys written so far (bit: sorted index) */
+	uint64_t used;  /* an object's listed keys written so far (bit: sorted index), or
+			 * an array's enum values, where each may come once */
 };
 
 /* One reading of the bytes so far. */

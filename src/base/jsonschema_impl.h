@@ -40,6 +40,7 @@ struct js_node {
 	int n_prefix;  /* ... and the first ones' (prefixItems) */
 	uint16_t *prefix;
 	uint32_t min_items, max_items;
+	bool unique;               /* uniqueItems: its values (of an enum) each once */
 	uint32_t min_len, max_len; /* string: characters */
 	uint8_t format;            /* string: enum js_format, or 0 */
 	bool bounded;              /* number: minimum, maximum or the exclusive ones given */
@@ -71,6 +72,12 @@ int js_format_id(const char *name);
 /* Whether s[0..len) begins a string of the format (plain ASCII, no escapes); *whole
  * when it is one. */
 bool js_format_prefix(int format, const char *s, size_t len, bool *whole);
+
+/* Node i's start bytes, from its types, values and alternatives (those first); a
+ * oneOf whose alternatives may match one value together is refused. state[i]: 0 not
+ * yet, 1 under way (an alternative that leads back to it is refused), 2 done. 0, or
+ * -1 with err_set. */
+int js_starts_of(struct js_schema *sc, int i, uint8_t *state);
 
 static inline bool js_starts(const struct js_node *nd, unsigned char c)
 {

@@ -441,6 +441,22 @@ static int lower_bound(const struct js_words *w, int lo, int hi, uint32_t pos, i
 	return lo;
 }
 
+/* Whether the fixed texts read are each written once in their container: an
+ * object's keys, or the values of an array with uniqueItems (top(p)->used). */
+static bool once(const struct js_path *p)
+{
+	return p->key || (p->depth && !p->frame[p->depth - 1].object &&
+			  node(p, p->frame[p->depth - 1].node)->unique);
+}
+
+/* An enum value i ended: marked as written where each is written once. */
+static bool lit_end(struct js_path *p, int i)
+{
+	if (once(p))
+		top(p)->used |= (uint64_t)1 << i;
+	return value_end(p);
+}
+
 /* A byte of a fixed text: the texts that go on with it are kept. A key is whole at
  * its closing quote; an enum value when no longer one goes on (only numbers begin
  * others: 1 and 10), else at the first byte past it. */
@@ -449,13 +465,14 @@ static bool match_byte(struct js_path *p, unsigned char c)
 	const struct js_words *w = words(p);
 	int first = lower_bound(w, p->first, p->last, p->pos, c);
 	int last = lower_bound(w, first, p->last, p->pos, c + 1);
-	bool unused = false; /* a key not written yet among them (at most 64 keys) */
-	for (int i = first; p->key && i < last && !unused; i++)
+	bool track = once(p), unused = false; /* one not written yet (at most 64 texts) */
+	for (int i = first; track && i < last && !unused; i++)
 		unused = !(top(p)->used >> i & 1);
-	if (last == first || (p->key && !unused)) {
-		if (p->key || whole_at(p, w) < 0)
+	if (last == first || (track && !unused)) {
+		int whole = p->key ? -1 : whole_at(p, w);
+		if (whole < 0 || (track && top(p)->used >> whole & 1))
 			return false;
-		value_end(p); /* a number that c follows */
+		lit_end(p, whole); /* a number that c follows */
 		return false;
 	}
 	p->first = (uint16_t)first, p->last = (uint16_t)last, p->pos++;
@@ -463,7 +480,7 @@ static bool match_byte(struct js_path *p, unsigned char c)
 	if (whole < 0 || (!p->key && last - first > 1))
 		return true;
 	if (!p->key)
-		return value_end(p);
+		return lit_end(p, whole);
 	top(p)->used |= (uint64_t)1 << whole;
 	p->node = node(p, top(p)->node)->prop[whole];
 	p->at = AT_COLON;

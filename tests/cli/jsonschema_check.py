@@ -65,6 +65,11 @@ def of_type(t, depth):
             s["minItems"] = rng.randrange(3)
         if rng.random() < 0.5:
             s["maxItems"] = s.get("minItems", 0) + rng.randrange(4)
+        if "prefixItems" not in s and rng.random() < 0.2:  # set[Literal[...]]
+            s["items"] = {"enum": list({json.dumps(v): v for v in [literal()
+                                                               for _ in range(4)]}.values())}
+            s["uniqueItems"] = True
+            s["minItems"] = min(s.get("minItems", 0), len(s["items"]["enum"]))
         if s["items"] is False:  # no more values than the tuple's
             s["minItems"] = min(s.get("minItems", 0), len(s["prefixItems"]))
         return s
@@ -240,7 +245,8 @@ REFUSED = [
     {"oneOf": [{"type": "object", "properties": {"k": {"const": "a"}}},
                {"type": "object", "properties": {"k": {"const": "b"}}}]},  # k not required
     {"properties": {"a": {}}, "required": ["b"]}, {"$ref": "other.json#/x"},
-    {"type": "array", "uniqueItems": True}, {"type": "object", "patternProperties": {}},
+    {"type": "array", "uniqueItems": True, "items": {"type": "integer"}},
+    {"type": "object", "patternProperties": {}},
 ]
 
 

@@ -265,6 +265,7 @@ static struct js_schema *compile_text(const char *text)
 	"[\"kind\"]}],\"discriminator\":{\"propertyName\":\"kind\"}}"
 #define UNION   PETS("anyOf")
 #define TAGGED  PETS("oneOf")
+#define SET     "{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[1,10,\"red\"]}}"
 #define TUPLE                                                                                 \
 	"{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"string\"}]," \
 	"\"minItems\":2,\"items\":{\"type\":\"boolean\"}}"
@@ -323,6 +324,13 @@ static const struct {
 	{"{\"prefixItems\":[{\"type\":\"null\"}],\"items\":false}", "[null,", 5},
 	{"{\"type\":\"array\",\"items\":false}", "[]", DONE},
 	{"{\"type\":\"array\",\"items\":false}", "[1", 1},
+	{SET, "[\"red\", 10, 1]", DONE},
+	{SET, "[1,10,\"red\",", 11}, /* three values, each once: no fourth */
+	{SET, "[10,1,10", 6},        /* no value left that begins with 1 */
+	{SET, "[\"red\",\"red", 7},  /* ... at the first byte that leaves none */
+	{SET, "[1,1", OPEN},         /* 10 may follow; 1 is whole at the byte after */
+	{SET, "[1,1]", 4},
+	{SET, "[1,10]", DONE},
 	{SIZES, "5", DONE},
 	{SIZES, "150.5", DONE},
 	{SIZES, "50", OPEN}, /* not a small integer; a number of 100 or more begins */
@@ -466,6 +474,12 @@ static void test_schema_errors(void **state)
 		{"{\"items\":[{}]}", "a tuple"},
 		{"{\"prefixItems\":[{}],\"items\":false,\"minItems\":2}", "above the prefixItems"},
 		{"{\"prefixItems\":[]}", "schema.prefixItems: expected a list"},
+		{"{\"uniqueItems\":true,\"items\":{\"type\":\"string\"}}",
+		 "schema.uniqueItems: supported for arrays of the values of an enum"},
+		{"{\"uniqueItems\":true,\"items\":{\"enum\":[1,2]},\"minItems\":3}",
+		 "schema.uniqueItems: minItems is above"},
+		{"{\"uniqueItems\":true,\"items\":{\"enum\":[1,1.0]}}", "one number twice"},
+		{"{\"uniqueItems\":1}", "schema.uniqueItems: expected a boolean"},
 		{"{\"properties\":{\"a\":{\"format\":\"ipv6\"}}}",
 		 "schema.properties.a.format: not followed"},
 		{"{\"type\":\"string\",\"maxLength\":-1}", "schema.maxLength: expected a count"},
