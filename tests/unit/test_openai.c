@@ -348,7 +348,7 @@ static void test_parse_errors(void **state)
 		 "logit_bias", NULL, "token id 12 is given twice"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tool_choice\": "
 		 "\"required\"}",
-		 "tool_choice", NULL, "\"required\" is supported with one tool only"},
+		 "tool_choice", NULL, "\"required\" with no tools"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tool_choice\": "
 		 "\"always\"}",
 		 "tool_choice", NULL, "expected \"auto\""},
