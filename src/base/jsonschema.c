@@ -53,6 +53,7 @@ static const char *const followed[] = {
 	"maximum",
 	"exclusiveMinimum",
 	"exclusiveMaximum",
+	"multipleOf",
 	"format",
 };
 
@@ -438,16 +439,40 @@ static int bound_of(struct ctx *c, json_t *v, const char *key, double *out, bool
 	return 0;
 }
 
+/* multipleOf into *step: of integers only, by a whole number, whose values then stay
+ * within 2^53 (a double holds them exactly: the remainder is the one Python's
+ * integers give). */
+static int step_of(struct ctx *c, json_t *v, uint8_t types, double *step, bool *any)
+{
+	json_t *x = json_object_get(v, "multipleOf");
+	*step = 0;
+	if (!x || !(types & (JS_T_NUMBER | JS_T_INTEGER)))
+		return 0;
+	double m = json_number_value(x);
+	if (!json_is_number(x) || (types & JS_T_NUMBER) || m < 1 || m != floor(m) || m > 1e15) {
+		size_t at = push(c, "multipleOf");
+		fail(c, "supported for integers, by a whole number (at most 10^15), only");
+		return pop(c, at), -1;
+	}
+	*step = m, *any = true;
+	return 0;
+}
+
 /* minimum, maximum and the exclusive ones into node i: the tighter of each side;
- * an integer's as whole closed bounds. */
+ * an integer's as whole closed bounds, multipleOf's within 2^53. */
 static int parse_bounds(struct ctx *c, json_t *v, int i)
 {
-	double min = -INFINITY, xmin = -INFINITY, max = INFINITY, xmax = INFINITY;
+	double min = -INFINITY, xmin = -INFINITY, max = INFINITY, xmax = INFINITY, step;
 	bool any = false;
 	if (bound_of(c, v, "minimum", &min, &any) || bound_of(c, v, "maximum", &max, &any) ||
 	    bound_of(c, v, "exclusiveMinimum", &xmin, &any) ||
-	    bound_of(c, v, "exclusiveMaximum", &xmax, &any))
+	    bound_of(c, v, "exclusiveMaximum", &xmax, &any) ||
+	    step_of(c, v, c->sc->node[i].types, &step, &any))
 		return -1;
+	if (step) {
+		const double safe = 9007199254740991.0; /* 2^53 - 1 */
+		min = fmax(min, -safe), max = fmin(max, safe);
+	}
 	struct js_node *nd = &c->sc->node[i];
 	if (!any || !(nd->types & (JS_T_NUMBER | JS_T_INTEGER)))
 		return 0; /* bounds are of numbers only */
@@ -461,6 +486,10 @@ static int parse_bounds(struct ctx *c, json_t *v, int i)
 	}
 	if (nd->lo > nd->hi || (nd->lo == nd->hi && (nd->lo_open || nd->hi_open)))
 		return fail(c, "no number lies between the minimum and the maximum");
+	nd->step = step;
+	if (step && ceil(nd->lo / step) * step > nd->hi)
+		return fail(c,
+			    "no multiple of multipleOf lies between the minimum and the maximum");
 	return 0;
 }
 
@@ -534,6 +563,7 @@ static int compile_into(struct ctx *c, json_t *v, int i)
 						     "maximum",
 						     "exclusiveMinimum",
 						     "exclusiveMaximum",
+						     "multipleOf",
 						     "format",
 						     "items",
 						     "prefixItems",

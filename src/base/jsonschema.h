@@ -12,7 +12,8 @@
  * enum, const, properties, required, additionalProperties, items, prefixItems (a
  * tuple's values, as pydantic writes tuple[int, str]), uniqueItems (of an enum's
  * values: set[Literal[...]]), minItems, maxItems,
- * minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, format
+ * minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
+ * multipleOf (of integers, by a whole number), format
  * (date, time, date-time, uuid, email and ipv4), anyOf, oneOf whose alternatives a value
  * cannot match together (they begin with different characters, or they are objects
  * that a required property with different string constants tells apart, as pydantic's

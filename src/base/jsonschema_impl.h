@@ -46,6 +46,7 @@ struct js_node {
 	bool bounded;              /* number: minimum, maximum or the exclusive ones given */
 	double lo, hi;             /* ... the bounds (+-inf when absent; whole for integers) */
 	bool lo_open, hi_open;     /* ... exclusive ones */
+	double step;               /* integer: multipleOf (a whole number), or 0 */
 	uint8_t start[32];         /* the bytes a value may begin with (a bit each) */
 };
 

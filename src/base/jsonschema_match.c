@@ -295,6 +295,16 @@ static bool meet(struct span a, struct span b)
 	return lo < hi || (lo == hi && !lo_open && !hi_open);
 }
 
+/* meet(a, b), and where step is not 0, a multiple of it in both (integers: closed
+ * ends, or infinite ones). */
+static bool meet_step(struct span a, struct span b, double step)
+{
+	if (!meet(a, b) || !step)
+		return meet(a, b);
+	long double lo = a.lo > b.lo ? a.lo : b.lo, hi = a.hi < b.hi ? a.hi : b.hi;
+	return ceill(lo / step) * step <= hi;
+}
+
 /* Magnitudes m (a prefix's digits' numbers, m >= 0) as the values they are with the
  * sign: a negative number's (-hi, -lo] when m is in [lo, hi). */
 static struct span signed_span(struct span m, bool neg)
@@ -330,7 +340,8 @@ static bool num_reachable(const struct js_path *p, const struct js_node *nd)
 	const char *d = p->text + neg, *dot = memchr(d, '.', (size_t)(p->text_len - neg));
 	size_t n = (size_t)(p->text_len - neg);
 	if (n == 0) /* "-": any magnitude */
-		return meet(signed_span((struct span){0, INFINITY, false, true}, true), want);
+		return meet_step(signed_span((struct span){0, INFINITY, false, true}, true), want,
+				 nd->step);
 	char text[JS_MAX_NUMBER + 1];
 	memcpy(text, d, n), text[n] = 0;
 	long double v = strtold(text, NULL);
@@ -339,13 +350,14 @@ static bool num_reachable(const struct js_path *p, const struct js_node *nd)
 		return meet(signed_span((struct span){v, v + step, false, true}, neg), want);
 	}
 	if (d[0] == '0') /* 0 (and 0.x for a number) */
-		return meet(signed_span((struct span){0, whole ? 0 : 1, false, !whole}, neg), want);
+		return meet_step(signed_span((struct span){0, whole ? 0 : 1, false, !whole}, neg),
+				 want, nd->step);
 	long double far = fmaxl(fabsl((long double)nd->lo), fabsl((long double)nd->hi));
 	for (long double scale = 1; v * scale <= far || scale == 1; scale *= 10) {
 		struct span m = {v * scale, (v + 1) * scale, false, true};
 		if (whole) /* the integers in it */
 			m.hi -= 1, m.hi_open = false;
-		if (meet(signed_span(m, neg), want))
+		if (meet_step(signed_span(m, neg), want, nd->step))
 			return true;
 		if (scale > 1e30L)
 			break;
@@ -359,7 +371,8 @@ static bool num_in_range(const struct js_path *p, const struct js_node *nd)
 	char text[JS_MAX_NUMBER + 1];
 	memcpy(text, p->text, p->text_len), text[p->text_len] = 0;
 	double v = strtod(text, NULL);
-	return (nd->lo_open ? v > nd->lo : v >= nd->lo) && (nd->hi_open ? v < nd->hi : v <= nd->hi);
+	return (nd->lo_open ? v > nd->lo : v >= nd->lo) &&
+	       (nd->hi_open ? v < nd->hi : v <= nd->hi) && (!nd->step || fmod(v, nd->step) == 0);
 }
 
 /* A byte c of a number goes into its text: when its bounds allow what it begins. */

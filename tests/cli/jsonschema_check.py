@@ -92,6 +92,12 @@ def of_type(t, depth):
             s[rng.choice(["minimum", "exclusiveMinimum"])] = lo
         if rng.random() < 0.7 or len(s) == 1:
             s[rng.choice(["maximum", "exclusiveMaximum"])] = hi + 2
+    if t == "integer" and rng.random() < 0.3:
+        s["multipleOf"] = rng.choice([2, 3, 5, 7, 10, 25, 1000])
+        lo = s.get("minimum", s.get("exclusiveMinimum", -10 ** 9) + 1)
+        hi = s.get("maximum", s.get("exclusiveMaximum", 10 ** 9) - 1)
+        if -(-lo // s["multipleOf"]) * s["multipleOf"] > hi:
+            del s["multipleOf"]  # no multiple between the bounds
     return s
 
 
@@ -238,7 +244,7 @@ HAND = [
 ]
 
 REFUSED = [
-    {"type": "integer", "multipleOf": 2}, {"type": "string", "pattern": "^a"},
+    {"type": "number", "multipleOf": 0.5}, {"type": "string", "pattern": "^a"},
     {"type": "string", "format": "hostname"}, {"not": {}}, {"if": {}},
     {"type": "string", "format": "time", "maxLength": 12},
     {"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 2}]},

@@ -331,6 +331,14 @@ static const struct {
 	{SET, "[1,1", OPEN},         /* 10 may follow; 1 is whole at the byte after */
 	{SET, "[1,1]", 4},
 	{SET, "[1,10]", DONE},
+	{"{\"type\":\"integer\",\"multipleOf\":5}", "-35", DONE},
+	{"{\"type\":\"integer\",\"multipleOf\":5}", "-36", OPEN}, /* -360 may follow */
+	{"{\"type\":\"integer\",\"multipleOf\":5}", "36 ", 2},
+	{"{\"type\":\"integer\",\"multipleOf\":5}", "0", DONE},
+	{"{\"type\":\"integer\",\"multipleOf\":7,\"minimum\":10,\"maximum\":20}", "1", OPEN},
+	{"{\"type\":\"integer\",\"multipleOf\":7,\"minimum\":10,\"maximum\":20}", "15", 1},
+	{"{\"type\":\"integer\",\"multipleOf\":7,\"minimum\":10,\"maximum\":20}", "14", DONE},
+	{"{\"type\":\"integer\",\"multipleOf\":7,\"minimum\":10,\"maximum\":20}", "2", 0},
 	{SIZES, "5", DONE},
 	{SIZES, "150.5", DONE},
 	{SIZES, "50", OPEN}, /* not a small integer; a number of 100 or more begins */
@@ -454,7 +462,11 @@ static void test_schema_errors(void **state)
 		 "schema: keywords beside anyOf"},
 		{"{\"enum\":[\"a\",\"bcd\"],\"maxLength\":2}", "schema: keywords beside enum"},
 		{"{\"type\":\"number\",\"multipleOf\":2}",
-		 "schema.multipleOf: this keyword is not"},
+		 "schema.multipleOf: supported for integers"},
+		{"{\"type\":\"integer\",\"multipleOf\":2.5}", "schema.multipleOf: supported for"},
+		{"{\"type\":\"integer\",\"multipleOf\":10,\"minimum\":1,\"maximum\":9}",
+		 "no multiple of multipleOf"},
+		{"{\"type\":\"string\",\"pattern\":\"a\"}", "schema.pattern: this keyword is not"},
 		{"{\"type\":\"string\",\"format\":\"hostname\"}", "schema.format: not followed"},
 		{"{\"type\":\"integer\",\"minimum\":1.5,\"maximum\":1.9}",
 		 "no number lies between"},

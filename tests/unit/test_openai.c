@@ -393,10 +393,10 @@ static void test_parse_errors(void **state)
 		 "response_format.json_schema.name", NULL, "expected 1 to 64 letters"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": "
 		 "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"n\", \"schema\": "
-		 "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"number\", "
-		 "\"multipleOf\": 2}}}}}}",
+		 "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"string\", "
+		 "\"pattern\": \"^a\"}}}}}}",
 		 "response_format.json_schema.schema", NULL,
-		 "response_format.json_schema.schema.properties.n.multipleOf: this keyword is not "
+		 "response_format.json_schema.schema.properties.n.pattern: this keyword is not "
 		 "supported"},
 		{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": "
 		 "\"assistant\", \"content\": \"{\"}], \"continue_final_message\": true, "
