@@ -3,9 +3,12 @@
  * times from the empty text, each step a random byte (or UTF-8 character) of those
  * the recognizer takes, until it calls the text whole; each text goes to stdout as a
  * JSON string on its own line. Past a random length the walk prefers the bytes that
- * close things (quotes, brackets, commas), as a model that means to end would.
+ * close things (quotes, brackets, commas), as a model that means to end would, three
+ * times in four.
  * A walk where nothing passes and the text is not whole is a dead end the sampler
- * would meet: exit 3 with the text; a schema refused: exit 2 with the message.
+ * would meet: exit 3 with the text; a walk that found no end within MAX_TEXT bytes
+ * (a pattern's match that random bytes seldom make): exit 4; a schema refused: exit 2
+ * with the message.
  * `jsonwalk SCHEMA_FILE check 0` reads texts instead, one JSON string a line on
  * stdin, and prints 1 for each the recognizer reads whole, else 0. */
 #include <jansson.h>
@@ -47,7 +50,8 @@ static void make_cands(void)
 		cands[n_cands++] = extra[i];
 }
 
-/* One walk into text; its length, or -1 at a dead end. */
+/* One walk into text; its length, -1 at a dead end, or -2 where it ran out of room
+ * (MAX_TEXT) before the value could end. */
 static long walk(const struct js_schema *sc, char *text)
 {
 	static struct js_state p, t;
@@ -65,7 +69,9 @@ static long walk(const struct js_schema *sc, char *text)
 		}
 		if (np == 0)
 			return js_done(&p) ? (long)n : -1;
-		if (n >= budget) { /* ending: the closing bytes first */
+		/* ending: the closing bytes first, but one byte in four of any kind (a string
+		 * whose pattern may match anywhere would take closing bytes for ever) */
+		if (n >= budget && next_rand() % 4) {
 			for (int i = 0; i < np; i++)
 				if (strchr("\"}],", pass[i][0]) && pass[i][1] == 0)
 					pass[closers++] = pass[i];
@@ -73,7 +79,7 @@ static long walk(const struct js_schema *sc, char *text)
 		}
 		const char *c = pass[next_rand() % (uint32_t)np];
 		if (n + strlen(c) >= MAX_TEXT - 1)
-			return -1;
+			return -2;
 		js_feed(&p, c, strlen(c));
 		memcpy(text + n, c, strlen(c));
 		n += strlen(c);
@@ -130,9 +136,11 @@ int main(int argc, char **argv)
 		json_decref(s);
 		if (n < 0) {
 			fprintf(stderr,
-				"jsonwalk: a dead end: nothing passes after the last text\n");
+				n == -1 ? "jsonwalk: a dead end: nothing passes after "
+					  "the last text\n"
+					: "jsonwalk: the walk did not end within its room\n");
 			js_free(sc);
-			return 3;
+			return n == -1 ? 3 : 4;
 		}
 		memset(text, 0, (size_t)n);
 	}

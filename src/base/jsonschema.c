@@ -23,6 +23,7 @@ struct ctx {
 	json_t *refs; /* $ref -> its node (an integer) */
 	int any;      /* the node of {} (any value), once made */
 	int nesting;
+	int patterns; /* compiled so far (JS_MAX_PATTERNS at most) */
 	char path[512];
 };
 
@@ -55,6 +56,7 @@ static const char *const followed[] = {
 	"exclusiveMaximum",
 	"multipleOf",
 	"format",
+	"pattern",
 };
 
 static bool listed(const char *key, const char *const *list, size_t n)
@@ -517,6 +519,34 @@ static int parse_format(struct ctx *c, json_t *v, int i)
 	return 0;
 }
 
+/* pattern, of strings: with maxLength (kept: no begun string is left unable to end
+ * within it), but not with minLength or a format (strings of the pattern might all be
+ * shorter, or none of the format). */
+static int parse_pattern(struct ctx *c, json_t *v, int i)
+{
+	json_t *f = json_object_get(v, "pattern");
+	struct js_node *nd = &c->sc->node[i];
+	if (!f || !(nd->types & JS_T_STRING))
+		return 0;
+	size_t at = push(c, "pattern");
+	const char *why = NULL;
+	if (!json_is_string(f))
+		why = "expected a string";
+	else if (++c->patterns > JS_MAX_PATTERNS)
+		why = "more patterns in one schema than are supported (256)";
+	else if (nd->format || nd->min_len)
+		why = "a pattern beside format or minLength is not supported (write the "
+		      "length in the pattern, {n,})";
+	else if (!(nd->rx = js_regex_compile(json_string_value(f), json_string_length(f), &why)))
+		;
+	else if (js_regex_shortest(nd->rx) > nd->max_len)
+		why = js_regex_shortest(nd->rx) == UINT32_MAX ? "matches no string"
+							      : "no string of it fits maxLength";
+	if (why)
+		fail(c, why);
+	return pop(c, at), why ? -1 : 0;
+}
+
 /* Schema object v into node i. */
 static int compile_into(struct ctx *c, json_t *v, int i)
 {
@@ -565,6 +595,7 @@ static int compile_into(struct ctx *c, json_t *v, int i)
 						     "exclusiveMaximum",
 						     "multipleOf",
 						     "format",
+						     "pattern",
 						     "items",
 						     "prefixItems",
 						     "uniqueItems",
@@ -583,7 +614,7 @@ static int compile_into(struct ctx *c, json_t *v, int i)
 	}
 	c->sc->node[i].types = types;
 	if (((types & JS_T_OBJECT) && parse_object(c, v, i)) || parse_array_string(c, v, i) ||
-	    parse_bounds(c, v, i) || parse_format(c, v, i))
+	    parse_bounds(c, v, i) || parse_format(c, v, i) || parse_pattern(c, v, i))
 		return -1;
 	c->sc->node[i].compiled = true;
 	return 0;
@@ -748,6 +779,7 @@ void js_free(struct js_schema *sc)
 		free(nd->prop);
 		free(nd->branches);
 		free(nd->prefix);
+		js_regex_free(nd->rx);
 	}
 	free(sc->node);
 	free(sc);

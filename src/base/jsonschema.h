@@ -12,7 +12,8 @@
  * enum, const, properties, required, additionalProperties, items, prefixItems (a
  * tuple's values, as pydantic writes tuple[int, str]), uniqueItems (of an enum's
  * values: set[Literal[...]]), minItems, maxItems,
- * minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
+ * minLength, maxLength, pattern (jsonschema_regex.c: the syntax ECMA-262 and Python
+ * read alike; with maxLength, not with minLength or a format), minimum, maximum, exclusiveMinimum, exclusiveMaximum,
  * multipleOf (of integers, by a whole number), format
  * (date, time, date-time, uuid, email and ipv4), anyOf, oneOf whose alternatives a value
  * cannot match together (they begin with different characters, or they are objects
@@ -50,9 +51,11 @@ enum {
 	JS_MAX_DEPTH = 64,
 	JS_MAX_SPACE = 64,
 	JS_MAX_PROPERTIES = 64,
-	JS_MAX_NUMBER = 24, /* the characters of a number with bounds */
-	JS_MAX_TEXT = 40,   /* ... and of a kept text: that number or a formatted string */
-	JS_MAX_PATHS = 16,  /* readings kept side by side (more: the first ones) */
+	JS_MAX_NUMBER = 24,    /* the characters of a number with bounds */
+	JS_MAX_TEXT = 40,      /* ... and of a kept text: that number or a formatted string */
+	JS_MAX_PATHS = 16,     /* readings kept side by side (more: the first ones) */
+	JS_RX_MAX = 128,       /* a pattern's positions: characters to match, written out */
+	JS_MAX_PATTERNS = 256, /* patterns in one schema (each takes some 4 KB) */
 };
 
 struct js_schema;
@@ -96,6 +99,8 @@ struct js_path {
 	uint16_t first, last; /* enum values or keys still matching: sorted indices */
 	uint32_t pos;         /* ... their bytes matched so far */
 	uint32_t chars;       /* characters in the string so far */
+	uint32_t cp;          /* a pattern's string: the character begun (its bits so far) */
+	uint64_t rx[2];       /* ... and the pattern's positions (jsonschema_regex.c) */
 	uint8_t text_len;     /* a number with bounds or a formatted string: its text */
 	char text[JS_MAX_TEXT];
 	struct js_frame frame[JS_MAX_DEPTH];

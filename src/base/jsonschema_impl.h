@@ -43,6 +43,7 @@ struct js_node {
 	bool unique;               /* uniqueItems: its values (of an enum) each once */
 	uint32_t min_len, max_len; /* string: characters */
 	uint8_t format;            /* string: enum js_format, or 0 */
+	struct js_regex *rx;       /* string: its pattern, or NULL */
 	bool bounded;              /* number: minimum, maximum or the exclusive ones given */
 	double lo, hi;             /* ... the bounds (+-inf when absent; whole for integers) */
 	bool lo_open, hi_open;     /* ... exclusive ones */
@@ -73,6 +74,43 @@ int js_format_id(const char *name);
 /* Whether s[0..len) begins a string of the format (plain ASCII, no escapes); *whole
  * when it is one. */
 bool js_format_prefix(int format, const char *s, size_t len, bool *whole);
+
+/* A pattern (jsonschema_regex.c), read a character at a time: the state is a set
+ * of its positions (uint64_t[2]), begun by js_regex_start. */
+struct js_regex;
+
+/* The pattern's len bytes compiled, or NULL with *why saying what is not supported. */
+struct js_regex *js_regex_compile(const char *pattern, size_t len, const char **why);
+void js_regex_free(struct js_regex *rx);
+
+/* The fewest characters of a string it matches. */
+uint32_t js_regex_shortest(const struct js_regex *rx);
+void js_regex_start(uint64_t set[2]);
+
+/* Some character in [lo, hi] may come next, with an end of the pattern at most room
+ * characters after it. */
+bool js_regex_may(const struct js_regex *rx, const uint64_t set[2], uint32_t lo, uint32_t hi,
+		  uint32_t room);
+
+/* The set moved over character c, with room as above: false when nothing takes it. */
+bool js_regex_step(const struct js_regex *rx, uint64_t set[2], uint32_t c, uint32_t room);
+
+/* The string may end here. */
+bool js_regex_ends(const struct js_regex *rx, const uint64_t set[2]);
+
+/* A string's character in [lo, hi] (whole: the one read, lo == hi), where nd (NULL
+ * for a free key) keeps a pattern: p->rx moved over it, or some such character
+ * possible; within nd's maxLength (p->chars counts the character). */
+bool js_rx_char(struct js_path *p, const struct js_node *nd, uint32_t lo, uint32_t hi, bool whole);
+
+/* js_rx_char of a UTF-8 character read as far as p->cp (p->utf8 bytes due, the next
+ * within p->lo..p->hi), and of a \u escape's digits so far (p->next due; p->cp holds
+ * a surrogate pair's first half). */
+bool js_rx_utf8(struct js_path *p, const struct js_node *nd);
+bool js_rx_hex(struct js_path *p, const struct js_node *nd);
+
+/* The character a one-letter escape (\n, \t, \", ...) stands for. */
+uint32_t js_escaped(unsigned char c);
 
 /* Node i's start bytes, from its types, values and alternatives (those first); a
  * oneOf whose alternatives may match one value together is refused. state[i]: 0 not

@@ -178,6 +178,7 @@ static bool value_start(struct js_state *s, struct js_path *p, unsigned char c)
 	case '[': return (nd->types & JS_T_ARRAY) && open_container(p, false);
 	case '"':
 		p->key = false, p->chars = 0, p->text_len = 0, p->at = AT_STR;
+		js_regex_start(p->rx);
 		return nd->types & JS_T_STRING;
 	case '-': p->at = AT_N_MINUS, p->text_len = 0; return number && num_byte(p, c);
 	case '0': p->at = AT_N_ZERO, p->text_len = 0; return number && num_byte(p, c);
@@ -213,21 +214,30 @@ static bool format_byte(struct js_path *p, const struct js_node *nd, unsigned ch
 	return js_format_prefix(nd->format, p->text, p->text_len, &whole) && add_char(p);
 }
 
+/* ---- a pattern's strings: each character, or the ones it may still be ---------- */
+
+/* The string's schema: none for a free key. */
+static const struct js_node *str_node(const struct js_path *p)
+{
+	return p->key ? NULL : node(p, p->node);
+}
+
 /* A string's byte past the opening quote. */
 static bool string_byte(struct js_path *p, unsigned char c)
 {
+	const struct js_node *nd = str_node(p);
 	if (p->utf8) { /* a continuation byte, within the range its lead allows */
 		if (c < p->lo || c > p->hi)
 			return false;
 		p->utf8--;
 		p->lo = 0x80, p->hi = 0xBF;
-		return true;
+		p->cp = p->cp << 6 | (c & 0x3F);
+		return js_rx_utf8(p, nd);
 	}
-	const struct js_node *nd = p->key ? NULL : node(p, p->node); /* a free key has none */
 	if (nd && nd->format) /* its characters: plain ASCII, as the format has them */
 		return format_byte(p, nd, c);
 	if (c == '"') {
-		if (nd && p->chars < nd->min_len)
+		if (nd && (p->chars < nd->min_len || (nd->rx && !js_regex_ends(nd->rx, p->rx))))
 			return false;
 		if (!p->key)
 			return value_end(p);
@@ -237,22 +247,24 @@ static bool string_byte(struct js_path *p, unsigned char c)
 	}
 	if (c == '\\') {
 		p->at = AT_ESC;
-		return add_char(p);
+		return add_char(p) && js_rx_char(p, nd, 0, 0x10FFFF, false);
 	}
 	if (c < 0x20)
 		return false; /* control characters must be escaped */
 	if (c < 0x80)
-		return add_char(p);
+		return add_char(p) && js_rx_char(p, nd, c, c, true);
 	p->lo = 0x80, p->hi = 0xBF;
 	if (c >= 0xC2 && c <= 0xDF)
-		p->utf8 = 1;
+		p->utf8 = 1, p->cp = c & 0x1F;
 	else if (c >= 0xE0 && c <= 0xEF)
-		p->utf8 = 2, p->lo = c == 0xE0 ? 0xA0 : 0x80, p->hi = c == 0xED ? 0x9F : 0xBF;
+		p->utf8 = 2, p->cp = c & 0x0F, p->lo = c == 0xE0 ? 0xA0 : 0x80,
+		p->hi = c == 0xED ? 0x9F : 0xBF;
 	else if (c >= 0xF0 && c <= 0xF4)
-		p->utf8 = 3, p->lo = c == 0xF0 ? 0x90 : 0x80, p->hi = c == 0xF4 ? 0x8F : 0xBF;
+		p->utf8 = 3, p->cp = c & 0x07, p->lo = c == 0xF0 ? 0x90 : 0x80,
+		p->hi = c == 0xF4 ? 0x8F : 0xBF;
 	else
 		return false; /* a continuation byte without a lead, or no UTF-8 at all */
-	return add_char(p);
+	return add_char(p) && js_rx_utf8(p, nd);
 }
 
 /* A \uXXXX escape's hex digit: a surrogate must come as a high and a low pair, one
@@ -269,11 +281,10 @@ static bool hex_byte(struct js_path *p, unsigned char c)
 		if (low != p->low) /* a low one alone, or a high one without it */
 			return false;
 	}
-	if (p->next)
-		return true;
-	bool high = p->code >= 0xD800 && p->code <= 0xDBFF;
-	p->at = high ? AT_PAIR_BS : AT_STR;
-	return true;
+	bool high = !p->next && p->code >= 0xD800 && p->code <= 0xDBFF;
+	if (!p->next)
+		p->at = high ? AT_PAIR_BS : AT_STR;
+	return js_rx_hex(p, str_node(p));
 }
 
 /* ---- numbers with bounds -------------------------------------------------------
@@ -554,8 +565,9 @@ static bool step(struct js_state *s, struct js_path *p, unsigned char c)
 			return true;
 		}
 		p->at = AT_STR;
-		return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' ||
-		       c == 'r' || c == 't';
+		return (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' ||
+			c == 'r' || c == 't') &&
+		       js_rx_char(p, str_node(p), js_escaped(c), js_escaped(c), true);
 	case AT_HEX: return hex_byte(p, c);
 	case AT_PAIR_BS: p->at = AT_PAIR_U; return c == '\\';
 	case AT_PAIR_U: p->next = 4, p->code = 0, p->low = true, p->at = AT_HEX; return c == 'u';
@@ -700,7 +712,8 @@ size_t js_string_chars(const char *s, size_t n)
  * it is not so (in an escape or a character, a fixed text, no string). */
 static uint32_t path_room(const struct js_path *p)
 {
-	if (p->at != AT_STR || p->utf8 || (!p->key && node(p, p->node)->format))
+	if (p->at != AT_STR || p->utf8 ||
+	    (!p->key && (node(p, p->node)->format || node(p, p->node)->rx)))
 		return 0;
 	return p->key ? UINT32_MAX : node(p, p->node)->max_len - p->chars;
 }

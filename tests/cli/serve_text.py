@@ -254,7 +254,7 @@ def refused(port):
         ({"prompt": "x", "allowed_token_ids": []}, "allowed_token_ids"),
         ({"prompt": "x", "allowed_token_ids": [151936]}, "allowed_token_ids[0]"),
         ({"prompt": "x", "prompt_logprobs": 0}, "prompt_logprobs"),
-        ({"prompt": "x", "guided_json": {"type": "integer", "pattern": "1"}}, "guided_json"),
+        ({"prompt": "x", "guided_json": {"type": "integer", "not": {"const": 1}}}, "guided_json"),
         ({"prompt": "x", "stream": True, "stream_options": {"continuous_usage_stats": True}},
          "stream_options.continuous_usage_stats"),
     ]

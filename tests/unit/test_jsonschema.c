@@ -275,6 +275,8 @@ static struct js_schema *compile_text(const char *text)
 	"\"number\",\"minimum\":100},{\"type\":\"string\",\"maxLength\":2},{\"type\":" \
 	"\"string\",\"format\":\"date\"}]}"
 
+#define PHONE "{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-\\\\d{3}$\"}"
+
 /* Texts against schemas: where each stops. */
 enum { DONE = -1, OPEN = -2 }; /* or the index of the first byte refused */
 static const struct {
@@ -431,8 +433,33 @@ static const struct {
 	 7}, /* ends at '}', out of range: refused there */
 	{"{\"$defs\":{\"a/b~\":{\"type\":\"null\"}},\"$ref\":\"#/$defs/a~1b~0\"}", "null",
 	 DONE}, /* a JSON pointer's escapes */
-	{"{\"properties\":{\"a\\\"b\":{}},\"required\":[\"a\\\"b\"]}", "{\"a\\\"b\":{}}",
-	 DONE}, /* type inferred; a key written as jansson escapes it */
+	{"{\"properties\":{\"a\\\"b\":{}},\"required\":[\"a\\\"b\"]}", "{\"a\\\"b\":{}}", DONE},
+	/* type inferred; a key written as jansson escapes it */ /* pattern: each character as it comes, escaped or not, refused at the first byte
+	 * that no character it may begin could match; ^ and $ anchor it, or it matches
+	 * anywhere; maxLength leaves room for the rest of the match */
+	{PHONE, "\"AB-123\"", DONE},
+	{PHONE, "\"\\u0041\\u0042\\u002d1\\u0032\\u0033\"", DONE},
+	{PHONE, "\"Ab", 2},
+	{PHONE, "\"AB-12\"", 6},  /* three digits */
+	{PHONE, "\"AB-1234", 7},  /* $ */
+	{PHONE, "\"\\u0061", 5},  /* \u006X is no A-Z: refused at the 6 */
+	{PHONE, "\"\\u00e", 5},   /* no character \u00eX is A-Z */
+	{PHONE, "\"\xc3\xa9", 1}, /* é: refused at its lead byte */
+	{"{\"type\":\"string\",\"pattern\":\"b+\"}", "\"a c\"", 4},
+	{"{\"type\":\"string\",\"pattern\":\"b+\"}", "\"a bb-\"", DONE},
+	{"{\"type\":\"string\",\"pattern\":\"^x.*y$\",\"maxLength\":4}", "\"xabz", 4},
+	{"{\"type\":\"string\",\"pattern\":\"^x.*y$\",\"maxLength\":4}", "\"xaby\"", DONE},
+	{"{\"type\":\"string\",\"pattern\":\"^[\\ud83d\\ude00\u20ac]$\"}", "\"\\ud83d\\ude00\"",
+	 DONE}, /* a pair of escapes, one character */
+	{"{\"type\":\"string\",\"pattern\":\"^[\\ud83d\\ude00\u20ac]$\"}", "\"\\ud83d\\ude01", 12},
+	{"{\"type\":\"string\",\"pattern\":\"^[\\ud83d\\ude00\u20ac]$\"}", "\"\\ud83c",
+	 6}, /* no character of that pair's first half */
+	{"{\"type\":\"string\",\"pattern\":\"^[\\ud83d\\ude00\u20ac]$\"}", "\"\xe2\x82\xac\"",
+	 DONE},
+	{"{\"type\":\"string\",\"pattern\":\"^[\\ud83d\\ude00\u20ac]$\"}", "\"\xe2\x82\xad", 3},
+	{"{\"type\":\"string\",\"pattern\":\"^\\\\n\\\\t?$\"}", "\"\\n\\t\"", DONE},
+	{"{\"type\":\"string\",\"pattern\":\"^\\\\n\\\\t?$\"}", "\"\\t", 2},
+	{"{\"type\":[\"string\",\"integer\"],\"pattern\":\"^a$\"}", "12", DONE},
 };
 
 static void test_schema_cases(void **state)
@@ -466,7 +493,11 @@ static void test_schema_errors(void **state)
 		{"{\"type\":\"integer\",\"multipleOf\":2.5}", "schema.multipleOf: supported for"},
 		{"{\"type\":\"integer\",\"multipleOf\":10,\"minimum\":1,\"maximum\":9}",
 		 "no multiple of multipleOf"},
-		{"{\"type\":\"string\",\"pattern\":\"a\"}", "schema.pattern: this keyword is not"},
+		{"{\"type\":\"string\",\"not\":{\"const\":\"a\"}}",
+		 "schema.not: this keyword is not"},
+		{"{\"type\":\"string\",\"pattern\":\"(?=a)\"}", "schema.pattern: lookarounds"},
+		{"{\"type\":\"string\",\"pattern\":\"^a{4}$\",\"maxLength\":3}",
+		 "schema.pattern: no string of it fits maxLength"},
 		{"{\"type\":\"string\",\"format\":\"hostname\"}", "schema.format: not followed"},
 		{"{\"type\":\"integer\",\"minimum\":1.5,\"maximum\":1.9}",
 		 "no number lies between"},
@@ -583,12 +614,50 @@ static void test_string_room(void **state)
 	js_free(sc);
 }
 
+/* A pattern of 127 characters to match is taken, 128 are not; 256 patterns in a
+ * schema are taken, 257 are not. */
+static void test_pattern_limits(void **state)
+{
+	(void)state;
+	for (int n = 127; n <= 128; n++) {
+		char text[128];
+		snprintf(text, sizeof text, "{\"type\":\"string\",\"pattern\":\"^a{%d}$\"}", n);
+		struct js_schema *sc = compile_text(text);
+		if (n == 127)
+			assert_non_null(sc);
+		else
+			assert_non_null(strstr(err_msg(), "more than 127 characters to match"));
+		js_free(sc);
+	}
+	static char big[257 * 64 + 1024];
+	for (int n = 256; n <= 257; n++) { /* in objects of 32 (64 properties at most) */
+		strcpy(big, "{\"properties\":{");
+		for (int i = 0; i < n; i++) {
+			size_t at = strlen(big);
+			if (i % 32 == 0)
+				snprintf(big + at, sizeof big - at, "%s\"o%d\":{\"properties\":{",
+					 i ? "}}," : "", i / 32);
+			at = strlen(big);
+			snprintf(big + at, sizeof big - at,
+				 "%s\"p%d\":{\"type\":\"string\",\"pattern\":\"b\"}",
+				 i % 32 ? "," : "", i);
+		}
+		strcat(big, "}}}}");
+		struct js_schema *sc = compile_text(big);
+		if (n == 256)
+			assert_non_null(sc);
+		else
+			assert_non_null(strstr(err_msg(), "more patterns in one schema"));
+		js_free(sc);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),        cmocka_unit_test(test_against_jansson),
 		cmocka_unit_test(test_schema_cases), cmocka_unit_test(test_schema_errors),
-		cmocka_unit_test(test_string_room),
+		cmocka_unit_test(test_string_room),  cmocka_unit_test(test_pattern_limits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

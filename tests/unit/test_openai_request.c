@@ -109,6 +109,7 @@ static void test_parse_formats(void **state)
 		"\"guided_json\": {\"enum\": [\"yes\", \"no\"]}",
 		"\"guided_json\": \"{\\\"type\\\": \\\"integer\\\"}\"",
 		"\"structured_outputs\": {\"json\": {\"type\": \"array\"}, \"regex\": null}",
+		"\"guided_json\": {\"type\": \"string\", \"pattern\": \"^[a-z]+\\\\d$\"}",
 	};
 	for (size_t i = 0; i < sizeof vllm / sizeof *vllm; i++) {
 		char body[512];
@@ -388,8 +389,8 @@ static const struct {
 	 "\"{\"}",
 	 "guided_json", NULL, "not a JSON Schema's text"},
 	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"guided_json\": "
-	 "{\"type\": \"string\", \"pattern\": \"a\"}}",
-	 "guided_json", NULL, "guided_json.pattern: this keyword is not supported"},
+	 "{\"type\": \"string\", \"not\": {}}}",
+	 "guided_json", NULL, "guided_json.not: this keyword is not supported"},
 	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 	 "\"structured_outputs\": {\"regex\": \"a+\"}}",
 	 "structured_outputs", NULL, "'regex' is not supported"},
@@ -405,10 +406,10 @@ static const struct {
 	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"response_format\": "
 	 "{\"type\": \"json_schema\", \"json_schema\": {\"name\": \"n\", \"schema\": "
 	 "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"string\", "
-	 "\"pattern\": \"^a\"}}}}}}",
+	 "\"pattern\": \"(a)\\\\1\"}}}}}}",
 	 "response_format.json_schema.schema", NULL,
-	 "response_format.json_schema.schema.properties.n.pattern: this keyword is not "
-	 "supported"},
+	 "response_format.json_schema.schema.properties.n.pattern: this escape (a "
+	 "back-reference, "},
 	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": "
 	 "\"assistant\", \"content\": \"{\"}], \"continue_final_message\": true, "
 	 "\"add_generation_prompt\": false, \"response_format\": {\"type\": "
