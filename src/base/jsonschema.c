@@ -519,9 +519,9 @@ static int parse_format(struct ctx *c, json_t *v, int i)
 	return 0;
 }
 
-/* pattern, of strings: with maxLength (kept: no begun string is left unable to end
- * within it), but not with minLength or a format (strings of the pattern might all be
- * shorter, or none of the format). */
+/* pattern, of strings: with minLength (up to 128) and maxLength, kept so that no begun
+ * string is left unable to end within them; not with a format (no string of the
+ * pattern might be one). */
 static int parse_pattern(struct ctx *c, json_t *v, int i)
 {
 	json_t *f = json_object_get(v, "pattern");
@@ -534,14 +534,16 @@ static int parse_pattern(struct ctx *c, json_t *v, int i)
 		why = "expected a string";
 	else if (++c->patterns > JS_MAX_PATTERNS)
 		why = "more patterns in one schema than are supported (256)";
-	else if (nd->format || nd->min_len)
-		why = "a pattern beside format or minLength is not supported (write the "
-		      "length in the pattern, {n,})";
+	else if (nd->format)
+		why = "a pattern beside a format is not supported";
+	else if (nd->min_len > JS_RX_LENS / 2)
+		why = "a pattern beside a minLength above 128 is not supported";
 	else if (!(nd->rx = js_regex_compile(json_string_value(f), json_string_length(f), &why)))
 		;
-	else if (js_regex_shortest(nd->rx) > nd->max_len)
-		why = js_regex_shortest(nd->rx) == UINT32_MAX ? "matches no string"
-							      : "no string of it fits maxLength";
+	else if (!js_regex_fits(nd->rx, 0, UINT32_MAX))
+		why = "matches no string";
+	else if (!js_regex_fits(nd->rx, nd->min_len, nd->max_len))
+		why = "no string of it has a length within minLength and maxLength";
 	if (why)
 		fail(c, why);
 	return pop(c, at), why ? -1 : 0;

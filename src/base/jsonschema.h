@@ -13,8 +13,8 @@
  * tuple's values, as pydantic writes tuple[int, str]), uniqueItems (of an enum's
  * values: set[Literal[...]]), minItems, maxItems,
  * minLength, maxLength, pattern (jsonschema_regex.c: the syntax ECMA-262 and Python
- * read alike; with maxLength, not with minLength or a format), minimum, maximum, exclusiveMinimum, exclusiveMaximum,
- * multipleOf (of integers, by a whole number), format
+ * read alike; with minLength up to 128 and maxLength, not with a format), minimum,
+ * maximum, exclusiveMinimum, exclusiveMaximum, multipleOf (of integers, by a whole number), format
  * (date, time, date-time, uuid, email and ipv4), anyOf, oneOf whose alternatives a value
  * cannot match together (they begin with different characters, or they are objects
  * that a required property with different string constants tells apart, as pydantic's
@@ -55,7 +55,8 @@ enum {
 	JS_MAX_TEXT = 40,      /* ... and of a kept text: that number or a formatted string */
 	JS_MAX_PATHS = 16,     /* readings kept side by side (more: the first ones) */
 	JS_RX_MAX = 128,       /* a pattern's positions: characters to match, written out */
-	JS_MAX_PATTERNS = 256, /* patterns in one schema (each takes some 4 KB) */
+	JS_RX_LENS = 256,      /* ... the lengths of a rest each knows (minLength: half) */
+	JS_MAX_PATTERNS = 256, /* patterns in one schema (each takes some 8 KB) */
 };
 
 struct js_schema;

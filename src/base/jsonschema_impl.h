@@ -83,24 +83,27 @@ struct js_regex;
 struct js_regex *js_regex_compile(const char *pattern, size_t len, const char **why);
 void js_regex_free(struct js_regex *rx);
 
-/* The fewest characters of a string it matches. */
-uint32_t js_regex_shortest(const struct js_regex *rx);
+/* Some string it matches has need to room characters. */
+bool js_regex_fits(const struct js_regex *rx, uint32_t need, uint32_t room);
 void js_regex_start(uint64_t set[2]);
 
-/* Some character in [lo, hi] may come next, with an end of the pattern at most room
+/* Some character in [lo, hi] may come next, with an end of the pattern need to room
  * characters after it. */
 bool js_regex_may(const struct js_regex *rx, const uint64_t set[2], uint32_t lo, uint32_t hi,
-		  uint32_t room);
+		  uint32_t need, uint32_t room);
 
-/* The set moved over character c, with room as above: false when nothing takes it. */
-bool js_regex_step(const struct js_regex *rx, uint64_t set[2], uint32_t c, uint32_t room);
+/* The set moved over character c, with need and room as above: false when nothing
+ * takes it. */
+bool js_regex_step(const struct js_regex *rx, uint64_t set[2], uint32_t c, uint32_t need,
+		   uint32_t room);
 
 /* The string may end here. */
 bool js_regex_ends(const struct js_regex *rx, const uint64_t set[2]);
 
 /* A string's character in [lo, hi] (whole: the one read, lo == hi), where nd (NULL
  * for a free key) keeps a pattern: p->rx moved over it, or some such character
- * possible; within nd's maxLength (p->chars counts the character). */
+ * possible, with a rest that ends the pattern within nd's minLength and maxLength
+ * (p->chars counts the character). */
 bool js_rx_char(struct js_path *p, const struct js_node *nd, uint32_t lo, uint32_t hi, bool whole);
 
 /* js_rx_char of a UTF-8 character read as far as p->cp (p->utf8 bytes due, the next

@@ -5,9 +5,13 @@
  * of characters at its leaves; + and {m,n} are written out as copies), and the tree
  * into its position automaton (Glushkov's): a state is the set of leaves that the
  * last character may have matched, 0 standing for "no character yet"; a character
- * moves to the leaves that may follow one of them and whose class holds it. Every
- * leaf reached can still reach the end, and dist[] says in how few characters, so a
- * maxLength is kept without ever being stuck.
+ * moves to the leaves that may follow one of them and whose class holds it. Each
+ * position knows the lengths of the rest that lead from it to an end (lens[], up to
+ * JS_RX_LENS - 1), so a leaf is entered only where a rest of a length within minLength
+ * and maxLength follows: a begun string is never stuck. (Past that many characters
+ * nothing is lost: a path to an end longer than it holds a loop of at most JS_RX_MAX
+ * positions that can be cut out, so a rest from JS_RX_MAX on has a shorter one within
+ * the window too.)
  *
  * The syntax is the part that ECMA-262 (the schema's) and Python's re (jsonschema's)
  * read alike, and the classes are the characters both put in them (\d is [0-9], \w
@@ -45,7 +49,7 @@ struct js_regex {
 	int n; /* positions: 0 (the start) and the leaves 1 .. n - 1 */
 	uint64_t follow[JS_RX_MAX][2];
 	uint64_t accept[2];                     /* positions the string may end after */
-	uint32_t dist[JS_RX_MAX];               /* the fewest characters from each to an end */
+	uint64_t lens[JS_RX_MAX][JS_RX_LENS / 64]; /* each one's lengths of a rest to an end */
 	int first[JS_RX_MAX], count[JS_RX_MAX]; /* each leaf's class */
 	struct rx_range *ranges;
 };
@@ -496,21 +500,37 @@ static int glushkov(struct js_regex *rx, const struct rx_node *node, int i, stru
 	}
 }
 
-/* dist[p]: the fewest characters after position p to an end (UINT32_MAX: none).
- * Leaves are numbered in the pattern's order, so a pass from the last settles most
- * of them; passes go on until none changes. */
-static void distances(struct js_regex *rx)
+/* lens[p]: bit k set where k more characters lead from position p to an end: at[]
+ * holds the positions k characters from one, for k = 0, 1, ... */
+static void lengths(struct js_regex *rx)
 {
-	for (int p = 0; p < rx->n; p++)
-		rx->dist[p] = set_has(rx->accept, p) ? 0 : UINT32_MAX;
-	for (bool changed = true; changed;) {
-		changed = false;
-		for (int p = rx->n - 1; p >= 0; p--)
-			for (int q = next_bit(rx->follow[p], 0); q >= 0;
-			     q = next_bit(rx->follow[p], q + 1))
-				if (rx->dist[q] != UINT32_MAX && rx->dist[q] + 1 < rx->dist[p])
-					rx->dist[p] = rx->dist[q] + 1, changed = true;
+	uint64_t at[2] = {rx->accept[0], rx->accept[1]};
+	memset(rx->lens, 0, sizeof rx->lens);
+	for (int k = 0; k < JS_RX_LENS; k++) {
+		uint64_t before[2] = {0, 0};
+		for (int p = 0; p < rx->n; p++) {
+			if (set_has(at, p))
+				rx->lens[p][k >> 6] |= 1ull << (k & 63);
+			if ((rx->follow[p][0] & at[0]) || (rx->follow[p][1] & at[1]))
+				set_add(before, p);
+		}
+		at[0] = before[0], at[1] = before[1];
 	}
+}
+
+/* Position p has a rest to an end of need to room characters. */
+static bool fits(const struct js_regex *rx, int p, uint32_t need, uint32_t room)
+{
+	uint32_t hi = room < JS_RX_LENS - 1 ? room : JS_RX_LENS - 1;
+	for (uint32_t k = need; k <= hi; k++) /* word by word where the range allows */
+		if ((k & 63) == 0 && k + 63 <= hi) {
+			if (rx->lens[p][k >> 6])
+				return true;
+			k += 63;
+		} else if (rx->lens[p][k >> 6] >> (k & 63) & 1) {
+			return true;
+		}
+	return false;
 }
 
 /* The tree of the pattern, anchored or not at each end: an end left open takes any
@@ -579,7 +599,7 @@ struct js_regex *js_regex_compile(const char *pattern, size_t len, const char **
 	memcpy(rx->accept, e.last, sizeof e.last);
 	if (e.empty)
 		set_add(rx->accept, 0);
-	distances(rx);
+	lengths(rx);
 	rx->ranges = malloc((size_t)(p.n_ranges ? p.n_ranges : 1) * sizeof *rx->ranges);
 	if (!rx->ranges)
 		p.why = "out of memory";
@@ -605,9 +625,9 @@ void js_regex_free(struct js_regex *rx)
 	}
 }
 
-uint32_t js_regex_shortest(const struct js_regex *rx)
+bool js_regex_fits(const struct js_regex *rx, uint32_t need, uint32_t room)
 {
-	return rx->dist[0];
+	return fits(rx, 0, need, room);
 }
 
 void js_regex_start(uint64_t set[2])
@@ -625,30 +645,32 @@ static bool meets(const struct js_regex *rx, int q, uint32_t lo, uint32_t hi)
 	return false;
 }
 
-/* The leaves after the set that [lo, hi] meets, with an end within room after them. */
+/* The leaves after the set that [lo, hi] meets, with a rest of need to room
+ * characters after them. */
 static void next_of(const struct js_regex *rx, const uint64_t set[2], uint32_t lo, uint32_t hi,
-		    uint32_t room, uint64_t to[2])
+		    uint32_t need, uint32_t room, uint64_t to[2])
 {
 	uint64_t next[2] = {0, 0};
 	for (int p = next_bit(set, 0); p >= 0; p = next_bit(set, p + 1))
 		set_or(next, rx->follow[p]);
 	to[0] = to[1] = 0;
 	for (int q = next_bit(next, 0); q >= 0; q = next_bit(next, q + 1))
-		if (rx->dist[q] <= room && meets(rx, q, lo, hi))
+		if (meets(rx, q, lo, hi) && fits(rx, q, need, room))
 			set_add(to, q);
 }
 
 bool js_regex_may(const struct js_regex *rx, const uint64_t set[2], uint32_t lo, uint32_t hi,
-		  uint32_t room)
+		  uint32_t need, uint32_t room)
 {
 	uint64_t to[2];
-	next_of(rx, set, lo, hi, room, to);
+	next_of(rx, set, lo, hi, need, room, to);
 	return to[0] || to[1];
 }
 
-bool js_regex_step(const struct js_regex *rx, uint64_t set[2], uint32_t c, uint32_t room)
+bool js_regex_step(const struct js_regex *rx, uint64_t set[2], uint32_t c, uint32_t need,
+		   uint32_t room)
 {
-	next_of(rx, set, c, c, room, set);
+	next_of(rx, set, c, c, need, room, set);
 	return set[0] || set[1];
 }
 
@@ -664,9 +686,11 @@ bool js_rx_char(struct js_path *p, const struct js_node *nd, uint32_t lo, uint32
 {
 	if (!nd || !nd->rx)
 		return true;
-	uint32_t room = nd->max_len - p->chars; /* after it: add_char counted it */
-	return whole ? js_regex_step(nd->rx, p->rx, lo, room)
-		     : js_regex_may(nd->rx, p->rx, lo, hi, room);
+	/* the rest after it (add_char counted it) within minLength and maxLength */
+	uint32_t need = nd->min_len > p->chars ? nd->min_len - p->chars : 0,
+		 room = nd->max_len - p->chars;
+	return whole ? js_regex_step(nd->rx, p->rx, lo, need, room)
+		     : js_regex_may(nd->rx, p->rx, lo, hi, need, room);
 }
 
 /* A UTF-8 character read as far as p->cp, p->utf8 bytes due (the next in lo..hi). */

@@ -25,6 +25,7 @@ WALK, TMP = sys.argv[1], sys.argv[2]
 N_SCHEMAS = int(sys.argv[3]) if len(sys.argv) > 3 else 300
 rng = random.Random(20261203)
 failures = 0
+no_length = 0  # schemas refused: no string of a pattern within its length bounds
 unended = 0  # walks of a pattern's schema that found no end within jsonwalk's room
 changed_whole = 0  # texts with a byte changed that the recognizer still reads whole
 
@@ -83,8 +84,10 @@ def of_type(t, depth):
             return s
         if rng.random() < 0.25:
             s["pattern"] = pattern()
+            if rng.random() < 0.3:
+                s["minLength"] = rng.randrange(1, 8)
             if rng.random() < 0.4:
-                s["maxLength"] = rng.randrange(4, 30)
+                s["maxLength"] = s.get("minLength", 0) + rng.randrange(0, 30)
             return s
         if rng.random() < 0.4:
             s["minLength"] = rng.randrange(4)
@@ -295,7 +298,10 @@ REFUSED = [
     {"type": "string", "pattern": "a{2,1}"}, {"type": "string", "pattern": "[]"},
     {"type": "string", "pattern": "a**"}, {"type": "string", "pattern": "(a"},
     {"type": "string", "pattern": "^a{3}$", "maxLength": 2},
-    {"type": "string", "pattern": "a", "minLength": 2},
+    {"type": "string", "pattern": "^a$", "minLength": 2},
+    {"type": "string", "pattern": "^(?:ab)+$", "minLength": 3, "maxLength": 3},
+    {"type": "string", "pattern": "a", "minLength": 129},
+    {"type": "string", "pattern": "a", "format": "date"},
     {"type": "string", "pattern": "^[a-z]{200}$"},
     {"type": "string", "format": "hostname"}, {"not": {}}, {"if": {}},
     {"type": "string", "format": "time", "maxLength": 12},
@@ -314,6 +320,10 @@ def check(i, schema):
     with open(path, "w") as f:
         json.dump(schema, f)
     r = subprocess.run([WALK, path, "12", str(i)], capture_output=True, text=True)
+    if r.returncode == 2 and "no string of it has a length within" in r.stderr:
+        global no_length  # a pattern whose strings all miss minLength..maxLength
+        no_length += 1
+        return []
     if r.returncode == 4 and "pattern" in json.dumps(schema):
         global unended  # random bytes seldom make the match of a pattern
         unended += 1
@@ -369,6 +379,7 @@ for k, s in enumerate(REFUSED):
         print(f"FAIL: {json.dumps(s)} was not refused (exit {r.returncode})")
 print(f"{len(schemas)} schemas, {walked} texts walked and validated ({changed_whole} "
       f"whole after a byte changed, validated too), {unended} walks of patterns "
-      f"without an end in reach, {len(REFUSED)} schemas refused; "
+      f"without an end in reach, {no_length} refused for a pattern whose strings miss "
+      f"the length bounds, {len(REFUSED)} schemas refused; "
       f"{failures} failures")
 sys.exit(1 if failures else 0)

@@ -460,6 +460,13 @@ static const struct {
 	{"{\"type\":\"string\",\"pattern\":\"^\\\\n\\\\t?$\"}", "\"\\n\\t\"", DONE},
 	{"{\"type\":\"string\",\"pattern\":\"^\\\\n\\\\t?$\"}", "\"\\t", 2},
 	{"{\"type\":[\"string\",\"integer\"],\"pattern\":\"^a$\"}", "12", DONE},
+	/* minLength beside it: (ab)+ of 3 to 5 characters is abab only */
+	{"{\"type\":\"string\",\"pattern\":\"^(?:ab)+$\",\"minLength\":3,\"maxLength\":5}",
+	 "\"ab\"", 3},
+	{"{\"type\":\"string\",\"pattern\":\"^(?:ab)+$\",\"minLength\":3,\"maxLength\":5}",
+	 "\"ababa", 5},
+	{"{\"type\":\"string\",\"pattern\":\"^(?:ab)+$\",\"minLength\":3,\"maxLength\":5}",
+	 "\"abab\"", DONE},
 };
 
 static void test_schema_cases(void **state)
@@ -497,7 +504,7 @@ static void test_schema_errors(void **state)
 		 "schema.not: this keyword is not"},
 		{"{\"type\":\"string\",\"pattern\":\"(?=a)\"}", "schema.pattern: lookarounds"},
 		{"{\"type\":\"string\",\"pattern\":\"^a{4}$\",\"maxLength\":3}",
-		 "schema.pattern: no string of it fits maxLength"},
+		 "schema.pattern: no string of it has a length within"},
 		{"{\"type\":\"string\",\"format\":\"hostname\"}", "schema.format: not followed"},
 		{"{\"type\":\"integer\",\"minimum\":1.5,\"maximum\":1.9}",
 		 "no number lies between"},
