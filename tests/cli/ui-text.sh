@@ -343,6 +343,10 @@ T send-keys -t ui 'save me' Enter
 check_screen ' autosave failed *$' "the status bar marks the failure"
 T send-keys -t ui 'save me again' Enter
 wait_screen '^  save me again' || true
+# the answer must end before ^D quits (a slow build, the sanitizers', takes seconds):
+# the idle key hint shows once the second answer has begun and ended
+wait_lines '^assistant' 2 || true
+wait_screen '^Enter send \|' || true
 sleep 1
 shot "autosave failure"
 screen >"$TMP/scr"
