@@ -14,14 +14,14 @@
  * values: set[Literal[...]]), minItems, maxItems,
  * minLength, maxLength, pattern (jsonschema_regex.c: the syntax ECMA-262 and Python
  * read alike; with minLength up to 128 and maxLength, not with a format), minimum,
- * maximum, exclusiveMinimum, exclusiveMaximum, multipleOf (of integers, by a whole number), format
- * (date, time, date-time, uuid, email and ipv4), anyOf, oneOf whose alternatives a value
- * cannot match together (they begin with different characters, or they are objects
- * that a required property with different string constants tells apart, as pydantic's
- * discriminated unions are), allOf of one schema, and $ref to a place in the same
- * document ("#/$defs/Name", recursion too). Annotations (title, description, default,
- * examples, discriminator, ...) are ignored. Any other keyword is an error: an answer
- * the schema would refuse is never written.
+ * maximum, exclusiveMinimum, exclusiveMaximum, multipleOf (of integers, by a whole
+ * number), format (date, time, date-time, uuid, email and ipv4), anyOf, oneOf whose
+ * alternatives a value cannot match together (they begin with different characters,
+ * or they are objects that a required property with different string constants tells
+ * apart, as pydantic's discriminated unions are), allOf of one schema, and $ref to a
+ * place in the same document ("#/$defs/Name", recursion too). Annotations (title,
+ * description, default, examples, discriminator, ...) are ignored. Any other keyword
+ * is an error: an answer the schema would refuse is never written.
  *
  * Alternatives that begin alike (pydantic's Union of two models: two objects) are read
  * side by side: the state holds one path per reading still possible, up to

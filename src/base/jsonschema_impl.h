@@ -112,9 +112,6 @@ bool js_rx_char(struct js_path *p, const struct js_node *nd, uint32_t lo, uint32
 bool js_rx_utf8(struct js_path *p, const struct js_node *nd);
 bool js_rx_hex(struct js_path *p, const struct js_node *nd);
 
-/* The character a one-letter escape (\n, \t, \", ...) stands for. */
-uint32_t js_escaped(unsigned char c);
-
 /* Node i's start bytes, from its types, values and alternatives (those first); a
  * oneOf whose alternatives may match one value together is refused. state[i]: 0 not
  * yet, 1 under way (an alternative that leads back to it is refused), 2 done. 0, or

@@ -222,6 +222,23 @@ static const struct js_node *str_node(const struct js_path *p)
 	return p->key ? NULL : node(p, p->node);
 }
 
+/* The character a one-letter escape (\n, \", ...) stands for, or UINT32_MAX where the
+ * letter makes no escape. */
+static uint32_t escaped(unsigned char c)
+{
+	switch (c) {
+	case '"':
+	case '\\':
+	case '/': return c;
+	case 'b': return '\b';
+	case 'f': return '\f';
+	case 'n': return '\n';
+	case 'r': return '\r';
+	case 't': return '\t';
+	default: return UINT32_MAX;
+	}
+}
+
 /* A string's byte past the opening quote. */
 static bool string_byte(struct js_path *p, unsigned char c)
 {
@@ -281,9 +298,8 @@ static bool hex_byte(struct js_path *p, unsigned char c)
 		if (low != p->low) /* a low one alone, or a high one without it */
 			return false;
 	}
-	bool high = !p->next && p->code >= 0xD800 && p->code <= 0xDBFF;
-	if (!p->next)
-		p->at = high ? AT_PAIR_BS : AT_STR;
+	if (!p->next) /* a pair's first half waits for its second */
+		p->at = p->code >= 0xD800 && p->code <= 0xDBFF ? AT_PAIR_BS : AT_STR;
 	return js_rx_hex(p, str_node(p));
 }
 
@@ -565,9 +581,8 @@ static bool step(struct js_state *s, struct js_path *p, unsigned char c)
 			return true;
 		}
 		p->at = AT_STR;
-		return (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' ||
-			c == 'r' || c == 't') &&
-		       js_rx_char(p, str_node(p), js_escaped(c), js_escaped(c), true);
+		return escaped(c) != UINT32_MAX &&
+		       js_rx_char(p, str_node(p), escaped(c), escaped(c), true);
 	case AT_HEX: return hex_byte(p, c);
 	case AT_PAIR_BS: p->at = AT_PAIR_U; return c == '\\';
 	case AT_PAIR_U: p->next = 4, p->code = 0, p->low = true, p->at = AT_HEX; return c == 'u';
@@ -712,10 +727,12 @@ size_t js_string_chars(const char *s, size_t n)
  * it is not so (in an escape or a character, a fixed text, no string). */
 static uint32_t path_room(const struct js_path *p)
 {
-	if (p->at != AT_STR || p->utf8 ||
-	    (!p->key && (node(p, p->node)->format || node(p, p->node)->rx)))
+	if (p->at != AT_STR || p->utf8)
 		return 0;
-	return p->key ? UINT32_MAX : node(p, p->node)->max_len - p->chars;
+	const struct js_node *nd = str_node(p);
+	if (nd && (nd->format || nd->rx))
+		return 0;
+	return nd ? nd->max_len - p->chars : UINT32_MAX;
 }
 
 uint32_t js_string_room(const struct js_state *s)

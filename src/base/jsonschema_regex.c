@@ -434,6 +434,11 @@ static void set_or(uint64_t *d, const uint64_t *s)
 	d[0] |= s[0], d[1] |= s[1];
 }
 
+static bool set_meets(const uint64_t *a, const uint64_t *b)
+{
+	return (a[0] & b[0]) || (a[1] & b[1]);
+}
+
 /* The first position of s from `from` on, or -1. */
 static int next_bit(const uint64_t *s, int from)
 {
@@ -471,9 +476,8 @@ static int glushkov(struct js_regex *rx, const struct rx_node *node, int i, stru
 	case RX_CAT:
 		if (glushkov(rx, node, x->a, &a) || glushkov(rx, node, x->b, &b))
 			return -1;
-		for (int p = 0; p < rx->n; p++)
-			if (set_has(a.last, p))
-				set_or(rx->follow[p], b.first);
+		for (int p = next_bit(a.last, 0); p >= 0; p = next_bit(a.last, p + 1))
+			set_or(rx->follow[p], b.first);
 		*e = (struct rx_ends){
 			{a.first[0], a.first[1]}, {b.last[0], b.last[1]}, a.empty && b.empty};
 		if (a.empty)
@@ -492,9 +496,8 @@ static int glushkov(struct js_regex *rx, const struct rx_node *node, int i, stru
 		if (glushkov(rx, node, x->a, e))
 			return -1;
 		if (x->kind == RX_STAR)
-			for (int p = 0; p < rx->n; p++)
-				if (set_has(e->last, p))
-					set_or(rx->follow[p], e->first);
+			for (int p = next_bit(e->last, 0); p >= 0; p = next_bit(e->last, p + 1))
+				set_or(rx->follow[p], e->first);
 		e->empty = true;
 		return 0;
 	}
@@ -511,7 +514,7 @@ static void lengths(struct js_regex *rx)
 		for (int p = 0; p < rx->n; p++) {
 			if (set_has(at, p))
 				rx->lens[p][k >> 6] |= 1ull << (k & 63);
-			if ((rx->follow[p][0] & at[0]) || (rx->follow[p][1] & at[1]))
+			if (set_meets(rx->follow[p], at))
 				set_add(before, p);
 		}
 		at[0] = before[0], at[1] = before[1];
@@ -522,14 +525,15 @@ static void lengths(struct js_regex *rx)
 static bool fits(const struct js_regex *rx, int p, uint32_t need, uint32_t room)
 {
 	uint32_t hi = room < JS_RX_LENS - 1 ? room : JS_RX_LENS - 1;
-	for (uint32_t k = need; k <= hi; k++) /* word by word where the range allows */
-		if ((k & 63) == 0 && k + 63 <= hi) {
-			if (rx->lens[p][k >> 6])
-				return true;
-			k += 63;
-		} else if (rx->lens[p][k >> 6] >> (k & 63) & 1) {
+	for (uint32_t w = need >> 6; need <= hi && w <= hi >> 6; w++) {
+		uint64_t m = rx->lens[p][w]; /* its bits from need to hi */
+		if (w == need >> 6)
+			m &= ~0ull << (need & 63);
+		if (w == hi >> 6 && (hi & 63) != 63)
+			m &= (2ull << (hi & 63)) - 1;
+		if (m)
 			return true;
-		}
+	}
 	return false;
 }
 
@@ -676,7 +680,7 @@ bool js_regex_step(const struct js_regex *rx, uint64_t set[2], uint32_t c, uint3
 
 bool js_regex_ends(const struct js_regex *rx, const uint64_t set[2])
 {
-	return (set[0] & rx->accept[0]) || (set[1] & rx->accept[1]);
+	return set_meets(set, rx->accept);
 }
 
 /* ---- the string being read: its characters as they come -------------------------- */
@@ -732,17 +736,4 @@ bool js_rx_hex(struct js_path *p, const struct js_node *nd)
 				0x10000 + ((b - 0xD800) << 10) + 0x3FF, false);
 	}
 	return ok;
-}
-
-/* The character a one-letter escape stands for. */
-uint32_t js_escaped(unsigned char c)
-{
-	switch (c) {
-	case 'b': return '\b';
-	case 'f': return '\f';
-	case 'n': return '\n';
-	case 'r': return '\r';
-	case 't': return '\t';
-	default: return c; /* " \ / */
-	}
 }
