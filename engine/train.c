@@ -13,6 +13,7 @@
 #include "engine/quant.h"
 #include "engine/safetensors.h"
 #include "engine/backend.h"
+#include "engine/hugemem.h"
 #include "engine/train_backend.h"
 #include "src/base/err.h"
 #include "src/base/units.h"
@@ -91,7 +92,7 @@ static int make_params(struct eng_trainer *t)
 /* The four host arrays of every parameter, in one zeroed allocation. */
 static int alloc_host(struct eng_trainer *t)
 {
-	t->host = calloc(4 * t->total, sizeof(float));
+	t->host = t->total <= SIZE_MAX / 16 ? huge_zalloc(4 * t->total * sizeof(float)) : NULL;
 	char size[16];
 	if (!t->host)
 		return err_set("training: cannot allocate %s for the weights, gradients and "
@@ -204,7 +205,7 @@ void eng_trainer_free(struct eng_trainer *t)
 		return;
 	if (t->st)
 		t->ops->free(t->st);
-	free(t->host);
+	huge_free(t->host, 4 * t->total * sizeof(float));
 	free(t->pos);
 	free(t->params);
 	free(t->names);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "engine/cpu/train_cpu.h"
+#include "engine/hugemem.h"
 #include "engine/rope.h"
 #include "src/base/err.h"
 #include "src/base/units.h"
@@ -84,7 +85,7 @@ static void cpu_free(void *st)
 	gemm_free(s->gm);
 	cpu_pool_free(s->pool);
 	free(s->act);
-	free(s->mem);
+	huge_free(s->mem, s->mem_bytes);
 	free(s);
 }
 
@@ -103,7 +104,8 @@ static int cpu_alloc(struct train_cpu *s)
 	s->act = calloc((size_t)layers, sizeof *s->act);
 	char *cur = NULL;
 	char size[16];
-	if (!s->act || posix_memalign((void **)&cur, 64, (total + 64 * 40) * sizeof(float)))
+	s->mem_bytes = (total + 64 * 40) * sizeof(float);
+	if (!s->act || !(cur = huge_zalloc(s->mem_bytes)))
 		return err_set("training: cannot allocate %s of activations and scratch",
 			       units_ibytes((double)(total * sizeof(float)), size, sizeof size));
 	s->bytes = total * sizeof(float);
@@ -386,7 +388,8 @@ static int cpu_adamw(void *st, const struct eng_adamw *h, int64_t step)
  * BUDGET seconds. */
 static double product_rate(struct train_cpu *s, int n, int m, int k, double budget)
 {
-	float *a = calloc((size_t)n * k + (size_t)m * k + (size_t)n * m, sizeof(float));
+	size_t bytes = ((size_t)n * k + (size_t)m * k + (size_t)n * m) * sizeof(float);
+	float *a = huge_zalloc(bytes); /* as the step's own arrays */
 	if (!a)
 		return 0;
 	float *b = a + (size_t)n * k, *c = b + (size_t)m * k;
@@ -404,7 +407,7 @@ static double product_rate(struct train_cpu *s, int n, int m, int k, double budg
 		best = r > 0 && rate > best ? rate : best; /* the first warms up */
 		timed += r > 0 ? sec : 0;
 	}
-	free(a);
+	huge_free(a, bytes);
 	return best;
 }
 
