@@ -3,6 +3,7 @@
 #include "src/train/ppl.h"
 #include "src/train/dataset.h"
 #include "engine/engine.h"
+#include "engine/hugemem.h"
 #include "src/base/err.h"
 #include "src/base/proc.h"
 #include "src/base/rowexp.h"
@@ -290,7 +291,7 @@ int ppl_run(struct eng *e, struct eng *base, const int32_t *ids, size_t n,
 	size_t V = (size_t)o->vocab, rows = (size_t)so.slice;
 	int rc = -1;
 	for (int k = 0; k < 2; k++)
-		if (u.e[k] && !(u.logits[k] = malloc(rows * V * sizeof(float))))
+		if (u.e[k] && !(u.logits[k] = huge_zalloc(rows * V * sizeof(float))))
 			goto oom;
 	if (!(u.rows = malloc(rows * sizeof *u.rows)) ||
 	    !(u.scratch = malloc((size_t)u.threads * V * sizeof *u.scratch)))
@@ -315,8 +316,8 @@ oom:
 out:
 	if (rc)
 		ppl_result_free(r);
-	free(u.logits[0]);
-	free(u.logits[1]);
+	huge_free(u.logits[0], rows * V * sizeof(float));
+	huge_free(u.logits[1], rows * V * sizeof(float));
 	free(u.rows);
 	free(u.scratch);
 	return rc;
