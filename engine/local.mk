@@ -7,7 +7,6 @@ libengine_a_SOURCES = \
 	engine/model.c engine/model.h engine/model_quant.c engine/gguf.c engine/gguf.h engine/model_gguf.c \
 	engine/gguf_write.c engine/ftype.c engine/ftype.h engine/quant.c engine/quant.h engine/quantize.c \
 	engine/engine.c engine/backend.h engine/rope.c engine/rope.h engine/cuda_load.c \
-	engine/hugemem.c engine/hugemem.h \
 	engine/cpu/cpu.c engine/cpu/kernels.c engine/cpu/kernels.h engine/cpu/tiling.h \
 	engine/cpu/kernels_avx512.c engine/cpu/kernels_avx512_ops.c engine/cpu/avx512.h \
 	engine/cpu/kernels_avx2.c engine/cpu/kernels_quant.c engine/cpu/kernels_quant_avx2.c engine/cpu/avx2.h \

@@ -13,9 +13,9 @@
 #include "engine/quant.h"
 #include "engine/safetensors.h"
 #include "engine/backend.h"
-#include "engine/hugemem.h"
 #include "engine/train_backend.h"
 #include "src/base/err.h"
+#include "src/base/hugemem.h"
 #include "src/base/units.h"
 
 /* ---- the parameters ----------------------------------------------------------------- */

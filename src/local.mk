@@ -7,6 +7,7 @@ noinst_LIBRARIES += libbase.a
 libbase_a_SOURCES = \
 	src/base/err.c src/base/err.h \
 	src/base/fileio.c src/base/fileio.h src/base/fileio_paths.c \
+	src/base/hugemem.c src/base/hugemem.h \
 	src/base/jsonlimit.c src/base/jsonlimit.h \
 	src/base/jsontype.c src/base/jsontype.h \
 	src/base/strbuf.c src/base/strbuf.h \

@@ -275,6 +275,11 @@ check_PROGRAMS += tests/unit/test_fileio
 TESTS += tests/unit/test_fileio
 tests_unit_test_fileio_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_fileio_LDADD = libbase.a $(CMOCKA_LIBS)
+check_PROGRAMS += tests/unit/test_hugemem
+TESTS += tests/unit/test_hugemem
+tests_unit_test_hugemem_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_hugemem_LDADD = libbase.a $(CMOCKA_LIBS)
+
 check_PROGRAMS += tests/unit/test_mdfence
 TESTS += tests/unit/test_mdfence
 tests_unit_test_mdfence_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "engine/cpu/train_cpu.h"
-#include "engine/hugemem.h"
 #include "engine/rope.h"
 #include "src/base/err.h"
+#include "src/base/hugemem.h"
 #include "src/base/units.h"
 
 /* ---- sizes ------------------------------------------------------------------------------ */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/hugemem.h"
+#include "src/base/hugemem.h"
 #include "src/base/utf8.h"
 #include "src/base/err.h"
 #include "src/base/clock.h"

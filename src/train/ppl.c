@@ -3,8 +3,8 @@
 #include "src/train/ppl.h"
 #include "src/train/dataset.h"
 #include "engine/engine.h"
-#include "engine/hugemem.h"
 #include "src/base/err.h"
+#include "src/base/hugemem.h"
 #include "src/base/proc.h"
 #include "src/base/rowexp.h"
 

@@ -1,12 +1,13 @@
 /* hugemem.c — large zeroed arrays on 2 MB pages (hugemem.h).
  *
- * A training step walks gigabytes of weights, gradients, moments and activations.
- * On 4 KB pages their first touch costs a page fault per 4 KB (millions for the 0.6B
- * shape, each a trap into the kernel, dearer still in a virtual machine), and every
- * later pass a TLB miss per 4 KB. calloc's memory gets 4 KB pages whenever THP is in
- * its default "madvise" mode, so the arrays are mapped here instead: anonymous (zero
- * by the kernel's guarantee), 2 MB aligned and marked MADV_HUGEPAGE. */
-#include "engine/hugemem.h"
+ * A training step walks gigabytes of weights, gradients, moments and activations, and
+ * a scored request writes hundreds of MB of logits. On 4 KB pages their first touch
+ * costs a page fault per 4 KB (millions for the 0.6B shape's training, each a trap
+ * into the kernel, dearer still in a virtual machine), and every later pass a TLB miss
+ * per 4 KB. calloc's memory gets 4 KB pages whenever THP is in its default "madvise"
+ * mode, so these arrays are mapped here instead: anonymous (zero by the kernel's
+ * guarantee), 2 MB aligned and marked MADV_HUGEPAGE. */
+#include "src/base/hugemem.h"
 
 #include <stdint.h>
 #include <sys/mman.h>
