@@ -1,6 +1,6 @@
 /* hugemem.h — large zeroed arrays on 2 MB pages where the kernel grants them. */
-#ifndef QWENCHAT_ENGINE_HUGEMEM_H
-#define QWENCHAT_ENGINE_HUGEMEM_H
+#ifndef QWENCHAT_HUGEMEM_H
+#define QWENCHAT_HUGEMEM_H
 
 #include <stddef.h>
 
