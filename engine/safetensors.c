@@ -3,6 +3,7 @@
 #include "engine/safetensors.h"
 #include "src/base/err.h"
 #include "src/base/fileio.h"
+#include "src/base/hugemem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -243,25 +244,15 @@ struct st_file *st_parse(const void *bytes, size_t size, const char *name)
  * steps are hints: where either fails the plain mapping is used. */
 static void *st_map_weights(int fd, size_t size)
 {
-	enum { HUGE = 2 << 20 };
 #ifdef MADV_HUGEPAGE
-	char *span = mmap(NULL, size + HUGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (span != MAP_FAILED) {
-		char *at = (char *)(((uintptr_t)span + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
+	char *at = huge_reserve(size, PROT_NONE);
+	if (at) {
 		void *map = mmap(at, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
-		if (map == MAP_FAILED) {
-			munmap(span, size + HUGE);
-		} else {
-			/* give back the unused head and tail of the reservation */
-			uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-			char *end = (char *)(((uintptr_t)at + size + page - 1) & ~(page - 1));
-			if (at > span)
-				munmap(span, (size_t)(at - span));
-			if (end < span + size + HUGE)
-				munmap(end, (size_t)(span + size + HUGE - end));
+		if (map != MAP_FAILED) {
 			madvise(map, size, MADV_HUGEPAGE);
 			return map;
 		}
+		huge_free(at, size);
 	}
 #endif
 	return mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -21,13 +21,12 @@ static size_t page_round(size_t bytes)
 	return (bytes + page - 1) / page * page;
 }
 
-void *huge_zalloc(size_t bytes)
+void *huge_reserve(size_t bytes, int prot)
 {
 	if (!bytes || bytes > SIZE_MAX - 2 * (size_t)HUGE)
 		return NULL;
 	size_t size = page_round(bytes);
-	char *span =
-		mmap(NULL, size + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *span = mmap(NULL, size + HUGE, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (span == MAP_FAILED)
 		return NULL;
 	/* keep the 2 MB-aligned part; give back the head and the tail */
@@ -36,8 +35,16 @@ void *huge_zalloc(size_t bytes)
 		munmap(span, (size_t)(at - span));
 	if (at + size < span + size + HUGE)
 		munmap(at + size, (size_t)(span + size + HUGE - (at + size)));
+	return at;
+}
+
+void *huge_zalloc(size_t bytes)
+{
+	void *at = huge_reserve(bytes, PROT_READ | PROT_WRITE);
 #ifdef MADV_HUGEPAGE
-	madvise(at, size, MADV_HUGEPAGE); /* a hint: 4 KB pages where refused */
+	if (at)
+		madvise(at, page_round(bytes),
+			MADV_HUGEPAGE); /* a hint: 4 KB pages where refused */
 #endif
 	return at;
 }

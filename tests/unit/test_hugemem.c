@@ -1,12 +1,17 @@
 /* test_hugemem.c — huge_zalloc's arrays: zeroed, 2 MB aligned, writable to their last
- * byte, freed; nothing for 0 bytes or a size that cannot be mapped. */
+ * byte, freed; nothing for 0 bytes or a size that cannot be mapped. huge_reserve's
+ * spans: 2 MB aligned, and a file mapped over one reads back (the weights' mapping). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "src/base/hugemem.h"
 
@@ -28,6 +33,32 @@ static void test_sizes(void **state)
 	}
 }
 
+static void test_reserve_file(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/test_hugemem.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	size_t n = (3u << 20) + 17; /* not a whole number of pages */
+	unsigned char *data = malloc(n);
+	assert_non_null(data);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (unsigned char)(i * 31 + 7);
+	assert_int_equal(write(fd, data, n), (ssize_t)n);
+	unsigned char *at = huge_reserve(n, PROT_NONE);
+	assert_non_null(at);
+	assert_int_equal((uintptr_t)at % (2u << 20), 0);
+	void *map = mmap(at, n, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+	assert_ptr_equal(map, at);
+	assert_memory_equal(at, data, n);
+	huge_free(at, n);
+	close(fd);
+	free(data);
+	assert_null(huge_reserve(0, PROT_NONE));
+	assert_null(huge_reserve(SIZE_MAX, PROT_NONE));
+}
+
 static void test_refusals(void **state)
 {
 	(void)state;
@@ -41,6 +72,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_reserve_file),
 		cmocka_unit_test(test_refusals),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
