@@ -41,6 +41,11 @@ struct eng_train_options {
 	 * T x T scores. Experimental: not yet run on a GPU, so off by default. */
 	bool cuda_tiled_attention;
 	const char *cpu_isa; /* as eng_options.cpu_isa (NULL: the best this CPU runs) */
+	/* Make the attention probabilities (B x H x T x T floats a layer) again in the
+	 * backward instead of keeping them: at long contexts most of the activations,
+	 * for one more product of q and k and a softmax per head (the CPU backend; the
+	 * results are the same bits). */
+	bool recompute_probs;
 };
 
 /* What a trainer allocates, in bytes: the figures of the memory plan printed before
@@ -54,6 +59,7 @@ struct eng_train_plan {
 	size_t scratch;      /* bf16 weight copies, the loss chunk, workspaces */
 	size_t total;
 	bool recompute;      /* the activations are one layer's (recomputed) */
+	bool recompute_probs; /* the attention probabilities are made again */
 	bool device;         /* held in GPU memory, not in the host's */
 };
 

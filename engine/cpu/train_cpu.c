@@ -18,13 +18,13 @@
 
 /* ---- sizes ------------------------------------------------------------------------------ */
 
-/* Floats of one layer's saved activations. */
-static size_t act_floats(const struct eng_config *c, int B, int T)
+/* Floats of one layer's saved activations (with the attention probabilities, or not). */
+static size_t act_floats(const struct eng_config *c, int B, int T, bool probs)
 {
 	size_t N = (size_t)B * T, D = c->hidden_size, F = c->intermediate_size;
 	size_t q = (size_t)c->num_heads * c->head_dim, kv = (size_t)c->num_kv_heads * c->head_dim;
 	return N * (2 + 3 * D + 3 * q + 3 * kv + c->num_heads + c->num_kv_heads + 3 * F) +
-	       (size_t)B * c->num_heads * T * T;
+	       (probs ? (size_t)B * c->num_heads * T * T : 0);
 }
 
 /* Rows of the loss's logits at a time: at most 64M floats (256 MB), at least 16 rows. */
@@ -48,13 +48,13 @@ static int cpu_plan(const struct eng_config *c, const struct eng_train_options *
 	size_t N = (size_t)o->batch * o->ctx, D = c->hidden_size, F = c->intermediate_size, T = o->ctx;
 	size_t q = (size_t)c->num_heads * c->head_dim, kv = (size_t)c->num_kv_heads * c->head_dim;
 	size_t layers = o->recompute ? 1 : (size_t)c->num_layers;
-	size_t acts = (size_t)(c->num_layers + 1) * N * D + layers * act_floats(c, o->batch, o->ctx) +
-		      N * (D + 1);
+	size_t acts = (size_t)(c->num_layers + 1) * N * D +
+		      layers * act_floats(c, o->batch, o->ctx, !o->recompute_probs) + N * (D + 1);
 	size_t grads = N * (2 * D + 2 * F + 2 * q + 2 * kv);
 	size_t blocks = (N + TR_BLOCK - 1) / TR_BLOCK, wide = D > 2 * (size_t)c->head_dim ? D : 2 * (size_t)c->head_dim;
 	size_t chunk = (size_t)loss_chunk(c, (int)N);
-	size_t scratch = (size_t)plan_threads(o) * T * T + blocks * wide + chunk * c->vocab_size +
-			 (size_t)o->ctx * c->head_dim;
+	size_t scratch = (o->recompute_probs ? 2 : 1) * (size_t)plan_threads(o) * T * T +
+			 blocks * wide + chunk * c->vocab_size + (size_t)o->ctx * c->head_dim;
 	p->activations = (acts + grads) * sizeof(float);
 	/* gemm.c's packed panels, its operands packed whole and its bf16 copy of the
 	   largest left operand */
@@ -64,6 +64,7 @@ static int cpu_plan(const struct eng_config *c, const struct eng_train_options *
 	p->scratch = scratch * sizeof(float) + (size_t)plan_threads(o) * gemm_thread_scratch() +
 		     gemm_shared_scratch() + widest / 2 * sizeof(uint32_t) + chunk * sizeof(double);
 	p->recompute = o->recompute;
+	p->recompute_probs = o->recompute_probs;
 	return 0;
 }
 
@@ -97,8 +98,10 @@ static int cpu_alloc(struct train_cpu *s)
 	int layers = s->recompute ? 1 : c->num_layers;
 	size_t blocks = (N + TR_BLOCK - 1) / TR_BLOCK, wide = D > 2 * (size_t)s->hd ? D : 2 * (size_t)s->hd;
 	s->chunk = loss_chunk(c, s->N);
-	size_t total = (size_t)(c->num_layers + 1) * N * D + layers * act_floats(c, s->B, s->T) +
-		       N * (D + 1) + N * (2 * D + 2 * F + 2 * q + 2 * kv) + (size_t)s->threads * T * T +
+	size_t probs = s->keep_probs ? 0 : (size_t)s->threads * T * T; /* a head's, made again */
+	size_t total = (size_t)(c->num_layers + 1) * N * D +
+		       layers * act_floats(c, s->B, s->T, s->keep_probs) + N * (D + 1) +
+		       N * (2 * D + 2 * F + 2 * q + 2 * kv) + probs + (size_t)s->threads * T * T +
 		       blocks * wide + (size_t)s->chunk * s->V + 2 * (size_t)s->chunk +
 		       T * (size_t)s->hd + 64 * 64;
 	s->act = calloc((size_t)layers, sizeof *s->act);
@@ -117,7 +120,7 @@ static int cpu_alloc(struct train_cpu *s)
 		a->q_raw = take(s, &cur, N * q), a->k_raw = take(s, &cur, N * kv);
 		a->rstd_q = take(s, &cur, N * s->H), a->rstd_k = take(s, &cur, N * s->Hkv);
 		a->q = take(s, &cur, N * q), a->k = take(s, &cur, N * kv), a->v = take(s, &cur, N * kv);
-		a->p = take(s, &cur, (size_t)s->B * s->H * T * T);
+		a->p = s->keep_probs ? take(s, &cur, (size_t)s->B * s->H * T * T) : NULL;
 		a->att = take(s, &cur, N * q), a->xmid = take(s, &cur, N * D);
 		a->rstd2 = take(s, &cur, N), a->xn2 = take(s, &cur, N * D);
 		a->gate = take(s, &cur, N * F), a->up = take(s, &cur, N * F), a->h = take(s, &cur, N * F);
@@ -127,6 +130,7 @@ static int cpu_alloc(struct train_cpu *s)
 	s->dh = take(s, &cur, N * F), s->dup = take(s, &cur, N * F);
 	s->datt = take(s, &cur, N * q), s->dq = take(s, &cur, N * q);
 	s->dk = take(s, &cur, N * kv), s->dv = take(s, &cur, N * kv);
+	s->probs = probs ? take(s, &cur, probs) : NULL;
 	s->dp = take(s, &cur, (size_t)s->threads * T * T);
 	s->dwpart = take(s, &cur, blocks * wide);
 	s->logits = take(s, &cur, (size_t)s->chunk * s->V);
@@ -151,6 +155,7 @@ static void *cpu_init(struct eng_trainer *t)
 	s->q_dim = s->H * s->hd, s->kv_dim = s->Hkv * s->hd;
 	s->eps = (float)c->rms_norm_eps;
 	s->recompute = t->o.recompute;
+	s->keep_probs = !t->o.recompute_probs;
 	enum cpu_isa isa = cpu_isa_best();
 	if (t->o.cpu_isa && (!cpu_isa_from_name(t->o.cpu_isa, &isa) || !cpu_isa_supported(isa)))
 		isa = cpu_isa_best(); /* the command line refused it already */

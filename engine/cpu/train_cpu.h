@@ -23,7 +23,8 @@ struct tr_act {
 	float *rstd_q;        /* (N, H) */
 	float *rstd_k;        /* (N, Hkv) */
 	float *q, *k, *v;     /* (N, q_dim), (N, kv_dim) x 2: normed and rotated; v as made */
-	float *p;             /* (B, H, T, T) softmax of the scores, zero above the diagonal */
+	float *p;             /* (B, H, T, T) softmax of the scores, zero above the diagonal;
+				 NULL: made again in the backward (keep_probs false) */
 	float *att;           /* (N, q_dim) attention output */
 	float *xmid;          /* (N, D) x after the attention residual */
 	float *rstd2;         /* (N) */
@@ -53,7 +54,9 @@ struct train_cpu {
 	float *dh, *dup;       /* (N, F) x 2: dh becomes d gate in place */
 	float *datt, *dq;      /* (N, q_dim) x 2 */
 	float *dk, *dv;        /* (N, kv_dim) x 2 */
-	float *dp;             /* (threads, T, T) attention scratch */
+	bool keep_probs;       /* the layers keep their attention probabilities (tr_act.p) */
+	float *probs;          /* (threads, T, T) a head's, when they are not kept */
+	float *dp;             /* (threads, T, T) their gradient */
 	float *dwpart;         /* (blocks, max(D, hd)) norm gradients per token block */
 	float *logits;         /* (chunk, V) the loss's slice of logits */
 	int chunk;

@@ -9,7 +9,10 @@
  * needs W^T); attention runs per (row, head) in the forward and per (row, kv head) in
  * the backward, so that the key and value gradients of a group of query heads are
  * summed by one thread in one order, and its products skip the tiles the causal mask
- * leaves zero. A row may hold several documents (packed rows): attention then runs on
+ * leaves zero. The attention probabilities are B x H x T x T floats a layer, most of
+ * the activations at long contexts: where the memory plan has no room for them
+ * (recompute_probs) the backward makes them again from q and k, in a thread's
+ * scratch, the same way the forward did. A row may hold several documents (packed rows): attention then runs on
  * each document's block alone, as if it were a row of its own. */
 #include <math.h>
 #include <stdatomic.h>
@@ -60,28 +63,48 @@ static int doc_end(const struct train_cpu *s, int b, int c0)
 	return c;
 }
 
-/* Row b, query head h: p = softmax(q k^T scale) with the causal mask, att = p v, one
- * document of the row at a time: its L x L block of p, at (c0, c0), is all a query of
- * it sees; the rest of p is never read. */
-static void attn_fwd_item(struct train_cpu *s, struct tr_act *a, int b, int h, int tid)
+/* p = softmax(q k^T scale) with the causal mask for row b, query head h, over the
+ * document of L columns from c0: into p (L x L, rows T apart), zero above the diagonal.
+ * The forward and the backward both make it here, the same way, so the backward's
+ * copy is the forward's to the bit. */
+static void attn_probs(struct train_cpu *s, struct tr_act *a, int b, int h, int c0, int L, float *p,
+		       int tid)
 {
 	int T = s->T, hd = s->hd, g = h / (s->H / s->Hkv);
 	float scale = 1.0f / sqrtf((float)hd);
+	const float *q = a->q + ((size_t)b * T + c0) * s->q_dim + (size_t)h * hd;
+	const float *k = a->k + ((size_t)b * T + c0) * s->kv_dim + (size_t)g * hd;
+	struct gemm sc = {L,        L,     hd, p,         T,    false,     q,
+			  s->q_dim, false, k,  s->kv_dim, true, GEMM_TRI_C};
+	gemm_serial(s->gm, &sc, s->prec, tid);
+	for (int i = 0; i < L; i++) {
+		float *row = p + (size_t)i * T;
+		s->k->softmax(row, i + 1, scale, NULL);
+		memset(row + i + 1, 0, (size_t)(L - i - 1) * sizeof *row);
+	}
+}
+
+/* Where the probabilities of row b, head h, for the document from c0 lie: in the
+ * layer's activations (their block at (c0, c0)), or in the thread's scratch. */
+static float *probs_at(struct train_cpu *s, struct tr_act *a, int b, int h, int c0, int tid)
+{
+	size_t T = (size_t)s->T;
+	if (a->p)
+		return a->p + ((size_t)b * s->H + h) * T * T + (size_t)c0 * T + (size_t)c0;
+	return s->probs + (size_t)tid * T * T;
+}
+
+/* Row b, query head h: att = p v, one document of the row at a time: its L x L block of
+ * p is all a query of it sees. */
+static void attn_fwd_item(struct train_cpu *s, struct tr_act *a, int b, int h, int tid)
+{
+	int T = s->T, hd = s->hd, g = h / (s->H / s->Hkv);
 	for (int c0 = 0, c1; c0 < T; c0 = c1) {
 		c1 = doc_end(s, b, c0);
 		int L = c1 - c0;
-		const float *q = a->q + ((size_t)b * T + c0) * s->q_dim + (size_t)h * hd;
-		const float *k = a->k + ((size_t)b * T + c0) * s->kv_dim + (size_t)g * hd;
+		float *p = probs_at(s, a, b, h, c0, tid);
+		attn_probs(s, a, b, h, c0, L, p, tid);
 		const float *v = a->v + ((size_t)b * T + c0) * s->kv_dim + (size_t)g * hd;
-		float *p = a->p + ((size_t)b * s->H + h) * T * T + (size_t)c0 * T + c0;
-		struct gemm sc = {L, L, hd, p, T, false, q, s->q_dim, false, k, s->kv_dim, true,
-				  GEMM_TRI_C};
-		gemm_serial(s->gm, &sc, s->prec, tid);
-		for (int i = 0; i < L; i++) {
-			float *row = p + (size_t)i * T;
-			s->k->softmax(row, i + 1, scale, NULL);
-			memset(row + i + 1, 0, (size_t)(L - i - 1) * sizeof *row);
-		}
 		float *out = a->att + ((size_t)b * T + c0) * s->q_dim + (size_t)h * hd;
 		struct gemm pv = {L, hd, L, out, s->q_dim, false, p, T, false, v, s->kv_dim, false,
 				  GEMM_TRI_A_LOWER};
@@ -99,9 +122,9 @@ static void attn_fwd_task(void *arg, int tid, int nthreads)
 		attn_fwd_item(s, at->a, it / s->H, it % s->H, tid);
 }
 
-/* Row b, kv head g and its query heads, one document of the row at a time (its block
- * of p at (c0, c0)): with dp = datt v^T, ds = p (dp - rowsum(dp p)) scale, dq = ds k,
- * dk += ds^T q, dv += p^T datt. */
+/* Row b, kv head g and its query heads, one document of the row at a time (L columns
+ * from c0): with p made again (attn_probs), dp = datt v^T, ds = p (dp - rowsum(dp p))
+ * scale, dq = ds k, dk += ds^T q, dv += p^T datt. */
 static void attn_bwd_doc(struct train_cpu *s, struct tr_act *a, int b, int g, int c0, int L,
 			 int tid)
 {
@@ -111,7 +134,9 @@ static void attn_bwd_doc(struct train_cpu *s, struct tr_act *a, int b, int g, in
 	for (int j = 0; j < G; j++) {
 		int h = g * G + j;
 		size_t qo = ((size_t)b * T + c0) * s->q_dim + (size_t)h * hd;
-		const float *p = a->p + ((size_t)b * s->H + h) * T * T + (size_t)c0 * T + c0;
+		float *p = probs_at(s, a, b, h, c0, tid);
+		if (!a->p)
+			attn_probs(s, a, b, h, c0, L, p, tid);
 		const float *datt = s->datt + qo;
 		struct gemm g1 = {L, L, hd, dp, T, false, datt, s->q_dim, false, a->v + kvo, s->kv_dim,
 				  true, GEMM_TRI_C};

@@ -259,12 +259,13 @@ static void on_plan(void *user, const struct loop_plan *lp)
 		say_eval_rows(r, lp);
 	fprintf(stderr,
 		"\nmemory plan (%s): weights %s, gradients %s, AdamW moments %s, "
-		"activations %s (%d x %d tokens%s), scratch %s, token streams %s: total %s",
+		"activations %s (%d x %d tokens%s%s), scratch %s, token streams %s: total %s",
 		pl->device ? "GPU" : "host", units_ibytes((double)pl->weights, w, sizeof w),
 		units_ibytes((double)pl->grads, g, sizeof g),
 		units_ibytes((double)pl->moments, m, sizeof m),
 		units_ibytes((double)pl->activations, act, sizeof act), r->o->batch, r->o->ctx,
 		pl->recompute ? ", one layer: recomputed" : "",
+		pl->recompute_probs ? ", attention probabilities recomputed" : "",
 		units_ibytes((double)pl->scratch, sc, sizeof sc),
 		units_ibytes((double)lp->data_bytes, data, sizeof data),
 		units_ibytes((double)(pl->total + lp->data_bytes), tot, sizeof tot));

@@ -42,10 +42,10 @@ struct run {
 	int64_t val_step;                  /* the step val_loss is of */
 	double eval_seconds, save_seconds; /* the last evaluation's and save's; 0: none yet */
 	int64_t saved; /* the step of the checkpoint in dir; -1: none yet */
+	bool recompute_probs; /* the plan makes the attention probabilities again */
 };
 
-static void notice(const struct run *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void notice(const struct run *u, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void notice(const struct run *u, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -192,23 +192,49 @@ static bool tiles(const struct run *u)
 	return u->m->cuda_tiled_attention && !u->st->o.pack;
 }
 
-static int plan_for(const struct run *u, bool recompute, struct eng_train_plan *p)
+/* The engine's options for this run, with what the backward makes again. */
+static struct eng_train_options train_options(const struct run *u, bool recompute, bool probs)
 {
 	const struct tstate_opts *o = &u->st->o;
-	struct eng_train_options to = {.backend = eng_backend_kind(o->backend),
-				       .threads = o->threads,
-				       .batch = o->batch,
-				       .ctx = o->ctx,
-				       .exact = o->exact,
-				       .recompute = recompute,
-				       .cuda_module = u->m->cuda_module,
-				       .cpu_isa = u->m->cpu_isa,
-				       .cuda_tiled_attention = tiles(u)};
-	return eng_train_plan(&u->m->cfg, &to, p);
+	return (struct eng_train_options){.backend = eng_backend_kind(o->backend),
+					  .threads = o->threads,
+					  .batch = o->batch,
+					  .ctx = o->ctx,
+					  .exact = o->exact,
+					  .recompute = recompute,
+					  .cuda_module = u->m->cuda_module,
+					  .cpu_isa = u->m->cpu_isa,
+					  .cuda_tiled_attention = tiles(u),
+					  .recompute_probs = probs};
 }
 
-/* The plan, checked against the host's memory (a GPU's is the trainer's to check): with
- * --recompute added when only that fits. */
+/* The plan that fits in the host's memory beside the data, trying in turn: every
+ * activation kept; the attention probabilities made again in the backward (a few
+ * percent more time); then also every layer's forward but one (a third more time:
+ * --recompute, turned on). Where none fits, the first, to be reported. */
+static int fit_plan(struct run *u, struct loop_plan *lp)
+{
+	struct tstate_opts *o = &u->st->o;
+	const bool tries[3][2] = {{o->recompute, false}, {o->recompute, true}, {true, true}};
+	struct eng_train_plan p;
+	for (int i = 0; i < 3; i++) {
+		struct eng_train_options to = train_options(u, tries[i][0], tries[i][1]);
+		if (eng_train_plan(&u->m->cfg, &to, &p))
+			return -1;
+		size_t host = p.device ? 0 : p.total;
+		bool fits = !lp->available || host + lp->data_bytes <= lp->available;
+		if (i == 0 || fits)
+			lp->plan = p;
+		if (fits)
+			break;
+	}
+	lp->recompute_added = lp->plan.recompute && !o->recompute;
+	o->recompute = lp->plan.recompute;
+	u->recompute_probs = lp->plan.recompute_probs;
+	return 0;
+}
+
+/* The plan, checked against the host's memory (a GPU's is the trainer's to check). */
 static int check_plan(struct run *u)
 {
 	struct tstate_opts *o = &u->st->o;
@@ -231,18 +257,9 @@ static int check_plan(struct run *u)
 		lp.train_padding = 1 - (double)(u->train.len - (size_t)u->train.sft.conversations) /
 					       ((double)u->train.sft.conversations * o->ctx);
 	lp.train_rows = o->pack ? u->train_p.rows : 0;
-	if (plan_for(u, o->recompute, &lp.plan))
+	if (fit_plan(u, &lp))
 		return -1;
 	size_t host = lp.plan.device ? 0 : lp.plan.total;
-	if (lp.available && host + lp.data_bytes > lp.available && !o->recompute) {
-		struct eng_train_plan rp;
-		if (plan_for(u, true, &rp) == 0 && rp.total + lp.data_bytes <= lp.available) {
-			lp.plan = rp;
-			lp.recompute_added = true;
-			o->recompute = true;
-			host = rp.total;
-		}
-	}
 	if (u->r->plan)
 		u->r->plan(u->r->user, &lp);
 	if (lp.available && host + lp.data_bytes > lp.available) {
@@ -267,15 +284,7 @@ static int check_plan(struct run *u)
 static int make_trainer(struct run *u)
 {
 	struct tstate_opts *o = &u->st->o;
-	struct eng_train_options to = {.backend = eng_backend_kind(o->backend),
-				       .threads = o->threads,
-				       .batch = o->batch,
-				       .ctx = o->ctx,
-				       .exact = o->exact,
-				       .recompute = o->recompute,
-				       .cuda_module = u->m->cuda_module,
-				       .cpu_isa = u->m->cpu_isa,
-				       .cuda_tiled_attention = tiles(u)};
+	struct eng_train_options to = train_options(u, o->recompute, u->recompute_probs);
 	u->t = eng_trainer_new(&u->m->cfg, &to, u->r->engine_notice);
 	if (!u->t && !o->recompute) {
 		/* on a GPU the device's memory decides: try the smaller plan once */

@@ -4,8 +4,8 @@
  * benchmarks/train-torch.py on the same shape.
  *
  *   train_bench [--preset 5m|0.6b] [--backend cpu|cuda] [--exact] [--threads N]
- *               [--batch B] [--ctx T] [--steps N] [--recompute] [--module PATH]
- *               [--isa c|avx2|avx512|avx512bf16|amx]
+ *               [--batch B] [--ctx T] [--steps N] [--recompute] [--recompute-probs]
+ *               [--module PATH] [--isa c|avx2|avx512|avx512bf16|amx]
  *
  * 5m: 4 layers, hidden 256, 4 heads of 64 (2 kv), MLP 768, vocab 8192, tied; 0.6b: the
  * Qwen3-0.6B shape. Each step: zero, one micro-batch, clipping, AdamW. Prints a line
@@ -46,7 +46,8 @@ static struct eng_config preset(const char *name)
 int main(int argc, char **argv)
 {
 	const char *name = "5m", *module = NULL;
-	struct eng_train_options o = {ENG_BACKEND_CPU, 0, 8, 256, false, false, NULL, false, NULL};
+	struct eng_train_options o = {ENG_BACKEND_CPU, 0,    8,     256,  false,
+				      false,           NULL, false, NULL, false};
 	int steps = 8;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -58,6 +59,8 @@ int main(int argc, char **argv)
 			o.exact = true;
 		else if (!strcmp(a, "--recompute"))
 			o.recompute = true;
+		else if (!strcmp(a, "--recompute-probs"))
+			o.recompute_probs = true;
 		else if (!strcmp(a, "--isa"))
 			o.cpu_isa = v, i++;
 		else if (!strcmp(a, "--threads"))
@@ -113,12 +116,13 @@ int main(int argc, char **argv)
 	}
 	double rate = flops * best / N / 1e9, mfu = eng_trainer_peak_share(t, rate);
 	double peak = eng_trainer_peak_gflops(t);
-	printf("{\"preset\": \"%s\", \"backend\": \"%s\", \"exact\": %s, \"batch\": %d, \"ctx\": %d, "
+	printf("{\"preset\": \"%s\", \"backend\": \"%s\", \"exact\": %s, \"batch\": %d, \"ctx\": "
+	       "%d, "
 	       "\"params\": %lld, \"tok_s\": %.1f, \"step_gflop\": %.2f, \"peak_gflop_s\": %.1f, "
-	       "\"mfu\": %.3f, \"memory_gb\": %.2f, \"recompute\": %s}\n",
-	       name, eng_trainer_backend(t), eng_trainer_exact(t) ? "true" : "false", o.batch, o.ctx,
-	       (long long)p.params, best, flops / 1e9, peak, mfu, p.total / 1e9,
-	       p.recompute ? "true" : "false");
+	       "\"mfu\": %.3f, \"memory_gb\": %.2f, \"recompute\": %s, \"recompute_probs\": %s}\n",
+	       name, eng_trainer_backend(t), eng_trainer_exact(t) ? "true" : "false", o.batch,
+	       o.ctx, (long long)p.params, best, flops / 1e9, peak, mfu, p.total / 1e9,
+	       p.recompute ? "true" : "false", p.recompute_probs ? "true" : "false");
 	free(in);
 	eng_trainer_free(t);
 	return 0;

@@ -121,6 +121,16 @@ train_usage 1 "text without a tokenizer" "the model has no tokenizer" --out "$O"
 	--vocab-size 1000 --data "$TMP/a.txt"
 train_usage 1 "a model that does not fit in memory" "the memory plan needs" --out "$O" \
 	--vocab-size 1000 --layers 64 --hidden-size 8192 --heads 64 --data "$TMP/d.u32" $SMALL
+# 64 layers of 64 heads at 5,792 tokens: their attention probabilities alone would take
+# 550 GB; made again in the backward instead, the plan needs under 2 GB
+if "$QWENCHAT" train --out "$TMP/probs" --vocab-size 1000 --layers 64 --hidden-size 64 \
+	--heads 64 --head-dim 2 --kv-heads 8 --intermediate-size 64 --ctx 5792 --batch 1 \
+	--threads 2 --steps 0 --data "$TMP/d.u32" 2>"$TMP/err" &&
+   grep -q 'tokens, attention probabilities recomputed)' "$TMP/err"; then
+	pass "a plan too large for the attention probabilities makes them again in the backward"
+else
+	fail "long-context plan: $(grep -m1 'memory plan' "$TMP/err" || tail -n 2 "$TMP/err")"
+fi
 mkdir -p "$TMP/full" && : >"$TMP/full/notes.txt"
 train_usage 1 "--out a directory of other files" "not empty (it holds notes.txt)" \
 	--out "$TMP/full" $TEXT

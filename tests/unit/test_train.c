@@ -2,8 +2,8 @@
  * an independent float64 forward pass written here: the loss equals it, and every
  * tensor's gradient equals the float64 loss's central finite differences (sampled
  * elements of every tensor, tied and untied embeddings, grouped-query attention);
- * the bf16 path stays close; recomputing activations and the thread count change no
- * bit; gradient scaling and clipping, and AdamW, follow the formulas of train.h;
+ * the bf16 path stays close; recomputing activations or only the attention
+ * probabilities, and the thread count, change no bit; gradient scaling and clipping, and AdamW, follow the formulas of train.h;
  * documents packed in a row train as they would in rows of their own; a loss taken in
  * several chunks of rows gives what one chunk gives. */
 #include <math.h>
@@ -166,10 +166,22 @@ static struct eng_config tiny(bool tie)
 	return c;
 }
 
-static struct eng_trainer *make(const struct eng_config *c, int B, int T, bool exact,
-				bool recompute, int threads)
+/* What a trainer makes again in the backward instead of keeping (or-ed). */
+enum { RC_NONE = 0, RC_PROBS = 1, RC_LAYERS = 2, RC_ALL = 3 };
+
+static struct eng_trainer *make(const struct eng_config *c, int B, int T, bool exact, int recompute,
+				int threads)
 {
-	struct eng_train_options o = {ENG_BACKEND_CPU, threads, B, T, exact, recompute, NULL, false, NULL};
+	struct eng_train_options o = {ENG_BACKEND_CPU,
+				      threads,
+				      B,
+				      T,
+				      exact,
+				      (recompute & RC_LAYERS) != 0,
+				      NULL,
+				      false,
+				      NULL,
+				      (recompute & RC_PROBS) != 0};
 	struct eng_trainer *t = eng_trainer_new(c, &o, NULL);
 	assert_non_null(t);
 	eng_trainer_init_normal(t, 42, 0.2); /* large enough weights for a lively loss */
@@ -190,7 +202,7 @@ static void gradients_match(bool tie)
 {
 	struct eng_config c = tiny(tie);
 	int B = 2, T = 7, N = B * T;
-	struct eng_trainer *t = make(&c, B, T, true, false, 2);
+	struct eng_trainer *t = make(&c, B, T, true, RC_NONE, 2);
 	int32_t in[64], tgt[64];
 	batch(in, tgt, N, c.vocab_size);
 	double loss = 0;
@@ -277,17 +289,25 @@ static void test_same_bits(void **state)
 	int32_t in[60], tgt[60];
 	batch(in, tgt, B * T, c.vocab_size);
 	for (int exact = 0; exact < 2; exact++) {
-		struct eng_trainer *a = make(&c, B, T, exact, false, 2);
-		struct eng_trainer *b = make(&c, B, T, exact, true, 1);
-		double la, lb;
-		float *ga = all_grads(a, in, tgt, &la), *gb = all_grads(b, in, tgt, &lb);
+		struct eng_trainer *a = make(&c, B, T, exact, RC_NONE, 2);
+		double la;
+		float *ga = all_grads(a, in, tgt, &la);
 		size_t total = 0;
 		for (int i = 0; i < eng_trainer_nparams(a); i++)
 			total += eng_trainer_param(a, i)->n;
-		assert_true(la == lb);
-		assert_memory_equal(ga, gb, total * sizeof *ga);
+		/* the same bits with fewer threads and whatever is made again */
+		const int rc[3] = {RC_PROBS, RC_LAYERS, RC_ALL}, threads[3] = {2, 1, 3};
+		for (int i = 0; i < 3; i++) {
+			struct eng_trainer *b = make(&c, B, T, exact, rc[i], threads[i]);
+			double lb;
+			float *gb = all_grads(b, in, tgt, &lb);
+			assert_true(la == lb);
+			assert_memory_equal(ga, gb, total * sizeof *ga);
+			free(gb);
+			eng_trainer_free(b);
+		}
 		if (!exact) { /* bf16 products: close to the exact loss */
-			struct eng_trainer *e = make(&c, B, T, true, false, 2);
+			struct eng_trainer *e = make(&c, B, T, true, RC_NONE, 2);
 			double le;
 			float *ge = all_grads(e, in, tgt, &le);
 			if (fabs(la - le) > 2e-2 * fabs(le))
@@ -295,8 +315,8 @@ static void test_same_bits(void **state)
 			free(ge);
 			eng_trainer_free(e);
 		}
-		free(ga), free(gb);
-		eng_trainer_free(a), eng_trainer_free(b);
+		free(ga);
+		eng_trainer_free(a);
 	}
 }
 
@@ -304,7 +324,7 @@ static void test_clip_and_adamw(void **state)
 {
 	(void)state;
 	struct eng_config c = tiny(false);
-	struct eng_trainer *t = make(&c, 1, 6, true, false, 2);
+	struct eng_trainer *t = make(&c, 1, 6, true, RC_NONE, 2);
 	int32_t in[6], tgt[6];
 	batch(in, tgt, 6, c.vocab_size);
 	double loss = 0, norm;
@@ -365,7 +385,7 @@ static void test_clip_rule(void **state)
 {
 	(void)state;
 	struct eng_config c = tiny(false);
-	struct eng_trainer *t = make(&c, 1, 6, true, false, 2);
+	struct eng_trainer *t = make(&c, 1, 6, true, RC_NONE, 2);
 	int32_t in[6], tgt[6];
 	batch(in, tgt, 6, c.vocab_size);
 	double loss, raw = 0;
@@ -428,9 +448,9 @@ static void test_packed_rows(void **state)
 	for (int i = off; i < T; i++) /* the padding, its own document, never scored */
 		pos[i] = i - off, tgt[i] = -1;
 	for (int exact = 1; exact >= 0; exact--) {
-		struct eng_trainer *packed = make(&c, 1, T, exact, false, 2);
-		struct eng_trainer *rows = make(&c, NDOC, T, exact, false, 2);
-		struct eng_trainer *again = make(&c, 1, T, exact, true, 1);
+		struct eng_trainer *packed = make(&c, 1, T, exact, RC_NONE, 2);
+		struct eng_trainer *rows = make(&c, NDOC, T, exact, RC_NONE, 2);
+		struct eng_trainer *again = make(&c, 1, T, exact, RC_ALL, 1);
 		double lp, lr, la;
 		int64_t np_, nr, na;
 		size_t total;
@@ -453,7 +473,7 @@ static void test_packed_rows(void **state)
 		free(gp), free(gr), free(ga);
 		eng_trainer_free(packed), eng_trainer_free(rows), eng_trainer_free(again);
 	}
-	struct eng_trainer *t = make(&c, 1, T, true, false, 2);
+	struct eng_trainer *t = make(&c, 1, T, true, RC_NONE, 2);
 	/* the model FLOPs count the keys each query sees: fewer in a packed row */
 	double keys = 0, q = (double)c.num_heads * c.head_dim;
 	for (int i = 0; i < T; i++)
@@ -483,13 +503,13 @@ static void test_loss_chunks(void **state)
 	enum { T = 65 };
 	int32_t in[2 * T], tgt[2 * T];
 	batch(in, tgt, 2 * T, c.vocab_size);
-	struct eng_trainer *two = make(&c, 2, T, true, false, 2);
+	struct eng_trainer *two = make(&c, 2, T, true, RC_NONE, 2);
 	double l2;
 	int64_t n2;
 	size_t total;
 	float *g2 = grads_at(two, in, tgt, NULL, &l2, &n2, &total);
 	eng_trainer_free(two);
-	struct eng_trainer *one = make(&c, 1, T, true, false, 2);
+	struct eng_trainer *one = make(&c, 1, T, true, RC_NONE, 2);
 	double l1 = 0;
 	int64_t n1 = 0;
 	eng_trainer_zero_grad(one);
@@ -531,7 +551,8 @@ static void test_init(void **state)
 	(void)state;
 	struct eng_config c = tiny(true);
 	c.vocab_size = 8192, c.hidden_size = 256, c.num_layers = 1;
-	struct eng_trainer *a = make(&c, 1, 8, true, false, 1), *b = make(&c, 1, 8, true, false, 3);
+	struct eng_trainer *a = make(&c, 1, 8, true, RC_NONE, 1),
+			   *b = make(&c, 1, 8, true, RC_NONE, 3);
 	struct eng_param *e = eng_trainer_param(a, 0);
 	uint64_t s = 42 ^ 0x5851f42d4c957f2dull; /* tensor 0's stream */
 	for (int64_t k = 0; k < e->n; k++) {
