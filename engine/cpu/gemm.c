@@ -247,10 +247,39 @@ static T512BF16 void pack_b_bf16(uint32_t *bp, const struct gemm *g, int p0, int
 	}
 }
 
-/* A as bf16 pairs: out[i * kp + pp] = a(i, 2pp), a(i, 2pp + 1). Item `it` of
- * apack_items: a row of A (A stored row-major), or 16 pairs of its stored rows (A
- * transposed: the pair pp of every row i comes from stored rows 2pp and 2pp + 1),
- * sixteen rows at a time through one transpose. tmp: n words. */
+/* The pairs [*lo, *hi) of row i of A that the tiles read: all of them, but for an A
+ * zero past its diagonal only the k-blocks that tile_needs lets a tile holding row i
+ * take (one of at most 32 rows, whichever of them it starts at). Causal attention's
+ * A is an L x L block, and converting its zero half cost more than multiplying. */
+static void pair_span(const struct gemm *g, int i, int kp, int *lo, int *hi)
+{
+	*lo = 0, *hi = kp;
+	if (g->tri == GEMM_TRI_A_LOWER) { /* blocks up to the one of the tile's last row */
+		int end = ((i + 31) / GEMM_KC + 1) * (GEMM_KC / 2);
+		*hi = end < kp ? end : kp;
+	} else if (g->tri == GEMM_TRI_A_UPPER && i > 31) { /* from the block of its first */
+		*lo = (i - 31) / GEMM_KC * (GEMM_KC / 2);
+	}
+}
+
+/* The rows [*r0, *r1) of A that read any of the pairs [q0, q1) (pair_span). */
+static void rows_reading(const struct gemm *g, int q0, int q1, int *r0, int *r1)
+{
+	*r0 = 0, *r1 = g->n;
+	if (g->tri == GEMM_TRI_A_LOWER) { /* rows whose last block reaches q0 */
+		int first = 2 * q0 / GEMM_KC * GEMM_KC - 31;
+		*r0 = first > 0 ? (first < g->n ? first : g->n) : 0;
+	} else if (g->tri == GEMM_TRI_A_UPPER) { /* rows whose first block is before q1 */
+		int end = (2 * q1 + GEMM_KC - 1) / GEMM_KC * GEMM_KC + 31;
+		*r1 = end < g->n ? end : g->n;
+	}
+}
+
+/* A as bf16 pairs: out[i * kp + pp] = a(i, 2pp), a(i, 2pp + 1), where the tiles read
+ * them (pair_span; the rest is left as it was). Item `it` of apack_items: a row of A
+ * (A stored row-major), or 16 pairs of its stored rows (A transposed: the pair pp of
+ * every row i comes from stored rows 2pp and 2pp + 1), sixteen rows at a time through
+ * one transpose. tmp: n words. */
 static int apack_items(const struct gemm *g)
 {
 	return g->at ? ((g->k + 1) / 2 + 15) / 16 : g->n;
@@ -261,24 +290,30 @@ static T512BF16 void apack_item(const struct gemm *g, uint32_t *out, int kp, uin
 	if (!g->at) {
 		const float *src = g->a + (size_t)it * g->lda;
 		uint32_t *o = out + (size_t)it * kp;
-		pairs_row_bf(o, src, g->k & ~1);
-		if (g->k & 1)
+		int lo, hi, whole;
+		pair_span(g, it, kp, &lo, &hi);
+		whole = g->k / 2 < hi ? g->k / 2 : hi; /* the pairs of two values */
+		if (whole > lo)
+			pairs_row_bf(o + lo, src + 2 * lo, 2 * (whole - lo));
+		if (hi > whole) /* k odd: the last pair's second value is past it */
 			o[kp - 1] = pair(src[g->k - 1], 0.0f);
 		return;
 	}
-	int q0 = 16 * it, nq = kp - q0 < 16 ? kp - q0 : 16, i = 0;
+	int q0 = 16 * it, nq = kp - q0 < 16 ? kp - q0 : 16, r0, r1;
+	rows_reading(g, q0, q0 + nq, &r0, &r1);
+	int i = r0;
 	if (nq == 16 && 2 * q0 + 32 <= g->k)
-		for (; i + 16 <= g->n; i += 16)
+		for (; i + 16 <= r1; i += 16)
 			pairs_t16_bf(out + (size_t)i * kp + q0, kp, g->a + (size_t)(2 * q0) * g->lda,
 				     g->lda, i);
 	for (int q = q0; q < q0 + nq; q++) { /* the rest, a pair of rows at a time */
 		const float *lo = g->a + (size_t)(2 * q) * g->lda;
 		if (2 * q + 1 < g->k)
-			pairs_2rows_bf(tmp + i, lo + i, lo + g->lda + i, g->n - i);
+			pairs_2rows_bf(tmp + i, lo + i, lo + g->lda + i, r1 - i);
 		else
-			for (int r = i; r < g->n; r++)
+			for (int r = i; r < r1; r++)
 				tmp[r] = pair(lo[r], 0.0f);
-		for (int r = i; r < g->n; r++)
+		for (int r = i; r < r1; r++)
 			out[(size_t)r * kp + q] = tmp[r];
 	}
 }
