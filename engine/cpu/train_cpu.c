@@ -42,27 +42,46 @@ static int plan_threads(const struct eng_train_options *o)
 	return n > 0 ? (int)n : 1;
 }
 
+/* The one arena cpu_alloc cuts the state from, in floats: the residual stream, the
+ * activations the backward reads and their gradients (acts), then the scratch: per
+ * thread a head's attention probabilities (when made again) and their gradient, the
+ * norms' partial gradients, a chunk of the loss's logits and its sums (doubles), the
+ * RoPE tables and a margin. The plan reports these figures, so that what it checks
+ * against the machine's memory is what is allocated. */
+struct arena {
+	size_t acts, scratch;
+};
+
+static struct arena arena_floats(const struct eng_config *c, int B, int T, int threads,
+				 bool recompute, bool keep_probs)
+{
+	size_t N = (size_t)B * T, D = c->hidden_size, F = c->intermediate_size, hd = c->head_dim;
+	size_t q = (size_t)c->num_heads * hd, kv = (size_t)c->num_kv_heads * hd;
+	size_t layers = recompute ? 1 : (size_t)c->num_layers;
+	size_t blocks = (N + TR_BLOCK - 1) / TR_BLOCK, wide = D > 2 * hd ? D : 2 * hd;
+	size_t chunk = (size_t)loss_chunk(c, (int)N), tt = (size_t)threads * T * T;
+	struct arena r;
+	r.acts = (size_t)(c->num_layers + 1) * N * D + layers * act_floats(c, B, T, keep_probs) +
+		 N * (D + 1) + N * (2 * D + 2 * F + 2 * q + 2 * kv);
+	r.scratch = (keep_probs ? 1 : 2) * tt + blocks * wide + chunk * c->vocab_size + 2 * chunk +
+		    (size_t)T * hd + 64 * 64;
+	return r;
+}
+
 static int cpu_plan(const struct eng_config *c, const struct eng_train_options *o,
 		    struct eng_train_plan *p)
 {
-	size_t N = (size_t)o->batch * o->ctx, D = c->hidden_size, F = c->intermediate_size, T = o->ctx;
-	size_t q = (size_t)c->num_heads * c->head_dim, kv = (size_t)c->num_kv_heads * c->head_dim;
-	size_t layers = o->recompute ? 1 : (size_t)c->num_layers;
-	size_t acts = (size_t)(c->num_layers + 1) * N * D +
-		      layers * act_floats(c, o->batch, o->ctx, !o->recompute_probs) + N * (D + 1);
-	size_t grads = N * (2 * D + 2 * F + 2 * q + 2 * kv);
-	size_t blocks = (N + TR_BLOCK - 1) / TR_BLOCK, wide = D > 2 * (size_t)c->head_dim ? D : 2 * (size_t)c->head_dim;
-	size_t chunk = (size_t)loss_chunk(c, (int)N);
-	size_t scratch = (o->recompute_probs ? 2 : 1) * (size_t)plan_threads(o) * T * T +
-			 blocks * wide + chunk * c->vocab_size + (size_t)o->ctx * c->head_dim;
-	p->activations = (acts + grads) * sizeof(float);
+	size_t N = (size_t)o->batch * o->ctx, D = c->hidden_size, F = c->intermediate_size;
+	struct arena ar = arena_floats(c, o->batch, o->ctx, plan_threads(o), o->recompute,
+				       !o->recompute_probs);
+	p->activations = ar.acts * sizeof(float);
 	/* gemm.c's packed panels, its operands packed whole and its bf16 copy of the
 	   largest left operand */
-	size_t widest = N * (F > D ? F : D);
+	size_t chunk = (size_t)loss_chunk(c, (int)N), widest = N * (F > D ? F : D);
 	if ((size_t)c->vocab_size * chunk > widest)
 		widest = (size_t)c->vocab_size * chunk;
-	p->scratch = scratch * sizeof(float) + (size_t)plan_threads(o) * gemm_thread_scratch() +
-		     gemm_shared_scratch() + widest / 2 * sizeof(uint32_t) + chunk * sizeof(double);
+	p->scratch = ar.scratch * sizeof(float) + (size_t)plan_threads(o) * gemm_thread_scratch() +
+		     gemm_shared_scratch() + widest / 2 * sizeof(uint32_t);
 	p->recompute = o->recompute;
 	p->recompute_probs = o->recompute_probs;
 	return 0;
@@ -99,11 +118,8 @@ static int cpu_alloc(struct train_cpu *s)
 	size_t blocks = (N + TR_BLOCK - 1) / TR_BLOCK, wide = D > 2 * (size_t)s->hd ? D : 2 * (size_t)s->hd;
 	s->chunk = loss_chunk(c, s->N);
 	size_t probs = s->keep_probs ? 0 : (size_t)s->threads * T * T; /* a head's, made again */
-	size_t total = (size_t)(c->num_layers + 1) * N * D +
-		       layers * act_floats(c, s->B, s->T, s->keep_probs) + N * (D + 1) +
-		       N * (2 * D + 2 * F + 2 * q + 2 * kv) + probs + (size_t)s->threads * T * T +
-		       blocks * wide + (size_t)s->chunk * s->V + 2 * (size_t)s->chunk +
-		       T * (size_t)s->hd + 64 * 64;
+	struct arena ar = arena_floats(c, s->B, s->T, s->threads, s->recompute, s->keep_probs);
+	size_t total = ar.acts + ar.scratch;
 	s->act = calloc((size_t)layers, sizeof *s->act);
 	char *cur = NULL;
 	char size[16];
@@ -111,7 +127,6 @@ static int cpu_alloc(struct train_cpu *s)
 	if (!s->act || !(cur = huge_zalloc(s->mem_bytes)))
 		return err_set("training: cannot allocate %s of activations and scratch",
 			       units_ibytes((double)(total * sizeof(float)), size, sizeof size));
-	s->bytes = total * sizeof(float);
 	s->mem = cur;
 	s->x = take(s, &cur, (size_t)(c->num_layers + 1) * N * D);
 	for (int l = 0; l < layers; l++) {

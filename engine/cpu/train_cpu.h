@@ -62,8 +62,7 @@ struct train_cpu {
 	int chunk;
 	double *loss_part;     /* (chunk) per row */
 	void *mem;             /* the one allocation the arrays are cut from */
-	size_t mem_bytes;
-	size_t bytes;
+	size_t mem_bytes;      /* its size */
 };
 
 /* train_layer.c */

@@ -12,8 +12,9 @@
  * leaves zero. The attention probabilities are B x H x T x T floats a layer, most of
  * the activations at long contexts: where the memory plan has no room for them
  * (recompute_probs) the backward makes them again from q and k, in a thread's
- * scratch, the same way the forward did. A row may hold several documents (packed rows): attention then runs on
- * each document's block alone, as if it were a row of its own. */
+ * scratch, the same way the forward did. A row may hold several documents (packed
+ * rows): attention then runs on each document's block alone, as if it were a row of
+ * its own. */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>

@@ -42,9 +42,8 @@ void *huge_zalloc(size_t bytes)
 {
 	void *at = huge_reserve(bytes, PROT_READ | PROT_WRITE);
 #ifdef MADV_HUGEPAGE
-	if (at)
-		madvise(at, page_round(bytes),
-			MADV_HUGEPAGE); /* a hint: 4 KB pages where refused */
+	if (at) /* a hint: 4 KB pages where refused */
+		madvise(at, page_round(bytes), MADV_HUGEPAGE);
 #endif
 	return at;
 }
