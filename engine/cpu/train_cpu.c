@@ -44,7 +44,7 @@ static int plan_threads(const struct eng_train_options *o)
 
 /* The one arena cpu_alloc cuts the state from, in floats: the residual stream, the
  * activations the backward reads and their gradients (acts), then the scratch: per
- * thread a head's attention probabilities (when made again) and their gradient, the
+ * thread a query block's attention probabilities (when made again) and their gradient, the
  * norms' partial gradients, a chunk of the loss's logits and its sums (doubles), the
  * RoPE tables and a margin. The plan reports these figures, so that what it checks
  * against the machine's memory is what is allocated. */
@@ -59,7 +59,7 @@ static struct arena arena_floats(const struct eng_config *c, int B, int T, int t
 	size_t q = (size_t)c->num_heads * hd, kv = (size_t)c->num_kv_heads * hd;
 	size_t layers = recompute ? 1 : (size_t)c->num_layers;
 	size_t blocks = (N + TR_BLOCK - 1) / TR_BLOCK, wide = D > 2 * hd ? D : 2 * hd;
-	size_t chunk = (size_t)loss_chunk(c, (int)N), tt = (size_t)threads * T * T;
+	size_t chunk = (size_t)loss_chunk(c, (int)N), tt = (size_t)threads * tr_qblock_rows(T) * T;
 	struct arena r;
 	r.acts = (size_t)(c->num_layers + 1) * N * D + layers * act_floats(c, B, T, keep_probs) +
 		 N * (D + 1) + N * (2 * D + 2 * F + 2 * q + 2 * kv);
@@ -117,7 +117,7 @@ static int cpu_alloc(struct train_cpu *s)
 	int layers = s->recompute ? 1 : c->num_layers;
 	size_t blocks = (N + TR_BLOCK - 1) / TR_BLOCK, wide = D > 2 * (size_t)s->hd ? D : 2 * (size_t)s->hd;
 	s->chunk = loss_chunk(c, s->N);
-	size_t probs = s->keep_probs ? 0 : (size_t)s->threads * T * T; /* a head's, made again */
+	size_t tt = (size_t)s->threads * tr_qblock_rows(s->T) * T; /* a query block's */
 	struct arena ar = arena_floats(c, s->B, s->T, s->threads, s->recompute, s->keep_probs);
 	size_t total = ar.acts + ar.scratch;
 	s->act = calloc((size_t)layers, sizeof *s->act);
@@ -145,8 +145,8 @@ static int cpu_alloc(struct train_cpu *s)
 	s->dh = take(s, &cur, N * F), s->dup = take(s, &cur, N * F);
 	s->datt = take(s, &cur, N * q), s->dq = take(s, &cur, N * q);
 	s->dk = take(s, &cur, N * kv), s->dv = take(s, &cur, N * kv);
-	s->probs = probs ? take(s, &cur, probs) : NULL;
-	s->dp = take(s, &cur, (size_t)s->threads * T * T);
+	s->probs = s->keep_probs ? NULL : take(s, &cur, tt);
+	s->dp = take(s, &cur, tt);
 	s->dwpart = take(s, &cur, blocks * wide);
 	s->logits = take(s, &cur, (size_t)s->chunk * s->V);
 	s->loss_part = (double *)take(s, &cur, 2 * (size_t)s->chunk);
@@ -181,7 +181,11 @@ static void *cpu_init(struct eng_trainer *t)
 	s->threads = cpu_pool_size(s->pool);
 	s->k = cpu_kernels_get(isa);
 	s->prec = t->o.exact || !gemm_has_bf16(s->gm) ? GEMM_F32 : GEMM_BF16;
-	if (cpu_alloc(s) || gemm_reserve_serial(s->gm, s->T, s->T > s->hd ? s->T : s->hd)) {
+	/* attention's left operands: a query block of probabilities, or of q, as they are or
+	   read transposed */
+	int qb = (int)tr_qblock_rows(s->T), wide = qb > s->hd ? qb : s->hd;
+	if (cpu_alloc(s) || gemm_reserve_serial(s->gm, s->T, wide) ||
+	    gemm_reserve_serial(s->gm, qb, s->T)) {
 		cpu_free(s);
 		return NULL;
 	}

@@ -15,6 +15,19 @@
  * whichever thread took a block). */
 #define TR_BLOCK 32
 
+/* Queries of attention at a time: a block's probabilities and their gradient
+ * (TR_QBLOCK x T floats each) stay in the cache between the products that make and
+ * read them, where a whole head's (T x T) went to memory and back (BENCHMARKS.md).
+ * A multiple of gemm.c's k-block (train_layer.c checks), so that a product split at
+ * a block's seam sums in the order of one product over all the keys: the same bits. */
+#define TR_QBLOCK 256
+
+/* Rows of a thread's block of attention probabilities at T tokens. */
+static inline size_t tr_qblock_rows(int T)
+{
+	return T < TR_QBLOCK ? (size_t)T : TR_QBLOCK;
+}
+
 /* What the backward of one layer reads, for N = batch x ctx tokens (row-major). */
 struct tr_act {
 	float *rstd1;         /* (N) 1/rms of the layer's input */
@@ -55,8 +68,8 @@ struct train_cpu {
 	float *datt, *dq;      /* (N, q_dim) x 2 */
 	float *dk, *dv;        /* (N, kv_dim) x 2 */
 	bool keep_probs;       /* the layers keep their attention probabilities (tr_act.p) */
-	float *probs;          /* (threads, T, T) a head's, when they are not kept */
-	float *dp;             /* (threads, T, T) their gradient */
+	float *probs;          /* (threads, TR_QBLOCK, T) a query block's, when not kept */
+	float *dp;             /* (threads, TR_QBLOCK, T) their gradient */
 	float *dwpart;         /* (blocks, max(D, hd)) norm gradients per token block */
 	float *logits;         /* (chunk, V) the loss's slice of logits */
 	int chunk;

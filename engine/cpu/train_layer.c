@@ -9,17 +9,23 @@
  * needs W^T); attention runs per (row, head) in the forward and per (row, kv head) in
  * the backward, so that the key and value gradients of a group of query heads are
  * summed by one thread in one order, and its products skip the tiles the causal mask
- * leaves zero. The attention probabilities are B x H x T x T floats a layer, most of
- * the activations at long contexts: where the memory plan has no room for them
- * (recompute_probs) the backward makes them again from q and k, in a thread's
+ * leaves zero. It takes the queries TR_QBLOCK at a time, so that a block's
+ * probabilities and their gradient stay in the cache from the product that makes them
+ * to the ones that read them. The probabilities are B x H x T x T floats a layer, most
+ * of the activations at long contexts: where the memory plan has no room for them
+ * (recompute_probs) the backward makes a block's again from q and k, in a thread's
  * scratch, the same way the forward did. A row may hold several documents (packed
  * rows): attention then runs on each document's block alone, as if it were a row of
- * its own. */
+ * its own.
+ */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
+#include "engine/cpu/gemm_tiles.h"
 #include "engine/cpu/train_cpu.h"
+
+_Static_assert(TR_QBLOCK % GEMM_KC == 0, "a block of queries ends between k-blocks");
 
 /* c (n, m) (+)= a (n, k) . b (k, m) on every thread; see struct gemm for at/bt. */
 static void mm(struct train_cpu *s, float *c, int ldc, bool acc, const float *a, int lda, bool at,
@@ -64,52 +70,75 @@ static int doc_end(const struct train_cpu *s, int b, int c0)
 	return c;
 }
 
-/* p = softmax(q k^T scale) with the causal mask for row b, query head h, over the
- * document of L columns from c0: into p (L x L, rows T apart), zero above the diagonal.
- * The forward and the backward both make it here, the same way, so the backward's
- * copy is the forward's to the bit. */
-static void attn_probs(struct train_cpu *s, struct tr_act *a, int b, int h, int c0, int L, float *p,
-		       int tid)
+/* c (n, m) (+)= a (n, k) . b (k, m) on the calling thread; see struct gemm. */
+static void mm1(struct train_cpu *s, int tid, enum gemm_tri tri, int n, int m, int k, float *c,
+		int ldc, bool acc, const float *a, int lda, bool at, const float *b, int ldb,
+		bool bt)
 {
-	int T = s->T, hd = s->hd, g = h / (s->H / s->Hkv);
-	float scale = 1.0f / sqrtf((float)hd);
-	const float *q = a->q + ((size_t)b * T + c0) * s->q_dim + (size_t)h * hd;
-	const float *k = a->k + ((size_t)b * T + c0) * s->kv_dim + (size_t)g * hd;
-	struct gemm sc = {L,        L,     hd, p,         T,    false,     q,
-			  s->q_dim, false, k,  s->kv_dim, true, GEMM_TRI_C};
-	gemm_serial(s->gm, &sc, s->prec, tid);
-	for (int i = 0; i < L; i++) {
-		float *row = p + (size_t)i * T;
-		s->k->softmax(row, i + 1, scale, NULL);
-		memset(row + i + 1, 0, (size_t)(L - i - 1) * sizeof *row);
-	}
+	struct gemm g = {n, m, k, c, ldc, acc, a, lda, at, b, ldb, bt, tri};
+	gemm_serial(s->gm, &g, s->prec, tid);
 }
 
-/* Where the probabilities of row b, head h, for the document from c0 lie: in the
- * layer's activations (their block at (c0, c0)), or in the thread's scratch. */
-static float *probs_at(struct train_cpu *s, struct tr_act *a, int b, int h, int c0, int tid)
+/* A block of queries: rows [i0, i1) of a document of row b that starts at column c0,
+ * against its keys [0, i1). Each product over the keys is two: the keys before the
+ * block (all seen) and the block's own square, causal. */
+struct qblock {
+	int b, c0, i0, i1, n; /* n = i1 - i0 */
+	float *p;             /* its probabilities: row r (query i0 + r) at p + r T, keys 0.. */
+};
+
+/* Where the probabilities of query block qb of head h lie: in the layer's activations
+ * (rows T apart, the document's block at (c0, c0)), or in the thread's scratch. */
+static float *block_probs(struct train_cpu *s, struct tr_act *a, const struct qblock *qb, int h,
+			  int tid)
 {
 	size_t T = (size_t)s->T;
 	if (a->p)
-		return a->p + ((size_t)b * s->H + h) * T * T + (size_t)c0 * T + (size_t)c0;
-	return s->probs + (size_t)tid * T * T;
+		return a->p + ((size_t)qb->b * s->H + h) * T * T + (size_t)(qb->c0 + qb->i0) * T +
+		       (size_t)qb->c0;
+	return s->probs + (size_t)tid * tr_qblock_rows(s->T) * T;
 }
 
-/* Row b, query head h: att = p v, one document of the row at a time: its L x L block of
- * p is all a query of it sees. */
+/* p = softmax(q k^T scale) of the block's queries, head h, zero above the diagonal. The
+ * forward and the backward both make it here, the same way, so the backward's copy is
+ * the forward's to the bit. */
+static void attn_probs(struct train_cpu *s, struct tr_act *a, const struct qblock *qb, int h,
+		       int tid)
+{
+	int T = s->T, hd = s->hd, g = h / (s->H / s->Hkv), i0 = qb->i0, n = qb->n;
+	float scale = 1.0f / sqrtf((float)hd), *p = qb->p;
+	const float *q = a->q + ((size_t)qb->b * T + qb->c0 + i0) * s->q_dim + (size_t)h * hd;
+	const float *k = a->k + ((size_t)qb->b * T + qb->c0) * s->kv_dim + (size_t)g * hd;
+	mm1(s, tid, GEMM_FULL, n, i0, hd, p, T, false, q, s->q_dim, false, k, s->kv_dim, true);
+	mm1(s, tid, GEMM_TRI_C, n, n, hd, p + i0, T, false, q, s->q_dim, false,
+	    k + (size_t)i0 * s->kv_dim, s->kv_dim, true);
+	for (int r = 0; r < n; r++) {
+		float *row = p + (size_t)r * T;
+		int i = i0 + r;
+		s->k->softmax(row, i + 1, scale, NULL);
+		memset(row + i + 1, 0, (size_t)(qb->i1 - i - 1) * sizeof *row);
+	}
+}
+
+/* Row b, query head h: att = p v, one document of the row at a time (its L x L block of
+ * p is all a query of it sees), a block of queries at a time. */
 static void attn_fwd_item(struct train_cpu *s, struct tr_act *a, int b, int h, int tid)
 {
-	int T = s->T, hd = s->hd, g = h / (s->H / s->Hkv);
+	int T = s->T, hd = s->hd, g = h / (s->H / s->Hkv), ld = s->kv_dim;
 	for (int c0 = 0, c1; c0 < T; c0 = c1) {
 		c1 = doc_end(s, b, c0);
-		int L = c1 - c0;
-		float *p = probs_at(s, a, b, h, c0, tid);
-		attn_probs(s, a, b, h, c0, L, p, tid);
-		const float *v = a->v + ((size_t)b * T + c0) * s->kv_dim + (size_t)g * hd;
-		float *out = a->att + ((size_t)b * T + c0) * s->q_dim + (size_t)h * hd;
-		struct gemm pv = {L, hd, L, out, s->q_dim, false, p, T, false, v, s->kv_dim, false,
-				  GEMM_TRI_A_LOWER};
-		gemm_serial(s->gm, &pv, s->prec, tid);
+		const float *v = a->v + ((size_t)b * T + c0) * ld + (size_t)g * hd;
+		for (int i0 = 0; i0 < c1 - c0; i0 += TR_QBLOCK) {
+			int i1 = i0 + TR_QBLOCK < c1 - c0 ? i0 + TR_QBLOCK : c1 - c0, n = i1 - i0;
+			struct qblock qb = {b, c0, i0, i1, n, NULL};
+			qb.p = block_probs(s, a, &qb, h, tid);
+			attn_probs(s, a, &qb, h, tid);
+			float *out = a->att + ((size_t)b * T + c0 + i0) * s->q_dim + (size_t)h * hd;
+			mm1(s, tid, GEMM_FULL, n, hd, i0, out, s->q_dim, false, qb.p, T, false, v,
+			    ld, false);
+			mm1(s, tid, GEMM_TRI_A_LOWER, n, hd, n, out, s->q_dim, i0 > 0, qb.p + i0, T,
+			    false, v + (size_t)i0 * ld, ld, false);
+		}
 	}
 }
 
@@ -123,50 +152,65 @@ static void attn_fwd_task(void *arg, int tid, int nthreads)
 		attn_fwd_item(s, at->a, it / s->H, it % s->H, tid);
 }
 
-/* Row b, kv head g and its query heads, one document of the row at a time (L columns
- * from c0): with p made again (attn_probs), dp = datt v^T, ds = p (dp - rowsum(dp p))
- * scale, dq = ds k, dk += ds^T q, dv += p^T datt. */
-static void attn_bwd_doc(struct train_cpu *s, struct tr_act *a, int b, int g, int c0, int L,
-			 int tid)
+/* ds = p (dp - rowsum(dp p)) scale in place of dp, for the block's rows; zero above
+ * the diagonal. */
+static void attn_ds(const struct train_cpu *s, const struct qblock *qb, float *dp)
 {
-	int T = s->T, hd = s->hd, G = s->H / s->Hkv;
-	float scale = 1.0f / sqrtf((float)hd), *dp = s->dp + (size_t)tid * T * T;
-	size_t kvo = ((size_t)b * T + c0) * s->kv_dim + (size_t)g * hd;
-	for (int j = 0; j < G; j++) {
-		int h = g * G + j;
-		size_t qo = ((size_t)b * T + c0) * s->q_dim + (size_t)h * hd;
-		float *p = probs_at(s, a, b, h, c0, tid);
-		if (!a->p)
-			attn_probs(s, a, b, h, c0, L, p, tid);
-		const float *datt = s->datt + qo;
-		struct gemm g1 = {L, L, hd, dp, T, false, datt, s->q_dim, false, a->v + kvo, s->kv_dim,
-				  true, GEMM_TRI_C};
-		gemm_serial(s->gm, &g1, s->prec, tid);
-		struct gemm g2 = {L, hd, L, s->dv + kvo, s->kv_dim, j > 0, p, T, true, datt, s->q_dim,
-				  false, GEMM_TRI_A_UPPER};
-		gemm_serial(s->gm, &g2, s->prec, tid);
-		for (int i = 0; i < L; i++) {
-			const float *pr = p + (size_t)i * T;
-			float *d = dp + (size_t)i * T;
-			double dot = tr_dot(d, NULL, pr, i + 1);
-			for (int c = 0; c <= i; c++)
-				d[c] = pr[c] * (d[c] - (float)dot) * scale;
-			memset(d + i + 1, 0, (size_t)(L - i - 1) * sizeof *d);
-		}
-		struct gemm g3 = {L, hd, L, s->dq + qo, s->q_dim, false, dp, T, false, a->k + kvo,
-				  s->kv_dim, false, GEMM_TRI_A_LOWER};
-		gemm_serial(s->gm, &g3, s->prec, tid);
-		struct gemm g4 = {L, hd, L, s->dk + kvo, s->kv_dim, j > 0, dp, T, true, a->q + qo,
-				  s->q_dim, false, GEMM_TRI_A_UPPER};
-		gemm_serial(s->gm, &g4, s->prec, tid);
+	float scale = 1.0f / sqrtf((float)s->hd);
+	for (int r = 0; r < qb->n; r++) {
+		const float *pr = qb->p + (size_t)r * s->T;
+		float *d = dp + (size_t)r * s->T;
+		int i = qb->i0 + r;
+		double dot = tr_dot(d, NULL, pr, i + 1);
+		for (int c = 0; c <= i; c++)
+			d[c] = pr[c] * (d[c] - (float)dot) * scale;
+		memset(d + i + 1, 0, (size_t)(qb->i1 - i - 1) * sizeof *d);
 	}
 }
 
+/* The backward of query block qb of head h, the j-th of its kv head g: with p (made
+ * again where not kept), dp = datt v^T, dv += p^T datt, ds (attn_ds), dq = ds k,
+ * dk += ds^T q. The key and value gradients of the keys before the block were begun
+ * by the blocks before it, and those of its own square by this head's (j > 0: added). */
+static void attn_bwd_block(struct train_cpu *s, struct tr_act *a, const struct qblock *qb, int g,
+			   int j, int tid)
+{
+	int T = s->T, hd = s->hd, h = g * (s->H / s->Hkv) + j, i0 = qb->i0, n = qb->n;
+	int ld = s->kv_dim, lq = s->q_dim;
+	size_t kvo = ((size_t)qb->b * T + qb->c0) * ld + (size_t)g * hd, ko = (size_t)i0 * ld;
+	size_t qo = ((size_t)qb->b * T + qb->c0 + i0) * lq + (size_t)h * hd;
+	const float *datt = s->datt + qo, *q = a->q + qo, *k = a->k + kvo, *v = a->v + kvo;
+	float *dp = s->dp + (size_t)tid * tr_qblock_rows(T) * T, *p = qb->p;
+	float *dk = s->dk + kvo, *dv = s->dv + kvo;
+	if (!a->p)
+		attn_probs(s, a, qb, h, tid);
+	mm1(s, tid, GEMM_FULL, n, i0, hd, dp, T, false, datt, lq, false, v, ld, true);
+	mm1(s, tid, GEMM_TRI_C, n, n, hd, dp + i0, T, false, datt, lq, false, v + ko, ld, true);
+	mm1(s, tid, GEMM_FULL, i0, hd, n, dv, ld, true, p, T, true, datt, lq, false);
+	mm1(s, tid, GEMM_TRI_A_UPPER, n, hd, n, dv + ko, ld, j > 0, p + i0, T, true, datt, lq,
+	    false);
+	attn_ds(s, qb, dp);
+	mm1(s, tid, GEMM_FULL, n, hd, i0, s->dq + qo, lq, false, dp, T, false, k, ld, false);
+	mm1(s, tid, GEMM_TRI_A_LOWER, n, hd, n, s->dq + qo, lq, i0 > 0, dp + i0, T, false, k + ko,
+	    ld, false);
+	mm1(s, tid, GEMM_FULL, i0, hd, n, dk, ld, true, dp, T, true, q, lq, false);
+	mm1(s, tid, GEMM_TRI_A_UPPER, n, hd, n, dk + ko, ld, j > 0, dp + i0, T, true, q, lq, false);
+}
+
+/* Row b, kv head g and its query heads, one document of the row at a time, its query
+ * blocks in order (each adds to the key and value gradients the ones before began). */
 static void attn_bwd_item(struct train_cpu *s, struct tr_act *a, int b, int g, int tid)
 {
+	int G = s->H / s->Hkv;
 	for (int c0 = 0, c1; c0 < s->T; c0 = c1) {
 		c1 = doc_end(s, b, c0);
-		attn_bwd_doc(s, a, b, g, c0, c1 - c0, tid);
+		for (int j = 0; j < G; j++)
+			for (int i0 = 0; i0 < c1 - c0; i0 += TR_QBLOCK) {
+				int i1 = i0 + TR_QBLOCK < c1 - c0 ? i0 + TR_QBLOCK : c1 - c0;
+				struct qblock qb = {b, c0, i0, i1, i1 - i0, NULL};
+				qb.p = block_probs(s, a, &qb, g * G + j, tid);
+				attn_bwd_block(s, a, &qb, g, j, tid);
+			}
 	}
 }
 
