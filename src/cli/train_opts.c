@@ -100,9 +100,9 @@ const struct cli_command train_cmd = {
 		"to DIR: config.json, model.safetensors, the tokenizer and generation files (a\n"
 		"model every qwenchat command loads) and train-state/ (moments, options,\n"
 		"position, log) to resume from. Before the first step the memory plan is printed;\n"
-		"a plan that does not fit the machine's memory is refused (with the attention\n"
-		"probabilities made again in the backward, then --recompute turned on, when\n"
-		"only that fits).\n",
+		"a plan that does not fit the machine's memory is refused (on the CPU the\n"
+		"attention probabilities are made again in the backward; --recompute is turned\n"
+		"on when only that fits).\n",
 	.opts = train_opts,
 	.notes =
 		"Each step averages the cross-entropy over every target of its --accum\n"

@@ -208,16 +208,16 @@ static struct eng_train_options train_options(const struct run *u, bool recomput
 					  .recompute_probs = probs};
 }
 
-/* The plan that fits in the host's memory beside the data, trying in turn: every
- * activation kept; the attention probabilities made again in the backward (a few
- * percent more time); then also every layer's forward but one (a third more time:
- * --recompute, turned on). Where none fits, the first, to be reported. */
+/* The plan that fits in the host's memory beside the data: the attention
+ * probabilities made again in the backward (within 2% of the time of keeping them, for
+ * B x heads x T x T floats a layer less); else every layer's forward but one too (a
+ * third more time: --recompute, turned on). Where neither fits, the first, reported. */
 static int fit_plan(struct run *u, struct loop_plan *lp)
 {
 	struct tstate_opts *o = &u->st->o;
-	const bool tries[3][2] = {{o->recompute, false}, {o->recompute, true}, {true, true}};
+	const bool tries[2][2] = {{o->recompute, true}, {true, true}};
 	struct eng_train_plan p;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 2; i++) {
 		struct eng_train_options to = train_options(u, tries[i][0], tries[i][1]);
 		if (eng_train_plan(&u->m->cfg, &to, &p))
 			return -1;
