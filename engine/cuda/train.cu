@@ -101,22 +101,22 @@ const bf16 *trc_half(struct trc *s, bf16 *buf, const float *x, size_t n)
 	return trc_to_bf16(buf, x, n, s->stream) ? NULL : buf;
 }
 
-/* y (N, M) (+)= x (N, K) . W^T. */
-static int linear(struct trc *s, float *y, const float *x, int pi, bool acc)
+/* y (N, M) (+)= x (N, K) . W^T; xh: x's bf16 copy (trc_half), made once for all the
+ * products that read x. */
+static int linear(struct trc *s, float *y, const float *x, const bf16 *xh, int pi, bool acc)
 {
 	const struct eng_param *W = &s->t->params[pi];
 	int M = (int)W->shape[0], K = (int)W->shape[1];
-	const bf16 *xh = trc_half(s, s->ha, x, (size_t)s->N * K);
 	return trc_mm(s, y, M, acc, x, xh, K, false, s->w[pi], s->whp[pi], K, true, s->N, M, K);
 }
 
-/* dW += dy^T x; dx (+)= dy W. */
-static int linear_back(struct trc *s, float *dx, bool acc, const float *dy, const float *x, int pi)
+/* dW += dy^T x; dx (+)= dy W. dy's bf16 copy is made here, into s->ha; xh as above. */
+static int linear_back(struct trc *s, float *dx, bool acc, const float *dy, const float *x,
+		       const bf16 *xh, int pi)
 {
 	const struct eng_param *W = &s->t->params[pi];
 	int M = (int)W->shape[0], K = (int)W->shape[1];
 	const bf16 *dyh = trc_half(s, s->ha, dy, (size_t)s->N * M);
-	const bf16 *xh = trc_half(s, s->hb, x, (size_t)s->N * K);
 	if (trc_mm(s, s->g[pi], K, true, dy, dyh, M, true, x, xh, K, false, M, K, s->N))
 		return -1;
 	return trc_mm(s, dx, K, acc, dy, dyh, M, false, s->w[pi], s->whp[pi], K, false, s->N, K, M);
@@ -253,47 +253,61 @@ int trc_layer_forward(struct trc *s, int l, struct trc_act *a)
 	const float *x = s->x + (size_t)l * N * D;
 	float *out = s->x + (size_t)(l + 1) * N * D;
 	struct trc_qk qk = qk_args(s, a, l);
-	if (trc_rmsnorm(a->xn1, a->rstd1, x, s->w[pidx(l, TR_IN_NORM)], N, D, s->eps, s->stream) ||
-	    linear(s, a->q_raw, a->xn1, pidx(l, TR_WQ), false) ||
-	    linear(s, a->k_raw, a->xn1, pidx(l, TR_WK), false) ||
-	    linear(s, a->v, a->xn1, pidx(l, TR_WV), false) || trc_qk(&qk, s->stream) ||
+	if (trc_rmsnorm(a->xn1, a->rstd1, x, s->w[pidx(l, TR_IN_NORM)], N, D, s->eps, s->stream))
+		return -1;
+	const bf16 *xh = trc_half(s, s->hb, a->xn1, (size_t)N * D);
+	if (linear(s, a->q_raw, a->xn1, xh, pidx(l, TR_WQ), false) ||
+	    linear(s, a->k_raw, a->xn1, xh, pidx(l, TR_WK), false) ||
+	    linear(s, a->v, a->xn1, xh, pidx(l, TR_WV), false) || trc_qk(&qk, s->stream) ||
 	    attn_forward(s, a))
 		return -1;
 	CUDA_CHECK(cudaMemcpyAsync(a->xmid, x, (size_t)N * D * sizeof(float), cudaMemcpyDeviceToDevice,
 				   s->stream));
-	if (linear(s, a->xmid, a->att, pidx(l, TR_WO), true) ||
+	xh = trc_half(s, s->ha, a->att, (size_t)N * s->q_dim);
+	if (linear(s, a->xmid, a->att, xh, pidx(l, TR_WO), true) ||
 	    trc_rmsnorm(a->xn2, a->rstd2, a->xmid, s->w[pidx(l, TR_POST_NORM)], N, D, s->eps,
-			s->stream) ||
-	    linear(s, a->gate, a->xn2, pidx(l, TR_GATE), false) ||
-	    linear(s, a->up, a->xn2, pidx(l, TR_UP), false) ||
+			s->stream))
+		return -1;
+	xh = trc_half(s, s->hb, a->xn2, (size_t)N * D);
+	if (linear(s, a->gate, a->xn2, xh, pidx(l, TR_GATE), false) ||
+	    linear(s, a->up, a->xn2, xh, pidx(l, TR_UP), false) ||
 	    trc_swiglu(a->h, a->gate, a->up, (size_t)N * s->F, s->stream))
 		return -1;
 	CUDA_CHECK(cudaMemcpyAsync(out, a->xmid, (size_t)N * D * sizeof(float),
 				   cudaMemcpyDeviceToDevice, s->stream));
-	return linear(s, out, a->h, pidx(l, TR_DOWN), true);
+	xh = trc_half(s, s->ha, a->h, (size_t)N * s->F);
+	return linear(s, out, a->h, xh, pidx(l, TR_DOWN), true);
 }
 
+/* The products' inputs x go to s->hb in bf16, once for all the products that read
+ * them; linear_back puts each dy in s->ha. */
 int trc_layer_backward(struct trc *s, int l, struct trc_act *a)
 {
 	int N = s->N, D = s->D;
 	const float *x = s->x + (size_t)l * N * D;
 	struct trc_qk qk = qk_args(s, a, l);
 	int pn = pidx(l, TR_POST_NORM), in = pidx(l, TR_IN_NORM);
-	if (linear_back(s, s->dh, false, s->dx, a->h, pidx(l, TR_DOWN)) ||
-	    trc_swiglu_back(s->dh, s->dup, a->gate, a->up, (size_t)N * s->F, s->stream) ||
-	    linear_back(s, s->dxn, false, s->dh, a->xn2, pidx(l, TR_GATE)) ||
-	    linear_back(s, s->dxn, true, s->dup, a->xn2, pidx(l, TR_UP)) ||
-	    trc_rmsnorm_back(s->dx, s->g[pn], s->part, s->dxn, a->xmid, a->rstd2, s->w[pn], N, D, true,
-			     s->stream))
+	const bf16 *xh = trc_half(s, s->hb, a->h, (size_t)N * s->F);
+	if (linear_back(s, s->dh, false, s->dx, a->h, xh, pidx(l, TR_DOWN)) ||
+	    trc_swiglu_back(s->dh, s->dup, a->gate, a->up, (size_t)N * s->F, s->stream))
 		return -1;
-	if (linear_back(s, s->datt, false, s->dx, a->att, pidx(l, TR_WO)) || attn_backward(s, a) ||
-	    trc_qk_back(&qk, s->dq, s->dk, s->g[pidx(l, TR_Q_NORM)], s->g[pidx(l, TR_K_NORM)], s->part,
-			s->stream) ||
-	    linear_back(s, s->dxn, false, s->dq, a->xn1, pidx(l, TR_WQ)) ||
-	    linear_back(s, s->dxn, true, s->dk, a->xn1, pidx(l, TR_WK)) ||
-	    linear_back(s, s->dxn, true, s->dv, a->xn1, pidx(l, TR_WV)))
+	xh = trc_half(s, s->hb, a->xn2, (size_t)N * D);
+	if (linear_back(s, s->dxn, false, s->dh, a->xn2, xh, pidx(l, TR_GATE)) ||
+	    linear_back(s, s->dxn, true, s->dup, a->xn2, xh, pidx(l, TR_UP)) ||
+	    trc_rmsnorm_back(s->dx, s->g[pn], s->part, s->dxn, a->xmid, a->rstd2, s->w[pn], N, D,
+			     true, s->stream))
+		return -1;
+	xh = trc_half(s, s->hb, a->att, (size_t)N * s->q_dim);
+	if (linear_back(s, s->datt, false, s->dx, a->att, xh, pidx(l, TR_WO)) ||
+	    attn_backward(s, a) ||
+	    trc_qk_back(&qk, s->dq, s->dk, s->g[pidx(l, TR_Q_NORM)], s->g[pidx(l, TR_K_NORM)],
+			s->part, s->stream))
+		return -1;
+	xh = trc_half(s, s->hb, a->xn1, (size_t)N * D);
+	if (linear_back(s, s->dxn, false, s->dq, a->xn1, xh, pidx(l, TR_WQ)) ||
+	    linear_back(s, s->dxn, true, s->dk, a->xn1, xh, pidx(l, TR_WK)) ||
+	    linear_back(s, s->dxn, true, s->dv, a->xn1, xh, pidx(l, TR_WV)))
 		return -1;
 	return trc_rmsnorm_back(s->dx, s->g[in], s->part, s->dxn, x, a->rstd1, s->w[in], N, D, true,
 				s->stream);
 }
-

@@ -15,7 +15,9 @@ extern "C" {
 #include "engine/train_backend.h"
 }
 
-#define TRC_BLOCK 32 /* tokens of a block whose norm-weight gradient is summed apart */
+/* Tokens of a block whose norm-weight gradient is summed apart: few, so that N / TRC_BLOCK
+ * blocks fill the device. */
+#define TRC_BLOCK 8
 
 /* x (N, D) = rows ids of E. */
 int trc_embed(float *x, const float *E, const int32_t *ids, int N, int D, cudaStream_t s);
@@ -53,22 +55,26 @@ int trc_softmax_causal(float *p, const int32_t *pos, int rows, int T, int H, flo
 int trc_softmax_back(float *d, const float *p, const int32_t *pos, int rows, int T, int H,
 		     float scale, cudaStream_t s);
 /* Rows of logits (rows, V) with targets: loss[r] (double) = logsumexp - z[target] (0 for a
- * target < 0); with backward each row becomes softmax - onehot (zero when not scored). */
-int trc_cross_entropy(float *z, const int32_t *targets, double *loss, int rows, int V,
+ * target < 0); with backward each row becomes softmax - onehot (zero when not scored),
+ * in z, or in bf16 into zh (rows, V) when zh is not NULL. */
+int trc_cross_entropy(float *z, bf16 *zh, const int32_t *targets, double *loss, int rows, int V,
 		      bool backward, cudaStream_t s);
+/* x (n) uniform in [-1, 1), a hash of the index and seed (trc_peak's operands). */
+int trc_fill_random(float *x, size_t n, uint32_t seed, cudaStream_t s);
 /* x bf16 = x fp32 (round to nearest even). */
 int trc_to_bf16(bf16 *dst, const float *src, size_t n, cudaStream_t s);
 /* g *= scale and part[block] = the block's sum of squares (double), TRC_SQ_BLOCKS
  * blocks; g *= scale alone when part is NULL. */
-#define TRC_SQ_BLOCKS 264
+#define TRC_SQ_BLOCKS 528 /* four blocks of 512 threads on each of 132 SMs */
 int trc_scale(float *g, size_t n, float scale, double *part, cudaStream_t s);
-/* AdamW on n elements (train.h's formula); decay: 1 - lr wd or 1. */
+/* AdamW on n elements (train.h's formula); decay: 1 - lr wd or 1; wh (unless NULL)
+ * gets the new weights in bf16. */
 struct trc_adamw {
 	float decay, beta1, beta2, c1, c2, eps, step, rbc2; /* c = 1 - beta, rounded from the
 							     double; step = lr / (1 - beta1^t);
 							     rbc2 = 1/sqrt(bc2) */
 };
-int trc_adamw(float *w, const float *g, float *m, float *v, size_t n, struct trc_adamw h,
+int trc_adamw(float *w, const float *g, float *m, float *v, bf16 *wh, size_t n, struct trc_adamw h,
 	      cudaStream_t s);
 
 /* Causal attention in tiles (train_attn.cu, the fast path): att = softmax(scale q k^T) v

@@ -224,14 +224,14 @@ static int loss_chunks(struct trc *s, bool backward)
 		int rows = s->N - c0 < s->chunk ? s->N - c0 : s->chunk;
 		const float *xf = s->xf + (size_t)c0 * D;
 		const bf16 *xh = trc_half(s, s->hb, xf, (size_t)rows * D);
-		if (trc_mm(s, s->logits, V, false, xf, xh, D, false, s->w[li], s->whp[li], D, true, rows, V,
-			   D) ||
-		    trc_cross_entropy(s->logits, s->tgt_d + c0, s->loss_d + c0, rows, V, backward,
-				      s->stream))
+		bf16 *lh = backward && !s->exact ? s->ha : NULL; /* the logits' gradient in bf16 */
+		if (trc_mm(s, s->logits, V, false, xf, xh, D, false, s->w[li], s->whp[li], D, true,
+			   rows, V, D) ||
+		    trc_cross_entropy(s->logits, lh, s->tgt_d + c0, s->loss_d + c0, rows, V,
+				      backward, s->stream))
 			return -1;
 		if (!backward)
 			continue;
-		const bf16 *lh = trc_half(s, s->ha, s->logits, (size_t)rows * V);
 		if (trc_mm(s, s->g[li], D, true, s->logits, lh, V, true, xf, xh, D, false, V, D, rows) ||
 		    trc_mm(s, s->dxn + (size_t)c0 * D, D, false, s->logits, lh, V, false, s->w[li],
 			   s->whp[li], D, false, rows, D, V))
@@ -326,7 +326,7 @@ static int trc_finish_grads(void *st, double scale, double clip, double *norm)
 	return 0;
 }
 
-/* The bf16 copies of the weights, after they changed. */
+/* The bf16 copies of the weights, after an upload (AdamW writes them after a step). */
 static int refresh_half(struct trc *s)
 {
 	return s->exact ? 0 : trc_to_bf16(s->wh, s->w[0], s->t->total, s->stream);
@@ -342,11 +342,10 @@ static int trc_adamw_step(void *st, const struct eng_adamw *h, int64_t step)
 				      (float)h->beta1, (float)h->beta2, (float)(1.0 - h->beta1),
 				      (float)(1.0 - h->beta2), (float)h->eps,
 				      (float)(h->lr / bc1), (float)(1.0 / sqrt(bc2))};
-		if (trc_adamw(s->w[i], s->g[i], s->m[i], s->v[i], (size_t)p->n, a, s->stream))
+		if (trc_adamw(s->w[i], s->g[i], s->m[i], s->v[i], s->whp[i], (size_t)p->n, a,
+			      s->stream))
 			return -1;
 	}
-	if (refresh_half(s))
-		return -1;
 	CUDA_CHECK(cudaStreamSynchronize(s->stream));
 	return 0;
 }
@@ -372,8 +371,9 @@ static int trc_upload(void *st)
 	return 0;
 }
 
-/* cuBLAS's rate on a large product (8192^3) in the trainer's precision, the best of a
- * few after a warm-up, in GFLOP/s: the ceiling the model FLOP utilisation is against. */
+/* cuBLAS's rate on a large product (8192^3, random operands) in the trainer's precision,
+ * the best of a few after a warm-up, in GFLOP/s: the ceiling the model FLOP utilisation
+ * is against. */
 static double trc_peak(void *st)
 {
 	struct trc *s = (struct trc *)st;
@@ -387,8 +387,8 @@ static double trc_peak(void *st)
 	    (!s->exact && cudaMalloc((void **)&half, 2 * e * sizeof(bf16)) != cudaSuccess) ||
 	    cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess)
 		goto out;
-	cudaMemsetAsync(buf, 0x3c, 2 * e * sizeof(float), s->stream); /* 0.0115..., not zero */
-	if (half && (trc_to_bf16(half, buf, 2 * e, s->stream)))
+	if (trc_fill_random(buf, 2 * e, 7, s->stream) ||
+	    (half && trc_to_bf16(half, buf, 2 * e, s->stream)))
 		goto out;
 	for (int r = 0; r < 5; r++) {
 		cudaEventRecord(e0, s->stream);
