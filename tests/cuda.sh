@@ -117,11 +117,12 @@ for t in f32 bf16 q8_0 q6_k q5_k_m q4_k_m q4_0; do
 done
 # Rows that 256 does not divide fall back as llama-quantize does: ffn_down (352 wide)
 # Q5_0 and Q8_0 here, with an untied Q4_K embedding and a Q6_K lm_head; at 360 wide
-# (not whole 32-blocks either) ffn_down is F16, converted to bf16 at upload.
+# (not whole 32-blocks either) Q4_K falls back to Q5_0 and that to F16, which the
+# device converts to bf16 at upload. (q4_0 has no fallback there and is refused.)
 qsrc qodd 22 --intermediate-size 352 --no-tie
 check_gguf gguf-q4_k_m-odd "$TMP/qodd" q4_k_m
 qsrc qf16 23 --intermediate-size 360
-check_gguf gguf-q4_0-f16 "$TMP/qf16" q4_0
+check_gguf gguf-q4_k_m-f16 "$TMP/qf16" q4_k_m
 # Q2_K, Q3_K, Q4_1 and Q5_1 have no CUDA kernels yet: --backend cuda says so, and
 # without it the model runs on the CPU, with a notice
 if "$QWENCHAT" quantize -m "$TMP/qsrc" --type q2_k --out "$TMP/q2.gguf" >/dev/null 2>&1; then
