@@ -38,7 +38,7 @@ struct eng_train_options {
 	bool recompute;
 	const char *cuda_module; /* as eng_options.cuda_module */
 	/* CUDA, bf16 path: attention in tiles (flash-style) instead of over materialised
-	 * T x T scores. Experimental: not yet run on a GPU, so off by default. */
+	 * T x T scores: less memory, but slower (BENCHMARKS.md), so off by default. */
 	bool cuda_tiled_attention;
 	const char *cpu_isa; /* as eng_options.cpu_isa (NULL: the best this CPU runs) */
 	/* Make the attention probabilities (B x H x T x T floats a layer) again in the
