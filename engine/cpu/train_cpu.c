@@ -50,6 +50,9 @@ static int plan_threads(const struct eng_train_options *o)
  * against the machine's memory is what is allocated. */
 struct arena {
 	size_t acts, scratch;
+	size_t qblock; /* of the scratch: the threads' slices of a query block's
+			 * probabilities (each of them and of their gradient) */
+	size_t dwpart; /* of the scratch: the norms' partial gradients */
 };
 
 static struct arena arena_floats(const struct eng_config *c, int B, int T, int threads,
@@ -59,11 +62,12 @@ static struct arena arena_floats(const struct eng_config *c, int B, int T, int t
 	size_t q = (size_t)c->num_heads * hd, kv = (size_t)c->num_kv_heads * hd;
 	size_t layers = recompute ? 1 : (size_t)c->num_layers;
 	size_t blocks = (N + TR_BLOCK - 1) / TR_BLOCK, wide = D > 2 * hd ? D : 2 * hd;
-	size_t chunk = (size_t)loss_chunk(c, (int)N), tt = (size_t)threads * tr_qblock_rows(T) * T;
+	size_t chunk = (size_t)loss_chunk(c, (int)N);
 	struct arena r;
+	r.qblock = (size_t)threads * tr_qblock_rows(T) * T, r.dwpart = blocks * wide;
 	r.acts = (size_t)(c->num_layers + 1) * N * D + layers * act_floats(c, B, T, keep_probs) +
 		 N * (D + 1) + N * (2 * D + 2 * F + 2 * q + 2 * kv);
-	r.scratch = (keep_probs ? 1 : 2) * tt + blocks * wide + chunk * c->vocab_size + 2 * chunk +
+	r.scratch = (keep_probs ? 1 : 2) * r.qblock + r.dwpart + chunk * c->vocab_size + 2 * chunk +
 		    (size_t)T * hd + 64 * 64;
 	return r;
 }
@@ -115,9 +119,7 @@ static int cpu_alloc(struct train_cpu *s)
 	const struct eng_config *c = s->c;
 	size_t N = s->N, D = s->D, F = s->F, q = s->q_dim, kv = s->kv_dim, T = s->T;
 	int layers = s->recompute ? 1 : c->num_layers;
-	size_t blocks = (N + TR_BLOCK - 1) / TR_BLOCK, wide = D > 2 * (size_t)s->hd ? D : 2 * (size_t)s->hd;
 	s->chunk = loss_chunk(c, s->N);
-	size_t tt = (size_t)s->threads * tr_qblock_rows(s->T) * T; /* a query block's */
 	struct arena ar = arena_floats(c, s->B, s->T, s->threads, s->recompute, s->keep_probs);
 	size_t total = ar.acts + ar.scratch;
 	s->act = calloc((size_t)layers, sizeof *s->act);
@@ -145,9 +147,9 @@ static int cpu_alloc(struct train_cpu *s)
 	s->dh = take(s, &cur, N * F), s->dup = take(s, &cur, N * F);
 	s->datt = take(s, &cur, N * q), s->dq = take(s, &cur, N * q);
 	s->dk = take(s, &cur, N * kv), s->dv = take(s, &cur, N * kv);
-	s->probs = s->keep_probs ? NULL : take(s, &cur, tt);
-	s->dp = take(s, &cur, tt);
-	s->dwpart = take(s, &cur, blocks * wide);
+	s->probs = s->keep_probs ? NULL : take(s, &cur, ar.qblock);
+	s->dp = take(s, &cur, ar.qblock);
+	s->dwpart = take(s, &cur, ar.dwpart);
 	s->logits = take(s, &cur, (size_t)s->chunk * s->V);
 	s->loss_part = (double *)take(s, &cur, 2 * (size_t)s->chunk);
 	s->cos = take(s, &cur, T * (size_t)s->hd / 2), s->sin = take(s, &cur, T * (size_t)s->hd / 2);

@@ -87,6 +87,15 @@ struct qblock {
 	float *p;             /* its probabilities: row r (query i0 + r) at p + r T, keys 0.. */
 };
 
+/* The query block from i0 of the document [c0, c1) of row b: TR_QBLOCK queries, or
+ * those left. */
+static struct qblock qblock_at(int b, int c0, int c1, int i0)
+{
+	int i1 = i0 + TR_QBLOCK < c1 - c0 ? i0 + TR_QBLOCK : c1 - c0;
+	struct qblock qb = {b, c0, i0, i1, i1 - i0, NULL};
+	return qb;
+}
+
 /* Where the probabilities of query block qb of head h lie: in the layer's activations
  * (rows T apart, the document's block at (c0, c0)), or in the thread's scratch. */
 static float *block_probs(struct train_cpu *s, struct tr_act *a, const struct qblock *qb, int h,
@@ -129,8 +138,8 @@ static void attn_fwd_item(struct train_cpu *s, struct tr_act *a, int b, int h, i
 		c1 = doc_end(s, b, c0);
 		const float *v = a->v + ((size_t)b * T + c0) * ld + (size_t)g * hd;
 		for (int i0 = 0; i0 < c1 - c0; i0 += TR_QBLOCK) {
-			int i1 = i0 + TR_QBLOCK < c1 - c0 ? i0 + TR_QBLOCK : c1 - c0, n = i1 - i0;
-			struct qblock qb = {b, c0, i0, i1, n, NULL};
+			struct qblock qb = qblock_at(b, c0, c1, i0);
+			int n = qb.n;
 			qb.p = block_probs(s, a, &qb, h, tid);
 			attn_probs(s, a, &qb, h, tid);
 			float *out = a->att + ((size_t)b * T + c0 + i0) * s->q_dim + (size_t)h * hd;
@@ -206,8 +215,7 @@ static void attn_bwd_item(struct train_cpu *s, struct tr_act *a, int b, int g, i
 		c1 = doc_end(s, b, c0);
 		for (int j = 0; j < G; j++)
 			for (int i0 = 0; i0 < c1 - c0; i0 += TR_QBLOCK) {
-				int i1 = i0 + TR_QBLOCK < c1 - c0 ? i0 + TR_QBLOCK : c1 - c0;
-				struct qblock qb = {b, c0, i0, i1, i1 - i0, NULL};
+				struct qblock qb = qblock_at(b, c0, c1, i0);
 				qb.p = block_probs(s, a, &qb, g * G + j, tid);
 				attn_bwd_block(s, a, &qb, g, j, tid);
 			}

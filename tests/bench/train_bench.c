@@ -4,8 +4,12 @@
  * benchmarks/train-torch.py on the same shape.
  *
  *   train_bench [--preset 5m|0.6b] [--backend cpu|cuda] [--exact] [--threads N]
- *               [--batch B] [--ctx T] [--steps N] [--recompute] [--recompute-probs]
+ *               [--batch B] [--ctx T] [--steps N] [--recompute] [--keep-probs]
  *               [--module PATH] [--isa c|avx2|avx512|avx512bf16|amx]
+ *
+ * On the CPU the attention probabilities are made again in the backward, as `qwenchat
+ * train` runs (--recompute-probs, accepted, says so); --keep-probs keeps them instead,
+ * B x heads x T x T floats a layer.
  *
  * 5m: 4 layers, hidden 256, 4 heads of 64 (2 kv), MLP 768, vocab 8192, tied; 0.6b: the
  * Qwen3-0.6B shape. Each step: zero, one micro-batch, clipping, AdamW. Prints a line
@@ -47,7 +51,7 @@ int main(int argc, char **argv)
 {
 	const char *name = "5m", *module = NULL;
 	struct eng_train_options o = {ENG_BACKEND_CPU, 0,    8,     256,  false,
-				      false,           NULL, false, NULL, false};
+				      false,           NULL, false, NULL, true};
 	int steps = 8;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -61,6 +65,8 @@ int main(int argc, char **argv)
 			o.recompute = true;
 		else if (!strcmp(a, "--recompute-probs"))
 			o.recompute_probs = true;
+		else if (!strcmp(a, "--keep-probs"))
+			o.recompute_probs = false;
 		else if (!strcmp(a, "--isa"))
 			o.cpu_isa = v, i++;
 		else if (!strcmp(a, "--threads"))
