@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/cpu/gemm_tiles.h"
 #include "engine/cpu/train_cpu.h"
 #include "engine/rope.h"
 #include "src/base/err.h"
@@ -33,6 +34,8 @@ static int loss_chunk(const struct eng_config *c, int N)
 	long ch = (64L << 20) / c->vocab_size;
 	if (ch < 16)
 		ch = 16;
+	if (ch > GEMM_MC) /* whole row blocks: each packs the output layer's weights again */
+		ch -= ch % GEMM_MC;
 	return ch < N ? (int)ch : N;
 }
 
