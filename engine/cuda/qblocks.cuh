@@ -11,8 +11,8 @@
  *   Q8_0  qs 32nb | d 2nb
  *   Q4_0  qs 16nb | d 2nb
  *   Q5_0  qs 16nb | qh 4nb | d 2nb
- *   Q4_K  qs 128nb | meta 16nb           meta: d, dmin and the 12 bytes of scales and
- *   Q5_K  qs 128nb | qh 32nb | meta 16nb       mins, the block's first 16 bytes
+ *   Q4_K  qs 128nb | meta 16nb           meta: d and dmin, then the block's 8 scales
+ *   Q5_K  qs 128nb | qh 32nb | meta 16nb       and 8 mins as four 24-bit pairs (qb_k4_pair)
  *   Q6_K  qa 64nb | qb 64nb | qh 64nb | scales 16nb | d 2nb
  *
  * (Q6_K's 128 bytes of low nibbles are split in two planes: qa holds ql[0..31] and
@@ -208,6 +208,38 @@ QB void qb_k4_scale_min(const uint4 &meta, int j, int *sc, int *m)
 #undef SCB
 }
 
+/* The same scales and mins as the device keeps them: at upload the 12 bytes after d and
+ * dmin are laid out again as four 24-bit pairs, pair p at bit 24 p of the meta's words
+ * 1-3 holding sub-blocks 2p and 2p + 1: bits 0-5 the first's scale, 6-11 the second's,
+ * 12-17 and 18-23 their mins. A chunk reads one pair, so that its scales cost a few
+ * shifts instead of two unpackings with byte indices known only at run time. */
+QB void qb_k4_pair(const uint4 &meta, int p, int *s0, int *m0, int *s1, int *m1)
+{
+	uint64_t lo = meta.y | (uint64_t)meta.z << 32, hi = meta.z | (uint64_t)meta.w << 32;
+	uint32_t v = (uint32_t)(p < 2 ? lo >> (24 * p) : hi >> (24 * p - 32)) & 0xffffffu;
+	*s0 = v & 63, *s1 = v >> 6 & 63, *m0 = v >> 12 & 63, *m1 = v >> 18 & 63;
+}
+
+/* A file's Q4_K/Q5_K meta (d, dmin, 12 bytes of scales) into qb_k4_pair's layout. */
+QB uint4 qb_k4_repack_meta(uint4 meta)
+{
+	uint64_t lo = 0; /* bits 0-63 of the pairs */
+	uint32_t hi = 0; /* bits 64-95 */
+	for (int p = 0; p < 4; p++) {
+		int s0, m0, s1, m1;
+		qb_k4_scale_min(meta, 2 * p, &s0, &m0);
+		qb_k4_scale_min(meta, 2 * p + 1, &s1, &m1);
+		uint32_t v = (uint32_t)(s0 | s1 << 6 | m0 << 12 | m1 << 18);
+		if (p < 3)
+			lo |= (uint64_t)v << (24 * p);
+		if (p == 2)
+			hi |= v >> 16;
+		if (p == 3)
+			hi |= v << 8;
+	}
+	return make_uint4(meta.x, (uint32_t)lo, (uint32_t)(lo >> 32), hi);
+}
+
 /* ---- the types -------------------------------------------------------------------- */
 
 /* W weights and B bytes per block, CPB chunks per block, RUNS runs of 16 per chunk. */
@@ -401,9 +433,8 @@ QB_UNROLL
 	{
 		uint32_t lo[4], hi[4];
 		values(c, j, lo, hi);
-		int s0, m0, s1, m1, sub = 2 * (j % 8 / 2);
-		qb_k4_scale_min(c.meta, sub, &s0, &m0);
-		qb_k4_scale_min(c.meta, sub + 1, &s1, &m1);
+		int s0, m0, s1, m1;
+		qb_k4_pair(c.meta, j % 8 / 2, &s0, &m0, &s1, &m1);
 		float d = qb_f16(c.meta.x & 0xffff), dmin = qb_f16(c.meta.x >> 16);
 		float d0 = d * (float)s0, mm0 = dmin * (float)m0;
 		float d1 = d * (float)s1, mm1 = dmin * (float)m1;
@@ -417,9 +448,8 @@ QB_UNROLL
 	{
 		uint32_t lo[4], hi[4];
 		values(c, j, lo, hi);
-		int s0, m0, s1, m1, sub = 2 * (j % 8 / 2), at = run(j, 0);
-		qb_k4_scale_min(c.meta, sub, &s0, &m0);
-		qb_k4_scale_min(c.meta, sub + 1, &s1, &m1);
+		int s0, m0, s1, m1, at = run(j, 0);
+		qb_k4_pair(c.meta, j % 8 / 2, &s0, &m0, &s1, &m1);
 		float d = qb_f16(c.meta.x & 0xffff), dmin = qb_f16(c.meta.x >> 16);
 		int b0 = at / 32, h = j % 2; /* the activations' 32-block of run 0, its half */
 		float r0 = d * (float)s0 * (float)qb_dot16(lo, x, at) -
@@ -435,7 +465,10 @@ QB_UNROLL
 			memcpy(dst + 128 * (size_t)b, blk + (FIVE ? 48 : 16), 128);
 			if (FIVE)
 				memcpy(dst + 128 * (size_t)nb + 32 * b, blk + 16, 32);
-			memcpy(dst + (FIVE ? 160 : 128) * (size_t)nb + 16 * b, blk, 16);
+			uint4 meta;
+			memcpy(&meta, blk, 16);
+			meta = qb_k4_repack_meta(meta);
+			memcpy(dst + (FIVE ? 160 : 128) * (size_t)nb + 16 * b, &meta, 16);
 		}
 	}
 };

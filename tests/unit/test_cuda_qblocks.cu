@@ -116,8 +116,37 @@ template <int T> static void check_sizes(void)
 			check_type<T>(K);
 }
 
+/* Q4_K/Q5_K scales and mins as the device keeps them (qb_k4_pair) against the file's
+ * packing (qb_k4_scale_min), for every sub-block of random 12-byte fields: every 6-bit
+ * value, the high bits of sub-blocks 4-7 among them. */
+static void check_k4_pairs(void)
+{
+	uint64_t r = 12345;
+	for (int n = 0; n < 10000; n++) {
+		uint32_t w[4];
+		for (int i = 0; i < 4; i++) {
+			r = r * 6364136223846793005ull + 1442695040888963407ull;
+			w[i] = (uint32_t)(r >> 32);
+		}
+		uint4 meta = make_uint4(w[0], w[1], w[2], w[3]), dev = qb_k4_repack_meta(meta);
+		CHECK(dev.x == meta.x, "k4 pairs: d and dmin moved");
+		for (int p = 0; p < 4; p++) {
+			int s[4], m[4];
+			qb_k4_scale_min(meta, 2 * p, &s[0], &m[0]);
+			qb_k4_scale_min(meta, 2 * p + 1, &s[1], &m[1]);
+			qb_k4_pair(dev, p, &s[2], &m[2], &s[3], &m[3]);
+			CHECK(s[0] == s[2] && m[0] == m[2] && s[1] == s[3] && m[1] == m[3],
+			      "k4 pairs: pair %d of %08x %08x %08x: %d %d %d %d against %d %d %d "
+			      "%d",
+			      p, w[1], w[2], w[3], s[2], m[2], s[3], m[3], s[0], m[0], s[1], m[1]);
+		}
+	}
+	printf("ok Q4_K/Q5_K scales and mins: the device's pairs equal the file's packing\n");
+}
+
 int main(void)
 {
+	check_k4_pairs();
 	check_sizes<ENG_Q8_0>();
 	check_sizes<ENG_Q4_0>();
 	check_sizes<ENG_Q5_0>();
