@@ -19,6 +19,10 @@
 #define QMV_THREADS 256
 #define QMV_WARPS   (QMV_THREADS / 32)
 #define QMV_ROWS    2 /* rows a warp computes together (a gate/up pair for SwiGLU) */
+/* Blocks an SM must hold: ptxas keeps each variant under 80 registers a lane, where the
+ * gate/up ones would take up to 98 and leave two blocks an SM (fewer warps to hide the
+ * loads' latency); none spills at 80. */
+#define QMV_MIN_BLOCKS 3
 
 /* Chunks per lane, row and step: the loads a lane has in flight are QMV_ROWS times
  * this many chunks (16 bytes each, Q6_K's 48). */
@@ -111,7 +115,8 @@ __device__ static inline void prefetch_l2(const void *p)
  * the first is used. The first chunks are asked of the L2 before the kernel waits for
  * the one before it (programmatic dependent launch), as matvec.cu's kernels do. */
 template <int T, int IN, int OUT>
-__global__ __launch_bounds__(QMV_THREADS) static void qmatvec_kernel(struct cu_qmatvec_args a)
+__global__ __launch_bounds__(QMV_THREADS,
+			     QMV_MIN_BLOCKS) static void qmatvec_kernel(struct cu_qmatvec_args a)
 {
 	typedef qp<T> Q;
 	constexpr int R = QMV_ROWS, S = qmv_step<T>();
