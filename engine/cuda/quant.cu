@@ -19,16 +19,20 @@
 #define QMV_THREADS 256
 #define QMV_WARPS   (QMV_THREADS / 32)
 #define QMV_ROWS    2 /* rows a warp computes together (a gate/up pair for SwiGLU) */
-/* Blocks an SM must hold: ptxas keeps each variant under 80 registers a lane, where the
- * gate/up ones would take up to 98 and leave two blocks an SM (fewer warps to hide the
- * loads' latency); none spills at 80. */
-#define QMV_MIN_BLOCKS 3
-
-/* Chunks per lane, row and step: the loads a lane has in flight are QMV_ROWS times
- * this many chunks (16 bytes each, Q6_K's 48). */
+/* Decode waits on memory: what bounds it is the bytes an SM has in flight, a lane's
+ * loads times the warps the registers leave room for. Per block type, the chunks a
+ * lane loads per row and step (16 bytes each, Q6_K's 48; QMV_ROWS rows at a time) and
+ * the blocks an SM must hold, which caps the registers (3: 80 a lane, 2: 128). Chosen
+ * by measurement on the 8B shape: twice the chunks at two blocks an SM is best for
+ * Q8_0, and no better for Q4_K; the Q4_K kernels at four blocks (64 registers) are
+ * slower, and with four times the chunks at one block slower still. */
 template <int T> __host__ __device__ constexpr int qmv_step()
 {
-	return T == ENG_Q8_0 ? 4 : T == ENG_Q6_K ? 1 : 2;
+	return T == ENG_Q8_0 ? 8 : T == ENG_Q6_K ? 1 : 2;
+}
+template <int T> __host__ __device__ constexpr int qmv_min_blocks()
+{
+	return T == ENG_Q8_0 ? 2 : 3;
 }
 
 /* Shared memory of a block: x as int8 (K), its scales (K/32 floats) and the sums of
@@ -115,8 +119,8 @@ __device__ static inline void prefetch_l2(const void *p)
  * the first is used. The first chunks are asked of the L2 before the kernel waits for
  * the one before it (programmatic dependent launch), as matvec.cu's kernels do. */
 template <int T, int IN, int OUT>
-__global__ __launch_bounds__(QMV_THREADS,
-			     QMV_MIN_BLOCKS) static void qmatvec_kernel(struct cu_qmatvec_args a)
+__global__ __launch_bounds__(QMV_THREADS, qmv_min_blocks<T>()) static void qmatvec_kernel(
+	struct cu_qmatvec_args a)
 {
 	typedef qp<T> Q;
 	constexpr int R = QMV_ROWS, S = qmv_step<T>();
