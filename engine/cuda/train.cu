@@ -12,6 +12,19 @@
 
 #include "engine/cuda/train.cuh"
 
+/* Attention's products with bf16 operands on the fast path, the softmax p and its
+ * gradient kept in bf16 (the operands of the products that read them), rather than
+ * TF32 over fp32 arrays: the T x T arrays' traffic bounds the materialised attention,
+ * and bf16 halves it. Off until a GPU has checked it (test_train_cuda) and measured
+ * it against TF32 (benchmarks/gpu-train.sh): a build for that sets it to 1. */
+#define TRC_BF16_ATTENTION 0
+
+/* Whether attention's operands are the fp32 arrays themselves. */
+static bool attn_fp32(const struct trc *s)
+{
+	return s->exact || !TRC_BF16_ATTENTION;
+}
+
 /* ---- sizes (the same layout as the CPU's) --------------------------------------------------- */
 
 size_t trc_act_floats(const struct eng_config *c, int B, int T)
@@ -80,16 +93,20 @@ int trc_mm(struct trc *s, float *c, int ldc, bool acc, const float *a, const bf1
 	return 0;
 }
 
-/* The same over `count` (row, head) pairs whose operands are in pointer arrays. */
+/* The same over `count` (row, head) pairs whose operands are in pointer arrays: a and
+ * b in fp32 (TF32 on the fast path) or bf16 (attn_fp32), c in fp32. */
 static int mm_batch(struct trc *s, void *const *c, int ldc, bool acc, const void *const *a, int lda,
 		    bool at, const void *const *b, int ldb, bool bt, int n, int m, int k, int count)
 {
 	const float one = 1.0f, zero = 0.0f;
-	cublasComputeType_t ct = s->exact ? CUBLAS_COMPUTE_32F_PEDANTIC : CUBLAS_COMPUTE_32F_FAST_TF32;
+	cublasComputeType_t ct = s->exact       ? CUBLAS_COMPUTE_32F_PEDANTIC
+				 : attn_fp32(s) ? CUBLAS_COMPUTE_32F_FAST_TF32
+						: CUBLAS_COMPUTE_32F;
+	cudaDataType_t dt = attn_fp32(s) ? CUDA_R_32F : CUDA_R_16BF;
 	CUBLAS_CHECK(cublasGemmBatchedEx(s->blas, bt ? CUBLAS_OP_T : CUBLAS_OP_N,
-					 at ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &one, b, CUDA_R_32F,
-					 ldb, a, CUDA_R_32F, lda, acc ? &one : &zero, c, CUDA_R_32F,
-					 ldc, count, ct, CUBLAS_GEMM_DEFAULT));
+					 at ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &one, b, dt, ldb,
+					 a, dt, lda, acc ? &one : &zero, c, CUDA_R_32F, ldc, count,
+					 ct, CUBLAS_GEMM_DEFAULT));
 	return 0;
 }
 
@@ -125,30 +142,48 @@ static int linear_back(struct trc *s, float *dx, bool acc, const float *dy, cons
 /* ---- attention ------------------------------------------------------------------------------------ */
 
 /* The pointer arrays of act slot a: for each (row b, head h) the operands of the forward
- * and backward products, and per group head j the (b, kv head) lists of dv and dk. */
+ * and backward products (PH_ROWS lists of B H), then per group head j the (b, kv head)
+ * lists of dv and dk (PG_ROWS lists of B Hkv). With fp32 operands they point at the
+ * activations, the scores becoming p in place and dp becoming ds in place. With bf16
+ * ones (attn_fp32) the operands are copies made just before each product, q's and
+ * datt's in s->ha, k's and v's in s->hb; the scores (fp32) are in s->dp, free in the
+ * forward, and p and then ds (bf16) in act->p. */
+enum { PH_Q, PH_K, PH_S, PH_V, PH_ATT, PH_DATT, PH_DP, PH_DQ, PH_DK, PH_P, PH_DS, PH_ROWS };
+enum { PG_P, PG_DATT, PG_DV, PG_DS, PG_Q, PG_DK, PG_ROWS };
+
 int trc_make_ptrs(struct trc *s, struct trc_act *a)
 {
 	int BH = s->B * s->H, BK = s->B * s->Hkv, G = s->G, T = s->T, hd = s->hd;
-	size_t n = (size_t)BH * 9 + (size_t)G * BK * 6;
+	size_t n = (size_t)BH * PH_ROWS + (size_t)G * BK * PG_ROWS;
 	const void **h = (const void **)calloc(n, sizeof *h);
 	if (!h || cudaMalloc((void **)&a->ptr, n * sizeof *h) != cudaSuccess) {
 		free(h);
 		return err_set("cuda training: cannot allocate attention's pointer arrays");
 	}
+	bool x = attn_fp32(s);
+	const bf16 *pb = (const bf16 *)a->p;
 	for (int b = 0; b < s->B; b++)
 		for (int hh = 0; hh < s->H; hh++) {
 			int i = b * s->H + hh, g = hh / G;
 			size_t qo = (size_t)b * T * s->q_dim + (size_t)hh * hd;
 			size_t ko = (size_t)b * T * s->kv_dim + (size_t)g * hd;
 			size_t po = (size_t)i * T * T;
-			const void *row[9] = {a->q + qo,  a->k + ko,     a->p + po,  /* S = q k^T */
-					      a->v + ko,  a->att + qo,             /* att = p v */
-					      s->datt + qo, s->dp + po,            /* dp = datt v^T */
-					      s->dq + qo, s->dk + ko};             /* (dq, kv) */
-			for (int r = 0; r < 9; r++)
+			const void *row[PH_ROWS] = {
+				x ? (void *)(a->q + qo) : s->ha + qo, /* s = q k^T */
+				x ? (void *)(a->k + ko) : s->hb + ko,
+				x ? a->p + po : s->dp + po,
+				x ? (void *)(a->v + ko) : s->hb + ko, /* att = p v */
+				a->att + qo,
+				x ? (void *)(s->datt + qo) : s->ha + qo, /* dp = datt v^T */
+				s->dp + po,
+				s->dq + qo, /* dq = ds k */
+				s->dk + ko,
+				x ? (const void *)(a->p + po) : pb + po,
+				x ? (const void *)(s->dp + po) : pb + po};
+			for (int r = 0; r < PH_ROWS; r++)
 				h[(size_t)r * BH + i] = row[r];
 		}
-	size_t base = (size_t)BH * 9;
+	size_t base = (size_t)BH * PH_ROWS;
 	for (int j = 0; j < G; j++)
 		for (int b = 0; b < s->B; b++)
 			for (int g = 0; g < s->Hkv; g++) {
@@ -156,10 +191,13 @@ int trc_make_ptrs(struct trc *s, struct trc_act *a)
 				size_t qo = (size_t)b * T * s->q_dim + (size_t)hh * hd;
 				size_t ko = (size_t)b * T * s->kv_dim + (size_t)g * hd;
 				size_t po = (size_t)(b * s->H + hh) * T * T;
-				const void *row[6] = {a->p + po, s->datt + qo, s->dv + ko,   /* dv += p^T datt */
-						      s->dp + po, a->q + qo,   s->dk + ko};  /* dk += ds^T q */
-				for (int r = 0; r < 6; r++)
-					h[base + ((size_t)j * 6 + r) * BK + i] = row[r];
+				const void *row[PG_ROWS] = {
+					x ? (const void *)(a->p + po) : pb + po, /* dv += p^T datt */
+					x ? (void *)(s->datt + qo) : s->ha + qo,  s->dv + ko,
+					x ? (const void *)(s->dp + po) : pb + po, /* dk += ds^T q */
+					x ? (void *)(a->q + qo) : s->ha + qo,     s->dk + ko};
+				for (int r = 0; r < PG_ROWS; r++)
+					h[base + ((size_t)j * PG_ROWS + r) * BK + i] = row[r];
 			}
 	cudaError_t e = cudaMemcpy(a->ptr, h, n * sizeof *h, cudaMemcpyHostToDevice);
 	free(h);
@@ -167,9 +205,23 @@ int trc_make_ptrs(struct trc *s, struct trc_act *a)
 	return 0;
 }
 
-static void *const *P(const struct trc_act *a, int r, int BH)
+/* Per-head list r of act slot a; group list r of group head j. */
+static void *const *PH(const struct trc *s, const struct trc_act *a, int r)
 {
-	return (void *const *)(a->ptr + (size_t)r * BH);
+	return (void *const *)(a->ptr + (size_t)r * s->B * s->H);
+}
+static void *const *PG(const struct trc *s, const struct trc_act *a, int j, int r)
+{
+	size_t BK = (size_t)s->B * s->Hkv;
+	return (void *const *)(a->ptr + (size_t)s->B * s->H * PH_ROWS +
+			       ((size_t)j * PG_ROWS + r) * BK);
+}
+#define IN(p) ((const void *const *)(p))
+
+/* x's bf16 copy into buf for attention's next product; nothing with fp32 operands. */
+static int half_of(struct trc *s, bf16 *buf, const float *x, size_t n)
+{
+	return attn_fp32(s) ? 0 : trc_to_bf16(buf, x, n, s->stream);
 }
 
 /* The tiled kernels' arguments for act slot a: the log-sum-exp in the space of p, the
@@ -188,47 +240,60 @@ static struct trc_flash flash_args(struct trc *s, struct trc_act *a)
 static int attn_forward(struct trc *s, struct trc_act *a)
 {
 	int BH = s->B * s->H, T = s->T, hd = s->hd;
+	size_t N = s->N;
+	float scale = 1.0f / sqrtf((float)hd);
 	if (s->tiled) {
 		struct trc_flash f = flash_args(s, a);
 		return trc_flash_forward(&f, s->stream);
 	}
-	/* p = q k^T (T x T per head), softmax, att = p v */
-	if (mm_batch(s, P(a, 2, BH), T, false, (const void *const *)P(a, 0, BH), s->q_dim, false,
-		     (const void *const *)P(a, 1, BH), s->kv_dim, true, T, T, hd, BH) ||
-	    trc_softmax_causal(a->p, s->pos_d, BH * T, T, s->H, 1.0f / sqrtf((float)hd), s->stream))
+	/* scores = q k^T (T x T per head), p = their softmax, att = p v */
+	if (half_of(s, s->ha, a->q, N * s->q_dim) || half_of(s, s->hb, a->k, N * s->kv_dim) ||
+	    mm_batch(s, PH(s, a, PH_S), T, false, IN(PH(s, a, PH_Q)), s->q_dim, false,
+		     IN(PH(s, a, PH_K)), s->kv_dim, true, T, T, hd, BH))
 		return -1;
-	return mm_batch(s, P(a, 4, BH), s->q_dim, false, (const void *const *)P(a, 2, BH), T, false,
-			(const void *const *)P(a, 3, BH), s->kv_dim, false, T, hd, T, BH);
+	if (attn_fp32(s) ? trc_softmax_causal(a->p, s->pos_d, BH * T, T, s->H, scale, s->stream)
+			 : trc_softmax_causal_bf16((bf16 *)a->p, s->dp, s->pos_d, BH * T, T, s->H,
+						   scale, s->stream))
+		return -1;
+	if (half_of(s, s->hb, a->v, N * s->kv_dim))
+		return -1;
+	return mm_batch(s, PH(s, a, PH_ATT), s->q_dim, false, IN(PH(s, a, PH_P)), T, false,
+			IN(PH(s, a, PH_V)), s->kv_dim, false, T, hd, T, BH);
 }
 
 static int attn_backward(struct trc *s, struct trc_act *a)
 {
 	int BH = s->B * s->H, BK = s->B * s->Hkv, T = s->T, hd = s->hd;
+	size_t N = s->N;
+	float scale = 1.0f / sqrtf((float)hd);
 	if (s->tiled) {
 		struct trc_flash f = flash_args(s, a);
 		return trc_flash_backward(&f, s->stream);
 	}
-	void *const *grp = P(a, 9, BH); /* the group lists start after the nine per-head ones */
-	if (mm_batch(s, P(a, 6, BH), T, false, (const void *const *)P(a, 5, BH), s->q_dim, false,
-		     (const void *const *)P(a, 3, BH), s->kv_dim, true, T, T, hd, BH))
+	/* dp = datt v^T */
+	if (half_of(s, s->ha, s->datt, N * s->q_dim) || half_of(s, s->hb, a->v, N * s->kv_dim) ||
+	    mm_batch(s, PH(s, a, PH_DP), T, false, IN(PH(s, a, PH_DATT)), s->q_dim, false,
+		     IN(PH(s, a, PH_V)), s->kv_dim, true, T, T, hd, BH))
 		return -1;
-	for (int j = 0; j < s->G; j++) { /* dv += p^T datt, a head of each group at a time */
-		void *const *l = grp + (size_t)j * 6 * BK;
-		if (mm_batch(s, l + 2 * BK, s->kv_dim, j > 0, (const void *const *)l, T, true,
-			     (const void *const *)(l + BK), s->q_dim, false, T, hd, T, BK))
+	for (int j = 0; j < s->G; j++) /* dv += p^T datt, a head of each group at a time */
+		if (mm_batch(s, PG(s, a, j, PG_DV), s->kv_dim, j > 0, IN(PG(s, a, j, PG_P)), T,
+			     true, IN(PG(s, a, j, PG_DATT)), s->q_dim, false, T, hd, T, BK))
 			return -1;
-	}
-	if (trc_softmax_back(s->dp, a->p, s->pos_d, BH * T, T, s->H, 1.0f / sqrtf((float)hd),
-			     s->stream) ||
-	    mm_batch(s, P(a, 7, BH), s->q_dim, false, (const void *const *)P(a, 6, BH), T, false,
-		     (const void *const *)P(a, 1, BH), s->kv_dim, false, T, hd, T, BH))
+	/* ds from dp and p; then dq = ds k, dk += ds^T q */
+	if (attn_fp32(s)
+		    ? trc_softmax_back(s->dp, a->p, s->pos_d, BH * T, T, s->H, scale, s->stream)
+		    : trc_softmax_back_bf16((bf16 *)a->p, s->dp, s->pos_d, BH * T, T, s->H, scale,
+					    s->stream))
 		return -1;
-	for (int j = 0; j < s->G; j++) { /* dk += ds^T q */
-		void *const *l = grp + (size_t)j * 6 * BK;
-		if (mm_batch(s, l + 5 * BK, s->kv_dim, j > 0, (const void *const *)(l + 3 * BK), T,
-			     true, (const void *const *)(l + 4 * BK), s->q_dim, false, T, hd, T, BK))
+	if (half_of(s, s->hb, a->k, N * s->kv_dim) ||
+	    mm_batch(s, PH(s, a, PH_DQ), s->q_dim, false, IN(PH(s, a, PH_DS)), T, false,
+		     IN(PH(s, a, PH_K)), s->kv_dim, false, T, hd, T, BH) ||
+	    half_of(s, s->ha, a->q, N * s->q_dim))
+		return -1;
+	for (int j = 0; j < s->G; j++)
+		if (mm_batch(s, PG(s, a, j, PG_DK), s->kv_dim, j > 0, IN(PG(s, a, j, PG_DS)), T,
+			     true, IN(PG(s, a, j, PG_Q)), s->q_dim, false, T, hd, T, BK))
 			return -1;
-	}
 	return 0;
 }
 

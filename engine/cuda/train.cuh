@@ -54,6 +54,12 @@ int trc_softmax_causal(float *p, const int32_t *pos, int rows, int T, int H, flo
 /* d (the gradient of p) into that of the scores: p (d - rowsum(d p)) scale. */
 int trc_softmax_back(float *d, const float *p, const int32_t *pos, int rows, int T, int H,
 		     float scale, cudaStream_t s);
+/* With bf16 attention operands: softmax of the fp32 scores into p in bf16; and the
+ * gradient of the scores from d (fp32) and p, written in bf16 over p. */
+int trc_softmax_causal_bf16(bf16 *p, const float *scores, const int32_t *pos, int rows, int T,
+			    int H, float scale, cudaStream_t s);
+int trc_softmax_back_bf16(bf16 *p, const float *d, const int32_t *pos, int rows, int T, int H,
+			  float scale, cudaStream_t s);
 /* Rows of logits (rows, V) with targets: loss[r] (double) = logsumexp - z[target] (0 for a
  * target < 0); with backward each row becomes softmax - onehot (zero when not scored),
  * in z, or in bf16 into zh (rows, V) when zh is not NULL. */

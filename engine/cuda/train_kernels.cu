@@ -394,10 +394,32 @@ __device__ static int softmax_first_key(const int32_t *pos, int r, int T, int H)
 	return i - pos[(size_t)b * T + i];
 }
 
-/* Block per row. */
-__global__ static void softmax_causal_kernel(float *p, const int32_t *pos, int T, int H, float scale)
+/* bf16 and fp32 rows of p alike. */
+__device__ static inline float p_load(const float *p, int j)
 {
-	float *row = p + (size_t)blockIdx.x * T;
+	return p[j];
+}
+__device__ static inline float p_load(const bf16 *p, int j)
+{
+	return __bfloat162float(p[j]);
+}
+__device__ static inline void p_store(float *p, int j, float v)
+{
+	p[j] = v;
+}
+__device__ static inline void p_store(bf16 *p, int j, float v)
+{
+	p[j] = __float2bfloat16(v);
+}
+
+/* Block per row: the scores' row of s into p's (the same rows on the exact path; on the
+ * fast path p is bf16, the operand of the products that read it). */
+template <typename P>
+__global__ static void softmax_causal_kernel(P *p, const float *s, const int32_t *pos, int T, int H,
+					     float scale)
+{
+	const float *row = s + (size_t)blockIdx.x * T;
+	P *out = p + (size_t)blockIdx.x * T;
 	int lo = softmax_first_key(pos, blockIdx.x, T, H), n = blockIdx.x % T + 1;
 	float mx = -INFINITY;
 	for (int j = lo + threadIdx.x; j < n; j += blockDim.x)
@@ -408,35 +430,59 @@ __global__ static void softmax_causal_kernel(float *p, const int32_t *pos, int T
 		sum += expf(row[j] * scale - mx);
 	float inv = (float)(1.0 / block_sum_d(sum));
 	for (int j = threadIdx.x; j < T; j += blockDim.x)
-		row[j] = j >= lo && j < n ? expf(row[j] * scale - mx) * inv : 0.0f;
+		p_store(out, j, j >= lo && j < n ? expf(row[j] * scale - mx) * inv : 0.0f);
 }
 
 int trc_softmax_causal(float *p, const int32_t *pos, int rows, int T, int H, float scale,
 		       cudaStream_t s)
 {
-	softmax_causal_kernel<<<rows, 256, 0, s>>>(p, pos, T, H, scale);
+	softmax_causal_kernel<float><<<rows, 256, 0, s>>>(p, p, pos, T, H, scale);
 	LAUNCH_CHECK();
 	return 0;
 }
 
-__global__ static void softmax_back_kernel(float *d, const float *p, const int32_t *pos, int T,
+int trc_softmax_causal_bf16(bf16 *p, const float *scores, const int32_t *pos, int rows, int T,
+			    int H, float scale, cudaStream_t s)
+{
+	softmax_causal_kernel<bf16><<<rows, 256, 0, s>>>(p, scores, pos, T, H, scale);
+	LAUNCH_CHECK();
+	return 0;
+}
+
+/* Block per row: out = p (d - rowsum(d p)) scale, where out is d's row (exact path) or
+ * p's (fast path: bf16, in place, p read before it is written at each j). */
+template <typename P>
+__global__ static void softmax_back_kernel(float *d, P *p, bool over_p, const int32_t *pos, int T,
 					   int H, float scale)
 {
 	float *dr = d + (size_t)blockIdx.x * T;
-	const float *pr = p + (size_t)blockIdx.x * T;
+	P *pr = p + (size_t)blockIdx.x * T;
 	int lo = softmax_first_key(pos, blockIdx.x, T, H), n = blockIdx.x % T + 1;
 	double dot = 0;
 	for (int j = lo + threadIdx.x; j < n; j += blockDim.x)
-		dot += (double)dr[j] * pr[j];
+		dot += (double)dr[j] * p_load(pr, j);
 	float s = (float)block_sum_d(dot);
-	for (int j = threadIdx.x; j < T; j += blockDim.x)
-		dr[j] = j >= lo && j < n ? pr[j] * (dr[j] - s) * scale : 0.0f;
+	for (int j = threadIdx.x; j < T; j += blockDim.x) {
+		float v = j >= lo && j < n ? p_load(pr, j) * (dr[j] - s) * scale : 0.0f;
+		if (over_p)
+			p_store(pr, j, v);
+		else
+			dr[j] = v;
+	}
 }
 
 int trc_softmax_back(float *d, const float *p, const int32_t *pos, int rows, int T, int H,
 		     float scale, cudaStream_t s)
 {
-	softmax_back_kernel<<<rows, 256, 0, s>>>(d, p, pos, T, H, scale);
+	softmax_back_kernel<float><<<rows, 256, 0, s>>>(d, (float *)p, false, pos, T, H, scale);
+	LAUNCH_CHECK();
+	return 0;
+}
+
+int trc_softmax_back_bf16(bf16 *p, const float *d, const int32_t *pos, int rows, int T, int H,
+			  float scale, cudaStream_t s)
+{
+	softmax_back_kernel<bf16><<<rows, 256, 0, s>>>((float *)d, p, true, pos, T, H, scale);
 	LAUNCH_CHECK();
 	return 0;
 }
