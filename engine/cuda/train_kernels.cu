@@ -449,11 +449,11 @@ int trc_softmax_causal_bf16(bf16 *p, const float *scores, const int32_t *pos, in
 	return 0;
 }
 
-/* Block per row: out = p (d - rowsum(d p)) scale, where out is d's row (exact path) or
- * p's (fast path: bf16, in place, p read before it is written at each j). */
+/* Block per row: out = p (d - rowsum(d p)) scale, where out is d's row when p is fp32,
+ * and p's own when it is bf16 (in place: p read before it is written at each j). */
 template <typename P>
-__global__ static void softmax_back_kernel(float *d, P *p, bool over_p, const int32_t *pos, int T,
-					   int H, float scale)
+__global__ static void softmax_back_kernel(float *d, P *p, const int32_t *pos, int T, int H,
+					   float scale)
 {
 	float *dr = d + (size_t)blockIdx.x * T;
 	P *pr = p + (size_t)blockIdx.x * T;
@@ -464,7 +464,7 @@ __global__ static void softmax_back_kernel(float *d, P *p, bool over_p, const in
 	float s = (float)block_sum_d(dot);
 	for (int j = threadIdx.x; j < T; j += blockDim.x) {
 		float v = j >= lo && j < n ? p_load(pr, j) * (dr[j] - s) * scale : 0.0f;
-		if (over_p)
+		if constexpr (sizeof(P) < sizeof(float))
 			p_store(pr, j, v);
 		else
 			dr[j] = v;
@@ -474,7 +474,7 @@ __global__ static void softmax_back_kernel(float *d, P *p, bool over_p, const in
 int trc_softmax_back(float *d, const float *p, const int32_t *pos, int rows, int T, int H,
 		     float scale, cudaStream_t s)
 {
-	softmax_back_kernel<float><<<rows, 256, 0, s>>>(d, (float *)p, false, pos, T, H, scale);
+	softmax_back_kernel<float><<<rows, 256, 0, s>>>(d, (float *)p, pos, T, H, scale);
 	LAUNCH_CHECK();
 	return 0;
 }
@@ -482,7 +482,7 @@ int trc_softmax_back(float *d, const float *p, const int32_t *pos, int rows, int
 int trc_softmax_back_bf16(bf16 *p, const float *d, const int32_t *pos, int rows, int T, int H,
 			  float scale, cudaStream_t s)
 {
-	softmax_back_kernel<bf16><<<rows, 256, 0, s>>>((float *)d, p, true, pos, T, H, scale);
+	softmax_back_kernel<bf16><<<rows, 256, 0, s>>>((float *)d, p, pos, T, H, scale);
 	LAUNCH_CHECK();
 	return 0;
 }
