@@ -34,13 +34,7 @@ for spec in "$@"; do
 	module[${spec%%=*}]=$(cd "$(dirname "${spec#*=}")" && pwd)/$(basename "${spec#*=}")
 done
 
-# CUDA's runtime and cuBLAS from the machine: the toolkit's, else any copy on disk.
-cublas=$(ls /usr/local/cuda*/lib64/libcublas.so.1* 2>/dev/null | head -n 1)
-[ -n "$cublas" ] || cublas=$(find / -xdev -name 'libcublas.so.1*' 2>/dev/null | head -n 1)
-cudart=$(find "$(dirname "${cublas:-/nonexistent}")" / -xdev -name 'libcudart.so.1*' 2>/dev/null |
-	head -n 1)
-LD_LIBRARY_PATH=$bundle/lib:$(dirname "${cublas:-.}"):$(dirname "${cudart:-.}")
-export LD_LIBRARY_PATH
+. "$(dirname "$0")/gpu-libs.sh" "$bundle"
 qc=$bundle/build/qwenchat
 work=${TMPDIR:-/tmp}/gpu-decode
 mkdir -p "$work"

@@ -22,13 +22,7 @@ old=${3:+$(cd "$3" && pwd)}
 mkdir -p "$res"
 res=$(cd "$res" && pwd)
 
-# CUDA's runtime and cuBLAS from the machine: the toolkit's, else any copy on disk.
-cublas=$(ls /usr/local/cuda*/lib64/libcublas.so.1* 2>/dev/null | head -n 1)
-[ -n "$cublas" ] || cublas=$(find / -xdev -name 'libcublas.so.1*' 2>/dev/null | head -n 1)
-cudart=$(find "$(dirname "${cublas:-/nonexistent}")" / -xdev -name 'libcudart.so.1*' 2>/dev/null |
-	head -n 1)
-LD_LIBRARY_PATH=$new/lib:$(dirname "${cublas:-.}"):$(dirname "${cudart:-.}")
-export LD_LIBRARY_PATH
+. "$(dirname "$0")/gpu-libs.sh" "$new"
 t0=$(date +%s)
 stamp() { echo "[$(($(date +%s) - t0)) s] $*" | tee -a "$res/stamps.txt"; }
 
