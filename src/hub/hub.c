@@ -602,7 +602,9 @@ static int bad_config(const char *dir)
 	if (!p)
 		rc = err_set("out of memory");
 	else if (stat(p, &st) != 0)
-		rc = errno == ELOOP ? err_set("%s: %s", p, strerror(errno)) : 0;
+		/* a directory that cannot be searched is not one without a config.json */
+		rc = errno != ENOENT && errno != ENOTDIR ? err_set("%s: %s", p, strerror(errno))
+							 : 0;
 	else if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
 		rc = err_set("%s: not a regular file (a FIFO, a device or a socket is refused)", p);
 	free(p);

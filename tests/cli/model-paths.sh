@@ -78,6 +78,21 @@ touch "$TMP/saving/.checkpoint.new/COMPLETE"
 expect_exit 1 "-m a first checkpoint being put in place" "$QWENCHAT" info -m "$TMP/saving"
 expect_err_has "(the next 'qwenchat train --resume $TMP/saving' puts it in place first)" \
 	"... and how to finish it"
+# a model directory that cannot be searched says so, not that config.json is missing
+# (as another user: root searches any directory)
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	mkdir -p "$TMP/locked" && cp "$M/config.json" "$TMP/locked/" && chmod 700 "$TMP/locked" &&
+		chmod 711 "$TMP"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$QWENCHAT" info -m "$TMP/locked" \
+		>/dev/null 2>"$TMP/err"
+	rc=$?
+	chmod 700 "$TMP"
+	if [ $rc -lt 126 ]; then # the binary ran as that user (its path may not let it)
+		[ $rc = 1 ] && grep -q "locked/config.json: Permission denied" "$TMP/err" &&
+			pass "an unsearchable model directory: permission denied, named" ||
+			fail "an unsearchable model directory: exit $rc, $(cat "$TMP/err")"
+	fi
+fi
 # ... and an empty argument or host names nothing either
 expect_exit 2 "pull ''" "$QWENCHAT" pull ""
 expect_err_has "argument 1 is an empty name" "pull '': named"
