@@ -649,10 +649,20 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 			/* train's first checkpoint puts config.json in place last */
 			char *txn = fio_join(model, ".checkpoint.new");
 			char *mark = txn ? fio_join(txn, "COMPLETE") : NULL;
+			char *lock = fio_join(model, ".train"); /* fio_locked adds ".lock" */
 			bool saving = txn && fio_is_dir(txn), whole = mark && fio_is_file(mark);
+			bool running = lock && fio_locked(lock);
+			free(lock);
 			free(mark);
 			free(txn);
-			if (saving && whole)
+			if (running && !saving)
+				err_set("%s: no config.json yet: a training run is using it and "
+					"has "
+					"not saved its first checkpoint (it saves every "
+					"--save-every "
+					"steps, at the end, and when stopped)",
+					model);
+			else if (saving && whole)
 				err_set("%s: no config.json yet: a training run is putting its "
 					"first checkpoint in place, or was stopped while it did "
 					"(the "

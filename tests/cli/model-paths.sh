@@ -93,6 +93,13 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 			fail "an unsearchable model directory: exit $rc, $(cat "$TMP/err")"
 	fi
 fi
+# a run that has not saved yet holds its lock there: the message says it is running
+mkdir -p "$TMP/running" && : >"$TMP/running/train-log.jsonl"
+flock "$TMP/running/.train.lock" "$QWENCHAT" info -m "$TMP/running" >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc = 1 ] && grep -q "a training run is using it and has not saved its first checkpoint" \
+	"$TMP/err" && pass "-m a run before its first checkpoint: says so" ||
+	fail "-m a run before its first checkpoint: exit $rc, $(cat "$TMP/err")"
 # ... and an empty argument or host names nothing either
 expect_exit 2 "pull ''" "$QWENCHAT" pull ""
 expect_err_has "argument 1 is an empty name" "pull '': named"
