@@ -1,10 +1,11 @@
 /* train.cu — one layer of a training step on the device, forward and backward (the
  * CPU's engine/cpu/train_layer.c), with its products: on the exact path cuBLAS in fp32
  * (no TF32); otherwise the weights' products take bf16 copies of both operands (the
- * weights' copies made once per update) with fp32 sums, and attention's TF32.
- * Attention keeps the softmax of every (row, head) as the CPU does, and runs as batched
- * products over pointer arrays made once per activation slot; or, on the fast path
- * when asked for (s->tiled), in tiles without the T x T scores (train_attn.cu). */
+ * weights' copies made once per update) with fp32 sums, and attention's TF32 (or bf16
+ * with TRC_BF16_ATTENTION). Attention keeps the softmax of every (row, head) as the CPU
+ * does, and runs as batched products over pointer arrays made once per activation
+ * slot; or, on the fast path when asked for (s->tiled), in tiles without the T x T
+ * scores (train_attn.cu). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,17 +13,11 @@
 
 #include "engine/cuda/train.cuh"
 
-/* Attention's products with bf16 operands on the fast path, the softmax p and its
- * gradient kept in bf16 (the operands of the products that read them), rather than
- * TF32 over fp32 arrays: the T x T arrays' traffic bounds the materialised attention,
- * and bf16 halves it. Off until a GPU has checked it (test_train_cuda) and measured
- * it against TF32 (benchmarks/gpu-train.sh): a build for that sets it to 1. */
-#define TRC_BF16_ATTENTION 0
-
-/* Whether attention's operands are the fp32 arrays themselves. */
+/* Whether attention's operands are the fp32 arrays themselves (s->attn_bf16: see
+ * TRC_BF16_ATTENTION in train.cuh). */
 static bool attn_fp32(const struct trc *s)
 {
-	return s->exact || !TRC_BF16_ATTENTION;
+	return !s->attn_bf16;
 }
 
 /* ---- sizes (the same layout as the CPU's) --------------------------------------------------- */
@@ -94,7 +89,7 @@ int trc_mm(struct trc *s, float *c, int ldc, bool acc, const float *a, const bf1
 }
 
 /* The same over `count` (row, head) pairs whose operands are in pointer arrays: a and
- * b in fp32 (TF32 on the fast path) or bf16 (attn_fp32), c in fp32. */
+ * b in fp32 (TF32 on the fast path) or bf16 (unless attn_fp32), c in fp32. */
 static int mm_batch(struct trc *s, void *const *c, int ldc, bool acc, const void *const *a, int lda,
 		    bool at, const void *const *b, int ldb, bool bt, int n, int m, int k, int count)
 {
@@ -145,7 +140,7 @@ static int linear_back(struct trc *s, float *dx, bool acc, const float *dy, cons
  * and backward products (PH_ROWS lists of B H), then per group head j the (b, kv head)
  * lists of dv and dk (PG_ROWS lists of B Hkv). With fp32 operands they point at the
  * activations, the scores becoming p in place and dp becoming ds in place. With bf16
- * ones (attn_fp32) the operands are copies made just before each product, q's and
+ * ones (not attn_fp32) the operands are copies made just before each product, q's and
  * datt's in s->ha, k's and v's in s->hb; the scores (fp32) are in s->dp, free in the
  * forward, and p and then ds (bf16) in act->p. */
 enum { PH_Q, PH_K, PH_S, PH_V, PH_ATT, PH_DATT, PH_DP, PH_DQ, PH_DK, PH_P, PH_DS, PH_ROWS };

@@ -2,8 +2,8 @@
  * micro-batch and the optimizer; train_kernels.cu: the element-wise kernels and their
  * backward; train_attn.cu: attention in tiles). The same arithmetic
  * as the CPU's (engine/cpu/train_*.c), on the device: cuBLAS for every product (fp32 on
- * the exact path; bf16 inputs with fp32 sums for the weights' products and TF32 for
- * attention's otherwise), kernels for the rest. Norm-weight gradients and the gradient
+ * the exact path; bf16 inputs with fp32 sums for the weights' products and TF32, or
+ * bf16 with TRC_BF16_ATTENTION, for attention's otherwise), kernels for the rest. Norm-weight gradients and the gradient
  * norm are summed per block into arrays and the arrays in order, never with atomics,
  * so that a run repeats bit for bit. */
 #ifndef QWENCHAT_CUDA_TRAIN_CUH
@@ -14,6 +14,18 @@
 extern "C" {
 #include "engine/train_backend.h"
 }
+
+/* Attention's products with bf16 operands on the fast path, the softmax p and its
+ * gradient kept in bf16 (the operands of the products that read them), rather than
+ * TF32 over fp32 arrays: the T x T arrays' traffic bounds the materialised attention,
+ * and bf16 halves it. Off until a GPU has checked it (test_train_cuda) and measured
+ * it against TF32 (benchmarks/gpu-train.sh): a module for that is built with
+ * -DTRC_BF16_ATTENTION=1 (docs/cuda.md). Only for head_dim a multiple of 8: the
+ * batched products' bf16 operands then start 16-byte aligned, as cuBLAS's kernels
+ * for them expect. */
+#ifndef TRC_BF16_ATTENTION
+#define TRC_BF16_ATTENTION 0
+#endif
 
 /* Tokens of a block whose norm-weight gradient is summed apart: few, so that N / TRC_BLOCK
  * blocks fill the device. */
@@ -113,6 +125,7 @@ struct trc {
 	int B, T, N, D, F, H, Hkv, G, hd, q_dim, kv_dim, V, layers;
 	float eps;
 	bool exact;
+	bool attn_bf16; /* the materialised attention's operands in bf16 (TRC_BF16_ATTENTION) */
 	bool tiles; /* the tiled attention was asked for and this device runs it */
 	bool tiled; /* this micro-step's attention is in tiles (train_attn.cu); act->p then
 		     * holds only the lse */

@@ -147,6 +147,7 @@ static void *trc_init(struct eng_trainer *t)
 	s->q_dim = s->H * s->hd, s->kv_dim = s->Hkv * s->hd;
 	s->eps = (float)c->rms_norm_eps;
 	s->exact = t->o.exact;
+	s->attn_bf16 = TRC_BF16_ATTENTION && !s->exact && s->hd % 8 == 0;
 	s->tiles = !s->exact && t->o.cuda_tiled_attention && trc_flash_usable(c->head_dim);
 	s->tiled = s->tiles;
 	s->layers = t->o.recompute ? 1 : c->num_layers;
@@ -419,10 +420,12 @@ static bool trc_exact(void *st)
 	return ((struct trc *)st)->exact;
 }
 
-/* The attention's kernels: the tiled ones give other bits than the materialised */
+/* The attention's kernels: the tiled ones, and bf16 operands, give other bits than
+ * the materialised in TF32 (at most 15 characters: the train state keeps 16) */
 static const char *trc_kernels(void *st)
 {
-	return ((struct trc *)st)->tiles ? "tiled" : "materialised";
+	const struct trc *s = (const struct trc *)st;
+	return s->tiles ? "tiled" : s->attn_bf16 ? "bf16 attention" : "materialised";
 }
 
 static const struct train_ops ops = {

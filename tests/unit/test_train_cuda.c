@@ -112,13 +112,14 @@ static double gradients(struct eng_trainer *gpu, struct eng_trainer *cpu, const 
 	return worst;
 }
 
-/* The exact CUDA step against the CPU's on shape c (what names it in the output), and
- * the fast one's gradients close to the exact ones. */
-static void compare(struct eng_config c, const char *what, const char *module)
+/* The exact CUDA step against the CPU's on shape c with rows of ctx tokens (at most
+ * 48; what names it in the output), and the fast one's gradients close to the exact
+ * ones. */
+static void compare(struct eng_config c, const char *what, const char *module, int ctx)
 {
-	struct eng_trainer *cpu = make(&c, ENG_BACKEND_CPU, true, NULL, 48, false);
-	struct eng_trainer *gpu = make(&c, ENG_BACKEND_CUDA, true, module, 48, false);
-	struct eng_trainer *fast = make(&c, ENG_BACKEND_CUDA, false, module, 48, false);
+	struct eng_trainer *cpu = make(&c, ENG_BACKEND_CPU, true, NULL, ctx, false);
+	struct eng_trainer *gpu = make(&c, ENG_BACKEND_CUDA, true, module, ctx, false);
+	struct eng_trainer *fast = make(&c, ENG_BACKEND_CUDA, false, module, ctx, false);
 	if (!made("compare", cpu, gpu, fast))
 		return;
 	/* one micro-batch's gradients */
@@ -306,12 +307,18 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	eng_trainer_free(probe);
-	compare(shape(true), "tied", module);
-	compare(shape(false), "untied", module);
+	compare(shape(true), "tied", module, 48);
+	compare(shape(false), "untied", module, 48);
 	/* sizes that are not multiples of 4: the kernels' one-at-a-time paths */
 	c = shape(false);
 	c.hidden_size = 42, c.intermediate_size = 70, c.num_heads = 4, c.head_dim = 16;
-	compare(c, "hidden 42", module);
+	compare(c, "hidden 42", module, 48);
+	/* an odd row length (the attention products' rows of T scores misaligned), and a
+	 * head_dim that is no multiple of 8 (the bf16 attention keeps fp32 operands) */
+	compare(shape(false), "ctx 47", module, 47);
+	c = shape(false);
+	c.num_heads = 4, c.num_kv_heads = 2, c.head_dim = 12;
+	compare(c, "head_dim 12", module, 48);
 	tiled(module);
 	packed(module);
 	printf("%d failures\n", failures);
