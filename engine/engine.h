@@ -251,6 +251,7 @@ enum eng_ftype {
 	ENG_FTYPE_Q3_K_L,
 	ENG_FTYPE_Q4_K_S,
 	ENG_FTYPE_Q5_K_S,
+	ENG_FTYPE_F16,
 	ENG_FTYPE_COUNT
 };
 /* Quantizes the model's float matrices in memory to mix f, each tensor to its

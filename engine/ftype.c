@@ -26,6 +26,7 @@ static const struct {
 	[ENG_FTYPE_Q3_K_L] = {"q3_k_l", ENG_Q3_K, 13},
 	[ENG_FTYPE_Q4_K_S] = {"q4_k_s", ENG_Q4_K, 14},
 	[ENG_FTYPE_Q5_K_S] = {"q5_k_s", ENG_Q5_K, 16},
+	[ENG_FTYPE_F16] = {"f16", ENG_F16, 1},
 };
 
 int eng_ftype_parse(const char *name, enum eng_ftype *out)

@@ -7,7 +7,7 @@ and token types, merges, special token ids, chat template, tensor names and shap
 of its own (Python standard library only), written from llama.cpp's docs/gguf and
 ggml's gguf.cpp, so that make check needs neither llama.cpp nor its gguf-py.
 
-usage: mkgguf.py MODEL_DIR OUT.gguf [--outtype bf16|f32] [--norm-type f32|bf16]
+usage: mkgguf.py MODEL_DIR OUT.gguf [--outtype bf16|f16|f32] [--norm-type f32|bf16]
                  [--split N] [--alignment A] [--version 2|3] [--layout FILE.json]
                  [--q8-tensor NAME]
 
@@ -52,6 +52,17 @@ def bf16_to_f32(raw):
     out[2::4] = raw[0::2]
     out[3::4] = raw[1::2]
     return bytes(out)
+
+
+def f16_to_f32(raw):
+    vals = struct.unpack("<%de" % (len(raw) // 2), raw)
+    return struct.pack("<%df" % len(vals), *vals)
+
+
+def f32_to_f16(raw):
+    # IEEE half, round to nearest even (struct's 'e', as numpy's astype(float16))
+    vals = struct.unpack("<%df" % (len(raw) // 4), raw)
+    return struct.pack("<%de" % len(vals), *vals)
 
 
 def f32_to_bf16(raw):
@@ -220,7 +231,7 @@ def metadata(w, cfg, voc, outtype):
     if cfg.get("head_dim") is not None:
         kvs += [("%s.attention.key_length" % a, U32, cfg["head_dim"]),
                 ("%s.attention.value_length" % a, U32, cfg["head_dim"])]
-    kvs += [("general.file_type", U32, {"f32": 0, "bf16": 32}[outtype]),
+    kvs += [("general.file_type", U32, {"f32": 0, "f16": 1, "bf16": 32}[outtype]),
             ("general.quantization_version", U32, 2),
             ("tokenizer.ggml.model", STRING, "gpt2"),
             ("tokenizer.ggml.pre", STRING, "qwen2"),
@@ -272,11 +283,13 @@ def tensors(model_dir, outtype, norm_type):
         dtype, shape, raw = st[name]
         assert dtype in ("BF16", "F32"), dtype
         want = norm_type if len(shape) == 1 else outtype
-        if dtype == "BF16" and want == "f32":
+        if dtype == "BF16" and want != "bf16":
             raw = bf16_to_f32(raw)
         elif dtype == "F32" and want == "bf16":
             raw = f32_to_bf16(raw)
-        gtype = GGML_F32 if want == "f32" else GGML_BF16
+        if want == "f16":
+            raw = f32_to_f16(raw)
+        gtype = {"f32": GGML_F32, "f16": GGML_F16, "bf16": GGML_BF16}[want]
         out.append((hf_to_gguf_name(name), list(reversed(shape)), gtype, raw))
     return out
 
@@ -373,7 +386,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model_dir")
     ap.add_argument("out")
-    ap.add_argument("--outtype", choices=("bf16", "f32"), default="bf16")
+    ap.add_argument("--outtype", choices=("bf16", "f16", "f32"), default="bf16")
     ap.add_argument("--norm-type", choices=("f32", "bf16"), default="f32")
     ap.add_argument("--split", type=int, default=1)
     ap.add_argument("--merged", action="store_true")
@@ -395,7 +408,8 @@ def main():
     tens = tensors(a.model_dir, a.outtype, a.norm_type)
     kvs, tens = quirks(kvs, tens, cfg, [q for q in a.quirks.split(",") if q])
     if a.q8_tensor:
-        tens = [(n, ne, GGML_Q8_0, q8_0(raw if g == GGML_F32 else bf16_to_f32(raw)))
+        tens = [(n, ne, GGML_Q8_0, q8_0(raw if g == GGML_F32 else f16_to_f32(raw)
+                                        if g == GGML_F16 else bf16_to_f32(raw)))
                 if n == a.q8_tensor else (n, ne, g, raw) for n, ne, g, raw in tens]
     if a.merged:  # llama-gguf-split --merge: split.count 0, "do not merge again"
         kvs = kvs + [("split.no", U16, 0), ("split.count", U16, 0),

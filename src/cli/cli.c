@@ -409,7 +409,8 @@ static int shared_opt(const struct cli_command *cmd, struct cli_common *c, int k
 	case K_EXACT: c->exact = true; return 0;
 	case K_QUANT: {
 		enum eng_ftype f;
-		if (eng_ftype_parse(arg, &f) || f == ENG_FTYPE_F32 || f == ENG_FTYPE_BF16) {
+		if (eng_ftype_parse(arg, &f) || f == ENG_FTYPE_F32 || f == ENG_FTYPE_BF16 ||
+		    f == ENG_FTYPE_F16) {
 			cli_error("--quant: '%s' is not one of " ENG_FTYPE_QUANT_NAMES, arg);
 			return -1;
 		}

@@ -31,7 +31,7 @@ enum quantize_key { OPT_TYPE = CLI_OWN };
 
 static const struct cli_opt quantize_opts[] = {
 	{"type", OPT_TYPE, "T",
-	 "one of llama.cpp's mixes (" ENG_FTYPE_QUANT_NAMES "), or bf16, f32"},
+	 "one of llama.cpp's mixes (" ENG_FTYPE_QUANT_NAMES "), or bf16, f16, f32"},
 	{"out", 'o', "FILE",
 	 "the GGUF file to write, replaced whole, never\npartly (-: standard output)"},
 	{0},
@@ -258,7 +258,7 @@ int cmd_quantize(int argc, char **argv)
 		return cli_usage("quantize", "--type and --out are required");
 	if (eng_ftype_parse(qa.type, &f))
 		return cli_usage("quantize",
-				 "--type %s: not one of " ENG_FTYPE_QUANT_NAMES ", bf16, f32",
+				 "--type %s: not one of " ENG_FTYPE_QUANT_NAMES ", bf16, f16, f32",
 				 qa.type);
 	if (!strcmp(qa.out, "-")) {
 		if (isatty(STDOUT_FILENO))

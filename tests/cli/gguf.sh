@@ -227,6 +227,21 @@ a.pop("dtype"); b.pop("dtype")
 assert abs(a.pop("rms_norm_eps") - b.pop("rms_norm_eps")) < 1e-12, "eps"
 assert a == b, (a, b)
 ' "$QWENCHAT" "$TMP/qz.gguf" "$M" && pass "the same config as the directory" || fail "config differs"
+# --type f16 (llama-quantize's F16: the matrices in IEEE half, rounded to nearest even,
+# the norms F32): the same weights as tests/mkgguf.py's --outtype f16 file, whose
+# rounding is Python's own
+expect_exit 0 "quantize --type f16" "$QWENCHAT" quantize -m "$M" --type f16 --out "$TMP/qh.gguf"
+python3 "$TOP_SRCDIR/tests/mkgguf.py" "$M" "$TMP/qh-ref.gguf" --outtype f16 || fail "mkgguf.py"
+"$QWENCHAT" info -m "$TMP/qh.gguf" >"$TMP/info" 2>&1 && grep -q "F16: 15 tensors" "$TMP/info" &&
+	grep -q "F32: 9 tensors" "$TMP/info" && pass "info loads the f16 file: F16 matrices, F32 norms" ||
+	fail "info on the f16 file: $(head -c 300 "$TMP/info")"
+for f in qh qh-ref; do
+	"$QWENCHAT" train --init "$TMP/$f.gguf" --out "$TMP/from-$f" --data "$TMP/nfd.txt" --ctx 8 \
+		--steps 0 --threads 1 >/dev/null 2>"$TMP/err" || fail "train --init $f.gguf: $(cat "$TMP/err")"
+done
+cmp -s "$TMP/from-qh/model.safetensors" "$TMP/from-qh-ref/model.safetensors" &&
+	pass "--type f16: every weight as Python rounds it to half" ||
+	fail "--type f16: the weights differ from the reference file's"
 expect_exit 0 "quantize --type q4_k_m" "$QWENCHAT" quantize -m "$M" --type q4_k_m --out "$TMP/q4.gguf"
 # rows of 64 and 96 are not whole Q4_K blocks: Q5_0 as llama-quantize falls back, the
 # lm_head in Q8_0 (tensor bytes: tests/unit/test_quantize_golden against ggml)

@@ -263,6 +263,12 @@ PY
 	[ "$(wc -l <"$TMP/err")" -eq 1 ] && [ ! -e "$TMP/poison.gguf" ] && [ -z "$(leftovers)" ] &&
 		pass "... in one line, and no file" || fail "... $(cat "$TMP/err"; ls "$TMP")"
 done
+# F16 holds at most 65504: the 1e7 does not fit it either
+expect_exit 1 "quantize --type f16 of weights with a 1e7" "$QWENCHAT" quantize -m "$P" \
+	--type f16 --out "$TMP/poison.gguf"
+expect_err_has "tensor blk.1.ffn_down.weight: row 3: weights up to 1e+07 do not fit F16" \
+	"... the tensor, the row and the type named"
+[ ! -e "$TMP/poison.gguf" ] && pass "... and no file" || fail "... a file was left"
 # --quant converts as quantize does, and names the tensor too
 echo 1 2 >"$TMP/ids"
 expect_exit 1 "--quant q8_0 of weights with a 1e7" sh -c \

@@ -1,6 +1,6 @@
 #!/bin/sh
 # train-init.sh — `qwenchat train --init MODEL`: from a model directory (with or without
-# tokenizer files), a repo id in the Hugging Face cache, a bf16 GGUF (its tokenizer,
+# tokenizer files), a repo id in the Hugging Face cache, a bf16 or F16 GGUF (its tokenizer,
 # template and sampling defaults carried into the checkpoint); a quantized GGUF refused;
 # what the run saves of the model (an absolute path, the snapshot, the threads, where the
 # steps ran) and what a resume may and may not change of it.
@@ -193,6 +193,50 @@ for k in ("rms_norm_eps", "rope_theta"):
 EOF
 		pass "--init a GGUF: its sampling defaults go into generation_config.json, eps as 1e-06" ||
 		fail "--init a GGUF's settings: $(tail -n 1 "$TMP/err"; cat "$TMP/fromgs/generation_config.json" "$TMP/fromgs/config.json")"
+	# An F16 GGUF (convert_hf_to_gguf.py's --outtype f16: F16 matrices, F32 norms): the
+	# checkpoint's F32 weights are the source's rounded to half precision, as Python's
+	# own half conversion rounds them
+	python3 "$TOP_SRCDIR/tests/mkgguf.py" "$TMP/q" "$TMP/qh.gguf" --outtype f16 &&
+		"$QWENCHAT" train --init "$TMP/qh.gguf" --out "$TMP/fromqh" --data "$TMP/a.txt" \
+			$SMALL --steps 0 2>"$TMP/err" && python3 - "$TMP/q" "$TMP/fromqh" <<'EOF' &&
+import json, struct, sys
+
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    out = {}
+    for k, t in json.loads(b[8:8 + n]).items():
+        if k == "__metadata__":
+            continue
+        raw = b[8 + n + t["data_offsets"][0]:8 + n + t["data_offsets"][1]]
+        assert t["dtype"] in ("BF16", "F32"), t["dtype"]
+        if t["dtype"] == "BF16":
+            raw = b"".join(b"\0\0" + raw[i:i + 2] for i in range(0, len(raw), 2))
+        out[k] = (len(t["shape"]), struct.unpack("<%df" % (len(raw) // 4), raw))
+    return out
+
+src, got = (tensors(d + "/model.safetensors") for d in sys.argv[1:3])
+assert set(got) <= set(src) and "model.embed_tokens.weight" in got, sorted(got)
+for k, (dims, v) in got.items():
+    want = src[k][1]
+    if dims == 2:
+        want = struct.unpack("<%de" % len(want), struct.pack("<%de" % len(want), *want))
+    assert v == tuple(want), k
+EOF
+		pass "--init an F16 GGUF: the weights are the source's in half precision" ||
+		fail "--init an F16 GGUF: $(tail -n 2 "$TMP/err")"
+	# ... and the chat's engine runs the F16 file as it runs those F32 weights
+	printf '1 2 3 4 5 100 200\n' | "$QWENCHAT" logits -m "$TMP/qh.gguf" --out "$TMP/qh.f32" &&
+		printf '1 2 3 4 5 100 200\n' | "$QWENCHAT" logits -m "$TMP/fromqh" --out "$TMP/qhd.f32" &&
+		python3 - "$TMP/qh.f32" "$TMP/qhd.f32" <<'EOF' &&
+import array, sys
+a, b = (array.array("f", open(f, "rb").read()) for f in sys.argv[1:3])
+assert len(a) == len(b) > 0
+top = max(abs(y) for y in b)
+assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-5 * top
+EOF
+		pass "an F16 GGUF's logits: those of its weights in F32" ||
+		fail "an F16 GGUF's logits differ from its F32 weights'"
 	"$QWENCHAT" train --init "$TMP/qe.gguf" --out "$TMP/fromqe" --data "$TMP/a.txt" $SMALL \
 		>/dev/null 2>"$TMP/err"
 	[ $? -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && [ ! -e "$TMP/fromqe" ] &&
