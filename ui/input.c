@@ -9,6 +9,7 @@
 #include <readline/readline.h>
 #include <utf8proc.h>
 
+#include "src/base/clock.h"
 #include "src/base/fileio.h"
 #include "src/app/slash.h"
 #include "ui/uistate.h"
@@ -295,6 +296,16 @@ static void paste_add(struct ui *u, const unsigned char *s, size_t n)
 	u->paste_n += n;
 }
 
+void in_paste_idle(struct ui *u)
+{
+	cur = u;
+	if (!u->pasting || clock_now() - u->paste_seen < IN_PASTE_IDLE)
+		return;
+	u->klen = 0; /* at most the start of an end marker that never finished */
+	paste_end(u);
+	snprintf(u->hint, sizeof u->hint, "a paste that never ended: its text is in the line");
+}
+
 static void consume(struct ui *u, size_t n)
 {
 	memmove(u->kb, u->kb + n, u->klen - n);
@@ -340,6 +351,7 @@ static bool special_seq(struct ui *u, const char *s, size_t n)
 	if (n == 6 && !memcmp(s, "\033[200~", 6)) {
 		u->pasting = true;
 		u->paste_n = 0;
+		u->paste_seen = clock_now();
 		return true;
 	}
 	if (n == 4 && !memcmp(s, "\033[5~", 4)) {
@@ -482,9 +494,20 @@ static size_t key(struct ui *u, bool flush)
 	return 1;
 }
 
+/* The length of the longest tail of k[0..n) that begins the paste's end marker. */
+static size_t marker_start(const unsigned char *k, size_t n)
+{
+	for (size_t m = n < 5 ? n : 5; m > 0; m--)
+		if (!memcmp(k + n - m, "\033[201~", m))
+			return m;
+	return 0;
+}
+
 void in_process(struct ui *u, bool flush)
 {
 	cur = u;
+	if (u->pasting && !flush)
+		u->paste_seen = clock_now();
 	while (u->klen) {
 		if (u->pasting) {
 			unsigned char *e = memmem(u->kb, u->klen, "\033[201~", 6);
@@ -494,10 +517,9 @@ void in_process(struct ui *u, bool flush)
 				paste_end(u);
 				continue;
 			}
-			/* Keep a tail that may be the start of the end marker. */
-			size_t keep = u->klen < 5 ? u->klen : 5;
-			if (flush)
-				keep = 0;
+			/* Keep a tail that may be the start of the end marker, the rest of
+			 * which a slow link may bring later. */
+			size_t keep = marker_start(u->kb, u->klen);
 			paste_add(u, u->kb, u->klen - keep);
 			consume(u, u->klen - keep);
 			return;

@@ -356,6 +356,8 @@ static void step(struct ui *u, double *last_fig)
 	} else if (pr == 0 && u->klen) {
 		in_process(u, true); /* a lone Esc */
 	}
+	if (pr == 0)
+		in_paste_idle(u);
 	if (got_stop)
 		u->quit = true;
 	if (got_winch) {

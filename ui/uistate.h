@@ -35,6 +35,7 @@ struct ui {
 	unsigned char kb[256]; /* bytes read, not yet decoded */
 	size_t klen;
 	bool pasting;
+	double paste_seen; /* when the paste's last bytes came (clock_now) */
 	char *paste; /* bracketed paste being collected */
 	size_t paste_n, paste_cap;
 	unsigned char rq[64]; /* bytes queued for readline's getc */
@@ -105,6 +106,11 @@ void in_history_keep(void);
 void in_editing_keys(void);
 /* Decodes u->kb; flush: the bytes so far are all there is (a lone Esc is Esc). */
 void in_process(struct ui *u, bool flush);
+/* A bracketed paste whose end marker has not come after IN_PASTE_IDLE seconds without
+ * a byte (a terminal or a link lost it) is ended: its text waits in the input line,
+ * unsent, and the keys are keys again. */
+#define IN_PASTE_IDLE 1.0
+void in_paste_idle(struct ui *u);
 
 /* draw.c */
 /* Colours unless the terminal has none or no_color (NO_COLOR) asks for none. */

@@ -177,6 +177,14 @@ done
 [ $found = yes ] && pass "the pasted lines form one message" ||
 	fail "the pasted lines are not one message"
 while [ $ups -gt 0 ]; do T send-keys -t ui NPage; ups=$((ups - 1)); done
+# A paste whose end marker never comes (a terminal or a link lost it) ends after a
+# second without input: its text waits in the input line, and keys work again.
+T send-keys -t ui -l "$(printf '\033[200~lost end marker')"
+check_screen '^> lost end marker' "a paste without its end: its text in the input line"
+check_screen 'a paste that never ended' "... said in the hint line"
+T send-keys -t ui -l ' and more'
+check_screen '^> lost end marker and more' "... and the keys typed after it go on the line"
+T send-keys -t ui C-u
 # The session file holds them as one user turn.
 sess=$(cat "$TMP/state/qwenchat/last-session")
 python3 -c 'import json,sys
