@@ -22,7 +22,35 @@ struct run {
 	struct completion *c;
 	json_t *choices;   /* not streamed: the choices made so far */
 	struct strbuf buf; /* scratch for stream events */
+	size_t held;       /* not streamed: log-probabilities listed so far */
+	bool too_big;      /* ... past GEN_MAX_HELD: the request fails */
 };
+
+/* Log-probabilities (a token's own and each of its top_logprobs) an answer that is not
+ * streamed may hold until it is written: about a kilobyte each as JSON values, so that
+ * n choices of long answers with top_logprobs 20 cannot take the machine's memory. A
+ * stream sends them as they come and has no such bound. */
+#define GEN_MAX_HELD ((size_t)1 << 18)
+
+/* Counts a token's n + 1 log-probabilities against GEN_MAX_HELD. */
+static void hold(struct run *x, int n)
+{
+	x->held += (size_t)n + 1;
+	if (!x->r->stream && x->held > GEN_MAX_HELD)
+		x->too_big = true;
+}
+
+/* The failure of a request whose answer passed GEN_MAX_HELD. */
+static int too_big(struct run *x)
+{
+	char msg[256];
+	snprintf(msg, sizeof msg,
+		 "logprobs: an answer that is not streamed holds at most %zu log-probabilities "
+		 "(a token's own and its top_logprobs, for every choice): ask with \"stream\": "
+		 "true, or for fewer tokens, choices or top_logprobs",
+		 GEN_MAX_HELD);
+	return gen_fail(x->out, false, 400, msg, "logprobs", "response_too_large");
+}
 
 static uint64_t random64(void)
 {
@@ -65,6 +93,8 @@ static void flush(struct run *x)
 static int on_text(void *user, enum sess_part part, const char *text, size_t len)
 {
 	struct run *x = user;
+	if (x->too_big)
+		return 1;
 	/* as vLLM, no stop string is looked for in the first min_tokens tokens' text */
 	bool stops = sess_stats(x->m->sess)->generated > x->r->min_tokens;
 	int stop = completion_add_text(x->c, part, text, len, stops);
@@ -97,6 +127,7 @@ static void on_token(void *user, int32_t id, const struct samp *sp)
 		tt[i] = token_of(x->m, top[i].id, top[i].logprob);
 	struct completion_token t = token_of(x->m, id, lp);
 	completion_add_token(x->c, &t, tt, n);
+	hold(x, n);
 }
 
 /* The request's enable_thinking, or the template's default. */
@@ -241,6 +272,8 @@ static int answer(struct run *x, int max_new, struct completion_usage *usage)
 		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (st->stop == SESS_STOP_CANCEL)
 		return 0;
+	if (x->too_big)
+		return too_big(x);
 	bool length = st->stop == SESS_STOP_MAX || st->stop == SESS_STOP_CTX;
 	return end_choice(x, length ? COMPLETION_LENGTH : COMPLETION_STOP);
 }
@@ -304,6 +337,10 @@ static int run_chat(const struct gen_model *m, const struct oai_request *r,
 	};
 	struct run x = {.m = m, .r = r, .out = out, .choices = json_array()};
 	int status = x.choices ? 200 : gen_fail(out, false, 500, "out of memory", NULL, NULL);
+	/* a max_tokens given that would pass the bound is refused before any work */
+	if (status == 200 && !r->stream && r->logprobs && r->max_tokens > 0 &&
+	    (size_t)r->n_choices * (size_t)max_new * (size_t)(r->top_logprobs + 1) > GEN_MAX_HELD)
+		status = too_big(&x);
 	if (status == 200)
 		out->start(out->user, 200); /* the request is good */
 	usage->prompt = n;
@@ -427,6 +464,7 @@ static int add_scored(struct run *x, int32_t id, const struct scores_entry *e)
 	for (; e && n < x->r->top_logprobs && e->top[n].id >= 0; n++)
 		tt[n] = token_of(x->m, e->top[n].id, e->top[n].logprob);
 	struct completion_token t = token_of(x->m, id, e ? e->logprob : NAN);
+	hold(x, n);
 	return completion_add_token(x->c, &t, tt, n);
 }
 
@@ -481,6 +519,8 @@ static int text_choice(struct run *x, const struct text_prompt *p, bool first,
 	}
 	if (s)
 		return s == 1 ? 0 : gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
+	if (x->too_big)
+		return too_big(x);
 	if (x->r->stream)
 		flush(x); /* the echo, with its tokens' logprobs */
 	*why = COMPLETION_LENGTH;
@@ -495,6 +535,8 @@ static int text_choice(struct run *x, const struct text_prompt *p, bool first,
 		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (st->stop == SESS_STOP_CANCEL)
 		return 0;
+	if (x->too_big)
+		return too_big(x);
 	*why = st->stop == SESS_STOP_MAX || st->stop == SESS_STOP_CTX ? COMPLETION_LENGTH
 								      : COMPLETION_STOP;
 	return 200;

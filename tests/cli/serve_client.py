@@ -137,6 +137,11 @@ def hostile(port, kport, key, timeout):
         ("n = 129", port, "POST", "/v1/chat/completions", {"messages": USER, "n": 129}, None, 400, "n"),
         ("top_logprobs 50", port, "POST", "/v1/chat/completions",
          {"messages": USER, "logprobs": True, "top_logprobs": 50}, None, 400, "top_logprobs"),
+        # 128 x 100 tokens with 20 alternatives each: more log-probabilities than an
+        # answer that is not streamed may hold, refused before any token is made
+        ("an unstreamed answer too large to hold", port, "POST", "/v1/chat/completions",
+         {"messages": USER, "n": 128, "max_tokens": 100, "logprobs": True, "top_logprobs": 20},
+         None, 400, "logprobs"),
         ("a form that is not JSON", port, "POST", "/v1/chat/completions", "messages=hi",
          {"Content-Type": "application/x-www-form-urlencoded"}, 415, None),
         ("an unknown member of 100 kB", port, "POST", "/v1/chat/completions",
