@@ -405,6 +405,14 @@ static bool readline_binds(const unsigned char *k, size_t n)
 	return f && ((type == ISFUNC && f != rl_insert) || type == ISMACR);
 }
 
+/* Whether readline binds byte c to a keymap: the first key of a sequence (Ctrl-X). */
+static bool prefix_key(unsigned char c)
+{
+	char seq[2] = {(char)c, 0};
+	int type = -1;
+	return c && rl_function_of_keyseq(seq, rl_get_keymap(), &type) && type == ISKMAP;
+}
+
 /* \e[M and three bytes: button + 32, column + 32, row + 32 (terminals without SGR
  * reports); the wheel scrolls, the rest is dropped. Returns the bytes consumed. */
 static size_t x10_mouse(struct ui *u, bool flush)
@@ -490,6 +498,10 @@ static size_t key(struct ui *u, bool flush)
 	}
 	if (k[0] == '\n')
 		k[0] = '\r';
+	/* A sequence begun inside a Ctrl-R search (Ctrl-X, then Esc) crashes readline's
+	 * callback search: the search ends first, its match kept, as Esc ends it. */
+	if (RL_ISSTATE(RL_STATE_ISEARCH) && prefix_key(k[0]))
+		feed(u, (const unsigned char *)"\033", 1);
 	feed(u, k, 1);
 	return 1;
 }

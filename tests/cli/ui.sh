@@ -185,6 +185,16 @@ check_screen 'a paste that never ended' "... said in the hint line"
 T send-keys -t ui -l ' and more'
 check_screen '^> lost end marker and more' "... and the keys typed after it go on the line"
 T send-keys -t ui C-u
+# Ctrl-X inside a Ctrl-R search, then Esc (readline's callback search crashed on it)
+for key in C-r C-x Escape; do
+	T send-keys -t ui $key
+	sleep 0.3
+done
+# (C-g drops the sequence Ctrl-X Esc begun; C-e C-u clears the line)
+for key in C-g C-e C-u; do T send-keys -t ui $key; done
+T send-keys -t ui -l 'still here'
+check_screen '^> still here' "Ctrl-R, Ctrl-X, Esc: the chat goes on"
+T send-keys -t ui C-u
 # The session file holds them as one user turn.
 sess=$(cat "$TMP/state/qwenchat/last-session")
 python3 -c 'import json,sys
