@@ -2,6 +2,7 @@
  * that runs them on the model one at a time (generate.c), the client's socket looked
  * at while a connection waits for its job, and a job's output read as a stream. */
 #include "src/serve/serve_impl.h"
+#include "src/serve/deadline.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -166,6 +167,8 @@ void *serve_worker(void *arg)
 			srv->running = NULL;
 		}
 		j->state = JOB_DONE;
+		if (j->dl && (j->req->stream || j->early))
+			deadline_restart(j->dl); /* what is left is sending it */
 		pthread_cond_broadcast(&j->cond);
 		serve_job_release(j);
 	}

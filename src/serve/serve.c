@@ -460,9 +460,12 @@ static enum MHD_Result run_request(struct serve *srv, struct MHD_Connection *con
 		return reply_error(conn, rq, 500, "out of memory", NULL, NULL);
 	}
 	bool stream = req->stream;
+	const union MHD_ConnectionInfo *sc =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	pthread_mutex_lock(&srv->lock);
 	rq->job = j;
 	j->conn = conn;
+	j->dl = sc ? sc->socket_context : NULL;
 	if (!serve_enqueue(srv, j)) {
 		rq->job = NULL;
 		j->refs = 1; /* never queued */
@@ -626,6 +629,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
 		snprintf(status, sizeof status, "%d", rq->status);
 	if (rq->job) {
 		pthread_mutex_lock(&srv->lock);
+		rq->job->dl = NULL; /* the connection may close from now on */
 		if (why != MHD_REQUEST_TERMINATED_COMPLETED_OK && rq->job->state != JOB_DONE)
 			serve_job_gone(rq->job);
 		/* a cancelled job's figures are the worker's once it stops, at its next
@@ -679,7 +683,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 static void on_deadline(void *user, const char *who)
 {
 	struct serve *srv = user;
-	logf_(srv, "%s: request not complete after %d s: connection closed", who, srv->o.timeout);
+	logf_(srv,
+	      "%s: request not complete, or its answer not read, after %d s: connection closed",
+	      who, srv->o.timeout);
 }
 
 /* ---- start and stop ---------------------------------------------------------- */

@@ -33,6 +33,11 @@ struct job {
 	bool half_queued;  /* half-closed while queued: in `half_queued`, not `queued` */
 	bool timeout_back; /* a finished stream's connection has the silence timeout again */
 	struct MHD_Connection *conn; /* its connection (read only in that connection's thread) */
+	/* Its connection's deadline (under the lock; NULL once the request has ended): a
+	 * stream whose answer is made but not read by --timeout later is cut by it, as
+	 * libmicrohttpd, waiting to send, would never call the reader again to hand the
+	 * connection its silence timeout back. */
+	struct deadline_conn *dl;
 	struct strbuf out; /* response bytes not yet handed to the connection */
 	size_t taken;      /* of out, bytes a stream has handed over */
 	struct completion_usage usage;
