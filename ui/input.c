@@ -436,6 +436,10 @@ static size_t key(struct ui *u, bool flush)
 				feed(u, k, 1);
 				return 1;
 			}
+			if (RL_ISSTATE(RL_STATE_NSEARCH)) { /* and leaves Alt-P's, as Ctrl-G does */
+				feed(u, (const unsigned char *)"\007", 1);
+				return 1;
+			}
 			if (app_busy(u->a))
 				ui_cancel_or_quit(u); /* Esc: stops an answer */
 			u->confirm_quit = false;

@@ -188,12 +188,19 @@ T send-keys -t ui C-u
 # Ctrl-X inside a Ctrl-R search, then Esc (readline's callback search crashed on it)
 for key in C-r C-x Escape; do
 	T send-keys -t ui $key
-	sleep 0.3
+	sleep 0.7 # past tmux's escape-time, so that Esc goes alone
 done
 # (C-g drops the sequence Ctrl-X Esc begun; C-e C-u clears the line)
 for key in C-g C-e C-u; do T send-keys -t ui $key; done
 T send-keys -t ui -l 'still here'
 check_screen '^> still here' "Ctrl-R, Ctrl-X, Esc: the chat goes on"
+# Esc leaves Alt-P's history search (a ':' prompt) as it leaves Ctrl-R's
+T send-keys -t ui M-p
+sleep 0.3
+T send-keys -t ui Escape
+sleep 0.7 # tmux's escape-time: an Esc with a key after it would be Alt-key
+T send-keys -t ui -l ' too'
+check_screen '^> still here too' "Alt-P, Esc: the search left, the line back"
 T send-keys -t ui C-u
 # The session file holds them as one user turn.
 sess=$(cat "$TMP/state/qwenchat/last-session")
