@@ -391,26 +391,32 @@ static bool special_seq(struct ui *u, const char *s, size_t n)
 	return false;
 }
 
+/* What readline's keymap binds the keys k[0..n) to, its kind in *type (ISFUNC,
+ * ISKMAP, ISMACR); NULL when nothing (or a sequence too long to ask about). */
+static rl_command_func_t *binding(const unsigned char *k, size_t n, int *type)
+{
+	char seq[32];
+	if (n >= sizeof seq)
+		return NULL;
+	memcpy(seq, k, n);
+	seq[n] = 0;
+	return rl_function_of_keyseq(seq, rl_get_keymap(), type);
+}
+
 /* Whether readline has a command for the escape sequence k[0..n): one it lacks (F5,
  * a Ctrl-arrow without an inputrc line) would be typed in as its last bytes ("~"). */
 static bool readline_binds(const unsigned char *k, size_t n)
 {
-	char seq[32];
-	if (n >= sizeof seq)
-		return false;
-	memcpy(seq, k, n);
-	seq[n] = 0;
 	int type = -1;
-	rl_command_func_t *f = rl_function_of_keyseq(seq, rl_get_keymap(), &type);
+	rl_command_func_t *f = binding(k, n, &type);
 	return f && ((type == ISFUNC && f != rl_insert) || type == ISMACR);
 }
 
 /* Whether readline binds byte c to a keymap: the first key of a sequence (Ctrl-X). */
 static bool prefix_key(unsigned char c)
 {
-	char seq[2] = {(char)c, 0};
 	int type = -1;
-	return c && rl_function_of_keyseq(seq, rl_get_keymap(), &type) && type == ISKMAP;
+	return c && binding(&c, 1, &type) && type == ISKMAP;
 }
 
 /* \e[M and three bytes: button + 32, column + 32, row + 32 (terminals without SGR

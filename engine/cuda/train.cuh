@@ -3,9 +3,9 @@
  * backward; train_attn.cu: attention in tiles). The same arithmetic
  * as the CPU's (engine/cpu/train_*.c), on the device: cuBLAS for every product (fp32 on
  * the exact path; bf16 inputs with fp32 sums for the weights' products and TF32, or
- * bf16 with TRC_BF16_ATTENTION, for attention's otherwise), kernels for the rest. Norm-weight gradients and the gradient
- * norm are summed per block into arrays and the arrays in order, never with atomics,
- * so that a run repeats bit for bit. */
+ * bf16 with TRC_BF16_ATTENTION, for attention's otherwise), kernels for the rest.
+ * Norm-weight gradients and the gradient norm are summed per block into arrays and the
+ * arrays in order, never with atomics, so that a run repeats bit for bit. */
 #ifndef QWENCHAT_CUDA_TRAIN_CUH
 #define QWENCHAT_CUDA_TRAIN_CUH
 

@@ -656,11 +656,10 @@ static char *resolve(const struct hub_env *env, const char *model, bool weights)
 			free(mark);
 			free(txn);
 			if (running && !saving)
-				err_set("%s: no config.json yet: a training run is using it and "
-					"has "
-					"not saved its first checkpoint (it saves every "
-					"--save-every "
-					"steps, at the end, and when stopped)",
+				err_set("%s: no config.json yet: a training run is using it "
+					"and has not saved its first checkpoint (it saves "
+					"every --save-every steps, at the end, and when "
+					"stopped)",
 					model);
 			else if (saving && whole)
 				err_set("%s: no config.json yet: a training run is putting its "
