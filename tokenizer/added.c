@@ -133,10 +133,18 @@ bool added_literal_overlaps(const struct added_literal *lit, size_t start, size_
 		return false;
 	if (lit->all)
 		return true;
-	for (size_t i = 0; i < lit->n; i++) /* few spans: one per message */
-		if (lit->span[i].start < stop && start < lit->span[i].end)
-			return true;
-	return false;
+	/* The first span that ends after start (sorted and apart, their ends are sorted
+	 * too): a conversation of thousands of messages has as many spans, searched for
+	 * each special token and each segment. */
+	size_t lo = 0, hi = lit->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (lit->span[mid].end <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < lit->n && lit->span[lo].start < stop;
 }
 
 int added_split(const struct added_set *a, bool normalized, const char *s, size_t n,

@@ -124,9 +124,45 @@ static void too_long(struct tok *t, const struct chat *c, bool literal, size_t k
 		sys, ctx, k == (size_t)ctx ? " and no room for an answer" : "");
 }
 
+/* A turn's bytes and a little for the template's markers: what the guess below
+ * scales tokens with. */
+static size_t turn_bytes(const struct chat_turn *t)
+{
+	size_t n = strlen(t->content) + (t->reasoning ? strlen(t->reasoning) : 0) + 16;
+	for (size_t k = 0; k < t->n_calls; k++)
+		n += strlen(t->calls[k].name) + strlen(t->calls[k].arguments) + 32;
+	return n;
+}
+
+/* Where the search looks first: the fewest exchanges after the `again` dropped whose
+ * dropping brings the prompt (k tokens with `again` dropped) to `target` tokens, by
+ * an estimate that scales tokens with bytes. A conversation far longer than the
+ * context is then rendered near its fit, about a context's worth of turns, rather
+ * than near whole, again and again. */
+static int guess_drop(const struct chat *c, size_t first, const size_t *starts, int count,
+		      int again, size_t k, size_t target)
+{
+	size_t total = 0, from = again ? starts[again - 1] : first;
+	for (size_t i = 0; i < c->n; i++)
+		if (i < first || i >= from)
+			total += turn_bytes(&c->turns[i]);
+	size_t left = total;
+	int d = again;
+	while (d < count) {
+		for (size_t i = d ? starts[d - 1] : first; i < starts[d]; i++)
+			left -= turn_bytes(&c->turns[i]);
+		d++;
+		if ((double)k * (double)left / (double)total <= (double)target)
+			break;
+	}
+	return d;
+}
+
 /* The fit as one turn dropped at a time would find it (the prompt shrinks as turns
- * go), found in a logarithmic number of renderings: a conversation loaded with a
- * thousand exchanges is not rendered a thousand times. */
+ * go): the fewest exchanges dropped that fit, found by galloping from a guess (down
+ * while it fits, up while it does not) and then halving, in a logarithmic number of
+ * renderings: a conversation loaded with thousands of exchanges is neither rendered
+ * a thousand times nor whole at each try. */
 int32_t *chat_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int enable_thinking,
 			 bool literal, int ctx, int reserve, int slack, int *n, int *dropped)
 {
@@ -141,14 +177,12 @@ int32_t *chat_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int
 	size_t need = room + (slack > 0 && room + (size_t)slack < (size_t)ctx ? (size_t)slack : 0);
 	if (ids && k + room > (size_t)ctx && again < count) {
 		int lo = again, hi = -1, step = 1; /* lo does not fit; hi, once found, does */
+		int d = guess_drop(c, first, starts, count, again, k,
+				   need < (size_t)ctx ? (size_t)ctx - need : 0);
+		bool down = true; /* the guess fitted and nothing since failed */
 		size_t hk = 0;
 		int32_t *hids = NULL;
-		/* galloping while no fit is known (small moves cost little), then halving */
-		while (ids && (hi < 0 ? lo < count : hi - lo > 1)) {
-			int d = hi >= 0             ? lo + (hi - lo) / 2
-				: count - lo > step ? lo + step
-						    : count;
-			step *= 2;
+		while (ids) {
 			size_t dk;
 			int32_t *dids = encode_without(t, c, first, starts, d, v, enable_thinking,
 						       literal, &dk);
@@ -160,11 +194,17 @@ int32_t *chat_render_fit(struct tok *t, struct chat *c, enum tmpl_variant v, int
 				hi = d, hk = dk, hids = dids;
 			} else if (hi < 0) { /* the most dropped so far: the last resort */
 				free(ids);
-				ids = dids, k = dk, lo = d, best = d;
+				ids = dids, k = dk, lo = d, best = d, down = false;
 			} else {
 				free(dids);
-				lo = d;
+				lo = d, down = false;
 			}
+			if (hi >= 0 ? hi - lo <= 1 : lo >= count)
+				break;
+			d = hi < 0                   ? (count - lo > step ? lo + step : count)
+			    : down && hi - step > lo ? hi - step
+						     : lo + (hi - lo) / 2;
+			step *= 2;
 		}
 		if (ids && hi >= 0) {
 			free(ids);
