@@ -152,6 +152,13 @@ TESTS += tests/unit/test_fit
 tests_unit_test_fit_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_fit_SOURCES = tests/unit/test_fit.c tests/unit/tinytok.c tests/unit/tinytok.h
 tests_unit_test_fit_LDADD = $(APP_LIBS) $(CMOCKA_LIBS)
+# The chat view's layout, kept per block until the block changes (ui/view.c).
+if ENABLE_TUI
+check_PROGRAMS += tests/unit/test_view
+TESTS += tests/unit/test_view
+tests_unit_test_view_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_view_LDADD = libui.a $(APP_LIBS) $(NCURSESW_LIBS) $(READLINE_LIBS) $(CMOCKA_LIBS)
+endif
 FUZZ_TARGETS += tests/fuzz/fuzz_chat
 tests_fuzz_fuzz_chat_SOURCES = tests/fuzz/fuzz_chat.c
 tests_fuzz_fuzz_chat_LDADD = $(APP_LIBS)

@@ -152,7 +152,7 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 {
 	struct view *v = &u->v;
 	view_layout(v, w - 2);
-	int total = (int)v->nlines;
+	int total = (int)v->lines.n;
 	/* Scrolled up: stay on the same text while lines arrive below. */
 	if (v->scroll > 0 && (size_t)total > u->last_nlines && u->last_nlines)
 		v->scroll += total - (int)u->last_nlines;
@@ -169,7 +169,7 @@ static void draw_chat(struct ui *u, int y0, int x0, int h, int w)
 		int i = top + r;
 		if (i >= total)
 			continue;
-		const struct vline *l = &v->lines[i];
+		const struct vline *l = &v->lines.v[i];
 		bool head = l->style == VL_USER_HEAD || l->style == VL_ASSIST_HEAD ||
 			    l->style == VL_SYSTEM_HEAD;
 		attr_t gone = l->block >= 0 && v->b[l->block].gone ? A_DIM : 0;

@@ -19,12 +19,17 @@ void view_init(struct view *v)
 	v->show_reasoning = true;
 }
 
+static void block_free(struct vblock *b)
+{
+	free(b->reasoning.s);
+	free(b->content.s);
+	free(b->laid.v);
+}
+
 void view_cut(struct view *v, size_t n)
 {
-	for (size_t i = n; i < v->n; i++) {
-		free(v->b[i].reasoning.s);
-		free(v->b[i].content.s);
-	}
+	for (size_t i = n; i < v->n; i++)
+		block_free(&v->b[i]);
 	if (n < v->n)
 		v->n = n;
 	v->scroll = 0;
@@ -34,8 +39,7 @@ void view_remove(struct view *v, size_t i)
 {
 	if (i >= v->n)
 		return;
-	free(v->b[i].reasoning.s);
-	free(v->b[i].content.s);
+	block_free(&v->b[i]);
 	memmove(&v->b[i], &v->b[i + 1], (v->n - i - 1) * sizeof *v->b);
 	v->n--;
 }
@@ -49,7 +53,7 @@ void view_free(struct view *v)
 {
 	view_clear(v);
 	free(v->b);
-	free(v->lines);
+	free(v->lines.v);
 }
 
 static int text_add(struct vb_text *t, const char *s, size_t n)
@@ -214,11 +218,11 @@ size_t view_fit(const char *s, size_t n, int cols)
 	return view_fit_at(s, n, 0, cols, NULL);
 }
 
-static int push(struct view *v, enum vl_style st, const char *s, int len, int block)
+static int push(struct vlines *out, enum vl_style st, const char *s, int len)
 {
-	if (arr_reserve(&v->lines, &v->caplines, v->nlines + 1, sizeof *v->lines))
+	if (arr_reserve(&out->v, &out->cap, out->n + 1, sizeof *out->v))
 		return -1;
-	v->lines[v->nlines++] = (struct vline){st, s, len, block, 0};
+	out->v[out->n++] = (struct vline){st, s, len, -1, 0};
 	return 0;
 }
 
@@ -293,11 +297,11 @@ static void measure_skip(struct measure *m, const char *s, size_t n)
 /* Wraps one paragraph (no newline) at word boundaries; words longer than the width
  * (and code, when hard) are cut at the width; the lines after the first are indented
  * by hang columns. md: an answer's light Markdown. */
-static int wrap(struct view *v, enum vl_style st, const char *s, size_t n, int width, int block,
-		bool hard, bool md, int hang)
+static int wrap(struct vlines *out, enum vl_style st, const char *s, size_t n, int width, bool hard,
+		bool md, int hang)
 {
 	if (n == 0)
-		return push(v, st, s, 0, block);
+		return push(out, st, s, 0);
 	struct measure m;
 	measure_start(&m, md, s, n);
 	for (int row = 0; n > 0; row++) {
@@ -326,9 +330,9 @@ static int wrap(struct view *v, enum vl_style st, const char *s, size_t n, int w
 			if (sp > mark)
 				cut = sp, len = sp - 1;
 		}
-		if (push(v, st, s, (int)len, block))
+		if (push(out, st, s, (int)len))
 			return -1;
-		v->lines[v->nlines - 1].indent = row ? hang : 0;
+		out->v[out->n - 1].indent = row ? hang : 0;
 		measure_skip(&m, s, cut);
 		s += cut;
 		n -= cut;
@@ -362,8 +366,7 @@ static int hang_of(const char *s, size_t n, int width)
 
 /* Splits text at newlines; in an answer, lines of fenced blocks are code (hard
  * wrapped, no Markdown). */
-static int layout_text(struct view *v, enum vl_style st, const char *s, size_t n, int width,
-		       int block)
+static int layout_text(struct vlines *out, enum vl_style st, const char *s, size_t n, int width)
 {
 	bool code = false;
 	struct md_fence f;
@@ -378,8 +381,7 @@ static int layout_text(struct view *v, enum vl_style st, const char *s, size_t n
 		size_t mark = md ? md_line_kind(s, len, &heading, &item) : 0;
 		if (md && item && (int)mark <= width / 2)
 			hang = (int)mark;
-		if (wrap(v, code || fence ? VL_CODE : st, s, len, width, block, code || fence, md,
-			 hang))
+		if (wrap(out, code || fence ? VL_CODE : st, s, len, width, code || fence, md, hang))
 			return -1;
 		if (fence)
 			code = !code;
@@ -391,43 +393,67 @@ static int layout_text(struct view *v, enum vl_style st, const char *s, size_t n
 	return 0;
 }
 
-static int layout_block(struct view *v, size_t i, int width)
+/* Block b's lines (their block index left -1) into out. */
+static int layout_block(struct vlines *out, const struct vblock *b, bool folded, int width)
 {
 	static const char *const labels[] = {"you", "assistant"};
 	static const char *const gone[] = {"you (no longer in the model's context)",
 					   "assistant (no longer in the model's context)"};
-	struct vblock *b = &v->b[i];
-	int bi = (int)i;
 	switch (b->kind) {
 	case VB_USER:
-	case VB_ASSISTANT:
-		if (push(v, b->kind == VB_USER ? VL_USER_HEAD : VL_ASSIST_HEAD,
-			 b->gone ? gone[b->kind] : labels[b->kind],
-			 (int)strlen(b->gone ? gone[b->kind] : labels[b->kind]), bi))
+	case VB_ASSISTANT: {
+		const char *head = b->gone ? gone[b->kind] : labels[b->kind];
+		if (push(out, b->kind == VB_USER ? VL_USER_HEAD : VL_ASSIST_HEAD, head,
+			 (int)strlen(head)))
 			return -1;
 		if (b->kind == VB_ASSISTANT && b->reasoning.n) {
-			bool folded = b->collapsed || !v->show_reasoning;
 			const char *label = folded ? "thinking (folded; Tab shows it)" : "thinking";
-			if (push(v, VL_REASON_HEAD, label, (int)strlen(label), bi))
+			if (push(out, VL_REASON_HEAD, label, (int)strlen(label)))
 				return -1;
 			if (!folded &&
-			    layout_text(v, VL_REASON, b->reasoning.s, b->reasoning.n, width, bi))
+			    layout_text(out, VL_REASON, b->reasoning.s, b->reasoning.n, width))
 				return -1;
 		}
-		return layout_text(v, b->kind == VB_USER ? VL_USER : VL_ASSIST, b->content.s,
-				   b->content.n, width, bi);
+		return layout_text(out, b->kind == VB_USER ? VL_USER : VL_ASSIST, b->content.s,
+				   b->content.n, width);
+	}
 	case VB_SYSTEM:
 	case VB_TOOL: { /* drawn alike: text the model reads that nobody typed here */
 		const char *head = b->kind == VB_TOOL ? "tool result" : "system prompt";
-		if (push(v, VL_SYSTEM_HEAD, head, (int)strlen(head), bi))
+		if (push(out, VL_SYSTEM_HEAD, head, (int)strlen(head)))
 			return -1;
-		return layout_text(v, VL_SYSTEM, b->content.s, b->content.n, width, bi);
+		return layout_text(out, VL_SYSTEM, b->content.s, b->content.n, width);
 	}
 	case VB_NOTICE:
 	case VB_ERROR:
-		return layout_text(v, b->kind == VB_NOTICE ? VL_NOTICE : VL_ERROR, b->content.s,
-				   b->content.n, width, bi);
+		return layout_text(out, b->kind == VB_NOTICE ? VL_NOTICE : VL_ERROR, b->content.s,
+				   b->content.n, width);
 	}
+	return 0;
+}
+
+/* b->laid for this width, laid out again only when what it shows has changed: its
+ * text grows only by appending (a new length, maybe a new buffer), and everything
+ * else it is drawn from is in the key. */
+static int block_lines(const struct view *v, struct vblock *b, int width)
+{
+	bool folded = b->collapsed || !v->show_reasoning;
+	if (b->laid_from.width == width && b->laid_from.gone == b->gone &&
+	    b->laid_from.folded == folded && b->laid_from.reasoning == b->reasoning.s &&
+	    b->laid_from.reasoning_n == b->reasoning.n && b->laid_from.content == b->content.s &&
+	    b->laid_from.content_n == b->content.n)
+		return 0;
+	b->laid.n = 0;
+	b->laid_from.width = 0;
+	if (layout_block(&b->laid, b, folded, width))
+		return -1;
+	b->laid_from.width = width;
+	b->laid_from.gone = b->gone;
+	b->laid_from.folded = folded;
+	b->laid_from.reasoning = b->reasoning.s;
+	b->laid_from.reasoning_n = b->reasoning.n;
+	b->laid_from.content = b->content.s;
+	b->laid_from.content_n = b->content.n;
 	return 0;
 }
 
@@ -444,14 +470,21 @@ void view_mark_gone(struct view *v, int turns)
 
 int view_layout(struct view *v, int width)
 {
-	v->nlines = 0;
+	v->lines.n = 0;
 	if (width < 1)
 		width = 1;
 	for (size_t i = 0; i < v->n; i++) {
-		if (i && push(v, VL_BLANK, "", 0, -1))
+		struct vblock *b = &v->b[i];
+		if (block_lines(v, b, width) ||
+		    arr_reserve(&v->lines.v, &v->lines.cap, v->lines.n + b->laid.n + 1,
+				sizeof *v->lines.v))
 			return -1;
-		if (layout_block(v, i, width))
-			return -1;
+		if (i)
+			v->lines.v[v->lines.n++] = (struct vline){VL_BLANK, "", 0, -1, 0};
+		for (size_t k = 0; k < b->laid.n; k++) {
+			v->lines.v[v->lines.n] = b->laid.v[k];
+			v->lines.v[v->lines.n++].block = (int)i;
+		}
 	}
 	return 0;
 }

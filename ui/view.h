@@ -17,13 +17,6 @@ struct vb_text {
 	size_t n, cap;
 };
 
-struct vblock {
-	enum vb_kind kind;
-	struct vb_text reasoning, content;
-	bool collapsed; /* reasoning folded to one line */
-	bool streaming; /* being generated */
-	bool gone;      /* no longer in the model's context (dropped to fit it) */
-};
 
 /* How a display line is drawn. */
 enum vl_style {
@@ -49,13 +42,36 @@ struct vline {
 	int indent;    /* columns before the text (a wrapped row of the help) */
 };
 
+/* Display lines, in order. */
+struct vlines {
+	struct vline *v;
+	size_t n, cap;
+};
+
+struct vblock {
+	enum vb_kind kind;
+	struct vb_text reasoning, content;
+	bool collapsed; /* reasoning folded to one line */
+	bool streaming; /* being generated */
+	bool gone;      /* no longer in the model's context (dropped to fit it) */
+	/* The block's lines at its last layout and what they were laid out from: a
+	 * block unchanged since is not laid out again, or every key press in a long
+	 * conversation would wrap all of it. width 0: not laid out. */
+	struct vlines laid;
+	struct {
+		int width;
+		bool gone, folded;
+		const char *reasoning, *content;
+		size_t reasoning_n, content_n;
+	} laid_from;
+};
+
 struct view {
 	struct vblock *b;
 	size_t n, cap;
 	int scroll;          /* lines scrolled up from the bottom; 0 follows new text */
 	bool show_reasoning; /* false: every reasoning block collapsed (/think hide) */
-	struct vline *lines; /* the last layout */
-	size_t nlines, caplines;
+	struct vlines lines; /* the last layout */
 };
 
 /* Marks the first `turns` turns (a message and what follows it up to the next
