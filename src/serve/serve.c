@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -319,6 +320,22 @@ static enum MHD_Result preflight(struct MHD_Connection *conn, struct request *rq
 	return ok;
 }
 
+/* The path of an absolute-form target ("http://HOST/v1/models": RFC 9112, 3.2.2, has
+ * a server accept it, as clients send it through a proxy), its HOST malloc'd into
+ * *host; an origin-form target as it is, *host NULL. */
+static const char *target_path(const char *url, char **host)
+{
+	size_t skip = !strncasecmp(url, "http://", 7)    ? 7
+		      : !strncasecmp(url, "https://", 8) ? 8
+							 : 0;
+	*host = NULL;
+	if (!skip)
+		return url;
+	const char *a = url + skip, *slash = strchr(a, '/');
+	*host = strndup(a, slash ? (size_t)(slash - a) : strlen(a));
+	return !*host ? url : slash ? slash : "/"; /* out of memory: no path found */
+}
+
 /* The answer for the method and path, or MHD_YES with nothing queued when a chat
  * completion's body is to be read. */
 static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, struct request *rq,
@@ -337,15 +354,23 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 						     "header",
 				   NULL, "bad_header");
 	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-	if (srv->loopback && !origin_host_is_local(host)) {
+	char *target_host;
+	url = target_path(url, &target_host);
+	bool target_local = !target_host || origin_host_is_local(target_host),
+	     local = target_local && origin_host_is_local(host);
+	if (!target_local)
+		host = target_host;
+	if (srv->loopback && !local) {
 		char msg[400];
 		snprintf(msg, sizeof msg,
 			 "Host %.200s is not this machine: a server on a loopback address answers "
 			 "requests to localhost only (start it with --host to serve other names)",
 			 host);
 		printable(msg);
+		free(target_host);
 		return reply_error(conn, rq, 403, msg, NULL, "host_not_allowed");
 	}
+	free(target_host);
 	const char *origin =
 		MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ORIGIN);
 	if (origin && !(strlen(origin) < sizeof rq->origin &&

@@ -227,6 +227,17 @@ def hostile(port, kport, key, timeout):
         code, _ = raw(port, b"GET /health HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % host,
                       timeout=5)
         check(code == 200, "Host %s: answered (%d)" % (host.decode(), code))
+    # an absolute-form target (as sent through a proxy) is its path; its host is
+    # checked as Host is
+    code, data = raw(port, b"GET http://localhost:%d/v1/models HTTP/1.1\r\nHost: localhost\r\n"
+                     b"Connection: close\r\n\r\n" % port, timeout=5)
+    check(code == 200 and b'"object"' in data, "GET http://localhost/v1/models: 200 (%d)" % code)
+    code, data = raw(port, b"GET HTTP://127.0.0.1 HTTP/1.1\r\nHost: localhost\r\n"
+                     b"Connection: close\r\n\r\n", timeout=5)
+    check(code == 404 and b"unknown_url" in data, "GET HTTP://127.0.0.1 (the path /): 404 (%d)" % code)
+    code, data = raw(port, b"GET http://evil.example/health HTTP/1.1\r\nHost: localhost\r\n"
+                     b"Connection: close\r\n\r\n", timeout=5)
+    check(code == 403 and b"evil.example" in data, "GET http://evil.example/health: 403 (%d)" % code)
     code, data = raw(port, b"HEAD /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", timeout=5)
     check(code == 200 and data == b"", "HEAD /health: 200 without a body (%d, %r)" % (code, data[:20]))
     # a second Host or Origin: the guards read the first, a proxy may read another
