@@ -197,8 +197,8 @@ EXTRA_DIST += tests/fuzz/fuzz_bpe_train.c tests/fuzz/corpus/bpe_train
 
 # Chat UI: slash command parsing; tmux-driven UI tests; plain mode.
 check_PROGRAMS += tests/unit/test_slash
-TESTS += tests/unit/test_slash tests/cli/ui.sh tests/cli/ui-text.sh tests/cli/plain.sh
-EXTRA_DIST += tests/cli/ui.sh tests/cli/ui-text.sh tests/cli/plain.sh
+TESTS += tests/unit/test_slash tests/cli/ui.sh tests/cli/ui-text.sh tests/cli/plain.sh tests/cli/ui-signals.sh
+EXTRA_DIST += tests/cli/ui.sh tests/cli/ui-text.sh tests/cli/plain.sh tests/cli/ui-signals.sh tests/cli/ui_signals.py
 tests_unit_test_slash_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_slash_LDADD = $(APP_LIBS) $(CMOCKA_LIBS) -lm
 FUZZ_TARGETS += tests/fuzz/fuzz_genconfig

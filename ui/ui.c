@@ -61,6 +61,21 @@ static void on_stop(int sig)
 	got_stop = sig;
 }
 
+/* SIGTSTP (kill -TSTP: in the UI Ctrl-Z is a key): the screen is left as on exit
+ * (our modes too, which ncurses' own handler would leave on) before stopping. */
+static volatile sig_atomic_t got_tstp;
+
+static void on_tstp(int sig)
+{
+	(void)sig;
+	got_tstp = 1;
+}
+
+/* The modes the UI sets on the terminal besides ncurses': bracketed paste and SGR
+ * mouse reports (the wheel scrolls). */
+#define UI_MODES_ON  "\033[?2004h\033[?1000h\033[?1006h"
+#define UI_MODES_OFF "\033[?1006l\033[?1000l\033[?2004l"
+
 static void ui_notice(struct ui *u, bool error, const char *msg)
 {
 	if (!msg || !*msg)
@@ -338,6 +353,25 @@ static void resize(void)
 	clear();
 }
 
+/* Stops as SIGTSTP would, the terminal given back meanwhile; on SIGCONT the screen
+ * and the modes come back (and the size, which may have changed). */
+static void suspend(void)
+{
+	fputs(UI_MODES_OFF, stdout);
+	fflush(stdout);
+	endwin();
+	struct sigaction dfl = {0}, ours;
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGTSTP, &dfl, &ours);
+	raise(SIGTSTP); /* stopped here until SIGCONT */
+	sigaction(SIGTSTP, &ours, NULL);
+	resize();
+	refresh(); /* back in the program's mode: raw, the alternate screen */
+	fputs(UI_MODES_ON, stdout);
+	fflush(stdout);
+}
+
 /* One pass: input, the worker's text, a frame when something changed. */
 static void step(struct ui *u, double *last_fig)
 {
@@ -360,6 +394,11 @@ static void step(struct ui *u, double *last_fig)
 		in_paste_idle(u);
 	if (got_stop)
 		u->quit = true;
+	if (got_tstp && !u->quit) {
+		got_tstp = 0;
+		suspend();
+		u->dirty = true;
+	}
 	if (got_winch) {
 		got_winch = 0;
 		resize();
@@ -435,6 +474,15 @@ int ui_main(struct app *a, const char *notices, const struct ui_options *o)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL); /* before initscr: else ncurses' ends the program */
+	/* ours, not ncurses' (which leaves the modes below on while stopped); one that
+	   is ignored stays so */
+	struct sigaction old_tstp;
+	sigaction(SIGTSTP, NULL, &old_tstp);
+	bool own_tstp = !(old_tstp.sa_flags & SA_SIGINFO) && old_tstp.sa_handler == SIG_DFL;
+	if (own_tstp) {
+		sa.sa_handler = on_tstp;
+		sigaction(SIGTSTP, &sa, NULL);
+	}
 	if (!initscr()) {
 		fprintf(stderr, "qwenchat: cannot initialise the terminal\n");
 		return EXIT_FAILURE;
@@ -444,8 +492,7 @@ int ui_main(struct app *a, const char *notices, const struct ui_options *o)
 	nonl();
 	keypad(stdscr, FALSE);
 	draw_init(o->no_color);
-	/* Bracketed paste and SGR mouse reports (the wheel scrolls). */
-	fputs("\033[?2004h\033[?1000h\033[?1006h", stdout);
+	fputs(UI_MODES_ON, stdout);
 	fflush(stdout);
 	in_init(&u);
 	app_figures(a, &u.fig);
@@ -468,9 +515,11 @@ int ui_main(struct app *a, const char *notices, const struct ui_options *o)
 			usleep(10000);
 	}
 	in_done(&u);
-	fputs("\033[?1006l\033[?1000l\033[?2004l", stdout);
+	fputs(UI_MODES_OFF, stdout);
 	fflush(stdout);
 	endwin();
+	if (own_tstp)
+		sigaction(SIGTSTP, &old_tstp, NULL);
 	view_free(&u.v);
 	free(u.restore);
 	if (fio_is_file(app_session_path(a))) {

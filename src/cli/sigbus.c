@@ -2,6 +2,7 @@
  * /proc/self/maps by the faulting address, with async-signal-safe calls only. */
 #include "src/cli/sigbus.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -127,9 +128,51 @@ void sigbus_guard(void)
 	sigaction(SIGBUS, &sa, NULL);
 }
 
+/* The signals whose default action ends the program (and that no one handles here):
+ * with the UI's screen up, the terminal is given back before the program dies of
+ * them, as it would be on a clean exit; the status stays death by that signal. */
+static const int fatal_signals[] = {SIGQUIT, SIGILL,  SIGTRAP,   SIGABRT, SIGFPE,  SIGSEGV, SIGUSR1,
+				    SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGSYS};
+#define N_FATAL (sizeof fatal_signals / sizeof fatal_signals[0])
+static struct sigaction fatal_old[N_FATAL];
+static bool fatal_held[N_FATAL];
+
+static void on_fatal(int sig)
+{
+	int saved = errno;
+	if (have_tty && fullscreen) {
+		static const char reset[] =
+			"\033[?1006l\033[?1000l\033[?2004l\033[0m\033[?25h\033[?1049l\r\n";
+		if (write(STDOUT_FILENO, reset, sizeof reset - 1) < 0) {
+			/* nothing to do about it */
+		}
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
+	}
+	/* Die of it: sent again with the default action, it is delivered when the
+	 * handler returns (a fault comes again from the same instruction). */
+	signal(sig, SIG_DFL);
+	raise(sig);
+	errno = saved;
+}
+
 void sigbus_fullscreen(bool on)
 {
 	fullscreen = on;
+	for (size_t i = 0; i < N_FATAL; i++) {
+		if (on && !fatal_held[i]) {
+			struct sigaction sa = {0}, old;
+			if (sigaction(fatal_signals[i], NULL, &old) != 0 ||
+			    (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
+				continue; /* ignored or handled by someone: left so */
+			sa.sa_handler = on_fatal;
+			sigemptyset(&sa.sa_mask);
+			if (sigaction(fatal_signals[i], &sa, &fatal_old[i]) == 0)
+				fatal_held[i] = true;
+		} else if (!on && fatal_held[i]) {
+			sigaction(fatal_signals[i], &fatal_old[i], NULL);
+			fatal_held[i] = false;
+		}
+	}
 }
 
 void sigbus_note(const char *note)

@@ -10,7 +10,10 @@
  * when the full-screen UI was on screen. Call once, early. */
 void sigbus_guard(void);
 
-/* Whether the full-screen UI is up: its modes are then undone before the message. */
+/* Whether the full-screen UI is up: its modes are then undone before the message.
+ * While it is, a signal that would end the program without a word (SIGQUIT, SIGUSR1,
+ * SIGALRM, a crash's SIGSEGV or SIGABRT...) first gives the terminal back the same
+ * way, the program still dying of that signal. */
 void sigbus_fullscreen(bool on);
 
 /* What the message adds in parentheses (the chat's "the conversation was saved after
