@@ -590,9 +590,16 @@ bool fio_locked(const char *path)
 	char lock[4200];
 	if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock)
 		return false;
-	int fd = open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO by that name (a model directory is anyone's) would block
+	 * the open until a writer came; only a regular file is a lock */
+	int fd = open(lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return false;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return false;
+	}
 	bool held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
 	close(fd); /* and with it a lock taken here */
 	return held;

@@ -100,6 +100,13 @@ rc=$?
 [ $rc = 1 ] && grep -q "a training run is using it and has not saved its first checkpoint" \
 	"$TMP/err" && pass "-m a run before its first checkpoint: says so" ||
 	fail "-m a run before its first checkpoint: exit $rc, $(cat "$TMP/err")"
+# a FIFO by that name (a model directory is anyone's) is no lock, and no wait
+mkdir -p "$TMP/fifo" && mkfifo "$TMP/fifo/.train.lock"
+timeout 10 "$QWENCHAT" info -m "$TMP/fifo" >/dev/null 2>"$TMP/err"
+rc=$?
+[ $rc = 1 ] && grep -q "not a model directory" "$TMP/err" &&
+	pass "-m a directory whose .train.lock is a FIFO: not a model, at once" ||
+	fail "-m a directory whose .train.lock is a FIFO: exit $rc (124: hung), $(cat "$TMP/err")"
 # ... and an empty argument or host names nothing either
 expect_exit 2 "pull ''" "$QWENCHAT" pull ""
 expect_err_has "argument 1 is an empty name" "pull '': named"
