@@ -303,6 +303,7 @@ void in_paste_idle(struct ui *u)
 		return;
 	u->klen = 0; /* at most the start of an end marker that never finished */
 	paste_end(u);
+	u->paste_cut = true; /* a link that stalled may still bring the rest */
 	snprintf(u->hint, sizeof u->hint, "a paste that never ended: its text is in the line");
 }
 
@@ -350,6 +351,7 @@ static bool special_seq(struct ui *u, const char *s, size_t n)
 	int page = (LINES - 3) * 3 / 4 > 10 ? (LINES - 3) * 3 / 4 : 10;
 	if (n == 6 && !memcmp(s, "\033[200~", 6)) {
 		u->pasting = true;
+		u->paste_cut = false;
 		u->paste_n = 0;
 		u->paste_seen = clock_now();
 		return true;
@@ -528,6 +530,20 @@ static size_t marker_start(const unsigned char *k, size_t n)
 void in_process(struct ui *u, bool flush)
 {
 	cur = u;
+	if (u->paste_cut && !u->pasting) {
+		/* The rest of a paste ended for a stall, its end marker with it: the bytes
+		 * before the marker are pasted text (their newlines do not send the line),
+		 * unless a new paste begins first. */
+		const unsigned char *e = memmem(u->kb, u->klen, "\033[201~", 6),
+				    *b = memmem(u->kb, u->klen, "\033[200~", 6);
+		if (e && (!b || b > e)) {
+			u->pasting = true;
+			u->paste_n = 0;
+			u->hint[0] = 0; /* it did end */
+		}
+		if (e)
+			u->paste_cut = false;
+	}
 	if (u->pasting && !flush)
 		u->paste_seen = clock_now();
 	while (u->klen) {

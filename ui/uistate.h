@@ -35,6 +35,7 @@ struct ui {
 	unsigned char kb[256]; /* bytes read, not yet decoded */
 	size_t klen;
 	bool pasting;
+	bool paste_cut;    /* the last paste was ended by IN_PASTE_IDLE, its end not seen */
 	double paste_seen; /* when the paste's last bytes came (clock_now) */
 	char *paste; /* bracketed paste being collected */
 	size_t paste_n, paste_cap;

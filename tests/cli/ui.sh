@@ -185,6 +185,15 @@ check_screen 'a paste that never ended' "... said in the hint line"
 T send-keys -t ui -l ' and more'
 check_screen '^> lost end marker and more' "... and the keys typed after it go on the line"
 T send-keys -t ui C-u
+# A paste that stalls past that second (a slow link), then brings its rest and its end
+# marker: the rest is pasted too, its line break not an Enter that sends the first part.
+T send-keys -t ui -l "$(printf '\033[200~stalled paste')"
+check_screen 'a paste that never ended' "a stalled paste: ended after a second"
+T send-keys -t ui -l "$(printf '\rits rest\033[201~')"
+check_screen '^  its rest' "... its rest comes after it in the input line, the line break kept"
+[ "$(screen | grep -c 'stalled paste')" = 1 ] && pass "... nothing was sent" ||
+	{ fail "... the first part was sent"; shot "stalled paste"; }
+T send-keys -t ui C-u C-h C-u
 # Ctrl-X inside a Ctrl-R search, then Esc (readline's callback search crashed on it)
 for key in C-r C-x Escape; do
 	T send-keys -t ui $key
