@@ -570,6 +570,23 @@ static int text_choices(struct run *x, const struct text_prompt *p, uint64_t see
 	return 200;
 }
 
+/* Whether a text completion that is not streamed is sure to list more than
+ * GEN_MAX_HELD log-probabilities: its echoed prompts' (the first token has no
+ * alternatives) and, where max_tokens was given, its answers' at that length. */
+static bool text_too_big(const struct oai_request *r, const struct text_prompt *p)
+{
+	if (r->stream || !r->logprobs)
+		return false;
+	size_t per = (size_t)r->top_logprobs + 1, sum = 0;
+	for (size_t i = 0; i < r->n_prompts; i++) {
+		if (r->echo && p[i].n > 0)
+			sum += ((size_t)p[i].n - 1) * per + 1;
+		if (!r->max_tokens_default)
+			sum += (size_t)p[i].max_new * per;
+	}
+	return (size_t)r->n_choices * sum > GEN_MAX_HELD;
+}
+
 static int run_text(const struct gen_model *m, const struct oai_request *r,
 		    const struct gen_output *out, struct completion_usage *usage)
 {
@@ -598,6 +615,12 @@ static int run_text(const struct gen_model *m, const struct oai_request *r,
 		.include_usage = r->include_usage,
 	};
 	struct run x = {.m = m, .r = r, .out = out, .choices = json_array()};
+	if (text_too_big(r, p)) { /* refused before any work, as a chat's is */
+		status = too_big(&x);
+		json_decref(x.choices);
+		free_prompts(p, r->n_prompts);
+		return status;
+	}
 	out->start(out->user, 200);
 	status = !x.choices ? gen_fail(out, r->stream, 500, "out of memory", NULL, NULL)
 			    : text_choices(&x, p, samp_get_params(m->samp)->seed, &co, usage);

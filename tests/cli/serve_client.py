@@ -142,6 +142,8 @@ def hostile(port, kport, key, timeout):
         ("an unstreamed answer too large to hold", port, "POST", "/v1/chat/completions",
          {"messages": USER, "n": 128, "max_tokens": 100, "logprobs": True, "top_logprobs": 20},
          None, 400, "logprobs"),
+        ("a text completion too large to hold", port, "POST", "/v1/completions",
+         {"prompt": "hi", "n": 128, "max_tokens": 100, "logprobs": 20}, None, 400, "logprobs"),
         ("a form that is not JSON", port, "POST", "/v1/chat/completions", "messages=hi",
          {"Content-Type": "application/x-www-form-urlencoded"}, 415, None),
         ("an unknown member of 100 kB", port, "POST", "/v1/chat/completions",
