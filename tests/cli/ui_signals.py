@@ -30,6 +30,11 @@ def start():
             os.dup2(s, fd)
         pid = os.fork()
         if pid == 0:
+            # as a terminal's shell starts it: a signal ignored here (SIGQUIT and
+            # SIGINT in a job started with & by a script) would stay ignored
+            for sig in (signal.SIGQUIT, signal.SIGINT, signal.SIGTERM, signal.SIGHUP,
+                        signal.SIGUSR1, signal.SIGALRM, signal.SIGSEGV, signal.SIGTSTP):
+                signal.signal(sig, signal.SIG_DFL)
             os.setpgid(0, 0)
             signal.signal(signal.SIGTTOU, signal.SIG_IGN)
             os.tcsetpgrp(0, os.getpid())
@@ -45,8 +50,24 @@ def start():
                                    b"exit %d" % os.WEXITSTATUS(st)))
             if not os.WIFSTOPPED(st):
                 os._exit(0)
-    f = os.fdopen(r)
-    return m, s, before, int(f.readline()), f
+    os.close(w)
+    return m, s, before, int(status_of(r, 0)), r
+
+
+def status_of(rep, pid, t=30):
+    """The next line the "shell" reports (a wait status), read a byte at a time; after
+    t seconds without it, the program is killed (status "none")."""
+    line, end = b"", time.time() + t
+    while not line.endswith(b"\n"):
+        if not select.select([rep], [], [], max(0, end - time.time()))[0]:
+            if pid:
+                os.kill(pid, signal.SIGKILL)
+            return "none"
+        c = os.read(rep, 1)
+        if not c:
+            return "none"
+        line += c
+    return line.decode().strip()
 
 
 def read(m, out, until=None, t=30.0):
@@ -75,7 +96,7 @@ def session_ends(sig, want):
     out = read(m, b"", b"Type a message")
     check(b"Type a message" in out, "%s: the UI is up" % sig.name)
     os.kill(pid, sig)
-    status = rep.readline().strip()
+    status = status_of(rep, pid)
     out = read(m, out, t=0.5)
     check(status == want, "%s: %s (%s)" % (sig.name, want, status))
     left = modes_on(out)
@@ -98,7 +119,7 @@ session_ends(signal.SIGTERM, "exit 143")  # saves and quits
 m, s, before, pid, rep = start()
 out = read(m, b"", b"Type a message")
 os.kill(pid, signal.SIGTSTP)
-status = rep.readline().strip()
+status = status_of(rep, pid)
 out = read(m, out, t=0.5)
 check(status == "stopped", "SIGTSTP: stopped (%s)" % status)
 left = modes_on(out)
@@ -111,7 +132,7 @@ back = set(re.findall(rb"\x1b\[\?(\d+)h", out[cont:]))
 missing = [x for x in ("1049", "2004", "1000", "1006") if x.encode() not in back]
 check(not missing, "SIGCONT: the modes set again (missing: %s)" % (missing or "none"))
 os.write(m, b"/quit\r")
-status = rep.readline().strip()
+status = status_of(rep, pid)
 out = read(m, out, t=0.5)
 check(status == "exit 0", "then /quit: exit 0 (%s)" % status)
 check(not modes_on(out) and termios.tcgetattr(s) == before, "then /quit: the terminal restored")
