@@ -643,6 +643,14 @@ int dl_get(struct dl *d, const char *url, const char *path, const char *label,
 		err_set("%s: not a regular file", path);
 		goto out;
 	}
+	/* nor through a hard link planted there: its bytes are another file's, which a
+	 * resume would append to (or truncate and overwrite), and the blob it becomes
+	 * would stay that file */
+	if (st.st_nlink != 1) {
+		err_set("%s: has another hard link (refused: its bytes are another file's too)",
+			path);
+		goto out;
+	}
 	x.have = (uint64_t)st.st_size;
 	if (x.have > x.size) {
 		if (ftruncate(x.fd, 0)) {

@@ -260,9 +260,19 @@ int hfc_lock(const char *root, const char *repo_id, const char *etag, const char
 	char *dir = repo ? cat(root, "/.locks", repo) : NULL;
 	char *path = dir ? cat(dir, "/", etag) : NULL;
 	char *lock = path ? cat(path, ".lock", "") : NULL;
+	char *rel = repo ? cat(".locks", repo, "") : NULL;
 	int fd = -1;
-	if (lock && fio_mkdirs(dir, 0755) == 0) {
-		fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* .locks and its folder as the repository's own folders are: a link planted
+	 * there is refused, or the locks would be made wherever it leads */
+	int dfd = lock && rel ? fio_mkdirs_below(root, rel, 0755) : -1;
+	free(rel);
+	if (dfd >= 0) {
+		char name[80];
+		snprintf(name, sizeof name, "%s.lock", etag);
+		fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+		int e = errno;
+		close(dfd);
+		errno = e;
 		if (fd < 0) {
 			err_set("%s: cannot create: %s", lock,
 				errno == ELOOP ? "it is a symbolic link (refused)"

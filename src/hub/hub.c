@@ -226,6 +226,11 @@ static int fetch_file(struct fetch *f, const char *file, bool optional)
 	}
 	if (r != DL_OK)
 		goto out;
+	if (!f->commit[0] && hfc_is_commit(f->rev) && strcmp(f->rev, m.commit)) {
+		/* a pinned commit: another one is not what was asked for */
+		err_set("%s: the Hub answered for commit %s, not %s", file, m.commit, f->rev);
+		goto out;
+	}
 	if (!f->commit[0])
 		memcpy(f->commit, m.commit, sizeof f->commit);
 	else if (strcmp(f->commit, m.commit)) {
@@ -309,7 +314,8 @@ static int fetch_gguf(struct fetch *f, const char *tag)
 	size_t cap = strlen(f->endpoint) + strlen(f->repo_id) + (rev ? strlen(rev) : 0) + 32;
 	if (rev && (url = malloc(cap)))
 		snprintf(url, cap, "%s/api/models/%s/revision/%s", f->endpoint, f->repo_id,
-			 strstr(rev, "/resolve/") + 9);
+			 /* past ENDPOINT/Org/Name/resolve/ (the endpoint may hold "/resolve/") */
+			 rev + strlen(f->endpoint) + 1 + strlen(f->repo_id) + strlen("/resolve/"));
 	if (url && url[strlen(url) - 1] == '/')
 		url[strlen(url) - 1] = 0;
 	free(rev);
@@ -338,6 +344,11 @@ static int fetch_gguf(struct fetch *f, const char *tag)
 	size_t i;
 	if (!sha || !hfc_is_commit(sha) || !json_is_array(sib) || !names) {
 		err_set("%s: the Hub's file list is not {\"sha\", \"siblings\"}", f->repo_id);
+		goto out;
+	}
+	if (hfc_is_commit(f->rev) && strcmp(f->rev, sha)) {
+		err_set("%s: the Hub's file list is for commit %s, not %s", f->repo_id, sha,
+			f->rev);
 		goto out;
 	}
 	memcpy(f->commit, sha, 41);

@@ -14,6 +14,8 @@ Range requests, and fault modes read from STATE/mode on every request:
   hostile-message  (with auth) that message is long and holds escape sequences
   bad-etag, bad-commit   small files get a path-like ETag / X-Repo-Commit
   bad-sha    the file list's "sha" is a path of 40 characters, not a commit
+  any-revision  every revision is answered with the repository's one commit (a Hub
+             that ignores a pinned commit)
   head-503-once  the next HEAD of a file answers 503 with Retry-After: 1
   get-429-once   the next /cdn GET answers 429 with Retry-After: 1
   short-once     the next /cdn body is close-delimited (no Content-Length) and ends
@@ -150,7 +152,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not os.path.isdir(repo):
             return self.error(404, "RepoNotFound", send_body)
         commit = hashlib.sha1(("%s/%s" % (org, name)).encode()).hexdigest()
-        if rev not in ("main", commit):
+        if rev not in ("main", commit) and "any-revision" not in hub.mode():
             return self.error(404, "RevisionNotFound", send_body)
         fpath = os.path.join(repo, file)
         if ".." in file or not os.path.isfile(fpath):
@@ -188,7 +190,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not os.path.isdir(repo):
             return self.error(404, "RepoNotFound", send_body)
         commit = hashlib.sha1(("%s/%s" % (org, name)).encode()).hexdigest()
-        if rev not in ("main", commit):
+        if rev not in ("main", commit) and "any-revision" not in self.hub.mode():
             return self.error(404, "RevisionNotFound", send_body)
         files = []
         for dirpath, _, names in os.walk(repo):

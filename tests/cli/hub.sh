@@ -379,6 +379,24 @@ expect_exit 1 "a link at the partial file's name is refused" "$QWENCHAT" pull te
 err_has "symbolic link" "the partial file's link: clear error"
 [ "$(cat "$TMP/victim")" = precious ] && pass "its target is untouched" || fail "victim written"
 rm "$R13/blobs/$SHA.incomplete"
+# a hard link there: a resume would append to its bytes (or truncate and overwrite
+# them), and the blob made of it would stay the other file
+ln "$TMP/victim" "$R13/blobs/$SHA.incomplete"
+expect_exit 1 "a hard link at the partial file's name is refused" "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "hard link" "the partial file's hard link: clear error"
+[ "$(cat "$TMP/victim")" = precious ] && pass "the other file is untouched" || fail "victim written"
+rm "$R13/blobs/$SHA.incomplete"
+# a link at .locks or at the repository's folder there: no lock made where it leads
+mkdir -p "$TMP/victim-locks"
+for sub in .locks .locks/models--test--Tiny-Qwen3; do
+	rm -rf "${HF_HUB_CACHE:?}/.locks" "$R13/blobs/$SHA" && mkdir -p "$(dirname "$HF_HUB_CACHE/$sub")"
+	ln -s "$TMP/victim-locks" "$HF_HUB_CACHE/$sub"
+	expect_exit 1 "a link at $sub is refused" "$QWENCHAT" pull test/Tiny-Qwen3
+	err_has "$sub: a symbolic link (refused" "... named, in one line"
+	[ -z "$(ls -A "$TMP/victim-locks")" ] && pass "... nothing made where it leads" ||
+		fail "$sub: locks made through it: $(ls -A "$TMP/victim-locks")"
+	rm "$HF_HUB_CACHE/$sub"
+done
 mkdir -p "$HF_HUB_CACHE/.locks/models--test--Tiny-Qwen3"
 rm -f "$HF_HUB_CACHE/.locks/models--test--Tiny-Qwen3/$SHA.lock"
 ln -s "$TMP/victim" "$HF_HUB_CACHE/.locks/models--test--Tiny-Qwen3/$SHA.lock"
@@ -479,6 +497,16 @@ expect_exit 0 "hf.co/REPO:tag, as ollama users write it" "$RESOLVE" hf.co/test/T
 cmp -s "$TMP/out" "$TMP/out.notag" && pass "hf.co/REPO:tag is REPO:tag" || fail "hf.co/REPO:tag: $(cat "$TMP/out")"
 grep -q 'Tiny-Q4_K_M.gguf$' "$TMP/out" && [ "$(requests)" = "$n0" ] &&
 	pass "no tag: Q4_K_M, no request" || fail "no tag: $(cat "$TMP/out"), $(($(requests) - n0)) requests"
+# a pinned commit the Hub does not answer for is refused, not taken for the one it names
+A=abababababababababababababababababababab
+mode any-revision
+expect_exit 1 "pull REPO@COMMIT answered for another commit" "$QWENCHAT" pull test/Tiny-Qwen3@$A
+err_has "the Hub answered for commit $(commit_of test/Tiny-Qwen3), not $A" "... said so"
+expect_exit 1 "pull REPO:TAG@COMMIT listed for another commit" "$QWENCHAT" pull test/Tiny-GGUF:Q4_K_M@$A
+err_has "the Hub's file list is for commit" "... said so"
+[ -z "$(find "$HF_HUB_CACHE" -path "*refs/$A")" ] && pass "... no ref made for it" ||
+	fail "a ref was made for the commit not answered"
+mode ""
 expect_exit 0 "pull REPO:TAG of a split file" "$QWENCHAT" pull test/Tiny-GGUF:Q8_0
 d=$(dirname "$(cat "$TMP/out")")
 grep -q 'Tiny-Q8_0-00001-of-00002.gguf$' "$TMP/out" && [ -f "$d/Tiny-Q8_0-00002-of-00002.gguf" ] &&
