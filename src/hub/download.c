@@ -553,6 +553,28 @@ static int hash_existing(struct xfer *x)
 	return 0;
 }
 
+/* Whether two URLs name the same host and port: the token goes to the Hub's, not to
+ * the host a redirect leads to (a CDN). */
+static bool same_host(const char *a, const char *b)
+{
+	char *part[2][2] = {{NULL, NULL}, {NULL, NULL}};
+	const char *urls[2] = {a, b};
+	for (int i = 0; i < 2; i++) {
+		CURLU *u = curl_url();
+		if (u && curl_url_set(u, CURLUPART_URL, urls[i], 0) == CURLUE_OK) {
+			curl_url_get(u, CURLUPART_HOST, &part[i][0], 0);
+			curl_url_get(u, CURLUPART_PORT, &part[i][1], CURLU_DEFAULT_PORT);
+		}
+		curl_url_cleanup(u);
+	}
+	bool same = part[0][0] && part[1][0] && part[0][1] && part[1][1] &&
+		    !strcasecmp(part[0][0], part[1][0]) && !strcmp(part[0][1], part[1][1]);
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 2; k++)
+			curl_free(part[i][k]);
+	return same;
+}
+
 static int transfer(struct xfer *x, const char *url)
 {
 	struct hdrs h;
@@ -583,7 +605,16 @@ static int transfer(struct xfer *x, const char *url)
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (cc == CURLE_HTTP_RETURNED_ERROR) {
 		h.status = status;
-		http_error(x->label, &h, x->d->token_source);
+		char *at = NULL;
+		curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &at);
+		if ((status == 401 || status == 403) && at && !same_host(at, url))
+			/* the host the Hub sent us to, which was given no token */
+			err_set("%s: the file's host refused it (HTTP %ld) after the Hub's "
+				"redirect: "
+				"the link may have expired; try again",
+				x->label, status);
+		else
+			http_error(x->label, &h, x->d->token_source);
 		/* 416: our partial file does not fit the server's; 429, 5xx: worth another
 		 * try, resuming from what the partial file holds. */
 		if (status == 416 && ftruncate(x->fd, 0) == 0) {

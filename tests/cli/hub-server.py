@@ -14,6 +14,8 @@ Range requests, and fault modes read from STATE/mode on every request:
   hostile-message  (with auth) that message is long and holds escape sequences
   bad-etag, bad-commit   small files get a path-like ETag / X-Repo-Commit
   bad-sha    the file list's "sha" is a path of 40 characters, not a commit
+  cdn-403    large files are sent to the CDN at "localhost" (another host than the
+             Hub's 127.0.0.1), which refuses them with 403
   any-revision  every revision is answered with the repository's one commit (a Hub
              that ignores a pinned commit)
   head-503-once  the next HEAD of a file answers 503 with Retry-After: 1
@@ -126,6 +128,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return None
+        if send_body and path.startswith("/cdn/") and "cdn-403" in hub.mode():
+            return self.error(403, "Forbidden", send_body)
         if path.startswith("/cdn/"):
             data = hub.by_sha256(path[5:])
             if data is None:
@@ -165,7 +169,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(302, {
                 "X-Repo-Commit": commit, "ETag": '"%s"' % digest,
                 "X-Linked-Etag": '"%s"' % digest, "X-Linked-Size": str(len(data)),
-                "Location": "http://127.0.0.1:%d/cdn/%s?sig=x" % (port, digest)}, b"", send_body)
+                "Location": "http://%s:%d/cdn/%s?sig=x" % (
+                    "localhost" if "cdn-403" in hub.mode() else "127.0.0.1", port, digest)},
+                b"", send_body)
         headers = {"X-Repo-Commit": commit, "ETag": '"%s"' % git_sha1(data)}
         if "bad-etag" in hub.mode():
             headers["ETag"] = '"../../../escape"'

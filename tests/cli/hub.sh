@@ -507,6 +507,15 @@ err_has "the Hub's file list is for commit" "... said so"
 [ -z "$(find "$HF_HUB_CACHE" -path "*refs/$A")" ] && pass "... no ref made for it" ||
 	fail "a ref was made for the commit not answered"
 mode ""
+# the CDN a large file is sent to refuses it: not blamed on the token, never sent there
+export HF_HUB_CACHE="$TMP/cache-cdn403"
+mode cdn-403
+HF_TOKEN=secret-token expect_exit 1 "the CDN refuses a file (403)" "$QWENCHAT" pull test/Tiny-Qwen3
+err_has "the file's host refused it (HTTP 403) after the Hub's redirect" "... said so, one line"
+tail -n 1 "$TMP/err" | grep -q 'the token\|HF_TOKEN' && fail "... the token blamed: $(tail -n 1 "$TMP/err")" ||
+	pass "... the token not blamed"
+mode ""
+export HF_HUB_CACHE="$TMP/cache-gguf"
 expect_exit 0 "pull REPO:TAG of a split file" "$QWENCHAT" pull test/Tiny-GGUF:Q8_0
 d=$(dirname "$(cat "$TMP/out")")
 grep -q 'Tiny-Q8_0-00001-of-00002.gguf$' "$TMP/out" && [ -f "$d/Tiny-Q8_0-00002-of-00002.gguf" ] &&
