@@ -379,15 +379,6 @@ int eng_config_parse(const char *json, size_t len, const char *name, struct eng_
 	return rc;
 }
 
-int eng_config_check_architecture(const char *json, size_t len, const char *name)
-{
-	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, NULL);
-	/* what is not a JSON object is left for the full parse to name */
-	int rc = json_is_object(root) ? check_architecture(root, name) : 0;
-	json_decref(root);
-	return rc;
-}
-
 int eng_config_load(const char *dir, struct eng_config *cfg)
 {
 	char *path = fio_join(dir, "config.json");

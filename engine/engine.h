@@ -81,10 +81,6 @@ struct eng_config {
  * other architectures and absurd or inconsistent values before anything is
  * allocated. 0 or -1 (err_set names the file and the field). */
 int eng_config_parse(const char *json, size_t len, const char *name, struct eng_config *cfg);
-/* The architecture check of eng_config_parse alone, with its messages: lets a
- * download refuse a model the loader would refuse before its weights are fetched.
- * Text that is not a JSON object passes (the full parse names what is wrong). */
-int eng_config_check_architecture(const char *json, size_t len, const char *name);
 /* Reads DIR/config.json and parses it. */
 int eng_config_load(const char *dir, struct eng_config *cfg);
 

@@ -262,15 +262,16 @@ out:
 	return rc;
 }
 
-/* A model the loader refuses (a Qwen3-MoE, a Llama) is refused as soon as its
- * config.json is in, with the loader's message: before gigabytes of weights move
- * for nothing. */
+/* A model the loader refuses (a Qwen3-MoE, a Llama, a config.json that is not one)
+ * is refused as soon as its config.json is in, with the loader's message: before
+ * gigabytes of weights move for nothing. */
 static int check_config(const struct fetch *f)
 {
 	char *snap = hfc_snapshot(f->repo_dir, f->commit);
 	size_t len;
 	char *text = snap ? hfc_read_config(snap, &len) : NULL;
-	int rc = text ? eng_config_check_architecture(text, len, "config.json") : -1;
+	struct eng_config cfg;
+	int rc = text ? eng_config_parse(text, len, "config.json", &cfg) : -1;
 	free(text);
 	free(snap);
 	return rc;

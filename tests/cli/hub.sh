@@ -247,6 +247,17 @@ json.dump(c, open(sys.argv[1], "w"))' "$d/config.json" "${a%%:*}" "${a#*:}"
 		pass "${a%%:*}: refused before any weight is fetched" ||
 		fail "${a%%:*}: weights fetched: $(tail -n +"$((n + 1))" "$STATE/log")"
 done
+# ... and so is a config.json the loader cannot read
+for bad in "{" '{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}'; do
+	d="$SRV/test/BadConfig" && rm -rf "$d" "$(repo "$HF_HUB_CACHE" test/BadConfig)"
+	mkdir -p "$d" && cp "$SRV/test/Tiny-Qwen3/"* "$d/" && printf '%s' "$bad" >"$d/config.json"
+	n=$(requests)
+	expect_exit 1 "-m of a repository whose config.json is '$bad'" "$RESOLVE" test/BadConfig
+	err_has "test/BadConfig@main: config.json: " "... the loader's message"
+	[ "$(tail -n +"$((n + 1))" "$STATE/log" | grep -c '^GET /cdn/')" = 0 ] &&
+		pass "... refused before any weight is fetched" ||
+		fail "... weights fetched: $(tail -n +"$((n + 1))" "$STATE/log")"
+done
 
 # --- tokenizer only, then the rest --------------------------------------------
 export HF_HUB_CACHE="$TMP/cache8"
