@@ -53,17 +53,17 @@ static const struct cli_command train_cmd = {
 	.name = "train-bpe",
 	.synopsis = "--vocab-size N --out DIR [--chat] [--special TOKEN]... [--threads N] [-q] "
 		    "FILE...",
-	.about = "Trains a byte-level BPE tokenizer on UTF-8 text files (JSON Lines named *.jsonl\n"
-		 "or *.ndjson in any case, or *.json whose first non-blank line is a {\"text\": "
-		 "...}\n"
-		 "object: each record's \"text\" a document, as train reads them): the Qwen2\n"
-		 "pre-tokenizer splits the text (never across a special token or a document's\n"
-		 "end), then the most frequent adjacent pair is merged until the vocabulary is\n"
-		 "full (ties: the greater pair of byte strings). Writes DIR/tokenizer.json\n"
-		 "(Hugging Face format, loadable with -m DIR), DIR/vocab.json and DIR/merges.txt.\n"
-		 "Ids: 0-255 the bytes, then the merges in order, then the special tokens in the\n"
-		 "order given. The text is counted as it is (no NFC), so tokenizer.json has no\n"
-		 "normalizer.\n",
+	.about =
+		"Trains a byte-level BPE tokenizer on UTF-8 text files (JSON Lines named\n"
+		"*.jsonl or *.ndjson in any case, or *.json whose first non-blank line is a\n"
+		"{\"text\": ...} object: each record's \"text\" a document, as train reads them):\n"
+		"the Qwen2 pre-tokenizer splits the text (never across a special token or a\n"
+		"document's end), then the most frequent adjacent pair is merged until the\n"
+		"vocabulary is full (ties: the greater pair of byte strings). Writes\n"
+		"DIR/tokenizer.json (Hugging Face format, loadable with -m DIR),\n"
+		"DIR/vocab.json and DIR/merges.txt. Ids: 0-255 the bytes, then the merges in\n"
+		"order, then the special tokens in the order given. The text is counted as it\n"
+		"is (no NFC), so tokenizer.json has no normalizer.\n",
 	.opts = train_opts,
 	.notes = "--chat adds, before any --special, the tokens of Qwen3's chat with their roles\n"
 		 "in Qwen3's tokenizer: <|endoftext|> (the end of a document and the pad token),\n"

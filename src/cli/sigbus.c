@@ -79,6 +79,21 @@ static bool mapped_file(uintptr_t addr, char *out, size_t size)
 	return found;
 }
 
+/* With the full-screen UI up, its modes (mouse, bracketed paste, the hidden cursor,
+ * the alternate screen) left and the terminal's saved settings restored, with
+ * async-signal-safe calls only. */
+static void give_terminal_back(void)
+{
+	if (!have_tty || !fullscreen)
+		return;
+	static const char reset[] =
+		"\033[?1006l\033[?1000l\033[?2004l\033[0m\033[?25h\033[?1049l\r\n";
+	if (write(STDOUT_FILENO, reset, sizeof reset - 1) < 0) {
+		/* nothing to do about it */
+	}
+	tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
+}
+
 static void on_sigbus(int sig, siginfo_t *si, void *ctx)
 {
 	(void)sig, (void)ctx;
@@ -88,16 +103,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx)
 		for (;;)
 			pause();
 	char path[4096];
-	/* Leave the full-screen UI's modes (mouse, bracketed paste, the alternate
-	 * screen) and the raw terminal before speaking. */
-	if (have_tty && fullscreen) {
-		static const char reset[] =
-			"\033[?1006l\033[?1000l\033[?2004l\033[0m\033[?1049l\r\n";
-		if (write(STDOUT_FILENO, reset, sizeof reset - 1) < 0) {
-			/* nothing to do about it */
-		}
-		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
-	}
+	give_terminal_back(); /* before speaking */
 	void (*cleanup)(void) = g_cleanup;
 	if (cleanup)
 		cleanup();
@@ -140,14 +146,7 @@ static bool fatal_held[N_FATAL];
 static void on_fatal(int sig)
 {
 	int saved = errno;
-	if (have_tty && fullscreen) {
-		static const char reset[] =
-			"\033[?1006l\033[?1000l\033[?2004l\033[0m\033[?25h\033[?1049l\r\n";
-		if (write(STDOUT_FILENO, reset, sizeof reset - 1) < 0) {
-			/* nothing to do about it */
-		}
-		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tty);
-	}
+	give_terminal_back();
 	/* Die of it: sent again with the default action, it is delivered when the
 	 * handler returns (a fault comes again from the same instruction). */
 	signal(sig, SIG_DFL);
