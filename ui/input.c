@@ -279,6 +279,7 @@ static void paste_end(struct ui *u)
 	}
 	u->paste_n = 0;
 	u->pasting = false;
+	u->paste_resumed = false;
 	u->dirty = true;
 }
 
@@ -301,9 +302,13 @@ void in_paste_idle(struct ui *u)
 	cur = u;
 	if (!u->pasting || clock_now() - u->paste_seen < IN_PASTE_IDLE)
 		return;
-	u->klen = 0; /* at most the start of an end marker that never finished */
+	bool resumed = u->paste_resumed;
+	if (resumed)
+		u->klen = 0; /* at most the start of an end marker that never finished */
 	paste_end(u);
-	u->paste_cut = true; /* a link that stalled may still bring the rest */
+	/* A link that stalled may still bring the rest, even the rest of the end marker
+	 * kept in kb: in_process takes the next bytes for it, once. */
+	u->paste_cut = !resumed;
 	snprintf(u->hint, sizeof u->hint, "a paste that never ended: its text is in the line");
 }
 
@@ -518,45 +523,57 @@ static size_t key(struct ui *u, bool flush)
 	return 1;
 }
 
-/* The length of the longest tail of k[0..n) that begins the paste's end marker. */
+/* The length of the longest tail of k[0..n) that begins a paste marker (the two share
+ * their first four bytes). */
 static size_t marker_start(const unsigned char *k, size_t n)
 {
 	for (size_t m = n < 5 ? n : 5; m > 0; m--)
-		if (!memcmp(k + n - m, "\033[201~", m))
+		if (!memcmp(k + n - m, "\033[201~", m) || !memcmp(k + n - m, "\033[200~", m))
 			return m;
 	return 0;
+}
+
+/* Where a paste's text ends in kb: at its end marker, or for the rest of a stalled
+ * paste also at the start of a new paste; NULL when neither is there yet. */
+static unsigned char *paste_stop(struct ui *u, bool *is_end)
+{
+	unsigned char *e = memmem(u->kb, u->klen, "\033[201~", 6), *b = NULL;
+	if (u->paste_resumed)
+		b = memmem(u->kb, u->klen, "\033[200~", 6);
+	*is_end = !b || (e && e < b);
+	return *is_end ? e : b;
 }
 
 void in_process(struct ui *u, bool flush)
 {
 	cur = u;
-	if (u->paste_cut && !u->pasting) {
-		/* The rest of a paste ended for a stall, its end marker with it: the bytes
-		 * before the marker are pasted text (their newlines do not send the line),
-		 * unless a new paste begins first. */
-		const unsigned char *e = memmem(u->kb, u->klen, "\033[201~", 6),
-				    *b = memmem(u->kb, u->klen, "\033[200~", 6);
-		if (e && (!b || b > e)) {
-			u->pasting = true;
+	if (u->paste_cut && !u->pasting && u->klen) {
+		/* The first bytes after a paste ended by a stall: its rest (whose line
+		 * breaks must not send the first part), unless a new paste begins. */
+		u->paste_cut = false;
+		size_t n = u->klen < 6 ? u->klen : 6;
+		if (memcmp(u->kb, "\033[200~", n) || !memcmp(u->kb, "\033[201~", n)) {
+			u->pasting = u->paste_resumed = true;
 			u->paste_n = 0;
-			u->hint[0] = 0; /* it did end */
+			u->paste_seen = clock_now();
 		}
-		if (e)
-			u->paste_cut = false;
 	}
 	if (u->pasting && !flush)
 		u->paste_seen = clock_now();
 	while (u->klen) {
 		if (u->pasting) {
-			unsigned char *e = memmem(u->kb, u->klen, "\033[201~", 6);
+			bool is_end;
+			unsigned char *e = paste_stop(u, &is_end);
 			if (e) {
 				paste_add(u, u->kb, (size_t)(e - u->kb));
-				consume(u, (size_t)(e - u->kb) + 6);
+				consume(u, (size_t)(e - u->kb) + (is_end ? 6 : 0));
+				if (u->paste_resumed && is_end)
+					u->hint[0] = 0; /* it did end */
 				paste_end(u);
 				continue;
 			}
-			/* Keep a tail that may be the start of the end marker, the rest of
-			 * which a slow link may bring later. */
+			/* Keep a tail that may be the start of a marker, the rest of which a
+			 * slow link may bring later. */
 			size_t keep = marker_start(u->kb, u->klen);
 			paste_add(u, u->kb, u->klen - keep);
 			consume(u, u->klen - keep);

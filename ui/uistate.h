@@ -36,6 +36,7 @@ struct ui {
 	size_t klen;
 	bool pasting;
 	bool paste_cut;    /* the last paste was ended by IN_PASTE_IDLE, its end not seen */
+	bool paste_resumed; /* this paste is the bytes that came after such a stall */
 	double paste_seen; /* when the paste's last bytes came (clock_now) */
 	char *paste; /* bracketed paste being collected */
 	size_t paste_n, paste_cap;
@@ -109,7 +110,8 @@ void in_editing_keys(void);
 void in_process(struct ui *u, bool flush);
 /* A bracketed paste whose end marker has not come after IN_PASTE_IDLE seconds without
  * a byte (a terminal or a link lost it) is ended: its text waits in the input line,
- * unsent, and the keys are keys again. */
+ * unsent. The bytes that come next are taken for the rest of it (a slow link), up to
+ * its end marker or another such quiet second; then the keys are keys again. */
 #define IN_PASTE_IDLE 1.0
 void in_paste_idle(struct ui *u);
 

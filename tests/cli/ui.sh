@@ -194,6 +194,36 @@ check_screen '^  its rest' "... its rest comes after it in the input line, the l
 [ "$(screen | grep -c 'stalled paste')" = 1 ] && pass "... nothing was sent" ||
 	{ fail "... the first part was sent"; shot "stalled paste"; }
 T send-keys -t ui C-u C-h C-u
+# The rest of a stalled paste in pieces, the end marker itself cut in two (a slow link
+# cuts anywhere): all of it pasted, nothing sent, nothing of the marker typed.
+T send-keys -t ui -l "$(printf '\033[200~slow paste')"
+check_screen 'a paste that never ended' "a paste stalled again"
+T send-keys -t ui -l "$(printf '\rsecond piece')"
+sleep 0.3
+T send-keys -t ui -l "$(printf '\rthird piece\033[20')"
+sleep 0.3
+T send-keys -t ui -l '1~'
+check_screen '^  third piece$' "... its rest in pieces, the end marker cut: pasted in the line"
+if [ "$(screen | grep -c 'slow paste')" = 1 ] && screen | grep -q '^  second piece$' &&
+   ! screen | grep -q 'never ended'; then
+	pass "... nothing was sent, and the hint is gone"
+else
+	fail "... the pieces were not one paste"
+	shot "paste in pieces"
+fi
+T send-keys -t ui C-u C-h C-u C-h C-u
+# A paste that stalls inside its end marker: the rest of the marker ends it.
+T send-keys -t ui -l "$(printf '\033[200~marker cut\033[20')"
+check_screen 'a paste that never ended' "a paste stalled inside its end marker"
+T send-keys -t ui -l '1~'
+sleep 0.5
+if screen | grep -q '^> marker cut$' && ! screen | grep -q 'never ended'; then
+	pass "... the marker's rest ends it, nothing of it typed"
+else
+	fail "... the marker's rest was typed or the paste did not end"
+	shot "marker cut"
+fi
+T send-keys -t ui C-u
 # Ctrl-X inside a Ctrl-R search, then Esc (readline's callback search crashed on it)
 for key in C-r C-x Escape; do
 	T send-keys -t ui $key
