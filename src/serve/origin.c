@@ -1,4 +1,5 @@
-/* origin.c — the Host and Origin checks of serve, and its listening socket (see
+/* origin.c — the Host and Origin checks of serve, the host a request target names,
+ * the header names a preflight's answer repeats, and its listening socket (see
  * origin.h). */
 #include "src/serve/origin.h"
 
@@ -9,6 +10,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -157,4 +159,29 @@ int origin_listen(const char *host, int port, int *bound, bool *v6, bool *loopba
 			? origin_loopback_addr(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr)
 			: origin_loopback_addr(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr);
 	return fd;
+}
+
+/* The path of an absolute-form target ("http://HOST/v1/models": RFC 9112, 3.2.2, has
+ * a server accept it, as clients send it through a proxy), its HOST malloc'd into
+ * *host; an origin-form target as it is, *host NULL. */
+const char *origin_target_path(const char *url, char **host)
+{
+	size_t skip = !strncasecmp(url, "http://", 7)    ? 7
+		      : !strncasecmp(url, "https://", 8) ? 8
+							 : 0;
+	*host = NULL;
+	if (!skip)
+		return url;
+	const char *a = url + skip, *slash = strchr(a, '/');
+	*host = strndup(a, slash ? (size_t)(slash - a) : strlen(a));
+	return !*host ? url : slash ? slash : "/"; /* out of memory: no path found */
+}
+
+/* Whether h is a list of header names ("authorization, content-type"), safe to send
+ * back as it is. */
+bool origin_header_list(const char *h)
+{
+	size_t n = strlen(h);
+	return n < 1024 && strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				     "0123456789-_.!#$%&'*+^`|~, ") == n;
 }

@@ -32,4 +32,14 @@ bool origin_allowed(const char *origin, const char *const *allowed, int n);
  * -1 with err_set saying why. */
 int origin_check(const char *s);
 
+/* The path of a request target: an absolute-form one ("http://HOST/v1/models", which
+ * RFC 9112, 3.2.2, has a server accept, as clients send it through a proxy) gives its
+ * path and its HOST malloc'd into *host; an origin-form one is returned as it is, *host
+ * NULL. */
+const char *origin_target_path(const char *url, char **host);
+
+/* Whether h is a list of header names ("authorization, content-type"), safe to send
+ * back as it is in a CORS preflight's answer. */
+bool origin_header_list(const char *h);
+
 #endif

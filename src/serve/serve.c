@@ -285,15 +285,6 @@ static enum MHD_Result origin_refused(struct MHD_Connection *conn, struct reques
 	return reply_error(conn, rq, 403, msg, NULL, "origin_not_allowed");
 }
 
-/* Whether h is a list of header names ("authorization, content-type"), safe to send
- * back as it is. */
-static bool header_list(const char *h)
-{
-	size_t n = strlen(h);
-	return n < 1024 && strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				     "0123456789-_.!#$%&'*+^`|~, ") == n;
-}
-
 /* OPTIONS: what the path allows, and for a browser's CORS preflight the methods and
  * the headers (those it asks for: the openai client sends its own x-stainless-*)
  * that the page may use, for ten minutes. */
@@ -311,29 +302,14 @@ static enum MHD_Result preflight(struct MHD_Connection *conn, struct request *rq
 	if (rq->origin[0]) {
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_METHODS, methods);
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_ALLOW_HEADERS,
-					h && header_list(h) ? h : "Authorization, Content-Type");
+					h && origin_header_list(h) ? h
+								   : "Authorization, Content-Type");
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ACCESS_CONTROL_MAX_AGE, "600");
 	}
 	enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_NO_CONTENT, r);
 	MHD_destroy_response(r);
 	rq->status = MHD_HTTP_NO_CONTENT;
 	return ok;
-}
-
-/* The path of an absolute-form target ("http://HOST/v1/models": RFC 9112, 3.2.2, has
- * a server accept it, as clients send it through a proxy), its HOST malloc'd into
- * *host; an origin-form target as it is, *host NULL. */
-static const char *target_path(const char *url, char **host)
-{
-	size_t skip = !strncasecmp(url, "http://", 7)    ? 7
-		      : !strncasecmp(url, "https://", 8) ? 8
-							 : 0;
-	*host = NULL;
-	if (!skip)
-		return url;
-	const char *a = url + skip, *slash = strchr(a, '/');
-	*host = strndup(a, slash ? (size_t)(slash - a) : strlen(a));
-	return !*host ? url : slash ? slash : "/"; /* out of memory: no path found */
 }
 
 /* The answer for the method and path, or MHD_YES with nothing queued when a chat
@@ -355,7 +331,7 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 				   NULL, "bad_header");
 	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
 	char *target_host;
-	url = target_path(url, &target_host);
+	url = origin_target_path(url, &target_host);
 	bool target_local = !target_host || origin_host_is_local(target_host),
 	     local = target_local && origin_host_is_local(host);
 	if (!target_local)
