@@ -50,7 +50,8 @@ struct dl {
 struct xfer {
 	struct dl *d;
 	const char *label;
-	int fd;
+	int fd, dir;            /* the file, and the directory it is named in */
+	const char *name;       /* ... its name there */
 	uint64_t have, size;    /* bytes in the file; bytes expected */
 	int use_sha1;           /* 40-hex ETag: git blob sha1, else sha256 */
 	struct sha256_ctx s256; /* nettle: uses the CPU's SHA instructions when present */
@@ -633,7 +634,7 @@ static int verify(struct xfer *x, const char *path, const struct dl_meta *m)
 {
 	char got[2 * SHA256_DIGEST_SIZE + 1];
 	if (x->have != m->size) {
-		unlink(path);
+		unlinkat(x->dir, x->name, 0);
 		return err_set("%s: got %llu bytes, the Hub says %llu; the download was discarded",
 			       x->label, (unsigned long long)x->have, (unsigned long long)m->size);
 	}
@@ -646,7 +647,7 @@ static int verify(struct xfer *x, const char *path, const struct dl_meta *m)
 	for (size_t i = 0; i < dlen; i++)
 		snprintf(got + 2 * i, 3, "%02x", digest[i]);
 	if (strcmp(got, m->etag)) {
-		unlink(path);
+		unlinkat(x->dir, x->name, 0);
 		return err_set("%s: %s mismatch: the Hub says %s, the download has %s; "
 			       "the download was discarded",
 			       x->label, x->use_sha1 ? "sha1" : "sha256", m->etag, got);
@@ -656,14 +657,14 @@ static int verify(struct xfer *x, const char *path, const struct dl_meta *m)
 	return 0;
 }
 
-int dl_get(struct dl *d, const char *url, const char *path, const char *label,
-	   const struct dl_meta *m)
+int dl_get(struct dl *d, const char *url, int dir, const char *name, const char *path,
+	   const char *label, const struct dl_meta *m)
 {
-	struct xfer x = {.d = d, .label = label, .size = m->size};
+	struct xfer x = {.d = d, .label = label, .size = m->size, .dir = dir, .name = name};
 	x.use_sha1 = strlen(m->etag) == 40;
 	/* Never through a link planted at the partial file's name (the cache may be
 	 * shared): the bytes go only into a regular file of our own. */
-	x.fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	x.fd = openat(dir, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (x.fd < 0)
 		return err_set("%s: cannot create: %s", path,
 			       errno == ELOOP ? "it is a symbolic link (refused)"

@@ -37,13 +37,15 @@ enum { DL_OK = 0, DL_ABSENT = 1, DL_FAIL = -1, DL_RETRY = -2 };
  * HTTP status, missing or malformed headers). */
 int dl_head(struct dl *d, const char *url, const char *label, struct dl_meta *m);
 
-/* GETs url (redirects followed) into path, continuing from the bytes path already
- * holds with a Range request, hashing as it goes; path is never opened through a
- * symbolic link. Checks the size and the hash against m; a file that fails the
- * check is deleted. DL_OK; DL_RETRY when the transfer broke off, ended early or got
- * 429/5xx, and can resume (path keeps what arrived); DL_FAIL otherwise. */
-int dl_get(struct dl *d, const char *url, const char *path, const char *label,
-	   const struct dl_meta *m);
+/* GETs url (redirects followed) into the file name in the directory dir (path, its
+ * full name, for messages), continuing from the bytes it already holds with a Range
+ * request, hashing as it goes; never opened through a symbolic link, and relative to
+ * dir, so that a folder swapped for a link after dir was opened leads nowhere else.
+ * Checks the size and the hash against m; a file that fails the check is deleted.
+ * DL_OK; DL_RETRY when the transfer broke off, ended early or got 429/5xx, and can
+ * resume (the file keeps what arrived); DL_FAIL otherwise. */
+int dl_get(struct dl *d, const char *url, int dir, const char *name, const char *path,
+	   const char *label, const struct dl_meta *m);
 
 /* The wait (seconds) the last answer asked for with Retry-After; 0 when none. */
 double dl_retry_after(const struct dl *d);

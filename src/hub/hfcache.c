@@ -5,6 +5,7 @@
 #include "src/base/fileio.h"
 #include "src/base/jsonlimit.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -85,6 +86,13 @@ int hfc_parse_spec(const char *spec, char **repo_id, char **rev)
 		err_set("out of memory");
 		return -1;
 	}
+	/* 40 hex digits in capitals are the commit too (git and the Hub read them so),
+	 * pinned as hfc_is_commit's lowercase form is, not taken for a branch's name */
+	bool hex = strlen(*rev) == 40;
+	for (const char *p = *rev; hex && *p; p++)
+		hex = isxdigit((unsigned char)*p);
+	for (char *p = *rev; hex && *p; p++)
+		*p = (char)tolower((unsigned char)*p);
 	return 1;
 }
 

@@ -10,7 +10,8 @@
 
 #include "src/hub/hub.h"
 
-/* Splits "Org/Name[@REV]" into a malloc'd repo id and revision ("main" when absent).
+/* Splits "Org/Name[@REV]" into a malloc'd repo id and revision ("main" when absent; a
+ * commit in capitals lowercased).
  * 1 when spec is a well-formed repo id, 0 when it is not one (nothing allocated),
  * -1 when it looks like one but the name or revision is malformed (err_set). */
 int hfc_parse_spec(const char *spec, char **repo_id, char **rev);

@@ -135,12 +135,23 @@ static int enough_space(const char *dir, const char *file, uint64_t need)
 	return 0;
 }
 
-/* The size of a regular file at path itself (a link, which the download refuses to
- * write through, counts as nothing here). */
-static uint64_t file_size(const char *path)
+/* The size of a regular file named name in dir (a link, which the download refuses
+ * to write through, counts as nothing here). */
+static uint64_t file_size(int dir, const char *name)
 {
 	struct stat st;
-	return lstat(path, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+	return fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)
+		       ? (uint64_t)st.st_size
+		       : 0;
+}
+
+/* Whether blobs (open as dir) holds the blob named etag whole: a regular file of the
+ * size the Hub gave. */
+static bool blob_whole(int dir, const char *etag, uint64_t size)
+{
+	struct stat st;
+	return fstatat(dir, etag, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	       (uint64_t)st.st_size == size;
 }
 
 /* After a failure that may pass (a broken connection, 429, 5xx, a body cut
@@ -172,35 +183,38 @@ static bool retry_wait(struct fetch *f, int attempt)
 }
 
 /* Downloads blobs/ETAG through blobs/ETAG.incomplete, retrying broken transfers
- * (each retry resumes where the last one stopped). Called with the blob's lock held. */
+ * (each retry resumes where the last one stopped), every name taken in blobs, the
+ * folder open as dir. Called with the blob's lock held. */
 static int fetch_blob(struct fetch *f, const char *url, const char *file, const struct dl_meta *m,
-		      const char *blob)
+		      int dir)
 {
-	char *part = malloc(strlen(blob) + 16);
-	if (!part)
+	char part[sizeof m->etag + 16];
+	snprintf(part, sizeof part, "%s.incomplete", m->etag);
+	char *blobs = fio_join(f->repo_dir, "blobs"), *path = blobs ? fio_join(blobs, part) : NULL;
+	if (!path) {
+		free(blobs);
 		return err_set("out of memory");
-	sprintf(part, "%s.incomplete", blob);
-	char *dir = fio_join(f->repo_dir, "blobs");
-	uint64_t have = file_size(part);
-	int rc = enough_space(dir, file, m->size > have ? m->size - have : 0);
+	}
+	uint64_t have = file_size(dir, part);
+	int rc = enough_space(blobs, file, m->size > have ? m->size - have : 0);
 	if (rc == 0 && have > 0 && have < m->size) {
 		char h[32];
 		units_bytes((double)have, h, sizeof h);
 		fprintf(stderr, "%s: resuming after %s\n", file, h);
 	}
 	for (int attempt = 1; rc == 0; attempt++) {
-		int r = dl_get(f->dl, url, part, file, m);
+		int r = dl_get(f->dl, url, dir, part, path, file, m);
 		if (r == DL_OK)
 			break;
 		if (r != DL_RETRY || !retry_wait(f, attempt))
 			rc = -1;
 	}
-	if (rc == 0 && rename(part, blob))
-		rc = err_set("%s: cannot rename to %s: %s", part, blob, strerror(errno));
+	if (rc == 0 && renameat(dir, part, dir, m->etag))
+		rc = err_set("%s: cannot rename to %s: %s", path, m->etag, strerror(errno));
 	if (rc == 0)
-		(void)fio_sync_dir(dir); /* best effort: the blob is whole either way */
-	free(dir);
-	free(part);
+		(void)fsync(dir); /* best effort: the blob is whole either way */
+	free(path);
+	free(blobs);
 	return rc;
 }
 
@@ -208,8 +222,8 @@ static int fetch_blob(struct fetch *f, const char *url, const char *file, const 
 static int fetch_file(struct fetch *f, const char *file, bool optional)
 {
 	struct dl_meta m;
-	char *url = file_url(f, file), *blob = NULL;
-	int rc = -1, lock = -1;
+	char *url = file_url(f, file);
+	int rc = -1, lock = -1, dir = -1;
 	if (!url)
 		return err_set("out of memory");
 	int r;
@@ -237,19 +251,20 @@ static int fetch_file(struct fetch *f, const char *file, bool optional)
 		err_set("%s: the Hub answered for commit %s, not %s", file, m.commit, f->commit);
 		goto out;
 	}
-	char *blobs = fio_join(f->repo_dir, "blobs");
-	blob = blobs ? fio_join(blobs, m.etag) : NULL;
-	free(blobs);
-	int dir = blob ? fio_mkdirs_below(f->repo_dir, "blobs", 0755) : -1; /* no link */
+	/* blobs, open from the cache's root with no link on the way (ROOT/models--O--N
+	 * /blobs), is where the blob goes however its folders are renamed meanwhile */
+	const char *folder = strrchr(f->repo_dir, '/');
+	char rel[512];
+	snprintf(rel, sizeof rel, "%s/blobs", folder ? folder + 1 : f->repo_dir);
+	dir = fio_mkdirs_below(f->root, rel, 0755);
 	if (dir < 0)
 		goto out;
-	close(dir);
-	if (!(fio_is_file(blob) && file_size(blob) == m.size)) {
+	if (!blob_whole(dir, m.etag, m.size)) {
 		if ((lock = hfc_lock(f->root, f->repo_id, m.etag, file)) < 0)
 			goto out;
 		/* Another process may have finished it while we waited for the lock. */
-		if (!(fio_is_file(blob) && file_size(blob) == m.size)) {
-			if (fetch_blob(f, url, file, &m, blob))
+		if (!blob_whole(dir, m.etag, m.size)) {
+			if (fetch_blob(f, url, file, &m, dir))
 				goto out;
 			f->fetched++;
 		}
@@ -257,7 +272,8 @@ static int fetch_file(struct fetch *f, const char *file, bool optional)
 	rc = hfc_link(f->repo_dir, f->commit, file, m.etag);
 out:
 	hfc_unlock(lock);
-	free(blob);
+	if (dir >= 0)
+		close(dir);
 	free(url);
 	return rc;
 }

@@ -436,6 +436,47 @@ for sub in "snapshots/$C" blobs refs; do
 		pass "... nothing made or replaced where it leads" || fail "$sub: written through: $(ls -l "$TMP/victim-dir")"
 	rm "$R13/$sub"
 done
+# ... or turned into one while the pull waits for another's lock on the blob: the
+# blob still goes into the folder the pull opened, never where the link leads
+for sub in blobs ""; do
+	export HF_HUB_CACHE="$TMP/cache13-swap${sub:+-$sub}"
+	R=$(repo "$HF_HUB_CACHE" test/Tiny-Qwen3)
+	L="$HF_HUB_CACHE/.locks/models--test--Tiny-Qwen3/$SHA.lock"
+	mkdir -p "$R/blobs" "$(dirname "$L")" "$TMP/swap-target/blobs"
+	rm -f "$TMP/swap-release"
+	python3 -c '
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+open(sys.argv[2] + ".held", "w").close()
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+' "$L" "$TMP/swap-release" &
+	holder=$!
+	while [ ! -e "$TMP/swap-release.held" ]; do sleep 0.05; done
+	rm "$TMP/swap-release.held"
+	timeout 60 "$QWENCHAT" pull test/Tiny-Qwen3 >/dev/null 2>"$TMP/swap-err" &
+	puller=$!
+	i=0
+	while ! grep -q "waiting for another" "$TMP/swap-err" && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ -n "$sub" ]; then
+		mv "$R/blobs" "$R/blobs.moved" && ln -s "$TMP/swap-target/blobs" "$R/blobs"
+	else # the repository's own folder
+		mv "$R" "$R.moved" && ln -s "$TMP/swap-target" "$R"
+	fi
+	touch "$TMP/swap-release"
+	wait $holder
+	wait $puller
+	what=${sub:-models--test--Tiny-Qwen3}
+	[ -z "$(ls -A "$TMP/swap-target/blobs")" ] &&
+		pass "$what made a link during the pull: nothing written where it leads" ||
+		fail "$what swapped: written through: $(ls "$TMP/swap-target/blobs")"
+	rm -rf "$R" "$R.moved" "$TMP/swap-target" "$TMP/swap-release"
+done
+export HF_HUB_CACHE="$TMP/cache13"
 expect_exit 0 "without the planted links the pull succeeds" "$QWENCHAT" pull test/Tiny-Qwen3
 check_cache "$HF_HUB_CACHE" "planted links"
 
@@ -517,6 +558,11 @@ expect_exit 1 "pull REPO:TAG@COMMIT listed for another commit" "$QWENCHAT" pull 
 err_has "the Hub's file list is for commit" "... said so"
 [ -z "$(find "$HF_HUB_CACHE" -path "*refs/$A")" ] && pass "... no ref made for it" ||
 	fail "a ref was made for the commit not answered"
+AU=$(printf '%s' "$A" | tr a-f A-F)
+expect_exit 1 "pull REPO@COMMIT in capitals answered for another commit" "$QWENCHAT" pull test/Tiny-Qwen3@$AU
+err_has "the Hub answered for commit $(commit_of test/Tiny-Qwen3), not $A" "... the commit pinned as well"
+[ -z "$(find "$HF_HUB_CACHE" -ipath "*refs/$A")" ] && pass "... no ref made for it" ||
+	fail "a ref was made for the commit in capitals"
 mode ""
 # the CDN a large file is sent to refuses it: not blamed on the token, never sent there
 export HF_HUB_CACHE="$TMP/cache-cdn403"
