@@ -354,7 +354,11 @@ static void resize(void)
 }
 
 /* Stops as SIGTSTP would, the terminal given back meanwhile; on SIGCONT the screen
- * and the modes come back (and the size, which may have changed). */
+ * and the modes come back (and the size, which may have changed), unless a signal
+ * to leave came meanwhile: continued in the background, the UI leaves without
+ * touching the terminal, which its shell has (that would stop it again, SIGTTOU). */
+static bool screen_away;
+
 static void suspend(void)
 {
 	fputs(UI_MODES_OFF, stdout);
@@ -366,6 +370,10 @@ static void suspend(void)
 	sigaction(SIGTSTP, &dfl, &ours);
 	raise(SIGTSTP); /* stopped here until SIGCONT */
 	sigaction(SIGTSTP, &ours, NULL);
+	if (got_stop) { /* killed while stopped (kill %1: SIGTERM, then SIGCONT) */
+		screen_away = true;
+		return;
+	}
 	resize();
 	refresh(); /* back in the program's mode: raw, the alternate screen */
 	fputs(UI_MODES_ON, stdout);
@@ -398,6 +406,10 @@ static void step(struct ui *u, double *last_fig)
 		got_tstp = 0;
 		suspend();
 		u->dirty = true;
+		if (screen_away) {
+			u->quit = true;
+			return; /* no frame on the shell's terminal */
+		}
 	}
 	if (got_winch) {
 		got_winch = 0;
@@ -515,9 +527,11 @@ int ui_main(struct app *a, const char *notices, const struct ui_options *o)
 			usleep(10000);
 	}
 	in_done(&u);
-	fputs(UI_MODES_OFF, stdout);
-	fflush(stdout);
-	endwin();
+	if (!screen_away) {
+		fputs(UI_MODES_OFF, stdout);
+		fflush(stdout);
+		endwin();
+	}
 	if (own_tstp)
 		sigaction(SIGTSTP, &old_tstp, NULL);
 	view_free(&u.v);

@@ -81,10 +81,12 @@ static bool mapped_file(uintptr_t addr, char *out, size_t size)
 
 /* With the full-screen UI up, its modes (mouse, bracketed paste, the hidden cursor,
  * the alternate screen) left and the terminal's saved settings restored, with
- * async-signal-safe calls only. */
+ * async-signal-safe calls only. Not from the background (a UI stopped, its terminal
+ * already given back, then killed and continued): the terminal is the shell's, and
+ * tcsetattr there would stop the process again (SIGTTOU) instead of letting it die. */
 static void give_terminal_back(void)
 {
-	if (!have_tty || !fullscreen)
+	if (!have_tty || !fullscreen || tcgetpgrp(STDIN_FILENO) != getpgrp())
 		return;
 	static const char reset[] =
 		"\033[?1006l\033[?1000l\033[?2004l\033[0m\033[?25h\033[?1049l\r\n";

@@ -16,8 +16,9 @@ def check(ok, what):
     failures += not ok
 
 
-def start():
-    """The UI under a session leader (the "shell") that reports its wait statuses; the
+def start(take_back=False):
+    """The UI under a session leader (the "shell") that reports its wait statuses and,
+    with take_back, takes the terminal back when the UI stops (as a shell does); the
     pty's slave stays open here, so its termios can be read after the program ends."""
     m, s = os.openpty()
     fcntl.ioctl(m, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
@@ -43,8 +44,11 @@ def start():
                        HOME=HOME, XDG_STATE_HOME=HOME + "/state")
             os.execve(QC, [QC, "chat", "-m", MODEL, "--threads", "1", "--ctx", "512"], env)
         os.write(w, b"%d\n" % pid)
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
         while True:
             _, st = os.waitpid(pid, os.WUNTRACED)
+            if take_back and os.WIFSTOPPED(st):
+                os.tcsetpgrp(0, os.getpgrp())
             os.write(w, b"%s\n" % (b"stopped" if os.WIFSTOPPED(st) else
                                    b"signal %d" % os.WTERMSIG(st) if os.WIFSIGNALED(st) else
                                    b"exit %d" % os.WEXITSTATUS(st)))
@@ -136,4 +140,23 @@ status = status_of(rep, pid)
 out = read(m, out, t=0.5)
 check(status == "exit 0", "then /quit: exit 0 (%s)" % status)
 check(not modes_on(out) and termios.tcgetattr(s) == before, "then /quit: the terminal restored")
+
+# Stopped, its terminal taken back by the shell, then ended as `kill %1` does (the
+# signal, then SIGCONT): continued in the background, it must die of the signal or
+# leave on SIGTERM, not touch the shell's terminal and be stopped again (SIGTTOU).
+for sig, want in ((signal.SIGTERM, "exit 143"), (signal.SIGUSR1, "signal %d" % signal.SIGUSR1)):
+    m, s, before, pid, rep = start(take_back=True)
+    out = read(m, b"", b"Type a message")
+    os.kill(pid, signal.SIGTSTP)
+    status = status_of(rep, pid)
+    check(status == "stopped", "SIGTSTP, shell takes the terminal: stopped (%s)" % status)
+    os.kill(pid, sig)
+    os.killpg(pid, signal.SIGCONT)
+    status = status_of(rep, pid)
+    check(status == want, "then %s and SIGCONT in the background: %s (%s)" % (sig.name, want, status))
+    if status == "stopped":
+        os.kill(pid, signal.SIGKILL)
+        status_of(rep, 0)
+    os.close(m)
+    os.close(s)
 sys.exit(1 if failures else 0)
