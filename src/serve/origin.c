@@ -41,6 +41,10 @@ bool origin_host_is_local(const char *host)
 	size_t n = end ? (size_t)(end - start) : strlen(start);
 	if (!n || n >= sizeof name || (host[0] == '[' && !end))
 		return false;
+	/* after the name only a port ("localhost:1@evil.example" names evil.example) */
+	const char *port = end ? end + (host[0] == '[') : "";
+	if (*port && (*port != ':' || strspn(port + 1, "0123456789") != strlen(port + 1)))
+		return false;
 	memcpy(name, start, n);
 	name[n] = '\0';
 	if (name[n - 1] == '.') /* the absolute form, "localhost." */

@@ -240,6 +240,14 @@ def hostile(port, kport, key, timeout):
     code, data = raw(port, b"GET http://evil.example/health HTTP/1.1\r\nHost: localhost\r\n"
                      b"Connection: close\r\n\r\n", timeout=5)
     check(code == 403 and b"evil.example" in data, "GET http://evil.example/health: 403 (%d)" % code)
+    # a name is a name and a port, nothing after: user info names the host after it
+    for target, host in ((b"http://localhost:1@evil.example/health", b"localhost"),
+                         (b"/health", b"localhost:1@evil.example"),
+                         (b"/health", b"[::1]:1@evil.example")):
+        code, data = raw(port, b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
+                         % (target, host), timeout=5)
+        check(code == 403 and b"evil.example" in data,
+              "GET %s, Host %s: 403 (%d)" % (target.decode(), host.decode(), code))
     code, data = raw(port, b"HEAD /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", timeout=5)
     check(code == 200 and data == b"", "HEAD /health: 200 without a body (%d, %r)" % (code, data[:20]))
     # a second Host or Origin: the guards read the first, a proxy may read another
