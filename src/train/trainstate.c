@@ -629,6 +629,11 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 			     name);
 	if (!rc && (s->step > STEPS_MAX || windows_read(s) < 0))
 		rc = err_set("%s: step: %lld is beyond any run's length", name, (long long)s->step);
+	int64_t most; /* targets in the windows read: "tokens" counts those it scored */
+	if (!rc &&
+	    (__builtin_mul_overflow(windows_read(s), (int64_t)s->o.ctx, &most) || s->tokens > most))
+		rc = err_set("%s: tokens: %lld is more than the %lld windows read hold", name,
+			     (long long)s->tokens, (long long)windows_read(s));
 	if (!rc && rows && json_integer_value(rows) != windows_read(s))
 		rc = err_set("%s: windows_read: not step x accum x batch (%lld)", name,
 			     (long long)windows_read(s));

@@ -74,6 +74,13 @@ train_usage 1 "config.json edited since the checkpoint: --resume refuses it" \
 	"config.json: changed since the checkpoint at step 2 wrote it" --resume "$TMP/e" --steps 4
 cmp -s "$TMP/e/model.safetensors" "$TMP/before" && pass "... the checkpoint as it was" ||
 	fail "config.json edited: the checkpoint changed"
+# a "tokens" count more than its windows hold (it would overflow as the run goes on,
+# and the state saved then could not be read back): refused in one line
+rm -rf "$TMP/k" && cp -R "$TMP/r" "$TMP/k"
+sed -i 's/"tokens": [0-9]*/"tokens": 9223372036854775807/' "$TMP/k/train-state/state.json"
+train_usage 1 "state.json's tokens past its windows: --resume refuses it" \
+	"state.json: tokens: 9223372036854775807 is more than the 4 windows read hold" \
+	--resume "$TMP/k" --steps 4
 # a directory where a checkpoint file goes (a rename cannot replace it): refused before
 # any file of the new checkpoint is put in place
 rm -rf "$TMP/p" && cp -R "$TMP/r" "$TMP/p" && mkdir "$TMP/p/train-state/master.safetensors"
