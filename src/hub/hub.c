@@ -135,23 +135,23 @@ static int enough_space(const char *dir, const char *file, uint64_t need)
 	return 0;
 }
 
-/* The size of a regular file named name in dir (a link, which the download refuses
- * to write through, counts as nothing here). */
-static uint64_t file_size(int dir, const char *name)
+/* Whether name in dir is a regular file (a link, which the download refuses to write
+ * through, is not), its size then in *size. */
+static bool regular_file(int dir, const char *name, uint64_t *size)
 {
 	struct stat st;
-	return fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)
-		       ? (uint64_t)st.st_size
-		       : 0;
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+		return false;
+	*size = (uint64_t)st.st_size;
+	return true;
 }
 
 /* Whether blobs (open as dir) holds the blob named etag whole: a regular file of the
  * size the Hub gave. */
 static bool blob_whole(int dir, const char *etag, uint64_t size)
 {
-	struct stat st;
-	return fstatat(dir, etag, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	       (uint64_t)st.st_size == size;
+	uint64_t n;
+	return regular_file(dir, etag, &n) && n == size;
 }
 
 /* After a failure that may pass (a broken connection, 429, 5xx, a body cut
@@ -195,7 +195,8 @@ static int fetch_blob(struct fetch *f, const char *url, const char *file, const 
 		free(blobs);
 		return err_set("out of memory");
 	}
-	uint64_t have = file_size(dir, part);
+	uint64_t have = 0; /* bytes of the partial file an earlier run left */
+	(void)regular_file(dir, part, &have);
 	int rc = enough_space(blobs, file, m->size > have ? m->size - have : 0);
 	if (rc == 0 && have > 0 && have < m->size) {
 		char h[32];
