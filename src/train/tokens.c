@@ -18,8 +18,7 @@
 
 bool tokens_is_u32(const char *path)
 {
-	size_t n = strlen(path);
-	return n >= 4 && !strcmp(path + n - 4, ".u32");
+	return fio_has_ext(path, ".u32");
 }
 
 int32_t tokens_eot(const struct tok *tk)

@@ -14,7 +14,7 @@ struct tok;
 /* The largest file tokens_read_file reads (bytes): memory, not this, is the limit. */
 #define TOKENS_MAX_FILE ((size_t)-1 / 4)
 
-/* True when path names a token-id file (its name ends in ".u32"). */
+/* True when path names a token-id file (its name ends in ".u32", in any case). */
 bool tokens_is_u32(const char *path);
 
 /* True when path names JSON Lines of text records: ".jsonl" or ".ndjson" in any case,

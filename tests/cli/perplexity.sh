@@ -88,6 +88,13 @@ check "tied, ctx 2 stride 1 (a label per window)" "$A" 2 1 --kv-f32
 check "tied, ctx 256 stride 256 (a short last window)" "$A" 256 256 --kv-f32
 check "untied, ctx 64 stride 64, fp32 KV" "$B" 64 64 --kv-f32
 check "untied, ctx 100 stride 30, fp32 KV" "$B" 100 30 --kv-f32
+# Whether a file is ids goes by its name, in any case: R.U32 is the same ids, not text.
+cp "$TMP/r.u32" "$TMP/R.U32"
+a=$($PPL -m "$A" -f "$TMP/r.u32" --ctx 64 --json 2>&1)
+b=$($PPL -m "$A" -f "$TMP/R.U32" --ctx 64 --json 2>&1)
+if [ "$a" = "$b" ]; then pass "an upper-case .U32 name is ids too"
+else fail "an upper-case .U32 name: $b, against $a"; fi
+
 # --llama-chunks: llama-perplexity's loop (whole chunks, the second half scored), against
 # the reference's --llama, written from llama.cpp's tools/perplexity; with --kl-base too
 for c in 20 21; do
