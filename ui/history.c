@@ -92,19 +92,30 @@ static void in_history_save(const char *path)
 	free(b.p);
 }
 
+/* Whether fd is the chat's own history: a regular file of one name (a hard link would
+ * carry every message to the file it shares). A mode open to others is made 0600. */
+static bool own_file(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
+		return false;
+	if (st.st_mode & 077)
+		(void)fchmod(fd, 0600);
+	return true;
+}
+
 void in_history_append(const char *path, const char *line)
 {
 	/* O_APPEND, as readline's append_history: another chat's entries stay; never
 	 * through a link (O_NOFOLLOW: the exit's in_history_trim replaces one), never
-	 * waiting on a FIFO (O_NONBLOCK, then only a regular file is written) */
+	 * waiting on a FIFO (O_NONBLOCK), never into a file of two names (own_file) */
 	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
 		      0600);
 	if (fd < 0)
 		return;
-	struct stat st;
 	struct strbuf b = {0};
 	put_entry(&b, NULL, line);
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && !b.oom)
+	if (own_file(fd) && !b.oom)
 		(void)fio_write_fd(fd, b.p, b.n);
 	close(fd);
 	free(b.p);
@@ -129,7 +140,8 @@ static size_t tail_start(const char *text, size_t len, int keep)
 void in_history_trim(const char *path)
 {
 	struct stat st;
-	if (lstat(path, &st) != 0 || S_ISLNK(st.st_mode)) { /* none, or a link to replace */
+	if (lstat(path, &st) != 0 || S_ISLNK(st.st_mode) ||
+	    (S_ISREG(st.st_mode) && st.st_nlink != 1)) { /* none, or a link to replace */
 		in_history_save(path);
 		return;
 	}
@@ -153,10 +165,14 @@ void in_history_load(const char *path)
 	history_comment_char = '#';
 	history_write_timestamps = 1;
 	history_multiline_entries = 1;
-	/* Only a regular file is read: open() would wait forever on a FIFO; a link is
-	 * not followed, and the exit's in_history_trim replaces it. */
-	struct stat st;
-	if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+	/* Only a regular file of one name is read: open() would wait forever on a FIFO;
+	 * a link, soft or hard, is not followed, and the exit's in_history_trim replaces
+	 * it. */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	bool own = fd >= 0 && own_file(fd);
+	if (fd >= 0)
+		close(fd);
+	if (!own)
 		return;
 	FILE *f = fopen(path, "r");
 	int first = f ? fgetc(f) : EOF;
