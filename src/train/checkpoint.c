@@ -560,12 +560,22 @@ static int renames_possible(const struct ckpt_txn *x)
 		char *dst = fio_join(x->dir, x->rel[i]);
 		if (!dst)
 			rc = err_set("out of memory");
-		else if (lstat(dst, &d) == 0 && S_ISDIR(d.st_mode))
-			rc = err_set("%s: is a directory, where the checkpoint's file goes", dst);
+		else
+			rc = ckpt_check_target(dst);
 		free(dst);
 	}
 	free(state);
 	return rc;
+}
+
+int ckpt_check_target(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
+		return 0;
+	return err_set("%s: %s, where the checkpoint's file goes", path,
+		       S_ISDIR(st.st_mode) ? "is a directory"
+					   : "not a regular file (a FIFO, a device or a socket)");
 }
 
 int ckpt_commit(struct ckpt_txn *x)

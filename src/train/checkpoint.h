@@ -66,6 +66,10 @@ int ckpt_put(struct ckpt_txn *x, const char *rel, const void *data, size_t len);
  * directories, removes the temporary directory. Frees x. 0 or -1 (err_set; before the
  * mark nothing of DIR changed). */
 int ckpt_commit(struct ckpt_txn *x);
+/* 0 when a checkpoint's file may be renamed over path: nothing there, a regular file
+ * or a link (replaced, never followed); else -1 with err_set (a directory, a FIFO, a
+ * device: the rename would replace what the user put there). */
+int ckpt_check_target(const char *path);
 /* Removes what the transaction wrote; DIR is as it was. Frees x (NULL allowed). */
 void ckpt_abort(struct ckpt_txn *x);
 

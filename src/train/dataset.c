@@ -364,6 +364,11 @@ static int write_cache(const struct dset *d, json_t *meta, const char *cache)
 		err_set("out of memory");
 		goto out;
 	}
+	struct stat st; /* a FIFO or a device there is the user's, not an old cache */
+	if (lstat(js, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		err_set("%s: not a regular file (refused: only a file can be replaced)", js);
+		goto out;
+	}
 	if (unlink(js) != 0 && errno != ENOENT) {
 		err_set("%s: cannot remove: %s", js, strerror(errno));
 		goto out;

@@ -123,11 +123,7 @@ int save_check_targets(const char *dir, const struct save_file *files, int n_fil
 	for (int i = 0; rc == 0 && i < n_fixed + n_files; i++) {
 		const char *name = i < n_fixed ? fixed[i] : files[i - n_fixed].name;
 		char *path = fio_join(dir, name);
-		struct stat st;
-		if (!path)
-			rc = err_set("out of memory");
-		else if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			rc = err_set("%s: is a directory, where the checkpoint's file goes", path);
+		rc = path ? ckpt_check_target(path) : err_set("out of memory");
 		free(path);
 	}
 	return rc;

@@ -100,6 +100,15 @@ planted_dir() { # planted_dir RUN FILE
 		pass "... no step ran"
 }
 planted_dir "$TMP/r" loss.svg
+# a FIFO there (or at the token cache's data.json) is the user's too: refused, left as
+# it is
+planted_fifo() { # planted_fifo FILE MESSAGE
+	rm -rf "$TMP/p" && cp -R "$TMP/r" "$TMP/p" && rm -f "$TMP/p/$1" && mkfifo "$TMP/p/$1"
+	train_usage 1 "a FIFO at $1: refused" "$1: $2" --resume "$TMP/p" --steps 4
+	[ -p "$TMP/p/$1" ] && pass "... the FIFO left there" || fail "a FIFO at $1: replaced"
+}
+planted_fifo loss.svg "not a regular file (a FIFO, a device or a socket), where the checkpoint's"
+planted_fifo train-state/data.json "not a regular file (refused: only a file can be replaced)"
 
 # a tokenizer replaced since the checkpoint: the cached stream holds the other one's
 # ids, and the checkpoint would ship a tokenizer its model never read: refused
