@@ -47,6 +47,11 @@ bool origin_host_is_local(const char *host)
 		return false;
 	memcpy(name, start, n);
 	name[n] = '\0';
+	/* a name is a host name ("?.localhost" is none); an IPv6 address is in brackets */
+	static const char host_chars[] = "abcdefghijklmnopqrstuvwxyz"
+					 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.";
+	if (host[0] != '[' && strspn(name, host_chars) != n)
+		return false;
 	if (name[n - 1] == '.') /* the absolute form, "localhost." */
 		name[--n] = '\0';
 	if (!strcasecmp(name, "localhost") || (n > 10 && !strcasecmp(name + n - 10, ".localhost")))

@@ -240,10 +240,13 @@ def hostile(port, kport, key, timeout):
     code, data = raw(port, b"GET http://evil.example/health HTTP/1.1\r\nHost: localhost\r\n"
                      b"Connection: close\r\n\r\n", timeout=5)
     check(code == 403 and b"evil.example" in data, "GET http://evil.example/health: 403 (%d)" % code)
-    # a name is a name and a port, nothing after: user info names the host after it
+    # a name is a name and a port, nothing after: user info names the host after it;
+    # a name is of host-name characters ("?.localhost" is not under localhost)
     for target, host in ((b"http://localhost:1@evil.example/health", b"localhost"),
                          (b"/health", b"localhost:1@evil.example"),
-                         (b"/health", b"[::1]:1@evil.example")):
+                         (b"/health", b"[::1]:1@evil.example"),
+                         (b"http://evil.example?.localhost/health", b"localhost"),
+                         (b"/health", b"evil.example#.localhost")):
         code, data = raw(port, b"GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
                          % (target, host), timeout=5)
         check(code == 403 and b"evil.example" in data,
