@@ -746,29 +746,25 @@ check_screen 'EXITED 0' "quits"
 # appended to, and replaced at exit; a history open to others is made 0600
 printf '#1700000000\nvictim entry\n' >"$TMP/victim" && chmod 644 "$TMP/victim"
 rm -f "$H" && ln "$TMP/victim" "$H"
-answered() { # answered TEXT: the prompt is back after the message TEXT
-	i=0
+# plain_turn MESSAGE DESC: --plain started anew, MESSAGE sent and answered, then Ctrl-D
+plain_turn() {
+	restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 4 --plain; echo EXITED \$?; sleep 600"
+	check_screen '^> *$' "--plain starts $2"
+	T send-keys -t ui "$1" Enter
+	i=0 # until the prompt is back after the message
 	until screen | awk -v m="> $1" '$0 == m { f = 1; next } f && /^> *$/ { ok = 1 }
 		END { exit !ok }' || [ $i -ge $((WAIT * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+	T send-keys -t ui C-d
+	check_screen 'EXITED 0' "quits"
 }
-restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 4 --plain; echo EXITED \$?; sleep 600"
-check_screen '^> *$' "--plain starts with a hard link at the history file"
-T send-keys -t ui 'hard linked' Enter
-answered 'hard linked'
-T send-keys -t ui C-d
-check_screen 'EXITED 0' "quits"
+plain_turn 'hard linked' "with a hard link at the history file"
 [ "$(cat "$TMP/victim")" = "$(printf '#1700000000\nvictim entry')" ] &&
 	[ "$(stat -c %h "$TMP/victim")" = 1 ] && grep -q '^hard linked$' "$H" &&
 	! grep -q 'victim entry' "$H" && [ "$(stat -c %a "$H")" = 600 ] &&
 	pass "a hard link at the history: the other file untouched, a private history instead" ||
 	fail "history at a hard link: victim '$(cat "$TMP/victim")', $(ls -l "$H"): $(cat "$H")"
 chmod 644 "$H"
-restart "$QWENCHAT -m '$MODEL' --backend cpu --threads 2 -n 4 --plain; echo EXITED \$?; sleep 600"
-check_screen '^> *$' "--plain starts with a history open to others"
-T send-keys -t ui 'loose mode' Enter
-answered 'loose mode'
-T send-keys -t ui C-d
-check_screen 'EXITED 0' "quits"
+plain_turn 'loose mode' "with a history open to others"
 grep -q '^hard linked$' "$H" && grep -q '^loose mode$' "$H" && [ "$(stat -c %a "$H")" = 600 ] &&
 	pass "a history open to others is kept and made 0600" || fail "history at 0644: $(ls -l "$H")"
 rm -f "$H"
