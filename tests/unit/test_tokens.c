@@ -51,7 +51,8 @@ static void test_is_u32(void **state)
 	assert_true(tokens_is_u32(".u32"));
 	assert_false(tokens_is_u32("u32"));
 	assert_false(tokens_is_u32("data.u32.txt"));
-	assert_false(tokens_is_u32("data.U32"));
+	assert_true(tokens_is_u32("data.U32"));
+	assert_true(tokens_is_u32("Data.U32"));
 	assert_false(tokens_is_u32("data.txt"));
 }
 
