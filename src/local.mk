@@ -47,7 +47,7 @@ libapp_a_SOURCES = \
 	src/app/app_probs.c \
 	src/app/slash.c src/app/slash.h \
 	src/app/plain.c src/app/plain.h \
-	src/serve/openai.c src/serve/openai.h src/serve/ends.c \
+	src/serve/openai.c src/serve/openai_out.c src/serve/openai.h src/serve/ends.c \
 	src/serve/completion.c src/serve/completion.h \
 	src/serve/generate.c src/serve/generate.h src/serve/scores.c src/serve/scores.h \
 	src/serve/serve.c src/serve/serve.h src/serve/serve_impl.h src/serve/jobs.c \

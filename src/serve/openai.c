@@ -1,6 +1,5 @@
 /* openai.c — a chat-completions request body into a conversation and settings, a
- * text-completions body into prompts and settings, every field checked (openai.h);
- * the error object; server-sent events. */
+ * text-completions body into prompts and settings, every field checked (openai.h). */
 #include "src/serve/openai.h"
 
 #include <jansson.h>
@@ -9,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <utf8proc.h>
 
 #include "src/base/err.h"
 #include "src/base/jsonschema.h"
@@ -186,6 +184,50 @@ static int member_types(json_t *o, const char *at, const char *const *keys, int 
 		     : oai_bad(e, at, "%.*s: expected %s", (int)strlen(keys[k]) - 2, keys[k], want);
 }
 
+/* Python's truth value of a JSON value (missing is false). */
+static bool falsy(const json_t *v)
+{
+	return !v || json_is_null(v) || json_is_false(v) ||
+	       (json_is_string(v) && json_string_length(v) == 0) ||
+	       (json_is_array(v) && json_array_size(v) == 0) ||
+	       (json_is_object(v) && json_object_size(v) == 0) ||
+	       (json_is_number(v) && json_number_value(v) == 0);
+}
+
+/* The text a tool call's arguments render as, read as vLLM reads them: a false value
+ * (missing, null, "", [], 0) is {}; an object or array is written with tojson; a string is the JSON text
+ * OpenAI sends, parsed, and its value written with tojson, or as it is when that value
+ * is itself a string (the template's "is string" branch) or the text is not JSON. */
+static int call_arguments(json_t *args, const char *at, char **text, bool *verbatim,
+			  struct oai_error *e)
+{
+	if (falsy(args)) {
+		*text = strdup("{}");
+		return *text ? 0 : oai_bad(e, at, "out of memory");
+	}
+	if (!json_is_string(args) && !json_is_object(args) && !json_is_array(args))
+		return oai_bad(e, at, "arguments: expected a string or an object, got %s",
+			       jsontype_name(args));
+	/* The text is a value of the body, but the body's limits did not see inside it:
+	 * the same limits. */
+	struct jlim l = {.max_depth = OAI_MAX_DEPTH, .max_values = OAI_MAX_VALUES};
+	if (json_is_string(args) &&
+	    jlim_check(json_string_value(args), json_string_length(args), &l, "arguments"))
+		return oai_bad(e, at, "%s", err_msg());
+	json_t *v = json_is_string(args)
+			    ? json_loadb(json_string_value(args), json_string_length(args),
+					 JSON_DECODE_ANY, NULL)
+			    : json_incref(args);
+	if (!v || json_is_string(v)) {
+		*verbatim = true;
+		*text = strdup(v ? json_string_value(v) : json_string_value(args));
+	} else {
+		*text = tojson(v, NULL);
+	}
+	json_decref(v);
+	return *text ? 0 : oai_bad(e, at, "out of memory");
+}
+
 static int get_tool_calls(struct chat *c, json_t *calls, size_t i, struct oai_error *e)
 {
 	char at[96];
@@ -210,22 +252,11 @@ static int get_tool_calls(struct chat *c, json_t *calls, size_t i, struct oai_er
 			return oai_bad(e, at, "expected an object");
 		if (!json_is_string(name))
 			return oai_bad(e, at, "name: expected a string");
-		if (!json_is_string(args) && !json_is_object(args))
-			return oai_bad(e, at, "arguments: expected a string");
-		/* OpenAI sends the arguments as JSON text; read as the object it holds, as
-		 * vLLM reads it, the template writes it with tojson. The text is a value of
-		 * the body, but the body's limits did not see inside it: the same limits. */
-		struct jlim l = {.max_depth = OAI_MAX_DEPTH, .max_values = OAI_MAX_VALUES};
-		if (json_is_string(args) &&
-		    jlim_check(json_string_value(args), json_string_length(args), &l, "arguments"))
-			return oai_bad(e, at, "%s", err_msg());
-		json_t *obj = json_is_string(args) ? json_loadb(json_string_value(args),
-								json_string_length(args), 0, NULL)
-						   : json_incref(args);
-		char *text = json_is_object(obj) ? tojson(obj, NULL) : NULL;
-		int rc = chat_add_tool_call(c, c->n - 1, json_string_value(name),
-					    text ? text : json_string_value(args), text == NULL);
-		json_decref(obj);
+		char *text = NULL;
+		bool verbatim = false;
+		if (call_arguments(args, at, &text, &verbatim, e))
+			return -1;
+		int rc = chat_add_tool_call(c, c->n - 1, json_string_value(name), text, verbatim);
 		free(text);
 		if (rc)
 			return -1;
@@ -732,47 +763,4 @@ void oai_request_free(struct oai_request *r)
 	free(r->bias_ids);
 	free(r->bias);
 	free(r);
-}
-
-void oai_put_text(struct strbuf *b, const char *s, size_t n)
-{
-	const utf8proc_uint8_t *u = (const utf8proc_uint8_t *)s;
-	size_t i = 0, start = 0;
-	while (i < n) {
-		utf8proc_int32_t cp;
-		utf8proc_ssize_t k = utf8proc_iterate(u + i, (utf8proc_ssize_t)(n - i), &cp);
-		if (k > 0 && cp != 0) {
-			i += (size_t)k;
-			continue;
-		}
-		sb_put(b, s + start, i - start);
-		sb_printf(b, "\\x%02x", u[i]);
-		start = ++i;
-	}
-	sb_put(b, s + start, n - start);
-}
-
-char *oai_error_json(const char *message, const char *type, const char *param, const char *code)
-{
-	/* messages quote request text (a role, a JSON parser's context): keep them UTF-8 */
-	struct strbuf m = {0}, p = {0};
-	oai_put_text(&m, message, strlen(message));
-	if (param)
-		oai_put_text(&p, param, strlen(param));
-	json_t *root = m.oom || p.oom ? NULL
-				      : json_pack("{s:{s:s, s:s, s:s?, s:s?}}", "error", "message",
-						  m.p ? m.p : "", "type", type, "param",
-						  param ? (p.p ? p.p : "") : NULL, "code", code);
-	char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
-	json_decref(root);
-	free(m.p);
-	free(p.p);
-	return text;
-}
-
-void oai_sse(struct strbuf *b, const char *text)
-{
-	sb_puts(b, "data: ");
-	sb_puts(b, text);
-	sb_puts(b, "\n\n");
 }

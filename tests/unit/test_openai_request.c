@@ -244,6 +244,49 @@ static void test_parse_renders_as_file(void **state)
 	oai_request_free(r);
 }
 
+/* A tool call's arguments as vLLM reads them before the template: a false value
+ * (nothing, null, "", [], false) is {}; JSON text is parsed and written back with tojson, except a JSON string, which
+ * the template writes as it is; text that is not JSON stays as it is. */
+static void test_call_arguments(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *args, *renders;
+	} cases[] = {
+		{"", "{}"},
+		{"\"arguments\": null", "{}"},
+		{"\"arguments\": \"\"", "{}"},
+		{"\"arguments\": []", "{}"},
+		{"\"arguments\": false", "{}"},
+		{"\"arguments\": \"{\\\"a\\\":1}\"", "{\"a\": 1}"},
+		{"\"arguments\": \" [1,2.50] \"", "[1, 2.5]"},
+		{"\"arguments\": [1, {\"b\": true}]", "[1, {\"b\": true}]"},
+		{"\"arguments\": \"5\"", "5"},
+		{"\"arguments\": \"\\\"Paris\\\"\"", "Paris"},
+		{"\"arguments\": \"not {json\"", "not {json"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char body[512], want[128];
+		snprintf(body, sizeof body,
+			 "{\"messages\": [{\"role\": \"assistant\", \"content\": null, "
+			 "\"tool_calls\": [{\"type\": \"function\", \"function\": {\"name\": "
+			 "\"w\"%s%s}}]}]}",
+			 cases[i].args[0] ? ", " : "", cases[i].args);
+		snprintf(want, sizeof want, "{\"name\": \"w\", \"arguments\": %s}\n",
+			 cases[i].renders);
+		struct oai_error e;
+		struct oai_request *r = parse(body, &e);
+		if (!r)
+			fail_msg("%s: %s", body, err_msg());
+		char *text = tmpl_render(r->chat, TMPL_QWEN3, false, TMPL_THINK_ABSENT, NULL);
+		assert_non_null(text);
+		if (!strstr(text, want))
+			fail_msg("arguments %s rendered\n%s", cases[i].args, text);
+		free(text);
+		oai_request_free(r);
+	}
+}
+
 /* Requests refused, each with the field it names (param) and words of its message. */
 static const struct {
 	const char *body, *param, *code, *says;
@@ -264,6 +307,9 @@ static const struct {
 	{"{\"messages\": [{\"role\": \"user\"}]}", "messages[0].content", NULL, "missing"},
 	{"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}",
 	 "messages[0].content[0]", NULL, "only text parts"},
+	{"{\"messages\": [{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": "
+	 "[{\"function\": {\"name\": \"w\", \"arguments\": 5}}]}]}",
+	 "messages[0].tool_calls[0].function", NULL, "arguments: expected a string or an object"},
 	{"{\"messages\": [{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": "
 	 "[{}]}]}",
 	 "messages[0].tool_calls[0].function", NULL, "expected an object"},
@@ -567,10 +613,15 @@ static void test_error_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_fields), cmocka_unit_test(test_parse_formats),
-		cmocka_unit_test(test_parse_small),  cmocka_unit_test(test_parse_renders_as_file),
-		cmocka_unit_test(test_parse_errors), cmocka_unit_test(test_parse_depth),
-		cmocka_unit_test(test_parse_bounds), cmocka_unit_test(test_error_json),
+		cmocka_unit_test(test_parse_fields),
+		cmocka_unit_test(test_call_arguments),
+		cmocka_unit_test(test_parse_formats),
+		cmocka_unit_test(test_parse_small),
+		cmocka_unit_test(test_parse_renders_as_file),
+		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_parse_depth),
+		cmocka_unit_test(test_parse_bounds),
+		cmocka_unit_test(test_error_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
