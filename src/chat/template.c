@@ -503,13 +503,13 @@ char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation
 	return render(c, v, add_generation_prompt, enable_thinking, len, NULL, NULL);
 }
 
-/* Where the last copy of want[0..n) ends in text[0..len), or SIZE_MAX (Python's
- * text.rindex(want) + n; an empty want is found at the very end). */
-static size_t last_end(const char *text, size_t len, const char *want, size_t n)
+/* Where the last copy of want[0..n) starts in text[0..len), or SIZE_MAX (Python's
+ * text.rindex(want); an empty want is found at the very end). */
+static size_t last_start(const char *text, size_t len, const char *want, size_t n)
 {
 	for (size_t i = len >= n ? len - n + 1 : 0; i-- > 0;)
 		if (!memcmp(text + i, want, n))
-			return i + n;
+			return i;
 	return SIZE_MAX;
 }
 
@@ -520,19 +520,24 @@ char *tmpl_render_continue(const struct chat *c, enum tmpl_variant v, int enable
 	char *text = render(c, v, false, enable_thinking, &n, NULL, NULL);
 	if (!text)
 		return NULL;
+	/* transformers' rule: find the last copy of the content stripped of white space;
+	 * keep the content's trailing white space only when the content has no leading
+	 * white space and the template wrote it whole there. */
 	const char *want = c->turns[c->n - 1].content;
-	size_t a, b, cut = last_end(text, n, want, strlen(want));
-	if (cut == SIZE_MAX) { /* a template that strips the content, as some do */
-		utf8_strip(want, strlen(want), &a, &b);
-		cut = last_end(text, n, want + a, b - a);
-	}
-	if (cut == SIZE_MAX) {
+	size_t wn = strlen(want), a, b;
+	utf8_strip(want, wn, &a, &b);
+	size_t at = last_start(text, n, want + a, b - a), cut;
+	if (at == SIZE_MAX) {
 		free(text);
 		err_set("messages[%zu]: its content is not in the conversation as the chat "
 			"template renders it, so it cannot be continued",
 			c->n - 1);
 		return NULL;
 	}
+	if (a == 0 && at + wn <= n && !memcmp(text + at, want, wn))
+		cut = at + wn;
+	else
+		cut = at + (b - a);
 	text[cut] = '\0';
 	if (len)
 		*len = cut;

@@ -53,9 +53,10 @@ char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation
 
 /* The conversation rendered to continue its last message (vLLM's
  * continue_final_message, Hugging Face's apply_chat_template(continue_final_message=
- * True)): rendered without a generation prompt and cut just after the last place the
- * final message's content appears (else its content stripped of whitespace), so that
- * the model goes on writing that message. NULL with err_set when the content does not
+ * True)): rendered without a generation prompt and cut, as transformers cuts it, just
+ * after the last place the final message's content stripped of white space appears
+ * (with the content's trailing white space where the template kept it and the content
+ * has no leading white space), so that the model goes on writing that message. NULL with err_set when the content does not
  * appear at all (a template that rewrote it). */
 char *tmpl_render_continue(const struct chat *c, enum tmpl_variant v, int enable_thinking,
 			   size_t *len);

@@ -40,6 +40,43 @@ def encode(qwenchat, model, text):
     return [int(t) for t in out.split()]
 
 
+def continue_cut(text, final):
+    """transformers' apply_chat_template(continue_final_message=True): the render cut
+    after the last copy of the final content stripped of white space, keeping its
+    trailing white space only when it has no leading one and the render holds it whole
+    there; None where the stripped content is not in the render (an error there)."""
+    core = final.strip()
+    if core not in text:
+        return None
+    at = text.rindex(core)
+    if final == final.lstrip() and text.startswith(final, at):
+        return text[:at + len(final)]
+    return text[:at + len(core)]
+
+
+def continue_spaces(port, qwenchat, model):
+    """Final messages with white space around them, cut as transformers cuts them; the
+    whole render is /tokenize's without a generation prompt (held to jinja2's above)."""
+    bad = []
+    for final in ["Hi there  ", "  Hi there  ", "\nHi\n\n", "Hi\u3000", " x", "", "  "]:
+        msgs = [{"role": "user", "content": "Q"}, {"role": "assistant", "content": final}]
+        for think in (None, False):
+            body = {"messages": msgs, "add_generation_prompt": False}
+            if think is not None:
+                body["chat_template_kwargs"] = {"enable_thinking": think}
+            st, _, whole = request(port, "POST", "/tokenize", body)
+            st2, _, b = request(port, "POST", "/tokenize",
+                                dict(body, continue_final_message=True))
+            text = subprocess.run([qwenchat, "detokenize", "-m", model],
+                                  input=" ".join(map(str, whole.get("tokens", []))).encode(),
+                                  capture_output=True).stdout.decode("utf-8")
+            want = encode(qwenchat, model, continue_cut(text, final))
+            if st != 200 or st2 != 200 or b.get("tokens") != want:
+                bad.append((final, think, st2))
+    check(not bad, "continue_final_message: messages with white space around them cut as "
+          "transformers cuts them%s" % (" (differ: %s)" % bad[:5] if bad else ""))
+
+
 def conversations(port, qwenchat, model, golden):
     cases = json.load(open(os.path.join(golden, "template-cases.json"), encoding="utf-8"))["cases"]
     renders = json.load(open(os.path.join(golden, "template-golden-qwen3.json"),
@@ -79,13 +116,8 @@ def conversations(port, qwenchat, model, golden):
         final = case["messages"][-1].get("content") or ""
         if isinstance(final, list):
             final = final[-1]["text"]
-        text = r["text"]
-        if final in text:
-            want = encode(qwenchat, model, text[:text.rindex(final) + len(final)])
-        elif final.strip() in text:
-            want = encode(qwenchat, model, text[:text.rindex(final.strip()) + len(final.strip())])
-        else:
-            want = None
+        cut = continue_cut(r["text"], final)
+        want = encode(qwenchat, model, cut) if cut is not None else None
         body = {"messages": case["messages"], "continue_final_message": True,
                 "add_generation_prompt": False, "tools": case.get("tools")}
         if r["enable_thinking"] is not None:
@@ -235,6 +267,7 @@ def beside_completion(port, qwenchat, model, ctx):
 if __name__ == "__main__":
     port, qwenchat, model, golden, ctx, key_port, key = sys.argv[1:8]
     conversations(int(port), qwenchat, model, golden)
+    continue_spaces(int(port), qwenchat, model)
     prompts(int(port), qwenchat, model, int(ctx))
     errors(int(port), int(key_port), key)
     beside_completion(int(port), qwenchat, model, int(ctx))
