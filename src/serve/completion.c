@@ -33,6 +33,7 @@ struct completion {
 	size_t chars;
 	bool echo_sent;
 	bool args_open; /* a forced call's id and name were streamed */
+	struct completion_usage now; /* o.continuous_usage: the usage so far */
 };
 
 /* {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []} */
@@ -262,6 +263,21 @@ static json_t *logprobs_json(const struct completion *c, json_t *entries)
 	return json_pack("{s:o}", "content", entries);
 }
 
+void completion_set_usage(struct completion *c, const struct completion_usage *u)
+{
+	c->now = *u;
+}
+
+/* A chunk's "usage" where the stream carries it: null, or the usage so far (vLLM's
+ * continuous_usage_stats). */
+static void put_usage(const struct completion *c, json_t *root)
+{
+	if (root && c->o.include_usage)
+		json_object_set_new(root, "usage",
+				    c->o.continuous_usage ? completion_usage_json(&c->now)
+							  : json_null());
+}
+
 /* Appends one chunk event holding delta (stolen), the pending log-probabilities and
  * finish_reason (NULL: null). */
 static void put_chunk(struct completion *c, json_t *delta, const char *finish, struct strbuf *out)
@@ -276,8 +292,7 @@ static void put_chunk(struct completion *c, json_t *delta, const char *finish, s
 			  "object", "chat.completion.chunk", "created", (json_int_t)c->o.created,
 			  "model", c->o.model, "choices", "index", c->o.index, "delta", delta,
 			  "logprobs", lp ? lp : json_null(), "finish_reason", finish);
-	if (root && c->o.include_usage)
-		json_object_set_new(root, "usage", json_null());
+	put_usage(c, root);
 	put_event(root, out);
 }
 
@@ -295,8 +310,7 @@ static void put_text_chunk(struct completion *c, json_t *text, const char *finis
 				 "object", "text_completion", "created", (json_int_t)c->o.created,
 				 "model", c->o.model, "choices", "index", c->o.index, "text", text,
 				 "logprobs", lp, "finish_reason", finish);
-	if (root && c->o.include_usage)
-		json_object_set_new(root, "usage", json_null());
+	put_usage(c, root);
 	if (!c->legacy) { /* out of memory for the next chunk's lists */
 		json_decref(root);
 		root = NULL;
@@ -336,9 +350,11 @@ static void stream_text(struct completion *c, bool final, size_t tools, struct s
 		size_t limit = ready(c, part, final, tools);
 		if (limit == p->sent)
 			continue;
-		json_t *delta = json_object();
-		json_object_set_new(delta, part_key[part],
-				    text_json(p->text.p + p->sent, limit - p->sent));
+		json_t *delta = json_object(),
+		       *text = text_json(p->text.p + p->sent, limit - p->sent);
+		if (part == SESS_REASONING) /* the newer name too (below) */
+			json_object_set(delta, "reasoning", text);
+		json_object_set_new(delta, part_key[part], text);
 		put_chunk(c, delta, NULL, out);
 		p->sent = limit;
 	}
@@ -427,8 +443,11 @@ static json_t *chat_choice(struct completion *c, const struct toolcall_set *set,
 	json_t *msg = json_pack("{s:s}", "role", "assistant");
 	json_object_set_new(msg, "content",
 			    n || !set->n ? text_json(a->p ? a->p : "", n) : json_null());
-	if (r->n)
-		json_object_set_new(msg, "reasoning_content", text_json(r->p, r->n));
+	if (r->n) { /* SGLang's and DeepSeek's name, and newer vLLM's: clients read either */
+		json_t *text = text_json(r->p, r->n);
+		json_object_set(msg, "reasoning", text);
+		json_object_set_new(msg, "reasoning_content", text);
+	}
 	if (set->n)
 		json_object_set_new(msg, "tool_calls", calls_json(c, set));
 	json_t *lp = logprobs_json(c, json_incref(c->all));

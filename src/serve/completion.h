@@ -34,6 +34,7 @@ struct completion_options {
 	bool logprobs;      /* report each token's log-probability */
 	bool stream;        /* chunks as the text comes, else one object at the end */
 	bool include_usage; /* stream: a last chunk with the usage */
+	bool continuous_usage; /* stream: and every chunk with the usage so far */
 };
 
 /* Token counts of the "usage" object. */
@@ -76,6 +77,10 @@ int completion_add_text(struct completion *c, enum sess_part part, const char *t
  * logprobs + 1). Ignored unless o->logprobs. 0, or -1 out of memory. */
 int completion_add_token(struct completion *c, const struct completion_token *token,
 			 const struct completion_token *top, int n);
+
+/* The usage so far of this choice (its prompt, the tokens generated), which the chunks
+ * carry where o->continuous_usage. */
+void completion_set_usage(struct completion *c, const struct completion_usage *u);
 
 /* Streaming: appends to out the chunk events for the text that can be sent now (the
  * first call also sends the assistant role). Text that may still become a stop

@@ -14,6 +14,46 @@
 #include "src/base/jsonschema.h"
 #include "src/base/jsontype.h"
 
+/* The members of from not named in skip (NULL-ended) into to, in their order. */
+static int copy_others(json_t *to, json_t *from, const char *const *skip)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(from, key, v)
+	{
+		bool skipped = false;
+		for (const char *const *s = skip; *s; s++)
+			skipped |= !strcmp(key, *s);
+		if (!skipped && json_object_set(to, key, v))
+			return -1;
+	}
+	return 0;
+}
+
+json_t *oai_tool_as_vllm(json_t *t)
+{
+	static const char *const tool_keys[] = {"type", "function", NULL}, *const fn_keys[] = {
+										   "name",
+										   "description",
+										   "parameters",
+										   NULL};
+	json_t *f = json_object_get(t, "function"), *fn = json_object(), *tool = json_object();
+	bool ok = fn && tool && !json_object_set_new(tool, "type", json_string("function")) &&
+		  !json_object_set(tool, "function", fn);
+	for (int i = 0; ok && fn_keys[i]; i++) {
+		json_t *v = json_object_get(f, fn_keys[i]);
+		ok = !json_object_set_new(fn, fn_keys[i], v ? json_incref(v) : json_null());
+	}
+	ok = ok && !copy_others(fn, f, fn_keys) && !copy_others(tool, t, tool_keys);
+	json_decref(fn);
+	if (!ok) {
+		json_decref(tool);
+		err_set("out of memory");
+		return NULL;
+	}
+	return tool;
+}
+
 /* stop: a string or an array of strings. */
 static int parse_stop(struct oai_request *r, json_t *root, struct oai_error *e)
 {

@@ -24,6 +24,8 @@ struct run {
 	struct strbuf buf; /* scratch for stream events */
 	size_t held;       /* not streamed: log-probabilities listed so far */
 	bool too_big;      /* ... past GEN_MAX_HELD: the request fails */
+	const struct completion_usage *usage; /* the request's so far */
+	int prompt_now;                       /* the prompt tokens of the choice being made */
 };
 
 /* Log-probabilities (a token's own and each of its top_logprobs) an answer that is not
@@ -81,6 +83,17 @@ int gen_fail(const struct gen_output *out, bool started, int status, const char 
 	return status;
 }
 
+/* The usage of the choice being made, for a stream that carries it in every chunk:
+ * its prompt and the completion tokens so far. */
+static void live_usage(struct run *x, int completion)
+{
+	if (!x->r->continuous_usage || !x->c)
+		return;
+	struct completion_usage u = {
+		.prompt = x->prompt_now, .cached = x->usage->cached, .completion = completion};
+	completion_set_usage(x->c, &u);
+}
+
 /* Streams what the completion can send now. */
 static void flush(struct run *x)
 {
@@ -98,8 +111,10 @@ static int on_text(void *user, enum sess_part part, const char *text, size_t len
 	/* as vLLM, no stop string is looked for in the first min_tokens tokens' text */
 	bool stops = sess_stats(x->m->sess)->generated > x->r->min_tokens;
 	int stop = completion_add_text(x->c, part, text, len, stops);
-	if (x->r->stream)
+	if (x->r->stream) {
+		live_usage(x, sess_stats(x->m->sess)->generated);
 		flush(x);
+	}
 	return stop;
 }
 
@@ -267,7 +282,9 @@ static int answer(struct run *x, int max_new, struct completion_usage *usage)
 	int rc = sess_generate(m->sess, m->samp, max_new, split, on_text, x);
 	sess_set_token_hook(m->sess, NULL, NULL);
 	const struct sess_stats *st = sess_stats(m->sess);
-	usage->completion += st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
+	int made = st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
+	usage->completion += made;
+	live_usage(x, made);
 	if (rc < 0)
 		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (st->stop == SESS_STOP_CANCEL)
@@ -294,6 +311,8 @@ static int chat_choice(struct run *x, struct completion_options *co, const int32
 	const struct gen_model *m = x->m;
 	if (!(x->c = completion_new(co)))
 		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
+	x->prompt_now = n;
+	live_usage(x, 0);
 	if (x->r->stream)
 		flush(x); /* the choice's role chunk goes out before the prompt is read */
 	if (co->index)
@@ -334,8 +353,9 @@ static int run_chat(const struct gen_model *m, const struct oai_request *r,
 		.logprobs = r->logprobs,
 		.stream = r->stream,
 		.include_usage = r->include_usage,
+		.continuous_usage = r->continuous_usage,
 	};
-	struct run x = {.m = m, .r = r, .out = out, .choices = json_array()};
+	struct run x = {.m = m, .r = r, .out = out, .choices = json_array(), .usage = usage};
 	int status = x.choices ? 200 : gen_fail(out, false, 500, "out of memory", NULL, NULL);
 	/* a max_tokens given that would pass the bound is refused before any work */
 	if (status == 200 && !r->stream && r->logprobs && r->max_tokens > 0 &&
@@ -521,6 +541,8 @@ static int text_choice(struct run *x, const struct text_prompt *p, bool first,
 		return s == 1 ? 0 : gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (x->too_big)
 		return too_big(x);
+	x->prompt_now = p->n;
+	live_usage(x, 0);
 	if (x->r->stream)
 		flush(x); /* the echo, with its tokens' logprobs */
 	*why = COMPLETION_LENGTH;
@@ -530,7 +552,9 @@ static int text_choice(struct run *x, const struct text_prompt *p, bool first,
 	sess_set_token_hook_stops(m->sess, true);
 	int rc = sess_generate(m->sess, m->samp, p->max_new, SESS_SPLIT_NONE, on_text, x);
 	sess_set_token_hook(m->sess, NULL, NULL);
-	usage->completion += st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
+	int made = st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
+	usage->completion += made;
+	live_usage(x, made);
 	if (rc < 0)
 		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (st->stop == SESS_STOP_CANCEL)
@@ -613,8 +637,9 @@ static int run_text(const struct gen_model *m, const struct oai_request *r,
 		.logprobs = r->logprobs,
 		.stream = r->stream,
 		.include_usage = r->include_usage,
+		.continuous_usage = r->continuous_usage,
 	};
-	struct run x = {.m = m, .r = r, .out = out, .choices = json_array()};
+	struct run x = {.m = m, .r = r, .out = out, .choices = json_array(), .usage = usage};
 	if (text_too_big(r, p)) { /* refused before any work, as a chat's is */
 		status = too_big(&x);
 		json_decref(x.choices);

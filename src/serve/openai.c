@@ -304,7 +304,10 @@ static int parse_message(struct chat *c, json_t *m, size_t i, struct oai_error *
 		return -1;
 	json_t *content = json_object_get(m, "content");
 	json_t *calls = role == CHAT_ASSISTANT ? json_object_get(m, "tool_calls") : NULL;
-	json_t *rc = role == CHAT_ASSISTANT ? json_object_get(m, "reasoning_content") : NULL;
+	/* newer vLLM names it "reasoning"; either is read, reasoning_content first */
+	const char *rkey =
+		json_object_get(m, "reasoning_content") ? "reasoning_content" : "reasoning";
+	json_t *rc = role == CHAT_ASSISTANT ? json_object_get(m, rkey) : NULL;
 	snprintf(at, sizeof at, "messages[%zu].content", i);
 	struct strbuf text = {0};
 	/* only an assistant turn may leave its content out (it then calls tools) */
@@ -315,7 +318,7 @@ static int parse_message(struct chat *c, json_t *m, size_t i, struct oai_error *
 		free(text.p);
 		return -1;
 	}
-	snprintf(at, sizeof at, "messages[%zu].reasoning_content", i);
+	snprintf(at, sizeof at, "messages[%zu].%s", i, rkey);
 	int r = -1;
 	if (rc && !json_is_null(rc) && !json_is_string(rc))
 		oai_bad(e, at, "expected a string, got %s", jsontype_name(rc));
@@ -328,7 +331,7 @@ static int parse_message(struct chat *c, json_t *m, size_t i, struct oai_error *
 	return r;
 }
 
-/* tools (unless tool_choice is "none") and tool_choice. */
+/* tools and tool_choice ("none": the tools are listed, no call is parsed). */
 static int parse_tools(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	json_t *tools = json_object_get(root, "tools"),
@@ -358,9 +361,11 @@ static int parse_tools(struct oai_request *r, json_t *root, struct oai_error *e)
 		snprintf(at, sizeof at, "tools[%zu].function", i);
 		if (member_types(json_object_get(t, "function"), at, fn_keys, 3, e))
 			return -1;
-		if (none)
-			continue; /* not shown to the model, as vLLM does by default */
-		char *text = tojson(t, NULL);
+		/* shown to the model whatever tool_choice says, as vLLM shows them unless
+		 * started with --exclude-tools-when-tool-choice-none */
+		json_t *shown = oai_tool_as_vllm(t);
+		char *text = shown ? tojson(shown, NULL) : NULL;
+		json_decref(shown);
 		int rc = text ? chat_add_tool(r->chat, text) : -1;
 		free(text);
 		if (rc)
@@ -427,22 +432,31 @@ static int parse_n(struct oai_request *r, json_t *root, struct oai_error *e)
 	return 0;
 }
 
-/* stream, stream_options. */
+/* stream, stream_options, read as vLLM reads them: a stream_options object asks for
+ * the usage unless its include_usage is false or null; an empty one passes without
+ * stream (Python's {} is false); continuous_usage_stats puts the usage so far in
+ * every chunk. */
 static int parse_stream(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	json_t *so = json_object_get(root, "stream_options");
+	bool cont = false;
 	if (oai_get_bool(root, "stream", "stream", &r->stream, e) < 0 ||
 	    (so && !json_is_null(so) && !json_is_object(so) &&
-	     oai_bad(e, "stream_options", "expected an object, got %s", jsontype_name(so))) ||
-	    oai_get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage,
-			 e) < 0)
+	     oai_bad(e, "stream_options", "expected an object, got %s", jsontype_name(so))))
 		return -1;
-	if (so && !json_is_null(so) && !r->stream) /* as OpenAI and vLLM refuse it */
+	if (!json_is_object(so) || (!r->stream && !json_object_size(so)))
+		return 0;
+	if (!r->stream) /* as OpenAI and vLLM refuse it */
 		return oai_bad(e, "stream_options", "only with \"stream\": true");
-	json_t *cu = json_object_get(so, "continuous_usage_stats");
-	if (cu && !json_is_null(cu) && !json_is_false(cu))
-		return oai_bad(e, "stream_options.continuous_usage_stats",
-			       "not supported (the usage comes in the last chunk)");
+	r->include_usage = true;
+	if (json_is_null(json_object_get(so, "include_usage")))
+		r->include_usage = false;
+	if (oai_get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage,
+			 e) < 0 ||
+	    oai_get_bool(so, "continuous_usage_stats", "stream_options.continuous_usage_stats",
+			 &cont, e) < 0)
+		return -1;
+	r->continuous_usage = r->include_usage && cont;
 	return 0;
 }
 
@@ -480,7 +494,7 @@ static int parse_output(struct oai_request *r, json_t *root, struct oai_error *e
 	int got = oai_get_int(root, "top_logprobs", 0, OAI_MAX_TOP_LOGPROBS, &top, e);
 	if (got < 0)
 		return -1;
-	if (got && !r->logprobs)
+	if (top > 0 && !r->logprobs) /* 0 is the default, given or not (vLLM) */
 		return oai_bad(e, "top_logprobs", "needs \"logprobs\": true");
 	r->top_logprobs = (int)top;
 	return oai_parse_format(r, root, e) || parse_kwargs(r, root, e);
@@ -559,6 +573,9 @@ static int refuse_unsupported(json_t *root, bool text, struct oai_error *e)
 			return oai_bad(e, unsupported[i].name, "not supported (%s)",
 				       unsupported[i].say);
 	}
+	if (json_is_false(json_object_get(root, "skip_special_tokens")))
+		return oai_bad(e, "skip_special_tokens",
+			       "not supported (special tokens are left out of the text)");
 	if (text && json_is_false(json_object_get(root, "add_generation_prompt")))
 		return oai_bad(e, "add_generation_prompt", "not supported (a chat's member)");
 	json_t *mod = json_object_get(root, "modalities");

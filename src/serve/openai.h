@@ -86,7 +86,8 @@ struct oai_request {
 	int min_tokens;  /* no end-of-turn or stop id, nor stop string, before this many */
 	int n_choices;   /* n: answers to each prompt, sampled with seeds seed, seed + 1, ... */
 	bool stream;
-	bool include_usage; /* stream_options.include_usage */
+	bool include_usage;    /* stream_options.include_usage */
+	bool continuous_usage; /* and continuous_usage_stats: the usage in every chunk */
 	bool logprobs;      /* text: "logprobs" was a number (its value is top_logprobs) */
 	int top_logprobs; /* 0..OAI_MAX_TOP_LOGPROBS */
 	bool parse_tools; /* tools were given and tool_choice is not "none" */
@@ -135,6 +136,13 @@ int oai_parse_continue(struct oai_request *r, struct json_t *root, bool tokenize
  * request's max_tokens is known), and logit_bias, into r; -1 with oai_bad on a bad
  * one. */
 int oai_parse_ends(struct oai_request *r, struct json_t *root, struct oai_error *e);
+
+/* Tool t (checked: an object with a "function" object) as vLLM hands it to the
+ * template, pydantic's model_dump of it: {"type", "function": {"name", "description",
+ * "parameters", the function's other members in their order}, the tool's other members
+ * in their order}, a missing description or parameters null. A new reference, NULL
+ * when out of memory. */
+struct json_t *oai_tool_as_vllm(struct json_t *t);
 
 /* tool_choice that names a function (or "required" with one tool): r->forced_tool and
  * its parameters compiled into r->format. "required" with several tools (at most

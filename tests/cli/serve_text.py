@@ -143,6 +143,26 @@ def echo_and_stream(port, cfg, w):
               "prompt %d streamed: the same text, logprobs and finish_reason as whole" % i)
     check(done and chunks[-1]["choices"] == [] and chunks[-1]["usage"] == whole["usage"],
           "the stream ends with the usage and [DONE]")
+    # vLLM's continuous_usage_stats: each chunk carries its choice's usage so far
+    plain = dict(body, echo=False)
+    chunks, done = stream(port, dict(plain, stream_options={"include_usage": True,
+                                                            "continuous_usage_stats": True}))
+    firsts, lasts, rising = {}, {}, True
+    for ch in chunks[:-1]:
+        i, u = ch["choices"][0]["index"], ch["usage"]
+        rising &= u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"] and \
+            u["completion_tokens"] >= lasts.get(i, {"completion_tokens": 0})["completion_tokens"]
+        firsts.setdefault(i, u)
+        lasts[i] = u
+    made = [len(sum((ch["choices"][0]["logprobs"]["tokens"] for ch in chunks[:-1]
+                     if ch["choices"][0]["index"] == i), [])) for i in range(2)]
+    total = post(port, plain)[2]["usage"]
+    check(done and rising and sorted(lasts) == [0, 1] and
+          [lasts[i]["completion_tokens"] for i in range(2)] == made and
+          lasts[0]["prompt_tokens"] + lasts[1]["prompt_tokens"] == total["prompt_tokens"] and
+          chunks[-1]["usage"] == total,
+          "continuous_usage_stats: every chunk has its choice's usage so far, the last its "
+          "tokens (%s, %s)" % (made, [lasts.get(i) for i in range(2)]))
     alone = post(port, dict(body, prompt="The cat sat"))[2]
     check(alone["choices"][0]["text"] == whole["choices"][1]["text"],
           "a prompt in a batch gets the answer it gets alone (the seed per prompt)")
@@ -255,8 +275,10 @@ def refused(port):
         ({"prompt": "x", "allowed_token_ids": [151936]}, "allowed_token_ids[0]"),
         ({"prompt": "x", "prompt_logprobs": 0}, "prompt_logprobs"),
         ({"prompt": "x", "guided_json": {"type": "integer", "not": {"const": 1}}}, "guided_json"),
-        ({"prompt": "x", "stream": True, "stream_options": {"continuous_usage_stats": True}},
+        ({"prompt": "x", "stream": True, "stream_options": {"continuous_usage_stats": 1}},
          "stream_options.continuous_usage_stats"),
+        ({"prompt": "x", "stream_options": {"include_usage": False}}, "stream_options"),
+        ({"prompt": "x", "skip_special_tokens": False}, "skip_special_tokens"),
     ]
     for body, param in cases:
         st, _, b = post(port, body)

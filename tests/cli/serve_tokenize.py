@@ -40,6 +40,43 @@ def encode(qwenchat, model, text):
     return [int(t) for t in out.split()]
 
 
+def vllm_tool(t):
+    """A tool as vLLM hands it to the template (pydantic's model_dump of its
+    ChatCompletionToolsParam): type, then function with name, description and
+    parameters (None when missing) before its other keys, then the tool's other keys."""
+    f = t["function"]
+    fn = {"name": f["name"], "description": f.get("description"),
+          "parameters": f.get("parameters")}
+    fn.update((k, v) for k, v in f.items() if k not in fn)
+    out = {"type": "function", "function": fn}
+    out.update((k, v) for k, v in t.items() if k not in ("type", "function"))
+    return out
+
+
+def tools_as_vllm(port, qwenchat, model):
+    """Tools written in another order, without description or parameters, or with
+    members of their own, are listed in the prompt as vLLM lists them."""
+    tools = [{"function": {"name": "now"}, "type": "function"},
+             {"type": "function", "function": {"parameters": {"type": "object"},
+                                               "strict": True, "name": "w",
+                                               "description": "Météo"}, "x-tag": 1}]
+    msgs = [{"role": "user", "content": "Q"}]
+    st, _, raw = request(port, "POST", "/tokenize", {"messages": msgs, "tools": tools})
+    st2, _, canon = request(port, "POST", "/tokenize",
+                            {"messages": msgs, "tools": [vllm_tool(t) for t in tools]})
+    text = subprocess.run([qwenchat, "detokenize", "-m", model],
+                          input=" ".join(map(str, raw.get("tokens", []))).encode(),
+                          capture_output=True).stdout.decode("utf-8")
+    listed = all(json.dumps(vllm_tool(t), ensure_ascii=False) in text for t in tools)
+    check(st == 200 and st2 == 200 and raw["tokens"] == canon["tokens"] and listed,
+          "tools listed in the prompt as vLLM's model_dump writes them (%d %d %s)"
+          % (st, st2, listed))
+    st, _, none = request(port, "POST", "/tokenize",
+                          {"messages": msgs, "tools": tools, "tool_choice": "none"})
+    check(st == 200 and none.get("tokens") == raw.get("tokens"),
+          "tool_choice \"none\": the tools are listed all the same, as vLLM lists them")
+
+
 def continue_cut(text, final):
     """transformers' apply_chat_template(continue_final_message=True): the render cut
     after the last copy of the final content stripped of white space, keeping its
@@ -268,6 +305,7 @@ if __name__ == "__main__":
     port, qwenchat, model, golden, ctx, key_port, key = sys.argv[1:8]
     conversations(int(port), qwenchat, model, golden)
     continue_spaces(int(port), qwenchat, model)
+    tools_as_vllm(int(port), qwenchat, model)
     prompts(int(port), qwenchat, model, int(ctx))
     errors(int(port), int(key_port), key)
     beside_completion(int(port), qwenchat, model, int(ctx))

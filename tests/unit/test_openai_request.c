@@ -188,21 +188,49 @@ static void test_parse_small(void **state)
 	assert_int_equal(r->stop_ids[1], 151645);
 	oai_request_free(r);
 
-	/* tool_choice "none": the tools are checked but neither shown nor parsed */
+	/* tool_choice "none": the tools are shown (as vLLM shows them) but no call parsed */
 	r = parse(
 		"{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"tool_choice\": "
 		"\"none\", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}",
 		&e);
 	assert_non_null(r);
-	assert_int_equal(r->chat->n_tools, 0);
+	assert_int_equal(r->chat->n_tools, 1);
 	assert_false(r->parse_tools);
 	oai_request_free(r);
+
+	/* stream_options as vLLM reads them; top_logprobs 0 needs no logprobs */
+	static const struct {
+		const char *members;
+		bool usage, continuous;
+	} so[] = {
+		{"\"stream_options\": {}, \"top_logprobs\": 0", false, false},
+		{"\"stream\": true, \"stream_options\": {}", true, false},
+		{"\"stream\": true, \"stream_options\": {\"include_usage\": null}", false, false},
+		{"\"stream\": true, \"stream_options\": {\"continuous_usage_stats\": true}", true,
+		 true},
+		{"\"stream\": true, \"stream_options\": {\"include_usage\": false, "
+		 "\"continuous_usage_stats\": true}",
+		 false, false},
+	};
+	for (size_t i = 0; i < sizeof so / sizeof so[0]; i++) {
+		char body[256];
+		snprintf(body, sizeof body,
+			 "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], %s}",
+			 so[i].members);
+		r = parse(body, &e);
+		if (!r)
+			fail_msg("%s: %s", body, err_msg());
+		assert_int_equal(r->include_usage, so[i].usage);
+		assert_int_equal(r->continuous_usage, so[i].continuous);
+		oai_request_free(r);
+	}
 }
 
 
 /* The same conversation as an OpenAI request (arguments as JSON text, content as
- * parts) and as a conversation file (arguments as objects) renders to the same
- * prompt: the file form's rendering is the one checked against jinja2. */
+ * parts, a tool without description) and as a conversation file (arguments as
+ * objects, the tool as vLLM hands it to the template) renders to the same prompt:
+ * the file form's rendering is the one checked against jinja2. */
 static void test_parse_renders_as_file(void **state)
 {
 	(void)state;
@@ -224,7 +252,8 @@ static void test_parse_renders_as_file(void **state)
 		" \"arguments\": {\"city\": \"Paris\", \"days\": [1, 2.5]}}}]},"
 		" {\"role\": \"tool\", \"content\": \"sunny\"}], \"tools\": [{\"type\": "
 		"\"function\","
-		" \"function\": {\"name\": \"w\", \"parameters\": {\"type\": \"object\"}}}]}";
+		" \"function\": {\"name\": \"w\", \"description\": null, \"parameters\": "
+		"{\"type\": \"object\"}}}]}";
 	struct oai_error e;
 	struct oai_request *r = parse(req, &e);
 	struct chat *c = chat_from_json(file, strlen(file), "file");

@@ -86,7 +86,8 @@ static void test_refused(void **state)
 		{"{\"prompt\": \"x\", \"suffix\": \"y\"}", "suffix"},
 		{"{\"prompt\": \"x\", \"logprobs\": 21}", "logprobs"},
 		{"{\"prompt\": \"x\", \"max_tokens\": -1}", "max_tokens"},
-		{"{\"prompt\": \"x\", \"stream_options\": {}}", "stream_options"},
+		{"{\"prompt\": \"x\", \"stream_options\": {\"include_usage\": false}}",
+		 "stream_options"},
 		{"{\"prompt\": \"x\", \"n\": 129}", "n"},
 		/* 9 prompts of 128 choices: more than 1024 choices */
 		{"{\"prompt\": [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\"], "
