@@ -47,21 +47,22 @@ bool origin_host_is_local(const char *host)
 		return false;
 	memcpy(name, start, n);
 	name[n] = '\0';
-	/* a name is a host name ("?.localhost" is none); an IPv6 address is in brackets */
+	/* brackets hold an IPv6 address and nothing else ("[localhost]" is none) */
+	struct in6_addr a6;
+	if (host[0] == '[')
+		return inet_pton(AF_INET6, name, &a6) == 1 && origin_loopback_addr(AF_INET6, &a6);
+	/* a name is a host name ("?.localhost" is none) */
 	static const char host_chars[] = "abcdefghijklmnopqrstuvwxyz"
 					 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.";
-	if (host[0] != '[' && strspn(name, host_chars) != n)
+	if (strspn(name, host_chars) != n)
 		return false;
 	if (name[n - 1] == '.') /* the absolute form, "localhost." */
 		name[--n] = '\0';
 	if (!strcasecmp(name, "localhost") || (n > 10 && !strcasecmp(name + n - 10, ".localhost")))
 		return true;
 	struct in_addr a4;
-	struct in6_addr a6;
 	if (inet_pton(AF_INET, name, &a4) == 1)
 		return origin_loopback_addr(AF_INET, &a4);
-	if (inet_pton(AF_INET6, name, &a6) == 1)
-		return origin_loopback_addr(AF_INET6, &a6);
 	char self[256] = "";
 	return gethostname(self, sizeof self - 1) == 0 && self[0] && !strcasecmp(name, self);
 }

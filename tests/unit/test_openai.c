@@ -357,6 +357,9 @@ static void test_origins(void **state)
 		{"https://app.example", false, false, true},
 		{"http://app.example:3000", false, false, true},
 		{"http://localhost\x01.localhost", false, false, false},
+		{"http://[localhost]", false, false, true},
+		{"http://[ .localhost]:80", false, false, false},
+		{"http://[::2]", false, false, true},
 		{"", false, false, true},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
