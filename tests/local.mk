@@ -230,6 +230,11 @@ tests_fuzz_fuzz_tokenizer_SOURCES = tests/fuzz/fuzz_tokenizer.c
 tests_fuzz_fuzz_tokenizer_LDADD = $(TOKENIZER_LIBS)
 tests_fuzz_fuzz_tokenizer_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_tokenizer.c tests/fuzz/corpus/tokenizer
+FUZZ_TARGETS += tests/fuzz/fuzz_tokconfig
+tests_fuzz_fuzz_tokconfig_SOURCES = tests/fuzz/fuzz_tokconfig.c
+tests_fuzz_fuzz_tokconfig_LDADD = $(TOKENIZER_LIBS)
+tests_fuzz_fuzz_tokconfig_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz/fuzz_tokconfig.c tests/fuzz/corpus/tokconfig
 EXTRA_DIST += tests/bench/tokenizer-bench.sh tests/bench/tokenizer-bench.js
 
 # `qwenchat serve` (the OpenAI-compatible API): the request parser, <tool_call> parsing
@@ -253,6 +258,11 @@ tests_fuzz_fuzz_openai_SOURCES = tests/fuzz/fuzz_openai.c
 tests_fuzz_fuzz_openai_LDADD = $(APP_LIBS)
 tests_fuzz_fuzz_openai_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_openai.c tests/fuzz/corpus/openai
+FUZZ_TARGETS += tests/fuzz/fuzz_origin
+tests_fuzz_fuzz_origin_SOURCES = tests/fuzz/fuzz_origin.c
+tests_fuzz_fuzz_origin_LDADD = $(APP_LIBS)
+tests_fuzz_fuzz_origin_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz/fuzz_origin.c tests/fuzz/corpus/origin
 TESTS += tests/cli/serve.sh tests/cli/model-forms.sh
 EXTRA_DIST += tests/cli/model-forms.sh
 EXTRA_DIST += tests/cli/serve.sh tests/cli/serve_client.py tests/cli/serve_text.py \
@@ -422,6 +432,11 @@ tests_fuzz_fuzz_trainstate_SOURCES = tests/fuzz/fuzz_trainstate.c
 tests_fuzz_fuzz_trainstate_LDADD = $(APP_LIBS)
 tests_fuzz_fuzz_trainstate_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_trainstate.c tests/fuzz/corpus/trainstate
+FUZZ_TARGETS += tests/fuzz/fuzz_dscache
+tests_fuzz_fuzz_dscache_SOURCES = tests/fuzz/fuzz_dscache.c
+tests_fuzz_fuzz_dscache_LDADD = $(APP_LIBS)
+tests_fuzz_fuzz_dscache_LDFLAGS = $(FUZZ_LDFLAGS)
+EXTRA_DIST += tests/fuzz/fuzz_dscache.c tests/fuzz/corpus/dscache
 # `qwenchat train` as a user drives it (train-panel.sh: on a terminal, in tmux), from a
 # model's weights (train-init.sh), paths state.json cannot hold and damaged checkpoints
 # (train-paths.sh, train-damaged.sh), and
