@@ -204,7 +204,7 @@ static json_t *from_sharegpt(json_t *turns, const char *where)
 
 /* Alpaca's record as a system prompt (its "system", when there is one), the earlier
  * turns of its "history" ([instruction, answer] pairs), the user's instruction (and
- * "input" after a blank line) and the answer ("output"). */
+ * "input" on the next line) and the answer ("output"). */
 static json_t *from_alpaca(json_t *o, const char *where)
 {
 	static const char *const keys[] = {"instruction", "output", "input", "system"};
@@ -241,8 +241,10 @@ static json_t *from_alpaca(json_t *o, const char *where)
 		json_array_append_new(msgs,
 				      json_pack("{s:s, s:O}", "role", "assistant", "content", a));
 	}
-	json_t *user =
-		*in ? json_sprintf("%s\n\n%s", json_string_value(v[0]), in) : json_incref(v[0]);
+	/* the instruction and the input, each where not empty, joined by a line break
+	 * (LLaMA-Factory's AlpacaDatasetConverter) */
+	const char *ins = json_string_value(v[0]);
+	json_t *user = json_sprintf("%s%s%s", ins, *ins && *in ? "\n" : "", in);
 	json_array_append_new(msgs, json_pack("{s:s, s:o}", "role", "user", "content", user));
 	json_array_append_new(msgs, json_pack("{s:s, s:O}", "role", "assistant", "content", v[1]));
 	return msgs;
@@ -266,6 +268,25 @@ static int sharegpt_system(json_t *msgs, json_t *system, const char *where)
 	return 0;
 }
 
+/* Tools as LLaMA-Factory lists them for Qwen: a bare definition {"name", ...} (as
+ * its glaive example writes them) wrapped as {"type": "function", "function": ...},
+ * the form requests carry at inference. A new array. */
+static json_t *wrapped_tools(json_t *tools)
+{
+	json_t *out = json_array(), *t;
+	size_t i;
+	json_array_foreach(tools, i, t)
+	{
+		json_t *type = json_object_get(t, "type");
+		bool bare = json_is_object(t) &&
+			    !(json_is_string(type) && !strcmp(json_string_value(type), "function"));
+		json_array_append_new(
+			out, bare ? json_pack("{s:s, s:O}", "type", "function", "function", t)
+				  : json_incref(t));
+	}
+	return out;
+}
+
 /* The record's "tools": an array of definitions, or (LLaMA-Factory) the JSON text of
  * one. A new reference to the array, or NULL with *bad set. */
 static json_t *record_tools(json_t *root, const char *where, bool *bad)
@@ -273,13 +294,16 @@ static json_t *record_tools(json_t *root, const char *where, bool *bad)
 	json_t *tools = json_object_get(root, "tools");
 	*bad = false;
 	if (json_is_array(tools))
-		return json_incref(tools);
+		return wrapped_tools(tools);
 	if (!tools || json_is_null(tools) || (json_is_string(tools) && !json_string_length(tools)))
 		return NULL;
 	bool over;
 	json_t *parsed = json_text(tools, &over);
-	if (json_is_array(parsed))
-		return parsed;
+	if (json_is_array(parsed)) {
+		json_t *wrapped = wrapped_tools(parsed);
+		json_decref(parsed);
+		return wrapped;
+	}
 	json_decref(parsed);
 	*bad = true;
 	if (over)

@@ -328,7 +328,10 @@ static void test_formats(void **state)
 		{"{\"instruction\": \"Add\", \"input\": \"1 2\", \"output\": \"3\", \"system\": "
 		 "\"S\"}",
 		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
-		 "\"Add\\n\\n1 2\"}, {\"role\": \"assistant\", \"content\": \"3\"}]"},
+		 "\"Add\\n1 2\"}, {\"role\": \"assistant\", \"content\": \"3\"}]"},
+		{"{\"instruction\": \"\", \"input\": \"only\", \"output\": \"3\"}",
+		 "[{\"role\": \"user\", \"content\": \"only\"}, {\"role\": \"assistant\", "
+		 "\"content\": \"3\"}]"}, /* LLaMA-Factory joins what is not empty */
 		{"{\"instruction\": \"Hi\", \"input\": \"\", \"output\": \"hello\", \"system\": "
 		 "null}",
 		 "[{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", "
@@ -342,7 +345,8 @@ static void test_formats(void **state)
 		 "\"content\": \"q\"}, {\"role\": \"assistant\", \"tool_calls\": [{\"type\": "
 		 "\"function\", \"function\": {\"name\": \"f\", \"arguments\": {\"x\": 1}}}]}, "
 		 "{\"role\": \"tool\", \"content\": \"t\"}, {\"role\": \"assistant\", \"content\": "
-		 "\"a\"}], \"tools\": [{\"name\": \"f\"}]}"},
+		 "\"a\"}], \"tools\": [{\"type\": \"function\", \"function\": {\"name\": "
+		 "\"f\"}}]}"}, /* a bare definition wrapped, as LLaMA-Factory wraps it */
 		{"{\"instruction\": \"q2\", \"input\": \"\", \"output\": \"a2\", \"history\": "
 		 "[[\"q1\", \"a1\"]], \"system\": \"S\"}",
 		 "[{\"role\": \"system\", \"content\": \"S\"}, {\"role\": \"user\", \"content\": "
