@@ -341,6 +341,10 @@ L=$TMP/state/qwenchat/last-session
 mv "$L" "$TMP/last-session.saved" && mkdir "$L"
 T send-keys -t ui 'save me' Enter
 check_screen ' autosave failed *$' "the status bar marks the failure"
+# the first answer ends before the next message is sent (a slow build, the
+# sanitizers', takes seconds; a message sent meanwhile stays in the input line, and
+# ^D would then not quit): the idle key hint is back once it has
+wait_screen '^Enter send \|' || true
 T send-keys -t ui 'save me again' Enter
 wait_screen '^  save me again' || true
 # the answer must end before ^D quits (a slow build, the sanitizers', takes seconds):
