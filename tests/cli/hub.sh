@@ -485,9 +485,11 @@ export HF_HUB_CACHE="$TMP/cache14"
 mode slow
 "$QWENCHAT" pull test/Tiny-Qwen3 >"$TMP/out1" 2>"$TMP/err1" &
 p1=$!
+# until the first is downloading, holding the lock (30 s at most: a slow build, the
+# sanitizers' on a loaded machine, took more than 5 s to get there)
 i=0
 while ! grep -q "^GET /cdn/" "$STATE/log" 2>/dev/null || [ ! -d "$HF_HUB_CACHE/.locks" ]; do
-	i=$((i + 1)); [ $i -gt 100 ] && break; sleep 0.05
+	i=$((i + 1)); [ $i -gt 600 ] && break; sleep 0.05
 done
 "$QWENCHAT" pull test/Tiny-Qwen3 >"$TMP/out2" 2>"$TMP/err2"
 r2=$?
