@@ -56,8 +56,8 @@ char *tmpl_render(const struct chat *c, enum tmpl_variant v, bool add_generation
  * True)): rendered without a generation prompt and cut, as transformers cuts it, just
  * after the last place the final message's content stripped of white space appears
  * (with the content's trailing white space where the template kept it and the content
- * has no leading white space), so that the model goes on writing that message. NULL with err_set when the content does not
- * appear at all (a template that rewrote it). */
+ * has no leading white space), so that the model goes on writing that message. NULL
+ * with err_set when the content does not appear at all (a template that rewrote it). */
 char *tmpl_render_continue(const struct chat *c, enum tmpl_variant v, int enable_thinking,
 			   size_t *len);
 

@@ -32,11 +32,8 @@ static int copy_others(json_t *to, json_t *from, const char *const *skip)
 
 json_t *oai_tool_as_vllm(json_t *t)
 {
-	static const char *const tool_keys[] = {"type", "function", NULL}, *const fn_keys[] = {
-										   "name",
-										   "description",
-										   "parameters",
-										   NULL};
+	static const char *const tool_keys[] = {"type", "function", NULL};
+	static const char *const fn_keys[] = {"name", "description", "parameters", NULL};
 	json_t *f = json_object_get(t, "function"), *fn = json_object(), *tool = json_object();
 	bool ok = fn && tool && !json_object_set_new(tool, "type", json_string("function")) &&
 		  !json_object_set(tool, "function", fn);

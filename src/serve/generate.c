@@ -94,6 +94,16 @@ static void live_usage(struct run *x, int completion)
 	completion_set_usage(x->c, &u);
 }
 
+/* An answer's tokens (sess_generate returned rc), the one that ended it included as
+ * usage counts it, added to *usage and to the stream's live usage. */
+static void count_answer(struct run *x, int rc, struct completion_usage *usage)
+{
+	const struct sess_stats *st = sess_stats(x->m->sess);
+	int made = st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
+	usage->completion += made;
+	live_usage(x, made);
+}
+
 /* Streams what the completion can send now. */
 static void flush(struct run *x)
 {
@@ -282,9 +292,7 @@ static int answer(struct run *x, int max_new, struct completion_usage *usage)
 	int rc = sess_generate(m->sess, m->samp, max_new, split, on_text, x);
 	sess_set_token_hook(m->sess, NULL, NULL);
 	const struct sess_stats *st = sess_stats(m->sess);
-	int made = st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
-	usage->completion += made;
-	live_usage(x, made);
+	count_answer(x, rc, usage);
 	if (rc < 0)
 		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (st->stop == SESS_STOP_CANCEL)
@@ -552,9 +560,7 @@ static int text_choice(struct run *x, const struct text_prompt *p, bool first,
 	sess_set_token_hook_stops(m->sess, true);
 	int rc = sess_generate(m->sess, m->samp, p->max_new, SESS_SPLIT_NONE, on_text, x);
 	sess_set_token_hook(m->sess, NULL, NULL);
-	int made = st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
-	usage->completion += made;
-	live_usage(x, made);
+	count_answer(x, rc, usage);
 	if (rc < 0)
 		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (st->stop == SESS_STOP_CANCEL)
