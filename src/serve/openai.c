@@ -195,9 +195,10 @@ static bool falsy(const json_t *v)
 }
 
 /* The text a tool call's arguments render as, read as vLLM reads them: a false value
- * (missing, null, "", [], 0) is {}; an object or array is written with tojson; a string is the JSON text
- * OpenAI sends, parsed, and its value written with tojson, or as it is when that value
- * is itself a string (the template's "is string" branch) or the text is not JSON. */
+ * (missing, null, "", [], 0) is {}; an object or array is written with tojson; a
+ * string is the JSON text OpenAI sends, parsed, and its value written with tojson, or
+ * as it is when that value is itself a string (the template's "is string" branch) or
+ * the text is not JSON. */
 static int call_arguments(json_t *args, const char *at, char **text, bool *verbatim,
 			  struct oai_error *e)
 {
