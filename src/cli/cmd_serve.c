@@ -30,7 +30,8 @@ enum serve_key {
 	OPT_QUEUE,
 	OPT_TIMEOUT,
 	OPT_ALLOW_ORIGIN,
-	OPT_KV_F32
+	OPT_KV_F32,
+	OPT_LOGPROBS_MODE
 };
 
 static const struct cli_opt serve_opts[] = {
@@ -49,6 +50,10 @@ static const struct cli_opt serve_opts[] = {
 	{"allow-origin", OPT_ALLOW_ORIGIN, "ORIGIN",
 	 "web pages of ORIGIN (e.g. https://chat.example:3000; * for\nevery one, null for "
 	 "local files) may use the server; pages\nof this machine may always (repeatable)"},
+	{"logprobs-mode", OPT_LOGPROBS_MODE, "MODE",
+	 "what a generated token's logprobs describe, as vLLM's option:\nraw_logprobs (default: "
+	 "the model's own distribution) or\nprocessed_logprobs (the one it was drawn from, "
+	 "after\nthe penalties and the temperature)"},
 	{"kv-f32", OPT_KV_F32, NULL,
 	 "fp32 KV cache (default bf16): with --exact, a prompt's\nlogprobs as `logits` "
 	 "computes them"},
@@ -93,6 +98,7 @@ struct serve_args {
 	const char *origins[SERVE_MAX_ORIGINS];
 	int n_origins;
 	bool kv_f32;
+	bool processed_logprobs;
 };
 
 static int serve_opt(void *user, int key, const char *arg)
@@ -102,6 +108,14 @@ static int serve_opt(void *user, int key, const char *arg)
 	switch (key) {
 	case OPT_HOST: a->host = arg; return 0;
 	case OPT_KV_F32: a->kv_f32 = true; return 0;
+	case OPT_LOGPROBS_MODE:
+		if (strcmp(arg, "raw_logprobs") && strcmp(arg, "processed_logprobs"))
+			return cli_usage("serve",
+					 "--logprobs-mode: raw_logprobs or processed_logprobs, not "
+					 "'%s'",
+					 arg);
+		a->processed_logprobs = !strcmp(arg, "processed_logprobs");
+		return 0;
 	case OPT_PORT:
 		if (cli_parse_long("port", arg, 0, 65535, &l))
 			return -1;
@@ -218,6 +232,7 @@ static int open_model(const struct serve_args *a, const struct eng_options *eo, 
 	m->vocab = eng_model_config(*em)->vocab_size;
 	if (!(m->scores = scores_new()))
 		return -1;
+	m->processed_logprobs = a->processed_logprobs;
 	m->max_tokens = a->cli.set & CLI_SET_MAX_NEW ? a->cli.max_new : 0;
 	m->name = model_name(cli_model_name(&a->cli), *dir);
 	return 0;

@@ -22,7 +22,9 @@ struct part {
 struct completion {
 	struct completion_options o;
 	struct part part[2]; /* by enum sess_part */
-	bool stopped;        /* a stop string ended the text */
+	bool stopped;        /* a stop string ended the text: o.stop[stop_index] */
+	size_t stop_index;
+	int32_t stop_id; /* or this stop token id, the tokenizer's eos excepted (-1: none) */
 	bool role_sent;
 	size_t tool_at;  /* where "<tool_call>" starts in the answer, or SIZE_MAX */
 	json_t *pending; /* log-probability entries not streamed yet (streaming) */
@@ -55,6 +57,7 @@ struct completion *completion_new(const struct completion_options *o)
 	}
 	c->o = *o;
 	c->tool_at = SIZE_MAX;
+	c->stop_id = -1;
 	c->pending = json_array();
 	c->all = json_array();
 	c->legacy = legacy_new();
@@ -94,7 +97,7 @@ int completion_add_text(struct completion *c, enum sess_part part, const char *t
 		size_t L = strlen(c->o.stop[i]), from = old >= L ? old - L + 1 : 0;
 		const char *m = memmem(b->p + from, b->n - from, c->o.stop[i], L);
 		if (m && (size_t)(m - b->p) < cut)
-			cut = (size_t)(m - b->p), end = cut + L;
+			cut = (size_t)(m - b->p), end = cut + L, c->stop_index = i;
 	}
 	if (cut != SIZE_MAX && c->o.include_stop)
 		cut = end;
@@ -110,6 +113,20 @@ int completion_add_text(struct completion *c, enum sess_part part, const char *t
 			c->tool_at = (size_t)(m - b->p);
 	}
 	return c->stopped;
+}
+
+void completion_set_stop_id(struct completion *c, int32_t id)
+{
+	c->stop_id = id;
+}
+
+/* vLLM's stop_reason: the stop string or token id that ended the answer; null when
+ * none did (the end of turn, the length). A new reference, NULL out of memory. */
+static json_t *stop_reason(const struct completion *c)
+{
+	if (c->stopped)
+		return json_string(c->o.stop[c->stop_index]);
+	return c->stop_id >= 0 ? json_integer(c->stop_id) : json_null();
 }
 
 /* The longest k < strlen(pat), k <= n, for which the last k bytes of s[0..n) are the
@@ -287,11 +304,11 @@ static void put_chunk(struct completion *c, json_t *delta, const char *finish, s
 		lp = logprobs_json(c, c->pending);
 		c->pending = json_array();
 	}
-	json_t *root =
-		json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:o, s:s?}]}", "id", c->o.id,
-			  "object", "chat.completion.chunk", "created", (json_int_t)c->o.created,
-			  "model", c->o.model, "choices", "index", c->o.index, "delta", delta,
-			  "logprobs", lp ? lp : json_null(), "finish_reason", finish);
+	json_t *root = json_pack(
+		"{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:o, s:s?, s:o*}]}", "id", c->o.id, "object",
+		"chat.completion.chunk", "created", (json_int_t)c->o.created, "model", c->o.model,
+		"choices", "index", c->o.index, "delta", delta, "logprobs", lp ? lp : json_null(),
+		"finish_reason", finish, "stop_reason", finish ? stop_reason(c) : NULL);
 	put_usage(c, root);
 	put_event(root, out);
 }
@@ -306,10 +323,11 @@ static void put_text_chunk(struct completion *c, json_t *text, const char *finis
 		lp = c->legacy;
 		c->legacy = legacy_new();
 	}
-	json_t *root = json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:o, s:s?}]}", "id", c->o.id,
-				 "object", "text_completion", "created", (json_int_t)c->o.created,
-				 "model", c->o.model, "choices", "index", c->o.index, "text", text,
-				 "logprobs", lp, "finish_reason", finish);
+	json_t *root = json_pack("{s:s, s:s, s:I, s:s, s:[{s:i, s:o, s:o, s:s?, s:o}]}", "id",
+				 c->o.id, "object", "text_completion", "created",
+				 (json_int_t)c->o.created, "model", c->o.model, "choices", "index",
+				 c->o.index, "text", text, "logprobs", lp, "finish_reason", finish,
+				 "stop_reason", finish ? stop_reason(c) : json_null());
 	put_usage(c, root);
 	if (!c->legacy) { /* out of memory for the next chunk's lists */
 		json_decref(root);
@@ -435,7 +453,8 @@ json_t *completion_usage_json(const struct completion_usage *u)
 			 u->cached);
 }
 
-/* A chat.completion choice: {"index", "message", "logprobs", "finish_reason"}. */
+/* A chat.completion choice: {"index", "message", "logprobs", "finish_reason",
+ * "stop_reason"}. */
 static json_t *chat_choice(struct completion *c, const struct toolcall_set *set, const char *finish)
 {
 	const struct strbuf *a = &c->part[SESS_ANSWER].text, *r = &c->part[SESS_REASONING].text;
@@ -451,8 +470,8 @@ static json_t *chat_choice(struct completion *c, const struct toolcall_set *set,
 	if (set->n)
 		json_object_set_new(msg, "tool_calls", calls_json(c, set));
 	json_t *lp = logprobs_json(c, json_incref(c->all));
-	return json_pack("{s:i, s:o, s:o, s:s}", "index", c->o.index, "message", msg, "logprobs",
-			 lp, "finish_reason", finish);
+	return json_pack("{s:i, s:o, s:o, s:s, s:o}", "index", c->o.index, "message", msg,
+			 "logprobs", lp, "finish_reason", finish, "stop_reason", stop_reason(c));
 }
 
 /* The answer that "required" among several tools held to {"name", "arguments"}: the
@@ -521,8 +540,9 @@ json_t *completion_choice(struct completion *c, enum completion_end why)
 	json_t *text = t.oom ? NULL : text_json(t.p ? t.p : "", t.n);
 	free(t.p);
 	json_t *lp = c->o.logprobs ? json_incref(c->legacy) : json_null();
-	return json_pack("{s:i, s:o, s:o, s:s}", "index", c->o.index, "text", text, "logprobs", lp,
-			 "finish_reason", why == COMPLETION_LENGTH ? "length" : "stop");
+	return json_pack("{s:i, s:o, s:o, s:s, s:o}", "index", c->o.index, "text", text, "logprobs",
+			 lp, "finish_reason", why == COMPLETION_LENGTH ? "length" : "stop",
+			 "stop_reason", stop_reason(c));
 }
 
 void completion_stream_end(const struct completion_options *o, const struct completion_usage *u,

@@ -71,6 +71,10 @@ void completion_free(struct completion *c);
 int completion_add_text(struct completion *c, enum sess_part part, const char *text, size_t len,
 			bool stops);
 
+/* The answer ended on stop token id, one the request or generation_config.json adds to
+ * the tokenizer's eos token: vLLM's stop_reason names it. */
+void completion_set_stop_id(struct completion *c, int32_t id);
+
 /* Adds one generated token's log-probability, with the n most likely tokens of its
  * distribution (n may be 0); for a text completion the echoed prompt's tokens come
  * first, and a token's own entry joins its top list (as OpenAI lists up to
@@ -93,8 +97,10 @@ void completion_stream(struct completion *c, struct strbuf *out);
 void completion_finish(struct completion *c, enum completion_end why, struct strbuf *out);
 
 /* The answer as a choice, not streamed (a new reference; NULL out of memory): a
- * chat's {"index", "message", "logprobs", "finish_reason"}, its tool calls parsed; a
- * text completion's {"index", "text", "logprobs", "finish_reason"}. */
+ * chat's {"index", "message", "logprobs", "finish_reason", "stop_reason"}, its tool
+ * calls parsed; a text completion's {"index", "text", "logprobs", "finish_reason",
+ * "stop_reason"}. The chunk with the finish_reason carries the stop_reason too (every
+ * text_completion chunk, null before, as vLLM sends them). */
 json_t *completion_choice(struct completion *c, enum completion_end why);
 
 /* The "usage" object. */

@@ -94,14 +94,23 @@ static void live_usage(struct run *x, int completion)
 	completion_set_usage(x->c, &u);
 }
 
-/* An answer's tokens (sess_generate returned rc), the one that ended it included as
- * usage counts it, added to *usage and to the stream's live usage. */
-static void count_answer(struct run *x, int rc, struct completion_usage *usage)
+/* The end of an answer (sess_generate returned rc): its tokens, the one that ended it
+ * included as usage counts it, added to *usage and to the stream's live usage; the
+ * stop token that ended it, unless the tokenizer's eos, named as vLLM's stop_reason. */
+static void answer_done(struct run *x, int rc, struct completion_usage *usage)
 {
-	const struct sess_stats *st = sess_stats(x->m->sess);
-	int made = st->generated + (rc == 0 && st->stop == SESS_STOP_EOS);
+	const struct gen_model *m = x->m;
+	const struct sess_stats *st = sess_stats(m->sess);
+	bool eos = rc == 0 && st->stop == SESS_STOP_EOS;
+	int made = st->generated + eos;
 	usage->completion += made;
 	live_usage(x, made);
+	if (eos && sess_n(m->sess) > 0) {
+		int32_t id = sess_ids(m->sess)[sess_n(m->sess) - 1];
+		const char *name = tok_eos_token(m->tok);
+		if (!name || tok_id(m->tok, name) != id)
+			completion_set_stop_id(x->c, id);
+	}
 }
 
 /* Streams what the completion can send now. */
@@ -138,19 +147,29 @@ static struct completion_token token_of(const struct gen_model *m, int32_t id, d
 	return t;
 }
 
-/* A chat answer's token, by the distribution it was drawn from. */
+/* A generated token's log-probability and the top_logprobs most likely, into the
+ * choice: by default of the model's own distribution (the row as computed: no
+ * penalties, temperature 1; vLLM's raw_logprobs, as a prompt's tokens are scored),
+ * with --logprobs-mode processed_logprobs of the one it was drawn from. */
 static void on_token(void *user, int32_t id, const struct samp *sp)
 {
 	struct run *x = user;
-	struct samp_logprob top[OAI_MAX_TOP_LOGPROBS];
-	struct completion_token tt[OAI_MAX_TOP_LOGPROBS];
-	float lp;
+	struct scores_entry e;
 	int n = x->r->top_logprobs;
-	if (samp_logprobs(sp, id, &lp, top, n))
-		return;
+	if (x->m->processed_logprobs) {
+		if (samp_logprobs(sp, id, &e.logprob, e.top, n))
+			return;
+	} else {
+		const float *raw = sess_logits(x->m->sess);
+		if (!raw || scores_entry_of(raw, x->m->vocab, id, &e))
+			return;
+		while (n > 0 && e.top[n - 1].id < 0) /* a vocabulary under top_logprobs */
+			n--;
+	}
+	struct completion_token tt[OAI_MAX_TOP_LOGPROBS];
 	for (int i = 0; i < n; i++)
-		tt[i] = token_of(x->m, top[i].id, top[i].logprob);
-	struct completion_token t = token_of(x->m, id, lp);
+		tt[i] = token_of(x->m, e.top[i].id, e.top[i].logprob);
+	struct completion_token t = token_of(x->m, id, e.logprob);
 	completion_add_token(x->c, &t, tt, n);
 	hold(x, n);
 }
@@ -292,7 +311,7 @@ static int answer(struct run *x, int max_new, struct completion_usage *usage)
 	int rc = sess_generate(m->sess, m->samp, max_new, split, on_text, x);
 	sess_set_token_hook(m->sess, NULL, NULL);
 	const struct sess_stats *st = sess_stats(m->sess);
-	count_answer(x, rc, usage);
+	answer_done(x, rc, usage);
 	if (rc < 0)
 		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (st->stop == SESS_STOP_CANCEL)
@@ -496,19 +515,6 @@ static int add_scored(struct run *x, int32_t id, const struct scores_entry *e)
 	return completion_add_token(x->c, &t, tt, n);
 }
 
-/* A generated token of a text completion (the stop token too): scored as the prompt's
- * are, by the model's own distribution over the whole vocabulary (vLLM's raw
- * logprobs), so that the echo and the answer read alike. */
-static void on_text_token(void *user, int32_t id, const struct samp *sp)
-{
-	(void)sp;
-	struct run *x = user;
-	const float *raw = sess_logits(x->m->sess);
-	struct scores_entry e;
-	if (raw && !scores_entry_of(raw, x->m->vocab, id, &e))
-		add_scored(x, id, &e);
-}
-
 static void on_row(void *user, int pos, const float *logits)
 {
 	struct run *x = user;
@@ -556,11 +562,11 @@ static int text_choice(struct run *x, const struct text_prompt *p, bool first,
 	*why = COMPLETION_LENGTH;
 	if (p->max_new == 0)
 		return 200;
-	sess_set_token_hook(m->sess, x->r->logprobs ? on_text_token : NULL, x);
+	sess_set_token_hook(m->sess, x->r->logprobs ? on_token : NULL, x);
 	sess_set_token_hook_stops(m->sess, true);
 	int rc = sess_generate(m->sess, m->samp, p->max_new, SESS_SPLIT_NONE, on_text, x);
 	sess_set_token_hook(m->sess, NULL, NULL);
-	count_answer(x, rc, usage);
+	answer_done(x, rc, usage);
 	if (rc < 0)
 		return gen_fail(x->out, x->r->stream, 500, err_msg(), NULL, NULL);
 	if (st->stop == SESS_STOP_CANCEL)

@@ -311,20 +311,25 @@ test('rigged: a stop string ends the text, whole and streamed', async () => {
   assert.equal(s.finish, 'stop');
 });
 
-test('rigged: logprobs of the greedy picks, with the top 3', async () => {
+test('rigged: logprobs are the model\'s own, not the penalised draw\'s', async () => {
   const r = await rig.chat.completions.create({ ...rigBody, tools: undefined, max_tokens: 4,
                                                 logprobs: true, top_logprobs: 3 });
   const lp = r.choices[0].logprobs.content;
-  assert.equal(lp.length, 4);
+  assert.deepEqual(lp.map((e) => e.token), ['<think>', 'Hello', '\n\n', '</think>']);
+  // The rig ranks its logits the same at every position: <|im_end|>, then the script in
+  // order. The repetition penalty that makes the picks moves the draw, not the
+  // logprobs (vLLM's raw_logprobs).
   for (const e of lp) {
     assert.ok(e.logprob <= 0);
-    assert.equal(e.top_logprobs.length, 3);
-    assert.equal(e.top_logprobs[0].token, e.token); // greedy: the most likely one
-    assert.equal(e.top_logprobs[0].logprob, e.logprob);
-    assert.ok(e.top_logprobs[1].logprob <= e.top_logprobs[0].logprob);
+    assert.deepEqual(e.top_logprobs.map((t) => t.token), ['<|im_end|>', '<think>', 'Hello']);
+    assert.ok(e.top_logprobs[1].logprob < e.top_logprobs[0].logprob);
+    assert.ok(e.top_logprobs[2].logprob < e.top_logprobs[1].logprob);
     assert.equal(Buffer.from(e.bytes).toString('utf8'), e.token);
   }
-  assert.deepEqual(lp.map((e) => e.token), ['<think>', 'Hello', '\n\n', '</think>']);
+  assert.equal(lp[0].logprob, lp[0].top_logprobs[1].logprob);
+  assert.equal(lp[1].logprob, lp[1].top_logprobs[2].logprob);
+  assert.ok(lp[2].logprob < lp[2].top_logprobs[2].logprob);
+  assert.equal(r.choices[0].stop_reason, null); // the length
 });
 
 test('text: a completion equals qwenchat run --raw\'s with the same seed, whole and streamed', async () => {

@@ -23,6 +23,8 @@ expect_exit 2 "serve --timeout 0" "$QWENCHAT" serve -m "$TMP" --timeout 0
 expect_exit 2 "serve --api-key ''" "$QWENCHAT" serve -m "$TMP" --api-key ''
 expect_exit 2 "serve -n 0" "$QWENCHAT" serve -m "$TMP" -n 0
 expect_exit 2 "serve --bogus" "$QWENCHAT" serve -m "$TMP" --bogus
+expect_exit 2 "serve --logprobs-mode raw_logits" "$QWENCHAT" serve -m "$TMP" --logprobs-mode raw_logits
+expect_err_has "--logprobs-mode" "serve --logprobs-mode raw_logits: names the option"
 for o in https://a.example/path 'https://a b' a.example 'https://user@a.example'; do
 	expect_exit 2 "serve --allow-origin '$o'" "$QWENCHAT" serve -m "$TMP" --allow-origin "$o"
 	expect_err_has "--allow-origin" "--allow-origin '$o': names the option"
@@ -83,7 +85,7 @@ KEY="k-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s\n' "$KEY" >"$TMP/key"
 start PLAIN -m "$TMP/plain" --timeout 2 --allow-origin https://app.example/
 start RIG -m "$TMP/rig" --api-key-file "$TMP/key"
-start BUSY -m "$TMP/plain" --queue 0
+start BUSY -m "$TMP/plain" --queue 0 --logprobs-mode processed_logprobs
 start STOP -m "$TMP/plain" --queue 2
 start TEXT -m "$TMP/plain" --exact --kv-f32 --ctx 256
 expect_exit 1 "a second server on a port in use" "$QWENCHAT" serve -m "$TMP/plain" --port "$PLAIN_PORT"
@@ -127,6 +129,7 @@ $CLIENT followup "$PLAIN_PORT" || failures=$((failures + 1))
 $CLIENT cors "$PLAIN_PORT" "$RIG_PORT" "$KEY" || failures=$((failures + 1))
 $CLIENT load "$RIG_PORT" "$RIG_PID" 50 "$KEY" || failures=$((failures + 1))
 $CLIENT cancel "$BUSY_PORT" || failures=$((failures + 1))
+$CLIENT penalties "$BUSY_PORT" || failures=$((failures + 1))
 $CLIENT conns "$PLAIN_PORT" || failures=$((failures + 1))
 $CLIENT bounds "$PLAIN_PORT" "$PLAIN_PID" 16 || failures=$((failures + 1))
 $CLIENT stopping "$STOP_PORT" "$STOP_PID" || failures=$((failures + 1))

@@ -444,7 +444,8 @@ def penalties(port):
     """Presence and frequency penalties look at the answer's tokens only (OpenAI's and
     vLLM's definition): the first token's distribution is the unpenalised one though
     the prompt (and the template's <|im_end|>) holds many tokens; the second lowers
-    the first token alone."""
+    the first token alone. Seen through the logprobs of a server started with
+    --logprobs-mode processed_logprobs (the distribution each token was drawn from)."""
     conv = [{"role": "user", "content": "the the the and and of of of to to to a a"}]
     base, t0 = top_of(port, {"messages": conv, "temperature": 1})
     for key in ("presence_penalty", "frequency_penalty"):
@@ -741,6 +742,7 @@ def main():
         load(int(args[0]), int(args[1]), int(args[2]), args[3])
     elif cmd == "followup":
         followup(int(args[0]))
+    elif cmd == "penalties":
         penalties(int(args[0]))
     elif cmd == "cancel":
         cancel(int(args[0]))

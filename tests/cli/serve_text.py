@@ -16,7 +16,10 @@ with the real Qwen3 tokenizer). Checked:
     same text and log-probabilities as the whole one;
   - a text prompt is tokenized with its special tokens, echoed as given, its tokens
     spelling it at their text_offsets; ids that cut a character echo U+FFFD;
-  - a generated token is scored as the prompt's are (the whole vocabulary);
+  - a generated token is scored as the prompt's are (the whole vocabulary), in a chat
+    too, whatever the temperature and penalties (vLLM's raw_logprobs);
+  - stop_reason: the stop string or stop id that ended an answer, null for the
+    tokenizer's eos and the length, in whole answers and in the chunks vLLM puts it in;
   - the context: a prompt that does not fit, or leaves no room for max_tokens, is a
     400 context_length_exceeded; the default max_tokens is held to the room left;
   - bad requests: a clean 400 naming the field.
@@ -198,6 +201,78 @@ def generated(port, cfg, w, model):
           % c.get("text"))
 
 
+def chat(port, body, stream=False):
+    """A chat completion: (status, body), or the chunks of a stream."""
+    if not stream:
+        st, _, b = request(port, "POST", "/v1/chat/completions", body)
+        return st, b
+    c = sc.http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("POST", "/v1/chat/completions", body=json.dumps(dict(body, stream=True)),
+              headers={"Content-Type": "application/json"})
+    data = c.getresponse().read().decode()
+    c.close()
+    return [json.loads(e[6:]) for e in data.split("\n\n")
+            if e.startswith("data: ") and e != "data: [DONE]"]
+
+
+def chat_logprobs(port, cfg, w):
+    """A chat answer's tokens are scored by the model's own distribution, as vLLM's
+    default raw_logprobs: not the temperature's nor the penalties' (the second token
+    comes after the first, which the penalties would lower)."""
+    conv = [{"role": "user", "content": "Name three colours"}]
+    st, _, t = request(port, "POST", "/tokenize", {"messages": conv})
+    ids = t["tokens"] if st == 200 else []
+    body = {"messages": conv, "max_tokens": 2, "logprobs": True, "top_logprobs": 5,
+            "temperature": 0.5, "top_k": 5, "presence_penalty": 2, "frequency_penalty": 2,
+            "seed": 3}
+    st, b = chat(port, body)
+    entries = b["choices"][0]["logprobs"]["content"] if st == 200 else []
+    worst, ok = 0.0, st == 200 and len(entries) == 2 and len(ids) > 5
+    for e in entries if ok else []:
+        lp = pr.log_softmax(pr.forward(cfg, w, ids))[-1]
+        top = sorted(range(len(lp)), key=lambda i: -lp[i])[:5]
+        # the answer drew one of the 5 likeliest (top_k): that id is the one whose
+        # log-probability the server gave
+        pick = min(top, key=lambda i: abs(lp[i] - e["logprob"]))
+        worst = max([worst, abs(lp[pick] - e["logprob"])] +
+                    [abs(lp[i] - x["logprob"]) for i, x in zip(top, e["top_logprobs"])])
+        ids = ids + [pick]
+    check(ok and worst < 1e-4, "a chat answer's logprobs are the model's own at temperature "
+          "0.5 with penalties 2 (max |diff| %.2g to the reference)" % worst)
+
+
+def stop_reasons(port):
+    """vLLM's stop_reason: the stop string or stop id that ended the answer; null for
+    the tokenizer's eos (<|im_end|>) and the length. The other eos id of
+    generation_config.json (<|endoftext|>) is a stop id, as vLLM adds it."""
+    a, eot, im_end = 64, 151643, 151645  # "a"
+    hold = {"allowed_token_ids": [a, eot, im_end], "max_tokens": 4}
+    cases = [
+        ({"stop": ["a"], "logit_bias": {str(a): 50}}, "a"),
+        ({"stop_token_ids": [a], "logit_bias": {str(a): 50}}, a),
+        ({"logit_bias": {str(eot): 50}}, eot),
+        ({"logit_bias": {str(im_end): 50}}, None),
+        ({"logit_bias": {str(a): 50}}, None),  # the length
+    ]
+    for extra, want in cases:
+        st, _, t = post(port, dict(hold, prompt="x", **extra))
+        st2, c = chat(port, dict(hold, messages=[{"role": "user", "content": "x"}], **extra))
+        got = [t["choices"][0].get("stop_reason", "absent") if st == 200 else st,
+               c["choices"][0].get("stop_reason", "absent") if st2 == 200 else st2]
+        check(got == [want, want], "stop_reason %r for %s (text, chat: %r)"
+              % (want, json.dumps(extra), got))
+    extra = {"stop_token_ids": [a], "logit_bias": {str(a): 50}}
+    chunks, _ = stream(port, dict(hold, prompt="x", **extra))
+    reasons = [ch["choices"][0].get("stop_reason", "absent") for ch in chunks]
+    check(reasons and reasons[-1] == a and set(reasons[:-1]) <= {None},
+          "a text stream: every chunk has stop_reason, the last the stop id (%r)" % reasons)
+    chunks = chat(port, dict(hold, messages=[{"role": "user", "content": "x"}], **extra),
+                  stream=True)
+    reasons = [ch["choices"][0].get("stop_reason", "absent") for ch in chunks]
+    check(reasons and reasons[-1] == a and set(reasons[:-1]) == {"absent"},
+          "a chat stream: the chunk with the finish_reason has the stop_reason (%r)" % reasons)
+
+
 def text_prompt(port):
     text = "<|im_start|>user\nSay héllo<|im_end|>"
     st, _, b = post(port, {"prompt": text, "max_tokens": 0, "echo": True, "logprobs": 1})
@@ -297,6 +372,8 @@ def main():
     loglikelihood(port, cfg, w, ctx)
     echo_and_stream(port, cfg, w)
     generated(port, cfg, w, model)
+    chat_logprobs(port, cfg, w)
+    stop_reasons(port)
     text_prompt(port)
     context(port, ctx)
     structured(port)

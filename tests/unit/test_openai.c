@@ -190,6 +190,13 @@ static void test_stream_stop(void **state)
 				 json_object_get(usage, "prompt_tokens_details"), "cached_tokens")),
 			 4);
 	assert_true(json_is_null(json_object_get(ev.chunks[1], "usage")));
+	/* vLLM's stop_reason: the stop string, in the chunk with the finish_reason only */
+	json_t *end = json_array_get(json_object_get(ev.chunks[ev.n - 2], "choices"), 0);
+	assert_string_equal(json_string_value(json_object_get(end, "stop_reason")), "END");
+	for (int i = 0; i < ev.n - 2; i++)
+		assert_null(
+			json_object_get(json_array_get(json_object_get(ev.chunks[i], "choices"), 0),
+					"stop_reason"));
 	free_events(&ev);
 	free(b.p);
 	completion_free(c);
@@ -203,6 +210,30 @@ static void test_stream_stop(void **state)
 	struct strbuf whole = {0};
 	end_answer(c, COMPLETION_STOP, &u, &whole, &o);
 	assert_non_null(strstr(whole.p, "\"content\":\"a END b \""));
+	assert_non_null(strstr(whole.p, "\"stop_reason\":\"END\""));
+	free(whole.p);
+	completion_free(c);
+
+	/* the stop that matches first in the text names it; a stop id; none */
+	c = completion_new(&o);
+	assert_int_equal(completion_add_text(c, SESS_ANSWER, "a zz END", 8, true), 1);
+	whole = (struct strbuf){0};
+	end_answer(c, COMPLETION_STOP, &u, &whole, &o);
+	assert_non_null(strstr(whole.p, "\"content\":\"a \""));
+	assert_non_null(strstr(whole.p, "\"stop_reason\":\"zz\""));
+	free(whole.p);
+	completion_free(c);
+	c = completion_new(&o);
+	completion_set_stop_id(c, 151643);
+	whole = (struct strbuf){0};
+	end_answer(c, COMPLETION_STOP, &u, &whole, &o);
+	assert_non_null(strstr(whole.p, "\"stop_reason\":151643"));
+	free(whole.p);
+	completion_free(c);
+	c = completion_new(&o);
+	whole = (struct strbuf){0};
+	end_answer(c, COMPLETION_LENGTH, &u, &whole, &o);
+	assert_non_null(strstr(whole.p, "\"finish_reason\":\"length\",\"stop_reason\":null"));
 	free(whole.p);
 	completion_free(c);
 }
