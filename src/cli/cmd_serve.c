@@ -31,7 +31,8 @@ enum serve_key {
 	OPT_TIMEOUT,
 	OPT_ALLOW_ORIGIN,
 	OPT_KV_F32,
-	OPT_LOGPROBS_MODE
+	OPT_LOGPROBS_MODE,
+	OPT_REPEAT_LAST_N
 };
 
 static const struct cli_opt serve_opts[] = {
@@ -54,6 +55,9 @@ static const struct cli_opt serve_opts[] = {
 	 "what a generated token's logprobs describe, as vLLM's option:\nraw_logprobs (default: "
 	 "the model's own distribution) or\nprocessed_logprobs (the one it was drawn from, "
 	 "after\nthe penalties and the temperature)"},
+	{"repeat-last-n", OPT_REPEAT_LAST_N, "N",
+	 "the tokens of the context the repetition penalty looks at:\nthe last N (64: llama.cpp's "
+	 "window), or -1, every one\n(the default: vLLM's and transformers' rule)"},
 	{"kv-f32", OPT_KV_F32, NULL,
 	 "fp32 KV cache (default bf16): with --exact, a prompt's\nlogprobs as `logits` "
 	 "computes them"},
@@ -99,6 +103,7 @@ struct serve_args {
 	int n_origins;
 	bool kv_f32;
 	bool processed_logprobs;
+	int repeat_last_n;
 };
 
 static int serve_opt(void *user, int key, const char *arg)
@@ -108,6 +113,11 @@ static int serve_opt(void *user, int key, const char *arg)
 	switch (key) {
 	case OPT_HOST: a->host = arg; return 0;
 	case OPT_KV_F32: a->kv_f32 = true; return 0;
+	case OPT_REPEAT_LAST_N:
+		if (cli_parse_long("repeat-last-n", arg, -1, 1 << 24, &l))
+			return -1;
+		a->repeat_last_n = (int)l;
+		return 0;
 	case OPT_LOGPROBS_MODE:
 		if (strcmp(arg, "raw_logprobs") && strcmp(arg, "processed_logprobs"))
 			return cli_usage("serve",
@@ -157,6 +167,7 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 	a->port = 8080;
 	a->queue = SERVE_DEFAULT_QUEUE;
 	a->timeout = SERVE_DEFAULT_TIMEOUT;
+	a->repeat_last_n = -1;
 	int r = cli_parse(&serve_cmd, argc, argv, &a->cli, serve_opt, a, NULL);
 	if (r)
 		return r;
@@ -233,6 +244,7 @@ static int open_model(const struct serve_args *a, const struct eng_options *eo, 
 	if (!(m->scores = scores_new()))
 		return -1;
 	m->processed_logprobs = a->processed_logprobs;
+	m->repeat_last_n = a->repeat_last_n;
 	m->max_tokens = a->cli.set & CLI_SET_MAX_NEW ? a->cli.max_new : 0;
 	m->name = model_name(cli_model_name(&a->cli), *dir);
 	return 0;

@@ -185,6 +185,10 @@ int oai_parse_ends(struct oai_request *r, json_t *root, struct oai_error *e)
 		return oai_bad(e, "min_tokens", "%lld is more than %s (%d)", (long long)min,
 			       r->max_tokens_key, r->max_tokens);
 	r->min_tokens = (int)min;
+	json_int_t last = OAI_REPEAT_SERVER; /* -1, as llama.cpp: the whole context */
+	if (oai_get_int(root, "repeat_last_n", -1, OAI_MAX_TOKENS, &last, e) < 0)
+		return -1;
+	r->repeat_last_n = (int)last;
 	return 0;
 }
 

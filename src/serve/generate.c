@@ -693,7 +693,9 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 		sess_set_bias(m->sess, NULL, NULL, 0);
 		return gen_fail(out, false, 500, err_msg(), NULL, NULL);
 	}
-	struct sess_ends ends = {r->ignore_eos, r->min_tokens, r->stop_ids, (int)r->n_stop_ids};
+	struct sess_ends ends = {r->ignore_eos, r->min_tokens, r->stop_ids, (int)r->n_stop_ids,
+				 r->repeat_last_n == OAI_REPEAT_SERVER ? m->repeat_last_n
+								       : r->repeat_last_n};
 	sess_set_ends(m->sess, &ends);
 	status = r->kind == OAI_TEXT ? run_text(m, r, out, usage) : run_chat(m, r, out, usage);
 	sess_set_ends(m->sess, NULL);

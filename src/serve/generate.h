@@ -33,6 +33,8 @@ struct gen_model {
 	struct scores *scores;     /* the prompt a text completion scored last */
 	bool processed_logprobs;   /* a generated token's logprobs: of the distribution it
 				    * was drawn from, not the model's own (vLLM's modes) */
+	int repeat_last_n;         /* the repetition penalty's window when a request gives none: the
+			    * last this many tokens of the context, -1 all (sess_ends) */
 	const char *name;          /* the model's id in responses and /v1/models */
 };
 

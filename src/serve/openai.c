@@ -43,6 +43,7 @@ static const char *const known_members[] = {
 	"presence_penalty",
 	"frequency_penalty",
 	"repetition_penalty",
+	"repeat_last_n",
 	"seed",
 	"logit_bias",
 	"stop",

@@ -28,6 +28,7 @@ enum {
 	OAI_MAX_CHOICES = 128,        /* n: answers to one prompt */
 	OAI_DEFAULT_TEXT_TOKENS = 16, /* /v1/completions' max_tokens when none is given */
 	OAI_MAX_TOKENS = 1 << 24,     /* max_tokens; the server holds it to the context too */
+	OAI_REPEAT_SERVER = -2,       /* repeat_last_n not given */
 	/* JSON values in the body (keys counted), checked before it is parsed: jansson
 	 * allocates each (up to 240 bytes), so this holds a parse to ~31 MB, where a
 	 * body of empty arrays within the size limit would take several times that.
@@ -84,6 +85,8 @@ struct oai_request {
 	size_t n_bias;
 	bool ignore_eos; /* the end-of-turn ids end nothing: max_tokens are generated */
 	int min_tokens;  /* no end-of-turn or stop id, nor stop string, before this many */
+	int repeat_last_n; /* llama-server's: repetition_penalty's window, the last this
+			    * many tokens (-1: all); OAI_REPEAT_SERVER: the server's */
 	int n_choices;   /* n: answers to each prompt, sampled with seeds seed, seed + 1, ... */
 	bool stream;
 	bool include_usage;    /* stream_options.include_usage */
@@ -133,7 +136,7 @@ int oai_parse_continue(struct oai_request *r, struct json_t *root, bool tokenize
 		       struct oai_error *e);
 
 /* stop, stop_token_ids, ignore_eos and min_tokens (at most max_tokens, where the
- * request's max_tokens is known), and logit_bias, into r; -1 with oai_bad on a bad
+ * request's max_tokens is known), logit_bias and repeat_last_n, into r; -1 with oai_bad on a bad
  * one. */
 int oai_parse_ends(struct oai_request *r, struct json_t *root, struct oai_error *e);
 

@@ -11,8 +11,8 @@
 /* The settings. The order they act in is Hugging Face's (transformers' logits
  * processors and warpers): the penalties on the raw logits, then temperature, top-k,
  * top-p, min-p, then one draw from what is left. The repetition penalty looks at the
- * last SAMP_PENALTY_LAST_N tokens of the context, the prompt's too (llama.cpp's
- * window); presence and frequency at the tokens of the answer so far, as OpenAI and
+ * recent tokens of the context, the prompt's too: the chat's last SAMP_PENALTY_LAST_N
+ * (llama.cpp's window), serve's every one (vLLM's); presence and frequency at the tokens of the answer so far, as OpenAI and
  * vLLM define them (the prompt's tokens, the template's <|im_end|> among them, must
  * not make an answer longer or shorter). */
 struct samp_params {
@@ -108,8 +108,8 @@ void samp_reseed(struct samp *s, uint64_t seed);
 double samp_peek_uniform(const struct samp *s);
 void samp_take_uniform(struct samp *s);
 
-/* The tokens the penalties look at: recent, the last SAMP_PENALTY_LAST_N of the
- * context (the repetition penalty's); answer, those generated in this answer so far
+/* The tokens the penalties look at: recent, the last ones of the context (the
+ * repetition penalty's: SAMP_PENALTY_LAST_N, or as sess_ends says); answer, those generated in this answer so far
  * (presence and frequency). Either may be empty; out-of-range ids are ignored. */
 struct samp_history {
 	const int32_t *recent;

@@ -37,6 +37,7 @@ struct sess {
 	bool hook_stops; /* the hook sees stop tokens too */
 	bool ignore_eos; /* sess_set_ends: stop[] stops nothing */
 	int min_new;     /* ... no stop id before this many tokens */
+	int repeat_last_n;                   /* ... the repetition penalty's window (sess_ends) */
 	int32_t stop_ids[SESS_MAX_STOP_IDS]; /* ... more ids that stop */
 	int n_stop_ids;
 	float banned[SESS_MAX_STOP + SESS_MAX_STOP_IDS]; /* their logits while masked */
@@ -106,6 +107,7 @@ struct sess *sess_new(struct eng *e, const struct eng_model *m, struct tok *t,
 	s->cancel = opt->cancel;
 	s->progress = opt->progress;
 	s->progress_user = opt->progress_user;
+	s->repeat_last_n = SAMP_PENALTY_LAST_N;
 	add_stop(s, tok_id(t, "<|im_end|>"));
 	add_stop(s, tok_id(t, "<|endoftext|>"));
 	for (int i = 0; i < opt->n_eos; i++)
@@ -404,11 +406,11 @@ static bool is_stop(const struct sess *s, int32_t id)
 
 void sess_set_ends(struct sess *s, const struct sess_ends *ends)
 {
-	struct sess_ends none = {0};
-	if (!ends)
-		ends = &none;
+	struct sess_ends none = {.repeat_last_n = SAMP_PENALTY_LAST_N};
+	ends = ends ? ends : &none;
 	s->ignore_eos = ends->ignore_eos;
 	s->min_new = ends->min_new;
+	s->repeat_last_n = ends->repeat_last_n;
 	s->n_stop_ids = 0;
 	for (int i = 0; i < ends->n_stop_ids && s->n_stop_ids < SESS_MAX_STOP_IDS; i++)
 		if (ends->stop_ids[i] >= 0 && ends->stop_ids[i] < s->vocab)
@@ -613,13 +615,19 @@ static int emit_token(struct sess *s, struct sess_router *r, struct tok_stream *
 	return 0;
 }
 
+/* How many of the last n tokens of the context the repetition penalty looks at. */
+static int penalty_window(const struct sess *s, int n)
+{
+	return s->repeat_last_n < 0 || s->repeat_last_n > n ? n : s->repeat_last_n;
+}
+
 /* Draws the next id from s->logits: the padding rows, the stop ids before min_new
  * tokens and, where gate, what leaves the JSON grammar masked, the bias added; the row
  * is put back as the model computed it afterwards, for the hook. A drawn id that is
  * answer text goes into the grammar. The id, or -1 (err_set). */
 static int32_t draw(struct sess *s, struct samp *sp, bool gate, bool allow_think)
 {
-	int nr = s->n < SAMP_PENALTY_LAST_N ? s->n : SAMP_PENALTY_LAST_N;
+	int nr = penalty_window(s, s->n);
 	/* ids past the tokenizer can never be picked (see sample_vocab) */
 	size_t npad = (size_t)(s->vocab - s->sample_vocab);
 	memcpy(s->pad, s->logits + s->sample_vocab, npad * sizeof *s->pad);
@@ -659,7 +667,11 @@ static bool device_sampling(struct sess *s, struct samp *sp, int32_t id, struct 
 	 * frequency) are the CPU sampler's */
 	if (p->presence_penalty != 0 || p->frequency_penalty != 0)
 		return false;
-	int nr = s->n + 1 < SAMP_PENALTY_LAST_N ? s->n + 1 : SAMP_PENALTY_LAST_N;
+	/* a window longer than the device takes is the host's, unless it does nothing */
+	int nr = penalty_window(s, s->n + 1);
+	if (nr > ENG_SAMPLE_MAX_RECENT && p->repetition_penalty != 1)
+		return false;
+	nr = nr < ENG_SAMPLE_MAX_RECENT ? nr : ENG_SAMPLE_MAX_RECENT;
 	s->ids[s->n] = id; /* in the window; s->n moves only once the forward succeeds */
 	*es = (struct eng_sampling){
 		.greedy = p->greedy || p->temperature == 0,

@@ -179,8 +179,12 @@ struct sess_ends {
 	int min_new;     /* until this many tokens are generated, no stop id is sampled */
 	const int32_t *stop_ids; /* (n_stop_ids, at most SESS_MAX_STOP_IDS) more ids that */
 	int n_stop_ids;          /* stop, as the eos ids do (ids past the vocabulary: none) */
+	/* The repetition penalty looks at the last repeat_last_n tokens of the context,
+	 * the prompt's included; -1: all of them (vLLM's and transformers' rule). */
+	int repeat_last_n;
 };
-/* Sets them (copied); NULL restores the defaults (every field 0). */
+/* Sets them (copied); NULL restores the defaults (every field 0 but repeat_last_n,
+ * SAMP_PENALTY_LAST_N: llama.cpp's window, which the chat keeps). */
 void sess_set_ends(struct sess *s, const struct sess_ends *ends);
 
 /* Adds bias[i] to the logit of ids[i] before every draw of the following

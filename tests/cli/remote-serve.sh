@@ -48,8 +48,11 @@ start() {
 }
 PLAIN_PID= RIG_PID=
 trap 'kill $PLAIN_PID $RIG_PID 2>/dev/null; rm -rf "$TMP"' EXIT
-start PLAIN -m "$M"
-start RIG -m "$RIG" --api-key-file "$TMP/key"
+# the local chat's repetition penalty looks at the last 64 tokens (llama.cpp's window),
+# serve's at the whole context unless told (vLLM's): told here, to compare them; the
+# rig counts on it too
+start PLAIN -m "$M" --repeat-last-n 64
+start RIG -m "$RIG" --api-key-file "$TMP/key" --repeat-last-n 64
 URL=$PLAIN_URL
 
 # same DESC ARGS... — `run` on the local engine ($M) and through the server ($URL):

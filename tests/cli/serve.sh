@@ -23,6 +23,7 @@ expect_exit 2 "serve --timeout 0" "$QWENCHAT" serve -m "$TMP" --timeout 0
 expect_exit 2 "serve --api-key ''" "$QWENCHAT" serve -m "$TMP" --api-key ''
 expect_exit 2 "serve -n 0" "$QWENCHAT" serve -m "$TMP" -n 0
 expect_exit 2 "serve --bogus" "$QWENCHAT" serve -m "$TMP" --bogus
+expect_exit 2 "serve --repeat-last-n -2" "$QWENCHAT" serve -m "$TMP" --repeat-last-n -2
 expect_exit 2 "serve --logprobs-mode raw_logits" "$QWENCHAT" serve -m "$TMP" --logprobs-mode raw_logits
 expect_err_has "--logprobs-mode" "serve --logprobs-mode raw_logits: names the option"
 for o in https://a.example/path 'https://a b' a.example 'https://user@a.example'; do
@@ -84,7 +85,8 @@ PLAIN_PID= RIG_PID= BUSY_PID= STOP_PID= TEXT_PID=
 KEY="k-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s\n' "$KEY" >"$TMP/key"
 start PLAIN -m "$TMP/plain" --timeout 2 --allow-origin https://app.example/
-start RIG -m "$TMP/rig" --api-key-file "$TMP/key"
+# the rig counts on the repetition penalty of the last 64 tokens (llama.cpp's window)
+start RIG -m "$TMP/rig" --api-key-file "$TMP/key" --repeat-last-n 64
 start BUSY -m "$TMP/plain" --queue 0 --logprobs-mode processed_logprobs
 start STOP -m "$TMP/plain" --queue 2
 start TEXT -m "$TMP/plain" --exact --kv-f32 --ctx 256

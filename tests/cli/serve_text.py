@@ -18,6 +18,9 @@ with the real Qwen3 tokenizer). Checked:
     spelling it at their text_offsets; ids that cut a character echo U+FFFD;
   - a generated token is scored as the prompt's are (the whole vocabulary), in a chat
     too, whatever the temperature and penalties (vLLM's raw_logprobs);
+  - repetition_penalty looks at the whole context, prompt and answer (vLLM's and
+    transformers' rule), or at the last repeat_last_n tokens (llama-server's field):
+    greedy answers equal the reference's with each rule;
   - stop_reason: the stop string or stop id that ended an answer, null for the
     tokenizer's eos and the length, in whole answers and in the chunks vLLM puts it in;
   - the context: a prompt that does not fit, or leaves no room for max_tokens, is a
@@ -241,6 +244,50 @@ def chat_logprobs(port, cfg, w):
           "0.5 with penalties 2 (max |diff| %.2g to the reference)" % worst)
 
 
+def greedy(cfg, w, prompt, n, rp, window, vocab):
+    """The reference's greedy answer to prompt with transformers' repetition penalty on
+    the context's tokens (its last `window`, or all with -1), drawn from the tokenizer's
+    ids, ended by an end-of-turn id. Only the last position's logits are made."""
+    cfg2 = dict(cfg, tie_word_embeddings=False)
+    w2 = dict(w, **{"lm_head.weight": np.eye(cfg["hidden_size"])})
+    head = w.get("lm_head.weight")
+    if cfg.get("tie_word_embeddings") or head is None:
+        head = w["model.embed_tokens.weight"]
+    ids = list(prompt)
+    for _ in range(n):
+        z = (pr.forward(cfg2, w2, ids)[-1] @ head.T)[:vocab]
+        for t in set(ids if window < 0 else ids[-window:]):
+            z[t] = z[t] / rp if z[t] > 0 else z[t] * rp
+        ids.append(int(np.argmax(z)))
+        if ids[-1] in (151643, 151645):
+            break
+    return ids[len(prompt):]
+
+
+def repetition(port, cfg, w, model):
+    """A prompt whose early tokens the whole-context rule penalises and the last-64 rule
+    does not: the server's answers follow each rule."""
+    rnd, vocab = random.Random(5), tokenizer_size(model)
+    for _ in range(12):
+        # the tokens an answer to the tail would begin with, more than 64 tokens back
+        tail = [rnd.randrange(100, 150000) for _ in range(70)]
+        prompt = greedy(cfg, w, tail, 12, 3.0, 64, vocab) + tail
+        want = {k: greedy(cfg, w, prompt, 12, 3.0, k, vocab) for k in (-1, 64)}
+        if want[-1] != want[64]:
+            break
+    got = {}
+    for k in (-1, 64):
+        body = {"prompt": prompt, "max_tokens": 12, "temperature": 0, "repetition_penalty": 3}
+        st, _, b = post(port, dict(body, repeat_last_n=k) if k != -1 else body)
+        st2, _, t = request(port, "POST", "/detokenize",
+                            {"tokens": [i for i in want[k] if i < 151643]})
+        got[k] = st == 200 and st2 == 200 and b["choices"][0]["text"] == t["prompt"] and \
+            b["usage"]["completion_tokens"] == len(want[k])
+    check(want[-1] != want[64] and got[-1] and got[64],
+          "repetition_penalty 3, greedy: the whole context by default, the last 64 with "
+          "repeat_last_n 64, as the reference (%s)" % got)
+
+
 def stop_reasons(port):
     """vLLM's stop_reason: the stop string or stop id that ended the answer; null for
     the tokenizer's eos (<|im_end|>) and the length. The other eos id of
@@ -373,6 +420,7 @@ def main():
     echo_and_stream(port, cfg, w)
     generated(port, cfg, w, model)
     chat_logprobs(port, cfg, w)
+    repetition(port, cfg, w, model)
     stop_reasons(port)
     text_prompt(port)
     context(port, ctx)

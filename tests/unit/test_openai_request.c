@@ -186,6 +186,16 @@ static void test_parse_small(void **state)
 	assert_int_equal(r->n_stop_ids, 2);
 	assert_int_equal(r->stop_ids[0], 7);
 	assert_int_equal(r->stop_ids[1], 151645);
+	assert_int_equal(r->repeat_last_n, OAI_REPEAT_SERVER); /* not given: the server's */
+	oai_request_free(r);
+
+	/* llama-server's repeat_last_n: -1 is the whole context */
+	r = parse("{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+		  "\"repeat_last_n\": -1}",
+		  &e);
+	if (!r)
+		fail_msg("%s", err_msg());
+	assert_int_equal(r->repeat_last_n, -1);
 	oai_request_free(r);
 
 	/* tool_choice "none": the tools are shown (as vLLM shows them) but no call parsed */
@@ -364,6 +374,8 @@ static const struct {
 	 "ignore_eos", NULL, "expected a boolean"},
 	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"min_tokens\": -1}",
 	 "min_tokens", NULL, "not in"},
+	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"repeat_last_n\": -2}",
+	 "repeat_last_n", NULL, "not in"},
 	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"min_tokens\": 11, "
 	 "\"max_completion_tokens\": 10}",
 	 "min_tokens", NULL, "more than max_completion_tokens (10)"},
