@@ -1,7 +1,8 @@
 /* ends.c — where a chat answer begins and how an answer may end (openai.h):
  * continue_final_message; stop strings, and vLLM's stop_token_ids,
  * include_stop_str_in_output, ignore_eos and min_tokens; and the request's other rules
- * for the draw, logit_bias, vLLM's allowed_token_ids and response_format. */
+ * for the draw, logit_bias, vLLM's allowed_token_ids and response_format; and vLLM's
+ * prompt_logprobs. */
 #include "src/serve/openai.h"
 
 #include <errno.h>
@@ -189,6 +190,12 @@ int oai_parse_ends(struct oai_request *r, json_t *root, struct oai_error *e)
 	if (oai_get_int(root, "repeat_last_n", -1, OAI_MAX_TOKENS, &last, e) < 0)
 		return -1;
 	r->repeat_last_n = (int)last;
+	json_int_t top = -1;
+	if (oai_get_int(root, "prompt_logprobs", 0, OAI_MAX_TOP_LOGPROBS, &top, e) < 0)
+		return -1;
+	if (top > 0 && r->stream) /* as vLLM: a stream sends none */
+		return oai_bad(e, "prompt_logprobs", "not available with \"stream\": true");
+	r->prompt_logprobs = (int)top;
 	return 0;
 }
 

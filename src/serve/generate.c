@@ -26,6 +26,7 @@ struct run {
 	bool too_big;      /* ... past GEN_MAX_HELD: the request fails */
 	const struct completion_usage *usage; /* the request's so far */
 	int prompt_now;                       /* the prompt tokens of the choice being made */
+	json_t *prompt_lp; /* not streamed: the prompt's prompt_logprobs, where asked */
 };
 
 /* Log-probabilities (a token's own and each of its top_logprobs) an answer that is not
@@ -52,6 +53,31 @@ static int too_big(struct run *x)
 		 "true, or for fewer tokens, choices or top_logprobs",
 		 GEN_MAX_HELD);
 	return gen_fail(x->out, false, 400, msg, "logprobs", "response_too_large");
+}
+
+/* The log-probabilities the prompt_logprobs of a prompt of n tokens list: each
+ * token's own and its likeliest, the first token's none (0 when not asked for). */
+static size_t prompt_entries(const struct oai_request *r, int n)
+{
+	if (r->prompt_logprobs < 0 || r->stream || n < 2)
+		return 0;
+	return (size_t)(n - 1) * (size_t)(r->prompt_logprobs + 1);
+}
+
+/* Whether a response would list more than GEN_MAX_HELD of them (sum): then the
+ * failure is written. */
+static bool prompt_too_big(const struct gen_output *out, size_t sum)
+{
+	if (sum <= GEN_MAX_HELD)
+		return false;
+	char msg[256];
+	snprintf(msg, sizeof msg,
+		 "prompt_logprobs: a response holds at most %zu log-probabilities (each prompt "
+		 "token's own and its likeliest, for every choice of a text completion): ask for "
+		 "fewer, or for shorter prompts",
+		 GEN_MAX_HELD);
+	gen_fail(out, false, 400, msg, "prompt_logprobs", "response_too_large");
+	return true;
 }
 
 static uint64_t random64(void)
@@ -260,6 +286,11 @@ static int end_choice(struct run *x, enum completion_end why)
 {
 	if (!x->r->stream) {
 		json_t *choice = completion_choice(x->c, why);
+		if (choice && x->prompt_lp && x->r->kind == OAI_TEXT &&
+		    json_object_set(choice, "prompt_logprobs", x->prompt_lp)) {
+			json_decref(choice);
+			choice = NULL;
+		}
 		if (!choice || json_array_append_new(x->choices, choice))
 			return gen_fail(x->out, false, 500, "out of memory", NULL, NULL);
 		return 200;
@@ -287,6 +318,12 @@ static int end_response(struct run *x, const struct completion_options *co,
 				 co->text ? "text_completion" : "chat.completion", "created",
 				 (json_int_t)co->created, "model", co->model, "choices", x->choices,
 				 "usage", completion_usage_json(usage));
+	/* a chat's prompt_logprobs are the response's, a text completion's its choices' */
+	if (root && x->prompt_lp && !co->text &&
+	    json_object_set(root, "prompt_logprobs", x->prompt_lp)) {
+		json_decref(root);
+		root = NULL;
+	}
 	char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
 	json_decref(root);
 	if (!text)
@@ -294,6 +331,59 @@ static int end_response(struct run *x, const struct completion_options *co,
 	x->out->write(x->out->user, text, strlen(text));
 	free(text);
 	return 200;
+}
+
+/* A prompt token's entry: its scores (none for the first token) and the top ones. */
+static int add_scored(struct run *x, int32_t id, const struct scores_entry *e)
+{
+	struct completion_token tt[SCORES_TOP];
+	int n = 0;
+	for (; e && n < x->r->top_logprobs && e->top[n].id >= 0; n++)
+		tt[n] = token_of(x->m, e->top[n].id, e->top[n].logprob);
+	struct completion_token t = token_of(x->m, id, e ? e->logprob : NAN);
+	hold(x, n);
+	return completion_add_token(x->c, &t, tt, n);
+}
+
+static void on_row(void *user, int pos, const float *logits)
+{
+	struct run *x = user;
+	scores_row(x->m->scores, pos, logits, x->m->vocab);
+}
+
+/* Syncs the session to the prompt ids[0..n), scoring each of its tokens: the
+ * positions the last scored prompt shares are taken from it, the rest computed. Where
+ * the answer is not streamed, its prompt_logprobs are kept in x when asked for.
+ * sess_sync's 0, 1 (cancelled) or -1. */
+static int sync_scored(struct run *x, const int32_t *ids, int n)
+{
+	struct scores *sc = x->m->scores;
+	int known = scores_known(sc, ids, n);
+	if (scores_begin(sc, ids, n, known))
+		return -1;
+	int s = sess_sync_scored(x->m->sess, ids, n, known, on_row, x);
+	scores_end(sc, s == 0);
+	if (s || x->r->prompt_logprobs < 0 || x->r->stream)
+		return s;
+	json_decref(x->prompt_lp);
+	x->prompt_lp = scores_prompt_logprobs(sc, x->r->prompt_logprobs, x->m->tok);
+	return x->prompt_lp ? 0 : -1;
+}
+
+/* Syncs the session to the prompt, scored where the request asks for the prompt's
+ * log-probabilities; the text completion's echo lists each token's. */
+static int sync_prompt(struct run *x, const int32_t *ids, int n)
+{
+	bool echo = x->r->echo && x->r->logprobs;
+	if (!echo && x->r->prompt_logprobs < 0)
+		return sess_sync(x->m->sess, ids, n);
+	int s = sync_scored(x, ids, n);
+	if (s || !echo)
+		return s;
+	int rc = add_scored(x, ids[0], NULL);
+	for (int i = 0; i + 1 < n && !rc; i++)
+		rc = add_scored(x, ids[i + 1], scores_get(x->m->scores, i));
+	return rc;
 }
 
 /* The decode loop and the end of one answer; the completion is set up. */
@@ -344,7 +434,8 @@ static int chat_choice(struct run *x, struct completion_options *co, const int32
 		flush(x); /* the choice's role chunk goes out before the prompt is read */
 	if (co->index)
 		samp_reseed(m->samp, samp_get_params(m->samp)->seed + (uint64_t)co->index);
-	int s = sess_sync(m->sess, ids, n), status;
+	/* the prompt is scored once: its later choices find it in the cache */
+	int s = co->index ? sess_sync(m->sess, ids, n) : sync_prompt(x, ids, n), status;
 	if (co->index == 0)
 		usage->cached = sess_stats(m->sess)->reused;
 	if (s == 1)
@@ -383,7 +474,9 @@ static int run_chat(const struct gen_model *m, const struct oai_request *r,
 		.continuous_usage = r->continuous_usage,
 	};
 	struct run x = {.m = m, .r = r, .out = out, .choices = json_array(), .usage = usage};
-	int status = x.choices ? 200 : gen_fail(out, false, 500, "out of memory", NULL, NULL);
+	int status = !x.choices ? gen_fail(out, false, 500, "out of memory", NULL, NULL)
+		     : prompt_too_big(out, prompt_entries(r, n)) ? 400
+								 : 200;
 	/* a max_tokens given that would pass the bound is refused before any work */
 	if (status == 200 && !r->stream && r->logprobs && r->max_tokens > 0 &&
 	    (size_t)r->n_choices * (size_t)max_new * (size_t)(r->top_logprobs + 1) > GEN_MAX_HELD)
@@ -398,6 +491,7 @@ static int run_chat(const struct gen_model *m, const struct oai_request *r,
 	if (status == 200)
 		status = end_response(&x, &co, usage);
 	json_decref(x.choices);
+	json_decref(x.prompt_lp);
 	free(x.buf.p);
 	free(ids);
 	return status;
@@ -503,49 +597,13 @@ static int text_prompt(const struct gen_model *m, const struct oai_request *r, s
 	return p->echo ? 0 : gen_fail(out, false, 500, "out of memory", NULL, NULL);
 }
 
-/* A prompt token's entry: its scores (none for the first token) and the top ones. */
-static int add_scored(struct run *x, int32_t id, const struct scores_entry *e)
-{
-	struct completion_token tt[SCORES_TOP];
-	int n = 0;
-	for (; e && n < x->r->top_logprobs && e->top[n].id >= 0; n++)
-		tt[n] = token_of(x->m, e->top[n].id, e->top[n].logprob);
-	struct completion_token t = token_of(x->m, id, e ? e->logprob : NAN);
-	hold(x, n);
-	return completion_add_token(x->c, &t, tt, n);
-}
-
-static void on_row(void *user, int pos, const float *logits)
-{
-	struct run *x = user;
-	scores_row(x->m->scores, pos, logits, x->m->vocab);
-}
-
-/* Syncs the session to the prompt, scoring each of its tokens into the choice: the
- * positions the last scored prompt shares are taken from it, the rest computed. */
-static int sync_scored(struct run *x, const struct text_prompt *p)
-{
-	struct scores *sc = x->m->scores;
-	int known = scores_known(sc, p->ids, p->n);
-	if (scores_begin(sc, p->ids, p->n, known))
-		return -1;
-	int s = sess_sync_scored(x->m->sess, p->ids, p->n, known, on_row, x);
-	scores_end(sc, s == 0);
-	if (s)
-		return s;
-	int rc = add_scored(x, p->ids[0], NULL);
-	for (int i = 0; i + 1 < p->n && !rc; i++)
-		rc = add_scored(x, p->ids[i + 1], scores_get(sc, i));
-	return rc;
-}
-
 /* Prompt p run and continued into x->c; adds to *usage. The HTTP status (200), or 0
  * when cancelled; a failure is written. */
 static int text_choice(struct run *x, const struct text_prompt *p, bool first,
 		       struct completion_usage *usage, enum completion_end *why)
 {
 	const struct gen_model *m = x->m;
-	int s = x->r->echo && x->r->logprobs ? sync_scored(x, p) : sess_sync(m->sess, p->ids, p->n);
+	int s = sync_prompt(x, p->ids, p->n);
 	const struct sess_stats *st = sess_stats(m->sess);
 	if (first) { /* the prompt counts once however many samples it has */
 		usage->prompt += p->n;
@@ -652,8 +710,12 @@ static int run_text(const struct gen_model *m, const struct oai_request *r,
 		.continuous_usage = r->continuous_usage,
 	};
 	struct run x = {.m = m, .r = r, .out = out, .choices = json_array(), .usage = usage};
-	if (text_too_big(r, p)) { /* refused before any work, as a chat's is */
-		status = too_big(&x);
+	size_t entries = 0; /* listed with every choice of the prompt */
+	for (size_t i = 0; i < r->n_prompts; i++)
+		entries += prompt_entries(r, p[i].n) * (size_t)r->n_choices;
+	/* refused before any work, as a chat's is */
+	status = text_too_big(r, p) ? too_big(&x) : prompt_too_big(out, entries) ? 400 : 0;
+	if (status) {
 		json_decref(x.choices);
 		free_prompts(p, r->n_prompts);
 		return status;
@@ -664,6 +726,7 @@ static int run_text(const struct gen_model *m, const struct oai_request *r,
 	if (status == 200)
 		status = end_response(&x, &co, usage);
 	json_decref(x.choices);
+	json_decref(x.prompt_lp);
 	free(x.buf.p);
 	free_prompts(p, r->n_prompts);
 	return status;

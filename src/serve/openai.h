@@ -85,6 +85,8 @@ struct oai_request {
 	size_t n_bias;
 	bool ignore_eos; /* the end-of-turn ids end nothing: max_tokens are generated */
 	int min_tokens;  /* no end-of-turn or stop id, nor stop string, before this many */
+	int prompt_logprobs; /* vLLM's: each prompt token's log-probability and this many
+			      * likeliest there (0..20); -1: none */
 	int repeat_last_n; /* llama-server's: repetition_penalty's window, the last this
 			    * many tokens (-1: all); OAI_REPEAT_SERVER: the server's */
 	int n_choices;   /* n: answers to each prompt, sampled with seeds seed, seed + 1, ... */
@@ -136,7 +138,8 @@ int oai_parse_continue(struct oai_request *r, struct json_t *root, bool tokenize
 		       struct oai_error *e);
 
 /* stop, stop_token_ids, ignore_eos and min_tokens (at most max_tokens, where the
- * request's max_tokens is known), logit_bias and repeat_last_n, into r; -1 with oai_bad on a bad
+ * request's max_tokens is known), logit_bias, repeat_last_n and prompt_logprobs
+ * (parse_stream first), into r; -1 with oai_bad on a bad
  * one. */
 int oai_parse_ends(struct oai_request *r, struct json_t *root, struct oai_error *e);
 

@@ -11,6 +11,7 @@
 
 #include "src/serve/openai.h"
 #include "src/session/sampler.h"
+#include "tokenizer/tokenizer.h"
 
 /* The alternatives kept per position: as many as a request may ask for. */
 enum { SCORES_TOP = OAI_MAX_TOP_LOGPROBS };
@@ -19,6 +20,7 @@ enum { SCORES_TOP = OAI_MAX_TOP_LOGPROBS };
  * there (descending, ties by id, as samp_row_logprobs lists them). */
 struct scores_entry {
 	float logprob;
+	int rank; /* the ids as likely or likelier, itself included (vLLM's rank) */
 	struct samp_logprob top[SCORES_TOP];
 };
 
@@ -51,5 +53,12 @@ void scores_end(struct scores *s, bool complete);
 
 /* Position pos's scores, pos < n - 1 of the prompt scored last. */
 const struct scores_entry *scores_get(const struct scores *s, int pos);
+
+/* The prompt scored last (complete) as vLLM's prompt_logprobs: null for its first
+ * token, then for each token {"ID": {"logprob", "rank", "decoded_token"}}, its own id
+ * first, then the `top` likeliest (ranks 1..top; a token among them holds the rank of
+ * its place there, as vLLM's dict keeps the later value). decoded_token is the token's
+ * bytes alone, U+FFFD for any that are not UTF-8. A new reference, NULL out of memory. */
+struct json_t *scores_prompt_logprobs(const struct scores *s, int top, const struct tok *t);
 
 #endif

@@ -21,6 +21,8 @@ with the real Qwen3 tokenizer). Checked:
   - repetition_penalty looks at the whole context, prompt and answer (vLLM's and
     transformers' rule), or at the last repeat_last_n tokens (llama-server's field):
     greedy answers equal the reference's with each rule;
+  - vLLM's prompt_logprobs: each prompt token's log-probability, rank and text, and
+    the likeliest there, in each choice of a text completion and in a chat response;
   - stop_reason: the stop string or stop id that ended an answer, null for the
     tokenizer's eos and the length, in whole answers and in the chunks vLLM puts it in;
   - the context: a prompt that does not fit, or leaves no room for max_tokens, is a
@@ -288,6 +290,72 @@ def repetition(port, cfg, w, model):
           "repeat_last_n 64, as the reference (%s)" % got)
 
 
+def token_texts(model):
+    """Each id's text as Hugging Face decodes it alone (vLLM's decoded_token): the
+    byte-level spelling's bytes, U+FFFD for those that are not UTF-8; an added token's
+    content."""
+    keep = (list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) +
+            list(range(0xAE, 0xFF + 1)))
+    others = [b for b in range(256) if b not in keep]
+    byte_of = {chr(b): b for b in keep}
+    byte_of.update({chr(256 + i): b for i, b in enumerate(others)})
+    t = json.load(open(os.path.join(model, "tokenizer.json"), encoding="utf-8"))
+    out = {i: bytes(byte_of[c] for c in s).decode("utf-8", "replace")
+           for s, i in t["model"]["vocab"].items()}
+    out.update({a["id"]: a["content"] for a in t["added_tokens"]})
+    return out
+
+
+def prompt_scores(lists, ids, lp, names, top):
+    """The worst |logprob - reference| of prompt_logprobs lists, each for ids under
+    lp (the reference's log-softmax rows), or None when one is not vLLM's shape: the
+    first token null; then the token's own entry first, its rank that of the
+    reference (up to ties within float32's rounding), the top ones' ranks 1..top and
+    values the reference's likeliest, every decoded_token the token's own text."""
+    worst = 0.0
+    for pl in lists:
+        if len(pl) != len(ids) or pl[0] is not None:
+            return None
+        for i in range(1, len(ids)):
+            row, d, v = lp[i - 1], pl[i], lp[i - 1][ids[i]]
+            own, want = d.get(str(ids[i])), np.sort(row)[::-1][:top]
+            lo, hi = int((row > v + 1e-5).sum()) + 1, int((row >= v - 1e-5).sum())
+            among = own is not None and own["rank"] <= top  # one of the likeliest too
+            ranks = sorted(e["rank"] for k, e in d.items() if among or k != str(ids[i]))
+            if list(d)[0] != str(ids[i]) or not (among or lo <= own["rank"] <= hi) or \
+                    ranks != list(range(1, top + 1)) or \
+                    any(names.get(int(k)) != e["decoded_token"] for k, e in d.items()):
+                return None
+            tops = sorted((e["logprob"] for e in d.values() if e["rank"] <= top), reverse=True)
+            worst = max([worst, abs(own["logprob"] - v)] +
+                        [abs(a - b) for a, b in zip(tops, want)])
+    return worst
+
+
+def prompt_logprobs(port, cfg, w, model):
+    names, rnd = token_texts(model), random.Random(9)
+    ids = [rnd.randrange(150000) for _ in range(40)]
+    st, _, b = post(port, {"prompt": ids, "max_tokens": 1, "prompt_logprobs": 3, "n": 2,
+                           "temperature": 0})
+    lp = pr.log_softmax(pr.forward(cfg, w, ids))
+    worst = prompt_scores([c.get("prompt_logprobs") for c in b["choices"]], ids, lp, names,
+                          3) if st == 200 and len(b["choices"]) == 2 else None
+    check(worst is not None and worst < 1e-4,
+          "prompt_logprobs 3 of a text completion, in each of its 2 choices: vLLM's shape, "
+          "each token's logprob, rank and text, and the likeliest 3, as the reference's "
+          "(max |diff| %s)" % worst)
+    conv = [{"role": "user", "content": "Say h\u00e9llo"}]
+    st, _, t = request(port, "POST", "/tokenize", {"messages": conv})
+    st2, c = chat(port, {"messages": conv, "max_tokens": 1, "prompt_logprobs": 0})
+    ids = t.get("tokens", []) if st == 200 else []
+    lp = pr.log_softmax(pr.forward(cfg, w, ids)) if ids else None
+    worst = prompt_scores([c.get("prompt_logprobs")], ids, lp, names, 0) \
+        if st2 == 200 and ids else None
+    check(worst is not None and worst < 1e-4 and "prompt_logprobs" not in c["choices"][0],
+          "a chat's prompt_logprobs 0: the rendered prompt's tokens scored in the response "
+          "(max |diff| %s)" % worst)
+
+
 def stop_reasons(port):
     """vLLM's stop_reason: the stop string or stop id that ended the answer; null for
     the tokenizer's eos (<|im_end|>) and the length. The other eos id of
@@ -395,7 +463,10 @@ def refused(port):
         ({"prompt": "x", "include_stop_str_in_output": "yes"}, "include_stop_str_in_output"),
         ({"prompt": "x", "allowed_token_ids": []}, "allowed_token_ids"),
         ({"prompt": "x", "allowed_token_ids": [151936]}, "allowed_token_ids[0]"),
-        ({"prompt": "x", "prompt_logprobs": 0}, "prompt_logprobs"),
+        ({"prompt": "x", "prompt_logprobs": 1, "stream": True}, "prompt_logprobs"),
+        ({"prompt": "x", "prompt_logprobs": 21}, "prompt_logprobs"),
+        ({"prompt": list(range(100, 300)), "prompt_logprobs": 20, "max_tokens": 1, "n": 128},
+         "prompt_logprobs"),
         ({"prompt": "x", "guided_json": {"type": "integer", "not": {"const": 1}}}, "guided_json"),
         ({"prompt": "x", "stream": True, "stream_options": {"continuous_usage_stats": 1}},
          "stream_options.continuous_usage_stats"),
@@ -421,6 +492,7 @@ def main():
     generated(port, cfg, w, model)
     chat_logprobs(port, cfg, w)
     repetition(port, cfg, w, model)
+    prompt_logprobs(port, cfg, w, model)
     stop_reasons(port)
     text_prompt(port)
     context(port, ctx)

@@ -19,6 +19,7 @@
 #include "src/base/err.h"
 #include "src/serve/completion.h"
 #include "src/serve/openai.h"
+#include "src/serve/scores.h"
 
 static struct oai_request *parse(const char *body, struct oai_error *e)
 {
@@ -244,13 +245,35 @@ static void test_cut_character(void **state)
 	json_decref(ch);
 }
 
+/* A prompt position's scores: the token's log-probability and rank (vLLM's: the ids
+ * as likely or likelier, itself included, ties too), the likeliest in order. */
+static void test_scores_rank(void **state)
+{
+	(void)state;
+	const float row[5] = {1, 3, 3, 2, 0};
+	double z = log(exp(1) + 2 * exp(3) + exp(2) + exp(0));
+	struct scores_entry e;
+	assert_int_equal(scores_entry_of(row, 5, 2, &e), 0);
+	assert_int_equal(e.rank, 2);
+	assert_true(fabs(e.logprob - (3 - z)) < 1e-6);
+	assert_int_equal(e.top[0].id, 1); /* ties by id */
+	assert_int_equal(e.top[1].id, 2);
+	assert_int_equal(e.top[2].id, 3);
+	assert_int_equal(e.top[4].id, 4);
+	assert_int_equal(e.top[5].id, -1); /* past the vocabulary */
+	assert_int_equal(scores_entry_of(row, 5, 3, &e), 0);
+	assert_int_equal(e.rank, 3);
+	assert_int_equal(scores_entry_of(row, 5, 4, &e), 0);
+	assert_int_equal(e.rank, 5);
+	assert_int_equal(scores_entry_of(row, 5, 5, &e), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_prompt_forms),
-		cmocka_unit_test(test_refused),
-		cmocka_unit_test(test_choice),
-		cmocka_unit_test(test_cut_character),
+		cmocka_unit_test(test_prompt_forms), cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_choice),       cmocka_unit_test(test_cut_character),
+		cmocka_unit_test(test_scores_rank),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
