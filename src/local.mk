@@ -14,6 +14,7 @@ libbase_a_SOURCES = \
 	src/base/utf8.c src/base/utf8.h \
 	src/base/jsonschema.c src/base/jsonschema_match.c src/base/jsonschema_format.c \
 	src/base/jsonschema_starts.c src/base/jsonschema_regex.c \
+	src/base/jsonschema_choice.c \
 	src/base/jsonschema.h \
 	src/base/jsonschema_impl.h \
 	src/base/mdfence.c src/base/mdfence.h \

@@ -139,8 +139,7 @@ static int by_bytes(const void *a, const void *b)
 	return d ? d : (lx > ly) - (lx < ly);
 }
 
-/* Sorts w (and perm alongside, when given) and sets the lengths. */
-static int words_sort(struct js_words *w, uint16_t *perm)
+int js_words_sort(struct js_words *w, uint16_t *perm)
 {
 	if (!(w->len = malloc((size_t)(w->n ? w->n : 1) * sizeof *w->len)))
 		return err_set("out of memory");
@@ -222,7 +221,7 @@ static int parse_lits(struct ctx *c, json_t *v, uint8_t types, struct js_words *
 	if (!w->n)
 		return fail(c, e ? "enum: no value of the schema's type"
 				 : "const: not of the schema's type");
-	if (words_sort(w, NULL))
+	if (js_words_sort(w, NULL))
 		return -1;
 	int d = 0; /* one of each */
 	for (int i = 0; i < w->n; i++)
@@ -288,7 +287,7 @@ static int parse_object(struct ctx *c, json_t *v, int i)
 	}
 	pop(c, at);
 	struct js_node *nd = &c->sc->node[i];
-	if (words_sort(&nd->keys, perm))
+	if (js_words_sort(&nd->keys, perm))
 		return -1;
 	if (!(nd->prop = malloc((n ? n : 1) * sizeof *nd->prop)))
 		return err_set("out of memory");

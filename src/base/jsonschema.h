@@ -72,6 +72,11 @@ struct js_schema *js_load(const char *path, json_t **json);
 /* {"type": "object"}: any JSON object (JSON mode). */
 struct js_schema *js_object(void);
 
+/* The text is one of choices, a non-empty array of strings, exactly: no quotes, no
+ * whitespace around it (vLLM's guided_choice). NULL with err_set ("where: what", where
+ * being `name`, "name[2]" for a choice at fault). */
+struct js_schema *js_choice(json_t *choices, const char *name);
+
 void js_free(struct js_schema *sc);
 
 /* An open object or array. */

@@ -55,7 +55,11 @@ struct js_schema {
 	struct js_node *node;
 	int n, cap;
 	int root;
+	bool bare; /* js_choice: the root's lits are the texts themselves, unquoted */
 };
+
+/* Sorts w (and perm alongside, when given) and sets the lengths. 0, or -1 (err_set). */
+int js_words_sort(struct js_words *w, uint16_t *perm);
 
 /* The string formats followed (jsonschema_format.c). */
 enum js_format {

@@ -43,6 +43,8 @@ void js_init(struct js_state *s, const struct js_schema *sc)
 	memset(p, 0, offsetof(struct js_path, frame));
 	p->sc = sc, p->at = AT_VALUE, p->node = (uint16_t)sc->root;
 	s->n = 1;
+	if (sc->bare) /* js_choice: the texts from their first byte */
+		p->at = AT_MATCH, p->first = 0, p->last = (uint16_t)sc->node[sc->root].lits.n;
 }
 
 static void path_copy(struct js_path *dst, const struct js_path *src)
@@ -611,6 +613,8 @@ static bool step(struct js_state *s, struct js_path *p, unsigned char c)
 		return step(s, p, c); /* the number ended: c follows it */
 	default: break;
 	}
+	if (p->sc->bare) /* a choice: nothing around it, whitespace neither */
+		return false;
 	if (is_space(c))
 		return ++p->space <= JS_MAX_SPACE;
 	p->space = 0;

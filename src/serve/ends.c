@@ -262,24 +262,37 @@ static int parse_vllm_schema(struct oai_request *r, json_t *v, const char *where
 	return r->format ? 0 : (snprintf(e->param, sizeof e->param, "%s", where), -1);
 }
 
-/* vLLM's structured_outputs: its json member (the other kinds are refused). */
-static int structured_json(json_t *so, json_t **json, struct oai_error *e)
+/* vLLM's structured_outputs: its json or choice member (the other kinds are refused). */
+static int structured_json(json_t *so, json_t **json, json_t **choice, struct oai_error *e)
 {
 	const char *key;
 	json_t *v;
-	*json = NULL;
+	*json = *choice = NULL;
 	if (!json_is_object(so))
 		return oai_bad(e, "structured_outputs", "expected an object, got %s",
 			       jsontype_name(so));
 	json_object_foreach(so, key, v)
 	{
-		if (!strcmp(key, "json"))
-			*json = json_is_null(v) ? NULL : v;
+		if (!strcmp(key, "json") || !strcmp(key, "choice"))
+			*(key[0] == 'j' ? json : choice) = json_is_null(v) ? NULL : v;
 		else if (!json_is_null(v) && !json_is_false(v))
 			return oai_bad(e, "structured_outputs",
-				       "'%.40s' is not supported (JSON Schemas only: json)", key);
+				       "'%.40s' is not supported (json and choice only)", key);
 	}
+	if (*json && *choice)
+		return oai_bad(e, "structured_outputs", "give one of json and choice");
 	return 0;
+}
+
+/* The choices the answer is held to exactly (guided_choice), as r's format. */
+static int parse_choice(struct oai_request *r, json_t *v, const char *where, struct oai_error *e)
+{
+	r->format = js_choice(v, where);
+	if (r->format)
+		return 0;
+	const char *msg = err_msg(), *colon = strstr(msg, ": ");
+	snprintf(e->param, sizeof e->param, "%.*s", colon ? (int)(colon - msg) : 0, msg);
+	return -1;
 }
 
 /* tools[i].function.name (checked to be a string). */
@@ -402,13 +415,19 @@ int oai_force_tool(struct oai_request *r, json_t *tools, json_t *choice, struct 
 int oai_parse_format(struct oai_request *r, json_t *root, struct oai_error *e)
 {
 	json_t *rf = json_object_get(root, "response_format");
-	json_t *guided = json_object_get(root, "guided_json"), *so_json = NULL;
+	json_t *guided = json_object_get(root, "guided_json"), *so_json = NULL, *so_choice = NULL;
+	json_t *choice = json_object_get(root, "guided_choice");
 	json_t *so = json_object_get(root, "structured_outputs");
-	if (so && !json_is_null(so) && structured_json(so, &so_json, e))
+	if (so && !json_is_null(so) && structured_json(so, &so_json, &so_choice, e))
 		return -1;
+	guided = json_is_null(guided) ? NULL : guided;
+	choice = json_is_null(choice) ? NULL : choice;
 	const char *type = json_string_value(json_object_get(rf, "type"));
 	bool text = !rf || json_is_null(rf) || (type && strcmp(type, "text") == 0);
-	bool vllm = (guided && !json_is_null(guided)) || so_json;
+	bool vllm = guided || so_json || choice || so_choice;
+	const char *vname = so_json || so_choice ? "structured_outputs"
+			    : choice             ? "guided_choice"
+						 : "guided_json";
 	bool forced = r->forced_tool || r->forced_pick;
 	if (forced && r->continue_final)
 		return oai_bad(e, "tool_choice",
@@ -417,24 +436,22 @@ int oai_parse_format(struct oai_request *r, json_t *root, struct oai_error *e)
 	if (text && !vllm)
 		return 0;
 	if (forced)
-		return oai_bad(e,
-			       vllm ? (so_json ? "structured_outputs" : "guided_json")
-				    : "response_format",
+		return oai_bad(e, vllm ? vname : "response_format",
 			       "a forced tool call holds the answer to its parameters already");
 	if (!text && (!type || (strcmp(type, "json_object") && strcmp(type, "json_schema"))))
 		return oai_bad(e, "response_format",
 			       "expected {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
 			       "{\"type\": \"json_schema\", \"json_schema\": {...}}");
-	const char *given = !text     ? "response_format"
-			    : so_json ? "structured_outputs"
-				      : "guided_json";
-	if (!text + !!so_json + (guided && !json_is_null(guided)) > 1)
+	const char *given = !text ? "response_format" : vname;
+	if (!text + !!(so_json || so_choice) + !!guided + !!choice > 1)
 		return oai_bad(e, given,
-			       "give one of response_format, guided_json and "
+			       "give one of response_format, guided_json, guided_choice and "
 			       "structured_outputs");
 	if (r->continue_final) /* its text began before the format could hold it */
-		return oai_bad(e, given,
-			       "a JSON format holds a new answer: not a continued message");
+		return oai_bad(e, given, "a format holds a new answer: not a continued message");
+	if (choice || so_choice)
+		return parse_choice(r, choice ? choice : so_choice,
+				    choice ? "guided_choice" : "structured_outputs.choice", e);
 	if (vllm)
 		return parse_vllm_schema(r, so_json ? so_json : guided,
 					 so_json ? "structured_outputs.json" : "guided_json", e);

@@ -439,6 +439,27 @@ def structured(port):
                 check(False, "a structured text completion: %r is no value of the schema: %s"
                       % (c["text"][:80], str(e).splitlines()[0]))
     check(ended >= 1, "structured text completions: %d ended, each a value of the schema" % ended)
+    # vLLM's guided_choice and structured_outputs.choice: one of the texts exactly
+    choices = ["yes", "yes!", "no", 'say "hi"\\', "\n", "d\u00e9j\u00e0 vu"]
+    got = set()
+    for way in ({"guided_choice": choices}, {"structured_outputs": {"choice": choices}}):
+        st, _, b = post(port, {"prompt": ["Well?", "Hm"], "max_tokens": 30, "temperature": 1.5,
+                               "n": 8, "seed": 5, **way})
+        texts = [(c["text"], c["finish_reason"]) for c in b.get("choices", [])]
+        got |= {t for t, _ in texts}
+        check(st == 200 and len(texts) == 16 and all(t in choices and f == "stop"
+                                                     for t, f in texts),
+              "%s: 16 answers at temperature 1.5, each one of the choices exactly (%s)"
+              % (list(way)[0], sorted(set(texts))))
+    conv = [{"role": "user", "content": "Yes or no?"}]
+    answers = []
+    for seed in range(4):
+        st, c = chat(port, {"messages": conv, "max_tokens": 40, "temperature": 1, "seed": seed,
+                            "guided_choice": ["yes", "no"]})
+        m = c["choices"][0]["message"] if st == 200 else {}
+        answers.append((m.get("content"), c["choices"][0]["finish_reason"] if st == 200 else st))
+    check(all(a in (("yes", "stop"), ("no", "stop"), (None, "length")) for a in answers),
+          "a chat's guided_choice holds the answer after its free reasoning (%s)" % answers)
 
 
 def refused(port):
@@ -465,6 +486,12 @@ def refused(port):
         ({"prompt": "x", "allowed_token_ids": [151936]}, "allowed_token_ids[0]"),
         ({"prompt": "x", "prompt_logprobs": 1, "stream": True}, "prompt_logprobs"),
         ({"prompt": "x", "prompt_logprobs": 21}, "prompt_logprobs"),
+        ({"prompt": "x", "guided_choice": []}, "guided_choice"),
+        ({"prompt": "x", "guided_choice": ["a", 1]}, "guided_choice[1]"),
+        ({"prompt": "x", "guided_choice": ["a"], "guided_json": {}}, "guided_choice"),
+        ({"prompt": "x", "structured_outputs": {"choice": ["a"], "json": {}}},
+         "structured_outputs"),
+        ({"prompt": "x", "structured_outputs": {"choice": "a"}}, "structured_outputs.choice"),
         ({"prompt": list(range(100, 300)), "prompt_logprobs": 20, "max_tokens": 1, "n": 128},
          "prompt_logprobs"),
         ({"prompt": "x", "guided_json": {"type": "integer", "not": {"const": 1}}}, "guided_json"),

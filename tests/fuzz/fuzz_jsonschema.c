@@ -3,7 +3,8 @@
  * JSON object to jansson, and an object jansson reads must pass whole (unless it nests
  * deeper or holds longer runs of whitespace than the recognizer's limits). With it odd,
  * the input is a schema, a NUL and a text: the schema is compiled (or refused) and the
- * text read against it. Either way a text fed in two pieces must be read as the same
+ * text read against it; an array is guided_choice's strings, and the text must be done
+ * exactly when it is one of them. Either way a text fed in two pieces must be read as the same
  * text fed at once. Where jansson refuses what JSON allows, it has no say. */
 #include <jansson.h>
 #include <stddef.h>
@@ -64,13 +65,27 @@ static int schema_and_text(const char *s, size_t n, size_t cut)
 	if (!nul)
 		return 0;
 	json_t *v = json_loadb(s, (size_t)(nul - s), JSON_DECODE_ANY, NULL);
-	struct js_schema *sc = v ? js_compile(v, "schema") : NULL;
-	json_decref(v);
+	bool choice = json_is_array(v); /* an array: guided_choice's strings */
+	struct js_schema *sc = !v       ? NULL
+			       : choice ? js_choice(v, "choice")
+					: js_compile(v, "schema");
 	if (sc) {
 		bool done;
-		read_both(sc, nul + 1, n - (size_t)(nul + 1 - s), cut, &done);
+		const char *text = nul + 1;
+		size_t len = n - (size_t)(nul + 1 - s);
+		read_both(sc, text, len, cut, &done);
+		/* a choice is done exactly when the text is one of the strings */
+		bool one = false;
+		for (size_t i = 0; choice && i < json_array_size(v); i++) {
+			json_t *c = json_array_get(v, i);
+			one |= json_string_length(c) == len &&
+			       !memcmp(json_string_value(c), text, len);
+		}
+		if (choice && one != done)
+			abort();
 		js_free(sc);
 	}
+	json_decref(v);
 	return 0;
 }
 

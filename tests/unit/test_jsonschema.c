@@ -654,12 +654,73 @@ static void test_pattern_limits(void **state)
 	}
 }
 
+/* js_choice: one of the texts exactly, from its first byte, nothing around it; a
+ * text that begins another is whole yet goes on; the bytes are the text's own. */
+static void test_choice(void **state)
+{
+	(void)state;
+	json_t *v = json_loads("[\"yes\", \"no\", \"yes!\", \"a\\\"b\\\\c\", \"\\n\", \"no\"]", 0,
+			       NULL);
+	struct js_schema *sc = js_choice(v, "guided_choice");
+	json_decref(v);
+	assert_non_null(sc);
+	static const struct {
+		const char *text;
+		size_t reach; /* bytes taken */
+		bool done, closed;
+	} cases[] = {
+		{"yes", 3, true, false},      {"yes!", 4, true, true},
+		{"no", 2, true, true},        {"n", 1, false, false},
+		{"a\"b\\c", 5, true, true},   {"\n", 1, true, true},
+		{"\"yes\"", 0, false, false}, {" yes", 0, false, false},
+		{"yes ", 3, false, false},    {"no\n", 2, false, false},
+		{"\n\n", 1, false, false},    {"yes!!", 4, false, false},
+		{"", 0, false, false},        {"noo", 2, false, false},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		static struct js_state p;
+		js_init(&p, sc);
+		size_t n = strlen(cases[i].text), k = 0;
+		while (k < n && js_feed(&p, cases[i].text + k, 1))
+			k++;
+		if (k != cases[i].reach ||
+		    (k == n && (js_done(&p) != cases[i].done || js_closed(&p) != cases[i].closed)))
+			fail_msg("'%s': %zu bytes taken (want %zu), done %d closed %d",
+				 cases[i].text, k, cases[i].reach, k == n && js_done(&p),
+				 k == n && js_closed(&p));
+		assert_int_equal(js_string_room(&p), 0);
+	}
+	js_free(sc);
+	/* refused: nothing, a number, a NUL inside, more than 1024 */
+	static const char *const bad[] = {"[]", "[\"a\", 1]", "[\"a\\u0000b\"]", "{}"};
+	static const char *const why[] = {
+		"guided_choice: expected a non-empty array", "guided_choice[1]: expected a string",
+		"guided_choice[0]: a NUL character", "guided_choice: expected a non-empty array"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		v = json_loads(bad[i], JSON_ALLOW_NUL, NULL);
+		assert_null(js_choice(v, "guided_choice"));
+		json_decref(v);
+		if (strncmp(err_msg(), why[i], strlen(why[i])))
+			fail_msg("%s: '%s'", bad[i], err_msg());
+	}
+	v = json_array();
+	for (int i = 0; i < 1025; i++)
+		json_array_append_new(v, json_sprintf("c%d", i));
+	assert_null(js_choice(v, "guided_choice"));
+	json_array_remove(v, 0);
+	sc = js_choice(v, "guided_choice");
+	assert_non_null(sc);
+	js_free(sc);
+	json_decref(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),        cmocka_unit_test(test_against_jansson),
 		cmocka_unit_test(test_schema_cases), cmocka_unit_test(test_schema_errors),
 		cmocka_unit_test(test_string_room),  cmocka_unit_test(test_pattern_limits),
+		cmocka_unit_test(test_choice),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
