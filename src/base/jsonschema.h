@@ -77,6 +77,11 @@ struct js_schema *js_object(void);
  * being `name`, "name[2]" for a choice at fault). */
 struct js_schema *js_choice(json_t *choices, const char *name);
 
+/* The text matches the pattern, a regular expression as a schema's "pattern" reads
+ * them (jsonschema_regex.c), whole: as Python's re.fullmatch (vLLM's guided_regex;
+ * a ^ first and a $ last are taken as said). NULL with err_set ("name: what"). */
+struct js_schema *js_regex_text(const char *pattern, size_t len, const char *name);
+
 void js_free(struct js_schema *sc);
 
 /* An open object or array. */

@@ -1,7 +1,10 @@
-/* jsonschema_choice.c — a text that is one of given strings, read by the schema
- * machinery (jsonschema.h): one node whose fixed texts are the strings themselves,
- * matched from the first byte with no quotes, as an enum's values are. */
+/* jsonschema_choice.c — texts held to given strings or to a regular expression, read
+ * by the schema machinery (jsonschema.h) with no quotes around them: one node, whose
+ * fixed texts are the strings themselves (matched as an enum's values are), or a
+ * string's pattern, read from the first byte with no escapes. */
 #include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,4 +63,45 @@ struct js_schema *js_choice(json_t *choices, const char *name)
 fail:
 	js_free(sc);
 	return NULL;
+}
+
+struct js_schema *js_regex_text(const char *pattern, size_t len, const char *name)
+{
+	/* anchored at both ends, around the pattern as a group: a ^ or $ of its own at an
+	 * end says nothing more (a \$ is a character) */
+	size_t from = len && pattern[0] == '^', to = len;
+	size_t bs = 0;
+	while (to > from + bs + 1 && pattern[to - 2 - bs] == '\\')
+		bs++;
+	to -= to > from && pattern[to - 1] == '$' && bs % 2 == 0;
+	char *full = malloc(to - from + 8);
+	struct js_schema *sc = calloc(1, sizeof *sc);
+	struct js_node *nd = calloc(1, sizeof *nd);
+	if (!full || !sc || !nd) {
+		free(full), free(sc), free(nd);
+		err_set("out of memory");
+		return NULL;
+	}
+	int n = snprintf(full, to - from + 8, "^(?:%.*s)$", (int)(to - from), pattern + from);
+	*nd = (struct js_node){.types = JS_T_STRING,
+			       .compiled = true,
+			       .extra = -1,
+			       .items = -1,
+			       .max_len = UINT32_MAX};
+	sc->node = nd, sc->n = sc->cap = 1, sc->bare = true;
+	const char *why = NULL;
+	struct js_regex *alone = NULL; /* the pattern as given must be one (no "a)(b") */
+	if (memchr(pattern, 0, len))
+		why = "a NUL character is not supported";
+	else if (!(alone = js_regex_compile(pattern, len, &why)) ||
+		 !(nd->rx = js_regex_compile(full, (size_t)n, &why)))
+		why = why ? why : "out of memory";
+	js_regex_free(alone);
+	free(full);
+	if (why) {
+		err_set("%s: %s", name, why);
+		js_free(sc);
+		return NULL;
+	}
+	return sc;
 }

@@ -43,8 +43,10 @@ void js_init(struct js_state *s, const struct js_schema *sc)
 	memset(p, 0, offsetof(struct js_path, frame));
 	p->sc = sc, p->at = AT_VALUE, p->node = (uint16_t)sc->root;
 	s->n = 1;
-	if (sc->bare) /* js_choice: the texts from their first byte */
+	if (sc->bare && sc->node[sc->root].lits.n) /* js_choice: the texts from their start */
 		p->at = AT_MATCH, p->first = 0, p->last = (uint16_t)sc->node[sc->root].lits.n;
+	else if (sc->bare) /* js_regex_text: a string's characters from its first byte */
+		p->at = AT_STR, js_regex_start(p->rx);
 }
 
 static void path_copy(struct js_path *dst, const struct js_path *src)
@@ -255,6 +257,8 @@ static bool string_byte(struct js_path *p, unsigned char c)
 	}
 	if (nd && nd->format) /* its characters: plain ASCII, as the format has them */
 		return format_byte(p, nd, c);
+	if (c < 0x80 && p->sc && p->sc->bare) /* js_regex_text: its bytes, no escapes */
+		return add_char(p) && js_rx_char(p, nd, c, c, true);
 	if (c == '"') {
 		if (nd && (p->chars < nd->min_len || (nd->rx && !js_regex_ends(nd->rx, p->rx))))
 			return false;
@@ -696,6 +700,8 @@ static bool path_done(const struct js_path *p)
 	case AT_N_FRAC: return !node(p, p->node)->bounded || num_in_range(p, node(p, p->node));
 	case AT_N_EXP: return true;
 	case AT_MATCH: return !p->key && whole_at(p, words(p)) >= 0;
+	case AT_STR: /* js_regex_text's, which no quote closes */
+		return p->sc->bare && !p->utf8 && js_regex_ends(node(p, p->node)->rx, p->rx);
 	default: return false;
 	}
 }

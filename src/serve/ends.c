@@ -262,32 +262,43 @@ static int parse_vllm_schema(struct oai_request *r, json_t *v, const char *where
 	return r->format ? 0 : (snprintf(e->param, sizeof e->param, "%s", where), -1);
 }
 
-/* vLLM's structured_outputs: its json or choice member (the other kinds are refused). */
-static int structured_json(json_t *so, json_t **json, json_t **choice, struct oai_error *e)
+/* vLLM's structured_outputs: its json, choice or regex member into got[0..2] (the
+ * other kinds are refused). */
+static int structured_json(json_t *so, json_t *got[3], struct oai_error *e)
 {
+	static const char *const kinds[3] = {"json", "choice", "regex"};
 	const char *key;
 	json_t *v;
-	*json = *choice = NULL;
+	got[0] = got[1] = got[2] = NULL;
 	if (!json_is_object(so))
 		return oai_bad(e, "structured_outputs", "expected an object, got %s",
 			       jsontype_name(so));
 	json_object_foreach(so, key, v)
 	{
-		if (!strcmp(key, "json") || !strcmp(key, "choice"))
-			*(key[0] == 'j' ? json : choice) = json_is_null(v) ? NULL : v;
+		int k = 0;
+		while (k < 3 && strcmp(key, kinds[k]))
+			k++;
+		if (k < 3)
+			got[k] = json_is_null(v) ? NULL : v;
 		else if (!json_is_null(v) && !json_is_false(v))
 			return oai_bad(e, "structured_outputs",
-				       "'%.40s' is not supported (json and choice only)", key);
+				       "'%.40s' is not supported (json, choice and regex only)",
+				       key);
 	}
-	if (*json && *choice)
-		return oai_bad(e, "structured_outputs", "give one of json and choice");
+	if (!!got[0] + !!got[1] + !!got[2] > 1)
+		return oai_bad(e, "structured_outputs", "give one of json, choice and regex");
 	return 0;
 }
 
-/* The choices the answer is held to exactly (guided_choice), as r's format. */
-static int parse_choice(struct oai_request *r, json_t *v, const char *where, struct oai_error *e)
+/* The choices the answer is held to exactly (guided_choice), or its pattern
+ * (guided_regex, a string), as r's format. */
+static int parse_choice(struct oai_request *r, json_t *v, bool regex, const char *where,
+			struct oai_error *e)
 {
-	r->format = js_choice(v, where);
+	if (regex && !json_is_string(v))
+		return oai_bad(e, where, "expected a regular expression, got %s", jsontype_name(v));
+	r->format = regex ? js_regex_text(json_string_value(v), json_string_length(v), where)
+			  : js_choice(v, where);
 	if (r->format)
 		return 0;
 	const char *msg = err_msg(), *colon = strstr(msg, ": ");
@@ -414,20 +425,25 @@ int oai_force_tool(struct oai_request *r, json_t *tools, json_t *choice, struct 
 
 int oai_parse_format(struct oai_request *r, json_t *root, struct oai_error *e)
 {
-	json_t *rf = json_object_get(root, "response_format");
-	json_t *guided = json_object_get(root, "guided_json"), *so_json = NULL, *so_choice = NULL;
+	json_t *rf = json_object_get(root, "response_format"), *so_got[3] = {NULL};
+	json_t *guided = json_object_get(root, "guided_json");
 	json_t *choice = json_object_get(root, "guided_choice");
+	json_t *regex = json_object_get(root, "guided_regex");
 	json_t *so = json_object_get(root, "structured_outputs");
-	if (so && !json_is_null(so) && structured_json(so, &so_json, &so_choice, e))
+	if (so && !json_is_null(so) && structured_json(so, so_got, e))
 		return -1;
+	json_t *so_json = so_got[0], *so_choice = so_got[1], *so_regex = so_got[2];
 	guided = json_is_null(guided) ? NULL : guided;
 	choice = json_is_null(choice) ? NULL : choice;
+	regex = json_is_null(regex) ? NULL : regex;
 	const char *type = json_string_value(json_object_get(rf, "type"));
 	bool text = !rf || json_is_null(rf) || (type && strcmp(type, "text") == 0);
-	bool vllm = guided || so_json || choice || so_choice;
-	const char *vname = so_json || so_choice ? "structured_outputs"
-			    : choice             ? "guided_choice"
-						 : "guided_json";
+	bool so_any = so_json || so_choice || so_regex;
+	bool vllm = guided || choice || regex || so_any;
+	const char *vname = so_any   ? "structured_outputs"
+			    : choice ? "guided_choice"
+			    : regex  ? "guided_regex"
+				     : "guided_json";
 	bool forced = r->forced_tool || r->forced_pick;
 	if (forced && r->continue_final)
 		return oai_bad(e, "tool_choice",
@@ -443,15 +459,18 @@ int oai_parse_format(struct oai_request *r, json_t *root, struct oai_error *e)
 			       "expected {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
 			       "{\"type\": \"json_schema\", \"json_schema\": {...}}");
 	const char *given = !text ? "response_format" : vname;
-	if (!text + !!(so_json || so_choice) + !!guided + !!choice > 1)
+	if (!text + so_any + !!guided + !!choice + !!regex > 1)
 		return oai_bad(e, given,
-			       "give one of response_format, guided_json, guided_choice and "
-			       "structured_outputs");
+			       "give one of response_format, guided_json, guided_choice, "
+			       "guided_regex and structured_outputs");
 	if (r->continue_final) /* its text began before the format could hold it */
 		return oai_bad(e, given, "a format holds a new answer: not a continued message");
 	if (choice || so_choice)
-		return parse_choice(r, choice ? choice : so_choice,
+		return parse_choice(r, choice ? choice : so_choice, false,
 				    choice ? "guided_choice" : "structured_outputs.choice", e);
+	if (regex || so_regex)
+		return parse_choice(r, regex ? regex : so_regex, true,
+				    regex ? "guided_regex" : "structured_outputs.regex", e);
 	if (vllm)
 		return parse_vllm_schema(r, so_json ? so_json : guided,
 					 so_json ? "structured_outputs.json" : "guided_json", e);

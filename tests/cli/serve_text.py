@@ -33,6 +33,7 @@ Prints one "ok: ..." or "FAIL: ..." line per check; exits 1 when any failed.
 import json
 import os
 import random
+import re
 import sys
 
 import jsonschema
@@ -451,6 +452,17 @@ def structured(port):
                                                      for t, f in texts),
               "%s: 16 answers at temperature 1.5, each one of the choices exactly (%s)"
               % (list(way)[0], sorted(set(texts))))
+    # guided_regex and structured_outputs.regex: the whole text matches (re.fullmatch)
+    pattern = r'^[0-9]{2,4}( (apples|"pears"\\?))?\.?$'
+    for way in ({"guided_regex": pattern}, {"structured_outputs": {"regex": pattern}}):
+        st, _, b = post(port, {"prompt": ["Count:", "N"], "max_tokens": 12, "temperature": 1.5,
+                               "n": 8, "seed": 6, **way})
+        texts = [(c["text"], c["finish_reason"]) for c in b.get("choices", [])]
+        ended = [t for t, f in texts if f == "stop"]
+        check(st == 200 and len(texts) == 16 and len(ended) >= 8 and
+              all(re.fullmatch(pattern, t) for t in ended),
+              "%s: of 16 answers at temperature 1.5, %d ended, each a match of the whole (%s)"
+              % (list(way)[0], len(ended), sorted(set(ended))[:6]))
     conv = [{"role": "user", "content": "Yes or no?"}]
     answers = []
     for seed in range(4):
@@ -492,6 +504,10 @@ def refused(port):
         ({"prompt": "x", "structured_outputs": {"choice": ["a"], "json": {}}},
          "structured_outputs"),
         ({"prompt": "x", "structured_outputs": {"choice": "a"}}, "structured_outputs.choice"),
+        ({"prompt": "x", "guided_regex": "a)(b"}, "guided_regex"),
+        ({"prompt": "x", "guided_regex": ["a"]}, "guided_regex"),
+        ({"prompt": "x", "structured_outputs": {"regex": "a", "choice": ["a"]}},
+         "structured_outputs"),
         ({"prompt": list(range(100, 300)), "prompt_logprobs": 20, "max_tokens": 1, "n": 128},
          "prompt_logprobs"),
         ({"prompt": "x", "guided_json": {"type": "integer", "not": {"const": 1}}}, "guided_json"),

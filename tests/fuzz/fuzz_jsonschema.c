@@ -4,7 +4,7 @@
  * deeper or holds longer runs of whitespace than the recognizer's limits). With it odd,
  * the input is a schema, a NUL and a text: the schema is compiled (or refused) and the
  * text read against it; an array is guided_choice's strings, and the text must be done
- * exactly when it is one of them. Either way a text fed in two pieces must be read as the same
+ * exactly when it is one of them; a string is guided_regex's pattern. Either way a text fed in two pieces must be read as the same
  * text fed at once. Where jansson refuses what JSON allows, it has no say. */
 #include <jansson.h>
 #include <stddef.h>
@@ -66,9 +66,13 @@ static int schema_and_text(const char *s, size_t n, size_t cut)
 		return 0;
 	json_t *v = json_loadb(s, (size_t)(nul - s), JSON_DECODE_ANY, NULL);
 	bool choice = json_is_array(v); /* an array: guided_choice's strings */
-	struct js_schema *sc = !v       ? NULL
-			       : choice ? js_choice(v, "choice")
-					: js_compile(v, "schema");
+	struct js_schema *sc = NULL;
+	if (choice)
+		sc = js_choice(v, "choice");
+	else if (json_is_string(v)) /* a string: guided_regex's pattern */
+		sc = js_regex_text(json_string_value(v), json_string_length(v), "regex");
+	else if (v)
+		sc = js_compile(v, "schema");
 	if (sc) {
 		bool done;
 		const char *text = nul + 1;

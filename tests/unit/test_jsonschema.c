@@ -714,13 +714,55 @@ static void test_choice(void **state)
 	json_decref(v);
 }
 
+/* js_regex_text: the whole text matches the pattern, its bytes as they are (a quote, a
+ * backslash, a line break are characters), ^ and $ at the ends taken as said. */
+static void test_regex_text(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *pattern, *text;
+		size_t reach;
+		bool done;
+	} cases[] = {
+		{"\\d{3}-[a-z]+", "123-ab", 6, true},
+		{"^\\d{3}-[a-z]+$", "123-ab", 6, true},
+		{"\\d{3}-[a-z]+", "12-ab", 2, false},
+		{"\\d{3}-[a-z]+", "123-", 4, false},
+		{"(yes|no)", "yes", 3, true},
+		{"yes|no", "no", 2, true},
+		{"yes|no", "yesno", 3, false},
+		{"a\"b\\\\\n", "a\"b\\\n", 5, true},
+		{"a\\$", "a$", 2, true},
+		{"x*", "", 0, true},
+		{"d\u00e9j\u00e0", "d\u00e9j\u00e0", 6, true},
+		{"[^a]", "\n", 1, true},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct js_schema *sc =
+			js_regex_text(cases[i].pattern, strlen(cases[i].pattern), "re");
+		if (!sc)
+			fail_msg("'%s': %s", cases[i].pattern, err_msg());
+		bool done;
+		size_t k = reach_schema(sc, cases[i].text, strlen(cases[i].text), &done);
+		if (k != cases[i].reach || (k == strlen(cases[i].text) && done != cases[i].done))
+			fail_msg("'%s' on '%s': %zu bytes taken (want %zu), done %d",
+				 cases[i].pattern, cases[i].text, k, cases[i].reach, done);
+		js_free(sc);
+	}
+	static const char *const bad[] = {"a)(b", "(a", "a^b", "x{2,1}"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		if (js_regex_text(bad[i], strlen(bad[i]), "guided_regex") ||
+		    strncmp(err_msg(), "guided_regex: ", 14))
+			fail_msg("'%s' is not refused as it should be: %s", bad[i], err_msg());
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),        cmocka_unit_test(test_against_jansson),
 		cmocka_unit_test(test_schema_cases), cmocka_unit_test(test_schema_errors),
 		cmocka_unit_test(test_string_room),  cmocka_unit_test(test_pattern_limits),
-		cmocka_unit_test(test_choice),
+		cmocka_unit_test(test_choice),       cmocka_unit_test(test_regex_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

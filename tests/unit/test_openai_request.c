@@ -391,8 +391,11 @@ static const struct {
 	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"best_of\": 2}", "best_of",
 	 NULL, "not supported"},
 	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"guided_regex\": "
-	 "\"a+\"}",
-	 "guided_regex", NULL, "JSON Schemas only"},
+	 "\"a)(b\"}",
+	 "guided_regex", NULL, "a ) without its ("},
+	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"guided_grammar\": "
+	 "\"root ::= x\"}",
+	 "guided_grammar", NULL, "not supported"},
 	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 	 "\"add_generation_prompt\": false}",
 	 "add_generation_prompt", NULL, "only with continue_final_message true"},
@@ -479,8 +482,8 @@ static const struct {
 	 "{\"type\": \"string\", \"not\": {}}}",
 	 "guided_json", NULL, "guided_json.not: this keyword is not supported"},
 	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
-	 "\"structured_outputs\": {\"regex\": \"a+\"}}",
-	 "structured_outputs", NULL, "'regex' is not supported"},
+	 "\"structured_outputs\": {\"grammar\": \"root ::= x\"}}",
+	 "structured_outputs", NULL, "'grammar' is not supported"},
 	{"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"guided_json\": "
 	 "{}, \"response_format\": {\"type\": \"json_object\"}}",
 	 "response_format", NULL, "give one of"},
