@@ -196,7 +196,10 @@ int oai_parse_ends(struct oai_request *r, json_t *root, struct oai_error *e)
 	if (top > 0 && r->stream) /* as vLLM: a stream sends none */
 		return oai_bad(e, "prompt_logprobs", "not available with \"stream\": true");
 	r->prompt_logprobs = (int)top;
-	return 0;
+	return oai_get_bool(root, "return_tokens_as_token_ids", "return_tokens_as_token_ids",
+			    &r->tokens_as_ids, e) < 0
+		       ? -1
+		       : 0;
 }
 
 int oai_parse_continue(struct oai_request *r, json_t *root, bool tokenize, struct oai_error *e)

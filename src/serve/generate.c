@@ -163,14 +163,28 @@ static int on_text(void *user, enum sess_part part, const char *text, size_t len
 	return stop;
 }
 
-/* Token id with its log-probability, as a completion takes it: a padding row past the
- * tokenizer (never sampled, but among the likeliest now and then) reads as nothing. */
-static struct completion_token token_of(const struct gen_model *m, int32_t id, double logprob)
+/* A token's entry into the choice: id's log-probability and the n likeliest, each
+ * by its bytes (a padding row past the tokenizer, never sampled but among the
+ * likeliest now and then, reads as nothing), or as "token_id:ID" where the request
+ * says return_tokens_as_token_ids (vLLM's). 0, or -1 out of memory. */
+static int add_entry(struct run *x, int32_t id, double logprob, const struct samp_logprob *top,
+		     int n)
 {
-	struct completion_token t = {.logprob = logprob};
-	if (!(t.bytes = tok_piece(m->tok, id, &t.len)))
-		t.bytes = "", t.len = 0;
-	return t;
+	char names[OAI_MAX_TOP_LOGPROBS + 1][24];
+	struct completion_token tt[OAI_MAX_TOP_LOGPROBS], t;
+	for (int i = 0; i <= n; i++) {
+		struct completion_token *c = i < n ? &tt[i] : &t;
+		int32_t k = i < n ? top[i].id : id;
+		*c = (struct completion_token){.logprob = i < n ? top[i].logprob : logprob};
+		if (x->r->tokens_as_ids) {
+			c->len = (size_t)snprintf(names[i], sizeof names[i], "token_id:%d", (int)k);
+			c->bytes = names[i];
+		} else if (!(c->bytes = tok_piece(x->m->tok, k, &c->len))) {
+			c->bytes = "", c->len = 0;
+		}
+	}
+	hold(x, n);
+	return completion_add_token(x->c, &t, tt, n);
 }
 
 /* A generated token's log-probability and the top_logprobs most likely, into the
@@ -192,12 +206,7 @@ static void on_token(void *user, int32_t id, const struct samp *sp)
 		while (n > 0 && e.top[n - 1].id < 0) /* a vocabulary under top_logprobs */
 			n--;
 	}
-	struct completion_token tt[OAI_MAX_TOP_LOGPROBS];
-	for (int i = 0; i < n; i++)
-		tt[i] = token_of(x->m, e.top[i].id, e.top[i].logprob);
-	struct completion_token t = token_of(x->m, id, e.logprob);
-	completion_add_token(x->c, &t, tt, n);
-	hold(x, n);
+	add_entry(x, id, e.logprob, e.top, n);
 }
 
 /* The request's enable_thinking, or the template's default. */
@@ -336,13 +345,10 @@ static int end_response(struct run *x, const struct completion_options *co,
 /* A prompt token's entry: its scores (none for the first token) and the top ones. */
 static int add_scored(struct run *x, int32_t id, const struct scores_entry *e)
 {
-	struct completion_token tt[SCORES_TOP];
 	int n = 0;
-	for (; e && n < x->r->top_logprobs && e->top[n].id >= 0; n++)
-		tt[n] = token_of(x->m, e->top[n].id, e->top[n].logprob);
-	struct completion_token t = token_of(x->m, id, e ? e->logprob : NAN);
-	hold(x, n);
-	return completion_add_token(x->c, &t, tt, n);
+	while (e && n < x->r->top_logprobs && e->top[n].id >= 0)
+		n++;
+	return add_entry(x, id, e ? e->logprob : NAN, e ? e->top : NULL, n);
 }
 
 static void on_row(void *user, int pos, const float *logits)

@@ -85,6 +85,8 @@ struct oai_request {
 	size_t n_bias;
 	bool ignore_eos; /* the end-of-turn ids end nothing: max_tokens are generated */
 	int min_tokens;  /* no end-of-turn or stop id, nor stop string, before this many */
+	bool tokens_as_ids;  /* vLLM's return_tokens_as_token_ids: logprobs name each
+			      * token "token_id:ID" */
 	int prompt_logprobs; /* vLLM's: each prompt token's log-probability and this many
 			      * likeliest there (0..20); -1: none */
 	int repeat_last_n; /* llama-server's: repetition_penalty's window, the last this

@@ -23,6 +23,7 @@ with the real Qwen3 tokenizer). Checked:
     greedy answers equal the reference's with each rule;
   - vLLM's prompt_logprobs: each prompt token's log-probability, rank and text, and
     the likeliest there, in each choice of a text completion and in a chat response;
+  - return_tokens_as_token_ids: logprobs tokens as "token_id:ID";
   - stop_reason: the stop string or stop id that ended an answer, null for the
     tokenizer's eos and the length, in whole answers and in the chunks vLLM puts it in;
   - the context: a prompt that does not fit, or leaves no room for max_tokens, is a
@@ -357,6 +358,31 @@ def prompt_logprobs(port, cfg, w, model):
           "(max |diff| %s)" % worst)
 
 
+def token_ids(port):
+    """vLLM's return_tokens_as_token_ids: logprobs name tokens "token_id:ID", the echo's
+    too, and the ids are the ones that spell the text."""
+    ids = [9707, 1879, 0]
+    st, _, b = post(port, {"prompt": ids, "max_tokens": 3, "echo": True, "logprobs": 2,
+                           "return_tokens_as_token_ids": True, "temperature": 0})
+    c = b["choices"][0] if st == 200 else {}
+    toks = c.get("logprobs", {}).get("tokens", [])
+    made = [int(t[9:]) for t in toks if t.startswith("token_id:")]
+    st2, _, t = request(port, "POST", "/detokenize", {"tokens": made})
+    ok = st == 200 and len(made) == len(toks) == 3 + b["usage"]["completion_tokens"]
+    ok = ok and made[:3] == ids and st2 == 200 and t["prompt"] == c["text"]
+    ok = ok and all(k.startswith("token_id:") for d in c["logprobs"]["top_logprobs"][1:] for k in d)
+    st, ch = chat(port, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3,
+                         "logprobs": True, "top_logprobs": 2, "return_tokens_as_token_ids": True})
+    content = ch["choices"][0]["logprobs"]["content"] if st == 200 else []
+    made = [int(e["token"][9:]) for e in content if e["token"].startswith("token_id:")]
+    st2, _, t = request(port, "POST", "/detokenize", {"tokens": made})
+    ok = ok and len(made) == len(content) > 0 and st2 == 200 and \
+        t["prompt"] == ch["choices"][0]["message"]["content"] and \
+        all(bytes(e["bytes"]) == e["token"].encode() for e in content)
+    check(ok, "return_tokens_as_token_ids: every logprobs token is \"token_id:ID\", the echo's "
+          "too, and the ids spell the text (%s)" % toks)
+
+
 def stop_reasons(port):
     """vLLM's stop_reason: the stop string or stop id that ended the answer; null for
     the tokenizer's eos (<|im_end|>) and the length. The other eos id of
@@ -536,6 +562,7 @@ def main():
     chat_logprobs(port, cfg, w)
     repetition(port, cfg, w, model)
     prompt_logprobs(port, cfg, w, model)
+    token_ids(port)
     stop_reasons(port)
     text_prompt(port)
     context(port, ctx)
