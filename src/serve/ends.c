@@ -196,6 +196,12 @@ int oai_parse_ends(struct oai_request *r, json_t *root, struct oai_error *e)
 	if (top > 0 && r->stream) /* as vLLM: a stream sends none */
 		return oai_bad(e, "prompt_logprobs", "not available with \"stream\": true");
 	r->prompt_logprobs = (int)top;
+	json_int_t cut = 0;
+	if (oai_get_int(root, "truncate_prompt_tokens", -1, OAI_MAX_TOKENS, &cut, e) < 0)
+		return -1;
+	if (cut == 0 && json_is_number(json_object_get(root, "truncate_prompt_tokens")))
+		return oai_bad(e, "truncate_prompt_tokens", "0 keeps no token (-1 or at least 1)");
+	r->truncate = (int)cut;
 	return oai_get_bool(root, "return_tokens_as_token_ids", "return_tokens_as_token_ids",
 			    &r->tokens_as_ids, e) < 0
 		       ? -1

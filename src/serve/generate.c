@@ -254,6 +254,26 @@ static const char *over_limit(const struct oai_request *r, const char *subject, 
 	return msg;
 }
 
+/* vLLM's truncate_prompt_tokens: the last tokens of ids[0..*k) only, at most the
+ * context. 0, or the HTTP status after writing the error (named at `at`). */
+static int truncate_prompt(const struct gen_model *m, const struct oai_request *r, int32_t *ids,
+			   size_t *k, const struct gen_output *out)
+{
+	int ctx = eng_ctx(m->eng), keep = r->truncate < 0 ? ctx : r->truncate;
+	if (keep > ctx) {
+		char msg[160];
+		snprintf(msg, sizeof msg,
+			 "truncate_prompt_tokens: %d is more than the model's context of %d", keep,
+			 ctx);
+		return gen_fail(out, false, 400, msg, "truncate_prompt_tokens", NULL);
+	}
+	if (r->truncate && *k > (size_t)keep) {
+		memmove(ids, ids + (*k - (size_t)keep), (size_t)keep * sizeof *ids);
+		*k = (size_t)keep;
+	}
+	return 0;
+}
+
 /* The prompt's ids, checked against the context and max_tokens; *max_new is the
  * answer's limit. NULL after writing the error response. */
 static int32_t *prompt(const struct gen_model *m, const struct oai_request *r,
@@ -268,6 +288,10 @@ static int32_t *prompt(const struct gen_model *m, const struct oai_request *r,
 	free(text);
 	if (!ids) {
 		gen_fail(out, false, 400, err_msg(), "messages", NULL);
+		return NULL;
+	}
+	if (truncate_prompt(m, r, ids, &k, out)) {
+		free(ids);
 		return NULL;
 	}
 	int ctx = eng_ctx(m->eng), room = (size_t)ctx > k ? ctx - (int)k : 0;
@@ -575,8 +599,9 @@ static int text_prompt(const struct gen_model *m, const struct oai_request *r, s
 		return gen_fail(out, false, 500, q->text ? err_msg() : "out of memory", at, NULL);
 	if (!q->text)
 		memcpy(p->ids, q->ids, k * sizeof *p->ids);
+	size_t given = k;
 	int bad = gen_check_ids(m, p->ids, k, at, out);
-	if (bad)
+	if (bad || (bad = truncate_prompt(m, r, p->ids, &k, out)))
 		return bad;
 	int ctx = eng_ctx(m->eng), cap = m->max_tokens ? m->max_tokens : ctx;
 	int room = (size_t)ctx >= k ? ctx - (int)k : 0;
@@ -598,8 +623,8 @@ static int text_prompt(const struct gen_model *m, const struct oai_request *r, s
 	if (!r->echo)
 		return 0;
 	/* the echo is the prompt as given */
-	p->echo = q->text ? utf8_dup_replaced(q->text, q->len, &p->echo_len)
-			  : gen_ids_text(m->tok, p->ids, k, &p->echo_len);
+	p->echo = q->text && k == given ? utf8_dup_replaced(q->text, q->len, &p->echo_len)
+					: gen_ids_text(m->tok, p->ids, k, &p->echo_len);
 	return p->echo ? 0 : gen_fail(out, false, 500, "out of memory", NULL, NULL);
 }
 

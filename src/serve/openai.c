@@ -46,6 +46,7 @@ static const char *const known_members[] = {
 	"repeat_last_n",
 	"prompt_logprobs",
 	"return_tokens_as_token_ids",
+	"truncate_prompt_tokens",
 	"seed",
 	"logit_bias",
 	"stop",
@@ -540,7 +541,6 @@ static const struct {
 	{"prediction", "no predicted outputs", 0},
 	{"bad_words", "no constrained decoding", 0},
 	{"logits_processors", "no logits processors", 0},
-	{"truncate_prompt_tokens", "a prompt over the context is refused", NAN},
 	{"length_penalty", "sampling only", 1},
 };
 

@@ -85,6 +85,8 @@ struct oai_request {
 	size_t n_bias;
 	bool ignore_eos; /* the end-of-turn ids end nothing: max_tokens are generated */
 	int min_tokens;  /* no end-of-turn or stop id, nor stop string, before this many */
+	int truncate;    /* vLLM's truncate_prompt_tokens: a prompt's last N tokens
+			      * only, -1 the context's worth; 0: whole */
 	bool tokens_as_ids;  /* vLLM's return_tokens_as_token_ids: logprobs name each
 			      * token "token_id:ID" */
 	int prompt_logprobs; /* vLLM's: each prompt token's log-probability and this many

@@ -23,7 +23,7 @@ with the real Qwen3 tokenizer). Checked:
     greedy answers equal the reference's with each rule;
   - vLLM's prompt_logprobs: each prompt token's log-probability, rank and text, and
     the likeliest there, in each choice of a text completion and in a chat response;
-  - return_tokens_as_token_ids: logprobs tokens as "token_id:ID";
+  - return_tokens_as_token_ids: logprobs tokens as "token_id:ID"; truncate_prompt_tokens;
   - stop_reason: the stop string or stop id that ended an answer, null for the
     tokenizer's eos and the length, in whole answers and in the chunks vLLM puts it in;
   - the context: a prompt that does not fit, or leaves no room for max_tokens, is a
@@ -383,6 +383,26 @@ def token_ids(port):
           "too, and the ids spell the text (%s)" % toks)
 
 
+def truncation(port, ctx):
+    """vLLM's truncate_prompt_tokens: a prompt's last N tokens only (-1: the context's
+    worth); more than the context is refused."""
+    ids = [100 + i for i in range(20)]
+    st, _, b = post(port, {"prompt": ids, "max_tokens": 0, "echo": True,
+                           "truncate_prompt_tokens": 5})
+    st2, _, t = request(port, "POST", "/detokenize", {"tokens": ids[-5:]})
+    ok = st == 200 and b["usage"]["prompt_tokens"] == 5 and b["choices"][0]["text"] == t["prompt"]
+    st, _, b = post(port, {"prompt": list(range(100, 100 + ctx + 40)), "max_tokens": 0,
+                           "truncate_prompt_tokens": -1})
+    ok = ok and st == 200 and b["usage"]["prompt_tokens"] == ctx
+    st, c = chat(port, {"messages": [{"role": "user", "content": "hello there"}],
+                        "max_tokens": 1, "truncate_prompt_tokens": 3})
+    ok = ok and st == 200 and c["usage"]["prompt_tokens"] == 3
+    st, _, b = post(port, {"prompt": ids, "truncate_prompt_tokens": ctx + 1})
+    ok = ok and st == 400 and b["error"]["param"] == "truncate_prompt_tokens"
+    check(ok, "truncate_prompt_tokens: the last 5 tokens echoed, -1 the context's %d, a chat's "
+          "3, more than the context refused" % ctx)
+
+
 def stop_reasons(port):
     """vLLM's stop_reason: the stop string or stop id that ended the answer; null for
     the tokenizer's eos (<|im_end|>) and the length. The other eos id of
@@ -563,6 +583,7 @@ def main():
     repetition(port, cfg, w, model)
     prompt_logprobs(port, cfg, w, model)
     token_ids(port)
+    truncation(port, ctx)
     stop_reasons(port)
     text_prompt(port)
     context(port, ctx)

@@ -100,7 +100,8 @@ static void test_refused(void **state)
 		 "include_stop_str_in_output"},
 		{"{\"prompt\": \"x\", \"allowed_token_ids\": []}", "allowed_token_ids"},
 		{"{\"prompt\": \"x\", \"allowed_token_ids\": [1, -2]}", "allowed_token_ids[1]"},
-		{"{\"prompt\": \"x\", \"truncate_prompt_tokens\": 5}", "truncate_prompt_tokens"},
+		{"{\"prompt\": \"x\", \"truncate_prompt_tokens\": 0}", "truncate_prompt_tokens"},
+		{"{\"prompt\": \"x\", \"truncate_prompt_tokens\": -2}", "truncate_prompt_tokens"},
 		{"{\"prompt\": \"x\", \"response_format\": {\"type\": \"xml\"}}",
 		 "response_format"},
 	};
