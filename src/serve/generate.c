@@ -504,12 +504,14 @@ static int run_chat(const struct gen_model *m, const struct oai_request *r,
 		.continuous_usage = r->continuous_usage,
 	};
 	struct run x = {.m = m, .r = r, .out = out, .choices = json_array(), .usage = usage};
+	x.held = prompt_entries(r, n); /* counted against the bound with the answers' */
 	int status = !x.choices ? gen_fail(out, false, 500, "out of memory", NULL, NULL)
-		     : prompt_too_big(out, prompt_entries(r, n)) ? 400
-								 : 200;
+		     : prompt_too_big(out, x.held) ? 400
+						   : 200;
 	/* a max_tokens given that would pass the bound is refused before any work */
 	if (status == 200 && !r->stream && r->logprobs && r->max_tokens > 0 &&
-	    (size_t)r->n_choices * (size_t)max_new * (size_t)(r->top_logprobs + 1) > GEN_MAX_HELD)
+	    x.held + (size_t)r->n_choices * (size_t)max_new * (size_t)(r->top_logprobs + 1) >
+		    GEN_MAX_HELD)
 		status = too_big(&x);
 	if (status == 200)
 		out->start(out->user, 200); /* the request is good */
@@ -571,19 +573,6 @@ int gen_check_ids(const struct gen_model *m, const int32_t *ids, size_t n, const
 		  const struct gen_output *out)
 {
 	return check_ids(m, ids, n, name, true, out);
-}
-
-char *gen_ids_text(const struct tok *t, const int32_t *ids, size_t n, size_t *len)
-{
-	struct strbuf b = {0};
-	for (size_t j = 0; j < n; j++) {
-		size_t k = 0;
-		const char *piece = tok_piece(t, ids[j], &k);
-		sb_put(&b, piece ? piece : "", piece ? k : 0);
-	}
-	char *text = b.oom ? NULL : utf8_dup_replaced(b.p ? b.p : "", b.n, len);
-	free(b.p);
-	return text;
 }
 
 /* Prompt i's ids and limits into *p. 0, or the HTTP status after writing the error. */
@@ -696,9 +685,10 @@ static int text_choices(struct run *x, const struct text_prompt *p, uint64_t see
 }
 
 /* Whether a text completion that is not streamed is sure to list more than
- * GEN_MAX_HELD log-probabilities: its echoed prompts' (the first token has no
- * alternatives) and, where max_tokens was given, its answers' at that length. */
-static bool text_too_big(const struct oai_request *r, const struct text_prompt *p)
+ * GEN_MAX_HELD log-probabilities: `held` (its prompt_logprobs'), its echoed prompts'
+ * (the first token has no alternatives) and, where max_tokens was given, its
+ * answers' at that length. */
+static bool text_too_big(const struct oai_request *r, const struct text_prompt *p, size_t held)
 {
 	if (r->stream || !r->logprobs)
 		return false;
@@ -709,7 +699,7 @@ static bool text_too_big(const struct oai_request *r, const struct text_prompt *
 		if (!r->max_tokens_default)
 			sum += (size_t)p[i].max_new * per;
 	}
-	return (size_t)r->n_choices * sum > GEN_MAX_HELD;
+	return held + (size_t)r->n_choices * sum > GEN_MAX_HELD;
 }
 
 static int run_text(const struct gen_model *m, const struct oai_request *r,
@@ -741,11 +731,10 @@ static int run_text(const struct gen_model *m, const struct oai_request *r,
 		.continuous_usage = r->continuous_usage,
 	};
 	struct run x = {.m = m, .r = r, .out = out, .choices = json_array(), .usage = usage};
-	size_t entries = 0; /* listed with every choice of the prompt */
-	for (size_t i = 0; i < r->n_prompts; i++)
-		entries += prompt_entries(r, p[i].n) * (size_t)r->n_choices;
+	for (size_t i = 0; i < r->n_prompts; i++) /* listed with every choice of the prompt */
+		x.held += prompt_entries(r, p[i].n) * (size_t)r->n_choices;
 	/* refused before any work, as a chat's is */
-	status = text_too_big(r, p) ? too_big(&x) : prompt_too_big(out, entries) ? 400 : 0;
+	status = prompt_too_big(out, x.held) ? 400 : text_too_big(r, p, x.held) ? too_big(&x) : 0;
 	if (status) {
 		json_decref(x.choices);
 		free_prompts(p, r->n_prompts);
@@ -787,9 +776,16 @@ int gen_run(const struct gen_model *m, const struct oai_request *r, const struct
 		sess_set_bias(m->sess, NULL, NULL, 0);
 		return gen_fail(out, false, 500, err_msg(), NULL, NULL);
 	}
-	struct sess_ends ends = {r->ignore_eos, r->min_tokens, r->stop_ids, (int)r->n_stop_ids,
-				 r->repeat_last_n == OAI_REPEAT_SERVER ? m->repeat_last_n
-								       : r->repeat_last_n};
+	struct sess_ends ends = {
+		.ignore_eos = r->ignore_eos,
+		.min_new = r->min_tokens,
+		.stop_ids = r->stop_ids,
+		.n_stop_ids = (int)r->n_stop_ids,
+		.repeat_last_n =
+			r->repeat_last_n == OAI_REPEAT_SERVER ? m->repeat_last_n : r->repeat_last_n,
+		/* the prompt closed the think block, or has none: a format holds at once */
+		.no_think = r->kind == OAI_TEXT || thinking(m, r) == TMPL_THINK_OFF,
+	};
 	sess_set_ends(m->sess, &ends);
 	status = r->kind == OAI_TEXT ? run_text(m, r, out, usage) : run_chat(m, r, out, usage);
 	sess_set_ends(m->sess, NULL);

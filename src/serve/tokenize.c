@@ -239,3 +239,16 @@ char *tokenize_answer(const struct gen_model *m, const struct oai_request *r, in
 	}
 	return c.body.p ? c.body.p : strdup("");
 }
+
+char *gen_ids_text(const struct tok *t, const int32_t *ids, size_t n, size_t *len)
+{
+	struct strbuf b = {0};
+	for (size_t j = 0; j < n; j++) {
+		size_t k = 0;
+		const char *piece = tok_piece(t, ids[j], &k);
+		sb_put(&b, piece ? piece : "", piece ? k : 0);
+	}
+	char *text = b.oom ? NULL : utf8_dup_replaced(b.p ? b.p : "", b.n, len);
+	free(b.p);
+	return text;
+}

@@ -35,9 +35,7 @@ struct sess {
 	sess_token_fn hook;
 	void *hook_user;
 	bool hook_stops; /* the hook sees stop tokens too */
-	bool ignore_eos; /* sess_set_ends: stop[] stops nothing */
-	int min_new;     /* ... no stop id before this many tokens */
-	int repeat_last_n;                   /* ... the repetition penalty's window (sess_ends) */
+	struct sess_ends ends;               /* sess_set_ends (its stop ids: stop_ids below) */
 	int32_t stop_ids[SESS_MAX_STOP_IDS]; /* ... more ids that stop */
 	int n_stop_ids;
 	float banned[SESS_MAX_STOP + SESS_MAX_STOP_IDS]; /* their logits while masked */
@@ -107,7 +105,7 @@ struct sess *sess_new(struct eng *e, const struct eng_model *m, struct tok *t,
 	s->cancel = opt->cancel;
 	s->progress = opt->progress;
 	s->progress_user = opt->progress_user;
-	s->repeat_last_n = SAMP_PENALTY_LAST_N;
+	s->ends.repeat_last_n = SAMP_PENALTY_LAST_N;
 	add_stop(s, tok_id(t, "<|im_end|>"));
 	add_stop(s, tok_id(t, "<|endoftext|>"));
 	for (int i = 0; i < opt->n_eos; i++)
@@ -395,7 +393,7 @@ static void switch_part(struct sess_router *r, struct tok_stream *ts, enum sess_
 
 static bool is_stop(const struct sess *s, int32_t id)
 {
-	for (int i = 0; i < s->n_stop && !s->ignore_eos; i++)
+	for (int i = 0; i < s->n_stop && !s->ends.ignore_eos; i++)
 		if (s->stop[i] == id)
 			return true;
 	for (int i = 0; i < s->n_stop_ids; i++)
@@ -408,9 +406,8 @@ void sess_set_ends(struct sess *s, const struct sess_ends *ends)
 {
 	struct sess_ends none = {.repeat_last_n = SAMP_PENALTY_LAST_N};
 	ends = ends ? ends : &none;
-	s->ignore_eos = ends->ignore_eos;
-	s->min_new = ends->min_new;
-	s->repeat_last_n = ends->repeat_last_n;
+	s->ends = *ends;
+	s->ends.stop_ids = NULL;
 	s->n_stop_ids = 0;
 	for (int i = 0; i < ends->n_stop_ids && s->n_stop_ids < SESS_MAX_STOP_IDS; i++)
 		if (ends->stop_ids[i] >= 0 && ends->stop_ids[i] < s->vocab)
@@ -563,12 +560,12 @@ static bool json_mask(struct sess *s, bool allow_think)
  * s->banned to be put back: the hook sees the row as the model computed it). */
 static void mask_stops(struct sess *s, bool mask)
 {
-	if (s->st.generated >= s->min_new)
+	if (s->st.generated >= s->ends.min_new)
 		return;
 	int k = 0;
 	for (int i = 0; i < s->n_stop + s->n_stop_ids; i++) {
 		int32_t id = i < s->n_stop ? s->stop[i] : s->stop_ids[i - s->n_stop];
-		if (i < s->n_stop && s->ignore_eos)
+		if (i < s->n_stop && s->ends.ignore_eos)
 			continue;
 		if (mask) {
 			s->banned[k++] = s->logits[id];
@@ -618,7 +615,7 @@ static int emit_token(struct sess *s, struct sess_router *r, struct tok_stream *
 /* How many of the last n tokens of the context the repetition penalty looks at. */
 static int penalty_window(const struct sess *s, int n)
 {
-	return s->repeat_last_n < 0 || s->repeat_last_n > n ? n : s->repeat_last_n;
+	return s->ends.repeat_last_n < 0 || s->ends.repeat_last_n > n ? n : s->ends.repeat_last_n;
 }
 
 /* Draws the next id from s->logits: the padding rows, the stop ids before min_new
@@ -661,7 +658,7 @@ static bool device_sampling(struct sess *s, struct samp *sp, int32_t id, struct 
 {
 	const struct samp_params *p = samp_get_params(sp);
 	/* the stop ids are masked on the host, and the bias and the grammar applied there */
-	if (s->st.generated < s->min_new || s->n_bias || s->json || s->n_allowed)
+	if (s->st.generated < s->ends.min_new || s->n_bias || s->json || s->n_allowed)
 		return false;
 	/* the device's penalties see one list, the recent tokens: the answer's (presence,
 	 * frequency) are the CPU sampler's */
@@ -729,8 +726,8 @@ int sess_generate(struct sess *s, struct samp *sp, int max_new, enum sess_split 
 			/* the grammar holds the answer's text, not the reasoning's: a first
 			 * <think> may still open that */
 			bool gate = s->json && !s->json_free && r.part == SESS_ANSWER;
-			bool first = tags == TAGS_OPEN_FIRST && s->st.generated == 0;
-			if ((id = draw(s, sp, gate, first)) < 0) {
+			bool open = tags == TAGS_OPEN_FIRST && !s->st.generated;
+			if ((id = draw(s, sp, gate, open && !s->ends.no_think)) < 0) {
 				rc = -1;
 				break;
 			}

@@ -182,6 +182,10 @@ struct sess_ends {
 	/* The repetition penalty looks at the last repeat_last_n tokens of the context,
 	 * the prompt's included; -1: all of them (vLLM's and transformers' rule). */
 	int repeat_last_n;
+	/* The prompt closed the think block (thinking off) or has none (a raw text): an
+	 * answer held to a format (sess_set_json) may not open one, as vLLM's reasoning
+	 * parser then holds the answer from its first token. */
+	bool no_think;
 };
 /* Sets them (copied); NULL restores the defaults (every field 0 but repeat_last_n,
  * SAMP_PENALTY_LAST_N: llama.cpp's window, which the chat keeps). */

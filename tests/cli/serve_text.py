@@ -518,6 +518,17 @@ def structured(port):
         answers.append((m.get("content"), c["choices"][0]["finish_reason"] if st == 200 else st))
     check(all(a in (("yes", "stop"), ("no", "stop"), (None, "length")) for a in answers),
           "a chat's guided_choice holds the answer after its free reasoning (%s)" % answers)
+    # thinking off: the prompt closed the think block, so the choice holds from the first
+    # token (a <think> there took the answer out of it, as reasoning, 3 seeds in 12)
+    answers = []
+    for seed in range(12):
+        st, c = chat(port, {"messages": conv, "max_tokens": 20, "temperature": 1, "seed": seed,
+                            "guided_choice": ["yes", "no"],
+                            "chat_template_kwargs": {"enable_thinking": False}})
+        m = c["choices"][0]["message"] if st == 200 else {}
+        answers.append((m.get("content"), "reasoning_content" in m))
+    check(all(a in (("yes", False), ("no", False)) for a in answers),
+          "thinking off: guided_choice holds the answer from its first token (%s)" % answers)
 
 
 def refused(port):
@@ -556,6 +567,9 @@ def refused(port):
          "structured_outputs"),
         ({"prompt": list(range(100, 300)), "prompt_logprobs": 20, "max_tokens": 1, "n": 128},
          "prompt_logprobs"),
+        # each alone within the bound, together past it
+        ({"prompt": [list(range(100, 350))] * 40, "prompt_logprobs": 20, "max_tokens": 0,
+          "echo": True, "logprobs": 20}, "logprobs"),
         ({"prompt": "x", "guided_json": {"type": "integer", "not": {"const": 1}}}, "guided_json"),
         ({"prompt": "x", "stream": True, "stream_options": {"continuous_usage_stats": 1}},
          "stream_options.continuous_usage_stats"),
