@@ -11,8 +11,10 @@
 #include "src/base/err.h"
 #include "src/base/jsonschema_impl.h"
 
-/* The most strings: an enum's bound (the matcher's indices are 16 bits). */
-enum { MAX_CHOICES = 1024 };
+/* The most strings: an enum's bound (the matcher's indices are 16 bits). The most
+ * ranges of characters in a pattern's classes: each is tried on every token of the
+ * vocabulary at every step, so that they bound what a token costs. */
+enum { MAX_CHOICES = 1024, MAX_TEXT_RANGES = 1024 };
 
 struct js_schema *js_choice(json_t *choices, const char *name)
 {
@@ -97,6 +99,9 @@ struct js_schema *js_regex_text(const char *pattern, size_t len, const char *nam
 		 !(nd->rx = js_regex_compile(full, (size_t)n, &why)))
 		why = why ? why : "out of memory";
 	js_regex_free(alone);
+	/* every position's class is tried on each token of the vocabulary at each step */
+	if (!why && js_regex_ranges(nd->rx) > MAX_TEXT_RANGES)
+		why = "its classes hold more than 1024 ranges of characters in all";
 	free(full);
 	if (why) {
 		err_set("%s: %s", name, why);

@@ -101,6 +101,10 @@ bool js_regex_may(const struct js_regex *rx, const uint64_t set[2], uint32_t lo,
 bool js_regex_step(const struct js_regex *rx, uint64_t set[2], uint32_t c, uint32_t need,
 		   uint32_t room);
 
+/* The ranges of characters its classes hold, every position's: what a character
+ * read may be tried against. */
+int js_regex_ranges(const struct js_regex *rx);
+
 /* The string may end here. */
 bool js_regex_ends(const struct js_regex *rx, const uint64_t set[2]);
 

@@ -91,11 +91,29 @@ static void add_range(struct rx_parse *p, uint32_t lo, uint32_t hi)
 		p->ranges[p->n_ranges++] = (struct rx_range){lo, hi};
 }
 
+/* The ranges since `first` without the surrogates, which UTF-8 text never holds: a
+ * class of them alone would take no character and still look as if it could. */
+static void drop_surrogates(struct rx_parse *p, int first)
+{
+	int end = p->n_ranges;
+	for (int i = first; i < end; i++) { /* the pieces kept go after them, in order */
+		struct rx_range r = p->ranges[i];
+		if (r.lo < 0xD800)
+			add_range(p, r.lo, r.hi < 0xD7FF ? r.hi : 0xD7FF);
+		if (r.hi > 0xDFFF)
+			add_range(p, r.lo > 0xE000 ? r.lo : 0xE000, r.hi);
+	}
+	memmove(p->ranges + first, p->ranges + end,
+		(size_t)(p->n_ranges - end) * sizeof *p->ranges);
+	p->n_ranges = first + (p->n_ranges - end);
+}
+
 /* A leaf of the ranges added since `first`, or -1 when they hold no character. */
 static int leaf(struct rx_parse *p, int first)
 {
+	drop_surrogates(p, first);
 	if (p->n_ranges == first)
-		return fail(p, "a class that matches no character");
+		return fail(p, "a class that matches no character (of UTF-8 text)");
 	int i = new_node(p, RX_LEAF, -1, -1);
 	if (i >= 0)
 		p->node[i].first = first, p->node[i].count = p->n_ranges - first;
@@ -199,6 +217,8 @@ static int cmp_range(const void *x, const void *y)
  * ASCII when a shorthand was among them). */
 static void settle(struct rx_parse *p, int first, bool negate, bool ascii)
 {
+	if (negate && ascii) /* \x1c-\x1f: Python's \s, not ECMA-262's: in neither reading */
+		add_range(p, 0x1C, 0x1F);
 	struct rx_range *r = p->ranges + first;
 	int n = p->n_ranges - first, m = 0;
 	qsort(r, (size_t)n, sizeof *r, cmp_range);
@@ -681,6 +701,14 @@ bool js_regex_step(const struct js_regex *rx, uint64_t set[2], uint32_t c, uint3
 bool js_regex_ends(const struct js_regex *rx, const uint64_t set[2])
 {
 	return set_meets(set, rx->accept);
+}
+
+int js_regex_ranges(const struct js_regex *rx)
+{
+	int sum = 0;
+	for (int i = 1; i < rx->n; i++)
+		sum += rx->count[i];
+	return sum;
 }
 
 /* ---- the string being read: its characters as they come -------------------------- */

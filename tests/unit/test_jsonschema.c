@@ -735,6 +735,10 @@ static void test_regex_text(void **state)
 		{"a\\$", "a$", 2, true},
 		{"x*", "", 0, true},
 		{"d\u00e9j\u00e0", "d\u00e9j\u00e0", 6, true},
+		/* \x1c is Python's \s and not ECMA-262's: no reading of [^\s] takes it */
+		{"[^\\s]", "\x1c", 0, false},
+		{"[^\\d\\s]x", "\x1fx", 0, false},
+		{"[^\\d]", "a", 1, true},
 		{"[^a]", "\n", 1, true},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -749,11 +753,26 @@ static void test_regex_text(void **state)
 				 cases[i].pattern, cases[i].text, k, cases[i].reach, done);
 		js_free(sc);
 	}
-	static const char *const bad[] = {"a)(b", "(a", "a^b", "x{2,1}"};
+	/* a class of surrogates alone, or one that is empty in either reading, matches no
+	 * UTF-8 text */
+	static const char *const bad[] = {
+		"a)(b", "(a", "a^b", "x{2,1}", "\\ud800", "a[\\ud800-\\udfff]", "[^\\s\\S]"};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		if (js_regex_text(bad[i], strlen(bad[i]), "guided_regex") ||
 		    strncmp(err_msg(), "guided_regex: ", 14))
 			fail_msg("'%s' is not refused as it should be: %s", bad[i], err_msg());
+	/* its classes' ranges are bounded: each is tried on every token at every step */
+	static char big[8192]; /* 10 classes of 110 characters apart: 1,100 ranges */
+	size_t at = 0;
+	for (int c = 0; c < 10; c++) {
+		big[at++] = '[';
+		for (int k = 0; k < 110; k++)
+			at += (size_t)snprintf(big + at, sizeof big - at, "\\u%04x",
+					       0x4e00 + 2 * k);
+		big[at++] = ']';
+	}
+	assert_null(js_regex_text(big, at, "guided_regex"));
+	assert_non_null(strstr(err_msg(), "more than 1024 ranges"));
 }
 
 int main(void)
