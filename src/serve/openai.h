@@ -91,8 +91,8 @@ struct oai_request {
 			      * token "token_id:ID" */
 	int prompt_logprobs; /* vLLM's: each prompt token's log-probability and this many
 			      * likeliest there (0..20); -1: none */
-	int repeat_last_n; /* llama-server's: repetition_penalty's window, the last this
-			    * many tokens (-1: all); OAI_REPEAT_SERVER: the server's */
+	int repeat_last_n;   /* llama-server's: repetition_penalty's window, the last this
+			      * many tokens (-1: all); OAI_REPEAT_SERVER: the server's */
 	int n_choices;   /* n: answers to each prompt, sampled with seeds seed, seed + 1, ... */
 	bool stream;
 	bool include_usage;    /* stream_options.include_usage */
