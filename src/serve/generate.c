@@ -201,7 +201,7 @@ static void on_token(void *user, int32_t id, const struct samp *sp)
 			return;
 	} else {
 		const float *raw = sess_logits(x->m->sess);
-		if (!raw || scores_entry_of(raw, x->m->vocab, id, &e))
+		if (!raw || scores_entry_of(raw, x->m->vocab, id, false, &e))
 			return;
 		while (n > 0 && e.top[n - 1].id < 0) /* a vocabulary under top_logprobs */
 			n--;
@@ -388,12 +388,13 @@ static void on_row(void *user, int pos, const float *logits)
 static int sync_scored(struct run *x, const int32_t *ids, int n)
 {
 	struct scores *sc = x->m->scores;
-	int known = scores_known(sc, ids, n);
-	if (scores_begin(sc, ids, n, known))
+	bool listed = x->r->prompt_logprobs >= 0 && !x->r->stream; /* with their ranks */
+	int known = scores_known(sc, ids, n, listed);
+	if (scores_begin(sc, ids, n, known, listed))
 		return -1;
 	int s = sess_sync_scored(x->m->sess, ids, n, known, on_row, x);
 	scores_end(sc, s == 0);
-	if (s || x->r->prompt_logprobs < 0 || x->r->stream)
+	if (s || !listed)
 		return s;
 	json_decref(x->prompt_lp);
 	x->prompt_lp = scores_prompt_logprobs(sc, x->r->prompt_logprobs, x->m->tok);

@@ -15,6 +15,7 @@ struct scores {
 	int n;        /* ... of n tokens */
 	int cap;      /* room in ids and entry */
 	int known;    /* its positions 0..known-1 have their entry */
+	bool ranked;  /* ... with its rank */
 	struct scores_entry *entry;
 };
 
@@ -35,8 +36,10 @@ void scores_free(struct scores *s)
 	free(s);
 }
 
-int scores_known(const struct scores *s, const int32_t *ids, int n)
+int scores_known(const struct scores *s, const int32_t *ids, int n, bool rank)
 {
+	if (rank && !s->ranked)
+		return 0;
 	int same = 0;
 	while (same < s->n && same < n && s->ids[same] == ids[same])
 		same++;
@@ -47,7 +50,7 @@ int scores_known(const struct scores *s, const int32_t *ids, int n)
 	return k > 0 ? k : 0;
 }
 
-int scores_begin(struct scores *s, const int32_t *ids, int n, int known)
+int scores_begin(struct scores *s, const int32_t *ids, int n, int known, bool rank)
 {
 	if (n > s->cap) {
 		int32_t *i = realloc(s->ids, (size_t)n * sizeof *i);
@@ -64,10 +67,11 @@ int scores_begin(struct scores *s, const int32_t *ids, int n, int known)
 	memcpy(s->ids, ids, (size_t)n * sizeof *ids);
 	s->n = n;
 	s->known = known;
+	s->ranked = rank;
 	return 0;
 }
 
-int scores_entry_of(const float *logits, int vocab, int32_t id, struct scores_entry *e)
+int scores_entry_of(const float *logits, int vocab, int32_t id, bool rank, struct scores_entry *e)
 {
 	int top = SCORES_TOP < vocab ? SCORES_TOP : vocab;
 	if (samp_row_logprobs(logits, vocab, id, &e->logprob, e->top, top))
@@ -75,7 +79,7 @@ int scores_entry_of(const float *logits, int vocab, int32_t id, struct scores_en
 	for (int i = top; i < SCORES_TOP; i++)
 		e->top[i] = (struct samp_logprob){-1, 0};
 	e->rank = 0;
-	for (int i = 0; i < vocab; i++) /* the log-softmax keeps the logits' order */
+	for (int i = 0; rank && i < vocab; i++) /* the log-softmax keeps the logits' order */
 		e->rank += logits[i] >= logits[id];
 	return 0;
 }
@@ -84,7 +88,7 @@ void scores_row(struct scores *s, int pos, const float *logits, int vocab)
 {
 	/* an id past the row cannot be: the prompt was checked against the vocabulary */
 	if (pos >= 0 && pos + 1 < s->n)
-		scores_entry_of(logits, vocab, s->ids[pos + 1], &s->entry[pos]);
+		scores_entry_of(logits, vocab, s->ids[pos + 1], s->ranked, &s->entry[pos]);
 }
 
 void scores_end(struct scores *s, bool complete)

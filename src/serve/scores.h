@@ -20,14 +20,16 @@ enum { SCORES_TOP = OAI_MAX_TOP_LOGPROBS };
  * there (descending, ties by id, as samp_row_logprobs lists them). */
 struct scores_entry {
 	float logprob;
-	int rank; /* the ids as likely or likelier, itself included (vLLM's rank) */
+	int rank; /* the ids as likely or likelier, itself included (vLLM's rank); 0 where
+		   * it was not asked for */
 	struct samp_logprob top[SCORES_TOP];
 };
 
 /* The scores of token id under a row of logits (vocab floats): the model's own
- * distribution, samp_row_logprobs's; the top entries past the vocabulary have id -1.
+ * distribution, samp_row_logprobs's; the top entries past the vocabulary have id -1;
+ * its rank with `rank` (a pass more over the row, which only prompt_logprobs reads).
  * 0, or -1 (err_set) when id is out of range. */
-int scores_entry_of(const float *logits, int vocab, int32_t id, struct scores_entry *e);
+int scores_entry_of(const float *logits, int vocab, int32_t id, bool rank, struct scores_entry *e);
 
 struct scores;
 
@@ -36,12 +38,13 @@ struct scores *scores_new(void);
 void scores_free(struct scores *s);
 
 /* Positions of ids[0..n) whose scores are known: those whose token and the next both
- * lie in the start ids shares with the prompt scored last. */
-int scores_known(const struct scores *s, const int32_t *ids, int n);
+ * lie in the start ids shares with the prompt scored last (none where `rank` is asked
+ * for and that prompt was scored without). */
+int scores_known(const struct scores *s, const int32_t *ids, int n, bool rank);
 
-/* Begins scoring ids[0..n), the first `known` positions kept. 0, or -1 (err_set) out
- * of memory (the store is then empty). */
-int scores_begin(struct scores *s, const int32_t *ids, int n, int known);
+/* Begins scoring ids[0..n), the first `known` positions kept, with their ranks where
+ * `rank`. 0, or -1 (err_set) out of memory (the store is then empty). */
+int scores_begin(struct scores *s, const int32_t *ids, int n, int known, bool rank);
 
 /* The logits (vocab floats) after position pos of the prompt begun: the scores of
  * the token at pos + 1 (none after the last position). */

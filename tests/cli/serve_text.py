@@ -337,6 +337,8 @@ def prompt_scores(lists, ids, lp, names, top):
 def prompt_logprobs(port, cfg, w, model):
     names, rnd = token_texts(model), random.Random(9)
     ids = [rnd.randrange(150000) for _ in range(40)]
+    # scored first without ranks (lm-eval's request): those kept scores are not reused
+    post(port, {"prompt": ids, "max_tokens": 0, "echo": True, "logprobs": 1})
     st, _, b = post(port, {"prompt": ids, "max_tokens": 1, "prompt_logprobs": 3, "n": 2,
                            "temperature": 0})
     lp = pr.log_softmax(pr.forward(cfg, w, ids))

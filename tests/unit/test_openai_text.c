@@ -254,7 +254,7 @@ static void test_scores_rank(void **state)
 	const float row[5] = {1, 3, 3, 2, 0};
 	double z = log(exp(1) + 2 * exp(3) + exp(2) + exp(0));
 	struct scores_entry e;
-	assert_int_equal(scores_entry_of(row, 5, 2, &e), 0);
+	assert_int_equal(scores_entry_of(row, 5, 2, true, &e), 0);
 	assert_int_equal(e.rank, 2);
 	assert_true(fabs(e.logprob - (3 - z)) < 1e-6);
 	assert_int_equal(e.top[0].id, 1); /* ties by id */
@@ -262,11 +262,14 @@ static void test_scores_rank(void **state)
 	assert_int_equal(e.top[2].id, 3);
 	assert_int_equal(e.top[4].id, 4);
 	assert_int_equal(e.top[5].id, -1); /* past the vocabulary */
-	assert_int_equal(scores_entry_of(row, 5, 3, &e), 0);
+	assert_int_equal(scores_entry_of(row, 5, 3, true, &e), 0);
 	assert_int_equal(e.rank, 3);
-	assert_int_equal(scores_entry_of(row, 5, 4, &e), 0);
+	assert_int_equal(scores_entry_of(row, 5, 4, true, &e), 0);
 	assert_int_equal(e.rank, 5);
-	assert_int_equal(scores_entry_of(row, 5, 5, &e), -1);
+	assert_int_equal(scores_entry_of(row, 5, 5, true, &e), -1);
+	assert_int_equal(scores_entry_of(row, 5, 3, false, &e), 0); /* not asked: no pass */
+	assert_int_equal(e.rank, 0);
+	assert_true(fabs(e.logprob - (2 - z)) < 1e-6);
 }
 
 int main(void)
