@@ -139,7 +139,8 @@ static int by_bytes(const void *a, const void *b)
 	return d ? d : (lx > ly) - (lx < ly);
 }
 
-int js_words_sort(struct js_words *w, uint16_t *perm)
+/* Sorts w (and perm alongside, when given) and sets the lengths. */
+static int words_sort(struct js_words *w, uint16_t *perm)
 {
 	if (!(w->len = malloc((size_t)(w->n ? w->n : 1) * sizeof *w->len)))
 		return err_set("out of memory");
@@ -156,6 +157,20 @@ int js_words_sort(struct js_words *w, uint16_t *perm)
 	}
 	for (int i = 0; i < w->n; i++)
 		w->len[i] = (uint32_t)strlen(w->s[i]);
+	return 0;
+}
+
+int js_words_set(struct js_words *w)
+{
+	if (words_sort(w, NULL))
+		return -1;
+	int d = 0; /* one of each */
+	for (int i = 0; i < w->n; i++)
+		if (d && w->len[i] == w->len[d - 1] && !memcmp(w->s[i], w->s[d - 1], w->len[i]))
+			free(w->s[i]);
+		else
+			w->s[d] = w->s[i], w->len[d++] = w->len[i];
+	w->n = d;
 	return 0;
 }
 
@@ -221,16 +236,7 @@ static int parse_lits(struct ctx *c, json_t *v, uint8_t types, struct js_words *
 	if (!w->n)
 		return fail(c, e ? "enum: no value of the schema's type"
 				 : "const: not of the schema's type");
-	if (js_words_sort(w, NULL))
-		return -1;
-	int d = 0; /* one of each */
-	for (int i = 0; i < w->n; i++)
-		if (d && w->len[i] == w->len[d - 1] && !memcmp(w->s[i], w->s[d - 1], w->len[i]))
-			free(w->s[i]);
-		else
-			w->s[d] = w->s[i], w->len[d++] = w->len[i];
-	w->n = d;
-	return 0;
+	return js_words_set(w);
 }
 
 static int compile(struct ctx *c, json_t *v);
@@ -287,7 +293,7 @@ static int parse_object(struct ctx *c, json_t *v, int i)
 	}
 	pop(c, at);
 	struct js_node *nd = &c->sc->node[i];
-	if (js_words_sort(&nd->keys, perm))
+	if (words_sort(&nd->keys, perm))
 		return -1;
 	if (!(nd->prop = malloc((n ? n : 1) * sizeof *nd->prop)))
 		return err_set("out of memory");

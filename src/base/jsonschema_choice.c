@@ -16,6 +16,21 @@
  * vocabulary at every step, so that they bound what a token costs. */
 enum { MAX_CHOICES = 1024, MAX_TEXT_RANGES = 1024 };
 
+/* A schema of the one node nd, read bare; NULL (err_set) out of memory. */
+static struct js_schema *bare_schema(struct js_node nd)
+{
+	struct js_schema *sc = calloc(1, sizeof *sc);
+	if (sc && !(sc->node = malloc(sizeof *sc->node)))
+		free(sc), sc = NULL;
+	if (!sc) {
+		err_set("out of memory");
+		return NULL;
+	}
+	nd.types = JS_T_STRING, nd.compiled = true, nd.extra = -1, nd.items = -1;
+	sc->node[0] = nd, sc->n = sc->cap = 1, sc->bare = true;
+	return sc;
+}
+
 struct js_schema *js_choice(json_t *choices, const char *name)
 {
 	size_t n = json_array_size(choices);
@@ -27,17 +42,14 @@ struct js_schema *js_choice(json_t *choices, const char *name)
 		err_set("%s: more than %d choices", name, MAX_CHOICES);
 		return NULL;
 	}
-	struct js_schema *sc = calloc(1, sizeof *sc);
-	struct js_node *nd = calloc(1, sizeof *nd);
 	char **s = calloc(n, sizeof *s);
-	if (!sc || !nd || !s) {
-		free(sc), free(nd), free(s);
+	struct js_schema *sc = s ? bare_schema((struct js_node){.lits.s = s}) : NULL;
+	if (!sc) {
+		free(s);
 		err_set("out of memory");
 		return NULL;
 	}
-	*nd = (struct js_node){.types = JS_T_STRING, .compiled = true, .extra = -1, .items = -1};
-	nd->lits.s = s;
-	sc->node = nd, sc->n = sc->cap = 1, sc->bare = true;
+	struct js_node *nd = &sc->node[0];
 	for (size_t i = 0; i < n; i++) {
 		json_t *v = json_array_get(choices, i);
 		const char *t = json_string_value(v);
@@ -52,15 +64,8 @@ struct js_schema *js_choice(json_t *choices, const char *name)
 		}
 		nd->lits.n++;
 	}
-	if (js_words_sort(&nd->lits, NULL))
+	if (js_words_set(&nd->lits)) /* one of each: the matcher needs them apart */
 		goto fail;
-	int d = 0; /* one of each: the matcher needs them apart */
-	for (int i = 0; i < nd->lits.n; i++)
-		if (d && !strcmp(s[i], s[d - 1]))
-			free(s[i]);
-		else
-			s[d] = s[i], nd->lits.len[d++] = nd->lits.len[i];
-	nd->lits.n = d;
 	return sc;
 fail:
 	js_free(sc);
@@ -77,20 +82,14 @@ struct js_schema *js_regex_text(const char *pattern, size_t len, const char *nam
 		bs++;
 	to -= to > from && pattern[to - 1] == '$' && bs % 2 == 0;
 	char *full = malloc(to - from + 8);
-	struct js_schema *sc = calloc(1, sizeof *sc);
-	struct js_node *nd = calloc(1, sizeof *nd);
-	if (!full || !sc || !nd) {
-		free(full), free(sc), free(nd);
+	struct js_schema *sc = full ? bare_schema((struct js_node){.max_len = UINT32_MAX}) : NULL;
+	if (!sc) {
+		free(full);
 		err_set("out of memory");
 		return NULL;
 	}
+	struct js_node *nd = &sc->node[0];
 	int n = snprintf(full, to - from + 8, "^(?:%.*s)$", (int)(to - from), pattern + from);
-	*nd = (struct js_node){.types = JS_T_STRING,
-			       .compiled = true,
-			       .extra = -1,
-			       .items = -1,
-			       .max_len = UINT32_MAX};
-	sc->node = nd, sc->n = sc->cap = 1, sc->bare = true;
 	const char *why = NULL;
 	struct js_regex *alone = NULL; /* the pattern as given must be one (no "a)(b") */
 	if (memchr(pattern, 0, len))

@@ -58,8 +58,9 @@ struct js_schema {
 	bool bare; /* js_choice: the root's lits are the texts themselves, unquoted */
 };
 
-/* Sorts w (and perm alongside, when given) and sets the lengths. 0, or -1 (err_set). */
-int js_words_sort(struct js_words *w, uint16_t *perm);
+/* Sorts w, sets the lengths and keeps one of each text (an enum's values, choices).
+ * 0, or -1 (err_set). */
+int js_words_set(struct js_words *w);
 
 /* The string formats followed (jsonschema_format.c). */
 enum js_format {
