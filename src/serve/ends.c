@@ -1,8 +1,9 @@
 /* ends.c — where a chat answer begins and how an answer may end (openai.h):
  * continue_final_message; stop strings, and vLLM's stop_token_ids,
  * include_stop_str_in_output, ignore_eos and min_tokens; and the request's other rules
- * for the draw, logit_bias, vLLM's allowed_token_ids and response_format; and vLLM's
- * prompt_logprobs. */
+ * for the draw, logit_bias, vLLM's allowed_token_ids, response_format and its guided_*
+ * and structured_outputs forms, llama-server's repeat_last_n; and vLLM's
+ * prompt_logprobs, truncate_prompt_tokens and return_tokens_as_token_ids. */
 #include "src/serve/openai.h"
 
 #include <errno.h>

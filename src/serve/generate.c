@@ -255,7 +255,7 @@ static const char *over_limit(const struct oai_request *r, const char *subject, 
 }
 
 /* vLLM's truncate_prompt_tokens: the last tokens of ids[0..*k) only, at most the
- * context. 0, or the HTTP status after writing the error (named at `at`). */
+ * context. 0, or the HTTP status after writing the error. */
 static int truncate_prompt(const struct gen_model *m, const struct oai_request *r, int32_t *ids,
 			   size_t *k, const struct gen_output *out)
 {

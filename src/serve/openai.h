@@ -142,9 +142,9 @@ int oai_parse_continue(struct oai_request *r, struct json_t *root, bool tokenize
 		       struct oai_error *e);
 
 /* stop, stop_token_ids, ignore_eos and min_tokens (at most max_tokens, where the
- * request's max_tokens is known), logit_bias, repeat_last_n and prompt_logprobs
- * (parse_stream first), into r; -1 with oai_bad on a bad
- * one. */
+ * request's max_tokens is known), logit_bias, repeat_last_n, prompt_logprobs
+ * (parse_stream first), truncate_prompt_tokens and return_tokens_as_token_ids, into r;
+ * -1 with oai_bad on a bad one. */
 int oai_parse_ends(struct oai_request *r, struct json_t *root, struct oai_error *e);
 
 /* Tool t (checked: an object with a "function" object) as vLLM hands it to the

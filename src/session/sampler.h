@@ -12,9 +12,9 @@
  * processors and warpers): the penalties on the raw logits, then temperature, top-k,
  * top-p, min-p, then one draw from what is left. The repetition penalty looks at the
  * recent tokens of the context, the prompt's too: the chat's last SAMP_PENALTY_LAST_N
- * (llama.cpp's window), serve's every one (vLLM's); presence and frequency at the tokens of the answer so far, as OpenAI and
- * vLLM define them (the prompt's tokens, the template's <|im_end|> among them, must
- * not make an answer longer or shorter). */
+ * (llama.cpp's window), serve's every one (vLLM's); presence and frequency at the
+ * tokens of the answer so far, as OpenAI and vLLM define them (the prompt's tokens,
+ * the template's <|im_end|> among them, must not make an answer longer or shorter). */
 struct samp_params {
 	double temperature; /* > 0; 0 means greedy */
 	int top_k;          /* keep the k most likely tokens; 0 = no limit */
@@ -109,8 +109,9 @@ double samp_peek_uniform(const struct samp *s);
 void samp_take_uniform(struct samp *s);
 
 /* The tokens the penalties look at: recent, the last ones of the context (the
- * repetition penalty's: SAMP_PENALTY_LAST_N, or as sess_ends says); answer, those generated in this answer so far
- * (presence and frequency). Either may be empty; out-of-range ids are ignored. */
+ * repetition penalty's: SAMP_PENALTY_LAST_N, or as sess_ends says); answer, those
+ * generated in this answer so far (presence and frequency). Either may be empty;
+ * out-of-range ids are ignored. */
 struct samp_history {
 	const int32_t *recent;
 	int n_recent;

@@ -105,7 +105,7 @@ struct sess *sess_new(struct eng *e, const struct eng_model *m, struct tok *t,
 	s->cancel = opt->cancel;
 	s->progress = opt->progress;
 	s->progress_user = opt->progress_user;
-	s->ends.repeat_last_n = SAMP_PENALTY_LAST_N;
+	sess_set_ends(s, NULL);
 	add_stop(s, tok_id(t, "<|im_end|>"));
 	add_stop(s, tok_id(t, "<|endoftext|>"));
 	for (int i = 0; i < opt->n_eos; i++)
