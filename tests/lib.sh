@@ -45,6 +45,23 @@ expect_err_has() {
 	fi
 }
 
+# numpy_python — PY: a python3 with numpy (the float64 references need it), or empty.
+numpy_python() {
+	PY=
+	for p in python3 /usr/bin/python3; do
+		if "$p" -c 'import numpy' 2>/dev/null; then PY=$p; return 0; fi
+	done
+}
+
+# need_numpy — numpy_python, or the test ends: SKIP (77), a failure under CI.
+need_numpy() {
+	numpy_python
+	[ -n "$PY" ] && return 0
+	[ -n "${CI:-}" ] && { echo "no python3 with numpy (scripts/install-deps)" >&2; exit 1; }
+	echo "SKIP: no python3 with numpy" >&2
+	exit 77
+}
+
 # Sets TOK_DIR to the real Qwen3 tokenizer files, or exits 77 (SKIP) / 1 (CI).
 need_tokenizer() {
 	TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh") || exit $?

@@ -8,15 +8,7 @@
 # U+FFFD; then the usage and file errors (one line, exit 2 or 1).
 . "$TOP_SRCDIR/tests/lib.sh"
 
-PY=
-for p in python3 /usr/bin/python3; do
-	if "$p" -c 'import numpy' 2>/dev/null; then PY=$p; break; fi
-done
-if [ -z "$PY" ]; then
-	[ -n "${CI:-}" ] && { echo "no python3 with numpy (scripts/install-deps)" >&2; exit 1; }
-	echo "SKIP: no python3 with numpy" >&2
-	exit 77
-fi
+need_numpy
 REF="$TOP_SRCDIR/tests/cli/ppl_reference.py"
 MK="$TOP_BUILDDIR/tests/mkmodel"
 PPL="$QWENCHAT perplexity --backend cpu"

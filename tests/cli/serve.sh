@@ -136,10 +136,7 @@ $CLIENT conns "$PLAIN_PORT" || failures=$((failures + 1))
 $CLIENT bounds "$PLAIN_PORT" "$PLAIN_PID" 16 || failures=$((failures + 1))
 $CLIENT stopping "$STOP_PORT" "$STOP_PID" || failures=$((failures + 1))
 # /v1/completions against the float64 reference (numpy)
-PY=
-for p in python3 /usr/bin/python3; do
-	if "$p" -c 'import numpy' 2>/dev/null; then PY=$p; break; fi
-done
+numpy_python
 if [ -n "$PY" ]; then
 	"$PY" "$TOP_SRCDIR/tests/cli/serve_text.py" "$TEXT_PORT" "$TMP/plain" 256 ||
 		failures=$((failures + 1))
