@@ -60,6 +60,9 @@ struct eng_backend_ops {
 	int (*measure)(void *st, const struct eng_measure_request *rq, struct eng_peaks *out);
 	/* Optional: eng_prefill_min (NULL: 1). */
 	int (*prefill_min)(void *st);
+	/* Optional (NULL: not computed): eng_hidden, a forward as above that writes the
+	 * last position's final-normed hidden state (hidden_size floats) instead of logits. */
+	int (*hidden)(void *st, const int32_t *ids, int n, int pos, float *out);
 };
 
 /* The CPU backend (engine/cpu/cpu.c). */
@@ -73,7 +76,7 @@ void eng_cpu_set_cancel(void *st, const atomic_int *cancel);
  * engine loads at run time (engine/cuda_load.c) only when it is asked for or a driver
  * is present: the program links no CUDA library. The module calls back into the
  * program only through this table, which the program fills; the module checks abi. */
-enum { ENG_CUDA_ABI = 3 };
+enum { ENG_CUDA_ABI = 4 };
 
 struct eng_host {
 	int abi;                                  /* ENG_CUDA_ABI */

@@ -183,14 +183,14 @@ int eng_prefill_min(const struct eng *e)
 
 /* Finds the first non-finite logit: NaN or Inf weights (or an overflow) would
  * otherwise reach the sampler as garbage. */
-static int check_finite(const float *logits, int rows, int vocab, int pos)
+static int check_finite(const float *logits, int rows, int vocab, int pos, const char *what)
 {
 	for (int r = 0; r < rows; r++)
 		for (int i = 0; i < vocab; i++)
 			if (!isfinite(logits[(size_t)r * vocab + i]))
-				return err_set("forward: logit %d at position %d is not finite "
+				return err_set("forward: %s %d at position %d is not finite "
 					       "(NaN or Inf in the weights or activations)",
-					       i, pos + r);
+					       what, i, pos + r);
 	return 0;
 }
 
@@ -229,6 +229,48 @@ static void count_forward(struct eng *e, int n, int pos, double dt)
 	}
 }
 
+int eng_hidden(struct eng *e, const int32_t *ids, int n, int pos, float *out)
+{
+	if (n <= 0 || !ids || !out)
+		return err_set("forward: need at least one token and an output buffer (n=%d)", n);
+	if (!e->ops->hidden)
+		return err_set("the %s backend does not give hidden states (embeddings): use "
+			       "--backend cpu",
+			       e->ops->name);
+	if (check_forward(e, ids, n, pos))
+		return -1;
+	e->cached = pos;
+	double t0 = clock_now();
+	int rc = e->ops->hidden(e->st, ids, n, pos, out);
+	if (rc)
+		return rc < 0 ? -1 : ENG_CANCELLED;
+	double dt = clock_now() - t0;
+	if (check_finite(out, 1, e->cfg->hidden_size, pos + n - 1, "hidden value"))
+		return -1;
+	count_forward(e, n, pos, dt);
+	return 0;
+}
+
+int eng_embed(struct eng *e, const int32_t *ids, int n, int dims, bool normalize, float *out)
+{
+	int d = e->cfg->hidden_size;
+	if (dims < 1 || dims > d)
+		return err_set("dimensions %d: the model gives 1 to %d (hidden_size)", dims, d);
+	float *h = malloc((size_t)d * sizeof *h);
+	if (!h)
+		return err_set("out of memory");
+	int rc = eng_hidden(e, ids, n, 0, h);
+	double ss = 0;
+	for (int i = 0; i < dims; i++)
+		ss += (double)h[i] * h[i];
+	/* as torch.nn.functional.normalize: the norm taken as at least 1e-12 */
+	double scale = normalize ? 1.0 / fmax(sqrt(ss), 1e-12) : 1.0;
+	for (int i = 0; !rc && i < dims; i++)
+		out[i] = (float)(h[i] * scale);
+	free(h);
+	return rc;
+}
+
 int eng_forward(struct eng *e, const int32_t *ids, int n, int pos, float *logits, bool all_logits)
 {
 	const int vocab = e->cfg->vocab_size;
@@ -243,7 +285,8 @@ int eng_forward(struct eng *e, const int32_t *ids, int n, int pos, float *logits
 	if (rc)
 		return rc < 0 ? -1 : ENG_CANCELLED;
 	double dt = clock_now() - t0;
-	if (check_finite(logits, all_logits ? n : 1, vocab, all_logits ? pos : pos + n - 1))
+	if (check_finite(logits, all_logits ? n : 1, vocab, all_logits ? pos : pos + n - 1,
+			 "logit"))
 		return -1;
 	count_forward(e, n, pos, dt);
 	return 0;

@@ -374,6 +374,16 @@ int eng_cached(const struct eng *e);
 enum { ENG_CANCELLED = 1 };
 int eng_forward(struct eng *e, const int32_t *ids, int n, int pos, float *logits, bool all_logits);
 
+/* eng_forward, except that it writes the hidden state of the last position after
+ * the final norm (hidden_size floats) instead of logits: what an embedding model
+ * (Qwen3-Embedding) pools. -1 (err_set) where the backend does not compute it. */
+int eng_hidden(struct eng *e, const int32_t *ids, int n, int pos, float *out);
+/* An embedding of ids as sentence-transformers computes Qwen3-Embedding's: the cache
+ * replaced by ids from position 0, the last position's hidden state (eng_hidden) cut
+ * to its first dims values (Matryoshka: 1..hidden_size) and, where normalize, divided
+ * by its L2 norm. 0, -1 (err_set) or ENG_CANCELLED. */
+int eng_embed(struct eng *e, const int32_t *ids, int n, int dims, bool normalize, float *out);
+
 #ifndef __cplusplus /* C callers only: the CUDA module does not call it */
 /* A forward of several tokens (a prefill) on the CPU looks at *cancel between layers:
  * once it is set, the forward stops there and returns ENG_CANCELLED, so that a stop

@@ -221,26 +221,44 @@ static int check_unused(struct eng_model *m)
 }
 
 /* The names Hugging Face's Qwen3 checkpoints give the weights. */
+#define QWEN3_PARTS                                                                             \
+	{                                                                                       \
+		[MODEL_INPUT_NORM] = "input_layernorm", [MODEL_WQ] = "self_attn.q_proj",        \
+		[MODEL_WK] = "self_attn.k_proj", [MODEL_WV] = "self_attn.v_proj",               \
+		[MODEL_WO] = "self_attn.o_proj", [MODEL_Q_NORM] = "self_attn.q_norm",           \
+		[MODEL_K_NORM] = "self_attn.k_norm",                                            \
+		[MODEL_POST_NORM] = "post_attention_layernorm", [MODEL_GATE] = "mlp.gate_proj", \
+		[MODEL_UP] = "mlp.up_proj", [MODEL_DOWN] = "mlp.down_proj",                     \
+	}
 static const struct model_names st_names = {
 	.embed = "model.embed_tokens.weight",
 	.final_norm = "model.norm.weight",
 	.lm_head = "lm_head.weight",
 	.layer = "model.layers.",
-	.part =
-		{
-			[MODEL_INPUT_NORM] = "input_layernorm",
-			[MODEL_WQ] = "self_attn.q_proj",
-			[MODEL_WK] = "self_attn.k_proj",
-			[MODEL_WV] = "self_attn.v_proj",
-			[MODEL_WO] = "self_attn.o_proj",
-			[MODEL_Q_NORM] = "self_attn.q_norm",
-			[MODEL_K_NORM] = "self_attn.k_norm",
-			[MODEL_POST_NORM] = "post_attention_layernorm",
-			[MODEL_GATE] = "mlp.gate_proj",
-			[MODEL_UP] = "mlp.up_proj",
-			[MODEL_DOWN] = "mlp.down_proj",
-		},
+	.part = QWEN3_PARTS,
 };
+
+/* Qwen3-Embedding's checkpoints are the bare Qwen3Model (transformers' AutoModel),
+ * saved without the "model." of the causal LM around it, and tied: the same names
+ * with that prefix off. */
+static const struct model_names st_bare_names = {
+	.embed = "embed_tokens.weight",
+	.final_norm = "norm.weight",
+	.lm_head = "lm_head.weight",
+	.layer = "layers.",
+	.part = QWEN3_PARTS,
+};
+
+/* The causal LM's names, or the bare model's where its embedding is there and the
+ * causal LM's is not. */
+static const struct model_names *names_of(struct eng_model *m)
+{
+	int fi, ti;
+	if (locate(m, st_names.embed, &fi, &ti) < 0 &&
+	    locate(m, st_bare_names.embed, &fi, &ti) == 0)
+		return &st_bare_names;
+	return &st_names;
+}
 
 static int bind_layer(struct eng_model *m, const struct model_names *names, model_bind_fn bind,
 		      void *ctx, int l)
@@ -330,7 +348,7 @@ struct eng_model *eng_model_open(const char *dir)
 		rc = err_set("%s: no %s or %s", dir, SINGLE_NAME, INDEX_NAME);
 	free(single);
 	free(index);
-	if (rc < 0 || model_bind_all(m, &st_names, bind, m) < 0 || check_unused(m) < 0) {
+	if (rc < 0 || model_bind_all(m, names_of(m), bind, m) < 0 || check_unused(m) < 0) {
 		/* the weights' messages name their file: say in which directory */
 		if (!names_dir(err_msg(), dir))
 			err_prefix("%s", dir);

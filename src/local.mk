@@ -33,7 +33,7 @@ libapp_a_SOURCES = \
 	src/hub/hub.c src/hub/hub_list.c src/hub/hub_token.c src/hub/hub.h \
 	src/hub/hfcache.c src/hub/hfcache.h \
 	src/hub/download.c src/hub/download.h \
-	src/hub/loader.c src/hub/loader.h \
+	src/hub/loader.c src/hub/loader.h src/hub/loader_keys.c src/hub/loader_impl.h \
 	src/hub/ggufname.c src/hub/ggufname.h \
 	src/chat/chat.c src/chat/chat.h \
 	src/chat/template.c src/chat/template.h \
@@ -54,7 +54,7 @@ libapp_a_SOURCES = \
 	src/serve/serve.c src/serve/serve.h src/serve/serve_impl.h src/serve/jobs.c \
 	src/serve/deadline.c src/serve/deadline.h \
 	src/serve/origin.c src/serve/origin.h \
-	src/serve/tokenize.c src/serve/tokenize.h \
+	src/serve/tokenize.c src/serve/tokenize.h src/serve/embed.c src/serve/embed.h \
 	src/remote/sse.c src/remote/sse.h \
 	src/remote/reply.c src/remote/reply.h \
 	src/remote/remote.c src/remote/request.c src/remote/remote.h \
@@ -77,7 +77,7 @@ qwenchat_SOURCES = src/cli/main.c src/cli/cmd_chat.c \
 	src/cli/cli.c src/cli/cli_setup.c src/cli/cli.h src/cli/wrap.c src/cli/wrap.h src/cli/hint.c src/cli/hint.h src/cli/commands.h src/cli/env.c src/cli/env.h \
 	src/cli/sigbus.c src/cli/sigbus.h src/cli/outfile.c src/cli/outfile.h \
 	src/cli/cmd_run.c src/cli/cmd_template.c src/cli/cmd_tokenize.c \
-	src/cli/cmd_train_bpe.c src/cli/cmd_logits.c src/cli/cmd_bench.c src/cli/cmd_info.c src/cli/cmd_hub.c \
+	src/cli/cmd_train_bpe.c src/cli/cmd_logits.c src/cli/cmd_embed.c src/cli/cmd_bench.c src/cli/cmd_info.c src/cli/cmd_hub.c \
 	src/cli/cmd_serve.c \
 	src/cli/cmd_quantize.c src/cli/cmd_perplexity.c src/cli/ppl_report.c src/cli/ppl_report.h \
 	src/cli/cmd_train.c src/cli/train_opts.c src/cli/train_opts.h \

@@ -86,7 +86,8 @@ tests_fuzz_fuzz_tokens_SOURCES = tests/fuzz/fuzz_tokens.c tests/unit/tinytok.c t
 tests_fuzz_fuzz_tokens_LDADD = $(APP_LIBS)
 tests_fuzz_fuzz_tokens_LDFLAGS = $(FUZZ_LDFLAGS)
 EXTRA_DIST += tests/fuzz/fuzz_tokens.c tests/fuzz/corpus/tokens
-TESTS += tests/cli/perplexity.sh tests/cli/perplexity-sft.sh
+TESTS += tests/cli/perplexity.sh tests/cli/perplexity-sft.sh tests/cli/embed.sh
+EXTRA_DIST += tests/cli/embed.sh tests/cli/embed_reference.py
 EXTRA_DIST += tests/cli/perplexity.sh tests/cli/ppl_reference.py tests/cli/perplexity-sft.sh \
 	tests/cli/ppl_sft_ref.py tests/cli/convgen.py
 

@@ -4,6 +4,7 @@ libtokenizer_a_SOURCES = \
 	tokenizer/tokenizer.h \
 	tokenizer/pretok.c tokenizer/pretok.h \
 	tokenizer/tokenizer.c tokenizer/tokload.c tokenizer/tokconfig.c tokenizer/tokvocab.c \
+	tokenizer/postproc.c \
 	tokenizer/stream.c tokenizer/tok_impl.h \
 	tokenizer/bpe.c tokenizer/bpe.h tokenizer/added.c tokenizer/added.h \
 	tokenizer/bytelevel.c tokenizer/bytelevel.h tokenizer/jscan.c tokenizer/jscan.h \

@@ -8,6 +8,7 @@
 
 #include "tokenizer/added.h"
 #include "tokenizer/bpe.h"
+#include "tokenizer/tokenizer.h"
 
 enum { TOKF_VALID = 1, TOKF_ADDED = 2, TOKF_SPECIAL = 4 };
 
@@ -24,6 +25,7 @@ struct tok {
 	char *abytes;
 	uint32_t *aoff, *alen; /* (n_ids - amin) */
 	char *chat_template, *eos, *pad;
+	struct tok_ends ends; /* the post-processor's special tokens (tok_encode_ends) */
 	/* scratch reused by tok_encode, and the lock that lets one encode at a time use it
 	 * and the piece cache (a server tokenizes requests beside its running one) */
 	struct added_segs segs, segs2;

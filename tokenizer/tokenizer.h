@@ -71,6 +71,26 @@ int tok_vocab_size(const struct tok *t);
  * (they share a cache of pieces), and the const functions below never wait. */
 int32_t *tok_encode(struct tok *t, const char *text, size_t len, size_t *n);
 
+/* The special tokens a post-processor puts around a text, as Hugging Face's
+ * add_special_tokens=True adds them: ids[0] before it, ids[1] after it (Qwen3-Embedding
+ * appends <|endoftext|>; Qwen3's chat models add none). */
+enum { TOK_MAX_ENDS = 8 };
+struct tok_ends {
+	int32_t ids[2][TOK_MAX_ENDS];
+	int n[2];
+};
+/* tokenizer.json's "post_processor" value v into *out: ByteLevel or null (none), a
+ * TemplateProcessing whose "single" template is special tokens around the text ($A),
+ * or a Sequence of those. -1 with err_set naming file and the field at fault. */
+int tok_parse_ends(struct json_t *v, const char *file, struct tok_ends *out);
+/* The tokenizer's (read from tokenizer.json, or set). */
+const struct tok_ends *tok_get_ends(const struct tok *t);
+/* Sets them (a GGUF's add_bos_token and add_eos_token): -1 with err_set for an id not
+ * in the vocabulary. */
+int tok_set_ends(struct tok *t, const struct tok_ends *e);
+/* tok_encode with those tokens around the text. */
+int32_t *tok_encode_ends(struct tok *t, const char *text, size_t len, size_t *n);
+
 /* A byte range [start, end) of a text. */
 struct tok_span {
 	size_t start, end;

@@ -470,10 +470,7 @@ static int read_section(struct tok *t, struct jscan *j, const char *key)
 			rc = err_set("%s: decoder: type \"%s\" is not supported (only ByteLevel)",
 				     j->file, json_is_null(v) ? "null" : type_of(v));
 	} else if (!strcmp(key, "post_processor")) {
-		if (!json_is_null(v) && strcmp(type_of(v), "ByteLevel") != 0)
-			rc = err_set("%s: post_processor: type \"%s\" is not supported (only "
-				     "ByteLevel or null)",
-				     j->file, type_of(v));
+		rc = tok_parse_ends(v, j->file, &t->ends);
 	} else if (!strcmp(key, "truncation") || !strcmp(key, "padding")) {
 		if (!json_is_null(v))
 			rc = err_set("%s: %s: must be null (not supported)", j->file, key);
@@ -591,6 +588,12 @@ int tok_build_pieces(struct tok *t, const char *file)
 			a->len = m;
 		}
 	}
+	for (int side = 0; side < 2; side++)
+		for (int k = 0; k < t->ends.n[side]; k++)
+			if (t->ends.ids[side][k] >= lim || !t->flags[t->ends.ids[side][k]])
+				return err_set("%s: post_processor: special token id %d is not in "
+					       "the vocabulary",
+					       file, t->ends.ids[side][k]);
 	added_prepare(&t->added);
 	return 0;
 }

@@ -462,6 +462,20 @@ static int cpu_forward(void *vs, const int32_t *ids, int n, int pos, float *logi
 	return 0;
 }
 
+/* The last position's hidden state after the final norm, rmsnorm(x) * final_norm in
+ * fp32: what an embedding model's last-token pooling reads (cpu_forward without
+ * logits leaves the last chunk's residual rows in s->x). */
+static int cpu_hidden(void *vs, const int32_t *ids, int n, int pos, float *out)
+{
+	struct cpu_state *s = vs;
+	int rc = cpu_forward(vs, ids, n, pos, NULL, false);
+	if (rc)
+		return rc;
+	int d = s->c->hidden_size, last = (n - 1) % s->chunk;
+	s->k->rmsnorm(out, s->x + (size_t)last * d, s->final_norm, d, (float)s->c->rms_norm_eps);
+	return 0;
+}
+
 /* ---- setup ------------------------------------------------------------------------ */
 
 /* 64-byte aligned; zeroed unless not asked (zero false): 2 MB aligned then, on 2 MB
@@ -736,6 +750,7 @@ static const struct eng_backend_ops cpu_ops = {
 	.stats = cpu_stats,
 	.measure = cpu_measure_op,
 	.prefill_min = cpu_prefill_min,
+	.hidden = cpu_hidden,
 };
 
 const struct eng_backend_ops *eng_cpu_backend(void)

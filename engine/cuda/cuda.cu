@@ -42,6 +42,7 @@ static const struct eng_backend_ops cuda_ops = {
 	"cuda",         cuda_init,  cuda_free,      cuda_forward,        cuda_set_capture,
 	cuda_attention, cuda_stats, cuda_sample_ok, cuda_forward_sample, cuda_measure,
 	NULL, /* prefill_min: no bit-for-bit promise between prefill and decode here */
+	NULL, /* hidden: embeddings run on the CPU engine */
 };
 
 const struct eng_backend_ops *cuda_backend_ops(void)

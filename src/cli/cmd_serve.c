@@ -241,6 +241,7 @@ static int open_model(const struct serve_args *a, const struct eng_options *eo, 
 	if (warning)
 		cli_error("warning: %s", warning);
 	m->vocab = eng_model_config(*em)->vocab_size;
+	m->hidden = eng_model_config(*em)->hidden_size;
 	if (!(m->scores = scores_new()))
 		return -1;
 	m->processed_logprobs = a->processed_logprobs;

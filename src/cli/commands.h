@@ -11,6 +11,7 @@ int cmd_tokenize(int argc, char **argv);   /* cmd_tokenize.c */
 int cmd_detokenize(int argc, char **argv); /* cmd_tokenize.c */
 int cmd_train_bpe(int argc, char **argv);  /* cmd_train_bpe.c */
 int cmd_logits(int argc, char **argv);      /* cmd_logits.c */
+int cmd_embed(int argc, char **argv);       /* cmd_embed.c */
 int cmd_bench(int argc, char **argv);       /* cmd_bench.c */
 int cmd_info(int argc, char **argv);       /* cmd_info.c */
 int cmd_pull(int argc, char **argv);       /* cmd_hub.c */

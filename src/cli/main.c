@@ -27,6 +27,7 @@ static const char usage[] =
 	"  detokenize  token ids on stdin -> text\n"
 	"  template    render a conversation with the model's chat template\n"
 	"  logits      token ids on stdin -> float32 logits file\n"
+	"  embed       text embeddings (Qwen3-Embedding)\n"
 	"  bench       prefill and decode throughput\n"
 	"  info        model configuration, parameters and memory plan\n"
 	"  pull        download a model into the Hugging Face cache\n"
@@ -47,13 +48,22 @@ static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } commands[] = {
-	{"chat", cmd_chat},           {"run", cmd_run},
-	{"tokenize", cmd_tokenize},   {"detokenize", cmd_detokenize},
-	{"template", cmd_template},   {"logits", cmd_logits},
-	{"bench", cmd_bench},         {"info", cmd_info},
-	{"pull", cmd_pull},           {"list", cmd_list},
-	{"train-bpe", cmd_train_bpe}, {"serve", cmd_serve},
-	{"quantize", cmd_quantize},   {"perplexity", cmd_perplexity}, {"train", cmd_train},
+	{"chat", cmd_chat},
+	{"run", cmd_run},
+	{"tokenize", cmd_tokenize},
+	{"detokenize", cmd_detokenize},
+	{"template", cmd_template},
+	{"logits", cmd_logits},
+	{"embed", cmd_embed},
+	{"bench", cmd_bench},
+	{"info", cmd_info},
+	{"pull", cmd_pull},
+	{"list", cmd_list},
+	{"train-bpe", cmd_train_bpe},
+	{"serve", cmd_serve},
+	{"quantize", cmd_quantize},
+	{"perplexity", cmd_perplexity},
+	{"train", cmd_train},
 };
 
 static int dispatch(int argc, char **argv)

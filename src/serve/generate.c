@@ -254,10 +254,8 @@ static const char *over_limit(const struct oai_request *r, const char *subject, 
 	return msg;
 }
 
-/* vLLM's truncate_prompt_tokens: the last tokens of ids[0..*k) only, at most the
- * context. 0, or the HTTP status after writing the error. */
-static int truncate_prompt(const struct gen_model *m, const struct oai_request *r, int32_t *ids,
-			   size_t *k, const struct gen_output *out)
+int gen_truncate(const struct gen_model *m, const struct oai_request *r, int32_t *ids, size_t *k,
+		 const struct gen_output *out)
 {
 	int ctx = eng_ctx(m->eng), keep = r->truncate < 0 ? ctx : r->truncate;
 	if (keep > ctx) {
@@ -290,7 +288,7 @@ static int32_t *prompt(const struct gen_model *m, const struct oai_request *r,
 		gen_fail(out, false, 400, err_msg(), "messages", NULL);
 		return NULL;
 	}
-	if (truncate_prompt(m, r, ids, &k, out)) {
+	if (gen_truncate(m, r, ids, &k, out)) {
 		free(ids);
 		return NULL;
 	}
@@ -591,7 +589,7 @@ static int text_prompt(const struct gen_model *m, const struct oai_request *r, s
 		memcpy(p->ids, q->ids, k * sizeof *p->ids);
 	size_t given = k;
 	int bad = gen_check_ids(m, p->ids, k, at, out);
-	if (bad || (bad = truncate_prompt(m, r, p->ids, &k, out)))
+	if (bad || (bad = gen_truncate(m, r, p->ids, &k, out)))
 		return bad;
 	int ctx = eng_ctx(m->eng), cap = m->max_tokens ? m->max_tokens : ctx;
 	int room = (size_t)ctx >= k ? ctx - (int)k : 0;

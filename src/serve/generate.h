@@ -30,6 +30,7 @@ struct gen_model {
 	unsigned params_set;       /* SAMP_SET_* bits the command line gave */
 	int max_tokens;            /* default and largest max_tokens; 0 = the context */
 	int vocab;                 /* the model's vocab_size (token ids a prompt may hold) */
+	int hidden;                /* its hidden_size (an embedding's values) */
 	struct scores *scores;     /* the prompt a text completion scored last */
 	bool processed_logprobs;   /* a generated token's logprobs: of the distribution it
 				    * was drawn from, not the model's own (vLLM's modes) */
@@ -59,6 +60,11 @@ int gen_fail(const struct gen_output *out, bool started, int status, const char 
  * writes the 400 that names the first other as NAME[j], and returns 400. */
 int gen_check_ids(const struct gen_model *m, const int32_t *ids, size_t n, const char *name,
 		  const struct gen_output *out);
+
+/* vLLM's truncate_prompt_tokens (r->truncate): the last tokens of ids[0..*k) only, at
+ * most the context. 0, or the HTTP status after writing the error. */
+int gen_truncate(const struct gen_model *m, const struct oai_request *r, int32_t *ids, size_t *k,
+		 const struct gen_output *out);
 
 /* ids read back as text (malloc'd, *len bytes, NULL when out of memory): special tokens
  * spelled out, a padding id past the tokenizer as nothing, and ids that end inside a

@@ -3,6 +3,7 @@
  * at while a connection waits for its job, and a job's output read as a stream. */
 #include "src/serve/serve_impl.h"
 #include "src/serve/deadline.h"
+#include "src/serve/embed.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -160,7 +161,8 @@ void *serve_worker(void *arg)
 			pthread_mutex_unlock(&srv->lock);
 			struct gen_output out = {j, out_start, out_write};
 			struct completion_usage u;
-			int status = gen_run(srv->m, j->req, &out, &u);
+			int status = j->req->kind == OAI_EMBED ? embed_run(srv->m, j->req, &out, &u)
+							       : gen_run(srv->m, j->req, &out, &u);
 			pthread_mutex_lock(&srv->lock);
 			j->usage = u;
 			j->status = status; /* 0: cancelled, whatever was announced */

@@ -636,20 +636,19 @@ static int get_ids(json_t *v, const char *at, struct oai_prompt *p, struct oai_e
 	return 0;
 }
 
-/* prompt: a string, strings, token ids, or arrays of token ids. */
-static int parse_prompt(struct oai_request *r, json_t *root, struct oai_error *e)
+int oai_parse_prompts(struct oai_request *r, json_t *root, const char *key, struct oai_error *e)
 {
 	static const char forms[] = "expected a string, an array of strings, an array of token "
 				    "ids or an array of arrays of token ids";
-	json_t *p = json_object_get(root, "prompt");
+	json_t *p = json_object_get(root, key);
 	if (!json_is_string(p) && !json_is_array(p))
-		return oai_bad(e, "prompt", "%s, got %s", forms, p ? jsontype_name(p) : "nothing");
+		return oai_bad(e, key, "%s, got %s", forms, p ? jsontype_name(p) : "nothing");
 	/* a string, or one prompt of ids, stands alone; any other array is the prompts */
 	json_t *first = json_array_get(p, 0);
 	bool one = json_is_string(p) || json_is_number(first);
 	size_t n = one ? 1 : json_array_size(p);
 	if (n == 0 || n > OAI_MAX_PROMPTS)
-		return oai_bad(e, "prompt", "%zu prompts (1 to %d)", n, OAI_MAX_PROMPTS);
+		return oai_bad(e, key, "%zu prompts (1 to %d)", n, OAI_MAX_PROMPTS);
 	if (!(r->prompts = calloc(n, sizeof *r->prompts)))
 		return err_set("out of memory");
 	for (size_t i = 0; i < n; i++) {
@@ -657,7 +656,10 @@ static int parse_prompt(struct oai_request *r, json_t *root, struct oai_error *e
 		r->n_prompts = i + 1; /* freed with the request, whole or not */
 		struct oai_prompt *q = &r->prompts[i];
 		const char *at = q->name;
-		snprintf(q->name, sizeof q->name, one ? "prompt" : "prompt[%zu]", i);
+		if (one)
+			snprintf(q->name, sizeof q->name, "%s", key);
+		else
+			snprintf(q->name, sizeof q->name, "%.6s[%zu]", key, i);
 		if ((!json_is_string(v) && !json_is_array(v)) ||
 		    (!one && json_typeof(v) != json_typeof(first)))
 			return oai_bad(e, at, "%s, got %s", forms, jsontype_name(v));
@@ -734,7 +736,7 @@ static struct oai_request *parse(const char *body, size_t len, enum oai_kind kin
 	if (refuse_unsupported(root, kind == OAI_TEXT, e) ||
 	    (kind == OAI_CHAT ? parse_messages(r, root, e) || parse_tools(r, root, e) ||
 					oai_parse_continue(r, root, false, e)
-			      : parse_prompt(r, root, e)) ||
+			      : oai_parse_prompts(r, root, "prompt", e)) ||
 	    parse_sampling(r, root, e) ||
 	    (kind == OAI_CHAT ? parse_output(r, root, e) : parse_text_output(r, root, e)) ||
 	    oai_parse_ends(r, root, e))

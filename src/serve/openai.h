@@ -46,6 +46,7 @@ enum oai_kind {
 	OAI_TEXT,       /* /v1/completions: raw prompts continued as they are */
 	OAI_TOKENIZE,   /* /tokenize: a prompt's or a conversation's ids (tokenize.h) */
 	OAI_DETOKENIZE, /* /detokenize: ids (prompts[0]) to text */
+	OAI_EMBED,      /* /v1/embeddings: each prompt's pooled hidden state (embed.h) */
 };
 
 /* One prompt of a text completion: text (tokenized as `tokenize` does, special tokens
@@ -106,6 +107,10 @@ struct oai_request {
 	char *forced_tool; /* ..., or a forced tool's parameters: the answer is its arguments */
 	bool forced_pick; /* ..., or "required" among several: the answer is {"name", "arguments"} */
 	bool token_strs;            /* tokenize: each token as tokenizer.json spells it too */
+	int dimensions;             /* embed: the first this many values (0: all) */
+	bool base64;                /* embed: encoding_format "base64" (float32 bytes) */
+	bool no_special; /* embed: add_special_tokens false (no <|endoftext|> appended) */
+	bool raw;        /* embed: normalize false (the vector as pooled) */
 };
 
 /* What went wrong with a request besides err_msg(): OpenAI's "param" (the field, such
@@ -166,6 +171,12 @@ int oai_force_tool(struct oai_request *r, struct json_t *tools, struct json_t *c
  * or structured_outputs.json (one of the three); -1 with oai_bad on a bad one, or a
  * schema not followed (the keyword named). */
 int oai_parse_format(struct oai_request *r, struct json_t *root, struct oai_error *e);
+
+/* Member key of root as prompts into r->prompts: a string, strings, token ids, or
+ * arrays of token ids, none empty; each named key or key[i] in errors. -1 with
+ * oai_bad on a bad one. */
+int oai_parse_prompts(struct oai_request *r, struct json_t *root, const char *key,
+		      struct oai_error *e);
 
 /* Parses and checks a request body (len bytes, no NUL needed). NULL with err_set
  * (a message starting with the field it is about) and *e filled on: malformed JSON

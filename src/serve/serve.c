@@ -24,6 +24,7 @@
 #include "src/base/err.h"
 #include "src/base/proc.h"
 #include "src/serve/deadline.h"
+#include "src/serve/embed.h"
 #include "src/serve/origin.h"
 #include "src/serve/tokenize.h"
 
@@ -357,7 +358,8 @@ static enum MHD_Result route(struct serve *srv, struct MHD_Connection *conn, str
 	static const char *const posts[] = {[OAI_CHAT] = "/v1/chat/completions",
 					    [OAI_TEXT] = "/v1/completions",
 					    [OAI_TOKENIZE] = "/tokenize",
-					    [OAI_DETOKENIZE] = "/detokenize"};
+					    [OAI_DETOKENIZE] = "/detokenize",
+					    [OAI_EMBED] = "/v1/embeddings"};
 	int post_url = -1;
 	for (int k = 0; k < (int)(sizeof posts / sizeof posts[0]); k++)
 		if (!strcmp(url, posts[k]))
@@ -408,8 +410,9 @@ static struct oai_request *parse_body(struct serve *srv, struct MHD_Connection *
 	struct oai_request *req =
 		oom                    ? NULL
 		: rq->kind == OAI_TEXT ? oai_parse_text(body, rq->body.n, &e)
-		: rq->kind == OAI_CHAT
-			? oai_parse(body, rq->body.n, &e)
+		: rq->kind == OAI_CHAT ? oai_parse(body, rq->body.n, &e)
+		: rq->kind == OAI_EMBED
+			? embed_parse(body, rq->body.n, &e)
 			: tokenize_parse(body, rq->body.n, rq->kind == OAI_DETOKENIZE, &e);
 	pthread_mutex_lock(&srv->lock);
 	srv->parsing--;

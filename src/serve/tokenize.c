@@ -16,12 +16,14 @@
 /* The members a /tokenize request shares with none of the completions. */
 static int tokenize_flags(struct oai_request *r, json_t *root, struct oai_error *e)
 {
-	bool special = true, strs = false;
+	/* vLLM's defaults: a prompt gets the post-processor's tokens, a conversation none */
+	bool special = !r->chat, strs = false;
 	if (oai_parse_continue(r, root, true, e) ||
 	    oai_get_bool(root, "add_special_tokens", "add_special_tokens", &special, e) < 0 ||
 	    oai_get_bool(root, "return_token_strs", "return_token_strs", &strs, e) < 0)
 		return -1;
 	r->token_strs = strs;
+	r->no_special = !special;
 	return 0;
 }
 
@@ -191,7 +193,8 @@ int tokenize_run(const struct gen_model *m, const struct oai_request *r,
 	}
 	const char *s = r->chat ? text : r->prompts[0].text;
 	size_t slen = r->chat ? len : r->prompts[0].len;
-	int32_t *ids = tok_encode(m->tok, s, slen, &n);
+	int32_t *ids = r->no_special ? tok_encode(m->tok, s, slen, &n)
+				     : tok_encode_ends(m->tok, s, slen, &n);
 	free(text);
 	if (!ids)
 		return gen_fail(out, false, 500, err_msg(), NULL, NULL);

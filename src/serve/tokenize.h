@@ -15,7 +15,9 @@
 /* A /tokenize body: {"prompt": STRING} (special tokens recognised, as in a text
  * completion) or {"messages": [...]} with a chat completion's tools and
  * chat_template_kwargs, and add_generation_prompt (default true); return_token_strs;
- * add_special_tokens is read and changes nothing (Qwen3 adds no token of its own).
+ * add_special_tokens (default true for a prompt, false for a conversation, as vLLM):
+ * the tokenizer's post-processor tokens around it (Qwen3-Embedding's <|endoftext|>;
+ * Qwen3's chat models add none).
  * A /detokenize body (detokenize true): {"tokens": [ids]}. NULL with err_set and *e
  * on a bad body, as oai_parse. */
 struct oai_request *tokenize_parse(const char *body, size_t len, bool detokenize,

@@ -115,6 +115,38 @@ static void test_tiny_valid(void **state)
 		assert_int_equal(tok_vocab_size(t), 259);
 		tok_free(t);
 	}
+	/* a post-processor's tokens around the text, as add_special_tokens=True adds them */
+	char *pp = replace(j, "\"post_processor\":null",
+			   "\"post_processor\":{\"type\":\"Sequence\",\"processors\":[{\"type\":"
+			   "\"ByteLevel\"},{\"type\":\"TemplateProcessing\",\"single\":[{"
+			   "\"SpecialToken\":{\"id\":\"E\"}},{\"Sequence\":{\"id\":\"A\"}},{"
+			   "\"SpecialToken\":{\"id\":\"E\"}},{\"SpecialToken\":{\"id\":\"B\"}}],"
+			   "\"special_tokens\":{\"E\":{\"ids\":[258]},\"B\":{\"ids\":[97,98]}}}]}");
+	write_file(path, pp, strlen(pp));
+	struct tok *t = tok_load_files(path, NULL);
+	if (!t)
+		fail_msg("%s", err_msg());
+	size_t n;
+	int32_t *ids = tok_encode_ends(t, "abc", 3, &n);
+	int32_t want[] = {258, 257, 258, 97, 98};
+	assert_int_equal(n, 5);
+	assert_memory_equal(ids, want, sizeof want);
+	free(ids);
+	ids = tok_encode(t, "abc", 3, &n); /* add_special_tokens=False: the text alone */
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], 257);
+	free(ids);
+	struct tok_ends e = {.ids = {{0}, {97}}, .n = {0, 1}};
+	assert_int_equal(tok_set_ends(t, &e), 0); /* a GGUF's add_eos_token */
+	ids = tok_encode_ends(t, "", 0, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(ids[0], 97);
+	free(ids);
+	e.ids[1][0] = 259;
+	assert_int_equal(tok_set_ends(t, &e), -1);
+	assert_non_null(strstr(err_msg(), "259 is not in the vocabulary"));
+	tok_free(t);
+	free(pp);
 	unlink(path);
 	free(late);
 	free(late2);
@@ -218,6 +250,31 @@ static void test_malformed(void **state)
 		{"\"truncation\":null", "\"truncation\":{\"max_length\":5}", "truncation"},
 		{"\"post_processor\":null", "\"post_processor\":{\"type\":\"BertProcessing\"}",
 		 "post_processor"},
+		{"\"post_processor\":null",
+		 "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{"
+		 "\"SpecialToken\":"
+		 "{\"id\":\"E\"}}],\"special_tokens\":{\"E\":{\"ids\":[258]}}}",
+		 "post_processor.single: no text ($A)"},
+		{"\"post_processor\":null",
+		 "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":"
+		 "{\"id\":\"A\"}},{\"SpecialToken\":{\"id\":\"E\"}}],\"special_tokens\":{}}",
+		 "post_processor.special_tokens: \"E\" has no ids"},
+		{"\"post_processor\":null",
+		 "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":"
+		 "{\"id\":\"A\"}},{\"SpecialToken\":{\"id\":\"E\"}}],\"special_tokens\":{\"E\":"
+		 "{\"ids\":[259]}}}",
+		 "post_processor: special token id 259 is not in the vocabulary"},
+		{"\"post_processor\":null",
+		 "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":"
+		 "{\"id\":\"A\"}},{\"Sequence\":{\"id\":\"A\"}}]}",
+		 "post_processor.single[1]"},
+		{"\"post_processor\":null",
+		 "\"post_processor\":{\"type\":\"Sequence\",\"processors\":[{\"type\":\"Sequence\","
+		 "\"processors\":[]}]}",
+		 "post_processor.processors[0]: a Sequence within a Sequence"},
+		{"\"post_processor\":null",
+		 "\"post_processor\":{\"type\":\"Sequence\",\"processors\":[7]}",
+		 "post_processor.processors[0]: not an object"},
 		{"\"dropout\":null", "\"dropout\":0.1", "model.dropout"},
 		{"\"version\"", "\"version\" ", NULL}, /* still valid: whitespace */
 		{"{\"version\"", "[{\"version\"", "expected '{'"},
