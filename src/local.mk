@@ -33,7 +33,7 @@ libapp_a_SOURCES = \
 	src/hub/hub.c src/hub/hub_list.c src/hub/hub_token.c src/hub/hub.h \
 	src/hub/hfcache.c src/hub/hfcache.h \
 	src/hub/download.c src/hub/download.h \
-	src/hub/loader.c src/hub/loader.h src/hub/loader_keys.c src/hub/loader_impl.h \
+	src/hub/loader.c src/hub/loader.h src/hub/loader_keys.c src/hub/loader_impl.h src/hub/pooling.c \
 	src/hub/ggufname.c src/hub/ggufname.h \
 	src/chat/chat.c src/chat/chat.h \
 	src/chat/template.c src/chat/template.h \

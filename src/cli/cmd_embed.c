@@ -233,8 +233,8 @@ int cmd_embed(int argc, char **argv)
 		err_set("out of memory");
 		goto fail;
 	}
-	if (!(dir = hub_resolve(&hub, cli.model)) || !(t = loader_tokenizer(dir)) ||
-	    !(m = eng_model_open(dir)))
+	if (!(dir = hub_resolve(&hub, cli.model)) || loader_check_last_pooling(dir) ||
+	    !(t = loader_tokenizer(dir)) || !(m = eng_model_open(dir)))
 		goto fail;
 	const struct eng_config *c = eng_model_config(m);
 	d = a.dimensions ? (int)a.dimensions : c->hidden_size;

@@ -226,8 +226,16 @@ static int open_model(const struct serve_args *a, const struct eng_options *eo, 
 		return -1;
 	cli_sampling(&a->cli, &m->params);
 	m->params_set = a->cli.set & ~(unsigned)(CLI_SET_MAX_NEW | CLI_SET_CTX); /* SAMP_SET_* */
+	/* an embedding model (its pooling said) may have fewer rows than the tokenizer ids
+	 * (Qwen3-Embedding-8B: 151,665 of 151,669): a request with one is a 400 */
+	enum loader_pooling pool = LOADER_POOL_NONE;
+	if (loader_pooling(*dir, &pool) < 0)
+		pool = LOADER_POOL_OTHER; /* the embeddings are refused below, with why */
+	if (loader_check_last_pooling(*dir) && !(m->embed_refusal = strdup(err_msg())))
+		return err_set("out of memory");
 	if (samp_params_check(&m->params) || !(*em = eng_model_open(*dir)) ||
-	    loader_check_vocab(m->tok, eng_model_config(*em)->vocab_size, *dir))
+	    (pool == LOADER_POOL_NONE &&
+	     loader_check_vocab(m->tok, eng_model_config(*em)->vocab_size, *dir)))
 		return -1;
 	if (!(m->eng = eng_new(*em, eo, cli_notice)) ||
 	    !(m->samp = samp_new(&m->params, eng_model_config(*em)->vocab_size)))
@@ -304,6 +312,7 @@ done:
 	sess_free(m.sess);
 	samp_free(m.samp);
 	scores_free(m.scores);
+	free(m.embed_refusal);
 	eng_free(m.eng);
 	eng_model_free(em);
 	tok_free(m.tok);

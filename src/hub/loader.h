@@ -48,4 +48,30 @@ int loader_generation(const char *path, struct samp_params *p, int32_t *eos, int
  * token are unused padding). 0 or -1 (err_set naming the file). */
 int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o);
 
+/* How an embedding model pools its hidden states: llama.cpp's pooling types (their
+ * values are those of a GGUF's {arch}.pooling_type), and OTHER for the
+ * sentence-transformers modes GGUF has none for (max, weighted mean). */
+enum loader_pooling {
+	LOADER_POOL_NONE, /* not said: no sentence-transformers module, no key */
+	LOADER_POOL_MEAN,
+	LOADER_POOL_CLS,
+	LOADER_POOL_LAST, /* Qwen3-Embedding's: the last token's hidden state */
+	LOADER_POOL_RANK, /* a reranker's classifier head */
+	LOADER_POOL_OTHER,
+};
+const char *loader_pooling_name(enum loader_pooling p);
+
+/* The pooling `path` says: a directory's modules.json and its Pooling module's
+ * config.json (pooling_mode_lasttoken, ...), a GGUF's qwen3.pooling_type. 0, or -1
+ * with err_set naming the file and field. */
+int loader_pooling(const char *path, enum loader_pooling *out);
+
+/* 0 when path's pooling is the last token's or not said (what `embed` computes); else
+ * -1 with err_set naming the model and its pooling. */
+int loader_check_last_pooling(const char *path);
+
+/* Writes directory dir's pooling as qwen3.pooling_type (nothing when it says none);
+ * -1 (err_set) for a mode GGUF cannot say. */
+int loader_pooling_key(const char *dir, struct eng_gguf_out *o);
+
 #endif

@@ -2,6 +2,7 @@
 #ifndef QWENCHAT_HUB_LOADER_IMPL_H
 #define QWENCHAT_HUB_LOADER_IMPL_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #define TOKENS     "tokenizer.ggml.tokens"
@@ -14,5 +15,9 @@
 /* Whether the model directory dir has a tokenizer.json; else (a model trained on
  * token ids alone has none) false with err_set "DIR/tokenizer.json: missing: why". */
 bool loader_has_tokenizer(const char *dir, const char *why);
+
+/* DIR/NAME parsed; {} for an optional file that is absent. NULL with err_set naming
+ * the file (a JSON file of the model's: 256 MB and 4M values at most). */
+json_t *loader_load_json(const char *dir, const char *name, bool optional);
 
 #endif

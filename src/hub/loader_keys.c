@@ -204,10 +204,10 @@ static int template_key(const char *dir, json_t *tc, struct eng_gguf_out *o)
 				json_string_length(t));
 }
 
-/* DIR/NAME parsed; {} for an optional file that is absent. Qwen3's tokenizer.json is
- * 11 MB with ~760k values (151k vocabulary entries and merges): the caps leave room
- * for vocabularies of a million and bound jansson's allocations (~1 GB). */
-static json_t *load_json(const char *dir, const char *name, bool optional)
+/* Qwen3's tokenizer.json is 11 MB with ~760k values (151k vocabulary entries and
+ * merges): the caps leave room for vocabularies of a million and bound jansson's
+ * allocations (~1 GB). */
+json_t *loader_load_json(const char *dir, const char *name, bool optional)
 {
 	static const struct jlim lim = {.max_depth = 32, .max_values = 1 << 22};
 	char *p = fio_join(dir, name), *text = NULL;
@@ -308,10 +308,10 @@ int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
 				  "a GGUF file carries its model's tokenizer, and this model has "
 				  "none (as one trained on token ids alone)"))
 		return -1;
-	json_t *tj = load_json(dir, "tokenizer.json", false);
-	json_t *tc = tj ? load_json(dir, "tokenizer_config.json", true) : NULL;
-	json_t *cfg = tc ? load_json(dir, "config.json", true) : NULL;
-	json_t *gen = cfg ? load_json(dir, "generation_config.json", true) : NULL;
+	json_t *tj = loader_load_json(dir, "tokenizer.json", false);
+	json_t *tc = tj ? loader_load_json(dir, "tokenizer_config.json", true) : NULL;
+	json_t *cfg = tc ? loader_load_json(dir, "config.json", true) : NULL;
+	json_t *gen = cfg ? loader_load_json(dir, "generation_config.json", true) : NULL;
 	struct vocab_out v = {.n = (size_t)(vocab_size > 0 ? vocab_size : 0)};
 	int rc = -1;
 	if (!gen)
@@ -334,7 +334,8 @@ int loader_gguf_keys(const char *dir, int vocab_size, struct eng_gguf_out *o)
 	    eng_gguf_out_str(o, NORMALIZER, nfc ? "NFC" : "none", nfc ? 3 : 4) ||
 	    eng_gguf_out_strs(o, TOKENS, v.tok, v.len, v.n) ||
 	    eng_gguf_out_i32s(o, TYPES, v.type, v.n) || merge_list(tj, o, "tokenizer.json") ||
-	    special_ids(tj, tc, cfg, &v, o) || template_key(dir, tc, o) || sampling_keys(gen, o))
+	    special_ids(tj, tc, cfg, &v, o) || template_key(dir, tc, o) || sampling_keys(gen, o) ||
+	    loader_pooling_key(dir, o))
 		goto out;
 	rc = 0;
 out:

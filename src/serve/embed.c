@@ -118,6 +118,8 @@ int embed_run(const struct gen_model *m, const struct oai_request *r, const stru
 	      struct completion_usage *usage)
 {
 	memset(usage, 0, sizeof *usage);
+	if (m->embed_refusal)
+		return gen_fail(out, false, 400, m->embed_refusal, NULL, NULL);
 	int hidden = m->hidden;
 	int d = r->dimensions ? r->dimensions : hidden;
 	char msg[200];

@@ -31,6 +31,8 @@ struct gen_model {
 	int max_tokens;            /* default and largest max_tokens; 0 = the context */
 	int vocab;                 /* the model's vocab_size (token ids a prompt may hold) */
 	int hidden;                /* its hidden_size (an embedding's values) */
+	char *embed_refusal;       /* why /v1/embeddings is refused (a pooling not computed
+				    * here), or NULL */
 	struct scores *scores;     /* the prompt a text completion scored last */
 	bool processed_logprobs;   /* a generated token's logprobs: of the distribution it
 				    * was drawn from, not the model's own (vLLM's modes) */

@@ -231,6 +231,27 @@ expect_exit 1 "--ctx shorter than a text" $QWENCHAT embed -m "$EMB" --ctx 2 "$T2
 expect_err_has "input 1:" "it names the input"
 expect_exit 1 "a text longer than --ctx" sh -c \
 	"$PY -c 'print(\"a \" * 300)' | $QWENCHAT embed -m '$CAUSAL' --ctx 16"
+# a pooling other than the last token's is refused, from the directory and from the
+# GGUF that quantize writes of it (qwen3.pooling_type, llama.cpp's key)
+grep -q 'qwen3.pooling_type' "$TMP/emb.gguf" && pass "quantize writes qwen3.pooling_type" ||
+	fail "quantize: no qwen3.pooling_type in the GGUF"
+cp -r "$EMB" "$TMP/mean"
+printf '{"pooling_mode_mean_tokens": true, "pooling_mode_lasttoken": false}' \
+	>"$TMP/mean/1_Pooling/config.json"
+expect_exit 1 "mean pooling refused" $QWENCHAT embed -m "$TMP/mean" x
+expect_err_has "pools by mean (its modules.json)" "it says which pooling"
+$QWENCHAT quantize -m "$TMP/mean" --type f32 --out "$TMP/mean.gguf" >/dev/null 2>&1 ||
+	fail "quantize (mean)"
+expect_exit 1 "mean pooling refused from a GGUF" $QWENCHAT embed -m "$TMP/mean.gguf" x
+expect_err_has "pools by mean (qwen3.pooling_type)" "it names the GGUF key"
+printf '{"pooling_mode_mean_tokens": true, "pooling_mode_lasttoken": true}' \
+	>"$TMP/mean/1_Pooling/config.json"
+expect_exit 1 "two pooling modes refused" $QWENCHAT embed -m "$TMP/mean" x
+expect_err_has "1_Pooling/config.json: more than one pooling mode" "it names the file"
+printf '[{"type": "sentence_transformers.models.Pooling", "path": "../x"}]' >"$TMP/mean/modules.json"
+expect_exit 1 "a Pooling path outside the model refused" $QWENCHAT embed -m "$TMP/mean" x
+expect_err_has "modules.json: [0].path" "it names the field"
+
 cp -r "$EMB" "$TMP/bad"
 for pp in '{"type": "BertProcessing", "sep": ["x", 1], "cls": ["y", 2]}' \
 	'{"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}], "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [151643]}}}' \
