@@ -51,6 +51,16 @@ static void exercise(struct tok *t, const char *text, size_t n, bool exact)
 	}
 	tok_stream_free(s);
 	free(dec);
+	/* with the post-processor's tokens: those, the same ids, those */
+	const struct tok_ends *e = tok_get_ends(t);
+	size_t m;
+	int32_t *framed = tok_encode_ends(t, text, n, &m);
+	if (framed && (m != k + (size_t)e->n[0] + (size_t)e->n[1] ||
+		       memcmp(framed, e->ids[0], (size_t)e->n[0] * sizeof *framed) ||
+		       memcmp(framed + e->n[0], ids, k * sizeof *ids) ||
+		       memcmp(framed + e->n[0] + k, e->ids[1], (size_t)e->n[1] * sizeof *framed)))
+		abort();
+	free(framed);
 	free(ids);
 	/* all of it literal: no special token comes out, and the text comes back; the
 	 * middle third literal: encodes, and decodes to the text */
