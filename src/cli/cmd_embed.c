@@ -71,7 +71,8 @@ static int embed_opt(void *user, int key, const char *arg)
 	return cli_unhandled(&embed_cmd, key);
 }
 
-/* The texts: the arguments, else stdin's lines (a last newline ends the last one). */
+/* The texts: the arguments, else stdin's lines, every one (an empty one too), ended by
+ * LF or CR LF (a last newline ends the last one). */
 static char **read_inputs(int argc, char **argv, int first, int *n)
 {
 	if (first < argc) {
@@ -113,6 +114,10 @@ static char **read_inputs(int argc, char **argv, int first, int *n)
 		char *nl = strchr(p, '\n');
 		if (nl)
 			*nl = 0;
+		size_t len = strlen(p);
+		if (len &&
+		    p[len - 1] == '\r') /* a CR LF ending, as a text editor on Windows saves */
+			p[len - 1] = 0;
 		v[k] = p;
 		p = nl ? nl + 1 : p + strlen(p);
 	}

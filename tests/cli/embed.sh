@@ -67,6 +67,9 @@ close "default (fast) path within 2e-2" "$TMP/o" "$TMP/ref3.json" 2e-2
 printf '%s\n%s\n%s\n' "$T1" "$T2" "$T3" | $QWENCHAT embed -m "$EMB" --exact >"$TMP/o" 2>"$TMP/err" ||
 	fail "embed from stdin: $(cat "$TMP/err")"
 close "stdin: a text a line" "$TMP/o" "$TMP/ref3.json" 1e-5
+printf '%s\r\n%s\r\n%s' "$T1" "$T2" "$T3" | $QWENCHAT embed -m "$EMB" --exact >"$TMP/o" 2>"$TMP/err" ||
+	fail "embed from stdin (CR LF): $(cat "$TMP/err")"
+close "stdin: CR LF endings, no newline after the last" "$TMP/o" "$TMP/ref3.json" 1e-5
 
 "$PY" "$REF" embed "$EMB" "$TMP/ids3.json" --dimensions 16 >"$TMP/ref.json"
 $QWENCHAT embed -m "$EMB" --exact --dimensions 16 "$T1" "$T2" "$T3" >"$TMP/o"
