@@ -216,8 +216,9 @@ int cmd_embed(int argc, char **argv)
 	if (cli_engine_options(&cli, &eo, NULL))
 		return EXIT_USAGE;
 	eo.exact_decode = cli.exact;        /* a short text runs the decode kernels */
-	if (eo.backend == ENG_BACKEND_AUTO) /* the hidden states come from the CPU engine */
-		eo.backend = ENG_BACKEND_CPU;
+	if (eo.backend == ENG_BACKEND_CUDA) /* before the weights go to the GPU for nothing */
+		return cli_usage("embed", "--backend cuda: embeddings run on the CPU engine");
+	eo.backend = ENG_BACKEND_CPU; /* the hidden states come from the CPU engine */
 	int n = 0;
 	char **texts = read_inputs(argc, argv, first, &n);
 	if (!texts) {

@@ -73,6 +73,7 @@ struct info {
 	int ctx;
 	bool ctx_default;
 	size_t kv_tok, kv_ctx, kv_max, decode_bytes, scratch, weight_bytes;
+	enum loader_pooling pooling; /* an embedding model's, as its files say */
 };
 
 /* A count in the unit that suits it: B and M with `digits` decimals (0.596B, 2.10M),
@@ -263,6 +264,11 @@ static void print_config(FILE *f, const struct info *in)
 	fprintf(f, "other         rms_norm_eps %g, tie_word_embeddings %s, bos %d, eos %d\n",
 		c->rms_norm_eps, c->tie_word_embeddings ? "true" : "false", c->bos_token_id,
 		c->eos_token_id);
+	if (in->pooling != LOADER_POOL_NONE)
+		fprintf(f, "pooling       %s (an embedding model: qwenchat embed%s)\n",
+			loader_pooling_name(in->pooling),
+			in->pooling == LOADER_POOL_LAST ? ", serve's /v1/embeddings"
+							: " computes last-token pooling only");
 }
 
 static void print_table(FILE *f, const struct info *in)
@@ -429,6 +435,10 @@ static int print_json(const struct info *in)
 	json_object_set_new(o, "model", json_string(in->dir));
 	json_object_set_new(o, "architecture", json_string("Qwen3ForCausalLM"));
 	json_object_set_new(o, "loaded", json_boolean(in->loaded));
+	json_object_set_new(o, "pooling",
+			    in->pooling != LOADER_POOL_NONE
+				    ? json_string(loader_pooling_name(in->pooling))
+				    : json_null());
 	json_object_set_new(cfg, "vocab_size", jint(c->vocab_size));
 	json_object_set_new(cfg, "hidden_size", jint(c->hidden_size));
 	json_object_set_new(cfg, "intermediate_size", jint(c->intermediate_size));
@@ -557,7 +567,10 @@ int cmd_info(int argc, char **argv)
 		 * does not load leaves the weights' figures, said to be without it */
 		bool has = has_tokenizer(dir);
 		struct tok *t = has ? loader_tokenizer(dir) : NULL;
-		if (t && loader_check_vocab(t, in.cfg.vocab_size, dir)) {
+		/* an embedding model may have fewer rows than tokenizer ids (serve's rule) */
+		if (loader_pooling(dir, &in.pooling) ||
+		    (t && in.pooling == LOADER_POOL_NONE &&
+		     loader_check_vocab(t, in.cfg.vocab_size, dir))) {
 			rc = EXIT_RUNTIME;
 		} else if (!t && has) {
 			char msg[1200];

@@ -226,6 +226,8 @@ wait $SERVE_PID && pass "the server stopped cleanly" || fail "the server's exit"
 
 # errors: one line, exit 2 (usage) or 1
 expect_exit 2 "--dimensions 0" $QWENCHAT embed -m "$EMB" --dimensions 0 x
+expect_exit 2 "--backend cuda" $QWENCHAT embed -m "$EMB" --backend cuda x
+expect_err_has "embeddings run on the CPU engine" "it says where embeddings run"
 expect_exit 1 "--dimensions above hidden_size" $QWENCHAT embed -m "$EMB" --dimensions 49 x
 expect_err_has "more than the model's 48 (hidden_size)" "it says the limit"
 expect_exit 1 "nothing on stdin" sh -c "$QWENCHAT embed -m '$EMB' </dev/null"
@@ -234,6 +236,13 @@ expect_exit 1 "--ctx shorter than a text" $QWENCHAT embed -m "$EMB" --ctx 2 "$T2
 expect_err_has "input 1:" "it names the input"
 expect_exit 1 "a text longer than --ctx" sh -c \
 	"$PY -c 'print(\"a \" * 300)' | $QWENCHAT embed -m '$CAUSAL' --ctx 16"
+# info says the pooling (text and JSON), from the directory and its GGUF
+$QWENCHAT info -m "$EMB" | grep -q '^pooling       last (an embedding model' &&
+	pass "info: the pooling line" || fail "info: no pooling line"
+[ "$($QWENCHAT info -m "$TMP/emb.gguf" --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["pooling"])')" = last ] &&
+	[ "$($QWENCHAT info -m "$CAUSAL" --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["pooling"])')" = None ] &&
+	pass "info --json: pooling last, and null for a chat model" || fail "info --json: pooling"
+
 # a pooling other than the last token's is refused, from the directory and from the
 # GGUF that quantize writes of it (qwen3.pooling_type, llama.cpp's key)
 grep -q 'qwen3.pooling_type' "$TMP/emb.gguf" && pass "quantize writes qwen3.pooling_type" ||
