@@ -250,14 +250,20 @@ static const struct model_names st_bare_names = {
 };
 
 /* The causal LM's names, or the bare model's where its embedding is there and the
- * causal LM's is not. */
+ * causal LM's is not. The bare model has no output layer even where config.json
+ * says tie_word_embeddings false (Qwen3-Embedding-8B's, from Qwen3-8B's config): it
+ * is read as tied, the embedding standing in for the layer an embedding model never
+ * uses (transformers would make a random one). */
 static const struct model_names *names_of(struct eng_model *m)
 {
 	int fi, ti;
-	if (locate(m, st_names.embed, &fi, &ti) < 0 &&
-	    locate(m, st_bare_names.embed, &fi, &ti) == 0)
-		return &st_bare_names;
-	return &st_names;
+	if (locate(m, st_names.embed, &fi, &ti) == 0 ||
+	    locate(m, st_bare_names.embed, &fi, &ti) < 0)
+		return &st_names;
+	if (!m->cfg.tie_word_embeddings && locate(m, st_bare_names.lm_head, &fi, &ti) < 0)
+		m->cfg.tie_word_embeddings = true;
+	err_clear();
+	return &st_bare_names;
 }
 
 static int bind_layer(struct eng_model *m, const struct model_names *names, model_bind_fn bind,

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "src/base/err.h"
 #include "src/base/strbuf.h"
+#include "src/base/utf8.h"
 #include "src/cli/cli.h"
 #include "src/cli/commands.h"
 #include "src/cli/env.h"
@@ -64,7 +65,7 @@ static int embed_opt(void *user, int key, const char *arg)
 	struct embed_args *a = user;
 	switch (key) {
 	case OPT_INSTRUCT: a->instruct = arg; return 0;
-	case OPT_DIMENSIONS: return cli_parse_long("--dimensions", arg, 1, 1 << 20, &a->dimensions);
+	case OPT_DIMENSIONS: return cli_parse_long("dimensions", arg, 1, 1 << 20, &a->dimensions);
 	case OPT_NO_NORMALIZE: a->raw = true; return 0;
 	case OPT_JSON: a->json = true; return 0;
 	}
@@ -156,9 +157,12 @@ static int print_json(const float *vecs, int n, int d, const char *model, long t
 		json_array_append_new(data, json_pack("{s:s, s:i, s:o}", "object", "embedding",
 						      "index", k, "embedding", v));
 	}
-	json_t *o = json_pack("{s:s, s:o, s:s, s:{s:I, s:I}}", "object", "list", "data", data,
-			      "model", model, "usage", "prompt_tokens", (json_int_t)tokens,
-			      "total_tokens", (json_int_t)tokens);
+	size_t len = 0;
+	char *name = utf8_dup_replaced(model, strlen(model), &len); /* a path may be any bytes */
+	json_t *o = json_pack("{s:s, s:o, s:s%, s:{s:I, s:I}}", "object", "list", "data", data,
+			      "model", name ? name : "", len, "usage", "prompt_tokens",
+			      (json_int_t)tokens, "total_tokens", (json_int_t)tokens);
+	free(name);
 	int rc = o && json_dumpf(o, stdout, JSON_COMPACT | JSON_REAL_PRECISION(9)) == 0 ? 0 : -1;
 	putchar('\n');
 	json_decref(o);

@@ -252,6 +252,8 @@ static int open_model(const struct serve_args *a, const struct eng_options *eo, 
 		cli_error("warning: %s", warning);
 	m->vocab = eng_model_config(*em)->vocab_size;
 	m->hidden = eng_model_config(*em)->hidden_size;
+	m->embed_ok = !strcmp(eng_backend_name(m->eng), "cpu");
+	m->cancel = cancel;
 	if (!(m->scores = scores_new()))
 		return -1;
 	m->processed_logprobs = a->processed_logprobs;

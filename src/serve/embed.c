@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <nettle/base64.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@ struct oai_request *embed_parse(const char *body, size_t len, struct oai_error *
 	json_t *user = json_object_get(root, "user");
 	json_int_t dims = 0, cut = 0;
 	bool special = true, normalize = true;
-	int rc = oai_parse_prompts(r, root, "input", e);
+	int rc = oai_parse_prompts(r, root, "input", true, e);
 	if (!rc && fmt && !json_is_null(fmt) && !json_is_string(fmt))
 		rc = oai_bad(e, "encoding_format", "expected \"float\" or \"base64\"");
 	else if (!rc && json_is_string(fmt) && strcmp(json_string_value(fmt), "float") &&
@@ -114,12 +115,62 @@ static void put_entry(struct strbuf *b, const struct oai_request *r, size_t i, c
 	sb_puts(b, "}");
 }
 
+/* The response's end: the model's name and the usage. */
+static void put_tail(struct strbuf *b, const struct gen_model *m, int tokens)
+{
+	sb_puts(b, "],\"model\":");
+	json_t *name = json_string(m->name ? m->name : "");
+	char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+	json_decref(name);
+	sb_puts(b, quoted ? quoted : "\"\"");
+	free(quoted);
+	sb_printf(b, ",\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d}}", tokens, tokens);
+}
+
+/* Every input's vector into b, after each input's ids were checked and the 200 told
+ * (a client that hangs up is then seen at once, as for a completion). The HTTP status,
+ * or 0 when cancelled. */
+static int run_inputs(const struct gen_model *m, const struct oai_request *r,
+		      const struct gen_output *out, int32_t **ids, const size_t *n, int d,
+		      struct strbuf *b)
+{
+	float *v = malloc((size_t)d * sizeof *v);
+	if (!v)
+		return gen_fail(out, false, 500, "out of memory", NULL, NULL);
+	out->start(out->user, 200);
+	int status = 0;
+	for (size_t i = 0; i < r->n_prompts && !status; i++) {
+		if (m->cancel && atomic_load(m->cancel)) { /* one-token inputs run whole */
+			status = -1;
+			break;
+		}
+		/* the cache is the session's: emptied before, and after, so that it holds
+		 * what the session says it does */
+		sess_reset(m->sess);
+		int rc = eng_embed(m->eng, ids[i], (int)n[i], d, !r->raw, v);
+		sess_reset(m->sess);
+		if (rc == ENG_CANCELLED)
+			status = -1;
+		else if (rc)
+			status = gen_fail(out, true, 500, err_msg(), r->prompts[i].name, NULL);
+		else
+			put_entry(b, r, i, v, d);
+	}
+	free(v);
+	return status;
+}
+
 int embed_run(const struct gen_model *m, const struct oai_request *r, const struct gen_output *out,
 	      struct completion_usage *usage)
 {
 	memset(usage, 0, sizeof *usage);
 	if (m->embed_refusal)
 		return gen_fail(out, false, 400, m->embed_refusal, NULL, NULL);
+	if (!m->embed_ok)
+		return gen_fail(out, false, 400,
+				"the cuda backend does not give embeddings: start the server "
+				"with --backend cpu",
+				NULL, NULL);
 	int hidden = m->hidden;
 	int d = r->dimensions ? r->dimensions : hidden;
 	char msg[200];
@@ -128,51 +179,31 @@ int embed_run(const struct gen_model *m, const struct oai_request *r, const stru
 			 hidden);
 		return gen_fail(out, false, 400, msg, "dimensions", NULL);
 	}
-	float *v = malloc((size_t)d * sizeof *v);
-	struct strbuf b = {0};
-	if (!v)
-		return gen_fail(out, false, 500, "out of memory", NULL, NULL);
-	sb_puts(&b, "{\"object\":\"list\",\"data\":[");
-	int status = 0;
+	int32_t **ids = calloc(r->n_prompts, sizeof *ids);
+	size_t *n = calloc(r->n_prompts, sizeof *n);
+	int status = ids && n ? 0 : gen_fail(out, false, 500, "out of memory", NULL, NULL);
 	for (size_t i = 0; i < r->n_prompts && !status; i++) {
-		int32_t *ids = NULL;
-		size_t n = 0;
-		if ((status = input_ids(m, r, i, out, &ids, &n))) {
-			free(ids);
-			break;
-		}
-		/* the cache is the session's: emptied before, and after, so that it holds
-		 * what the session says it does */
-		sess_reset(m->sess);
-		int rc = eng_embed(m->eng, ids, (int)n, d, !r->raw, v);
-		sess_reset(m->sess);
-		free(ids);
-		if (rc == ENG_CANCELLED) {
-			status = -1;
-			break;
-		}
-		if (rc)
-			status = gen_fail(out, false, 400, err_msg(), r->prompts[i].name, NULL);
-		else
-			put_entry(&b, r, i, v, d);
-		usage->prompt += (int)n;
+		status = input_ids(m, r, i, out, &ids[i], &n[i]);
+		if (!status && !n[i])
+			status = gen_fail(out, false, 400,
+					  "an empty text, and the tokenizer adds no token to it",
+					  r->prompts[i].name, NULL);
+		usage->prompt += (int)n[i];
 	}
-	free(v);
+	struct strbuf b = {0};
+	sb_puts(&b, "{\"object\":\"list\",\"data\":[");
+	if (!status)
+		status = run_inputs(m, r, out, ids, n, d, &b);
 	if (!status) {
-		sb_puts(&b, "],\"model\":");
-		json_t *name = json_string(m->name ? m->name : "");
-		char *quoted = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
-		json_decref(name);
-		sb_puts(&b, quoted ? quoted : "\"\"");
-		free(quoted);
-		sb_printf(&b, ",\"usage\":{\"prompt_tokens\":%d,\"total_tokens\":%d}}",
-			  usage->prompt, usage->prompt);
-		status = b.oom ? gen_fail(out, false, 500, "out of memory", NULL, NULL) : 200;
-		if (status == 200) {
-			out->start(out->user, 200);
+		put_tail(&b, m, usage->prompt);
+		status = b.oom ? gen_fail(out, true, 500, "out of memory", NULL, NULL) : 200;
+		if (status == 200)
 			out->write(out->user, b.p, b.n);
-		}
 	}
+	for (size_t i = 0; ids && i < r->n_prompts; i++)
+		free(ids[i]);
+	free(ids);
+	free(n);
 	free(b.p);
 	return status < 0 ? 0 : status;
 }

@@ -7,6 +7,7 @@
 #ifndef QWENCHAT_GENERATE_H
 #define QWENCHAT_GENERATE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "engine/engine.h"
@@ -33,6 +34,8 @@ struct gen_model {
 	int hidden;                /* its hidden_size (an embedding's values) */
 	char *embed_refusal;       /* why /v1/embeddings is refused (a pooling not computed
 				    * here), or NULL */
+	bool embed_ok;             /* the backend gives hidden states (the CPU's) */
+	const atomic_int *cancel;  /* the worker's: set when the client went away */
 	struct scores *scores;     /* the prompt a text completion scored last */
 	bool processed_logprobs;   /* a generated token's logprobs: of the distribution it
 				    * was drawn from, not the model's own (vLLM's modes) */

@@ -67,6 +67,7 @@ static const char *const known_members[] = {
 	"structured_outputs",
 	"chat_template_kwargs",
 	"prompt",
+	"input",
 	"echo",
 	"suffix",
 	"best_of",
@@ -636,7 +637,8 @@ static int get_ids(json_t *v, const char *at, struct oai_prompt *p, struct oai_e
 	return 0;
 }
 
-int oai_parse_prompts(struct oai_request *r, json_t *root, const char *key, struct oai_error *e)
+int oai_parse_prompts(struct oai_request *r, json_t *root, const char *key, bool empty_ok,
+		      struct oai_error *e)
 {
 	static const char forms[] = "expected a string, an array of strings, an array of token "
 				    "ids or an array of arrays of token ids";
@@ -668,7 +670,7 @@ int oai_parse_prompts(struct oai_request *r, json_t *root, const char *key, stru
 				return -1;
 			continue;
 		}
-		if (json_string_length(v) == 0)
+		if (json_string_length(v) == 0 && !empty_ok)
 			return oai_bad(e, at, "empty (a prompt needs at least one token)");
 		q->len = json_string_length(v);
 		if (!(q->text = malloc(q->len + 1)))
@@ -736,7 +738,7 @@ static struct oai_request *parse(const char *body, size_t len, enum oai_kind kin
 	if (refuse_unsupported(root, kind == OAI_TEXT, e) ||
 	    (kind == OAI_CHAT ? parse_messages(r, root, e) || parse_tools(r, root, e) ||
 					oai_parse_continue(r, root, false, e)
-			      : oai_parse_prompts(r, root, "prompt", e)) ||
+			      : oai_parse_prompts(r, root, "prompt", false, e)) ||
 	    parse_sampling(r, root, e) ||
 	    (kind == OAI_CHAT ? parse_output(r, root, e) : parse_text_output(r, root, e)) ||
 	    oai_parse_ends(r, root, e))

@@ -173,9 +173,10 @@ int oai_force_tool(struct oai_request *r, struct json_t *tools, struct json_t *c
 int oai_parse_format(struct oai_request *r, struct json_t *root, struct oai_error *e);
 
 /* Member key of root as prompts into r->prompts: a string, strings, token ids, or
- * arrays of token ids, none empty; each named key or key[i] in errors. -1 with
+ * arrays of token ids, none empty (an empty string allowed where empty_ok: the
+ * tokenizer may add tokens to it); each named key or key[i] in errors. -1 with
  * oai_bad on a bad one. */
-int oai_parse_prompts(struct oai_request *r, struct json_t *root, const char *key,
+int oai_parse_prompts(struct oai_request *r, struct json_t *root, const char *key, bool empty_ok,
 		      struct oai_error *e);
 
 /* Parses and checks a request body (len bytes, no NUL needed). NULL with err_set

@@ -103,6 +103,16 @@ $QWENCHAT embed -m "$TMP/emb.gguf" --exact "$T1" "$T2" "$T3" >"$TMP/o" 2>"$TMP/e
 	fail "embed a GGUF: $(cat "$TMP/err")"
 close "a GGUF written by quantize: the same vectors" "$TMP/o" "$TMP/ref3.json" 1e-5
 
+# a bare checkpoint of an untied model has no lm_head (Qwen3-Embedding-8B's layout):
+# it loads, read as tied
+chat_model "$TMP/untied" --vocab-size 151936 --hidden-size 48 --intermediate-size 96 \
+	--layers 2 --heads 6 --kv-heads 2 --head-dim 16 --std 0.3 --dtype f32 --seed 12 --no-tie
+"$PY" "$REF" convert "$TMP/untied" "$TMP/untied-emb" || fail "convert (untied)"
+"$PY" "$REF" embed "$TMP/untied-emb" "$TMP/ids3.json" >"$TMP/ref.json"
+$QWENCHAT embed -m "$TMP/untied-emb" --exact "$T1" "$T2" "$T3" >"$TMP/o" 2>"$TMP/err" ||
+	fail "embed an untied bare checkpoint: $(cat "$TMP/err")"
+close "an untied bare checkpoint without lm_head" "$TMP/o" "$TMP/ref.json" 1e-5
+
 # a chat model's tokenizer appends nothing: the text's own last token
 "$PY" - "$CAUSAL" "$EMB" "$TMP/ids3.json" >"$TMP/ref.json" <<'EOF'
 import json, os, sys
@@ -164,7 +174,7 @@ st, o = post("/v1/embeddings", {"input": texts[1], "truncate_prompt_tokens": 2})
 assert st == 200 and o["usage"]["prompt_tokens"] == 2, o
 for body, param in (({"input": texts[0], "dimensions": 49}, "dimensions"),
                     ({"input": texts[0], "dimensions": 0}, "dimensions"),
-                    ({"input": ""}, "input"), ({"input": [[1, -2]]}, "input[0][1]"),
+                    ({"input": []}, "input"), ({"input": [[1, -2]]}, "input[0][1]"),
                     ({"input": [[151936]]}, "input[0][0]"), ({}, "input"),
                     ({"input": "a", "encoding_format": "int8"}, "encoding_format"),
                     ({"input": "a " * 200}, "input")):
@@ -180,6 +190,14 @@ st, o = post("/tokenize", {"messages": chat["messages"]})
 assert st == 200 and o["tokens"][-1] != eot, o
 st, o2 = post("/tokenize", {"messages": chat["messages"], "add_special_tokens": True})
 assert st == 200 and o2["tokens"] == o["tokens"] + [eot], o2
+# a body past 64 KiB of input (a RAG batch), and an empty text (the appended token)
+st, o = post("/v1/embeddings", {"input": ["word " * 20] * 700})
+assert st == 200 and len(o["data"]) == 700, (st, str(o)[:300])
+st, o = post("/v1/embeddings", {"input": ["", texts[0]]})
+assert st == 200 and o["usage"]["prompt_tokens"] == 1 + len(ids[0]) + 1, o
+near(o["data"][1]["embedding"], ref[0])
+st, o = post("/v1/embeddings", {"input": "", "add_special_tokens": False})
+assert st == 400 and o["error"]["param"] == "input", o
 st, after = post("/v1/chat/completions", chat)
 assert st == 200 and after["choices"][0]["message"] == before["choices"][0]["message"], (before, after)
 print("ok")
@@ -226,6 +244,7 @@ wait $SERVE_PID && pass "the server stopped cleanly" || fail "the server's exit"
 
 # errors: one line, exit 2 (usage) or 1
 expect_exit 2 "--dimensions 0" $QWENCHAT embed -m "$EMB" --dimensions 0 x
+expect_err_has "qwenchat: --dimensions:" "it names the option once"
 expect_exit 2 "--backend cuda" $QWENCHAT embed -m "$EMB" --backend cuda x
 expect_err_has "embeddings run on the CPU engine" "it says where embeddings run"
 expect_exit 1 "--dimensions above hidden_size" $QWENCHAT embed -m "$EMB" --dimensions 49 x
