@@ -260,13 +260,15 @@ int eng_embed(struct eng *e, const int32_t *ids, int n, int dims, bool normalize
 	if (!h)
 		return err_set("out of memory");
 	int rc = eng_hidden(e, ids, n, 0, h);
-	double ss = 0;
-	for (int i = 0; i < dims; i++)
-		ss += (double)h[i] * h[i];
-	/* as torch.nn.functional.normalize: the norm taken as at least 1e-12 */
-	double scale = normalize ? 1.0 / fmax(sqrt(ss), 1e-12) : 1.0;
-	for (int i = 0; !rc && i < dims; i++)
-		out[i] = (float)(h[i] * scale);
+	if (rc == 0) {
+		double ss = 0;
+		for (int i = 0; i < dims; i++)
+			ss += (double)h[i] * h[i];
+		/* as torch.nn.functional.normalize: the norm taken as at least 1e-12 */
+		double scale = normalize ? 1.0 / fmax(sqrt(ss), 1e-12) : 1.0;
+		for (int i = 0; i < dims; i++)
+			out[i] = (float)(h[i] * scale);
+	}
 	free(h);
 	return rc;
 }

@@ -239,8 +239,8 @@ static const struct model_names st_names = {
 };
 
 /* Qwen3-Embedding's checkpoints are the bare Qwen3Model (transformers' AutoModel),
- * saved without the "model." of the causal LM around it, and tied: the same names
- * with that prefix off. */
+ * saved without the "model." of the causal LM around it and without its lm_head: the
+ * same names with that prefix off. */
 static const struct model_names st_bare_names = {
 	.embed = "embed_tokens.weight",
 	.final_norm = "norm.weight",

@@ -38,7 +38,7 @@ static int mode_of(json_t *c, const char *file, enum loader_pooling *out)
 		{"pooling_mode_weightedmean_tokens", "weightedmean", LOADER_POOL_OTHER},
 	};
 	const char *s = json_string_value(json_object_get(c, "pooling_mode"));
-	int found = 0;
+	int found = 0; /* the modes said, each once (by its flag, its name or both) */
 	for (size_t k = 0; k < sizeof modes / sizeof *modes; k++)
 		if (json_is_true(json_object_get(c, modes[k].key)) ||
 		    (s && !strcmp(s, modes[k].mode))) {
