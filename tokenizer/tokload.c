@@ -471,7 +471,15 @@ static int read_section(struct tok *t, struct jscan *j, const char *key)
 				     j->file, json_is_null(v) ? "null" : type_of(v));
 	} else if (!strcmp(key, "post_processor")) {
 		rc = tok_parse_ends(v, j->file, &t->ends);
-	} else if (!strcmp(key, "truncation") || !strcmp(key, "padding")) {
+	} else if (!strcmp(key, "padding")) {
+		/* padding to the longest of a batch leaves one text as it is, and every encode
+		 * here is of one text (transformers sets padding per call anyway) */
+		if (!json_is_null(v) &&
+		    !json_is_string(json_object_get(v, "strategy")) /* "BatchLongest" */)
+			rc = err_set("%s: padding: only null or the BatchLongest strategy (a "
+				     "fixed length would pad every text)",
+				     j->file);
+	} else if (!strcmp(key, "truncation")) {
 		if (!json_is_null(v))
 			rc = err_set("%s: %s: must be null (not supported)", j->file, key);
 	}

@@ -248,6 +248,13 @@ static void test_malformed(void **state)
 		{"\"id\":258", "\"id\":97", "id 97 is the vocabulary's token for other text"},
 		{"\"special\":true", "\"special\":1", "added_tokens[0]"},
 		{"\"truncation\":null", "\"truncation\":{\"max_length\":5}", "truncation"},
+		{"\"padding\":null",
+		 "\"padding\":{\"strategy\":{\"Fixed\":8},\"direction\":\"Right\",\"pad_id\":0}",
+		 "padding: only null or the BatchLongest strategy"},
+		{"\"padding\":null",
+		 "\"padding\":{\"strategy\":\"BatchLongest\",\"direction\":\"Left\",\"pad_id\":258,"
+		 "\"pad_type_id\":0,\"pad_token\":\"<|e|>\"}",
+		 NULL}, /* valid: one text is never padded */
 		{"\"post_processor\":null", "\"post_processor\":{\"type\":\"BertProcessing\"}",
 		 "post_processor"},
 		{"\"post_processor\":null",
