@@ -12,13 +12,12 @@
 #
 # The requests are the ones benchmarks/score-serve.py sends (score_requests.py).
 # Prints the seconds and the prompt tokens per second.
-import argparse, json, math, os, sys, time
+import argparse, json, time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "cli"))
-import ppl_reference as pr  # noqa: E402  (reads safetensors into float64 numpy)
-from score_requests import requests  # noqa: E402
+from qwen3_torch import Qwen3  # beside this script
+from score_requests import requests
 
 ap = argparse.ArgumentParser()
 ap.add_argument("model")
@@ -27,51 +26,11 @@ for name, default in [("threads", 2), ("contexts", 8), ("ctx", 96), ("cont", 16)
 a = ap.parse_args()
 torch.set_num_threads(a.threads)
 
-cfg, w64 = pr.load(a.model)
-w = {k: torch.from_numpy(v).float() for k, v in w64.items()}
-del w64
-H, KVH = cfg["num_attention_heads"], cfg["num_key_value_heads"]
-hd = cfg.get("head_dim") or cfg["hidden_size"] // H
-eps = cfg["rms_norm_eps"]
-head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
-inv_freq = 1.0 / (cfg.get("rope_theta", 1e6) ** (torch.arange(0, hd, 2).float() / hd))
+m = Qwen3(a.model)
 
 
-def norm(x, g):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g
-
-
-def rot(x, cos, sin):
-    x1, x2 = x[..., : hd // 2], x[..., hd // 2:]
-    return x * cos + torch.cat([-x2, x1], -1) * sin
-
-
-@torch.no_grad()
 def logprobs(ids):
-    n = len(ids)
-    f = torch.outer(torch.arange(n).float(), inv_freq)
-    emb = torch.cat([f, f], -1)
-    cos, sin = emb.cos()[:, None, :], emb.sin()[:, None, :]
-    mask = torch.full((n, n), float("-inf")).triu(1)
-    x = w["model.embed_tokens.weight"][torch.tensor(ids)]
-    for l in range(cfg["num_hidden_layers"]):
-        p = "model.layers.%d." % l
-        h = norm(x, w[p + "input_layernorm.weight"])
-        q = (h @ w[p + "self_attn.q_proj.weight"].T).view(n, H, hd)
-        k = (h @ w[p + "self_attn.k_proj.weight"].T).view(n, KVH, hd)
-        v = (h @ w[p + "self_attn.v_proj.weight"].T).view(n, KVH, hd)
-        q = rot(norm(q, w[p + "self_attn.q_norm.weight"]), cos, sin)
-        k = rot(norm(k, w[p + "self_attn.k_norm.weight"]), cos, sin)
-        k = k.repeat_interleave(H // KVH, 1)
-        v = v.repeat_interleave(H // KVH, 1)
-        s = torch.einsum("qhd,khd->hqk", q, k) / math.sqrt(hd) + mask
-        att = torch.einsum("hqk,khd->qhd", s.softmax(-1), v).reshape(n, H * hd)
-        x = x + att @ w[p + "self_attn.o_proj.weight"].T
-        h = norm(x, w[p + "post_attention_layernorm.weight"])
-        g = h @ w[p + "mlp.gate_proj.weight"].T
-        x = x + (torch.nn.functional.silu(g) * (h @ w[p + "mlp.up_proj.weight"].T)) @ \
-            w[p + "mlp.down_proj.weight"].T
-    return torch.log_softmax(norm(x, w["model.norm.weight"]) @ head.T, -1)
+    return torch.log_softmax(m.hidden(ids) @ m.head.T, -1)
 
 
 reqs = requests(a.contexts, a.ctx, a.cont, a.choices)
