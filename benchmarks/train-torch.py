@@ -8,7 +8,7 @@
 #   /usr/bin/python3 benchmarks/train-torch.py [--threads 2] [--layers 4] [--hidden 256]
 #       [--heads 4] [--kv-heads 2] [--head-dim 64] [--inter 768] [--vocab 8192]
 #       [--rope-theta 1e6] [--batch 8] [--ctx 256] [--steps 8] [--device cpu|cuda]
-#       [--dtype f32|bf16] [--sdpa]
+#       [--dtype f32|bf16] [--sdpa] [--lora R]
 #       [--data TRAIN.u32 --val VAL.u32 --lr X --min-lr X --warmup N --eval-every N]
 #
 # Without --data: random tokens, tokens/s of each step and the best. With --data: the
@@ -16,7 +16,9 @@
 # caches in DIR/train-state/): step s, row b reads the window at ((s B + b) T), wrapping;
 # lr warm-up then cosine to --min-lr at the last step; the held-out loss is the mean over
 # the validation stream cut in consecutive windows of T, printed every --eval-every
-# steps and at the end.
+# steps and at the end. --lora R freezes the model and trains rank-R adapters of every
+# linear layer of the blocks (alpha R), as PEFT's LoraConfig(target_modules=
+# "all-linear") wraps them.
 import argparse, math, time
 
 import torch
@@ -40,6 +42,7 @@ ap.add_argument("--eval-every", type=int, default=100)
 # PyTorch 2's own fast path: scaled_dot_product_attention (flash attention on a GPU)
 # and the fused AdamW, what a PyTorch 2 user on a GPU writes
 ap.add_argument("--sdpa", action="store_true")
+ap.add_argument("--lora", type=int, default=0)
 a = ap.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
@@ -58,6 +61,20 @@ class RMSNorm(nn.Module):
 def rope(x, cos, sin):
     h = x.shape[-1] // 2
     return x * cos + torch.cat((-x[..., h:], x[..., :h]), -1) * sin
+
+
+class LoraLinear(nn.Module):
+    """PEFT's lora.Linear: the frozen base layer plus (x A^T) B^T alpha / r."""
+
+    def __init__(self, base, r):
+        super().__init__()
+        self.base, self.scale = base, 1.0  # alpha = r
+        self.A = nn.Parameter(torch.empty(r, base.in_features))
+        self.B = nn.Parameter(torch.zeros(base.out_features, r))
+        nn.init.kaiming_uniform_(self.A, a=math.sqrt(5))
+
+    def forward(self, x):
+        return self.base(x) + (x @ self.A.t()) @ self.B.t() * self.scale
 
 
 class Block(nn.Module):
@@ -112,12 +129,20 @@ class Model(nn.Module):
 
 
 dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
-model = Model().to(dev)
+model = Model()
+if a.lora:
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for b in model.blocks:
+        for name in ("q", "k", "v", "o", "gate", "up", "down"):
+            setattr(b, name, LoraLinear(getattr(b, name), a.lora))
+model = model.to(dev)
+trained = [p for p in model.parameters() if p.requires_grad]
 inv = 1.0 / (a.rope_theta ** (torch.arange(0, a.head_dim, 2, device=dev).float() / a.head_dim))
 ang = torch.arange(a.ctx, device=dev).float()[:, None] * inv[None]
 cos, sin = torch.cat((ang, ang), -1).cos(), torch.cat((ang, ang), -1).sin()
 mask = torch.full((a.ctx, a.ctx), float("-inf"), device=dev).triu(1)
-opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.1,
+opt = torch.optim.AdamW(trained, lr=a.lr, betas=(0.9, 0.95), weight_decay=0.1,
                         **({"fused": True} if a.sdpa else {}))
 
 
@@ -165,7 +190,7 @@ if a.data:
         loss = loss_of(torch.stack(rows))
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(trained, 1.0)
         opt.step()
         if (step + 1) % a.eval_every == 0 or step + 1 == a.steps:
             print("step %d loss %.4f val_loss %.4f (%.0f s)" % (step + 1, loss.item(), evaluate(),
@@ -179,7 +204,7 @@ for step in range(a.steps):
     loss = loss_of(data)
     opt.zero_grad(set_to_none=True)
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    torch.nn.utils.clip_grad_norm_(trained, 1.0)
     opt.step()
     if a.device == "cuda":
         torch.cuda.synchronize()

@@ -76,7 +76,7 @@ void eng_cpu_set_cancel(void *st, const atomic_int *cancel);
  * engine loads at run time (engine/cuda_load.c) only when it is asked for or a driver
  * is present: the program links no CUDA library. The module calls back into the
  * program only through this table, which the program fills; the module checks abi. */
-enum { ENG_CUDA_ABI = 4 };
+enum { ENG_CUDA_ABI = 5 };
 
 struct eng_host {
 	int abi;                                  /* ENG_CUDA_ABI */

@@ -54,58 +54,131 @@ static int count_params(const struct eng_config *c)
 	return 2 + c->num_layers * TR_PER_LAYER + (c->tie_word_embeddings ? 0 : 1);
 }
 
+static int count_targets(unsigned targets)
+{
+	int n = 0;
+	for (int k = 0; k < ENG_LORA_TARGETS; k++)
+		n += (int)(targets >> k & 1);
+	return n;
+}
+
+const char *eng_lora_target_name(enum eng_lora_target t)
+{
+	static const char *const names[ENG_LORA_TARGETS] = {
+		"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+	return (unsigned)t < ENG_LORA_TARGETS ? names[t] : "?";
+}
+
+/* An adapter's name: PEFT's, from the name of the matrix it adapts. */
+#define NAME_MAX_LEN 96
+
+/* LoRA's adapters after the model's tensors: per layer and target, A (rank, in) then
+ * B (out, rank); the model's own tensors frozen. */
+static void make_adapters(struct eng_trainer *t)
+{
+	int r = t->o.lora_rank, i = t->nbase;
+	for (int p = 0; p < t->nbase; p++)
+		t->params[p].frozen = true;
+	for (int l = 0; l < t->c.num_layers; l++)
+		for (int k = 0; k < ENG_LORA_TARGETS; k++) {
+			if (!(t->o.lora_targets >> k & 1))
+				continue;
+			int base = train_index(l, train_lora_role((enum eng_lora_target)k));
+			const struct eng_param *W = &t->params[base];
+			t->lora_a[base - 1] = i; /* as params[1, train_final) by layer and role */
+			for (int ab = 0; ab < 2; ab++, i++) {
+				struct eng_param *p = &t->params[i];
+				char *name = t->names + (size_t)i * NAME_MAX_LEN;
+				int cut = (int)strlen(W->name) - (int)strlen(".weight");
+				snprintf(name, NAME_MAX_LEN, "base_model.model.%.*s.lora_%c.weight",
+					 cut, W->name, ab ? 'B' : 'A');
+				p->name = name;
+				p->ndim = 2;
+				p->shape[0] = ab ? W->shape[0] : r;
+				p->shape[1] = ab ? r : W->shape[1];
+				p->n = p->shape[0] * p->shape[1];
+				p->decay = true;
+				p->adapts = base;
+				p->lora_b = ab == 1;
+				t->total += (size_t)p->n;
+				t->trained += (size_t)p->n;
+			}
+		}
+}
+
 /* Names and shapes of every parameter (no arrays yet). */
 static int make_params(struct eng_trainer *t)
 {
 	const struct eng_config *c = &t->c;
-	t->nparams = count_params(c);
+	bool lora = t->o.lora_rank > 0;
+	t->nbase = count_params(c);
+	t->nparams = t->nbase + (lora ? 2 * c->num_layers * count_targets(t->o.lora_targets) : 0);
 	t->params = calloc((size_t)t->nparams, sizeof *t->params);
-	t->names = calloc((size_t)t->nparams, 64);
-	if (!t->params || !t->names)
+	t->names = calloc((size_t)t->nparams, NAME_MAX_LEN);
+	if (lora)
+		t->lora_a = malloc((size_t)c->num_layers * TR_PER_LAYER * sizeof *t->lora_a);
+	if (!t->params || !t->names || (lora && !t->lora_a))
 		return err_set("training: out of memory");
-	for (int i = 0; i < t->nparams; i++) {
+	for (int i = 0; i < t->nbase; i++) {
 		struct eng_param *p = &t->params[i];
-		char *name = t->names + (size_t)i * 64;
+		char *name = t->names + (size_t)i * NAME_MAX_LEN;
 		p->name = name;
 		p->ndim = 2;
+		p->adapts = -1;
 		if (i == 0) {
-			snprintf(name, 64, "model.embed_tokens.weight");
+			snprintf(name, NAME_MAX_LEN, "model.embed_tokens.weight");
 			p->shape[0] = c->vocab_size, p->shape[1] = c->hidden_size;
 		} else if (i < train_final(t)) {
 			int l = (i - 1) / TR_PER_LAYER, r = (i - 1) % TR_PER_LAYER;
-			snprintf(name, 64, "model.layers.%d.%s", l, layer_names[r]);
+			snprintf(name, NAME_MAX_LEN, "model.layers.%d.%s", l, layer_names[r]);
 			p->ndim = layer_shape(c, (enum train_role)r, p->shape);
 		} else if (i == train_final(t)) {
-			snprintf(name, 64, "model.norm.weight");
+			snprintf(name, NAME_MAX_LEN, "model.norm.weight");
 			p->shape[0] = c->hidden_size, p->shape[1] = 1, p->ndim = 1;
 		} else {
-			snprintf(name, 64, "lm_head.weight");
+			snprintf(name, NAME_MAX_LEN, "lm_head.weight");
 			p->shape[0] = c->vocab_size, p->shape[1] = c->hidden_size;
 		}
 		p->n = p->shape[0] * p->shape[1];
 		p->decay = p->ndim == 2;
 		t->total += (size_t)p->n;
+		t->trained += (size_t)p->n;
 	}
+	if (!lora)
+		return 0;
+	t->trained = 0;
+	t->lora_scale = (float)(t->o.lora_alpha / t->o.lora_rank);
+	for (int k = 0; k < c->num_layers * TR_PER_LAYER; k++)
+		t->lora_a[k] = -1;
+	make_adapters(t);
 	return 0;
 }
 
-/* The four host arrays of every parameter, in one zeroed allocation. */
+/* The host arrays in one zeroed allocation: every parameter's weights, then the
+ * gradients, first and second moments of the trained ones (in this order, each
+ * array of them contiguous, as the GPU backend's device copy is). */
 static int alloc_host(struct eng_trainer *t)
 {
-	t->host = t->total <= SIZE_MAX / 16 ? huge_zalloc(4 * t->total * sizeof(float)) : NULL;
+	t->host_floats = t->total + 3 * t->trained;
+	t->host = t->total <= SIZE_MAX / 16 ? huge_zalloc(t->host_floats * sizeof(float)) : NULL;
 	char size[16];
 	if (!t->host)
-		return err_set("training: cannot allocate %s for the weights, gradients and "
-			       "moments",
-			       units_ibytes(4.0 * t->total * sizeof(float), size, sizeof size));
-	size_t off = 0;
+		return err_set(
+			"training: cannot allocate %s for the weights, gradients and "
+			"moments",
+			units_ibytes((double)t->host_floats * sizeof(float), size, sizeof size));
+	float *g = t->host + t->total;
+	size_t off = 0, toff = 0;
 	for (int i = 0; i < t->nparams; i++) {
 		struct eng_param *p = &t->params[i];
 		p->w = t->host + off;
-		p->g = t->host + t->total + off;
-		p->m = t->host + 2 * t->total + off;
-		p->v = t->host + 3 * t->total + off;
 		off += (size_t)p->n;
+		if (p->frozen)
+			continue;
+		p->g = g + toff;
+		p->m = g + t->trained + toff;
+		p->v = g + 2 * t->trained + toff;
+		toff += (size_t)p->n;
 	}
 	return 0;
 }
@@ -118,8 +191,12 @@ static int alloc_host(struct eng_trainer *t)
 static const struct train_ops *backend_ops(const struct eng_train_options *o,
 					   void (*notice)(const char *msg))
 {
-	if (o->backend == ENG_BACKEND_CPU)
+	if (o->backend == ENG_BACKEND_CPU || (o->lora_rank > 0 && o->backend == ENG_BACKEND_AUTO))
 		return train_cpu_ops();
+	if (o->lora_rank > 0) {
+		err_set("training: LoRA runs on the CPU backend only (--backend cpu)");
+		return NULL;
+	}
 	bool no_driver = false;
 	const struct train_ops *ops = eng_cuda_trainer(o->cuda_module, &no_driver);
 	if (ops || o->backend == ENG_BACKEND_CUDA)
@@ -143,7 +220,26 @@ static int check_options(const struct eng_config *c, const struct eng_train_opti
 			       (long long)o->batch * o->ctx);
 	if (c->head_dim % 2)
 		return err_set("training: head_dim %d is odd (RoPE needs pairs)", c->head_dim);
+	if (o->lora_rank < 0 || o->lora_rank > 4096)
+		return err_set("training: LoRA rank %d is not in 1 .. 4096", o->lora_rank);
+	if (o->lora_rank > 0 &&
+	    (!(o->lora_targets & ENG_LORA_ALL) || !(o->lora_alpha > 0 && o->lora_alpha < 1e6)))
+		return err_set("training: LoRA needs a target and an alpha in (0, 1e6)");
 	return 0;
+}
+
+/* Elements of LoRA's adapters: rank x (in + out) for each adapted matrix. */
+static int64_t lora_params(const struct eng_config *c, const struct eng_train_options *o)
+{
+	int64_t D = c->hidden_size, F = c->intermediate_size;
+	int64_t q = (int64_t)c->num_heads * c->head_dim,
+		kv = (int64_t)c->num_kv_heads * c->head_dim;
+	const int64_t sizes[ENG_LORA_TARGETS] = {D + q, D + kv, D + kv, q + D, D + F, D + F, F + D};
+	int64_t n = 0;
+	for (int k = 0; k < ENG_LORA_TARGETS; k++)
+		if (o->lora_targets >> k & 1)
+			n += sizes[k];
+	return n * o->lora_rank * c->num_layers;
 }
 
 int eng_train_plan(const struct eng_config *c, const struct eng_train_options *o,
@@ -155,9 +251,13 @@ int eng_train_plan(const struct eng_config *c, const struct eng_train_options *o
 	struct eng_param_counts pc;
 	eng_count_params(c, &pc);
 	p->params = pc.total;
-	p->weights = (size_t)pc.total * sizeof(float);
-	p->grads = p->weights;
-	p->moments = 2 * p->weights;
+	if (o->lora_rank > 0) {
+		p->frozen = pc.total;
+		p->params = lora_params(c, o);
+	}
+	p->weights = (size_t)(p->frozen + p->params) * sizeof(float);
+	p->grads = (size_t)p->params * sizeof(float);
+	p->moments = 2 * p->grads;
 	const struct train_ops *ops = backend_ops(o, NULL);
 	if (!ops || ops->plan(c, o, p))
 		return -1;
@@ -205,7 +305,8 @@ void eng_trainer_free(struct eng_trainer *t)
 		return;
 	if (t->st)
 		t->ops->free(t->st);
-	huge_free(t->host, 4 * t->total * sizeof(float));
+	huge_free(t->host, t->host_floats * sizeof(float));
+	free(t->lora_a);
 	free(t->pos);
 	free(t->params);
 	free(t->names);
@@ -272,20 +373,22 @@ static double normal(uint64_t *s)
  * and give the same values as one pass (one thread is slow at a 0.6B model's 596M). */
 #define INIT_CHUNK (1 << 20)
 
-int train_pieces(const struct eng_trainer *t, int64_t chunk)
+/* The pieces of the trained parameters, or of all of them. */
+static int pieces(const struct eng_trainer *t, int64_t chunk, bool all)
 {
 	int n = 0;
 	for (int i = 0; i < t->nparams; i++)
-		n += (int)((t->params[i].n + chunk - 1) / chunk);
+		if (all || !t->params[i].frozen)
+			n += (int)((t->params[i].n + chunk - 1) / chunk);
 	return n;
 }
 
-struct eng_param *train_piece(struct eng_trainer *t, int64_t chunk, int it, int64_t *k0,
-			      int64_t *k1)
+static struct eng_param *piece(struct eng_trainer *t, int64_t chunk, int it, int64_t *k0,
+			       int64_t *k1, bool all)
 {
 	for (int i = 0; i < t->nparams; i++) {
 		struct eng_param *p = &t->params[i];
-		int64_t n = (p->n + chunk - 1) / chunk;
+		int64_t n = p->frozen && !all ? 0 : (p->n + chunk - 1) / chunk;
 		if (it < n) {
 			*k0 = (int64_t)it * chunk;
 			*k1 = *k0 + chunk < p->n ? *k0 + chunk : p->n;
@@ -296,10 +399,22 @@ struct eng_param *train_piece(struct eng_trainer *t, int64_t chunk, int it, int6
 	return NULL;
 }
 
+int train_pieces(const struct eng_trainer *t, int64_t chunk)
+{
+	return pieces(t, chunk, false);
+}
+
+struct eng_param *train_piece(struct eng_trainer *t, int64_t chunk, int it, int64_t *k0,
+			      int64_t *k1)
+{
+	return piece(t, chunk, it, k0, k1, false);
+}
+
 struct init_task {
 	struct eng_trainer *t;
 	uint64_t seed;
 	double std;
+	bool all; /* every parameter, not only the trained ones */
 	int items;
 	atomic_int next;
 };
@@ -310,21 +425,32 @@ static void init_fn(void *arg, int tid, int nthreads)
 	struct init_task *a = arg;
 	for (int it; (it = cpu_claim(&a->next, a->items)) >= 0;) {
 		int64_t k0 = 0, k1 = 0;
-		struct eng_param *p = train_piece(a->t, INIT_CHUNK, it, &k0, &k1);
+		struct eng_param *p = piece(a->t, INIT_CHUNK, it, &k0, &k1, a->all);
 		uint64_t i = (uint64_t)(p - a->t->params); /* the tensor's stream */
 		uint64_t s = (a->seed ^ (0x5851f42d4c957f2dull * (i + 1))) +
 			     2 * (uint64_t)k0 * 0x9e3779b97f4a7c15ull;
+		/* LoRA's A: uniform in +-1/sqrt(in) from the stream's 53-bit values */
+		double bound = 1.0 / sqrt((double)p->shape[1]);
 		for (int64_t k = k0; k < k1; k++)
-			p->w[k] = p->ndim == 1 ? 1.0f : (float)(a->std * normal(&s));
-		memset(p->m + k0, 0, (size_t)(k1 - k0) * sizeof(float));
-		memset(p->v + k0, 0, (size_t)(k1 - k0) * sizeof(float));
+			if (p->adapts >= 0)
+				p->w[k] = p->lora_b ? 0.0f
+						    : (float)(bound * (2.0 * (next64(&s) >> 11) /
+									       9007199254740992.0 -
+								       1.0));
+			else
+				p->w[k] = p->ndim == 1 ? 1.0f : (float)(a->std * normal(&s));
+		if (p->m) {
+			memset(p->m + k0, 0, (size_t)(k1 - k0) * sizeof(float));
+			memset(p->v + k0, 0, (size_t)(k1 - k0) * sizeof(float));
+		}
 	}
 }
 
-void eng_trainer_init_normal(struct eng_trainer *t, uint64_t seed, double std)
+/* Draws every parameter (all) or the trained ones. */
+static void draw(struct eng_trainer *t, uint64_t seed, double std, bool all)
 {
-	struct init_task a = {.t = t, .seed = seed, .std = std,
-			      .items = train_pieces(t, INIT_CHUNK)};
+	struct init_task a = {
+		.t = t, .seed = seed, .std = std, .all = all, .items = pieces(t, INIT_CHUNK, all)};
 	atomic_init(&a.next, 0);
 	struct cpu_pool *pool = cpu_pool_new(t->o.backend == ENG_BACKEND_CPU ? t->o.threads : 0);
 	if (pool)
@@ -333,6 +459,60 @@ void eng_trainer_init_normal(struct eng_trainer *t, uint64_t seed, double std)
 		init_fn(&a, 0, 1);
 	cpu_pool_free(pool);
 	eng_trainer_upload(t);
+}
+
+void eng_trainer_init_normal(struct eng_trainer *t, uint64_t seed, double std)
+{
+	draw(t, seed, std, true);
+}
+
+void eng_trainer_init_lora(struct eng_trainer *t, uint64_t seed)
+{
+	if (t->o.lora_rank > 0) /* the trained parameters are the adapters alone */
+		draw(t, seed, 0, false);
+}
+
+void eng_trainer_merged_rows(const struct eng_trainer *t, int i, int64_t r0, int64_t r1, float *out)
+{
+	const struct eng_param *W = &t->params[i];
+	int64_t cols = W->shape[1];
+	memcpy(out, W->w + r0 * cols, (size_t)((r1 - r0) * cols) * sizeof *out);
+	/* lora_a is indexed as params[1, train_final) are, by layer and role */
+	int ia = t->lora_a && i >= 1 && i < train_final(t) ? t->lora_a[i - 1] : -1;
+	if (ia < 0)
+		return;
+	int r = t->o.lora_rank;
+	const float *A = t->params[ia].w, *B = t->params[ia + 1].w;
+	double s = t->o.lora_alpha / r;
+	for (int64_t row = r0; row < r1; row++) /* in double: one rounding, at the end */
+		for (int64_t k = 0; k < cols; k++) {
+			double d = 0;
+			for (int j = 0; j < r; j++)
+				d += (double)B[row * r + j] * A[(int64_t)j * cols + k];
+			out[(row - r0) * cols + k] = (float)(W->w[row * cols + k] + s * d);
+		}
+}
+
+uint64_t eng_trainer_frozen_digest(const struct eng_trainer *t)
+{
+	uint64_t h = 0;
+	for (int i = 0; i < t->nparams; i++) {
+		const struct eng_param *p = &t->params[i];
+		const uint32_t *w = (const uint32_t *)p->w;
+		if (!p->frozen)
+			continue;
+		/* four independent lanes (a multiply's latency each), folded at the end */
+		uint64_t lane[4] = {h ^ 1, h ^ 2, h ^ 3, h ^ 4};
+		int64_t k = 0;
+		for (; k + 4 <= p->n; k += 4)
+			for (int j = 0; j < 4; j++)
+				lane[j] = (lane[j] ^ w[k + j]) * 0x100000001b3ull;
+		for (; k < p->n; k++)
+			lane[0] = (lane[0] ^ w[k]) * 0x100000001b3ull;
+		for (int j = 0; j < 4; j++)
+			h = (h ^ lane[j]) * 0x9e3779b97f4a7c15ull + (uint64_t)j;
+	}
+	return h;
 }
 
 /* The model's tensor for parameter i. */
@@ -359,7 +539,7 @@ int eng_trainer_load(struct eng_trainer *t, const struct eng_model *m)
 	    mc->num_layers != t->c.num_layers || mc->tie_word_embeddings != t->c.tie_word_embeddings)
 		return err_set("training: the model's shape is not the trainer's");
 	const struct eng_weights *w = eng_model_weights(m);
-	for (int i = 0; i < t->nparams; i++) {
+	for (int i = 0; i < t->nbase; i++) {
 		struct eng_param *p = &t->params[i];
 		const struct eng_tensor *x = model_tensor(t, w, i);
 		int64_t rows = x->ndim == 1 ? 1 : x->shape[0], cols = x->ndim == 1 ? x->shape[0] : x->shape[1];
@@ -377,8 +557,10 @@ int eng_trainer_load(struct eng_trainer *t, const struct eng_model *m)
 			for (int64_t k = 0; k < p->n; k++)
 				p->w[k] = x->dtype == ENG_BF16 ? cpu_bf16_to_f32(h[k]) : quant_f16_to_f32(h[k]);
 		}
-		memset(p->m, 0, (size_t)p->n * sizeof(float));
-		memset(p->v, 0, (size_t)p->n * sizeof(float));
+		if (!p->frozen) {
+			memset(p->m, 0, (size_t)p->n * sizeof(float));
+			memset(p->v, 0, (size_t)p->n * sizeof(float));
+		}
 	}
 	return eng_trainer_upload(t);
 }
@@ -480,8 +662,11 @@ double eng_trainer_step_flops(const struct eng_trainer *t, const int32_t *pos)
 			keys += pos[i] + 0.5;
 	}
 	double attn = c->num_layers * 4.0 * q * keys;
-	/* forward once, backward twice */
-	return 3.0 * (2.0 * N * matmul + attn);
+	if (t->o.lora_rank == 0) /* forward once, backward twice */
+		return 3.0 * (2.0 * N * matmul + attn);
+	/* LoRA: the frozen products' backward makes only the inputs' gradients; the
+	   adapters' three products each way */
+	return 2.0 * (2.0 * N * matmul + attn) + 6.0 * N * (double)t->plan.params;
 }
 
 int eng_safetensors_check(const char *path)

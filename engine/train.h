@@ -46,13 +46,36 @@ struct eng_train_options {
 	 * for one more product of q and k and a softmax per head (the CPU backend; the
 	 * results are the same bits). */
 	bool recompute_probs;
+	/* LoRA: rank > 0 freezes every weight of the model and trains, beside each
+	 * matrix of lora_targets (bit r for enum eng_lora_target r) in every layer, a
+	 * pair A (rank, in) and B (out, rank) that adds (alpha / rank) x A^T B^T to the
+	 * product's output, as PEFT's LoRA does. The CPU backend's. */
+	int lora_rank;
+	double lora_alpha;
+	unsigned lora_targets;
 };
+
+/* The matrices LoRA may adapt, named as PEFT's target_modules names them. */
+enum eng_lora_target {
+	ENG_LORA_Q,
+	ENG_LORA_K,
+	ENG_LORA_V,
+	ENG_LORA_O,
+	ENG_LORA_GATE,
+	ENG_LORA_UP,
+	ENG_LORA_DOWN,
+	ENG_LORA_TARGETS
+};
+#define ENG_LORA_ALL ((1u << ENG_LORA_TARGETS) - 1)
+/* "q_proj" ... "down_proj" */
+const char *eng_lora_target_name(enum eng_lora_target t);
 
 /* What a trainer allocates, in bytes: the figures of the memory plan printed before
  * the first step. */
 struct eng_train_plan {
 	int64_t params;      /* trained parameters (the tied embedding once) */
-	size_t weights;      /* fp32 master weights */
+	int64_t frozen;      /* parameters held but not trained (LoRA's base model) */
+	size_t weights;      /* fp32 weights, the frozen ones included */
 	size_t grads;        /* fp32 gradients */
 	size_t moments;      /* AdamW's two fp32 moments */
 	size_t activations;  /* what the backward needs, for batch x ctx tokens */
@@ -68,10 +91,12 @@ struct eng_train_plan {
 int eng_train_plan(const struct eng_config *c, const struct eng_train_options *o,
 		   struct eng_train_plan *out);
 
-/* One trained tensor, in a fixed order: the embedding, then per layer input norm, q,
- * k, v, o, q norm, k norm, post norm, gate, up, down, then the final norm and, when
- * untied, the lm_head. Names and shapes are the Hugging Face checkpoint's. The
- * arrays are the trainer's own host copies (on the GPU backend they are filled by
+/* One tensor, in a fixed order: the embedding, then per layer input norm, q, k, v, o,
+ * q norm, k norm, post norm, gate, up, down, then the final norm and, when untied, the
+ * lm_head; with LoRA then the adapters, per layer and target A then B. Names and
+ * shapes are the Hugging Face checkpoint's, an adapter's PEFT's
+ * ("base_model.model.model.layers.3.mlp.up_proj.lora_A.weight"). The arrays are the
+ * trainer's own host copies (on the GPU backend they are filled by
  * eng_trainer_download and read by eng_trainer_upload). */
 struct eng_param {
 	const char *name;  /* "model.layers.3.mlp.up_proj.weight" */
@@ -81,6 +106,9 @@ struct eng_param {
 	float *w, *g;      /* (n) master weights and gradients */
 	float *m, *v;      /* (n) AdamW's first and second moments */
 	bool decay;        /* weight decay applies: the 2-D tensors, never the norms */
+	bool frozen;       /* not trained (LoRA's base): g, m and v are NULL */
+	int adapts;        /* an adapter: the index of the matrix it adapts; else -1 */
+	bool lora_b;       /* an adapter's B (out, rank); else its A (rank, in) */
 };
 
 struct eng_trainer;
@@ -106,11 +134,25 @@ struct eng_param *eng_trainer_param(struct eng_trainer *t, int i);
 
 /* Weights as transformers initialises a Qwen3: every matrix N(0, std) (std 0.02),
  * norm weights 1, from a seeded generator (the same seed, the same weights on every
- * backend). Moments zero. */
+ * backend); LoRA's adapters as eng_trainer_init_lora draws them. Moments zero. */
 void eng_trainer_init_normal(struct eng_trainer *t, uint64_t seed, double std);
+/* LoRA's adapters as PEFT initialises them: A uniform in +-1/sqrt(in) (its
+ * kaiming_uniform with a = sqrt(5)) from a seeded generator, B zero, so that the
+ * adapted model starts as the model. Moments zero. */
+void eng_trainer_init_lora(struct eng_trainer *t, uint64_t seed);
+/* The adapted matrix i with its adapter merged: w + (alpha / rank) B A, rows [r0, r1)
+ * into out ((r1 - r0) x cols); without an adapter the matrix as it is. */
+void eng_trainer_merged_rows(const struct eng_trainer *t, int i, int64_t r0, int64_t r1,
+			     float *out);
+
+/* A digest of the frozen weights' bits (LoRA's base model): a resumed run reads them
+ * again and checks that they are the ones it trained on. 0 without frozen weights. */
+uint64_t eng_trainer_frozen_digest(const struct eng_trainer *t);
+
 /* Weights from a model of the same config: BF16, F16 or F32 tensors converted to fp32
  * exactly; a quantized tensor is refused ("NAME is Q4_K: train from the bf16 model").
- * Moments zero. 0 or -1 (err_set). */
+ * Moments zero. With LoRA these are the frozen weights; the adapters are left as they
+ * are. 0 or -1 (err_set). */
 int eng_trainer_load(struct eng_trainer *t, const struct eng_model *m);
 /* GPU backend: the device's weights, gradients and moments into the host arrays of
  * eng_param (download), or the host arrays to the device (upload, after the caller

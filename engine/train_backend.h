@@ -52,15 +52,30 @@ struct eng_trainer {
 	struct eng_train_options o;
 	struct eng_train_plan plan;
 	int nparams;
+	int nbase; /* the model's own tensors: params[0, nbase); LoRA's adapters follow */
 	struct eng_param *params;
 	char *names;  /* the parameters' names, one allocation */
-	float *host;  /* w, g, m, v of every parameter, one allocation */
+	float *host;  /* w of every parameter, then g, m, v of the trained: one allocation */
+	size_t host_floats; /* its size */
 	size_t total; /* elements of all parameters */
+	size_t trained; /* elements of the trained ones */
+	/* LoRA: lora_a[l * TR_PER_LAYER + r] is the index of the A adapting layer l's
+	 * matrix r (its B the next one), or -1; NULL without LoRA */
+	int *lora_a;
+	float lora_scale; /* alpha / rank */
 	const struct train_ops *ops;
 	void *st;
 	int32_t *pos; /* (batch, ctx) 0 .. ctx-1 in every row: the positions of unpacked rows */
 	double peak;  /* GFLOP/s: measured once (-1: it failed), raised to a faster step's */
 };
+
+/* The role of the matrix LoRA's target t adapts. */
+static inline enum train_role train_lora_role(enum eng_lora_target t)
+{
+	static const enum train_role roles[ENG_LORA_TARGETS] = {TR_WQ,   TR_WK, TR_WV,  TR_WO,
+								TR_GATE, TR_UP, TR_DOWN};
+	return roles[t];
+}
 
 /* Index into t->params of layer l's tensor r; the embedding is 0, the final norm
  * train_final(t), the lm_head train_final(t) + 1 when untied. */
@@ -78,9 +93,10 @@ static inline const struct eng_param *train_lm_head(const struct eng_trainer *t)
 	return t->c.tie_word_embeddings ? &t->params[0] : &t->params[train_final(t) + 1];
 }
 
-/* Work items over every parameter, `chunk` elements of one tensor each (a tensor's
- * last piece may be shorter): how many there are, and the tensor and range
- * [*k0, *k1) of item `it`. The optimizer and the initial draw share them. */
+/* Work items over every trained parameter (the frozen ones skipped), `chunk` elements
+ * of one tensor each (a tensor's last piece may be shorter): how many there are, and
+ * the tensor and range [*k0, *k1) of item `it`. The optimizer and the initial draw
+ * share them. */
 int train_pieces(const struct eng_trainer *t, int64_t chunk);
 struct eng_param *train_piece(struct eng_trainer *t, int64_t chunk, int it, int64_t *k0,
 			      int64_t *k1);

@@ -62,6 +62,16 @@ need_numpy() {
 	exit 77
 }
 
+# need_torch — PY: a python3 with torch and numpy (the float64 training references),
+# or the test ends: SKIP (77).
+need_torch() {
+	PY=/usr/bin/python3
+	[ -x "$PY" ] || PY=python3
+	"$PY" -c 'import torch, numpy' 2>/dev/null && return 0
+	echo "SKIP: python3 with torch and numpy (Debian: python3-torch) is missing" >&2
+	exit 77
+}
+
 # Sets TOK_DIR to the real Qwen3 tokenizer files, or exits 77 (SKIP) / 1 (CI).
 need_tokenizer() {
 	TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh") || exit $?

@@ -3,7 +3,8 @@ EXTRA_DIST += tests/fetch-tokenizer.sh tests/lib.sh
 
 # The slowest tests come first: make -j starts tests in this order, so the others run
 # beside them rather than after them (each is described where its files are listed).
-TESTS += tests/cli/trained.sh tests/cli/train-ref.sh tests/cli/train-signals.sh tests/cli/train.sh
+TESTS += tests/cli/trained.sh tests/cli/train-ref.sh tests/cli/train-signals.sh tests/cli/train.sh \
+	tests/cli/train-lora.sh
 
 # Fuzz targets (./configure CC=clang --enable-fuzzers; `make fuzz-targets`).
 # A target is tests/fuzz/fuzz_NAME.c defining LLVMFuzzerTestOneInput; add it to
@@ -448,7 +449,8 @@ TESTS += tests/cli/train-sft.sh tests/cli/train-panel.sh tests/cli/train-init.sh
 EXTRA_DIST += tests/cli/train-sft.sh tests/cli/train-panel.sh tests/cli/train-signals.sh \
 	tests/cli/train-init.sh tests/cli/train-paths.sh tests/cli/train-damaged.sh \
 	tests/bench/sft-padding.sh
-EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py tests/cli/sft_ref.py
+EXTRA_DIST += tests/cli/train.sh tests/cli/train-ref.sh tests/cli/train_ref.py tests/cli/sft_ref.py \
+	tests/cli/train-lora.sh tests/cli/lora_ref.py
 # A model trained here on the Brown corpus, and the commands that a trained model tests
 # better than random weights: perplexity, quantize, run, serve and the chat UI (in
 # TESTS at the top).

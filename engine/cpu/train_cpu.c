@@ -58,9 +58,21 @@ struct arena {
 	size_t dwpart; /* of the scratch: the norms' partial gradients */
 };
 
-static struct arena arena_floats(const struct eng_config *c, int B, int T, int threads,
-				 bool recompute, bool keep_probs)
+/* Floats of one layer's LoRA activations: (N, rank) for each adapted matrix. */
+static size_t lora_floats(const struct eng_config *c, const struct eng_train_options *o, size_t N)
 {
+	(void)c;
+	size_t n = 0;
+	for (int k = 0; o->lora_rank > 0 && k < ENG_LORA_TARGETS; k++)
+		n += (o->lora_targets >> k & 1) ? N * (size_t)o->lora_rank : 0;
+	return n;
+}
+
+static struct arena arena_floats(const struct eng_config *c, const struct eng_train_options *o,
+				 int threads, bool keep_probs)
+{
+	int B = o->batch, T = o->ctx;
+	bool recompute = o->recompute;
 	size_t N = (size_t)B * T, D = c->hidden_size, F = c->intermediate_size, hd = c->head_dim;
 	size_t q = (size_t)c->num_heads * hd, kv = (size_t)c->num_kv_heads * hd;
 	size_t layers = recompute ? 1 : (size_t)c->num_layers;
@@ -68,8 +80,9 @@ static struct arena arena_floats(const struct eng_config *c, int B, int T, int t
 	size_t chunk = (size_t)loss_chunk(c, (int)N);
 	struct arena r;
 	r.qblock = (size_t)threads * tr_qblock_rows(T) * T, r.dwpart = blocks * wide;
-	r.acts = (size_t)(c->num_layers + 1) * N * D + layers * act_floats(c, B, T, keep_probs) +
-		 N * (D + 1) + N * (2 * D + 2 * F + 2 * q + 2 * kv);
+	r.acts = (size_t)(c->num_layers + 1) * N * D +
+		 layers * (act_floats(c, B, T, keep_probs) + lora_floats(c, o, N)) + N * (D + 1) +
+		 N * (2 * D + 2 * F + 2 * q + 2 * kv) + (size_t)N * o->lora_rank;
 	r.scratch = (keep_probs ? 1 : 2) * r.qblock + r.dwpart + chunk * c->vocab_size + 2 * chunk +
 		    (size_t)T * hd + 64 * 64;
 	return r;
@@ -79,8 +92,7 @@ static int cpu_plan(const struct eng_config *c, const struct eng_train_options *
 		    struct eng_train_plan *p)
 {
 	size_t N = (size_t)o->batch * o->ctx, D = c->hidden_size, F = c->intermediate_size;
-	struct arena ar = arena_floats(c, o->batch, o->ctx, plan_threads(o), o->recompute,
-				       !o->recompute_probs);
+	struct arena ar = arena_floats(c, o, plan_threads(o), !o->recompute_probs);
 	p->activations = ar.acts * sizeof(float);
 	/* gemm.c's packed panels, its operands packed whole and its bf16 copy of the
 	   largest left operand */
@@ -123,12 +135,14 @@ static int cpu_alloc(struct train_cpu *s)
 	size_t N = s->N, D = s->D, F = s->F, q = s->q_dim, kv = s->kv_dim, T = s->T;
 	int layers = s->recompute ? 1 : c->num_layers;
 	s->chunk = loss_chunk(c, s->N);
-	struct arena ar = arena_floats(c, s->B, s->T, s->threads, s->recompute, s->keep_probs);
+	struct arena ar = arena_floats(c, &s->t->o, s->threads, s->keep_probs);
 	size_t total = ar.acts + ar.scratch;
 	s->act = calloc((size_t)layers, sizeof *s->act);
 	char *cur = NULL;
 	char size[16];
-	s->mem_bytes = (total + 64 * 40) * sizeof(float);
+	/* each array starts on 64 bytes: up to 15 floats of padding for each of a layer's
+	   (at most 15 + LoRA's 7) and the others (fewer than 40) */
+	s->mem_bytes = (total + 16 * ((size_t)layers * 24 + 40)) * sizeof(float);
 	if (!s->act || !(cur = huge_zalloc(s->mem_bytes)))
 		return err_set("training: cannot allocate %s of activations and scratch",
 			       units_ibytes((double)(total * sizeof(float)), size, sizeof size));
@@ -144,12 +158,17 @@ static int cpu_alloc(struct train_cpu *s)
 		a->att = take(s, &cur, N * q), a->xmid = take(s, &cur, N * D);
 		a->rstd2 = take(s, &cur, N), a->xn2 = take(s, &cur, N * D);
 		a->gate = take(s, &cur, N * F), a->up = take(s, &cur, N * F), a->h = take(s, &cur, N * F);
+		for (int k = 0; s->t->lora_a && k < ENG_LORA_TARGETS; k++)
+			if (s->t->o.lora_targets >> k & 1)
+				a->lora_u[train_lora_role((enum eng_lora_target)k)] =
+					take(s, &cur, N * (size_t)s->t->o.lora_rank);
 	}
 	s->rstd_f = take(s, &cur, N), s->xf = take(s, &cur, N * D);
 	s->dx = take(s, &cur, N * D), s->dxn = take(s, &cur, N * D);
 	s->dh = take(s, &cur, N * F), s->dup = take(s, &cur, N * F);
 	s->datt = take(s, &cur, N * q), s->dq = take(s, &cur, N * q);
 	s->dk = take(s, &cur, N * kv), s->dv = take(s, &cur, N * kv);
+	s->lora_du = take(s, &cur, N * (size_t)s->t->o.lora_rank);
 	s->probs = s->keep_probs ? NULL : take(s, &cur, ar.qblock);
 	s->dp = take(s, &cur, ar.qblock);
 	s->dwpart = take(s, &cur, ar.dwpart);
@@ -261,7 +280,8 @@ static void loss_chunks(struct train_cpu *s, const int32_t *targets, bool backwa
 		if (!backward)
 			continue;
 		struct gemm dw = {V, D, rows, lm->g, D, true, s->logits, V, true, xf, D, false, GEMM_FULL};
-		gemm_run(s->gm, &dw, s->prec);
+		if (!lm->frozen)
+			gemm_run(s->gm, &dw, s->prec);
 		struct gemm dxf = {rows, D, V, s->dxn + (size_t)c0 * D, D, false, s->logits, V, false,
 				   lm->w, D, false, GEMM_FULL};
 		gemm_run(s->gm, &dxf, s->prec);
@@ -298,14 +318,15 @@ static int cpu_micro(void *st, const int32_t *inputs, const int32_t *targets, co
 	*count += n;
 	if (!backward)
 		return 0;
-	tr_rmsnorm_bwd(s, s->dx, fn->g, s->dxn, xl, s->rstd_f, fn->w, N, D, false);
+	tr_rmsnorm_bwd(s, s->dx, fn->frozen ? NULL : fn->g, s->dxn, xl, s->rstd_f, fn->w, N, D,
+		       false);
 	for (int l = L - 1; l >= 0; l--) {
 		struct tr_act *a = &s->act[s->recompute ? 0 : l];
 		if (s->recompute)
 			tr_layer_forward(s, l, a);
 		tr_layer_backward(s, l, a);
 	}
-	for (int i = 0; i < N; i++) { /* the embedding's rows, in token order */
+	for (int i = 0; !E->frozen && i < N; i++) { /* the embedding's rows, in token order */
 		float *g = E->g + (size_t)inputs[i] * D;
 		const float *d = s->dx + (size_t)i * D;
 		for (int k = 0; k < D; k++)

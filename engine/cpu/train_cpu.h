@@ -43,6 +43,9 @@ struct tr_act {
 	float *rstd2;         /* (N) */
 	float *xn2;           /* (N, D) */
 	float *gate, *up, *h; /* (N, F) x 3: h = silu(gate) * up */
+	/* LoRA: (N, rank) the input's product with A, times alpha / rank, of each adapted
+	 * matrix (by its role; NULL where none) */
+	float *lora_u[TR_PER_LAYER];
 };
 
 struct train_cpu {
@@ -67,6 +70,7 @@ struct train_cpu {
 	float *dh, *dup;       /* (N, F) x 2: dh becomes d gate in place */
 	float *datt, *dq;      /* (N, q_dim) x 2 */
 	float *dk, *dv;        /* (N, kv_dim) x 2 */
+	float *lora_du;        /* (N, rank) LoRA: the gradient of an adapter's lora_u */
 	bool keep_probs;       /* the layers keep their attention probabilities (tr_act.p) */
 	float *probs;          /* (threads, TR_QBLOCK, T) a query block's, when not kept */
 	float *dp;             /* (threads, TR_QBLOCK, T) their gradient */
@@ -89,7 +93,7 @@ void tr_layer_backward(struct train_cpu *s, int l, struct tr_act *a);
 void tr_rmsnorm_fwd(struct train_cpu *s, float *y, float *rstd, const float *x, const float *w,
 		    int n, int D);
 /* dx (+)= the backward of y = rmsnorm(x) * w for dy (add: dx is added to); dw += its
- * gradient. */
+ * gradient (dw NULL: a frozen weight's, not wanted). */
 void tr_rmsnorm_bwd(struct train_cpu *s, float *dx, float *dw, const float *dy, const float *x,
 		    const float *rstd, const float *w, int n, int D, bool add);
 /* sum_i a[i] * b[i] (w NULL) or sum_i (a[i] * w[i]) * b[i] (the product in fp32 first),
@@ -98,7 +102,7 @@ double tr_dot(const float *a, const float *w, const float *b, int n);
 /* q/k norms and RoPE of every head of every token (at its position s->pos). */
 void tr_qk_fwd(struct train_cpu *s, struct tr_act *a, const float *qw, const float *kw);
 /* dq, dk (after RoPE) into the gradients of q_raw, k_raw in place; dqw, dkw += the norm
- * weights' gradients. */
+ * weights' gradients (NULL both: frozen). */
 void tr_qk_bwd(struct train_cpu *s, struct tr_act *a, const float *qw, const float *kw,
 	       float *dqw, float *dkw);
 void tr_swiglu_fwd(struct train_cpu *s, float *h, const float *g, const float *u, int n);

@@ -35,20 +35,61 @@ static void mm(struct train_cpu *s, float *c, int ldc, bool acc, const float *a,
 	gemm_run(s->gm, &g, s->prec);
 }
 
-/* y (N, M) (+)= x (N, K) . W^T, W (M, K): the forward of a linear layer. */
-static void linear(struct train_cpu *s, float *y, const float *x, const struct eng_param *W, bool acc)
+/* LoRA's adapter of layer l's matrix r: its A (B is the parameter after it), or NULL. */
+static struct eng_param *adapter(struct train_cpu *s, int l, enum train_role r)
 {
-	int M = (int)W->shape[0], K = (int)W->shape[1];
-	mm(s, y, M, acc, x, K, false, W->w, K, true, s->N, M, K);
+	const int *at = s->t->lora_a;
+	return at && at[l * TR_PER_LAYER + r] >= 0 ? &s->t->params[at[l * TR_PER_LAYER + r]] : NULL;
 }
 
-/* The backward of y = x W^T: dW += dy^T x, and dx (+)= dy W. */
-static void linear_back(struct train_cpu *s, float *dx, bool acc, const float *dy, const float *x,
-			struct eng_param *W)
+/* x (n) times the adapters' scale alpha / rank, in place. */
+static void scale_lora(struct train_cpu *s, float *x, size_t n)
 {
-	int M = (int)W->shape[0], K = (int)W->shape[1];
-	mm(s, W->g, K, true, dy, M, true, x, K, false, M, K, s->N);
-	mm(s, dx, K, acc, dy, M, false, W->w, K, false, s->N, K, M);
+	float k = s->t->lora_scale;
+	for (size_t i = 0; i < n; i++)
+		x[i] *= k;
+}
+
+/* y (N, M) (+)= x (N, K) . W^T, W (M, K): the forward of layer l's linear layer r, and
+ * with an adapter u = (x A^T) alpha / rank (kept for the backward), y += u B^T. */
+static void linear(struct train_cpu *s, struct tr_act *a, int l, enum train_role r, float *y,
+		   const float *x, bool acc)
+{
+	const struct eng_param *W = tr_param(s, l, r), *A = adapter(s, l, r);
+	int M = (int)W->shape[0], K = (int)W->shape[1], R = s->t->o.lora_rank;
+	mm(s, y, M, acc, x, K, false, W->w, K, true, s->N, M, K);
+	if (!A)
+		return;
+	float *u = a->lora_u[r];
+	mm(s, u, R, false, x, K, false, A->w, K, true, s->N, R, K);
+	scale_lora(s, u, (size_t)s->N * R);
+	mm(s, y, M, true, u, R, false, A[1].w, R, true, s->N, M, R);
+}
+
+/* The backward of linear(): dW += dy^T x unless W is frozen, dx (+)= dy W; with an
+ * adapter dB += dy^T u, du = (dy B) alpha / rank, dA += du^T x, dx += du A. */
+static void linear_back(struct train_cpu *s, struct tr_act *a, int l, enum train_role r, float *dx,
+			bool acc, const float *dy, const float *x)
+{
+	struct eng_param *W = tr_param(s, l, r), *A = adapter(s, l, r);
+	int M = (int)W->shape[0], K = (int)W->shape[1], R = s->t->o.lora_rank, N = s->N;
+	if (!W->frozen)
+		mm(s, W->g, K, true, dy, M, true, x, K, false, M, K, N);
+	mm(s, dx, K, acc, dy, M, false, W->w, K, false, N, K, M);
+	if (!A)
+		return;
+	struct eng_param *B = A + 1;
+	mm(s, B->g, R, true, dy, M, true, a->lora_u[r], R, false, M, R, N);
+	mm(s, s->lora_du, R, false, dy, M, false, B->w, R, false, N, R, M);
+	scale_lora(s, s->lora_du, (size_t)N * R);
+	mm(s, A->g, K, true, s->lora_du, R, true, x, K, false, R, K, N);
+	mm(s, dx, K, true, s->lora_du, R, false, A->w, K, false, N, K, R);
+}
+
+/* A norm weight's gradient, or NULL where it is frozen. */
+static float *grad_of(struct eng_param *p)
+{
+	return p->frozen ? NULL : p->g;
 }
 
 /* ---- attention -------------------------------------------------------------------------- */
@@ -242,21 +283,21 @@ void tr_layer_forward(struct train_cpu *s, int l, struct tr_act *a)
 	/* attention block: xmid = x + att Wo^T */
 	tr_rmsnorm_fwd(s, a->xn1, a->rstd1, x, tr_param(s, l, TR_IN_NORM)->w, N, D);
 	/* three products: one over the stacked weights was no faster (BENCHMARKS.md) */
-	linear(s, a->q_raw, a->xn1, tr_param(s, l, TR_WQ), false);
-	linear(s, a->k_raw, a->xn1, tr_param(s, l, TR_WK), false);
-	linear(s, a->v, a->xn1, tr_param(s, l, TR_WV), false);
+	linear(s, a, l, TR_WQ, a->q_raw, a->xn1, false);
+	linear(s, a, l, TR_WK, a->k_raw, a->xn1, false);
+	linear(s, a, l, TR_WV, a->v, a->xn1, false);
 	tr_qk_fwd(s, a, tr_param(s, l, TR_Q_NORM)->w, tr_param(s, l, TR_K_NORM)->w);
 	struct attn_task at = {s, a, 0};
 	cpu_pool_run(s->pool, attn_fwd_task, &at);
 	tr_copy(s, a->xmid, x, (size_t)N * D);
-	linear(s, a->xmid, a->att, tr_param(s, l, TR_WO), true);
+	linear(s, a, l, TR_WO, a->xmid, a->att, true);
 	/* MLP block: out = xmid + (silu(xn2 Wg^T) * (xn2 Wu^T)) Wd^T */
 	tr_rmsnorm_fwd(s, a->xn2, a->rstd2, a->xmid, tr_param(s, l, TR_POST_NORM)->w, N, D);
-	linear(s, a->gate, a->xn2, tr_param(s, l, TR_GATE), false);
-	linear(s, a->up, a->xn2, tr_param(s, l, TR_UP), false);
+	linear(s, a, l, TR_GATE, a->gate, a->xn2, false);
+	linear(s, a, l, TR_UP, a->up, a->xn2, false);
 	tr_swiglu_fwd(s, a->h, a->gate, a->up, N * s->F);
 	tr_copy(s, out, a->xmid, (size_t)N * D);
-	linear(s, out, a->h, tr_param(s, l, TR_DOWN), true);
+	linear(s, a, l, TR_DOWN, out, a->h, true);
 }
 
 void tr_layer_backward(struct train_cpu *s, int l, struct tr_act *a)
@@ -264,21 +305,21 @@ void tr_layer_backward(struct train_cpu *s, int l, struct tr_act *a)
 	int N = s->N, D = s->D;
 	const float *x = s->x + (size_t)l * N * D;
 	/* MLP block; s->dx is d out, and d xmid through the residual */
-	linear_back(s, s->dh, false, s->dx, a->h, tr_param(s, l, TR_DOWN));
+	linear_back(s, a, l, TR_DOWN, s->dh, false, s->dx, a->h);
 	tr_swiglu_bwd(s, s->dh, s->dup, a->gate, a->up, N * s->F);
-	linear_back(s, s->dxn, false, s->dh, a->xn2, tr_param(s, l, TR_GATE));
-	linear_back(s, s->dxn, true, s->dup, a->xn2, tr_param(s, l, TR_UP));
+	linear_back(s, a, l, TR_GATE, s->dxn, false, s->dh, a->xn2);
+	linear_back(s, a, l, TR_UP, s->dxn, true, s->dup, a->xn2);
 	struct eng_param *pn = tr_param(s, l, TR_POST_NORM);
-	tr_rmsnorm_bwd(s, s->dx, pn->g, s->dxn, a->xmid, a->rstd2, pn->w, N, D, true);
+	tr_rmsnorm_bwd(s, s->dx, grad_of(pn), s->dxn, a->xmid, a->rstd2, pn->w, N, D, true);
 	/* attention block; s->dx is d xmid, and d x through the residual */
-	linear_back(s, s->datt, false, s->dx, a->att, tr_param(s, l, TR_WO));
+	linear_back(s, a, l, TR_WO, s->datt, false, s->dx, a->att);
 	struct attn_task at = {s, a, 0};
 	cpu_pool_run(s->pool, attn_bwd_task, &at);
 	struct eng_param *qn = tr_param(s, l, TR_Q_NORM), *kn = tr_param(s, l, TR_K_NORM);
-	tr_qk_bwd(s, a, qn->w, kn->w, qn->g, kn->g);
-	linear_back(s, s->dxn, false, s->dq, a->xn1, tr_param(s, l, TR_WQ));
-	linear_back(s, s->dxn, true, s->dk, a->xn1, tr_param(s, l, TR_WK));
-	linear_back(s, s->dxn, true, s->dv, a->xn1, tr_param(s, l, TR_WV));
+	tr_qk_bwd(s, a, qn->w, kn->w, grad_of(qn), grad_of(kn));
+	linear_back(s, a, l, TR_WQ, s->dxn, false, s->dq, a->xn1);
+	linear_back(s, a, l, TR_WK, s->dxn, true, s->dk, a->xn1);
+	linear_back(s, a, l, TR_WV, s->dxn, true, s->dv, a->xn1);
 	struct eng_param *in = tr_param(s, l, TR_IN_NORM);
-	tr_rmsnorm_bwd(s, s->dx, in->g, s->dxn, x, a->rstd1, in->w, N, D, true);
+	tr_rmsnorm_bwd(s, s->dx, grad_of(in), s->dxn, x, a->rstd1, in->w, N, D, true);
 }

@@ -136,7 +136,8 @@ void tr_rmsnorm_bwd(struct train_cpu *s, float *dx, float *dw, const float *dy, 
 	struct pass p = {.s = s, .fn = rms_bwd_block, .dx = dx, .dy = dy, .x = x, .rstd_in = rstd,
 			 .w = w, .n = n, .D = D, .add = add};
 	run(&p, nblocks(n));
-	sum_parts(s->dwpart, nblocks(n), D, dw);
+	if (dw)
+		sum_parts(s->dwpart, nblocks(n), D, dw);
 }
 
 /* ---- q/k RMSNorm per head, then RoPE ---------------------------------------------------- */
@@ -230,7 +231,7 @@ void tr_qk_bwd(struct train_cpu *s, struct tr_act *a, const float *qw, const flo
 	struct pass p = {.s = s, .fn = qk_bwd_block, .a = a, .qw = qw, .kw = kw};
 	int blocks = nblocks(s->N), hd = s->hd;
 	run(&p, blocks);
-	for (int i = 0; i < hd; i++) {
+	for (int i = 0; dqw && i < hd; i++) {
 		double q = 0, k = 0;
 		for (int b = 0; b < blocks; b++) {
 			q += s->dwpart[(size_t)b * 2 * hd + i];

@@ -218,6 +218,15 @@ static int check_new(struct args *a)
 	if (o->pack && !o->sft)
 		return cli_usage("train", "--pack packs conversations: it needs --sft (text "
 					  "windows have no padding to save)");
+	if (o->lora && !o->init)
+		return cli_usage("train", "--lora adapts a model's weights: give --init MODEL");
+	if (o->lora && !tstate_lora_targets(o))
+		return cli_usage("train", "%s", err_msg());
+	if (o->lora && !strcmp(o->backend, "cuda"))
+		return cli_usage("train", "--lora runs on the CPU backend: --backend cpu or auto");
+	if (!o->lora && (given(a, "lora-alpha") || given(a, "lora-targets")))
+		return cli_usage("train",
+				 "--lora-alpha and --lora-targets are LoRA's: give --lora R");
 	if (o->min_lr < 0)
 		o->min_lr = o->lr / 10;
 	if (o->min_lr > o->lr) {
@@ -528,6 +537,12 @@ static int run(struct tstate *st, const char *dir, bool resume, const struct tst
 		bad = EXIT_RUNTIME;
 	else if (!(bad = check_resumed_config(dir, &st->o, asked, &p.m.cfg)))
 		bad = config_unchanged(dir, st);
+	if (!bad && resume && st->o.lora && !(p.m.init = eng_model_open(st->o.init))) {
+		char why[1024];
+		snprintf(why, sizeof why, "%s", err_msg());
+		err_set("the LoRA run's frozen weights (--init %s): %s", st->o.init, why);
+		bad = EXIT_RUNTIME;
+	}
 	if (bad) {
 		cli_error("%s", err_msg());
 		train_model_free(&p);

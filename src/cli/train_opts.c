@@ -84,6 +84,13 @@ const struct cli_opt train_opts[] = {
 	 "assistant\nwrites (below)"},
 	{"pack", OPT_PACK, NULL,
 	 "--sft: several conversations a row, each attending\nonly to itself (below)"},
+	{"lora", OPT_LORA, "R",
+	 "with --init: train rank-R LoRA adapters of the\nmodel's matrices instead of its weights "
+	 "(below)"},
+	{"lora-alpha", OPT_LORA_ALPHA, "X",
+	 "LoRA's alpha: the adapters' output is scaled by\nalpha / R (default R)"},
+	{"lora-targets", OPT_LORA_TARGETS, "LIST",
+	 "the matrices LoRA adapts, of q,k,v,o,gate,up,down\n(default all of them)"},
 	{"no-panel", OPT_NO_PANEL, NULL,
 	 "on a terminal, the progress as one line rewritten\nin place instead of the live panel"},
 	{0},
@@ -182,6 +189,18 @@ const struct cli_command train_cmd = {
 		"itself, at positions from 0, as Hugging Face's padding-free packing does: a\n"
 		"packed row computes what its conversations would in rows of their own, with\n"
 		"less padding. Rows of packed conversations are drawn, read in order and\n"
-		"evaluated as conversations are without it.\n",
+		"evaluated as conversations are without it.\n"
+		"\n"
+		"--lora R (with --init) freezes every weight of the model and trains, for each\n"
+		"matrix W (out x in) of --lora-targets in every layer, a pair A (R x in) and B\n"
+		"(out x R), as PEFT's LoRA does: the product x W^T becomes x W^T +\n"
+		"(alpha / R) (x A^T) B^T. A starts uniform in +-1/sqrt(in) (seeded by --seed), B\n"
+		"at zero, so that step 0 is the model itself; the gradient norm, clipping and\n"
+		"AdamW (decay included) cover the adapters alone. It runs on the CPU backend.\n"
+		"DIR/model.safetensors holds the weights with the adapters merged (W + alpha / R\n"
+		"B A), a model every command loads; DIR/train-state/ is also PEFT's adapter\n"
+		"directory (adapter_config.json, adapter_model.safetensors in F32), which\n"
+		"PeftModel.from_pretrained puts on the base model. A resume reads the frozen\n"
+		"weights from --init again and refuses them if they changed.\n",
 	.max_args = 0,
 };

@@ -50,6 +50,9 @@ enum train_key {
 	OPT_THREADS,
 	OPT_SFT,
 	OPT_PACK,
+	OPT_LORA,
+	OPT_LORA_ALPHA,
+	OPT_LORA_TARGETS,
 	OPT_NO_PANEL,
 };
 

@@ -289,12 +289,16 @@ static void on_ready(void *user, struct eng_trainer *t)
 	char att[48] = "";
 	if (strcmp(be, "cpu") && kern)
 		snprintf(att, sizeof att, ", %s attention", kern);
+	char lora[96] = "";
+	if (o->lora)
+		snprintf(lora, sizeof lora, " (LoRA rank %d, alpha %.15g, of a %.3gM model)",
+			 o->lora, o->lora_alpha > 0 ? o->lora_alpha : o->lora, pl.frozen / 1e6);
 	fprintf(stderr,
-		"training %.3gM parameters on %s (%s products%s), %lld step%s of %d x %d x %d "
+		"training %.3gM parameters%s on %s (%s products%s), %lld step%s of %d x %d x %d "
 		"tokens\n"
 		"lr %.15g -> %.15g (warm-up %lld, cosine to step %lld), AdamW beta1 %.15g beta2 "
 		"%.15g eps %.15g weight decay %.15g, clip %.15g, seed %lld%s%s\n",
-		pl.params / 1e6, be, eng_trainer_exact(t) ? "fp32" : "bf16", att,
+		pl.params / 1e6, lora, be, eng_trainer_exact(t) ? "fp32" : "bf16", att,
 		(long long)o->steps, o->steps == 1 ? "" : "s", o->accum, o->batch, o->ctx, o->lr,
 		o->min_lr, (long long)o->warmup, (long long)o->cosine_steps, o->beta1, o->beta2,
 		o->eps, o->weight_decay, o->clip, (long long)o->seed,

@@ -70,6 +70,40 @@ static char *make_header(const struct ckpt_tensor *t, int n, enum ckpt_dtype dt,
 	return h;
 }
 
+/* n values to fd in dtype dt. 0 or -1 (errno). */
+static int write_values(int fd, const float *x, int64_t n, enum ckpt_dtype dt)
+{
+	if (dt == CKPT_F32) /* safetensors is little-endian, as every machine qwenchat runs on */
+		return fio_write_fd(fd, x, (size_t)n * sizeof(float));
+	enum { CHUNK = 1 << 18 };
+	uint16_t *buf = malloc(CHUNK * sizeof *buf);
+	int rc = buf ? 0 : -1;
+	for (int64_t j = 0; rc == 0 && j < n; j += CHUNK) {
+		int64_t k = n - j < CHUNK ? n - j : CHUNK;
+		for (int64_t q = 0; q < k; q++)
+			buf[q] = ckpt_bf16(x[j + q]);
+		rc = fio_write_fd(fd, buf, (size_t)k * sizeof *buf);
+	}
+	free(buf);
+	return rc;
+}
+
+/* A tensor made by its rows callback, about 1M values at a time. */
+static int write_rows(int fd, const struct ckpt_tensor *t, enum ckpt_dtype dt)
+{
+	int64_t rows = t->ndim == 1 ? 1 : t->shape[0], cols = numel(t) / (rows ? rows : 1);
+	int64_t step = cols > 0 && cols < (1 << 20) ? (1 << 20) / cols : 1;
+	float *buf = malloc((size_t)(step * cols) * sizeof *buf + 1);
+	int rc = buf ? 0 : (errno = ENOMEM, -1);
+	for (int64_t r0 = 0; rc == 0 && r0 < rows; r0 += step) {
+		int64_t r1 = r0 + step < rows ? r0 + step : rows;
+		t->rows(t->ctx, r0, r1, buf);
+		rc = write_values(fd, buf, (r1 - r0) * cols, dt);
+	}
+	free(buf);
+	return rc;
+}
+
 int ckpt_st_write(int fd, const char *name, const struct ckpt_tensor *t, int n, enum ckpt_dtype dt,
 		  const char *const *meta, int n_meta)
 {
@@ -82,25 +116,9 @@ int ckpt_st_write(int fd, const char *name, const struct ckpt_tensor *t, int n, 
 		len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
 	int rc = fio_write_fd(fd, len8, 8) || fio_write_fd(fd, h, hlen) ? -1 : 0;
 	free(h);
-	enum { CHUNK = 1 << 18 };
-	uint16_t *buf = dt == CKPT_BF16 ? malloc(CHUNK * sizeof *buf) : NULL;
-	if (dt == CKPT_BF16 && !buf)
-		return err_set("%s: out of memory", name);
-	for (int i = 0; rc == 0 && i < n; i++) {
-		int64_t ne = numel(&t[i]);
-		if (dt == CKPT_F32) {
-			/* safetensors is little-endian, as every machine qwenchat runs on */
-			rc = fio_write_fd(fd, t[i].data, (size_t)ne * sizeof(float));
-			continue;
-		}
-		for (int64_t j = 0; rc == 0 && j < ne; j += CHUNK) {
-			int64_t k = ne - j < CHUNK ? ne - j : CHUNK;
-			for (int64_t q = 0; q < k; q++)
-				buf[q] = ckpt_bf16(t[i].data[j + q]);
-			rc = fio_write_fd(fd, buf, (size_t)k * sizeof *buf);
-		}
-	}
-	free(buf);
+	for (int i = 0; rc == 0 && i < n; i++)
+		rc = t[i].data ? write_values(fd, t[i].data, numel(&t[i]), dt)
+			       : write_rows(fd, &t[i], dt);
 	if (rc)
 		return err_set("%s: write failed: %s", name, strerror(errno));
 	return 0;

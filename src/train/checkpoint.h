@@ -13,12 +13,15 @@
 
 /* ---- safetensors ------------------------------------------------------------ */
 
-/* One tensor to write, from fp32 values. */
+/* One tensor to write, from fp32 values: data, or made by rows (data NULL) a block of
+ * whole rows at a time, [r0, r1) into out. */
 struct ckpt_tensor {
 	const char *name;
 	int ndim;         /* 1 or 2 */
 	int64_t shape[2]; /* shape[1] unused when ndim is 1 */
 	const float *data;
+	void (*rows)(void *ctx, int64_t r0, int64_t r1, float *out);
+	void *ctx;
 };
 
 enum ckpt_dtype { CKPT_F32, CKPT_BF16 };

@@ -205,7 +205,10 @@ static struct eng_train_options train_options(const struct run *u, bool recomput
 					  .cuda_module = u->m->cuda_module,
 					  .cpu_isa = u->m->cpu_isa,
 					  .cuda_tiled_attention = tiles(u),
-					  .recompute_probs = probs};
+					  .recompute_probs = probs,
+					  .lora_rank = o->lora,
+					  .lora_alpha = o->lora_alpha > 0 ? o->lora_alpha : o->lora,
+					  .lora_targets = tstate_lora_targets(o)};
 }
 
 /* The plan that fits in the host's memory beside the data: the attention
@@ -530,13 +533,6 @@ static int one_step(struct run *u, double *loss, double *norm, double *lr, int64
 	return 0;
 }
 
-/* The steps after s (of `every`) up to the run's end that are multiples of `every`, or
- * the end itself: the evaluations or saves still due once step s is done. */
-static int64_t due_after(int64_t s, int64_t steps, int64_t every)
-{
-	return steps / every - s / every + (steps % every != 0 && s < steps);
-}
-
 /* Seconds until the run ends: the steps left at the recent step time, and the
  * evaluations and saves still due (this step's too) at the last one's time. Before the
  * first evaluation its time is that of its rows' forward passes: a third of a
@@ -551,9 +547,9 @@ static double eta(const struct run *u)
 				     ? u->eval_seconds
 				     : u->ema * (double)eval_rows(u) /
 					       (3.0 * (double)o->batch * (double)o->accum);
-		t += one * (double)due_after(done, o->steps, o->eval_every);
+		t += one * (double)sched_due_after(done, o->steps, o->eval_every);
 	}
-	return t + u->save_seconds * (double)due_after(done, o->steps, o->save_every);
+	return t + u->save_seconds * (double)sched_due_after(done, o->steps, o->save_every);
 }
 
 static void status(struct run *u, struct loop_status *s, double loss, double norm,
@@ -726,13 +722,17 @@ static int zero_steps(struct run *u, const volatile sig_atomic_t *stop)
 	return due && !evaluated(&u->log, 0) ? LOOP_STOPPED : 0;
 }
 
+/* The weights: the model's (LoRA's frozen ones) and the checkpoint's, or drawn. */
 static int setup_weights(struct run *u, bool resume)
 {
+	if (u->m->init && eng_trainer_load(u->t, u->m->init))
+		return -1;
+	if (u->st->o.lora && save_lora_base(u->t, u->st, resume))
+		return -1;
 	if (resume)
 		return save_restore(u->dir, u->t, u->st);
-	if (u->m->init)
-		return eng_trainer_load(u->t, u->m->init) || eng_trainer_upload(u->t) ? -1 : 0;
-	eng_trainer_init_normal(u->t, (uint64_t)u->st->o.seed, 0.02);
+	if (!u->m->init)
+		eng_trainer_init_normal(u->t, (uint64_t)u->st->o.seed, 0.02);
 	return eng_trainer_upload(u->t);
 }
 

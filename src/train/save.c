@@ -7,6 +7,7 @@
 #include "src/train/modeldir.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,72 +17,136 @@
 
 #define MASTER_STATE "train-state/master.safetensors"
 #define OPTIMIZER    "train-state/optimizer.safetensors"
+/* LoRA: the adapters as PEFT writes them, which PeftModel.from_pretrained reads from
+ * train-state/; also the adapters' master weights */
+#define ADAPTER        "train-state/adapter_model.safetensors"
+#define ADAPTER_CONFIG "train-state/adapter_config.json"
 
-/* The trainer's tensors as safetensors entries: the weights, or for the moments two
- * per parameter, NAME.exp_avg and NAME.exp_avg_sq (torch's AdamW state names). */
-static struct ckpt_tensor *tensors(struct eng_trainer *t, bool moments, char ***names, int *n)
+/* Which of the trainer's tensors a file holds. */
+enum kind {
+	MODEL,   /* the model's own tensors, LoRA's adapters merged into theirs */
+	TRAINED, /* the trained ones' weights (all of them, or LoRA's adapters) */
+	MOMENTS  /* the trained ones' moments */
+};
+
+/* ckpt_tensor.rows of a model's tensor: its rows with the adapter merged. */
+struct merge {
+	struct eng_trainer *t;
+	int i;
+};
+
+static void merged_rows(void *ctx, int64_t r0, int64_t r1, float *out)
 {
-	int np = eng_trainer_nparams(t), k = 0;
-	struct ckpt_tensor *v = calloc((size_t)np * 2, sizeof *v);
-	*names = calloc((size_t)np * 2, sizeof **names);
-	if (!v || !*names) {
-		free(v);
-		free(*names);
-		err_set("out of memory");
-		return NULL;
+	const struct merge *m = ctx;
+	eng_trainer_merged_rows(m->t, m->i, r0, r1, out);
+}
+
+/* A file's tensors as safetensors entries, with the names and merge contexts they
+ * point to (free_tensors). */
+struct entries {
+	struct ckpt_tensor *v;
+	char **names;
+	struct merge *merges;
+	int n;
+};
+
+static void free_tensors(struct entries *e)
+{
+	for (int i = 0; i < e->n; i++)
+		free(e->names[i]);
+	free(e->names);
+	free(e->merges);
+	free(e->v);
+}
+
+static bool in_file(const struct eng_param *p, enum kind kind)
+{
+	return kind == MODEL ? p->adapts < 0 : !p->frozen;
+}
+
+/* The trainer's tensors of one kind: the moments two per parameter, NAME.exp_avg and
+ * NAME.exp_avg_sq (torch's AdamW state names). 0 or -1 (err_set). */
+static int tensors(struct eng_trainer *t, enum kind kind, struct entries *e)
+{
+	int np = eng_trainer_nparams(t);
+	bool moments = kind == MOMENTS;
+	*e = (struct entries){calloc((size_t)np * 2, sizeof *e->v),
+			      calloc((size_t)np * 2, sizeof *e->names),
+			      calloc((size_t)np, sizeof *e->merges), 0};
+	if (!e->v || !e->names || !e->merges) {
+		free_tensors(e);
+		return err_set("out of memory");
 	}
 	for (int i = 0; i < np; i++) {
 		const struct eng_param *p = eng_trainer_param(t, i);
-		for (int j = 0; j < (moments ? 2 : 1); j++) {
+		e->merges[i] = (struct merge){t, i};
+		for (int j = 0; in_file(p, kind) && j < (moments ? 2 : 1); j++) {
 			const char *suffix = moments ? (j ? ".exp_avg_sq" : ".exp_avg") : "";
 			size_t len = strlen(p->name) + strlen(suffix) + 1;
 			char *name = malloc(len);
 			if (!name) {
-				for (int q = 0; q < k; q++)
-					free((*names)[q]);
-				free(*names);
-				free(v);
-				err_set("out of memory");
-				return NULL;
+				free_tensors(e);
+				return err_set("out of memory");
 			}
 			snprintf(name, len, "%s%s", p->name, suffix);
-			(*names)[k] = name;
-			v[k] = (struct ckpt_tensor){name, p->ndim, {p->shape[0], p->shape[1]},
-						    moments ? (j ? p->v : p->m) : p->w};
-			k++;
+			e->names[e->n] = name;
+			e->v[e->n++] = (struct ckpt_tensor){
+				.name = name,
+				.ndim = p->ndim,
+				.shape = {p->shape[0], p->shape[1]},
+				.data = moments ? (j ? p->v : p->m) : p->w,
+				/* a frozen matrix an adapter changes: merged as it is written */
+				.rows = kind == MODEL && p->frozen && p->ndim == 2 ? merged_rows
+										   : NULL,
+				.ctx = &e->merges[i]};
+			if (e->v[e->n - 1].rows)
+				e->v[e->n - 1].data = NULL;
 		}
 	}
-	*n = k;
-	return v;
-}
-
-static void free_tensors(struct ckpt_tensor *v, char **names, int n)
-{
-	for (int i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	free(v);
+	return 0;
 }
 
 /* One safetensors file of the checkpoint. */
 static int put_st(struct ckpt_txn *x, const char *dir, const char *rel, struct eng_trainer *t,
-		  bool moments, enum ckpt_dtype dt, const char *step)
+		  enum kind kind, enum ckpt_dtype dt, const char *step)
 {
-	char **names;
-	int n, rc = -1;
-	struct ckpt_tensor *v = tensors(t, moments, &names, &n);
-	if (!v)
+	struct entries e;
+	int rc = -1;
+	if (tensors(t, kind, &e))
 		return -1;
 	const char *meta[] = {"format", "pt", "step", step};
 	char label[4200];
 	snprintf(label, sizeof label, "%s/%s", dir, rel);
 	int fd = ckpt_create(x, rel);
 	if (fd >= 0) {
-		rc = ckpt_st_write(fd, label, v, n, dt, meta, 2);
+		rc = ckpt_st_write(fd, label, e.v, e.n, dt, meta, 2);
 		if (ckpt_close(x, fd))
 			rc = -1;
 	}
-	free_tensors(v, names, n);
+	free_tensors(&e);
+	return rc;
+}
+
+/* PEFT's adapter_config.json of a LoRA run: what PeftModel.from_pretrained needs to
+ * put the adapters on the base model (named as --init named it). */
+static int put_adapter_config(struct ckpt_txn *x, const struct tstate_opts *o)
+{
+	unsigned mask = tstate_lora_targets(o);
+	json_t *targets = json_array();
+	for (int k = 0; targets && k < ENG_LORA_TARGETS; k++)
+		if (mask >> k & 1)
+			json_array_append_new(targets, json_string(eng_lora_target_name(
+							       (enum eng_lora_target)k)));
+	json_t *root = json_pack(
+		"{s:s, s:s, s:s?, s:i, s:f, s:o, s:f, s:s, s:b, s:b, s:b, s:b, s:n}", "peft_type",
+		"LORA", "task_type", "CAUSAL_LM", "base_model_name_or_path", o->init, "r", o->lora,
+		"lora_alpha", o->lora_alpha > 0 ? o->lora_alpha : (double)o->lora, "target_modules",
+		targets, "lora_dropout", 0.0, "bias", "none", "fan_in_fan_out", 0, "inference_mode",
+		1, "use_rslora", 0, "use_dora", 0, "modules_to_save");
+	char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+	json_decref(root);
+	int rc = text ? ckpt_put(x, ADAPTER_CONFIG, text, strlen(text)) : err_set("out of memory");
+	free(text);
 	return rc;
 }
 
@@ -118,7 +183,8 @@ int save_check_targets(const char *dir, const struct save_file *files, int n_fil
 {
 	static const char *const fixed[] = {
 		"config.json",           "model.safetensors", "loss.svg", "train-state/state.json",
-		"train-state/log.jsonl", MASTER_STATE,        OPTIMIZER};
+		"train-state/log.jsonl", MASTER_STATE,        OPTIMIZER,  ADAPTER,
+		ADAPTER_CONFIG};
 	int n_fixed = (int)(sizeof fixed / sizeof *fixed), rc = 0;
 	for (int i = 0; rc == 0 && i < n_fixed + n_files; i++) {
 		const char *name = i < n_fixed ? fixed[i] : files[i - n_fixed].name;
@@ -136,20 +202,24 @@ int save_checkpoint(const char *dir, struct eng_trainer *t, const struct tstate 
 		return -1;
 	char step[32];
 	snprintf(step, sizeof step, "%lld", (long long)st->step);
-	bool bf16 = !strcmp(st->o.save_dtype, "bf16");
+	bool bf16 = !strcmp(st->o.save_dtype, "bf16"), lora = st->o.lora > 0;
 	struct ckpt_txn *x = ckpt_begin(dir);
 	if (!x)
 		return -1;
-	if (put_st(x, dir, "model.safetensors", t, false, bf16 ? CKPT_BF16 : CKPT_F32, step) ||
-	    (bf16 && put_st(x, dir, MASTER_STATE, t, false, CKPT_F32, step)) ||
-	    put_st(x, dir, OPTIMIZER, t, true, CKPT_F32, step) ||
+	/* the trained weights in F32 beside a BF16 model: LoRA's adapters always, the
+	   masters of a run that trains every weight */
+	const char *trained = lora ? ADAPTER : bf16 ? MASTER_STATE : NULL;
+	if (put_st(x, dir, "model.safetensors", t, MODEL, bf16 ? CKPT_BF16 : CKPT_F32, step) ||
+	    (trained && put_st(x, dir, trained, t, TRAINED, CKPT_F32, step)) ||
+	    (lora && put_adapter_config(x, &st->o)) ||
+	    put_st(x, dir, OPTIMIZER, t, MOMENTS, CKPT_F32, step) ||
 	    put_texts(x, t, st, log, files, n_files)) {
 		ckpt_abort(x);
 		return -1;
 	}
 	if (ckpt_commit(x))
 		return -1;
-	if (!bf16) { /* a master copy from an earlier bf16 save is stale now */
+	if (lora || !bf16) { /* a master copy from an earlier bf16 save is stale now */
 		char *m = fio_join(dir, MASTER_STATE);
 		if (m)
 			unlink(m);
@@ -183,8 +253,8 @@ static int read_tensor(struct ckpt_st *f, const char *path, const char *name,
 	return check_values(path, name, dst, n, nonneg);
 }
 
-/* Reads the weights (or the moments) of every parameter from path, which must be of
- * `step`. */
+/* Reads the weights (or the moments) of every trained parameter from path, which must
+ * be of `step`. */
 static int read_st(const char *path, struct eng_trainer *t, bool moments, int64_t step)
 {
 	struct ckpt_st *f = ckpt_st_open(path);
@@ -199,6 +269,8 @@ static int read_st(const char *path, struct eng_trainer *t, bool moments, int64_
 	for (int i = 0; rc == 0 && i < eng_trainer_nparams(t); i++) {
 		struct eng_param *p = eng_trainer_param(t, i);
 		char name[512];
+		if (p->frozen)
+			continue;
 		if (!moments) {
 			rc = read_tensor(f, path, p->name, p, p->w, false);
 			continue;
@@ -215,7 +287,9 @@ static int read_st(const char *path, struct eng_trainer *t, bool moments, int64_
 
 int save_restore(const char *dir, struct eng_trainer *t, const struct tstate *st)
 {
-	char *w = fio_join(dir, st->master_in_state ? MASTER_STATE : "model.safetensors");
+	char *w = fio_join(dir, st->o.lora            ? ADAPTER
+				: st->master_in_state ? MASTER_STATE
+						      : "model.safetensors");
 	char *m = fio_join(dir, OPTIMIZER);
 	int rc = w && m ? 0 : err_set("out of memory");
 	if (rc == 0)
@@ -226,4 +300,21 @@ int save_restore(const char *dir, struct eng_trainer *t, const struct tstate *st
 	free(w);
 	free(m);
 	return rc;
+}
+
+int save_lora_base(struct eng_trainer *t, struct tstate *st, bool resume)
+{
+	char digest[24];
+	snprintf(digest, sizeof digest, "%016llx",
+		 (unsigned long long)eng_trainer_frozen_digest(t));
+	if (resume && strcmp(digest, st->base_digest))
+		return err_set(
+			"%s (--init): not the weights this LoRA run began from (their digest "
+			"is %s, the run's %s): a LoRA run resumes on the model it adapts",
+			st->o.init, digest, st->base_digest[0] ? st->base_digest : "missing");
+	if (!resume) {
+		eng_trainer_init_lora(t, (uint64_t)st->o.seed);
+		memcpy(st->base_digest, digest, sizeof digest);
+	}
+	return 0;
 }

@@ -3,7 +3,10 @@
  * the tokenizer and generation files, DIR/train-state/optimizer.safetensors (AdamW's
  * moments), state.json, log.jsonl (the records up to this step) and DIR/loss.svg, all
  * replaced together (checkpoint.h's transaction); and the weights and moments read
- * back for a resumed run. */
+ * back for a resumed run. A LoRA run's model.safetensors has the adapters merged into
+ * the weights, and train-state/ is also a PEFT adapter directory:
+ * adapter_model.safetensors (F32, the adapters' master weights) and
+ * adapter_config.json. */
 #ifndef QWENCHAT_SAVE_H
 #define QWENCHAT_SAVE_H
 
@@ -33,7 +36,13 @@ int save_checkpoint(const char *dir, struct eng_trainer *t, const struct tstate 
 		    const struct tlog *log, const struct save_file *files, int n_files);
 
 /* The master weights and the moments of the checkpoint in dir into t (uploaded to the
- * device on a GPU backend); every file must be of st->step. 0 or -1 (err_set). */
+ * device on a GPU backend); every file must be of st->step. With LoRA the adapters'
+ * (the frozen weights are the caller's to load). 0 or -1 (err_set). */
 int save_restore(const char *dir, struct eng_trainer *t, const struct tstate *st);
+
+/* LoRA, once the frozen weights are loaded: a new run draws its adapters (--seed) and
+ * keeps the frozen weights' digest in st; a resumed one checks it. 0 or -1 (err_set:
+ * --init's weights changed since the run began). */
+int save_lora_base(struct eng_trainer *t, struct tstate *st, bool resume);
 
 #endif

@@ -16,3 +16,8 @@ double sched_lr(const struct sched *s, int64_t step)
 	double ratio = (double)(step - s->warmup) / (double)(s->cosine_steps - s->warmup);
 	return s->min_lr + 0.5 * (1.0 + cos(M_PI * ratio)) * (s->lr - s->min_lr);
 }
+
+int64_t sched_due_after(int64_t s, int64_t steps, int64_t every)
+{
+	return steps / every - s / every + (steps % every != 0 && s < steps);
+}

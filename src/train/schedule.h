@@ -19,4 +19,8 @@ struct sched {
  *   s > cosine_steps:            min_lr */
 double sched_lr(const struct sched *s, int64_t step);
 
+/* The steps after s up to the run's end (steps) that are multiples of `every`, or the
+ * end itself: the evaluations or saves still due once step s is done. */
+int64_t sched_due_after(int64_t s, int64_t steps, int64_t every);
+
 #endif

@@ -1,5 +1,6 @@
 /* trainstate.c — the option table of `qwenchat train` and state.json. */
 #include "src/train/trainstate.h"
+#include "engine/train.h"
 #include "src/base/err.h"
 #include "src/train/dataset.h"
 
@@ -82,8 +83,42 @@ static const struct field fields[] = {
 	S("save-dtype", save_dtype, CHANGE, "f32 bf16"),
 	S("backend", backend, CHANGE, "auto cpu cuda"),
 	F("threads", K_INT, threads, 1, 1024, CHANGE | SAVED0),
+	F("lora", K_INT, lora, 0, 4096, OPTIONAL),
+	F("lora-alpha", K_REAL, lora_alpha, 1e-6, 1e6, OPTIONAL | UNSET0),
+	S("lora-targets", lora_targets, OPTIONAL, NULL),
 };
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
+
+unsigned tstate_lora_targets(const struct tstate_opts *o)
+{
+	const char *s = o->lora_targets ? o->lora_targets : "all";
+	unsigned mask = 0;
+	if (!strcmp(s, "all") || !strcmp(s, "all-linear"))
+		return ENG_LORA_ALL;
+	while (*s) {
+		size_t n = strcspn(s, ",");
+		int k = 0;
+		for (; k < ENG_LORA_TARGETS; k++) {
+			const char *name = eng_lora_target_name((enum eng_lora_target)k);
+			size_t short_len = strlen(name) - strlen("_proj");
+			if ((n == strlen(name) && !strncmp(s, name, n)) ||
+			    (n == short_len && !strncmp(s, name, n)))
+				break;
+		}
+		if (k == ENG_LORA_TARGETS) {
+			err_set("--lora-targets: '%.*s' is not one of q, k, v, o, gate, up, down "
+				"(or "
+				"q_proj ... down_proj, or all)",
+				(int)(n < 64 ? n : 64), s);
+			return 0;
+		}
+		mask |= 1u << k;
+		s += n + (s[n] == ',');
+	}
+	if (!mask)
+		err_set("--lora-targets: no matrix named");
+	return mask;
+}
 
 int64_t tstate_cosine_default(const struct tstate_opts *o)
 {
@@ -438,6 +473,8 @@ char *tstate_json(const struct tstate *s)
 		json_object_set_new(root, "ran_on", json_string(s->ran_on));
 	if (root && s->kernels[0])
 		json_object_set_new(root, "kernels", json_string(s->kernels));
+	if (root && s->base_digest[0])
+		json_object_set_new(root, "base_digest", json_string(s->base_digest));
 	char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
 	json_decref(root);
 	if (!text)
@@ -524,6 +561,8 @@ static int check_opts(const struct tstate_opts *o, const char *name)
 		return err_set("%s: options.pack: true without sft (a run packs conversations "
 			       "alone)",
 			       name);
+	if (o->lora && (!o->init || !tstate_lora_targets(o)))
+		return err_set("%s: options.lora-targets or init: not what a LoRA run has", name);
 	return 0;
 }
 
@@ -604,6 +643,13 @@ int tstate_parse(struct tstate *s, const char *text, size_t len, const char *nam
 		goto out;
 	}
 	snprintf(s->kernels, sizeof s->kernels, "%s", kern_s ? kern_s : "");
+	const char *digest = json_string_value(json_object_get(root, "base_digest"));
+	if (json_object_get(root, "base_digest") &&
+	    (!digest || strlen(digest) != 16 || strspn(digest, "0123456789abcdef") != 16)) {
+		err_set("%s: base_digest: expected 16 hex digits", name);
+		goto out;
+	}
+	snprintf(s->base_digest, sizeof s->base_digest, "%s", digest ? digest : "");
 	s->seconds = json_number_value(json_object_get(root, "seconds"));
 	json_t *rows = json_object_get(root, "windows_read");
 	if (!(s->seconds >= 0) || !isfinite(s->seconds)) {

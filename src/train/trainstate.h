@@ -36,6 +36,11 @@ struct tstate_opts {
 	char *save_dtype; /* "f32" or "bf16" */
 	char *backend;    /* "auto", "cpu" or "cuda" */
 	int threads;      /* 0: every core */
+	/* LoRA: the rank (0: every weight trains), alpha (0: unset, the rank) and the
+	 * matrices adapted ("q,v", "all"; NULL: all) */
+	int lora;
+	double lora_alpha;
+	char *lora_targets;
 };
 
 /* The defaults (nanoGPT's where it has one): ctx 256, batch 8, accum 1, steps 1000,
@@ -45,6 +50,10 @@ struct tstate_opts {
  * (out of memory). */
 int tstate_opts_default(struct tstate_opts *o);
 void tstate_opts_free(struct tstate_opts *o);
+
+/* The matrices o->lora_targets names, as bits of enum eng_lora_target; 0 with err_set
+ * "--lora-targets: ..." when it names none or another. */
+unsigned tstate_lora_targets(const struct tstate_opts *o);
 
 /* The end of the cosine when --cosine-steps is not given: the run's last step; a run
  * shorter than its warm-up (a trial of a long recipe, or --steps 0 to write the
@@ -96,6 +105,8 @@ struct tstate {
 	char ran_on[8];        /* "cpu" or "cuda": where the steps ran ("" in older states) */
 	char kernels[16];      /* the kernel set they ran with: the CPU's products' or the
 				* GPU's attention's ("": older states) */
+	char base_digest[24];  /* LoRA: the frozen weights' digest (16 hex digits; "" else):
+				* a resume reads them from --init again and checks it */
 	bool eval_was_due;     /* not saved: a resume's saved options made `step` due an
 				* evaluation (a stop may have kept it from running) */
 };

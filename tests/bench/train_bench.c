@@ -5,14 +5,15 @@
  *
  *   train_bench [--preset 5m|0.6b] [--backend cpu|cuda] [--exact] [--threads N]
  *               [--batch B] [--ctx T] [--steps N] [--recompute] [--keep-probs]
- *               [--module PATH] [--isa c|avx2|avx512|avx512bf16|amx]
+ *               [--module PATH] [--isa c|avx2|avx512|avx512bf16|amx] [--lora R]
  *
  * On the CPU the attention probabilities are made again in the backward, as `qwenchat
  * train` runs (--recompute-probs, accepted, says so); --keep-probs keeps them instead,
  * B x heads x T x T floats a layer.
  *
  * 5m: 4 layers, hidden 256, 4 heads of 64 (2 kv), MLP 768, vocab 8192, tied; 0.6b: the
- * Qwen3-0.6B shape. Each step: zero, one micro-batch, clipping, AdamW. Prints a line
+ * Qwen3-0.6B shape. Each step: zero, one micro-batch, clipping, AdamW. --lora R trains
+ * rank-R adapters of every matrix instead (alpha R), the model frozen. Prints a line
  * per step and a JSON object last. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,8 +51,8 @@ static struct eng_config preset(const char *name)
 int main(int argc, char **argv)
 {
 	const char *name = "5m", *module = NULL;
-	struct eng_train_options o = {ENG_BACKEND_CPU, 0,    8,     256,  false,
-				      false,           NULL, false, NULL, true};
+	struct eng_train_options o = {
+		.backend = ENG_BACKEND_CPU, .batch = 8, .ctx = 256, .recompute_probs = true};
 	int steps = 8;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -79,6 +80,8 @@ int main(int argc, char **argv)
 			steps = atoi(v), i++;
 		else if (!strcmp(a, "--tiled-attention"))
 			o.cuda_tiled_attention = true;
+		else if (!strcmp(a, "--lora")) /* rank R adapters of every matrix, alpha R */
+			o.lora_rank = atoi(v), o.lora_alpha = o.lora_rank, i++;
 		else if (!strcmp(a, "--module"))
 			module = v, i++;
 		else {
@@ -87,6 +90,7 @@ int main(int argc, char **argv)
 		}
 	}
 	o.cuda_module = module;
+	o.lora_targets = ENG_LORA_ALL;
 	struct eng_config c = preset(name);
 	struct eng_trainer *t = eng_trainer_new(&c, &o, NULL);
 	if (!t) {

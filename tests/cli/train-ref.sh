@@ -11,12 +11,7 @@
 # SKIP (77) without python3-torch and python3-numpy.
 . "$TOP_SRCDIR/tests/lib.sh"
 
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
-if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
-	echo "SKIP: python3 with torch and numpy (Debian: python3-torch) is missing" >&2
-	exit 77
-fi
+need_torch
 REF="$PY $TOP_SRCDIR/tests/cli/train_ref.py"
 
 # 6000 token ids below 1000, fixed

@@ -183,11 +183,17 @@ def train(o, init, batch):
     position_ids); prints one JSON object a step and writes the final weights to o.out."""
     cfg, w0 = model_weights(init)
     params = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in w0.items()}
-    model = Qwen3(cfg, params)
+    steps(o, Qwen3(cfg, params), params, batch)
+
+
+def steps(o, model, params, batch):
+    """The steps of train() on model, whose trained tensors are params (a dict by
+    name, written to o.out at the end)."""
     decay = [t for t in params.values() if t.dim() == 2]
     no_decay = [t for t in params.values() if t.dim() != 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}],
+    groups = [{"params": decay, "weight_decay": o.weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    opt = torch.optim.AdamW([g for g in groups if g["params"]],
                             lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps)
     for s in range(o.steps):
         opt.zero_grad(set_to_none=False)

@@ -6,7 +6,9 @@
  * the bf16 path stays close; recomputing activations or only the attention
  * probabilities, and the thread count, change no bit; gradient scaling and clipping, and AdamW, follow the formulas of train.h;
  * documents packed in a row train as they would in rows of their own; a loss taken in
- * several chunks of rows gives what one chunk gives. */
+ * several chunks of rows gives what one chunk gives; LoRA's adapters get the gradients
+ * of the float64 loss of the merged weights W + alpha / rank B A, the frozen weights
+ * none, and AdamW leaves the frozen ones as they were. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -173,16 +175,13 @@ enum { RC_NONE = 0, RC_PROBS = 1, RC_LAYERS = 2, RC_ALL = 3 };
 static struct eng_trainer *make(const struct eng_config *c, int B, int T, bool exact, int recompute,
 				int threads)
 {
-	struct eng_train_options o = {ENG_BACKEND_CPU,
-				      threads,
-				      B,
-				      T,
-				      exact,
-				      (recompute & RC_LAYERS) != 0,
-				      NULL,
-				      false,
-				      NULL,
-				      (recompute & RC_PROBS) != 0};
+	struct eng_train_options o = {.backend = ENG_BACKEND_CPU,
+				      .threads = threads,
+				      .batch = B,
+				      .ctx = T,
+				      .exact = exact,
+				      .recompute = (recompute & RC_LAYERS) != 0,
+				      .recompute_probs = (recompute & RC_PROBS) != 0};
 	struct eng_trainer *t = eng_trainer_new(c, &o, NULL);
 	assert_non_null(t);
 	eng_trainer_init_normal(t, 42, 0.2); /* large enough weights for a lively loss */
@@ -592,6 +591,125 @@ static void test_init(void **state)
 	eng_trainer_free(b);
 }
 
+/* ---- LoRA --------------------------------------------------------------------------- */
+
+/* r->w[i] of every matrix an adapter changes: W + scale B A, in double. */
+static void merge(struct ref *r, struct eng_trainer *t, double scale)
+{
+	for (int i = 0; i < eng_trainer_nparams(t); i++) {
+		struct eng_param *A = eng_trainer_param(t, i), *B = A + 1;
+		if (A->adapts < 0 || A->lora_b)
+			continue;
+		struct eng_param *W = eng_trainer_param(t, A->adapts);
+		int64_t out = W->shape[0], in = W->shape[1], R = A->shape[0];
+		for (int64_t o = 0; o < out; o++)
+			for (int64_t k = 0; k < in; k++) {
+				double d = 0;
+				for (int64_t j = 0; j < R; j++)
+					d += (double)B->w[o * R + j] * A->w[j * in + k];
+				r->w[A->adapts][o * in + k] = W->w[o * in + k] + scale * d;
+			}
+	}
+}
+
+static void test_lora(void **state)
+{
+	(void)state;
+	struct eng_config c = tiny(false);
+	int B = 2, T = 7, N = B * T, R = 3;
+	double alpha = 5;
+	c.max_position_embeddings = T;
+	struct eng_train_options o = {.backend = ENG_BACKEND_CPU,
+				      .threads = 2,
+				      .batch = B,
+				      .ctx = T,
+				      .exact = true,
+				      .lora_rank = R,
+				      .lora_alpha = alpha,
+				      .lora_targets = 1u << ENG_LORA_Q | 1u << ENG_LORA_O |
+						      1u << ENG_LORA_GATE | 1u << ENG_LORA_DOWN};
+	struct eng_trainer *full = make(&c, B, T, true, RC_NONE, 2);
+	struct eng_trainer *t = eng_trainer_new(&c, &o, NULL);
+	assert_non_null(t);
+	int nbase = eng_trainer_nparams(full), np = eng_trainer_nparams(t);
+	assert_int_equal(np, nbase + 2 * 4 * c.num_layers);
+	for (int i = 0; i < nbase; i++) { /* the model's weights, then the adapters drawn */
+		struct eng_param *p = eng_trainer_param(t, i);
+		memcpy(p->w, eng_trainer_param(full, i)->w, p->n * sizeof *p->w);
+		assert_true(p->frozen && !p->g && !p->m && !p->v);
+	}
+	eng_trainer_init_lora(t, 9);
+	uint64_t s = 11;
+	for (int i = nbase; i < np; i++) {
+		struct eng_param *p = eng_trainer_param(t, i);
+		double bound = 1 / sqrt((double)p->shape[1]);
+		for (int64_t k = 0; k < p->n; k++) {
+			if (!p->lora_b) { /* PEFT's kaiming_uniform(a = sqrt(5)) bound */
+				assert_true(fabs(p->w[k]) <= bound);
+				continue;
+			}
+			assert_true(p->w[k] ==
+				    0); /* B starts at zero: a gradient for A needs one */
+			s = s * 6364136223846793005ull + 1442695040888963407ull;
+			p->w[k] = (float)(((s >> 40) / 16777216.0 - 0.5) * 0.6);
+		}
+	}
+	int32_t in[14], tgt[14];
+	batch(in, tgt, N, c.vocab_size);
+	double loss = 0;
+	int64_t count = 0;
+	assert_int_equal(eng_trainer_zero_grad(t), 0);
+	assert_int_equal(eng_trainer_micro(t, in, tgt, NULL, &loss, &count), 0);
+	struct ref r = {&c, calloc(nbase, sizeof(double *)), B, T};
+	for (int i = 0; i < nbase; i++) {
+		struct eng_param *p = eng_trainer_param(t, i);
+		r.w[i] = malloc(p->n * sizeof(double));
+		for (int64_t k = 0; k < p->n; k++)
+			r.w[i][k] = p->w[k];
+	}
+	merge(&r, t, alpha / R);
+	double want = ref_loss(&r, in, tgt);
+	if (fabs(loss - want) > 1e-5 * fabs(want))
+		fail_msg("loss %.9g, float64 of the merged weights %.9g", loss, want);
+	for (int i = nbase; i < np; i++) {
+		struct eng_param *p = eng_trainer_param(t, i);
+		for (int e = 0; e < 5; e++) {
+			int64_t k = (int64_t)((e * 2654435761u + i * 40503u) % (uint64_t)p->n);
+			float w0 = p->w[k];
+			double h = 1e-3, ls[2];
+			for (int d = 0; d < 2; d++) {
+				p->w[k] = (float)(w0 + (d ? -h : h));
+				merge(&r, t, alpha / R);
+				ls[d] = ref_loss(&r, in, tgt);
+			}
+			p->w[k] = w0;
+			double fd = (ls[0] - ls[1]) / ((double)(float)(w0 + h) - (float)(w0 - h));
+			if (fabs(p->g[k] - fd) > 2e-3 * (fabs(fd) + 1e-2))
+				fail_msg("%s[%lld]: gradient %.8g, float64 finite difference %.8g",
+					 p->name, (long long)k, p->g[k], fd);
+		}
+	}
+	/* a step moves the adapters alone; the merged rows are W + scale B A */
+	struct eng_param *W = eng_trainer_param(t, 1 + 1); /* layer 0's q_proj */
+	float *before = malloc(W->n * sizeof *before), *rows = malloc(W->n * sizeof *rows);
+	memcpy(before, W->w, W->n * sizeof *before);
+	double norm;
+	struct eng_adamw h = {1e-2, 0.9, 0.95, 1e-8, 0.1};
+	assert_int_equal(eng_trainer_finish_grads(t, 1.0 / count, 1.0, &norm), 0);
+	assert_int_equal(eng_trainer_adamw(t, &h, 1), 0);
+	assert_memory_equal(before, W->w, W->n * sizeof *before);
+	merge(&r, t, alpha / R);
+	eng_trainer_merged_rows(t, 2, 1, W->shape[0], rows);
+	for (int64_t k = W->shape[1]; k < W->n; k++)
+		assert_true(fabs(rows[k - W->shape[1]] - r.w[2][k]) <=
+			    1e-6 * (fabs(r.w[2][k]) + 1));
+	for (int i = 0; i < nbase; i++)
+		free(r.w[i]);
+	free(r.w), free(before), free(rows);
+	eng_trainer_free(t);
+	eng_trainer_free(full);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -599,7 +717,7 @@ int main(void)
 		cmocka_unit_test(test_gradients_long), cmocka_unit_test(test_same_bits),
 		cmocka_unit_test(test_clip_and_adamw), cmocka_unit_test(test_clip_rule),
 		cmocka_unit_test(test_packed_rows),    cmocka_unit_test(test_loss_chunks),
-		cmocka_unit_test(test_init),
+		cmocka_unit_test(test_init),           cmocka_unit_test(test_lora),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include "src/base/err.h"
 #include "src/train/trainstate.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,0 +1,167 @@
+#!/bin/sh
+# train-lora.sh — `qwenchat train --lora` against tests/cli/lora_ref.py, a float64
+# PyTorch reference of PEFT's LoRA written from the documented rules: 3 steps of 2
+# micro-batches with the warm-up, clipping and weight decay active, on a tied and an
+# untied grouped-query model, some matrices adapted or all of them; the losses and
+# gradient norms within 1e-5, every adapter tensor and every merged matrix of
+# model.safetensors within 2e-3 of the reference's update, every frozen tensor the
+# model's own. Then: the --val loss of the adapters equals the float64 loss of the
+# merged model, a resumed run repeats an uninterrupted one byte for byte, a resume on
+# changed or missing frozen weights is refused, --steps 0 writes the model itself, the
+# flags that make no LoRA run are refused, and --sft --pack trains adapters.
+# SKIP (77) without python3-torch and python3-numpy.
+. "$TOP_SRCDIR/tests/lib.sh"
+
+need_torch
+REF="$PY $TOP_SRCDIR/tests/cli/lora_ref.py"
+TRAIN_REF="$PY $TOP_SRCDIR/tests/cli/train_ref.py"
+
+# 6000 token ids below 1000, and 219 held out
+"$PY" -c '
+import random, struct, sys
+for seed, n, path in ((5, 6000, sys.argv[1]), (6, 219, sys.argv[2])):
+    r = random.Random(seed)
+    open(path, "wb").write(b"".join(struct.pack("<I", r.randrange(1000)) for _ in range(n)))
+' "$TMP/data.u32" "$TMP/val.u32"
+
+rules="--ctx 16 --batch 3 --accum 2 --lr 1e-2 --warmup 2 --cosine-steps 3 --clip 0.5 --weight-decay 0.1"
+shape="--vocab-size 1000 --layers 2 --hidden-size 64 --intermediate-size 96 --heads 4"
+# the models LoRA adapts: their initial weights (--steps 0 of a run from scratch)
+# shellcheck disable=SC2086
+"$QWENCHAT" train --out "$TMP/tied" $shape --tie --data "$TMP/data.u32" --steps 0 2>"$TMP/err" &&
+	"$QWENCHAT" train --out "$TMP/untied" $shape --no-tie --kv-heads 2 --data "$TMP/data.u32" \
+		--steps 0 2>>"$TMP/err" || fail "the base models: $(tail -n 3 "$TMP/err")"
+
+# check NAME BASE LORA-FLAGS [MORE]: --steps 0 and 3 steps of LoRA on BASE against the
+# reference, which starts from the --steps 0 run's adapters
+check() {
+	name=$1 base=$2 lora=$3 more=${4:-}
+	args="--init $TMP/$base --data $TMP/data.u32 --exact --sequential --threads 2 $rules $lora"
+	# shellcheck disable=SC2086
+	if ! "$QWENCHAT" train --out "$TMP/$name-0" $args --steps 0 2>"$TMP/err" ||
+	   ! "$QWENCHAT" train --out "$TMP/$name-3" $args $more --steps 3 2>"$TMP/err"; then
+		fail "$name: qwenchat train failed: $(tail -n 3 "$TMP/err")"
+		return
+	fi
+	# shellcheck disable=SC2086
+	if ! $REF run --init "$TMP/$name-0" --data "$TMP/data.u32" --steps 3 $rules \
+		--out "$TMP/$name-ref.safetensors" >"$TMP/$name-ref.jsonl" 2>"$TMP/err"; then
+		fail "$name: the reference failed: $(tail -n 3 "$TMP/err")"
+		return
+	fi
+	if $REF compare --log "$TMP/$name-3/train-log.jsonl" --ref-log "$TMP/$name-ref.jsonl" \
+		--init "$TMP/$name-0" --ref "$TMP/$name-ref.safetensors" --run "$TMP/$name-3" \
+		>"$TMP/$name-cmp" 2>&1; then
+		pass "$name: losses, gradient norms, adapters and merged weights match the float64 reference"
+	else
+		fail "$name: differs from the float64 reference:
+$(grep -E 'FAIL|differ|steps|Error' "$TMP/$name-cmp" | head -n 10)"
+	fi
+}
+
+check tied-some tied "--lora 4 --lora-alpha 8 --lora-targets q,v,o,up,down"
+check untied-all untied "--lora 2"
+# PEFT's module names, a rank above the narrowest width, a model saved in BF16
+check bf16-save untied "--lora 5 --lora-alpha 2.5 --lora-targets k_proj,gate_proj" \
+	"--save-dtype bf16"
+
+# --steps 0: B is zero, so the merged model is the model, bit for bit
+"$PY" - "$TMP/tied/model.safetensors" "$TMP/tied-some-0/model.safetensors" <<'EOF' &&
+import json, struct, sys
+def tensors(path):
+    b = open(path, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    return {k: (v["dtype"], v["shape"], b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]])
+            for k, v in h.items() if k != "__metadata__"}
+a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+assert a == b, sorted(k for k in a if a[k] != b.get(k))
+EOF
+	pass "--steps 0: model.safetensors is the model's own" ||
+	fail "--steps 0: model.safetensors is not the model's own"
+
+# --val: the loss the adapters give in training's forward against the float64 loss of
+# the merged model the checkpoint holds
+run="--init $TMP/untied --lora 3 --data $TMP/data.u32 --val $TMP/val.u32 --exact --sequential
+	--threads 2 $rules"
+# shellcheck disable=SC2086
+if "$QWENCHAT" train --out "$TMP/val" $run --steps 2 2>"$TMP/err" &&
+	want=$($TRAIN_REF eval --init "$TMP/val" --data "$TMP/val.u32" --ctx 16) &&
+	"$PY" - "$TMP/val/train-log.jsonl" "$want" <<'EOF'; then
+import json, sys
+evals = [json.loads(l) for l in open(sys.argv[1]) if "val_loss" in l]
+want = float(sys.argv[2])
+assert [e["step"] for e in evals] == [2], evals
+assert abs(evals[0]["val_loss"] - want) <= 1e-6 * want, (evals[0], want)
+EOF
+	pass "--val: the adapters' loss equals the merged model's float64 loss ($want)"
+else
+	fail "--val: $(tail -n 2 "$TMP/err"; grep val_loss "$TMP/val/train-log.jsonl") against ${want:-none}"
+fi
+
+# Resume: 2 steps and a resume to 4 against 4 steps in one run, at random windows with
+# the bf16 products, byte for byte
+run="--init $TMP/tied --lora 4 --data $TMP/data.u32 --threads 2 --ctx 16 --batch 3 --accum 2
+	--lr 1e-2 --warmup 1 --clip 0.5"
+# shellcheck disable=SC2086
+"$QWENCHAT" train --out "$TMP/r4" $run --steps 4 2>"$TMP/err" &&
+	"$QWENCHAT" train --out "$TMP/r2" $run --steps 2 2>>"$TMP/err" &&
+	"$QWENCHAT" train --resume "$TMP/r2" --steps 4 2>>"$TMP/err" ||
+	fail "resume: a run failed: $(tail -n 3 "$TMP/err")"
+same_run "resume: 2 steps + 2 equal 4 in one run, byte for byte (merged model, moments, log)" \
+	"$TMP/r4" "$TMP/r2"
+cmp -s "$TMP/r4/train-state/adapter_model.safetensors" "$TMP/r2/train-state/adapter_model.safetensors" &&
+	pass "resume: the adapters too" || fail "resume: the adapters differ"
+
+# The frozen weights are read from --init again: changed or gone, the resume is refused
+# and the checkpoint kept
+cp -r "$TMP/tied" "$TMP/moved"
+# shellcheck disable=SC2086
+"$QWENCHAT" train --out "$TMP/c2" $(echo "$run" | sed "s#$TMP/tied#$TMP/moved#") --steps 2 \
+	2>"$TMP/err" || fail "frozen weights: the run failed: $(tail -n 3 "$TMP/err")"
+"$PY" - "$TMP/moved/model.safetensors" <<'EOF'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[8 + struct.unpack("<Q", b[:8])[0] + 100] ^= 1
+open(sys.argv[1], "wb").write(b)
+EOF
+before=$(cksum <"$TMP/c2/train-state/adapter_model.safetensors")
+train_usage 1 "a resume on changed frozen weights" "not the weights this LoRA run began from" \
+	--resume "$TMP/c2" --steps 4
+rm -r "$TMP/moved"
+train_usage 1 "a resume whose frozen weights are gone" "frozen weights (--init $TMP/moved)" \
+	--resume "$TMP/c2" --steps 4
+[ "$(cksum <"$TMP/c2/train-state/adapter_model.safetensors")" = "$before" ] &&
+	pass "a refused resume leaves the checkpoint as it was" ||
+	fail "a refused resume changed the checkpoint"
+
+# Flags that make no LoRA run
+# shellcheck disable=SC2086
+train_usage 2 "--lora from scratch" "give --init MODEL" \
+	--out "$TMP/x" $shape --lora 4 --data "$TMP/data.u32"
+train_usage 2 "--lora-targets of an unknown matrix" "'foo' is not one of" \
+	--out "$TMP/x" --init "$TMP/tied" --lora 4 --lora-targets q,foo --data "$TMP/data.u32"
+train_usage 2 "--lora-alpha without --lora" "give --lora R" \
+	--out "$TMP/x" --init "$TMP/tied" --lora-alpha 4 --data "$TMP/data.u32"
+train_usage 2 "--lora on CUDA" "CPU backend" \
+	--out "$TMP/x" --init "$TMP/tied" --lora 4 --backend cuda --data "$TMP/data.u32"
+train_usage 2 "--lora beyond 4096" "--lora" \
+	--out "$TMP/x" --init "$TMP/tied" --lora 5000 --data "$TMP/data.u32"
+train_usage 2 "a resume with another rank" "--lora 8 conflicts" --resume "$TMP/r2" --steps 5 --lora 8
+[ ! -e "$TMP/x" ] && pass "refused runs leave no directory" || fail "a refused run left $TMP/x"
+
+# --sft --pack on LoRA: conversations rendered with the model's template, the adapters
+# trained on the assistant's tokens
+if "$PY" -c 'import jinja2, regex' 2>/dev/null; then
+	"$PY" "$TOP_SRCDIR/tests/cli/convgen.py" "$TMP"
+	"$QWENCHAT" train-bpe -q --chat --vocab-size 420 --out "$TMP/chat-tok" "$TMP/corpus.txt" &&
+		"$QWENCHAT" train --out "$TMP/chat" --tokenizer "$TMP/chat-tok" --layers 2 \
+			--hidden-size 64 --heads 4 --data "$TMP/corpus.txt" --steps 0 2>"$TMP/err" &&
+		"$QWENCHAT" train --out "$TMP/sft" --init "$TMP/chat" --lora 4 --sft --pack \
+			--data "$TMP/conv.jsonl" --ctx 160 --batch 2 --steps 3 --threads 2 2>"$TMP/err" &&
+		grep -q '"step": 3' "$TMP/sft/train-log.jsonl" &&
+		[ -s "$TMP/sft/train-state/adapter_model.safetensors" ] &&
+		pass "--sft --pack trains LoRA adapters" ||
+		fail "--sft --pack with --lora: $(tail -n 3 "$TMP/err")"
+fi
+finish
