@@ -7,8 +7,9 @@
 # model.safetensors within 2e-3 of the reference's update, every frozen tensor the
 # model's own. Then: the --val loss of the adapters equals the float64 loss of the
 # merged model, a resumed run repeats an uninterrupted one byte for byte, a resume on
-# changed or missing frozen weights is refused, --steps 0 writes the model itself, the
-# flags that make no LoRA run are refused, and --sft --pack trains adapters.
+# changed or missing frozen weights is refused, --recompute changes no bit, --steps 0
+# writes the model itself, the flags that make no LoRA run are refused, and --sft
+# --pack trains adapters.
 # SKIP (77) without python3-torch and python3-numpy.
 . "$TOP_SRCDIR/tests/lib.sh"
 
@@ -112,6 +113,11 @@ same_run "resume: 2 steps + 2 equal 4 in one run, byte for byte (merged model, m
 	"$TMP/r4" "$TMP/r2"
 cmp -s "$TMP/r4/train-state/adapter_model.safetensors" "$TMP/r2/train-state/adapter_model.safetensors" &&
 	pass "resume: the adapters too" || fail "resume: the adapters differ"
+# --recompute makes each layer's forward again, its adapters' products too: the same bits
+# shellcheck disable=SC2086
+"$QWENCHAT" train --out "$TMP/rc" $run --steps 4 --recompute 2>"$TMP/err" ||
+	fail "--recompute: $(tail -n 3 "$TMP/err")"
+same_run "--recompute: the same bytes as keeping every layer's activations" "$TMP/r4" "$TMP/rc"
 
 # The frozen weights are read from --init again: changed or gone, the resume is refused
 # and the checkpoint kept
