@@ -543,14 +543,20 @@ int eng_trainer_load(struct eng_trainer *t, const struct eng_model *m)
 		struct eng_param *p = &t->params[i];
 		const struct eng_tensor *x = model_tensor(t, w, i);
 		int64_t rows = x->ndim == 1 ? 1 : x->shape[0], cols = x->ndim == 1 ? x->shape[0] : x->shape[1];
-		if (eng_dtype_quantized(x->dtype))
+		if (eng_dtype_quantized(x->dtype) && !p->frozen)
 			return err_set("%s is %s: train from the bf16 model (quantized weights "
 				       "cannot be trained)",
 				       p->name, eng_dtype_name(x->dtype));
 		if (rows * cols != p->n)
 			return err_set("%s: %lld weights, the trainer expects %lld", p->name,
 				       (long long)(rows * cols), (long long)p->n);
-		if (x->dtype == ENG_F32) {
+		if (eng_dtype_quantized(x->dtype)) { /* LoRA's frozen base: as ggml reads it */
+			size_t stride = eng_row_bytes(x->dtype, cols);
+			for (int64_t r = 0; r < rows; r++)
+				quant_dequantize_row(x->dtype,
+						     (const uint8_t *)x->data + r * stride,
+						     p->w + r * cols, cols);
+		} else if (x->dtype == ENG_F32) {
 			memcpy(p->w, x->data, (size_t)p->n * sizeof(float));
 		} else {
 			const uint16_t *h = x->data;

@@ -150,9 +150,10 @@ void eng_trainer_merged_rows(const struct eng_trainer *t, int i, int64_t r0, int
 uint64_t eng_trainer_frozen_digest(const struct eng_trainer *t);
 
 /* Weights from a model of the same config: BF16, F16 or F32 tensors converted to fp32
- * exactly; a quantized tensor is refused ("NAME is Q4_K: train from the bf16 model").
- * Moments zero. With LoRA these are the frozen weights; the adapters are left as they
- * are. 0 or -1 (err_set). */
+ * exactly; a quantized tensor is refused ("NAME is Q4_K: train from the bf16 model")
+ * unless it is frozen (LoRA's base), which is dequantized as ggml does. Moments zero.
+ * With LoRA these are the frozen weights; the adapters are left as they are. 0 or -1
+ * (err_set). */
 int eng_trainer_load(struct eng_trainer *t, const struct eng_model *m);
 /* GPU backend: the device's weights, gradients and moments into the host arrays of
  * eng_param (download), or the host arrays to the device (upload, after the caller

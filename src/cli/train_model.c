@@ -250,6 +250,7 @@ static int scratch_config(const struct tstate_opts *o, const struct tok *tk, str
 
 /* Refuses a model with quantized tensors, all of them or some (llama-quantize's
  * --token-embedding-type makes a bf16 file with a Q8_0 embedding). */
+/* A model whose weights cannot be trained; LoRA adapters can be, beside them. */
 static int quantized(const struct eng_model *m, const char *path)
 {
 	struct eng_type_count tc[ENG_DTYPE_COUNT];
@@ -257,12 +258,14 @@ static int quantized(const struct eng_model *m, const char *path)
 	enum eng_dtype main = eng_model_config(m)->dtype;
 	if (eng_dtype_quantized(main))
 		return err_set("%s: its weights are %s: train from the bf16 model (quantized "
-			       "weights cannot be trained)",
+			       "weights cannot be trained), or train LoRA adapters beside them "
+			       "(--lora R)",
 			       path, eng_dtype_name(main));
 	for (int t = 0; t < ENG_DTYPE_COUNT; t++)
 		if (tc[t].tensors && eng_dtype_quantized((enum eng_dtype)t))
 			return err_set("%s: %d of its tensors %s %s: train from the bf16 model "
-				       "(quantized weights cannot be trained)",
+				       "(quantized weights cannot be trained), or LoRA adapters "
+				       "beside them (--lora R)",
 				       path, tc[t].tensors, tc[t].tensors == 1 ? "is" : "are",
 				       eng_dtype_name((enum eng_dtype)t));
 	return 0;
@@ -294,7 +297,7 @@ int train_model_new(const struct tstate_opts *o, struct train_model *p)
 		    !(p->m.init = eng_model_open(p->init_path)))
 			return -1;
 		p->m.cfg = *eng_model_config(p->m.init);
-		if (quantized(p->m.init, p->init_path)) /* before the data and the plan */
+		if (!o->lora && quantized(p->m.init, p->init_path)) /* before the data, the plan */
 			return -1;
 		if (o->ctx > eng_max_context(&p->m.cfg))
 			return err_set("--ctx %d is beyond %s's %d positions (%s)", o->ctx, o->init,

@@ -14,7 +14,7 @@ const struct cli_opt train_opts[] = {
 	 "without)"},
 	{"init", OPT_INIT, "MODEL",
 	 "start from this model's weights: a directory, repo\nid or GGUF file of F32, F16 or BF16 "
-	 "tensors"},
+	 "tensors\n(with --lora, of any type)"},
 	{"tokenizer", OPT_TOKENIZER, "DIR",
 	 "the tokenizer (DIR/tokenizer.json, e.g. train-bpe's\noutput) of a model from scratch; "
 	 "with --init it\nreplaces the model's"},

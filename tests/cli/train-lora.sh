@@ -2,7 +2,8 @@
 # train-lora.sh — `qwenchat train --lora` against tests/cli/lora_ref.py, a float64
 # PyTorch reference of PEFT's LoRA written from the documented rules: 3 steps of 2
 # micro-batches with the warm-up, clipping and weight decay active, on a tied and an
-# untied grouped-query model, some matrices adapted or all of them; the losses and
+# untied grouped-query model and a Q8_0 GGUF (its weights dequantized as ggml does),
+# some matrices adapted or all of them; the losses and
 # gradient norms within 1e-5, every adapter tensor and every merged matrix of
 # model.safetensors within 2e-3 of the reference's update, every frozen tensor the
 # model's own. Then: the --val loss of the adapters equals the float64 loss of the
@@ -33,11 +34,11 @@ shape="--vocab-size 1000 --layers 2 --hidden-size 64 --intermediate-size 96 --he
 	"$QWENCHAT" train --out "$TMP/untied" $shape --no-tie --kv-heads 2 --data "$TMP/data.u32" \
 		--steps 0 2>>"$TMP/err" || fail "the base models: $(tail -n 3 "$TMP/err")"
 
-# check NAME BASE LORA-FLAGS [MORE]: --steps 0 and 3 steps of LoRA on BASE against the
-# reference, which starts from the --steps 0 run's adapters
+# check NAME BASE LORA-FLAGS [MORE]: --steps 0 and 3 steps of LoRA on the model BASE
+# against the reference, which starts from the --steps 0 run's weights and adapters
 check() {
 	name=$1 base=$2 lora=$3 more=${4:-}
-	args="--init $TMP/$base --data $TMP/data.u32 --exact --sequential --threads 2 $rules $lora"
+	args="--init $base --data $TMP/data.u32 --exact --sequential --threads 2 $rules $lora"
 	# shellcheck disable=SC2086
 	if ! "$QWENCHAT" train --out "$TMP/$name-0" $args --steps 0 2>"$TMP/err" ||
 	   ! "$QWENCHAT" train --out "$TMP/$name-3" $args $more --steps 3 2>"$TMP/err"; then
@@ -60,10 +61,10 @@ $(grep -E 'FAIL|differ|steps|Error' "$TMP/$name-cmp" | head -n 10)"
 	fi
 }
 
-check tied-some tied "--lora 4 --lora-alpha 8 --lora-targets q,v,o,up,down"
-check untied-all untied "--lora 2"
+check tied-some "$TMP/tied" "--lora 4 --lora-alpha 8 --lora-targets q,v,o,up,down"
+check untied-all "$TMP/untied" "--lora 2"
 # PEFT's module names, a rank above the narrowest width, a model saved in BF16
-check bf16-save untied "--lora 5 --lora-alpha 2.5 --lora-targets k_proj,gate_proj" \
+check bf16-save "$TMP/untied" "--lora 5 --lora-alpha 2.5 --lora-targets k_proj,gate_proj" \
 	"--save-dtype bf16"
 
 # --steps 0: B is zero, so the merged model is the model, bit for bit
@@ -155,6 +156,42 @@ train_usage 2 "--lora beyond 4096" "--lora" \
 	--out "$TMP/x" --init "$TMP/tied" --lora 5000 --data "$TMP/data.u32"
 train_usage 2 "a resume with another rank" "--lora 8 conflicts" --resume "$TMP/r2" --steps 5 --lora 8
 [ ! -e "$TMP/x" ] && pass "refused runs leave no directory" || fail "a refused run left $TMP/x"
+
+# A quantized base (a Q8_0 GGUF from quantize): its weights are frozen as ggml
+# dequantizes them, which the --steps 0 model holds (against ggml's reference rounding
+# redone in numpy's float32), and the adapters train on them as on any model
+if TOK_DIR=$(sh "$TOP_SRCDIR/tests/fetch-tokenizer.sh" 2>/dev/null); then
+	"$TOP_BUILDDIR/tests/mkmodel" --out "$TMP/q" --tokenizer "$TOK_DIR" --hidden-size 64 \
+		--intermediate-size 96 --layers 1 --heads 2 --kv-heads 1 --head-dim 32 \
+		--vocab-size 151936 >/dev/null &&
+		"$QWENCHAT" quantize -m "$TMP/q" --type q8_0 --out "$TMP/q.gguf" 2>"$TMP/err" ||
+		fail "the Q8_0 base: $(tail -n 1 "$TMP/err")"
+	check q8-base "$TMP/q.gguf" "--lora 4 --lora-alpha 16"
+	"$PY" - "$TMP/q" "$TMP/q8-base-0" "$TOP_SRCDIR/tests/cli" <<'EOF' &&
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[3])
+from train_ref import read_safetensors
+
+def q8_0(w):
+    """ggml's quantize_row_q8_0_ref in float32, then its dequantize_row_q8_0."""
+    x = w.astype(np.float32).reshape(-1, 32)
+    d = np.abs(x).max(1) / np.float32(127)
+    inv = (np.float32(1) / np.where(d != 0, d, 1)) * (d != 0)
+    x0 = x * inv[:, None].astype(np.float32)
+    q = np.sign(x0) * np.floor(np.abs(x0) + np.float32(0.5))  # roundf: halves away from 0
+    return (d.astype(np.float16).astype(np.float32)[:, None] * q).reshape(w.shape)
+
+src = read_safetensors(sys.argv[1] + "/model.safetensors")
+got = read_safetensors(sys.argv[2] + "/model.safetensors")
+assert set(src) == set(got), set(src) ^ set(got)
+bad = [n for n, w in src.items() if not np.array_equal(
+    w.astype(np.float32) if w.ndim == 1 else q8_0(w), got[n].astype(np.float32))]
+assert not bad, bad
+EOF
+		pass "q8-base: the frozen weights are the Q8_0 file's, dequantized as ggml does" ||
+		fail "q8-base: the frozen weights are not the Q8_0 file's"
+fi
 
 # --sft --pack on LoRA: conversations rendered with the model's template, the adapters
 # trained on the assistant's tokens
