@@ -69,7 +69,8 @@ const char *eng_lora_target_name(enum eng_lora_target t)
 	return (unsigned)t < ENG_LORA_TARGETS ? names[t] : "?";
 }
 
-/* An adapter's name: PEFT's, from the name of the matrix it adapts. */
+/* Room for a parameter's name; PEFT's names of the adapters are the longest
+ * ("base_model.model.model.layers.1023.self_attn.gate_proj.lora_A.weight"). */
 #define NAME_MAX_LEN 96
 
 /* LoRA's adapters after the model's tensors: per layer and target, A (rank, in) then
@@ -221,7 +222,8 @@ static int check_options(const struct eng_config *c, const struct eng_train_opti
 	if (c->head_dim % 2)
 		return err_set("training: head_dim %d is odd (RoPE needs pairs)", c->head_dim);
 	if (o->lora_rank < 0 || o->lora_rank > 4096)
-		return err_set("training: LoRA rank %d is not in 1 .. 4096", o->lora_rank);
+		return err_set("training: LoRA rank %d is not in 1 .. 4096 (0: no LoRA)",
+			       o->lora_rank);
 	if (o->lora_rank > 0 &&
 	    (!(o->lora_targets & ENG_LORA_ALL) || !(o->lora_alpha > 0 && o->lora_alpha < 1e6)))
 		return err_set("training: LoRA needs a target and an alpha in (0, 1e6)");

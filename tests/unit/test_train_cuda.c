@@ -59,7 +59,13 @@ static double rel(const float *a, const float *b, int64_t n)
 static struct eng_trainer *make(const struct eng_config *c, enum eng_backend_kind k, bool exact,
 				const char *module, int ctx, bool tiled)
 {
-	struct eng_train_options o = {k, 2, 2, ctx, exact, false, module, tiled, NULL, false};
+	struct eng_train_options o = {.backend = k,
+				      .threads = 2,
+				      .batch = 2,
+				      .ctx = ctx,
+				      .exact = exact,
+				      .cuda_module = module,
+				      .cuda_tiled_attention = tiled};
 	struct eng_trainer *t = eng_trainer_new(c, &o, NULL);
 	if (!t)
 		return NULL;
@@ -299,8 +305,12 @@ int main(int argc, char **argv)
 	if (argc > 1)
 		module = argv[1];
 	struct eng_config c = shape(true);
-	struct eng_train_options o = {ENG_BACKEND_CUDA, 1,     1,    8,    true, false,
-				      module,           false, NULL, false};
+	struct eng_train_options o = {.backend = ENG_BACKEND_CUDA,
+				      .threads = 1,
+				      .batch = 1,
+				      .ctx = 8,
+				      .exact = true,
+				      .cuda_module = module};
 	struct eng_trainer *probe = eng_trainer_new(&c, &o, NULL);
 	if (!probe) {
 		printf("SKIP: no CUDA trainer: %s\n", err_msg());
