@@ -517,6 +517,58 @@ uint64_t eng_trainer_frozen_digest(const struct eng_trainer *t)
 	return h;
 }
 
+/* Tensor x (F32, F16 or BF16, of p's shape) into p->w; path names it in messages. */
+static int adapter_from(struct eng_param *p, const struct st_tensor *x, const char *path)
+{
+	if (x->ndim != 2 || x->shape[0] != p->shape[0] || x->shape[1] != p->shape[1])
+		return err_set("%s: %s: not of shape [%lld, %lld] (the rank and the matrix the "
+			       "adapter_config.json and the model give)",
+			       path, p->name, (long long)p->shape[0], (long long)p->shape[1]);
+	if (x->dtype != ENG_F32 && x->dtype != ENG_F16 && x->dtype != ENG_BF16)
+		return err_set("%s: %s: %s, where F32, F16 or BF16 was expected", path, p->name,
+			       eng_dtype_name(x->dtype));
+	const uint16_t *h = x->data;
+	for (int64_t k = 0; k < p->n; k++) {
+		if (x->dtype == ENG_F32)
+			memcpy(&p->w[k], (const float *)x->data + k, sizeof(float));
+		else
+			p->w[k] = x->dtype == ENG_BF16 ? cpu_bf16_to_f32(h[k])
+						       : quant_f16_to_f32(h[k]);
+		if (!isfinite(p->w[k]))
+			return err_set("%s: %s: element %lld is not finite", path, p->name,
+				       (long long)k);
+	}
+	memset(p->m, 0, (size_t)p->n * sizeof(float));
+	memset(p->v, 0, (size_t)p->n * sizeof(float));
+	return 0;
+}
+
+int eng_trainer_load_adapters(struct eng_trainer *t, const char *path)
+{
+	struct st_file *f = st_open(path, path);
+	if (!f)
+		return -1;
+	int rc = 0;
+	for (int i = t->nbase; rc == 0 && i < t->nparams; i++) {
+		const struct st_tensor *x = st_find(f, t->params[i].name);
+		rc = x ? adapter_from(&t->params[i], x, path)
+		       : err_set("%s: no tensor %s (adapter_config.json names its matrix)", path,
+				 t->params[i].name);
+	}
+	for (int k = 0; rc == 0 && k < f->ntensors; k++) { /* an adapter left out is refused */
+		const char *name = f->tensors[k].name;
+		bool ours = false;
+		for (int i = t->nbase; !ours && i < t->nparams; i++)
+			ours = !strcmp(name, t->params[i].name);
+		if (!ours && (strstr(name, ".lora_A.") || strstr(name, ".lora_B.")))
+			rc = err_set("%s: %s: an adapter of a matrix adapter_config.json does not "
+				     "name, or of no layer of the model",
+				     path, name);
+	}
+	st_free(f);
+	return rc ? -1 : eng_trainer_upload(t);
+}
+
 /* The model's tensor for parameter i. */
 static const struct eng_tensor *model_tensor(const struct eng_trainer *t, const struct eng_weights *w,
 					     int i)

@@ -140,6 +140,12 @@ void eng_trainer_init_normal(struct eng_trainer *t, uint64_t seed, double std);
  * kaiming_uniform with a = sqrt(5)) from a seeded generator, B zero, so that the
  * adapted model starts as the model. Moments zero. */
 void eng_trainer_init_lora(struct eng_trainer *t, uint64_t seed);
+/* LoRA's adapters from a PEFT adapter_model.safetensors (path): every adapter of the
+ * trainer, named as PEFT names it (train.h's eng_param), of its shape and F32, F16 or
+ * BF16; a lora_A or lora_B tensor the trainer has no adapter for is refused, so that
+ * none is dropped. Moments zero. 0 or -1 (err_set naming the file and tensor). */
+int eng_trainer_load_adapters(struct eng_trainer *t, const char *path);
+
 /* The adapted matrix i with its adapter merged: w + (alpha / rank) B A, rows [r0, r1)
  * into out ((r1 - r0) x cols); without an adapter the matrix as it is. */
 void eng_trainer_merged_rows(const struct eng_trainer *t, int i, int64_t r0, int64_t r1,

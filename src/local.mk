@@ -64,6 +64,7 @@ libapp_a_SOURCES = \
 	src/train/schedule.c src/train/schedule.h \
 	src/train/batch.c src/train/batch.h \
 	src/train/checkpoint.c src/train/checkpoint.h \
+	src/train/peft.c src/train/peft.h \
 	src/train/modeldir.c src/train/modeldir.h src/train/qwen3_template.c \
 	src/train/trainlog.c src/train/trainlog.h \
 	src/train/trainstate.c src/train/trainstate.h \

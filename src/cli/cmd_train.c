@@ -16,6 +16,7 @@
 #include "src/hub/hub.h"
 #include "src/train/checkpoint.h"
 #include "src/train/loop.h"
+#include "src/train/peft.h"
 #include "src/train/rundir.h"
 #include "src/train/schedule.h"
 #include "src/train/tokens.h"
@@ -125,11 +126,12 @@ static bool given(const struct args *a, const char *name)
  * id or a tag). */
 static int absolute_paths(struct tstate_opts *o)
 {
-	char **lists[] = {o->data, o->val, &o->tokenizer, &o->init};
+	char **lists[] = {o->data, o->val, &o->tokenizer, &o->init, &o->lora_init};
 	int counts[] = {o->n_data, o->n_val, o->tokenizer ? 1 : 0,
-			o->init && fio_exists(o->init) ? 1 : 0};
-	static const char *const flags[] = {"--data", "--val", "--tokenizer", "--init"};
-	for (int l = 0; l < 4; l++)
+			o->init && fio_exists(o->init) ? 1 : 0, o->lora_init ? 1 : 0};
+	static const char *const flags[] = {"--data", "--val", "--tokenizer", "--init",
+					    "--lora-init"};
+	for (int l = 0; l < 5; l++)
 		for (int i = 0; i < counts[l]; i++) {
 			char *c = fio_absolute(lists[l][i]);
 			if (c) {
@@ -141,7 +143,7 @@ static int absolute_paths(struct tstate_opts *o)
 		}
 	/* state.json saves them as JSON strings, which hold UTF-8 alone: a path of other
 	 * bytes would be dropped from it and the run could never be resumed */
-	for (int l = 0; l < 4; l++) {
+	for (int l = 0; l < 5; l++) {
 		int n = l < 2 ? counts[l] : lists[l][0] ? 1 : 0;
 		for (int i = 0; i < n; i++) {
 			size_t len = strlen(lists[l][i]), valid, bad;
@@ -218,8 +220,18 @@ static int check_new(struct args *a)
 	if (o->pack && !o->sft)
 		return cli_usage("train", "--pack packs conversations: it needs --sft (text "
 					  "windows have no padding to save)");
+	if (o->lora_init &&
+	    (given(a, "lora") || given(a, "lora-alpha") || given(a, "lora-targets")))
+		return cli_usage("train", "--lora-init takes the rank, alpha and targets of its "
+					  "adapter_config.json: give no --lora, --lora-alpha or "
+					  "--lora-targets");
+	if (o->lora_init && peft_read_config(o->lora_init, o)) {
+		cli_error("%s", err_msg());
+		return EXIT_RUNTIME;
+	}
 	if (o->lora && !o->init)
-		return cli_usage("train", "--lora adapts a model's weights: give --init MODEL");
+		return cli_usage("train", "%s adapts a model's weights: give --init MODEL",
+				 o->lora_init ? "--lora-init" : "--lora");
 	if (o->lora && !tstate_lora_targets(o))
 		return cli_usage("train", "%s", err_msg());
 	if (o->lora && !strcmp(o->backend, "cuda"))

@@ -91,6 +91,9 @@ const struct cli_opt train_opts[] = {
 	 "LoRA's alpha: the adapters' output is scaled by\nalpha / R (default R)"},
 	{"lora-targets", OPT_LORA_TARGETS, "LIST",
 	 "the matrices LoRA adapts, of q,k,v,o,gate,up,down\n(default all of them)"},
+	{"lora-init", OPT_LORA_INIT, "DIR",
+	 "with --init: start from the PEFT LoRA adapter in DIR\n(its rank, alpha and targets) "
+	 "instead of new\nadapters; with --steps 0, its merged model"},
 	{"no-panel", OPT_NO_PANEL, NULL,
 	 "on a terminal, the progress as one line rewritten\nin place instead of the live panel"},
 	{0},

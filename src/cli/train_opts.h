@@ -53,6 +53,7 @@ enum train_key {
 	OPT_LORA,
 	OPT_LORA_ALPHA,
 	OPT_LORA_TARGETS,
+	OPT_LORA_INIT,
 	OPT_NO_PANEL,
 };
 

@@ -5,6 +5,7 @@
 #include "src/train/checkpoint.h"
 #include "src/train/dataset.h"
 #include "src/train/modeldir.h"
+#include "src/train/peft.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -312,9 +313,12 @@ int save_lora_base(struct eng_trainer *t, struct tstate *st, bool resume)
 			"%s (--init): not the weights this LoRA run began from (their digest "
 			"is %s, the run's %s): a LoRA run resumes on the model it adapts",
 			st->o.init, digest, st->base_digest[0] ? st->base_digest : "missing");
-	if (!resume) {
-		eng_trainer_init_lora(t, (uint64_t)st->o.seed);
-		memcpy(st->base_digest, digest, sizeof digest);
-	}
-	return 0;
+	if (resume)
+		return 0;
+	memcpy(st->base_digest, digest, sizeof digest);
+	eng_trainer_init_lora(t, (uint64_t)st->o.seed);
+	char *path = st->o.lora_init ? peft_weights_path(st->o.lora_init) : NULL;
+	int rc = st->o.lora_init && (!path || eng_trainer_load_adapters(t, path)) ? -1 : 0;
+	free(path);
+	return rc;
 }

@@ -40,9 +40,10 @@ int save_checkpoint(const char *dir, struct eng_trainer *t, const struct tstate 
  * (the frozen weights are the caller's to load). 0 or -1 (err_set). */
 int save_restore(const char *dir, struct eng_trainer *t, const struct tstate *st);
 
-/* LoRA, once the frozen weights are loaded: a new run draws its adapters (--seed) and
- * keeps the frozen weights' digest in st; a resumed one checks it. 0 or -1 (err_set:
- * --init's weights changed since the run began). */
+/* LoRA, once the frozen weights are loaded: a new run draws its adapters (--seed), or
+ * reads them from --lora-init's adapter_model.safetensors, and keeps the frozen
+ * weights' digest in st; a resumed one checks it. 0 or -1 (err_set: --init's weights
+ * changed since the run began, an adapter that does not read). */
 int save_lora_base(struct eng_trainer *t, struct tstate *st, bool resume);
 
 #endif

@@ -86,6 +86,7 @@ static const struct field fields[] = {
 	F("lora", K_INT, lora, 0, 4096, OPTIONAL),
 	F("lora-alpha", K_REAL, lora_alpha, 1e-6, 1e6, OPTIONAL | UNSET0),
 	S("lora-targets", lora_targets, OPTIONAL, NULL),
+	S("lora-init", lora_init, OPTIONAL, NULL),
 };
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
 

@@ -41,6 +41,7 @@ struct tstate_opts {
 	int lora;
 	double lora_alpha;
 	char *lora_targets;
+	char *lora_init; /* a PEFT adapter directory the adapters start from; NULL: drawn */
 };
 
 /* The defaults (nanoGPT's where it has one): ctx 256, batch 8, accum 1, steps 1000,

@@ -12,13 +12,15 @@ adapters only, torch.nn.utils.clip_grad_norm_ over them and torch.optim.AdamW in
 float64 with weight decay on all of them (they are 2-D), at train_ref.py's schedule.
 The merged model is W + (alpha / r) B A for each targeted W, the base elsewhere.
 
-  lora_ref.py run --init RUN0 --data FILE.u32 [options] --out REF.safetensors
-      trains from RUN0's config.json, model.safetensors and adapter/ (PEFT's
+  lora_ref.py run --init RUN0 [--base MODEL] --data FILE.u32 [options] --out REF.safetensors
+      trains from RUN0's config.json, model.safetensors and train-state/ (PEFT's
       adapter_config.json and adapter_model.safetensors, written by --steps 0);
+      the frozen weights are MODEL's model.safetensors where RUN0's adapters do not
+      start at B = 0 (RUN0's model is merged then);
       prints one JSON object per step (step, loss, grad_norm, lr) and writes the
       final adapter tensors (F64) under PEFT's names.
-  lora_ref.py compare --log LOG --ref-log REF.jsonl --init RUN0 --ref REF.safetensors
-                      --run RUN [--loss-rtol 1e-5] [--weight-tol 2e-3]
+  lora_ref.py compare --log LOG --ref-log REF.jsonl --init RUN0 [--base MODEL]
+                      --ref REF.safetensors --run RUN [--loss-rtol 1e-5] [--weight-tol 2e-3]
       checks qwenchat's train-log.jsonl against the reference's steps (loss and
       grad_norm within loss-rtol relative, lr to 1e-12); every tensor of
       RUN/train-state/adapter_model.safetensors against the reference's
@@ -117,10 +119,10 @@ class LoraQwen3(Qwen3):
             (x @ head.T).reshape(B * T, -1), targets.reshape(-1), reduction="sum")
 
 
-def load(init):
-    """(model, adapters) of the run directory init: adapters maps PEFT's names to the
-    trainable float64 tensors, the base's are frozen."""
-    cfg, w0 = train_ref.model_weights(init)
+def load(init, base_dir):
+    """(model, adapters) of the run directory init on base_dir's weights: adapters maps
+    PEFT's names to the trainable float64 tensors, the base's are frozen."""
+    cfg, w0 = train_ref.model_weights(base_dir)
     ac, targets = adapter_config(init)
     ad = read_safetensors(f"{init}/train-state/adapter_model.safetensors")
     if set(ad) != {adapter_name(t, ab) for t in targets for ab in "AB"}:
@@ -135,7 +137,7 @@ def load(init):
 
 def run(o):
     stream = np.fromfile(o.data, dtype="<u4").astype(np.int64)
-    model, adapters = load(o.init)
+    model, adapters = load(o.init, o.base or o.init)
     # train_ref's steps over the adapters alone: all 2-D, so all decayed
     train_ref.steps(o, model, adapters,
                     lambda s, a: train_ref.sequential(stream, s, o.accum, a, o.batch, o.ctx))
@@ -192,7 +194,7 @@ def compare(o):
     for name in sorted(ar):
         rel = relative(aq[name], ar[name], a0[name])
         bad += report(f"{name}: |w - w_ref| / |w_ref - w_0| = {rel:.2e}", rel < o.weight_tol)
-    w0 = read_safetensors(f"{o.init}/model.safetensors")
+    w0 = read_safetensors(f"{o.base or o.init}/model.safetensors")
     wq = read_safetensors(f"{o.run}/model.safetensors")
     kinds = dtypes(f"{o.run}/model.safetensors")
     if set(wq) != set(w0):
@@ -228,6 +230,8 @@ def main():
     for p, names in ((r, ("init", "data", "out")), (c, ("log", "ref-log", "init", "ref", "run"))):
         for name in names:
             p.add_argument(f"--{name}", required=True)
+    for p in r, c:
+        p.add_argument("--base")
     train_ref.options(r)
     c.add_argument("--loss-rtol", type=float, default=1e-5)
     c.add_argument("--weight-tol", type=float, default=2e-3)

@@ -9,7 +9,8 @@
 # model's own. Then: the --val loss of the adapters equals the float64 loss of the
 # merged model, a resumed run repeats an uninterrupted one byte for byte, a resume on
 # changed or missing frozen weights is refused, --recompute changes no bit, --steps 0
-# writes the model itself, the flags that make no LoRA run are refused, and --sft
+# writes the model itself, --lora-init takes a PEFT adapter made by numpy (and refuses
+# what it cannot compute), the flags that make no LoRA run are refused, and --sft
 # --pack trains adapters.
 # SKIP (77) without python3-torch and python3-numpy.
 . "$TOP_SRCDIR/tests/lib.sh"
@@ -34,10 +35,11 @@ shape="--vocab-size 1000 --layers 2 --hidden-size 64 --intermediate-size 96 --he
 	"$QWENCHAT" train --out "$TMP/untied" $shape --no-tie --kv-heads 2 --data "$TMP/data.u32" \
 		--steps 0 2>>"$TMP/err" || fail "the base models: $(tail -n 3 "$TMP/err")"
 
-# check NAME BASE LORA-FLAGS [MORE]: --steps 0 and 3 steps of LoRA on the model BASE
-# against the reference, which starts from the --steps 0 run's weights and adapters
+# check NAME BASE LORA-FLAGS [MORE [REF-BASE]]: --steps 0 and 3 steps of LoRA on the model
+# BASE against the reference, which starts from the --steps 0 run's adapters, on its
+# merged weights (the model itself while B is zero) or on REF-BASE's
 check() {
-	name=$1 base=$2 lora=$3 more=${4:-}
+	name=$1 base=$2 lora=$3 more=${4:-} refbase=${5:-$TMP/$1-0}
 	args="--init $base --data $TMP/data.u32 --exact --sequential --threads 2 $rules $lora"
 	# shellcheck disable=SC2086
 	if ! "$QWENCHAT" train --out "$TMP/$name-0" $args --steps 0 2>"$TMP/err" ||
@@ -46,13 +48,14 @@ check() {
 		return
 	fi
 	# shellcheck disable=SC2086
-	if ! $REF run --init "$TMP/$name-0" --data "$TMP/data.u32" --steps 3 $rules \
+	if ! $REF run --init "$TMP/$name-0" --base "$refbase" --data "$TMP/data.u32" --steps 3 $rules \
 		--out "$TMP/$name-ref.safetensors" >"$TMP/$name-ref.jsonl" 2>"$TMP/err"; then
 		fail "$name: the reference failed: $(tail -n 3 "$TMP/err")"
 		return
 	fi
 	if $REF compare --log "$TMP/$name-3/train-log.jsonl" --ref-log "$TMP/$name-ref.jsonl" \
-		--init "$TMP/$name-0" --ref "$TMP/$name-ref.safetensors" --run "$TMP/$name-3" \
+		--init "$TMP/$name-0" --base "$refbase" --ref "$TMP/$name-ref.safetensors" \
+		--run "$TMP/$name-3" \
 		>"$TMP/$name-cmp" 2>&1; then
 		pass "$name: losses, gradient norms, adapters and merged weights match the float64 reference"
 	else
@@ -66,6 +69,73 @@ check untied-all "$TMP/untied" "--lora 2"
 # PEFT's module names, a rank above the narrowest width, a model saved in BF16
 check bf16-save "$TMP/untied" "--lora 5 --lora-alpha 2.5 --lora-targets k_proj,gate_proj" \
 	"--save-dtype bf16"
+
+# --lora-init: a PEFT adapter as PeftModel.save_pretrained writes one (made here with
+# numpy: BF16 tensors, rsLoRA's scale alpha / sqrt(r), target_modules as bare names and
+# as "mlp.down_proj", dropout, which a run without dropout ignores) as the first
+# adapters. --steps 0 writes its merged model: W + alpha / sqrt(r) B A in float64,
+# rounded once, against numpy's; then 3 steps from it against the reference.
+"$PY" - "$TMP/peft" <<'EOF' || fail "--lora-init: the adapter could not be made"
+import json, os, struct, sys
+import numpy as np
+out, r = sys.argv[1], 3
+os.makedirs(out)
+json.dump({"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": r, "lora_alpha": 6,
+           "use_rslora": True, "target_modules": ["q_proj", "v_proj", "mlp.down_proj"],
+           "lora_dropout": 0.05, "bias": "none", "fan_in_fan_out": False,
+           "modules_to_save": None, "layers_to_transform": None, "rank_pattern": {},
+           "alpha_pattern": {}, "use_dora": False}, open(out + "/adapter_config.json", "w"))
+rng = np.random.RandomState(1)
+header, blobs, off = {}, [], 0
+for l in range(2):
+    for m, (o, i) in (("self_attn.q_proj", (64, 64)), ("self_attn.v_proj", (32, 64)),
+                      ("mlp.down_proj", (64, 96))):
+        for ab, shape in (("A", (r, i)), ("B", (o, r))):
+            u = rng.normal(0, 0.1, shape).astype("<f4").view("<u4").astype(np.uint64)
+            b = ((u + 0x7fff + ((u >> 16) & 1)) >> 16).astype("<u2").tobytes()
+            header[f"base_model.model.model.layers.{l}.{m}.lora_{ab}.weight"] = {
+                "dtype": "BF16", "shape": list(shape), "data_offsets": [off, off + len(b)]}
+            blobs.append(b)
+            off += len(b)
+h = json.dumps(header).encode()
+h += b" " * (-len(h) % 8)
+open(out + "/adapter_model.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+EOF
+check lora-init "$TMP/untied" "--lora-init $TMP/peft" "" "$TMP/untied"
+"$PY" - "$TMP/untied" "$TMP/peft" "$TMP/lora-init-0" "$TOP_SRCDIR/tests/cli" <<'EOF' &&
+import json, math, sys
+import numpy as np
+sys.path.insert(0, sys.argv[4])
+from train_ref import read_safetensors
+base = read_safetensors(sys.argv[1] + "/model.safetensors")
+peft, run = read_safetensors(sys.argv[2] + "/adapter_model.safetensors"), sys.argv[3]
+merged, kept = read_safetensors(run + "/model.safetensors"), read_safetensors(run + "/train-state/adapter_model.safetensors")
+assert set(kept) == set(peft) and all(np.array_equal(kept[k], peft[k]) for k in peft)
+s = 6 / math.sqrt(3)
+assert abs(json.load(open(run + "/train-state/adapter_config.json"))["lora_alpha"] - 6 * math.sqrt(3)) < 1e-12
+for name, w in base.items():
+    pre = "base_model.model." + name[:-len(".weight")]
+    want = w if pre + ".lora_A.weight" not in peft else \
+        w + s * peft[pre + ".lora_B.weight"] @ peft[pre + ".lora_A.weight"]
+    assert np.array_equal(merged[name].astype(np.float32), want.astype(np.float32)), name
+EOF
+	pass "--lora-init --steps 0: the adapter's merged model, bit for bit numpy's" ||
+	fail "--lora-init --steps 0: not the adapter's merged model"
+cp -r "$TMP/peft" "$TMP/dora"
+sed 's/"use_dora": false/"use_dora": true/' "$TMP/peft/adapter_config.json" >"$TMP/dora/adapter_config.json"
+train_usage 1 "--lora-init of a DoRA adapter" "use_dora: DoRA is not supported" \
+	--out "$TMP/x" --init "$TMP/untied" --lora-init "$TMP/dora" --data "$TMP/data.u32"
+sed 's/"mlp.down_proj"/"model.layers.0.mlp.down_proj"/' "$TMP/peft/adapter_config.json" \
+	>"$TMP/dora/adapter_config.json"
+train_usage 1 "--lora-init of one layer's matrix" "(in every layer)" \
+	--out "$TMP/x" --init "$TMP/untied" --lora-init "$TMP/dora" --data "$TMP/data.u32"
+sed 's/"v_proj", //' "$TMP/peft/adapter_config.json" >"$TMP/dora/adapter_config.json"
+train_usage 1 "--lora-init: a tensor the config does not name" "an adapter of a matrix" \
+	--out "$TMP/x" --init "$TMP/untied" --lora-init "$TMP/dora" --data "$TMP/data.u32"
+train_usage 1 "--lora-init on another shape" "not of shape" \
+	--out "$TMP/x" --init "$TMP/tied" --lora-init "$TMP/peft" --data "$TMP/data.u32"
+train_usage 2 "--lora-init with --lora" "give no --lora" \
+	--out "$TMP/x" --init "$TMP/untied" --lora-init "$TMP/peft" --lora 3 --data "$TMP/data.u32"
 
 # --steps 0: B is zero, so the merged model is the model, bit for bit
 "$PY" - "$TMP/tied/model.safetensors" "$TMP/tied-some-0/model.safetensors" <<'EOF' &&
