@@ -232,8 +232,10 @@ static int check_new(struct args *a)
 	if (o->lora && !o->init)
 		return cli_usage("train", "%s adapts a model's weights: give --init MODEL",
 				 o->lora_init ? "--lora-init" : "--lora");
-	if (o->lora && !tstate_lora_targets(o))
+	if (o->lora && (tstate_lora_canonical(o) || o->lora_alpha < 0))
 		return cli_usage("train", "%s", err_msg());
+	if (o->lora && o->lora_alpha == 0) /* saved as the value it takes: a resume compares */
+		o->lora_alpha = o->lora;
 	if (o->lora && !strcmp(o->backend, "cuda"))
 		return cli_usage("train", "--lora runs on the CPU backend: --backend cpu or auto");
 	if (!o->lora && (given(a, "lora-alpha") || given(a, "lora-targets")))
@@ -374,6 +376,13 @@ static int merge_resume(struct args *a, struct tstate *st, const char *state_pat
 	}
 	if (same_init(&a->o, &st->o))
 		return EXIT_RUNTIME;
+	/* LoRA's options as a new run saves them: alpha R where it was left, the targets
+	 * as one spelling of their set, so that "q,v" and "v_proj,q_proj" are the same */
+	if (st->o.lora && st->o.lora_alpha == 0)
+		st->o.lora_alpha = st->o.lora;
+	if ((st->o.lora && tstate_lora_canonical(&st->o)) ||
+	    (given(a, "lora-targets") && tstate_lora_canonical(&a->o)))
+		return cli_usage("train", "%s", err_msg());
 	for (int i = 0; i < tstate_field_count(); i++) {
 		/* a shape the run left to its model: the model's config.json answers (run) */
 		if (!a->given[i] || tstate_equal(&st->o, &a->o, i) || tstate_unset(&st->o, i))
@@ -524,6 +533,28 @@ static int check_resumed_config(const char *dir, const struct tstate_opts *o,
 	return 0;
 }
 
+/* A resumed LoRA run's frozen weights: --init's model again, of the run's shape (the
+ * digest of its weights is checked once they are read). 0 or -1 (err_set). */
+static int frozen_model(const char *init, struct train_model *p)
+{
+	char why[1024];
+	if (!(p->m.init = eng_model_open(init))) {
+		snprintf(why, sizeof why, "%s", err_msg());
+		return err_set("the LoRA run's frozen weights (--init %s): %s", init, why);
+	}
+	const struct eng_config *a = eng_model_config(p->m.init), *b = &p->m.cfg;
+	if (a->vocab_size != b->vocab_size || a->hidden_size != b->hidden_size ||
+	    a->num_layers != b->num_layers || a->num_heads != b->num_heads ||
+	    a->num_kv_heads != b->num_kv_heads || a->head_dim != b->head_dim ||
+	    a->intermediate_size != b->intermediate_size ||
+	    a->tie_word_embeddings != b->tie_word_embeddings)
+		return err_set(
+			"the LoRA run's frozen weights (--init %s): a model of another shape "
+			"than the run's config.json: a LoRA run resumes on the model it adapts",
+			init);
+	return 0;
+}
+
 /* Trains the run st in dir, new or resumed (asked: the shape flags given to a resumed
  * run that its model answers, NULL for none). An exit status, the error printed. */
 static int run(struct tstate *st, const char *dir, bool resume, const struct tstate_opts *asked,
@@ -549,12 +580,8 @@ static int run(struct tstate *st, const char *dir, bool resume, const struct tst
 		bad = EXIT_RUNTIME;
 	else if (!(bad = check_resumed_config(dir, &st->o, asked, &p.m.cfg)))
 		bad = config_unchanged(dir, st);
-	if (!bad && resume && st->o.lora && !(p.m.init = eng_model_open(st->o.init))) {
-		char why[1024];
-		snprintf(why, sizeof why, "%s", err_msg());
-		err_set("the LoRA run's frozen weights (--init %s): %s", st->o.init, why);
+	if (!bad && resume && st->o.lora && frozen_model(st->o.init, &p))
 		bad = EXIT_RUNTIME;
-	}
 	if (bad) {
 		cli_error("%s", err_msg());
 		train_model_free(&p);

@@ -222,6 +222,12 @@ const char *ckpt_st_meta(const struct ckpt_st *f, const char *key)
 	return json_string_value(json_object_get(json_object_get(f->header, "__metadata__"), key));
 }
 
+int ckpt_st_count(const struct ckpt_st *f)
+{
+	return (int)json_object_size(f->header) -
+	       (json_object_get(f->header, "__metadata__") ? 1 : 0);
+}
+
 int ckpt_st_read(struct ckpt_st *f, const char *name, int ndim, const int64_t shape[2],
 		 float *dst)
 {

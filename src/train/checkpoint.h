@@ -44,6 +44,8 @@ struct ckpt_st *ckpt_st_open(const char *path);
 void ckpt_st_close(struct ckpt_st *f);
 /* The value of a __metadata__ key, or NULL. */
 const char *ckpt_st_meta(const struct ckpt_st *f, const char *key);
+/* The tensors the file holds. */
+int ckpt_st_count(const struct ckpt_st *f);
 /* Reads tensor `name`, which must be F32 with this shape, into dst. 0 or -1 (err_set:
  * missing, another dtype or shape, a read error). */
 int ckpt_st_read(struct ckpt_st *f, const char *name, int ndim, const int64_t shape[2],

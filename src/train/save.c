@@ -263,10 +263,17 @@ static int read_st(const char *path, struct eng_trainer *t, bool moments, int64_
 		return -1;
 	const char *s = ckpt_st_meta(f, "step");
 	int rc = 0;
+	int want = 0;
+	for (int i = 0; i < eng_trainer_nparams(t); i++)
+		want += eng_trainer_param(t, i)->frozen ? 0 : moments ? 2 : 1;
 	if (!s || strtoll(s, NULL, 10) != step || strspn(s, "0123456789") != strlen(s))
 		rc = err_set("%s: not of step %lld, as train-state/state.json is (%s%s): the "
 			     "checkpoint is inconsistent",
 			     path, (long long)step, s ? "step " : "no step", s ? s : "");
+	else if (ckpt_st_count(f) != want) /* another run's, of more matrices */
+		rc = err_set("%s: %d tensors, where the run has %d: the checkpoint is "
+			     "inconsistent",
+			     path, ckpt_st_count(f), want);
 	for (int i = 0; rc == 0 && i < eng_trainer_nparams(t); i++) {
 		struct eng_param *p = eng_trainer_param(t, i);
 		char name[512];

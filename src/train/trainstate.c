@@ -96,6 +96,11 @@ unsigned tstate_lora_targets(const struct tstate_opts *o)
 	unsigned mask = 0;
 	if (!strcmp(s, "all") || !strcmp(s, "all-linear"))
 		return ENG_LORA_ALL;
+	size_t len = strlen(s);
+	if (len && s[len - 1] == ',') {
+		err_set("--lora-targets: '%s' ends in a comma", s);
+		return 0;
+	}
 	while (*s) {
 		size_t n = strcspn(s, ",");
 		int k = 0;
@@ -119,6 +124,22 @@ unsigned tstate_lora_targets(const struct tstate_opts *o)
 	if (!mask)
 		err_set("--lora-targets: no matrix named");
 	return mask;
+}
+
+static int set_str(char **dst, const char *s);
+
+int tstate_lora_canonical(struct tstate_opts *o)
+{
+	unsigned mask = tstate_lora_targets(o);
+	char names[128] = "";
+	if (!mask)
+		return -1;
+	for (int k = 0; k < ENG_LORA_TARGETS; k++)
+		if (mask >> k & 1)
+			snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+				 names[0] ? "," : "",
+				 eng_lora_target_name((enum eng_lora_target)k));
+	return set_str(&o->lora_targets, names);
 }
 
 int64_t tstate_cosine_default(const struct tstate_opts *o)

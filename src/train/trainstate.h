@@ -55,6 +55,9 @@ void tstate_opts_free(struct tstate_opts *o);
 /* The matrices o->lora_targets names, as bits of enum eng_lora_target; 0 with err_set
  * "--lora-targets: ..." when it names none or another. */
 unsigned tstate_lora_targets(const struct tstate_opts *o);
+/* o->lora_targets as PEFT's names of its matrices in a fixed order ("q_proj,v_proj"; NULL
+ * gives all of them), so that one set has one spelling. 0 or -1 (err_set). */
+int tstate_lora_canonical(struct tstate_opts *o);
 
 /* The end of the cosine when --cosine-steps is not given: the run's last step; a run
  * shorter than its warm-up (a trial of a long recipe, or --steps 0 to write the

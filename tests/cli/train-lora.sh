@@ -208,6 +208,16 @@ train_usage 1 "a resume on changed frozen weights" "not the weights this LoRA ru
 rm -r "$TMP/moved"
 train_usage 1 "a resume whose frozen weights are gone" "frozen weights (--init $TMP/moved)" \
 	--resume "$TMP/c2" --steps 4
+# another run's optimizer state, of more matrices, is not taken for this run's
+# shellcheck disable=SC2086
+"$QWENCHAT" train --out "$TMP/kq" $run --lora-targets q,k,v,o,gate,up,down,q --steps 2 \
+	2>"$TMP/err" && "$QWENCHAT" train --out "$TMP/kv" --init "$TMP/tied" --lora 4 \
+	--lora-targets q,v --data "$TMP/data.u32" --ctx 16 --batch 3 --warmup 2 --steps 2 \
+	2>>"$TMP/err" &&
+	cp "$TMP/kq/train-state/optimizer.safetensors" "$TMP/kv/train-state/" ||
+	fail "another run's state: $(tail -n 2 "$TMP/err")"
+train_usage 1 "a resume with another run's optimizer state" "the checkpoint is inconsistent" \
+	--resume "$TMP/kv" --steps 3
 [ "$(cksum <"$TMP/c2/train-state/adapter_model.safetensors")" = "$before" ] &&
 	pass "a refused resume leaves the checkpoint as it was" ||
 	fail "a refused resume changed the checkpoint"
@@ -225,6 +235,14 @@ train_usage 2 "--lora on CUDA" "CPU backend" \
 train_usage 2 "--lora beyond 4096" "--lora" \
 	--out "$TMP/x" --init "$TMP/tied" --lora 5000 --data "$TMP/data.u32"
 train_usage 2 "a resume with another rank" "--lora 8 conflicts" --resume "$TMP/r2" --steps 5 --lora 8
+train_usage 2 "a resume with an alpha other than the default's" "--lora-alpha 3 conflicts" \
+	--resume "$TMP/r2" --steps 5 --lora-alpha 3
+"$QWENCHAT" train --resume "$TMP/r2" --steps 4 --lora-targets down,up,gate_proj,o,v,k,q \
+	--lora-alpha 4 2>"$TMP/err" && grep -q "at step 4 already" "$TMP/err" &&
+	pass "a resume naming the same targets and alpha otherwise is no conflict" ||
+	fail "a resume naming the same targets otherwise: $(tail -n 1 "$TMP/err")"
+train_usage 2 "--lora-targets ending in a comma" "ends in a comma" \
+	--out "$TMP/x" --init "$TMP/tied" --lora 4 --lora-targets q, --data "$TMP/data.u32"
 [ ! -e "$TMP/x" ] && pass "refused runs leave no directory" || fail "a refused run left $TMP/x"
 
 # A quantized base (a Q8_0 GGUF from quantize): its weights are frozen as ggml
