@@ -59,9 +59,8 @@ struct arena {
 };
 
 /* Floats of one layer's LoRA activations: (N, rank) for each adapted matrix. */
-static size_t lora_floats(const struct eng_config *c, const struct eng_train_options *o, size_t N)
+static size_t lora_floats(const struct eng_train_options *o, size_t N)
 {
-	(void)c;
 	size_t n = 0;
 	for (int k = 0; o->lora_rank > 0 && k < ENG_LORA_TARGETS; k++)
 		n += (o->lora_targets >> k & 1) ? N * (size_t)o->lora_rank : 0;
@@ -81,7 +80,7 @@ static struct arena arena_floats(const struct eng_config *c, const struct eng_tr
 	struct arena r;
 	r.qblock = (size_t)threads * tr_qblock_rows(T) * T, r.dwpart = blocks * wide;
 	r.acts = (size_t)(c->num_layers + 1) * N * D +
-		 layers * (act_floats(c, B, T, keep_probs) + lora_floats(c, o, N)) + N * (D + 1) +
+		 layers * (act_floats(c, B, T, keep_probs) + lora_floats(o, N)) + N * (D + 1) +
 		 N * (2 * D + 2 * F + 2 * q + 2 * kv) + (size_t)N * o->lora_rank;
 	r.scratch = (keep_probs ? 1 : 2) * r.qblock + r.dwpart + chunk * c->vocab_size + 2 * chunk +
 		    (size_t)T * hd + 64 * 64;
@@ -318,8 +317,7 @@ static int cpu_micro(void *st, const int32_t *inputs, const int32_t *targets, co
 	*count += n;
 	if (!backward)
 		return 0;
-	tr_rmsnorm_bwd(s, s->dx, fn->frozen ? NULL : fn->g, s->dxn, xl, s->rstd_f, fn->w, N, D,
-		       false);
+	tr_rmsnorm_bwd(s, s->dx, fn->g, s->dxn, xl, s->rstd_f, fn->w, N, D, false);
 	for (int l = L - 1; l >= 0; l--) {
 		struct tr_act *a = &s->act[s->recompute ? 0 : l];
 		if (s->recompute)

@@ -86,11 +86,6 @@ static void linear_back(struct train_cpu *s, struct tr_act *a, int l, enum train
 	mm(s, dx, K, true, s->lora_du, R, false, A->w, K, false, N, K, R);
 }
 
-/* A norm weight's gradient, or NULL where it is frozen. */
-static float *grad_of(struct eng_param *p)
-{
-	return p->frozen ? NULL : p->g;
-}
 
 /* ---- attention -------------------------------------------------------------------------- */
 
@@ -310,16 +305,16 @@ void tr_layer_backward(struct train_cpu *s, int l, struct tr_act *a)
 	linear_back(s, a, l, TR_GATE, s->dxn, false, s->dh, a->xn2);
 	linear_back(s, a, l, TR_UP, s->dxn, true, s->dup, a->xn2);
 	struct eng_param *pn = tr_param(s, l, TR_POST_NORM);
-	tr_rmsnorm_bwd(s, s->dx, grad_of(pn), s->dxn, a->xmid, a->rstd2, pn->w, N, D, true);
+	tr_rmsnorm_bwd(s, s->dx, pn->g, s->dxn, a->xmid, a->rstd2, pn->w, N, D, true);
 	/* attention block; s->dx is d xmid, and d x through the residual */
 	linear_back(s, a, l, TR_WO, s->datt, false, s->dx, a->att);
 	struct attn_task at = {s, a, 0};
 	cpu_pool_run(s->pool, attn_bwd_task, &at);
 	struct eng_param *qn = tr_param(s, l, TR_Q_NORM), *kn = tr_param(s, l, TR_K_NORM);
-	tr_qk_bwd(s, a, qn->w, kn->w, grad_of(qn), grad_of(kn));
+	tr_qk_bwd(s, a, qn->w, kn->w, qn->g, kn->g); /* NULL: frozen */
 	linear_back(s, a, l, TR_WQ, s->dxn, false, s->dq, a->xn1);
 	linear_back(s, a, l, TR_WK, s->dxn, true, s->dk, a->xn1);
 	linear_back(s, a, l, TR_WV, s->dxn, true, s->dv, a->xn1);
 	struct eng_param *in = tr_param(s, l, TR_IN_NORM);
-	tr_rmsnorm_bwd(s, s->dx, grad_of(in), s->dxn, x, a->rstd1, in->w, N, D, true);
+	tr_rmsnorm_bwd(s, s->dx, in->g, s->dxn, x, a->rstd1, in->w, N, D, true);
 }
